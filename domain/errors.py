@@ -1,0 +1,62 @@
+"""The chatrecord error family. Each error's message names what went wrong and where."""
+
+from __future__ import annotations
+
+
+class ChatrecordError(Exception):
+    """Base of every error a user can cause; the CLI prints it as one line and exits with 1."""
+
+
+class ConversationNotStarted(ChatrecordError):
+    """Raised when an event arrives for a conversation that was never started."""
+
+
+class ConversationAlreadyStarted(ChatrecordError):
+    """Raised when a conversation is started twice with different facts."""
+
+
+class NoCardWaiting(ChatrecordError):
+    """Raised when a card decision names a segment that has no card waiting."""
+
+
+class NoQuestionWaiting(ChatrecordError):
+    """Raised when an answer names a segment that has no question waiting."""
+
+
+class CardAlreadyDecided(ChatrecordError):
+    """Raised when a card or question is decided, answered or left undecided a second time."""
+
+
+class UnknownMessage(ChatrecordError):
+    """Raised when an edit or a retry names a user message the conversation does not have."""
+
+
+class MessageOutOfOrder(ChatrecordError):
+    """Raised when a user message number is not greater than every earlier one."""
+
+
+class TurnTruncated(ChatrecordError):
+    """Raised when an event arrives for a segment or run an edit has already cut away."""
+
+
+class WrongConversationKind(ChatrecordError):
+    """Raised when an event is not allowed for the conversation's kind (chat or alt_text)."""
+
+
+class NoTurn(ChatrecordError):
+    """Raised when a segment returns before any user message started a turn."""
+
+
+class InvalidInput(ChatrecordError):
+    """Raised when an input line does not have the shape the chat's format requires.
+
+    The message names the source, the line number, the field path and what was expected;
+    nothing of that line is stored.
+    """
+
+    def __init__(self, source: str, line: int, field: str, expected: str) -> None:
+        self.source = source
+        self.line = line
+        self.field = field
+        self.expected = expected
+        super().__init__(f"{source}: line {line}, {field}: {expected}")

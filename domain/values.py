@@ -1,0 +1,105 @@
+"""Value objects: the filtered facts of a segment's steps, waiting calls, records.
+
+Each is an immutable pydantic model compared by value. They hold only what nr-llm's privacy
+filter keeps at every level (spec, "The record is built from the run's structured steps"):
+kind, round, duration, tool name, error flag, outcome, write target, completeness and hook
+flag. Tool arguments, tool results and model text have no field here, so they cannot be stored.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+STEP_KINDS = ("context", "request", "llm", "tool", "tool_write", "assembled", "dropped")
+"""nr-llm `RunStep::kinds()`; any other kind is kept as `unknown`."""
+
+TOOL_OUTCOMES = ("ok", "failed", "cancelled")
+"""nr-llm ADR-191 `ToolOutcome`; any other value is kept as `unknown`."""
+
+OUTCOMES = (
+    "completed",
+    "awaiting_approval",
+    "awaiting_input",
+    "failed",
+    "cancelled",
+    "suspend_failed",
+    "guardrail_blocked",
+    "guardrail_approval_required",
+    "requeued",
+    "lease_lost",
+)
+"""nr-llm `AgentRunOutcome`; anything else is kept as `unknown` (DESIGN.md, "Outcomes")."""
+
+CARD_ANSWERS = ("Übernehmen", "Behalten", "Überspringen", "Andere Variante", "abgelehnt")
+"""The editor's answers on a card (DESIGN.md, `card_decided`)."""
+
+Completeness = Literal["complete", "partial", "unconfirmed"]
+StepKind = Literal["context", "request", "llm", "tool", "tool_write", "assembled", "dropped", "unknown"]
+ToolOutcome = Literal["ok", "failed", "cancelled", "unknown"]
+
+
+class Immutable(BaseModel):
+    """Base of every value object and event: frozen, no unknown fields."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class RecordRef(Immutable):
+    """A TYPO3 record named by table and uid (nr-llm `RecordReference`).
+
+    `table` matches `[A-Za-z0-9_]{1,64}`; `uid` is >= 1. `str()` gives `table:uid`.
+    """
+
+    table: str = Field(pattern=r"^[A-Za-z0-9_]{1,64}$")
+    uid: int = Field(ge=1)
+
+    def __str__(self) -> str:
+        return f"{self.table}:{self.uid}"
+
+
+class StepFact(Immutable):
+    """One nr-llm `RunStep`, less everything the privacy filter drops.
+
+    `duration_ms` is in milliseconds, as nr-llm records it (refusals of a waiting turn's
+    calls are exactly 0.0). `write_completeness` is `unconfirmed` where nr-llm stated none.
+    """
+
+    kind: StepKind
+    round: int
+    duration_ms: float
+    tool_name: str | None = None
+    tool_is_error: bool | None = None
+    tool_outcome: ToolOutcome | None = None
+    write_target: RecordRef | None = None
+    write_completeness: Completeness | None = None
+    hook_failed_after_write: bool = False
+
+
+class WaitingCall(Immutable):
+    """A call left waiting for the editor's decision (nr-llm `PendingCallView`)."""
+
+    tool_name: str
+    target: RecordRef | None = None
+    fields: tuple[str, ...] = ()
+
+
+class TranscriptLine(Immutable):
+    """One message of a replaced transcript or a legacy row."""
+
+    role: Literal["user", "assistant"]
+    text: str
+
+
+class LegacyCardOutcome(Immutable):
+    """A card outcome as the chat stored it before the run record existed (nr-mcp-agent ADR-023).
+
+    `after` is the transcript length when it was recorded; a create has no target.
+    """
+
+    outcome: Literal["applied", "check", "not_applied", "skipped", "variant", "kept", "declined"]
+    after: int = Field(ge=0)
+    tool: str
+    target: RecordRef | None = None
+    fields: tuple[str, ...] = ()
