@@ -1,0 +1,291 @@
+"""The Conversation aggregate's invariants (DESIGN.md, "Invariants"; issue 2, item 1)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from domain import conversation as c
+from domain.errors import (
+    CardAlreadyDecided,
+    ConversationNotStarted,
+    MessageOutOfOrder,
+    NoCardWaiting,
+    NoQuestionWaiting,
+    TurnTruncated,
+    UnknownMessage,
+    WrongConversationKind,
+)
+from domain.events import (
+    CardDecided,
+    CardLeftUndecided,
+    ConversationStarted,
+    MessageEdited,
+    SegmentReturned,
+    SkillLoaded,
+    TourEnded,
+    TurnsTruncated,
+    UserMessagePosted,
+)
+from domain.values import RecordRef, TranscriptLine, WaitingCall
+
+T0 = datetime(2026, 10, 28, 9, 0, tzinfo=timezone.utc)
+
+
+class Story:
+    """Runs commands against an in-memory state, as the store would: decide, then evolve."""
+
+    def __init__(self, kind: str = "chat") -> None:
+        self.tick = 0
+        self.state: c.Conversation | None = None
+        self.log: list = []
+        self.run(c.start_conversation, "conv-1", kind, 7)
+
+    def run(self, command, *args, **kwargs):
+        self.tick += 1
+        kwargs.setdefault("at", T0 + timedelta(seconds=self.tick))
+        events = command(self.state, *args, **kwargs)
+        self.state = c.project_conversation(self.state, events)
+        self.log.extend(events)
+        return events
+
+    def message(self, n: int, page: int = 42, skill: str | None = None):
+        return self.run(c.post_user_message, n, f"message {n}", page, skill)
+
+    def segment(self, segment: str, outcome: str = "completed", run: str = "run-1", trigger="turn", waiting=()):
+        return self.run(c.return_segment, segment, run, trigger, outcome, "answer", False, [], list(waiting))
+
+    def card(self, segment: str, run: str = "run-1"):
+        call = WaitingCall(tool_name="update_page_metadata", target=RecordRef(table="pages", uid=42), fields=("title",))
+        return self.segment(segment, "awaiting_approval", run=run, waiting=[call])
+
+    def question(self, segment: str, run: str = "run-1"):
+        return self.segment(segment, "awaiting_input", run=run, waiting=[WaitingCall(tool_name="ask_choice")])
+
+
+def names(events) -> list[str]:
+    return [type(e).__name__ for e in events]
+
+
+def test_a_decision_needs_a_waiting_card():
+    story = Story()
+    story.message(1)
+    story.segment("s1", "completed")
+    with pytest.raises(NoCardWaiting, match="segment s1 has no card waiting"):
+        story.run(c.decide_card, "s1", True, "Übernehmen", None, None)
+    with pytest.raises(NoCardWaiting, match="segment nope has no card waiting"):
+        story.run(c.decide_card, "nope", True, "Übernehmen", None, None)
+
+
+def test_an_answer_needs_a_waiting_question():
+    story = Story()
+    story.message(1)
+    story.card("s1")
+    with pytest.raises(NoQuestionWaiting, match="segment s1 has no question waiting"):
+        story.run(c.answer_question, "s1", 2, "Ja")
+
+
+def test_a_card_is_decided_once():
+    story = Story()
+    story.message(1)
+    story.card("s1")
+    assert names(story.run(c.decide_card, "s1", False, "Behalten", None, None)) == ["CardDecided"]
+    with pytest.raises(CardAlreadyDecided, match="card of segment s1 was decided already"):
+        story.run(c.decide_card, "s1", True, "Übernehmen", None, None)
+
+
+def test_a_question_is_answered_once():
+    story = Story()
+    story.message(1)
+    story.question("s1")
+    story.run(c.answer_question, "s1", 2, "Alles der Reihe nach")
+    with pytest.raises(CardAlreadyDecided):
+        story.run(c.answer_question, "s1", 3, "Nur Social Media")
+
+
+def test_a_repeated_segment_id_is_a_no_op_that_keeps_the_first_result():
+    story = Story()
+    story.message(1)
+    first = story.segment("s1", "completed")
+    version = story.state.version
+    assert story.segment("s1", "failed") == []
+    assert story.state.version == version
+    assert c.recorded_segment(story.state, "s1") == first[0].originator_version
+
+
+def test_the_same_input_line_delivered_twice_changes_nothing():
+    story = Story()
+    events = story.run(c.post_user_message, 1, "hi", 42, None, source="digest-1")
+    assert names(events) == ["UserMessagePosted"]
+    assert story.run(c.post_user_message, 1, "hi", 42, None, source="digest-1") == []
+
+
+def test_an_edit_names_an_existing_user_message():
+    story = Story()
+    story.message(1)
+    with pytest.raises(UnknownMessage, match="edit names user message 5"):
+        story.run(c.edit_message, 5, "new text")
+
+
+def test_nothing_can_arrive_later_for_a_truncated_turn():
+    story = Story()
+    story.message(1)
+    story.card("s1", run="run-1")
+    story.run(c.edit_message, 1, "edited")
+    with pytest.raises(TurnTruncated):
+        story.run(c.decide_card, "s1", True, "Übernehmen", None, None)
+    with pytest.raises(TurnTruncated):
+        story.segment("s2", run="run-1", trigger="approval")
+    with pytest.raises(TurnTruncated):
+        story.segment("s1")
+    # a new run for the edited message is welcome
+    assert names(story.segment("s3", run="run-2")) == ["SegmentReturned"]
+
+
+def test_an_edit_cuts_the_later_messages_segments_and_card_decisions():
+    story = Story()
+    story.message(1, skill="3:seo-optimieren")
+    story.segment("s1")
+    story.message(2)
+    story.card("s2", run="run-2")
+    story.run(c.decide_card, "s2", True, "Übernehmen", None, None)
+    story.segment("s3", run="run-2", trigger="approval")
+    story.message(4)
+    edited, truncated = story.run(c.edit_message, 2, "anders")
+    assert isinstance(edited, MessageEdited) and edited.text == "anders"
+    assert isinstance(truncated, TurnsTruncated)
+    assert truncated.cut_messages == (4,)
+    assert truncated.cut_segments == ("s2", "s3")
+    assert truncated.cut_cards == ("s2",)
+    assert story.state.messages == (1, 2)
+    assert set(story.state.segments) == {"s1"}
+    assert story.state.guided_cards == ()
+
+
+def test_an_edit_of_a_waiting_turn_records_no_undecided_note():
+    story = Story()
+    story.message(1)
+    story.card("s1")
+    events = story.run(c.edit_message, 1, "edited")
+    assert names(events) == ["MessageEdited", "TurnsTruncated"]
+    assert story.state.waiting is None
+
+
+def test_a_new_message_while_a_card_waits_first_records_it_as_left_undecided():
+    story = Story()
+    story.message(1)
+    story.card("s1")
+    events = story.message(2)
+    assert names(events) == ["CardLeftUndecided", "UserMessagePosted"]
+    undecided = events[0]
+    assert (undecided.segment, undecided.waiting_kind, undecided.reason) == ("s1", "card", "new_message")
+    assert undecided.decidable_elsewhere is True  # an ordinary chat's run may still be decided in AI Tasks
+    with pytest.raises(CardAlreadyDecided):
+        story.run(c.decide_card, "s1", True, "Übernehmen", None, None)
+
+
+def test_a_new_message_while_a_question_waits_in_a_tour_is_not_decidable_elsewhere():
+    story = Story()
+    story.message(1, skill="3:seo-optimieren")
+    story.question("s1")
+    undecided = story.message(2)[0]
+    assert (undecided.waiting_kind, undecided.reason, undecided.decidable_elsewhere) == ("question", "new_message", False)
+
+
+def test_tour_ended_while_a_card_waits_records_it_as_left_undecided_and_clears_the_skill():
+    story = Story()
+    events = story.message(1, skill="3:seo-optimieren")
+    assert names(events) == ["SkillLoaded", "UserMessagePosted"]
+    story.card("s1")
+    events = story.run(c.end_tour)
+    assert names(events) == ["CardLeftUndecided", "TourEnded"]
+    assert events[0].reason == "tour_ended" and events[0].decidable_elsewhere is False
+    assert story.state.skill is None and story.state.waiting is None
+
+
+def test_tour_ended_with_nothing_waiting_only_ends_the_tour():
+    story = Story()
+    story.message(1, skill="3:seo-optimieren")
+    story.segment("s1")
+    assert names(story.run(c.end_tour)) == ["TourEnded"]
+
+
+def test_a_segment_counts_the_card_outcomes_of_a_guided_process_before_it():
+    story = Story()
+    story.message(1, skill="3:seo-optimieren")
+    story.card("s1")
+    story.run(c.decide_card, "s1", True, "Übernehmen", None, None)
+    (continuation,) = story.card("s2")
+    assert continuation.card_outcomes_before == 1
+    assert continuation.skill == "3:seo-optimieren"
+    story.run(c.decide_card, "s2", False, "Überspringen", 2, "Überspringen")
+    (after,) = story.segment("s3", trigger="approval")
+    assert after.card_outcomes_before == 2
+    assert after.message == 2
+
+
+def test_an_ordinary_card_has_no_card_outcome_to_count():
+    story = Story()
+    story.message(1)
+    story.card("s1")
+    story.run(c.decide_card, "s1", False, "abgelehnt", None, None)
+    (after,) = story.segment("s2", trigger="approval")
+    assert after.card_outcomes_before == 0
+
+
+def test_user_messages_must_increase():
+    story = Story()
+    story.message(2)
+    with pytest.raises(MessageOutOfOrder):
+        story.message(2)
+
+
+def test_events_before_the_start_are_refused():
+    with pytest.raises(ConversationNotStarted):
+        c.post_user_message(None, 1, "hi", 0, None, at=T0)
+
+
+def test_only_an_alt_text_conversation_replaces_its_transcript():
+    story = Story()
+    with pytest.raises(WrongConversationKind):
+        story.run(c.replace_transcript, [TranscriptLine(role="user", text="x")])
+    alt = Story(kind="alt_text")
+    assert names(alt.run(c.replace_transcript, [TranscriptLine(role="user", text="x")])) == ["TranscriptReplaced"]
+
+
+def test_a_retry_names_an_existing_message():
+    story = Story()
+    story.message(1)
+    story.segment("s1", "failed")
+    assert names(story.run(c.retry_turn, 1)) == ["TurnRetried"]
+    with pytest.raises(UnknownMessage):
+        story.run(c.retry_turn, 3)
+
+
+def test_a_snapshot_restores_the_same_state():
+    story = Story()
+    story.message(1, skill="3:seo-optimieren")
+    story.card("s1")
+    snapshot = c.ConversationSnapshot.take(story.state)
+    assert c.evolve(snapshot, None) == story.state
+
+
+def test_versions_are_consecutive_from_one():
+    story = Story()
+    story.message(1, skill="x")
+    story.card("s1")
+    story.message(2)
+    assert [e.originator_version for e in story.log] == list(range(1, len(story.log) + 1))
+    assert isinstance(story.log[0], ConversationStarted)
+    assert {type(e) for e in story.log} >= {SkillLoaded, UserMessagePosted, SegmentReturned, CardLeftUndecided}
+
+
+def test_a_rejected_command_appends_nothing():
+    story = Story()
+    story.message(1)
+    before = (story.state, len(story.log))
+    with pytest.raises(UnknownMessage):
+        story.run(c.edit_message, 9, "x")
+    assert (story.state, len(story.log)) == before
+    assert not any(isinstance(e, (CardDecided, CardLeftUndecided, TourEnded)) for e in story.log)
