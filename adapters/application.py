@@ -1,0 +1,164 @@
+"""The conversation store: an eventsourcing Application over the Conversation aggregate.
+
+Thin, as STYLE.md asks: `handle` loads a conversation, lets the command decide, saves the
+events. Everything else (backend, serialisation) is configuration; see `adapters.settings`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextlib import suppress
+from dataclasses import dataclass
+from typing import ClassVar, Protocol
+from uuid import UUID
+
+from eventsourcing.application import AggregateNotFoundError, Application
+from eventsourcing.persistence import EventStore, IntegrityError
+from eventsourcing.utils import get_topic
+
+from adapters.serialization import SERIALIZATION_ENV
+from domain.conversation import (
+    Conversation,
+    ConversationSnapshot,
+    project_conversation,
+    recorded_segment,
+)
+from domain.events import ConversationEvent, ConversationStarted, conversation_uuid
+
+DEFAULT_SNAPSHOT_INTERVAL = 100
+
+
+class Command(Protocol):
+    """What `ConversationStore.handle` accepts: one input line, ready to decide.
+
+    `segment` is optional: a command that records a segment names it, so that a repeat can
+    return the first result.
+    """
+
+    conversation: str
+
+    def decide(self, state: Conversation | None) -> list[ConversationEvent]: ...
+
+
+@dataclass(frozen=True)
+class HandleResult:
+    """What `handle` did. `appended` holds the events this call stored (empty for a repeat);
+    `events` is `appended`, or for a repeated segment the SegmentReturned that recorded it
+    first; `state` is the conversation afterwards (None if it never started); `position` the
+    notification id of the last appended event; `attempts` how many tries it took."""
+
+    conversation: str
+    appended: tuple[ConversationEvent, ...]
+    events: tuple[ConversationEvent, ...]
+    state: Conversation | None
+    position: int | None
+    attempts: int
+
+    @property
+    def repeated(self) -> bool:
+        """Returns True when nothing was appended because the input was recorded before."""
+        return not self.appended
+
+
+class ConversationLog(EventStore):
+    """The library's event store, callable for one conversation's full log.
+
+    `Application.events` is the event store attribute the library itself uses, so the
+    store's `events(conversation)` query is this call rather than a method that would hide it.
+    """
+
+    def __call__(self, conversation: str, up_to_version: int | None = None) -> list[ConversationEvent]:
+        """Returns the events of `conversation` in order, up to `up_to_version` if given;
+        [] for a conversation that was never started."""
+        return list(self.get(conversation_uuid(conversation), lte=up_to_version))
+
+
+class ConversationStore(Application[UUID]):
+    """Stores conversations as event logs; loads them through snapshots.
+
+    Env keys besides the library's: `SNAPSHOT_INTERVAL` (default 100 versions) and
+    `HANDLE_MAX_ATTEMPTS` (default 5 tries of a command whose append conflicts).
+    """
+
+    env: ClassVar[dict[str, str]] = {**SERIALIZATION_ENV}
+    is_snapshotting_enabled = True
+    snapshot_class = ConversationSnapshot
+    events: ConversationLog
+
+    def __init__(self, env: dict[str, str] | None = None) -> None:
+        super().__init__(env)
+        self.snapshot_interval = int(self.env.get("SNAPSHOT_INTERVAL") or DEFAULT_SNAPSHOT_INTERVAL)
+        self.max_attempts = int(self.env.get("HANDLE_MAX_ATTEMPTS") or 5)
+        if self.snapshot_interval < 1 or self.max_attempts < 1:
+            raise ValueError("SNAPSHOT_INTERVAL and HANDLE_MAX_ATTEMPTS must be at least 1")
+
+    def construct_event_store(self) -> ConversationLog:
+        return ConversationLog(mapper=self.mapper, recorder=self.recorder)
+
+    # ------------------------------------------------------------ commands
+
+    def handle(self, command: Command) -> HandleResult:
+        """Applies `command` to its conversation and stores the events it decides.
+
+        A conflicting append (another writer got there first) is retried by reloading and
+        deciding again, up to `max_attempts` tries. Raises the domain's ChatrecordError when the
+        command breaks an invariant (nothing is stored), IntegrityError when every try conflicts.
+        """
+        for attempt in range(1, self.max_attempts + 1):
+            state = self.get(command.conversation)
+            events = tuple(command.decide(state))
+            if not events:
+                first = self._first_result(command, state)
+                return HandleResult(command.conversation, (), first, state, None, attempt)
+            try:
+                recordings = self.save(*events)
+            except IntegrityError:
+                if attempt == self.max_attempts:
+                    raise
+                continue
+            after = project_conversation(state, events)
+            self._snapshot_if_due(state, after)
+            position = recordings[-1].notification.id if recordings else None
+            return HandleResult(command.conversation, events, events, after, position, attempt)
+        raise AssertionError("unreachable")
+
+    def _snapshot_if_due(self, before: Conversation | None, after: Conversation | None) -> None:
+        old = before.version if before else 0
+        if after is not None and after.version // self.snapshot_interval > old // self.snapshot_interval:
+            assert self.snapshots is not None
+            with suppress(IntegrityError):  # a snapshot of this version exists already
+                self.snapshots.put([ConversationSnapshot.take(after)])
+
+    def _first_result(self, command: Command, state: Conversation | None) -> tuple[ConversationEvent, ...]:
+        segment = getattr(command, "segment", None)
+        version = recorded_segment(state, segment) if isinstance(segment, str) else None
+        if state is None or version is None:
+            return ()
+        return tuple(self.events.get(state.id, gt=version - 1, lte=version))
+
+    # ------------------------------------------------------------ queries
+
+    def get(self, conversation: str, version: int | None = None) -> Conversation | None:
+        """Returns the conversation's state (at `version` if given), or None if it never started."""
+        try:
+            return self.repository.get(
+                conversation_uuid(conversation), version=version, projector_func=project_conversation
+            )
+        except AggregateNotFoundError:
+            return None
+
+    def conversation_ids(self) -> list[str]:
+        """Returns the id of every stored conversation, in the order they were started."""
+        topics: Sequence[str] = (get_topic(ConversationStarted),)
+        ids: list[str] = []
+        start: int | None = None
+        while True:
+            page = self.recorder.select_notifications(start, 500, topics=topics, inclusive_of_start=False)
+            ids.extend(self.mapper.to_domain_event(n).conversation for n in page)
+            if len(page) < 500:
+                return ids
+            start = page[-1].id
+
+    def max_notification_id(self) -> int:
+        """Returns the position of the newest stored event, 0 when the store is empty."""
+        return self.recorder.max_notification_id() or 0

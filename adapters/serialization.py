@@ -1,0 +1,121 @@
+"""How events are turned into stored bytes and back: pydantic models as orjson.
+
+Modelled on eventsourcing's `examples/aggregate7/orjsonpydantic.py` (9.5 era), plus what that
+example lacks: upcasting. An event class with `class_version > 1` stores its version in the
+state; on load, a state without `class_version` is version 1 and is upcast with the class's
+`upcast_vN_vN+1` static methods, one step at a time, before the model is validated.
+
+As the library's own `Mapper` does, `originator_id` and `originator_version` are kept in their
+columns, not repeated in the state, and the state bytes pass through the optional compressor
+and then the optional cipher (`COMPRESSOR_TOPIC`, `CIPHER_TOPIC` / `CIPHER_KEY`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+import orjson
+from eventsourcing.persistence import (
+    Mapper,
+    MapperDeserialisationError,
+    StoredEvent,
+    Transcoder,
+)
+from eventsourcing.utils import get_topic, resolve_topic
+from pydantic import BaseModel
+
+
+class PydanticMapper(Mapper):
+    """Maps pydantic domain events to stored events and back, upcasting old states."""
+
+    def to_stored_event(self, domain_event: Any) -> StoredEvent:
+        """Returns the stored event for `domain_event`, a pydantic model."""
+        event = cast(BaseModel, domain_event)
+        state = event.model_dump(mode="json")
+        state.pop("originator_id", None)
+        state.pop("originator_version", None)
+        class_version = getattr(type(event), "class_version", 1)
+        if class_version > 1:
+            state["class_version"] = class_version
+        stored_state = self.transcoder.encode(state)
+        if self.compressor:
+            stored_state = self.compressor.compress(stored_state)
+        if self.cipher:
+            stored_state = self.cipher.encrypt(stored_state)
+        return StoredEvent(
+            originator_id=domain_event.originator_id,
+            originator_version=domain_event.originator_version,
+            topic=get_topic(type(event)),
+            state=stored_state,
+        )
+
+    def to_domain_event(self, stored_event: StoredEvent) -> Any:
+        """Returns the domain event of `stored_event`, upcast to its class's current version.
+
+        Raises MapperDeserialisationError when the bytes cannot be decoded or the state was
+        written by a newer class version than this code knows.
+        """
+        cls = resolve_topic(stored_event.topic)
+        stored_state = stored_event.state
+        try:
+            if self.cipher:
+                stored_state = self.cipher.decrypt(stored_state)
+            if self.compressor:
+                stored_state = self.compressor.decompress(stored_state)
+            state: dict[str, Any] = self.transcoder.decode(stored_state)
+        except Exception as e:
+            raise MapperDeserialisationError(_describe(stored_event, str(e))) from e
+        upcast(cls, state, stored_event)
+        state["originator_id"] = stored_event.originator_id
+        state["originator_version"] = stored_event.originator_version
+        return cls.model_validate(state)
+
+
+def upcast(cls: type, state: dict[str, Any], stored_event: StoredEvent | None = None) -> None:
+    """Upcasts `state` in place from its stored `class_version` (1 when absent) to that of
+    `cls`, calling `cls.upcast_vN_vN+1(state)` for each step, and removes `class_version`.
+
+    Raises MapperDeserialisationError when the state is newer than `cls` or a step is missing.
+    """
+    current = getattr(cls, "class_version", 1)
+    version = state.pop("class_version", 1)
+    if version > current:
+        raise MapperDeserialisationError(
+            _describe(stored_event, f"stored class_version {version} is newer than {cls.__name__} ({current})")
+        )
+    while version < current:
+        step = getattr(cls, f"upcast_v{version}_v{version + 1}", None)
+        if step is None:
+            raise MapperDeserialisationError(
+                _describe(stored_event, f"{cls.__name__} has no upcast_v{version}_v{version + 1}")
+            )
+        step(state)
+        version += 1
+
+
+def _describe(stored_event: StoredEvent | None, problem: str) -> str:
+    if stored_event is None:
+        return problem
+    return (
+        f"cannot load stored event {stored_event.topic!r} of {stored_event.originator_id} "
+        f"version {stored_event.originator_version}: {problem}"
+    )
+
+
+class OrjsonTranscoder(Transcoder):
+    """Encodes JSON-ready values as compact UTF-8 JSON bytes with orjson."""
+
+    def encode(self, obj: Any) -> bytes:
+        """Returns `obj` as JSON bytes."""
+        return orjson.dumps(obj)
+
+    def decode(self, data: bytes) -> Any:
+        """Returns the value the JSON bytes `data` hold."""
+        return orjson.loads(data)
+
+
+SERIALIZATION_ENV: dict[str, str] = {
+    "TRANSCODER_TOPIC": get_topic(OrjsonTranscoder),
+    "MAPPER_TOPIC": get_topic(PydanticMapper),
+}
+"""The env keys that switch an Application to this module's transcoder and mapper."""
