@@ -1,0 +1,208 @@
+"""nr-llm ingestion: the chat's JSON Lines read into commands on the Conversation aggregate.
+
+Input format: DESIGN.md, "Input: what the chat sends (JSON Lines)"; one model per line type
+and the privacy filter live in `adapters.ingest_lines`. A bad line raises
+`domain.errors.InvalidInput`, whose one-line message names the file, the 1-based line, the
+field path in the input's own key names and what was expected, e.g.
+`demo.jsonl: line 12, steps[3].writeTargetTable: "tt content" is not a table name; use 1–64 of A-Za-z0-9_`.
+Nothing of a bad line is stored; lines are read lazily, so the lines before it are yielded first.
+
+Example:
+    for line in read_file("tests/data/demo_seo_tour.jsonl"):
+        events = line.decide(state)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from hashlib import sha256
+from pathlib import Path
+from typing import Any
+
+import orjson
+from pydantic import TypeAdapter, ValidationError
+from pydantic_core import to_jsonable_python
+
+from adapters.ingest_lines import LINE_TYPES, Line, ParsedLine, show
+from domain.conversation import Conversation, project_conversation
+from domain.errors import ChatrecordError, InvalidInput
+from domain.events import ConversationEvent
+
+__all__ = [
+    "LINE_TYPES",
+    "ParsedLine",
+    "digest_of",
+    "fold_events",
+    "parse_line",
+    "read_events",
+    "read_file",
+    "read_lines",
+]
+
+_LINE = TypeAdapter(ParsedLine)
+_WHOLE_LINE = "(line)"
+
+
+def digest_of(line: Line) -> str:
+    """Returns 32 hex of the sha256 of the line's stored facts (type, conversation, at and the
+    command's arguments) as canonical JSON: the same line delivered twice has the same digest,
+    and nothing the privacy filter drops enters it."""
+    facts = {"type": line.type, "conversation": line.conversation, "at": line.at.isoformat()}  # type: ignore[attr-defined]
+    facts.update(line.facts())
+    canonical = orjson.dumps(to_jsonable_python(facts), option=orjson.OPT_SORT_KEYS)
+    return sha256(canonical).hexdigest()[:32]
+
+
+def parse_line(text: str | bytes, line_no: int, source_name: str) -> ParsedLine:
+    """Returns the parsed line `text` (line `line_no` of `source_name`), with its digest.
+
+    Raises InvalidInput for invalid JSON, a line that is not an object, a missing or unknown
+    `type`, a missing field or a field of the wrong type or value.
+    """
+
+    def invalid(field: str, expected: str) -> InvalidInput:
+        return InvalidInput(source_name, line_no, field, expected)
+
+    try:
+        data = orjson.loads(text)
+    except orjson.JSONDecodeError as error:
+        raise invalid(
+            _WHOLE_LINE, f"not valid JSON ({error.msg} at column {error.colno}); each line is one JSON object"
+        ) from None
+    if not isinstance(data, dict):
+        raise invalid(_WHOLE_LINE, f"expected a JSON object, got {_kind_of(data)}")
+    kind = data.get("type")
+    if kind is None:
+        raise invalid("type", f"is missing; use one of {', '.join(LINE_TYPES)}")
+    if kind not in LINE_TYPES:
+        raise invalid("type", f"{show(kind)} is not a line type; use one of {', '.join(LINE_TYPES)}")
+    try:
+        line = _LINE.validate_python(data)
+    except ValidationError as error:
+        first = error.errors(include_url=False)[0]
+        raise invalid(_path(first["loc"][1:]) or _WHOLE_LINE, _expected(first, kind)) from None
+    line._line = line_no
+    line._source_name = source_name
+    line._digest = digest_of(line)
+    return line
+
+
+def read_lines(lines: Iterable[str | bytes], source_name: str) -> Iterator[ParsedLine]:
+    """Yields the parsed lines of `lines` in order; blank lines are skipped, line numbers are
+    1-based and count every line. Raises InvalidInput at the first bad line, after yielding
+    the lines before it."""
+    for line_no, text in enumerate(lines, start=1):
+        if isinstance(text, bytes):
+            try:
+                text = text.decode("utf-8")
+            except UnicodeDecodeError as error:
+                raise InvalidInput(source_name, line_no, _WHOLE_LINE, f"not UTF-8 text ({error.reason})") from None
+        if line_no == 1:
+            text = text.removeprefix("\ufeff")
+        if text.strip():
+            yield parse_line(text, line_no, source_name)
+
+
+def read_file(path: str | Path) -> Iterator[ParsedLine]:
+    """Yields the parsed lines of the JSON Lines file `path`, named by its file name in errors.
+
+    Raises InvalidInput as `read_lines` does, OSError when the file cannot be read.
+    """
+    path = Path(path)
+    with path.open("rb") as stream:
+        yield from read_lines(stream, path.name)
+
+
+def fold_events(lines: Iterable[ParsedLine]) -> Iterator[ConversationEvent]:
+    """Yields the events each line decides, folding them in memory per conversation id, so a
+    line sees the state its conversation's earlier lines made.
+
+    Raises InvalidInput at a bad line, or the domain's ChatrecordError with the line's file and
+    number put in front of its message; the events of the lines before it are yielded first.
+    """
+    states: dict[str, Conversation | None] = {}
+    for line in lines:
+        state = states.get(line.conversation)
+        try:
+            events = line.decide(state)
+        except InvalidInput:
+            raise
+        except ChatrecordError as error:
+            raise _at_line(error, line) from error
+        states[line.conversation] = project_conversation(state, events)
+        yield from events
+
+
+def read_events(path: str | Path) -> list[ConversationEvent]:
+    """Returns the events of every line of the file `path`, in order (see `fold_events`).
+
+    Raises InvalidInput or the domain's ChatrecordError at the first line that fails.
+    """
+    return list(fold_events(read_file(path)))
+
+
+# ---------------------------------------------------------------- error messages
+
+
+def _path(loc: tuple[Any, ...]) -> str:
+    """Returns a pydantic location as the input's path: `steps[3].writeTargetTable`."""
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def _kind_of(value: Any) -> str:
+    """Returns what a JSON value is, for an error message, without repeating any text."""
+    if value is None or isinstance(value, bool):
+        return orjson.dumps(value).decode()
+    if isinstance(value, (int, float)):
+        return f"the number {value}"
+    return {str: "a string", list: "a list", dict: "an object"}.get(type(value), type(value).__name__)
+
+
+_TYPES = {
+    "string_type": "expected a string",
+    "int_type": "expected a whole number",
+    "int_from_float": "expected a whole number",
+    "float_type": "expected a number",
+    "bool_type": "expected true or false",
+    "list_type": "expected a list",
+    "tuple_type": "expected a list",
+    "model_type": "expected an object",
+    "model_attributes_type": "expected an object",
+    "dict_type": "expected an object",
+}
+
+
+def _expected(error: Any, kind: str) -> str:
+    """Returns the one-line expectation for a pydantic error, never a pydantic dump; text
+    values are not repeated (they may be private), only names and numbers."""
+    code, ctx, value = error["type"], error.get("ctx") or {}, error.get("input")
+    if code == "missing":
+        loc = error["loc"]
+        if len(loc) == 2:
+            return f"is missing; a {kind} line needs it"
+        if len(loc) >= 4 and isinstance(loc[-2], int):
+            return f"is missing; every entry of {loc[-3]} needs it"
+        return "is missing"
+    if code in _TYPES:
+        return f"{_TYPES[code]}, got {_kind_of(value)}"
+    if code == "value_error":
+        return str(ctx.get("error", error["msg"]))
+    if code == "literal_error":
+        shown = show(value) if isinstance(value, (str, int, float, bool)) or value is None else _kind_of(value)
+        return f"{shown} is not allowed; use {ctx.get('expected')}"
+    if code in ("greater_than_equal", "greater_than"):
+        bound = ctx.get("ge", ctx.get("gt"))
+        sign = ">=" if code == "greater_than_equal" else ">"
+        return f"expected a whole number {sign} {bound}, got {_kind_of(value)}"
+    return str(error["msg"])
+
+
+def _at_line(error: ChatrecordError, line: Line) -> ChatrecordError:
+    """Returns `error` again with `source: line N:` in front of its message, same type."""
+    try:
+        return type(error)(f"{line.source_name}: line {line.line}: {error}")
+    except TypeError:
+        return error

@@ -1,0 +1,225 @@
+"""The chat's JSON Lines, one pydantic model per line type (DESIGN.md, "Input").
+
+Every line has `type`, `conversation` (an id) and `at` (ISO-8601, made aware UTC). Unknown keys
+of a line are ignored (nr-llm and the chat may add fields); a known key of the wrong type fails
+(strict mode: no "42" for 42, no 1 for true). Each model's `facts()` are the arguments of its
+domain command, and nothing else of the line is stored or hashed. Steps and waiting calls are
+filtered in `adapters.ingest_steps`; identifiers are reduced in `adapters.ingest_names`.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import AfterValidator, Field, PrivateAttr, ValidationInfo, field_validator
+
+from adapters.ingest_names import At, Key, MessageNo, Skill, Tolerant, check_answer, show
+from adapters.ingest_steps import LegacyOutcome, Message, Pending, Step
+from domain import conversation as domain
+from domain.events import ConversationEvent
+from domain.values import OUTCOMES
+
+
+class Line(Tolerant):
+    """Base of every line: `type`, `conversation` (an id) and `at` (aware, UTC).
+
+    After parsing, `.line` is its 1-based line number, `.source_name` the file it came from and
+    `.digest` 32 hex of the sha256 of its stored facts in canonical JSON.
+    """
+
+    conversation: Key
+    at: At
+
+    _line: int = PrivateAttr(default=0)
+    _source_name: str = PrivateAttr(default="")
+    _digest: str = PrivateAttr(default="")
+
+    @property
+    def line(self) -> int:
+        return self._line
+
+    @property
+    def source_name(self) -> str:
+        return self._source_name
+
+    @property
+    def digest(self) -> str:
+        return self._digest
+
+    def facts(self) -> dict[str, Any]:
+        """Returns the arguments of the line's domain command, less `at` and `source`."""
+        return {}
+
+    def decide(self, state: domain.Conversation | None) -> list[ConversationEvent]:
+        """Returns the events the line's domain command decides on `state`; raises its
+        ChatrecordError when an invariant would break."""
+        return COMMANDS[self.type](state, **self.facts(), at=self.at, source=self.digest)  # type: ignore[attr-defined]
+
+
+class ConversationStartedLine(Line):
+    type: Literal["conversation_started"]
+    kind: Literal["chat", "alt_text"]
+    owner: int = Field(ge=0)
+
+    def facts(self) -> dict[str, Any]:
+        return {"conversation": self.conversation, "kind": self.kind, "owner": self.owner}
+
+
+class UserMessageLine(Line):
+    type: Literal["user_message"]
+    message: MessageNo
+    text: str
+    page: int = Field(ge=0)
+    skill: Skill | None = None
+
+    def facts(self) -> dict[str, Any]:
+        return {"message": self.message, "text": self.text, "page": self.page, "skill": self.skill}
+
+
+class SegmentReturnedLine(Line):
+    type: Literal["segment_returned"]
+    segment: Key
+    run: Key
+    trigger: Literal["turn", "approval", "answer", "retry"]
+    outcome: str
+    answer: str | None = None
+    flag: str | None = None
+    steps: list[Step] = []
+    pending: list[Pending] = []
+
+    def facts(self) -> dict[str, Any]:
+        steps = tuple(step.fact() for step in self.steps)
+        outcome = self.outcome if self.outcome in OUTCOMES else "unknown"
+        if outcome == "failed" and not steps:
+            outcome = "unknown"  # failed before nr-llm returned its steps (spec, Decision)
+        return {
+            "segment": self.segment,
+            "run": self.run,
+            "trigger": self.trigger,
+            "outcome": outcome,
+            "answer": self.answer,
+            "nothing_saved": self.flag == "nothingSaved",
+            "steps": steps,
+            "waiting": tuple(p.call() for p in self.pending),
+        }
+
+
+class CardDecidedLine(Line):
+    type: Literal["card_decided"]
+    segment: Key
+    approved: bool
+    answer: Annotated[str, AfterValidator(check_answer)]
+    message: MessageNo | None = None
+    text: str | None = Field(default=None, validate_default=True)
+
+    @field_validator("answer")
+    @classmethod
+    def _agrees(cls, answer: str, info: ValidationInfo) -> str:
+        approved = info.data.get("approved")
+        if approved is not None and approved != (answer == "Übernehmen"):
+            raise ValueError(
+                f"{show(answer)} does not go with approved {str(approved).lower()}; "
+                "approved is true exactly for Übernehmen"
+            )
+        return answer
+
+    @field_validator("text")
+    @classmethod
+    def _with_message(cls, text: str | None, info: ValidationInfo) -> str | None:
+        if "message" in info.data and (info.data["message"] is None) != (text is None):
+            raise ValueError("message and text go together; give both or neither")
+        return text
+
+    def facts(self) -> dict[str, Any]:
+        return {
+            "segment": self.segment,
+            "approved": self.approved,
+            "answer": self.answer,
+            "message": self.message,
+            "text": self.text,
+        }
+
+
+class QuestionAnsweredLine(Line):
+    type: Literal["question_answered"]
+    segment: Key
+    message: MessageNo
+    text: str
+
+    def facts(self) -> dict[str, Any]:
+        return {"segment": self.segment, "message": self.message, "text": self.text}
+
+
+class TurnRetriedLine(Line):
+    type: Literal["turn_retried"]
+    message: MessageNo
+
+    def facts(self) -> dict[str, Any]:
+        return {"message": self.message}
+
+
+class TourEndedLine(Line):
+    type: Literal["tour_ended"]
+
+
+class MessageEditedLine(Line):
+    type: Literal["message_edited"]
+    message: MessageNo
+    text: str
+
+    def facts(self) -> dict[str, Any]:
+        return {"message": self.message, "text": self.text}
+
+
+class TranscriptReplacedLine(Line):
+    type: Literal["transcript_replaced"]
+    messages: list[Message]
+
+    def facts(self) -> dict[str, Any]:
+        return {"messages": tuple(m.transcript_line() for m in self.messages)}
+
+
+class LegacyRowLine(Line):
+    type: Literal["legacy_row"]
+    messages: list[Message]
+    card_outcomes: list[LegacyOutcome] = []
+
+    def facts(self) -> dict[str, Any]:
+        return {
+            "messages": tuple(m.transcript_line() for m in self.messages),
+            "card_outcomes": tuple(o.card_outcome() for o in self.card_outcomes),
+        }
+
+
+ParsedLine = Annotated[
+    Union[
+        ConversationStartedLine,
+        UserMessageLine,
+        SegmentReturnedLine,
+        CardDecidedLine,
+        QuestionAnsweredLine,
+        TurnRetriedLine,
+        TourEndedLine,
+        MessageEditedLine,
+        TranscriptReplacedLine,
+        LegacyRowLine,
+    ],
+    Field(discriminator="type"),
+]
+"""One parsed input line; the union is discriminated on `type`."""
+
+COMMANDS = {
+    "conversation_started": domain.start_conversation,
+    "user_message": domain.post_user_message,
+    "segment_returned": domain.return_segment,
+    "card_decided": domain.decide_card,
+    "question_answered": domain.answer_question,
+    "turn_retried": domain.retry_turn,
+    "tour_ended": domain.end_tour,
+    "message_edited": domain.edit_message,
+    "transcript_replaced": domain.replace_transcript,
+    "legacy_row": domain.import_legacy_row,
+}
+"""The domain command each line type calls."""
+
+LINE_TYPES = tuple(COMMANDS)

@@ -1,0 +1,136 @@
+"""The privacy filter: a step, a waiting call and the transcript parts of a line.
+
+A step keeps only what nr-llm's privacy filter keeps at every level (kind, round, durationMs,
+toolName, toolIsError, toolOutcome, writeTargetTable/Uid, writeCompleteness,
+hookFailedAfterWrite). toolArguments, toolResult, content, thinking, messagesSent,
+requestedToolCalls, raw and every unknown key are never declared, so pydantic drops them unread
+and they cannot reach an event, a digest or an error message.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, Field, ValidationInfo, field_validator
+
+from adapters.ingest_names import (
+    FieldName,
+    Table,
+    Tolerant,
+    ToolName,
+    Uid,
+    check_table,
+    check_uid,
+    pair,
+)
+from domain.values import (
+    STEP_KINDS,
+    TOOL_OUTCOMES,
+    LegacyCardOutcome,
+    RecordRef,
+    StepFact,
+    TranscriptLine,
+    WaitingCall,
+)
+
+
+class Step(Tolerant):
+    """One nr-llm RunStep, of which only the privacy-kept facts are read."""
+
+    kind: str
+    round: int
+    durationMs: float
+    toolName: ToolName | None = None
+    toolIsError: bool | None = None
+    toolOutcome: str | None = None
+    writeTargetTable: Table | None = None
+    writeTargetUid: Uid | None = Field(default=None, validate_default=True)
+    writeCompleteness: str | None = None
+    hookFailedAfterWrite: bool | None = None
+
+    @field_validator("writeTargetUid")
+    @classmethod
+    def _target(cls, uid: int | None, info: ValidationInfo) -> int | None:
+        return pair(uid, info, "writeTargetTable", "writeTargetUid")
+
+    def fact(self) -> StepFact:
+        """Returns the step as a StepFact: unknown kind or toolOutcome -> `unknown`; a write
+        step's absent or unknown completeness -> `unconfirmed`."""
+        kind = self.kind if self.kind in STEP_KINDS else "unknown"
+        target = None
+        if self.writeTargetTable is not None and self.writeTargetUid is not None:
+            target = RecordRef(table=self.writeTargetTable, uid=self.writeTargetUid)
+        completeness = self.writeCompleteness
+        if completeness is not None or kind == "tool_write" or target is not None:
+            completeness = completeness if completeness in ("complete", "partial") else "unconfirmed"
+        outcome = self.toolOutcome
+        if outcome is not None and outcome not in TOOL_OUTCOMES:
+            outcome = "unknown"
+        return StepFact(
+            kind=kind,
+            round=self.round,
+            duration_ms=self.durationMs,
+            tool_name=self.toolName,
+            tool_is_error=self.toolIsError,
+            tool_outcome=outcome,
+            write_target=target,
+            write_completeness=completeness,
+            hook_failed_after_write=bool(self.hookFailedAfterWrite),
+        )
+
+
+class Pending(Tolerant):
+    """A call left waiting: `toolName`, an optional target (`table` with `uid`), `fields`."""
+
+    toolName: ToolName
+    table: Table | None = None
+    uid: Uid | None = Field(default=None, validate_default=True)
+    fields: list[FieldName] = []
+
+    @field_validator("uid")
+    @classmethod
+    def _target(cls, uid: int | None, info: ValidationInfo) -> int | None:
+        return pair(uid, info, "table", "uid")
+
+    def call(self) -> WaitingCall:
+        """Returns the waiting call as the domain keeps it."""
+        target = RecordRef(table=self.table, uid=self.uid) if self.table and self.uid else None
+        return WaitingCall(tool_name=self.toolName, target=target, fields=tuple(self.fields))
+
+
+class Message(Tolerant):
+    """A transcript message of a replaced transcript or a legacy row."""
+
+    role: Literal["user", "assistant"]
+    text: str
+
+    def transcript_line(self) -> TranscriptLine:
+        return TranscriptLine(role=self.role, text=self.text)
+
+
+class LegacyOutcome(Tolerant):
+    """A card outcome as the chat stored it; a create has table '' and uid 0 (no target)."""
+
+    outcome: Literal["applied", "check", "not_applied", "skipped", "variant", "kept", "declined"]
+    after: int = Field(ge=0)
+    tool: ToolName
+    table: Annotated[str, AfterValidator(lambda v: v and check_table(v))] = ""
+    uid: int = Field(default=0, validate_default=True)
+    fields: list[FieldName] = []
+
+    @field_validator("uid")
+    @classmethod
+    def _target(cls, uid: int, info: ValidationInfo) -> int:
+        if "table" not in info.data:
+            return uid
+        if info.data["table"]:
+            return check_uid(uid)
+        if uid != 0:
+            raise ValueError("needs a table beside it; a create has table '' and uid 0")
+        return uid
+
+    def card_outcome(self) -> LegacyCardOutcome:
+        target = RecordRef(table=self.table, uid=self.uid) if self.table else None
+        return LegacyCardOutcome(
+            outcome=self.outcome, after=self.after, tool=self.tool, target=target, fields=tuple(self.fields)
+        )
