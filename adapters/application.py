@@ -31,8 +31,8 @@ DEFAULT_SNAPSHOT_INTERVAL = 100
 class Command(Protocol):
     """What `ConversationStore.handle` accepts: one input line, ready to decide.
 
-    `segment` is optional: a command that records a segment names it, so that a repeat can
-    return the first result.
+    Optional attributes let a repeat return the first result: `digest`, the `source` its events
+    carry (the ingester's line digest), and `segment`, the segment id a segment line records.
     """
 
     conversation: str
@@ -43,8 +43,8 @@ class Command(Protocol):
 @dataclass(frozen=True)
 class HandleResult:
     """What `handle` did. `appended` holds the events this call stored (empty for a repeat);
-    `events` is `appended`, or for a repeated segment the SegmentReturned that recorded it
-    first; `state` is the conversation afterwards (None if it never started); `position` the
+    `events` is `appended`, or for a repeat the events that recorded it first (the events of
+    the same line digest, else the SegmentReturned of the same segment id); `state` is the conversation afterwards (None if it never started); `position` the
     notification id of the last appended event; `attempts` how many tries it took."""
 
     conversation: str
@@ -130,11 +130,25 @@ class ConversationStore(Application[UUID]):
                 self.snapshots.put([ConversationSnapshot.take(after)])
 
     def _first_result(self, command: Command, state: Conversation | None) -> tuple[ConversationEvent, ...]:
+        if state is None:
+            return ()
+        digest = getattr(command, "digest", None)
+        if digest and digest in state.sources:
+            return self._events_of_source(state.id, digest)
         segment = getattr(command, "segment", None)
         version = recorded_segment(state, segment) if isinstance(segment, str) else None
-        if state is None or version is None:
+        if version is None:
             return ()
         return tuple(self.events.get(state.id, gt=version - 1, lte=version))
+
+    def _events_of_source(self, aggregate_id: UUID, digest: str) -> tuple[ConversationEvent, ...]:
+        found: list[ConversationEvent] = []
+        for event in self.events.get(aggregate_id, desc=True):
+            if event.source == digest:
+                found.append(event)
+            elif found:
+                break
+        return tuple(reversed(found))
 
     # ------------------------------------------------------------ queries
 

@@ -257,6 +257,16 @@ class StoreContract:
         for key in DROPPED_KEYS:
             assert key.encode() not in stored
 
+    def test_canaries_planted_in_every_dropped_field_never_reach_the_bytes(
+        self, store: ConversationStore, tmp_path: Path
+    ) -> None:
+        ingest_demo(store, plant_canaries(DEMO, tmp_path / "canaries.jsonl"))
+        store.take_snapshot(conversation_uuid("conv-demo-seo"), projector_func=c.project_conversation)
+        stored = self.stored_bytes(store)
+
+        assert b"conv-demo-seo" in stored
+        assert b"canary" not in stored.lower()
+
 
 # ---------------------------------------------------------------------- the demo
 
@@ -264,13 +274,33 @@ DEMO = Path(__file__).resolve().parents[1] / "data" / "demo_seo_tour.jsonl"
 DROPPED_KEYS = ("toolArguments", "toolResult", "messagesSent", "requestedToolCalls", "contextBudget", "estimatedCost")
 
 
-def ingest_demo(store: ConversationStore) -> list[ConversationEvent]:
+def ingest_demo(store: ConversationStore, path: Path = DEMO) -> list[ConversationEvent]:
     from adapters.ingest import read_file
 
     appended: list[ConversationEvent] = []
-    for line in read_file(DEMO):
+    for line in read_file(path):
         appended += store.handle(line).appended
     return appended
+
+
+def plant_canaries(source: Path, target: Path) -> Path:
+    """Writes `source` to `target` with a unique canary in every step's toolArguments,
+    toolResult, llm content, in an unknown step key and an unknown line key."""
+    out = []
+    for n, raw in enumerate(source.read_text(encoding="utf-8").splitlines()):
+        line = orjson.loads(raw)
+        line["canaryNote"] = f"canary-line-{n}"
+        for i, step in enumerate(line.get("steps") or []):
+            tag = f"{n}-{i}"
+            step["canaryKey"] = f"canary-unknown-{tag}"
+            if step["kind"] == "llm":
+                step["content"] = f"canary-llm-{tag}"
+            if step["kind"] in ("tool", "tool_write"):
+                step["toolArguments"] = {"pageUid": 42, "note": f"canary-arg-{tag}"}
+                step["toolResult"] = f"canary-result-{tag}"
+        out.append(orjson.dumps(line).decode())
+    target.write_text("\n".join(out) + "\n", encoding="utf-8")
+    return target
 
 
 def _strings(value: object) -> Iterator[str]:
