@@ -1,0 +1,107 @@
+"""The activity list read model: per segment, what the chat shows the editor, with the German
+labels of the amendment's table. Built from `projections.steps.read_segment`, the same reading
+as the run record, so the two cannot disagree.
+
+Entries of a segment: first the decision it continues (`decision`: the editor's answer; a
+declined card's entry names the answer and its calls get no entry) or the answer it continues
+(`answer`), then one `tool` entry per call with its reading's label (and, for a call nr-llm no
+longer permits, the hint to ask an administrator).
+"""
+
+from __future__ import annotations
+
+from functools import singledispatch
+from typing import Literal
+
+from domain.events import CardDecided, ConversationEvent, QuestionAnswered, SegmentReturned, TurnsTruncated
+from domain.values import Immutable
+from projections.rules import RuleSet, resolve
+from projections.steps import Follow, follows_for, read_segment
+
+APPROVED_HEADING = "Von dir freigegeben"
+DECLINED_HEADING = "Von dir abgelehnt"
+ANSWERED_LABEL = "Von dir beantwortet"
+
+
+class ActivityEntry(Immutable):
+    """One line shown to the editor: `kind`, the tool (for a call), its reading, the label and
+    an optional hint."""
+
+    kind: Literal["decision", "answer", "tool"]
+    label: str
+    tool: str | None = None
+    reading: str | None = None
+    answer: str | None = None
+    hint: str | None = None
+
+
+class SegmentActivity(Immutable):
+    """The activity of one segment."""
+
+    segment: str
+    entries: tuple[ActivityEntry, ...] = ()
+
+
+class Activity(Immutable):
+    """The activity list of one conversation, segment by segment; `follow` is what the next
+    continuation follows."""
+
+    segments: tuple[SegmentActivity, ...] = ()
+    follow: Follow | None = None
+
+
+def initial() -> Activity:
+    """Returns the activity list of a conversation before its first event."""
+    return Activity()
+
+
+def apply(state: Activity, event: ConversationEvent, rules: RuleSet | str) -> Activity:
+    """Returns the activity list after `event`, read under `rules`."""
+    return _apply(event, state, resolve(rules))
+
+
+def decision_entry(follow: Follow) -> ActivityEntry:
+    """Returns the entry of the decision or answer a continuation follows."""
+    if follow.kind == "answered":
+        return ActivityEntry(kind="answer", label=ANSWERED_LABEL)
+    heading = APPROVED_HEADING if follow.kind == "approved" else DECLINED_HEADING
+    return ActivityEntry(kind="decision", label=f"{heading}: {follow.answer}", answer=follow.answer)
+
+
+@singledispatch
+def _apply(event: ConversationEvent, state: Activity, rules: RuleSet) -> Activity:
+    return state
+
+
+@_apply.register
+def _(event: SegmentReturned, state: Activity, rules: RuleSet) -> Activity:
+    follows = follows_for(event.trigger, state.follow)
+    reading = read_segment(event.steps, event.trigger, follows, rules)
+    entries = [decision_entry(state.follow)] if follows and state.follow else []
+    for call in reading.calls:
+        if call.label is None:
+            continue  # a declined card's call: no entry
+        entries.append(
+            ActivityEntry(kind="tool", label=call.label, tool=call.tool, reading=call.reading, hint=call.hint)
+        )
+    segment = SegmentActivity(segment=event.segment, entries=tuple(entries))
+    return state.model_copy(update={"segments": (*state.segments, segment), "follow": None})
+
+
+@_apply.register
+def _(event: CardDecided, state: Activity, rules: RuleSet) -> Activity:
+    kind = "approved" if event.approved else "declined"
+    return state.model_copy(update={"follow": Follow(kind=kind, segment=event.segment, answer=event.answer)})
+
+
+@_apply.register
+def _(event: QuestionAnswered, state: Activity, rules: RuleSet) -> Activity:
+    return state.model_copy(update={"follow": Follow(kind="answered", segment=event.segment)})
+
+
+@_apply.register
+def _(event: TurnsTruncated, state: Activity, rules: RuleSet) -> Activity:
+    cut = set(event.cut_segments)
+    follow = state.follow if state.follow and state.follow.segment not in cut else None
+    kept = tuple(s for s in state.segments if s.segment not in cut)
+    return state.model_copy(update={"segments": kept, "follow": follow})

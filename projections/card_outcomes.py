@@ -1,0 +1,216 @@
+"""The card outcomes read model (DESIGN.md, "Card outcomes are derived, too").
+
+As in the chat, card outcomes exist for the cards of a guided process (the waiting segment
+had a skill); an ordinary card's decision has none (the run record carries it). An approval's
+outcome is read from the continuation that follows it, as the chat reads an approved call:
+tool step in error -> `not_applied`; no write step -> `check` if the run was cancelled, lost
+its lease or failed, else `not_applied`; write with a hook failure -> `check`; completeness
+`complete` -> `applied`, `partial` -> `not_applied`, unstated -> `check`. A decline records
+its answer at once: `skipped` (Überspringen), `variant` (Andere Variante), `kept` (Behalten),
+`declined` (a plain denial). `after` is the transcript length when the outcome was recorded.
+"""
+
+from __future__ import annotations
+
+from functools import singledispatch
+from typing import Any
+
+from domain.events import (
+    CardDecided,
+    CardLeftUndecided,
+    ConversationEvent,
+    LegacyRowImported,
+    SegmentReturned,
+    TurnsTruncated,
+)
+from domain.values import Immutable, WaitingCall
+from projections.positions import Positions, advance
+from projections.rules import RuleSet, resolve
+from projections.steps import CallReading, read_segment
+
+DECLINES = {"Überspringen": "skipped", "Andere Variante": "variant", "Behalten": "kept"}
+ENDED_UNCLEAR = frozenset({"cancelled", "lease_lost", "failed"})
+
+
+class CardOutcome(Immutable):
+    """One card outcome: `outcome`, the card's `tool`, `record` (`table:uid` or None for a
+    create), `fields`, transcript position `after`. `card` is the decided card's segment (None
+    for a legacy row's outcome), `answer` the editor's answer, `index` the number of card
+    outcomes before it, `seq` the version of the event that recorded it."""
+
+    outcome: str
+    tool: str
+    record: str | None = None
+    fields: tuple[str, ...] = ()
+    after: int = 0
+    card: str | None = None
+    answer: str | None = None
+    index: int = 0
+    seq: tuple[int, int] = (0, 0)
+
+    def to_json(self) -> dict[str, Any]:
+        """Returns the outcome as DESIGN.md's `replay --json` contract shapes it."""
+        return {
+            "outcome": self.outcome,
+            "tool": self.tool,
+            "record": self.record,
+            "fields": list(self.fields),
+            "after": self.after,
+        }
+
+
+class Approval(Immutable):
+    """An approved card of a guided process whose continuation has not returned yet."""
+
+    card: str
+    answer: str
+    calls: tuple[WaitingCall, ...]
+
+
+class CardOutcomes(Immutable):
+    """Card outcomes of one conversation, in order; `open_cards` the guided cards waiting,
+    `approval` the approved card awaiting its continuation, `positions` the transcript's."""
+
+    outcomes: tuple[CardOutcome, ...] = ()
+    open_cards: dict[str, tuple[WaitingCall, ...]] = {}
+    approval: Approval | None = None
+    positions: Positions = Positions()
+
+
+def initial() -> CardOutcomes:
+    """Returns the card outcomes of a conversation before its first event."""
+    return CardOutcomes()
+
+
+def apply(state: CardOutcomes, event: ConversationEvent, rules: RuleSet | str) -> CardOutcomes:
+    """Returns the card outcomes after `event`, read under `rules`."""
+    return _apply(event, state, resolve(rules))
+
+
+def approved_outcome(call: CallReading | None, ending: str) -> str:
+    """Returns the outcome of an approved call read from its continuation's opening call."""
+    if call is not None and call.reading != "ran":
+        return "not_applied"
+    if call is None or call.write is None:
+        return "check" if ending in ENDED_UNCLEAR else "not_applied"
+    if call.write.hook_failed:
+        return "check"
+    return {"complete": "applied", "partial": "not_applied"}.get(call.write.completeness, "check")
+
+
+def declined_outcome(answer: str) -> str:
+    """Returns the outcome a declined card records for the editor's `answer`."""
+    return DECLINES.get(answer, "declined")
+
+
+def _outcome(state: CardOutcomes, call: WaitingCall, outcome: str, card: str, answer: str, seq: int, sub: int) -> CardOutcome:
+    return CardOutcome(
+        outcome=outcome,
+        tool=call.tool_name,
+        record=str(call.target) if call.target else None,
+        fields=call.fields,
+        after=state.positions.length,
+        card=card,
+        answer=answer,
+        index=len(state.outcomes) + sub,
+        seq=(seq, sub),
+    )
+
+
+def _opening_call(calls: tuple[CallReading, ...], tool: str, nth: int) -> CallReading | None:
+    matching = [c for c in calls if c.opening and c.tool == tool]
+    return matching[nth] if nth < len(matching) else None
+
+
+@singledispatch
+def _apply(event: ConversationEvent, state: CardOutcomes, rules: RuleSet) -> CardOutcomes:
+    return state.model_copy(update={"positions": advance(state.positions, event)})
+
+
+@_apply.register
+def _(event: SegmentReturned, state: CardOutcomes, rules: RuleSet) -> CardOutcomes:
+    outcomes, approval = state.outcomes, state.approval
+    if approval is not None and event.trigger == "approval":
+        reading = read_segment(event.steps, event.trigger, "approved", rules)
+        seen: dict[str, int] = {}
+        new = []
+        for sub, call in enumerate(approval.calls):
+            nth = seen.get(call.tool_name, 0)
+            seen[call.tool_name] = nth + 1
+            outcome = approved_outcome(_opening_call(reading.calls, call.tool_name, nth), event.outcome)
+            new.append(_outcome(state, call, outcome, approval.card, approval.answer, event.originator_version, sub))
+        outcomes, approval = (*outcomes, *new), None
+    open_cards = state.open_cards
+    if event.outcome == "awaiting_approval" and event.skill is not None:
+        open_cards = {**open_cards, event.segment: event.waiting}
+    return state.model_copy(
+        update={
+            "outcomes": outcomes,
+            "approval": approval,
+            "open_cards": open_cards,
+            "positions": advance(state.positions, event),
+        }
+    )
+
+
+@_apply.register
+def _(event: CardDecided, state: CardOutcomes, rules: RuleSet) -> CardOutcomes:
+    state = state.model_copy(update={"positions": advance(state.positions, event)})
+    calls = state.open_cards.get(event.segment)
+    if calls is None:
+        return state
+    open_cards = {s: c for s, c in state.open_cards.items() if s != event.segment}
+    if event.approved:
+        approval = Approval(card=event.segment, answer=event.answer, calls=calls)
+        return state.model_copy(update={"open_cards": open_cards, "approval": approval})
+    outcome = declined_outcome(event.answer)
+    new = tuple(
+        _outcome(state, call, outcome, event.segment, event.answer, event.originator_version, sub)
+        for sub, call in enumerate(calls)
+    )
+    return state.model_copy(update={"open_cards": open_cards, "outcomes": (*state.outcomes, *new)})
+
+
+@_apply.register
+def _(event: CardLeftUndecided, state: CardOutcomes, rules: RuleSet) -> CardOutcomes:
+    open_cards = {s: c for s, c in state.open_cards.items() if s != event.segment}
+    return state.model_copy(update={"open_cards": open_cards})
+
+
+@_apply.register
+def _(event: TurnsTruncated, state: CardOutcomes, rules: RuleSet) -> CardOutcomes:
+    positions = advance(state.positions, event)
+    cut = set(event.cut_cards) | set(event.cut_segments)
+    kept = tuple(
+        o
+        for o in state.outcomes
+        if (o.card not in cut if o.card is not None else o.after < positions.length)
+    )
+    approval = state.approval if state.approval and state.approval.card not in cut else None
+    return state.model_copy(
+        update={
+            "outcomes": kept,
+            "approval": approval,
+            "open_cards": {s: c for s, c in state.open_cards.items() if s not in cut},
+            "positions": positions,
+        }
+    )
+
+
+@_apply.register
+def _(event: LegacyRowImported, state: CardOutcomes, rules: RuleSet) -> CardOutcomes:
+    legacy = tuple(
+        CardOutcome(
+            outcome=o.outcome,
+            tool=o.tool,
+            record=str(o.target) if o.target else None,
+            fields=o.fields,
+            after=o.after,
+            index=len(state.outcomes) + sub,
+            seq=(event.originator_version, sub),
+        )
+        for sub, o in enumerate(event.card_outcomes)
+    )
+    return state.model_copy(
+        update={"outcomes": (*state.outcomes, *legacy), "positions": advance(state.positions, event)}
+    )

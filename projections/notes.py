@@ -1,0 +1,240 @@
+"""A turn's notes: the chat's own words about what ran, built from the run record and the card
+outcomes (spec: "Each turn builds notes from the record and the card outcomes").
+
+Every note is labelled `[Chat record — written by the chat from the run, not by the assistant: …]`.
+It never holds tool arguments, results or model text (the read models have none); every
+identifier in it is reduced by `projections.identifiers.clean`, and a page the user may not
+see is never named. One note per run record entry, one per card outcome.
+
+Budget (`RuleSet.max_notes`, `RuleSet.max_note_chars`, characters of the labelled notes): over
+it, notes of steps in which nothing ran, was written or was decided go first, then the oldest;
+the first note then says that older notes exist and cannot be read in this turn. Only the
+newest notes are rendered, so the cost is bounded by the budget, not by the history.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from projections.card_outcomes import CardOutcome
+from projections.identifiers import clean, clean_answer
+from projections.rules import RuleSet
+from projections.run_record import Entry, RunRecord, Waiting
+
+LABEL = "Chat record — written by the chat from the run, not by the assistant"
+OPEN = f"[{LABEL}: "
+CLOSE = "]"
+OLDER = (
+    "Older notes of this conversation exist and cannot be read in this turn; "
+    "that they are missing does not mean that nothing happened."
+)
+
+PageCheck = Callable[[int], bool]
+
+STEPS = {
+    "turn": "The run of a user message",
+    "retry": "The retried run of a user message",
+    "approval": "The continuation after a card decision",
+    "answer": "The continuation after an answer to a question",
+}
+ENDINGS = {
+    "completed": "completed",
+    "awaiting_approval": "paused for a card",
+    "awaiting_input": "paused for a question",
+    "failed": "failed",
+    "cancelled": "was cancelled",
+    "suspend_failed": "could not pause for a card and failed",
+    "guardrail_blocked": "was blocked by a guardrail",
+    "guardrail_approval_required": "stopped for a guardrail approval",
+    "requeued": "was requeued",
+    "lease_lost": "lost its lease",
+    "unknown": "ended in a state the chat does not know",
+}
+RESOLVED = {"decided": "; the card was decided", "answered": "; the question was answered"}
+UNDECIDED = {"new_message": "the editor wrote a new message", "tour_ended": "the editor ended the tour"}
+OUTCOMES = {
+    "applied": "approved ({answer}) and applied; the write is complete",
+    "check": "approved ({answer}); whether it was saved needs checking, the write is not confirmed",
+    "not_applied": "approved ({answer}) but not applied; nothing of it was saved",
+    "kept": "declined with {answer}: the current value was kept, nothing was saved",
+    "skipped": "declined with {answer}: skipped, nothing was saved",
+    "variant": "declined with {answer}: nothing was saved, another proposal was asked for",
+    "declined": "declined ({answer}): nothing was saved",
+}
+DEFAULT_ANSWERS = {"kept": "Behalten", "skipped": "Überspringen", "variant": "Andere Variante", "declined": "abgelehnt"}
+FLAGGED = (
+    "The chat flagged this answer: a change it describes as done in this step was not saved; "
+    "what earlier steps saved is in the chat records."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Note:
+    """A rendered note. `body` without the label; `anchor` `message` (user message number the
+    step belongs to) or `position` (transcript position `at`); `order` sorts notes at one place
+    by the card outcomes before them; `seq` is its place in time."""
+
+    body: str
+    empty: bool
+    seq: tuple[int, int]
+    order: tuple[int, int, int, int]
+    anchor: str
+    at: int
+
+    @property
+    def text(self) -> str:
+        """Returns the labelled note."""
+        return labelled(self.body)
+
+
+def labelled(body: str) -> str:
+    """Returns `body` inside the chat record's label."""
+    return f"{OPEN}{body}{CLOSE}"
+
+
+def record_name(record: str | None, can_see_page: PageCheck) -> str:
+    """Returns `table:uid` reduced to identifier characters; a page the user may not see is
+    not named."""
+    if record is None:
+        return "a new record"
+    table, _, uid = record.rpartition(":")
+    if table == "pages" and uid.isdigit() and not can_see_page(int(uid)):
+        return "a page not named here"
+    return clean(record)
+
+
+def _call(tool: str, record: str | None, fields: tuple[str, ...], can_see_page: PageCheck) -> str:
+    text = clean(tool)
+    if record is not None:
+        text += f" on {record_name(record, can_see_page)}"
+    if fields:
+        text += (" (field " if len(fields) == 1 else " (fields ") + ", ".join(clean(f) for f in fields) + ")"
+    return text
+
+
+def _waiting(calls: tuple[Waiting, ...], can_see_page: PageCheck) -> str:
+    return "; ".join(_call(w.tool, w.record, w.fields, can_see_page) for w in calls)
+
+
+def entry_body(entry: Entry, can_see_page: PageCheck) -> str:
+    """Returns the note text of one run record entry (without the label)."""
+    ending = ENDINGS.get(entry.ending, f"ended {clean(entry.ending)}") + RESOLVED.get(entry.resolved or "", "")
+    parts = [f"{STEPS.get(entry.trigger, 'A run segment')} {ending}."]
+    if entry.tools:
+        tools = ", ".join(
+            f"{clean(t.name)} ({t.calls} call{'s' if t.calls != 1 else ''}"
+            + (f", {t.failed} failed)" if t.failed else ")")
+            for t in entry.tools
+        )
+        parts.append(f"Tools run: {tools}.")
+    else:
+        parts.append("Tools run: none.")
+    written = ", ".join(f"{record_name(w.record, can_see_page)} ({w.completeness})" for w in entry.written)
+    parts.append(f"Records written: {written or 'none'}.")
+    if entry.decision is not None:
+        answer = clean_answer(entry.decision)
+        parts.append(
+            f"The editor approved the card ({answer})."
+            if answer == "Übernehmen"
+            else f"The editor declined the card ({answer}); its calls did not run."
+        )
+    if entry.undecided is not None:
+        what = _waiting(entry.waiting, can_see_page) or "the card or question"
+        parts.append(
+            f"Left undecided, {UNDECIDED.get(entry.undecided, 'undecided')}: {what}. "
+            "Nothing from it was saved in the chat."
+        )
+        if entry.decidable_elsewhere:
+            parts.append("The run may still be decided in AI Tasks; such a later decision is not recorded here.")
+    elif entry.waiting:
+        parts.append(f"Still waiting for a decision: {_waiting(entry.waiting, can_see_page)}.")
+    if entry.flagged:
+        parts.append(FLAGGED)
+    return " ".join(parts)
+
+
+def outcome_body(outcome: CardOutcome, can_see_page: PageCheck) -> str:
+    """Returns the note text of one card outcome (without the label)."""
+    answer = clean_answer(outcome.answer or DEFAULT_ANSWERS.get(outcome.outcome, "Übernehmen"))
+    said = OUTCOMES.get(outcome.outcome, "decided; outcome " + clean(outcome.outcome)).format(answer=answer)
+    return f"Card {_call(outcome.tool, outcome.record, outcome.fields, can_see_page)}: {said}."
+
+
+def _entry_note(entry: Entry, can_see_page: PageCheck) -> Note:
+    return Note(
+        body=entry_body(entry, can_see_page),
+        empty=entry.empty,
+        seq=(entry.seq, 0),
+        order=(entry.card_outcomes_before, 0, entry.seq, 0),
+        anchor="message",
+        at=entry.message,
+    )
+
+
+def _outcome_note(outcome: CardOutcome, can_see_page: PageCheck) -> Note:
+    return Note(
+        body=outcome_body(outcome, can_see_page),
+        empty=False,
+        seq=outcome.seq,
+        order=(outcome.index, 1, *outcome.seq),
+        anchor="position",
+        at=outcome.after,
+    )
+
+
+def _newest_first(record: RunRecord, outcomes: tuple[CardOutcome, ...]) -> Iterator[Entry | CardOutcome]:
+    """Yields entries and card outcomes merged, newest first, lazily."""
+    entries = record.entries
+    i, j = len(entries) - 1, len(outcomes) - 1
+    while i >= 0 or j >= 0:
+        if j < 0 or (i >= 0 and (entries[i].seq, 0) > outcomes[j].seq):
+            yield entries[i]
+            i -= 1
+        else:
+            yield outcomes[j]
+            j -= 1
+
+
+def _note(item: Entry | CardOutcome, can_see_page: PageCheck) -> Note:
+    return _entry_note(item, can_see_page) if isinstance(item, Entry) else _outcome_note(item, can_see_page)
+
+
+def select_notes(
+    record: RunRecord, outcomes: tuple[CardOutcome, ...], rules: RuleSet, can_see_page: PageCheck
+) -> tuple[list[Note], bool]:
+    """Returns the notes within the budget, oldest first, and whether older notes were left out
+    (then the first note must say so; its sentence is counted in the budget)."""
+    total = len(record.entries) + len(outcomes)
+    if record.dropped == 0 and total <= rules.max_notes:
+        every = [_note(item, can_see_page) for item in _newest_first(record, outcomes)]
+        if sum(len(n.text) for n in every) <= rules.max_note_chars:
+            return every[::-1], False
+    room = rules.max_note_chars - len(OLDER) - 1
+    kept: list[Note] = []
+    chars = 0
+
+    def fits(note: Note) -> bool:
+        return len(kept) < rules.max_notes and chars + len(note.text) <= room
+
+    exhausted = True
+    for item in _newest_first(record, outcomes):
+        if isinstance(item, Entry) and item.empty:
+            continue
+        note = _note(item, can_see_page)
+        if not fits(note):
+            exhausted = False  # the oldest non-empty notes go
+            break
+        kept.append(note)
+        chars += len(note.text)
+    if exhausted:
+        for entry in reversed(record.entries):
+            if not entry.empty:
+                continue
+            note = _entry_note(entry, can_see_page)
+            if not fits(note):
+                break  # the oldest notes of empty steps go
+            kept.append(note)
+            chars += len(note.text)
+    kept.sort(key=lambda n: n.seq)
+    return kept, True

@@ -1,0 +1,36 @@
+"""The page line of a turn's system message (spec, amendment of ADR-025).
+
+With a selected page the user may see: that page. Without one (page 0), under a rule set that
+keeps the last page: that no page is selected now, which page was last selected in the
+conversation, that the transcript and the chat records say which pages earlier steps worked
+on, and to ask before new work on a page the user does not refer to. A page is named only
+where `can_see_page(page_id)` allows it. Under `transcript-only`: "No page is selected."
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from projections.rules import RuleSet
+from projections.view_context import ViewContext
+
+NO_PAGE_BEFORE = "No page is selected."
+NO_PAGE_NOW = "No page is selected now."
+EARLIER_PAGES = "The transcript and the chat records say which pages earlier steps worked on."
+ASK_FIRST = "Ask before starting new work on a page the user does not refer to."
+
+
+def page_line(view: ViewContext, rules: RuleSet, can_see_page: Callable[[int], bool]) -> str:
+    """Returns the page line for a turn with view context `view`."""
+    if view.page_id and can_see_page(view.page_id):
+        return f"The selected page is page {view.page_id}."
+    if not rules.keeps_last_page:
+        return NO_PAGE_BEFORE
+    last = view.last_page_id
+    if last and can_see_page(last):
+        said = f"The page last selected in this conversation is page {last}."
+    elif last:
+        said = "A page was selected earlier in this conversation; it is not named here."
+    else:
+        said = "No page was selected earlier in this conversation."
+    return " ".join((NO_PAGE_NOW, said, EARLIER_PAGES, ASK_FIRST))

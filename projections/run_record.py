@@ -1,0 +1,219 @@
+"""The run record read model: one entry per run segment, the newest `RuleSet.record_entries`
+(200) kept (spec, Decision: "When a run segment returns … the chat stores in run_record").
+
+Entry: how the segment ended; the tools that ran with calls and failed calls (without
+display-only tools, question tools, a declined card's calls and held calls); the records
+written (`table:uid`, complete / partial / unconfirmed); the calls still waiting; the decision
+where no card outcome says it (a card outside a guided process); the undecided reason; the
+number of card outcomes before it. Built from `projections.steps.read_segment` only.
+"""
+
+from __future__ import annotations
+
+from functools import singledispatch
+from typing import Any, Literal
+
+from domain.events import (
+    CardDecided,
+    CardLeftUndecided,
+    ConversationEvent,
+    QuestionAnswered,
+    SegmentReturned,
+    TurnsTruncated,
+)
+from domain.values import Completeness, Immutable
+from projections.rules import RuleSet, resolve
+from projections.steps import Follow, SegmentReading, follows_for, read_segment
+
+Resolution = Literal["decided", "answered"]
+
+
+class ToolCount(Immutable):
+    """A tool that ran in a segment: `calls` and `failed` calls."""
+
+    name: str
+    calls: int
+    failed: int = 0
+
+
+class Written(Immutable):
+    """A record written: `table:uid` and how complete nr-llm reports the write."""
+
+    record: str
+    completeness: Completeness
+
+
+class Waiting(Immutable):
+    """A call left waiting for a decision: tool, record `table:uid` or None, field names."""
+
+    tool: str
+    record: str | None = None
+    fields: tuple[str, ...] = ()
+
+
+class Entry(Immutable):
+    """One run segment's entry. `message` is the newest user message when it returned (where
+    its note goes); `resolved` says a waiting card was decided or a question answered since
+    (its `waiting` is then empty); `seq` is the event's version (its place in time)."""
+
+    segment: str
+    trigger: str
+    ending: str
+    tools: tuple[ToolCount, ...] = ()
+    written: tuple[Written, ...] = ()
+    waiting: tuple[Waiting, ...] = ()
+    decision: str | None = None
+    undecided: str | None = None
+    decidable_elsewhere: bool = False
+    card_outcomes_before: int = 0
+    message: int = 0
+    flagged: bool = False
+    resolved: Resolution | None = None
+    seq: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        """Returns the entry as DESIGN.md's `replay --json` contract shapes a `record` item."""
+        return {
+            "segment": self.segment,
+            "trigger": self.trigger,
+            "ending": self.ending,
+            "tools": [{"name": t.name, "calls": t.calls, "failed": t.failed} for t in self.tools],
+            "written": [{"record": w.record, "completeness": w.completeness} for w in self.written],
+            "waiting": [{"tool": w.tool, "record": w.record, "fields": list(w.fields)} for w in self.waiting],
+            "decision": self.decision,
+            "undecided": self.undecided,
+            "card_outcomes_before": self.card_outcomes_before,
+        }
+
+    @property
+    def empty(self) -> bool:
+        """Returns True when nothing ran, nothing was written, nothing was decided and nothing
+        waits or was left undecided in this step (its note is evicted first)."""
+        return not (self.tools or self.written or self.waiting or self.decision or self.undecided)
+
+
+class RunRecord(Immutable):
+    """The run record of one conversation. `dropped` counts entries evicted by the cap;
+    `follow` is the decision or answer the next continuation follows; `open_waits` maps each
+    segment whose card or question waits to whether it is a card of a guided process."""
+
+    entries: tuple[Entry, ...] = ()
+    dropped: int = 0
+    follow: Follow | None = None
+    open_waits: dict[str, bool] = {}
+
+
+def initial() -> RunRecord:
+    """Returns the run record of a conversation before its first event."""
+    return RunRecord()
+
+
+def apply(state: RunRecord, event: ConversationEvent, rules: RuleSet | str) -> RunRecord:
+    """Returns the run record after `event`, read under `rules`."""
+    return _apply(event, state, resolve(rules))
+
+
+def record_tools(reading: SegmentReading, rules: RuleSet) -> tuple[ToolCount, ...]:
+    """Returns the tools that ran with calls and failed calls, in order of first call, leaving
+    out display-only and question tools, a declined card's calls and held calls."""
+    counts: dict[str, list[int]] = {}
+    for call in reading.calls:
+        if call.reading in ("held", "declined"):
+            continue
+        if call.tool in rules.question_tools or call.tool in rules.display_tools:
+            continue
+        count = counts.setdefault(call.tool, [0, 0])
+        count[0] += 1
+        count[1] += call.reading in ("failed", "not_permitted")
+    return tuple(ToolCount(name=name, calls=c, failed=f) for name, (c, f) in counts.items())
+
+
+def _update(state: RunRecord, segment: str, **changes: Any) -> tuple[Entry, ...]:
+    return tuple(e.model_copy(update=changes) if e.segment == segment else e for e in state.entries)
+
+
+def _close(state: RunRecord, segment: str) -> dict[str, bool]:
+    return {s: g for s, g in state.open_waits.items() if s != segment}
+
+
+@singledispatch
+def _apply(event: ConversationEvent, state: RunRecord, rules: RuleSet) -> RunRecord:
+    return state
+
+
+@_apply.register
+def _(event: SegmentReturned, state: RunRecord, rules: RuleSet) -> RunRecord:
+    follows = follows_for(event.trigger, state.follow)
+    reading = read_segment(event.steps, event.trigger, follows, rules)
+    follow = state.follow if follows else None
+    decision = follow.answer if follow and follow.kind != "answered" and not follow.guided else None
+    entry = Entry(
+        segment=event.segment,
+        trigger=event.trigger,
+        ending=event.outcome,
+        tools=record_tools(reading, rules),
+        written=tuple(Written(record=w.record, completeness=w.completeness) for w in reading.writes),
+        waiting=tuple(
+            Waiting(tool=w.tool_name, record=str(w.target) if w.target else None, fields=w.fields)
+            for w in event.waiting
+        ),
+        decision=decision,
+        card_outcomes_before=event.card_outcomes_before,
+        message=event.message,
+        flagged=event.nothing_saved,
+        seq=event.originator_version,
+    )
+    entries = (*state.entries, entry)
+    overflow = max(0, len(entries) - rules.record_entries)
+    open_waits = state.open_waits
+    if event.outcome in ("awaiting_approval", "awaiting_input"):
+        open_waits = {**open_waits, event.segment: event.skill is not None}
+    return state.model_copy(
+        update={
+            "entries": entries[overflow:],
+            "dropped": state.dropped + overflow,
+            "follow": None,
+            "open_waits": open_waits,
+        }
+    )
+
+
+@_apply.register
+def _(event: CardDecided, state: RunRecord, rules: RuleSet) -> RunRecord:
+    kind = "approved" if event.approved else "declined"
+    guided = state.open_waits.get(event.segment, False)
+    follow = Follow(kind=kind, segment=event.segment, answer=event.answer, guided=guided)
+    entries = _update(state, event.segment, waiting=(), resolved="decided")
+    return state.model_copy(
+        update={"entries": entries, "follow": follow, "open_waits": _close(state, event.segment)}
+    )
+
+
+@_apply.register
+def _(event: QuestionAnswered, state: RunRecord, rules: RuleSet) -> RunRecord:
+    follow = Follow(kind="answered", segment=event.segment)
+    entries = _update(state, event.segment, waiting=(), resolved="answered")
+    return state.model_copy(
+        update={"entries": entries, "follow": follow, "open_waits": _close(state, event.segment)}
+    )
+
+
+@_apply.register
+def _(event: CardLeftUndecided, state: RunRecord, rules: RuleSet) -> RunRecord:
+    entries = _update(
+        state, event.segment, undecided=event.reason, decidable_elsewhere=event.decidable_elsewhere
+    )
+    return state.model_copy(update={"entries": entries, "open_waits": _close(state, event.segment)})
+
+
+@_apply.register
+def _(event: TurnsTruncated, state: RunRecord, rules: RuleSet) -> RunRecord:
+    cut = set(event.cut_segments)
+    follow = state.follow if state.follow and state.follow.segment not in cut else None
+    return state.model_copy(
+        update={
+            "entries": tuple(e for e in state.entries if e.segment not in cut),
+            "follow": follow,
+            "open_waits": {s: g for s, g in state.open_waits.items() if s not in cut},
+        }
+    )

@@ -1,0 +1,157 @@
+"""The step reading (the spec's RefusedCalls): one function reads one segment's steps for both
+the activity list and the run record, so the two cannot disagree.
+
+It reads structure only, never a result text (the events have none):
+  * position: a continuation (trigger `approval` or `answer`) opens with the waiting turn's
+    calls, executed or refused, before its first model round (`context`/`request`/`llm`/…);
+  * duration: nr-llm records the refusal of a waiting turn's call with exactly 0.0 ms, and a
+    call that ran (or a refusal inside a round, beside a proposal) otherwise;
+  * whether the tool asks the editor (`RuleSet.question_tools`, default `ask_choice`).
+
+Readings of a tool step (amendment of 2026-11-02, its table's rows):
+  `declined`      row 1: a declined card's calls (and a load_skill of that turn): no entry
+  `not_permitted` row 2: an approved call no longer offered; row 4: the answered question's tool
+  `held`          rows 3, 5, 6: not run, "noch nicht ausgeführt"
+  `failed`        row 7: a refusal timed like a call that ran, and every call that ran in error
+  `ran`           a call without error
+Under a rule set without the amendment (`refused_calls` False) every error is `failed`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+from domain.values import Completeness, Immutable, StepFact
+from projections.rules import RuleSet
+
+Follows = Literal["approved", "declined", "answered"]
+Reading = Literal["ran", "failed", "not_permitted", "held", "declined"]
+
+MODEL_ROUND_KINDS = frozenset({"context", "request", "llm", "assembled", "dropped"})
+"""Step kinds of a model round: the first of them ends a continuation's opening."""
+
+LABELS: dict[str, str] = {
+    "ran": "ausgeführt",
+    "failed": "fehlgeschlagen",
+    "not_permitted": "nicht ausgeführt: nicht mehr freigegeben",
+    "held": "noch nicht ausgeführt",
+}
+"""German activity labels of the readings (the amendment's column "Shown to the editor")."""
+
+NOT_PERMITTED_HINT = "Bitte eine Administratorin oder einen Administrator, das Werkzeug wieder freizugeben."
+"""Shown with `not_permitted`: ask an administrator to allow the tool again."""
+
+
+class Follow(Immutable):
+    """What a continuation follows: the decision on card `segment` (`approved`/`declined`,
+    with the editor's `answer`) or the answer to its question (`answered`). `guided` tells a
+    card of a guided process (the waiting segment had a skill)."""
+
+    kind: Follows
+    segment: str
+    answer: str | None = None
+    guided: bool = False
+
+
+class WriteReading(Immutable):
+    """A `tool_write` step: record `table:uid`, completeness, hook flag."""
+
+    tool: str
+    record: str
+    completeness: Completeness
+    hook_failed: bool = False
+
+
+class CallReading(Immutable):
+    """A tool step as read: `opening` tells a waiting turn's call at a continuation's start;
+    `write` is the write step that followed it, if any."""
+
+    tool: str
+    round: int
+    opening: bool
+    reading: Reading
+    write: WriteReading | None = None
+
+    @property
+    def label(self) -> str | None:
+        """Returns the German activity label; None for a declined card's call (no entry)."""
+        return LABELS.get(self.reading)
+
+    @property
+    def hint(self) -> str | None:
+        """Returns the hint shown with `not_permitted`, else None."""
+        return NOT_PERMITTED_HINT if self.reading == "not_permitted" else None
+
+
+class SegmentReading(Immutable):
+    """One segment read: its tool calls in order and every record written."""
+
+    calls: tuple[CallReading, ...] = ()
+    writes: tuple[WriteReading, ...] = ()
+
+
+def follows_for(trigger: str, follow: Follow | None) -> Follows | None:
+    """Returns what a segment of `trigger` follows: the decision for `approval`, the answer for
+    `answer`, None for a turn or a retry or when `follow` does not fit the trigger."""
+    if follow is None:
+        return None
+    if trigger == "approval" and follow.kind in ("approved", "declined"):
+        return follow.kind
+    if trigger == "answer" and follow.kind == "answered":
+        return "answered"
+    return None
+
+
+def read_segment(
+    steps: Sequence[StepFact], trigger: str, follows: Follows | None, rules: RuleSet
+) -> SegmentReading:
+    """Returns the reading of one segment's `steps` (see the module docstring).
+
+    `trigger` is the segment's trigger; `follows` what its continuation follows (None for a
+    turn or a retry). Reads kind, position, duration, tool name and error flag only.
+    """
+    opening = trigger in ("approval", "answer")
+    calls: list[CallReading] = []
+    writes: list[WriteReading] = []
+    for step in steps:
+        if step.kind in MODEL_ROUND_KINDS:
+            opening = False
+        elif step.kind == "tool":
+            calls.append(
+                CallReading(
+                    tool=step.tool_name or "",
+                    round=step.round,
+                    opening=opening,
+                    reading=read_call(step, opening, follows, rules),
+                )
+            )
+        elif step.kind == "tool_write" and step.write_target is not None:
+            write = WriteReading(
+                tool=step.tool_name or "",
+                record=str(step.write_target),
+                completeness=step.write_completeness or "unconfirmed",
+                hook_failed=step.hook_failed_after_write,
+            )
+            writes.append(write)
+            if calls and calls[-1].write is None and calls[-1].tool == write.tool:
+                calls[-1] = calls[-1].model_copy(update={"write": write})
+    return SegmentReading(calls=tuple(calls), writes=tuple(writes))
+
+
+def read_call(step: StepFact, opening: bool, follows: Follows | None, rules: RuleSet) -> Reading:
+    """Returns the reading of one tool step (the amendment's table, one row per branch)."""
+    if not step.tool_is_error:
+        return "ran"
+    if not rules.refused_calls or step.duration_ms != 0.0:
+        return "failed"  # row 7: timed like a call that ran; or the rule set before the amendment
+    if not opening:
+        return "held"  # row 6: beside a proposal or a question
+    asks = (step.tool_name or "") in rules.question_tools
+    if follows == "declined":
+        return "declined"  # row 1
+    if follows == "approved":
+        return "held" if asks else "not_permitted"  # rows 3 and 2
+    if follows == "answered":
+        return "not_permitted" if asks else "held"  # rows 4 and 5
+    return "failed"  # a continuation whose decision is unknown: read as before the amendment

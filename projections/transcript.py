@@ -1,0 +1,148 @@
+"""The transcript read model: the messages the model is sent, without notes.
+
+State: `kind` of the conversation (`chat` / `alt_text`) and `messages`, each with its role,
+text and, for a user message, its number. User messages: typed (`UserMessagePosted`), answers
+to questions (`QuestionAnswered`) and appended card answers (`CardDecided.message/text`).
+Assistant messages: segment answers; answers with no user message between them join into one
+message (joined with a blank line), as the chat joins a tour's text. An edit replaces the text
+and cuts the transcript after the edited message. Notes are never stored here.
+"""
+
+from __future__ import annotations
+
+from functools import singledispatch
+from typing import Literal
+
+from domain.events import (
+    CardDecided,
+    ConversationEvent,
+    ConversationStarted,
+    LegacyRowImported,
+    MessageEdited,
+    QuestionAnswered,
+    SegmentReturned,
+    TranscriptLine,
+    TranscriptReplaced,
+    TurnsTruncated,
+    UserMessagePosted,
+)
+from domain.values import Immutable
+from projections.rules import RuleSet, resolve
+
+JOIN = "\n\n"
+
+
+class Message(Immutable):
+    """One transcript message; `number` is the user message number (None for the assistant)."""
+
+    role: Literal["user", "assistant"]
+    text: str
+    number: int | None = None
+
+
+class Transcript(Immutable):
+    """The transcript of one conversation."""
+
+    kind: Literal["chat", "alt_text"] = "chat"
+    messages: tuple[Message, ...] = ()
+
+
+def initial() -> Transcript:
+    """Returns the transcript of a conversation before its first event."""
+    return Transcript()
+
+
+def apply(state: Transcript, event: ConversationEvent, rules: RuleSet | str) -> Transcript:
+    """Returns the transcript after `event` (the same under every rule set)."""
+    resolve(rules)
+    return _apply(event, state)
+
+
+def index_of_user(messages: tuple[Message, ...], number: int) -> int | None:
+    """Returns the index of user message `number`, searching from the end; None if absent."""
+    for index in range(len(messages) - 1, -1, -1):
+        found = messages[index].number
+        if found is not None and found <= number:
+            return index if found == number else None
+    return None
+
+
+def _append_user(state: Transcript, number: int, text: str) -> Transcript:
+    message = Message(role="user", text=text, number=number)
+    return state.model_copy(update={"messages": (*state.messages, message)})
+
+
+def _from_lines(lines: tuple[TranscriptLine, ...]) -> tuple[Message, ...]:
+    out: list[Message] = []
+    users = 0
+    for line in lines:
+        if line.role == "user":
+            users += 1
+        out.append(Message(role=line.role, text=line.text, number=users if line.role == "user" else None))
+    return tuple(out)
+
+
+@singledispatch
+def _apply(event: ConversationEvent, state: Transcript) -> Transcript:
+    return state
+
+
+@_apply.register
+def _(event: ConversationStarted, state: Transcript) -> Transcript:
+    return state.model_copy(update={"kind": event.kind})
+
+
+@_apply.register
+def _(event: UserMessagePosted, state: Transcript) -> Transcript:
+    return _append_user(state, event.message, event.text)
+
+
+@_apply.register
+def _(event: QuestionAnswered, state: Transcript) -> Transcript:
+    return _append_user(state, event.message, event.text)
+
+
+@_apply.register
+def _(event: CardDecided, state: Transcript) -> Transcript:
+    if event.message is None or event.text is None:
+        return state
+    return _append_user(state, event.message, event.text)
+
+
+@_apply.register
+def _(event: SegmentReturned, state: Transcript) -> Transcript:
+    if event.answer is None:
+        return state
+    messages = state.messages
+    if messages and messages[-1].role == "assistant":
+        joined = Message(role="assistant", text=messages[-1].text + JOIN + event.answer)
+        return state.model_copy(update={"messages": (*messages[:-1], joined)})
+    return state.model_copy(update={"messages": (*messages, Message(role="assistant", text=event.answer))})
+
+
+@_apply.register
+def _(event: MessageEdited, state: Transcript) -> Transcript:
+    index = index_of_user(state.messages, event.message)
+    if index is None:
+        return state
+    edited = state.messages[index].model_copy(update={"text": event.text})
+    messages = (*state.messages[:index], edited, *state.messages[index + 1 :])
+    return state.model_copy(update={"messages": messages})
+
+
+@_apply.register
+def _(event: TurnsTruncated, state: Transcript) -> Transcript:
+    index = index_of_user(state.messages, event.after_message)
+    if index is None:
+        return state
+    return state.model_copy(update={"messages": state.messages[: index + 1]})
+
+
+@_apply.register
+def _(event: TranscriptReplaced, state: Transcript) -> Transcript:
+    return state.model_copy(update={"messages": _from_lines(event.messages)})
+
+
+@_apply.register
+def _(event: LegacyRowImported, state: Transcript) -> Transcript:
+    return state.model_copy(update={"messages": _from_lines(event.messages)})

@@ -1,0 +1,178 @@
+"""The turn input: for a model call started by a user message, exactly the messages the model
+is sent (DESIGN.md, "Output of replay --json"), and the read models as that turn saw them.
+
+`messages`: a system message holding the page line, then the transcript with the notes placed
+in it. An `alt_text` conversation and the `transcript-only` rule set get no notes. One pass over
+the events (`replay_turns`) folds every read model incrementally; building one turn's input
+from the folded state costs what the notes' budget allows, not what the history holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from domain.errors import ChatrecordError
+from domain.events import ConversationEvent, MessageEdited, TurnRetried, TurnsTruncated, UserMessagePosted
+from domain.values import Immutable
+from projections import card_outcomes, run_record, transcript, view_context
+from projections.card_outcomes import CardOutcome, CardOutcomes
+from projections.notes import select_notes
+from projections.page_line import page_line
+from projections.placement import place
+from projections.rules import DEFAULT_RULE_SET, RuleSet, resolve
+from projections.run_record import Entry, RunRecord
+from projections.transcript import Message, Transcript
+from projections.view_context import ViewContext
+
+PageCheck = Callable[[int], bool]
+
+
+class NoTurnInEvents(ChatrecordError):
+    """Raised when a turn input is asked for events that hold no user message or retry."""
+
+
+def _every_page(page_id: int) -> bool:
+    return True
+
+
+class TurnState(Immutable):
+    """The read models a turn input is built from, folded together."""
+
+    transcript: Transcript = Transcript()
+    record: RunRecord = RunRecord()
+    outcomes: CardOutcomes = CardOutcomes()
+    view: ViewContext = ViewContext()
+
+
+def initial() -> TurnState:
+    """Returns the state before a conversation's first event."""
+    return TurnState()
+
+
+def apply(state: TurnState, event: ConversationEvent, rules: RuleSet | str) -> TurnState:
+    """Returns the state after `event`: every read model folded under `rules`."""
+    rules = resolve(rules)
+    return TurnState.model_construct(
+        transcript=transcript.apply(state.transcript, event, rules),
+        record=run_record.apply(state.record, event, rules),
+        outcomes=card_outcomes.apply(state.outcomes, event, rules),
+        view=view_context.apply(state.view, event, rules),
+    )
+
+
+@dataclass(frozen=True)
+class TurnInput:
+    """What one model call is sent, and the read models as it saw them. `message` is the user
+    message number that started it; `at` its time (UTC); `system` the system message's text;
+    `messages` the transcript with the notes placed; `notes` the notes in order of appearance."""
+
+    message: int
+    at: datetime
+    view_context: ViewContext
+    system: str
+    messages: tuple[Message, ...]
+    notes: tuple[str, ...]
+    record: tuple[Entry, ...]
+    card_outcomes: tuple[CardOutcome, ...]
+
+    def model_messages(self) -> list[dict[str, str]]:
+        """Returns the messages sent to the model: `[{"role": …, "content": …}, …]`."""
+        return [{"role": "system", "content": self.system}] + [
+            {"role": m.role, "content": m.text} for m in self.messages
+        ]
+
+    def to_json(self) -> dict[str, Any]:
+        """Returns one element of `"turns"` of DESIGN.md's `replay --json` contract."""
+        return {
+            "message": self.message,
+            "at": iso(self.at),
+            "view_context": self.view_context.to_json(),
+            "messages": self.model_messages(),
+            "notes": list(self.notes),
+            "record": [e.to_json() for e in self.record],
+            "card_outcomes": [o.to_json() for o in self.card_outcomes],
+        }
+
+
+def iso(at: datetime) -> str:
+    """Returns `at` as ISO-8601 in UTC with a `Z`, as the chat writes it."""
+    if at.tzinfo is None:
+        at = at.replace(tzinfo=timezone.utc)
+    return at.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+def turn_input(
+    state: TurnState, message: int, at: datetime, rules: RuleSet | str = DEFAULT_RULE_SET,
+    can_see_page: PageCheck = _every_page,
+) -> TurnInput:
+    """Returns the turn input of user message `message` at `at` from a folded `state`."""
+    rules = resolve(rules)
+    messages = state.transcript.messages
+    notes: tuple[str, ...] = ()
+    if rules.notes and state.transcript.kind == "chat":
+        selected, older = select_notes(state.record, state.outcomes.outcomes, rules, can_see_page)
+        messages, notes = place(messages, selected, older)
+    return TurnInput(
+        message=message,
+        at=at,
+        view_context=state.view,
+        system=page_line(state.view, rules, can_see_page),
+        messages=messages,
+        notes=notes,
+        record=state.record.entries,
+        card_outcomes=state.outcomes.outcomes,
+    )
+
+
+def starts_turn(event: ConversationEvent, edited: int | None) -> int | None:
+    """Returns the user message number whose model call `event` starts, else None: a typed
+    message, a retry, or the cut after an edit (the edited message runs again)."""
+    if isinstance(event, (UserMessagePosted, TurnRetried)):
+        return event.message
+    if isinstance(event, TurnsTruncated) and edited == event.after_message:
+        return event.after_message
+    return None
+
+
+def replay_turns(
+    events: Iterable[ConversationEvent], rules: RuleSet | str = DEFAULT_RULE_SET,
+    can_see_page: PageCheck = _every_page,
+) -> list[TurnInput]:
+    """Returns one turn input per model call started by a user message (typed messages,
+    retries and edits; not answers to a question), each as that turn saw it. One pass."""
+    rules = resolve(rules)
+    state, edited, turns = initial(), None, []
+    for event in events:
+        state = apply(state, event, rules)
+        number = starts_turn(event, edited)
+        edited = event.message if isinstance(event, MessageEdited) else None
+        if number is not None:
+            turns.append(turn_input(state, number, event.timestamp, rules, can_see_page))
+    return turns
+
+
+def build_turn_input(
+    events: Sequence[ConversationEvent], rules: RuleSet | str = DEFAULT_RULE_SET,
+    can_see_page: PageCheck = _every_page,
+) -> TurnInput:
+    """Returns the turn input of the latest user message or retry in `events`, as that turn
+    saw it. Raises NoTurnInEvents when no event starts a turn."""
+    rules = resolve(rules)
+    state, edited, last = initial(), None, None
+    for event in events:
+        state = apply(state, event, rules)
+        number = starts_turn(event, edited)
+        edited = event.message if isinstance(event, MessageEdited) else None
+        if number is not None:
+            last = (state, number, event.timestamp)
+    if last is None:
+        raise NoTurnInEvents("the events hold no user message or retry, so no turn to build")
+    return turn_input(last[0], last[1], last[2], rules, can_see_page)
+
+
+def replay_json(conversation_id: str, rules_id: str, turns: Iterable[TurnInput]) -> dict[str, Any]:
+    """Returns DESIGN.md's `replay --json` object of one conversation."""
+    return {"conversation": conversation_id, "rules": resolve(rules_id).id, "turns": [t.to_json() for t in turns]}

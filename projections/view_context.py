@@ -1,0 +1,75 @@
+"""The view context read model: `pageId` of the latest turn and `lastPageId`, the page last
+selected in the conversation, kept when a turn comes with page 0 (spec, amendment of ADR-025).
+
+`lastPageId` is no selected page: everything that acts on the selected page reads `pageId`;
+only the prompt's page line uses `lastPageId`. Under a rule set that does not keep it
+(`transcript-only`), `lastPageId` equals `pageId`. An edit goes back to the pages of the
+messages it keeps.
+"""
+
+from __future__ import annotations
+
+from functools import singledispatch
+from typing import Any
+
+from domain.events import ConversationEvent, TurnsTruncated, UserMessagePosted
+from domain.values import Immutable
+from projections.rules import RuleSet, resolve
+
+
+class ViewContext(Immutable):
+    """`page_id` of the latest turn (0 = none), `last_page_id` (0 = none yet), and `changes`:
+    (message, page) for each typed message whose page differs from the one before it."""
+
+    page_id: int = 0
+    last_page_id: int = 0
+    changes: tuple[tuple[int, int], ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        """Returns `{"pageId": …, "lastPageId": …}` as DESIGN.md's contract names them."""
+        return {"pageId": self.page_id, "lastPageId": self.last_page_id}
+
+
+def initial() -> ViewContext:
+    """Returns the view context of a conversation before its first event."""
+    return ViewContext()
+
+
+def apply(state: ViewContext, event: ConversationEvent, rules: RuleSet | str) -> ViewContext:
+    """Returns the view context after `event` under `rules`."""
+    return _apply(event, state, resolve(rules))
+
+
+def last_page(page_id: int, last_page_id: int, rules: RuleSet) -> int:
+    """Returns lastPageId after a turn with `page_id`: the page itself, or for page 0 the page
+    kept from before (when the rule set keeps it)."""
+    if page_id or not rules.keeps_last_page:
+        return page_id
+    return last_page_id
+
+
+@singledispatch
+def _apply(event: ConversationEvent, state: ViewContext, rules: RuleSet) -> ViewContext:
+    return state
+
+
+@_apply.register
+def _(event: UserMessagePosted, state: ViewContext, rules: RuleSet) -> ViewContext:
+    changes = state.changes
+    if not changes or changes[-1][1] != event.page:
+        changes = (*changes, (event.message, event.page))
+    return ViewContext(
+        page_id=event.page,
+        last_page_id=last_page(event.page, state.last_page_id, rules),
+        changes=changes,
+    )
+
+
+@_apply.register
+def _(event: TurnsTruncated, state: ViewContext, rules: RuleSet) -> ViewContext:
+    changes = tuple(c for c in state.changes if c[0] <= event.after_message)
+    page_id = last_page_id = 0
+    for _, page in changes:
+        page_id = page
+        last_page_id = last_page(page, last_page_id, rules)
+    return ViewContext(page_id=page_id, last_page_id=last_page_id, changes=changes)
