@@ -9,6 +9,8 @@ from uuid import uuid4
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from eventsourcing.compressor import ZlibCompressor
 from eventsourcing.persistence import Cipher, MapperDeserialisationError, StoredEvent
 from eventsourcing.utils import get_topic
@@ -16,7 +18,7 @@ from eventsourcing.utils import get_topic
 from adapters.ingest import read_events
 from adapters.serialization import OrjsonTranscoder, PydanticMapper
 from domain.conversation import ConversationSnapshot, project_conversation
-from domain.events import ConversationEvent, ConversationStarted
+from domain.events import ConversationEvent, ConversationStarted, UserMessagePosted
 
 DEMO = Path(__file__).resolve().parents[1] / "data" / "demo_seo_tour.jsonl"
 T0 = datetime(2026, 10, 28, 9, 0, tzinfo=timezone.utc)
@@ -123,3 +125,19 @@ def test_bytes_that_do_not_decode_name_the_stored_event() -> None:
     record = StoredEvent(uuid4(), 7, get_topic(ConversationStarted), b"not json")
     with pytest.raises(MapperDeserialisationError, match="version 7"):
         PydanticMapper(OrjsonTranscoder()).to_domain_event(record)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    text=st.text(st.characters(blacklist_categories=("Cs",))),
+    message=st.integers(min_value=1, max_value=2**53),
+    page=st.integers(min_value=0, max_value=2**31),
+    skill=st.none() | st.text(min_size=1, max_size=40),
+    at=st.datetimes(timezones=st.just(timezone.utc)),
+)
+def test_any_user_message_survives_the_round_trip(text, message, page, skill, at) -> None:
+    event = UserMessagePosted(
+        originator_id=uuid4(), originator_version=message, timestamp=at, text=text, message=message, page=page, skill=skill
+    )
+    mapper = PydanticMapper(OrjsonTranscoder(), compressor=ZlibCompressor())
+    assert mapper.to_domain_event(mapper.to_stored_event(event)) == event
