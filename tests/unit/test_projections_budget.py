@@ -1,0 +1,90 @@
+"""The notes' budget: at most 40 notes and 6,000 characters; notes of empty steps go first,
+then the oldest, and the first note then says that older notes exist."""
+
+from __future__ import annotations
+
+from factories import Chat, model_round, tool
+
+from projections.notes import OLDER, OPEN
+from projections.turn import build_turn_input
+
+
+def conversation(empty: set[int], segments: int = 80) -> list:
+    """Returns a conversation of `segments` turns; turn i's segment answers `Antwort i` and
+    runs a tool unless i is in `empty`."""
+    chat = Chat()
+    for i in range(segments):
+        chat.user(f"Frage {i}", page=42)
+        steps = [*model_round(1)] if i in empty else [*model_round(1), tool("get_page", 1)]
+        chat.segment("turn", "completed", f"Antwort {i}", steps, run=f"run{i}")
+    chat.user("Was ist passiert?", page=42)
+    return chat.events
+
+
+def noted_segments(turn) -> list[int]:
+    """Returns the turns whose assistant message carries a note, in order."""
+    found = []
+    for message in turn.model_messages():
+        if message["role"] == "assistant" and OPEN in message["content"]:
+            found.append(int(message["content"].split("\n")[0].removeprefix("Antwort ")))
+    return found
+
+
+def test_notes_of_a_long_conversation_stay_within_40_notes_and_6000_characters():
+    turn = build_turn_input(conversation(empty={i for i in range(80) if i % 8 in (1, 4, 6)}))
+
+    assert len(turn.notes) <= 40
+    assert sum(len(n) for n in turn.notes) <= 6000
+
+
+def test_over_the_budget_notes_of_empty_steps_go_first_then_the_oldest():
+    empty = {i for i in range(80) if i % 8 in (1, 4, 6)}  # 30 empty steps, 50 that ran a tool
+    turn = build_turn_input(conversation(empty))
+
+    noted = noted_segments(turn)
+    ran = [i for i in range(80) if i not in empty]
+    assert not set(noted) & empty
+    assert noted == ran[-len(noted):]
+    assert len(noted) >= 30
+
+
+def test_when_the_steps_that_did_something_fit_only_the_oldest_empty_notes_go():
+    did = {0, 9, 18, 27, 36, 45, 54, 63, 72, 79}
+    turn = build_turn_input(conversation(empty=set(range(80)) - did))
+
+    noted = noted_segments(turn)
+    empties = [i for i in range(80) if i not in did]
+    assert did <= set(noted)
+    kept_empty = [i for i in noted if i not in did]
+    assert kept_empty == empties[-len(kept_empty):]
+    empty_note = min(len(n) for n in turn.notes if "Tools run: none" in n)
+    total = sum(len(n) for n in turn.notes)
+    assert len(turn.notes) == 40 or total + empty_note > 6000  # as many as the budget allows
+
+
+def test_the_first_note_then_says_older_notes_exist_and_cannot_be_read():
+    turn = build_turn_input(conversation(empty=set()))
+
+    assert turn.notes[0].startswith(OPEN + OLDER)
+    assert "cannot be read in this turn" in OLDER
+    assert not any(OLDER in n for n in turn.notes[1:])
+
+
+def test_within_the_budget_no_note_speaks_of_older_notes():
+    turn = build_turn_input(conversation(empty=set(), segments=10))
+
+    assert len(turn.notes) == 10
+    assert not any(OLDER in n for n in turn.notes)
+
+
+def test_entries_beyond_the_run_records_200_count_as_older_notes():
+    chat = Chat()
+    chat.user("Los", page=42)
+    for _ in range(201):
+        chat.segment("turn", "completed", None, [*model_round(1)])
+    chat.user("Und?", page=42)
+
+    turn = build_turn_input(chat.events)
+
+    assert turn.notes[0].startswith(OPEN + OLDER)
+    assert len(turn.record) == 200
