@@ -40,11 +40,8 @@ def advance(positions: Positions, event: ConversationEvent) -> Positions:
 
 
 def _user(positions: Positions, message: int) -> Positions:
-    return Positions(
-        length=positions.length + 1,
-        last_role="user",
-        users={**positions.users, message: positions.length},
-    )
+    users = {**positions.users, message: positions.length}
+    return positions.model_copy(update={"length": positions.length + 1, "last_role": "user", "users": users})
 
 
 def _lines(lines: tuple[TranscriptLine, ...]) -> Positions:

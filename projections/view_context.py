@@ -58,11 +58,8 @@ def _(event: UserMessagePosted, state: ViewContext, rules: RuleSet) -> ViewConte
     changes = state.changes
     if not changes or changes[-1][1] != event.page:
         changes = (*changes, (event.message, event.page))
-    return ViewContext(
-        page_id=event.page,
-        last_page_id=last_page(event.page, state.last_page_id, rules),
-        changes=changes,
-    )
+    last_page_id = last_page(event.page, state.last_page_id, rules)
+    return state.model_copy(update={"page_id": event.page, "last_page_id": last_page_id, "changes": changes})
 
 
 @_apply.register

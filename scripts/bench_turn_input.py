@@ -1,0 +1,131 @@
+"""Benchmark: building one turn input for conversations of 10 and 10,000 segments.
+
+The materialised projections fold each event once (incrementally) and keep the read models;
+a new turn then builds its input from that state. This script times that build — the page
+line, selecting and rendering the notes within their budget, placing them in the transcript —
+for both sizes and prints the times and their ratio. The one-pass fold of the whole log
+(`replay`-like) is printed too, for scale. Not a test: timings vary by machine.
+
+Example:
+    PYTHONPATH=. python scripts/bench_turn_input.py
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from domain.events import (  # noqa: E402
+    CardDecided,
+    ConversationEvent,
+    ConversationStarted,
+    SegmentReturned,
+    UserMessagePosted,
+    conversation_uuid,
+)
+from domain.values import RecordRef, StepFact, WaitingCall  # noqa: E402
+from projections import turn as turns  # noqa: E402
+
+T0 = datetime(2026, 10, 28, 9, 0, tzinfo=timezone.utc)
+PAGE = RecordRef(table="pages", uid=42)
+
+
+def _round(r: int) -> list[StepFact]:
+    return [
+        StepFact(kind="context", round=r, duration_ms=0.0),
+        StepFact(kind="request", round=r, duration_ms=0.0),
+        StepFact(kind="llm", round=r, duration_ms=2100.0),
+    ]
+
+
+def conversation(segments: int) -> list[ConversationEvent]:
+    """Returns the events of a conversation of `segments` segments: each user message starts a
+    turn that proposes a card (guided every other turn), the card is approved, and its
+    continuation writes the record; every fourth turn reads only (an empty step)."""
+    oid = conversation_uuid(f"bench-{segments}")
+    events: list[ConversationEvent] = []
+
+    def add(cls, **fields):
+        version = len(events) + 1
+        events.append(cls(originator_id=oid, originator_version=version,
+                          timestamp=T0 + timedelta(seconds=version), **fields))
+
+    add(ConversationStarted, conversation=f"bench-{segments}", kind="chat", owner=7)
+    message = outcomes = made = 0
+    while made < segments:
+        message += 1
+        guided = message % 2 == 0
+        skill = "3:seo-optimieren" if guided else None
+        add(UserMessagePosted, message=message, text=f"Frage {message}", page=42 if message % 3 else 0, skill=skill)
+        if message % 4 == 0 or made + 1 == segments:
+            add(SegmentReturned, segment=f"s{made}", run=f"r{message}", trigger="turn", outcome="completed",
+                answer=f"Antwort {message}", steps=tuple(_round(1)), card_outcomes_before=outcomes,
+                message=message, skill=skill)
+            made += 1
+            continue
+        card = WaitingCall(tool_name="update_page_metadata", target=PAGE, fields=("title",))
+        steps = (*_round(1), StepFact(kind="tool", round=1, duration_ms=30.0, tool_name="get_page", tool_is_error=False))
+        add(SegmentReturned, segment=f"s{made}", run=f"r{message}", trigger="turn", outcome="awaiting_approval",
+            answer=f"Vorschlag {message}", steps=steps, waiting=(card,), card_outcomes_before=outcomes,
+            message=message, skill=skill)
+        add(CardDecided, segment=f"s{made}", approved=True, answer="Übernehmen")
+        outcomes += guided
+        opening = (
+            StepFact(kind="tool", round=1, duration_ms=40.0, tool_name="update_page_metadata", tool_is_error=False),
+            StepFact(kind="tool_write", round=1, duration_ms=0.0, tool_name="update_page_metadata",
+                     write_target=PAGE, write_completeness="complete"),
+        )
+        add(SegmentReturned, segment=f"s{made + 1}", run=f"r{message}", trigger="approval", outcome="completed",
+            answer="Gespeichert.", steps=(*opening, *_round(2)), card_outcomes_before=outcomes,
+            message=message, skill=skill)
+        made += 2
+    message += 1
+    add(UserMessagePosted, message=message, text="Was ist hier passiert?", page=0)
+    return events
+
+
+def fold(events: list[ConversationEvent]) -> turns.TurnState:
+    state = turns.initial()
+    for event in events:
+        state = turns.apply(state, event, "2026-11-02")
+    return state
+
+
+def time_turn_input(state: turns.TurnState, message: int, at: datetime, repeat: int = 200) -> float:
+    """Returns the median seconds of building the turn input from `state` (after a warm-up)."""
+    turns.turn_input(state, message, at, "2026-11-02")
+    samples = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        turns.turn_input(state, message, at, "2026-11-02")
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def main() -> None:
+    results = {}
+    for size in (10, 10_000):
+        events = conversation(size)
+        start = time.perf_counter()
+        state = fold(events)
+        folded = time.perf_counter() - start
+        last = events[-1]
+        built = time_turn_input(state, last.message, last.timestamp)
+        made = turns.turn_input(state, last.message, last.timestamp)
+        results[size] = built
+        print(
+            f"{size:>6} segments: {len(events):>6} events, fold {folded * 1000:9.1f} ms, "
+            f"turn input {built * 1e6:8.1f} µs ({len(made.notes)} notes, "
+            f"{sum(len(n) for n in made.notes)} chars, {len(made.messages)} messages, "
+            f"{len(made.record)} record entries)"
+        )
+    print(f"ratio turn input 10,000 / 10 segments: {results[10_000] / results[10]:.2f}")
+
+
+if __name__ == "__main__":
+    main()
