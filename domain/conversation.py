@@ -102,7 +102,14 @@ class Conversation(Immutable):
 
 
 class ConversationSnapshot(ConversationEvent):
-    """A snapshot of a Conversation's state at `originator_version`."""
+    """A snapshot of a Conversation's state at `originator_version`.
+
+    Its `class_version` follows `Conversation.class_version`: when the state's fields change,
+    raise both and add `upcast_vN_vN+1(state)` here, rewriting `state["state"]`, so stored
+    snapshots still load (the mapper runs the upcasts, as for every event).
+    """
+
+    class_version: ClassVar[int] = Conversation.class_version
 
     state: dict[str, Any]
 
