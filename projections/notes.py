@@ -81,6 +81,7 @@ class Note:
     order: tuple[int, int, int, int]
     anchor: str
     at: int
+    segment: str | None = None
 
     @property
     def text(self) -> str:
@@ -169,6 +170,7 @@ def _entry_note(entry: Entry, can_see_page: PageCheck) -> Note:
         order=(entry.card_outcomes_before, 0, entry.seq, 0),
         anchor="message",
         at=entry.message,
+        segment=entry.segment,
     )
 
 

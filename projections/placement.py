@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from projections.notes import OLDER, Note, labelled
-from projections.transcript import Message
+from projections.transcript import JOIN, Message
 
 NOTE_SEPARATOR = "\n"
 TEXT_SEPARATOR = "\n\n"
@@ -70,12 +70,15 @@ def place(
     if not groups:
         return messages, ()
     texts: dict[tuple[int, int], list[str]] = {}
+    segments: dict[tuple[int, int], list[str | None]] = {}
     appearing: list[str] = []
     for key in sorted(groups):
-        bodies = [n.body for n in sorted(groups[key], key=lambda n: n.order)]
+        ordered = sorted(groups[key], key=lambda n: n.order)
+        bodies = [n.body for n in ordered]
         if older and not appearing:
             bodies[0] = f"{OLDER} {bodies[0]}"
         texts[key] = [labelled(body) for body in bodies]
+        segments[key] = [n.segment for n in ordered]
         appearing.extend(texts[key])
     lowest = min(key[0] for key in texts)
     out = list(messages[:lowest])
@@ -90,8 +93,37 @@ def place(
         if not into:
             out.append(message)
         elif message.role == "assistant":
-            out.append(Message(role="assistant", text=message.text + TEXT_SEPARATOR + NOTE_SEPARATOR.join(into)))
+            out.append(Message(role="assistant", text=beside(message, into, segments[(index, 1)])))
         else:
             text = NOTE_SEPARATOR.join(into) + TEXT_SEPARATOR + message.text
             out.append(Message(role="user", text=text, number=message.number))
     return tuple(out), tuple(appearing)
+
+
+def beside(message: Message, notes: Sequence[str], segments: Sequence[str | None]) -> str:
+    """Returns an assistant message's text with `notes` (labelled, in order) placed in it: each
+    note of a segment whose answer joined this message right after that answer, every other
+    note where it falls in time between them; `segments` names each note's segment or None."""
+    parts = _parts(message)
+    where = {segment: i for i, segment in enumerate(message.segments)}
+    chunks: list[tuple[str, str]] = [("text", parts[0])]  # every note follows some answer
+    done = 1
+    for note, segment in zip(notes, segments, strict=True):
+        i = where.get(segment) if segment is not None else None
+        if i is not None and i >= done:
+            chunks.extend(("text", part) for part in parts[done : i + 1])
+            done = i + 1
+        chunks.append(("note", note))
+    chunks.extend(("text", part) for part in parts[done:])
+    text = chunks[0][1]
+    for (before, _), (kind, chunk) in zip(chunks, chunks[1:]):
+        text += (NOTE_SEPARATOR if before == kind == "note" else TEXT_SEPARATOR) + chunk
+    return text
+
+
+def _parts(message: Message) -> list[str]:
+    """Returns the answers joined in an assistant message, or its whole text as one part."""
+    if not message.ends or message.ends[-1] != len(message.text):
+        return [message.text]
+    starts = (0, *(end + len(JOIN) for end in message.ends[:-1]))
+    return [message.text[start:end] for start, end in zip(starts, message.ends, strict=True)]

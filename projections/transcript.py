@@ -33,11 +33,18 @@ JOIN = "\n\n"
 
 
 class Message(Immutable):
-    """One transcript message; `number` is the user message number (None for the assistant)."""
+    """One transcript message; `number` is the user message number (None for the assistant).
+
+    An assistant message joined from segment answers names them in `segments`, with `ends`
+    the character offset in `text` where each one's answer ends (so a note can stand beside
+    its own segment's answer).
+    """
 
     role: Literal["user", "assistant"]
     text: str
     number: int | None = None
+    segments: tuple[str, ...] = ()
+    ends: tuple[int, ...] = ()
 
 
 class Transcript(Immutable):
@@ -115,9 +122,14 @@ def _(event: SegmentReturned, state: Transcript) -> Transcript:
         return state
     messages = state.messages
     if messages and messages[-1].role == "assistant":
-        joined = Message(role="assistant", text=messages[-1].text + JOIN + event.answer)
+        last = messages[-1]
+        text = last.text + JOIN + event.answer
+        joined = Message(
+            role="assistant", text=text, segments=(*last.segments, event.segment), ends=(*last.ends, len(text))
+        )
         return state.model_copy(update={"messages": (*messages[:-1], joined)})
-    return state.model_copy(update={"messages": (*messages, Message(role="assistant", text=event.answer))})
+    answer = Message(role="assistant", text=event.answer, segments=(event.segment,), ends=(len(event.answer),))
+    return state.model_copy(update={"messages": (*messages, answer)})
 
 
 @_apply.register

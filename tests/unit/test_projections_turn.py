@@ -62,6 +62,17 @@ def test_the_demos_question_is_sent_as_six_messages_with_the_notes_in_the_tours_
     assert messages[4]["content"].count(OPEN) == 13
 
 
+def test_each_note_stands_beside_its_own_segments_answer_in_the_joined_tour_text(demo_events):
+    tour_text = build_turn_input(demo_events).model_messages()[4]["content"]
+    og_title = tour_text.index("OpenGraph-Titel")
+    image_written = tour_text.index("Records written: sys_file_reference:913 (complete)")
+    og_description = tour_text.index("OpenGraph-Beschreibung")
+    assert og_title < image_written < og_description
+    assert tour_text.startswith("Ich schlage als Seitentitel")
+    assert tour_text.index("(field title): approved") < tour_text.index("Gespeichert. Ich schlage als OpenGraph-Bild")
+    assert tour_text.endswith("Records written: pages:42 (complete).]")
+
+
 def test_the_demos_page_line_names_the_last_page_and_asks_before_new_work(demo_events):
     system = build_turn_input(demo_events).system
 
