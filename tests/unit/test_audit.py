@@ -1,0 +1,157 @@
+"""The audit: the whole history, in order, read by the same step reading as the run record."""
+
+from __future__ import annotations
+
+import json
+
+from projections import run_record
+from projections.audit import audit
+from tests.unit.factories import SKILL, Chat, call, model_round, seo_tour, tool
+
+
+def kinds(rows, kind):
+    return [r.to_json() for r in rows if r.kind == kind]
+
+
+def test_the_audit_of_a_six_card_tour_lists_every_segment_decision_and_write():
+    chat = Chat()
+    seo_tour(chat, ["Übernehmen"] * 6)
+
+    rows = audit(chat.events, "2026-11-02")
+
+    assert len(kinds(rows, "segment")) == 7
+    decisions = kinds(rows, "decision")
+    assert [(d["approved"], d["answer"]) for d in decisions] == [(True, "Übernehmen")] * 6
+    written = [w for s in kinds(rows, "segment") for w in s["written"]]
+    assert {(w["record"], w["completeness"]) for w in written} == {
+        ("pages:42", "complete"),
+        ("sys_file_reference:913", "complete"),
+    }
+    assert [o["outcome"] for o in kinds(rows, "card_outcome")] == ["applied"] * 6
+    assert rows[-1].kind == "tour_ended"
+
+
+def test_rows_are_in_the_order_of_the_log_with_the_time_of_their_event():
+    chat = Chat()
+    seo_tour(chat, ["Übernehmen", "Behalten"])
+
+    rows = audit(chat.events, "2026-11-02")
+
+    assert [r.version for r in rows] == sorted(r.version for r in rows)
+    by_version = {e.originator_version: e.timestamp for e in chat.events}
+    assert all(r.at == by_version[r.version] for r in rows)
+
+
+def test_after_behalten_the_refused_call_reads_declined_and_the_card_kept():
+    chat = Chat()
+    seo_tour(chat, ["Behalten"])
+
+    rows = audit(chat.events, "2026-11-02")
+
+    continuation = kinds(rows, "segment")[-1]
+    assert continuation["follows"] == "declined"
+    assert {"tool": "update_page_metadata", "reading": "declined", "count": 1} in continuation["calls"]
+    assert [o["outcome"] for o in kinds(rows, "card_outcome")] == ["kept"]
+
+
+def test_before_the_amendment_the_same_call_reads_failed():
+    chat = Chat()
+    seo_tour(chat, ["Behalten"])
+
+    rows = audit(chat.events, "2026-11-01")
+
+    assert {"tool": "update_page_metadata", "reading": "failed", "count": 1} in kinds(rows, "segment")[-1]["calls"]
+
+
+def test_the_audit_keeps_what_the_run_record_evicts_past_200_entries():
+    chat = Chat()
+    chat.user("Hallo", page=42)
+    for r in range(1, 206):
+        chat.segment("turn", "completed", "ok", [*model_round(r), tool("get_page", r)])
+        if r < 205:
+            chat.user(f"weiter {r}", page=42)
+
+    record = run_record.initial()
+    for event in chat.events:
+        record = run_record.apply(record, event, "2026-11-02")
+    rows = audit(chat.events, "2026-11-02")
+
+    assert len(record.entries) == 200
+    assert len(kinds(rows, "segment")) == 205
+    assert kinds(rows, "segment")[0]["segment"] == "run/1"
+
+
+def test_the_tools_of_a_segment_row_agree_with_its_run_record_entry():
+    chat = Chat()
+    seo_tour(chat, ["Übernehmen", "Behalten", "Übernehmen"])
+
+    record = run_record.initial()
+    for event in chat.events:
+        record = run_record.apply(record, event, "2026-11-02")
+    rows = audit(chat.events, "2026-11-02")
+
+    ignored = {"chat_set_progress", "chat_highlight_element", "ask_choice"}
+    for entry, row in zip(record.entries, kinds(rows, "segment"), strict=True):
+        counted: dict[str, list[int]] = {}
+        for c in row["calls"]:
+            if c["tool"] in ignored or c["reading"] in ("held", "declined"):
+                continue
+            count = counted.setdefault(c["tool"], [0, 0])
+            count[0] += c["count"]
+            count[1] += c["count"] if c["reading"] in ("failed", "not_permitted") else 0
+        assert {t.name: [t.calls, t.failed] for t in entry.tools} == counted
+        assert [(w.record, w.completeness) for w in entry.written] == [
+            (w["record"], w["completeness"]) for w in row["written"]
+        ]
+
+
+def test_a_card_left_undecided_by_a_new_message_is_a_row_of_its_own():
+    chat = Chat()
+    chat.user("Titel ändern", page=42)
+    chat.segment("turn", "awaiting_approval", "Ich schlage vor.", [*model_round(1)], [call()])
+    chat.user("Doch nicht", page=42)
+
+    undecided = kinds(audit(chat.events, "2026-11-02"), "undecided")
+
+    assert undecided == [
+        {
+            "version": undecided[0]["version"],
+            "at": undecided[0]["at"],
+            "kind": "undecided",
+            "segment": "run/1",
+            "waiting": "card",
+            "reason": "new_message",
+            "decidable_elsewhere": True,
+            "cut": False,
+        }
+    ]
+
+
+def test_an_edit_names_what_it_cut_and_marks_the_cut_rows():
+    chat = Chat()
+    chat.user("SEO optimieren", page=42, skill=SKILL)
+    chat.segment("turn", "awaiting_approval", "Ich schlage vor.", [*model_round(1)], [call()])
+    chat.decide(True, "Übernehmen")
+    chat.segment("approval", "completed", "Gespeichert.", [*model_round(2)])
+    chat.user("Danke", page=42)
+    chat.edit(1, "SEO bitte nur prüfen")
+
+    rows = audit(chat.events, "2026-11-02")
+
+    cut = kinds(rows, "cut")[0]
+    assert (cut["after_message"], cut["messages"], cut["segments"], cut["cards"]) == (
+        1, [2], ["run/1", "run/2"], ["run/1"]
+    )
+    assert all(r.cut for r in rows if r.kind in ("segment", "decision"))
+    assert [r.cut for r in rows if r.kind == "message"] == [False, True]
+    assert kinds(rows, "edit")[0]["message"] == 1
+
+
+def test_the_audit_holds_no_text_of_the_model_the_user_or_a_tool():
+    chat = Chat()
+    seo_tour(chat, ["Übernehmen", "Andere Variante"])
+
+    dumped = json.dumps([r.to_json() for r in audit(chat.events, "2026-11-02")], ensure_ascii=False)
+
+    for text in ("Ich schlage", "Fertig", "SEO optimieren", "secret", "argument", "result text", "model text"):
+        assert text not in dumped
