@@ -1,0 +1,273 @@
+"""`chatrecord`: the three jobs of the store on the command line (typer, rich).
+
+Each command parses its arguments, opens the store `adapters.settings` configures, calls the
+library and prints text or `--json`. Exit status: 0 success; 1 bad input or an unknown
+conversation (one line `error: …` on stderr, no traceback); 2 wrong usage. Any other exception
+is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Any
+
+import orjson
+import typer
+from eventsourcing.persistence import OperationalError
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from adapters.application import ConversationStore
+from adapters.cli_ingest import DEMO_CONVERSATION, DEMO_FILE, demo_lines, ingest_file, ingest_lines
+from adapters.cli_render import audit_table, comparison, diff_view, turn_view
+from adapters.cli_replay import file_conversations, no_turn, page_check, stored_conversation, turns_at
+from adapters.settings import describe_backend, open_store
+from domain.errors import ChatrecordError
+from projections.audit import audit as audit_rows
+from projections.rules import DEFAULT_RULE_SET, RULE_SET_IDS
+from projections.turn import TurnInput, build_turn_input, replay_json, replay_turns
+
+app = typer.Typer(
+    help="An event-sourced conversation store: what an AI agent's runs did, and the notes a later turn reads.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode="markdown",
+)
+out = Console(highlight=False, markup=False, emoji=False)
+err = Console(stderr=True, highlight=False, markup=False, emoji=False)
+
+
+def say(line: str) -> None:
+    """Writes one line to stdout, unwrapped."""
+    out.print(line, soft_wrap=True)
+
+
+def warn(line: str) -> None:
+    """Writes one line to stderr, unwrapped."""
+    print(line, file=sys.stderr, flush=True)
+
+Rules = Enum("Rules", {rule_set: rule_set for rule_set in RULE_SET_IDS}, type=str)  # type: ignore[misc]
+RulesOption = Annotated[Rules | None, typer.Option("--rules", help="Rule set (default: the store's).")]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
+
+
+@contextmanager
+def opened_store() -> Iterator[ConversationStore]:
+    """Yields the configured store and closes it afterwards."""
+    store = open_store()
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+def read_models(store: ConversationStore) -> Any:
+    """Returns the materialised projections of `store`."""
+    from adapters.readmodels import ReadModels
+
+    return ReadModels(store)
+
+
+def print_json(value: Any) -> None:
+    """Writes `value` as one line of JSON (UTF-8) to stdout."""
+    sys.stdout.flush()
+    sys.stdout.buffer.write(orjson.dumps(value) + b"\n")
+    sys.stdout.buffer.flush()
+
+
+@app.command()
+def demo(rules: Annotated[Rules | None, typer.Option(
+    "--rules", help="Print the same turn under this rule set too, after the store's, and compare.")] = None) -> None:
+    """Replays the demo SEO tour and prints what the model is sent three days later.
+
+    The question is "was ist hier passiert?"; the chat record's notes are boxed. The tour (six approved cards on page 42) ships with the package. It is ingested into the
+    configured store; ingesting it again changes nothing. The turn is read from the store's
+    materialised projections, under the store's rule set. With --rules transcript-only the
+    turn is printed again as it was before the chat record existed (no notes: the model
+    answered that nothing had been saved), followed by a comparison.
+
+    Example:
+
+        chatrecord demo --rules transcript-only
+    """
+    with opened_store() as store:
+        report = ingest_lines(store, demo_lines(), DEMO_FILE)
+        if report.stopped is not None:
+            raise report.stopped
+        say(f"{report.summary()} ({describe_backend(store)})")
+        models = read_models(store)
+        active = models.active_rules()
+        turn = models.turn_input(DEMO_CONVERSATION)
+        out.print(turn_view(DEMO_CONVERSATION, turn, active))
+        if rules is not None and rules.value != active:
+            other = build_turn_input(store.events(DEMO_CONVERSATION), rules.value)
+            out.print()
+            out.print(turn_view(DEMO_CONVERSATION, other, rules.value))
+            out.print(comparison([(active, turn), (rules.value, other)]))
+
+
+@app.command()
+def ingest(
+    files: Annotated[list[Path], typer.Argument(exists=True, dir_okay=False, readable=True, metavar="FILE",
+                                                help="JSON Lines files the chat wrote.")],
+    skip_bad: Annotated[bool, typer.Option("--skip-bad", help="Reject bad lines and go on.")] = False,
+) -> None:
+    """Ingests the chat's JSON Lines files into the configured store.
+
+    A line recorded before is not stored again, so ingesting a file twice changes nothing. The
+    first bad line stops the ingestion with its file, line and field (the lines before it stay
+    stored); with --skip-bad each bad line is rejected, named on stderr, and the rest is stored.
+
+    Example:
+
+        chatrecord ingest tests/data/demo_seo_tour.jsonl
+    """
+    with opened_store() as store:
+        for path in files:
+            try:
+                report = ingest_file(store, path, skip_bad)
+            except OSError as error:
+                raise typer.BadParameter(f"{path}: {error.strerror}", param_hint="FILES") from None
+            say(report.summary())
+            for rejected in report.rejected:
+                warn(f"rejected: {rejected}")
+            if report.stopped is not None:
+                raise report.stopped
+
+
+@app.command()
+def replay(
+    file: Annotated[Path | None, typer.Argument(exists=True, dir_okay=False, readable=True, metavar="FILE",
+                                                help="Replay this JSON Lines file in memory.")] = None,
+    conversation: Annotated[str | None, typer.Option("--conversation", "-c",
+                                                     help="Replay this stored conversation.")] = None,
+    rules: RulesOption = None,
+    at: Annotated[int | None, typer.Option("--at", min=1, help="Only the turn of user message N, as it was then.")] = None,
+    deny_page: Annotated[list[int] | None, typer.Option("--deny-page", min=1,
+                                                        help="A page the user may not see (repeatable).")] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Prints every turn's model input, each exactly as the model saw it then.
+
+    Give a FILE (read in memory, nothing stored) or --conversation ID (the configured store).
+    --at N travels back to the turn of user message N; --deny-page hides a page from the user,
+    so no prompt names it. --json prints one object per conversation, one per line (the
+    contract of DESIGN.md, "Output of replay --json").
+
+    Example:
+
+        chatrecord replay tests/data/demo_seo_tour.jsonl --at 1 --json
+    """
+    if (file is None) == (conversation is None):
+        raise typer.BadParameter("give a FILE or --conversation ID, not both or neither", param_hint="FILE")
+    can_see = page_check(deny_page or ())
+    if file is not None:
+        rule_set = rules.value if rules else DEFAULT_RULE_SET
+        replays = [(name, replay_turns(events, rule_set, can_see)) for name, events in file_conversations(file)]
+    else:
+        with opened_store() as store:
+            events = stored_conversation(store, conversation, describe_backend(store))
+            models = read_models(store)
+            rule_set = rules.value if rules else models.active_rules()
+            turns = replay_turns(events, rule_set, can_see)
+            if turns and rule_set == models.active_rules():
+                check_latest(turns[-1], models.turn_input(conversation, can_see_page=can_see))
+            replays = [(conversation, turns)]
+    if at is not None:
+        picked = [(name, turns_at(turns, at)) for name, turns in replays]
+        if not any(turns for _, turns in picked):
+            raise no_turn(at, replays)
+        replays = [(name, turns) for name, turns in picked if turns]
+    for name, turns in replays:
+        if as_json:
+            print_json(replay_json(name, rule_set, turns))
+            continue
+        for turn in turns:
+            out.print(turn_view(name, turn, rule_set))
+
+
+def check_latest(from_log: TurnInput, materialised: TurnInput) -> None:
+    """Warns on stderr when the materialised projections' latest turn is not the log's."""
+    if materialised.to_json() != from_log.to_json():
+        warn("warning: the materialised projections differ from the log for the latest turn; "
+             "the log's is shown. Run: chatrecord rebuild")
+
+
+@app.command()
+def audit(
+    conversation: Annotated[str, typer.Argument(help="The conversation id, as the chat names it.")],
+    rules: RulesOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Prints a conversation's whole history, in order, with times.
+
+    Every segment with its trigger, outcome and tool calls (ran, failed, held, declined, not
+    permitted), the records written and how complete, every decision, card outcome, card left
+    undecided, edit and what it cut. Facts only: no tool arguments or results, no model or user text. --json prints the rows
+    as one JSON list.
+
+    Example:
+
+        chatrecord audit conv-demo-seo --json
+    """
+    with opened_store() as store:
+        events = stored_conversation(store, conversation, describe_backend(store))
+        rule_set = rules.value if rules else read_models(store).active_rules()
+        rows = audit_rows(events, rule_set)
+    if as_json:
+        print_json([row.to_json() for row in rows])
+    else:
+        out.print(audit_table(conversation, rows, rule_set))
+
+
+@app.command()
+def rebuild(
+    rules: Annotated[Rules, typer.Option("--rules", help="The rule set to rebuild under.")] = Rules(DEFAULT_RULE_SET),
+    diff: Annotated[bool, typer.Option("--diff", help="Only show what would change; switch nothing.")] = False,
+) -> None:
+    """Rebuilds the materialised projections under a rule set and reports what changed.
+
+    Every conversation's log is read again under the rule set into new tables, which then
+    replace the old ones. --diff prints, per conversation, which run record entries and notes
+    would change, without switching.
+
+    Example:
+
+        chatrecord rebuild --rules 2026-11-01 --diff
+    """
+    with opened_store() as store:
+        models = read_models(store)
+        if diff:
+            changed = [d for d in models.diff(rules.value) if d.changed]
+            out.print(f"{models.active_rules()} → {rules.value}: "
+                      f"{len(changed)} conversation{'' if len(changed) == 1 else 's'} change")
+            for conversation_diff in changed:
+                out.print(diff_view(conversation_diff))
+            return
+        with Progress(TextColumn("rebuilding"), BarColumn(), MofNCompleteColumn(), TextColumn("events"),
+                      TimeElapsedColumn(), console=err, transient=True) as progress:
+            task = progress.add_task("rebuild", total=None)
+            report = models.rebuild(rules.value, lambda done, total: progress.update(task, completed=done, total=total))
+    out.print(f"rebuilt {report.conversations} conversation{'' if report.conversations == 1 else 's'}, "
+              f"{report.events} event{'' if report.events == 1 else 's'}: {report.old_rules} → {report.rules}")
+
+
+def main() -> None:
+    """Runs the command line; a user's mistake ends as one line `error: …` and exit status 1."""
+    try:
+        app()
+    except ChatrecordError as error:
+        warn(f"error: {error}")
+        sys.exit(1)
+    except OperationalError as error:
+        warn(f"error: the store ({describe_backend()}) cannot be used: {str(error).strip() or type(error).__name__}")
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,236 @@
+"""How the command line shows things, with rich: a turn's model input (the chat record's
+notes boxed apart from the transcript), the audit table, rebuild reports and diffs.
+
+Every text from the data goes in as `rich.text.Text`, never as markup, so a bracket in a
+message or a note is printed as it is.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from datetime import datetime, timezone
+from typing import Any
+
+from rich import box
+from rich.console import Group, RenderableType
+from rich.panel import Panel
+from rich.rule import Rule
+from rich.table import Table
+from rich.text import Text
+
+from projections.audit import AuditRow
+from projections.notes import CLOSE, LABEL, OPEN
+from projections.turn import TurnInput
+
+ROLE_STYLE = {"system": "magenta", "user": "cyan", "assistant": "green"}
+READINGS = ("ran", "failed", "not_permitted", "held", "declined")
+
+
+def when(at: datetime) -> str:
+    """Returns `at` as `2026-10-31 14:05:00 UTC`."""
+    if at.tzinfo is None:
+        at = at.replace(tzinfo=timezone.utc)
+    return at.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _plural(n: int, noun: str, plural: str | None = None) -> str:
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"
+
+
+# ---------------------------------------------------------------- a turn's model input
+
+
+def note_body(note: str) -> str:
+    """Returns a note without its label."""
+    if note.startswith(OPEN) and note.endswith(CLOSE):
+        return note[len(OPEN) : -len(CLOSE)]
+    return note
+
+
+def split_notes(content: str, notes: Sequence[str], start: int) -> tuple[list[tuple[str, Any]], int]:
+    """Returns `content` cut into ("text", str) and ("notes", [note, …]) pieces, finding
+    `notes[start:]` in order, and the index of the first note not found in it."""
+    pieces: list[tuple[str, Any]] = []
+    pos, index = 0, start
+    while index < len(notes):
+        found = content.find(notes[index], pos)
+        if found < 0:
+            break
+        between = content[pos:found]
+        if between.strip() or not pieces or pieces[-1][0] != "notes":
+            pieces.append(("text", between))
+            pieces.append(("notes", []))
+        pieces[-1][1].append(notes[index])
+        pos, index = found + len(notes[index]), index + 1
+    pieces.append(("text", content[pos:]))
+    return [p for p in pieces if p[0] == "notes" or p[1].strip()], index
+
+
+def notes_box(notes: Sequence[str]) -> Panel:
+    """Returns the box of consecutive notes: one bullet each, the label in the title."""
+    body = Table.grid(padding=(0, 1))
+    body.add_column(no_wrap=True)
+    body.add_column(overflow="fold")
+    for note in notes:
+        body.add_row("•", Text(note_body(note)))
+    return Panel(body, title=Text(f"chat record · {_plural(len(notes), 'note')}"), title_align="left",
+                 border_style="bold yellow", box=box.HEAVY)
+
+
+def message_panel(role: str, content: str, notes: Sequence[str], start: int) -> tuple[Panel, int]:
+    """Returns one message as a panel titled by its role, its notes boxed; and the next note."""
+    pieces, after = split_notes(content, notes, start)
+    parts: list[RenderableType] = [
+        Text(value.strip("\n")) if kind == "text" else notes_box(value) for kind, value in pieces
+    ]
+    return Panel(Group(*parts), title=Text(role), title_align="left", border_style=ROLE_STYLE.get(role, "white"),
+                 box=box.ROUNDED), after
+
+
+def turn_view(conversation: str, turn: TurnInput, rules: str) -> Group:
+    """Returns a turn's model input: a heading, each message sent, the notes boxed inside."""
+    heading = Text(f"{conversation} · user message {turn.message} · {when(turn.at)} · rule set {rules}", style="bold")
+    parts: list[RenderableType] = [Rule(heading, align="left")]
+    index = 0
+    for message in turn.model_messages():
+        panel, index = message_panel(message["role"], message["content"], turn.notes, index)
+        parts.append(panel)
+    parts.append(Text(
+        f"{_plural(len(turn.model_messages()), 'message')} sent, {_plural(len(turn.notes), 'note')} among them; "
+        f"each note is sent as \"[{LABEL}: …]\".",
+        style="dim",
+    ))
+    parts.append(Text())
+    return Group(*parts)
+
+
+def comparison(turns: Iterable[tuple[str, TurnInput]]) -> Table:
+    """Returns a table comparing one turn under several rule sets: messages, notes, the records
+    the notes name, the page line."""
+    table = Table(title=Text("The same turn under each rule set"), box=box.SIMPLE_HEAD)
+    for column in ("rule set", "messages", "notes", "records named in the notes", "page line"):
+        table.add_column(column, overflow="fold")
+    for rules, turn in turns:
+        named = sorted({w["record"] for e in turn.record for w in e.to_json()["written"]
+                        if any(w["record"] in n for n in turn.notes)})
+        table.add_row(Text(rules), str(len(turn.model_messages())), str(len(turn.notes)),
+                      Text(", ".join(named) or "none"), Text(turn.system))
+    return table
+
+
+# ---------------------------------------------------------------- audit
+
+
+def _calls(calls: list[dict[str, Any]]) -> str:
+    parts = []
+    for reading in READINGS:
+        named = [f"{c['tool']}" + (f" ×{c['count']}" if c["count"] != 1 else "") for c in calls if c["reading"] == reading]
+        if named:
+            parts.append(f"{reading.replace('_', ' ')}: {', '.join(named)}")
+    return "; ".join(parts) or "no tool calls"
+
+
+def _target(record: str | None, fields: list[str]) -> str:
+    return (record or "a new record") + (f" ({', '.join(fields)})" if fields else "")
+
+
+def row_facts(row: AuditRow) -> str:
+    """Returns the facts of an audit row as short lines."""
+    f = row.facts
+    if row.kind == "started":
+        return f"{f['conversation_kind']} conversation {f['conversation']}, owner {f['owner']}"
+    if row.kind == "skill":
+        return f"skill {f['skill']} loaded"
+    if row.kind == "message":
+        page = f"page {f['page']}" if f["page"] else "no page"
+        return f"user message {f['message']}, {page}" + (f", skill {f['skill']}" if f["skill"] else "")
+    if row.kind == "segment":
+        after = f", after {f['follows']}" if f["follows"] else ""
+        lines = [f"{f['segment']} ({f['trigger']}{after}) → {f['outcome']}", _calls(f["calls"])]
+        written = [f"{w['record']} ({w['completeness']}{', hook failed' if w['hook_failed'] else ''})" for w in f["written"]]
+        lines.append("written: " + (", ".join(written) or "nothing"))
+        if f["waiting"]:
+            lines.append("waiting: " + "; ".join(f"{w['tool']} on {_target(w['record'], w['fields'])}"
+                                                 if w["record"] else w["tool"] for w in f["waiting"]))
+        if f["flagged"]:
+            lines.append("answer flagged nothingSaved")
+        return "\n".join(lines)
+    if row.kind == "decision":
+        return f"card of {f['segment']} {'approved' if f['approved'] else 'declined'}: {f['answer']}"
+    if row.kind == "card_outcome":
+        card = f"card of {f['card']}" if f["card"] else "legacy card"
+        return f"{card}: {f['outcome']}, {f['tool']} on {_target(f['record'], f['fields'])}"
+    if row.kind == "answer":
+        return f"question of {f['segment']} answered (user message {f['message']})"
+    if row.kind == "undecided":
+        elsewhere = "; may still be decided in AI Tasks" if f["decidable_elsewhere"] else ""
+        return f"{f['waiting']} of {f['segment']} left undecided: {f['reason'].replace('_', ' ')}{elsewhere}"
+    if row.kind == "retry":
+        return f"turn of user message {f['message']} run again"
+    if row.kind == "tour_ended":
+        return "tour ended, skill cleared"
+    if row.kind == "edit":
+        return f"user message {f['message']} edited"
+    if row.kind == "cut":
+        return (f"cut after message {f['after_message']}: messages {', '.join(map(str, f['messages'])) or 'none'}; "
+                f"segments {', '.join(f['segments']) or 'none'}; decisions {', '.join(f['cards']) or 'none'}")
+    if row.kind in ("transcript_replaced", "legacy_row"):
+        return ", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in f.items())
+    return json.dumps(f, ensure_ascii=False)
+
+
+def audit_table(conversation: str, rows: Sequence[AuditRow], rules: str) -> Table:
+    """Returns the audit as a table: version, time, kind, facts; rows an edit cut are dimmed."""
+    segments = sum(r.kind == "segment" for r in rows)
+    table = Table(title=Text(f"Audit of {conversation} · rule set {rules} · {_plural(len(rows), 'row')}, "
+                             f"{_plural(segments, 'segment')}"), box=box.SIMPLE_HEAD, show_lines=False)
+    table.add_column("#", justify="right")
+    table.add_column("time (UTC)", no_wrap=True)
+    table.add_column("event", no_wrap=True)
+    table.add_column("facts", overflow="fold")
+    for row in rows:
+        style = "dim strike" if row.cut else None
+        kind = row.kind.replace("_", " ") + (" (cut)" if row.cut else "")
+        table.add_row(str(row.version), row.at.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S"),
+                      Text(kind), Text(row_facts(row)), style=style)
+    return table
+
+
+# ---------------------------------------------------------------- rebuild
+
+
+def entry_summary(entry: Any) -> str:
+    """Returns a run record entry (its JSON, as dict or text; None when absent) in one line."""
+    if entry is None:
+        return "(no entry)"
+    if isinstance(entry, str):
+        entry = json.loads(entry)
+    tools = ", ".join(f"{t['name']} {t['calls']}" + (f" ({t['failed']} failed)" if t["failed"] else "")
+                      for t in entry.get("tools", [])) or "none"
+    written = ", ".join(f"{w['record']} ({w['completeness']})" for w in entry.get("written", [])) or "nothing"
+    text = f"tools: {tools}; written: {written}"
+    if entry.get("decision"):
+        text += f"; decision: {entry['decision']}"
+    if entry.get("undecided"):
+        text += f"; undecided: {entry['undecided']}"
+    return text
+
+
+def diff_view(diff: Any) -> Group:
+    """Returns one conversation's changes: records before → after, notes removed and added."""
+    parts: list[RenderableType] = [Text(
+        f"{diff.conversation}: {_plural(len(diff.records_changed), 'record entry', 'record entries')} change, "
+        f"{_plural(len(diff.notes_removed), 'note')} removed, {_plural(len(diff.notes_added), 'note')} added",
+        style="bold",
+    )]
+    if diff.records_changed:
+        table = Table(box=box.SIMPLE_HEAD)
+        for column in ("segment", "before", "after"):
+            table.add_column(column, overflow="fold")
+        for segment, before, after in diff.records_changed:
+            table.add_row(Text(segment), Text(entry_summary(before)), Text(entry_summary(after)))
+        parts.append(table)
+    parts += [Text(f"- {note_body(n)}", style="red") for n in diff.notes_removed]
+    parts += [Text(f"+ {note_body(n)}", style="green") for n in diff.notes_added]
+    return Group(*parts)
