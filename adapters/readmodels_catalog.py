@@ -248,12 +248,14 @@ class MemoryCatalog(Catalog):
     def switch(self, generation: int, rules: str) -> tuple[str, ...]:
         with self.lock:
             if self.live is not None and self.live.generation > generation:
-                self.views.pop(generation, None)
+                self.views.pop(generation).drop()
                 raise RebuildSuperseded(f"generation {generation} was superseded by {self.live.generation}")
             self.live = Pointer(generation, rules)
             dropped: list[str] = []
             for old in [g for g in self.views if g < generation]:
-                dropped += self.views.pop(old).tables
+                view = self.views.pop(old)
+                view.drop()
+                dropped += view.tables
             return tuple(dropped)
 
     def generations(self) -> set[int]:

@@ -20,7 +20,7 @@ from threading import RLock
 from typing import Any
 from uuid import UUID
 
-from eventsourcing.persistence import Tracking, TrackingRecorder
+from eventsourcing.persistence import OperationalError, Tracking, TrackingRecorder
 from eventsourcing.popo import POPOTrackingRecorder
 from eventsourcing.postgres import PostgresDatastore, PostgresTrackingRecorder
 from eventsourcing.sqlite import SQLiteDatastore, SQLiteTrackingRecorder
@@ -250,7 +250,19 @@ class POPOReadModelsView(ReadModelsView, POPOTrackingRecorder):
         if lock is not None:
             self._database_lock = lock
         self.name = name
+        self.dropped = False
         self._rows: dict[UUID, Row] = {}
+
+    def drop(self) -> None:
+        """Drops the generation: every later read or write raises OperationalError, as a
+        dropped table does in SQL."""
+        with self._database_lock:
+            self.dropped = True
+            self._rows.clear()
+
+    def _check(self) -> None:
+        if self.dropped:
+            raise OperationalError(f"no such table: {self.name}_conversations")
 
     @property
     def tables(self) -> tuple[str, ...]:
@@ -258,6 +270,7 @@ class POPOReadModelsView(ReadModelsView, POPOTrackingRecorder):
 
     def fold_batch(self, start: int, tracking: Tracking, ids: set[UUID], change: Change) -> None:
         with self._database_lock:
+            self._check()
             now = self._max_tracking_ids[self.name] or 0
             if now != start:
                 raise PositionMoved(f"{self.name} is at position {now}, not {start}; the batch is not written")
@@ -269,12 +282,15 @@ class POPOReadModelsView(ReadModelsView, POPOTrackingRecorder):
 
     def row(self, aggregate_id: UUID) -> Row | None:
         with self._database_lock:
+            self._check()
             return self._rows.get(aggregate_id)
 
     def rows(self) -> list[Row]:
         with self._database_lock:
+            self._check()
             return list(self._rows.values())
 
     def count(self) -> int:
         with self._database_lock:
+            self._check()
             return len(self._rows)

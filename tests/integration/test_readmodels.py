@@ -311,6 +311,32 @@ class ReadModelsContract:
 
         assert models.turn_input("conv-demo-seo") == build_turn_input(store.events("conv-demo-seo"), "2026-11-01")
 
+    def test_a_read_racing_a_rebuild_is_served_by_the_new_generation(self, store: ConversationStore) -> None:
+        ingest(store, DEMO)
+        models = ReadModels(store)
+        models.catch_up()
+        ingest(store, behalten_tour())
+        rival = ReadModels(self.second_store(store))
+        recorder = store.recorder
+        real = recorder.select_notifications
+        rebuilt: list[object] = []
+
+        def racing(*args: Any, **kwargs: Any) -> Any:
+            page = real(*args, **kwargs)
+            if page and not rebuilt:  # the rival switches generations before we write this page
+                rebuilt.append("started")
+                rebuilt.append(rival.rebuild("2026-11-01"))
+            return page
+
+        recorder.select_notifications = racing  # type: ignore[method-assign]
+        try:
+            turn = models.turn_input("conv-behalten")
+        finally:
+            del recorder.select_notifications
+
+        assert rebuilt[-1].dropped and models.catalog.generations() == {2}
+        assert turn == build_turn_input(store.events("conv-behalten"), "2026-11-01")
+
     def test_a_rebuild_under_an_unknown_rule_set_changes_nothing(self, store: ConversationStore) -> None:
         ingest(store, DEMO)
         models = ReadModels(store)
