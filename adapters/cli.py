@@ -24,6 +24,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from adapters.application import ConversationStore
 from adapters.cli_ingest import DEMO_CONVERSATION, DEMO_FILE, demo_lines, ingest_file, ingest_lines
 from adapters.cli_render import audit_table, comparison, diff_view, turn_view
+from adapters.readmodels import ReadModels
 from adapters.cli_replay import file_conversations, no_turn, page_check, stored_conversation, turns_at
 from adapters.settings import describe_backend, open_store
 from domain.errors import ChatrecordError
@@ -66,13 +67,6 @@ def opened_store() -> Iterator[ConversationStore]:
         store.close()
 
 
-def read_models(store: ConversationStore) -> Any:
-    """Returns the materialised projections of `store`."""
-    from adapters.readmodels import ReadModels
-
-    return ReadModels(store)
-
-
 def print_json(value: Any) -> None:
     """Writes `value` as one line of JSON (UTF-8) to stdout."""
     sys.stdout.flush()
@@ -100,7 +94,7 @@ def demo(rules: Annotated[Rules | None, typer.Option(
         if report.stopped is not None:
             raise report.stopped
         say(f"{report.summary()} ({describe_backend(store)})")
-        models = read_models(store)
+        models = ReadModels(store)
         active = models.active_rules()
         turn = models.turn_input(DEMO_CONVERSATION)
         out.print(turn_view(DEMO_CONVERSATION, turn, active))
@@ -172,7 +166,7 @@ def replay(
     else:
         with opened_store() as store:
             events = stored_conversation(store, conversation, describe_backend(store))
-            models = read_models(store)
+            models = ReadModels(store)
             rule_set = rules.value if rules else models.active_rules()
             turns = replay_turns(events, rule_set, can_see)
             if turns and rule_set == models.active_rules():
@@ -217,7 +211,7 @@ def audit(
     """
     with opened_store() as store:
         events = stored_conversation(store, conversation, describe_backend(store))
-        rule_set = rules.value if rules else read_models(store).active_rules()
+        rule_set = rules.value if rules else ReadModels(store).active_rules()
         rows = audit_rows(events, rule_set)
     if as_json:
         print_json([row.to_json() for row in rows])
@@ -241,11 +235,11 @@ def rebuild(
         chatrecord rebuild --rules 2026-11-01 --diff
     """
     with opened_store() as store:
-        models = read_models(store)
+        models = ReadModels(store)
         if diff:
             changed = [d for d in models.diff(rules.value) if d.changed]
-            out.print(f"{models.active_rules()} → {rules.value}: "
-                      f"{len(changed)} conversation{'' if len(changed) == 1 else 's'} change")
+            say(f"{models.active_rules()} → {rules.value}: {len(changed)} "
+                f"conversation{'' if len(changed) == 1 else 's'} would change (nothing switched)")
             for conversation_diff in changed:
                 out.print(diff_view(conversation_diff))
             return
@@ -253,8 +247,8 @@ def rebuild(
                       TimeElapsedColumn(), console=err, transient=True) as progress:
             task = progress.add_task("rebuild", total=None)
             report = models.rebuild(rules.value, lambda done, total: progress.update(task, completed=done, total=total))
-    out.print(f"rebuilt {report.conversations} conversation{'' if report.conversations == 1 else 's'}, "
-              f"{report.events} event{'' if report.events == 1 else 's'}: {report.old_rules} → {report.rules}")
+    say(f"rebuilt under {report.rules} (was {report.old_rules}): {report.conversations} "
+        f"conversation{'' if report.conversations == 1 else 's'}, {report.events} event{'' if report.events == 1 else 's'}")
 
 
 def main() -> None:

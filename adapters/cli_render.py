@@ -34,6 +34,14 @@ def when(at: datetime) -> str:
     return at.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
+def short_id(segment: str) -> str:
+    """Returns a segment id for a table: `3f6c2a9e…/3` for a long run id with a suffix."""
+    run, slash, rest = segment.rpartition("/")
+    if slash and len(run) > 12:
+        return f"{run[:8]}…/{rest}"
+    return segment if len(segment) <= 24 else segment[:20] + "…"
+
+
 def _plural(n: int, noun: str, plural: str | None = None) -> str:
     return f"{n} {noun if n == 1 else plural or noun + 's'}"
 
@@ -90,7 +98,7 @@ def message_panel(role: str, content: str, notes: Sequence[str], start: int) -> 
 
 def turn_view(conversation: str, turn: TurnInput, rules: str) -> Group:
     """Returns a turn's model input: a heading, each message sent, the notes boxed inside."""
-    heading = Text(f"{conversation} · user message {turn.message} · {when(turn.at)} · rule set {rules}", style="bold")
+    heading = Text(f"{conversation} · message {turn.message} · {when(turn.at)} · rules {rules}", style="bold")
     parts: list[RenderableType] = [Rule(heading, align="left")]
     index = 0
     for message in turn.model_messages():
@@ -106,16 +114,17 @@ def turn_view(conversation: str, turn: TurnInput, rules: str) -> Group:
 
 
 def comparison(turns: Iterable[tuple[str, TurnInput]]) -> Table:
-    """Returns a table comparing one turn under several rule sets: messages, notes, the records
-    the notes name, the page line."""
+    """Returns a table comparing one turn under several rule sets: messages and notes sent,
+    the records the notes name, the pages the view context holds."""
     table = Table(title=Text("The same turn under each rule set"), box=box.SIMPLE_HEAD)
-    for column in ("rule set", "messages", "notes", "records named in the notes", "page line"):
-        table.add_column(column, overflow="fold")
+    for column in ("rule set", "messages", "notes", "records named in notes", "page now / last"):
+        table.add_column(column, no_wrap=True)
     for rules, turn in turns:
-        named = sorted({w["record"] for e in turn.record for w in e.to_json()["written"]
-                        if any(w["record"] in n for n in turn.notes)})
+        written = {w.record for e in turn.record for w in e.written} | {o.record for o in turn.card_outcomes if o.record}
+        named = sorted(r for r in written if any(r in n for n in turn.notes))
+        view = turn.view_context
         table.add_row(Text(rules), str(len(turn.model_messages())), str(len(turn.notes)),
-                      Text(", ".join(named) or "none"), Text(turn.system))
+                      Text("\n".join(named) or "none"), f"{view.page_id or 'none'} / {view.last_page_id or 'none'}")
     return table
 
 
@@ -147,7 +156,7 @@ def row_facts(row: AuditRow) -> str:
         return f"user message {f['message']}, {page}" + (f", skill {f['skill']}" if f["skill"] else "")
     if row.kind == "segment":
         after = f", after {f['follows']}" if f["follows"] else ""
-        lines = [f"{f['segment']} ({f['trigger']}{after}) → {f['outcome']}", _calls(f["calls"])]
+        lines = [f"{short_id(f['segment'])} ({f['trigger']}{after}) → {f['outcome']}", _calls(f["calls"])]
         written = [f"{w['record']} ({w['completeness']}{', hook failed' if w['hook_failed'] else ''})" for w in f["written"]]
         lines.append("written: " + (", ".join(written) or "nothing"))
         if f["waiting"]:
@@ -157,15 +166,15 @@ def row_facts(row: AuditRow) -> str:
             lines.append("answer flagged nothingSaved")
         return "\n".join(lines)
     if row.kind == "decision":
-        return f"card of {f['segment']} {'approved' if f['approved'] else 'declined'}: {f['answer']}"
+        return f"card of {short_id(f['segment'])} {'approved' if f['approved'] else 'declined'}: {f['answer']}"
     if row.kind == "card_outcome":
-        card = f"card of {f['card']}" if f["card"] else "legacy card"
+        card = f"card of {short_id(f['card'])}" if f["card"] else "legacy card"
         return f"{card}: {f['outcome']}, {f['tool']} on {_target(f['record'], f['fields'])}"
     if row.kind == "answer":
-        return f"question of {f['segment']} answered (user message {f['message']})"
+        return f"question of {short_id(f['segment'])} answered (user message {f['message']})"
     if row.kind == "undecided":
         elsewhere = "; may still be decided in AI Tasks" if f["decidable_elsewhere"] else ""
-        return f"{f['waiting']} of {f['segment']} left undecided: {f['reason'].replace('_', ' ')}{elsewhere}"
+        return f"{f['waiting']} of {short_id(f['segment'])} left undecided: {f['reason'].replace('_', ' ')}{elsewhere}"
     if row.kind == "retry":
         return f"turn of user message {f['message']} run again"
     if row.kind == "tour_ended":
@@ -174,7 +183,8 @@ def row_facts(row: AuditRow) -> str:
         return f"user message {f['message']} edited"
     if row.kind == "cut":
         return (f"cut after message {f['after_message']}: messages {', '.join(map(str, f['messages'])) or 'none'}; "
-                f"segments {', '.join(f['segments']) or 'none'}; decisions {', '.join(f['cards']) or 'none'}")
+                f"segments {', '.join(map(short_id, f['segments'])) or 'none'}; "
+                f"decisions {', '.join(map(short_id, f['cards'])) or 'none'}")
     if row.kind in ("transcript_replaced", "legacy_row"):
         return ", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in f.items())
     return json.dumps(f, ensure_ascii=False)
@@ -184,7 +194,8 @@ def audit_table(conversation: str, rows: Sequence[AuditRow], rules: str) -> Tabl
     """Returns the audit as a table: version, time, kind, facts; rows an edit cut are dimmed."""
     segments = sum(r.kind == "segment" for r in rows)
     table = Table(title=Text(f"Audit of {conversation} · rule set {rules} · {_plural(len(rows), 'row')}, "
-                             f"{_plural(segments, 'segment')}"), box=box.SIMPLE_HEAD, show_lines=False)
+                             f"{_plural(segments, 'segment')}"), box=box.SIMPLE_HEAD, show_lines=False,
+                  caption=Text("Segment ids are shortened; audit --json gives them in full."))
     table.add_column("#", justify="right")
     table.add_column("time (UTC)", no_wrap=True)
     table.add_column("event", no_wrap=True)
@@ -229,8 +240,13 @@ def diff_view(diff: Any) -> Group:
         for column in ("segment", "before", "after"):
             table.add_column(column, overflow="fold")
         for segment, before, after in diff.records_changed:
-            table.add_row(Text(segment), Text(entry_summary(before)), Text(entry_summary(after)))
+            table.add_row(Text(short_id(segment)), Text(entry_summary(before)), Text(entry_summary(after)))
         parts.append(table)
-    parts += [Text(f"- {note_body(n)}", style="red") for n in diff.notes_removed]
-    parts += [Text(f"+ {note_body(n)}", style="green") for n in diff.notes_added]
+    notes = Table.grid(padding=(0, 1))
+    notes.add_column(no_wrap=True)
+    notes.add_column(overflow="fold")
+    for sign, style, changed in (("-", "red", diff.notes_removed), ("+", "green", diff.notes_added)):
+        for note in changed:
+            notes.add_row(Text(sign, style=style), Text(note_body(note), style=style))
+    parts.append(notes)
     return Group(*parts)
