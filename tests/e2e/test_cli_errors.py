@@ -1,0 +1,84 @@
+"""A user's mistake ends in one line on stderr: bad input and unknown names exit 1, wrong usage
+exits 2, and neither prints a traceback."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.e2e.conftest import DATA, DEMO, Run, json_lines
+
+BAD_TABLE = DATA / "bad_table_mid_file.jsonl"
+LINE_4 = 'bad_table_mid_file.jsonl: line 4, steps[3].writeTargetTable: "tt content" is not a table name; use 1–64 of A-Za-z0-9_'
+
+
+def test_a_bad_line_stops_the_ingestion_and_the_lines_before_it_stay_stored(sqlite_run: Run):
+    stopped = sqlite_run("ingest", BAD_TABLE)
+    audited = sqlite_run("audit", "conv-demo-seo", "--json")
+
+    assert (stopped.returncode, stopped.stderr) == (1, f"error: {LINE_4}\n")
+    assert stopped.stdout == "bad_table_mid_file.jsonl: 4 events appended, 0 lines already recorded; stopped at line 4\n"
+    assert [row["kind"] for row in json_lines(audited.stdout)[0]] == ["started", "skill", "message", "segment"]
+
+
+def test_skip_bad_rejects_the_bad_line_names_it_and_stores_the_rest(sqlite_run: Run):
+    sqlite_run("ingest", BAD_TABLE)
+
+    skipped = sqlite_run("ingest", "--skip-bad", BAD_TABLE)
+
+    assert (skipped.returncode, skipped.stderr) == (0, f"rejected: {LINE_4}\n")
+    assert skipped.stdout == "bad_table_mid_file.jsonl: 1 event appended, 3 lines already recorded, 1 line rejected\n"
+
+
+def test_ingesting_the_same_file_twice_changes_nothing(sqlite_run: Run):
+    first = sqlite_run("ingest", DEMO)
+    again = sqlite_run("ingest", DEMO)
+    audited = sqlite_run("audit", "conv-demo-seo", "--json")
+
+    assert first.stdout == "demo_seo_tour.jsonl: 20 events appended, 0 lines already recorded\n"
+    assert again.stdout == "demo_seo_tour.jsonl: 0 events appended, 19 lines already recorded\n"
+    assert [row["version"] for row in json_lines(audited.stdout)[0] if row["kind"] != "card_outcome"] == list(range(1, 21))
+
+
+def test_a_bad_line_in_a_replayed_file_names_file_line_and_field(sqlite_run: Run):
+    failed = sqlite_run("replay", DATA / "bad_json_mid_file.jsonl")
+
+    assert (failed.returncode, failed.stdout) == (1, "")
+    assert failed.stderr == (
+        "error: bad_json_mid_file.jsonl: line 6, (line): not valid JSON (unexpected end of data at column 1); "
+        "each line is one JSON object\n"
+    )
+
+
+def test_an_unknown_conversation_is_one_line_and_exit_1(sqlite_run: Run):
+    sqlite_run("ingest", DEMO)
+
+    unknown = sqlite_run("audit", "conv-nope")
+
+    assert (unknown.returncode, unknown.stdout) == (1, "")
+    assert unknown.stderr.startswith("error: no conversation 'conv-nope' in SQLite file ")
+    assert unknown.stderr.endswith(" (stored: conv-demo-seo)\n")
+
+
+def test_a_turn_that_never_started_is_one_line_and_exit_1(sqlite_run: Run):
+    missing = sqlite_run("replay", DEMO, "--at", "2")
+
+    assert (missing.returncode, missing.stderr) == (
+        1, "error: --at 2: no turn starts at user message 2; turns start at messages 1, 3\n"
+    )
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        pytest.param(["replay"], id="replay-without-file-or-conversation"),
+        pytest.param(["replay", DEMO, "--rules", "2026-13-01"], id="unknown-rule-set"),
+        pytest.param(["audit"], id="audit-without-id"),
+        pytest.param(["ingest", "no-such-file.jsonl"], id="missing-file"),
+    ],
+)
+def test_wrong_usage_exits_2_without_a_traceback(sqlite_run: Run, args):
+    wrong = sqlite_run(*args)
+
+    assert (wrong.returncode, wrong.stdout) == (2, "")
+    assert "Usage: chatrecord" in wrong.stderr or "Usage: python -m adapters.cli" in wrong.stderr
+    assert "Traceback" not in wrong.stderr

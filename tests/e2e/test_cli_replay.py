@@ -1,0 +1,67 @@
+"""`chatrecord replay FILE`: every turn's model input read from a file in memory, time travel
+with --at, pages the user may not see, and the --json contract against its expected file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from adapters.ingest import read_events
+from projections.turn import replay_json, replay_turns
+from tests.e2e.conftest import DATA, DEMO, Run, json_lines
+
+EXPECTED = DATA / "expected_demo_replay.json"
+REGENERATE = "python -m adapters.cli replay tests/data/demo_seo_tour.jsonl --json > tests/data/expected_demo_replay.json"
+
+
+def test_replay_json_of_the_demo_is_the_contract_and_writes_nothing(sqlite_run: Run, tmp_path: Path):
+    replayed = sqlite_run("replay", DEMO, "--json")
+
+    assert (replayed.returncode, replayed.stderr) == (0, "")
+    [document] = json_lines(replayed.stdout)
+    assert document == replay_json("conv-demo-seo", "2026-11-02", replay_turns(read_events(DEMO)))
+    assert list(document) == ["conversation", "rules", "turns"]
+    assert [list(turn) for turn in document["turns"]] == [
+        ["message", "at", "view_context", "messages", "notes", "record", "card_outcomes"]
+    ] * 2
+    assert replayed.stdout == EXPECTED.read_text(encoding="utf-8"), f"contract changed? if meant: {REGENERATE}"
+    assert not (tmp_path / "store.sqlite").exists()
+
+
+def test_at_1_travels_back_to_the_first_turn_as_the_model_saw_it(sqlite_run: Run):
+    replayed = sqlite_run("replay", DEMO, "--at", "1", "--json")
+
+    [document] = json_lines(replayed.stdout)
+    [turn] = document["turns"]
+    assert (turn["message"], turn["notes"], turn["record"], turn["card_outcomes"]) == (1, [], [], [])
+    assert turn["view_context"] == {"pageId": 42, "lastPageId": 42}
+    assert turn["messages"] == [
+        {"role": "system", "content": "The selected page is page 42."},
+        {"role": "user", "content": "SEO optimieren"},
+    ]
+
+
+def test_a_page_the_user_may_not_see_is_never_named(sqlite_run: Run):
+    shown = sqlite_run("replay", DEMO, "--deny-page", "42")
+    sent = sqlite_run("replay", DEMO, "--deny-page", "42", "--json")
+
+    assert shown.returncode == 0
+    assert "42" not in shown.stdout
+    assert "a page not named here" in " ".join(shown.stdout.split())
+    prompts = [(m["content"], turn["notes"]) for turn in json_lines(sent.stdout)[0]["turns"] for m in turn["messages"]]
+    assert "42" not in json.dumps(prompts)
+
+
+def test_replay_text_shows_each_turn_with_its_notes_boxed(sqlite_run: Run):
+    shown = sqlite_run("replay", DEMO, "--at", "3")
+
+    lines = shown.stdout.splitlines()
+    assert lines[0].startswith("conv-demo-seo · message 3 · 2026-10-31 14:05:00 UTC · rules 2026-11-02 ─")
+    assert lines[1:4] == [
+        "╭─ system ─────────────────────────────────────────────────────────────────────╮",
+        "│ No page is selected now. The page last selected in this conversation is page │",
+        "│ 42. The transcript and the chat records say which pages earlier steps worked │",
+    ]
+    assert "│ ┏━ chat record · 1 note ━" in shown.stdout
+    assert "│ ┃ • The run of a user message paused for a question; the question was      ┃ │" in lines
+    assert "6 messages sent, 14 notes among them; each note is sent as \"[Chat record — " in lines
