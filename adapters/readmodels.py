@@ -16,9 +16,10 @@ and writes nothing.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
+from uuid import UUID
 
 from eventsourcing.persistence import PersistenceError, Tracking
 
@@ -104,18 +105,25 @@ class ReadModels:
         rules = resolve(rules)
         start = first = view.position()
         total = self.store.max_notification_id() if progress else 0
-        applied = 0
+        applied, known = 0, {}
         while True:
             page = self.store.recorder.select_notifications(start, self.batch_size, inclusive_of_start=False)
             if not page:
                 return applied
             events = [(n.id, self.store.mapper.to_domain_event(n)) for n in page]
             ids = {event.originator_id for _, event in events}
+            changed: dict[UUID, Row] = {}
+
+            def change(rows: Mapping[UUID, Row]) -> Mapping[UUID, Row]:
+                changed.update(fold(rows, events, rules))
+                return changed
+
             try:
-                view.fold_batch(start, Tracking(view.name, page[-1].id), ids, lambda rows: fold(rows, events, rules))
+                view.fold_batch(start, Tracking(view.name, page[-1].id), ids, change, known)
             except PositionMoved:  # a concurrent catch-up applied them: read on after its position
-                start = view.position()
+                start, known = view.position(), {}
                 continue
+            known = changed  # what this batch committed is current while the position stays ours
             applied += len(page)
             start = page[-1].id
             if progress:

@@ -14,7 +14,6 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-import orjson
 from eventsourcing.persistence import IntegrityError
 
 from domain.events import ConversationEvent, ConversationStarted, MessageEdited
@@ -101,12 +100,12 @@ def fold(
 
 
 def dump_state(state: TurnState) -> str:
-    """Returns the JSON text a row stores for a state."""
-    return orjson.dumps(state.model_dump(mode="json")).decode()
+    """Returns the JSON text a row stores for a state (as `model_dump(mode="json")` gives it)."""
+    return state.model_dump_json()
 
 
 def load_state(value: Any) -> TurnState:
     """Returns the state of stored JSON (text, bytes, or already parsed by the driver)."""
-    if isinstance(value, (str, bytes, bytearray, memoryview)):
-        value = orjson.loads(bytes(value) if isinstance(value, memoryview) else value)
+    if isinstance(value, (str, bytes, bytearray)):
+        return TurnState.model_validate_json(value)
     return TurnState.model_validate(value)

@@ -55,10 +55,15 @@ class ReadModelsView(TrackingRecorder):
         """Returns the notification id of the last event applied, 0 before the first."""
         return self.max_tracking_id(self.name) or 0
 
-    def fold_batch(self, start: int, tracking: Tracking, ids: set[UUID], change: Change) -> None:
+    def fold_batch(
+        self, start: int, tracking: Tracking, ids: set[UUID], change: Change, known: Mapping[UUID, Row] | None = None
+    ) -> None:
         """Writes the rows `change` returns for the current rows of `ids`, and records
         `tracking`, in one transaction. Raises PositionMoved when the position is not `start`,
-        IntegrityError when `tracking` does not advance it; nothing is written then."""
+        IntegrityError when `tracking` does not advance it; nothing is written then.
+
+        `known` are rows the caller itself committed at position `start`; since the position
+        is still `start`, they are current and are not read again."""
         raise NotImplementedError
 
     def row(self, aggregate_id: UUID) -> Row | None:
@@ -98,13 +103,18 @@ class SQLReadModelsView(ReadModelsView):
     def _json(self, text: str) -> Any:
         return text
 
-    def fold_batch(self, start: int, tracking: Tracking, ids: set[UUID], change: Change) -> None:
+    def fold_batch(
+        self, start: int, tracking: Tracking, ids: set[UUID], change: Change, known: Mapping[UUID, Row] | None = None
+    ) -> None:
+        known = known or {}
         with self.datastore.transaction(commit=True) as curs:
             self._lock(curs)
             now = self._max_tracking_id(self.name, curs) or 0
             if now != start:
                 raise PositionMoved(f"{self.name} is at position {now}, not {start}; the batch is not written")
-            changed = change(self._select(curs, ids))
+            rows = {i: known[i] for i in ids if i in known}
+            rows.update(self._select(curs, {i for i in ids if i not in known}))
+            changed = change(rows)
             if changed:
                 curs.executemany(self._q(self._upsert_sql()), [self._params(r) for r in changed.values()])
             self._insert_tracking(curs, tracking)
@@ -137,12 +147,15 @@ class SQLReadModelsView(ReadModelsView):
     def _at(self, at: datetime) -> Any:
         return at.isoformat()
 
+    _select_list = ", ".join(COLUMNS)
+
     def _select(self, curs: Any, ids: set[UUID]) -> dict[UUID, Row]:
         if not ids:
             return {}
         marks = ", ".join(["%s"] * len(ids))
         curs.execute(
-            self._q(f"SELECT * FROM {{rows}} WHERE originator_id IN ({marks})"), [self._key(i) for i in ids]
+            self._q(f"SELECT {self._select_list} FROM {{rows}} WHERE originator_id IN ({marks})"),
+            [self._key(i) for i in ids],
         )
         return {row.aggregate_id: row for row in map(self._row, curs.fetchall())}
 
@@ -169,7 +182,7 @@ class SQLReadModelsView(ReadModelsView):
 
     def rows(self) -> list[Row]:
         with self.datastore.transaction(commit=False) as curs:
-            curs.execute(self._q("SELECT * FROM {rows}"))
+            curs.execute(self._q(f"SELECT {self._select_list} FROM {{rows}}"))
             return [self._row(r) for r in curs.fetchall()]
 
     def count(self) -> int:
@@ -220,6 +233,8 @@ class PostgresReadModelsView(SQLReadModelsView, PostgresTrackingRecorder):
             ).format(Identifier(datastore.schema), Identifier(self.rows_table))
         )
 
+    _select_list = ", ".join(f"{c}::text AS {c}" if c.endswith("state") else c for c in COLUMNS)
+
     @property
     def tables(self) -> tuple[str, ...]:
         return (self.rows_table, self.tracking_table_name)
@@ -268,7 +283,9 @@ class POPOReadModelsView(ReadModelsView, POPOTrackingRecorder):
     def tables(self) -> tuple[str, ...]:
         return (f"{self.name}_conversations",)
 
-    def fold_batch(self, start: int, tracking: Tracking, ids: set[UUID], change: Change) -> None:
+    def fold_batch(
+        self, start: int, tracking: Tracking, ids: set[UUID], change: Change, known: Mapping[UUID, Row] | None = None
+    ) -> None:
         with self._database_lock:
             self._check()
             now = self._max_tracking_ids[self.name] or 0
