@@ -19,7 +19,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from datetime import timedelta
 from pathlib import Path
 
@@ -98,7 +98,7 @@ def postgres_store() -> Iterator[ConversationStore]:
             conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
 
 
-def run(name: str, opened: Callable[[], contextmanager], all_logs: list[list[ConversationEvent]]) -> None:
+def run(name: str, opened: Callable[[], AbstractContextManager[ConversationStore]], all_logs: list[list[ConversationEvent]]) -> None:
     with opened() as store:
         events = fill(store, all_logs)
         models = ReadModels(store)
