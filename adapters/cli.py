@@ -244,7 +244,7 @@ def rebuild(
                 out.print(diff_view(conversation_diff))
             return
         with Progress(TextColumn("rebuilding"), BarColumn(), MofNCompleteColumn(), TextColumn("events"),
-                      TimeElapsedColumn(), console=err, transient=True) as progress:
+                      TimeElapsedColumn(), console=err, transient=True, disable=not err.is_terminal) as progress:
             task = progress.add_task("rebuild", total=None)
             report = models.rebuild(rules.value, lambda done, total: progress.update(task, completed=done, total=total))
     say(f"rebuilt under {report.rules} (was {report.old_rules}): {report.conversations} "

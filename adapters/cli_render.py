@@ -104,11 +104,12 @@ def turn_view(conversation: str, turn: TurnInput, rules: str) -> Group:
     for message in turn.model_messages():
         panel, index = message_panel(message["role"], message["content"], turn.notes, index)
         parts.append(panel)
-    parts.append(Text(
-        f"{_plural(len(turn.model_messages()), 'message')} sent, {_plural(len(turn.notes), 'note')} among them; "
-        f"each note is sent as \"[{LABEL}: …]\".",
-        style="dim",
-    ))
+    sent = f"{_plural(len(turn.model_messages()), 'message')} sent, "
+    if turn.notes:
+        sent += f"{_plural(len(turn.notes), 'note')} among them; each is sent as \"[{LABEL}: …]\"."
+    else:
+        sent += "no notes."
+    parts.append(Text(sent, style="dim"))
     parts.append(Text())
     return Group(*parts)
 
@@ -117,7 +118,7 @@ def comparison(turns: Iterable[tuple[str, TurnInput]]) -> Table:
     """Returns a table comparing one turn under several rule sets: messages and notes sent,
     the records the notes name, the pages the view context holds."""
     table = Table(title=Text("The same turn under each rule set"), box=box.SIMPLE_HEAD)
-    for column in ("rule set", "messages", "notes", "records named in notes", "page now / last"):
+    for column in ("rule set", "messages", "notes", "records named", "page now/last"):
         table.add_column(column, no_wrap=True)
     for rules, turn in turns:
         written = {w.record for e in turn.record for w in e.written} | {o.record for o in turn.card_outcomes if o.record}

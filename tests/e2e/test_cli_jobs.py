@@ -35,7 +35,7 @@ def test_the_demo_under_transcript_only_shows_the_turn_without_any_record_after_
     assert shown.returncode == 0
     default, _, before = shown.stdout.partition("rules transcript-only")
     assert "14 notes among them" in default
-    assert "6 messages sent, 0 notes among them" in before
+    assert "6 messages sent, no notes." in before
     assert "│ No page is selected.  " in before
     assert "The same turn under each rule set" in before
 

@@ -1,0 +1,27 @@
+"""The docs are tested: every command has help text ending with an example and is shown in
+the README with a real `$ chatrecord …` run; the README's quick start is the two commands."""
+
+from __future__ import annotations
+
+import typer.main
+
+from adapters.cli import app
+from tests.e2e.conftest import ROOT
+
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def test_every_command_has_help_ending_with_an_example_and_appears_in_the_readme():
+    commands = typer.main.get_command(app).commands
+
+    assert sorted(commands) == ["audit", "demo", "ingest", "rebuild", "replay"]
+    for name, command in commands.items():
+        assert command.help and "Example:" in command.help, name
+        assert command.help.rstrip().splitlines()[-1].strip().startswith(f"chatrecord {name}"), name
+        assert f"\n$ chatrecord {name}" in README, name
+
+
+def test_the_quick_start_is_install_and_demo_then_the_test_command():
+    quick_start = README.split("## Quick start", 1)[1].split("##", 1)[0]
+
+    assert 'pip install . && chatrecord demo\npip install -e ".[test]" && python -m pytest\n' in quick_start
