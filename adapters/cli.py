@@ -17,15 +17,15 @@ from typing import Annotated, Any
 
 import orjson
 import typer
-from eventsourcing.persistence import OperationalError
+from eventsourcing.persistence import InterfaceError, OperationalError
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from adapters.application import ConversationStore
 from adapters.cli_ingest import DEMO_CONVERSATION, DEMO_FILE, demo_lines, ingest_file, ingest_lines
 from adapters.cli_render import audit_table, comparison, diff_view, turn_view
-from adapters.readmodels import ReadModels
 from adapters.cli_replay import file_conversations, no_turn, page_check, stored_conversation, turns_at
+from adapters.readmodels import ReadModels
 from adapters.settings import describe_backend, open_store
 from domain.errors import ChatrecordError
 from projections.audit import audit as audit_rows
@@ -52,8 +52,10 @@ def warn(line: str) -> None:
     """Writes one line to stderr, unwrapped."""
     print(line, file=sys.stderr, flush=True)
 
+
 Rules = Enum("Rules", {rule_set: rule_set for rule_set in RULE_SET_IDS}, type=str)  # type: ignore[misc]
-RulesOption = Annotated[Rules | None, typer.Option("--rules", help="Rule set (default: the store's).")]
+RulesOption = Annotated[Rules | None, typer.Option(
+    "--rules", help="Rule set (default: the store's; 2026-11-02 for a FILE).")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
 
 
@@ -258,7 +260,7 @@ def main() -> None:
     except ChatrecordError as error:
         warn(f"error: {error}")
         sys.exit(1)
-    except OperationalError as error:
+    except (OperationalError, InterfaceError) as error:  # the configured database cannot be reached or opened
         warn(f"error: the store ({describe_backend()}) cannot be used: {str(error).strip() or type(error).__name__}")
         sys.exit(1)
 
