@@ -15,7 +15,7 @@ from importlib import resources
 from pathlib import Path
 
 from adapters.application import ConversationStore
-from adapters.ingest import ParsedLine, parse_line
+from adapters.ingest import at_line, parse_numbered
 from domain.errors import ChatrecordError, InvalidInput
 
 DEMO_FILE = "demo_seo_tour.jsonl"
@@ -50,21 +50,6 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
-def parse_numbered(raw: str | bytes, line_no: int, source: str) -> ParsedLine | None:
-    """Returns line `line_no` of `source` parsed, None for a blank line (as `read_lines`).
-
-    Raises InvalidInput for a line that is not UTF-8 or does not parse.
-    """
-    if isinstance(raw, bytes):
-        try:
-            raw = raw.decode("utf-8")
-        except UnicodeDecodeError as error:
-            raise InvalidInput(source, line_no, "(line)", f"not UTF-8 text ({error.reason})") from None
-    if line_no == 1:
-        raw = raw.removeprefix("\ufeff")
-    return parse_line(raw, line_no, source) if raw.strip() else None
-
-
 def ingest_lines(
     store: ConversationStore, lines: Iterable[str | bytes], source: str, skip_bad: bool = False
 ) -> IngestReport:
@@ -93,15 +78,6 @@ def ingest_lines(
             return report
         report.rejected.append(str(bad))
     return report
-
-
-def at_line(error: ChatrecordError, source: str, line_no: int) -> ChatrecordError:
-    """Returns a domain error again, same type, with `source: line N:` in front of its message
-    (as `adapters.ingest.fold_events` names one)."""
-    try:
-        return type(error)(f"{source}: line {line_no}: {error}")
-    except TypeError:
-        return error
 
 
 def ingest_file(store: ConversationStore, path: Path, skip_bad: bool = False) -> IngestReport:

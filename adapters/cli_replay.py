@@ -13,16 +13,12 @@ from uuid import UUID
 
 from adapters.application import ConversationStore
 from adapters.ingest import read_events
-from domain.errors import ChatrecordError
+from domain.errors import ChatrecordError, UnknownConversation
 from domain.events import ConversationEvent, ConversationStarted
 from projections.turn import TurnInput
 
 PageCheck = Callable[[int], bool]
 Conversations = list[tuple[str, list[ConversationEvent]]]
-
-
-class UnknownConversation(ChatrecordError):
-    """Raised when a conversation id names no stored conversation."""
 
 
 class NoSuchTurn(ChatrecordError):

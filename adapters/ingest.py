@@ -87,20 +87,30 @@ def parse_line(text: str | bytes, line_no: int, source_name: str) -> ParsedLine:
     return line
 
 
+def parse_numbered(raw: str | bytes, line_no: int, source_name: str) -> ParsedLine | None:
+    """Returns line `line_no` (1-based) of `source_name` parsed; None for a blank line. A BOM
+    before the first line is ignored.
+
+    Raises InvalidInput for a line that is not UTF-8 text or does not parse.
+    """
+    if isinstance(raw, bytes):
+        try:
+            raw = raw.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise InvalidInput(source_name, line_no, _WHOLE_LINE, f"not UTF-8 text ({error.reason})") from None
+    if line_no == 1:
+        raw = raw.removeprefix("\ufeff")
+    return parse_line(raw, line_no, source_name) if raw.strip() else None
+
+
 def read_lines(lines: Iterable[str | bytes], source_name: str) -> Iterator[ParsedLine]:
     """Yields the parsed lines of `lines` in order; blank lines are skipped, line numbers are
     1-based and count every line. Raises InvalidInput at the first bad line, after yielding
     the lines before it."""
-    for line_no, text in enumerate(lines, start=1):
-        if isinstance(text, bytes):
-            try:
-                text = text.decode("utf-8")
-            except UnicodeDecodeError as error:
-                raise InvalidInput(source_name, line_no, _WHOLE_LINE, f"not UTF-8 text ({error.reason})") from None
-        if line_no == 1:
-            text = text.removeprefix("\ufeff")
-        if text.strip():
-            yield parse_line(text, line_no, source_name)
+    for line_no, raw in enumerate(lines, start=1):
+        line = parse_numbered(raw, line_no, source_name)
+        if line is not None:
+            yield line
 
 
 def read_file(path: str | Path) -> Iterator[ParsedLine]:
@@ -128,7 +138,7 @@ def fold_events(lines: Iterable[ParsedLine]) -> Iterator[ConversationEvent]:
         except InvalidInput:
             raise
         except ChatrecordError as error:
-            raise _at_line(error, line) from error
+            raise at_line(error, line.source_name, line.line) from error
         states[line.conversation] = project_conversation(state, events)
         yield from events
 
@@ -200,9 +210,9 @@ def _expected(error: Any, kind: str) -> str:
     return str(error["msg"])
 
 
-def _at_line(error: ChatrecordError, line: Line) -> ChatrecordError:
-    """Returns `error` again with `source: line N:` in front of its message, same type."""
+def at_line(error: ChatrecordError, source_name: str, line_no: int) -> ChatrecordError:
+    """Returns a domain error again, same type, with `source: line N:` in front of its message."""
     try:
-        return type(error)(f"{line.source_name}: line {line.line}: {error}")
+        return type(error)(f"{source_name}: line {line_no}: {error}")
     except TypeError:
         return error

@@ -27,7 +27,7 @@ from adapters.application import ConversationStore
 from adapters.readmodels_catalog import Pointer, catalog_for
 from adapters.readmodels_fold import PositionMoved, Row, fold
 from adapters.readmodels_views import ReadModelsView
-from domain.errors import ChatrecordError
+from domain.errors import UnknownConversation
 from domain.events import conversation_uuid
 from projections import turn
 from projections.rules import DEFAULT_RULE_SET, RuleSet, resolve
@@ -39,10 +39,6 @@ T = TypeVar("T")
 
 RECORD_FIELDS = ("ending", "tools", "written", "waiting", "decision", "undecided")
 """The parts of a run record entry `diff` compares."""
-
-
-class UnknownConversation(ChatrecordError):
-    """Raised when a conversation id names no conversation the store holds."""
 
 
 def _every_page(page_id: int) -> bool:

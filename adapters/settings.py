@@ -2,6 +2,7 @@
 
 - `CHATRECORD_DATABASE_URL=postgresql://user[:password]@host[:port]/dbname[?schema=S]` selects
   PostgreSQL (psycopg 3); an empty or missing password is allowed (trust auth).
+  A server that does not answer fails after 5 s (`POSTGRES_CONNECT_TIMEOUT`).
 - Otherwise the embedded default: a SQLite file, `CHATRECORD_DB` (default `./chatrecord.sqlite`).
   Its store tables keep the library's names (`stored_events`, `stored_snapshots`); the
   materialised projections live in the same file under their own table names.
@@ -52,6 +53,9 @@ def postgres_env(url: str) -> dict[str, str]:
         "POSTGRES_PORT": str(port),
         "POSTGRES_USER": unquote(parts.username),
         "POSTGRES_PASSWORD": unquote(parts.password or ""),
+        # the library waits 30 s for a connection by default; a server that does not answer
+        # should be one quick error line, not half a minute of silence
+        "POSTGRES_CONNECT_TIMEOUT": "5",
     }
     schema = parse_qs(parts.query).get("schema")
     if schema:

@@ -11,6 +11,10 @@ class ConversationNotStarted(ChatrecordError):
     """Raised when an event arrives for a conversation that was never started."""
 
 
+class UnknownConversation(ChatrecordError):
+    """Raised when a conversation id names no conversation the store holds."""
+
+
 class ConversationAlreadyStarted(ChatrecordError):
     """Raised when a conversation is started twice with different facts."""
 
