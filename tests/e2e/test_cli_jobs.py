@@ -3,7 +3,6 @@ audit, and rebuilding the projections under another rule set."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from adapters.ingest import read_events
@@ -90,52 +89,13 @@ def test_rebuild_switches_the_rule_set_the_store_reads_under(store_run: Run):
 # ---------------------------------------------------------------- three times "Behalten"
 
 
-def behalten_tour(path: Path) -> Path:
-    """Writes an SEO tour on page 42 whose three cards are all declined with Behalten: nr-llm
-    refuses each declined card's call with an error step of exactly 0.0 ms."""
-    conv, run, at = "conv-behalten", "7c1d0b5e-2f4a-4b8e-9c3d-5a6b7c8d9e01", iter(range(60))
-
-    def line(line_type: str, **fields) -> str:
-        return json.dumps({"type": line_type, "conversation": conv, "at": f"2026-10-28T09:{next(at):02d}:00Z", **fields})
-
-    def model(r: int) -> list[dict]:
-        return [{"kind": "context", "round": r, "durationMs": 0.0}, {"kind": "request", "round": r, "durationMs": 0.0},
-                {"kind": "llm", "round": r, "durationMs": 2100.0, "content": "(model text)"}]
-
-    def progress(r: int) -> dict:
-        return {"kind": "tool", "round": r, "durationMs": 2.0, "toolName": "chat_set_progress",
-                "toolIsError": False, "toolOutcome": "ok"}
-
-    def card(field: str) -> list[dict]:
-        return [{"toolName": "update_page_metadata", "table": "pages", "uid": 42, "fields": [field]}]
-
-    refused = {"kind": "tool", "round": 1, "durationMs": 0.0, "toolName": "update_page_metadata",
-               "toolResult": "Error: approval_denied", "toolIsError": True, "toolOutcome": "failed"}
-    fields = ["title", "og_title", "og_description"]
-    lines = [
-        line("conversation_started", kind="chat", owner=7),
-        line("user_message", message=1, text="SEO optimieren", page=42, skill="3:seo-optimieren"),
-        line("segment_returned", segment=f"{run}/1", run=run, trigger="turn", outcome="awaiting_approval",
-             answer="Ich schlage einen Titel vor.", steps=[*model(1), progress(1)], pending=card(fields[0])),
-    ]
-    for n in range(3):
-        last = n == 2
-        lines.append(line("card_decided", segment=f"{run}/{n + 1}", approved=False, answer="Behalten",
-                          message=n + 2, text="Behalten"))
-        lines.append(line("segment_returned", segment=f"{run}/{n + 2}", run=run, trigger="approval",
-                          outcome="completed" if last else "awaiting_approval",
-                          answer="Fertig." if last else "Ich schlage etwas anderes vor.",
-                          steps=[{**refused, "round": n + 1}, *model(n + 2), progress(n + 2)],
-                          pending=[] if last else card(fields[n + 1])))
-    lines.append(line("tour_ended"))
-    lines.append(line("user_message", message=5, text="was ist hier passiert?", page=0, skill=None))
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
+BEHALTEN_TOUR = Path(__file__).parents[1] / "data" / "behalten_tour.jsonl"
+"""An SEO tour on page 42 whose three cards are all declined with Behalten: nr-llm refuses each
+declined card's call with an error step of exactly 0.0 ms at the continuation's start."""
 
 
-def test_rebuild_diff_names_the_records_the_amendment_changes_and_switches_nothing(store_run: Run, tmp_path: Path):
-    tour = behalten_tour(tmp_path / "behalten.jsonl")
-    assert store_run("ingest", tour).stdout == "behalten.jsonl: 12 events appended, 0 lines already recorded\n"
+def test_rebuild_diff_names_the_records_the_amendment_changes_and_switches_nothing(store_run: Run):
+    assert store_run("ingest", BEHALTEN_TOUR).stdout == "behalten_tour.jsonl: 12 events appended, 0 lines already recorded\n"
     store_run("rebuild", "--rules", "2026-11-01")
 
     diff = store_run("rebuild", "--rules", "2026-11-02", "--diff")
