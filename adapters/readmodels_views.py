@@ -228,12 +228,12 @@ class PostgresReadModelsView(SQLReadModelsView, PostgresTrackingRecorder):
             SQL(
                 "CREATE TABLE IF NOT EXISTS {0}.{1} ("
                 "originator_id uuid PRIMARY KEY, conversation text NOT NULL, version integer NOT NULL, "
-                "position bigint NOT NULL, state jsonb NOT NULL, turn_message integer, "
-                "turn_at timestamptz, turn_version integer, turn_state jsonb, edited integer)"
+                # JSON kept as text, not jsonb: jsonb refuses a NUL character (\u0000) that
+                # a chat text may hold, which would stop the projection for good
+                "position bigint NOT NULL, state text NOT NULL, turn_message integer, "
+                "turn_at timestamptz, turn_version integer, turn_state text, edited integer)"
             ).format(Identifier(datastore.schema), Identifier(self.rows_table))
         )
-
-    _select_list = ", ".join(f"{c}::text AS {c}" if c.endswith("state") else c for c in COLUMNS)
 
     @property
     def tables(self) -> tuple[str, ...]:

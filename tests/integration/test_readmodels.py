@@ -160,6 +160,17 @@ class ReadModelsContract:
         assert (turn.message, turn.messages[-1].text) == (4, "und jetzt?")
         assert turn.to_json() == build_turn_input(store.events("conv-demo-seo")).to_json()
 
+    def test_a_nul_character_in_a_chat_text_is_kept_and_does_not_stop_the_projection(
+        self, store: ConversationStore
+    ) -> None:
+        chat = Lines("conv-nul").add("conversation_started", kind="chat", owner=7)
+        ingest(store, chat.add("user_message", message=1, text="a\u0000b", page=0).lines)
+        models = ReadModels(store)
+        assert models.turn_input("conv-nul").messages[-1].text == "a\u0000b"
+        ingest(store, DEMO)
+        assert models.turn_input("conv-demo-seo").message == 3
+        assert models.rebuild("2026-11-01").conversations == 2
+
     def test_an_edit_in_one_batch_and_its_cut_in_the_next_start_the_latest_turn(
         self, store: ConversationStore
     ) -> None:
