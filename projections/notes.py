@@ -32,6 +32,10 @@ OLDER = (
 
 PageCheck = Callable[[int], bool]
 
+LISTED = 8
+"""At most this many tools, records, waiting calls or fields are named in one note; the rest
+are counted ("and 292 more"), so no single note can outgrow the budget and silence the others."""
+
 STEPS = {
     "turn": "The run of a user message",
     "retry": "The retried run of a user message",
@@ -105,17 +109,45 @@ def record_name(record: str | None, can_see_page: PageCheck) -> str:
     return clean(record)
 
 
+MAX_BODY = 1500
+"""A note's text is cut to this many characters (a safety net under LISTED: the budget of 6,000
+always holds the newest note)."""
+
+
+def bounded(body: str) -> str:
+    """Returns `body`, cut to MAX_BODY characters with `…` where it was longer."""
+    return body if len(body) <= MAX_BODY else body[: MAX_BODY - 1] + "…"
+
+
+def listed(items: list[str], separator: str = ", ") -> str:
+    """Returns the first LISTED `items` joined, and how many more there are."""
+    text = separator.join(items[:LISTED])
+    if len(items) > LISTED:
+        text += f"{separator}and {len(items) - LISTED} more ({len(items)} in all)"
+    return text
+
+
 def _call(tool: str, record: str | None, fields: tuple[str, ...], can_see_page: PageCheck) -> str:
     text = clean(tool)
     if record is not None:
         text += f" on {record_name(record, can_see_page)}"
     if fields:
-        text += (" (field " if len(fields) == 1 else " (fields ") + ", ".join(clean(f) for f in fields) + ")"
+        text += (" (field " if len(fields) == 1 else " (fields ") + listed([clean(f) for f in fields]) + ")"
     return text
 
 
 def _waiting(calls: tuple[Waiting, ...], can_see_page: PageCheck) -> str:
-    return "; ".join(_call(w.tool, w.record, w.fields, can_see_page) for w in calls)
+    return listed([_call(w.tool, w.record, w.fields, can_see_page) for w in calls], "; ")
+
+
+def _writes(entry: Entry, can_see_page: PageCheck) -> list[str]:
+    """Returns `record (completeness)` per record written, a record written several times with
+    the same completeness once, with its count: `pages:42 (complete, 3 writes)`."""
+    counts: dict[tuple[str, str], int] = {}
+    for w in entry.written:
+        key = (record_name(w.record, can_see_page), w.completeness)
+        counts[key] = counts.get(key, 0) + 1
+    return [f"{name} ({how}{f', {n} writes' if n > 1 else ''})" for (name, how), n in counts.items()]
 
 
 def entry_body(entry: Entry, can_see_page: PageCheck) -> str:
@@ -123,15 +155,15 @@ def entry_body(entry: Entry, can_see_page: PageCheck) -> str:
     ending = ENDINGS.get(entry.ending, f"ended {clean(entry.ending)}") + RESOLVED.get(entry.resolved or "", "")
     parts = [f"{STEPS.get(entry.trigger, 'A run segment')} {ending}."]
     if entry.tools:
-        tools = ", ".join(
+        tools = listed([
             f"{clean(t.name)} ({t.calls} call{'s' if t.calls != 1 else ''}"
             + (f", {t.failed} failed)" if t.failed else ")")
             for t in entry.tools
-        )
+        ])
         parts.append(f"Tools run: {tools}.")
     else:
         parts.append("Tools run: none.")
-    written = ", ".join(f"{record_name(w.record, can_see_page)} ({w.completeness})" for w in entry.written)
+    written = listed(_writes(entry, can_see_page))
     parts.append(f"Records written: {written or 'none'}.")
     if entry.decision is not None:
         answer = clean_answer(entry.decision)
@@ -164,7 +196,7 @@ def outcome_body(outcome: CardOutcome, can_see_page: PageCheck) -> str:
 
 def _entry_note(entry: Entry, can_see_page: PageCheck) -> Note:
     return Note(
-        body=entry_body(entry, can_see_page),
+        body=bounded(entry_body(entry, can_see_page)),
         empty=entry.empty,
         seq=(entry.seq, 0),
         order=(entry.card_outcomes_before, 0, entry.seq, 0),
@@ -176,7 +208,7 @@ def _entry_note(entry: Entry, can_see_page: PageCheck) -> Note:
 
 def _outcome_note(outcome: CardOutcome, can_see_page: PageCheck) -> Note:
     return Note(
-        body=outcome_body(outcome, can_see_page),
+        body=bounded(outcome_body(outcome, can_see_page)),
         empty=False,
         seq=outcome.seq,
         order=(outcome.index, 1, *outcome.seq),

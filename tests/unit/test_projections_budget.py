@@ -3,9 +3,9 @@ then the oldest, and the first note then says that older notes exist."""
 
 from __future__ import annotations
 
-from factories import Chat, model_round, tool
+from factories import Chat, call, model_round, tool, write
 
-from projections.notes import OLDER, OPEN
+from projections.notes import MAX_BODY, OLDER, OPEN
 from projections.turn import build_turn_input
 
 
@@ -88,3 +88,44 @@ def test_entries_beyond_the_run_records_200_count_as_older_notes():
 
     assert turn.notes[0].startswith(OPEN + OLDER)
     assert len(turn.record) == 200
+
+
+def test_a_segment_that_wrote_300_records_still_gets_its_note_naming_the_first_and_counting_the_rest():
+    chat = Chat()
+    chat.user("Alle Seiten", page=1)
+    chat.segment(answer="Erledigt.", steps=[*model_round(1), *(
+        step for uid in range(1, 301) for step in (tool("update_page_metadata", 1), write("update_page_metadata", "pages", uid, 1))
+    )])
+    chat.user("was ist hier passiert?")
+
+    (note,) = build_turn_input(chat.events).notes
+    assert "Tools run: update_page_metadata (300 calls)." in note
+    assert "Records written: pages:1 (complete), pages:2 (complete)" in note
+    assert "pages:8 (complete), and 292 more (300 in all)." in note
+    assert "pages:9 " not in note
+    assert len(note) < 1000
+
+
+def test_a_record_written_several_times_is_named_once_with_its_count():
+    chat = Chat()
+    chat.user("Titel", page=42)
+    chat.segment(answer="Ok.", steps=[*model_round(1), *(
+        step for _ in range(3) for step in (tool("update_page_metadata", 1), write("update_page_metadata", "pages", 42, 1))
+    )])
+    chat.user("und?")
+
+    (note,) = build_turn_input(chat.events).notes
+    assert "Records written: pages:42 (complete, 3 writes)." in note
+
+
+def test_no_note_is_longer_than_its_bound_whatever_is_waiting():
+    chat = Chat()
+    chat.user("Viel", page=42)
+    many_fields = tuple(f"{'f' * 60}{i}" for i in range(40))
+    calls = [call(f"tool_{i}", "pages", 42, many_fields) for i in range(40)]
+    chat.segment(outcome="awaiting_approval", answer="Darf ich?", waiting=calls)
+    chat.user("und?")
+
+    (note,) = build_turn_input(chat.events).notes
+    assert len(note) == len(OPEN) + MAX_BODY + 1
+    assert note.endswith("…]")
