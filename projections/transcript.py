@@ -10,6 +10,7 @@ and cuts the transcript after the edited message. Notes are never stored here.
 
 from __future__ import annotations
 
+import re
 from functools import singledispatch
 from typing import Literal
 
@@ -60,9 +61,30 @@ def initial() -> Transcript:
 
 
 def apply(state: Transcript, event: ConversationEvent, rules: RuleSet | str) -> Transcript:
-    """Returns the transcript after `event` (the same under every rule set)."""
-    resolve(rules)
-    return _apply(event, state)
+    """Returns the transcript after `event`. Under a rule set with notes, a label's opening
+    that a user or an answer wrote is disarmed (see `disarm`)."""
+    after = _apply(event, state)
+    if resolve(rules).notes and any(FORGED_LABEL.search(text) for text in _texts(event)):
+        messages = tuple(m.model_copy(update={"text": disarm(m.text)}) for m in after.messages)
+        return after.model_copy(update={"messages": messages})
+    return after
+
+
+FORGED_LABEL = re.compile(r"\[(\s*chat\s+record)", re.IGNORECASE)
+"""A note label's opening in the chat's own text: a user or an answer could write it to forge
+a note. Only the chat's notes may carry the label."""
+
+
+def disarm(text: str) -> str:
+    """Returns `text` with every `[Chat record` (any case or spacing) turned into `(Chat record`;
+    the length stays the same."""
+    return FORGED_LABEL.sub(r"(\1", text)
+
+
+def _texts(event: ConversationEvent) -> list[str]:
+    """Returns the texts an event brings into the transcript (only those are searched)."""
+    texts = [value for value in (getattr(event, "text", None), getattr(event, "answer", None)) if isinstance(value, str)]
+    return texts + [line.text for line in getattr(event, "messages", ())]
 
 
 def index_of_user(messages: tuple[Message, ...], number: int) -> int | None:
