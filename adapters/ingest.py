@@ -211,8 +211,10 @@ def _expected(error: Any, kind: str) -> str:
 
 
 def at_line(error: ChatrecordError, source_name: str, line_no: int) -> ChatrecordError:
-    """Returns a domain error again, same type, with `source: line N:` in front of its message."""
+    """Returns a domain error again, same type, with `source: line N, field:` in front of its
+    message (`field` as the error names it, see ChatrecordError.field)."""
+    where = f"{source_name}: line {line_no}" + (f", {error.field}" if error.field else "")
     try:
-        return type(error)(f"{source_name}: line {line_no}: {error}")
+        return type(error)(f"{where}: {error}")
     except TypeError:
         return error

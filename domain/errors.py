@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 
 class ChatrecordError(Exception):
-    """Base of every error a user can cause; the CLI prints it as one line and exits with 1."""
+    """Base of every error a user can cause; the CLI prints it as one line and exits with 1.
+
+    `field` names the input field (the chat's key) a conversation's refusal is about, so an
+    ingester can say `line 3, segment: …`; None where no one field is at fault.
+    """
+
+    field: ClassVar[str | None] = None
 
 
 class ConversationNotStarted(ChatrecordError):
     """Raised when an event arrives for a conversation that was never started."""
+
+    field = "conversation"
 
 
 class UnknownConversation(ChatrecordError):
@@ -18,37 +28,55 @@ class UnknownConversation(ChatrecordError):
 class ConversationAlreadyStarted(ChatrecordError):
     """Raised when a conversation is started twice with different facts."""
 
+    field = "conversation"
+
 
 class NoCardWaiting(ChatrecordError):
     """Raised when a card decision names a segment that has no card waiting."""
+
+    field = "segment"
 
 
 class NoQuestionWaiting(ChatrecordError):
     """Raised when an answer names a segment that has no question waiting."""
 
+    field = "segment"
+
 
 class CardAlreadyDecided(ChatrecordError):
     """Raised when a card or question is decided, answered or left undecided a second time."""
+
+    field = "segment"
 
 
 class UnknownMessage(ChatrecordError):
     """Raised when an edit or a retry names a user message the conversation does not have."""
 
+    field = "message"
+
 
 class MessageOutOfOrder(ChatrecordError):
     """Raised when a user message number is not greater than every earlier one."""
+
+    field = "message"
 
 
 class TurnTruncated(ChatrecordError):
     """Raised when an event arrives for a segment or run an edit has already cut away."""
 
+    field = "segment"
+
 
 class WrongConversationKind(ChatrecordError):
     """Raised when an event is not allowed for the conversation's kind (chat or alt_text)."""
 
+    field = "type"
+
 
 class NoTurn(ChatrecordError):
     """Raised when a segment returns before any user message started a turn."""
+
+    field = "segment"
 
 
 class InvalidInput(ChatrecordError):

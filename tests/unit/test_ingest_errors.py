@@ -203,13 +203,13 @@ def test_a_generator_of_lines_yields_each_good_line_before_the_bad_one() -> None
         next(lines)
 
 
-def test_a_domain_refusal_names_the_line_that_caused_it() -> None:
+def test_a_domain_refusal_names_the_line_and_the_field_that_caused_it() -> None:
     lines = [
         jl(type="conversation_started", kind="chat", owner=7),
         jl(type="user_message", message=1, text="Hallo", page=0),
         jl(type="card_decided", segment="r/9", approved=True, answer="Übernehmen"),
     ]
-    with pytest.raises(NoCardWaiting, match=r"^t\.jsonl: line 3: segment r/9 has no card waiting$"):
+    with pytest.raises(NoCardWaiting, match=r"^t\.jsonl: line 3, segment: segment r/9 has no card waiting$"):
         list(fold_events(read_lines(lines, "t.jsonl")))
 
 
