@@ -9,7 +9,8 @@ import re
 from domain.values import CARD_ANSWERS
 
 _NOT_IDENTIFIER = re.compile(r"[^A-Za-z0-9_.:-]")
-MAX_IDENTIFIER = 64
+MAX_IDENTIFIER = 128
+"""As the ingester bounds identifiers: a note never cuts a name the JSON read models keep whole."""
 
 
 def clean(name: str | None, limit: int = MAX_IDENTIFIER) -> str:

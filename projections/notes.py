@@ -189,8 +189,11 @@ def entry_body(entry: Entry, can_see_page: PageCheck) -> str:
 
 def outcome_body(outcome: CardOutcome, can_see_page: PageCheck) -> str:
     """Returns the note text of one card outcome (without the label)."""
-    answer = clean_answer(outcome.answer or DEFAULT_ANSWERS.get(outcome.outcome, "Übernehmen"))
-    said = OUTCOMES.get(outcome.outcome, "decided; outcome " + clean(outcome.outcome)).format(answer=answer)
+    said = OUTCOMES.get(outcome.outcome, "decided; outcome " + clean(outcome.outcome))
+    answer = outcome.answer or DEFAULT_ANSWERS.get(outcome.outcome)
+    if answer is None:  # an approval a legacy row kept without its answer: no button is named
+        said = said.replace(" ({answer})", "")
+    said = said.format(answer=clean_answer(answer))
     return f"Card {_call(outcome.tool, outcome.record, outcome.fields, can_see_page)}: {said}."
 
 

@@ -136,9 +136,9 @@ def test_a_legacy_rows_card_outcomes_still_become_notes():
     turn = build_turn_input(chat.events)
 
     assert turn.notes == (
-        f"{OPEN}Card update_page_metadata on pages:42 (field title): approved (Übernehmen) and applied; "
+        f"{OPEN}Card update_page_metadata on pages:42 (field title): approved and applied; "
         "the write is complete.]",
-    )
+    )  # the legacy row kept no answer, so no button is named
     assert turn.model_messages()[2]["content"].endswith(turn.notes[0])
 
 
