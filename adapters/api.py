@@ -1,0 +1,67 @@
+"""The Python API the chat uses: record what happened, ask what the next model call is sent.
+
+    from adapters.api import Chatrecord
+
+    record = Chatrecord()                          # the store the environment configures
+    record.record({"type": "user_message", ...})   # one line of DESIGN.md's input format
+    turn = record.turn_input("conv-demo-seo", can_see_page=lambda page: page != 13)
+    turn.model_messages()                          # [{"role": "system", "content": ...}, ...]
+
+Thin, as the CLI is: `record` parses one line with the ingester and hands it to the store;
+`turn_input` reads the materialised projections after they caught up with the conversation's
+last event, so a turn never reads a record older than its own log.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import orjson
+
+from adapters.application import ConversationStore, HandleResult
+from adapters.ingest import parse_line
+from adapters.readmodels import ReadModels
+from adapters.settings import open_store
+from projections.turn import TurnInput
+
+PageCheck = Callable[[int], bool]
+
+
+def _every_page(page_id: int) -> bool:
+    return True
+
+
+class Chatrecord:
+    """A conversation store with its read models: what the chat records and asks.
+
+    `store` defaults to `adapters.settings.open_store()` (SQLite `CHATRECORD_DB`, or PostgreSQL
+    when `CHATRECORD_DATABASE_URL` is set).
+    """
+
+    def __init__(self, store: ConversationStore | None = None, source_name: str = "api") -> None:
+        self.store = store if store is not None else open_store()
+        self.read_models = ReadModels(self.store)
+        self.source_name = source_name
+        self._lines = 0
+
+    def record(self, line: Mapping[str, Any] | str | bytes) -> HandleResult:
+        """Stores one input line (a dict, or its JSON text) and returns what was appended; a line
+        recorded before appends nothing and returns the first result (`HandleResult.repeated`).
+
+        Raises InvalidInput (naming `source_name`, the call's number and the field) for a line
+        of the wrong shape, or the domain's ChatrecordError when the conversation refuses it;
+        nothing of a refused line is stored.
+        """
+        self._lines += 1
+        text = orjson.dumps(line) if isinstance(line, Mapping) else line
+        return self.store.handle(parse_line(text, self._lines, self.source_name))
+
+    def turn_input(self, conversation: str, can_see_page: PageCheck = _every_page) -> TurnInput:
+        """Returns the input of the conversation's latest turn under the live rule set: the system
+        message's page line, the transcript with the notes placed, the read models it saw.
+
+        Raises UnknownConversation for an id the store does not hold, NoTurnInEvents when no
+        user message has started a turn yet.
+        """
+        return self.read_models.turn_input(conversation, can_see_page)
