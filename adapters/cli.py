@@ -8,6 +8,7 @@ is a bug and keeps its traceback.
 
 from __future__ import annotations
 
+import sqlite3
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -16,17 +17,27 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import orjson
+import psycopg
 import typer
-from eventsourcing.persistence import InterfaceError, OperationalError
-from rich.console import Console
+from eventsourcing.persistence import PersistenceError
+from rich.console import Console, RenderableType
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from adapters.application import ConversationStore
 from adapters.cli_ingest import DEMO_CONVERSATION, DEMO_FILE, demo_lines, ingest_file, ingest_lines
-from adapters.cli_render import audit_table, comparison, diff_view, turn_view
-from adapters.cli_replay import file_conversations, no_turn, page_check, stored_conversation, turns_at
+from adapters.cli_render import audit_table, comparison, diff_view, turn_view, visible
+from adapters.cli_replay import (
+    NoConversation,
+    UnreadableFile,
+    file_conversations,
+    no_turn,
+    page_check,
+    readable_file,
+    stored_conversation,
+    turns_at,
+)
 from adapters.readmodels import ReadModels
-from adapters.settings import describe_backend, open_store
+from adapters.settings import describe_backend, open_store, store_problem
 from domain.errors import ChatrecordError
 from projections.audit import audit as audit_rows
 from projections.rules import DEFAULT_RULE_SET, RULE_SET_IDS
@@ -44,13 +55,21 @@ err = Console(stderr=True, highlight=False, markup=False, emoji=False)
 
 
 def say(line: str) -> None:
-    """Writes one line to stdout, unwrapped."""
-    out.print(line, soft_wrap=True)
+    """Writes one line to stdout, unwrapped, its control characters made visible."""
+    out.print(visible(line), soft_wrap=True)
 
 
 def warn(line: str) -> None:
-    """Writes one line to stderr, unwrapped."""
-    print(line, file=sys.stderr, flush=True)
+    """Writes one line to stderr, unwrapped, its control characters made visible."""
+    print(visible(line), file=sys.stderr, flush=True)
+
+
+def show(renderable: RenderableType) -> None:
+    """Writes what `renderable` renders to stdout, without spaces at the ends of its lines."""
+    with out.capture() as captured:
+        out.print(renderable)
+    sys.stdout.write("\n".join(line.rstrip(" ") for line in captured.get().split("\n")))
+    sys.stdout.flush()
 
 
 Rules = Enum("Rules", {rule_set: rule_set for rule_set in RULE_SET_IDS}, type=str)  # type: ignore[misc]
@@ -99,18 +118,17 @@ def demo(rules: Annotated[Rules | None, typer.Option(
         models = ReadModels(store)
         active = models.active_rules()
         turn = models.turn_input(DEMO_CONVERSATION)
-        out.print(turn_view(DEMO_CONVERSATION, turn, active))
+        show(turn_view(DEMO_CONVERSATION, turn, active))
         if rules is not None and rules.value != active:
             other = build_turn_input(store.events(DEMO_CONVERSATION), rules.value)
-            out.print()
-            out.print(turn_view(DEMO_CONVERSATION, other, rules.value))
-            out.print(comparison([(active, turn), (rules.value, other)]))
+            show("")
+            show(turn_view(DEMO_CONVERSATION, other, rules.value))
+            show(comparison([(active, turn), (rules.value, other)]))
 
 
 @app.command()
 def ingest(
-    files: Annotated[list[Path], typer.Argument(exists=True, dir_okay=False, readable=True, metavar="FILE",
-                                                help="JSON Lines files the chat wrote.")],
+    files: Annotated[list[Path], typer.Argument(metavar="FILE", help="JSON Lines files the chat wrote.")],
     skip_bad: Annotated[bool, typer.Option("--skip-bad", help="Reject bad lines and go on.")] = False,
 ) -> None:
     """Ingests the chat's JSON Lines files into the configured store.
@@ -123,12 +141,14 @@ def ingest(
 
         chatrecord ingest tests/data/demo_seo_tour.jsonl
     """
+    for path in files:
+        readable_file(path)
     with opened_store() as store:
         for path in files:
             try:
                 report = ingest_file(store, path, skip_bad)
             except OSError as error:
-                raise typer.BadParameter(f"{path}: {error.strerror}", param_hint="FILES") from None
+                raise UnreadableFile(f"{path}: cannot be read ({error.strerror or error})") from None
             say(report.summary())
             for rejected in report.rejected:
                 warn(f"rejected: {rejected}")
@@ -138,8 +158,7 @@ def ingest(
 
 @app.command()
 def replay(
-    file: Annotated[Path | None, typer.Argument(exists=True, dir_okay=False, readable=True, metavar="FILE",
-                                                help="Replay this JSON Lines file in memory.")] = None,
+    file: Annotated[Path | None, typer.Argument(metavar="FILE", help="Replay this JSON Lines file in memory.")] = None,
     conversation: Annotated[str | None, typer.Option("--conversation", "-c",
                                                      help="Replay this stored conversation.")] = None,
     rules: RulesOption = None,
@@ -164,7 +183,10 @@ def replay(
     can_see = page_check(deny_page or ())
     if file is not None:
         rule_set = rules.value if rules else DEFAULT_RULE_SET
-        replays = [(name, replay_turns(events, rule_set, can_see)) for name, events in file_conversations(file)]
+        conversations = file_conversations(readable_file(file))
+        if not conversations:
+            raise NoConversation(f"{file} holds no conversation; replay a JSON Lines file the chat wrote")
+        replays = [(name, replay_turns(events, rule_set, can_see)) for name, events in conversations]
     else:
         with opened_store() as store:
             events = stored_conversation(store, conversation, describe_backend(store))
@@ -184,7 +206,7 @@ def replay(
             print_json(replay_json(name, rule_set, turns))
             continue
         for turn in turns:
-            out.print(turn_view(name, turn, rule_set))
+            show(turn_view(name, turn, rule_set))
 
 
 def check_latest(from_log: TurnInput, materialised: TurnInput) -> None:
@@ -218,7 +240,7 @@ def audit(
     if as_json:
         print_json([row.to_json() for row in rows])
     else:
-        out.print(audit_table(conversation, rows, rule_set))
+        show(audit_table(conversation, rows, rule_set))
 
 
 @app.command()
@@ -243,7 +265,7 @@ def rebuild(
             say(f"{models.active_rules()} → {rules.value}: {len(changed)} "
                 f"conversation{'' if len(changed) == 1 else 's'} would change (nothing switched)")
             for conversation_diff in changed:
-                out.print(diff_view(conversation_diff))
+                show(diff_view(conversation_diff))
             return
         with Progress(TextColumn("rebuilding"), BarColumn(), MofNCompleteColumn(), TextColumn("events"),
                       TimeElapsedColumn(), console=err, transient=True, disable=not err.is_terminal) as progress:
@@ -254,14 +276,21 @@ def rebuild(
 
 
 def main() -> None:
-    """Runs the command line; a user's mistake ends as one line `error: …` and exit status 1."""
+    """Runs the command line; a user's mistake ends as one line `error: …` and exit status 1.
+
+    So does a database error that a setting or another process caused (`store_problem`); any
+    other database error is a bug and keeps its traceback.
+    """
     try:
         app()
     except ChatrecordError as error:
         warn(f"error: {error}")
         sys.exit(1)
-    except (OperationalError, InterfaceError) as error:  # the configured database cannot be reached or opened
-        warn(f"error: the store ({describe_backend()}) cannot be used: {str(error).strip() or type(error).__name__}")
+    except (PersistenceError, sqlite3.Error, psycopg.Error) as error:
+        problem = store_problem(error)
+        if problem is None:
+            raise
+        warn(f"error: {problem}")
         sys.exit(1)
 
 

@@ -2,12 +2,14 @@
 notes boxed apart from the transcript), the audit table, rebuild reports and diffs.
 
 Every text from the data goes in as `rich.text.Text`, never as markup, so a bracket in a
-message or a note is printed as it is.
+message or a note is printed as it is; and through `visible`, so a control character in it
+(an escape sequence in a user's message) is shown, never sent to the terminal.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timezone
 from typing import Any
@@ -25,6 +27,16 @@ from projections.turn import TurnInput
 
 ROLE_STYLE = {"system": "magenta", "user": "cyan", "assistant": "green"}
 READINGS = ("ran", "failed", "not_permitted", "held", "declined")
+
+
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def visible(text: str) -> str:
+    """Returns `text` with DEL and every C0 and C1 control character except newline and tab
+    written as a Python escape (ESC as `\\x1b`), so it can neither move the cursor, clear the
+    screen nor retitle the terminal."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 def when(at: datetime) -> str:
@@ -81,7 +93,7 @@ def notes_box(notes: Sequence[str]) -> Panel:
     body.add_column(no_wrap=True)
     body.add_column(overflow="fold")
     for note in notes:
-        body.add_row("•", Text(note_body(note)))
+        body.add_row("•", Text(visible(note_body(note))))
     return Panel(body, title=Text(f"chat record · {_plural(len(notes), 'note')}"), title_align="left",
                  border_style="bold yellow", box=box.HEAVY)
 
@@ -90,15 +102,15 @@ def message_panel(role: str, content: str, notes: Sequence[str], start: int) -> 
     """Returns one message as a panel titled by its role, its notes boxed; and the next note."""
     pieces, after = split_notes(content, notes, start)
     parts: list[RenderableType] = [
-        Text(value.strip("\n")) if kind == "text" else notes_box(value) for kind, value in pieces
+        Text(visible(value.strip("\n"))) if kind == "text" else notes_box(value) for kind, value in pieces
     ]
-    return Panel(Group(*parts), title=Text(role), title_align="left", border_style=ROLE_STYLE.get(role, "white"),
+    return Panel(Group(*parts), title=Text(visible(role)), title_align="left", border_style=ROLE_STYLE.get(role, "white"),
                  box=box.ROUNDED), after
 
 
 def turn_view(conversation: str, turn: TurnInput, rules: str) -> Group:
     """Returns a turn's model input: a heading, each message sent, the notes boxed inside."""
-    heading = Text(f"{conversation} · message {turn.message} · {when(turn.at)} · rules {rules}", style="bold")
+    heading = Text(f"{visible(conversation)} · message {turn.message} · {when(turn.at)} · rules {rules}", style="bold")
     parts: list[RenderableType] = [Rule(heading, align="left")]
     index = 0
     for message in turn.model_messages():
@@ -125,7 +137,7 @@ def comparison(turns: Iterable[tuple[str, TurnInput]]) -> Table:
         named = sorted(r for r in written if any(r in n for n in turn.notes))
         view = turn.view_context
         table.add_row(Text(rules), str(len(turn.model_messages())), str(len(turn.notes)),
-                      Text("\n".join(named) or "none"), f"{view.page_id or 'none'} / {view.last_page_id or 'none'}")
+                      Text(visible("\n".join(named) or "none")), f"{view.page_id or 'none'} / {view.last_page_id or 'none'}")
     return table
 
 
@@ -192,12 +204,14 @@ def row_facts(row: AuditRow) -> str:
 
 
 def audit_table(conversation: str, rows: Sequence[AuditRow], rules: str) -> Table:
-    """Returns the audit as a table: version, time, kind, facts; rows an edit cut are dimmed."""
+    """Returns the audit as a table: the event's version (`v`; a card outcome shares its
+    decision's), time, kind, facts; rows an edit cut are dimmed."""
     segments = sum(r.kind == "segment" for r in rows)
-    table = Table(title=Text(f"Audit of {conversation} · rule set {rules} · {_plural(len(rows), 'row')}, "
+    table = Table(title=Text(f"Audit of {visible(conversation)} · rule set {rules} · {_plural(len(rows), 'row')}, "
                              f"{_plural(segments, 'segment')}"), box=box.SIMPLE_HEAD, show_lines=False,
-                  caption=Text("Segment ids are shortened; audit --json gives them in full."))
-    table.add_column("#", justify="right")
+                  caption=Text("v: the event's version in the log. Segment ids are shortened; "
+                               "audit --json gives them in full."))
+    table.add_column("v", justify="right")
     table.add_column("time (UTC)", no_wrap=True)
     table.add_column("event", no_wrap=True)
     table.add_column("facts", overflow="fold")
@@ -205,7 +219,7 @@ def audit_table(conversation: str, rows: Sequence[AuditRow], rules: str) -> Tabl
         style = "dim strike" if row.cut else None
         kind = row.kind.replace("_", " ") + (" (cut)" if row.cut else "")
         table.add_row(str(row.version), row.at.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S"),
-                      Text(kind), Text(row_facts(row)), style=style)
+                      Text(kind), Text(visible(row_facts(row))), style=style)
     return table
 
 
@@ -232,7 +246,7 @@ def entry_summary(entry: Any) -> str:
 def diff_view(diff: Any) -> Group:
     """Returns one conversation's changes: records before → after, notes removed and added."""
     parts: list[RenderableType] = [Text(
-        f"{diff.conversation}: {_plural(len(diff.records_changed), 'record entry', 'record entries')} change, "
+        f"{visible(diff.conversation)}: {_plural(len(diff.records_changed), 'record entry', 'record entries')} change, "
         f"{_plural(len(diff.notes_removed), 'note')} removed, {_plural(len(diff.notes_added), 'note')} added",
         style="bold",
     )]
@@ -241,13 +255,14 @@ def diff_view(diff: Any) -> Group:
         for column in ("segment", "before", "after"):
             table.add_column(column, overflow="fold")
         for segment, before, after in diff.records_changed:
-            table.add_row(Text(short_id(segment)), Text(entry_summary(before)), Text(entry_summary(after)))
+            table.add_row(*(Text(visible(text)) for text in (short_id(segment), entry_summary(before),
+                                                             entry_summary(after))))
         parts.append(table)
     notes = Table.grid(padding=(0, 1))
     notes.add_column(no_wrap=True)
     notes.add_column(overflow="fold")
     for sign, style, changed in (("-", "red", diff.notes_removed), ("+", "green", diff.notes_added)):
         for note in changed:
-            notes.add_row(Text(sign, style=style), Text(note_body(note), style=style))
+            notes.add_row(Text(sign, style=style), Text(visible(note_body(note)), style=style))
     parts.append(notes)
     return Group(*parts)

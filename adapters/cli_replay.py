@@ -25,6 +25,31 @@ class NoSuchTurn(ChatrecordError):
     """Raised when `--at N` names a user message that started no turn."""
 
 
+class NoConversation(ChatrecordError):
+    """Raised when a file given to replay holds no conversation (it has no lines)."""
+
+
+class UnreadableFile(ChatrecordError):
+    """Raised when a FILE argument names no file that can be read."""
+
+
+def readable_file(path: Path) -> Path:
+    """Returns `path` when it names a file that can be read. Raises UnreadableFile, naming the
+    path as given and why (`nofile.jsonl: no such file`), when it does not."""
+    try:
+        with path.open("rb"):
+            return path
+    except FileNotFoundError:
+        reason = "no such file"
+    except IsADirectoryError:
+        reason = "is a folder, not a file"
+    except PermissionError:
+        reason = "not readable (permission denied)"
+    except OSError as error:
+        reason = f"cannot be read ({error.strerror or error})"
+    raise UnreadableFile(f"{path}: {reason}")
+
+
 def page_check(denied: Collection[int]) -> PageCheck:
     """Returns the page check of a user who may see every page except `denied`."""
     hidden = frozenset(denied)
@@ -35,15 +60,18 @@ def file_conversations(path: Path) -> Conversations:
     """Returns each conversation of the JSON Lines file `path` with its events, folded in
     memory (nothing is stored), in the order the conversations start.
 
-    Raises InvalidInput or the domain's ChatrecordError at the first bad line, OSError when
-    the file cannot be read.
+    Raises InvalidInput or the domain's ChatrecordError at the first bad line, UnreadableFile
+    when the file cannot be read.
     """
     names: dict[UUID, str] = {}
     logs: dict[UUID, list[ConversationEvent]] = {}
-    for event in read_events(path):
-        if isinstance(event, ConversationStarted):
-            names[event.originator_id] = event.conversation
-        logs.setdefault(event.originator_id, []).append(event)
+    try:
+        for event in read_events(path):
+            if isinstance(event, ConversationStarted):
+                names[event.originator_id] = event.conversation
+            logs.setdefault(event.originator_id, []).append(event)
+    except OSError as error:
+        raise UnreadableFile(f"{path}: cannot be read ({error.strerror or error})") from None
     return [(names[uuid], events) for uuid, events in logs.items()]
 
 

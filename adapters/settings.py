@@ -3,34 +3,60 @@
 - `CHATRECORD_DATABASE_URL=postgresql://user[:password]@host[:port]/dbname[?schema=S]` selects
   PostgreSQL (psycopg 3); an empty or missing password is allowed (trust auth).
   A server that does not answer fails after 5 s (`POSTGRES_CONNECT_TIMEOUT`).
+  The schema must exist already; its name is one SQL identifier (`SCHEMA_NAME`).
 - Otherwise the embedded default: a SQLite file, `CHATRECORD_DB` (default `./chatrecord.sqlite`).
   Its store tables keep the library's names (`stored_events`, `stored_snapshots`); the
-  materialised projections live in the same file under their own table names.
+  materialised projections live in the same file under their own table names. A writer waits
+  up to `SQLITE_LOCK_TIMEOUT` seconds for another process's write to end (see `SQLiteFactory`).
 - `open_store(memory=True)`: the library's in-memory store (`eventsourcing.popo`), for tests.
 
 `CHATRECORD_SNAPSHOT_INTERVAL` (default 100) sets how many versions lie between snapshots.
+`store_problem` turns the database errors a setting or another process causes into one line.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+import re
+import sqlite3
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
+
+import psycopg
+import psycopg.errors
+from eventsourcing import sqlite as es_sqlite
+from eventsourcing.persistence import InterfaceError, OperationalError
 
 from adapters.application import ConversationStore
 from domain.errors import ChatrecordError
 
 DEFAULT_DB = "./chatrecord.sqlite"
+SQLITE_LOCK_TIMEOUT = 10
+"""Seconds a SQLite writer waits for another process's write transaction to end."""
+SCHEMA_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
+"""A PostgreSQL schema name the store accepts: it goes into SQL as it is, unquoted."""
 
 
-class BadDatabaseURL(ChatrecordError):
+class BadSetting(ChatrecordError):
+    """Raised when a CHATRECORD_* environment variable holds a value the store cannot use."""
+
+
+class BadDatabaseURL(BadSetting):
     """Raised when CHATRECORD_DATABASE_URL is not a postgresql:// URL the store can use."""
+
+
+class StoreUnusable(ChatrecordError):
+    """Raised when the configured database cannot be opened or used: not a SQLite file, a
+    schema that does not exist, a server that does not answer, a file locked too long."""
 
 
 def postgres_env(url: str) -> dict[str, str]:
     """Returns the library's POSTGRES_* keys for a `postgresql://` URL.
 
-    Raises BadDatabaseURL when the scheme, user, host or database name is missing.
+    Raises BadDatabaseURL when the scheme, user, host or database name is missing, or when
+    `?schema=` is not a SCHEMA_NAME.
     """
     parts = urlsplit(url)
     if parts.scheme not in ("postgresql", "postgres"):
@@ -57,15 +83,71 @@ def postgres_env(url: str) -> dict[str, str]:
         # should be one quick error line, not half a minute of silence
         "POSTGRES_CONNECT_TIMEOUT": "5",
     }
-    schema = parse_qs(parts.query).get("schema")
+    schema = parse_qs(parts.query, keep_blank_values=True).get("schema")
     if schema:
+        if not SCHEMA_NAME.fullmatch(schema[-1]):
+            raise BadDatabaseURL(
+                f"CHATRECORD_DATABASE_URL: schema {schema[-1]!r} is not a schema name; "
+                "use 1–63 of A-Za-z0-9_, not starting with a digit"
+            )
         env["POSTGRES_SCHEMA"] = schema[-1]
     return env
 
 
+class _ImmediateTransaction(es_sqlite.SQLiteTransaction):
+    """A writing transaction that takes the file's write lock when it begins."""
+
+    def __enter__(self) -> es_sqlite.SQLiteCursor:
+        cursor = self.connection.cursor()
+        try:
+            cursor.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as e:
+            raise OperationalError(e) from e
+        return cursor
+
+
+class WaitingSQLiteDatastore(es_sqlite.SQLiteDatastore):
+    """The library's SQLite datastore, except that a writing transaction begins IMMEDIATE.
+
+    Under the library's plain BEGIN, a transaction that reads before it writes (as the
+    materialised projections' catch-up does) cannot wait for another process's write: SQLite
+    refuses to upgrade its read at once with "database is locked", whatever the lock timeout.
+    Taking the write lock first makes every writer wait up to the lock timeout instead.
+    """
+
+    @contextmanager
+    def transaction(self, *, commit: bool) -> Iterator[es_sqlite.SQLiteCursor]:
+        begin = _ImmediateTransaction if commit else es_sqlite.SQLiteTransaction
+        with self.get_connection(commit=commit) as conn, begin(conn, commit=commit) as curs, curs:
+            yield curs
+
+
+class SQLiteFactory(es_sqlite.SQLiteFactory):
+    """The library's SQLite persistence with a `WaitingSQLiteDatastore`."""
+
+    def __init__(self, env: Any) -> None:
+        super().__init__(env)
+        plain = self.datastore
+        self.datastore = WaitingSQLiteDatastore(
+            db_name=plain.pool.db_name,
+            lock_timeout=plain.pool.lock_timeout,
+            single_row_tracking=plain.single_row_tracking,
+            originator_id_type=plain.originator_id_type,
+        )
+        plain.close()
+
+
+SQLITE_MODULES = ("eventsourcing.sqlite", "adapters.settings:SQLiteFactory")
+
+
 def sqlite_env(path: str | os.PathLike[str]) -> dict[str, str]:
-    """Returns the library's keys for a SQLite file at `path`."""
-    return {"PERSISTENCE_MODULE": "eventsourcing.sqlite", "SQLITE_DBNAME": os.fspath(path)}
+    """Returns the library's keys for a SQLite file at `path`, whose writers wait up to
+    SQLITE_LOCK_TIMEOUT seconds for another process's write."""
+    return {
+        "PERSISTENCE_MODULE": SQLITE_MODULES[1],
+        "SQLITE_DBNAME": os.fspath(path),
+        "SQLITE_LOCK_TIMEOUT": str(SQLITE_LOCK_TIMEOUT),
+    }
 
 
 def memory_env() -> dict[str, str]:
@@ -77,7 +159,8 @@ def store_env(environ: Mapping[str, str] | None = None, *, memory: bool = False)
     """Returns the store's env for `environ` (default: os.environ): PostgreSQL when
     CHATRECORD_DATABASE_URL is set, else the SQLite file CHATRECORD_DB; in memory if `memory`.
 
-    Raises BadDatabaseURL for a URL it cannot use.
+    Raises BadDatabaseURL for a URL it cannot use, BadSetting for a snapshot interval that is
+    not a whole number >= 1.
     """
     environ = os.environ if environ is None else environ
     if memory:
@@ -87,8 +170,19 @@ def store_env(environ: Mapping[str, str] | None = None, *, memory: bool = False)
     else:
         env = sqlite_env(environ.get("CHATRECORD_DB") or DEFAULT_DB)
     if environ.get("CHATRECORD_SNAPSHOT_INTERVAL"):
-        env["SNAPSHOT_INTERVAL"] = environ["CHATRECORD_SNAPSHOT_INTERVAL"]
+        env["SNAPSHOT_INTERVAL"] = snapshot_interval(environ["CHATRECORD_SNAPSHOT_INTERVAL"])
     return env
+
+
+def snapshot_interval(value: str) -> str:
+    """Returns CHATRECORD_SNAPSHOT_INTERVAL's `value` as the library's SNAPSHOT_INTERVAL.
+
+    Raises BadSetting unless it is a whole number >= 1.
+    """
+    text = value.strip()
+    if not (text.isascii() and text.isdigit() and int(text) >= 1):
+        raise BadSetting(f"CHATRECORD_SNAPSHOT_INTERVAL must be a whole number >= 1, not {value!r}")
+    return str(int(text))
 
 
 def open_store(
@@ -97,7 +191,8 @@ def open_store(
     """Returns a ConversationStore on the backend `store_env(environ, memory=memory)` picks;
     `overrides` are library env keys (e.g. SNAPSHOT_INTERVAL="10") that win over it.
 
-    Raises BadDatabaseURL for a bad URL; the library's errors when the database cannot be opened.
+    Raises BadSetting (BadDatabaseURL) for a bad setting; the library's or the driver's errors
+    when the database cannot be opened (`store_problem` says which are not bugs).
     """
     return ConversationStore(env={**store_env(environ, memory=memory), **overrides})
 
@@ -110,7 +205,7 @@ def describe_backend(env: Mapping[str, str] | ConversationStore | None = None) -
     if isinstance(env, ConversationStore):
         env = {key: env.env.get(key) or "" for key in _DESCRIBED}
     module = env.get("PERSISTENCE_MODULE", "eventsourcing.popo")
-    if module == "eventsourcing.sqlite":
+    if module in SQLITE_MODULES:
         return f"SQLite file {env.get('SQLITE_DBNAME')}"
     if module == "eventsourcing.postgres":
         schema = env.get("POSTGRES_SCHEMA") or "public"
@@ -130,3 +225,75 @@ _DESCRIBED = (
     "POSTGRES_DBNAME",
     "POSTGRES_SCHEMA",
 )
+
+
+# SQLite result codes (the primary code, the low byte) a setting or another process causes
+_SQLITE_LOCKED = {5: "SQLITE_BUSY", 6: "SQLITE_LOCKED"}
+_SQLITE_NOT_A_DATABASE = {11: "SQLITE_CORRUPT", 26: "SQLITE_NOTADB"}
+_SQLITE_CANNOT_USE = {3: "SQLITE_PERM", 8: "SQLITE_READONLY", 10: "SQLITE_IOERR", 13: "SQLITE_FULL",
+                      14: "SQLITE_CANTOPEN", 23: "SQLITE_AUTH"}
+
+
+def _driver_error(error: BaseException) -> BaseException | None:
+    seen: BaseException | None = error
+    while seen is not None:
+        if isinstance(seen, (sqlite3.Error, psycopg.Error)):
+            return seen
+        seen = seen.__cause__
+    return None
+
+
+def store_problem(error: BaseException, env: Mapping[str, str] | ConversationStore | None = None) -> StoreUnusable | None:
+    """Returns the one-line StoreUnusable for a database error that a setting or another
+    process caused (its message names the setting and what to do), or None for any other
+    error, which is a bug. `env` is the store's or its env (default: what os.environ picks).
+    """
+    if isinstance(env, ConversationStore):
+        env = env.env
+    if env is None:
+        try:
+            env = store_env()
+        except BadSetting:
+            env = {}
+    backend = describe_backend(env)
+    driver = _driver_error(error)
+    text = "; ".join(line.strip() for line in str(driver or error).splitlines() if line.strip())
+    text = text or type(error).__name__
+    if isinstance(driver, sqlite3.Error):
+        path = env.get("SQLITE_DBNAME", "")
+        code = (getattr(driver, "sqlite_errorcode", 0) or 0) & 0xFF
+        if code in _SQLITE_NOT_A_DATABASE:
+            return StoreUnusable(
+                f"CHATRECORD_DB: {path} is not a SQLite database ({text}); point CHATRECORD_DB at a "
+                "chatrecord store, or at a file that does not exist yet to start a new one"
+            )
+        if code in _SQLITE_LOCKED:
+            waited = env.get("SQLITE_LOCK_TIMEOUT") or es_sqlite.SQLITE3_DEFAULT_LOCK_TIMEOUT
+            return StoreUnusable(
+                f"the {backend} stayed locked by another process for {waited} s ({text}); "
+                "try again when its write has ended"
+            )
+        if code in _SQLITE_CANNOT_USE:
+            return StoreUnusable(
+                f"the {backend} cannot be used ({text}); check CHATRECORD_DB: its folder must exist "
+                "and the file must be readable and writable"
+            )
+        return None
+    if isinstance(driver, psycopg.Error):
+        if isinstance(driver, psycopg.errors.InvalidSchemaName):
+            schema = env.get("POSTGRES_SCHEMA") or "public"
+            return StoreUnusable(
+                f"CHATRECORD_DATABASE_URL: schema {schema!r} does not exist in database "
+                f"{env.get('POSTGRES_DBNAME')!r}; create it (CREATE SCHEMA {schema};) or leave out "
+                "?schema= to use public"
+            )
+        if isinstance(driver, (psycopg.OperationalError, psycopg.InterfaceError,
+                               psycopg.errors.InsufficientPrivilege, psycopg.errors.InvalidCatalogName)):
+            return StoreUnusable(
+                f"the store ({backend}) cannot be used: {text}; check CHATRECORD_DATABASE_URL "
+                "and that the server answers"
+            )
+        return None
+    if isinstance(error, (OperationalError, InterfaceError)):  # e.g. no connection within the pool's timeout
+        return StoreUnusable(f"the store ({backend}) cannot be used: {text}")
+    return None

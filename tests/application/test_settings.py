@@ -2,20 +2,47 @@
 
 from __future__ import annotations
 
+import sqlite3
+
+import psycopg.errors
 import pytest
+from eventsourcing.persistence import DatabaseError, IntegrityError, OperationalError, ProgrammingError
 
 from adapters.settings import (
     BadDatabaseURL,
+    BadSetting,
+    WaitingSQLiteDatastore,
     describe_backend,
     open_store,
     postgres_env,
     store_env,
+    store_problem,
 )
 
 
 def test_the_default_is_a_sqlite_file_in_the_working_directory() -> None:
-    assert store_env({}) == {"PERSISTENCE_MODULE": "eventsourcing.sqlite", "SQLITE_DBNAME": "./chatrecord.sqlite"}
+    assert store_env({}) == {
+        "PERSISTENCE_MODULE": "adapters.settings:SQLiteFactory",
+        "SQLITE_DBNAME": "./chatrecord.sqlite",
+        "SQLITE_LOCK_TIMEOUT": "10",
+    }
     assert describe_backend(store_env({})) == "SQLite file ./chatrecord.sqlite"
+    assert describe_backend({"PERSISTENCE_MODULE": "eventsourcing.sqlite", "SQLITE_DBNAME": "x"}) == "SQLite file x"
+
+
+def test_a_sqlite_writer_takes_the_write_lock_first_and_waits_ten_seconds_for_it(tmp_path) -> None:
+    store = open_store({"CHATRECORD_DB": str(tmp_path / "c.sqlite")})
+    datastore = store.recorder.datastore
+
+    assert isinstance(datastore, WaitingSQLiteDatastore)
+    assert datastore.pool.lock_timeout == 10
+    with datastore.transaction(commit=True) as curs:
+        curs.execute("SELECT 1")
+        other = sqlite3.connect(tmp_path / "c.sqlite", timeout=0)
+        with pytest.raises(sqlite3.OperationalError, match="database is locked"):
+            other.execute("BEGIN IMMEDIATE")
+        other.close()
+    store.close()
 
 
 def test_chatrecord_db_names_the_sqlite_file() -> None:
@@ -49,6 +76,99 @@ def test_a_url_without_password_or_port_uses_trust_auth_on_5432() -> None:
 def test_a_url_the_store_cannot_use_is_refused(url: str) -> None:
     with pytest.raises(BadDatabaseURL, match="CHATRECORD_DATABASE_URL"):
         postgres_env(url)
+
+
+@pytest.mark.parametrize("schema", ["a;drop", "1abc", "a b", "x" * 64, "", 'a"b'])
+def test_a_schema_that_is_not_one_sql_name_is_refused(schema: str) -> None:
+    with pytest.raises(BadDatabaseURL) as refused:
+        postgres_env(f"postgresql://u@h/db?schema={schema}")
+
+    assert str(refused.value) == (
+        f"CHATRECORD_DATABASE_URL: schema {schema!r} is not a schema name; use 1–63 of A-Za-z0-9_, not starting with a digit"
+    )
+
+
+@pytest.mark.parametrize("schema", ["chat", "_x1", "A" * 63])
+def test_a_schema_that_is_one_sql_name_is_used(schema: str) -> None:
+    assert postgres_env(f"postgresql://u@h/db?schema={schema}")["POSTGRES_SCHEMA"] == schema
+
+
+@pytest.mark.parametrize("value", ["abc", "0", "-1", "1.5", " "])
+def test_a_snapshot_interval_that_is_not_a_whole_number_of_at_least_one_is_refused(value: str) -> None:
+    with pytest.raises(BadSetting) as refused:
+        store_env({"CHATRECORD_SNAPSHOT_INTERVAL": value})
+
+    assert str(refused.value) == f"CHATRECORD_SNAPSHOT_INTERVAL must be a whole number >= 1, not {value!r}"
+
+
+def test_an_empty_snapshot_interval_means_the_default() -> None:
+    assert "SNAPSHOT_INTERVAL" not in store_env({"CHATRECORD_SNAPSHOT_INTERVAL": ""})
+
+
+@pytest.mark.parametrize("value, interval", [("1", "1"), ("250", "250"), (" 7 ", "7")])
+def test_a_snapshot_interval_of_a_whole_number_is_passed_on(value: str, interval: str) -> None:
+    assert store_env({"CHATRECORD_SNAPSHOT_INTERVAL": value})["SNAPSHOT_INTERVAL"] == interval
+
+
+def _wrapped(library_error: type[Exception], driver_error: Exception) -> Exception:
+    try:
+        raise library_error(str(driver_error)) from driver_error
+    except Exception as error:  # noqa: BLE001
+        return error
+
+
+def _sqlite_error(code: int, name: str, message: str) -> sqlite3.Error:
+    error = sqlite3.DatabaseError(message)
+    error.sqlite_errorcode, error.sqlite_errorname = code, name
+    return error
+
+
+def test_a_file_that_is_not_sqlite_is_named_with_the_setting_to_change() -> None:
+    env = store_env({"CHATRECORD_DB": "notes.txt"})
+
+    problem = store_problem(_sqlite_error(26, "SQLITE_NOTADB", "file is not a database"), env)
+
+    assert str(problem) == (
+        "CHATRECORD_DB: notes.txt is not a SQLite database (file is not a database); point CHATRECORD_DB "
+        "at a chatrecord store, or at a file that does not exist yet to start a new one"
+    )
+
+
+def test_a_file_locked_longer_than_the_timeout_says_how_long_it_waited() -> None:
+    env = store_env({"CHATRECORD_DB": "c.sqlite"})
+
+    problem = store_problem(_wrapped(OperationalError, _sqlite_error(5, "SQLITE_BUSY", "database is locked")), env)
+
+    assert str(problem) == (
+        "the SQLite file c.sqlite stayed locked by another process for 10 s (database is locked); "
+        "try again when its write has ended"
+    )
+
+
+def test_a_schema_that_does_not_exist_says_how_to_create_it() -> None:
+    env = store_env({"CHATRECORD_DATABASE_URL": "postgresql://u@h/chat?schema=missing_schema"})
+    driver = psycopg.errors.InvalidSchemaName('schema "missing_schema" does not exist')
+
+    problem = store_problem(_wrapped(ProgrammingError, driver), env)
+
+    assert str(problem) == (
+        "CHATRECORD_DATABASE_URL: schema 'missing_schema' does not exist in database 'chat'; "
+        "create it (CREATE SCHEMA missing_schema;) or leave out ?schema= to use public"
+    )
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        _wrapped(OperationalError, _sqlite_error(1, "SQLITE_ERROR", "no such table: stored_events")),
+        _wrapped(ProgrammingError, psycopg.errors.UndefinedTable('relation "x" does not exist')),
+        _wrapped(IntegrityError, _sqlite_error(19, "SQLITE_CONSTRAINT", "UNIQUE constraint failed")),
+        DatabaseError("no driver error behind it"),
+    ],
+    ids=["sqlite-sql-error", "postgres-undefined-table", "integrity", "library-only"],
+)
+def test_a_database_error_no_setting_explains_is_left_a_bug(error: Exception) -> None:
+    assert store_problem(error, store_env({})) is None
 
 
 def test_memory_wins_over_everything() -> None:

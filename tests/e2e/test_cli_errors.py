@@ -73,7 +73,6 @@ def test_a_turn_that_never_started_is_one_line_and_exit_1(sqlite_run: Run):
         pytest.param(["replay"], id="replay-without-file-or-conversation"),
         pytest.param(["replay", DEMO, "--rules", "2026-13-01"], id="unknown-rule-set"),
         pytest.param(["audit"], id="audit-without-id"),
-        pytest.param(["ingest", "no-such-file.jsonl"], id="missing-file"),
     ],
 )
 def test_wrong_usage_exits_2_without_a_traceback(sqlite_run: Run, args):
@@ -82,3 +81,39 @@ def test_wrong_usage_exits_2_without_a_traceback(sqlite_run: Run, args):
     assert (wrong.returncode, wrong.stdout) == (2, "")
     assert "Usage: chatrecord" in wrong.stderr or "Usage: python -m adapters.cli" in wrong.stderr
     assert "Traceback" not in wrong.stderr
+
+
+@pytest.mark.parametrize("command", ["ingest", "replay"])
+def test_a_missing_file_is_one_line_and_exit_1(sqlite_run: Run, tmp_path, command: str):
+    missing = sqlite_run(command, "nofile.jsonl")
+
+    assert (missing.returncode, missing.stdout, missing.stderr) == (1, "", "error: nofile.jsonl: no such file\n")
+    assert not (tmp_path / "store.sqlite").exists()
+
+
+def test_a_missing_file_after_a_good_one_stores_nothing(sqlite_run: Run, tmp_path):
+    missing = sqlite_run("ingest", DEMO, "nofile.jsonl")
+
+    assert (missing.returncode, missing.stdout, missing.stderr) == (1, "", "error: nofile.jsonl: no such file\n")
+    assert not (tmp_path / "store.sqlite").exists()
+
+
+@pytest.mark.parametrize("command", ["ingest", "replay"])
+def test_a_folder_given_as_file_is_one_line_and_exit_1(sqlite_run: Run, tmp_path, command: str):
+    (tmp_path / "folder.jsonl").mkdir()
+
+    folder = sqlite_run(command, "folder.jsonl")
+
+    assert (folder.returncode, folder.stderr) == (1, "error: folder.jsonl: is a folder, not a file\n")
+
+
+@pytest.mark.parametrize("content", ["", "\n  \n"], ids=["no-lines", "blank-lines"])
+def test_replaying_a_file_without_a_conversation_is_one_line_and_exit_1(sqlite_run: Run, tmp_path, content: str):
+    (tmp_path / "empty.jsonl").write_text(content, encoding="utf-8")
+
+    empty = sqlite_run("replay", "empty.jsonl")
+    empty_json = sqlite_run("replay", "empty.jsonl", "--json")
+
+    expected = "error: empty.jsonl holds no conversation; replay a JSON Lines file the chat wrote\n"
+    assert (empty.returncode, empty.stdout, empty.stderr) == (1, "", expected)
+    assert (empty_json.returncode, empty_json.stdout, empty_json.stderr) == (1, "", expected)

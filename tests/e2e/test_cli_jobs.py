@@ -109,3 +109,22 @@ def test_rebuild_diff_names_the_records_the_amendment_changes_and_switches_nothi
     assert words.count("Tools run: update_page_metadata (1 call, 1 failed).") == 3
     assert words.count("+ The continuation after a card decision") == 3
     assert json_lines(after.stdout)[0]["rules"] == "2026-11-01"
+
+
+def test_the_audit_table_labels_the_event_version_v_and_ends_no_line_with_a_space(sqlite_run: Run):
+    sqlite_run("ingest", DEMO)
+
+    table = sqlite_run("audit", CONV)
+
+    lines = table.stdout.splitlines()
+    assert lines[2].split() == ["v", "time", "(UTC)", "event", "facts"]
+    assert lines[4].startswith("   1   2026-10-28 09:00:00   started ")
+    assert "v: the event's version in the log." in table.stdout
+    assert [line for line in lines if line != line.rstrip()] == []
+
+
+def test_text_output_ends_no_line_with_a_space(sqlite_run: Run):
+    shown = sqlite_run("demo", "--rules", "transcript-only")
+
+    assert shown.returncode == 0
+    assert [line for line in shown.stdout.splitlines() if line != line.rstrip()] == []

@@ -65,3 +65,36 @@ def test_replay_text_shows_each_turn_with_its_notes_boxed(sqlite_run: Run):
     assert "│ ┏━ chat record · 1 note ━" in shown.stdout
     assert "│ ┃ • The run of a user message paused for a question; the question was      ┃ │" in lines
     assert "6 messages sent, 14 notes among them; each is sent as \"[Chat record — written by" in lines
+
+
+ESCAPES = "\u001b[2J\u001b[31mRED \u001b]0;TITLE\u0007 \u009b2J\r"
+
+
+def escape_file(folder: Path) -> Path:
+    """Writes a conversation whose user message holds terminal escape sequences."""
+    lines = [
+        {"type": "conversation_started", "at": "2026-10-28T09:00:00Z", "kind": "chat", "owner": 7,
+         "conversation": "conv-escapes"},
+        {"type": "user_message", "at": "2026-10-28T09:00:05Z", "message": 1, "text": ESCAPES, "page": 42,
+         "conversation": "conv-escapes"},
+    ]
+    path = folder / "escapes.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+def test_control_characters_in_chat_text_are_shown_never_sent_to_the_terminal(sqlite_run: Run, tmp_path: Path):
+    path = escape_file(tmp_path)
+    sqlite_run("ingest", path)
+
+    for shown in (sqlite_run("replay", path), sqlite_run("replay", "--conversation", "conv-escapes")):
+        assert shown.returncode == 0
+        assert not any(character in shown.stdout for character in "\x1b\x07\x9b\r")
+        assert r"│ \x1b[2J\x1b[31mRED \x1b]0;TITLE\x07 \x9b2J\x0d " in shown.stdout
+
+
+def test_replay_json_keeps_control_characters_escaped_by_json(sqlite_run: Run, tmp_path: Path):
+    sent = sqlite_run("replay", escape_file(tmp_path), "--json")
+
+    assert "\x1b" not in sent.stdout and "\\u001b[2J" in sent.stdout
+    assert json_lines(sent.stdout)[0]["turns"][0]["messages"][1] == {"role": "user", "content": ESCAPES}
