@@ -1,9 +1,10 @@
 """`chatrecord`: the three jobs of the store on the command line (typer, rich).
 
 Each command parses its arguments, opens the store `adapters.settings` configures, calls the
-library and prints text or `--json`. Exit status: 0 success; 1 bad input or an unknown
-conversation (one line `error: …` on stderr, no traceback); 2 wrong usage. Any other exception
-is a bug and keeps its traceback.
+library and prints text or `--json` (text without control characters from the data and
+without spaces at the ends of lines). Exit status: 0 success; 1 bad input, a missing file, an
+unknown conversation or a setting the store cannot use (one line `error: …` on stderr, no
+traceback); 2 wrong usage. Any other exception is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
