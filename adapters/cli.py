@@ -22,10 +22,22 @@ import psycopg
 import typer
 from eventsourcing.persistence import PersistenceError
 from rich.console import Console, RenderableType
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+)
 
 from adapters.application import ConversationStore
-from adapters.cli_ingest import DEMO_CONVERSATION, DEMO_FILE, demo_lines, ingest_file, ingest_lines
+from adapters.cli_ingest import (
+    DEMO_CONVERSATION,
+    DEMO_FILE,
+    demo_lines,
+    ingest_file,
+    ingest_lines,
+)
 from adapters.cli_render import audit_table, comparison, diff_view, turn_view, visible
 from adapters.cli_replay import (
     NoConversation,

@@ -6,7 +6,12 @@ import sqlite3
 
 import psycopg.errors
 import pytest
-from eventsourcing.persistence import DatabaseError, IntegrityError, OperationalError, ProgrammingError
+from eventsourcing.persistence import (
+    DatabaseError,
+    IntegrityError,
+    OperationalError,
+    ProgrammingError,
+)
 
 from adapters.settings import (
     BadDatabaseURL,
