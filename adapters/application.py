@@ -77,10 +77,20 @@ class ConversationStore(Application[UUID]):
     """Stores conversations as event logs; loads them through snapshots.
 
     Env keys besides the library's: `SNAPSHOT_INTERVAL` (default 100 versions) and
-    `HANDLE_MAX_ATTEMPTS` (default 5 tries of a command whose append conflicts).
+    `HANDLE_MAX_ATTEMPTS` (default 5 tries of a command whose append conflicts). The library's
+    `AGGREGATE_CACHE_MAXSIZE` (default 256 conversations; "" turns the cache off) keeps loaded
+    conversations between commands (see docs/benchmarks.md, "Ingesting line by line").
     """
 
-    env: ClassVar[dict[str, str]] = {**SERIALIZATION_ENV}
+    env: ClassVar[dict[str, str]] = {
+        **SERIALIZATION_ENV,
+        # The library's aggregate cache: a conversation is loaded once, then only the events
+        # stored since (by any writer) are folded in before each command ("fast-forward").
+        # The state is immutable, so nothing needs copying out of the cache.
+        "AGGREGATE_CACHE_MAXSIZE": "256",
+        "AGGREGATE_CACHE_FASTFORWARD": "y",
+        "DEEPCOPY_FROM_AGGREGATE_CACHE": "n",
+    }
     is_snapshotting_enabled = True
     snapshot_class = ConversationSnapshot
     events: ConversationLog
@@ -117,6 +127,7 @@ class ConversationStore(Application[UUID]):
                     raise
                 continue
             after = project_conversation(state, events)
+            self._cache(after)
             self._snapshot_if_due(state, after)
             position = recordings[-1].notification.id if recordings else None
             return HandleResult(command.conversation, events, events, after, position, attempt)
@@ -155,11 +166,20 @@ class ConversationStore(Application[UUID]):
     def get(self, conversation: str, version: int | None = None) -> Conversation | None:
         """Returns the conversation's state (at `version` if given), or None if it never started."""
         try:
-            return self.repository.get(
+            state = self.repository.get(
                 conversation_uuid(conversation), version=version, projector_func=project_conversation
             )
         except AggregateNotFoundError:
             return None
+        if version is None:
+            self._cache(state)
+        return state
+
+    def _cache(self, state: Conversation | None) -> None:
+        """Keeps the cached state current: the library's fast-forward returns a new immutable
+        state but leaves the old one in its cache, which would be folded forward again."""
+        if self.repository.cache is not None and state is not None:
+            self.repository.cache.put(state.id, state)
 
     def conversation_ids(self) -> list[str]:
         """Returns the id of every stored conversation, in the order they were started."""

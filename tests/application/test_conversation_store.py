@@ -108,6 +108,7 @@ def test_a_conversation_of_ten_thousand_segments_loads_from_its_last_snapshot(mo
         return c.project_conversation(state, events)
 
     monkeypatch.setattr("adapters.application.project_conversation", counting)
+    store.repository.cache.get(conversation_uuid("long"), evict=True)  # a cold load, as in a new process
     state = store.get("long")
 
     assert state is not None and state.version == 10_002 and len(state.segments) == 10_000
@@ -132,3 +133,16 @@ def test_every_older_version_can_be_loaded() -> None:
     for version in range(1, len(log) + 1):
         assert store.get("conv-demo-seo", version=version) == c.project_conversation(None, log[:version])
     assert store.get("conv-demo-seo", version=3) == c.project_conversation(None, store.events("conv-demo-seo", 3))
+
+
+def test_a_cached_conversation_is_brought_up_to_date_with_what_another_writer_stored(tmp_path) -> None:
+    env = {"PERSISTENCE_MODULE": "eventsourcing.sqlite", "SQLITE_DBNAME": str(tmp_path / "shared.sqlite")}
+    first, second = ConversationStore(env=env), ConversationStore(env=env)
+    first.handle(Decide("c", lambda s: c.start_conversation(s, "c", "chat", 7, T0)))
+    first.handle(Decide("c", lambda s: c.post_user_message(s, 1, "eins", 0, None, T0)))
+    assert first.repository.cache.get(conversation_uuid("c")).version == 2  # cached after the save
+
+    second.handle(Decide("c", lambda s: c.post_user_message(s, 2, "zwei", 0, None, T0)))
+    result = first.handle(Decide("c", lambda s: c.post_user_message(s, 3, "drei", 0, None, T0)))
+
+    assert (result.attempts, result.state.messages, result.state.version) == (1, (1, 2, 3), 4)

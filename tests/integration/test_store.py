@@ -197,6 +197,8 @@ class StoreContract:
 
         monkeypatch.setattr("adapters.application.project_conversation", counting)
         reopened = self.second_store(store)
+        if reopened is store:  # in memory: load it cold all the same, as a new process would
+            store.repository.cache.get(cid, evict=True)
         state = reopened.get("conv-1")
 
         assert isinstance(seen[0], c.ConversationSnapshot) and seen[0].originator_version == 20
