@@ -4,7 +4,8 @@ With a selected page the user may see: that page. Without one (page 0), under a 
 keeps the last page: that no page is selected now, which page was last selected in the
 conversation, that the transcript and the chat records say which pages earlier steps worked
 on, and to ask before new work on a page the user does not refer to. A page is named only
-where `can_see_page(page_id)` allows it. Under `transcript-only`: "No page is selected."
+where `can_see_page(page_id)` allows it: a selected page the user may not see is said to be
+selected, not named. Under `transcript-only`: "No page is selected."
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ NO_PAGE_BEFORE = "No page is selected."
 NO_PAGE_NOW = "No page is selected now."
 EARLIER_PAGES = "The transcript and the chat records say which pages earlier steps worked on."
 ASK_FIRST = "Ask before starting new work on a page the user does not refer to."
+HIDDEN_PAGE = "A page is selected; it is not named here."
 
 
 def page_line(view: ViewContext, rules: RuleSet, can_see_page: Callable[[int], bool]) -> str:
@@ -26,6 +28,8 @@ def page_line(view: ViewContext, rules: RuleSet, can_see_page: Callable[[int], b
         return f"The selected page is page {view.page_id}."
     if not rules.keeps_last_page:
         return NO_PAGE_BEFORE
+    if view.page_id:  # selected, but the user may not see it: not named, and not denied either
+        return f"{HIDDEN_PAGE} {ASK_FIRST}"
     last = view.last_page_id
     if last and can_see_page(last):
         said = f"The page last selected in this conversation is page {last}."
