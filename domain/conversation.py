@@ -60,6 +60,7 @@ class SegmentInfo(Immutable):
     message: int
     guided: bool
     waits: WaitingKind | None = None
+    calls: int = 0
 
 
 class Conversation(Immutable):
@@ -67,8 +68,11 @@ class Conversation(Immutable):
 
     `messages` are the live user message numbers; `segments` maps each live segment id to its
     `SegmentInfo`; `waiting` is the segment whose card or question waits; `settled` holds the
-    segments whose card or question was decided, answered or left undecided; `guided_cards`
-    the live decisions on cards of a guided process (their count is the card outcome count);
+    segments whose card or question was decided, answered or left undecided; `card_outcomes`
+    how many card outcomes exist (DESIGN.md, "Card outcomes are derived": one per call of a
+    decided card of a guided process, a decline's at its decision, an approval's when its
+    continuation returns, and a legacy row's), `outcomes_of` how many each card added,
+    `approval` the approved card (and its call count) whose continuation has not returned yet;
     `cut_segments` / `cut_runs` what edits cut away; `sources` the input digests seen.
     """
 
@@ -86,7 +90,9 @@ class Conversation(Immutable):
     segments: dict[str, SegmentInfo] = {}
     waiting: str | None = None
     settled: frozenset[str] = frozenset()
-    guided_cards: tuple[str, ...] = ()
+    card_outcomes: int = 0
+    outcomes_of: dict[str, int] = {}
+    approval: tuple[str, int] | None = None
     cut_segments: frozenset[str] = frozenset()
     cut_runs: frozenset[str] = frozenset()
     sources: frozenset[str] = frozenset()
@@ -96,9 +102,6 @@ class Conversation(Immutable):
         """Returns the newest live user message number, 0 when there is none."""
         return self.messages[-1] if self.messages else 0
 
-    def waiting_kind(self) -> WaitingKind | None:
-        """Returns whether a card or a question waits, or None."""
-        return self.segments[self.waiting].waits if self.waiting else None
 
 
 class ConversationSnapshot(ConversationEvent):
@@ -189,21 +192,37 @@ def _(event: SegmentReturned, state: Conversation | None) -> Conversation:
         message=event.message,
         guided=event.skill is not None,
         waits=waits,
+        calls=len(event.waiting),
     )
+    counted: dict[str, Any] = {}
+    if state.approval is not None and event.trigger == "approval":  # the approval's outcomes are in
+        card, calls = state.approval
+        counted = _counted(state, card, calls) | {"approval": None}
     return _step(
         state,
         event,
         segments={**state.segments, event.segment: info},
         waiting=event.segment if waits else None,
+        **counted,
     )
+
+
+def _counted(state: Conversation, card: str, outcomes: int) -> dict[str, Any]:
+    return {
+        "card_outcomes": state.card_outcomes + outcomes,
+        "outcomes_of": {**state.outcomes_of, card: state.outcomes_of.get(card, 0) + outcomes},
+    }
 
 
 @evolve.register
 def _(event: CardDecided, state: Conversation | None) -> Conversation:
     assert state is not None
-    guided = state.guided_cards
-    if state.segments[event.segment].guided:
-        guided = (*guided, event.segment)
+    card = state.segments[event.segment]
+    counted: dict[str, Any] = {}
+    if card.guided and event.approved:
+        counted = {"approval": (event.segment, card.calls)}
+    elif card.guided:
+        counted = _counted(state, event.segment, card.calls)
     messages = state.messages
     if event.message is not None and event.text is not None:
         messages = (*messages, event.message)
@@ -212,8 +231,8 @@ def _(event: CardDecided, state: Conversation | None) -> Conversation:
         event,
         waiting=None,
         settled=state.settled | {event.segment},
-        guided_cards=guided,
         messages=messages,
+        **counted,
     )
 
 
@@ -254,13 +273,16 @@ def _(event: MessageEdited, state: Conversation | None) -> Conversation:
 def _(event: TurnsTruncated, state: Conversation | None) -> Conversation:
     assert state is not None
     cut = set(event.cut_segments)
+    cut_cards = set(event.cut_cards)
     return _step(
         state,
         event,
         messages=tuple(m for m in state.messages if m not in set(event.cut_messages)),
         segments={s: i for s, i in state.segments.items() if s not in cut},
         waiting=None if state.waiting in cut else state.waiting,
-        guided_cards=tuple(c for c in state.guided_cards if c not in set(event.cut_cards)),
+        card_outcomes=state.card_outcomes - sum(state.outcomes_of.get(c, 0) for c in cut_cards),
+        outcomes_of={c: n for c, n in state.outcomes_of.items() if c not in cut_cards},
+        approval=None if state.approval and state.approval[0] in cut_cards else state.approval,
         cut_segments=state.cut_segments | cut,
         cut_runs=state.cut_runs | {state.segments[s].run for s in cut if s in state.segments},
     )
@@ -275,7 +297,12 @@ def _(event: TranscriptReplaced, state: Conversation | None) -> Conversation:
 def _(event: LegacyRowImported, state: Conversation | None) -> Conversation:
     assert state is not None
     users = sum(1 for line in event.messages if line.role == "user")
-    return _step(state, event, messages=(*state.messages, *range(1, users + 1)))
+    return _step(
+        state,
+        event,
+        messages=(*state.messages, *range(1, users + 1)),
+        card_outcomes=state.card_outcomes + len(event.card_outcomes),
+    )
 
 
 def project_conversation(
@@ -381,7 +408,7 @@ def post_user_message(
     batch = _begin(state, at, source, f"user message {message}")
     if batch is None:
         return []
-    if message <= batch.state.last_message or message in batch.state.messages:
+    if message <= batch.state.last_message:
         raise MessageOutOfOrder(
             f"user message {message} is not after message {batch.state.last_message}"
         )
@@ -428,11 +455,17 @@ def return_segment(
         nothing_saved=nothing_saved,
         steps=tuple(steps),
         waiting=tuple(waiting),
-        card_outcomes_before=len(current.guided_cards),
+        card_outcomes_before=current.card_outcomes + _approved_outcomes(current, trigger),
         message=current.last_message,
         skill=current.skill,
     )
     return batch.events
+
+
+def _approved_outcomes(state: Conversation, trigger: str) -> int:
+    """Returns the outcomes an approval continuation records of the card it follows: they
+    exist before its own entry (DESIGN.md, "read from the decision and the continuation")."""
+    return state.approval[1] if state.approval is not None and trigger == "approval" else 0
 
 
 def recorded_segment(state: Conversation | None, segment: str) -> int | None:

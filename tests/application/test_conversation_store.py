@@ -38,7 +38,7 @@ def test_the_demo_tour_is_stored_and_read_back() -> None:
     state = store.get("conv-demo-seo")
     assert state is not None and state.kind == "chat" and state.skill is None
     assert state.messages == (1, 2, 3)
-    assert len(state.guided_cards) == 6
+    assert state.card_outcomes == 6
     assert store.events("conv-demo-seo") == appended
     assert store.conversation_ids() == ["conv-demo-seo"]
     assert store.max_notification_id() == len(appended) == results[-1].position

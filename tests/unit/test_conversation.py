@@ -28,7 +28,7 @@ from domain.events import (
     TurnsTruncated,
     UserMessagePosted,
 )
-from domain.values import RecordRef, TranscriptLine, WaitingCall
+from domain.values import LegacyCardOutcome, RecordRef, TranscriptLine, WaitingCall
 
 T0 = datetime(2026, 10, 28, 9, 0, tzinfo=timezone.utc)
 
@@ -56,9 +56,9 @@ class Story:
     def segment(self, segment: str, outcome: str = "completed", run: str = "run-1", trigger="turn", waiting=()):
         return self.run(c.return_segment, segment, run, trigger, outcome, "answer", False, [], list(waiting))
 
-    def card(self, segment: str, run: str = "run-1"):
+    def card(self, segment: str, run: str = "run-1", trigger: str = "turn"):
         call = WaitingCall(tool_name="update_page_metadata", target=RecordRef(table="pages", uid=42), fields=("title",))
-        return self.segment(segment, "awaiting_approval", run=run, waiting=[call])
+        return self.segment(segment, "awaiting_approval", run=run, trigger=trigger, waiting=[call])
 
     def question(self, segment: str, run: str = "run-1"):
         return self.segment(segment, "awaiting_input", run=run, waiting=[WaitingCall(tool_name="ask_choice")])
@@ -160,7 +160,7 @@ def test_an_edit_cuts_the_later_messages_segments_and_card_decisions():
     assert truncated.cut_cards == ("s2",)
     assert story.state.messages == (1, 2)
     assert set(story.state.segments) == {"s1"}
-    assert story.state.guided_cards == ()
+    assert (story.state.card_outcomes, story.state.outcomes_of) == (0, {})
 
 
 def test_an_edit_of_a_waiting_turn_records_no_undecided_note():
@@ -216,7 +216,7 @@ def test_a_segment_counts_the_card_outcomes_of_a_guided_process_before_it():
     story.message(1, skill="3:seo-optimieren")
     story.card("s1")
     story.run(c.decide_card, "s1", True, "Übernehmen", None, None)
-    (continuation,) = story.card("s2")
+    (continuation,) = story.card("s2", trigger="approval")
     assert continuation.card_outcomes_before == 1
     assert continuation.skill == "3:seo-optimieren"
     story.run(c.decide_card, "s2", False, "Überspringen", 2, "Überspringen")
@@ -289,3 +289,30 @@ def test_a_rejected_command_appends_nothing():
         story.run(c.edit_message, 9, "x")
     assert (story.state, len(story.log)) == before
     assert not any(isinstance(e, (CardDecided, CardLeftUndecided, TourEnded)) for e in story.log)
+
+
+def test_a_card_adds_one_card_outcome_per_call_a_decline_at_once_an_approval_with_its_continuation():
+    story = Story()
+    story.message(1, skill="3:seo-optimieren")
+    two_calls = [
+        WaitingCall(tool_name="update_page_metadata", target=RecordRef(table="pages", uid=42), fields=("title",)),
+        WaitingCall(tool_name="update_page_metadata", target=RecordRef(table="pages", uid=42), fields=("description",)),
+    ]
+    story.segment("s1", "awaiting_approval", waiting=two_calls)
+    story.run(c.decide_card, "s1", True, "Übernehmen", None, None)
+    assert story.state.card_outcomes == 0  # an approval's outcomes come with its continuation
+    (continuation,) = story.segment("s2", "awaiting_approval", trigger="approval", waiting=two_calls)
+    assert continuation.card_outcomes_before == 2
+    story.run(c.decide_card, "s2", False, "Behalten", None, None)
+    assert story.state.card_outcomes == 4
+    (after,) = story.segment("s3", trigger="approval")
+    assert after.card_outcomes_before == 4
+
+
+def test_a_legacy_rows_card_outcomes_count_before_the_first_segment():
+    story = Story()
+    outcome = LegacyCardOutcome(outcome="applied", after=1, tool="update_page_metadata")
+    story.run(c.import_legacy_row, [TranscriptLine(role="user", text="alt")], [outcome, outcome])
+    story.message(2)
+    (segment,) = story.segment("s1")
+    assert segment.card_outcomes_before == 2
