@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, Field, ValidationInfo, field_validator
+from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
 
 from adapters.ingest_names import (
     FieldName,
@@ -52,6 +52,15 @@ class Step(Tolerant):
     @classmethod
     def _target(cls, uid: int | None, info: ValidationInfo) -> int | None:
         return pair(uid, info, "writeTargetTable", "writeTargetUid")
+
+    @model_validator(mode="after")
+    def _a_write_names_its_record(self) -> Step:
+        if self.kind == "tool_write" and self.writeTargetTable is None:
+            raise ValueError(
+                "a tool_write step names the record it wrote (writeTargetTable and writeTargetUid); "
+                "nr-llm adds one only when the tool result names a target"
+            )
+        return self
 
     def fact(self) -> StepFact:
         """Returns the step as a StepFact: unknown kind or toolOutcome -> `unknown`; a write

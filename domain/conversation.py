@@ -47,7 +47,7 @@ from domain.events import (
     UserMessagePosted,
     conversation_uuid,
 )
-from domain.values import Immutable, LegacyCardOutcome, StepFact, TranscriptLine, WaitingCall
+from domain.values import PLAIN_DENIAL, Immutable, LegacyCardOutcome, StepFact, TranscriptLine, WaitingCall
 
 WaitingKind = Literal["card", "question"]
 
@@ -221,7 +221,7 @@ def _(event: CardDecided, state: Conversation | None) -> Conversation:
     counted: dict[str, Any] = {}
     if card.guided and event.approved:
         counted = {"approval": (event.segment, card.calls)}
-    elif card.guided:
+    elif card.guided and event.answer != PLAIN_DENIAL:  # a plain denial records no card outcome
         counted = _counted(state, event.segment, card.calls)
     messages = state.messages
     if event.message is not None and event.text is not None:

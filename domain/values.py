@@ -35,6 +35,11 @@ OUTCOMES = (
 CARD_ANSWERS = ("Übernehmen", "Behalten", "Überspringen", "Andere Variante", "abgelehnt")
 """The editor's answers on a card (DESIGN.md, `card_decided`)."""
 
+PLAIN_DENIAL = "abgelehnt"
+"""The answer of a plain denial. It records no card outcome (spec: "the decision taken on a card,
+where no card outcome already says it — a plain denial records none there"): the run record
+carries it, also on a card of a guided process."""
+
 Completeness = Literal["complete", "partial", "unconfirmed"]
 StepKind = Literal["context", "request", "llm", "tool", "tool_write", "assembled", "dropped", "unknown"]
 ToolOutcome = Literal["ok", "failed", "cancelled", "unknown"]

@@ -76,7 +76,7 @@ def _apply(event: ConversationEvent, state: Activity, rules: RuleSet) -> Activit
 @_apply.register
 def _(event: SegmentReturned, state: Activity, rules: RuleSet) -> Activity:
     follows = follows_for(event.trigger, state.follow)
-    reading = read_segment(event.steps, event.trigger, follows, rules)
+    reading = read_segment(event.steps, event.trigger, follows, rules, outcome=event.outcome)
     entries = [decision_entry(state.follow)] if follows and state.follow else []
     for call in reading.calls:
         if call.label is None:

@@ -143,7 +143,7 @@ def _(event: SkillLoaded, state: AuditState, rules: RuleSet) -> AuditState:
 @_apply.register
 def _(event: SegmentReturned, state: AuditState, rules: RuleSet) -> AuditState:
     follows = follows_for(event.trigger, state.follow)
-    reading = read_segment(event.steps, event.trigger, follows, rules)
+    reading = read_segment(event.steps, event.trigger, follows, rules, outcome=event.outcome)
     counts: dict[tuple[str, str], int] = {}
     for call in reading.calls:
         counts[(call.tool, call.reading)] = counts.get((call.tool, call.reading), 0) + 1

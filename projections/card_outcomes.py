@@ -6,8 +6,10 @@ outcome is read from the continuation that follows it, as the chat reads an appr
 tool step in error -> `not_applied`; no write step -> `check` if the run was cancelled, lost
 its lease or failed, else `not_applied`; write with a hook failure -> `check`; completeness
 `complete` -> `applied`, `partial` -> `not_applied`, unstated -> `check`. A decline records
-its answer at once: `skipped` (Überspringen), `variant` (Andere Variante), `kept` (Behalten),
-`declined` (a plain denial). `after` is the transcript length when the outcome was recorded.
+its answer at once: `skipped` (Überspringen), `variant` (Andere Variante), `kept` (Behalten).
+A plain denial (`abgelehnt`) records none: the spec wins over DESIGN.md's `declined` here ("a
+plain denial records none there"), and the run record carries the decision. `declined` stays
+a value legacy rows may hold. `after` is the transcript length when the outcome was recorded.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from domain.events import (
     SegmentReturned,
     TurnsTruncated,
 )
-from domain.values import Immutable, WaitingCall
+from domain.values import PLAIN_DENIAL, Immutable, WaitingCall
 from projections.positions import Positions, advance
 from projections.rules import RuleSet, resolve
 from projections.steps import CallReading, read_segment
@@ -131,7 +133,7 @@ def _apply(event: ConversationEvent, state: CardOutcomes, rules: RuleSet) -> Car
 def _(event: SegmentReturned, state: CardOutcomes, rules: RuleSet) -> CardOutcomes:
     outcomes, approval = state.outcomes, state.approval
     if approval is not None and event.trigger == "approval":
-        reading = read_segment(event.steps, event.trigger, "approved", rules)
+        reading = read_segment(event.steps, event.trigger, "approved", rules, outcome=event.outcome)
         seen: dict[str, int] = {}
         new = []
         for sub, call in enumerate(approval.calls):
@@ -163,6 +165,8 @@ def _(event: CardDecided, state: CardOutcomes, rules: RuleSet) -> CardOutcomes:
     if event.approved:
         approval = Approval(card=event.segment, answer=event.answer, calls=calls)
         return state.model_copy(update={"open_cards": open_cards, "approval": approval})
+    if event.answer == PLAIN_DENIAL:  # records none: the run record carries the decision
+        return state.model_copy(update={"open_cards": open_cards})
     outcome = declined_outcome(event.answer)
     new = tuple(
         _outcome(state, call, outcome, event.segment, event.answer, event.originator_version, sub)

@@ -55,7 +55,6 @@ ENDINGS = {
     "lease_lost": "lost its lease",
     "unknown": "ended in a state the chat does not know",
 }
-RESOLVED = {"decided": "; the card was decided", "answered": "; the question was answered"}
 UNDECIDED = {"new_message": "the editor wrote a new message", "tour_ended": "the editor ended the tour"}
 OUTCOMES = {
     "applied": "approved ({answer}) and applied; the write is complete",
@@ -150,9 +149,34 @@ def _writes(entry: Entry, can_see_page: PageCheck) -> list[str]:
     return [f"{name} ({how}{f', {n} writes' if n > 1 else ''})" for (name, how), n in counts.items()]
 
 
+def _card_or_question(entry: Entry, can_see_page: PageCheck) -> list[str]:
+    """Returns the sentences on the card or question a segment paused for: what became of it."""
+    calls = _waiting(entry.waiting, can_see_page)
+    if entry.undecided is not None:
+        said = [
+            f"Left undecided, {UNDECIDED.get(entry.undecided, 'undecided')}: {calls or 'the card or question'}. "
+            "Nothing from it was saved in the chat."
+        ]
+        if entry.decidable_elsewhere:
+            said.append("The run may still be decided in AI Tasks; such a later decision is not recorded here.")
+        return said
+    if entry.resolved == "answered":
+        return ["The editor answered the question."]
+    if entry.resolved == "decided" and entry.decision is None:
+        return ["The card was decided; its card outcome says how."]  # the outcome names the calls
+    if entry.decision is not None:
+        answer = clean_answer(entry.decision)
+        if answer == "Übernehmen":
+            return [f"The editor approved the card ({answer}): {calls}."]
+        return [f"The editor declined the card ({answer}): {calls}. Nothing of it was saved."]
+    if entry.waiting:
+        return [f"Still waiting for a decision: {calls}."]
+    return []
+
+
 def entry_body(entry: Entry, can_see_page: PageCheck) -> str:
     """Returns the note text of one run record entry (without the label)."""
-    ending = ENDINGS.get(entry.ending, f"ended {clean(entry.ending)}") + RESOLVED.get(entry.resolved or "", "")
+    ending = ENDINGS.get(entry.ending, f"ended {clean(entry.ending)}")
     parts = [f"{STEPS.get(entry.trigger, 'A run segment')} {ending}."]
     if entry.tools:
         tools = listed([
@@ -165,23 +189,7 @@ def entry_body(entry: Entry, can_see_page: PageCheck) -> str:
         parts.append("Tools run: none.")
     written = listed(_writes(entry, can_see_page))
     parts.append(f"Records written: {written or 'none'}.")
-    if entry.decision is not None:
-        answer = clean_answer(entry.decision)
-        parts.append(
-            f"The editor approved the card ({answer})."
-            if answer == "Übernehmen"
-            else f"The editor declined the card ({answer}); its calls did not run."
-        )
-    if entry.undecided is not None:
-        what = _waiting(entry.waiting, can_see_page) or "the card or question"
-        parts.append(
-            f"Left undecided, {UNDECIDED.get(entry.undecided, 'undecided')}: {what}. "
-            "Nothing from it was saved in the chat."
-        )
-        if entry.decidable_elsewhere:
-            parts.append("The run may still be decided in AI Tasks; such a later decision is not recorded here.")
-    elif entry.waiting:
-        parts.append(f"Still waiting for a decision: {_waiting(entry.waiting, can_see_page)}.")
+    parts.extend(_card_or_question(entry, can_see_page))
     if entry.flagged:
         parts.append(FLAGGED)
     return " ".join(parts)

@@ -4,8 +4,9 @@
 Entry: how the segment ended; the tools that ran with calls and failed calls (without
 display-only tools, question tools, a declined card's calls and held calls); the records
 written (`table:uid`, complete / partial / unconfirmed); the calls still waiting; the decision
-where no card outcome says it (a card outside a guided process); the undecided reason; the
-number of card outcomes before it. Built from `projections.steps.read_segment` only.
+where no card outcome says it (a card outside a guided process, and a plain denial, which
+records no card outcome), on the entry of the segment whose card it decides; the undecided
+reason; the number of card outcomes before it. Built from `projections.steps.read_segment` only.
 """
 
 from __future__ import annotations
@@ -21,11 +22,12 @@ from domain.events import (
     SegmentReturned,
     TurnsTruncated,
 )
-from domain.values import Completeness, Immutable
+from domain.values import PLAIN_DENIAL, Completeness, Immutable
 from projections.rules import RuleSet, resolve
 from projections.steps import Follow, SegmentReading, follows_for, read_segment
 
 Resolution = Literal["decided", "answered"]
+
 
 
 class ToolCount(Immutable):
@@ -53,8 +55,9 @@ class Waiting(Immutable):
 
 class Entry(Immutable):
     """One run segment's entry. `message` is the newest user message when it returned (where
-    its note goes); `resolved` says a waiting card was decided or a question answered since
-    (its `waiting` is then empty); `seq` is the event's version (its place in time)."""
+    its note goes); `waiting` the calls its card or question named; `resolved` says the card
+    was decided or the question answered since (then, or when left undecided, its calls no
+    longer wait); `seq` is the event's version (its place in time)."""
 
     segment: str
     trigger: str
@@ -79,11 +82,16 @@ class Entry(Immutable):
             "ending": self.ending,
             "tools": [{"name": t.name, "calls": t.calls, "failed": t.failed} for t in self.tools],
             "written": [{"record": w.record, "completeness": w.completeness} for w in self.written],
-            "waiting": [{"tool": w.tool, "record": w.record, "fields": list(w.fields)} for w in self.waiting],
+            "waiting": [{"tool": w.tool, "record": w.record, "fields": list(w.fields)} for w in self.still_waiting],
             "decision": self.decision,
             "undecided": self.undecided,
             "card_outcomes_before": self.card_outcomes_before,
         }
+
+    @property
+    def still_waiting(self) -> tuple[Waiting, ...]:
+        """Returns the calls still waiting for a decision: none once decided, answered or left."""
+        return () if self.resolved or self.undecided else self.waiting
 
     @property
     def empty(self) -> bool:
@@ -144,9 +152,7 @@ def _apply(event: ConversationEvent, state: RunRecord, rules: RuleSet) -> RunRec
 @_apply.register
 def _(event: SegmentReturned, state: RunRecord, rules: RuleSet) -> RunRecord:
     follows = follows_for(event.trigger, state.follow)
-    reading = read_segment(event.steps, event.trigger, follows, rules)
-    follow = state.follow if follows else None
-    decision = follow.answer if follow and follow.kind != "answered" and not follow.guided else None
+    reading = read_segment(event.steps, event.trigger, follows, rules, outcome=event.outcome)
     entry = Entry(
         segment=event.segment,
         trigger=event.trigger,
@@ -157,7 +163,6 @@ def _(event: SegmentReturned, state: RunRecord, rules: RuleSet) -> RunRecord:
             Waiting(tool=w.tool_name, record=str(w.target) if w.target else None, fields=w.fields)
             for w in event.waiting
         ),
-        decision=decision,
         card_outcomes_before=event.card_outcomes_before,
         message=event.message,
         flagged=event.nothing_saved,
@@ -183,7 +188,9 @@ def _(event: CardDecided, state: RunRecord, rules: RuleSet) -> RunRecord:
     kind = "approved" if event.approved else "declined"
     guided = state.open_waits.get(event.segment, False)
     follow = Follow(kind=kind, segment=event.segment, answer=event.answer, guided=guided)
-    entries = _update(state, event.segment, waiting=(), resolved="decided")
+    said_by_outcome = guided and event.answer != PLAIN_DENIAL
+    decision = None if said_by_outcome else event.answer
+    entries = _update(state, event.segment, resolved="decided", decision=decision)
     return state.model_copy(
         update={"entries": entries, "follow": follow, "open_waits": _close(state, event.segment)}
     )
@@ -192,7 +199,7 @@ def _(event: CardDecided, state: RunRecord, rules: RuleSet) -> RunRecord:
 @_apply.register
 def _(event: QuestionAnswered, state: RunRecord, rules: RuleSet) -> RunRecord:
     follow = Follow(kind="answered", segment=event.segment)
-    entries = _update(state, event.segment, waiting=(), resolved="answered")
+    entries = _update(state, event.segment, resolved="answered")
     return state.model_copy(
         update={"entries": entries, "follow": follow, "open_waits": _close(state, event.segment)}
     )

@@ -28,6 +28,9 @@ from projections.rules import RuleSet
 Follows = Literal["approved", "declined", "answered"]
 Reading = Literal["ran", "failed", "not_permitted", "held", "declined"]
 
+PAUSED = frozenset({"awaiting_approval", "awaiting_input"})
+"""Outcomes of a segment that paused for a card (a proposal) or a question."""
+
 MODEL_ROUND_KINDS = frozenset({"context", "request", "llm", "assembled", "dropped"})
 """Step kinds of a model round: the first of them ends a continuation's opening."""
 
@@ -104,13 +107,16 @@ def follows_for(trigger: str, follow: Follow | None) -> Follows | None:
 
 
 def read_segment(
-    steps: Sequence[StepFact], trigger: str, follows: Follows | None, rules: RuleSet
+    steps: Sequence[StepFact], trigger: str, follows: Follows | None, rules: RuleSet, *, outcome: str
 ) -> SegmentReading:
     """Returns the reading of one segment's `steps` (see the module docstring).
 
     `trigger` is the segment's trigger; `follows` what its continuation follows (None for a
-    turn or a retry). Reads kind, position, duration, tool name and error flag only.
+    turn or a retry); `outcome` how it ended (nr-llm's AgentRunOutcome): a call is held back
+    only beside a proposal or a question, so only in a segment that paused for one. Reads kind,
+    position, duration, tool name and error flag only.
     """
+    paused = outcome in PAUSED
     opening = trigger in ("approval", "answer")
     calls: list[CallReading] = []
     writes: list[WriteReading] = []
@@ -123,7 +129,7 @@ def read_segment(
                     tool=step.tool_name or "",
                     round=step.round,
                     opening=opening,
-                    reading=read_call(step, opening, follows, rules),
+                    reading=read_call(step, opening, follows, rules, paused),
                 )
             )
         elif step.kind == "tool_write" and step.write_target is not None:
@@ -139,14 +145,15 @@ def read_segment(
     return SegmentReading(calls=tuple(calls), writes=tuple(writes))
 
 
-def read_call(step: StepFact, opening: bool, follows: Follows | None, rules: RuleSet) -> Reading:
-    """Returns the reading of one tool step (the amendment's table, one row per branch)."""
+def read_call(step: StepFact, opening: bool, follows: Follows | None, rules: RuleSet, paused: bool) -> Reading:
+    """Returns the reading of one tool step (the amendment's table, one row per branch);
+    `paused` tells a segment that ended waiting for a card or a question."""
     if not step.tool_is_error:
         return "ran"
     if not rules.refused_calls or step.duration_ms != 0.0:
         return "failed"  # row 7: timed like a call that ran; or the rule set before the amendment
     if not opening:
-        return "held"  # row 6: beside a proposal or a question
+        return "held" if paused else "failed"  # row 6: beside a proposal or a question; else row 7
     asks = (step.tool_name or "") in rules.question_tools
     if follows == "declined":
         return "declined"  # row 1

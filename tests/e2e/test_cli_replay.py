@@ -63,7 +63,7 @@ def test_replay_text_shows_each_turn_with_its_notes_boxed(sqlite_run: Run):
         "│ 42. The transcript and the chat records say which pages earlier steps worked │",
     ]
     assert "│ ┏━ chat record · 1 note ━" in shown.stdout
-    assert "│ ┃ • The run of a user message paused for a question; the question was      ┃ │" in lines
+    assert "│ ┃ • The run of a user message paused for a question. Tools run: get_page   ┃ │" in lines
     assert "6 messages sent, 14 notes among them; each is sent as \"[Chat record — written by" in lines
 
 

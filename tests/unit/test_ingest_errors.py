@@ -48,6 +48,11 @@ BAD_LINES = {
         segment(steps=[write(uid=0)]),
         "demo.jsonl: line 12, steps[0].writeTargetUid: 0 is not a uid; use a whole number >= 1",
     ),
+    "a write step that names no record": (
+        segment(steps=[{"kind": "tool_write", "round": 1, "durationMs": 0.0, "toolName": "t", "writeCompleteness": "complete"}]),
+        "demo.jsonl: line 12, steps[0]: a tool_write step names the record it wrote (writeTargetTable and "
+        "writeTargetUid); nr-llm adds one only when the tool result names a target",
+    ),
     "a waiting call with uid 0": (
         segment(pending=[{"toolName": "t", "table": "pages", "uid": 0}]),
         "demo.jsonl: line 12, pending[0].uid: 0 is not a uid; use a whole number >= 1",

@@ -53,7 +53,7 @@ def test_an_approved_card_is_read_as_the_chat_reads_an_approved_call(opening, en
 
 @pytest.mark.parametrize(
     ("answer", "expected"),
-    [("Behalten", "kept"), ("Überspringen", "skipped"), ("Andere Variante", "variant"), ("abgelehnt", "declined")],
+    [("Behalten", "kept"), ("Überspringen", "skipped"), ("Andere Variante", "variant")],
 )
 def test_a_decline_records_its_answer(answer, expected):
     chat = Chat()
@@ -63,6 +63,13 @@ def test_a_decline_records_its_answer(answer, expected):
 
     assert (outcome.outcome, outcome.answer, outcome.tool, outcome.record, outcome.fields) == (
         expected, answer, "update_page_metadata", "pages:42", ("title",))
+
+
+def test_a_plain_denial_records_no_card_outcome():
+    chat = Chat()
+    seo_tour(chat, ["abgelehnt"])
+
+    assert fold(chat).outcomes == ()
 
 
 def test_a_skip_sits_after_the_readers_answer_message():

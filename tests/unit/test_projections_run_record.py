@@ -66,7 +66,8 @@ def test_a_decided_card_no_longer_waits():
 
     first, second = fold(chat).entries
 
-    assert (first.waiting, first.resolved) == ((), "decided")
+    assert (first.still_waiting, first.to_json()["waiting"], first.resolved) == ((), [], "decided")
+    assert [(w.tool, w.record, w.fields) for w in first.waiting] == [("update_page_metadata", "pages:42", ("title",))]
     assert [w.record for w in second.written] == ["pages:42"]
 
 
@@ -77,7 +78,25 @@ def test_an_ordinary_cards_decision_is_recorded_where_no_card_outcome_says_it():
     chat.decide(False, "abgelehnt")
     chat.segment("approval", "completed", "Nichts geändert.", [refusal("update_page_metadata", 1), *model_round(2)])
 
-    assert [e.decision for e in fold(chat).entries] == [None, "abgelehnt"]
+    assert [e.decision for e in fold(chat).entries] == ["abgelehnt", None]  # on the card's own entry
+
+
+def test_an_approved_ordinary_card_is_recorded_even_when_no_continuation_returns():
+    chat = Chat()
+    chat.user("Titel ändern", page=42)
+    chat.segment("turn", "awaiting_approval", None, [*model_round(1)], [call()])
+    chat.decide(True, "Übernehmen")
+    chat.user("Und?")
+
+    [entry] = fold(chat).entries
+    assert (entry.decision, entry.to_json()["waiting"]) == ("Übernehmen", [])
+
+
+def test_a_plain_denial_on_a_guided_card_is_recorded_in_the_run_record():
+    chat = Chat()
+    seo_tour(chat, ["abgelehnt"])
+
+    assert [e.decision for e in fold(chat).entries][0] == "abgelehnt"
 
 
 def test_a_guided_cards_decision_is_said_by_its_card_outcome_not_the_record():

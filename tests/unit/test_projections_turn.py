@@ -38,7 +38,7 @@ def test_the_demos_notes_name_the_records_written(demo_events):
 def test_the_demos_notes_report_each_field_as_approved_and_applied(demo_events, field):
     notes = build_turn_input(demo_events).notes
 
-    [note] = [n for n in notes if f"(field {field})" in n]
+    [note] = [n for n in notes if n.startswith(f"{OPEN}Card ") and f"(field {field})" in n]
     assert "approved (Übernehmen) and applied; the write is complete" in note
 
 
