@@ -16,7 +16,7 @@ from typing import Literal
 from domain.events import CardDecided, ConversationEvent, QuestionAnswered, SegmentReturned, TurnsTruncated
 from domain.values import Immutable
 from projections.rules import RuleSet, resolve
-from projections.steps import Follow, follows_for, read_segment
+from projections.steps import Follow, follow_after, follows_for, read_segment
 
 APPROVED_HEADING = "Von dir freigegeben"
 DECLINED_HEADING = "Von dir abgelehnt"
@@ -85,23 +85,22 @@ def _(event: SegmentReturned, state: Activity, rules: RuleSet) -> Activity:
             ActivityEntry(kind="tool", label=call.label, tool=call.tool, reading=call.reading, hint=call.hint)
         )
     segment = SegmentActivity(segment=event.segment, entries=tuple(entries))
-    return state.model_copy(update={"segments": (*state.segments, segment), "follow": None})
+    return state.model_copy(update={"segments": (*state.segments, segment), "follow": follow_after(state.follow, event)})
 
 
 @_apply.register
 def _(event: CardDecided, state: Activity, rules: RuleSet) -> Activity:
-    kind = "approved" if event.approved else "declined"
-    return state.model_copy(update={"follow": Follow(kind=kind, segment=event.segment, answer=event.answer)})
+    return state.model_copy(update={"follow": follow_after(state.follow, event)})
 
 
 @_apply.register
 def _(event: QuestionAnswered, state: Activity, rules: RuleSet) -> Activity:
-    return state.model_copy(update={"follow": Follow(kind="answered", segment=event.segment)})
+    return state.model_copy(update={"follow": follow_after(state.follow, event)})
 
 
 @_apply.register
 def _(event: TurnsTruncated, state: Activity, rules: RuleSet) -> Activity:
     cut = set(event.cut_segments)
-    follow = state.follow if state.follow and state.follow.segment not in cut else None
+    follow = follow_after(state.follow, event)
     kept = tuple(s for s in state.segments if s.segment not in cut)
     return state.model_copy(update={"segments": kept, "follow": follow})

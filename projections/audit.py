@@ -41,7 +41,7 @@ from domain.events import (
 from projections import card_outcomes
 from projections.card_outcomes import CardOutcome, CardOutcomes
 from projections.rules import RuleSet, resolve
-from projections.steps import Follow, follows_for, read_segment
+from projections.steps import Follow, follow_after, follows_for, read_segment
 from projections.turn import iso
 
 
@@ -168,20 +168,19 @@ def _(event: SegmentReturned, state: AuditState, rules: RuleSet) -> AuditState:
         ],
         flagged=event.nothing_saved,
     )
-    return replace(state, follow=None)
+    return replace(state, follow=follow_after(state.follow, event))
 
 
 @_apply.register
 def _(event: CardDecided, state: AuditState, rules: RuleSet) -> AuditState:
-    kind = "approved" if event.approved else "declined"
     state = _row(state, event, "decision", segment=event.segment, approved=event.approved, answer=event.answer)
-    return replace(state, follow=Follow(kind=kind, segment=event.segment, answer=event.answer))
+    return replace(state, follow=follow_after(state.follow, event))
 
 
 @_apply.register
 def _(event: QuestionAnswered, state: AuditState, rules: RuleSet) -> AuditState:
     state = _row(state, event, "answer", segment=event.segment, message=event.message)
-    return replace(state, follow=Follow(kind="answered", segment=event.segment))
+    return replace(state, follow=follow_after(state.follow, event))
 
 
 @_apply.register
@@ -209,7 +208,7 @@ def _(event: MessageEdited, state: AuditState, rules: RuleSet) -> AuditState:
 def _(event: TurnsTruncated, state: AuditState, rules: RuleSet) -> AuditState:
     segments, cards, messages = set(event.cut_segments), set(event.cut_cards), set(event.cut_messages)
     rows = tuple(replace(row, cut=True) if _is_cut(row, segments, cards, messages) else row for row in state.rows)
-    follow = state.follow if state.follow and state.follow.segment not in segments else None
+    follow = follow_after(state.follow, event)
     state = replace(state, rows=rows, follow=follow)
     return _row(state, event, "cut", after_message=event.after_message, messages=list(event.cut_messages),
                 segments=list(event.cut_segments), cards=list(event.cut_cards))

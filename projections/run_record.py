@@ -24,7 +24,7 @@ from domain.events import (
 )
 from domain.values import PLAIN_DENIAL, Completeness, Immutable
 from projections.rules import RuleSet, resolve
-from projections.steps import Follow, SegmentReading, follows_for, read_segment
+from projections.steps import Follow, SegmentReading, follow_after, follows_for, read_segment
 
 Resolution = Literal["decided", "answered"]
 
@@ -177,7 +177,7 @@ def _(event: SegmentReturned, state: RunRecord, rules: RuleSet) -> RunRecord:
         update={
             "entries": entries[overflow:],
             "dropped": state.dropped + overflow,
-            "follow": None,
+            "follow": follow_after(state.follow, event),
             "open_waits": open_waits,
         }
     )
@@ -185,9 +185,8 @@ def _(event: SegmentReturned, state: RunRecord, rules: RuleSet) -> RunRecord:
 
 @_apply.register
 def _(event: CardDecided, state: RunRecord, rules: RuleSet) -> RunRecord:
-    kind = "approved" if event.approved else "declined"
     guided = state.open_waits.get(event.segment, False)
-    follow = Follow(kind=kind, segment=event.segment, answer=event.answer, guided=guided)
+    follow = follow_after(state.follow, event)
     said_by_outcome = guided and event.answer != PLAIN_DENIAL
     decision = None if said_by_outcome else event.answer
     entries = _update(state, event.segment, resolved="decided", decision=decision)
@@ -198,7 +197,7 @@ def _(event: CardDecided, state: RunRecord, rules: RuleSet) -> RunRecord:
 
 @_apply.register
 def _(event: QuestionAnswered, state: RunRecord, rules: RuleSet) -> RunRecord:
-    follow = Follow(kind="answered", segment=event.segment)
+    follow = follow_after(state.follow, event)
     entries = _update(state, event.segment, resolved="answered")
     return state.model_copy(
         update={"entries": entries, "follow": follow, "open_waits": _close(state, event.segment)}
@@ -216,7 +215,7 @@ def _(event: CardLeftUndecided, state: RunRecord, rules: RuleSet) -> RunRecord:
 @_apply.register
 def _(event: TurnsTruncated, state: RunRecord, rules: RuleSet) -> RunRecord:
     cut = set(event.cut_segments)
-    follow = state.follow if state.follow and state.follow.segment not in cut else None
+    follow = follow_after(state.follow, event)
     return state.model_copy(
         update={
             "entries": tuple(e for e in state.entries if e.segment not in cut),

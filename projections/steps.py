@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
+from domain.events import CardDecided, ConversationEvent, QuestionAnswered, SegmentReturned, TurnsTruncated
 from domain.values import Completeness, Immutable, StepFact
 from projections.rules import RuleSet
 
@@ -48,13 +49,26 @@ NOT_PERMITTED_HINT = "Bitte eine Administratorin oder einen Administrator, das W
 
 class Follow(Immutable):
     """What a continuation follows: the decision on card `segment` (`approved`/`declined`,
-    with the editor's `answer`) or the answer to its question (`answered`). `guided` tells a
-    card of a guided process (the waiting segment had a skill)."""
+    with the editor's `answer`) or the answer to its question (`answered`)."""
 
     kind: Follows
     segment: str
     answer: str | None = None
-    guided: bool = False
+
+
+def follow_after(follow: Follow | None, event: ConversationEvent) -> Follow | None:
+    """Returns what the next continuation follows once `event` happened: a decision or an
+    answer sets it, a segment uses it up, a cut of its segment drops it; other events keep it.
+    The one fold of it that the run record, the activity list and the audit share."""
+    if isinstance(event, CardDecided):
+        return Follow(kind="approved" if event.approved else "declined", segment=event.segment, answer=event.answer)
+    if isinstance(event, QuestionAnswered):
+        return Follow(kind="answered", segment=event.segment)
+    if isinstance(event, SegmentReturned):
+        return None
+    if isinstance(event, TurnsTruncated) and follow is not None and follow.segment in event.cut_segments:
+        return None
+    return follow
 
 
 class WriteReading(Immutable):
