@@ -227,11 +227,9 @@ def audit_table(conversation: str, rows: Sequence[AuditRow], rules: str) -> Tabl
 
 
 def entry_summary(entry: Any) -> str:
-    """Returns a run record entry (its JSON, as dict or text; None when absent) in one line."""
+    """Returns a run record entry (its `to_json()` dict; None when absent) in one line."""
     if entry is None:
         return "(no entry)"
-    if isinstance(entry, str):
-        entry = json.loads(entry)
     tools = ", ".join(f"{t['name']} {t['calls']}" + (f" ({t['failed']} failed)" if t["failed"] else "")
                       for t in entry.get("tools", [])) or "none"
     written = ", ".join(f"{w['record']} ({w['completeness']})" for w in entry.get("written", [])) or "nothing"

@@ -135,8 +135,6 @@ def fold_events(lines: Iterable[ParsedLine]) -> Iterator[ConversationEvent]:
         state = states.get(line.conversation)
         try:
             events = line.decide(state)
-        except InvalidInput:
-            raise
         except ChatrecordError as error:
             raise at_line(error, line.source_name, line.line) from error
         states[line.conversation] = project_conversation(state, events)

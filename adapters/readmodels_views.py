@@ -70,10 +70,6 @@ class ReadModelsView(TrackingRecorder):
         """Returns the row of a conversation, None if it has none."""
         raise NotImplementedError
 
-    def rows(self) -> list[Row]:
-        """Returns every row, in no particular order."""
-        raise NotImplementedError
-
     def count(self) -> int:
         """Returns how many conversations have a row."""
         raise NotImplementedError
@@ -99,9 +95,6 @@ class SQLReadModelsView(ReadModelsView):
 
     def _time(self, value: Any) -> datetime:
         return value if isinstance(value, datetime) else datetime.fromisoformat(value)
-
-    def _json(self, text: str) -> Any:
-        return text
 
     def fold_batch(
         self, start: int, tracking: Tracking, ids: set[UUID], change: Change, known: Mapping[UUID, Row] | None = None
@@ -133,11 +126,11 @@ class SQLReadModelsView(ReadModelsView):
         own_state = turn is not None and turn.version != row.version
         return (
             self._key(row.aggregate_id), row.conversation, row.version, row.position,
-            self._json(dump_state(row.state)),
+            dump_state(row.state),
             turn.message if turn else None,
             self._at(turn.at) if turn else None,
             turn.version if turn else None,
-            self._json(dump_state(turn.state)) if own_state else None,
+            dump_state(turn.state) if own_state else None,
             row.edited,
         )
 
@@ -179,11 +172,6 @@ class SQLReadModelsView(ReadModelsView):
     def row(self, aggregate_id: UUID) -> Row | None:
         with self.datastore.transaction(commit=False) as curs:
             return self._select(curs, {aggregate_id}).get(aggregate_id)
-
-    def rows(self) -> list[Row]:
-        with self.datastore.transaction(commit=False) as curs:
-            curs.execute(self._q(f"SELECT {self._select_list} FROM {{rows}}"))
-            return [self._row(r) for r in curs.fetchall()]
 
     def count(self) -> int:
         with self.datastore.transaction(commit=False) as curs:
@@ -301,11 +289,6 @@ class POPOReadModelsView(ReadModelsView, POPOTrackingRecorder):
         with self._database_lock:
             self._check()
             return self._rows.get(aggregate_id)
-
-    def rows(self) -> list[Row]:
-        with self._database_lock:
-            self._check()
-            return list(self._rows.values())
 
     def count(self) -> int:
         with self._database_lock:
