@@ -14,7 +14,7 @@ last event, so a turn never reads a record older than its own log.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import orjson
@@ -23,13 +23,8 @@ from adapters.application import ConversationStore, HandleResult
 from adapters.ingest import parse_line
 from adapters.readmodels import ReadModels
 from adapters.settings import open_store
+from projections.page_line import PageCheck, every_page
 from projections.turn import TurnInput
-
-PageCheck = Callable[[int], bool]
-
-
-def _every_page(page_id: int) -> bool:
-    return True
 
 
 class Chatrecord:
@@ -57,7 +52,7 @@ class Chatrecord:
         text = orjson.dumps(line) if isinstance(line, Mapping) else line
         return self.store.handle(parse_line(text, self._lines, self.source_name))
 
-    def turn_input(self, conversation: str, can_see_page: PageCheck = _every_page) -> TurnInput:
+    def turn_input(self, conversation: str, can_see_page: PageCheck = every_page) -> TurnInput:
         """Returns the input of the conversation's latest turn under the live rule set: the system
         message's page line, the transcript with the notes placed, the read models it saw.
 

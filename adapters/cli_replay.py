@@ -7,7 +7,7 @@ and builds the page check from the pages the user may not see.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from uuid import UUID
 
@@ -15,9 +15,9 @@ from adapters.application import ConversationStore
 from adapters.ingest import read_events
 from domain.errors import ChatrecordError, UnknownConversation
 from domain.events import ConversationEvent, ConversationStarted
+from projections.page_line import PageCheck
 from projections.turn import TurnInput
 
-PageCheck = Callable[[int], bool]
 Conversations = list[tuple[str, list[ConversationEvent]]]
 
 

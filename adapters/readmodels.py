@@ -30,6 +30,7 @@ from adapters.readmodels_views import ReadModelsView
 from domain.errors import UnknownConversation
 from domain.events import conversation_uuid
 from projections import turn
+from projections.page_line import PageCheck, every_page
 from projections.rules import DEFAULT_RULE_SET, RuleSet, resolve
 from projections.turn import NoTurnInEvents, TurnInput, TurnState
 
@@ -39,10 +40,6 @@ T = TypeVar("T")
 
 RECORD_FIELDS = ("ending", "tools", "written", "waiting", "decision", "undecided")
 """The parts of a run record entry `diff` compares."""
-
-
-def _every_page(page_id: int) -> bool:
-    return True
 
 
 @dataclass(frozen=True)
@@ -150,7 +147,7 @@ class ReadModels:
         row = self._row(conversation)[1]
         return row.state if row else None
 
-    def turn_input(self, conversation: str, can_see_page: Callable[[int], bool] = _every_page) -> TurnInput:
+    def turn_input(self, conversation: str, can_see_page: PageCheck = every_page) -> TurnInput:
         """Returns the input of the conversation's latest turn (its latest user message, retry
         or edit) from the read models, caught up first. Raises UnknownConversation for a
         conversation the store does not hold, NoTurnInEvents when no turn has started yet."""

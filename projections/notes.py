@@ -14,11 +14,12 @@ newest notes are rendered, so the cost is bounded by the budget, not by the hist
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from projections.card_outcomes import CardOutcome
 from projections.identifiers import clean, clean_answer
+from projections.page_line import PageCheck
 from projections.rules import RuleSet
 from projections.run_record import Entry, RunRecord, Waiting
 
@@ -30,7 +31,6 @@ OLDER = (
     "that they are missing does not mean that nothing happened."
 )
 
-PageCheck = Callable[[int], bool]
 
 LISTED = 8
 """At most this many tools, records, waiting calls or fields are named in one note; the rest

@@ -15,6 +15,15 @@ from collections.abc import Callable
 from projections.rules import RuleSet
 from projections.view_context import ViewContext
 
+PageCheck = Callable[[int], bool]
+"""Whether the user may see a page (uid -> bool): a page is named only where it says yes."""
+
+
+def every_page(page_id: int) -> bool:
+    """Returns True: the page check of a user who may see every page (the default)."""
+    return True
+
+
 NO_PAGE_BEFORE = "No page is selected."
 NO_PAGE_NOW = "No page is selected now."
 EARLIER_PAGES = "The transcript and the chat records say which pages earlier steps worked on."
@@ -22,7 +31,7 @@ ASK_FIRST = "Ask before starting new work on a page the user does not refer to."
 HIDDEN_PAGE = "A page is selected; it is not named here."
 
 
-def page_line(view: ViewContext, rules: RuleSet, can_see_page: Callable[[int], bool]) -> str:
+def page_line(view: ViewContext, rules: RuleSet, can_see_page: PageCheck) -> str:
     """Returns the page line for a turn with view context `view`."""
     if view.page_id and can_see_page(view.page_id):
         return f"The selected page is page {view.page_id}."

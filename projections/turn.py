@@ -9,33 +9,33 @@ from the folded state costs what the notes' budget allows, not what the history 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
 from domain.errors import ChatrecordError
-from domain.events import ConversationEvent, MessageEdited, TurnRetried, TurnsTruncated, UserMessagePosted
+from domain.events import (
+    ConversationEvent,
+    MessageEdited,
+    TurnRetried,
+    TurnsTruncated,
+    UserMessagePosted,
+)
 from domain.values import Immutable
 from projections import card_outcomes, run_record, transcript, view_context
 from projections.card_outcomes import CardOutcome, CardOutcomes
 from projections.notes import select_notes
-from projections.page_line import page_line
+from projections.page_line import PageCheck, every_page, page_line
 from projections.placement import place
 from projections.rules import DEFAULT_RULE_SET, RuleSet, resolve
 from projections.run_record import Entry, RunRecord
 from projections.transcript import Message, Transcript
 from projections.view_context import ViewContext
 
-PageCheck = Callable[[int], bool]
-
 
 class NoTurnInEvents(ChatrecordError):
     """Raised when a turn input is asked for events that hold no user message or retry."""
-
-
-def _every_page(page_id: int) -> bool:
-    return True
 
 
 class TurnState(Immutable):
@@ -106,7 +106,7 @@ def iso(at: datetime) -> str:
 
 def turn_input(
     state: TurnState, message: int, at: datetime, rules: RuleSet | str = DEFAULT_RULE_SET,
-    can_see_page: PageCheck = _every_page,
+    can_see_page: PageCheck = every_page,
 ) -> TurnInput:
     """Returns the turn input of user message `message` at `at` from a folded `state`."""
     rules = resolve(rules)
@@ -139,7 +139,7 @@ def starts_turn(event: ConversationEvent, edited: int | None) -> int | None:
 
 def replay_turns(
     events: Iterable[ConversationEvent], rules: RuleSet | str = DEFAULT_RULE_SET,
-    can_see_page: PageCheck = _every_page,
+    can_see_page: PageCheck = every_page,
 ) -> list[TurnInput]:
     """Returns one turn input per model call started by a user message (typed messages,
     retries and edits; not answers to a question), each as that turn saw it. One pass."""
@@ -156,7 +156,7 @@ def replay_turns(
 
 def build_turn_input(
     events: Sequence[ConversationEvent], rules: RuleSet | str = DEFAULT_RULE_SET,
-    can_see_page: PageCheck = _every_page,
+    can_see_page: PageCheck = every_page,
 ) -> TurnInput:
     """Returns the turn input of the latest user message or retry in `events`, as that turn
     saw it. Raises NoTurnInEvents when no event starts a turn."""
