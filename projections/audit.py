@@ -50,13 +50,15 @@ class AuditRow:
     """One fact of the history: the `version` and time `at` of the event it comes from, its
     `kind` (`started`, `message`, `skill`, `segment`, `decision`, `card_outcome`, `answer`,
     `undecided`, `retry`, `tour_ended`, `edit`, `cut`, `transcript_replaced`, `legacy_row`),
-    its `facts`, and `cut`: True once a later edit cut it away."""
+    its `facts`, and `cut`: True once a later edit cut it away. `outcome` is the card
+    outcome a `card_outcome` row shows (its `seq`), so a cut is read from the card outcomes fold."""
 
     version: int
     at: datetime
     kind: str
     facts: dict[str, Any] = field(default_factory=dict)
     cut: bool = False
+    outcome: tuple[int, int] | None = None
 
     def to_json(self) -> dict[str, Any]:
         """Returns `{"version", "at", "kind", …facts, "cut"}`, JSON-ready."""
@@ -82,8 +84,12 @@ def apply(state: AuditState, event: ConversationEvent, rules: RuleSet | str) -> 
     rules = resolve(rules)
     state = _apply(event, state, rules)
     outcomes = card_outcomes.apply(state.outcomes, event, rules)
+    rows = state.rows
+    if isinstance(event, TurnsTruncated):  # cut exactly the outcomes the fold let go, legacy ones too
+        live = {o.seq for o in outcomes.outcomes}
+        rows = tuple(replace(r, cut=True) if r.outcome is not None and r.outcome not in live else r for r in rows)
     new = tuple(_outcome_row(event, o) for o in outcomes.outcomes if o.seq[0] == event.originator_version)
-    return replace(state, rows=state.rows + new, outcomes=outcomes)
+    return replace(state, rows=rows + new, outcomes=outcomes)
 
 
 def audit(events: Iterable[ConversationEvent], rules: RuleSet | str) -> list[AuditRow]:
@@ -116,6 +122,7 @@ def _outcome_row(event: ConversationEvent, outcome: CardOutcome) -> AuditRow:
             "fields": list(outcome.fields),
             "answer": outcome.answer,
         },
+        outcome=outcome.seq,
     )
 
 
@@ -219,8 +226,6 @@ def _is_cut(row: AuditRow, segments: set[str], cards: set[str], messages: set[in
         return row.facts["segment"] in segments
     if row.kind == "decision":
         return row.facts["segment"] in cards or row.facts["segment"] in segments
-    if row.kind == "card_outcome":
-        return row.facts["card"] in cards or row.facts["card"] in segments
     if row.kind in ("message", "retry"):
         return row.facts["message"] in messages
     return row.cut

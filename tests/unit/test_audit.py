@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 
+from domain.values import LegacyCardOutcome, RecordRef
 from projections import run_record
 from projections.audit import audit
+from projections.turn import build_turn_input
 from tests.unit.factories import SKILL, Chat, call, model_round, seo_tour, tool
 
 
@@ -142,7 +144,8 @@ def test_an_edit_names_what_it_cut_and_marks_the_cut_rows():
     assert (cut["after_message"], cut["messages"], cut["segments"], cut["cards"]) == (
         1, [2], ["run/1", "run/2"], ["run/1"]
     )
-    assert all(r.cut for r in rows if r.kind in ("segment", "decision"))
+    assert all(r.cut for r in rows if r.kind in ("segment", "decision", "card_outcome"))
+    assert len([r for r in rows if r.kind == "card_outcome"]) == 1
     assert [r.cut for r in rows if r.kind == "message"] == [False, True]
     assert kinds(rows, "edit")[0]["message"] == 1
 
@@ -155,3 +158,17 @@ def test_the_audit_holds_no_text_of_the_model_the_user_or_a_tool():
 
     for text in ("Ich schlage", "Fertig", "SEO optimieren", "secret", "argument", "result text", "model text"):
         assert text not in dumped
+
+
+def test_an_edit_cuts_a_legacy_rows_card_outcome_in_the_audit_as_in_the_card_outcomes():
+    chat = Chat()
+    chat.legacy(
+        [("user", "SEO"), ("assistant", "Titel gespeichert."), ("user", "Danke")],
+        [LegacyCardOutcome(outcome="applied", after=2, tool="update_page_metadata",
+                           target=RecordRef(table="pages", uid=42), fields=("title",))],
+    )
+    chat.edit(1, "SEO bitte")
+
+    [row] = [r for r in audit(chat.events, "2026-11-02") if r.kind == "card_outcome"]
+    assert row.cut is True
+    assert build_turn_input(chat.events).card_outcomes == ()
