@@ -23,6 +23,9 @@ from adapters.application import ConversationStore, HandleResult
 from adapters.ingest import parse_line
 from adapters.readmodels import ReadModels
 from adapters.settings import open_store
+from domain.errors import UnknownConversation
+from projections import activity
+from projections.activity import SegmentActivity
 from projections.page_line import PageCheck, every_page
 from projections.turn import TurnInput
 
@@ -51,6 +54,23 @@ class Chatrecord:
         self._lines += 1
         text = orjson.dumps(line) if isinstance(line, Mapping) else line
         return self.store.handle(parse_line(text, self._lines, self.source_name))
+
+    def activity(self, conversation: str, rules: str | None = None) -> tuple[SegmentActivity, ...]:
+        """Returns the activity list the chat shows the editor, segment by segment (German labels
+        of the amendment's table: "noch nicht ausgeführt", "nicht ausgeführt: nicht mehr
+        freigegeben", "fehlgeschlagen", "Von dir abgelehnt: Behalten", …), read from the log under
+        `rules` (default: the live rule set) with the same step reading as the run record.
+
+        Raises UnknownConversation for an id the store does not hold.
+        """
+        events = self.store.events(conversation)
+        if not events:
+            raise UnknownConversation(f'no conversation "{conversation}" in the store')
+        rule_set = rules or self.read_models.active_rules()
+        state = activity.initial()
+        for event in events:
+            state = activity.apply(state, event, rule_set)
+        return state.segments
 
     def turn_input(self, conversation: str, can_see_page: PageCheck = every_page) -> TurnInput:
         """Returns the input of the conversation's latest turn under the live rule set: the system

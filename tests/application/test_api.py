@@ -51,3 +51,16 @@ def test_a_bad_line_names_the_call_and_the_field_and_stores_nothing(chatrecord: 
 def test_asking_for_a_conversation_the_store_does_not_hold_is_an_error(chatrecord: Chatrecord) -> None:
     with pytest.raises(UnknownConversation):
         chatrecord.turn_input("nope")
+
+
+def test_the_activity_list_shows_the_editor_a_behalten_as_the_decision_not_a_failed_call(chatrecord: Chatrecord) -> None:
+    for raw in (DEMO.parent / "behalten_tour.jsonl").read_bytes().splitlines():
+        chatrecord.record(orjson.loads(raw))
+
+    shown = chatrecord.activity("conv-behalten")
+    before = chatrecord.activity("conv-behalten", rules="2026-11-01")
+
+    assert [[e.label for e in s.entries if e.kind != "tool" or e.tool != "chat_set_progress"] for s in shown] == [
+        [], ["Von dir abgelehnt: Behalten"], ["Von dir abgelehnt: Behalten"], ["Von dir abgelehnt: Behalten"]
+    ]
+    assert [e.label for e in before[1].entries][:2] == ["Von dir abgelehnt: Behalten", "fehlgeschlagen"]
