@@ -20,12 +20,18 @@ from datetime import datetime, timezone
 from hashlib import sha256
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+)
 
-from domain.values import CARD_ANSWERS
+from domain.values import CARD_ANSWERS, IDENTIFIER_MAX, reduce_identifier
 
-NAME_MAX = 128
-_NOT_NAME = re.compile(r"[^A-Za-z0-9_.:-]")
+NAME_MAX = IDENTIFIER_MAX
 _NOT_KEY = re.compile(r"[^A-Za-z0-9_.:/-]")
 _TABLE = re.compile(r"[A-Za-z0-9_]{1,64}")
 
@@ -41,7 +47,7 @@ def reduce_name(value: str, what: str = "name") -> str:
 
     Raises ValueError when nothing is left.
     """
-    reduced = _NOT_NAME.sub("", value)[:NAME_MAX]
+    reduced = reduce_identifier(value)
     if not reduced:
         raise ValueError(f"{show(value)} is not a {what}; use 1–{NAME_MAX} of A-Za-z0-9_.:-")
     return reduced

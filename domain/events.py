@@ -19,7 +19,13 @@ from uuid import UUID, uuid5
 
 from pydantic import Field
 
-from domain.values import Immutable, LegacyCardOutcome, StepFact, TranscriptLine, WaitingCall
+from domain.values import (
+    Immutable,
+    LegacyCardOutcome,
+    StepFact,
+    TranscriptLine,
+    WaitingCall,
+)
 
 CHATRECORD_NAMESPACE = UUID("5f0f3c1e-6c55-4d1a-9d2f-2b8f6f7c3a10")
 

@@ -8,6 +8,7 @@ flag. Tool arguments, tool results and model text have no field here, so they ca
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -39,6 +40,19 @@ PLAIN_DENIAL = "abgelehnt"
 """The answer of a plain denial. It records no card outcome (spec: "the decision taken on a card,
 where no card outcome already says it — a plain denial records none there"): the run record
 carries it, also on a card of a guided process."""
+
+IDENTIFIER_MAX = 128
+"""How many characters an identifier (tool, table, field, skill, card answer key) keeps."""
+
+_NOT_IDENTIFIER = re.compile(r"[^A-Za-z0-9_.:-]")
+
+
+def reduce_identifier(value: str | None) -> str:
+    """Returns `value` reduced to the characters identifiers use, `[A-Za-z0-9_.:-]`, cut to
+    IDENTIFIER_MAX (spec: "Every identifier is reduced to the characters identifiers use");
+    '' when nothing is left. Brackets, spaces and newlines go, so a name cannot break a label."""
+    return _NOT_IDENTIFIER.sub("", value or "")[:IDENTIFIER_MAX]
+
 
 Completeness = Literal["complete", "partial", "unconfirmed"]
 StepKind = Literal["context", "request", "llm", "tool", "tool_write", "assembled", "dropped", "unknown"]

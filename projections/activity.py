@@ -13,7 +13,13 @@ from __future__ import annotations
 from functools import singledispatch
 from typing import Literal
 
-from domain.events import CardDecided, ConversationEvent, QuestionAnswered, SegmentReturned, TurnsTruncated
+from domain.events import (
+    CardDecided,
+    ConversationEvent,
+    QuestionAnswered,
+    SegmentReturned,
+    TurnsTruncated,
+)
 from domain.values import Immutable
 from projections.rules import RuleSet, resolve
 from projections.steps import Follow, follow_after, follows_for, read_segment

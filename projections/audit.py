@@ -88,7 +88,8 @@ def apply(state: AuditState, event: ConversationEvent, rules: RuleSet | str) -> 
     if isinstance(event, TurnsTruncated):  # cut exactly the outcomes the fold let go, legacy ones too
         live = {o.seq for o in outcomes.outcomes}
         rows = tuple(replace(r, cut=True) if r.outcome is not None and r.outcome not in live else r for r in rows)
-    new = tuple(_outcome_row(event, o) for o in outcomes.outcomes if o.seq[0] == event.originator_version)
+    added = outcomes.outcomes[len(state.outcomes.outcomes):]  # a fold appends; only a cut removes
+    new = tuple(_outcome_row(event, o) for o in added)
     return replace(state, rows=rows + new, outcomes=outcomes)
 
 

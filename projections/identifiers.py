@@ -4,20 +4,14 @@ label's own words cannot forge or break a note's label."""
 
 from __future__ import annotations
 
-import re
-
-from domain.values import CARD_ANSWERS
-
-_NOT_IDENTIFIER = re.compile(r"[^A-Za-z0-9_.:-]")
-MAX_IDENTIFIER = 128
-"""As the ingester bounds identifiers: a note never cuts a name the JSON read models keep whole."""
+from domain.values import CARD_ANSWERS, reduce_identifier
 
 
-def clean(name: str | None, limit: int = MAX_IDENTIFIER) -> str:
-    """Returns `name` with every character outside `[A-Za-z0-9_.:-]` removed, cut to `limit`
-    characters; `unnamed` when nothing is left."""
-    reduced = _NOT_IDENTIFIER.sub("", name or "")[:limit]
-    return reduced or "unnamed"
+def clean(name: str | None) -> str:
+    """Returns `name` reduced by `domain.values.reduce_identifier` (the same reduction and bound
+    as the ingester's, so a note never cuts a name the JSON read models keep whole); `unnamed`
+    when nothing is left."""
+    return reduce_identifier(name) or "unnamed"
 
 
 def clean_answer(answer: str | None) -> str:

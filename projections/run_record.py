@@ -24,7 +24,13 @@ from domain.events import (
 )
 from domain.values import PLAIN_DENIAL, Completeness, Immutable
 from projections.rules import RuleSet, resolve
-from projections.steps import Follow, SegmentReading, follow_after, follows_for, read_segment
+from projections.steps import (
+    Follow,
+    SegmentReading,
+    follow_after,
+    follows_for,
+    read_segment,
+)
 
 Resolution = Literal["decided", "answered"]
 

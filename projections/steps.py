@@ -22,7 +22,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
-from domain.events import CardDecided, ConversationEvent, QuestionAnswered, SegmentReturned, TurnsTruncated
+from domain.events import (
+    CardDecided,
+    ConversationEvent,
+    QuestionAnswered,
+    SegmentReturned,
+    TurnsTruncated,
+)
 from domain.values import Completeness, Immutable, StepFact
 from projections.rules import RuleSet
 

@@ -9,7 +9,7 @@ from the folded state costs what the notes' budget allows, not what the history 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
@@ -137,6 +137,18 @@ def starts_turn(event: ConversationEvent, edited: int | None) -> int | None:
     return None
 
 
+def _turns(events: Iterable[ConversationEvent], rules: RuleSet) -> Iterator[tuple[TurnState, int, datetime]]:
+    """Yields (state, user message number, time) for each model call the events start, with the
+    read models as that call saw them: one pass over the events."""
+    state, edited = initial(), None
+    for event in events:
+        state = apply(state, event, rules)
+        number = starts_turn(event, edited)
+        edited = event.message if isinstance(event, MessageEdited) else None
+        if number is not None:
+            yield state, number, event.timestamp
+
+
 def replay_turns(
     events: Iterable[ConversationEvent], rules: RuleSet | str = DEFAULT_RULE_SET,
     can_see_page: PageCheck = every_page,
@@ -144,14 +156,7 @@ def replay_turns(
     """Returns one turn input per model call started by a user message (typed messages,
     retries and edits; not answers to a question), each as that turn saw it. One pass."""
     rules = resolve(rules)
-    state, edited, turns = initial(), None, []
-    for event in events:
-        state = apply(state, event, rules)
-        number = starts_turn(event, edited)
-        edited = event.message if isinstance(event, MessageEdited) else None
-        if number is not None:
-            turns.append(turn_input(state, number, event.timestamp, rules, can_see_page))
-    return turns
+    return [turn_input(state, number, at, rules, can_see_page) for state, number, at in _turns(events, rules)]
 
 
 def build_turn_input(
@@ -161,13 +166,9 @@ def build_turn_input(
     """Returns the turn input of the latest user message or retry in `events`, as that turn
     saw it. Raises NoTurnInEvents when no event starts a turn."""
     rules = resolve(rules)
-    state, edited, last = initial(), None, None
-    for event in events:
-        state = apply(state, event, rules)
-        number = starts_turn(event, edited)
-        edited = event.message if isinstance(event, MessageEdited) else None
-        if number is not None:
-            last = (state, number, event.timestamp)
+    last = None
+    for last in _turns(events, rules):  # noqa: B007 - the last turn is the one asked for
+        pass
     if last is None:
         raise NoTurnInEvents("the events hold no user message or retry, so no turn to build")
     return turn_input(last[0], last[1], last[2], rules, can_see_page)
