@@ -51,6 +51,8 @@ class Chatrecord:
         of the wrong shape, or the domain's ChatrecordError when the conversation refuses it;
         nothing of a refused line is stored.
         """
+        if not isinstance(line, (Mapping, str, bytes)):
+            raise TypeError(f"record takes one line as a dict or its JSON text, not {type(line).__name__}")
         self._lines += 1
         text = orjson.dumps(line) if isinstance(line, Mapping) else line
         return self.store.handle(parse_line(text, self._lines, self.source_name))

@@ -211,17 +211,17 @@ def return_segment(
         nothing_saved=nothing_saved,
         steps=tuple(steps),
         waiting=tuple(waiting),
-        card_outcomes_before=current.card_outcomes + _approved_outcomes(current, trigger),
+        card_outcomes_before=current.card_outcomes + _approved_outcomes(current, trigger, run),
         message=current.last_message,
         skill=current.skill,
     )
     return batch.events
 
 
-def _approved_outcomes(state: Conversation, trigger: str) -> int:
+def _approved_outcomes(state: Conversation, trigger: str, run: str) -> int:
     """Returns the outcomes an approval continuation records of the card it follows: they
     exist before its own entry (DESIGN.md, "read from the decision and the continuation")."""
-    return state.approval[1] if state.approval is not None and trigger == "approval" else 0
+    return state.approval[1] if state.approval is not None and state.is_continuation(trigger, run) else 0
 
 
 def recorded_segment(state: Conversation | None, segment: str) -> int | None:

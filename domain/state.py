@@ -56,7 +56,11 @@ class Conversation(Immutable):
     how many card outcomes exist (DESIGN.md, "Card outcomes are derived": one per call of a
     decided card of a guided process, a decline's at its decision, an approval's when its
     continuation returns, and a legacy row's), `outcomes_of` how many each card added,
-    `approval` the approved card (and its call count) whose continuation has not returned yet;
+    `approval` the approved card (and its call count) whose continuation has not returned yet:
+    its outcomes come with the next segment of the card's run that continues after the approval
+    (`is_continuation`); any other segment or a new model call gives up on them;
+    `legacy_outcomes` the transcript positions of a legacy row's card outcomes, `legacy_users`
+    the transcript index of each legacy user message (an edit of one cuts the outcomes after it);
     `cut_segments` / `cut_runs` what edits cut away; `sources` the input digests seen.
     """
 
@@ -77,9 +81,15 @@ class Conversation(Immutable):
     card_outcomes: int = 0
     outcomes_of: dict[str, int] = {}
     approval: tuple[str, int] | None = None
+    legacy_outcomes: tuple[int, ...] = ()
+    legacy_users: dict[int, int] = {}
     cut_segments: frozenset[str] = frozenset()
     cut_runs: frozenset[str] = frozenset()
     sources: frozenset[str] = frozenset()
+
+    def is_continuation(self, trigger: str, run: str) -> bool:
+        """Returns True when a segment of `trigger` and `run` continues after the pending approval."""
+        return self.approval is not None and trigger == "approval" and self.segments[self.approval[0]].run == run
 
     @property
     def last_message(self) -> int:
@@ -156,7 +166,7 @@ def _(event: ConversationSnapshot, _: Conversation | None) -> Conversation:
 @evolve.register
 def _(event: UserMessagePosted, state: Conversation | None) -> Conversation:
     messages = (*state.messages, event.message) if state else ()
-    return _step(state, event, messages=messages)
+    return _step(state, event, messages=messages, approval=None)  # a new model call: given up
 
 
 @evolve.register
@@ -178,10 +188,10 @@ def _(event: SegmentReturned, state: Conversation | None) -> Conversation:
         waits=waits,
         calls=len(event.waiting),
     )
-    counted: dict[str, Any] = {}
-    if state.approval is not None and event.trigger == "approval":  # the approval's outcomes are in
+    counted: dict[str, Any] = {"approval": None}  # settled by its continuation, else given up
+    if state.approval is not None and state.is_continuation(event.trigger, event.run):
         card, calls = state.approval
-        counted = _counted(state, card, calls) | {"approval": None}
+        counted |= _counted(state, card, calls)
     return _step(
         state,
         event,
@@ -245,7 +255,7 @@ def _(event: TourEnded, state: Conversation | None) -> Conversation:
 
 @evolve.register
 def _(event: TurnRetried, state: Conversation | None) -> Conversation:
-    return _step(state, event)
+    return _step(state, event, approval=None)  # a new model call: a pending approval is given up
 
 
 @evolve.register
@@ -258,13 +268,19 @@ def _(event: TurnsTruncated, state: Conversation | None) -> Conversation:
     assert state is not None
     cut = set(event.cut_segments)
     cut_cards = set(event.cut_cards)
+    legacy = state.legacy_outcomes
+    if event.after_message in state.legacy_users:  # the transcript keeps up to this message
+        legacy = tuple(after for after in legacy if after <= state.legacy_users[event.after_message])
     return _step(
         state,
         event,
         messages=tuple(m for m in state.messages if m not in set(event.cut_messages)),
         segments={s: i for s, i in state.segments.items() if s not in cut},
         waiting=None if state.waiting in cut else state.waiting,
-        card_outcomes=state.card_outcomes - sum(state.outcomes_of.get(c, 0) for c in cut_cards),
+        card_outcomes=state.card_outcomes
+        - sum(state.outcomes_of.get(c, 0) for c in cut_cards)
+        - (len(state.legacy_outcomes) - len(legacy)),
+        legacy_outcomes=legacy,
         outcomes_of={c: n for c, n in state.outcomes_of.items() if c not in cut_cards},
         approval=None if state.approval and state.approval[0] in cut_cards else state.approval,
         cut_segments=state.cut_segments | cut,
@@ -280,12 +296,14 @@ def _(event: TranscriptReplaced, state: Conversation | None) -> Conversation:
 @evolve.register
 def _(event: LegacyRowImported, state: Conversation | None) -> Conversation:
     assert state is not None
-    users = sum(1 for line in event.messages if line.role == "user")
+    users = [index for index, line in enumerate(event.messages) if line.role == "user"]
     return _step(
         state,
         event,
-        messages=(*state.messages, *range(1, users + 1)),
+        messages=(*state.messages, *range(1, len(users) + 1)),
         card_outcomes=state.card_outcomes + len(event.card_outcomes),
+        legacy_outcomes=tuple(o.after for o in event.card_outcomes),
+        legacy_users={number: index for number, index in enumerate(users, start=1)},
     )
 
 

@@ -67,11 +67,23 @@ def apply(state: Activity, event: ConversationEvent, rules: RuleSet | str) -> Ac
 
 
 def decision_entry(follow: Follow) -> ActivityEntry:
-    """Returns the entry of the decision or answer a continuation follows."""
+    """Returns the entry of a decision on a card or an answer to a question."""
     if follow.kind == "answered":
         return ActivityEntry(kind="answer", label=ANSWERED_LABEL)
     heading = APPROVED_HEADING if follow.kind == "approved" else DECLINED_HEADING
     return ActivityEntry(kind="decision", label=f"{heading}: {follow.answer}", answer=follow.answer)
+
+
+def _decided(state: Activity, event: ConversationEvent) -> Activity:
+    """Returns the state with the decision or answer entry on the card's or question's own
+    segment (so it shows also when no continuation follows, as the run record has it)."""
+    follow = follow_after(state.follow, event)
+    assert follow is not None
+    segments = tuple(
+        s.model_copy(update={"entries": (*s.entries, decision_entry(follow))}) if s.segment == follow.segment else s
+        for s in state.segments
+    )
+    return state.model_copy(update={"segments": segments, "follow": follow})
 
 
 @singledispatch
@@ -83,7 +95,7 @@ def _apply(event: ConversationEvent, state: Activity, rules: RuleSet) -> Activit
 def _(event: SegmentReturned, state: Activity, rules: RuleSet) -> Activity:
     follows = follows_for(event.trigger, state.follow)
     reading = read_segment(event.steps, event.trigger, follows, rules, outcome=event.outcome)
-    entries = [decision_entry(state.follow)] if follows and state.follow else []
+    entries = []
     for call in reading.calls:
         if call.label is None:
             continue  # a declined card's call: no entry
@@ -94,14 +106,10 @@ def _(event: SegmentReturned, state: Activity, rules: RuleSet) -> Activity:
     return state.model_copy(update={"segments": (*state.segments, segment), "follow": follow_after(state.follow, event)})
 
 
-@_apply.register
-def _(event: CardDecided, state: Activity, rules: RuleSet) -> Activity:
-    return state.model_copy(update={"follow": follow_after(state.follow, event)})
-
-
-@_apply.register
-def _(event: QuestionAnswered, state: Activity, rules: RuleSet) -> Activity:
-    return state.model_copy(update={"follow": follow_after(state.follow, event)})
+@_apply.register(CardDecided)
+@_apply.register(QuestionAnswered)
+def _(event: ConversationEvent, state: Activity, rules: RuleSet) -> Activity:
+    return _decided(state, event)
 
 
 @_apply.register

@@ -23,7 +23,9 @@ from domain.events import (
     ConversationEvent,
     LegacyRowImported,
     SegmentReturned,
+    TurnRetried,
     TurnsTruncated,
+    UserMessagePosted,
 )
 from domain.values import PLAIN_DENIAL, Immutable, WaitingCall
 from projections.positions import Positions, advance
@@ -61,10 +63,21 @@ class CardOutcome(Immutable):
         }
 
 
+class OpenCard(Immutable):
+    """A waiting card of a guided process: its segment's `run` and the calls it names."""
+
+    run: str
+    calls: tuple[WaitingCall, ...]
+
+
 class Approval(Immutable):
-    """An approved card of a guided process whose continuation has not returned yet."""
+    """An approved card of a guided process whose continuation has not returned yet. Its
+    outcomes come with the next segment of its `run` that continues after the approval; any
+    other segment, or a new model call, gives up on them (no outcome: the run record then
+    carries the decision)."""
 
     card: str
+    run: str
     answer: str
     calls: tuple[WaitingCall, ...]
 
@@ -74,7 +87,7 @@ class CardOutcomes(Immutable):
     `approval` the approved card awaiting its continuation, `positions` the transcript's."""
 
     outcomes: tuple[CardOutcome, ...] = ()
-    open_cards: dict[str, tuple[WaitingCall, ...]] = {}
+    open_cards: dict[str, OpenCard] = {}
     approval: Approval | None = None
     positions: Positions = Positions()
 
@@ -132,7 +145,7 @@ def _apply(event: ConversationEvent, state: CardOutcomes, rules: RuleSet) -> Car
 @_apply.register
 def _(event: SegmentReturned, state: CardOutcomes, rules: RuleSet) -> CardOutcomes:
     outcomes, approval = state.outcomes, state.approval
-    if approval is not None and event.trigger == "approval":
+    if approval is not None and event.trigger == "approval" and event.run == approval.run:
         reading = read_segment(event.steps, event.trigger, "approved", rules, outcome=event.outcome)
         seen: dict[str, int] = {}
         new = []
@@ -141,14 +154,14 @@ def _(event: SegmentReturned, state: CardOutcomes, rules: RuleSet) -> CardOutcom
             seen[call.tool_name] = nth + 1
             outcome = approved_outcome(_opening_call(reading.calls, call.tool_name, nth), event.outcome)
             new.append(_outcome(state, call, outcome, approval.card, approval.answer, event.originator_version, sub))
-        outcomes, approval = (*outcomes, *new), None
+        outcomes = (*outcomes, *new)
     open_cards = state.open_cards
     if event.outcome == "awaiting_approval" and event.skill is not None:
-        open_cards = {**open_cards, event.segment: event.waiting}
+        open_cards = {**open_cards, event.segment: OpenCard(run=event.run, calls=event.waiting)}
     return state.model_copy(
         update={
             "outcomes": outcomes,
-            "approval": approval,
+            "approval": None,  # settled by its continuation, or given up
             "open_cards": open_cards,
             "positions": advance(state.positions, event),
         }
@@ -158,12 +171,13 @@ def _(event: SegmentReturned, state: CardOutcomes, rules: RuleSet) -> CardOutcom
 @_apply.register
 def _(event: CardDecided, state: CardOutcomes, rules: RuleSet) -> CardOutcomes:
     state = state.model_copy(update={"positions": advance(state.positions, event)})
-    calls = state.open_cards.get(event.segment)
-    if calls is None:
+    card = state.open_cards.get(event.segment)
+    if card is None:
         return state
+    calls = card.calls
     open_cards = {s: c for s, c in state.open_cards.items() if s != event.segment}
     if event.approved:
-        approval = Approval(card=event.segment, answer=event.answer, calls=calls)
+        approval = Approval(card=event.segment, run=card.run, answer=event.answer, calls=calls)
         return state.model_copy(update={"open_cards": open_cards, "approval": approval})
     if event.answer == PLAIN_DENIAL:  # records none: the run record carries the decision
         return state.model_copy(update={"open_cards": open_cards})
@@ -173,6 +187,13 @@ def _(event: CardDecided, state: CardOutcomes, rules: RuleSet) -> CardOutcomes:
         for sub, call in enumerate(calls)
     )
     return state.model_copy(update={"open_cards": open_cards, "outcomes": (*state.outcomes, *new)})
+
+
+@_apply.register(UserMessagePosted)
+@_apply.register(TurnRetried)
+def _(event: ConversationEvent, state: CardOutcomes, rules: RuleSet) -> CardOutcomes:
+    """A new model call gives up on a pending approval: its continuation never came."""
+    return state.model_copy(update={"approval": None, "positions": advance(state.positions, event)})
 
 
 @_apply.register

@@ -35,6 +35,9 @@ OLDER = (
 LISTED = 8
 """At most this many tools, records, waiting calls or fields are named in one note; the rest
 are counted ("and 292 more"), so no single note can outgrow the budget and silence the others."""
+LISTED_CHARS = 300
+"""And a list names items only while it stays this short (the first item always), so a note's
+closing sentences (nothing saved, AI Tasks) are never cut off."""
 
 STEPS = {
     "turn": "The run of a user message",
@@ -59,7 +62,7 @@ UNDECIDED = {"new_message": "the editor wrote a new message", "tour_ended": "the
 OUTCOMES = {
     "applied": "approved ({answer}) and applied; the write is complete",
     "check": "approved ({answer}); whether it was saved needs checking, the write is not confirmed",
-    "not_applied": "approved ({answer}) but not applied; nothing of it was saved",
+    "not_applied": "approved ({answer}) but not applied: the change was not saved as proposed",
     "kept": "declined with {answer}: the current value was kept, nothing was saved",
     "skipped": "declined with {answer}: skipped, nothing was saved",
     "variant": "declined with {answer}: nothing was saved, another proposal was asked for",
@@ -108,9 +111,9 @@ def record_name(record: str | None, can_see_page: PageCheck) -> str:
     return clean(record)
 
 
-MAX_BODY = 1500
-"""A note's text is cut to this many characters (a safety net under LISTED: the budget of 6,000
-always holds the newest note)."""
+MAX_BODY = 2500
+"""A note's text is cut to this many characters: a safety net under LISTED and LISTED_CHARS,
+which keep notes far shorter; the budget of 6,000 always holds the newest note."""
 
 
 def bounded(body: str) -> str:
@@ -119,10 +122,16 @@ def bounded(body: str) -> str:
 
 
 def listed(items: list[str], separator: str = ", ") -> str:
-    """Returns the first LISTED `items` joined, and how many more there are."""
-    text = separator.join(items[:LISTED])
-    if len(items) > LISTED:
-        text += f"{separator}and {len(items) - LISTED} more ({len(items)} in all)"
+    """Returns the first `items` joined (at most LISTED, within about LISTED_CHARS), and how
+    many more there are."""
+    shown = items[:1]
+    for item in items[1:LISTED]:
+        if sum(map(len, shown)) + len(item) > LISTED_CHARS:
+            break
+        shown.append(item)
+    text = separator.join(shown)
+    if len(items) > len(shown):
+        text += f"{separator}and {len(items) - len(shown)} more ({len(items)} in all)"
     return text
 
 
@@ -142,11 +151,20 @@ def _waiting(calls: tuple[Waiting, ...], can_see_page: PageCheck) -> str:
 def _writes(entry: Entry, can_see_page: PageCheck) -> list[str]:
     """Returns `record (completeness)` per record written, a record written several times with
     the same completeness once, with its count: `pages:42 (complete, 3 writes)`."""
-    counts: dict[tuple[str, str], int] = {}
+    counts: dict[str, dict[str, int]] = {}
     for w in entry.written:
-        key = (record_name(w.record, can_see_page), w.completeness)
-        counts[key] = counts.get(key, 0) + 1
-    return [f"{name} ({how}{f', {n} writes' if n > 1 else ''})" for (name, how), n in counts.items()]
+        how = counts.setdefault(record_name(w.record, can_see_page), {})
+        how[w.completeness] = how.get(w.completeness, 0) + 1
+    return [f"{name} ({_completeness(how)})" for name, how in counts.items()]
+
+
+def _completeness(how: dict[str, int]) -> str:
+    """Returns `complete`, `complete, 3 writes` or `2 writes: 1 complete, 1 unconfirmed`."""
+    writes = sum(how.values())
+    if len(how) == 1:
+        [(word, _)] = how.items()
+        return word if writes == 1 else f"{word}, {writes} writes"
+    return f"{writes} writes: " + ", ".join(f"{n} {word}" for word, n in how.items())
 
 
 def _card_or_question(entry: Entry, can_see_page: PageCheck) -> list[str]:

@@ -20,7 +20,9 @@ from domain.events import (
     ConversationEvent,
     QuestionAnswered,
     SegmentReturned,
+    TurnRetried,
     TurnsTruncated,
+    UserMessagePosted,
 )
 from domain.values import PLAIN_DENIAL, Completeness, Immutable
 from projections.rules import RuleSet, resolve
@@ -106,15 +108,27 @@ class Entry(Immutable):
         return not (self.tools or self.written or self.waiting or self.decision or self.undecided)
 
 
+class Pending(Immutable):
+    """An approval of a guided card whose outcome waits for the continuation of `run`."""
+
+    card: str
+    run: str
+    answer: str
+
+
 class RunRecord(Immutable):
     """The run record of one conversation. `dropped` counts entries evicted by the cap;
     `follow` is the decision or answer the next continuation follows; `open_waits` maps each
-    segment whose card or question waits to whether it is a card of a guided process."""
+    segment whose card or question waits to its run, or None for a card outside a guided
+    process; `pending` an approved guided card whose outcome its continuation has still to
+    bring: when another segment or a new model call comes first there will be no outcome, so
+    the decision goes on the card's entry (spec: "where no card outcome already says it")."""
 
     entries: tuple[Entry, ...] = ()
     dropped: int = 0
     follow: Follow | None = None
-    open_waits: dict[str, bool] = {}
+    open_waits: dict[str, str | None] = {}
+    pending: Pending | None = None
 
 
 def initial() -> RunRecord:
@@ -155,8 +169,25 @@ def _apply(event: ConversationEvent, state: RunRecord, rules: RuleSet) -> RunRec
     return state
 
 
+def _give_up(state: RunRecord) -> RunRecord:
+    """Returns the state with a pending approval's decision on its card's entry: no outcome came."""
+    if state.pending is None:
+        return state
+    entries = _update(state, state.pending.card, decision=state.pending.answer)
+    return state.model_copy(update={"entries": entries, "pending": None})
+
+
+@_apply.register(UserMessagePosted)
+@_apply.register(TurnRetried)
+def _(event: ConversationEvent, state: RunRecord, rules: RuleSet) -> RunRecord:
+    return _give_up(state)
+
+
 @_apply.register
 def _(event: SegmentReturned, state: RunRecord, rules: RuleSet) -> RunRecord:
+    pending = state.pending
+    if pending is None or event.trigger != "approval" or event.run != pending.run:
+        state = _give_up(state)
     follows = follows_for(event.trigger, state.follow)
     reading = read_segment(event.steps, event.trigger, follows, rules, outcome=event.outcome)
     entry = Entry(
@@ -178,26 +209,28 @@ def _(event: SegmentReturned, state: RunRecord, rules: RuleSet) -> RunRecord:
     overflow = max(0, len(entries) - rules.record_entries)
     open_waits = state.open_waits
     if event.outcome in ("awaiting_approval", "awaiting_input"):
-        open_waits = {**open_waits, event.segment: event.skill is not None}
+        open_waits = {**open_waits, event.segment: event.run if event.skill is not None else None}
     return state.model_copy(
         update={
             "entries": entries[overflow:],
             "dropped": state.dropped + overflow,
             "follow": follow_after(state.follow, event),
             "open_waits": open_waits,
+            "pending": None,
         }
     )
 
 
 @_apply.register
 def _(event: CardDecided, state: RunRecord, rules: RuleSet) -> RunRecord:
-    guided = state.open_waits.get(event.segment, False)
+    run = state.open_waits.get(event.segment)  # None: not a card of a guided process
     follow = follow_after(state.follow, event)
-    said_by_outcome = guided and event.answer != PLAIN_DENIAL
+    said_by_outcome = run is not None and event.answer != PLAIN_DENIAL
     decision = None if said_by_outcome else event.answer
+    pending = Pending(card=event.segment, run=run, answer=event.answer) if said_by_outcome and event.approved else None
     entries = _update(state, event.segment, resolved="decided", decision=decision)
     return state.model_copy(
-        update={"entries": entries, "follow": follow, "open_waits": _close(state, event.segment)}
+        update={"entries": entries, "follow": follow, "open_waits": _close(state, event.segment), "pending": pending}
     )
 
 
@@ -227,5 +260,6 @@ def _(event: TurnsTruncated, state: RunRecord, rules: RuleSet) -> RunRecord:
             "entries": tuple(e for e in state.entries if e.segment not in cut),
             "follow": follow,
             "open_waits": {s: g for s, g in state.open_waits.items() if s not in cut},
+            "pending": state.pending if state.pending and state.pending.card not in cut else None,
         }
     )

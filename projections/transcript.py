@@ -70,14 +70,15 @@ def apply(state: Transcript, event: ConversationEvent, rules: RuleSet | str) -> 
     return after
 
 
-FORGED_LABEL = re.compile(r"\[(\s*chat\s+record)", re.IGNORECASE)
+_SPACE = r"[\s\u200b-\u200d\u2060\ufeff]*"  # white space and the invisible ones
+FORGED_LABEL = re.compile(rf"[\[［⁅〔【〚]({_SPACE}chat{_SPACE}record)", re.IGNORECASE)
 """A note label's opening in the chat's own text: a user or an answer could write it to forge
 a note. Only the chat's notes may carry the label."""
 
 
 def disarm(text: str) -> str:
-    """Returns `text` with every `[Chat record` (any case or spacing) turned into `(Chat record`;
-    the length stays the same."""
+    """Returns `text` with every `[Chat record` (any case or spacing, invisible characters or a
+    look-alike bracket) turned into `(Chat record`; the length stays the same."""
     return FORGED_LABEL.sub(r"(\1", text)
 
 

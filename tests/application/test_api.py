@@ -60,7 +60,7 @@ def test_the_activity_list_shows_the_editor_a_behalten_as_the_decision_not_a_fai
     shown = chatrecord.activity("conv-behalten")
     before = chatrecord.activity("conv-behalten", rules="2026-11-01")
 
-    assert [[e.label for e in s.entries if e.kind != "tool" or e.tool != "chat_set_progress"] for s in shown] == [
-        [], ["Von dir abgelehnt: Behalten"], ["Von dir abgelehnt: Behalten"], ["Von dir abgelehnt: Behalten"]
+    assert [[e.label for e in s.entries if e.tool != "chat_set_progress"] for s in shown] == [
+        ["Von dir abgelehnt: Behalten"], ["Von dir abgelehnt: Behalten"], ["Von dir abgelehnt: Behalten"], []
     ]
-    assert [e.label for e in before[1].entries][:2] == ["Von dir abgelehnt: Behalten", "fehlgeschlagen"]
+    assert [e.label for e in before[1].entries][:2] == ["fehlgeschlagen", "ausgeführt"]

@@ -316,3 +316,16 @@ def test_a_legacy_rows_card_outcomes_count_before_the_first_segment():
     story.message(2)
     (segment,) = story.segment("s1")
     assert segment.card_outcomes_before == 2
+
+
+def test_an_edit_of_a_legacy_message_takes_the_legacy_card_outcomes_after_it_out_of_the_count():
+    story = Story()
+    lines = [TranscriptLine(role=r, text=t) for r, t in
+             [("user", "a"), ("assistant", "b"), ("user", "c"), ("assistant", "d"), ("user", "e"), ("assistant", "f")]]
+    outcomes = [LegacyCardOutcome(outcome="applied", after=a, tool="update_page_metadata") for a in (3, 5)]
+    story.run(c.import_legacy_row, lines, outcomes)
+    story.message(4)
+    story.segment("s1")
+    story.run(c.edit_message, 3, "E")  # keeps the transcript up to index 4: the outcome at 5 goes
+    (segment,) = story.segment("s2", run="run-2")
+    assert segment.card_outcomes_before == 1

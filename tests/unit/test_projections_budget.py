@@ -117,7 +117,7 @@ def test_a_record_written_several_times_is_named_once_with_its_count():
     assert "Records written: pages:42 (complete, 3 writes)." in note
 
 
-def test_no_note_is_longer_than_its_bound_whatever_is_waiting():
+def test_a_long_waiting_list_is_shortened_and_the_notes_closing_sentences_stay():
     chat = Chat()
     chat.user("Viel", page=42)
     many_fields = tuple(f"{'f' * 60}{i}" for i in range(40))
@@ -126,5 +126,21 @@ def test_no_note_is_longer_than_its_bound_whatever_is_waiting():
     chat.user("und?")
 
     (note,) = build_turn_input(chat.events).notes
-    assert len(note) == len(OPEN) + MAX_BODY + 1
-    assert note.endswith("…]")
+    assert "and 36 more (40 in all)" in note  # fields of the one call named
+    assert "and 39 more (40 in all)" in note  # calls
+    assert note.endswith("Nothing from it was saved in the chat. "
+                         "The run may still be decided in AI Tasks; such a later decision is not recorded here.]")
+    assert len(note) < MAX_BODY
+
+
+def test_a_record_written_with_different_completeness_is_named_once_with_each_count():
+    chat = Chat()
+    chat.user("Titel", page=42)
+    chat.segment(answer="Ok.", steps=[*model_round(1), tool("update_page_metadata", 1),
+                                      write("update_page_metadata", "pages", 42, 1),
+                                      tool("update_page_metadata", 1),
+                                      write("update_page_metadata", "pages", 42, 1, completeness=None)])
+    chat.user("und?")
+
+    (note,) = build_turn_input(chat.events).notes
+    assert "Records written: pages:42 (2 writes: 1 complete, 1 unconfirmed)." in note

@@ -9,6 +9,7 @@ from domain.values import LegacyCardOutcome, RecordRef
 from projections import card_outcomes
 from projections.card_outcomes import CardOutcomes
 from projections.rules import get_rule_set
+from projections.turn import build_turn_input
 
 RULES = get_rule_set("2026-11-02")
 
@@ -115,3 +116,35 @@ def test_outcomes_survive_a_json_round_trip():
     state = fold(chat)
 
     assert CardOutcomes.model_validate(state.model_dump(mode="json")) == state
+
+
+def _approved_then_abandoned(chat: Chat) -> None:
+    """A guided card approved whose run never continues; the tour ends, another card's run
+    (outside the tour) is approved and its continuation writes."""
+    chat.user("SEO", page=42, skill=SKILL)
+    chat.segment("turn", "awaiting_approval", "Titel?", [*model_round(1)], [call(fields=("title",))], run="r1")
+    chat.decide(True, "Übernehmen")
+    chat.end_tour()
+    chat.user("Beschreibung", page=42, skill=SKILL)
+    chat.segment("turn", "awaiting_approval", "Beschreibung?", [*model_round(1)], [call(fields=("description",))], run="r2")
+    chat.decide(True, "Übernehmen")
+    chat.segment("approval", "completed", "Gespeichert.",
+                 [tool("update_page_metadata", 1, ms=40.0), write("update_page_metadata", "pages", 42, 1), *model_round(2)],
+                 run="r2")
+
+
+def test_an_approvals_outcome_comes_only_from_its_own_runs_continuation():
+    chat = Chat()
+    _approved_then_abandoned(chat)
+
+    assert [(o.fields, o.outcome) for o in fold(chat).outcomes] == [(("description",), "applied")]
+
+
+def test_card_outcomes_before_counts_exactly_the_card_outcomes_that_came_first():
+    chat = Chat()
+    _approved_then_abandoned(chat)
+    chat.user("Und?", page=42)
+    turn = build_turn_input(chat.events)
+
+    assert [e.card_outcomes_before for e in turn.record] == [0, 0, 1]
+    assert len(turn.card_outcomes) == 1

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from factories import Chat, call, model_round, refusal, seo_tour, tool, write
+from factories import SKILL, Chat, call, model_round, refusal, seo_tour, tool, write
 
 from projections import run_record
 from projections.rules import get_rule_set
@@ -154,3 +154,14 @@ def test_the_record_survives_a_json_round_trip():
     state = fold(chat)
 
     assert RunRecord.model_validate(state.model_dump(mode="json")) == state
+
+
+def test_an_approved_guided_card_whose_run_never_continues_keeps_its_decision_in_the_record():
+    chat = Chat()
+    chat.user("SEO", page=42, skill=SKILL)
+    chat.segment("turn", "awaiting_approval", "Titel?", [*model_round(1)], [call()], run="r1")
+    chat.decide(True, "Übernehmen")
+    assert [e.decision for e in fold(chat).entries] == [None]  # its outcome may still come
+    chat.user("Und jetzt?", page=42)
+
+    assert [e.decision for e in fold(chat).entries] == ["Übernehmen"]  # it will not: no outcome says it

@@ -135,7 +135,7 @@ def _declined_chat(rules_id: str):
     for event in chat.events:
         record = run_record.apply(record, event, rules)
         shown = activity.apply(shown, event, rules)
-    return record.entries, shown.segments[-1]
+    return record.entries, [[(e.kind, e.label) for e in s.entries] for s in shown.segments]
 
 
 def test_the_activity_list_and_the_run_record_read_a_declined_card_alike():
@@ -143,11 +143,11 @@ def test_the_activity_list_and_the_run_record_read_a_declined_card_alike():
 
     assert continuation.tools == ()
     assert card.decision == "abgelehnt"
-    assert [(e.kind, e.label) for e in shown.entries] == [("decision", "Von dir abgelehnt: abgelehnt")]
+    assert shown == [[("decision", "Von dir abgelehnt: abgelehnt")], []]  # the declined call: no entry
 
 
 def test_before_the_amendment_a_declined_cards_call_shows_failed_under_von_dir_abgelehnt():
     (_, continuation), shown = _declined_chat("2026-11-01")
 
     assert [(t.name, t.calls, t.failed) for t in continuation.tools] == [("update_page_metadata", 1, 1)]
-    assert [e.label for e in shown.entries] == ["Von dir abgelehnt: abgelehnt", "fehlgeschlagen"]
+    assert shown == [[("decision", "Von dir abgelehnt: abgelehnt")], [("tool", "fehlgeschlagen")]]
