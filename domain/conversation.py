@@ -236,7 +236,7 @@ def _check_waiting(state: Conversation, segment: str, kind: WaitingKind) -> None
         raise TurnTruncated(f"segment {segment} belongs to a turn an edit has cut away")
     if segment in state.settled:
         raise CardAlreadyDecided(f"the {kind} of segment {segment} was decided already")
-    if state.waiting != segment or state.segments[segment].waits != kind:
+    if state.waiting is None or state.waiting != segment or state.segments[segment].waits != kind:
         error = NoCardWaiting if kind == "card" else NoQuestionWaiting
         raise error(f"segment {segment} has no {kind} waiting")
 
