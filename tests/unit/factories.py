@@ -12,8 +12,15 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+from adapters.ingest_steps import Step
 from domain import conversation as c
-from domain.values import LegacyCardOutcome, RecordRef, StepFact, TranscriptLine, WaitingCall
+from domain.values import (
+    LegacyCardOutcome,
+    RecordRef,
+    StepFact,
+    TranscriptLine,
+    WaitingCall,
+)
 
 T0 = datetime(2026, 10, 28, 9, 0, tzinfo=timezone.utc)
 SKILL = "3:seo-optimieren"
@@ -58,21 +65,9 @@ def write(name: str, table: str, uid: int, r: int, completeness: str | None = "c
 
 
 def fact(step: dict[str, Any]) -> StepFact:
-    """Returns the StepFact of an nr-llm-shaped step: arguments, results and text dropped."""
-    target = None
-    if step.get("writeTargetTable") is not None:
-        target = RecordRef(table=step["writeTargetTable"], uid=step["writeTargetUid"])
-    return StepFact(
-        kind=step["kind"],
-        round=step["round"],
-        duration_ms=step["durationMs"],
-        tool_name=step.get("toolName"),
-        tool_is_error=step.get("toolIsError"),
-        tool_outcome=step.get("toolOutcome"),
-        write_target=target,
-        write_completeness=(step.get("writeCompleteness") or "unconfirmed") if target else None,
-        hook_failed_after_write=bool(step.get("hookFailedAfterWrite")),
-    )
+    """Returns the StepFact of an nr-llm-shaped step through the ingester's own privacy filter
+    (`adapters.ingest_steps.Step`): arguments, results and text dropped."""
+    return Step.model_validate(step).fact()
 
 
 def facts(steps: Iterable[dict[str, Any]]) -> tuple[StepFact, ...]:
