@@ -17,6 +17,7 @@ from eventsourcing.persistence import EventStore, IntegrityError
 from eventsourcing.utils import get_topic
 
 from adapters.serialization import SERIALIZATION_ENV
+from adapters.snapshots import prune_older_snapshots
 from domain.conversation import (
     Conversation,
     ConversationSnapshot,
@@ -139,6 +140,7 @@ class ConversationStore(Application[UUID]):
             assert self.snapshots is not None
             with suppress(IntegrityError):  # a snapshot of this version exists already
                 self.snapshots.put([ConversationSnapshot.take(after)])
+            prune_older_snapshots(self.snapshots.recorder, after.id, after.version)
 
     def _first_result(self, command: Command, state: Conversation | None) -> tuple[ConversationEvent, ...]:
         if state is None:

@@ -186,7 +186,7 @@ class StoreContract:
             store.handle(message(n))
 
         cid = conversation_uuid("conv-1")
-        assert [s.originator_version for s in store.snapshots.get(cid)] == [10, 20]
+        assert [s.originator_version for s in store.snapshots.get(cid)] == [20]  # the older one pruned
 
         seen: list[ConversationEvent] = []
 
