@@ -60,7 +60,7 @@ def tell(legacy: int, episodes: list[tuple]) -> Chat:
             waiting = [call(fields=(f"f{i}",)) for i in range(cards[0][1])]
             if not attempt(chat.segment, "turn", "awaiting_approval", "Vorschlag", [*model_round(1)], waiting, run=run):
                 continue
-            for index, (answer, calls, continues) in enumerate(cards):
+            for index, (answer, _calls, continues) in enumerate(cards):
                 if not attempt(chat.decide, answer == "Übernehmen", answer, append=answer != "Übernehmen"):
                     break
                 if not continues:
