@@ -118,17 +118,68 @@ def declined_outcome(answer: str) -> str:
     return DECLINES.get(answer, "declined")
 
 
-def _outcome(state: CardOutcomes, call: WaitingCall, outcome: str, card: str, answer: str, seq: int, sub: int) -> CardOutcome:
+def _outcome(call: WaitingCall, outcome: str, card: str, answer: str, at: tuple[int, int], seq: int, sub: int) -> CardOutcome:
+    after, before = at
     return CardOutcome(
         outcome=outcome,
         tool=call.tool_name,
         record=str(call.target) if call.target else None,
         fields=call.fields,
-        after=state.positions.length,
+        after=after,
         card=card,
         answer=answer,
-        index=len(state.outcomes) + sub,
+        index=before + sub,
         seq=(seq, sub),
+    )
+
+
+def approval_outcomes(
+    approval: Approval, event: SegmentReturned, rules: RuleSet, at: tuple[int, int]
+) -> tuple[CardOutcome, ...]:
+    """Returns the card outcomes an approved card's continuation `event` brings, one per
+    waiting call, read from the continuation's opening calls. `at` is (transcript position,
+    card outcomes before them)."""
+    reading = read_segment(event.steps, event.trigger, "approved", rules, outcome=event.outcome)
+    seen: dict[str, int] = {}
+    new = []
+    for sub, call in enumerate(approval.calls):
+        nth = seen.get(call.tool_name, 0)
+        seen[call.tool_name] = nth + 1
+        outcome = approved_outcome(_opening_call(reading.calls, call.tool_name, nth), event.outcome)
+        new.append(_outcome(call, outcome, approval.card, approval.answer, at, event.originator_version, sub))
+    return tuple(new)
+
+
+def continues(approval: Approval | None, event: SegmentReturned) -> bool:
+    """Returns True when `event` is the continuation of the approved card `approval`."""
+    return approval is not None and event.trigger == "approval" and event.run == approval.run
+
+
+def declined_outcomes(calls: tuple[WaitingCall, ...], event: CardDecided, at: tuple[int, int]) -> tuple[CardOutcome, ...]:
+    """Returns the card outcomes a declined guided card records at its decision, one per call
+    (none for a plain denial: the run record carries it). `at` as for approval_outcomes."""
+    if event.answer == PLAIN_DENIAL:
+        return ()
+    outcome = declined_outcome(event.answer)
+    return tuple(
+        _outcome(call, outcome, event.segment, event.answer, at, event.originator_version, sub)
+        for sub, call in enumerate(calls)
+    )
+
+
+def legacy_outcomes(event: LegacyRowImported, before: int) -> tuple[CardOutcome, ...]:
+    """Returns a legacy row's card outcomes, `before` the number of outcomes before them."""
+    return tuple(
+        CardOutcome(
+            outcome=o.outcome,
+            tool=o.tool,
+            record=str(o.target) if o.target else None,
+            fields=o.fields,
+            after=o.after,
+            index=before + sub,
+            seq=(event.originator_version, sub),
+        )
+        for sub, o in enumerate(event.card_outcomes)
     )
 
 
@@ -145,16 +196,9 @@ def _apply(event: ConversationEvent, state: CardOutcomes, rules: RuleSet) -> Car
 @_apply.register
 def _(event: SegmentReturned, state: CardOutcomes, rules: RuleSet) -> CardOutcomes:
     outcomes, approval = state.outcomes, state.approval
-    if approval is not None and event.trigger == "approval" and event.run == approval.run:
-        reading = read_segment(event.steps, event.trigger, "approved", rules, outcome=event.outcome)
-        seen: dict[str, int] = {}
-        new = []
-        for sub, call in enumerate(approval.calls):
-            nth = seen.get(call.tool_name, 0)
-            seen[call.tool_name] = nth + 1
-            outcome = approved_outcome(_opening_call(reading.calls, call.tool_name, nth), event.outcome)
-            new.append(_outcome(state, call, outcome, approval.card, approval.answer, event.originator_version, sub))
-        outcomes = (*outcomes, *new)
+    if continues(approval, event):
+        assert approval is not None
+        outcomes = (*outcomes, *approval_outcomes(approval, event, rules, (state.positions.length, len(outcomes))))
     open_cards = state.open_cards
     if event.outcome == "awaiting_approval" and event.skill is not None:
         open_cards = {**open_cards, event.segment: OpenCard(run=event.run, calls=event.waiting)}
@@ -179,13 +223,7 @@ def _(event: CardDecided, state: CardOutcomes, rules: RuleSet) -> CardOutcomes:
     if event.approved:
         approval = Approval(card=event.segment, run=card.run, answer=event.answer, calls=calls)
         return state.model_copy(update={"open_cards": open_cards, "approval": approval})
-    if event.answer == PLAIN_DENIAL:  # records none: the run record carries the decision
-        return state.model_copy(update={"open_cards": open_cards})
-    outcome = declined_outcome(event.answer)
-    new = tuple(
-        _outcome(state, call, outcome, event.segment, event.answer, event.originator_version, sub)
-        for sub, call in enumerate(calls)
-    )
+    new = declined_outcomes(calls, event, (state.positions.length, len(state.outcomes)))
     return state.model_copy(update={"open_cards": open_cards, "outcomes": (*state.outcomes, *new)})
 
 
@@ -202,15 +240,17 @@ def _(event: CardLeftUndecided, state: CardOutcomes, rules: RuleSet) -> CardOutc
     return state.model_copy(update={"open_cards": open_cards})
 
 
+def is_cut(outcome: CardOutcome, cut: set[str], length: int) -> bool:
+    """Returns True when a truncation takes `outcome` away: its card was cut, or, for a legacy
+    row's outcome (no card), its position lies beyond the `length` the transcript keeps."""
+    return outcome.card in cut if outcome.card is not None else outcome.after >= length
+
+
 @_apply.register
 def _(event: TurnsTruncated, state: CardOutcomes, rules: RuleSet) -> CardOutcomes:
     positions = advance(state.positions, event)
     cut = set(event.cut_cards) | set(event.cut_segments)
-    kept = tuple(
-        o
-        for o in state.outcomes
-        if (o.card not in cut if o.card is not None else o.after < positions.length)
-    )
+    kept = tuple(o for o in state.outcomes if not is_cut(o, cut, positions.length))
     approval = state.approval if state.approval and state.approval.card not in cut else None
     return state.model_copy(
         update={
@@ -224,18 +264,7 @@ def _(event: TurnsTruncated, state: CardOutcomes, rules: RuleSet) -> CardOutcome
 
 @_apply.register
 def _(event: LegacyRowImported, state: CardOutcomes, rules: RuleSet) -> CardOutcomes:
-    legacy = tuple(
-        CardOutcome(
-            outcome=o.outcome,
-            tool=o.tool,
-            record=str(o.target) if o.target else None,
-            fields=o.fields,
-            after=o.after,
-            index=len(state.outcomes) + sub,
-            seq=(event.originator_version, sub),
-        )
-        for sub, o in enumerate(event.card_outcomes)
-    )
+    legacy = legacy_outcomes(event, len(state.outcomes))
     return state.model_copy(
         update={"outcomes": (*state.outcomes, *legacy), "positions": advance(state.positions, event)}
     )

@@ -188,9 +188,35 @@ def _(event: SegmentReturned, state: RunRecord, rules: RuleSet) -> RunRecord:
     pending = state.pending
     if pending is None or event.trigger != "approval" or event.run != pending.run:
         state = _give_up(state)
-    follows = follows_for(event.trigger, state.follow)
+    entry = new_entry(event, state.follow, rules)
+    entries = (*state.entries, entry)
+    overflow = max(0, len(entries) - rules.record_entries)
+    open_waits = state.open_waits
+    if event.outcome in ("awaiting_approval", "awaiting_input"):
+        open_waits = {**open_waits, event.segment: waits_on(event)}
+    return state.model_copy(
+        update={
+            "entries": entries[overflow:],
+            "dropped": state.dropped + overflow,
+            "follow": follow_after(state.follow, event),
+            "open_waits": open_waits,
+            "pending": None,
+        }
+    )
+
+
+def waits_on(event: SegmentReturned) -> str | None:
+    """Returns what a waiting segment's card waits on: its run in a guided process (a skill is
+    in force), None for an ordinary card."""
+    return event.run if event.skill is not None else None
+
+
+def new_entry(event: SegmentReturned, follow: Follow | None, rules: RuleSet) -> Entry:
+    """Returns the run record entry of a returned segment, read under `rules` after `follow`
+    (what its continuation follows). The one reading both the folded and the row read models use."""
+    follows = follows_for(event.trigger, follow)
     reading = read_segment(event.steps, event.trigger, follows, rules, outcome=event.outcome)
-    entry = Entry(
+    return Entry(
         segment=event.segment,
         trigger=event.trigger,
         ending=event.outcome,
@@ -205,33 +231,26 @@ def _(event: SegmentReturned, state: RunRecord, rules: RuleSet) -> RunRecord:
         flagged=event.nothing_saved,
         seq=event.originator_version,
     )
-    entries = (*state.entries, entry)
-    overflow = max(0, len(entries) - rules.record_entries)
-    open_waits = state.open_waits
-    if event.outcome in ("awaiting_approval", "awaiting_input"):
-        open_waits = {**open_waits, event.segment: event.run if event.skill is not None else None}
-    return state.model_copy(
-        update={
-            "entries": entries[overflow:],
-            "dropped": state.dropped + overflow,
-            "follow": follow_after(state.follow, event),
-            "open_waits": open_waits,
-            "pending": None,
-        }
-    )
 
 
 @_apply.register
 def _(event: CardDecided, state: RunRecord, rules: RuleSet) -> RunRecord:
-    run = state.open_waits.get(event.segment)  # None: not a card of a guided process
+    decision, pending = decided(event, state.open_waits.get(event.segment))
     follow = follow_after(state.follow, event)
-    said_by_outcome = run is not None and event.answer != PLAIN_DENIAL
-    decision = None if said_by_outcome else event.answer
-    pending = Pending(card=event.segment, run=run, answer=event.answer) if said_by_outcome and event.approved else None
     entries = _update(state, event.segment, resolved="decided", decision=decision)
     return state.model_copy(
         update={"entries": entries, "follow": follow, "open_waits": _close(state, event.segment), "pending": pending}
     )
+
+
+def decided(event: CardDecided, run: str | None) -> tuple[str | None, Pending | None]:
+    """Returns the decision a card's entry records and the approval whose outcome is still to
+    come: a guided card (`run` set) records its decision as a card outcome, except a plain
+    denial; so its entry names the decision only where no outcome will say it."""
+    said_by_outcome = run is not None and event.answer != PLAIN_DENIAL
+    decision = None if said_by_outcome else event.answer
+    pending = Pending(card=event.segment, run=run, answer=event.answer) if said_by_outcome and event.approved else None
+    return decision, pending
 
 
 @_apply.register

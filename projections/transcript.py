@@ -64,7 +64,7 @@ def apply(state: Transcript, event: ConversationEvent, rules: RuleSet | str) -> 
     """Returns the transcript after `event`. Under a rule set with notes, a label's opening
     that a user or an answer wrote is disarmed (see `disarm`)."""
     after = _apply(event, state)
-    if resolve(rules).notes and any(FORGED_LABEL.search(text) for text in _texts(event)):
+    if disarms(event, resolve(rules)):
         messages = tuple(m.model_copy(update={"text": disarm(m.text)}) for m in after.messages)
         return after.model_copy(update={"messages": messages})
     return after
@@ -80,6 +80,12 @@ def disarm(text: str) -> str:
     """Returns `text` with every `[Chat record` (any case or spacing, invisible characters or a
     look-alike bracket) turned into `(Chat record`; the length stays the same."""
     return FORGED_LABEL.sub(r"(\1", text)
+
+
+def disarms(event: ConversationEvent, rules: RuleSet) -> bool:
+    """Returns True when `event` brings a label's opening into the transcript under a rule set
+    with notes: then the messages it adds or changes are disarmed."""
+    return rules.notes and any(FORGED_LABEL.search(text) for text in _texts(event))
 
 
 def _texts(event: ConversationEvent) -> list[str]:
@@ -102,7 +108,7 @@ def _append_user(state: Transcript, number: int, text: str) -> Transcript:
     return state.model_copy(update={"messages": (*state.messages, message)})
 
 
-def _from_lines(lines: tuple[TranscriptLine, ...]) -> tuple[Message, ...]:
+def from_lines(lines: tuple[TranscriptLine, ...]) -> tuple[Message, ...]:
     out: list[Message] = []
     users = 0
     for line in lines:
@@ -144,15 +150,18 @@ def _(event: SegmentReturned, state: Transcript) -> Transcript:
     if event.answer is None:
         return state
     messages = state.messages
-    if messages and messages[-1].role == "assistant":
-        last = messages[-1]
-        text = last.text + JOIN + event.answer
-        joined = Message(
-            role="assistant", text=text, segments=(*last.segments, event.segment), ends=(*last.ends, len(text))
-        )
-        return state.model_copy(update={"messages": (*messages[:-1], joined)})
-    answer = Message(role="assistant", text=event.answer, segments=(event.segment,), ends=(len(event.answer),))
-    return state.model_copy(update={"messages": (*messages, answer)})
+    last = messages[-1] if messages and messages[-1].role == "assistant" else None
+    message = answered(last, event.segment, event.answer)
+    return state.model_copy(update={"messages": (*messages[: -1 if last else None], message)})
+
+
+def answered(last: Message | None, segment: str, answer: str) -> Message:
+    """Returns the assistant message a segment's `answer` makes: joined to `last`, the
+    transcript's last message when it is an assistant's, else a message of its own."""
+    if last is None:
+        return Message(role="assistant", text=answer, segments=(segment,), ends=(len(answer),))
+    text = last.text + JOIN + answer
+    return Message(role="assistant", text=text, segments=(*last.segments, segment), ends=(*last.ends, len(text)))
 
 
 @_apply.register
@@ -175,9 +184,9 @@ def _(event: TurnsTruncated, state: Transcript) -> Transcript:
 
 @_apply.register
 def _(event: TranscriptReplaced, state: Transcript) -> Transcript:
-    return state.model_copy(update={"messages": _from_lines(event.messages)})
+    return state.model_copy(update={"messages": from_lines(event.messages)})
 
 
 @_apply.register
 def _(event: LegacyRowImported, state: Transcript) -> Transcript:
-    return state.model_copy(update={"messages": _from_lines(event.messages)})
+    return state.model_copy(update={"messages": from_lines(event.messages)})
