@@ -6,7 +6,8 @@ events. Everything else (backend, serialisation) is configuration; see `adapters
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import logging
+from collections.abc import Callable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
 from typing import ClassVar, Protocol
@@ -95,6 +96,8 @@ class ConversationStore(Application[UUID]):
     is_snapshotting_enabled = True
     snapshot_class = ConversationSnapshot
     events: ConversationLog
+    on_saved: Callable[[UUID, Sequence[ConversationEvent]], object] | None = None
+    """Called with a conversation's id and the events just saved (set by ReadModels)."""
 
     def __init__(self, env: dict[str, str] | None = None) -> None:
         super().__init__(env)
@@ -130,9 +133,23 @@ class ConversationStore(Application[UUID]):
             after = project_conversation(state, events)
             self._cache(after)
             self._snapshot_if_due(state, after)
+            self._saved(events)
             position = recordings[-1].notification.id if recordings else None
             return HandleResult(command.conversation, events, events, after, position, attempt)
         raise AssertionError("unreachable")
+
+    def _saved(self, events: Sequence[ConversationEvent]) -> None:
+        """Hands the saved events to `on_saved` (the read models apply them right after). A
+        failure there is logged, not raised: the events are stored, and the next read of the
+        conversation applies them again from its log."""
+        if self.on_saved is None:
+            return
+        try:
+            self.on_saved(events[0].originator_id, events)
+        except Exception as error:  # noqa: BLE001 - the write stands; reads catch up
+            logging.getLogger("chatrecord").warning(
+                "chatrecord: the read models of %s were not updated (%s); the next read catches up",
+                events[0].originator_id, error)
 
     def _snapshot_if_due(self, before: Conversation | None, after: Conversation | None) -> None:
         old = before.version if before else 0

@@ -1,45 +1,63 @@
-"""Materialised read models in the store's own database, applied exactly once.
+"""The read models as rows in the store's own database, current per conversation.
 
-`ReadModels(store)` keeps one row per conversation (its folded `TurnState`, the state its
-latest turn saw, its last applied version) in the live generation's tables, and a tracking
-position: the notification id of the last event applied. `catch_up` reads the notification log
-after that position in batches and, per batch, writes the changed rows and the new position in
-one transaction (`adapters.readmodels_views`), so an event is applied once and a crash between
-batches applies none twice. Every read catches up first, so a turn never reads a record older
-than its own log.
+Chosen design ("right after", tracked by the conversation's version): the writer saves its
+events, then applies them to its own conversation's rows in a second short transaction
+(`apply`). Each conversation's head row carries the version of the last event applied; an
+event whose version is not the next one is never applied twice, and a gap (a crash between the
+two transactions, or another writer that has not applied yet) is filled from that
+conversation's own log. Every read first compares the head's version with the log's (one index
+lookup) and fills a gap the same way, so a turn never reads a record older than its log and
+never folds another conversation's events. Applying outside the event transaction keeps the
+library's insert (which serialises every writer on PostgreSQL) short, so N writers on N
+conversations run side by side.
 
-`rebuild(rules)` folds the whole log into a new generation's fresh tables, then switches the
-`chatrecord_projection` pointer to it and drops the old tables in one transaction
-(`adapters.readmodels_catalog`). `diff(rules)` compares the live rows with a fold under `rules`
-and writes nothing.
+`rebuild(rules)` folds the whole log, page by page, into a new generation's tables with the
+same fold (`projections.rows.advance`), then, under the exclusive lock, folds what was stored
+meanwhile and switches the pointer. `diff(rules)` compares the live rows with a fold under
+another rule set and writes nothing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import logging
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 from uuid import UUID
 
-from eventsourcing.persistence import PersistenceError, Tracking
-
 from adapters.application import ConversationStore
-from adapters.readmodels_catalog import Pointer, catalog_for
-from adapters.readmodels_fold import PositionMoved, Row, fold
-from adapters.readmodels_views import ReadModelsView
-from domain.errors import UnknownConversation
-from domain.events import conversation_uuid
+from adapters.view_backends import Backend, Pointer, backend_for
+from domain.errors import ChatrecordError, UnknownConversation
+from domain.events import ConversationEvent, conversation_uuid
 from projections import turn
+from projections.card_outcomes import CardOutcomes
 from projections.page_line import PageCheck, every_page
+from projections.rows import Head, advance
 from projections.rules import DEFAULT_RULE_SET, RuleSet, resolve
+from projections.run_record import RunRecord
+from projections.transcript import Transcript
 from projections.turn import NoTurnInEvents, TurnInput, TurnState
+from projections.turn_notes import TurnNotes, turn_notes
 
+log = logging.getLogger("chatrecord")
 Progress = Callable[[int, int], None]
 RecordChange = tuple[str, dict[str, Any] | None, dict[str, Any] | None]
-T = TypeVar("T")
 
 RECORD_FIELDS = ("ending", "tools", "written", "waiting", "decision", "undecided")
 """The parts of a run record entry `diff` compares."""
+
+PAGE = 500
+"""Notifications a rebuild reads and writes per transaction."""
+
+
+class ViewOutOfStep(ChatrecordError):
+    """Raised when a conversation's events cannot be applied to its rows in order (an event
+    is missing from the log); `chatrecord rebuild` folds the rows anew."""
+
+
+class RebuildSuperseded(ChatrecordError):
+    """Raised when a rebuild finishes after a later rebuild has already switched over; the
+    later one stays live and the superseded generation is dropped."""
 
 
 @dataclass(frozen=True)
@@ -73,111 +91,249 @@ class ConversationDiff:
         return bool(self.records_changed or self.notes_removed or self.notes_added)
 
 
-class ReadModels:
-    """The materialised read models of a ConversationStore, in the store's own database."""
+def fold_into(rows: Any, head: Head | None, events: Iterable[ConversationEvent], rules: RuleSet) -> Head | None:
+    """Applies `events` (one conversation's, in order) to its rows and returns the head after
+    them; events at or below the head's version are skipped. Raises ViewOutOfStep on a gap."""
+    for event in events:
+        version = head.version if head else 0
+        if event.originator_version <= version:
+            continue
+        if event.originator_version != version + 1:
+            raise ViewOutOfStep(
+                f"event {event.originator_version} of conversation {event.originator_id} does not follow "
+                f"the read models' version {version}; run: chatrecord rebuild"
+            )
+        head = advance(rows, head or Head(), event, rules)
+    return head
 
-    batch_size = 500
+
+class ReadModels:
+    """The row read models of a ConversationStore, in the store's own database."""
 
     def __init__(self, store: ConversationStore) -> None:
         self.store = store
-        self.catalog = catalog_for(store)
+        self.backend: Backend = backend_for(store)
+        self._live: Pointer | None = None
+        self._ensure()
+        store.on_saved = self.apply
 
-    # ------------------------------------------------------------ position
+    # ------------------------------------------------------------ set-up
+
+    def _ensure(self) -> None:
+        """Creates the pointer and the first generation once; a store of the previous version
+        (one JSON row per conversation) gets its views rebuilt from the log, with a notice."""
+        with self.backend.transaction(write=False) as curs:
+            live = self.backend.pointer(curs)
+        if live is not None:
+            self._live = live
+            return
+        with self.backend.transaction(write=True) as curs:
+            self.backend.lock(curs, exclusive=True)
+            live = self.backend.pointer(curs)
+            if live is None:
+                old_rules, old_tables = self.backend.old_tables(curs)
+                live = Pointer(1, resolve(old_rules or DEFAULT_RULE_SET).id, 2)
+                self.backend.create(curs, 1)
+                self.backend.set_pointer(curs, live)
+                for table in old_tables:
+                    self.backend.drop_table(curs, table)  # type: ignore[attr-defined]
+                if old_tables:
+                    log.warning("chatrecord: the read models of the previous version were dropped; "
+                                "they are rebuilt from the log as rows now")
+        self._live = live
+        if self.store.max_notification_id():
+            self._fold_log(live.generation, live.rules, 0, None)
 
     def active_rules(self) -> str:
-        """Returns the rule set of the live tables; DEFAULT_RULE_SET when none was built yet."""
-        live = self.catalog.pointer()
-        return live.rules if live else DEFAULT_RULE_SET
+        """Returns the rule set of the live tables."""
+        return self._pointer().rules
+
+    def _pointer(self) -> Pointer:
+        with self.backend.transaction(write=False) as curs:
+            live = self.backend.pointer(curs)
+        assert live is not None
+        self._live = live
+        return live
+
+    # ------------------------------------------------------------ writing
+
+    def apply(self, aggregate_id: UUID, events: Sequence[ConversationEvent] | None = None) -> Head | None:
+        """Brings one conversation's rows up to its log: `events` (just saved) where they follow
+        the head, else what the log holds after the head. Returns the head after it."""
+        with self.backend.transaction(write=True) as curs:
+            self.backend.lock(curs, exclusive=False)
+            live = self.backend.pointer(curs)
+            assert live is not None
+            rows = self.backend.rows(curs, live.generation, aggregate_id)
+            head = rows.head()
+            version = head.version if head else 0
+            if events and events[-1].originator_version <= version:
+                return head
+            if not events or events[0].originator_version != version + 1:
+                events = self.store.events.get(aggregate_id, gt=version or None)
+            after = fold_into(rows, head, events, resolve(live.rules))
+            if after is not None and after is not head:
+                rows.put_head(after)
+            return after
 
     def catch_up(self, progress: Progress | None = None) -> int:
-        """Applies every stored event not yet applied to the live tables, in notification
-        order, and returns how many it applied. `progress(done, total)` is called per batch."""
-        return self._live(lambda live, view: self._catch_up(view, live.rules, progress), fresh=False)[1]
-
-    def _catch_up(self, view: ReadModelsView, rules: RuleSet | str, progress: Progress | None) -> int:
-        rules = resolve(rules)
-        start = first = view.position()
-        total = self.store.max_notification_id() if progress else 0
-        applied, known = 0, {}
-        while True:
-            page = self.store.recorder.select_notifications(start, self.batch_size, inclusive_of_start=False)
-            if not page:
-                return applied
-            events = [(n.id, self.store.mapper.to_domain_event(n)) for n in page]
-            ids = {event.originator_id for _, event in events}
-            changed: dict[UUID, Row] = {}
-
-            def change(rows: Mapping[UUID, Row]) -> Mapping[UUID, Row]:
-                changed.update(fold(rows, events, rules))
-                return changed
-
-            try:
-                view.fold_batch(start, Tracking(view.name, page[-1].id), ids, change, known)
-            except PositionMoved:  # a concurrent catch-up applied them: read on after its position
-                start, known = view.position(), {}
-                continue
-            known = changed  # what this batch committed is current while the position stays ours
-            applied += len(page)
-            start = page[-1].id
-            if progress:
-                progress(start - first, max(total, start) - first)
-            if len(page) < self.batch_size:
-                return applied
-
-    def _live(self, read: Callable[[Pointer, ReadModelsView], T], *, fresh: bool = True) -> tuple[Pointer, T]:
-        """Returns the live pointer and `read(pointer, view)`, caught up first if `fresh`;
-        tries again when a rebuild switched generations in between."""
-        for attempt in range(3):
-            live = self.catalog.start(DEFAULT_RULE_SET)
-            view = self.catalog.view(live.generation)
-            try:
-                if fresh:
-                    self._catch_up(view, live.rules, None)
-                return live, read(live, view)
-            except PersistenceError:
-                if attempt == 2 or self.catalog.pointer() == live:
-                    raise
-        raise AssertionError("unreachable")
+        """Brings every conversation's rows up to its log; returns how many conversations
+        had events to apply."""
+        behind = 0
+        for conversation in self.store.conversation_ids():
+            key = conversation_uuid(conversation)
+            with self.backend.transaction(write=False) as curs:
+                live = self.backend.pointer(curs)
+                assert live is not None
+                head = self.backend.rows(curs, live.generation, key).head()
+                logged = self.backend.log_version(curs, key)
+            if (head.version if head else 0) < logged:
+                self.apply(key)
+                behind += 1
+        return behind
 
     # ------------------------------------------------------------ reads
 
+    def _read(self, conversation: str, read: Callable[[Any, Head, str], Any]) -> Any:
+        """Returns `read(rows, head, rules)` for a conversation, its rows caught up with its log
+        first. Raises UnknownConversation for a conversation the store does not hold."""
+        key = conversation_uuid(conversation)
+        for _ in range(3):
+            with self.backend.transaction(write=False) as curs:
+                live = self.backend.pointer(curs)
+                assert live is not None
+                rows = self.backend.rows(curs, live.generation, key)
+                head = rows.head()
+                logged = self.backend.log_version(curs, key)
+                if logged == 0:
+                    raise UnknownConversation(
+                        f'no conversation "{conversation}" in the store; check the id or ingest it first')
+                if head is not None and head.version >= logged:
+                    return read(rows, head, live.rules)
+            self.apply(key)
+        raise ViewOutOfStep(f'the read models of "{conversation}" cannot catch up with its log; run: chatrecord rebuild')
+
+    def head(self, conversation: str) -> Head:
+        """Returns a conversation's head (bookkeeping, view context, latest turn)."""
+        return self._read(conversation, lambda rows, head, rules: head)
+
+    def turn_notes(self, conversation: str, can_see_page: PageCheck = every_page) -> TurnNotes:
+        """Returns what the chat adds to its transcript for the next model call: the page line
+        and each note with its place. Reads the head, the kept run record entries (at most
+        200), the newest card outcomes (the notes' budget + 1) and the transcript messages the
+        notes stand beside: its cost does not grow with the history.
+
+        Raises UnknownConversation for a conversation the store does not hold."""
+
+        def read(rows: Any, head: Head, rules: str) -> TurnNotes:
+            rule_set = resolve(rules)
+            record = RunRecord(entries=rows.entries(), dropped=head.dropped)
+            newest = rows.outcomes(newest=rule_set.max_notes + 1)
+            return turn_notes(
+                head.conversation or conversation, head.version, head.kind, head.view, record, newest,
+                head.outcomes, head.length, rows.message, rows.block_end, rule_set, can_see_page,
+            )
+
+        return self._read(conversation, read)
+
     def state(self, conversation: str) -> TurnState | None:
-        """Returns the conversation's read models after its last event (caught up first),
-        None for a conversation the store does not hold."""
-        row = self._row(conversation)[1]
-        return row.state if row else None
+        """Returns the conversation's read models after its last event, None for a conversation
+        the store does not hold. Reads its whole transcript and card outcomes."""
+        try:
+            return self._read(conversation, lambda rows, head, rules: _state(rows, head))
+        except UnknownConversation:
+            return None
 
     def turn_input(self, conversation: str, can_see_page: PageCheck = every_page) -> TurnInput:
         """Returns the input of the conversation's latest turn (its latest user message, retry
-        or edit) from the read models, caught up first. Raises UnknownConversation for a
+        or edit), as that turn saw it: from the rows when nothing happened since the turn
+        started, else from its log up to the turn. Raises UnknownConversation for a
         conversation the store does not hold, NoTurnInEvents when no turn has started yet."""
-        live, row = self._row(conversation)
-        if row is None:
-            raise UnknownConversation(f'no conversation "{conversation}" in the store; check the id or ingest it first')
-        if row.turn is None:
-            raise NoTurnInEvents(f'conversation "{conversation}" has no user message or retry yet, so no turn to build')
-        return turn.turn_input(row.turn.state, row.turn.message, row.turn.at, live.rules, can_see_page)
 
-    def _row(self, conversation: str) -> tuple[Pointer, Row | None]:
-        key = conversation_uuid(conversation)
-        return self._live(lambda live, view: view.row(key))
+        def read(rows: Any, head: Head, rules: str) -> TurnInput:
+            if head.turn is None:
+                raise NoTurnInEvents(
+                    f'conversation "{conversation}" has no user message or retry yet, so no turn to build')
+            if head.turn.version == head.version:
+                return turn.turn_input(_state(rows, head), head.turn.message, head.turn.at, rules, can_see_page)
+            events = self.store.events(conversation, up_to_version=head.turn.version)
+            return turn.build_turn_input(events, rules, can_see_page)
+
+        return self._read(conversation, read)
 
     # ------------------------------------------------------------ rule sets
 
+    def _fold_log(self, generation: int, rules: str, start: int, stop: int | None,
+                  progress: Progress | None = None, curs: Any = None) -> tuple[int, set[UUID]]:
+        """Folds the notifications after `start` (up to `stop`) into `generation`, a page per
+        transaction (or all in `curs`); returns how many events and which conversations."""
+        rule_set, folded, seen = resolve(rules), 0, set()
+        total = stop or self.store.max_notification_id()
+        while True:
+            page = self.store.recorder.select_notifications(start, PAGE, stop=stop, inclusive_of_start=False)
+            if not page:
+                return folded, seen
+            by_conversation: dict[UUID, list[ConversationEvent]] = {}
+            for notification in page:
+                event = self.store.mapper.to_domain_event(notification)
+                by_conversation.setdefault(event.originator_id, []).append(event)
+            if curs is None:
+                with self.backend.transaction(write=True) as own:
+                    self._fold_page(own, generation, rule_set, by_conversation)
+            else:
+                self._fold_page(curs, generation, rule_set, by_conversation)
+            folded += len(page)
+            seen.update(by_conversation)
+            start = page[-1].id
+            if progress:
+                progress(start, max(total, start))
+            if len(page) < PAGE:
+                return folded, seen
+
+    def _fold_page(self, curs: Any, generation: int, rules: RuleSet,
+                   by_conversation: dict[UUID, list[ConversationEvent]]) -> None:
+        for key, events in by_conversation.items():
+            rows = self.backend.rows(curs, generation, key)
+            head = rows.head()
+            try:
+                after = fold_into(rows, head, events, rules)
+            except ViewOutOfStep:
+                after = fold_into(rows, head, self.store.events.get(key, gt=(head.version if head else 0) or None), rules)
+            if after is not None and after is not head:
+                rows.put_head(after)
+
     def rebuild(self, rules: str, progress: Progress | None = None) -> RebuildReport:
-        """Folds the whole event log under `rules` into a new generation's fresh tables, then
-        makes it live and drops the old generation in one transaction; returns what it did.
-        Raises UnknownRuleSet for an unknown id, RebuildSuperseded when a later rebuild
-        switched first."""
+        """Folds the whole event log under `rules` into a new generation's tables, then makes
+        it live and drops the old ones; returns what it did. Raises UnknownRuleSet for an
+        unknown id, RebuildSuperseded when a later rebuild switched first."""
         target = resolve(rules).id
-        old = self.catalog.start(DEFAULT_RULE_SET)
-        generation = self.catalog.allocate()
-        view = self.catalog.view(generation, create=True)
-        events = self._catch_up(view, target, progress or (lambda done, total: None))
-        dropped = self.catalog.switch(generation, target)
+        with self.backend.transaction(write=True) as curs:
+            self.backend.lock(curs, exclusive=True)
+            old = self.backend.pointer(curs)
+            assert old is not None
+            generation = old.next
+            self.backend.set_pointer(curs, Pointer(old.generation, old.rules, generation + 1))
+            self.backend.create(curs, generation)
+        stop = self.store.max_notification_id()
+        events, seen = self._fold_log(generation, target, 0, stop, progress) if stop else (0, set())
+        with self.backend.transaction(write=True) as curs:
+            self.backend.lock(curs, exclusive=True)
+            now = self.backend.pointer(curs)
+            assert now is not None
+            if now.generation != old.generation:
+                self.backend.drop(curs, generation)
+                raise RebuildSuperseded(f"a later rebuild switched to generation {now.generation} first")
+            more, also = self._fold_log(generation, target, stop, None, curs=curs)
+            self.backend.set_pointer(curs, Pointer(generation, target, now.next))
+            dropped: list[str] = []
+            for stale in sorted(self.backend.generations(curs) - {generation}):
+                self.backend.drop(curs, stale)
+                dropped.extend(f"views_g{stale}_{t}" for t in ("heads", "entries", "outcomes", "messages", "pages", "turns"))
+        self._live = Pointer(generation, target, now.next)
         return RebuildReport(
-            rules=target, conversations=view.count(), events=events, old_rules=old.rules,
-            tables=view.tables, generation=generation, dropped=dropped,
+            rules=target, conversations=len(seen | also), events=events + more, old_rules=old.rules,
+            tables=tuple(f"views_g{generation}_{t}" for t in ("heads", "entries", "outcomes", "messages", "pages", "turns")),
+            generation=generation, dropped=tuple(dropped),
         )
 
     def diff(self, rules: str) -> list[ConversationDiff]:
@@ -185,27 +341,41 @@ class ReadModels:
         which notes of its latest turn differ between the live rule set and `rules`. Writes
         nothing. Raises UnknownRuleSet for an unknown id."""
         target = resolve(rules)
-        ids = self.store.conversation_ids()
-        live, rows = self._live(lambda live, view: [view.row(conversation_uuid(c)) for c in ids])
+        live = self.active_rules()
         diffs = []
-        for conversation, before in zip(ids, rows):
-            if before is None:  # started after the catch-up: not in the live tables yet
+        for conversation in self.store.conversation_ids():
+            before = self.state(conversation)
+            if before is None:
                 continue
-            log = self.store.events(conversation, up_to_version=before.version)
-            after = fold({}, ((before.position, e) for e in log), target)[before.aggregate_id]
-            diffs.append(_diff(conversation, before, live.rules, after, target))
+            log_events = self.store.events(conversation)
+            after = TurnState()
+            for event in log_events:
+                after = turn.apply(after, event, target)
+            diffs.append(_diff(conversation, before, live, log_events, after, target))
         return diffs
 
 
-def _diff(conversation: str, before: Row, before_rules: str, after: Row, after_rules: RuleSet) -> ConversationDiff:
-    old = {e.segment: e.to_json() for e in before.state.record.entries}
-    new = {e.segment: e.to_json() for e in after.state.record.entries}
+def _state(rows: Any, head: Head) -> TurnState:
+    """Returns the folded read models of a conversation from its rows (whole transcript)."""
+    return TurnState.model_construct(
+        transcript=Transcript(kind=head.kind, messages=rows.messages()),
+        record=RunRecord(entries=rows.entries(), dropped=head.dropped, follow=head.follow,
+                         open_waits=head.open_waits, pending=head.pending),
+        outcomes=CardOutcomes(outcomes=rows.outcomes(), open_cards=head.open_cards, approval=head.approval),
+        view=head.view,
+    )
+
+
+def _diff(conversation: str, before: TurnState, before_rules: str, events: Sequence[ConversationEvent],
+          after: TurnState, after_rules: RuleSet) -> ConversationDiff:
+    old = {e.segment: e.to_json() for e in before.record.entries}
+    new = {e.segment: e.to_json() for e in after.record.entries}
     records: list[RecordChange] = []
     for segment in [*old, *(s for s in new if s not in old)]:
         was, now = old.get(segment), new.get(segment)
         if was is None or now is None or any(was[f] != now[f] for f in RECORD_FIELDS):
             records.append((segment, was, now))
-    notes_before, notes_after = _notes(before, before_rules), _notes(after, after_rules)
+    notes_before, notes_after = _notes(events, before_rules), _notes(events, after_rules)
     return ConversationDiff(
         conversation=conversation,
         records_changed=records,
@@ -214,7 +384,8 @@ def _diff(conversation: str, before: Row, before_rules: str, after: Row, after_r
     )
 
 
-def _notes(row: Row, rules: RuleSet | str) -> tuple[str, ...]:
-    if row.turn is None:
+def _notes(events: Sequence[ConversationEvent], rules: RuleSet | str) -> tuple[str, ...]:
+    try:
+        return turn.build_turn_input(events, rules).notes
+    except NoTurnInEvents:
         return ()
-    return turn.turn_input(row.turn.state, row.turn.message, row.turn.at, rules).notes

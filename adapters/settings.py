@@ -194,7 +194,11 @@ def open_store(
     Raises BadSetting (BadDatabaseURL) for a bad setting; the library's or the driver's errors
     when the database cannot be opened (`store_problem` says which are not bugs).
     """
-    return ConversationStore(env={**store_env(environ, memory=memory), **overrides})
+    from adapters.readmodels import ReadModels  # the store's views, applied right after each save
+
+    store = ConversationStore(env={**store_env(environ, memory=memory), **overrides})
+    ReadModels(store)
+    return store
 
 
 def describe_backend(env: Mapping[str, str] | ConversationStore | None = None) -> str:

@@ -264,11 +264,15 @@ def _note(item: Entry | CardOutcome, can_see_page: PageCheck) -> Note:
 
 
 def select_notes(
-    record: RunRecord, outcomes: tuple[CardOutcome, ...], rules: RuleSet, can_see_page: PageCheck
+    record: RunRecord, outcomes: tuple[CardOutcome, ...], rules: RuleSet, can_see_page: PageCheck,
+    outcome_count: int | None = None,
 ) -> tuple[list[Note], bool]:
     """Returns the notes within the budget, oldest first, and whether older notes were left out
-    (then the first note must say so; its sentence is counted in the budget)."""
-    total = len(record.entries) + len(outcomes)
+    (then the first note must say so; its sentence is counted in the budget).
+
+    `outcomes` may be only the newest card outcomes, at least `rules.max_notes + 1` of them,
+    when `outcome_count` says how many exist: no older one can be selected."""
+    total = len(record.entries) + (len(outcomes) if outcome_count is None else outcome_count)
     if record.dropped == 0 and total <= rules.max_notes:
         every = [_note(item, can_see_page) for item in _newest_first(record, outcomes)]
         if sum(len(n.text) for n in every) <= rules.max_note_chars:

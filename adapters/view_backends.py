@@ -1,0 +1,238 @@
+"""Where the row read models live, per backend: transactions, the generation pointer, locks,
+and the log's version of a conversation.
+
+The pointer table `chatrecord_views` (one row: the live generation, its rule set, the next
+generation number) says which generation's tables are live. Writers apply their events under a
+shared lock and a rebuild switches generations under the exclusive one (PostgreSQL advisory
+locks; SQLite's writer lock; a thread lock in memory), so no write lands in a generation after
+it was switched away from.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+from uuid import UUID
+
+from eventsourcing.postgres import PostgresDatastore
+from eventsourcing.sqlite import SQLiteDatastore
+
+from adapters.view_rows import TABLES, MemoryConversation, MemoryRows, SQLRows, create_statements, table_names
+
+POINTER = "chatrecord_views"
+OLD_POINTER = "chatrecord_projection"
+LOCK_KEY = 0x63687276  # "chrv": the advisory lock of the views' generations
+
+
+@dataclass(frozen=True)
+class Pointer:
+    """The live generation, its rule set, and the next generation number to hand out."""
+
+    generation: int
+    rules: str
+    next: int
+
+
+class Backend:
+    """What the read models need of a database."""
+
+    def transaction(self, write: bool) -> Any:
+        """A context manager yielding a cursor of one transaction (committed if `write`)."""
+        raise NotImplementedError
+
+    def rows(self, curs: Any, generation: int, cid: UUID) -> Any:
+        """Returns the rows of conversation `cid` in `generation`, through `curs`."""
+        raise NotImplementedError
+
+    def pointer(self, curs: Any) -> Pointer | None:
+        raise NotImplementedError
+
+    def set_pointer(self, curs: Any, pointer: Pointer) -> None:
+        raise NotImplementedError
+
+    def create(self, curs: Any, generation: int) -> None:
+        raise NotImplementedError
+
+    def drop(self, curs: Any, generation: int) -> None:
+        raise NotImplementedError
+
+    def generations(self, curs: Any) -> set[int]:
+        """Returns the generations whose tables exist."""
+        raise NotImplementedError
+
+    def lock(self, curs: Any, exclusive: bool) -> None:
+        """Takes the generations' lock until the transaction ends."""
+
+    def log_version(self, curs: Any, cid: UUID) -> int:
+        """Returns the version of the conversation's newest stored event, 0 if none."""
+        raise NotImplementedError
+
+    def old_tables(self, curs: Any) -> tuple[str | None, list[str]]:
+        """Returns the rule set of the previous version's views and their tables, if any."""
+        return None, []
+
+
+class SQLBackend(Backend):
+    p = "?"
+    schema = ""
+
+    def __init__(self, datastore: Any, events_table: str) -> None:
+        self.datastore, self.events_table = datastore, events_table
+
+    @contextmanager
+    def transaction(self, write: bool) -> Iterator[Any]:
+        with self.datastore.transaction(commit=write) as curs:
+            yield curs
+
+    def rows(self, curs: Any, generation: int, cid: UUID) -> SQLRows:
+        return SQLRows(curs, table_names(generation, self.schema), str(cid), self.p)
+
+    def _t(self, name: str) -> str:
+        return f'"{self.schema}".{name}' if self.schema else name
+
+    def _x(self, curs: Any, sql: str, params: tuple[Any, ...] = ()) -> Any:
+        curs.execute(sql.replace("?", self.p), params)
+        return curs
+
+    def pointer(self, curs: Any) -> Pointer | None:
+        if not self._exists(curs, POINTER):
+            return None
+        row = self._x(curs, f"SELECT generation, rules, next FROM {self._t(POINTER)} WHERE id = 1").fetchone()
+        return Pointer(int(row["generation"]), row["rules"], int(row["next"])) if row else None
+
+    def set_pointer(self, curs: Any, pointer: Pointer) -> None:
+        self._x(curs, f"CREATE TABLE IF NOT EXISTS {self._t(POINTER)} "
+                      "(id INTEGER PRIMARY KEY, generation BIGINT NOT NULL, rules TEXT NOT NULL, next BIGINT NOT NULL)")
+        self._x(curs, f"INSERT INTO {self._t(POINTER)} (id, generation, rules, next) VALUES (1, ?, ?, ?) "
+                      "ON CONFLICT (id) DO UPDATE SET generation = excluded.generation, rules = excluded.rules, "
+                      "next = excluded.next", (pointer.generation, pointer.rules, pointer.next))
+
+    def create(self, curs: Any, generation: int) -> None:
+        for statement in create_statements(generation, self.schema):
+            self._x(curs, statement)
+
+    def drop(self, curs: Any, generation: int) -> None:
+        for table in table_names(generation, self.schema).values():
+            self._x(curs, f"DROP TABLE IF EXISTS {table}")
+
+    def generations(self, curs: Any) -> set[int]:
+        found = set()
+        for name in self._tables(curs):
+            if name.startswith("views_g") and name.endswith("_heads"):
+                found.add(int(name[len("views_g"):-len("_heads")]))
+        return found
+
+    def log_version(self, curs: Any, cid: UUID) -> int:
+        row = self._x(curs, f"SELECT MAX(originator_version) AS v FROM {self._t(self.events_table)} "
+                            "WHERE originator_id = ?", (self._id(cid),)).fetchone()
+        return int(row["v"] or 0) if row else 0
+
+    def old_tables(self, curs: Any) -> tuple[str | None, list[str]]:
+        names = [n for n in self._tables(curs) if n.startswith("readmodels_g")]
+        rules = None
+        if self._exists(curs, OLD_POINTER):
+            row = self._x(curs, f"SELECT * FROM {self._t(OLD_POINTER)}").fetchone()
+            rules = row["rules"] if row else None
+            names.append(OLD_POINTER)
+        return rules, names
+
+    def drop_table(self, curs: Any, name: str) -> None:
+        self._x(curs, f"DROP TABLE IF EXISTS {self._t(name)}")
+
+    def _id(self, cid: UUID) -> Any:
+        return str(cid)
+
+    def _tables(self, curs: Any) -> list[str]:
+        raise NotImplementedError
+
+    def _exists(self, curs: Any, name: str) -> bool:
+        return name in self._tables(curs)
+
+
+class SQLiteBackend(SQLBackend):
+    def _id(self, cid: UUID) -> Any:
+        return cid.hex  # the library stores a UUID's hex
+
+    def _tables(self, curs: Any) -> list[str]:
+        return [r["name"] for r in self._x(curs, "SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()]
+
+
+class PostgresBackend(SQLBackend):
+    p = "%s"
+
+    def __init__(self, datastore: PostgresDatastore, events_table: str) -> None:
+        super().__init__(datastore, events_table)
+        self.schema = datastore.schema
+
+    def _tables(self, curs: Any) -> list[str]:
+        rows = self._x(curs, "SELECT table_name FROM information_schema.tables WHERE table_schema = ?",
+                       (self.schema,)).fetchall()
+        return [r["table_name"] for r in rows]
+
+    def _exists(self, curs: Any, name: str) -> bool:
+        row = self._x(curs, "SELECT to_regclass(?) AS t", (f'"{self.schema}".{name}',)).fetchone()
+        return row["t"] is not None
+
+    def lock(self, curs: Any, exclusive: bool) -> None:
+        fn = "pg_advisory_xact_lock" if exclusive else "pg_advisory_xact_lock_shared"
+        self._x(curs, f"SELECT {fn}(?)", (LOCK_KEY,))
+
+    def _id(self, cid: UUID) -> Any:
+        return cid
+
+
+class MemoryBackend(Backend):
+    """The in-memory store's views: dicts per generation, under one lock."""
+
+    def __init__(self, recorder: Any) -> None:
+        self.recorder = recorder
+        self.lock_ = threading.RLock()
+        self.tables: dict[int, dict[UUID, MemoryConversation]] = {}
+        self.ptr: Pointer | None = None
+
+    @contextmanager
+    def transaction(self, write: bool) -> Iterator[Any]:
+        with self.lock_:
+            yield None
+
+    def rows(self, curs: Any, generation: int, cid: UUID) -> MemoryRows:
+        return MemoryRows(self.tables[generation].setdefault(cid, MemoryConversation()))
+
+    def pointer(self, curs: Any) -> Pointer | None:
+        return self.ptr
+
+    def set_pointer(self, curs: Any, pointer: Pointer) -> None:
+        self.ptr = pointer
+
+    def create(self, curs: Any, generation: int) -> None:
+        self.tables.setdefault(generation, {})
+
+    def drop(self, curs: Any, generation: int) -> None:
+        self.tables.pop(generation, None)
+
+    def generations(self, curs: Any) -> set[int]:
+        return set(self.tables)
+
+    def log_version(self, curs: Any, cid: UUID) -> int:
+        found = self.recorder.select_events(cid, desc=True, limit=1)
+        return found[0].originator_version if found else 0
+
+
+def backend_for(store: Any) -> Backend:
+    """Returns the backend of a ConversationStore's database."""
+    recorder = store.recorder
+    datastore = getattr(recorder, "datastore", None)
+    if isinstance(datastore, PostgresDatastore):
+        return PostgresBackend(datastore, recorder.events_table_name)
+    if isinstance(datastore, SQLiteDatastore):
+        return SQLiteBackend(datastore, recorder.events_table_name)
+    backend = getattr(store, "_memory_views", None)
+    if backend is None:
+        backend = store._memory_views = MemoryBackend(recorder)
+    return backend
+
+
+__all__ = ["TABLES", "Backend", "Pointer", "backend_for"]

@@ -1,0 +1,295 @@
+"""The row tables of one generation of the read models, per backend.
+
+A generation `g` owns six tables named `views_g<g>_<table>`: `heads` (one row per
+conversation: its `projections.rows.Head` as JSON and its version), `entries` (run record
+entries kept, by version), `outcomes` (card outcomes, by the version and place of the event
+that recorded them), `messages` (the transcript, by index, with the user message number and
+where its block ends), `pages` (page changes) and `turns`. `SQLRows` reads and writes one
+conversation's rows inside a transaction the caller holds; `MemoryRows` is the same on dicts,
+for the in-memory store. Bodies are pydantic JSON; keys are plain columns with indexes, so
+every read the fold or a turn makes is an index lookup.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from projections.card_outcomes import CardOutcome
+from projections.rows import Head, TurnMark
+from projections.run_record import Entry
+from projections.transcript import Message
+
+TABLES = ("heads", "entries", "outcomes", "messages", "pages", "turns")
+
+
+def table_names(generation: int, schema: str = "") -> dict[str, str]:
+    """Returns the table names of `generation`: {"heads": "views_g<N>_heads", …}, qualified
+    with `schema` (a PostgreSQL schema name) when given."""
+    prefix = f'"{schema}".' if schema else ""
+    return {t: f"{prefix}views_g{generation}_{t}" for t in TABLES}
+
+
+def create_statements(generation: int, schema: str = "") -> list[str]:
+    """Returns the CREATE statements of a generation's tables."""
+    n, big = table_names(generation, schema), "BIGINT"
+    bare = table_names(generation)
+    return [
+        f"CREATE TABLE IF NOT EXISTS {n['heads']} (cid TEXT PRIMARY KEY, version {big} NOT NULL, body TEXT NOT NULL)",
+        f"CREATE TABLE IF NOT EXISTS {n['entries']} (cid TEXT NOT NULL, seq {big} NOT NULL, segment TEXT NOT NULL, "
+        f"body TEXT NOT NULL, PRIMARY KEY (cid, seq))",
+        f"CREATE INDEX IF NOT EXISTS {bare['entries']}_segment ON {n['entries']} (cid, segment)",
+        f"CREATE TABLE IF NOT EXISTS {n['outcomes']} (cid TEXT NOT NULL, v {big} NOT NULL, sub {big} NOT NULL, "
+        f"card TEXT, after {big} NOT NULL, body TEXT NOT NULL, PRIMARY KEY (cid, v, sub))",
+        f"CREATE TABLE IF NOT EXISTS {n['messages']} (cid TEXT NOT NULL, idx {big} NOT NULL, role TEXT NOT NULL, "
+        f"number {big}, block_end {big}, body TEXT NOT NULL, PRIMARY KEY (cid, idx))",
+        f"CREATE INDEX IF NOT EXISTS {bare['messages']}_number ON {n['messages']} (cid, number)",
+        f"CREATE TABLE IF NOT EXISTS {n['pages']} (cid TEXT NOT NULL, message {big} NOT NULL, page {big} NOT NULL, "
+        f"PRIMARY KEY (cid, message))",
+        f"CREATE TABLE IF NOT EXISTS {n['turns']} (cid TEXT NOT NULL, version {big} NOT NULL, message {big} NOT NULL, "
+        f"at TEXT NOT NULL, PRIMARY KEY (cid, version))",
+    ]
+
+
+class SQLRows:
+    """One conversation's rows in a generation, read and written through `curs` (a cursor of
+    an open transaction). `p` is the driver's placeholder (`?` or `%s`)."""
+
+    def __init__(self, curs: Any, tables: dict[str, str], cid: str, p: str) -> None:
+        self.curs, self.cid, self.p, self.t = curs, cid, p, tables
+
+    def _q(self, sql: str, *args: Any) -> Any:
+        self.curs.execute(sql.replace("?", self.p), (self.cid, *args))
+        return self.curs
+
+    def _rowcount(self) -> int:
+        curs = getattr(self.curs, "sqlite_cursor", self.curs)
+        return max(0, curs.rowcount)
+
+    # ---------------------------------------------------------------- head
+
+    def head(self) -> Head | None:
+        """Returns the conversation's head, None before its first event."""
+        row = self._q(f"SELECT body FROM {self.t['heads']} WHERE cid = ?").fetchone()
+        return Head.model_validate_json(row["body"]) if row else None
+
+    def put_head(self, head: Head) -> None:
+        self._q(
+            f"INSERT INTO {self.t['heads']} (cid, version, body) VALUES (?, ?, ?) "
+            "ON CONFLICT (cid) DO UPDATE SET version = excluded.version, body = excluded.body",
+            head.version, head.model_dump_json(),
+        )
+
+    # ---------------------------------------------------------------- run record
+
+    def entry(self, segment: str) -> Entry | None:
+        row = self._q(f"SELECT body FROM {self.t['entries']} WHERE cid = ? AND segment = ?", segment).fetchone()
+        return Entry.model_validate_json(row["body"]) if row else None
+
+    def put_entry(self, entry: Entry) -> None:
+        self._q(
+            f"INSERT INTO {self.t['entries']} (cid, seq, segment, body) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT (cid, seq) DO UPDATE SET body = excluded.body",
+            entry.seq, entry.segment, entry.model_dump_json(),
+        )
+
+    def delete_entries(self, seqs: Iterable[int]) -> None:
+        for seq in seqs:
+            self._q(f"DELETE FROM {self.t['entries']} WHERE cid = ? AND seq = ?", seq)
+
+    def entries(self) -> tuple[Entry, ...]:
+        """Returns the kept run record entries, oldest first."""
+        rows = self._q(f"SELECT body FROM {self.t['entries']} WHERE cid = ? ORDER BY seq").fetchall()
+        return tuple(Entry.model_validate_json(r["body"]) for r in rows)
+
+    # ---------------------------------------------------------------- card outcomes
+
+    def put_outcomes(self, outcomes: Iterable[CardOutcome]) -> None:
+        for o in outcomes:
+            self._q(
+                f"INSERT INTO {self.t['outcomes']} (cid, v, sub, card, after, body) VALUES (?, ?, ?, ?, ?, ?)",
+                o.seq[0], o.seq[1], o.card, o.after, o.model_dump_json(),
+            )
+
+    def cut_outcomes(self, cards: set[str], length: int) -> int:
+        removed = 0
+        for card in sorted(cards):
+            self._q(f"DELETE FROM {self.t['outcomes']} WHERE cid = ? AND card = ?", card)
+            removed += self._rowcount()
+        self._q(f"DELETE FROM {self.t['outcomes']} WHERE cid = ? AND card IS NULL AND after >= ?", length)
+        return removed + self._rowcount()
+
+    def outcomes(self, newest: int | None = None) -> tuple[CardOutcome, ...]:
+        """Returns the card outcomes, oldest first; only the `newest` ones if given."""
+        if newest is None:
+            rows = self._q(f"SELECT body FROM {self.t['outcomes']} WHERE cid = ? ORDER BY v, sub").fetchall()
+        else:
+            rows = self._q(
+                f"SELECT body FROM {self.t['outcomes']} WHERE cid = ? ORDER BY v DESC, sub DESC LIMIT ?", newest
+            ).fetchall()[::-1]
+        return tuple(CardOutcome.model_validate_json(r["body"]) for r in rows)
+
+    # ---------------------------------------------------------------- transcript
+
+    def message(self, index: int) -> Message | None:
+        row = self._q(f"SELECT body FROM {self.t['messages']} WHERE cid = ? AND idx = ?", index).fetchone()
+        return Message.model_validate_json(row["body"]) if row else None
+
+    def user_index(self, number: int) -> int | None:
+        row = self._q(
+            f"SELECT idx FROM {self.t['messages']} WHERE cid = ? AND number = ? ORDER BY idx DESC LIMIT 1", number
+        ).fetchone()
+        return int(row["idx"]) if row else None
+
+    def block_end(self, number: int) -> int | None:
+        """Returns the index of the user message after user message `number` (None: none)."""
+        row = self._q(
+            f"SELECT block_end FROM {self.t['messages']} WHERE cid = ? AND number = ? ORDER BY idx DESC LIMIT 1",
+            number,
+        ).fetchone()
+        return None if row is None or row["block_end"] is None else int(row["block_end"])
+
+    def put_message(self, index: int, message: Message) -> None:
+        self._q(
+            f"INSERT INTO {self.t['messages']} (cid, idx, role, number, block_end, body) VALUES (?, ?, ?, ?, NULL, ?) "
+            "ON CONFLICT (cid, idx) DO UPDATE SET role = excluded.role, number = excluded.number, "
+            "body = excluded.body",
+            index, message.role, message.number, message.model_dump_json(),
+        )
+
+    def end_block(self, index: int, end: int | None) -> None:
+        self.curs.execute(
+            f"UPDATE {self.t['messages']} SET block_end = {self.p} WHERE cid = {self.p} AND idx = {self.p}",
+            (end, self.cid, index),
+        )
+
+    def cut_messages(self, keep: int) -> None:
+        self._q(f"DELETE FROM {self.t['messages']} WHERE cid = ? AND idx >= ?", keep)
+
+    def messages(self) -> tuple[Message, ...]:
+        """Returns the whole transcript, in order."""
+        rows = self._q(f"SELECT body FROM {self.t['messages']} WHERE cid = ? ORDER BY idx").fetchall()
+        return tuple(Message.model_validate_json(r["body"]) for r in rows)
+
+    # ---------------------------------------------------------------- view context, turns
+
+    def put_page(self, message: int, page: int) -> None:
+        self._q(
+            f"INSERT INTO {self.t['pages']} (cid, message, page) VALUES (?, ?, ?) "
+            "ON CONFLICT (cid, message) DO UPDATE SET page = excluded.page",
+            message, page,
+        )
+
+    def cut_pages(self, after: int) -> tuple[int | None, int]:
+        self._q(f"DELETE FROM {self.t['pages']} WHERE cid = ? AND message > ?", after)
+        newest = self._q(f"SELECT page FROM {self.t['pages']} WHERE cid = ? ORDER BY message DESC LIMIT 1").fetchone()
+        shown = self._q(
+            f"SELECT page FROM {self.t['pages']} WHERE cid = ? AND page <> 0 ORDER BY message DESC LIMIT 1"
+        ).fetchone()
+        return (int(newest["page"]) if newest else None), (int(shown["page"]) if shown else 0)
+
+    def put_turn(self, turn: TurnMark) -> None:
+        self._q(
+            f"INSERT INTO {self.t['turns']} (cid, version, message, at) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT (cid, version) DO NOTHING",
+            turn.version, turn.message, turn.at.isoformat(),
+        )
+
+
+@dataclass
+class MemoryConversation:
+    """One conversation's rows in memory."""
+
+    head: Head | None = None
+    entries: dict[int, Entry] = field(default_factory=dict)
+    outcomes: dict[tuple[int, int], CardOutcome] = field(default_factory=dict)
+    messages: dict[int, Message] = field(default_factory=dict)
+    numbers: dict[int, int] = field(default_factory=dict)
+    block_ends: dict[int, int | None] = field(default_factory=dict)
+    pages: dict[int, int] = field(default_factory=dict)
+    turns: dict[int, TurnMark] = field(default_factory=dict)
+
+
+class MemoryRows:
+    """`SQLRows` on a `MemoryConversation` (the in-memory store's views)."""
+
+    def __init__(self, rows: MemoryConversation) -> None:
+        self.r = rows
+
+    def head(self) -> Head | None:
+        return self.r.head
+
+    def put_head(self, head: Head) -> None:
+        self.r.head = head
+
+    def entry(self, segment: str) -> Entry | None:
+        return next((e for e in reversed(self.r.entries.values()) if e.segment == segment), None)
+
+    def put_entry(self, entry: Entry) -> None:
+        self.r.entries[entry.seq] = entry
+
+    def delete_entries(self, seqs: Iterable[int]) -> None:
+        for seq in seqs:
+            self.r.entries.pop(seq, None)
+
+    def entries(self) -> tuple[Entry, ...]:
+        return tuple(self.r.entries[s] for s in sorted(self.r.entries))
+
+    def put_outcomes(self, outcomes: Iterable[CardOutcome]) -> None:
+        for o in outcomes:
+            self.r.outcomes[o.seq] = o
+
+    def cut_outcomes(self, cards: set[str], length: int) -> int:
+        gone = [k for k, o in self.r.outcomes.items()
+                if (o.card in cards if o.card is not None else o.after >= length)]
+        for key in gone:
+            del self.r.outcomes[key]
+        return len(gone)
+
+    def outcomes(self, newest: int | None = None) -> tuple[CardOutcome, ...]:
+        ordered = tuple(self.r.outcomes[k] for k in sorted(self.r.outcomes))
+        return ordered if newest is None else ordered[-newest:] if newest else ()
+
+    def message(self, index: int) -> Message | None:
+        return self.r.messages.get(index)
+
+    def user_index(self, number: int) -> int | None:
+        return self.r.numbers.get(number)
+
+    def block_end(self, number: int) -> int | None:
+        index = self.user_index(number)
+        return None if index is None else self.r.block_ends.get(index)
+
+    def put_message(self, index: int, message: Message) -> None:
+        if index not in self.r.messages:
+            self.r.block_ends[index] = None
+        self.r.messages[index] = message
+        if message.number is not None:
+            self.r.numbers[message.number] = index
+
+    def end_block(self, index: int, end: int | None) -> None:
+        if index in self.r.messages:
+            self.r.block_ends[index] = end
+
+    def cut_messages(self, keep: int) -> None:
+        for index in [i for i in self.r.messages if i >= keep]:
+            number = self.r.messages.pop(index).number
+            self.r.block_ends.pop(index, None)
+            if number is not None and self.r.numbers.get(number) == index:
+                del self.r.numbers[number]
+
+    def messages(self) -> tuple[Message, ...]:
+        return tuple(self.r.messages[i] for i in sorted(self.r.messages))
+
+    def put_page(self, message: int, page: int) -> None:
+        self.r.pages[message] = page
+
+    def cut_pages(self, after: int) -> tuple[int | None, int]:
+        for message in [m for m in self.r.pages if m > after]:
+            del self.r.pages[message]
+        ordered = [self.r.pages[m] for m in sorted(self.r.pages)]
+        return (ordered[-1] if ordered else None), next((p for p in reversed(ordered) if p), 0)
+
+    def put_turn(self, turn: TurnMark) -> None:
+        self.r.turns.setdefault(turn.version, turn)

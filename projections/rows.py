@@ -1,0 +1,382 @@
+"""The read models as rows: one event changes a bounded number of rows.
+
+`Head` is a conversation's bounded bookkeeping (what the next event needs to know: what a
+continuation follows, which cards wait, the transcript's length, the view context, the latest
+turn). Everything that grows with the history lives in rows behind the `Rows` view: run record
+entries (the newest `RuleSet.record_entries` kept; an older one is deleted when it falls out),
+card outcomes, transcript messages, page changes and turns. `advance(rows, head, event, rules)`
+applies one event through the view's small methods and returns the new head; it reads rows
+only by key (a segment, a transcript index, a user message number), so its cost does not
+depend on the history.
+
+The rules themselves are the folded read models' own functions (`run_record.new_entry`,
+`run_record.decided`, `card_outcomes.approval_outcomes`, `transcript.answered`, …), so the rows
+and a fresh fold of the log (`projections.turn.apply`) cannot read an event differently; a
+property test holds them equal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+from functools import singledispatch
+from typing import Literal, Protocol
+
+from domain.events import (
+    CardDecided,
+    CardLeftUndecided,
+    ConversationEvent,
+    ConversationStarted,
+    LegacyRowImported,
+    MessageEdited,
+    QuestionAnswered,
+    SegmentReturned,
+    TranscriptReplaced,
+    TurnRetried,
+    TurnsTruncated,
+    UserMessagePosted,
+)
+from domain.values import Immutable
+from projections import card_outcomes as co
+from projections import run_record as rr
+from projections import transcript as tr
+from projections.card_outcomes import Approval, CardOutcome, OpenCard
+from projections.rules import RuleSet
+from projections.run_record import Entry, Pending
+from projections.steps import Follow, follow_after
+from projections.transcript import Message
+from projections.turn import starts_turn
+from projections.view_context import ViewContext, last_page
+
+
+class TurnMark(Immutable):
+    """The latest model call a user message started: its `message` number, time, and the
+    version of the event that started it."""
+
+    message: int
+    at: datetime
+    version: int
+
+
+class Head(Immutable):
+    """A conversation's bounded state in the row read models (one row per conversation).
+
+    `seqs`: the versions of the run record entries kept, oldest first (at most
+    `record_entries`); `dropped` how many fell out. `outcomes`: card outcomes kept. `length`,
+    `last_role`, `last_user`: the transcript's length, its last message's role and the index of
+    its last user message. `last_change`: the page of the newest page change (None before one).
+    """
+
+    conversation: str = ""
+    version: int = 0
+    kind: Literal["chat", "alt_text"] = "chat"
+    seqs: tuple[int, ...] = ()
+    dropped: int = 0
+    follow: Follow | None = None
+    open_waits: dict[str, str | None] = {}
+    pending: Pending | None = None
+    outcomes: int = 0
+    open_cards: dict[str, OpenCard] = {}
+    approval: Approval | None = None
+    length: int = 0
+    last_role: Literal["user", "assistant"] | None = None
+    last_user: int | None = None
+    page_id: int = 0
+    last_page_id: int = 0
+    last_change: int | None = None
+    turn: TurnMark | None = None
+    edited: int | None = None
+
+    @property
+    def view(self) -> ViewContext:
+        """Returns the view context (pageId, lastPageId)."""
+        return ViewContext(page_id=self.page_id, last_page_id=self.last_page_id)
+
+
+class Rows(Protocol):
+    """The row tables of one conversation, as the fold reads and writes them."""
+
+    def entry(self, segment: str) -> Entry | None:
+        """Returns the kept run record entry of `segment`, None if there is none."""
+
+    def put_entry(self, entry: Entry) -> None:
+        """Inserts or replaces the entry of version `entry.seq`."""
+
+    def delete_entries(self, seqs: Iterable[int]) -> None:
+        """Deletes the entries of these versions."""
+
+    def put_outcomes(self, outcomes: Iterable[CardOutcome]) -> None:
+        """Appends card outcomes (keyed by `index`)."""
+
+    def cut_outcomes(self, cards: set[str], length: int) -> int:
+        """Deletes the outcomes `card_outcomes.is_cut` names; returns how many."""
+
+    def message(self, index: int) -> Message | None:
+        """Returns transcript message `index`, None past the end."""
+
+    def user_index(self, number: int) -> int | None:
+        """Returns the index of user message `number`, None if the transcript has none."""
+
+    def put_message(self, index: int, message: Message) -> None:
+        """Inserts or replaces transcript message `index` (its block end unset)."""
+
+    def end_block(self, index: int, end: int | None) -> None:
+        """Records where the block of the user message at `index` ends (the next user
+        message's index), or None when it runs to the transcript's end."""
+
+    def cut_messages(self, keep: int) -> None:
+        """Deletes the transcript messages from index `keep` on."""
+
+    def put_page(self, message: int, page: int) -> None:
+        """Records that typed message `message` changed the page to `page`."""
+
+    def cut_pages(self, after: int) -> tuple[int | None, int]:
+        """Deletes the page changes of messages after `after`; returns the newest kept page
+        (None when none is kept) and the newest non-zero kept page (0 when none)."""
+
+    def put_turn(self, turn: TurnMark) -> None:
+        """Records a model call a user message started."""
+
+
+def advance(rows: Rows, head: Head, event: ConversationEvent, rules: RuleSet) -> Head:
+    """Applies `event` to the rows and returns the head after it. The caller checks that the
+    event's version follows `head.version`."""
+    head = _apply(event, head, rows, rules)
+    number = starts_turn(event, head.edited)
+    update: dict[str, object] = {
+        "version": event.originator_version,
+        "edited": event.message if isinstance(event, MessageEdited) else None,
+    }
+    if number is not None:
+        mark = TurnMark(message=number, at=event.timestamp, version=event.originator_version)
+        rows.put_turn(mark)
+        update["turn"] = mark
+    return head.model_copy(update=update)
+
+
+# ---------------------------------------------------------------- run record
+
+
+def _update_entry(rows: Rows, head: Head, segment: str, **changes: object) -> None:
+    entry = rows.entry(segment)
+    if entry is not None:
+        rows.put_entry(entry.model_copy(update=changes))
+
+
+def _entry_seq(rows: Rows, head: Head, segment: str) -> int | None:
+    entry = rows.entry(segment)
+    return entry.seq if entry is not None else None
+
+
+def _give_up(rows: Rows, head: Head) -> Head:
+    """A pending approval's decision goes on its card's entry: no outcome came."""
+    if head.pending is None:
+        return head
+    _update_entry(rows, head, head.pending.card, decision=head.pending.answer)
+    return head.model_copy(update={"pending": None})
+
+
+def _close(head: Head, segment: str) -> dict[str, object]:
+    return {
+        "open_waits": {s: g for s, g in head.open_waits.items() if s != segment},
+        "open_cards": {s: c for s, c in head.open_cards.items() if s != segment},
+    }
+
+
+# ---------------------------------------------------------------- transcript
+
+
+def _append_user(rows: Rows, head: Head, number: int, text: str, disarm: bool) -> Head:
+    index = head.length
+    rows.put_message(index, Message(role="user", text=tr.disarm(text) if disarm else text, number=number))
+    if head.last_user is not None:
+        rows.end_block(head.last_user, index)
+    return head.model_copy(update={"length": index + 1, "last_role": "user", "last_user": index})
+
+
+def _replace_transcript(rows: Rows, head: Head, messages: tuple[Message, ...], disarm: bool) -> Head:
+    rows.cut_messages(0)
+    last_user = None
+    for index, message in enumerate(messages):
+        if disarm:
+            message = message.model_copy(update={"text": tr.disarm(message.text)})
+        rows.put_message(index, message)
+        if message.role == "user":
+            if last_user is not None:
+                rows.end_block(last_user, index)
+            last_user = index
+    return head.model_copy(
+        update={
+            "length": len(messages),
+            "last_role": messages[-1].role if messages else None,
+            "last_user": last_user,
+        }
+    )
+
+
+# ---------------------------------------------------------------- the fold
+
+
+@singledispatch
+def _apply(event: ConversationEvent, head: Head, rows: Rows, rules: RuleSet) -> Head:
+    return head
+
+
+@_apply.register
+def _(event: ConversationStarted, head: Head, rows: Rows, rules: RuleSet) -> Head:
+    return head.model_copy(update={"conversation": event.conversation, "kind": event.kind})
+
+
+@_apply.register
+def _(event: UserMessagePosted, head: Head, rows: Rows, rules: RuleSet) -> Head:
+    head = _give_up(rows, head).model_copy(update={"approval": None})
+    head = _append_user(rows, head, event.message, event.text, tr.disarms(event, rules))
+    update: dict[str, object] = {
+        "page_id": event.page,
+        "last_page_id": last_page(event.page, head.last_page_id, rules),
+    }
+    if head.last_change is None or head.last_change != event.page:
+        rows.put_page(event.message, event.page)
+        update["last_change"] = event.page
+    return head.model_copy(update=update)
+
+
+@_apply.register
+def _(event: TurnRetried, head: Head, rows: Rows, rules: RuleSet) -> Head:
+    return _give_up(rows, head).model_copy(update={"approval": None})
+
+
+@_apply.register
+def _(event: SegmentReturned, head: Head, rows: Rows, rules: RuleSet) -> Head:
+    # card outcomes, at the transcript's position before the answer
+    new: tuple[CardOutcome, ...] = ()
+    if co.continues(head.approval, event):
+        assert head.approval is not None
+        new = co.approval_outcomes(head.approval, event, rules, (head.length, head.outcomes))
+        rows.put_outcomes(new)
+    open_cards = head.open_cards
+    if event.outcome == "awaiting_approval" and event.skill is not None:
+        open_cards = {**open_cards, event.segment: OpenCard(run=event.run, calls=event.waiting)}
+    # run record
+    pending = head.pending
+    if pending is None or event.trigger != "approval" or event.run != pending.run:
+        head = _give_up(rows, head)
+    entry = rr.new_entry(event, head.follow, rules)
+    rows.put_entry(entry)
+    seqs = (*head.seqs, entry.seq)
+    overflow = max(0, len(seqs) - rules.record_entries)
+    if overflow:
+        rows.delete_entries(seqs[:overflow])
+    open_waits = head.open_waits
+    if event.outcome in ("awaiting_approval", "awaiting_input"):
+        open_waits = {**open_waits, event.segment: rr.waits_on(event)}
+    update: dict[str, object] = {
+        "seqs": seqs[overflow:],
+        "dropped": head.dropped + overflow,
+        "follow": follow_after(head.follow, event),
+        "open_waits": open_waits,
+        "pending": None,
+        "outcomes": head.outcomes + len(new),
+        "approval": None,
+        "open_cards": open_cards,
+    }
+    # transcript
+    if event.answer is not None:
+        last = rows.message(head.length - 1) if head.last_role == "assistant" else None
+        message = tr.answered(last, event.segment, event.answer)
+        if tr.disarms(event, rules):
+            message = message.model_copy(update={"text": tr.disarm(message.text)})
+        index = head.length - 1 if last is not None else head.length
+        rows.put_message(index, message)
+        update.update(length=index + 1, last_role="assistant")
+    return head.model_copy(update=update)
+
+
+@_apply.register
+def _(event: CardDecided, head: Head, rows: Rows, rules: RuleSet) -> Head:
+    decision, pending = rr.decided(event, head.open_waits.get(event.segment))
+    _update_entry(rows, head, event.segment, resolved="decided", decision=decision)
+    card = head.open_cards.get(event.segment)
+    head = head.model_copy(update={"follow": follow_after(head.follow, event), "pending": pending, **_close(head, event.segment)})
+    if event.message is not None and event.text is not None:
+        head = _append_user(rows, head, event.message, event.text, tr.disarms(event, rules))
+    if card is None:
+        return head
+    if event.approved:
+        approval = Approval(card=event.segment, run=card.run, answer=event.answer, calls=card.calls)
+        return head.model_copy(update={"approval": approval})
+    new = co.declined_outcomes(card.calls, event, (head.length, head.outcomes))
+    rows.put_outcomes(new)
+    return head.model_copy(update={"outcomes": head.outcomes + len(new)})
+
+
+@_apply.register
+def _(event: QuestionAnswered, head: Head, rows: Rows, rules: RuleSet) -> Head:
+    _update_entry(rows, head, event.segment, resolved="answered")
+    open_waits = {s: g for s, g in head.open_waits.items() if s != event.segment}
+    head = head.model_copy(update={"follow": follow_after(head.follow, event), "open_waits": open_waits})
+    return _append_user(rows, head, event.message, event.text, tr.disarms(event, rules))
+
+
+@_apply.register
+def _(event: CardLeftUndecided, head: Head, rows: Rows, rules: RuleSet) -> Head:
+    _update_entry(rows, head, event.segment, undecided=event.reason, decidable_elsewhere=event.decidable_elsewhere)
+    return head.model_copy(update=_close(head, event.segment))
+
+
+@_apply.register
+def _(event: MessageEdited, head: Head, rows: Rows, rules: RuleSet) -> Head:
+    index = rows.user_index(event.message)
+    message = rows.message(index) if index is not None else None
+    if index is not None and message is not None:
+        text = tr.disarm(event.text) if tr.disarms(event, rules) else event.text
+        rows.put_message(index, message.model_copy(update={"text": text}))
+    return head
+
+
+@_apply.register
+def _(event: TurnsTruncated, head: Head, rows: Rows, rules: RuleSet) -> Head:
+    cut = set(event.cut_segments)
+    gone = [seq for seq in (_entry_seq(rows, head, s) for s in cut) if seq is not None]
+    rows.delete_entries(gone)
+    update: dict[str, object] = {
+        "seqs": tuple(s for s in head.seqs if s not in gone),
+        "follow": follow_after(head.follow, event),
+        "open_waits": {s: g for s, g in head.open_waits.items() if s not in cut},
+        "pending": head.pending if head.pending and head.pending.card not in cut else None,
+    }
+    index = rows.user_index(event.after_message)
+    length = head.length
+    if index is not None:
+        length = index + 1
+        rows.cut_messages(length)
+        rows.end_block(index, None)
+        update.update(length=length, last_role="user", last_user=index)
+    cards = set(event.cut_cards) | cut
+    removed = rows.cut_outcomes(cards, length)
+    update.update(
+        outcomes=head.outcomes - removed,
+        approval=head.approval if head.approval and head.approval.card not in cards else None,
+        open_cards={s: c for s, c in head.open_cards.items() if s not in cards},
+    )
+    newest, newest_page = rows.cut_pages(event.after_message)
+    page_id = newest or 0
+    update.update(
+        page_id=page_id,
+        last_page_id=newest_page if rules.keeps_last_page else page_id,
+        last_change=newest,
+    )
+    return head.model_copy(update=update)
+
+
+@_apply.register
+def _(event: TranscriptReplaced, head: Head, rows: Rows, rules: RuleSet) -> Head:
+    return _replace_transcript(rows, head, tr.from_lines(event.messages), tr.disarms(event, rules))
+
+
+@_apply.register
+def _(event: LegacyRowImported, head: Head, rows: Rows, rules: RuleSet) -> Head:
+    head = _replace_transcript(rows, head, tr.from_lines(event.messages), tr.disarms(event, rules))
+    legacy = co.legacy_outcomes(event, head.outcomes)
+    rows.put_outcomes(legacy)
+    return head.model_copy(update={"outcomes": head.outcomes + len(legacy)})
