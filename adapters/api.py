@@ -28,6 +28,7 @@ from projections import activity
 from projections.activity import SegmentActivity
 from projections.page_line import PageCheck, every_page
 from projections.turn import TurnInput
+from projections.turn_notes import TurnNotes
 
 
 class Chatrecord:
@@ -73,6 +74,17 @@ class Chatrecord:
         for event in events:
             state = activity.apply(state, event, rule_set)
         return state.segments
+
+    def turn_notes(self, conversation: str, can_see_page: PageCheck = every_page) -> TurnNotes:
+        """Returns what the chat adds to the transcript it holds for the next model call: the
+        system message's page line and each note with its place (`TurnNotes.to_json()`:
+        `{"conversation", "rules", "version", "page_line", "notes": [{"text", "index", "into",
+        "at"}]}`; `projections.turn_notes.apply_notes` shows how they go in). Reads a bounded few
+        rows: its cost does not grow with the conversation's history.
+
+        Raises UnknownConversation for an id the store does not hold.
+        """
+        return self.read_models.turn_notes(conversation, can_see_page)
 
     def turn_input(self, conversation: str, can_see_page: PageCheck = every_page) -> TurnInput:
         """Returns the input of the conversation's latest turn under the live rule set: the system

@@ -9,6 +9,7 @@ import pytest
 
 from adapters.api import Chatrecord
 from adapters.settings import open_store
+from projections.turn_notes import apply_notes
 from domain.errors import InvalidInput, NoCardWaiting, UnknownConversation
 
 DEMO = Path(__file__).parents[1] / "data" / "demo_seo_tour.jsonl"
@@ -64,3 +65,22 @@ def test_the_activity_list_shows_the_editor_a_behalten_as_the_decision_not_a_fai
         ["Von dir abgelehnt: Behalten"], ["Von dir abgelehnt: Behalten"], ["Von dir abgelehnt: Behalten"], []
     ]
     assert [e.label for e in before[1].entries][:2] == ["fehlgeschlagen", "ausgeführt"]
+
+
+def test_the_chat_reads_the_next_turns_notes_and_puts_them_into_its_transcript(tmp_path) -> None:
+
+    # the chat records the demo tour line by line
+    record = Chatrecord(open_store(memory=True))
+    for line in DEMO.read_text(encoding="utf-8").splitlines():
+        record.record(line)
+
+    # it asks for the notes of the next turn, hiding page 13
+    notes = record.turn_notes("conv-demo-seo", can_see_page=lambda page: page != 13)
+    turn = record.turn_input("conv-demo-seo", can_see_page=lambda page: page != 13)
+
+    # they are the turn's notes, and put into the transcript they give the model's messages
+    assert notes.to_json()["version"] == len(record.store.events("conv-demo-seo"))
+    assert [n["text"] for n in notes.to_json()["notes"]] == list(turn.notes)
+    transcript = record.read_models.state("conv-demo-seo").transcript.messages
+    assert apply_notes(transcript, notes.notes) == turn.messages
+    assert notes.page_line == turn.system

@@ -12,20 +12,28 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+import sys
+import uuid
+
 import orjson
 import psycopg
 import pytest
-from eventsourcing.persistence import IntegrityError, Tracking
+
+from hypothesis import HealthCheck, given, settings
 
 from adapters.application import ConversationStore
 from adapters.ingest import read_file, read_lines
 from adapters.readmodels import ReadModels, UnknownConversation
-from adapters.readmodels_fold import PositionMoved, ReadModelOutOfStep, Row, fold
-from adapters.readmodels_views import ReadModelsView
 from adapters.settings import memory_env, postgres_env, sqlite_env
 from domain.events import conversation_uuid
-from projections.rules import UnknownRuleSet, resolve
+from projections import turn as turns
+from projections.turn_notes import apply_notes
+from adapters.view_rows import TABLES
+from projections.rules import UnknownRuleSet
 from projections.turn import NoTurnInEvents, build_turn_input
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
+from test_properties import EPISODES, st, tell  # noqa: E402  the random conversations of the unit properties
 
 DEMO = Path(__file__).resolve().parents[1] / "data" / "demo_seo_tour.jsonl"
 T0 = datetime(2026, 10, 28, 9, 0, tzinfo=timezone.utc)
@@ -111,7 +119,7 @@ class ReadModelsContract:
         raise NotImplementedError
 
     def tables(self, store: ConversationStore) -> set[str]:
-        """Returns the names of the read-model tables the store's database holds."""
+        """Returns the names of the view tables the store's database holds."""
         raise NotImplementedError
 
     @pytest.fixture
@@ -121,15 +129,26 @@ class ReadModelsContract:
     def second_store(self, store: ConversationStore) -> ConversationStore:
         return self.open_store() if self.shares_database else store
 
-    def from_scratch(self, store: ConversationStore, conversation: str, rules: str) -> Row:
-        events = store.events(conversation)
-        return fold({}, ((0, e) for e in events), resolve(rules))[conversation_uuid(conversation)]
+    def fold_of_log(self, store: ConversationStore, conversation: str, rules: str = "2026-11-02") -> turns.TurnState:
+        state = turns.TurnState()
+        for event in store.events(conversation):
+            state = turns.apply(state, event, rules)
+        return state
+
+    def assert_rows_are_the_fold(self, models: ReadModels, store: ConversationStore, conversation: str) -> None:
+        rows, fold = models.state(conversation), self.fold_of_log(store, conversation, models.active_rules())
+        assert rows is not None
+        assert [e.to_json() for e in rows.record.entries] == [e.to_json() for e in fold.record.entries]
+        assert rows.record.entries == fold.record.entries
+        assert rows.outcomes.outcomes == fold.outcomes.outcomes
+        assert rows.transcript == fold.transcript
+        assert rows.view.to_json() == fold.view.to_json()
 
     # ------------------------------------------------------------------ reads
 
     def test_the_demos_latest_turn_is_what_the_fold_of_its_log_gives(self, store: ConversationStore) -> None:
-        ingest(store, DEMO)
         models = ReadModels(store)
+        ingest(store, DEMO)
 
         turn = models.turn_input("conv-demo-seo")
 
@@ -137,264 +156,139 @@ class ReadModelsContract:
         assert turn.notes == expected.notes and len(turn.notes) == 14
         assert turn.to_json() == expected.to_json()
         assert models.active_rules() == "2026-11-02"
+        self.assert_rows_are_the_fold(models, store, "conv-demo-seo")
 
-    def test_a_second_reader_on_the_same_database_reads_the_same_rows(self, store: ConversationStore) -> None:
-        ingest(store, DEMO)
-        ReadModels(store).catch_up()
-
-        other = ReadModels(self.second_store(store))
-
-        assert other.catch_up() == 0
-        assert other.state("conv-demo-seo") == ReadModels(store).state("conv-demo-seo")
-
-    def test_a_turn_reads_an_event_appended_after_the_last_catch_up(self, store: ConversationStore) -> None:
-        ingest(store, DEMO)
+    def test_turn_notes_put_into_the_transcript_give_the_turns_messages(self, store: ConversationStore) -> None:
         models = ReadModels(store)
-        assert models.turn_input("conv-demo-seo").message == 3
+        ingest(store, DEMO)
+        ingest(store, behalten_tour())
+        for conversation, hidden in (("conv-demo-seo", None), ("conv-demo-seo", 42), ("conv-behalten", None)):
+            can_see = (lambda page, hidden=hidden: page != hidden)
+            expected = models.turn_input(conversation, can_see_page=can_see)
+            transcript = models.state(conversation).transcript.messages
 
-        later = Lines("conv-demo-seo")
-        later.tick = 10**6
-        ingest(store, later.add("user_message", message=4, text="und jetzt?", page=42).lines)
+            notes = models.turn_notes(conversation, can_see_page=can_see)
+
+            assert [n.text for n in notes.notes] == list(expected.notes)
+            assert apply_notes(transcript, notes.notes) == expected.messages
+            assert notes.page_line == expected.system
+            assert notes.version == len(store.events(conversation))
+
+    def test_each_conversations_rows_are_the_fold_of_its_log(self, store: ConversationStore) -> None:
+        models = ReadModels(store)
+        ingest(store, DEMO)
+        ingest(store, behalten_tour())
+        ingest(store, edited_chat())
+
+        for conversation in ("conv-demo-seo", "conv-behalten", "conv-edit"):
+            self.assert_rows_are_the_fold(models, store, conversation)
+        assert models.turn_input("conv-edit").message == 1  # the edit started the latest turn
+
+    def test_a_writer_without_views_is_caught_up_by_the_next_read(self, store: ConversationStore) -> None:
+        models = ReadModels(store)
+        ingest(store, DEMO)
+        store.on_saved = None  # a writer that stops right after its events are stored
+        ingest(store, Lines("conv-demo-seo").add("user_message", message=9, text="Und jetzt?", page=42).lines)
 
         turn = models.turn_input("conv-demo-seo")
-        assert (turn.message, turn.messages[-1].text) == (4, "und jetzt?")
+
+        assert turn.message == 9
         assert turn.to_json() == build_turn_input(store.events("conv-demo-seo")).to_json()
+        assert models.head("conv-demo-seo").version == len(store.events("conv-demo-seo"))
 
-    def test_a_nul_character_in_a_chat_text_is_kept_and_does_not_stop_the_projection(
-        self, store: ConversationStore
-    ) -> None:
-        chat = Lines("conv-nul").add("conversation_started", kind="chat", owner=7)
-        ingest(store, chat.add("user_message", message=1, text="a\u0000b", page=0).lines)
+    def test_each_event_is_applied_once(self, store: ConversationStore) -> None:
         models = ReadModels(store)
-        assert models.turn_input("conv-nul").messages[-1].text == "a\u0000b"
-        ingest(store, DEMO)
-        assert models.turn_input("conv-demo-seo").message == 3
-        assert models.rebuild("2026-11-01").conversations == 2
-
-    def test_an_edit_in_one_batch_and_its_cut_in_the_next_start_the_latest_turn(
-        self, store: ConversationStore
-    ) -> None:
-        ingest(store, edited_chat())
-        models = ReadModels(store)
-        models.batch_size = 1
-
-        turn = models.turn_input("conv-edit")
-
-        assert turn.message == 1
-        assert turn.to_json() == build_turn_input(store.events("conv-edit")).to_json()
-
-    def test_an_unknown_conversation_and_one_without_a_turn_are_told_apart(self, store: ConversationStore) -> None:
-        ingest(store, Lines("quiet").add("conversation_started", kind="chat", owner=7).lines)
-        models = ReadModels(store)
-
-        assert models.state("nobody") is None
-        with pytest.raises(UnknownConversation, match='no conversation "nobody"'):
-            models.turn_input("nobody")
-        with pytest.raises(NoTurnInEvents, match='"quiet" has no user message'):
-            models.turn_input("quiet")
-        assert models.state("quiet").transcript.kind == "chat"
-
-    # ------------------------------------------------------------------ exactly once
-
-    def test_catch_up_applies_each_event_once_in_notification_order(self, store: ConversationStore) -> None:
-        ingest(store, DEMO)
         ingest(store, behalten_tour())
+        key = conversation_uuid("conv-behalten")
+        events = store.events("conv-behalten")
+        before = models.state("conv-behalten")
+
+        models.apply(key, events)  # delivered again: nothing changes
+        models.apply(key, events[3:5])
+        models.apply(key)
+
+        assert models.state("conv-behalten") == before
+        assert models.head("conv-behalten").version == len(events)
+
+    def test_the_run_record_keeps_its_newest_entries_and_says_older_ones_exist(self, store: ConversationStore) -> None:
         models = ReadModels(store)
-        models.batch_size = 7
-        seen: list[tuple[int, int]] = []
+        chat = Lines("conv-long").add("conversation_started", kind="chat", owner=7)
+        chat.add("user_message", message=1, text="los", page=42)
+        for n in range(1, 206):
+            chat.add("segment_returned", segment=f"s/{n}", run=f"s{n}", trigger="turn", outcome="completed",
+                     answer=f"Schritt {n}.", steps=[*model_round(1), {"kind": "tool", "round": 1, "durationMs": 3.0,
+                                                                         "toolName": "get_page", "toolIsError": False}])
+        chat.add("user_message", message=2, text="und?", page=0)
+        ingest(store, chat.lines)
 
-        assert models.catch_up(lambda done, total: seen.append((done, total))) == store.max_notification_id()
-        assert models.catch_up() == 0
+        state = models.state("conv-long")
+        notes = models.turn_notes("conv-long")
 
-        assert seen[-1] == (store.max_notification_id(),) * 2
-        view = models.catalog.view(1)
-        assert view.position() == store.max_notification_id()
-        for conversation in ("conv-demo-seo", "conv-behalten"):
-            row = view.row(conversation_uuid(conversation))
-            assert row.version == len(store.events(conversation))
-            assert row.state == self.from_scratch(store, conversation, "2026-11-02").state
+        assert [e.segment for e in state.record.entries] == [f"s/{n}" for n in range(6, 206)]
+        assert state.record.dropped == 5
+        assert len(notes.notes) == 36  # the 6000-character budget holds 36 of these notes
+        assert notes.notes[0].text.startswith("[Chat record — written by the chat from the run, not by the assistant: Older")
+        assert [n.text for n in notes.notes] == list(models.turn_input("conv-long").notes)
 
-    def test_a_crash_before_commit_applies_nothing_and_the_rerun_applies_each_event_once(
-        self, store: ConversationStore, monkeypatch: pytest.MonkeyPatch
-    ) -> None:
-        ingest(store, DEMO)
+    def test_an_unknown_conversation_is_refused(self, store: ConversationStore) -> None:
         models = ReadModels(store)
-        models.batch_size = 3
-        commits = iter(range(100))
+        with pytest.raises(UnknownConversation, match='no conversation "nope"'):
+            models.turn_notes("nope")
+        assert models.state("nope") is None
 
-        def crash_in_second_batch(view: ReadModelsView, curs: Any) -> None:
-            if next(commits) == 1:
-                raise Crash("the process died after writing the rows, before the commit")
-
-        monkeypatch.setattr(ReadModelsView, "_before_commit", crash_in_second_batch)
-        with pytest.raises(Crash):
-            models.catch_up()
-
-        view = models.catalog.view(1)
-        first_three = store.recorder.select_notifications(None, 3)
-        assert view.position() == first_three[-1].id
-        assert view.row(conversation_uuid("conv-demo-seo")).version == 3
-
-        monkeypatch.undo()
-        assert models.catch_up() == len(store.events("conv-demo-seo")) - 3
-        row = view.row(conversation_uuid("conv-demo-seo"))
-        assert row.version == len(store.events("conv-demo-seo"))
-        assert row.state == self.from_scratch(store, "conv-demo-seo", "2026-11-02").state
-
-    def test_reprocessing_an_old_position_is_refused_and_changes_nothing(self, store: ConversationStore) -> None:
-        ingest(store, DEMO)
+    def test_a_conversation_without_a_turn_has_no_turn_input(self, store: ConversationStore) -> None:
         models = ReadModels(store)
-        models.catch_up()
-        view = models.catalog.view(1)
-        key = conversation_uuid("conv-demo-seo")
-        end, before = view.position(), view.row(key)
-        [(first_id, first)] = [(n.id, store.mapper.to_domain_event(n)) for n in store.recorder.select_notifications(None, 1)]
+        ingest(store, Lines("conv-new").add("conversation_started", kind="chat", owner=7).lines)
+        with pytest.raises(NoTurnInEvents):
+            models.turn_input("conv-new")
 
-        def again(rows):
-            return fold(rows, [(first_id, first)], resolve("2026-11-02"))
-
-        with pytest.raises(IntegrityError):  # the tracking record does not advance
-            view.fold_batch(end, Tracking(view.name, first_id), {key}, lambda rows: {})
-        with pytest.raises(PositionMoved):  # the batch was read after another position
-            view.fold_batch(0, Tracking(view.name, first_id), {key}, again)
-        with pytest.raises(ReadModelOutOfStep):  # the row has that event already
-            view.fold_batch(end, Tracking(view.name, end + 1), {key}, again)
-
-        assert view.position() == end
-        assert view.row(key) == before
-
-    def test_a_concurrent_catch_up_does_not_apply_a_batch_twice(self, store: ConversationStore) -> None:
-        ingest(store, DEMO)
-        rival = ReadModels(self.second_store(store))
+    @settings(max_examples=12, deadline=None,
+              suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
+                                     HealthCheck.differing_executors])
+    @given(legacy=st.integers(0, 2), episodes=EPISODES)
+    def test_random_conversations_rows_are_the_fold_of_their_log(self, store, legacy, episodes) -> None:
+        conversation = f"conv-{uuid.uuid4().hex[:8]}"
+        chat = tell(legacy, episodes, conversation)
         models = ReadModels(store)
-        recorder = store.recorder
-        real = recorder.select_notifications
-        raced: list[int] = []
-        racing_now = False
+        store.save(*chat.events)
 
-        def racing(*args: Any, **kwargs: Any) -> Any:
-            nonlocal racing_now
-            page = real(*args, **kwargs)
-            if page and not raced and not racing_now:  # the rival applies this very page before we write it
-                racing_now = True
-                raced.append(rival.catch_up())
-            return page
+        models.apply(conversation_uuid(conversation), chat.events)
 
-        recorder.select_notifications = racing  # type: ignore[method-assign]
-        try:
-            applied = models.catch_up()
-        finally:
-            del recorder.select_notifications
+        self.assert_rows_are_the_fold(models, store, conversation)
+        assert models.turn_input(conversation).to_json() == build_turn_input(chat.events).to_json()
 
-        assert raced == [len(store.events("conv-demo-seo"))] and applied == 0
-        row = models.catalog.view(1).row(conversation_uuid("conv-demo-seo"))
-        assert row.version == len(store.events("conv-demo-seo"))
-        assert row.state == self.from_scratch(store, "conv-demo-seo", "2026-11-02").state
+    # ------------------------------------------------------------------ rule sets
 
-    # ------------------------------------------------------------------ rebuild
-
-    def test_rebuild_switches_to_fresh_tables_and_drops_the_old_generation(self, store: ConversationStore) -> None:
-        ingest(store, DEMO)
+    def test_rebuild_folds_the_log_under_another_rule_set_and_switches(self, store: ConversationStore) -> None:
+        models = ReadModels(store)
         ingest(store, behalten_tour())
-        models = ReadModels(store)
-        models.catch_up()
-        old_tables = self.tables(store)
-        seen: list[tuple[int, int]] = []
+        before = self.tables(store)
 
-        report = models.rebuild("2026-11-01", lambda done, total: seen.append((done, total)))
+        report = models.rebuild("2026-11-01")
 
-        assert (report.rules, report.old_rules, report.conversations) == ("2026-11-01", "2026-11-02", 2)
-        assert report.events == store.max_notification_id() and seen[-1] == (report.events, report.events)
+        assert report.rules == "2026-11-01" and report.old_rules == "2026-11-02"
+        assert report.events == store.max_notification_id() and report.conversations == 1
         assert models.active_rules() == ReadModels(self.second_store(store)).active_rules() == "2026-11-01"
-        assert self.tables(store) == set(report.tables) and not old_tables & set(report.tables)
-        assert set(report.dropped) == old_tables
-        assert models.catalog.generations() == {2}
-        for conversation in ("conv-demo-seo", "conv-behalten"):
-            assert models.state(conversation) == self.from_scratch(store, conversation, "2026-11-01").state
-            assert models.turn_input(conversation) == build_turn_input(store.events(conversation), "2026-11-01")
+        assert set(report.dropped) == before and self.tables(store) == set(report.tables)
+        assert models.turn_input("conv-behalten").to_json() == build_turn_input(
+            store.events("conv-behalten"), "2026-11-01").to_json()
+        self.assert_rows_are_the_fold(models, store, "conv-behalten")
 
-    def test_after_a_rebuild_new_events_are_applied_under_the_new_rule_set(self, store: ConversationStore) -> None:
-        ingest(store, behalten_tour())
-        models = ReadModels(store)
-        models.rebuild("2026-11-01")
-
-        ingest(store, DEMO)
-
-        assert models.turn_input("conv-demo-seo") == build_turn_input(store.events("conv-demo-seo"), "2026-11-01")
-
-    def test_a_read_racing_a_rebuild_is_served_by_the_new_generation(self, store: ConversationStore) -> None:
-        ingest(store, DEMO)
-        models = ReadModels(store)
-        models.catch_up()
-        ingest(store, behalten_tour())
-        rival = ReadModels(self.second_store(store))
-        recorder = store.recorder
-        real = recorder.select_notifications
-        rebuilt: list[object] = []
-
-        def racing(*args: Any, **kwargs: Any) -> Any:
-            page = real(*args, **kwargs)
-            if page and not rebuilt:  # the rival switches generations before we write this page
-                rebuilt.append("started")
-                rebuilt.append(rival.rebuild("2026-11-01"))
-            return page
-
-        recorder.select_notifications = racing  # type: ignore[method-assign]
-        try:
-            turn = models.turn_input("conv-behalten")
-        finally:
-            del recorder.select_notifications
-
-        assert rebuilt[-1].dropped and models.catalog.generations() == {2}
-        assert turn == build_turn_input(store.events("conv-behalten"), "2026-11-01")
-
-    def test_a_rebuild_under_an_unknown_rule_set_changes_nothing(self, store: ConversationStore) -> None:
-        ingest(store, DEMO)
-        models = ReadModels(store)
-        models.catch_up()
-        tables = self.tables(store)
-
+    def test_rebuild_refuses_an_unknown_rule_set(self, store: ConversationStore) -> None:
         with pytest.raises(UnknownRuleSet):
-            models.rebuild("2026-12-24")
+            ReadModels(store).rebuild("2027-01-01")
 
-        assert self.tables(store) == tables and models.active_rules() == "2026-11-02"
-
-    # ------------------------------------------------------------------ diff
-
-    def test_diff_after_three_behalten_lists_the_refused_calls_no_longer_failed(self, store: ConversationStore) -> None:
-        ingest(store, DEMO)
-        ingest(store, behalten_tour())
+    def test_diff_names_the_entries_and_notes_another_rule_set_changes(self, store: ConversationStore) -> None:
         models = ReadModels(store)
-        models.rebuild("2026-11-01")
-        tables, position = self.tables(store), models.catalog.view(2).position()
-
-        diffs = {d.conversation: d for d in models.diff("2026-11-02")}
-
-        tour = diffs["conv-behalten"]
-        assert tour.changed and not diffs["conv-demo-seo"].changed
-        assert [segment for segment, _, _ in tour.records_changed] == ["run/2", "run/3", "run/4"]
-        for _, before, after in tour.records_changed:
-            assert {"name": "update_page_metadata", "calls": 1, "failed": 1} in before["tools"]
-            assert not any(t["name"] == "update_page_metadata" for t in after["tools"])
-        assert len(tour.notes_removed) == 3 and all("1 failed" in n for n in tour.notes_removed)
-        assert len(tour.notes_added) == 3 and not any("failed" in n for n in tour.notes_added)
-        after = build_turn_input(store.events("conv-behalten"), "2026-11-02").notes
-        assert set(tour.notes_added) <= set(after)
-        # nothing switched, nothing written
-        assert models.active_rules() == "2026-11-01"
-        assert self.tables(store) == tables and models.catalog.view(2).position() == position
-
-    def test_diff_under_the_live_rule_set_changes_nothing(self, store: ConversationStore) -> None:
-        ingest(store, DEMO)
         ingest(store, behalten_tour())
 
-        diffs = ReadModels(store).diff("2026-11-02")
+        diffs = models.diff("2026-11-01")
 
-        assert [d.conversation for d in diffs] == ["conv-demo-seo", "conv-behalten"]
-        assert not any(d.changed for d in diffs)
-
-
-# ---------------------------------------------------------------------- backends
+        assert [d.conversation for d in diffs] == ["conv-behalten"]
+        changed = {segment for segment, _, _ in diffs[0].records_changed}
+        assert changed == {"run/2", "run/3", "run/4"}  # the three Behalten refusals read as failed calls
+        assert diffs[0].notes_added and diffs[0].notes_removed
+        assert models.diff("2026-11-02")[0].changed is False
 
 
 class TestInMemoryReadModels(ReadModelsContract):
@@ -404,8 +298,8 @@ class TestInMemoryReadModels(ReadModelsContract):
         return ConversationStore(env=memory_env())
 
     def tables(self, store: ConversationStore) -> set[str]:
-        catalog = ReadModels(store).catalog
-        return {t for g in catalog.generations() for t in catalog.view(g).tables}
+        backend = ReadModels(store).backend
+        return {f"views_g{g}_{t}" for g in backend.generations(None) for t in TABLES}
 
 
 class TestSQLiteReadModels(ReadModelsContract):
@@ -425,15 +319,26 @@ class TestSQLiteReadModels(ReadModelsContract):
     def tables(self, store: ConversationStore) -> set[str]:
         with sqlite3.connect(self.path) as conn:
             names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-            tracked = {r[0] for r in conn.execute("SELECT application_name FROM tracking")}
-        assert "chatrecord_projection" in names and "stored_events" in names
-        for name in names:  # every generation's rows table has its tracking row, and only those
-            if name.startswith("readmodels_g"):
-                assert name.removesuffix("_conversations") in tracked
-        assert {t for t in tracked if t.startswith("readmodels_g")} == {
-            n.removesuffix("_conversations") for n in names if n.startswith("readmodels_g")
-        }
-        return {n for n in names if n.startswith("readmodels_")}
+        assert "chatrecord_views" in names and "stored_events" in names
+        return {n for n in names if n.startswith("views_")}
+
+    def test_a_store_of_the_previous_version_gets_its_views_rebuilt_from_the_log(
+        self, store: ConversationStore, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        ingest(store, behalten_tour())  # no ReadModels yet: events only
+        with sqlite3.connect(self.path) as conn:  # what the previous version left
+            conn.execute("CREATE TABLE chatrecord_projection (id INTEGER, generation INTEGER, rules TEXT, next INTEGER)")
+            conn.execute("INSERT INTO chatrecord_projection VALUES (1, 3, '2026-11-01', 4)")
+            conn.execute("CREATE TABLE readmodels_g3_conversations (originator_id TEXT, state TEXT)")
+
+        models = ReadModels(store)
+
+        assert "rebuilt from the log" in caplog.text
+        assert models.active_rules() == "2026-11-01"
+        with sqlite3.connect(self.path) as conn:
+            names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        assert not {n for n in names if n.startswith("readmodels_") or n == "chatrecord_projection"}
+        self.assert_rows_are_the_fold(models, store, "conv-behalten")
 
 
 class TestPostgresReadModels(ReadModelsContract):
@@ -457,5 +362,5 @@ class TestPostgresReadModels(ReadModelsContract):
                 "SELECT table_name FROM information_schema.tables WHERE table_schema = %s", (self.schema,)
             ).fetchall()
         names = {r[0] for r in rows}
-        assert "chatrecord_projection" in names and "conversationstore_events" in names
-        return {n for n in names if n.startswith("readmodels_")}
+        assert "chatrecord_views" in names and "conversationstore_events" in names
+        return {n for n in names if n.startswith("views_")}

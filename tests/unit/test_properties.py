@@ -31,9 +31,9 @@ EPISODES = st.lists(
 )
 
 
-def tell(legacy: int, episodes: list[tuple]) -> Chat:
+def tell(legacy: int, episodes: list[tuple], conversation: str = "conv-test") -> Chat:
     """Returns a conversation told from `episodes`; steps the conversation refuses are skipped."""
-    chat = Chat()
+    chat = Chat(conversation=conversation)
     if legacy:
         lines = [("user", "alt"), ("assistant", "ja")] * 2
         chat.legacy(lines, [LegacyCardOutcome(outcome="applied", after=a, tool="t") for a in range(1, legacy + 1)])

@@ -1,0 +1,64 @@
+"""The row read models equal a fresh fold of the log, for random conversations (hypothesis).
+
+`projections.rows.advance` applies each event to a conversation's rows (here the in-memory
+rows the memory store uses); the folded read models (`projections.turn.apply`) are the
+reference. Edits, undecided cards, stray continuations and legacy rows all come up.
+"""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_properties import EPISODES, tell
+
+from adapters.readmodels import _state, fold_into
+from adapters.view_rows import MemoryConversation, MemoryRows
+from projections import turn
+from projections.rules import resolve
+from projections.turn_notes import apply_notes, turn_notes
+
+
+def rows_of(events, rules: str = "2026-11-02"):
+    rows = MemoryRows(MemoryConversation())
+    head = fold_into(rows, None, events, resolve(rules))
+    return rows, head
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(legacy=st.integers(0, 2), episodes=EPISODES, rules=st.sampled_from(["2026-11-02", "2026-11-01"]))
+def test_the_rows_are_the_fold_of_the_log(legacy, episodes, rules):
+    events = tell(legacy, episodes).events
+    folded = turn.TurnState()
+    for event in events:
+        folded = turn.apply(folded, event, rules)
+
+    rows, head = rows_of(events, rules)
+    state = _state(rows, head)
+
+    assert state.record.entries == folded.record.entries
+    assert state.record.dropped == folded.record.dropped
+    assert state.outcomes.outcomes == folded.outcomes.outcomes
+    assert state.transcript == folded.transcript
+    assert state.view.to_json() == folded.view.to_json()
+    assert head.outcomes == len(folded.outcomes.outcomes)
+    assert head.length == len(folded.transcript.messages)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(legacy=st.integers(0, 2), episodes=EPISODES, hidden=st.sampled_from([None, 42]))
+def test_turn_notes_put_into_the_transcript_are_the_turns_messages(legacy, episodes, hidden):
+    can_see = (lambda page: page != hidden)
+    events = tell(legacy, episodes).events
+    expected = turn.build_turn_input(events, "2026-11-02", can_see)
+    rows, head = rows_of(events)
+    rules = resolve("2026-11-02")
+
+    notes = turn_notes(
+        "conv-test", head.version, head.kind, head.view, _state(rows, head).record,
+        rows.outcomes(newest=rules.max_notes + 1), head.outcomes, head.length, rows.message, rows.block_end,
+        rules, can_see,
+    )
+
+    assert [n.text for n in notes.notes] == list(expected.notes)
+    assert apply_notes(rows.messages(), notes.notes) == expected.messages
+    assert notes.page_line == expected.system
