@@ -20,7 +20,7 @@ from typing import Any
 import orjson
 
 from adapters.application import ConversationStore, HandleResult
-from adapters.ingest import parse_line
+from adapters.ingest import line_text, parse_line
 from adapters.readmodels import ReadModels
 from adapters.settings import open_store
 from domain.errors import UnknownConversation
@@ -54,7 +54,7 @@ class Chatrecord:
         if not isinstance(line, (Mapping, str, bytes)):
             raise TypeError(f"record takes one line as a dict or its JSON text, not {type(line).__name__}")
         self._lines += 1
-        text = orjson.dumps(line) if isinstance(line, Mapping) else line
+        text = line_text(line, self._lines, self.source_name) if isinstance(line, Mapping) else line
         return self.store.handle(parse_line(text, self._lines, self.source_name))
 
     def activity(self, conversation: str, rules: str | None = None) -> tuple[SegmentActivity, ...]:

@@ -13,10 +13,11 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import AfterValidator, Field, PrivateAttr, ValidationInfo, field_validator
 
-from adapters.ingest_names import At, Key, MessageNo, Skill, Tolerant, check_answer, show
+from adapters.ingest_names import At, Key, MessageNo, Skill, Text, Tolerant, Whole, check_answer, show
 from adapters.ingest_steps import LegacyOutcome, Message, Pending, Step
 from domain import conversation as domain
 from domain.events import ConversationEvent
+from domain.limits import LIST_MAX, STEPS_MAX
 from domain.values import OUTCOMES
 
 
@@ -59,7 +60,7 @@ class Line(Tolerant):
 class ConversationStartedLine(Line):
     type: Literal["conversation_started"]
     kind: Literal["chat", "alt_text"]
-    owner: int = Field(ge=0)
+    owner: Whole
 
     def facts(self) -> dict[str, Any]:
         return {"conversation": self.conversation, "kind": self.kind, "owner": self.owner}
@@ -68,8 +69,8 @@ class ConversationStartedLine(Line):
 class UserMessageLine(Line):
     type: Literal["user_message"]
     message: MessageNo
-    text: str
-    page: int = Field(ge=0)
+    text: Text
+    page: Whole
     skill: Skill | None = None
 
     def facts(self) -> dict[str, Any]:
@@ -82,10 +83,10 @@ class SegmentReturnedLine(Line):
     run: Key
     trigger: Literal["turn", "approval", "answer", "retry"]
     outcome: str
-    answer: str | None = None
+    answer: Text | None = None
     flag: str | None = None
-    steps: list[Step] = []
-    pending: list[Pending] = []
+    steps: Annotated[list[Step], Field(max_length=STEPS_MAX)] = []
+    pending: Annotated[list[Pending], Field(max_length=LIST_MAX)] = []
 
     def facts(self) -> dict[str, Any]:
         steps = tuple(step.fact() for step in self.steps)
@@ -110,7 +111,7 @@ class CardDecidedLine(Line):
     approved: bool
     answer: Annotated[str, AfterValidator(check_answer)]
     message: MessageNo | None = None
-    text: str | None = Field(default=None, validate_default=True)
+    text: Text | None = Field(default=None, validate_default=True)
 
     @field_validator("answer")
     @classmethod
@@ -144,7 +145,7 @@ class QuestionAnsweredLine(Line):
     type: Literal["question_answered"]
     segment: Key
     message: MessageNo
-    text: str
+    text: Text
 
     def facts(self) -> dict[str, Any]:
         return {"segment": self.segment, "message": self.message, "text": self.text}
@@ -165,7 +166,7 @@ class TourEndedLine(Line):
 class MessageEditedLine(Line):
     type: Literal["message_edited"]
     message: MessageNo
-    text: str
+    text: Text
 
     def facts(self) -> dict[str, Any]:
         return {"message": self.message, "text": self.text}
@@ -173,7 +174,7 @@ class MessageEditedLine(Line):
 
 class TranscriptReplacedLine(Line):
     type: Literal["transcript_replaced"]
-    messages: list[Message]
+    messages: Annotated[list[Message], Field(max_length=LIST_MAX)]
 
     def facts(self) -> dict[str, Any]:
         return {"messages": tuple(m.transcript_line() for m in self.messages)}
@@ -181,8 +182,8 @@ class TranscriptReplacedLine(Line):
 
 class LegacyRowLine(Line):
     type: Literal["legacy_row"]
-    messages: list[Message]
-    card_outcomes: list[LegacyOutcome] = []
+    messages: Annotated[list[Message], Field(max_length=LIST_MAX)]
+    card_outcomes: Annotated[list[LegacyOutcome], Field(max_length=LIST_MAX)] = []
 
     def facts(self) -> dict[str, Any]:
         return {

@@ -42,7 +42,7 @@ BAD_LINES = {
     ),
     "a table name of 65 characters": (
         segment(steps=[write(table="t" * 65)]),
-        f'demo.jsonl: line 12, steps[0].writeTargetTable: "{"t" * 58}… is not a table name; use 1–64 of A-Za-z0-9_',
+        f'demo.jsonl: line 12, steps[0].writeTargetTable: "{"t" * 39}… is not a table name; use 1–64 of A-Za-z0-9_',
     ),
     "a write step with uid 0": (
         segment(steps=[write(uid=0)]),
