@@ -84,15 +84,15 @@ class SegmentReturnedLine(Line):
     trigger: Literal["turn", "approval", "answer", "retry"]
     outcome: str
     answer: Text | None = None
-    flag: str | None = None
+    flag: Literal["nothingSaved"] | None = None
     steps: Annotated[list[Step], Field(max_length=STEPS_MAX)] = []
     pending: Annotated[list[Pending], Field(max_length=LIST_MAX)] = []
 
     def facts(self) -> dict[str, Any]:
         steps = tuple(step.fact() for step in self.steps)
         outcome = self.outcome if self.outcome in OUTCOMES else "unknown"
-        if outcome == "failed" and not steps:
-            outcome = "unknown"  # failed before nr-llm returned its steps (spec, Decision)
+        if outcome == "failed" and not steps and self.trigger in ("turn", "retry"):
+            outcome = "unknown"  # the turn failed before nr-llm returned its steps (spec, Decision)
         return {
             "segment": self.segment,
             "run": self.run,

@@ -16,6 +16,7 @@ from typing import Any, Literal, TypeVar
 
 from domain.errors import (
     CardAlreadyDecided,
+    ContinuationBeforeDecision,
     ConversationAlreadyStarted,
     ConversationNotStarted,
     MessageOutOfOrder,
@@ -191,7 +192,9 @@ def return_segment(
     """Returns [SegmentReturned]; [] when `segment` was recorded already (the chat may deliver
     twice: the first result stands, see `recorded_segment`).
 
-    Raises NoTurn before any user message, TurnTruncated for a segment or run an edit cut away.
+    Raises NoTurn before any user message, TurnTruncated for a segment or run an edit cut away,
+    ContinuationBeforeDecision for a continuation (`approval`, `answer`) while a card or
+    question still waits for its decision.
     """
     batch = _begin(state, at, source, f"segment {segment}")
     if batch is None or segment in batch.state.segments:
@@ -201,6 +204,13 @@ def return_segment(
         raise TurnTruncated(f"segment {segment} belongs to a turn an edit has cut away")
     if current.last_message == 0:
         raise NoTurn(f"segment {segment} returned before any user message")
+    if trigger in ("approval", "answer") and current.waiting is not None:
+        waits = current.segments[current.waiting].waits
+        decision = "card_decided" if waits == "card" else "question_answered"
+        raise ContinuationBeforeDecision(
+            f"segment {segment} continues after an {trigger}, but the {waits} of segment {current.waiting} "
+            f"still waits for its decision; a continuation follows its decision ({decision} first)"
+        )
     batch.add(
         SegmentReturned,
         segment=segment,

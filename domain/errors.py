@@ -79,6 +79,13 @@ class NoTurn(ChatrecordError):
     field = "segment"
 
 
+class ContinuationBeforeDecision(ChatrecordError):
+    """Raised when a continuation (trigger `approval` or `answer`) returns while a card or
+    question still waits: a continuation follows its decision."""
+
+    field = "trigger"
+
+
 class InvalidInput(ChatrecordError):
     """Raised when an input line does not have the shape the chat's format requires.
 

@@ -290,7 +290,8 @@ def _(event: TurnsTruncated, state: Conversation | None) -> Conversation:
 
 @evolve.register
 def _(event: TranscriptReplaced, state: Conversation | None) -> Conversation:
-    return _step(state, event)
+    users = sum(line.role == "user" for line in event.messages)
+    return _step(state, event, messages=tuple(range(1, users + 1)))  # numbered as the transcript numbers them
 
 
 @evolve.register
