@@ -16,6 +16,7 @@ from pydantic import AfterValidator, Field, PrivateAttr, ValidationInfo, field_v
 from adapters.ingest_names import At, Key, MessageNo, Skill, Text, Tolerant, Whole, check_answer, show
 from adapters.ingest_steps import LegacyOutcome, Message, Pending, Step
 from domain import conversation as domain
+from domain.errors import ChatrecordError, LineOutOfOrder
 from domain.events import ConversationEvent
 from domain.limits import LIST_MAX, STEPS_MAX
 from domain.values import OUTCOMES
@@ -30,6 +31,7 @@ class Line(Tolerant):
 
     conversation: Key
     at: At
+    follows: Whole | None = None
 
     _line: int = PrivateAttr(default=0)
     _source_name: str = PrivateAttr(default="")
@@ -53,8 +55,31 @@ class Line(Tolerant):
 
     def decide(self, state: domain.Conversation | None) -> list[ConversationEvent]:
         """Returns the events the line's domain command decides on `state`; raises its
-        ChatrecordError when an invariant would break."""
-        return COMMANDS[self.type](state, **self.facts(), at=self.at, source=self.digest)  # type: ignore[attr-defined]
+        ChatrecordError when an invariant would break, LineOutOfOrder when the line names the
+        version it `follows` and the conversation is at another one (a repeat of a line
+        recorded before is no error: it decides nothing)."""
+        command = COMMANDS[self.type]
+        if self.follows is not None:
+            version = state.version if state is not None else 0
+            if version != self.follows and not (state is not None and self.digest in state.sources):
+                try:
+                    repeat = command(state, **self.facts(), at=self.at, source=self.digest) == []  # type: ignore[attr-defined]
+                except ChatrecordError:
+                    repeat = False
+                if not repeat:
+                    raise self._out_of_order(version)
+        return command(state, **self.facts(), at=self.at, source=self.digest)  # type: ignore[attr-defined]
+
+    def _out_of_order(self, version: int) -> LineOutOfOrder:
+        if version < self.follows:  # type: ignore[operator]
+            return LineOutOfOrder(
+                f"the line follows version {self.follows} of conversation {self.conversation!r}, which is at "
+                f"version {version}; it waits for the lines before it (nothing of it was stored)"
+            )
+        return LineOutOfOrder(
+            f"the line follows version {self.follows} of conversation {self.conversation!r}, which is at "
+            f"version {version} already; it was written for an earlier state (nothing of it was stored)"
+        )
 
 
 class ConversationStartedLine(Line):

@@ -86,6 +86,14 @@ class ContinuationBeforeDecision(ChatrecordError):
     field = "trigger"
 
 
+class LineOutOfOrder(ChatrecordError):
+    """Raised when a line names the conversation version it follows (`follows`) and the
+    conversation is at another version: it came too early (it waits for the lines before it)
+    or too late (it was written for an older state)."""
+
+    field = "follows"
+
+
 class InvalidInput(ChatrecordError):
     """Raised when an input line does not have the shape the chat's format requires.
 
