@@ -21,6 +21,7 @@ import orjson
 
 from adapters.application import ConversationStore, HandleResult
 from adapters.ingest import line_text, parse_line
+from adapters.ingest_names import lookup_key
 from adapters.readmodels import ReadModels
 from adapters.settings import open_store
 from domain.errors import UnknownConversation
@@ -63,9 +64,10 @@ class Chatrecord:
         freigegeben", "fehlgeschlagen", "Von dir abgelehnt: Behalten", …), read from the log under
         `rules` (default: the live rule set) with the same step reading as the run record.
 
-        Raises UnknownConversation for an id the store does not hold.
+        Raises UnknownConversation for an id the store does not hold. An id is looked up as the
+        ingester stored it (`chat 17` reduced the same way).
         """
-        events = self.store.events(conversation)
+        events = self.store.events(lookup_key(conversation))
         if not events:
             raise UnknownConversation(f'no conversation "{conversation}" in the store')
         rule_set = rules or self.read_models.active_rules()
@@ -81,4 +83,4 @@ class Chatrecord:
         Raises UnknownConversation for an id the store does not hold, NoTurnInEvents when no
         user message has started a turn yet.
         """
-        return self.read_models.turn_input(conversation, can_see_page)
+        return self.read_models.turn_input(lookup_key(conversation), can_see_page)

@@ -97,6 +97,16 @@ def reduce_key(value: str, what: str = "id") -> str:
     return f"{kept[: NAME_MAX - 18]}:h{digest}"
 
 
+def lookup_key(value: str) -> str:
+    """Returns the stored form of a conversation id a user or the chat looks up, reduced as
+    `reduce_key` reduces it at ingest (`chat 17` is found as it was stored); the id itself when
+    no character is kept (it names no stored conversation then)."""
+    try:
+        return reduce_key(value)
+    except ValueError:
+        return value
+
+
 def check_table(value: str) -> str:
     """Returns `value` if it is a table name (`[A-Za-z0-9_]{1,64}`); raises ValueError if not."""
     if not _TABLE.fullmatch(value):

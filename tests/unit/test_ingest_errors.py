@@ -214,7 +214,7 @@ def test_a_domain_refusal_names_the_line_and_the_field_that_caused_it() -> None:
         jl(type="user_message", message=1, text="Hallo", page=0),
         jl(type="card_decided", segment="r/9", approved=True, answer="Übernehmen"),
     ]
-    with pytest.raises(NoCardWaiting, match=r"^t\.jsonl: line 3, segment: segment r/9 has no card waiting$"):
+    with pytest.raises(NoCardWaiting, match=r"^t\.jsonl: line 3, segment: segment r/9 is unknown: this conversation recorded no segment of that id$"):
         list(fold_events(read_lines(lines, "t.jsonl")))
 
 
