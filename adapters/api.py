@@ -20,7 +20,8 @@ from typing import Any
 import orjson
 
 from adapters.application import ConversationStore, HandleResult
-from adapters.ingest import parse_line
+from adapters.ingest import line_text, parse_line
+from adapters.ingest_names import lookup_key
 from adapters.readmodels import ReadModels
 from adapters.settings import open_store
 from domain.errors import UnknownConversation
@@ -55,7 +56,7 @@ class Chatrecord:
         if not isinstance(line, (Mapping, str, bytes)):
             raise TypeError(f"record takes one line as a dict or its JSON text, not {type(line).__name__}")
         self._lines += 1
-        text = orjson.dumps(line) if isinstance(line, Mapping) else line
+        text = line_text(line, self._lines, self.source_name) if isinstance(line, Mapping) else line
         return self.store.handle(parse_line(text, self._lines, self.source_name))
 
     def activity(self, conversation: str, rules: str | None = None) -> tuple[SegmentActivity, ...]:
@@ -64,9 +65,10 @@ class Chatrecord:
         freigegeben", "fehlgeschlagen", "Von dir abgelehnt: Behalten", …), read from the log under
         `rules` (default: the live rule set) with the same step reading as the run record.
 
-        Raises UnknownConversation for an id the store does not hold.
+        Raises UnknownConversation for an id the store does not hold. An id is looked up as the
+        ingester stored it (`chat 17` reduced the same way).
         """
-        events = self.store.events(conversation)
+        events = self.store.events(lookup_key(conversation))
         if not events:
             raise UnknownConversation(f'no conversation "{conversation}" in the store')
         rule_set = rules or self.read_models.active_rules()
@@ -93,4 +95,4 @@ class Chatrecord:
         Raises UnknownConversation for an id the store does not hold, NoTurnInEvents when no
         user message has started a turn yet.
         """
-        return self.read_models.turn_input(conversation, can_see_page)
+        return self.read_models.turn_input(lookup_key(conversation), can_see_page)

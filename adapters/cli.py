@@ -49,6 +49,7 @@ from adapters.cli_replay import (
     stored_conversation,
     turns_at,
 )
+from adapters.ingest_names import lookup_key
 from adapters.readmodels import ReadModels
 from adapters.settings import describe_backend, open_store, store_problem
 from domain.errors import ChatrecordError
@@ -207,7 +208,7 @@ def replay(
             rule_set = rules.value if rules else models.active_rules()
             turns = replay_turns(events, rule_set, can_see)
             if turns and rule_set == models.active_rules():
-                check_latest(turns[-1], models.turn_input(conversation, can_see_page=can_see))
+                check_latest(turns[-1], models.turn_input(lookup_key(conversation), can_see_page=can_see))
             replays = [(conversation, turns)]
     if at is not None:
         picked = [(name, turns_at(turns, at)) for name, turns in replays]

@@ -15,7 +15,7 @@ from importlib import resources
 from pathlib import Path
 
 from adapters.application import ConversationStore
-from adapters.ingest import at_line, parse_numbered
+from adapters.ingest import at_line, bounded_lines, parse_numbered
 from domain.errors import ChatrecordError, InvalidInput
 
 DEMO_FILE = "demo_seo_tour.jsonl"
@@ -86,7 +86,7 @@ def ingest_file(store: ConversationStore, path: Path, skip_bad: bool = False) ->
     Raises OSError when the file cannot be read.
     """
     with path.open("rb") as stream:
-        return ingest_lines(store, stream, path.name, skip_bad)
+        return ingest_lines(store, bounded_lines(stream), path.name, skip_bad)
 
 
 def demo_lines() -> list[bytes]:

@@ -13,6 +13,7 @@ from uuid import UUID
 
 from adapters.application import ConversationStore
 from adapters.ingest import read_events
+from adapters.ingest_names import lookup_key, show
 from domain.errors import ChatrecordError, UnknownConversation
 from domain.events import ConversationEvent, ConversationStarted
 from projections.page_line import PageCheck
@@ -76,13 +77,15 @@ def file_conversations(path: Path) -> Conversations:
 
 
 def stored_conversation(store: ConversationStore, conversation: str, backend: str) -> list[ConversationEvent]:
-    """Returns the full event log of `conversation`. Raises UnknownConversation when the store
-    (described by `backend`) has none of that id."""
-    events = store.events(conversation)
+    """Returns the full event log of `conversation`, looked up as the ingester stored it
+    (`lookup_key`). Raises UnknownConversation when the store (described by `backend`) has none
+    of that id."""
+    events = store.events(lookup_key(conversation))
     if not events:
         known = store.conversation_ids()
         hint = f"stored: {', '.join(known[:5])}{', …' if len(known) > 5 else ''}" if known else "the store is empty"
-        raise UnknownConversation(f"no conversation {conversation!r} in {backend} ({hint})")
+        named = repr(conversation) if len(conversation) <= 40 and conversation.isprintable() else show(conversation)
+        raise UnknownConversation(f"no conversation {named} in {backend} ({hint})")
     return events
 
 

@@ -14,10 +14,10 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from hashlib import sha256
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import orjson
 from pydantic import TypeAdapter, ValidationError
@@ -27,6 +27,7 @@ from adapters.ingest_lines import LINE_TYPES, Line, ParsedLine, show
 from domain.conversation import Conversation, project_conversation
 from domain.errors import ChatrecordError, InvalidInput
 from domain.events import ConversationEvent
+from domain.limits import INT_MAX, LINE_BYTES_MAX
 
 __all__ = [
     "LINE_TYPES",
@@ -63,6 +64,9 @@ def parse_line(text: str | bytes, line_no: int, source_name: str) -> ParsedLine:
     def invalid(field: str, expected: str) -> InvalidInput:
         return InvalidInput(source_name, line_no, field, expected)
 
+    size = len(text) if isinstance(text, bytes) or len(text) * 4 <= LINE_BYTES_MAX else len(text.encode("utf-8", "replace"))
+    if size > LINE_BYTES_MAX:
+        raise invalid(_WHOLE_LINE, f"is longer than {LINE_BYTES_MAX:,} bytes, the most a line may be (README, \"Input limits\")")
     try:
         data = orjson.loads(text)
     except orjson.JSONDecodeError as error:
@@ -87,6 +91,44 @@ def parse_line(text: str | bytes, line_no: int, source_name: str) -> ParsedLine:
     return line
 
 
+def line_text(data: Mapping[str, Any], line_no: int, source_name: str) -> bytes:
+    """Returns the JSON text of a line given as a dict (`adapters.api`).
+
+    Raises InvalidInput naming the first field JSON cannot hold (a whole number beyond 64 bits,
+    a value that is not JSON), so such a value is refused like any other bad value.
+    """
+    try:
+        return orjson.dumps(data)
+    except (TypeError, orjson.JSONEncodeError):
+        field, what = _unencodable(data, ())
+        raise InvalidInput(source_name, line_no, _path(field) or _WHOLE_LINE, what) from None
+
+
+def _unencodable(value: Any, at: tuple[Any, ...]) -> tuple[tuple[Any, ...], str]:
+    """Returns the path of the first part of `value` orjson cannot write, and what is wrong."""
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                return at, "expected an object whose keys are strings"
+            found = _unencodable(item, (*at, key))
+            if found[0] != () or found[1]:
+                return found
+        return (), ""
+    if isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            found = _unencodable(item, (*at, index))
+            if found[0] != () or found[1]:
+                return found
+        return (), ""
+    if isinstance(value, bool) or value is None or isinstance(value, (str, float)):
+        return (), ""
+    if isinstance(value, int):
+        if -(2**63) <= value < 2**64:
+            return (), ""
+        return at, f"is a number of more than 64 bits; no field takes one (README, \"Input limits\")"
+    return at, f"expected a JSON value, got a {type(value).__name__}"
+
+
 def parse_numbered(raw: str | bytes, line_no: int, source_name: str) -> ParsedLine | None:
     """Returns line `line_no` (1-based) of `source_name` parsed; None for a blank line. A BOM
     before the first line is ignored.
@@ -101,6 +143,20 @@ def parse_numbered(raw: str | bytes, line_no: int, source_name: str) -> ParsedLi
     if line_no == 1:
         raw = raw.removeprefix("\ufeff")
     return parse_line(raw, line_no, source_name) if raw.strip() else None
+
+
+def bounded_lines(stream: BinaryIO) -> Iterator[bytes]:
+    """Yields the lines of a binary stream, each cut after LINE_BYTES_MAX + 1 bytes (the rest
+    of a longer line is read and dropped), so a line of any length costs at most that much
+    memory and is refused by `parse_line` as too long."""
+    while True:
+        line = stream.readline(LINE_BYTES_MAX + 1)
+        if not line:
+            return
+        if len(line) > LINE_BYTES_MAX and not line.endswith(b"\n"):
+            while (rest := stream.readline(LINE_BYTES_MAX)) and not rest.endswith(b"\n"):
+                pass
+        yield line
 
 
 def read_lines(lines: Iterable[str | bytes], source_name: str) -> Iterator[ParsedLine]:
@@ -120,7 +176,7 @@ def read_file(path: str | Path) -> Iterator[ParsedLine]:
     """
     path = Path(path)
     with path.open("rb") as stream:
-        yield from read_lines(stream, path.name)
+        yield from read_lines(bounded_lines(stream), path.name)
 
 
 def fold_events(lines: Iterable[ParsedLine]) -> Iterator[ConversationEvent]:
@@ -165,7 +221,7 @@ def _kind_of(value: Any) -> str:
     if value is None or isinstance(value, bool):
         return orjson.dumps(value).decode()
     if isinstance(value, (int, float)):
-        return f"the number {value}"
+        return f"the number {show(value)}"
     return {str: "a string", list: "a list", dict: "an object"}.get(type(value), type(value).__name__)
 
 
@@ -201,10 +257,19 @@ def _expected(error: Any, kind: str) -> str:
     if code == "literal_error":
         shown = show(value) if isinstance(value, (str, int, float, bool)) or value is None else _kind_of(value)
         return f"{shown} is not allowed; use {ctx.get('expected')}"
-    if code in ("greater_than_equal", "greater_than"):
-        bound = ctx.get("ge", ctx.get("gt"))
-        sign = ">=" if code == "greater_than_equal" else ">"
-        return f"expected a whole number {sign} {bound}, got {_kind_of(value)}"
+    if code in ("greater_than_equal", "greater_than", "less_than_equal", "less_than"):
+        bound = ctx.get("ge", ctx.get("gt", ctx.get("le", ctx.get("lt"))))
+        sign = {"greater_than_equal": ">=", "greater_than": ">", "less_than_equal": "<=", "less_than": "<"}[code]
+        number = "a whole number" if isinstance(value, int) else "a number"
+        shown = f"{bound:g}" if isinstance(bound, float) else show(bound)
+        return f"expected {number} {sign} {shown}, got {_kind_of(value)}"
+    if code == "finite_number":
+        return f"expected a finite number, got {_kind_of(value)}"
+    if code == "string_too_long":
+        return f"is {len(value):,} characters long; the most is {ctx.get('max_length'):,} (README, \"Input limits\")"
+    if code == "too_long":
+        return (f"has {ctx.get('actual_length'):,} entries; the most is {ctx.get('max_length'):,} "
+                f"(README, \"Input limits\")")
     return str(error["msg"])
 
 

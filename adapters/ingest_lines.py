@@ -13,10 +13,12 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import AfterValidator, Field, PrivateAttr, ValidationInfo, field_validator
 
-from adapters.ingest_names import At, Key, MessageNo, Skill, Tolerant, check_answer, show
+from adapters.ingest_names import At, Key, MessageNo, Skill, Text, Tolerant, Whole, check_answer, show
 from adapters.ingest_steps import LegacyOutcome, Message, Pending, Step
 from domain import conversation as domain
+from domain.errors import ChatrecordError, LineOutOfOrder
 from domain.events import ConversationEvent
+from domain.limits import LIST_MAX, STEPS_MAX
 from domain.values import OUTCOMES
 
 
@@ -29,6 +31,7 @@ class Line(Tolerant):
 
     conversation: Key
     at: At
+    follows: Whole | None = None
 
     _line: int = PrivateAttr(default=0)
     _source_name: str = PrivateAttr(default="")
@@ -52,14 +55,37 @@ class Line(Tolerant):
 
     def decide(self, state: domain.Conversation | None) -> list[ConversationEvent]:
         """Returns the events the line's domain command decides on `state`; raises its
-        ChatrecordError when an invariant would break."""
-        return COMMANDS[self.type](state, **self.facts(), at=self.at, source=self.digest)  # type: ignore[attr-defined]
+        ChatrecordError when an invariant would break, LineOutOfOrder when the line names the
+        version it `follows` and the conversation is at another one (a repeat of a line
+        recorded before is no error: it decides nothing)."""
+        command = COMMANDS[self.type]
+        if self.follows is not None:
+            version = state.version if state is not None else 0
+            if version != self.follows and not (state is not None and self.digest in state.sources):
+                try:
+                    repeat = command(state, **self.facts(), at=self.at, source=self.digest) == []  # type: ignore[attr-defined]
+                except ChatrecordError:
+                    repeat = False
+                if not repeat:
+                    raise self._out_of_order(version)
+        return command(state, **self.facts(), at=self.at, source=self.digest)  # type: ignore[attr-defined]
+
+    def _out_of_order(self, version: int) -> LineOutOfOrder:
+        if version < self.follows:  # type: ignore[operator]
+            return LineOutOfOrder(
+                f"the line follows version {self.follows} of conversation {self.conversation!r}, which is at "
+                f"version {version}; it waits for the lines before it (nothing of it was stored)"
+            )
+        return LineOutOfOrder(
+            f"the line follows version {self.follows} of conversation {self.conversation!r}, which is at "
+            f"version {version} already; it was written for an earlier state (nothing of it was stored)"
+        )
 
 
 class ConversationStartedLine(Line):
     type: Literal["conversation_started"]
     kind: Literal["chat", "alt_text"]
-    owner: int = Field(ge=0)
+    owner: Whole
 
     def facts(self) -> dict[str, Any]:
         return {"conversation": self.conversation, "kind": self.kind, "owner": self.owner}
@@ -68,8 +94,8 @@ class ConversationStartedLine(Line):
 class UserMessageLine(Line):
     type: Literal["user_message"]
     message: MessageNo
-    text: str
-    page: int = Field(ge=0)
+    text: Text
+    page: Whole
     skill: Skill | None = None
 
     def facts(self) -> dict[str, Any]:
@@ -82,16 +108,16 @@ class SegmentReturnedLine(Line):
     run: Key
     trigger: Literal["turn", "approval", "answer", "retry"]
     outcome: str
-    answer: str | None = None
-    flag: str | None = None
-    steps: list[Step] = []
-    pending: list[Pending] = []
+    answer: Text | None = None
+    flag: Literal["nothingSaved"] | None = None
+    steps: Annotated[list[Step], Field(max_length=STEPS_MAX)] = []
+    pending: Annotated[list[Pending], Field(max_length=LIST_MAX)] = []
 
     def facts(self) -> dict[str, Any]:
         steps = tuple(step.fact() for step in self.steps)
         outcome = self.outcome if self.outcome in OUTCOMES else "unknown"
-        if outcome == "failed" and not steps:
-            outcome = "unknown"  # failed before nr-llm returned its steps (spec, Decision)
+        if outcome == "failed" and not steps and self.trigger in ("turn", "retry"):
+            outcome = "unknown"  # the turn failed before nr-llm returned its steps (spec, Decision)
         return {
             "segment": self.segment,
             "run": self.run,
@@ -110,7 +136,7 @@ class CardDecidedLine(Line):
     approved: bool
     answer: Annotated[str, AfterValidator(check_answer)]
     message: MessageNo | None = None
-    text: str | None = Field(default=None, validate_default=True)
+    text: Text | None = Field(default=None, validate_default=True)
 
     @field_validator("answer")
     @classmethod
@@ -144,7 +170,7 @@ class QuestionAnsweredLine(Line):
     type: Literal["question_answered"]
     segment: Key
     message: MessageNo
-    text: str
+    text: Text
 
     def facts(self) -> dict[str, Any]:
         return {"segment": self.segment, "message": self.message, "text": self.text}
@@ -165,7 +191,7 @@ class TourEndedLine(Line):
 class MessageEditedLine(Line):
     type: Literal["message_edited"]
     message: MessageNo
-    text: str
+    text: Text
 
     def facts(self) -> dict[str, Any]:
         return {"message": self.message, "text": self.text}
@@ -173,7 +199,7 @@ class MessageEditedLine(Line):
 
 class TranscriptReplacedLine(Line):
     type: Literal["transcript_replaced"]
-    messages: list[Message]
+    messages: Annotated[list[Message], Field(max_length=LIST_MAX)]
 
     def facts(self) -> dict[str, Any]:
         return {"messages": tuple(m.transcript_line() for m in self.messages)}
@@ -181,8 +207,8 @@ class TranscriptReplacedLine(Line):
 
 class LegacyRowLine(Line):
     type: Literal["legacy_row"]
-    messages: list[Message]
-    card_outcomes: list[LegacyOutcome] = []
+    messages: Annotated[list[Message], Field(max_length=LIST_MAX)]
+    card_outcomes: Annotated[list[LegacyOutcome], Field(max_length=LIST_MAX)] = []
 
     def facts(self) -> dict[str, Any]:
         return {

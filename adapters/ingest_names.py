@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from datetime import datetime, timezone
 from hashlib import sha256
 from typing import Annotated, Any
@@ -29,6 +30,7 @@ from pydantic import (
     ValidationInfo,
 )
 
+from domain.limits import AT_MAX, AT_MIN, DURATION_MS_MAX, INT_MAX, LIST_MAX, SHOWN_MAX, TEXT_MAX
 from domain.values import CARD_ANSWERS, IDENTIFIER_MAX, reduce_identifier
 
 NAME_MAX = IDENTIFIER_MAX
@@ -36,9 +38,37 @@ _NOT_KEY = re.compile(r"[^A-Za-z0-9_.:/-]")
 _TABLE = re.compile(r"[A-Za-z0-9_]{1,64}")
 
 
-def show(value: Any, limit: int = 60) -> str:
-    """Returns `value` as JSON for an error message, cut to about `limit` characters."""
-    text = json.dumps(value, ensure_ascii=False)
+def _escaped(char: str) -> str:
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def escape_invisible(text: str) -> str:
+    """Returns `text` with every control, format, line or paragraph separator and private or
+    unassigned character (categories Cc, Cf, Zl, Zp, Co, Cn, Cs) written as a Python escape."""
+    if text.isprintable():
+        return text
+    return "".join(
+        _escaped(c) if unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp", "Co", "Cn", "Cs") else c for c in text
+    )
+
+
+_JSON_ESCAPES = str.maketrans({"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"})
+
+
+def show(value: Any, limit: int = SHOWN_MAX) -> str:
+    """Returns a short excerpt of a rejected `value` for an error message: JSON for a string
+    (control and invisible characters escaped), cut to about `limit` characters; a number or
+    another value as it is, cut the same way. A long value is never echoed whole."""
+    if isinstance(value, str):
+        head = value[: limit + 1]
+        text = '"' + escape_invisible(head.translate(_JSON_ESCAPES)) + '"'
+        if len(value) > limit or len(text) > limit + 2:
+            text = text[:limit] + "…"
+        return text
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 64:
+        return "a number of more than 64 bits"
+    text = json.dumps(value, ensure_ascii=False, default=str)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -67,6 +97,16 @@ def reduce_key(value: str, what: str = "id") -> str:
     return f"{kept[: NAME_MAX - 18]}:h{digest}"
 
 
+def lookup_key(value: str) -> str:
+    """Returns the stored form of a conversation id a user or the chat looks up, reduced as
+    `reduce_key` reduces it at ingest (`chat 17` is found as it was stored); the id itself when
+    no character is kept (it names no stored conversation then)."""
+    try:
+        return reduce_key(value)
+    except ValueError:
+        return value
+
+
 def check_table(value: str) -> str:
     """Returns `value` if it is a table name (`[A-Za-z0-9_]{1,64}`); raises ValueError if not."""
     if not _TABLE.fullmatch(value):
@@ -75,25 +115,37 @@ def check_table(value: str) -> str:
 
 
 def check_uid(value: int) -> int:
-    """Returns `value` if it is a record uid (>= 1); raises ValueError if not."""
+    """Returns `value` if it is a record uid (1 to INT_MAX); raises ValueError if not."""
     if value < 1:
         raise ValueError(f"{value} is not a uid; use a whole number >= 1")
+    if value > INT_MAX:
+        raise ValueError(f"{show(value)} is not a uid; use a whole number <= {INT_MAX}, the largest a store keeps")
     return value
 
 
 def parse_at(value: Any) -> datetime:
     """Returns the ISO-8601 time `value` as an aware UTC datetime (a time without offset is
-    taken as UTC). Raises ValueError for anything else."""
+    taken as UTC). Raises ValueError for anything else, and for a time outside years
+    2000–9998 after conversion to UTC (`domain.limits.AT_MIN`/`AT_MAX`)."""
     example = "use ISO-8601 UTC like 2026-10-28T09:00:00Z"
     if not isinstance(value, str):
         raise ValueError(f"expected a time as a string; {example}")
     try:
-        at = datetime.fromisoformat(value)
+        at = datetime.fromisoformat(value[:64])
+        if len(value) > 64:
+            raise ValueError
     except ValueError:
         raise ValueError(f"{show(value)} is not a time; {example}") from None
     if at.tzinfo is None:
         at = at.replace(tzinfo=timezone.utc)
-    return at.astimezone(timezone.utc)
+    try:
+        at = at.astimezone(timezone.utc)
+        inside = AT_MIN <= at <= AT_MAX
+    except OverflowError:  # before year 1 or after year 9999 in UTC: outside either way
+        inside = False
+    if not inside:
+        raise ValueError(f"{show(value)} is outside years 2000–9998 (UTC); {example}")
+    return at
 
 
 def check_answer(value: str) -> str:
@@ -110,7 +162,13 @@ Skill = Annotated[str, AfterValidator(lambda v: reduce_name(v, "skill"))]
 Table = Annotated[str, AfterValidator(check_table)]
 Uid = Annotated[int, AfterValidator(check_uid)]
 At = Annotated[datetime, BeforeValidator(parse_at)]
-MessageNo = Annotated[int, Field(ge=1)]
+MessageNo = Annotated[int, Field(ge=1, le=INT_MAX)]
+Whole = Annotated[int, Field(ge=0, le=INT_MAX)]
+"""A whole number from 0 to INT_MAX (2,147,483,647), the largest every store keeps."""
+Duration = Annotated[float, Field(ge=0, le=DURATION_MS_MAX, allow_inf_nan=False)]
+"""A step's duration in ms: a finite number from 0 to DURATION_MS_MAX."""
+Text = Annotated[str, Field(max_length=TEXT_MAX)]
+"""A text of at most TEXT_MAX characters."""
 
 
 def pair(uid: int | None, info: ValidationInfo, table_key: str, uid_key: str) -> int | None:

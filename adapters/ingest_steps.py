@@ -18,11 +18,15 @@ from adapters.ingest_names import (
     Table,
     Tolerant,
     ToolName,
+    Text,
     Uid,
+    Whole,
+    Duration,
     check_table,
     check_uid,
     pair,
 )
+from domain.limits import LIST_MAX
 from domain.values import (
     STEP_KINDS,
     TOOL_OUTCOMES,
@@ -38,8 +42,8 @@ class Step(Tolerant):
     """One nr-llm RunStep, of which only the privacy-kept facts are read."""
 
     kind: str
-    round: int
-    durationMs: float
+    round: Whole
+    durationMs: Duration
     toolName: ToolName | None = None
     toolIsError: bool | None = None
     toolOutcome: str | None = None
@@ -94,7 +98,7 @@ class Pending(Tolerant):
     toolName: ToolName
     table: Table | None = None
     uid: Uid | None = Field(default=None, validate_default=True)
-    fields: list[FieldName] = []
+    fields: Annotated[list[FieldName], Field(max_length=LIST_MAX)] = []
 
     @field_validator("uid")
     @classmethod
@@ -111,7 +115,7 @@ class Message(Tolerant):
     """A transcript message of a replaced transcript or a legacy row."""
 
     role: Literal["user", "assistant"]
-    text: str
+    text: Text
 
     def transcript_line(self) -> TranscriptLine:
         return TranscriptLine(role=self.role, text=self.text)
@@ -121,11 +125,11 @@ class LegacyOutcome(Tolerant):
     """A card outcome as the chat stored it; a create has table '' and uid 0 (no target)."""
 
     outcome: Literal["applied", "check", "not_applied", "skipped", "variant", "kept", "declined"]
-    after: int = Field(ge=0)
+    after: Whole
     tool: ToolName
     table: Annotated[str, AfterValidator(lambda v: v and check_table(v))] = ""
     uid: int = Field(default=0, validate_default=True)
-    fields: list[FieldName] = []
+    fields: Annotated[list[FieldName], Field(max_length=LIST_MAX)] = []
 
     @field_validator("uid")
     @classmethod

@@ -16,6 +16,7 @@ from typing import Any, Literal, TypeVar
 
 from domain.errors import (
     CardAlreadyDecided,
+    ContinuationBeforeDecision,
     ConversationAlreadyStarted,
     ConversationNotStarted,
     MessageOutOfOrder,
@@ -191,7 +192,9 @@ def return_segment(
     """Returns [SegmentReturned]; [] when `segment` was recorded already (the chat may deliver
     twice: the first result stands, see `recorded_segment`).
 
-    Raises NoTurn before any user message, TurnTruncated for a segment or run an edit cut away.
+    Raises NoTurn before any user message, TurnTruncated for a segment or run an edit cut away,
+    ContinuationBeforeDecision for a continuation (`approval`, `answer`) while a card or
+    question still waits for its decision.
     """
     batch = _begin(state, at, source, f"segment {segment}")
     if batch is None or segment in batch.state.segments:
@@ -201,6 +204,13 @@ def return_segment(
         raise TurnTruncated(f"segment {segment} belongs to a turn an edit has cut away")
     if current.last_message == 0:
         raise NoTurn(f"segment {segment} returned before any user message")
+    if trigger in ("approval", "answer") and current.waiting is not None:
+        waits = current.segments[current.waiting].waits
+        decision = "card_decided" if waits == "card" else "question_answered"
+        raise ContinuationBeforeDecision(
+            f"segment {segment} continues after an {trigger}, but the {waits} of segment {current.waiting} "
+            f"still waits for its decision; a continuation follows its decision ({decision} first)"
+        )
     batch.add(
         SegmentReturned,
         segment=segment,
@@ -231,11 +241,23 @@ def recorded_segment(state: Conversation | None, segment: str) -> int | None:
     return state.segments[segment].version
 
 
+_LEFT = {"new_message": "a new user message", "tour_ended": "the end of the tour"}
+
+
 def _check_waiting(state: Conversation, segment: str, kind: WaitingKind) -> None:
     if segment in state.cut_segments:
         raise TurnTruncated(f"segment {segment} belongs to a turn an edit has cut away")
+    if segment in state.undecided:
+        reason = state.undecided[segment]
+        raise CardAlreadyDecided(
+            f"the {kind} of segment {segment} was left undecided by {_LEFT.get(reason, reason)}; "
+            "a later decision is not recorded"
+        )
     if segment in state.settled:
         raise CardAlreadyDecided(f"the {kind} of segment {segment} was decided already")
+    if segment not in state.segments:
+        error = NoCardWaiting if kind == "card" else NoQuestionWaiting
+        raise error(f"segment {segment} is unknown: this conversation recorded no segment of that id")
     if state.waiting is None or state.waiting != segment or state.segments[segment].waits != kind:
         error = NoCardWaiting if kind == "card" else NoQuestionWaiting
         raise error(f"segment {segment} has no {kind} waiting")
@@ -304,9 +326,11 @@ def retry_turn(
 
 
 def end_tour(state: Conversation | None, at: datetime, source: str | None = None) -> list[ConversationEvent]:
-    """Returns CardLeftUndecided(tour_ended) if a card or question waits, then TourEnded."""
+    """Returns CardLeftUndecided(tour_ended) if a card or question waits, then TourEnded; []
+    when no tour runs (no skill loaded, nothing waiting): a tour ended again, at another time,
+    stores nothing, as a repeat."""
     batch = _begin(state, at, source, "tour end")
-    if batch is None:
+    if batch is None or (batch.state.skill is None and batch.state.waiting is None):
         return []
     _leave_waiting(batch, "tour_ended")
     batch.add(TourEnded)

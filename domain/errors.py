@@ -79,6 +79,21 @@ class NoTurn(ChatrecordError):
     field = "segment"
 
 
+class ContinuationBeforeDecision(ChatrecordError):
+    """Raised when a continuation (trigger `approval` or `answer`) returns while a card or
+    question still waits: a continuation follows its decision."""
+
+    field = "trigger"
+
+
+class LineOutOfOrder(ChatrecordError):
+    """Raised when a line names the conversation version it follows (`follows`) and the
+    conversation is at another version: it came too early (it waits for the lines before it)
+    or too late (it was written for an older state)."""
+
+    field = "follows"
+
+
 class InvalidInput(ChatrecordError):
     """Raised when an input line does not have the shape the chat's format requires.
 

@@ -61,10 +61,14 @@ class Conversation(Immutable):
     (`is_continuation`); any other segment or a new model call gives up on them;
     `legacy_outcomes` the transcript positions of a legacy row's card outcomes, `legacy_users`
     the transcript index of each legacy user message (an edit of one cuts the outcomes after it);
-    `cut_segments` / `cut_runs` what edits cut away; `sources` the input digests seen.
+    `cut_segments` / `cut_runs` what edits cut away; `sources` the input digests seen;
+    `undecided` the segments whose card or question was left undecided, with the reason
+    (`new_message`, `tour_ended`), so a late decision is told what happened.
+
+    Version 2 added `undecided`.
     """
 
-    class_version: ClassVar[int] = 1
+    class_version: ClassVar[int] = 2
 
     id: UUID
     version: int
@@ -86,6 +90,7 @@ class Conversation(Immutable):
     cut_segments: frozenset[str] = frozenset()
     cut_runs: frozenset[str] = frozenset()
     sources: frozenset[str] = frozenset()
+    undecided: dict[str, str] = {}
 
     def is_continuation(self, trigger: str, run: str) -> bool:
         """Returns True when a segment of `trigger` and `run` continues after the pending approval."""
@@ -109,6 +114,10 @@ class ConversationSnapshot(ConversationEvent):
     class_version: ClassVar[int] = Conversation.class_version
 
     state: dict[str, Any]
+
+    @staticmethod
+    def upcast_v1_v2(state: dict[str, Any]) -> None:
+        state["state"]["undecided"] = {}  # not known for a snapshot taken before version 2
 
     @classmethod
     def take(cls, aggregate: Conversation) -> ConversationSnapshot:
@@ -245,7 +254,8 @@ def _(event: QuestionAnswered, state: Conversation | None) -> Conversation:
 @evolve.register
 def _(event: CardLeftUndecided, state: Conversation | None) -> Conversation:
     assert state is not None
-    return _step(state, event, waiting=None, settled=state.settled | {event.segment})
+    undecided = {**state.undecided, event.segment: event.reason}
+    return _step(state, event, waiting=None, settled=state.settled | {event.segment}, undecided=undecided)
 
 
 @evolve.register
@@ -290,7 +300,8 @@ def _(event: TurnsTruncated, state: Conversation | None) -> Conversation:
 
 @evolve.register
 def _(event: TranscriptReplaced, state: Conversation | None) -> Conversation:
-    return _step(state, event)
+    users = sum(line.role == "user" for line in event.messages)
+    return _step(state, event, messages=tuple(range(1, users + 1)))  # numbered as the transcript numbers them
 
 
 @evolve.register

@@ -184,9 +184,10 @@ def _card_or_question(entry: Entry, can_see_page: PageCheck) -> list[str]:
         return ["The card was decided; its card outcome says how."]  # the outcome names the calls
     if entry.decision is not None:
         answer = clean_answer(entry.decision)
+        named = f": {calls}." if calls else "; the card named no waiting call."
         if answer == "Übernehmen":
-            return [f"The editor approved the card ({answer}): {calls}."]
-        return [f"The editor declined the card ({answer}): {calls}. Nothing of it was saved."]
+            return [f"The editor approved the card ({answer}){named}"]
+        return [f"The editor declined the card ({answer}){named} Nothing of it was saved."]
     if entry.waiting:
         return [f"Still waiting for a decision: {calls}."]
     return []

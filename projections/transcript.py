@@ -10,7 +10,6 @@ and cuts the transcript after the edited message. Notes are never stored here.
 
 from __future__ import annotations
 
-import re
 from functools import singledispatch
 from typing import Literal
 
@@ -28,7 +27,10 @@ from domain.events import (
     UserMessagePosted,
 )
 from domain.values import Immutable
+from projections.label_guard import disarm, has_forged_label
 from projections.rules import RuleSet, resolve
+
+__all__ = ["JOIN", "Message", "Transcript", "apply", "disarm", "index_of_user", "initial"]
 
 JOIN = "\n\n"
 
@@ -62,7 +64,8 @@ def initial() -> Transcript:
 
 def apply(state: Transcript, event: ConversationEvent, rules: RuleSet | str) -> Transcript:
     """Returns the transcript after `event`. Under a rule set with notes, a label's opening
-    that a user or an answer wrote is disarmed (see `disarm`)."""
+    that a user or an answer wrote, or one that reads as it, is disarmed (see
+    `projections.label_guard`)."""
     after = _apply(event, state)
     if disarms(event, resolve(rules)):
         messages = tuple(m.model_copy(update={"text": disarm(m.text)}) for m in after.messages)
@@ -70,22 +73,10 @@ def apply(state: Transcript, event: ConversationEvent, rules: RuleSet | str) -> 
     return after
 
 
-_SPACE = r"[\s\u200b-\u200d\u2060\ufeff]*"  # white space and the invisible ones
-FORGED_LABEL = re.compile(rf"[\[［⁅〔【〚]({_SPACE}chat{_SPACE}record)", re.IGNORECASE)
-"""A note label's opening in the chat's own text: a user or an answer could write it to forge
-a note. Only the chat's notes may carry the label."""
-
-
-def disarm(text: str) -> str:
-    """Returns `text` with every `[Chat record` (any case or spacing, invisible characters or a
-    look-alike bracket) turned into `(Chat record`; the length stays the same."""
-    return FORGED_LABEL.sub(r"(\1", text)
-
-
 def disarms(event: ConversationEvent, rules: RuleSet) -> bool:
     """Returns True when `event` brings a label's opening into the transcript under a rule set
     with notes: then the messages it adds or changes are disarmed."""
-    return rules.notes and any(FORGED_LABEL.search(text) for text in _texts(event))
+    return rules.notes and any(has_forged_label(text) for text in _texts(event))
 
 
 def _texts(event: ConversationEvent) -> list[str]:

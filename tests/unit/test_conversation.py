@@ -74,7 +74,7 @@ def test_a_decision_needs_a_waiting_card():
     story.segment("s1", "completed")
     with pytest.raises(NoCardWaiting, match="segment s1 has no card waiting"):
         story.run(c.decide_card, "s1", True, "Übernehmen", None, None)
-    with pytest.raises(NoCardWaiting, match="segment nope has no card waiting"):
+    with pytest.raises(NoCardWaiting, match="segment nope is unknown: this conversation recorded no segment of that id"):
         story.run(c.decide_card, "nope", True, "Übernehmen", None, None)
 
 

@@ -42,7 +42,7 @@ BAD_LINES = {
     ),
     "a table name of 65 characters": (
         segment(steps=[write(table="t" * 65)]),
-        f'demo.jsonl: line 12, steps[0].writeTargetTable: "{"t" * 58}… is not a table name; use 1–64 of A-Za-z0-9_',
+        f'demo.jsonl: line 12, steps[0].writeTargetTable: "{"t" * 39}… is not a table name; use 1–64 of A-Za-z0-9_',
     ),
     "a write step with uid 0": (
         segment(steps=[write(uid=0)]),
@@ -214,7 +214,7 @@ def test_a_domain_refusal_names_the_line_and_the_field_that_caused_it() -> None:
         jl(type="user_message", message=1, text="Hallo", page=0),
         jl(type="card_decided", segment="r/9", approved=True, answer="Übernehmen"),
     ]
-    with pytest.raises(NoCardWaiting, match=r"^t\.jsonl: line 3, segment: segment r/9 has no card waiting$"):
+    with pytest.raises(NoCardWaiting, match=r"^t\.jsonl: line 3, segment: segment r/9 is unknown: this conversation recorded no segment of that id$"):
         list(fold_events(read_lines(lines, "t.jsonl")))
 
 

@@ -1,0 +1,41 @@
+"""The limits every input line is held to, in one place (README, "Input limits").
+
+Every number and time a line carries is bounded here to what every backend and every view
+stores (PostgreSQL `integer` columns are 32-bit signed; Python's datetime ends in year 9999),
+and every size is bounded so the work on a line stays linear and its memory small. The
+ingester (`adapters.ingest*`) refuses a value outside them with the line and the field, before
+anything is stored.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+INT_MAX = 2**31 - 1
+"""The largest whole number a line may carry (message, page, owner, uid, round, `after`,
+`follows`): PostgreSQL's `integer`, 2,147,483,647."""
+
+DURATION_MS_MAX = 1e10
+"""The longest step duration in milliseconds (about 115 days); a duration is a finite number
+from 0 to this."""
+
+AT_MIN = datetime(2000, 1, 1, tzinfo=timezone.utc)
+AT_MAX = datetime(9998, 12, 31, 23, 59, 59, 999999, tzinfo=timezone.utc)
+"""The range of `at` after conversion to UTC: years 2000 to 9998, so no view's arithmetic on a
+time overflows."""
+
+LINE_BYTES_MAX = 8 * 1024 * 1024
+"""The longest line, in bytes of UTF-8 (8 MiB); a longer one is refused unread."""
+
+TEXT_MAX = 1_000_000
+"""The longest text (a message, an answer, a transcript message), in characters."""
+
+STEPS_MAX = 20_000
+"""The most steps one segment may carry."""
+
+LIST_MAX = 20_000
+"""The most entries of any other list a line carries (pending calls, fields, transcript
+messages, card outcomes)."""
+
+SHOWN_MAX = 40
+"""The most characters of a rejected value an error message quotes."""

@@ -1,0 +1,117 @@
+"""Every number and time a line carries is bounded at the edge (issue 8, item 1): a value no
+store or view can hold is refused with line and field, never a TypeError or OverflowError."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import pytest
+
+from adapters.api import Chatrecord
+from adapters.ingest import parse_line
+from adapters.settings import open_store
+from domain.errors import InvalidInput
+
+AT = "2026-10-28T09:00:00Z"
+STEP = {"kind": "llm", "round": 1, "durationMs": 1.5}
+
+
+def line(**fields: Any) -> dict[str, Any]:
+    return {"conversation": "c", "at": AT, **fields}
+
+
+def message(**more: Any) -> dict[str, Any]:
+    return line(type="user_message", message=1, text="x", page=0, **more)
+
+
+def segment(**more: Any) -> dict[str, Any]:
+    return line(type="segment_returned", segment="r/1", run="r", trigger="turn", outcome="completed", **more)
+
+
+REFUSED = {
+    "a message number of 2^63": (
+        {**message(), "message": 2**63},
+        "api: line 1, message: expected a whole number <= 2147483647, got the number 9223372036854775808",
+    ),
+    "a message number of 2^31 (PostgreSQL's integer ends one below)": (
+        {**message(), "message": 2**31},
+        "api: line 1, message: expected a whole number <= 2147483647, got the number 2147483648",
+    ),
+    "a page beyond 64 bits": (
+        {**message(), "page": 2**70},
+        'api: line 1, page: is a number of more than 64 bits; no field takes one (README, "Input limits")',
+    ),
+    "a round beyond 64 bits": (
+        segment(steps=[{**STEP, "round": 2**70}]),
+        'api: line 1, steps[0].round: is a number of more than 64 bits; no field takes one (README, "Input limits")',
+    ),
+    "a huge durationMs": (
+        segment(steps=[{**STEP, "durationMs": 1e300}]),
+        "api: line 1, steps[0].durationMs: expected a number <= 1e+10, got the number 1e+300",
+    ),
+    "a negative durationMs": (
+        segment(steps=[{**STEP, "durationMs": -1.0}]),
+        "api: line 1, steps[0].durationMs: expected a number >= 0, got the number -1.0",
+    ),
+    "a write uid of 2^31": (
+        segment(steps=[{**STEP, "kind": "tool_write", "toolName": "t", "writeTargetTable": "pages",
+                        "writeTargetUid": 2**31}]),
+        "api: line 1, steps[0].writeTargetUid: 2147483648 is not a uid; use a whole number <= 2147483647, "
+        "the largest a store keeps",
+    ),
+    "a waiting call's uid of 2^40": (
+        segment(pending=[{"toolName": "t", "table": "pages", "uid": 2**40}]),
+        "api: line 1, pending[0].uid: 1099511627776 is not a uid; use a whole number <= 2147483647, "
+        "the largest a store keeps",
+    ),
+    "an owner of 2^31": (
+        line(type="conversation_started", kind="chat", owner=2**31),
+        "api: line 1, owner: expected a whole number <= 2147483647, got the number 2147483648",
+    ),
+    "a legacy card outcome after 2^31": (
+        line(type="legacy_row", messages=[], card_outcomes=[{"outcome": "applied", "after": 2**31, "tool": "t"}]),
+        "api: line 1, card_outcomes[0].after: expected a whole number <= 2147483647, got the number 2147483648",
+    ),
+    "a time that leaves year 9999 when made UTC": (
+        {**message(), "at": "9999-12-31T23:59:59-01:00"},
+        'api: line 1, at: "9999-12-31T23:59:59-01:00" is outside years 2000–9998 (UTC); '
+        "use ISO-8601 UTC like 2026-10-28T09:00:00Z",
+    ),
+    "a time before year 1 when made UTC": (
+        {**message(), "at": "0001-01-01T00:00:00+01:00"},
+        'api: line 1, at: "0001-01-01T00:00:00+01:00" is outside years 2000–9998 (UTC); '
+        "use ISO-8601 UTC like 2026-10-28T09:00:00Z",
+    ),
+    "a time in year 9999": (
+        {**message(), "at": "9999-06-01T00:00:00Z"},
+        'api: line 1, at: "9999-06-01T00:00:00Z" is outside years 2000–9998 (UTC); '
+        "use ISO-8601 UTC like 2026-10-28T09:00:00Z",
+    ),
+}
+
+
+@pytest.mark.parametrize("data, expected", REFUSED.values(), ids=REFUSED.keys())
+def test_a_value_no_store_holds_is_refused_with_line_and_field(data: dict[str, Any], expected: str) -> None:
+    chatrecord = Chatrecord(open_store(memory=True))
+    chatrecord.record(line(type="conversation_started", kind="chat", owner=7))
+    with pytest.raises(InvalidInput) as refused:
+        chatrecord.record(data)
+    assert str(refused.value) == expected.replace("api: line 1", "api: line 2")
+    assert len(chatrecord.store.events("c")) == 1
+
+
+def test_the_largest_numbers_and_times_are_stored_and_read_back() -> None:
+    chatrecord = Chatrecord(open_store(memory=True))
+    chatrecord.record(line(type="conversation_started", kind="chat", owner=2**31 - 1))
+    chatrecord.record({**message(), "message": 2**31 - 1, "page": 2**31 - 1, "at": "9998-12-31T23:59:59Z"})
+    chatrecord.record(segment(steps=[{**STEP, "round": 2**31 - 1, "durationMs": 1e10, "kind": "tool_write",
+                                      "toolName": "t", "writeTargetTable": "pages", "writeTargetUid": 2**31 - 1}]))
+    turn = chatrecord.turn_input("c")
+    assert (turn.message, turn.view_context.page_id) == (2**31 - 1, 2**31 - 1)
+    assert turn.at.isoformat() == "9998-12-31T23:59:59+00:00"
+
+
+def test_an_offset_time_is_converted_to_utc() -> None:
+    parsed = parse_line(orjson.dumps({**message(), "at": "2026-10-28T10:00:00+01:00"}), 1, "t")
+    assert parsed.at.isoformat() == "2026-10-28T09:00:00+00:00"  # type: ignore[union-attr]
