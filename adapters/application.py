@@ -18,9 +18,11 @@ from eventsourcing.persistence import EventStore, IntegrityError
 from eventsourcing.utils import get_topic
 
 from adapters.serialization import SERIALIZATION_ENV
-from adapters.snapshots import prune_older_snapshots
+from adapters.history_index import HistoryTables
 from domain.conversation import (
     Conversation,
+    History,
+    MemoryHistory,
     ConversationSnapshot,
     project_conversation,
     recorded_segment,
@@ -39,7 +41,7 @@ class Command(Protocol):
 
     conversation: str
 
-    def decide(self, state: Conversation | None) -> list[ConversationEvent]: ...
+    def decide(self, state: Conversation | None, history: History) -> list[ConversationEvent]: ...
 
 
 @dataclass(frozen=True)
@@ -101,6 +103,8 @@ class ConversationStore(Application[UUID]):
 
     def __init__(self, env: dict[str, str] | None = None) -> None:
         super().__init__(env)
+        self.history = HistoryTables(self.recorder)
+        self.history.create()
         self.snapshot_interval = int(self.env.get("SNAPSHOT_INTERVAL") or DEFAULT_SNAPSHOT_INTERVAL)
         self.max_attempts = int(self.env.get("HANDLE_MAX_ATTEMPTS") or 5)
         if self.snapshot_interval < 1 or self.max_attempts < 1:
@@ -120,9 +124,10 @@ class ConversationStore(Application[UUID]):
         """
         for attempt in range(1, self.max_attempts + 1):
             state = self.get(command.conversation)
-            events = tuple(command.decide(state))
+            history = self._history(state)
+            events = tuple(command.decide(state, history))
             if not events:
-                first = self._first_result(command, state)
+                first = self._first_result(command, state, history)
                 return HandleResult(command.conversation, (), first, state, None, attempt)
             try:
                 recordings = self.save(*events)
@@ -130,6 +135,7 @@ class ConversationStore(Application[UUID]):
                 if attempt == self.max_attempts:
                     raise
                 continue
+            self.history.write(events[0].originator_id, state, events)
             after = project_conversation(state, events)
             self._cache(after)
             self._snapshot_if_due(state, after)
@@ -151,34 +157,39 @@ class ConversationStore(Application[UUID]):
                 "chatrecord: the read models of %s were not updated (%s); the next read catches up",
                 events[0].originator_id, error)
 
+    def _history(self, state: Conversation | None) -> History:
+        """Returns the conversation's history index, first indexed anew from its log when it is
+        behind the state (a store of the previous version, or a crash between the two writes)."""
+        if state is None:
+            return MemoryHistory()
+        index = self.history.reader(state.id)
+        if index.version != state.version:
+            events = self.events.get(state.id, lte=state.version)
+            self.history.write(state.id, None, events, rebuild=True)
+            index = self.history.reader(state.id)
+        return index
+
     def _snapshot_if_due(self, before: Conversation | None, after: Conversation | None) -> None:
         old = before.version if before else 0
         if after is not None and after.version // self.snapshot_interval > old // self.snapshot_interval:
             assert self.snapshots is not None
             with suppress(IntegrityError):  # a snapshot of this version exists already
                 self.snapshots.put([ConversationSnapshot.take(after)])
-            prune_older_snapshots(self.snapshots.recorder, after.id, after.version)
 
-    def _first_result(self, command: Command, state: Conversation | None) -> tuple[ConversationEvent, ...]:
+    def _first_result(
+        self, command: Command, state: Conversation | None, history: History
+    ) -> tuple[ConversationEvent, ...]:
         if state is None:
             return ()
         digest = getattr(command, "digest", None)
-        if digest and digest in state.sources:
-            return self._events_of_source(state.id, digest)
+        versions = history.source(digest) if digest else None
+        if versions is not None:
+            return tuple(self.events.get(state.id, gt=versions[0] - 1, lte=versions[1]))
         segment = getattr(command, "segment", None)
-        version = recorded_segment(state, segment) if isinstance(segment, str) else None
+        version = recorded_segment(history, segment) if isinstance(segment, str) else None
         if version is None:
             return ()
         return tuple(self.events.get(state.id, gt=version - 1, lte=version))
-
-    def _events_of_source(self, aggregate_id: UUID, digest: str) -> tuple[ConversationEvent, ...]:
-        found: list[ConversationEvent] = []
-        for event in self.events.get(aggregate_id, desc=True):
-            if event.source == digest:
-                found.append(event)
-            elif found:
-                break
-        return tuple(reversed(found))
 
     # ------------------------------------------------------------ queries
 

@@ -9,7 +9,7 @@ Nothing of a bad line is stored; lines are read lazily, so the lines before it a
 
 Example:
     for line in read_file("tests/data/demo_seo_tour.jsonl"):
-        events = line.decide(state)
+        events = line.decide(state, history)
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from pydantic import TypeAdapter, ValidationError
 from pydantic_core import to_jsonable_python
 
 from adapters.ingest_lines import LINE_TYPES, Line, ParsedLine, show
-from domain.conversation import Conversation, project_conversation
+from domain.conversation import Conversation, MemoryHistory, project_conversation
 from domain.errors import ChatrecordError, InvalidInput
 from domain.events import ConversationEvent
 from domain.limits import INT_MAX, LINE_BYTES_MAX
@@ -187,12 +187,15 @@ def fold_events(lines: Iterable[ParsedLine]) -> Iterator[ConversationEvent]:
     number put in front of its message; the events of the lines before it are yielded first.
     """
     states: dict[str, Conversation | None] = {}
+    histories: dict[str, MemoryHistory] = {}
     for line in lines:
         state = states.get(line.conversation)
+        history = histories.setdefault(line.conversation, MemoryHistory())
         try:
-            events = line.decide(state)
+            events = line.decide(state, history)
         except ChatrecordError as error:
             raise at_line(error, line.source_name, line.line) from error
+        history.record(state, events)
         states[line.conversation] = project_conversation(state, events)
         yield from events
 

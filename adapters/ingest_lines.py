@@ -53,7 +53,7 @@ class Line(Tolerant):
         """Returns the arguments of the line's domain command, less `at` and `source`."""
         return {}
 
-    def decide(self, state: domain.Conversation | None) -> list[ConversationEvent]:
+    def decide(self, state: domain.Conversation | None, history: domain.History) -> list[ConversationEvent]:
         """Returns the events the line's domain command decides on `state`; raises its
         ChatrecordError when an invariant would break, LineOutOfOrder when the line names the
         version it `follows` and the conversation is at another one (a repeat of a line
@@ -61,14 +61,14 @@ class Line(Tolerant):
         command = COMMANDS[self.type]
         if self.follows is not None:
             version = state.version if state is not None else 0
-            if version != self.follows and not (state is not None and self.digest in state.sources):
+            if version != self.follows and history.source(self.digest) is None:
                 try:
-                    repeat = command(state, **self.facts(), at=self.at, source=self.digest) == []  # type: ignore[attr-defined]
+                    repeat = command(state, **self.facts(), at=self.at, source=self.digest, history=history) == []  # type: ignore[attr-defined]
                 except ChatrecordError:
                     repeat = False
                 if not repeat:
                     raise self._out_of_order(version)
-        return command(state, **self.facts(), at=self.at, source=self.digest)  # type: ignore[attr-defined]
+        return command(state, **self.facts(), at=self.at, source=self.digest, history=history)  # type: ignore[attr-defined]
 
     def _out_of_order(self, version: int) -> LineOutOfOrder:
         if version < self.follows:  # type: ignore[operator]

@@ -52,10 +52,14 @@ from domain.state import (
     evolve,
     project_conversation,
 )
+from domain.history import History, MemoryHistory, SegmentRecord
 from domain.values import LegacyCardOutcome, StepFact, TranscriptLine, WaitingCall
 
 __all__ = [
     "Conversation",
+    "History",
+    "MemoryHistory",
+    "SegmentRecord",
     "ConversationSnapshot",
     "SegmentInfo",
     "answer_question",
@@ -95,11 +99,13 @@ class _Batch:
         return event
 
 
-def _begin(state: Conversation | None, at: datetime, source: str | None, what: str) -> _Batch | None:
+def _begin(
+    state: Conversation | None, at: datetime, source: str | None, history: History | None, what: str
+) -> _Batch | None:
     if state is None:
         raise ConversationNotStarted(f"{what}: the conversation was never started")
-    if source is not None and source in state.sources:
-        return None
+    if source is not None and history is not None and history.source(source) is not None:
+        return None  # the same line, delivered again
     return _Batch(state, at, source)
 
 
@@ -110,6 +116,7 @@ def start_conversation(
     owner: int,
     at: datetime,
     source: str | None = None,
+    history: History | None = None,
 ) -> list[ConversationEvent]:
     """Returns [ConversationStarted]; [] when the same start was recorded already.
 
@@ -138,7 +145,8 @@ def _leave_waiting(batch: _Batch, reason: Literal["new_message", "tour_ended"]) 
     state = batch.state
     if state.waiting is None:
         return
-    info = state.segments[state.waiting]
+    info = state.waiting_info
+    assert info is not None
     batch.add(
         CardLeftUndecided,
         segment=state.waiting,
@@ -156,13 +164,14 @@ def post_user_message(
     skill: str | None,
     at: datetime,
     source: str | None = None,
+    history: History | None = None,
 ) -> list[ConversationEvent]:
     """Returns the events of a typed user message: CardLeftUndecided(new_message) first if a card
     or question waits, SkillLoaded if the message brings a new skill, then UserMessagePosted.
 
     Raises MessageOutOfOrder when `message` is not above every earlier message number.
     """
-    batch = _begin(state, at, source, f"user message {message}")
+    batch = _begin(state, at, source, history, f"user message {message}")
     if batch is None:
         return []
     if message <= batch.state.last_message:
@@ -188,6 +197,7 @@ def return_segment(
     waiting: Sequence[WaitingCall],
     at: datetime,
     source: str | None = None,
+    history: History | None = None,
 ) -> list[ConversationEvent]:
     """Returns [SegmentReturned]; [] when `segment` was recorded already (the chat may deliver
     twice: the first result stands, see `recorded_segment`).
@@ -196,16 +206,20 @@ def return_segment(
     ContinuationBeforeDecision for a continuation (`approval`, `answer`) while a card or
     question still waits for its decision.
     """
-    batch = _begin(state, at, source, f"segment {segment}")
-    if batch is None or segment in batch.state.segments:
+    batch = _begin(state, at, source, history, f"segment {segment}")
+    if batch is None:
+        return []
+    past = _history(history)
+    record = past.segment(segment)
+    if record is not None and not record.cut:
         return []
     current = batch.state
-    if segment in current.cut_segments or run in current.cut_runs:
+    if record is not None or past.run_cut(run):
         raise TurnTruncated(f"segment {segment} belongs to a turn an edit has cut away")
     if current.last_message == 0:
         raise NoTurn(f"segment {segment} returned before any user message")
     if trigger in ("approval", "answer") and current.waiting is not None:
-        waits = current.segments[current.waiting].waits
+        waits = current.waiting_info.waits if current.waiting_info else None
         decision = "card_decided" if waits == "card" else "question_answered"
         raise ContinuationBeforeDecision(
             f"segment {segment} continues after an {trigger}, but the {waits} of segment {current.waiting} "
@@ -221,7 +235,7 @@ def return_segment(
         nothing_saved=nothing_saved,
         steps=tuple(steps),
         waiting=tuple(waiting),
-        card_outcomes_before=current.card_outcomes + _approved_outcomes(current, trigger, run),
+        card_outcomes_before=past.outcomes() + _approved_outcomes(current, trigger, run),
         message=current.last_message,
         skill=current.skill,
     )
@@ -234,31 +248,38 @@ def _approved_outcomes(state: Conversation, trigger: str, run: str) -> int:
     return state.approval[1] if state.approval is not None and state.is_continuation(trigger, run) else 0
 
 
-def recorded_segment(state: Conversation | None, segment: str) -> int | None:
-    """Returns the version of the SegmentReturned that recorded `segment`, or None."""
-    if state is None or segment not in state.segments:
-        return None
-    return state.segments[segment].version
+def recorded_segment(history: History, segment: str) -> int | None:
+    """Returns the version of the SegmentReturned that recorded `segment` (live), or None."""
+    record = history.segment(segment)
+    return record.version if record is not None and not record.cut else None
+
+
+def _history(history: History | None) -> History:
+    if history is None:
+        raise TypeError("this command reads the conversation's history index: pass history=")
+    return history
 
 
 _LEFT = {"new_message": "a new user message", "tour_ended": "the end of the tour"}
 
 
-def _check_waiting(state: Conversation, segment: str, kind: WaitingKind) -> None:
-    if segment in state.cut_segments:
+def _check_waiting(state: Conversation, history: History, segment: str, kind: WaitingKind) -> None:
+    record = history.segment(segment)
+    if record is not None and record.cut:
         raise TurnTruncated(f"segment {segment} belongs to a turn an edit has cut away")
-    if segment in state.undecided:
-        reason = state.undecided[segment]
+    if record is not None and record.undecided is not None:
+        reason = record.undecided
         raise CardAlreadyDecided(
             f"the {kind} of segment {segment} was left undecided by {_LEFT.get(reason, reason)}; "
             "a later decision is not recorded"
         )
-    if segment in state.settled:
+    if record is not None and record.settled:
         raise CardAlreadyDecided(f"the {kind} of segment {segment} was decided already")
-    if segment not in state.segments:
+    if record is None:
         error = NoCardWaiting if kind == "card" else NoQuestionWaiting
         raise error(f"segment {segment} is unknown: this conversation recorded no segment of that id")
-    if state.waiting is None or state.waiting != segment or state.segments[segment].waits != kind:
+    info = state.waiting_info
+    if state.waiting != segment or info is None or info.waits != kind:
         error = NoCardWaiting if kind == "card" else NoQuestionWaiting
         raise error(f"segment {segment} has no {kind} waiting")
 
@@ -272,6 +293,7 @@ def decide_card(
     text: str | None,
     at: datetime,
     source: str | None = None,
+    history: History | None = None,
 ) -> list[ConversationEvent]:
     """Returns [CardDecided] for the card waiting on `segment`.
 
@@ -279,10 +301,10 @@ def decide_card(
     left undecided) before, TurnTruncated when an edit cut it away, MessageOutOfOrder when the
     appended answer's message number is not the next one.
     """
-    batch = _begin(state, at, source, f"card of segment {segment}")
+    batch = _begin(state, at, source, history, f"card of segment {segment}")
     if batch is None:
         return []
-    _check_waiting(batch.state, segment, "card")
+    _check_waiting(batch.state, _history(history), segment, "card")
     if message is not None and message <= batch.state.last_message:
         raise MessageOutOfOrder(f"answer message {message} is not after message {batch.state.last_message}")
     batch.add(CardDecided, segment=segment, approved=approved, answer=answer, message=message, text=text)
@@ -296,16 +318,17 @@ def answer_question(
     text: str,
     at: datetime,
     source: str | None = None,
+    history: History | None = None,
 ) -> list[ConversationEvent]:
     """Returns [QuestionAnswered] for the question waiting on `segment`.
 
     Raises NoQuestionWaiting, CardAlreadyDecided, TurnTruncated or MessageOutOfOrder as
     `decide_card` does.
     """
-    batch = _begin(state, at, source, f"question of segment {segment}")
+    batch = _begin(state, at, source, history, f"question of segment {segment}")
     if batch is None:
         return []
-    _check_waiting(batch.state, segment, "question")
+    _check_waiting(batch.state, _history(history), segment, "question")
     if message <= batch.state.last_message:
         raise MessageOutOfOrder(f"answer message {message} is not after message {batch.state.last_message}")
     batch.add(QuestionAnswered, segment=segment, message=message, text=text)
@@ -313,23 +336,26 @@ def answer_question(
 
 
 def retry_turn(
-    state: Conversation | None, message: int, at: datetime, source: str | None = None
+    state: Conversation | None, message: int, at: datetime, source: str | None = None,
+    history: History | None = None,
 ) -> list[ConversationEvent]:
     """Returns [TurnRetried]. Raises UnknownMessage when `message` is not a live user message."""
-    batch = _begin(state, at, source, f"retry of message {message}")
+    batch = _begin(state, at, source, history, f"retry of message {message}")
     if batch is None:
         return []
-    if message not in batch.state.messages:
+    if not _history(history).message_live(message):
         raise UnknownMessage(f"retry names user message {message}, which the conversation does not have")
     batch.add(TurnRetried, message=message)
     return batch.events
 
 
-def end_tour(state: Conversation | None, at: datetime, source: str | None = None) -> list[ConversationEvent]:
+def end_tour(
+    state: Conversation | None, at: datetime, source: str | None = None, history: History | None = None
+) -> list[ConversationEvent]:
     """Returns CardLeftUndecided(tour_ended) if a card or question waits, then TourEnded; []
     when no tour runs (no skill loaded, nothing waiting): a tour ended again, at another time,
     stores nothing, as a repeat."""
-    batch = _begin(state, at, source, "tour end")
+    batch = _begin(state, at, source, history, "tour end")
     if batch is None or (batch.state.skill is None and batch.state.waiting is None):
         return []
     _leave_waiting(batch, "tour_ended")
@@ -338,7 +364,8 @@ def end_tour(state: Conversation | None, at: datetime, source: str | None = None
 
 
 def edit_message(
-    state: Conversation | None, message: int, text: str, at: datetime, source: str | None = None
+    state: Conversation | None, message: int, text: str, at: datetime, source: str | None = None,
+    history: History | None = None,
 ) -> list[ConversationEvent]:
     """Returns [MessageEdited, TurnsTruncated]: the transcript is cut after `message`; every
     later message, every segment at or after it and the decisions on those segments' cards go.
@@ -346,20 +373,20 @@ def edit_message(
 
     Raises UnknownMessage when `message` is not a live user message.
     """
-    batch = _begin(state, at, source, f"edit of message {message}")
+    batch = _begin(state, at, source, history, f"edit of message {message}")
     if batch is None:
         return []
-    current = batch.state
-    if message not in current.messages:
+    past = _history(history)
+    if not past.message_live(message):
         raise UnknownMessage(f"edit names user message {message}, which the conversation does not have")
-    cut_segments = tuple(s for s, info in current.segments.items() if info.message >= message)
+    cut = past.segments_from(message)
     batch.add(MessageEdited, message=message, text=text)
     batch.add(
         TurnsTruncated,
         after_message=message,
-        cut_messages=tuple(m for m in current.messages if m > message),
-        cut_segments=cut_segments,
-        cut_cards=tuple(s for s in cut_segments if s in current.settled),
+        cut_messages=tuple(past.messages_after(message)),
+        cut_segments=tuple(r.segment for r in cut),
+        cut_cards=tuple(r.segment for r in cut if r.settled),
     )
     return batch.events
 
@@ -369,9 +396,10 @@ def replace_transcript(
     messages: Sequence[TranscriptLine],
     at: datetime,
     source: str | None = None,
+    history: History | None = None,
 ) -> list[ConversationEvent]:
     """Returns [TranscriptReplaced]. Raises WrongConversationKind unless the kind is alt_text."""
-    batch = _begin(state, at, source, "transcript replacement")
+    batch = _begin(state, at, source, history, "transcript replacement")
     if batch is None:
         return []
     if batch.state.kind != "alt_text":
@@ -388,15 +416,16 @@ def import_legacy_row(
     card_outcomes: Sequence[LegacyCardOutcome],
     at: datetime,
     source: str | None = None,
+    history: History | None = None,
 ) -> list[ConversationEvent]:
     """Returns [LegacyRowImported]; its user lines become messages 1..k.
 
     Raises MessageOutOfOrder when the conversation already has messages.
     """
-    batch = _begin(state, at, source, "legacy row")
+    batch = _begin(state, at, source, history, "legacy row")
     if batch is None:
         return []
-    if batch.state.messages:
+    if batch.state.last_message:
         raise MessageOutOfOrder("a legacy row must come before the conversation's first message")
     batch.add(LegacyRowImported, messages=tuple(messages), card_outcomes=tuple(card_outcomes))
     return batch.events

@@ -31,7 +31,8 @@ from domain.events import (
     TurnsTruncated,
     UserMessagePosted,
 )
-from domain.values import PLAIN_DENIAL, Immutable
+from domain.history import continues_approval
+from domain.values import Immutable
 
 WaitingKind = Literal["card", "question"]
 
@@ -48,27 +49,14 @@ class SegmentInfo(Immutable):
 
 
 class Conversation(Immutable):
-    """State of one conversation, folded from its events.
+    """State of one conversation, folded from its events; bounded, whatever the history.
 
-    `messages` are the live user message numbers; `segments` maps each live segment id to its
-    `SegmentInfo`; `waiting` is the segment whose card or question waits; `settled` holds the
-    segments whose card or question was decided, answered or left undecided; `card_outcomes`
-    how many card outcomes exist (DESIGN.md, "Card outcomes are derived": one per call of a
-    decided card of a guided process, a decline's at its decision, an approval's when its
-    continuation returns, and a legacy row's), `outcomes_of` how many each card added,
-    `approval` the approved card (and its call count) whose continuation has not returned yet:
-    its outcomes come with the next segment of the card's run that continues after the approval
-    (`is_continuation`); any other segment or a new model call gives up on them;
-    `legacy_outcomes` the transcript positions of a legacy row's card outcomes, `legacy_users`
-    the transcript index of each legacy user message (an edit of one cuts the outcomes after it);
-    `cut_segments` / `cut_runs` what edits cut away; `sources` the input digests seen;
-    `undecided` the segments whose card or question was left undecided, with the reason
-    (`new_message`, `tour_ended`), so a late decision is told what happened.
-
-    Version 2 added `undecided`.
+    What the invariants need of the past (segments recorded, cut or settled, live messages,
+    the number of card outcomes, lines seen) is in the history index (`domain.history`), not
+    here, so neither the state nor its snapshot grows with the conversation.
     """
 
-    class_version: ClassVar[int] = 2
+    class_version: ClassVar[int] = 3
 
     id: UUID
     version: int
@@ -78,29 +66,25 @@ class Conversation(Immutable):
     kind: Literal["chat", "alt_text"]
     owner: int
     skill: str | None = None
-    messages: tuple[int, ...] = ()
-    segments: dict[str, SegmentInfo] = {}
+    """The skill in force (a guided process), None outside one."""
+    last_message: int = 0
+    """The newest live user message number, 0 before the first."""
     waiting: str | None = None
-    settled: frozenset[str] = frozenset()
-    card_outcomes: int = 0
-    outcomes_of: dict[str, int] = {}
-    approval: tuple[str, int] | None = None
+    """The segment whose card or question waits, None when none waits."""
+    waiting_info: SegmentInfo | None = None
+    """What the waiting segment is: its run, message, whether guided, what it waits for, calls."""
+    approval: tuple[str, int, str] | None = None
+    """The approved card of a guided process (segment, calls, run) whose continuation has not
+    returned yet: its outcomes come with the next segment of that run that continues after the
+    approval; any other segment or a new model call gives them up."""
     legacy_outcomes: tuple[int, ...] = ()
+    """The transcript positions of a legacy row's card outcomes (an edit may cut some)."""
     legacy_users: dict[int, int] = {}
-    cut_segments: frozenset[str] = frozenset()
-    cut_runs: frozenset[str] = frozenset()
-    sources: frozenset[str] = frozenset()
-    undecided: dict[str, str] = {}
+    """The transcript index of each legacy user message, by number."""
 
     def is_continuation(self, trigger: str, run: str) -> bool:
         """Returns True when a segment of `trigger` and `run` continues after the pending approval."""
-        return self.approval is not None and trigger == "approval" and self.segments[self.approval[0]].run == run
-
-    @property
-    def last_message(self) -> int:
-        """Returns the newest live user message number, 0 when there is none."""
-        return self.messages[-1] if self.messages else 0
-
+        return continues_approval(self.approval, trigger, run)
 
 
 class ConversationSnapshot(ConversationEvent):
@@ -118,6 +102,22 @@ class ConversationSnapshot(ConversationEvent):
     @staticmethod
     def upcast_v1_v2(state: dict[str, Any]) -> None:
         state["state"]["undecided"] = {}  # not known for a snapshot taken before version 2
+
+    @staticmethod
+    def upcast_v2_v3(state: dict[str, Any]) -> None:
+        """Version 3 keeps the past in the history index: the sets and maps go, the waiting
+        segment's info and the approval's run stay."""
+        old = state["state"]
+        segments = old.pop("segments", {}) or {}
+        messages = old.pop("messages", []) or []
+        old["last_message"] = messages[-1] if messages else 0
+        old["waiting_info"] = segments.get(old.get("waiting")) if old.get("waiting") else None
+        approval = old.get("approval")
+        if approval:
+            card = segments.get(approval[0])
+            old["approval"] = [approval[0], approval[1], card["run"] if card else ""]
+        for gone in ("settled", "card_outcomes", "outcomes_of", "cut_segments", "cut_runs", "sources", "undecided"):
+            old.pop(gone, None)
 
     @classmethod
     def take(cls, aggregate: Conversation) -> ConversationSnapshot:
@@ -142,14 +142,8 @@ def evolve(event: ConversationEvent, state: Conversation | None) -> Conversation
 def _step(state: Conversation | None, event: ConversationEvent, **changes: Any) -> Conversation:
     if state is None:
         raise ConversationNotStarted(f"{type(event).__name__} before ConversationStarted")
-    sources = state.sources | {event.source} if event.source else state.sources
     return state.model_copy(
-        update={
-            "version": event.originator_version,
-            "modified_on": event.timestamp,
-            "sources": sources,
-            **changes,
-        }
+        update={"version": event.originator_version, "modified_on": event.timestamp, **changes}
     )
 
 
@@ -163,7 +157,6 @@ def _(event: ConversationStarted, _: Conversation | None) -> Conversation:
         conversation=event.conversation,
         kind=event.kind,
         owner=event.owner,
-        sources=frozenset({event.source}) if event.source else frozenset(),
     )
 
 
@@ -174,8 +167,7 @@ def _(event: ConversationSnapshot, _: Conversation | None) -> Conversation:
 
 @evolve.register
 def _(event: UserMessagePosted, state: Conversation | None) -> Conversation:
-    messages = (*state.messages, event.message) if state else ()
-    return _step(state, event, messages=messages, approval=None)  # a new model call: given up
+    return _step(state, event, last_message=event.message, approval=None)  # a new model call: given up
 
 
 @evolve.register
@@ -196,66 +188,32 @@ def _(event: SegmentReturned, state: Conversation | None) -> Conversation:
         guided=event.skill is not None,
         waits=waits,
         calls=len(event.waiting),
-    )
-    counted: dict[str, Any] = {"approval": None}  # settled by its continuation, else given up
-    if state.approval is not None and state.is_continuation(event.trigger, event.run):
-        card, calls = state.approval
-        counted |= _counted(state, card, calls)
-    return _step(
-        state,
-        event,
-        segments={**state.segments, event.segment: info},
-        waiting=event.segment if waits else None,
-        **counted,
-    )
-
-
-def _counted(state: Conversation, card: str, outcomes: int) -> dict[str, Any]:
-    return {
-        "card_outcomes": state.card_outcomes + outcomes,
-        "outcomes_of": {**state.outcomes_of, card: state.outcomes_of.get(card, 0) + outcomes},
-    }
+    ) if waits else None
+    # an approval is settled by its continuation, else given up
+    return _step(state, event, waiting=event.segment if waits else None, waiting_info=info, approval=None)
 
 
 @evolve.register
 def _(event: CardDecided, state: Conversation | None) -> Conversation:
     assert state is not None
-    card = state.segments[event.segment]
-    counted: dict[str, Any] = {}
-    if card.guided and event.approved:
-        counted = {"approval": (event.segment, card.calls)}
-    elif card.guided and event.answer != PLAIN_DENIAL:  # a plain denial records no card outcome
-        counted = _counted(state, event.segment, card.calls)
-    messages = state.messages
-    if event.message is not None and event.text is not None:
-        messages = (*messages, event.message)
-    return _step(
-        state,
-        event,
-        waiting=None,
-        settled=state.settled | {event.segment},
-        messages=messages,
-        **counted,
-    )
+    card = state.waiting_info
+    approval = state.approval
+    if card is not None and card.guided and event.approved:
+        approval = (event.segment, card.calls, card.run)
+    last = event.message if event.message is not None and event.text is not None else state.last_message
+    return _step(state, event, waiting=None, waiting_info=None, approval=approval, last_message=last)
 
 
 @evolve.register
 def _(event: QuestionAnswered, state: Conversation | None) -> Conversation:
     assert state is not None
-    return _step(
-        state,
-        event,
-        waiting=None,
-        settled=state.settled | {event.segment},
-        messages=(*state.messages, event.message),
-    )
+    return _step(state, event, waiting=None, waiting_info=None, last_message=event.message)
 
 
 @evolve.register
 def _(event: CardLeftUndecided, state: Conversation | None) -> Conversation:
     assert state is not None
-    undecided = {**state.undecided, event.segment: event.reason}
-    return _step(state, event, waiting=None, settled=state.settled | {event.segment}, undecided=undecided)
+    return _step(state, event, waiting=None, waiting_info=None)
 
 
 @evolve.register
@@ -277,31 +235,25 @@ def _(event: MessageEdited, state: Conversation | None) -> Conversation:
 def _(event: TurnsTruncated, state: Conversation | None) -> Conversation:
     assert state is not None
     cut = set(event.cut_segments)
-    cut_cards = set(event.cut_cards)
     legacy = state.legacy_outcomes
     if event.after_message in state.legacy_users:  # the transcript keeps up to this message
         legacy = tuple(after for after in legacy if after <= state.legacy_users[event.after_message])
+    waiting = None if state.waiting in cut else state.waiting
     return _step(
         state,
         event,
-        messages=tuple(m for m in state.messages if m not in set(event.cut_messages)),
-        segments={s: i for s, i in state.segments.items() if s not in cut},
-        waiting=None if state.waiting in cut else state.waiting,
-        card_outcomes=state.card_outcomes
-        - sum(state.outcomes_of.get(c, 0) for c in cut_cards)
-        - (len(state.legacy_outcomes) - len(legacy)),
+        last_message=event.after_message,
+        waiting=waiting,
+        waiting_info=state.waiting_info if waiting else None,
         legacy_outcomes=legacy,
-        outcomes_of={c: n for c, n in state.outcomes_of.items() if c not in cut_cards},
-        approval=None if state.approval and state.approval[0] in cut_cards else state.approval,
-        cut_segments=state.cut_segments | cut,
-        cut_runs=state.cut_runs | {state.segments[s].run for s in cut if s in state.segments},
+        approval=None if state.approval and state.approval[0] in set(event.cut_cards) else state.approval,
     )
 
 
 @evolve.register
 def _(event: TranscriptReplaced, state: Conversation | None) -> Conversation:
     users = sum(line.role == "user" for line in event.messages)
-    return _step(state, event, messages=tuple(range(1, users + 1)))  # numbered as the transcript numbers them
+    return _step(state, event, last_message=users)  # numbered as the transcript numbers them
 
 
 @evolve.register
@@ -311,8 +263,7 @@ def _(event: LegacyRowImported, state: Conversation | None) -> Conversation:
     return _step(
         state,
         event,
-        messages=(*state.messages, *range(1, len(users) + 1)),
-        card_outcomes=state.card_outcomes + len(event.card_outcomes),
+        last_message=len(users) or state.last_message,
         legacy_outcomes=tuple(o.after for o in event.card_outcomes),
         legacy_users={number: index for number, index in enumerate(users, start=1)},
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from pathlib import Path
 
+import orjson
 import pytest
 
 from adapters.application import ConversationStore
@@ -19,7 +20,7 @@ T0 = datetime(2026, 10, 28, 9, 0, tzinfo=timezone.utc)
 
 
 class Decide:
-    """A fake command: any function from state to events, for one conversation."""
+    """A fake command: any function from state and history index to events, for one conversation."""
 
     def __init__(self, conversation: str, decide) -> None:
         self.conversation = conversation
@@ -37,8 +38,9 @@ def test_the_demo_tour_is_stored_and_read_back() -> None:
     # Query it.
     state = store.get("conv-demo-seo")
     assert state is not None and state.kind == "chat" and state.skill is None
-    assert state.messages == (1, 2, 3)
-    assert state.card_outcomes == 6
+    history = store.history.reader(state.id)
+    assert state.last_message == 3 and history.messages_after(0) == [1, 2, 3]
+    assert history.outcomes() == 6
     assert store.events("conv-demo-seo") == appended
     assert store.conversation_ids() == ["conv-demo-seo"]
     assert store.max_notification_id() == len(appended) == results[-1].position
@@ -71,22 +73,22 @@ def test_a_command_that_breaks_an_invariant_stores_nothing() -> None:
     before = store.max_notification_id()
 
     with pytest.raises(NoCardWaiting):
-        store.handle(Decide("conv-demo-seo", lambda s: c.decide_card(s, "nope", True, "Übernehmen", None, None, T0)))
+        store.handle(Decide("conv-demo-seo", lambda s, h: c.decide_card(s, "nope", True, "Übernehmen", None, None, T0, history=h)))
     assert store.max_notification_id() == before
 
 
 def test_a_command_on_a_conversation_never_started_sees_none() -> None:
     store = open_store(memory=True)
     seen = []
-    result = store.handle(Decide("new", lambda s: seen.append(s) or []))
+    result = store.handle(Decide("new", lambda s, h: seen.append(s) or []))
     assert seen == [None]
     assert result.repeated and result.state is None and result.events == ()
 
 
-def _many_segments(state: c.Conversation, first: int, count: int) -> list[ConversationEvent]:
+def _many_segments(state: c.Conversation, history: c.History, first: int, count: int) -> list[ConversationEvent]:
     events: list[ConversationEvent] = []
     for n in range(first, first + count):
-        new = c.return_segment(state, f"seg-{n}", "run", "turn", "completed", None, False, (), (), T0)
+        new = c.return_segment(state, f"seg-{n}", "run", "turn", "completed", None, False, (), (), T0, history=history)
         state = c.project_conversation(state, new)
         events += new
     return events
@@ -95,10 +97,10 @@ def _many_segments(state: c.Conversation, first: int, count: int) -> list[Conver
 def test_a_conversation_of_ten_thousand_segments_loads_from_its_last_snapshot(monkeypatch) -> None:
     store = ConversationStore(env={"PERSISTENCE_MODULE": "eventsourcing.popo"})
     assert store.snapshot_interval == 100
-    store.handle(Decide("long", lambda s: c.start_conversation(s, "long", "chat", 7, T0)))
-    store.handle(Decide("long", lambda s: c.post_user_message(s, 1, "los", 0, None, T0)))
+    store.handle(Decide("long", lambda s, h: c.start_conversation(s, "long", "chat", 7, T0)))
+    store.handle(Decide("long", lambda s, h: c.post_user_message(s, 1, "los", 0, None, T0)))
     for batch in range(100):
-        store.handle(Decide("long", lambda s, b=batch: _many_segments(s, b * 100, 100)))
+        store.handle(Decide("long", lambda s, h, b=batch: _many_segments(s, h, b * 100, 100)))
 
     seen: list[ConversationEvent] = []
 
@@ -111,11 +113,13 @@ def test_a_conversation_of_ten_thousand_segments_loads_from_its_last_snapshot(mo
     store.repository.cache.get(conversation_uuid("long"), evict=True)  # a cold load, as in a new process
     state = store.get("long")
 
-    assert state is not None and state.version == 10_002 and len(state.segments) == 10_000
+    assert state is not None and state.version == 10_002
+    assert store.history.reader(state.id).segment("seg-9999").version == 10_002
     assert isinstance(seen[0], c.ConversationSnapshot)
     assert len(seen) <= store.snapshot_interval
     snapshot = next(store.snapshots.get(conversation_uuid("long"), desc=True, limit=1))
     assert snapshot.originator_version == 10_002
+    assert len(orjson.dumps(snapshot.state)) < 1_000  # the state is bounded: the past is in the history index
 
 
 def test_the_snapshot_interval_comes_from_the_environment() -> None:
@@ -138,11 +142,11 @@ def test_every_older_version_can_be_loaded() -> None:
 def test_a_cached_conversation_is_brought_up_to_date_with_what_another_writer_stored(tmp_path) -> None:
     env = {"PERSISTENCE_MODULE": "eventsourcing.sqlite", "SQLITE_DBNAME": str(tmp_path / "shared.sqlite")}
     first, second = ConversationStore(env=env), ConversationStore(env=env)
-    first.handle(Decide("c", lambda s: c.start_conversation(s, "c", "chat", 7, T0)))
-    first.handle(Decide("c", lambda s: c.post_user_message(s, 1, "eins", 0, None, T0)))
+    first.handle(Decide("c", lambda s, h: c.start_conversation(s, "c", "chat", 7, T0)))
+    first.handle(Decide("c", lambda s, h: c.post_user_message(s, 1, "eins", 0, None, T0)))
     assert first.repository.cache.get(conversation_uuid("c")).version == 2  # cached after the save
 
-    second.handle(Decide("c", lambda s: c.post_user_message(s, 2, "zwei", 0, None, T0)))
-    result = first.handle(Decide("c", lambda s: c.post_user_message(s, 3, "drei", 0, None, T0)))
+    second.handle(Decide("c", lambda s, h: c.post_user_message(s, 2, "zwei", 0, None, T0)))
+    result = first.handle(Decide("c", lambda s, h: c.post_user_message(s, 3, "drei", 0, None, T0)))
 
-    assert (result.attempts, result.state.messages, result.state.version) == (1, (1, 2, 3), 4)
+    assert (result.attempts, result.state.last_message, result.state.version) == (1, 3, 4)

@@ -53,8 +53,8 @@ class Command:
         self.command, self.args, self.kwargs = command, args, kw
         self.kwargs.setdefault("at", T0)
 
-    def decide(self, state: c.Conversation | None) -> list[ConversationEvent]:
-        return self.command(state, *self.args, **self.kwargs)
+    def decide(self, state: c.Conversation | None, history: c.History) -> list[ConversationEvent]:
+        return self.command(state, *self.args, history=history, **self.kwargs)
 
 
 def started(conv: str = "conv-1") -> Command:
@@ -150,16 +150,16 @@ class StoreContract:
 
             raced = False
 
-            def decide(self, state):
+            def decide(self, state, history):
                 if not self.raced:
                     self.raced = True
                     other.handle(message(1))
-                return super().decide(state)
+                return super().decide(state, history)
 
         result = store.handle(Racing("conv-1", c.post_user_message, 2, "message 2", 0, None))
 
         assert result.attempts == 2
-        assert store.get("conv-1").messages == (1, 2)
+        assert store.get("conv-1").last_message == 2
         assert [e.originator_version for e in store.events("conv-1")] == [1, 2, 3]
 
     def test_an_append_that_always_conflicts_gives_up(self) -> None:
@@ -169,13 +169,13 @@ class StoreContract:
         n = iter(range(1, 100))
 
         class AlwaysRacing(Command):
-            def decide(self, state):
+            def decide(self, state, history):
                 other.handle(message(next(n)))
                 return c.post_user_message(state, 99, "late", 0, None, T0)
 
         with pytest.raises(IntegrityError):
             store.handle(AlwaysRacing("conv-1", c.post_user_message))
-        assert store.get("conv-1").messages == (1, 2, 3)
+        assert store.get("conv-1").last_message == 3
 
     # ------------------------------------------------------------------ snapshots
 
@@ -186,7 +186,7 @@ class StoreContract:
             store.handle(message(n))
 
         cid = conversation_uuid("conv-1")
-        assert [s.originator_version for s in store.snapshots.get(cid)] == [20]  # the older one pruned
+        assert [s.originator_version for s in store.snapshots.get(cid)] == [10, 20]  # each small: the state is bounded
 
         seen: list[ConversationEvent] = []
 
@@ -228,7 +228,7 @@ class StoreContract:
 
         assert store.events("old")[0].kind == "chat"
         assert store.get("old").kind == "chat"
-        assert store.get("old").messages == (1,)
+        assert store.get("old").last_message == 1
 
     def test_a_new_conversation_started_stores_its_class_version(self, store: ConversationStore) -> None:
         store.handle(started())

@@ -91,6 +91,7 @@ class Chat:
     def __init__(self, kind: str = "chat", conversation: str = "conv-test") -> None:
         self.tick = 0
         self.state: c.Conversation | None = None
+        self.history = c.MemoryHistory()
         self.events: list = []
         self.segments = 0
         self.rounds = 0
@@ -99,7 +100,8 @@ class Chat:
     def run(self, _what: str, command, *args, **kwargs) -> list:
         self.tick += 1
         kwargs.setdefault("at", T0 + timedelta(seconds=10 * self.tick))
-        events = command(self.state, *args, **kwargs)
+        events = command(self.state, *args, history=self.history, **kwargs)
+        self.history.record(self.state, events)
         self.state = c.project_conversation(self.state, events)
         self.events.extend(events)
         return events

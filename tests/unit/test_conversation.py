@@ -39,13 +39,15 @@ class Story:
     def __init__(self, kind: str = "chat") -> None:
         self.tick = 0
         self.state: c.Conversation | None = None
+        self.history = c.MemoryHistory()
         self.log: list = []
         self.run(c.start_conversation, "conv-1", kind, 7)
 
     def run(self, command, *args, **kwargs):
         self.tick += 1
         kwargs.setdefault("at", T0 + timedelta(seconds=self.tick))
-        events = command(self.state, *args, **kwargs)
+        events = command(self.state, *args, history=self.history, **kwargs)
+        self.history.record(self.state, events)
         self.state = c.project_conversation(self.state, events)
         self.log.extend(events)
         return events
@@ -111,7 +113,7 @@ def test_a_repeated_segment_id_is_a_no_op_that_keeps_the_first_result():
     version = story.state.version
     assert story.segment("s1", "failed") == []
     assert story.state.version == version
-    assert c.recorded_segment(story.state, "s1") == first[0].originator_version
+    assert c.recorded_segment(story.history, "s1") == first[0].originator_version
 
 
 def test_the_same_input_line_delivered_twice_changes_nothing():
@@ -158,9 +160,9 @@ def test_an_edit_cuts_the_later_messages_segments_and_card_decisions():
     assert truncated.cut_messages == (4,)
     assert truncated.cut_segments == ("s2", "s3")
     assert truncated.cut_cards == ("s2",)
-    assert story.state.messages == (1, 2)
-    assert set(story.state.segments) == {"s1"}
-    assert (story.state.card_outcomes, story.state.outcomes_of) == (0, {})
+    assert story.state.last_message == 2 and story.history.messages_after(0) == [1, 2]
+    assert [r.segment for r in story.history.segments_from(1)] == ["s1"]
+    assert story.history.outcomes() == 0
 
 
 def test_an_edit_of_a_waiting_turn_records_no_undecided_note():
@@ -300,11 +302,11 @@ def test_a_card_adds_one_card_outcome_per_call_a_decline_at_once_an_approval_wit
     ]
     story.segment("s1", "awaiting_approval", waiting=two_calls)
     story.run(c.decide_card, "s1", True, "Übernehmen", None, None)
-    assert story.state.card_outcomes == 0  # an approval's outcomes come with its continuation
+    assert story.history.outcomes() == 0  # an approval's outcomes come with its continuation
     (continuation,) = story.segment("s2", "awaiting_approval", trigger="approval", waiting=two_calls)
     assert continuation.card_outcomes_before == 2
     story.run(c.decide_card, "s2", False, "Behalten", None, None)
-    assert story.state.card_outcomes == 4
+    assert story.history.outcomes() == 4
     (after,) = story.segment("s3", trigger="approval")
     assert after.card_outcomes_before == 4
 

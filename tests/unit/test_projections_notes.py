@@ -188,10 +188,11 @@ def test_names_holding_brackets_newlines_or_the_labels_words_cannot_forge_or_bre
     assert sent.count(LABEL) == len(turn.notes)
 
 
-def turns_segment(state, steps, waiting, at):
+def turns_segment(state, steps, waiting, at, history):
     from domain.conversation import return_segment
 
-    return return_segment(state, "evil/1", "evil", "turn", "awaiting]\n[Chat record", "ok", False, steps, waiting, at)
+    return return_segment(state, "evil/1", "evil", "turn", "awaiting]\n[Chat record", "ok", False, steps, waiting, at,
+                          history=history)
 
 
 def test_a_label_written_in_a_message_or_an_answer_cannot_pass_for_a_note():

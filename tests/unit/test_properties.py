@@ -80,8 +80,9 @@ def tell(legacy: int, episodes: list[tuple], conversation: str = "conv-test") ->
             attempt(chat.segment, "turn", "failed" if first else "completed", None if first else "Ok.", [], run=run)
         elif kind == "end_tour":
             attempt(chat.end_tour)
-        elif kind == "edit" and chat.state.messages:
-            attempt(chat.edit, chat.state.messages[first % len(chat.state.messages)], "anders")
+        elif kind == "edit" and chat.history.messages_after(0):
+            live = chat.history.messages_after(0)
+            attempt(chat.edit, live[first % len(live)], "anders")
         elif kind == "stray_continuation":  # a continuation of a run that did not wait: another run's approval
             continuation(f"r{max(1, runs - 1)}", first)
     chat.user("Was ist passiert?", page=0)

@@ -1,0 +1,230 @@
+"""The history index in the store's database: what the aggregate's invariants need of the past
+(`domain.history`), as indexed rows, written in the transaction that stores the events.
+
+Tables (rule-independent, so a rebuild leaves them alone):
+`chatrecord_index` (one row per conversation: the version indexed, the live card outcomes),
+`chatrecord_segments` (a record per segment id, with its run, message and whether cut),
+`chatrecord_messages` (user message numbers, live or cut) and `chatrecord_sources` (the input
+lines by digest, with the versions of the events they stored). A redelivered line or segment
+is an index lookup; nothing of it lives in the aggregate or its snapshot.
+
+`SQLHistory` reads (and, given the event transaction's cursor, writes) one conversation's
+rows; `index_events` records events with `domain.history.index_event`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+from uuid import UUID
+
+from domain.events import ConversationEvent
+from domain.history import SegmentRecord, index_event
+from domain.state import evolve
+
+Execute = Callable[[str, tuple[Any, ...]], Any]
+
+TABLES = ("chatrecord_index", "chatrecord_segments", "chatrecord_messages", "chatrecord_sources")
+
+
+def create_statements(schema: str = "") -> list[str]:
+    """Returns the CREATE statements of the index tables (schema-qualified when given)."""
+    q = (lambda name: f'"{schema}".{name}') if schema else (lambda name: name)
+    return [
+        f"CREATE TABLE IF NOT EXISTS {q('chatrecord_index')} (cid TEXT PRIMARY KEY, version BIGINT NOT NULL, "
+        "outcomes BIGINT NOT NULL)",
+        f"CREATE TABLE IF NOT EXISTS {q('chatrecord_segments')} (cid TEXT NOT NULL, segment TEXT NOT NULL, "
+        "run TEXT NOT NULL, message BIGINT NOT NULL, version BIGINT NOT NULL, cut INTEGER NOT NULL, "
+        "body TEXT NOT NULL, PRIMARY KEY (cid, segment))",
+        f"CREATE INDEX IF NOT EXISTS chatrecord_segments_run ON {q('chatrecord_segments')} (cid, run)",
+        f"CREATE INDEX IF NOT EXISTS chatrecord_segments_message ON {q('chatrecord_segments')} (cid, message)",
+        f"CREATE TABLE IF NOT EXISTS {q('chatrecord_messages')} (cid TEXT NOT NULL, number BIGINT NOT NULL, "
+        "live INTEGER NOT NULL, PRIMARY KEY (cid, number))",
+        f"CREATE TABLE IF NOT EXISTS {q('chatrecord_sources')} (cid TEXT NOT NULL, digest TEXT NOT NULL, "
+        "first BIGINT NOT NULL, last BIGINT NOT NULL, PRIMARY KEY (cid, digest))",
+    ]
+
+
+class SQLHistory:
+    """One conversation's index rows through `execute(sql, params) -> cursor` (`?` placeholders,
+    turned into the driver's `p`). Reads see the writes of the same transaction."""
+
+    def __init__(self, execute: Execute, cid: UUID, p: str = "?", schema: str = "") -> None:
+        self._run, self.cid, self.p = execute, str(cid), p
+        self.t = {name: (f'"{schema}".{name}' if schema else name) for name in TABLES}
+
+    def _x(self, sql: str, *args: Any) -> Any:
+        return self._run(sql.replace("?", self.p), (self.cid, *args))
+
+    # ---------------------------------------------------------------- reads
+
+    @property
+    def version(self) -> int:
+        """Returns the version of the last event indexed, 0 before the first."""
+        row = self._x(f"SELECT version FROM {self.t['chatrecord_index']} WHERE cid = ?").fetchone()
+        return int(row["version"]) if row else 0
+
+    def segment(self, segment: str) -> SegmentRecord | None:
+        row = self._x(f"SELECT body FROM {self.t['chatrecord_segments']} WHERE cid = ? AND segment = ?",
+                      segment).fetchone()
+        return SegmentRecord.model_validate_json(row["body"]) if row else None
+
+    def segments_from(self, message: int) -> list[SegmentRecord]:
+        rows = self._x(f"SELECT body FROM {self.t['chatrecord_segments']} WHERE cid = ? AND message >= ? "
+                       "AND cut = 0 ORDER BY version", message).fetchall()
+        return [SegmentRecord.model_validate_json(r["body"]) for r in rows]
+
+    def run_cut(self, run: str) -> bool:
+        row = self._x(f"SELECT 1 AS found FROM {self.t['chatrecord_segments']} WHERE cid = ? AND run = ? AND cut = 1 "
+                      "LIMIT 1", run).fetchone()
+        return row is not None
+
+    def message_live(self, number: int) -> bool:
+        row = self._x(f"SELECT live FROM {self.t['chatrecord_messages']} WHERE cid = ? AND number = ?",
+                      number).fetchone()
+        return bool(row and row["live"])
+
+    def messages_after(self, number: int) -> list[int]:
+        rows = self._x(f"SELECT number FROM {self.t['chatrecord_messages']} WHERE cid = ? AND number > ? "
+                       "AND live = 1 ORDER BY number", number).fetchall()
+        return [int(r["number"]) for r in rows]
+
+    def outcomes(self) -> int:
+        row = self._x(f"SELECT outcomes FROM {self.t['chatrecord_index']} WHERE cid = ?").fetchone()
+        return int(row["outcomes"]) if row else 0
+
+    def source(self, digest: str) -> tuple[int, int] | None:
+        row = self._x(f"SELECT first, last FROM {self.t['chatrecord_sources']} WHERE cid = ? AND digest = ?",
+                      digest).fetchone()
+        return (int(row["first"]), int(row["last"])) if row else None
+
+    # ---------------------------------------------------------------- writes
+
+    def put_segment(self, record: SegmentRecord) -> None:
+        self._x(f"INSERT INTO {self.t['chatrecord_segments']} (cid, segment, run, message, version, cut, body) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (cid, segment) DO UPDATE SET cut = excluded.cut, "
+                "body = excluded.body",
+                record.segment, record.run, record.message, record.version, int(record.cut),
+                record.model_dump_json())
+
+    def put_message(self, number: int, live: bool) -> None:
+        self._x(f"INSERT INTO {self.t['chatrecord_messages']} (cid, number, live) VALUES (?, ?, ?) "
+                "ON CONFLICT (cid, number) DO UPDATE SET live = excluded.live", number, int(live))
+
+    def add_outcomes(self, count: int) -> None:
+        if count:
+            self._run(f"UPDATE {self.t['chatrecord_index']} SET outcomes = outcomes + {self.p} WHERE cid = {self.p}",
+                      (count, self.cid))
+
+    def put_source(self, digest: str, version: int) -> None:
+        self._x(f"INSERT INTO {self.t['chatrecord_sources']} (cid, digest, first, last) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (cid, digest) DO UPDATE SET last = excluded.last", digest, version, version)
+
+    def set_version(self, version: int) -> None:
+        self._x(f"INSERT INTO {self.t['chatrecord_index']} (cid, version, outcomes) VALUES (?, ?, 0) "
+                "ON CONFLICT (cid) DO UPDATE SET version = excluded.version", version)
+
+    def clear(self) -> None:
+        """Deletes the conversation's index rows (before it is indexed again from its log)."""
+        for table in TABLES:
+            self._x(f"DELETE FROM {self.t[table]} WHERE cid = ?")
+
+
+def index_events(index: Any, state: Any, events: Iterable[ConversationEvent]) -> None:
+    """Records `events` in `index` in order (`state`: the aggregate's state before the first)
+    and sets the index's version to the last one's."""
+    last = None
+    for event in events:
+        if last is None and getattr(index, "set_version", None):
+            index.set_version(event.originator_version - 1)
+        index_event(index, state, event)
+        state = evolve(event, state)
+        last = event.originator_version
+    if last is not None:
+        if getattr(index, "set_version", None):
+            index.set_version(last)
+        else:
+            index.version = last
+
+
+class _Fetched:
+    """The rows of one statement, fetched inside its own read transaction."""
+
+    def __init__(self, rows: list[Any]) -> None:
+        self.rows = rows
+
+    def fetchone(self) -> Any:
+        return self.rows[0] if self.rows else None
+
+    def fetchall(self) -> list[Any]:
+        return self.rows
+
+
+class HistoryTables:
+    """The index tables of one database: readers (a read transaction per lookup), writers
+    (through a cursor of the transaction that stores the events), or dicts in memory."""
+
+    def __init__(self, recorder: Any) -> None:
+        from eventsourcing.postgres import PostgresDatastore
+        from eventsourcing.sqlite import SQLiteDatastore
+
+        datastore = getattr(recorder, "datastore", None)
+        self.datastore = datastore if isinstance(datastore, (PostgresDatastore, SQLiteDatastore)) else None
+        self.p = "%s" if isinstance(datastore, PostgresDatastore) else "?"
+        self.schema = datastore.schema if isinstance(datastore, PostgresDatastore) else ""
+        self.memory: dict[UUID, Any] = {}
+
+    def create(self) -> None:
+        """Creates the tables where they do not exist."""
+        if self.datastore is None:
+            return
+        with self.datastore.transaction(commit=True) as curs:
+            for statement in create_statements(self.schema):
+                curs.execute(statement)
+
+    def reader(self, cid: UUID) -> Any:
+        """Returns the index of conversation `cid` for reading (each lookup its own read)."""
+        if self.datastore is None:
+            from domain.history import MemoryHistory
+
+            return self.memory.setdefault(cid, MemoryHistory())
+        datastore = self.datastore
+
+        def execute(sql: str, params: tuple[Any, ...]) -> _Fetched:
+            with datastore.transaction(commit=False) as curs:
+                curs.execute(sql, params)
+                return _Fetched(list(curs.fetchall()))
+
+        return SQLHistory(execute, cid, self.p, self.schema)
+
+    def writer(self, curs: Any, cid: UUID) -> Any:
+        """Returns the index of conversation `cid` written through `curs` (None: in memory)."""
+        if self.datastore is None:
+            return self.reader(cid)
+
+        def execute(sql: str, params: tuple[Any, ...]) -> Any:
+            curs.execute(sql, params)
+            return curs
+
+        return SQLHistory(execute, cid, self.p, self.schema)
+
+    def write(self, cid: UUID, state: Any, events: Any, curs: Any = None, rebuild: bool = False) -> None:
+        """Indexes `events` of conversation `cid` (`state`: the aggregate's before them), through
+        `curs` or in a transaction of its own; with `rebuild`, the conversation's rows go first."""
+        events = list(events)
+        if self.datastore is None or curs is not None:
+            index = self.writer(curs, cid)
+            first = events[0].originator_version if events else 1
+            if not rebuild and index.version != first - 1:
+                return  # indexed already (another writer), or a gap its next reader fills
+            if rebuild:
+                if self.datastore is None:
+                    from domain.history import MemoryHistory
+
+                    index = self.memory[cid] = MemoryHistory()
+                else:
+                    index.clear()
+            index_events(index, state, events)
+            return
+        with self.datastore.transaction(commit=True) as own:
+            self.write(cid, state, events, own, rebuild)

@@ -1,0 +1,241 @@
+"""The conversation's history index: what the aggregate's invariants need to know about the
+past, kept out of the aggregate's state so the state (and its snapshot) stays small.
+
+The store keeps the index in tables written in the same transaction as the events (see
+`adapters.history_index`); `MemoryHistory` is the same on dicts. `index_event(index, state,
+event)` is the fold: it records one event, given the aggregate's state before it. The
+commands in `domain.conversation` read the index through the `History` protocol:
+
+- a segment id recorded before (a repeat returns the first result) or cut by an edit;
+- whether a run was cut; which user messages are live; which segments an edit cuts;
+- how many card outcomes exist (each entry notes how many came before it);
+- which input lines (by digest) were recorded, at which versions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Literal, Protocol
+
+from domain.events import (
+    CardDecided,
+    CardLeftUndecided,
+    ConversationEvent,
+    LegacyRowImported,
+    QuestionAnswered,
+    SegmentReturned,
+    TranscriptReplaced,
+    TurnsTruncated,
+    UserMessagePosted,
+)
+from domain.values import PLAIN_DENIAL, Immutable
+
+WaitingKind = Literal["card", "question"]
+
+
+class SegmentRecord(Immutable):
+    """What the index keeps of a recorded segment: its `version`, `run`, the user `message` it
+    answered, whether a skill was in force (`guided`), what it `waits` for and how many `calls`
+    wait; then whether its card or question was `settled` (decided, answered or left
+    undecided, `undecided` giving the reason), how many card `outcomes` it added, and whether
+    an edit `cut` it away."""
+
+    segment: str
+    version: int
+    run: str
+    message: int
+    guided: bool
+    waits: WaitingKind | None = None
+    calls: int = 0
+    settled: bool = False
+    undecided: str | None = None
+    outcomes: int = 0
+    cut: bool = False
+
+
+class History(Protocol):
+    """The index as the commands read it (one conversation's)."""
+
+    def segment(self, segment: str) -> SegmentRecord | None:
+        """Returns the record of `segment` (also a cut one), None if it was never recorded."""
+
+    def segments_from(self, message: int) -> list[SegmentRecord]:
+        """Returns the live segments that answered user message `message` or a later one, in
+        the order they were recorded."""
+
+    def run_cut(self, run: str) -> bool:
+        """Returns True when an edit cut a segment of `run`."""
+
+    def message_live(self, number: int) -> bool:
+        """Returns True when user message `number` exists and no edit cut it."""
+
+    def messages_after(self, number: int) -> list[int]:
+        """Returns the live user message numbers above `number`, ascending."""
+
+    def outcomes(self) -> int:
+        """Returns how many card outcomes exist (a cut one no longer counts)."""
+
+    def source(self, digest: str) -> tuple[int, int] | None:
+        """Returns the first and last version of the events an input line (by digest) stored,
+        None when it stored none."""
+
+
+class Index(History, Protocol):
+    """The index as the fold writes it."""
+
+    def put_segment(self, record: SegmentRecord) -> None: ...
+
+    def put_message(self, number: int, live: bool) -> None: ...
+
+    def add_outcomes(self, count: int) -> None: ...
+
+    def put_source(self, digest: str, version: int) -> None:
+        """Notes that the line `digest` stored the event of `version`."""
+
+
+def outcomes_of_decision(record: SegmentRecord, event: CardDecided) -> int:
+    """Returns the card outcomes a decision records at once: one per call of a declined card of
+    a guided process, none for a plain denial (the run record carries it) and none for an
+    approval (its outcomes come with its own run's continuation)."""
+    if not record.guided or event.approved or event.answer == PLAIN_DENIAL:
+        return 0
+    return record.calls
+
+
+def continues_approval(approval: tuple[str, int, str] | None, trigger: str, run: str) -> bool:
+    """Returns True when a segment of `trigger` and `run` is the continuation of the approved
+    card `approval` (card segment, calls, run): its outcomes come with it. Any other segment or
+    a new model call gives them up."""
+    return approval is not None and trigger == "approval" and approval[2] == run
+
+
+def index_event(index: Index, state: object, event: ConversationEvent) -> None:
+    """Records `event` in the index; `state` is the aggregate's state before it (a
+    `domain.state.Conversation`, or None before the first event)."""
+    if event.source:
+        index.put_source(event.source, event.originator_version)
+    if isinstance(event, UserMessagePosted):
+        index.put_message(event.message, True)
+    elif isinstance(event, SegmentReturned):
+        waits: WaitingKind | None = {"awaiting_approval": "card", "awaiting_input": "question"}.get(event.outcome)  # type: ignore[assignment]
+        index.put_segment(SegmentRecord(
+            segment=event.segment, version=event.originator_version, run=event.run, message=event.message,
+            guided=event.skill is not None, waits=waits, calls=len(event.waiting),
+        ))
+        approval = getattr(state, "approval", None)
+        if continues_approval(approval, event.trigger, event.run):
+            assert approval is not None
+            _credit(index, approval[0], approval[1])
+    elif isinstance(event, CardDecided):
+        record = index.segment(event.segment)
+        if record is not None:
+            index.put_segment(record.model_copy(update={"settled": True}))
+            _credit(index, event.segment, outcomes_of_decision(record, event))
+        if event.message is not None and event.text is not None:
+            index.put_message(event.message, True)
+    elif isinstance(event, QuestionAnswered):
+        _settle(index, event.segment)
+        index.put_message(event.message, True)
+    elif isinstance(event, CardLeftUndecided):
+        _settle(index, event.segment, event.reason)
+    elif isinstance(event, TurnsTruncated):
+        _truncate(index, state, event)
+    elif isinstance(event, TranscriptReplaced):
+        users = sum(1 for line in event.messages if line.role == "user")
+        for number in index.messages_after(users):
+            index.put_message(number, False)
+        for number in range(1, users + 1):
+            index.put_message(number, True)
+    elif isinstance(event, LegacyRowImported):
+        users = sum(1 for line in event.messages if line.role == "user")
+        for number in range(1, users + 1):
+            index.put_message(number, True)
+        index.add_outcomes(len(event.card_outcomes))
+
+
+def _credit(index: Index, card: str, count: int) -> None:
+    if not count:
+        return
+    record = index.segment(card)
+    if record is not None:
+        index.put_segment(record.model_copy(update={"outcomes": record.outcomes + count}))
+    index.add_outcomes(count)
+
+
+def _settle(index: Index, segment: str, undecided: str | None = None) -> None:
+    record = index.segment(segment)
+    if record is not None:
+        index.put_segment(record.model_copy(update={"settled": True, "undecided": undecided}))
+
+
+def _truncate(index: Index, state: object, event: TurnsTruncated) -> None:
+    removed = 0
+    for segment in event.cut_segments:
+        record = index.segment(segment)
+        if record is None:
+            continue
+        if segment in event.cut_cards:
+            removed += record.outcomes
+        index.put_segment(record.model_copy(update={"cut": True, "outcomes": 0}))
+    for number in event.cut_messages:
+        index.put_message(number, False)
+    legacy = getattr(state, "legacy_outcomes", ())
+    users = getattr(state, "legacy_users", {})
+    if event.after_message in users:
+        removed += sum(1 for after in legacy if after > users[event.after_message])
+    index.add_outcomes(-removed)
+
+
+class MemoryHistory:
+    """The index of one conversation on dicts (the in-memory store's, and the tests')."""
+
+    def __init__(self) -> None:
+        self.records: dict[str, SegmentRecord] = {}
+        self.messages: dict[int, bool] = {}
+        self.sources: dict[str, tuple[int, int]] = {}
+        self.count = 0
+        self.version = 0
+
+    def segment(self, segment: str) -> SegmentRecord | None:
+        return self.records.get(segment)
+
+    def segments_from(self, message: int) -> list[SegmentRecord]:
+        found = [r for r in self.records.values() if not r.cut and r.message >= message]
+        return sorted(found, key=lambda r: r.version)
+
+    def run_cut(self, run: str) -> bool:
+        return any(r.cut and r.run == run for r in self.records.values())
+
+    def message_live(self, number: int) -> bool:
+        return self.messages.get(number, False)
+
+    def messages_after(self, number: int) -> list[int]:
+        return sorted(n for n, live in self.messages.items() if live and n > number)
+
+    def outcomes(self) -> int:
+        return self.count
+
+    def source(self, digest: str) -> tuple[int, int] | None:
+        return self.sources.get(digest)
+
+    def put_segment(self, record: SegmentRecord) -> None:
+        self.records[record.segment] = record
+
+    def put_message(self, number: int, live: bool) -> None:
+        self.messages[number] = live
+
+    def add_outcomes(self, count: int) -> None:
+        self.count += count
+
+    def put_source(self, digest: str, version: int) -> None:
+        first = self.sources.get(digest, (version, version))[0]
+        self.sources[digest] = (first, version)
+
+    def record(self, state: object, events: Iterable[ConversationEvent]) -> None:
+        """Records `events` in order, `state` being the aggregate's state before the first."""
+        from domain.state import evolve  # the state folds along: the fold needs each one before
+
+        for event in events:
+            index_event(self, state, event)
+            state = evolve(event, state)  # type: ignore[arg-type]
+            self.version = event.originator_version
