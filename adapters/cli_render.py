@@ -29,14 +29,22 @@ ROLE_STYLE = {"system": "magenta", "user": "cyan", "assistant": "green"}
 READINGS = ("ran", "failed", "not_permitted", "held", "declined")
 
 
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def visible(text: str) -> str:
     """Returns `text` with DEL and every C0 and C1 control character except newline and tab
     written as a Python escape (ESC as `\\x1b`), so it can neither move the cursor, clear the
-    screen nor retitle the terminal."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    screen nor retitle the terminal; and with the characters that hide or reorder text written
+    the same way (`\\u202e`): bidi controls (U+200E/F, U+202A–U+202E, U+2066–U+2069), zero-width
+    characters (U+200B–U+200D, U+2060–U+2064, U+FEFF) and the line and paragraph separators
+    U+2028/U+2029."""
+    return _CONTROL.sub(_escape, text)
 
 
 def when(at: datetime) -> str:
