@@ -17,7 +17,6 @@ from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any
 
-import orjson
 import psycopg
 import typer
 from eventsourcing.persistence import PersistenceError
@@ -31,6 +30,18 @@ from rich.progress import (
 )
 
 from adapters.application import ConversationStore
+from adapters.cli_habits import (
+    STDIN_NAME,
+    diff_json,
+    ingest_json,
+    is_stdin,
+    json_bytes,
+    rebuild_json,
+    require_store,
+    stdin_conversations,
+    stdin_lines,
+    version,
+)
 from adapters.cli_ingest import (
     DEMO_CONVERSATION,
     DEMO_FILE,
@@ -103,10 +114,25 @@ def opened_store() -> Iterator[ConversationStore]:
 
 
 def print_json(value: Any) -> None:
-    """Writes `value` as one line of JSON (UTF-8) to stdout."""
+    """Writes `value` as one line of JSON (UTF-8) to stdout, invisible characters escaped
+    (`adapters.cli_habits.json_bytes`)."""
     sys.stdout.flush()
-    sys.stdout.buffer.write(orjson.dumps(value) + b"\n")
+    sys.stdout.buffer.write(json_bytes(value) + b"\n")
     sys.stdout.buffer.flush()
+
+
+def show_version(value: bool) -> None:
+    if value:
+        say(f"chatrecord {version()}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main_options(
+    _version: Annotated[bool, typer.Option("--version", callback=show_version, is_eager=True,
+                                           help="Print the version and exit.")] = False,
+) -> None:
+    """An event-sourced conversation store: what an AI agent's runs did, and the notes a later turn reads."""
 
 
 @app.command()
@@ -142,28 +168,38 @@ def demo(rules: Annotated[Rules | None, typer.Option(
 
 @app.command()
 def ingest(
-    files: Annotated[list[Path], typer.Argument(metavar="FILE", help="JSON Lines files the chat wrote.")],
+    files: Annotated[list[Path], typer.Argument(metavar="FILE", help="JSON Lines files the chat wrote; - reads standard input.")],
     skip_bad: Annotated[bool, typer.Option("--skip-bad", help="Reject bad lines and go on.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON summary object per file.")] = False,
 ) -> None:
     """Ingests the chat's JSON Lines files into the configured store.
 
     A line recorded before is not stored again, so ingesting a file twice changes nothing. The
     first bad line stops the ingestion with its file, line and field (the lines before it stay
     stored); with --skip-bad each bad line is rejected, named on stderr, and the rest is stored.
+    FILE - reads standard input. --json prints, per file, {"source", "appended", "repeated",
+    "rejected", "stopped_at", "error"} on one line.
 
     Example:
 
         chatrecord ingest tests/data/demo_seo_tour.jsonl
     """
     for path in files:
-        readable_file(path)
+        if not is_stdin(path):
+            readable_file(path)
     with opened_store() as store:
         for path in files:
             try:
-                report = ingest_file(store, path, skip_bad)
+                if is_stdin(path):
+                    report = ingest_lines(store, stdin_lines(), STDIN_NAME, skip_bad)
+                else:
+                    report = ingest_file(store, path, skip_bad)
             except OSError as error:
                 raise UnreadableFile(f"{path}: cannot be read ({error.strerror or error})") from None
-            say(report.summary())
+            if as_json:
+                print_json(ingest_json(report))
+            else:
+                say(report.summary())
             for rejected in report.rejected:
                 warn(f"rejected: {rejected}")
             if report.stopped is not None:
@@ -172,7 +208,7 @@ def ingest(
 
 @app.command()
 def replay(
-    file: Annotated[Path | None, typer.Argument(metavar="FILE", help="Replay this JSON Lines file in memory.")] = None,
+    file: Annotated[Path | None, typer.Argument(metavar="FILE", help="Replay this JSON Lines file in memory; - reads standard input.")] = None,
     conversation: Annotated[str | None, typer.Option("--conversation", "-c",
                                                      help="Replay this stored conversation.")] = None,
     rules: RulesOption = None,
@@ -183,7 +219,8 @@ def replay(
 ) -> None:
     """Prints every turn's model input, each exactly as the model saw it then.
 
-    Give a FILE (read in memory, nothing stored) or --conversation ID (the configured store).
+    Give a FILE (read in memory, nothing stored; - reads standard input) or --conversation ID
+    (the configured store, which must exist).
     --at N travels back to the turn of user message N; --deny-page hides a page from the user,
     so no prompt names it. --json prints one object per conversation, one per line (the
     contract of DESIGN.md, "Output of replay --json").
@@ -197,11 +234,12 @@ def replay(
     can_see = page_check(deny_page or ())
     if file is not None:
         rule_set = rules.value if rules else DEFAULT_RULE_SET
-        conversations = file_conversations(readable_file(file))
+        conversations = stdin_conversations() if is_stdin(file) else file_conversations(readable_file(file))
         if not conversations:
             raise NoConversation(f"{file} holds no conversation; replay a JSON Lines file the chat wrote")
         replays = [(name, replay_turns(events, rule_set, can_see)) for name, events in conversations]
     else:
+        require_store()
         with opened_store() as store:
             events = stored_conversation(store, conversation, describe_backend(store))
             models = ReadModels(store)
@@ -247,6 +285,7 @@ def audit(
 
         chatrecord audit conv-demo-seo --json
     """
+    require_store()
     with opened_store() as store:
         events = stored_conversation(store, conversation, describe_backend(store))
         rule_set = rules.value if rules else ReadModels(store).active_rules()
@@ -261,21 +300,27 @@ def audit(
 def rebuild(
     rules: Annotated[Rules, typer.Option("--rules", help="The rule set to rebuild under.")] = Rules(DEFAULT_RULE_SET),
     diff: Annotated[bool, typer.Option("--diff", help="Only show what would change; switch nothing.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report (or the diff) as one JSON object.")] = False,
 ) -> None:
     """Rebuilds the materialised projections under a rule set and reports what changed.
 
     Every conversation's log is read again under the rule set into new tables, which then
     replace the old ones. --diff prints, per conversation, which run record entries and notes
-    would change, without switching.
+    would change, without switching. --json prints the report or the diff as one JSON object.
 
     Example:
 
         chatrecord rebuild --rules 2026-11-01 --diff
     """
+    if diff:
+        require_store()
     with opened_store() as store:
         models = ReadModels(store)
         if diff:
             changed = [d for d in models.diff(rules.value) if d.changed]
+            if as_json:
+                print_json(diff_json(models.active_rules(), rules.value, changed))
+                return
             say(f"{models.active_rules()} → {rules.value}: {len(changed)} "
                 f"conversation{'' if len(changed) == 1 else 's'} would change (nothing switched)")
             for conversation_diff in changed:
@@ -285,6 +330,9 @@ def rebuild(
                       TimeElapsedColumn(), console=err, transient=True, disable=not err.is_terminal) as progress:
             task = progress.add_task("rebuild", total=None)
             report = models.rebuild(rules.value, lambda done, total: progress.update(task, completed=done, total=total))
+    if as_json:
+        print_json(rebuild_json(report))
+        return
     say(f"rebuilt under {report.rules} (was {report.old_rules}): {report.conversations} "
         f"conversation{'' if report.conversations == 1 else 's'}, {report.events} event{'' if report.events == 1 else 's'}")
 

@@ -29,14 +29,22 @@ ROLE_STYLE = {"system": "magenta", "user": "cyan", "assistant": "green"}
 READINGS = ("ran", "failed", "not_permitted", "held", "declined")
 
 
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def visible(text: str) -> str:
     """Returns `text` with DEL and every C0 and C1 control character except newline and tab
     written as a Python escape (ESC as `\\x1b`), so it can neither move the cursor, clear the
-    screen nor retitle the terminal."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    screen nor retitle the terminal; and with the characters that hide or reorder text written
+    the same way (`\\u202e`): bidi controls (U+200E/F, U+202A–U+202E, U+2066–U+2069), zero-width
+    characters (U+200B–U+200D, U+2060–U+2064, U+FEFF) and the line and paragraph separators
+    U+2028/U+2029."""
+    return _CONTROL.sub(_escape, text)
 
 
 def when(at: datetime) -> str:
@@ -98,11 +106,39 @@ def notes_box(notes: Sequence[str]) -> Panel:
                  border_style="bold yellow", box=box.HEAVY)
 
 
+CHUNK = 4000
+"""Characters of a message's text rendered as one `Text`. rich renders a wrapped `Text` as one
+segment holding every line break and splits it line by line, copying the rest each time: a
+long text took time quadratic in its lines (112 s for a message of 10 MB). Cut into chunks,
+the work is linear; a chunk ends at a line break where the text has one near, so the output
+is unchanged for every text below CHUNK and for texts made of lines."""
+
+
+def text_block(text: str) -> RenderableType:
+    """Returns `text` as a `Text`, or for a long text a group of `Text` chunks (see CHUNK)."""
+    if len(text) <= CHUNK:
+        return Text(text)
+    chunks: list[RenderableType] = []
+    start = 0
+    while len(text) - start > CHUNK:
+        end = text.rfind("\n", start, start + CHUNK)
+        if end > start:
+            chunks.append(Text(text[start:end]))
+            start = end + 1
+            continue
+        end = text.rfind(" ", start + 1, start + CHUNK)
+        end = end if end > start else start + CHUNK
+        chunks.append(Text(text[start:end]))
+        start = end + 1 if text[end : end + 1] == " " else end
+    chunks.append(Text(text[start:]))
+    return Group(*chunks)
+
+
 def message_panel(role: str, content: str, notes: Sequence[str], start: int) -> tuple[Panel, int]:
     """Returns one message as a panel titled by its role, its notes boxed; and the next note."""
     pieces, after = split_notes(content, notes, start)
     parts: list[RenderableType] = [
-        Text(visible(value.strip("\n"))) if kind == "text" else notes_box(value) for kind, value in pieces
+        text_block(visible(value.strip("\n"))) if kind == "text" else notes_box(value) for kind, value in pieces
     ]
     return Panel(Group(*parts), title=Text(visible(role)), title_align="left", border_style=ROLE_STYLE.get(role, "white"),
                  box=box.ROUNDED), after

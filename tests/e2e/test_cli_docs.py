@@ -1,5 +1,6 @@
 """The docs are tested: every command has help text ending with an example and is shown in
-the README with a real `$ chatrecord …` run; the README's quick start is the two commands."""
+the README with a real `$ chatrecord …` run; the README's quick start makes a virtual environment
+(PEP 668) and names `python3`, never `python`."""
 
 from __future__ import annotations
 
@@ -24,4 +25,8 @@ def test_every_command_has_help_ending_with_an_example_and_appears_in_the_readme
 def test_the_quick_start_is_install_and_demo_then_the_test_command():
     quick_start = README.split("## Quick start", 1)[1].split("##", 1)[0]
 
-    assert 'pip install . && chatrecord demo\npip install -e ".[test]" && python -m pytest\n' in quick_start
+    assert (
+        'python3 -m venv .venv && . .venv/bin/activate\npip install . && chatrecord demo\n'
+        'pip install -e ".[test]" && python3 -m pytest\n'
+    ) in quick_start
+    assert "python -m" not in README.replace("python3 -m", "")

@@ -1,0 +1,131 @@
+"""Command-line habits: `-` for standard input, `--version`, JSON for tools with every invisible
+character escaped, and no store made by a command that only reads.
+
+Kept apart from `adapters.cli`, which wires these into its commands.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from collections.abc import Iterator
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+import orjson
+
+from adapters.cli_ingest import IngestReport
+from adapters.ingest import bounded_lines, fold_events, read_lines
+from adapters.settings import DEFAULT_DB
+from domain.errors import ChatrecordError
+from domain.events import ConversationEvent, ConversationStarted
+
+STDIN = "-"
+"""The FILE argument that reads standard input."""
+
+STDIN_NAME = "stdin"
+"""The name standard input goes by in reports and errors."""
+
+
+class NoStore(ChatrecordError):
+    """Raised when a command that only reads is pointed at a SQLite file that does not exist."""
+
+
+def version() -> str:
+    """Returns the installed package's version, or the checkout's from pyproject.toml."""
+    try:
+        return metadata.version("chatrecord")
+    except metadata.PackageNotFoundError:
+        pyproject = Path(__file__).resolve().parents[1] / "pyproject.toml"
+        found = re.search(r'^version = "([^"]+)"', pyproject.read_text(encoding="utf-8"), re.M)
+        return found.group(1) if found else "unknown"
+
+
+def is_stdin(path: Path | None) -> bool:
+    """Returns True when a FILE argument is `-`, standard input."""
+    return path is not None and str(path) == STDIN
+
+
+def stdin_lines() -> Iterator[bytes]:
+    """Yields the lines of standard input as bytes, each bounded as a file's are."""
+    return bounded_lines(sys.stdin.buffer)
+
+
+def stdin_conversations() -> list[tuple[str, list[ConversationEvent]]]:
+    """Returns each conversation read from standard input with its events, folded in memory
+    (as `adapters.cli_replay.file_conversations` does for a file)."""
+    names: dict[UUID, str] = {}
+    logs: dict[UUID, list[ConversationEvent]] = {}
+    for event in fold_events(read_lines(stdin_lines(), STDIN_NAME)):
+        if isinstance(event, ConversationStarted):
+            names[event.originator_id] = event.conversation
+        logs.setdefault(event.originator_id, []).append(event)
+    return [(names[uuid], events) for uuid, events in logs.items()]
+
+
+def require_store(environ: dict[str, str] | None = None) -> None:
+    """Raises NoStore when the configured store is a SQLite file that does not exist, so a
+    command that only reads says so instead of making an empty store (a mistyped
+    CHATRECORD_DB). A PostgreSQL store is not checked here."""
+    environ = dict(os.environ) if environ is None else environ
+    if environ.get("CHATRECORD_DATABASE_URL"):
+        return
+    path = environ.get("CHATRECORD_DB") or DEFAULT_DB
+    if not Path(path).exists():
+        raise NoStore(f"no store at {path}; check CHATRECORD_DB, or ingest into it first (chatrecord ingest FILE)")
+
+
+_INVISIBLE = re.compile("[\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
+
+
+def json_bytes(value: Any) -> bytes:
+    """Returns `value` as one line of JSON (UTF-8) with DEL, C1 controls, bidi controls, zero-
+    width characters and U+2028/U+2029 written as `\\uXXXX` (C0 controls are escaped by JSON
+    itself); the JSON reads back as the same value."""
+    data = orjson.dumps(value)
+    if data.isascii():
+        return data
+    text = data.decode("utf-8")
+    if not _INVISIBLE.search(text):
+        return data
+    return _INVISIBLE.sub(lambda m: f"\\u{ord(m.group()):04x}", text).encode("utf-8")
+
+
+def ingest_json(report: IngestReport) -> dict[str, Any]:
+    """Returns the summary object `ingest --json` prints for one source."""
+    return {
+        "source": report.source,
+        "appended": report.appended,
+        "repeated": report.repeated,
+        "rejected": list(report.rejected),
+        "stopped_at": report.stopped_at or None,
+        "error": str(report.stopped) if report.stopped is not None else None,
+    }
+
+
+def diff_json(old_rules: str, rules: str, diffs: list[Any]) -> dict[str, Any]:
+    """Returns the object `rebuild --diff --json` prints: the rule sets and, per conversation
+    that would change, the record entries before and after and the notes removed and added."""
+    return {
+        "from": old_rules,
+        "to": rules,
+        "switched": False,
+        "conversations": [
+            {
+                "conversation": d.conversation,
+                "records_changed": [{"segment": s, "before": b, "after": a} for s, b, a in d.records_changed],
+                "notes_removed": list(d.notes_removed),
+                "notes_added": list(d.notes_added),
+            }
+            for d in diffs
+        ],
+    }
+
+
+def rebuild_json(report: Any) -> dict[str, Any]:
+    """Returns the object `rebuild --json` prints for a rebuild that switched."""
+    return {"from": report.old_rules, "to": report.rules, "switched": True,
+            "conversations": report.conversations, "events": report.events}

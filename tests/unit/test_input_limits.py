@@ -1,0 +1,88 @@
+"""Size limits (issue 8, item 7): a line, a segment's steps and a text have documented limits
+(`domain.limits`, README "Input limits"), refused with line and field; below them the work on
+a line and on its rendering is linear (figures: docs/reliability.md)."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import orjson
+import pytest
+from rich.console import Console
+from rich.text import Text
+
+from adapters.cli_render import CHUNK, text_block
+from adapters.ingest import bounded_lines, read_lines
+from domain.errors import InvalidInput
+from domain.limits import LINE_BYTES_MAX, LIST_MAX, STEPS_MAX, TEXT_MAX
+
+AT = "2026-10-28T09:00:00Z"
+STEP = {"kind": "llm", "round": 1, "durationMs": 1.0}
+
+
+def jl(**fields: Any) -> bytes:
+    return orjson.dumps({"conversation": "c", "at": AT, **fields}) + b"\n"
+
+
+def refusal(raw: bytes) -> str:
+    with pytest.raises(InvalidInput) as refused:
+        list(read_lines([raw], "big.jsonl"))
+    return str(refused.value)
+
+
+def test_the_limits_are_the_documented_ones() -> None:
+    assert (LINE_BYTES_MAX, STEPS_MAX, TEXT_MAX, LIST_MAX) == (8 * 1024 * 1024, 20_000, 1_000_000, 20_000)
+
+
+def test_a_line_longer_than_8_mib_is_refused_before_it_is_parsed() -> None:
+    raw = b'{"type": "user_message", "text": "' + b"x" * LINE_BYTES_MAX + b'"}'
+    assert refusal(raw) == (
+        'big.jsonl: line 1, (line): is longer than 8,388,608 bytes, the most a line may be (README, "Input limits")'
+    )
+
+
+def test_a_text_of_more_than_a_million_characters_is_refused_at_its_field() -> None:
+    raw = jl(type="user_message", message=1, text="x" * (TEXT_MAX + 1), page=0)
+    assert refusal(raw) == 'big.jsonl: line 1, text: is 1,000,001 characters long; the most is 1,000,000 (README, "Input limits")'
+
+
+def test_a_segment_of_more_than_20000_steps_is_refused_at_its_field() -> None:
+    raw = jl(type="segment_returned", segment="r/1", run="r", trigger="turn", outcome="completed",
+             steps=[STEP] * (STEPS_MAX + 1))
+    assert refusal(raw) == 'big.jsonl: line 1, steps: has 20,001 entries; the most is 20,000 (README, "Input limits")'
+
+
+def test_a_line_at_the_limits_is_read() -> None:
+    raw = jl(type="segment_returned", segment="r/1", run="r", trigger="turn", outcome="completed",
+             answer="x" * TEXT_MAX, steps=[STEP] * STEPS_MAX)
+    [line] = read_lines([raw], "big.jsonl")
+    assert (len(line.steps), len(line.answer)) == (STEPS_MAX, TEXT_MAX)  # type: ignore[union-attr]
+
+
+def test_an_overlong_line_costs_at_most_the_limit_and_the_next_line_keeps_its_number() -> None:
+    stream = io.BytesIO(b"x" * (3 * LINE_BYTES_MAX) + b"\n" + jl(type="tour_ended"))
+    raws = list(bounded_lines(stream))
+    assert [len(raw) for raw in raws] == [LINE_BYTES_MAX + 1, len(jl(type="tour_ended"))]
+    with pytest.raises(InvalidInput, match=r"^big\.jsonl: line 1, \(line\): is longer than"):
+        list(read_lines(raws, "big.jsonl"))
+    assert [line.line for line in read_lines(raws[1:], "big.jsonl")] == [1]
+
+
+def rendered(renderable: Any) -> str:
+    console = Console(file=io.StringIO(), width=60, color_system=None)
+    console.print(renderable)
+    return console.file.getvalue()  # type: ignore[attr-defined]
+
+
+def test_a_long_text_made_of_lines_renders_as_one_text_would() -> None:
+    text = "\n".join(f"Zeile {n}" for n in range(3 * CHUNK // 8))
+    assert len(text) > 2 * CHUNK
+    assert rendered(text_block(text)) == rendered(Text(text))
+
+
+def test_a_short_text_is_one_text_and_a_long_paragraph_keeps_every_word() -> None:
+    assert isinstance(text_block("kurz"), Text)
+    words = [f"w{n}" for n in range(3 * CHUNK // 4)]
+    shown = rendered(text_block(" ".join(words)))
+    assert shown.split() == words
