@@ -26,7 +26,7 @@ from eventsourcing.persistence import PersistenceError, Tracking
 from adapters.application import ConversationStore
 from adapters.readmodels_catalog import Pointer, catalog_for
 from adapters.readmodels_fold import PositionMoved, Row, fold
-from adapters.readmodels_views import ReadModelsView
+from adapters.readmodels_views import POPOReadModelsView, ReadModelsView, SQLReadModelsView
 from domain.errors import UnknownConversation
 from domain.events import conversation_uuid
 from projections import turn
@@ -162,6 +162,28 @@ class ReadModels:
         key = conversation_uuid(conversation)
         return self._live(lambda live, view: view.row(key))
 
+    # ------------------------------------------------------------ erasure
+
+    def erase(self, conversation: str) -> bool:
+        """Rewrites the conversation's row in the live tables from its log (caught up first),
+        whose texts read as erased once its key is gone, so no view keeps a text of it.
+        Returns False when it has no row. A catch-up that moved the row meanwhile is waited
+        out: the row is read and rewritten again."""
+        key = conversation_uuid(conversation)
+
+        def rewrite(live: Pointer, view: ReadModelsView) -> bool:
+            for _ in range(10):
+                row = view.row(key)
+                if row is None:
+                    return False
+                log = self.store.events(conversation, up_to_version=row.version)
+                fresh = fold({}, ((row.position, e) for e in log), resolve(live.rules))[key]
+                if _replace_row(view, fresh):
+                    return True
+            raise PositionMoved(f"the read model of {conversation} kept moving; erase it again")
+
+        return self._live(rewrite)[1]
+
     # ------------------------------------------------------------ rule sets
 
     def rebuild(self, rules: str, progress: Progress | None = None) -> RebuildReport:
@@ -212,6 +234,27 @@ def _diff(conversation: str, before: Row, before_rules: str, after: Row, after_r
         notes_removed=[n for n in notes_before if n not in notes_after],
         notes_added=[n for n in notes_after if n not in notes_before],
     )
+
+
+def _replace_row(view: ReadModelsView, row: Row) -> bool:
+    """Overwrites a view's row of `row.aggregate_id` if it is still at `row.version`; returns
+    whether it did. (Reaches into the views' SQL helpers: the row tables are being reshaped.)"""
+    if isinstance(view, POPOReadModelsView):
+        with view._database_lock:
+            current = view._rows.get(row.aggregate_id)
+            if current is None or current.version != row.version:
+                return False
+            view._rows[row.aggregate_id] = row
+            return True
+    assert isinstance(view, SQLReadModelsView)
+    with view.datastore.transaction(commit=True) as curs:
+        view._lock(curs)
+        curs.execute(view._q("SELECT version FROM {rows} WHERE originator_id = %s"), (view._key(row.aggregate_id),))
+        current = curs.fetchone()
+        if current is None or current["version"] != row.version:
+            return False
+        curs.execute(view._q(view._upsert_sql()), view._params(row))
+        return True
 
 
 def _notes(row: Row, rules: RuleSet | str) -> tuple[str, ...]:
