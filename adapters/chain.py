@@ -58,6 +58,11 @@ def link(previous: bytes, originator_id: UUID | str, version: int, topic: str, s
     return digest.digest()
 
 
+def _bytes(value: Any) -> bytes:
+    """Returns a state column's value as bytes (a changed SQLite row may hold TEXT)."""
+    return value.encode() if isinstance(value, str) else bytes(value)
+
+
 class ChainedRecorder:
     """Mixin for an application recorder: `_seal(cursor, stored_events)` writes the chain rows
     of events just inserted in the cursor's transaction. Backends give the four `_chain_*`
@@ -145,7 +150,7 @@ class ChainedSQLiteRecorder(ChainedRecorder, SQLiteApplicationRecorder):
         cursor.execute(f"SELECT hash FROM {CHAIN_TABLE} WHERE originator_id=? AND originator_version=?",
                        (self._id(key), version))
         row = cursor.fetchone()
-        return bytes(row["hash"]) if row else None
+        return _bytes(row["hash"]) if row else None
 
     def _chain_insert(self, cursor: Any, rows: list[Link], *, missing_only: bool = False) -> None:
         verb = "INSERT OR IGNORE" if missing_only else "INSERT"
@@ -156,7 +161,7 @@ class ChainedSQLiteRecorder(ChainedRecorder, SQLiteApplicationRecorder):
         cursor.execute(f"SELECT originator_version, topic, state FROM {self.events_table_name} "
                        "WHERE originator_id=? AND originator_version<=? ORDER BY originator_version",
                        (self._id(key), upto))
-        return [(key, r["originator_version"], r["topic"], bytes(r["state"])) for r in cursor.fetchall()]
+        return [(key, r["originator_version"], r["topic"], _bytes(r["state"])) for r in cursor.fetchall()]
 
     def _page(self, table: str, columns: str, after: tuple[UUID, int] | None, only: UUID | None) -> list[Any]:
         where, params = [], []
@@ -174,11 +179,11 @@ class ChainedSQLiteRecorder(ChainedRecorder, SQLiteApplicationRecorder):
 
     def chain_events(self, after: tuple[UUID, int] | None, only: UUID | None = None) -> list[Stored]:
         rows = self._page(self.events_table_name, "topic, state", after, only)
-        return [(self._key(r["originator_id"]), r["originator_version"], r["topic"], bytes(r["state"])) for r in rows]
+        return [(self._key(r["originator_id"]), r["originator_version"], r["topic"], _bytes(r["state"])) for r in rows]
 
     def chain_links(self, after: tuple[UUID, int] | None, only: UUID | None = None) -> list[Link]:
         rows = self._page(CHAIN_TABLE, "hash", after, only)
-        return [(self._key(r["originator_id"]), r["originator_version"], bytes(r["hash"])) for r in rows]
+        return [(self._key(r["originator_id"]), r["originator_version"], _bytes(r["hash"])) for r in rows]
 
 
 # ---------------------------------------------------------------------- PostgreSQL
@@ -209,7 +214,7 @@ class ChainedPostgresRecorder(ChainedRecorder, PostgresApplicationRecorder):
         cursor.execute(SQL("SELECT hash FROM {} WHERE originator_id = %s AND originator_version = %s")
                        .format(self.chain_table), (key, version))
         row = cursor.fetchone()
-        return bytes(row["hash"]) if row else None
+        return _bytes(row["hash"]) if row else None
 
     def _chain_insert(self, cursor: Any, rows: list[Link], *, missing_only: bool = False) -> None:
         conflict = SQL(" ON CONFLICT DO NOTHING") if missing_only else SQL("")
@@ -219,7 +224,7 @@ class ChainedPostgresRecorder(ChainedRecorder, PostgresApplicationRecorder):
         cursor.execute(SQL("SELECT originator_version, topic, state FROM {} WHERE originator_id = %s "
                            "AND originator_version <= %s ORDER BY originator_version").format(self.events_table),
                        (key, upto))
-        return [(key, r["originator_version"], r["topic"], bytes(r["state"])) for r in cursor.fetchall()]
+        return [(key, r["originator_version"], r["topic"], _bytes(r["state"])) for r in cursor.fetchall()]
 
     def _page(self, table: Any, columns: str, after: tuple[UUID, int] | None, only: UUID | None) -> list[Any]:
         where, params = [], []
@@ -239,11 +244,11 @@ class ChainedPostgresRecorder(ChainedRecorder, PostgresApplicationRecorder):
 
     def chain_events(self, after: tuple[UUID, int] | None, only: UUID | None = None) -> list[Stored]:
         rows = self._page(self.events_table, "topic, state", after, only)
-        return [(r["originator_id"], r["originator_version"], r["topic"], bytes(r["state"])) for r in rows]
+        return [(r["originator_id"], r["originator_version"], r["topic"], _bytes(r["state"])) for r in rows]
 
     def chain_links(self, after: tuple[UUID, int] | None, only: UUID | None = None) -> list[Link]:
         rows = self._page(self.chain_table, "hash", after, only)
-        return [(r["originator_id"], r["originator_version"], bytes(r["hash"])) for r in rows]
+        return [(r["originator_id"], r["originator_version"], _bytes(r["hash"])) for r in rows]
 
 
 # ---------------------------------------------------------------------- in memory
