@@ -193,7 +193,7 @@ def row_facts(row: AuditRow) -> str:
     if row.kind == "tour_ended":
         return "tour ended, skill cleared"
     if row.kind == "erased":
-        return "texts erased: the data key was deleted; every text reads as [erased]"
+        return "texts erased: data key deleted"
     if row.kind == "edit":
         return f"user message {f['message']} edited"
     if row.kind == "cut":
