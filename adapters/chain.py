@@ -23,6 +23,7 @@ gets its older hashes computed then, from its stored events ("trust on first use
 from __future__ import annotations
 
 import hashlib
+from functools import lru_cache
 from collections.abc import Iterator, Sequence
 from typing import Any
 from uuid import UUID
@@ -48,7 +49,7 @@ Stored = tuple[UUID, int, str, bytes]
 def link(previous: bytes, originator_id: UUID | str, version: int, topic: str, state: bytes) -> bytes:
     """Returns the 32-byte hash of an event after `previous` (see the module docstring)."""
     digest = hashlib.sha256(previous)
-    digest.update(UUID(str(originator_id)).bytes)
+    digest.update((originator_id if isinstance(originator_id, UUID) else UUID(str(originator_id))).bytes)
     digest.update(version.to_bytes(8, "big"))
     encoded = topic.encode()
     digest.update(len(encoded).to_bytes(4, "big"))
@@ -143,7 +144,9 @@ class ChainedSQLiteRecorder(ChainedRecorder, SQLiteApplicationRecorder):
     def _id(self, key: UUID) -> str:
         return key.hex if self.datastore.originator_id_type == "uuid" else str(key)
 
-    def _key(self, value: str) -> UUID:
+    @staticmethod
+    @lru_cache(maxsize=1024)
+    def _key(value: str) -> UUID:
         return UUID(value)
 
     def _chain_hash(self, cursor: Any, key: UUID, version: int) -> bytes | None:

@@ -26,7 +26,9 @@ from typing import Any
 from uuid import UUID
 
 import orjson
+from eventsourcing.persistence import StoredEvent
 
+from adapters.application import ConversationStore
 from adapters.chain import GENESIS, PAGE, ChainedRecorder, Link, Stored, link
 from domain.errors import ChatrecordError
 from domain.events import conversation_uuid
@@ -221,3 +223,34 @@ def read_heads(path: Path) -> dict[UUID, Head]:
                                "(64 hex digits) or a line of verify --json") from None
         heads[key] = Head(name, key, version, digest)
     return heads
+
+
+# ---------------------------------------------------------------------- a store's chains
+
+
+class NoChain(ChatrecordError):
+    """Raised when the store keeps no hash chain (a store built beside adapters.settings)."""
+
+
+def verdicts(store: ConversationStore, conversation: str | None = None, against: Path | None = None) -> Iterator[Verdict]:
+    """Yields the verdict of every conversation's chain (only `conversation`'s if given),
+    checked against the heads in `against` if given. Raises NoChain for a store without a
+    chain, BadHeadsFile for a heads file it cannot read."""
+    recorder = store.recorder
+    if not isinstance(recorder, ChainedRecorder):
+        raise NoChain("this store keeps no hash chain; open it with adapters.settings")
+    heads = read_heads(against) if against is not None else None
+
+    def name_of(stored: Stored) -> str:
+        event = store.mapper.to_domain_event(StoredEvent(stored[0], stored[1], stored[2], stored[3]))
+        return str(event.conversation)
+
+    only = conversation_uuid(conversation) if conversation is not None else None
+    return verify(recorder, name_of, only, heads)
+
+
+def chain_verdict(store: ConversationStore, conversation: str) -> Verdict | None:
+    """Returns the verdict of one conversation's chain, None when the store keeps no chain."""
+    if not isinstance(store.recorder, ChainedRecorder):
+        return None
+    return next(iter(verdicts(store, conversation)), None)

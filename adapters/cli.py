@@ -49,7 +49,8 @@ from adapters.cli_replay import (
     stored_conversation,
     turns_at,
 )
-from adapters.cli_verify import chain_line, chain_verdict, erase, verify
+from adapters.chain_verify import chain_verdict
+from adapters.cli_verify import chain_line, erase, verify
 from adapters.readmodels import ReadModels
 from adapters.settings import describe_backend, open_store, store_problem
 from domain.errors import ChatrecordError

@@ -7,27 +7,18 @@ turns a ChatrecordError into one line `error: …` and exit status 1.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
 import orjson
 import typer
-from eventsourcing.persistence import StoredEvent
 
 from adapters.application import ConversationStore
-from adapters.chain import ChainedRecorder, Stored
-from adapters.chain_verify import Verdict, head_line, read_heads
-from adapters.chain_verify import verify as verify_chains
+from adapters.chain_verify import Verdict, chain_verdict, head_line, verdicts
 from adapters.cli_render import visible
 from adapters.erasure import erase as erase_conversation
 from adapters.settings import describe_backend, open_store
-from domain.errors import ChatrecordError, UnknownConversation
-from domain.events import conversation_uuid
-
-
-class NoChain(ChatrecordError):
-    """Raised when the store keeps no hash chain (a store built beside adapters.settings)."""
+from domain.errors import UnknownConversation
 
 
 def _say(line: str, *, error: bool = False) -> None:
@@ -40,30 +31,6 @@ def _json(value: Any) -> None:
     sys.stdout.flush()
     sys.stdout.buffer.write(orjson.dumps(value) + b"\n")
     sys.stdout.buffer.flush()
-
-
-def verdicts(store: ConversationStore, conversation: str | None = None, against: Path | None = None) -> Iterator[Verdict]:
-    """Yields the verdict of every conversation's chain (only `conversation`'s if given),
-    checked against the heads in `against` if given. Raises NoChain for a store without a
-    chain, BadHeadsFile for a heads file it cannot read."""
-    recorder = store.recorder
-    if not isinstance(recorder, ChainedRecorder):
-        raise NoChain("this store keeps no hash chain; open it with adapters.settings")
-    heads = read_heads(against) if against is not None else None
-
-    def name_of(stored: Stored) -> str:
-        event = store.mapper.to_domain_event(StoredEvent(stored[0], stored[1], stored[2], stored[3]))
-        return str(event.conversation)
-
-    only = conversation_uuid(conversation) if conversation is not None else None
-    return verify_chains(recorder, name_of, only, heads)
-
-
-def chain_verdict(store: ConversationStore, conversation: str) -> Verdict | None:
-    """Returns the verdict of one conversation's chain, None when the store keeps no chain."""
-    if not isinstance(store.recorder, ChainedRecorder):
-        return None
-    return next(iter(verdicts(store, conversation)), None)
 
 
 def chain_line(verdict: Verdict | None) -> str:

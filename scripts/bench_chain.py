@@ -5,7 +5,7 @@ text answer and a write step) are handled one by one into two fresh SQLite files
 alternating, three rounds: the store as configured (chain rows in the same transaction, texts
 encrypted with the conversation's data key) and the same store without either (the library's
 application recorder, no data keys). Prints the median time per appended event of each and
-the ratio. Verifying: `verify` over every conversation of the sealed store, in events per
+the ratio; then the same in memory, where no disk write hides the CPU cost. Verifying: `verify` over every conversation of the sealed store, in events per
 second, with the peak memory Python allocated while it ran (tracemalloc), for a quarter of the
 conversations and for all of them (501 events each): flat memory shows as about the same peak. Not a test: timings vary by machine.
 
@@ -60,10 +60,15 @@ def lines(conversation: str, turns: int) -> list[bytes]:
     return [orjson.dumps(line) for line in out]
 
 
-def append(path: str, data: list[bytes], plain: bool) -> float:
-    """Returns the seconds per event of handling `data` line by line into a fresh store at `path`."""
-    overrides = {"PERSISTENCE_MODULE": "__main__:PlainSQLiteFactory"} if plain else {}
-    store = open_store({"CHATRECORD_DB": path}, **overrides)
+def append(path: str | None, data: list[bytes], plain: bool) -> float:
+    """Returns the seconds per event of handling `data` line by line into a fresh store at
+    `path`, or in memory when `path` is None."""
+    if path is None:
+        overrides = {"PERSISTENCE_MODULE": "eventsourcing.popo"} if plain else {}
+        store = open_store(memory=True, **overrides)
+    else:
+        overrides = {"PERSISTENCE_MODULE": "__main__:PlainSQLiteFactory"} if plain else {}
+        store = open_store({"CHATRECORD_DB": path}, **overrides)
     start = time.perf_counter()
     for line in read_lines(data, "bench"):
         store.handle(line)
@@ -98,6 +103,13 @@ def main() -> None:
             plain.append(append(f"{folder}/plain{round_}.sqlite", data, plain=True))
         with_chain, without = statistics.median(sealed), statistics.median(plain)
         print(f"append, {len(data)} lines ({len(data)} events) handled one by one into SQLite, median of 3:")
+        print(f"  chain + encryption {with_chain * 1e6:8.1f} µs/event")
+        print(f"  neither            {without * 1e6:8.1f} µs/event")
+        print(f"  ratio              {with_chain / without:8.2f}")
+        sealed = [append(None, data, plain=False) for _ in range(3)]
+        plain = [append(None, data, plain=True) for _ in range(3)]
+        with_chain, without = statistics.median(sealed), statistics.median(plain)
+        print("the same in memory (no disk: the CPU cost alone), median of 3:")
         print(f"  chain + encryption {with_chain * 1e6:8.1f} µs/event")
         print(f"  neither            {without * 1e6:8.1f} µs/event")
         print(f"  ratio              {with_chain / without:8.2f}")

@@ -77,3 +77,18 @@ def test_another_process_reading_texts_sees_them_erased_once_its_cached_key_expi
     assert texts(reader) == ["Titel prüfen"]
     erase(ConversationStore(env=sqlite_env(path)), "conv-k")
     assert texts(reader) == [ERASED]
+
+
+def test_the_python_api_verifies_and_erases() -> None:
+    from adapters.api import Chatrecord
+    from adapters.settings import open_store
+
+    record = Chatrecord(open_store(memory=True))
+    at = "2026-11-02T10:00:00Z"
+    record.record({"type": "conversation_started", "conversation": "conv-7", "at": at, "kind": "chat", "owner": 7})
+    record.record({"type": "user_message", "conversation": "conv-7", "at": at, "message": 1, "text": "Titel prüfen",
+                   "page": 42})
+    assert [(v.conversation, v.ok, v.version) for v in record.verify()] == [("conv-7", True, 2)]
+    assert record.erase("conv-7").recorded
+    assert [m.text for m in record.turn_input("conv-7").messages if m.role == "user"] == [ERASED]
+    assert [(v.ok, v.version) for v in record.verify("conv-7")] == [(True, 3)]

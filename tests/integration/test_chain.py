@@ -4,6 +4,7 @@ directly in the database (SQLite, PostgreSQL; in memory through the recorder's o
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ from adapters.application import ConversationStore
 from adapters.chain import GENESIS, link
 from adapters.chain_verify import Head, Verdict
 from adapters.cli_ingest import DEMO_FILE, demo_lines, ingest_lines
-from adapters.cli_verify import verdicts
+from adapters.chain_verify import verdicts
 from adapters.settings import memory_env, postgres_env, sqlite_env
 from domain.events import conversation_uuid
 
@@ -104,6 +105,17 @@ class ChainContract:
         self.delete_hash(store, 20)
         verdict = by_name(verdicts(store))["conv-demo-seo"]
         assert (verdict.problem, verdict.version) == ("inserted", 20)
+
+    def test_a_conversation_stored_before_the_chain_is_chained_on_its_next_append(self, store: ConversationStore) -> None:
+        for version in range(1, 21):
+            self.delete_hash(store, version)
+        assert (by_name(verdicts(store))["conv-demo-seo"].problem, by_name(verdicts(store))["conv-demo-seo"].version) == (
+            "inserted", 1)
+        line = {"type": "user_message", "conversation": "conv-demo-seo", "at": "2026-11-03T10:00:00Z", "message": 4,
+                "text": "Und jetzt?", "page": 0}
+        assert ingest_lines(store, [json.dumps(line)], "later").stopped is None
+        verdict = by_name(verdicts(store))["conv-demo-seo"]
+        assert (verdict.ok, verdict.version, verdict.events) == (True, 21, 21)
 
     def test_kept_heads_find_the_newest_events_cut_off(self, store: ConversationStore) -> None:
         head = by_name(verdicts(store))["conv-demo-seo"]

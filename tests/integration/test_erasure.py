@@ -16,7 +16,7 @@ from psycopg import sql
 
 from adapters.application import ConversationStore
 from adapters.cli_ingest import ingest_lines
-from adapters.cli_verify import verdicts
+from adapters.chain_verify import verdicts
 from adapters.crypto import ERASED, FREE_TEXT, ConversationErased
 from adapters.data_keys import DataKeys
 from adapters.erasure import erase
