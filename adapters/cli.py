@@ -31,6 +31,7 @@ from rich.progress import (
 )
 
 from adapters.application import ConversationStore
+from adapters.chain_verify import chain_verdict
 from adapters.cli_ingest import (
     DEMO_CONVERSATION,
     DEMO_FILE,
@@ -49,7 +50,6 @@ from adapters.cli_replay import (
     stored_conversation,
     turns_at,
 )
-from adapters.chain_verify import chain_verdict
 from adapters.cli_verify import chain_line, erase, verify
 from adapters.readmodels import ReadModels
 from adapters.settings import describe_backend, open_store, store_problem

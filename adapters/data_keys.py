@@ -21,7 +21,7 @@ from eventsourcing.postgres import PostgresDatastore
 from eventsourcing.sqlite import SQLiteDatastore
 from psycopg.sql import SQL, Identifier
 
-from adapters.crypto import new_key, unwrap, wrap
+from adapters.crypto import MissingDataKey, new_key, unwrap, wrap
 
 KEYS_TABLE = "chatrecord_keys"
 KEY_CACHE_SECONDS = 2.0
@@ -40,8 +40,6 @@ class DataKeys:
     def key(self, originator_id: UUID, *, create: bool) -> bytes | None:
         """Returns the conversation's data key, None when it was erased. Without a key, makes
         one if `create`, else raises MissingDataKey."""
-        from adapters.crypto import MissingDataKey
-
         cached = self._cache.get(originator_id)
         if cached is not None and time.monotonic() - cached[0] < KEY_CACHE_SECONDS:
             return cached[1]
