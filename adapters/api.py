@@ -20,6 +20,8 @@ from typing import Any
 import orjson
 
 from adapters.application import ConversationStore, HandleResult
+from adapters.chain_verify import Verdict, verdicts
+from adapters.erasure import Erasure, erase
 from adapters.ingest import line_text, parse_line
 from adapters.ingest_names import lookup_key
 from adapters.readmodels import ReadModels
@@ -96,3 +98,15 @@ class Chatrecord:
         user message has started a turn yet.
         """
         return self.read_models.turn_input(lookup_key(conversation), can_see_page)
+
+    def verify(self, conversation: str | None = None) -> list[Verdict]:
+        """Returns the verdict of each conversation's hash chain (only `conversation`'s if
+        given), in the order of their ids: ok with the head, or the first broken link.
+
+        Raises NoChain for a store that keeps no chain."""
+        return list(verdicts(self.store, lookup_key(conversation) if conversation is not None else None))
+
+    def erase(self, conversation: str) -> Erasure:
+        """Erases the conversation's free texts (deletes its data key) and scrubs its read
+        models; idempotent. Raises UnknownConversation for an id the store does not hold."""
+        return erase(self.store, lookup_key(conversation), self.read_models)

@@ -30,6 +30,7 @@ from rich.progress import (
 )
 
 from adapters.application import ConversationStore
+from adapters.chain_verify import chain_verdict
 from adapters.cli_habits import (
     STDIN_NAME,
     diff_json,
@@ -60,6 +61,7 @@ from adapters.cli_replay import (
     stored_conversation,
     turns_at,
 )
+from adapters.cli_verify import chain_line, erase, verify
 from adapters.ingest_names import lookup_key
 from adapters.readmodels import ReadModels
 from adapters.settings import describe_backend, open_store, store_problem
@@ -279,7 +281,8 @@ def audit(
     Every segment with its trigger, outcome and tool calls (ran, failed, held, declined, not
     permitted), the records written and how complete, every decision, card outcome, card left
     undecided, edit and what it cut. Facts only: no tool arguments or results, no model or user text. --json prints the rows
-    as one JSON list.
+    as one JSON list. The last line says whether the conversation's hash chain verified (see
+    verify); in --json each row's "verified" says whether its event lies before any broken link.
 
     Example:
 
@@ -290,10 +293,13 @@ def audit(
         events = stored_conversation(store, conversation, describe_backend(store))
         rule_set = rules.value if rules else ReadModels(store).active_rules()
         rows = audit_rows(events, rule_set)
+        verdict = chain_verdict(store, conversation)
     if as_json:
-        print_json([row.to_json() for row in rows])
+        intact = None if verdict is None else (verdict.version + 1 if verdict.ok else verdict.version)
+        print_json([{**row.to_json(), "verified": intact is not None and row.version < intact} for row in rows])
     else:
         show(audit_table(conversation, rows, rule_set))
+        say(chain_line(verdict))
 
 
 @app.command()
@@ -335,6 +341,10 @@ def rebuild(
         return
     say(f"rebuilt under {report.rules} (was {report.old_rules}): {report.conversations} "
         f"conversation{'' if report.conversations == 1 else 's'}, {report.events} event{'' if report.events == 1 else 's'}")
+
+
+app.command()(verify)
+app.command()(erase)
 
 
 def main() -> None:

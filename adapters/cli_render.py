@@ -228,6 +228,8 @@ def row_facts(row: AuditRow) -> str:
         return f"turn of user message {f['message']} run again"
     if row.kind == "tour_ended":
         return "tour ended, skill cleared"
+    if row.kind == "erased":
+        return "texts erased: data key deleted"
     if row.kind == "edit":
         return f"user message {f['message']} edited"
     if row.kind == "cut":

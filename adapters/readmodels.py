@@ -261,6 +261,26 @@ class ReadModels:
 
         return self._read(conversation, read)
 
+    # ------------------------------------------------------------ erasure
+
+    def erase(self, conversation: str) -> bool:
+        """Deletes the conversation's rows in the live tables and folds them again from its log,
+        whose texts read as erased once its key is gone, so no view keeps a text of it.
+        Returns False when the store does not hold the conversation."""
+        key = conversation_uuid(conversation)
+        with self.backend.transaction(write=True) as curs:
+            self.backend.lock(curs, exclusive=False)
+            live = self.backend.pointer(curs)
+            assert live is not None
+            if not self.backend.log_version(curs, key):
+                return False
+            rows = self.backend.rows(curs, live.generation, key)
+            rows.clear()
+            after = fold_into(rows, None, self.store.events.get(key), resolve(live.rules))
+            if after is not None:
+                rows.put_head(after)
+        return True
+
     # ------------------------------------------------------------ rule sets
 
     def _fold_log(self, generation: int, rules: str, start: int, stop: int | None,

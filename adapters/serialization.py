@@ -8,13 +8,19 @@ state; on load, a state without `class_version` is version 1 and is upcast with 
 As the library's own `Mapper` does, `originator_id` and `originator_version` are kept in their
 columns, not repeated in the state, and the state bytes pass through the optional compressor
 and then the optional cipher (`COMPRESSOR_TOPIC`, `CIPHER_TOPIC` / `CIPHER_KEY`).
+
+Where the store's factory gave the mapper data keys (`keys`, see `adapters.sealed`), the free
+texts of an event are encrypted with its conversation's key before transcoding, and decrypted
+(or read as erased) after decoding: `adapters.crypto`.
 """
 
 from __future__ import annotations
 
 from typing import Any, cast
+from uuid import UUID
 
 import orjson
+from cryptography.exceptions import InvalidTag
 from eventsourcing.persistence import (
     Mapper,
     MapperDeserialisationError,
@@ -24,9 +30,14 @@ from eventsourcing.persistence import (
 from eventsourcing.utils import get_topic, resolve_topic
 from pydantic import BaseModel
 
+from adapters.crypto import KeySource, open_texts, seal_texts
+
 
 class PydanticMapper(Mapper):
-    """Maps pydantic domain events to stored events and back, upcasting old states."""
+    """Maps pydantic domain events to stored events and back, upcasting old states; with
+    `keys`, free texts are stored encrypted (`adapters.crypto`)."""
+
+    keys: KeySource | None = None
 
     def to_stored_event(self, domain_event: Any) -> StoredEvent:
         """Returns the stored event for `domain_event`, a pydantic model."""
@@ -37,6 +48,8 @@ class PydanticMapper(Mapper):
         class_version = getattr(type(event), "class_version", 1)
         if class_version > 1:
             state["class_version"] = class_version
+        if self.keys is not None:
+            seal_texts(type(event), state, domain_event.originator_id, domain_event.originator_version, self.keys)
         stored_state = self.transcoder.encode(state)
         if self.compressor:
             stored_state = self.compressor.compress(stored_state)
@@ -65,6 +78,10 @@ class PydanticMapper(Mapper):
             state: dict[str, Any] = self.transcoder.decode(stored_state)
         except Exception as e:
             raise MapperDeserialisationError(_describe(stored_event, str(e))) from e
+        try:
+            open_texts(cls, state, _uuid(stored_event.originator_id), stored_event.originator_version, self.keys)
+        except (InvalidTag, ValueError) as e:
+            raise MapperDeserialisationError(_describe(stored_event, f"an encrypted text was changed ({e!r})")) from e
         upcast(cls, state, stored_event)
         state["originator_id"] = stored_event.originator_id
         state["originator_version"] = stored_event.originator_version
@@ -91,6 +108,10 @@ def upcast(cls: type, state: dict[str, Any], stored_event: StoredEvent | None = 
             )
         step(state)
         version += 1
+
+
+def _uuid(originator_id: Any) -> Any:
+    return originator_id if isinstance(originator_id, UUID) else UUID(str(originator_id))
 
 
 def _describe(stored_event: StoredEvent | None, problem: str) -> str:

@@ -30,6 +30,7 @@ from eventsourcing import sqlite as es_sqlite
 from eventsourcing.persistence import InterfaceError, OperationalError
 
 from adapters.application import ConversationStore
+from adapters.sealed import MEMORY_MODULE, POSTGRES_MODULE, SealedSQLiteFactory
 from domain.errors import ChatrecordError
 
 DEFAULT_DB = "./chatrecord.sqlite"
@@ -73,7 +74,7 @@ def postgres_env(url: str) -> dict[str, str]:
     except ValueError as e:
         raise BadDatabaseURL(f"CHATRECORD_DATABASE_URL has a bad port: {e}") from None
     env = {
-        "PERSISTENCE_MODULE": "eventsourcing.postgres",
+        "PERSISTENCE_MODULE": POSTGRES_MODULE,
         "POSTGRES_DBNAME": dbname,
         "POSTGRES_HOST": parts.hostname,
         "POSTGRES_PORT": str(port),
@@ -122,8 +123,9 @@ class WaitingSQLiteDatastore(es_sqlite.SQLiteDatastore):
             yield curs
 
 
-class SQLiteFactory(es_sqlite.SQLiteFactory):
-    """The library's SQLite persistence with a `WaitingSQLiteDatastore`."""
+class SQLiteFactory(SealedSQLiteFactory, es_sqlite.SQLiteFactory):
+    """The library's SQLite persistence with a `WaitingSQLiteDatastore`, the hash chain and
+    the data keys (`adapters.sealed`)."""
 
     def __init__(self, env: Any) -> None:
         super().__init__(env)
@@ -152,7 +154,7 @@ def sqlite_env(path: str | os.PathLike[str]) -> dict[str, str]:
 
 def memory_env() -> dict[str, str]:
     """Returns the library's keys for the in-memory store."""
-    return {"PERSISTENCE_MODULE": "eventsourcing.popo"}
+    return {"PERSISTENCE_MODULE": MEMORY_MODULE}
 
 
 def store_env(environ: Mapping[str, str] | None = None, *, memory: bool = False) -> dict[str, str]:
@@ -211,7 +213,7 @@ def describe_backend(env: Mapping[str, str] | ConversationStore | None = None) -
     module = env.get("PERSISTENCE_MODULE", "eventsourcing.popo")
     if module in SQLITE_MODULES:
         return f"SQLite file {env.get('SQLITE_DBNAME')}"
-    if module == "eventsourcing.postgres":
+    if module in ("eventsourcing.postgres", POSTGRES_MODULE):
         schema = env.get("POSTGRES_SCHEMA") or "public"
         return (
             f"PostgreSQL {env.get('POSTGRES_USER')}@{env.get('POSTGRES_HOST')}:"

@@ -67,6 +67,11 @@ class SQLRows:
         curs = getattr(self.curs, "sqlite_cursor", self.curs)
         return max(0, curs.rowcount)
 
+    def clear(self) -> None:
+        """Deletes every row of the conversation."""
+        for table in self.t.values():
+            self._q(f"DELETE FROM {table} WHERE cid = ?")
+
     # ---------------------------------------------------------------- head
 
     def head(self) -> Head | None:
@@ -216,6 +221,11 @@ class MemoryRows:
 
     def __init__(self, rows: MemoryConversation) -> None:
         self.r = rows
+
+    def clear(self) -> None:
+        fresh = MemoryConversation()
+        for name in fresh.__dataclass_fields__:
+            setattr(self.r, name, getattr(fresh, name))
 
     def head(self) -> Head | None:
         return self.r.head

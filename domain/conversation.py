@@ -30,6 +30,7 @@ from domain.errors import (
 from domain.events import (
     CardDecided,
     CardLeftUndecided,
+    ConversationErased,
     ConversationEvent,
     ConversationStarted,
     LegacyRowImported,
@@ -66,6 +67,7 @@ __all__ = [
     "decide_card",
     "edit_message",
     "end_tour",
+    "erase_texts",
     "evolve",
     "import_legacy_row",
     "post_user_message",
@@ -360,6 +362,21 @@ def end_tour(
         return []
     _leave_waiting(batch, "tour_ended")
     batch.add(TourEnded)
+    return batch.events
+
+
+ERASURE_SOURCE = "erasure"
+"""The `source` of a ConversationErased: a conversation is erased once."""
+
+
+def erase_texts(state: Conversation | None, at: datetime, history: History | None = None) -> list[ConversationEvent]:
+    """Returns [ConversationErased] at `at`; [] when the erasure was recorded already.
+
+    Raises ConversationNotStarted for a conversation that was never started."""
+    batch = _begin(state, at, ERASURE_SOURCE, _history(history), "erasure")
+    if batch is None:
+        return []
+    batch.add(ConversationErased)
     return batch.events
 
 

@@ -178,6 +178,11 @@ class LegacyRowImported(ConversationEvent):
     card_outcomes: tuple[LegacyCardOutcome, ...] = ()
 
 
+class ConversationErased(ConversationEvent):
+    """The conversation's free texts were erased at `timestamp` (crypto-shredding: its data key
+    was deleted). The facts stay; every text of it reads as erased from then on."""
+
+
 EVENT_TYPES: tuple[type[ConversationEvent], ...] = (
     ConversationStarted,
     UserMessagePosted,
@@ -192,4 +197,5 @@ EVENT_TYPES: tuple[type[ConversationEvent], ...] = (
     TurnsTruncated,
     TranscriptReplaced,
     LegacyRowImported,
+    ConversationErased,
 )

@@ -18,6 +18,7 @@ from domain.errors import ConversationNotStarted
 from domain.events import (
     CardDecided,
     CardLeftUndecided,
+    ConversationErased,
     ConversationEvent,
     ConversationStarted,
     LegacyRowImported,
@@ -229,6 +230,11 @@ def _(event: TurnRetried, state: Conversation | None) -> Conversation:
 @evolve.register
 def _(event: MessageEdited, state: Conversation | None) -> Conversation:
     return _step(state, event)
+
+
+@evolve.register
+def _(event: ConversationErased, state: Conversation | None) -> Conversation:
+    return _step(state, event)  # the state holds no text
 
 
 @evolve.register

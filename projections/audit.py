@@ -25,6 +25,7 @@ from typing import Any
 from domain.events import (
     CardDecided,
     CardLeftUndecided,
+    ConversationErased,
     ConversationEvent,
     ConversationStarted,
     LegacyRowImported,
@@ -235,6 +236,11 @@ def _is_cut(row: AuditRow, segments: set[str], cards: set[str], messages: set[in
 @_apply.register
 def _(event: TranscriptReplaced, state: AuditState, rules: RuleSet) -> AuditState:
     return _row(state, event, "transcript_replaced", messages=len(event.messages))
+
+
+@_apply.register
+def _(event: ConversationErased, state: AuditState, rules: RuleSet) -> AuditState:
+    return _row(state, event, "erased")
 
 
 @_apply.register

@@ -57,7 +57,7 @@ def test_chatrecord_db_names_the_sqlite_file() -> None:
 def test_a_database_url_selects_postgresql() -> None:
     env = store_env({"CHATRECORD_DATABASE_URL": "postgresql://app:s%40cret@db.example:6543/chat", "CHATRECORD_DB": "x"})
     assert env == {
-        "PERSISTENCE_MODULE": "eventsourcing.postgres",
+        "PERSISTENCE_MODULE": "adapters.sealed:PostgresFactory",
         "POSTGRES_DBNAME": "chat",
         "POSTGRES_HOST": "db.example",
         "POSTGRES_PORT": "6543",
@@ -178,7 +178,7 @@ def test_a_database_error_no_setting_explains_is_left_a_bug(error: Exception) ->
 
 def test_memory_wins_over_everything() -> None:
     env = store_env({"CHATRECORD_DATABASE_URL": "postgresql://u@h/db"}, memory=True)
-    assert env == {"PERSISTENCE_MODULE": "eventsourcing.popo"}
+    assert env == {"PERSISTENCE_MODULE": "adapters.sealed:POPOFactory"}
 
 
 def test_an_open_store_describes_its_backend(tmp_path) -> None:

@@ -1,0 +1,256 @@
+"""Recomputing the hash chains (`adapters.chain`): ok, or the first broken link.
+
+`verify` streams the stored events and the chain rows in pages (`chatrecord_chain` and the
+events table, both in the order of their key), merges them and recomputes each conversation's
+chain from GENESIS; memory stays flat in the size of the log. Per conversation it yields one
+`Verdict`: ok with the head (last version and its hash), or the first broken link, named by
+version and kind:
+
+- `deleted`: an event is gone (its hash is recorded), or a version is missing altogether;
+- `inserted`: an event has no recorded hash (written beside the store);
+- `reordered`: the event stored at the next version belongs at this one;
+- `hash_changed`: the recorded hash was changed, the event matches the links around it;
+- `changed`: the event's stored bytes were changed (`changed` too when the newest event or its
+  hash was changed, which no following link can tell apart);
+- with heads kept elsewhere (`read_heads`): `rewritten` (the hash at a kept head differs: the
+  log was rewritten and its chain recomputed) and `cut_off` (the newest events were removed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from itertools import groupby
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+import orjson
+from eventsourcing.persistence import StoredEvent
+
+from adapters.application import ConversationStore
+from adapters.chain import GENESIS, PAGE, ChainedRecorder, Link, Stored, link
+from domain.errors import ChatrecordError
+from domain.events import conversation_uuid
+
+
+class BadHeadsFile(ChatrecordError):
+    """Raised when a heads file cannot be read or a line of it is not a head."""
+
+
+@dataclass(frozen=True)
+class Head:
+    """A conversation's head: its last version and that version's hash."""
+
+    conversation: str
+    originator_id: UUID
+    version: int
+    hash: bytes
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One conversation's chain: `problem` None and the head (`version`, `hash`) when it
+    verified; else the kind of the first broken link, its `version` and a sentence."""
+
+    conversation: str
+    originator_id: UUID
+    version: int
+    events: int
+    hash: bytes | None = None
+    problem: str | None = None
+    detail: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """Returns True when the whole chain verified."""
+        return self.problem is None
+
+    def to_json(self) -> dict[str, Any]:
+        """Returns `{"conversation", "id", "ok", "version", "hash", "events", "problem", "detail"}`."""
+        return {
+            "conversation": self.conversation, "id": str(self.originator_id), "ok": self.ok,
+            "version": self.version, "hash": self.hash.hex() if self.hash else None, "events": self.events,
+            "problem": self.problem, "detail": self.detail,
+        }
+
+    def line(self) -> str:
+        """Returns the verdict as one line of text."""
+        if self.ok:
+            return f"{self.conversation}: ok, {self.events} event{'' if self.events == 1 else 's'}"
+        return f"{self.conversation}: broken at version {self.version} ({self.problem}): {self.detail}"
+
+
+Item = tuple[UUID, int, Stored | None, bytes | None]
+NameOf = Callable[[Stored], str]
+
+
+def _pages(fetch: Callable[[tuple[UUID, int] | None, UUID | None], list[Any]], only: UUID | None) -> Iterator[Any]:
+    after = None
+    while True:
+        page = fetch(after, only)
+        yield from page
+        if len(page) < PAGE:
+            return
+        after = (page[-1][0], page[-1][1])
+
+
+def merged(recorder: ChainedRecorder, only: UUID | None = None) -> Iterator[Item]:
+    """Yields (originator id, version, stored event or None, hash or None) in key order."""
+    events: Iterator[Stored] = _pages(recorder.chain_events, only)
+    links: Iterator[Link] = _pages(recorder.chain_links, only)
+    event, chained = next(events, None), next(links, None)
+    while event is not None or chained is not None:
+        event_key = (event[0], event[1]) if event else None
+        link_key = (chained[0], chained[1]) if chained else None
+        if link_key is None or (event_key is not None and event_key < link_key):
+            yield (*event_key, event, None)  # type: ignore[misc]
+            event = next(events, None)
+        elif event_key is None or link_key < event_key:
+            yield (*link_key, None, chained[2])  # type: ignore[index]
+            chained = next(links, None)
+        else:
+            yield (*event_key, event, chained[2])  # type: ignore[index]
+            event, chained = next(events, None), next(links, None)
+
+
+def verify(recorder: ChainedRecorder, name_of: NameOf, only: UUID | None = None,
+           heads: Mapping[UUID, Head] | None = None) -> Iterator[Verdict]:
+    """Yields a Verdict per conversation in the store (only `only` if given), in key order,
+    then one per conversation of `heads` of which the store holds nothing."""
+    heads = heads or {}
+    seen: set[UUID] = set()
+    for key, items in groupby(merged(recorder, only), key=lambda item: item[0]):
+        seen.add(key)
+        yield _check(key, items, name_of, heads.get(key))
+    for key, head in heads.items():
+        if key not in seen and (only is None or key == only):
+            yield Verdict(head.conversation, key, 1, 0, problem="cut_off",
+                          detail=f"the heads file records version {head.version}; the store holds no event of it")
+
+
+def _check(key: UUID, items: Iterable[Item], name_of: NameOf, head: Head | None) -> Verdict:
+    stream = iter(items)
+    current = next(stream)
+    name = _name(current, name_of, head)
+    running, expected, count = GENESIS, 1, 0
+
+    def broken(version: int, problem: str, detail: str) -> Verdict:
+        for _ in stream:  # the rest of this conversation is not checked
+            pass
+        return Verdict(name, key, version, count, problem=problem, detail=detail)
+
+    while current is not None:
+        following = next(stream, None)
+        _, version, stored, recorded = current
+        if version != expected:
+            return broken(expected, "deleted", f"version {expected} is missing: neither its event nor its hash is stored")
+        if stored is None:
+            return broken(version, "deleted", "the event was deleted: its hash is recorded, the event is not")
+        if recorded is None:
+            return broken(version, "inserted", "the event has no recorded hash: it was written beside the store")
+        computed = link(running, key, version, stored[2], stored[3])
+        if computed != recorded:
+            return broken(version, *_diagnose(running, computed, current, following))
+        if head is not None and head.version == version and computed != head.hash:
+            return broken(version, "rewritten", "the hash differs from the heads file: the log up to here was "
+                                                "rewritten and its chain recomputed")
+        running, expected, count, current = computed, version + 1, count + 1, following
+    if head is not None and head.version >= expected:
+        return Verdict(name, key, expected, count, problem="cut_off",
+                       detail=f"the heads file records version {head.version}; the store ends at version {expected - 1}")
+    return Verdict(name, key, expected - 1, count, hash=running)
+
+
+def _diagnose(running: bytes, computed: bytes, current: Item, following: Item | None) -> tuple[str, str]:
+    key, version, _, recorded = current
+    if following is not None and following[2] is not None and following[3] is not None:
+        _, next_version, stored, next_recorded = following
+        if link(running, key, version, stored[2], stored[3]) == recorded:
+            return "reordered", f"the event stored as version {next_version} belongs here: events were reordered"
+        if link(computed, key, next_version, stored[2], stored[3]) == next_recorded:
+            return "hash_changed", "the recorded hash was changed; the event matches the links around it"
+        if link(recorded or b"", key, next_version, stored[2], stored[3]) == next_recorded:
+            return "changed", "the event's stored bytes were changed after it was appended"
+    return "changed", "the event does not match its recorded hash: the event or its hash was changed"
+
+
+def _name(item: Item, name_of: NameOf, head: Head | None) -> str:
+    if item[1] == 1 and item[2] is not None:
+        try:
+            return name_of(item[2])
+        except Exception:  # a changed first event: the verdict says so, the id names it
+            pass
+    return head.conversation if head else str(item[0])
+
+
+# ---------------------------------------------------------------------- heads
+
+
+def head_line(verdict: Verdict) -> str:
+    """Returns the verdict's head as the text `verify --heads` prints: `NAME VERSION HASH`."""
+    return f"{verdict.conversation} {verdict.version} {verdict.hash.hex() if verdict.hash else '-'}"
+
+
+def read_heads(path: Path) -> dict[UUID, Head]:
+    """Returns the heads a file holds: lines `NAME VERSION HASH` (`verify --heads`) or JSON
+    objects with `conversation`, `version` and `hash` (`verify --json`); blank lines are skipped.
+
+    Raises BadHeadsFile naming the line when a line is neither, or the file cannot be read."""
+    heads: dict[UUID, Head] = {}
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise BadHeadsFile(f"{path}: cannot be read ({getattr(error, 'strerror', None) or error})") from None
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            if line.lstrip().startswith("{"):
+                value = orjson.loads(line)
+                if value.get("hash") is None:  # a broken chain's verdict: no head to keep
+                    continue
+                name, version, digest = value["conversation"], int(value["version"]), bytes.fromhex(value["hash"])
+                key = UUID(value["id"]) if value.get("id") else conversation_uuid(name)
+            else:
+                name, version_text, hex_digest = line.strip().rsplit(None, 2)
+                version, digest = int(version_text), bytes.fromhex(hex_digest)
+                key = conversation_uuid(name)
+            if len(digest) != 32 or version < 1:
+                raise ValueError
+        except (ValueError, KeyError, TypeError, AttributeError):
+            raise BadHeadsFile(f"{path}: line {number} is not a head; expected NAME VERSION HASH "
+                               "(64 hex digits) or a line of verify --json") from None
+        heads[key] = Head(name, key, version, digest)
+    return heads
+
+
+# ---------------------------------------------------------------------- a store's chains
+
+
+class NoChain(ChatrecordError):
+    """Raised when the store keeps no hash chain (a store built beside adapters.settings)."""
+
+
+def verdicts(store: ConversationStore, conversation: str | None = None, against: Path | None = None) -> Iterator[Verdict]:
+    """Yields the verdict of every conversation's chain (only `conversation`'s if given),
+    checked against the heads in `against` if given. Raises NoChain for a store without a
+    chain, BadHeadsFile for a heads file it cannot read."""
+    recorder = store.recorder
+    if not isinstance(recorder, ChainedRecorder):
+        raise NoChain("this store keeps no hash chain; open it with adapters.settings")
+    heads = read_heads(against) if against is not None else None
+
+    def name_of(stored: Stored) -> str:
+        event = store.mapper.to_domain_event(StoredEvent(stored[0], stored[1], stored[2], stored[3]))
+        return str(event.conversation)
+
+    only = conversation_uuid(conversation) if conversation is not None else None
+    return verify(recorder, name_of, only, heads)
+
+
+def chain_verdict(store: ConversationStore, conversation: str) -> Verdict | None:
+    """Returns the verdict of one conversation's chain, None when the store keeps no chain."""
+    if not isinstance(store.recorder, ChainedRecorder):
+        return None
+    return next(iter(verdicts(store, conversation)), None)

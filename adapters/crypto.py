@@ -1,0 +1,187 @@
+"""Crypto-shredding: a conversation's free texts are stored encrypted with its own data key.
+
+Every free-text field of an event (`FREE_TEXT`: user messages, edits, question answers, the
+appended answer labels of card decisions, assistant answers, the texts of a replaced
+transcript and of a legacy row) is stored as `{"aesgcm": BASE64(nonce || ciphertext+tag)}`:
+AES-256-GCM under the conversation's 32-byte data key, a fresh 12-byte nonce per field, and as
+associated data the conversation's UUID bytes, the event's version (8 bytes big-endian) and
+the field's path, so a ciphertext cannot be moved to another event or field. The other fields
+(the facts: what ran, what was written, decisions) stay plain. The state bytes, ciphertext
+included, are what the hash chain (`adapters.chain`) covers.
+
+Data keys live in the table `chatrecord_keys` (`adapters.data_keys`), wrapped by the master key
+`CHATRECORD_MASTER_KEY` (base64 of 32 random bytes, e.g. `openssl rand -base64 32`) where it is
+set: `0x01 || nonce || AES-GCM(master, key)`. Without it a key is stored unwrapped (`0x00 ||
+key`): the texts are then protected only by deleting the key, and anyone who reads the
+database can read them until then. Erasing a conversation deletes its key: its texts then read
+as ERASED everywhere, and no new text can be stored for it.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import os
+from collections.abc import Iterator
+from typing import Any, Protocol
+from uuid import UUID
+
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+from domain.errors import ChatrecordError
+from domain.events import (
+    CardDecided,
+    LegacyRowImported,
+    MessageEdited,
+    QuestionAnswered,
+    SegmentReturned,
+    TranscriptReplaced,
+    UserMessagePosted,
+)
+
+ERASED = "[erased]"
+"""What an erased conversation's free texts read as."""
+MASTER_KEY_VARIABLE = "CHATRECORD_MASTER_KEY"
+SEALED = "aesgcm"
+"""The key of the JSON object that holds an encrypted text in a stored state."""
+
+FREE_TEXT: dict[type, tuple[str, ...]] = {
+    UserMessagePosted: ("text",),
+    MessageEdited: ("text",),
+    QuestionAnswered: ("text",),
+    CardDecided: ("text",),
+    SegmentReturned: ("answer",),
+    TranscriptReplaced: ("messages.*.text",),
+    LegacyRowImported: ("messages.*.text",),
+}
+"""The free-text fields of each event class, as paths in its stored state (`*`: every item)."""
+
+
+class BadMasterKey(ChatrecordError):
+    """Raised when CHATRECORD_MASTER_KEY is not base64 of 32 bytes, or does not unwrap the
+    store's data keys, or is missing for a store whose keys are wrapped."""
+
+
+class ConversationErased(ChatrecordError):
+    """Raised when a free text is to be stored for a conversation that was erased."""
+
+
+class MissingDataKey(ChatrecordError):
+    """Raised when an encrypted text's conversation has no data key and was not erased (the
+    key table was changed beside the store)."""
+
+
+class KeySource(Protocol):
+    """What the mapper asks for a conversation's data key (`adapters.data_keys.DataKeys`)."""
+
+    def key(self, originator_id: UUID, *, create: bool) -> bytes | None: ...
+
+
+def master_key(value: str | None) -> bytes | None:
+    """Returns the 32-byte master key of a CHATRECORD_MASTER_KEY value (standard or URL-safe
+    base64), None when unset or empty. Raises BadMasterKey for any other value."""
+    if not value or not value.strip():
+        return None
+    text = value.strip()
+    try:
+        raw = base64.b64decode(text.replace("-", "+").replace("_", "/"), validate=True)
+    except (binascii.Error, ValueError):
+        raw = b""
+    if len(raw) != 32:
+        raise BadMasterKey(f"{MASTER_KEY_VARIABLE} must be base64 of 32 bytes (openssl rand -base64 32), "
+                           f"not a value of {len(text)} characters")
+    return raw
+
+
+def new_key() -> bytes:
+    """Returns a fresh random 32-byte data key."""
+    return AESGCM.generate_key(bit_length=256)
+
+
+def wrap(key: bytes, master: bytes | None, originator_id: UUID) -> bytes:
+    """Returns `key` as stored: wrapped by `master` (0x01 || nonce || ciphertext), or plain
+    (0x00 || key) without a master key."""
+    if master is None:
+        return b"\x00" + key
+    nonce = os.urandom(12)
+    return b"\x01" + nonce + AESGCM(master).encrypt(nonce, key, b"chatrecord data key " + originator_id.bytes)
+
+
+def unwrap(stored: bytes, master: bytes | None, originator_id: UUID) -> bytes:
+    """Returns the data key of a stored (wrapped or plain) key. Raises BadMasterKey when it is
+    wrapped and the master key is missing or another one."""
+    if stored[:1] == b"\x00":
+        return stored[1:]
+    if master is None:
+        raise BadMasterKey(f"the data keys of this store are wrapped by a master key; set {MASTER_KEY_VARIABLE}")
+    try:
+        return AESGCM(master).decrypt(stored[1:13], stored[13:], b"chatrecord data key " + originator_id.bytes)
+    except InvalidTag:
+        raise BadMasterKey(f"{MASTER_KEY_VARIABLE} does not unwrap the data keys of this store; "
+                           "set the master key the store was written with") from None
+
+
+def _slots(state: dict[str, Any], path: str) -> Iterator[tuple[Any, Any, str]]:
+    """Yields (container, index, label) for each value at `path` in `state`."""
+    containers: list[tuple[Any, str]] = [(state, "")]
+    parts = path.split(".")
+    for depth, part in enumerate(parts):
+        last = depth == len(parts) - 1
+        following: list[tuple[Any, str]] = []
+        for container, label in containers:
+            indexes = range(len(container)) if part == "*" and isinstance(container, list) else [part]
+            for index in indexes:
+                if isinstance(container, dict) and index not in container:
+                    continue
+                name = f"{label}.{index}" if label else str(index)
+                if last:
+                    yield container, index, name
+                else:
+                    following.append((container[index], name))
+        containers = following
+
+
+def _aad(originator_id: UUID, version: int, label: str) -> bytes:
+    return originator_id.bytes + version.to_bytes(8, "big") + label.encode()
+
+
+def seal_texts(cls: type, state: dict[str, Any], originator_id: UUID, version: int, keys: KeySource) -> None:
+    """Encrypts the free texts of an event's `state` in place (creating the conversation's
+    data key on its first text). Raises ConversationErased when its key was erased."""
+    key: bytes | None = None
+    for path in FREE_TEXT.get(cls, ()):
+        for container, index, label in _slots(state, path):
+            value = container[index]
+            if not isinstance(value, str):
+                continue
+            if key is None:
+                key = keys.key(originator_id, create=True)
+                if key is None:
+                    raise ConversationErased(f"conversation {originator_id} was erased; no text can be stored for it")
+            nonce = os.urandom(12)
+            sealed = nonce + AESGCM(key).encrypt(nonce, value.encode(), _aad(originator_id, version, label))
+            container[index] = {SEALED: base64.b64encode(sealed).decode()}
+
+
+def open_texts(cls: type, state: dict[str, Any], originator_id: UUID, version: int, keys: KeySource | None) -> None:
+    """Decrypts the free texts of a stored `state` in place; ERASED where the key was erased.
+    A plain text (stored before encryption existed) stays as it is. Raises MissingDataKey when
+    an encrypted text has no key, InvalidTag when a ciphertext was changed."""
+    key: bytes | None = None
+    looked = False
+    for path in FREE_TEXT.get(cls, ()):
+        for container, index, label in _slots(state, path):
+            value = container[index]
+            if not (isinstance(value, dict) and SEALED in value):
+                continue
+            if keys is None:
+                raise MissingDataKey(f"an event of {originator_id} holds encrypted text, but the store has no data keys")
+            if not looked:
+                key, looked = keys.key(originator_id, create=False), True
+            if key is None:
+                container[index] = ERASED
+                continue
+            sealed = base64.b64decode(value[SEALED])
+            plain = AESGCM(key).decrypt(sealed[:12], sealed[12:], _aad(originator_id, version, label))
+            container[index] = plain.decode()

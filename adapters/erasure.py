@@ -1,0 +1,81 @@
+"""Erasing a conversation: its texts become unreadable everywhere, its facts stay.
+
+`erase(store, conversation)` takes four steps, each idempotent, in an order where a rerun after
+a kill -9 at any point finishes the job:
+
+1. record `ConversationErased` (once: its `source` marks it, so a rerun appends nothing);
+2. delete the conversation's data key (`chatrecord_keys`: `wrapped_key` NULL, `erased_at` set);
+   from here every text of it reads as `[erased]` (`adapters.crypto`);
+3. rewrite its read-model rows from the log (`ReadModels.erase`), so no view keeps a text;
+4. scrub the database files (`DataKeys.scrub`: SQLite VACUUM and WAL truncation; PostgreSQL
+   `VACUUM FULL` of the key table).
+
+The events and their hash chain are not touched, so `verify` still passes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+from adapters.application import ConversationStore
+from adapters.data_keys import DataKeys
+from adapters.readmodels import ReadModels
+from domain.conversation import ERASURE_SOURCE, Conversation, History, erase_texts
+from domain.errors import ChatrecordError, UnknownConversation
+from domain.events import ConversationEvent, conversation_uuid
+
+
+class NoDataKeys(ChatrecordError):
+    """Raised when erasing on a store that keeps no data keys (built beside adapters.settings)."""
+
+
+@dataclass(frozen=True)
+class EraseTexts:
+    """The command that records a conversation's erasure at `at` (ConversationStore.handle)."""
+
+    conversation: str
+    at: datetime = field(default_factory=lambda: datetime.now(timezone.utc))
+    digest: str = ERASURE_SOURCE
+
+    def decide(self, state: Conversation | None, history: History) -> list[ConversationEvent]:
+        """Returns [ConversationErased], or [] when it was recorded before."""
+        return erase_texts(state, self.at, history=history)
+
+
+@dataclass(frozen=True)
+class Erasure:
+    """What `erase` did: when the conversation was erased (its first erasure), whether this call
+    recorded it (False for a repeat), its version, and whether a read-model row was rewritten."""
+
+    conversation: str
+    at: datetime
+    recorded: bool
+    version: int
+    rewrote_view: bool
+
+
+def data_keys(store: ConversationStore) -> DataKeys:
+    """Returns the store's data keys. Raises NoDataKeys for a store without them."""
+    keys = getattr(store.mapper, "keys", None)
+    if not isinstance(keys, DataKeys):
+        raise NoDataKeys("this store keeps no data keys, so nothing of it can be erased; open it with adapters.settings")
+    return keys
+
+
+def erase(store: ConversationStore, conversation: str, models: ReadModels | None = None) -> Erasure:
+    """Erases the free texts of `conversation` (the module's four steps) and returns what it did.
+
+    Raises UnknownConversation for a conversation the store does not hold, NoDataKeys for a
+    store without data keys."""
+    keys = data_keys(store)
+    if store.get(conversation) is None:
+        raise UnknownConversation(f'no conversation "{conversation}" in the store; check the id')
+    result = store.handle(EraseTexts(conversation))
+    event = result.events[0] if result.events else None
+    at = event.timestamp if event is not None else datetime.now(timezone.utc)
+    keys.erase(conversation_uuid(conversation), at)
+    rewrote = (models or ReadModels(store)).erase(conversation)
+    keys.scrub()
+    version = event.originator_version if event is not None else (result.state.version if result.state else 0)
+    return Erasure(conversation, at, not result.repeated, version, rewrote)

@@ -1,0 +1,99 @@
+"""`chatrecord verify`, `erase` and the chain line of `audit`, run as the user runs them."""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from pathlib import Path
+
+from tests.e2e.conftest import DATA, DEMO, Run, json_lines, runner
+
+DEMO_ID = "5d91b7e3ea14590fbbd7a5f872bc7e3d"  # conversation_uuid("conv-demo-seo").hex
+DEMO_TEXTS = ("SEO optimieren", "Alles der Reihe nach", "Womit sollen wir beginnen?", "was ist hier passiert?")
+
+
+def test_verify_reports_each_conversation_and_its_head(store_run: Run) -> None:
+    assert store_run("ingest", DEMO, DATA / "behalten_tour.jsonl").returncode == 0
+    done = store_run("verify")
+    assert (done.returncode, done.stdout) == (0, "conv-behalten: ok, 12 events\nconv-demo-seo: ok, 20 events\n"
+                                                 "2 conversations verified: 2 ok, 0 broken\n")
+    heads = store_run("verify", "--heads").stdout.splitlines()
+    assert [re.fullmatch(r"(\S+) (\d+) [0-9a-f]{64}", h).groups() for h in heads] == [  # type: ignore[union-attr]
+        ("conv-behalten", "12"), ("conv-demo-seo", "20")]
+    as_json = json_lines(store_run("verify", "conv-demo-seo", "--json").stdout)
+    assert [(v["conversation"], v["ok"], v["version"], v["hash"]) for v in as_json] == [
+        ("conv-demo-seo", True, 20, heads[1].split()[2])]
+
+
+def test_verify_names_a_changed_event_and_exits_1(tmp_path: Path) -> None:
+    run = runner(tmp_path, CHATRECORD_DB=str(tmp_path / "s.sqlite"))
+    run("ingest", DEMO)
+    with sqlite3.connect(tmp_path / "s.sqlite") as conn:
+        conn.execute("UPDATE stored_events SET state = replace(state, '\"uid\":42}', '\"uid\":7}') "
+                     "WHERE originator_id = ? AND originator_version = 8", (DEMO_ID,))
+    done = run("verify")
+    assert done.returncode == 1
+    assert done.stdout.splitlines() == [
+        "conv-demo-seo: broken at version 8 (changed): the event's stored bytes were changed after it was appended",
+        "1 conversation verified: 0 ok, 1 broken"]
+    audit = run("audit", "conv-demo-seo")
+    assert audit.returncode == 0 and audit.stdout.splitlines()[-1].startswith("chain: BROKEN at version 8 (changed)")
+    rows = json.loads(run("audit", "conv-demo-seo", "--json").stdout)
+    assert [r["version"] for r in rows if r["verified"]] == [r["version"] for r in rows if r["version"] < 8]
+
+
+def test_kept_heads_find_the_newest_events_cut_off(tmp_path: Path) -> None:
+    run = runner(tmp_path, CHATRECORD_DB=str(tmp_path / "s.sqlite"))
+    run("ingest", DEMO)
+    (tmp_path / "heads.txt").write_text(run("verify", "--heads").stdout)
+    with sqlite3.connect(tmp_path / "s.sqlite") as conn:
+        for table in ("stored_events", "chatrecord_chain"):
+            conn.execute(f"DELETE FROM {table} WHERE originator_id = ? AND originator_version = 20", (DEMO_ID,))
+    assert run("verify").returncode == 0
+    done = run("verify", "--against", "heads.txt")
+    assert (done.returncode, done.stdout.splitlines()[0]) == (
+        1, "conv-demo-seo: broken at version 20 (cut_off): the heads file records version 20; "
+           "the store ends at version 19")
+
+
+def test_a_heads_file_that_is_not_one_is_an_error(sqlite_run: Run, tmp_path: Path) -> None:
+    sqlite_run("ingest", DEMO)
+    (tmp_path / "bad.txt").write_text("conv-demo-seo 20 nothex\n")
+    done = sqlite_run("verify", "--against", "bad.txt")
+    assert (done.returncode, done.stderr) == (1, "error: bad.txt: line 1 is not a head; expected NAME VERSION HASH "
+                                                 "(64 hex digits) or a line of verify --json\n")
+
+
+def test_verify_of_an_unknown_conversation_is_an_error(sqlite_run: Run) -> None:
+    sqlite_run("ingest", DEMO)
+    done = sqlite_run("verify", "conv-nope")
+    assert done.returncode == 1 and done.stderr.startswith("error: no conversation 'conv-nope' in SQLite file")
+
+
+def test_erase_leaves_the_facts_and_no_text(store_run: Run) -> None:
+    store_run("ingest", DEMO)
+    first = store_run("erase", "conv-demo-seo")
+    assert first.returncode == 0
+    assert re.fullmatch(r"conv-demo-seo: texts erased at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC \(event version 21\); "
+                        r"the facts stay\n", first.stdout)
+    again = store_run("erase", "conv-demo-seo")
+    assert again.stdout.startswith("conv-demo-seo: erased already at ") and again.returncode == 0
+    outputs = [store_run(*args) for args in (("replay", "--conversation", "conv-demo-seo", "--json"),
+                                             ("audit", "conv-demo-seo"), ("audit", "conv-demo-seo", "--json"),
+                                             ("verify",), ("demo",))]
+    shown = "".join(o.stdout + o.stderr for o in outputs)
+    assert [t for t in DEMO_TEXTS[:3] if t in shown] == []
+    assert "[erased]" in outputs[0].stdout
+    assert outputs[1].stdout.splitlines()[-1].startswith("chain: verified, 21 events, head ")
+    rows = json.loads(outputs[2].stdout)
+    assert (rows[-1]["kind"], rows[-1]["verified"]) == ("erased", True)
+    assert sum(r["kind"] == "segment" for r in rows) == 8  # the facts stay
+    assert outputs[3].stdout.startswith("conv-demo-seo: ok, 21 events")
+
+
+def test_a_bad_master_key_is_one_line(tmp_path: Path) -> None:
+    run = runner(tmp_path, CHATRECORD_DB=str(tmp_path / "s.sqlite"), CHATRECORD_MASTER_KEY="too-short")
+    done = run("ingest", DEMO)
+    assert (done.returncode, done.stderr) == (1, "error: CHATRECORD_MASTER_KEY must be base64 of 32 bytes "
+                                                 "(openssl rand -base64 32), not a value of 9 characters\n")

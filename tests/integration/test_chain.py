@@ -1,0 +1,266 @@
+"""The hash chain's contract, once per backend: every stored event is chained in the same
+transaction, and `verify` names the first broken link after the stored bytes are tampered with
+directly in the database (SQLite, PostgreSQL; in memory through the recorder's own dicts)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+import psycopg
+import pytest
+from eventsourcing.persistence import StoredEvent
+from psycopg import sql
+
+from adapters.application import ConversationStore
+from adapters.chain import GENESIS, link
+from adapters.chain_verify import Head, Verdict
+from adapters.cli_ingest import DEMO_FILE, demo_lines, ingest_lines
+from adapters.chain_verify import verdicts
+from adapters.settings import memory_env, postgres_env, sqlite_env
+from domain.events import conversation_uuid
+
+ROOT = Path(__file__).resolve().parents[2]
+DEMO = conversation_uuid("conv-demo-seo")
+
+
+def by_name(found: Iterator[Verdict]) -> dict[str, Verdict]:
+    return {v.conversation: v for v in found}
+
+
+class ChainContract:
+    """Tests; backends say how to open a store and how to change its rows directly."""
+
+    def open_store(self) -> ConversationStore:
+        raise NotImplementedError
+
+    def events(self, store: ConversationStore) -> dict[int, tuple[str, bytes]]:
+        """Returns the demo conversation's stored events by version: (topic, state)."""
+        raise NotImplementedError
+
+    def set_event(self, store: ConversationStore, version: int, topic: str, state: bytes) -> None:
+        raise NotImplementedError
+
+    def delete_event(self, store: ConversationStore, version: int) -> None:
+        raise NotImplementedError
+
+    def set_hash(self, store: ConversationStore, version: int, digest: bytes) -> None:
+        raise NotImplementedError
+
+    def delete_hash(self, store: ConversationStore, version: int) -> None:
+        raise NotImplementedError
+
+    @pytest.fixture
+    def store(self) -> ConversationStore:
+        store = self.open_store()
+        ingest_lines(store, demo_lines(), DEMO_FILE)
+        ingest_lines(store, (ROOT / "tests/data/behalten_tour.jsonl").read_bytes().splitlines(), "behalten")
+        return store
+
+    def test_every_event_is_chained_and_the_untouched_log_verifies(self, store: ConversationStore) -> None:
+        found = by_name(verdicts(store))
+        assert {name: (v.ok, v.version, v.events) for name, v in found.items()} == {
+            "conv-demo-seo": (True, 20, 20), "conv-behalten": (True, 12, 12)}
+        digest = GENESIS
+        for version, (topic, state) in sorted(self.events(store).items()):
+            digest = link(digest, DEMO, version, topic, state)
+        assert found["conv-demo-seo"].hash == digest
+
+    def test_a_changed_write_target_names_its_event(self, store: ConversationStore) -> None:
+        version, (topic, state) = next((v, e) for v, e in sorted(self.events(store).items())
+                                       if b'"write_target":{"table":"pages","uid":42}' in e[1])
+        self.set_event(store, version, topic, state.replace(b'"uid":42}', b'"uid":43}', 1))
+        found = by_name(verdicts(store))
+        assert (found["conv-demo-seo"].problem, found["conv-demo-seo"].version) == ("changed", version)
+        assert found["conv-behalten"].ok
+
+    def test_a_dropped_event_is_named(self, store: ConversationStore) -> None:
+        self.delete_event(store, 5)
+        verdict = by_name(verdicts(store))["conv-demo-seo"]
+        assert (verdict.problem, verdict.version) == ("deleted", 5)
+
+    def test_a_dropped_event_and_its_hash_leave_a_gap(self, store: ConversationStore) -> None:
+        self.delete_event(store, 5)
+        self.delete_hash(store, 5)
+        verdict = by_name(verdicts(store))["conv-demo-seo"]
+        assert (verdict.problem, verdict.version) == ("deleted", 5)
+
+    def test_two_swapped_events_are_named(self, store: ConversationStore) -> None:
+        events = self.events(store)
+        self.set_event(store, 6, *events[7])
+        self.set_event(store, 7, *events[6])
+        verdict = by_name(verdicts(store))["conv-demo-seo"]
+        assert (verdict.problem, verdict.version) == ("reordered", 6)
+        assert "version 7 belongs here" in (verdict.detail or "")
+
+    def test_a_changed_hash_is_named(self, store: ConversationStore) -> None:
+        self.set_hash(store, 8, bytes(range(32)))
+        verdict = by_name(verdicts(store))["conv-demo-seo"]
+        assert (verdict.problem, verdict.version) == ("hash_changed", 8)
+
+    def test_an_event_without_a_hash_was_inserted(self, store: ConversationStore) -> None:
+        self.delete_hash(store, 20)
+        verdict = by_name(verdicts(store))["conv-demo-seo"]
+        assert (verdict.problem, verdict.version) == ("inserted", 20)
+
+    def test_a_conversation_stored_before_the_chain_is_chained_on_its_next_append(self, store: ConversationStore) -> None:
+        for version in range(1, 21):
+            self.delete_hash(store, version)
+        assert (by_name(verdicts(store))["conv-demo-seo"].problem, by_name(verdicts(store))["conv-demo-seo"].version) == (
+            "inserted", 1)
+        line = {"type": "user_message", "conversation": "conv-demo-seo", "at": "2026-11-03T10:00:00Z", "message": 4,
+                "text": "Und jetzt?", "page": 0}
+        assert ingest_lines(store, [json.dumps(line)], "later").stopped is None
+        verdict = by_name(verdicts(store))["conv-demo-seo"]
+        assert (verdict.ok, verdict.version, verdict.events) == (True, 21, 21)
+
+    def test_kept_heads_find_the_newest_events_cut_off(self, store: ConversationStore) -> None:
+        head = by_name(verdicts(store))["conv-demo-seo"]
+        assert head.hash is not None
+        kept = {DEMO: Head("conv-demo-seo", DEMO, head.version, head.hash)}
+        for version in (20, 19):
+            self.delete_event(store, version)
+            self.delete_hash(store, version)
+        assert by_name(verdicts(store))["conv-demo-seo"].ok  # a clean cut: the chain alone cannot tell
+        verdict = by_name(_verify_against(store, kept))["conv-demo-seo"]
+        assert (verdict.problem, verdict.version) == ("cut_off", 19)
+        assert "store ends at version 18" in (verdict.detail or "")
+
+    def test_kept_heads_find_a_rewritten_log(self, store: ConversationStore) -> None:
+        head = by_name(verdicts(store))["conv-demo-seo"]
+        assert head.hash is not None
+        kept = {DEMO: Head("conv-demo-seo", DEMO, head.version, head.hash)}
+        events = self.events(store)
+        topic, state = events[3]
+        events[3] = (topic, state.replace(b'"uid":42', b'"uid":43', 1) if b'"uid":42' in state else state + b" ")
+        self.set_event(store, 3, *events[3])
+        digest = GENESIS
+        for version, (topic, state) in sorted(events.items()):  # the forger recomputes every hash
+            digest = link(digest, DEMO, version, topic, state)
+            self.set_hash(store, version, digest)
+        assert by_name(verdicts(store))["conv-demo-seo"].ok
+        verdict = by_name(_verify_against(store, kept))["conv-demo-seo"]
+        assert (verdict.problem, verdict.version) == ("rewritten", 20)
+
+
+def _verify_against(store: ConversationStore, heads: dict[UUID, Head]) -> Iterator[Verdict]:
+    from adapters.chain_verify import verify
+
+    def name_of(stored: Any) -> str:
+        return "conv-demo-seo" if stored[0] == DEMO else "conv-behalten"
+
+    return verify(store.recorder, name_of, None, heads)  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------------- backends
+
+
+class TestInMemoryChain(ChainContract):
+    def open_store(self) -> ConversationStore:
+        return ConversationStore(env=memory_env())
+
+    def _index(self, store: ConversationStore) -> dict[int, int]:
+        return store.recorder._stored_events_index[str(DEMO)]  # type: ignore[attr-defined]
+
+    def events(self, store: ConversationStore) -> dict[int, tuple[str, bytes]]:
+        stored = store.recorder._stored_events  # type: ignore[attr-defined]
+        return {v: (stored[p].topic, stored[p].state) for v, p in self._index(store).items()}
+
+    def set_event(self, store: ConversationStore, version: int, topic: str, state: bytes) -> None:
+        stored = store.recorder._stored_events  # type: ignore[attr-defined]
+        position = self._index(store)[version]
+        stored[position] = StoredEvent(originator_id=DEMO, originator_version=version, topic=topic, state=state)
+
+    def delete_event(self, store: ConversationStore, version: int) -> None:
+        del self._index(store)[version]
+
+    def set_hash(self, store: ConversationStore, version: int, digest: bytes) -> None:
+        store.recorder.chain[(DEMO, version)] = digest  # type: ignore[attr-defined]
+
+    def delete_hash(self, store: ConversationStore, version: int) -> None:
+        del store.recorder.chain[(DEMO, version)]  # type: ignore[attr-defined]
+
+
+class TestSQLiteChain(ChainContract):
+    @pytest.fixture(autouse=True)
+    def _database(self, tmp_path: Path) -> Iterator[None]:
+        self.path = tmp_path / "chatrecord.sqlite"
+        self.stores: list[ConversationStore] = []
+        yield
+        for store in self.stores:
+            store.close()
+
+    def open_store(self) -> ConversationStore:
+        store = ConversationStore(env=sqlite_env(self.path))
+        self.stores.append(store)
+        return store
+
+    def _run(self, statement: str, params: tuple[Any, ...] = ()) -> list[Any]:
+        import sqlite3
+
+        with sqlite3.connect(self.path) as conn:
+            return conn.execute(statement, params).fetchall()
+
+    def events(self, store: ConversationStore) -> dict[int, tuple[str, bytes]]:
+        rows = self._run("SELECT originator_version, topic, state FROM stored_events WHERE originator_id = ?",
+                         (DEMO.hex,))
+        return {v: (t, bytes(s)) for v, t, s in rows}
+
+    def set_event(self, store: ConversationStore, version: int, topic: str, state: bytes) -> None:
+        self._run("UPDATE stored_events SET topic = ?, state = ? WHERE originator_id = ? AND originator_version = ?",
+                  (topic, state, DEMO.hex, version))
+
+    def delete_event(self, store: ConversationStore, version: int) -> None:
+        self._run("DELETE FROM stored_events WHERE originator_id = ? AND originator_version = ?", (DEMO.hex, version))
+
+    def set_hash(self, store: ConversationStore, version: int, digest: bytes) -> None:
+        self._run("UPDATE chatrecord_chain SET hash = ? WHERE originator_id = ? AND originator_version = ?",
+                  (digest, DEMO.hex, version))
+
+    def delete_hash(self, store: ConversationStore, version: int) -> None:
+        self._run("DELETE FROM chatrecord_chain WHERE originator_id = ? AND originator_version = ?",
+                  (DEMO.hex, version))
+
+
+class TestPostgresChain(ChainContract):
+    @pytest.fixture(autouse=True)
+    def _database(self, postgres_url: str, postgres_schema: str) -> Iterator[None]:
+        self.url, self.schema = postgres_url, postgres_schema
+        self.stores: list[ConversationStore] = []
+        yield
+        for store in self.stores:
+            store.close()
+
+    def open_store(self) -> ConversationStore:
+        env = {**postgres_env(self.url), "POSTGRES_SCHEMA": self.schema, "POSTGRES_POOL_SIZE": "1"}
+        store = ConversationStore(env=env)
+        self.stores.append(store)
+        return store
+
+    def _run(self, statement: str, params: tuple[Any, ...] = ()) -> list[Any]:
+        query = sql.SQL(statement).format(events=sql.Identifier(self.schema, "conversationstore_events"),
+                                          chain=sql.Identifier(self.schema, "chatrecord_chain"))
+        with psycopg.connect(self.url) as conn:
+            cursor = conn.execute(query, params)
+            return cursor.fetchall() if cursor.description else []
+
+    def events(self, store: ConversationStore) -> dict[int, tuple[str, bytes]]:
+        rows = self._run("SELECT originator_version, topic, state FROM {events} WHERE originator_id = %s", (DEMO,))
+        return {v: (t, bytes(s)) for v, t, s in rows}
+
+    def set_event(self, store: ConversationStore, version: int, topic: str, state: bytes) -> None:
+        self._run("UPDATE {events} SET topic = %s, state = %s WHERE originator_id = %s AND originator_version = %s",
+                  (topic, state, DEMO, version))
+
+    def delete_event(self, store: ConversationStore, version: int) -> None:
+        self._run("DELETE FROM {events} WHERE originator_id = %s AND originator_version = %s", (DEMO, version))
+
+    def set_hash(self, store: ConversationStore, version: int, digest: bytes) -> None:
+        self._run("UPDATE {chain} SET hash = %s WHERE originator_id = %s AND originator_version = %s",
+                  (digest, DEMO, version))
+
+    def delete_hash(self, store: ConversationStore, version: int) -> None:
+        self._run("DELETE FROM {chain} WHERE originator_id = %s AND originator_version = %s", (DEMO, version))

@@ -1,0 +1,249 @@
+"""Crypto-shredding, once per backend: unique strings planted in every free-text field are
+stored encrypted; after `erase` none of them is left in the database's bytes (the SQLite file
+and its WAL; every table of the PostgreSQL schema dumped as text) nor in what the store gives
+out, the facts stay, the chain still verifies, and a rerun after a crash finishes the job."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg import sql
+
+from adapters.application import ConversationStore
+from adapters.cli_ingest import ingest_lines
+from adapters.chain_verify import verdicts
+from adapters.crypto import ERASED, FREE_TEXT, ConversationErased
+from adapters.data_keys import DataKeys
+from adapters.erasure import erase
+from adapters.readmodels import ReadModels
+from adapters.settings import memory_env, postgres_env, sqlite_env
+from domain.events import EVENT_TYPES, ConversationErased as Erased, conversation_uuid
+from projections.audit import audit
+from projections.turn import replay_json, replay_turns
+
+AT = "2026-11-02T10:00:00Z"
+CONVERSATIONS = ("conv-erase", "conv-erase-alt", "conv-erase-legacy")
+
+
+def plant(name: str) -> str:
+    return f"PLANT-{name}-q7Zx"
+
+
+def planted_lines() -> list[dict[str, Any]]:
+    """Lines that put a unique string into every free-text field of every event class."""
+    def line(conversation: str, line_type: str, **fields: Any) -> dict[str, Any]:
+        return {"type": line_type, "conversation": conversation, "at": AT, **fields}
+
+    c, alt, legacy = CONVERSATIONS
+    write = {"kind": "tool_write", "round": 1, "durationMs": 12.5, "toolName": "update_page_metadata",
+             "writeTargetTable": "pages", "writeTargetUid": 42, "writeCompleteness": "complete"}
+    return [
+        line(c, "conversation_started", kind="chat", owner=7),
+        line(c, "user_message", message=1, text=plant("user-message"), page=42, skill="3:seo-optimieren"),
+        line(c, "segment_returned", segment="r1/1", run="r1", trigger="turn", outcome="awaiting_approval",
+             answer=plant("answer-one"), steps=[],
+             pending=[{"toolName": "update_page_metadata", "table": "pages", "uid": 42, "fields": ["title"]}]),
+        line(c, "card_decided", segment="r1/1", approved=True, answer="Übernehmen", message=2, text=plant("card-label")),
+        line(c, "segment_returned", segment="r1/2", run="r1", trigger="approval", outcome="awaiting_input",
+             answer=plant("answer-two"), steps=[write], pending=[{"toolName": "ask_choice"}]),
+        line(c, "question_answered", segment="r1/2", message=3, text=plant("question-answer")),
+        line(c, "segment_returned", segment="r1/3", run="r1", trigger="answer", outcome="completed",
+             answer=plant("answer-three"), steps=[]),
+        line(c, "user_message", message=4, text=plant("second-message"), page=0),
+        line(c, "message_edited", message=4, text=plant("edited-text")),
+        line(alt, "conversation_started", kind="alt_text", owner=7),
+        line(alt, "transcript_replaced", messages=[{"role": "user", "text": plant("alt-user")},
+                                                    {"role": "assistant", "text": plant("alt-assistant")}]),
+        line(legacy, "conversation_started", kind="chat", owner=7),
+        line(legacy, "legacy_row", messages=[{"role": "user", "text": plant("legacy-user")},
+                                             {"role": "assistant", "text": plant("legacy-assistant")}],
+             card_outcomes=[]),
+    ]
+
+
+PLANTS = [plant(n) for n in ("user-message", "answer-one", "card-label", "answer-two", "question-answer",
+                             "answer-three", "second-message", "edited-text", "alt-user", "alt-assistant",
+                             "legacy-user", "legacy-assistant")]
+
+
+def test_every_free_text_field_of_every_event_is_encrypted() -> None:
+    """A str field of an event is either a free text (FREE_TEXT) or one of these facts."""
+    facts = {"source", "conversation", "skill", "segment", "run", "outcome", "answer@CardDecided", "trigger",
+             "kind", "waiting_kind", "reason", "cut_segments", "cut_cards"}
+    for cls in EVENT_TYPES:
+        texts = {path.split(".")[0] for path in FREE_TEXT.get(cls, ())}
+        for name, info in cls.model_fields.items():
+            annotation = str(info.annotation)
+            if "str" in annotation or "TranscriptLine" in annotation:
+                assert name in texts or name in facts or f"{name}@{cls.__name__}" in facts, (cls.__name__, name)
+
+
+class ErasureContract:
+    """Tests; backends say how to open a store and how to read every byte it keeps."""
+
+    def open_store(self) -> ConversationStore:
+        raise NotImplementedError
+
+    def database_bytes(self, store: ConversationStore) -> bytes:
+        raise NotImplementedError
+
+    def event_bytes(self, store: ConversationStore) -> bytes:
+        notifications = store.recorder.select_notifications(None, 100_000)
+        return b"\n".join(n.state for n in notifications)
+
+    @pytest.fixture
+    def store(self) -> ConversationStore:
+        store = self.open_store()
+        report = ingest_lines(store, [json.dumps(line) for line in planted_lines()], "planted")
+        assert report.stopped is None
+        ReadModels(store).catch_up()
+        return store
+
+    def outputs(self, store: ConversationStore) -> str:
+        shown = []
+        for conversation in CONVERSATIONS:
+            events = store.events(conversation)
+            shown.append(json.dumps(replay_json(conversation, "2026-11-02", replay_turns(events, "2026-11-02"))))
+            shown.append(json.dumps([row.to_json() for row in audit(events, "2026-11-02")]))
+            state = ReadModels(store).state(conversation)
+            shown.append(state.model_dump_json() if state else "")
+        shown += [v.line() for v in verdicts(store)]
+        return "\n".join(shown)
+
+    def test_texts_are_stored_encrypted_and_read_back(self, store: ConversationStore) -> None:
+        stored = self.event_bytes(store)
+        assert [p for p in PLANTS if p.encode() in stored] == []
+        assert all(p in self.outputs(store) for p in PLANTS if "legacy" not in p and "alt" not in p)
+
+    def test_after_erasing_no_planted_text_is_left_anywhere(self, store: ConversationStore) -> None:
+        assert [p for p in PLANTS if p.encode() in self.database_bytes(store)]  # the views held them
+        for conversation in CONVERSATIONS:
+            done = erase(store, conversation)
+            assert done.recorded
+        found = self.database_bytes(store)
+        assert [p for p in PLANTS if p.encode() in found] == []
+        shown = self.outputs(store)
+        assert [p for p in PLANTS if p in shown] == []
+        assert ERASED in shown
+        assert all(v.ok for v in verdicts(store))
+
+    def test_the_facts_stay_and_the_erasure_is_an_event_with_its_time(self, store: ConversationStore) -> None:
+        before = [r.to_json() for r in audit(store.events("conv-erase"), "2026-11-02")]
+        done = erase(store, "conv-erase")
+        events = store.events("conv-erase")
+        assert isinstance(events[-1], Erased) and events[-1].timestamp == done.at
+        after = [r.to_json() for r in audit(events, "2026-11-02")]
+        assert after[:-1] == before and after[-1]["kind"] == "erased"
+        written = [r["written"] for r in after if r["kind"] == "segment" and r["written"]]
+        assert written == [[{"record": "pages:42", "completeness": "complete", "hook_failed": False}]]
+
+    def test_erasing_again_changes_nothing(self, store: ConversationStore) -> None:
+        first = erase(store, "conv-erase")
+        again = erase(store, "conv-erase")
+        assert (again.recorded, again.at, again.version) == (False, first.at, first.version)
+        assert sum(isinstance(e, Erased) for e in store.events("conv-erase")) == 1
+
+    @pytest.mark.parametrize("crash_in", ["keys", "views", "scrub"])
+    def test_a_rerun_after_a_crash_finishes_the_erasure(
+        self, store: ConversationStore, crash_in: str, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        class Killed(Exception):
+            pass
+
+        def killed(*args: Any, **kwargs: Any) -> None:
+            raise Killed
+
+        keys = type(store.mapper.keys)  # type: ignore[attr-defined]
+        assert issubclass(keys, DataKeys)
+        target = {"keys": (keys, "erase"), "views": (ReadModels, "erase"), "scrub": (keys, "scrub")}[crash_in]
+        with monkeypatch.context() as patch:
+            patch.setattr(*target, killed)
+            with pytest.raises(Killed):
+                erase(store, "conv-erase")
+        erase(store, "conv-erase")
+        assert sum(isinstance(e, Erased) for e in store.events("conv-erase")) == 1
+        found = self.database_bytes(store)
+        assert [p for p in PLANTS[:8] if p.encode() in found] == []
+
+    def test_an_erased_conversation_takes_no_new_text(self, store: ConversationStore) -> None:
+        erase(store, "conv-erase")
+        line = {"type": "user_message", "conversation": "conv-erase", "at": AT, "message": 5, "text": "neu", "page": 0}
+        report = ingest_lines(store, [json.dumps(line)], "late")
+        assert isinstance(report.stopped, ConversationErased)
+        assert not any(getattr(e, "text", None) == "neu" for e in store.events("conv-erase"))
+
+    def test_other_conversations_keep_their_texts(self, store: ConversationStore) -> None:
+        erase(store, "conv-erase")
+        texts = [line.text for line in store.events("conv-erase-alt")[1].messages]  # type: ignore[attr-defined]
+        assert texts == [plant("alt-user"), plant("alt-assistant")]
+        assert store.mapper.keys.key(conversation_uuid("conv-erase-alt"), create=False) is not None  # type: ignore[attr-defined]
+
+
+class TestInMemoryErasure(ErasureContract):
+    def open_store(self) -> ConversationStore:
+        return ConversationStore(env={**memory_env(), "SNAPSHOT_INTERVAL": "2"})
+
+    def database_bytes(self, store: ConversationStore) -> bytes:
+        keys = store.mapper.keys  # type: ignore[attr-defined]
+        rows = [repr(r).encode() for r in keys.rows.values()]
+        models = ReadModels(store)
+        states = [models.state(c) for c in CONVERSATIONS]
+        return b"\n".join([self.event_bytes(store), *rows, *(s.model_dump_json().encode() for s in states if s)])
+
+
+class TestSQLiteErasure(ErasureContract):
+    @pytest.fixture(autouse=True)
+    def _database(self, tmp_path: Path) -> Iterator[None]:
+        self.path = tmp_path / "chatrecord.sqlite"
+        self.stores: list[ConversationStore] = []
+        yield
+        for store in self.stores:
+            store.close()
+
+    def open_store(self) -> ConversationStore:
+        store = ConversationStore(env={**sqlite_env(self.path), "SNAPSHOT_INTERVAL": "2"})
+        self.stores.append(store)
+        return store
+
+    def database_bytes(self, store: ConversationStore) -> bytes:
+        import sqlite3
+
+        with sqlite3.connect(self.path) as conn:
+            conn.execute("PRAGMA wal_checkpoint(FULL)")
+        files = [self.path, *(self.path.with_name(self.path.name + s) for s in ("-wal", "-shm", "-journal"))]
+        return b"".join(f.read_bytes() for f in files if f.exists())
+
+
+class TestPostgresErasure(ErasureContract):
+    @pytest.fixture(autouse=True)
+    def _database(self, postgres_url: str, postgres_schema: str) -> Iterator[None]:
+        self.url, self.schema = postgres_url, postgres_schema
+        self.stores: list[ConversationStore] = []
+        yield
+        for store in self.stores:
+            store.close()
+
+    def open_store(self) -> ConversationStore:
+        env = {**postgres_env(self.url), "POSTGRES_SCHEMA": self.schema, "POSTGRES_POOL_SIZE": "2",
+               "SNAPSHOT_INTERVAL": "2"}
+        store = ConversationStore(env=env)
+        self.stores.append(store)
+        return store
+
+    def database_bytes(self, store: ConversationStore) -> bytes:
+        """Every table of the schema, each row as text (bytea as hex and as its bytes)."""
+        chunks: list[bytes] = []
+        with psycopg.connect(self.url) as conn:
+            tables = [r[0] for r in conn.execute(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = %s", (self.schema,))]
+            assert {"chatrecord_chain", "chatrecord_keys", "conversationstore_events"} <= set(tables)
+            for table in tables:
+                for row in conn.execute(sql.SQL("SELECT * FROM {}").format(sql.Identifier(self.schema, table))):
+                    for value in row:
+                        chunks.append(bytes(value) if isinstance(value, (bytes, memoryview)) else str(value).encode())
+        return b"\n".join(chunks)
