@@ -18,6 +18,7 @@ from eventsourcing.persistence import EventStore, IntegrityError
 from eventsourcing.utils import get_topic
 
 from adapters.serialization import SERIALIZATION_ENV
+from adapters.chain import ChainedRecorder
 from adapters.history_index import HistoryTables
 from domain.conversation import (
     Conversation,
@@ -129,13 +130,20 @@ class ConversationStore(Application[UUID]):
             if not events:
                 first = self._first_result(command, state, history)
                 return HandleResult(command.conversation, (), first, state, None, attempt)
-            try:
-                recordings = self.save(*events)
+            cid = events[0].originator_id
+
+            def index(cursor: object, state: Conversation | None = state, events: tuple = events) -> None:
+                self.history.write(cid, state, events, curs=cursor)
+
+            inline = isinstance(self.recorder, ChainedRecorder)
+            try:  # the history index is written in the events' own transaction
+                recordings = self.save(*events, inline=index) if inline else self.save(*events)
             except IntegrityError:
                 if attempt == self.max_attempts:
                     raise
                 continue
-            self.history.write(events[0].originator_id, state, events)
+            if not inline:  # a plain library recorder (tests): right after, in a transaction of its own
+                self.history.write(cid, state, events)
             after = project_conversation(state, events)
             self._cache(after)
             self._snapshot_if_due(state, after)

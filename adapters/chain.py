@@ -64,6 +64,14 @@ def _bytes(value: Any) -> bytes:
     return value.encode() if isinstance(value, str) else bytes(value)
 
 
+def _inline(kwargs: dict[str, Any], cursor: Any) -> None:
+    """Runs the writer's `inline(cursor)` (passed to `Application.save`), if any, in the
+    events' own transaction: the history index is written with the events or not at all."""
+    inline = kwargs.get("inline")
+    if inline is not None:
+        inline(cursor)
+
+
 class ChainedRecorder:
     """Mixin for an application recorder: `_seal(cursor, stored_events)` writes the chain rows
     of events just inserted in the cursor's transaction. Backends give the four `_chain_*`
@@ -139,6 +147,7 @@ class ChainedSQLiteRecorder(ChainedRecorder, SQLiteApplicationRecorder):
     def _insert_events(self, c: Any, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
         returning = super()._insert_events(c, stored_events, **kwargs)
         self._seal(c, stored_events)
+        _inline(kwargs, c)
         return returning
 
     def _id(self, key: UUID) -> str:
@@ -213,6 +222,12 @@ class ChainedPostgresRecorder(ChainedRecorder, PostgresApplicationRecorder):
         with curs.connection.cursor() as own:
             self._seal(own, stored_events)
 
+    def _insert_events(self, curs: Any, stored_events: Sequence[StoredEvent], **kwargs: Any) -> None:
+        # before the events, in their transaction: the library keeps an error of its own insert
+        # until the transaction has ended, but one raised here ends it with a rollback
+        super()._insert_events(curs, stored_events, **kwargs)
+        _inline(kwargs, curs)
+
     def _chain_hash(self, cursor: Any, key: UUID, version: int) -> bytes | None:
         cursor.execute(SQL("SELECT hash FROM {} WHERE originator_id = %s AND originator_version = %s")
                        .format(self.chain_table), (key, version))
@@ -266,6 +281,8 @@ class ChainedPOPORecorder(ChainedRecorder, POPOApplicationRecorder):
 
     def _insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
         with self._database_lock:
+            self._assert_uniqueness(stored_events, **kwargs)
+            _inline(kwargs, None)  # no rollback in memory: the writer's rows first, once the events fit
             returning = super()._insert_events(stored_events, **kwargs)
             self._seal(None, stored_events)
             return returning

@@ -177,6 +177,37 @@ class StoreContract:
             store.handle(AlwaysRacing("conv-1", c.post_user_message))
         assert store.get("conv-1").last_message == 3
 
+    # ------------------------------------------------------------------ the history index
+
+    def test_a_redelivered_segment_is_found_in_the_history_index(self, store: ConversationStore) -> None:
+        store.handle(started())
+        store.handle(message(1))
+        first = store.handle(segment("s1"))
+
+        again = store.handle(segment("s1", answer="anders"))
+
+        assert again.repeated and again.events == first.appended
+        record = store.history.reader(conversation_uuid("conv-1")).segment("s1")
+        assert record is not None and record.version == first.appended[0].originator_version
+        assert store.history.reader(conversation_uuid("conv-1")).version == 3
+
+    def test_the_history_index_is_written_in_the_events_transaction(
+        self, store: ConversationStore, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        store.handle(started())
+
+        def broken(*args, **kwargs):
+            raise RuntimeError("the index write failed")
+
+        monkeypatch.setattr(store.history, "write", broken)
+        with pytest.raises(RuntimeError, match="index write failed"):
+            store.handle(message(1))
+
+        assert [e.originator_version for e in store.events("conv-1")] == [1]  # the events went with it
+        monkeypatch.undo()
+        store.handle(message(1))
+        assert store.history.reader(conversation_uuid("conv-1")).message_live(1)
+
     # ------------------------------------------------------------------ snapshots
 
     def test_loading_starts_from_the_newest_snapshot(self, monkeypatch: pytest.MonkeyPatch) -> None:
