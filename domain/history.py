@@ -28,7 +28,8 @@ from domain.events import (
     TurnsTruncated,
     UserMessagePosted,
 )
-from domain.values import PLAIN_DENIAL, Immutable
+from domain.cards import continues_run, is_guided, records_outcome
+from domain.values import Immutable
 
 WaitingKind = Literal["card", "question"]
 
@@ -97,7 +98,7 @@ def outcomes_of_decision(record: SegmentRecord, event: CardDecided) -> int:
     """Returns the card outcomes a decision records at once: one per call of a declined card of
     a guided process, none for a plain denial (the run record carries it) and none for an
     approval (its outcomes come with its own run's continuation)."""
-    if not record.guided or event.approved or event.answer == PLAIN_DENIAL:
+    if event.approved or not records_outcome(record.guided, event.answer):
         return 0
     return record.calls
 
@@ -106,7 +107,7 @@ def continues_approval(approval: tuple[str, int, str] | None, trigger: str, run:
     """Returns True when a segment of `trigger` and `run` is the continuation of the approved
     card `approval` (card segment, calls, run): its outcomes come with it. Any other segment or
     a new model call gives them up."""
-    return approval is not None and trigger == "approval" and approval[2] == run
+    return continues_run(trigger, run, approval[2] if approval is not None else None)
 
 
 def index_event(index: Index, state: object, event: ConversationEvent) -> None:
@@ -120,7 +121,7 @@ def index_event(index: Index, state: object, event: ConversationEvent) -> None:
         waits: WaitingKind | None = {"awaiting_approval": "card", "awaiting_input": "question"}.get(event.outcome)  # type: ignore[assignment]
         index.put_segment(SegmentRecord(
             segment=event.segment, version=event.originator_version, run=event.run, message=event.message,
-            guided=event.skill is not None, waits=waits, calls=len(event.waiting),
+            guided=is_guided(event), waits=waits, calls=len(event.waiting),
         ))
         approval = getattr(state, "approval", None)
         if continues_approval(approval, event.trigger, event.run):

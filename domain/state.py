@@ -32,6 +32,7 @@ from domain.events import (
     TurnsTruncated,
     UserMessagePosted,
 )
+from domain.cards import is_guided, records_outcome, starts_model_call
 from domain.history import continues_approval
 from domain.values import Immutable
 
@@ -168,7 +169,7 @@ def _(event: ConversationSnapshot, _: Conversation | None) -> Conversation:
 
 @evolve.register
 def _(event: UserMessagePosted, state: Conversation | None) -> Conversation:
-    return _step(state, event, last_message=event.message, approval=None)  # a new model call: given up
+    return _step(state, event, last_message=event.message, approval=_kept_approval(state, event))
 
 
 @evolve.register
@@ -186,7 +187,7 @@ def _(event: SegmentReturned, state: Conversation | None) -> Conversation:
         version=event.originator_version,
         run=event.run,
         message=event.message,
-        guided=event.skill is not None,
+        guided=is_guided(event),
         waits=waits,
         calls=len(event.waiting),
     ) if waits else None
@@ -199,7 +200,7 @@ def _(event: CardDecided, state: Conversation | None) -> Conversation:
     assert state is not None
     card = state.waiting_info
     approval = state.approval
-    if card is not None and card.guided and event.approved:
+    if card is not None and event.approved and records_outcome(card.guided, event.answer):
         approval = (event.segment, card.calls, card.run)
     last = event.message if event.message is not None and event.text is not None else state.last_message
     return _step(state, event, waiting=None, waiting_info=None, approval=approval, last_message=last)
@@ -224,7 +225,12 @@ def _(event: TourEnded, state: Conversation | None) -> Conversation:
 
 @evolve.register
 def _(event: TurnRetried, state: Conversation | None) -> Conversation:
-    return _step(state, event, approval=None)  # a new model call: a pending approval is given up
+    return _step(state, event, approval=_kept_approval(state, event))
+
+
+def _kept_approval(state: Conversation | None, event: ConversationEvent) -> tuple[str, int, str] | None:
+    """A new model call gives up a pending approval (`domain.cards.starts_model_call`)."""
+    return None if state is None or starts_model_call(event) else state.approval
 
 
 @evolve.register

@@ -27,7 +27,8 @@ from domain.events import (
     TurnsTruncated,
     UserMessagePosted,
 )
-from domain.values import PLAIN_DENIAL, Immutable, WaitingCall
+from domain.cards import continues_run, is_guided, records_outcome, starts_model_call
+from domain.values import Immutable, WaitingCall
 from projections.positions import Positions, advance
 from projections.rules import RuleSet, resolve
 from projections.steps import CallReading, read_segment
@@ -151,14 +152,15 @@ def approval_outcomes(
 
 
 def continues(approval: Approval | None, event: SegmentReturned) -> bool:
-    """Returns True when `event` is the continuation of the approved card `approval`."""
-    return approval is not None and event.trigger == "approval" and event.run == approval.run
+    """Returns True when `event` is the continuation of the approved card `approval`
+    (`domain.cards.continues_run`)."""
+    return continues_run(event.trigger, event.run, approval.run if approval is not None else None)
 
 
 def declined_outcomes(calls: tuple[WaitingCall, ...], event: CardDecided, at: tuple[int, int]) -> tuple[CardOutcome, ...]:
     """Returns the card outcomes a declined guided card records at its decision, one per call
     (none for a plain denial: the run record carries it). `at` as for approval_outcomes."""
-    if event.answer == PLAIN_DENIAL:
+    if not records_outcome(True, event.answer):
         return ()
     outcome = declined_outcome(event.answer)
     return tuple(
@@ -200,7 +202,7 @@ def _(event: SegmentReturned, state: CardOutcomes, rules: RuleSet) -> CardOutcom
         assert approval is not None
         outcomes = (*outcomes, *approval_outcomes(approval, event, rules, (state.positions.length, len(outcomes))))
     open_cards = state.open_cards
-    if event.outcome == "awaiting_approval" and event.skill is not None:
+    if event.outcome == "awaiting_approval" and is_guided(event):
         open_cards = {**open_cards, event.segment: OpenCard(run=event.run, calls=event.waiting)}
     return state.model_copy(
         update={
@@ -220,7 +222,7 @@ def _(event: CardDecided, state: CardOutcomes, rules: RuleSet) -> CardOutcomes:
         return state
     calls = card.calls
     open_cards = {s: c for s, c in state.open_cards.items() if s != event.segment}
-    if event.approved:
+    if event.approved and records_outcome(True, event.answer):
         approval = Approval(card=event.segment, run=card.run, answer=event.answer, calls=calls)
         return state.model_copy(update={"open_cards": open_cards, "approval": approval})
     new = declined_outcomes(calls, event, (state.positions.length, len(state.outcomes)))
@@ -230,8 +232,9 @@ def _(event: CardDecided, state: CardOutcomes, rules: RuleSet) -> CardOutcomes:
 @_apply.register(UserMessagePosted)
 @_apply.register(TurnRetried)
 def _(event: ConversationEvent, state: CardOutcomes, rules: RuleSet) -> CardOutcomes:
-    """A new model call gives up on a pending approval: its continuation never came."""
-    return state.model_copy(update={"approval": None, "positions": advance(state.positions, event)})
+    """A new model call gives up on a pending approval (`domain.cards.starts_model_call`)."""
+    approval = None if starts_model_call(event) else state.approval
+    return state.model_copy(update={"approval": approval, "positions": advance(state.positions, event)})
 
 
 @_apply.register

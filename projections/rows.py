@@ -36,6 +36,7 @@ from domain.events import (
     TurnsTruncated,
     UserMessagePosted,
 )
+from domain.cards import continues_run, is_guided, records_outcome, starts_model_call
 from domain.values import Immutable
 from projections import card_outcomes as co
 from projections import run_record as rr
@@ -229,7 +230,7 @@ def _(event: ConversationStarted, head: Head, rows: Rows, rules: RuleSet) -> Hea
 
 @_apply.register
 def _(event: UserMessagePosted, head: Head, rows: Rows, rules: RuleSet) -> Head:
-    head = _give_up(rows, head).model_copy(update={"approval": None})
+    head = _new_model_call(rows, head, event)
     head = _append_user(rows, head, event.message, event.text, tr.disarms(event, rules))
     update: dict[str, object] = {
         "page_id": event.page,
@@ -243,6 +244,13 @@ def _(event: UserMessagePosted, head: Head, rows: Rows, rules: RuleSet) -> Head:
 
 @_apply.register
 def _(event: TurnRetried, head: Head, rows: Rows, rules: RuleSet) -> Head:
+    return _new_model_call(rows, head, event)
+
+
+def _new_model_call(rows: Rows, head: Head, event: ConversationEvent) -> Head:
+    """A new model call gives up a pending approval (`domain.cards.starts_model_call`)."""
+    if not starts_model_call(event):
+        return head
     return _give_up(rows, head).model_copy(update={"approval": None})
 
 
@@ -255,11 +263,10 @@ def _(event: SegmentReturned, head: Head, rows: Rows, rules: RuleSet) -> Head:
         new = co.approval_outcomes(head.approval, event, rules, (head.length, head.outcomes))
         rows.put_outcomes(new)
     open_cards = head.open_cards
-    if event.outcome == "awaiting_approval" and event.skill is not None:
+    if event.outcome == "awaiting_approval" and is_guided(event):
         open_cards = {**open_cards, event.segment: OpenCard(run=event.run, calls=event.waiting)}
     # run record
-    pending = head.pending
-    if pending is None or event.trigger != "approval" or event.run != pending.run:
+    if not continues_run(event.trigger, event.run, head.pending.run if head.pending else None):
         head = _give_up(rows, head)
     entry = rr.new_entry(event, head.follow, rules)
     rows.put_entry(entry)
@@ -302,7 +309,7 @@ def _(event: CardDecided, head: Head, rows: Rows, rules: RuleSet) -> Head:
         head = _append_user(rows, head, event.message, event.text, tr.disarms(event, rules))
     if card is None:
         return head
-    if event.approved:
+    if event.approved and records_outcome(True, event.answer):
         approval = Approval(card=event.segment, run=card.run, answer=event.answer, calls=card.calls)
         return head.model_copy(update={"approval": approval})
     new = co.declined_outcomes(card.calls, event, (head.length, head.outcomes))

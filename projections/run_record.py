@@ -24,7 +24,8 @@ from domain.events import (
     TurnsTruncated,
     UserMessagePosted,
 )
-from domain.values import PLAIN_DENIAL, Completeness, Immutable
+from domain.cards import continues_run, is_guided, records_outcome, starts_model_call
+from domain.values import Completeness, Immutable
 from projections.rules import RuleSet, resolve
 from projections.steps import (
     Follow,
@@ -180,13 +181,12 @@ def _give_up(state: RunRecord) -> RunRecord:
 @_apply.register(UserMessagePosted)
 @_apply.register(TurnRetried)
 def _(event: ConversationEvent, state: RunRecord, rules: RuleSet) -> RunRecord:
-    return _give_up(state)
+    return _give_up(state) if starts_model_call(event) else state
 
 
 @_apply.register
 def _(event: SegmentReturned, state: RunRecord, rules: RuleSet) -> RunRecord:
-    pending = state.pending
-    if pending is None or event.trigger != "approval" or event.run != pending.run:
+    if not continues_run(event.trigger, event.run, state.pending.run if state.pending else None):
         state = _give_up(state)
     entry = new_entry(event, state.follow, rules)
     entries = (*state.entries, entry)
@@ -208,7 +208,7 @@ def _(event: SegmentReturned, state: RunRecord, rules: RuleSet) -> RunRecord:
 def waits_on(event: SegmentReturned) -> str | None:
     """Returns what a waiting segment's card waits on: its run in a guided process (a skill is
     in force), None for an ordinary card."""
-    return event.run if event.skill is not None else None
+    return event.run if is_guided(event) else None
 
 
 def new_entry(event: SegmentReturned, follow: Follow | None, rules: RuleSet) -> Entry:
@@ -247,7 +247,7 @@ def decided(event: CardDecided, run: str | None) -> tuple[str | None, Pending | 
     """Returns the decision a card's entry records and the approval whose outcome is still to
     come: a guided card (`run` set) records its decision as a card outcome, except a plain
     denial; so its entry names the decision only where no outcome will say it."""
-    said_by_outcome = run is not None and event.answer != PLAIN_DENIAL
+    said_by_outcome = records_outcome(run is not None, event.answer)
     decision = None if said_by_outcome else event.answer
     pending = Pending(card=event.segment, run=run, answer=event.answer) if said_by_outcome and event.approved else None
     return decision, pending
