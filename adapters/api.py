@@ -94,7 +94,7 @@ class Chatrecord:
         """Returns the input of the conversation's latest turn under the live rule set: the system
         message's page line, the transcript with the notes placed, the read models it saw.
 
-        Raises UnknownConversation for an id the store does not hold, NoTurnInEvents when no
+        Raises UnknownConversation for an id the store does not hold, NoTurnYet when no
         user message has started a turn yet.
         """
         return self.read_models.turn_input(lookup_key(conversation), can_see_page)

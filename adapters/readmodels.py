@@ -12,7 +12,7 @@ library's insert (which serialises every writer on PostgreSQL) short, so N write
 conversations run side by side.
 
 `rebuild(rules)` folds the whole log, page by page, into a new generation's tables with the
-same fold (`projections.rows.advance`), then, under the exclusive lock, folds what was stored
+same fold (`projections.rows.apply_to_rows`), then, under the exclusive lock, folds what was stored
 meanwhile and switches the pointer. `diff(rules)` compares the live rows with a fold under
 another rule set and writes nothing.
 """
@@ -32,11 +32,11 @@ from domain.events import ConversationEvent, conversation_uuid
 from projections import turn
 from projections.card_outcomes import CardOutcomes
 from projections.page_line import PageCheck, every_page
-from projections.rows import Head, advance
+from projections.rows import Head, apply_to_rows
 from projections.rules import DEFAULT_RULE_SET, RuleSet, resolve
 from projections.run_record import RunRecord
 from projections.transcript import Transcript
-from projections.turn import NoTurnInEvents, TurnInput, TurnState
+from projections.turn import NoTurnYet, TurnInput, TurnState
 from projections.turn_notes import TurnNotes, turn_notes
 
 log = logging.getLogger("chatrecord")
@@ -103,7 +103,7 @@ def fold_into(rows: Any, head: Head | None, events: Iterable[ConversationEvent],
                 f"event {event.originator_version} of conversation {event.originator_id} does not follow "
                 f"the read models' version {version}; run: chatrecord rebuild"
             )
-        head = advance(rows, head or Head(), event, rules)
+        head = apply_to_rows(rows, head or Head(), event, rules)
     return head
 
 
@@ -248,11 +248,11 @@ class ReadModels:
         """Returns the input of the conversation's latest turn (its latest user message, retry
         or edit), as that turn saw it: from the rows when nothing happened since the turn
         started, else from its log up to the turn. Raises UnknownConversation for a
-        conversation the store does not hold, NoTurnInEvents when no turn has started yet."""
+        conversation the store does not hold, NoTurnYet when no turn has started yet."""
 
         def read(rows: Any, head: Head, rules: str) -> TurnInput:
             if head.turn is None:
-                raise NoTurnInEvents(
+                raise NoTurnYet(
                     f'conversation "{conversation}" has no user message or retry yet, so no turn to build')
             if head.turn.version == head.version:
                 return turn.turn_input(_state(rows, head), head.turn.message, head.turn.at, rules, can_see_page)
@@ -407,5 +407,5 @@ def _diff(conversation: str, before: TurnState, before_rules: str, events: Seque
 def _notes(events: Sequence[ConversationEvent], rules: RuleSet | str) -> tuple[str, ...]:
     try:
         return turn.build_turn_input(events, rules).notes
-    except NoTurnInEvents:
+    except NoTurnYet:
         return ()

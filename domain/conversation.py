@@ -22,7 +22,7 @@ from domain.errors import (
     MessageOutOfOrder,
     NoCardWaiting,
     NoQuestionWaiting,
-    NoTurn,
+    SegmentBeforeMessage,
     TurnTruncated,
     UnknownMessage,
     WrongConversationKind,
@@ -204,7 +204,7 @@ def return_segment(
     """Returns [SegmentReturned]; [] when `segment` was recorded already (the chat may deliver
     twice: the first result stands, see `recorded_segment`).
 
-    Raises NoTurn before any user message, TurnTruncated for a segment or run an edit cut away,
+    Raises SegmentBeforeMessage before any user message, TurnTruncated for a segment or run an edit cut away,
     ContinuationBeforeDecision for a continuation (`approval`, `answer`) while a card or
     question still waits for its decision.
     """
@@ -219,7 +219,7 @@ def return_segment(
     if record is not None or past.run_cut(run):
         raise TurnTruncated(f"segment {segment} belongs to a turn an edit has cut away")
     if current.last_message == 0:
-        raise NoTurn(f"segment {segment} returned before any user message")
+        raise SegmentBeforeMessage(f"segment {segment} returned before any user message")
     if trigger in ("approval", "answer") and current.waiting is not None:
         waits = current.waiting_info.waits if current.waiting_info else None
         decision = "card_decided" if waits == "card" else "question_answered"

@@ -73,7 +73,7 @@ class WrongConversationKind(ChatrecordError):
     field = "type"
 
 
-class NoTurn(ChatrecordError):
+class SegmentBeforeMessage(ChatrecordError):
     """Raised when a segment returns before any user message started a turn."""
 
     field = "segment"

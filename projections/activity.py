@@ -22,7 +22,7 @@ from domain.events import (
 )
 from domain.values import Immutable
 from projections.rules import RuleSet, resolve
-from projections.steps import Follow, follow_after, follows_for, read_segment
+from projections.steps import LastDecision, decision_after, decision_kind, read_segment
 
 APPROVED_HEADING = "Von dir freigegeben"
 DECLINED_HEADING = "Von dir abgelehnt"
@@ -53,7 +53,7 @@ class Activity(Immutable):
     continuation follows."""
 
     segments: tuple[SegmentActivity, ...] = ()
-    follow: Follow | None = None
+    follow: LastDecision | None = None
 
 
 def initial() -> Activity:
@@ -66,7 +66,7 @@ def apply(state: Activity, event: ConversationEvent, rules: RuleSet | str) -> Ac
     return _apply(event, state, resolve(rules))
 
 
-def decision_entry(follow: Follow) -> ActivityEntry:
+def decision_entry(follow: LastDecision) -> ActivityEntry:
     """Returns the entry of a decision on a card or an answer to a question."""
     if follow.kind == "answered":
         return ActivityEntry(kind="answer", label=ANSWERED_LABEL)
@@ -77,7 +77,7 @@ def decision_entry(follow: Follow) -> ActivityEntry:
 def _decided(state: Activity, event: ConversationEvent) -> Activity:
     """Returns the state with the decision or answer entry on the card's or question's own
     segment (so it shows also when no continuation follows, as the run record has it)."""
-    follow = follow_after(state.follow, event)
+    follow = decision_after(state.follow, event)
     assert follow is not None
     segments = tuple(
         s.model_copy(update={"entries": (*s.entries, decision_entry(follow))}) if s.segment == follow.segment else s
@@ -93,7 +93,7 @@ def _apply(event: ConversationEvent, state: Activity, rules: RuleSet) -> Activit
 
 @_apply.register
 def _(event: SegmentReturned, state: Activity, rules: RuleSet) -> Activity:
-    follows = follows_for(event.trigger, state.follow)
+    follows = decision_kind(event.trigger, state.follow)
     reading = read_segment(event.steps, event.trigger, follows, rules, outcome=event.outcome)
     entries = []
     for call in reading.calls:
@@ -103,7 +103,7 @@ def _(event: SegmentReturned, state: Activity, rules: RuleSet) -> Activity:
             ActivityEntry(kind="tool", label=call.label, tool=call.tool, reading=call.reading, hint=call.hint)
         )
     segment = SegmentActivity(segment=event.segment, entries=tuple(entries))
-    return state.model_copy(update={"segments": (*state.segments, segment), "follow": follow_after(state.follow, event)})
+    return state.model_copy(update={"segments": (*state.segments, segment), "follow": decision_after(state.follow, event)})
 
 
 @_apply.register(CardDecided)
@@ -115,6 +115,6 @@ def _(event: ConversationEvent, state: Activity, rules: RuleSet) -> Activity:
 @_apply.register
 def _(event: TurnsTruncated, state: Activity, rules: RuleSet) -> Activity:
     cut = set(event.cut_segments)
-    follow = follow_after(state.follow, event)
+    follow = decision_after(state.follow, event)
     kept = tuple(s for s in state.segments if s.segment not in cut)
     return state.model_copy(update={"segments": kept, "follow": follow})

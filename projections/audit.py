@@ -42,7 +42,7 @@ from domain.events import (
 from projections import card_outcomes
 from projections.card_outcomes import CardOutcome, CardOutcomes
 from projections.rules import RuleSet, resolve
-from projections.steps import Follow, follow_after, follows_for, read_segment
+from projections.steps import LastDecision, decision_after, decision_kind, read_segment
 from projections.turn import iso
 
 
@@ -71,7 +71,7 @@ class AuditState:
     """The rows so far, what the next continuation follows, and the card outcomes fold."""
 
     rows: tuple[AuditRow, ...] = ()
-    follow: Follow | None = None
+    follow: LastDecision | None = None
     outcomes: CardOutcomes = CardOutcomes()
 
 
@@ -151,7 +151,7 @@ def _(event: SkillLoaded, state: AuditState, rules: RuleSet) -> AuditState:
 
 @_apply.register
 def _(event: SegmentReturned, state: AuditState, rules: RuleSet) -> AuditState:
-    follows = follows_for(event.trigger, state.follow)
+    follows = decision_kind(event.trigger, state.follow)
     reading = read_segment(event.steps, event.trigger, follows, rules, outcome=event.outcome)
     counts: dict[tuple[str, str], int] = {}
     for call in reading.calls:
@@ -177,19 +177,19 @@ def _(event: SegmentReturned, state: AuditState, rules: RuleSet) -> AuditState:
         ],
         flagged=event.nothing_saved,
     )
-    return replace(state, follow=follow_after(state.follow, event))
+    return replace(state, follow=decision_after(state.follow, event))
 
 
 @_apply.register
 def _(event: CardDecided, state: AuditState, rules: RuleSet) -> AuditState:
     state = _row(state, event, "decision", segment=event.segment, approved=event.approved, answer=event.answer)
-    return replace(state, follow=follow_after(state.follow, event))
+    return replace(state, follow=decision_after(state.follow, event))
 
 
 @_apply.register
 def _(event: QuestionAnswered, state: AuditState, rules: RuleSet) -> AuditState:
     state = _row(state, event, "answer", segment=event.segment, message=event.message)
-    return replace(state, follow=follow_after(state.follow, event))
+    return replace(state, follow=decision_after(state.follow, event))
 
 
 @_apply.register
@@ -217,7 +217,7 @@ def _(event: MessageEdited, state: AuditState, rules: RuleSet) -> AuditState:
 def _(event: TurnsTruncated, state: AuditState, rules: RuleSet) -> AuditState:
     segments, cards, messages = set(event.cut_segments), set(event.cut_cards), set(event.cut_messages)
     rows = tuple(replace(row, cut=True) if _is_cut(row, segments, cards, messages) else row for row in state.rows)
-    follow = follow_after(state.follow, event)
+    follow = decision_after(state.follow, event)
     state = replace(state, rows=rows, follow=follow)
     return _row(state, event, "cut", after_message=event.after_message, messages=list(event.cut_messages),
                 segments=list(event.cut_segments), cards=list(event.cut_cards))

@@ -4,7 +4,7 @@
 continuation follows, which cards wait, the transcript's length, the view context, the latest
 turn). Everything that grows with the history lives in rows behind the `Rows` view: run record
 entries (the newest `RuleSet.record_entries` kept; an older one is deleted when it falls out),
-card outcomes, transcript messages, page changes and turns. `advance(rows, head, event, rules)`
+card outcomes, transcript messages, page changes and turns. `apply_to_rows(rows, head, event, rules)`
 applies one event through the view's small methods and returns the new head; it reads rows
 only by key (a segment, a transcript index, a user message number), so its cost does not
 depend on the history.
@@ -43,8 +43,8 @@ from projections import run_record as rr
 from projections import transcript as tr
 from projections.card_outcomes import Approval, CardOutcome, OpenCard
 from projections.rules import RuleSet
-from projections.run_record import Entry, Pending
-from projections.steps import Follow, follow_after
+from projections.run_record import Entry, PendingApproval
+from projections.steps import LastDecision, decision_after
 from projections.transcript import Message
 from projections.turn import starts_turn
 from projections.view_context import ViewContext, last_page
@@ -73,9 +73,9 @@ class Head(Immutable):
     kind: Literal["chat", "alt_text"] = "chat"
     seqs: tuple[int, ...] = ()
     dropped: int = 0
-    follow: Follow | None = None
+    follow: LastDecision | None = None
     open_waits: dict[str, str | None] = {}
-    pending: Pending | None = None
+    pending: PendingApproval | None = None
     outcomes: int = 0
     open_cards: dict[str, OpenCard] = {}
     approval: Approval | None = None
@@ -139,7 +139,7 @@ class Rows(Protocol):
         """Records a model call a user message started."""
 
 
-def advance(rows: Rows, head: Head, event: ConversationEvent, rules: RuleSet) -> Head:
+def apply_to_rows(rows: Rows, head: Head, event: ConversationEvent, rules: RuleSet) -> Head:
     """Applies `event` to the rows and returns the head after it. The caller checks that the
     event's version follows `head.version`."""
     head = _apply(event, head, rows, rules)
@@ -280,7 +280,7 @@ def _(event: SegmentReturned, head: Head, rows: Rows, rules: RuleSet) -> Head:
     update: dict[str, object] = {
         "seqs": seqs[overflow:],
         "dropped": head.dropped + overflow,
-        "follow": follow_after(head.follow, event),
+        "follow": decision_after(head.follow, event),
         "open_waits": open_waits,
         "pending": None,
         "outcomes": head.outcomes + len(new),
@@ -304,7 +304,7 @@ def _(event: CardDecided, head: Head, rows: Rows, rules: RuleSet) -> Head:
     decision, pending = rr.decided(event, head.open_waits.get(event.segment))
     _update_entry(rows, head, event.segment, resolved="decided", decision=decision)
     card = head.open_cards.get(event.segment)
-    head = head.model_copy(update={"follow": follow_after(head.follow, event), "pending": pending, **_close(head, event.segment)})
+    head = head.model_copy(update={"follow": decision_after(head.follow, event), "pending": pending, **_close(head, event.segment)})
     if event.message is not None and event.text is not None:
         head = _append_user(rows, head, event.message, event.text, tr.disarms(event, rules))
     if card is None:
@@ -321,7 +321,7 @@ def _(event: CardDecided, head: Head, rows: Rows, rules: RuleSet) -> Head:
 def _(event: QuestionAnswered, head: Head, rows: Rows, rules: RuleSet) -> Head:
     _update_entry(rows, head, event.segment, resolved="answered")
     open_waits = {s: g for s, g in head.open_waits.items() if s != event.segment}
-    head = head.model_copy(update={"follow": follow_after(head.follow, event), "open_waits": open_waits})
+    head = head.model_copy(update={"follow": decision_after(head.follow, event), "open_waits": open_waits})
     return _append_user(rows, head, event.message, event.text, tr.disarms(event, rules))
 
 
@@ -348,7 +348,7 @@ def _(event: TurnsTruncated, head: Head, rows: Rows, rules: RuleSet) -> Head:
     rows.delete_entries(gone)
     update: dict[str, object] = {
         "seqs": tuple(s for s in head.seqs if s not in gone),
-        "follow": follow_after(head.follow, event),
+        "follow": decision_after(head.follow, event),
         "open_waits": {s: g for s, g in head.open_waits.items() if s not in cut},
         "pending": head.pending if head.pending and head.pending.card not in cut else None,
     }

@@ -28,10 +28,10 @@ from domain.cards import continues_run, is_guided, records_outcome, starts_model
 from domain.values import Completeness, Immutable
 from projections.rules import RuleSet, resolve
 from projections.steps import (
-    Follow,
+    LastDecision,
     SegmentReading,
-    follow_after,
-    follows_for,
+    decision_after,
+    decision_kind,
     read_segment,
 )
 
@@ -109,7 +109,7 @@ class Entry(Immutable):
         return not (self.tools or self.written or self.waiting or self.decision or self.undecided)
 
 
-class Pending(Immutable):
+class PendingApproval(Immutable):
     """An approval of a guided card whose outcome waits for the continuation of `run`."""
 
     card: str
@@ -127,9 +127,9 @@ class RunRecord(Immutable):
 
     entries: tuple[Entry, ...] = ()
     dropped: int = 0
-    follow: Follow | None = None
+    follow: LastDecision | None = None
     open_waits: dict[str, str | None] = {}
-    pending: Pending | None = None
+    pending: PendingApproval | None = None
 
 
 def initial() -> RunRecord:
@@ -198,7 +198,7 @@ def _(event: SegmentReturned, state: RunRecord, rules: RuleSet) -> RunRecord:
         update={
             "entries": entries[overflow:],
             "dropped": state.dropped + overflow,
-            "follow": follow_after(state.follow, event),
+            "follow": decision_after(state.follow, event),
             "open_waits": open_waits,
             "pending": None,
         }
@@ -211,10 +211,10 @@ def waits_on(event: SegmentReturned) -> str | None:
     return event.run if is_guided(event) else None
 
 
-def new_entry(event: SegmentReturned, follow: Follow | None, rules: RuleSet) -> Entry:
+def new_entry(event: SegmentReturned, follow: LastDecision | None, rules: RuleSet) -> Entry:
     """Returns the run record entry of a returned segment, read under `rules` after `follow`
     (what its continuation follows). The one reading both the folded and the row read models use."""
-    follows = follows_for(event.trigger, follow)
+    follows = decision_kind(event.trigger, follow)
     reading = read_segment(event.steps, event.trigger, follows, rules, outcome=event.outcome)
     return Entry(
         segment=event.segment,
@@ -236,26 +236,26 @@ def new_entry(event: SegmentReturned, follow: Follow | None, rules: RuleSet) -> 
 @_apply.register
 def _(event: CardDecided, state: RunRecord, rules: RuleSet) -> RunRecord:
     decision, pending = decided(event, state.open_waits.get(event.segment))
-    follow = follow_after(state.follow, event)
+    follow = decision_after(state.follow, event)
     entries = _update(state, event.segment, resolved="decided", decision=decision)
     return state.model_copy(
         update={"entries": entries, "follow": follow, "open_waits": _close(state, event.segment), "pending": pending}
     )
 
 
-def decided(event: CardDecided, run: str | None) -> tuple[str | None, Pending | None]:
+def decided(event: CardDecided, run: str | None) -> tuple[str | None, PendingApproval | None]:
     """Returns the decision a card's entry records and the approval whose outcome is still to
     come: a guided card (`run` set) records its decision as a card outcome, except a plain
     denial; so its entry names the decision only where no outcome will say it."""
     said_by_outcome = records_outcome(run is not None, event.answer)
     decision = None if said_by_outcome else event.answer
-    pending = Pending(card=event.segment, run=run, answer=event.answer) if said_by_outcome and event.approved else None
+    pending = PendingApproval(card=event.segment, run=run, answer=event.answer) if said_by_outcome and event.approved else None
     return decision, pending
 
 
 @_apply.register
 def _(event: QuestionAnswered, state: RunRecord, rules: RuleSet) -> RunRecord:
-    follow = follow_after(state.follow, event)
+    follow = decision_after(state.follow, event)
     entries = _update(state, event.segment, resolved="answered")
     return state.model_copy(
         update={"entries": entries, "follow": follow, "open_waits": _close(state, event.segment)}
@@ -273,7 +273,7 @@ def _(event: CardLeftUndecided, state: RunRecord, rules: RuleSet) -> RunRecord:
 @_apply.register
 def _(event: TurnsTruncated, state: RunRecord, rules: RuleSet) -> RunRecord:
     cut = set(event.cut_segments)
-    follow = follow_after(state.follow, event)
+    follow = decision_after(state.follow, event)
     return state.model_copy(
         update={
             "entries": tuple(e for e in state.entries if e.segment not in cut),

@@ -32,7 +32,7 @@ from domain.events import (
 from domain.values import Completeness, Immutable, StepFact
 from projections.rules import RuleSet
 
-Follows = Literal["approved", "declined", "answered"]
+DecisionKind = Literal["approved", "declined", "answered"]
 Reading = Literal["ran", "failed", "not_permitted", "held", "declined"]
 
 PAUSED = frozenset({"awaiting_approval", "awaiting_input"})
@@ -53,23 +53,23 @@ NOT_PERMITTED_HINT = "Bitte eine Administratorin oder einen Administrator, das W
 """Shown with `not_permitted`: ask an administrator to allow the tool again."""
 
 
-class Follow(Immutable):
+class LastDecision(Immutable):
     """What a continuation follows: the decision on card `segment` (`approved`/`declined`,
     with the editor's `answer`) or the answer to its question (`answered`)."""
 
-    kind: Follows
+    kind: DecisionKind
     segment: str
     answer: str | None = None
 
 
-def follow_after(follow: Follow | None, event: ConversationEvent) -> Follow | None:
+def decision_after(follow: LastDecision | None, event: ConversationEvent) -> LastDecision | None:
     """Returns what the next continuation follows once `event` happened: a decision or an
     answer sets it, a segment uses it up, a cut of its segment drops it; other events keep it.
     The one fold of it that the run record, the activity list and the audit share."""
     if isinstance(event, CardDecided):
-        return Follow(kind="approved" if event.approved else "declined", segment=event.segment, answer=event.answer)
+        return LastDecision(kind="approved" if event.approved else "declined", segment=event.segment, answer=event.answer)
     if isinstance(event, QuestionAnswered):
-        return Follow(kind="answered", segment=event.segment)
+        return LastDecision(kind="answered", segment=event.segment)
     if isinstance(event, SegmentReturned):
         return None
     if isinstance(event, TurnsTruncated) and follow is not None and follow.segment in event.cut_segments:
@@ -114,7 +114,7 @@ class SegmentReading(Immutable):
     writes: tuple[WriteReading, ...] = ()
 
 
-def follows_for(trigger: str, follow: Follow | None) -> Follows | None:
+def decision_kind(trigger: str, follow: LastDecision | None) -> DecisionKind | None:
     """Returns what a segment of `trigger` follows: the decision for `approval`, the answer for
     `answer`, None for a turn or a retry or when `follow` does not fit the trigger."""
     if follow is None:
@@ -127,7 +127,7 @@ def follows_for(trigger: str, follow: Follow | None) -> Follows | None:
 
 
 def read_segment(
-    steps: Sequence[StepFact], trigger: str, follows: Follows | None, rules: RuleSet, *, outcome: str
+    steps: Sequence[StepFact], trigger: str, follows: DecisionKind | None, rules: RuleSet, *, outcome: str
 ) -> SegmentReading:
     """Returns the reading of one segment's `steps` (see the module docstring).
 
@@ -165,7 +165,7 @@ def read_segment(
     return SegmentReading(calls=tuple(calls), writes=tuple(writes))
 
 
-def read_call(step: StepFact, opening: bool, follows: Follows | None, rules: RuleSet, paused: bool) -> Reading:
+def read_call(step: StepFact, opening: bool, follows: DecisionKind | None, rules: RuleSet, paused: bool) -> Reading:
     """Returns the reading of one tool step (the amendment's table, one row per branch);
     `paused` tells a segment that ended waiting for a card or a question."""
     if not step.tool_is_error:

@@ -34,7 +34,7 @@ from projections.transcript import Message, Transcript
 from projections.view_context import ViewContext
 
 
-class NoTurnInEvents(ChatrecordError):
+class NoTurnYet(ChatrecordError):
     """Raised when a turn input is asked for events that hold no user message or retry."""
 
 
@@ -164,13 +164,13 @@ def build_turn_input(
     can_see_page: PageCheck = every_page,
 ) -> TurnInput:
     """Returns the turn input of the latest user message or retry in `events`, as that turn
-    saw it. Raises NoTurnInEvents when no event starts a turn."""
+    saw it. Raises NoTurnYet when no event starts a turn."""
     rules = resolve(rules)
     last = None
     for last in _turns(events, rules):  # noqa: B007 - the last turn is the one asked for
         pass
     if last is None:
-        raise NoTurnInEvents("the events hold no user message or retry, so no turn to build")
+        raise NoTurnYet("the events hold no user message or retry, so no turn to build")
     return turn_input(last[0], last[1], last[2], rules, can_see_page)
 
 

@@ -30,7 +30,7 @@ from projections import turn as turns
 from projections.turn_notes import apply_notes
 from adapters.view_rows import TABLES
 from projections.rules import UnknownRuleSet
-from projections.turn import NoTurnInEvents, build_turn_input
+from projections.turn import NoTurnYet, build_turn_input
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
 from test_properties import EPISODES, st, tell  # noqa: E402  the random conversations of the unit properties
@@ -239,7 +239,7 @@ class ReadModelsContract:
     def test_a_conversation_without_a_turn_has_no_turn_input(self, store: ConversationStore) -> None:
         models = ReadModels(store)
         ingest(store, Lines("conv-new").add("conversation_started", kind="chat", owner=7).lines)
-        with pytest.raises(NoTurnInEvents):
+        with pytest.raises(NoTurnYet):
             models.turn_input("conv-new")
 
     @settings(max_examples=12, deadline=None,

@@ -9,7 +9,7 @@ from factories import Chat, seo_tour
 
 from adapters.ingest import read_events
 from projections.notes import OPEN
-from projections.turn import NoTurnInEvents, build_turn_input, replay_json, replay_turns
+from projections.turn import NoTurnYet, build_turn_input, replay_json, replay_turns
 
 DEMO = Path(__file__).parents[1] / "data" / "demo_seo_tour.jsonl"
 SIX_FIELDS = ("title", "og_image", "og_title", "og_description", "twitter_title", "twitter_description")
@@ -177,5 +177,5 @@ def test_the_replay_json_has_the_contracts_shape(demo_events):
 
 
 def test_events_without_a_user_message_have_no_turn_to_build():
-    with pytest.raises(NoTurnInEvents):
+    with pytest.raises(NoTurnYet):
         build_turn_input(Chat().events)

@@ -1,6 +1,6 @@
 """The row read models equal a fresh fold of the log, for random conversations (hypothesis).
 
-`projections.rows.advance` applies each event to a conversation's rows (here the in-memory
+`projections.rows.apply_to_rows` applies each event to a conversation's rows (here the in-memory
 rows the memory store uses); the folded read models (`projections.turn.apply`) are the
 reference. Edits, undecided cards, stray continuations and legacy rows all come up.
 """
