@@ -60,9 +60,10 @@ ToolOutcome = Literal["ok", "failed", "cancelled", "unknown"]
 
 
 class Immutable(BaseModel):
-    """Base of every value object and event: frozen, no unknown fields."""
+    """Base of every value object and event: frozen, no unknown fields; a docstring under a
+    field is its description (pydantic's `use_attribute_docstrings`)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
 
 class RecordRef(Immutable):

@@ -60,33 +60,46 @@ class TurnMark(Immutable):
 
 
 class Head(Immutable):
-    """A conversation's bounded state in the row read models (one row per conversation).
-
-    `seqs`: the versions of the run record entries kept, oldest first (at most
-    `record_entries`); `dropped` how many fell out. `outcomes`: card outcomes kept. `length`,
-    `last_role`, `last_user`: the transcript's length, its last message's role and the index of
-    its last user message. `last_change`: the page of the newest page change (None before one).
-    """
+    """A conversation's bounded state in the row read models (one row per conversation)."""
 
     conversation: str = ""
+    """The conversation's id as the chat names it."""
     version: int = 0
+    """The version of the last event applied: each event is applied once, in order."""
     kind: Literal["chat", "alt_text"] = "chat"
+    """The conversation's kind; an `alt_text` conversation gets no notes."""
     seqs: tuple[int, ...] = ()
+    """The versions of the run record entries kept, oldest first (at most `record_entries`)."""
     dropped: int = 0
+    """How many entries fell out of the run record."""
     follow: LastDecision | None = None
+    """The decision or answer the next continuation follows."""
     open_waits: dict[str, str | None] = {}
+    """Each segment whose card or question waits: its run (a guided card) or None."""
     pending: PendingApproval | None = None
+    """An approved guided card whose outcome its continuation has still to bring."""
     outcomes: int = 0
+    """How many card outcomes are kept."""
     open_cards: dict[str, OpenCard] = {}
+    """The waiting cards of a guided process, by segment."""
     approval: Approval | None = None
+    """The approved guided card awaiting its continuation (its calls, for their outcomes)."""
     length: int = 0
+    """The transcript's length in messages."""
     last_role: Literal["user", "assistant"] | None = None
+    """The role of the transcript's last message."""
     last_user: int | None = None
+    """The index of the transcript's last user message."""
     page_id: int = 0
+    """The page of the latest turn (0: none)."""
     last_page_id: int = 0
+    """The last page selected in the conversation (kept for a turn sent with page 0)."""
     last_change: int | None = None
+    """The page of the newest page change (None before one)."""
     turn: TurnMark | None = None
+    """The latest model call a user message started."""
     edited: int | None = None
+    """The message an edit just changed (its truncation starts a turn)."""
 
     @property
     def view(self) -> ViewContext:

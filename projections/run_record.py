@@ -63,25 +63,36 @@ class Waiting(Immutable):
 
 
 class Entry(Immutable):
-    """One run segment's entry. `message` is the newest user message when it returned (where
-    its note goes); `waiting` the calls its card or question named; `resolved` says the card
-    was decided or the question answered since (then, or when left undecided, its calls no
-    longer wait); `seq` is the event's version (its place in time)."""
+    """One run segment's entry in the run record."""
 
     segment: str
+    """The segment's id."""
     trigger: str
+    """What started it: `turn`, `approval`, `answer` or `retry`."""
     ending: str
+    """How it ended, as nr-llm names it (`completed`, `awaiting_approval`, …, or `unknown`)."""
     tools: tuple[ToolCount, ...] = ()
+    """The tools that ran, with calls and failed calls."""
     written: tuple[Written, ...] = ()
+    """The records written, with their completeness."""
     waiting: tuple[Waiting, ...] = ()
+    """The calls its card or question named."""
     decision: str | None = None
+    """The editor's answer, where no card outcome says it."""
     undecided: str | None = None
+    """Why its card or question was left undecided (`new_message`, `tour_ended`)."""
     decidable_elsewhere: bool = False
+    """Whether the run may still be decided in AI Tasks (an ordinary chat's card)."""
     card_outcomes_before: int = 0
+    """How many card outcomes existed before it (orders notes at one place)."""
     message: int = 0
+    """The newest user message when it returned (where its note goes)."""
     flagged: bool = False
+    """Whether its answer was flagged nothingSaved."""
     resolved: Resolution | None = None
+    """Whether its card was decided or its question answered since (then nothing waits)."""
     seq: int = 0
+    """The version of the event that recorded it (its place in time)."""
 
     def to_json(self) -> dict[str, Any]:
         """Returns the entry as DESIGN.md's `replay --json` contract shapes a `record` item."""
@@ -118,18 +129,20 @@ class PendingApproval(Immutable):
 
 
 class RunRecord(Immutable):
-    """The run record of one conversation. `dropped` counts entries evicted by the cap;
-    `follow` is the decision or answer the next continuation follows; `open_waits` maps each
-    segment whose card or question waits to its run, or None for a card outside a guided
-    process; `pending` an approved guided card whose outcome its continuation has still to
-    bring: when another segment or a new model call comes first there will be no outcome, so
-    the decision goes on the card's entry (spec: "where no card outcome already says it")."""
+    """The run record of one conversation."""
 
     entries: tuple[Entry, ...] = ()
+    """The newest entries (at most the rule set's `record_entries`), oldest first."""
     dropped: int = 0
+    """How many entries the cap evicted."""
     follow: LastDecision | None = None
+    """The decision or answer the next continuation follows."""
     open_waits: dict[str, str | None] = {}
+    """Each segment whose card or question waits: its run (guided) or None (an ordinary card)."""
     pending: PendingApproval | None = None
+    """An approved guided card whose outcome its continuation has still to bring: when another
+    segment or a new model call comes first there will be no outcome, so the decision goes on
+    the card's entry (spec: "where no card outcome already says it")."""
 
 
 def initial() -> RunRecord:
