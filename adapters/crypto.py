@@ -63,7 +63,7 @@ class BadMasterKey(ChatrecordError):
     store's data keys, or is missing for a store whose keys are wrapped."""
 
 
-class ConversationErased(ChatrecordError):
+class TextsErased(ChatrecordError):
     """Raised when a free text is to be stored for a conversation that was erased."""
 
 
@@ -148,7 +148,7 @@ def _aad(originator_id: UUID, version: int, label: str) -> bytes:
 
 def seal_texts(cls: type, state: dict[str, Any], originator_id: UUID, version: int, keys: KeySource) -> None:
     """Encrypts the free texts of an event's `state` in place (creating the conversation's
-    data key on its first text). Raises ConversationErased when its key was erased."""
+    data key on its first text). Raises TextsErased when its key was erased."""
     key: bytes | None = None
     for path in FREE_TEXT.get(cls, ()):
         for container, index, label in _slots(state, path):
@@ -158,7 +158,7 @@ def seal_texts(cls: type, state: dict[str, Any], originator_id: UUID, version: i
             if key is None:
                 key = keys.key(originator_id, create=True)
                 if key is None:
-                    raise ConversationErased(f"conversation {originator_id} was erased; no text can be stored for it")
+                    raise TextsErased(f"conversation {originator_id} was erased; no text can be stored for it")
             nonce = os.urandom(12)
             sealed = nonce + AESGCM(key).encrypt(nonce, value.encode(), _aad(originator_id, version, label))
             container[index] = {SEALED: base64.b64encode(sealed).decode()}

@@ -17,7 +17,7 @@ from psycopg import sql
 from adapters.application import ConversationStore
 from adapters.cli_ingest import ingest_lines
 from adapters.chain_verify import verdicts
-from adapters.crypto import ERASED, FREE_TEXT, ConversationErased
+from adapters.crypto import ERASED, FREE_TEXT, TextsErased
 from adapters.data_keys import DataKeys
 from adapters.erasure import erase
 from adapters.readmodels import ReadModels
@@ -174,7 +174,7 @@ class ErasureContract:
         erase(store, "conv-erase")
         line = {"type": "user_message", "conversation": "conv-erase", "at": AT, "message": 5, "text": "neu", "page": 0}
         report = ingest_lines(store, [json.dumps(line)], "late")
-        assert isinstance(report.stopped, ConversationErased)
+        assert isinstance(report.stopped, TextsErased)
         assert not any(getattr(e, "text", None) == "neu" for e in store.events("conv-erase"))
 
     def test_other_conversations_keep_their_texts(self, store: ConversationStore) -> None:
