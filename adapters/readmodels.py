@@ -313,7 +313,7 @@ class ReadModels:
     def _fold_page(self, curs: Any, generation: int, rules: RuleSet,
                    by_conversation: dict[UUID, list[ConversationEvent]]) -> None:
         for key, events in by_conversation.items():
-            rows = self.backend.rows(curs, generation, key)
+            rows = self.backend.rows(curs, generation, key, buffered=True)
             head = rows.head()
             try:
                 after = fold_into(rows, head, events, rules)
@@ -321,6 +321,7 @@ class ReadModels:
                 after = fold_into(rows, head, self.store.events.get(key, gt=(head.version if head else 0) or None), rules)
             if after is not None and after is not head:
                 rows.put_head(after)
+            getattr(rows, "flush", lambda: None)()
 
     def rebuild(self, rules: str, progress: Progress | None = None) -> RebuildReport:
         """Folds the whole event log under `rules` into a new generation's tables, then makes

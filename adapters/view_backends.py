@@ -20,7 +20,15 @@ from uuid import UUID
 from eventsourcing.postgres import PostgresDatastore
 from eventsourcing.sqlite import SQLiteDatastore
 
-from adapters.view_rows import TABLES, MemoryConversation, MemoryRows, SQLRows, create_statements, table_names
+from adapters.view_rows import (
+    TABLES,
+    BufferedRows,
+    MemoryConversation,
+    MemoryRows,
+    SQLRows,
+    create_statements,
+    table_names,
+)
 
 POINTER = "chatrecord_views"
 OLD_POINTER = "chatrecord_projection"
@@ -43,8 +51,9 @@ class Backend:
         """A context manager yielding a cursor of one transaction (committed if `write`)."""
         raise NotImplementedError
 
-    def rows(self, curs: Any, generation: int, cid: UUID) -> Any:
-        """Returns the rows of conversation `cid` in `generation`, through `curs`."""
+    def rows(self, curs: Any, generation: int, cid: UUID, buffered: bool = False) -> Any:
+        """Returns the rows of conversation `cid` in `generation`, through `curs`; `buffered`
+        rows hold their writes until `flush()` (a rebuild's page)."""
         raise NotImplementedError
 
     def pointer(self, curs: Any) -> Pointer | None:
@@ -87,8 +96,9 @@ class SQLBackend(Backend):
         with self.datastore.transaction(commit=write) as curs:
             yield curs
 
-    def rows(self, curs: Any, generation: int, cid: UUID) -> SQLRows:
-        return SQLRows(curs, table_names(generation, self.schema), str(cid), self.p)
+    def rows(self, curs: Any, generation: int, cid: UUID, buffered: bool = False) -> SQLRows:
+        kind = BufferedRows if buffered else SQLRows
+        return kind(curs, table_names(generation, self.schema), str(cid), self.p)
 
     def _t(self, name: str) -> str:
         return f'"{self.schema}".{name}' if self.schema else name
@@ -198,7 +208,7 @@ class MemoryBackend(Backend):
         with self.lock_:
             yield None
 
-    def rows(self, curs: Any, generation: int, cid: UUID) -> MemoryRows:
+    def rows(self, curs: Any, generation: int, cid: UUID, buffered: bool = False) -> MemoryRows:
         return MemoryRows(self.tables[generation].setdefault(cid, MemoryConversation()))
 
     def pointer(self, curs: Any) -> Pointer | None:

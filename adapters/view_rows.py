@@ -303,3 +303,123 @@ class MemoryRows:
 
     def put_turn(self, turn: TurnMark) -> None:
         self.r.turns.setdefault(turn.version, turn)
+
+
+class BufferedRows(SQLRows):
+    """`SQLRows` that holds its writes until `flush`, which sends them with one `executemany`
+    per table (a rebuild folds a page of the log this way). Reads see the held writes first.
+    A cut (an edit's truncation) flushes first and then runs at once: it is rare and ranges
+    over rows."""
+
+    def __init__(self, curs: Any, tables: dict[str, str], cid: str, p: str) -> None:
+        super().__init__(curs, tables, cid, p)
+        self._entries: dict[int, Entry | None] = {}
+        self._segments: dict[str, int | None] = {}
+        self._outcomes: list[CardOutcome] = []
+        self._messages: dict[int, Message] = {}
+        self._ends: dict[int, int | None] = {}
+        self._pages: dict[int, int] = {}
+        self._turns: list[TurnMark] = []
+        self._head: Head | None = None
+
+    # reads: held writes first
+    def head(self) -> Head | None:
+        return self._head if self._head is not None else super().head()
+
+    def put_head(self, head: Head) -> None:
+        self._head = head
+
+    def entry(self, segment: str) -> Entry | None:
+        if segment in self._segments:
+            seq = self._segments[segment]
+            return None if seq is None else self._entries.get(seq)
+        return super().entry(segment)
+
+    def put_entry(self, entry: Entry) -> None:
+        self._entries[entry.seq] = entry
+        self._segments[entry.segment] = entry.seq
+
+    def delete_entries(self, seqs: Iterable[int]) -> None:
+        for seq in seqs:
+            held = self._entries.get(seq)
+            if held is None and seq not in self._entries:
+                found = self._q(f"SELECT segment FROM {self.t['entries']} WHERE cid = ? AND seq = ?", seq).fetchone()
+                if found is not None:
+                    self._segments[found["segment"]] = None
+            elif held is not None:
+                self._segments[held.segment] = None
+            self._entries[seq] = None
+
+    def put_outcomes(self, outcomes: Iterable[CardOutcome]) -> None:
+        self._outcomes.extend(outcomes)
+
+    def message(self, index: int) -> Message | None:
+        return self._messages[index] if index in self._messages else super().message(index)
+
+    def put_message(self, index: int, message: Message) -> None:
+        self._messages[index] = message
+
+    def end_block(self, index: int, end: int | None) -> None:
+        self._ends[index] = end
+
+    def put_page(self, message: int, page: int) -> None:
+        self._pages[message] = page
+
+    def put_turn(self, turn: TurnMark) -> None:
+        self._turns.append(turn)
+
+    def user_index(self, number: int) -> int | None:
+        self.flush()
+        return super().user_index(number)
+
+    def block_end(self, number: int) -> int | None:
+        self.flush()
+        return super().block_end(number)
+
+    # cuts: flush, then at once
+    def cut_outcomes(self, cards: set[str], length: int) -> int:
+        self.flush()
+        return super().cut_outcomes(cards, length)
+
+    def cut_messages(self, keep: int) -> None:
+        self.flush()
+        super().cut_messages(keep)
+
+    def cut_pages(self, after: int) -> tuple[int | None, int]:
+        self.flush()
+        return super().cut_pages(after)
+
+    def clear(self) -> None:
+        self.flush()
+        super().clear()
+
+    def _many(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
+        if rows:
+            self.curs.executemany(sql.replace("?", self.p), rows)
+
+    def flush(self) -> None:
+        """Sends the held writes."""
+        t, cid = self.t, self.cid
+        kept = [(cid, e.seq, e.segment, e.model_dump_json()) for e in self._entries.values() if e is not None]
+        self._many(f"DELETE FROM {t['entries']} WHERE cid = ? AND seq = ?",
+                   [(cid, seq) for seq, e in self._entries.items() if e is None])
+        self._many(f"INSERT INTO {t['entries']} (cid, seq, segment, body) VALUES (?, ?, ?, ?) "
+                   "ON CONFLICT (cid, seq) DO UPDATE SET body = excluded.body", kept)
+        self._many(f"INSERT INTO {t['outcomes']} (cid, v, sub, card, after, body) VALUES (?, ?, ?, ?, ?, ?)",
+                   [(cid, o.seq[0], o.seq[1], o.card, o.after, o.model_dump_json()) for o in self._outcomes])
+        self._many(f"INSERT INTO {t['messages']} (cid, idx, role, number, block_end, body) VALUES (?, ?, ?, ?, NULL, ?) "
+                   "ON CONFLICT (cid, idx) DO UPDATE SET role = excluded.role, number = excluded.number, "
+                   "body = excluded.body",
+                   [(cid, i, m.role, m.number, m.model_dump_json()) for i, m in sorted(self._messages.items())])
+        self._many(f"UPDATE {t['messages']} SET block_end = ? WHERE cid = ? AND idx = ?",
+                   [(end, cid, i) for i, end in self._ends.items()])
+        self._many(f"INSERT INTO {t['pages']} (cid, message, page) VALUES (?, ?, ?) "
+                   "ON CONFLICT (cid, message) DO UPDATE SET page = excluded.page",
+                   [(cid, m, page) for m, page in self._pages.items()])
+        self._many(f"INSERT INTO {t['turns']} (cid, version, message, at) VALUES (?, ?, ?, ?) "
+                   "ON CONFLICT (cid, version) DO NOTHING",
+                   [(cid, tm.version, tm.message, tm.at.isoformat()) for tm in self._turns])
+        if self._head is not None:
+            super().put_head(self._head)
+        self._entries, self._segments, self._outcomes = {}, {}, []
+        self._messages, self._ends, self._pages, self._turns, self._head = {}, {}, {}, [], None
