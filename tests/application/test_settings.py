@@ -57,13 +57,14 @@ def test_chatrecord_db_names_the_sqlite_file() -> None:
 def test_a_database_url_selects_postgresql() -> None:
     env = store_env({"CHATRECORD_DATABASE_URL": "postgresql://app:s%40cret@db.example:6543/chat", "CHATRECORD_DB": "x"})
     assert env == {
-        "PERSISTENCE_MODULE": "eventsourcing.postgres",
+        "PERSISTENCE_MODULE": "adapters.pg_store:PostgresFactory",
         "POSTGRES_DBNAME": "chat",
         "POSTGRES_HOST": "db.example",
         "POSTGRES_PORT": "6543",
         "POSTGRES_USER": "app",
         "POSTGRES_PASSWORD": "s@cret",
         "POSTGRES_CONNECT_TIMEOUT": "5",
+        "POSTGRES_LOCK_TIMEOUT": "10",
     }
     assert describe_backend(env) == "PostgreSQL app@db.example:6543/chat (schema public)"
 
