@@ -100,6 +100,11 @@ def _regclass(schema: str, name: str) -> Composed:
     return SQL("to_regclass({}) IS NOT NULL").format(f'"{schema}"."{name}"')
 
 
+def table_exists(schema: str, table: str) -> Composed:
+    """Returns the catalog query (for `create_once`) that says whether `schema.table` exists."""
+    return SQL("SELECT ") + _regclass(schema, table)
+
+
 def schema_exists_query(recorder: es_postgres.PostgresAggregateRecorder) -> Composed:
     """Returns the one catalog query that says whether `recorder`'s table, type, index and
     insert function all exist."""

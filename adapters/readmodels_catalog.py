@@ -18,6 +18,7 @@ from eventsourcing.postgres import PostgresDatastore
 from eventsourcing.sqlite import SQLiteDatastore
 
 from adapters.application import ConversationStore
+from adapters.pg_store import create_once, lock_key, table_exists
 from adapters.readmodels_views import (
     POPOReadModelsView,
     PostgresReadModelsView,
@@ -83,11 +84,14 @@ class SQLCatalog(Catalog):
 
     def __init__(self, datastore: Any) -> None:
         self.datastore = datastore
+        self._create_pointer(self._q(
+            "CREATE TABLE IF NOT EXISTS {pointer} (id INTEGER PRIMARY KEY CHECK (id = 1), "
+            "generation INTEGER NOT NULL, rules TEXT NOT NULL, next_generation INTEGER NOT NULL)"
+        ))
+
+    def _create_pointer(self, statement: str) -> None:
         with self.datastore.transaction(commit=True) as curs:
-            curs.execute(self._q(
-                "CREATE TABLE IF NOT EXISTS {pointer} (id INTEGER PRIMARY KEY CHECK (id = 1), "
-                "generation INTEGER NOT NULL, rules TEXT NOT NULL, next_generation INTEGER NOT NULL)"
-            ))
+            curs.execute(statement)
 
     def _q(self, text: str) -> str:
         raise NotImplementedError
@@ -196,6 +200,12 @@ class PostgresCatalog(SQLCatalog):
     def _q(self, text: str) -> str:
         schema = '"' + self.datastore.schema.replace('"', '""') + '".'
         return text.replace("{pointer}", schema + POINTER_TABLE).replace("{schema}", schema)
+
+    def _create_pointer(self, statement: str) -> None:
+        # once, under the schema's lock: no DDL when it exists (a read-only replica can read)
+        with self.datastore.get_connection() as conn:
+            create_once(conn, lock_key(self.datastore.schema), table_exists(self.datastore.schema, POINTER_TABLE),
+                        [statement])
 
     def view(self, generation: int, *, create: bool = False) -> ReadModelsView:
         view = PostgresReadModelsView(self.datastore, generation_name(generation))
