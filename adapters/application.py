@@ -7,6 +7,8 @@ events. Everything else (backend, serialisation) is configuration; see `adapters
 from __future__ import annotations
 
 import logging
+import random
+import time
 from collections.abc import Callable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
@@ -28,9 +30,11 @@ from domain.conversation import (
     project_conversation,
     recorded_segment,
 )
+from domain.errors import ChatrecordError
 from domain.events import ConversationEvent, ConversationStarted, conversation_uuid
 
 DEFAULT_SNAPSHOT_INTERVAL = 100
+DEFAULT_MAX_ATTEMPTS = 20
 
 
 class Command(Protocol):
@@ -65,6 +69,26 @@ class HandleResult:
         return not self.appended
 
 
+class WriteConflict(ChatrecordError):
+    """Raised by `ConversationStore.handle` when every try to append a command's events
+    conflicted with another writer's append to the same conversation. Nothing of the command
+    was stored; sending it again is safe (a repeat returns the first result). The HTTP
+    service answers it with 409 Conflict."""
+
+
+BACKOFF_BASE = 0.01
+"""Seconds: the first retry of a conflicting append waits up to this long, doubling per try."""
+BACKOFF_CAP = 0.5
+"""Seconds: no wait between tries is longer."""
+
+
+def backoff(attempt: int) -> float:
+    """Returns the seconds to wait after try `attempt` (1, 2, …) conflicted: a random time up
+    to BACKOFF_BASE·2^(attempt-1), at most BACKOFF_CAP ("full jitter", so writers that
+    collided once do not collide again in step)."""
+    return random.uniform(0, min(BACKOFF_CAP, BACKOFF_BASE * 2 ** (attempt - 1)))
+
+
 class ConversationLog(EventStore):
     """The library's event store, callable for one conversation's full log.
 
@@ -82,7 +106,8 @@ class ConversationStore(Application[UUID]):
     """Stores conversations as event logs; loads them through snapshots.
 
     Env keys besides the library's: `SNAPSHOT_INTERVAL` (default 100 versions) and
-    `HANDLE_MAX_ATTEMPTS` (default 5 tries of a command whose append conflicts). The library's
+    `HANDLE_MAX_ATTEMPTS` (default 12 tries of a command whose append conflicts, with a
+    jittered exponential wait between them, `backoff`). The library's
     `AGGREGATE_CACHE_MAXSIZE` (default 256 conversations; "" turns the cache off) keeps loaded
     conversations between commands (see docs/benchmarks.md, "Ingesting line by line").
     """
@@ -107,7 +132,7 @@ class ConversationStore(Application[UUID]):
         self.history = HistoryTables(self.recorder)
         self.history.create()
         self.snapshot_interval = int(self.env.get("SNAPSHOT_INTERVAL") or DEFAULT_SNAPSHOT_INTERVAL)
-        self.max_attempts = int(self.env.get("HANDLE_MAX_ATTEMPTS") or 5)
+        self.max_attempts = int(self.env.get("HANDLE_MAX_ATTEMPTS") or DEFAULT_MAX_ATTEMPTS)
         if self.snapshot_interval < 1 or self.max_attempts < 1:
             raise ValueError("SNAPSHOT_INTERVAL and HANDLE_MAX_ATTEMPTS must be at least 1")
 
@@ -120,8 +145,9 @@ class ConversationStore(Application[UUID]):
         """Applies `command` to its conversation and stores the events it decides.
 
         A conflicting append (another writer got there first) is retried by reloading and
-        deciding again, up to `max_attempts` tries. Raises the domain's ChatrecordError when the
-        command breaks an invariant (nothing is stored), IntegrityError when every try conflicts.
+        deciding again after a jittered, growing wait (`backoff`), up to `max_attempts` tries.
+        Raises the domain's ChatrecordError when the command breaks an invariant (nothing is
+        stored), WriteConflict when every try conflicts (nothing is stored).
         """
         for attempt in range(1, self.max_attempts + 1):
             state = self.get(command.conversation)
@@ -138,9 +164,14 @@ class ConversationStore(Application[UUID]):
             inline = isinstance(self.recorder, ChainedRecorder)
             try:  # the history index is written in the events' own transaction
                 recordings = self.save(*events, inline=index) if inline else self.save(*events)
-            except IntegrityError:
+            except IntegrityError as conflict:
                 if attempt == self.max_attempts:
-                    raise
+                    raise WriteConflict(
+                        f'conversation "{command.conversation}" kept changing under this write: '
+                        f"{attempt} tries conflicted with other writers; nothing of it was stored, "
+                        "send it again"
+                    ) from conflict
+                time.sleep(backoff(attempt))
                 continue
             if not inline:  # a plain library recorder (tests): right after, in a transaction of its own
                 self.history.write(cid, state, events)

@@ -30,9 +30,10 @@ from uuid import UUID
 
 from eventsourcing.persistence import StoredEvent
 from eventsourcing.popo import POPOApplicationRecorder
-from eventsourcing.postgres import PostgresApplicationRecorder
 from eventsourcing.sqlite import SQLiteApplicationRecorder
 from psycopg.sql import SQL, Identifier
+
+from adapters.pg_store import EventRecorder
 
 GENESIS = bytes(32)
 """The hash before a conversation's first event: 32 zero bytes."""
@@ -201,9 +202,9 @@ class ChainedSQLiteRecorder(ChainedRecorder, SQLiteApplicationRecorder):
 # ---------------------------------------------------------------------- PostgreSQL
 
 
-class ChainedPostgresRecorder(ChainedRecorder, PostgresApplicationRecorder):
-    """The library's PostgreSQL application recorder with the hash chain, in the store's
-    schema. The library's optional database function for inserts (POSTGRES_ENABLE_DB_FUNCTIONS)
+class ChainedPostgresRecorder(ChainedRecorder, EventRecorder):
+    """The PostgreSQL application recorder (`adapters.pg_store.EventRecorder`: one ordinary
+    transaction, no pipeline mode) with the hash chain, in the store's schema. The library's optional database function for inserts (POSTGRES_ENABLE_DB_FUNCTIONS)
     would bypass the chain, so it is switched off."""
 
     def __init__(self, datastore: Any, **kwargs: Any) -> None:
@@ -218,13 +219,12 @@ class ChainedPostgresRecorder(ChainedRecorder, PostgresApplicationRecorder):
 
     def _insert_stored_events(self, curs: Any, stored_events: Sequence[StoredEvent], **kwargs: Any) -> None:
         super()._insert_stored_events(curs, stored_events, **kwargs)
-        # another cursor: the library reads the notification ids from `curs` afterwards
+        # another cursor of the same transaction: the ids are read from `curs` afterwards
         with curs.connection.cursor() as own:
             self._seal(own, stored_events)
 
     def _insert_events(self, curs: Any, stored_events: Sequence[StoredEvent], **kwargs: Any) -> None:
-        # before the events, in their transaction: the library keeps an error of its own insert
-        # until the transaction has ended, but one raised here ends it with a rollback
+        # before the events, in their transaction: an error here rolls both back
         super()._insert_events(curs, stored_events, **kwargs)
         _inline(kwargs, curs)
 

@@ -64,7 +64,7 @@ from adapters.cli_replay import (
 from adapters.cli_verify import chain_line, erase, verify
 from adapters.ingest_names import lookup_key
 from adapters.readmodels import ReadModels
-from adapters.settings import describe_backend, open_store, store_problem
+from adapters.settings import SQLITE_MODULES, describe_backend, open_store, store_env, store_problem
 from domain.errors import ChatrecordError
 from projections.audit import audit as audit_rows
 from projections.rules import DEFAULT_RULE_SET, RULE_SET_IDS
@@ -345,6 +345,27 @@ def rebuild(
 
 app.command()(verify)
 app.command()(erase)
+
+
+@app.command()
+def init() -> None:
+    """Creates the configured store's tables, if they are missing, and exits.
+
+    Every command creates the tables it needs when they are missing (one process at a time,
+    under a lock), so this is optional: it lets a deployment create them up front, with a role
+    allowed to, before the chat's processes (or a read-only replica) use the store. Running it
+    again changes nothing.
+
+    Example:
+
+        chatrecord init
+    """
+    backend = store_env()
+    fresh = backend.get("PERSISTENCE_MODULE") in SQLITE_MODULES and not Path(backend["SQLITE_DBNAME"]).exists()
+    with opened_store() as store:
+        ReadModels(store)  # the views' pointer and first generation
+        fresh = fresh or bool(getattr(store.factory, "created", None))
+        say(f"{'created the store' if fresh else 'the store exists already'}: {describe_backend(store)}")
 
 
 def main() -> None:

@@ -175,8 +175,9 @@ class HistoryTables:
         self.memory: dict[UUID, Any] = {}
 
     def create(self) -> None:
-        """Creates the tables where they do not exist."""
-        if self.datastore is None:
+        """Creates the tables where they do not exist (SQLite; PostgreSQL's are created once
+        with the store's schema, `adapters.sealed.PostgresFactory`)."""
+        if self.datastore is None or self.p == "%s":
             return
         with self.datastore.transaction(commit=True) as curs:
             for statement in create_statements(self.schema):

@@ -13,11 +13,14 @@ from typing import Any
 
 from eventsourcing.persistence import Mapper, Transcoder
 from eventsourcing.popo import POPOFactory as LibraryPOPOFactory
-from eventsourcing.postgres import PostgresFactory as LibraryPostgresFactory
+from psycopg.sql import SQL, Identifier
 
-from adapters.chain import ChainedPOPORecorder, ChainedPostgresRecorder, ChainedSQLiteRecorder
+from adapters.chain import CHAIN_TABLE, ChainedPOPORecorder, ChainedPostgresRecorder, ChainedSQLiteRecorder
 from adapters.crypto import MASTER_KEY_VARIABLE, master_key
-from adapters.data_keys import DataKeys, MemoryDataKeys, PostgresDataKeys, SQLiteDataKeys
+from adapters.data_keys import KEYS_TABLE, DataKeys, MemoryDataKeys, PostgresDataKeys, SQLiteDataKeys
+from adapters.history_index import TABLES as HISTORY_TABLES
+from adapters.history_index import create_statements as history_statements
+from adapters.pg_store import PostgresFactory as StorePostgresFactory
 from adapters.serialization import PydanticMapper
 
 
@@ -55,13 +58,26 @@ class SealedSQLiteFactory(SealedFactory):
         return SQLiteDataKeys(self.datastore, master, create_table=self.env_create_table())  # type: ignore[attr-defined]
 
 
-class PostgresFactory(SealedFactory, LibraryPostgresFactory):
-    """The library's PostgreSQL persistence with the chain and the keys in the store's schema."""
+class PostgresFactory(SealedFactory, StorePostgresFactory):
+    """The store's PostgreSQL persistence (`adapters.pg_store`: schema once, no pipeline mode,
+    timeouts) with the chain, the data keys and the history index in the store's schema, all
+    created once with the library's tables."""
 
     application_recorder_class = ChainedPostgresRecorder
 
     def construct_data_keys(self, master: bytes | None) -> DataKeys:
-        return PostgresDataKeys(self.datastore, master, create_table=self.env_create_table())
+        return PostgresDataKeys(self.datastore, master, create_table=False)  # made with the schema
+
+    def _ready(self, recorder: Any) -> Any:
+        if isinstance(recorder, ChainedPostgresRecorder):
+            schema = self.datastore.schema
+            recorder.sql_create_statements.extend([
+                SQL("CREATE TABLE IF NOT EXISTS {}.{} (conversation uuid PRIMARY KEY, wrapped_key bytea, "
+                    "erased_at timestamptz)").format(Identifier(schema), Identifier(KEYS_TABLE)),
+                *(SQL(statement) for statement in history_statements(schema)),
+            ])
+            recorder.extra_tables = (CHAIN_TABLE, KEYS_TABLE, *HISTORY_TABLES)
+        return super()._ready(recorder)
 
 
 class POPOFactory(SealedFactory, LibraryPOPOFactory):

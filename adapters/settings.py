@@ -28,8 +28,10 @@ import psycopg
 import psycopg.errors
 from eventsourcing import sqlite as es_sqlite
 from eventsourcing.persistence import InterfaceError, OperationalError
+from psycopg_pool import PoolTimeout
 
 from adapters.application import ConversationStore
+from adapters.pg_store import STATEMENT_TIMEOUT, WRITE_LOCK_TIMEOUT
 from adapters.sealed import MEMORY_MODULE, POSTGRES_MODULE, SealedSQLiteFactory
 from domain.errors import ChatrecordError
 
@@ -83,6 +85,8 @@ def postgres_env(url: str) -> dict[str, str]:
         # the library waits 30 s for a connection by default; a server that does not answer
         # should be one quick error line, not half a minute of silence
         "POSTGRES_CONNECT_TIMEOUT": "5",
+        # a write waits this long for another's lock, then fails instead of holding the store
+        "POSTGRES_LOCK_TIMEOUT": str(WRITE_LOCK_TIMEOUT),
     }
     schema = parse_qs(parts.query, keep_blank_values=True).get("schema")
     if schema:
@@ -140,6 +144,7 @@ class SQLiteFactory(SealedSQLiteFactory, es_sqlite.SQLiteFactory):
 
 
 SQLITE_MODULES = ("eventsourcing.sqlite", "adapters.settings:SQLiteFactory")
+POSTGRES_MODULES = ("eventsourcing.postgres", "adapters.pg_store:PostgresFactory", POSTGRES_MODULE)
 
 
 def sqlite_env(path: str | os.PathLike[str]) -> dict[str, str]:
@@ -213,7 +218,7 @@ def describe_backend(env: Mapping[str, str] | ConversationStore | None = None) -
     module = env.get("PERSISTENCE_MODULE", "eventsourcing.popo")
     if module in SQLITE_MODULES:
         return f"SQLite file {env.get('SQLITE_DBNAME')}"
-    if module in ("eventsourcing.postgres", POSTGRES_MODULE):
+    if module in POSTGRES_MODULES:
         schema = env.get("POSTGRES_SCHEMA") or "public"
         return (
             f"PostgreSQL {env.get('POSTGRES_USER')}@{env.get('POSTGRES_HOST')}:"
@@ -246,6 +251,23 @@ def _driver_error(error: BaseException) -> BaseException | None:
         if isinstance(seen, (sqlite3.Error, psycopg.Error)):
             return seen
         seen = seen.__cause__
+    return None
+
+
+def server_reason(env: Mapping[str, str]) -> str | None:
+    """Returns, in one line, why the PostgreSQL server of `env` refuses a connection (a missing
+    database or role, a wrong password), found by one direct connection attempt; None when it
+    connects or `env` is not PostgreSQL."""
+    if env.get("PERSISTENCE_MODULE") not in POSTGRES_MODULES:
+        return None
+    try:
+        psycopg.connect(
+            dbname=env.get("POSTGRES_DBNAME"), host=env.get("POSTGRES_HOST"), port=env.get("POSTGRES_PORT"),
+            user=env.get("POSTGRES_USER"), password=env.get("POSTGRES_PASSWORD") or None,
+            connect_timeout=int(env.get("POSTGRES_CONNECT_TIMEOUT") or 5),
+        ).close()
+    except psycopg.Error as error:
+        return " ".join(str(error).split()) or type(error).__name__
     return None
 
 
@@ -293,6 +315,25 @@ def store_problem(error: BaseException, env: Mapping[str, str] | ConversationSto
                 f"{env.get('POSTGRES_DBNAME')!r}; create it (CREATE SCHEMA {schema};) or leave out "
                 "?schema= to use public"
             )
+        if isinstance(driver, (psycopg.errors.LockNotAvailable, psycopg.errors.QueryCanceled)):
+            return StoreUnusable(
+                f"the store ({backend}) did not finish in time ({text}): another process held the "
+                f"events table for {env.get('POSTGRES_LOCK_TIMEOUT') or WRITE_LOCK_TIMEOUT} s or a statement "
+                f"ran {env.get('POSTGRES_STATEMENT_TIMEOUT') or STATEMENT_TIMEOUT} s; nothing of it was "
+                "stored, try again"
+            )
+        if isinstance(driver, psycopg.errors.TransactionRollback):  # deadlock, serialization failure
+            return StoreUnusable(
+                f"the store ({backend}) gave way to another process's write ({text}); nothing of it "
+                "was stored, try again"
+            )
+        if isinstance(driver, psycopg.errors.ReadOnlySqlTransaction):
+            return StoreUnusable(
+                f"the store ({backend}) is read-only ({text}): commands that only read work here; "
+                "run this one against the primary"
+            )
+        if isinstance(driver, PoolTimeout):  # the pool only says it waited; ask the server why
+            text = server_reason(env) or text
         if isinstance(driver, (psycopg.OperationalError, psycopg.InterfaceError,
                                psycopg.errors.InsufficientPrivilege, psycopg.errors.InvalidCatalogName)):
             return StoreUnusable(

@@ -30,8 +30,8 @@ LINE_BYTES_MAX = 8 * 1024 * 1024
 TEXT_MAX = 1_000_000
 """The longest text (a message, an answer, a transcript message), in characters."""
 
-STEPS_MAX = 20_000
-"""The most steps one segment may carry."""
+STEPS_MAX = 50_000
+"""The most steps one segment may carry (the size of the ingest benchmark's segment)."""
 
 LIST_MAX = 20_000
 """The most entries of any other list a line carries (pending calls, fields, transcript

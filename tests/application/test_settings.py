@@ -64,6 +64,7 @@ def test_a_database_url_selects_postgresql() -> None:
         "POSTGRES_USER": "app",
         "POSTGRES_PASSWORD": "s@cret",
         "POSTGRES_CONNECT_TIMEOUT": "5",
+        "POSTGRES_LOCK_TIMEOUT": "10",
     }
     assert describe_backend(env) == "PostgreSQL app@db.example:6543/chat (schema public)"
 

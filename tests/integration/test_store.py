@@ -6,6 +6,8 @@ the test's own database (`open_store`) and how to read the raw stored bytes (`st
 
 from __future__ import annotations
 
+import threading
+from typing import Any
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -17,7 +19,7 @@ from eventsourcing.persistence import IntegrityError, StoredEvent
 from eventsourcing.utils import get_topic
 from psycopg import sql
 
-from adapters.application import ConversationStore
+from adapters.application import ConversationStore, WriteConflict
 from adapters.settings import memory_env, postgres_env, sqlite_env
 from domain import conversation as c
 from domain.events import (
@@ -173,8 +175,9 @@ class StoreContract:
                 other.handle(message(next(n)))
                 return c.post_user_message(state, 99, "late", 0, None, T0)
 
-        with pytest.raises(IntegrityError):
+        with pytest.raises(WriteConflict, match='conversation "conv-1" kept changing under this write: 3 tries') as raised:
             store.handle(AlwaysRacing("conv-1", c.post_user_message))
+        assert isinstance(raised.value.__cause__, IntegrityError)
         assert store.get("conv-1").last_message == 3
 
     # ------------------------------------------------------------------ the history index
@@ -373,6 +376,54 @@ def _forms(value: str) -> tuple[bytes, ...]:
 # ---------------------------------------------------------------------- backends
 
 
+class SharedDatabaseContract:
+    """What a backend whose stores share one database must also do: writers in several
+    stores (as several processes) on one conversation."""
+
+    open_store: Any
+    second_store: Any
+
+    def test_eight_writers_on_one_conversation_store_every_acknowledged_line_once(self) -> None:
+        first = self.open_store()
+        first.handle(started())
+        first.handle(message(1))
+        writers, lines = 8, 25
+        stores = [self.open_store() for _ in range(writers)]
+        acknowledged: list[str] = []
+        refused: list[tuple[int, str]] = []
+        raw: list[BaseException] = []
+        go = threading.Barrier(writers)
+
+        def write(w: int) -> None:
+            go.wait()
+            for i in range(lines):
+                try:
+                    result = stores[w].handle(segment(f"w{w}-{i}"))
+                except WriteConflict:  # the documented answer when every try conflicted
+                    refused.append((w, f"w{w}-{i}"))
+                except BaseException as error:  # noqa: BLE001 - any other error is the finding
+                    raw.append(error)
+                else:
+                    acknowledged.extend(e.segment for e in result.appended)
+
+        threads = [threading.Thread(target=write, args=(w,)) for w in range(writers)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+
+        assert raw == []
+        stored = [e.segment for e in self.second_store(first).events("conv-1") if isinstance(e, SegmentReturned)]
+        assert sorted(stored) == sorted(acknowledged)  # nothing refused was stored, nothing twice
+        for w, refused_segment in refused:  # the caller acts on the conflict: it sends the line again
+            assert stores[w].handle(segment(refused_segment)).appended
+        everything = sorted(f"w{w}-{i}" for w in range(writers) for i in range(lines))
+        assert sorted(e.segment for e in first.events("conv-1") if isinstance(e, SegmentReturned)) == everything
+        assert [e.originator_version for e in first.events("conv-1")] == list(range(1, 3 + writers * lines))
+        for store in stores:
+            store.close()
+
+
 class TestInMemoryStore(StoreContract):
     shares_database = False
 
@@ -389,7 +440,7 @@ class TestInMemoryStore(StoreContract):
         return b"\n".join(e.state for e in [*events, *snapshots])
 
 
-class TestSQLiteStore(StoreContract):
+class TestSQLiteStore(SharedDatabaseContract, StoreContract):
     @pytest.fixture(autouse=True)
     def _database(self, tmp_path: Path) -> Iterator[None]:
         self.path = tmp_path / "chatrecord.sqlite"
@@ -408,7 +459,7 @@ class TestSQLiteStore(StoreContract):
         return b"".join(f.read_bytes() for f in files if f.exists())
 
 
-class TestPostgresStore(StoreContract):
+class TestPostgresStore(SharedDatabaseContract, StoreContract):
     @pytest.fixture(autouse=True)
     def _database(self, postgres_url: str, postgres_schema: str) -> Iterator[None]:
         self.url, self.schema = postgres_url, postgres_schema

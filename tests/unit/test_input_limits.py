@@ -32,7 +32,7 @@ def refusal(raw: bytes) -> str:
 
 
 def test_the_limits_are_the_documented_ones() -> None:
-    assert (LINE_BYTES_MAX, STEPS_MAX, TEXT_MAX, LIST_MAX) == (8 * 1024 * 1024, 20_000, 1_000_000, 20_000)
+    assert (LINE_BYTES_MAX, STEPS_MAX, TEXT_MAX, LIST_MAX) == (8 * 1024 * 1024, 50_000, 1_000_000, 20_000)
 
 
 def test_a_line_longer_than_8_mib_is_refused_before_it_is_parsed() -> None:
@@ -47,10 +47,10 @@ def test_a_text_of_more_than_a_million_characters_is_refused_at_its_field() -> N
     assert refusal(raw) == 'big.jsonl: line 1, text: is 1,000,001 characters long; the most is 1,000,000 (README, "Input limits")'
 
 
-def test_a_segment_of_more_than_20000_steps_is_refused_at_its_field() -> None:
+def test_a_segment_of_more_than_50000_steps_is_refused_at_its_field() -> None:
     raw = jl(type="segment_returned", segment="r/1", run="r", trigger="turn", outcome="completed",
              steps=[STEP] * (STEPS_MAX + 1))
-    assert refusal(raw) == 'big.jsonl: line 1, steps: has 20,001 entries; the most is 20,000 (README, "Input limits")'
+    assert refusal(raw) == 'big.jsonl: line 1, steps: has 50,001 entries; the most is 50,000 (README, "Input limits")'
 
 
 def test_a_line_at_the_limits_is_read() -> None:
