@@ -3,7 +3,7 @@
     from adapters.api import Chatrecord
 
     record = Chatrecord()                          # the store the environment configures
-    record.record({"type": "user_message", ...})   # one line of DESIGN.md's input format
+    record.record({"type": "user_message", ...})   # one line of the chat's input (docs/spec-map.md, D7)
     turn = record.turn_input("conv-demo-seo", can_see_page=lambda page: page != 13)
     turn.model_messages()                          # [{"role": "system", "content": ...}, ...]
 

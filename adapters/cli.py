@@ -225,7 +225,7 @@ def replay(
     (the configured store, which must exist).
     --at N travels back to the turn of user message N; --deny-page hides a page from the user,
     so no prompt names it. --json prints one object per conversation, one per line (the
-    contract of DESIGN.md, "Output of replay --json").
+    contract in docs/spec-map.md, D15).
 
     Example:
 

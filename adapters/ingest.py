@@ -1,6 +1,6 @@
 """nr-llm ingestion: the chat's JSON Lines read into commands on the Conversation aggregate.
 
-Input format: DESIGN.md, "Input: what the chat sends (JSON Lines)"; one model per line type
+Input format: docs/spec-map.md, D7; one model per line type
 and the privacy filter live in `adapters.ingest_lines`. A bad line raises
 `domain.errors.InvalidInput`, whose one-line message names the file, the 1-based line, the
 field path in the input's own key names and what was expected, e.g.

@@ -1,4 +1,4 @@
-"""The chat's JSON Lines, one pydantic model per line type (DESIGN.md, "Input").
+"""The chat's JSON Lines, one pydantic model per line type (docs/spec-map.md, D7).
 
 Every line has `type`, `conversation` (an id) and `at` (ISO-8601, made aware UTC). Unknown keys
 of a line are ignored (nr-llm and the chat may add fields); a known key of the wrong type fails
@@ -117,7 +117,7 @@ class SegmentReturnedLine(Line):
         steps = tuple(step.fact() for step in self.steps)
         outcome = self.outcome if self.outcome in OUTCOMES else "unknown"
         if outcome == "failed" and not steps and self.trigger in ("turn", "retry"):
-            outcome = "unknown"  # the turn failed before nr-llm returned its steps (spec, Decision)
+            outcome = "unknown"  # the turn failed before nr-llm returned its steps (docs/spec-map.md, S3)
         return {
             "segment": self.segment,
             "run": self.run,

@@ -1,4 +1,4 @@
-"""Identifier rules and field types of the chat's JSON Lines (DESIGN.md, "Input").
+"""Identifier rules and field types of the chat's JSON Lines (docs/spec-map.md, D7).
 
 Identifiers are reduced to the characters identifiers use:
 - names (tool, field, skill): `[A-Za-z0-9_.:-]`, other characters dropped, at most 128;

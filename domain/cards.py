@@ -1,4 +1,4 @@
-"""The card rules the aggregate and the projections share: each spec sentence once.
+"""The card rules the aggregate and the projections share: each rule once (docs/spec-map.md, S10, D13, D14).
 
 - "A guided card's decision records a card outcome, except a plain denial" (`records_outcome`);
   a declined one records it at once, an approved one with its continuation.

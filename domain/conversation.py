@@ -1,6 +1,6 @@
 """The Conversation aggregate's commands: plain functions from the current state (None before the
 conversation starts) to the events to append. A command raises a `ChatrecordError` and appends
-nothing when an invariant would break (DESIGN.md, "Invariants").
+nothing when an invariant would break (docs/spec-map.md, D1–D6).
 
 Every command takes `at` (the input line's time, UTC) and `source` (digest of the input line,
 or None). A command whose `source` was seen before returns no events: delivering the same line
@@ -246,7 +246,7 @@ def return_segment(
 
 def _approved_outcomes(state: Conversation, trigger: str, run: str) -> int:
     """Returns the outcomes an approval continuation records of the card it follows: they
-    exist before its own entry (DESIGN.md, "read from the decision and the continuation")."""
+    exist before its own entry (docs/spec-map.md, D14)."""
     return state.approval[1] if state.approval is not None and state.is_continuation(trigger, run) else 0
 
 

@@ -1,4 +1,4 @@
-"""Domain events of the Conversation aggregate (DESIGN.md, "Events").
+"""Domain events of the Conversation aggregate (docs/spec-map.md, D10).
 
 Every event is a frozen pydantic model holding facts only: what the chat sent, less what the
 privacy filter drops. Readings (failed, held, declined, a note's text) live in `projections/`.
@@ -78,7 +78,7 @@ class UserMessagePosted(ConversationEvent):
 
 
 class SegmentReturned(ConversationEvent):
-    """A run segment returned (spec, Decision: "When a run segment returns …").
+    """A run segment returned (docs/spec-map.md, S2).
 
     `segment` is the chat's idempotency key; `outcome` is nr-llm's `AgentRunOutcome` or
     `unknown`; `answer` the assistant text or None; `nothing_saved` the ADR-017 flag;
@@ -122,8 +122,8 @@ class QuestionAnswered(ConversationEvent):
 
 
 class CardLeftUndecided(ConversationEvent):
-    """A waiting card or question was left undecided (spec: "a card or question the editor left
-    undecided, by writing a new message or ending the tour"). `decidable_elsewhere` is True for
+    """A waiting card or question was left undecided by a new message or the end of the tour
+    (docs/spec-map.md, S11). `decidable_elsewhere` is True for
     an ordinary chat, whose run may still be decided in AI Tasks."""
 
     segment: str

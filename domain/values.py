@@ -1,7 +1,7 @@
 """Value objects: the filtered facts of a segment's steps, waiting calls, records.
 
 Each is an immutable pydantic model compared by value. They hold only what nr-llm's privacy
-filter keeps at every level (spec, "The record is built from the run's structured steps"):
+filter keeps at every level (docs/spec-map.md, S20):
 kind, round, duration, tool name, error flag, outcome, write target, completeness and hook
 flag. Tool arguments, tool results and model text have no field here, so they cannot be stored.
 """
@@ -31,14 +31,13 @@ OUTCOMES = (
     "requeued",
     "lease_lost",
 )
-"""nr-llm `AgentRunOutcome`; anything else is kept as `unknown` (DESIGN.md, "Outcomes")."""
+"""nr-llm `AgentRunOutcome`; anything else is kept as `unknown` (docs/spec-map.md, D8)."""
 
 CARD_ANSWERS = ("Übernehmen", "Behalten", "Überspringen", "Andere Variante", "abgelehnt")
-"""The editor's answers on a card (DESIGN.md, `card_decided`)."""
+"""The editor's answers on a card (docs/spec-map.md, D9)."""
 
 PLAIN_DENIAL = "abgelehnt"
-"""The answer of a plain denial. It records no card outcome (spec: "the decision taken on a card,
-where no card outcome already says it — a plain denial records none there"): the run record
+"""The answer of a plain denial. It records no card outcome (docs/spec-map.md, S10): the run record
 carries it, also on a card of a guided process."""
 
 IDENTIFIER_MAX = 128
@@ -49,7 +48,7 @@ _NOT_IDENTIFIER = re.compile(r"[^A-Za-z0-9_.:-]")
 
 def reduce_identifier(value: str | None) -> str:
     """Returns `value` reduced to the characters identifiers use, `[A-Za-z0-9_.:-]`, cut to
-    IDENTIFIER_MAX (spec: "Every identifier is reduced to the characters identifiers use");
+    IDENTIFIER_MAX (docs/spec-map.md, S23);
     '' when nothing is left. Brackets, spaces and newlines go, so a name cannot break a label."""
     return _NOT_IDENTIFIER.sub("", value or "")[:IDENTIFIER_MAX]
 

@@ -1,6 +1,6 @@
 """The activity list read model: per segment, what the chat shows the editor, with the German
-labels of the amendment's table. Built from `projections.steps.read_segment`, the same reading
-as the run record, so the two cannot disagree.
+labels of the amendment's table (docs/spec-map.md, S45–S51). Built from
+`projections.steps.read_segment`, the same reading as the run record, so the two cannot disagree.
 
 Entries of a segment: first the decision it continues (`decision`: the editor's answer; a
 declined card's entry names the answer and its calls get no entry) or the answer it continues

@@ -1,4 +1,4 @@
-"""The card outcomes read model (DESIGN.md, "Card outcomes are derived, too").
+"""The card outcomes read model (docs/spec-map.md, D12–D14).
 
 As in the chat, card outcomes exist for the cards of a guided process (the waiting segment
 had a skill); an ordinary card's decision has none (the run record carries it). An approval's
@@ -7,8 +7,8 @@ tool step in error -> `not_applied`; no write step -> `check` if the run was can
 its lease or failed, else `not_applied`; write with a hook failure -> `check`; completeness
 `complete` -> `applied`, `partial` -> `not_applied`, unstated -> `check`. A decline records
 its answer at once: `skipped` (Überspringen), `variant` (Andere Variante), `kept` (Behalten).
-A plain denial (`abgelehnt`) records none: the spec wins over DESIGN.md's `declined` here ("a
-plain denial records none there"), and the run record carries the decision. `declined` stays
+A plain denial (`abgelehnt`) records none: the spec wins over the design's `declined` here
+(docs/spec-map.md, S10, D12), and the run record carries the decision. `declined` stays
 a value legacy rows may hold. `after` is the transcript length when the outcome was recorded.
 """
 
@@ -54,7 +54,7 @@ class CardOutcome(Immutable):
     seq: tuple[int, int] = (0, 0)
 
     def to_json(self) -> dict[str, Any]:
-        """Returns the outcome as DESIGN.md's `replay --json` contract shapes it."""
+        """Returns the outcome as the `replay --json` contract shapes it (docs/spec-map.md, D15)."""
         return {
             "outcome": self.outcome,
             "tool": self.tool,

@@ -1,5 +1,5 @@
-"""Identifiers placed into notes: reduced to the characters identifiers use (spec: "Every
-identifier is reduced to the characters identifiers use"), so that brackets, newlines or the
+"""Identifiers placed into notes: reduced to the characters identifiers use 
+(docs/spec-map.md, S23), so that brackets, newlines or the
 label's own words cannot forge or break a note's label."""
 
 from __future__ import annotations

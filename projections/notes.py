@@ -1,5 +1,5 @@
 """A turn's notes: the chat's own words about what ran, built from the run record and the card
-outcomes (spec: "Each turn builds notes from the record and the card outcomes").
+outcomes (docs/spec-map.md, S24–S30).
 
 Every note is labelled `[Chat record — written by the chat from the run, not by the assistant: …]`.
 It never holds tool arguments, results or model text (the read models have none); every

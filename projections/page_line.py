@@ -1,4 +1,4 @@
-"""The page line of a turn's system message (spec, amendment of ADR-025).
+"""The page line of a turn's system message (docs/spec-map.md, S36, S37).
 
 With a selected page the user may see: that page. Without one (page 0), under a rule set that
 keeps the last page: that no page is selected now, which page was last selected in the

@@ -1,7 +1,4 @@
-"""Where a turn's notes go in the transcript (spec: "places each in the assistant message of
-the segment it describes; a segment without an answer gets an assistant message of its own
-between the two user messages around it … a note that would open or close the transcript … goes
-into that user message instead").
+"""Where a turn's notes go in the transcript (docs/spec-map.md, S25–S27).
 
 A note's place is a transcript position p (the number of messages before it): a run record
 entry's is the end of the block of its user message (where the segment's answer joined), a

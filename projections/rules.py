@@ -1,4 +1,4 @@
-"""Rule sets: the versioned reading of stored facts (DESIGN.md, "Facts, not interpretations").
+"""Rule sets: the versioned reading of stored facts (docs/spec-map.md, D11).
 
 | id                | notes | refused calls (amendment of 2026-11-02) | lastPageId kept |
 |-------------------|-------|------------------------------------------|-----------------|

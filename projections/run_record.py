@@ -1,5 +1,5 @@
 """The run record read model: one entry per run segment, the newest `RuleSet.record_entries`
-(200) kept (spec, Decision: "When a run segment returns … the chat stores in run_record").
+(200) kept (docs/spec-map.md, S2–S16).
 
 Entry: how the segment ended; the tools that ran with calls and failed calls (without
 display-only tools, question tools, a declined card's calls and held calls); the records
@@ -95,7 +95,7 @@ class Entry(Immutable):
     """The version of the event that recorded it (its place in time)."""
 
     def to_json(self) -> dict[str, Any]:
-        """Returns the entry as DESIGN.md's `replay --json` contract shapes a `record` item."""
+        """Returns the entry as `replay --json` shapes a `record` item (docs/spec-map.md, D15)."""
         return {
             "segment": self.segment,
             "trigger": self.trigger,
@@ -142,7 +142,7 @@ class RunRecord(Immutable):
     pending: PendingApproval | None = None
     """An approved guided card whose outcome its continuation has still to bring: when another
     segment or a new model call comes first there will be no outcome, so the decision goes on
-    the card's entry (spec: "where no card outcome already says it")."""
+    the card's entry (docs/spec-map.md, S10)."""
 
 
 def initial() -> RunRecord:

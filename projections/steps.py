@@ -1,4 +1,4 @@
-"""The step reading (the spec's RefusedCalls): one function reads one segment's steps for both
+"""The step reading (RefusedCalls, docs/spec-map.md, S52–S60): one function reads one segment's steps for both
 the activity list and the run record, so the two cannot disagree.
 
 It reads structure only, never a result text (the events have none):
@@ -8,7 +8,7 @@ It reads structure only, never a result text (the events have none):
     call that ran (or a refusal inside a round, beside a proposal) otherwise;
   * whether the tool asks the editor (`RuleSet.question_tools`, default `ask_choice`).
 
-Readings of a tool step (amendment of 2026-11-02, its table's rows):
+Readings of a tool step (the amendment's table, docs/spec-map.md, S45–S51):
   `declined`      row 1: a declined card's calls (and a load_skill of that turn): no entry
   `not_permitted` row 2: an approved call no longer offered; row 4: the answered question's tool
   `held`          rows 3, 5, 6: not run, "noch nicht ausgeführt"

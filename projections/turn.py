@@ -1,5 +1,5 @@
 """The turn input: for a model call started by a user message, exactly the messages the model
-is sent (DESIGN.md, "Output of replay --json"), and the read models as that turn saw them.
+is sent (docs/spec-map.md, D15), and the read models as that turn saw them.
 
 `messages`: a system message holding the page line, then the transcript with the notes placed
 in it. An `alt_text` conversation and the `transcript-only` rule set get no notes. One pass over
@@ -85,7 +85,7 @@ class TurnInput:
         ]
 
     def to_json(self) -> dict[str, Any]:
-        """Returns one element of `"turns"` of DESIGN.md's `replay --json` contract."""
+        """Returns one element of `"turns"` of the `replay --json` contract (docs/spec-map.md, D15)."""
         return {
             "message": self.message,
             "at": iso(self.at),
@@ -175,5 +175,5 @@ def build_turn_input(
 
 
 def replay_json(conversation_id: str, rules_id: str, turns: Iterable[TurnInput]) -> dict[str, Any]:
-    """Returns DESIGN.md's `replay --json` object of one conversation."""
+    """Returns the `replay --json` object (docs/spec-map.md, D15) of one conversation."""
     return {"conversation": conversation_id, "rules": resolve(rules_id).id, "turns": [t.to_json() for t in turns]}

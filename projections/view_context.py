@@ -1,5 +1,5 @@
 """The view context read model: `pageId` of the latest turn and `lastPageId`, the page last
-selected in the conversation, kept when a turn comes with page 0 (spec, amendment of ADR-025).
+selected in the conversation, kept when a turn comes with page 0 (docs/spec-map.md, S34).
 
 `lastPageId` is no selected page: everything that acts on the selected page reads `pageId`;
 only the prompt's page line uses `lastPageId`. Under a rule set that does not keep it
@@ -26,7 +26,7 @@ class ViewContext(Immutable):
     changes: tuple[tuple[int, int], ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        """Returns `{"pageId": …, "lastPageId": …}` as DESIGN.md's contract names them."""
+        """Returns `{"pageId": …, "lastPageId": …}` as the contract names them (docs/spec-map.md, D15)."""
         return {"pageId": self.page_id, "lastPageId": self.last_page_id}
 
 
