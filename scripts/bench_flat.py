@@ -1,0 +1,330 @@
+"""Benchmark of issue 7: the row read side against the state row it replaces, in one run.
+
+For each backend (PostgreSQL in a fresh schema of CHATRECORD_TEST_DATABASE_URL, default
+postgresql://postgres@127.0.0.1:5432/test, dropped at the end; and a SQLite file in a temp
+folder) it prints medians over rounds and the ratios the issue asks for, measured side by side:
+
+- append: a segment's lines (user_message, then segment_returned: trigger "turn", outcome
+  "completed", the steps of a demo tour segment, a fresh segment id) recorded through
+  `adapters.api.Chatrecord.record`, then `turn_notes`; against the state-row append followed by
+  its read (`../shared/anchors/bench_state_row.py`, always on PostgreSQL, database `anchors`);
+  per line against the library's bare one-event save (an eventsourcing Application with a
+  trivial aggregate, in its own schema or file of the same database);
+- clients: 4 processes on 4 conversations against 1 (append + turn_notes);
+- flat: the append rate at BIG segments against 100, `turn_notes` at BIG segments against 10
+  and against the state-row read; the BIG conversation is built once through the Python API;
+- storage (PostgreSQL): bytes per segment after a plain VACUUM of the schema's tables, at two
+  sizes of the same conversation;
+- rebuild: events/s of `ReadModels.rebuild` against the library's notification-log read +
+  decode over the same events, and peak memory (ru_maxrss of a fresh subprocess) at two sizes.
+
+Not a test: timings vary with the machine and its load.
+
+    PYTHONPATH=. python scripts/bench_flat.py            # the full run (15-20 minutes on 2 cores)
+    PYTHONPATH=. python scripts/bench_flat.py --quick    # small sizes, about 3 minutes
+    PYTHONPATH=. python scripts/bench_flat.py --backends sqlite --sections append,flat
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_flat_support import (  # noqa: E402
+    TARGETS, Backend, Chatrecord, ConversationStore, Figures, Writer, _profile, backend, bare_saver,
+    bulk_fill, loadavg, machine, median_time, rss_kb, say, target,
+)
+
+from adapters.readmodels import ReadModels  # noqa: E402
+
+
+# ------------------------------------------------------------------ sections
+
+
+def section_append(b: Backend, args: argparse.Namespace) -> None:
+    import bench_state_row as A
+    import common as C
+    conn = C.connect()
+    A.reset_conversation(conn, "flat-row-1")
+    chat = Chatrecord(ConversationStore(env=b.env("append")))
+    ours = Writer(chat, "steady")
+    for _ in range(200):  # the state row holds 200 entries: start ours from a steady state too
+        ours.append()
+    bare = bare_saver(b.env("bare"))
+    numbers = iter(range(10**9))
+    row_append = lambda i: (A.append_segment(conn, "flat-row-1", C.segment(next(numbers), "flat-row-1")[0]),  # noqa: E731
+                            A.read_turn(conn, "flat-row-1"))
+    fig, s = Figures(), args.seconds
+    for r in range(args.rounds):
+        pairs = [("ours", lambda i: ours.append_and_read()), ("row", row_append),
+                 ("lines", lambda i: ours.append()), ("bare", bare)]
+        if r % 2:
+            pairs.reverse()
+        rates = {name: C.rate_for(fn, s) for name, fn in pairs}
+        fig.add("ours: segment (2 lines) + turn_notes", rates["ours"], "segments/s")
+        fig.add("state row: append + read (PostgreSQL)", rates["row"], "segments/s")
+        fig.add("ratio ours / state row", rates["ours"] / rates["row"], "x")
+        fig.add("ours: record, per line (no read)", 1000 / (2 * rates["lines"]), "ms")
+        fig.add("library: bare one-event save", 1000 / rates["bare"], "ms")
+        fig.add("ratio ours per line / bare save", rates["bare"] / (2 * rates["lines"]), "x")
+        say(f"  round {r + 1}: ours {rates['ours']:.1f}/s row {rates['row']:.1f}/s "
+            f"lines {2 * rates['lines']:.1f}/s bare {rates['bare']:.1f}/s")
+    fig.print(f"{b.name}: append a segment, then the turn read ({s:g} s per figure per round)")
+    ratio = fig.median("ratio ours / state row")
+    target(b.name, "append + turn_notes / state-row append + read", ratio, ">= 1.0x", ratio >= 1.0)
+    ratio = fig.median("ratio ours per line / bare save")
+    target(b.name, "per line / library bare save", ratio, "<= 1.5x", ratio <= 1.5)
+
+
+def _client_of(env: dict[str, str]) -> Callable[[int], Callable[[int], object]]:
+    # The tables exist already: clients that all run the library's CREATE OR REPLACE
+    # FUNCTION at once fail with "tuple concurrently updated" on PostgreSQL.
+    env = {**env, "CREATE_TABLE": "n"}
+
+    def setup(k: int) -> Callable[[int], object]:
+        writer = Writer(Chatrecord(ConversationStore(env=env)), f"client-{k}")
+        return lambda i: writer.append_and_read()
+    return setup
+
+
+def section_clients(b: Backend, args: argparse.Namespace) -> None:
+    import bench_state_row as A
+    import common as C
+    env = b.env("clients")
+    first = Chatrecord(ConversationStore(env=env))  # creates the tables once
+    for k in range(4):
+        Writer(first, f"client-{k}")  # and starts the conversations
+    setup = _client_of(env)
+    conn = C.connect()
+    for k in range(4):
+        A.reset_conversation(conn, f"state-{k}")
+    fig, s = Figures(), args.seconds
+    for r in range(args.rounds):
+        one, four = C.rate_clients(setup, 1, s), C.rate_clients(setup, 4, s)
+        row1, row4 = C.rate_clients(A.state_client, 1, s), C.rate_clients(A.state_client, 4, s)
+        fig.add("ours, 1 client", one, "segments/s")
+        fig.add("ours, 4 clients on 4 conversations", four, "segments/s")
+        fig.add("ratio ours 4 / 1", four / one, "x")
+        fig.add("state row append (no read), 1 client", row1, "segments/s")
+        fig.add("state row append (no read), 4 clients", row4, "segments/s")
+        fig.add("ratio state row 4 / 1", row4 / row1, "x")
+        say(f"  round {r + 1}: ours 1: {one:.1f}/s 4: {four:.1f}/s; state row 1: {row1:.0f}/s 4: {row4:.0f}/s")
+    fig.print(f"{b.name}: clients (processes; segment + turn_notes each; {s:g} s per figure per round)")
+    ratio = fig.median("ratio ours 4 / 1")
+    target(b.name, "4 clients / 1 client", ratio, ">= 1.5x", ratio >= 1.5)
+
+
+def section_flat(b: Backend, args: argparse.Namespace) -> None:
+    import bench_state_row as A
+    import common as C
+    env = b.env("flat")
+    chat = Chatrecord(ConversationStore(env=env))
+    big = Writer(chat, "big")
+    fig = Figures()
+    storage: list[tuple[int, int, dict[str, int]]] = []
+    chunk, t0, done = max(args.big // 10, 1), time.perf_counter(), 0
+    say(f"  building a {args.big:,}-segment conversation through Chatrecord.record ...")
+    while done < args.big:
+        t = time.perf_counter()
+        for _ in range(min(chunk, args.big - done)):
+            big.append()
+        done = big.message
+        say(f"    {done:>6,} segments: {chunk / (time.perf_counter() - t):.1f} segments/s in the last {chunk:,}")
+        if done in args.storage:
+            total, per_table = b.storage(env)
+            storage.append((done, total, per_table))
+    say(f"  built in {time.perf_counter() - t0:.0f} s")
+    for done, total, per_table in storage:
+        print(f"\n{b.name}: storage after VACUUM at {done:,} segments: {total:,} B, "
+              f"{total / done / 1024:.2f} KB per segment")
+        for table, size in sorted(per_table.items(), key=lambda kv: -kv[1]):
+            print(f"  {table:<32} {size:>12,} B")
+    if b.name == "PostgreSQL" and storage:
+        first = storage[0][1] / storage[0][0]
+        target(b.name, f"storage at {storage[0][0]:,} segments", first / 1024, "<= 6.8 KB per segment", first <= 6.8 * 1024)
+        if len(storage) > 1:
+            grow = (storage[1][1] / storage[1][0]) / first
+            target(b.name, f"bytes per segment at {storage[1][0]:,} / at {storage[0][0]:,}", grow,
+                   "1.0 +- 5 %: linear", 0.95 <= grow <= 1.05)
+    tiny = Writer(chat, "tiny")
+    for _ in range(10):
+        tiny.append()
+    smalls = []
+    for r in range(args.rounds):
+        small = Writer(chat, f"small-{r}")
+        for _ in range(100):
+            small.append()
+        smalls.append(small)
+    conn = C.connect()
+    A.reset_conversation(conn, "flat-row-2")
+    for label, writer in (("10", tiny), ("100", smalls[0]), (f"{args.big:,}", big)):
+        notes = writer.read().notes
+        say(f"  turn_notes at {label} segments: {len(notes)} notes, {sum(len(n.text) for n in notes):,} characters")
+    for r in range(args.rounds):
+        at_small = median_time(smalls[r].append_and_read, args.calls)
+        at_big = median_time(big.append_and_read, args.calls)
+        fig.add("append + turn_notes at 100 segments", 1 / at_small, "segments/s")
+        fig.add(f"append + turn_notes at {args.big:,} segments", 1 / at_big, "segments/s")
+        fig.add(f"ratio rate at {args.big:,} / at 100", at_small / at_big, "x")
+        reads = {"tiny": tiny.read, "small": smalls[r].read, "big": big.read,
+                 "row": lambda: A.read_turn(conn, "flat-row-2")}
+        times = {k: median_time(fn, args.calls) for k, fn in (reversed(reads.items()) if r % 2 else reads.items())}
+        fig.add("turn_notes at 10 segments", 1000 * times["tiny"], "ms")
+        fig.add("turn_notes at about 100 segments", 1000 * times["small"], "ms")
+        fig.add(f"turn_notes at {args.big:,} segments", 1000 * times["big"], "ms")
+        fig.add("state row read (PostgreSQL)", 1000 * times["row"], "ms")
+        fig.add(f"ratio turn_notes at {args.big:,} / at 10", times["big"] / times["tiny"], "x")
+        fig.add(f"ratio turn_notes at {args.big:,} / state row read", times["big"] / times["row"], "x")
+    fig.print(f"{b.name}: flat (median of {args.calls} calls per round)")
+    ratio = fig.median(f"ratio rate at {args.big:,} / at 100")
+    target(b.name, f"append rate at {args.big:,} / at 100 segments", ratio, ">= 0.8x", ratio >= 0.8)
+    ratio = fig.median(f"ratio turn_notes at {args.big:,} / at 10")
+    target(b.name, f"turn_notes at {args.big:,} / at 10 segments", ratio, "<= 1.5x", ratio <= 1.5)
+    ratio = fig.median(f"ratio turn_notes at {args.big:,} / state row read")
+    target(b.name, f"turn_notes at {args.big:,} / state-row read", ratio, "<= 1.0x", ratio <= 1.0)
+
+
+def measure(env: dict[str, str], what: str) -> dict[str, float]:
+    """Runs `what` (rebuild | read) in a fresh interpreter; returns its events, seconds, maxrss."""
+    out = subprocess.run([sys.executable, __file__, "_measure", what, json.dumps(env)],
+                         check=True, capture_output=True, text=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+
+def _measure(what: str, env: dict[str, str]) -> None:
+    """In a fresh interpreter: rebuild the read models, or read and decode every notification
+    as the rebuild does (pages of 500); prints events, seconds, the RSS before and the highest
+    RSS sampled after each page (KB)."""
+    store = ConversationStore(env=env)
+    models = ReadModels(store)
+    base = peak = rss_kb()
+
+    def sample(*_: object) -> None:
+        nonlocal peak
+        peak = max(peak, rss_kb())
+
+    t0 = time.perf_counter()
+    if what == "rebuild":
+        events = models.rebuild(models.active_rules(), progress=sample).events
+    else:
+        events, start = 0, 0
+        while True:
+            page = store.recorder.select_notifications(start, 500, inclusive_of_start=False)
+            for notification in page:
+                store.mapper.to_domain_event(notification)
+            events += len(page)
+            sample()
+            if len(page) < 500:
+                break
+            start = page[-1].id
+    seconds = time.perf_counter() - t0
+    sample()
+    print(json.dumps({"events": events, "seconds": seconds, "peak_kb": peak, "base_kb": base,
+                      "maxrss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
+
+
+def section_rebuild(b: Backend, args: argparse.Namespace) -> None:
+    env = b.env("rebuild")
+    store = ConversationStore(env=env)
+    ReadModels(store)          # the pointer and the first (empty) generation
+    store.on_saved = None      # bulk fill without applying: the rebuild folds it all
+    per_conv = args.rebuild[0] // 2  # segments (2 events each) per conversation
+    fig, saved, conv, reached = Figures(), 0, 0, []
+    for size in args.rebuild:
+        t0 = time.perf_counter()
+        while saved < size:
+            saved += bulk_fill(store, f"rebuild-{conv}", min(per_conv, (size - saved) // 2 or 1))
+            conv += 1
+        reached.append(saved)
+        say(f"  filled to {saved:,} events ({conv} conversations) in {time.perf_counter() - t0:.0f} s")
+        for r in range(args.rebuild_rounds):
+            order = ("rebuild", "read") if r % 2 == 0 else ("read", "rebuild")
+            got = {what: measure(env, what) for what in order}
+            ours, lib = got["rebuild"], got["read"]
+            assert ours["events"] == lib["events"] == saved, (ours, lib, saved)
+            fig.add(f"rebuild at {saved:,} events", saved / ours["seconds"], "events/s")
+            fig.add(f"library read + decode at {saved:,} events", saved / lib["seconds"], "events/s")
+            fig.add(f"ratio rebuild / read at {saved:,}", lib["seconds"] / ours["seconds"], "x")
+            fig.add(f"rebuild peak RSS at {saved:,} events", ours["peak_kb"] / 1024, "MB")
+            fig.add(f"rebuild RSS growth at {saved:,} events", (ours["peak_kb"] - ours["base_kb"]) / 1024, "MB")
+            fig.add(f"library read peak RSS at {saved:,} events", lib["peak_kb"] / 1024, "MB")
+            say(f"  {saved:,} events round {r + 1}: rebuild {saved / ours['seconds']:,.0f}/s "
+                f"read {saved / lib['seconds']:,.0f}/s, RSS before {ours['base_kb'] / 1024:.0f} MB, "
+                f"peak during rebuild {ours['peak_kb'] / 1024:.0f} MB (ru_maxrss {ours['maxrss_kb'] / 1024:.0f} MB)")
+    fig.print(f"{b.name}: rebuild (a fresh subprocess per measurement; RSS sampled after each page of 500)")
+    small, large = reached[0], reached[-1]
+    ratio = fig.median(f"ratio rebuild / read at {large:,}")
+    target(b.name, f"rebuild / library read+decode at {large:,} events", 100 * ratio, ">= 50 %", ratio >= 0.5)
+    peak = fig.median(f"rebuild peak RSS at {large:,} events") / fig.median(f"rebuild peak RSS at {small:,} events")
+    target(b.name, f"rebuild peak RSS at {large:,} / at {small:,} events", peak, "1.0 +- 10 %: flat", peak <= 1.1)
+
+
+def section_profile(b: Backend, args: argparse.Namespace) -> None:
+    """Where the time goes: cProfile of recording a segment, of turn_notes on a conversation
+    of 200 segments, and of a rebuild of its log."""
+    chat = Chatrecord(ConversationStore(env=b.env("profile")))
+    writer = Writer(chat, "profile")
+    for _ in range(200):
+        writer.append()
+    _profile(f"{b.name}: record a segment (2 lines)", writer.append, 30, "segment")
+    _profile(f"{b.name}: turn_notes at {writer.message} segments", writer.read, 30)
+    events = chat.store.max_notification_id()
+    _profile(f"{b.name}: rebuild of {events:,} events", lambda: chat.read_models.rebuild(chat.read_models.active_rules()),
+             1, "rebuild")
+
+
+SECTIONS = {"append": section_append, "clients": section_clients, "flat": section_flat, "rebuild": section_rebuild,
+            "profile": section_profile}
+
+
+
+
+def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "_measure":
+        _measure(sys.argv[2], json.loads(sys.argv[3]))
+        return
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="small sizes, short rounds")
+    ap.add_argument("--backends", default="pg,sqlite", help="pg,sqlite (default both, in that order)")
+    ap.add_argument("--sections", default=",".join(SECTIONS), help="append,clients,flat,rebuild,profile")
+    ap.add_argument("--rounds", type=int, help="rounds per figure (default 5, quick 3)")
+    ap.add_argument("--seconds", type=float, help="seconds per rate per round (default 2, quick 1)")
+    ap.add_argument("--big", type=int, help="segments of the long conversation (default 10,000, quick 1,000)")
+    ap.add_argument("--rebuild-sizes", help="two event counts (default 20000,100000, quick 4000,20000)")
+    ap.add_argument("--rebuild-rounds", type=int, help="measurements per size (default 1, quick 2)")
+    args = ap.parse_args()
+    args.rounds = args.rounds or (3 if args.quick else 5)
+    args.seconds = args.seconds or (1.0 if args.quick else 2.0)
+    args.calls = 10 if args.quick else 20
+    args.big = args.big or (1_000 if args.quick else 10_000)
+    args.storage = (500, 1_000) if args.quick else (1_000, 2_000)
+    sizes = args.rebuild_sizes or ("4000,20000" if args.quick else "20000,100000")
+    args.rebuild = tuple(int(n) for n in sizes.split(","))
+    args.rebuild_rounds = args.rebuild_rounds or (2 if args.quick else 1)
+    say(f"machine: {machine()}")
+    say(f"load average before: {loadavg()}")
+    t0 = time.perf_counter()
+    for name in args.backends.split(","):
+        with backend(name) as b:
+            for section in args.sections.split(","):
+                say(f"\n== {b.name}: {section} ({time.strftime('%H:%M:%S')}, load {loadavg()})")
+                SECTIONS[section](b, args)
+    say(f"\nload average after: {loadavg()}; total {time.perf_counter() - t0:.0f} s")
+    print("\n### Targets\n")
+    print("| backend | figure | median (target) | met |")
+    print("|---|---|---|---|")
+    for backend_name, what, value, met in TARGETS:
+        print(f"| {backend_name} | {what} | {value} | {'yes' if met else '**no**'} |")
+
+
+if __name__ == "__main__":
+    main()

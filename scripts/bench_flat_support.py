@@ -1,0 +1,322 @@
+"""Helpers of `scripts/bench_flat.py`: the input lines, the writer, the library's bare save,
+where each backend's stores live, timing, reporting and profiling. Not a test."""
+
+from __future__ import annotations
+
+import cProfile
+import json
+import os
+import pstats
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+ANCHORS = next((p for p in (ROOT.parent / "shared" / "anchors", Path("/work/shared/anchors")) if p.exists()), None)
+sys.path.insert(0, str(ROOT))
+if ANCHORS is not None:
+    sys.path.insert(0, str(ANCHORS))
+
+import orjson  # noqa: E402
+import psycopg  # noqa: E402
+from eventsourcing.application import Application  # noqa: E402
+from eventsourcing.domain import Aggregate, event  # noqa: E402
+
+from adapters.api import Chatrecord  # noqa: E402
+from adapters.application import ConversationStore  # noqa: E402
+from adapters.ingest import parse_line  # noqa: E402
+from adapters.settings import postgres_env, sqlite_env  # noqa: E402
+from domain.conversation import project_conversation  # noqa: E402
+
+PG_URL = os.environ.get("CHATRECORD_TEST_DATABASE_URL") or "postgresql://postgres@127.0.0.1:5432/test"
+FIXTURE = next(p for p in (ROOT.parent / "shared" / "fixtures" / "demo_seo_tour.jsonl",
+                           Path("/work/shared/fixtures/demo_seo_tour.jsonl"),
+                           ROOT / "tests" / "data" / "demo_seo_tour.jsonl") if p.exists())
+AT = "2026-10-28T09:00:00Z"
+
+
+# ------------------------------------------------------------------ the input lines
+
+def _demo_segments() -> list[dict[str, Any]]:
+    lines = [json.loads(line) for line in FIXTURE.read_text(encoding="utf-8").splitlines() if line]
+    return [d for d in lines if d["type"] == "segment_returned"]
+
+
+DEMO = _demo_segments()
+
+
+def started(conv: str) -> dict[str, Any]:
+    return {"type": "conversation_started", "at": AT, "kind": "chat", "owner": 7, "conversation": conv}
+
+
+def segment_lines(conv: str, message: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The two lines of segment `message` (1-based): the user message that starts a turn and
+    the turn's one segment, completed, with the steps of the tour's segment `message` (cycled)."""
+    seg = dict(DEMO[(message - 1) % len(DEMO)])
+    seg.pop("pending", None)
+    seg.update(segment=f"{conv}-run{message}/1", run=f"{conv}-run{message}", trigger="turn",
+               outcome="completed", conversation=conv)
+    user = {"type": "user_message", "at": AT, "message": message, "text": f"Weiter mit Schritt {message}",
+            "page": 42, "skill": None, "conversation": conv}
+    return user, seg
+
+
+class Writer:
+    """Appends segments to one conversation through the Python API, starting it if needed."""
+
+    def __init__(self, chat: Chatrecord, conv: str) -> None:
+        self.chat, self.conv = chat, conv
+        state = chat.store.get(conv)
+        if state is None:
+            chat.record(started(conv))
+        self.message = state.last_message if state is not None else 0
+
+    def append(self) -> None:
+        self.message += 1
+        for line in segment_lines(self.conv, self.message):
+            self.chat.record(line)
+
+    def read(self) -> Any:
+        reader = getattr(self.chat, "turn_notes", None) or self.chat.read_models.turn_notes
+        return reader(self.conv)
+
+    def append_and_read(self) -> Any:
+        self.append()
+        return self.read()
+
+
+def bulk_fill(store: ConversationStore, conv: str, segments: int, chunk: int = 1000) -> int:
+    """Decides `segments` segments of a new conversation in memory and saves them `chunk` events
+    per save (no read models applied); returns the events saved."""
+    state, batch, saved, n = None, [], 0, 0
+    lines = [started(conv)] + [line for m in range(1, segments + 1) for line in segment_lines(conv, m)]
+    for line in lines:
+        n += 1
+        events = parse_line(orjson.dumps(line), n, "bulk").decide(state)
+        state = project_conversation(state, events)
+        batch.extend(events)
+        if len(batch) >= chunk:
+            store.save(*batch)
+            saved, batch = saved + len(batch), []
+    if batch:
+        store.save(*batch)
+        saved += len(batch)
+    return saved
+
+
+# ------------------------------------------------------------------ the library's bare save
+
+class Counter(Aggregate):
+    """A trivial aggregate: one small event per save."""
+
+    @event("Ticked")
+    def tick(self, n: int) -> None:
+        self.n = n
+
+
+def bare_saver(env: dict[str, str]) -> Callable[[int], None]:
+    app = Application(env=env)
+    counter = Counter()
+    app.save(counter)
+
+    def save(i: int) -> None:
+        counter.tick(i)
+        app.save(counter)
+
+    return save
+
+
+# ------------------------------------------------------------------ backends
+
+class Backend:
+    """Where one backend's stores live: `env(name)` gives a fresh store env (a schema on
+    PostgreSQL, a file on SQLite)."""
+
+    name = ""
+
+    def env(self, part: str) -> dict[str, str]:
+        raise NotImplementedError
+
+    def storage(self, env: dict[str, str]) -> tuple[int, dict[str, int]]:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass
+
+
+class Postgres(Backend):
+    name = "PostgreSQL"
+
+    def __init__(self) -> None:
+        self.prefix = f"bench_flat_{uuid.uuid4().hex[:8]}"
+        self.admin = psycopg.connect(PG_URL, autocommit=True)
+        self.schemas: list[str] = []
+
+    def env(self, part: str) -> dict[str, str]:
+        schema = f"{self.prefix}_{part}"
+        self.admin.execute(f"CREATE SCHEMA {schema}")
+        self.schemas.append(schema)
+        return postgres_env(f"{PG_URL}?schema={schema}")
+
+    def storage(self, env: dict[str, str]) -> tuple[int, dict[str, int]]:
+        """VACUUMs the schema's tables (plain VACUUM), then returns their total bytes
+        (pg_total_relation_size: heap, TOAST, indexes) and the bytes per table."""
+        schema = env["POSTGRES_SCHEMA"]
+        tables = [r[0] for r in self.admin.execute(
+            "SELECT tablename FROM pg_tables WHERE schemaname = %s", (schema,)).fetchall()]
+        for table in tables:
+            self.admin.execute(f'VACUUM "{schema}"."{table}"')
+        sizes = {t: self.admin.execute("SELECT pg_total_relation_size(%s::regclass)",
+                                       (f'"{schema}"."{t}"',)).fetchone()[0] for t in tables}
+        return sum(sizes.values()), sizes
+
+    def close(self) -> None:
+        for schema in self.schemas:
+            self.admin.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+        self.admin.close()
+
+
+class SQLite(Backend):
+    name = "SQLite"
+
+    def __init__(self) -> None:
+        self.folder = tempfile.TemporaryDirectory(prefix="bench_flat_")
+
+    def env(self, part: str) -> dict[str, str]:
+        return sqlite_env(Path(self.folder.name) / f"{part}.sqlite")
+
+    def storage(self, env: dict[str, str]) -> tuple[int, dict[str, int]]:
+        """VACUUMs the file, then returns its size (one entry: the file)."""
+        import sqlite3
+        path = env["SQLITE_DBNAME"]
+        with sqlite3.connect(path) as conn:
+            conn.execute("VACUUM")
+        size = os.path.getsize(path)
+        return size, {"file": size}
+
+    def close(self) -> None:
+        self.folder.cleanup()
+
+
+# ------------------------------------------------------------------ timing and reporting
+
+def timed(fn: Callable[[], object]) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def median_time(fn: Callable[[], object], calls: int) -> float:
+    return statistics.median(timed(fn) for _ in range(calls))
+
+
+class Figures:
+    def __init__(self) -> None:
+        self.samples: dict[str, list[float]] = {}
+        self.units: dict[str, str] = {}
+
+    def add(self, name: str, value: float, unit: str) -> float:
+        self.samples.setdefault(name, []).append(value)
+        self.units[name] = unit
+        return value
+
+    def median(self, name: str) -> float:
+        return statistics.median(self.samples[name])
+
+    def print(self, title: str) -> None:
+        print(f"\n### {title}\n")
+        print("| figure | median | min | max | runs | unit |")
+        print("|---|---:|---:|---:|---:|---|")
+        for name, xs in self.samples.items():
+            print(f"| {name} | {fmt(statistics.median(xs))} | {fmt(min(xs))} | {fmt(max(xs))} "
+                  f"| {len(xs)} | {self.units[name]} |", flush=True)
+
+
+def fmt(x: float) -> str:
+    if abs(x) >= 100:
+        return f"{x:,.0f}"
+    if abs(x) >= 10:
+        return f"{x:.1f}"
+    return f"{x:.2f}" if abs(x) >= 0.1 else f"{x:.3f}"
+
+
+TARGETS: list[tuple[str, str, str, bool]] = []
+
+
+def target(backend: str, what: str, value: float, goal: str, met: bool) -> None:
+    TARGETS.append((backend, what, f"{fmt(value)} ({goal})", met))
+
+
+def say(text: str) -> None:
+    print(text, flush=True)
+
+
+
+def rss_kb() -> int:
+    """Returns this process's resident set size now (VmRSS), in KB."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+
+def _statements(stats: pstats.Stats) -> int:
+    """Returns how many SQL statements the profiled code sent (psycopg or sqlite3 execute*)."""
+    total = 0
+    for (path, _, name), (_, calls, *_rest) in stats.stats.items():  # type: ignore[attr-defined]
+        if (path.endswith("psycopg/cursor.py") and name in ("execute", "executemany")) or \
+                ("sqlite3.Cursor" in name and ("'execute'" in name or "'executemany'" in name)):
+            total += calls
+    return total
+
+
+def _profile(title: str, fn: Callable[[], object], calls: int, unit: str = "call") -> None:
+    prof = cProfile.Profile()
+    t0 = time.perf_counter()
+    prof.enable()
+    for _ in range(calls):
+        fn()
+    prof.disable()
+    elapsed = time.perf_counter() - t0
+    stats = pstats.Stats(prof)
+    print(f"\n{title}: {1000 * elapsed / calls:.2f} ms per {unit} under cProfile, "
+          f"{_statements(stats) / calls:.1f} SQL statements per {unit}; most own time:")
+    rows = sorted(stats.stats.items(), key=lambda kv: -kv[1][2])[:12]  # type: ignore[attr-defined]
+    for (path, line, name), (_, ncalls, tottime, cumtime, _) in rows:
+        where = "/".join(Path(path).parts[-2:]) if path != "~" else ""
+        print(f"  {1000 * tottime / calls:8.2f} ms own {1000 * cumtime / calls:8.2f} ms cum "
+              f"{ncalls / calls:7.1f} calls  {where}:{line} {name}")
+    sys.stdout.flush()
+
+
+
+def machine() -> str:
+    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")), "?")
+    import platform
+    from importlib.metadata import version
+    with psycopg.connect(PG_URL) as conn:
+        server = conn.execute("SHOW server_version").fetchone()[0].split()[0]
+        settings = {s: conn.execute(f"SHOW {s}").fetchone()[0] for s in ("synchronous_commit", "fsync", "shared_buffers")}
+    return (f"nproc {os.cpu_count()}, {cpu}, Python {platform.python_version()}, eventsourcing "
+            f"{version('eventsourcing')}, psycopg {version('psycopg')}, PostgreSQL {server} "
+            + ", ".join(f"{k}={v}" for k, v in settings.items()))
+
+
+def loadavg() -> str:
+    return Path("/proc/loadavg").read_text().strip()
+
+
+@contextmanager
+def backend(name: str) -> Iterator[Backend]:
+    b: Backend = Postgres() if name == "pg" else SQLite()
+    try:
+        yield b
+    finally:
+        b.close()
