@@ -1,78 +1,235 @@
-"""The Python API the chat uses: record what happened, ask what the next model call is sent.
+"""The service layer: every use case of chatrecord, for the CLI, the Python API and HTTP.
 
     from adapters.api import Chatrecord
 
     record = Chatrecord()                          # the store the environment configures
     record.record({"type": "user_message", ...})   # one line of DESIGN.md's input format
-    turn = record.turn_input("conv-demo-seo", can_see_page=lambda page: page != 13)
+    notes = record.turn_notes("conv-demo-seo", can_see_page=lambda page: page != 13)
+    notes.page_line, notes.notes                   # what the chat adds to its transcript
+    turn = record.turn_input("conv-demo-seo")      # or the whole model input
     turn.model_messages()                          # [{"role": "system", "content": ...}, ...]
 
-Thin, as the CLI is: `record` parses one line with the ingester and hands it to the store;
-`turn_input` reads the materialised projections after they caught up with the conversation's
-last event, so a turn never reads a record older than its own log.
+Every line goes through one path (`adapters.api_lines`: `parse`, then the store command
+`Lines`), whichever entrypoint sent it, so a bad line and a refused line read the same
+everywhere. Reads of a turn come from the materialised projections after they caught up with
+the conversation's last event, so a turn never reads a record older than its own log.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Literal
 
 import orjson
 
+from adapters.api_lines import IngestReport, Lines, Recorded, VersionMismatch, parse
 from adapters.application import ConversationStore, HandleResult
-from adapters.ingest import parse_line
-from adapters.readmodels import ReadModels
-from adapters.settings import open_store
-from domain.errors import UnknownConversation
-from projections import activity
+from adapters.cli_replay import NoConversation, file_conversations, no_turn, stored_conversation, turns_at
+from adapters.ingest import ParsedLine
+from adapters.readmodels import ConversationDiff, ReadModels, RebuildReport
+from adapters.settings import describe_backend, open_store
+from domain.errors import ChatrecordError, InvalidInput
+from domain.events import ConversationEvent, MessageEdited
+from projections import activity, turn
 from projections.activity import SegmentActivity
-from projections.page_line import PageCheck, every_page
-from projections.turn import TurnInput
+from projections.audit import AuditRow
+from projections.audit import audit as audit_rows
+from projections.notes import OLDER, labelled, select_notes
+from projections.page_line import PageCheck, every_page, page_line
+from projections.placement import NOTE_SEPARATOR, TEXT_SEPARATOR, _positions, target
+from projections.rules import DEFAULT_RULE_SET, resolve
+from projections.transcript import Message
+from projections.turn import NoTurnInEvents, TurnInput, TurnState, build_turn_input, replay_json, replay_turns
+
+__all__ = [
+    "Chatrecord", "IngestReport", "PlacedNote", "Recorded", "Replay", "TurnNotes", "VersionMismatch",
+    "apply_notes", "replay_file",
+]
+
+DEMO_FILE = "demo_seo_tour.jsonl"
+DEMO_CONVERSATION = "conv-demo-seo"
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class PlacedNote:
+    """One note and its place. `text`: the labelled note exactly as the model reads it.
+    `index`: 0-based index into the transcript the chat holds (user and assistant messages, no
+    system message). `into`: the note joins the assistant message at `index` (at character
+    offset `at` of its text, after the answer that ends there), joins the user message at
+    `index` (before its text), or is `new`: part of an assistant message of its own inserted
+    before the message at `index` (at the end when `index` is the transcript's length)."""
+
+    text: str
+    index: int
+    into: Literal["assistant", "user", "new"]
+    at: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """Returns `{"text", "index", "into", "at"}`."""
+        return {"text": self.text, "index": self.index, "into": self.into, "at": self.at}
+
+
+@dataclass(frozen=True)
+class TurnNotes:
+    """What the chat adds to its transcript for the next model call: the system message's
+    `page_line` and the `notes` in the order they appear, under rule set `rules`, read at
+    conversation `version` (the number of its events)."""
+
+    conversation: str
+    rules: str
+    version: int
+    page_line: str
+    notes: tuple[PlacedNote, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        """Returns `{"conversation", "rules", "version", "page_line", "notes": [...]}`."""
+        return {
+            "conversation": self.conversation, "rules": self.rules, "version": self.version,
+            "page_line": self.page_line, "notes": [n.to_json() for n in self.notes],
+        }
+
+
+@dataclass(frozen=True)
+class Replay:
+    """Every turn of one conversation, each as it saw it, under `rules`. `differs`: the
+    materialised projections' latest turn is not the log's (the log's is in `turns`)."""
+
+    conversation: str
+    rules: str
+    turns: tuple[TurnInput, ...]
+    differs: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        """Returns DESIGN.md's `replay --json` object."""
+        return replay_json(self.conversation, self.rules, self.turns)
+
+
+@dataclass(frozen=True)
+class Demo:
+    """What `demo` did: the ingestion report, the store, the live rule set and its turn, and
+    the same turn under another rule set when one was asked for."""
+
+    report: IngestReport
+    backend: str
+    rules: str
+    turn: TurnInput
+    other: tuple[str, TurnInput] | None = None
 
 
 class Chatrecord:
-    """A conversation store with its read models: what the chat records and asks.
+    """A conversation store with its read models: every use case the entrypoints call.
 
     `store` defaults to `adapters.settings.open_store()` (SQLite `CHATRECORD_DB`, or PostgreSQL
-    when `CHATRECORD_DATABASE_URL` is set).
+    when `CHATRECORD_DATABASE_URL` is set). `source_name` names `record`'s lines in errors.
     """
 
     def __init__(self, store: ConversationStore | None = None, source_name: str = "api") -> None:
         self.store = store if store is not None else open_store()
-        self.read_models = ReadModels(self.store)
         self.source_name = source_name
         self._lines = 0
 
-    def record(self, line: Mapping[str, Any] | str | bytes) -> HandleResult:
+    @cached_property
+    def read_models(self) -> ReadModels:
+        """The materialised projections (their tables are made on first use)."""
+        return ReadModels(self.store)
+
+    def close(self) -> None:
+        """Closes the store's connections."""
+        self.store.close()
+
+    # ------------------------------------------------------------ writes
+
+    def record(self, line: Mapping[str, Any] | str | bytes, follows: int | None = None) -> HandleResult:
         """Stores one input line (a dict, or its JSON text) and returns what was appended; a line
         recorded before appends nothing and returns the first result (`HandleResult.repeated`).
 
-        Raises InvalidInput (naming `source_name`, the call's number and the field) for a line
-        of the wrong shape, or the domain's ChatrecordError when the conversation refuses it;
-        nothing of a refused line is stored.
+        `follows`: the version the conversation must be at (0: not started yet), checked
+        atomically with the append. Raises InvalidInput (naming `source_name`, the call's number
+        and the field) for a line of the wrong shape, VersionMismatch, or the domain's
+        ChatrecordError (with `source_name: line N, field:` in front) when the conversation
+        refuses it; nothing of a refused line is stored.
         """
         if not isinstance(line, (Mapping, str, bytes)):
             raise TypeError(f"record takes one line as a dict or its JSON text, not {type(line).__name__}")
         self._lines += 1
         text = orjson.dumps(line) if isinstance(line, Mapping) else line
-        return self.store.handle(parse_line(text, self._lines, self.source_name))
+        parsed = _required(parse(text, self._lines, self.source_name), self.source_name, self._lines)
+        return self.store.handle(Lines([parsed], follows))
 
-    def activity(self, conversation: str, rules: str | None = None) -> tuple[SegmentActivity, ...]:
-        """Returns the activity list the chat shows the editor, segment by segment (German labels
-        of the amendment's table: "noch nicht ausgeführt", "nicht ausgeführt: nicht mehr
-        freigegeben", "fehlgeschlagen", "Von dir abgelehnt: Behalten", …), read from the log under
-        `rules` (default: the live rule set) with the same step reading as the run record.
+    def record_lines(self, lines: Iterable[str | bytes], source: str, follows: int | None = None) -> Recorded:
+        """Stores the lines (JSON Lines text, blank lines skipped, numbered from 1 in errors) of
+        one conversation all or nothing, and returns what was stored.
 
-        Raises UnknownConversation for an id the store does not hold.
+        Raises InvalidInput for a line of the wrong shape, for no line at all or for lines of
+        more than one conversation; VersionMismatch when `follows` is not the conversation's
+        version; the domain's ChatrecordError, naming the line, when the conversation refuses
+        one. Nothing is stored then.
         """
-        events = self.store.events(conversation)
-        if not events:
-            raise UnknownConversation(f'no conversation "{conversation}" in the store')
-        rule_set = rules or self.read_models.active_rules()
-        state = activity.initial()
-        for event in events:
-            state = activity.apply(state, event, rule_set)
-        return state.segments
+        parsed: list[ParsedLine] = []
+        for line_no, raw in enumerate(lines, start=1):
+            line = parse(raw, line_no, source)
+            if line is None:
+                continue
+            if parsed and line.conversation != parsed[0].conversation:
+                raise InvalidInput(source, line_no, "conversation",
+                                   f"one request holds the lines of one conversation, {parsed[0].conversation!r}")
+            parsed.append(line)
+        if not parsed:
+            raise InvalidInput(source, 1, "(line)", "expected at least one line, got none")
+        command = Lines(parsed, follows)
+        return Recorded.of(self.store.handle(command), command)
+
+    def ingest(self, lines: Iterable[str | bytes], source: str, skip_bad: bool = False) -> IngestReport:
+        """Stores every line of `lines` (named `source`) one at a time and returns the report.
+
+        A bad line (InvalidInput, or a refusal named with source and line) ends the ingestion
+        (`report.stopped`; the lines before it stay stored) unless `skip_bad`, which rejects it
+        and goes on (`report.rejected`, one message per line).
+        """
+        report = IngestReport(source)
+        for line_no, raw in enumerate(lines, start=1):
+            try:
+                line = parse(raw, line_no, source)
+                if line is None:
+                    continue
+                result = self.store.handle(Lines([line]))
+            except ChatrecordError as error:
+                if not skip_bad:
+                    report.stopped, report.stopped_at = error, line_no
+                    return report
+                report.rejected.append(str(error))
+                continue
+            report.appended += len(result.appended)
+            report.repeated += result.repeated
+        return report
+
+    def demo(self, rules: str | None = None) -> Demo:
+        """Ingests the demo SEO tour (package data) and returns its latest turn under the live
+        rule set, and under `rules` too when that is another one. Raises the ingestion's error."""
+        report = self.ingest(demo_lines(), DEMO_FILE)
+        if report.stopped is not None:
+            raise report.stopped
+        active = self.active_rules()
+        now = self.turn_input(DEMO_CONVERSATION)
+        other = None
+        if rules is not None and rules != active:
+            other = (rules, build_turn_input(self.store.events(DEMO_CONVERSATION), rules))
+        return Demo(report, describe_backend(self.store), active, now, other)
+
+    # ------------------------------------------------------------ reads
+
+    def active_rules(self) -> str:
+        """Returns the rule set of the live read models."""
+        return self.read_models.active_rules()
+
+    def events(self, conversation: str) -> list[ConversationEvent]:
+        """Returns the conversation's log. Raises UnknownConversation (naming the store and a few
+        stored ids) for an id the store does not hold."""
+        return stored_conversation(self.store, conversation, describe_backend(self.store))
 
     def turn_input(self, conversation: str, can_see_page: PageCheck = every_page) -> TurnInput:
         """Returns the input of the conversation's latest turn under the live rule set: the system
@@ -82,3 +239,194 @@ class Chatrecord:
         user message has started a turn yet.
         """
         return self.read_models.turn_input(conversation, can_see_page)
+
+    def turn_notes(self, conversation: str, can_see_page: PageCheck = every_page) -> TurnNotes:
+        """Returns the chat's read of the conversation's latest turn under the live rule set: the
+        page line and each note with its place in the transcript the chat holds (`apply_notes`
+        puts them in, giving `turn_input(...).messages`). A page `can_see_page` refuses is never
+        named. Raises UnknownConversation, NoTurnInEvents as `turn_input` does."""
+        return _turn_notes_from_state(conversation, self.events(conversation), self.active_rules(), can_see_page)
+
+    def activity(self, conversation: str, rules: str | None = None) -> tuple[SegmentActivity, ...]:
+        """Returns the activity list the chat shows the editor, segment by segment (German labels
+        of the amendment's table: "noch nicht ausgeführt", "nicht ausgeführt: nicht mehr
+        freigegeben", "fehlgeschlagen", "Von dir abgelehnt: Behalten", …), read from the log under
+        `rules` (default: the live rule set) with the same step reading as the run record.
+
+        Raises UnknownConversation for an id the store does not hold.
+        """
+        events = self.events(conversation)
+        rule_set = rules or self.active_rules()
+        state = activity.initial()
+        for event in events:
+            state = activity.apply(state, event, rule_set)
+        return state.segments
+
+    def audit(self, conversation: str, rules: str | None = None) -> tuple[str, list[AuditRow]]:
+        """Returns the rule set read under (default: the live one) and the conversation's audit
+        rows, in order. Raises UnknownConversation for an id the store does not hold."""
+        events = self.events(conversation)
+        rule_set = rules or self.active_rules()
+        return rule_set, audit_rows(events, rule_set)
+
+    def replay(self, conversation: str, rules: str | None = None, at: int | None = None,
+               can_see_page: PageCheck = every_page) -> Replay:
+        """Returns every turn of a stored conversation (only those of user message `at` if
+        given), each as the model saw it then, under `rules` (default: the live rule set).
+        Under the live rule set the latest turn is checked against the materialised
+        projections' (`Replay.differs`). Raises UnknownConversation, NoSuchTurn for an `at` that
+        started no turn, UnknownRuleSet."""
+        events = self.events(conversation)
+        active = self.active_rules()
+        rule_set = resolve(rules or active).id
+        turns = replay_turns(events, rule_set, can_see_page)
+        differs = bool(turns) and rule_set == active and (
+            self.turn_input(conversation, can_see_page).to_json() != turns[-1].to_json())
+        if at is not None:
+            picked = turns_at(turns, at)
+            if not picked:
+                raise no_turn(at, [(conversation, turns)])
+            turns = picked
+        return Replay(conversation, rule_set, tuple(turns), differs)
+
+    def rebuild(self, rules: str, progress: Progress | None = None) -> RebuildReport:
+        """Rebuilds the materialised projections under `rules`; see ReadModels.rebuild."""
+        return self.read_models.rebuild(rules, progress)
+
+    def diff(self, rules: str) -> list[ConversationDiff]:
+        """Returns the conversations whose record or notes would change under `rules` (nothing
+        is switched); see ReadModels.diff."""
+        return [d for d in self.read_models.diff(rules) if d.changed]
+
+    def health(self) -> int:
+        """Returns the position of the newest stored event: the store answers. Raises the
+        driver's error when it does not."""
+        return self.store.max_notification_id()
+
+
+def replay_file(path: Path, rules: str = DEFAULT_RULE_SET, at: int | None = None,
+                can_see_page: PageCheck = every_page) -> list[Replay]:
+    """Returns the replay of each conversation of the JSON Lines file `path`, read in memory
+    (nothing is stored); with `at`, only conversations with a turn of user message `at`.
+    Raises NoConversation for a file without lines, NoSuchTurn, InvalidInput or a refusal."""
+    rule_set = resolve(rules).id
+    conversations = file_conversations(path)
+    if not conversations:
+        raise NoConversation(f"{path} holds no conversation; replay a JSON Lines file the chat wrote")
+    replays = [Replay(name, rule_set, tuple(replay_turns(events, rule_set, can_see_page)))
+               for name, events in conversations]
+    if at is None:
+        return replays
+    picked = [Replay(r.conversation, rule_set, tuple(turns_at(r.turns, at))) for r in replays]
+    if not any(r.turns for r in picked):
+        raise no_turn(at, [(r.conversation, r.turns) for r in replays])
+    return [r for r in picked if r.turns]
+
+
+def demo_lines() -> list[bytes]:
+    """Returns the lines of the demo SEO tour shipped as package data (`adapters/data`)."""
+    from importlib import resources
+
+    return resources.files("adapters").joinpath("data", DEMO_FILE).read_bytes().splitlines(keepends=True)
+
+
+def _required(line: ParsedLine | None, source: str, line_no: int) -> ParsedLine:
+    if line is None:
+        raise InvalidInput(source, line_no, "(line)", "is blank; expected one JSON object")
+    return line
+
+
+# ---------------------------------------------------------------- the chat's read of a turn
+
+
+def _turn_notes_from_state(conversation: str, events: list[ConversationEvent], rules: str,
+                           can_see_page: PageCheck) -> TurnNotes:
+    """Interim: the latest turn's notes with their places, from the whole log (one fold, as
+    `replay` reads it). Selects and places the notes as `projections.turn.turn_input` does
+    (`select_notes`, `placement.target`, `placement.beside`'s order). Raises NoTurnInEvents."""
+    rule_set = resolve(rules)
+    state: TurnState | None = None
+    folded, edited = turn.initial(), None
+    for event in events:
+        folded = turn.apply(folded, event, rule_set)
+        if turn.starts_turn(event, edited) is not None:
+            state = folded
+        edited = event.message if isinstance(event, MessageEdited) else None
+    if state is None:
+        raise NoTurnInEvents(f'conversation "{conversation}" has no user message or retry yet, so no turn to build')
+    version = events[-1].originator_version
+    line = page_line(state.view, rule_set, can_see_page)
+    messages = state.transcript.messages
+    if not (rule_set.notes and state.transcript.kind == "chat"):
+        return TurnNotes(conversation, rule_set.id, version, line, ())
+    selected, older = select_notes(state.record, state.outcomes.outcomes, rule_set, can_see_page)
+    ends = _positions(messages, selected)
+    groups: dict[tuple[int, int], list[Any]] = {}
+    for note in selected:
+        p = note.at if note.anchor == "position" else ends.get(note.at, len(messages))
+        groups.setdefault(target(messages, p), []).append(note)
+    placed: list[PlacedNote] = []
+    for (index, into), group in sorted(groups.items()):
+        ordered = sorted(group, key=lambda n: n.order)
+        bodies = [n.body for n in ordered]
+        if older and not placed:
+            bodies[0] = f"{OLDER} {bodies[0]}"
+        texts = [labelled(body) for body in bodies]
+        if into == 0:
+            placed.extend(PlacedNote(text, index, "new") for text in texts)
+        elif messages[index].role == "user":
+            placed.extend(PlacedNote(text, index, "user") for text in texts)
+        else:
+            offsets = _offsets(messages[index], [n.segment for n in ordered])
+            placed.extend(PlacedNote(t, index, "assistant", at) for t, at in zip(texts, offsets, strict=True))
+    return TurnNotes(conversation, rule_set.id, version, line, tuple(placed))
+
+
+def _offsets(message: Message, segments: list[str | None]) -> list[int]:
+    """Returns where each note goes in an assistant message (`placement.beside`'s rule): right
+    after its own segment's answer, else where it falls in time; as character offsets."""
+    split = bool(message.ends) and message.ends[-1] == len(message.text)
+    where = {segment: i for i, segment in enumerate(message.segments)} if split else {}
+    done, out = 1, []
+    for segment in segments:
+        i = where.get(segment) if segment is not None else None
+        if i is not None and i >= done:
+            done = i + 1
+        out.append(message.ends[done - 1] if split else len(message.text))
+    return out
+
+
+def apply_notes(messages: Iterable[Message], notes: Iterable[PlacedNote]) -> tuple[Message, ...]:
+    """Returns the transcript with the notes put in, as the chat does with `turn_notes`: notes
+    in one place are joined by a line break; a `new` assistant message holds only its notes; a
+    user message gets its notes, a blank line, then its text; an assistant message gets a blank
+    line and its notes at offset `at`. Gives exactly `turn_input(...).messages`."""
+    messages = tuple(messages)
+    new: dict[int, list[str]] = {}
+    into_user: dict[int, list[str]] = {}
+    into_assistant: dict[int, dict[int, list[str]]] = {}
+    for note in notes:
+        if note.into == "new":
+            new.setdefault(note.index, []).append(note.text)
+        elif note.into == "user":
+            into_user.setdefault(note.index, []).append(note.text)
+        else:
+            into_assistant.setdefault(note.index, {}).setdefault(note.at or 0, []).append(note.text)
+    out: list[Message] = []
+    for index in range(len(messages) + 1):
+        if index in new:
+            out.append(Message(role="assistant", text=NOTE_SEPARATOR.join(new[index])))
+        if index == len(messages):
+            break
+        m = messages[index]
+        if index in into_user:
+            out.append(m.model_copy(update={"text": NOTE_SEPARATOR.join(into_user[index]) + TEXT_SEPARATOR + m.text}))
+        elif index in into_assistant:
+            text, done = "", 0
+            for at in sorted(into_assistant[index]):
+                text += m.text[done:at] + TEXT_SEPARATOR + NOTE_SEPARATOR.join(into_assistant[index][at])
+                done = at
+            out.append(Message(role="assistant", text=text + m.text[done:]))
+        else:
+            out.append(m)
+    return tuple(out)

@@ -30,31 +30,12 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from adapters.application import ConversationStore
-from adapters.cli_ingest import (
-    DEMO_CONVERSATION,
-    DEMO_FILE,
-    demo_lines,
-    ingest_file,
-    ingest_lines,
-)
+from adapters.api import DEMO_CONVERSATION, Chatrecord, replay_file
 from adapters.cli_render import audit_table, comparison, diff_view, turn_view, visible
-from adapters.cli_replay import (
-    NoConversation,
-    UnreadableFile,
-    file_conversations,
-    no_turn,
-    page_check,
-    readable_file,
-    stored_conversation,
-    turns_at,
-)
-from adapters.readmodels import ReadModels
-from adapters.settings import describe_backend, open_store, store_problem
+from adapters.cli_replay import UnreadableFile, page_check, readable_file
+from adapters.settings import open_store, store_problem
 from domain.errors import ChatrecordError
-from projections.audit import audit as audit_rows
 from projections.rules import DEFAULT_RULE_SET, RULE_SET_IDS
-from projections.turn import TurnInput, build_turn_input, replay_json, replay_turns
 
 app = typer.Typer(
     help="An event-sourced conversation store: what an AI agent's runs did, and the notes a later turn reads.",
@@ -92,13 +73,13 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of 
 
 
 @contextmanager
-def opened_store() -> Iterator[ConversationStore]:
-    """Yields the configured store and closes it afterwards."""
-    store = open_store()
+def opened() -> Iterator[Chatrecord]:
+    """Yields the service layer on the configured store and closes the store afterwards."""
+    chatrecord = Chatrecord(open_store())
     try:
-        yield store
+        yield chatrecord
     finally:
-        store.close()
+        chatrecord.close()
 
 
 def print_json(value: Any) -> None:
@@ -123,20 +104,14 @@ def demo(rules: Annotated[Rules | None, typer.Option(
 
         chatrecord demo --rules transcript-only
     """
-    with opened_store() as store:
-        report = ingest_lines(store, demo_lines(), DEMO_FILE)
-        if report.stopped is not None:
-            raise report.stopped
-        say(f"{report.summary()} ({describe_backend(store)})")
-        models = ReadModels(store)
-        active = models.active_rules()
-        turn = models.turn_input(DEMO_CONVERSATION)
-        show(turn_view(DEMO_CONVERSATION, turn, active))
-        if rules is not None and rules.value != active:
-            other = build_turn_input(store.events(DEMO_CONVERSATION), rules.value)
-            show("")
-            show(turn_view(DEMO_CONVERSATION, other, rules.value))
-            show(comparison([(active, turn), (rules.value, other)]))
+    with opened() as chatrecord:
+        done = chatrecord.demo(rules.value if rules else None)
+    say(f"{done.report.summary()} ({done.backend})")
+    show(turn_view(DEMO_CONVERSATION, done.turn, done.rules))
+    if done.other is not None:
+        show("")
+        show(turn_view(DEMO_CONVERSATION, done.other[1], done.other[0]))
+        show(comparison([(done.rules, done.turn), done.other]))
 
 
 @app.command()
@@ -156,10 +131,11 @@ def ingest(
     """
     for path in files:
         readable_file(path)
-    with opened_store() as store:
+    with opened() as chatrecord:
         for path in files:
             try:
-                report = ingest_file(store, path, skip_bad)
+                with path.open("rb") as stream:
+                    report = chatrecord.ingest(stream, path.name, skip_bad)
             except OSError as error:
                 raise UnreadableFile(f"{path}: cannot be read ({error.strerror or error})") from None
             say(report.summary())
@@ -195,38 +171,19 @@ def replay(
         raise typer.BadParameter("give a FILE or --conversation ID, not both or neither", param_hint="FILE")
     can_see = page_check(deny_page or ())
     if file is not None:
-        rule_set = rules.value if rules else DEFAULT_RULE_SET
-        conversations = file_conversations(readable_file(file))
-        if not conversations:
-            raise NoConversation(f"{file} holds no conversation; replay a JSON Lines file the chat wrote")
-        replays = [(name, replay_turns(events, rule_set, can_see)) for name, events in conversations]
+        replays = replay_file(readable_file(file), rules.value if rules else DEFAULT_RULE_SET, at, can_see)
     else:
-        with opened_store() as store:
-            events = stored_conversation(store, conversation, describe_backend(store))
-            models = ReadModels(store)
-            rule_set = rules.value if rules else models.active_rules()
-            turns = replay_turns(events, rule_set, can_see)
-            if turns and rule_set == models.active_rules():
-                check_latest(turns[-1], models.turn_input(conversation, can_see_page=can_see))
-            replays = [(conversation, turns)]
-    if at is not None:
-        picked = [(name, turns_at(turns, at)) for name, turns in replays]
-        if not any(turns for _, turns in picked):
-            raise no_turn(at, replays)
-        replays = [(name, turns) for name, turns in picked if turns]
-    for name, turns in replays:
+        with opened() as chatrecord:
+            replays = [chatrecord.replay(conversation, rules.value if rules else None, at, can_see)]
+        if replays[0].differs:
+            warn("warning: the materialised projections differ from the log for the latest turn; "
+                 "the log's is shown. Run: chatrecord rebuild")
+    for done in replays:
         if as_json:
-            print_json(replay_json(name, rule_set, turns))
+            print_json(done.to_json())
             continue
-        for turn in turns:
-            show(turn_view(name, turn, rule_set))
-
-
-def check_latest(from_log: TurnInput, materialised: TurnInput) -> None:
-    """Warns on stderr when the materialised projections' latest turn is not the log's."""
-    if materialised.to_json() != from_log.to_json():
-        warn("warning: the materialised projections differ from the log for the latest turn; "
-             "the log's is shown. Run: chatrecord rebuild")
+        for turn in done.turns:
+            show(turn_view(done.conversation, turn, done.rules))
 
 
 @app.command()
@@ -246,10 +203,8 @@ def audit(
 
         chatrecord audit conv-demo-seo --json
     """
-    with opened_store() as store:
-        events = stored_conversation(store, conversation, describe_backend(store))
-        rule_set = rules.value if rules else ReadModels(store).active_rules()
-        rows = audit_rows(events, rule_set)
+    with opened() as chatrecord:
+        rule_set, rows = chatrecord.audit(conversation, rules.value if rules else None)
     if as_json:
         print_json([row.to_json() for row in rows])
     else:
@@ -271,11 +226,10 @@ def rebuild(
 
         chatrecord rebuild --rules 2026-11-01 --diff
     """
-    with opened_store() as store:
-        models = ReadModels(store)
+    with opened() as chatrecord:
         if diff:
-            changed = [d for d in models.diff(rules.value) if d.changed]
-            say(f"{models.active_rules()} → {rules.value}: {len(changed)} "
+            changed = chatrecord.diff(rules.value)
+            say(f"{chatrecord.active_rules()} → {rules.value}: {len(changed)} "
                 f"conversation{'' if len(changed) == 1 else 's'} would change (nothing switched)")
             for conversation_diff in changed:
                 show(diff_view(conversation_diff))
@@ -283,7 +237,7 @@ def rebuild(
         with Progress(TextColumn("rebuilding"), BarColumn(), MofNCompleteColumn(), TextColumn("events"),
                       TimeElapsedColumn(), console=err, transient=True, disable=not err.is_terminal) as progress:
             task = progress.add_task("rebuild", total=None)
-            report = models.rebuild(rules.value, lambda done, total: progress.update(task, completed=done, total=total))
+            report = chatrecord.rebuild(rules.value, lambda done, total: progress.update(task, completed=done, total=total))
     say(f"rebuilt under {report.rules} (was {report.old_rules}): {report.conversations} "
         f"conversation{'' if report.conversations == 1 else 's'}, {report.events} event{'' if report.events == 1 else 's'}")
 
