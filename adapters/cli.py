@@ -258,7 +258,7 @@ def serve(
 
     Example:
 
-        CHATRECORD_API_TOKEN=s3cret chatrecord serve --port 8765
+        chatrecord serve --port 8765
     """
     from adapters.http.server import run, start
 
