@@ -20,14 +20,23 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from pathlib import Path
 from typing import Any, Literal
 
 import orjson
 
 from adapters.api_lines import IngestReport, Lines, Recorded, VersionMismatch, parse
 from adapters.application import ConversationStore, HandleResult
-from adapters.cli_replay import NoConversation, file_conversations, no_turn, stored_conversation, turns_at
+from adapters.api_results import (
+    DEMO_CONVERSATION,
+    DEMO_FILE,
+    Demo,
+    Replay,
+    apply_notes,
+    demo_lines,
+    offsets,
+    replay_file,
+)
+from adapters.cli_replay import no_turn, stored_conversation, turns_at
 from adapters.ingest import ParsedLine
 from adapters.readmodels import ConversationDiff, ReadModels, RebuildReport
 from adapters.settings import describe_backend, open_store
@@ -39,18 +48,15 @@ from projections.audit import AuditRow
 from projections.audit import audit as audit_rows
 from projections.notes import OLDER, labelled, select_notes
 from projections.page_line import PageCheck, every_page, page_line
-from projections.placement import NOTE_SEPARATOR, TEXT_SEPARATOR, _positions, target
-from projections.rules import DEFAULT_RULE_SET, resolve
-from projections.transcript import Message
-from projections.turn import NoTurnInEvents, TurnInput, TurnState, build_turn_input, replay_json, replay_turns
+from projections.placement import _positions, target
+from projections.rules import resolve
+from projections.turn import NoTurnInEvents, TurnInput, TurnState, build_turn_input, replay_turns
 
 __all__ = [
-    "Chatrecord", "IngestReport", "PlacedNote", "Recorded", "Replay", "TurnNotes", "VersionMismatch",
-    "apply_notes", "replay_file",
+    "DEMO_CONVERSATION", "DEMO_FILE", "Chatrecord", "Demo", "IngestReport", "PlacedNote", "Recorded", "Replay",
+    "TurnNotes", "VersionMismatch", "apply_notes", "demo_lines", "replay_file",
 ]
 
-DEMO_FILE = "demo_seo_tour.jsonl"
-DEMO_CONVERSATION = "conv-demo-seo"
 Progress = Callable[[int, int], None]
 
 
@@ -91,33 +97,6 @@ class TurnNotes:
             "conversation": self.conversation, "rules": self.rules, "version": self.version,
             "page_line": self.page_line, "notes": [n.to_json() for n in self.notes],
         }
-
-
-@dataclass(frozen=True)
-class Replay:
-    """Every turn of one conversation, each as it saw it, under `rules`. `differs`: the
-    materialised projections' latest turn is not the log's (the log's is in `turns`)."""
-
-    conversation: str
-    rules: str
-    turns: tuple[TurnInput, ...]
-    differs: bool = False
-
-    def to_json(self) -> dict[str, Any]:
-        """Returns DESIGN.md's `replay --json` object."""
-        return replay_json(self.conversation, self.rules, self.turns)
-
-
-@dataclass(frozen=True)
-class Demo:
-    """What `demo` did: the ingestion report, the store, the live rule set and its turn, and
-    the same turn under another rule set when one was asked for."""
-
-    report: IngestReport
-    backend: str
-    rules: str
-    turn: TurnInput
-    other: tuple[str, TurnInput] | None = None
 
 
 class Chatrecord:
@@ -304,32 +283,6 @@ class Chatrecord:
         return self.store.max_notification_id()
 
 
-def replay_file(path: Path, rules: str = DEFAULT_RULE_SET, at: int | None = None,
-                can_see_page: PageCheck = every_page) -> list[Replay]:
-    """Returns the replay of each conversation of the JSON Lines file `path`, read in memory
-    (nothing is stored); with `at`, only conversations with a turn of user message `at`.
-    Raises NoConversation for a file without lines, NoSuchTurn, InvalidInput or a refusal."""
-    rule_set = resolve(rules).id
-    conversations = file_conversations(path)
-    if not conversations:
-        raise NoConversation(f"{path} holds no conversation; replay a JSON Lines file the chat wrote")
-    replays = [Replay(name, rule_set, tuple(replay_turns(events, rule_set, can_see_page)))
-               for name, events in conversations]
-    if at is None:
-        return replays
-    picked = [Replay(r.conversation, rule_set, tuple(turns_at(r.turns, at))) for r in replays]
-    if not any(r.turns for r in picked):
-        raise no_turn(at, [(r.conversation, r.turns) for r in replays])
-    return [r for r in picked if r.turns]
-
-
-def demo_lines() -> list[bytes]:
-    """Returns the lines of the demo SEO tour shipped as package data (`adapters/data`)."""
-    from importlib import resources
-
-    return resources.files("adapters").joinpath("data", DEMO_FILE).read_bytes().splitlines(keepends=True)
-
-
 def _required(line: ParsedLine | None, source: str, line_no: int) -> ParsedLine:
     if line is None:
         raise InvalidInput(source, line_no, "(line)", "is blank; expected one JSON object")
@@ -377,56 +330,6 @@ def _turn_notes_from_state(conversation: str, events: list[ConversationEvent], r
         elif messages[index].role == "user":
             placed.extend(PlacedNote(text, index, "user") for text in texts)
         else:
-            offsets = _offsets(messages[index], [n.segment for n in ordered])
-            placed.extend(PlacedNote(t, index, "assistant", at) for t, at in zip(texts, offsets, strict=True))
+            at = offsets(messages[index], [n.segment for n in ordered])
+            placed.extend(PlacedNote(t, index, "assistant", a) for t, a in zip(texts, at, strict=True))
     return TurnNotes(conversation, rule_set.id, version, line, tuple(placed))
-
-
-def _offsets(message: Message, segments: list[str | None]) -> list[int]:
-    """Returns where each note goes in an assistant message (`placement.beside`'s rule): right
-    after its own segment's answer, else where it falls in time; as character offsets."""
-    split = bool(message.ends) and message.ends[-1] == len(message.text)
-    where = {segment: i for i, segment in enumerate(message.segments)} if split else {}
-    done, out = 1, []
-    for segment in segments:
-        i = where.get(segment) if segment is not None else None
-        if i is not None and i >= done:
-            done = i + 1
-        out.append(message.ends[done - 1] if split else len(message.text))
-    return out
-
-
-def apply_notes(messages: Iterable[Message], notes: Iterable[PlacedNote]) -> tuple[Message, ...]:
-    """Returns the transcript with the notes put in, as the chat does with `turn_notes`: notes
-    in one place are joined by a line break; a `new` assistant message holds only its notes; a
-    user message gets its notes, a blank line, then its text; an assistant message gets a blank
-    line and its notes at offset `at`. Gives exactly `turn_input(...).messages`."""
-    messages = tuple(messages)
-    new: dict[int, list[str]] = {}
-    into_user: dict[int, list[str]] = {}
-    into_assistant: dict[int, dict[int, list[str]]] = {}
-    for note in notes:
-        if note.into == "new":
-            new.setdefault(note.index, []).append(note.text)
-        elif note.into == "user":
-            into_user.setdefault(note.index, []).append(note.text)
-        else:
-            into_assistant.setdefault(note.index, {}).setdefault(note.at or 0, []).append(note.text)
-    out: list[Message] = []
-    for index in range(len(messages) + 1):
-        if index in new:
-            out.append(Message(role="assistant", text=NOTE_SEPARATOR.join(new[index])))
-        if index == len(messages):
-            break
-        m = messages[index]
-        if index in into_user:
-            out.append(m.model_copy(update={"text": NOTE_SEPARATOR.join(into_user[index]) + TEXT_SEPARATOR + m.text}))
-        elif index in into_assistant:
-            text, done = "", 0
-            for at in sorted(into_assistant[index]):
-                text += m.text[done:at] + TEXT_SEPARATOR + NOTE_SEPARATOR.join(into_assistant[index][at])
-                done = at
-            out.append(Message(role="assistant", text=text + m.text[done:]))
-        else:
-            out.append(m)
-    return tuple(out)

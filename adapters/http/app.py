@@ -63,7 +63,7 @@ RulesQuery = Annotated[Rules | None, Query(description="Rule set (default: the s
 VisiblePage = Annotated[list[int], Query(description="A page the user may see (repeatable); when given, only these.")]
 HiddenPage = Annotated[list[int], Query(description="A page the user may not see (repeatable).")]
 ERRORS: dict[int | str, dict[str, Any]] = {
-    status: {"model": schemas.ProblemDetails, "content": {PROBLEM: {}}, "description": text}
+    status: {"content": {PROBLEM: {"schema": schemas.ProblemDetails.model_json_schema()}}, "description": text}
     for status, text in {400: "Unreadable JSON or a bad parameter", 401: "Missing or wrong token",
                          404: "Unknown conversation or turn", 409: "Refused", 503: "Write conflict or store down"}.items()
 }
