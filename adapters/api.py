@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
+from threading import Lock
 from typing import Any, Literal
 
 import orjson
@@ -58,6 +59,9 @@ __all__ = [
 ]
 
 Progress = Callable[[int, int], None]
+WRITER_LOCKS = 64
+"""Writes of one process are serialised per conversation through this many locks (a conversation
+id picks one by its hash), so concurrent requests on one conversation queue rather than conflict."""
 
 
 @dataclass(frozen=True)
@@ -110,6 +114,7 @@ class Chatrecord:
         self.store = store if store is not None else open_store()
         self.source_name = source_name
         self._lines = 0
+        self._writers = [Lock() for _ in range(WRITER_LOCKS)]
 
     @cached_property
     def read_models(self) -> ReadModels:
@@ -137,7 +142,7 @@ class Chatrecord:
         self._lines += 1
         text = orjson.dumps(line) if isinstance(line, Mapping) else line
         parsed = _required(parse(text, self._lines, self.source_name), self.source_name, self._lines)
-        return self.store.handle(Lines([parsed], follows))
+        return self._handle(Lines([parsed], follows))
 
     def record_lines(self, lines: Iterable[str | bytes], source: str, follows: int | None = None) -> Recorded:
         """Stores the lines (JSON Lines text, blank lines skipped, numbered from 1 in errors) of
@@ -160,7 +165,14 @@ class Chatrecord:
         if not parsed:
             raise InvalidInput(source, 1, "(line)", "expected at least one line, got none")
         command = Lines(parsed, follows)
-        return Recorded.of(self.store.handle(command), command)
+        return Recorded.of(self._handle(command), command)
+
+    def _handle(self, command: Lines) -> HandleResult:
+        """Hands `command` to the store, one writer of its conversation at a time in this
+        process: threads queue instead of conflicting (other processes still conflict and
+        retry, as the store's optimistic concurrency makes them)."""
+        with self._writers[hash(command.conversation) % WRITER_LOCKS]:
+            return self.store.handle(command)
 
     def ingest(self, lines: Iterable[str | bytes], source: str, skip_bad: bool = False) -> IngestReport:
         """Stores every line of `lines` (named `source`) one at a time and returns the report.
@@ -175,7 +187,7 @@ class Chatrecord:
                 line = parse(raw, line_no, source)
                 if line is None:
                     continue
-                result = self.store.handle(Lines([line]))
+                result = self._handle(Lines([line]))
             except ChatrecordError as error:
                 if not skip_bad:
                     report.stopped, report.stopped_at = error, line_no

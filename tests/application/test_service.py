@@ -151,3 +151,27 @@ def test_demo_stores_the_tour_once_and_reads_its_turn(chatrecord: Chatrecord) ->
     assert (first.report.appended, again.report.appended, again.report.repeated) == (20, 0, 19)
     assert first.turn.to_json() == build_turn_input(chatrecord.store.events("conv-demo-seo")).to_json()
     assert first.other is not None and first.other[1].notes == ()
+
+
+def test_threads_writing_one_conversation_queue_instead_of_conflicting(chatrecord: Chatrecord) -> None:
+    import threading
+
+    chatrecord.record_lines(lines(STARTED, MESSAGE), "setup")
+    step = {"kind": "tool", "round": 1, "durationMs": 3.0, "toolName": "get_page", "toolIsError": False}
+    attempts: list[int] = []
+
+    def client(c: int) -> None:
+        for i in range(20):
+            segment = {"type": "segment_returned", "conversation": "c", "at": "2026-10-28T09:00:09Z",
+                       "segment": f"c{c}-{i}", "run": f"c{c}", "trigger": "turn", "outcome": "completed",
+                       "answer": "ok", "steps": [step], "pending": []}
+            attempts.append(chatrecord.record(segment).attempts)
+
+    threads = [threading.Thread(target=client, args=(c,)) for c in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert (len(attempts), set(attempts)) == (160, {1})
+    assert len(chatrecord.store.events("c")) == 2 + 160
