@@ -30,6 +30,7 @@ A problem never holds a traceback, and never a stored value: only what the reque
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any
 
 from eventsourcing.persistence import IntegrityError, PersistenceError
@@ -98,12 +99,22 @@ def from_error(error: ChatrecordError) -> Problem:
     if isinstance(error, NoTurnInEvents):
         return Problem(409, "no-turn", str(error))
     rule = type(error).__name__
-    if type(error).__module__ == "domain.errors":
-        return Problem(409, "refused-line", str(error), rule=rule, field=error.field)
     if rule == "WriteConflict":
         return Problem(503, "write-conflict", "the write kept conflicting with other writers; send it again",
                        headers={"Retry-After": "1"})
-    return Problem(409, "conflict", str(error), rule=rule)
+    if type(error).__module__ == "domain.errors":
+        return Problem(409, "refused-line", refusal(error), rule=rule, field=error.field)
+    return Problem(409, "conflict", refusal(error), rule=rule)
+
+
+def refusal(error: ChatrecordError) -> str:
+    """Returns where the refused line is (`request: line 2, segment`) and the rule's own words
+    (its class's docstring): the error's message may quote what the store holds (an owner, the
+    last message number), which a problem does not show."""
+    where = re.match(r"^(.*?: line \d+)", str(error))
+    doc = " ".join((type(error).__doc__ or "").split("\n\n")[0].split())
+    reason = doc.removeprefix("Raised when ").rstrip(".") or "the store refuses it"
+    return (where.group(1) if where else "request") + (f", {error.field}" if error.field else "") + f": refused: {reason}"
 
 
 def install(app: FastAPI) -> None:

@@ -149,7 +149,8 @@ def test_every_error_is_a_problem_and_stores_nothing(server: Server) -> None:
     assert (bad["detail"], bad["field"]) == ("request: line 1, owner: expected a whole number, got a string", "owner")
     refused = problem(server.client.post("/v1/lines", content=ndjson([started, decided]),
                                          headers={"content-type": "application/x-ndjson"}), 409, "refused-line")
-    assert refused["rule"] == "NoCardWaiting" and refused["detail"].startswith("request: line 2, segment: ")
+    assert (refused["rule"], refused["field"], refused["detail"]) == (
+        "NoCardWaiting", "segment", "request: line 2, segment: refused: a card decision names a segment that has no card waiting")
     problem(server.client.post("/v1/lines", content=b"x" * (MAX_BODY + 1)), 413, "body-too-large")
     problem(server.client.post("/v1/lines", content=b"<a/>", headers={"content-type": "text/xml"}),
             415, "unsupported-media-type")
@@ -160,6 +161,8 @@ def test_every_error_is_a_problem_and_stores_nothing(server: Server) -> None:
     assert events_of(server, conversation) == []
 
     server.client.post("/v1/lines", json=started)
+    restarted = problem(server.client.post("/v1/lines", json={**started, "owner": 9}), 409, "refused-line")
+    assert restarted["rule"] == "ConversationAlreadyStarted" and "owner" not in restarted["detail"]  # no stored owner
     problem(server.client.get(f"/v1/conversations/{conversation}/turn"), 409, "no-turn")
     problem(server.client.get(f"/v1/conversations/{conversation}/replay", params={"at": 5}), 404, "no-such-turn")
 
