@@ -5,7 +5,8 @@ NOT EXISTS`; on PostgreSQL under an advisory lock, so processes starting togethe
 A key is kept with the sha256 of its request's body and the JSON of its first successful
 response; a later request with the key gets that response again, or a 422 when its body differs.
 Two requests racing with one key both run (the line's own digest makes the second a repeat),
-and both answer with the response stored first. Keys are not expired.
+and both answer with the response stored first. Only a successful response is kept: a request
+that was refused (4xx, 5xx) runs again when it is retried. Keys are not expired.
 """
 
 from __future__ import annotations
