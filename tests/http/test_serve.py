@@ -55,3 +55,20 @@ def test_without_auth_the_app_answers_without_a_token_and_keeps_keys_in_memory()
 
     assert (first.status_code, first.json()["version"], first.headers["etag"]) == (200, 1, '"1"')
     assert again.json() == first.json() and again.headers["idempotent-replayed"] == "true"
+
+
+def test_the_token_is_checked_before_the_body_is_read_and_a_streamed_body_is_limited_too() -> None:
+    app = create_app(lambda: Chatrecord(open_store(memory=True)), HttpSettings(token="t", max_body_bytes=100))
+
+    def chunks():
+        for _ in range(10):
+            yield b"x" * 50
+
+    with TestClient(app) as client:
+        no_token = client.post("/v1/lines", content=b"x" * 1000)
+        streamed = client.post("/v1/lines", content=chunks(), headers={"Authorization": "Bearer t"})
+
+    assert no_token.status_code == 401
+    assert "content-length" not in streamed.request.headers
+    assert (streamed.status_code, streamed.json()["type"], streamed.json()["limit"]) == (
+        413, "urn:chatrecord:problem:body-too-large", 100)
