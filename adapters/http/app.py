@@ -150,14 +150,14 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
     })
     def post_lines(
         request: Request, chatrecord: Service, raw: Annotated[bytes, Depends(body)],
-        content_type: Annotated[str | None, Header()] = None,
         if_match_header: Annotated[str | None, Header(alias="If-Match", description='The version expected, e.g. "7".')] = None,
-        idempotency_key: Annotated[str | None, Header(description="Retries with this key get the first response.")] = None,
+        idempotency_key: Annotated[str | None, Header(
+            alias="Idempotency-Key", description="Retries with this key get the first response.")] = None,
     ) -> Response:
         """Records one line (a JSON object) or a batch of lines of one conversation (JSON Lines,
         `application/x-ndjson`), all or nothing. A line recorded before is a repeat: nothing is
         appended and the first result is returned. The ETag is the conversation's version."""
-        media = (content_type or JSON).split(";")[0].strip().lower()
+        media = (request.headers.get("content-type") or JSON).split(";")[0].strip().lower()
         if media != JSON and not media.endswith("+json") and media not in NDJSON:
             raise Problem(415, "unsupported-media-type", f"send {JSON} (one line) or {NDJSON[0]} (lines), not {media}")
         lines = [raw] if media not in NDJSON else raw.splitlines()
