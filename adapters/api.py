@@ -34,10 +34,12 @@ from adapters.api_results import (
     Replay,
     apply_notes,
     demo_lines,
+    no_turn,
     offsets,
     replay_file,
+    stored_conversation,
+    turns_at,
 )
-from adapters.cli_replay import no_turn, stored_conversation, turns_at
 from adapters.ingest import ParsedLine
 from adapters.readmodels import ConversationDiff, ReadModels, RebuildReport
 from adapters.settings import describe_backend, open_store

@@ -1,18 +1,23 @@
 """Results of the service layer's reads, and the reads that need no store: `Replay` (the turns
-of one conversation; `replay_file` reads a JSON Lines file in memory), `Demo`, `demo_lines`,
-and `apply_notes`, the reference of what the chat does with `Chatrecord.turn_notes`.
+of one conversation; `replay_file` reads a JSON Lines file in memory, nothing stored; time
+travel picks the turns of one user message), `Demo`, `demo_lines`, and `apply_notes`, the
+reference of what the chat does with `Chatrecord.turn_notes`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from uuid import UUID
 
 from adapters.api_lines import IngestReport
-from adapters.cli_replay import NoConversation, file_conversations, no_turn, turns_at
+from adapters.application import ConversationStore
+from adapters.ingest import read_events
+from domain.errors import ChatrecordError, UnknownConversation
+from domain.events import ConversationEvent, ConversationStarted
 from projections.page_line import PageCheck, every_page
 from projections.placement import NOTE_SEPARATOR, TEXT_SEPARATOR
 from projections.rules import DEFAULT_RULE_SET, resolve
@@ -24,6 +29,63 @@ if TYPE_CHECKING:
 
 DEMO_FILE = "demo_seo_tour.jsonl"
 DEMO_CONVERSATION = "conv-demo-seo"
+Conversations = list[tuple[str, list[ConversationEvent]]]
+
+
+class NoSuchTurn(ChatrecordError):
+    """Raised when `--at N` names a user message that started no turn."""
+
+
+class NoConversation(ChatrecordError):
+    """Raised when a file given to replay holds no conversation (it has no lines)."""
+
+
+class UnreadableFile(ChatrecordError):
+    """Raised when a FILE argument names no file that can be read."""
+
+
+def file_conversations(path: Path) -> Conversations:
+    """Returns each conversation of the JSON Lines file `path` with its events, folded in
+    memory (nothing is stored), in the order the conversations start.
+
+    Raises InvalidInput or the domain's ChatrecordError at the first bad line, UnreadableFile
+    when the file cannot be read.
+    """
+    names: dict[UUID, str] = {}
+    logs: dict[UUID, list[ConversationEvent]] = {}
+    try:
+        for event in read_events(path):
+            if isinstance(event, ConversationStarted):
+                names[event.originator_id] = event.conversation
+            logs.setdefault(event.originator_id, []).append(event)
+    except OSError as error:
+        raise UnreadableFile(f"{path}: cannot be read ({error.strerror or error})") from None
+    return [(names[uuid], events) for uuid, events in logs.items()]
+
+
+def stored_conversation(store: ConversationStore, conversation: str, backend: str) -> list[ConversationEvent]:
+    """Returns the full event log of `conversation`. Raises UnknownConversation when the store
+    (described by `backend`) has none of that id."""
+    events = store.events(conversation)
+    if not events:
+        known = store.conversation_ids()
+        hint = f"stored: {', '.join(known[:5])}{', …' if len(known) > 5 else ''}" if known else "the store is empty"
+        raise UnknownConversation(f"no conversation {conversation!r} in {backend} ({hint})")
+    return events
+
+
+def turns_at(turns: Sequence[TurnInput], message: int | None) -> list[TurnInput]:
+    """Returns the turns of user message `message` (every turn when None): the model call it
+    started, and any retry or edit of it, each as it was then."""
+    return list(turns) if message is None else [t for t in turns if t.message == message]
+
+
+def no_turn(message: int, conversations: Sequence[tuple[str, Sequence[TurnInput]]]) -> NoSuchTurn:
+    """Returns the error for `--at message` when no conversation has a turn of it."""
+    numbers = sorted({t.message for _, turns in conversations for t in turns})
+    shown = ", ".join(map(str, numbers)) or "none"
+    return NoSuchTurn(f"--at {message}: no turn starts at user message {message}; turns start at messages {shown}")
+
 
 
 @dataclass(frozen=True)

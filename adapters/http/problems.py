@@ -40,7 +40,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from adapters.api_lines import VersionMismatch
-from adapters.cli_replay import NoSuchTurn
+from adapters.api_results import NoSuchTurn
 from domain.errors import ChatrecordError, InvalidInput, UnknownConversation
 from projections.turn import NoTurnInEvents
 
