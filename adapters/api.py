@@ -1,94 +1,186 @@
-"""The Python API the chat uses: record what happened, ask what the next model call is sent.
+"""The service layer: every use case of chatrecord, for the CLI, the Python API and HTTP.
 
     from adapters.api import Chatrecord
 
     record = Chatrecord()                          # the store the environment configures
     record.record({"type": "user_message", ...})   # one line of the chat's input (docs/spec-map.md, D7)
-    turn = record.turn_input("conv-demo-seo", can_see_page=lambda page: page != 13)
+    notes = record.turn_notes("conv-demo-seo", can_see_page=lambda page: page != 13)
+    notes.page_line, notes.notes                   # what the chat adds to its transcript
+    turn = record.turn_input("conv-demo-seo")      # or the whole model input
     turn.model_messages()                          # [{"role": "system", "content": ...}, ...]
 
-Thin, as the CLI is: `record` parses one line with the ingester and hands it to the store;
-`turn_input` reads the materialised projections after they caught up with the conversation's
-last event, so a turn never reads a record older than its own log.
+Every line goes through one path (`adapters.api_lines`: `parse`, then the store command
+`Lines`), whichever entrypoint sent it, so a bad line and a refused line read the same
+everywhere. Reads of a turn come from the materialised projections after they caught up with
+the conversation's last event, so a turn never reads a record older than its own log.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
+from functools import cached_property
+from threading import Lock
 from typing import Any
 
-import orjson
-
+from adapters.api_lines import IngestReport, Lines, Recorded, VersionMismatch, parse
 from adapters.application import ConversationStore, HandleResult
+from adapters.api_results import (
+    DEMO_CONVERSATION,
+    DEMO_FILE,
+    Demo,
+    Replay,
+    demo_lines,
+    no_turn,
+    replay_file,
+    stored_conversation,
+    turns_at,
+)
 from adapters.chain_verify import Verdict, verdicts
 from adapters.erasure import Erasure, erase
-from adapters.ingest import line_text, parse_line
+from adapters.ingest import ParsedLine, line_text
 from adapters.ingest_names import lookup_key
-from adapters.readmodels import ReadModels
-from adapters.settings import open_store
-from domain.errors import UnknownConversation
+from adapters.readmodels import ConversationDiff, ReadModels, RebuildReport
+from adapters.settings import describe_backend, open_store
+from domain.errors import ChatrecordError, InvalidInput
+from domain.events import ConversationEvent
 from projections import activity
 from projections.activity import SegmentActivity
+from projections.audit import AuditRow
+from projections.audit import audit as audit_rows
 from projections.page_line import PageCheck, every_page
-from projections.turn import TurnInput
-from projections.turn_notes import TurnNotes
+from projections.rules import resolve
+from projections.turn import TurnInput, build_turn_input, replay_turns
+from projections.turn_notes import PlacedNote, TurnNotes, apply_notes
+
+__all__ = [
+    "DEMO_CONVERSATION", "DEMO_FILE", "Chatrecord", "Demo", "IngestReport", "PlacedNote", "Recorded", "Replay",
+    "TurnNotes", "VersionMismatch", "apply_notes", "demo_lines", "replay_file",
+]
+
+Progress = Callable[[int, int], None]
+WRITER_LOCKS = 64
+"""Writes of one process are serialised per conversation through this many locks (a conversation
+id picks one by its hash), so concurrent requests on one conversation queue rather than conflict."""
 
 
 class Chatrecord:
-    """A conversation store with its read models: what the chat records and asks.
+    """A conversation store with its read models: every use case the entrypoints call.
 
     `store` defaults to `adapters.settings.open_store()` (SQLite `CHATRECORD_DB`, or PostgreSQL
-    when `CHATRECORD_DATABASE_URL` is set).
+    when `CHATRECORD_DATABASE_URL` is set). `source_name` names `record`'s lines in errors.
     """
 
     def __init__(self, store: ConversationStore | None = None, source_name: str = "api") -> None:
         self.store = store if store is not None else open_store()
-        self.read_models = ReadModels(self.store)
         self.source_name = source_name
         self._lines = 0
+        self._writers = [Lock() for _ in range(WRITER_LOCKS)]
 
-    def record(self, line: Mapping[str, Any] | str | bytes) -> HandleResult:
+    @cached_property
+    def read_models(self) -> ReadModels:
+        """The materialised projections (their tables are made on first use)."""
+        return ReadModels(self.store)
+
+    def close(self) -> None:
+        """Closes the store's connections."""
+        self.store.close()
+
+    # ------------------------------------------------------------ writes
+
+    def record(self, line: Mapping[str, Any] | str | bytes, follows: int | None = None) -> HandleResult:
         """Stores one input line (a dict, or its JSON text) and returns what was appended; a line
         recorded before appends nothing and returns the first result (`HandleResult.repeated`).
 
-        Raises InvalidInput (naming `source_name`, the call's number and the field) for a line
-        of the wrong shape, or the domain's ChatrecordError when the conversation refuses it;
-        nothing of a refused line is stored.
+        `follows`: the version the conversation must be at (0: not started yet), checked
+        atomically with the append. Raises InvalidInput (naming `source_name`, the call's number
+        and the field) for a line of the wrong shape, VersionMismatch, or the domain's
+        ChatrecordError (with `source_name: line N, field:` in front) when the conversation
+        refuses it; nothing of a refused line is stored.
         """
         if not isinstance(line, (Mapping, str, bytes)):
             raise TypeError(f"record takes one line as a dict or its JSON text, not {type(line).__name__}")
         self._lines += 1
         text = line_text(line, self._lines, self.source_name) if isinstance(line, Mapping) else line
-        return self.store.handle(parse_line(text, self._lines, self.source_name))
+        parsed = _required(parse(text, self._lines, self.source_name), self.source_name, self._lines)
+        return self._handle(Lines([parsed], follows))
 
-    def activity(self, conversation: str, rules: str | None = None) -> tuple[SegmentActivity, ...]:
-        """Returns the activity list the chat shows the editor, segment by segment (German labels
-        of the amendment's table: "noch nicht ausgeführt", "nicht ausgeführt: nicht mehr
-        freigegeben", "fehlgeschlagen", "Von dir abgelehnt: Behalten", …), read from the log under
-        `rules` (default: the live rule set) with the same step reading as the run record.
+    def record_lines(self, lines: Iterable[str | bytes], source: str, follows: int | None = None) -> Recorded:
+        """Stores the lines (JSON Lines text, blank lines skipped, numbered from 1 in errors) of
+        one conversation all or nothing, and returns what was stored.
 
-        Raises UnknownConversation for an id the store does not hold. An id is looked up as the
-        ingester stored it (`chat 17` reduced the same way).
+        Raises InvalidInput for a line of the wrong shape, for no line at all or for lines of
+        more than one conversation; VersionMismatch when `follows` is not the conversation's
+        version; the domain's ChatrecordError, naming the line, when the conversation refuses
+        one. Nothing is stored then.
         """
-        events = self.store.events(lookup_key(conversation))
-        if not events:
-            raise UnknownConversation(f'no conversation "{conversation}" in the store')
-        rule_set = rules or self.read_models.active_rules()
-        state = activity.initial()
-        for event in events:
-            state = activity.apply(state, event, rule_set)
-        return state.segments
+        parsed: list[ParsedLine] = []
+        for line_no, raw in enumerate(lines, start=1):
+            line = parse(raw, line_no, source)
+            if line is None:
+                continue
+            if parsed and line.conversation != parsed[0].conversation:
+                raise InvalidInput(source, line_no, "conversation",
+                                   f"one request holds the lines of one conversation, {parsed[0].conversation!r}")
+            parsed.append(line)
+        if not parsed:
+            raise InvalidInput(source, 1, "(line)", "expected at least one line, got none")
+        command = Lines(parsed, follows)
+        return Recorded.of(self._handle(command), command)
 
-    def turn_notes(self, conversation: str, can_see_page: PageCheck = every_page) -> TurnNotes:
-        """Returns what the chat adds to the transcript it holds for the next model call: the
-        system message's page line and each note with its place (`TurnNotes.to_json()`:
-        `{"conversation", "rules", "version", "page_line", "notes": [{"text", "index", "into",
-        "at"}]}`; `projections.turn_notes.apply_notes` shows how they go in). Reads a bounded few
-        rows: its cost does not grow with the conversation's history.
+    def _handle(self, command: Lines) -> HandleResult:
+        """Hands `command` to the store, one writer of its conversation at a time in this
+        process: threads queue instead of conflicting (other processes still conflict and
+        retry, as the store's optimistic concurrency makes them)."""
+        with self._writers[hash(command.conversation) % WRITER_LOCKS]:
+            return self.store.handle(command)
 
-        Raises UnknownConversation for an id the store does not hold.
+    def ingest(self, lines: Iterable[str | bytes], source: str, skip_bad: bool = False) -> IngestReport:
+        """Stores every line of `lines` (named `source`) one at a time and returns the report.
+
+        A bad line (InvalidInput, or a refusal named with source and line) ends the ingestion
+        (`report.stopped`; the lines before it stay stored) unless `skip_bad`, which rejects it
+        and goes on (`report.rejected`, one message per line).
         """
-        return self.read_models.turn_notes(conversation, can_see_page)
+        report = IngestReport(source)
+        for line_no, raw in enumerate(lines, start=1):
+            try:
+                line = parse(raw, line_no, source)
+                if line is None:
+                    continue
+                result = self._handle(Lines([line]))
+            except ChatrecordError as error:
+                if not skip_bad:
+                    report.stopped, report.stopped_at = error, line_no
+                    return report
+                report.rejected.append(str(error))
+                continue
+            report.appended += len(result.appended)
+            report.repeated += result.repeated
+        return report
+
+    def demo(self, rules: str | None = None) -> Demo:
+        """Ingests the demo SEO tour (package data) and returns its latest turn under the live
+        rule set, and under `rules` too when that is another one. Raises the ingestion's error."""
+        report = self.ingest(demo_lines(), DEMO_FILE)
+        if report.stopped is not None:
+            raise report.stopped
+        active = self.active_rules()
+        now = self.turn_input(DEMO_CONVERSATION)
+        other = None
+        if rules is not None and rules != active:
+            other = (rules, build_turn_input(self.store.events(DEMO_CONVERSATION), rules))
+        return Demo(report, describe_backend(self.store), active, now, other)
+
+    # ------------------------------------------------------------ reads
+
+    def active_rules(self) -> str:
+        """Returns the rule set of the live read models."""
+        return self.read_models.active_rules()
+
+    def events(self, conversation: str) -> list[ConversationEvent]:
+        """Returns the conversation's log. Raises UnknownConversation (naming the store and a few
+        stored ids) for an id the store does not hold."""
+        return stored_conversation(self.store, conversation, describe_backend(self.store))
 
     def turn_input(self, conversation: str, can_see_page: PageCheck = every_page) -> TurnInput:
         """Returns the input of the conversation's latest turn under the live rule set: the system
@@ -98,6 +190,18 @@ class Chatrecord:
         user message has started a turn yet.
         """
         return self.read_models.turn_input(lookup_key(conversation), can_see_page)
+
+    def turn_notes(self, conversation: str, can_see_page: PageCheck = every_page) -> TurnNotes:
+        """Returns what the chat adds to the transcript it holds for the next model call: the
+        system message's page line and each note with its place (`TurnNotes.to_json()`:
+        `{"conversation", "rules", "version", "page_line", "notes": [{"text", "index", "into",
+        "at"}]}`; `apply_notes` shows how they go in and gives `turn_input(...).messages`). A page
+        `can_see_page` refuses is never named. Reads a bounded few rows: its cost does not grow
+        with the conversation's history.
+
+        Raises UnknownConversation for an id the store does not hold.
+        """
+        return self.read_models.turn_notes(lookup_key(conversation), can_see_page)
 
     def verify(self, conversation: str | None = None) -> list[Verdict]:
         """Returns the verdict of each conversation's hash chain (only `conversation`'s if
@@ -110,3 +214,65 @@ class Chatrecord:
         """Erases the conversation's free texts (deletes its data key) and scrubs its read
         models; idempotent. Raises UnknownConversation for an id the store does not hold."""
         return erase(self.store, lookup_key(conversation), self.read_models)
+
+    def activity(self, conversation: str, rules: str | None = None) -> tuple[SegmentActivity, ...]:
+        """Returns the activity list the chat shows the editor, segment by segment (German labels
+        of the amendment's table: "noch nicht ausgeführt", "nicht ausgeführt: nicht mehr
+        freigegeben", "fehlgeschlagen", "Von dir abgelehnt: Behalten", …), read from the log under
+        `rules` (default: the live rule set) with the same step reading as the run record.
+
+        Raises UnknownConversation for an id the store does not hold.
+        """
+        events = self.events(conversation)
+        rule_set = rules or self.active_rules()
+        state = activity.initial()
+        for event in events:
+            state = activity.apply(state, event, rule_set)
+        return state.segments
+
+    def audit(self, conversation: str, rules: str | None = None) -> tuple[str, list[AuditRow]]:
+        """Returns the rule set read under (default: the live one) and the conversation's audit
+        rows, in order. Raises UnknownConversation for an id the store does not hold."""
+        events = self.events(conversation)
+        rule_set = rules or self.active_rules()
+        return rule_set, audit_rows(events, rule_set)
+
+    def replay(self, conversation: str, rules: str | None = None, at: int | None = None,
+               can_see_page: PageCheck = every_page) -> Replay:
+        """Returns every turn of a stored conversation (only those of user message `at` if
+        given), each as the model saw it then, under `rules` (default: the live rule set).
+        Under the live rule set the latest turn is checked against the materialised
+        projections' (`Replay.differs`). Raises UnknownConversation, NoSuchTurn for an `at` that
+        started no turn, UnknownRuleSet."""
+        events = self.events(conversation)
+        active = self.active_rules()
+        rule_set = resolve(rules or active).id
+        turns = replay_turns(events, rule_set, can_see_page)
+        differs = bool(turns) and rule_set == active and (
+            self.turn_input(conversation, can_see_page).to_json() != turns[-1].to_json())
+        if at is not None:
+            picked = turns_at(turns, at)
+            if not picked:
+                raise no_turn(at, [(conversation, turns)])
+            turns = picked
+        return Replay(conversation, rule_set, tuple(turns), differs)
+
+    def rebuild(self, rules: str, progress: Progress | None = None) -> RebuildReport:
+        """Rebuilds the materialised projections under `rules`; see ReadModels.rebuild."""
+        return self.read_models.rebuild(rules, progress)
+
+    def diff(self, rules: str) -> list[ConversationDiff]:
+        """Returns the conversations whose record or notes would change under `rules` (nothing
+        is switched); see ReadModels.diff."""
+        return [d for d in self.read_models.diff(rules) if d.changed]
+
+    def health(self) -> int:
+        """Returns the position of the newest stored event: the store answers. Raises the
+        driver's error when it does not."""
+        return self.store.max_notification_id()
+
+
+def _required(line: ParsedLine | None, source: str, line_no: int) -> ParsedLine:
+    if line is None:
+        raise InvalidInput(source, line_no, "(line)", "is blank; expected one JSON object")
+    return line

@@ -202,7 +202,7 @@ class ConversationStore(Application[UUID]):
         if state is None:
             return MemoryHistory()
         index = self.history.reader(state.id)
-        if index.version != state.version:
+        if index.version < state.version:  # ahead: another writer's; the save will conflict and retry
             events = self.events.get(state.id, lte=state.version)
             self.history.write(state.id, None, events, rebuild=True)
             index = self.history.reader(state.id)

@@ -29,7 +29,8 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from adapters.application import ConversationStore
+from adapters.api import DEMO_CONVERSATION, Chatrecord, replay_file
+from adapters.api_results import replay_conversations
 from adapters.chain_verify import chain_verdict
 from adapters.cli_habits import (
     STDIN_NAME,
@@ -43,32 +44,13 @@ from adapters.cli_habits import (
     stdin_lines,
     version,
 )
-from adapters.cli_ingest import (
-    DEMO_CONVERSATION,
-    DEMO_FILE,
-    demo_lines,
-    ingest_file,
-    ingest_lines,
-)
 from adapters.cli_render import audit_table, comparison, diff_view, turn_view, visible
-from adapters.cli_replay import (
-    NoConversation,
-    UnreadableFile,
-    file_conversations,
-    no_turn,
-    page_check,
-    readable_file,
-    stored_conversation,
-    turns_at,
-)
+from adapters.cli_replay import UnreadableFile, page_check, readable_file
 from adapters.cli_verify import chain_line, erase, verify
 from adapters.ingest_names import lookup_key
-from adapters.readmodels import ReadModels
 from adapters.settings import SQLITE_MODULES, describe_backend, open_store, store_env, store_problem
 from domain.errors import ChatrecordError
-from projections.audit import audit as audit_rows
 from projections.rules import DEFAULT_RULE_SET, RULE_SET_IDS
-from projections.turn import TurnInput, build_turn_input, replay_json, replay_turns
 
 app = typer.Typer(
     help="An event-sourced conversation store: what an AI agent's runs did, and the notes a later turn reads.",
@@ -106,13 +88,13 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of 
 
 
 @contextmanager
-def opened_store() -> Iterator[ConversationStore]:
-    """Yields the configured store and closes it afterwards."""
-    store = open_store()
+def opened() -> Iterator[Chatrecord]:
+    """Yields the service layer on the configured store and closes the store afterwards."""
+    chatrecord = Chatrecord(open_store())
     try:
-        yield store
+        yield chatrecord
     finally:
-        store.close()
+        chatrecord.close()
 
 
 def print_json(value: Any) -> None:
@@ -152,20 +134,14 @@ def demo(rules: Annotated[Rules | None, typer.Option(
 
         chatrecord demo --rules transcript-only
     """
-    with opened_store() as store:
-        report = ingest_lines(store, demo_lines(), DEMO_FILE)
-        if report.stopped is not None:
-            raise report.stopped
-        say(f"{report.summary()} ({describe_backend(store)})")
-        models = ReadModels(store)
-        active = models.active_rules()
-        turn = models.turn_input(DEMO_CONVERSATION)
-        show(turn_view(DEMO_CONVERSATION, turn, active))
-        if rules is not None and rules.value != active:
-            other = build_turn_input(store.events(DEMO_CONVERSATION), rules.value)
-            show("")
-            show(turn_view(DEMO_CONVERSATION, other, rules.value))
-            show(comparison([(active, turn), (rules.value, other)]))
+    with opened() as chatrecord:
+        done = chatrecord.demo(rules.value if rules else None)
+    say(f"{done.report.summary()} ({done.backend})")
+    show(turn_view(DEMO_CONVERSATION, done.turn, done.rules))
+    if done.other is not None:
+        show("")
+        show(turn_view(DEMO_CONVERSATION, done.other[1], done.other[0]))
+        show(comparison([(done.rules, done.turn), done.other]))
 
 
 @app.command()
@@ -189,13 +165,14 @@ def ingest(
     for path in files:
         if not is_stdin(path):
             readable_file(path)
-    with opened_store() as store:
+    with opened() as chatrecord:
         for path in files:
             try:
                 if is_stdin(path):
-                    report = ingest_lines(store, stdin_lines(), STDIN_NAME, skip_bad)
+                    report = chatrecord.ingest(stdin_lines(), STDIN_NAME, skip_bad)
                 else:
-                    report = ingest_file(store, path, skip_bad)
+                    with path.open("rb") as stream:
+                        report = chatrecord.ingest(stream, path.name, skip_bad)
             except OSError as error:
                 raise UnreadableFile(f"{path}: cannot be read ({error.strerror or error})") from None
             if as_json:
@@ -222,10 +199,9 @@ def replay(
     """Prints every turn's model input, each exactly as the model saw it then.
 
     Give a FILE (read in memory, nothing stored; - reads standard input) or --conversation ID
-    (the configured store, which must exist).
-    --at N travels back to the turn of user message N; --deny-page hides a page from the user,
-    so no prompt names it. --json prints one object per conversation, one per line (the
-    contract in docs/spec-map.md, D15).
+    (the configured store, which must exist). --at N travels back to the turn of user message
+    N; --deny-page hides a page from the user, so no prompt names it. --json prints one object
+    per conversation, one per line (the contract in docs/spec-map.md, D15).
 
     Example:
 
@@ -236,38 +212,23 @@ def replay(
     can_see = page_check(deny_page or ())
     if file is not None:
         rule_set = rules.value if rules else DEFAULT_RULE_SET
-        conversations = stdin_conversations() if is_stdin(file) else file_conversations(readable_file(file))
-        if not conversations:
-            raise NoConversation(f"{file} holds no conversation; replay a JSON Lines file the chat wrote")
-        replays = [(name, replay_turns(events, rule_set, can_see)) for name, events in conversations]
+        if is_stdin(file):
+            replays = replay_conversations(stdin_conversations(), STDIN_NAME, rule_set, at, can_see)
+        else:
+            replays = replay_file(readable_file(file), rule_set, at, can_see)
     else:
         require_store()
-        with opened_store() as store:
-            events = stored_conversation(store, conversation, describe_backend(store))
-            models = ReadModels(store)
-            rule_set = rules.value if rules else models.active_rules()
-            turns = replay_turns(events, rule_set, can_see)
-            if turns and rule_set == models.active_rules():
-                check_latest(turns[-1], models.turn_input(lookup_key(conversation), can_see_page=can_see))
-            replays = [(conversation, turns)]
-    if at is not None:
-        picked = [(name, turns_at(turns, at)) for name, turns in replays]
-        if not any(turns for _, turns in picked):
-            raise no_turn(at, replays)
-        replays = [(name, turns) for name, turns in picked if turns]
-    for name, turns in replays:
+        with opened() as chatrecord:
+            replays = [chatrecord.replay(conversation, rules.value if rules else None, at, can_see)]
+        if replays[0].differs:
+            warn("warning: the materialised projections differ from the log for the latest turn; "
+                 "the log's is shown. Run: chatrecord rebuild")
+    for done in replays:
         if as_json:
-            print_json(replay_json(name, rule_set, turns))
+            print_json(done.to_json())
             continue
-        for turn in turns:
-            show(turn_view(name, turn, rule_set))
-
-
-def check_latest(from_log: TurnInput, materialised: TurnInput) -> None:
-    """Warns on stderr when the materialised projections' latest turn is not the log's."""
-    if materialised.to_json() != from_log.to_json():
-        warn("warning: the materialised projections differ from the log for the latest turn; "
-             "the log's is shown. Run: chatrecord rebuild")
+        for turn in done.turns:
+            show(turn_view(done.conversation, turn, done.rules))
 
 
 @app.command()
@@ -289,11 +250,9 @@ def audit(
         chatrecord audit conv-demo-seo --json
     """
     require_store()
-    with opened_store() as store:
-        events = stored_conversation(store, conversation, describe_backend(store))
-        rule_set = rules.value if rules else ReadModels(store).active_rules()
-        rows = audit_rows(events, rule_set)
-        verdict = chain_verdict(store, conversation)
+    with opened() as chatrecord:
+        rule_set, rows = chatrecord.audit(conversation, rules.value if rules else None)
+        verdict = chain_verdict(chatrecord.store, lookup_key(conversation))
     if as_json:
         intact = None if verdict is None else (verdict.version + 1 if verdict.ok else verdict.version)
         print_json([{**row.to_json(), "verified": intact is not None and row.version < intact} for row in rows])
@@ -320,14 +279,13 @@ def rebuild(
     """
     if diff:
         require_store()
-    with opened_store() as store:
-        models = ReadModels(store)
+    with opened() as chatrecord:
         if diff:
-            changed = [d for d in models.diff(rules.value) if d.changed]
+            changed = chatrecord.diff(rules.value)
             if as_json:
-                print_json(diff_json(models.active_rules(), rules.value, changed))
+                print_json(diff_json(chatrecord.active_rules(), rules.value, changed))
                 return
-            say(f"{models.active_rules()} → {rules.value}: {len(changed)} "
+            say(f"{chatrecord.active_rules()} → {rules.value}: {len(changed)} "
                 f"conversation{'' if len(changed) == 1 else 's'} would change (nothing switched)")
             for conversation_diff in changed:
                 show(diff_view(conversation_diff))
@@ -335,7 +293,7 @@ def rebuild(
         with Progress(TextColumn("rebuilding"), BarColumn(), MofNCompleteColumn(), TextColumn("events"),
                       TimeElapsedColumn(), console=err, transient=True, disable=not err.is_terminal) as progress:
             task = progress.add_task("rebuild", total=None)
-            report = models.rebuild(rules.value, lambda done, total: progress.update(task, completed=done, total=total))
+            report = chatrecord.rebuild(rules.value, lambda done, total: progress.update(task, completed=done, total=total))
     if as_json:
         print_json(rebuild_json(report))
         return
@@ -362,10 +320,36 @@ def init() -> None:
     """
     backend = store_env()
     fresh = backend.get("PERSISTENCE_MODULE") in SQLITE_MODULES and not Path(backend["SQLITE_DBNAME"]).exists()
-    with opened_store() as store:
-        ReadModels(store)  # the views' pointer and first generation
-        fresh = fresh or bool(getattr(store.factory, "created", None))
-        say(f"{'created the store' if fresh else 'the store exists already'}: {describe_backend(store)}")
+    with opened() as chatrecord:
+        chatrecord.read_models  # noqa: B018 - the views' pointer and first generation
+        fresh = fresh or bool(getattr(chatrecord.store.factory, "created", None))
+        say(f"{'created the store' if fresh else 'the store exists already'}: {describe_backend(chatrecord.store)}")
+
+
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", min=1, max=65535, help="Port to listen on.")] = 8765,
+    workers: Annotated[int, typer.Option("--workers", min=1, help="Server processes.")] = 1,
+    no_auth: Annotated[bool, typer.Option("--no-auth", help="No bearer token (loopback hosts only).")] = False,
+    access_log: Annotated[bool, typer.Option("--access-log/--no-access-log", help="Log each request.")] = True,
+) -> None:
+    """Serves the HTTP API the chat calls (/v1/lines, /v1/conversations/ID/turn, …).
+
+    Requires the bearer token in CHATRECORD_API_TOKEN unless --no-auth is given on a loopback
+    host. Bodies over CHATRECORD_MAX_BODY_BYTES (default 8 MiB) are refused. The OpenAPI
+    document is served at /openapi.json.
+
+    Example:
+
+        chatrecord serve --port 8765
+    """
+    from adapters.http.server import run, start
+
+    backend = start(host, no_auth)
+    say(f"chatrecord serve: {backend} on http://{host}:{port} "
+        f"({'no authentication' if no_auth else 'bearer token required'})")
+    run(host, port, workers, access_log)
 
 
 def main() -> None:

@@ -218,6 +218,8 @@ class HistoryTables:
             first = events[0].originator_version if events else 1
             if not rebuild and index.version != first - 1:
                 return  # indexed already (another writer), or a gap its next reader fills
+            if rebuild and events and index.version >= events[-1].originator_version:
+                return  # another process indexed it meanwhile
             if rebuild:
                 if self.datastore is None:
                     from domain.history import MemoryHistory

@@ -240,3 +240,47 @@ class MemoryHistory:
             index_event(self, state, event)
             state = evolve(event, state)  # type: ignore[arg-type]
             self.version = event.originator_version
+
+
+class LayeredHistory:
+    """A history read through `base`, with the writes of a batch of lines held on top and
+    never stored: the lines of one batch see each other before the batch is saved."""
+
+    def __init__(self, base: History) -> None:
+        self.base, self.top, self.delta = base, MemoryHistory(), 0
+
+    def segment(self, segment: str) -> SegmentRecord | None:
+        return self.top.records.get(segment) or self.base.segment(segment)
+
+    def segments_from(self, message: int) -> list[SegmentRecord]:
+        below = [r for r in self.base.segments_from(message) if r.segment not in self.top.records]
+        return sorted([*below, *self.top.segments_from(message)], key=lambda r: r.version)
+
+    def run_cut(self, run: str) -> bool:
+        return self.top.run_cut(run) or self.base.run_cut(run)
+
+    def message_live(self, number: int) -> bool:
+        return self.top.messages[number] if number in self.top.messages else self.base.message_live(number)
+
+    def messages_after(self, number: int) -> list[int]:
+        below = [n for n in self.base.messages_after(number) if n not in self.top.messages]
+        return sorted([*below, *self.top.messages_after(number)])
+
+    def outcomes(self) -> int:
+        return self.base.outcomes() + self.delta
+
+    def source(self, digest: str) -> tuple[int, int] | None:
+        return self.top.source(digest) or self.base.source(digest)
+
+    def put_segment(self, record: SegmentRecord) -> None:
+        self.top.put_segment(record)
+
+    def put_message(self, number: int, live: bool) -> None:
+        self.top.put_message(number, live)
+
+    def add_outcomes(self, count: int) -> None:
+        self.delta += count
+
+    def put_source(self, digest: str, version: int) -> None:
+        first = self.source(digest)
+        self.top.sources[digest] = (first[0] if first else version, version)

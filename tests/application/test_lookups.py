@@ -37,7 +37,7 @@ def test_a_decision_for_a_segment_that_does_not_exist_says_the_segment_is_unknow
     chat.record(line("user_message", message=1, text="x", page=0))
     with pytest.raises(NoCardWaiting) as refused:
         chat.record(line("card_decided", segment="r/9", approved=True, answer="Übernehmen"))
-    assert str(refused.value) == "segment r/9 is unknown: this conversation recorded no segment of that id"
+    assert str(refused.value) == "api: line 3, segment: segment r/9 is unknown: this conversation recorded no segment of that id"
 
 
 @pytest.mark.parametrize("how, reason", [
@@ -55,7 +55,7 @@ def test_a_card_left_undecided_and_then_decided_says_it_was_left_undecided(
     with pytest.raises(CardAlreadyDecided) as refused:
         chat.record(line("card_decided", segment="r/1", approved=True, answer="Übernehmen"))
     assert str(refused.value) == (
-        f"the card of segment r/1 was left undecided by {reason}; a later decision is not recorded"
+        f"api: line 5, segment: the card of segment r/1 was left undecided by {reason}; a later decision is not recorded"
     )
 
 

@@ -41,7 +41,7 @@ def test_a_line_that_comes_too_early_is_refused_with_what_it_waits_for_and_store
     with pytest.raises(LineOutOfOrder) as refused:
         chat.record(lines[2])
     assert str(refused.value) == (
-        "the line follows version 3 of conversation 'conv-demo-seo', which is at version 1; "
+        "api: line 2, follows: the line follows version 3 of conversation 'conv-demo-seo', which is at version 1; "
         "it waits for the lines before it (nothing of it was stored)"
     )
     assert refused.value.field == "follows"
@@ -58,7 +58,7 @@ def test_a_line_written_for_an_earlier_state_is_refused_but_a_repeat_is_not() ->
     with pytest.raises(LineOutOfOrder) as refused:
         chat.record(other)
     assert str(refused.value) == (
-        "the line follows version 1 of conversation 'conv-demo-seo', which is at version 4 already; "
+        "api: line 5, follows: the line follows version 1 of conversation 'conv-demo-seo', which is at version 4 already; "
         "it was written for an earlier state (nothing of it was stored)"
     )
     assert len(chat.store.events("conv-demo-seo")) == 4

@@ -40,7 +40,7 @@ def test_a_continuation_before_its_decision_is_refused_and_the_decision_still_co
     with pytest.raises(ContinuationBeforeDecision) as refused:
         chat.record(segment(2, "approval", "completed", "Gespeichert."))
     assert str(refused.value) == (
-        "segment r/2 continues after an approval, but the card of segment r/1 still waits for its decision; "
+        "api: line 4, trigger: segment r/2 continues after an approval, but the card of segment r/1 still waits for its decision; "
         "a continuation follows its decision (card_decided first)"
     )
     assert len(chat.store.events("c")) == 4

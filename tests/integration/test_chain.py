@@ -18,7 +18,7 @@ from psycopg import sql
 from adapters.application import ConversationStore
 from adapters.chain import GENESIS, link
 from adapters.chain_verify import Head, Verdict
-from adapters.cli_ingest import DEMO_FILE, demo_lines, ingest_lines
+from adapters.api import DEMO_FILE, Chatrecord, demo_lines
 from adapters.chain_verify import verdicts
 from adapters.settings import memory_env, postgres_env, sqlite_env
 from domain.events import conversation_uuid
@@ -56,8 +56,8 @@ class ChainContract:
     @pytest.fixture
     def store(self) -> ConversationStore:
         store = self.open_store()
-        ingest_lines(store, demo_lines(), DEMO_FILE)
-        ingest_lines(store, (ROOT / "tests/data/behalten_tour.jsonl").read_bytes().splitlines(), "behalten")
+        Chatrecord(store).ingest(demo_lines(), DEMO_FILE)
+        Chatrecord(store).ingest((ROOT / "tests/data/behalten_tour.jsonl").read_bytes().splitlines(), "behalten")
         return store
 
     def test_every_event_is_chained_and_the_untouched_log_verifies(self, store: ConversationStore) -> None:
@@ -113,7 +113,7 @@ class ChainContract:
             "inserted", 1)
         line = {"type": "user_message", "conversation": "conv-demo-seo", "at": "2026-11-03T10:00:00Z", "message": 4,
                 "text": "Und jetzt?", "page": 0}
-        assert ingest_lines(store, [json.dumps(line)], "later").stopped is None
+        assert Chatrecord(store).ingest([json.dumps(line)], "later").stopped is None
         verdict = by_name(verdicts(store))["conv-demo-seo"]
         assert (verdict.ok, verdict.version, verdict.events) == (True, 21, 21)
 

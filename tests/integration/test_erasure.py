@@ -15,7 +15,7 @@ import pytest
 from psycopg import sql
 
 from adapters.application import ConversationStore
-from adapters.cli_ingest import ingest_lines
+from adapters.api import Chatrecord
 from adapters.chain_verify import verdicts
 from adapters.crypto import ERASED, FREE_TEXT, TextsErased
 from adapters.data_keys import DataKeys
@@ -99,7 +99,7 @@ class ErasureContract:
     @pytest.fixture
     def store(self) -> ConversationStore:
         store = self.open_store()
-        report = ingest_lines(store, [json.dumps(line) for line in planted_lines()], "planted")
+        report = Chatrecord(store).ingest([json.dumps(line) for line in planted_lines()], "planted")
         assert report.stopped is None
         ReadModels(store).catch_up()
         return store
@@ -173,7 +173,7 @@ class ErasureContract:
     def test_an_erased_conversation_takes_no_new_text(self, store: ConversationStore) -> None:
         erase(store, "conv-erase")
         line = {"type": "user_message", "conversation": "conv-erase", "at": AT, "message": 5, "text": "neu", "page": 0}
-        report = ingest_lines(store, [json.dumps(line)], "late")
+        report = Chatrecord(store).ingest([json.dumps(line)], "late")
         assert isinstance(report.stopped, TextsErased)
         assert not any(getattr(e, "text", None) == "neu" for e in store.events("conv-erase"))
 

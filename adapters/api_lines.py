@@ -1,0 +1,140 @@
+"""Lines into the store, one path for every entrypoint (the CLI, the Python API, HTTP).
+
+A line is parsed by `parse` (the ingester's `parse_numbered`: UTF-8, a BOM before line 1, a
+blank line is None) and handed to the store as a `Lines` command: one line, or a batch of lines
+of one conversation that is stored all or nothing. `Lines.decide` folds the lines over the
+conversation's state, so a refusal (a domain error) names its source, line and field exactly as
+the CLI always did (`demo.jsonl: line 7, segment: …`), and an expected version (`follows`) is
+checked on the state the store loaded inside its retry loop, so the check and the append are
+atomic with respect to every other writer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from adapters.application import HandleResult
+from adapters.ingest import ParsedLine, at_line, parse_numbered
+from domain.conversation import Conversation, History, project_conversation
+from domain.history import LayeredHistory, index_event
+from domain.errors import ChatrecordError, InvalidInput
+from domain.events import ConversationEvent
+
+
+class VersionMismatch(ChatrecordError):
+    """Raised when a write expected the conversation at another version than the store holds
+    (HTTP `If-Match`); nothing is stored. `expected` and `actual` are versions (0: not started)."""
+
+    def __init__(self, conversation: str, expected: int, actual: int) -> None:
+        self.conversation, self.expected, self.actual = conversation, expected, actual
+        super().__init__(f"conversation {conversation!r} is at version {actual}, not {expected}; read it again")
+
+
+def parse(raw: str | bytes, line_no: int, source: str) -> ParsedLine | None:
+    """Returns line `line_no` (1-based) of `source` parsed, None for a blank line.
+
+    Raises InvalidInput naming source, line, field path and what was expected.
+    """
+    return parse_numbered(raw, line_no, source)
+
+
+class Lines:
+    """The store command of one or more parsed lines of one conversation.
+
+    `follows`: the version the conversation must be at (0: not started), else VersionMismatch.
+    After `decide`, `counts[i]` is how many events line i decided (0: recorded before).
+    """
+
+    def __init__(self, lines: Sequence[ParsedLine], follows: int | None = None) -> None:
+        if not lines:
+            raise ValueError("Lines needs at least one line")
+        self.lines = tuple(lines)
+        self.conversation = lines[0].conversation
+        self.follows = follows
+        self.counts: list[int] = []
+        if len(self.lines) == 1:  # a repeat of one line returns the first result (see handle)
+            self.digest = lines[0].digest
+            self.segment = getattr(lines[0], "segment", None)
+
+    def decide(self, state: Conversation | None, history: History) -> list[ConversationEvent]:
+        version = state.version if state is not None else 0
+        if self.follows is not None and self.follows != version:
+            raise VersionMismatch(self.conversation, self.follows, version)
+        decided: list[ConversationEvent] = []
+        self.counts = []
+        seen = LayeredHistory(history)  # the batch's earlier lines, not stored yet
+        for line in self.lines:
+            try:
+                events = line.decide(state, seen)
+            except InvalidInput:
+                raise
+            except ChatrecordError as error:
+                raise at_line(error, line.source_name, line.line) from None
+            for event in events:
+                index_event(seen, state, event)
+                state = project_conversation(state, [event])
+            decided.extend(events)
+            self.counts.append(len(events))
+        return decided
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """What one write stored. `version` is the conversation's version afterwards; `events`
+    the events appended, or for a repeat of one line the events that recorded it first;
+    `lines` how many events each line appended (0: recorded before); `repeated` whether
+    nothing was appended because every line was recorded before."""
+
+    conversation: str
+    version: int
+    appended: int
+    repeated: bool
+    events: tuple[ConversationEvent, ...]
+    lines: tuple[int, ...]
+
+    @classmethod
+    def of(cls, result: HandleResult, command: Lines) -> Recorded:
+        counts = tuple(command.counts) if result.appended else tuple(0 for _ in command.lines)
+        version = result.state.version if result.state is not None else 0
+        return cls(result.conversation, version, len(result.appended), result.repeated, result.events, counts)
+
+    def to_json(self) -> dict[str, object]:
+        """Returns `{"conversation", "version", "appended", "repeated", "events": [{"type",
+        "version"}], "lines": [{"line", "appended", "repeated"}]}` (lines numbered from 1)."""
+        return {
+            "conversation": self.conversation,
+            "version": self.version,
+            "appended": self.appended,
+            "repeated": self.repeated,
+            "events": [{"type": type(e).__name__, "version": e.originator_version} for e in self.events],
+            "lines": [{"line": i, "appended": n, "repeated": n == 0} for i, n in enumerate(self.lines, 1)],
+        }
+
+
+@dataclass
+class IngestReport:
+    """What ingesting one source did. `stopped` is the error that ended it early, if any."""
+
+    source: str
+    appended: int = 0
+    repeated: int = 0
+    rejected: list[str] = field(default_factory=list)
+    stopped: ChatrecordError | None = None
+    stopped_at: int = 0
+
+    def summary(self) -> str:
+        """Returns one line: `demo.jsonl: 24 events appended, 0 lines already recorded`."""
+        text = (
+            f"{self.source}: {_count(self.appended, 'event')} appended, "
+            f"{_count(self.repeated, 'line')} already recorded"
+        )
+        if self.rejected:
+            text += f", {_count(len(self.rejected), 'line')} rejected"
+        if self.stopped is not None:
+            text += f"; stopped at line {self.stopped_at}"
+        return text
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")

@@ -1,0 +1,142 @@
+"""Results of the service layer's reads, and the reads that need no store: `Replay` (the turns
+of one conversation; `replay_file` reads a JSON Lines file in memory, nothing stored; time
+travel picks the turns of one user message), `Demo`, `demo_lines`, and `apply_notes`, the
+reference of what the chat does with `Chatrecord.turn_notes`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+from adapters.api_lines import IngestReport
+from adapters.application import ConversationStore
+from adapters.ingest import read_events
+from adapters.ingest_names import lookup_key
+from domain.errors import ChatrecordError, UnknownConversation
+from domain.events import ConversationEvent, ConversationStarted
+from projections.page_line import PageCheck, every_page
+from projections.rules import DEFAULT_RULE_SET, resolve
+from projections.turn import TurnInput, replay_json, replay_turns
+
+
+DEMO_FILE = "demo_seo_tour.jsonl"
+DEMO_CONVERSATION = "conv-demo-seo"
+Conversations = list[tuple[str, list[ConversationEvent]]]
+
+
+class NoSuchTurn(ChatrecordError):
+    """Raised when `--at N` names a user message that started no turn."""
+
+
+class NoConversation(ChatrecordError):
+    """Raised when a file given to replay holds no conversation (it has no lines)."""
+
+
+class UnreadableFile(ChatrecordError):
+    """Raised when a FILE argument names no file that can be read."""
+
+
+def file_conversations(path: Path) -> Conversations:
+    """Returns each conversation of the JSON Lines file `path` with its events, folded in
+    memory (nothing is stored), in the order the conversations start.
+
+    Raises InvalidInput or the domain's ChatrecordError at the first bad line, UnreadableFile
+    when the file cannot be read.
+    """
+    names: dict[UUID, str] = {}
+    logs: dict[UUID, list[ConversationEvent]] = {}
+    try:
+        for event in read_events(path):
+            if isinstance(event, ConversationStarted):
+                names[event.originator_id] = event.conversation
+            logs.setdefault(event.originator_id, []).append(event)
+    except OSError as error:
+        raise UnreadableFile(f"{path}: cannot be read ({error.strerror or error})") from None
+    return [(names[uuid], events) for uuid, events in logs.items()]
+
+
+def stored_conversation(store: ConversationStore, conversation: str, backend: str) -> list[ConversationEvent]:
+    """Returns the full event log of `conversation`. Raises UnknownConversation when the store
+    (described by `backend`) has none of that id."""
+    events = store.events(lookup_key(conversation))
+    if not events:
+        known = store.conversation_ids()
+        hint = f"stored: {', '.join(known[:5])}{', …' if len(known) > 5 else ''}" if known else "the store is empty"
+        raise UnknownConversation(f"no conversation {conversation!r} in {backend} ({hint})")
+    return events
+
+
+def turns_at(turns: Sequence[TurnInput], message: int | None) -> list[TurnInput]:
+    """Returns the turns of user message `message` (every turn when None): the model call it
+    started, and any retry or edit of it, each as it was then."""
+    return list(turns) if message is None else [t for t in turns if t.message == message]
+
+
+def no_turn(message: int, conversations: Sequence[tuple[str, Sequence[TurnInput]]]) -> NoSuchTurn:
+    """Returns the error for `--at message` when no conversation has a turn of it."""
+    numbers = sorted({t.message for _, turns in conversations for t in turns})
+    shown = ", ".join(map(str, numbers)) or "none"
+    return NoSuchTurn(f"--at {message}: no turn starts at user message {message}; turns start at messages {shown}")
+
+
+
+@dataclass(frozen=True)
+class Replay:
+    """Every turn of one conversation, each as it saw it, under `rules`. `differs`: the
+    materialised projections' latest turn is not the log's (the log's is in `turns`)."""
+
+    conversation: str
+    rules: str
+    turns: tuple[TurnInput, ...]
+    differs: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        """Returns DESIGN.md's `replay --json` object."""
+        return replay_json(self.conversation, self.rules, self.turns)
+
+
+@dataclass(frozen=True)
+class Demo:
+    """What `demo` did: the ingestion report, the store, the live rule set and its turn, and
+    the same turn under another rule set when one was asked for."""
+
+    report: IngestReport
+    backend: str
+    rules: str
+    turn: TurnInput
+    other: tuple[str, TurnInput] | None = None
+
+
+def replay_file(path: Path, rules: str = DEFAULT_RULE_SET, at: int | None = None,
+                can_see_page: PageCheck = every_page) -> list[Replay]:
+    """Returns the replay of each conversation of the JSON Lines file `path`, read in memory
+    (nothing is stored); with `at`, only conversations with a turn of user message `at`.
+    Raises NoConversation for a file without lines, NoSuchTurn, InvalidInput or a refusal."""
+    return replay_conversations(file_conversations(path), str(path), rules, at, can_see_page)
+
+
+def replay_conversations(conversations: Conversations, source: str, rules: str = DEFAULT_RULE_SET,
+                         at: int | None = None, can_see_page: PageCheck = every_page) -> list[Replay]:
+    """Returns the replay of each conversation read in memory from `source` (a file, or
+    standard input), as `replay_file`."""
+    rule_set = resolve(rules).id
+    if not conversations:
+        raise NoConversation(f"{source} holds no conversation; replay a JSON Lines file the chat wrote")
+    replays = [Replay(name, rule_set, tuple(replay_turns(events, rule_set, can_see_page)))
+               for name, events in conversations]
+    if at is None:
+        return replays
+    picked = [Replay(r.conversation, rule_set, tuple(turns_at(r.turns, at))) for r in replays]
+    if not any(r.turns for r in picked):
+        raise no_turn(at, [(r.conversation, r.turns) for r in replays])
+    return [r for r in picked if r.turns]
+
+
+def demo_lines() -> list[bytes]:
+    """Returns the lines of the demo SEO tour shipped as package data (`adapters/data`)."""
+    return resources.files("adapters").joinpath("data", DEMO_FILE).read_bytes().splitlines(keepends=True)

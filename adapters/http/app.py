@@ -1,0 +1,246 @@
+"""The HTTP service the chat calls (FastAPI, sync handlers: the store is synchronous).
+
+`create_app(chatrecord_factory, settings)` builds the app; the factory is called once per
+process at start-up and the store is closed at shut-down. Every endpoint calls one method of
+the service layer (`adapters.api.Chatrecord`) and translates; errors are problems
+(`adapters.http.problems`). `/v1/healthz` and `/openapi.json` need no token, everything else
+`Authorization: Bearer <CHATRECORD_API_TOKEN>` (compared in constant time).
+
+No `from __future__ import annotations` here: FastAPI reads the handlers' annotations, some of
+which name types local to `create_app`.
+"""
+
+import hmac
+import os
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from enum import Enum
+from typing import Annotated, Any
+
+import orjson
+from fastapi import APIRouter, Depends, FastAPI, Header, Path, Query, Request, Response
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from adapters.api import Chatrecord
+from adapters.http import schemas
+from adapters.http.idempotency import MAX_KEY, Kept, body_hash, keys_for
+from adapters.http.problems import PROBLEM, Problem, install
+from adapters.settings import BadSetting
+from projections.page_line import PageCheck
+from projections.rules import RULE_SET_IDS
+
+DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
+"""A request body may hold this many bytes (8 MiB) unless CHATRECORD_MAX_BODY_BYTES says otherwise."""
+SOURCE = "request"
+"""How errors name the request's body: `request: line 3, segment: …`."""
+JSON = "application/json"
+NDJSON = ("application/x-ndjson", "application/jsonl")
+
+
+@dataclass(frozen=True)
+class HttpSettings:
+    """`token`: the bearer token (None: no authentication); `max_body_bytes`: the body limit."""
+
+    token: str | None
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, *, no_auth: bool = False) -> "HttpSettings":
+        """Reads CHATRECORD_API_TOKEN (ignored with `no_auth`) and CHATRECORD_MAX_BODY_BYTES.
+        Raises BadSetting for a limit that is not a whole number >= 1."""
+        environ = os.environ if environ is None else environ
+        text = (environ.get("CHATRECORD_MAX_BODY_BYTES") or "").strip()
+        if text and not (text.isascii() and text.isdigit() and int(text) >= 1):
+            raise BadSetting(f"CHATRECORD_MAX_BODY_BYTES must be a whole number >= 1, not {text!r}")
+        token = None if no_auth else (environ.get("CHATRECORD_API_TOKEN") or None)
+        return cls(token, int(text) if text else DEFAULT_MAX_BODY_BYTES)
+
+
+Rules = Enum("Rules", {rule_set: rule_set for rule_set in RULE_SET_IDS}, type=str)  # type: ignore[misc]
+Conversation = Annotated[str, Path(description="The conversation id, as the chat names it.")]
+RulesQuery = Annotated[Rules | None, Query(description="Rule set (default: the store's live one).")]
+VisiblePage = Annotated[list[int], Query(description="A page the user may see (repeatable); when given, only these.")]
+HiddenPage = Annotated[list[int], Query(description="A page the user may not see (repeatable).")]
+ERRORS: dict[int | str, dict[str, Any]] = {
+    status: {"content": {PROBLEM: {"schema": schemas.ProblemDetails.model_json_schema()}}, "description": text}
+    for status, text in {400: "Unreadable JSON or a bad parameter", 401: "Missing or wrong token",
+                         404: "Unknown conversation or turn", 409: "Refused", 503: "Write conflict or store down"}.items()
+}
+
+
+def page_check(visible: list[int], hidden: list[int]) -> PageCheck:
+    """Returns the check of a user who may see `visible` pages only (every page when empty),
+    never a `hidden` one."""
+    shown, unseen = frozenset(visible), frozenset(hidden)
+    return lambda page: (not shown or page in shown) and page not in unseen
+
+
+def etag(version: int) -> dict[str, str]:
+    """Returns the ETag header of a conversation at `version`."""
+    return {"ETag": f'"{version}"'}
+
+
+def if_match(value: str | None) -> int | None:
+    """Returns the version an `If-Match: "N"` names, None without one. Raises a 400 problem."""
+    if value is None:
+        return None
+    text = value.strip().removeprefix("W/")
+    if len(text) >= 3 and text[0] == text[-1] == '"' and text[1:-1].isascii() and text[1:-1].isdigit():
+        return int(text[1:-1])
+    raise Problem(400, "bad-request", 'If-Match takes one version as an ETag, e.g. If-Match: "7"', where="header.If-Match")
+
+
+def json_response(value: Any, headers: dict[str, str] | None = None, status: int = 200) -> Response:
+    return Response(orjson.dumps(value), status_code=status, media_type=JSON, headers=headers)
+
+
+def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSettings) -> FastAPI:
+    """Returns the app: `/v1` endpoints over the Chatrecord the factory returns."""
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        chatrecord = chatrecord_factory()
+        app.state.chatrecord, app.state.keys = chatrecord, keys_for(chatrecord.store)
+        try:
+            yield
+        finally:
+            chatrecord.close()
+
+    app = FastAPI(
+        title="chatrecord", version="1", lifespan=lifespan, docs_url=None, redoc_url=None,
+        description="What an AI agent's runs in a CMS chat did, recorded as events; the notes a later turn reads.",
+    )
+    install(app)
+    bearer = HTTPBearer(auto_error=False, description="CHATRECORD_API_TOKEN")
+
+    def authorized(credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> None:
+        if settings.token is None:
+            return
+        given = credentials.credentials.encode() if credentials and credentials.scheme.lower() == "bearer" else b""
+        if not hmac.compare_digest(given, settings.token.encode()):
+            raise Problem(401, "unauthorized", "send Authorization: Bearer <token>",
+                          headers={"WWW-Authenticate": 'Bearer realm="chatrecord"'})
+
+    async def body(request: Request) -> bytes:
+        limit = settings.max_body_bytes
+        length = request.headers.get("content-length", "")
+        too_large = Problem(413, "body-too-large", f"the body may hold at most {limit} bytes", limit=limit)
+        if length.isdigit() and int(length) > limit:
+            raise too_large
+        chunks, size = [], 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise too_large
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    def service(request: Request) -> Chatrecord:
+        return request.app.state.chatrecord  # type: ignore[no-any-return]
+
+    Service = Annotated[Chatrecord, Depends(service)]
+    v1 = APIRouter(prefix="/v1", dependencies=[Depends(authorized)], responses=ERRORS)
+
+    @v1.post("/lines", response_model=schemas.Recorded, openapi_extra=schemas.LINES_BODY, responses={
+        412: ERRORS[409] | {"description": "If-Match names another version"},
+        413: ERRORS[409] | {"description": "Body over the limit"},
+        415: ERRORS[409] | {"description": "Neither JSON nor NDJSON"},
+        422: ERRORS[409] | {"description": "A bad line, or an Idempotency-Key reused with another body"},
+    })
+    def post_lines(
+        request: Request, chatrecord: Service, raw: Annotated[bytes, Depends(body)],
+        if_match_header: Annotated[str | None, Header(alias="If-Match", description='The version expected, e.g. "7".')] = None,
+        idempotency_key: Annotated[str | None, Header(
+            alias="Idempotency-Key", description="Retries with this key get the first response.")] = None,
+    ) -> Response:
+        """Records one line (a JSON object) or a batch of lines of one conversation (JSON Lines,
+        `application/x-ndjson`), all or nothing. A line recorded before is a repeat: nothing is
+        appended and the first result is returned. The ETag is the conversation's version."""
+        media = (request.headers.get("content-type") or JSON).split(";")[0].strip().lower()
+        if media != JSON and not media.endswith("+json") and media not in NDJSON:
+            raise Problem(415, "unsupported-media-type", f"send {JSON} (one line) or {NDJSON[0]} (lines), not {media}")
+        lines = [raw] if media not in NDJSON else raw.splitlines()
+        for number, line in enumerate(lines, start=1):
+            if line.strip():
+                try:
+                    orjson.loads(line)
+                except orjson.JSONDecodeError as error:
+                    raise Problem(400, "unreadable-json", f"{SOURCE}: line {number}: not valid JSON ({error.msg} at "
+                                  f"column {error.colno})", line=number) from None
+        follows = if_match(if_match_header)
+        digest = ""
+        if idempotency_key is not None:
+            if not (0 < len(idempotency_key) <= MAX_KEY and idempotency_key.isascii() and idempotency_key.isprintable()):
+                raise Problem(400, "bad-request", f"Idempotency-Key must be 1–{MAX_KEY} printable ASCII characters",
+                              where="header.Idempotency-Key")
+            digest = body_hash(media.encode(), (if_match_header or "").encode(), raw)
+            kept = request.app.state.keys.get(idempotency_key)
+            if kept is not None:
+                return replayed(kept, digest)
+        recorded = chatrecord.record_lines(lines, SOURCE, follows).to_json()
+        text = orjson.dumps(recorded)
+        if idempotency_key is not None:
+            kept = request.app.state.keys.keep(idempotency_key, Kept(digest, 200, text.decode()))
+            return replayed(kept, digest) if kept.response != text.decode() else replayed(kept, digest, first=True)
+        return Response(text, media_type=JSON, headers=etag(recorded["version"]))
+
+    def replayed(kept: Kept, digest: str, first: bool = False) -> Response:
+        if kept.body_hash != digest:
+            raise Problem(422, "idempotency-key-reused", "this Idempotency-Key was sent before with another body")
+        version = orjson.loads(kept.response)["version"]
+        headers = etag(version) | ({} if first else {"Idempotent-Replayed": "true"})
+        return Response(kept.response, status_code=kept.status, media_type=JSON, headers=headers)
+
+    @v1.get("/conversations/{conversation}/turn", response_model=schemas.TurnNotes)
+    def turn(
+        chatrecord: Service, conversation: Conversation, visible_page: VisiblePage = [], hidden_page: HiddenPage = [],  # noqa: B006
+        messages: Annotated[schemas.Full | None, Query(description="`full` adds the whole model input.")] = None,
+    ) -> Response:
+        """The chat's read of the next turn: the page line and each note with its place in the
+        transcript the chat holds. A page the user may not see is never named."""
+        can_see = page_check(visible_page, hidden_page)
+        notes = chatrecord.turn_notes(conversation, can_see)
+        payload = notes.to_json()
+        if messages is not None:
+            payload["messages"] = chatrecord.turn_input(conversation, can_see).model_messages()
+        return json_response(payload, etag(notes.version))
+
+    @v1.get("/conversations/{conversation}/audit", response_model=list[dict[str, Any]])
+    def audit(chatrecord: Service, conversation: Conversation, rules: RulesQuery = None) -> Response:
+        """Everything that ran, was written, decided, left undecided or cut, in order, with
+        times: the rows of `chatrecord audit --json`."""
+        _, rows = chatrecord.audit(conversation, rules.value if rules else None)
+        return json_response([row.to_json() for row in rows])
+
+    @v1.get("/conversations/{conversation}/activity", response_model=list[dict[str, Any]])
+    def activity(chatrecord: Service, conversation: Conversation, rules: RulesQuery = None) -> Response:
+        """The activity list the chat shows the editor, segment by segment."""
+        segments = chatrecord.activity(conversation, rules.value if rules else None)
+        return json_response([s.model_dump(mode="json") for s in segments])
+
+    @v1.get("/conversations/{conversation}/replay", response_model=dict[str, Any])
+    def replay(
+        chatrecord: Service, conversation: Conversation, rules: RulesQuery = None,
+        at: Annotated[int | None, Query(ge=1, description="Only the turn of user message N.")] = None,
+        visible_page: VisiblePage = [], hidden_page: HiddenPage = [],  # noqa: B006
+    ) -> Response:
+        """Every turn's model input as it was then: the object of `chatrecord replay --json`."""
+        done = chatrecord.replay(conversation, rules.value if rules else None, at, page_check(visible_page, hidden_page))
+        return json_response(done.to_json())
+
+    app.include_router(v1)
+
+    @app.get("/v1/healthz", response_model=schemas.Health, responses={503: ERRORS[503]})
+    def healthz(chatrecord: Service) -> Response:
+        """Whether the store answers (no token needed)."""
+        return json_response({"status": "ok", "position": chatrecord.health()})
+
+    return app
+
+
+def app_from_env() -> FastAPI:
+    """Returns the app on the store and settings the environment configures (for uvicorn's
+    `--factory`; `chatrecord serve` sets CHATRECORD_API_NO_AUTH=1 after checking --no-auth)."""
+    no_auth = os.environ.get("CHATRECORD_API_NO_AUTH") == "1"
+    return create_app(Chatrecord, HttpSettings.from_env(no_auth=no_auth))

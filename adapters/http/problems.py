@@ -1,0 +1,156 @@
+"""Errors of the HTTP service as RFC 9457 problem details (`application/problem+json`).
+
+Every error class has a stable `type` URI, `urn:chatrecord:problem:<name>`:
+
+| status | name                   | when                                                          |
+|--------|------------------------|---------------------------------------------------------------|
+| 400    | unreadable-json        | a body (or an NDJSON line) that is not JSON or not UTF-8      |
+| 400    | bad-request            | a query parameter or header of the wrong form                 |
+| 401    | unauthorized           | no `Authorization: Bearer …` or the wrong token               |
+| 404    | unknown-conversation   | a conversation id the store does not hold                     |
+| 404    | no-such-turn           | `at=N` names a user message that started no turn              |
+| 404    | not-found              | no such path                                                  |
+| 405    | method-not-allowed     | a path that does not take this method                         |
+| 409    | refused-line           | a line the conversation refuses (`rule` names the rule)       |
+| 409    | no-turn                | a conversation with no user message yet has no turn to read   |
+| 409    | conflict               | any other refusal of the store (its class in `rule`)          |
+| 412    | version-mismatch       | `If-Match` names another version than the conversation's      |
+| 413    | body-too-large         | a body over `CHATRECORD_MAX_BODY_BYTES`                       |
+| 415    | unsupported-media-type | a body that is neither JSON nor NDJSON                        |
+| 422    | bad-line               | a line of the wrong shape (`line`, `field`, `expected`)       |
+| 422    | idempotency-key-reused | an `Idempotency-Key` sent before with another body            |
+| 503    | write-conflict         | a write that kept conflicting with other writers; retry       |
+| 503    | store-unavailable      | the database does not answer or cannot be used                |
+| 500    | internal               | a bug; the server's log has the traceback                     |
+
+A problem never holds a traceback, and never a stored value: only what the request itself sent
+(a line's field path, a conversation id), rule names and numbers.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any
+
+from eventsourcing.persistence import IntegrityError, PersistenceError
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from adapters.api_lines import VersionMismatch
+from adapters.api_results import NoSuchTurn
+from domain.errors import ChatrecordError, InvalidInput, UnknownConversation
+from projections.turn import NoTurnYet
+
+PROBLEM = "application/problem+json"
+TYPE_PREFIX = "urn:chatrecord:problem:"
+TITLES = {
+    "unreadable-json": "The body is not readable JSON",
+    "bad-request": "A parameter or header has the wrong form",
+    "unauthorized": "A valid bearer token is required",
+    "unknown-conversation": "No such conversation",
+    "no-such-turn": "No such turn",
+    "not-found": "No such resource",
+    "method-not-allowed": "Method not allowed",
+    "refused-line": "The conversation refuses this line",
+    "no-turn": "The conversation has no turn yet",
+    "conflict": "The store refuses this request",
+    "version-mismatch": "The conversation is at another version",
+    "body-too-large": "The body is too large",
+    "unsupported-media-type": "Send application/json or application/x-ndjson",
+    "bad-line": "A line does not have the input format's shape",
+    "idempotency-key-reused": "This Idempotency-Key was used with another body",
+    "write-conflict": "The write kept conflicting with other writers",
+    "store-unavailable": "The store cannot be used now",
+    "internal": "Internal error",
+}
+log = logging.getLogger("chatrecord.http")
+
+
+class Problem(Exception):
+    """An error response: `status`, problem `name` (see TITLES), `detail` and extra members."""
+
+    def __init__(self, status: int, name: str, detail: str, headers: dict[str, str] | None = None,
+                 **members: Any) -> None:
+        super().__init__(detail)
+        self.status, self.name, self.detail = status, name, detail
+        self.headers = headers or {}
+        self.members = members
+
+    def response(self) -> JSONResponse:
+        """Returns the problem as an `application/problem+json` response."""
+        body = {"type": TYPE_PREFIX + self.name, "title": TITLES[self.name], "status": self.status,
+                "detail": self.detail, **self.members}
+        return JSONResponse(body, status_code=self.status, headers=self.headers, media_type=PROBLEM)
+
+
+def from_error(error: ChatrecordError) -> Problem:
+    """Returns the problem of an error the service layer raised."""
+    if isinstance(error, InvalidInput):
+        return Problem(422, "bad-line", str(error), line=error.line, field=error.field, expected=error.expected)
+    if isinstance(error, VersionMismatch):
+        return Problem(412, "version-mismatch", str(error), expected=error.expected, actual=error.actual)
+    if isinstance(error, UnknownConversation):
+        return Problem(404, "unknown-conversation", "no conversation of this id in the store; check the id or record it first")
+    if isinstance(error, NoSuchTurn):
+        return Problem(404, "no-such-turn", str(error).replace("--at ", "at="))
+    if isinstance(error, NoTurnYet):
+        return Problem(409, "no-turn", str(error))
+    rule = type(error).__name__
+    if rule == "WriteConflict":
+        return Problem(503, "write-conflict", "the write kept conflicting with other writers; send it again",
+                       headers={"Retry-After": "1"})
+    if type(error).__module__ == "domain.errors":
+        return Problem(409, "refused-line", refusal(error), rule=rule, field=error.field)
+    return Problem(409, "conflict", refusal(error), rule=rule)
+
+
+def refusal(error: ChatrecordError) -> str:
+    """Returns where the refused line is (`request: line 2, segment`) and the rule's own words
+    (its class's docstring): the error's message may quote what the store holds (an owner, the
+    last message number), which a problem does not show."""
+    where = re.match(r"^(.*?: line \d+)", str(error))
+    doc = " ".join((type(error).__doc__ or "").split("\n\n")[0].split())
+    reason = doc.removeprefix("Raised when ").rstrip(".") or "the store refuses it"
+    return (where.group(1) if where else "request") + (f", {error.field}" if error.field else "") + f": refused: {reason}"
+
+
+def install(app: FastAPI) -> None:
+    """Makes every error of `app` a problem: its own, the service layer's, the framework's."""
+
+    @app.exception_handler(Problem)
+    async def problem(request: Request, error: Problem) -> JSONResponse:
+        return error.response()
+
+    @app.exception_handler(ChatrecordError)
+    async def chatrecord_error(request: Request, error: ChatrecordError) -> JSONResponse:
+        return from_error(error).response()
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, error: RequestValidationError) -> JSONResponse:
+        first = error.errors()[0] if error.errors() else {}
+        where = ".".join(str(part) for part in first.get("loc", ()))
+        return Problem(400, "bad-request", f"{where}: {first.get('msg', 'invalid')}", where=where).response()
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, error: StarletteHTTPException) -> JSONResponse:
+        name = {404: "not-found", 405: "method-not-allowed"}.get(error.status_code, "bad-request")
+        return Problem(error.status_code, name, str(error.detail), headers=dict(error.headers or {})).response()
+
+    @app.exception_handler(IntegrityError)
+    async def conflict(request: Request, error: IntegrityError) -> JSONResponse:
+        return Problem(503, "write-conflict", "the write kept conflicting with other writers; send it again",
+                       headers={"Retry-After": "1"}).response()
+
+    @app.exception_handler(PersistenceError)
+    async def store_down(request: Request, error: PersistenceError) -> JSONResponse:
+        log.error("store error: %s", type(error).__name__)
+        return Problem(503, "store-unavailable", "the store cannot be used now; try again later",
+                       headers={"Retry-After": "5"}).response()
+
+    @app.exception_handler(Exception)
+    async def bug(request: Request, error: Exception) -> JSONResponse:
+        log.exception("unexpected error on %s %s", request.method, request.url.path)
+        return Problem(500, "internal", "an internal error; the server's log has the details").response()

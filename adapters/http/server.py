@@ -1,0 +1,69 @@
+"""`chatrecord serve`: checks the settings and the store once, then runs uvicorn.
+
+It refuses to start without CHATRECORD_API_TOKEN unless `--no-auth` is given, and `--no-auth`
+only on a loopback host. The store's tables (and the idempotency table) are made here, by one
+process, before the workers start.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+
+import uvicorn
+
+from adapters.http.app import HttpSettings
+from adapters.http.idempotency import keys_for
+from adapters.readmodels import ReadModels
+from adapters.settings import BadSetting, describe_backend, open_store
+
+
+def loopback(host: str) -> bool:
+    """Returns True when `host` is a loopback address or `localhost`."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check(host: str, no_auth: bool) -> HttpSettings:
+    """Returns the settings, or raises BadSetting when the service must not start."""
+    settings = HttpSettings.from_env(no_auth=no_auth)
+    if no_auth and not loopback(host):
+        raise BadSetting(f"--no-auth listens on a loopback host only (127.0.0.1, ::1, localhost), not {host}; "
+                         "set CHATRECORD_API_TOKEN to listen on other hosts")
+    if settings.token is None and not no_auth:
+        raise BadSetting("CHATRECORD_API_TOKEN is not set; set it to the bearer token the chat sends, "
+                         "or give --no-auth on a loopback host")
+    return settings
+
+
+def prepare() -> str:
+    """Opens the configured store once, makes its tables, and returns its description."""
+    store = open_store()
+    try:
+        ReadModels(store).active_rules()
+        keys_for(store)
+        return describe_backend(store)
+    finally:
+        store.close()
+
+
+def start(host: str, no_auth: bool) -> str:
+    """Checks the settings (see `check`), prepares the store, marks --no-auth for the workers,
+    and returns the store's description. Raises BadSetting, or the store's error."""
+    check(host, no_auth)
+    backend = prepare()
+    if no_auth:
+        os.environ["CHATRECORD_API_NO_AUTH"] = "1"
+    else:
+        os.environ.pop("CHATRECORD_API_NO_AUTH", None)
+    return backend
+
+
+def run(host: str, port: int, workers: int, access_log: bool = True) -> None:
+    """Runs uvicorn with `workers` processes on the app `app_from_env` builds."""
+    uvicorn.run("adapters.http.app:app_from_env", factory=True, host=host, port=port, workers=workers,
+                access_log=access_log, log_level="info")

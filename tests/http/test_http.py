@@ -1,0 +1,227 @@
+"""The chat's whole path over HTTP, on a real server (SQLite, then PostgreSQL): every line of the
+demo recorded one request at a time, the turn read, the audit; every error a problem; a decision
+racing a new message ends as one of the CLI's orders."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+
+from adapters.api import Chatrecord
+from adapters.settings import open_store
+from tests.http.conftest import MAX_BODY, Server, unique
+
+ROOT = Path(__file__).resolve().parents[2]
+DEMO = ROOT / "tests" / "data" / "demo_seo_tour.jsonl"
+OPENAPI = ROOT / "docs" / "openapi.json"
+PROBLEM_KEYS = {"type", "title", "status", "detail"}
+
+
+def demo_lines(conversation: str = "conv-demo-seo") -> list[dict[str, Any]]:
+    return [{**orjson.loads(raw), "conversation": conversation} for raw in DEMO.read_bytes().splitlines() if raw.strip()]
+
+
+def ndjson(lines: list[dict[str, Any]]) -> bytes:
+    return b"\n".join(orjson.dumps(line) for line in lines) + b"\n"
+
+
+def problem(response: httpx.Response, status: int, name: str) -> dict[str, Any]:
+    """Returns the problem of `response` after checking its status, type and shape."""
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"] == "application/problem+json"
+    body = response.json()
+    assert body["type"] == f"urn:chatrecord:problem:{name}"
+    assert PROBLEM_KEYS <= set(body) and body["status"] == status
+    assert "Traceback" not in response.text
+    return body
+
+
+def events_of(server: Server, conversation: str) -> list[dict[str, Any]]:
+    response = server.client.get(f"/v1/conversations/{conversation}/audit")
+    return response.json() if response.status_code == 200 else []
+
+
+@pytest.fixture(scope="module")
+def demo() -> Chatrecord:
+    """The demo stored in process, as `chatrecord demo` does."""
+    chatrecord = Chatrecord(open_store(memory=True))
+    chatrecord.demo()
+    return chatrecord
+
+
+def test_the_demo_sent_line_by_line_gives_the_turn_chatrecord_demo_prints(server: Server, demo: Chatrecord) -> None:
+    versions = []
+    for line in demo_lines():
+        response = server.client.post("/v1/lines", json=line)
+        assert response.status_code == 200, response.text
+        versions.append((response.json()["version"], response.headers["etag"]))
+
+    turn = server.client.get("/v1/conversations/conv-demo-seo/turn", params={"messages": "full"})
+    audit = server.client.get("/v1/conversations/conv-demo-seo/audit")
+    replay = server.client.get("/v1/conversations/conv-demo-seo/replay", params={"at": 3})
+    activity = server.client.get("/v1/conversations/conv-demo-seo/activity")
+
+    expected = demo.turn_input("conv-demo-seo")
+    body = turn.json()
+    assert versions[-1] == (20, '"20"') and turn.headers["etag"] == '"20"'
+    assert body["messages"] == expected.model_messages()
+    assert [n["text"] for n in body["notes"]] == list(expected.notes) and len(body["notes"]) == 14
+    assert {k: v for k, v in body.items() if k != "messages"} == demo.turn_notes("conv-demo-seo").to_json()
+    assert audit.json() == [row.to_json() for row in demo.audit("conv-demo-seo")[1]]
+    assert replay.json() == demo.replay("conv-demo-seo", at=3).to_json()
+    assert activity.json() == [s.model_dump(mode="json") for s in demo.activity("conv-demo-seo")]
+
+
+def test_a_batch_is_stored_whole_a_repeat_returns_the_first_result(server: Server) -> None:
+    conversation = unique()
+    lines = demo_lines(conversation)
+
+    first = server.client.post("/v1/lines", content=ndjson(lines), headers={"content-type": "application/x-ndjson"})
+    again = server.client.post("/v1/lines", json=lines[2])
+
+    assert (first.status_code, first.json()["appended"], first.json()["version"]) == (200, 20, 20)
+    assert again.json()["repeated"] is True and again.json()["appended"] == 0
+    assert again.json()["events"] == [{"type": "SegmentReturned", "version": 4}]
+
+
+def test_pages_the_user_may_not_see_are_never_named(server: Server) -> None:
+    conversation = unique()
+    server.client.post("/v1/lines", content=ndjson(demo_lines(conversation)), headers={"content-type": "application/x-ndjson"})
+
+    hidden = server.client.get(f"/v1/conversations/{conversation}/turn", params={"hidden_page": 42, "messages": "full"})
+    only_7 = server.client.get(f"/v1/conversations/{conversation}/turn", params=[("visible_page", 7), ("visible_page", 8)])
+
+    assert hidden.status_code == only_7.status_code == 200
+    assert "42" not in json.dumps(hidden.json()) and "42" not in json.dumps(only_7.json())
+    assert "a page not named here" in hidden.text
+
+
+def test_if_match_stores_only_on_the_version_it_names(server: Server) -> None:
+    conversation = unique()
+    [started, message, *_] = demo_lines(conversation)
+    server.client.post("/v1/lines", json=started, headers={"If-Match": '"0"'})
+
+    stale = server.client.post("/v1/lines", json=message, headers={"If-Match": '"0"'})
+    malformed = server.client.post("/v1/lines", json=message, headers={"If-Match": "7"})
+    fresh = server.client.post("/v1/lines", json=message, headers={"If-Match": '"1"'})
+
+    assert problem(stale, 412, "version-mismatch")["actual"] == 1
+    problem(malformed, 400, "bad-request")
+    assert (fresh.status_code, fresh.headers["etag"]) == (200, '"3"')  # SkillLoaded and UserMessagePosted
+    assert [row["kind"] for row in events_of(server, conversation)] == ["started", "skill", "message"]
+
+
+def test_an_idempotency_key_returns_the_first_response_and_refuses_another_body(server: Server) -> None:
+    conversation = unique()
+    [started, message, *_] = demo_lines(conversation)
+    key = {"Idempotency-Key": unique("key")}
+    server.client.post("/v1/lines", json=started)
+
+    first = server.client.post("/v1/lines", json=message, headers=key)
+    retried = server.client.post("/v1/lines", json=message, headers=key)
+    other = server.client.post("/v1/lines", json={**message, "text": "other"}, headers=key)
+
+    assert first.json()["appended"] == 2 and retried.json() == first.json()
+    assert retried.headers["idempotent-replayed"] == "true" and retried.headers["etag"] == '"3"'
+    problem(other, 422, "idempotency-key-reused")
+    assert len(events_of(server, conversation)) == 3
+
+
+def test_every_error_is_a_problem_and_stores_nothing(server: Server) -> None:
+    conversation = unique()
+    [started, _, _, _, _, decided, *_] = demo_lines(conversation)
+    bare = httpx.Client(base_url=server.url, timeout=30)
+
+    problem(bare.get(f"/v1/conversations/{conversation}/turn"), 401, "unauthorized")
+    problem(bare.post("/v1/lines", json=started, headers={"Authorization": "Bearer wrong"}), 401, "unauthorized")
+    problem(server.client.post("/v1/lines", content=b'{"type": ', headers={"content-type": "application/json"}),
+            400, "unreadable-json")
+    lines = ndjson([started]) + b"{nope\n"
+    assert problem(server.client.post("/v1/lines", content=lines, headers={"content-type": "application/x-ndjson"}),
+                   400, "unreadable-json")["line"] == 2
+    bad = problem(server.client.post("/v1/lines", json={**started, "owner": "x"}), 422, "bad-line")
+    assert (bad["detail"], bad["field"]) == ("request: line 1, owner: expected a whole number, got a string", "owner")
+    refused = problem(server.client.post("/v1/lines", content=ndjson([started, decided]),
+                                         headers={"content-type": "application/x-ndjson"}), 409, "refused-line")
+    assert (refused["rule"], refused["field"], refused["detail"]) == (
+        "NoCardWaiting", "segment", "request: line 2, segment: refused: a card decision names a segment that has no card waiting")
+    problem(server.client.post("/v1/lines", content=b"x" * (MAX_BODY + 1)), 413, "body-too-large")
+    problem(server.client.post("/v1/lines", content=b"<a/>", headers={"content-type": "text/xml"}),
+            415, "unsupported-media-type")
+    unknown = problem(server.client.get(f"/v1/conversations/{conversation}/audit"), 404, "unknown-conversation")
+    assert "stored" not in unknown["detail"]
+    problem(server.client.get(f"/v1/conversations/{conversation}/replay", params={"at": "x"}), 400, "bad-request")
+    problem(server.client.get("/v1/nowhere"), 404, "not-found")
+    assert events_of(server, conversation) == []
+
+    server.client.post("/v1/lines", json=started)
+    restarted = problem(server.client.post("/v1/lines", json={**started, "owner": 9}), 409, "refused-line")
+    assert restarted["rule"] == "ConversationAlreadyStarted" and "owner" not in restarted["detail"]  # no stored owner
+    early = server.client.get(f"/v1/conversations/{conversation}/turn")  # the next model call's notes: none yet
+    assert early.status_code == 200 and early.json()["notes"] == [] and early.json()["version"] == 1
+    problem(server.client.get(f"/v1/conversations/{conversation}/turn?messages=full"), 409, "no-turn")
+    problem(server.client.get(f"/v1/conversations/{conversation}/replay", params={"at": 5}), 404, "no-such-turn")
+
+
+def expected_orders() -> dict[str, tuple[list[str], list[int]]]:
+    """The event kinds and statuses of the decision and the new message, in each order, as
+    the CLI (one line at a time) stores them."""
+    out = {}
+    for order in ("decision first", "message first"):
+        chatrecord = Chatrecord(open_store(memory=True))
+        lines = demo_lines("c")
+        chatrecord.ingest([orjson.dumps(line) for line in lines[:5]], "setup")
+        decision, message = lines[5], {**lines[-1], "message": 3}
+        sent = [decision, message] if order == "decision first" else [message, decision]
+        statuses = []
+        for line in sent:
+            report = chatrecord.ingest([orjson.dumps(line)], "x")
+            statuses.append(409 if report.stopped else 200)
+        if order == "message first":
+            statuses.reverse()  # statuses in the order (decision, message)
+        kinds = [row.kind for row in chatrecord.audit("c")[1]]
+        out[order] = (kinds, statuses)
+    return out
+
+
+def test_a_decision_racing_a_new_message_ends_as_one_of_the_clis_orders(server: Server) -> None:
+    orders = expected_orders()
+    assert orders["decision first"] != orders["message first"]
+    seen = set()
+    for _ in range(4):
+        conversation = unique("race")
+        lines = demo_lines(conversation)
+        server.client.post("/v1/lines", content=ndjson(lines[:5]), headers={"content-type": "application/x-ndjson"})
+        decision, message = lines[5], {**lines[-1], "message": 3}
+        barrier = threading.Barrier(2)
+        statuses: dict[int, int] = {}
+
+        def send(i: int, line: dict[str, Any]) -> None:
+            barrier.wait()
+            statuses[i] = server.client.post("/v1/lines", json=line).status_code
+
+        threads = [threading.Thread(target=send, args=(i, line)) for i, line in enumerate((decision, message))]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        kinds = [row["kind"] for row in events_of(server, conversation)]
+        outcome = (kinds, [statuses[0], statuses[1]])
+        assert outcome in orders.values()
+        seen.add(next(name for name, value in orders.items() if value == outcome))
+    assert seen  # which orders the race produced varies; each is one of the CLI's
+
+
+def test_healthz_needs_no_token_and_the_committed_openapi_is_the_served_one(server: Server) -> None:
+    health = httpx.get(f"{server.url}/v1/healthz")
+    served = httpx.get(f"{server.url}/openapi.json").json()
+
+    assert health.json()["status"] == "ok"
+    assert served == json.loads(OPENAPI.read_text(encoding="utf-8")), (
+        "docs/openapi.json drifted; regenerate: python -m scripts.export_openapi > docs/openapi.json")

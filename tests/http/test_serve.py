@@ -1,0 +1,74 @@
+"""`chatrecord serve` refuses to start unprotected; the app itself, in process, without a token."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import pytest
+
+from adapters.api import Chatrecord
+from adapters.http.app import DEFAULT_MAX_BODY_BYTES, HttpSettings, create_app
+from adapters.http.server import loopback
+from adapters.settings import BadSetting, open_store
+from tests.e2e.conftest import runner
+
+with warnings.catch_warnings():  # starlette's TestClient warns, at import, that it prefers httpx2
+    warnings.simplefilter("ignore")
+    from fastapi.testclient import TestClient
+
+
+def test_serve_refuses_to_start_without_a_token_or_with_no_auth_off_loopback(tmp_path: Path) -> None:
+    run = runner(tmp_path, CHATRECORD_DB=str(tmp_path / "s.sqlite"))
+
+    no_token = run("serve", "--port", "1")
+    open_host = run("serve", "--no-auth", "--host", "0.0.0.0", "--port", "1")
+
+    assert (no_token.returncode, no_token.stdout) == (1, "")
+    assert no_token.stderr == ("error: CHATRECORD_API_TOKEN is not set; set it to the bearer token the chat sends, "
+                               "or give --no-auth on a loopback host\n")
+    assert open_host.returncode == 1
+    assert open_host.stderr.startswith("error: --no-auth listens on a loopback host only (127.0.0.1, ::1, localhost), not 0.0.0.0")
+    assert not (tmp_path / "s.sqlite").exists()
+
+
+def test_loopback_hosts() -> None:
+    assert [loopback(h) for h in ("127.0.0.1", "::1", "localhost", "127.0.0.2", "0.0.0.0", "example.org")] == [
+        True, True, True, True, False, False]
+
+
+def test_settings_read_the_body_limit_and_ignore_the_token_without_auth() -> None:
+    assert HttpSettings.from_env({}) == HttpSettings(None, DEFAULT_MAX_BODY_BYTES) == HttpSettings(None, 8 * 1024 * 1024)
+    assert HttpSettings.from_env({"CHATRECORD_API_TOKEN": "t", "CHATRECORD_MAX_BODY_BYTES": "10"}) == HttpSettings("t", 10)
+    assert HttpSettings.from_env({"CHATRECORD_API_TOKEN": "t"}, no_auth=True).token is None
+    with pytest.raises(BadSetting, match="CHATRECORD_MAX_BODY_BYTES must be a whole number >= 1, not '0'"):
+        HttpSettings.from_env({"CHATRECORD_MAX_BODY_BYTES": "0"})
+
+
+def test_without_auth_the_app_answers_without_a_token_and_keeps_keys_in_memory() -> None:
+    app = create_app(lambda: Chatrecord(open_store(memory=True)), HttpSettings(token=None))
+    line = {"type": "conversation_started", "conversation": "c", "at": "2026-10-28T09:00:00Z", "kind": "chat", "owner": 7}
+
+    with TestClient(app) as client:
+        first = client.post("/v1/lines", json=line, headers={"Idempotency-Key": "k"})
+        again = client.post("/v1/lines", json=line, headers={"Idempotency-Key": "k"})
+
+    assert (first.status_code, first.json()["version"], first.headers["etag"]) == (200, 1, '"1"')
+    assert again.json() == first.json() and again.headers["idempotent-replayed"] == "true"
+
+
+def test_the_token_is_checked_before_the_body_is_read_and_a_streamed_body_is_limited_too() -> None:
+    app = create_app(lambda: Chatrecord(open_store(memory=True)), HttpSettings(token="t", max_body_bytes=100))
+
+    def chunks():
+        for _ in range(10):
+            yield b"x" * 50
+
+    with TestClient(app) as client:
+        no_token = client.post("/v1/lines", content=b"x" * 1000)
+        streamed = client.post("/v1/lines", content=chunks(), headers={"Authorization": "Bearer t"})
+
+    assert no_token.status_code == 401
+    assert "content-length" not in streamed.request.headers
+    assert (streamed.status_code, streamed.json()["type"], streamed.json()["limit"]) == (
+        413, "urn:chatrecord:problem:body-too-large", 100)
