@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
-from typing import ClassVar, Protocol
+from typing import Any, ClassVar, Protocol
 from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError, Application
@@ -125,7 +125,11 @@ class ConversationStore(Application[UUID]):
     snapshot_class = ConversationSnapshot
     events: ConversationLog
     on_saved: Callable[[UUID, Sequence[ConversationEvent]], object] | None = None
-    """Called with a conversation's id and the events just saved (set by ReadModels)."""
+    """Called with a conversation's id and the events just saved, where the recorder cannot
+    write in the events' transaction (set by ReadModels)."""
+    inline_views: Callable[[Any, UUID, Sequence[ConversationEvent]], object] | None = None
+    """Called with the events' transaction's cursor, the conversation's id and the events
+    being saved: the read models apply them in that transaction (set by ReadModels)."""
 
     def __init__(self, env: dict[str, str] | None = None) -> None:
         super().__init__(env)
@@ -160,6 +164,8 @@ class ConversationStore(Application[UUID]):
 
             def index(cursor: object, state: Conversation | None = state, events: tuple = events) -> None:
                 self.history.write(cid, state, events, curs=cursor)
+                if self.inline_views is not None:
+                    self.inline_views(cursor, cid, events)
 
             inline = isinstance(self.recorder, ChainedRecorder)
             try:  # the history index is written in the events' own transaction
@@ -175,10 +181,10 @@ class ConversationStore(Application[UUID]):
                 continue
             if not inline:  # a plain library recorder (tests): right after, in a transaction of its own
                 self.history.write(cid, state, events)
+                self._saved(events)
             after = project_conversation(state, events)
             self._cache(after)
             self._snapshot_if_due(state, after)
-            self._saved(events)
             position = recordings[-1].notification.id if recordings else None
             return HandleResult(command.conversation, events, events, after, position, attempt)
         raise AssertionError("unreachable")

@@ -116,6 +116,7 @@ class ReadModels:
         self._live: Pointer | None = None
         self._ensure()
         store.on_saved = self.apply
+        store.inline_views = self.apply_inline
 
     # ------------------------------------------------------------ set-up
 
@@ -176,6 +177,26 @@ class ReadModels:
                 rows.put_head(after)
             return after
 
+    def apply_inline(self, curs: Any, aggregate_id: UUID, events: Sequence[ConversationEvent]) -> None:
+        """Applies `events`, being saved in the transaction of `curs`, to their conversation's
+        rows in that same transaction, under a savepoint: a view that cannot apply them (a bug,
+        or data an old version accepted) leaves its rows as they were and the events are still
+        stored; the next read of the conversation tries again from its log. Events that do not
+        follow the head (a gap) are left to that read too."""
+        if not events:
+            return
+        with self.backend.savepoint(curs) as point:
+            self.backend.lock(point, exclusive=False)
+            live = self.backend.pointer(point)
+            assert live is not None
+            rows = self.backend.rows(point, live.generation, aggregate_id)
+            head = rows.head()
+            if events[0].originator_version != (head.version if head else 0) + 1:
+                return
+            after = fold_into(rows, head, events, resolve(live.rules))
+            if after is not None:
+                rows.put_head(after)
+
     def catch_up(self, progress: Progress | None = None) -> int:
         """Brings every conversation's rows up to its log; returns how many conversations
         had events to apply."""
@@ -231,7 +252,7 @@ class ReadModels:
             newest = rows.outcomes(newest=rule_set.max_notes + 1)
             return turn_notes(
                 head.conversation or conversation, head.version, head.kind, head.view, record, newest,
-                head.outcomes, head.length, rows.message, rows.block_end, rule_set, can_see_page,
+                head.outcomes, head.length, rows.messages_at, rows.block_ends, rule_set, can_see_page,
             )
 
         return self._read(conversation, read)

@@ -10,6 +10,7 @@ it was switched away from.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -32,6 +33,7 @@ from adapters.view_rows import (
 
 POINTER = "chatrecord_views"
 OLD_POINTER = "chatrecord_projection"
+log = logging.getLogger("chatrecord")
 LOCK_KEY = 0x63687276  # "chrv": the advisory lock of the views' generations
 
 
@@ -74,6 +76,20 @@ class Backend:
 
     def lock(self, curs: Any, exclusive: bool) -> None:
         """Takes the generations' lock until the transaction ends."""
+
+    @contextmanager
+    def savepoint(self, curs: Any) -> Iterator[Any]:
+        """Yields `curs` inside a savepoint of its transaction: an error inside rolls back to it,
+        is logged, and does not end the transaction."""
+        name = "chatrecord_views"
+        curs.execute(f"SAVEPOINT {name}")
+        try:
+            yield curs
+        except Exception as error:  # noqa: BLE001 - the events stand; a later read catches up
+            curs.execute(f"ROLLBACK TO SAVEPOINT {name}")
+            log.warning("chatrecord: the read models were not updated with this write (%s); "
+                        "the next read catches up", error)
+        curs.execute(f"RELEASE SAVEPOINT {name}")
 
     def log_version(self, curs: Any, cid: UUID) -> int:
         """Returns the version of the conversation's newest stored event, 0 if none."""
@@ -207,6 +223,14 @@ class MemoryBackend(Backend):
     def transaction(self, write: bool) -> Iterator[Any]:
         with self.lock_:
             yield None
+
+    @contextmanager
+    def savepoint(self, curs: Any) -> Iterator[Any]:
+        try:
+            with self.lock_:
+                yield None
+        except Exception as error:  # noqa: BLE001 - rows in memory cannot roll back; reads catch up
+            log.warning("chatrecord: the read models were not updated with this write (%s)", error)
 
     def rows(self, curs: Any, generation: int, cid: UUID, buffered: bool = False) -> MemoryRows:
         return MemoryRows(self.tables[generation].setdefault(cid, MemoryConversation()))

@@ -16,10 +16,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import TypeAdapter
+
 from projections.card_outcomes import CardOutcome
 from projections.rows import Head, TurnMark
 from projections.run_record import Entry
 from projections.transcript import Message
+
+_ENTRIES = TypeAdapter(tuple[Entry, ...])
 
 TABLES = ("heads", "entries", "outcomes", "messages", "pages", "turns")
 
@@ -104,9 +108,9 @@ class SQLRows:
             self._q(f"DELETE FROM {self.t['entries']} WHERE cid = ? AND seq = ?", seq)
 
     def entries(self) -> tuple[Entry, ...]:
-        """Returns the kept run record entries, oldest first."""
+        """Returns the kept run record entries, oldest first (decoded in one call)."""
         rows = self._q(f"SELECT body FROM {self.t['entries']} WHERE cid = ? ORDER BY seq").fetchall()
-        return tuple(Entry.model_validate_json(r["body"]) for r in rows)
+        return _ENTRIES.validate_json("[" + ",".join(r["body"] for r in rows) + "]")
 
     # ---------------------------------------------------------------- card outcomes
 
@@ -146,6 +150,25 @@ class SQLRows:
             f"SELECT idx FROM {self.t['messages']} WHERE cid = ? AND number = ? ORDER BY idx DESC LIMIT 1", number
         ).fetchone()
         return int(row["idx"]) if row else None
+
+    def messages_at(self, indexes: set[int]) -> dict[int, Message]:
+        """Returns the transcript messages at `indexes` (one statement)."""
+        if not indexes:
+            return {}
+        marks = ", ".join("?" * len(indexes))
+        rows = self._q(f"SELECT idx, body FROM {self.t['messages']} WHERE cid = ? AND idx IN ({marks})",
+                       *sorted(indexes)).fetchall()
+        return {int(r["idx"]): Message.model_validate_json(r["body"]) for r in rows}
+
+    def block_ends(self, numbers: set[int]) -> dict[int, int | None]:
+        """Returns, for each user message number, the index of the user message after it (None
+        when its block runs to the end); a number with no message is left out (one statement)."""
+        if not numbers:
+            return {}
+        marks = ", ".join("?" * len(numbers))
+        rows = self._q(f"SELECT number, block_end FROM {self.t['messages']} WHERE cid = ? AND number IN ({marks}) "
+                       "ORDER BY idx", *sorted(numbers)).fetchall()
+        return {int(r["number"]): (None if r["block_end"] is None else int(r["block_end"])) for r in rows}
 
     def block_end(self, number: int) -> int | None:
         """Returns the index of the user message after user message `number` (None: none)."""
@@ -270,6 +293,12 @@ class MemoryRows:
     def block_end(self, number: int) -> int | None:
         index = self.user_index(number)
         return None if index is None else self.r.block_ends.get(index)
+
+    def messages_at(self, indexes: set[int]) -> dict[int, Message]:
+        return {i: self.r.messages[i] for i in indexes if i in self.r.messages}
+
+    def block_ends(self, numbers: set[int]) -> dict[int, int | None]:
+        return {n: self.block_end(n) for n in numbers if self.user_index(n) is not None}
 
     def put_message(self, index: int, message: Message) -> None:
         if index not in self.r.messages:

@@ -96,26 +96,24 @@ def _offsets(message: Message, segments: Sequence[str | None]) -> list[int]:
 
 def place_notes(
     notes: Sequence[Note], older: bool, length: int,
-    message: Callable[[int], Message | None], block_end: Callable[[int], int | None],
+    messages: Callable[[set[int]], dict[int, Message]], block_ends: Callable[[set[int]], dict[int, int | None]],
 ) -> tuple[PlacedNote, ...]:
     """Returns the notes placed as `placement.place` places them, in order of appearance.
-    `message(i)` reads transcript message i; `block_end(n)` the index of the user message after
-    user message `n` (None: the block runs to the end, or there is no such message)."""
-    cache: dict[int, Message | None] = {}
-
-    def read(i: int) -> Message | None:
-        if i not in cache:
-            cache[i] = message(i)
-        return cache[i]
+    `messages(indexes)` reads those transcript messages (one read); `block_ends(numbers)` the
+    index of the user message after each user message `n` (absent or None: the block runs to
+    the end, or there is no such message)."""
+    ends = block_ends({n.at for n in notes if n.anchor != "position"})
+    positions = [n.at if n.anchor == "position" else ends.get(n.at) for n in notes]
+    positions = [max(0, min(length if p is None else p, length)) for p in positions]
+    read = messages({i for p in positions for i in (p - 1, p) if 0 <= i < length})
 
     def role(i: int) -> str | None:
-        found = read(i)
+        found = read.get(i)
         return found.role if found else None
 
     groups: dict[tuple[int, int], list[Note]] = {}
-    for note in notes:
-        p = note.at if note.anchor == "position" else block_end(note.at)
-        groups.setdefault(_target(length, length if p is None else p, role), []).append(note)
+    for note, p in zip(notes, positions, strict=True):
+        groups.setdefault(_target(length, p, role), []).append(note)
     placed: list[PlacedNote] = []
     for key in sorted(groups):
         ordered = sorted(groups[key], key=lambda n: n.order)
@@ -127,7 +125,7 @@ def place_notes(
         if into == 0:
             placed.extend(PlacedNote(text, index, "new") for text in texts)
             continue
-        target = read(index)
+        target = read.get(index)
         assert target is not None
         if target.role == "user":
             placed.extend(PlacedNote(text, index, "user") for text in texts)
@@ -140,7 +138,7 @@ def place_notes(
 def turn_notes(
     conversation: str, version: int, kind: str, view: ViewContext, record: RunRecord,
     newest_outcomes: tuple[CardOutcome, ...], outcome_count: int, length: int,
-    message: Callable[[int], Message | None], block_end: Callable[[int], int | None],
+    messages: Callable[[set[int]], dict[int, Message]], block_ends: Callable[[set[int]], dict[int, int | None]],
     rules: RuleSet | str, can_see_page: PageCheck = every_page,
 ) -> TurnNotes:
     """Returns the turn's notes with their places. `record` holds the kept run record entries;
@@ -150,7 +148,7 @@ def turn_notes(
     placed: tuple[PlacedNote, ...] = ()
     if rules.notes and kind == "chat":
         selected, older = select_notes(record, newest_outcomes, rules, can_see_page, outcome_count)
-        placed = place_notes(selected, older, length, message, block_end)
+        placed = place_notes(selected, older, length, messages, block_ends)
     return TurnNotes(conversation, rules.id, version, page_line(view, rules, can_see_page), placed)
 
 

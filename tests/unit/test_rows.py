@@ -55,7 +55,7 @@ def test_turn_notes_put_into_the_transcript_are_the_turns_messages(legacy, episo
 
     notes = turn_notes(
         "conv-test", head.version, head.kind, head.view, _state(rows, head).record,
-        rows.outcomes(newest=rules.max_notes + 1), head.outcomes, head.length, rows.message, rows.block_end,
+        rows.outcomes(newest=rules.max_notes + 1), head.outcomes, head.length, rows.messages_at, rows.block_ends,
         rules, can_see,
     )
 
