@@ -9,7 +9,7 @@
     turn = record.turn_input("conv-demo-seo")      # or the whole model input
     turn.model_messages()                          # [{"role": "system", "content": ...}, ...]
 
-Every line goes through one path (`adapters.api_lines`: `parse`, then the store command
+Every line goes through one path (`adapters.service.lines`: `parse`, then the store command
 `Lines`), whichever entrypoint sent it, so a bad line and a refused line read the same
 everywhere. Reads of a turn come from the materialised projections after they caught up with
 the conversation's last event, so a turn never reads a record older than its own log.
@@ -22,9 +22,9 @@ from functools import cached_property
 from threading import Lock
 from typing import Any
 
-from adapters.api_lines import IngestReport, Lines, Recorded, VersionMismatch, parse
-from adapters.application import ConversationStore, HandleResult
-from adapters.api_results import (
+from adapters.service.lines import IngestReport, Lines, Recorded, VersionMismatch, parse
+from adapters.store.application import ConversationStore, HandleResult
+from adapters.service.results import (
     DEMO_CONVERSATION,
     DEMO_FILE,
     Demo,
@@ -35,12 +35,12 @@ from adapters.api_results import (
     stored_conversation,
     turns_at,
 )
-from adapters.chain_verify import Verdict, verdicts
-from adapters.erasure import Erasure, erase
+from adapters.store.verify import Verdict, verdicts
+from adapters.store.erasure import Erasure, erase
 from adapters.ingest import ParsedLine, line_text
-from adapters.ingest_names import lookup_key
-from adapters.readmodels import ConversationDiff, ReadModels, RebuildReport
-from adapters.settings import describe_backend, open_store
+from adapters.ingest.names import lookup_key
+from adapters.views.readmodels import ConversationDiff, ReadModels, RebuildReport
+from adapters.store.settings import describe_backend, open_store
 from domain.errors import ChatrecordError, InvalidInput
 from domain.events import ConversationEvent
 from projections import activity
@@ -66,7 +66,7 @@ id picks one by its hash), so concurrent requests on one conversation queue rath
 class Chatrecord:
     """A conversation store with its read models: every use case the entrypoints call.
 
-    `store` defaults to `adapters.settings.open_store()` (SQLite `CHATRECORD_DB`, or PostgreSQL
+    `store` defaults to `adapters.store.settings.open_store()` (SQLite `CHATRECORD_DB`, or PostgreSQL
     when `CHATRECORD_DATABASE_URL` is set). `source_name` names `record`'s lines in errors.
     """
 

@@ -43,7 +43,7 @@ from bench_flat_support import (  # noqa: E402
     bulk_fill, loadavg, machine, median_time, rss_kb, say, target,
 )
 
-from adapters.readmodels import ReadModels  # noqa: E402
+from adapters.views.readmodels import ReadModels  # noqa: E402
 
 
 # ------------------------------------------------------------------ sections

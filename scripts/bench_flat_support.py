@@ -29,9 +29,9 @@ from eventsourcing.application import Application  # noqa: E402
 from eventsourcing.domain import Aggregate, event  # noqa: E402
 
 from adapters.api import Chatrecord  # noqa: E402
-from adapters.application import ConversationStore  # noqa: E402
+from adapters.store.application import ConversationStore  # noqa: E402
 from adapters.ingest import parse_line  # noqa: E402
-from adapters.settings import postgres_env, sqlite_env  # noqa: E402
+from adapters.store.settings import postgres_env, sqlite_env  # noqa: E402
 from domain.conversation import project_conversation  # noqa: E402
 
 PG_URL = os.environ.get("CHATRECORD_TEST_DATABASE_URL") or "postgresql://postgres@127.0.0.1:5432/test"

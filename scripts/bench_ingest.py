@@ -23,7 +23,7 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from adapters.ingest import read_lines  # noqa: E402
-from adapters.settings import open_store  # noqa: E402
+from adapters.store.settings import open_store  # noqa: E402
 
 
 def lines(steps: int, messages: int) -> list[bytes]:

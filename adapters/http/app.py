@@ -26,7 +26,7 @@ from adapters.api import Chatrecord
 from adapters.http import schemas
 from adapters.http.idempotency import MAX_KEY, Kept, body_hash, keys_for
 from adapters.http.problems import PROBLEM, Problem, install
-from adapters.settings import BadSetting
+from adapters.store.settings import BadSetting
 from projections.page_line import PageCheck
 from projections.rules import RULE_SET_IDS
 

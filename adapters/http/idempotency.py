@@ -19,7 +19,7 @@ from typing import Any
 from eventsourcing.postgres import PostgresDatastore
 from eventsourcing.sqlite import SQLiteDatastore
 
-from adapters.application import ConversationStore
+from adapters.store.application import ConversationStore
 
 TABLE = "chatrecord_idempotency"
 MAX_KEY = 255

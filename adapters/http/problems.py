@@ -39,8 +39,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from adapters.api_lines import VersionMismatch
-from adapters.api_results import NoSuchTurn
+from adapters.service.lines import VersionMismatch
+from adapters.service.results import NoSuchTurn
 from domain.errors import ChatrecordError, InvalidInput, UnknownConversation
 from projections.turn import NoTurnYet
 

@@ -8,7 +8,7 @@ import orjson
 import pytest
 
 from adapters.api import Chatrecord
-from adapters.settings import open_store
+from adapters.store.settings import open_store
 from projections.turn_notes import apply_notes
 from domain.errors import InvalidInput, NoCardWaiting, UnknownConversation
 

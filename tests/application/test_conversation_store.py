@@ -8,9 +8,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from adapters.application import ConversationStore
+from adapters.store.application import ConversationStore
 from adapters.ingest import read_file
-from adapters.settings import open_store
+from adapters.store.settings import open_store
 from domain import conversation as c
 from domain.errors import NoCardWaiting
 from domain.events import CardDecided, ConversationEvent, conversation_uuid
@@ -109,7 +109,7 @@ def test_a_conversation_of_ten_thousand_segments_loads_from_its_last_snapshot(mo
         seen.extend(events)
         return c.project_conversation(state, events)
 
-    monkeypatch.setattr("adapters.application.project_conversation", counting)
+    monkeypatch.setattr("adapters.store.application.project_conversation", counting)
     store.repository.cache.get(conversation_uuid("long"), evict=True)  # a cold load, as in a new process
     state = store.get("long")
 

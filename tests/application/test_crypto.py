@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from adapters import data_keys
-from adapters.application import ConversationStore
-from adapters.crypto import ERASED, BadMasterKey, master_key
-from adapters.erasure import erase
-from adapters.settings import memory_env, sqlite_env
+from adapters.store import keys as data_keys
+from adapters.store.application import ConversationStore
+from adapters.store.crypto import ERASED, BadMasterKey, master_key
+from adapters.store.erasure import erase
+from adapters.store.settings import memory_env, sqlite_env
 from domain import conversation as c
 from domain.events import UserMessagePosted
 from tests.integration.test_store import T0, Command
@@ -81,7 +81,7 @@ def test_another_process_reading_texts_sees_them_erased_once_its_cached_key_expi
 
 def test_the_python_api_verifies_and_erases() -> None:
     from adapters.api import Chatrecord
-    from adapters.settings import open_store
+    from adapters.store.settings import open_store
 
     record = Chatrecord(open_store(memory=True))
     at = "2026-11-02T10:00:00Z"

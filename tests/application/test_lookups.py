@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from adapters.api import Chatrecord
-from adapters.settings import open_store
+from adapters.store.settings import open_store
 from domain.errors import CardAlreadyDecided, InvalidInput, NoCardWaiting
 
 AT = "2026-10-28T09:00:00Z"

@@ -16,7 +16,7 @@ from eventsourcing.persistence import Cipher, MapperDeserialisationError, Stored
 from eventsourcing.utils import get_topic
 
 from adapters.ingest import read_events
-from adapters.serialization import OrjsonTranscoder, PydanticMapper
+from adapters.store.serialization import OrjsonTranscoder, PydanticMapper
 from domain.conversation import ConversationSnapshot, evolve, project_conversation
 from domain.events import ConversationEvent, ConversationStarted, UserMessagePosted
 

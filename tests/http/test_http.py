@@ -14,7 +14,7 @@ import orjson
 import pytest
 
 from adapters.api import Chatrecord
-from adapters.settings import open_store
+from adapters.store.settings import open_store
 from tests.http.conftest import MAX_BODY, Server, unique
 
 ROOT = Path(__file__).resolve().parents[2]

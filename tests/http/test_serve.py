@@ -10,7 +10,7 @@ import pytest
 from adapters.api import Chatrecord
 from adapters.http.app import DEFAULT_MAX_BODY_BYTES, HttpSettings, create_app
 from adapters.http.server import loopback
-from adapters.settings import BadSetting, open_store
+from adapters.store.settings import BadSetting, open_store
 from tests.e2e.conftest import runner
 
 with warnings.catch_warnings():  # starlette's TestClient warns, at import, that it prefers httpx2

@@ -15,12 +15,12 @@ import pytest
 from eventsourcing.persistence import StoredEvent
 from psycopg import sql
 
-from adapters.application import ConversationStore
-from adapters.chain import GENESIS, link
-from adapters.chain_verify import Head, Verdict
+from adapters.store.application import ConversationStore
+from adapters.store.chain import GENESIS, link
+from adapters.store.verify import Head, Verdict
 from adapters.api import DEMO_FILE, Chatrecord, demo_lines
-from adapters.chain_verify import verdicts
-from adapters.settings import memory_env, postgres_env, sqlite_env
+from adapters.store.verify import verdicts
+from adapters.store.settings import memory_env, postgres_env, sqlite_env
 from domain.events import conversation_uuid
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -147,7 +147,7 @@ class ChainContract:
 
 
 def _verify_against(store: ConversationStore, heads: dict[UUID, Head]) -> Iterator[Verdict]:
-    from adapters.chain_verify import verify
+    from adapters.store.verify import verify
 
     def name_of(stored: Any) -> str:
         return "conv-demo-seo" if stored[0] == DEMO else "conv-behalten"

@@ -14,14 +14,14 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from adapters.application import ConversationStore
+from adapters.store.application import ConversationStore
 from adapters.api import Chatrecord
-from adapters.chain_verify import verdicts
-from adapters.crypto import ERASED, FREE_TEXT, TextsErased
-from adapters.data_keys import DataKeys
-from adapters.erasure import erase
-from adapters.readmodels import ReadModels
-from adapters.settings import memory_env, postgres_env, sqlite_env
+from adapters.store.verify import verdicts
+from adapters.store.crypto import ERASED, FREE_TEXT, TextsErased
+from adapters.store.keys import DataKeys
+from adapters.store.erasure import erase
+from adapters.views.readmodels import ReadModels
+from adapters.store.settings import memory_env, postgres_env, sqlite_env
 from domain.events import EVENT_TYPES, ConversationErased as Erased, conversation_uuid
 from projections.audit import audit
 from projections.turn import replay_json, replay_turns

@@ -1,4 +1,4 @@
-"""The PostgreSQL store's own parts (`adapters.pg_store`): writes that end, a schema made once.
+"""The PostgreSQL store's own parts (`adapters.store.postgres`): writes that end, a schema made once.
 
 Tests that could hang without the fix run in a subprocess with a timeout, so a regression
 fails with a message instead of stopping the suite.
@@ -16,8 +16,8 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from adapters.pg_store import create_once, lock_key
-from adapters.settings import open_store
+from adapters.store.postgres import create_once, lock_key
+from adapters.store.settings import open_store
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -25,7 +25,7 @@ LARGE_SEGMENT = textwrap.dedent("""
     import socket, sys
     import orjson
     from adapters.ingest import read_lines
-    from adapters.settings import open_store
+    from adapters.store.settings import open_store
 
     url, steps = sys.argv[1], int(sys.argv[2])
     store = open_store({"CHATRECORD_DATABASE_URL": url}, POSTGRES_POOL_SIZE="1", POSTGRES_MAX_OVERFLOW="0")
@@ -141,7 +141,7 @@ def test_opening_an_existing_store_does_not_wait_for_a_writer(postgres_url: str,
 
 
 def test_a_write_that_cannot_get_the_lock_fails_with_one_line(postgres_url: str, postgres_schema: str) -> None:
-    from adapters.settings import store_problem
+    from adapters.store.settings import store_problem
 
     store = open_store(pg_env(postgres_url, postgres_schema), POSTGRES_LOCK_TIMEOUT="1")
     ingest(store, segment_line("conv-1")[:1])
@@ -171,7 +171,7 @@ def test_a_statement_that_runs_too_long_is_cancelled(postgres_url: str, postgres
 
 
 def test_a_refused_connection_is_explained_by_the_server(postgres_url: str) -> None:
-    from adapters.settings import server_reason, store_env
+    from adapters.store.settings import server_reason, store_env
 
     env = store_env({"CHATRECORD_DATABASE_URL": postgres_url.replace("://postgres@", "://no_such_role@")})
     assert 'role "no_such_role" does not exist' in server_reason(env)

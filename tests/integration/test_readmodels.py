@@ -21,14 +21,14 @@ import pytest
 
 from hypothesis import HealthCheck, given, settings
 
-from adapters.application import ConversationStore
+from adapters.store.application import ConversationStore
 from adapters.ingest import read_file, read_lines
-from adapters.readmodels import ReadModels, UnknownConversation
-from adapters.settings import memory_env, postgres_env, sqlite_env
+from adapters.views.readmodels import ReadModels, UnknownConversation
+from adapters.store.settings import memory_env, postgres_env, sqlite_env
 from domain.events import conversation_uuid
 from projections import turn as turns
 from projections.turn_notes import apply_notes
-from adapters.view_rows import TABLES
+from adapters.views.rows import TABLES
 from projections.rules import UnknownRuleSet
 from projections.turn import NoTurnYet, build_turn_input
 

@@ -19,8 +19,8 @@ from eventsourcing.persistence import IntegrityError, StoredEvent
 from eventsourcing.utils import get_topic
 from psycopg import sql
 
-from adapters.application import ConversationStore, WriteConflict
-from adapters.settings import memory_env, postgres_env, sqlite_env
+from adapters.store.application import ConversationStore, WriteConflict
+from adapters.store.settings import memory_env, postgres_env, sqlite_env
 from domain import conversation as c
 from domain.events import (
     CardDecided,
@@ -229,7 +229,7 @@ class StoreContract:
             seen.extend(events)
             return c.project_conversation(state, events)
 
-        monkeypatch.setattr("adapters.application.project_conversation", counting)
+        monkeypatch.setattr("adapters.store.application.project_conversation", counting)
         reopened = self.second_store(store)
         if reopened is store:  # in memory: load it cold all the same, as a new process would
             store.repository.cache.get(cid, evict=True)

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from adapters.ingest_steps import Step
+from adapters.ingest.steps import Step
 from domain import conversation as c
 from domain.values import (
     LegacyCardOutcome,
@@ -66,7 +66,7 @@ def write(name: str, table: str, uid: int, r: int, completeness: str | None = "c
 
 def fact(step: dict[str, Any]) -> StepFact:
     """Returns the StepFact of an nr-llm-shaped step through the ingester's own privacy filter
-    (`adapters.ingest_steps.Step`): arguments, results and text dropped."""
+    (`adapters.ingest.steps.Step`): arguments, results and text dropped."""
     return Step.model_validate(step).fact()
 
 

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from adapters.ingest import fold_events, parse_line, read_events, read_file, read_lines
-from adapters.ingest_names import NAME_MAX, reduce_key
+from adapters.ingest.names import NAME_MAX, reduce_key
 from domain.events import (
     CardDecided,
     ConversationStarted,

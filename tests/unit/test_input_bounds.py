@@ -10,7 +10,7 @@ import pytest
 
 from adapters.api import Chatrecord
 from adapters.ingest import parse_line
-from adapters.settings import open_store
+from adapters.store.settings import open_store
 from domain.errors import InvalidInput
 
 AT = "2026-10-28T09:00:00Z"

@@ -12,7 +12,7 @@ import pytest
 from rich.console import Console
 from rich.text import Text
 
-from adapters.cli_render import CHUNK, text_block
+from adapters.cli.render import CHUNK, text_block
 from adapters.ingest import bounded_lines, read_lines
 from domain.errors import InvalidInput
 from domain.limits import LINE_BYTES_MAX, LIST_MAX, STEPS_MAX, TEXT_MAX

@@ -11,8 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_properties import EPISODES, tell
 
-from adapters.readmodels import _state, fold_into
-from adapters.view_rows import MemoryConversation, MemoryRows
+from adapters.views.readmodels import _state, fold_into
+from adapters.views.rows import MemoryConversation, MemoryRows
 from projections import turn
 from projections.rules import resolve
 from projections.turn_notes import apply_notes, turn_notes

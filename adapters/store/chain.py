@@ -8,7 +8,7 @@ every stored event
 with hash(0) = GENESIS, 32 zero bytes. `canonical` is the originator id's 16 UUID bytes, the
 version as 8 bytes big-endian, the topic's UTF-8 bytes and the state bytes, each of the last
 two after its length (4 and 8 bytes big-endian). The state is hashed as stored: a free text is
-ciphertext there (`adapters.crypto`), which erasing a conversation leaves as it is, so an erased
+ciphertext there (`adapters.store.crypto`), which erasing a conversation leaves as it is, so an erased
 conversation still verifies. Snapshots are not chained (they are a cache of the events).
 
 `ChainedRecorder` is a cooperative mixin: each backend's recorder below lets the library insert
@@ -17,7 +17,7 @@ so another mixin that writes in the same transaction composes with it the same w
 previous hash is read inside that transaction; a conversation stored before the chain existed
 gets its older hashes computed then, from its stored events ("trust on first use").
 
-`adapters.chain_verify` recomputes the chains.
+`adapters.store.verify` recomputes the chains.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from eventsourcing.popo import POPOApplicationRecorder
 from eventsourcing.sqlite import SQLiteApplicationRecorder
 from psycopg.sql import SQL, Identifier
 
-from adapters.pg_store import EventRecorder
+from adapters.store.postgres import EventRecorder
 
 GENESIS = bytes(32)
 """The hash before a conversation's first event: 32 zero bytes."""
@@ -76,7 +76,7 @@ def _inline(kwargs: dict[str, Any], cursor: Any) -> None:
 class ChainedRecorder:
     """Mixin for an application recorder: `_seal(cursor, stored_events)` writes the chain rows
     of events just inserted in the cursor's transaction. Backends give the four `_chain_*`
-    primitives; `chain_events` and `chain_links` read pages for `adapters.chain_verify`."""
+    primitives; `chain_events` and `chain_links` read pages for `adapters.store.verify`."""
 
     def _seal(self, cursor: Any, stored_events: Sequence[StoredEvent]) -> None:
         heads: dict[UUID, tuple[int, bytes]] = {}
@@ -203,7 +203,7 @@ class ChainedSQLiteRecorder(ChainedRecorder, SQLiteApplicationRecorder):
 
 
 class ChainedPostgresRecorder(ChainedRecorder, EventRecorder):
-    """The PostgreSQL application recorder (`adapters.pg_store.EventRecorder`: one ordinary
+    """The PostgreSQL application recorder (`adapters.store.postgres.EventRecorder`: one ordinary
     transaction, no pipeline mode) with the hash chain, in the store's schema. The library's optional database function for inserts (POSTGRES_ENABLE_DB_FUNCTIONS)
     would bypass the chain, so it is switched off."""
 

@@ -1,6 +1,6 @@
 """`chatrecord`: the three jobs of the store on the command line (typer, rich).
 
-Each command parses its arguments, opens the store `adapters.settings` configures, calls the
+Each command parses its arguments, opens the store `adapters.store.settings` configures, calls the
 library and prints text or `--json` (text without control characters from the data and
 without spaces at the ends of lines). Exit status: 0 success; 1 bad input, a missing file, an
 unknown conversation or a setting the store cannot use (one line `error: …` on stderr, no
@@ -30,9 +30,9 @@ from rich.progress import (
 )
 
 from adapters.api import DEMO_CONVERSATION, Chatrecord, replay_file
-from adapters.api_results import replay_conversations
-from adapters.chain_verify import chain_verdict
-from adapters.cli_habits import (
+from adapters.service.results import replay_conversations
+from adapters.store.verify import chain_verdict
+from adapters.cli.habits import (
     STDIN_NAME,
     diff_json,
     ingest_json,
@@ -44,11 +44,11 @@ from adapters.cli_habits import (
     stdin_lines,
     version,
 )
-from adapters.cli_render import audit_table, comparison, diff_view, turn_view, visible
-from adapters.cli_replay import UnreadableFile, page_check, readable_file
-from adapters.cli_verify import chain_line, erase, verify
-from adapters.ingest_names import lookup_key
-from adapters.settings import SQLITE_MODULES, describe_backend, open_store, store_env, store_problem
+from adapters.cli.render import audit_table, comparison, diff_view, turn_view, visible
+from adapters.cli.replay import UnreadableFile, page_check, readable_file
+from adapters.cli.verify import chain_line, erase, verify
+from adapters.ingest.names import lookup_key
+from adapters.store.settings import SQLITE_MODULES, describe_backend, open_store, store_env, store_problem
 from domain.errors import ChatrecordError
 from projections.rules import DEFAULT_RULE_SET, RULE_SET_IDS
 
@@ -99,7 +99,7 @@ def opened() -> Iterator[Chatrecord]:
 
 def print_json(value: Any) -> None:
     """Writes `value` as one line of JSON (UTF-8) to stdout, invisible characters escaped
-    (`adapters.cli_habits.json_bytes`)."""
+    (`adapters.cli.habits.json_bytes`)."""
     sys.stdout.flush()
     sys.stdout.buffer.write(json_bytes(value) + b"\n")
     sys.stdout.buffer.flush()

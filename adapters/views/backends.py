@@ -21,7 +21,7 @@ from uuid import UUID
 from eventsourcing.postgres import PostgresDatastore
 from eventsourcing.sqlite import SQLiteDatastore
 
-from adapters.view_rows import (
+from adapters.views.rows import (
     TABLES,
     BufferedRows,
     MemoryConversation,

@@ -21,7 +21,7 @@ from eventsourcing.postgres import PostgresDatastore
 from eventsourcing.sqlite import SQLiteDatastore
 from psycopg.sql import SQL, Identifier
 
-from adapters.crypto import MissingDataKey, new_key, unwrap, wrap
+from adapters.store.crypto import MissingDataKey, new_key, unwrap, wrap
 
 KEYS_TABLE = "chatrecord_keys"
 KEY_CACHE_SECONDS = 2.0

@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID
 
-from adapters.api_lines import IngestReport
-from adapters.application import ConversationStore
+from adapters.service.lines import IngestReport
+from adapters.store.application import ConversationStore
 from adapters.ingest import read_events
-from adapters.ingest_names import lookup_key
+from adapters.ingest.names import lookup_key
 from domain.errors import ChatrecordError, UnknownConversation
 from domain.events import ConversationEvent, ConversationStarted
 from projections.page_line import PageCheck, every_page

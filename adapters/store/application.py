@@ -1,7 +1,7 @@
 """The conversation store: an eventsourcing Application over the Conversation aggregate.
 
 Thin, as STYLE.md asks: `handle` loads a conversation, lets the command decide, saves the
-events. Everything else (backend, serialisation) is configuration; see `adapters.settings`.
+events. Everything else (backend, serialisation) is configuration; see `adapters.store.settings`.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from eventsourcing.application import AggregateNotFoundError, Application
 from eventsourcing.persistence import EventStore, IntegrityError
 from eventsourcing.utils import get_topic
 
-from adapters.serialization import SERIALIZATION_ENV
-from adapters.chain import ChainedRecorder
-from adapters.history_index import HistoryTables
+from adapters.store.serialization import SERIALIZATION_ENV
+from adapters.store.chain import ChainedRecorder
+from adapters.store.history import HistoryTables
 from domain.conversation import (
     Conversation,
     History,

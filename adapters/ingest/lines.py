@@ -4,7 +4,7 @@ Every line has `type`, `conversation` (an id) and `at` (ISO-8601, made aware UTC
 of a line are ignored (nr-llm and the chat may add fields); a known key of the wrong type fails
 (strict mode: no "42" for 42, no 1 for true). Each model's `facts()` are the arguments of its
 domain command, and nothing else of the line is stored or hashed. Steps and waiting calls are
-filtered in `adapters.ingest_steps`; identifiers are reduced in `adapters.ingest_names`.
+filtered in `adapters.ingest.steps`; identifiers are reduced in `adapters.ingest.names`.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import AfterValidator, Field, PrivateAttr, ValidationInfo, field_validator
 
-from adapters.ingest_names import At, Key, MessageNo, Skill, Text, Tolerant, Whole, check_answer, show
-from adapters.ingest_steps import LegacyOutcome, Message, Pending, Step
+from adapters.ingest.names import At, Key, MessageNo, Skill, Text, Tolerant, Whole, check_answer, show
+from adapters.ingest.steps import LegacyOutcome, Message, Pending, Step
 from domain import conversation as domain
 from domain.errors import ChatrecordError, LineOutOfOrder
 from domain.events import ConversationEvent

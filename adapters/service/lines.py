@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from adapters.application import HandleResult
+from adapters.store.application import HandleResult
 from adapters.ingest import ParsedLine, at_line, parse_numbered
 from domain.conversation import Conversation, History, project_conversation
 from domain.history import LayeredHistory, index_event

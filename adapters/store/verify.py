@@ -1,4 +1,4 @@
-"""Recomputing the hash chains (`adapters.chain`): ok, or the first broken link.
+"""Recomputing the hash chains (`adapters.store.chain`): ok, or the first broken link.
 
 `verify` streams the stored events and the chain rows in pages (`chatrecord_chain` and the
 events table, both in the order of their key), merges them and recomputes each conversation's
@@ -28,8 +28,8 @@ from uuid import UUID
 import orjson
 from eventsourcing.persistence import StoredEvent
 
-from adapters.application import ConversationStore
-from adapters.chain import GENESIS, PAGE, ChainedRecorder, Link, Stored, link
+from adapters.store.application import ConversationStore
+from adapters.store.chain import GENESIS, PAGE, ChainedRecorder, Link, Stored, link
 from domain.errors import ChatrecordError
 from domain.events import conversation_uuid
 
@@ -229,7 +229,7 @@ def read_heads(path: Path) -> dict[UUID, Head]:
 
 
 class NoChain(ChatrecordError):
-    """Raised when the store keeps no hash chain (a store built beside adapters.settings)."""
+    """Raised when the store keeps no hash chain (a store built beside adapters.store.settings)."""
 
 
 def verdicts(store: ConversationStore, conversation: str | None = None, against: Path | None = None) -> Iterator[Verdict]:
@@ -238,7 +238,7 @@ def verdicts(store: ConversationStore, conversation: str | None = None, against:
     chain, BadHeadsFile for a heads file it cannot read."""
     recorder = store.recorder
     if not isinstance(recorder, ChainedRecorder):
-        raise NoChain("this store keeps no hash chain; open it with adapters.settings")
+        raise NoChain("this store keeps no hash chain; open it with adapters.store.settings")
     heads = read_heads(against) if against is not None else None
 
     def name_of(stored: Stored) -> str:

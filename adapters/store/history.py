@@ -176,7 +176,7 @@ class HistoryTables:
 
     def create(self) -> None:
         """Creates the tables where they do not exist (SQLite; PostgreSQL's are created once
-        with the store's schema, `adapters.sealed.PostgresFactory`)."""
+        with the store's schema, `adapters.store.factories.PostgresFactory`)."""
         if self.datastore is None or self.p == "%s":
             return
         with self.datastore.transaction(commit=True) as curs:

@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
-from adapters.application import ConversationStore
-from adapters.view_backends import Backend, Pointer, backend_for
+from adapters.store.application import ConversationStore
+from adapters.views.backends import Backend, Pointer, backend_for
 from domain.errors import ChatrecordError, UnknownConversation
 from domain.events import ConversationEvent, conversation_uuid
 from projections import turn

@@ -5,7 +5,7 @@ a kill -9 at any point finishes the job:
 
 1. record `ConversationErased` (once: its `source` marks it, so a rerun appends nothing);
 2. delete the conversation's data key (`chatrecord_keys`: `wrapped_key` NULL, `erased_at` set);
-   from here every text of it reads as `[erased]` (`adapters.crypto`);
+   from here every text of it reads as `[erased]` (`adapters.store.crypto`);
 3. rewrite its read-model rows from the log (`ReadModels.erase`), so no view keeps a text;
 4. scrub the database files (`DataKeys.scrub`: SQLite VACUUM and WAL truncation; PostgreSQL
    `VACUUM FULL` of the key table).
@@ -18,16 +18,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-from adapters.application import ConversationStore
-from adapters.data_keys import DataKeys
-from adapters.readmodels import ReadModels
+from adapters.store.application import ConversationStore
+from adapters.store.keys import DataKeys
+from adapters.views.readmodels import ReadModels
 from domain.conversation import ERASURE_SOURCE, Conversation, History, erase_texts
 from domain.errors import ChatrecordError, UnknownConversation
 from domain.events import ConversationEvent, conversation_uuid
 
 
 class NoDataKeys(ChatrecordError):
-    """Raised when erasing on a store that keeps no data keys (built beside adapters.settings)."""
+    """Raised when erasing on a store that keeps no data keys (built beside adapters.store.settings)."""
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,7 @@ def data_keys(store: ConversationStore) -> DataKeys:
     """Returns the store's data keys. Raises NoDataKeys for a store without them."""
     keys = getattr(store.mapper, "keys", None)
     if not isinstance(keys, DataKeys):
-        raise NoDataKeys("this store keeps no data keys, so nothing of it can be erased; open it with adapters.settings")
+        raise NoDataKeys("this store keeps no data keys, so nothing of it can be erased; open it with adapters.store.settings")
     return keys
 
 

@@ -1,5 +1,5 @@
 """Replay for the command line: the checks of its arguments (a readable FILE, the pages the user
-may not see). The reads themselves are the service layer's (`adapters.api_results`); their
+may not see). The reads themselves are the service layer's (`adapters.service.results`); their
 names are re-exported here as the CLI has used them.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from pathlib import Path
 
-from adapters.api_results import (
+from adapters.service.results import (
     Conversations,
     NoConversation,
     NoSuchTurn,

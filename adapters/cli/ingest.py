@@ -4,6 +4,6 @@ re-exported under the names the CLI has used."""
 from __future__ import annotations
 
 from adapters.api import DEMO_CONVERSATION, DEMO_FILE, demo_lines
-from adapters.api_lines import IngestReport
+from adapters.service.lines import IngestReport
 
 __all__ = ["DEMO_CONVERSATION", "DEMO_FILE", "IngestReport", "demo_lines"]

@@ -9,9 +9,9 @@ As the library's own `Mapper` does, `originator_id` and `originator_version` are
 columns, not repeated in the state, and the state bytes pass through the optional compressor
 and then the optional cipher (`COMPRESSOR_TOPIC`, `CIPHER_TOPIC` / `CIPHER_KEY`).
 
-Where the store's factory gave the mapper data keys (`keys`, see `adapters.sealed`), the free
+Where the store's factory gave the mapper data keys (`keys`, see `adapters.store.factories`), the free
 texts of an event are encrypted with its conversation's key before transcoding, and decrypted
-(or read as erased) after decoding: `adapters.crypto`.
+(or read as erased) after decoding: `adapters.store.crypto`.
 """
 
 from __future__ import annotations
@@ -30,12 +30,12 @@ from eventsourcing.persistence import (
 from eventsourcing.utils import get_topic, resolve_topic
 from pydantic import BaseModel
 
-from adapters.crypto import KeySource, open_texts, seal_texts
+from adapters.store.crypto import KeySource, open_texts, seal_texts
 
 
 class PydanticMapper(Mapper):
     """Maps pydantic domain events to stored events and back, upcasting old states; with
-    `keys`, free texts are stored encrypted (`adapters.crypto`)."""
+    `keys`, free texts are stored encrypted (`adapters.store.crypto`)."""
 
     keys: KeySource | None = None
 

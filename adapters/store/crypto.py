@@ -7,9 +7,9 @@ AES-256-GCM under the conversation's 32-byte data key, a fresh 12-byte nonce per
 associated data the conversation's UUID bytes, the event's version (8 bytes big-endian) and
 the field's path, so a ciphertext cannot be moved to another event or field. The other fields
 (the facts: what ran, what was written, decisions) stay plain. The state bytes, ciphertext
-included, are what the hash chain (`adapters.chain`) covers.
+included, are what the hash chain (`adapters.store.chain`) covers.
 
-Data keys live in the table `chatrecord_keys` (`adapters.data_keys`), wrapped by the master key
+Data keys live in the table `chatrecord_keys` (`adapters.store.keys`), wrapped by the master key
 `CHATRECORD_MASTER_KEY` (base64 of 32 random bytes, e.g. `openssl rand -base64 32`) where it is
 set: `0x01 || nonce || AES-GCM(master, key)`. Without it a key is stored unwrapped (`0x00 ||
 key`): the texts are then protected only by deleting the key, and anyone who reads the
@@ -73,7 +73,7 @@ class MissingDataKey(ChatrecordError):
 
 
 class KeySource(Protocol):
-    """What the mapper asks for a conversation's data key (`adapters.data_keys.DataKeys`)."""
+    """What the mapper asks for a conversation's data key (`adapters.store.keys.DataKeys`)."""
 
     def key(self, originator_id: UUID, *, create: bool) -> bytes | None: ...
 

@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
 
-from adapters.ingest_names import (
+from adapters.ingest.names import (
     FieldName,
     Table,
     Tolerant,

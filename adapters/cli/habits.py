@@ -17,9 +17,9 @@ from uuid import UUID
 
 import orjson
 
-from adapters.cli_ingest import IngestReport
+from adapters.cli.ingest import IngestReport
 from adapters.ingest import bounded_lines, fold_events, read_lines
-from adapters.settings import DEFAULT_DB
+from adapters.store.settings import DEFAULT_DB
 from domain.errors import ChatrecordError
 from domain.events import ConversationEvent, ConversationStarted
 
@@ -39,7 +39,7 @@ def version() -> str:
     try:
         return metadata.version("chatrecord")
     except metadata.PackageNotFoundError:
-        pyproject = Path(__file__).resolve().parents[1] / "pyproject.toml"
+        pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
         found = re.search(r'^version = "([^"]+)"', pyproject.read_text(encoding="utf-8"), re.M)
         return found.group(1) if found else "unknown"
 
@@ -56,7 +56,7 @@ def stdin_lines() -> Iterator[bytes]:
 
 def stdin_conversations() -> list[tuple[str, list[ConversationEvent]]]:
     """Returns each conversation read from standard input with its events, folded in memory
-    (as `adapters.cli_replay.file_conversations` does for a file)."""
+    (as `adapters.cli.replay.file_conversations` does for a file)."""
     names: dict[UUID, str] = {}
     logs: dict[UUID, list[ConversationEvent]] = {}
     for event in fold_events(read_lines(stdin_lines(), STDIN_NAME)):

@@ -30,9 +30,9 @@ from eventsourcing import sqlite as es_sqlite
 from eventsourcing.persistence import InterfaceError, OperationalError
 from psycopg_pool import PoolTimeout
 
-from adapters.application import ConversationStore
-from adapters.pg_store import STATEMENT_TIMEOUT, WRITE_LOCK_TIMEOUT
-from adapters.sealed import MEMORY_MODULE, POSTGRES_MODULE, SealedSQLiteFactory
+from adapters.store.application import ConversationStore
+from adapters.store.postgres import STATEMENT_TIMEOUT, WRITE_LOCK_TIMEOUT
+from adapters.store.factories import MEMORY_MODULE, POSTGRES_MODULE, SealedSQLiteFactory
 from domain.errors import ChatrecordError
 
 DEFAULT_DB = "./chatrecord.sqlite"
@@ -129,7 +129,7 @@ class WaitingSQLiteDatastore(es_sqlite.SQLiteDatastore):
 
 class SQLiteFactory(SealedSQLiteFactory, es_sqlite.SQLiteFactory):
     """The library's SQLite persistence with a `WaitingSQLiteDatastore`, the hash chain and
-    the data keys (`adapters.sealed`)."""
+    the data keys (`adapters.store.factories`)."""
 
     def __init__(self, env: Any) -> None:
         super().__init__(env)
@@ -143,8 +143,8 @@ class SQLiteFactory(SealedSQLiteFactory, es_sqlite.SQLiteFactory):
         plain.close()
 
 
-SQLITE_MODULES = ("eventsourcing.sqlite", "adapters.settings:SQLiteFactory")
-POSTGRES_MODULES = ("eventsourcing.postgres", "adapters.pg_store:PostgresFactory", POSTGRES_MODULE)
+SQLITE_MODULES = ("eventsourcing.sqlite", "adapters.store.settings:SQLiteFactory")
+POSTGRES_MODULES = ("eventsourcing.postgres", "adapters.store.postgres:PostgresFactory", POSTGRES_MODULE)
 
 
 def sqlite_env(path: str | os.PathLike[str]) -> dict[str, str]:
@@ -201,7 +201,7 @@ def open_store(
     Raises BadSetting (BadDatabaseURL) for a bad setting; the library's or the driver's errors
     when the database cannot be opened (`store_problem` says which are not bugs).
     """
-    from adapters.readmodels import ReadModels  # the store's views, applied right after each save
+    from adapters.views.readmodels import ReadModels  # the store's views, applied right after each save
 
     store = ConversationStore(env={**store_env(environ, memory=memory), **overrides})
     ReadModels(store)

@@ -1,9 +1,9 @@
 """The store's infrastructure factories: the library's, with the hash chain and the data keys.
 
 Each backend's factory makes the application recorder that writes the hash chain in the same
-transaction as the events (`adapters.chain`) and gives the mapper the data keys of the same
-database (`adapters.data_keys`), wrapped by CHATRECORD_MASTER_KEY where it is set
-(`adapters.crypto`). `adapters.settings` names them in PERSISTENCE_MODULE (its own SQLite
+transaction as the events (`adapters.store.chain`) and gives the mapper the data keys of the same
+database (`adapters.store.keys`), wrapped by CHATRECORD_MASTER_KEY where it is set
+(`adapters.store.crypto`). `adapters.store.settings` names them in PERSISTENCE_MODULE (its own SQLite
 factory takes `SealedFactory` as a base).
 """
 
@@ -15,13 +15,13 @@ from eventsourcing.persistence import Mapper, Transcoder
 from eventsourcing.popo import POPOFactory as LibraryPOPOFactory
 from psycopg.sql import SQL, Identifier
 
-from adapters.chain import CHAIN_TABLE, ChainedPOPORecorder, ChainedPostgresRecorder, ChainedSQLiteRecorder
-from adapters.crypto import MASTER_KEY_VARIABLE, master_key
-from adapters.data_keys import KEYS_TABLE, DataKeys, MemoryDataKeys, PostgresDataKeys, SQLiteDataKeys
-from adapters.history_index import TABLES as HISTORY_TABLES
-from adapters.history_index import create_statements as history_statements
-from adapters.pg_store import PostgresFactory as StorePostgresFactory
-from adapters.serialization import PydanticMapper
+from adapters.store.chain import CHAIN_TABLE, ChainedPOPORecorder, ChainedPostgresRecorder, ChainedSQLiteRecorder
+from adapters.store.crypto import MASTER_KEY_VARIABLE, master_key
+from adapters.store.keys import KEYS_TABLE, DataKeys, MemoryDataKeys, PostgresDataKeys, SQLiteDataKeys
+from adapters.store.history import TABLES as HISTORY_TABLES
+from adapters.store.history import create_statements as history_statements
+from adapters.store.postgres import PostgresFactory as StorePostgresFactory
+from adapters.store.serialization import PydanticMapper
 
 
 class SealedFactory:
@@ -59,7 +59,7 @@ class SealedSQLiteFactory(SealedFactory):
 
 
 class PostgresFactory(SealedFactory, StorePostgresFactory):
-    """The store's PostgreSQL persistence (`adapters.pg_store`: schema once, no pipeline mode,
+    """The store's PostgreSQL persistence (`adapters.store.postgres`: schema once, no pipeline mode,
     timeouts) with the chain, the data keys and the history index in the store's schema, all
     created once with the library's tables."""
 
@@ -90,5 +90,5 @@ class POPOFactory(SealedFactory, LibraryPOPOFactory):
         return MemoryDataKeys(master)
 
 
-POSTGRES_MODULE = "adapters.sealed:PostgresFactory"
-MEMORY_MODULE = "adapters.sealed:POPOFactory"
+POSTGRES_MODULE = "adapters.store.factories:PostgresFactory"
+MEMORY_MODULE = "adapters.store.factories:POPOFactory"

@@ -1,0 +1,5 @@
+"""`python -m adapters.cli`: the command line."""
+
+from adapters.cli import main
+
+main()
