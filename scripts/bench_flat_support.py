@@ -32,7 +32,7 @@ from adapters.api import Chatrecord  # noqa: E402
 from adapters.store.application import ConversationStore  # noqa: E402
 from adapters.ingest import parse_line  # noqa: E402
 from adapters.store.settings import postgres_env, sqlite_env  # noqa: E402
-from domain.conversation import project_conversation  # noqa: E402
+from domain.conversation import MemoryHistory, project_conversation  # noqa: E402
 
 PG_URL = os.environ.get("CHATRECORD_TEST_DATABASE_URL") or "postgresql://postgres@127.0.0.1:5432/test"
 FIXTURE = next(p for p in (ROOT.parent / "shared" / "fixtures" / "demo_seo_tour.jsonl",
@@ -95,10 +95,12 @@ def bulk_fill(store: ConversationStore, conv: str, segments: int, chunk: int = 1
     """Decides `segments` segments of a new conversation in memory and saves them `chunk` events
     per save (no read models applied); returns the events saved."""
     state, batch, saved, n = None, [], 0, 0
+    history = MemoryHistory()
     lines = [started(conv)] + [line for m in range(1, segments + 1) for line in segment_lines(conv, m)]
     for line in lines:
         n += 1
-        events = parse_line(orjson.dumps(line), n, "bulk").decide(state)
+        events = parse_line(orjson.dumps(line), n, "bulk").decide(state, history)
+        history.record(state, events)
         state = project_conversation(state, events)
         batch.extend(events)
         if len(batch) >= chunk:

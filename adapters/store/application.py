@@ -25,7 +25,6 @@ from adapters.store.history import HistoryTables
 from domain.conversation import (
     Conversation,
     History,
-    MemoryHistory,
     ConversationSnapshot,
     project_conversation,
     recorded_segment,
@@ -155,10 +154,11 @@ class ConversationStore(Application[UUID]):
         """
         for attempt in range(1, self.max_attempts + 1):
             state = self.get(command.conversation)
-            history = self._history(state)
-            events = tuple(command.decide(state, history))
+            self._index_current(state)
+            with self.history.reading(state.id if state is not None else None) as history:
+                events = tuple(command.decide(state, history))  # its lookups: one read transaction
+                first = () if events else self._first_result(command, state, history)
             if not events:
-                first = self._first_result(command, state, history)
                 return HandleResult(command.conversation, (), first, state, None, attempt)
             cid = events[0].originator_id
 
@@ -202,17 +202,16 @@ class ConversationStore(Application[UUID]):
                 "chatrecord: the read models of %s were not updated (%s); the next read catches up",
                 events[0].originator_id, error)
 
-    def _history(self, state: Conversation | None) -> History:
-        """Returns the conversation's history index, first indexed anew from its log when it is
-        behind the state (a store of the previous version, or a crash between the two writes)."""
+    def _index_current(self, state: Conversation | None) -> None:
+        """Indexes the conversation anew from its log when its history index is behind the
+        state (a store of the previous version); an index ahead of it is another writer's, and
+        the save will conflict and try again."""
         if state is None:
-            return MemoryHistory()
-        index = self.history.reader(state.id)
-        if index.version < state.version:  # ahead: another writer's; the save will conflict and retry
-            events = self.events.get(state.id, lte=state.version)
-            self.history.write(state.id, None, events, rebuild=True)
-            index = self.history.reader(state.id)
-        return index
+            return
+        with self.history.reading(state.id) as index:
+            behind = index.version < state.version
+        if behind:
+            self.history.write(state.id, None, self.events.get(state.id, lte=state.version), rebuild=True)
 
     def _snapshot_if_due(self, before: Conversation | None, after: Conversation | None) -> None:
         old = before.version if before else 0

@@ -14,7 +14,8 @@ rows; `index_events` records events with `domain.history.index_event`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 from uuid import UUID
 
@@ -197,6 +198,20 @@ class HistoryTables:
                 return _Fetched(list(curs.fetchall()))
 
         return SQLHistory(execute, cid, self.p, self.schema)
+
+    @contextmanager
+    def reading(self, cid: UUID | None) -> Iterator[Any]:
+        """Yields the index of conversation `cid` for the lookups of one command, all in one
+        read transaction (an empty index for a conversation not started)."""
+        from domain.history import MemoryHistory
+
+        if cid is None:
+            yield MemoryHistory()
+        elif self.datastore is None:
+            yield self.reader(cid)
+        else:
+            with self.datastore.transaction(commit=False) as curs:
+                yield self.writer(curs, cid)
 
     def writer(self, curs: Any, cid: UUID) -> Any:
         """Returns the index of conversation `cid` written through `curs` (None: in memory)."""
