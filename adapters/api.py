@@ -242,7 +242,7 @@ class Chatrecord:
         """Returns every turn of a stored conversation (only those of user message `at` if
         given), each as the model saw it then, under `rules` (default: the live rule set).
         Under the live rule set the latest turn is checked against the materialised
-        projections' (`Replay.differs`). Raises UnknownConversation, NoSuchTurn for an `at` that
+        projections' (`Replay.differs`). Raises UnknownConversation, TurnNotFound for an `at` that
         started no turn, UnknownRuleSet."""
         events = self.events(conversation)
         active = self.active_rules()

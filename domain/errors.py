@@ -1,4 +1,32 @@
-"""The chatrecord error family. Each error's message names what went wrong and where."""
+"""The chatrecord error family, drawn here in one place; each error lives beside the layer that
+raises it, and each message names what went wrong, where, and what to do.
+
+    ChatrecordError                     every error a user can cause (CLI: `error: …`, exit 1)
+    ├── InvalidInput                    a line of the wrong shape: source, line, field, expected
+    ├── domain (this module): a conversation refuses a line
+    │   ├── ConversationNotStarted      a line before its conversation_started
+    │   ├── ConversationAlreadyStarted  started again with another kind or owner
+    │   ├── UnknownConversation         an id the store does not hold (lookups)
+    │   ├── NoCardWaiting, NoQuestionWaiting, CardAlreadyDecided
+    │   ├── UnknownMessage, MessageOutOfOrder, LineOutOfOrder
+    │   ├── TurnTruncated               an edit cut the segment or run away
+    │   ├── SegmentBeforeMessage, ContinuationBeforeDecision
+    │   └── WrongConversationKind
+    ├── projections
+    │   ├── NoTurnYet                   no user message or retry has started a turn (turn.py)
+    │   └── UnknownRuleSet              (rules.py)
+    ├── adapters/service                VersionMismatch (If-Match), TurnNotFound (--at N),
+    │                                   EmptyInput (a file with no conversation), UnreadableFile
+    ├── adapters/store                  WriteConflict (every retry conflicted), BadSetting >
+    │                                   BadDatabaseURL, StoreUnusable, SchemaNotCreated,
+    │                                   BadMasterKey, MissingDataKey, TextsErased, NoDataKeys,
+    │                                   NoChain, BadHeadsFile
+    ├── adapters/views                  ViewOutOfStep, RebuildSuperseded
+    └── adapters/cli                    NoStore (a reading command on a store that is not there)
+
+Anything else that escapes is a bug and keeps its traceback; the HTTP service maps each class
+to a problem type (`adapters/http/problems.py`).
+"""
 
 from __future__ import annotations
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from adapters.service.results import (
     Conversations,
-    NoConversation,
-    NoSuchTurn,
+    EmptyInput,
+    TurnNotFound,
     UnreadableFile,
     file_conversations,
     no_turn,
@@ -21,7 +21,7 @@ from adapters.service.results import (
 from projections.page_line import PageCheck
 
 __all__ = [
-    "Conversations", "NoConversation", "NoSuchTurn", "UnreadableFile", "file_conversations", "no_turn",
+    "Conversations", "EmptyInput", "TurnNotFound", "UnreadableFile", "file_conversations", "no_turn",
     "page_check", "readable_file", "stored_conversation", "turns_at",
 ]
 

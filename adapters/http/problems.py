@@ -40,7 +40,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from adapters.service.lines import VersionMismatch
-from adapters.service.results import NoSuchTurn
+from adapters.service.results import TurnNotFound
 from domain.errors import ChatrecordError, InvalidInput, UnknownConversation
 from projections.turn import NoTurnYet
 
@@ -94,7 +94,7 @@ def from_error(error: ChatrecordError) -> Problem:
         return Problem(412, "version-mismatch", str(error), expected=error.expected, actual=error.actual)
     if isinstance(error, UnknownConversation):
         return Problem(404, "unknown-conversation", "no conversation of this id in the store; check the id or record it first")
-    if isinstance(error, NoSuchTurn):
+    if isinstance(error, TurnNotFound):
         return Problem(404, "no-such-turn", str(error).replace("--at ", "at="))
     if isinstance(error, NoTurnYet):
         return Problem(409, "no-turn", str(error))

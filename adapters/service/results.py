@@ -29,11 +29,11 @@ DEMO_CONVERSATION = "conv-demo-seo"
 Conversations = list[tuple[str, list[ConversationEvent]]]
 
 
-class NoSuchTurn(ChatrecordError):
+class TurnNotFound(ChatrecordError):
     """Raised when `--at N` names a user message that started no turn."""
 
 
-class NoConversation(ChatrecordError):
+class EmptyInput(ChatrecordError):
     """Raised when a file given to replay holds no conversation (it has no lines)."""
 
 
@@ -77,11 +77,11 @@ def turns_at(turns: Sequence[TurnInput], message: int | None) -> list[TurnInput]
     return list(turns) if message is None else [t for t in turns if t.message == message]
 
 
-def no_turn(message: int, conversations: Sequence[tuple[str, Sequence[TurnInput]]]) -> NoSuchTurn:
+def no_turn(message: int, conversations: Sequence[tuple[str, Sequence[TurnInput]]]) -> TurnNotFound:
     """Returns the error for `--at message` when no conversation has a turn of it."""
     numbers = sorted({t.message for _, turns in conversations for t in turns})
     shown = ", ".join(map(str, numbers)) or "none"
-    return NoSuchTurn(f"--at {message}: no turn starts at user message {message}; turns start at messages {shown}")
+    return TurnNotFound(f"--at {message}: no turn starts at user message {message}; turns start at messages {shown}")
 
 
 
@@ -116,7 +116,7 @@ def replay_file(path: Path, rules: str = DEFAULT_RULE_SET, at: int | None = None
                 can_see_page: PageCheck = every_page) -> list[Replay]:
     """Returns the replay of each conversation of the JSON Lines file `path`, read in memory
     (nothing is stored); with `at`, only conversations with a turn of user message `at`.
-    Raises NoConversation for a file without lines, NoSuchTurn, InvalidInput or a refusal."""
+    Raises EmptyInput for a file without lines, TurnNotFound, InvalidInput or a refusal."""
     return replay_conversations(file_conversations(path), str(path), rules, at, can_see_page)
 
 
@@ -126,7 +126,7 @@ def replay_conversations(conversations: Conversations, source: str, rules: str =
     standard input), as `replay_file`."""
     rule_set = resolve(rules).id
     if not conversations:
-        raise NoConversation(f"{source} holds no conversation; replay a JSON Lines file the chat wrote")
+        raise EmptyInput(f"{source} holds no conversation; replay a JSON Lines file the chat wrote")
     replays = [Replay(name, rule_set, tuple(replay_turns(events, rule_set, can_see_page)))
                for name, events in conversations]
     if at is None:
