@@ -17,8 +17,8 @@ from uuid import UUID
 
 import orjson
 
-from adapters.cli.ingest import IngestReport
 from adapters.ingest import bounded_lines, fold_events, read_lines
+from adapters.service.lines import IngestReport
 from adapters.store.settings import DEFAULT_DB
 from domain.errors import ChatrecordError
 from domain.events import ConversationEvent, ConversationStarted
@@ -56,7 +56,7 @@ def stdin_lines() -> Iterator[bytes]:
 
 def stdin_conversations() -> list[tuple[str, list[ConversationEvent]]]:
     """Returns each conversation read from standard input with its events, folded in memory
-    (as `adapters.cli.replay.file_conversations` does for a file)."""
+    (as `adapters.service.results.file_conversations` does for a file)."""
     names: dict[UUID, str] = {}
     logs: dict[UUID, list[ConversationEvent]] = {}
     for event in fold_events(read_lines(stdin_lines(), STDIN_NAME)):

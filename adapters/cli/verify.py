@@ -13,11 +13,11 @@ from typing import Annotated, Any
 import orjson
 import typer
 
-from adapters.store.application import ConversationStore
-from adapters.store.verify import Verdict, chain_verdict, head_line, verdicts
 from adapters.cli.render import visible
+from adapters.store.application import ConversationStore
 from adapters.store.erasure import erase as erase_conversation
 from adapters.store.settings import describe_backend, open_store
+from adapters.store.verify import Verdict, head_line, verdicts
 from domain.errors import UnknownConversation
 
 

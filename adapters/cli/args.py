@@ -1,29 +1,14 @@
-"""Replay for the command line: the checks of its arguments (a readable FILE, the pages the user
-may not see). The reads themselves are the service layer's (`adapters.service.results`); their
-names are re-exported here as the CLI has used them.
-"""
+"""The checks of the command line's arguments: a readable FILE, the pages the user may not see."""
 
 from __future__ import annotations
 
 from collections.abc import Collection
 from pathlib import Path
 
-from adapters.service.results import (
-    Conversations,
-    EmptyInput,
-    TurnNotFound,
-    UnreadableFile,
-    file_conversations,
-    no_turn,
-    stored_conversation,
-    turns_at,
-)
+from adapters.service.results import UnreadableFile
 from projections.page_line import PageCheck
 
-__all__ = [
-    "Conversations", "EmptyInput", "TurnNotFound", "UnreadableFile", "file_conversations", "no_turn",
-    "page_check", "readable_file", "stored_conversation", "turns_at",
-]
+__all__ = ["UnreadableFile", "page_check", "readable_file"]
 
 
 def readable_file(path: Path) -> Path:

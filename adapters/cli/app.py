@@ -1,0 +1,93 @@
+"""The command line's shared parts: the typer app, output helpers, options, the store opener.
+
+Each command is a module of its own in this package (`demo`, `ingest`, `replay`, `audit`,
+`rebuild`, `verify`, `init`, `serve`), registered by `adapters.cli`.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from enum import Enum
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console, RenderableType
+
+from adapters.api import Chatrecord
+from adapters.cli.habits import (
+    json_bytes,
+    version,
+)
+from adapters.cli.render import visible
+from adapters.store.settings import (
+    open_store,
+)
+from projections.rules import RULE_SET_IDS
+
+app = typer.Typer(
+    help="An event-sourced conversation store: what an AI agent's runs did, and the notes a later turn reads.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode="markdown",
+)
+out = Console(highlight=False, markup=False, emoji=False)
+err = Console(stderr=True, highlight=False, markup=False, emoji=False)
+
+
+def say(line: str) -> None:
+    """Writes one line to stdout, unwrapped, its control characters made visible."""
+    out.print(visible(line), soft_wrap=True)
+
+
+def warn(line: str) -> None:
+    """Writes one line to stderr, unwrapped, its control characters made visible."""
+    print(visible(line), file=sys.stderr, flush=True)
+
+
+def show(renderable: RenderableType) -> None:
+    """Writes what `renderable` renders to stdout, without spaces at the ends of its lines."""
+    with out.capture() as captured:
+        out.print(renderable)
+    sys.stdout.write("\n".join(line.rstrip(" ") for line in captured.get().split("\n")))
+    sys.stdout.flush()
+
+
+Rules = Enum("Rules", {rule_set: rule_set for rule_set in RULE_SET_IDS}, type=str)  # type: ignore[misc]
+RulesOption = Annotated[Rules | None, typer.Option(
+    "--rules", help="Rule set (default: the store's; 2026-11-02 for a FILE).")]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
+
+
+@contextmanager
+def opened() -> Iterator[Chatrecord]:
+    """Yields the service layer on the configured store and closes the store afterwards."""
+    chatrecord = Chatrecord(open_store())
+    try:
+        yield chatrecord
+    finally:
+        chatrecord.close()
+
+
+def print_json(value: Any) -> None:
+    """Writes `value` as one line of JSON (UTF-8) to stdout, invisible characters escaped
+    (`adapters.cli.habits.json_bytes`)."""
+    sys.stdout.flush()
+    sys.stdout.buffer.write(json_bytes(value) + b"\n")
+    sys.stdout.buffer.flush()
+
+
+def show_version(value: bool) -> None:
+    if value:
+        say(f"chatrecord {version()}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main_options(
+    _version: Annotated[bool, typer.Option("--version", callback=show_version, is_eager=True,
+                                           help="Print the version and exit.")] = False,
+) -> None:
+    """An event-sourced conversation store: what an AI agent's runs did, and the notes a later turn reads."""

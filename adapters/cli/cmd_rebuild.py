@@ -1,0 +1,63 @@
+"""`chatrecord rebuild`."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+)
+
+from adapters.cli.app import Rules, app, err, opened, print_json, say, show
+from adapters.cli.habits import (
+    diff_json,
+    rebuild_json,
+    require_store,
+)
+from adapters.cli.render import diff_view
+from projections.rules import DEFAULT_RULE_SET
+
+
+@app.command()
+def rebuild(
+    rules: Annotated[Rules, typer.Option("--rules", help="The rule set to rebuild under.")] = Rules(DEFAULT_RULE_SET),
+    diff: Annotated[bool, typer.Option("--diff", help="Only show what would change; switch nothing.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report (or the diff) as one JSON object.")] = False,
+) -> None:
+    """Rebuilds the materialised projections under a rule set and reports what changed.
+
+    Every conversation's log is read again under the rule set into new tables, which then
+    replace the old ones. --diff prints, per conversation, which run record entries and notes
+    would change, without switching. --json prints the report or the diff as one JSON object.
+
+    Example:
+
+        chatrecord rebuild --rules 2026-11-01 --diff
+    """
+    if diff:
+        require_store()
+    with opened() as chatrecord:
+        if diff:
+            changed = chatrecord.diff(rules.value)
+            if as_json:
+                print_json(diff_json(chatrecord.active_rules(), rules.value, changed))
+                return
+            say(f"{chatrecord.active_rules()} → {rules.value}: {len(changed)} "
+                f"conversation{'' if len(changed) == 1 else 's'} would change (nothing switched)")
+            for conversation_diff in changed:
+                show(diff_view(conversation_diff))
+            return
+        with Progress(TextColumn("rebuilding"), BarColumn(), MofNCompleteColumn(), TextColumn("events"),
+                      TimeElapsedColumn(), console=err, transient=True, disable=not err.is_terminal) as progress:
+            task = progress.add_task("rebuild", total=None)
+            report = chatrecord.rebuild(rules.value, lambda done, total: progress.update(task, completed=done, total=total))
+    if as_json:
+        print_json(rebuild_json(report))
+        return
+    say(f"rebuilt under {report.rules} (was {report.old_rules}): {report.conversations} "
+        f"conversation{'' if report.conversations == 1 else 's'}, {report.events} event{'' if report.events == 1 else 's'}")

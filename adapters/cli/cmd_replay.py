@@ -1,0 +1,75 @@
+"""`chatrecord replay`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from adapters.api import replay_file
+from adapters.cli.app import (
+    JsonOption,
+    RulesOption,
+    app,
+    opened,
+    print_json,
+    show,
+    warn,
+)
+from adapters.cli.args import page_check, readable_file
+from adapters.cli.habits import (
+    STDIN_NAME,
+    is_stdin,
+    require_store,
+    stdin_conversations,
+)
+from adapters.cli.render import turn_view
+from adapters.service.results import replay_conversations
+from projections.rules import DEFAULT_RULE_SET
+
+
+@app.command()
+def replay(
+    file: Annotated[Path | None, typer.Argument(metavar="FILE", help="Replay this JSON Lines file in memory; - reads standard input.")] = None,
+    conversation: Annotated[str | None, typer.Option("--conversation", "-c",
+                                                     help="Replay this stored conversation.")] = None,
+    rules: RulesOption = None,
+    at: Annotated[int | None, typer.Option("--at", min=1, help="Only the turn of user message N, as it was then.")] = None,
+    deny_page: Annotated[list[int] | None, typer.Option("--deny-page", min=1,
+                                                        help="A page the user may not see (repeatable).")] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Prints every turn's model input, each exactly as the model saw it then.
+
+    Give a FILE (read in memory, nothing stored; - reads standard input) or --conversation ID
+    (the configured store, which must exist). --at N travels back to the turn of user message
+    N; --deny-page hides a page from the user, so no prompt names it. --json prints one object
+    per conversation, one per line (the contract in docs/spec-map.md, D15).
+
+    Example:
+
+        chatrecord replay tests/data/demo_seo_tour.jsonl --at 1 --json
+    """
+    if (file is None) == (conversation is None):
+        raise typer.BadParameter("give a FILE or --conversation ID, not both or neither", param_hint="FILE")
+    can_see = page_check(deny_page or ())
+    if file is not None:
+        rule_set = rules.value if rules else DEFAULT_RULE_SET
+        if is_stdin(file):
+            replays = replay_conversations(stdin_conversations(), STDIN_NAME, rule_set, at, can_see)
+        else:
+            replays = replay_file(readable_file(file), rule_set, at, can_see)
+    else:
+        require_store()
+        with opened() as chatrecord:
+            replays = [chatrecord.replay(conversation, rules.value if rules else None, at, can_see)]
+        if replays[0].differs:
+            warn("warning: the materialised projections differ from the log for the latest turn; "
+                 "the log's is shown. Run: chatrecord rebuild")
+    for done in replays:
+        if as_json:
+            print_json(done.to_json())
+            continue
+        for turn in done.turns:
+            show(turn_view(done.conversation, turn, done.rules))

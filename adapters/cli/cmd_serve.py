@@ -1,0 +1,35 @@
+"""`chatrecord serve`."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from adapters.cli.app import app, say
+
+
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", min=1, max=65535, help="Port to listen on.")] = 8765,
+    workers: Annotated[int, typer.Option("--workers", min=1, help="Server processes.")] = 1,
+    no_auth: Annotated[bool, typer.Option("--no-auth", help="No bearer token (loopback hosts only).")] = False,
+    access_log: Annotated[bool, typer.Option("--access-log/--no-access-log", help="Log each request.")] = True,
+) -> None:
+    """Serves the HTTP API the chat calls (/v1/lines, /v1/conversations/ID/turn, …).
+
+    Requires the bearer token in CHATRECORD_API_TOKEN unless --no-auth is given on a loopback
+    host. Bodies over CHATRECORD_MAX_BODY_BYTES (default 8 MiB) are refused. The OpenAPI
+    document is served at /openapi.json.
+
+    Example:
+
+        chatrecord serve --port 8765
+    """
+    from adapters.http.server import run, start
+
+    backend = start(host, no_auth)
+    say(f"chatrecord serve: {backend} on http://{host}:{port} "
+        f"({'no authentication' if no_auth else 'bearer token required'})")
+    run(host, port, workers, access_log)
