@@ -125,13 +125,14 @@ class FuzzRun:
     SQLite file `path` (which stores whole numbers in 64 bits, as PostgreSQL's columns in 32),
     or the library's in-memory store when None."""
 
-    def __init__(self, path: Path | None = None) -> None:
+    def __init__(self, path: Path | None = None, keep_going: bool = False) -> None:
         store = open_store(memory=True) if path is None else open_store({"CHATRECORD_DB": str(path)})
         self.chat = Chatrecord(store)
         for line in TEMPLATES:
             self.chat.record(line)
         self.readable = ["conv-demo-seo", "conv-behalten"]
         self.counts: Counter[str] = Counter()
+        self.keep_going = keep_going  # count a crash by its type instead of raising it
 
     def feed(self, line: dict[str, Any] | str | bytes) -> None:
         """Records `line`; raises AssertionError when anything but the documented error family
@@ -144,9 +145,11 @@ class FuzzRun:
             self.counts["refused"] += 1
             self.counts[f"refused: {type(error).__name__}"] += 1
             assert self.chat.store.max_notification_id() == before, f"a refused line stored something: {error}"
-        except Exception:
+        except Exception as error:
             self.counts["crashes"] += 1
-            raise
+            self.counts[f"crash: {type(error).__name__}: {str(error)[:60]}"] += 1
+            if not self.keep_going:
+                raise
         else:
             self.counts["accepted"] += 1
             if result.appended and result.conversation not in self.readable:
@@ -154,6 +157,11 @@ class FuzzRun:
         for conversation in self.readable:
             try:
                 self.chat.turn_input(conversation)
+                self.chat.activity(conversation)
             except ChatrecordError:  # a conversation with no turn yet
                 pass
-            self.chat.activity(conversation)
+            except Exception as error:
+                self.counts["unreadable"] += 1
+                self.counts[f"unreadable: {type(error).__name__}: {str(error)[:60]}"] += 1
+                if not self.keep_going:
+                    raise
