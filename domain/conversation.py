@@ -45,15 +45,13 @@ from domain.events import (
     UserMessagePosted,
     conversation_uuid,
 )
+from domain.history import History, MemoryHistory, SegmentInfo, SegmentRecord, WaitingKind
 from domain.state import (
     Conversation,
     ConversationSnapshot,
-    SegmentInfo,
-    WaitingKind,
     evolve,
     project_conversation,
 )
-from domain.history import History, MemoryHistory, SegmentRecord
 from domain.values import LegacyCardOutcome, StepFact, TranscriptLine, WaitingCall
 
 __all__ = [

@@ -34,20 +34,29 @@ from domain.values import Immutable
 WaitingKind = Literal["card", "question"]
 
 
-class SegmentRecord(Immutable):
-    """What the index keeps of a recorded segment: its `version`, `run`, the user `message` it
-    answered, whether a skill was in force (`guided`), what it `waits` for and how many `calls`
-    wait; then whether its card or question was `settled` (decided, answered or left
-    undecided, `undecided` giving the reason), how many card `outcomes` it added, and whether
-    an edit `cut` it away."""
+def waits_for(outcome: str) -> WaitingKind | None:
+    """Returns what a segment that ended with `outcome` waits for: a card, a question, or None."""
+    return {"awaiting_approval": "card", "awaiting_input": "question"}.get(outcome)  # type: ignore[return-value]
 
-    segment: str
+
+class SegmentInfo(Immutable):
+    """What the invariants need of a recorded segment: its `version`, `run`, the user `message` it
+    answered, whether a skill was in force (`guided`), what it `waits` for and how many `calls`."""
+
     version: int
     run: str
     message: int
     guided: bool
     waits: WaitingKind | None = None
     calls: int = 0
+
+
+class SegmentRecord(SegmentInfo):
+    """What the index keeps of a recorded segment: its `SegmentInfo`, its id, then whether its
+    card or question was `settled` (decided, answered or left undecided, `undecided` giving the
+    reason), how many card `outcomes` it added, and whether an edit `cut` it away."""
+
+    segment: str
     settled: bool = False
     undecided: str | None = None
     outcomes: int = 0
@@ -118,7 +127,7 @@ def index_event(index: Index, state: object, event: ConversationEvent) -> None:
     if isinstance(event, UserMessagePosted):
         index.put_message(event.message, True)
     elif isinstance(event, SegmentReturned):
-        waits: WaitingKind | None = {"awaiting_approval": "card", "awaiting_input": "question"}.get(event.outcome)  # type: ignore[assignment]
+        waits = waits_for(event.outcome)
         index.put_segment(SegmentRecord(
             segment=event.segment, version=event.originator_version, run=event.run, message=event.message,
             guided=is_guided(event), waits=waits, calls=len(event.waiting),

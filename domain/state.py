@@ -33,22 +33,8 @@ from domain.events import (
     UserMessagePosted,
 )
 from domain.cards import is_guided, records_outcome, starts_model_call
-from domain.history import continues_approval
+from domain.history import SegmentInfo, continues_approval, waits_for
 from domain.values import Immutable
-
-WaitingKind = Literal["card", "question"]
-
-
-class SegmentInfo(Immutable):
-    """What the aggregate keeps of a recorded segment: enough for its invariants."""
-
-    version: int
-    run: str
-    message: int
-    guided: bool
-    waits: WaitingKind | None = None
-    calls: int = 0
-
 
 class Conversation(Immutable):
     """State of one conversation, folded from its events; bounded, whatever the history.
@@ -180,9 +166,7 @@ def _(event: SkillLoaded, state: Conversation | None) -> Conversation:
 @evolve.register
 def _(event: SegmentReturned, state: Conversation | None) -> Conversation:
     assert state is not None
-    waits: WaitingKind | None = {"awaiting_approval": "card", "awaiting_input": "question"}.get(
-        event.outcome
-    )  # type: ignore[assignment]
+    waits = waits_for(event.outcome)
     info = SegmentInfo(
         version=event.originator_version,
         run=event.run,

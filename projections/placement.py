@@ -6,33 +6,161 @@ card outcome's is its `after`. At p a note goes into the assistant message befor
 the assistant message at p, else into an assistant message of its own between the user
 messages at p-1 and p; at the transcript's end or start it goes into that user message.
 Notes follow an assistant's text and precede a user's text. The transcript is not changed.
+
+One rule serves both reads: `place_notes` gives each note its place, reading only the
+messages it needs (the chat's `turn_notes` reads them from rows), and `apply_notes` puts
+placed notes into a transcript (what the chat does; `place` is the two over a whole one).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from projections.notes import OLDER, Note, labelled
-from projections.transcript import JOIN, Message
+from projections.transcript import Message
 
 NOTE_SEPARATOR = "\n"
 TEXT_SEPARATOR = "\n\n"
 
+Into = Literal["assistant", "user", "new"]
 
-def _positions(messages: tuple[Message, ...], notes: Sequence[Note]) -> dict[int, int]:
-    """Returns, for each user message number notes anchor to, the end of its block; scans
-    back from the end only as far as the oldest such number."""
-    wanted = {n.at for n in notes if n.anchor == "message"}
-    if not wanted:
+
+@dataclass(frozen=True)
+class PlacedNote:
+    """One note and its place. `index` is a 0-based index into the transcript the chat holds
+    (user and assistant messages; no system message). `into`: the note joins the assistant
+    message at `index` (inserted at character offset `at` of its text, after the answer that
+    ends there), joins the user message at `index` (before its text), or is `new`: part of an
+    assistant message of its own inserted before the message at `index` (at the end when
+    `index` is the transcript's length)."""
+
+    text: str
+    index: int
+    into: Into
+    at: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """Returns `{"text", "index", "into", "at"}`."""
+        return {"text": self.text, "index": self.index, "into": self.into, "at": self.at}
+
+
+def _target(length: int, p: int, role: Callable[[int], str | None]) -> tuple[int, int]:
+    """Returns where a note at position `p` goes: (index, 1) into message `index`, or (index, 0)
+    into an assistant message of its own inserted before message `index`; `role(i)` reads the
+    role of message i."""
+    p = max(0, min(p, length))
+    if p > 0 and role(p - 1) == "assistant":
+        return (p - 1, 1)
+    if p < length and role(p) == "assistant":
+        return (p, 1)
+    if 0 < p < length or length == 0:
+        return (p, 0)
+    return (length - 1, 1) if p == length else (0, 1)
+
+
+def _offsets(message: Message, segments: Sequence[str | None]) -> list[int]:
+    """Returns where each note goes in an assistant message : after
+    its own segment's answer, else where it falls in time; as character offsets."""
+    split = bool(message.ends) and message.ends[-1] == len(message.text)
+    where = {segment: i for i, segment in enumerate(message.segments)} if split else {}
+    done, out = 1, []
+    for segment in segments:
+        i = where.get(segment) if segment is not None else None
+        if i is not None and i >= done:
+            done = i + 1
+        out.append(message.ends[done - 1] if split else len(message.text))
+    return out
+
+
+def place_notes(
+    notes: Sequence[Note], older: bool, length: int,
+    messages: Callable[[set[int]], dict[int, Message]], block_ends: Callable[[set[int]], dict[int, int | None]],
+) -> tuple[PlacedNote, ...]:
+    """Returns the notes with their places, in order of appearance.
+    `messages(indexes)` reads those transcript messages (one read); `block_ends(numbers)` the
+    index of the user message after each user message `n` (absent or None: the block runs to
+    the end, or there is no such message)."""
+    ends = block_ends({n.at for n in notes if n.anchor != "position"})
+    positions = [n.at if n.anchor == "position" else ends.get(n.at) for n in notes]
+    positions = [max(0, min(length if p is None else p, length)) for p in positions]
+    read = messages({i for p in positions for i in (p - 1, p) if 0 <= i < length})
+
+    def role(i: int) -> str | None:
+        found = read.get(i)
+        return found.role if found else None
+
+    groups: dict[tuple[int, int], list[Note]] = {}
+    for note, p in zip(notes, positions, strict=True):
+        groups.setdefault(_target(length, p, role), []).append(note)
+    placed: list[PlacedNote] = []
+    for key in sorted(groups):
+        ordered = sorted(groups[key], key=lambda n: n.order)
+        bodies = [n.body for n in ordered]
+        if older and not placed:
+            bodies[0] = f"{OLDER} {bodies[0]}"
+        texts = [labelled(body) for body in bodies]
+        index, into = key
+        if into == 0:
+            placed.extend(PlacedNote(text, index, "new") for text in texts)
+            continue
+        target = read.get(index)
+        assert target is not None
+        if target.role == "user":
+            placed.extend(PlacedNote(text, index, "user") for text in texts)
+            continue
+        offsets = _offsets(target, [n.segment for n in ordered])
+        placed.extend(PlacedNote(text, index, "assistant", at) for text, at in zip(texts, offsets, strict=True))
+    return tuple(placed)
+
+
+def apply_notes(messages: Sequence[Message], notes: Sequence[PlacedNote]) -> tuple[Message, ...]:
+    """Returns the transcript with the notes put in: notes in one place are joined by a line
+    break; a new assistant message holds only its notes; a user message gets its notes, a blank
+    line, then its text; an assistant message gets a blank line and its notes at offset `at`.
+    This is what the chat does with `turn_notes`; it gives `turn_input(...).messages`."""
+    new: dict[int, list[str]] = {}
+    into_user: dict[int, list[str]] = {}
+    into_assistant: dict[int, dict[int, list[str]]] = {}
+    for note in notes:
+        if note.into == "new":
+            new.setdefault(note.index, []).append(note.text)
+        elif note.into == "user":
+            into_user.setdefault(note.index, []).append(note.text)
+        else:
+            into_assistant.setdefault(note.index, {}).setdefault(note.at or 0, []).append(note.text)
+    out: list[Message] = []
+    for index in range(len(messages) + 1):
+        if index in new:
+            out.append(Message(role="assistant", text=NOTE_SEPARATOR.join(new[index])))
+        if index == len(messages):
+            break
+        m = messages[index]
+        if index in into_user:
+            out.append(m.model_copy(update={"text": NOTE_SEPARATOR.join(into_user[index]) + TEXT_SEPARATOR + m.text}))
+        elif index in into_assistant:
+            text, done = "", 0
+            for at in sorted(into_assistant[index]):
+                text += m.text[done:at] + TEXT_SEPARATOR + NOTE_SEPARATOR.join(into_assistant[index][at])
+                done = at
+            out.append(Message(role="assistant", text=text + m.text[done:]))
+        else:
+            out.append(m)
+    return tuple(out)
+
+
+def _block_ends(messages: Sequence[Message], numbers: set[int]) -> dict[int, int | None]:
+    """Returns, for each user message number, the index of the next user message (None when its
+    block runs to the end); scans back from the end only as far as the oldest number asked."""
+    if not numbers:
         return {}
-    lowest = min(wanted)
-    ends: dict[int, int] = {}
-    next_user = len(messages)
+    lowest, ends, next_user = min(numbers), {}, None
     for index in range(len(messages) - 1, -1, -1):
         number = messages[index].number
         if messages[index].role != "user" or number is None:
             continue
-        if number in wanted:
+        if number in numbers:
             ends[number] = next_user
         next_user = index
         if number <= lowest:
@@ -40,87 +168,13 @@ def _positions(messages: tuple[Message, ...], notes: Sequence[Note]) -> dict[int
     return ends
 
 
-def target(messages: tuple[Message, ...], p: int) -> tuple[int, int]:
-    """Returns where a note at position `p` goes: (index, 1) into message `index`, or
-    (index, 0) into an assistant message of its own inserted before message `index`."""
-    n = len(messages)
-    p = max(0, min(p, n))
-    if p > 0 and messages[p - 1].role == "assistant":
-        return (p - 1, 1)
-    if p < n and messages[p].role == "assistant":
-        return (p, 1)
-    if 0 < p < n or n == 0:
-        return (p, 0)
-    return (n - 1, 1) if p == n else (0, 1)
-
-
 def place(
     messages: tuple[Message, ...], notes: Sequence[Note], older: bool
 ) -> tuple[tuple[Message, ...], tuple[str, ...]]:
     """Returns the transcript with `notes` placed in it, and the notes' texts in the order they
     appear. With `older`, the first note appearing says that older notes exist."""
-    ends = _positions(messages, notes)
-    groups: dict[tuple[int, int], list[Note]] = {}
-    for note in notes:
-        p = note.at if note.anchor == "position" else ends.get(note.at, len(messages))
-        groups.setdefault(target(messages, p), []).append(note)
-    if not groups:
+    placed = place_notes(notes, older, len(messages), lambda wanted: {i: messages[i] for i in wanted},
+                         lambda numbers: _block_ends(messages, numbers))
+    if not placed:
         return messages, ()
-    texts: dict[tuple[int, int], list[str]] = {}
-    segments: dict[tuple[int, int], list[str | None]] = {}
-    appearing: list[str] = []
-    for key in sorted(groups):
-        ordered = sorted(groups[key], key=lambda n: n.order)
-        bodies = [n.body for n in ordered]
-        if older and not appearing:
-            bodies[0] = f"{OLDER} {bodies[0]}"
-        texts[key] = [labelled(body) for body in bodies]
-        segments[key] = [n.segment for n in ordered]
-        appearing.extend(texts[key])
-    lowest = min(key[0] for key in texts)
-    out = list(messages[:lowest])
-    for index in range(lowest, len(messages) + 1):
-        own = texts.get((index, 0))
-        if own:
-            out.append(Message(role="assistant", text=NOTE_SEPARATOR.join(own)))
-        if index == len(messages):
-            break
-        message = messages[index]
-        into = texts.get((index, 1))
-        if not into:
-            out.append(message)
-        elif message.role == "assistant":
-            out.append(Message(role="assistant", text=beside(message, into, segments[(index, 1)])))
-        else:
-            text = NOTE_SEPARATOR.join(into) + TEXT_SEPARATOR + message.text
-            out.append(Message(role="user", text=text, number=message.number))
-    return tuple(out), tuple(appearing)
-
-
-def beside(message: Message, notes: Sequence[str], segments: Sequence[str | None]) -> str:
-    """Returns an assistant message's text with `notes` (labelled, in order) placed in it: each
-    note of a segment whose answer joined this message right after that answer, every other
-    note where it falls in time between them; `segments` names each note's segment or None."""
-    parts = _parts(message)
-    where = {segment: i for i, segment in enumerate(message.segments)}
-    chunks: list[tuple[str, str]] = [("text", parts[0])]  # every note follows some answer
-    done = 1
-    for note, segment in zip(notes, segments, strict=True):
-        i = where.get(segment) if segment is not None else None
-        if i is not None and i >= done:
-            chunks.extend(("text", part) for part in parts[done : i + 1])
-            done = i + 1
-        chunks.append(("note", note))
-    chunks.extend(("text", part) for part in parts[done:])
-    text = chunks[0][1]
-    for (before, _), (kind, chunk) in zip(chunks, chunks[1:]):
-        text += (NOTE_SEPARATOR if before == kind == "note" else TEXT_SEPARATOR) + chunk
-    return text
-
-
-def _parts(message: Message) -> list[str]:
-    """Returns the answers joined in an assistant message, or its whole text as one part."""
-    if not message.ends or message.ends[-1] != len(message.text):
-        return [message.text]
-    starts = (0, *(end + len(JOIN) for end in message.ends[:-1]))
-    return [message.text[start:end] for start, end in zip(starts, message.ends, strict=True)]
+    return apply_notes(messages, placed), tuple(n.text for n in placed)
