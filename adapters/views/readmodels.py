@@ -1,15 +1,14 @@
 """The read models as rows in the store's own database, current per conversation.
 
-Chosen design ("right after", tracked by the conversation's version): the writer saves its
-events, then applies them to its own conversation's rows in a second short transaction
-(`apply`). Each conversation's head row carries the version of the last event applied; an
-event whose version is not the next one is never applied twice, and a gap (a crash between the
-two transactions, or another writer that has not applied yet) is filled from that
-conversation's own log. Every read first compares the head's version with the log's (one index
-lookup) and fills a gap the same way, so a turn never reads a record older than its log and
-never folds another conversation's events. Applying outside the event transaction keeps the
-library's insert (which serialises every writer on PostgreSQL) short, so N writers on N
-conversations run side by side.
+Chosen design (in the events' own transaction, tracked by the conversation's version): the
+writer applies its events to its own conversation's rows in the transaction that stores them
+(`apply_inline`, run by the store's recorder before its insert takes the events table's lock),
+under a savepoint, so a view that cannot apply them never stops the write. Each head row
+carries the version of the last event applied; an event whose version is not the next one is
+never applied twice, and a gap (a store a plain library recorder wrote, or a view that failed)
+is filled from that conversation's own log (`apply`). Every read first compares the head's
+version with the log's (one index lookup) and fills a gap the same way, so a turn never reads a
+record older than its log and never folds another conversation's events.
 
 `rebuild(rules)` folds the whole log, page by page, into a new generation's tables with the
 same fold (`projections.rows.apply_to_rows`), then, under the exclusive lock, folds what was stored
