@@ -152,9 +152,9 @@ class SQLBackend(Backend):
         return found
 
     def log_version(self, curs: Any, cid: UUID) -> int:
-        row = self._x(curs, f"SELECT MAX(originator_version) AS v FROM {self._t(self.events_table)} "
-                            "WHERE originator_id = ?", (self._id(cid),)).fetchone()
-        return int(row["v"] or 0) if row else 0
+        row = self._x(curs, f"SELECT originator_version AS v FROM {self._t(self.events_table)} "
+                            "WHERE originator_id = ? ORDER BY originator_version DESC LIMIT 1", (self._id(cid),)).fetchone()
+        return int(row["v"]) if row else 0
 
     def old_tables(self, curs: Any) -> tuple[str | None, list[str]]:
         names = [n for n in self._tables(curs) if n.startswith("readmodels_g")]

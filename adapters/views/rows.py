@@ -48,7 +48,7 @@ def create_statements(generation: int, schema: str = "") -> list[str]:
         f"card TEXT, after {big} NOT NULL, body TEXT NOT NULL, PRIMARY KEY (cid, v, sub))",
         f"CREATE TABLE IF NOT EXISTS {n['messages']} (cid TEXT NOT NULL, idx {big} NOT NULL, role TEXT NOT NULL, "
         f"number {big}, block_end {big}, body TEXT NOT NULL, PRIMARY KEY (cid, idx))",
-        f"CREATE INDEX IF NOT EXISTS {bare['messages']}_number ON {n['messages']} (cid, number)",
+        f"CREATE INDEX IF NOT EXISTS {bare['messages']}_number_idx ON {n['messages']} (cid, number, idx)",
         f"CREATE TABLE IF NOT EXISTS {n['pages']} (cid TEXT NOT NULL, message {big} NOT NULL, page {big} NOT NULL, "
         f"PRIMARY KEY (cid, message))",
         f"CREATE TABLE IF NOT EXISTS {n['turns']} (cid TEXT NOT NULL, version {big} NOT NULL, message {big} NOT NULL, "
@@ -146,10 +146,10 @@ class SQLRows:
         return Message.model_validate_json(row["body"]) if row else None
 
     def user_index(self, number: int) -> int | None:
-        row = self._q(
-            f"SELECT idx FROM {self.t['messages']} WHERE cid = ? AND number = ? ORDER BY idx DESC LIMIT 1", number
+        row = self._q(  # MAX, not ORDER BY: the (cid, number) index, not a walk of the transcript
+            f"SELECT MAX(idx) AS idx FROM {self.t['messages']} WHERE cid = ? AND number = ?", number
         ).fetchone()
-        return int(row["idx"]) if row else None
+        return int(row["idx"]) if row and row["idx"] is not None else None
 
     def messages_at(self, indexes: set[int]) -> dict[int, Message]:
         """Returns the transcript messages at `indexes` (one statement)."""
@@ -166,17 +166,16 @@ class SQLRows:
         if not numbers:
             return {}
         marks = ", ".join("?" * len(numbers))
-        rows = self._q(f"SELECT number, block_end FROM {self.t['messages']} WHERE cid = ? AND number IN ({marks}) "
-                       "ORDER BY idx", *sorted(numbers)).fetchall()
-        return {int(r["number"]): (None if r["block_end"] is None else int(r["block_end"])) for r in rows}
+        rows = self._q(f"SELECT idx, number, block_end FROM {self.t['messages']} WHERE cid = ? AND number IN ({marks})",
+                       *sorted(numbers)).fetchall()
+        found: dict[int, int | None] = {}
+        for r in sorted(rows, key=lambda r: r["idx"]):  # the newest message of a number wins
+            found[int(r["number"])] = None if r["block_end"] is None else int(r["block_end"])
+        return found
 
     def block_end(self, number: int) -> int | None:
         """Returns the index of the user message after user message `number` (None: none)."""
-        row = self._q(
-            f"SELECT block_end FROM {self.t['messages']} WHERE cid = ? AND number = ? ORDER BY idx DESC LIMIT 1",
-            number,
-        ).fetchone()
-        return None if row is None or row["block_end"] is None else int(row["block_end"])
+        return self.block_ends({number}).get(number)
 
     def put_message(self, index: int, message: Message) -> None:
         self._q(
