@@ -15,6 +15,7 @@ from adapters.cli.habits import (
     is_stdin,
     stdin_lines,
 )
+from adapters.service.results import EmptyInput
 
 
 @app.command()
@@ -56,3 +57,5 @@ def ingest(
                 warn(f"rejected: {rejected}")
             if report.stopped is not None:
                 raise report.stopped
+            if not (report.appended or report.repeated or report.rejected):
+                raise EmptyInput(f"{report.source} holds no line; ingest a JSON Lines file the chat wrote")

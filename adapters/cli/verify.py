@@ -13,7 +13,9 @@ from typing import Annotated, Any
 import orjson
 import typer
 
+from adapters.cli.habits import require_store
 from adapters.cli.render import visible
+from adapters.ingest.names import lookup_key
 from adapters.store.application import ConversationStore
 from adapters.store.erasure import erase as erase_conversation
 from adapters.store.settings import describe_backend, open_store
@@ -61,9 +63,10 @@ def verify(
 
         chatrecord verify --heads > heads.txt && chatrecord verify --against heads.txt
     """
+    require_store()
     broken = total = 0
     with _store() as store:
-        for verdict in verdicts(store, conversation, against):
+        for verdict in verdicts(store, lookup_key(conversation) if conversation is not None else None, against):
             total += 1
             broken += not verdict.ok
             if as_json:
@@ -96,8 +99,9 @@ def erase(
 
         chatrecord erase conv-demo-seo
     """
+    require_store()
     with _store() as store:
-        done = erase_conversation(store, conversation)
+        done = erase_conversation(store, lookup_key(conversation))
     when = done.at.strftime("%Y-%m-%d %H:%M:%S UTC")
     if done.recorded:
         _say(f"{conversation}: texts erased at {when} (event version {done.version}); the facts stay")

@@ -192,7 +192,7 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
         headers = etag(version) | ({} if first else {"Idempotent-Replayed": "true"})
         return Response(kept.response, status_code=kept.status, media_type=JSON, headers=headers)
 
-    @v1.get("/conversations/{conversation}/turn", response_model=schemas.TurnNotes)
+    @v1.get("/conversations/{conversation:path}/turn", response_model=schemas.TurnNotes)
     def turn(
         chatrecord: Service, conversation: Conversation, visible_page: VisiblePage = [], hidden_page: HiddenPage = [],  # noqa: B006
         messages: Annotated[schemas.Full | None, Query(description="`full` adds the whole model input.")] = None,
@@ -206,20 +206,20 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
             payload["messages"] = chatrecord.turn_input(conversation, can_see).model_messages()
         return json_response(payload, etag(notes.version))
 
-    @v1.get("/conversations/{conversation}/audit", response_model=list[dict[str, Any]])
+    @v1.get("/conversations/{conversation:path}/audit", response_model=list[dict[str, Any]])
     def audit(chatrecord: Service, conversation: Conversation, rules: RulesQuery = None) -> Response:
         """Everything that ran, was written, decided, left undecided or cut, in order, with
         times: the rows of `chatrecord audit --json`."""
         _, rows = chatrecord.audit(conversation, rules.value if rules else None)
         return json_response([row.to_json() for row in rows])
 
-    @v1.get("/conversations/{conversation}/activity", response_model=list[dict[str, Any]])
+    @v1.get("/conversations/{conversation:path}/activity", response_model=list[dict[str, Any]])
     def activity(chatrecord: Service, conversation: Conversation, rules: RulesQuery = None) -> Response:
         """The activity list the chat shows the editor, segment by segment."""
         segments = chatrecord.activity(conversation, rules.value if rules else None)
         return json_response([s.model_dump(mode="json") for s in segments])
 
-    @v1.get("/conversations/{conversation}/replay", response_model=dict[str, Any])
+    @v1.get("/conversations/{conversation:path}/replay", response_model=dict[str, Any])
     def replay(
         chatrecord: Service, conversation: Conversation, rules: RulesQuery = None,
         at: Annotated[int | None, Query(ge=1, description="Only the turn of user message N.")] = None,

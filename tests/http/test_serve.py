@@ -72,3 +72,26 @@ def test_the_token_is_checked_before_the_body_is_read_and_a_streamed_body_is_lim
     assert "content-length" not in streamed.request.headers
     assert (streamed.status_code, streamed.json()["type"], streamed.json()["limit"]) == (
         413, "urn:chatrecord:problem:body-too-large", 100)
+
+
+def test_a_conversation_id_with_slashes_is_read_as_the_chat_names_it() -> None:
+    from fastapi.testclient import TestClient
+
+    from adapters.api import Chatrecord
+    from adapters.http.app import HttpSettings, create_app
+    from adapters.store.settings import open_store
+
+    # a store in memory, its app without a token
+    chatrecord = Chatrecord(open_store(memory=True))
+    at = "2026-11-02T10:00:00Z"
+    with TestClient(create_app(lambda: chatrecord, HttpSettings(token=None))) as client:
+        # the chat starts "tenant/7/chat" and posts a message
+        for line in ({"type": "conversation_started", "conversation": "tenant/7/chat", "at": at, "kind": "chat",
+                      "owner": 7},
+                     {"type": "user_message", "conversation": "tenant/7/chat", "at": at, "message": 1,
+                      "text": "Hallo", "page": 42}):
+            assert client.post("/v1/lines", json=line).status_code == 200
+
+        # its turn and audit are found under that id, its slashes as path or escaped
+        assert client.get("/v1/conversations/tenant/7/chat/turn").json()["version"] == 2
+        assert client.get("/v1/conversations/tenant%2F7%2Fchat/audit").status_code == 200
