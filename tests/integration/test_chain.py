@@ -15,13 +15,13 @@ import pytest
 from eventsourcing.persistence import StoredEvent
 from psycopg import sql
 
+from adapters.api import DEMO_FILE, Chatrecord, demo_lines
 from adapters.store.application import ConversationStore
 from adapters.store.chain import GENESIS, link
-from adapters.store.verify import Head, Verdict
-from adapters.api import DEMO_FILE, Chatrecord, demo_lines
-from adapters.store.verify import verdicts
-from adapters.store.settings import memory_env, postgres_env, sqlite_env
+from adapters.store.settings import memory_env
+from adapters.store.verify import Head, Verdict, verdicts
 from domain.events import conversation_uuid
+from tests.integration.backends import PostgresStores, SQLiteStores
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = conversation_uuid("conv-demo-seo")
@@ -184,20 +184,7 @@ class TestInMemoryChain(ChainContract):
         del store.recorder.chain[(DEMO, version)]  # type: ignore[attr-defined]
 
 
-class TestSQLiteChain(ChainContract):
-    @pytest.fixture(autouse=True)
-    def _database(self, tmp_path: Path) -> Iterator[None]:
-        self.path = tmp_path / "chatrecord.sqlite"
-        self.stores: list[ConversationStore] = []
-        yield
-        for store in self.stores:
-            store.close()
-
-    def open_store(self) -> ConversationStore:
-        store = ConversationStore(env=sqlite_env(self.path))
-        self.stores.append(store)
-        return store
-
+class TestSQLiteChain(SQLiteStores, ChainContract):
     def _run(self, statement: str, params: tuple[Any, ...] = ()) -> list[Any]:
         import sqlite3
 
@@ -225,21 +212,7 @@ class TestSQLiteChain(ChainContract):
                   (DEMO.hex, version))
 
 
-class TestPostgresChain(ChainContract):
-    @pytest.fixture(autouse=True)
-    def _database(self, postgres_url: str, postgres_schema: str) -> Iterator[None]:
-        self.url, self.schema = postgres_url, postgres_schema
-        self.stores: list[ConversationStore] = []
-        yield
-        for store in self.stores:
-            store.close()
-
-    def open_store(self) -> ConversationStore:
-        env = {**postgres_env(self.url), "POSTGRES_SCHEMA": self.schema, "POSTGRES_POOL_SIZE": "1"}
-        store = ConversationStore(env=env)
-        self.stores.append(store)
-        return store
-
+class TestPostgresChain(PostgresStores, ChainContract):
     def _run(self, statement: str, params: tuple[Any, ...] = ()) -> list[Any]:
         query = sql.SQL(statement).format(events=sql.Identifier(self.schema, "conversationstore_events"),
                                           chain=sql.Identifier(self.schema, "chatrecord_chain"))

@@ -6,25 +6,25 @@ out, the facts stay, the chain still verifies, and a rerun after a crash finishe
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
 from psycopg import sql
 
-from adapters.store.application import ConversationStore
 from adapters.api import Chatrecord
-from adapters.store.verify import verdicts
+from adapters.store.application import ConversationStore
 from adapters.store.crypto import ERASED, FREE_TEXT, TextsErased
-from adapters.store.keys import DataKeys
 from adapters.store.erasure import erase
+from adapters.store.keys import DataKeys
+from adapters.store.settings import memory_env
+from adapters.store.verify import verdicts
 from adapters.views.readmodels import ReadModels
-from adapters.store.settings import memory_env, postgres_env, sqlite_env
-from domain.events import EVENT_TYPES, ConversationErased as Erased, conversation_uuid
+from domain.events import EVENT_TYPES, conversation_uuid
+from domain.events import ConversationErased as Erased
 from projections.audit import audit
 from projections.turn import replay_json, replay_turns
+from tests.integration.backends import PostgresStores, SQLiteStores
 
 AT = "2026-11-02T10:00:00Z"
 CONVERSATIONS = ("conv-erase", "conv-erase-alt", "conv-erase-legacy")
@@ -196,19 +196,9 @@ class TestInMemoryErasure(ErasureContract):
         return b"\n".join([self.event_bytes(store), *rows, *(s.model_dump_json().encode() for s in states if s)])
 
 
-class TestSQLiteErasure(ErasureContract):
-    @pytest.fixture(autouse=True)
-    def _database(self, tmp_path: Path) -> Iterator[None]:
-        self.path = tmp_path / "chatrecord.sqlite"
-        self.stores: list[ConversationStore] = []
-        yield
-        for store in self.stores:
-            store.close()
-
-    def open_store(self) -> ConversationStore:
-        store = ConversationStore(env={**sqlite_env(self.path), "SNAPSHOT_INTERVAL": "2"})
-        self.stores.append(store)
-        return store
+class TestSQLiteErasure(SQLiteStores, ErasureContract):
+    def open_store(self) -> ConversationStore:  # type: ignore[override]
+        return super().open_store(SNAPSHOT_INTERVAL="2")
 
     def database_bytes(self, store: ConversationStore) -> bytes:
         import sqlite3
@@ -219,21 +209,9 @@ class TestSQLiteErasure(ErasureContract):
         return b"".join(f.read_bytes() for f in files if f.exists())
 
 
-class TestPostgresErasure(ErasureContract):
-    @pytest.fixture(autouse=True)
-    def _database(self, postgres_url: str, postgres_schema: str) -> Iterator[None]:
-        self.url, self.schema = postgres_url, postgres_schema
-        self.stores: list[ConversationStore] = []
-        yield
-        for store in self.stores:
-            store.close()
-
-    def open_store(self) -> ConversationStore:
-        env = {**postgres_env(self.url), "POSTGRES_SCHEMA": self.schema, "POSTGRES_POOL_SIZE": "2",
-               "SNAPSHOT_INTERVAL": "2"}
-        store = ConversationStore(env=env)
-        self.stores.append(store)
-        return store
+class TestPostgresErasure(PostgresStores, ErasureContract):
+    def open_store(self) -> ConversationStore:  # type: ignore[override]
+        return super().open_store(POSTGRES_POOL_SIZE="2", SNAPSHOT_INTERVAL="2")
 
     def database_bytes(self, store: ConversationStore) -> bytes:
         """Every table of the schema, each row as text (bytea as hex and as its bytes)."""

@@ -7,30 +7,28 @@ database (`open_store`) and which read-model tables that database holds (`tables
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
+import sys
+import uuid
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-import sys
-import uuid
-
 import orjson
 import psycopg
 import pytest
-
 from hypothesis import HealthCheck, given, settings
 
-from adapters.store.application import ConversationStore
 from adapters.ingest import read_file, read_lines
+from adapters.store.application import ConversationStore
+from adapters.store.settings import memory_env
 from adapters.views.readmodels import ReadModels, UnknownConversation
-from adapters.store.settings import memory_env, postgres_env, sqlite_env
+from adapters.views.rows import TABLES
 from domain.events import conversation_uuid
 from projections import turn as turns
-from projections.turn_notes import apply_notes
-from adapters.views.rows import TABLES
 from projections.rules import UnknownRuleSet
 from projections.turn import NoTurnYet, build_turn_input
+from projections.turn_notes import apply_notes
+from tests.integration.backends import PostgresStores, SQLiteStores
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
 from test_properties import EPISODES, st, tell  # noqa: E402  the random conversations of the unit properties
@@ -304,20 +302,7 @@ class TestInMemoryReadModels(ReadModelsContract):
         return {f"views_g{g}_{t}" for g in backend.generations(None) for t in TABLES}
 
 
-class TestSQLiteReadModels(ReadModelsContract):
-    @pytest.fixture(autouse=True)
-    def _database(self, tmp_path: Path) -> Iterator[None]:
-        self.path = tmp_path / "chatrecord.sqlite"
-        self.stores: list[ConversationStore] = []
-        yield
-        for store in self.stores:
-            store.close()
-
-    def open_store(self) -> ConversationStore:
-        store = ConversationStore(env=sqlite_env(self.path))
-        self.stores.append(store)
-        return store
-
+class TestSQLiteReadModels(SQLiteStores, ReadModelsContract):
     def tables(self, store: ConversationStore) -> set[str]:
         with sqlite3.connect(self.path) as conn:
             names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
@@ -343,21 +328,7 @@ class TestSQLiteReadModels(ReadModelsContract):
         self.assert_rows_are_the_fold(models, store, "conv-behalten")
 
 
-class TestPostgresReadModels(ReadModelsContract):
-    @pytest.fixture(autouse=True)
-    def _database(self, postgres_url: str, postgres_schema: str) -> Iterator[None]:
-        self.url, self.schema = postgres_url, postgres_schema
-        self.stores: list[ConversationStore] = []
-        yield
-        for store in self.stores:
-            store.close()
-
-    def open_store(self) -> ConversationStore:
-        env = {**postgres_env(self.url), "POSTGRES_SCHEMA": self.schema, "POSTGRES_POOL_SIZE": "1"}
-        store = ConversationStore(env=env)
-        self.stores.append(store)
-        return store
-
+class TestPostgresReadModels(PostgresStores, ReadModelsContract):
     def tables(self, store: ConversationStore) -> set[str]:
         with psycopg.connect(self.url) as conn:
             rows = conn.execute(

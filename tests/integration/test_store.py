@@ -7,10 +7,10 @@ the test's own database (`open_store`) and how to read the raw stored bytes (`st
 from __future__ import annotations
 
 import threading
-from typing import Any
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 import orjson
 import psycopg
@@ -20,7 +20,7 @@ from eventsourcing.utils import get_topic
 from psycopg import sql
 
 from adapters.store.application import ConversationStore, WriteConflict
-from adapters.store.settings import memory_env, postgres_env, sqlite_env
+from adapters.store.settings import memory_env
 from domain import conversation as c
 from domain.events import (
     CardDecided,
@@ -30,6 +30,7 @@ from domain.events import (
     conversation_uuid,
 )
 from domain.values import RecordRef, StepFact, WaitingCall
+from tests.integration.backends import PostgresStores, SQLiteStores
 
 T0 = datetime(2026, 10, 28, 9, 0, tzinfo=timezone.utc)
 CARD = WaitingCall(tool_name="update_page_metadata", target=RecordRef(table="pages", uid=42), fields=("title",))
@@ -440,40 +441,13 @@ class TestInMemoryStore(StoreContract):
         return b"\n".join(e.state for e in [*events, *snapshots])
 
 
-class TestSQLiteStore(SharedDatabaseContract, StoreContract):
-    @pytest.fixture(autouse=True)
-    def _database(self, tmp_path: Path) -> Iterator[None]:
-        self.path = tmp_path / "chatrecord.sqlite"
-        self.stores: list[ConversationStore] = []
-        yield
-        for store in self.stores:
-            store.close()
-
-    def open_store(self, **overrides: str) -> ConversationStore:
-        store = ConversationStore(env={**sqlite_env(self.path), **overrides})
-        self.stores.append(store)
-        return store
-
+class TestSQLiteStore(SQLiteStores, SharedDatabaseContract, StoreContract):
     def stored_bytes(self, store: ConversationStore) -> bytes:
         files = [self.path, self.path.with_name(self.path.name + "-wal")]
         return b"".join(f.read_bytes() for f in files if f.exists())
 
 
-class TestPostgresStore(SharedDatabaseContract, StoreContract):
-    @pytest.fixture(autouse=True)
-    def _database(self, postgres_url: str, postgres_schema: str) -> Iterator[None]:
-        self.url, self.schema = postgres_url, postgres_schema
-        self.stores: list[ConversationStore] = []
-        yield
-        for store in self.stores:
-            store.close()
-
-    def open_store(self, **overrides: str) -> ConversationStore:
-        env = {**postgres_env(self.url), "POSTGRES_SCHEMA": self.schema, "POSTGRES_POOL_SIZE": "1"}
-        store = ConversationStore(env={**env, **overrides})
-        self.stores.append(store)
-        return store
-
+class TestPostgresStore(PostgresStores, SharedDatabaseContract, StoreContract):
     def stored_bytes(self, store: ConversationStore) -> bytes:
         chunks: list[bytes] = []
         with psycopg.connect(self.url) as conn:
