@@ -152,25 +152,22 @@ class ConversationStore(Application[UUID]):
         Raises the domain's ChatrecordError when the command breaks an invariant (nothing is
         stored), WriteConflict when every try conflicts (nothing is stored).
         """
+        inline = isinstance(self.recorder, ChainedRecorder)
+        cid = conversation_uuid(command.conversation)
         for attempt in range(1, self.max_attempts + 1):
-            state = self.get(command.conversation)
-            self._index_current(state)
-            with self.history.reading(state.id if state is not None else None) as history:
-                events = tuple(command.decide(state, history))  # its lookups: one read transaction
-                first = () if events else self._first_result(command, state, history)
+            state, events, first = self._decide(command, cid, inline)
             if not events:
                 return HandleResult(command.conversation, (), first, state, None, attempt)
-            cid = events[0].originator_id
 
             def index(cursor: object, state: Conversation | None = state, events: tuple = events) -> None:
-                self.history.write(cid, state, events, curs=cursor)
+                self.history.write(cid, state, events, curs=cursor, follows=True)
                 if self.inline_views is not None:
                     self.inline_views(cursor, cid, events)
 
-            inline = isinstance(self.recorder, ChainedRecorder)
             try:  # the history index is written in the events' own transaction
                 recordings = self.save(*events, inline=index) if inline else self.save(*events)
             except IntegrityError as conflict:
+                self._forget(cid)  # another writer's events: load the log again
                 if attempt == self.max_attempts:
                     raise WriteConflict(
                         f'conversation "{command.conversation}" kept changing under this write: '
@@ -189,6 +186,48 @@ class ConversationStore(Application[UUID]):
             return HandleResult(command.conversation, events, events, after, position, attempt)
         raise AssertionError("unreachable")
 
+    def _decide(
+        self, command: Command, cid: UUID, inline: bool
+    ) -> tuple[Conversation | None, tuple[ConversationEvent, ...], tuple[ConversationEvent, ...]]:
+        """Loads the conversation and lets `command` decide, its lookups in one read transaction;
+        returns the state, the events decided and (when none) the events of a first result. A
+        history index behind the log (a store of the previous version) is indexed anew first."""
+        state: Conversation | None = None
+        loaded = False
+        while True:
+            with self.history.reading(cid) as history:
+                indexed = history.version
+                if not loaded:
+                    state, loaded = self._cached(cid, indexed) if inline else (None, False)
+                if loaded and (state is None or indexed >= state.version):
+                    events = tuple(command.decide(state, history))
+                    first = () if events else self._first_result(command, state, history)
+                    return state, events, first
+            if not loaded:  # outside the read transaction: loading takes a connection of its own
+                state, loaded = self.get(command.conversation), True
+            elif state is not None:  # indexed < state.version
+                self.history.write(state.id, None, self.events.get(state.id, lte=state.version), rebuild=True)
+
+    def _cached(self, cid: UUID, indexed: int) -> tuple[Conversation | None, bool]:
+        """Returns the cached state of conversation `cid` and True when it is current: its
+        version is `indexed`, the history index's version, which the events' own transaction
+        writes (so no read of the log is needed). Returns (None, False) otherwise."""
+        cache = self.repository.cache
+        if indexed and cache is not None:
+            try:
+                cached = cache.get(cid)
+            except KeyError:
+                return None, False
+            if cached is not None and cached.version == indexed:
+                return cached, True
+        return None, False
+
+    def _forget(self, cid: UUID) -> None:
+        """Drops a conversation's cached state (after another writer's append came first)."""
+        if self.repository.cache is not None:
+            with suppress(KeyError):
+                self.repository.cache.get(cid, evict=True)
+
     def _saved(self, events: Sequence[ConversationEvent]) -> None:
         """Hands the saved events to `on_saved` (the read models apply them right after). A
         failure there is logged, not raised: the events are stored, and the next read of the
@@ -201,17 +240,6 @@ class ConversationStore(Application[UUID]):
             logging.getLogger("chatrecord").warning(
                 "chatrecord: the read models of %s were not updated (%s); the next read catches up",
                 events[0].originator_id, error)
-
-    def _index_current(self, state: Conversation | None) -> None:
-        """Indexes the conversation anew from its log when its history index is behind the
-        state (a store of the previous version); an index ahead of it is another writer's, and
-        the save will conflict and try again."""
-        if state is None:
-            return
-        with self.history.reading(state.id) as index:
-            behind = index.version < state.version
-        if behind:
-            self.history.write(state.id, None, self.events.get(state.id, lte=state.version), rebuild=True)
 
     def _snapshot_if_due(self, before: Conversation | None, after: Conversation | None) -> None:
         old = before.version if before else 0

@@ -113,9 +113,10 @@ class SQLHistory:
                 "ON CONFLICT (cid, number) DO UPDATE SET live = excluded.live", number, int(live))
 
     def add_outcomes(self, count: int) -> None:
-        if count:
-            self._run(f"UPDATE {self.t['chatrecord_index']} SET outcomes = outcomes + {self.p} WHERE cid = {self.p}",
-                      (count, self.cid))
+        if count:  # an upsert: the conversation's row may not exist before its first outcome
+            index = self.t['chatrecord_index']
+            self._x(f"INSERT INTO {index} (cid, version, outcomes) VALUES (?, 0, ?) "
+                    f"ON CONFLICT (cid) DO UPDATE SET outcomes = {index}.outcomes + excluded.outcomes", count)
 
     def put_source(self, digest: str, version: int) -> None:
         self._x(f"INSERT INTO {self.t['chatrecord_sources']} (cid, digest, first, last) VALUES (?, ?, ?, ?) "
@@ -136,8 +137,6 @@ def index_events(index: Any, state: Any, events: Iterable[ConversationEvent]) ->
     and sets the index's version to the last one's."""
     last = None
     for event in events:
-        if last is None and getattr(index, "set_version", None):
-            index.set_version(event.originator_version - 1)
         index_event(index, state, event)
         state = evolve(event, state)
         last = event.originator_version
@@ -224,14 +223,17 @@ class HistoryTables:
 
         return SQLHistory(execute, cid, self.p, self.schema)
 
-    def write(self, cid: UUID, state: Any, events: Any, curs: Any = None, rebuild: bool = False) -> None:
+    def write(self, cid: UUID, state: Any, events: Any, curs: Any = None, rebuild: bool = False,
+              follows: bool = False) -> None:
         """Indexes `events` of conversation `cid` (`state`: the aggregate's before them), through
-        `curs` or in a transaction of its own; with `rebuild`, the conversation's rows go first."""
+        `curs` or in a transaction of its own; with `rebuild`, the conversation's rows go first.
+        `follows` says the caller saw the index at the version before the first event in this
+        attempt (the events' insert fails if another writer came between), so it is not read."""
         events = list(events)
         if self.datastore is None or curs is not None:
             index = self.writer(curs, cid)
             first = events[0].originator_version if events else 1
-            if not rebuild and index.version != first - 1:
+            if not rebuild and not follows and index.version != first - 1:
                 return  # indexed already (another writer), or a gap its next reader fills
             if rebuild and events and index.version >= events[-1].originator_version:
                 return  # another process indexed it meanwhile
