@@ -129,6 +129,8 @@ class ConversationStore(Application[UUID]):
     inline_views: Callable[[Any, UUID, Sequence[ConversationEvent]], object] | None = None
     """Called with the events' transaction's cursor, the conversation's id and the events
     being saved: the read models apply them in that transaction (set by ReadModels)."""
+    inline_committed: Callable[[], object] | None = None
+    """Called once the transaction `inline_views` wrote in has committed (set by ReadModels)."""
 
     def __init__(self, env: dict[str, str] | None = None) -> None:
         super().__init__(env)
@@ -179,6 +181,8 @@ class ConversationStore(Application[UUID]):
             if not inline:  # a plain library recorder (tests): right after, in a transaction of its own
                 self.history.write(cid, state, events)
                 self._saved(events)
+            elif self.inline_committed is not None:
+                self.inline_committed()
             after = project_conversation(state, events)
             self._cache(after)
             self._snapshot_if_due(state, after)

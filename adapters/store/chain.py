@@ -23,6 +23,7 @@ gets its older hashes computed then, from its stored events ("trust on first use
 from __future__ import annotations
 
 import hashlib
+import threading
 from functools import lru_cache
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -73,18 +74,49 @@ def _inline(kwargs: dict[str, Any], cursor: Any) -> None:
         inline(cursor)
 
 
+class ChainHeads:
+    """Each conversation's newest committed (version, hash), kept by the process that wrote
+    it, so the next append need not read the previous hash. A row of the chain never changes
+    once committed, so a kept hash stays true; at most `size` conversations are kept (the
+    oldest go first). Only hashes of committed transactions are put here."""
+
+    def __init__(self, size: int = 4096) -> None:
+        self.size = size
+        self._heads: dict[UUID, tuple[int, bytes]] = {}
+
+    def get(self, key: UUID) -> tuple[int, bytes] | None:
+        """Returns the kept (version, hash) of conversation `key`, None if none."""
+        return self._heads.get(key)
+
+    def clear(self) -> None:
+        """Forgets every kept hash (as a process that opens the store anew)."""
+        self._heads.clear()
+
+    def remember(self, heads: dict[UUID, tuple[int, bytes]]) -> None:
+        """Keeps `heads` (from `_seal`, after its transaction committed)."""
+        for key, head in heads.items():
+            self._heads.pop(key, None)
+            self._heads[key] = head
+        while len(self._heads) > self.size:
+            del self._heads[next(iter(self._heads))]
+
+
 class ChainedRecorder:
     """Mixin for an application recorder: `_seal(cursor, stored_events)` writes the chain rows
     of events just inserted in the cursor's transaction. Backends give the four `_chain_*`
     primitives; `chain_events` and `chain_links` read pages for `adapters.store.verify`."""
 
-    def _seal(self, cursor: Any, stored_events: Sequence[StoredEvent]) -> None:
+    def _seal(self, cursor: Any, stored_events: Sequence[StoredEvent]) -> dict[UUID, tuple[int, bytes]]:
+        """Writes the chain rows of `stored_events` through `cursor`; returns each
+        conversation's newest (version, hash) among them (`ChainHeads.remember` keeps them once
+        the transaction commits)."""
         heads: dict[UUID, tuple[int, bytes]] = {}
         rows: list[Link] = []
+        known = getattr(self, "chain_heads", None)
         for event in stored_events:
             key = UUID(str(event.originator_id))
             version = event.originator_version
-            last = heads.get(key)
+            last = heads.get(key) or (known.get(key) if known is not None else None)
             if last is not None and last[0] == version - 1:
                 previous = last[1]
             elif version == 1:
@@ -97,6 +129,7 @@ class ChainedRecorder:
             rows.append((key, version, digest))
         if rows:
             self._chain_insert(cursor, rows)
+        return heads
 
     def _backfill(self, cursor: Any, key: UUID, upto: int) -> bytes:
         """Returns the hash of version `upto`, computing and storing the missing hashes of the
@@ -210,6 +243,8 @@ class ChainedPostgresRecorder(ChainedRecorder, EventRecorder):
     def __init__(self, datastore: Any, **kwargs: Any) -> None:
         super().__init__(datastore, **kwargs)
         self.datastore.enable_db_functions = False
+        self.chain_heads = ChainHeads()
+        self._sealing = threading.local()  # the heads of this thread's transaction, until it commits
         self.chain_table = SQL("{}.{}").format(Identifier(self.datastore.schema), Identifier(CHAIN_TABLE))
         self.sql_create_statements.append(
             SQL("CREATE TABLE IF NOT EXISTS {} (originator_id uuid NOT NULL, originator_version bigint NOT NULL, "
@@ -221,7 +256,13 @@ class ChainedPostgresRecorder(ChainedRecorder, EventRecorder):
         super()._insert_stored_events(curs, stored_events, **kwargs)
         # another cursor of the same transaction: the ids are read from `curs` afterwards
         with curs.connection.cursor() as own:
-            self._seal(own, stored_events)
+            self._sealing.heads = self._seal(own, stored_events)
+
+    def _committed(self, stored_events: Sequence[StoredEvent]) -> None:
+        """Keeps the hashes this thread's transaction just committed (`ChainHeads`)."""
+        heads, self._sealing.heads = getattr(self._sealing, "heads", None), None
+        if heads:
+            self.chain_heads.remember(heads)
 
     def _insert_events(self, curs: Any, stored_events: Sequence[StoredEvent], **kwargs: Any) -> None:
         # before the events, in their transaction: an error here rolls both back
@@ -236,7 +277,11 @@ class ChainedPostgresRecorder(ChainedRecorder, EventRecorder):
 
     def _chain_insert(self, cursor: Any, rows: list[Link], *, missing_only: bool = False) -> None:
         conflict = SQL(" ON CONFLICT DO NOTHING") if missing_only else SQL("")
-        cursor.executemany(SQL("INSERT INTO {} VALUES (%s, %s, %s)").format(self.chain_table) + conflict, rows)
+        statement = SQL("INSERT INTO {} VALUES (%s, %s, %s)").format(self.chain_table) + conflict
+        if len(rows) == 1:
+            cursor.execute(statement, rows[0])
+        else:
+            cursor.executemany(statement, rows)
 
     def _chain_stored(self, cursor: Any, key: UUID, upto: int) -> list[Stored]:
         cursor.execute(SQL("SELECT originator_version, topic, state FROM {} WHERE originator_id = %s "

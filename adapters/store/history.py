@@ -50,20 +50,35 @@ class SQLHistory:
     """One conversation's index rows through `execute(sql, params) -> cursor` (`?` placeholders,
     turned into the driver's `p`). Reads see the writes of the same transaction."""
 
-    def __init__(self, execute: Execute, cid: UUID, p: str = "?", schema: str = "") -> None:
+    def __init__(self, execute: Execute, cid: UUID, p: str = "?", schema: str = "", memo: bool = False) -> None:
         self._run, self.cid, self.p = execute, str(cid), p
         self.t = {name: (f'"{schema}".{name}' if schema else name) for name in TABLES}
+        self._memo: dict[tuple[Any, ...], Any] | None = {} if memo else None
 
     def _x(self, sql: str, *args: Any) -> Any:
         return self._run(sql.replace("?", self.p), (self.cid, *args))
+
+    def _once(self, key: tuple[Any, ...], read: Callable[[], Any]) -> Any:
+        """Returns `read()`, asked once per key when this index only reads (one command's lookups)."""
+        if self._memo is None:
+            return read()
+        if key not in self._memo:
+            self._memo[key] = read()
+        return self._memo[key]
+
+    def _index_row(self) -> tuple[int, int]:
+        def read() -> tuple[int, int]:
+            row = self._x(f"SELECT version, outcomes FROM {self.t['chatrecord_index']} WHERE cid = ?").fetchone()
+            return (int(row["version"]), int(row["outcomes"])) if row else (0, 0)
+
+        return self._once(("index",), read)
 
     # ---------------------------------------------------------------- reads
 
     @property
     def version(self) -> int:
         """Returns the version of the last event indexed, 0 before the first."""
-        row = self._x(f"SELECT version FROM {self.t['chatrecord_index']} WHERE cid = ?").fetchone()
-        return int(row["version"]) if row else 0
+        return self._index_row()[0]
 
     def segment(self, segment: str) -> SegmentRecord | None:
         row = self._x(f"SELECT body FROM {self.t['chatrecord_segments']} WHERE cid = ? AND segment = ?",
@@ -91,13 +106,15 @@ class SQLHistory:
         return [int(r["number"]) for r in rows]
 
     def outcomes(self) -> int:
-        row = self._x(f"SELECT outcomes FROM {self.t['chatrecord_index']} WHERE cid = ?").fetchone()
-        return int(row["outcomes"]) if row else 0
+        return self._index_row()[1]
 
     def source(self, digest: str) -> tuple[int, int] | None:
-        row = self._x(f"SELECT first, last FROM {self.t['chatrecord_sources']} WHERE cid = ? AND digest = ?",
-                      digest).fetchone()
-        return (int(row["first"]), int(row["last"])) if row else None
+        def read() -> tuple[int, int] | None:
+            row = self._x(f"SELECT first, last FROM {self.t['chatrecord_sources']} WHERE cid = ? AND digest = ?",
+                          digest).fetchone()
+            return (int(row["first"]), int(row["last"])) if row else None
+
+        return self._once(("source", digest), read)
 
     # ---------------------------------------------------------------- writes
 
@@ -210,18 +227,22 @@ class HistoryTables:
             yield self.reader(cid)
         else:
             with self.datastore.transaction(commit=False) as curs:
-                yield self.writer(curs, cid)
+                yield SQLHistory(self._through(curs), cid, self.p, self.schema, memo=True)
 
     def writer(self, curs: Any, cid: UUID) -> Any:
         """Returns the index of conversation `cid` written through `curs` (None: in memory)."""
         if self.datastore is None:
             return self.reader(cid)
 
+        return SQLHistory(self._through(curs), cid, self.p, self.schema)
+
+    @staticmethod
+    def _through(curs: Any) -> Execute:
         def execute(sql: str, params: tuple[Any, ...]) -> Any:
             curs.execute(sql, params)
             return curs
 
-        return SQLHistory(execute, cid, self.p, self.schema)
+        return execute
 
     def write(self, cid: UUID, state: Any, events: Any, curs: Any = None, rebuild: bool = False,
               follows: bool = False) -> None:

@@ -8,11 +8,13 @@
   advisory lock keyed by the schema, so concurrent first processes wait for each other. A
   store whose tables exist is only read at open, so reading commands work on a read-only
   database (a hot standby, `default_transaction_read_only=on`).
-- **Writes without pipeline mode.** The library appends events in psycopg's pipeline mode,
-  whose send loop can stop with part of a large message unsent and then wait for a reply that
-  never comes (a segment of 30,000–50,000 steps hung forever, holding the events table's
-  write lock). `EventRecorder` does the same steps (table lock, NOTIFY, INSERT … RETURNING)
-  in one ordinary transaction.
+- **Large writes without pipeline mode.** The library appends events in psycopg's pipeline
+  mode, whose send loop can stop with part of a large message unsent and then wait for a reply
+  that never comes (a segment of 30,000–50,000 steps hung forever, holding the events table's
+  write lock). `EventRecorder` pipelines an append of at most `PIPELINE_BYTES` (the common
+  case: the history index, the views and the chain go out without a round trip each) and does
+  the same steps (table lock, NOTIFY, INSERT … RETURNING) in one ordinary transaction for a
+  larger one.
 - **Timeouts.** A write waits at most `POSTGRES_LOCK_TIMEOUT` seconds (default
   `WRITE_LOCK_TIMEOUT`) for the events table's write lock, and any statement runs at most
   `POSTGRES_STATEMENT_TIMEOUT` seconds (default `STATEMENT_TIMEOUT`); then it fails with the
@@ -46,6 +48,9 @@ WRITE_LOCK_TIMEOUT = 10
 """Seconds a write waits for another process's write on the events table (`lock_timeout`)."""
 STATEMENT_TIMEOUT = 60
 """Seconds any one statement may run (`statement_timeout`), reads and writes alike."""
+PIPELINE_BYTES = 256 * 1024
+"""An append whose events' states hold at most this many bytes goes through psycopg's pipeline
+mode (as the library's own recorder does); a larger one through an ordinary transaction."""
 CONNECTION_ATTEMPTS = 5
 """Tries of a write whose connection failed (not of one that timed out)."""
 
@@ -179,11 +184,41 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder):
     def _append(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
         if not stored_events:
             return None
+        if sum(len(e.state) for e in stored_events) > PIPELINE_BYTES:
+            ids = self._append_plain(stored_events, **kwargs)
+        else:
+            ids = self._append_pipelined(stored_events, **kwargs)
+        self._committed(stored_events)
+        return ids
+
+    def _append_plain(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
         with self.datastore.get_connection() as conn, conn.transaction(), conn.cursor() as curs:
             self._insert_events(curs, stored_events, **kwargs)
             self._insert_stored_events(curs, stored_events, **kwargs)  # lock, NOTIFY, INSERT
             return self._fetch_ids_after_insert_events(curs, stored_events, **kwargs)
 
+    def _append_pipelined(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
+        """The library's own pipelined append: the writes before the insert go out without
+        waiting for each answer; only a read waits (and the sync after the insert)."""
+        failure: Exception | None = None
+        ids: Sequence[int] | None = None
+        with self.datastore.get_connection() as conn:
+            with conn.pipeline() as pipeline, conn.transaction():
+                with conn.cursor() as curs:
+                    self._insert_events(curs, stored_events, **kwargs)
+                with conn.cursor() as curs:
+                    try:
+                        self._insert_stored_events(curs, stored_events, **kwargs)
+                        pipeline.sync()  # a taken version raises IntegrityError here, not at COMMIT
+                        ids = self._fetch_ids_after_insert_events(curs, stored_events, **kwargs)
+                    except Exception as error:  # noqa: BLE001 - raised once the pipeline has closed
+                        failure = error
+            if failure is not None:
+                raise failure
+        return ids
+
+    def _committed(self, stored_events: Sequence[StoredEvent]) -> None:
+        """Called once the transaction that stored `stored_events` has committed."""
 
 class PostgresFactory(es_postgres.PostgresFactory):
     """The library's PostgreSQL persistence with `EventRecorder`, `ensure_schema` instead of

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
 from eventsourcing.postgres import PostgresDatastore
+from psycopg import pq
 from eventsourcing.sqlite import SQLiteDatastore
 
 from adapters.views.rows import (
@@ -77,15 +78,22 @@ class Backend:
     def lock(self, curs: Any, exclusive: bool) -> None:
         """Takes the generations' lock until the transaction ends."""
 
+    def pointer_and_head(self, curs: Any, cid: UUID, generation: int) -> tuple[Pointer | None, str | None]:
+        """Returns the live pointer and, where the backend reads both at once, the head row's
+        body of `cid` in generation `generation` (None: read the head through `rows`)."""
+        return self.pointer(curs), None
+
     @contextmanager
-    def savepoint(self, curs: Any) -> Iterator[Any]:
+    def savepoint(self, curs: Any, on_failure: Callable[[Exception], object] | None = None) -> Iterator[Any]:
         """Yields `curs` inside a savepoint of its transaction: an error inside rolls back to it,
-        is logged, and does not end the transaction."""
+        is logged, is handed to `on_failure`, and does not end the transaction."""
         name = "chatrecord_views"
         curs.execute(f"SAVEPOINT {name}")
         try:
             yield curs
         except Exception as error:  # noqa: BLE001 - the events stand; a later read catches up
+            if on_failure is not None:
+                on_failure(error)
             curs.execute(f"ROLLBACK TO SAVEPOINT {name}")
             log.warning("chatrecord: the read models were not updated with this write (%s); "
                         "the next read catches up", error)
@@ -106,6 +114,7 @@ class SQLBackend(Backend):
 
     def __init__(self, datastore: Any, events_table: str) -> None:
         self.datastore, self.events_table = datastore, events_table
+        self._has_pointer = False
 
     @contextmanager
     def transaction(self, write: bool) -> Iterator[Any]:
@@ -124,10 +133,27 @@ class SQLBackend(Backend):
         return curs
 
     def pointer(self, curs: Any) -> Pointer | None:
-        if not self._exists(curs, POINTER):
+        if not self._has_pointer and not self._exists(curs, POINTER):
             return None
         row = self._x(curs, f"SELECT generation, rules, next FROM {self._t(POINTER)} WHERE id = 1").fetchone()
-        return Pointer(int(row["generation"]), row["rules"], int(row["next"])) if row else None
+        if row is None:
+            return None
+        self._has_pointer = True  # the pointer table is never dropped: no need to ask again
+        return Pointer(int(row["generation"]), row["rules"], int(row["next"]))
+
+    def pointer_and_head(self, curs: Any, cid: UUID, generation: int) -> tuple[Pointer | None, str | None]:
+        """Returns the live pointer and, when its generation is `generation` (the caller's
+        guess), the head row's body of conversation `cid` in it, in one statement; the body is
+        None when the guess was wrong (or the conversation has no head yet)."""
+        if not self._has_pointer:
+            return self.pointer(curs), None
+        heads = table_names(generation, self.schema)["heads"]
+        row = self._x(curs, f"SELECT p.generation, p.rules, p.next, h.body FROM {self._t(POINTER)} p "
+                            f"LEFT JOIN {heads} h ON h.cid = ? WHERE p.id = 1", (str(cid),)).fetchone()
+        if row is None:
+            return None, None
+        live = Pointer(int(row["generation"]), row["rules"], int(row["next"]))
+        return live, (row["body"] if live.generation == generation else None)
 
     def set_pointer(self, curs: Any, pointer: Pointer) -> None:
         self._x(curs, f"CREATE TABLE IF NOT EXISTS {self._t(POINTER)} "
@@ -189,6 +215,27 @@ class SQLiteBackend(SQLBackend):
 class PostgresBackend(SQLBackend):
     p = "%s"
 
+    @contextmanager
+    def savepoint(self, curs: Any, on_failure: Callable[[Exception], object] | None = None) -> Iterator[Any]:
+        """As `Backend.savepoint`, through psycopg's nested transaction. In pipeline mode (a
+        small append, `adapters.store.postgres.EventRecorder`) the savepoint's statements are
+        synced before it is released, so a failing view statement rolls back to it here
+        rather than failing the events' transaction at its end."""
+        conn = curs.connection
+        piped = conn.pgconn.pipeline_status != pq.PipelineStatus.OFF
+        try:
+            with conn.transaction(savepoint_name="chatrecord_views"):
+                if piped:
+                    with conn.pipeline():  # leaving a nested pipeline block syncs
+                        yield curs
+                else:
+                    yield curs
+        except Exception as error:  # noqa: BLE001 - the events stand; a later read catches up
+            if on_failure is not None:
+                on_failure(error)
+            log.warning("chatrecord: the read models were not updated with this write (%s); "
+                        "the next read catches up", error)
+
     def __init__(self, datastore: PostgresDatastore, events_table: str) -> None:
         super().__init__(datastore, events_table)
         self.schema = datastore.schema
@@ -225,11 +272,13 @@ class MemoryBackend(Backend):
             yield None
 
     @contextmanager
-    def savepoint(self, curs: Any) -> Iterator[Any]:
+    def savepoint(self, curs: Any, on_failure: Callable[[Exception], object] | None = None) -> Iterator[Any]:
         try:
             with self.lock_:
                 yield None
         except Exception as error:  # noqa: BLE001 - rows in memory cannot roll back; reads catch up
+            if on_failure is not None:
+                on_failure(error)
             log.warning("chatrecord: the read models were not updated with this write (%s)", error)
 
     def rows(self, curs: Any, generation: int, cid: UUID, buffered: bool = False) -> MemoryRows:

@@ -19,6 +19,7 @@ another rule set and writes nothing.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -106,6 +107,39 @@ def fold_into(rows: Any, head: Head | None, events: Iterable[ConversationEvent],
     return head
 
 
+class HeadCache:
+    """The heads this process wrote in the live generation, by conversation, so the next append
+    to a conversation need not read its head. A kept head is used only when its version is the
+    one just before the events being applied: any other writer's append (or a failed view)
+    leaves a different version, and the head is read. A rebuild that switches generations
+    drops the old tables, so an append that used a kept head of a dropped generation fails its
+    view statement, rolls back to the views' savepoint, and the next read catches up.
+    At most `size` conversations are kept (the oldest go first)."""
+
+    def __init__(self, size: int = 4096) -> None:
+        self.size = size
+        self._heads: dict[UUID, Head] = {}
+        self._lock = threading.Lock()
+
+    def get(self, cid: UUID, version: int) -> Head | None:
+        """Returns the kept head of `cid` when it is at `version`, else None."""
+        head = self._heads.get(cid)
+        return head if head is not None and head.version == version else None
+
+    def put(self, cid: UUID, head: Head) -> None:
+        """Keeps `head` (written by a committed transaction)."""
+        with self._lock:
+            self._heads.pop(cid, None)
+            self._heads[cid] = head
+            while len(self._heads) > self.size:
+                del self._heads[next(iter(self._heads))]
+
+    def clear(self) -> None:
+        """Forgets every kept head (after a rebuild or an erasure in this process)."""
+        with self._lock:
+            self._heads.clear()
+
+
 class ReadModels:
     """The row read models of a ConversationStore, in the store's own database."""
 
@@ -113,9 +147,12 @@ class ReadModels:
         self.store = store
         self.backend: Backend = backend_for(store)
         self._live: Pointer | None = None
+        self.heads = HeadCache()
+        self._writing = threading.local()  # the head this thread's transaction wrote, until it commits
         self._ensure()
         store.on_saved = self.apply
         store.inline_views = self.apply_inline
+        store.inline_committed = self.inline_committed
 
     # ------------------------------------------------------------ set-up
 
@@ -125,7 +162,7 @@ class ReadModels:
         with self.backend.transaction(write=False) as curs:
             live = self.backend.pointer(curs)
         if live is not None:
-            self._live = live
+            self._set_live(live)
             return
         with self.backend.transaction(write=True) as curs:
             self.backend.lock(curs, exclusive=True)
@@ -140,7 +177,7 @@ class ReadModels:
                 if old_tables:
                     log.warning("chatrecord: the read models of the previous version were dropped; "
                                 "they are rebuilt from the log as rows now")
-        self._live = live
+        self._set_live(live)
         if self.store.max_notification_id():
             self._fold_log(live.generation, live.rules, 0, None)
 
@@ -152,7 +189,7 @@ class ReadModels:
         with self.backend.transaction(write=False) as curs:
             live = self.backend.pointer(curs)
         assert live is not None
-        self._live = live
+        self._set_live(live)
         return live
 
     # ------------------------------------------------------------ writing
@@ -184,17 +221,45 @@ class ReadModels:
         follow the head (a gap) are left to that read too."""
         if not events:
             return
-        with self.backend.savepoint(curs) as point:
+        self._writing.head = None
+        with self.backend.savepoint(curs, on_failure=self._inline_failed) as point:
             self.backend.lock(point, exclusive=False)
-            live = self.backend.pointer(point)
-            assert live is not None
-            rows = self.backend.rows(point, live.generation, aggregate_id)
-            head = rows.head()
+            live, head = self._live, self.heads.get(aggregate_id, events[0].originator_version - 1)
+            if live is None or head is None:
+                live, body = self.backend.pointer_and_head(point, aggregate_id, live.generation if live else 0)
+                assert live is not None
+                self._set_live(live)
+                head = None
+            rows = self.backend.rows(point, live.generation, aggregate_id, buffered=True)
+            if head is None:
+                head = Head.model_validate_json(body) if body is not None else rows.head()
             if events[0].originator_version != (head.version if head else 0) + 1:
                 return
             after = fold_into(rows, head, events, resolve(live.rules))
             if after is not None:
                 rows.put_head(after)
+            getattr(rows, "flush", lambda: None)()  # the writes go out together
+            self._writing.head = (aggregate_id, live.generation, after)
+
+    def _set_live(self, live: Pointer) -> None:
+        """Takes `live` as the live pointer; the kept heads go when its generation is new."""
+        if self._live is None or self._live.generation != live.generation:
+            self.heads.clear()
+        self._live = live
+
+    def _inline_failed(self, error: Exception) -> None:
+        """After a view statement failed (e.g. a rebuild elsewhere dropped the tables this
+        process took as live): forget the pointer and the kept heads; the next write reads them."""
+        self._writing.head, self._live = None, None
+        self.heads.clear()
+
+    def inline_committed(self) -> None:
+        """Called by the store once the transaction `apply_inline` wrote in has committed:
+        keeps the head it wrote (`HeadCache`), so the next append need not read it."""
+        written, self._writing.head = getattr(self._writing, "head", None), None
+        if written is not None and written[2] is not None and self._live is not None:
+            if written[1] == self._live.generation:
+                self.heads.put(written[0], written[2])
 
     def catch_up(self, progress: Progress | None = None) -> int:
         """Brings every conversation's rows up to its log; returns how many conversations
@@ -296,6 +361,7 @@ class ReadModels:
                 return False
             rows = self.backend.rows(curs, live.generation, key)
             rows.clear()
+            self.heads.clear()
             after = fold_into(rows, None, self.store.events.get(key), resolve(live.rules))
             if after is not None:
                 rows.put_head(after)
@@ -370,7 +436,7 @@ class ReadModels:
             for stale in sorted(self.backend.generations(curs) - {generation}):
                 self.backend.drop(curs, stale)
                 dropped.extend(f"views_g{stale}_{t}" for t in ("heads", "entries", "outcomes", "messages", "pages", "turns"))
-        self._live = Pointer(generation, target, now.next)
+        self._set_live(Pointer(generation, target, now.next))
         return RebuildReport(
             rules=target, conversations=len(seen | also), events=events + more, old_rules=old.rules,
             tables=tuple(f"views_g{generation}_{t}" for t in ("heads", "entries", "outcomes", "messages", "pages", "turns")),

@@ -422,7 +422,9 @@ class BufferedRows(SQLRows):
         super().clear()
 
     def _many(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
-        if rows:
+        if len(rows) == 1:  # psycopg's executemany syncs a pipeline (a round trip); one row need not
+            self.curs.execute(sql.replace("?", self.p), rows[0])
+        elif rows:
             self.curs.executemany(sql.replace("?", self.p), rows)
 
     def flush(self) -> None:

@@ -109,6 +109,8 @@ class ChainContract:
     def test_a_conversation_stored_before_the_chain_is_chained_on_its_next_append(self, store: ConversationStore) -> None:
         for version in range(1, 21):
             self.delete_hash(store, version)
+        if hasattr(store.recorder, "chain_heads"):  # as a process opening the old store: no hash kept
+            store.recorder.chain_heads.clear()
         assert (by_name(verdicts(store))["conv-demo-seo"].problem, by_name(verdicts(store))["conv-demo-seo"].version) == (
             "inserted", 1)
         line = {"type": "user_message", "conversation": "conv-demo-seo", "at": "2026-11-03T10:00:00Z", "message": 4,

@@ -274,6 +274,43 @@ class ReadModelsContract:
             store.events("conv-behalten"), "2026-11-01").to_json()
         self.assert_rows_are_the_fold(models, store, "conv-behalten")
 
+    def test_a_fold_that_fails_leaves_the_line_stored_and_the_next_read_catches_up(
+        self, store: ConversationStore, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        models = ReadModels(store)
+        ingest(store, DEMO)
+        events = len(store.events("conv-demo-seo"))
+
+        def broken(*args: Any, **kwargs: Any) -> Any:
+            raise RuntimeError("a bug in the fold")
+
+        monkeypatch.setattr("adapters.views.readmodels.fold_into", broken)
+        ingest(store, Lines("conv-demo-seo").add("user_message", message=9, text="Und jetzt?", page=42).lines)
+        monkeypatch.undo()
+
+        assert len(store.events("conv-demo-seo")) == events + 1  # the line is stored
+        assert "the read models were not updated" in caplog.text
+        assert models.turn_input("conv-demo-seo").message == 9  # the read folds what the head lacks
+        assert models.head("conv-demo-seo").version == events + 1
+        self.assert_rows_are_the_fold(models, store, "conv-demo-seo")
+
+    def test_a_rebuild_in_another_process_is_followed_by_this_ones_next_appends(self, store: ConversationStore) -> None:
+        if not self.shares_database:
+            pytest.skip("two processes share only a database")
+        models = ReadModels(store)
+        ingest(store, behalten_tour())  # this process keeps the heads and the pointer it wrote
+        other = ReadModels(self.second_store(store))
+
+        other.rebuild("2026-11-01")  # switches generations and drops the tables this process wrote
+        lines = Lines("conv-behalten")
+        for number in (11, 12):
+            lines.add("user_message", message=number, text=f"Frage {number}", page=42)
+        ingest(store, lines.lines)
+
+        assert models.turn_input("conv-behalten").message == 12
+        assert models.active_rules() == "2026-11-01"
+        self.assert_rows_are_the_fold(models, store, "conv-behalten")
+
     def test_rebuild_refuses_an_unknown_rule_set(self, store: ConversationStore) -> None:
         with pytest.raises(UnknownRuleSet):
             ReadModels(store).rebuild("2027-01-01")
@@ -309,6 +346,22 @@ class TestSQLiteReadModels(SQLiteStores, ReadModelsContract):
         assert "chatrecord_views" in names and "stored_events" in names
         return {n for n in names if n.startswith("views_")}
 
+    def test_a_failing_view_statement_rolls_back_to_its_savepoint(self, store: ConversationStore) -> None:
+        models = ReadModels(store)
+        ingest(store, DEMO)
+        events = len(store.events("conv-demo-seo"))
+        with sqlite3.connect(self.path) as conn:
+            conn.execute("CREATE TRIGGER refuse BEFORE INSERT ON views_g1_messages BEGIN "
+                         "SELECT RAISE(ABORT, 'no more messages'); END")
+
+        ingest(store, Lines("conv-demo-seo").add("user_message", message=9, text="Und jetzt?", page=42).lines)
+
+        assert len(store.events("conv-demo-seo")) == events + 1
+        with sqlite3.connect(self.path) as conn:
+            conn.execute("DROP TRIGGER refuse")
+        assert models.turn_input("conv-demo-seo").message == 9
+        self.assert_rows_are_the_fold(models, store, "conv-demo-seo")
+
     def test_a_store_of_the_previous_version_gets_its_views_rebuilt_from_the_log(
         self, store: ConversationStore, caplog: pytest.LogCaptureFixture
     ) -> None:
@@ -337,3 +390,21 @@ class TestPostgresReadModels(PostgresStores, ReadModelsContract):
         names = {r[0] for r in rows}
         assert "chatrecord_views" in names and "conversationstore_events" in names
         return {n for n in names if n.startswith("views_")}
+
+    def test_a_failing_view_statement_rolls_back_to_its_savepoint(self, store: ConversationStore) -> None:
+        models = ReadModels(store)
+        ingest(store, DEMO)
+        events = len(store.events("conv-demo-seo"))
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            conn.execute(f'CREATE FUNCTION "{self.schema}".refuse() RETURNS trigger LANGUAGE plpgsql AS '
+                         "$$ BEGIN RAISE EXCEPTION 'no more messages'; END $$")
+            conn.execute(f'CREATE TRIGGER refuse BEFORE INSERT ON "{self.schema}".views_g1_messages '
+                         f'FOR EACH ROW EXECUTE FUNCTION "{self.schema}".refuse()')
+
+        ingest(store, Lines("conv-demo-seo").add("user_message", message=9, text="Und jetzt?", page=42).lines)
+
+        assert len(store.events("conv-demo-seo")) == events + 1  # pipelined, yet only the views rolled back
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            conn.execute(f'DROP TRIGGER refuse ON "{self.schema}".views_g1_messages')
+        assert models.turn_input("conv-demo-seo").message == 9
+        self.assert_rows_are_the_fold(models, store, "conv-demo-seo")
