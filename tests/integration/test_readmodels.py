@@ -294,23 +294,6 @@ class ReadModelsContract:
         assert models.head("conv-demo-seo").version == events + 1
         self.assert_rows_are_the_fold(models, store, "conv-demo-seo")
 
-    def test_a_rebuild_in_another_process_is_followed_by_this_ones_next_appends(self, store: ConversationStore) -> None:
-        if not self.shares_database:
-            pytest.skip("two processes share only a database")
-        models = ReadModels(store)
-        ingest(store, behalten_tour())  # this process keeps the heads and the pointer it wrote
-        other = ReadModels(self.second_store(store))
-
-        other.rebuild("2026-11-01")  # switches generations and drops the tables this process wrote
-        lines = Lines("conv-behalten")
-        for number in (11, 12):
-            lines.add("user_message", message=number, text=f"Frage {number}", page=42)
-        ingest(store, lines.lines)
-
-        assert models.turn_input("conv-behalten").message == 12
-        assert models.active_rules() == "2026-11-01"
-        self.assert_rows_are_the_fold(models, store, "conv-behalten")
-
     def test_rebuild_refuses_an_unknown_rule_set(self, store: ConversationStore) -> None:
         with pytest.raises(UnknownRuleSet):
             ReadModels(store).rebuild("2027-01-01")
@@ -328,6 +311,25 @@ class ReadModelsContract:
         assert models.diff("2026-11-02")[0].changed is False
 
 
+class SharedDatabaseContract(ReadModelsContract):
+    """What backends whose stores share a database with other processes must do besides."""
+
+    def test_a_rebuild_in_another_process_is_followed_by_this_ones_next_appends(self, store: ConversationStore) -> None:
+        models = ReadModels(store)
+        ingest(store, behalten_tour())  # this process keeps the heads and the pointer it wrote
+        other = ReadModels(self.second_store(store))
+
+        other.rebuild("2026-11-01")  # switches generations and drops the tables this process wrote
+        lines = Lines("conv-behalten")
+        for number in (11, 12):
+            lines.add("user_message", message=number, text=f"Frage {number}", page=42)
+        ingest(store, lines.lines)
+
+        assert models.turn_input("conv-behalten").message == 12
+        assert models.active_rules() == "2026-11-01"
+        self.assert_rows_are_the_fold(models, store, "conv-behalten")
+
+
 class TestInMemoryReadModels(ReadModelsContract):
     shares_database = False
 
@@ -339,7 +341,7 @@ class TestInMemoryReadModels(ReadModelsContract):
         return {f"views_g{g}_{t}" for g in backend.generations(None) for t in TABLES}
 
 
-class TestSQLiteReadModels(SQLiteStores, ReadModelsContract):
+class TestSQLiteReadModels(SQLiteStores, SharedDatabaseContract):
     def tables(self, store: ConversationStore) -> set[str]:
         with sqlite3.connect(self.path) as conn:
             names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
@@ -381,7 +383,7 @@ class TestSQLiteReadModels(SQLiteStores, ReadModelsContract):
         self.assert_rows_are_the_fold(models, store, "conv-behalten")
 
 
-class TestPostgresReadModels(PostgresStores, ReadModelsContract):
+class TestPostgresReadModels(PostgresStores, SharedDatabaseContract):
     def tables(self, store: ConversationStore) -> set[str]:
         with psycopg.connect(self.url) as conn:
             rows = conn.execute(
