@@ -200,6 +200,7 @@ class ConversationStore(Application[UUID]):
         loaded = False
         while True:
             with self.history.reading(cid) as history:
+                getattr(history, "prefetch", lambda digest: None)(getattr(command, "digest", None))
                 indexed = history.version
                 if not loaded:
                     state, loaded = self._cached(cid, indexed) if inline else (None, False)

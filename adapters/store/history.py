@@ -73,6 +73,20 @@ class SQLHistory:
 
         return self._once(("index",), read)
 
+    def prefetch(self, digest: str | None) -> None:
+        """Reads the index row and the input line `digest`'s row (if given) in one statement,
+        for the lookups of one command (`memo`); does nothing when this index also writes."""
+        if self._memo is None:
+            return
+        t = self.t
+        row = self._x(f"SELECT i.version, i.outcomes, s.first, s.last FROM (SELECT CAST(? AS TEXT) AS cid, "
+                      f"CAST(? AS TEXT) AS digest) k LEFT JOIN {t['chatrecord_index']} i ON i.cid = k.cid "
+                      f"LEFT JOIN {t['chatrecord_sources']} s ON s.cid = k.cid AND s.digest = k.digest",
+                      digest or "").fetchone()
+        self._memo[("index",)] = (int(row["version"] or 0), int(row["outcomes"] or 0))
+        if digest:
+            self._memo[("source", digest)] = (int(row["first"]), int(row["last"])) if row["first"] is not None else None
+
     # ---------------------------------------------------------------- reads
 
     @property
@@ -217,14 +231,20 @@ class HistoryTables:
 
     @contextmanager
     def reading(self, cid: UUID | None) -> Iterator[Any]:
-        """Yields the index of conversation `cid` for the lookups of one command, all in one
-        read transaction (an empty index for a conversation not started)."""
+        """Yields the index of conversation `cid` for the lookups of one command (an empty index
+        for a conversation not started), each lookup asked once. On SQLite they share one read
+        transaction; on PostgreSQL each is its own statement: they need not agree with each
+        other, because the command's events carry the next version after the index's, and
+        their insert fails (and the command is decided again) if another writer came between."""
         from domain.history import MemoryHistory
 
         if cid is None:
             yield MemoryHistory()
         elif self.datastore is None:
             yield self.reader(cid)
+        elif self.p == "%s":  # PostgreSQL: autocommit reads, no transaction to end (see below)
+            with self.datastore.cursor() as curs:
+                yield SQLHistory(self._through(curs), cid, self.p, self.schema, memo=True)
         else:
             with self.datastore.transaction(commit=False) as curs:
                 yield SQLHistory(self._through(curs), cid, self.p, self.schema, memo=True)

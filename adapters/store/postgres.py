@@ -236,6 +236,11 @@ class PostgresFactory(es_postgres.PostgresFactory):
         kwargs = self.datastore.pool.kwargs
         assert isinstance(kwargs, dict)
         kwargs["options"] = f"-c statement_timeout={int(text) * 1000}"
+        # No automatic server-side prepared statements: a pipelined append that fails part-way
+        # (a conflict, a view statement) can leave psycopg believing a statement was prepared
+        # whose Parse the server skipped ("prepared statement _pg3_9 does not exist" on the next
+        # use). The library's own statements that ask for preparing still are.
+        kwargs["prepare_threshold"] = None
         self.created: list[str] = []
         """The tables this factory created (empty when the store existed already)."""
 
