@@ -39,6 +39,21 @@ LOCK_KEY = 0x63687276  # "chrv": the advisory lock of the views' generations
 
 
 @dataclass(frozen=True)
+class TurnRows:
+    """What `PostgresBackend.turn_rows` read: the live pointer, the head row's body (None
+    before the first event), the log's version, and the entries' and newest outcomes' bodies
+    joined by commas, oldest first; `matches` is False when the guessed generation was not the
+    live one (then only `live` is read)."""
+
+    live: Pointer
+    head: str | None
+    logged: int
+    entries: str
+    outcomes: str
+    matches: bool = True
+
+
+@dataclass(frozen=True)
 class Pointer:
     """The live generation, its rule set, and the next generation number to hand out."""
 
@@ -82,6 +97,10 @@ class Backend:
         """Returns the live pointer and, where the backend reads both at once, the head row's
         body of `cid` in generation `generation` (None: read the head through `rows`)."""
         return self.pointer(curs), None
+
+    def turn_rows(self, curs: Any, cid: UUID, generation: int, newest: int) -> TurnRows | None:
+        """Where the backend reads a turn's rows in one statement: see `PostgresBackend`."""
+        return None
 
     @contextmanager
     def savepoint(self, curs: Any, on_failure: Callable[[Exception], object] | None = None) -> Iterator[Any]:
@@ -214,6 +233,30 @@ class SQLiteBackend(SQLBackend):
 
 class PostgresBackend(SQLBackend):
     p = "%s"
+
+    def turn_rows(self, curs: Any, cid: UUID, generation: int, newest: int) -> TurnRows | None:
+        """Reads, in one statement, what a turn read needs besides transcript messages: the
+        live pointer, the head row of `cid` in generation `generation` (the caller's guess),
+        the log's version, the kept run record entries and the `newest` card outcomes.
+        Returns None when the pointer table is not known yet or the guess was wrong (the
+        caller reads row by row, and guesses the live generation next time)."""
+        if not self._has_pointer:
+            return None
+        t = table_names(generation, self.schema)
+        row = self._x(curs, (
+            "SELECT p.generation, p.rules, p.next, "
+            f"(SELECT body FROM {t['heads']} WHERE cid = %(cid)s) AS head, "
+            f"(SELECT max(originator_version) FROM {self._t(self.events_table)} WHERE originator_id = %(key)s) AS logged, "
+            f"(SELECT string_agg(body, ',' ORDER BY seq) FROM {t['entries']} WHERE cid = %(cid)s) AS entries, "
+            "(SELECT string_agg(body, ',' ORDER BY v, sub) FROM (SELECT v, sub, body FROM "
+            f"{t['outcomes']} WHERE cid = %(cid)s ORDER BY v DESC, sub DESC LIMIT %(newest)s) o) AS outcomes "
+            f"FROM {self._t(POINTER)} p WHERE p.id = 1"), {"cid": str(cid), "key": cid, "newest": newest}).fetchone()
+        if row is None:
+            return None
+        live = Pointer(int(row["generation"]), row["rules"], int(row["next"]))
+        if live.generation != generation:
+            return TurnRows(live, None, 0, "", "", matches=False)
+        return TurnRows(live, row["head"], int(row["logged"] or 0), row["entries"] or "", row["outcomes"] or "")
 
     @contextmanager
     def savepoint(self, curs: Any, on_failure: Callable[[Exception], object] | None = None) -> Iterator[Any]:

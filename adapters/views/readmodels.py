@@ -27,13 +27,14 @@ from uuid import UUID
 
 from adapters.store.application import ConversationStore
 from adapters.views.backends import Backend, Pointer, backend_for
+from adapters.views.rows import PrefetchedRows, table_names
 from domain.errors import ChatrecordError, UnknownConversation
 from domain.events import ConversationEvent, conversation_uuid
 from projections import turn
 from projections.card_outcomes import CardOutcomes
 from projections.page_line import PageCheck, every_page
 from projections.rows import Head, apply_to_rows
-from projections.rules import DEFAULT_RULE_SET, RuleSet, resolve
+from projections.rules import DEFAULT_RULE_SET, RULE_SET_IDS, RuleSet, resolve
 from projections.run_record import RunRecord
 from projections.transcript import Transcript
 from projections.turn import NoTurnYet, TurnInput, TurnState
@@ -48,6 +49,9 @@ RECORD_FIELDS = ("ending", "tools", "written", "waiting", "decision", "undecided
 
 PAGE = 500
 """Notifications a rebuild reads and writes per transaction."""
+
+NEWEST_OUTCOMES = max(resolve(rules).max_notes for rules in RULE_SET_IDS) + 1
+"""The card outcomes a turn read fetches with its head: enough for any rule set's notes."""
 
 
 class ViewOutOfStep(ChatrecordError):
@@ -279,17 +283,28 @@ class ReadModels:
 
     # ------------------------------------------------------------ reads
 
-    def _read(self, conversation: str, read: Callable[[Any, Head, str], Any]) -> Any:
+    def _read(self, conversation: str, read: Callable[[Any, Head, str], Any], newest: int | None = None) -> Any:
         """Returns `read(rows, head, rules)` for a conversation, its rows caught up with its log
-        first. Raises UnknownConversation for a conversation the store does not hold."""
+        first. With `newest` (a turn read: the card outcomes it needs), the backend may read the
+        head, the log's version, the entries and those outcomes in one statement.
+        Raises UnknownConversation for a conversation the store does not hold."""
         key = conversation_uuid(conversation)
         for _ in range(3):
             with self.backend.transaction(write=False) as curs:
-                live = self.backend.pointer(curs)
-                assert live is not None
-                rows = self.backend.rows(curs, live.generation, key)
-                head = rows.head()
-                logged = self.backend.log_version(curs, key)
+                fetched = self.backend.turn_rows(curs, key, self._live.generation, newest) \
+                    if newest is not None and self._live is not None else None
+                if fetched is not None and fetched.matches:  # one statement (PostgreSQL)
+                    live, logged = fetched.live, fetched.logged
+                    rows = PrefetchedRows(curs, table_names(live.generation, self.backend.schema), str(key),
+                                          self.backend.p, fetched.entries, fetched.outcomes, newest or 0)
+                    head = Head.model_validate_json(fetched.head) if fetched.head is not None else None
+                else:
+                    live = fetched.live if fetched is not None else self.backend.pointer(curs)
+                    assert live is not None
+                    rows = self.backend.rows(curs, live.generation, key)
+                    head = rows.head()
+                    logged = self.backend.log_version(curs, key)
+                self._set_live(live)
                 if logged == 0:
                     raise UnknownConversation(
                         f'no conversation "{conversation}" in the store; check the id or ingest it first')
@@ -319,7 +334,7 @@ class ReadModels:
                 head.outcomes, head.length, rows.messages_at, rows.block_ends, rule_set, can_see_page,
             )
 
-        return self._read(conversation, read)
+        return self._read(conversation, read, newest=NEWEST_OUTCOMES)
 
     def state(self, conversation: str) -> TurnState | None:
         """Returns the conversation's read models after its last event, None for a conversation

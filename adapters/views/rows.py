@@ -24,6 +24,8 @@ from projections.run_record import Entry
 from projections.transcript import Message
 
 _ENTRIES = TypeAdapter(tuple[Entry, ...])
+_OUTCOMES = TypeAdapter(tuple[CardOutcome, ...])
+_MESSAGES = TypeAdapter(tuple[Message, ...])
 
 TABLES = ("heads", "entries", "outcomes", "messages", "pages", "turns")
 
@@ -158,7 +160,8 @@ class SQLRows:
         marks = ", ".join("?" * len(indexes))
         rows = self._q(f"SELECT idx, body FROM {self.t['messages']} WHERE cid = ? AND idx IN ({marks})",
                        *sorted(indexes)).fetchall()
-        return {int(r["idx"]): Message.model_validate_json(r["body"]) for r in rows}
+        decoded = _MESSAGES.validate_json("[" + ",".join(r["body"] for r in rows) + "]")  # one call
+        return {int(r["idx"]): message for r, message in zip(rows, decoded)}
 
     def block_ends(self, numbers: set[int]) -> dict[int, int | None]:
         """Returns, for each user message number, the index of the user message after it (None
@@ -331,6 +334,27 @@ class MemoryRows:
 
     def put_turn(self, turn: TurnMark) -> None:
         self.r.turns.setdefault(turn.version, turn)
+
+
+class PrefetchedRows(SQLRows):
+    """`SQLRows` whose kept entries and newest card outcomes were read already (by
+    `PostgresBackend.turn_rows`, as comma-joined bodies, oldest first): a turn read decodes
+    each list in one call and asks the database only for transcript messages."""
+
+    def __init__(self, curs: Any, tables: dict[str, str], cid: str, p: str,
+                 entries: str, outcomes: str, newest: int) -> None:
+        super().__init__(curs, tables, cid, p)
+        self._entries = _ENTRIES.validate_json("[" + entries + "]")
+        self._outcomes = _OUTCOMES.validate_json("[" + outcomes + "]")
+        self._newest = newest
+
+    def entries(self) -> tuple[Entry, ...]:
+        return self._entries
+
+    def outcomes(self, newest: int | None = None) -> tuple[CardOutcome, ...]:
+        if newest is not None and newest <= self._newest:
+            return self._outcomes[len(self._outcomes) - newest:] if newest else ()
+        return super().outcomes(newest)
 
 
 class BufferedRows(SQLRows):
