@@ -10,7 +10,8 @@ selected, not named. Under `transcript-only`: "No page is selected."
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
 
 from projections.rules import RuleSet
 from projections.view_context import ViewContext
@@ -22,6 +23,26 @@ PageCheck = Callable[[int], bool]
 def every_page(page_id: int) -> bool:
     """Returns True: the page check of a user who may see every page (the default)."""
     return True
+
+
+@dataclass(frozen=True)
+class PageFilter:
+    """The page check of a user who may see the `visible` pages only (every page when empty)
+    and never a `hidden` one; equal filters compare equal, so a read can be cached per filter."""
+
+    visible: frozenset[int] = frozenset()
+    hidden: frozenset[int] = frozenset()
+
+    def __call__(self, page_id: int) -> bool:
+        return (not self.visible or page_id in self.visible) and page_id not in self.hidden
+
+
+def check_key(can_see_page: PageCheck) -> Hashable | None:
+    """Returns what identifies `can_see_page` for a cache: the filter itself, "every" for
+    `every_page`, None for any other callable (whose answers cannot be known in advance)."""
+    if isinstance(can_see_page, PageFilter):
+        return can_see_page
+    return "every" if can_see_page is every_page else None
 
 
 NO_PAGE_BEFORE = "No page is selected."

@@ -6,7 +6,7 @@ from collections.abc import Collection
 from pathlib import Path
 
 from adapters.service.results import UnreadableFile
-from projections.page_line import PageCheck
+from projections.page_line import PageCheck, PageFilter
 
 __all__ = ["UnreadableFile", "page_check", "readable_file"]
 
@@ -30,5 +30,4 @@ def readable_file(path: Path) -> Path:
 
 def page_check(denied: Collection[int]) -> PageCheck:
     """Returns the page check of a user who may see every page except `denied`."""
-    hidden = frozenset(denied)
-    return lambda page_id: page_id not in hidden
+    return PageFilter(hidden=frozenset(denied))

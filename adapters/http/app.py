@@ -27,7 +27,7 @@ from adapters.http import schemas
 from adapters.http.idempotency import MAX_KEY, Kept, body_hash, keys_for
 from adapters.http.problems import PROBLEM, Problem, install
 from adapters.store.settings import BadSetting
-from projections.page_line import PageCheck
+from projections.page_line import PageCheck, PageFilter
 from projections.rules import RULE_SET_IDS
 
 DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
@@ -72,8 +72,7 @@ ERRORS: dict[int | str, dict[str, Any]] = {
 def page_check(visible: list[int], hidden: list[int]) -> PageCheck:
     """Returns the check of a user who may see `visible` pages only (every page when empty),
     never a `hidden` one."""
-    shown, unseen = frozenset(visible), frozenset(hidden)
-    return lambda page: (not shown or page in shown) and page not in unseen
+    return PageFilter(frozenset(visible), frozenset(hidden))
 
 
 def etag(version: int) -> dict[str, str]:

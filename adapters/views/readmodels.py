@@ -32,7 +32,7 @@ from domain.errors import ChatrecordError, UnknownConversation
 from domain.events import ConversationEvent, conversation_uuid
 from projections import turn
 from projections.card_outcomes import CardOutcomes
-from projections.page_line import PageCheck, every_page
+from projections.page_line import PageCheck, check_key, every_page
 from projections.rows import Head, apply_to_rows
 from projections.rules import DEFAULT_RULE_SET, RULE_SET_IDS, RuleSet, resolve
 from projections.run_record import RunRecord
@@ -144,6 +144,35 @@ class HeadCache:
             self._heads.clear()
 
 
+class NotesCache:
+    """The turn notes this process read, by (conversation, generation, head version, rule
+    set, page check): a conversation's notes change only with its head's version, so a kept
+    answer stays true until the next event (or a rebuild, which starts a new generation).
+    At most `size` answers are kept (the oldest go first). Notes hold labels, never a text."""
+
+    def __init__(self, size: int = 1024) -> None:
+        self.size = size
+        self._kept: dict[tuple[Any, ...], TurnNotes] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[Any, ...]) -> TurnNotes | None:
+        """Returns the kept notes under `key`, None if none."""
+        return self._kept.get(key)
+
+    def put(self, key: tuple[Any, ...], notes: TurnNotes) -> None:
+        """Keeps `notes` under `key`."""
+        with self._lock:
+            self._kept.pop(key, None)
+            self._kept[key] = notes
+            while len(self._kept) > self.size:
+                del self._kept[next(iter(self._kept))]
+
+    def clear(self) -> None:
+        """Forgets every kept answer (after an erasure in this process)."""
+        with self._lock:
+            self._kept.clear()
+
+
 class ReadModels:
     """The row read models of a ConversationStore, in the store's own database."""
 
@@ -152,6 +181,7 @@ class ReadModels:
         self.backend: Backend = backend_for(store)
         self._live: Pointer | None = None
         self.heads = HeadCache()
+        self.notes = NotesCache()
         self._writing = threading.local()  # the head this thread's transaction wrote, until it commits
         self._ensure()
         store.on_saved = self.apply
@@ -321,18 +351,30 @@ class ReadModels:
         """Returns what the chat adds to its transcript for the next model call: the page line
         and each note with its place. Reads the head, the kept run record entries (at most
         200), the newest card outcomes (the notes' budget + 1) and the transcript messages the
-        notes stand beside: its cost does not grow with the history.
+        notes stand beside: its cost does not grow with the history. A read of a conversation
+        that has not changed since this process last read it (same head version, rule set and
+        page check, where the check is `every_page` or a `PageFilter`) is answered from
+        `NotesCache` after the one statement that finds the head's version.
 
         Raises UnknownConversation for a conversation the store does not hold."""
 
+        check = check_key(can_see_page)
+
         def read(rows: Any, head: Head, rules: str) -> TurnNotes:
+            key = (conversation_uuid(conversation), self._live.generation if self._live else 0, head.version, rules, check)
+            kept = self.notes.get(key) if check is not None else None
+            if kept is not None:
+                return kept
             rule_set = resolve(rules)
             record = RunRecord(entries=rows.entries(), dropped=head.dropped)
             newest = rows.outcomes(newest=rule_set.max_notes + 1)
-            return turn_notes(
+            notes = turn_notes(
                 head.conversation or conversation, head.version, head.kind, head.view, record, newest,
                 head.outcomes, head.length, rows.messages_at, rows.block_ends, rule_set, can_see_page,
             )
+            if check is not None:
+                self.notes.put(key, notes)
+            return notes
 
         return self._read(conversation, read, newest=NEWEST_OUTCOMES)
 
@@ -377,6 +419,7 @@ class ReadModels:
             rows = self.backend.rows(curs, live.generation, key)
             rows.clear()
             self.heads.clear()
+            self.notes.clear()
             after = fold_into(rows, None, self.store.events.get(key), resolve(live.rules))
             if after is not None:
                 rows.put_head(after)

@@ -344,16 +344,15 @@ class PrefetchedRows(SQLRows):
     def __init__(self, curs: Any, tables: dict[str, str], cid: str, p: str,
                  entries: str, outcomes: str, newest: int) -> None:
         super().__init__(curs, tables, cid, p)
-        self._entries = _ENTRIES.validate_json("[" + entries + "]")
-        self._outcomes = _OUTCOMES.validate_json("[" + outcomes + "]")
-        self._newest = newest
+        self._entries, self._outcomes, self._newest = entries, outcomes, newest
 
     def entries(self) -> tuple[Entry, ...]:
-        return self._entries
+        return _ENTRIES.validate_json("[" + self._entries + "]")  # decoded when asked: a kept answer needs none
 
     def outcomes(self, newest: int | None = None) -> tuple[CardOutcome, ...]:
         if newest is not None and newest <= self._newest:
-            return self._outcomes[len(self._outcomes) - newest:] if newest else ()
+            decoded = _OUTCOMES.validate_json("[" + self._outcomes + "]")
+            return decoded[len(decoded) - newest:] if newest else ()
         return super().outcomes(newest)
 
 
