@@ -34,6 +34,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from statistics import median
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -131,6 +132,7 @@ def section_flat(b: Backend, args: argparse.Namespace) -> None:
     fig = Figures()
     storage: list[tuple[int, int, dict[str, int]]] = []
     chunk, t0, done = max(args.big // 10, 1), time.perf_counter(), 0
+    base = b.storage(env)[0] if b.name == "PostgreSQL" else 0  # the empty store's tables and indexes
     say(f"  building a {args.big:,}-segment conversation through Chatrecord.record ...")
     while done < args.big:
         t = time.perf_counter()
@@ -151,8 +153,11 @@ def section_flat(b: Backend, args: argparse.Namespace) -> None:
         first = storage[0][1] / storage[0][0]
         target(b.name, f"storage at {storage[0][0]:,} segments", first / 1024, "<= 6.8 KB per segment", first <= 6.8 * 1024)
         if len(storage) > 1:
-            grow = (storage[1][1] / storage[1][0]) / first
-            target(b.name, f"bytes per segment at {storage[1][0]:,} / at {storage[0][0]:,}", grow,
+            (n1, t1, _), (n2, t2, _) = storage[0], storage[1]
+            grow = ((t2 - base) / n2) / ((t1 - base) / n1)
+            print(f"\n{b.name}: the empty store takes {base:,} B; net of it, {(t1 - base) / n1 / 1024:.2f} KB per "
+                  f"segment at {n1:,} and {(t2 - base) / n2 / 1024:.2f} KB at {n2:,}")
+            target(b.name, f"bytes per segment at {n2:,} / at {n1:,}, net of the empty store", grow,
                    "1.0 +- 5 %: linear", 0.95 <= grow <= 1.05)
     tiny = Writer(chat, "tiny")
     for _ in range(10):
@@ -183,6 +188,11 @@ def section_flat(b: Backend, args: argparse.Namespace) -> None:
         fig.add("state row read (PostgreSQL)", 1000 * times["row"], "ms")
         fig.add(f"ratio turn_notes at {args.big:,} / at 10", times["big"] / times["tiny"], "x")
         fig.add(f"ratio turn_notes at {args.big:,} / state row read", times["big"] / times["row"], "x")
+        cold_tiny = median(first_read_after_append(chat, f"cold-{r}", 10, args.calls))
+        cold_big = median(first_read_after_append(chat, None, 0, args.calls, big))
+        fig.add("first turn_notes after an append, at 10 segments", 1000 * cold_tiny, "ms")
+        fig.add(f"first turn_notes after an append, at {args.big:,} segments", 1000 * cold_big, "ms")
+        fig.add(f"ratio first turn_notes after an append, at {args.big:,} / at 10", cold_big / cold_tiny, "x")
     fig.print(f"{b.name}: flat (median of {args.calls} calls per round)")
     ratio = fig.median(f"ratio rate at {args.big:,} / at 100")
     target(b.name, f"append rate at {args.big:,} / at 100 segments", ratio, ">= 0.8x", ratio >= 0.8)
@@ -190,6 +200,32 @@ def section_flat(b: Backend, args: argparse.Namespace) -> None:
     target(b.name, f"turn_notes at {args.big:,} / at 10 segments", ratio, "<= 1.5x", ratio <= 1.5)
     ratio = fig.median(f"ratio turn_notes at {args.big:,} / state row read")
     target(b.name, f"turn_notes at {args.big:,} / state-row read", ratio, "<= 1.0x", ratio <= 1.0)
+    ratio = fig.median(f"ratio first turn_notes after an append, at {args.big:,} / at 10")
+    target(b.name, f"first turn_notes after an append, at {args.big:,} / at 10 segments (no kept answer)",
+           ratio, "<= 1.5x", ratio <= 1.5)
+
+
+def first_read_after_append(chat: Chatrecord, prefix: str | None, segments: int, calls: int,
+                            writer: Writer | None = None) -> list[float]:
+    """Returns `calls` times (s) of the first `turn_notes` after an append: the chat's own read,
+    which no kept answer serves. With `writer`, its conversation grows by one segment per call;
+    else each call appends the `segments`-th segment to a new conversation of its own."""
+    times = []
+    for n in range(calls):
+        if writer is None:
+            one = Writer(chat, f"{prefix}-{n}")
+            for _ in range(segments):
+                one.append()
+            one.read()  # warm the process for this conversation's statements, as a running chat is
+            one.append()
+            t = time.perf_counter()
+            one.read()
+        else:
+            writer.append()
+            t = time.perf_counter()
+            writer.read()
+        times.append(time.perf_counter() - t)
+    return times
 
 
 def measure(env: dict[str, str], what: str) -> dict[str, float]:

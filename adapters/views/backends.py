@@ -41,8 +41,9 @@ LOCK_KEY = 0x63687276  # "chrv": the advisory lock of the views' generations
 @dataclass(frozen=True)
 class TurnRows:
     """What `PostgresBackend.turn_rows` read: the live pointer, the head row's body (None
-    before the first event), the log's version, and the entries' and newest outcomes' bodies
-    joined by commas, oldest first; `matches` is False when the guessed generation was not the
+    before the first event), the log's version, the entries' bodies joined by the record
+    separator U+001E (which JSON never holds unescaped) and the newest outcomes' bodies joined
+    by commas, oldest first; `matches` is False when the guessed generation was not the
     live one (then only `live` is read)."""
 
     live: Pointer
@@ -247,7 +248,7 @@ class PostgresBackend(SQLBackend):
             "SELECT p.generation, p.rules, p.next, "
             f"(SELECT body FROM {t['heads']} WHERE cid = %(cid)s) AS head, "
             f"(SELECT max(originator_version) FROM {self._t(self.events_table)} WHERE originator_id = %(key)s) AS logged, "
-            f"(SELECT string_agg(body, ',' ORDER BY seq) FROM {t['entries']} WHERE cid = %(cid)s) AS entries, "
+            f"(SELECT string_agg(body, chr(30) ORDER BY seq) FROM {t['entries']} WHERE cid = %(cid)s) AS entries, "
             "(SELECT string_agg(body, ',' ORDER BY v, sub) FROM (SELECT v, sub, body FROM "
             f"{t['outcomes']} WHERE cid = %(cid)s ORDER BY v DESC, sub DESC LIMIT %(newest)s) o) AS outcomes "
             f"FROM {self._t(POINTER)} p WHERE p.id = 1"), {"cid": str(cid), "key": cid, "newest": newest}).fetchone()

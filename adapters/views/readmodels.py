@@ -366,7 +366,8 @@ class ReadModels:
             if kept is not None:
                 return kept
             rule_set = resolve(rules)
-            record = RunRecord(entries=rows.entries(), dropped=head.dropped)
+            # the entries as read (validated where stored); on PostgreSQL decoded one by one as the notes ask
+            record = RunRecord.model_construct(entries=rows.entries(), dropped=head.dropped)
             newest = rows.outcomes(newest=rule_set.max_notes + 1)
             notes = turn_notes(
                 head.conversation or conversation, head.version, head.kind, head.view, record, newest,

@@ -12,7 +12,7 @@ every read the fold or a turn makes is an index lookup.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -336,6 +336,25 @@ class MemoryRows:
         self.r.turns.setdefault(turn.version, turn)
 
 
+class LazyEntries(Sequence[Entry]):
+    """Run record entries from their JSON bodies, each decoded on first access."""
+
+    def __init__(self, bodies: list[str]) -> None:
+        self._bodies = bodies
+        self._decoded: dict[int, Entry] = {}
+
+    def __len__(self) -> int:
+        return len(self._bodies)
+
+    def __getitem__(self, index: int) -> Entry:  # type: ignore[override]
+        if index < 0:
+            index += len(self._bodies)
+        entry = self._decoded.get(index)
+        if entry is None:
+            entry = self._decoded[index] = Entry.model_validate_json(self._bodies[index])
+        return entry
+
+
 class PrefetchedRows(SQLRows):
     """`SQLRows` whose kept entries and newest card outcomes were read already (by
     `PostgresBackend.turn_rows`, as comma-joined bodies, oldest first): a turn read decodes
@@ -346,8 +365,10 @@ class PrefetchedRows(SQLRows):
         super().__init__(curs, tables, cid, p)
         self._entries, self._outcomes, self._newest = entries, outcomes, newest
 
-    def entries(self) -> tuple[Entry, ...]:
-        return _ENTRIES.validate_json("[" + self._entries + "]")  # decoded when asked: a kept answer needs none
+    def entries(self) -> LazyEntries:  # type: ignore[override]
+        """Returns the kept entries, oldest first, each decoded when first asked for: the notes
+        take the newest until their budget is full, so the older ones are never decoded."""
+        return LazyEntries(self._entries.split("\x1e") if self._entries else [])
 
     def outcomes(self, newest: int | None = None) -> tuple[CardOutcome, ...]:
         if newest is not None and newest <= self._newest:
