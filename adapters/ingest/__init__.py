@@ -253,6 +253,9 @@ def _expected(error: Any, kind: str) -> str:
         if len(loc) >= 4 and isinstance(loc[-2], int):
             return f"is missing; every entry of {loc[-3]} needs it"
         return "is missing"
+    if code in ("int_type", "int_from_float") and isinstance(value, float) and value.is_integer() and abs(value) >= 2**63:
+        # the JSON reader gives a whole number of more than 64 bits as a float
+        return f"{_TYPES[code]}, got a number of more than 64 bits (about {value:.0e})"
     if code in _TYPES:
         return f"{_TYPES[code]}, got {_kind_of(value)}"
     if code == "value_error":

@@ -115,3 +115,13 @@ def test_the_largest_numbers_and_times_are_stored_and_read_back() -> None:
 def test_an_offset_time_is_converted_to_utc() -> None:
     parsed = parse_line(orjson.dumps({**message(), "at": "2026-10-28T10:00:00+01:00"}), 1, "t")
     assert parsed.at.isoformat() == "2026-10-28T09:00:00+00:00"  # type: ignore[union-attr]
+
+
+def test_a_number_of_more_than_64_bits_in_a_text_line_is_named_so() -> None:
+    # the JSON reader gives such a number as a float: the message must not read "the number 1e+35"
+    text = b'{"type": "conversation_started", "at": "2026-10-28T09:00:00Z", "kind": "chat", "conversation": "c", ' \
+           b'"owner": 100000000000000000000000000000000000}'
+    with pytest.raises(InvalidInput) as refused:
+        parse_line(text, 3, "huge.jsonl")
+    assert str(refused.value) == ("huge.jsonl: line 3, owner: expected a whole number, "
+                                  "got a number of more than 64 bits (about 1e+35)")
