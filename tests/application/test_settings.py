@@ -13,10 +13,10 @@ from eventsourcing.persistence import (
     ProgrammingError,
 )
 
+from adapters.backends.sqlite import WaitingSQLiteDatastore
 from adapters.store.settings import (
     BadDatabaseURL,
     BadSetting,
-    WaitingSQLiteDatastore,
     describe_backend,
     open_store,
     postgres_env,
@@ -27,7 +27,7 @@ from adapters.store.settings import (
 
 def test_the_default_is_a_sqlite_file_in_the_working_directory() -> None:
     assert store_env({}) == {
-        "PERSISTENCE_MODULE": "adapters.store.settings:SQLiteFactory",
+        "PERSISTENCE_MODULE": "adapters.backends.sqlite:SQLiteFactory",
         "SQLITE_DBNAME": "./chatrecord.sqlite",
         "SQLITE_LOCK_TIMEOUT": "10",
     }
@@ -57,7 +57,7 @@ def test_chatrecord_db_names_the_sqlite_file() -> None:
 def test_a_database_url_selects_postgresql() -> None:
     env = store_env({"CHATRECORD_DATABASE_URL": "postgresql://app:s%40cret@db.example:6543/chat", "CHATRECORD_DB": "x"})
     assert env == {
-        "PERSISTENCE_MODULE": "adapters.store.factories:PostgresFactory",
+        "PERSISTENCE_MODULE": "adapters.backends.postgres:PostgresFactory",
         "POSTGRES_DBNAME": "chat",
         "POSTGRES_HOST": "db.example",
         "POSTGRES_PORT": "6543",
@@ -179,7 +179,7 @@ def test_a_database_error_no_setting_explains_is_left_a_bug(error: Exception) ->
 
 def test_memory_wins_over_everything() -> None:
     env = store_env({"CHATRECORD_DATABASE_URL": "postgresql://u@h/db"}, memory=True)
-    assert env == {"PERSISTENCE_MODULE": "adapters.store.factories:POPOFactory"}
+    assert env == {"PERSISTENCE_MODULE": "adapters.backends.memory:MemoryFactory"}
 
 
 def test_an_open_store_describes_its_backend(tmp_path) -> None:

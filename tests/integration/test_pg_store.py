@@ -1,4 +1,4 @@
-"""The PostgreSQL store's own parts (`adapters.store.postgres`): writes that end, a schema made once.
+"""The PostgreSQL store's own parts (`adapters.backends.postgres`): writes that end, a schema made once.
 
 Tests that could hang without the fix run in a subprocess with a timeout, so a regression
 fails with a message instead of stopping the suite.
@@ -16,7 +16,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from adapters.store.postgres import create_once, lock_key
+from adapters.backends.postgres import create_once, lock_key
 from adapters.store.settings import open_store
 
 ROOT = Path(__file__).resolve().parents[2]
