@@ -418,17 +418,24 @@ class PostgresBackend(SQLBackend):
         """As `Backend.savepoint`, through psycopg's nested transaction. In pipeline mode (a
         small append, `EventRecorder`) the savepoint's statements are synced before it is
         released, so a failing view statement rolls back to it here rather than failing the
-        events' transaction at its end."""
+        events' transaction at its end. An error raised while the savepoint is taken belongs
+        to the transaction's earlier statements (in pipeline mode their results arrive there,
+        e.g. a read-only database refusing the history index's INSERT): it is raised, not
+        taken for the views'."""
         conn = curs.connection
         piped = conn.pgconn.pipeline_status != pq.PipelineStatus.OFF
+        entered = False
         try:
             with conn.transaction(savepoint_name="chatrecord_views"):
+                entered = True
                 if piped:
                     with conn.pipeline():  # leaving a nested pipeline block syncs
                         yield curs
                 else:
                     yield curs
         except Exception as error:  # noqa: BLE001 - the events stand; a later read catches up
+            if not entered:
+                raise
             if on_failure is not None:
                 on_failure(error)
             log.warning("chatrecord: the read models were not updated with this write (%s); "
