@@ -13,7 +13,13 @@ from eventsourcing.persistence import (
     ProgrammingError,
 )
 
-from adapters.backends.sqlite import WaitingSQLiteDatastore
+from adapters.backends import backend_of
+from adapters.backends.memory import MemoryBackend, MemoryFactory, MemoryHistoryTables, MemoryKeys
+from adapters.backends.sqlite import SQLiteBackend, SQLiteFactory, WaitingSQLiteDatastore
+from adapters.http.idempotency import SQLKeys
+from adapters.store.application import ConversationStore
+from adapters.store.history import SQLHistoryTables
+from adapters.views.backends import backend_for
 from adapters.store.settings import (
     BadDatabaseURL,
     BadSetting,
@@ -189,3 +195,26 @@ def test_an_open_store_describes_its_backend(tmp_path) -> None:
     assert describe_backend(store) == f"SQLite file {path}"
     assert path.exists()
     store.close()
+
+
+def test_the_factory_persistence_module_selects_hands_out_its_backends_pieces(tmp_path) -> None:
+    memory = open_store(memory=True)
+    assert backend_of(memory.factory) is type(memory.factory) is MemoryFactory
+    assert isinstance(memory.history, MemoryHistoryTables)
+    assert isinstance(backend_for(memory), MemoryBackend) and backend_for(memory) is backend_for(memory)
+    assert isinstance(MemoryFactory.idempotency_keys(memory), MemoryKeys)
+    sqlite = open_store({"CHATRECORD_DB": str(tmp_path / "c.sqlite")})
+    assert backend_of(sqlite.factory) is type(sqlite.factory) is SQLiteFactory
+    assert isinstance(sqlite.history, SQLHistoryTables) and isinstance(backend_for(sqlite), SQLiteBackend)
+    assert isinstance(SQLiteFactory.idempotency_keys(sqlite), SQLKeys)
+    sqlite.close()
+
+
+def test_a_library_factory_gets_the_pieces_of_the_store_factory_of_its_backend(tmp_path) -> None:
+    plain = ConversationStore(env={"PERSISTENCE_MODULE": "eventsourcing.sqlite", "SQLITE_DBNAME": str(tmp_path / "p")})
+    assert backend_of(plain.factory) is SQLiteFactory
+    assert isinstance(plain.history, SQLHistoryTables) and isinstance(backend_for(plain), SQLiteBackend)
+    plain.close()
+    assert backend_of(ConversationStore(env={"PERSISTENCE_MODULE": "eventsourcing.popo"}).factory) is MemoryFactory
+    with pytest.raises(LookupError, match="no backend"):
+        backend_of(object())  # type: ignore[arg-type]
