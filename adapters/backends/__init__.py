@@ -44,7 +44,9 @@ LIBRARY_MODULES = {
 class StoreFactory:
     """Mixin for a library infrastructure factory: `mapper()` gets this backend's data keys
     (`data_keys`, made once per factory), and the class methods hand out the backend's pieces
-    of a store (a ConversationStore) on this backend's database."""
+    of a store (a ConversationStore) on this backend's database. They are class methods, and
+    read the database from the store's recorder, so a store on one of the library's own
+    factories gets them too (`backend_of`)."""
 
     env: Any
     _data_keys: DataKeys | None = None
