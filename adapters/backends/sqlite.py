@@ -12,6 +12,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from datetime import datetime
 from functools import lru_cache
 from typing import Any
 from uuid import UUID
@@ -24,7 +25,7 @@ from adapters.backends import StoreFactory
 from adapters.http.idempotency import COLUMNS, TABLE, SQLKeys
 from adapters.store.chain import CHAIN_TABLE, PAGE, ChainedRecorder, Link, Stored, state_bytes, run_inline
 from adapters.store.history import SQLHistoryTables
-from adapters.store.keys import KEYS_TABLE, DataKeys
+from adapters.store.keys import KEYS_TABLE, DataKeys, Row
 from adapters.views.backends import SQLBackend
 
 
