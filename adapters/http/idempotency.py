@@ -13,13 +13,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from hashlib import sha256
-from threading import Lock
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from eventsourcing.postgres import PostgresDatastore
-from eventsourcing.sqlite import SQLiteDatastore
+from adapters.backends import backend_of
 
-from adapters.store.application import ConversationStore
+if TYPE_CHECKING:
+    from adapters.store.application import ConversationStore
 
 TABLE = "chatrecord_idempotency"
 MAX_KEY = 255
@@ -54,7 +53,8 @@ class IdempotencyKeys:
 
 
 class SQLKeys(IdempotencyKeys):
-    """The table in the store's SQLite file or PostgreSQL schema."""
+    """The table in the store's SQLite file or PostgreSQL schema: `table` its (qualified)
+    name, `param` the driver's placeholder, `create` the statements that make it."""
 
     def __init__(self, datastore: Any, table: str, param: str, create: list[str]) -> None:
         self.datastore, self.table, self.param = datastore, table, param
@@ -79,33 +79,10 @@ class SQLKeys(IdempotencyKeys):
         return self.get(key) or kept
 
 
-class MemoryKeys(IdempotencyKeys):
-    """Kept in a dict, for the in-memory store."""
-
-    def __init__(self) -> None:
-        self.kept: dict[str, Kept] = {}
-        self.lock = Lock()
-
-    def get(self, key: str) -> Kept | None:
-        return self.kept.get(key)
-
-    def keep(self, key: str, kept: Kept) -> Kept:
-        with self.lock:
-            return self.kept.setdefault(key, kept)
-
-
 COLUMNS = "(key TEXT PRIMARY KEY, body_hash TEXT NOT NULL, status INTEGER NOT NULL, response TEXT NOT NULL)"
 
 
 def keys_for(store: ConversationStore) -> IdempotencyKeys:
-    """Returns the kept keys in the store's own database, making the table if it is missing."""
-    datastore = getattr(store.recorder, "datastore", None)
-    if isinstance(datastore, SQLiteDatastore):
-        return SQLKeys(datastore, TABLE, "?", [f"CREATE TABLE IF NOT EXISTS {TABLE} {COLUMNS}"])
-    if isinstance(datastore, PostgresDatastore):
-        table = '"' + datastore.schema.replace('"', '""') + '".' + TABLE
-        return SQLKeys(datastore, table, "%s", [
-            f"SELECT pg_advisory_xact_lock(hashtext('{TABLE}'))",
-            f"CREATE TABLE IF NOT EXISTS {table} {COLUMNS}",
-        ])
-    return MemoryKeys()
+    """Returns the kept keys in the store's own database, making the table if it is missing
+    (each backend's store factory hands out its own, `adapters.backends`)."""
+    return backend_of(store.factory).idempotency_keys(store)

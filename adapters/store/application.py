@@ -19,6 +19,7 @@ from eventsourcing.application import AggregateNotFoundError, Application
 from eventsourcing.persistence import EventStore, IntegrityError
 from eventsourcing.utils import get_topic
 
+from adapters.backends import backend_of
 from adapters.store.serialization import SERIALIZATION_ENV
 from adapters.store.chain import ChainedRecorder
 from adapters.store.history import HistoryTables
@@ -134,7 +135,7 @@ class ConversationStore(Application[UUID]):
 
     def __init__(self, env: dict[str, str] | None = None) -> None:
         super().__init__(env)
-        self.history = HistoryTables(self.recorder)
+        self.history: HistoryTables = backend_of(self.factory).history_tables(self)
         self.history.create()
         self.snapshot_interval = int(self.env.get("SNAPSHOT_INTERVAL") or DEFAULT_SNAPSHOT_INTERVAL)
         self.max_attempts = int(self.env.get("HANDLE_MAX_ATTEMPTS") or DEFAULT_MAX_ATTEMPTS)

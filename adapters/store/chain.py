@@ -11,7 +11,8 @@ two after its length (4 and 8 bytes big-endian). The state is hashed as stored: 
 ciphertext there (`adapters.store.crypto`), which erasing a conversation leaves as it is, so an erased
 conversation still verifies. Snapshots are not chained (they are a cache of the events).
 
-`ChainedRecorder` is a cooperative mixin: each backend's recorder below lets the library insert
+`ChainedRecorder` is a cooperative mixin: each backend's recorder (`ChainedSQLiteRecorder`,
+`ChainedPostgresRecorder`, `ChainedPOPORecorder` in `adapters.backends`) lets the library insert
 the events first (`super()`), then writes the chain rows with the same cursor or transaction,
 so another mixin that writes in the same transaction composes with it the same way. The
 previous hash is read inside that transaction; a conversation stored before the chain existed
@@ -23,18 +24,11 @@ gets its older hashes computed then, from its stored events ("trust on first use
 from __future__ import annotations
 
 import hashlib
-import threading
-from functools import lru_cache
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 from uuid import UUID
 
 from eventsourcing.persistence import StoredEvent
-from eventsourcing.popo import POPOApplicationRecorder
-from eventsourcing.sqlite import SQLiteApplicationRecorder
-from psycopg.sql import SQL, Identifier
-
-from adapters.store.postgres import EventRecorder
 
 GENESIS = bytes(32)
 """The hash before a conversation's first event: 32 zero bytes."""
@@ -61,12 +55,12 @@ def link(previous: bytes, originator_id: UUID | str, version: int, topic: str, s
     return digest.digest()
 
 
-def _bytes(value: Any) -> bytes:
+def state_bytes(value: Any) -> bytes:
     """Returns a state column's value as bytes (a changed SQLite row may hold TEXT)."""
     return value.encode() if isinstance(value, str) else bytes(value)
 
 
-def _inline(kwargs: dict[str, Any], cursor: Any) -> None:
+def run_inline(kwargs: dict[str, Any], cursor: Any) -> None:
     """Runs the writer's `inline(cursor)` (passed to `Application.save`), if any, in the
     events' own transaction: the history index is written with the events or not at all."""
     inline = kwargs.get("inline")
@@ -161,200 +155,3 @@ class ChainedRecorder:
     def chain_links(self, after: tuple[UUID, int] | None, only: UUID | None = None) -> list[Link]:
         """Returns the next page of chain rows after `after`, in key order; of `only` if given."""
         raise NotImplementedError
-
-
-# ---------------------------------------------------------------------- SQLite
-
-
-class ChainedSQLiteRecorder(ChainedRecorder, SQLiteApplicationRecorder):
-    """The library's SQLite application recorder with the hash chain. Originator ids are kept
-    as in the events table (hex, or text with ORIGINATOR_ID_TYPE=text), so both sort alike."""
-
-    def construct_create_table_statements(self) -> list[str]:
-        return [
-            *super().construct_create_table_statements(),
-            f"CREATE TABLE IF NOT EXISTS {CHAIN_TABLE} (originator_id TEXT NOT NULL, "
-            "originator_version INTEGER NOT NULL, hash BLOB NOT NULL, "
-            "PRIMARY KEY (originator_id, originator_version)) WITHOUT ROWID",
-        ]
-
-    def _insert_events(self, c: Any, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
-        returning = super()._insert_events(c, stored_events, **kwargs)
-        self._seal(c, stored_events)
-        _inline(kwargs, c)
-        return returning
-
-    def _id(self, key: UUID) -> str:
-        return key.hex if self.datastore.originator_id_type == "uuid" else str(key)
-
-    @staticmethod
-    @lru_cache(maxsize=1024)
-    def _key(value: str) -> UUID:
-        return UUID(value)
-
-    def _chain_hash(self, cursor: Any, key: UUID, version: int) -> bytes | None:
-        cursor.execute(f"SELECT hash FROM {CHAIN_TABLE} WHERE originator_id=? AND originator_version=?",
-                       (self._id(key), version))
-        row = cursor.fetchone()
-        return _bytes(row["hash"]) if row else None
-
-    def _chain_insert(self, cursor: Any, rows: list[Link], *, missing_only: bool = False) -> None:
-        verb = "INSERT OR IGNORE" if missing_only else "INSERT"
-        cursor.executemany(f"{verb} INTO {CHAIN_TABLE} VALUES (?, ?, ?)",
-                           [(self._id(k), v, h) for k, v, h in rows])
-
-    def _chain_stored(self, cursor: Any, key: UUID, upto: int) -> list[Stored]:
-        cursor.execute(f"SELECT originator_version, topic, state FROM {self.events_table_name} "
-                       "WHERE originator_id=? AND originator_version<=? ORDER BY originator_version",
-                       (self._id(key), upto))
-        return [(key, r["originator_version"], r["topic"], _bytes(r["state"])) for r in cursor.fetchall()]
-
-    def _page(self, table: str, columns: str, after: tuple[UUID, int] | None, only: UUID | None) -> list[Any]:
-        where, params = [], []
-        if only is not None:
-            where.append("originator_id=?")
-            params.append(self._id(only))
-        if after is not None:
-            where.append("(originator_id, originator_version) > (?, ?)")
-            params += [self._id(after[0]), after[1]]
-        clause = f"WHERE {' AND '.join(where)} " if where else ""
-        with self.datastore.transaction(commit=False) as c:
-            c.execute(f"SELECT originator_id, originator_version, {columns} FROM {table} {clause}"
-                      f"ORDER BY originator_id, originator_version LIMIT {PAGE}", params)
-            return c.fetchall()
-
-    def chain_events(self, after: tuple[UUID, int] | None, only: UUID | None = None) -> list[Stored]:
-        rows = self._page(self.events_table_name, "topic, state", after, only)
-        return [(self._key(r["originator_id"]), r["originator_version"], r["topic"], _bytes(r["state"])) for r in rows]
-
-    def chain_links(self, after: tuple[UUID, int] | None, only: UUID | None = None) -> list[Link]:
-        rows = self._page(CHAIN_TABLE, "hash", after, only)
-        return [(self._key(r["originator_id"]), r["originator_version"], _bytes(r["hash"])) for r in rows]
-
-
-# ---------------------------------------------------------------------- PostgreSQL
-
-
-class ChainedPostgresRecorder(ChainedRecorder, EventRecorder):
-    """The PostgreSQL application recorder (`adapters.store.postgres.EventRecorder`: one ordinary
-    transaction, no pipeline mode) with the hash chain, in the store's schema. The library's optional database function for inserts (POSTGRES_ENABLE_DB_FUNCTIONS)
-    would bypass the chain, so it is switched off."""
-
-    def __init__(self, datastore: Any, **kwargs: Any) -> None:
-        super().__init__(datastore, **kwargs)
-        self.datastore.enable_db_functions = False
-        self.chain_heads = ChainHeads()
-        self._sealing = threading.local()  # the heads of this thread's transaction, until it commits
-        self.chain_table = SQL("{}.{}").format(Identifier(self.datastore.schema), Identifier(CHAIN_TABLE))
-        self.sql_create_statements.append(
-            SQL("CREATE TABLE IF NOT EXISTS {} (originator_id uuid NOT NULL, originator_version bigint NOT NULL, "
-                "hash bytea NOT NULL, PRIMARY KEY (originator_id, originator_version))").format(self.chain_table)
-        )
-        self.events_table = SQL("{}.{}").format(Identifier(self.datastore.schema), Identifier(self.events_table_name))
-
-    def _insert_stored_events(self, curs: Any, stored_events: Sequence[StoredEvent], **kwargs: Any) -> None:
-        super()._insert_stored_events(curs, stored_events, **kwargs)
-        # another cursor of the same transaction: the ids are read from `curs` afterwards
-        with curs.connection.cursor() as own:
-            self._sealing.heads = self._seal(own, stored_events)
-
-    def _committed(self, stored_events: Sequence[StoredEvent]) -> None:
-        """Keeps the hashes this thread's transaction just committed (`ChainHeads`)."""
-        heads, self._sealing.heads = getattr(self._sealing, "heads", None), None
-        if heads:
-            self.chain_heads.remember(heads)
-
-    def _insert_events(self, curs: Any, stored_events: Sequence[StoredEvent], **kwargs: Any) -> None:
-        # before the events, in their transaction: an error here rolls both back
-        super()._insert_events(curs, stored_events, **kwargs)
-        _inline(kwargs, curs)
-
-    def _chain_hash(self, cursor: Any, key: UUID, version: int) -> bytes | None:
-        cursor.execute(SQL("SELECT hash FROM {} WHERE originator_id = %s AND originator_version = %s")
-                       .format(self.chain_table), (key, version))
-        row = cursor.fetchone()
-        return _bytes(row["hash"]) if row else None
-
-    def _chain_insert(self, cursor: Any, rows: list[Link], *, missing_only: bool = False) -> None:
-        conflict = SQL(" ON CONFLICT DO NOTHING") if missing_only else SQL("")
-        statement = SQL("INSERT INTO {} VALUES (%s, %s, %s)").format(self.chain_table) + conflict
-        if len(rows) == 1:
-            cursor.execute(statement, rows[0])
-        else:
-            cursor.executemany(statement, rows)
-
-    def _chain_stored(self, cursor: Any, key: UUID, upto: int) -> list[Stored]:
-        cursor.execute(SQL("SELECT originator_version, topic, state FROM {} WHERE originator_id = %s "
-                           "AND originator_version <= %s ORDER BY originator_version").format(self.events_table),
-                       (key, upto))
-        return [(key, r["originator_version"], r["topic"], _bytes(r["state"])) for r in cursor.fetchall()]
-
-    def _page(self, table: Any, columns: str, after: tuple[UUID, int] | None, only: UUID | None) -> list[Any]:
-        where, params = [], []
-        if only is not None:
-            where.append(SQL("originator_id = %s"))
-            params.append(only)
-        if after is not None:
-            where.append(SQL("(originator_id, originator_version) > (%s, %s)"))
-            params += [after[0], after[1]]
-        clause = SQL("WHERE {} ").format(SQL(" AND ").join(where)) if where else SQL("")
-        statement = SQL("SELECT originator_id, originator_version, {} FROM {} {}"
-                        "ORDER BY originator_id, originator_version LIMIT {}").format(
-            SQL(columns), table, clause, PAGE)
-        with self.datastore.transaction(commit=False) as curs:
-            curs.execute(statement, params)
-            return curs.fetchall()
-
-    def chain_events(self, after: tuple[UUID, int] | None, only: UUID | None = None) -> list[Stored]:
-        rows = self._page(self.events_table, "topic, state", after, only)
-        return [(r["originator_id"], r["originator_version"], r["topic"], _bytes(r["state"])) for r in rows]
-
-    def chain_links(self, after: tuple[UUID, int] | None, only: UUID | None = None) -> list[Link]:
-        rows = self._page(self.chain_table, "hash", after, only)
-        return [(r["originator_id"], r["originator_version"], _bytes(r["hash"])) for r in rows]
-
-
-# ---------------------------------------------------------------------- in memory
-
-
-class ChainedPOPORecorder(ChainedRecorder, POPOApplicationRecorder):
-    """The library's in-memory application recorder with the hash chain (a dict)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.chain: dict[tuple[UUID, int], bytes] = {}
-
-    def _insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
-        with self._database_lock:
-            self._assert_uniqueness(stored_events, **kwargs)
-            _inline(kwargs, None)  # no rollback in memory: the writer's rows first, once the events fit
-            returning = super()._insert_events(stored_events, **kwargs)
-            self._seal(None, stored_events)
-            return returning
-
-    def _chain_hash(self, cursor: Any, key: UUID, version: int) -> bytes | None:
-        return self.chain.get((key, version))
-
-    def _chain_insert(self, cursor: Any, rows: list[Link], *, missing_only: bool = False) -> None:
-        for key, version, digest in rows:
-            if not (missing_only and (key, version) in self.chain):
-                self.chain[(key, version)] = digest
-
-    def _chain_stored(self, cursor: Any, key: UUID, upto: int) -> list[Stored]:
-        return [(key, s.originator_version, s.topic, s.state) for s in self.select_events(key, lte=upto)]
-
-    @staticmethod
-    def _sorted(keys: Iterator[tuple[UUID, int]], after: tuple[UUID, int] | None,
-                only: UUID | None) -> list[tuple[UUID, int]]:
-        return sorted(k for k in keys if (only is None or k[0] == only) and (after is None or k > after))[:PAGE]
-
-    def chain_events(self, after: tuple[UUID, int] | None, only: UUID | None = None) -> list[Stored]:
-        with self._database_lock:
-            index = {(UUID(i), v): p for i, versions in self._stored_events_index.items() for v, p in versions.items()}
-            picked = self._sorted(iter(index), after, only)
-            return [(k, v, self._stored_events[index[(k, v)]].topic, self._stored_events[index[(k, v)]].state)
-                    for k, v in picked]
-
-    def chain_links(self, after: tuple[UUID, int] | None, only: UUID | None = None) -> list[Link]:
-        with self._database_lock:
-            return [(k, v, self.chain[(k, v)]) for k, v in self._sorted(iter(self.chain), after, only)]

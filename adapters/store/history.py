@@ -9,7 +9,9 @@ lines by digest, with the versions of the events they stored). A redelivered lin
 is an index lookup; nothing of it lives in the aggregate or its snapshot.
 
 `SQLHistory` reads (and, given the event transaction's cursor, writes) one conversation's
-rows; `index_events` records events with `domain.history.index_event`.
+rows; `index_events` records events with `domain.history.index_event`. `HistoryTables` hands
+out a database's readers and writers; each backend's store factory makes its own
+(`adapters.backends`).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Any
 from uuid import UUID
 
 from domain.events import ConversationEvent
-from domain.history import SegmentRecord, index_event
+from domain.history import MemoryHistory, SegmentRecord, index_event
 from domain.state import evolve
 
 Execute = Callable[[str, tuple[Any, ...]], Any]
@@ -192,34 +194,84 @@ class _Fetched:
 
 
 class HistoryTables:
-    """The index tables of one database: readers (a read transaction per lookup), writers
-    (through a cursor of the transaction that stores the events), or dicts in memory."""
-
-    def __init__(self, recorder: Any) -> None:
-        from eventsourcing.postgres import PostgresDatastore
-        from eventsourcing.sqlite import SQLiteDatastore
-
-        datastore = getattr(recorder, "datastore", None)
-        self.datastore = datastore if isinstance(datastore, (PostgresDatastore, SQLiteDatastore)) else None
-        self.p = "%s" if isinstance(datastore, PostgresDatastore) else "?"
-        self.schema = datastore.schema if isinstance(datastore, PostgresDatastore) else ""
-        self.memory: dict[UUID, Any] = {}
+    """The index tables of one database: readers, writers and the rebuild of a conversation's
+    rows. Each backend's store factory hands out its own (`adapters.backends`): `SQLHistoryTables`
+    in a SQLite file or a PostgreSQL schema, dicts in memory."""
 
     def create(self) -> None:
-        """Creates the tables where they do not exist (SQLite; PostgreSQL's are created once
-        with the store's schema, `adapters.store.factories.PostgresFactory`)."""
-        if self.datastore is None or self.p == "%s":
-            return
+        """Creates the tables where they do not exist."""
+
+    def reader(self, cid: UUID) -> Any:
+        """Returns the index of conversation `cid` for reading (each lookup its own read)."""
+        raise NotImplementedError
+
+    @contextmanager
+    def reading(self, cid: UUID | None) -> Iterator[Any]:
+        """Yields the index of conversation `cid` for the lookups of one command (an empty index
+        for a conversation not started), each lookup asked once."""
+        if cid is None:
+            yield MemoryHistory()
+        else:
+            with self._reading(cid) as index:
+                yield index
+
+    def _reading(self, cid: UUID) -> Any:
+        """A context manager yielding the index of `cid` for one command's lookups."""
+        raise NotImplementedError
+
+    def writer(self, curs: Any, cid: UUID) -> Any:
+        """Returns the index of conversation `cid` written through `curs` (the cursor of the
+        transaction that stores the events; None in memory)."""
+        raise NotImplementedError
+
+    def _emptied(self, index: Any, cid: UUID) -> Any:
+        """Returns `index` (of conversation `cid`) with its rows deleted, before a rebuild."""
+        raise NotImplementedError
+
+    def _transaction(self) -> Any:
+        """A context manager yielding the cursor of a writing transaction of its own."""
+        raise NotImplementedError
+
+    def write(self, cid: UUID, state: Any, events: Any, curs: Any = None, rebuild: bool = False,
+              follows: bool = False) -> None:
+        """Indexes `events` of conversation `cid` (`state`: the aggregate's before them), through
+        `curs` or in a transaction of its own; with `rebuild`, the conversation's rows go first.
+        `follows` says the caller saw the index at the version before the first event in this
+        attempt (the events' insert fails if another writer came between), so it is not read."""
+        events = list(events)
+        if curs is None:
+            with self._transaction() as own:
+                self._write(cid, state, events, own, rebuild, follows)
+        else:
+            self._write(cid, state, events, curs, rebuild, follows)
+
+    def _write(self, cid: UUID, state: Any, events: list[Any], curs: Any, rebuild: bool, follows: bool) -> None:
+        index = self.writer(curs, cid)
+        first = events[0].originator_version if events else 1
+        if not rebuild and not follows and index.version != first - 1:
+            return  # indexed already (another writer), or a gap its next reader fills
+        if rebuild and events and index.version >= events[-1].originator_version:
+            return  # another process indexed it meanwhile
+        if rebuild:
+            index = self._emptied(index, cid)
+        index_events(index, state, events)
+
+
+class SQLHistoryTables(HistoryTables):
+    """The index tables in a SQL database (`datastore`: the library's SQLite or PostgreSQL
+    datastore; `p` its placeholder, `schema` the tables' schema, "" for none). Readers use a
+    read transaction per lookup; writers the cursor of the transaction that stores the events;
+    one command's lookups share one read transaction (`_reading`)."""
+
+    def __init__(self, datastore: Any, p: str = "?", schema: str = "") -> None:
+        self.datastore, self.p, self.schema = datastore, p, schema
+
+    def create(self) -> None:
         with self.datastore.transaction(commit=True) as curs:
             for statement in create_statements(self.schema):
                 curs.execute(statement)
 
-    def reader(self, cid: UUID) -> Any:
-        """Returns the index of conversation `cid` for reading (each lookup its own read)."""
-        if self.datastore is None:
-            from domain.history import MemoryHistory
-
-            return self.memory.setdefault(cid, MemoryHistory())
+    def reader(self, cid: UUID) -> SQLHistory:
         datastore = self.datastore
 
         def execute(sql: str, params: tuple[Any, ...]) -> _Fetched:
@@ -230,31 +282,19 @@ class HistoryTables:
         return SQLHistory(execute, cid, self.p, self.schema)
 
     @contextmanager
-    def reading(self, cid: UUID | None) -> Iterator[Any]:
-        """Yields the index of conversation `cid` for the lookups of one command (an empty index
-        for a conversation not started), each lookup asked once. On SQLite they share one read
-        transaction; on PostgreSQL each is its own statement: they need not agree with each
-        other, because the command's events carry the next version after the index's, and
-        their insert fails (and the command is decided again) if another writer came between."""
-        from domain.history import MemoryHistory
+    def _reading(self, cid: UUID) -> Iterator[SQLHistory]:
+        with self.datastore.transaction(commit=False) as curs:
+            yield SQLHistory(self._through(curs), cid, self.p, self.schema, memo=True)
 
-        if cid is None:
-            yield MemoryHistory()
-        elif self.datastore is None:
-            yield self.reader(cid)
-        elif self.p == "%s":  # PostgreSQL: autocommit reads, no transaction to end (see below)
-            with self.datastore.cursor() as curs:
-                yield SQLHistory(self._through(curs), cid, self.p, self.schema, memo=True)
-        else:
-            with self.datastore.transaction(commit=False) as curs:
-                yield SQLHistory(self._through(curs), cid, self.p, self.schema, memo=True)
-
-    def writer(self, curs: Any, cid: UUID) -> Any:
-        """Returns the index of conversation `cid` written through `curs` (None: in memory)."""
-        if self.datastore is None:
-            return self.reader(cid)
-
+    def writer(self, curs: Any, cid: UUID) -> SQLHistory:
         return SQLHistory(self._through(curs), cid, self.p, self.schema)
+
+    def _emptied(self, index: Any, cid: UUID) -> Any:
+        index.clear()
+        return index
+
+    def _transaction(self) -> Any:
+        return self.datastore.transaction(commit=True)
 
     @staticmethod
     def _through(curs: Any) -> Execute:
@@ -263,29 +303,3 @@ class HistoryTables:
             return curs
 
         return execute
-
-    def write(self, cid: UUID, state: Any, events: Any, curs: Any = None, rebuild: bool = False,
-              follows: bool = False) -> None:
-        """Indexes `events` of conversation `cid` (`state`: the aggregate's before them), through
-        `curs` or in a transaction of its own; with `rebuild`, the conversation's rows go first.
-        `follows` says the caller saw the index at the version before the first event in this
-        attempt (the events' insert fails if another writer came between), so it is not read."""
-        events = list(events)
-        if self.datastore is None or curs is not None:
-            index = self.writer(curs, cid)
-            first = events[0].originator_version if events else 1
-            if not rebuild and not follows and index.version != first - 1:
-                return  # indexed already (another writer), or a gap its next reader fills
-            if rebuild and events and index.version >= events[-1].originator_version:
-                return  # another process indexed it meanwhile
-            if rebuild:
-                if self.datastore is None:
-                    from domain.history import MemoryHistory
-
-                    index = self.memory[cid] = MemoryHistory()
-                else:
-                    index.clear()
-            index_events(index, state, events)
-            return
-        with self.datastore.transaction(commit=True) as own:
-            self.write(cid, state, events, own, rebuild)

@@ -1,5 +1,8 @@
 """The data keys of the conversations: table `chatrecord_keys(conversation, wrapped_key, erased_at)`.
 
+`DataKeys` holds what is common; each backend's module (`adapters.backends`) reads and writes
+the table (`SQLiteDataKeys`, `PostgresDataKeys`, `MemoryDataKeys`).
+
 `key(id, create=...)` returns a conversation's data key (made on its first text), None once
 it was erased; `erase(id)` deletes the key and records when (the row stays, `wrapped_key`
 NULL); `scrub()` removes what deleted rows leave in the database files: on SQLite a VACUUM
@@ -11,15 +14,10 @@ read a key before another process erased it stops reading the texts soon after.
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from datetime import datetime, timezone
 from typing import Any
 from uuid import UUID
-
-from eventsourcing.postgres import PostgresDatastore
-from eventsourcing.sqlite import SQLiteDatastore
-from psycopg.sql import SQL, Identifier
 
 from adapters.store.crypto import MissingDataKey, new_key, unwrap, wrap
 
@@ -81,101 +79,3 @@ class DataKeys:
 
     def _erase(self, originator_id: UUID, at: datetime) -> None:
         raise NotImplementedError
-
-
-class MemoryDataKeys(DataKeys):
-    """Keys of the in-memory store."""
-
-    def __init__(self, master: bytes | None) -> None:
-        super().__init__(master)
-        self.rows: dict[UUID, Row] = {}
-
-    def _select(self, originator_id: UUID) -> Row | None:
-        return self.rows.get(originator_id)
-
-    def _insert(self, originator_id: UUID, wrapped: bytes) -> None:
-        self.rows.setdefault(originator_id, (wrapped, None))
-
-    def _erase(self, originator_id: UUID, at: datetime) -> None:
-        erased = self.rows.get(originator_id, (None, None))[1]
-        self.rows[originator_id] = (None, erased or at)
-
-
-class SQLiteDataKeys(DataKeys):
-    """Keys in the store's SQLite file."""
-
-    def __init__(self, datastore: SQLiteDatastore, master: bytes | None, *, create_table: bool = True) -> None:
-        super().__init__(master)
-        self.datastore = datastore
-        if create_table:
-            with datastore.transaction(commit=True) as c:
-                c.execute(f"CREATE TABLE IF NOT EXISTS {KEYS_TABLE} (conversation TEXT PRIMARY KEY, "
-                          "wrapped_key BLOB, erased_at TEXT)")
-
-    def _select(self, originator_id: UUID) -> Row | None:
-        with self.datastore.transaction(commit=False) as c:
-            c.execute(f"SELECT wrapped_key, erased_at FROM {KEYS_TABLE} WHERE conversation = ?", (str(originator_id),))
-            row = c.fetchone()
-        return (row["wrapped_key"], row["erased_at"]) if row else None
-
-    def _insert(self, originator_id: UUID, wrapped: bytes) -> None:
-        with self.datastore.transaction(commit=True) as c:
-            c.execute(f"INSERT OR IGNORE INTO {KEYS_TABLE} VALUES (?, ?, NULL)", (str(originator_id), wrapped))
-
-    def _erase(self, originator_id: UUID, at: datetime) -> None:
-        with self.datastore.transaction(commit=True) as c:
-            c.execute("PRAGMA secure_delete = ON")
-            c.execute(f"INSERT INTO {KEYS_TABLE} VALUES (?, NULL, ?) ON CONFLICT (conversation) DO UPDATE SET "
-                      "wrapped_key = NULL, erased_at = COALESCE(erased_at, excluded.erased_at)",
-                      (str(originator_id), at.isoformat()))
-
-    def scrub(self) -> None:
-        path = self.datastore.pool.db_name
-        if ":memory:" in path or "mode=memory" in path:
-            return
-        connection = sqlite3.connect(path, timeout=self.datastore.pool.lock_timeout or 5, isolation_level=None)
-        try:
-            connection.execute("VACUUM")  # rebuilds the file: no freed page or cell keeps old bytes
-            connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # and the log of the old pages goes
-        finally:
-            connection.close()
-
-
-class PostgresDataKeys(DataKeys):
-    """Keys in the store's PostgreSQL schema."""
-
-    def __init__(self, datastore: PostgresDatastore, master: bytes | None, *, create_table: bool = True) -> None:
-        super().__init__(master)
-        self.datastore = datastore
-        self.table = SQL("{}.{}").format(Identifier(datastore.schema), Identifier(KEYS_TABLE))
-        if create_table:
-            with datastore.transaction(commit=True) as curs:
-                curs.execute(SQL("CREATE TABLE IF NOT EXISTS {} (conversation uuid PRIMARY KEY, "
-                                 "wrapped_key bytea, erased_at timestamptz)").format(self.table))
-
-    def _select(self, originator_id: UUID) -> Row | None:
-        with self.datastore.transaction(commit=False) as curs:
-            curs.execute(SQL("SELECT wrapped_key, erased_at FROM {} WHERE conversation = %s").format(self.table),
-                         (originator_id,))
-            row = curs.fetchone()
-        return (row["wrapped_key"], row["erased_at"]) if row else None
-
-    def _insert(self, originator_id: UUID, wrapped: bytes) -> None:
-        with self.datastore.transaction(commit=True) as curs:
-            curs.execute(SQL("INSERT INTO {} VALUES (%s, %s, NULL) ON CONFLICT DO NOTHING").format(self.table),
-                         (originator_id, wrapped))
-
-    def _erase(self, originator_id: UUID, at: datetime) -> None:
-        with self.datastore.transaction(commit=True) as curs:
-            curs.execute(SQL("INSERT INTO {} VALUES (%s, NULL, %s) ON CONFLICT (conversation) DO UPDATE SET "
-                             "wrapped_key = NULL, erased_at = COALESCE({}.erased_at, excluded.erased_at)")
-                         .format(self.table, Identifier(KEYS_TABLE)), (originator_id, at))
-
-    def scrub(self) -> None:
-        with self.datastore.get_connection() as conn:
-            autocommit = conn.autocommit
-            conn.autocommit = True  # VACUUM cannot run inside a transaction
-            try:
-                conn.execute(SQL("VACUUM FULL {}").format(self.table))
-            finally:
-                conn.autocommit = autocommit

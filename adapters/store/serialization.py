@@ -9,7 +9,7 @@ As the library's own `Mapper` does, `originator_id` and `originator_version` are
 columns, not repeated in the state, and the state bytes pass through the optional compressor
 and then the optional cipher (`COMPRESSOR_TOPIC`, `CIPHER_TOPIC` / `CIPHER_KEY`).
 
-Where the store's factory gave the mapper data keys (`keys`, see `adapters.store.factories`), the free
+Where the store's factory gave the mapper data keys (`keys`, see `adapters.backends`), the free
 texts of an event are encrypted with its conversation's key before transcoding, and decrypted
 (or read as erased) after decoding: `adapters.store.crypto`.
 """

@@ -7,8 +7,11 @@
 - Otherwise the embedded default: a SQLite file, `CHATRECORD_DB` (default `./chatrecord.sqlite`).
   Its store tables keep the library's names (`stored_events`, `stored_snapshots`); the
   materialised projections live in the same file under their own table names. A writer waits
-  up to `SQLITE_LOCK_TIMEOUT` seconds for another process's write to end (see `SQLiteFactory`).
+  up to `SQLITE_LOCK_TIMEOUT` seconds for another process's write to end (see
+  `adapters.backends.sqlite.SQLiteFactory`).
 - `open_store(memory=True)`: the library's in-memory store (`eventsourcing.popo`), for tests.
+
+Each names its backend's store factory (`adapters.backends`) in the library's PERSISTENCE_MODULE.
 
 `CHATRECORD_SNAPSHOT_INTERVAL` (default 100) sets how many versions lie between snapshots.
 `store_problem` turns the database errors a setting or another process causes into one line.
@@ -19,9 +22,7 @@ from __future__ import annotations
 import os
 import re
 import sqlite3
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
-from typing import Any
+from collections.abc import Mapping
 from urllib.parse import parse_qs, unquote, urlsplit
 
 import psycopg
@@ -30,9 +31,9 @@ from eventsourcing import sqlite as es_sqlite
 from eventsourcing.persistence import InterfaceError, OperationalError
 from psycopg_pool import PoolTimeout
 
+from adapters.backends import MEMORY_MODULE, POSTGRES_MODULE, SQLITE_MODULE
+from adapters.backends.postgres import STATEMENT_TIMEOUT, WRITE_LOCK_TIMEOUT
 from adapters.store.application import ConversationStore
-from adapters.store.postgres import STATEMENT_TIMEOUT, WRITE_LOCK_TIMEOUT
-from adapters.store.factories import MEMORY_MODULE, POSTGRES_MODULE, SealedSQLiteFactory
 from domain.errors import ChatrecordError
 
 DEFAULT_DB = "./chatrecord.sqlite"
@@ -99,59 +100,15 @@ def postgres_env(url: str) -> dict[str, str]:
     return env
 
 
-class _ImmediateTransaction(es_sqlite.SQLiteTransaction):
-    """A writing transaction that takes the file's write lock when it begins."""
-
-    def __enter__(self) -> es_sqlite.SQLiteCursor:
-        cursor = self.connection.cursor()
-        try:
-            cursor.execute("BEGIN IMMEDIATE")
-        except sqlite3.OperationalError as e:
-            raise OperationalError(e) from e
-        return cursor
-
-
-class WaitingSQLiteDatastore(es_sqlite.SQLiteDatastore):
-    """The library's SQLite datastore, except that a writing transaction begins IMMEDIATE.
-
-    Under the library's plain BEGIN, a transaction that reads before it writes (as the
-    materialised projections' catch-up does) cannot wait for another process's write: SQLite
-    refuses to upgrade its read at once with "database is locked", whatever the lock timeout.
-    Taking the write lock first makes every writer wait up to the lock timeout instead.
-    """
-
-    @contextmanager
-    def transaction(self, *, commit: bool) -> Iterator[es_sqlite.SQLiteCursor]:
-        begin = _ImmediateTransaction if commit else es_sqlite.SQLiteTransaction
-        with self.get_connection(commit=commit) as conn, begin(conn, commit=commit) as curs, curs:
-            yield curs
-
-
-class SQLiteFactory(SealedSQLiteFactory, es_sqlite.SQLiteFactory):
-    """The library's SQLite persistence with a `WaitingSQLiteDatastore`, the hash chain and
-    the data keys (`adapters.store.factories`)."""
-
-    def __init__(self, env: Any) -> None:
-        super().__init__(env)
-        plain = self.datastore
-        self.datastore = WaitingSQLiteDatastore(
-            db_name=plain.pool.db_name,
-            lock_timeout=plain.pool.lock_timeout,
-            single_row_tracking=plain.single_row_tracking,
-            originator_id_type=plain.originator_id_type,
-        )
-        plain.close()
-
-
-SQLITE_MODULES = ("eventsourcing.sqlite", "adapters.store.settings:SQLiteFactory")
-POSTGRES_MODULES = ("eventsourcing.postgres", "adapters.store.postgres:PostgresFactory", POSTGRES_MODULE)
+SQLITE_MODULES = ("eventsourcing.sqlite", SQLITE_MODULE)
+POSTGRES_MODULES = ("eventsourcing.postgres", POSTGRES_MODULE)
 
 
 def sqlite_env(path: str | os.PathLike[str]) -> dict[str, str]:
     """Returns the library's keys for a SQLite file at `path`, whose writers wait up to
     SQLITE_LOCK_TIMEOUT seconds for another process's write."""
     return {
-        "PERSISTENCE_MODULE": SQLITE_MODULES[1],
+        "PERSISTENCE_MODULE": SQLITE_MODULE,
         "SQLITE_DBNAME": os.fspath(path),
         "SQLITE_LOCK_TIMEOUT": str(SQLITE_LOCK_TIMEOUT),
     }

@@ -1,1 +1,1 @@
-"""The read models as rows: the tables per backend and the projections kept current per conversation."""
+"""The read models as rows: what a backend gives them and the projections kept current per conversation."""

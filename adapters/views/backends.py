@@ -6,36 +6,27 @@ generation number) says which generation's tables are live. Writers apply their 
 shared lock and a rebuild switches generations under the exclusive one (PostgreSQL advisory
 locks; SQLite's writer lock; a thread lock in memory), so no write lands in a generation after
 it was switched away from.
+
+`Backend` is what the read models need of a database and `SQLBackend` its SQL part; each
+backend's module (`adapters.backends`) has its own (`SQLiteBackend`, `PostgresBackend`,
+`MemoryBackend`), which its store factory hands out (`backend_for`).
 """
 
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
-from eventsourcing.postgres import PostgresDatastore
-from psycopg import pq
-from eventsourcing.sqlite import SQLiteDatastore
-
-from adapters.views.rows import (
-    TABLES,
-    BufferedRows,
-    MemoryConversation,
-    MemoryRows,
-    SQLRows,
-    create_statements,
-    table_names,
-)
+from adapters.backends import backend_of
+from adapters.views.rows import TABLES, BufferedRows, SQLRows, create_statements, table_names
 
 POINTER = "chatrecord_views"
 OLD_POINTER = "chatrecord_projection"
 log = logging.getLogger("chatrecord")
-LOCK_KEY = 0x63687276  # "chrv": the advisory lock of the views' generations
 
 
 @dataclass(frozen=True)
@@ -100,7 +91,8 @@ class Backend:
         return self.pointer(curs), None
 
     def turn_rows(self, curs: Any, cid: UUID, generation: int, newest: int) -> TurnRows | None:
-        """Where the backend reads a turn's rows in one statement: see `PostgresBackend`."""
+        """Where the backend reads a turn's rows in one statement: see
+        `adapters.backends.postgres.PostgresBackend`."""
         return None
 
     @contextmanager
@@ -129,6 +121,9 @@ class Backend:
 
 
 class SQLBackend(Backend):
+    """The views in a SQL database (`datastore`: the library's; `events_table` its events
+    table's name); `p` is the driver's placeholder, `schema` the tables' schema ("": none)."""
+
     p = "?"
     schema = ""
 
@@ -224,142 +219,10 @@ class SQLBackend(Backend):
         return name in self._tables(curs)
 
 
-class SQLiteBackend(SQLBackend):
-    def _id(self, cid: UUID) -> Any:
-        return cid.hex  # the library stores a UUID's hex
-
-    def _tables(self, curs: Any) -> list[str]:
-        return [r["name"] for r in self._x(curs, "SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()]
-
-
-class PostgresBackend(SQLBackend):
-    p = "%s"
-
-    def turn_rows(self, curs: Any, cid: UUID, generation: int, newest: int) -> TurnRows | None:
-        """Reads, in one statement, what a turn read needs besides transcript messages: the
-        live pointer, the head row of `cid` in generation `generation` (the caller's guess),
-        the log's version, the kept run record entries and the `newest` card outcomes.
-        Returns None when the pointer table is not known yet or the guess was wrong (the
-        caller reads row by row, and guesses the live generation next time)."""
-        if not self._has_pointer:
-            return None
-        t = table_names(generation, self.schema)
-        row = self._x(curs, (
-            "SELECT p.generation, p.rules, p.next, "
-            f"(SELECT body FROM {t['heads']} WHERE cid = %(cid)s) AS head, "
-            f"(SELECT max(originator_version) FROM {self._t(self.events_table)} WHERE originator_id = %(key)s) AS logged, "
-            f"(SELECT string_agg(body, chr(30) ORDER BY seq) FROM {t['entries']} WHERE cid = %(cid)s) AS entries, "
-            "(SELECT string_agg(body, ',' ORDER BY v, sub) FROM (SELECT v, sub, body FROM "
-            f"{t['outcomes']} WHERE cid = %(cid)s ORDER BY v DESC, sub DESC LIMIT %(newest)s) o) AS outcomes "
-            f"FROM {self._t(POINTER)} p WHERE p.id = 1"), {"cid": str(cid), "key": cid, "newest": newest}).fetchone()
-        if row is None:
-            return None
-        live = Pointer(int(row["generation"]), row["rules"], int(row["next"]))
-        if live.generation != generation:
-            return TurnRows(live, None, 0, "", "", matches=False)
-        return TurnRows(live, row["head"], int(row["logged"] or 0), row["entries"] or "", row["outcomes"] or "")
-
-    @contextmanager
-    def savepoint(self, curs: Any, on_failure: Callable[[Exception], object] | None = None) -> Iterator[Any]:
-        """As `Backend.savepoint`, through psycopg's nested transaction. In pipeline mode (a
-        small append, `adapters.store.postgres.EventRecorder`) the savepoint's statements are
-        synced before it is released, so a failing view statement rolls back to it here
-        rather than failing the events' transaction at its end."""
-        conn = curs.connection
-        piped = conn.pgconn.pipeline_status != pq.PipelineStatus.OFF
-        try:
-            with conn.transaction(savepoint_name="chatrecord_views"):
-                if piped:
-                    with conn.pipeline():  # leaving a nested pipeline block syncs
-                        yield curs
-                else:
-                    yield curs
-        except Exception as error:  # noqa: BLE001 - the events stand; a later read catches up
-            if on_failure is not None:
-                on_failure(error)
-            log.warning("chatrecord: the read models were not updated with this write (%s); "
-                        "the next read catches up", error)
-
-    def __init__(self, datastore: PostgresDatastore, events_table: str) -> None:
-        super().__init__(datastore, events_table)
-        self.schema = datastore.schema
-
-    def _tables(self, curs: Any) -> list[str]:
-        rows = self._x(curs, "SELECT table_name FROM information_schema.tables WHERE table_schema = ?",
-                       (self.schema,)).fetchall()
-        return [r["table_name"] for r in rows]
-
-    def _exists(self, curs: Any, name: str) -> bool:
-        row = self._x(curs, "SELECT to_regclass(?) AS t", (f'"{self.schema}".{name}',)).fetchone()
-        return row["t"] is not None
-
-    def lock(self, curs: Any, exclusive: bool) -> None:
-        fn = "pg_advisory_xact_lock" if exclusive else "pg_advisory_xact_lock_shared"
-        self._x(curs, f"SELECT {fn}(?)", (LOCK_KEY,))
-
-    def _id(self, cid: UUID) -> Any:
-        return cid
-
-
-class MemoryBackend(Backend):
-    """The in-memory store's views: dicts per generation, under one lock."""
-
-    def __init__(self, recorder: Any) -> None:
-        self.recorder = recorder
-        self.lock_ = threading.RLock()
-        self.tables: dict[int, dict[UUID, MemoryConversation]] = {}
-        self.ptr: Pointer | None = None
-
-    @contextmanager
-    def transaction(self, write: bool) -> Iterator[Any]:
-        with self.lock_:
-            yield None
-
-    @contextmanager
-    def savepoint(self, curs: Any, on_failure: Callable[[Exception], object] | None = None) -> Iterator[Any]:
-        try:
-            with self.lock_:
-                yield None
-        except Exception as error:  # noqa: BLE001 - rows in memory cannot roll back; reads catch up
-            if on_failure is not None:
-                on_failure(error)
-            log.warning("chatrecord: the read models were not updated with this write (%s)", error)
-
-    def rows(self, curs: Any, generation: int, cid: UUID, buffered: bool = False) -> MemoryRows:
-        return MemoryRows(self.tables[generation].setdefault(cid, MemoryConversation()))
-
-    def pointer(self, curs: Any) -> Pointer | None:
-        return self.ptr
-
-    def set_pointer(self, curs: Any, pointer: Pointer) -> None:
-        self.ptr = pointer
-
-    def create(self, curs: Any, generation: int) -> None:
-        self.tables.setdefault(generation, {})
-
-    def drop(self, curs: Any, generation: int) -> None:
-        self.tables.pop(generation, None)
-
-    def generations(self, curs: Any) -> set[int]:
-        return set(self.tables)
-
-    def log_version(self, curs: Any, cid: UUID) -> int:
-        found = self.recorder.select_events(cid, desc=True, limit=1)
-        return found[0].originator_version if found else 0
-
-
 def backend_for(store: Any) -> Backend:
-    """Returns the backend of a ConversationStore's database."""
-    recorder = store.recorder
-    datastore = getattr(recorder, "datastore", None)
-    if isinstance(datastore, PostgresDatastore):
-        return PostgresBackend(datastore, recorder.events_table_name)
-    if isinstance(datastore, SQLiteDatastore):
-        return SQLiteBackend(datastore, recorder.events_table_name)
-    backend = getattr(store, "_memory_views", None)
-    if backend is None:
-        backend = store._memory_views = MemoryBackend(recorder)
-    return backend
+    """Returns the backend of a ConversationStore's database, as its store factory hands it
+    out (`adapters.backends`)."""
+    return backend_of(store.factory).views_backend(store)
 
 
 __all__ = ["TABLES", "Backend", "Pointer", "backend_for"]

@@ -13,10 +13,16 @@ from eventsourcing.persistence import (
     ProgrammingError,
 )
 
+from adapters.backends import backend_of
+from adapters.backends.memory import MemoryBackend, MemoryFactory, MemoryHistoryTables, MemoryKeys
+from adapters.backends.sqlite import SQLiteBackend, SQLiteFactory, WaitingSQLiteDatastore
+from adapters.http.idempotency import SQLKeys
+from adapters.store.application import ConversationStore
+from adapters.store.history import SQLHistoryTables
+from adapters.views.backends import backend_for
 from adapters.store.settings import (
     BadDatabaseURL,
     BadSetting,
-    WaitingSQLiteDatastore,
     describe_backend,
     open_store,
     postgres_env,
@@ -27,7 +33,7 @@ from adapters.store.settings import (
 
 def test_the_default_is_a_sqlite_file_in_the_working_directory() -> None:
     assert store_env({}) == {
-        "PERSISTENCE_MODULE": "adapters.store.settings:SQLiteFactory",
+        "PERSISTENCE_MODULE": "adapters.backends.sqlite:SQLiteFactory",
         "SQLITE_DBNAME": "./chatrecord.sqlite",
         "SQLITE_LOCK_TIMEOUT": "10",
     }
@@ -57,7 +63,7 @@ def test_chatrecord_db_names_the_sqlite_file() -> None:
 def test_a_database_url_selects_postgresql() -> None:
     env = store_env({"CHATRECORD_DATABASE_URL": "postgresql://app:s%40cret@db.example:6543/chat", "CHATRECORD_DB": "x"})
     assert env == {
-        "PERSISTENCE_MODULE": "adapters.store.factories:PostgresFactory",
+        "PERSISTENCE_MODULE": "adapters.backends.postgres:PostgresFactory",
         "POSTGRES_DBNAME": "chat",
         "POSTGRES_HOST": "db.example",
         "POSTGRES_PORT": "6543",
@@ -179,7 +185,7 @@ def test_a_database_error_no_setting_explains_is_left_a_bug(error: Exception) ->
 
 def test_memory_wins_over_everything() -> None:
     env = store_env({"CHATRECORD_DATABASE_URL": "postgresql://u@h/db"}, memory=True)
-    assert env == {"PERSISTENCE_MODULE": "adapters.store.factories:POPOFactory"}
+    assert env == {"PERSISTENCE_MODULE": "adapters.backends.memory:MemoryFactory"}
 
 
 def test_an_open_store_describes_its_backend(tmp_path) -> None:
@@ -189,3 +195,26 @@ def test_an_open_store_describes_its_backend(tmp_path) -> None:
     assert describe_backend(store) == f"SQLite file {path}"
     assert path.exists()
     store.close()
+
+
+def test_the_factory_persistence_module_selects_hands_out_its_backends_pieces(tmp_path) -> None:
+    memory = open_store(memory=True)
+    assert backend_of(memory.factory) is type(memory.factory) is MemoryFactory
+    assert isinstance(memory.history, MemoryHistoryTables)
+    assert isinstance(backend_for(memory), MemoryBackend) and backend_for(memory) is backend_for(memory)
+    assert isinstance(MemoryFactory.idempotency_keys(memory), MemoryKeys)
+    sqlite = open_store({"CHATRECORD_DB": str(tmp_path / "c.sqlite")})
+    assert backend_of(sqlite.factory) is type(sqlite.factory) is SQLiteFactory
+    assert isinstance(sqlite.history, SQLHistoryTables) and isinstance(backend_for(sqlite), SQLiteBackend)
+    assert isinstance(SQLiteFactory.idempotency_keys(sqlite), SQLKeys)
+    sqlite.close()
+
+
+def test_a_library_factory_gets_the_pieces_of_the_store_factory_of_its_backend(tmp_path) -> None:
+    plain = ConversationStore(env={"PERSISTENCE_MODULE": "eventsourcing.sqlite", "SQLITE_DBNAME": str(tmp_path / "p")})
+    assert backend_of(plain.factory) is SQLiteFactory
+    assert isinstance(plain.history, SQLHistoryTables) and isinstance(backend_for(plain), SQLiteBackend)
+    plain.close()
+    assert backend_of(ConversationStore(env={"PERSISTENCE_MODULE": "eventsourcing.popo"}).factory) is MemoryFactory
+    with pytest.raises(LookupError, match="no backend"):
+        backend_of(object())  # type: ignore[arg-type]

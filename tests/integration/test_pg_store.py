@@ -1,4 +1,4 @@
-"""The PostgreSQL store's own parts (`adapters.store.postgres`): writes that end, a schema made once.
+"""The PostgreSQL store's own parts (`adapters.backends.postgres`): writes that end, a schema made once.
 
 Tests that could hang without the fix run in a subprocess with a timeout, so a regression
 fails with a message instead of stopping the suite.
@@ -16,7 +16,10 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from adapters.store.postgres import create_once, lock_key
+from adapters.backends import backend_of
+from adapters.backends.postgres import PostgresBackend, PostgresFactory, PostgresHistoryTables, create_once, lock_key
+from adapters.http.idempotency import SQLKeys
+from adapters.views.backends import backend_for
 from adapters.store.settings import open_store
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -176,3 +179,12 @@ def test_a_refused_connection_is_explained_by_the_server(postgres_url: str) -> N
     env = store_env({"CHATRECORD_DATABASE_URL": postgres_url.replace("://postgres@", "://no_such_role@")})
     assert 'role "no_such_role" does not exist' in server_reason(env)
     assert server_reason(store_env({"CHATRECORD_DATABASE_URL": postgres_url})) is None
+
+
+def test_the_postgres_factory_hands_out_the_schemas_pieces(postgres_url: str, postgres_schema: str) -> None:
+    store = open_store({"CHATRECORD_DATABASE_URL": schema_url(postgres_url, postgres_schema)})
+    assert backend_of(store.factory) is type(store.factory) is PostgresFactory
+    assert isinstance(store.history, PostgresHistoryTables) and isinstance(backend_for(store), PostgresBackend)
+    keys = PostgresFactory.idempotency_keys(store)
+    assert isinstance(keys, SQLKeys) and keys.table == f'"{postgres_schema}".chatrecord_idempotency'
+    store.close()

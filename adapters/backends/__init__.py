@@ -1,0 +1,99 @@
+"""The store's backends, one module each: `sqlite`, `postgres` and `memory`.
+
+Each module holds its backend's infrastructure factory, a subclass of the library's factory of
+the same backend, which is what the library's PERSISTENCE_MODULE selects (`SQLITE_MODULE`,
+`POSTGRES_MODULE`, `MEMORY_MODULE`; `adapters.store.settings` names one). The factory makes the
+application recorder that writes the hash chain in the events' own transaction
+(`adapters.store.chain`) and gives the mapper the data keys of the same database
+(`adapters.store.keys`), wrapped by CHATRECORD_MASTER_KEY where it is set
+(`adapters.store.crypto`); and it hands out the backend's pieces of the rest of the store:
+the history index (`history_tables`), the views' tables (`views_backend`) and the kept
+idempotency keys (`idempotency_keys`). The backend-neutral logic stays with its concern
+(`adapters.store.chain.ChainedRecorder`, `adapters.store.history.SQLHistoryTables`,
+`adapters.views.backends.SQLBackend`, `adapters.http.idempotency.SQLKeys`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from eventsourcing.persistence import InfrastructureFactory, Mapper, Transcoder
+from eventsourcing.utils import resolve_topic
+
+from adapters.store.crypto import MASTER_KEY_VARIABLE, master_key
+from adapters.store.keys import DataKeys
+from adapters.store.serialization import PydanticMapper
+
+if TYPE_CHECKING:
+    from adapters.http.idempotency import IdempotencyKeys
+    from adapters.store.history import HistoryTables
+    from adapters.views.backends import Backend
+
+SQLITE_MODULE = "adapters.backends.sqlite:SQLiteFactory"
+POSTGRES_MODULE = "adapters.backends.postgres:PostgresFactory"
+MEMORY_MODULE = "adapters.backends.memory:MemoryFactory"
+
+LIBRARY_MODULES = {
+    "eventsourcing.sqlite": SQLITE_MODULE,
+    "eventsourcing.postgres": POSTGRES_MODULE,
+    "eventsourcing.popo": MEMORY_MODULE,
+}
+"""The store's factory for each of the library's own persistence modules."""
+
+
+class StoreFactory:
+    """Mixin for a library infrastructure factory: `mapper()` gets this backend's data keys
+    (`data_keys`, made once per factory), and the class methods hand out the backend's pieces
+    of a store (a ConversationStore) on this backend's database. They are class methods, and
+    read the database from the store's recorder, so a store on one of the library's own
+    factories gets them too (`backend_of`)."""
+
+    env: Any
+    _data_keys: DataKeys | None = None
+
+    def mapper(self, transcoder: Transcoder | None = None, mapper_class: type[Mapper[Any]] | None = None) -> Mapper[Any]:
+        mapper = super().mapper(transcoder, mapper_class)  # type: ignore[misc]
+        if isinstance(mapper, PydanticMapper):
+            mapper.keys = self.data_keys()
+        return mapper
+
+    def data_keys(self) -> DataKeys:
+        """Returns the data keys of this factory's database. Raises BadMasterKey for a
+        CHATRECORD_MASTER_KEY that is not base64 of 32 bytes."""
+        if self._data_keys is None:
+            self._data_keys = self.construct_data_keys(master_key(self.env.get(MASTER_KEY_VARIABLE)))
+        return self._data_keys
+
+    def construct_data_keys(self, master: bytes | None) -> DataKeys:
+        raise NotImplementedError
+
+    @classmethod
+    def history_tables(cls, store: Any) -> HistoryTables:
+        """Returns the history index tables of `store`'s database (not yet created)."""
+        raise NotImplementedError
+
+    @classmethod
+    def views_backend(cls, store: Any) -> Backend:
+        """Returns where the read models of `store` live (`adapters.views.backends`)."""
+        raise NotImplementedError
+
+    @classmethod
+    def idempotency_keys(cls, store: Any) -> IdempotencyKeys:
+        """Returns the kept idempotency keys in `store`'s database, making the table if it is
+        missing."""
+        raise NotImplementedError
+
+
+def backend_of(factory: InfrastructureFactory[Any]) -> type[StoreFactory]:
+    """Returns the store factory class that hands out the pieces of the database `factory`
+    opened: `factory`'s own class, or for one of the library's own factories (a test or a
+    benchmark naming `eventsourcing.sqlite` in PERSISTENCE_MODULE: no chain, no data keys)
+    the store's factory of the same backend. Raises LookupError for any other factory."""
+    if isinstance(factory, StoreFactory):
+        return type(factory)
+    topic = LIBRARY_MODULES.get(type(factory).__module__)
+    if topic is None:
+        raise LookupError(f"the store has no backend for the persistence module of {type(factory).__qualname__}")
+    found = resolve_topic(topic)
+    assert issubclass(found, StoreFactory)
+    return found

@@ -1,0 +1,207 @@
+"""The in-memory backend: the library's POPO persistence, for tests (nothing is kept after
+the process ends).
+
+`MemoryFactory` makes the chained application recorder (`ChainedPOPORecorder`) and the data
+keys (`MemoryDataKeys`), and hands out the store's pieces in dicts: the history index
+(`MemoryHistoryTables`), the views (`MemoryBackend`) and the kept idempotency keys
+(`MemoryKeys`).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, nullcontext
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from eventsourcing.persistence import StoredEvent
+from eventsourcing.popo import POPOApplicationRecorder
+from eventsourcing.popo import POPOFactory as LibraryPOPOFactory
+
+from adapters.backends import StoreFactory
+from adapters.http.idempotency import IdempotencyKeys, Kept
+from adapters.store.chain import PAGE, ChainedRecorder, Link, Stored, run_inline
+from adapters.store.history import HistoryTables
+from adapters.store.keys import DataKeys, Row
+from adapters.views.backends import Backend, Pointer
+from adapters.views.rows import MemoryConversation, MemoryRows
+from domain.history import MemoryHistory
+
+log = logging.getLogger("chatrecord")
+
+
+class ChainedPOPORecorder(ChainedRecorder, POPOApplicationRecorder):
+    """The library's in-memory application recorder with the hash chain (a dict)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.chain: dict[tuple[UUID, int], bytes] = {}
+
+    def _insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
+        with self._database_lock:
+            self._assert_uniqueness(stored_events, **kwargs)
+            run_inline(kwargs, None)  # no rollback in memory: the writer's rows first, once the events fit
+            returning = super()._insert_events(stored_events, **kwargs)
+            self._seal(None, stored_events)
+            return returning
+
+    def _chain_hash(self, cursor: Any, key: UUID, version: int) -> bytes | None:
+        return self.chain.get((key, version))
+
+    def _chain_insert(self, cursor: Any, rows: list[Link], *, missing_only: bool = False) -> None:
+        for key, version, digest in rows:
+            if not (missing_only and (key, version) in self.chain):
+                self.chain[(key, version)] = digest
+
+    def _chain_stored(self, cursor: Any, key: UUID, upto: int) -> list[Stored]:
+        return [(key, s.originator_version, s.topic, s.state) for s in self.select_events(key, lte=upto)]
+
+    @staticmethod
+    def _sorted(keys: Iterator[tuple[UUID, int]], after: tuple[UUID, int] | None,
+                only: UUID | None) -> list[tuple[UUID, int]]:
+        return sorted(k for k in keys if (only is None or k[0] == only) and (after is None or k > after))[:PAGE]
+
+    def chain_events(self, after: tuple[UUID, int] | None, only: UUID | None = None) -> list[Stored]:
+        with self._database_lock:
+            index = {(UUID(i), v): p for i, versions in self._stored_events_index.items() for v, p in versions.items()}
+            picked = self._sorted(iter(index), after, only)
+            return [(k, v, self._stored_events[index[(k, v)]].topic, self._stored_events[index[(k, v)]].state)
+                    for k, v in picked]
+
+    def chain_links(self, after: tuple[UUID, int] | None, only: UUID | None = None) -> list[Link]:
+        with self._database_lock:
+            return [(k, v, self.chain[(k, v)]) for k, v in self._sorted(iter(self.chain), after, only)]
+
+
+class MemoryDataKeys(DataKeys):
+    """Keys of the in-memory store."""
+
+    def __init__(self, master: bytes | None) -> None:
+        super().__init__(master)
+        self.rows: dict[UUID, Row] = {}
+
+    def _select(self, originator_id: UUID) -> Row | None:
+        return self.rows.get(originator_id)
+
+    def _insert(self, originator_id: UUID, wrapped: bytes) -> None:
+        self.rows.setdefault(originator_id, (wrapped, None))
+
+    def _erase(self, originator_id: UUID, at: datetime) -> None:
+        erased = self.rows.get(originator_id, (None, None))[1]
+        self.rows[originator_id] = (None, erased or at)
+
+
+class MemoryHistoryTables(HistoryTables):
+    """The history index in memory: one `MemoryHistory` per conversation."""
+
+    def __init__(self) -> None:
+        self.memory: dict[UUID, Any] = {}
+
+    def reader(self, cid: UUID) -> MemoryHistory:
+        return self.memory.setdefault(cid, MemoryHistory())
+
+    @contextmanager
+    def _reading(self, cid: UUID) -> Iterator[MemoryHistory]:
+        yield self.reader(cid)
+
+    def writer(self, curs: Any, cid: UUID) -> MemoryHistory:
+        return self.reader(cid)
+
+    def _emptied(self, index: Any, cid: UUID) -> MemoryHistory:
+        index = self.memory[cid] = MemoryHistory()
+        return index
+
+    def _transaction(self) -> Any:
+        return nullcontext(None)
+
+
+class MemoryBackend(Backend):
+    """The in-memory store's views: dicts per generation, under one lock."""
+
+    def __init__(self, recorder: Any) -> None:
+        self.recorder = recorder
+        self.lock_ = threading.RLock()
+        self.tables: dict[int, dict[UUID, MemoryConversation]] = {}
+        self.ptr: Pointer | None = None
+
+    @contextmanager
+    def transaction(self, write: bool) -> Iterator[Any]:
+        with self.lock_:
+            yield None
+
+    @contextmanager
+    def savepoint(self, curs: Any, on_failure: Callable[[Exception], object] | None = None) -> Iterator[Any]:
+        try:
+            with self.lock_:
+                yield None
+        except Exception as error:  # noqa: BLE001 - rows in memory cannot roll back; reads catch up
+            if on_failure is not None:
+                on_failure(error)
+            log.warning("chatrecord: the read models were not updated with this write (%s)", error)
+
+    def rows(self, curs: Any, generation: int, cid: UUID, buffered: bool = False) -> MemoryRows:
+        return MemoryRows(self.tables[generation].setdefault(cid, MemoryConversation()))
+
+    def pointer(self, curs: Any) -> Pointer | None:
+        return self.ptr
+
+    def set_pointer(self, curs: Any, pointer: Pointer) -> None:
+        self.ptr = pointer
+
+    def create(self, curs: Any, generation: int) -> None:
+        self.tables.setdefault(generation, {})
+
+    def drop(self, curs: Any, generation: int) -> None:
+        self.tables.pop(generation, None)
+
+    def generations(self, curs: Any) -> set[int]:
+        return set(self.tables)
+
+    def log_version(self, curs: Any, cid: UUID) -> int:
+        found = self.recorder.select_events(cid, desc=True, limit=1)
+        return found[0].originator_version if found else 0
+
+
+class MemoryKeys(IdempotencyKeys):
+    """The kept idempotency keys in a dict (`adapters.http.idempotency`)."""
+
+    def __init__(self) -> None:
+        self.kept: dict[str, Kept] = {}
+        self.lock = threading.Lock()
+
+    def get(self, key: str) -> Kept | None:
+        return self.kept.get(key)
+
+    def keep(self, key: str, kept: Kept) -> Kept:
+        with self.lock:
+            return self.kept.setdefault(key, kept)
+
+
+class MemoryFactory(StoreFactory, LibraryPOPOFactory):
+    """The library's in-memory persistence with the chain and the keys in memory; it hands out
+    the store's history index, views and idempotency keys in memory."""
+
+    def application_recorder(self) -> ChainedPOPORecorder:
+        return ChainedPOPORecorder()
+
+    def construct_data_keys(self, master: bytes | None) -> DataKeys:
+        return MemoryDataKeys(master)
+
+    @classmethod
+    def history_tables(cls, store: Any) -> MemoryHistoryTables:
+        return MemoryHistoryTables()
+
+    @classmethod
+    def views_backend(cls, store: Any) -> MemoryBackend:
+        """Returns the store's views, made on the first call (they live as long as the store)."""
+        backend = getattr(store, "_memory_views", None)
+        if backend is None:
+            backend = store._memory_views = MemoryBackend(store.recorder)
+        return backend
+
+    @classmethod
+    def idempotency_keys(cls, store: Any) -> MemoryKeys:
+        return MemoryKeys()

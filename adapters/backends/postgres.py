@@ -1,0 +1,534 @@
+"""The PostgreSQL backend: the library's persistence, with its schema created once and writes that end.
+
+`PostgresFactory` makes the chained application recorder (`ChainedPostgresRecorder`) and the
+data keys (`PostgresDataKeys`), and hands out the schema's pieces of the store: the history
+index (`PostgresHistoryTables`), the views' tables (`PostgresBackend`) and the kept idempotency
+keys (`adapters.http.idempotency.SQLKeys`).
+
+- **Schema once.** The library runs every CREATE statement each time a process opens a store;
+  two processes at once then fail (`tuple concurrently updated`, an IntegrityError on
+  `pg_type`) and an index creation queues behind other writers. `PostgresFactory` builds the
+  library's recorders without that; `create_once` asks the catalog in one query whether the
+  store's objects exist and only when one is missing creates them, in one transaction under an
+  advisory lock keyed by the schema, so concurrent first processes wait for each other. A
+  store whose tables exist is only read at open, so reading commands work on a read-only
+  database (a hot standby, `default_transaction_read_only=on`).
+- **Large writes without pipeline mode.** The library appends events in psycopg's pipeline
+  mode, whose send loop can stop with part of a large message unsent and then wait for a reply
+  that never comes (a segment of 30,000–50,000 steps hung forever, holding the events table's
+  write lock). `EventRecorder` pipelines an append of at most `PIPELINE_BYTES` (the common
+  case: the history index, the views and the chain go out without a round trip each) and does
+  the same steps (table lock, NOTIFY, INSERT … RETURNING) in one ordinary transaction for a
+  larger one.
+- **Timeouts.** A write waits at most `POSTGRES_LOCK_TIMEOUT` seconds (default
+  `WRITE_LOCK_TIMEOUT`) for the events table's write lock, and any statement runs at most
+  `POSTGRES_STATEMENT_TIMEOUT` seconds (default `STATEMENT_TIMEOUT`); then it fails with the
+  server's error (`adapters.store.settings.store_problem` makes it one line) instead of holding the
+  store.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+import psycopg
+import psycopg.errors
+from eventsourcing import postgres as es_postgres
+from eventsourcing.persistence import (
+    AggregateRecorder,
+    ApplicationRecorder,
+    InterfaceError,
+    OperationalError,
+    StoredEvent,
+)
+from eventsourcing.postgres import PostgresDatastore
+from eventsourcing.utils import strtobool
+from psycopg import pq
+from psycopg.sql import SQL, Composable, Composed, Identifier
+from psycopg_pool import PoolTimeout
+
+from adapters.backends import StoreFactory
+from adapters.http.idempotency import COLUMNS, TABLE, SQLKeys
+from adapters.store.chain import CHAIN_TABLE, PAGE, ChainedRecorder, ChainHeads, Link, Stored, run_inline, state_bytes
+from adapters.store.history import TABLES as HISTORY_TABLES
+from adapters.store.history import SQLHistory, SQLHistoryTables
+from adapters.store.history import create_statements as history_statements
+from adapters.store.keys import KEYS_TABLE, DataKeys, Row
+from adapters.views.backends import POINTER, Pointer, SQLBackend, TurnRows
+from adapters.views.rows import table_names
+from domain.errors import ChatrecordError
+
+WRITE_LOCK_TIMEOUT = 10
+"""Seconds a write waits for another process's write on the events table (`lock_timeout`)."""
+STATEMENT_TIMEOUT = 60
+"""Seconds any one statement may run (`statement_timeout`), reads and writes alike."""
+PIPELINE_BYTES = 256 * 1024
+"""An append whose events' states hold at most this many bytes goes through psycopg's pipeline
+mode (as the library's own recorder does); a larger one through an ordinary transaction."""
+CONNECTION_ATTEMPTS = 5
+"""Tries of a write whose connection failed (not of one that timed out)."""
+LOCK_KEY = 0x63687276  # "chrv": the advisory lock of the views' generations
+
+log = logging.getLogger("chatrecord")
+
+Statement = str | Composable
+
+
+class SchemaNotCreated(ChatrecordError):
+    """Raised when the store's tables are missing and cannot be created: a read-only database,
+    a role without CREATE on the schema, or another database error (named in the message)."""
+
+
+def lock_key(schema: str) -> str:
+    """Returns the advisory lock name that serialises creating the store in `schema`."""
+    return f"chatrecord schema {schema}"
+
+
+def create_once(
+    conn: psycopg.Connection[Any], key: str, exists: Statement, statements: Iterable[Statement]
+) -> bool:
+    """Runs `statements` on `conn` unless the query `exists` (one catalog query returning one
+    boolean, e.g. `SELECT to_regclass('s.t') IS NOT NULL`) says they ran already; returns True
+    when it ran them.
+
+    They run in one transaction that first takes the transaction-scoped advisory lock named
+    `key` and asks `exists` again, so of several processes at once one creates and the others
+    wait and then find everything there. A statement that fails with DuplicateObject (a type
+    left by an older version) is skipped. `conn` is left in its own transaction state.
+    Raises psycopg's errors (e.g. ReadOnlySqlTransaction on a read-only database).
+    """
+    if _holds(conn, exists):
+        return False
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (key,))
+        if _holds(conn, exists):
+            return False
+        for statement in statements:
+            try:
+                with conn.transaction():  # a savepoint: one duplicate does not end the rest
+                    conn.execute(statement, prepare=False)  # type: ignore[arg-type]
+            except psycopg.errors.DuplicateObject:
+                continue
+    return True
+
+
+def _holds(conn: psycopg.Connection[Any], query: Statement) -> bool:
+    row = conn.execute(query, prepare=False).fetchone()  # type: ignore[arg-type]
+    value = row[0] if isinstance(row, tuple) else next(iter(row.values())) if row else None
+    return bool(value)
+
+
+def _regclass(schema: str, name: str) -> Composed:
+    return SQL("to_regclass({}) IS NOT NULL").format(f'"{schema}"."{name}"')
+
+
+def table_exists(schema: str, table: str) -> Composed:
+    """Returns the catalog query (for `create_once`) that says whether `schema.table` exists."""
+    return SQL("SELECT ") + _regclass(schema, table)
+
+
+def schema_exists_query(recorder: es_postgres.PostgresAggregateRecorder) -> Composed:
+    """Returns the one catalog query that says whether `recorder`'s table, type, index and
+    insert function all exist."""
+    schema = recorder.datastore.schema
+    checks = [
+        _regclass(schema, recorder.events_table_name),
+        SQL("to_regtype({}) IS NOT NULL").format(f'"{schema}"."{recorder.stored_event_type_name}"'),
+    ]
+    checks.extend(_regclass(schema, table) for table in getattr(recorder, "extra_tables", ()))
+    if isinstance(recorder, es_postgres.PostgresApplicationRecorder):
+        checks.append(_regclass(schema, recorder.notification_id_index_name))
+        checks.append(SQL("EXISTS (SELECT 1 FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
+                          "WHERE n.nspname = {} AND p.proname = {})").format(
+            schema, recorder.pg_function_name_insert_events))
+    return SQL("SELECT ") + SQL(" AND ").join(checks)
+
+
+def ensure_schema(recorder: es_postgres.PostgresAggregateRecorder) -> bool:
+    """Creates `recorder`'s tables, type, index and function once (`create_once`) and
+    registers the type with psycopg; returns True when it created them.
+
+    Raises SchemaNotCreated, with the server's reason, when they are missing and the server
+    refuses to make them; the library's errors when no connection can be had.
+    """
+    datastore = recorder.datastore
+    statements = recorder.sql_create_statements
+    is_type = ["CREATE TYPE" in s.as_string() for s in statements]
+    ordered = [s for s, t in zip(statements, is_type) if t] + [s for s, t in zip(statements, is_type) if not t]
+    with datastore.get_connection() as conn:
+        try:
+            created = create_once(conn, lock_key(datastore.schema), schema_exists_query(recorder), ordered)
+        except psycopg.Error as error:
+            if error.sqlstate is None or isinstance(error, psycopg.errors.InvalidSchemaName):
+                raise  # no answer from the server, or no such schema: store_problem says so
+            raise SchemaNotCreated(_schema_problem(error, datastore.schema)) from None
+    datastore.register_type_adapters()
+    return created
+
+
+def _schema_problem(error: psycopg.Error, schema: str) -> str:
+    reason = "; ".join(line.strip() for line in str(error).splitlines() if line.strip())
+    if isinstance(error, psycopg.errors.ReadOnlySqlTransaction):
+        hint = "the database is read-only; run `chatrecord init` once against the primary"
+    elif isinstance(error, psycopg.errors.InsufficientPrivilege):
+        hint = f"grant the role CREATE on schema {schema}, or run `chatrecord init` as its owner"
+    else:
+        hint = "run `chatrecord init` again when the database is reachable"
+    return f"the store's tables in schema {schema} do not exist and could not be created ({reason}); {hint}"
+
+
+class EventRecorder(es_postgres.PostgresApplicationRecorder):
+    """The library's application recorder, appending in one ordinary transaction instead of
+    psycopg's pipeline mode (see the module's docstring)."""
+
+    def insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
+        """Appends `stored_events` under the events table's write lock and returns their
+        notification ids; tries again when the connection fails, never after a timeout.
+
+        Raises the library's IntegrityError when a version is taken already, OperationalError
+        when the lock or the statement timed out.
+        """
+        for attempt in range(1, CONNECTION_ATTEMPTS + 1):
+            try:
+                return self._append(stored_events, **kwargs)
+            except (InterfaceError, OperationalError) as error:
+                cause = error.__cause__
+                if attempt == CONNECTION_ATTEMPTS or isinstance(cause, PoolTimeout) or getattr(cause, "sqlstate", None):
+                    raise  # the pool waited already, or the server answered (a timeout, a refusal)
+                time.sleep(0.2 * attempt)
+        raise AssertionError("unreachable")
+
+    def _append(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
+        if not stored_events:
+            return None
+        if sum(len(e.state) for e in stored_events) > PIPELINE_BYTES:
+            ids = self._append_plain(stored_events, **kwargs)
+        else:
+            ids = self._append_pipelined(stored_events, **kwargs)
+        self._committed(stored_events)
+        return ids
+
+    def _append_plain(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
+        with self.datastore.get_connection() as conn, conn.transaction(), conn.cursor() as curs:
+            self._insert_events(curs, stored_events, **kwargs)
+            self._insert_stored_events(curs, stored_events, **kwargs)  # lock, NOTIFY, INSERT
+            return self._fetch_ids_after_insert_events(curs, stored_events, **kwargs)
+
+    def _append_pipelined(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
+        """The library's own pipelined append: the writes before the insert go out without
+        waiting for each answer; only a read waits (and the sync after the insert)."""
+        failure: Exception | None = None
+        ids: Sequence[int] | None = None
+        with self.datastore.get_connection() as conn:
+            with conn.pipeline() as pipeline, conn.transaction():
+                with conn.cursor() as curs:
+                    self._insert_events(curs, stored_events, **kwargs)
+                with conn.cursor() as curs:
+                    try:
+                        self._insert_stored_events(curs, stored_events, **kwargs)
+                        pipeline.sync()  # a taken version raises IntegrityError here, not at COMMIT
+                        ids = self._fetch_ids_after_insert_events(curs, stored_events, **kwargs)
+                    except Exception as error:  # noqa: BLE001 - raised once the pipeline has closed
+                        failure = error
+            if failure is not None:
+                raise failure
+        return ids
+
+    def _committed(self, stored_events: Sequence[StoredEvent]) -> None:
+        """Called once the transaction that stored `stored_events` has committed."""
+
+
+class ChainedPostgresRecorder(ChainedRecorder, EventRecorder):
+    """The PostgreSQL application recorder (`EventRecorder`: pipelined up to PIPELINE_BYTES,
+    else one ordinary transaction) with the hash chain, in the store's schema. The library's
+    optional database function for inserts (POSTGRES_ENABLE_DB_FUNCTIONS) would bypass the
+    chain, so it is switched off."""
+
+    def __init__(self, datastore: Any, **kwargs: Any) -> None:
+        super().__init__(datastore, **kwargs)
+        self.datastore.enable_db_functions = False
+        self.chain_heads = ChainHeads()
+        self._sealing = threading.local()  # the heads of this thread's transaction, until it commits
+        self.chain_table = SQL("{}.{}").format(Identifier(self.datastore.schema), Identifier(CHAIN_TABLE))
+        self.sql_create_statements.append(
+            SQL("CREATE TABLE IF NOT EXISTS {} (originator_id uuid NOT NULL, originator_version bigint NOT NULL, "
+                "hash bytea NOT NULL, PRIMARY KEY (originator_id, originator_version))").format(self.chain_table)
+        )
+        self.events_table = SQL("{}.{}").format(Identifier(self.datastore.schema), Identifier(self.events_table_name))
+
+    def _insert_stored_events(self, curs: Any, stored_events: Sequence[StoredEvent], **kwargs: Any) -> None:
+        super()._insert_stored_events(curs, stored_events, **kwargs)
+        # another cursor of the same transaction: the ids are read from `curs` afterwards
+        with curs.connection.cursor() as own:
+            self._sealing.heads = self._seal(own, stored_events)
+
+    def _committed(self, stored_events: Sequence[StoredEvent]) -> None:
+        """Keeps the hashes this thread's transaction just committed (`ChainHeads`)."""
+        heads, self._sealing.heads = getattr(self._sealing, "heads", None), None
+        if heads:
+            self.chain_heads.remember(heads)
+
+    def _insert_events(self, curs: Any, stored_events: Sequence[StoredEvent], **kwargs: Any) -> None:
+        # before the events, in their transaction: an error here rolls both back
+        super()._insert_events(curs, stored_events, **kwargs)
+        run_inline(kwargs, curs)
+
+    def _chain_hash(self, cursor: Any, key: UUID, version: int) -> bytes | None:
+        cursor.execute(SQL("SELECT hash FROM {} WHERE originator_id = %s AND originator_version = %s")
+                       .format(self.chain_table), (key, version))
+        row = cursor.fetchone()
+        return state_bytes(row["hash"]) if row else None
+
+    def _chain_insert(self, cursor: Any, rows: list[Link], *, missing_only: bool = False) -> None:
+        conflict = SQL(" ON CONFLICT DO NOTHING") if missing_only else SQL("")
+        statement = SQL("INSERT INTO {} VALUES (%s, %s, %s)").format(self.chain_table) + conflict
+        if len(rows) == 1:
+            cursor.execute(statement, rows[0])
+        else:
+            cursor.executemany(statement, rows)
+
+    def _chain_stored(self, cursor: Any, key: UUID, upto: int) -> list[Stored]:
+        cursor.execute(SQL("SELECT originator_version, topic, state FROM {} WHERE originator_id = %s "
+                           "AND originator_version <= %s ORDER BY originator_version").format(self.events_table),
+                       (key, upto))
+        return [(key, r["originator_version"], r["topic"], state_bytes(r["state"])) for r in cursor.fetchall()]
+
+    def _page(self, table: Any, columns: str, after: tuple[UUID, int] | None, only: UUID | None) -> list[Any]:
+        where, params = [], []
+        if only is not None:
+            where.append(SQL("originator_id = %s"))
+            params.append(only)
+        if after is not None:
+            where.append(SQL("(originator_id, originator_version) > (%s, %s)"))
+            params += [after[0], after[1]]
+        clause = SQL("WHERE {} ").format(SQL(" AND ").join(where)) if where else SQL("")
+        statement = SQL("SELECT originator_id, originator_version, {} FROM {} {}"
+                        "ORDER BY originator_id, originator_version LIMIT {}").format(
+            SQL(columns), table, clause, PAGE)
+        with self.datastore.transaction(commit=False) as curs:
+            curs.execute(statement, params)
+            return curs.fetchall()
+
+    def chain_events(self, after: tuple[UUID, int] | None, only: UUID | None = None) -> list[Stored]:
+        rows = self._page(self.events_table, "topic, state", after, only)
+        return [(r["originator_id"], r["originator_version"], r["topic"], state_bytes(r["state"])) for r in rows]
+
+    def chain_links(self, after: tuple[UUID, int] | None, only: UUID | None = None) -> list[Link]:
+        rows = self._page(self.chain_table, "hash", after, only)
+        return [(r["originator_id"], r["originator_version"], state_bytes(r["hash"])) for r in rows]
+
+
+class PostgresDataKeys(DataKeys):
+    """Keys in the store's PostgreSQL schema."""
+
+    def __init__(self, datastore: PostgresDatastore, master: bytes | None, *, create_table: bool = True) -> None:
+        super().__init__(master)
+        self.datastore = datastore
+        self.table = SQL("{}.{}").format(Identifier(datastore.schema), Identifier(KEYS_TABLE))
+        if create_table:
+            with datastore.transaction(commit=True) as curs:
+                curs.execute(SQL("CREATE TABLE IF NOT EXISTS {} (conversation uuid PRIMARY KEY, "
+                                 "wrapped_key bytea, erased_at timestamptz)").format(self.table))
+
+    def _select(self, originator_id: UUID) -> Row | None:
+        with self.datastore.transaction(commit=False) as curs:
+            curs.execute(SQL("SELECT wrapped_key, erased_at FROM {} WHERE conversation = %s").format(self.table),
+                         (originator_id,))
+            row = curs.fetchone()
+        return (row["wrapped_key"], row["erased_at"]) if row else None
+
+    def _insert(self, originator_id: UUID, wrapped: bytes) -> None:
+        with self.datastore.transaction(commit=True) as curs:
+            curs.execute(SQL("INSERT INTO {} VALUES (%s, %s, NULL) ON CONFLICT DO NOTHING").format(self.table),
+                         (originator_id, wrapped))
+
+    def _erase(self, originator_id: UUID, at: datetime) -> None:
+        with self.datastore.transaction(commit=True) as curs:
+            curs.execute(SQL("INSERT INTO {} VALUES (%s, NULL, %s) ON CONFLICT (conversation) DO UPDATE SET "
+                             "wrapped_key = NULL, erased_at = COALESCE({}.erased_at, excluded.erased_at)")
+                         .format(self.table, Identifier(KEYS_TABLE)), (originator_id, at))
+
+    def scrub(self) -> None:
+        with self.datastore.get_connection() as conn:
+            autocommit = conn.autocommit
+            conn.autocommit = True  # VACUUM cannot run inside a transaction
+            try:
+                conn.execute(SQL("VACUUM FULL {}").format(self.table))
+            finally:
+                conn.autocommit = autocommit
+
+
+class PostgresHistoryTables(SQLHistoryTables):
+    """The history index in the store's schema, created once with it (`PostgresFactory`).
+    One command's lookups are autocommit reads, each its own statement: they need not agree
+    with each other, because the command's events carry the next version after the index's,
+    and their insert fails (and the command is decided again) if another writer came between."""
+
+    def __init__(self, datastore: PostgresDatastore) -> None:
+        super().__init__(datastore, "%s", datastore.schema)
+
+    def create(self) -> None:
+        """Does nothing: the tables are made with the store's schema (`PostgresFactory`)."""
+
+    @contextmanager
+    def _reading(self, cid: UUID) -> Iterator[SQLHistory]:
+        with self.datastore.cursor() as curs:  # autocommit reads, no transaction to end
+            yield SQLHistory(self._through(curs), cid, self.p, self.schema, memo=True)
+
+
+class PostgresBackend(SQLBackend):
+    """The views' tables in the store's schema (`adapters.views.backends.SQLBackend`), with a
+    turn's rows read in one statement and a savepoint that works in pipeline mode."""
+
+    p = "%s"
+
+    def turn_rows(self, curs: Any, cid: UUID, generation: int, newest: int) -> TurnRows | None:
+        """Reads, in one statement, what a turn read needs besides transcript messages: the
+        live pointer, the head row of `cid` in generation `generation` (the caller's guess),
+        the log's version, the kept run record entries and the `newest` card outcomes.
+        Returns None when the pointer table is not known yet or the guess was wrong (the
+        caller reads row by row, and guesses the live generation next time)."""
+        if not self._has_pointer:
+            return None
+        t = table_names(generation, self.schema)
+        row = self._x(curs, (
+            "SELECT p.generation, p.rules, p.next, "
+            f"(SELECT body FROM {t['heads']} WHERE cid = %(cid)s) AS head, "
+            f"(SELECT max(originator_version) FROM {self._t(self.events_table)} WHERE originator_id = %(key)s) AS logged, "
+            f"(SELECT string_agg(body, chr(30) ORDER BY seq) FROM {t['entries']} WHERE cid = %(cid)s) AS entries, "
+            "(SELECT string_agg(body, ',' ORDER BY v, sub) FROM (SELECT v, sub, body FROM "
+            f"{t['outcomes']} WHERE cid = %(cid)s ORDER BY v DESC, sub DESC LIMIT %(newest)s) o) AS outcomes "
+            f"FROM {self._t(POINTER)} p WHERE p.id = 1"), {"cid": str(cid), "key": cid, "newest": newest}).fetchone()
+        if row is None:
+            return None
+        live = Pointer(int(row["generation"]), row["rules"], int(row["next"]))
+        if live.generation != generation:
+            return TurnRows(live, None, 0, "", "", matches=False)
+        return TurnRows(live, row["head"], int(row["logged"] or 0), row["entries"] or "", row["outcomes"] or "")
+
+    @contextmanager
+    def savepoint(self, curs: Any, on_failure: Callable[[Exception], object] | None = None) -> Iterator[Any]:
+        """As `Backend.savepoint`, through psycopg's nested transaction. In pipeline mode (a
+        small append, `EventRecorder`) the savepoint's statements are synced before it is
+        released, so a failing view statement rolls back to it here rather than failing the
+        events' transaction at its end. An error raised while the savepoint is taken belongs
+        to the transaction's earlier statements (in pipeline mode their results arrive there,
+        e.g. a read-only database refusing the history index's INSERT): it is raised, not
+        taken for the views'."""
+        conn = curs.connection
+        piped = conn.pgconn.pipeline_status != pq.PipelineStatus.OFF
+        entered = False
+        try:
+            with conn.transaction(savepoint_name="chatrecord_views"):
+                entered = True
+                if piped:
+                    with conn.pipeline():  # leaving a nested pipeline block syncs
+                        yield curs
+                else:
+                    yield curs
+        except Exception as error:  # noqa: BLE001 - the events stand; a later read catches up
+            if not entered:
+                raise
+            if on_failure is not None:
+                on_failure(error)
+            log.warning("chatrecord: the read models were not updated with this write (%s); "
+                        "the next read catches up", error)
+
+    def __init__(self, datastore: PostgresDatastore, events_table: str) -> None:
+        super().__init__(datastore, events_table)
+        self.schema = datastore.schema
+
+    def _tables(self, curs: Any) -> list[str]:
+        rows = self._x(curs, "SELECT table_name FROM information_schema.tables WHERE table_schema = ?",
+                       (self.schema,)).fetchall()
+        return [r["table_name"] for r in rows]
+
+    def _exists(self, curs: Any, name: str) -> bool:
+        row = self._x(curs, "SELECT to_regclass(?) AS t", (f'"{self.schema}".{name}',)).fetchone()
+        return row["t"] is not None
+
+    def lock(self, curs: Any, exclusive: bool) -> None:
+        fn = "pg_advisory_xact_lock" if exclusive else "pg_advisory_xact_lock_shared"
+        self._x(curs, f"SELECT {fn}(?)", (LOCK_KEY,))
+
+    def _id(self, cid: UUID) -> Any:
+        return cid
+
+
+class PostgresFactory(StoreFactory, es_postgres.PostgresFactory):
+    """The library's PostgreSQL persistence with `ChainedPostgresRecorder`, `ensure_schema`
+    instead of the library's CREATE on every open (`CREATE_TABLE=n` skips it, as in the
+    library), and a `statement_timeout` of `POSTGRES_STATEMENT_TIMEOUT` seconds on every
+    connection. The chain, the data keys and the history index are in the store's schema, all
+    created once with the library's tables; it hands out the schema's history index, views and
+    idempotency keys."""
+
+    application_recorder_class = ChainedPostgresRecorder
+    POSTGRES_STATEMENT_TIMEOUT = "POSTGRES_STATEMENT_TIMEOUT"
+
+    def __init__(self, env: Any) -> None:
+        super().__init__(env)
+        text = self.env.get(self.POSTGRES_STATEMENT_TIMEOUT) or str(STATEMENT_TIMEOUT)
+        if not (text.isascii() and text.isdigit()):
+            raise OSError(f"'{self.POSTGRES_STATEMENT_TIMEOUT}' must be whole seconds, not {text!r}")
+        kwargs = self.datastore.pool.kwargs
+        assert isinstance(kwargs, dict)
+        kwargs["options"] = f"-c statement_timeout={int(text) * 1000}"
+        # No automatic server-side prepared statements: a pipelined append that fails part-way
+        # (a conflict, a view statement) can leave psycopg believing a statement was prepared
+        # whose Parse the server skipped ("prepared statement _pg3_9 does not exist" on the next
+        # use). The library's own statements that ask for preparing still are.
+        kwargs["prepare_threshold"] = None
+        self.created: list[str] = []
+        """The tables this factory created (empty when the store existed already)."""
+
+    def env_create_table(self) -> bool:
+        return False  # the library's own CREATE runs on every open; `_ready` creates once
+
+    def _ready(self, recorder: Any) -> Any:
+        if strtobool(self.env.get(self.CREATE_TABLE) or "yes") and ensure_schema(recorder):
+            self.created.append(recorder.events_table_name)
+        else:
+            recorder.datastore.register_type_adapters()
+        return recorder
+
+    def aggregate_recorder(self, purpose: str = "events") -> AggregateRecorder:
+        return self._ready(super().aggregate_recorder(purpose))
+
+    def application_recorder(self) -> ApplicationRecorder:
+        recorder = super().application_recorder()
+        schema = self.datastore.schema
+        recorder.sql_create_statements.extend([  # type: ignore[attr-defined]
+            SQL("CREATE TABLE IF NOT EXISTS {}.{} (conversation uuid PRIMARY KEY, wrapped_key bytea, "
+                "erased_at timestamptz)").format(Identifier(schema), Identifier(KEYS_TABLE)),
+            *(SQL(statement) for statement in history_statements(schema)),
+        ])
+        recorder.extra_tables = (CHAIN_TABLE, KEYS_TABLE, *HISTORY_TABLES)  # type: ignore[attr-defined]
+        return self._ready(recorder)
+
+    def construct_data_keys(self, master: bytes | None) -> DataKeys:
+        return PostgresDataKeys(self.datastore, master, create_table=False)  # made with the schema
+
+    @classmethod
+    def history_tables(cls, store: Any) -> PostgresHistoryTables:
+        return PostgresHistoryTables(store.recorder.datastore)
+
+    @classmethod
+    def views_backend(cls, store: Any) -> PostgresBackend:
+        return PostgresBackend(store.recorder.datastore, store.recorder.events_table_name)
+
+    @classmethod
+    def idempotency_keys(cls, store: Any) -> SQLKeys:
+        datastore = store.recorder.datastore
+        table = '"' + datastore.schema.replace('"', '""') + '".' + TABLE
+        return SQLKeys(datastore, table, "%s", [
+            f"SELECT pg_advisory_xact_lock(hashtext('{TABLE}'))",
+            f"CREATE TABLE IF NOT EXISTS {table} {COLUMNS}",
+        ])

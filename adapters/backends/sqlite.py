@@ -1,0 +1,207 @@
+"""The SQLite backend: the store in one file (the embedded default).
+
+- `SQLiteFactory`, the library's SQLite persistence with a `WaitingSQLiteDatastore` (a writing
+  transaction takes the file's write lock when it begins), the hash chain
+  (`ChainedSQLiteRecorder`) and the data keys in the same file (`SQLiteDataKeys`);
+- its pieces of the store: the history index (`adapters.store.history.SQLHistoryTables`), the
+  views' tables (`SQLiteBackend`) and the kept idempotency keys (`adapters.http.idempotency.SQLKeys`).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from functools import lru_cache
+from typing import Any
+from uuid import UUID
+
+from eventsourcing import sqlite as es_sqlite
+from eventsourcing.persistence import OperationalError, StoredEvent
+from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteDatastore
+
+from adapters.backends import StoreFactory
+from adapters.http.idempotency import COLUMNS, TABLE, SQLKeys
+from adapters.store.chain import CHAIN_TABLE, PAGE, ChainedRecorder, Link, Stored, state_bytes, run_inline
+from adapters.store.history import SQLHistoryTables
+from adapters.store.keys import KEYS_TABLE, DataKeys, Row
+from adapters.views.backends import SQLBackend
+
+
+class ChainedSQLiteRecorder(ChainedRecorder, SQLiteApplicationRecorder):
+    """The library's SQLite application recorder with the hash chain. Originator ids are kept
+    as in the events table (hex, or text with ORIGINATOR_ID_TYPE=text), so both sort alike."""
+
+    def construct_create_table_statements(self) -> list[str]:
+        return [
+            *super().construct_create_table_statements(),
+            f"CREATE TABLE IF NOT EXISTS {CHAIN_TABLE} (originator_id TEXT NOT NULL, "
+            "originator_version INTEGER NOT NULL, hash BLOB NOT NULL, "
+            "PRIMARY KEY (originator_id, originator_version)) WITHOUT ROWID",
+        ]
+
+    def _insert_events(self, c: Any, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
+        returning = super()._insert_events(c, stored_events, **kwargs)
+        self._seal(c, stored_events)
+        run_inline(kwargs, c)
+        return returning
+
+    def _id(self, key: UUID) -> str:
+        return key.hex if self.datastore.originator_id_type == "uuid" else str(key)
+
+    @staticmethod
+    @lru_cache(maxsize=1024)
+    def _key(value: str) -> UUID:
+        return UUID(value)
+
+    def _chain_hash(self, cursor: Any, key: UUID, version: int) -> bytes | None:
+        cursor.execute(f"SELECT hash FROM {CHAIN_TABLE} WHERE originator_id=? AND originator_version=?",
+                       (self._id(key), version))
+        row = cursor.fetchone()
+        return state_bytes(row["hash"]) if row else None
+
+    def _chain_insert(self, cursor: Any, rows: list[Link], *, missing_only: bool = False) -> None:
+        verb = "INSERT OR IGNORE" if missing_only else "INSERT"
+        cursor.executemany(f"{verb} INTO {CHAIN_TABLE} VALUES (?, ?, ?)",
+                           [(self._id(k), v, h) for k, v, h in rows])
+
+    def _chain_stored(self, cursor: Any, key: UUID, upto: int) -> list[Stored]:
+        cursor.execute(f"SELECT originator_version, topic, state FROM {self.events_table_name} "
+                       "WHERE originator_id=? AND originator_version<=? ORDER BY originator_version",
+                       (self._id(key), upto))
+        return [(key, r["originator_version"], r["topic"], state_bytes(r["state"])) for r in cursor.fetchall()]
+
+    def _page(self, table: str, columns: str, after: tuple[UUID, int] | None, only: UUID | None) -> list[Any]:
+        where, params = [], []
+        if only is not None:
+            where.append("originator_id=?")
+            params.append(self._id(only))
+        if after is not None:
+            where.append("(originator_id, originator_version) > (?, ?)")
+            params += [self._id(after[0]), after[1]]
+        clause = f"WHERE {' AND '.join(where)} " if where else ""
+        with self.datastore.transaction(commit=False) as c:
+            c.execute(f"SELECT originator_id, originator_version, {columns} FROM {table} {clause}"
+                      f"ORDER BY originator_id, originator_version LIMIT {PAGE}", params)
+            return c.fetchall()
+
+    def chain_events(self, after: tuple[UUID, int] | None, only: UUID | None = None) -> list[Stored]:
+        rows = self._page(self.events_table_name, "topic, state", after, only)
+        return [(self._key(r["originator_id"]), r["originator_version"], r["topic"], state_bytes(r["state"])) for r in rows]
+
+    def chain_links(self, after: tuple[UUID, int] | None, only: UUID | None = None) -> list[Link]:
+        rows = self._page(CHAIN_TABLE, "hash", after, only)
+        return [(self._key(r["originator_id"]), r["originator_version"], state_bytes(r["hash"])) for r in rows]
+
+
+class SQLiteDataKeys(DataKeys):
+    """Keys in the store's SQLite file."""
+
+    def __init__(self, datastore: SQLiteDatastore, master: bytes | None, *, create_table: bool = True) -> None:
+        super().__init__(master)
+        self.datastore = datastore
+        if create_table:
+            with datastore.transaction(commit=True) as c:
+                c.execute(f"CREATE TABLE IF NOT EXISTS {KEYS_TABLE} (conversation TEXT PRIMARY KEY, "
+                          "wrapped_key BLOB, erased_at TEXT)")
+
+    def _select(self, originator_id: UUID) -> Row | None:
+        with self.datastore.transaction(commit=False) as c:
+            c.execute(f"SELECT wrapped_key, erased_at FROM {KEYS_TABLE} WHERE conversation = ?", (str(originator_id),))
+            row = c.fetchone()
+        return (row["wrapped_key"], row["erased_at"]) if row else None
+
+    def _insert(self, originator_id: UUID, wrapped: bytes) -> None:
+        with self.datastore.transaction(commit=True) as c:
+            c.execute(f"INSERT OR IGNORE INTO {KEYS_TABLE} VALUES (?, ?, NULL)", (str(originator_id), wrapped))
+
+    def _erase(self, originator_id: UUID, at: datetime) -> None:
+        with self.datastore.transaction(commit=True) as c:
+            c.execute("PRAGMA secure_delete = ON")
+            c.execute(f"INSERT INTO {KEYS_TABLE} VALUES (?, NULL, ?) ON CONFLICT (conversation) DO UPDATE SET "
+                      "wrapped_key = NULL, erased_at = COALESCE(erased_at, excluded.erased_at)",
+                      (str(originator_id), at.isoformat()))
+
+    def scrub(self) -> None:
+        path = self.datastore.pool.db_name
+        if ":memory:" in path or "mode=memory" in path:
+            return
+        connection = sqlite3.connect(path, timeout=self.datastore.pool.lock_timeout or 5, isolation_level=None)
+        try:
+            connection.execute("VACUUM")  # rebuilds the file: no freed page or cell keeps old bytes
+            connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # and the log of the old pages goes
+        finally:
+            connection.close()
+
+
+class _ImmediateTransaction(es_sqlite.SQLiteTransaction):
+    """A writing transaction that takes the file's write lock when it begins."""
+
+    def __enter__(self) -> es_sqlite.SQLiteCursor:
+        cursor = self.connection.cursor()
+        try:
+            cursor.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as e:
+            raise OperationalError(e) from e
+        return cursor
+
+
+class WaitingSQLiteDatastore(es_sqlite.SQLiteDatastore):
+    """The library's SQLite datastore, except that a writing transaction begins IMMEDIATE.
+
+    Under the library's plain BEGIN, a transaction that reads before it writes (as the
+    materialised projections' catch-up does) cannot wait for another process's write: SQLite
+    refuses to upgrade its read at once with "database is locked", whatever the lock timeout.
+    Taking the write lock first makes every writer wait up to the lock timeout instead.
+    """
+
+    @contextmanager
+    def transaction(self, *, commit: bool) -> Iterator[es_sqlite.SQLiteCursor]:
+        begin = _ImmediateTransaction if commit else es_sqlite.SQLiteTransaction
+        with self.get_connection(commit=commit) as conn, begin(conn, commit=commit) as curs, curs:
+            yield curs
+
+
+class SQLiteBackend(SQLBackend):
+    """The views' tables in the SQLite file (`adapters.views.backends.SQLBackend`)."""
+
+    def _id(self, cid: UUID) -> Any:
+        return cid.hex  # the library stores a UUID's hex
+
+    def _tables(self, curs: Any) -> list[str]:
+        return [r["name"] for r in self._x(curs, "SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()]
+
+
+class SQLiteFactory(StoreFactory, es_sqlite.SQLiteFactory):
+    """The library's SQLite persistence with a `WaitingSQLiteDatastore`, the hash chain and
+    the data keys in the same file; it hands out the file's history index, views and
+    idempotency keys."""
+
+    application_recorder_class = ChainedSQLiteRecorder
+
+    def __init__(self, env: Any) -> None:
+        super().__init__(env)
+        plain = self.datastore
+        self.datastore = WaitingSQLiteDatastore(
+            db_name=plain.pool.db_name,
+            lock_timeout=plain.pool.lock_timeout,
+            single_row_tracking=plain.single_row_tracking,
+            originator_id_type=plain.originator_id_type,
+        )
+        plain.close()
+
+    def construct_data_keys(self, master: bytes | None) -> DataKeys:
+        return SQLiteDataKeys(self.datastore, master, create_table=self.env_create_table())
+
+    @classmethod
+    def history_tables(cls, store: Any) -> SQLHistoryTables:
+        return SQLHistoryTables(store.recorder.datastore)
+
+    @classmethod
+    def views_backend(cls, store: Any) -> SQLiteBackend:
+        return SQLiteBackend(store.recorder.datastore, store.recorder.events_table_name)
+
+    @classmethod
+    def idempotency_keys(cls, store: Any) -> SQLKeys:
+        return SQLKeys(store.recorder.datastore, TABLE, "?", [f"CREATE TABLE IF NOT EXISTS {TABLE} {COLUMNS}"])
