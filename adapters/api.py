@@ -22,8 +22,9 @@ from functools import cached_property
 from threading import Lock
 from typing import Any
 
+from adapters.ingest import ParsedLine, line_text
+from adapters.ingest.names import lookup_key
 from adapters.service.lines import IngestReport, Lines, Recorded, VersionMismatch, parse
-from adapters.store.application import ConversationStore, HandleResult
 from adapters.service.results import (
     DEMO_CONVERSATION,
     DEMO_FILE,
@@ -35,12 +36,11 @@ from adapters.service.results import (
     stored_conversation,
     turns_at,
 )
-from adapters.store.verify import Verdict, verdicts
+from adapters.store.application import ConversationStore, HandleResult
 from adapters.store.erasure import Erasure, erase
-from adapters.ingest import ParsedLine, line_text
-from adapters.ingest.names import lookup_key
-from adapters.views.readmodels import ConversationDiff, ReadModels, RebuildReport
 from adapters.store.settings import describe_backend, open_store
+from adapters.store.verify import Verdict, verdicts
+from adapters.views.readmodels import ConversationDiff, ReadModels, RebuildReport
 from domain.errors import ChatrecordError, InvalidInput
 from domain.events import ConversationEvent
 from projections import activity

@@ -9,7 +9,12 @@
 
 from __future__ import annotations
 
-from domain.events import ConversationEvent, SegmentReturned, TurnRetried, UserMessagePosted
+from domain.events import (
+    ConversationEvent,
+    SegmentReturned,
+    TurnRetried,
+    UserMessagePosted,
+)
 from domain.values import PLAIN_DENIAL
 
 

@@ -45,7 +45,13 @@ from domain.events import (
     UserMessagePosted,
     conversation_uuid,
 )
-from domain.history import History, MemoryHistory, SegmentInfo, SegmentRecord, WaitingKind
+from domain.history import (
+    History,
+    MemoryHistory,
+    SegmentInfo,
+    SegmentRecord,
+    WaitingKind,
+)
 from domain.state import (
     Conversation,
     ConversationSnapshot,

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Literal, Protocol
 
+from domain.cards import continues_run, is_guided, records_outcome
 from domain.events import (
     CardDecided,
     CardLeftUndecided,
@@ -28,7 +29,6 @@ from domain.events import (
     TurnsTruncated,
     UserMessagePosted,
 )
-from domain.cards import continues_run, is_guided, records_outcome
 from domain.values import Immutable
 
 WaitingKind = Literal["card", "question"]
@@ -243,7 +243,9 @@ class MemoryHistory:
 
     def record(self, state: object, events: Iterable[ConversationEvent]) -> None:
         """Records `events` in order, `state` being the aggregate's state before the first."""
-        from domain.state import evolve  # the state folds along: the fold needs each one before
+        from domain.state import (
+            evolve,  # the state folds along: the fold needs each one before
+        )
 
         for event in events:
             index_event(self, state, event)

@@ -14,6 +14,7 @@ from functools import singledispatch
 from typing import Any, ClassVar, Literal
 from uuid import UUID
 
+from domain.cards import is_guided, records_outcome, starts_model_call
 from domain.errors import ConversationNotStarted
 from domain.events import (
     CardDecided,
@@ -32,9 +33,9 @@ from domain.events import (
     TurnsTruncated,
     UserMessagePosted,
 )
-from domain.cards import is_guided, records_outcome, starts_model_call
 from domain.history import SegmentInfo, continues_approval, waits_for
 from domain.values import Immutable
+
 
 class Conversation(Immutable):
     """State of one conversation, folded from its events; bounded, whatever the history.

@@ -17,6 +17,7 @@ from __future__ import annotations
 from functools import singledispatch
 from typing import Any
 
+from domain.cards import continues_run, is_guided, records_outcome, starts_model_call
 from domain.events import (
     CardDecided,
     CardLeftUndecided,
@@ -27,7 +28,6 @@ from domain.events import (
     TurnsTruncated,
     UserMessagePosted,
 )
-from domain.cards import continues_run, is_guided, records_outcome, starts_model_call
 from domain.values import Immutable, WaitingCall
 from projections.positions import Positions, advance
 from projections.rules import RuleSet, resolve

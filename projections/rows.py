@@ -22,6 +22,7 @@ from datetime import datetime
 from functools import singledispatch
 from typing import Literal, Protocol
 
+from domain.cards import continues_run, is_guided, records_outcome, starts_model_call
 from domain.events import (
     CardDecided,
     CardLeftUndecided,
@@ -36,7 +37,6 @@ from domain.events import (
     TurnsTruncated,
     UserMessagePosted,
 )
-from domain.cards import continues_run, is_guided, records_outcome, starts_model_call
 from domain.values import Immutable
 from projections import card_outcomes as co
 from projections import run_record as rr

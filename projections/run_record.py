@@ -14,6 +14,7 @@ from __future__ import annotations
 from functools import singledispatch
 from typing import Any, Literal
 
+from domain.cards import continues_run, is_guided, records_outcome, starts_model_call
 from domain.events import (
     CardDecided,
     CardLeftUndecided,
@@ -24,7 +25,6 @@ from domain.events import (
     TurnsTruncated,
     UserMessagePosted,
 )
-from domain.cards import continues_run, is_guided, records_outcome, starts_model_call
 from domain.values import Completeness, Immutable
 from projections.rules import RuleSet, resolve
 from projections.steps import (

@@ -34,18 +34,31 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from statistics import median
 from pathlib import Path
+from statistics import median
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_flat_support import (  # noqa: E402
-    TARGETS, Backend, Chatrecord, ConversationStore, Figures, Writer, _profile, backend, bare_saver,
-    bulk_fill, loadavg, machine, median_time, rss_kb, say, target,
+    TARGETS,
+    Backend,
+    Chatrecord,
+    ConversationStore,
+    Figures,
+    Writer,
+    _profile,
+    backend,
+    bare_saver,
+    bulk_fill,
+    loadavg,
+    machine,
+    median_time,
+    rss_kb,
+    say,
+    target,
 )
 
 from adapters.views.readmodels import ReadModels  # noqa: E402
-
 
 # ------------------------------------------------------------------ sections
 

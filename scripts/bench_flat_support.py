@@ -29,8 +29,8 @@ from eventsourcing.application import Application  # noqa: E402
 from eventsourcing.domain import Aggregate, event  # noqa: E402
 
 from adapters.api import Chatrecord  # noqa: E402
-from adapters.store.application import ConversationStore  # noqa: E402
 from adapters.ingest import parse_line  # noqa: E402
+from adapters.store.application import ConversationStore  # noqa: E402
 from adapters.store.settings import postgres_env, sqlite_env  # noqa: E402
 from domain.conversation import MemoryHistory, project_conversation  # noqa: E402
 

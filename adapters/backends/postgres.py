@@ -56,7 +56,16 @@ from psycopg_pool import PoolTimeout
 
 from adapters.backends import StoreFactory
 from adapters.http.idempotency import COLUMNS, TABLE, SQLKeys
-from adapters.store.chain import CHAIN_TABLE, PAGE, ChainedRecorder, ChainHeads, Link, Stored, run_inline, state_bytes
+from adapters.store.chain import (
+    CHAIN_TABLE,
+    PAGE,
+    ChainedRecorder,
+    ChainHeads,
+    Link,
+    Stored,
+    run_inline,
+    state_bytes,
+)
 from adapters.store.history import TABLES as HISTORY_TABLES
 from adapters.store.history import SQLHistory, SQLHistoryTables
 from adapters.store.history import create_statements as history_statements

@@ -23,7 +23,15 @@ from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteDatastore
 
 from adapters.backends import StoreFactory
 from adapters.http.idempotency import COLUMNS, TABLE, SQLKeys
-from adapters.store.chain import CHAIN_TABLE, PAGE, ChainedRecorder, Link, Stored, state_bytes, run_inline
+from adapters.store.chain import (
+    CHAIN_TABLE,
+    PAGE,
+    ChainedRecorder,
+    Link,
+    Stored,
+    run_inline,
+    state_bytes,
+)
 from adapters.store.history import SQLHistoryTables
 from adapters.store.keys import KEYS_TABLE, DataKeys, Row
 from adapters.views.backends import SQLBackend

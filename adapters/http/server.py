@@ -14,8 +14,8 @@ import uvicorn
 
 from adapters.http.app import HttpSettings
 from adapters.http.idempotency import keys_for
-from adapters.views.readmodels import ReadModels
 from adapters.store.settings import BadSetting, describe_backend, open_store
+from adapters.views.readmodels import ReadModels
 
 
 def loopback(host: str) -> bool:

@@ -27,7 +27,7 @@ from adapters.ingest.lines import LINE_TYPES, Line, ParsedLine, show
 from domain.conversation import Conversation, MemoryHistory, project_conversation
 from domain.errors import ChatrecordError, InvalidInput
 from domain.events import ConversationEvent
-from domain.limits import INT_MAX, LINE_BYTES_MAX
+from domain.limits import LINE_BYTES_MAX
 
 __all__ = [
     "LINE_TYPES",
@@ -125,7 +125,7 @@ def _unencodable(value: Any, at: tuple[Any, ...]) -> tuple[tuple[Any, ...], str]
     if isinstance(value, int):
         if -(2**63) <= value < 2**64:
             return (), ""
-        return at, f"is a number of more than 64 bits; no field takes one (README, \"Input limits\")"
+        return at, "is a number of more than 64 bits; no field takes one (README, \"Input limits\")"
     return at, f"expected a JSON value, got a {type(value).__name__}"
 
 

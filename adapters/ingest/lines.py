@@ -13,7 +13,17 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import AfterValidator, Field, PrivateAttr, ValidationInfo, field_validator
 
-from adapters.ingest.names import At, Key, MessageNo, Skill, Text, Tolerant, Whole, check_answer, show
+from adapters.ingest.names import (
+    At,
+    Key,
+    MessageNo,
+    Skill,
+    Text,
+    Tolerant,
+    Whole,
+    check_answer,
+    show,
+)
 from adapters.ingest.steps import LegacyOutcome, Message, Pending, Step
 from domain import conversation as domain
 from domain.errors import ChatrecordError, LineOutOfOrder

@@ -30,7 +30,14 @@ from pydantic import (
     ValidationInfo,
 )
 
-from domain.limits import AT_MAX, AT_MIN, DURATION_MS_MAX, INT_MAX, LIST_MAX, SHOWN_MAX, TEXT_MAX
+from domain.limits import (
+    AT_MAX,
+    AT_MIN,
+    DURATION_MS_MAX,
+    INT_MAX,
+    SHOWN_MAX,
+    TEXT_MAX,
+)
 from domain.values import CARD_ANSWERS, IDENTIFIER_MAX, reduce_identifier
 
 NAME_MAX = IDENTIFIER_MAX

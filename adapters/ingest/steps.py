@@ -11,17 +11,23 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from adapters.ingest.names import (
+    Duration,
     FieldName,
     Table,
+    Text,
     Tolerant,
     ToolName,
-    Text,
     Uid,
     Whole,
-    Duration,
     check_table,
     check_uid,
     pair,

@@ -14,12 +14,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from adapters.store.application import HandleResult
 from adapters.ingest import ParsedLine, at_line, parse_numbered
+from adapters.store.application import HandleResult
 from domain.conversation import Conversation, History, project_conversation
-from domain.history import LayeredHistory, index_event
 from domain.errors import ChatrecordError, InvalidInput
 from domain.events import ConversationEvent
+from domain.history import LayeredHistory, index_event
 
 
 class VersionMismatch(ChatrecordError):

@@ -13,16 +13,15 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID
 
-from adapters.service.lines import IngestReport
-from adapters.store.application import ConversationStore
 from adapters.ingest import read_events
 from adapters.ingest.names import lookup_key
+from adapters.service.lines import IngestReport
+from adapters.store.application import ConversationStore
 from domain.errors import ChatrecordError, UnknownConversation
 from domain.events import ConversationEvent, ConversationStarted
 from projections.page_line import PageCheck, every_page
 from projections.rules import DEFAULT_RULE_SET, resolve
 from projections.turn import TurnInput, replay_json, replay_turns
-
 
 DEMO_FILE = "demo_seo_tour.jsonl"
 DEMO_CONVERSATION = "conv-demo-seo"

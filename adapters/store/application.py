@@ -20,13 +20,13 @@ from eventsourcing.persistence import EventStore, IntegrityError
 from eventsourcing.utils import get_topic
 
 from adapters.backends import backend_of
-from adapters.store.serialization import SERIALIZATION_ENV
 from adapters.store.chain import ChainedRecorder
 from adapters.store.history import HistoryTables
+from adapters.store.serialization import SERIALIZATION_ENV
 from domain.conversation import (
     Conversation,
-    History,
     ConversationSnapshot,
+    History,
     project_conversation,
     recorded_segment,
 )

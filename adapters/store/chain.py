@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from typing import Any
 from uuid import UUID
 
+from eventsourcing.application import LRUCache
 from eventsourcing.persistence import StoredEvent
 
 GENESIS = bytes(32)
@@ -71,28 +72,28 @@ def run_inline(kwargs: dict[str, Any], cursor: Any) -> None:
 class ChainHeads:
     """Each conversation's newest committed (version, hash), kept by the process that wrote
     it, so the next append need not read the previous hash. A row of the chain never changes
-    once committed, so a kept hash stays true; at most `size` conversations are kept (the
-    oldest go first). Only hashes of committed transactions are put here."""
+    once committed, so a kept hash stays true; the library's `LRUCache` keeps at most `size`
+    conversations. Only hashes of committed transactions are put here."""
 
     def __init__(self, size: int = 4096) -> None:
         self.size = size
-        self._heads: dict[UUID, tuple[int, bytes]] = {}
+        self._kept: LRUCache[UUID, tuple[int, bytes]] = LRUCache(maxsize=size)
 
     def get(self, key: UUID) -> tuple[int, bytes] | None:
         """Returns the kept (version, hash) of conversation `key`, None if none."""
-        return self._heads.get(key)
+        try:
+            return self._kept.get(key)
+        except KeyError:
+            return None
 
     def clear(self) -> None:
         """Forgets every kept hash (as a process that opens the store anew)."""
-        self._heads.clear()
+        self._kept = LRUCache(maxsize=self.size)  # the library's clear() only resets its links
 
     def remember(self, heads: dict[UUID, tuple[int, bytes]]) -> None:
         """Keeps `heads` (from `_seal`, after its transaction committed)."""
         for key, head in heads.items():
-            self._heads.pop(key, None)
-            self._heads[key] = head
-        while len(self._heads) > self.size:
-            del self._heads[next(iter(self._heads))]
+            self._kept.put(key, head)
 
 
 class ChainedRecorder:

@@ -158,7 +158,9 @@ def open_store(
     Raises BadSetting (BadDatabaseURL) for a bad setting; the library's or the driver's errors
     when the database cannot be opened (`store_problem` says which are not bugs).
     """
-    from adapters.views.readmodels import ReadModels  # the store's views, applied right after each save
+    from adapters.views.readmodels import (
+        ReadModels,  # the store's views, applied right after each save
+    )
 
     store = ConversationStore(env={**store_env(environ, memory=memory), **overrides})
     ReadModels(store)

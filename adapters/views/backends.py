@@ -22,7 +22,13 @@ from typing import Any
 from uuid import UUID
 
 from adapters.backends import backend_of
-from adapters.views.rows import TABLES, BufferedRows, SQLRows, create_statements, table_names
+from adapters.views.rows import (
+    TABLES,
+    BufferedRows,
+    SQLRows,
+    create_statements,
+    table_names,
+)
 
 POINTER = "chatrecord_views"
 OLD_POINTER = "chatrecord_projection"

@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
+from eventsourcing.application import LRUCache
+
 from adapters.store.application import ConversationStore
 from adapters.views.backends import Backend, Pointer, backend_for
 from adapters.views.rows import PrefetchedRows, table_names
@@ -118,59 +120,40 @@ class HeadCache:
     leaves a different version, and the head is read. A rebuild that switches generations
     drops the old tables, so an append that used a kept head of a dropped generation fails its
     view statement, rolls back to the views' savepoint, and the next read catches up.
-    At most `size` conversations are kept (the oldest go first)."""
+    The library's `LRUCache` keeps at most `size` conversations."""
 
     def __init__(self, size: int = 4096) -> None:
         self.size = size
-        self._heads: dict[UUID, Head] = {}
-        self._lock = threading.Lock()
+        self._kept: LRUCache[UUID, Head] = LRUCache(maxsize=size)
 
     def get(self, cid: UUID, version: int) -> Head | None:
         """Returns the kept head of `cid` when it is at `version`, else None."""
-        head = self._heads.get(cid)
+        head = _kept(self._kept, cid)
         return head if head is not None and head.version == version else None
 
     def put(self, cid: UUID, head: Head) -> None:
         """Keeps `head` (written by a committed transaction)."""
-        with self._lock:
-            self._heads.pop(cid, None)
-            self._heads[cid] = head
-            while len(self._heads) > self.size:
-                del self._heads[next(iter(self._heads))]
+        self._kept.put(cid, head)
 
     def clear(self) -> None:
         """Forgets every kept head (after a rebuild or an erasure in this process)."""
-        with self._lock:
-            self._heads.clear()
+        self._kept = LRUCache(maxsize=self.size)  # the library's clear() only resets its links
 
 
-class NotesCache:
-    """The turn notes this process read, by (conversation, generation, head version, rule
-    set, page check): a conversation's notes change only with its head's version, so a kept
-    answer stays true until the next event (or a rebuild, which starts a new generation).
-    At most `size` answers are kept (the oldest go first). Notes hold labels, never a text."""
+def notes_cache(size: int = 1024) -> LRUCache[tuple[Any, ...], TurnNotes]:
+    """Returns the cache of the turn notes this process read, keyed by (conversation,
+    generation, head version, rule set, page check): a conversation's notes change only with
+    its head's version, so a kept answer stays true until its next event (or a rebuild, which
+    starts a new generation). Notes hold labels, never a text."""
+    return LRUCache(maxsize=size)
 
-    def __init__(self, size: int = 1024) -> None:
-        self.size = size
-        self._kept: dict[tuple[Any, ...], TurnNotes] = {}
-        self._lock = threading.Lock()
 
-    def get(self, key: tuple[Any, ...]) -> TurnNotes | None:
-        """Returns the kept notes under `key`, None if none."""
-        return self._kept.get(key)
-
-    def put(self, key: tuple[Any, ...], notes: TurnNotes) -> None:
-        """Keeps `notes` under `key`."""
-        with self._lock:
-            self._kept.pop(key, None)
-            self._kept[key] = notes
-            while len(self._kept) > self.size:
-                del self._kept[next(iter(self._kept))]
-
-    def clear(self) -> None:
-        """Forgets every kept answer (after an erasure in this process)."""
-        with self._lock:
-            self._kept.clear()
+def _kept(cache: LRUCache[Any, Any], key: Any) -> Any:
+    """Returns what `cache` keeps under `key`, None if nothing."""
+    try:
+        return cache.get(key)
+    except KeyError:
+        return None
 
 
 class ReadModels:
@@ -181,7 +164,7 @@ class ReadModels:
         self.backend: Backend = backend_for(store)
         self._live: Pointer | None = None
         self.heads = HeadCache()
-        self.notes = NotesCache()
+        self.notes = notes_cache()
         self._writing = threading.local()  # the head this thread's transaction wrote, until it commits
         self._ensure()
         store.on_saved = self.apply
@@ -354,7 +337,7 @@ class ReadModels:
         notes stand beside: its cost does not grow with the history. A read of a conversation
         that has not changed since this process last read it (same head version, rule set and
         page check, where the check is `every_page` or a `PageFilter`) is answered from
-        `NotesCache` after the one statement that finds the head's version.
+        `notes_cache` after the one statement that finds the head's version.
 
         Raises UnknownConversation for a conversation the store does not hold."""
 
@@ -362,7 +345,7 @@ class ReadModels:
 
         def read(rows: Any, head: Head, rules: str) -> TurnNotes:
             key = (conversation_uuid(conversation), self._live.generation if self._live else 0, head.version, rules, check)
-            kept = self.notes.get(key) if check is not None else None
+            kept = _kept(self.notes, key) if check is not None else None
             if kept is not None:
                 return kept
             rule_set = resolve(rules)
@@ -420,7 +403,7 @@ class ReadModels:
             rows = self.backend.rows(curs, live.generation, key)
             rows.clear()
             self.heads.clear()
-            self.notes.clear()
+            self.notes = notes_cache()
             after = fold_into(rows, None, self.store.events.get(key), resolve(live.rules))
             if after is not None:
                 rows.put_head(after)

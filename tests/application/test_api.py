@@ -9,8 +9,8 @@ import pytest
 
 from adapters.api import Chatrecord
 from adapters.store.settings import open_store
-from projections.turn_notes import apply_notes
 from domain.errors import InvalidInput, NoCardWaiting, UnknownConversation
+from projections.turn_notes import apply_notes
 
 DEMO = Path(__file__).parents[1] / "data" / "demo_seo_tour.jsonl"
 

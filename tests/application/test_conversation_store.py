@@ -8,8 +8,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from adapters.store.application import ConversationStore
 from adapters.ingest import read_file
+from adapters.store.application import ConversationStore
 from adapters.store.settings import open_store
 from domain import conversation as c
 from domain.errors import NoCardWaiting

@@ -16,7 +16,7 @@ from adapters.store.erasure import erase
 from adapters.store.settings import memory_env, sqlite_env
 from domain import conversation as c
 from domain.events import UserMessagePosted
-from tests.integration.test_store import T0, Command
+from tests.integration.test_store import Command
 
 MASTER = base64.b64encode(bytes(range(32))).decode()
 OTHER = base64.b64encode(bytes(range(1, 33))).decode()

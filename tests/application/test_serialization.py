@@ -9,11 +9,11 @@ from uuid import uuid4
 
 import orjson
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 from eventsourcing.compressor import ZlibCompressor
 from eventsourcing.persistence import Cipher, MapperDeserialisationError, StoredEvent
 from eventsourcing.utils import get_topic
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from adapters.ingest import read_events
 from adapters.store.serialization import OrjsonTranscoder, PydanticMapper

@@ -11,7 +11,7 @@ from adapters.api import Chatrecord, apply_notes, replay_file
 from adapters.service.lines import VersionMismatch
 from adapters.store.settings import open_store
 from domain.errors import InvalidInput, NoCardWaiting, UnknownConversation
-from projections.turn import NoTurnYet, build_turn_input
+from projections.turn import build_turn_input
 
 DATA = Path(__file__).parents[1] / "data"
 DEMO = DATA / "demo_seo_tour.jsonl"

@@ -14,12 +14,20 @@ from eventsourcing.persistence import (
 )
 
 from adapters.backends import backend_of
-from adapters.backends.memory import MemoryBackend, MemoryFactory, MemoryHistoryTables, MemoryKeys
-from adapters.backends.sqlite import SQLiteBackend, SQLiteFactory, WaitingSQLiteDatastore
+from adapters.backends.memory import (
+    MemoryBackend,
+    MemoryFactory,
+    MemoryHistoryTables,
+    MemoryKeys,
+)
+from adapters.backends.sqlite import (
+    SQLiteBackend,
+    SQLiteFactory,
+    WaitingSQLiteDatastore,
+)
 from adapters.http.idempotency import SQLKeys
 from adapters.store.application import ConversationStore
 from adapters.store.history import SQLHistoryTables
-from adapters.views.backends import backend_for
 from adapters.store.settings import (
     BadDatabaseURL,
     BadSetting,
@@ -29,6 +37,7 @@ from adapters.store.settings import (
     store_env,
     store_problem,
 )
+from adapters.views.backends import backend_for
 
 
 def test_the_default_is_a_sqlite_file_in_the_working_directory() -> None:

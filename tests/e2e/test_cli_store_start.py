@@ -15,7 +15,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from tests.e2e.conftest import DEMO, ROOT, Run, cli_env, runner
+from tests.e2e.conftest import DEMO, Run, cli_env, runner
 
 
 def test_init_creates_the_store_once_then_changes_nothing(store_run: Run) -> None:

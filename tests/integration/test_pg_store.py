@@ -17,10 +17,16 @@ import pytest
 from psycopg import sql
 
 from adapters.backends import backend_of
-from adapters.backends.postgres import PostgresBackend, PostgresFactory, PostgresHistoryTables, create_once, lock_key
+from adapters.backends.postgres import (
+    PostgresBackend,
+    PostgresFactory,
+    PostgresHistoryTables,
+    create_once,
+    lock_key,
+)
 from adapters.http.idempotency import SQLKeys
-from adapters.views.backends import backend_for
 from adapters.store.settings import open_store
+from adapters.views.backends import backend_for
 
 ROOT = Path(__file__).resolve().parents[2]
 

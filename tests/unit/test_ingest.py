@@ -24,7 +24,13 @@ from domain.events import (
     TranscriptReplaced,
     UserMessagePosted,
 )
-from domain.values import LegacyCardOutcome, RecordRef, StepFact, TranscriptLine, WaitingCall
+from domain.values import (
+    LegacyCardOutcome,
+    RecordRef,
+    StepFact,
+    TranscriptLine,
+    WaitingCall,
+)
 
 DEMO = Path(__file__).resolve().parents[1] / "data" / "demo_seo_tour.jsonl"
 RUN = "3f6c2a9e-5b1d-4c1e-9a51-0c7d2e4b8a10"

@@ -12,7 +12,12 @@ import pytest
 
 from adapters.ingest import fold_events, parse_line, read_events, read_file, read_lines
 from domain.errors import InvalidInput, NoCardWaiting
-from domain.events import ConversationStarted, SegmentReturned, SkillLoaded, UserMessagePosted
+from domain.events import (
+    ConversationStarted,
+    SegmentReturned,
+    SkillLoaded,
+    UserMessagePosted,
+)
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 AT = "2026-10-28T09:00:00Z"

@@ -5,7 +5,12 @@ from __future__ import annotations
 import pytest
 
 from domain.errors import ChatrecordError
-from projections.rules import DEFAULT_RULE_SET, RULE_SET_IDS, UnknownRuleSet, get_rule_set
+from projections.rules import (
+    DEFAULT_RULE_SET,
+    RULE_SET_IDS,
+    UnknownRuleSet,
+    get_rule_set,
+)
 
 
 def test_the_three_rule_sets_are_known_by_their_ids():

@@ -7,7 +7,14 @@ import json
 import pytest
 from factories import Chat, call, model_round, seo_tour
 
-from projections import activity, card_outcomes, run_record, transcript, turn, view_context
+from projections import (
+    activity,
+    card_outcomes,
+    run_record,
+    transcript,
+    turn,
+    view_context,
+)
 from projections.rules import get_rule_set
 
 
