@@ -165,8 +165,9 @@ class SQLBackend(Backend):
     def pointer_and_head(self, curs: Any, cid: UUID, generation: int) -> tuple[Pointer | None, str | None]:
         """Returns the live pointer and, when its generation is `generation` (the caller's
         guess), the head row's body of conversation `cid` in it, in one statement; the body is
-        None when the guess was wrong (or the conversation has no head yet)."""
-        if not self._has_pointer:
+        None when the guess was wrong (or the conversation has no head yet). Generation 0 (no
+        guess: the pointer was forgotten after a failure) reads the pointer alone."""
+        if not self._has_pointer or generation < 1:
             return self.pointer(curs), None
         heads = table_names(generation, self.schema)["heads"]
         row = self._x(curs, f"SELECT p.generation, p.rules, p.next, h.body FROM {self._t(POINTER)} p "

@@ -329,6 +329,26 @@ class SharedDatabaseContract(ReadModelsContract):
         assert models.active_rules() == "2026-11-01"
         self.assert_rows_are_the_fold(models, store, "conv-behalten")
 
+    def test_after_one_failed_view_update_the_next_append_updates_the_views_again(
+            self, store: ConversationStore, caplog: pytest.LogCaptureFixture) -> None:
+        models = ReadModels(store)
+        ingest(store, behalten_tour())
+        ReadModels(self.second_store(store)).rebuild("2026-11-01")  # drops the tables this process wrote
+        ingest(store, Lines("conv-behalten").add("user_message", message=11, text="Frage 11", page=42).lines)
+        caplog.clear()
+
+        ingest(store, Lines("conv-behalten").add("user_message", message=12, text="Frage 12", page=42).lines)
+        assert models.turn_input("conv-behalten").message == 12  # the read folds the gap message 11 left
+        ingest(store, Lines("conv-behalten").add("user_message", message=13, text="Frage 13", page=42).lines)
+
+        assert not [r for r in caplog.records if "not updated" in r.getMessage()]
+        key = conversation_uuid("conv-behalten")
+        with models.backend.transaction(write=False) as curs:
+            live = models.backend.pointer(curs)
+            assert live is not None
+            head = models.backend.rows(curs, live.generation, key).head()
+        assert head is not None and head.version == len(store.events("conv-behalten"))  # written inline, no read
+
 
 class TestInMemoryReadModels(ReadModelsContract):
     shares_database = False
