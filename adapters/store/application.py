@@ -201,7 +201,9 @@ class ConversationStore(Application[UUID]):
         loaded = False
         while True:
             with self.history.reading(cid) as history:
-                getattr(history, "prefetch", lambda digest: None)(getattr(command, "digest", None))
+                prefetch = getattr(history, "prefetch", None)
+                if prefetch is not None:
+                    prefetch(*(_text(getattr(command, name, None)) for name in ("digest", "segment", "run")))
                 indexed = history.version
                 if not loaded:
                     state, loaded = self._cached(cid, indexed) if inline else (None, False)
@@ -304,3 +306,8 @@ class ConversationStore(Application[UUID]):
     def max_notification_id(self) -> int:
         """Returns the position of the newest stored event, 0 when the store is empty."""
         return self.recorder.max_notification_id() or 0
+
+
+def _text(value: object) -> str | None:
+    """Returns `value` when it is a string (a command's digest, segment or run id), else None."""
+    return value if isinstance(value, str) else None

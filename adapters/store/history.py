@@ -75,19 +75,29 @@ class SQLHistory:
 
         return self._once(("index",), read)
 
-    def prefetch(self, digest: str | None) -> None:
-        """Reads the index row and the input line `digest`'s row (if given) in one statement,
-        for the lookups of one command (`memo`); does nothing when this index also writes."""
+    def prefetch(self, digest: str | None, segment: str | None = None, run: str | None = None) -> None:
+        """Reads, in one statement, the index row, the input line `digest`'s row, segment
+        `segment`'s row and whether an edit cut run `run` (each if given), for the lookups of
+        one command (`memo`); does nothing when this index also writes."""
         if self._memo is None:
             return
         t = self.t
-        row = self._x(f"SELECT i.version, i.outcomes, s.first, s.last FROM (SELECT CAST(? AS TEXT) AS cid, "
-                      f"CAST(? AS TEXT) AS digest) k LEFT JOIN {t['chatrecord_index']} i ON i.cid = k.cid "
+        row = self._x(f"SELECT i.version, i.outcomes, s.first, s.last, "
+                      f"(SELECT g.body FROM {t['chatrecord_segments']} g WHERE g.cid = k.cid AND g.segment = k.segment) "
+                      f"AS segment, (SELECT 1 FROM {t['chatrecord_segments']} r WHERE r.cid = k.cid AND r.run = k.run "
+                      f"AND r.cut = 1 LIMIT 1) AS run_cut FROM (SELECT CAST(? AS TEXT) AS cid, CAST(? AS TEXT) AS digest, "
+                      f"CAST(? AS TEXT) AS segment, CAST(? AS TEXT) AS run) k "
+                      f"LEFT JOIN {t['chatrecord_index']} i ON i.cid = k.cid "
                       f"LEFT JOIN {t['chatrecord_sources']} s ON s.cid = k.cid AND s.digest = k.digest",
-                      digest or "").fetchone()
+                      digest or "", segment or "", run or "").fetchone()
         self._memo[("index",)] = (int(row["version"] or 0), int(row["outcomes"] or 0))
         if digest:
             self._memo[("source", digest)] = (int(row["first"]), int(row["last"])) if row["first"] is not None else None
+        if segment:
+            body = row["segment"]
+            self._memo[("segment", segment)] = SegmentRecord.model_validate_json(body) if body is not None else None
+        if run:
+            self._memo[("run_cut", run)] = row["run_cut"] is not None
 
     # ---------------------------------------------------------------- reads
 
@@ -97,9 +107,12 @@ class SQLHistory:
         return self._index_row()[0]
 
     def segment(self, segment: str) -> SegmentRecord | None:
-        row = self._x(f"SELECT body FROM {self.t['chatrecord_segments']} WHERE cid = ? AND segment = ?",
-                      segment).fetchone()
-        return SegmentRecord.model_validate_json(row["body"]) if row else None
+        def read() -> SegmentRecord | None:
+            row = self._x(f"SELECT body FROM {self.t['chatrecord_segments']} WHERE cid = ? AND segment = ?",
+                          segment).fetchone()
+            return SegmentRecord.model_validate_json(row["body"]) if row else None
+
+        return self._once(("segment", segment), read)
 
     def segments_from(self, message: int) -> list[SegmentRecord]:
         rows = self._x(f"SELECT body FROM {self.t['chatrecord_segments']} WHERE cid = ? AND message >= ? "
@@ -107,9 +120,12 @@ class SQLHistory:
         return [SegmentRecord.model_validate_json(r["body"]) for r in rows]
 
     def run_cut(self, run: str) -> bool:
-        row = self._x(f"SELECT 1 AS found FROM {self.t['chatrecord_segments']} WHERE cid = ? AND run = ? AND cut = 1 "
-                      "LIMIT 1", run).fetchone()
-        return row is not None
+        def read() -> bool:
+            row = self._x(f"SELECT 1 AS found FROM {self.t['chatrecord_segments']} WHERE cid = ? AND run = ? "
+                          "AND cut = 1 LIMIT 1", run).fetchone()
+            return row is not None
+
+        return self._once(("run_cut", run), read)
 
     def message_live(self, number: int) -> bool:
         row = self._x(f"SELECT live FROM {self.t['chatrecord_messages']} WHERE cid = ? AND number = ?",
