@@ -87,6 +87,11 @@ LOCK_KEY = 0x63687276  # "chrv": the advisory lock of the views' generations
 
 log = logging.getLogger("chatrecord")
 
+_AT_ONCE = threading.local()
+"""`on` while this thread appends in one round trip (`EventRecorder._append_at_once`)."""
+_AGAIN = object()
+"""What `EventRecorder._append_at_once` returns when the append is to be done synced."""
+
 Statement = str | Composable
 
 
@@ -231,8 +236,52 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder):
             return self._fetch_ids_after_insert_events(curs, stored_events, **kwargs)
 
     def _append_pipelined(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
+        """Appends in one round trip (`_append_at_once`); when that fails for a reason that is
+        not the events' own, appends again as the library does (`_append_synced`), so that a
+        failing view statement rolls back to its savepoint and the events are still stored."""
+        ids = self._append_at_once(stored_events, **kwargs)
+        if ids is _AGAIN:
+            return self._append_synced(stored_events, **kwargs)
+        return ids
+
+    def _append_at_once(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Any:
+        """Sends every statement of the append and its COMMIT in one pipeline with one sync:
+        the history index, the views (no savepoint: see `PostgresBackend.savepoint`), the table
+        lock, NOTIFY, INSERT … RETURNING and the chain. Returns the notification ids, or
+        `_AGAIN` after rolling back when a statement failed for a reason that may be the
+        views'. Raises a taken version (an IntegrityError on the events table), a timeout and
+        a lost connection as they are."""
+        with self.datastore.get_connection() as conn:
+            _AT_ONCE.on = True
+            try:
+                with conn.cursor() as curs:
+                    with conn.pipeline(), conn.transaction():
+                        with conn.cursor() as first:
+                            self._insert_events(first, stored_events, **kwargs)
+                        self._insert_stored_events(curs, stored_events, **kwargs)
+                    return self._fetch_ids_after_insert_events(curs, stored_events, **kwargs)
+            except Exception as error:
+                if conn.pgconn.status == pq.ConnStatus.OK and conn.info.transaction_status != pq.TransactionStatus.IDLE:
+                    conn.rollback()
+                if self._events_own(error):
+                    raise
+                return _AGAIN
+            finally:
+                _AT_ONCE.on = False
+
+    def _events_own(self, error: Exception) -> bool:
+        """Says whether `error` of an append in one round trip is the events' own (then the
+        synced append would meet it again): a taken version, a timeout, a lost connection."""
+        if not isinstance(error, psycopg.Error):
+            return False  # a view's fold raised: the synced append catches it at the savepoint
+        if error.sqlstate is None or error.sqlstate in ("55P03", "57014"):  # lock_not_available, query_canceled
+            return True
+        return isinstance(error, psycopg.IntegrityError) and error.diag.table_name == self.events_table_name
+
+    def _append_synced(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
         """The library's own pipelined append: the writes before the insert go out without
-        waiting for each answer; only a read waits (and the sync after the insert)."""
+        waiting for each answer; the views' savepoint is synced before it is released, and the
+        insert before the COMMIT, so a taken version raises IntegrityError there."""
         failure: Exception | None = None
         ids: Sequence[int] | None = None
         with self.datastore.get_connection() as conn:
@@ -430,7 +479,12 @@ class PostgresBackend(SQLBackend):
         events' transaction at its end. An error raised while the savepoint is taken belongs
         to the transaction's earlier statements (in pipeline mode their results arrive there,
         e.g. a read-only database refusing the history index's INSERT): it is raised, not
-        taken for the views'."""
+        taken for the views'. In an append in one round trip (`EventRecorder._append_at_once`)
+        there is no savepoint and nothing is caught: a failure fails that append, which then
+        runs again synced, with this savepoint."""
+        if getattr(_AT_ONCE, "on", False):
+            yield curs  # no savepoint: a failure fails the append, which runs again synced
+            return
         conn = curs.connection
         piped = conn.pgconn.pipeline_status != pq.PipelineStatus.OFF
         entered = False
