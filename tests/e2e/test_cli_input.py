@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import DEMO, ROOT, Run, cli_env, runner
+from tests.e2e.conftest import DEMO, ROOT, Run, cli_env, runner
 
 AT = "2026-10-28T09:00:00Z"
 
