@@ -26,6 +26,7 @@ from adapters.api import Chatrecord
 from adapters.http import schemas
 from adapters.http.idempotency import MAX_KEY, Kept, body_hash, keys_for
 from adapters.http.problems import PROBLEM, Problem, install
+from adapters.ingest import json_problem
 from adapters.store.settings import BadSetting
 from projections.page_line import PageCheck, PageFilter
 from projections.rules import RULE_SET_IDS
@@ -165,8 +166,8 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
                 try:
                     orjson.loads(line)
                 except orjson.JSONDecodeError as error:
-                    raise Problem(400, "unreadable-json", f"{SOURCE}: line {number}: not valid JSON ({error.msg} at "
-                                  f"column {error.colno})", line=number) from None
+                    raise Problem(400, "unreadable-json", f"{SOURCE}: line {number}: {json_problem(line, error)}",
+                                  line=number) from None
         follows = if_match(if_match_header)
         digest = ""
         if idempotency_key is not None:

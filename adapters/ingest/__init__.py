@@ -34,6 +34,7 @@ __all__ = [
     "ParsedLine",
     "digest_of",
     "fold_events",
+    "json_problem",
     "parse_line",
     "read_events",
     "read_file",
@@ -70,9 +71,7 @@ def parse_line(text: str | bytes, line_no: int, source_name: str) -> ParsedLine:
     try:
         data = orjson.loads(text)
     except orjson.JSONDecodeError as error:
-        raise invalid(
-            _WHOLE_LINE, f"not valid JSON ({error.msg} at column {error.colno}); each line is one JSON object"
-        ) from None
+        raise invalid(_WHOLE_LINE, f"{json_problem(text, error)}; each line is one JSON object") from None
     if not isinstance(data, dict):
         raise invalid(_WHOLE_LINE, f"expected a JSON object, got {_kind_of(data)}")
     kind = data.get("type")
@@ -98,10 +97,14 @@ def line_text(data: Mapping[str, Any], line_no: int, source_name: str) -> bytes:
     a value that is not JSON), so such a value is refused like any other bad value.
     """
     try:
-        return orjson.dumps(data)
+        text = orjson.dumps(data)
     except (TypeError, orjson.JSONEncodeError):
+        text = b"null"  # find what failed below
+    if b"null" in text:  # orjson writes NaN and infinities as null: refuse them as the JSON text would be
         field, what = _unencodable(data, ())
-        raise InvalidInput(source_name, line_no, _path(field) or _WHOLE_LINE, what) from None
+        if what:
+            raise InvalidInput(source_name, line_no, _path(field) or _WHOLE_LINE, what) from None
+    return text
 
 
 def _unencodable(value: Any, at: tuple[Any, ...]) -> tuple[tuple[Any, ...], str]:
@@ -120,13 +123,39 @@ def _unencodable(value: Any, at: tuple[Any, ...]) -> tuple[tuple[Any, ...], str]
             if found[0] != () or found[1]:
                 return found
         return (), ""
-    if isinstance(value, bool) or value is None or isinstance(value, (str, float)):
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as bad:
+            return at, f"expected text, got a lone surrogate at character {bad.start + 1}"
+        return (), ""
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            return at, f"expected a finite number, got {value}"
+        return (), ""
+    if isinstance(value, bool) or value is None:
         return (), ""
     if isinstance(value, int):
         if -(2**63) <= value < 2**64:
             return (), ""
         return at, "is a number of more than 64 bits; no field takes one (README, \"Input limits\")"
     return at, f"expected a JSON value, got a {type(value).__name__}"
+
+
+def json_problem(text: str | bytes, error: orjson.JSONDecodeError) -> str:
+    """Says why `text` did not parse as JSON (`error`, orjson's), for an error message: bytes
+    that are not UTF-8 (with the byte), a lone surrogate in a string (with the character), else
+    orjson's reason with the line (when not the first) and the column."""
+    if isinstance(text, bytes):
+        try:
+            text.decode("utf-8")
+        except UnicodeDecodeError as bad:
+            return f"not UTF-8 text ({bad.reason} at byte {bad.start + 1})"
+    elif "surrogates" in error.msg:
+        at = next((i for i, c in enumerate(text) if "\ud800" <= c <= "\udfff"), 0)
+        return f"not valid text (a lone surrogate at character {at + 1})"
+    where = f"line {error.lineno} column {error.colno}" if error.lineno > 1 else f"column {error.colno}"
+    return f"not valid JSON ({error.msg} at {where})"
 
 
 def parse_numbered(raw: str | bytes, line_no: int, source_name: str) -> ParsedLine | None:
@@ -139,9 +168,10 @@ def parse_numbered(raw: str | bytes, line_no: int, source_name: str) -> ParsedLi
         try:
             raw = raw.decode("utf-8")
         except UnicodeDecodeError as error:
-            raise InvalidInput(source_name, line_no, _WHOLE_LINE, f"not UTF-8 text ({error.reason})") from None
+            raise InvalidInput(source_name, line_no, _WHOLE_LINE, f"not UTF-8 text ({error.reason} at byte {error.start + 1})") from None
     if line_no == 1:
         raw = raw.removeprefix("\ufeff")
+    raw = raw.rstrip("\r\n")  # the line's end is not part of its JSON (an error's column counts within it)
     return parse_line(raw, line_no, source_name) if raw.strip() else None
 
 

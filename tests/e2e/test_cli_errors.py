@@ -44,7 +44,7 @@ def test_a_bad_line_in_a_replayed_file_names_file_line_and_field(sqlite_run: Run
 
     assert (failed.returncode, failed.stdout) == (1, "")
     assert failed.stderr == (
-        "error: bad_json_mid_file.jsonl: line 6, (line): not valid JSON (unexpected end of data at column 1); "
+        "error: bad_json_mid_file.jsonl: line 6, (line): not valid JSON (unexpected end of data at column 182); "
         "each line is one JSON object\n"
     )
 

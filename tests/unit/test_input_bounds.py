@@ -83,6 +83,18 @@ REFUSED = {
         'api: line 1, at: "0001-01-01T00:00:00+01:00" is outside years 2000–9998 (UTC); '
         "use ISO-8601 UTC like 2026-10-28T09:00:00Z",
     ),
+    "a page of NaN (JSON would write it as null)": (
+        {**message(), "page": float("nan")},
+        "api: line 1, page: expected a finite number, got nan",
+    ),
+    "an infinite durationMs": (
+        segment(steps=[{**STEP, "durationMs": float("inf")}]),
+        "api: line 1, steps[0].durationMs: expected a finite number, got inf",
+    ),
+    "a text with a lone surrogate": (
+        {**message(), "text": "a\ud800b"},
+        "api: line 1, text: expected text, got a lone surrogate at character 2",
+    ),
     "a time in year 9999": (
         {**message(), "at": "9999-06-01T00:00:00Z"},
         'api: line 1, at: "9999-06-01T00:00:00Z" is outside years 2000–9998 (UTC); '
@@ -125,3 +137,19 @@ def test_a_number_of_more_than_64_bits_in_a_text_line_is_named_so() -> None:
         parse_line(text, 3, "huge.jsonl")
     assert str(refused.value) == ("huge.jsonl: line 3, owner: expected a whole number, "
                                   "got a number of more than 64 bits (about 1e+35)")
+
+
+TEXT_REFUSED = {
+    "a line cut short": (b'{"type": "conversation_started",', "not valid JSON (unexpected end of data at column 33)"),
+    "two objects on two lines of one body": (b'{"a": 1}\n{"b": 2}',
+                                             "not valid JSON (unexpected content after document at line 2 column 1)"),
+    "Latin-1 bytes": ('{"text": "Gr\u00fc\u00dfe"}'.encode("latin-1"), "not UTF-8 text (invalid start byte at byte 13)"),
+    "a lone surrogate in a text": ('{"text": "a\ud800"}', "not valid text (a lone surrogate at character 12)"),
+}
+
+
+@pytest.mark.parametrize("text, expected", TEXT_REFUSED.values(), ids=TEXT_REFUSED.keys())
+def test_a_line_that_is_not_json_text_says_where(text: str | bytes, expected: str) -> None:
+    with pytest.raises(InvalidInput) as refused:
+        parse_line(text, 4, "t.jsonl")
+    assert str(refused.value) == f"t.jsonl: line 4, (line): {expected}; each line is one JSON object"
