@@ -32,6 +32,18 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+ID_SHOWN = 80
+"""The most characters of a conversation id an error message repeats."""
+
+
+def shown_id(conversation: str, quote: str = '"') -> str:
+    """Returns `conversation` quoted for an error message: in `quote` (`'"'`), or as Python's
+    repr (`quote="repr"`: single quotes, escapes); an id longer than ID_SHOWN characters is cut
+    there, with how long it is, so a message stays one short line."""
+    cut = conversation if len(conversation) <= ID_SHOWN else conversation[:ID_SHOWN] + "…"
+    shown = repr(cut) if quote == "repr" else f"{quote}{cut}{quote}"
+    return shown if cut is conversation else f"{shown} ({len(conversation):,} characters)"
+
 
 class ChatrecordError(Exception):
     """Base of every error a user can cause; the CLI prints it as one line and exits with 1.

@@ -20,7 +20,7 @@ from adapters.store.application import ConversationStore
 from adapters.store.erasure import erase as erase_conversation
 from adapters.store.settings import describe_backend, open_store
 from adapters.store.verify import Verdict, head_line, verdicts
-from domain.errors import UnknownConversation
+from domain.errors import UnknownConversation, shown_id
 
 
 def _say(line: str, *, error: bool = False) -> None:
@@ -40,7 +40,8 @@ def chain_line(verdict: Verdict | None) -> str:
     if verdict is None:
         return "chain: not kept by this store"
     if verdict.ok:
-        return f"chain: verified, {verdict.events} events, head {verdict.hash.hex()[:16] if verdict.hash else '-'}…"
+        events = f"{verdict.events} event{'s' if verdict.events != 1 else ''}"
+        return f"chain: verified, {events}, head {verdict.hash.hex()[:16] if verdict.hash else '-'}…"
     return f"chain: BROKEN at version {verdict.version} ({verdict.problem}): {verdict.detail}"
 
 
@@ -76,7 +77,7 @@ def verify(
             else:
                 _say(verdict.line())
         if conversation is not None and total == 0:
-            raise UnknownConversation(f"no conversation '{conversation}' in {describe_backend(store)}")
+            raise UnknownConversation("no conversation " + shown_id(conversation, "'") + f" in {describe_backend(store)}")
     if not as_json and not heads:
         plural = "" if total == 1 else "s"
         _say(f"{total} conversation{plural} verified: {total - broken} ok, {broken} broken")

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from adapters.ingest import ParsedLine, at_line, parse_numbered
 from adapters.store.application import HandleResult
 from domain.conversation import Conversation, History, project_conversation
-from domain.errors import ChatrecordError, InvalidInput
+from domain.errors import ChatrecordError, InvalidInput, shown_id
 from domain.events import ConversationEvent
 from domain.history import LayeredHistory, index_event
 
@@ -28,7 +28,7 @@ class VersionMismatch(ChatrecordError):
 
     def __init__(self, conversation: str, expected: int, actual: int) -> None:
         self.conversation, self.expected, self.actual = conversation, expected, actual
-        super().__init__(f"conversation {conversation!r} is at version {actual}, not {expected}; read it again")
+        super().__init__(f"conversation {shown_id(conversation, 'repr')} is at version {actual}, not {expected}; read it again")
 
 
 def parse(raw: str | bytes, line_no: int, source: str) -> ParsedLine | None:

@@ -17,7 +17,7 @@ from adapters.ingest import read_events
 from adapters.ingest.names import lookup_key
 from adapters.service.lines import IngestReport
 from adapters.store.application import ConversationStore
-from domain.errors import ChatrecordError, UnknownConversation
+from domain.errors import ChatrecordError, UnknownConversation, shown_id
 from domain.events import ConversationEvent, ConversationStarted
 from projections.page_line import PageCheck, every_page
 from projections.rules import DEFAULT_RULE_SET, resolve
@@ -66,7 +66,7 @@ def stored_conversation(store: ConversationStore, conversation: str, backend: st
     if not events:
         known = store.conversation_ids()
         hint = f"stored: {', '.join(known[:5])}{', …' if len(known) > 5 else ''}" if known else "the store is empty"
-        raise UnknownConversation(f"no conversation {conversation!r} in {backend} ({hint})")
+        raise UnknownConversation(f"no conversation {shown_id(conversation, 'repr')} in {backend} ({hint})")
     return events
 
 

@@ -22,7 +22,7 @@ from adapters.store.application import ConversationStore
 from adapters.store.keys import DataKeys
 from adapters.views.readmodels import ReadModels
 from domain.conversation import ERASURE_SOURCE, Conversation, History, erase_texts
-from domain.errors import ChatrecordError, UnknownConversation
+from domain.errors import ChatrecordError, UnknownConversation, shown_id
 from domain.events import ConversationEvent, conversation_uuid
 
 
@@ -70,7 +70,7 @@ def erase(store: ConversationStore, conversation: str, models: ReadModels | None
     store without data keys."""
     keys = data_keys(store)
     if store.get(conversation) is None:
-        raise UnknownConversation(f'no conversation "{conversation}" in the store; check the id')
+        raise UnknownConversation(f'no conversation {shown_id(conversation)} in the store; check the id')
     result = store.handle(EraseTexts(conversation))
     event = result.events[0] if result.events else None
     at = event.timestamp if event is not None else datetime.now(timezone.utc)

@@ -30,7 +30,7 @@ from eventsourcing.application import LRUCache
 from adapters.store.application import ConversationStore
 from adapters.views.backends import Backend, Pointer, backend_for
 from adapters.views.rows import PrefetchedRows, table_names
-from domain.errors import ChatrecordError, UnknownConversation
+from domain.errors import ChatrecordError, UnknownConversation, shown_id
 from domain.events import ConversationEvent, conversation_uuid
 from projections import turn
 from projections.card_outcomes import CardOutcomes
@@ -320,11 +320,11 @@ class ReadModels:
                 self._set_live(live)
                 if logged == 0:
                     raise UnknownConversation(
-                        f'no conversation "{conversation}" in the store; check the id or ingest it first')
+                        f'no conversation {shown_id(conversation)} in the store; check the id or ingest it first')
                 if head is not None and head.version >= logged:
                     return read(rows, head, live.rules)
             self.apply(key)
-        raise ViewOutOfStep(f'the read models of "{conversation}" cannot catch up with its log; run: chatrecord rebuild')
+        raise ViewOutOfStep(f'the read models of {shown_id(conversation)} cannot catch up with its log; run: chatrecord rebuild')
 
     def head(self, conversation: str) -> Head:
         """Returns a conversation's head (bookkeeping, view context, latest turn)."""
@@ -379,7 +379,7 @@ class ReadModels:
         def read(rows: Any, head: Head, rules: str) -> TurnInput:
             if head.turn is None:
                 raise NoTurnYet(
-                    f'conversation "{conversation}" has no user message or retry yet, so no turn to build')
+                    f'conversation {shown_id(conversation)} has no user message or retry yet, so no turn to build')
             if head.turn.version == head.version:
                 return turn.turn_input(_state(rows, head), head.turn.message, head.turn.at, rules, can_see_page)
             events = self.store.events(conversation, up_to_version=head.turn.version)

@@ -176,3 +176,14 @@ def test_threads_writing_one_conversation_queue_instead_of_conflicting(chatrecor
 
     assert (len(attempts), set(attempts)) == (160, {1})
     assert len(chatrecord.store.events("c")) == 2 + 160
+
+
+@pytest.mark.parametrize("ask", ["audit", "turn_notes", "replay"])
+def test_an_unknown_id_of_10_kb_is_cut_in_the_error(chatrecord: Chatrecord, ask: str) -> None:
+    chatrecord.ingest(DEMO.read_bytes().splitlines(), DEMO.name)
+    long_id = "k" * 10_000
+    with pytest.raises(UnknownConversation) as unknown:
+        getattr(chatrecord, ask)(long_id)
+    message = str(unknown.value)
+    assert f"{'k' * 80}…" in message and " characters)" in message  # turn_notes names the reduced id (128)
+    assert "k" * 81 not in message and len(message) < 300
