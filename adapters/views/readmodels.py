@@ -352,9 +352,10 @@ class ReadModels:
             # the entries as read (validated where stored); on PostgreSQL decoded one by one as the notes ask
             record = RunRecord.model_construct(entries=rows.entries(), dropped=head.dropped)
             newest = rows.outcomes(newest=rule_set.max_notes + 1)
+            messages_at, block_ends = rows.placement_reads(head.length)
             notes = turn_notes(
                 head.conversation or conversation, head.version, head.kind, head.view, record, newest,
-                head.outcomes, head.length, rows.messages_at, rows.block_ends, rule_set, can_see_page,
+                head.outcomes, head.length, messages_at, block_ends, rule_set, can_see_page,
             )
             if check is not None:
                 self.notes.put(key, notes)

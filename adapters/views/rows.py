@@ -12,7 +12,7 @@ every read the fold or a turn makes is an index lookup.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -180,6 +180,42 @@ class SQLRows:
         """Returns the index of the user message after user message `number` (None: none)."""
         return self.block_ends({number}).get(number)
 
+    def placement_reads(self, length: int) -> tuple[Callable[[set[int]], dict[int, Message]],
+                                                     Callable[[set[int]], dict[int, int | None]]]:
+        """Returns `(messages_at, block_ends)` for placing a turn's notes in a transcript of
+        `length` messages: `block_ends` reads, in the same statement, the messages on both
+        sides of each block's end (where a note goes), so `messages_at` asks the database only
+        for what that statement did not bring (a note placed by position)."""
+        bodies: dict[int, str] = {}
+
+        def block_ends(numbers: set[int]) -> dict[int, int | None]:
+            if not numbers:
+                return {}
+            marks = ", ".join("?" * len(numbers))
+            m = self.t["messages"]
+            self.curs.execute((
+                f"WITH b AS (SELECT idx, number, block_end FROM {m} WHERE cid = ? AND number IN ({marks})) "
+                "SELECT idx, number, block_end, NULL AS body FROM b UNION ALL "
+                f"SELECT idx, NULL, NULL, body FROM {m} WHERE cid = ? AND idx IN "
+                "(SELECT COALESCE(block_end, ?) - 1 FROM b UNION SELECT COALESCE(block_end, ?) FROM b)"
+            ).replace("?", self.p), (self.cid, *sorted(numbers), self.cid, length, length))
+            rows = self.curs.fetchall()
+            found: dict[int, int | None] = {}
+            for r in sorted((r for r in rows if r["body"] is None), key=lambda r: r["idx"]):  # the newest wins
+                found[int(r["number"])] = None if r["block_end"] is None else int(r["block_end"])
+            bodies.update((int(r["idx"]), r["body"]) for r in rows if r["body"] is not None)
+            return found
+
+        def messages_at(indexes: set[int]) -> dict[int, Message]:
+            have = sorted(i for i in indexes if i in bodies)
+            found = self.messages_at(indexes - set(have)) if len(have) < len(indexes) else {}
+            if have:
+                decoded = _MESSAGES.validate_json("[" + ",".join(bodies[i] for i in have) + "]")  # one call
+                found.update(zip(have, decoded))
+            return found
+
+        return messages_at, block_ends
+
     def put_message(self, index: int, message: Message) -> None:
         self._q(
             f"INSERT INTO {self.t['messages']} (cid, idx, role, number, block_end, body) VALUES (?, ?, ?, ?, NULL, ?) "
@@ -301,6 +337,11 @@ class MemoryRows:
 
     def block_ends(self, numbers: set[int]) -> dict[int, int | None]:
         return {n: self.block_end(n) for n in numbers if self.user_index(n) is not None}
+
+    def placement_reads(self, length: int) -> tuple[Callable[[set[int]], dict[int, Message]],
+                                                     Callable[[set[int]], dict[int, int | None]]]:
+        """As `SQLRows.placement_reads`: here both read the dicts."""
+        return self.messages_at, self.block_ends
 
     def put_message(self, index: int, message: Message) -> None:
         if index not in self.r.messages:
