@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
@@ -49,7 +48,7 @@ from eventsourcing.persistence import (
     StoredEvent,
 )
 from eventsourcing.postgres import PostgresDatastore
-from eventsourcing.utils import strtobool
+from eventsourcing.utils import retry, strtobool
 from psycopg import pq
 from psycopg.sql import SQL, Composable, Composed, Identifier
 from psycopg_pool import PoolTimeout
@@ -198,26 +197,43 @@ def _schema_problem(error: psycopg.Error, schema: str) -> str:
     return f"the store's tables in schema {schema} do not exist and could not be created ({reason}); {hint}"
 
 
+class _Answered(Exception):  # noqa: N818 - a carrier, never seen outside EventRecorder
+    """Carries an append's error that is not to be tried again past the library's `retry`."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
 class EventRecorder(es_postgres.PostgresApplicationRecorder):
     """The library's application recorder, appending in one ordinary transaction instead of
     psycopg's pipeline mode (see the module's docstring)."""
 
     def insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
         """Appends `stored_events` under the events table's write lock and returns their
-        notification ids; tries again when the connection fails, never after a timeout.
+        notification ids; tries again (`_append_retried`) when the connection fails, never
+        after the server answered or the pool waited.
 
         Raises the library's IntegrityError when a version is taken already, OperationalError
         when the lock or the statement timed out.
         """
-        for attempt in range(1, CONNECTION_ATTEMPTS + 1):
-            try:
-                return self._append(stored_events, **kwargs)
-            except (InterfaceError, OperationalError) as error:
-                cause = error.__cause__
-                if attempt == CONNECTION_ATTEMPTS or isinstance(cause, PoolTimeout) or getattr(cause, "sqlstate", None):
-                    raise  # the pool waited already, or the server answered (a timeout, a refusal)
-                time.sleep(0.2 * attempt)
-        raise AssertionError("unreachable")
+        try:
+            return self._append_retried(stored_events, **kwargs)
+        except _Answered as answered:
+            raise answered.error from answered.error.__cause__
+
+    @retry((InterfaceError, OperationalError), max_attempts=CONNECTION_ATTEMPTS, wait=0.2)
+    def _append_retried(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
+        """`_append`, tried again by the library's `retry` when the connection failed; an error
+        the server answered (a timeout, a refusal) or a pool that waited already goes out as
+        `_Answered`, which `retry` lets through."""
+        try:
+            return self._append(stored_events, **kwargs)
+        except (InterfaceError, OperationalError) as error:
+            cause = error.__cause__
+            if isinstance(cause, PoolTimeout) or getattr(cause, "sqlstate", None):
+                raise _Answered(error) from error
+            raise
 
     def _append(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
         if not stored_events:

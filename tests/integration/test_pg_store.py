@@ -13,11 +13,14 @@ import threading
 from pathlib import Path
 
 import psycopg
+import psycopg.errors
 import pytest
+from eventsourcing import persistence as es_persistence
 from psycopg import sql
 
 from adapters.backends import backend_of
 from adapters.backends.postgres import (
+    EventRecorder,
     PostgresBackend,
     PostgresFactory,
     PostgresHistoryTables,
@@ -194,3 +197,41 @@ def test_the_postgres_factory_hands_out_the_schemas_pieces(postgres_url: str, po
     keys = PostgresFactory.idempotency_keys(store)
     assert isinstance(keys, SQLKeys) and keys.table == f'"{postgres_schema}".chatrecord_idempotency'
     store.close()
+
+
+class _Flaky:
+    """An `_append` that fails with `errors` in turn, then returns [7]."""
+
+    def __init__(self, *errors: Exception) -> None:
+        self.errors, self.calls = list(errors), 0
+
+    def __call__(self, stored_events: object, **kwargs: object) -> list[int]:
+        self.calls += 1
+        if self.errors:
+            raise self.errors.pop(0)
+        return [7]
+
+
+def _lost_connection() -> Exception:
+    error = es_persistence.OperationalError("server closed the connection unexpectedly")
+    error.__cause__ = psycopg.OperationalError("server closed the connection unexpectedly")  # no sqlstate
+    return error
+
+
+def test_an_append_whose_connection_failed_is_tried_again_by_the_librarys_retry() -> None:
+    recorder = EventRecorder.__new__(EventRecorder)
+    recorder._append = _Flaky(_lost_connection(), _lost_connection())  # type: ignore[method-assign]
+
+    assert recorder.insert_events([]) == [7]
+    assert recorder._append.calls == 3  # type: ignore[attr-defined]
+
+
+def test_an_append_the_server_answered_with_a_timeout_is_not_tried_again() -> None:
+    timeout = es_persistence.OperationalError("canceling statement due to lock timeout")
+    timeout.__cause__ = psycopg.errors.LockNotAvailable("canceling statement due to lock timeout")
+    recorder = EventRecorder.__new__(EventRecorder)
+    recorder._append = _Flaky(timeout)  # type: ignore[method-assign]
+
+    with pytest.raises(es_persistence.OperationalError, match="lock timeout") as raised:
+        recorder.insert_events([])
+    assert raised.value is timeout and recorder._append.calls == 1  # type: ignore[attr-defined]
