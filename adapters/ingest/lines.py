@@ -19,7 +19,7 @@ from adapters.ingest.names import (
     MessageNo,
     Skill,
     Text,
-    Tolerant,
+    InputModel,
     Whole,
     check_answer,
     show,
@@ -32,7 +32,7 @@ from domain.limits import LIST_MAX, STEPS_MAX
 from domain.values import OUTCOMES
 
 
-class Line(Tolerant):
+class Line(InputModel):
     """Base of every line: `type`, `conversation` (an id) and `at` (aware, UTC).
 
     After parsing, `.line` is its 1-based line number, `.source_name` the file it came from and

@@ -190,7 +190,7 @@ def pair(uid: int | None, info: ValidationInfo, table_key: str, uid_key: str) ->
     return uid
 
 
-class Tolerant(BaseModel):
+class InputModel(BaseModel):
     """Base of the input models: strict types, unknown keys ignored, frozen."""
 
     model_config = ConfigDict(strict=True, extra="ignore", frozen=True)

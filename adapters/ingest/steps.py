@@ -24,7 +24,7 @@ from adapters.ingest.names import (
     FieldName,
     Table,
     Text,
-    Tolerant,
+    InputModel,
     ToolName,
     Uid,
     Whole,
@@ -44,7 +44,7 @@ from domain.values import (
 )
 
 
-class Step(Tolerant):
+class Step(InputModel):
     """One nr-llm RunStep, of which only the privacy-kept facts are read."""
 
     kind: str
@@ -98,7 +98,7 @@ class Step(Tolerant):
         )
 
 
-class Pending(Tolerant):
+class Pending(InputModel):
     """A call left waiting: `toolName`, an optional target (`table` with `uid`), `fields`."""
 
     toolName: ToolName
@@ -117,7 +117,7 @@ class Pending(Tolerant):
         return WaitingCall(tool_name=self.toolName, target=target, fields=tuple(self.fields))
 
 
-class Message(Tolerant):
+class Message(InputModel):
     """A transcript message of a replaced transcript or a legacy row."""
 
     role: Literal["user", "assistant"]
@@ -127,7 +127,7 @@ class Message(Tolerant):
         return TranscriptLine(role=self.role, text=self.text)
 
 
-class LegacyOutcome(Tolerant):
+class LegacyOutcome(InputModel):
     """A card outcome as the chat stored it; a create has table '' and uid 0 (no target)."""
 
     outcome: Literal["applied", "check", "not_applied", "skipped", "variant", "kept", "declined"]
