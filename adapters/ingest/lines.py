@@ -15,11 +15,11 @@ from pydantic import AfterValidator, Field, PrivateAttr, ValidationInfo, field_v
 
 from adapters.ingest.names import (
     At,
+    InputModel,
     Key,
     MessageNo,
     Skill,
     Text,
-    InputModel,
     Whole,
     check_answer,
     show,

@@ -22,9 +22,9 @@ from pydantic import (
 from adapters.ingest.names import (
     Duration,
     FieldName,
+    InputModel,
     Table,
     Text,
-    InputModel,
     ToolName,
     Uid,
     Whole,
