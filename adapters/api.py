@@ -11,7 +11,7 @@
 
 Every line goes through one path (`adapters.service.lines`: `parse`, then the store command
 `Lines`), whichever entrypoint sent it, so a bad line and a refused line read the same
-everywhere. Reads of a turn come from the materialised projections after they caught up with
+everywhere. Reads of a turn come from the read models after they caught up with
 the conversation's last event, so a turn never reads a record older than its own log.
 """
 
@@ -78,7 +78,7 @@ class Chatrecord:
 
     @cached_property
     def read_models(self) -> ReadModels:
-        """The materialised projections (their tables are made on first use)."""
+        """The read models (their tables are made on first use)."""
         return ReadModels(self.store)
 
     def close(self) -> None:
@@ -241,8 +241,8 @@ class Chatrecord:
                can_see_page: PageCheck = every_page) -> Replay:
         """Returns every turn of a stored conversation (only those of user message `at` if
         given), each as the model saw it then, under `rules` (default: the live rule set).
-        Under the live rule set the latest turn is checked against the materialised
-        projections' (`Replay.differs`). Raises UnknownConversation, TurnNotFound for an `at` that
+        Under the live rule set the latest turn is checked against the read
+        models' (`Replay.differs`). Raises UnknownConversation, TurnNotFound for an `at` that
         started no turn, UnknownRuleSet."""
         events = self.events(conversation)
         active = self.active_rules()
@@ -258,7 +258,7 @@ class Chatrecord:
         return Replay(conversation, rule_set, tuple(turns), differs)
 
     def rebuild(self, rules: str, progress: Progress | None = None) -> RebuildReport:
-        """Rebuilds the materialised projections under `rules`; see ReadModels.rebuild."""
+        """Rebuilds the read models under `rules`; see ReadModels.rebuild."""
         return self.read_models.rebuild(rules, progress)
 
     def diff(self, rules: str) -> list[ConversationDiff]:

@@ -1,6 +1,6 @@
 """Benchmark: building one turn input for conversations of 10 and 10,000 segments.
 
-The materialised projections fold each event once (incrementally) and keep the read models;
+The read models fold each event once (incrementally) and keep the read models;
 a new turn then builds its input from that state. This script times that build — the page
 line, selecting and rendering the notes within their budget, placing them in the transcript —
 for both sizes and prints the times and their ratio. The one-pass fold of the whole log

@@ -159,7 +159,7 @@ class WaitingSQLiteDatastore(es_sqlite.SQLiteDatastore):
     """The library's SQLite datastore, except that a writing transaction begins IMMEDIATE.
 
     Under the library's plain BEGIN, a transaction that reads before it writes (as the
-    materialised projections' catch-up does) cannot wait for another process's write: SQLite
+    read models' catch-up does) cannot wait for another process's write: SQLite
     refuses to upgrade its read at once with "database is locked", whatever the lock timeout.
     Taking the write lock first makes every writer wait up to the lock timeout instead.
     """

@@ -18,7 +18,7 @@ def demo(rules: Annotated[Rules | None, typer.Option(
 
     The question is "was ist hier passiert?"; the chat record's notes are boxed. The tour (six approved cards on page 42) ships with the package. It is ingested into the
     configured store; ingesting it again changes nothing. The turn is read from the store's
-    materialised projections, under the store's rule set. With --rules transcript-only the
+    read models, under the store's rule set. With --rules transcript-only the
     turn is printed again as it was before the chat record existed (no notes: the model
     answered that nothing had been saved), followed by a comparison.
 

@@ -29,7 +29,7 @@ def rebuild(
     diff: Annotated[bool, typer.Option("--diff", help="Only show what would change; switch nothing.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report (or the diff) as one JSON object.")] = False,
 ) -> None:
-    """Rebuilds the materialised projections under a rule set and reports what changed.
+    """Rebuilds the read models under a rule set and reports what changed.
 
     Every conversation's log is read again under the rule set into new tables, which then
     replace the old ones. --diff prints, per conversation, which run record entries and notes

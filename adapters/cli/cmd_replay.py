@@ -65,7 +65,7 @@ def replay(
         with opened() as chatrecord:
             replays = [chatrecord.replay(conversation, rules.value if rules else None, at, can_see)]
         if replays[0].differs:
-            warn("warning: the materialised projections differ from the log for the latest turn; "
+            warn("warning: the read models differ from the log for the latest turn; "
                  "the log's is shown. Run: chatrecord rebuild")
     for done in replays:
         if as_json:

@@ -87,7 +87,7 @@ def no_turn(message: int, conversations: Sequence[tuple[str, Sequence[TurnInput]
 @dataclass(frozen=True)
 class Replay:
     """Every turn of one conversation, each as it saw it, under `rules`. `differs`: the
-    materialised projections' latest turn is not the log's (the log's is in `turns`)."""
+    read models' latest turn is not the log's (the log's is in `turns`)."""
 
     conversation: str
     rules: str

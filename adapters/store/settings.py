@@ -6,7 +6,7 @@
   The schema must exist already; its name is one SQL identifier (`SCHEMA_NAME`).
 - Otherwise the embedded default: a SQLite file, `CHATRECORD_DB` (default `./chatrecord.sqlite`).
   Its store tables keep the library's names (`stored_events`, `stored_snapshots`); the
-  materialised projections live in the same file under their own table names. A writer waits
+  read models live in the same file under their own table names. A writer waits
   up to `SQLITE_LOCK_TIMEOUT` seconds for another process's write to end (see
   `adapters.backends.sqlite.SQLiteFactory`).
 - `open_store(memory=True)`: the library's in-memory store (`eventsourcing.popo`), for tests.

@@ -89,7 +89,7 @@ def test_a_snapshot_interval_that_is_not_a_whole_number_of_at_least_one_is_one_l
 )
 def test_a_command_waits_for_another_process_writing_to_the_sqlite_file(tmp_path: Path, args: list[str]):
     run = runner(tmp_path, CHATRECORD_DB="c.sqlite")
-    assert run("demo").returncode == 0  # the materialised projections exist and are caught up
+    assert run("demo").returncode == 0  # the read models exist and are caught up
     assert run("ingest", DATA / "behalten_tour.jsonl").returncode == 0  # new events to catch up on
 
     writer = subprocess.Popen([sys.executable, "-c", HOLD_WRITE_LOCK, str(tmp_path / "c.sqlite"), "1.5"],

@@ -1,4 +1,4 @@
-"""The materialised read models' contract, run once per backend: in memory, SQLite, PostgreSQL.
+"""The read models' contract, run once per backend: in memory, SQLite, PostgreSQL.
 
 `ReadModelsContract` holds the tests; each backend says how to open a store on the test's own
 database (`open_store`) and which read-model tables that database holds (`tables`).

@@ -1,4 +1,4 @@
-"""Every read-model state is JSON-serialisable: the materialised projections store it."""
+"""Every read-model state is JSON-serialisable: the read models store it."""
 
 from __future__ import annotations
 
