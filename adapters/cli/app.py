@@ -47,7 +47,7 @@ def warn(line: str) -> None:
     print(visible(line), file=sys.stderr, flush=True)
 
 
-def show(renderable: RenderableType) -> None:
+def emit(renderable: RenderableType) -> None:
     """Writes what `renderable` renders to stdout, without spaces at the ends of its lines."""
     with out.capture() as captured:
         out.print(renderable)

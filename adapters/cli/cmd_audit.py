@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from adapters.cli.app import JsonOption, RulesOption, app, opened, print_json, say, show
+from adapters.cli.app import JsonOption, RulesOption, app, emit, opened, print_json, say
 from adapters.cli.habits import (
     require_store,
 )
@@ -42,5 +42,5 @@ def audit(
         intact = None if verdict is None else (verdict.version + 1 if verdict.ok else verdict.version)
         print_json([{**row.to_json(), "verified": intact is not None and row.version < intact} for row in rows])
     else:
-        show(audit_table(conversation, rows, rule_set))
+        emit(audit_table(conversation, rows, rule_set))
         say(chain_line(verdict))

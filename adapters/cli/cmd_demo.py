@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from adapters.api import DEMO_CONVERSATION
-from adapters.cli.app import Rules, app, opened, say, show
+from adapters.cli.app import Rules, app, emit, opened, say
 from adapters.cli.render import comparison, turn_view
 
 
@@ -29,8 +29,8 @@ def demo(rules: Annotated[Rules | None, typer.Option(
     with opened() as chatrecord:
         done = chatrecord.demo(rules.value if rules else None)
     say(f"{done.report.summary()} ({done.backend})")
-    show(turn_view(DEMO_CONVERSATION, done.turn, done.rules))
+    emit(turn_view(DEMO_CONVERSATION, done.turn, done.rules))
     if done.other is not None:
-        show("")
-        show(turn_view(DEMO_CONVERSATION, done.other[1], done.other[0]))
-        show(comparison([(done.rules, done.turn), done.other]))
+        emit("")
+        emit(turn_view(DEMO_CONVERSATION, done.other[1], done.other[0]))
+        emit(comparison([(done.rules, done.turn), done.other]))

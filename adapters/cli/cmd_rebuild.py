@@ -13,7 +13,7 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from adapters.cli.app import Rules, app, err, opened, print_json, say, show
+from adapters.cli.app import Rules, app, emit, err, opened, print_json, say
 from adapters.cli.habits import (
     diff_json,
     rebuild_json,
@@ -50,7 +50,7 @@ def rebuild(
             say(f"{chatrecord.active_rules()} → {rules.value}: {len(changed)} "
                 f"conversation{'' if len(changed) == 1 else 's'} would change (nothing switched)")
             for conversation_diff in changed:
-                show(diff_view(conversation_diff))
+                emit(diff_view(conversation_diff))
             return
         with Progress(TextColumn("rebuilding"), BarColumn(), MofNCompleteColumn(), TextColumn("events"),
                       TimeElapsedColumn(), console=err, transient=True, disable=not err.is_terminal) as progress:

@@ -12,9 +12,9 @@ from adapters.cli.app import (
     JsonOption,
     RulesOption,
     app,
+    emit,
     opened,
     print_json,
-    show,
     warn,
 )
 from adapters.cli.args import page_check, readable_file
@@ -72,4 +72,4 @@ def replay(
             print_json(done.to_json())
             continue
         for turn in done.turns:
-            show(turn_view(done.conversation, turn, done.rules))
+            emit(turn_view(done.conversation, turn, done.rules))

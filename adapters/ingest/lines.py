@@ -24,7 +24,7 @@ from adapters.ingest.names import (
     check_answer,
     show,
 )
-from adapters.ingest.steps import LegacyOutcome, Message, Pending, Step
+from adapters.ingest.steps import InputMessage, LegacyOutcome, Pending, Step
 from domain import conversation as domain
 from domain.errors import ChatrecordError, LineOutOfOrder
 from domain.events import ConversationEvent
@@ -209,7 +209,7 @@ class MessageEditedLine(Line):
 
 class TranscriptReplacedLine(Line):
     type: Literal["transcript_replaced"]
-    messages: Annotated[list[Message], Field(max_length=LIST_MAX)]
+    messages: Annotated[list[InputMessage], Field(max_length=LIST_MAX)]
 
     def facts(self) -> dict[str, Any]:
         return {"messages": tuple(m.transcript_line() for m in self.messages)}
@@ -217,7 +217,7 @@ class TranscriptReplacedLine(Line):
 
 class LegacyRowLine(Line):
     type: Literal["legacy_row"]
-    messages: Annotated[list[Message], Field(max_length=LIST_MAX)]
+    messages: Annotated[list[InputMessage], Field(max_length=LIST_MAX)]
     card_outcomes: Annotated[list[LegacyOutcome], Field(max_length=LIST_MAX)] = []
 
     def facts(self) -> dict[str, Any]:

@@ -117,7 +117,7 @@ class Pending(InputModel):
         return WaitingCall(tool_name=self.toolName, target=target, fields=tuple(self.fields))
 
 
-class Message(InputModel):
+class InputMessage(InputModel):
     """A transcript message of a replaced transcript or a legacy row."""
 
     role: Literal["user", "assistant"]
