@@ -82,12 +82,26 @@ class MemoryDataKeys(DataKeys):
     def __init__(self, master: bytes | None) -> None:
         super().__init__(master)
         self.rows: dict[UUID, Row] = {}
+        self.sealed: bytes | None = None
+        """The store's check row (`DataKeys.check_master`)."""
 
     def _select(self, originator_id: UUID) -> Row | None:
         return self.rows.get(originator_id)
 
-    def _insert(self, originator_id: UUID, wrapped: bytes) -> None:
-        self.rows.setdefault(originator_id, (wrapped, None))
+    def _insert(self, originator_id: UUID, wrapped: bytes, check: bytes | None) -> None:
+        if self.sealed == check:
+            self.rows.setdefault(originator_id, (wrapped, None))
+
+    def _select_check(self) -> bytes | None:
+        return self.sealed
+
+    def _insert_check(self, sealed: bytes) -> bool:
+        if self.sealed is None:
+            self.sealed = sealed
+        return True
+
+    def _wrapped_sample(self) -> tuple[UUID, bytes] | None:
+        return next(((k, w) for k, (w, _) in self.rows.items() if w is not None and w[:1] == b"\x01"), None)
 
     def _erase(self, originator_id: UUID, at: datetime) -> None:
         erased = self.rows.get(originator_id, (None, None))[1]

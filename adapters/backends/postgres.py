@@ -45,6 +45,7 @@ from eventsourcing.persistence import (
     ApplicationRecorder,
     InterfaceError,
     OperationalError,
+    PersistenceError,
     StoredEvent,
 )
 from eventsourcing.postgres import PostgresDatastore
@@ -68,7 +69,7 @@ from adapters.store.chain import (
 from adapters.store.history import TABLES as HISTORY_TABLES
 from adapters.store.history import SQLHistory, SQLHistoryTables
 from adapters.store.history import create_statements as history_statements
-from adapters.store.keys import KEYS_TABLE, DataKeys, Row
+from adapters.store.keys import KEYS_TABLE, MASTER_TABLE, DataKeys, Row
 from adapters.views.backends import POINTER, Pointer, SQLBackend, TurnRows
 from adapters.views.rows import table_names
 from domain.errors import ChatrecordError
@@ -399,17 +400,29 @@ class ChainedPostgresRecorder(ChainedRecorder, EventRecorder):
         return [(r["originator_id"], r["originator_version"], state_bytes(r["hash"])) for r in rows]
 
 
+def keys_statements(schema: str) -> list[Composed]:
+    """Returns the CREATE statements of the data keys' table and the master key's check table
+    in `schema` (`adapters.store.keys`)."""
+    return [
+        SQL("CREATE TABLE IF NOT EXISTS {}.{} (conversation uuid PRIMARY KEY, wrapped_key bytea, "
+            "erased_at timestamptz)").format(Identifier(schema), Identifier(KEYS_TABLE)),
+        SQL("CREATE TABLE IF NOT EXISTS {}.{} (id integer PRIMARY KEY CHECK (id = 1), "
+            "sealed bytea NOT NULL)").format(Identifier(schema), Identifier(MASTER_TABLE)),
+    ]
+
+
 class PostgresDataKeys(DataKeys):
-    """Keys in the store's PostgreSQL schema."""
+    """Keys and the master key's check row in the store's PostgreSQL schema."""
 
     def __init__(self, datastore: PostgresDatastore, master: bytes | None, *, create_table: bool = True) -> None:
         super().__init__(master)
         self.datastore = datastore
         self.table = SQL("{}.{}").format(Identifier(datastore.schema), Identifier(KEYS_TABLE))
+        self.master_table = SQL("{}.{}").format(Identifier(datastore.schema), Identifier(MASTER_TABLE))
         if create_table:
             with datastore.transaction(commit=True) as curs:
-                curs.execute(SQL("CREATE TABLE IF NOT EXISTS {} (conversation uuid PRIMARY KEY, "
-                                 "wrapped_key bytea, erased_at timestamptz)").format(self.table))
+                for statement in keys_statements(datastore.schema):
+                    curs.execute(statement)
 
     def _select(self, originator_id: UUID) -> Row | None:
         with self.datastore.transaction(commit=False) as curs:
@@ -418,10 +431,39 @@ class PostgresDataKeys(DataKeys):
             row = curs.fetchone()
         return (row["wrapped_key"], row["erased_at"]) if row else None
 
-    def _insert(self, originator_id: UUID, wrapped: bytes) -> None:
+    def _insert(self, originator_id: UUID, wrapped: bytes, check: bytes | None) -> None:
+        if check is None:
+            guard, params = SQL("NOT EXISTS (SELECT 1 FROM {})").format(self.master_table), ()
+        else:
+            guard = SQL("EXISTS (SELECT 1 FROM {} WHERE id = 1 AND sealed = %s)").format(self.master_table)
+            params = (check,)
         with self.datastore.transaction(commit=True) as curs:
-            curs.execute(SQL("INSERT INTO {} VALUES (%s, %s, NULL) ON CONFLICT DO NOTHING").format(self.table),
-                         (originator_id, wrapped))
+            curs.execute(SQL("INSERT INTO {} (conversation, wrapped_key) SELECT %s, %s WHERE {} "
+                             "ON CONFLICT DO NOTHING").format(self.table, guard), (originator_id, wrapped, *params))
+
+    def _select_check(self) -> bytes | None:
+        with self.datastore.transaction(commit=False) as curs:
+            curs.execute(SQL("SELECT sealed FROM {} WHERE id = 1").format(self.master_table))
+            row = curs.fetchone()
+        return bytes(row["sealed"]) if row else None
+
+    def _insert_check(self, sealed: bytes) -> bool:
+        try:
+            with self.datastore.transaction(commit=True) as curs:
+                curs.execute(SQL("INSERT INTO {} VALUES (1, %s) ON CONFLICT DO NOTHING").format(self.master_table),
+                             (sealed,))
+        except PersistenceError as error:
+            if isinstance(error.__cause__, psycopg.errors.ReadOnlySqlTransaction):
+                return False  # a hot standby: reading commands go on; a writer checks again
+            raise
+        return True
+
+    def _wrapped_sample(self) -> tuple[UUID, bytes] | None:
+        with self.datastore.transaction(commit=False) as curs:
+            curs.execute(SQL("SELECT conversation, wrapped_key FROM {} "
+                             "WHERE substring(wrapped_key FROM 1 FOR 1) = '\\x01'::bytea LIMIT 1").format(self.table))
+            row = curs.fetchone()
+        return (row["conversation"], bytes(row["wrapped_key"])) if row else None
 
     def _erase(self, originator_id: UUID, at: datetime) -> None:
         with self.datastore.transaction(commit=True) as curs:
@@ -585,11 +627,10 @@ class PostgresFactory(StoreFactory, es_postgres.PostgresFactory):
         recorder = super().application_recorder()
         schema = self.datastore.schema
         recorder.sql_create_statements.extend([  # type: ignore[attr-defined]
-            SQL("CREATE TABLE IF NOT EXISTS {}.{} (conversation uuid PRIMARY KEY, wrapped_key bytea, "
-                "erased_at timestamptz)").format(Identifier(schema), Identifier(KEYS_TABLE)),
+            *keys_statements(schema),
             *(SQL(statement) for statement in history_statements(schema)),
         ])
-        recorder.extra_tables = (CHAIN_TABLE, KEYS_TABLE, *HISTORY_TABLES)  # type: ignore[attr-defined]
+        recorder.extra_tables = (CHAIN_TABLE, KEYS_TABLE, MASTER_TABLE, *HISTORY_TABLES)  # type: ignore[attr-defined]
         return self._ready(recorder)
 
     def construct_data_keys(self, master: bytes | None) -> DataKeys:

@@ -33,7 +33,7 @@ from adapters.store.chain import (
     state_bytes,
 )
 from adapters.store.history import SQLHistoryTables
-from adapters.store.keys import KEYS_TABLE, DataKeys, Row
+from adapters.store.keys import KEYS_TABLE, MASTER_TABLE, DataKeys, Row
 from adapters.views.backends import SQLBackend
 
 
@@ -104,7 +104,7 @@ class ChainedSQLiteRecorder(ChainedRecorder, SQLiteApplicationRecorder):
 
 
 class SQLiteDataKeys(DataKeys):
-    """Keys in the store's SQLite file."""
+    """Keys and the master key's check row in the store's SQLite file."""
 
     def __init__(self, datastore: SQLiteDatastore, master: bytes | None, *, create_table: bool = True) -> None:
         super().__init__(master)
@@ -113,6 +113,8 @@ class SQLiteDataKeys(DataKeys):
             with datastore.transaction(commit=True) as c:
                 c.execute(f"CREATE TABLE IF NOT EXISTS {KEYS_TABLE} (conversation TEXT PRIMARY KEY, "
                           "wrapped_key BLOB, erased_at TEXT)")
+                c.execute(f"CREATE TABLE IF NOT EXISTS {MASTER_TABLE} (id INTEGER PRIMARY KEY CHECK (id = 1), "
+                          "sealed BLOB NOT NULL)")
 
     def _select(self, originator_id: UUID) -> Row | None:
         with self.datastore.transaction(commit=False) as c:
@@ -120,9 +122,32 @@ class SQLiteDataKeys(DataKeys):
             row = c.fetchone()
         return (row["wrapped_key"], row["erased_at"]) if row else None
 
-    def _insert(self, originator_id: UUID, wrapped: bytes) -> None:
+    def _insert(self, originator_id: UUID, wrapped: bytes, check: bytes | None) -> None:
+        if check is None:
+            guard, params = f"NOT EXISTS (SELECT 1 FROM {MASTER_TABLE})", ()
+        else:
+            guard, params = f"EXISTS (SELECT 1 FROM {MASTER_TABLE} WHERE id = 1 AND sealed = ?)", (check,)
         with self.datastore.transaction(commit=True) as c:
-            c.execute(f"INSERT OR IGNORE INTO {KEYS_TABLE} VALUES (?, ?, NULL)", (str(originator_id), wrapped))
+            c.execute(f"INSERT OR IGNORE INTO {KEYS_TABLE} (conversation, wrapped_key) SELECT ?, ? WHERE {guard}",
+                      (str(originator_id), wrapped, *params))
+
+    def _select_check(self) -> bytes | None:
+        with self.datastore.transaction(commit=False) as c:
+            c.execute(f"SELECT sealed FROM {MASTER_TABLE} WHERE id = 1")
+            row = c.fetchone()
+        return bytes(row["sealed"]) if row else None
+
+    def _insert_check(self, sealed: bytes) -> bool:
+        with self.datastore.transaction(commit=True) as c:
+            c.execute(f"INSERT OR IGNORE INTO {MASTER_TABLE} VALUES (1, ?)", (sealed,))
+        return True
+
+    def _wrapped_sample(self) -> tuple[UUID, bytes] | None:
+        with self.datastore.transaction(commit=False) as c:
+            c.execute(f"SELECT conversation, wrapped_key FROM {KEYS_TABLE} "
+                      "WHERE substr(wrapped_key, 1, 1) = x'01' LIMIT 1")
+            row = c.fetchone()
+        return (UUID(row["conversation"]), bytes(row["wrapped_key"])) if row else None
 
     def _erase(self, originator_id: UUID, at: datetime) -> None:
         with self.datastore.transaction(commit=True) as c:

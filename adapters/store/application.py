@@ -22,6 +22,7 @@ from eventsourcing.utils import get_topic
 from adapters.backends import backend_of
 from adapters.store.chain import ChainedRecorder
 from adapters.store.history import HistoryTables
+from adapters.store.keys import DataKeys
 from adapters.store.serialization import SERIALIZATION_ENV
 from domain.conversation import (
     Conversation,
@@ -134,7 +135,17 @@ class ConversationStore(Application[UUID]):
     """Called once the transaction `inline_views` wrote in has committed (set by ReadModels)."""
 
     def __init__(self, env: dict[str, str] | None = None) -> None:
+        """Opens the store on the backend `env` names (see the class). Raises BadMasterKey,
+        before anything is stored, when the store is protected by a master key that
+        CHATRECORD_MASTER_KEY does not hold (`DataKeys.check_master`)."""
         super().__init__(env)
+        keys = getattr(self.mapper, "keys", None)
+        if isinstance(keys, DataKeys):
+            try:
+                keys.check_master()
+            except BaseException:
+                self.close()  # the refused store's connections
+                raise
         self.history: HistoryTables = backend_of(self.factory).history_tables(self)
         self.history.create()
         self.snapshot_interval = int(self.env.get("SNAPSHOT_INTERVAL") or DEFAULT_SNAPSHOT_INTERVAL)

@@ -15,6 +15,11 @@ set: `0x01 || nonce || AES-GCM(master, key)`. Without it a key is stored unwrapp
 key`): the texts are then protected only by deleting the key, and anyone who reads the
 database can read them until then. Erasing a conversation deletes its key: its texts then read
 as ERASED everywhere, and no new text can be stored for it.
+
+A store remembers its master key: the first process with one to open it writes a check value
+(`seal_check`) in table `chatrecord_master`, and from then on a process without that key is
+refused at open (`adapters.store.keys.DataKeys.check_master`), so no data key of the store is
+ever wrapped by another master key or stored unwrapped.
 """
 
 from __future__ import annotations
@@ -45,6 +50,11 @@ ERASED = "[erased]"
 MASTER_KEY_VARIABLE = "CHATRECORD_MASTER_KEY"
 SEALED = "aesgcm"
 """The key of the JSON object that holds an encrypted text in a stored state."""
+CHECK_LABEL = b"chatrecord master key check"
+"""The plaintext and associated data of a store's check value (`seal_check`)."""
+MASTER_MISSING = f"the data keys of this store are wrapped by a master key; set {MASTER_KEY_VARIABLE} to it"
+MASTER_WRONG = (f"{MASTER_KEY_VARIABLE} is not the master key of this store (it does not unwrap its data keys); "
+                "set the master key the store was written with")
 
 FREE_TEXT: dict[type, tuple[str, ...]] = {
     UserMessagePosted: ("text",),
@@ -59,8 +69,9 @@ FREE_TEXT: dict[type, tuple[str, ...]] = {
 
 
 class BadMasterKey(ChatrecordError):
-    """Raised when CHATRECORD_MASTER_KEY is not base64 of 32 bytes, or does not unwrap the
-    store's data keys, or is missing for a store whose keys are wrapped."""
+    """Raised when CHATRECORD_MASTER_KEY is not base64 of 32 bytes, or is not the master key of
+    the store (it does not open the store's check value or unwrap its data keys), or is missing
+    for a store protected by a master key. Raised at the store's open, before anything is stored."""
 
 
 class TextsErased(ChatrecordError):
@@ -114,12 +125,28 @@ def unwrap(stored: bytes, master: bytes | None, originator_id: UUID) -> bytes:
     if stored[:1] == b"\x00":
         return stored[1:]
     if master is None:
-        raise BadMasterKey(f"the data keys of this store are wrapped by a master key; set {MASTER_KEY_VARIABLE}")
+        raise BadMasterKey(MASTER_MISSING)
     try:
         return AESGCM(master).decrypt(stored[1:13], stored[13:], b"chatrecord data key " + originator_id.bytes)
     except InvalidTag:
-        raise BadMasterKey(f"{MASTER_KEY_VARIABLE} does not unwrap the data keys of this store; "
-                           "set the master key the store was written with") from None
+        raise BadMasterKey(MASTER_WRONG) from None
+
+
+def seal_check(master: bytes) -> bytes:
+    """Returns the check value that marks a store as protected by `master` (60 bytes):
+    0x01 || 12-byte nonce || AES-GCM(master, CHECK_LABEL, associated data CHECK_LABEL)."""
+    nonce = os.urandom(12)
+    return b"\x01" + nonce + AESGCM(master).encrypt(nonce, CHECK_LABEL, CHECK_LABEL)
+
+
+def opens_check(stored: bytes, master: bytes) -> bool:
+    """Says whether `master` is the key a stored check value (`seal_check`) was sealed with."""
+    if stored[:1] != b"\x01" or len(stored) < 13 + 16:
+        return False
+    try:
+        return AESGCM(master).decrypt(stored[1:13], stored[13:], CHECK_LABEL) == CHECK_LABEL
+    except InvalidTag:
+        return False
 
 
 def _slots(state: dict[str, Any], path: str) -> Iterator[tuple[Any, Any, str]]:

@@ -1,0 +1,218 @@
+"""A store remembers its master key (`DataKeys.check_master`), once per backend: a process with
+another master key or with none is refused at open with one line and stores nothing; a store
+without one is protected by the first process that has one; a store of the previous version
+(wrapped data keys, no check row) gets its check row from the right key; processes opening a
+fresh store at once with one key all work."""
+
+from __future__ import annotations
+
+import base64
+import sqlite3
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg import sql
+
+from adapters.store.application import ConversationStore
+from adapters.store.crypto import MASTER_MISSING, MASTER_WRONG, BadMasterKey, seal_check
+from adapters.store.keys import KEYS_TABLE, MASTER_TABLE
+from adapters.store.settings import memory_env, postgres_env
+from domain import conversation as c
+from domain.events import UserMessagePosted, conversation_uuid
+from tests.integration.backends import PostgresStores, SQLiteStores
+from tests.integration.test_store import Command
+
+A = base64.b64encode(bytes(range(32))).decode()
+B = base64.b64encode(bytes(range(100, 132))).decode()
+NONE = ""  # overrides a CHATRECORD_MASTER_KEY of the test's own environment
+
+
+def write(store: ConversationStore, conversation: str, text: str = "Titel prüfen") -> None:
+    store.handle(Command(conversation, c.start_conversation, conversation, "chat", 7))
+    store.handle(Command(conversation, c.post_user_message, 1, text, 42, None))
+
+
+def texts(store: ConversationStore, conversation: str) -> list[str]:
+    return [e.text for e in store.events(conversation) if isinstance(e, UserMessagePosted)]
+
+
+class MasterKeyContract:
+    """Tests; backends say how to open a store and how to run SQL on its database."""
+
+    def open_store(self, **overrides: str) -> ConversationStore:
+        raise NotImplementedError
+
+    def sql(self, statement: str) -> list[tuple[Any, ...]]:
+        """Runs `statement` on the store's database (its tables unqualified) and returns its rows."""
+        raise NotImplementedError
+
+    def opened(self, key: str) -> ConversationStore:
+        return self.open_store(CHATRECORD_MASTER_KEY=key)
+
+    def counts(self) -> tuple[int, int, int]:
+        """Returns the stored events, the key rows and the check rows."""
+        events = len(self.opened(A).recorder.select_notifications(None, 100_000))
+        [(keys,)] = self.sql(f"SELECT count(*) FROM {KEYS_TABLE}")
+        [(checks,)] = self.sql(f"SELECT count(*) FROM {MASTER_TABLE}")
+        return events, keys, checks
+
+    def test_another_master_key_is_refused_at_open_and_nothing_is_stored(self) -> None:
+        write(self.opened(A), "conv-a")
+        before = self.counts()
+
+        with pytest.raises(BadMasterKey) as refused:
+            write(self.opened(B), "conv-b")
+
+        assert str(refused.value) == MASTER_WRONG
+        assert str(refused.value).startswith("CHATRECORD_MASTER_KEY is not the master key of this store")
+        assert self.counts() == before == (2, 1, 1)
+        assert texts(self.opened(A), "conv-a") == ["Titel prüfen"]
+
+    def test_a_process_without_the_master_key_is_refused_at_open(self) -> None:
+        write(self.opened(A), "conv-a")
+        before = self.counts()
+
+        with pytest.raises(BadMasterKey) as refused:
+            write(self.opened(NONE), "conv-plain")
+
+        assert str(refused.value) == MASTER_MISSING
+        assert "set CHATRECORD_MASTER_KEY to it" in str(refused.value)
+        assert self.counts() == before
+
+    def test_the_first_master_key_protects_a_store_written_without_one(self) -> None:
+        write(self.opened(NONE), "conv-plain")
+        early = self.opened(NONE)  # opened before the store is protected, still running after
+        assert self.sql(f"SELECT count(*) FROM {MASTER_TABLE}") == [(0,)]
+
+        protected = self.opened(A)
+        write(protected, "conv-a")
+
+        assert texts(protected, "conv-plain") == ["Titel prüfen"]  # its key stays unwrapped and readable
+        [(wrapped,)] = self.sql(f"SELECT wrapped_key FROM {KEYS_TABLE} WHERE conversation = "
+                                f"{self.key_literal('conv-a')}")
+        assert bytes(wrapped)[:1] == b"\x01"
+        with pytest.raises(BadMasterKey, match="set CHATRECORD_MASTER_KEY to it"):
+            self.opened(NONE)
+        early.handle(Command("conv-late", c.start_conversation, "conv-late", "chat", 7))  # no text: no key
+        before = self.counts()
+        with pytest.raises(BadMasterKey, match="set CHATRECORD_MASTER_KEY to it"):
+            early.handle(Command("conv-late", c.post_user_message, 1, "geheim", 42, None))
+        assert self.counts() == before  # neither the event nor an unwrapped key
+        assert texts(self.opened(A), "conv-late") == []
+
+    def test_a_store_of_the_previous_version_gets_its_check_row_from_the_right_key(self) -> None:
+        write(self.opened(A), "conv-a")
+        self.sql(f"DELETE FROM {MASTER_TABLE}")  # as the previous version left it: wrapped keys only
+
+        with pytest.raises(BadMasterKey, match="is not the master key of this store"):
+            self.opened(B)
+        with pytest.raises(BadMasterKey, match="set CHATRECORD_MASTER_KEY to it"):
+            self.opened(NONE)
+        assert self.sql(f"SELECT count(*) FROM {MASTER_TABLE}") == [(0,)]  # a refusal writes nothing
+
+        store = self.opened(A)
+        assert self.sql(f"SELECT count(*) FROM {MASTER_TABLE}") == [(1,)]
+        write(store, "conv-2", "Zweiter Text")
+        assert (texts(store, "conv-a"), texts(store, "conv-2")) == (["Titel prüfen"], ["Zweiter Text"])
+        with pytest.raises(BadMasterKey, match="is not the master key of this store"):
+            self.opened(B)
+
+    def test_stores_opened_at_once_with_one_key_on_a_fresh_database_all_work(self) -> None:
+        errors: list[BaseException] = []
+        go = threading.Barrier(6)
+
+        def open_and_write(n: int) -> None:
+            try:
+                go.wait()
+                write(self.opened(A), f"conv-{n}", f"Text {n}")
+            except BaseException as error:  # noqa: BLE001 - any error is the finding
+                errors.append(error)
+
+        threads = [threading.Thread(target=open_and_write, args=(n,)) for n in range(6)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+
+        assert errors == []
+        store = self.opened(A)
+        assert [texts(store, f"conv-{n}") for n in range(6)] == [[f"Text {n}"] for n in range(6)]
+        assert self.counts() == (12, 6, 1)
+        with pytest.raises(BadMasterKey, match="is not the master key of this store"):
+            self.opened(B)
+
+    def key_literal(self, conversation: str) -> str:
+        return f"'{conversation_uuid(conversation)}'"
+
+
+class TestSQLiteMasterKey(SQLiteStores, MasterKeyContract):
+    def sql(self, statement: str) -> list[tuple[Any, ...]]:
+        with sqlite3.connect(self.path, timeout=10) as conn:
+            return conn.execute(statement).fetchall()
+
+
+class TestPostgresMasterKey(PostgresStores, MasterKeyContract):
+    def open_store(self, **overrides: str) -> ConversationStore:  # type: ignore[override]
+        return super().open_store(POSTGRES_POOL_SIZE="2", **overrides)
+
+    def sql(self, statement: str) -> list[tuple[Any, ...]]:
+        with psycopg.connect(self.url, options=f"-c search_path={self.schema}") as conn:
+            cursor = conn.execute(statement)  # type: ignore[arg-type]
+            return cursor.fetchall() if cursor.description else []
+
+
+def test_in_memory_the_rule_holds_within_the_process() -> None:
+    store = ConversationStore(env={**memory_env(), "CHATRECORD_MASTER_KEY": A})
+    keys = store.mapper.keys  # type: ignore[attr-defined]
+    assert keys.sealed is not None and keys.check == keys.sealed
+    write(store, "conv-a")
+    keys.sealed = seal_check(bytes(range(100, 132)))  # as if another key had protected it meanwhile
+    with pytest.raises(BadMasterKey, match="is not the master key of this store"):
+        write(store, "conv-b")
+    assert len(keys.rows) == 1
+    plain = ConversationStore(env={**memory_env(), "CHATRECORD_MASTER_KEY": NONE})
+    write(plain, "conv-a")
+    assert plain.mapper.keys.sealed is None  # type: ignore[attr-defined]
+
+
+@pytest.fixture
+def own_database(postgres_url: str) -> Iterator[str]:
+    """Yields the URL of a new database on the test server; drops it afterwards."""
+    import uuid
+
+    name = f"chatrecord_mk_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    try:
+        yield postgres_url.rsplit("/", 1)[0] + "/" + name
+    finally:
+        with psycopg.connect(postgres_url, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+def test_a_read_only_database_opens_for_reading_with_the_right_key_and_writes_nothing(own_database: str) -> None:
+    def opened(key: str) -> ConversationStore:
+        return ConversationStore(env={**postgres_env(own_database), "POSTGRES_POOL_SIZE": "1",
+                                      "CHATRECORD_MASTER_KEY": key})
+
+    store = opened(A)
+    write(store, "conv-a")
+    write(store, "conv-b")
+    store.close()
+    with psycopg.connect(own_database, autocommit=True) as conn:
+        conn.execute(f"DELETE FROM {MASTER_TABLE}")  # a store of the previous version
+        conn.execute(sql.SQL("ALTER DATABASE {} SET default_transaction_read_only = on").format(
+            sql.Identifier(own_database.rsplit("/", 1)[1])))
+
+    reader = opened(A)  # verifies A on a wrapped key; cannot write the check row, and need not
+    assert texts(reader, "conv-b") == ["Titel prüfen"]
+    reader.close()
+    with pytest.raises(BadMasterKey, match="is not the master key of this store"):
+        opened(B)
+    with pytest.raises(BadMasterKey, match="set CHATRECORD_MASTER_KEY to it"):
+        opened(NONE)
+    with psycopg.connect(own_database, autocommit=True) as conn:
+        assert conn.execute(f"SELECT count(*) FROM {MASTER_TABLE}").fetchone() == (0,)
