@@ -337,6 +337,13 @@ class ChainedPostgresRecorder(ChainedRecorder, EventRecorder):
                 "hash bytea NOT NULL, PRIMARY KEY (originator_id, originator_version))").format(self.chain_table)
         )
         self.events_table = SQL("{}.{}").format(Identifier(self.datastore.schema), Identifier(self.events_table_name))
+        # The lock timeout is a connection option (`PostgresFactory`), not a SET LOCAL per append.
+        self.lock_table_statements = [SQL("LOCK TABLE {} IN EXCLUSIVE MODE").format(self.events_table)]
+
+    def _notify_channel(self, curs: Any) -> None:
+        """Sends no NOTIFY: nothing here LISTENs (the read models are applied in the events'
+        transaction, not by a subscription), and a NOTIFY makes every commit take the server's
+        one notification queue lock, serialising writers of every conversation."""
 
     def _insert_stored_events(self, curs: Any, stored_events: Sequence[StoredEvent], **kwargs: Any) -> None:
         super()._insert_stored_events(curs, stored_events, **kwargs)
@@ -601,7 +608,8 @@ class PostgresFactory(StoreFactory, es_postgres.PostgresFactory):
             raise OSError(f"'{self.POSTGRES_STATEMENT_TIMEOUT}' must be whole seconds, not {text!r}")
         kwargs = self.datastore.pool.kwargs
         assert isinstance(kwargs, dict)
-        kwargs["options"] = f"-c statement_timeout={int(text) * 1000}"
+        lock = int(self.datastore.lock_timeout or 0)
+        kwargs["options"] = f"-c statement_timeout={int(text) * 1000} -c lock_timeout={lock * 1000}"
         # No automatic server-side prepared statements: a pipelined append that fails part-way
         # (a conflict, a view statement) can leave psycopg believing a statement was prepared
         # whose Parse the server skipped ("prepared statement _pg3_9 does not exist" on the next
