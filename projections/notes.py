@@ -14,7 +14,7 @@ newest notes are rendered, so the cost is bounded by the budget, not by the hist
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from projections.card_outcomes import CardOutcome
@@ -247,7 +247,7 @@ def _outcome_note(outcome: CardOutcome, can_see_page: PageCheck) -> Note:
     )
 
 
-def _newest_first(record: RunRecord, outcomes: tuple[CardOutcome, ...]) -> Iterator[Entry | CardOutcome]:
+def _newest_first(record: RunRecord, outcomes: Sequence[CardOutcome]) -> Iterator[Entry | CardOutcome]:
     """Yields entries and card outcomes merged, newest first, lazily."""
     entries = record.entries
     i, j = len(entries) - 1, len(outcomes) - 1
@@ -260,49 +260,56 @@ def _newest_first(record: RunRecord, outcomes: tuple[CardOutcome, ...]) -> Itera
             j -= 1
 
 
-def _note(item: Entry | CardOutcome, can_see_page: PageCheck) -> Note:
+def note_of(item: Entry | CardOutcome, can_see_page: PageCheck) -> Note:
+    """Returns the note of one run record entry or card outcome: a function of the two
+    arguments alone, so a caller may keep a note for an unchanged item (`NoteOf`)."""
     return _entry_note(item, can_see_page) if isinstance(item, Entry) else _outcome_note(item, can_see_page)
 
 
+NoteOf = Callable[[Entry | CardOutcome, PageCheck], Note]
+"""What renders an item's note: `note_of`, or one that keeps the notes it rendered."""
+
+
 def select_notes(
-    record: RunRecord, outcomes: tuple[CardOutcome, ...], rules: RuleSet, can_see_page: PageCheck,
-    outcome_count: int | None = None,
+    record: RunRecord, outcomes: Sequence[CardOutcome], rules: RuleSet, can_see_page: PageCheck,
+    outcome_count: int | None = None, note: NoteOf = note_of,
 ) -> tuple[list[Note], bool]:
     """Returns the notes within the budget, oldest first, and whether older notes were left out
     (then the first note must say so; its sentence is counted in the budget).
 
     `outcomes` may be only the newest card outcomes, at least `rules.max_notes + 1` of them,
-    when `outcome_count` says how many exist: no older one can be selected."""
+    when `outcome_count` says how many exist: no older one can be selected. `note` renders
+    each item (default `note_of`)."""
     total = len(record.entries) + (len(outcomes) if outcome_count is None else outcome_count)
     if record.dropped == 0 and total <= rules.max_notes:
-        every = [_note(item, can_see_page) for item in _newest_first(record, outcomes)]
+        every = [note(item, can_see_page) for item in _newest_first(record, outcomes)]
         if sum(len(n.text) for n in every) <= rules.max_note_chars:
             return every[::-1], False
     room = rules.max_note_chars - len(OLDER) - 1
     kept: list[Note] = []
     chars = 0
 
-    def fits(note: Note) -> bool:
-        return len(kept) < rules.max_notes and chars + len(note.text) <= room
+    def fits(rendered: Note) -> bool:
+        return len(kept) < rules.max_notes and chars + len(rendered.text) <= room
 
     exhausted = True
     for item in _newest_first(record, outcomes):
         if isinstance(item, Entry) and item.empty:
             continue
-        note = _note(item, can_see_page)
-        if not fits(note):
+        rendered = note(item, can_see_page)
+        if not fits(rendered):
             exhausted = False  # the oldest non-empty notes go
             break
-        kept.append(note)
-        chars += len(note.text)
+        kept.append(rendered)
+        chars += len(rendered.text)
     if exhausted:
         for entry in reversed(record.entries):
             if not entry.empty:
                 continue
-            note = _entry_note(entry, can_see_page)
-            if not fits(note):
+            rendered = note(entry, can_see_page)
+            if not fits(rendered):
                 break  # the oldest notes of empty steps go
-            kept.append(note)
-            chars += len(note.text)
+            kept.append(rendered)
+            chars += len(rendered.text)
     kept.sort(key=lambda n: n.seq)
     return kept, True

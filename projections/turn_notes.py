@@ -11,12 +11,12 @@ reference for the chat: it puts the notes into the transcript, giving exactly
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from projections.card_outcomes import CardOutcome
-from projections.notes import select_notes
+from projections.notes import NoteOf, note_of, select_notes
 from projections.page_line import PageCheck, every_page, page_line
 from projections.placement import PlacedNote, apply_notes, place_notes
 from projections.rules import RuleSet, resolve
@@ -52,17 +52,18 @@ class TurnNotes:
 
 def turn_notes(
     conversation: str, version: int, kind: str, view: ViewContext, record: RunRecord,
-    newest_outcomes: tuple[CardOutcome, ...], outcome_count: int, length: int,
+    newest_outcomes: Sequence[CardOutcome], outcome_count: int, length: int,
     messages: Callable[[set[int]], dict[int, Message]], block_ends: Callable[[set[int]], dict[int, int | None]],
-    rules: RuleSet | str, can_see_page: PageCheck = every_page,
+    rules: RuleSet | str, can_see_page: PageCheck = every_page, note: NoteOf = note_of,
 ) -> TurnNotes:
     """Returns the turn's notes with their places. `record` holds the kept run record entries;
     `newest_outcomes` the newest card outcomes (at least `rules.max_notes + 1` of them, or all),
-    oldest first; `outcome_count` how many exist."""
+    oldest first; `outcome_count` how many exist; `note` renders an item's note (`note_of`, or
+    one that keeps the notes it rendered before)."""
     rules = resolve(rules)
     placed: tuple[PlacedNote, ...] = ()
     if rules.notes and kind == "chat":
-        selected, older = select_notes(record, newest_outcomes, rules, can_see_page, outcome_count)
+        selected, older = select_notes(record, newest_outcomes, rules, can_see_page, outcome_count, note)
         placed = place_notes(selected, older, length, messages, block_ends)
     return TurnNotes(conversation, rules.id, version, page_line(view, rules, can_see_page), placed)
 

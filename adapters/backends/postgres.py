@@ -526,7 +526,7 @@ class PostgresBackend(SQLBackend):
             f"(SELECT body FROM {t['heads']} WHERE cid = %(cid)s) AS head, "
             f"(SELECT max(originator_version) FROM {self._t(self.events_table)} WHERE originator_id = %(key)s) AS logged, "
             f"(SELECT string_agg(body, chr(30) ORDER BY seq) FROM {t['entries']} WHERE cid = %(cid)s) AS entries, "
-            "(SELECT string_agg(body, ',' ORDER BY v, sub) FROM (SELECT v, sub, body FROM "
+            "(SELECT string_agg(body, chr(30) ORDER BY v, sub) FROM (SELECT v, sub, body FROM "
             f"{t['outcomes']} WHERE cid = %(cid)s ORDER BY v DESC, sub DESC LIMIT %(newest)s) o) AS outcomes "
             f"FROM {self._t(POINTER)} p WHERE p.id = 1"), {"cid": str(cid), "key": cid, "newest": newest}).fetchone()
         if row is None:

@@ -29,11 +29,13 @@ from eventsourcing.application import LRUCache
 
 from adapters.store.application import ConversationStore
 from adapters.views.backends import Backend, Pointer, backend_for
+from adapters.views.rendered import RenderedNotes
 from adapters.views.rows import PrefetchedRows, table_names
 from domain.errors import ChatrecordError, UnknownConversation, shown_id
 from domain.events import ConversationEvent, conversation_uuid
 from projections import turn
 from projections.card_outcomes import CardOutcomes
+from projections.notes import note_of
 from projections.page_line import PageCheck, check_key, every_page
 from projections.rows import Head, apply_to_rows
 from projections.rules import DEFAULT_RULE_SET, RULE_SET_IDS, RuleSet, resolve
@@ -165,6 +167,7 @@ class ReadModels:
         self._live: Pointer | None = None
         self.heads = HeadCache()
         self.notes = notes_cache()
+        self.rendered = RenderedNotes()
         self._writing = threading.local()  # the head this thread's transaction wrote, until it commits
         self._ensure()
         store.on_saved = self.apply
@@ -349,13 +352,15 @@ class ReadModels:
             if kept is not None:
                 return kept
             rule_set = resolve(rules)
-            # the entries as read (validated where stored); on PostgreSQL decoded one by one as the notes ask
-            record = RunRecord.model_construct(entries=rows.entries(), dropped=head.dropped)
-            newest = rows.outcomes(newest=rule_set.max_notes + 1)
+            # the entries as read (validated where stored), decoded one by one as the notes ask;
+            # a body decoded and rendered before is not again (`RenderedNotes`)
+            record = RunRecord.model_construct(entries=rows.entries(self.rendered.entry), dropped=head.dropped)
+            newest = rows.outcomes(newest=rule_set.max_notes + 1, decode=self.rendered.outcome)
             messages_at, block_ends = rows.placement_reads(head.length)
+            note = self.rendered.note(check) if check is not None else note_of
             notes = turn_notes(
                 head.conversation or conversation, head.version, head.kind, head.view, record, newest,
-                head.outcomes, head.length, messages_at, block_ends, rule_set, can_see_page,
+                head.outcomes, head.length, messages_at, block_ends, rule_set, can_see_page, note,
             )
             if check is not None:
                 self.notes.put(key, notes)

@@ -24,10 +24,13 @@ from projections.run_record import Entry
 from projections.transcript import Message
 
 _ENTRIES = TypeAdapter(tuple[Entry, ...])
-_OUTCOMES = TypeAdapter(tuple[CardOutcome, ...])
 _MESSAGES = TypeAdapter(tuple[Message, ...])
 
 TABLES = ("heads", "entries", "outcomes", "messages", "pages", "turns")
+
+SEPARATOR = "\x1e"
+"""Between the bodies a turn read gets joined in one column (`PostgresBackend.turn_rows`): JSON
+never holds it unescaped."""
 
 
 def table_names(generation: int, schema: str = "") -> dict[str, str]:
@@ -109,9 +112,12 @@ class SQLRows:
         for seq in seqs:
             self._q(f"DELETE FROM {self.t['entries']} WHERE cid = ? AND seq = ?", seq)
 
-    def entries(self) -> tuple[Entry, ...]:
-        """Returns the kept run record entries, oldest first (decoded in one call)."""
+    def entries(self, decode: Callable[[str], Entry] | None = None) -> Sequence[Entry]:
+        """Returns the kept run record entries, oldest first: decoded in one call, or with
+        `decode` (a body's JSON to its entry) each when first asked for (`LazyEntries`)."""
         rows = self._q(f"SELECT body FROM {self.t['entries']} WHERE cid = ? ORDER BY seq").fetchall()
+        if decode is not None:
+            return LazyEntries([r["body"] for r in rows], decode)
         return _ENTRIES.validate_json("[" + ",".join(r["body"] for r in rows) + "]")
 
     # ---------------------------------------------------------------- card outcomes
@@ -131,15 +137,17 @@ class SQLRows:
         self._q(f"DELETE FROM {self.t['outcomes']} WHERE cid = ? AND card IS NULL AND after >= ?", length)
         return removed + self._rowcount()
 
-    def outcomes(self, newest: int | None = None) -> tuple[CardOutcome, ...]:
-        """Returns the card outcomes, oldest first; only the `newest` ones if given."""
+    def outcomes(self, newest: int | None = None,
+                 decode: Callable[[str], CardOutcome] | None = None) -> tuple[CardOutcome, ...]:
+        """Returns the card outcomes, oldest first; only the `newest` ones if given; each body
+        decoded by `decode` if given."""
         if newest is None:
             rows = self._q(f"SELECT body FROM {self.t['outcomes']} WHERE cid = ? ORDER BY v, sub").fetchall()
         else:
             rows = self._q(
                 f"SELECT body FROM {self.t['outcomes']} WHERE cid = ? ORDER BY v DESC, sub DESC LIMIT ?", newest
             ).fetchall()[::-1]
-        return tuple(CardOutcome.model_validate_json(r["body"]) for r in rows)
+        return tuple((decode or CardOutcome.model_validate_json)(r["body"]) for r in rows)
 
     # ---------------------------------------------------------------- transcript
 
@@ -304,8 +312,8 @@ class MemoryRows:
         for seq in seqs:
             self.r.entries.pop(seq, None)
 
-    def entries(self) -> tuple[Entry, ...]:
-        return tuple(self.r.entries[s] for s in sorted(self.r.entries))
+    def entries(self, decode: Callable[[str], Entry] | None = None) -> tuple[Entry, ...]:
+        return tuple(self.r.entries[s] for s in sorted(self.r.entries))  # decoded already: `decode` unused
 
     def put_outcomes(self, outcomes: Iterable[CardOutcome]) -> None:
         for o in outcomes:
@@ -318,7 +326,8 @@ class MemoryRows:
             del self.r.outcomes[key]
         return len(gone)
 
-    def outcomes(self, newest: int | None = None) -> tuple[CardOutcome, ...]:
+    def outcomes(self, newest: int | None = None,
+                 decode: Callable[[str], CardOutcome] | None = None) -> tuple[CardOutcome, ...]:
         ordered = tuple(self.r.outcomes[k] for k in sorted(self.r.outcomes))
         return ordered if newest is None else ordered[-newest:] if newest else ()
 
@@ -378,10 +387,12 @@ class MemoryRows:
 
 
 class LazyEntries(Sequence[Entry]):
-    """Run record entries from their JSON bodies, each decoded on first access."""
+    """Run record entries from their JSON bodies, each decoded (by `decode`, default pydantic's
+    `Entry.model_validate_json`) on first access."""
 
-    def __init__(self, bodies: list[str]) -> None:
+    def __init__(self, bodies: list[str], decode: Callable[[str], Entry] | None = None) -> None:
         self._bodies = bodies
+        self._decode = decode or Entry.model_validate_json
         self._decoded: dict[int, Entry] = {}
 
     def __len__(self) -> int:
@@ -392,30 +403,34 @@ class LazyEntries(Sequence[Entry]):
             index += len(self._bodies)
         entry = self._decoded.get(index)
         if entry is None:
-            entry = self._decoded[index] = Entry.model_validate_json(self._bodies[index])
+            entry = self._decoded[index] = self._decode(self._bodies[index])
         return entry
 
 
 class PrefetchedRows(SQLRows):
     """`SQLRows` whose kept entries and newest card outcomes were read already (by
-    `PostgresBackend.turn_rows`, as comma-joined bodies, oldest first): a turn read decodes
-    each list in one call and asks the database only for transcript messages."""
+    `PostgresBackend.turn_rows`, as bodies joined by SEPARATOR, oldest first): a turn read
+    decodes each body as the notes ask for it and asks the database only for transcript
+    messages."""
 
     def __init__(self, curs: Any, tables: dict[str, str], cid: str, p: str,
                  entries: str, outcomes: str, newest: int) -> None:
         super().__init__(curs, tables, cid, p)
         self._entries, self._outcomes, self._newest = entries, outcomes, newest
 
-    def entries(self) -> LazyEntries:  # type: ignore[override]
-        """Returns the kept entries, oldest first, each decoded when first asked for: the notes
-        take the newest until their budget is full, so the older ones are never decoded."""
-        return LazyEntries(self._entries.split("\x1e") if self._entries else [])
+    def entries(self, decode: Callable[[str], Entry] | None = None) -> LazyEntries:
+        """Returns the kept entries, oldest first, each decoded (by `decode` if given) when
+        first asked for: the notes take the newest until their budget is full, so the older
+        ones are never decoded."""
+        return LazyEntries(self._entries.split(SEPARATOR) if self._entries else [], decode)
 
-    def outcomes(self, newest: int | None = None) -> tuple[CardOutcome, ...]:
+    def outcomes(self, newest: int | None = None,
+                 decode: Callable[[str], CardOutcome] | None = None) -> tuple[CardOutcome, ...]:
         if newest is not None and newest <= self._newest:
-            decoded = _OUTCOMES.validate_json("[" + self._outcomes + "]")
-            return decoded[len(decoded) - newest:] if newest else ()
-        return super().outcomes(newest)
+            bodies = self._outcomes.split(SEPARATOR) if self._outcomes else []
+            bodies = bodies[len(bodies) - newest:] if newest else []
+            return tuple((decode or CardOutcome.model_validate_json)(body) for body in bodies)
+        return super().outcomes(newest, decode)
 
 
 class BufferedRows(SQLRows):

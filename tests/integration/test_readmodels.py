@@ -25,6 +25,7 @@ from adapters.views.readmodels import ReadModels, UnknownConversation
 from adapters.views.rows import TABLES
 from domain.events import conversation_uuid
 from projections import turn as turns
+from projections.page_line import PageFilter, every_page
 from projections.rules import UnknownRuleSet
 from projections.turn import NoTurnYet, build_turn_input
 from projections.turn_notes import apply_notes
@@ -171,6 +172,24 @@ class ReadModelsContract:
             assert apply_notes(transcript, notes.notes) == expected.messages
             assert notes.page_line == expected.system
             assert notes.version == len(store.events(conversation))
+
+    def test_a_turn_read_that_keeps_its_renders_reads_as_a_fresh_one_after_every_line(
+            self, store: ConversationStore) -> None:
+        models = ReadModels(store)
+        lines = [orjson.loads(line) for line in DEMO.read_bytes().splitlines() if line.strip()]
+        hidden = PageFilter(hidden=frozenset({42}))
+        for line in lines:
+            ingest(store, [line])
+            if store.get("conv-demo-seo") is None or models.head("conv-demo-seo").turn is None:
+                continue
+            fresh = ReadModels(self.second_store(store))  # nothing decoded or rendered yet
+            for check in (every_page, hidden):
+                assert models.turn_notes("conv-demo-seo", check).to_json() == \
+                    fresh.turn_notes("conv-demo-seo", check).to_json()
+        kept = models.turn_notes("conv-demo-seo", hidden)
+        assert [n.text for n in kept.notes] == list(models.turn_input("conv-demo-seo", hidden).notes)
+        assert all("pages:42" not in n.text for n in kept.notes)
+        assert any("pages:42" in n.text for n in models.turn_notes("conv-demo-seo").notes)
 
     def test_each_conversations_rows_are_the_fold_of_its_log(self, store: ConversationStore) -> None:
         models = ReadModels(store)
