@@ -212,3 +212,47 @@ def open_texts(cls: type, state: dict[str, Any], originator_id: UUID, version: i
             sealed = base64.b64decode(value[SEALED])
             plain = AESGCM(key).decrypt(sealed[:12], sealed[12:], _aad(originator_id, version, label))
             container[index] = plain.decode()
+
+
+VIEW_TEXT_AAD = b"chatrecord view text "
+"""The associated data of a read model's sealed text, before the conversation's UUID bytes."""
+
+
+def seal_view_text(key: bytes, originator_id: UUID, text: str) -> str:
+    """Returns `text` sealed for a read model row: base64 of nonce || AES-256-GCM(key, text),
+    bound to the conversation (`VIEW_TEXT_AAD` + its UUID bytes)."""
+    nonce = os.urandom(12)
+    sealed = nonce + AESGCM(key).encrypt(nonce, text.encode(), VIEW_TEXT_AAD + originator_id.bytes)
+    return base64.b64encode(sealed).decode()
+
+
+def open_view_text(key: bytes | None, originator_id: UUID, sealed: str) -> str:
+    """Returns the text `seal_view_text` sealed; ERASED when the key was erased (None).
+    Raises InvalidTag when the sealed text was changed or moved to another conversation."""
+    if key is None:
+        return ERASED
+    raw = base64.b64decode(sealed)
+    return AESGCM(key).decrypt(raw[:12], raw[12:], VIEW_TEXT_AAD + originator_id.bytes).decode()
+
+
+class ViewTexts:
+    """The free texts of the read models (the transcript messages' rows), sealed with their
+    conversation's data key as the events' are, so the views keep no readable copy of a text
+    that the log keeps encrypted: the master key protects both, and an erasure (deleting the
+    key) makes both unreadable. `keys` is the store's `KeySource`; conversations are named by
+    their UUID's string, as the rows name them."""
+
+    def __init__(self, keys: KeySource) -> None:
+        self.keys = keys
+
+    def seal(self, conversation: str, text: str) -> str | None:
+        """Returns `text` sealed, None when the conversation's key was erased (the row then
+        keeps ERASED, the text the log reads as)."""
+        cid = UUID(conversation)
+        key = self.keys.key(cid, create=False)
+        return None if key is None else seal_view_text(key, cid, text)
+
+    def open(self, conversation: str, sealed: str) -> str:
+        """Returns the text of a sealed row text; ERASED once the key was erased."""
+        cid = UUID(conversation)
+        return open_view_text(self.keys.key(cid, create=False), cid, sealed)

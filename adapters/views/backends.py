@@ -22,6 +22,7 @@ from typing import Any
 from uuid import UUID
 
 from adapters.backends import backend_of
+from adapters.store.crypto import ViewTexts
 from adapters.views.rows import (
     TABLES,
     BufferedRows,
@@ -61,7 +62,10 @@ class Pointer:
 
 
 class Backend:
-    """What the read models need of a database."""
+    """What the read models need of a database. `texts` seals the transcript rows' texts with
+    each conversation's data key where the store keeps data keys (set by `backend_for`)."""
+
+    texts: ViewTexts | None = None
 
     def transaction(self, write: bool) -> Any:
         """A context manager yielding a cursor of one transaction (committed if `write`)."""
@@ -144,7 +148,7 @@ class SQLBackend(Backend):
 
     def rows(self, curs: Any, generation: int, cid: UUID, buffered: bool = False) -> SQLRows:
         kind = BufferedRows if buffered else SQLRows
-        return kind(curs, table_names(generation, self.schema), str(cid), self.p)
+        return kind(curs, table_names(generation, self.schema), str(cid), self.p, self.texts)
 
     def _t(self, name: str) -> str:
         return f'"{self.schema}".{name}' if self.schema else name
@@ -229,7 +233,10 @@ class SQLBackend(Backend):
 def backend_for(store: Any) -> Backend:
     """Returns the backend of a ConversationStore's database, as its store factory hands it
     out (`adapters.backends`)."""
-    return backend_of(store.factory).views_backend(store)
+    backend = backend_of(store.factory).views_backend(store)
+    keys = getattr(store.mapper, "keys", None)
+    backend.texts = ViewTexts(keys) if keys is not None else None
+    return backend
 
 
 __all__ = ["TABLES", "Backend", "Pointer", "backend_for"]

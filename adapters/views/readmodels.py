@@ -312,7 +312,8 @@ class ReadModels:
                 if fetched is not None and fetched.matches:  # one statement (PostgreSQL)
                     live, logged = fetched.live, fetched.logged
                     rows = PrefetchedRows(curs, table_names(live.generation, self.backend.schema), str(key),
-                                          self.backend.p, fetched.entries, fetched.outcomes, newest or 0)
+                                          self.backend.p, fetched.entries, fetched.outcomes, newest or 0,
+                                          self.backend.texts)
                     head = Head.model_validate_json(fetched.head) if fetched.head is not None else None
                 else:
                     live = fetched.live if fetched is not None else self.backend.pointer(curs)

@@ -16,7 +16,10 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
 from pydantic import TypeAdapter
+
+from adapters.store.crypto import ERASED, ViewTexts
 
 from projections.card_outcomes import CardOutcome
 from projections.rows import Head, TurnMark
@@ -63,10 +66,38 @@ def create_statements(generation: int, schema: str = "") -> list[str]:
 
 class SQLRows:
     """One conversation's rows in a generation, read and written through `curs` (a cursor of
-    an open transaction). `p` is the driver's placeholder (`?` or `%s`)."""
+    an open transaction). `p` is the driver's placeholder (`?` or `%s`). With `texts`, a
+    transcript message's text is kept sealed with the conversation's data key (`ViewTexts`):
+    its body holds `sealed` instead of `text`."""
 
-    def __init__(self, curs: Any, tables: dict[str, str], cid: str, p: str) -> None:
-        self.curs, self.cid, self.p, self.t = curs, cid, p, tables
+    def __init__(self, curs: Any, tables: dict[str, str], cid: str, p: str, texts: ViewTexts | None = None) -> None:
+        self.curs, self.cid, self.p, self.t, self.texts = curs, cid, p, tables, texts
+
+    def _message_body(self, message: Message) -> str:
+        """Returns the JSON body a message's row keeps: its text sealed where `texts` is set."""
+        if self.texts is None:
+            return message.model_dump_json()
+        body = message.model_dump(mode="json")
+        sealed = self.texts.seal(self.cid, body.pop("text"))
+        if sealed is None:
+            body["text"] = ERASED
+        else:
+            body["sealed"] = sealed
+        return orjson.dumps(body).decode()
+
+    def _decode_messages(self, bodies: Sequence[str]) -> tuple[Message, ...]:
+        """Returns the messages of row bodies, in order (plain bodies decoded in one call)."""
+        if not any('"sealed":' in body for body in bodies):
+            return _MESSAGES.validate_json("[" + ",".join(bodies) + "]")
+        decoded = []
+        for body in bodies:
+            fields = orjson.loads(body)
+            if "sealed" in fields:
+                if self.texts is None:
+                    raise ValueError("a transcript row holds a sealed text, but the store has no data keys")
+                fields["text"] = self.texts.open(self.cid, fields.pop("sealed"))
+            decoded.append(Message.model_validate(fields))
+        return tuple(decoded)
 
     def _q(self, sql: str, *args: Any) -> Any:
         self.curs.execute(sql.replace("?", self.p), (self.cid, *args))
@@ -153,7 +184,7 @@ class SQLRows:
 
     def message(self, index: int) -> Message | None:
         row = self._q(f"SELECT body FROM {self.t['messages']} WHERE cid = ? AND idx = ?", index).fetchone()
-        return Message.model_validate_json(row["body"]) if row else None
+        return self._decode_messages([row["body"]])[0] if row else None
 
     def user_index(self, number: int) -> int | None:
         row = self._q(  # MAX, not ORDER BY: the (cid, number) index, not a walk of the transcript
@@ -168,7 +199,7 @@ class SQLRows:
         marks = ", ".join("?" * len(indexes))
         rows = self._q(f"SELECT idx, body FROM {self.t['messages']} WHERE cid = ? AND idx IN ({marks})",
                        *sorted(indexes)).fetchall()
-        decoded = _MESSAGES.validate_json("[" + ",".join(r["body"] for r in rows) + "]")  # one call
+        decoded = self._decode_messages([r["body"] for r in rows])
         return {int(r["idx"]): message for r, message in zip(rows, decoded)}
 
     def block_ends(self, numbers: set[int]) -> dict[int, int | None]:
@@ -218,7 +249,7 @@ class SQLRows:
             have = sorted(i for i in indexes if i in bodies)
             found = self.messages_at(indexes - set(have)) if len(have) < len(indexes) else {}
             if have:
-                decoded = _MESSAGES.validate_json("[" + ",".join(bodies[i] for i in have) + "]")  # one call
+                decoded = self._decode_messages([bodies[i] for i in have])
                 found.update(zip(have, decoded))
             return found
 
@@ -229,7 +260,7 @@ class SQLRows:
             f"INSERT INTO {self.t['messages']} (cid, idx, role, number, block_end, body) VALUES (?, ?, ?, ?, NULL, ?) "
             "ON CONFLICT (cid, idx) DO UPDATE SET role = excluded.role, number = excluded.number, "
             "body = excluded.body",
-            index, message.role, message.number, message.model_dump_json(),
+            index, message.role, message.number, self._message_body(message),
         )
 
     def end_block(self, index: int, end: int | None) -> None:
@@ -244,7 +275,7 @@ class SQLRows:
     def messages(self) -> tuple[Message, ...]:
         """Returns the whole transcript, in order."""
         rows = self._q(f"SELECT body FROM {self.t['messages']} WHERE cid = ? ORDER BY idx").fetchall()
-        return tuple(Message.model_validate_json(r["body"]) for r in rows)
+        return self._decode_messages([r["body"] for r in rows])
 
     # ---------------------------------------------------------------- view context, turns
 
@@ -414,8 +445,8 @@ class PrefetchedRows(SQLRows):
     messages."""
 
     def __init__(self, curs: Any, tables: dict[str, str], cid: str, p: str,
-                 entries: str, outcomes: str, newest: int) -> None:
-        super().__init__(curs, tables, cid, p)
+                 entries: str, outcomes: str, newest: int, texts: ViewTexts | None = None) -> None:
+        super().__init__(curs, tables, cid, p, texts)
         self._entries, self._outcomes, self._newest = entries, outcomes, newest
 
     def entries(self, decode: Callable[[str], Entry] | None = None) -> LazyEntries:
@@ -439,8 +470,8 @@ class BufferedRows(SQLRows):
     A cut (an edit's truncation) flushes first and then runs at once: it is rare and ranges
     over rows."""
 
-    def __init__(self, curs: Any, tables: dict[str, str], cid: str, p: str) -> None:
-        super().__init__(curs, tables, cid, p)
+    def __init__(self, curs: Any, tables: dict[str, str], cid: str, p: str, texts: ViewTexts | None = None) -> None:
+        super().__init__(curs, tables, cid, p, texts)
         self._entries: dict[int, Entry | None] = {}
         self._segments: dict[str, int | None] = {}
         self._outcomes: list[CardOutcome] = []
@@ -540,7 +571,7 @@ class BufferedRows(SQLRows):
         self._many(f"INSERT INTO {t['messages']} (cid, idx, role, number, block_end, body) VALUES (?, ?, ?, ?, NULL, ?) "
                    "ON CONFLICT (cid, idx) DO UPDATE SET role = excluded.role, number = excluded.number, "
                    "body = excluded.body",
-                   [(cid, i, m.role, m.number, m.model_dump_json()) for i, m in sorted(self._messages.items())])
+                   [(cid, i, m.role, m.number, self._message_body(m)) for i, m in sorted(self._messages.items())])
         self._many(f"UPDATE {t['messages']} SET block_end = ? WHERE cid = ? AND idx = ?",
                    [(end, cid, i) for i, end in self._ends.items()])
         self._many(f"INSERT INTO {t['pages']} (cid, message, page) VALUES (?, ?, ?) "
