@@ -146,6 +146,8 @@ class MemoryBackend(Backend):
         with self.lock_:
             yield None
 
+    shared = False  # this process's own dicts: no other writer switches generations
+
     @contextmanager
     def savepoint(self, curs: Any, on_failure: Callable[[Exception], object] | None = None) -> Iterator[Any]:
         try:

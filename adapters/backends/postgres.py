@@ -29,7 +29,6 @@ keys (`adapters.http.idempotency.SQLKeys`).
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -70,7 +69,7 @@ from adapters.store.history import TABLES as HISTORY_TABLES
 from adapters.store.history import SQLHistory, SQLHistoryTables
 from adapters.store.history import create_statements as history_statements
 from adapters.store.keys import KEYS_TABLE, MASTER_TABLE, DataKeys, Row
-from adapters.views.backends import POINTER, Pointer, SQLBackend, TurnRows
+from adapters.views.backends import POINTER, Pointer, SQLBackend, TurnRows, not_updated
 from adapters.views.rows import table_names
 from domain.errors import ChatrecordError
 
@@ -85,7 +84,6 @@ CONNECTION_ATTEMPTS = 5
 """Tries of a write whose connection failed (not of one that timed out)."""
 LOCK_KEY = 0x63687276  # "chrv": the advisory lock of the views' generations
 
-log = logging.getLogger("chatrecord")
 
 _AT_ONCE = threading.local()
 """`on` while this thread appends in one round trip (`EventRecorder._append_at_once`)."""
@@ -564,10 +562,9 @@ class PostgresBackend(SQLBackend):
         except Exception as error:  # noqa: BLE001 - the events stand; a later read catches up
             if not entered:
                 raise
-            if on_failure is not None:
-                on_failure(error)
-            log.warning("chatrecord: the read models were not updated with this write (%s); "
-                        "the next read catches up", error)
+            retried = on_failure(error) if on_failure is not None else False
+            if retried is not True:
+                not_updated(error)
 
     def __init__(self, datastore: PostgresDatastore, events_table: str) -> None:
         super().__init__(datastore, events_table)

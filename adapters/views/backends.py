@@ -61,11 +61,22 @@ class Pointer:
     next: int
 
 
+def not_updated(error: Exception) -> None:
+    """Logs, in one line, that a write's read models were not updated (the next read of the
+    conversation catches up from its log): the error's first line, without the statement a
+    driver may quote after it."""
+    reason = next((line.strip() for line in str(error).splitlines() if line.strip()), type(error).__name__)
+    log.warning("chatrecord: the read models were not updated with this write (%s); the next read catches up", reason)
+
+
 class Backend:
     """What the read models need of a database. `texts` seals the transcript rows' texts with
     each conversation's data key where the store keeps data keys (set by `backend_for`)."""
 
     texts: ViewTexts | None = None
+    shared = True
+    """Whether other processes use the same tables (and may switch the live generation under
+    this one); the in-memory backend's are this process's own."""
 
     def transaction(self, write: bool) -> Any:
         """A context manager yielding a cursor of one transaction (committed if `write`)."""
@@ -108,17 +119,17 @@ class Backend:
     @contextmanager
     def savepoint(self, curs: Any, on_failure: Callable[[Exception], object] | None = None) -> Iterator[Any]:
         """Yields `curs` inside a savepoint of its transaction: an error inside rolls back to it,
-        is logged, is handed to `on_failure`, and does not end the transaction."""
+        is handed to `on_failure`, is logged in one line (`not_updated`) unless `on_failure`
+        returned True (the caller tries again), and does not end the transaction."""
         name = "chatrecord_views"
         curs.execute(f"SAVEPOINT {name}")
         try:
             yield curs
         except Exception as error:  # noqa: BLE001 - the events stand; a later read catches up
-            if on_failure is not None:
-                on_failure(error)
+            retried = on_failure(error) if on_failure is not None else False
             curs.execute(f"ROLLBACK TO SAVEPOINT {name}")
-            log.warning("chatrecord: the read models were not updated with this write (%s); "
-                        "the next read catches up", error)
+            if retried is not True:
+                not_updated(error)
         curs.execute(f"RELEASE SAVEPOINT {name}")
 
     def log_version(self, curs: Any, cid: UUID) -> int:

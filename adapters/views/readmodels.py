@@ -237,14 +237,32 @@ class ReadModels:
         """Applies `events`, being saved in the transaction of `curs`, to their conversation's
         rows in that same transaction, under a savepoint: a view that cannot apply them (a bug,
         or data an old version accepted) leaves its rows as they were and the events are still
-        stored; the next read of the conversation tries again from its log. Events that do not
-        follow the head (a gap) are left to that read too."""
+        stored; the next read of the conversation tries again from its log. When that fails
+        with the pointer and head this process kept (a rebuild elsewhere switched generations
+        and dropped the tables it took as live), it is tried once more, in a new savepoint, with
+        the live pointer and head read from the database. Events that do not follow the head (a
+        gap) are left to the next read too."""
         if not events:
             return
+        for fresh in (False, True) if self.backend.shared else (False,):
+            if self._apply_inline(curs, aggregate_id, events, fresh):
+                return
+
+    def _apply_inline(self, curs: Any, aggregate_id: UUID, events: Sequence[ConversationEvent], fresh: bool) -> bool:
+        """One try of `apply_inline`; `fresh` reads the pointer and head instead of using the
+        kept ones. Returns False when the views' savepoint failed and a fresh try is left."""
         self._writing.head = None
-        with self.backend.savepoint(curs, on_failure=self._inline_failed) as point:
+        failed: list[Exception] = []
+
+        def on_failure(error: Exception) -> bool:
+            self._inline_failed(error)
+            failed.append(error)
+            return not fresh  # True: tried again with the live pointer, so nothing to warn of yet
+
+        with self.backend.savepoint(curs, on_failure=on_failure) as point:
             self.backend.lock(point, exclusive=False)
-            live, head = self._live, self.heads.get(aggregate_id, events[0].originator_version - 1)
+            live = None if fresh else self._live
+            head = self.heads.get(aggregate_id, events[0].originator_version - 1) if live is not None else None
             if live is None or head is None:
                 live, body = self.backend.pointer_and_head(point, aggregate_id, live.generation if live else 0)
                 assert live is not None
@@ -254,12 +272,13 @@ class ReadModels:
             if head is None:
                 head = Head.model_validate_json(body) if body is not None else rows.head()
             if events[0].originator_version != (head.version if head else 0) + 1:
-                return
+                return True
             after = fold_into(rows, head, events, resolve(live.rules))
             if after is not None:
                 rows.put_head(after)
             getattr(rows, "flush", lambda: None)()  # the writes go out together
             self._writing.head = (aggregate_id, live.generation, after)
+        return not failed or fresh
 
     def _set_live(self, live: Pointer) -> None:
         """Takes `live` as the live pointer; the kept heads go when its generation is new."""

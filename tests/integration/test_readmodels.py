@@ -348,6 +348,32 @@ class SharedDatabaseContract(ReadModelsContract):
         assert models.active_rules() == "2026-11-01"
         self.assert_rows_are_the_fold(models, store, "conv-behalten")
 
+    def test_an_append_after_a_rebuild_elsewhere_writes_the_new_generations_rows_in_its_own_transaction(
+            self, store: ConversationStore, caplog: pytest.LogCaptureFixture) -> None:
+        models = ReadModels(store)
+        ingest(store, behalten_tour())  # this process keeps the heads and the pointer it wrote
+        ReadModels(self.second_store(store)).rebuild("2026-11-01")  # drops the tables this process wrote
+        caplog.clear()
+
+        ingest(store, Lines("conv-behalten").add("user_message", message=11, text="Frage 11", page=42).lines)
+
+        assert not [r for r in caplog.records if "not updated" in r.getMessage()]  # tried again, live pointer
+        key = conversation_uuid("conv-behalten")
+        with models.backend.transaction(write=False) as curs:
+            live = models.backend.pointer(curs)
+            assert live is not None and live.rules == "2026-11-01"
+            head = models.backend.rows(curs, live.generation, key).head()
+        assert head is not None and head.version == len(store.events("conv-behalten"))  # no gap left to a read
+
+    def test_a_view_update_that_fails_is_logged_in_one_line(self, caplog: pytest.LogCaptureFixture) -> None:
+        from adapters.views.backends import not_updated
+
+        not_updated(RuntimeError('relation "s.views_g1_messages" does not exist\nLINE 1: INSERT INTO ...\n   ^'))
+
+        assert [r.getMessage() for r in caplog.records] == [
+            'chatrecord: the read models were not updated with this write (relation "s.views_g1_messages" '
+            "does not exist); the next read catches up"]
+
     def test_after_one_failed_view_update_the_next_append_updates_the_views_again(
             self, store: ConversationStore, caplog: pytest.LogCaptureFixture) -> None:
         models = ReadModels(store)
