@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -214,7 +215,12 @@ class SQLiteFactory(StoreFactory, es_sqlite.SQLiteFactory):
     application_recorder_class = ChainedSQLiteRecorder
 
     def __init__(self, env: Any) -> None:
+        name = env.get(self.SQLITE_DBNAME) or ""
+        fresh = not os.path.exists(name)
         super().__init__(env)
+        self.created: list[str] = [name] if fresh else []
+        """The file this factory created (empty when it existed already), as PostgresFactory's
+        `created` lists the tables it created."""
         plain = self.datastore
         self.datastore = WaitingSQLiteDatastore(
             db_name=plain.pool.db_name,

@@ -1,7 +1,8 @@
 """The command line's shared parts: the typer app, output helpers, options, the store opener.
 
-Each command is a module of its own in this package (`demo`, `ingest`, `replay`, `audit`,
-`rebuild`, `verify`, `init`, `serve`), registered by `adapters.cli`.
+Each command is a module of its own in this package (`cmd_demo`, `cmd_ingest`, `cmd_replay`,
+`cmd_audit`, `cmd_rebuild`, `cmd_verify`, `cmd_erase`, `cmd_init`, `cmd_serve`), registered by
+`adapters.cli`.
 """
 
 from __future__ import annotations

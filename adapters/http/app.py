@@ -210,8 +210,8 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
     def audit(chatrecord: Service, conversation: Conversation, rules: RulesQuery = None) -> Response:
         """Everything that ran, was written, decided, left undecided or cut, in order, with
         times: the rows of `chatrecord audit --json`."""
-        _, rows = chatrecord.audit(conversation, rules.value if rules else None)
-        return json_response([row.to_json() for row in rows])
+        done = chatrecord.audit(conversation, rules.value if rules else None)
+        return json_response([row.to_json() for row in done.rows])
 
     @v1.get("/conversations/{conversation:path}/activity", response_model=list[dict[str, Any]])
     def activity(chatrecord: Service, conversation: Conversation, rules: RulesQuery = None) -> Response:

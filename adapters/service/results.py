@@ -1,6 +1,6 @@
 """Results of the service layer's reads, and the reads that need no store: `Replay` (the turns
 of one conversation; `replay_file` reads a JSON Lines file in memory, nothing stored; time
-travel picks the turns of one user message), `Demo`, `demo_lines`, and `apply_notes`, the
+travel picks the turns of one user message), `Audit`, `Demo`, `demo_lines`, and `apply_notes`, the
 reference of what the chat does with `Chatrecord.turn_notes`.
 """
 
@@ -17,8 +17,10 @@ from adapters.ingest import read_events
 from adapters.ingest.names import lookup_key
 from adapters.service.lines import IngestReport
 from adapters.store.application import ConversationStore
+from adapters.store.verify import Verdict
 from domain.errors import ChatrecordError, UnknownConversation, shown_id
 from domain.events import ConversationEvent, ConversationStarted
+from projections.audit import AuditRow
 from projections.page_line import PageCheck, every_page
 from projections.rules import DEFAULT_RULE_SET, resolve
 from projections.turn import TurnInput, replay_json, replay_turns
@@ -97,6 +99,25 @@ class Replay:
     def to_json(self) -> dict[str, Any]:
         """Returns DESIGN.md's `replay --json` object."""
         return replay_json(self.conversation, self.rules, self.turns)
+
+
+@dataclass(frozen=True)
+class Audit:
+    """One conversation's audit: the rule set it was read under, its rows in order and, when it
+    was asked for, the verdict of its hash chain (`chain`: None when not asked for or when the
+    store keeps no chain)."""
+
+    conversation: str
+    rules: str
+    rows: list[AuditRow]
+    chain: Verdict | None = None
+
+    def to_json(self) -> list[dict[str, Any]]:
+        """Returns the rows of `audit --json`: each row's JSON with `verified`, True when its
+        event lies before any broken link of the chain (False throughout without a verdict)."""
+        verdict = self.chain
+        intact = None if verdict is None else (verdict.version + 1 if verdict.ok else verdict.version)
+        return [{**row.to_json(), "verified": intact is not None and row.version < intact} for row in self.rows]
 
 
 @dataclass(frozen=True)
