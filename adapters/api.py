@@ -35,6 +35,7 @@ from adapters.service.results import (
     demo_lines,
     no_turn,
     replay_file,
+    replay_lines,
     stored_conversation,
     turns_at,
 )
@@ -57,6 +58,7 @@ from projections.turn_notes import PlacedNote, TurnNotes, apply_notes
 __all__ = [
     "DEMO_CONVERSATION", "DEMO_FILE", "Audit", "Chatrecord", "Demo", "IngestReport", "PlacedNote", "Recorded", "Replay",
     "TurnNotes", "VersionMismatch", "apply_notes", "demo_lines", "replay_file",
+    "replay_lines",
 ]
 
 Progress = Callable[[int, int], None]
