@@ -10,12 +10,11 @@ traceback); 2 wrong usage. Any other exception is a bug and keeps its traceback.
 
 from __future__ import annotations
 
-import sqlite3
 import sys
 
-import psycopg
 from eventsourcing.persistence import PersistenceError
 
+from adapters.backends import driver_errors
 from adapters.cli import (  # noqa: F401 - registers (verify and erase below)
     cmd_audit,
     cmd_demo,
@@ -48,7 +47,7 @@ def main() -> None:
     except ChatrecordError as error:
         warn(f"error: {error}")
         sys.exit(1)
-    except (PersistenceError, sqlite3.Error, psycopg.Error) as error:
+    except (PersistenceError, *driver_errors()) as error:  # the library's, or a backend's driver's
         problem = store_problem(error)
         if problem is None:
             raise
