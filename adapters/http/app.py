@@ -15,7 +15,6 @@ import os
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from enum import Enum
 from typing import Annotated, Any
 
 import orjson
@@ -29,7 +28,7 @@ from adapters.http.problems import PROBLEM, Problem, install
 from adapters.ingest import json_problem
 from adapters.store.settings import BadSetting
 from projections.page_line import PageFilter
-from projections.rules import RULE_SET_IDS
+from projections.rules import Rules
 
 DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
 """A request body may hold this many bytes (8 MiB) unless CHATRECORD_MAX_BODY_BYTES says otherwise."""
@@ -58,7 +57,6 @@ class HttpSettings:
         return cls(token, int(text) if text else DEFAULT_MAX_BODY_BYTES)
 
 
-Rules = Enum("Rules", {rule_set: rule_set for rule_set in RULE_SET_IDS}, type=str)  # type: ignore[misc]
 Conversation = Annotated[str, Path(description="The conversation id, as the chat names it.")]
 RulesQuery = Annotated[Rules | None, Query(description="Rule set (default: the store's live one).")]
 VisiblePage = Annotated[list[int], Query(description="A page the user may see (repeatable); when given, only these.")]
