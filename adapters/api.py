@@ -17,8 +17,9 @@ the conversation's last event, so a turn never reads a record older than its own
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import cached_property
+from pathlib import Path
 from threading import Lock
 from typing import Any
 
@@ -28,20 +29,22 @@ from adapters.service.lines import IngestReport, Lines, Recorded, VersionMismatc
 from adapters.service.results import (
     DEMO_CONVERSATION,
     DEMO_FILE,
+    Audit,
     Demo,
     Replay,
     demo_lines,
     no_turn,
     replay_file,
+    replay_lines,
     stored_conversation,
     turns_at,
 )
 from adapters.store.application import ConversationStore, HandleResult
 from adapters.store.erasure import Erasure, erase
 from adapters.store.settings import describe_backend, open_store
-from adapters.store.verify import Verdict, verdicts
+from adapters.store.verify import Verdict, chain_verdict, verdicts
 from adapters.views.readmodels import ConversationDiff, ReadModels, RebuildReport
-from domain.errors import ChatrecordError, InvalidInput
+from domain.errors import ChatrecordError, InvalidInput, UnknownConversation, shown_id
 from domain.events import ConversationEvent
 from projections import activity
 from projections.activity import SegmentActivity
@@ -53,8 +56,9 @@ from projections.turn import TurnInput, build_turn_input, replay_turns
 from projections.turn_notes import PlacedNote, TurnNotes, apply_notes
 
 __all__ = [
-    "DEMO_CONVERSATION", "DEMO_FILE", "Chatrecord", "Demo", "IngestReport", "PlacedNote", "Recorded", "Replay",
+    "DEMO_CONVERSATION", "DEMO_FILE", "Audit", "Chatrecord", "Demo", "IngestReport", "PlacedNote", "Recorded", "Replay",
     "TurnNotes", "VersionMismatch", "apply_notes", "demo_lines", "replay_file",
+    "replay_lines",
 ]
 
 Progress = Callable[[int, int], None]
@@ -84,6 +88,18 @@ class Chatrecord:
     def close(self) -> None:
         """Closes the store's connections."""
         self.store.close()
+
+    @classmethod
+    def init_store(cls) -> tuple[bool, str]:
+        """Opens the configured store, making its tables and its read models' where they are
+        missing, closes it again, and returns whether this created the store (a SQLite file that
+        did not exist, PostgreSQL tables that were missing) and the store's description."""
+        chatrecord = cls()
+        try:
+            chatrecord.read_models  # noqa: B018 - the views' pointer and first generation
+            return bool(getattr(chatrecord.store.factory, "created", None)), describe_backend(chatrecord.store)
+        finally:
+            chatrecord.close()
 
     # ------------------------------------------------------------ writes
 
@@ -203,12 +219,20 @@ class Chatrecord:
         """
         return self.read_models.turn_notes(lookup_key(conversation), can_see_page)
 
-    def verify(self, conversation: str | None = None) -> list[Verdict]:
-        """Returns the verdict of each conversation's hash chain (only `conversation`'s if
-        given), in the order of their ids: ok with the head, or the first broken link.
+    def verify(self, conversation: str | None = None, against: Path | None = None) -> Iterator[Verdict]:
+        """Yields the verdict of each conversation's hash chain (only `conversation`'s if
+        given), in the order of their ids: ok with the head, or the first broken link; checked
+        against the heads kept in the file `against` too, if given. Reads in pages: memory
+        stays flat.
 
-        Raises NoChain for a store that keeps no chain."""
-        return list(verdicts(self.store, lookup_key(conversation) if conversation is not None else None))
+        Raises NoChain for a store that keeps no chain, BadHeadsFile for a heads file it cannot
+        read, UnknownConversation (after the last verdict) when `conversation` has none."""
+        found = False
+        for verdict in verdicts(self.store, lookup_key(conversation) if conversation is not None else None, against):
+            found = True
+            yield verdict
+        if conversation is not None and not found:
+            raise UnknownConversation("no conversation " + shown_id(conversation, "'") + f" in {describe_backend(self.store)}")
 
     def erase(self, conversation: str) -> Erasure:
         """Erases the conversation's free texts (deletes its data key) and scrubs its read
@@ -230,12 +254,15 @@ class Chatrecord:
             state = activity.apply(state, event, rule_set)
         return state.segments
 
-    def audit(self, conversation: str, rules: str | None = None) -> tuple[str, list[AuditRow]]:
-        """Returns the rule set read under (default: the live one) and the conversation's audit
-        rows, in order. Raises UnknownConversation for an id the store does not hold."""
+    def audit(self, conversation: str, rules: str | None = None, chain: bool = False) -> Audit:
+        """Returns the conversation's audit: its rows in order under `rules` (default: the live
+        rule set) and, with `chain`, the verdict of its hash chain (`Audit.chain`; None on a
+        store that keeps no chain). Raises UnknownConversation for an id the store does not hold."""
         events = self.events(conversation)
         rule_set = rules or self.active_rules()
-        return rule_set, audit_rows(events, rule_set)
+        rows: list[AuditRow] = audit_rows(events, rule_set)
+        verdict = chain_verdict(self.store, lookup_key(conversation)) if chain else None
+        return Audit(conversation, rule_set, rows, verdict)
 
     def replay(self, conversation: str, rules: str | None = None, at: int | None = None,
                can_see_page: PageCheck = every_page) -> Replay:

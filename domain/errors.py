@@ -18,9 +18,10 @@ raises it, and each message names what went wrong, where, and what to do.
     ├── adapters/service                VersionMismatch (If-Match), TurnNotFound (--at N),
     │                                   EmptyInput (a file with no conversation), UnreadableFile
     ├── adapters/store                  WriteConflict (every retry conflicted), BadSetting >
-    │                                   BadDatabaseURL, StoreUnusable, SchemaNotCreated,
-    │                                   BadMasterKey, MissingDataKey, TextsErased, NoDataKeys,
-    │                                   NoChain, BadHeadsFile
+    │                                   BadDatabaseURL, StoreUnusable, BadMasterKey,
+    │                                   MissingDataKey, TextsErased, NoDataKeys, NoChain,
+    │                                   BadHeadsFile
+    ├── adapters/backends               SchemaNotCreated (PostgreSQL tables missing, not creatable)
     ├── adapters/views                  ViewOutOfStep, RebuildSuperseded
     └── adapters/cli                    NoStore (a reading command on a store that is not there)
 

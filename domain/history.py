@@ -44,11 +44,17 @@ class SegmentInfo(Immutable):
     answered, whether a skill was in force (`guided`), what it `waits` for and how many `calls`."""
 
     version: int
+    """The version of the event that recorded the segment."""
     run: str
+    """The run the segment belongs to."""
     message: int
+    """The user message number it answered."""
     guided: bool
+    """Whether a skill was in force when it returned (a guided process)."""
     waits: WaitingKind | None = None
+    """What it waits for: a `card` or a `question`; None when nothing waits."""
     calls: int = 0
+    """How many calls its card or question names."""
 
 
 class SegmentRecord(SegmentInfo):
@@ -57,10 +63,15 @@ class SegmentRecord(SegmentInfo):
     reason), how many card `outcomes` it added, and whether an edit `cut` it away."""
 
     segment: str
+    """The segment's id."""
     settled: bool = False
+    """Whether its card or question was decided, answered or left undecided."""
     undecided: str | None = None
+    """Why it was left undecided, if it was."""
     outcomes: int = 0
+    """How many card outcomes it added."""
     cut: bool = False
+    """Whether an edit cut it away."""
 
 
 class History(Protocol):

@@ -48,12 +48,19 @@ class Conversation(Immutable):
     class_version: ClassVar[int] = 3
 
     id: UUID
+    """The aggregate's id: the UUID the conversation id maps to (`conversation_uuid`)."""
     version: int
+    """The version of the last event folded in (its number of events)."""
     created_on: datetime
+    """When the conversation started (its first event's time)."""
     modified_on: datetime
+    """The time of the last event folded in."""
     conversation: str
+    """The conversation's id as the chat names it."""
     kind: Literal["chat", "alt_text"]
+    """`chat`, or `alt_text` (a conversation that replaces its transcript and gets no notes)."""
     owner: int
+    """The backend user id of the conversation's owner."""
     skill: str | None = None
     """The skill in force (a guided process), None outside one."""
     last_message: int = 0

@@ -34,18 +34,27 @@ class ActivityEntry(Immutable):
     an optional hint."""
 
     kind: Literal["decision", "answer", "tool"]
+    """`decision`, `answer` or `tool` (a call)."""
     label: str
+    """The German label the editor reads."""
     tool: str | None = None
+    """The call's tool; None for a decision or an answer."""
     reading: str | None = None
+    """How the call was read (`ran`, `failed`, `not_permitted`, `held`, `declined`); None for a
+    decision or an answer."""
     answer: str | None = None
+    """The editor's answer, for a decision."""
     hint: str | None = None
+    """A hint shown with the label, if any."""
 
 
 class SegmentActivity(Immutable):
     """The activity of one segment."""
 
     segment: str
+    """The segment's id."""
     entries: tuple[ActivityEntry, ...] = ()
+    """Its lines, in order."""
 
 
 class Activity(Immutable):
@@ -53,7 +62,9 @@ class Activity(Immutable):
     continuation follows."""
 
     segments: tuple[SegmentActivity, ...] = ()
+    """The activity of each segment, in order."""
     follow: LastDecision | None = None
+    """The decision or answer the next continuation follows."""
 
 
 def initial() -> Activity:

@@ -44,14 +44,24 @@ class CardOutcome(Immutable):
     outcomes before it, `seq` the version of the event that recorded it."""
 
     outcome: str
+    """`applied`, `check`, `not_applied` (an approval's), `kept`, `skipped`, `variant` (a
+    decline's), or `declined` (legacy rows only)."""
     tool: str
+    """The tool of the card's call."""
     record: str | None = None
+    """The record the call names, `table:uid`; None for a create."""
     fields: tuple[str, ...] = ()
+    """The field names the call names."""
     after: int = 0
+    """The transcript position the outcome comes after."""
     card: str | None = None
+    """The decided card's segment; None for a legacy row's outcome."""
     answer: str | None = None
+    """The editor's answer to the card."""
     index: int = 0
+    """How many card outcomes came before it."""
     seq: tuple[int, int] = (0, 0)
+    """The version of the event that recorded it, and its place among that event's outcomes."""
 
     def to_json(self) -> dict[str, Any]:
         """Returns the outcome as the `replay --json` contract shapes it (docs/spec-map.md, D15)."""
@@ -68,7 +78,9 @@ class OpenCard(Immutable):
     """A waiting card of a guided process: its segment's `run` and the calls it names."""
 
     run: str
+    """The run of the card's segment."""
     calls: tuple[WaitingCall, ...]
+    """The calls the card names."""
 
 
 class Approval(Immutable):
@@ -78,9 +90,13 @@ class Approval(Immutable):
     carries the decision)."""
 
     card: str
+    """The approved card's segment."""
     run: str
+    """The run whose continuation brings the outcomes."""
     answer: str
+    """The editor's answer (Übernehmen)."""
     calls: tuple[WaitingCall, ...]
+    """The calls the card names."""
 
 
 class CardOutcomes(Immutable):
@@ -88,9 +104,13 @@ class CardOutcomes(Immutable):
     `approval` the approved card awaiting its continuation, `positions` the transcript's."""
 
     outcomes: tuple[CardOutcome, ...] = ()
+    """Every card outcome, in the order they came."""
     open_cards: dict[str, OpenCard] = {}
+    """The guided cards waiting, by segment."""
     approval: Approval | None = None
+    """The approved card whose continuation has not returned yet, None when none."""
     positions: Positions = Positions()
+    """The transcript's positions, where each outcome is placed."""
 
 
 def initial() -> CardOutcomes:

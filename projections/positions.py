@@ -30,8 +30,11 @@ class Positions(Immutable):
     -> its index."""
 
     length: int = 0
+    """How many messages the transcript holds."""
     last_role: Literal["user", "assistant"] | None = None
+    """The role of its last message; None while it is empty."""
     users: dict[int, int] = {}
+    """Each user message number and its index in the transcript."""
 
 
 def advance(positions: Positions, event: ConversationEvent) -> Positions:

@@ -11,11 +11,15 @@ Every projection and the turn input take a rule set; `get_rule_set` resolves an 
 
 from __future__ import annotations
 
+from enum import Enum
+
 from pydantic import BaseModel, ConfigDict
 
 from domain.errors import ChatrecordError
 
 RULE_SET_IDS = ("transcript-only", "2026-11-01", "2026-11-02")
+Rules = Enum("Rules", {rule_set: rule_set for rule_set in RULE_SET_IDS}, type=str)  # type: ignore[misc]
+"""The rule set ids as the choices of the entrypoints' parameters (`--rules`, `?rules=`)."""
 DEFAULT_RULE_SET = "2026-11-02"
 
 

@@ -43,23 +43,31 @@ class ToolCount(Immutable):
     """A tool that ran in a segment: `calls` and `failed` calls."""
 
     name: str
+    """The tool's name."""
     calls: int
+    """How often it was called."""
     failed: int = 0
+    """How many of those calls failed."""
 
 
 class Written(Immutable):
     """A record written: `table:uid` and how complete nr-llm reports the write."""
 
     record: str
+    """The record written, `table:uid`."""
     completeness: Completeness
+    """How complete nr-llm reports the write (`complete`, `partial`, `unconfirmed`)."""
 
 
 class Waiting(Immutable):
     """A call left waiting for a decision: tool, record `table:uid` or None, field names."""
 
     tool: str
+    """The call's tool."""
     record: str | None = None
+    """The record it names, `table:uid`; None for a create."""
     fields: tuple[str, ...] = ()
+    """The field names it names."""
 
 
 class Entry(Immutable):
@@ -124,8 +132,11 @@ class PendingApproval(Immutable):
     """An approval of a guided card whose outcome waits for the continuation of `run`."""
 
     card: str
+    """The approved card's segment."""
     run: str
+    """The run whose continuation brings the outcome."""
     answer: str
+    """The editor's answer."""
 
 
 class RunRecord(Immutable):

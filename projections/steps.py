@@ -58,8 +58,11 @@ class LastDecision(Immutable):
     with the editor's `answer`) or the answer to its question (`answered`)."""
 
     kind: DecisionKind
+    """`approved`, `declined` or `answered`."""
     segment: str
+    """The segment of the card or question."""
     answer: str | None = None
+    """The editor's answer, if any."""
 
 
 def decision_after(follow: LastDecision | None, event: ConversationEvent) -> LastDecision | None:

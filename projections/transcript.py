@@ -44,17 +44,24 @@ class Message(Immutable):
     """
 
     role: Literal["user", "assistant"]
+    """`user` or `assistant`."""
     text: str
+    """The message's text, as the model is sent it."""
     number: int | None = None
+    """The user message number; None for an assistant message."""
     segments: tuple[str, ...] = ()
+    """The segments whose answers an assistant message joins, in order."""
     ends: tuple[int, ...] = ()
+    """For each of `segments`, the character offset in `text` where its answer ends."""
 
 
 class Transcript(Immutable):
     """The transcript of one conversation."""
 
     kind: Literal["chat", "alt_text"] = "chat"
+    """The conversation's kind: `chat`, or `alt_text` (no notes)."""
     messages: tuple[Message, ...] = ()
+    """The messages, oldest first."""
 
 
 def initial() -> Transcript:

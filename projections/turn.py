@@ -42,9 +42,13 @@ class TurnState(Immutable):
     """The read models a turn input is built from, folded together."""
 
     transcript: Transcript = Transcript()
+    """The transcript the model is sent, message by message."""
     record: RunRecord = RunRecord()
+    """The run record: one entry per run segment."""
     outcomes: CardOutcomes = CardOutcomes()
+    """The card outcomes, in order."""
     view: ViewContext = ViewContext()
+    """The page of the latest turn and the page last selected."""
 
 
 def initial() -> TurnState:

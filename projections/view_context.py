@@ -22,8 +22,11 @@ class ViewContext(Immutable):
     (message, page) for each typed message whose page differs from the one before it."""
 
     page_id: int = 0
+    """The page of the latest turn; 0 when none is selected."""
     last_page_id: int = 0
+    """The page last selected in the conversation; 0 when none was yet."""
     changes: tuple[tuple[int, int], ...] = ()
+    """(message, page) for each typed message whose page differs from the one before it."""
 
     def to_json(self) -> dict[str, Any]:
         """Returns `{"pageId": …, "lastPageId": …}` as the contract names them (docs/spec-map.md, D15)."""

@@ -8,14 +8,19 @@ application recorder that writes the hash chain in the events' own transaction
 (`adapters.store.keys`), wrapped by CHATRECORD_MASTER_KEY where it is set
 (`adapters.store.crypto`); and it hands out the backend's pieces of the rest of the store:
 the history index (`history_tables`), the views' tables (`views_backend`) and the kept
-idempotency keys (`idempotency_keys`). The backend-neutral logic stays with its concern
+idempotency keys (`idempotency_keys`); and it says what only the backend knows: the line that
+describes its database (`describe`), why its server refuses a connection (`server_reason`)
+and which of its driver's errors a setting or another process caused (`problem`), so the
+store's settings ask the backend instead of switching on its type (`backend_named`,
+`backend_of_error`). The backend-neutral logic stays with its concern
 (`adapters.store.chain.ChainedRecorder`, `adapters.store.history.SQLHistoryTables`,
 `adapters.views.backends.SQLBackend`, `adapters.http.idempotency.SQLKeys`).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from eventsourcing.persistence import InfrastructureFactory, Mapper, Transcoder
 from eventsourcing.utils import resolve_topic
@@ -50,6 +55,8 @@ class StoreFactory:
 
     env: Any
     _data_keys: DataKeys | None = None
+    driver_errors: ClassVar[tuple[type[BaseException], ...]] = ()
+    """The database driver's errors, which `problem` words (`adapters.store.settings.store_problem`)."""
 
     def mapper(self, transcoder: Transcoder | None = None, mapper_class: type[Mapper[Any]] | None = None) -> Mapper[Any]:
         mapper = super().mapper(transcoder, mapper_class)  # type: ignore[misc]
@@ -78,6 +85,24 @@ class StoreFactory:
         raise NotImplementedError
 
     @classmethod
+    def describe(cls, env: Mapping[str, str]) -> str:
+        """Returns one line naming the database of `env` (the library's keys), never the password."""
+        raise NotImplementedError
+
+    @classmethod
+    def server_reason(cls, env: Mapping[str, str]) -> str | None:
+        """Returns, in one line, why the database server of `env` refuses a connection; None when
+        it connects or the backend has no server."""
+        return None
+
+    @classmethod
+    def problem(cls, driver: BaseException, env: Mapping[str, str], text: str, backend: str) -> str | None:
+        """Returns the one line for the driver's error `driver` (its message `text`) when a
+        setting or another process caused it, naming the setting and what to do (`backend`
+        describes the store); None for any other error, which is a bug."""
+        return None
+
+    @classmethod
     def idempotency_keys(cls, store: Any) -> IdempotencyKeys:
         """Returns the kept idempotency keys in `store`'s database, making the table if it is
         missing."""
@@ -97,3 +122,27 @@ def backend_of(factory: InfrastructureFactory[Any]) -> type[StoreFactory]:
     found = resolve_topic(topic)
     assert issubclass(found, StoreFactory)
     return found
+
+
+def backend_named(module: str | None) -> type[StoreFactory]:
+    """Returns the store factory class a PERSISTENCE_MODULE value names (one of the library's
+    own modules, or a store factory's topic); the memory backend's for none or any other."""
+    topic = LIBRARY_MODULES.get(module or "", module or MEMORY_MODULE)
+    found = resolve_topic(topic if topic in LIBRARY_MODULES.values() else MEMORY_MODULE)
+    assert issubclass(found, StoreFactory)
+    return found  # type: ignore[no-any-return]
+
+
+def backend_of_error(driver: BaseException) -> type[StoreFactory]:
+    """Returns the store factory class whose database driver raised `driver` (StoreFactory
+    itself, which words no error, for an error of no backend's driver)."""
+    for topic in LIBRARY_MODULES.values():
+        found = resolve_topic(topic)
+        if isinstance(driver, found.driver_errors):
+            return found  # type: ignore[no-any-return]
+    return StoreFactory
+
+
+def driver_errors() -> tuple[type[BaseException], ...]:
+    """Returns the errors of every backend's database driver."""
+    return tuple(error for topic in LIBRARY_MODULES.values() for error in resolve_topic(topic).driver_errors)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
 from datetime import datetime
 from typing import Any
@@ -202,6 +202,10 @@ class MemoryFactory(StoreFactory, LibraryPOPOFactory):
 
     def application_recorder(self) -> ChainedPOPORecorder:
         return ChainedPOPORecorder()
+
+    @classmethod
+    def describe(cls, env: Mapping[str, str]) -> str:
+        return "in memory (nothing is kept after the process ends)"
 
     def construct_data_keys(self, master: bytes | None) -> DataKeys:
         return MemoryDataKeys(master)

@@ -30,7 +30,7 @@ keys (`adapters.http.idempotency.SQLKeys`).
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
@@ -597,6 +597,65 @@ class PostgresFactory(StoreFactory, es_postgres.PostgresFactory):
 
     application_recorder_class = ChainedPostgresRecorder
     POSTGRES_STATEMENT_TIMEOUT = "POSTGRES_STATEMENT_TIMEOUT"
+    driver_errors = (psycopg.Error,)
+
+    @classmethod
+    def describe(cls, env: Mapping[str, str]) -> str:
+        schema = env.get("POSTGRES_SCHEMA") or "public"
+        return (
+            f"PostgreSQL {env.get('POSTGRES_USER')}@{env.get('POSTGRES_HOST')}:"
+            f"{env.get('POSTGRES_PORT') or 5432}/{env.get('POSTGRES_DBNAME')} (schema {schema})"
+        )
+
+    @classmethod
+    def server_reason(cls, env: Mapping[str, str]) -> str | None:
+        """Returns why the server refuses a connection (a missing database or role, a wrong
+        password), found by one direct connection attempt; None when it connects."""
+        try:
+            psycopg.connect(
+                dbname=env.get("POSTGRES_DBNAME"), host=env.get("POSTGRES_HOST"), port=env.get("POSTGRES_PORT"),
+                user=env.get("POSTGRES_USER"), password=env.get("POSTGRES_PASSWORD") or None,
+                connect_timeout=int(env.get("POSTGRES_CONNECT_TIMEOUT") or 5),
+            ).close()
+        except psycopg.Error as error:
+            return " ".join(str(error).split()) or type(error).__name__
+        return None
+
+    @classmethod
+    def problem(cls, driver: BaseException, env: Mapping[str, str], text: str, backend: str) -> str | None:
+        if isinstance(driver, psycopg.errors.InvalidSchemaName):
+            schema = env.get("POSTGRES_SCHEMA") or "public"
+            return (
+                f"CHATRECORD_DATABASE_URL: schema {schema!r} does not exist in database "
+                f"{env.get('POSTGRES_DBNAME')!r}; create it (CREATE SCHEMA {schema};) or leave out "
+                "?schema= to use public"
+            )
+        if isinstance(driver, (psycopg.errors.LockNotAvailable, psycopg.errors.QueryCanceled)):
+            return (
+                f"the store ({backend}) did not finish in time ({text}): another process held the "
+                f"events table for {env.get('POSTGRES_LOCK_TIMEOUT') or WRITE_LOCK_TIMEOUT} s or a statement "
+                f"ran {env.get('POSTGRES_STATEMENT_TIMEOUT') or STATEMENT_TIMEOUT} s; nothing of it was "
+                "stored, try again"
+            )
+        if isinstance(driver, psycopg.errors.TransactionRollback):  # deadlock, serialization failure
+            return (
+                f"the store ({backend}) gave way to another process's write ({text}); nothing of it "
+                "was stored, try again"
+            )
+        if isinstance(driver, psycopg.errors.ReadOnlySqlTransaction):
+            return (
+                f"the store ({backend}) is read-only ({text}): commands that only read work here; "
+                "run this one against the primary"
+            )
+        if isinstance(driver, PoolTimeout):  # the pool only says it waited; ask the server why
+            text = cls.server_reason(env) or text
+        if isinstance(driver, (psycopg.OperationalError, psycopg.InterfaceError,
+                               psycopg.errors.InsufficientPrivilege, psycopg.errors.InvalidCatalogName)):
+            return (
+                f"the store ({backend}) cannot be used: {text}; check CHATRECORD_DATABASE_URL "
+                "and that the server answers"
+            )
+        return None
 
     def __init__(self, env: Any) -> None:
         super().__init__(env)

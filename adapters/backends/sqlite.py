@@ -9,8 +9,9 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from functools import lru_cache
@@ -206,15 +207,28 @@ class SQLiteBackend(SQLBackend):
         return [r["name"] for r in self._x(curs, "SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()]
 
 
+# SQLite result codes (the primary code, the low byte) a setting or another process causes
+_SQLITE_LOCKED = {5: "SQLITE_BUSY", 6: "SQLITE_LOCKED"}
+_SQLITE_NOT_A_DATABASE = {11: "SQLITE_CORRUPT", 26: "SQLITE_NOTADB"}
+_SQLITE_CANNOT_USE = {3: "SQLITE_PERM", 8: "SQLITE_READONLY", 10: "SQLITE_IOERR", 13: "SQLITE_FULL",
+                      14: "SQLITE_CANTOPEN", 23: "SQLITE_AUTH"}
+
+
 class SQLiteFactory(StoreFactory, es_sqlite.SQLiteFactory):
     """The library's SQLite persistence with a `WaitingSQLiteDatastore`, the hash chain and
     the data keys in the same file; it hands out the file's history index, views and
     idempotency keys."""
 
     application_recorder_class = ChainedSQLiteRecorder
+    driver_errors = (sqlite3.Error,)
 
     def __init__(self, env: Any) -> None:
+        name = env.get(self.SQLITE_DBNAME) or ""
+        fresh = not os.path.exists(name)
         super().__init__(env)
+        self.created: list[str] = [name] if fresh else []
+        """The file this factory created (empty when it existed already), as PostgresFactory's
+        `created` lists the tables it created."""
         plain = self.datastore
         self.datastore = WaitingSQLiteDatastore(
             db_name=plain.pool.db_name,
@@ -226,6 +240,32 @@ class SQLiteFactory(StoreFactory, es_sqlite.SQLiteFactory):
 
     def construct_data_keys(self, master: bytes | None) -> DataKeys:
         return SQLiteDataKeys(self.datastore, master, create_table=self.env_create_table())
+
+    @classmethod
+    def describe(cls, env: Mapping[str, str]) -> str:
+        return f"SQLite file {env.get('SQLITE_DBNAME')}"
+
+    @classmethod
+    def problem(cls, driver: BaseException, env: Mapping[str, str], text: str, backend: str) -> str | None:
+        path = env.get("SQLITE_DBNAME", "")
+        code = (getattr(driver, "sqlite_errorcode", 0) or 0) & 0xFF
+        if code in _SQLITE_NOT_A_DATABASE:
+            return (
+                f"CHATRECORD_DB: {path} is not a SQLite database ({text}); point CHATRECORD_DB at a "
+                "chatrecord store, or at a file that does not exist yet to start a new one"
+            )
+        if code in _SQLITE_LOCKED:
+            waited = env.get("SQLITE_LOCK_TIMEOUT") or es_sqlite.SQLITE3_DEFAULT_LOCK_TIMEOUT
+            return (
+                f"the {backend} stayed locked by another process for {waited} s ({text}); "
+                "try again when its write has ended"
+            )
+        if code in _SQLITE_CANNOT_USE:
+            return (
+                f"the {backend} cannot be used ({text}); check CHATRECORD_DB: its folder must exist "
+                "and the file must be readable and writable"
+            )
+        return None
 
     @classmethod
     def history_tables(cls, store: Any) -> SQLHistoryTables:

@@ -1,7 +1,8 @@
 """`chatrecord`: the three jobs of the store on the command line (typer, rich).
 
-Each command parses its arguments, opens the store `adapters.store.settings` configures, calls the
-library and prints text or `--json` (text without control characters from the data and
+Each command (a module `cmd_NAME.py` of its own) parses its arguments, opens the service layer
+(`adapters.api.Chatrecord`) on the store `adapters.store.settings` configures, calls one of its
+methods and prints text or `--json` (text without control characters from the data and
 without spaces at the ends of lines). Exit status: 0 success; 1 bad input, a missing file, an
 unknown conversation or a setting the store cannot use (one line `error: …` on stderr, no
 traceback); 2 wrong usage. Any other exception is a bug and keeps its traceback.
@@ -9,28 +10,28 @@ traceback); 2 wrong usage. Any other exception is a bug and keeps its traceback.
 
 from __future__ import annotations
 
-import sqlite3
 import sys
 
-import psycopg
 from eventsourcing.persistence import PersistenceError
 
-from adapters.cli import (  # noqa: F401 - registers
+from adapters.backends import driver_errors
+from adapters.cli import (  # noqa: F401 - registers (verify and erase below)
     cmd_audit,
     cmd_demo,
+    cmd_erase,
     cmd_ingest,
     cmd_init,
     cmd_rebuild,
     cmd_replay,
     cmd_serve,
+    cmd_verify,
 )
 from adapters.cli.app import app, warn
-from adapters.cli.verify import erase, verify
 from adapters.store.settings import store_problem
 from domain.errors import ChatrecordError
 
-app.command()(verify)
-app.command()(erase)
+app.command()(cmd_verify.verify)  # last, in this order, as --help has always listed them
+app.command()(cmd_erase.erase)
 
 __all__ = ["app", "main"]
 
@@ -46,7 +47,7 @@ def main() -> None:
     except ChatrecordError as error:
         warn(f"error: {error}")
         sys.exit(1)
-    except (PersistenceError, sqlite3.Error, psycopg.Error) as error:
+    except (PersistenceError, *driver_errors()) as error:  # the library's, or a backend's driver's
         problem = store_problem(error)
         if problem is None:
             raise

@@ -1,7 +1,8 @@
 """The command line's shared parts: the typer app, output helpers, options, the store opener.
 
-Each command is a module of its own in this package (`demo`, `ingest`, `replay`, `audit`,
-`rebuild`, `verify`, `init`, `serve`), registered by `adapters.cli`.
+Each command is a module of its own in this package (`cmd_demo`, `cmd_ingest`, `cmd_replay`,
+`cmd_audit`, `cmd_rebuild`, `cmd_verify`, `cmd_erase`, `cmd_init`, `cmd_serve`), registered by
+`adapters.cli`.
 """
 
 from __future__ import annotations
@@ -9,7 +10,6 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from enum import Enum
 from typing import Annotated, Any
 
 import typer
@@ -24,7 +24,7 @@ from adapters.cli.render import visible
 from adapters.store.settings import (
     open_store,
 )
-from projections.rules import RULE_SET_IDS
+from projections.rules import Rules
 
 app = typer.Typer(
     help="An event-sourced conversation store: what an AI agent's runs did, and the notes a later turn reads.",
@@ -55,7 +55,6 @@ def emit(renderable: RenderableType) -> None:
     sys.stdout.flush()
 
 
-Rules = Enum("Rules", {rule_set: rule_set for rule_set in RULE_SET_IDS}, type=str)  # type: ignore[misc]
 RulesOption = Annotated[Rules | None, typer.Option(
     "--rules", help="Rule set (default: the store's; 2026-11-02 for a FILE).")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]

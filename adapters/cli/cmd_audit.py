@@ -7,13 +7,8 @@ from typing import Annotated
 import typer
 
 from adapters.cli.app import JsonOption, RulesOption, app, emit, opened, print_json, say
-from adapters.cli.habits import (
-    require_store,
-)
-from adapters.cli.render import audit_table
-from adapters.cli.verify import chain_line
-from adapters.ingest.names import lookup_key
-from adapters.store.verify import chain_verdict
+from adapters.cli.habits import require_store
+from adapters.cli.render import audit_table, chain_line
 
 
 @app.command()
@@ -36,11 +31,9 @@ def audit(
     """
     require_store()
     with opened() as chatrecord:
-        rule_set, rows = chatrecord.audit(conversation, rules.value if rules else None)
-        verdict = chain_verdict(chatrecord.store, lookup_key(conversation))
+        done = chatrecord.audit(conversation, rules.value if rules else None, chain=True)
     if as_json:
-        intact = None if verdict is None else (verdict.version + 1 if verdict.ok else verdict.version)
-        print_json([{**row.to_json(), "verified": intact is not None and row.version < intact} for row in rows])
+        print_json(done.to_json())
     else:
-        emit(audit_table(conversation, rows, rule_set))
-        say(chain_line(verdict))
+        emit(audit_table(conversation, done.rows, done.rules))
+        say(chain_line(done.chain))

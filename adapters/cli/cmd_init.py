@@ -2,14 +2,8 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from adapters.cli.app import app, opened, say
-from adapters.store.settings import (
-    SQLITE_MODULES,
-    describe_backend,
-    store_env,
-)
+from adapters.api import Chatrecord
+from adapters.cli.app import app, say
 
 
 @app.command()
@@ -25,9 +19,5 @@ def init() -> None:
 
         chatrecord init
     """
-    backend = store_env()
-    fresh = backend.get("PERSISTENCE_MODULE") in SQLITE_MODULES and not Path(backend["SQLITE_DBNAME"]).exists()
-    with opened() as chatrecord:
-        chatrecord.read_models  # noqa: B018 - the views' pointer and first generation
-        fresh = fresh or bool(getattr(chatrecord.store.factory, "created", None))
-        say(f"{'created the store' if fresh else 'the store exists already'}: {describe_backend(chatrecord.store)}")
+    created, backend = Chatrecord.init_store()
+    say(f"{'created the store' if created else 'the store exists already'}: {backend}")

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from adapters.api import replay_file
+from adapters.api import replay_file, replay_lines
 from adapters.cli.app import (
     JsonOption,
     RulesOption,
@@ -22,10 +22,9 @@ from adapters.cli.habits import (
     STDIN_NAME,
     is_stdin,
     require_store,
-    stdin_conversations,
+    stdin_lines,
 )
 from adapters.cli.render import turn_view
-from adapters.service.results import replay_conversations
 from projections.rules import DEFAULT_RULE_SET
 
 
@@ -57,7 +56,7 @@ def replay(
     if file is not None:
         rule_set = rules.value if rules else DEFAULT_RULE_SET
         if is_stdin(file):
-            replays = replay_conversations(stdin_conversations(), STDIN_NAME, rule_set, at, can_see)
+            replays = replay_lines(stdin_lines(), STDIN_NAME, rule_set, at, can_see)
         else:
             replays = replay_file(readable_file(file), rule_set, at, can_see)
     else:

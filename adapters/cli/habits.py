@@ -13,15 +13,13 @@ from collections.abc import Iterator
 from importlib import metadata
 from pathlib import Path
 from typing import Any
-from uuid import UUID
 
 import orjson
 
-from adapters.ingest import bounded_lines, fold_events, read_lines
+from adapters.ingest import bounded_lines
 from adapters.service.lines import IngestReport
 from adapters.store.settings import DEFAULT_DB
 from domain.errors import ChatrecordError
-from domain.events import ConversationEvent, ConversationStarted
 
 STDIN = "-"
 """The FILE argument that reads standard input."""
@@ -52,18 +50,6 @@ def is_stdin(path: Path | None) -> bool:
 def stdin_lines() -> Iterator[bytes]:
     """Yields the lines of standard input as bytes, each bounded as a file's are."""
     return bounded_lines(sys.stdin.buffer)
-
-
-def stdin_conversations() -> list[tuple[str, list[ConversationEvent]]]:
-    """Returns each conversation read from standard input with its events, folded in memory
-    (as `adapters.service.results.file_conversations` does for a file)."""
-    names: dict[UUID, str] = {}
-    logs: dict[UUID, list[ConversationEvent]] = {}
-    for event in fold_events(read_lines(stdin_lines(), STDIN_NAME)):
-        if isinstance(event, ConversationStarted):
-            names[event.originator_id] = event.conversation
-        logs.setdefault(event.originator_id, []).append(event)
-    return [(names[uuid], events) for uuid, events in logs.items()]
 
 
 def require_store(environ: dict[str, str] | None = None) -> None:

@@ -21,6 +21,7 @@ from rich.rule import Rule
 from rich.table import Table
 from rich.text import Text
 
+from adapters.store.verify import Verdict
 from projections.audit import AuditRow
 from projections.notes import CLOSE, LABEL, OPEN
 from projections.turn import TurnInput
@@ -262,6 +263,16 @@ def audit_table(conversation: str, rows: Sequence[AuditRow], rules: str) -> Tabl
 
 
 # ---------------------------------------------------------------- rebuild
+
+
+def chain_line(verdict: Verdict | None) -> str:
+    """Returns the line `audit` prints about the conversation's hash chain."""
+    if verdict is None:
+        return "chain: not kept by this store"
+    if verdict.ok:
+        events = f"{verdict.events} event{'s' if verdict.events != 1 else ''}"
+        return f"chain: verified, {events}, head {verdict.hash.hex()[:16] if verdict.hash else '-'}…"
+    return f"chain: BROKEN at version {verdict.version} ({verdict.problem}): {verdict.detail}"
 
 
 def entry_summary(entry: Any) -> str:

@@ -15,7 +15,6 @@ import os
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from enum import Enum
 from typing import Annotated, Any
 
 import orjson
@@ -28,8 +27,8 @@ from adapters.http.idempotency import MAX_KEY, Kept, body_hash, keys_for
 from adapters.http.problems import PROBLEM, Problem, install
 from adapters.ingest import json_problem
 from adapters.store.settings import BadSetting
-from projections.page_line import PageCheck, PageFilter
-from projections.rules import RULE_SET_IDS
+from projections.page_line import PageFilter
+from projections.rules import Rules
 
 DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
 """A request body may hold this many bytes (8 MiB) unless CHATRECORD_MAX_BODY_BYTES says otherwise."""
@@ -58,7 +57,6 @@ class HttpSettings:
         return cls(token, int(text) if text else DEFAULT_MAX_BODY_BYTES)
 
 
-Rules = Enum("Rules", {rule_set: rule_set for rule_set in RULE_SET_IDS}, type=str)  # type: ignore[misc]
 Conversation = Annotated[str, Path(description="The conversation id, as the chat names it.")]
 RulesQuery = Annotated[Rules | None, Query(description="Rule set (default: the store's live one).")]
 VisiblePage = Annotated[list[int], Query(description="A page the user may see (repeatable); when given, only these.")]
@@ -68,12 +66,6 @@ ERRORS: dict[int | str, dict[str, Any]] = {
     for status, text in {400: "Unreadable JSON or a bad parameter", 401: "Missing or wrong token",
                          404: "Unknown conversation or turn", 409: "Refused", 503: "Write conflict or store down"}.items()
 }
-
-
-def page_check(visible: list[int], hidden: list[int]) -> PageCheck:
-    """Returns the check of a user who may see `visible` pages only (every page when empty),
-    never a `hidden` one."""
-    return PageFilter(frozenset(visible), frozenset(hidden))
 
 
 def etag(version: int) -> dict[str, str]:
@@ -199,7 +191,7 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
     ) -> Response:
         """The chat's read of the next turn: the page line and each note with its place in the
         transcript the chat holds. A page the user may not see is never named."""
-        can_see = page_check(visible_page, hidden_page)
+        can_see = PageFilter(frozenset(visible_page), frozenset(hidden_page))
         notes = chatrecord.turn_notes(conversation, can_see)
         payload = notes.to_json()
         if messages is not None:
@@ -210,8 +202,8 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
     def audit(chatrecord: Service, conversation: Conversation, rules: RulesQuery = None) -> Response:
         """Everything that ran, was written, decided, left undecided or cut, in order, with
         times: the rows of `chatrecord audit --json`."""
-        _, rows = chatrecord.audit(conversation, rules.value if rules else None)
-        return json_response([row.to_json() for row in rows])
+        done = chatrecord.audit(conversation, rules.value if rules else None)
+        return json_response([row.to_json() for row in done.rows])
 
     @v1.get("/conversations/{conversation:path}/activity", response_model=list[dict[str, Any]])
     def activity(chatrecord: Service, conversation: Conversation, rules: RulesQuery = None) -> Response:
@@ -226,7 +218,7 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
         visible_page: VisiblePage = [], hidden_page: HiddenPage = [],  # noqa: B006
     ) -> Response:
         """Every turn's model input as it was then: the object of `chatrecord replay --json`."""
-        done = chatrecord.replay(conversation, rules.value if rules else None, at, page_check(visible_page, hidden_page))
+        done = chatrecord.replay(conversation, rules.value if rules else None, at, PageFilter(frozenset(visible_page), frozenset(hidden_page)))
         return json_response(done.to_json())
 
     app.include_router(v1)

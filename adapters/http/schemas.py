@@ -79,7 +79,7 @@ LINE_SCHEMA: dict[str, Any] = {
     "properties": {"type": {"type": "string"}, "conversation": {"type": "string"},
                    "at": {"type": "string", "format": "date-time"}},
     "additionalProperties": True,
-    "description": "One line of the chat's input format (DESIGN.md, \"Input\").",
+    "description": "One line of the chat's input format (docs/input-format.md).",
 }
 LINES_BODY: dict[str, Any] = {
     "requestBody": {

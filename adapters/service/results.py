@@ -1,24 +1,26 @@
 """Results of the service layer's reads, and the reads that need no store: `Replay` (the turns
 of one conversation; `replay_file` reads a JSON Lines file in memory, nothing stored; time
-travel picks the turns of one user message), `Demo`, `demo_lines`, and `apply_notes`, the
+travel picks the turns of one user message), `Audit`, `Demo`, `demo_lines`, and `apply_notes`, the
 reference of what the chat does with `Chatrecord.turn_notes`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
 from uuid import UUID
 
-from adapters.ingest import read_events
+from adapters.ingest import fold_events, read_events, read_lines
 from adapters.ingest.names import lookup_key
 from adapters.service.lines import IngestReport
 from adapters.store.application import ConversationStore
+from adapters.store.verify import Verdict
 from domain.errors import ChatrecordError, UnknownConversation, shown_id
 from domain.events import ConversationEvent, ConversationStarted
+from projections.audit import AuditRow
 from projections.page_line import PageCheck, every_page
 from projections.rules import DEFAULT_RULE_SET, resolve
 from projections.turn import TurnInput, replay_json, replay_turns
@@ -40,6 +42,18 @@ class UnreadableFile(ChatrecordError):
     """Raised when a FILE argument names no file that can be read."""
 
 
+def conversations_of(events: Iterable[ConversationEvent]) -> Conversations:
+    """Returns each conversation of `events` (folded in memory, as `fold_events` yields them)
+    with its events, in the order the conversations start."""
+    names: dict[UUID, str] = {}
+    logs: dict[UUID, list[ConversationEvent]] = {}
+    for event in events:
+        if isinstance(event, ConversationStarted):
+            names[event.originator_id] = event.conversation
+        logs.setdefault(event.originator_id, []).append(event)
+    return [(names[uuid], events) for uuid, events in logs.items()]
+
+
 def file_conversations(path: Path) -> Conversations:
     """Returns each conversation of the JSON Lines file `path` with its events, folded in
     memory (nothing is stored), in the order the conversations start.
@@ -47,16 +61,10 @@ def file_conversations(path: Path) -> Conversations:
     Raises InvalidInput or the domain's ChatrecordError at the first bad line, UnreadableFile
     when the file cannot be read.
     """
-    names: dict[UUID, str] = {}
-    logs: dict[UUID, list[ConversationEvent]] = {}
     try:
-        for event in read_events(path):
-            if isinstance(event, ConversationStarted):
-                names[event.originator_id] = event.conversation
-            logs.setdefault(event.originator_id, []).append(event)
+        return conversations_of(read_events(path))
     except OSError as error:
         raise UnreadableFile(f"{path}: cannot be read ({error.strerror or error})") from None
-    return [(names[uuid], events) for uuid, events in logs.items()]
 
 
 def stored_conversation(store: ConversationStore, conversation: str, backend: str) -> list[ConversationEvent]:
@@ -95,8 +103,27 @@ class Replay:
     differs: bool = False
 
     def to_json(self) -> dict[str, Any]:
-        """Returns DESIGN.md's `replay --json` object."""
+        """Returns the `replay --json` object (docs/spec-map.md, D15)."""
         return replay_json(self.conversation, self.rules, self.turns)
+
+
+@dataclass(frozen=True)
+class Audit:
+    """One conversation's audit: the rule set it was read under, its rows in order and, when it
+    was asked for, the verdict of its hash chain (`chain`: None when not asked for or when the
+    store keeps no chain)."""
+
+    conversation: str
+    rules: str
+    rows: list[AuditRow]
+    chain: Verdict | None = None
+
+    def to_json(self) -> list[dict[str, Any]]:
+        """Returns the rows of `audit --json`: each row's JSON with `verified`, True when its
+        event lies before any broken link of the chain (False throughout without a verdict)."""
+        verdict = self.chain
+        intact = None if verdict is None else (verdict.version + 1 if verdict.ok else verdict.version)
+        return [{**row.to_json(), "verified": intact is not None and row.version < intact} for row in self.rows]
 
 
 @dataclass(frozen=True)
@@ -117,6 +144,14 @@ def replay_file(path: Path, rules: str = DEFAULT_RULE_SET, at: int | None = None
     (nothing is stored); with `at`, only conversations with a turn of user message `at`.
     Raises EmptyInput for a file without lines, TurnNotFound, InvalidInput or a refusal."""
     return replay_conversations(file_conversations(path), str(path), rules, at, can_see_page)
+
+
+def replay_lines(lines: Iterable[str | bytes], source: str, rules: str = DEFAULT_RULE_SET,
+                 at: int | None = None, can_see_page: PageCheck = every_page) -> list[Replay]:
+    """Returns the replay of each conversation of JSON Lines `lines` (standard input, named
+    `source` in errors), read in memory as `replay_file` reads a file."""
+    return replay_conversations(conversations_of(fold_events(read_lines(lines, source))), source, rules, at,
+                                can_see_page)
 
 
 def replay_conversations(conversations: Conversations, source: str, rules: str = DEFAULT_RULE_SET,

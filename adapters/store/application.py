@@ -1,7 +1,7 @@
 """The conversation store: an eventsourcing Application over the Conversation aggregate.
 
-Thin, as STYLE.md asks: `handle` loads a conversation, lets the command decide, saves the
-events. Everything else (backend, serialisation) is configuration; see `adapters.store.settings`.
+Thin: `handle` loads a conversation, lets the command decide, saves the events. Everything
+else (backend, serialisation) is configuration; see `adapters.store.settings`.
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ class WriteConflict(ChatrecordError):
     """Raised by `ConversationStore.handle` when every try to append a command's events
     conflicted with another writer's append to the same conversation. Nothing of the command
     was stored; sending it again is safe (a repeat returns the first result). The HTTP
-    service answers it with 409 Conflict."""
+    service answers it with 503 `write-conflict` (`adapters.http.problems`)."""
 
 
 BACKOFF_BASE = 0.01
@@ -86,7 +86,16 @@ BACKOFF_CAP = 0.5
 def backoff(attempt: int) -> float:
     """Returns the seconds to wait after try `attempt` (1, 2, …) conflicted: a random time up
     to BACKOFF_BASE·2^(attempt-1), at most BACKOFF_CAP ("full jitter", so writers that
-    collided once do not collide again in step)."""
+    collided once do not collide again in step).
+
+    Why `handle` does not use the library's `eventsourcing.utils.retry` here (the PostgreSQL
+    append does, for a lost connection, where a fixed wait is right): `retry` sleeps
+    `wait · (1 ± 5 %)` after every failed try, one wait fixed when the function is decorated.
+    That cannot give this growing, fully random wait, which the README documents ("up to
+    10 ms, 20 ms, 40 ms, … at most 0.5 s"); with a near-constant wait, writers that conflicted
+    once try again in step and conflict again. The rest would fit (re-raising after the last
+    try, dropping the cached state before raising), but not the wait.
+    """
     return random.uniform(0, min(BACKOFF_CAP, BACKOFF_BASE * 2 ** (attempt - 1)))
 
 
@@ -107,7 +116,7 @@ class ConversationStore(Application[UUID]):
     """Stores conversations as event logs; loads them through snapshots.
 
     Env keys besides the library's: `SNAPSHOT_INTERVAL` (default 100 versions) and
-    `HANDLE_MAX_ATTEMPTS` (default 12 tries of a command whose append conflicts, with a
+    `HANDLE_MAX_ATTEMPTS` (default 20 tries of a command whose append conflicts, with a
     jittered exponential wait between them, `backoff`). The library's
     `AGGREGATE_CACHE_MAXSIZE` (default 256 conversations; "" turns the cache off) keeps loaded
     conversations between commands (see docs/benchmarks.md, "Ingesting line by line").
@@ -162,7 +171,8 @@ class ConversationStore(Application[UUID]):
         """Applies `command` to its conversation and stores the events it decides.
 
         A conflicting append (another writer got there first) is retried by reloading and
-        deciding again after a jittered, growing wait (`backoff`), up to `max_attempts` tries.
+        deciding again after a jittered, growing wait (`backoff`, which says why this loop is not
+        the library's `retry`), up to `max_attempts` tries.
         Raises the domain's ChatrecordError when the command breaks an invariant (nothing is
         stored), WriteConflict when every try conflicts (nothing is stored).
         """

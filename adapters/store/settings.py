@@ -14,25 +14,29 @@
 Each names its backend's store factory (`adapters.backends`) in the library's PERSISTENCE_MODULE.
 
 `CHATRECORD_SNAPSHOT_INTERVAL` (default 100) sets how many versions lie between snapshots.
-`store_problem` turns the database errors a setting or another process causes into one line.
+`store_problem` turns the database errors a setting or another process causes into one line;
+the backend whose driver raised it words it (`StoreFactory.problem`), as its factory also
+describes the store (`describe_backend`).
 """
 
 from __future__ import annotations
 
 import os
 import re
-import sqlite3
 from collections.abc import Mapping
 from urllib.parse import parse_qs, unquote, urlsplit
 
-import psycopg
-import psycopg.errors
-from eventsourcing import sqlite as es_sqlite
 from eventsourcing.persistence import InterfaceError, OperationalError
-from psycopg_pool import PoolTimeout
 
-from adapters.backends import MEMORY_MODULE, POSTGRES_MODULE, SQLITE_MODULE
-from adapters.backends.postgres import STATEMENT_TIMEOUT, WRITE_LOCK_TIMEOUT
+from adapters.backends import (
+    MEMORY_MODULE,
+    POSTGRES_MODULE,
+    SQLITE_MODULE,
+    backend_named,
+    backend_of_error,
+    driver_errors,
+)
+from adapters.backends.postgres import WRITE_LOCK_TIMEOUT
 from adapters.store.application import ConversationStore
 from domain.errors import ChatrecordError
 
@@ -100,10 +104,6 @@ def postgres_env(url: str) -> dict[str, str]:
     return env
 
 
-SQLITE_MODULES = ("eventsourcing.sqlite", SQLITE_MODULE)
-POSTGRES_MODULES = ("eventsourcing.postgres", POSTGRES_MODULE)
-
-
 def sqlite_env(path: str | os.PathLike[str]) -> dict[str, str]:
     """Returns the library's keys for a SQLite file at `path`, whose writers wait up to
     SQLITE_LOCK_TIMEOUT seconds for another process's write."""
@@ -169,21 +169,12 @@ def open_store(
 
 def describe_backend(env: Mapping[str, str] | ConversationStore | None = None) -> str:
     """Returns one line naming the backend of a store or env (default: what os.environ picks),
-    never the password."""
+    never the password; the backend its PERSISTENCE_MODULE names says it (`StoreFactory.describe`)."""
     if env is None:
         env = store_env()
     if isinstance(env, ConversationStore):
         env = {key: env.env.get(key) or "" for key in _DESCRIBED}
-    module = env.get("PERSISTENCE_MODULE", "eventsourcing.popo")
-    if module in SQLITE_MODULES:
-        return f"SQLite file {env.get('SQLITE_DBNAME')}"
-    if module in POSTGRES_MODULES:
-        schema = env.get("POSTGRES_SCHEMA") or "public"
-        return (
-            f"PostgreSQL {env.get('POSTGRES_USER')}@{env.get('POSTGRES_HOST')}:"
-            f"{env.get('POSTGRES_PORT') or 5432}/{env.get('POSTGRES_DBNAME')} (schema {schema})"
-        )
-    return "in memory (nothing is kept after the process ends)"
+    return backend_named(env.get("PERSISTENCE_MODULE")).describe(env)
 
 
 _DESCRIBED = (
@@ -197,37 +188,20 @@ _DESCRIBED = (
 )
 
 
-# SQLite result codes (the primary code, the low byte) a setting or another process causes
-_SQLITE_LOCKED = {5: "SQLITE_BUSY", 6: "SQLITE_LOCKED"}
-_SQLITE_NOT_A_DATABASE = {11: "SQLITE_CORRUPT", 26: "SQLITE_NOTADB"}
-_SQLITE_CANNOT_USE = {3: "SQLITE_PERM", 8: "SQLITE_READONLY", 10: "SQLITE_IOERR", 13: "SQLITE_FULL",
-                      14: "SQLITE_CANTOPEN", 23: "SQLITE_AUTH"}
-
-
 def _driver_error(error: BaseException) -> BaseException | None:
     seen: BaseException | None = error
     while seen is not None:
-        if isinstance(seen, (sqlite3.Error, psycopg.Error)):
+        if isinstance(seen, driver_errors()):
             return seen
         seen = seen.__cause__
     return None
 
 
 def server_reason(env: Mapping[str, str]) -> str | None:
-    """Returns, in one line, why the PostgreSQL server of `env` refuses a connection (a missing
+    """Returns, in one line, why the database server of `env` refuses a connection (a missing
     database or role, a wrong password), found by one direct connection attempt; None when it
-    connects or `env` is not PostgreSQL."""
-    if env.get("PERSISTENCE_MODULE") not in POSTGRES_MODULES:
-        return None
-    try:
-        psycopg.connect(
-            dbname=env.get("POSTGRES_DBNAME"), host=env.get("POSTGRES_HOST"), port=env.get("POSTGRES_PORT"),
-            user=env.get("POSTGRES_USER"), password=env.get("POSTGRES_PASSWORD") or None,
-            connect_timeout=int(env.get("POSTGRES_CONNECT_TIMEOUT") or 5),
-        ).close()
-    except psycopg.Error as error:
-        return " ".join(str(error).split()) or type(error).__name__
-    return None
+    connects or `env` names no server (`StoreFactory.server_reason`)."""
+    return backend_named(env.get("PERSISTENCE_MODULE")).server_reason(env)
 
 
 def store_problem(error: BaseException, env: Mapping[str, str] | ConversationStore | None = None) -> StoreUnusable | None:
@@ -246,60 +220,9 @@ def store_problem(error: BaseException, env: Mapping[str, str] | ConversationSto
     driver = _driver_error(error)
     text = "; ".join(line.strip() for line in str(driver or error).splitlines() if line.strip())
     text = text or type(error).__name__
-    if isinstance(driver, sqlite3.Error):
-        path = env.get("SQLITE_DBNAME", "")
-        code = (getattr(driver, "sqlite_errorcode", 0) or 0) & 0xFF
-        if code in _SQLITE_NOT_A_DATABASE:
-            return StoreUnusable(
-                f"CHATRECORD_DB: {path} is not a SQLite database ({text}); point CHATRECORD_DB at a "
-                "chatrecord store, or at a file that does not exist yet to start a new one"
-            )
-        if code in _SQLITE_LOCKED:
-            waited = env.get("SQLITE_LOCK_TIMEOUT") or es_sqlite.SQLITE3_DEFAULT_LOCK_TIMEOUT
-            return StoreUnusable(
-                f"the {backend} stayed locked by another process for {waited} s ({text}); "
-                "try again when its write has ended"
-            )
-        if code in _SQLITE_CANNOT_USE:
-            return StoreUnusable(
-                f"the {backend} cannot be used ({text}); check CHATRECORD_DB: its folder must exist "
-                "and the file must be readable and writable"
-            )
-        return None
-    if isinstance(driver, psycopg.Error):
-        if isinstance(driver, psycopg.errors.InvalidSchemaName):
-            schema = env.get("POSTGRES_SCHEMA") or "public"
-            return StoreUnusable(
-                f"CHATRECORD_DATABASE_URL: schema {schema!r} does not exist in database "
-                f"{env.get('POSTGRES_DBNAME')!r}; create it (CREATE SCHEMA {schema};) or leave out "
-                "?schema= to use public"
-            )
-        if isinstance(driver, (psycopg.errors.LockNotAvailable, psycopg.errors.QueryCanceled)):
-            return StoreUnusable(
-                f"the store ({backend}) did not finish in time ({text}): another process held the "
-                f"events table for {env.get('POSTGRES_LOCK_TIMEOUT') or WRITE_LOCK_TIMEOUT} s or a statement "
-                f"ran {env.get('POSTGRES_STATEMENT_TIMEOUT') or STATEMENT_TIMEOUT} s; nothing of it was "
-                "stored, try again"
-            )
-        if isinstance(driver, psycopg.errors.TransactionRollback):  # deadlock, serialization failure
-            return StoreUnusable(
-                f"the store ({backend}) gave way to another process's write ({text}); nothing of it "
-                "was stored, try again"
-            )
-        if isinstance(driver, psycopg.errors.ReadOnlySqlTransaction):
-            return StoreUnusable(
-                f"the store ({backend}) is read-only ({text}): commands that only read work here; "
-                "run this one against the primary"
-            )
-        if isinstance(driver, PoolTimeout):  # the pool only says it waited; ask the server why
-            text = server_reason(env) or text
-        if isinstance(driver, (psycopg.OperationalError, psycopg.InterfaceError,
-                               psycopg.errors.InsufficientPrivilege, psycopg.errors.InvalidCatalogName)):
-            return StoreUnusable(
-                f"the store ({backend}) cannot be used: {text}; check CHATRECORD_DATABASE_URL "
-                "and that the server answers"
-            )
-        return None
+    if driver is not None:
+        message = backend_of_error(driver).problem(driver, env, text, backend)
+        return StoreUnusable(message) if message is not None else None
     if isinstance(error, (OperationalError, InterfaceError)):  # e.g. no connection within the pool's timeout
         return StoreUnusable(f"the store ({backend}) cannot be used: {text}")
     return None

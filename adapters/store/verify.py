@@ -39,8 +39,9 @@ class BadHeadsFile(ChatrecordError):
 
 
 @dataclass(frozen=True)
-class Head:
-    """A conversation's head: its last version and that version's hash."""
+class KeptHead:
+    """A conversation's head as kept elsewhere (a heads file, `read_heads`): its last version
+    and that version's hash. Not the read models' head row (`projections.rows.Head`)."""
 
     conversation: str
     originator_id: UUID
@@ -115,7 +116,7 @@ def merged(recorder: ChainedRecorder, only: UUID | None = None) -> Iterator[Item
 
 
 def verify(recorder: ChainedRecorder, name_of: NameOf, only: UUID | None = None,
-           heads: Mapping[UUID, Head] | None = None) -> Iterator[Verdict]:
+           heads: Mapping[UUID, KeptHead] | None = None) -> Iterator[Verdict]:
     """Yields a Verdict per conversation in the store (only `only` if given), in key order,
     then one per conversation of `heads` of which the store holds nothing."""
     heads = heads or {}
@@ -129,7 +130,7 @@ def verify(recorder: ChainedRecorder, name_of: NameOf, only: UUID | None = None,
                           detail=f"the heads file records version {head.version}; the store holds no event of it")
 
 
-def _check(key: UUID, items: Iterable[Item], name_of: NameOf, head: Head | None) -> Verdict:
+def _check(key: UUID, items: Iterable[Item], name_of: NameOf, head: KeptHead | None) -> Verdict:
     stream = iter(items)
     current = next(stream)
     name = _name(current, name_of, head)
@@ -175,7 +176,7 @@ def _diagnose(running: bytes, computed: bytes, current: Item, following: Item | 
     return "changed", "the event does not match its recorded hash: the event or its hash was changed"
 
 
-def _name(item: Item, name_of: NameOf, head: Head | None) -> str:
+def _name(item: Item, name_of: NameOf, head: KeptHead | None) -> str:
     if item[1] == 1 and item[2] is not None:
         try:
             return name_of(item[2])
@@ -192,12 +193,12 @@ def head_line(verdict: Verdict) -> str:
     return f"{verdict.conversation} {verdict.version} {verdict.hash.hex() if verdict.hash else '-'}"
 
 
-def read_heads(path: Path) -> dict[UUID, Head]:
+def read_heads(path: Path) -> dict[UUID, KeptHead]:
     """Returns the heads a file holds: lines `NAME VERSION HASH` (`verify --heads`) or JSON
     objects with `conversation`, `version` and `hash` (`verify --json`); blank lines are skipped.
 
     Raises BadHeadsFile naming the line when a line is neither, or the file cannot be read."""
-    heads: dict[UUID, Head] = {}
+    heads: dict[UUID, KeptHead] = {}
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
@@ -221,7 +222,7 @@ def read_heads(path: Path) -> dict[UUID, Head]:
         except (ValueError, KeyError, TypeError, AttributeError):
             raise BadHeadsFile(f"{path}: line {number} is not a head; expected NAME VERSION HASH "
                                "(64 hex digits) or a line of verify --json") from None
-        heads[key] = Head(name, key, version, digest)
+        heads[key] = KeptHead(name, key, version, digest)
     return heads
 
 

@@ -133,16 +133,21 @@ def test_replay_of_a_stored_conversation_is_the_files_and_checks_the_view(chatre
 def test_audit_activity_rebuild_and_diff(chatrecord: Chatrecord) -> None:
     chatrecord.ingest((DATA / "behalten_tour.jsonl").read_bytes().splitlines(), "behalten_tour.jsonl")
 
-    rules, rows = chatrecord.audit("conv-behalten")
+    audit = chatrecord.audit("conv-behalten", chain=True)
     changed = chatrecord.diff("2026-11-01")
     report = chatrecord.rebuild("2026-11-01")
 
-    assert rules == "2026-11-02" and rows[0].kind == "started"
+    assert audit.rules == "2026-11-02" and audit.rows[0].kind == "started"
+    assert audit.chain is not None and (audit.chain.ok, audit.chain.version) == (True, len(chatrecord.events("conv-behalten")))
+    assert [row["verified"] for row in audit.to_json()] == [True] * len(audit.rows)
+    assert chatrecord.audit("conv-behalten").chain is None
     assert [d.conversation for d in changed] == ["conv-behalten"]
     assert (report.rules, report.old_rules, chatrecord.active_rules()) == ("2026-11-01", "2026-11-02", "2026-11-01")
     assert chatrecord.activity("conv-behalten")[1].entries[0].label == "fehlgeschlagen"
     with pytest.raises(UnknownConversation):
         chatrecord.audit("nope")
+    with pytest.raises(UnknownConversation, match="no conversation 'nope' in "):
+        list(chatrecord.verify("nope"))
 
 
 def test_demo_stores_the_tour_once_and_reads_its_turn(chatrecord: Chatrecord) -> None:

@@ -73,7 +73,7 @@ def test_the_demo_sent_line_by_line_gives_the_turn_chatrecord_demo_prints(server
     assert body["messages"] == expected.model_messages()
     assert [n["text"] for n in body["notes"]] == list(expected.notes) and len(body["notes"]) == 14
     assert {k: v for k, v in body.items() if k != "messages"} == demo.turn_notes("conv-demo-seo").to_json()
-    assert audit.json() == [row.to_json() for row in demo.audit("conv-demo-seo")[1]]
+    assert audit.json() == [row.to_json() for row in demo.audit("conv-demo-seo").rows]
     assert replay.json() == demo.replay("conv-demo-seo", at=3).to_json()
     assert activity.json() == [s.model_dump(mode="json") for s in demo.activity("conv-demo-seo")]
 
@@ -185,7 +185,7 @@ def expected_orders() -> dict[str, tuple[list[str], list[int]]]:
             statuses.append(409 if report.stopped else 200)
         if order == "message first":
             statuses.reverse()  # statuses in the order (decision, message)
-        kinds = [row.kind for row in chatrecord.audit("c")[1]]
+        kinds = [row.kind for row in chatrecord.audit("c").rows]
         out[order] = (kinds, statuses)
     return out
 

@@ -19,7 +19,7 @@ from adapters.api import DEMO_FILE, Chatrecord, demo_lines
 from adapters.store.application import ConversationStore
 from adapters.store.chain import GENESIS, link
 from adapters.store.settings import memory_env
-from adapters.store.verify import Head, Verdict, verdicts
+from adapters.store.verify import KeptHead, Verdict, verdicts
 from domain.events import conversation_uuid
 from tests.integration.backends import PostgresStores, SQLiteStores
 
@@ -122,7 +122,7 @@ class ChainContract:
     def test_kept_heads_find_the_newest_events_cut_off(self, store: ConversationStore) -> None:
         head = by_name(verdicts(store))["conv-demo-seo"]
         assert head.hash is not None
-        kept = {DEMO: Head("conv-demo-seo", DEMO, head.version, head.hash)}
+        kept = {DEMO: KeptHead("conv-demo-seo", DEMO, head.version, head.hash)}
         for version in (20, 19):
             self.delete_event(store, version)
             self.delete_hash(store, version)
@@ -134,7 +134,7 @@ class ChainContract:
     def test_kept_heads_find_a_rewritten_log(self, store: ConversationStore) -> None:
         head = by_name(verdicts(store))["conv-demo-seo"]
         assert head.hash is not None
-        kept = {DEMO: Head("conv-demo-seo", DEMO, head.version, head.hash)}
+        kept = {DEMO: KeptHead("conv-demo-seo", DEMO, head.version, head.hash)}
         events = self.events(store)
         topic, state = events[3]
         events[3] = (topic, state.replace(b'"uid":42', b'"uid":43', 1) if b'"uid":42' in state else state + b" ")
@@ -148,7 +148,7 @@ class ChainContract:
         assert (verdict.problem, verdict.version) == ("rewritten", 20)
 
 
-def _verify_against(store: ConversationStore, heads: dict[UUID, Head]) -> Iterator[Verdict]:
+def _verify_against(store: ConversationStore, heads: dict[UUID, KeptHead]) -> Iterator[Verdict]:
     from adapters.store.verify import verify
 
     def name_of(stored: Any) -> str:

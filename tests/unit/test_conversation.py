@@ -1,4 +1,4 @@
-"""The Conversation aggregate's invariants (DESIGN.md, "Invariants"; issue 2, item 1)."""
+"""The Conversation aggregate's invariants (docs/spec-map.md, D1–D6)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The nr-llm ingestion: the chat's JSON Lines into commands (DESIGN.md, "Input"; issue 2)."""
+"""The nr-llm ingestion: the chat's JSON Lines into commands (docs/input-format.md; docs/spec-map.md, D7)."""
 
 from __future__ import annotations
 

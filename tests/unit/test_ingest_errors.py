@@ -1,5 +1,5 @@
 """Bad input lines: one-line errors naming file, line, field path and expectation; nothing of a
-bad line is stored, and the lines before it are read first (DESIGN.md, "Input")."""
+bad line is stored, and the lines before it are read first (docs/input-format.md)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,49 @@
+"""`chatrecord verify` (registered by `adapters.cli` after the other commands, where `--help` lists it)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from adapters.cli.app import opened, print_json, say, warn
+from adapters.cli.habits import require_store
+from adapters.store.verify import head_line
+
+
+def verify(
+    conversation: Annotated[str | None, typer.Argument(help="Only this conversation (default: every one).")] = None,
+    heads: Annotated[bool, typer.Option("--heads", help="Print each head as NAME VERSION HASH, to keep elsewhere.")] = False,
+    against: Annotated[Path | None, typer.Option(
+        "--against", metavar="FILE", help="Also compare with heads kept earlier (verify --heads or --json output).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object per conversation, one per line.")] = False,
+) -> None:
+    """Recomputes each conversation's hash chain and reports ok or the first broken link.
+
+    A broken link names the conversation, the version and what happened: an event changed,
+    deleted, inserted or reordered, or a hash changed. Exit status 1 on any break. --heads
+    prints each conversation's head (last version and its hash) for an operator to keep
+    elsewhere; --against FILE compares with such kept heads, which also finds the newest
+    events cut off or the whole log rewritten. Reads in pages: memory stays flat.
+
+    Example:
+
+        chatrecord verify --heads > heads.txt && chatrecord verify --against heads.txt
+    """
+    require_store()
+    broken = total = 0
+    with opened() as chatrecord:
+        for verdict in chatrecord.verify(conversation, against):
+            total += 1
+            broken += not verdict.ok
+            if as_json:
+                print_json(verdict.to_json())
+            elif heads:
+                say(head_line(verdict)) if verdict.ok else warn(verdict.line())
+            else:
+                say(verdict.line())
+    if not as_json and not heads:
+        say(f"{total} conversation{'' if total == 1 else 's'} verified: {total - broken} ok, {broken} broken")
+    if broken:
+        raise typer.Exit(1)
