@@ -27,6 +27,7 @@ from adapters.http.idempotency import MAX_KEY, Kept, body_hash, keys_for
 from adapters.http.problems import PROBLEM, Problem, install
 from adapters.ingest import json_problem
 from adapters.store.settings import BadSetting
+from domain.limits import INT_MAX
 from projections.page_line import PageFilter
 from projections.rules import Rules
 
@@ -74,13 +75,30 @@ def etag(version: int) -> dict[str, str]:
 
 
 def if_match(value: str | None) -> int | None:
-    """Returns the version an `If-Match: "N"` names, None without one. Raises a 400 problem."""
+    """Returns the version (0 to INT_MAX) an `If-Match: "N"` names, None without one. Raises a
+    412 problem for a weak ETag (`W/"N"`: If-Match compares strongly, RFC 9110 13.1.1, so a
+    weak one never matches), a 400 problem for anything else that is not one version."""
     if value is None:
         return None
-    text = value.strip().removeprefix("W/")
-    if len(text) >= 3 and text[0] == text[-1] == '"' and text[1:-1].isascii() and text[1:-1].isdigit():
-        return int(text[1:-1])
+    text = value.strip()
+    if text.startswith("W/"):
+        raise Problem(412, "version-mismatch", "If-Match compares ETags strongly: a weak ETag (W/...) never matches; "
+                      'send the ETag as served, e.g. If-Match: "7"', where="header.If-Match")
+    digits = text[1:-1]
+    if len(text) >= 3 and text[0] == text[-1] == '"' and digits.isascii() and digits.isdigit():
+        if len(digits) <= 10 and int(digits) <= INT_MAX:
+            return int(digits)
+        raise Problem(400, "bad-request", f"If-Match names a version of at most {INT_MAX}", where="header.If-Match")
     raise Problem(400, "bad-request", 'If-Match takes one version as an ETag, e.g. If-Match: "7"', where="header.If-Match")
+
+
+def charset_of(content_type: str) -> str | None:
+    """Returns the `charset` parameter of a Content-Type header, lower case, None without one."""
+    for parameter in content_type.split(";")[1:]:
+        name, _, value = parameter.partition("=")
+        if name.strip().lower() == "charset":
+            return value.strip().strip('"').lower()
+    return None
 
 
 def json_response(value: Any, headers: dict[str, str] | None = None, status: int = 200) -> Response:
@@ -106,10 +124,13 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
     install(app)
     bearer = HTTPBearer(auto_error=False, description="CHATRECORD_API_TOKEN")
 
-    def authorized(credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> None:
+    def authorized(request: Request,
+                   credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> None:
         if settings.token is None:
             return
-        given = credentials.credentials.encode() if credentials and credentials.scheme.lower() == "bearer" else b""
+        # the header exactly as sent: "Bearer", one space, the token (no other space before or after)
+        scheme, space, token = (request.headers.get("authorization") or "").partition(" ")
+        given = token.encode() if scheme.lower() == "bearer" and space else b""
         if not hmac.compare_digest(given, settings.token.encode()):
             raise Problem(401, "unauthorized", "send Authorization: Bearer <token>",
                           headers={"WWW-Authenticate": 'Bearer realm="chatrecord"'})
@@ -149,9 +170,13 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
         """Records one line (a JSON object) or a batch of lines of one conversation (JSON Lines,
         `application/x-ndjson`), all or nothing. A line recorded before is a repeat: nothing is
         appended and the first result is returned. The ETag is the conversation's version."""
-        media = (request.headers.get("content-type") or JSON).split(";")[0].strip().lower()
+        content_type = request.headers.get("content-type") or JSON
+        media = content_type.split(";")[0].strip().lower()
         if media != JSON and not media.endswith("+json") and media not in NDJSON:
             raise Problem(415, "unsupported-media-type", f"send {JSON} (one line) or {NDJSON[0]} (lines), not {media}")
+        charset = charset_of(content_type)
+        if charset not in (None, "utf-8", "utf8"):
+            raise Problem(415, "unsupported-media-type", f"lines are JSON, which is UTF-8 (RFC 8259); not charset {charset}")
         lines = [raw] if media not in NDJSON else raw.splitlines()
         for number, line in enumerate(lines, start=1):
             if line.strip():

@@ -117,6 +117,22 @@ def test_if_match_stores_only_on_the_version_it_names(server: Server) -> None:
     assert [row["kind"] for row in events_of(server, conversation)] == ["started", "skill", "message"]
 
 
+def test_if_match_is_strong_bounded_and_json_is_utf_8(server: Server) -> None:
+    conversation = unique()
+    [started, message, *_] = demo_lines(conversation)
+    server.client.post("/v1/lines", json=started)
+
+    weak = server.client.post("/v1/lines", json=message, headers={"If-Match": 'W/"1"'})
+    huge = server.client.post("/v1/lines", json=message, headers={"If-Match": '"99999999999999999999"'})
+    latin = server.client.post("/v1/lines", content=json.dumps(message).encode(),
+                               headers={"content-type": "application/json; charset=latin-1"})
+
+    assert problem(weak, 412, "version-mismatch")["detail"].startswith("If-Match compares ETags strongly")
+    assert problem(huge, 400, "bad-request")["detail"] == "If-Match names a version of at most 2147483647"
+    assert "not charset latin-1" in problem(latin, 415, "unsupported-media-type")["detail"]
+    assert [row["kind"] for row in events_of(server, conversation)] == ["started"]  # nothing of them stored
+
+
 def test_an_idempotency_key_returns_the_first_response_and_refuses_another_body(server: Server) -> None:
     conversation = unique()
     [started, message, *_] = demo_lines(conversation)
@@ -140,6 +156,8 @@ def test_every_error_is_a_problem_and_stores_nothing(server: Server) -> None:
 
     problem(bare.get(f"/v1/conversations/{conversation}/turn"), 401, "unauthorized")
     problem(bare.post("/v1/lines", json=started, headers={"Authorization": "Bearer wrong"}), 401, "unauthorized")
+    spaced = {"Authorization": "Bearer  " + server.client.headers["authorization"].partition(" ")[2]}
+    problem(bare.post("/v1/lines", json=started, headers=spaced), 401, "unauthorized")  # the token as sent, exactly
     problem(server.client.post("/v1/lines", content=b'{"type": ', headers={"content-type": "application/json"}),
             400, "unreadable-json")
     lines = ndjson([started]) + b"{nope\n"
