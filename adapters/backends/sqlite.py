@@ -12,9 +12,10 @@ from __future__ import annotations
 import os
 import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from datetime import datetime
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 from uuid import UUID
 
@@ -36,6 +37,7 @@ from adapters.store.chain import (
 from adapters.store.history import SQLHistoryTables
 from adapters.store.keys import KEYS_TABLE, MASTER_TABLE, DataKeys, Row
 from adapters.views.backends import SQLBackend
+from domain.errors import ChatrecordError
 
 
 class ChainedSQLiteRecorder(ChainedRecorder, SQLiteApplicationRecorder):
@@ -214,6 +216,28 @@ _SQLITE_CANNOT_USE = {3: "SQLITE_PERM", 8: "SQLITE_READONLY", 10: "SQLITE_IOERR"
                       14: "SQLITE_CANTOPEN", 23: "SQLITE_AUTH"}
 
 
+class ForeignDatabase(ChatrecordError):
+    """Raised when CHATRECORD_DB names a SQLite database of something else: it holds tables,
+    none of them a chatrecord store's. Nothing is created in it."""
+
+
+def refuse_foreign(path: str) -> None:
+    """Raises ForeignDatabase when the SQLite file at `path` holds tables and no events table
+    (`stored_events`, the library's, which every chatrecord store has). An empty file, a file
+    that is not a database (the driver says so at open) and a chatrecord store pass."""
+    try:
+        with closing(sqlite3.connect(Path(path).resolve().as_uri() + "?mode=ro", uri=True)) as conn:
+            tables = [row[0] for row in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")]
+    except sqlite3.Error:
+        return  # not a database, or unreadable: the store's open names the reason
+    if tables and "stored_events" not in tables:
+        shown = ", ".join(tables[:5]) + (f" and {len(tables) - 5} more" if len(tables) > 5 else "")
+        raise ForeignDatabase(
+            f"CHATRECORD_DB: {path} is a SQLite database of something else (it holds {shown}, and no "
+            "chatrecord store); point CHATRECORD_DB at a chatrecord store, or at a file that does not exist yet")
+
+
 class SQLiteFactory(StoreFactory, es_sqlite.SQLiteFactory):
     """The library's SQLite persistence with a `WaitingSQLiteDatastore`, the hash chain and
     the data keys in the same file; it hands out the file's history index, views and
@@ -225,6 +249,8 @@ class SQLiteFactory(StoreFactory, es_sqlite.SQLiteFactory):
     def __init__(self, env: Any) -> None:
         name = env.get(self.SQLITE_DBNAME) or ""
         fresh = not os.path.exists(name)
+        if not fresh:
+            refuse_foreign(name)
         super().__init__(env)
         self.created: list[str] = [name] if fresh else []
         """The file this factory created (empty when it existed already), as PostgresFactory's

@@ -227,3 +227,20 @@ def test_a_library_factory_gets_the_pieces_of_the_store_factory_of_its_backend(t
     assert backend_of(ConversationStore(env={"PERSISTENCE_MODULE": "eventsourcing.popo"}).factory) is MemoryFactory
     with pytest.raises(LookupError, match="no backend"):
         backend_of(object())  # type: ignore[arg-type]
+
+
+def test_a_sqlite_database_of_something_else_is_refused_and_left_as_it_was(tmp_path) -> None:
+    from adapters.backends.sqlite import ForeignDatabase
+
+    path = tmp_path / "other.sqlite"
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE users (id INTEGER)")
+
+    with pytest.raises(ForeignDatabase) as refused:
+        open_store({"CHATRECORD_DB": str(path)})
+
+    assert str(refused.value) == (
+        f"CHATRECORD_DB: {path} is a SQLite database of something else (it holds users, and no chatrecord "
+        "store); point CHATRECORD_DB at a chatrecord store, or at a file that does not exist yet")
+    with sqlite3.connect(path) as conn:
+        assert [r[0] for r in conn.execute("SELECT name FROM sqlite_master")] == ["users"]
