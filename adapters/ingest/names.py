@@ -6,7 +6,9 @@ Identifiers are reduced to the characters identifiers use:
   `<run uuid>/<n>` and `/` keeps them readable and unique. A key that had to be changed
   (characters dropped or cut at 128) gets `:h` and 16 hex of the sha256 of the original
   appended, so two different ids never collide silently, and the same id maps to the same key
-  everywhere (a `card_decided` finds its segment).
+  everywhere (a `card_decided` finds its segment). An id that already ends in that marker
+  (`chat17:h9a90eaf363ff759f`, the reduced form of `chat 17`) is reduced and hashed too, so an
+  id stored as it is never equals the reduced form of another.
 A table must match `[A-Za-z0-9_]{1,64}` and a uid be an integer >= 1, else the line fails.
 Each check raises ValueError with the message's expectation part; pydantic turns it into an
 error at the field, and `adapters.ingest` into `InvalidInput`.
@@ -43,6 +45,8 @@ from domain.values import CARD_ANSWERS, IDENTIFIER_MAX, reduce_identifier
 NAME_MAX = IDENTIFIER_MAX
 _NOT_KEY = re.compile(r"[^A-Za-z0-9_.:/-]")
 _TABLE = re.compile(r"[A-Za-z0-9_]{1,64}")
+_HASH_MARKER = re.compile(r":h[0-9a-f]{16}\Z")
+"""How a reduced key ends: `:h` and 16 hex of the sha256 of the original id."""
 
 
 def _escaped(char: str) -> str:
@@ -92,11 +96,13 @@ def reduce_name(value: str, what: str = "name") -> str:
 
 def reduce_key(value: str, what: str = "id") -> str:
     """Returns the stored form of a conversation, segment or run id: unchanged when it is 1–128
-    of `[A-Za-z0-9_.:/-]`, else the kept characters (cut) plus `:h` and 16 hex of the sha256 of
-    `value`, so different ids stay different. Raises ValueError when no character is kept.
+    of `[A-Za-z0-9_.:/-]` and does not end in the hash marker (`:h` and 16 hex), else the kept
+    characters (cut) plus `:h` and 16 hex of the sha256 of `value`. An id kept as it is never
+    ends in the marker and a reduced one always does, so distinct ids stay distinct (short of a
+    collision of the hash). Raises ValueError when no character is kept.
     """
     kept = _NOT_KEY.sub("", value)
-    if kept == value and 0 < len(value) <= NAME_MAX:
+    if kept == value and 0 < len(value) <= NAME_MAX and not _HASH_MARKER.search(value):
         return value
     if not kept:
         raise ValueError(f"{show(value)} is not an {what}; use 1–{NAME_MAX} of A-Za-z0-9_.:/-")

@@ -32,6 +32,19 @@ def test_an_id_outside_the_key_characters_is_found_under_the_id_the_chat_uses(ch
     assert [a.segment for a in chat.activity("chat 17")] == ["r/1"]
 
 
+def test_an_id_that_looks_like_a_reduced_one_is_another_conversation(chat: Chatrecord) -> None:
+    chat.record(line("conversation_started", "chat 17", kind="chat", owner=7))
+    chat.record(line("user_message", "chat 17", message=1, text="erste", page=0))
+    other = chat.record(line("conversation_started", "chat17:h9a90eaf363ff759f", kind="chat", owner=8))
+    chat.record(line("user_message", "chat17:h9a90eaf363ff759f", message=1, text="zweite", page=0))
+
+    assert other.conversation == "chat17:h9a90eaf363ff759f:hcc09425c04d37e82"
+    assert [e.owner for e in chat.events("chat 17")[:1]] == [7]
+    assert [e.owner for e in chat.events("chat17:h9a90eaf363ff759f")[:1]] == [8]
+    assert chat.turn_input("chat 17").messages[-1].text == "erste"
+    assert chat.turn_input("chat17:h9a90eaf363ff759f").messages[-1].text == "zweite"
+
+
 def test_a_decision_for_a_segment_that_does_not_exist_says_the_segment_is_unknown(chat: Chatrecord) -> None:
     chat.record(line("conversation_started", kind="chat", owner=7))
     chat.record(line("user_message", message=1, text="x", page=0))

@@ -319,6 +319,19 @@ def test_two_ids_that_reduce_alike_do_not_collide() -> None:
     assert len(reduce_key("x" * 500)) <= NAME_MAX and reduce_key("x" * 500) != reduce_key("x" * 501)
 
 
+def test_an_id_that_ends_in_the_hash_marker_is_hashed_too_so_it_never_equals_a_reduced_one() -> None:
+    reduced = reduce_key("chat 17")
+    assert reduced == "chat17:h9a90eaf363ff759f"
+    looks_reduced = reduce_key(reduced)
+    assert looks_reduced != reduced
+    assert looks_reduced.startswith("chat17:h9a90eaf363ff759f:h") and len(looks_reduced) == len(reduced) + 18
+    assert reduce_key(looks_reduced) != looks_reduced  # and so on: a stored-as-is id never ends in the marker
+    # ids that only resemble the marker stay as they are
+    assert reduce_key("chat17:h9a90eaf363ff759") == "chat17:h9a90eaf363ff759"
+    assert reduce_key("chat17:H9A90EAF363FF759F") == "chat17:H9A90EAF363FF759F"
+    assert reduce_key("chat17:h9a90eaf363ff759f/1") == "chat17:h9a90eaf363ff759f/1"
+
+
 def test_a_card_decision_finds_a_segment_whose_id_was_reduced() -> None:
     waiting = segment(segment="run 7/2", outcome="awaiting_approval",
                       pending=[{"toolName": "t", "table": "pages", "uid": 1, "fields": ["title"]}])
