@@ -250,14 +250,24 @@ def test_a_failed_segment_with_steps_stays_failed() -> None:
     assert returned(segment(outcome="failed", steps=[step])).outcome == "failed"
 
 
-def test_unknown_step_kinds_and_tool_outcomes_are_kept_as_unknown() -> None:
-    steps = [{"kind": "reflection", "round": 2, "durationMs": 1.5},
+def test_a_step_of_an_unknown_kind_is_dropped_and_an_unknown_tool_outcome_kept_as_unknown() -> None:
+    steps = [{"kind": "reflection", "round": 2, "durationMs": 1.5, "toolName": "secret_tool_name",
+              "toolIsError": True, "writeTargetTable": "pages", "writeTargetUid": 9},
              {"kind": "tool", "round": 2, "durationMs": 4.0, "toolName": "t", "toolIsError": True,
               "toolOutcome": "timed_out"}]
-    facts = returned(segment(steps=steps)).steps
+    event = returned(segment(steps=steps))
 
-    assert facts[0] == StepFact(kind="unknown", round=2, duration_ms=1.5)
-    assert (facts[1].kind, facts[1].tool_outcome, facts[1].tool_is_error) == ("tool", "unknown", True)
+    assert event.steps == (StepFact(kind="tool", round=2, duration_ms=4.0, tool_name="t", tool_is_error=True,
+                                    tool_outcome="unknown"),)
+    assert "secret_tool_name" not in event.model_dump_json() and "reflection" not in event.model_dump_json()
+
+
+def test_a_segment_with_only_steps_of_unknown_kinds_equals_one_without_them() -> None:
+    unknown = {"kind": "reflection", "round": 1, "durationMs": 1.5, "toolName": "t"}
+    assert returned(segment(steps=[unknown])).steps == ()
+    assert returned(segment(steps=[unknown])).source == returned(segment(steps=[])).source
+    # nr-llm returned a step, so a failed turn stays failed (S3 is about a turn that returned none)
+    assert returned(segment(outcome="failed", steps=[unknown])).outcome == "failed"
 
 
 def test_a_write_without_stated_or_known_completeness_is_unconfirmed() -> None:
