@@ -37,6 +37,7 @@ from adapters.service.results import (
     turns_at,
 )
 from adapters.store.application import ConversationStore, HandleResult
+from adapters.store.crypto import TextsErased
 from adapters.store.erasure import Erasure, erase
 from adapters.store.settings import describe_backend, open_store
 from adapters.store.verify import Verdict, verdicts
@@ -132,7 +133,10 @@ class Chatrecord:
         process: threads queue instead of conflicting (other processes still conflict and
         retry, as the store's optimistic concurrency makes them)."""
         with self._writers[hash(command.conversation) % WRITER_LOCKS]:
-            return self.store.handle(command)
+            try:
+                return self.store.handle(command)
+            except TextsErased as error:  # raised as the texts are sealed: name the line and the field
+                raise command.erased(error) from None
 
     def ingest(self, lines: Iterable[str | bytes], source: str, skip_bad: bool = False) -> IngestReport:
         """Stores every line of `lines` (named `source`) one at a time and returns the report.
