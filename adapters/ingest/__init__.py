@@ -14,6 +14,8 @@ Example:
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from hashlib import sha256
 from pathlib import Path
@@ -74,6 +76,9 @@ def parse_line(text: str | bytes, line_no: int, source_name: str) -> ParsedLine:
         raise invalid(_WHOLE_LINE, f"{json_problem(text, error)}; each line is one JSON object") from None
     if not isinstance(data, dict):
         raise invalid(_WHOLE_LINE, f"expected a JSON object, got {_kind_of(data)}")
+    twice = _key_twice(text, data)
+    if twice is not None:
+        raise invalid(_path(twice), f"field {_path(twice[-1:])} appears twice; give each key of an object once")
     kind = data.get("type")
     if kind is None:
         raise invalid("type", f"is missing; use one of {', '.join(LINE_TYPES)}")
@@ -88,6 +93,58 @@ def parse_line(text: str | bytes, line_no: int, source_name: str) -> ParsedLine:
     line._source_name = source_name
     line._digest = digest_of(line)
     return line
+
+
+_COLON_ESCAPE = re.compile(r"\\u003[aA]")
+_COLON_ESCAPE_BYTES = re.compile(rb"\\u003[aA]")
+
+
+def _key_twice(text: str | bytes, data: dict[str, Any]) -> tuple[Any, ...] | None:
+    r"""Returns the path of the first key that appears twice in one object of the JSON text
+    `text` (`data` is what orjson read of it, the last value of such a key kept), None when every
+    key appears once.
+
+    orjson does not tell duplicates apart, so a count decides first: every key of the text is
+    followed by one `:` outside a string, and `orjson.dumps(data)` writes one `:` per key it kept
+    plus the colons of its strings unescaped. The text's colons plus its `\u003a` escapes (the
+    one escape that writes a colon) equal the dumped text's colons exactly when no key was
+    dropped; only when they differ is the text read again, with the pairs of each object kept,
+    to find the key (a `\\u003a`, an escaped backslash before `u003a`, costs that read too)."""
+    dumped = orjson.dumps(data).count(b":")
+    if isinstance(text, str):
+        colons = text.count(":") + (len(_COLON_ESCAPE.findall(text)) if "\\u003" in text else 0)
+    else:
+        colons = text.count(b":") + (len(_COLON_ESCAPE_BYTES.findall(text)) if b"\\u003" in text else 0)
+    if colons == dumped:
+        return None
+    try:
+        pairs = json.loads(text, object_pairs_hook=_Pairs.of)
+    except (ValueError, RecursionError):
+        return None
+    stack: list[tuple[tuple[Any, ...], Any]] = [((), pairs)]
+    while stack:  # depth first, in the text's order
+        at, value = stack.pop()
+        if isinstance(value, _Pairs):
+            if value.twice is not None:
+                return (*at, value.twice)
+            stack.extend(((*at, key), item) for key, item in reversed(value.items()))
+        elif isinstance(value, list):
+            stack.extend(((*at, index), item) for index, item in reversed(list(enumerate(value))))
+    return None
+
+
+class _Pairs(dict):  # type: ignore[type-arg]
+    """An object read with its pairs: `twice` is its first key that appears twice, if any."""
+
+    twice: str | None = None
+
+    @classmethod
+    def of(cls, pairs: list[tuple[str, Any]]) -> _Pairs:
+        made = cls(pairs)
+        if len(made) != len(pairs):
+            seen: set[str] = set()
+            made.twice = next(key for key, _ in pairs if key in seen or seen.add(key))  # type: ignore[func-returns-value]
+        return made
 
 
 def line_text(data: Mapping[str, Any], line_no: int, source_name: str) -> bytes:
@@ -241,11 +298,19 @@ def read_events(path: str | Path) -> list[ConversationEvent]:
 # ---------------------------------------------------------------- error messages
 
 
+_NAME = re.compile(r"[A-Za-z0-9_]{1,64}")
+
+
 def _path(loc: tuple[Any, ...]) -> str:
-    """Returns a pydantic location as the input's path: `steps[3].writeTargetTable`."""
+    """Returns a pydantic location as the input's path: `steps[3].writeTargetTable`; a key that
+    is not a plain name is quoted as a short escaped excerpt (`"a key"`)."""
     out = ""
     for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+        if isinstance(part, int):
+            out += f"[{part}]"
+            continue
+        name = str(part) if _NAME.fullmatch(str(part)) else show(str(part))
+        out += f".{name}" if out else name
     return out
 
 

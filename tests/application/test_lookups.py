@@ -90,3 +90,16 @@ def test_a_rejected_value_is_quoted_as_a_short_escaped_excerpt(chat: Chatrecord)
         'api: line 2, trigger: "\\x1b[2Jgeheim geheim geheim geheim gehe… is not allowed; '
         "use 'turn', 'approval', 'answer' or 'retry'"
     )
+
+
+def test_a_line_with_a_key_twice_is_refused_and_nothing_of_the_batch_is_stored(chat: Chatrecord) -> None:
+    start = '{"type": "conversation_started", "conversation": "c", "at": "%s", "kind": "chat", "owner": 7}' % AT
+    twice = '{"type": "user_message", "conversation": "c", "at": "%s", "message": 1, "message": 2, "text": "x", "page": 0}' % AT
+    with pytest.raises(InvalidInput) as refused:
+        chat.record_lines([start, twice], "request")
+    assert str(refused.value) == "request: line 2, message: field message appears twice; give each key of an object once"
+    assert (refused.value.field, refused.value.line) == ("message", 2)
+    assert chat.store.events("c") == []
+    report = chat.ingest([start, twice], "stdin")
+    assert (report.appended, report.stopped_at, str(report.stopped)) == (
+        1, 2, "stdin: line 2, message: field message appears twice; give each key of an object once")
