@@ -22,7 +22,7 @@ from functools import cached_property
 from threading import Lock
 from typing import Any
 
-from adapters.ingest import ParsedLine, line_text
+from adapters.ingest import ParsedLine, check_follows, line_text
 from adapters.ingest.names import lookup_key
 from adapters.service.lines import IngestReport, Lines, Recorded, VersionMismatch, parse
 from adapters.service.results import (
@@ -101,6 +101,7 @@ class Chatrecord:
         if not isinstance(line, (Mapping, str, bytes)):
             raise TypeError(f"record takes one line as a dict or its JSON text, not {type(line).__name__}")
         self._lines += 1
+        follows = check_follows(follows, self.source_name, self._lines)
         text = line_text(line, self._lines, self.source_name) if isinstance(line, Mapping) else line
         parsed = _required(parse(text, self._lines, self.source_name), self.source_name, self._lines)
         return self._handle(Lines([parsed], follows))
@@ -112,8 +113,11 @@ class Chatrecord:
         Raises InvalidInput for a line of the wrong shape, for no line at all or for lines of
         more than one conversation; VersionMismatch when `follows` is not the conversation's
         version; the domain's ChatrecordError, naming the line, when the conversation refuses
-        one. Nothing is stored then.
+        one. Nothing is stored then. Raises TypeError when `lines` is one str or bytes (a text is
+        not a list of lines: split it first, e.g. `text.splitlines()`).
         """
+        _lines_argument("record_lines", lines)
+        follows = check_follows(follows, source, 1)
         parsed: list[ParsedLine] = []
         for line_no, raw in enumerate(lines, start=1):
             line = parse(raw, line_no, source)
@@ -143,8 +147,10 @@ class Chatrecord:
 
         A bad line (InvalidInput, or a refusal named with source and line) ends the ingestion
         (`report.stopped`; the lines before it stay stored) unless `skip_bad`, which rejects it
-        and goes on (`report.rejected`, one message per line).
+        and goes on (`report.rejected`, one message per line). Raises TypeError when `lines` is
+        one str or bytes.
         """
+        _lines_argument("ingest", lines)
         report = IngestReport(source)
         for line_no, raw in enumerate(lines, start=1):
             try:
@@ -184,7 +190,7 @@ class Chatrecord:
     def events(self, conversation: str) -> list[ConversationEvent]:
         """Returns the conversation's log. Raises UnknownConversation (naming the store and a few
         stored ids) for an id the store does not hold."""
-        return stored_conversation(self.store, conversation, describe_backend(self.store))
+        return stored_conversation(self.store, _conversation_argument("events", conversation), describe_backend(self.store))
 
     def turn_input(self, conversation: str, can_see_page: PageCheck = every_page) -> TurnInput:
         """Returns the input of the conversation's latest turn under the live rule set: the system
@@ -193,7 +199,7 @@ class Chatrecord:
         Raises UnknownConversation for an id the store does not hold, NoTurnYet when no
         user message has started a turn yet.
         """
-        return self.read_models.turn_input(lookup_key(conversation), can_see_page)
+        return self.read_models.turn_input(lookup_key(_conversation_argument("turn_input", conversation)), can_see_page)
 
     def turn_notes(self, conversation: str, can_see_page: PageCheck = every_page) -> TurnNotes:
         """Returns what the chat adds to the transcript it holds for the next model call: the
@@ -205,19 +211,21 @@ class Chatrecord:
 
         Raises UnknownConversation for an id the store does not hold.
         """
-        return self.read_models.turn_notes(lookup_key(conversation), can_see_page)
+        return self.read_models.turn_notes(lookup_key(_conversation_argument("turn_notes", conversation)), can_see_page)
 
     def verify(self, conversation: str | None = None) -> list[Verdict]:
         """Returns the verdict of each conversation's hash chain (only `conversation`'s if
         given), in the order of their ids: ok with the head, or the first broken link.
 
         Raises NoChain for a store that keeps no chain."""
-        return list(verdicts(self.store, lookup_key(conversation) if conversation is not None else None))
+        if conversation is not None:
+            conversation = lookup_key(_conversation_argument("verify", conversation))
+        return list(verdicts(self.store, conversation))
 
     def erase(self, conversation: str) -> Erasure:
         """Erases the conversation's free texts (deletes its data key) and scrubs its read
         models; idempotent. Raises UnknownConversation for an id the store does not hold."""
-        return erase(self.store, lookup_key(conversation), self.read_models)
+        return erase(self.store, lookup_key(_conversation_argument("erase", conversation)), self.read_models)
 
     def activity(self, conversation: str, rules: str | None = None) -> tuple[SegmentActivity, ...]:
         """Returns the activity list the chat shows the editor, segment by segment (German labels
@@ -227,7 +235,7 @@ class Chatrecord:
 
         Raises UnknownConversation for an id the store does not hold.
         """
-        events = self.events(conversation)
+        events = self.events(_conversation_argument("activity", conversation))
         rule_set = rules or self.active_rules()
         state = activity.initial()
         for event in events:
@@ -237,7 +245,7 @@ class Chatrecord:
     def audit(self, conversation: str, rules: str | None = None) -> tuple[str, list[AuditRow]]:
         """Returns the rule set read under (default: the live one) and the conversation's audit
         rows, in order. Raises UnknownConversation for an id the store does not hold."""
-        events = self.events(conversation)
+        events = self.events(_conversation_argument("audit", conversation))
         rule_set = rules or self.active_rules()
         return rule_set, audit_rows(events, rule_set)
 
@@ -248,7 +256,7 @@ class Chatrecord:
         Under the live rule set the latest turn is checked against the read
         models' (`Replay.differs`). Raises UnknownConversation, TurnNotFound for an `at` that
         started no turn, UnknownRuleSet."""
-        events = self.events(conversation)
+        events = self.events(_conversation_argument("replay", conversation))
         active = self.active_rules()
         rule_set = resolve(rules or active).id
         turns = replay_turns(events, rule_set, can_see_page)
@@ -274,6 +282,21 @@ class Chatrecord:
         """Returns the position of the newest stored event: the store answers. Raises the
         driver's error when it does not."""
         return self.store.max_notification_id()
+
+
+def _lines_argument(call: str, lines: object) -> None:
+    """Raises TypeError when `lines` is one str or bytes, which iterates as characters or bytes."""
+    if isinstance(lines, (str, bytes, bytearray, memoryview)):
+        raise TypeError(f"{call}: lines must be an iterable of lines (each a str or bytes), not one "
+                        f"{type(lines).__name__}; split a text into its lines first (text.splitlines())")
+
+
+def _conversation_argument(call: str, conversation: object) -> str:
+    """Returns `conversation` if it is a str (a conversation's id); raises TypeError naming the
+    argument if not."""
+    if not isinstance(conversation, str):
+        raise TypeError(f"{call}: conversation must be a conversation's id as a str, not {type(conversation).__name__}")
+    return conversation
 
 
 def _required(line: ParsedLine | None, source: str, line_no: int) -> ParsedLine:

@@ -26,6 +26,7 @@ from pydantic import TypeAdapter, ValidationError
 from pydantic_core import to_jsonable_python
 
 from adapters.ingest.lines import LINE_TYPES, Line, ParsedLine, show
+from adapters.ingest.names import Whole
 from domain.conversation import Conversation, MemoryHistory, project_conversation
 from domain.errors import ChatrecordError, InvalidInput
 from domain.events import ConversationEvent
@@ -159,24 +160,51 @@ def line_text(data: Mapping[str, Any], line_no: int, source_name: str) -> bytes:
         text = b"null"  # find what failed below
     if b"null" in text:  # orjson writes NaN and infinities as null: refuse them as the JSON text would be
         field, what = _unencodable(data, ())
+        if what == _BIG:  # as JSON text says it: the reader reads it as a float, the field says what it expects
+            try:
+                return json.dumps(data, ensure_ascii=False, allow_nan=False).encode("utf-8")
+            except (TypeError, ValueError):
+                field, what = _unencodable(data, (), big=False)
+        if what.startswith(_NOT_FINITE):  # what the field expects, as for any other value of the wrong kind
+            what = _field_problem(data, field) or what
         if what:
             raise InvalidInput(source_name, line_no, _path(field) or _WHOLE_LINE, what) from None
     return text
 
 
-def _unencodable(value: Any, at: tuple[Any, ...]) -> tuple[tuple[Any, ...], str]:
-    """Returns the path of the first part of `value` orjson cannot write, and what is wrong."""
+_BIG = "is a number of more than 64 bits; no field takes one (README, \"Input limits\")"
+_NOT_FINITE = "expected a finite number"
+
+
+def _field_problem(data: Mapping[str, Any], at: tuple[Any, ...]) -> str | None:
+    """Returns what the line's model says of the value at path `at` of a line given as a dict
+    (`expected a whole number, got the number NaN`), None when it says nothing of it there."""
+    kind = data.get("type")
+    if kind not in LINE_TYPES:
+        return None
+    try:
+        _LINE.validate_python(data)
+    except ValidationError as error:
+        for problem in error.errors(include_url=False):
+            if tuple(problem["loc"][1:]) == at:
+                return _expected(problem, kind)
+    return None
+
+
+def _unencodable(value: Any, at: tuple[Any, ...], big: bool = True) -> tuple[tuple[Any, ...], str]:
+    """Returns the path of the first part of `value` orjson cannot write, and what is wrong
+    (a whole number of more than 64 bits only if `big`)."""
     if isinstance(value, Mapping):
         for key, item in value.items():
             if not isinstance(key, str):
                 return at, "expected an object whose keys are strings"
-            found = _unencodable(item, (*at, key))
+            found = _unencodable(item, (*at, key), big)
             if found[0] != () or found[1]:
                 return found
         return (), ""
     if isinstance(value, (list, tuple)):
         for index, item in enumerate(value):
-            found = _unencodable(item, (*at, index))
+            found = _unencodable(item, (*at, index), big)
             if found[0] != () or found[1]:
                 return found
         return (), ""
@@ -188,14 +216,14 @@ def _unencodable(value: Any, at: tuple[Any, ...]) -> tuple[tuple[Any, ...], str]
         return (), ""
     if isinstance(value, float):
         if value != value or value in (float("inf"), float("-inf")):
-            return at, f"expected a finite number, got {value}"
+            return at, f"{_NOT_FINITE}, got {value}"
         return (), ""
     if isinstance(value, bool) or value is None:
         return (), ""
     if isinstance(value, int):
-        if -(2**63) <= value < 2**64:
+        if not big or -(2**63) <= value < 2**64:
             return (), ""
-        return at, "is a number of more than 64 bits; no field takes one (README, \"Input limits\")"
+        return at, _BIG
     return at, f"expected a JSON value, got a {type(value).__name__}"
 
 
@@ -372,6 +400,21 @@ def _expected(error: Any, kind: str) -> str:
         return (f"has {ctx.get('actual_length'):,} entries; the most is {ctx.get('max_length'):,} "
                 f"(README, \"Input limits\")")
     return str(error["msg"])
+
+
+_FOLLOWS = TypeAdapter(Whole, config={"strict": True})
+
+
+def check_follows(follows: Any, source_name: str, line_no: int) -> int | None:
+    """Returns `follows` (the version a write expects its conversation at) if it is None or a
+    whole number from 0 to INT_MAX; raises InvalidInput naming `follows`, worded as for the
+    key `follows` of a line, if not (a negative version is bad input, not another version)."""
+    if follows is None:
+        return None
+    try:
+        return _FOLLOWS.validate_python(follows)
+    except ValidationError as error:
+        raise InvalidInput(source_name, line_no, "follows", _expected(error.errors(include_url=False)[0], "")) from None
 
 
 def at_line(error: ChatrecordError, source_name: str, line_no: int) -> ChatrecordError:
