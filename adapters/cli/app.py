@@ -56,8 +56,27 @@ def emit(renderable: RenderableType) -> None:
 
 
 Rules = Enum("Rules", {rule_set: rule_set for rule_set in RULE_SET_IDS}, type=str)  # type: ignore[misc]
-RulesOption = Annotated[Rules | None, typer.Option(
-    "--rules", help="Rule set (default: the store's; 2026-11-02 for a FILE).")]
+RULES_METAVAR = "<" + "|".join(RULE_SET_IDS) + ">"
+
+
+def rule_set_option(value: Any) -> Any:
+    """Returns the rule set an option names as a `Rules`. Raises typer.BadParameter (exit status
+    2) for any other value, in click's words for a choice (typer's own check words it as pydantic
+    does, "Value error, …")."""
+    if isinstance(value, Rules):
+        return value
+    try:
+        return Rules(value)
+    except ValueError:
+        raise typer.BadParameter(f"{value!r} is not one of {', '.join(map(repr, RULE_SET_IDS))}.") from None
+
+
+def rules_option(help: str) -> Any:
+    """Returns the `--rules` option with `help`: one of RULE_SET_IDS, else a usage error."""
+    return typer.Option("--rules", help=help, parser=rule_set_option, metavar=RULES_METAVAR)
+
+
+RulesOption = Annotated[Rules | None, rules_option("Rule set (default: the store's; 2026-11-02 for a FILE).")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
 
 
