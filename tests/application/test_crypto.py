@@ -117,3 +117,20 @@ def test_a_text_for_an_erased_conversation_is_refused_naming_the_line_and_the_fi
     assert len(record.store.events("priv")) == 3  # nothing of either was stored
     record.record_lines(lines[:1], "facts")  # a line without text is stored as before
     assert len(record.store.events("priv")) == 4
+
+
+def test_verify_lists_the_conversations_in_the_order_of_their_ids() -> None:
+    from adapters.api import Chatrecord
+    from adapters.store.settings import open_store
+    from domain.events import conversation_uuid
+
+    record = Chatrecord(open_store(memory=True))
+    ids = ["conv-%02d" % i for i in range(12)] + ["Conv-Z", "chat 17"]
+    assert sorted(ids, key=conversation_uuid) != sorted(ids)  # the log's own order is another
+    for conversation in reversed(ids):
+        record.record({"type": "conversation_started", "conversation": conversation, "at": "2026-11-02T10:00:00Z",
+                       "kind": "chat", "owner": 7})
+    listed = [v.conversation for v in record.verify()]
+    assert listed == sorted(["conv-%02d" % i for i in range(12)] + ["Conv-Z", "chat17:h9a90eaf363ff759f"])
+    assert listed[:2] == ["Conv-Z", "chat17:h9a90eaf363ff759f"]
+    assert [v.conversation for v in record.verify("chat 17")] == ["chat17:h9a90eaf363ff759f"]
