@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
-from datetime import datetime, timezone
+from datetime import date, datetime, timezone
 from hashlib import sha256
 from typing import Annotated, Any
 
@@ -137,8 +137,10 @@ def check_uid(value: int) -> int:
 
 
 def parse_at(value: Any) -> datetime:
-    """Returns the ISO-8601 time `value` as an aware UTC datetime (a time without offset is
-    taken as UTC). Raises ValueError for anything else, and for a time outside years
+    """Returns the ISO-8601 time `value` (a date and a time of day, `T` or a space between
+    them) as an aware UTC datetime (a time without offset is taken as UTC). Raises ValueError
+    for anything else: a date alone (`2026-11-02`, which Python reads as midnight), a date with
+    only an offset (`2026-11-02+01:00`, which Python reads as 01:00), and a time outside years
     2000–9998 after conversion to UTC (`domain.limits.AT_MIN`/`AT_MAX`)."""
     example = "use ISO-8601 UTC like 2026-10-28T09:00:00Z"
     if not isinstance(value, str):
@@ -149,6 +151,9 @@ def parse_at(value: Any) -> datetime:
             raise ValueError
     except ValueError:
         raise ValueError(f"{show(value)} is not a time; {example}") from None
+    if _is_date(value) or not any(separator in value for separator in _TIME_SEPARATORS):
+        raise ValueError(f"{show(value)} is a date without a time of day; expected ISO-8601 date and time "
+                         f"in UTC like 2026-10-28T09:00:00Z")
     if at.tzinfo is None:
         at = at.replace(tzinfo=timezone.utc)
     try:
@@ -159,6 +164,18 @@ def parse_at(value: Any) -> datetime:
     if not inside:
         raise ValueError(f"{show(value)} is outside years 2000–9998 (UTC); {example}")
     return at
+
+
+_TIME_SEPARATORS = ("T", "t", " ")
+"""What may stand between an ISO-8601 date and its time of day (`T`; RFC 3339 allows `t` and a space)."""
+
+
+def _is_date(value: str) -> bool:
+    try:
+        date.fromisoformat(value)
+    except ValueError:
+        return False
+    return True
 
 
 def check_answer(value: str) -> str:

@@ -91,6 +91,21 @@ REFUSED = {
         segment(steps=[{**STEP, "durationMs": float("inf")}]),
         "api: line 1, steps[0].durationMs: expected a finite number, got the number Infinity",
     ),
+    "a date without a time of day": (
+        {**message(), "at": "2026-11-02"},
+        'api: line 1, at: "2026-11-02" is a date without a time of day; expected ISO-8601 date and time in UTC '
+        "like 2026-10-28T09:00:00Z",
+    ),
+    "a date with an offset but no time of day (Python reads it as 01:00)": (
+        {**message(), "at": "2026-11-02+01:00"},
+        'api: line 1, at: "2026-11-02+01:00" is a date without a time of day; expected ISO-8601 date and time in UTC '
+        "like 2026-10-28T09:00:00Z",
+    ),
+    "a week date": (
+        {**message(), "at": "2026-W44-1"},
+        'api: line 1, at: "2026-W44-1" is a date without a time of day; expected ISO-8601 date and time in UTC '
+        "like 2026-10-28T09:00:00Z",
+    ),
     "a message number of NaN": (
         {**message(), "message": float("nan")},
         "api: line 1, message: expected a whole number, got the number NaN",
@@ -134,6 +149,17 @@ def test_the_largest_numbers_and_times_are_stored_and_read_back() -> None:
     turn = chatrecord.turn_input("c")
     assert (turn.message, turn.view_context.page_id) == (2**31 - 1, 2**31 - 1)
     assert turn.at.isoformat() == "9998-12-31T23:59:59+00:00"
+
+
+@pytest.mark.parametrize("at, utc", [
+    ("2026-11-02T10:00:00Z", "2026-11-02T10:00:00+00:00"),
+    ("2026-11-02 10:00:00", "2026-11-02T10:00:00+00:00"),
+    ("2026-11-02t11:30+01:00", "2026-11-02T10:30:00+00:00"),
+    ("20261102T100000Z", "2026-11-02T10:00:00+00:00"),
+])
+def test_a_date_with_a_time_of_day_is_a_time(at: str, utc: str) -> None:
+    parsed = parse_line(orjson.dumps({**message(), "at": at}), 1, "t")
+    assert parsed.at.isoformat() == utc  # type: ignore[union-attr]
 
 
 def test_an_offset_time_is_converted_to_utc() -> None:
