@@ -23,7 +23,7 @@ from pathlib import Path
 from threading import Lock
 from typing import Any
 
-from adapters.ingest import ParsedLine, line_text
+from adapters.ingest import ParsedLine, check_follows, line_text
 from adapters.ingest.names import lookup_key
 from adapters.service.lines import IngestReport, Lines, Recorded, VersionMismatch, parse
 from adapters.service.results import (
@@ -40,6 +40,7 @@ from adapters.service.results import (
     turns_at,
 )
 from adapters.store.application import ConversationStore, HandleResult
+from adapters.store.crypto import TextsErased
 from adapters.store.erasure import Erasure, erase
 from adapters.store.settings import describe_backend, open_store
 from adapters.store.verify import Verdict, chain_verdict, verdicts
@@ -116,6 +117,7 @@ class Chatrecord:
         if not isinstance(line, (Mapping, str, bytes)):
             raise TypeError(f"record takes one line as a dict or its JSON text, not {type(line).__name__}")
         self._lines += 1
+        follows = check_follows(follows, self.source_name, self._lines)
         text = line_text(line, self._lines, self.source_name) if isinstance(line, Mapping) else line
         parsed = _required(parse(text, self._lines, self.source_name), self.source_name, self._lines)
         return self._handle(Lines([parsed], follows))
@@ -127,8 +129,11 @@ class Chatrecord:
         Raises InvalidInput for a line of the wrong shape, for no line at all or for lines of
         more than one conversation; VersionMismatch when `follows` is not the conversation's
         version; the domain's ChatrecordError, naming the line, when the conversation refuses
-        one. Nothing is stored then.
+        one. Nothing is stored then. Raises TypeError when `lines` is one str or bytes (a text is
+        not a list of lines: split it first, e.g. `text.splitlines()`).
         """
+        _lines_argument("record_lines", lines)
+        follows = check_follows(follows, source, 1)
         parsed: list[ParsedLine] = []
         for line_no, raw in enumerate(lines, start=1):
             line = parse(raw, line_no, source)
@@ -148,15 +153,20 @@ class Chatrecord:
         process: threads queue instead of conflicting (other processes still conflict and
         retry, as the store's optimistic concurrency makes them)."""
         with self._writers[hash(command.conversation) % WRITER_LOCKS]:
-            return self.store.handle(command)
+            try:
+                return self.store.handle(command)
+            except TextsErased as error:  # raised as the texts are sealed: name the line and the field
+                raise command.erased(error) from None
 
     def ingest(self, lines: Iterable[str | bytes], source: str, skip_bad: bool = False) -> IngestReport:
         """Stores every line of `lines` (named `source`) one at a time and returns the report.
 
         A bad line (InvalidInput, or a refusal named with source and line) ends the ingestion
         (`report.stopped`; the lines before it stay stored) unless `skip_bad`, which rejects it
-        and goes on (`report.rejected`, one message per line).
+        and goes on (`report.rejected`, one message per line). Raises TypeError when `lines` is
+        one str or bytes.
         """
+        _lines_argument("ingest", lines)
         report = IngestReport(source)
         for line_no, raw in enumerate(lines, start=1):
             try:
@@ -196,7 +206,7 @@ class Chatrecord:
     def events(self, conversation: str) -> list[ConversationEvent]:
         """Returns the conversation's log. Raises UnknownConversation (naming the store and a few
         stored ids) for an id the store does not hold."""
-        return stored_conversation(self.store, conversation, describe_backend(self.store))
+        return stored_conversation(self.store, _conversation_argument("events", conversation), describe_backend(self.store))
 
     def turn_input(self, conversation: str, can_see_page: PageCheck = every_page) -> TurnInput:
         """Returns the input of the conversation's latest turn under the live rule set: the system
@@ -205,7 +215,7 @@ class Chatrecord:
         Raises UnknownConversation for an id the store does not hold, NoTurnYet when no
         user message has started a turn yet.
         """
-        return self.read_models.turn_input(lookup_key(conversation), can_see_page)
+        return self.read_models.turn_input(lookup_key(_conversation_argument("turn_input", conversation)), can_see_page)
 
     def turn_notes(self, conversation: str, can_see_page: PageCheck = every_page) -> TurnNotes:
         """Returns what the chat adds to the transcript it holds for the next model call: the
@@ -217,7 +227,7 @@ class Chatrecord:
 
         Raises UnknownConversation for an id the store does not hold.
         """
-        return self.read_models.turn_notes(lookup_key(conversation), can_see_page)
+        return self.read_models.turn_notes(lookup_key(_conversation_argument("turn_notes", conversation)), can_see_page)
 
     def verify(self, conversation: str | None = None, against: Path | None = None) -> Iterator[Verdict]:
         """Yields the verdict of each conversation's hash chain (only `conversation`'s if
@@ -228,7 +238,8 @@ class Chatrecord:
         Raises NoChain for a store that keeps no chain, BadHeadsFile for a heads file it cannot
         read, UnknownConversation (after the last verdict) when `conversation` has none."""
         found = False
-        for verdict in verdicts(self.store, lookup_key(conversation) if conversation is not None else None, against):
+        key = lookup_key(_conversation_argument("verify", conversation)) if conversation is not None else None
+        for verdict in verdicts(self.store, key, against):
             found = True
             yield verdict
         if conversation is not None and not found:
@@ -237,7 +248,7 @@ class Chatrecord:
     def erase(self, conversation: str) -> Erasure:
         """Erases the conversation's free texts (deletes its data key) and scrubs its read
         models; idempotent. Raises UnknownConversation for an id the store does not hold."""
-        return erase(self.store, lookup_key(conversation), self.read_models)
+        return erase(self.store, lookup_key(_conversation_argument("erase", conversation)), self.read_models)
 
     def activity(self, conversation: str, rules: str | None = None) -> tuple[SegmentActivity, ...]:
         """Returns the activity list the chat shows the editor, segment by segment (German labels
@@ -247,7 +258,7 @@ class Chatrecord:
 
         Raises UnknownConversation for an id the store does not hold.
         """
-        events = self.events(conversation)
+        events = self.events(_conversation_argument("activity", conversation))
         rule_set = rules or self.active_rules()
         state = activity.initial()
         for event in events:
@@ -258,7 +269,7 @@ class Chatrecord:
         """Returns the conversation's audit: its rows in order under `rules` (default: the live
         rule set) and, with `chain`, the verdict of its hash chain (`Audit.chain`; None on a
         store that keeps no chain). Raises UnknownConversation for an id the store does not hold."""
-        events = self.events(conversation)
+        events = self.events(_conversation_argument("audit", conversation))
         rule_set = rules or self.active_rules()
         rows: list[AuditRow] = audit_rows(events, rule_set)
         verdict = chain_verdict(self.store, lookup_key(conversation)) if chain else None
@@ -271,7 +282,7 @@ class Chatrecord:
         Under the live rule set the latest turn is checked against the read
         models' (`Replay.differs`). Raises UnknownConversation, TurnNotFound for an `at` that
         started no turn, UnknownRuleSet."""
-        events = self.events(conversation)
+        events = self.events(_conversation_argument("replay", conversation))
         active = self.active_rules()
         rule_set = resolve(rules or active).id
         turns = replay_turns(events, rule_set, can_see_page)
@@ -297,6 +308,21 @@ class Chatrecord:
         """Returns the position of the newest stored event: the store answers. Raises the
         driver's error when it does not."""
         return self.store.max_notification_id()
+
+
+def _lines_argument(call: str, lines: object) -> None:
+    """Raises TypeError when `lines` is one str or bytes, which iterates as characters or bytes."""
+    if isinstance(lines, (str, bytes, bytearray, memoryview)):
+        raise TypeError(f"{call}: lines must be an iterable of lines (each a str or bytes), not one "
+                        f"{type(lines).__name__}; split a text into its lines first (text.splitlines())")
+
+
+def _conversation_argument(call: str, conversation: object) -> str:
+    """Returns `conversation` if it is a str (a conversation's id); raises TypeError naming the
+    argument if not."""
+    if not isinstance(conversation, str):
+        raise TypeError(f"{call}: conversation must be a conversation's id as a str, not {type(conversation).__name__}")
+    return conversation
 
 
 def _required(line: ParsedLine | None, source: str, line_no: int) -> ParsedLine:

@@ -24,7 +24,7 @@ from adapters.cli.render import visible
 from adapters.store.settings import (
     open_store,
 )
-from projections.rules import Rules
+from projections.rules import RULE_SET_IDS, Rules
 
 app = typer.Typer(
     help="An event-sourced conversation store: what an AI agent's runs did, and the notes a later turn reads.",
@@ -55,8 +55,27 @@ def emit(renderable: RenderableType) -> None:
     sys.stdout.flush()
 
 
-RulesOption = Annotated[Rules | None, typer.Option(
-    "--rules", help="Rule set (default: the store's; 2026-11-02 for a FILE).")]
+RULES_METAVAR = "<" + "|".join(RULE_SET_IDS) + ">"
+
+
+def rule_set_option(value: Any) -> Any:
+    """Returns the rule set an option names as a `Rules`. Raises typer.BadParameter (exit status
+    2) for any other value, in click's words for a choice (typer's own check words it as pydantic
+    does, "Value error, …")."""
+    if isinstance(value, Rules):
+        return value
+    try:
+        return Rules(value)
+    except ValueError:
+        raise typer.BadParameter(f"{value!r} is not one of {', '.join(map(repr, RULE_SET_IDS))}.") from None
+
+
+def rules_option(help: str) -> Any:
+    """Returns the `--rules` option with `help`: one of RULE_SET_IDS, else a usage error."""
+    return typer.Option("--rules", help=help, parser=rule_set_option, metavar=RULES_METAVAR)
+
+
+RulesOption = Annotated[Rules | None, rules_option("Rule set (default: the store's; 2026-11-02 for a FILE).")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
 
 

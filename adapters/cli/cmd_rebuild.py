@@ -13,7 +13,7 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from adapters.cli.app import Rules, app, emit, err, opened, print_json, say
+from adapters.cli.app import Rules, app, emit, err, opened, print_json, rules_option, say
 from adapters.cli.habits import (
     diff_json,
     rebuild_json,
@@ -25,7 +25,7 @@ from projections.rules import DEFAULT_RULE_SET
 
 @app.command()
 def rebuild(
-    rules: Annotated[Rules, typer.Option("--rules", help="The rule set to rebuild under.")] = Rules(DEFAULT_RULE_SET),
+    rules: Annotated[Rules, rules_option("The rule set to rebuild under.")] = Rules(DEFAULT_RULE_SET),
     diff: Annotated[bool, typer.Option("--diff", help="Only show what would change; switch nothing.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report (or the diff) as one JSON object.")] = False,
 ) -> None:

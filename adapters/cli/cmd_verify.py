@@ -25,7 +25,8 @@ def verify(
     deleted, inserted or reordered, or a hash changed. Exit status 1 on any break. --heads
     prints each conversation's head (last version and its hash) for an operator to keep
     elsewhere; --against FILE compares with such kept heads, which also finds the newest
-    events cut off or the whole log rewritten. Reads in pages: memory stays flat.
+    events cut off or the whole log rewritten. Reads in pages: memory stays flat. The
+    conversations are listed in the order of their ids.
 
     Example:
 

@@ -14,6 +14,8 @@ Example:
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from hashlib import sha256
 from pathlib import Path
@@ -24,6 +26,7 @@ from pydantic import TypeAdapter, ValidationError
 from pydantic_core import to_jsonable_python
 
 from adapters.ingest.lines import LINE_TYPES, Line, ParsedLine, show
+from adapters.ingest.names import Whole
 from domain.conversation import Conversation, MemoryHistory, project_conversation
 from domain.errors import ChatrecordError, InvalidInput
 from domain.events import ConversationEvent
@@ -74,6 +77,9 @@ def parse_line(text: str | bytes, line_no: int, source_name: str) -> ParsedLine:
         raise invalid(_WHOLE_LINE, f"{json_problem(text, error)}; each line is one JSON object") from None
     if not isinstance(data, dict):
         raise invalid(_WHOLE_LINE, f"expected a JSON object, got {_kind_of(data)}")
+    twice = _key_twice(text, data)
+    if twice is not None:
+        raise invalid(_path(twice), f"field {_path(twice[-1:])} appears twice; give each key of an object once")
     kind = data.get("type")
     if kind is None:
         raise invalid("type", f"is missing; use one of {', '.join(LINE_TYPES)}")
@@ -90,6 +96,58 @@ def parse_line(text: str | bytes, line_no: int, source_name: str) -> ParsedLine:
     return line
 
 
+_COLON_ESCAPE = re.compile(r"\\u003[aA]")
+_COLON_ESCAPE_BYTES = re.compile(rb"\\u003[aA]")
+
+
+def _key_twice(text: str | bytes, data: dict[str, Any]) -> tuple[Any, ...] | None:
+    r"""Returns the path of the first key that appears twice in one object of the JSON text
+    `text` (`data` is what orjson read of it, the last value of such a key kept), None when every
+    key appears once.
+
+    orjson does not tell duplicates apart, so a count decides first: every key of the text is
+    followed by one `:` outside a string, and `orjson.dumps(data)` writes one `:` per key it kept
+    plus the colons of its strings unescaped. The text's colons plus its `\u003a` escapes (the
+    one escape that writes a colon) equal the dumped text's colons exactly when no key was
+    dropped; only when they differ is the text read again, with the pairs of each object kept,
+    to find the key (a `\\u003a`, an escaped backslash before `u003a`, costs that read too)."""
+    dumped = orjson.dumps(data).count(b":")
+    if isinstance(text, str):
+        colons = text.count(":") + (len(_COLON_ESCAPE.findall(text)) if "\\u003" in text else 0)
+    else:
+        colons = text.count(b":") + (len(_COLON_ESCAPE_BYTES.findall(text)) if b"\\u003" in text else 0)
+    if colons == dumped:
+        return None
+    try:
+        pairs = json.loads(text, object_pairs_hook=_Pairs.of)
+    except (ValueError, RecursionError):
+        return None
+    stack: list[tuple[tuple[Any, ...], Any]] = [((), pairs)]
+    while stack:  # depth first, in the text's order
+        at, value = stack.pop()
+        if isinstance(value, _Pairs):
+            if value.twice is not None:
+                return (*at, value.twice)
+            stack.extend(((*at, key), item) for key, item in reversed(value.items()))
+        elif isinstance(value, list):
+            stack.extend(((*at, index), item) for index, item in reversed(list(enumerate(value))))
+    return None
+
+
+class _Pairs(dict):  # type: ignore[type-arg]
+    """An object read with its pairs: `twice` is its first key that appears twice, if any."""
+
+    twice: str | None = None
+
+    @classmethod
+    def of(cls, pairs: list[tuple[str, Any]]) -> _Pairs:
+        made = cls(pairs)
+        if len(made) != len(pairs):
+            seen: set[str] = set()
+            made.twice = next(key for key, _ in pairs if key in seen or seen.add(key))  # type: ignore[func-returns-value]
+        return made
+
+
 def line_text(data: Mapping[str, Any], line_no: int, source_name: str) -> bytes:
     """Returns the JSON text of a line given as a dict (`adapters.api`).
 
@@ -102,24 +160,51 @@ def line_text(data: Mapping[str, Any], line_no: int, source_name: str) -> bytes:
         text = b"null"  # find what failed below
     if b"null" in text:  # orjson writes NaN and infinities as null: refuse them as the JSON text would be
         field, what = _unencodable(data, ())
+        if what == _BIG:  # as JSON text says it: the reader reads it as a float, the field says what it expects
+            try:
+                return json.dumps(data, ensure_ascii=False, allow_nan=False).encode("utf-8")
+            except (TypeError, ValueError):
+                field, what = _unencodable(data, (), big=False)
+        if what.startswith(_NOT_FINITE):  # what the field expects, as for any other value of the wrong kind
+            what = _field_problem(data, field) or what
         if what:
             raise InvalidInput(source_name, line_no, _path(field) or _WHOLE_LINE, what) from None
     return text
 
 
-def _unencodable(value: Any, at: tuple[Any, ...]) -> tuple[tuple[Any, ...], str]:
-    """Returns the path of the first part of `value` orjson cannot write, and what is wrong."""
+_BIG = "is a number of more than 64 bits; no field takes one (README, \"Input limits\")"
+_NOT_FINITE = "expected a finite number"
+
+
+def _field_problem(data: Mapping[str, Any], at: tuple[Any, ...]) -> str | None:
+    """Returns what the line's model says of the value at path `at` of a line given as a dict
+    (`expected a whole number, got the number NaN`), None when it says nothing of it there."""
+    kind = data.get("type")
+    if kind not in LINE_TYPES:
+        return None
+    try:
+        _LINE.validate_python(data)
+    except ValidationError as error:
+        for problem in error.errors(include_url=False):
+            if tuple(problem["loc"][1:]) == at:
+                return _expected(problem, kind)
+    return None
+
+
+def _unencodable(value: Any, at: tuple[Any, ...], big: bool = True) -> tuple[tuple[Any, ...], str]:
+    """Returns the path of the first part of `value` orjson cannot write, and what is wrong
+    (a whole number of more than 64 bits only if `big`)."""
     if isinstance(value, Mapping):
         for key, item in value.items():
             if not isinstance(key, str):
                 return at, "expected an object whose keys are strings"
-            found = _unencodable(item, (*at, key))
+            found = _unencodable(item, (*at, key), big)
             if found[0] != () or found[1]:
                 return found
         return (), ""
     if isinstance(value, (list, tuple)):
         for index, item in enumerate(value):
-            found = _unencodable(item, (*at, index))
+            found = _unencodable(item, (*at, index), big)
             if found[0] != () or found[1]:
                 return found
         return (), ""
@@ -131,14 +216,14 @@ def _unencodable(value: Any, at: tuple[Any, ...]) -> tuple[tuple[Any, ...], str]
         return (), ""
     if isinstance(value, float):
         if value != value or value in (float("inf"), float("-inf")):
-            return at, f"expected a finite number, got {value}"
+            return at, f"{_NOT_FINITE}, got {value}"
         return (), ""
     if isinstance(value, bool) or value is None:
         return (), ""
     if isinstance(value, int):
-        if -(2**63) <= value < 2**64:
+        if not big or -(2**63) <= value < 2**64:
             return (), ""
-        return at, "is a number of more than 64 bits; no field takes one (README, \"Input limits\")"
+        return at, _BIG
     return at, f"expected a JSON value, got a {type(value).__name__}"
 
 
@@ -241,11 +326,19 @@ def read_events(path: str | Path) -> list[ConversationEvent]:
 # ---------------------------------------------------------------- error messages
 
 
+_NAME = re.compile(r"[A-Za-z0-9_]{1,64}")
+
+
 def _path(loc: tuple[Any, ...]) -> str:
-    """Returns a pydantic location as the input's path: `steps[3].writeTargetTable`."""
+    """Returns a pydantic location as the input's path: `steps[3].writeTargetTable`; a key that
+    is not a plain name is quoted as a short escaped excerpt (`"a key"`)."""
     out = ""
     for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+        if isinstance(part, int):
+            out += f"[{part}]"
+            continue
+        name = str(part) if _NAME.fullmatch(str(part)) else show(str(part))
+        out += f".{name}" if out else name
     return out
 
 
@@ -307,6 +400,21 @@ def _expected(error: Any, kind: str) -> str:
         return (f"has {ctx.get('actual_length'):,} entries; the most is {ctx.get('max_length'):,} "
                 f"(README, \"Input limits\")")
     return str(error["msg"])
+
+
+_FOLLOWS = TypeAdapter(Whole, config={"strict": True})
+
+
+def check_follows(follows: Any, source_name: str, line_no: int) -> int | None:
+    """Returns `follows` (the version a write expects its conversation at) if it is None or a
+    whole number from 0 to INT_MAX; raises InvalidInput naming `follows`, worded as for the
+    key `follows` of a line, if not (a negative version is bad input, not another version)."""
+    if follows is None:
+        return None
+    try:
+        return _FOLLOWS.validate_python(follows)
+    except ValidationError as error:
+        raise InvalidInput(source_name, line_no, "follows", _expected(error.errors(include_url=False)[0], "")) from None
 
 
 def at_line(error: ChatrecordError, source_name: str, line_no: int) -> ChatrecordError:

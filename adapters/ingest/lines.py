@@ -124,9 +124,9 @@ class SegmentReturnedLine(Line):
     pending: Annotated[list[Pending], Field(max_length=LIST_MAX)] = []
 
     def facts(self) -> dict[str, Any]:
-        steps = tuple(step.fact() for step in self.steps)
+        steps = tuple(step.fact() for step in self.steps if step.known)  # a step of an unknown kind is dropped
         outcome = self.outcome if self.outcome in OUTCOMES else "unknown"
-        if outcome == "failed" and not steps and self.trigger in ("turn", "retry"):
+        if outcome == "failed" and not self.steps and self.trigger in ("turn", "retry"):
             outcome = "unknown"  # the turn failed before nr-llm returned its steps (docs/spec-map.md, S3)
         return {
             "segment": self.segment,

@@ -6,7 +6,9 @@ Identifiers are reduced to the characters identifiers use:
   `<run uuid>/<n>` and `/` keeps them readable and unique. A key that had to be changed
   (characters dropped or cut at 128) gets `:h` and 16 hex of the sha256 of the original
   appended, so two different ids never collide silently, and the same id maps to the same key
-  everywhere (a `card_decided` finds its segment).
+  everywhere (a `card_decided` finds its segment). An id that already ends in that marker
+  (`chat17:h9a90eaf363ff759f`, the reduced form of `chat 17`) is reduced and hashed too, so an
+  id stored as it is never equals the reduced form of another.
 A table must match `[A-Za-z0-9_]{1,64}` and a uid be an integer >= 1, else the line fails.
 Each check raises ValueError with the message's expectation part; pydantic turns it into an
 error at the field, and `adapters.ingest` into `InvalidInput`.
@@ -17,7 +19,7 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
-from datetime import datetime, timezone
+from datetime import date, datetime, timezone
 from hashlib import sha256
 from typing import Annotated, Any
 
@@ -43,6 +45,8 @@ from domain.values import CARD_ANSWERS, IDENTIFIER_MAX, reduce_identifier
 NAME_MAX = IDENTIFIER_MAX
 _NOT_KEY = re.compile(r"[^A-Za-z0-9_.:/-]")
 _TABLE = re.compile(r"[A-Za-z0-9_]{1,64}")
+_HASH_MARKER = re.compile(r":h[0-9a-f]{16}\Z")
+"""How a reduced key ends: `:h` and 16 hex of the sha256 of the original id."""
 
 
 def _escaped(char: str) -> str:
@@ -92,11 +96,13 @@ def reduce_name(value: str, what: str = "name") -> str:
 
 def reduce_key(value: str, what: str = "id") -> str:
     """Returns the stored form of a conversation, segment or run id: unchanged when it is 1–128
-    of `[A-Za-z0-9_.:/-]`, else the kept characters (cut) plus `:h` and 16 hex of the sha256 of
-    `value`, so different ids stay different. Raises ValueError when no character is kept.
+    of `[A-Za-z0-9_.:/-]` and does not end in the hash marker (`:h` and 16 hex), else the kept
+    characters (cut) plus `:h` and 16 hex of the sha256 of `value`. An id kept as it is never
+    ends in the marker and a reduced one always does, so distinct ids stay distinct (short of a
+    collision of the hash). Raises ValueError when no character is kept.
     """
     kept = _NOT_KEY.sub("", value)
-    if kept == value and 0 < len(value) <= NAME_MAX:
+    if kept == value and 0 < len(value) <= NAME_MAX and not _HASH_MARKER.search(value):
         return value
     if not kept:
         raise ValueError(f"{show(value)} is not an {what}; use 1–{NAME_MAX} of A-Za-z0-9_.:/-")
@@ -131,8 +137,10 @@ def check_uid(value: int) -> int:
 
 
 def parse_at(value: Any) -> datetime:
-    """Returns the ISO-8601 time `value` as an aware UTC datetime (a time without offset is
-    taken as UTC). Raises ValueError for anything else, and for a time outside years
+    """Returns the ISO-8601 time `value` (a date and a time of day, `T` or a space between
+    them) as an aware UTC datetime (a time without offset is taken as UTC). Raises ValueError
+    for anything else: a date alone (`2026-11-02`, which Python reads as midnight), a date with
+    only an offset (`2026-11-02+01:00`, which Python reads as 01:00), and a time outside years
     2000–9998 after conversion to UTC (`domain.limits.AT_MIN`/`AT_MAX`)."""
     example = "use ISO-8601 UTC like 2026-10-28T09:00:00Z"
     if not isinstance(value, str):
@@ -143,6 +151,9 @@ def parse_at(value: Any) -> datetime:
             raise ValueError
     except ValueError:
         raise ValueError(f"{show(value)} is not a time; {example}") from None
+    if _is_date(value) or not any(separator in value for separator in _TIME_SEPARATORS):
+        raise ValueError(f"{show(value)} is a date without a time of day; expected ISO-8601 date and time "
+                         f"in UTC like 2026-10-28T09:00:00Z")
     if at.tzinfo is None:
         at = at.replace(tzinfo=timezone.utc)
     try:
@@ -153,6 +164,18 @@ def parse_at(value: Any) -> datetime:
     if not inside:
         raise ValueError(f"{show(value)} is outside years 2000–9998 (UTC); {example}")
     return at
+
+
+_TIME_SEPARATORS = ("T", "t", " ")
+"""What may stand between an ISO-8601 date and its time of day (`T`; RFC 3339 allows `t` and a space)."""
+
+
+def _is_date(value: str) -> bool:
+    try:
+        date.fromisoformat(value)
+    except ValueError:
+        return False
+    return True
 
 
 def check_answer(value: str) -> str:

@@ -2,7 +2,8 @@
 
 A step keeps only what nr-llm's privacy filter keeps at every level (kind, round, durationMs,
 toolName, toolIsError, toolOutcome, writeTargetTable/Uid, writeCompleteness,
-hookFailedAfterWrite). toolArguments, toolResult, content, thinking, messagesSent,
+hookFailedAfterWrite); a step of a kind outside `STEP_KINDS` is checked like any other and then
+dropped whole (`Step.known`, docs/input-format.md, "Steps"): none of its fields is stored. toolArguments, toolResult, content, thinking, messagesSent,
 requestedToolCalls, raw and every unknown key are never declared, so pydantic drops them unread
 and they cannot reach an event, a digest or an error message.
 """
@@ -72,10 +73,18 @@ class Step(InputModel):
             )
         return self
 
+    @property
+    def known(self) -> bool:
+        """Whether the step's kind is one of STEP_KINDS; a step of another kind is dropped."""
+        return self.kind in STEP_KINDS
+
     def fact(self) -> StepFact:
-        """Returns the step as a StepFact: unknown kind or toolOutcome -> `unknown`; a write
-        step's absent or unknown completeness -> `unconfirmed`."""
-        kind = self.kind if self.kind in STEP_KINDS else "unknown"
+        """Returns the step (of a known kind) as a StepFact: an unknown toolOutcome ->
+        `unknown`; a write step's absent or unknown completeness -> `unconfirmed`. Raises
+        ValueError for a step of an unknown kind, which is dropped, never stored."""
+        if not self.known:
+            raise ValueError(f"a step of kind {self.kind!r} is dropped, not stored")
+        kind = self.kind
         target = None
         if self.writeTargetTable is not None and self.writeTargetUid is not None:
             target = RecordRef(table=self.writeTargetTable, uid=self.writeTargetUid)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from adapters.ingest import ParsedLine, at_line, parse_numbered
 from adapters.store.application import HandleResult
+from adapters.store.crypto import TextsErased
 from domain.conversation import Conversation, History, project_conversation
 from domain.errors import ChatrecordError, InvalidInput, shown_id
 from domain.events import ConversationEvent
@@ -53,6 +54,7 @@ class Lines:
         self.conversation = lines[0].conversation
         self.follows = follows
         self.counts: list[int] = []
+        self.versions: list[tuple[int, int] | None] = []
         if len(self.lines) == 1:  # a repeat of one line returns the first result (see handle)
             self.digest = lines[0].digest
             self.segment = getattr(lines[0], "segment", None)
@@ -64,6 +66,7 @@ class Lines:
             raise VersionMismatch(self.conversation, self.follows, version)
         decided: list[ConversationEvent] = []
         self.counts = []
+        self.versions = []
         seen = LayeredHistory(history)  # the batch's earlier lines, not stored yet
         for line in self.lines:
             try:
@@ -77,7 +80,22 @@ class Lines:
                 state = project_conversation(state, [event])
             decided.extend(events)
             self.counts.append(len(events))
+            self.versions.append((events[0].originator_version, events[-1].originator_version) if events else None)
         return decided
+
+    def erased(self, error: TextsErased) -> TextsErased:
+        """Returns the refusal of a text for an erased conversation (raised as the store wrote the
+        events `decide` returned) as the other refusals read: `source: line N, field:` and the
+        conversation's id, not its UUID."""
+        line = next((line for line, span in zip(self.lines, self.versions)
+                     if span is not None and error.version is not None and span[0] <= error.version <= span[1]),
+                    self.lines[0])
+        field = error.path or "text"
+        return TextsErased(
+            f"{line.source_name}: line {line.line}, {field}: conversation {shown_id(self.conversation, 'repr')} "
+            "was erased; no text can be stored for it",
+            error.version, field,
+        )
 
 
 @dataclass(frozen=True)

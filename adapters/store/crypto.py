@@ -75,7 +75,26 @@ class BadMasterKey(ChatrecordError):
 
 
 class TextsErased(ChatrecordError):
-    """Raised when a free text is to be stored for a conversation that was erased."""
+    """Raised when a free text is to be stored for a conversation that was erased.
+
+    `version` is the version of the event that carries the text and `path` the text's field as
+    the input names it (`text`, `answer`, `messages[0].text`), where known, so the service layer
+    can name the line and the field (`adapters.service.lines.Lines.erased`)."""
+
+    def __init__(self, message: str, version: int | None = None, path: str | None = None) -> None:
+        super().__init__(message)
+        self.version = version
+        self.path = path
+        if path is not None:
+            self.field = path  # type: ignore[misc]  # the field of this refusal, per instance
+
+
+def _input_path(label: str) -> str:
+    """Returns a stored state's path (`messages.0.text`) as the input's (`messages[0].text`)."""
+    out = ""
+    for part in label.split("."):
+        out += f"[{part}]" if part.isdigit() else (f".{part}" if out else part)
+    return out
 
 
 class MissingDataKey(ChatrecordError):
@@ -185,7 +204,8 @@ def seal_texts(cls: type, state: dict[str, Any], originator_id: UUID, version: i
             if key is None:
                 key = keys.key(originator_id, create=True)
                 if key is None:
-                    raise TextsErased(f"conversation {originator_id} was erased; no text can be stored for it")
+                    raise TextsErased(f"conversation {originator_id} was erased; no text can be stored for it",
+                                      version, _input_path(label))
             nonce = os.urandom(12)
             sealed = nonce + AESGCM(key).encrypt(nonce, value.encode(), _aad(originator_id, version, label))
             container[index] = {SEALED: base64.b64encode(sealed).decode()}

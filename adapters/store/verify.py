@@ -234,9 +234,11 @@ class NoChain(ChatrecordError):
 
 
 def verdicts(store: ConversationStore, conversation: str | None = None, against: Path | None = None) -> Iterator[Verdict]:
-    """Yields the verdict of every conversation's chain (only `conversation`'s if given),
-    checked against the heads in `against` if given. Raises NoChain for a store without a
-    chain, BadHeadsFile for a heads file it cannot read."""
+    """Yields the verdict of every conversation's chain (only `conversation`'s if given), in the
+    order of their ids, checked against the heads in `against` if given. The log is read in
+    pages (`verify`, in the order of the conversations' UUIDs); the verdicts, one small object
+    per conversation, are kept and sorted before the first is yielded. Raises NoChain for a
+    store without a chain, BadHeadsFile for a heads file it cannot read."""
     recorder = store.recorder
     if not isinstance(recorder, ChainedRecorder):
         raise NoChain("this store keeps no hash chain; open it with adapters.store.settings")
@@ -247,7 +249,7 @@ def verdicts(store: ConversationStore, conversation: str | None = None, against:
         return str(event.conversation)
 
     only = conversation_uuid(conversation) if conversation is not None else None
-    return verify(recorder, name_of, only, heads)
+    return iter(sorted(verify(recorder, name_of, only, heads), key=lambda v: (v.conversation, v.originator_id)))
 
 
 def chain_verdict(store: ConversationStore, conversation: str) -> Verdict | None:

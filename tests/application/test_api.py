@@ -84,3 +84,55 @@ def test_the_chat_reads_the_next_turns_notes_and_puts_them_into_its_transcript(t
     transcript = record.read_models.state("conv-demo-seo").transcript.messages
     assert apply_notes(transcript, notes.notes) == turn.messages
     assert notes.page_line == turn.system
+
+
+START = '{"type": "conversation_started", "conversation": "c", "at": "2026-10-28T09:00:00Z", "kind": "chat", "owner": 7}'
+
+
+@pytest.mark.parametrize("call", ["record_lines", "ingest"])
+@pytest.mark.parametrize("lines", [START, START.encode()])
+def test_one_text_passed_as_lines_is_a_type_error_not_its_characters(
+    chatrecord: Chatrecord, call: str, lines: str | bytes
+) -> None:
+    with pytest.raises(TypeError) as refused:
+        getattr(chatrecord, call)(lines, "x")
+    assert str(refused.value) == (
+        f"{call}: lines must be an iterable of lines (each a str or bytes), not one {type(lines).__name__}; "
+        "split a text into its lines first (text.splitlines())")
+    assert chatrecord.store.events("c") == []
+    assert chatrecord.record_lines(START.splitlines(), "x").appended == 1
+
+
+@pytest.mark.parametrize("read", ["turn_notes", "turn_input", "events", "activity", "audit", "replay", "erase", "verify"])
+@pytest.mark.parametrize("conversation", [None, 7, b"c"])
+def test_a_read_given_an_id_that_is_not_a_str_names_the_argument(
+    chatrecord: Chatrecord, read: str, conversation: object
+) -> None:
+    chatrecord.record_lines([START], "x")
+    if read == "verify" and conversation is None:
+        assert [v.conversation for v in chatrecord.verify(None)] == ["c"]  # None: every conversation
+        return
+    with pytest.raises(TypeError) as refused:
+        getattr(chatrecord, read)(conversation)
+    assert str(refused.value) == (
+        f"{read}: conversation must be a conversation's id as a str, not {type(conversation).__name__}")
+
+
+@pytest.mark.parametrize("follows, expected", [
+    (-5, "expected a whole number >= 0, got the number -5"),
+    (2**31, "expected a whole number <= 2147483647, got the number 2147483648"),
+    (True, "expected a whole number, got true"),
+    ("0", "expected a whole number, got a string"),
+    (0.0, "expected a whole number, got the number 0.0"),
+])
+def test_a_follows_that_is_no_version_is_bad_input_naming_follows(
+    chatrecord: Chatrecord, follows: object, expected: str
+) -> None:
+    with pytest.raises(InvalidInput) as refused:
+        chatrecord.record_lines([START], "x", follows=follows)  # type: ignore[arg-type]
+    assert (str(refused.value), refused.value.field) == (f"x: line 1, follows: {expected}", "follows")
+    with pytest.raises(InvalidInput) as refused:
+        chatrecord.record(orjson.loads(START), follows=follows)  # type: ignore[arg-type]
+    assert str(refused.value) == f"api: line 1, follows: {expected}"
+    assert chatrecord.store.events("c") == []
+    assert chatrecord.record_lines([START], "x", follows=0).version == 1

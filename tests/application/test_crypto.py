@@ -92,3 +92,45 @@ def test_the_python_api_verifies_and_erases() -> None:
     assert record.erase("conv-7").recorded
     assert [m.text for m in record.turn_input("conv-7").messages if m.role == "user"] == [ERASED]
     assert [(v.ok, v.version) for v in record.verify("conv-7")] == [(True, 3)]
+
+
+def test_a_text_for_an_erased_conversation_is_refused_naming_the_line_and_the_field() -> None:
+    from adapters.api import Chatrecord
+    from adapters.store.crypto import TextsErased
+    from adapters.store.settings import open_store
+
+    record = Chatrecord(open_store(memory=True))
+    at = "2026-11-02T10:00:00Z"
+    record.record({"type": "conversation_started", "conversation": "priv", "at": at, "kind": "chat", "owner": 7})
+    record.record({"type": "user_message", "conversation": "priv", "at": at, "message": 1, "text": "geheim", "page": 0})
+    record.erase("priv")
+    lines = ['{"type": "turn_retried", "conversation": "priv", "at": "%s", "message": 1}' % at,
+             '{"type": "segment_returned", "conversation": "priv", "at": "%s", "segment": "r/1", "run": "r", '
+             '"trigger": "retry", "outcome": "completed", "answer": "neu"}' % at]
+    with pytest.raises(TextsErased) as refused:
+        record.record_lines(lines, "batch")
+    assert str(refused.value) == "batch: line 2, answer: conversation 'priv' was erased; no text can be stored for it"
+    assert refused.value.field == "answer"
+    with pytest.raises(TextsErased) as refused:
+        record.record({"type": "message_edited", "conversation": "priv", "at": at, "message": 1, "text": "neu"})
+    assert str(refused.value) == "api: line 3, text: conversation 'priv' was erased; no text can be stored for it"
+    assert len(record.store.events("priv")) == 3  # nothing of either was stored
+    record.record_lines(lines[:1], "facts")  # a line without text is stored as before
+    assert len(record.store.events("priv")) == 4
+
+
+def test_verify_lists_the_conversations_in_the_order_of_their_ids() -> None:
+    from adapters.api import Chatrecord
+    from adapters.store.settings import open_store
+    from domain.events import conversation_uuid
+
+    record = Chatrecord(open_store(memory=True))
+    ids = ["conv-%02d" % i for i in range(12)] + ["Conv-Z", "chat 17"]
+    assert sorted(ids, key=conversation_uuid) != sorted(ids)  # the log's own order is another
+    for conversation in reversed(ids):
+        record.record({"type": "conversation_started", "conversation": conversation, "at": "2026-11-02T10:00:00Z",
+                       "kind": "chat", "owner": 7})
+    listed = [v.conversation for v in record.verify()]
+    assert listed == sorted(["conv-%02d" % i for i in range(12)] + ["Conv-Z", "chat17:h9a90eaf363ff759f"])
+    assert listed[:2] == ["Conv-Z", "chat17:h9a90eaf363ff759f"]
+    assert [v.conversation for v in record.verify("chat 17")] == ["chat17:h9a90eaf363ff759f"]

@@ -32,6 +32,19 @@ def test_an_id_outside_the_key_characters_is_found_under_the_id_the_chat_uses(ch
     assert [a.segment for a in chat.activity("chat 17")] == ["r/1"]
 
 
+def test_an_id_that_looks_like_a_reduced_one_is_another_conversation(chat: Chatrecord) -> None:
+    chat.record(line("conversation_started", "chat 17", kind="chat", owner=7))
+    chat.record(line("user_message", "chat 17", message=1, text="erste", page=0))
+    other = chat.record(line("conversation_started", "chat17:h9a90eaf363ff759f", kind="chat", owner=8))
+    chat.record(line("user_message", "chat17:h9a90eaf363ff759f", message=1, text="zweite", page=0))
+
+    assert other.conversation == "chat17:h9a90eaf363ff759f:hcc09425c04d37e82"
+    assert [e.owner for e in chat.events("chat 17")[:1]] == [7]
+    assert [e.owner for e in chat.events("chat17:h9a90eaf363ff759f")[:1]] == [8]
+    assert chat.turn_input("chat 17").messages[-1].text == "erste"
+    assert chat.turn_input("chat17:h9a90eaf363ff759f").messages[-1].text == "zweite"
+
+
 def test_a_decision_for_a_segment_that_does_not_exist_says_the_segment_is_unknown(chat: Chatrecord) -> None:
     chat.record(line("conversation_started", kind="chat", owner=7))
     chat.record(line("user_message", message=1, text="x", page=0))
@@ -77,3 +90,16 @@ def test_a_rejected_value_is_quoted_as_a_short_escaped_excerpt(chat: Chatrecord)
         'api: line 2, trigger: "\\x1b[2Jgeheim geheim geheim geheim gehe… is not allowed; '
         "use 'turn', 'approval', 'answer' or 'retry'"
     )
+
+
+def test_a_line_with_a_key_twice_is_refused_and_nothing_of_the_batch_is_stored(chat: Chatrecord) -> None:
+    start = '{"type": "conversation_started", "conversation": "c", "at": "%s", "kind": "chat", "owner": 7}' % AT
+    twice = '{"type": "user_message", "conversation": "c", "at": "%s", "message": 1, "message": 2, "text": "x", "page": 0}' % AT
+    with pytest.raises(InvalidInput) as refused:
+        chat.record_lines([start, twice], "request")
+    assert str(refused.value) == "request: line 2, message: field message appears twice; give each key of an object once"
+    assert (refused.value.field, refused.value.line) == ("message", 2)
+    assert chat.store.events("c") == []
+    report = chat.ingest([start, twice], "stdin")
+    assert (report.appended, report.stopped_at, str(report.stopped)) == (
+        1, 2, "stdin: line 2, message: field message appears twice; give each key of an object once")

@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
-from tests.e2e.conftest import DATA, DEMO, Run, json_lines, runner
+from tests.e2e.conftest import DATA, DEMO, Run, cli_env, json_lines, runner
 
 DEMO_ID = "5d91b7e3ea14590fbbd7a5f872bc7e3d"  # conversation_uuid("conv-demo-seo").hex
 DEMO_TEXTS = ("SEO optimieren", "Alles der Reihe nach", "Womit sollen wir beginnen?", "was ist hier passiert?")
@@ -90,6 +92,21 @@ def test_erase_leaves_the_facts_and_no_text(store_run: Run) -> None:
     assert (rows[-1]["kind"], rows[-1]["verified"]) == ("erased", True)
     assert sum(r["kind"] == "segment" for r in rows) == 8  # the facts stay
     assert outputs[3].stdout.startswith("conv-demo-seo: ok, 21 events")
+
+
+def test_a_text_for_an_erased_conversation_is_refused_as_other_refusals_are(sqlite_run: Run, tmp_path: Path) -> None:
+    at = "2026-11-02T10:00:00Z"
+    (tmp_path / "start.jsonl").write_text(json.dumps(
+        {"type": "conversation_started", "conversation": "priv", "at": at, "kind": "chat", "owner": 7}) + "\n")
+    sqlite_run("ingest", "start.jsonl")
+    sqlite_run("erase", "priv")
+    late = json.dumps({"type": "user_message", "conversation": "priv", "at": at, "message": 1, "text": "x", "page": 0})
+    done = subprocess.run([sys.executable, "-m", "adapters.cli", "ingest", "-"], cwd=tmp_path, input=late + "\n",
+                          env=cli_env(CHATRECORD_DB=str(tmp_path / "store.sqlite")), capture_output=True, text=True,
+                          encoding="utf-8", timeout=120)
+    assert (done.returncode, done.stderr) == (
+        1, "error: stdin: line 1, text: conversation 'priv' was erased; no text can be stored for it\n")
+    assert done.stdout == "stdin: 0 events appended, 0 lines already recorded; stopped at line 1\n"
 
 
 def test_a_bad_master_key_is_one_line(tmp_path: Path) -> None:

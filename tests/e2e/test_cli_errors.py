@@ -83,6 +83,18 @@ def test_wrong_usage_exits_2_without_a_traceback(sqlite_run: Run, args):
     assert "Traceback" not in wrong.stderr
 
 
+@pytest.mark.parametrize("args", [
+    ["demo", "--rules", "bogus"], ["rebuild", "--rules", "bogus"], ["replay", DEMO, "--rules", "bogus"],
+    ["audit", "conv-demo-seo", "--rules", "bogus"], ["rebuild", "--diff", "--rules", "bogus"],
+], ids=["demo", "rebuild", "replay", "audit", "diff"])
+def test_an_unknown_rule_set_is_named_with_the_rule_sets_there_are(sqlite_run: Run, args) -> None:
+    wrong = sqlite_run(*args)
+    shown = " ".join(line.strip("│ ") for line in wrong.stderr.splitlines())
+    assert (wrong.returncode, wrong.stdout) == (2, "")
+    assert "Invalid value for '--rules': 'bogus' is not one of 'transcript-only', '2026-11-01', '2026-11-02'." in shown
+    assert "Value error" not in wrong.stderr
+
+
 @pytest.mark.parametrize("command", ["ingest", "replay"])
 def test_a_missing_file_is_one_line_and_exit_1(sqlite_run: Run, tmp_path, command: str):
     missing = sqlite_run(command, "nofile.jsonl")

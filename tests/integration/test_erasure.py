@@ -175,6 +175,8 @@ class ErasureContract:
         line = {"type": "user_message", "conversation": "conv-erase", "at": AT, "message": 5, "text": "neu", "page": 0}
         report = Chatrecord(store).ingest([json.dumps(line)], "late")
         assert isinstance(report.stopped, TextsErased)
+        assert str(report.stopped) == "late: line 1, text: conversation 'conv-erase' was erased; no text can be stored for it"
+        assert report.stopped.field == "text"
         assert not any(getattr(e, "text", None) == "neu" for e in store.events("conv-erase"))
 
     def test_other_conversations_keep_their_texts(self, store: ConversationStore) -> None:

@@ -250,14 +250,24 @@ def test_a_failed_segment_with_steps_stays_failed() -> None:
     assert returned(segment(outcome="failed", steps=[step])).outcome == "failed"
 
 
-def test_unknown_step_kinds_and_tool_outcomes_are_kept_as_unknown() -> None:
-    steps = [{"kind": "reflection", "round": 2, "durationMs": 1.5},
+def test_a_step_of_an_unknown_kind_is_dropped_and_an_unknown_tool_outcome_kept_as_unknown() -> None:
+    steps = [{"kind": "reflection", "round": 2, "durationMs": 1.5, "toolName": "secret_tool_name",
+              "toolIsError": True, "writeTargetTable": "pages", "writeTargetUid": 9},
              {"kind": "tool", "round": 2, "durationMs": 4.0, "toolName": "t", "toolIsError": True,
               "toolOutcome": "timed_out"}]
-    facts = returned(segment(steps=steps)).steps
+    event = returned(segment(steps=steps))
 
-    assert facts[0] == StepFact(kind="unknown", round=2, duration_ms=1.5)
-    assert (facts[1].kind, facts[1].tool_outcome, facts[1].tool_is_error) == ("tool", "unknown", True)
+    assert event.steps == (StepFact(kind="tool", round=2, duration_ms=4.0, tool_name="t", tool_is_error=True,
+                                    tool_outcome="unknown"),)
+    assert "secret_tool_name" not in event.model_dump_json() and "reflection" not in event.model_dump_json()
+
+
+def test_a_segment_with_only_steps_of_unknown_kinds_equals_one_without_them() -> None:
+    unknown = {"kind": "reflection", "round": 1, "durationMs": 1.5, "toolName": "t"}
+    assert returned(segment(steps=[unknown])).steps == ()
+    assert returned(segment(steps=[unknown])).source == returned(segment(steps=[])).source
+    # nr-llm returned a step, so a failed turn stays failed (S3 is about a turn that returned none)
+    assert returned(segment(outcome="failed", steps=[unknown])).outcome == "failed"
 
 
 def test_a_write_without_stated_or_known_completeness_is_unconfirmed() -> None:
@@ -317,6 +327,19 @@ def test_two_ids_that_reduce_alike_do_not_collide() -> None:
     assert reduce_key("run 1/2") == reduce_key("run 1/2")
     assert reduce_key("run 1/2").startswith("run1/2:h")
     assert len(reduce_key("x" * 500)) <= NAME_MAX and reduce_key("x" * 500) != reduce_key("x" * 501)
+
+
+def test_an_id_that_ends_in_the_hash_marker_is_hashed_too_so_it_never_equals_a_reduced_one() -> None:
+    reduced = reduce_key("chat 17")
+    assert reduced == "chat17:h9a90eaf363ff759f"
+    looks_reduced = reduce_key(reduced)
+    assert looks_reduced != reduced
+    assert looks_reduced.startswith("chat17:h9a90eaf363ff759f:h") and len(looks_reduced) == len(reduced) + 18
+    assert reduce_key(looks_reduced) != looks_reduced  # and so on: a stored-as-is id never ends in the marker
+    # ids that only resemble the marker stay as they are
+    assert reduce_key("chat17:h9a90eaf363ff759") == "chat17:h9a90eaf363ff759"
+    assert reduce_key("chat17:H9A90EAF363FF759F") == "chat17:H9A90EAF363FF759F"
+    assert reduce_key("chat17:h9a90eaf363ff759f/1") == "chat17:h9a90eaf363ff759f/1"
 
 
 def test_a_card_decision_finds_a_segment_whose_id_was_reduced() -> None:

@@ -226,3 +226,32 @@ def test_a_domain_refusal_names_the_line_and_the_field_that_caused_it() -> None:
 def test_bytes_that_are_not_utf8_are_a_bad_line() -> None:
     with pytest.raises(InvalidInput, match=r"^b\.jsonl: line 2, \(line\): not UTF-8 text"):
         list(read_lines([jl(type="tour_ended").encode(), b'{"type": "\xff"}'], "b.jsonl"))
+
+
+USER = '{"type":"user_message","conversation":"c","at":"2026-10-28T09:00:00Z","message":1,"text":"x","page":0'
+
+
+@pytest.mark.parametrize("raw, error", [
+    (USER + ',"message":2}', "demo.jsonl: line 3, message: field message appears twice; give each key of an object once"),
+    (USER.replace('"type":"user_message",', '"type":"user_message","type":"tour_ended",') + "}",
+     "demo.jsonl: line 3, type: field type appears twice; give each key of an object once"),
+    (USER + ' , "page" : 0}', "demo.jsonl: line 3, page: field page appears twice; give each key of an object once"),
+    (segment(steps=[LLM]).replace('"round":1', '"round":1,"round":2'),
+     "demo.jsonl: line 3, steps[0].round: field round appears twice; give each key of an object once"),
+    (USER + ',"future":{"a\\nb":1,"a\\nb":2}}',
+     'demo.jsonl: line 3, future."a\\nb": field "a\\nb" appears twice; give each key of an object once'),
+])
+def test_a_key_that_appears_twice_refuses_the_line_naming_it(raw: str, error: str) -> None:
+    for text in (raw, raw.encode()):
+        with pytest.raises(InvalidInput) as refused:
+            parse_line(text, 3, "demo.jsonl")
+        assert str(refused.value) == error
+
+
+@pytest.mark.parametrize("text", [
+    "10:00: a: b", 'x\\": \\"y\\": z', "\\u003a", "a\\u003Ab", "\\\\u003a", '\\" : \\"', "ü\\u00fc:",
+])
+def test_colons_and_escapes_in_texts_are_no_duplicate(text: str) -> None:
+    raw = USER.replace('"text":"x"', f'"text":"{text}"') + ',"more":{"k:1":"v:2","k:2":["\\u003a:"]}}'
+    assert parse_line(raw, 1, "x").text == orjson.loads(raw)["text"]  # type: ignore[union-attr]
+    assert parse_line(raw.encode(), 1, "x").text == orjson.loads(raw)["text"]  # type: ignore[union-attr]

@@ -40,11 +40,11 @@ REFUSED = {
     ),
     "a page beyond 64 bits": (
         {**message(), "page": 2**70},
-        'api: line 1, page: is a number of more than 64 bits; no field takes one (README, "Input limits")',
+        "api: line 1, page: expected a whole number, got a number of more than 64 bits (about 1e+21)",
     ),
     "a round beyond 64 bits": (
         segment(steps=[{**STEP, "round": 2**70}]),
-        'api: line 1, steps[0].round: is a number of more than 64 bits; no field takes one (README, "Input limits")',
+        "api: line 1, steps[0].round: expected a whole number, got a number of more than 64 bits (about 1e+21)",
     ),
     "a huge durationMs": (
         segment(steps=[{**STEP, "durationMs": 1e300}]),
@@ -85,11 +85,38 @@ REFUSED = {
     ),
     "a page of NaN (JSON would write it as null)": (
         {**message(), "page": float("nan")},
-        "api: line 1, page: expected a finite number, got nan",
+        "api: line 1, page: expected a whole number, got the number NaN",
     ),
     "an infinite durationMs": (
         segment(steps=[{**STEP, "durationMs": float("inf")}]),
-        "api: line 1, steps[0].durationMs: expected a finite number, got inf",
+        "api: line 1, steps[0].durationMs: expected a finite number, got the number Infinity",
+    ),
+    "a date without a time of day": (
+        {**message(), "at": "2026-11-02"},
+        'api: line 1, at: "2026-11-02" is a date without a time of day; expected ISO-8601 date and time in UTC '
+        "like 2026-10-28T09:00:00Z",
+    ),
+    "a date with an offset but no time of day (Python reads it as 01:00)": (
+        {**message(), "at": "2026-11-02+01:00"},
+        'api: line 1, at: "2026-11-02+01:00" is a date without a time of day; expected ISO-8601 date and time in UTC '
+        "like 2026-10-28T09:00:00Z",
+    ),
+    "a week date": (
+        {**message(), "at": "2026-W44-1"},
+        'api: line 1, at: "2026-W44-1" is a date without a time of day; expected ISO-8601 date and time in UTC '
+        "like 2026-10-28T09:00:00Z",
+    ),
+    "a message number of NaN": (
+        {**message(), "message": float("nan")},
+        "api: line 1, message: expected a whole number, got the number NaN",
+    ),
+    "a text of infinity": (
+        {**message(), "text": float("-inf")},
+        "api: line 1, text: expected a string, got the number -Infinity",
+    ),
+    "a NaN under a key no line type reads": (
+        {**message(), "future": [float("nan")]},
+        "api: line 1, future[0]: expected a finite number, got nan",
     ),
     "a text with a lone surrogate": (
         {**message(), "text": "a\ud800b"},
@@ -124,6 +151,17 @@ def test_the_largest_numbers_and_times_are_stored_and_read_back() -> None:
     assert turn.at.isoformat() == "9998-12-31T23:59:59+00:00"
 
 
+@pytest.mark.parametrize("at, utc", [
+    ("2026-11-02T10:00:00Z", "2026-11-02T10:00:00+00:00"),
+    ("2026-11-02 10:00:00", "2026-11-02T10:00:00+00:00"),
+    ("2026-11-02t11:30+01:00", "2026-11-02T10:30:00+00:00"),
+    ("20261102T100000Z", "2026-11-02T10:00:00+00:00"),
+])
+def test_a_date_with_a_time_of_day_is_a_time(at: str, utc: str) -> None:
+    parsed = parse_line(orjson.dumps({**message(), "at": at}), 1, "t")
+    assert parsed.at.isoformat() == utc  # type: ignore[union-attr]
+
+
 def test_an_offset_time_is_converted_to_utc() -> None:
     parsed = parse_line(orjson.dumps({**message(), "at": "2026-10-28T10:00:00+01:00"}), 1, "t")
     assert parsed.at.isoformat() == "2026-10-28T09:00:00+00:00"  # type: ignore[union-attr]
@@ -137,6 +175,29 @@ def test_a_number_of_more_than_64_bits_in_a_text_line_is_named_so() -> None:
         parse_line(text, 3, "huge.jsonl")
     assert str(refused.value) == ("huge.jsonl: line 3, owner: expected a whole number, "
                                   "got a number of more than 64 bits (about 1e+35)")
+
+
+@pytest.mark.parametrize("field, value", [("message", 2**70), ("page", -(2**70)), ("owner", 2**64), ("text", 2**70),
+                                          ("message", 10**400)])
+def test_a_number_beyond_64_bits_is_worded_alike_in_a_dict_and_in_json_text(field: str, value: int) -> None:
+    import json
+
+    data = line(type="conversation_started", kind="chat", owner=7) if field == "owner" else message()
+    data[field] = value
+    refusals = []
+    for sent in (data, json.dumps(data)):
+        chatrecord = Chatrecord(open_store(memory=True))
+        with pytest.raises(InvalidInput) as refused:
+            chatrecord.record(sent)
+        refusals.append(str(refused.value))
+    assert refusals[0] == refusals[1]
+    assert refusals[0].startswith(f"api: line 1, {field}: ") or "not valid JSON (number is infinity" in refusals[0]
+
+
+def test_a_number_beyond_64_bits_under_a_key_no_line_type_reads_is_ignored_as_in_json_text() -> None:
+    chatrecord = Chatrecord(open_store(memory=True))
+    chatrecord.record(line(type="conversation_started", kind="chat", owner=7, future=2**70))
+    assert len(chatrecord.store.events("c")) == 1
 
 
 TEXT_REFUSED = {
