@@ -237,8 +237,11 @@ class Chatrecord:
 
         Raises NoChain for a store that keeps no chain, BadHeadsFile for a heads file it cannot
         read, UnknownConversation (after the last verdict) when `conversation` has none."""
-        found = False
         key = lookup_key(_conversation_argument("verify", conversation)) if conversation is not None else None
+        return self._verdicts(conversation, key, against)
+
+    def _verdicts(self, conversation: str | None, key: str | None, against: Path | None) -> Iterator[Verdict]:
+        found = False
         for verdict in verdicts(self.store, key, against):
             found = True
             yield verdict
