@@ -1,7 +1,8 @@
 """Identifier rules and field types of the chat's JSON Lines (docs/spec-map.md, D7).
 
 Identifiers are reduced to the characters identifiers use:
-- names (tool, field, skill): `[A-Za-z0-9_.:-]`, other characters dropped, at most 128;
+- names (tool, field, skill): `[A-Za-z0-9_.:-]`, other characters dropped, at most 128 (a
+  longer one is cut and gets the hash of the original appended, as a key does);
 - keys (conversation, segment, run ids): also `/`, because nr-llm segment ids are
   `<run uuid>/<n>` and `/` keeps them readable and unique. A key that had to be changed
   (characters dropped or cut at 128) gets `:h` and 16 hex of the sha256 of the original
@@ -44,6 +45,7 @@ from domain.values import CARD_ANSWERS, IDENTIFIER_MAX, reduce_identifier
 
 NAME_MAX = IDENTIFIER_MAX
 _NOT_KEY = re.compile(r"[^A-Za-z0-9_.:/-]")
+_NOT_NAME = re.compile(r"[^A-Za-z0-9_.:-]")
 _TABLE = re.compile(r"[A-Za-z0-9_]{1,64}")
 _HASH_MARKER = re.compile(r":h[0-9a-f]{16}\Z")
 """How a reduced key ends: `:h` and 16 hex of the sha256 of the original id."""
@@ -84,14 +86,18 @@ def show(value: Any, limit: int = SHOWN_MAX) -> str:
 
 
 def reduce_name(value: str, what: str = "name") -> str:
-    """Returns `value` with every character outside `[A-Za-z0-9_.:-]` dropped, cut to 128.
-
-    Raises ValueError when nothing is left.
+    """Returns the stored form of a name (tool, field, skill): `value` with every character
+    outside `[A-Za-z0-9_.:-]` dropped; a name still longer than 128 is cut and gets `:h` and 16
+    hex of the sha256 of `value`, as a key does, so two long names that share their first 128
+    characters never read as one. Raises ValueError when no character is kept.
     """
-    reduced = reduce_identifier(value)
-    if not reduced:
+    kept = _NOT_NAME.sub("", value)
+    if not kept:
         raise ValueError(f"{show(value)} is not a {what}; use 1–{NAME_MAX} of A-Za-z0-9_.:-")
-    return reduced
+    if len(kept) <= NAME_MAX:
+        return kept
+    digest = sha256(value.encode("utf-8")).hexdigest()[:16]
+    return f"{kept[: NAME_MAX - 18]}:h{digest}"
 
 
 def reduce_key(value: str, what: str = "id") -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from hashlib import sha256
+
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -296,6 +298,17 @@ def test_the_nothing_saved_flag_becomes_a_bool() -> None:
 # ---------------------------------------------------------------- identifiers
 
 
+def test_a_name_longer_than_128_is_cut_with_the_hash_of_the_whole_so_two_never_read_as_one() -> None:
+    from adapters.ingest.names import reduce_name
+
+    first, second = reduce_name("a" * 10_000, "tool name"), reduce_name("a" * 9_999 + "b", "tool name")
+
+    assert len(first) == len(second) == 128
+    assert first == "a" * 110 + ":h" + sha256(("a" * 10_000).encode()).hexdigest()[:16]
+    assert first != second
+    assert reduce_name("get_page", "tool name") == "get_page"
+
+
 def test_identifiers_with_brackets_newlines_and_spaces_are_reduced() -> None:
     step = {"kind": "tool", "round": 1, "durationMs": 1.0, "toolName": "update_page[0]\n meta data"}
     pending = [{"toolName": "<b>set image</b>", "table": "pages", "uid": 42, "fields": ["og title", "x[1]"]}]
@@ -311,9 +324,11 @@ def test_a_skill_is_reduced_like_any_name() -> None:
     assert posted.skill == "3:seooptimieren"
 
 
-def test_a_long_name_is_cut_at_128() -> None:
+def test_a_long_name_is_cut_at_128_with_the_hash_of_the_whole() -> None:
     step = {"kind": "tool", "round": 1, "durationMs": 1.0, "toolName": "t" * 300}
-    assert returned(segment(steps=[step])).steps[0].tool_name == "t" * NAME_MAX
+    name = returned(segment(steps=[step])).steps[0].tool_name
+    assert name == "t" * (NAME_MAX - 18) + ":h" + sha256(("t" * 300).encode()).hexdigest()[:16]
+    assert len(name) == NAME_MAX
 
 
 def test_segment_ids_keep_their_slash_and_stay_unchanged_when_clean() -> None:
