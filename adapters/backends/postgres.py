@@ -499,9 +499,11 @@ class PostgresHistoryTables(SQLHistoryTables):
             yield SQLHistory(self._through(curs), cid, self.p, self.schema, memo=True)
 
 
-COLUMN_TYPES = {"seq": "bigint", "segment": "text", "body": "text", "v": "bigint", "sub": "bigint", "card": "text",
-                "after": "bigint", "idx": "bigint", "role": "text", "number": "bigint", "message": "bigint",
-                "page": "bigint", "version": "bigint", "at": "text"}
+COLUMN_TYPES = {
+    "seq": "bigint", "segment": "text", "body": "text", "v": "bigint", "sub": "bigint", "card": "text", "after": "bigint",
+    "idx": "bigint", "block_end": "bigint", "role": "text", "number": "bigint", "message": "bigint", "page": "bigint",
+    "version": "bigint", "at": "text",
+}
 """The PostgreSQL types of the view tables' columns (`adapters.views.rows.create_statements`)."""
 
 

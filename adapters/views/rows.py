@@ -526,7 +526,8 @@ class BufferedRows(SQLRows):
                    [(end, self.cid, index) for index, end in ends])
 
     def flush(self) -> None:
-        """Sends the held writes: per table one bulk statement (`_insert_many`)."""
+        """Sends the held writes: per table one bulk statement (`_insert_many`); a held message
+        goes out with the block end held for it, so only a stored message's end is an UPDATE."""
         t = self.t
         self._delete_entries([seq for seq, e in self._entries.items() if e is None])
         self._insert_many(t["entries"], ("seq", "segment", "body"),
@@ -534,11 +535,14 @@ class BufferedRows(SQLRows):
                           "ON CONFLICT (cid, seq) DO UPDATE SET body = excluded.body")
         self._insert_many(t["outcomes"], ("v", "sub", "card", "after", "body"),
                           [(o.seq[0], o.seq[1], o.card, o.after, o.model_dump_json()) for o in self._outcomes], "")
+        messages, ends = sorted(self._messages.items()), self._ends
+        upsert = "ON CONFLICT (cid, idx) DO UPDATE SET role = excluded.role, number = excluded.number, body = excluded.body"
         self._insert_many(t["messages"], ("idx", "role", "number", "body"),  # block_end: NULL when new, else kept
-                          [(i, m.role, m.number, m.model_dump_json()) for i, m in sorted(self._messages.items())],
-                          "ON CONFLICT (cid, idx) DO UPDATE SET role = excluded.role, number = excluded.number, "
-                          "body = excluded.body")
-        self._end_blocks(list(self._ends.items()))
+                          [(i, m.role, m.number, m.model_dump_json()) for i, m in messages if i not in ends], upsert)
+        self._insert_many(t["messages"], ("idx", "role", "number", "block_end", "body"),  # with the end held for it
+                          [(i, m.role, m.number, ends[i], m.model_dump_json()) for i, m in messages if i in ends],
+                          upsert + ", block_end = excluded.block_end")
+        self._end_blocks([(i, end) for i, end in ends.items() if i not in self._messages])  # ends of stored messages
         self._insert_many(t["pages"], ("message", "page"), list(self._pages.items()),
                           "ON CONFLICT (cid, message) DO UPDATE SET page = excluded.page")
         self._insert_many(t["turns"], ("version", "message", "at"),
