@@ -20,6 +20,7 @@ Under a rule set without the amendment (`refused_calls` False) every error is `f
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Literal
 
 from domain.events import (
@@ -80,8 +81,10 @@ def decision_after(follow: LastDecision | None, event: ConversationEvent) -> Las
     return follow
 
 
-class WriteReading(Immutable):
-    """A `tool_write` step: record `table:uid`, completeness, hook flag."""
+@dataclass(frozen=True, slots=True)
+class WriteReading:
+    """A `tool_write` step: record `table:uid`, completeness, hook flag. The readings are
+    plain frozen dataclasses, not models: made from validated steps, read once, never stored."""
 
     tool: str
     record: str
@@ -89,7 +92,8 @@ class WriteReading(Immutable):
     hook_failed: bool = False
 
 
-class CallReading(Immutable):
+@dataclass(frozen=True, slots=True)
+class CallReading:
     """A tool step as read: `opening` tells a waiting turn's call at a continuation's start;
     `write` is the write step that followed it, if any."""
 
@@ -110,7 +114,8 @@ class CallReading(Immutable):
         return NOT_PERMITTED_HINT if self.reading == "not_permitted" else None
 
 
-class SegmentReading(Immutable):
+@dataclass(frozen=True, slots=True)
+class SegmentReading:
     """One segment read: its tool calls in order and every record written."""
 
     calls: tuple[CallReading, ...] = ()
@@ -164,7 +169,8 @@ def read_segment(
             )
             writes.append(write)
             if calls and calls[-1].write is None and calls[-1].tool == write.tool:
-                calls[-1] = calls[-1].model_copy(update={"write": write})
+                last = calls[-1]
+                calls[-1] = CallReading(last.tool, last.round, last.opening, last.reading, write)
     return SegmentReading(calls=tuple(calls), writes=tuple(writes))
 
 

@@ -10,7 +10,7 @@ and cuts the transcript after the edited message. Notes are never stored here.
 
 from __future__ import annotations
 
-from functools import singledispatch
+from functools import cache, singledispatch
 from typing import Literal
 
 from domain.events import (
@@ -88,8 +88,18 @@ def disarms(event: ConversationEvent, rules: RuleSet) -> bool:
 
 def _texts(event: ConversationEvent) -> list[str]:
     """Returns the texts an event brings into the transcript (only those are searched)."""
-    texts = [value for value in (getattr(event, "text", None), getattr(event, "answer", None)) if isinstance(value, str)]
-    return texts + [line.text for line in getattr(event, "messages", ())]
+    text, answer, messages = _text_fields(type(event))
+    texts = [value for value in (getattr(event, text) if text else None, getattr(event, answer) if answer else None)
+             if isinstance(value, str)]
+    return texts + [line.text for line in getattr(event, messages)] if messages else texts
+
+
+@cache
+def _text_fields(cls: type) -> tuple[str | None, str | None, str | None]:
+    """Returns which of `text`, `answer` and `messages` an event class has (None: not a field):
+    asking an event for a field it lacks costs pydantic an AttributeError, once per event."""
+    fields = getattr(cls, "model_fields", {})
+    return tuple(name if name in fields else None for name in ("text", "answer", "messages"))  # type: ignore[return-value]
 
 
 def index_of_user(messages: tuple[Message, ...], number: int) -> int | None:

@@ -70,7 +70,7 @@ from adapters.store.history import SQLHistory, SQLHistoryTables
 from adapters.store.history import create_statements as history_statements
 from adapters.store.keys import KEYS_TABLE, MASTER_TABLE, DataKeys, Row
 from adapters.views.backends import POINTER, Pointer, SQLBackend, TurnRows, not_updated
-from adapters.views.rows import table_names
+from adapters.views.rows import BufferedRows, table_names
 from domain.errors import ChatrecordError
 
 WRITE_LOCK_TIMEOUT = 10
@@ -504,11 +504,44 @@ class PostgresHistoryTables(SQLHistoryTables):
             yield SQLHistory(self._through(curs), cid, self.p, self.schema, memo=True)
 
 
+COLUMN_TYPES = {
+    "seq": "bigint", "segment": "text", "body": "text", "v": "bigint", "sub": "bigint", "card": "text", "after": "bigint",
+    "idx": "bigint", "block_end": "bigint", "role": "text", "number": "bigint", "message": "bigint", "page": "bigint",
+    "version": "bigint", "at": "text",
+}
+"""The PostgreSQL types of the view tables' columns (`adapters.views.rows.create_statements`)."""
+
+
+class PostgresBufferedRows(BufferedRows):
+    """`BufferedRows` whose flush sends each table's held rows as one statement over arrays
+    (`unnest`), not one statement per row: in pipeline mode nothing is synced, and the
+    server runs one statement per table however many rows a rebuild's page holds."""
+
+    def _insert_many(self, table: str, columns: tuple[str, ...], rows: list[tuple[Any, ...]], tail: str) -> None:
+        if not rows:
+            return
+        arrays = ", ".join(f"%b::{COLUMN_TYPES[c]}[]" for c in columns)  # binary: no quoting per element
+        self.curs.execute(f"INSERT INTO {table} (cid, {', '.join(columns)}) SELECT %s, * FROM unnest({arrays}) {tail}",
+                          (self.cid, *(list(column) for column in zip(*rows))))
+
+    def _delete_entries(self, seqs: list[int]) -> None:
+        if seqs:
+            self.curs.execute(f"DELETE FROM {self.t['entries']} WHERE cid = %s AND seq = ANY(%b::bigint[])",
+                              (self.cid, seqs))
+
+    def _end_blocks(self, ends: list[tuple[int, int | None]]) -> None:
+        if ends:
+            self.curs.execute(f"UPDATE {self.t['messages']} m SET block_end = u.e "
+                              "FROM unnest(%b::bigint[], %b::bigint[]) AS u(i, e) WHERE m.cid = %s AND m.idx = u.i",
+                              ([i for i, _ in ends], [e for _, e in ends], self.cid))
+
+
 class PostgresBackend(SQLBackend):
     """The views' tables in the store's schema (`adapters.views.backends.SQLBackend`), with a
     turn's rows read in one statement and a savepoint that works in pipeline mode."""
 
     p = "%s"
+    buffered_rows = PostgresBufferedRows
 
     def turn_rows(self, curs: Any, cid: UUID, generation: int, newest: int) -> TurnRows | None:
         """Reads, in one statement, what a turn read needs besides transcript messages: the

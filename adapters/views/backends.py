@@ -147,6 +147,8 @@ class SQLBackend(Backend):
 
     p = "?"
     schema = ""
+    buffered_rows: type[BufferedRows] = BufferedRows
+    """The rows `rows(..., buffered=True)` returns (a backend may send their writes its own way)."""
 
     def __init__(self, datastore: Any, events_table: str) -> None:
         self.datastore, self.events_table = datastore, events_table
@@ -158,7 +160,7 @@ class SQLBackend(Backend):
             yield curs
 
     def rows(self, curs: Any, generation: int, cid: UUID, buffered: bool = False) -> SQLRows:
-        kind = BufferedRows if buffered else SQLRows
+        kind = self.buffered_rows if buffered else SQLRows
         return kind(curs, table_names(generation, self.schema), str(cid), self.p, self.texts)
 
     def _t(self, name: str) -> str:

@@ -51,7 +51,7 @@ RecordChange = tuple[str, dict[str, Any] | None, dict[str, Any] | None]
 RECORD_FIELDS = ("ending", "tools", "written", "waiting", "decision", "undecided")
 """The parts of a run record entry `diff` compares."""
 
-PAGE = 500
+PAGE = 2000
 """Notifications a rebuild reads and writes per transaction."""
 
 NEWEST_OUTCOMES = max(resolve(rules).max_notes for rules in RULE_SET_IDS) + 1
@@ -439,43 +439,52 @@ class ReadModels:
 
     def _fold_log(self, generation: int, rules: str, start: int, stop: int | None,
                   progress: Progress | None = None, curs: Any = None) -> tuple[int, set[UUID]]:
-        """Folds the notifications after `start` (up to `stop`) into `generation`, a page per
-        transaction (or all in `curs`); returns how many events and which conversations."""
+        """Folds the notifications after `start` (up to `stop`) into `generation`, a page of
+        PAGE per transaction (or all in `curs`); returns how many events and which conversations."""
         rule_set, folded, seen = resolve(rules), 0, set()
         total = stop or self.store.max_notification_id()
         while True:
             page = self.store.recorder.select_notifications(start, PAGE, stop=stop, inclusive_of_start=False)
             if not page:
                 return folded, seen
-            by_conversation: dict[UUID, list[ConversationEvent]] = {}
-            for notification in page:
-                event = self.store.mapper.to_domain_event(notification)
-                by_conversation.setdefault(event.originator_id, []).append(event)
             if curs is None:
                 with self.backend.transaction(write=True) as own:
-                    self._fold_page(own, generation, rule_set, by_conversation)
+                    seen.update(self._fold_page(own, generation, rule_set, page))
             else:
-                self._fold_page(curs, generation, rule_set, by_conversation)
+                seen.update(self._fold_page(curs, generation, rule_set, page))
             folded += len(page)
-            seen.update(by_conversation)
             start = page[-1].id
             if progress:
                 progress(start, max(total, start))
             if len(page) < PAGE:
                 return folded, seen
 
-    def _fold_page(self, curs: Any, generation: int, rules: RuleSet,
-                   by_conversation: dict[UUID, list[ConversationEvent]]) -> None:
-        for key, events in by_conversation.items():
-            rows = self.backend.rows(curs, generation, key, buffered=True)
-            head = rows.head()
+    def _fold_page(self, curs: Any, generation: int, rules: RuleSet, page: Sequence[Any]) -> set[UUID]:
+        """Decodes the page's notifications in order and folds each event, once, into its
+        conversation's rows, which hold their writes until the page is folded (`BufferedRows`):
+        an event is dropped as soon as it is applied. A conversation whose head is behind the
+        page's first event of it is filled from its own log first. Returns the conversations."""
+        folding: dict[UUID, list[Any]] = {}  # conversation: [rows, head read, head now]
+        decode = self.store.mapper.to_domain_event
+        for notification in page:
+            event = decode(notification)
+            key = event.originator_id
+            held = folding.get(key)
+            if held is None:
+                rows = self.backend.rows(curs, generation, key, buffered=True)
+                head = rows.head()
+                held = folding[key] = [rows, head, head]
+            rows, _, head = held
             try:
-                after = fold_into(rows, head, events, rules)
+                held[2] = fold_into(rows, head, (event,), rules)
             except ViewOutOfStep:
-                after = fold_into(rows, head, self.store.events.get(key, gt=(head.version if head else 0) or None), rules)
-            if after is not None and after is not head:
-                rows.put_head(after)
+                missed = self.store.events.get(key, gt=(head.version if head else 0) or None, lte=event.originator_version)
+                held[2] = fold_into(rows, head, missed, rules)
+        for rows, read, head in folding.values():
+            if head is not None and head is not read:
+                rows.put_head(head)
             getattr(rows, "flush", lambda: None)()
+        return set(folding)
 
     def rebuild(self, rules: str, progress: Progress | None = None) -> RebuildReport:
         """Folds the whole event log under `rules` into a new generation's tables, then makes

@@ -492,20 +492,19 @@ class BufferedRows(SQLRows):
         if segment in self._segments:
             seq = self._segments[segment]
             return None if seq is None else self._entries.get(seq)
-        return super().entry(segment)
+        stored = super().entry(segment)
+        if stored is not None and stored.seq in self._entries:
+            return self._entries[stored.seq]  # deleted (None) or replaced since it was stored
+        return stored
 
     def put_entry(self, entry: Entry) -> None:
         self._entries[entry.seq] = entry
         self._segments[entry.segment] = entry.seq
 
     def delete_entries(self, seqs: Iterable[int]) -> None:
-        for seq in seqs:
+        for seq in seqs:  # a stored entry's segment need not be read: `entry` checks the held seqs
             held = self._entries.get(seq)
-            if held is None and seq not in self._entries:
-                found = self._q(f"SELECT segment FROM {self.t['entries']} WHERE cid = ? AND seq = ?", seq).fetchone()
-                if found is not None:
-                    self._segments[found["segment"]] = None
-            elif held is not None:
+            if held is not None:
                 self._segments[held.segment] = None
             self._entries[seq] = None
 
@@ -558,28 +557,43 @@ class BufferedRows(SQLRows):
         elif rows:
             self.curs.executemany(sql.replace("?", self.p), rows)
 
+    def _insert_many(self, table: str, columns: tuple[str, ...], rows: list[tuple[Any, ...]], tail: str) -> None:
+        """Inserts `rows` (values of `columns` after `cid`) into `table`, `tail` being the
+        statement's ON CONFLICT clause: one `executemany` (SQLite runs it in C)."""
+        marks = ", ".join("?" * (len(columns) + 1))
+        self._many(f"INSERT INTO {table} (cid, {', '.join(columns)}) VALUES ({marks}) {tail}",
+                   [(self.cid, *row) for row in rows])
+
+    def _delete_entries(self, seqs: list[int]) -> None:
+        self._many(f"DELETE FROM {self.t['entries']} WHERE cid = ? AND seq = ?", [(self.cid, seq) for seq in seqs])
+
+    def _end_blocks(self, ends: list[tuple[int, int | None]]) -> None:
+        self._many(f"UPDATE {self.t['messages']} SET block_end = ? WHERE cid = ? AND idx = ?",
+                   [(end, self.cid, index) for index, end in ends])
+
     def flush(self) -> None:
-        """Sends the held writes."""
-        t, cid = self.t, self.cid
-        kept = [(cid, e.seq, e.segment, e.model_dump_json()) for e in self._entries.values() if e is not None]
-        self._many(f"DELETE FROM {t['entries']} WHERE cid = ? AND seq = ?",
-                   [(cid, seq) for seq, e in self._entries.items() if e is None])
-        self._many(f"INSERT INTO {t['entries']} (cid, seq, segment, body) VALUES (?, ?, ?, ?) "
-                   "ON CONFLICT (cid, seq) DO UPDATE SET body = excluded.body", kept)
-        self._many(f"INSERT INTO {t['outcomes']} (cid, v, sub, card, after, body) VALUES (?, ?, ?, ?, ?, ?)",
-                   [(cid, o.seq[0], o.seq[1], o.card, o.after, o.model_dump_json()) for o in self._outcomes])
-        self._many(f"INSERT INTO {t['messages']} (cid, idx, role, number, block_end, body) VALUES (?, ?, ?, ?, NULL, ?) "
-                   "ON CONFLICT (cid, idx) DO UPDATE SET role = excluded.role, number = excluded.number, "
-                   "body = excluded.body",
-                   [(cid, i, m.role, m.number, self._message_body(m)) for i, m in sorted(self._messages.items())])
-        self._many(f"UPDATE {t['messages']} SET block_end = ? WHERE cid = ? AND idx = ?",
-                   [(end, cid, i) for i, end in self._ends.items()])
-        self._many(f"INSERT INTO {t['pages']} (cid, message, page) VALUES (?, ?, ?) "
-                   "ON CONFLICT (cid, message) DO UPDATE SET page = excluded.page",
-                   [(cid, m, page) for m, page in self._pages.items()])
-        self._many(f"INSERT INTO {t['turns']} (cid, version, message, at) VALUES (?, ?, ?, ?) "
-                   "ON CONFLICT (cid, version) DO NOTHING",
-                   [(cid, tm.version, tm.message, tm.at.isoformat()) for tm in self._turns])
+        """Sends the held writes: per table one bulk statement (`_insert_many`); a held message
+        goes out with the block end held for it, so only a stored message's end is an UPDATE."""
+        t = self.t
+        self._delete_entries([seq for seq, e in self._entries.items() if e is None])
+        self._insert_many(t["entries"], ("seq", "segment", "body"),
+                          [(e.seq, e.segment, e.model_dump_json()) for e in self._entries.values() if e is not None],
+                          "ON CONFLICT (cid, seq) DO UPDATE SET body = excluded.body")
+        self._insert_many(t["outcomes"], ("v", "sub", "card", "after", "body"),
+                          [(o.seq[0], o.seq[1], o.card, o.after, o.model_dump_json()) for o in self._outcomes], "")
+        messages, ends = sorted(self._messages.items()), self._ends
+        upsert = "ON CONFLICT (cid, idx) DO UPDATE SET role = excluded.role, number = excluded.number, body = excluded.body"
+        self._insert_many(t["messages"], ("idx", "role", "number", "body"),  # block_end: NULL when new, else kept
+                          [(i, m.role, m.number, self._message_body(m)) for i, m in messages if i not in ends], upsert)
+        self._insert_many(t["messages"], ("idx", "role", "number", "block_end", "body"),  # with the end held for it
+                          [(i, m.role, m.number, ends[i], self._message_body(m)) for i, m in messages if i in ends],
+                          upsert + ", block_end = excluded.block_end")
+        self._end_blocks([(i, end) for i, end in ends.items() if i not in self._messages])  # ends of stored messages
+        self._insert_many(t["pages"], ("message", "page"), list(self._pages.items()),
+                          "ON CONFLICT (cid, message) DO UPDATE SET page = excluded.page")
+        self._insert_many(t["turns"], ("version", "message", "at"),
+                          [(tm.version, tm.message, tm.at.isoformat()) for tm in self._turns],
+                          "ON CONFLICT (cid, version) DO NOTHING")
         if self._head is not None:
             super().put_head(self._head)
         self._entries, self._segments, self._outcomes = {}, {}, []

@@ -263,7 +263,7 @@ class ReadModelsContract:
               suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
                                      HealthCheck.differing_executors])
     @given(legacy=st.integers(0, 2), episodes=EPISODES)
-    def test_random_conversations_rows_are_the_fold_of_their_log(self, store, legacy, episodes) -> None:
+    def test_random_conversations_rows_are_the_fold_of_their_log(self, store, legacy, episodes, monkeypatch) -> None:
         conversation = f"conv-{uuid.uuid4().hex[:8]}"
         chat = tell(legacy, episodes, conversation)
         models = ReadModels(store)
@@ -275,6 +275,35 @@ class ReadModelsContract:
         assert models.turn_input(conversation).to_json() == build_turn_input(chat.events).to_json()
         models.rebuild("2026-11-02")  # the rebuild's buffered page writes give the same rows
         self.assert_rows_are_the_fold(models, store, conversation)
+        with monkeypatch.context() as patch:  # and so do pages of 3 events: rows written by an earlier page
+            patch.setattr("adapters.views.readmodels.PAGE", 3)
+            models.rebuild("2026-11-02")
+        self.assert_rows_are_the_fold(models, store, conversation)
+
+    def test_a_rebuild_in_small_pages_gives_the_fold_of_the_log(
+        self, store: ConversationStore, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        models = ReadModels(store)
+        chat = Lines("conv-long").add("conversation_started", kind="chat", owner=7)
+        for n in range(1, 206):  # entries fall out of the record (200 kept) in a later page than they were written
+            chat.add("user_message", message=n, text=f"weiter {n}", page=40 + n % 3)
+            chat.add("segment_returned", segment=f"s/{n}", run=f"s{n}", trigger="turn", outcome="completed",
+                     answer=f"Schritt {n}.", steps=model_round(1))
+        ingest(store, chat.lines)
+        ingest(store, DEMO)
+        ingest(store, behalten_tour())
+        ingest(store, edited_chat())
+        monkeypatch.setattr("adapters.views.readmodels.PAGE", 7)
+
+        report = models.rebuild("2026-11-02")
+
+        assert report.events == store.max_notification_id() and report.conversations == 4
+        state = models.state("conv-long")
+        assert [e.segment for e in state.record.entries] == [f"s/{n}" for n in range(6, 206)]
+        assert state.record.dropped == 5
+        for conversation in ("conv-long", "conv-demo-seo", "conv-behalten", "conv-edit"):
+            self.assert_rows_are_the_fold(models, store, conversation)
+            assert models.turn_input(conversation).to_json() == build_turn_input(store.events(conversation)).to_json()
 
     # ------------------------------------------------------------------ rule sets
 

@@ -62,3 +62,35 @@ def test_turn_notes_put_into_the_transcript_are_the_turns_messages(legacy, episo
     assert [n.text for n in notes.notes] == list(expected.notes)
     assert apply_notes(rows.messages(), notes.notes) == expected.messages
     assert notes.page_line == expected.system
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(legacy=st.integers(0, 2), episodes=EPISODES)
+def test_a_changed_head_is_the_heads_model_copy(legacy, episodes):
+    from projections.rows import _changed
+
+    _, head = rows_of(tell(legacy, episodes).events)
+    update = {"version": head.version + 1, "edited": None, "length": head.length + 2, "last_role": "user"}
+
+    changed, copied = _changed(head, update), head.model_copy(update=update)
+
+    assert changed == copied and changed is not head
+    assert changed.model_fields_set == copied.model_fields_set
+    assert changed.model_dump_json() == copied.model_dump_json()
+    assert type(head).model_validate_json(changed.model_dump_json()) == copied
+    assert head.version == update["version"] - 1  # the head itself is unchanged
+
+
+def test_the_texts_an_event_brings_are_searched_whatever_its_fields():
+    from domain.events import (
+        CardDecided,
+        ConversationStarted,
+        SegmentReturned,
+        UserMessagePosted,
+    )
+    from projections.transcript import _text_fields
+
+    assert _text_fields(UserMessagePosted) == ("text", None, None)
+    assert _text_fields(SegmentReturned) == (None, "answer", None)
+    assert _text_fields(CardDecided) == ("text", "answer", None)
+    assert _text_fields(ConversationStarted) == (None, None, None)
