@@ -103,10 +103,6 @@ class SQLRows:
         self.curs.execute(sql.replace("?", self.p), (self.cid, *args))
         return self.curs
 
-    def _rowcount(self) -> int:
-        curs = getattr(self.curs, "sqlite_cursor", self.curs)
-        return max(0, curs.rowcount)
-
     def clear(self) -> None:
         """Deletes every row of the conversation."""
         for table in self.t.values():
@@ -161,12 +157,16 @@ class SQLRows:
             )
 
     def cut_outcomes(self, cards: set[str], length: int) -> int:
+        """Deletes the card outcomes of `cards` and those of no card at or after transcript
+        position `length`; returns how many went. Counted from the rows each DELETE returns,
+        not the cursor's rowcount, which psycopg's pipeline mode (an append in one round trip)
+        does not know yet."""
         removed = 0
         for card in sorted(cards):
-            self._q(f"DELETE FROM {self.t['outcomes']} WHERE cid = ? AND card = ?", card)
-            removed += self._rowcount()
-        self._q(f"DELETE FROM {self.t['outcomes']} WHERE cid = ? AND card IS NULL AND after >= ?", length)
-        return removed + self._rowcount()
+            removed += len(self._q(f"DELETE FROM {self.t['outcomes']} WHERE cid = ? AND card = ? RETURNING v",
+                                   card).fetchall())
+        return removed + len(self._q(f"DELETE FROM {self.t['outcomes']} WHERE cid = ? AND card IS NULL AND after >= ? "
+                                     "RETURNING v", length).fetchall())
 
     def outcomes(self, newest: int | None = None,
                  decode: Callable[[str], CardOutcome] | None = None) -> tuple[CardOutcome, ...]:

@@ -140,6 +140,7 @@ class ReadModelsContract:
         assert [e.to_json() for e in rows.record.entries] == [e.to_json() for e in fold.record.entries]
         assert rows.record.entries == fold.record.entries
         assert rows.outcomes.outcomes == fold.outcomes.outcomes
+        assert models.head(conversation).outcomes == len(fold.outcomes.outcomes)  # what a turn read counts
         assert rows.transcript == fold.transcript
         assert rows.view.to_json() == fold.view.to_json()
 
@@ -190,6 +191,16 @@ class ReadModelsContract:
         assert [n.text for n in kept.notes] == list(models.turn_input("conv-demo-seo", hidden).notes)
         assert all("pages:42" not in n.text for n in kept.notes)
         assert any("pages:42" in n.text for n in models.turn_notes("conv-demo-seo").notes)
+
+    def test_an_edit_that_cuts_card_outcomes_counts_them_out_of_the_head(self, store: ConversationStore) -> None:
+        models = ReadModels(store)
+        ingest(store, behalten_tour())  # three cards kept: three card outcomes
+        assert models.head("conv-behalten").outcomes == 3
+
+        ingest(store, Lines("conv-behalten").add("message_edited", message=1, text="Nur den Titel").lines)
+
+        assert models.head("conv-behalten").outcomes == 0  # on PostgreSQL appended in one round trip
+        self.assert_rows_are_the_fold(models, store, "conv-behalten")
 
     def test_each_conversations_rows_are_the_fold_of_its_log(self, store: ConversationStore) -> None:
         models = ReadModels(store)
