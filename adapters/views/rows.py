@@ -232,12 +232,16 @@ class SQLRows:
                 return {}
             marks = ", ".join("?" * len(numbers))
             m = self.t["messages"]
+            # each position beside a block's end is its own primary-key lookup (a correlated
+            # subquery): a join on `idx IN (…)` let PostgreSQL's planner, with stale statistics,
+            # scan the conversation's whole transcript
             self.curs.execute((
-                f"WITH b AS (SELECT idx, number, block_end FROM {m} WHERE cid = ? AND number IN ({marks})) "
+                f"WITH b AS (SELECT idx, number, block_end FROM {m} WHERE cid = ? AND number IN ({marks})), "
+                "p AS (SELECT COALESCE(block_end, ?) - 1 AS i FROM b UNION SELECT COALESCE(block_end, ?) FROM b), "
+                f"q AS (SELECT i, (SELECT body FROM {m} WHERE cid = ? AND idx = p.i) AS body FROM p) "
                 "SELECT idx, number, block_end, NULL AS body FROM b UNION ALL "
-                f"SELECT idx, NULL, NULL, body FROM {m} WHERE cid = ? AND idx IN "
-                "(SELECT COALESCE(block_end, ?) - 1 FROM b UNION SELECT COALESCE(block_end, ?) FROM b)"
-            ).replace("?", self.p), (self.cid, *sorted(numbers), self.cid, length, length))
+                "SELECT i, NULL, NULL, body FROM q WHERE body IS NOT NULL"
+            ).replace("?", self.p), (self.cid, *sorted(numbers), length, length, self.cid))
             rows = self.curs.fetchall()
             found: dict[int, int | None] = {}
             for r in sorted((r for r in rows if r["body"] is None), key=lambda r: r["idx"]):  # the newest wins
