@@ -543,29 +543,35 @@ class PostgresBackend(SQLBackend):
     p = "%s"
     buffered_rows = PostgresBufferedRows
 
-    def turn_rows(self, curs: Any, cid: UUID, generation: int, newest: int) -> TurnRows | None:
+    def turn_rows(self, curs: Any, cid: UUID, generation: int, newest: int,
+                  kept_at: int | None = None) -> TurnRows | None:
         """Reads, in one statement, what a turn read needs besides transcript messages: the
         live pointer, the head row of `cid` in generation `generation` (the caller's guess),
-        the log's version, the kept run record entries and the `newest` card outcomes.
-        Returns None when the pointer table is not known yet or the guess was wrong (the
-        caller reads row by row, and guesses the live generation next time)."""
+        the log's version, the kept run record entries and the `newest` card outcomes; the
+        entries and outcomes are left unread (`TurnRows.skipped`) when the head is at version
+        `kept_at` (the caller keeps that version's notes already). Returns None when the
+        pointer table is not known yet or the guess was wrong (the caller reads row by row,
+        and guesses the live generation next time)."""
         if not self._has_pointer:
             return None
         t = table_names(generation, self.schema)
         row = self._x(curs, (
-            "SELECT p.generation, p.rules, p.next, "
-            f"(SELECT body FROM {t['heads']} WHERE cid = %(cid)s) AS head, "
+            "SELECT p.generation, p.rules, p.next, h.body AS head, h.version = %(kept)s AS skipped, "
             f"(SELECT max(originator_version) FROM {self._t(self.events_table)} WHERE originator_id = %(key)s) AS logged, "
-            f"(SELECT string_agg(body, chr(30) ORDER BY seq) FROM {t['entries']} WHERE cid = %(cid)s) AS entries, "
+            "CASE WHEN h.version = %(kept)s THEN NULL ELSE "
+            f"(SELECT string_agg(body, chr(30) ORDER BY seq) FROM {t['entries']} WHERE cid = %(cid)s) END AS entries, "
+            "CASE WHEN h.version = %(kept)s THEN NULL ELSE "
             "(SELECT string_agg(body, chr(30) ORDER BY v, sub) FROM (SELECT v, sub, body FROM "
-            f"{t['outcomes']} WHERE cid = %(cid)s ORDER BY v DESC, sub DESC LIMIT %(newest)s) o) AS outcomes "
-            f"FROM {self._t(POINTER)} p WHERE p.id = 1"), {"cid": str(cid), "key": cid, "newest": newest}).fetchone()
+            f"{t['outcomes']} WHERE cid = %(cid)s ORDER BY v DESC, sub DESC LIMIT %(newest)s) o) END AS outcomes "
+            f"FROM {self._t(POINTER)} p LEFT JOIN {t['heads']} h ON h.cid = %(cid)s WHERE p.id = 1"),
+            {"cid": str(cid), "key": cid, "newest": newest, "kept": -1 if kept_at is None else kept_at}).fetchone()
         if row is None:
             return None
         live = Pointer(int(row["generation"]), row["rules"], int(row["next"]))
         if live.generation != generation:
             return TurnRows(live, None, 0, "", "", matches=False)
-        return TurnRows(live, row["head"], int(row["logged"] or 0), row["entries"] or "", row["outcomes"] or "")
+        return TurnRows(live, row["head"], int(row["logged"] or 0), row["entries"] or "", row["outcomes"] or "",
+                        skipped=bool(row["skipped"]))
 
     @contextmanager
     def savepoint(self, curs: Any, on_failure: Callable[[Exception], object] | None = None) -> Iterator[Any]:

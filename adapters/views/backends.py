@@ -41,7 +41,7 @@ class TurnRows:
     """What `PostgresBackend.turn_rows` read: the live pointer, the head row's body (None
     before the first event), the log's version, the entries' bodies joined by the record
     separator U+001E (which JSON never holds unescaped) and the newest outcomes' bodies joined
-    by commas, oldest first; `matches` is False when the guessed generation was not the
+    by the same separator, oldest first; `matches` is False when the guessed generation was not the
     live one (then only `live` is read)."""
 
     live: Pointer
@@ -50,6 +50,9 @@ class TurnRows:
     entries: str
     outcomes: str
     matches: bool = True
+    skipped: bool = False
+    """True when the entries and outcomes were left unread (the head was at the version the
+    caller keeps notes of)."""
 
 
 @dataclass(frozen=True)
@@ -111,7 +114,8 @@ class Backend:
         body of `cid` in generation `generation` (None: read the head through `rows`)."""
         return self.pointer(curs), None
 
-    def turn_rows(self, curs: Any, cid: UUID, generation: int, newest: int) -> TurnRows | None:
+    def turn_rows(self, curs: Any, cid: UUID, generation: int, newest: int,
+                  kept_at: int | None = None) -> TurnRows | None:
         """Where the backend reads a turn's rows in one statement: see
         `adapters.backends.postgres.PostgresBackend`."""
         return None

@@ -167,6 +167,9 @@ class ReadModels:
         self._live: Pointer | None = None
         self.heads = HeadCache()
         self.notes = notes_cache()
+        self.kept_at: LRUCache[tuple[UUID, Any], int] = LRUCache(maxsize=1024)
+        """The head version of each (conversation, page check) whose notes `notes` keeps, so a
+        turn read of an unchanged conversation reads only its head (`turn_rows`' `kept_at`)."""
         self.rendered = RenderedNotes()
         self._writing = threading.local()  # the head this thread's transaction wrote, until it commits
         self._ensure()
@@ -318,21 +321,24 @@ class ReadModels:
 
     # ------------------------------------------------------------ reads
 
-    def _read(self, conversation: str, read: Callable[[Any, Head, str], Any], newest: int | None = None) -> Any:
+    def _read(self, conversation: str, read: Callable[[Any, Head, str], Any], newest: int | None = None,
+              kept_at: int | None = None) -> Any:
         """Returns `read(rows, head, rules)` for a conversation, its rows caught up with its log
         first. With `newest` (a turn read: the card outcomes it needs), the backend may read the
-        head, the log's version, the entries and those outcomes in one statement.
+        head, the log's version, the entries and those outcomes in one statement; the entries
+        and outcomes not, when the head is at version `kept_at` (`read` has that version's
+        answer kept; the rows read them should it need them after all).
         Raises UnknownConversation for a conversation the store does not hold."""
         key = conversation_uuid(conversation)
         for _ in range(3):
             with self.backend.transaction(write=False) as curs:
-                fetched = self.backend.turn_rows(curs, key, self._live.generation, newest) \
+                fetched = self.backend.turn_rows(curs, key, self._live.generation, newest, kept_at) \
                     if newest is not None and self._live is not None else None
                 if fetched is not None and fetched.matches:  # one statement (PostgreSQL)
                     live, logged = fetched.live, fetched.logged
-                    rows = PrefetchedRows(curs, table_names(live.generation, self.backend.schema), str(key),
-                                          self.backend.p, fetched.entries, fetched.outcomes, newest or 0,
-                                          self.backend.texts)
+                    rows = self.backend.rows(curs, live.generation, key) if fetched.skipped else PrefetchedRows(
+                        curs, table_names(live.generation, self.backend.schema), str(key), self.backend.p,
+                        fetched.entries, fetched.outcomes, newest or 0, self.backend.texts)
                     head = Head.model_validate_json(fetched.head) if fetched.head is not None else None
                 else:
                     live = fetched.live if fetched is not None else self.backend.pointer(curs)
@@ -384,9 +390,11 @@ class ReadModels:
             )
             if check is not None:
                 self.notes.put(key, notes)
+                self.kept_at.put((key[0], check), head.version)
             return notes
 
-        return self._read(conversation, read, newest=NEWEST_OUTCOMES)
+        kept_at = _kept(self.kept_at, (conversation_uuid(conversation), check)) if check is not None else None
+        return self._read(conversation, read, newest=NEWEST_OUTCOMES, kept_at=kept_at)
 
     def state(self, conversation: str) -> TurnState | None:
         """Returns the conversation's read models after its last event, None for a conversation

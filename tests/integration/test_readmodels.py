@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from adapters.ingest import read_file, read_lines
 from adapters.store.application import ConversationStore
 from adapters.store.settings import memory_env
-from adapters.views.readmodels import ReadModels, UnknownConversation
+from adapters.views.readmodels import ReadModels, UnknownConversation, notes_cache
 from adapters.views.rows import TABLES
 from domain.events import conversation_uuid
 from projections import turn as turns
@@ -201,6 +201,17 @@ class ReadModelsContract:
 
         assert models.head("conv-behalten").outcomes == 0  # on PostgreSQL appended in one round trip
         self.assert_rows_are_the_fold(models, store, "conv-behalten")
+
+    def test_a_turn_read_whose_kept_notes_are_gone_reads_the_rows_again(self, store: ConversationStore) -> None:
+        models = ReadModels(store)
+        ingest(store, DEMO)
+        first = models.turn_notes("conv-demo-seo").to_json()
+        models.notes = notes_cache()  # the kept answer evicted; its head version is still remembered
+
+        again = models.turn_notes("conv-demo-seo").to_json()
+
+        assert again == first
+        assert len(again["notes"]) == 14
 
     def test_each_conversations_rows_are_the_fold_of_its_log(self, store: ConversationStore) -> None:
         models = ReadModels(store)
