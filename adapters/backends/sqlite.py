@@ -221,17 +221,23 @@ class ForeignDatabase(ChatrecordError):
     none of them a chatrecord store's. Nothing is created in it."""
 
 
+OWN_TABLES = ("stored_events", "stored_snapshots")
+"""The library's tables of a chatrecord store; with `OWN_PREFIXES`, what a store's file holds."""
+OWN_PREFIXES = ("chatrecord_", "views_")
+
+
 def refuse_foreign(path: str) -> None:
-    """Raises ForeignDatabase when the SQLite file at `path` holds tables and no events table
-    (`stored_events`, the library's, which every chatrecord store has). An empty file, a file
-    that is not a database (the driver says so at open) and a chatrecord store pass."""
+    """Raises ForeignDatabase when the SQLite file at `path` holds tables, none of them a
+    chatrecord store's (`OWN_TABLES`, `OWN_PREFIXES`). An empty file, a store another process
+    is creating right now (some of its tables made), a file that is not a database (the
+    driver says so at open) and a chatrecord store pass."""
     try:
         with closing(sqlite3.connect(Path(path).resolve().as_uri() + "?mode=ro", uri=True)) as conn:
             tables = [row[0] for row in conn.execute(
                 "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")]
     except sqlite3.Error:
         return  # not a database, or unreadable: the store's open names the reason
-    if tables and "stored_events" not in tables:
+    if tables and not any(name in OWN_TABLES or name.startswith(OWN_PREFIXES) for name in tables):
         shown = ", ".join(tables[:5]) + (f" and {len(tables) - 5} more" if len(tables) > 5 else "")
         raise ForeignDatabase(
             f"CHATRECORD_DB: {path} is a SQLite database of something else (it holds {shown}, and no "
