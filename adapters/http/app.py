@@ -128,7 +128,8 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
                    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> None:
         if settings.token is None:
             return
-        # the header exactly as sent: "Bearer", one space, the token (no other space before or after)
+        # `credentials` only names the scheme in the OpenAPI document; the check reads the header exactly
+        # as sent: "Bearer", one space, the token (no other space before or after)
         scheme, space, token = (request.headers.get("authorization") or "").partition(" ")
         given = token.encode() if scheme.lower() == "bearer" and space else b""
         if not hmac.compare_digest(given, settings.token.encode()):

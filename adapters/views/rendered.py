@@ -32,7 +32,6 @@ class RenderedNotes:
     """Decoded entries and card outcomes by body, and their notes by (item, page check)."""
 
     def __init__(self, size: int = BODIES) -> None:
-        self.size = size
         self._decoded: LRUCache[tuple[str, str], Any] = LRUCache(maxsize=size)
         self._notes: LRUCache[tuple[int, Hashable], tuple[Any, Note]] = LRUCache(maxsize=size)
 
@@ -69,8 +68,3 @@ class RenderedNotes:
             return note
 
         return rendered
-
-    def clear(self) -> None:
-        """Forgets everything kept (after an erasure or a rebuild in this process)."""
-        self._decoded = LRUCache(maxsize=self.size)  # the library's clear() only resets its links
-        self._notes = LRUCache(maxsize=self.size)

@@ -20,7 +20,6 @@ import orjson
 from pydantic import TypeAdapter
 
 from adapters.store.crypto import ERASED, ViewTexts
-
 from projections.card_outcomes import CardOutcome
 from projections.rows import Head, TurnMark
 from projections.run_record import Entry
