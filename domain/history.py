@@ -264,6 +264,56 @@ class MemoryHistory:
             self.version = event.originator_version
 
 
+class NotKnown(Exception):  # noqa: N818 - a question, not a failure: the caller reads the index instead
+    """Raised by `AssumedHistory` for a lookup it cannot answer without reading the index."""
+
+
+class AssumedHistory:
+    """The index of one conversation as a writer that knows it assumes it, without reading it.
+
+    It stands at `version`, with `outcomes` card outcomes (what the writer's own last append
+    left there), and it answers a lookup of an input line, of a segment the command records
+    (`new_segments`) and of whether a run was cut as a first delivery would find them: never
+    recorded, never cut. Each such answer is noted (`digests`, `segments`, `runs`) so the store
+    can check all of them, with the version and the count, in the transaction that appends the
+    command's events, and decide again from the index when one does not hold. Any other lookup
+    (an earlier segment's record, the live messages) raises NotKnown.
+    """
+
+    def __init__(self, version: int, outcomes: int, new_segments: Iterable[str] = ()) -> None:
+        self.version, self.count = version, outcomes
+        self.new_segments = frozenset(new_segments)
+        self.digests: list[str] = []
+        self.segments: list[str] = []
+        self.runs: list[str] = []
+
+    def segment(self, segment: str) -> SegmentRecord | None:
+        if segment not in self.new_segments:
+            raise NotKnown(f"the record of segment {segment!r}")
+        self.segments.append(segment)
+        return None
+
+    def segments_from(self, message: int) -> list[SegmentRecord]:
+        raise NotKnown(f"the segments from message {message}")
+
+    def run_cut(self, run: str) -> bool:
+        self.runs.append(run)
+        return False
+
+    def message_live(self, number: int) -> bool:
+        raise NotKnown(f"whether message {number} is live")
+
+    def messages_after(self, number: int) -> list[int]:
+        raise NotKnown(f"the messages after {number}")
+
+    def outcomes(self) -> int:
+        return self.count
+
+    def source(self, digest: str) -> tuple[int, int] | None:
+        self.digests.append(digest)
+        return None
+
+
 class LayeredHistory:
     """A history read through `base`, with the writes of a batch of lines held on top and
     never stored: the lines of one batch see each other before the batch is saved."""

@@ -66,12 +66,13 @@ from adapters.store.chain import (
     state_bytes,
 )
 from adapters.store.history import TABLES as HISTORY_TABLES
-from adapters.store.history import SQLHistory, SQLHistoryTables
+from adapters.store.history import AssumptionFailed, HeldIndex, SQLHistory, SQLHistoryTables, index_events
 from adapters.store.history import create_statements as history_statements
 from adapters.store.keys import KEYS_TABLE, MASTER_TABLE, DataKeys, Row
 from adapters.views.backends import POINTER, Pointer, SQLBackend, TurnRows, not_updated
 from adapters.views.rows import BufferedRows, table_names
 from domain.errors import ChatrecordError
+from domain.history import AssumedHistory
 
 WRITE_LOCK_TIMEOUT = 10
 """Seconds a write waits for another process's write on the events table (`lock_timeout`)."""
@@ -196,6 +197,64 @@ def _schema_problem(error: psycopg.Error, schema: str) -> str:
     return f"the store's tables in schema {schema} do not exist and could not be created ({reason}); {hint}"
 
 
+class HeldQuery:
+    """Stands in for the cursor of an append's transaction and holds its statements, bound on
+    this side (psycopg's `ClientCursor.mogrify`, which quotes every value), to send them as
+    one query string: one message and one answer for the whole transaction, where psycopg's
+    pipeline mode costs a send, a parse and a result per statement on both sides. It opens the
+    transaction (BEGIN) with the first statements it sends. A read (`fetchone`, `fetchall`)
+    sends what is held with the read last and returns the read's rows; `commit(column)` sends
+    the rest and COMMIT and returns the values of `column` in the result that has it (the
+    events' INSERT … RETURNING). A statement that fails raises psycopg's error; the server has
+    run none after it, and the transaction is left for the caller to roll back."""
+
+    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+        self._client = psycopg.ClientCursor(conn)
+        self._held: list[bytes] = [b"BEGIN"]
+
+    def execute(self, query: Any, params: Any = None, **_: Any) -> HeldQuery:
+        """Holds `query` with `params` bound (a `%b` placeholder is bound as `%s` is: the
+        query goes as text). Preparation options are ignored."""
+        if isinstance(query, Composable):
+            query = query.as_string(self._client.connection)
+        if params is not None:
+            query = query.replace("%b", "%s")
+        self._held.append(self._client.mogrify(query, params).encode())
+        return self
+
+    def executemany(self, query: Any, params_seq: Iterable[Any], **_: Any) -> None:
+        for params in params_seq:
+            self.execute(query, params)
+
+    def _send(self) -> psycopg.ClientCursor[Any]:
+        query, self._held = b";\n".join(self._held), []
+        self._client.execute(query)  # type: ignore[call-overload]
+        return self._client
+
+    def _last(self) -> psycopg.ClientCursor[Any]:
+        curs = self._send()
+        while curs.nextset():
+            pass
+        return curs
+
+    def fetchone(self) -> Any:
+        return self._last().fetchone()
+
+    def fetchall(self) -> list[Any]:
+        return self._last().fetchall()
+
+    def commit(self, column: str) -> list[Any] | None:
+        """Sends the held statements and COMMIT; returns the values of `column` from the first
+        result that has that column, None when none has."""
+        self._held.append(b"COMMIT")
+        curs, found = self._send(), None
+        while True:
+            if found is None and curs.description and curs.description[0].name == column:
+                found = [row[column] for row in curs.fetchall()]
+            if not curs.nextset():
+                return found
+
+
 class _Answered(Exception):  # noqa: N818 - a carrier, never seen outside EventRecorder
     """Carries an append's error that is not to be tried again past the library's `retry`."""
 
@@ -214,12 +273,17 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder):
         after the server answered or the pool waited.
 
         Raises the library's IntegrityError when a version is taken already, OperationalError
-        when the lock or the statement timed out.
+        when the lock or the statement timed out, AssumptionFailed when the index is not as the
+        writer assumed (`PostgresHistoryTables.expect`); nothing is stored then.
         """
         try:
             return self._append_retried(stored_events, **kwargs)
         except _Answered as answered:
             raise answered.error from answered.error.__cause__
+        except PersistenceError as error:
+            if isinstance(error.__cause__, psycopg.errors.DivisionByZero):  # `PostgresHistoryTables.expect`
+                raise AssumptionFailed("the conversation's index is not as the command assumed") from None
+            raise
 
     @retry((InterfaceError, OperationalError), max_attempts=CONNECTION_ATTEMPTS, wait=0.2)
     def _append_retried(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
@@ -260,21 +324,21 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder):
         return ids
 
     def _append_at_once(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Any:
-        """Sends every statement of the append and its COMMIT in one pipeline with one sync:
-        the history index, the views (no savepoint: see `PostgresBackend.savepoint`), the table
-        lock, NOTIFY, INSERT … RETURNING and the chain. Returns the notification ids, or
-        `_AGAIN` after rolling back when a statement failed for a reason that may be the
-        views'. Raises a taken version (an IntegrityError on the events table), a timeout and
-        a lost connection as they are."""
+        """Sends every statement of the append and its COMMIT as one query string (`HeldQuery`:
+        bound on this side, so the server gets one message and answers once): BEGIN, the
+        history index, the views (no savepoint: see `PostgresBackend.savepoint`), the table
+        lock, INSERT … RETURNING, the chain and COMMIT. A read among them (a head or a hash
+        this process did not keep) sends what is held so far with it. Returns the notification
+        ids, or `_AGAIN` after rolling back when a statement failed for a reason that may be
+        the views'. Raises a taken version (an IntegrityError on the events table), a failed
+        assumption, a timeout and a lost connection as they are."""
         with self.datastore.get_connection() as conn:
             _AT_ONCE.on = True
             try:
-                with conn.cursor() as curs:
-                    with conn.pipeline(), conn.transaction():
-                        with conn.cursor() as first:
-                            self._insert_events(first, stored_events, **kwargs)
-                        self._insert_stored_events(curs, stored_events, **kwargs)
-                    return self._fetch_ids_after_insert_events(curs, stored_events, **kwargs)
+                held = HeldQuery(conn)
+                self._insert_events(held, stored_events, **kwargs)
+                self._insert_stored_events(held, stored_events, **kwargs)
+                return held.commit("notification_id")
             except Exception as error:
                 if conn.pgconn.status == pq.ConnStatus.OK and conn.info.transaction_status != pq.TransactionStatus.IDLE:
                     conn.rollback()
@@ -289,8 +353,8 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder):
         synced append would meet it again): a taken version, a timeout, a lost connection."""
         if not isinstance(error, psycopg.Error):
             return False  # a view's fold raised: the synced append catches it at the savepoint
-        if error.sqlstate is None or error.sqlstate in ("55P03", "57014"):  # lock_not_available, query_canceled
-            return True
+        if error.sqlstate is None or error.sqlstate in ("55P03", "57014", "22012"):
+            return True  # lock_not_available, query_canceled, division_by_zero (an assumption failed)
         return isinstance(error, psycopg.IntegrityError) and error.diag.table_name == self.events_table_name
 
     def _append_synced(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
@@ -345,6 +409,9 @@ class ChainedPostgresRecorder(ChainedRecorder, EventRecorder):
 
     def _insert_stored_events(self, curs: Any, stored_events: Sequence[StoredEvent], **kwargs: Any) -> None:
         super()._insert_stored_events(curs, stored_events, **kwargs)
+        if isinstance(curs, HeldQuery):  # its COMMIT finds the ids among the results
+            self._sealing.heads = self._seal(curs, stored_events)
+            return
         # another cursor of the same transaction: the ids are read from `curs` afterwards
         with curs.connection.cursor() as own:
             self._sealing.heads = self._seal(own, stored_events)
@@ -492,11 +559,83 @@ class PostgresHistoryTables(SQLHistoryTables):
     with each other, because the command's events carry the next version after the index's,
     and their insert fails (and the command is decided again) if another writer came between."""
 
+    checks_assumptions = True
+
     def __init__(self, datastore: PostgresDatastore) -> None:
         super().__init__(datastore, "%s", datastore.schema)
+        self.t = {name: f'"{datastore.schema}".{name}' for name in HISTORY_TABLES}
 
     def create(self) -> None:
         """Does nothing: the tables are made with the store's schema (`PostgresFactory`)."""
+
+    def expect(self, curs: Any, cid: UUID, assumed: AssumedHistory) -> None:
+        """Sends one query that divides by zero unless the index of `cid` stands as `assumed`
+        says (`_holds`): the server raises division_by_zero (22012, which no other statement
+        of an append can raise) and `EventRecorder` turns it into AssumptionFailed."""
+        condition, params = self._holds(cid, assumed)
+        curs.execute(f"SELECT 1 / (CASE WHEN {condition} THEN 1 ELSE 0 END)", params)
+
+    def _holds(self, cid: UUID, assumed: AssumedHistory) -> tuple[str, tuple[Any, ...]]:
+        """Returns the SQL condition (and its parameters) that the index of `cid` is at
+        `assumed.version` with `assumed.count` card outcomes, and that none of the lines,
+        segments and cut runs `assumed` took as unrecorded is there. Used as a divisor, it is no
+        constant, so the planner cannot fold the division."""
+        t, key = self.t, str(cid)
+        return (
+            f"EXISTS (SELECT 1 FROM {t['chatrecord_index']} WHERE cid = %s AND version = %s AND outcomes = %s) "
+            f"AND NOT EXISTS (SELECT 1 FROM {t['chatrecord_sources']} WHERE cid = %s AND digest = ANY(%s::text[])) "
+            f"AND NOT EXISTS (SELECT 1 FROM {t['chatrecord_segments']} WHERE cid = %s AND segment = ANY(%s::text[])) "
+            f"AND NOT EXISTS (SELECT 1 FROM {t['chatrecord_segments']} WHERE cid = %s AND run = ANY(%s::text[]) "
+            "AND cut = 1)",
+            (key, assumed.version, assumed.count, key, assumed.digests, key, assumed.segments, key, assumed.runs),
+        )
+
+    def _checked_write(self, cid: UUID, state: Any, events: list[Any], curs: Any, rebuild: bool, follows: bool,
+                       assumed: AssumedHistory | None) -> int | None:
+        """An append's index (`follows`, not a rebuild) in one statement: the events folded
+        into a `HeldIndex` (its reads go to the rows through `curs`), then the check of
+        `assumed` (if any) and every held row as data-modifying CTEs of one INSERT: no row is
+        written twice, since the held index keeps one write per key, and all of them see the
+        index as it stood before the statement, as the check needs. Other writes as the base."""
+        if rebuild or not follows or not events:
+            return super()._checked_write(cid, state, events, curs, rebuild, follows, assumed)
+        held = HeldIndex(self.writer(curs, cid))
+        index_events(held, state, events)
+        t, key = self.t, str(cid)
+        ctes: list[str] = []
+        params: list[Any] = []
+        if assumed is not None:
+            condition, checks = self._holds(cid, assumed)
+            ctes.append(f"ok AS MATERIALIZED (SELECT 1 / (CASE WHEN {condition} THEN 1 ELSE 0 END) AS one)")
+            params.extend(checks)
+        if held.sources:
+            ctes.append(f"s AS (INSERT INTO {t['chatrecord_sources']} (cid, digest, first, last) "
+                        "SELECT %s, * FROM unnest(%s::text[], %s::bigint[], %s::bigint[]) "
+                        "ON CONFLICT (cid, digest) DO UPDATE SET last = excluded.last)")
+            digests = list(held.sources)
+            params.extend([key, digests, [held.sources[d][0] for d in digests], [held.sources[d][1] for d in digests]])
+        if held.records:
+            records = list(held.records.values())
+            ctes.append(f"g AS (INSERT INTO {t['chatrecord_segments']} (cid, segment, run, message, version, cut, body) "
+                        "SELECT %s, * FROM unnest(%s::text[], %s::text[], %s::bigint[], %s::bigint[], %s::int[], %s::text[]) "
+                        "ON CONFLICT (cid, segment) DO UPDATE SET cut = excluded.cut, body = excluded.body)")
+            params.extend([key, [r.segment for r in records], [r.run for r in records], [r.message for r in records],
+                           [r.version for r in records], [int(r.cut) for r in records],
+                           [r.model_dump_json() for r in records]])
+        if held.messages:
+            numbers = list(held.messages)
+            ctes.append(f"m AS (INSERT INTO {t['chatrecord_messages']} (cid, number, live) "
+                        "SELECT %s, * FROM unnest(%s::bigint[], %s::int[]) "
+                        "ON CONFLICT (cid, number) DO UPDATE SET live = excluded.live)")
+            params.extend([key, numbers, [int(held.messages[n]) for n in numbers]])
+        index = t["chatrecord_index"]
+        head = f"WITH {', '.join(ctes)} " if ctes else ""
+        source = "FROM ok WHERE ok.one = 1" if assumed is not None else ""  # used, so it is computed
+        curs.execute(f"{head}INSERT INTO {index} (cid, version, outcomes) SELECT %s, %s, %s {source} "
+                     f"ON CONFLICT (cid) DO UPDATE SET version = excluded.version, "
+                     f"outcomes = {index}.outcomes + excluded.outcomes",
+                     (*params, key, held.version, held.added))
+        return held.added
 
     @contextmanager
     def _reading(self, cid: UUID) -> Iterator[SQLHistory]:

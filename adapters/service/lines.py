@@ -45,6 +45,8 @@ class Lines:
 
     `follows`: the version the conversation must be at (0: not started), else VersionMismatch.
     After `decide`, `counts[i]` is how many events line i decided (0: recorded before).
+    `new_segments`: the segment ids its `segment_returned` lines record (a store that decides
+    without reading its index assumes them unrecorded, `domain.history.AssumedHistory`).
     """
 
     def __init__(self, lines: Sequence[ParsedLine], follows: int | None = None) -> None:
@@ -54,6 +56,7 @@ class Lines:
         self.conversation = lines[0].conversation
         self.follows = follows
         self.counts: list[int] = []
+        self.new_segments = frozenset(line.segment for line in self.lines if line.type == "segment_returned")  # type: ignore[attr-defined]
         self.versions: list[tuple[int, int] | None] = []
         if len(self.lines) == 1:  # a repeat of one line returns the first result (see handle)
             self.digest = lines[0].digest

@@ -15,13 +15,13 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 from uuid import UUID
 
-from eventsourcing.application import AggregateNotFoundError, Application
+from eventsourcing.application import AggregateNotFoundError, Application, LRUCache
 from eventsourcing.persistence import EventStore, IntegrityError
 from eventsourcing.utils import get_topic
 
 from adapters.backends import backend_of
 from adapters.store.chain import ChainedRecorder
-from adapters.store.history import HistoryTables
+from adapters.store.history import AssumptionFailed, HistoryTables
 from adapters.store.keys import DataKeys
 from adapters.store.serialization import SERIALIZATION_ENV
 from domain.conversation import (
@@ -33,6 +33,7 @@ from domain.conversation import (
 )
 from domain.errors import ChatrecordError
 from domain.events import ConversationEvent, ConversationStarted, conversation_uuid
+from domain.history import AssumedHistory, NotKnown
 
 DEFAULT_SNAPSHOT_INTERVAL = 100
 DEFAULT_MAX_ATTEMPTS = 20
@@ -99,6 +100,28 @@ def backoff(attempt: int) -> float:
     return random.uniform(0, min(BACKOFF_CAP, BACKOFF_BASE * 2 ** (attempt - 1)))
 
 
+class KnownCounts:
+    """Each conversation's (version, card outcome count) as this process's last append left
+    its index; the library's `LRUCache` keeps at most `size` conversations."""
+
+    def __init__(self, size: int = 4096) -> None:
+        self._kept: LRUCache[UUID, tuple[int, int]] = LRUCache(maxsize=size)
+
+    def get(self, key: UUID) -> tuple[int, int] | None:
+        """Returns the kept (version, count) of conversation `key`, None if none."""
+        try:
+            return self._kept.get(key)
+        except KeyError:
+            return None
+
+    def put(self, key: UUID, known: tuple[int, int]) -> None:
+        self._kept.put(key, known)
+
+    def evict(self, key: UUID) -> None:
+        with suppress(KeyError):
+            self._kept.get(key, evict=True)
+
+
 class ConversationLog(EventStore):
     """The library's event store, callable for one conversation's full log.
 
@@ -156,6 +179,9 @@ class ConversationStore(Application[UUID]):
                 self.close()  # the refused store's connections
                 raise
         self.history: HistoryTables = backend_of(self.factory).history_tables(self)
+        self._known = KnownCounts()
+        """Per conversation, (version, card outcomes) of the index after this process's last
+        append, for deciding the next command without reading the index (`_assume`)."""
         self.history.create()
         self.snapshot_interval = int(self.env.get("SNAPSHOT_INTERVAL") or DEFAULT_SNAPSHOT_INTERVAL)
         self.max_attempts = int(self.env.get("HANDLE_MAX_ATTEMPTS") or DEFAULT_MAX_ATTEMPTS)
@@ -179,17 +205,27 @@ class ConversationStore(Application[UUID]):
         inline = isinstance(self.recorder, ChainedRecorder)
         cid = conversation_uuid(command.conversation)
         for attempt in range(1, self.max_attempts + 1):
-            state, events, first = self._decide(command, cid, inline)
+            assumed = self._assume(command, cid) if inline and self.history.checks_assumptions else None
+            if assumed is not None:  # decided without reading the index; the append checks it
+                state, events, first, outcomes = *assumed[:2], (), assumed[2].count
+            else:
+                state, events, first, outcomes = self._decide(command, cid, inline)
             if not events:
                 return HandleResult(command.conversation, (), first, state, None, attempt)
+            added: list[int | None] = []
 
-            def index(cursor: object, state: Conversation | None = state, events: tuple = events) -> None:
-                self.history.write(cid, state, events, curs=cursor, follows=True)
+            def index(cursor: object, state: Conversation | None = state, events: tuple = events,
+                      assumed: tuple | None = assumed) -> None:
+                added.append(self.history.write(cid, state, events, curs=cursor, follows=True,
+                                                assumed=assumed[2] if assumed is not None else None))
                 if self.inline_views is not None:
                     self.inline_views(cursor, cid, events)
 
             try:  # the history index is written in the events' own transaction
                 recordings = self.save(*events, inline=index) if inline else self.save(*events)
+            except AssumptionFailed:
+                self._forget(cid)  # decided on a state or an index that moved: read them this time
+                continue
             except IntegrityError as conflict:
                 self._forget(cid)  # another writer's events: load the log again
                 if attempt == self.max_attempts:
@@ -207,17 +243,45 @@ class ConversationStore(Application[UUID]):
                 self.inline_committed()
             after = project_conversation(state, events)
             self._cache(after)
+            if after is not None and outcomes is not None and added and added[-1] is not None:
+                self._known.put(cid, (after.version, outcomes + added[-1]))
             self._snapshot_if_due(state, after)
             position = recordings[-1].notification.id if recordings else None
             return HandleResult(command.conversation, events, events, after, position, attempt)
         raise AssertionError("unreachable")
 
+    def _assume(
+        self, command: Command, cid: UUID
+    ) -> tuple[Conversation, tuple[ConversationEvent, ...], AssumedHistory] | None:
+        """Lets `command` decide on the cached state of `cid` and an `AssumedHistory` at its
+        version, without reading the index: returns the state, the events and the history
+        (whose assumptions the append checks), or None when the state or its card outcome
+        count is not known here, or the command asks what the assumptions cannot answer,
+        refuses, or decides nothing (then the index is read and the command decides again)."""
+        cache = self.repository.cache
+        known = self._known.get(cid)
+        if cache is None or known is None:
+            return None
+        try:
+            state = cache.get(cid)
+        except KeyError:
+            return None
+        if state is None or state.version != known[0]:
+            return None
+        history = AssumedHistory(known[0], known[1], getattr(command, "new_segments", ()))
+        try:
+            events = tuple(command.decide(state, history))
+        except (NotKnown, ChatrecordError):
+            return None
+        return (state, events, history) if events else None
+
     def _decide(
         self, command: Command, cid: UUID, inline: bool
-    ) -> tuple[Conversation | None, tuple[ConversationEvent, ...], tuple[ConversationEvent, ...]]:
+    ) -> tuple[Conversation | None, tuple[ConversationEvent, ...], tuple[ConversationEvent, ...], int | None]:
         """Loads the conversation and lets `command` decide, its lookups in one read transaction;
-        returns the state, the events decided and (when none) the events of a first result. A
-        history index behind the log (a store of the previous version) is indexed anew first."""
+        returns the state, the events decided, (when none) the events of a first result and
+        the index's card outcome count where an append can check an assumed index (else None).
+        A history index behind the log (a store of the previous version) is indexed anew first."""
         state: Conversation | None = None
         loaded = False
         while True:
@@ -231,7 +295,8 @@ class ConversationStore(Application[UUID]):
                 if loaded and (state is None or indexed >= state.version):
                     events = tuple(command.decide(state, history))
                     first = () if events else self._first_result(command, state, history)
-                    return state, events, first
+                    outcomes = history.outcomes() if self.history.checks_assumptions else None
+                    return state, events, first, outcomes
             if not loaded:  # outside the read transaction: loading takes a connection of its own
                 state, loaded = self.get(command.conversation), True
             elif state is not None:  # indexed < state.version
@@ -252,7 +317,9 @@ class ConversationStore(Application[UUID]):
         return None, False
 
     def _forget(self, cid: UUID) -> None:
-        """Drops a conversation's cached state (after another writer's append came first)."""
+        """Drops a conversation's cached state and card outcome count (after another writer's
+        append came first)."""
+        self._known.evict(cid)
         if self.repository.cache is not None:
             with suppress(KeyError):
                 self.repository.cache.get(cid, evict=True)

@@ -22,7 +22,7 @@ from typing import Any
 from uuid import UUID
 
 from domain.events import ConversationEvent
-from domain.history import MemoryHistory, SegmentRecord, index_event
+from domain.history import AssumedHistory, MemoryHistory, SegmentRecord, index_event
 from domain.state import evolve
 
 Execute = Callable[[str, tuple[Any, ...]], Any]
@@ -56,6 +56,8 @@ class SQLHistory:
         self._run, self.cid, self.p = execute, str(cid), p
         self.t = {name: (f'"{schema}".{name}' if schema else name) for name in TABLES}
         self._memo: dict[tuple[Any, ...], Any] | None = {} if memo else None
+        self.added = 0
+        """The card outcomes this index's writes added (negative when an edit cut some)."""
 
     def _x(self, sql: str, *args: Any) -> Any:
         return self._run(sql.replace("?", self.p), (self.cid, *args))
@@ -162,6 +164,7 @@ class SQLHistory:
                 "ON CONFLICT (cid, number) DO UPDATE SET live = excluded.live", number, int(live))
 
     def add_outcomes(self, count: int) -> None:
+        self.added += count
         if count:  # an upsert: the conversation's row may not exist before its first outcome
             index = self.t['chatrecord_index']
             self._x(f"INSERT INTO {index} (cid, version, outcomes) VALUES (?, 0, ?) "
@@ -196,6 +199,62 @@ def index_events(index: Any, state: Any, events: Iterable[ConversationEvent]) ->
             index.version = last
 
 
+class HeldIndex:
+    """One conversation's index as an append writes it: reads go to `base` (an `SQLHistory`
+    on the events' transaction) unless this append wrote the row already; writes are held,
+    one per key (the last record of a segment, the last state of a message, each line's
+    first and last version, the outcomes added, the version), for a backend to send in one
+    statement (`PostgresHistoryTables`). A line's digest is never read to be written: its row
+    is an upsert that keeps the first version stored."""
+
+    def __init__(self, base: Any) -> None:
+        self.base = base
+        self.records: dict[str, SegmentRecord] = {}
+        self.messages: dict[int, bool] = {}
+        self.sources: dict[str, tuple[int, int]] = {}
+        self.added = 0
+        self.version = 0
+
+    def segment(self, segment: str) -> SegmentRecord | None:
+        return self.records[segment] if segment in self.records else self.base.segment(segment)
+
+    def segments_from(self, message: int) -> list[SegmentRecord]:
+        below = [r for r in self.base.segments_from(message) if r.segment not in self.records]
+        held = [r for r in self.records.values() if not r.cut and r.message >= message]
+        return sorted([*below, *held], key=lambda r: r.version)
+
+    def run_cut(self, run: str) -> bool:
+        return any(r.cut and r.run == run for r in self.records.values()) or self.base.run_cut(run)
+
+    def message_live(self, number: int) -> bool:
+        return self.messages[number] if number in self.messages else self.base.message_live(number)
+
+    def messages_after(self, number: int) -> list[int]:
+        below = [n for n in self.base.messages_after(number) if n not in self.messages]
+        return sorted([*below, *(n for n, live in self.messages.items() if live and n > number)])
+
+    def outcomes(self) -> int:
+        return self.base.outcomes() + self.added
+
+    def source(self, digest: str) -> tuple[int, int] | None:
+        return self.sources.get(digest) or self.base.source(digest)
+
+    def put_segment(self, record: SegmentRecord) -> None:
+        self.records[record.segment] = record
+
+    def put_message(self, number: int, live: bool) -> None:
+        self.messages[number] = live
+
+    def add_outcomes(self, count: int) -> None:
+        self.added += count
+
+    def put_source(self, digest: str, version: int) -> None:
+        self.sources[digest] = (self.sources.get(digest, (version, version))[0], version)
+
+    def set_version(self, version: int) -> None:
+        self.version = version
+
+
 class _Fetched:
     """The rows of one statement, fetched inside its own read transaction."""
 
@@ -209,10 +268,26 @@ class _Fetched:
         return self.rows
 
 
+class AssumptionFailed(Exception):  # noqa: N818 - not an error of the caller's: the command is decided again
+    """Raised by the append when the index no longer stands as an `AssumedHistory` assumed
+    (another writer appended, the line or segment was recorded before, the run was cut):
+    nothing was stored, and the command is decided again from the index."""
+
+
 class HistoryTables:
     """The index tables of one database: readers, writers and the rebuild of a conversation's
     rows. Each backend's store factory hands out its own (`adapters.backends`): `SQLHistoryTables`
     in a SQLite file or a PostgreSQL schema, dicts in memory."""
+
+    checks_assumptions = False
+    """True where `expect` can check an `AssumedHistory` in the events' transaction, so a
+    writer may decide a command without reading the index first (PostgreSQL)."""
+
+    def expect(self, curs: Any, cid: UUID, assumed: AssumedHistory) -> None:
+        """Adds to the transaction of `curs`, before any write, the check that conversation
+        `cid`'s index stands as `assumed` says; the append then fails with AssumptionFailed
+        (raised by the recorder) when it does not. Only where `checks_assumptions`."""
+        raise NotImplementedError
 
     def create(self) -> None:
         """Creates the tables where they do not exist."""
@@ -249,28 +324,37 @@ class HistoryTables:
         raise NotImplementedError
 
     def write(self, cid: UUID, state: Any, events: Any, curs: Any = None, rebuild: bool = False,
-              follows: bool = False) -> None:
+              follows: bool = False, assumed: AssumedHistory | None = None) -> int | None:
         """Indexes `events` of conversation `cid` (`state`: the aggregate's before them), through
         `curs` or in a transaction of its own; with `rebuild`, the conversation's rows go first.
         `follows` says the caller saw the index at the version before the first event in this
-        attempt (the events' insert fails if another writer came between), so it is not read."""
+        attempt (the events' insert fails if another writer came between), so it is not read.
+        `assumed`: the events were decided on that history, which is checked first (`expect`).
+        Returns how many card outcomes the events added (negative when an edit cut some),
+        None when nothing was indexed or the index does not count them (in memory)."""
         events = list(events)
         if curs is None:
             with self._transaction() as own:
-                self._write(cid, state, events, own, rebuild, follows)
-        else:
-            self._write(cid, state, events, curs, rebuild, follows)
+                return self._checked_write(cid, state, events, own, rebuild, follows, assumed)
+        return self._checked_write(cid, state, events, curs, rebuild, follows, assumed)
 
-    def _write(self, cid: UUID, state: Any, events: list[Any], curs: Any, rebuild: bool, follows: bool) -> None:
+    def _checked_write(self, cid: UUID, state: Any, events: list[Any], curs: Any, rebuild: bool, follows: bool,
+                       assumed: AssumedHistory | None) -> int | None:
+        if assumed is not None:
+            self.expect(curs, cid, assumed)
+        return self._write(cid, state, events, curs, rebuild, follows)
+
+    def _write(self, cid: UUID, state: Any, events: list[Any], curs: Any, rebuild: bool, follows: bool) -> int | None:
         index = self.writer(curs, cid)
         first = events[0].originator_version if events else 1
         if not rebuild and not follows and index.version != first - 1:
-            return  # indexed already (another writer), or a gap its next reader fills
+            return None  # indexed already (another writer), or a gap its next reader fills
         if rebuild and events and index.version >= events[-1].originator_version:
-            return  # another process indexed it meanwhile
+            return None  # another process indexed it meanwhile
         if rebuild:
             index = self._emptied(index, cid)
         index_events(index, state, events)
+        return getattr(index, "added", None)
 
 
 class SQLHistoryTables(HistoryTables):

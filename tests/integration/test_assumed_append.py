@@ -1,0 +1,155 @@
+"""A writer that knows a conversation's index decides without reading it, and the append checks
+what it assumed (`ConversationStore._assume`, `domain.history.AssumedHistory`,
+`PostgresHistoryTables.expect`).
+
+On PostgreSQL a command's lookups cost a round trip of their own before the append; a process
+that made the conversation's last append knows its version and card outcome count, and a first
+delivery of a line finds its line, its new segment and its run unrecorded and uncut. Every
+assumption travels with the append as one checking statement; when one does not hold (another
+writer, a line sent again, a segment recorded before, a run an edit cut) nothing is stored and
+the command is decided again from the index, so the result is the one the index gives.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from adapters.api import Chatrecord
+from adapters.store.application import ConversationStore
+from adapters.store.settings import memory_env
+from domain.errors import TurnTruncated
+from domain.events import conversation_uuid
+from domain.history import AssumedHistory, NotKnown
+from tests.integration.backends import PostgresStores
+
+ROOT = Path(__file__).resolve().parents[2]
+AT = "2026-10-28T09:00:00Z"
+TOURS = [ROOT / "tests/data/demo_seo_tour.jsonl", ROOT / "tests/data/behalten_tour.jsonl"]
+
+
+def start(conv: str) -> dict[str, Any]:
+    return {"type": "conversation_started", "at": AT, "kind": "chat", "owner": 7, "conversation": conv}
+
+
+def message(conv: str, number: int, text: str = "weiter", at: str = AT) -> dict[str, Any]:
+    return {"type": "user_message", "at": at, "message": number, "text": text, "page": 42, "skill": None,
+            "conversation": conv}
+
+
+def segment(conv: str, seg: str, run: str, trigger: str = "turn", outcome: str = "completed",
+            at: str = AT) -> dict[str, Any]:
+    return {"type": "segment_returned", "at": at, "segment": seg, "run": run, "trigger": trigger,
+            "outcome": outcome, "answer": "Erledigt.", "steps": [], "conversation": conv}
+
+
+def lookups(store: ConversationStore) -> list[int]:
+    """Counts the commands that read the index before deciding (`history.reading`)."""
+    calls = [0]
+    reading = store.history.reading
+
+    def counted(cid: Any) -> Any:
+        calls[0] += 1
+        return reading(cid)
+
+    store.history.reading = counted  # type: ignore[method-assign]
+    return calls
+
+
+def log(store: ConversationStore, conv: str) -> list[tuple[str, int]]:
+    return [(type(e).__name__, e.originator_version) for e in store.events(conv)]
+
+
+class TestAssumedHistory:
+    def test_it_answers_a_first_delivery_and_notes_each_assumption(self) -> None:
+        history = AssumedHistory(7, 3, new_segments=["r/1"])
+        assert (history.version, history.outcomes()) == (7, 3)
+        assert history.source("d1") is None
+        assert history.segment("r/1") is None
+        assert history.run_cut("r") is False
+        assert (history.digests, history.segments, history.runs) == (["d1"], ["r/1"], ["r"])
+
+    def test_it_does_not_guess_what_it_cannot_check(self) -> None:
+        history = AssumedHistory(7, 3, new_segments=["r/1"])
+        for ask in (lambda: history.segment("r/0"), lambda: history.segments_from(1),
+                    lambda: history.message_live(1), lambda: history.messages_after(1)):
+            with pytest.raises(NotKnown):
+                ask()
+
+
+class TestPostgresAssumedAppend(PostgresStores):
+    def test_a_writer_that_made_the_last_append_decides_the_next_lines_without_reading_the_index(self) -> None:
+        store = self.open_store()
+        chat = Chatrecord(store)
+        for line in (start("c"), message("c", 1), segment("c", "r1/1", "r1")):
+            chat.record(line)
+        calls = lookups(store)
+        chat.record(message("c", 2))
+        chat.record(segment("c", "r2/1", "r2"))
+        assert calls[0] == 0
+        assert log(store, "c")[-2:] == [("UserMessagePosted", 4), ("SegmentReturned", 5)]
+        assert store.history.reader(conversation_uuid("c")).version == 5
+
+    def test_another_writers_append_fails_the_assumption_and_the_command_is_decided_on_the_new_state(self) -> None:
+        one, two = self.open_store(), self.open_store()
+        for line in (start("c"), message("c", 1), segment("c", "r1/1", "r1")):
+            Chatrecord(one).record(line)
+        Chatrecord(two).record(message("c", 2))  # `one` still holds version 3
+        calls = lookups(one)
+        result = Chatrecord(one).record(segment("c", "r2/1", "r2"))
+        assert calls[0] >= 1  # decided again, from the index, after the check failed
+        assert [(type(e).__name__, e.originator_version, e.message) for e in result.appended] == [
+            ("SegmentReturned", 5, 2)]  # it answers message 2, which `one` had not seen
+        assert log(one, "c") == [("ConversationStarted", 1), ("UserMessagePosted", 2), ("SegmentReturned", 3),
+                                 ("UserMessagePosted", 4), ("SegmentReturned", 5)]
+
+    def test_a_line_sent_again_is_a_repeat_and_stores_nothing(self) -> None:
+        store = self.open_store()
+        chat = Chatrecord(store)
+        for line in (start("c"), message("c", 1), segment("c", "r1/1", "r1")):
+            chat.record(line)
+        again = chat.record(segment("c", "r1/1", "r1"))
+        assert again.repeated
+        assert [e.originator_version for e in again.events] == [3]
+        assert len(log(store, "c")) == 3
+        chat.record(message("c", 2))
+        assert chat.record(message("c", 2)).repeated
+        assert len(log(store, "c")) == 4
+
+    def test_a_segment_recorded_before_under_another_line_keeps_its_first_result(self) -> None:
+        store = self.open_store()
+        chat = Chatrecord(store)
+        for line in (start("c"), message("c", 1), segment("c", "r1/1", "r1")):
+            chat.record(line)
+        later = chat.record(segment("c", "r1/1", "r1", outcome="failed", at="2026-10-28T09:05:00Z"))
+        assert later.repeated
+        assert [(type(e).__name__, e.outcome) for e in later.events] == [("SegmentReturned", "completed")]
+        assert len(log(store, "c")) == 3
+
+    def test_a_segment_of_a_run_an_edit_cut_is_refused(self) -> None:
+        store = self.open_store()
+        chat = Chatrecord(store)
+        for line in (start("c"), message("c", 1), segment("c", "r1/1", "r1", outcome="failed"),
+                     {"type": "message_edited", "at": AT, "message": 1, "text": "anders", "conversation": "c"}):
+            chat.record(line)
+        before = len(log(store, "c"))
+        with pytest.raises(TurnTruncated):
+            chat.record(segment("c", "r1/2", "r1", trigger="retry"))
+        assert len(log(store, "c")) == before
+
+    @pytest.mark.parametrize("tour", TOURS, ids=lambda p: p.stem)
+    def test_a_tour_line_by_line_decides_the_events_a_store_reading_its_index_decides(self, tour: Path) -> None:
+        lines = [json.loads(raw) for raw in tour.read_text(encoding="utf-8").splitlines() if raw.strip()]
+        store, memory = self.open_store(), ConversationStore(env=memory_env())
+        calls = lookups(store)
+        for line in lines:
+            Chatrecord(store).record(line)
+            Chatrecord(memory).record(line)
+        conv = lines[0]["conversation"]
+        assert [e.model_dump() for e in store.events(conv)] == [e.model_dump() for e in memory.events(conv)]
+        assert calls[0] < len(lines)  # some lines took the assumed path
+        index = store.history.reader(conversation_uuid(conv))
+        assert store._known.get(conversation_uuid(conv)) == (index.version, index.outcomes())
