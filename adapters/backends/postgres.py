@@ -553,6 +553,12 @@ class PostgresDataKeys(DataKeys):
                 conn.autocommit = autocommit
 
 
+def _marks(rows: Sequence[tuple[Any, ...]]) -> str:
+    """Returns the placeholders of a VALUES list of `rows` (equal-length tuples): `(%s, %s), (%s, %s)`."""
+    one = f"({', '.join(['%s'] * len(rows[0]))})"
+    return ", ".join([one] * len(rows))
+
+
 class PostgresHistoryTables(SQLHistoryTables):
     """The history index in the store's schema, created once with it (`PostgresFactory`).
     One command's lookups are autocommit reads, each its own statement: they need not agree
@@ -609,25 +615,22 @@ class PostgresHistoryTables(SQLHistoryTables):
             ctes.append(f"ok AS MATERIALIZED (SELECT 1 / (CASE WHEN {condition} THEN 1 ELSE 0 END) AS one)")
             params.extend(checks)
         if held.sources:
-            ctes.append(f"s AS (INSERT INTO {t['chatrecord_sources']} (cid, digest, first, last) "
-                        "SELECT %s, * FROM unnest(%s::text[], %s::bigint[], %s::bigint[]) "
+            rows = [(key, d, first, last) for d, (first, last) in held.sources.items()]
+            ctes.append(f"s AS (INSERT INTO {t['chatrecord_sources']} (cid, digest, first, last) VALUES {_marks(rows)} "
                         "ON CONFLICT (cid, digest) DO UPDATE SET last = excluded.last)")
-            digests = list(held.sources)
-            params.extend([key, digests, [held.sources[d][0] for d in digests], [held.sources[d][1] for d in digests]])
+            params.extend(v for row in rows for v in row)
         if held.records:
-            records = list(held.records.values())
+            rows = [(key, r.segment, r.run, r.message, r.version, int(r.cut), r.model_dump_json())
+                    for r in held.records.values()]
             ctes.append(f"g AS (INSERT INTO {t['chatrecord_segments']} (cid, segment, run, message, version, cut, body) "
-                        "SELECT %s, * FROM unnest(%s::text[], %s::text[], %s::bigint[], %s::bigint[], %s::int[], %s::text[]) "
-                        "ON CONFLICT (cid, segment) DO UPDATE SET cut = excluded.cut, body = excluded.body)")
-            params.extend([key, [r.segment for r in records], [r.run for r in records], [r.message for r in records],
-                           [r.version for r in records], [int(r.cut) for r in records],
-                           [r.model_dump_json() for r in records]])
+                        f"VALUES {_marks(rows)} ON CONFLICT (cid, segment) DO UPDATE SET cut = excluded.cut, "
+                        "body = excluded.body)")
+            params.extend(v for row in rows for v in row)
         if held.messages:
-            numbers = list(held.messages)
-            ctes.append(f"m AS (INSERT INTO {t['chatrecord_messages']} (cid, number, live) "
-                        "SELECT %s, * FROM unnest(%s::bigint[], %s::int[]) "
+            rows = [(key, number, int(live)) for number, live in held.messages.items()]
+            ctes.append(f"m AS (INSERT INTO {t['chatrecord_messages']} (cid, number, live) VALUES {_marks(rows)} "
                         "ON CONFLICT (cid, number) DO UPDATE SET live = excluded.live)")
-            params.extend([key, numbers, [int(held.messages[n]) for n in numbers]])
+            params.extend(v for row in rows for v in row)
         index = t["chatrecord_index"]
         head = f"WITH {', '.join(ctes)} " if ctes else ""
         source = "FROM ok WHERE ok.one = 1" if assumed is not None else ""  # used, so it is computed
@@ -654,22 +657,36 @@ COLUMN_TYPES = {
 class PostgresBufferedRows(BufferedRows):
     """`BufferedRows` whose flush sends each table's held rows as one statement over arrays
     (`unnest`), not one statement per row: in pipeline mode nothing is synced, and the
-    server runs one statement per table however many rows a rebuild's page holds."""
+    server runs one statement per table however many rows a rebuild's page holds. In an
+    append bound as text (`HeldQuery`) the rows go as a VALUES list instead: psycopg builds a
+    text array literal element by element in Python, a scalar in C."""
 
     def _insert_many(self, table: str, columns: tuple[str, ...], rows: list[tuple[Any, ...]], tail: str) -> None:
         if not rows:
+            return
+        if isinstance(self.curs, HeldQuery):  # bound as text: a VALUES list, no array literal to build and parse
+            marks = ", ".join([f"({', '.join(['%s'] * (len(columns) + 1))})"] * len(rows))
+            self.curs.execute(f"INSERT INTO {table} (cid, {', '.join(columns)}) VALUES {marks} {tail}",
+                              [value for row in rows for value in (self.cid, *row)])
             return
         arrays = ", ".join(f"%b::{COLUMN_TYPES[c]}[]" for c in columns)  # binary: no quoting per element
         self.curs.execute(f"INSERT INTO {table} (cid, {', '.join(columns)}) SELECT %s, * FROM unnest({arrays}) {tail}",
                           (self.cid, *(list(column) for column in zip(*rows))))
 
     def _delete_entries(self, seqs: list[int]) -> None:
-        if seqs:
+        if seqs and isinstance(self.curs, HeldQuery):
+            self.curs.execute(f"DELETE FROM {self.t['entries']} WHERE cid = %s AND seq IN ({', '.join(['%s'] * len(seqs))})",
+                              (self.cid, *seqs))
+        elif seqs:
             self.curs.execute(f"DELETE FROM {self.t['entries']} WHERE cid = %s AND seq = ANY(%b::bigint[])",
                               (self.cid, seqs))
 
     def _end_blocks(self, ends: list[tuple[int, int | None]]) -> None:
-        if ends:
+        if ends and isinstance(self.curs, HeldQuery):
+            pairs = ", ".join(["(CAST(%s AS bigint), CAST(%s AS bigint))"] * len(ends))
+            self.curs.execute(f"UPDATE {self.t['messages']} m SET block_end = u.e FROM (VALUES {pairs}) AS u(i, e) "
+                              "WHERE m.cid = %s AND m.idx = u.i", (*(v for pair in ends for v in pair), self.cid))
+        elif ends:
             self.curs.execute(f"UPDATE {self.t['messages']} m SET block_end = u.e "
                               "FROM unnest(%b::bigint[], %b::bigint[]) AS u(i, e) WHERE m.cid = %s AND m.idx = u.i",
                               ([i for i, _ in ends], [e for _, e in ends], self.cid))
