@@ -69,7 +69,7 @@ from adapters.store.history import TABLES as HISTORY_TABLES
 from adapters.store.history import AssumptionFailed, HeldIndex, SQLHistory, SQLHistoryTables, index_events
 from adapters.store.history import create_statements as history_statements
 from adapters.store.keys import KEYS_TABLE, MASTER_TABLE, DataKeys, Row
-from adapters.views.backends import POINTER, Pointer, SQLBackend, TurnRows, not_updated
+from adapters.views.backends import POINTER, Pointer, QueuedStatements, SQLBackend, TurnRows, not_updated
 from adapters.views.rows import BufferedRows, table_names
 from domain.errors import ChatrecordError
 from domain.history import AssumedHistory
@@ -773,6 +773,11 @@ class PostgresBackend(SQLBackend):
     def _exists(self, curs: Any, name: str) -> bool:
         row = self._x(curs, "SELECT to_regclass(?) AS t", (f'"{self.schema}".{name}',)).fetchone()
         return row["t"] is not None
+
+    def queued(self) -> QueuedStatements:
+        """Returns a cursor whose statements run on a connection of the pool, on a thread of
+        their own (a rebuild's pages: the server writes one while the next is folded)."""
+        return QueuedStatements(self.datastore.get_connection)
 
     def lock(self, curs: Any, exclusive: bool) -> None:
         fn = "pg_advisory_xact_lock" if exclusive else "pg_advisory_xact_lock_shared"

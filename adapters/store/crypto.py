@@ -27,7 +27,7 @@ from __future__ import annotations
 import base64
 import binascii
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 from uuid import UUID
 
@@ -241,9 +241,19 @@ VIEW_TEXT_AAD = b"chatrecord view text "
 def seal_view_text(key: bytes, originator_id: UUID, text: str) -> str:
     """Returns `text` sealed for a read model row: base64 of nonce || AES-256-GCM(key, text),
     bound to the conversation (`VIEW_TEXT_AAD` + its UUID bytes)."""
-    nonce = os.urandom(12)
-    sealed = nonce + AESGCM(key).encrypt(nonce, text.encode(), VIEW_TEXT_AAD + originator_id.bytes)
-    return base64.b64encode(sealed).decode()
+    return view_sealer(key, originator_id)(text)
+
+
+def view_sealer(key: bytes, originator_id: UUID) -> Callable[[str], str]:
+    """Returns `seal_view_text` for one key and conversation: each call seals one text, with a
+    fresh nonce, as `seal_view_text(key, originator_id, text)` does (one cipher for many rows)."""
+    aead, aad = AESGCM(key), VIEW_TEXT_AAD + originator_id.bytes
+
+    def seal(text: str) -> str:
+        nonce = os.urandom(12)
+        return base64.b64encode(nonce + aead.encrypt(nonce, text.encode(), aad)).decode()
+
+    return seal
 
 
 def open_view_text(key: bytes | None, originator_id: UUID, sealed: str) -> str:
@@ -271,6 +281,13 @@ class ViewTexts:
         cid = UUID(conversation)
         key = self.keys.key(cid, create=False)
         return None if key is None else seal_view_text(key, cid, text)
+
+    def sealer(self, conversation: str) -> Callable[[str], str | None]:
+        """Returns `seal` for one conversation, its key looked up once (the rows a flush writes
+        together): each call seals one text, None when the key was erased."""
+        cid = UUID(conversation)
+        key = self.keys.key(cid, create=False)
+        return (lambda text: None) if key is None else view_sealer(key, cid)
 
     def open(self, conversation: str, sealed: str) -> str:
         """Returns the text of a sealed row text; ERASED once the key was erased."""

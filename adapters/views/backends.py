@@ -15,7 +15,10 @@ backend's module (`adapters.backends`) has its own (`SQLiteBackend`, `PostgresBa
 from __future__ import annotations
 
 import logging
+import queue
+import threading
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -64,6 +67,84 @@ class Pointer:
     next: int
 
 
+class QueuedStatements:
+    """A cursor whose statements run in the order given on a thread of their own, over one
+    connection (`connect()`, a context manager), so the server writes a rebuild's page while
+    this thread folds the next. A write returns at once; a read (`fetchone`, `fetchall`)
+    waits for its own statement, and so for every statement before it. `commit()` ends the
+    transaction the statements so far are in (the next statement begins one). `close()` waits
+    for all of them and raises the first error; after an error the statements still queued
+    are not run and the next read raises it too (the transaction was rolled back)."""
+
+    def __init__(self, connect: Callable[[], Any]) -> None:
+        self._connect = connect
+        self._queue: queue.SimpleQueue[tuple[str | None, Any, Future[Any]] | None] = queue.SimpleQueue()
+        self._last: Future[Any] | None = None
+        self._thread = threading.Thread(target=self._run, name="chatrecord-rebuild-writes", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        failed: BaseException | None = None
+        try:
+            with self._connect() as conn, conn.cursor() as curs:  # an autocommit connection of the pool
+                begun = False
+                while (item := self._queue.get()) is not None:
+                    sql, params, done = item
+                    if failed is not None:
+                        done.set_exception(failed)
+                        continue
+                    try:
+                        if sql is None:
+                            if begun:
+                                curs.execute("COMMIT")
+                            begun = False
+                            done.set_result(None)
+                            continue
+                        if not begun:
+                            curs.execute("BEGIN")
+                            begun = True
+                        curs.execute(sql, params)
+                        done.set_result(curs.fetchall() if curs.description is not None else None)
+                    except BaseException as error:  # noqa: BLE001 - handed to the waiting thread
+                        failed = error
+                        done.set_exception(error)
+                        if begun and not conn.closed:
+                            curs.execute("ROLLBACK")
+                        begun = False
+        except BaseException as error:  # noqa: BLE001 - no connection: every statement fails
+            while (item := self._queue.get()) is not None:
+                item[2].set_exception(error)
+
+    def _put(self, sql: str | None, params: Any) -> Future[Any]:
+        done: Future[Any] = Future()
+        self._queue.put((sql, params, done))
+        self._last = done
+        return done
+
+    def execute(self, sql: str, params: Any = ()) -> QueuedStatements:
+        self._put(sql, params)
+        return self
+
+    def fetchall(self) -> list[Any]:
+        assert self._last is not None
+        return self._last.result() or []
+
+    def fetchone(self) -> Any:
+        rows = self.fetchall()
+        return rows[0] if rows else None
+
+    def commit(self) -> None:
+        """Ends the transaction of the statements queued so far (does not wait for it)."""
+        self._put(None, None)
+
+    def close(self) -> None:
+        """Waits until every statement ran, stops the thread, and raises the first error."""
+        done = self._put(None, None)  # the last transaction ends too
+        self._queue.put(None)
+        self._thread.join()
+        done.result()
+
+
 def not_updated(error: Exception) -> None:
     """Logs, in one line, that a write's read models were not updated (the next read of the
     conversation catches up from its log): the error's first line, without the statement a
@@ -108,6 +189,12 @@ class Backend:
 
     def lock(self, curs: Any, exclusive: bool) -> None:
         """Takes the generations' lock until the transaction ends."""
+
+    def queued(self) -> QueuedStatements | None:
+        """Returns a cursor whose statements run on a thread of their own (`QueuedStatements`)
+        where the backend can write while the caller folds; None where it cannot (then a
+        rebuild writes each page in a transaction of its own, as it folds)."""
+        return None
 
     def pointer_and_head(self, curs: Any, cid: UUID, generation: int) -> tuple[Pointer | None, str | None]:
         """Returns the live pointer and, where the backend reads both at once, the head row's
@@ -256,4 +343,4 @@ def backend_for(store: Any) -> Backend:
     return backend
 
 
-__all__ = ["TABLES", "Backend", "Pointer", "backend_for"]
+__all__ = ["TABLES", "Backend", "Pointer", "QueuedStatements", "backend_for"]

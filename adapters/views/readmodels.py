@@ -18,6 +18,7 @@ another rule set and writes nothing.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from collections.abc import Callable, Iterable, Sequence
@@ -53,6 +54,9 @@ RECORD_FIELDS = ("ending", "tools", "written", "waiting", "decision", "undecided
 
 PAGE = 2000
 """Notifications a rebuild reads and writes per transaction."""
+
+KEPT_HEADS = 1024
+"""The heads a rebuild keeps between its pages (the conversations it wrote last)."""
 
 NEWEST_OUTCOMES = max(resolve(rules).max_notes for rules in RULE_SET_IDS) + 1
 """The card outcomes a turn read fetches with its head: enough for any rule set's notes."""
@@ -448,30 +452,52 @@ class ReadModels:
     def _fold_log(self, generation: int, rules: str, start: int, stop: int | None,
                   progress: Progress | None = None, curs: Any = None) -> tuple[int, set[UUID]]:
         """Folds the notifications after `start` (up to `stop`) into `generation`, a page of
-        PAGE per transaction (or all in `curs`); returns how many events and which conversations."""
+        PAGE per transaction (or all in `curs`); returns how many events and which conversations.
+        `generation` holds only what folds of the log from its start wrote into it (a new
+        generation's tables are written by no other writer). Without `curs`, where the backend
+        writes on a thread of its own (`Backend.queued`), a page is written while the next is
+        folded, and the heads written are kept (`KEPT_HEADS`) so that the next page need not read them."""
         rule_set, folded, seen = resolve(rules), 0, set()
         total = stop or self.store.max_notification_id()
-        while True:
-            page = self.store.recorder.select_notifications(start, PAGE, stop=stop, inclusive_of_start=False)
-            if not page:
-                return folded, seen
-            if curs is None:
-                with self.backend.transaction(write=True) as own:
-                    seen.update(self._fold_page(own, generation, rule_set, page))
-            else:
-                seen.update(self._fold_page(curs, generation, rule_set, page))
-            folded += len(page)
-            start = page[-1].id
-            if progress:
-                progress(start, max(total, start))
-            if len(page) < PAGE:
-                return folded, seen
+        queued = self.backend.queued() if curs is None else None
+        kept: LRUCache[UUID, Head | None] | None = LRUCache(maxsize=KEPT_HEADS) if queued is not None else None
+        try:
+            while True:
+                page = self.store.recorder.select_notifications(start, PAGE, stop=stop, inclusive_of_start=False)
+                if not page:
+                    break
+                if queued is not None:
+                    seen.update(self._fold_page(queued, generation, rule_set, page, kept))
+                    queued.commit()
+                elif curs is None:
+                    with self.backend.transaction(write=True) as own:
+                        seen.update(self._fold_page(own, generation, rule_set, page))
+                else:
+                    seen.update(self._fold_page(curs, generation, rule_set, page))
+                folded += len(page)
+                start = page[-1].id
+                if progress:
+                    progress(start, max(total, start))
+                if len(page) < PAGE:
+                    break
+        except BaseException:
+            if queued is not None:
+                with contextlib.suppress(Exception):
+                    queued.close()
+            raise
+        if queued is not None:
+            queued.close()  # every page written and committed, or the first error raised
+        return folded, seen
 
-    def _fold_page(self, curs: Any, generation: int, rules: RuleSet, page: Sequence[Any]) -> set[UUID]:
+    def _fold_page(self, curs: Any, generation: int, rules: RuleSet, page: Sequence[Any],
+                   kept: LRUCache[UUID, Head | None] | None = None) -> set[UUID]:
         """Decodes the page's notifications in order and folds each event, once, into its
         conversation's rows, which hold their writes until the page is folded (`BufferedRows`):
         an event is dropped as soon as it is applied. A conversation whose head is behind the
-        page's first event of it is filled from its own log first. Returns the conversations."""
+        page's first event of it is filled from its own log first. With `kept` (the heads the
+        fold wrote, by conversation), a kept head is not read, nor the head of a conversation
+        whose first event here is its first (`_fold_log`: none yet); the heads written are
+        kept. Returns the conversations."""
         folding: dict[UUID, list[Any]] = {}  # conversation: [rows, head read, head now]
         decode = self.store.mapper.to_domain_event
         for notification in page:
@@ -480,7 +506,9 @@ class ReadModels:
             held = folding.get(key)
             if held is None:
                 rows = self.backend.rows(curs, generation, key, buffered=True)
-                head = rows.head()
+                head = _kept(kept, key) if kept is not None else None
+                if head is None and not (kept is not None and event.originator_version == 1):
+                    head = rows.head()
                 held = folding[key] = [rows, head, head]
             rows, _, head = held
             try:
@@ -488,10 +516,12 @@ class ReadModels:
             except ViewOutOfStep:
                 missed = self.store.events.get(key, gt=(head.version if head else 0) or None, lte=event.originator_version)
                 held[2] = fold_into(rows, head, missed, rules)
-        for rows, read, head in folding.values():
+        for key, (rows, read, head) in folding.items():
             if head is not None and head is not read:
                 rows.put_head(head)
             getattr(rows, "flush", lambda: None)()
+            if kept is not None and head is not None:
+                kept.put(key, head)
         return set(folding)
 
     def rebuild(self, rules: str, progress: Progress | None = None) -> RebuildReport:

@@ -72,12 +72,13 @@ class SQLRows:
     def __init__(self, curs: Any, tables: dict[str, str], cid: str, p: str, texts: ViewTexts | None = None) -> None:
         self.curs, self.cid, self.p, self.t, self.texts = curs, cid, p, tables, texts
 
-    def _message_body(self, message: Message) -> str:
-        """Returns the JSON body a message's row keeps: its text sealed where `texts` is set."""
+    def _message_body(self, message: Message, seal: Callable[[str], str | None] | None = None) -> str:
+        """Returns the JSON body a message's row keeps: its text sealed where `texts` is set
+        (by `seal`, `texts.sealer(cid)`, when given: one key lookup for many rows)."""
         if self.texts is None:
             return message.model_dump_json()
-        body = message.model_dump(mode="json")
-        sealed = self.texts.seal(self.cid, body.pop("text"))
+        body = dict(message.__dict__)  # model_dump(mode="json") of its str, int and tuple fields, 5x cheaper
+        sealed = (seal or self.texts.sealer(self.cid))(body.pop("text"))
         if sealed is None:
             body["text"] = ERASED
         else:
@@ -585,11 +586,12 @@ class BufferedRows(SQLRows):
         self._insert_many(t["outcomes"], ("v", "sub", "card", "after", "body"),
                           [(o.seq[0], o.seq[1], o.card, o.after, o.model_dump_json()) for o in self._outcomes], "")
         messages, ends = sorted(self._messages.items()), self._ends
+        seal = self.texts.sealer(self.cid) if self.texts is not None and messages else None
         upsert = "ON CONFLICT (cid, idx) DO UPDATE SET role = excluded.role, number = excluded.number, body = excluded.body"
         self._insert_many(t["messages"], ("idx", "role", "number", "body"),  # block_end: NULL when new, else kept
-                          [(i, m.role, m.number, self._message_body(m)) for i, m in messages if i not in ends], upsert)
+                          [(i, m.role, m.number, self._message_body(m, seal)) for i, m in messages if i not in ends], upsert)
         self._insert_many(t["messages"], ("idx", "role", "number", "block_end", "body"),  # with the end held for it
-                          [(i, m.role, m.number, ends[i], self._message_body(m)) for i, m in messages if i in ends],
+                          [(i, m.role, m.number, ends[i], self._message_body(m, seal)) for i, m in messages if i in ends],
                           upsert + ", block_end = excluded.block_end")
         self._end_blocks([(i, end) for i, end in ends.items() if i not in self._messages])  # ends of stored messages
         self._insert_many(t["pages"], ("message", "page"), list(self._pages.items()),

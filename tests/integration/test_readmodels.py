@@ -327,6 +327,29 @@ class ReadModelsContract:
             self.assert_rows_are_the_fold(models, store, conversation)
             assert models.turn_input(conversation).to_json() == build_turn_input(store.events(conversation)).to_json()
 
+    def test_a_rebuild_of_interleaved_conversations_keeping_one_head_gives_the_fold_of_the_log(
+        self, store: ConversationStore, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        # pages of 5 events of two conversations at once, and only one head kept between pages:
+        # the other's head is read, after the pages before were written
+        models = ReadModels(store)
+        chats = [Lines(f"conv-{name}").add("conversation_started", kind="chat", owner=7) for name in ("a", "b")]
+        for n in range(1, 13):
+            for chat in chats:
+                chat.add("user_message", message=n, text=f"weiter {n}", page=40 + n % 3)
+                chat.add("segment_returned", segment=f"{chat.conversation}/{n}", run=f"r{n}", trigger="turn",
+                         outcome="completed", answer=f"Schritt {n}.", steps=model_round(1))
+        ingest(store, [line for pair in zip(*(chat.lines for chat in chats)) for line in pair])
+        monkeypatch.setattr("adapters.views.readmodels.PAGE", 5)
+        monkeypatch.setattr("adapters.views.readmodels.KEPT_HEADS", 1)
+
+        report = models.rebuild("2026-11-02")
+
+        assert report.events == store.max_notification_id() and report.conversations == 2
+        for chat in chats:
+            self.assert_rows_are_the_fold(models, store, chat.conversation)
+            assert models.state(chat.conversation).transcript.messages[-1].text == "Schritt 12."
+
     # ------------------------------------------------------------------ rule sets
 
     def test_rebuild_folds_the_log_under_another_rule_set_and_switches(self, store: ConversationStore) -> None:

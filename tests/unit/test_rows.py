@@ -94,3 +94,29 @@ def test_the_texts_an_event_brings_are_searched_whatever_its_fields():
     assert _text_fields(SegmentReturned) == (None, "answer", None)
     assert _text_fields(CardDecided) == ("text", "answer", None)
     assert _text_fields(ConversationStarted) == (None, None, None)
+
+
+def test_a_sealed_message_body_is_the_models_json_with_its_text_sealed():
+    import uuid
+
+    import orjson
+
+    from adapters.store.crypto import ViewTexts
+    from adapters.views.rows import SQLRows
+    from projections.transcript import Message
+
+    class Keys:
+        def key(self, originator_id, *, create):
+            return bytes(range(32))
+
+    cid = str(uuid.uuid4())
+    texts = ViewTexts(Keys())
+    rows = SQLRows(None, {}, cid, "?", texts)
+    for message in (Message(role="user", text="Hallo „Welt“", number=3),
+                    Message(role="assistant", text="a\n\nb", segments=("s/1", "s/2"), ends=(1, 4))):
+        for body in (rows._message_body(message), rows._message_body(message, texts.sealer(cid))):
+            fields = orjson.loads(body)
+            expected = message.model_dump(mode="json")
+            assert texts.open(cid, fields.pop("sealed")) == expected.pop("text")
+            assert fields == expected and list(fields) == list(expected)
+        assert rows._decode_messages([rows._message_body(message)]) == (message,)
