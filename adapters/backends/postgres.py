@@ -29,6 +29,8 @@ keys (`adapters.http.idempotency.SQLKeys`).
 
 from __future__ import annotations
 
+import base64
+import re
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -36,6 +38,7 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
+import orjson
 import psycopg
 import psycopg.errors
 from eventsourcing import postgres as es_postgres
@@ -197,6 +200,201 @@ def _schema_problem(error: psycopg.Error, schema: str) -> str:
     return f"the store's tables in schema {schema} do not exist and could not be created ({reason}); {hint}"
 
 
+APPEND_FUNCTION = "chatrecord_append_v1"
+"""The store's own database function that writes a whole append from one JSON document
+(`AppendDocument`): versioned by name, so a later layout gets a function of its own."""
+
+_APPEND_FUNCTION_SQL = """CREATE OR REPLACE FUNCTION {schema}.chatrecord_append_v1(doc jsonb) RETURNS SETOF bigint LANGUAGE plpgsql AS $fn$
+DECLARE
+  k text := doc->>'cid';
+  a jsonb := doc->'assumed';
+  x jsonb := doc->'index';
+  v jsonb := doc->'views';
+  p text;
+BEGIN
+  IF a IS NOT NULL AND NOT (
+      EXISTS (SELECT 1 FROM {schema}.chatrecord_index WHERE cid = k AND version = (a->>'version')::bigint
+              AND outcomes = (a->>'count')::bigint)
+      AND NOT EXISTS (SELECT 1 FROM {schema}.chatrecord_sources WHERE cid = k
+                      AND digest IN (SELECT jsonb_array_elements_text(a->'digests')))
+      AND NOT EXISTS (SELECT 1 FROM {schema}.chatrecord_segments WHERE cid = k
+                      AND segment IN (SELECT jsonb_array_elements_text(a->'segments')))
+      AND NOT EXISTS (SELECT 1 FROM {schema}.chatrecord_segments WHERE cid = k AND cut = 1
+                      AND run IN (SELECT jsonb_array_elements_text(a->'runs')))) THEN
+    RAISE EXCEPTION 'chatrecord: the index is not as the command assumed' USING ERRCODE = '22012';
+  END IF;
+  IF x IS NOT NULL THEN
+    INSERT INTO {schema}.chatrecord_sources (cid, digest, first, last)
+      SELECT k, e->>0, (e->>1)::bigint, (e->>2)::bigint FROM jsonb_array_elements(x->'sources') e
+      ON CONFLICT (cid, digest) DO UPDATE SET last = excluded.last;
+    INSERT INTO {schema}.chatrecord_segments (cid, segment, run, message, version, cut, body)
+      SELECT k, e->>0, e->>1, (e->>2)::bigint, (e->>3)::bigint, (e->>4)::int, e->>5 FROM jsonb_array_elements(x->'segments') e
+      ON CONFLICT (cid, segment) DO UPDATE SET cut = excluded.cut, body = excluded.body;
+    INSERT INTO {schema}.chatrecord_messages (cid, number, live)
+      SELECT k, (e->>0)::bigint, (e->>1)::int FROM jsonb_array_elements(x->'messages') e
+      ON CONFLICT (cid, number) DO UPDATE SET live = excluded.live;
+    INSERT INTO {schema}.chatrecord_index (cid, version, outcomes) VALUES (k, (x->>'version')::bigint, (x->>'added')::bigint)
+      ON CONFLICT (cid) DO UPDATE SET version = excluded.version,
+      outcomes = {schema}.chatrecord_index.outcomes + excluded.outcomes;
+  END IF;
+  IF v IS NOT NULL THEN
+    PERFORM pg_advisory_xact_lock_shared((v->>'lock')::bigint);
+    p := 'views_g' || (v->>'g')::int || '_';
+    IF jsonb_array_length(v->'delete_entries') > 0 THEN
+      EXECUTE format('DELETE FROM {schema}.%I WHERE cid = $1 AND seq IN (SELECT jsonb_array_elements_text($2)::bigint)', p || 'entries')
+        USING k, v->'delete_entries';
+    END IF;
+    IF jsonb_array_length(v->'entries') > 0 THEN
+      EXECUTE format('INSERT INTO {schema}.%I (cid, seq, segment, body) SELECT $1, (e->>0)::bigint, e->>1, e->>2 '
+                     'FROM jsonb_array_elements($2) e ON CONFLICT (cid, seq) DO UPDATE SET body = excluded.body', p || 'entries')
+        USING k, v->'entries';
+    END IF;
+    IF jsonb_array_length(v->'outcomes') > 0 THEN
+      EXECUTE format('INSERT INTO {schema}.%I (cid, v, sub, card, after, body) SELECT $1, (e->>0)::bigint, (e->>1)::bigint, '
+                     'e->>2, (e->>3)::bigint, e->>4 FROM jsonb_array_elements($2) e', p || 'outcomes')
+        USING k, v->'outcomes';
+    END IF;
+    IF jsonb_array_length(v->'messages') > 0 THEN
+      EXECUTE format('INSERT INTO {schema}.%I (cid, idx, role, number, body) SELECT $1, (e->>0)::bigint, e->>1, (e->>2)::bigint, '
+                     'e->>3 FROM jsonb_array_elements($2) e ON CONFLICT (cid, idx) DO UPDATE SET role = excluded.role, '
+                     'number = excluded.number, body = excluded.body', p || 'messages')
+        USING k, v->'messages';
+    END IF;
+    IF jsonb_array_length(v->'ended') > 0 THEN
+      EXECUTE format('INSERT INTO {schema}.%I (cid, idx, role, number, block_end, body) SELECT $1, (e->>0)::bigint, e->>1, '
+                     '(e->>2)::bigint, (e->>3)::bigint, e->>4 FROM jsonb_array_elements($2) e ON CONFLICT (cid, idx) DO UPDATE '
+                     'SET role = excluded.role, number = excluded.number, body = excluded.body, block_end = excluded.block_end',
+                     p || 'messages')
+        USING k, v->'ended';
+    END IF;
+    IF jsonb_array_length(v->'ends') > 0 THEN
+      EXECUTE format('UPDATE {schema}.%I m SET block_end = (e->>1)::bigint FROM jsonb_array_elements($2) e '
+                     'WHERE m.cid = $1 AND m.idx = (e->>0)::bigint', p || 'messages')
+        USING k, v->'ends';
+    END IF;
+    IF jsonb_array_length(v->'pages') > 0 THEN
+      EXECUTE format('INSERT INTO {schema}.%I (cid, message, page) SELECT $1, (e->>0)::bigint, (e->>1)::bigint '
+                     'FROM jsonb_array_elements($2) e ON CONFLICT (cid, message) DO UPDATE SET page = excluded.page', p || 'pages')
+        USING k, v->'pages';
+    END IF;
+    IF jsonb_array_length(v->'turns') > 0 THEN
+      EXECUTE format('INSERT INTO {schema}.%I (cid, version, message, at) SELECT $1, (e->>0)::bigint, (e->>1)::bigint, e->>2 '
+                     'FROM jsonb_array_elements($2) e ON CONFLICT (cid, version) DO NOTHING', p || 'turns')
+        USING k, v->'turns';
+    END IF;
+    IF v->'head' IS NOT NULL THEN
+      EXECUTE format('INSERT INTO {schema}.%I (cid, version, body) VALUES ($1, $2, $3) ON CONFLICT (cid) DO UPDATE '
+                     'SET version = excluded.version, body = excluded.body', p || 'heads')
+        USING k, (v->'head'->>0)::bigint, v->'head'->>1;
+    END IF;
+  END IF;
+  LOCK TABLE {events} IN EXCLUSIVE MODE;
+  RETURN QUERY INSERT INTO {events} (originator_id, originator_version, topic, state)
+    SELECT (e->>0)::uuid, (e->>1)::bigint, e->>2, decode(e->>3, 'base64') FROM jsonb_array_elements(doc->'events') e
+    RETURNING notification_id;
+  INSERT INTO {schema}.chatrecord_chain (originator_id, originator_version, hash)
+    SELECT (e->>0)::uuid, (e->>1)::bigint, decode(e->>2, 'base64') FROM jsonb_array_elements(doc->'chain') e;
+END
+$fn$;
+"""
+
+
+def append_function_statement(schema: str, events_table: str) -> str:
+    """Returns the CREATE OR REPLACE FUNCTION statement of `APPEND_FUNCTION` in `schema`.
+
+    The function takes the document `AppendDocument` builds (jsonb) and, in the caller's
+    transaction (one statement: its own), checks an assumed index (raising division_by_zero,
+    22012, as `PostgresHistoryTables.expect` does), writes the history index rows, takes the
+    views' shared lock and writes their rows into the generation the document names, takes the
+    events table's write lock, inserts the events (returning their notification ids, in order)
+    and their chain rows. PL/pgSQL keeps the plans of its static statements per connection.
+    """
+    return _APPEND_FUNCTION_SQL.format(schema=f'"{schema}"', events=f'"{schema}"."{events_table}"')
+
+
+class Unfit(Exception):  # noqa: N818 - not an error: the append is sent another way
+    """Raised when an append holds a statement `AppendDocument` cannot carry (a write it does
+    not know, or a read of a table the append writes)."""
+
+
+_WRITES = re.compile(r"\b(INSERT|UPDATE|DELETE|MERGE|LOCK|CREATE|DROP|ALTER|TRUNCATE)\b", re.IGNORECASE)
+
+
+class AppendDocument:
+    """Stands in for the cursor of an append's transaction and gathers its writes as data: the
+    assumed index, the history index rows, the views' rows (`PostgresBufferedRows`), the
+    events and their chain rows. `call(function)` sends them as one JSON document to the
+    database function `APPEND_FUNCTION` in one statement, which is its own transaction: one
+    message, one answer, and the server plans none of the writes again. A read (`execute`
+    then `fetchone`/`fetchall`) runs at once, outside that transaction, where it reads no
+    table the document writes (a head, a chain hash, an index row: what it finds is checked by
+    the events' version, whose insert fails if another writer came between); any other
+    statement raises Unfit, and the append is sent as statements instead (`HeldQuery`)."""
+
+    def __init__(self, conn: psycopg.Connection[Any], cid: str) -> None:
+        self._conn = conn
+        self.doc: dict[str, Any] = {"cid": cid}
+        self._pending: tuple[Any, Any] | None = None
+        self._written: set[str] = set()
+
+    def put(self, section: str, value: Any, tables: Iterable[str] = ()) -> None:
+        """Sets the document's `section` (`assumed`, `index`, `views`, `events`, `chain`) to
+        `value`, noting the `tables` it writes."""
+        self.doc[section] = value
+        self._written.update(tables)
+
+    def views(self, generation: int, lock: int | None = None) -> dict[str, Any]:
+        """Returns the document's views section for `generation` (made on the first call):
+        lists of rows per kind, the head, the lock key."""
+        views = self.doc.get("views")
+        if views is None:
+            views = self.doc["views"] = {"g": generation, "lock": LOCK_KEY, "delete_entries": [], "entries": [],
+                                         "outcomes": [], "messages": [], "ended": [], "ends": [], "pages": [],
+                                         "turns": [], "head": None}
+            self._written.add(f"views_g{generation}_")
+        elif views["g"] != generation:
+            raise Unfit("two generations' views in one append")
+        return views
+
+    def execute(self, query: Any, params: Any = None, **_: Any) -> AppendDocument:
+        if self._pending is not None:
+            raise Unfit("a statement that is not a read")
+        self._pending = (query, params)
+        return self
+
+    def executemany(self, query: Any, params_seq: Any, **_: Any) -> None:
+        raise Unfit("executemany")
+
+    def _read(self) -> list[Any]:
+        if self._pending is None:
+            raise Unfit("a fetch without a statement")
+        (query, params), self._pending = self._pending, None
+        text = query.as_string(self._conn) if isinstance(query, Composable) else str(query)
+        if not text.lstrip().upper().startswith(("SELECT", "WITH")) or _WRITES.search(text) \
+                or any(table in text for table in self._written):
+            raise Unfit("a read that is no plain read, or of a table the append writes")
+        with self._conn.cursor() as curs:  # autocommit: before the append's own transaction
+            curs.execute(query, params)
+            return curs.fetchall()
+
+    def fetchone(self) -> Any:
+        rows = self._read()
+        return rows[0] if rows else None
+
+    def fetchall(self) -> list[Any]:
+        return self._read()
+
+    def call(self, function: str) -> list[int]:
+        """Sends the document to `function` (schema-qualified) and returns the notification ids
+        of its events. Raises Unfit when a statement was left unread (a write it cannot
+        carry); psycopg's errors as the server raised them (nothing is stored then)."""
+        if self._pending is not None:
+            raise Unfit("a statement that is not a read")
+        with self._conn.cursor() as curs:
+            curs.execute(f"SELECT n FROM {function}(%s::jsonb) AS n", (orjson.dumps(self.doc).decode(),))
+            return [row["n"] for row in curs.fetchall()]
+
+
 class HeldQuery:
     """Stands in for the cursor of an append's transaction and holds its statements, bound on
     this side (psycopg's `ClientCursor.mogrify`, which quotes every value), to send them as
@@ -318,10 +516,54 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder):
         """Appends in one round trip (`_append_at_once`); when that fails for a reason that is
         not the events' own, appends again as the library does (`_append_synced`), so that a
         failing view statement rolls back to its savepoint and the events are still stored."""
-        ids = self._append_at_once(stored_events, **kwargs)
+        ids = self._append_in_one_call(stored_events, **kwargs)
+        if ids is _AGAIN:
+            ids = self._append_at_once(stored_events, **kwargs)
         if ids is _AGAIN:
             return self._append_synced(stored_events, **kwargs)
         return ids
+
+    def _append_function(self) -> str | None:
+        """Returns the schema-qualified name of `APPEND_FUNCTION`, creating it once where it is
+        missing (a store an earlier version made); None where it cannot be had (a read-only
+        database, a role without CREATE): appends then go as statements."""
+        name = getattr(self, "_function", None)
+        if name is None:
+            schema = self.datastore.schema
+            name = f'"{schema}".{APPEND_FUNCTION}'
+            exists = SQL("SELECT to_regprocedure({}) IS NOT NULL").format(f"{name}(jsonb)")
+            try:
+                with self.datastore.get_connection() as conn:
+                    create_once(conn, lock_key(schema), exists, [append_function_statement(schema, self.events_table_name)])
+            except (psycopg.Error, PersistenceError):
+                name = ""
+            self._function = name
+        return name or None
+
+    def _append_in_one_call(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Any:
+        """Sends the whole append as one statement, a call of `APPEND_FUNCTION` with the writes
+        gathered as data (`AppendDocument`); returns the notification ids, or `_AGAIN` when the
+        append holds what the document cannot carry, or failed for a reason that is not the
+        events' own (the statements then run as `_append_at_once` sends them). Raises a taken
+        version, a failed assumption, a timeout and a lost connection as they are."""
+        function = self._append_function()
+        if function is None:
+            return _AGAIN
+        with self.datastore.get_connection() as conn:
+            _AT_ONCE.on = True
+            try:
+                document = AppendDocument(conn, str(stored_events[0].originator_id))
+                self._insert_events(document, stored_events, **kwargs)
+                self._insert_stored_events(document, stored_events, **kwargs)
+                return document.call(function)
+            except Unfit:
+                return _AGAIN
+            except Exception as error:
+                if self._events_own(error):
+                    raise
+                return _AGAIN
+            finally:
+                _AT_ONCE.on = False
 
     def _append_at_once(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Any:
         """Sends every statement of the append and its COMMIT as one query string (`HeldQuery`:
@@ -408,6 +650,12 @@ class ChainedPostgresRecorder(ChainedRecorder, EventRecorder):
         one notification queue lock, serialising writers of every conversation."""
 
     def _insert_stored_events(self, curs: Any, stored_events: Sequence[StoredEvent], **kwargs: Any) -> None:
+        if isinstance(curs, AppendDocument):  # the function takes the table lock and inserts them
+            curs.put("events", [[str(e.originator_id), e.originator_version, e.topic,
+                                 base64.b64encode(state_bytes(e.state)).decode()] for e in stored_events],
+                     (self.events_table_name,))
+            self._sealing.heads = self._seal(curs, stored_events)
+            return
         super()._insert_stored_events(curs, stored_events, **kwargs)
         if isinstance(curs, HeldQuery):  # its COMMIT finds the ids among the results
             self._sealing.heads = self._seal(curs, stored_events)
@@ -434,6 +682,10 @@ class ChainedPostgresRecorder(ChainedRecorder, EventRecorder):
         return state_bytes(row["hash"]) if row else None
 
     def _chain_insert(self, cursor: Any, rows: list[Link], *, missing_only: bool = False) -> None:
+        if isinstance(cursor, AppendDocument) and not missing_only:
+            cursor.put("chain", [[str(key), version, base64.b64encode(digest).decode()] for key, version, digest in rows],
+                       (CHAIN_TABLE,))
+            return
         conflict = SQL(" ON CONFLICT DO NOTHING") if missing_only else SQL("")
         statement = SQL("INSERT INTO {} VALUES (%s, %s, %s)").format(self.chain_table) + conflict
         if len(rows) == 1:
@@ -608,6 +860,18 @@ class PostgresHistoryTables(SQLHistoryTables):
         held = HeldIndex(self.writer(curs, cid))
         index_events(held, state, events)
         t, key = self.t, str(cid)
+        if isinstance(curs, AppendDocument):
+            if assumed is not None:
+                curs.put("assumed", {"version": assumed.version, "count": assumed.count, "digests": assumed.digests,
+                                     "segments": assumed.segments, "runs": assumed.runs})
+            curs.put("index", {
+                "sources": [[d, first, last] for d, (first, last) in held.sources.items()],
+                "segments": [[r.segment, r.run, r.message, r.version, int(r.cut), r.model_dump_json()]
+                             for r in held.records.values()],
+                "messages": [[number, int(live)] for number, live in held.messages.items()],
+                "version": held.version, "added": held.added,
+            }, HISTORY_TABLES)
+            return held.added
         ctes: list[str] = []
         params: list[Any] = []
         if assumed is not None:
@@ -661,8 +925,30 @@ class PostgresBufferedRows(BufferedRows):
     append bound as text (`HeldQuery`) the rows go as a VALUES list instead: psycopg builds a
     text array literal element by element in Python, a scalar in C."""
 
+    def _document(self) -> dict[str, Any] | None:
+        """The views section of the append's document, when the rows are written into one."""
+        if not isinstance(self.curs, AppendDocument):
+            return None
+        generation = int(self.t["heads"].rsplit("views_g", 1)[1].split("_", 1)[0])
+        return self.curs.views(generation)
+
+    def _kind(self, table: str, columns: tuple[str, ...]) -> str:
+        kind = next(k for k, name in self.t.items() if name == table)
+        return "ended" if kind == "messages" and "block_end" in columns else kind
+
+    def _write_head(self, head: Any) -> None:
+        views = self._document()
+        if views is None:
+            super()._write_head(head)
+        else:
+            views["head"] = [head.version, head.model_dump_json()]
+
     def _insert_many(self, table: str, columns: tuple[str, ...], rows: list[tuple[Any, ...]], tail: str) -> None:
         if not rows:
+            return
+        views = self._document()
+        if views is not None:
+            views[self._kind(table, columns)].extend(list(row) for row in rows)
             return
         if isinstance(self.curs, HeldQuery):  # bound as text: a VALUES list, no array literal to build and parse
             marks = ", ".join([f"({', '.join(['%s'] * (len(columns) + 1))})"] * len(rows))
@@ -674,7 +960,10 @@ class PostgresBufferedRows(BufferedRows):
                           (self.cid, *(list(column) for column in zip(*rows))))
 
     def _delete_entries(self, seqs: list[int]) -> None:
-        if seqs and isinstance(self.curs, HeldQuery):
+        views = self._document() if seqs else None
+        if views is not None:
+            views["delete_entries"].extend(seqs)
+        elif seqs and isinstance(self.curs, HeldQuery):
             self.curs.execute(f"DELETE FROM {self.t['entries']} WHERE cid = %s AND seq IN ({', '.join(['%s'] * len(seqs))})",
                               (self.cid, *seqs))
         elif seqs:
@@ -682,7 +971,10 @@ class PostgresBufferedRows(BufferedRows):
                               (self.cid, seqs))
 
     def _end_blocks(self, ends: list[tuple[int, int | None]]) -> None:
-        if ends and isinstance(self.curs, HeldQuery):
+        views = self._document() if ends else None
+        if views is not None:
+            views["ends"].extend([index, end] for index, end in ends)
+        elif ends and isinstance(self.curs, HeldQuery):
             pairs = ", ".join(["(CAST(%s AS bigint), CAST(%s AS bigint))"] * len(ends))
             self.curs.execute(f"UPDATE {self.t['messages']} m SET block_end = u.e FROM (VALUES {pairs}) AS u(i, e) "
                               "WHERE m.cid = %s AND m.idx = u.i", (*(v for pair in ends for v in pair), self.cid))
@@ -780,6 +1072,8 @@ class PostgresBackend(SQLBackend):
         return QueuedStatements(self.datastore.get_connection)
 
     def lock(self, curs: Any, exclusive: bool) -> None:
+        if isinstance(curs, AppendDocument) and not exclusive:
+            return  # the append function takes the shared lock before it writes the views
         fn = "pg_advisory_xact_lock" if exclusive else "pg_advisory_xact_lock_shared"
         self._x(curs, f"SELECT {fn}(?)", (LOCK_KEY,))
 

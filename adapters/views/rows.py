@@ -555,6 +555,10 @@ class BufferedRows(SQLRows):
         self.flush()
         super().clear()
 
+    def _write_head(self, head: Head) -> None:
+        """Writes the held head (at the flush)."""
+        SQLRows.put_head(self, head)
+
     def _many(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
         if len(rows) == 1:  # psycopg's executemany syncs a pipeline (a round trip); one row need not
             self.curs.execute(sql.replace("?", self.p), rows[0])
@@ -600,6 +604,6 @@ class BufferedRows(SQLRows):
                           [(tm.version, tm.message, tm.at.isoformat()) for tm in self._turns],
                           "ON CONFLICT (cid, version) DO NOTHING")
         if self._head is not None:
-            super().put_head(self._head)
+            self._write_head(self._head)
         self._entries, self._segments, self._outcomes = {}, {}, []
         self._messages, self._ends, self._pages, self._turns, self._head = {}, {}, {}, [], None

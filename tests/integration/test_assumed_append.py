@@ -81,7 +81,21 @@ class TestAssumedHistory:
 
 
 class TestPostgresAssumedAppend(PostgresStores):
-    def test_a_writer_that_made_the_last_append_decides_the_next_lines_without_reading_the_index(self) -> None:
+    """Each test runs with the appends sent as one call of the store's database function and,
+    again, as statements (`mode`: the function taken as unavailable, as on a database where it
+    cannot be created)."""
+
+    @pytest.fixture(autouse=True, params=["function", "statements"])
+    def mode(self, request: pytest.FixtureRequest) -> str:
+        return request.param
+
+    def open_store(self, **overrides: str) -> ConversationStore:
+        store = super().open_store(**overrides)
+        if self.mode == "statements":
+            store.recorder._function = ""  # type: ignore[attr-defined]
+        return store
+
+    def test_a_writer_that_made_the_last_append_decides_the_next_lines_without_reading_the_index(self, mode: str) -> None:
         store = self.open_store()
         chat = Chatrecord(store)
         for line in (start("c"), message("c", 1), segment("c", "r1/1", "r1")):
@@ -153,3 +167,43 @@ class TestPostgresAssumedAppend(PostgresStores):
         assert calls[0] < len(lines)  # some lines took the assumed path
         index = store.history.reader(conversation_uuid(conv))
         assert store._known.get(conversation_uuid(conv)) == (index.version, index.outcomes())
+
+
+class TestPostgresAppendFunction(PostgresStores):
+    def test_a_store_without_the_function_gets_it_at_its_first_append_and_appends_in_one_call(self) -> None:
+        import psycopg
+
+        store = self.open_store()
+        Chatrecord(store).record(start("c"))
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            conn.execute(f'DROP FUNCTION "{self.schema}".chatrecord_append_v1(jsonb)')
+        later = self.open_store()  # as a process of this version opening a store an earlier one made
+        calls = []
+        call = later.recorder._append_in_one_call  # type: ignore[attr-defined]
+        later.recorder._append_in_one_call = lambda *a, **k: calls.append(call(*a, **k)) or calls[-1]  # type: ignore[attr-defined]
+        Chatrecord(later).record(message("c", 1))
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            found = conn.execute(f"SELECT to_regprocedure('\"{self.schema}\".chatrecord_append_v1(jsonb)') IS NOT NULL")
+            assert found.fetchone() == (True,)
+        assert len(calls) == 1 and isinstance(calls[0], list) and len(calls[0]) == 1  # one notification id
+        assert log(later, "c") == [("ConversationStarted", 1), ("UserMessagePosted", 2)]
+
+    def test_an_append_the_document_cannot_carry_goes_as_statements_with_the_same_result(self) -> None:
+        store = self.open_store()
+        chat = Chatrecord(store)
+        for line in (start("c"), message("c", 1), segment("c", "r1/1", "r1"), message("c", 2),
+                     segment("c", "r2/1", "r2")):
+            chat.record(line)
+        chat.turn_notes("c")  # the read models are kept from here on, in each append's transaction
+        sent = []
+        at_once = store.recorder._append_at_once  # type: ignore[attr-defined]
+        store.recorder._append_at_once = lambda *a, **k: sent.append(1) or at_once(*a, **k)  # type: ignore[attr-defined]
+        chat.record({"type": "message_edited", "at": AT, "message": 1, "text": "anders", "conversation": "c"})
+        assert sent  # an edit's cuts are statements of their own
+        memory = ConversationStore(env=memory_env())
+        for line in (start("c"), message("c", 1), segment("c", "r1/1", "r1"), message("c", 2),
+                     segment("c", "r2/1", "r2"),
+                     {"type": "message_edited", "at": AT, "message": 1, "text": "anders", "conversation": "c"}):
+            Chatrecord(memory).record(line)
+        assert [e.model_dump() for e in store.events("c")] == [e.model_dump() for e in memory.events("c")]
+        assert chat.read_models.state("c") == Chatrecord(memory).read_models.state("c")
