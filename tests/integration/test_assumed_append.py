@@ -207,3 +207,25 @@ class TestPostgresAppendFunction(PostgresStores):
             Chatrecord(memory).record(line)
         assert [e.model_dump() for e in store.events("c")] == [e.model_dump() for e in memory.events("c")]
         assert chat.read_models.state("c") == Chatrecord(memory).read_models.state("c")
+
+    def test_a_version_another_writer_took_between_the_decision_and_the_append_is_decided_again(self) -> None:
+        one, two = self.open_store(), self.open_store()
+        for line in (start("c"), message("c", 1)):
+            Chatrecord(one).record(line)
+        one._known.evict(conversation_uuid("c"))  # type: ignore[attr-defined]  # decided from the index
+        decide = one._decide  # type: ignore[attr-defined]
+        tries = []
+
+        def decided_then_overtaken(*args: Any) -> Any:
+            result = decide(*args)
+            if not tries:
+                Chatrecord(two).record(segment("c", "r1/1", "r1"))  # takes version 3 first
+            tries.append(result[1][0].originator_version)
+            return result
+
+        one._decide = decided_then_overtaken  # type: ignore[method-assign]
+        result = Chatrecord(one).record(message("c", 2))
+        assert tries == [3, 4]  # the first try's version was taken: decided again on the new state
+        assert [e.originator_version for e in result.appended] == [4]
+        assert log(one, "c") == [("ConversationStarted", 1), ("UserMessagePosted", 2), ("SegmentReturned", 3),
+                                 ("UserMessagePosted", 4)]
