@@ -29,7 +29,7 @@ from eventsourcing.application import LRUCache
 
 from adapters.store.application import ConversationStore
 from adapters.views.backends import Backend, Pointer, backend_for
-from adapters.views.rendered import RenderedNotes
+from adapters.views.rendered import KeptMessages, RenderedNotes
 from adapters.views.rows import PrefetchedRows, table_names
 from domain.errors import ChatrecordError, UnknownConversation, shown_id
 from domain.events import ConversationEvent, conversation_uuid
@@ -171,6 +171,8 @@ class ReadModels:
         """The head version of each (conversation, page check) whose notes `notes` keeps, so a
         turn read of an unchanged conversation reads only its head (`turn_rows`' `kept_at`)."""
         self.rendered = RenderedNotes()
+        self.messages = KeptMessages()
+        """The transcript messages turn reads decoded, by row body (dropped by `erase`)."""
         self._writing = threading.local()  # the head this thread's transaction wrote, until it commits
         self._ensure()
         store.on_saved = self.apply
@@ -382,7 +384,7 @@ class ReadModels:
             # a body decoded and rendered before is not again (`RenderedNotes`)
             record = RunRecord.model_construct(entries=rows.entries(self.rendered.entry), dropped=head.dropped)
             newest = rows.outcomes(newest=rule_set.max_notes + 1, decode=self.rendered.outcome)
-            messages_at, block_ends = rows.placement_reads(head.length)
+            messages_at, block_ends = rows.placement_reads(head.length, self.messages)
             note = self.rendered.note(check) if check is not None else note_of
             notes = turn_notes(
                 head.conversation or conversation, head.version, head.kind, head.view, record, newest,
@@ -438,6 +440,7 @@ class ReadModels:
             rows.clear()
             self.heads.clear()
             self.notes = notes_cache()
+            self.messages.clear()
             after = fold_into(rows, None, self.store.events.get(key), resolve(live.rules))
             if after is not None:
                 rows.put_head(after)

@@ -20,6 +20,7 @@ import orjson
 from pydantic import TypeAdapter
 
 from adapters.store.crypto import ERASED, ViewTexts
+from adapters.views.rendered import KeptMessages
 from projections.card_outcomes import CardOutcome
 from projections.rows import Head, TurnMark
 from projections.run_record import Entry
@@ -84,8 +85,24 @@ class SQLRows:
             body["sealed"] = sealed
         return orjson.dumps(body).decode()
 
-    def _decode_messages(self, bodies: Sequence[str]) -> tuple[Message, ...]:
-        """Returns the messages of row bodies, in order (plain bodies decoded in one call)."""
+    def _decode_messages(self, bodies: Sequence[str], kept: KeptMessages | None = None) -> tuple[Message, ...]:
+        """Returns the messages of row bodies, in order (plain bodies decoded in one call).
+        With `kept`, a body decoded before is not again (nor its text opened), while the
+        conversation's texts are readable; the others are kept there."""
+        if kept is None:
+            return self._decode(bodies)
+        found = [kept.get(self.cid, body) for body in bodies]
+        if self.texts is not None and any(m is not None and '"sealed":' in b for m, b in zip(found, bodies)) \
+                and not self.texts.readable(self.cid):
+            found = [None] * len(bodies)  # erased: the kept texts are not to be read any more
+        missing = [i for i, message in enumerate(found) if message is None]
+        if missing:
+            for i, message in zip(missing, self._decode([bodies[i] for i in missing])):
+                found[i] = message
+                kept.put(self.cid, bodies[i], message)
+        return tuple(found)  # type: ignore[arg-type]
+
+    def _decode(self, bodies: Sequence[str]) -> tuple[Message, ...]:
         if not any('"sealed":' in body for body in bodies):
             return _MESSAGES.validate_json("[" + ",".join(bodies) + "]")
         decoded = []
@@ -191,14 +208,15 @@ class SQLRows:
         ).fetchone()
         return int(row["idx"]) if row and row["idx"] is not None else None
 
-    def messages_at(self, indexes: set[int]) -> dict[int, Message]:
-        """Returns the transcript messages at `indexes` (one statement)."""
+    def messages_at(self, indexes: set[int], kept: KeptMessages | None = None) -> dict[int, Message]:
+        """Returns the transcript messages at `indexes` (one statement); `kept` as in
+        `_decode_messages`."""
         if not indexes:
             return {}
         marks = ", ".join("?" * len(indexes))
         rows = self._q(f"SELECT idx, body FROM {self.t['messages']} WHERE cid = ? AND idx IN ({marks})",
                        *sorted(indexes)).fetchall()
-        decoded = self._decode_messages([r["body"] for r in rows])
+        decoded = self._decode_messages([r["body"] for r in rows], kept)
         return {int(r["idx"]): message for r, message in zip(rows, decoded)}
 
     def block_ends(self, numbers: set[int]) -> dict[int, int | None]:
@@ -218,12 +236,13 @@ class SQLRows:
         """Returns the index of the user message after user message `number` (None: none)."""
         return self.block_ends({number}).get(number)
 
-    def placement_reads(self, length: int) -> tuple[Callable[[set[int]], dict[int, Message]],
-                                                     Callable[[set[int]], dict[int, int | None]]]:
+    def placement_reads(self, length: int, kept: KeptMessages | None = None) -> tuple[
+            Callable[[set[int]], dict[int, Message]], Callable[[set[int]], dict[int, int | None]]]:
         """Returns `(messages_at, block_ends)` for placing a turn's notes in a transcript of
         `length` messages: `block_ends` reads, in the same statement, the messages on both
         sides of each block's end (where a note goes), so `messages_at` asks the database only
-        for what that statement did not bring (a note placed by position)."""
+        for what that statement did not bring (a note placed by position). With `kept`, each
+        message is decoded once per row body (`_decode_messages`)."""
         bodies: dict[int, str] = {}
 
         def block_ends(numbers: set[int]) -> dict[int, int | None]:
@@ -250,9 +269,9 @@ class SQLRows:
 
         def messages_at(indexes: set[int]) -> dict[int, Message]:
             have = sorted(i for i in indexes if i in bodies)
-            found = self.messages_at(indexes - set(have)) if len(have) < len(indexes) else {}
+            found = self.messages_at(indexes - set(have), kept) if len(have) < len(indexes) else {}
             if have:
-                decoded = self._decode_messages([bodies[i] for i in have])
+                decoded = self._decode_messages([bodies[i] for i in have], kept)
                 found.update(zip(have, decoded))
             return found
 
@@ -375,15 +394,15 @@ class MemoryRows:
         index = self.user_index(number)
         return None if index is None else self.r.block_ends.get(index)
 
-    def messages_at(self, indexes: set[int]) -> dict[int, Message]:
+    def messages_at(self, indexes: set[int], kept: KeptMessages | None = None) -> dict[int, Message]:
         return {i: self.r.messages[i] for i in indexes if i in self.r.messages}
 
     def block_ends(self, numbers: set[int]) -> dict[int, int | None]:
         return {n: self.block_end(n) for n in numbers if self.user_index(n) is not None}
 
-    def placement_reads(self, length: int) -> tuple[Callable[[set[int]], dict[int, Message]],
-                                                     Callable[[set[int]], dict[int, int | None]]]:
-        """As `SQLRows.placement_reads`: here both read the dicts."""
+    def placement_reads(self, length: int, kept: KeptMessages | None = None) -> tuple[
+            Callable[[set[int]], dict[int, Message]], Callable[[set[int]], dict[int, int | None]]]:
+        """As `SQLRows.placement_reads`: here both read the dicts (decoded already: `kept` unused)."""
         return self.messages_at, self.block_ends
 
     def put_message(self, index: int, message: Message) -> None:
