@@ -64,6 +64,11 @@ class Pointer:
     next: int
 
 
+class TablesMoved(Exception):  # noqa: N818 - a signal to the reader, never seen outside ReadModels
+    """Raised by a read whose generation's tables a rebuild in another process dropped: the
+    reader takes the live pointer and reads again."""
+
+
 def not_updated(error: Exception) -> None:
     """Logs, in one line, that a write's read models were not updated (the next read of the
     conversation catches up from its log): the error's first line, without the statement a
@@ -113,6 +118,17 @@ class Backend:
         """Returns the live pointer and, where the backend reads both at once, the head row's
         body of `cid` in generation `generation` (None: read the head through `rows`)."""
         return self.pointer(curs), None
+
+    def reading(self) -> Any:
+        """A context manager yielding a cursor for a turn read: by default of one transaction
+        that writes nothing. Raises TablesMoved when the read's tables were dropped meanwhile."""
+        return self.transaction(write=False)
+
+    def run(self, curs: Any, sql: str, params: Any) -> Any:
+        """Runs one read statement of a turn read (`sql` with the driver's placeholders) on
+        `curs` and returns the cursor; a backend may keep it prepared."""
+        curs.execute(sql, params)
+        return curs
 
     def turn_rows(self, curs: Any, cid: UUID, generation: int, newest: int,
                   kept_at: int | None = None) -> TurnRows | None:

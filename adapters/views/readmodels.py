@@ -28,7 +28,7 @@ from uuid import UUID
 from eventsourcing.application import LRUCache
 
 from adapters.store.application import ConversationStore
-from adapters.views.backends import Backend, Pointer, backend_for
+from adapters.views.backends import Backend, Pointer, TablesMoved, backend_for
 from adapters.views.rendered import KeptMessages, RenderedNotes
 from adapters.views.rows import PrefetchedRows, table_names
 from domain.errors import ChatrecordError, UnknownConversation, shown_id
@@ -327,33 +327,38 @@ class ReadModels:
               kept_at: int | None = None) -> Any:
         """Returns `read(rows, head, rules)` for a conversation, its rows caught up with its log
         first. With `newest` (a turn read: the card outcomes it needs), the backend may read the
-        head, the log's version, the entries and those outcomes in one statement; the entries
-        and outcomes not, when the head is at version `kept_at` (`read` has that version's
-        answer kept; the rows read them should it need them after all).
+        head, the log's version, the entries and those outcomes in one statement (`reading`:
+        on PostgreSQL in autocommit, prepared); the entries and outcomes not, when the head is
+        at version `kept_at` (`read` has that version's answer kept; the rows read them should
+        it need them after all). A read whose tables a rebuild elsewhere dropped reads again.
         Raises UnknownConversation for a conversation the store does not hold."""
         key = conversation_uuid(conversation)
         for _ in range(3):
-            with self.backend.transaction(write=False) as curs:
-                fetched = self.backend.turn_rows(curs, key, self._live.generation, newest, kept_at) \
-                    if newest is not None and self._live is not None else None
-                if fetched is not None and fetched.matches:  # one statement (PostgreSQL)
-                    live, logged = fetched.live, fetched.logged
-                    rows = self.backend.rows(curs, live.generation, key) if fetched.skipped else PrefetchedRows(
-                        curs, table_names(live.generation, self.backend.schema), str(key), self.backend.p,
-                        fetched.entries, fetched.outcomes, newest or 0, self.backend.texts)
-                    head = Head.model_validate_json(fetched.head) if fetched.head is not None else None
-                else:
-                    live = fetched.live if fetched is not None else self.backend.pointer(curs)
-                    assert live is not None
-                    rows = self.backend.rows(curs, live.generation, key)
-                    head = rows.head()
-                    logged = self.backend.log_version(curs, key)
-                self._set_live(live)
-                if logged == 0:
-                    raise UnknownConversation(
-                        f'no conversation {shown_id(conversation)} in the store; check the id or ingest it first')
-                if head is not None and head.version >= logged:
-                    return read(rows, head, live.rules)
+            try:
+                with self.backend.reading() if newest is not None else self.backend.transaction(write=False) as curs:
+                    fetched = self.backend.turn_rows(curs, key, self._live.generation, newest, kept_at) \
+                        if newest is not None and self._live is not None else None
+                    if fetched is not None and fetched.matches:  # one statement (PostgreSQL)
+                        live, logged = fetched.live, fetched.logged
+                        rows = self.backend.rows(curs, live.generation, key) if fetched.skipped else PrefetchedRows(
+                            curs, table_names(live.generation, self.backend.schema), str(key), self.backend.p,
+                            fetched.entries, fetched.outcomes, newest or 0, self.backend.texts, self.backend.run)
+                        head = Head.model_validate_json(fetched.head) if fetched.head is not None else None
+                    else:
+                        live = fetched.live if fetched is not None else self.backend.pointer(curs)
+                        assert live is not None
+                        rows = self.backend.rows(curs, live.generation, key)
+                        head = rows.head()
+                        logged = self.backend.log_version(curs, key)
+                    self._set_live(live)
+                    if logged == 0:
+                        raise UnknownConversation(
+                            f'no conversation {shown_id(conversation)} in the store; check the id or ingest it first')
+                    if head is not None and head.version >= logged:
+                        return read(rows, head, live.rules)
+            except TablesMoved:
+                self._live = None  # a rebuild elsewhere dropped them: read the live pointer next
+                continue
             self.apply(key)
         raise ViewOutOfStep(f'the read models of {shown_id(conversation)} cannot catch up with its log; run: chatrecord rebuild')
 

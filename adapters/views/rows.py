@@ -115,6 +115,18 @@ class SQLRows:
             decoded.append(Message.model_validate(fields))
         return tuple(decoded)
 
+    def _among(self, column: str, values: set[int]) -> str:
+        """Returns the condition `column IN (?, …)` for `values` (`_values` gives the arguments)."""
+        return f"{column} IN ({', '.join('?' * len(values))})"
+
+    def _values(self, values: set[int]) -> tuple[Any, ...]:
+        return tuple(sorted(values))
+
+    def _select(self, sql: str, args: tuple[Any, ...]) -> Any:
+        """Runs a read (`?` placeholders) and returns the cursor."""
+        self.curs.execute(sql.replace("?", self.p), args)
+        return self.curs
+
     def _q(self, sql: str, *args: Any) -> Any:
         self.curs.execute(sql.replace("?", self.p), (self.cid, *args))
         return self.curs
@@ -248,19 +260,17 @@ class SQLRows:
         def block_ends(numbers: set[int]) -> dict[int, int | None]:
             if not numbers:
                 return {}
-            marks = ", ".join("?" * len(numbers))
             m = self.t["messages"]
             # each position beside a block's end is its own primary-key lookup (a correlated
             # subquery): a join on `idx IN (…)` let PostgreSQL's planner, with stale statistics,
             # scan the conversation's whole transcript
-            self.curs.execute((
-                f"WITH b AS (SELECT idx, number, block_end FROM {m} WHERE cid = ? AND number IN ({marks})), "
+            rows = self._select((
+                f"WITH b AS (SELECT idx, number, block_end FROM {m} WHERE cid = ? AND {self._among('number', numbers)}), "
                 "p AS (SELECT COALESCE(block_end, ?) - 1 AS i FROM b UNION SELECT COALESCE(block_end, ?) FROM b), "
                 f"q AS (SELECT i, (SELECT body FROM {m} WHERE cid = ? AND idx = p.i) AS body FROM p) "
                 "SELECT idx, number, block_end, NULL AS body FROM b UNION ALL "
                 "SELECT i, NULL, NULL, body FROM q WHERE body IS NOT NULL"
-            ).replace("?", self.p), (self.cid, *sorted(numbers), length, length, self.cid))
-            rows = self.curs.fetchall()
+            ), (self.cid, *self._values(numbers), length, length, self.cid)).fetchall()
             found: dict[int, int | None] = {}
             for r in sorted((r for r in rows if r["body"] is None), key=lambda r: r["idx"]):  # the newest wins
                 found[int(r["number"])] = None if r["block_end"] is None else int(r["block_end"])
@@ -467,9 +477,25 @@ class PrefetchedRows(SQLRows):
     messages."""
 
     def __init__(self, curs: Any, tables: dict[str, str], cid: str, p: str,
-                 entries: str, outcomes: str, newest: int, texts: ViewTexts | None = None) -> None:
+                 entries: str, outcomes: str, newest: int, texts: ViewTexts | None = None,
+                 run: Callable[[Any, str, Any], Any] | None = None) -> None:
         super().__init__(curs, tables, cid, p, texts)
         self._entries, self._outcomes, self._newest = entries, outcomes, newest
+        self._run = run
+
+    def _among(self, column: str, values: set[int]) -> str:
+        """Returns `column = ANY(?)` (one array argument): one statement text for any number of
+        values, which the backend's `run` may keep prepared."""
+        return f"{column} = ANY(?::bigint[])"
+
+    def _values(self, values: set[int]) -> tuple[Any, ...]:
+        return (sorted(values),)
+
+    def _select(self, sql: str, args: tuple[Any, ...]) -> Any:
+        """Runs a read through the backend's `run` (PostgreSQL: prepared), if given."""
+        if self._run is None:
+            return super()._select(sql, args)
+        return self._run(self.curs, sql.replace("?", self.p), args)
 
     def entries(self, decode: Callable[[str], Entry] | None = None) -> LazyEntries:
         """Returns the kept entries, oldest first, each decoded (by `decode` if given) when

@@ -399,6 +399,18 @@ class SharedDatabaseContract(ReadModelsContract):
         assert models.active_rules() == "2026-11-01"
         self.assert_rows_are_the_fold(models, store, "conv-behalten")
 
+    def test_a_turn_read_after_a_rebuild_in_another_process_reads_the_new_generation(
+            self, store: ConversationStore) -> None:
+        models = ReadModels(store)
+        ingest(store, behalten_tour())
+        before = models.turn_notes("conv-behalten")  # this process takes generation 1 as live
+
+        ReadModels(self.second_store(store)).rebuild("2026-11-01")  # drops generation 1's tables
+
+        after = models.turn_notes("conv-behalten")
+        assert (before.rules, after.rules) == ("2026-11-02", "2026-11-01")
+        assert after == ReadModels(self.second_store(store)).turn_notes("conv-behalten")
+
     def test_an_append_after_a_rebuild_elsewhere_writes_the_new_generations_rows_in_its_own_transaction(
             self, store: ConversationStore, caplog: pytest.LogCaptureFixture) -> None:
         models = ReadModels(store)
@@ -508,6 +520,34 @@ class TestPostgresReadModels(PostgresStores, SharedDatabaseContract):
         names = {r[0] for r in rows}
         assert "chatrecord_views" in names and "conversationstore_events" in names
         return {n for n in names if n.startswith("views_")}
+
+    def test_a_turn_reads_prepared_statements_never_meet_a_pipelined_append_that_failed(
+            self, store: ConversationStore) -> None:
+        models = ReadModels(store)
+        ingest(store, DEMO)
+        used: list[Any] = []
+        run = models.backend.run
+        models.backend.run = lambda curs, *args: used.append(curs.connection) or run(curs, *args)  # type: ignore[method-assign]
+        expected = models.turn_notes("conv-demo-seo")
+        conn = used[0]  # idle in the pool now
+        assert conn.prepare_threshold is None  # restored after the read's statements
+        assert conn.execute("SELECT count(*) AS n FROM pg_prepared_statements").fetchone()["n"] >= 2
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            conn.execute(f'CREATE FUNCTION "{self.schema}".refuse() RETURNS trigger LANGUAGE plpgsql AS '
+                         "$$ BEGIN RAISE EXCEPTION 'no more messages'; END $$")
+            conn.execute(f'CREATE TRIGGER refuse BEFORE INSERT ON "{self.schema}".views_g1_messages '
+                         f'FOR EACH ROW EXECUTE FUNCTION "{self.schema}".refuse()')
+
+        ingest(store, Lines("conv-demo-seo").add("user_message", message=9, text="Und jetzt?", page=42).lines)
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            conn.execute(f'DROP TRIGGER refuse ON "{self.schema}".views_g1_messages')
+
+        for number in (10, 11):  # reads and appends on the same connection, after the failed pipeline
+            notes = models.turn_notes("conv-demo-seo")
+            assert notes.version == len(store.events("conv-demo-seo"))
+            ingest(store, Lines("conv-demo-seo").add("user_message", message=number, text="Weiter", page=42).lines)
+        assert models.turn_notes("conv-demo-seo") == ReadModels(self.second_store(store)).turn_notes("conv-demo-seo")
+        assert expected.notes  # the demo's notes, placed before the appends
 
     def test_a_failing_view_statement_rolls_back_to_its_savepoint(self, store: ConversationStore) -> None:
         models = ReadModels(store)
