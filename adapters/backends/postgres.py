@@ -74,7 +74,7 @@ from adapters.store.history import TABLES as HISTORY_TABLES
 from adapters.store.history import SQLHistory, SQLHistoryTables
 from adapters.store.history import create_statements as history_statements
 from adapters.store.keys import KEYS_TABLE, MASTER_TABLE, DataKeys, Row
-from adapters.views.backends import POINTER, Pointer, SQLBackend, TablesMoved, TurnRows, not_updated
+from adapters.views.backends import POINTER, Pointer, SQLBackend, ReadMoved, TurnRows, not_updated
 from adapters.views.rows import BufferedRows, table_names
 from domain.errors import ChatrecordError
 
@@ -555,14 +555,14 @@ class PostgresBackend(SQLBackend):
     def reading(self) -> Iterator[Any]:
         """Yields a cursor of a pooled connection in autocommit (the library's setting), so a
         turn read's statements go without BEGIN and ROLLBACK: each is its own snapshot, as each
-        statement of a READ COMMITTED transaction is. Raises TablesMoved when a statement names
+        statement of a READ COMMITTED transaction is. Raises ReadMoved when a statement names
         a table a rebuild elsewhere dropped (this process's live generation is out of date)."""
         try:
             with self.datastore.get_connection() as conn:
                 yield conn.cursor()
         except PersistenceError as error:
             if isinstance(error.__cause__, psycopg.errors.UndefinedTable):
-                raise TablesMoved(str(error)) from error
+                raise ReadMoved(str(error)) from error
             raise
 
     def run(self, curs: Any, sql: str, params: Any) -> Any:
@@ -584,10 +584,11 @@ class PostgresBackend(SQLBackend):
         return curs
 
     def turn_rows(self, curs: Any, cid: UUID, generation: int, newest: int,
-                  kept_at: int | None = None) -> TurnRows | None:
+                  kept_at: int | None = None, entries: int | None = None) -> TurnRows | None:
         """Reads, in one statement, what a turn read needs besides transcript messages: the
         live pointer, the head row of `cid` in generation `generation` (the caller's guess),
-        the log's version, the kept run record entries and the `newest` card outcomes; the
+        the log's version, the newest `entries` (default `newest`) kept run record entries and
+        the `newest` card outcomes; the
         entries and outcomes are left unread (`TurnRows.skipped`) when the head is at version
         `kept_at` (the caller keeps that version's notes already). Returns None when the
         pointer table is not known yet or the guess was wrong (the caller reads row by row,
@@ -599,12 +600,14 @@ class PostgresBackend(SQLBackend):
             "SELECT p.generation, p.rules, p.next, h.body AS head, h.version = %(kept)s AS skipped, "
             f"(SELECT max(originator_version) FROM {self._t(self.events_table)} WHERE originator_id = %(key)s) AS logged, "
             "CASE WHEN h.version = %(kept)s THEN NULL ELSE "
-            f"(SELECT string_agg(body, chr(30) ORDER BY seq) FROM {t['entries']} WHERE cid = %(cid)s) END AS entries, "
+            "(SELECT string_agg(body, chr(30) ORDER BY seq) FROM (SELECT seq, body FROM "
+            f"{t['entries']} WHERE cid = %(cid)s ORDER BY seq DESC LIMIT %(entries)s) e) END AS entries, "
             "CASE WHEN h.version = %(kept)s THEN NULL ELSE "
             "(SELECT string_agg(body, chr(30) ORDER BY v, sub) FROM (SELECT v, sub, body FROM "
             f"{t['outcomes']} WHERE cid = %(cid)s ORDER BY v DESC, sub DESC LIMIT %(newest)s) o) END AS outcomes "
             f"FROM {self._t(POINTER)} p LEFT JOIN {t['heads']} h ON h.cid = %(cid)s WHERE p.id = 1"),
-            {"cid": str(cid), "key": cid, "newest": newest, "kept": -1 if kept_at is None else kept_at}).fetchone()
+            {"cid": str(cid), "key": cid, "newest": newest, "entries": entries or newest,
+             "kept": -1 if kept_at is None else kept_at}).fetchone()
         if row is None:
             return None
         live = Pointer(int(row["generation"]), row["rules"], int(row["next"]))

@@ -26,6 +26,7 @@ from adapters.store.crypto import ViewTexts
 from adapters.views.rows import (
     TABLES,
     BufferedRows,
+    ReadMoved,
     SQLRows,
     create_statements,
     table_names,
@@ -39,7 +40,7 @@ log = logging.getLogger("chatrecord")
 @dataclass(frozen=True)
 class TurnRows:
     """What `PostgresBackend.turn_rows` read: the live pointer, the head row's body (None
-    before the first event), the log's version, the entries' bodies joined by the record
+    before the first event), the log's version, the newest entries' bodies joined by the record
     separator U+001E (which JSON never holds unescaped) and the newest outcomes' bodies joined
     by the same separator, oldest first; `matches` is False when the guessed generation was not the
     live one (then only `live` is read)."""
@@ -62,11 +63,6 @@ class Pointer:
     generation: int
     rules: str
     next: int
-
-
-class TablesMoved(Exception):  # noqa: N818 - a signal to the reader, never seen outside ReadModels
-    """Raised by a read whose generation's tables a rebuild in another process dropped: the
-    reader takes the live pointer and reads again."""
 
 
 def not_updated(error: Exception) -> None:
@@ -121,7 +117,7 @@ class Backend:
 
     def reading(self) -> Any:
         """A context manager yielding a cursor for a turn read: by default of one transaction
-        that writes nothing. Raises TablesMoved when the read's tables were dropped meanwhile."""
+        that writes nothing. Raises ReadMoved when the read's tables were dropped meanwhile."""
         return self.transaction(write=False)
 
     def run(self, curs: Any, sql: str, params: Any) -> Any:
@@ -131,7 +127,7 @@ class Backend:
         return curs
 
     def turn_rows(self, curs: Any, cid: UUID, generation: int, newest: int,
-                  kept_at: int | None = None) -> TurnRows | None:
+                  kept_at: int | None = None, entries: int | None = None) -> TurnRows | None:
         """Where the backend reads a turn's rows in one statement: see
         `adapters.backends.postgres.PostgresBackend`."""
         return None
@@ -272,4 +268,4 @@ def backend_for(store: Any) -> Backend:
     return backend
 
 
-__all__ = ["TABLES", "Backend", "Pointer", "backend_for"]
+__all__ = ["TABLES", "Backend", "Pointer", "ReadMoved", "backend_for"]

@@ -28,7 +28,7 @@ from uuid import UUID
 from eventsourcing.application import LRUCache
 
 from adapters.store.application import ConversationStore
-from adapters.views.backends import Backend, Pointer, TablesMoved, backend_for
+from adapters.views.backends import Backend, Pointer, ReadMoved, backend_for
 from adapters.views.rendered import KeptMessages, RenderedNotes
 from adapters.views.rows import PrefetchedRows, table_names
 from domain.errors import ChatrecordError, UnknownConversation, shown_id
@@ -56,6 +56,10 @@ PAGE = 2000
 
 NEWEST_OUTCOMES = max(resolve(rules).max_notes for rules in RULE_SET_IDS) + 1
 """The card outcomes a turn read fetches with its head: enough for any rule set's notes."""
+NEWEST_ENTRIES = 2 * NEWEST_OUTCOMES
+"""The run record entries a turn read fetches with its head (PostgreSQL): the notes take the
+newest until their budget is full, skipping entries of empty steps; a read that reaches older
+ones reads them in one more statement (`adapters.views.rows.PrefetchedRows.entries`)."""
 
 
 class ViewOutOfStep(ChatrecordError):
@@ -336,14 +340,14 @@ class ReadModels:
         for _ in range(3):
             try:
                 with self.backend.reading() if newest is not None else self.backend.transaction(write=False) as curs:
-                    fetched = self.backend.turn_rows(curs, key, self._live.generation, newest, kept_at) \
+                    fetched = self.backend.turn_rows(curs, key, self._live.generation, newest, kept_at, NEWEST_ENTRIES) \
                         if newest is not None and self._live is not None else None
                     if fetched is not None and fetched.matches:  # one statement (PostgreSQL)
                         live, logged = fetched.live, fetched.logged
+                        head = Head.model_validate_json(fetched.head) if fetched.head is not None else None
                         rows = self.backend.rows(curs, live.generation, key) if fetched.skipped else PrefetchedRows(
                             curs, table_names(live.generation, self.backend.schema), str(key), self.backend.p,
-                            fetched.entries, fetched.outcomes, newest or 0, self.backend.texts, self.backend.run)
-                        head = Head.model_validate_json(fetched.head) if fetched.head is not None else None
+                            fetched.entries, fetched.outcomes, newest or 0, self.backend.texts, self.backend.run, head)
                     else:
                         live = fetched.live if fetched is not None else self.backend.pointer(curs)
                         assert live is not None
@@ -356,8 +360,8 @@ class ReadModels:
                             f'no conversation {shown_id(conversation)} in the store; check the id or ingest it first')
                     if head is not None and head.version >= logged:
                         return read(rows, head, live.rules)
-            except TablesMoved:
-                self._live = None  # a rebuild elsewhere dropped them: read the live pointer next
+            except ReadMoved:
+                self._live = None  # a rebuild elsewhere, or an append meanwhile: read the live pointer next
                 continue
             self.apply(key)
         raise ViewOutOfStep(f'the read models of {shown_id(conversation)} cannot catch up with its log; run: chatrecord rebuild')

@@ -36,6 +36,12 @@ SEPARATOR = "\x1e"
 never holds it unescaped."""
 
 
+class ReadMoved(Exception):  # noqa: N818 - a signal to the reader, never seen outside ReadModels
+    """Raised by a turn read whose rows moved under it: a rebuild in another process dropped
+    its generation's tables, or a later statement of the read found the head at another
+    version than its first one did. The reader takes the live pointer and reads again."""
+
+
 def table_names(generation: int, schema: str = "") -> dict[str, str]:
     """Returns the table names of `generation`: {"heads": "views_g<N>_heads", …}, qualified
     with `schema` (a PostgreSQL schema name) when given."""
@@ -451,37 +457,51 @@ class MemoryRows:
 
 class LazyEntries(Sequence[Entry]):
     """Run record entries from their JSON bodies, each decoded (by `decode`, default pydantic's
-    `Entry.model_validate_json`) on first access."""
+    `Entry.model_validate_json`) on first access. With `total`, `bodies` are only the newest of
+    `total` entries: the first access to an older one asks `older()` for the bodies of all the
+    older ones, oldest first, once."""
 
-    def __init__(self, bodies: list[str], decode: Callable[[str], Entry] | None = None) -> None:
+    def __init__(self, bodies: list[str], decode: Callable[[str], Entry] | None = None,
+                 total: int | None = None, older: Callable[[], list[str]] | None = None) -> None:
         self._bodies = bodies
         self._decode = decode or Entry.model_validate_json
         self._decoded: dict[int, Entry] = {}
+        self._total = len(bodies) if total is None else total
+        self._missing = self._total - len(bodies)  # the oldest entries, not read yet
+        self._older = older
 
     def __len__(self) -> int:
-        return len(self._bodies)
+        return self._total
 
     def __getitem__(self, index: int) -> Entry:  # type: ignore[override]
         if index < 0:
-            index += len(self._bodies)
+            index += self._total
+        if not 0 <= index < self._total:
+            raise IndexError(index)
         entry = self._decoded.get(index)
         if entry is None:
-            entry = self._decoded[index] = self._decode(self._bodies[index])
+            if index < self._missing:
+                assert self._older is not None
+                self._bodies = [*self._older(), *self._bodies]
+                self._missing = 0
+            entry = self._decoded[index] = self._decode(self._bodies[index - self._missing])
         return entry
 
 
 class PrefetchedRows(SQLRows):
-    """`SQLRows` whose kept entries and newest card outcomes were read already (by
-    `PostgresBackend.turn_rows`, as bodies joined by SEPARATOR, oldest first): a turn read
-    decodes each body as the notes ask for it and asks the database only for transcript
-    messages."""
+    """`SQLRows` whose newest kept entries and newest card outcomes were read already (by
+    `PostgresBackend.turn_rows`, as bodies joined by SEPARATOR, oldest first), with the head
+    they were read with: a turn read decodes each body as the notes ask for it and asks the
+    database only for transcript messages, and for the older entries should the notes reach
+    them (`entries`). `run` runs its reads (the backend's, which may keep them prepared)."""
 
     def __init__(self, curs: Any, tables: dict[str, str], cid: str, p: str,
                  entries: str, outcomes: str, newest: int, texts: ViewTexts | None = None,
-                 run: Callable[[Any, str, Any], Any] | None = None) -> None:
+                 run: Callable[[Any, str, Any], Any] | None = None, head: Head | None = None) -> None:
         super().__init__(curs, tables, cid, p, texts)
         self._entries, self._outcomes, self._newest = entries, outcomes, newest
         self._run = run
+        self._head = head
 
     def _among(self, column: str, values: set[int]) -> str:
         """Returns `column = ANY(?)` (one array argument): one statement text for any number of
@@ -500,8 +520,24 @@ class PrefetchedRows(SQLRows):
     def entries(self, decode: Callable[[str], Entry] | None = None) -> LazyEntries:
         """Returns the kept entries, oldest first, each decoded (by `decode` if given) when
         first asked for: the notes take the newest until their budget is full, so the older
-        ones are never decoded."""
-        return LazyEntries(self._entries.split(SEPARATOR) if self._entries else [], decode)
+        ones are mostly never decoded, nor read (the head's `seqs` say how many there are).
+        Reaching an older one reads them all, checking that the head is still at the version
+        the read began with; else raises ReadMoved."""
+        bodies = self._entries.split(SEPARATOR) if self._entries else []
+        seqs = self._head.seqs if self._head is not None else ()
+        if len(bodies) >= len(seqs):
+            return LazyEntries(bodies, decode)
+        return LazyEntries(bodies, decode, len(seqs), lambda: self._older_entries(list(seqs[:len(seqs) - len(bodies)])))
+
+    def _older_entries(self, seqs: list[int]) -> list[str]:
+        assert self._head is not None
+        rows = self._select(
+            f"SELECT h.version, e.body FROM {self.t['heads']} h LEFT JOIN {self.t['entries']} e "
+            "ON e.cid = h.cid AND e.seq = ANY(?::bigint[]) WHERE h.cid = ? ORDER BY e.seq", (seqs, self.cid)).fetchall()
+        bodies = [r["body"] for r in rows if r["body"] is not None]
+        if not rows or int(rows[0]["version"]) != self._head.version or len(bodies) != len(seqs):
+            raise ReadMoved(f"the head of {self.cid} moved during a turn read")
+        return bodies
 
     def outcomes(self, newest: int | None = None,
                  decode: Callable[[str], CardOutcome] | None = None) -> tuple[CardOutcome, ...]:

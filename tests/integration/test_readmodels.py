@@ -21,8 +21,8 @@ from hypothesis import HealthCheck, given, settings
 from adapters.ingest import read_file, read_lines
 from adapters.store.application import ConversationStore
 from adapters.store.settings import memory_env
-from adapters.views.readmodels import ReadModels, UnknownConversation, notes_cache
-from adapters.views.rows import TABLES
+from adapters.views.readmodels import NEWEST_ENTRIES, ReadModels, UnknownConversation, notes_cache
+from adapters.views.rows import TABLES, PrefetchedRows
 from domain.events import conversation_uuid
 from projections import turn as turns
 from projections.page_line import PageFilter, every_page
@@ -109,6 +109,19 @@ def edited_chat(conversation: str = "conv-edit") -> list[dict[str, Any]]:
     return chat.lines
 
 
+def long_chat(conversation: str = "conv-long") -> list[dict[str, Any]]:
+    """A chat whose newest NEWEST_ENTRIES run record entries are of empty steps (no tool ran),
+    so its notes reach older entries, ending with a user message."""
+    chat = Lines(conversation).add("conversation_started", kind="chat", owner=7)
+    tool = {"kind": "tool", "round": 1, "durationMs": 3.0, "toolName": "get_page", "toolIsError": False}
+    for n in range(1, 2 * NEWEST_ENTRIES):
+        chat.add("user_message", message=n, text=f"Frage {n}", page=42)
+        chat.add("segment_returned", segment=f"r{n}/1", run=f"r{n}", trigger="turn", outcome="completed",
+                 answer=f"Antwort {n}", steps=model_round(1) + ([tool] if n < NEWEST_ENTRIES - 5 else []))
+    chat.add("user_message", message=2 * NEWEST_ENTRIES, text="Und?", page=42)
+    return chat.lines
+
+
 class ReadModelsContract:
     """What every backend must do. Subclasses implement `open_store` and `tables`."""
 
@@ -173,6 +186,18 @@ class ReadModelsContract:
             assert apply_notes(transcript, notes.notes) == expected.messages
             assert notes.page_line == expected.system
             assert notes.version == len(store.events(conversation))
+
+    def test_turn_notes_that_reach_past_the_newest_entries_read_the_older_ones(self, store: ConversationStore) -> None:
+        models = ReadModels(store)
+        ingest(store, long_chat())
+        expected = models.turn_input("conv-long")
+        transcript = models.state("conv-long").transcript.messages
+
+        notes = models.turn_notes("conv-long")
+
+        assert [n.text for n in notes.notes] == list(expected.notes)
+        assert any("get_page" in n.text for n in notes.notes)  # an entry older than the newest read first
+        assert apply_notes(transcript, notes.notes) == expected.messages
 
     def test_a_turn_read_that_keeps_its_renders_reads_as_a_fresh_one_after_every_line(
             self, store: ConversationStore) -> None:
@@ -548,6 +573,29 @@ class TestPostgresReadModels(PostgresStores, SharedDatabaseContract):
             ingest(store, Lines("conv-demo-seo").add("user_message", message=number, text="Weiter", page=42).lines)
         assert models.turn_notes("conv-demo-seo") == ReadModels(self.second_store(store)).turn_notes("conv-demo-seo")
         assert expected.notes  # the demo's notes, placed before the appends
+
+    def test_a_turn_read_whose_head_moves_before_it_reads_older_entries_reads_again(
+            self, store: ConversationStore, monkeypatch: pytest.MonkeyPatch) -> None:
+        models = ReadModels(store)
+        ingest(store, long_chat())
+        models.head("conv-long")  # the live generation known: the turn read begins with one statement
+        older, moved, writer = PrefetchedRows._older_entries, [], self.second_store(store)
+        ReadModels(writer)  # its appends update the rows in their own transaction
+
+        def append_first(rows: PrefetchedRows, seqs: list[int]) -> list[str]:
+            if not moved:  # another writer appends between the read's statements
+                moved.append(rows._head.version if rows._head else 0)
+                ingest(writer, Lines("conv-long").add(
+                    "segment_returned", segment="late/1", run="late", trigger="turn", outcome="completed",
+                    answer="Spät.", steps=model_round(1)).lines)
+            return older(rows, seqs)
+
+        monkeypatch.setattr(PrefetchedRows, "_older_entries", append_first)
+        notes = models.turn_notes("conv-long")
+
+        assert notes.version == moved[0] + 1  # read again at the head after the append
+        monkeypatch.undo()
+        assert notes == ReadModels(self.second_store(store)).turn_notes("conv-long")
 
     def test_a_failing_view_statement_rolls_back_to_its_savepoint(self, store: ConversationStore) -> None:
         models = ReadModels(store)
