@@ -57,9 +57,10 @@ PAGE = 2000
 NEWEST_OUTCOMES = max(resolve(rules).max_notes for rules in RULE_SET_IDS) + 1
 """The card outcomes a turn read fetches with its head: enough for any rule set's notes."""
 NEWEST_ENTRIES = 2 * NEWEST_OUTCOMES
-"""The run record entries a turn read fetches with its head (PostgreSQL): the notes take the
-newest until their budget is full, skipping entries of empty steps; a read that reaches older
-ones reads them in one more statement (`adapters.views.rows.PrefetchedRows.entries`)."""
+"""The run record entries a turn read reads at first (on PostgreSQL with its head): the notes
+take the newest until their budget is full, skipping entries of empty steps; a read that
+reaches older ones reads them in one more statement (`adapters.views.rows.SQLRows.entries`,
+`adapters.views.rows.PrefetchedRows.entries`)."""
 
 
 class ViewOutOfStep(ChatrecordError):
@@ -372,9 +373,11 @@ class ReadModels:
 
     def turn_notes(self, conversation: str, can_see_page: PageCheck = every_page) -> TurnNotes:
         """Returns what the chat adds to its transcript for the next model call: the page line
-        and each note with its place. Reads the head, the kept run record entries (at most
-        200), the newest card outcomes (the notes' budget + 1) and the transcript messages the
-        notes stand beside: its cost does not grow with the history. A read of a conversation
+        and each note with its place. Reads the head, the newest run record entries
+        (NEWEST_ENTRIES; the older of the at most 200 kept only when the notes reach past them),
+        the newest card outcomes (the notes' budget + 1) and the transcript messages the notes
+        stand beside (each decoded once per row body, `KeptMessages`): its cost does not grow
+        with the history. A read of a conversation
         that has not changed since this process last read it (same head version, rule set and
         page check, where the check is `every_page` or a `PageFilter`) is answered from
         `notes_cache` after the one statement that finds the head's version.
@@ -391,7 +394,8 @@ class ReadModels:
             rule_set = resolve(rules)
             # the entries as read (validated where stored), decoded one by one as the notes ask;
             # a body decoded and rendered before is not again (`RenderedNotes`)
-            record = RunRecord.model_construct(entries=rows.entries(self.rendered.entry), dropped=head.dropped)
+            entries = rows.entries(self.rendered.entry, NEWEST_ENTRIES, len(head.seqs))
+            record = RunRecord.model_construct(entries=entries, dropped=head.dropped)
             newest = rows.outcomes(newest=rule_set.max_notes + 1, decode=self.rendered.outcome)
             messages_at, block_ends = rows.placement_reads(head.length, self.messages)
             note = self.rendered.note(check) if check is not None else note_of

@@ -173,9 +173,27 @@ class SQLRows:
         for seq in seqs:
             self._q(f"DELETE FROM {self.t['entries']} WHERE cid = ? AND seq = ?", seq)
 
-    def entries(self, decode: Callable[[str], Entry] | None = None) -> Sequence[Entry]:
+    def entries(self, decode: Callable[[str], Entry] | None = None, newest: int | None = None,
+                total: int | None = None) -> Sequence[Entry]:
         """Returns the kept run record entries, oldest first: decoded in one call, or with
-        `decode` (a body's JSON to its entry) each when first asked for (`LazyEntries`)."""
+        `decode` (a body's JSON to its entry) each when first asked for (`LazyEntries`). With
+        `decode`, `newest` and `total` (how many are kept: the head's `seqs`), only the newest
+        `newest` are read at first, the older ones when one of them is first asked for (in the
+        caller's transaction); should they not be `total` in all, raises ReadMoved."""
+        if decode is not None and newest is not None and total is not None and total > newest:
+            rows = self._q(f"SELECT seq, body FROM {self.t['entries']} WHERE cid = ? ORDER BY seq DESC LIMIT ?",
+                           newest).fetchall()[::-1]
+            if not rows:
+                raise ReadMoved(f"the head of {self.cid} keeps {total} entries, its rows none")
+
+            def older() -> list[str]:
+                before = self._q(f"SELECT body FROM {self.t['entries']} WHERE cid = ? AND seq < ? ORDER BY seq",
+                                 rows[0]["seq"]).fetchall()
+                if len(before) != total - len(rows):
+                    raise ReadMoved(f"the head of {self.cid} keeps {total} entries, its rows {len(before) + len(rows)}")
+                return [r["body"] for r in before]
+
+            return LazyEntries([r["body"] for r in rows], decode, total, older)
         rows = self._q(f"SELECT body FROM {self.t['entries']} WHERE cid = ? ORDER BY seq").fetchall()
         if decode is not None:
             return LazyEntries([r["body"] for r in rows], decode)
@@ -381,8 +399,9 @@ class MemoryRows:
         for seq in seqs:
             self.r.entries.pop(seq, None)
 
-    def entries(self, decode: Callable[[str], Entry] | None = None) -> tuple[Entry, ...]:
-        return tuple(self.r.entries[s] for s in sorted(self.r.entries))  # decoded already: `decode` unused
+    def entries(self, decode: Callable[[str], Entry] | None = None, newest: int | None = None,
+                total: int | None = None) -> tuple[Entry, ...]:
+        return tuple(self.r.entries[s] for s in sorted(self.r.entries))  # decoded already: the rest unused
 
     def put_outcomes(self, outcomes: Iterable[CardOutcome]) -> None:
         for o in outcomes:
@@ -517,12 +536,13 @@ class PrefetchedRows(SQLRows):
             return super()._select(sql, args)
         return self._run(self.curs, sql.replace("?", self.p), args)
 
-    def entries(self, decode: Callable[[str], Entry] | None = None) -> LazyEntries:
+    def entries(self, decode: Callable[[str], Entry] | None = None, newest: int | None = None,
+                total: int | None = None) -> LazyEntries:
         """Returns the kept entries, oldest first, each decoded (by `decode` if given) when
         first asked for: the notes take the newest until their budget is full, so the older
-        ones are mostly never decoded, nor read (the head's `seqs` say how many there are).
-        Reaching an older one reads them all, checking that the head is still at the version
-        the read began with; else raises ReadMoved."""
+        ones are mostly never decoded, nor read (the head's `seqs` say how many there are;
+        `newest` and `total` are not needed). Reaching an older one reads them all, checking
+        that the head is still at the version the read began with; else raises ReadMoved."""
         bodies = self._entries.split(SEPARATOR) if self._entries else []
         seqs = self._head.seqs if self._head is not None else ()
         if len(bodies) >= len(seqs):
