@@ -121,12 +121,11 @@ class SQLRows:
             decoded.append(Message.model_validate(fields))
         return tuple(decoded)
 
-    def _among(self, column: str, values: set[int]) -> str:
-        """Returns the condition `column IN (?, …)` for `values` (`_values` gives the arguments)."""
-        return f"{column} IN ({', '.join('?' * len(values))})"
-
-    def _values(self, values: set[int]) -> tuple[Any, ...]:
-        return tuple(sorted(values))
+    def _blocks(self, numbers: set[int]) -> tuple[str, tuple[Any, ...]]:
+        """Returns a query of `(idx, number, block_end)` of the user messages `numbers` and its
+        arguments (an `IN` list, which SQLite looks up in the `(cid, number, idx)` index)."""
+        return (f"SELECT idx, number, block_end FROM {self.t['messages']} WHERE cid = ? "
+                f"AND number IN ({', '.join('?' * len(numbers))})", (self.cid, *sorted(numbers)))
 
     def _select(self, sql: str, args: tuple[Any, ...]) -> Any:
         """Runs a read (`?` placeholders) and returns the cursor."""
@@ -288,13 +287,14 @@ class SQLRows:
             # each position beside a block's end is its own primary-key lookup (a correlated
             # subquery): a join on `idx IN (…)` let PostgreSQL's planner, with stale statistics,
             # scan the conversation's whole transcript
+            blocks, args = self._blocks(numbers)
             rows = self._select((
-                f"WITH b AS (SELECT idx, number, block_end FROM {m} WHERE cid = ? AND {self._among('number', numbers)}), "
+                f"WITH b AS ({blocks}), "
                 "p AS (SELECT COALESCE(block_end, ?) - 1 AS i FROM b UNION SELECT COALESCE(block_end, ?) FROM b), "
                 f"q AS (SELECT i, (SELECT body FROM {m} WHERE cid = ? AND idx = p.i) AS body FROM p) "
                 "SELECT idx, number, block_end, NULL AS body FROM b UNION ALL "
                 "SELECT i, NULL, NULL, body FROM q WHERE body IS NOT NULL"
-            ), (self.cid, *self._values(numbers), length, length, self.cid)).fetchall()
+            ), (*args, length, length, self.cid)).fetchall()
             found: dict[int, int | None] = {}
             for r in sorted((r for r in rows if r["body"] is None), key=lambda r: r["idx"]):  # the newest wins
                 found[int(r["number"])] = None if r["block_end"] is None else int(r["block_end"])
@@ -522,13 +522,15 @@ class PrefetchedRows(SQLRows):
         self._run = run
         self._head = head
 
-    def _among(self, column: str, values: set[int]) -> str:
-        """Returns `column = ANY(?)` (one array argument): one statement text for any number of
-        values, which the backend's `run` may keep prepared."""
-        return f"{column} = ANY(?::bigint[])"
-
-    def _values(self, values: set[int]) -> tuple[Any, ...]:
-        return (sorted(values),)
+    def _blocks(self, numbers: set[int]) -> tuple[str, tuple[Any, ...]]:
+        """As `SQLRows._blocks`, with the numbers as one array (one statement text for any
+        number of them, which the backend's `run` may keep prepared), each number its own
+        lookup of its newest message in the `(cid, number, idx)` index: a condition
+        `number = ANY(…)` let PostgreSQL's planner, with stale statistics, filter the
+        conversation's whole transcript by number."""
+        return (f"SELECT x.idx, n.number, x.block_end FROM unnest(?::bigint[]) AS n(number) CROSS JOIN LATERAL "
+                f"(SELECT idx, block_end FROM {self.t['messages']} WHERE cid = ? AND number = n.number "
+                "ORDER BY idx DESC LIMIT 1) x", (sorted(numbers), self.cid))
 
     def _select(self, sql: str, args: tuple[Any, ...]) -> Any:
         """Runs a read through the backend's `run` (PostgreSQL: prepared), if given."""
