@@ -20,6 +20,11 @@ keys (`adapters.http.idempotency.SQLKeys`).
   case: the history index, the views and the chain go out without a round trip each) and does
   the same steps (table lock, NOTIFY, INSERT … RETURNING) in one ordinary transaction for a
   larger one.
+- **Turn reads prepared, appends not.** The pool's connections prepare no statement by
+  themselves (`PostgresFactory`: a pipelined append must never send a named statement). A turn
+  read (`PostgresBackend.reading`) runs in autocommit, without BEGIN and ROLLBACK, and its two
+  statements run prepared (`PostgresBackend.run`), with the connection's `prepare_threshold`
+  set only while each runs, outside pipeline mode: the server plans them once per connection.
 - **Timeouts.** A write waits at most `POSTGRES_LOCK_TIMEOUT` seconds (default
   `WRITE_LOCK_TIMEOUT`) for the events table's write lock, and any statement runs at most
   `POSTGRES_STATEMENT_TIMEOUT` seconds (default `STATEMENT_TIMEOUT`); then it fails with the
@@ -72,7 +77,7 @@ from adapters.store.history import TABLES as HISTORY_TABLES
 from adapters.store.history import AssumptionFailed, HeldIndex, SQLHistory, SQLHistoryTables, index_events
 from adapters.store.history import create_statements as history_statements
 from adapters.store.keys import KEYS_TABLE, MASTER_TABLE, DataKeys, Row
-from adapters.views.backends import POINTER, Pointer, QueuedStatements, SQLBackend, TurnRows, not_updated
+from adapters.views.backends import POINTER, Pointer, QueuedStatements, ReadMoved, SQLBackend, TurnRows, not_updated
 from adapters.views.rows import BufferedRows, table_names
 from domain.errors import ChatrecordError
 from domain.history import AssumedHistory
@@ -87,6 +92,9 @@ mode (as the library's own recorder does); a larger one through an ordinary tran
 CONNECTION_ATTEMPTS = 5
 """Tries of a write whose connection failed (not of one that timed out)."""
 LOCK_KEY = 0x63687276  # "chrv": the advisory lock of the views' generations
+PREPARE_THRESHOLD = 5
+"""psycopg's own default, set on a connection only while a turn read's statement runs prepared
+(`PostgresBackend.run`); the statement asks for preparing itself, so the number is not used."""
 
 
 _AT_ONCE = threading.local()
@@ -991,11 +999,44 @@ class PostgresBackend(SQLBackend):
     p = "%s"
     buffered_rows = PostgresBufferedRows
 
+    @contextmanager
+    def reading(self) -> Iterator[Any]:
+        """Yields a cursor of a pooled connection in autocommit (the library's setting), so a
+        turn read's statements go without BEGIN and ROLLBACK: each is its own snapshot, as each
+        statement of a READ COMMITTED transaction is. Raises ReadMoved when a statement names
+        a table a rebuild elsewhere dropped (this process's live generation is out of date)."""
+        try:
+            with self.datastore.get_connection() as conn:
+                yield conn.cursor()
+        except PersistenceError as error:
+            if isinstance(error.__cause__, psycopg.errors.UndefinedTable):
+                raise ReadMoved(str(error)) from error
+            raise
+
+    def run(self, curs: Any, sql: str, params: Any) -> Any:
+        """Runs a turn read's statement prepared: the server plans it once per connection. The
+        pool's connections prepare nothing by themselves (`PostgresFactory`: a pipelined append
+        must never send a named statement), so the connection's `prepare_threshold` is set only
+        while this statement runs, outside pipeline mode, and restored at once: psycopg then
+        keeps the statement's name, which only a statement executed with a threshold set uses."""
+        conn = curs.connection
+        if conn.pgconn.pipeline_status != pq.PipelineStatus.OFF:
+            curs.execute(sql, params, prepare=False)
+            return curs
+        threshold = conn.prepare_threshold
+        conn.prepare_threshold = PREPARE_THRESHOLD if threshold is None else threshold
+        try:
+            curs.execute(sql, params, prepare=True)
+        finally:
+            conn.prepare_threshold = threshold
+        return curs
+
     def turn_rows(self, curs: Any, cid: UUID, generation: int, newest: int,
-                  kept_at: int | None = None) -> TurnRows | None:
+                  kept_at: int | None = None, entries: int | None = None) -> TurnRows | None:
         """Reads, in one statement, what a turn read needs besides transcript messages: the
         live pointer, the head row of `cid` in generation `generation` (the caller's guess),
-        the log's version, the kept run record entries and the `newest` card outcomes; the
+        the log's version, the newest `entries` (default `newest`) kept run record entries and
+        the `newest` card outcomes; the
         entries and outcomes are left unread (`TurnRows.skipped`) when the head is at version
         `kept_at` (the caller keeps that version's notes already). Returns None when the
         pointer table is not known yet or the guess was wrong (the caller reads row by row,
@@ -1003,16 +1044,18 @@ class PostgresBackend(SQLBackend):
         if not self._has_pointer:
             return None
         t = table_names(generation, self.schema)
-        row = self._x(curs, (
+        row = self.run(curs, (
             "SELECT p.generation, p.rules, p.next, h.body AS head, h.version = %(kept)s AS skipped, "
             f"(SELECT max(originator_version) FROM {self._t(self.events_table)} WHERE originator_id = %(key)s) AS logged, "
             "CASE WHEN h.version = %(kept)s THEN NULL ELSE "
-            f"(SELECT string_agg(body, chr(30) ORDER BY seq) FROM {t['entries']} WHERE cid = %(cid)s) END AS entries, "
+            "(SELECT string_agg(body, chr(30) ORDER BY seq) FROM (SELECT seq, body FROM "
+            f"{t['entries']} WHERE cid = %(cid)s ORDER BY seq DESC LIMIT %(entries)s) e) END AS entries, "
             "CASE WHEN h.version = %(kept)s THEN NULL ELSE "
             "(SELECT string_agg(body, chr(30) ORDER BY v, sub) FROM (SELECT v, sub, body FROM "
             f"{t['outcomes']} WHERE cid = %(cid)s ORDER BY v DESC, sub DESC LIMIT %(newest)s) o) END AS outcomes "
             f"FROM {self._t(POINTER)} p LEFT JOIN {t['heads']} h ON h.cid = %(cid)s WHERE p.id = 1"),
-            {"cid": str(cid), "key": cid, "newest": newest, "kept": -1 if kept_at is None else kept_at}).fetchone()
+            {"cid": str(cid), "key": cid, "newest": newest, "entries": entries or newest,
+             "kept": -1 if kept_at is None else kept_at}).fetchone()
         if row is None:
             return None
         live = Pointer(int(row["generation"]), row["rules"], int(row["next"]))

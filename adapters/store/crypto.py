@@ -289,6 +289,11 @@ class ViewTexts:
         key = self.keys.key(cid, create=False)
         return (lambda text: None) if key is None else view_sealer(key, cid)
 
+    def readable(self, conversation: str) -> bool:
+        """Says whether the conversation's sealed row texts open (its key was not erased), as
+        `open` would find it now: False once the key was erased."""
+        return self.keys.key(UUID(conversation), create=False) is not None
+
     def open(self, conversation: str, sealed: str) -> str:
         """Returns the text of a sealed row text; ERASED once the key was erased."""
         cid = UUID(conversation)

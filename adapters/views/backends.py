@@ -29,6 +29,7 @@ from adapters.store.crypto import ViewTexts
 from adapters.views.rows import (
     TABLES,
     BufferedRows,
+    ReadMoved,
     SQLRows,
     create_statements,
     table_names,
@@ -42,7 +43,7 @@ log = logging.getLogger("chatrecord")
 @dataclass(frozen=True)
 class TurnRows:
     """What `PostgresBackend.turn_rows` read: the live pointer, the head row's body (None
-    before the first event), the log's version, the entries' bodies joined by the record
+    before the first event), the log's version, the newest entries' bodies joined by the record
     separator U+001E (which JSON never holds unescaped) and the newest outcomes' bodies joined
     by the same separator, oldest first; `matches` is False when the guessed generation was not the
     live one (then only `live` is read)."""
@@ -201,8 +202,19 @@ class Backend:
         body of `cid` in generation `generation` (None: read the head through `rows`)."""
         return self.pointer(curs), None
 
+    def reading(self) -> Any:
+        """A context manager yielding a cursor for a turn read: by default of one transaction
+        that writes nothing. Raises ReadMoved when the read's tables were dropped meanwhile."""
+        return self.transaction(write=False)
+
+    def run(self, curs: Any, sql: str, params: Any) -> Any:
+        """Runs one read statement of a turn read (`sql` with the driver's placeholders) on
+        `curs` and returns the cursor; a backend may keep it prepared."""
+        curs.execute(sql, params)
+        return curs
+
     def turn_rows(self, curs: Any, cid: UUID, generation: int, newest: int,
-                  kept_at: int | None = None) -> TurnRows | None:
+                  kept_at: int | None = None, entries: int | None = None) -> TurnRows | None:
         """Where the backend reads a turn's rows in one statement: see
         `adapters.backends.postgres.PostgresBackend`."""
         return None
@@ -343,4 +355,4 @@ def backend_for(store: Any) -> Backend:
     return backend
 
 
-__all__ = ["TABLES", "Backend", "Pointer", "QueuedStatements", "backend_for"]
+__all__ = ["TABLES", "Backend", "Pointer", "QueuedStatements", "ReadMoved", "backend_for"]

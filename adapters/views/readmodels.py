@@ -29,8 +29,8 @@ from uuid import UUID
 from eventsourcing.application import LRUCache
 
 from adapters.store.application import ConversationStore
-from adapters.views.backends import Backend, Pointer, backend_for
-from adapters.views.rendered import RenderedNotes
+from adapters.views.backends import Backend, Pointer, ReadMoved, backend_for
+from adapters.views.rendered import KeptMessages, RenderedNotes
 from adapters.views.rows import PrefetchedRows, table_names
 from domain.errors import ChatrecordError, UnknownConversation, shown_id
 from domain.events import ConversationEvent, conversation_uuid
@@ -60,6 +60,11 @@ KEPT_HEADS = 1024
 
 NEWEST_OUTCOMES = max(resolve(rules).max_notes for rules in RULE_SET_IDS) + 1
 """The card outcomes a turn read fetches with its head: enough for any rule set's notes."""
+NEWEST_ENTRIES = 2 * NEWEST_OUTCOMES
+"""The run record entries a turn read reads at first (on PostgreSQL with its head): the notes
+take the newest until their budget is full, skipping entries of empty steps; a read that
+reaches older ones reads them in one more statement (`adapters.views.rows.SQLRows.entries`,
+`adapters.views.rows.PrefetchedRows.entries`)."""
 
 
 class ViewOutOfStep(ChatrecordError):
@@ -175,6 +180,8 @@ class ReadModels:
         """The head version of each (conversation, page check) whose notes `notes` keeps, so a
         turn read of an unchanged conversation reads only its head (`turn_rows`' `kept_at`)."""
         self.rendered = RenderedNotes()
+        self.messages = KeptMessages()
+        """The transcript messages turn reads decoded, by row body (dropped by `erase`)."""
         self._writing = threading.local()  # the head this thread's transaction wrote, until it commits
         self._ensure()
         store.on_saved = self.apply
@@ -329,33 +336,38 @@ class ReadModels:
               kept_at: int | None = None) -> Any:
         """Returns `read(rows, head, rules)` for a conversation, its rows caught up with its log
         first. With `newest` (a turn read: the card outcomes it needs), the backend may read the
-        head, the log's version, the entries and those outcomes in one statement; the entries
-        and outcomes not, when the head is at version `kept_at` (`read` has that version's
-        answer kept; the rows read them should it need them after all).
+        head, the log's version, the entries and those outcomes in one statement (`reading`:
+        on PostgreSQL in autocommit, prepared); the entries and outcomes not, when the head is
+        at version `kept_at` (`read` has that version's answer kept; the rows read them should
+        it need them after all). A read whose tables a rebuild elsewhere dropped reads again.
         Raises UnknownConversation for a conversation the store does not hold."""
         key = conversation_uuid(conversation)
         for _ in range(3):
-            with self.backend.transaction(write=False) as curs:
-                fetched = self.backend.turn_rows(curs, key, self._live.generation, newest, kept_at) \
-                    if newest is not None and self._live is not None else None
-                if fetched is not None and fetched.matches:  # one statement (PostgreSQL)
-                    live, logged = fetched.live, fetched.logged
-                    rows = self.backend.rows(curs, live.generation, key) if fetched.skipped else PrefetchedRows(
-                        curs, table_names(live.generation, self.backend.schema), str(key), self.backend.p,
-                        fetched.entries, fetched.outcomes, newest or 0, self.backend.texts)
-                    head = Head.model_validate_json(fetched.head) if fetched.head is not None else None
-                else:
-                    live = fetched.live if fetched is not None else self.backend.pointer(curs)
-                    assert live is not None
-                    rows = self.backend.rows(curs, live.generation, key)
-                    head = rows.head()
-                    logged = self.backend.log_version(curs, key)
-                self._set_live(live)
-                if logged == 0:
-                    raise UnknownConversation(
-                        f'no conversation {shown_id(conversation)} in the store; check the id or ingest it first')
-                if head is not None and head.version >= logged:
-                    return read(rows, head, live.rules)
+            try:
+                with self.backend.reading() if newest is not None else self.backend.transaction(write=False) as curs:
+                    fetched = self.backend.turn_rows(curs, key, self._live.generation, newest, kept_at, NEWEST_ENTRIES) \
+                        if newest is not None and self._live is not None else None
+                    if fetched is not None and fetched.matches:  # one statement (PostgreSQL)
+                        live, logged = fetched.live, fetched.logged
+                        head = Head.model_validate_json(fetched.head) if fetched.head is not None else None
+                        rows = self.backend.rows(curs, live.generation, key) if fetched.skipped else PrefetchedRows(
+                            curs, table_names(live.generation, self.backend.schema), str(key), self.backend.p,
+                            fetched.entries, fetched.outcomes, newest or 0, self.backend.texts, self.backend.run, head)
+                    else:
+                        live = fetched.live if fetched is not None else self.backend.pointer(curs)
+                        assert live is not None
+                        rows = self.backend.rows(curs, live.generation, key)
+                        head = rows.head()
+                        logged = self.backend.log_version(curs, key)
+                    self._set_live(live)
+                    if logged == 0:
+                        raise UnknownConversation(
+                            f'no conversation {shown_id(conversation)} in the store; check the id or ingest it first')
+                    if head is not None and head.version >= logged:
+                        return read(rows, head, live.rules)
+            except ReadMoved:
+                self._live = None  # a rebuild elsewhere, or an append meanwhile: read the live pointer next
+                continue
             self.apply(key)
         raise ViewOutOfStep(f'the read models of {shown_id(conversation)} cannot catch up with its log; run: chatrecord rebuild')
 
@@ -365,9 +377,11 @@ class ReadModels:
 
     def turn_notes(self, conversation: str, can_see_page: PageCheck = every_page) -> TurnNotes:
         """Returns what the chat adds to its transcript for the next model call: the page line
-        and each note with its place. Reads the head, the kept run record entries (at most
-        200), the newest card outcomes (the notes' budget + 1) and the transcript messages the
-        notes stand beside: its cost does not grow with the history. A read of a conversation
+        and each note with its place. Reads the head, the newest run record entries
+        (NEWEST_ENTRIES; the older of the at most 200 kept only when the notes reach past them),
+        the newest card outcomes (the notes' budget + 1) and the transcript messages the notes
+        stand beside (each decoded once per row body, `KeptMessages`): its cost does not grow
+        with the history. A read of a conversation
         that has not changed since this process last read it (same head version, rule set and
         page check, where the check is `every_page` or a `PageFilter`) is answered from
         `notes_cache` after the one statement that finds the head's version.
@@ -384,9 +398,10 @@ class ReadModels:
             rule_set = resolve(rules)
             # the entries as read (validated where stored), decoded one by one as the notes ask;
             # a body decoded and rendered before is not again (`RenderedNotes`)
-            record = RunRecord.model_construct(entries=rows.entries(self.rendered.entry), dropped=head.dropped)
+            entries = rows.entries(self.rendered.entry, NEWEST_ENTRIES, len(head.seqs))
+            record = RunRecord.model_construct(entries=entries, dropped=head.dropped)
             newest = rows.outcomes(newest=rule_set.max_notes + 1, decode=self.rendered.outcome)
-            messages_at, block_ends = rows.placement_reads(head.length)
+            messages_at, block_ends = rows.placement_reads(head.length, self.messages)
             note = self.rendered.note(check) if check is not None else note_of
             notes = turn_notes(
                 head.conversation or conversation, head.version, head.kind, head.view, record, newest,
@@ -442,6 +457,7 @@ class ReadModels:
             rows.clear()
             self.heads.clear()
             self.notes = notes_cache()
+            self.messages.clear()
             after = fold_into(rows, None, self.store.events.get(key), resolve(live.rules))
             if after is not None:
                 rows.put_head(after)

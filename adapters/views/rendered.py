@@ -10,6 +10,12 @@ the very object decoded before, and keeps each item's note per page check
 a function of its item and the page check alone (`projections.notes.note_of`), so a kept note
 is the one that would be rendered again. Bodies are the rows' own JSON; notes hold labels,
 never a text.
+
+`KeptMessages` does the same for the transcript messages a turn read places its notes beside
+(`adapters.views.rows.SQLRows.placement_reads`): about two per note, of which an append changes
+one or two, so a read decodes (and opens, where texts are sealed) only those. A kept message
+holds its text: it is handed out only while the conversation's data key still opens its sealed
+body (`adapters.store.crypto.ViewTexts.readable`), and an erasure in this process drops them all.
 """
 
 from __future__ import annotations
@@ -23,9 +29,15 @@ from projections.card_outcomes import CardOutcome
 from projections.notes import Note, NoteOf, note_of
 from projections.page_line import PageCheck
 from projections.run_record import Entry
+from projections.transcript import Message
 
 BODIES = 16384
 """Decoded bodies kept (entries and card outcomes together; about 1 KB each)."""
+MESSAGES = 2048
+"""Decoded transcript messages kept (a 40-note read places its notes beside about 60)."""
+MESSAGE_BODY = 4096
+"""Characters of the longest row body whose message is kept (a longer one is decoded each time),
+so the kept messages take at most about MESSAGES * 3 * MESSAGE_BODY bytes."""
 
 
 class RenderedNotes:
@@ -68,3 +80,28 @@ class RenderedNotes:
             return note
 
         return rendered
+
+
+class KeptMessages:
+    """Transcript messages decoded from their row bodies, by (conversation, body): a sealed body
+    holds a fresh nonce, so one body is one text. The library's `LRUCache` keeps at most `size`."""
+
+    def __init__(self, size: int = MESSAGES) -> None:
+        self.size = size
+        self._kept: LRUCache[tuple[str, str], Message] = LRUCache(maxsize=size)
+
+    def get(self, conversation: str, body: str) -> Message | None:
+        """Returns the message decoded from `body` of `conversation`'s rows, None if not kept."""
+        try:
+            return self._kept.get((conversation, body))
+        except KeyError:
+            return None
+
+    def put(self, conversation: str, body: str, message: Message) -> None:
+        """Keeps `message`, decoded from `body`, unless the body is longer than MESSAGE_BODY."""
+        if len(body) <= MESSAGE_BODY:
+            self._kept.put((conversation, body), message)
+
+    def clear(self) -> None:
+        """Forgets every kept message (after an erasure in this process)."""
+        self._kept = LRUCache(maxsize=self.size)  # the library's clear() only resets its links

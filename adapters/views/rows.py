@@ -20,6 +20,7 @@ import orjson
 from pydantic import TypeAdapter
 
 from adapters.store.crypto import ERASED, ViewTexts
+from adapters.views.rendered import KeptMessages
 from projections.card_outcomes import CardOutcome
 from projections.rows import Head, TurnMark
 from projections.run_record import Entry
@@ -33,6 +34,12 @@ TABLES = ("heads", "entries", "outcomes", "messages", "pages", "turns")
 SEPARATOR = "\x1e"
 """Between the bodies a turn read gets joined in one column (`PostgresBackend.turn_rows`): JSON
 never holds it unescaped."""
+
+
+class ReadMoved(Exception):  # noqa: N818 - a signal to the reader, never seen outside ReadModels
+    """Raised by a turn read whose rows moved under it: a rebuild in another process dropped
+    its generation's tables, or a later statement of the read found the head at another
+    version than its first one did. The reader takes the live pointer and reads again."""
 
 
 def table_names(generation: int, schema: str = "") -> dict[str, str]:
@@ -85,8 +92,24 @@ class SQLRows:
             body["sealed"] = sealed
         return orjson.dumps(body).decode()
 
-    def _decode_messages(self, bodies: Sequence[str]) -> tuple[Message, ...]:
-        """Returns the messages of row bodies, in order (plain bodies decoded in one call)."""
+    def _decode_messages(self, bodies: Sequence[str], kept: KeptMessages | None = None) -> tuple[Message, ...]:
+        """Returns the messages of row bodies, in order (plain bodies decoded in one call).
+        With `kept`, a body decoded before is not again (nor its text opened), while the
+        conversation's texts are readable; the others are kept there."""
+        if kept is None:
+            return self._decode(bodies)
+        found = [kept.get(self.cid, body) for body in bodies]
+        if self.texts is not None and any(m is not None and '"sealed":' in b for m, b in zip(found, bodies)) \
+                and not self.texts.readable(self.cid):
+            found = [None] * len(bodies)  # erased: the kept texts are not to be read any more
+        missing = [i for i, message in enumerate(found) if message is None]
+        if missing:
+            for i, message in zip(missing, self._decode([bodies[i] for i in missing])):
+                found[i] = message
+                kept.put(self.cid, bodies[i], message)
+        return tuple(found)  # type: ignore[arg-type]
+
+    def _decode(self, bodies: Sequence[str]) -> tuple[Message, ...]:
         if not any('"sealed":' in body for body in bodies):
             return _MESSAGES.validate_json("[" + ",".join(bodies) + "]")
         decoded = []
@@ -98,6 +121,17 @@ class SQLRows:
                 fields["text"] = self.texts.open(self.cid, fields.pop("sealed"))
             decoded.append(Message.model_validate(fields))
         return tuple(decoded)
+
+    def _blocks(self, numbers: set[int]) -> tuple[str, tuple[Any, ...]]:
+        """Returns a query of `(idx, number, block_end)` of the user messages `numbers` and its
+        arguments (an `IN` list, which SQLite looks up in the `(cid, number, idx)` index)."""
+        return (f"SELECT idx, number, block_end FROM {self.t['messages']} WHERE cid = ? "
+                f"AND number IN ({', '.join('?' * len(numbers))})", (self.cid, *sorted(numbers)))
+
+    def _select(self, sql: str, args: tuple[Any, ...]) -> Any:
+        """Runs a read (`?` placeholders) and returns the cursor."""
+        self.curs.execute(sql.replace("?", self.p), args)
+        return self.curs
 
     def _q(self, sql: str, *args: Any) -> Any:
         self.curs.execute(sql.replace("?", self.p), (self.cid, *args))
@@ -139,9 +173,27 @@ class SQLRows:
         for seq in seqs:
             self._q(f"DELETE FROM {self.t['entries']} WHERE cid = ? AND seq = ?", seq)
 
-    def entries(self, decode: Callable[[str], Entry] | None = None) -> Sequence[Entry]:
+    def entries(self, decode: Callable[[str], Entry] | None = None, newest: int | None = None,
+                total: int | None = None) -> Sequence[Entry]:
         """Returns the kept run record entries, oldest first: decoded in one call, or with
-        `decode` (a body's JSON to its entry) each when first asked for (`LazyEntries`)."""
+        `decode` (a body's JSON to its entry) each when first asked for (`LazyEntries`). With
+        `decode`, `newest` and `total` (how many are kept: the head's `seqs`), only the newest
+        `newest` are read at first, the older ones when one of them is first asked for (in the
+        caller's transaction); should they not be `total` in all, raises ReadMoved."""
+        if decode is not None and newest is not None and total is not None and total > newest:
+            rows = self._q(f"SELECT seq, body FROM {self.t['entries']} WHERE cid = ? ORDER BY seq DESC LIMIT ?",
+                           newest).fetchall()[::-1]
+            if not rows:
+                raise ReadMoved(f"the head of {self.cid} keeps {total} entries, its rows none")
+
+            def older() -> list[str]:
+                before = self._q(f"SELECT body FROM {self.t['entries']} WHERE cid = ? AND seq < ? ORDER BY seq",
+                                 rows[0]["seq"]).fetchall()
+                if len(before) != total - len(rows):
+                    raise ReadMoved(f"the head of {self.cid} keeps {total} entries, its rows {len(before) + len(rows)}")
+                return [r["body"] for r in before]
+
+            return LazyEntries([r["body"] for r in rows], decode, total, older)
         rows = self._q(f"SELECT body FROM {self.t['entries']} WHERE cid = ? ORDER BY seq").fetchall()
         if decode is not None:
             return LazyEntries([r["body"] for r in rows], decode)
@@ -192,14 +244,15 @@ class SQLRows:
         ).fetchone()
         return int(row["idx"]) if row and row["idx"] is not None else None
 
-    def messages_at(self, indexes: set[int]) -> dict[int, Message]:
-        """Returns the transcript messages at `indexes` (one statement)."""
+    def messages_at(self, indexes: set[int], kept: KeptMessages | None = None) -> dict[int, Message]:
+        """Returns the transcript messages at `indexes` (one statement); `kept` as in
+        `_decode_messages`."""
         if not indexes:
             return {}
         marks = ", ".join("?" * len(indexes))
         rows = self._q(f"SELECT idx, body FROM {self.t['messages']} WHERE cid = ? AND idx IN ({marks})",
                        *sorted(indexes)).fetchall()
-        decoded = self._decode_messages([r["body"] for r in rows])
+        decoded = self._decode_messages([r["body"] for r in rows], kept)
         return {int(r["idx"]): message for r, message in zip(rows, decoded)}
 
     def block_ends(self, numbers: set[int]) -> dict[int, int | None]:
@@ -219,30 +272,30 @@ class SQLRows:
         """Returns the index of the user message after user message `number` (None: none)."""
         return self.block_ends({number}).get(number)
 
-    def placement_reads(self, length: int) -> tuple[Callable[[set[int]], dict[int, Message]],
-                                                     Callable[[set[int]], dict[int, int | None]]]:
+    def placement_reads(self, length: int, kept: KeptMessages | None = None) -> tuple[
+            Callable[[set[int]], dict[int, Message]], Callable[[set[int]], dict[int, int | None]]]:
         """Returns `(messages_at, block_ends)` for placing a turn's notes in a transcript of
         `length` messages: `block_ends` reads, in the same statement, the messages on both
         sides of each block's end (where a note goes), so `messages_at` asks the database only
-        for what that statement did not bring (a note placed by position)."""
+        for what that statement did not bring (a note placed by position). With `kept`, each
+        message is decoded once per row body (`_decode_messages`)."""
         bodies: dict[int, str] = {}
 
         def block_ends(numbers: set[int]) -> dict[int, int | None]:
             if not numbers:
                 return {}
-            marks = ", ".join("?" * len(numbers))
             m = self.t["messages"]
             # each position beside a block's end is its own primary-key lookup (a correlated
             # subquery): a join on `idx IN (…)` let PostgreSQL's planner, with stale statistics,
             # scan the conversation's whole transcript
-            self.curs.execute((
-                f"WITH b AS (SELECT idx, number, block_end FROM {m} WHERE cid = ? AND number IN ({marks})), "
+            blocks, args = self._blocks(numbers)
+            rows = self._select((
+                f"WITH b AS ({blocks}), "
                 "p AS (SELECT COALESCE(block_end, ?) - 1 AS i FROM b UNION SELECT COALESCE(block_end, ?) FROM b), "
                 f"q AS (SELECT i, (SELECT body FROM {m} WHERE cid = ? AND idx = p.i) AS body FROM p) "
                 "SELECT idx, number, block_end, NULL AS body FROM b UNION ALL "
                 "SELECT i, NULL, NULL, body FROM q WHERE body IS NOT NULL"
-            ).replace("?", self.p), (self.cid, *sorted(numbers), length, length, self.cid))
-            rows = self.curs.fetchall()
+            ), (*args, length, length, self.cid)).fetchall()
             found: dict[int, int | None] = {}
             for r in sorted((r for r in rows if r["body"] is None), key=lambda r: r["idx"]):  # the newest wins
                 found[int(r["number"])] = None if r["block_end"] is None else int(r["block_end"])
@@ -251,9 +304,9 @@ class SQLRows:
 
         def messages_at(indexes: set[int]) -> dict[int, Message]:
             have = sorted(i for i in indexes if i in bodies)
-            found = self.messages_at(indexes - set(have)) if len(have) < len(indexes) else {}
+            found = self.messages_at(indexes - set(have), kept) if len(have) < len(indexes) else {}
             if have:
-                decoded = self._decode_messages([bodies[i] for i in have])
+                decoded = self._decode_messages([bodies[i] for i in have], kept)
                 found.update(zip(have, decoded))
             return found
 
@@ -347,8 +400,9 @@ class MemoryRows:
         for seq in seqs:
             self.r.entries.pop(seq, None)
 
-    def entries(self, decode: Callable[[str], Entry] | None = None) -> tuple[Entry, ...]:
-        return tuple(self.r.entries[s] for s in sorted(self.r.entries))  # decoded already: `decode` unused
+    def entries(self, decode: Callable[[str], Entry] | None = None, newest: int | None = None,
+                total: int | None = None) -> tuple[Entry, ...]:
+        return tuple(self.r.entries[s] for s in sorted(self.r.entries))  # decoded already: the rest unused
 
     def put_outcomes(self, outcomes: Iterable[CardOutcome]) -> None:
         for o in outcomes:
@@ -376,15 +430,15 @@ class MemoryRows:
         index = self.user_index(number)
         return None if index is None else self.r.block_ends.get(index)
 
-    def messages_at(self, indexes: set[int]) -> dict[int, Message]:
+    def messages_at(self, indexes: set[int], kept: KeptMessages | None = None) -> dict[int, Message]:
         return {i: self.r.messages[i] for i in indexes if i in self.r.messages}
 
     def block_ends(self, numbers: set[int]) -> dict[int, int | None]:
         return {n: self.block_end(n) for n in numbers if self.user_index(n) is not None}
 
-    def placement_reads(self, length: int) -> tuple[Callable[[set[int]], dict[int, Message]],
-                                                     Callable[[set[int]], dict[int, int | None]]]:
-        """As `SQLRows.placement_reads`: here both read the dicts."""
+    def placement_reads(self, length: int, kept: KeptMessages | None = None) -> tuple[
+            Callable[[set[int]], dict[int, Message]], Callable[[set[int]], dict[int, int | None]]]:
+        """As `SQLRows.placement_reads`: here both read the dicts (decoded already: `kept` unused)."""
         return self.messages_at, self.block_ends
 
     def put_message(self, index: int, message: Message) -> None:
@@ -423,41 +477,90 @@ class MemoryRows:
 
 class LazyEntries(Sequence[Entry]):
     """Run record entries from their JSON bodies, each decoded (by `decode`, default pydantic's
-    `Entry.model_validate_json`) on first access."""
+    `Entry.model_validate_json`) on first access. With `total`, `bodies` are only the newest of
+    `total` entries: the first access to an older one asks `older()` for the bodies of all the
+    older ones, oldest first, once."""
 
-    def __init__(self, bodies: list[str], decode: Callable[[str], Entry] | None = None) -> None:
+    def __init__(self, bodies: list[str], decode: Callable[[str], Entry] | None = None,
+                 total: int | None = None, older: Callable[[], list[str]] | None = None) -> None:
         self._bodies = bodies
         self._decode = decode or Entry.model_validate_json
         self._decoded: dict[int, Entry] = {}
+        self._total = len(bodies) if total is None else total
+        self._missing = self._total - len(bodies)  # the oldest entries, not read yet
+        self._older = older
 
     def __len__(self) -> int:
-        return len(self._bodies)
+        return self._total
 
     def __getitem__(self, index: int) -> Entry:  # type: ignore[override]
         if index < 0:
-            index += len(self._bodies)
+            index += self._total
+        if not 0 <= index < self._total:
+            raise IndexError(index)
         entry = self._decoded.get(index)
         if entry is None:
-            entry = self._decoded[index] = self._decode(self._bodies[index])
+            if index < self._missing:
+                assert self._older is not None
+                self._bodies = [*self._older(), *self._bodies]
+                self._missing = 0
+            entry = self._decoded[index] = self._decode(self._bodies[index - self._missing])
         return entry
 
 
 class PrefetchedRows(SQLRows):
-    """`SQLRows` whose kept entries and newest card outcomes were read already (by
-    `PostgresBackend.turn_rows`, as bodies joined by SEPARATOR, oldest first): a turn read
-    decodes each body as the notes ask for it and asks the database only for transcript
-    messages."""
+    """`SQLRows` whose newest kept entries and newest card outcomes were read already (by
+    `PostgresBackend.turn_rows`, as bodies joined by SEPARATOR, oldest first), with the head
+    they were read with: a turn read decodes each body as the notes ask for it and asks the
+    database only for transcript messages, and for the older entries should the notes reach
+    them (`entries`). `run` runs its reads (the backend's, which may keep them prepared)."""
 
     def __init__(self, curs: Any, tables: dict[str, str], cid: str, p: str,
-                 entries: str, outcomes: str, newest: int, texts: ViewTexts | None = None) -> None:
+                 entries: str, outcomes: str, newest: int, texts: ViewTexts | None = None,
+                 run: Callable[[Any, str, Any], Any] | None = None, head: Head | None = None) -> None:
         super().__init__(curs, tables, cid, p, texts)
         self._entries, self._outcomes, self._newest = entries, outcomes, newest
+        self._run = run
+        self._head = head
 
-    def entries(self, decode: Callable[[str], Entry] | None = None) -> LazyEntries:
+    def _blocks(self, numbers: set[int]) -> tuple[str, tuple[Any, ...]]:
+        """As `SQLRows._blocks`, with the numbers as one array (one statement text for any
+        number of them, which the backend's `run` may keep prepared), each number its own
+        lookup of its newest message in the `(cid, number, idx)` index: a condition
+        `number = ANY(…)` let PostgreSQL's planner, with stale statistics, filter the
+        conversation's whole transcript by number."""
+        return (f"SELECT x.idx, n.number, x.block_end FROM unnest(?::bigint[]) AS n(number) CROSS JOIN LATERAL "
+                f"(SELECT idx, block_end FROM {self.t['messages']} WHERE cid = ? AND number = n.number "
+                "ORDER BY idx DESC LIMIT 1) x", (sorted(numbers), self.cid))
+
+    def _select(self, sql: str, args: tuple[Any, ...]) -> Any:
+        """Runs a read through the backend's `run` (PostgreSQL: prepared), if given."""
+        if self._run is None:
+            return super()._select(sql, args)
+        return self._run(self.curs, sql.replace("?", self.p), args)
+
+    def entries(self, decode: Callable[[str], Entry] | None = None, newest: int | None = None,
+                total: int | None = None) -> LazyEntries:
         """Returns the kept entries, oldest first, each decoded (by `decode` if given) when
         first asked for: the notes take the newest until their budget is full, so the older
-        ones are never decoded."""
-        return LazyEntries(self._entries.split(SEPARATOR) if self._entries else [], decode)
+        ones are mostly never decoded, nor read (the head's `seqs` say how many there are;
+        `newest` and `total` are not needed). Reaching an older one reads them all, checking
+        that the head is still at the version the read began with; else raises ReadMoved."""
+        bodies = self._entries.split(SEPARATOR) if self._entries else []
+        seqs = self._head.seqs if self._head is not None else ()
+        if len(bodies) >= len(seqs):
+            return LazyEntries(bodies, decode)
+        return LazyEntries(bodies, decode, len(seqs), lambda: self._older_entries(list(seqs[:len(seqs) - len(bodies)])))
+
+    def _older_entries(self, seqs: list[int]) -> list[str]:
+        assert self._head is not None
+        rows = self._select(
+            f"SELECT h.version, e.body FROM {self.t['heads']} h LEFT JOIN {self.t['entries']} e "
+            "ON e.cid = h.cid AND e.seq = ANY(?::bigint[]) WHERE h.cid = ? ORDER BY e.seq", (seqs, self.cid)).fetchall()
+        bodies = [r["body"] for r in rows if r["body"] is not None]
+        if not rows or int(rows[0]["version"]) != self._head.version or len(bodies) != len(seqs):
+            raise ReadMoved(f"the head of {self.cid} moved during a turn read")
+        return bodies
 
     def outcomes(self, newest: int | None = None,
                  decode: Callable[[str], CardOutcome] | None = None) -> tuple[CardOutcome, ...]:

@@ -207,6 +207,21 @@ class AtRestContract(ErasureContract):
         assert all(p in self.outputs(store) for p in PLANTS if "legacy" not in p and "alt" not in p)
 
 
+    def test_a_turn_reads_kept_messages_give_no_text_after_an_erasure(self, store: ConversationStore) -> None:
+        models = ReadModels(store)
+        models.turn_notes("conv-erase")  # keeps the messages it placed its notes beside
+        key = conversation_uuid("conv-erase")
+        with models.backend.transaction(write=False) as curs:
+            rows = models.backend.rows(curs, models.backend.pointer(curs).generation, key)  # type: ignore[union-attr]
+            bodies = [r["body"] for r in rows._q(f"SELECT body FROM {rows.t['messages']} WHERE cid = ?").fetchall()]
+            assert any(p in m.text for m in rows._decode_messages(bodies, models.messages) for p in PLANTS)
+            assert any(models.messages.get(str(key), body) is not None for body in bodies)
+            erase(store, "conv-erase")  # through another ReadModels: this one's kept messages stay
+            assert [m.text for m in rows._decode_messages(bodies, models.messages)] == [ERASED] * len(bodies)
+        erase(store, "conv-erase", models)  # in this process: they go
+        assert all(models.messages.get(str(key), body) is None for body in bodies)
+
+
 class TestSQLiteErasure(SQLiteStores, AtRestContract):
     def open_store(self) -> ConversationStore:  # type: ignore[override]
         return super().open_store(SNAPSHOT_INTERVAL="2")

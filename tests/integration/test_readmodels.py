@@ -21,8 +21,8 @@ from hypothesis import HealthCheck, given, settings
 from adapters.ingest import read_file, read_lines
 from adapters.store.application import ConversationStore
 from adapters.store.settings import memory_env
-from adapters.views.readmodels import ReadModels, UnknownConversation, notes_cache
-from adapters.views.rows import TABLES
+from adapters.views.readmodels import NEWEST_ENTRIES, ReadModels, UnknownConversation, notes_cache
+from adapters.views.rows import TABLES, PrefetchedRows
 from domain.events import conversation_uuid
 from projections import turn as turns
 from projections.page_line import PageFilter, every_page
@@ -109,6 +109,19 @@ def edited_chat(conversation: str = "conv-edit") -> list[dict[str, Any]]:
     return chat.lines
 
 
+def long_chat(conversation: str = "conv-long") -> list[dict[str, Any]]:
+    """A chat whose newest NEWEST_ENTRIES run record entries are of empty steps (no tool ran),
+    so its notes reach older entries, ending with a user message."""
+    chat = Lines(conversation).add("conversation_started", kind="chat", owner=7)
+    tool = {"kind": "tool", "round": 1, "durationMs": 3.0, "toolName": "get_page", "toolIsError": False}
+    for n in range(1, 2 * NEWEST_ENTRIES):
+        chat.add("user_message", message=n, text=f"Frage {n}", page=42)
+        chat.add("segment_returned", segment=f"r{n}/1", run=f"r{n}", trigger="turn", outcome="completed",
+                 answer=f"Antwort {n}", steps=model_round(1) + ([tool] if n < NEWEST_ENTRIES - 5 else []))
+    chat.add("user_message", message=2 * NEWEST_ENTRIES, text="Und?", page=42)
+    return chat.lines
+
+
 class ReadModelsContract:
     """What every backend must do. Subclasses implement `open_store` and `tables`."""
 
@@ -173,6 +186,18 @@ class ReadModelsContract:
             assert apply_notes(transcript, notes.notes) == expected.messages
             assert notes.page_line == expected.system
             assert notes.version == len(store.events(conversation))
+
+    def test_turn_notes_that_reach_past_the_newest_entries_read_the_older_ones(self, store: ConversationStore) -> None:
+        models = ReadModels(store)
+        ingest(store, long_chat())
+        expected = models.turn_input("conv-long")
+        transcript = models.state("conv-long").transcript.messages
+
+        notes = models.turn_notes("conv-long")
+
+        assert [n.text for n in notes.notes] == list(expected.notes)
+        assert any("get_page" in n.text for n in notes.notes)  # an entry older than the newest read first
+        assert apply_notes(transcript, notes.notes) == expected.messages
 
     def test_a_turn_read_that_keeps_its_renders_reads_as_a_fresh_one_after_every_line(
             self, store: ConversationStore) -> None:
@@ -422,6 +447,18 @@ class SharedDatabaseContract(ReadModelsContract):
         assert models.active_rules() == "2026-11-01"
         self.assert_rows_are_the_fold(models, store, "conv-behalten")
 
+    def test_a_turn_read_after_a_rebuild_in_another_process_reads_the_new_generation(
+            self, store: ConversationStore) -> None:
+        models = ReadModels(store)
+        ingest(store, behalten_tour())
+        before = models.turn_notes("conv-behalten")  # this process takes generation 1 as live
+
+        ReadModels(self.second_store(store)).rebuild("2026-11-01")  # drops generation 1's tables
+
+        after = models.turn_notes("conv-behalten")
+        assert (before.rules, after.rules) == ("2026-11-02", "2026-11-01")
+        assert after == ReadModels(self.second_store(store)).turn_notes("conv-behalten")
+
     def test_an_append_after_a_rebuild_elsewhere_writes_the_new_generations_rows_in_its_own_transaction(
             self, store: ConversationStore, caplog: pytest.LogCaptureFixture) -> None:
         models = ReadModels(store)
@@ -531,6 +568,57 @@ class TestPostgresReadModels(PostgresStores, SharedDatabaseContract):
         names = {r[0] for r in rows}
         assert "chatrecord_views" in names and "conversationstore_events" in names
         return {n for n in names if n.startswith("views_")}
+
+    def test_a_turn_reads_prepared_statements_never_meet_a_pipelined_append_that_failed(
+            self, store: ConversationStore) -> None:
+        models = ReadModels(store)
+        ingest(store, DEMO)
+        used: list[Any] = []
+        run = models.backend.run
+        models.backend.run = lambda curs, *args: used.append(curs.connection) or run(curs, *args)  # type: ignore[method-assign]
+        expected = models.turn_notes("conv-demo-seo")
+        conn = used[0]  # idle in the pool now
+        assert conn.prepare_threshold is None  # restored after the read's statements
+        assert conn.execute("SELECT count(*) AS n FROM pg_prepared_statements").fetchone()["n"] >= 2
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            conn.execute(f'CREATE FUNCTION "{self.schema}".refuse() RETURNS trigger LANGUAGE plpgsql AS '
+                         "$$ BEGIN RAISE EXCEPTION 'no more messages'; END $$")
+            conn.execute(f'CREATE TRIGGER refuse BEFORE INSERT ON "{self.schema}".views_g1_messages '
+                         f'FOR EACH ROW EXECUTE FUNCTION "{self.schema}".refuse()')
+
+        ingest(store, Lines("conv-demo-seo").add("user_message", message=9, text="Und jetzt?", page=42).lines)
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            conn.execute(f'DROP TRIGGER refuse ON "{self.schema}".views_g1_messages')
+
+        for number in (10, 11):  # reads and appends on the same connection, after the failed pipeline
+            notes = models.turn_notes("conv-demo-seo")
+            assert notes.version == len(store.events("conv-demo-seo"))
+            ingest(store, Lines("conv-demo-seo").add("user_message", message=number, text="Weiter", page=42).lines)
+        assert models.turn_notes("conv-demo-seo") == ReadModels(self.second_store(store)).turn_notes("conv-demo-seo")
+        assert expected.notes  # the demo's notes, placed before the appends
+
+    def test_a_turn_read_whose_head_moves_before_it_reads_older_entries_reads_again(
+            self, store: ConversationStore, monkeypatch: pytest.MonkeyPatch) -> None:
+        models = ReadModels(store)
+        ingest(store, long_chat())
+        models.head("conv-long")  # the live generation known: the turn read begins with one statement
+        older, moved, writer = PrefetchedRows._older_entries, [], self.second_store(store)
+        ReadModels(writer)  # its appends update the rows in their own transaction
+
+        def append_first(rows: PrefetchedRows, seqs: list[int]) -> list[str]:
+            if not moved:  # another writer appends between the read's statements
+                moved.append(rows._head.version if rows._head else 0)
+                ingest(writer, Lines("conv-long").add(
+                    "segment_returned", segment="late/1", run="late", trigger="turn", outcome="completed",
+                    answer="Spät.", steps=model_round(1)).lines)
+            return older(rows, seqs)
+
+        monkeypatch.setattr(PrefetchedRows, "_older_entries", append_first)
+        notes = models.turn_notes("conv-long")
+
+        assert notes.version == moved[0] + 1  # read again at the head after the append
+        monkeypatch.undo()
+        assert notes == ReadModels(self.second_store(store)).turn_notes("conv-long")
 
     def test_a_failing_view_statement_rolls_back_to_its_savepoint(self, store: ConversationStore) -> None:
         models = ReadModels(store)

@@ -7,11 +7,12 @@ from __future__ import annotations
 from factories import Chat, seo_tour
 
 from adapters.views.readmodels import fold_into
-from adapters.views.rendered import RenderedNotes
+from adapters.views.rendered import MESSAGE_BODY, KeptMessages, RenderedNotes
 from adapters.views.rows import MemoryConversation, MemoryRows
 from projections.notes import note_of
 from projections.page_line import PageFilter, every_page
 from projections.rules import resolve
+from projections.transcript import Message
 
 
 def _tour_items():
@@ -56,3 +57,16 @@ def test_a_note_kept_under_one_page_check_is_not_served_under_another():
     assert "pages:42" not in kept_hidden
     assert kept_hidden == note_of(outcome, hidden).body
     assert rendered.note("every")(outcome, every_page).body == shown
+
+
+def test_a_kept_message_is_the_one_decoded_from_its_body_and_a_long_body_is_not_kept():
+    kept = KeptMessages(size=2)
+    short, long = Message(role="user", text="kurz", number=1), Message(role="assistant", text="x" * MESSAGE_BODY)
+    kept.put("c1", short.model_dump_json(), short)
+    kept.put("c1", long.model_dump_json(), long)
+    assert kept.get("c1", short.model_dump_json()) is short
+    assert kept.get("c2", short.model_dump_json()) is None  # another conversation's rows
+    assert kept.get("c1", long.model_dump_json()) is None
+    for n in range(3):  # at most `size` kept
+        kept.put("c1", f"body {n}", short)
+    assert kept.get("c1", short.model_dump_json()) is None
