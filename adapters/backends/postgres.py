@@ -1206,7 +1206,9 @@ class PostgresFactory(StoreFactory, es_postgres.PostgresFactory):
         # No automatic server-side prepared statements: a pipelined append that fails part-way
         # (a conflict, a view statement) can leave psycopg believing a statement was prepared
         # whose Parse the server skipped ("prepared statement _pg3_9 does not exist" on the next
-        # use). The library's own statements that ask for preparing still are.
+        # use). With the threshold at None psycopg prepares nothing, not even a statement that
+        # asks for it; a turn read's statements are prepared by setting it for their own
+        # execution (`PostgresBackend.run`), outside pipeline mode.
         kwargs["prepare_threshold"] = None
         self.created: list[str] = []
         """The tables this factory created (empty when the store existed already)."""
