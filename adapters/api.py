@@ -17,13 +17,14 @@ the conversation's last event, so a turn never reads a record older than its own
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import cached_property
 from pathlib import Path
 from threading import Lock
 from typing import Any
 
-from adapters.ingest import ParsedLine, check_follows, line_text
+from adapters.ingest import ParsedLine, bounded_lines, check_follows, line_text
 from adapters.ingest.names import lookup_key
 from adapters.service.lines import IngestReport, Lines, Recorded, VersionMismatch, parse
 from adapters.service.results import (
@@ -160,6 +161,8 @@ class Chatrecord:
 
     def ingest(self, lines: Iterable[str | bytes], source: str, skip_bad: bool = False) -> IngestReport:
         """Stores every line of `lines` (named `source`) one at a time and returns the report.
+        A binary file or stream is read a line at a time, each cut after LINE_BYTES_MAX + 1
+        bytes (`adapters.ingest.bounded_lines`): a line of any length costs at most that much.
 
         A bad line (InvalidInput, or a refusal named with source and line) ends the ingestion
         (`report.stopped`; the lines before it stay stored) unless `skip_bad`, which rejects it
@@ -167,6 +170,8 @@ class Chatrecord:
         one str or bytes.
         """
         _lines_argument("ingest", lines)
+        if isinstance(lines, (io.BufferedIOBase, io.RawIOBase)):  # a file: each line read bounded
+            lines = bounded_lines(lines)  # type: ignore[arg-type]
         report = IngestReport(source)
         for line_no, raw in enumerate(lines, start=1):
             try:

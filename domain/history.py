@@ -277,11 +277,14 @@ class AssumedHistory:
     recorded, never cut. Each such answer is noted (`digests`, `segments`, `runs`) so the store
     can check all of them, with the version and the count, in the transaction that appends the
     command's events, and decide again from the index when one does not hold. Any other lookup
-    (an earlier segment's record, the live messages) raises NotKnown.
+    (an earlier segment's record, the live messages) raises NotKnown. `tip` (opaque bytes, the
+    store's hash of the event at `version`) names which history of that length the writer
+    means, so a log restored or failed over to another history of the same length is told
+    apart; None leaves it unchecked.
     """
 
-    def __init__(self, version: int, outcomes: int, new_segments: Iterable[str] = ()) -> None:
-        self.version, self.count = version, outcomes
+    def __init__(self, version: int, outcomes: int, new_segments: Iterable[str] = (), tip: bytes | None = None) -> None:
+        self.version, self.count, self.tip = version, outcomes, tip
         self.new_segments = frozenset(new_segments)
         self.digests: list[str] = []
         self.segments: list[str] = []

@@ -45,7 +45,7 @@ class Conversation(Immutable):
     here, so neither the state nor its snapshot grows with the conversation.
     """
 
-    class_version: ClassVar[int] = 3
+    class_version: ClassVar[int] = 4
 
     id: UUID
     """The aggregate's id: the UUID the conversation id maps to (`conversation_uuid`)."""
@@ -77,6 +77,9 @@ class Conversation(Immutable):
     """The transcript positions of a legacy row's card outcomes (an edit may cut some)."""
     legacy_users: dict[int, int] = {}
     """The transcript index of each legacy user message, by number."""
+    erased: bool = False
+    """Whether the conversation's texts were erased (ConversationErased): no text may be stored
+    for it afterwards, whichever process writes it."""
 
     def is_continuation(self, trigger: str, run: str) -> bool:
         """Returns True when a segment of `trigger` and `run` continues after the pending approval."""
@@ -114,6 +117,12 @@ class ConversationSnapshot(ConversationEvent):
             old["approval"] = [approval[0], approval[1], card["run"] if card else ""]
         for gone in ("settled", "card_outcomes", "outcomes_of", "cut_segments", "cut_runs", "sources", "undecided"):
             old.pop(gone, None)
+
+    @staticmethod
+    def upcast_v3_v4(state: dict[str, Any]) -> None:
+        """Version 4 knows whether the texts were erased. A snapshot taken before says not: the
+        deleted data key refuses a text all the same, once a writer's kept key has expired."""
+        state["state"]["erased"] = False
 
     @classmethod
     def take(cls, aggregate: Conversation) -> ConversationSnapshot:
@@ -232,7 +241,7 @@ def _(event: MessageEdited, state: Conversation | None) -> Conversation:
 
 @evolve.register
 def _(event: ConversationErased, state: Conversation | None) -> Conversation:
-    return _step(state, event)  # the state holds no text
+    return _step(state, event, erased=True)  # the state holds no text
 
 
 @evolve.register

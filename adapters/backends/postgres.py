@@ -208,11 +208,11 @@ def _schema_problem(error: psycopg.Error, schema: str) -> str:
     return f"the store's tables in schema {schema} do not exist and could not be created ({reason}); {hint}"
 
 
-APPEND_FUNCTION = "chatrecord_append_v1"
+APPEND_FUNCTION = "chatrecord_append_v2"
 """The store's own database function that writes a whole append from one JSON document
 (`AppendDocument`): versioned by name, so a later layout gets a function of its own."""
 
-_APPEND_FUNCTION_SQL = """CREATE OR REPLACE FUNCTION {schema}.chatrecord_append_v1(doc jsonb) RETURNS SETOF bigint LANGUAGE plpgsql AS $fn$
+_APPEND_FUNCTION_SQL = """CREATE OR REPLACE FUNCTION {schema}.{name}(doc jsonb) RETURNS SETOF bigint LANGUAGE plpgsql AS $fn$
 DECLARE
   k text := doc->>'cid';
   a jsonb := doc->'assumed';
@@ -224,11 +224,13 @@ BEGIN
       EXISTS (SELECT 1 FROM {schema}.chatrecord_index WHERE cid = k AND version = (a->>'version')::bigint
               AND outcomes = (a->>'count')::bigint)
       AND NOT EXISTS (SELECT 1 FROM {schema}.chatrecord_sources WHERE cid = k
-                      AND digest IN (SELECT jsonb_array_elements_text(a->'digests')))
+                      AND digest = ANY(ARRAY(SELECT jsonb_array_elements_text(a->'digests'))))
       AND NOT EXISTS (SELECT 1 FROM {schema}.chatrecord_segments WHERE cid = k
-                      AND segment IN (SELECT jsonb_array_elements_text(a->'segments')))
+                      AND segment = ANY(ARRAY(SELECT jsonb_array_elements_text(a->'segments'))))
       AND NOT EXISTS (SELECT 1 FROM {schema}.chatrecord_segments WHERE cid = k AND cut = 1
-                      AND run IN (SELECT jsonb_array_elements_text(a->'runs')))) THEN
+                      AND run = ANY(ARRAY(SELECT jsonb_array_elements_text(a->'runs'))))
+      AND (a->>'tip' IS NULL OR EXISTS (SELECT 1 FROM {schema}.chatrecord_chain WHERE originator_id = k::uuid
+              AND originator_version = (a->>'version')::bigint AND hash = decode(a->>'tip', 'base64')))) THEN
     RAISE EXCEPTION 'chatrecord: the index is not as the command assumed' USING ERRCODE = '22012';
   END IF;
   IF x IS NOT NULL THEN
@@ -247,54 +249,7 @@ BEGIN
   END IF;
   IF v IS NOT NULL THEN
     PERFORM pg_advisory_xact_lock_shared((v->>'lock')::bigint);
-    p := 'views_g' || (v->>'g')::int || '_';
-    IF jsonb_array_length(v->'delete_entries') > 0 THEN
-      EXECUTE format('DELETE FROM {schema}.%I WHERE cid = $1 AND seq IN (SELECT jsonb_array_elements_text($2)::bigint)', p || 'entries')
-        USING k, v->'delete_entries';
-    END IF;
-    IF jsonb_array_length(v->'entries') > 0 THEN
-      EXECUTE format('INSERT INTO {schema}.%I (cid, seq, segment, body) SELECT $1, (e->>0)::bigint, e->>1, e->>2 '
-                     'FROM jsonb_array_elements($2) e ON CONFLICT (cid, seq) DO UPDATE SET body = excluded.body', p || 'entries')
-        USING k, v->'entries';
-    END IF;
-    IF jsonb_array_length(v->'outcomes') > 0 THEN
-      EXECUTE format('INSERT INTO {schema}.%I (cid, v, sub, card, after, body) SELECT $1, (e->>0)::bigint, (e->>1)::bigint, '
-                     'e->>2, (e->>3)::bigint, e->>4 FROM jsonb_array_elements($2) e', p || 'outcomes')
-        USING k, v->'outcomes';
-    END IF;
-    IF jsonb_array_length(v->'messages') > 0 THEN
-      EXECUTE format('INSERT INTO {schema}.%I (cid, idx, role, number, body) SELECT $1, (e->>0)::bigint, e->>1, (e->>2)::bigint, '
-                     'e->>3 FROM jsonb_array_elements($2) e ON CONFLICT (cid, idx) DO UPDATE SET role = excluded.role, '
-                     'number = excluded.number, body = excluded.body', p || 'messages')
-        USING k, v->'messages';
-    END IF;
-    IF jsonb_array_length(v->'ended') > 0 THEN
-      EXECUTE format('INSERT INTO {schema}.%I (cid, idx, role, number, block_end, body) SELECT $1, (e->>0)::bigint, e->>1, '
-                     '(e->>2)::bigint, (e->>3)::bigint, e->>4 FROM jsonb_array_elements($2) e ON CONFLICT (cid, idx) DO UPDATE '
-                     'SET role = excluded.role, number = excluded.number, body = excluded.body, block_end = excluded.block_end',
-                     p || 'messages')
-        USING k, v->'ended';
-    END IF;
-    IF jsonb_array_length(v->'ends') > 0 THEN
-      EXECUTE format('UPDATE {schema}.%I m SET block_end = (e->>1)::bigint FROM jsonb_array_elements($2) e '
-                     'WHERE m.cid = $1 AND m.idx = (e->>0)::bigint', p || 'messages')
-        USING k, v->'ends';
-    END IF;
-    IF jsonb_array_length(v->'pages') > 0 THEN
-      EXECUTE format('INSERT INTO {schema}.%I (cid, message, page) SELECT $1, (e->>0)::bigint, (e->>1)::bigint '
-                     'FROM jsonb_array_elements($2) e ON CONFLICT (cid, message) DO UPDATE SET page = excluded.page', p || 'pages')
-        USING k, v->'pages';
-    END IF;
-    IF jsonb_array_length(v->'turns') > 0 THEN
-      EXECUTE format('INSERT INTO {schema}.%I (cid, version, message, at) SELECT $1, (e->>0)::bigint, (e->>1)::bigint, e->>2 '
-                     'FROM jsonb_array_elements($2) e ON CONFLICT (cid, version) DO NOTHING', p || 'turns')
-        USING k, v->'turns';
-    END IF;
-    IF v->'head' IS NOT NULL THEN
-      EXECUTE format('INSERT INTO {schema}.%I (cid, version, body) VALUES ($1, $2, $3) ON CONFLICT (cid) DO UPDATE '
-                     'SET version = excluded.version, body = excluded.body', p || 'heads')
-        USING k, (v->'head'->>0)::bigint, v->'head'->>1;
-    END IF;
+    EXECUTE format('SELECT {schema}.%I($1, $2)', 'chatrecord_views_g' || (v->>'g')::int || '_v1') USING k, v;
   END IF;
   LOCK TABLE {events} IN EXCLUSIVE MODE;
   RETURN QUERY INSERT INTO {events} (originator_id, originator_version, topic, state)
@@ -307,6 +262,54 @@ $fn$;
 """
 
 
+_VIEWS_FUNCTION_SQL = """CREATE OR REPLACE FUNCTION {schema}.{name}(cid_ text, views_ jsonb) RETURNS void LANGUAGE plpgsql AS $fn$
+BEGIN
+  IF jsonb_array_length(views_->'delete_entries') > 0 THEN
+    DELETE FROM {entries} WHERE cid = cid_ AND seq IN (SELECT jsonb_array_elements_text(views_->'delete_entries')::bigint);
+  END IF;
+  IF jsonb_array_length(views_->'entries') > 0 THEN
+    INSERT INTO {entries} (cid, seq, segment, body) SELECT cid_, (e->>0)::bigint, e->>1, e->>2 FROM jsonb_array_elements(views_->'entries') e ON CONFLICT (cid, seq) DO UPDATE SET body = excluded.body;
+  END IF;
+  IF jsonb_array_length(views_->'outcomes') > 0 THEN
+    INSERT INTO {outcomes} (cid, v, sub, card, after, body) SELECT cid_, (e->>0)::bigint, (e->>1)::bigint, e->>2, (e->>3)::bigint, e->>4 FROM jsonb_array_elements(views_->'outcomes') e;
+  END IF;
+  IF jsonb_array_length(views_->'messages') > 0 THEN
+    INSERT INTO {messages} (cid, idx, role, number, body) SELECT cid_, (e->>0)::bigint, e->>1, (e->>2)::bigint, e->>3 FROM jsonb_array_elements(views_->'messages') e ON CONFLICT (cid, idx) DO UPDATE SET role = excluded.role, number = excluded.number, body = excluded.body;
+  END IF;
+  IF jsonb_array_length(views_->'ended') > 0 THEN
+    INSERT INTO {messages} (cid, idx, role, number, block_end, body) SELECT cid_, (e->>0)::bigint, e->>1, (e->>2)::bigint, (e->>3)::bigint, e->>4 FROM jsonb_array_elements(views_->'ended') e ON CONFLICT (cid, idx) DO UPDATE SET role = excluded.role, number = excluded.number, body = excluded.body, block_end = excluded.block_end;
+  END IF;
+  IF jsonb_array_length(views_->'ends') > 0 THEN
+    UPDATE {messages} m SET block_end = (e->>1)::bigint FROM jsonb_array_elements(views_->'ends') e WHERE m.cid = cid_ AND m.idx = (e->>0)::bigint;
+  END IF;
+  IF jsonb_array_length(views_->'pages') > 0 THEN
+    INSERT INTO {pages} (cid, message, page) SELECT cid_, (e->>0)::bigint, (e->>1)::bigint FROM jsonb_array_elements(views_->'pages') e ON CONFLICT (cid, message) DO UPDATE SET page = excluded.page;
+  END IF;
+  IF jsonb_array_length(views_->'turns') > 0 THEN
+    INSERT INTO {turns} (cid, version, message, at) SELECT cid_, (e->>0)::bigint, (e->>1)::bigint, e->>2 FROM jsonb_array_elements(views_->'turns') e ON CONFLICT (cid, version) DO NOTHING;
+  END IF;
+  IF jsonb_typeof(views_->'head') = 'array' THEN
+    INSERT INTO {heads} (cid, version, body) VALUES (cid_, (views_->'head'->>0)::bigint, views_->'head'->>1) ON CONFLICT (cid) DO UPDATE SET version = excluded.version, body = excluded.body;
+  END IF;
+END
+$fn$
+"""
+
+
+def views_function_name(generation: int) -> str:
+    """Returns the name of the function that writes generation `generation`'s view rows."""
+    return f"chatrecord_views_g{generation}_v1"
+
+
+def views_function_statement(schema: str, generation: int) -> str:
+    """Returns the CREATE OR REPLACE FUNCTION statement of generation `generation`'s views
+    function: the view rows of one append (the `views` section of an `AppendDocument`) written
+    with static statements, whose plans PL/pgSQL keeps per connection (`APPEND_FUNCTION` calls
+    it for the generation its document names)."""
+    tables = table_names(generation, schema)
+    return _VIEWS_FUNCTION_SQL.format(schema=f'"{schema}"', name=views_function_name(generation), **tables)
+
+
 def append_function_statement(schema: str, events_table: str) -> str:
     """Returns the CREATE OR REPLACE FUNCTION statement of `APPEND_FUNCTION` in `schema`.
 
@@ -317,7 +320,7 @@ def append_function_statement(schema: str, events_table: str) -> str:
     events table's write lock, inserts the events (returning their notification ids, in order)
     and their chain rows. PL/pgSQL keeps the plans of its static statements per connection.
     """
-    return _APPEND_FUNCTION_SQL.format(schema=f'"{schema}"', events=f'"{schema}"."{events_table}"')
+    return _APPEND_FUNCTION_SQL.format(schema=f'"{schema}"', name=APPEND_FUNCTION, events=f'"{schema}"."{events_table}"')
 
 
 class Unfit(Exception):  # noqa: N818 - not an error: the append is sent another way
@@ -469,6 +472,11 @@ class _Answered(Exception):  # noqa: N818 - a carrier, never seen outside EventR
         self.error = error
 
 
+_SELECT_EVENTS = es_postgres.PostgresAggregateRecorder.select_events.__wrapped__  # type: ignore[attr-defined]
+_SELECT_NOTIFICATIONS = es_postgres.PostgresApplicationRecorder.select_notifications.__wrapped__  # type: ignore[attr-defined]
+"""The library's reads without its `retry`, which tries ten times whatever the error."""
+
+
 class EventRecorder(es_postgres.PostgresApplicationRecorder):
     """The library's application recorder, appending in one ordinary transaction instead of
     psycopg's pipeline mode (see the module's docstring)."""
@@ -489,6 +497,32 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder):
         except PersistenceError as error:
             if isinstance(error.__cause__, psycopg.errors.DivisionByZero):  # `PostgresHistoryTables.expect`
                 raise AssumptionFailed("the conversation's index is not as the command assumed") from None
+            raise
+
+    def select_events(self, originator_id: Any, **kwargs: Any) -> Sequence[StoredEvent]:
+        """The library's read of a conversation's events, tried again only when the connection
+        failed (`_read_retried`): a lock or statement timeout the server answered (a table
+        locked by DDL, VACUUM FULL) is raised at once, not after ten waits."""
+        return self._read(_SELECT_EVENTS, originator_id, **kwargs)
+
+    def select_notifications(self, *args: Any, **kwargs: Any) -> Any:
+        """The library's read of the notification log, tried again as `select_events` is."""
+        return self._read(_SELECT_NOTIFICATIONS, *args, **kwargs)
+
+    def _read(self, read: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        try:
+            return self._read_retried(read, *args, **kwargs)
+        except _Answered as answered:
+            raise answered.error from answered.error.__cause__
+
+    @retry((InterfaceError, OperationalError), max_attempts=CONNECTION_ATTEMPTS, wait=0.2)
+    def _read_retried(self, read: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        try:
+            return read(self, *args, **kwargs)
+        except (InterfaceError, OperationalError) as error:
+            cause = error.__cause__
+            if isinstance(cause, PoolTimeout) or getattr(cause, "sqlstate", None):
+                raise _Answered(error) from error
             raise
 
     @retry((InterfaceError, OperationalError), max_attempts=CONNECTION_ATTEMPTS, wait=0.2)
@@ -548,6 +582,22 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder):
             self._function = name
         return name or None
 
+    def _views_function(self, conn: psycopg.Connection[Any], generation: int) -> bool:
+        """Says whether generation `generation`'s views function exists, creating it once
+        (`views_function_statement`) where it is missing; False where it cannot be made."""
+        ready: set[int | None] = self.__dict__.setdefault("_views_ready", set())
+        if generation in ready:
+            return True
+        schema = self.datastore.schema
+        name = f'"{schema}".{views_function_name(generation)}'
+        exists = SQL("SELECT to_regprocedure({}) IS NOT NULL").format(f"{name}(text,jsonb)")
+        try:
+            create_once(conn, lock_key(schema), exists, [views_function_statement(schema, generation)])
+        except psycopg.Error:
+            return False
+        ready.add(generation)
+        return True
+
     def _append_in_one_call(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Any:
         """Sends the whole append as one statement, a call of `APPEND_FUNCTION` with the writes
         gathered as data (`AppendDocument`); returns the notification ids, or `_AGAIN` when the
@@ -559,14 +609,21 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder):
             return _AGAIN
         with self.datastore.get_connection() as conn:
             _AT_ONCE.on = True
+            generation = None
             try:
                 document = AppendDocument(conn, str(stored_events[0].originator_id))
                 self._insert_events(document, stored_events, **kwargs)
                 self._insert_stored_events(document, stored_events, **kwargs)
+                views = document.doc.get("views")
+                generation = views["g"] if views is not None else None
+                if generation is not None and not self._views_function(conn, generation):
+                    return _AGAIN
                 return document.call(function)
             except Unfit:
                 return _AGAIN
             except Exception as error:
+                if isinstance(error, psycopg.errors.UndefinedFunction):
+                    self._views_ready.discard(generation)  # dropped meanwhile: made again next time
                 if self._events_own(error):
                     raise
                 return _AGAIN
@@ -828,8 +885,9 @@ class PostgresHistoryTables(SQLHistoryTables):
     checks_assumptions = True
 
     def __init__(self, datastore: PostgresDatastore) -> None:
-        super().__init__(datastore, "%s", datastore.schema)
+        super().__init__(datastore, "%s", datastore.schema, (f'"{datastore.schema}".{CHAIN_TABLE}', lambda cid: cid))
         self.t = {name: f'"{datastore.schema}".{name}' for name in HISTORY_TABLES}
+        self.chain_table = f'"{datastore.schema}".{CHAIN_TABLE}'
 
     def create(self) -> None:
         """Does nothing: the tables are made with the store's schema (`PostgresFactory`)."""
@@ -852,8 +910,10 @@ class PostgresHistoryTables(SQLHistoryTables):
             f"AND NOT EXISTS (SELECT 1 FROM {t['chatrecord_sources']} WHERE cid = %s AND digest = ANY(%s::text[])) "
             f"AND NOT EXISTS (SELECT 1 FROM {t['chatrecord_segments']} WHERE cid = %s AND segment = ANY(%s::text[])) "
             f"AND NOT EXISTS (SELECT 1 FROM {t['chatrecord_segments']} WHERE cid = %s AND run = ANY(%s::text[]) "
-            "AND cut = 1)",
-            (key, assumed.version, assumed.count, key, assumed.digests, key, assumed.segments, key, assumed.runs),
+            f"AND cut = 1) AND (%s::bytea IS NULL OR EXISTS (SELECT 1 FROM {self.chain_table} WHERE originator_id = %s::uuid "
+            "AND originator_version = %s AND hash = %s::bytea))",
+            (key, assumed.version, assumed.count, key, assumed.digests, key, assumed.segments, key, assumed.runs,
+             assumed.tip, key, assumed.version, assumed.tip),
         )
 
     def _checked_write(self, cid: UUID, state: Any, events: list[Any], curs: Any, rebuild: bool, follows: bool,
@@ -871,7 +931,8 @@ class PostgresHistoryTables(SQLHistoryTables):
         if isinstance(curs, AppendDocument):
             if assumed is not None:
                 curs.put("assumed", {"version": assumed.version, "count": assumed.count, "digests": assumed.digests,
-                                     "segments": assumed.segments, "runs": assumed.runs})
+                                     "segments": assumed.segments, "runs": assumed.runs,
+                                     "tip": base64.b64encode(assumed.tip).decode() if assumed.tip is not None else None})
             curs.put("index", {
                 "sources": [[d, first, last] for d, (first, last) in held.sources.items()],
                 "segments": [[r.segment, r.run, r.message, r.version, int(r.cut), r.model_dump_json()]
@@ -915,7 +976,7 @@ class PostgresHistoryTables(SQLHistoryTables):
     @contextmanager
     def _reading(self, cid: UUID) -> Iterator[SQLHistory]:
         with self.datastore.cursor() as curs:  # autocommit reads, no transaction to end
-            yield SQLHistory(self._through(curs), cid, self.p, self.schema, memo=True)
+            yield SQLHistory(self._through(curs), cid, self.p, self.schema, memo=True, chain=self._chain_of(cid))
 
 
 COLUMN_TYPES = {
@@ -1113,6 +1174,10 @@ class PostgresBackend(SQLBackend):
         """Returns a cursor whose statements run on a connection of the pool, on a thread of
         their own (a rebuild's pages: the server writes one while the next is folded)."""
         return QueuedStatements(self.datastore.get_connection)
+
+    def _dropped(self, curs: Any, generation: int) -> None:
+        """Drops the generation's views function (`views_function_statement`) with its tables."""
+        self._x(curs, f'DROP FUNCTION IF EXISTS "{self.schema}".{views_function_name(generation)}(text, jsonb)', ())
 
     def lock(self, curs: Any, exclusive: bool) -> None:
         if isinstance(curs, AppendDocument) and not exclusive:

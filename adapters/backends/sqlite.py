@@ -301,7 +301,8 @@ class SQLiteFactory(StoreFactory, es_sqlite.SQLiteFactory):
 
     @classmethod
     def history_tables(cls, store: Any) -> SQLHistoryTables:
-        return SQLHistoryTables(store.recorder.datastore)
+        chained = getattr(store.recorder, "chain_heads", None) is not None
+        return SQLHistoryTables(store.recorder.datastore, chain=(CHAIN_TABLE, store.recorder._id) if chained else None)
 
     @classmethod
     def views_backend(cls, store: Any) -> SQLiteBackend:

@@ -21,6 +21,7 @@ from eventsourcing.utils import get_topic
 
 from adapters.backends import backend_of
 from adapters.store.chain import ChainedRecorder
+from adapters.store.crypto import refuse_texts
 from adapters.store.history import AssumptionFailed, HistoryTables
 from adapters.store.keys import DataKeys
 from adapters.store.serialization import SERIALIZATION_ENV
@@ -165,6 +166,9 @@ class ConversationStore(Application[UUID]):
     being saved: the read models apply them in that transaction (set by ReadModels)."""
     inline_committed: Callable[[], object] | None = None
     """Called once the transaction `inline_views` wrote in has committed (set by ReadModels)."""
+    forgotten: Callable[[UUID], object] | None = None
+    """Called with a conversation's id when the store drops what it keeps of it (`_forget`):
+    the read models drop their kept head of it (set by ReadModels)."""
 
     def __init__(self, env: dict[str, str] | None = None) -> None:
         """Opens the store on the backend `env` names (see the class). Raises BadMasterKey,
@@ -212,6 +216,8 @@ class ConversationStore(Application[UUID]):
                 state, events, first, outcomes = self._decide(command, cid, inline)
             if not events:
                 return HandleResult(command.conversation, (), first, state, None, attempt)
+            if state is not None and state.erased and isinstance(getattr(self.mapper, "keys", None), DataKeys):
+                refuse_texts(events)  # as the log says, whatever key this process still keeps
             added: list[int | None] = []
 
             def index(cursor: object, state: Conversation | None = state, events: tuple = events,
@@ -268,7 +274,11 @@ class ConversationStore(Application[UUID]):
             return None
         if state is None or state.version != known[0]:
             return None
-        history = AssumedHistory(known[0], known[1], getattr(command, "new_segments", ()))
+        heads = getattr(self.recorder, "chain_heads", None)
+        tip = heads.get(cid) if heads is not None else None
+        if tip is None or tip[0] != state.version:
+            return None  # the hash of the last event names the history the writer means
+        history = AssumedHistory(known[0], known[1], getattr(command, "new_segments", ()), tip=tip[1])
         try:
             events = tuple(command.decide(state, history))
         except (NotKnown, ChatrecordError):
@@ -291,7 +301,7 @@ class ConversationStore(Application[UUID]):
                     prefetch(*(_text(getattr(command, name, None)) for name in ("digest", "segment", "run")))
                 indexed = history.version
                 if not loaded:
-                    state, loaded = self._cached(cid, indexed) if inline else (None, False)
+                    state, loaded = self._cached(cid, indexed, getattr(history, "tip", None)) if inline else (None, False)
                 if loaded and (state is None or indexed >= state.version):
                     events = tuple(command.decide(state, history))
                     first = () if events else self._first_result(command, state, history)
@@ -302,11 +312,21 @@ class ConversationStore(Application[UUID]):
             elif state is not None:  # indexed < state.version
                 self.history.write(state.id, None, self.events.get(state.id, lte=state.version), rebuild=True)
 
-    def _cached(self, cid: UUID, indexed: int) -> tuple[Conversation | None, bool]:
+    def _cached(self, cid: UUID, indexed: int, tip: bytes | None = None) -> tuple[Conversation | None, bool]:
         """Returns the cached state of conversation `cid` and True when it is current: its
         version is `indexed`, the history index's version, which the events' own transaction
-        writes (so no read of the log is needed). Returns (None, False) otherwise."""
+        writes (so no read of the log is needed), and, where the store keeps a hash chain, the
+        hash this process keeps of its last event is `tip`, the chain's at that version (the
+        same history, not just as long). Returns (None, False) otherwise, after dropping what
+        this process keeps of `cid` when the hashes differ."""
         cache = self.repository.cache
+        heads = getattr(self.recorder, "chain_heads", None)
+        if heads is not None:
+            kept = heads.get(cid)
+            if kept is None or kept[0] != indexed or kept[1] != tip:
+                if kept is not None and kept[0] == indexed:
+                    self._forget(cid)  # another history of the same length: restored, failed over
+                return None, False
         if indexed and cache is not None:
             try:
                 cached = cache.get(cid)
@@ -317,9 +337,17 @@ class ConversationStore(Application[UUID]):
         return None, False
 
     def _forget(self, cid: UUID) -> None:
-        """Drops a conversation's cached state and card outcome count (after another writer's
-        append came first)."""
+        """Drops what this process keeps of a conversation (its cached state, card outcome
+        count, last hash and view head) after another writer's append came first or the index
+        was not as assumed: the log may even hold another history of the same length (a
+        database restored or failed over under a running process), so nothing kept is trusted
+        by its version alone."""
         self._known.evict(cid)
+        heads = getattr(self.recorder, "chain_heads", None)
+        if heads is not None:
+            heads.forget(cid)
+        if self.forgotten is not None:
+            self.forgotten(cid)
         if self.repository.cache is not None:
             with suppress(KeyError):
                 self.repository.cache.get(cid, evict=True)

@@ -23,6 +23,8 @@ gets its older hashes computed then, from its stored events ("trust on first use
 
 from __future__ import annotations
 
+from contextlib import suppress
+
 import hashlib
 from collections.abc import Sequence
 from typing import Any
@@ -89,6 +91,11 @@ class ChainHeads:
     def clear(self) -> None:
         """Forgets every kept hash (as a process that opens the store anew)."""
         self._kept = LRUCache(maxsize=self.size)  # the library's clear() only resets its links
+
+    def forget(self, key: UUID) -> None:
+        """Drops the kept hash of conversation `key` (the next append reads it)."""
+        with suppress(KeyError):
+            self._kept.get(key, evict=True)
 
     def remember(self, heads: dict[UUID, tuple[int, bytes]]) -> None:
         """Keeps `heads` (from `_seal`, after its transaction committed)."""

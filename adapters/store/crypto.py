@@ -27,7 +27,7 @@ from __future__ import annotations
 import base64
 import binascii
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Protocol
 from uuid import UUID
 
@@ -209,6 +209,23 @@ def seal_texts(cls: type, state: dict[str, Any], originator_id: UUID, version: i
             nonce = os.urandom(12)
             sealed = nonce + AESGCM(key).encrypt(nonce, value.encode(), _aad(originator_id, version, label))
             container[index] = {SEALED: base64.b64encode(sealed).decode()}
+
+
+class _Erased:
+    """A key source whose every conversation was erased (`refuse_texts`)."""
+
+    def key(self, originator_id: UUID, *, create: bool) -> bytes | None:
+        return None
+
+
+def refuse_texts(events: Iterable[Any]) -> None:
+    """Raises TextsErased, naming the version and the field, for the first free text among
+    `events` (domain events of a conversation whose texts were erased); does nothing when they
+    carry none. The same refusal `seal_texts` gives once the data key is deleted, given as soon
+    as the log records the erasure, whatever key a writer still keeps."""
+    for event in events:
+        state = event.model_dump(mode="json")
+        seal_texts(type(event), state, event.originator_id, event.originator_version, _Erased())  # type: ignore[arg-type]
 
 
 def open_texts(cls: type, state: dict[str, Any], originator_id: UUID, version: int, keys: KeySource | None) -> None:

@@ -52,8 +52,14 @@ class SQLHistory:
     """One conversation's index rows through `execute(sql, params) -> cursor` (`?` placeholders,
     turned into the driver's `p`). Reads see the writes of the same transaction."""
 
-    def __init__(self, execute: Execute, cid: UUID, p: str = "?", schema: str = "", memo: bool = False) -> None:
+    def __init__(self, execute: Execute, cid: UUID, p: str = "?", schema: str = "", memo: bool = False,
+                 chain: tuple[str, Any] | None = None) -> None:
         self._run, self.cid, self.p = execute, str(cid), p
+        self._chain = chain
+        """(the hash chain's table, the conversation's id as that table keys it): `prefetch`
+        then reads the hash of the event at the index's version too (`tip`)."""
+        self.tip: bytes | None = None
+        """After `prefetch` with `chain`: the chain's hash of the event at `version`, None if none."""
         self.t = {name: (f'"{schema}".{name}' if schema else name) for name in TABLES}
         self._memo: dict[tuple[Any, ...], Any] | None = {} if memo else None
         self.added = 0
@@ -84,14 +90,19 @@ class SQLHistory:
         if self._memo is None:
             return
         t = self.t
-        row = self._x(f"SELECT i.version, i.outcomes, s.first, s.last, "
+        # the chain's id goes last, as a column of `k`: `_x` puts the conversation's id first
+        chain, key, tip_args = ("NULL", "", ()) if self._chain is None else (
+            f"(SELECT c.hash FROM {self._chain[0]} c WHERE c.originator_id = k.chain_id "
+            "AND c.originator_version = i.version)", ", ? AS chain_id", (self._chain[1],))
+        row = self._x(f"SELECT i.version, i.outcomes, s.first, s.last, {chain} AS tip, "
                       f"(SELECT g.body FROM {t['chatrecord_segments']} g WHERE g.cid = k.cid AND g.segment = k.segment) "
                       f"AS segment, (SELECT 1 FROM {t['chatrecord_segments']} r WHERE r.cid = k.cid AND r.run = k.run "
                       f"AND r.cut = 1 LIMIT 1) AS run_cut FROM (SELECT CAST(? AS TEXT) AS cid, CAST(? AS TEXT) AS digest, "
-                      f"CAST(? AS TEXT) AS segment, CAST(? AS TEXT) AS run) k "
+                      f"CAST(? AS TEXT) AS segment, CAST(? AS TEXT) AS run{key}) k "
                       f"LEFT JOIN {t['chatrecord_index']} i ON i.cid = k.cid "
                       f"LEFT JOIN {t['chatrecord_sources']} s ON s.cid = k.cid AND s.digest = k.digest",
-                      digest or "", segment or "", run or "").fetchone()
+                      digest or "", segment or "", run or "", *tip_args).fetchone()
+        self.tip = bytes(row["tip"]) if row["tip"] is not None else None
         self._memo[("index",)] = (int(row["version"] or 0), int(row["outcomes"] or 0))
         if digest:
             self._memo[("source", digest)] = (int(row["first"]), int(row["last"])) if row["first"] is not None else None
@@ -363,8 +374,14 @@ class SQLHistoryTables(HistoryTables):
     read transaction per lookup; writers the cursor of the transaction that stores the events;
     one command's lookups share one read transaction (`_reading`)."""
 
-    def __init__(self, datastore: Any, p: str = "?", schema: str = "") -> None:
+    def __init__(self, datastore: Any, p: str = "?", schema: str = "", chain: tuple[str, Any] | None = None) -> None:
         self.datastore, self.p, self.schema = datastore, p, schema
+        self.chain = chain
+        """(the hash chain's table, a function of a conversation's UUID giving the id that table
+        keys it by), where the store keeps a chain: a command's lookups read its last hash too."""
+
+    def _chain_of(self, cid: UUID) -> tuple[str, Any] | None:
+        return None if self.chain is None else (self.chain[0], self.chain[1](cid))
 
     def create(self) -> None:
         with self.datastore.transaction(commit=True) as curs:
@@ -384,7 +401,7 @@ class SQLHistoryTables(HistoryTables):
     @contextmanager
     def _reading(self, cid: UUID) -> Iterator[SQLHistory]:
         with self.datastore.transaction(commit=False) as curs:
-            yield SQLHistory(self._through(curs), cid, self.p, self.schema, memo=True)
+            yield SQLHistory(self._through(curs), cid, self.p, self.schema, memo=True, chain=self._chain_of(cid))
 
     def writer(self, curs: Any, cid: UUID) -> SQLHistory:
         return SQLHistory(self._through(curs), cid, self.p, self.schema)

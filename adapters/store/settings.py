@@ -63,8 +63,9 @@ class StoreUnusable(ChatrecordError):
 def postgres_env(url: str) -> dict[str, str]:
     """Returns the library's POSTGRES_* keys for a `postgresql://` URL.
 
-    Raises BadDatabaseURL when the scheme, user, host or database name is missing, or when
-    `?schema=` is not a SCHEMA_NAME.
+    Raises BadDatabaseURL when the scheme, user, host or database name is missing, when a
+    query parameter is given twice (`?schema=a&schema=b`), or when `?schema=` is not a
+    SCHEMA_NAME.
     """
     parts = urlsplit(url)
     if parts.scheme not in ("postgresql", "postgres"):
@@ -93,7 +94,13 @@ def postgres_env(url: str) -> dict[str, str]:
         # a write waits this long for another's lock, then fails instead of holding the store
         "POSTGRES_LOCK_TIMEOUT": str(WRITE_LOCK_TIMEOUT),
     }
-    schema = parse_qs(parts.query, keep_blank_values=True).get("schema")
+    query = parse_qs(parts.query, keep_blank_values=True)
+    repeated = sorted(name for name, values in query.items() if len(values) > 1)
+    if repeated:
+        raise BadDatabaseURL(
+            f"CHATRECORD_DATABASE_URL names {', '.join(repeated)} more than once; give each once"
+        )
+    schema = query.get("schema")
     if schema:
         if not SCHEMA_NAME.fullmatch(schema[-1]):
             raise BadDatabaseURL(

@@ -311,6 +311,10 @@ class SQLBackend(Backend):
     def drop(self, curs: Any, generation: int) -> None:
         for table in table_names(generation, self.schema).values():
             self._x(curs, f"DROP TABLE IF EXISTS {table}")
+        self._dropped(curs, generation)
+
+    def _dropped(self, curs: Any, generation: int) -> None:
+        """Drops what else the backend keeps of a dropped generation."""
 
     def generations(self, curs: Any) -> set[int]:
         found = set()

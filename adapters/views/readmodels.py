@@ -146,6 +146,11 @@ class HeadCache:
         """Keeps `head` (written by a committed transaction)."""
         self._kept.put(cid, head)
 
+    def forget(self, cid: UUID) -> None:
+        """Forgets the kept head of `cid` (the store no longer trusts what it kept of it)."""
+        with contextlib.suppress(KeyError):
+            self._kept.get(cid, evict=True)
+
     def clear(self) -> None:
         """Forgets every kept head (after a rebuild or an erasure in this process)."""
         self._kept = LRUCache(maxsize=self.size)  # the library's clear() only resets its links
@@ -187,6 +192,7 @@ class ReadModels:
         store.on_saved = self.apply
         store.inline_views = self.apply_inline
         store.inline_committed = self.inline_committed
+        store.forgotten = self.heads.forget
 
     # ------------------------------------------------------------ set-up
 

@@ -136,3 +136,30 @@ def test_a_follows_that_is_no_version_is_bad_input_naming_follows(
     assert str(refused.value) == f"api: line 1, follows: {expected}"
     assert chatrecord.store.events("c") == []
     assert chatrecord.record_lines([START], "x", follows=0).version == 1
+
+
+def test_a_file_given_to_ingest_is_read_a_bounded_line_at_a_time(chatrecord: Chatrecord) -> None:
+    import io
+
+    from adapters.ingest import LINE_BYTES_MAX
+
+    class Spied(io.BytesIO):
+        longest = 0
+
+        def readline(self, size: int | None = -1) -> bytes:  # type: ignore[override]
+            line = super().readline(size)
+            Spied.longest = max(Spied.longest, len(line))
+            return line
+
+        def __next__(self) -> bytes:  # iterating a file reads whole lines
+            line = super().__next__()
+            Spied.longest = max(Spied.longest, len(line))
+            return line
+
+    start = b'{"type": "conversation_started", "at": "2026-10-28T09:00:00Z", "kind": "chat", "owner": 7, "conversation": "big"}'
+    huge = b'{"text": "' + b"q" * (3 * LINE_BYTES_MAX) + b'"}'
+    report = chatrecord.ingest(Spied(start + b"\n" + huge + b"\n" + start + b"\n"), "big.jsonl", skip_bad=True)
+    assert Spied.longest <= LINE_BYTES_MAX + 1
+    assert (report.appended, report.repeated) == (1, 1)
+    assert report.rejected == [f"big.jsonl: line 2, (line): is longer than {LINE_BYTES_MAX:,} bytes, "
+                               'the most a line may be (README, "Input limits")']

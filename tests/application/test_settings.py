@@ -109,6 +109,13 @@ def test_a_schema_that_is_not_one_sql_name_is_refused(schema: str) -> None:
     )
 
 
+def test_a_schema_given_twice_is_refused_not_taken_as_either() -> None:
+    with pytest.raises(BadDatabaseURL) as refused:
+        postgres_env("postgresql://u@h/db?schema=mine&schema=public")
+
+    assert str(refused.value) == "CHATRECORD_DATABASE_URL names schema more than once; give each once"
+
+
 @pytest.mark.parametrize("schema", ["chat", "_x1", "A" * 63])
 def test_a_schema_that_is_one_sql_name_is_used(schema: str) -> None:
     assert postgres_env(f"postgresql://u@h/db?schema={schema}")["POSTGRES_SCHEMA"] == schema

@@ -176,14 +176,14 @@ class TestPostgresAppendFunction(PostgresStores):
         store = self.open_store()
         Chatrecord(store).record(start("c"))
         with psycopg.connect(self.url, autocommit=True) as conn:
-            conn.execute(f'DROP FUNCTION "{self.schema}".chatrecord_append_v1(jsonb)')
+            conn.execute(f'DROP FUNCTION "{self.schema}".chatrecord_append_v2(jsonb)')
         later = self.open_store()  # as a process of this version opening a store an earlier one made
         calls = []
         call = later.recorder._append_in_one_call  # type: ignore[attr-defined]
         later.recorder._append_in_one_call = lambda *a, **k: calls.append(call(*a, **k)) or calls[-1]  # type: ignore[attr-defined]
         Chatrecord(later).record(message("c", 1))
         with psycopg.connect(self.url, autocommit=True) as conn:
-            found = conn.execute(f"SELECT to_regprocedure('\"{self.schema}\".chatrecord_append_v1(jsonb)') IS NOT NULL")
+            found = conn.execute(f"SELECT to_regprocedure('\"{self.schema}\".chatrecord_append_v2(jsonb)') IS NOT NULL")
             assert found.fetchone() == (True,)
         assert len(calls) == 1 and isinstance(calls[0], list) and len(calls[0]) == 1  # one notification id
         assert log(later, "c") == [("ConversationStarted", 1), ("UserMessagePosted", 2)]
@@ -229,3 +229,57 @@ class TestPostgresAppendFunction(PostgresStores):
         assert [e.originator_version for e in result.appended] == [4]
         assert log(one, "c") == [("ConversationStarted", 1), ("UserMessagePosted", 2), ("SegmentReturned", 3),
                                  ("UserMessagePosted", 4)]
+
+
+class TestPostgresRestoredLog(PostgresStores):
+    """A database restored (or failed over) under a running process can hold another history
+    of the same length as the one the process wrote: what the process keeps is trusted only
+    when the chain's hash at that version is the one it kept."""
+
+    def _tables(self, conn: Any) -> list[str]:
+        rows = conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = %s", (self.schema,)).fetchall()
+        return sorted(r[0] for r in rows)
+
+    def snapshot(self) -> None:
+        import psycopg
+
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            conn.execute(f'CREATE SCHEMA "{self.schema}_saved"')
+            for table in self._tables(conn):
+                conn.execute(f'CREATE TABLE "{self.schema}_saved"."{table}" AS TABLE "{self.schema}"."{table}"')
+
+    def restore(self) -> None:
+        import psycopg
+
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            for table in self._tables(conn):
+                conn.execute(f'TRUNCATE "{self.schema}"."{table}"')
+                conn.execute(f'INSERT INTO "{self.schema}"."{table}" SELECT * FROM "{self.schema}_saved"."{table}"')
+            conn.execute(f'DROP SCHEMA "{self.schema}_saved" CASCADE')
+
+    @pytest.mark.parametrize("then", ["card_decided", "user_message"])
+    def test_a_writer_whose_last_append_a_restore_undid_decides_on_the_history_the_log_holds(self, then: str) -> None:
+        from domain.errors import NoCardWaiting
+
+        writer = Chatrecord(self.open_store())
+        for line in (start("c"), message("c", 1), message("c", 2), message("c", 3)):
+            writer.record(line)
+        writer.turn_notes("c")
+        self.snapshot()
+        card = {**segment("c", "r1/1", "r1", outcome="awaiting_approval"),
+                "pending": [{"toolName": "update_page_metadata", "table": "pages", "uid": 9, "fields": ["title"]}]}
+        writer.record(card)  # version 5: a card waits
+        self.restore()  # back to version 4
+        Chatrecord(self.open_store()).record(segment("c", "r1/1", "r1"))  # another version 5: no card
+        if then == "card_decided":
+            with pytest.raises(NoCardWaiting):
+                writer.record({"type": "card_decided", "at": AT, "segment": "r1/1", "approved": True,
+                               "answer": "Übernehmen", "conversation": "c"})
+        else:
+            writer.record(message("c", 4))
+        verdicts = list(writer.verify("c"))
+        assert [(v.problem, v.version) for v in verdicts] == [(None, 5 if then == "card_decided" else 6)]
+        assert [(type(e).__name__, getattr(e, "outcome", None)) for e in writer.store.events("c")][4] == (
+            "SegmentReturned", "completed")
+        fresh = Chatrecord(self.open_store())
+        assert writer.turn_notes("c") == fresh.turn_notes("c")

@@ -201,6 +201,21 @@ class TestInMemoryErasure(ErasureContract):
 class AtRestContract(ErasureContract):
     """What a store that keeps its rows in a database file or server holds at rest."""
 
+    def test_a_writer_holding_the_key_stores_no_text_once_the_log_records_the_erasure(
+            self, store: ConversationStore) -> None:
+        from adapters.store.erasure import EraseTexts
+
+        writer = Chatrecord(self.open_store())  # another process, its data key kept
+        first = {"type": "user_message", "conversation": "conv-erase", "at": AT, "message": 5, "text": "vorher", "page": 0}
+        assert writer.record(first).appended
+        store.handle(EraseTexts("conv-erase"))  # erase's first step, its key not yet deleted
+        late = {"type": "user_message", "conversation": "conv-erase", "at": AT, "message": 6, "text": "danach", "page": 0}
+        with pytest.raises(TextsErased) as refused:
+            writer.record(late)
+        assert str(refused.value) == "api: line 2, text: conversation 'conv-erase' was erased; no text can be stored for it"
+        assert [type(e).__name__ for e in store.events("conv-erase")][-2:] == ["UserMessagePosted", "ConversationErased"]
+        assert writer.record({"type": "turn_retried", "conversation": "conv-erase", "at": AT, "message": 5}).appended
+
     def test_the_read_models_keep_no_readable_text(self, store: ConversationStore) -> None:
         # the transcript rows hold their texts sealed with the conversation's key, as the log does
         assert [p for p in PLANTS if p.encode() in self.database_bytes(store)] == []

@@ -30,6 +30,7 @@ from adapters.backends.postgres import (
 from adapters.http.idempotency import SQLKeys
 from adapters.store.settings import open_store
 from adapters.views.backends import backend_for
+from domain.events import conversation_uuid
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -170,6 +171,22 @@ def test_a_write_that_cannot_get_the_lock_fails_with_one_line(postgres_url: str,
     assert len(store.events("conv-1")) == 1  # the message was not stored; the store is free again
     ingest(store, segment_line("conv-1")[1:2])
     assert len(store.events("conv-1")) == 2
+    store.close()
+
+
+def test_a_read_of_a_table_ddl_holds_fails_once_after_the_lock_timeout(postgres_url: str, postgres_schema: str) -> None:
+    store = open_store(pg_env(postgres_url, postgres_schema), POSTGRES_LOCK_TIMEOUT="1")
+    ingest(store, segment_line("conv-1")[:1])
+    tries = []
+    read = store.recorder._read_retried.__wrapped__  # type: ignore[attr-defined]
+    store.recorder._read_retried = lambda *a, **k: tries.append(1) or read(store.recorder, *a, **k)  # type: ignore[attr-defined]
+    with psycopg.connect(postgres_url) as ddl:
+        ddl.execute(sql.SQL("LOCK TABLE {}.conversationstore_events IN ACCESS EXCLUSIVE MODE").format(
+            sql.Identifier(postgres_schema)))
+        with pytest.raises(es_persistence.OperationalError, match="lock timeout"):
+            store.recorder.select_events(conversation_uuid("conv-1"))
+    assert tries == [1]  # the server answered: not tried again
+    assert len(store.events("conv-1")) == 1
     store.close()
 
 
