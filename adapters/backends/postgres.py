@@ -952,33 +952,33 @@ class PostgresHistoryTables(SQLHistoryTables):
                                      "segments": assumed.segments, "runs": assumed.runs,
                                      "tip": base64.b64encode(assumed.tip).decode() if assumed.tip is not None else None})
             curs.put("index", {
-                "sources": [[d, first, last] for d, (first, last) in held.sources.items()],
+                "sources": [[d, first, last] for d, (first, last) in held.top.sources.items()],
                 "segments": [[r.segment, r.run, r.message, r.version, int(r.cut), r.model_dump_json()]
-                             for r in held.records.values()],
-                "messages": [[number, int(live)] for number, live in held.messages.items()],
-                "version": held.version, "added": held.added,
+                             for r in held.top.records.values()],
+                "messages": [[number, int(live)] for number, live in held.top.messages.items()],
+                "version": held.version, "added": held.delta,
             }, HISTORY_TABLES)
-            return held.added
+            return held.delta
         ctes: list[str] = []
         params: list[Any] = []
         if assumed is not None:
             condition, checks = self._holds(cid, assumed)
             ctes.append(f"ok AS MATERIALIZED (SELECT 1 / (CASE WHEN {condition} THEN 1 ELSE 0 END) AS one)")
             params.extend(checks)
-        if held.sources:
-            rows = [(key, d, first, last) for d, (first, last) in held.sources.items()]
+        if held.top.sources:
+            rows = [(key, d, first, last) for d, (first, last) in held.top.sources.items()]
             ctes.append(f"s AS (INSERT INTO {t['chatrecord_sources']} (cid, digest, first, last) VALUES {_marks(rows)} "
                         "ON CONFLICT (cid, digest) DO UPDATE SET last = excluded.last)")
             params.extend(v for row in rows for v in row)
-        if held.records:
+        if held.top.records:
             rows = [(key, r.segment, r.run, r.message, r.version, int(r.cut), r.model_dump_json())
-                    for r in held.records.values()]
+                    for r in held.top.records.values()]
             ctes.append(f"g AS (INSERT INTO {t['chatrecord_segments']} (cid, segment, run, message, version, cut, body) "
                         f"VALUES {_marks(rows)} ON CONFLICT (cid, segment) DO UPDATE SET cut = excluded.cut, "
                         "body = excluded.body)")
             params.extend(v for row in rows for v in row)
-        if held.messages:
-            rows = [(key, number, int(live)) for number, live in held.messages.items()]
+        if held.top.messages:
+            rows = [(key, number, int(live)) for number, live in held.top.messages.items()]
             ctes.append(f"m AS (INSERT INTO {t['chatrecord_messages']} (cid, number, live) VALUES {_marks(rows)} "
                         "ON CONFLICT (cid, number) DO UPDATE SET live = excluded.live)")
             params.extend(v for row in rows for v in row)
@@ -988,8 +988,8 @@ class PostgresHistoryTables(SQLHistoryTables):
         curs.execute(f"{head}INSERT INTO {index} (cid, version, outcomes) SELECT %s, %s, %s {source} "
                      f"ON CONFLICT (cid) DO UPDATE SET version = excluded.version, "
                      f"outcomes = {index}.outcomes + excluded.outcomes",
-                     (*params, key, held.version, held.added))
-        return held.added
+                     (*params, key, held.version, held.delta))
+        return held.delta
 
     @contextmanager
     def _reading(self, cid: UUID) -> Iterator[SQLHistory]:

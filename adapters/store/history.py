@@ -22,7 +22,7 @@ from typing import Any
 from uuid import UUID
 
 from domain.events import ConversationEvent
-from domain.history import AssumedHistory, MemoryHistory, SegmentRecord, index_event
+from domain.history import AssumedHistory, LayeredHistory, MemoryHistory, SegmentRecord, index_event
 from domain.state import evolve
 
 Execute = Callable[[str, tuple[Any, ...]], Any]
@@ -210,57 +210,21 @@ def index_events(index: Any, state: Any, events: Iterable[ConversationEvent]) ->
             index.version = last
 
 
-class HeldIndex:
-    """One conversation's index as an append writes it: reads go to `base` (an `SQLHistory`
-    on the events' transaction) unless this append wrote the row already; writes are held,
-    one per key (the last record of a segment, the last state of a message, each line's
-    first and last version, the outcomes added, the version), for a backend to send in one
-    statement (`PostgresHistoryTables`). A line's digest is never read to be written: its row
-    is an upsert that keeps the first version stored."""
+class HeldIndex(LayeredHistory):
+    """One conversation's index as an append writes it: a `LayeredHistory` over `base` (an
+    `SQLHistory` on the events' transaction) whose held writes (`top`: one per key, the last
+    record of a segment, the last state of a message, each line's first and last version;
+    `delta`: the outcomes added; `version`) a backend sends in one statement
+    (`PostgresHistoryTables`). A line's digest is never read to be written: its row is an
+    upsert that keeps the first version stored."""
 
     def __init__(self, base: Any) -> None:
-        self.base = base
-        self.records: dict[str, SegmentRecord] = {}
-        self.messages: dict[int, bool] = {}
-        self.sources: dict[str, tuple[int, int]] = {}
-        self.added = 0
+        super().__init__(base)
         self.version = 0
 
-    def segment(self, segment: str) -> SegmentRecord | None:
-        return self.records[segment] if segment in self.records else self.base.segment(segment)
-
-    def segments_from(self, message: int) -> list[SegmentRecord]:
-        below = [r for r in self.base.segments_from(message) if r.segment not in self.records]
-        held = [r for r in self.records.values() if not r.cut and r.message >= message]
-        return sorted([*below, *held], key=lambda r: r.version)
-
-    def run_cut(self, run: str) -> bool:
-        return any(r.cut and r.run == run for r in self.records.values()) or self.base.run_cut(run)
-
-    def message_live(self, number: int) -> bool:
-        return self.messages[number] if number in self.messages else self.base.message_live(number)
-
-    def messages_after(self, number: int) -> list[int]:
-        below = [n for n in self.base.messages_after(number) if n not in self.messages]
-        return sorted([*below, *(n for n, live in self.messages.items() if live and n > number)])
-
-    def outcomes(self) -> int:
-        return self.base.outcomes() + self.added
-
-    def source(self, digest: str) -> tuple[int, int] | None:
-        return self.sources.get(digest) or self.base.source(digest)
-
-    def put_segment(self, record: SegmentRecord) -> None:
-        self.records[record.segment] = record
-
-    def put_message(self, number: int, live: bool) -> None:
-        self.messages[number] = live
-
-    def add_outcomes(self, count: int) -> None:
-        self.added += count
-
     def put_source(self, digest: str, version: int) -> None:
-        self.sources[digest] = (self.sources.get(digest, (version, version))[0], version)
+        first = self.top.sources.get(digest)
+        self.top.sources[digest] = (first[0] if first else version, version)
 
     def set_version(self, version: int) -> None:
         self.version = version
