@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Iterator, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import closing, contextmanager
 from datetime import datetime
 from functools import lru_cache
@@ -191,6 +192,30 @@ class WaitingSQLiteDatastore(es_sqlite.SQLiteDatastore):
     refuses to upgrade its read at once with "database is locked", whatever the lock timeout.
     Taking the write lock first makes every writer wait up to the lock timeout instead.
     """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.pool._create_connection = self._connect_waiting(self.pool._create_connection)  # type: ignore[method-assign]
+
+    def _connect_waiting(self, create: Callable[[], Any]) -> Callable[[], Any]:
+        """Returns the pool's `create` tried again while the file is locked: a new connection
+        switches a fresh file to WAL (the library's `PRAGMA journal_mode=WAL`), which SQLite
+        refuses at once with "database is locked", whatever the busy timeout, while another
+        process opening the same file holds it. Tries until the lock timeout has passed."""
+        limit = float(self.pool.lock_timeout or 5)
+
+        def connect() -> Any:
+            waited, pause = 0.0, 0.005
+            while True:
+                try:
+                    return create()
+                except sqlite3.OperationalError as error:
+                    if "locked" not in str(error) or waited >= limit:
+                        raise
+                time.sleep(pause)
+                waited, pause = waited + pause, min(pause * 2, 0.1)
+
+        return connect
 
     @contextmanager
     def transaction(self, *, commit: bool) -> Iterator[es_sqlite.SQLiteCursor]:

@@ -456,3 +456,28 @@ class TestPostgresStore(PostgresStores, SharedDatabaseContract, StoreContract):
                 chunks += [bytes(row[0]) for row in conn.execute(query)]
         assert chunks, "no rows read: the table names may have changed"
         return b"\n".join(chunks)
+
+
+def test_a_connection_to_a_file_another_process_is_switching_to_wal_waits_for_it(tmp_path: Path) -> None:
+    import sqlite3
+
+    from adapters.backends.sqlite import WaitingSQLiteDatastore
+
+    datastore = WaitingSQLiteDatastore(db_name=str(tmp_path / "c.sqlite"), lock_timeout=1)
+    tries: list[int] = []
+
+    def create() -> str:
+        tries.append(1)
+        if len(tries) < 3:  # what the library's PRAGMA journal_mode=WAL meets while another opens the file
+            raise sqlite3.OperationalError("database is locked")
+        return "connection"
+
+    assert datastore._connect_waiting(create)() == "connection"
+    assert len(tries) == 3
+
+    def broken() -> str:
+        raise sqlite3.OperationalError("unable to open database file")
+
+    with pytest.raises(sqlite3.OperationalError, match="unable to open"):
+        datastore._connect_waiting(broken)()
+    datastore.close()
