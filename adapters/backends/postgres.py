@@ -98,9 +98,9 @@ PREPARE_THRESHOLD = 5
 
 
 _AT_ONCE = threading.local()
-"""`on` while this thread appends in one round trip (`EventRecorder._append_at_once`)."""
+"""`on` while this thread gathers an append for one call (`EventRecorder._append_in_one_call`)."""
 _AGAIN = object()
-"""What `EventRecorder._append_at_once` returns when the append is to be done synced."""
+"""What `EventRecorder._append_in_one_call` returns when the append is to be done synced."""
 
 Statement = str | Composable
 
@@ -333,7 +333,7 @@ def append_function_statement(schema: str, events_table: str) -> str:
     transaction (one statement: its own), with sequential scans off (PL/pgSQL keeps a plan made
     when the tables were small: every statement here finds its rows by a key, and a kept plan
     that scanned a table would cost more with every line), checks an assumed index (raising division_by_zero,
-    22012, as `PostgresHistoryTables.expect` does), writes the history index rows, takes the
+    22012, as `PostgresHistoryTables._holds` makes the statements' check do), writes the history index rows, takes the
     views' shared lock and writes their rows into the generation the document names, takes the
     events table's write lock, inserts the events (returning their notification ids, in order)
     and their chain rows. PL/pgSQL keeps the plans of its static statements per connection.
@@ -358,7 +358,7 @@ class AppendDocument:
     then `fetchone`/`fetchall`) runs at once, outside that transaction, where it reads no
     table the document writes (a head, a chain hash, an index row: what it finds is checked by
     the events' version, whose insert fails if another writer came between); any other
-    statement raises Unfit, and the append is sent as statements instead (`HeldQuery`)."""
+    statement raises Unfit, and the append is sent as statements instead (`_append_synced`)."""
 
     def __init__(self, conn: psycopg.Connection[Any], cid: str) -> None:
         self._conn = conn
@@ -372,7 +372,7 @@ class AppendDocument:
         self.doc[section] = value
         self._written.update(tables)
 
-    def views(self, generation: int, lock: int | None = None) -> dict[str, Any]:
+    def views(self, generation: int) -> dict[str, Any]:
         """Returns the document's views section for `generation` (made on the first call):
         lists of rows per kind, the head, the lock key."""
         views = self.doc.get("views")
@@ -424,64 +424,6 @@ class AppendDocument:
             return [row["n"] for row in curs.fetchall()]
 
 
-class HeldQuery:
-    """Stands in for the cursor of an append's transaction and holds its statements, bound on
-    this side (psycopg's `ClientCursor.mogrify`, which quotes every value), to send them as
-    one query string: one message and one answer for the whole transaction, where psycopg's
-    pipeline mode costs a send, a parse and a result per statement on both sides. It opens the
-    transaction (BEGIN) with the first statements it sends. A read (`fetchone`, `fetchall`)
-    sends what is held with the read last and returns the read's rows; `commit(column)` sends
-    the rest and COMMIT and returns the values of `column` in the result that has it (the
-    events' INSERT … RETURNING). A statement that fails raises psycopg's error; the server has
-    run none after it, and the transaction is left for the caller to roll back."""
-
-    def __init__(self, conn: psycopg.Connection[Any]) -> None:
-        self._client = psycopg.ClientCursor(conn)
-        self._held: list[bytes] = [b"BEGIN"]
-
-    def execute(self, query: Any, params: Any = None, **_: Any) -> HeldQuery:
-        """Holds `query` with `params` bound (a `%b` placeholder is bound as `%s` is: the
-        query goes as text). Preparation options are ignored."""
-        if isinstance(query, Composable):
-            query = query.as_string(self._client.connection)
-        if params is not None:
-            query = query.replace("%b", "%s")
-        self._held.append(self._client.mogrify(query, params).encode())
-        return self
-
-    def executemany(self, query: Any, params_seq: Iterable[Any], **_: Any) -> None:
-        for params in params_seq:
-            self.execute(query, params)
-
-    def _send(self) -> psycopg.ClientCursor[Any]:
-        query, self._held = b";\n".join(self._held), []
-        self._client.execute(query)  # type: ignore[call-overload]
-        return self._client
-
-    def _last(self) -> psycopg.ClientCursor[Any]:
-        curs = self._send()
-        while curs.nextset():
-            pass
-        return curs
-
-    def fetchone(self) -> Any:
-        return self._last().fetchone()
-
-    def fetchall(self) -> list[Any]:
-        return self._last().fetchall()
-
-    def commit(self, column: str) -> list[Any] | None:
-        """Sends the held statements and COMMIT; returns the values of `column` from the first
-        result that has that column, None when none has."""
-        self._held.append(b"COMMIT")
-        curs, found = self._send(), None
-        while True:
-            if found is None and curs.description and curs.description[0].name == column:
-                found = [row[column] for row in curs.fetchall()]
-            if not curs.nextset():
-                return found
-
-
 class _Answered(Exception):  # noqa: N818 - a carrier, never seen outside EventRecorder
     """Carries an append's error that is not to be tried again past the library's `retry`."""
 
@@ -499,6 +441,13 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder):
     """The library's application recorder, appending in one ordinary transaction instead of
     psycopg's pipeline mode (see the module's docstring)."""
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._function: str | None = None
+        """`APPEND_FUNCTION`'s qualified name once made, "" where it cannot be, None before."""
+        self._views_ready: set[int | None] = set()
+        """The generations whose views function this process made or found."""
+
     def insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
         """Appends `stored_events` under the events table's write lock and returns their
         notification ids; tries again (`_append_retried`) when the connection fails, never
@@ -506,14 +455,14 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder):
 
         Raises the library's IntegrityError when a version is taken already, OperationalError
         when the lock or the statement timed out, AssumptionFailed when the index is not as the
-        writer assumed (`PostgresHistoryTables.expect`); nothing is stored then.
+        writer assumed (`PostgresHistoryTables._holds`); nothing is stored then.
         """
         try:
             return self._append_retried(stored_events, **kwargs)
         except _Answered as answered:
             raise answered.error from answered.error.__cause__
         except PersistenceError as error:
-            if isinstance(error.__cause__, psycopg.errors.DivisionByZero):  # `PostgresHistoryTables.expect`
+            if isinstance(error.__cause__, psycopg.errors.DivisionByZero):  # `PostgresHistoryTables._holds`
                 raise AssumptionFailed("the conversation's index is not as the command assumed") from None
             raise
 
@@ -573,12 +522,11 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder):
             return self._fetch_ids_after_insert_events(curs, stored_events, **kwargs)
 
     def _append_pipelined(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
-        """Appends in one round trip (`_append_at_once`); when that fails for a reason that is
-        not the events' own, appends again as the library does (`_append_synced`), so that a
-        failing view statement rolls back to its savepoint and the events are still stored."""
+        """Appends in one statement (`_append_in_one_call`); when the append holds what that
+        cannot carry, or failed for a reason that is not the events' own, appends as the
+        library does (`_append_synced`), so that a failing view statement rolls back to its
+        savepoint and the events are still stored."""
         ids = self._append_in_one_call(stored_events, **kwargs)
-        if ids is _AGAIN:
-            ids = self._append_at_once(stored_events, **kwargs)
         if ids is _AGAIN:
             return self._append_synced(stored_events, **kwargs)
         return ids
@@ -587,7 +535,7 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder):
         """Returns the schema-qualified name of `APPEND_FUNCTION`, creating it once where it is
         missing (a store an earlier version made); None where it cannot be had (a read-only
         database, a role without CREATE): appends then go as statements."""
-        name = getattr(self, "_function", None)
+        name = self._function
         if name is None:
             schema = self.datastore.schema
             name = f'"{schema}".{APPEND_FUNCTION}'
@@ -603,7 +551,7 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder):
     def _views_function(self, conn: psycopg.Connection[Any], generation: int) -> bool:
         """Says whether generation `generation`'s views function exists, creating it once
         (`views_function_statement`) where it is missing; False where it cannot be made."""
-        ready: set[int | None] = self.__dict__.setdefault("_views_ready", set())
+        ready = self._views_ready
         if generation in ready:
             return True
         schema = self.datastore.schema
@@ -620,7 +568,7 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder):
         """Sends the whole append as one statement, a call of `APPEND_FUNCTION` with the writes
         gathered as data (`AppendDocument`); returns the notification ids, or `_AGAIN` when the
         append holds what the document cannot carry, or failed for a reason that is not the
-        events' own (the statements then run as `_append_at_once` sends them). Raises a taken
+        events' own (the append then runs synced, `_append_synced`). Raises a taken
         version, a failed assumption, a timeout and a lost connection as they are."""
         function = self._append_function()
         if function is None:
@@ -642,31 +590,6 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder):
             except Exception as error:
                 if isinstance(error, psycopg.errors.UndefinedFunction):
                     self._views_ready.discard(generation)  # dropped meanwhile: made again next time
-                if self._events_own(error):
-                    raise
-                return _AGAIN
-            finally:
-                _AT_ONCE.on = False
-
-    def _append_at_once(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Any:
-        """Sends every statement of the append and its COMMIT as one query string (`HeldQuery`:
-        bound on this side, so the server gets one message and answers once): BEGIN, the
-        history index, the views (no savepoint: see `PostgresBackend.savepoint`), the table
-        lock, INSERT … RETURNING, the chain and COMMIT. A read among them (a head or a hash
-        this process did not keep) sends what is held so far with it. Returns the notification
-        ids, or `_AGAIN` after rolling back when a statement failed for a reason that may be
-        the views'. Raises a taken version (an IntegrityError on the events table), a failed
-        assumption, a timeout and a lost connection as they are."""
-        with self.datastore.get_connection() as conn:
-            _AT_ONCE.on = True
-            try:
-                held = HeldQuery(conn)
-                self._insert_events(held, stored_events, **kwargs)
-                self._insert_stored_events(held, stored_events, **kwargs)
-                return held.commit("notification_id")
-            except Exception as error:
-                if conn.pgconn.status == pq.ConnStatus.OK and conn.info.transaction_status != pq.TransactionStatus.IDLE:
-                    conn.rollback()
                 if self._events_own(error):
                     raise
                 return _AGAIN
@@ -740,9 +663,6 @@ class ChainedPostgresRecorder(ChainedRecorder, EventRecorder):
             self._sealing.heads = self._seal(curs, stored_events)
             return
         super()._insert_stored_events(curs, stored_events, **kwargs)
-        if isinstance(curs, HeldQuery):  # its COMMIT finds the ids among the results
-            self._sealing.heads = self._seal(curs, stored_events)
-            return
         # another cursor of the same transaction: the ids are read from `curs` afterwards
         with curs.connection.cursor() as own:
             self._sealing.heads = self._seal(own, stored_events)
@@ -910,18 +830,13 @@ class PostgresHistoryTables(SQLHistoryTables):
     def create(self) -> None:
         """Does nothing: the tables are made with the store's schema (`PostgresFactory`)."""
 
-    def expect(self, curs: Any, cid: UUID, assumed: AssumedHistory) -> None:
-        """Sends one query that divides by zero unless the index of `cid` stands as `assumed`
-        says (`_holds`): the server raises division_by_zero (22012, which no other statement
-        of an append can raise) and `EventRecorder` turns it into AssumptionFailed."""
-        condition, params = self._holds(cid, assumed)
-        curs.execute(f"SELECT 1 / (CASE WHEN {condition} THEN 1 ELSE 0 END)", params)
-
     def _holds(self, cid: UUID, assumed: AssumedHistory) -> tuple[str, tuple[Any, ...]]:
         """Returns the SQL condition (and its parameters) that the index of `cid` is at
         `assumed.version` with `assumed.count` card outcomes, and that none of the lines,
         segments and cut runs `assumed` took as unrecorded is there. Used as a divisor, it is no
-        constant, so the planner cannot fold the division."""
+        constant, so the planner cannot fold the division: the server raises division_by_zero
+        (22012, which no other statement of an append can raise) and `EventRecorder` turns it
+        into AssumptionFailed."""
         t, key = self.t, str(cid)
         return (
             f"EXISTS (SELECT 1 FROM {t['chatrecord_index']} WHERE cid = %s AND version = %s AND outcomes = %s) "
@@ -1009,8 +924,7 @@ class PostgresBufferedRows(BufferedRows):
     """`BufferedRows` whose flush sends each table's held rows as one statement over arrays
     (`unnest`), not one statement per row: in pipeline mode nothing is synced, and the
     server runs one statement per table however many rows a rebuild's page holds. In an
-    append bound as text (`HeldQuery`) the rows go as a VALUES list instead: psycopg builds a
-    text array literal element by element in Python, a scalar in C."""
+    append gathered for one call (`AppendDocument`) the rows go into its document instead."""
 
     def _document(self) -> dict[str, Any] | None:
         """The views section of the append's document, when the rows are written into one."""
@@ -1037,11 +951,6 @@ class PostgresBufferedRows(BufferedRows):
         if views is not None:
             views[self._kind(table, columns)].extend(list(row) for row in rows)
             return
-        if isinstance(self.curs, HeldQuery):  # bound as text: a VALUES list, no array literal to build and parse
-            marks = ", ".join([f"({', '.join(['%s'] * (len(columns) + 1))})"] * len(rows))
-            self.curs.execute(f"INSERT INTO {table} (cid, {', '.join(columns)}) VALUES {marks} {tail}",
-                              [value for row in rows for value in (self.cid, *row)])
-            return
         arrays = ", ".join(f"%b::{COLUMN_TYPES[c]}[]" for c in columns)  # binary: no quoting per element
         self.curs.execute(f"INSERT INTO {table} (cid, {', '.join(columns)}) SELECT %s, * FROM unnest({arrays}) {tail}",
                           (self.cid, *(list(column) for column in zip(*rows))))
@@ -1050,9 +959,6 @@ class PostgresBufferedRows(BufferedRows):
         views = self._document() if seqs else None
         if views is not None:
             views["delete_entries"].extend(seqs)
-        elif seqs and isinstance(self.curs, HeldQuery):
-            self.curs.execute(f"DELETE FROM {self.t['entries']} WHERE cid = %s AND seq IN ({', '.join(['%s'] * len(seqs))})",
-                              (self.cid, *seqs))
         elif seqs:
             self.curs.execute(f"DELETE FROM {self.t['entries']} WHERE cid = %s AND seq = ANY(%b::bigint[])",
                               (self.cid, seqs))
@@ -1061,10 +967,6 @@ class PostgresBufferedRows(BufferedRows):
         views = self._document() if ends else None
         if views is not None:
             views["ends"].extend([index, end] for index, end in ends)
-        elif ends and isinstance(self.curs, HeldQuery):
-            pairs = ", ".join(["(CAST(%s AS bigint), CAST(%s AS bigint))"] * len(ends))
-            self.curs.execute(f"UPDATE {self.t['messages']} m SET block_end = u.e FROM (VALUES {pairs}) AS u(i, e) "
-                              "WHERE m.cid = %s AND m.idx = u.i", (*(v for pair in ends for v in pair), self.cid))
         elif ends:
             self.curs.execute(f"UPDATE {self.t['messages']} m SET block_end = u.e "
                               "FROM unnest(%b::bigint[], %b::bigint[]) AS u(i, e) WHERE m.cid = %s AND m.idx = u.i",
@@ -1151,7 +1053,7 @@ class PostgresBackend(SQLBackend):
         events' transaction at its end. An error raised while the savepoint is taken belongs
         to the transaction's earlier statements (in pipeline mode their results arrive there,
         e.g. a read-only database refusing the history index's INSERT): it is raised, not
-        taken for the views'. In an append in one round trip (`EventRecorder._append_at_once`)
+        taken for the views'. In an append gathered for one call (`EventRecorder._append_in_one_call`)
         there is no savepoint and nothing is caught: a failure fails that append, which then
         runs again synced, with this savepoint."""
         if getattr(_AT_ONCE, "on", False):

@@ -255,14 +255,8 @@ class HistoryTables:
     in a SQLite file or a PostgreSQL schema, dicts in memory."""
 
     checks_assumptions = False
-    """True where `expect` can check an `AssumedHistory` in the events' transaction, so a
+    """True where `write` can check an `AssumedHistory` in the events' transaction, so a
     writer may decide a command without reading the index first (PostgreSQL)."""
-
-    def expect(self, curs: Any, cid: UUID, assumed: AssumedHistory) -> None:
-        """Adds to the transaction of `curs`, before any write, the check that conversation
-        `cid`'s index stands as `assumed` says; the append then fails with AssumptionFailed
-        (raised by the recorder) when it does not. Only where `checks_assumptions`."""
-        raise NotImplementedError
 
     def create(self) -> None:
         """Creates the tables where they do not exist."""
@@ -304,7 +298,8 @@ class HistoryTables:
         `curs` or in a transaction of its own; with `rebuild`, the conversation's rows go first.
         `follows` says the caller saw the index at the version before the first event in this
         attempt (the events' insert fails if another writer came between), so it is not read.
-        `assumed`: the events were decided on that history, which is checked first (`expect`).
+        `assumed`: the events were decided on that history, which is checked with them where
+        `checks_assumptions`.
         Returns how many card outcomes the events added (negative when an edit cut some),
         None when nothing was indexed or the index does not count them (in memory)."""
         events = list(events)
@@ -316,7 +311,7 @@ class HistoryTables:
     def _checked_write(self, cid: UUID, state: Any, events: list[Any], curs: Any, rebuild: bool, follows: bool,
                        assumed: AssumedHistory | None) -> int | None:
         if assumed is not None:
-            self.expect(curs, cid, assumed)
+            raise NotImplementedError("this index cannot check an assumed history (checks_assumptions)")
         return self._write(cid, state, events, curs, rebuild, follows)
 
     def _write(self, cid: UUID, state: Any, events: list[Any], curs: Any, rebuild: bool, follows: bool) -> int | None:

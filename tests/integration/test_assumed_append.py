@@ -196,8 +196,8 @@ class TestPostgresAppendFunction(PostgresStores):
             chat.record(line)
         chat.turn_notes("c")  # the read models are kept from here on, in each append's transaction
         sent = []
-        at_once = store.recorder._append_at_once  # type: ignore[attr-defined]
-        store.recorder._append_at_once = lambda *a, **k: sent.append(1) or at_once(*a, **k)  # type: ignore[attr-defined]
+        synced = store.recorder._append_synced  # type: ignore[attr-defined]
+        store.recorder._append_synced = lambda *a, **k: sent.append(1) or synced(*a, **k)  # type: ignore[attr-defined]
         chat.record({"type": "message_edited", "at": AT, "message": 1, "text": "anders", "conversation": "c"})
         assert sent  # an edit's cuts are statements of their own
         memory = ConversationStore(env=memory_env())
