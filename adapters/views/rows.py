@@ -286,20 +286,20 @@ class SQLRows:
                 return {}
             m = self.t["messages"]
             # each position beside a block's end is its own primary-key lookup (a correlated
-            # subquery): a join on `idx IN (…)` let PostgreSQL's planner, with stale statistics,
-            # scan the conversation's whole transcript
+            # subquery, run once per position: a condition on it would run it again): a join on
+            # `idx IN (…)` let PostgreSQL's planner, with stale statistics, scan the
+            # conversation's whole transcript
             blocks, args = self._blocks(numbers)
             rows = self._select((
                 f"WITH b AS ({blocks}), "
-                "p AS (SELECT COALESCE(block_end, ?) - 1 AS i FROM b UNION SELECT COALESCE(block_end, ?) FROM b), "
-                f"q AS (SELECT i, (SELECT body FROM {m} WHERE cid = ? AND idx = p.i) AS body FROM p) "
-                "SELECT idx, number, block_end, NULL AS body FROM b UNION ALL "
-                "SELECT i, NULL, NULL, body FROM q WHERE body IS NOT NULL"
+                "p AS (SELECT COALESCE(block_end, ?) - 1 AS i FROM b UNION SELECT COALESCE(block_end, ?) FROM b) "
+                "SELECT 0 AS k, idx, number, block_end, NULL AS body FROM b UNION ALL "
+                f"SELECT 1, i, NULL, NULL, (SELECT body FROM {m} WHERE cid = ? AND idx = p.i) FROM p"
             ), (*args, length, length, self.cid)).fetchall()
             found: dict[int, int | None] = {}
-            for r in sorted((r for r in rows if r["body"] is None), key=lambda r: r["idx"]):  # the newest wins
+            for r in sorted((r for r in rows if r["k"] == 0), key=lambda r: r["idx"]):  # the newest wins
                 found[int(r["number"])] = None if r["block_end"] is None else int(r["block_end"])
-            bodies.update((int(r["idx"]), r["body"]) for r in rows if r["body"] is not None)
+            bodies.update((int(r["idx"]), r["body"]) for r in rows if r["k"] == 1 and r["body"] is not None)
             return found
 
         def messages_at(indexes: set[int]) -> dict[int, Message]:
