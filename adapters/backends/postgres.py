@@ -1147,9 +1147,10 @@ class PostgresFactory(StoreFactory, es_postgres.PostgresFactory):
     def problem(cls, driver: BaseException, env: Mapping[str, str], text: str, backend: str) -> str | None:
         if isinstance(driver, psycopg.errors.InvalidSchemaName):
             schema = env.get("POSTGRES_SCHEMA") or "public"
+            named = schema if schema == schema.lower() else f'"{schema}"'  # unquoted, the server folds case
             return (
                 f"CHATRECORD_DATABASE_URL: schema {schema!r} does not exist in database "
-                f"{env.get('POSTGRES_DBNAME')!r}; create it (CREATE SCHEMA {schema};) or leave out "
+                f"{env.get('POSTGRES_DBNAME')!r}; create it (CREATE SCHEMA {named};) or leave out "
                 "?schema= to use public"
             )
         if isinstance(driver, (psycopg.errors.LockNotAvailable, psycopg.errors.QueryCanceled)):

@@ -67,10 +67,15 @@ def postgres_env(url: str) -> dict[str, str]:
     query parameter is given twice (`?schema=a&schema=b`), or when `?schema=` is not a
     SCHEMA_NAME.
     """
-    parts = urlsplit(url)
+    if not url.strip():
+        raise BadDatabaseURL(
+            "CHATRECORD_DATABASE_URL is blank; give postgresql://user[:pw]@host[:port]/db, "
+            "or unset it to use the SQLite file"
+        )
+    parts = urlsplit(url.strip())
     if parts.scheme not in ("postgresql", "postgres"):
         raise BadDatabaseURL(
-            f"CHATRECORD_DATABASE_URL must start with postgresql://, not {parts.scheme or 'nothing'}://"
+            f"CHATRECORD_DATABASE_URL must start with postgresql://, not {parts.scheme + '://' if parts.scheme else repr(url[:40])}"
         )
     dbname = unquote(parts.path.lstrip("/"))
     if not (parts.username and parts.hostname and dbname):

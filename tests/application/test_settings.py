@@ -99,6 +99,23 @@ def test_a_url_the_store_cannot_use_is_refused(url: str) -> None:
         postgres_env(url)
 
 
+@pytest.mark.parametrize(
+    ("url", "said"),
+    [
+        (" ", "CHATRECORD_DATABASE_URL is blank; give postgresql://user[:pw]@host[:port]/db, "
+              "or unset it to use the SQLite file"),
+        ("localhost/db", "CHATRECORD_DATABASE_URL must start with postgresql://, not 'localhost/db'"),
+        ("mysql://u@h/db", "CHATRECORD_DATABASE_URL must start with postgresql://, not mysql://"),
+    ],
+    ids=["blank", "no-scheme", "other-scheme"],
+)
+def test_a_url_without_the_postgresql_scheme_says_what_it_has(url: str, said: str) -> None:
+    with pytest.raises(BadDatabaseURL) as refused:
+        store_env({"CHATRECORD_DATABASE_URL": url})
+
+    assert str(refused.value) == said
+
+
 @pytest.mark.parametrize("schema", ["a;drop", "1abc", "a b", "x" * 64, "", 'a"b'])
 def test_a_schema_that_is_not_one_sql_name_is_refused(schema: str) -> None:
     with pytest.raises(BadDatabaseURL) as refused:
@@ -182,6 +199,18 @@ def test_a_schema_that_does_not_exist_says_how_to_create_it() -> None:
     assert str(problem) == (
         "CHATRECORD_DATABASE_URL: schema 'missing_schema' does not exist in database 'chat'; "
         "create it (CREATE SCHEMA missing_schema;) or leave out ?schema= to use public"
+    )
+
+
+def test_a_mixed_case_schema_that_does_not_exist_is_created_quoted() -> None:
+    env = store_env({"CHATRECORD_DATABASE_URL": "postgresql://u@h/chat?schema=ChatRecord"})
+    driver = psycopg.errors.InvalidSchemaName('schema "ChatRecord" does not exist')
+
+    problem = store_problem(_wrapped(ProgrammingError, driver), env)
+
+    assert str(problem) == (  # unquoted, CREATE SCHEMA ChatRecord would make "chatrecord"
+        "CHATRECORD_DATABASE_URL: schema 'ChatRecord' does not exist in database 'chat'; "
+        'create it (CREATE SCHEMA "ChatRecord";) or leave out ?schema= to use public'
     )
 
 
