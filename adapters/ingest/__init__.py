@@ -240,6 +240,8 @@ def json_problem(text: str | bytes, error: orjson.JSONDecodeError) -> str:
         at = next((i for i, c in enumerate(text) if "\ud800" <= c <= "\udfff"), 0)
         return f"not valid text (a lone surrogate at character {at + 1})"
     where = f"line {error.lineno} column {error.colno}" if error.lineno > 1 else f"column {error.colno}"
+    if "infinity" in error.msg:  # orjson reads a number past 64 bits as a double, and this one overflowed it
+        return f"not valid JSON (a number too large to read at {where}; no field takes a number of more than 64 bits)"
     return f"not valid JSON ({error.msg} at {where})"
 
 

@@ -191,7 +191,10 @@ def test_a_number_beyond_64_bits_is_worded_alike_in_a_dict_and_in_json_text(fiel
             chatrecord.record(sent)
         refusals.append(str(refused.value))
     assert refusals[0] == refusals[1]
-    assert refusals[0].startswith(f"api: line 1, {field}: ") or "not valid JSON (number is infinity" in refusals[0]
+    assert refusals[0].startswith(f"api: line 1, {field}: ") or refusals[0] == (
+        "api: line 1, (line): not valid JSON (a number too large to read at column "
+        f"{json.dumps(data).index(str(value)) + 1}; no field takes a number of more than 64 bits); "
+        "each line is one JSON object")
 
 
 def test_a_number_beyond_64_bits_under_a_key_no_line_type_reads_is_ignored_as_in_json_text() -> None:
