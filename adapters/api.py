@@ -17,13 +17,19 @@ the conversation's last event, so a turn never reads a record older than its own
 
 from __future__ import annotations
 
+import functools
+import inspect
 import io
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from functools import cached_property
 from pathlib import Path
 from threading import Lock
-from typing import Any
+from typing import Any, TypeVar
 
+from eventsourcing.persistence import PersistenceError
+
+from adapters.backends import driver_errors
 from adapters.ingest import ParsedLine, bounded_lines, check_follows, line_text
 from adapters.ingest.names import lookup_key
 from adapters.service.lines import IngestReport, Lines, Recorded, VersionMismatch, parse
@@ -43,7 +49,7 @@ from adapters.service.results import (
 from adapters.store.application import ConversationStore, HandleResult
 from adapters.store.crypto import TextsErased
 from adapters.store.erasure import Erasure, erase
-from adapters.store.settings import describe_backend, open_store
+from adapters.store.settings import StoreUnusable, describe_backend, open_store, store_problem
 from adapters.store.verify import Verdict, chain_verdict, verdicts
 from adapters.views.readmodels import ConversationDiff, ReadModels, RebuildReport
 from domain.errors import ChatrecordError, InvalidInput, UnknownConversation, shown_id
@@ -69,11 +75,48 @@ WRITER_LOCKS = 64
 id picks one by its hash), so concurrent requests on one conversation queue rather than conflict."""
 
 
+Method = TypeVar("Method", bound=Callable[..., Any])
+
+
+@contextmanager
+def _store_errors(store: ConversationStore) -> Iterator[None]:
+    """Raises StoreUnusable (one line: what failed and what to do) for a database error that a
+    setting or another process caused, as the CLI says it (`store_problem`): a server that went
+    away, a file locked too long. Any other database error is a bug and goes through as it is."""
+    try:
+        yield
+    except (PersistenceError, *driver_errors()) as error:
+        problem = store_problem(error, store)
+        if problem is None:
+            raise
+        raise problem from error
+
+
+def _in_store_terms(method: Method) -> Method:
+    """Makes a Chatrecord method (or generator method) raise its store's errors as `_store_errors` does."""
+    if inspect.isgeneratorfunction(method):
+        @functools.wraps(method)
+        def generate(self: Chatrecord, *args: Any, **kwargs: Any) -> Any:
+            with _store_errors(self.store):
+                return (yield from method(self, *args, **kwargs))
+        return generate  # type: ignore[return-value]
+
+    @functools.wraps(method)
+    def call(self: Chatrecord, *args: Any, **kwargs: Any) -> Any:
+        with _store_errors(self.store):
+            return method(self, *args, **kwargs)
+    return call  # type: ignore[return-value]
+
+
 class Chatrecord:
     """A conversation store with its read models: every use case the entrypoints call.
 
     `store` defaults to `adapters.store.settings.open_store()` (SQLite `CHATRECORD_DB`, or PostgreSQL
     when `CHATRECORD_DATABASE_URL` is set). `source_name` names `record`'s lines in errors.
+
+    Every method raises StoreUnusable (a ChatrecordError, one line naming what to do) when the
+    database cannot be used: a server that stopped answering, a file another process kept
+    locked. Nothing of the call is stored then; the next call tries the database again.
     """
 
     def __init__(self, store: ConversationStore | None = None, source_name: str = "api") -> None:
@@ -105,6 +148,7 @@ class Chatrecord:
 
     # ------------------------------------------------------------ writes
 
+    @_in_store_terms
     def record(self, line: Mapping[str, Any] | str | bytes, follows: int | None = None) -> HandleResult:
         """Stores one input line (a dict, or its JSON text) and returns what was appended; a line
         recorded before appends nothing and returns the first result (`HandleResult.repeated`).
@@ -123,6 +167,7 @@ class Chatrecord:
         parsed = _required(parse(text, self._lines, self.source_name), self.source_name, self._lines)
         return self._handle(Lines([parsed], follows))
 
+    @_in_store_terms
     def record_lines(self, lines: Iterable[str | bytes], source: str, follows: int | None = None) -> Recorded:
         """Stores the lines (JSON Lines text, blank lines skipped, numbered from 1 in errors) of
         one conversation all or nothing, and returns what was stored.
@@ -166,8 +211,9 @@ class Chatrecord:
 
         A bad line (InvalidInput, or a refusal named with source and line) ends the ingestion
         (`report.stopped`; the lines before it stay stored) unless `skip_bad`, which rejects it
-        and goes on (`report.rejected`, one message per line). Raises TypeError when `lines` is
-        one str or bytes.
+        and goes on (`report.rejected`, one message per line). A store that cannot be used
+        ends it too, `skip_bad` or not (`report.stopped` is the StoreUnusable). Raises
+        TypeError when `lines` is one str or bytes.
         """
         _lines_argument("ingest", lines)
         if isinstance(lines, (io.BufferedIOBase, io.RawIOBase)):  # a file: each line read bounded
@@ -178,9 +224,10 @@ class Chatrecord:
                 line = parse(raw, line_no, source)
                 if line is None:
                     continue
-                result = self._handle(Lines([line]))
+                with _store_errors(self.store):
+                    result = self._handle(Lines([line]))
             except ChatrecordError as error:
-                if not skip_bad:
+                if not skip_bad or isinstance(error, StoreUnusable):  # the store's fault, not the line's
                     report.stopped, report.stopped_at = error, line_no
                     return report
                 report.rejected.append(str(error))
@@ -189,6 +236,7 @@ class Chatrecord:
             report.repeated += result.repeated
         return report
 
+    @_in_store_terms
     def demo(self, rules: str | None = None) -> Demo:
         """Ingests the demo SEO tour (package data) and returns its latest turn under the live
         rule set, and under `rules` too when that is another one. Raises the ingestion's error."""
@@ -204,15 +252,18 @@ class Chatrecord:
 
     # ------------------------------------------------------------ reads
 
+    @_in_store_terms
     def active_rules(self) -> str:
         """Returns the rule set of the live read models."""
         return self.read_models.active_rules()
 
+    @_in_store_terms
     def events(self, conversation: str) -> list[ConversationEvent]:
         """Returns the conversation's log. Raises UnknownConversation (naming the store and a few
         stored ids) for an id the store does not hold."""
         return stored_conversation(self.store, _conversation_argument("events", conversation), describe_backend(self.store))
 
+    @_in_store_terms
     def turn_input(self, conversation: str, can_see_page: PageCheck = every_page) -> TurnInput:
         """Returns the input of the conversation's latest turn under the live rule set: the system
         message's page line, the transcript with the notes placed, the read models it saw.
@@ -222,6 +273,7 @@ class Chatrecord:
         """
         return self.read_models.turn_input(lookup_key(_conversation_argument("turn_input", conversation)), can_see_page)
 
+    @_in_store_terms
     def turn_notes(self, conversation: str, can_see_page: PageCheck = every_page) -> TurnNotes:
         """Returns what the chat adds to the transcript it holds for the next model call: the
         system message's page line and each note with its place (`TurnNotes.to_json()`:
@@ -245,6 +297,7 @@ class Chatrecord:
         key = lookup_key(_conversation_argument("verify", conversation)) if conversation is not None else None
         return self._verdicts(conversation, key, against)
 
+    @_in_store_terms
     def _verdicts(self, conversation: str | None, key: str | None, against: Path | None) -> Iterator[Verdict]:
         found = False
         for verdict in verdicts(self.store, key, against):
@@ -253,11 +306,13 @@ class Chatrecord:
         if conversation is not None and not found:
             raise UnknownConversation("no conversation " + shown_id(conversation, "'") + f" in {describe_backend(self.store)}")
 
+    @_in_store_terms
     def erase(self, conversation: str) -> Erasure:
         """Erases the conversation's free texts (deletes its data key) and scrubs its read
         models; idempotent. Raises UnknownConversation for an id the store does not hold."""
         return erase(self.store, lookup_key(_conversation_argument("erase", conversation)), self.read_models)
 
+    @_in_store_terms
     def activity(self, conversation: str, rules: str | None = None) -> tuple[SegmentActivity, ...]:
         """Returns the activity list the chat shows the editor, segment by segment (German labels
         of the amendment's table: "noch nicht ausgeführt", "nicht ausgeführt: nicht mehr
@@ -273,6 +328,7 @@ class Chatrecord:
             state = activity.apply(state, event, rule_set)
         return state.segments
 
+    @_in_store_terms
     def audit(self, conversation: str, rules: str | None = None, chain: bool = False) -> Audit:
         """Returns the conversation's audit: its rows in order under `rules` (default: the live
         rule set) and, with `chain`, the verdict of its hash chain (`Audit.chain`; None on a
@@ -283,6 +339,7 @@ class Chatrecord:
         verdict = chain_verdict(self.store, lookup_key(conversation)) if chain else None
         return Audit(conversation, rule_set, rows, verdict)
 
+    @_in_store_terms
     def replay(self, conversation: str, rules: str | None = None, at: int | None = None,
                can_see_page: PageCheck = every_page) -> Replay:
         """Returns every turn of a stored conversation (only those of user message `at` if
@@ -303,18 +360,21 @@ class Chatrecord:
             turns = picked
         return Replay(conversation, rule_set, tuple(turns), differs)
 
+    @_in_store_terms
     def rebuild(self, rules: str, progress: Progress | None = None) -> RebuildReport:
         """Rebuilds the read models under `rules`; see ReadModels.rebuild."""
         return self.read_models.rebuild(rules, progress)
 
+    @_in_store_terms
     def diff(self, rules: str) -> list[ConversationDiff]:
         """Returns the conversations whose record or notes would change under `rules` (nothing
         is switched); see ReadModels.diff."""
         return [d for d in self.read_models.diff(rules) if d.changed]
 
+    @_in_store_terms
     def health(self) -> int:
-        """Returns the position of the newest stored event: the store answers. Raises the
-        driver's error when it does not."""
+        """Returns the position of the newest stored event: the store answers. Raises
+        StoreUnusable when it does not."""
         return self.store.max_notification_id()
 
 

@@ -99,6 +99,10 @@ def from_error(error: ChatrecordError) -> Problem:
     if isinstance(error, NoTurnYet):
         return Problem(409, "no-turn", str(error))
     rule = type(error).__name__
+    if rule == "StoreUnusable":  # its message names the store's settings: the server's log has it
+        log.error("store error: %s", error)
+        return Problem(503, "store-unavailable", "the store cannot be used now; try again later",
+                       headers={"Retry-After": "5"})
     if rule == "WriteConflict":
         return Problem(503, "write-conflict", "the write kept conflicting with other writers; send it again",
                        headers={"Retry-After": "1"})

@@ -163,3 +163,53 @@ def test_a_file_given_to_ingest_is_read_a_bounded_line_at_a_time(chatrecord: Cha
     assert (report.appended, report.repeated) == (1, 1)
     assert report.rejected == [f"big.jsonl: line 2, (line): is longer than {LINE_BYTES_MAX:,} bytes, "
                                'the most a line may be (README, "Input limits")']
+
+
+def _locked_file_store(tmp_path: Path) -> tuple[Chatrecord, object]:
+    """A SQLite store whose file another connection holds locked (BEGIN EXCLUSIVE), waiting 1 s."""
+    import sqlite3
+
+    from adapters.store.application import ConversationStore
+    from adapters.store.settings import sqlite_env
+
+    path = tmp_path / "locked.sqlite"
+    chatrecord = Chatrecord(ConversationStore(env={**sqlite_env(path), "SQLITE_LOCK_TIMEOUT": "1"}))
+    chatrecord.record(LOCKED_START)
+    chatrecord.turn_notes("locked")
+    blocker = sqlite3.connect(path, isolation_level=None)
+    blocker.execute("BEGIN EXCLUSIVE")
+    return chatrecord, blocker
+
+
+LOCKED_START = {"type": "conversation_started", "at": "2026-10-28T09:00:00Z", "kind": "chat", "owner": 7, "conversation": "locked"}
+LOCKED_MESSAGE = {"type": "user_message", "at": "2026-10-28T09:00:05Z", "message": 1, "text": "hallo", "page": 0,
+           "conversation": "locked"}
+
+
+def test_a_store_that_cannot_be_used_is_one_store_error_and_stores_nothing(tmp_path: Path) -> None:
+    from adapters.store.settings import StoreUnusable
+
+    chatrecord, blocker = _locked_file_store(tmp_path)
+    with pytest.raises(StoreUnusable) as refused:
+        chatrecord.record(LOCKED_MESSAGE)
+    blocker.rollback()  # type: ignore[attr-defined]
+
+    assert str(refused.value) == (
+        f"the SQLite file {tmp_path / 'locked.sqlite'} stayed locked by another process for 1 s "
+        "(database is locked); try again when its write has ended")
+    assert [type(e).__name__ for e in chatrecord.events("locked")] == ["ConversationStarted"]
+    chatrecord.record(LOCKED_MESSAGE)  # the next call tries the database again
+    assert [type(e).__name__ for e in chatrecord.events("locked")] == ["ConversationStarted", "UserMessagePosted"]
+
+
+def test_an_ingest_that_meets_a_store_it_cannot_use_stops_there_even_when_skipping_bad_lines(tmp_path: Path) -> None:
+    from adapters.store.settings import StoreUnusable
+
+    chatrecord, blocker = _locked_file_store(tmp_path)
+    lines = [orjson.dumps(LOCKED_START), orjson.dumps(LOCKED_MESSAGE), orjson.dumps({**LOCKED_MESSAGE, "message": 2})]
+    report = chatrecord.ingest(lines, "tour.jsonl", skip_bad=True)
+    blocker.rollback()  # type: ignore[attr-defined]
+
+    assert isinstance(report.stopped, StoreUnusable)
+    assert (report.stopped_at, report.appended, report.repeated, report.rejected) == (2, 0, 1, [])
+    assert report.summary() == "tour.jsonl: 0 events appended, 1 line already recorded; stopped at line 2"

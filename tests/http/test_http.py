@@ -243,3 +243,13 @@ def test_healthz_needs_no_token_and_the_committed_openapi_is_the_served_one(serv
     assert health.json()["status"] == "ok"
     assert served == json.loads(OPENAPI.read_text(encoding="utf-8")), (
         "docs/openapi.json drifted; regenerate: python -m scripts.export_openapi > docs/openapi.json")
+
+
+def test_a_store_that_cannot_be_used_is_a_503_that_does_not_show_the_stores_settings() -> None:
+    from adapters.http.problems import from_error
+    from adapters.store.settings import StoreUnusable
+
+    problem = from_error(StoreUnusable("the store (PostgreSQL u@db.internal:5432/chat) cannot be used: refused"))
+
+    assert (problem.status, problem.name, problem.detail, problem.headers) == (
+        503, "store-unavailable", "the store cannot be used now; try again later", {"Retry-After": "5"})
