@@ -134,6 +134,19 @@ class LineOutOfOrder(ChatrecordError):
 
     field = "follows"
 
+    def __init__(self, message: str, follows: int | None = None, actual: int | None = None) -> None:
+        super().__init__(message)
+        self.follows = follows
+        """The version the line names."""
+        self.actual = actual
+        """The conversation's version when the line came."""
+
+    @property
+    def early(self) -> bool | None:
+        """True: the line came before the lines it follows; False: after its state had passed;
+        None when the versions are not known."""
+        return None if self.follows is None or self.actual is None else self.actual < self.follows
+
 
 class InvalidInput(ChatrecordError):
     """Raised when an input line does not have the shape the chat's format requires.

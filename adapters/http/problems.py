@@ -41,7 +41,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from adapters.service.lines import VersionMismatch
 from adapters.service.results import TurnNotFound
-from domain.errors import ChatrecordError, InvalidInput, UnknownConversation
+from domain.errors import ChatrecordError, InvalidInput, LineOutOfOrder, UnknownConversation
 from projections.turn import NoTurnYet
 
 PROBLEM = "application/problem+json"
@@ -106,6 +106,13 @@ def from_error(error: ChatrecordError) -> Problem:
     if rule == "WriteConflict":
         return Problem(503, "write-conflict", "the write kept conflicting with other writers; send it again",
                        headers={"Retry-After": "1"})
+    if isinstance(error, LineOutOfOrder) and error.early is not None:
+        # its versions are what the 412 of If-Match shows too; what else the store holds is not shown
+        when = ("too early: it waits for the lines before it" if error.early
+                else "too late: it was written for an earlier state")
+        return Problem(409, "refused-line", f"{_where(error)}: refused: the line came {when} (the conversation is "
+                       f"at version {error.actual}; the line follows version {error.follows}); nothing of it was stored",
+                       rule=rule, field=error.field, follows=error.follows, actual=error.actual, early=error.early)
     if type(error).__module__ == "domain.errors":
         return Problem(409, "refused-line", refusal(error), rule=rule, field=error.field)
     return Problem(409, "conflict", refusal(error), rule=rule)
@@ -115,10 +122,15 @@ def refusal(error: ChatrecordError) -> str:
     """Returns where the refused line is (`request: line 2, segment`) and the rule's own words
     (its class's docstring): the error's message may quote what the store holds (an owner, the
     last message number), which a problem does not show."""
-    where = re.match(r"^(.*?: line \d+)", str(error))
     doc = " ".join((type(error).__doc__ or "").split("\n\n")[0].split())
     reason = doc.removeprefix("Raised when ").rstrip(".") or "the store refuses it"
-    return (where.group(1) if where else "request") + (f", {error.field}" if error.field else "") + f": refused: {reason}"
+    return f"{_where(error)}: refused: {reason}"
+
+
+def _where(error: ChatrecordError) -> str:
+    """Returns where a refused line is: `request: line 2, segment` (its field, if it names one)."""
+    where = re.match(r"^(.*?: line \d+)", str(error))
+    return (where.group(1) if where else "request") + (f", {error.field}" if error.field else "")
 
 
 def install(app: FastAPI) -> None:

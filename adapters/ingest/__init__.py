@@ -424,6 +424,8 @@ def at_line(error: ChatrecordError, source_name: str, line_no: int) -> Chatrecor
     message (`field` as the error names it, see ChatrecordError.field)."""
     where = f"{source_name}: line {line_no}" + (f", {error.field}" if error.field else "")
     try:
-        return type(error)(f"{where}: {error}")
+        placed = type(error)(f"{where}: {error}")
     except TypeError:
         return error
+    placed.__dict__.update(error.__dict__)  # what the error carries besides its message
+    return placed

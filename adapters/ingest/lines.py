@@ -84,11 +84,13 @@ class Line(InputModel):
         if version < self.follows:  # type: ignore[operator]
             return LineOutOfOrder(
                 f"the line follows version {self.follows} of conversation {self.conversation!r}, which is at "
-                f"version {version}; it waits for the lines before it (nothing of it was stored)"
+                f"version {version}; it waits for the lines before it (nothing of it was stored)",
+                self.follows, version,
             )
         return LineOutOfOrder(
             f"the line follows version {self.follows} of conversation {self.conversation!r}, which is at "
-            f"version {version} already; it was written for an earlier state (nothing of it was stored)"
+            f"version {version} already; it was written for an earlier state (nothing of it was stored)",
+            self.follows, version,
         )
 
 

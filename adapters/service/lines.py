@@ -65,7 +65,9 @@ class Lines:
 
     def decide(self, state: Conversation | None, history: History) -> list[ConversationEvent]:
         version = state.version if state is not None else 0
-        if self.follows is not None and self.follows != version:
+        if self.follows is not None and self.follows != version \
+                and not all(history.source(line.digest) is not None for line in self.lines):
+            # lines recorded before are a repeat at any version, as a line's own `follows` is
             raise VersionMismatch(self.conversation, self.follows, version)
         decided: list[ConversationEvent] = []
         self.counts = []

@@ -111,9 +111,12 @@ def test_if_match_stores_only_on_the_version_it_names(server: Server) -> None:
     malformed = server.client.post("/v1/lines", json=message, headers={"If-Match": "7"})
     fresh = server.client.post("/v1/lines", json=message, headers={"If-Match": '"1"'})
 
+    retried = server.client.post("/v1/lines", json=message, headers={"If-Match": '"1"'})  # its answer was lost
+
     assert problem(stale, 412, "version-mismatch")["actual"] == 1
     problem(malformed, 400, "bad-request")
     assert (fresh.status_code, fresh.headers["etag"]) == (200, '"3"')  # SkillLoaded and UserMessagePosted
+    assert (retried.status_code, retried.json()["repeated"], retried.headers["etag"]) == (200, True, '"3"')
     assert [row["kind"] for row in events_of(server, conversation)] == ["started", "skill", "message"]
 
 
@@ -185,6 +188,24 @@ def test_every_error_is_a_problem_and_stores_nothing(server: Server) -> None:
     assert early.status_code == 200 and early.json()["notes"] == [] and early.json()["version"] == 1
     problem(server.client.get(f"/v1/conversations/{conversation}/turn?messages=full"), 409, "no-turn")
     problem(server.client.get(f"/v1/conversations/{conversation}/replay", params={"at": 5}), 404, "no-such-turn")
+
+
+def test_a_line_out_of_order_says_whether_it_came_too_early_or_too_late(server: Server) -> None:
+    conversation = unique()
+    [started, message, *_] = demo_lines(conversation)
+    server.client.post("/v1/lines", json=started)  # version 1
+
+    early = problem(server.client.post("/v1/lines", json={**message, "follows": 3}), 409, "refused-line")
+    late = problem(server.client.post("/v1/lines", json={**message, "follows": 0}), 409, "refused-line")
+
+    assert {k: early[k] for k in ("rule", "field", "follows", "actual", "early", "detail")} == {
+        "rule": "LineOutOfOrder", "field": "follows", "follows": 3, "actual": 1, "early": True,
+        "detail": "request: line 1, follows: refused: the line came too early: it waits for the lines before it "
+                  "(the conversation is at version 1; the line follows version 3); nothing of it was stored"}
+    assert (late["follows"], late["actual"], late["early"]) == (0, 1, False)
+    assert late["detail"].startswith("request: line 1, follows: refused: the line came too late: it was written for "
+                                     "an earlier state (the conversation is at version 1; the line follows version 0)")
+    assert [row["kind"] for row in events_of(server, conversation)] == ["started"]  # nothing of them stored
 
 
 def expected_orders() -> dict[str, tuple[list[str], list[int]]]:
