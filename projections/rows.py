@@ -32,6 +32,8 @@ from domain.events import (
     MessageEdited,
     QuestionAnswered,
     SegmentReturned,
+    SkillLoaded,
+    TourEnded,
     TranscriptReplaced,
     TurnRetried,
     TurnsTruncated,
@@ -420,3 +422,16 @@ def _(event: LegacyRowImported, head: Head, rows: Rows, rules: RuleSet) -> Head:
     legacy = co.legacy_outcomes(event, head.outcomes)
     rows.put_outcomes(legacy)
     return _changed(head, {"outcomes": head.outcomes + len(legacy)})
+
+
+TAIL_ONLY: tuple[type[ConversationEvent], ...] = (
+    ConversationStarted, UserMessagePosted, SegmentReturned, CardDecided, QuestionAnswered, CardLeftUndecided,
+    TurnRetried, SkillLoaded, TourEnded,
+)
+"""The events whose fold writes transcript rows only at or after the head's `last_user` (the
+index of the last user message; every row when there is none): a user message is appended at
+the end and ends the block of the last one, an answer joins the last assistant message or
+follows it. The rest (an edit, a truncation, a replaced transcript, a legacy row, an erasure,
+and any event class added later) may rewrite or cut older rows. So a reader that kept rows
+before `last_user` at one version may use them at a later version when only these events
+came between (`adapters.views.rendered.KnownBlocks`)."""

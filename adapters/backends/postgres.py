@@ -78,6 +78,7 @@ from adapters.store.history import AssumptionFailed, HeldIndex, SQLHistory, SQLH
 from adapters.store.history import create_statements as history_statements
 from adapters.store.keys import KEYS_TABLE, MASTER_TABLE, DataKeys, Row
 from adapters.views.backends import POINTER, Pointer, QueuedStatements, ReadMoved, SQLBackend, TurnRows, not_updated
+from adapters.views.rendered import TAIL_EVENTS, TAIL_ROWS
 from adapters.views.rows import BufferedRows, table_names
 from domain.errors import ChatrecordError
 from domain.history import AssumedHistory
@@ -1013,15 +1014,19 @@ class PostgresBackend(SQLBackend):
         return curs
 
     def turn_rows(self, curs: Any, cid: UUID, generation: int, newest: int,
-                  kept_at: int | None = None, entries: int | None = None) -> TurnRows | None:
-        """Reads, in one statement, what a turn read needs besides transcript messages: the
-        live pointer, the head row of `cid` in generation `generation` (the caller's guess),
-        the log's version, the newest `entries` (default `newest`) kept run record entries and
-        the `newest` card outcomes; the
-        entries and outcomes are left unread (`TurnRows.skipped`) when the head is at version
-        `kept_at` (the caller keeps that version's notes already). Returns None when the
-        pointer table is not known yet or the guess was wrong (the caller reads row by row,
-        and guesses the live generation next time)."""
+                  kept_at: int | None = None, entries: int | None = None, since: int | None = None,
+                  tail_from: int = 0) -> TurnRows | None:
+        """Reads, in one statement, what a turn read needs besides older transcript messages:
+        the live pointer, the head row of `cid` in generation `generation` (the caller's
+        guess), the log's version, the newest `entries` (default `newest`) kept run record
+        entries, the `newest` card outcomes and, with `since` (the head version of the rows
+        the caller keeps, `KnownBlocks`), the topics of the events after it and the transcript
+        rows from index `tail_from` on (`TurnRows.topics`, `TurnRows.tail`: each row found by
+        its key, at most TAIL_ROWS + 1, after at most TAIL_EVENTS events). Entries, outcomes
+        and rows are left unread (`TurnRows.skipped`) when the head is at version `kept_at`
+        (the caller keeps that version's notes already). Returns None when the pointer table
+        is not known yet or the guess was wrong (the caller reads row by row, and guesses the
+        live generation next time)."""
         if not self._has_pointer:
             return None
         t = table_names(generation, self.schema)
@@ -1033,17 +1038,27 @@ class PostgresBackend(SQLBackend):
             f"{t['entries']} WHERE cid = %(cid)s ORDER BY seq DESC LIMIT %(entries)s) e) END AS entries, "
             "CASE WHEN h.version = %(kept)s THEN NULL ELSE "
             "(SELECT string_agg(body, chr(30) ORDER BY v, sub) FROM (SELECT v, sub, body FROM "
-            f"{t['outcomes']} WHERE cid = %(cid)s ORDER BY v DESC, sub DESC LIMIT %(newest)s) o) END AS outcomes "
+            f"{t['outcomes']} WHERE cid = %(cid)s ORDER BY v DESC, sub DESC LIMIT %(newest)s) o) END AS outcomes, "
+            "CASE WHEN h.version = %(kept)s OR %(since)s < 0 OR h.version - %(since)s > %(events)s THEN NULL ELSE "
+            "(SELECT COALESCE(string_agg(DISTINCT topic, chr(30)), '') FROM "
+            f"{self._t(self.events_table)} WHERE originator_id = %(key)s "
+            "AND originator_version > %(since)s AND originator_version <= h.version) END AS topics, "
+            "CASE WHEN h.version = %(kept)s OR %(since)s < 0 OR h.version - %(since)s > %(events)s THEN NULL ELSE "
+            "(SELECT COALESCE(string_agg(concat_ws(chr(31), idx, role, COALESCE(number::text, ''), "
+            "COALESCE(block_end::text, ''), body), chr(30) ORDER BY idx), '') FROM (SELECT idx, role, number, "
+            f"block_end, body FROM {t['messages']} WHERE cid = %(cid)s AND idx >= %(tail)s ORDER BY idx "
+            "LIMIT %(rows)s) m) END AS tail "
             f"FROM {self._t(POINTER)} p LEFT JOIN {t['heads']} h ON h.cid = %(cid)s WHERE p.id = 1"),
             {"cid": str(cid), "key": cid, "newest": newest, "entries": entries or newest,
-             "kept": -1 if kept_at is None else kept_at}).fetchone()
+             "kept": -1 if kept_at is None else kept_at, "since": -1 if since is None else since,
+             "tail": tail_from, "events": TAIL_EVENTS, "rows": TAIL_ROWS + 1}).fetchone()
         if row is None:
             return None
         live = Pointer(int(row["generation"]), row["rules"], int(row["next"]))
         if live.generation != generation:
             return TurnRows(live, None, 0, "", "", matches=False)
         return TurnRows(live, row["head"], int(row["logged"] or 0), row["entries"] or "", row["outcomes"] or "",
-                        skipped=bool(row["skipped"]))
+                        skipped=bool(row["skipped"]), topics=row["topics"], tail=row["tail"])
 
     @contextmanager
     def savepoint(self, curs: Any, on_failure: Callable[[Exception], object] | None = None) -> Iterator[Any]:

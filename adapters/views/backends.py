@@ -57,6 +57,13 @@ class TurnRows:
     skipped: bool = False
     """True when the entries and outcomes were left unread (the head was at the version the
     caller keeps notes of)."""
+    topics: str | None = None
+    """The distinct topics of the conversation's events after the version `since` asked about,
+    up to the head's, joined by U+001E; None when not asked, or after more than TAIL_EVENTS."""
+    tail: str | None = None
+    """The transcript rows from index `tail_from` on (at most TAIL_ROWS + 1), each as its
+    index, role, number, block end and body joined by U+001F (a missing value empty), the
+    rows joined by U+001E; None when `topics` is."""
 
 
 @dataclass(frozen=True)
@@ -214,7 +221,8 @@ class Backend:
         return curs
 
     def turn_rows(self, curs: Any, cid: UUID, generation: int, newest: int,
-                  kept_at: int | None = None, entries: int | None = None) -> TurnRows | None:
+                  kept_at: int | None = None, entries: int | None = None, since: int | None = None,
+                  tail_from: int = 0) -> TurnRows | None:
         """Where the backend reads a turn's rows in one statement: see
         `adapters.backends.postgres.PostgresBackend`."""
         return None

@@ -30,7 +30,7 @@ from eventsourcing.application import LRUCache
 
 from adapters.store.application import ConversationStore
 from adapters.views.backends import Backend, Pointer, ReadMoved, backend_for
-from adapters.views.rendered import KeptMessages, RenderedNotes
+from adapters.views.rendered import KeptMessages, KnownBlocks, RenderedNotes, known_conversations
 from adapters.views.rows import PrefetchedRows, table_names
 from domain.errors import ChatrecordError, UnknownConversation, shown_id
 from domain.events import ConversationEvent, conversation_uuid
@@ -184,6 +184,8 @@ class ReadModels:
         self.kept_at: LRUCache[tuple[UUID, Any], int] = LRUCache(maxsize=1024)
         """The head version of each (conversation, page check) whose notes `notes` keeps, so a
         turn read of an unchanged conversation reads only its head (`turn_rows`' `kept_at`)."""
+        self.known: LRUCache[UUID, KnownBlocks] = known_conversations()
+        """What each conversation's last turn read learned of its transcript rows (`KnownBlocks`)."""
         self.rendered = RenderedNotes()
         self.messages = KeptMessages()
         """The transcript messages turn reads decoded, by row body (dropped by `erase`)."""
@@ -339,26 +341,34 @@ class ReadModels:
     # ------------------------------------------------------------ reads
 
     def _read(self, conversation: str, read: Callable[[Any, Head, str], Any], newest: int | None = None,
-              kept_at: int | None = None) -> Any:
+              kept_at: int | None = None, known: KnownBlocks | None = None) -> Any:
         """Returns `read(rows, head, rules)` for a conversation, its rows caught up with its log
         first. With `newest` (a turn read: the card outcomes it needs), the backend may read the
         head, the log's version, the entries and those outcomes in one statement (`reading`:
         on PostgreSQL in autocommit, prepared); the entries and outcomes not, when the head is
         at version `kept_at` (`read` has that version's answer kept; the rows read them should
-        it need them after all). A read whose tables a rebuild elsewhere dropped reads again.
-        Raises UnknownConversation for a conversation the store does not hold."""
+        it need them after all); with `known` (what an earlier turn read kept of the transcript
+        rows), also the topics of the events since and the rows from its `last_user` on, so
+        placing the notes need not read the rows again (`KnownBlocks.placement`). A read whose
+        tables a rebuild elsewhere dropped reads again. Raises UnknownConversation for a
+        conversation the store does not hold."""
         key = conversation_uuid(conversation)
         for _ in range(3):
             try:
                 with self.backend.reading() if newest is not None else self.backend.transaction(write=False) as curs:
-                    fetched = self.backend.turn_rows(curs, key, self._live.generation, newest, kept_at, NEWEST_ENTRIES) \
-                        if newest is not None and self._live is not None else None
+                    fetched = self.backend.turn_rows(
+                        curs, key, self._live.generation, newest, kept_at, NEWEST_ENTRIES,
+                        known.version if known is not None else None, known.last_user if known is not None else 0,
+                    ) if newest is not None and self._live is not None else None
                     if fetched is not None and fetched.matches:  # one statement (PostgreSQL)
                         live, logged = fetched.live, fetched.logged
                         head = Head.model_validate_json(fetched.head) if fetched.head is not None else None
+                        placement = known.placement(live.generation, head.version, fetched.topics, fetched.tail) \
+                            if known is not None and head is not None else None
                         rows = self.backend.rows(curs, live.generation, key) if fetched.skipped else PrefetchedRows(
                             curs, table_names(live.generation, self.backend.schema), str(key), self.backend.p,
-                            fetched.entries, fetched.outcomes, newest or 0, self.backend.texts, self.backend.run, head)
+                            fetched.entries, fetched.outcomes, newest or 0, self.backend.texts, self.backend.run, head,
+                            placement)
                     else:
                         live = fetched.live if fetched is not None else self.backend.pointer(curs)
                         assert live is not None
@@ -416,10 +426,13 @@ class ReadModels:
             if check is not None:
                 self.notes.put(key, notes)
                 self.kept_at.put((key[0], check), head.version)
+            if isinstance(rows, PrefetchedRows) and self._live is not None:
+                self.known.put(key[0], KnownBlocks.of(rows.placement, self._live.generation, head.version, head.last_user))
             return notes
 
-        kept_at = _kept(self.kept_at, (conversation_uuid(conversation), check)) if check is not None else None
-        return self._read(conversation, read, newest=NEWEST_OUTCOMES, kept_at=kept_at)
+        cid = conversation_uuid(conversation)
+        kept_at = _kept(self.kept_at, (cid, check)) if check is not None else None
+        return self._read(conversation, read, newest=NEWEST_OUTCOMES, kept_at=kept_at, known=_kept(self.known, cid))
 
     def state(self, conversation: str) -> TurnState | None:
         """Returns the conversation's read models after its last event, None for a conversation

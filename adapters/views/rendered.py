@@ -21,13 +21,16 @@ body (`adapters.store.crypto.ViewTexts.readable`), and an erasure in this proces
 from __future__ import annotations
 
 from collections.abc import Hashable
+from dataclasses import dataclass, field
 from typing import Any
 
 from eventsourcing.application import LRUCache
+from eventsourcing.utils import get_topic
 
 from projections.card_outcomes import CardOutcome
 from projections.notes import Note, NoteOf, note_of
 from projections.page_line import PageCheck
+from projections.rows import TAIL_ONLY
 from projections.run_record import Entry
 from projections.transcript import Message
 
@@ -105,3 +108,85 @@ class KeptMessages:
     def clear(self) -> None:
         """Forgets every kept message (after an erasure in this process)."""
         self._kept = LRUCache(maxsize=self.size)  # the library's clear() only resets its links
+
+
+SEPARATOR = "\x1e"
+"""Between the bodies a turn read gets joined in one column (`PostgresBackend.turn_rows`): JSON
+never holds it unescaped."""
+FIELD = "\x1f"
+"""Between the fields of one row in such a column (`TurnRows.tail`): JSON never holds it
+unescaped either."""
+TAIL_EVENTS = 32
+"""At most this many events after a kept `KnownBlocks` let a turn read use it (with the rows
+from its `last_user` on, read afresh); after more, the read places its notes from the rows."""
+TAIL_ROWS = 16
+"""At most this many transcript rows from a kept `last_user` on are read with a turn's head."""
+KNOWN_CONVERSATIONS = 256
+"""Conversations whose `KnownBlocks` a process keeps."""
+TAIL_ONLY_TOPICS = frozenset(get_topic(cls) for cls in TAIL_ONLY)
+"""The stored topics of the events of `projections.rows.TAIL_ONLY`."""
+
+
+@dataclass
+class Placement:
+    """What a turn read knows of a conversation's transcript rows for placing notes: by user
+    message number, the index of its newest message and where its block ends (None as the
+    value: no message of the number), row bodies by index, and which numbers and indexes the
+    read asked for (`adapters.views.rows.SQLRows.placement_reads`)."""
+
+    ends: dict[int, tuple[int, int | None] | None] = field(default_factory=dict)
+    bodies: dict[int, str] = field(default_factory=dict)
+    numbers: set[int] = field(default_factory=set)
+    asked: set[int] = field(default_factory=set)
+
+
+@dataclass(frozen=True)
+class KnownBlocks:
+    """What a turn read of one conversation learned of its transcript rows, kept for the next:
+    at head `version` of generation `generation`, whose last user message was at index
+    `last_user` (-1: none), the block ends of the user message numbers it asked for (the
+    newest message's index and the block's end, None: the transcript's end) and the bodies of
+    the rows it asked for (each at most MESSAGE_BODY characters). What lies before `last_user`
+    stays true while only events of `projections.rows.TAIL_ONLY` follow; the rows from
+    `last_user` on change, and are read afresh (`placement`)."""
+
+    generation: int
+    version: int
+    last_user: int
+    ends: dict[int, tuple[int, int | None]]
+    bodies: dict[int, str]
+
+    @classmethod
+    def of(cls, placement: Placement, generation: int, version: int, last_user: int | None) -> KnownBlocks:
+        """Returns what to keep of a read's `placement`, at head `version` of `generation`."""
+        ends = {n: end for n in placement.numbers if (end := placement.ends.get(n)) is not None}
+        bodies = {i: body for i in placement.asked
+                  if (body := placement.bodies.get(i)) is not None and len(body) <= MESSAGE_BODY}
+        return cls(generation, version, -1 if last_user is None else last_user, ends, bodies)
+
+    def placement(self, generation: int, version: int, topics: str | None, tail: str | None) -> Placement | None:
+        """Returns what a read at head `version` of `generation` may take as known: the kept
+        rows before `last_user`, and the rows from it on as `tail` holds them (read with the
+        head: `TurnRows.tail`), when the events since `self.version` have only `topics` (their
+        stored topics joined by SEPARATOR) of TAIL_ONLY_TOPICS; else None (nothing is known)."""
+        if topics is None or tail is None or generation != self.generation or version < self.version:
+            return None
+        if topics and not set(topics.split(SEPARATOR)) <= TAIL_ONLY_TOPICS:
+            return None
+        rows = tail.split(SEPARATOR) if tail else []
+        if len(rows) > TAIL_ROWS:
+            return None
+        ends: dict[int, tuple[int, int | None] | None] = {n: e for n, e in self.ends.items() if e[0] < self.last_user}
+        bodies = {i: b for i, b in self.bodies.items() if i < self.last_user}
+        for row in rows:  # in order of index: the newest message of a number wins
+            index, _, number, end, body = row.split(FIELD, 4)
+            bodies[int(index)] = body
+            if number:
+                ends[int(number)] = (int(index), int(end) if end else None)
+        return Placement(ends=ends, bodies=bodies)
+
+
+def known_conversations() -> LRUCache[Any, KnownBlocks]:
+    """Returns an empty keep of `KnownBlocks` by conversation, at most KNOWN_CONVERSATIONS
+    (the library's `LRUCache`)."""
+    return LRUCache(maxsize=KNOWN_CONVERSATIONS)

@@ -20,7 +20,7 @@ import orjson
 from pydantic import TypeAdapter
 
 from adapters.store.crypto import ERASED, ViewTexts
-from adapters.views.rendered import KeptMessages
+from adapters.views.rendered import SEPARATOR, KeptMessages, Placement
 from projections.card_outcomes import CardOutcome
 from projections.rows import Head, TurnMark
 from projections.run_record import Entry
@@ -31,9 +31,6 @@ _MESSAGES = TypeAdapter(tuple[Message, ...])
 
 TABLES = ("heads", "entries", "outcomes", "messages", "pages", "turns")
 
-SEPARATOR = "\x1e"
-"""Between the bodies a turn read gets joined in one column (`PostgresBackend.turn_rows`): JSON
-never holds it unescaped."""
 
 
 class ReadMoved(Exception):  # noqa: N818 - a signal to the reader, never seen outside ReadModels
@@ -272,43 +269,51 @@ class SQLRows:
         """Returns the index of the user message after user message `number` (None: none)."""
         return self.block_ends({number}).get(number)
 
-    def placement_reads(self, length: int, kept: KeptMessages | None = None) -> tuple[
+    def placement_reads(self, length: int, kept: KeptMessages | None = None,
+                        known: Placement | None = None) -> tuple[
             Callable[[set[int]], dict[int, Message]], Callable[[set[int]], dict[int, int | None]]]:
         """Returns `(messages_at, block_ends)` for placing a turn's notes in a transcript of
         `length` messages: `block_ends` reads, in the same statement, the messages on both
         sides of each block's end (where a note goes), so `messages_at` asks the database only
         for what that statement did not bring (a note placed by position). With `kept`, each
-        message is decoded once per row body (`_decode_messages`)."""
-        bodies: dict[int, str] = {}
+        message is decoded once per row body (`_decode_messages`). With `known` (what is known
+        of these rows already: `adapters.views.rendered.KnownBlocks`), neither asks the
+        database for what it holds; whatever they read is added to it."""
+        known = known if known is not None else Placement()
+        bodies, ends = known.bodies, known.ends
 
         def block_ends(numbers: set[int]) -> dict[int, int | None]:
-            if not numbers:
-                return {}
-            m = self.t["messages"]
-            # each position beside a block's end is its own primary-key lookup (a correlated
-            # subquery, run once per position: a condition on it would run it again): a join on
-            # `idx IN (…)` let PostgreSQL's planner, with stale statistics, scan the
-            # conversation's whole transcript
-            blocks, args = self._blocks(numbers)
-            rows = self._select((
-                f"WITH b AS ({blocks}), "
-                "p AS (SELECT COALESCE(block_end, ?) - 1 AS i FROM b UNION SELECT COALESCE(block_end, ?) FROM b) "
-                "SELECT 0 AS k, idx, number, block_end, NULL AS body FROM b UNION ALL "
-                f"SELECT 1, i, NULL, NULL, (SELECT body FROM {m} WHERE cid = ? AND idx = p.i) FROM p"
-            ), (*args, length, length, self.cid)).fetchall()
-            found: dict[int, int | None] = {}
-            for r in sorted((r for r in rows if r["k"] == 0), key=lambda r: r["idx"]):  # the newest wins
-                found[int(r["number"])] = None if r["block_end"] is None else int(r["block_end"])
-            bodies.update((int(r["idx"]), r["body"]) for r in rows if r["k"] == 1 and r["body"] is not None)
-            return found
+            known.numbers.update(numbers)
+            missing = {n for n in numbers if n not in ends}
+            if missing:
+                m = self.t["messages"]
+                # each position beside a block's end is its own primary-key lookup (a correlated
+                # subquery, run once per position: a condition on it would run it again): a join
+                # on `idx IN (…)` let PostgreSQL's planner, with stale statistics, scan the
+                # conversation's whole transcript
+                blocks, args = self._blocks(missing)
+                rows = self._select((
+                    f"WITH b AS ({blocks}), "
+                    "p AS (SELECT COALESCE(block_end, ?) - 1 AS i FROM b UNION SELECT COALESCE(block_end, ?) FROM b) "
+                    "SELECT 0 AS k, idx, number, block_end, NULL AS body FROM b UNION ALL "
+                    f"SELECT 1, i, NULL, NULL, (SELECT body FROM {m} WHERE cid = ? AND idx = p.i) FROM p"
+                ), (*args, length, length, self.cid)).fetchall()
+                ends.update(dict.fromkeys(missing))  # no message of the number: None
+                for r in sorted((r for r in rows if r["k"] == 0), key=lambda r: r["idx"]):  # the newest wins
+                    ends[int(r["number"])] = (int(r["idx"]), None if r["block_end"] is None else int(r["block_end"]))
+                bodies.update((int(r["idx"]), r["body"]) for r in rows if r["k"] == 1 and r["body"] is not None)
+            return {n: end[1] for n in numbers if (end := ends.get(n)) is not None}
 
         def messages_at(indexes: set[int]) -> dict[int, Message]:
+            known.asked.update(indexes)
+            missing = sorted(i for i in indexes if i not in bodies)
+            if missing:
+                marks = ", ".join("?" * len(missing))
+                rows = self._q(f"SELECT idx, body FROM {self.t['messages']} WHERE cid = ? AND idx IN ({marks})",
+                               *missing).fetchall()
+                bodies.update((int(r["idx"]), r["body"]) for r in rows)
             have = sorted(i for i in indexes if i in bodies)
-            found = self.messages_at(indexes - set(have), kept) if len(have) < len(indexes) else {}
-            if have:
-                decoded = self._decode_messages([bodies[i] for i in have], kept)
-                found.update(zip(have, decoded))
-            return found
+            return dict(zip(have, self._decode_messages([bodies[i] for i in have], kept)))
 
         return messages_at, block_ends
 
@@ -436,9 +441,11 @@ class MemoryRows:
     def block_ends(self, numbers: set[int]) -> dict[int, int | None]:
         return {n: self.block_end(n) for n in numbers if self.user_index(n) is not None}
 
-    def placement_reads(self, length: int, kept: KeptMessages | None = None) -> tuple[
+    def placement_reads(self, length: int, kept: KeptMessages | None = None,
+                        known: Placement | None = None) -> tuple[
             Callable[[set[int]], dict[int, Message]], Callable[[set[int]], dict[int, int | None]]]:
-        """As `SQLRows.placement_reads`: here both read the dicts (decoded already: `kept` unused)."""
+        """As `SQLRows.placement_reads`: here both read the dicts (decoded already: `kept` and
+        `known` unused)."""
         return self.messages_at, self.block_ends
 
     def put_message(self, index: int, message: Message) -> None:
@@ -517,11 +524,20 @@ class PrefetchedRows(SQLRows):
 
     def __init__(self, curs: Any, tables: dict[str, str], cid: str, p: str,
                  entries: str, outcomes: str, newest: int, texts: ViewTexts | None = None,
-                 run: Callable[[Any, str, Any], Any] | None = None, head: Head | None = None) -> None:
+                 run: Callable[[Any, str, Any], Any] | None = None, head: Head | None = None,
+                 known: Placement | None = None) -> None:
         super().__init__(curs, tables, cid, p, texts)
         self._entries, self._outcomes, self._newest = entries, outcomes, newest
         self._run = run
         self._head = head
+        self.placement = known if known is not None else Placement()
+        """What the read knew and learned of the rows for placing its notes (`placement_reads`)."""
+
+    def placement_reads(self, length: int, kept: KeptMessages | None = None,
+                        known: Placement | None = None) -> tuple[
+            Callable[[set[int]], dict[int, Message]], Callable[[set[int]], dict[int, int | None]]]:
+        """As `SQLRows.placement_reads`, knowing and learning in `self.placement`."""
+        return super().placement_reads(length, kept, known if known is not None else self.placement)
 
     def _blocks(self, numbers: set[int]) -> tuple[str, tuple[Any, ...]]:
         """As `SQLRows._blocks`, with the numbers as one array (one statement text for any

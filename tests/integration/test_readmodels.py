@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from adapters.ingest import read_file, read_lines
 from adapters.store.application import ConversationStore
 from adapters.store.settings import memory_env
-from adapters.views.readmodels import NEWEST_ENTRIES, ReadModels, UnknownConversation, notes_cache
+from adapters.views.readmodels import NEWEST_ENTRIES, ReadModels, UnknownConversation, _kept, notes_cache
 from adapters.views.rows import TABLES, PrefetchedRows
 from domain.events import conversation_uuid
 from projections import turn as turns
@@ -431,6 +431,54 @@ class ReadModelsContract:
 
 class SharedDatabaseContract(ReadModelsContract):
     """What backends whose stores share a database with other processes must do besides."""
+
+    def test_a_turn_read_after_an_edit_does_not_place_notes_by_the_rows_the_edit_cut(self, store: ConversationStore) -> None:
+        # the kept read knew the answer at index 3 ("B"); the edit cuts it and a longer answer
+        # takes index 3: its note goes after that answer's end, not at the cut one's
+        chat = Lines("conv-cut").add("conversation_started", kind="chat", owner=7)
+        for n, answer in ((1, "A"), (2, "B"), (3, "C")):
+            chat.add("user_message", message=n, text=f"Frage {n}", page=42)
+            chat.add("segment_returned", segment=f"{n}/1", run=str(n), trigger="turn", outcome="completed",
+                     answer=answer, steps=model_round(1))
+        models = ReadModels(store)
+        ingest(store, chat.lines)
+        before = models.turn_notes("conv-cut")
+        chat.lines.clear()
+        chat.add("message_edited", message=2, text="Frage 2, anders")
+        chat.add("segment_returned", segment="2b/1", run="2b", trigger="turn", outcome="completed",
+                 answer="Eine viel längere Antwort", steps=model_round(1))
+        chat.add("user_message", message=3, text="Frage 3", page=42)
+        ingest(store, chat.lines)
+
+        kept = models.turn_notes("conv-cut")
+
+        assert [(n.index, n.into, n.at) for n in before.notes] == [(1, "assistant", 1), (3, "assistant", 1),
+                                                                   (5, "assistant", 1)]
+        assert [(n.index, n.into, n.at) for n in kept.notes] == [(1, "assistant", 1), (3, "assistant", 25)]
+        assert kept.to_json() == ReadModels(self.second_store(store)).turn_notes("conv-cut").to_json()
+
+    @settings(max_examples=10, deadline=None,
+              suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
+                                     HealthCheck.differing_executors])
+    @given(legacy=st.integers(0, 2), episodes=EPISODES)
+    def test_a_turn_read_that_keeps_what_it_read_of_the_transcript_reads_as_a_fresh_one_after_every_event(
+            self, store, legacy, episodes) -> None:
+        # edits, truncations and legacy rows rewrite rows a kept read knew (`KnownBlocks`)
+        conversation = f"conv-{uuid.uuid4().hex[:8]}"
+        chat = tell(legacy, episodes, conversation)
+        models, second = ReadModels(store), self.second_store(store)
+        reads = 0
+        for event in chat.events:
+            store.save(event)
+            models.apply(conversation_uuid(conversation), [event])
+            if models.head(conversation).turn is None:
+                continue
+            kept = models.turn_notes(conversation)
+            fresh = ReadModels(second).turn_notes(conversation)  # knows nothing of the rows yet
+            assert kept.to_json() == fresh.to_json()
+            reads += 1
+        if reads and type(models.backend).__name__ == "PostgresBackend":  # the one whose turn read keeps them
+            assert _kept(models.known, conversation_uuid(conversation)) is not None
 
     def test_a_rebuild_in_another_process_is_followed_by_this_ones_next_appends(self, store: ConversationStore) -> None:
         models = ReadModels(store)

@@ -120,3 +120,29 @@ def test_a_sealed_message_body_is_the_models_json_with_its_text_sealed():
             assert texts.open(cid, fields.pop("sealed")) == expected.pop("text")
             assert fields == expected and list(fields) == list(expected)
         assert rows._decode_messages([rows._message_body(message)]) == (message,)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(legacy=st.integers(0, 2), episodes=EPISODES)
+def test_an_event_of_tail_only_leaves_every_row_before_the_last_user_message_as_it_was(legacy, episodes):
+    # what a turn read keeps of the transcript rows (adapters.views.rendered.KnownBlocks) relies on it
+    from projections.rows import TAIL_ONLY
+
+    rows = MemoryRows(MemoryConversation())
+    head = None
+    for event in tell(legacy, episodes).events:
+        last_user = head.last_user if head is not None and head.last_user is not None else -1
+        before = ({i: m for i, m in rows.r.messages.items() if i < last_user},
+                  {i: e for i, e in rows.r.block_ends.items() if i < last_user})
+        head = fold_into(rows, head, [event], resolve("2026-11-02"))
+        if isinstance(event, TAIL_ONLY):
+            after = ({i: m for i, m in rows.r.messages.items() if i < last_user},
+                     {i: e for i, e in rows.r.block_ends.items() if i < last_user})
+            assert after == before, type(event).__name__
+
+
+def test_the_events_that_rewrite_or_cut_rows_are_not_tail_only():
+    from domain.events import ConversationErased, LegacyRowImported, MessageEdited, TranscriptReplaced, TurnsTruncated
+    from projections.rows import TAIL_ONLY
+
+    assert not {MessageEdited, TurnsTruncated, TranscriptReplaced, LegacyRowImported, ConversationErased} & set(TAIL_ONLY)
