@@ -194,7 +194,15 @@ class ReadModels:
         store.on_saved = self.apply
         store.inline_views = self.apply_inline
         store.inline_committed = self.inline_committed
-        store.forgotten = self.heads.forget
+        store.forgotten = self.forget
+
+    def forget(self, cid: UUID) -> None:
+        """Forgets what this process kept of a conversation's rows (its head, what its last turn
+        read knew of its transcript): the store found its log not to be the one they were
+        kept of (a database restored or failed over to another history)."""
+        self.heads.forget(cid)
+        with contextlib.suppress(KeyError):
+            self.known.get(cid, evict=True)
 
     # ------------------------------------------------------------ set-up
 
@@ -477,6 +485,7 @@ class ReadModels:
             self.heads.clear()
             self.notes = notes_cache()
             self.messages.clear()
+            self.known = known_conversations()
             after = fold_into(rows, None, self.store.events.get(key), resolve(live.rules))
             if after is not None:
                 rows.put_head(after)
