@@ -136,6 +136,8 @@ class Placement:
 
     ends: dict[int, tuple[int, int | None] | None] = field(default_factory=dict)
     bodies: dict[int, str] = field(default_factory=dict)
+    messages: dict[int, Message] = field(default_factory=dict)
+    """Messages decoded already, by index (each from a body of at most MESSAGE_BODY characters)."""
     numbers: set[int] = field(default_factory=set)
     asked: set[int] = field(default_factory=set)
 
@@ -145,8 +147,9 @@ class KnownBlocks:
     """What a turn read of one conversation learned of its transcript rows, kept for the next:
     at head `version` of generation `generation`, whose last user message was at index
     `last_user` (-1: none), the block ends of the user message numbers it asked for (the
-    newest message's index and the block's end, None: the transcript's end) and the bodies of
-    the rows it asked for (each at most MESSAGE_BODY characters). What lies before `last_user`
+    newest message's index and the block's end, None: the transcript's end) and the messages
+    it asked for, decoded (each from a body of at most MESSAGE_BODY characters; like
+    `KeptMessages` they hold texts, and an erasure drops them). What lies before `last_user`
     stays true while only events of `projections.rows.TAIL_ONLY` follow; the rows from
     `last_user` on change, and are read afresh (`placement`)."""
 
@@ -154,15 +157,14 @@ class KnownBlocks:
     version: int
     last_user: int
     ends: dict[int, tuple[int, int | None]]
-    bodies: dict[int, str]
+    messages: dict[int, Message]
 
     @classmethod
     def of(cls, placement: Placement, generation: int, version: int, last_user: int | None) -> KnownBlocks:
         """Returns what to keep of a read's `placement`, at head `version` of `generation`."""
         ends = {n: end for n in placement.numbers if (end := placement.ends.get(n)) is not None}
-        bodies = {i: body for i in placement.asked
-                  if (body := placement.bodies.get(i)) is not None and len(body) <= MESSAGE_BODY}
-        return cls(generation, version, -1 if last_user is None else last_user, ends, bodies)
+        messages = {i: message for i in placement.asked if (message := placement.messages.get(i)) is not None}
+        return cls(generation, version, -1 if last_user is None else last_user, ends, messages)
 
     def placement(self, generation: int, version: int, topics: str | None, tail: str | None) -> Placement | None:
         """Returns what a read at head `version` of `generation` may take as known: the kept
@@ -177,13 +179,14 @@ class KnownBlocks:
         if len(rows) > TAIL_ROWS:
             return None
         ends: dict[int, tuple[int, int | None] | None] = {n: e for n, e in self.ends.items() if e[0] < self.last_user}
-        bodies = {i: b for i, b in self.bodies.items() if i < self.last_user}
+        messages = {i: m for i, m in self.messages.items() if i < self.last_user}
+        bodies = {}
         for row in rows:  # in order of index: the newest message of a number wins
             index, _, number, end, body = row.split(FIELD, 4)
             bodies[int(index)] = body
             if number:
                 ends[int(number)] = (int(index), int(end) if end else None)
-        return Placement(ends=ends, bodies=bodies)
+        return Placement(ends=ends, bodies=bodies, messages=messages)
 
 
 def known_conversations() -> LRUCache[Any, KnownBlocks]:

@@ -20,7 +20,7 @@ import orjson
 from pydantic import TypeAdapter
 
 from adapters.store.crypto import ERASED, ViewTexts
-from adapters.views.rendered import SEPARATOR, KeptMessages, Placement
+from adapters.views.rendered import MESSAGE_BODY, SEPARATOR, KeptMessages, Placement
 from projections.card_outcomes import CardOutcome
 from projections.rows import Head, TurnMark
 from projections.run_record import Entry
@@ -278,7 +278,8 @@ class SQLRows:
         for what that statement did not bring (a note placed by position). With `kept`, each
         message is decoded once per row body (`_decode_messages`). With `known` (what is known
         of these rows already: `adapters.views.rendered.KnownBlocks`), neither asks the
-        database for what it holds; whatever they read is added to it."""
+        database for what it holds, nor decodes a message it holds decoded; whatever they read
+        is added to it."""
         known = known if known is not None else Placement()
         bodies, ends = known.bodies, known.ends
 
@@ -306,14 +307,19 @@ class SQLRows:
 
         def messages_at(indexes: set[int]) -> dict[int, Message]:
             known.asked.update(indexes)
-            missing = sorted(i for i in indexes if i not in bodies)
+            found = {i: message for i in indexes if (message := known.messages.get(i)) is not None}
+            missing = sorted(i for i in indexes if i not in found and i not in bodies)
             if missing:
                 marks = ", ".join("?" * len(missing))
                 rows = self._q(f"SELECT idx, body FROM {self.t['messages']} WHERE cid = ? AND idx IN ({marks})",
                                *missing).fetchall()
                 bodies.update((int(r["idx"]), r["body"]) for r in rows)
-            have = sorted(i for i in indexes if i in bodies)
-            return dict(zip(have, self._decode_messages([bodies[i] for i in have], kept)))
+            have = sorted(i for i in indexes if i not in found and i in bodies)
+            for i, message in zip(have, self._decode_messages([bodies[i] for i in have], kept)):
+                found[i] = message
+                if len(bodies[i]) <= MESSAGE_BODY:
+                    known.messages[i] = message
+            return found
 
         return messages_at, block_ends
 
