@@ -259,6 +259,10 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
 
 def app_from_env() -> FastAPI:
     """Returns the app on the store and settings the environment configures (for uvicorn's
-    `--factory`; `chatrecord serve` sets CHATRECORD_API_NO_AUTH=1 after checking --no-auth)."""
+    `--factory`; `chatrecord serve` sets CHATRECORD_API_NO_AUTH=1 after checking --no-auth).
+    A worker of `chatrecord serve --workers N` ends with the server process (`end_with_parent`)."""
+    from adapters.http.server import end_with_parent  # server imports this module
+
+    end_with_parent()
     no_auth = os.environ.get("CHATRECORD_API_NO_AUTH") == "1"
     return create_app(Chatrecord, HttpSettings.from_env(no_auth=no_auth))

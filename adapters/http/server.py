@@ -7,8 +7,11 @@ process, before the workers start.
 
 from __future__ import annotations
 
+import ctypes
 import ipaddress
 import os
+import signal
+import sys
 
 import uvicorn
 
@@ -63,7 +66,35 @@ def start(host: str, no_auth: bool) -> str:
     return backend
 
 
+PARENT = "CHATRECORD_SERVE_PARENT"
+"""The environment key that tells a worker process the pid of the server process that started it."""
+
+
 def run(host: str, port: int, workers: int, access_log: bool = True) -> None:
-    """Runs uvicorn with `workers` processes on the app `app_from_env` builds."""
+    """Runs uvicorn with `workers` processes on the app `app_from_env` builds; with more than
+    one, each worker ends when the server process does, even when it is killed (`end_with_parent`)."""
+    if workers > 1:
+        os.environ[PARENT] = str(os.getpid())
     uvicorn.run("adapters.http.app:app_from_env", factory=True, host=host, port=port, workers=workers,
                 access_log=access_log, log_level="info")
+
+
+def end_with_parent(environ: dict[str, str] | None = None) -> bool:
+    """In a worker of `run` (PARENT names another process), asks Linux to send the worker
+    SIGTERM when the process that started it ends (prctl PR_SET_PDEATHSIG), and sends it at
+    once when that process ended already: uvicorn's workers otherwise outlive a server killed
+    with SIGKILL, still bound to its port. Returns True when the worker is tied to its parent;
+    False elsewhere (one process, or not Linux)."""
+    parent = (os.environ if environ is None else environ).get(PARENT)
+    if not parent or int(parent) == os.getpid() or not sys.platform.startswith("linux"):
+        return False
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0) != 0:
+        return False
+    if os.getppid() != int(parent):  # it ended before the line above
+        os.kill(os.getpid(), signal.SIGTERM)
+    return True
+
+
+PR_SET_PDEATHSIG = 1
+"""prctl's option: the signal a process gets when its parent ends (linux/prctl.h)."""

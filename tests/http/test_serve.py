@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import sys
 import warnings
 from pathlib import Path
 
@@ -95,3 +98,57 @@ def test_a_conversation_id_with_slashes_is_read_as_the_chat_names_it() -> None:
         # its turn and audit are found under that id, its slashes as path or escaped
         assert client.get("/v1/conversations/tenant/7/chat/turn").json()["version"] == 2
         assert client.get("/v1/conversations/tenant%2F7%2Fchat/audit").status_code == 200
+
+
+def _alive(pid: int) -> bool:
+    """True while `pid` runs (a zombie no one reaped yet has ended)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="workers are tied to their server on Linux (prctl)")
+def test_the_workers_of_a_server_killed_with_sigkill_end_and_free_the_port(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import time
+
+    import httpx
+
+    from tests.e2e.conftest import ROOT, cli_env
+    from tests.http.conftest import free_port
+
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "adapters.cli", "serve", "--no-auth", "--workers", "2", "--port", str(port)],
+        cwd=ROOT, env=cli_env(CHATRECORD_DB=str(tmp_path / "s.sqlite")),
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline, workers = time.monotonic() + 60, []
+        while time.monotonic() < deadline:
+            children = Path(f"/proc/{server.pid}/task/{server.pid}/children").read_text().split()
+            workers = [int(p) for p in children if b"spawn_main" in Path(f"/proc/{p}/cmdline").read_bytes()]
+            try:
+                if len(workers) == 2 and httpx.get(f"http://127.0.0.1:{port}/v1/healthz", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            time.sleep(0.2)
+        assert len(workers) == 2 and all(_alive(w) for w in workers)
+
+        server.send_signal(signal.SIGKILL)
+        server.wait()
+        deadline = time.monotonic() + 20
+        while any(_alive(w) for w in workers) and time.monotonic() < deadline:
+            time.sleep(0.2)
+
+        assert not any(_alive(w) for w in workers)
+        with pytest.raises(httpx.TransportError):
+            httpx.get(f"http://127.0.0.1:{port}/v1/healthz", timeout=2)
+    finally:
+        server.kill()
+        for pid in workers:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
