@@ -36,8 +36,9 @@ from typing import Any
 from eventsourcing.persistence import IntegrityError, PersistenceError
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 
 from adapters.service.lines import VersionMismatch
 from adapters.service.results import TurnNotFound
@@ -165,6 +166,12 @@ def install(app: FastAPI) -> None:
         log.error("store error: %s", type(error).__name__)
         return Problem(503, "store-unavailable", "the store cannot be used now; try again later",
                        headers={"Retry-After": "5"}).response()
+
+    @app.exception_handler(ClientDisconnect)
+    async def gone(request: Request, error: ClientDisconnect) -> Response:
+        # the client went away while sending its body: nothing of it was stored, no one to answer
+        log.info("client disconnected during %s %s; nothing of its request was stored", request.method, request.url.path)
+        return Response(status_code=400)
 
     @app.exception_handler(Exception)
     async def bug(request: Request, error: Exception) -> JSONResponse:

@@ -152,3 +152,34 @@ def test_the_workers_of_a_server_killed_with_sigkill_end_and_free_the_port(tmp_p
         for pid in workers:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+
+
+def test_a_client_that_goes_away_while_sending_its_body_is_one_log_line_and_stores_nothing(caplog) -> None:
+    import logging
+
+    import anyio
+
+    from adapters.http.idempotency import keys_for
+
+    chatrecord = Chatrecord(open_store(memory=True))
+    app = create_app(lambda: chatrecord, HttpSettings(token=None))
+    app.state.chatrecord, app.state.keys = chatrecord, keys_for(chatrecord.store)  # what the lifespan sets
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST", "scheme": "http",
+             "path": "/v1/lines", "raw_path": b"/v1/lines", "root_path": "", "query_string": b"",
+             "headers": [(b"content-type", b"application/json")], "client": ("127.0.0.1", 1), "server": ("t", 80)}
+    received = [{"type": "http.request", "body": b'{"type": "conversation_started", ', "more_body": True}]
+    sent: list[dict] = []
+
+    async def receive() -> dict:
+        return received.pop(0) if received else {"type": "http.disconnect"}
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+
+    with caplog.at_level(logging.INFO, logger="chatrecord.http"):
+        anyio.run(app, scope, receive, send)
+
+    assert [r.getMessage() for r in caplog.records if r.name == "chatrecord.http"] == [
+        "client disconnected during POST /v1/lines; nothing of its request was stored"]
+    assert not any(r.exc_info for r in caplog.records)
+    assert chatrecord.store.max_notification_id() in (0, None)
