@@ -1047,7 +1047,12 @@ class PostgresBackend(SQLBackend):
             "(SELECT COALESCE(string_agg(concat_ws(chr(31), idx, role, COALESCE(number::text, ''), "
             "COALESCE(block_end::text, ''), body), chr(30) ORDER BY idx), '') FROM (SELECT idx, role, number, "
             f"block_end, body FROM {t['messages']} WHERE cid = %(cid)s AND idx >= %(tail)s ORDER BY idx "
-            "LIMIT %(rows)s) m) END AS tail "
+            "LIMIT %(rows)s) m) END AS tail, "
+            + (f"(SELECT hash FROM {self._t(CHAIN_TABLE)} WHERE originator_id = %(key)s "
+               "AND originator_version = h.version) AS tip, "
+               f"(SELECT hash FROM {self._t(CHAIN_TABLE)} WHERE originator_id = %(key)s "
+               "AND originator_version = %(since)s) AS since_tip " if self.chained else
+               "NULL::bytea AS tip, NULL::bytea AS since_tip ") +
             f"FROM {self._t(POINTER)} p LEFT JOIN {t['heads']} h ON h.cid = %(cid)s WHERE p.id = 1"),
             {"cid": str(cid), "key": cid, "newest": newest, "entries": entries or newest,
              "kept": -1 if kept_at is None else kept_at, "since": -1 if since is None else since,
@@ -1058,7 +1063,8 @@ class PostgresBackend(SQLBackend):
         if live.generation != generation:
             return TurnRows(live, None, 0, "", "", matches=False)
         return TurnRows(live, row["head"], int(row["logged"] or 0), row["entries"] or "", row["outcomes"] or "",
-                        skipped=bool(row["skipped"]), topics=row["topics"], tail=row["tail"])
+                        skipped=bool(row["skipped"]), topics=row["topics"], tail=row["tail"],
+                        tip=_bytes(row["tip"]), since_tip=_bytes(row["since_tip"]))
 
     @contextmanager
     def savepoint(self, curs: Any, on_failure: Callable[[Exception], object] | None = None) -> Iterator[Any]:
@@ -1092,9 +1098,12 @@ class PostgresBackend(SQLBackend):
             if retried is not True:
                 not_updated(error)
 
-    def __init__(self, datastore: PostgresDatastore, events_table: str) -> None:
+    def __init__(self, datastore: PostgresDatastore, events_table: str, chained: bool = False) -> None:
         super().__init__(datastore, events_table)
         self.schema = datastore.schema
+        self.chained = chained
+        """Whether the store keeps a hash chain (`chatrecord_chain`), whose hash at the head's
+        version a turn read takes (`TurnRows.tip`)."""
 
     def _tables(self, curs: Any) -> list[str]:
         rows = self._x(curs, "SELECT table_name FROM information_schema.tables WHERE table_schema = ?",
@@ -1246,7 +1255,8 @@ class PostgresFactory(StoreFactory, es_postgres.PostgresFactory):
 
     @classmethod
     def views_backend(cls, store: Any) -> PostgresBackend:
-        return PostgresBackend(store.recorder.datastore, store.recorder.events_table_name)
+        return PostgresBackend(store.recorder.datastore, store.recorder.events_table_name,
+                               chained=getattr(store.recorder, "chain_table", None) is not None)
 
     @classmethod
     def idempotency_keys(cls, store: Any) -> SQLKeys:
@@ -1256,3 +1266,8 @@ class PostgresFactory(StoreFactory, es_postgres.PostgresFactory):
             f"SELECT pg_advisory_xact_lock(hashtext('{TABLE}'))",
             f"CREATE TABLE IF NOT EXISTS {table} {COLUMNS}",
         ])
+
+
+def _bytes(value: Any) -> bytes | None:
+    """Returns a bytea column's value as bytes (psycopg gives memoryview or bytes), None as None."""
+    return None if value is None else bytes(value)

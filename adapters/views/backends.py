@@ -64,6 +64,11 @@ class TurnRows:
     """The transcript rows from index `tail_from` on (at most TAIL_ROWS + 1), each as its
     index, role, number, block end and body joined by U+001F (a missing value empty), the
     rows joined by U+001E; None when `topics` is."""
+    tip: bytes | None = None
+    """The hash chain's hash at the head's version (None: the store keeps no chain): what the
+    head's version stands for, so a read kept of that version is known to be of this log."""
+    since_tip: bytes | None = None
+    """The hash chain's hash at the version `since` asked about."""
 
 
 @dataclass(frozen=True)

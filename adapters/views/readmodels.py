@@ -371,12 +371,13 @@ class ReadModels:
                     if fetched is not None and fetched.matches:  # one statement (PostgreSQL)
                         live, logged = fetched.live, fetched.logged
                         head = Head.model_validate_json(fetched.head) if fetched.head is not None else None
-                        placement = known.placement(live.generation, head.version, fetched.topics, fetched.tail) \
-                            if known is not None and head is not None else None
+                        placement = known.placement(live.generation, head.version, fetched.topics, fetched.tail,
+                                                    fetched.since_tip) if known is not None and head is not None else None
                         rows = self.backend.rows(curs, live.generation, key) if fetched.skipped else PrefetchedRows(
                             curs, table_names(live.generation, self.backend.schema), str(key), self.backend.p,
                             fetched.entries, fetched.outcomes, newest or 0, self.backend.texts, self.backend.run, head,
                             placement)
+                        rows.tip = fetched.tip
                     else:
                         live = fetched.live if fetched is not None else self.backend.pointer(curs)
                         assert live is not None
@@ -415,7 +416,8 @@ class ReadModels:
         check = check_key(can_see_page)
 
         def read(rows: Any, head: Head, rules: str) -> TurnNotes:
-            key = (conversation_uuid(conversation), self._live.generation if self._live else 0, head.version, rules, check)
+            key = (conversation_uuid(conversation), self._live.generation if self._live else 0, head.version, rows.tip,
+                   rules, check)
             kept = _kept(self.notes, key) if check is not None else None
             if kept is not None:
                 return kept
@@ -435,7 +437,8 @@ class ReadModels:
                 self.notes.put(key, notes)
                 self.kept_at.put((key[0], check), head.version)
             if isinstance(rows, PrefetchedRows) and self._live is not None:
-                self.known.put(key[0], KnownBlocks.of(rows.placement, self._live.generation, head.version, head.last_user))
+                self.known.put(key[0], KnownBlocks.of(rows.placement, self._live.generation, head.version, head.last_user,
+                                                      rows.tip))
             return notes
 
         cid = conversation_uuid(conversation)

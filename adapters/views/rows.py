@@ -73,6 +73,10 @@ class SQLRows:
     transcript message's text is kept sealed with the conversation's data key (`ViewTexts`):
     its body holds `sealed` instead of `text`."""
 
+    tip: bytes | None = None
+    """The hash chain's hash at the head's version, when the read that made these rows took it
+    (`TurnRows.tip`): what a read kept of this version is kept under."""
+
     def __init__(self, curs: Any, tables: dict[str, str], cid: str, p: str, texts: ViewTexts | None = None) -> None:
         self.curs, self.cid, self.p, self.t, self.texts = curs, cid, p, tables, texts
 
@@ -386,6 +390,9 @@ class MemoryConversation:
 
 class MemoryRows:
     """`SQLRows` on a `MemoryConversation` (the in-memory store's views)."""
+
+    tip: bytes | None = None
+    """As `SQLRows.tip`: the in-memory store keeps no chain."""
 
     def __init__(self, rows: MemoryConversation) -> None:
         self.r = rows

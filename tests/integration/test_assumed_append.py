@@ -283,3 +283,21 @@ class TestPostgresRestoredLog(PostgresStores):
             "SegmentReturned", "completed")
         fresh = Chatrecord(self.open_store())
         assert writer.turn_notes("c") == fresh.turn_notes("c")
+
+    def test_a_reader_that_kept_a_turn_read_of_a_version_a_restore_undid_reads_the_history_the_log_holds(self) -> None:
+        writer, reader = Chatrecord(self.open_store()), Chatrecord(self.open_store())
+        for line in (start("c"), message("c", 1), segment("c", "r1/1", "r1"), message("c", 2)):
+            writer.record(line)
+        writer.turn_notes("c")  # the read models' tables, before the snapshot
+        self.snapshot()
+        writer.record({**segment("c", "r2/1", "r2", outcome="awaiting_approval"),
+                       "pending": [{"toolName": "update_page_metadata", "table": "pages", "uid": 9, "fields": ["title"]}]})
+        before = reader.turn_notes("c")  # version 5: a card waits; kept, with what it read of the rows
+        self.restore()  # back to version 4
+        Chatrecord(self.open_store()).record(segment("c", "r2/1", "r2", outcome="failed"))  # another version 5
+
+        after = reader.turn_notes("c")
+
+        assert before.version == after.version == 5
+        assert "paused for a card" in before.notes[-1].text and "paused for a card" not in after.notes[-1].text
+        assert after == Chatrecord(self.open_store()).turn_notes("c")
