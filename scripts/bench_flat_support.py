@@ -122,8 +122,16 @@ class Counter(Aggregate):
         self.n = n
 
 
+LIBRARY_MODULES = {"adapters.backends.postgres:PostgresFactory": "eventsourcing.postgres",
+                   "adapters.backends.sqlite:SQLiteFactory": "eventsourcing.sqlite"}
+"""The library's own persistence module for each of ours: the bare save runs on the library's
+recorder (no hash chain, no append function, no history index), not on chatrecord's."""
+
+
 def bare_saver(env: dict[str, str]) -> Callable[[int], None]:
-    app = Application(env=env)
+    """Returns `save(i)`: one event of a one-field aggregate saved by an eventsourcing
+    `Application` on the library's own recorder, in the database `env` names."""
+    app = Application(env={**env, "PERSISTENCE_MODULE": LIBRARY_MODULES[env["PERSISTENCE_MODULE"]]})
     counter = Counter()
     app.save(counter)
 
