@@ -120,6 +120,15 @@ class TestPostgresAssumedAppend(PostgresStores):
         assert log(one, "c") == [("ConversationStarted", 1), ("UserMessagePosted", 2), ("SegmentReturned", 3),
                                  ("UserMessagePosted", 4), ("SegmentReturned", 5)]
 
+    def test_with_one_try_a_failed_assumption_is_still_decided_again_from_the_index(self) -> None:
+        one, two = self.open_store(HANDLE_MAX_ATTEMPTS="1"), self.open_store()
+        for line in (start("c"), message("c", 1), segment("c", "r1/1", "r1")):
+            Chatrecord(one).record(line)
+        Chatrecord(two).record(message("c", 2))  # `one` still holds version 3
+        result = Chatrecord(one).record(segment("c", "r2/1", "r2"))
+        assert result.attempts == 2  # the assumed try, then the one decided from the index
+        assert log(one, "c")[-2:] == [("UserMessagePosted", 4), ("SegmentReturned", 5)]
+
     def test_a_line_sent_again_is_a_repeat_and_stores_nothing(self) -> None:
         store = self.open_store()
         chat = Chatrecord(store)
