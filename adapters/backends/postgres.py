@@ -209,9 +209,12 @@ def _schema_problem(error: psycopg.Error, schema: str) -> str:
     return f"the store's tables in schema {schema} do not exist and could not be created ({reason}); {hint}"
 
 
-APPEND_FUNCTION = "chatrecord_append_v4"
+APPEND_FUNCTION = "chatrecord_append_v5"
 """The store's own database function that writes a whole append from one JSON document
-(`AppendDocument`): versioned by name, so a later layout gets a function of its own."""
+(`AppendDocument`) that holds no view rows: versioned by name, so a later layout gets a
+function of its own. An append with view rows goes to its generation's function
+(`generation_function_name`), the same body with the view rows written into that
+generation's tables."""
 
 _APPEND_FUNCTION_SQL = """CREATE OR REPLACE FUNCTION {schema}.{name}(doc jsonb) RETURNS SETOF bigint LANGUAGE plpgsql SET enable_seqscan = off AS $fn$
 DECLARE
@@ -219,52 +222,46 @@ DECLARE
   a jsonb := doc->'assumed';
   x jsonb := doc->'index';
   v jsonb := doc->'views';
-  item text;
+  j jsonb;
 BEGIN
   IF a IS NOT NULL THEN
-    -- each check by the whole key of its row: a plan kept from when the tables were small must
-    -- not read a conversation's every row (an ANY over the digests did, 5,000 rows at 2,500 segments)
+    -- one statement: each row it looks for is found by its whole key, in a subquery run per
+    -- key (a scalar subquery is never made a join): a plan kept from when the tables were small
+    -- must not read a conversation's every row (an ANY over the digests did, 5,000 rows at 2,500 segments)
     IF NOT EXISTS (SELECT 1 FROM {schema}.chatrecord_index WHERE cid = k AND version = (a->>'version')::bigint
                    AND outcomes = (a->>'count')::bigint)
        OR (a->>'tip' IS NOT NULL AND NOT EXISTS (SELECT 1 FROM {schema}.chatrecord_chain WHERE originator_id = k::uuid
-                   AND originator_version = (a->>'version')::bigint AND hash = decode(a->>'tip', 'base64'))) THEN
+                   AND originator_version = (a->>'version')::bigint AND hash = decode(a->>'tip', 'base64')))
+       OR EXISTS (SELECT 1 FROM jsonb_array_elements_text(a->'digests') d(item)
+                  WHERE (SELECT true FROM {schema}.chatrecord_sources WHERE cid = k AND digest = d.item))
+       OR EXISTS (SELECT 1 FROM jsonb_array_elements_text(a->'segments') g(item)
+                  WHERE (SELECT true FROM {schema}.chatrecord_segments WHERE cid = k AND segment = g.item))
+       OR EXISTS (SELECT 1 FROM jsonb_array_elements_text(a->'runs') r(item)
+                  WHERE (SELECT true FROM {schema}.chatrecord_segments WHERE cid = k AND run = r.item AND cut = 1 LIMIT 1)) THEN
       RAISE EXCEPTION 'chatrecord: the index is not as the command assumed' USING ERRCODE = '22012';
     END IF;
-    FOR item IN SELECT jsonb_array_elements_text(a->'digests') LOOP
-      IF EXISTS (SELECT 1 FROM {schema}.chatrecord_sources WHERE cid = k AND digest = item) THEN
-        RAISE EXCEPTION 'chatrecord: the line was recorded before' USING ERRCODE = '22012';
-      END IF;
-    END LOOP;
-    FOR item IN SELECT jsonb_array_elements_text(a->'segments') LOOP
-      IF EXISTS (SELECT 1 FROM {schema}.chatrecord_segments WHERE cid = k AND segment = item) THEN
-        RAISE EXCEPTION 'chatrecord: the segment was recorded before' USING ERRCODE = '22012';
-      END IF;
-    END LOOP;
-    FOR item IN SELECT jsonb_array_elements_text(a->'runs') LOOP
-      IF EXISTS (SELECT 1 FROM {schema}.chatrecord_segments WHERE cid = k AND run = item AND cut = 1) THEN
-        RAISE EXCEPTION 'chatrecord: the run was cut' USING ERRCODE = '22012';
-      END IF;
-    END LOOP;
   END IF;
   IF x IS NOT NULL THEN
-    INSERT INTO {schema}.chatrecord_sources (cid, digest, first, last)
-      SELECT k, e->>0, (e->>1)::bigint, (e->>2)::bigint FROM jsonb_array_elements(x->'sources') e
-      ON CONFLICT (cid, digest) DO UPDATE SET last = excluded.last;
-    INSERT INTO {schema}.chatrecord_segments (cid, segment, run, message, version, cut, body)
-      SELECT k, e->>0, e->>1, (e->>2)::bigint, (e->>3)::bigint, (e->>4)::int, e->>5 FROM jsonb_array_elements(x->'segments') e
-      ON CONFLICT (cid, segment) DO UPDATE SET cut = excluded.cut, body = excluded.body;
-    INSERT INTO {schema}.chatrecord_messages (cid, number, live)
-      SELECT k, (e->>0)::bigint, (e->>1)::int FROM jsonb_array_elements(x->'messages') e
-      ON CONFLICT (cid, number) DO UPDATE SET live = excluded.live;
+    IF jsonb_array_length(x->'sources') > 0 THEN
+      INSERT INTO {schema}.chatrecord_sources (cid, digest, first, last)
+        SELECT k, e->>0, (e->>1)::bigint, (e->>2)::bigint FROM jsonb_array_elements(x->'sources') e
+        ON CONFLICT (cid, digest) DO UPDATE SET last = excluded.last;
+    END IF;
+    IF jsonb_array_length(x->'segments') > 0 THEN
+      INSERT INTO {schema}.chatrecord_segments (cid, segment, run, message, version, cut, body)
+        SELECT k, e->>0, e->>1, (e->>2)::bigint, (e->>3)::bigint, (e->>4)::int, e->>5 FROM jsonb_array_elements(x->'segments') e
+        ON CONFLICT (cid, segment) DO UPDATE SET cut = excluded.cut, body = excluded.body;
+    END IF;
+    IF jsonb_array_length(x->'messages') > 0 THEN
+      INSERT INTO {schema}.chatrecord_messages (cid, number, live)
+        SELECT k, (e->>0)::bigint, (e->>1)::int FROM jsonb_array_elements(x->'messages') e
+        ON CONFLICT (cid, number) DO UPDATE SET live = excluded.live;
+    END IF;
     INSERT INTO {schema}.chatrecord_index (cid, version, outcomes) VALUES (k, (x->>'version')::bigint, (x->>'added')::bigint)
       ON CONFLICT (cid) DO UPDATE SET version = excluded.version,
       outcomes = {schema}.chatrecord_index.outcomes + excluded.outcomes;
   END IF;
-  IF v IS NOT NULL THEN
-    PERFORM pg_advisory_xact_lock_shared((v->>'lock')::bigint);
-    EXECUTE format('SELECT {schema}.%I($1, $2)', 'chatrecord_views_g' || (v->>'g')::int || '_v3') USING k, v;
-  END IF;
-  LOCK TABLE {events} IN EXCLUSIVE MODE;
+{views}  LOCK TABLE {events} IN EXCLUSIVE MODE;
   RETURN QUERY INSERT INTO {events} (originator_id, originator_version, topic, state)
     SELECT (e->>0)::uuid, (e->>1)::bigint, e->>2, decode(e->>3, 'base64') FROM jsonb_array_elements(doc->'events') e
     RETURNING notification_id;
@@ -274,57 +271,72 @@ END
 $fn$;
 """
 
+_NO_VIEWS_SQL = """  IF v IS NOT NULL THEN
+    RAISE EXCEPTION 'chatrecord: view rows for the function of no generation';
+  END IF;
+"""
 
-_VIEWS_FUNCTION_SQL = """CREATE OR REPLACE FUNCTION {schema}.{name}(cid_ text, views_ jsonb) RETURNS void LANGUAGE plpgsql SET enable_seqscan = off AS $fn$
-DECLARE
-  item jsonb;
-BEGIN
-  FOR item IN SELECT jsonb_array_elements(views_->'delete_entries') LOOP
-    DELETE FROM {entries} WHERE cid = cid_ AND seq = (item #>> '{{}}')::bigint;
-  END LOOP;
-  IF jsonb_array_length(views_->'entries') > 0 THEN
-    INSERT INTO {entries} (cid, seq, segment, body) SELECT cid_, (e->>0)::bigint, e->>1, e->>2 FROM jsonb_array_elements(views_->'entries') e ON CONFLICT (cid, seq) DO UPDATE SET body = excluded.body;
+_VIEWS_SQL = """  IF v IS NULL OR (v->>'g')::bigint <> {generation} THEN
+    RAISE EXCEPTION 'chatrecord: no view rows of generation {generation}';
   END IF;
-  IF jsonb_array_length(views_->'outcomes') > 0 THEN
-    INSERT INTO {outcomes} (cid, v, sub, card, after, body) SELECT cid_, (e->>0)::bigint, (e->>1)::bigint, e->>2, (e->>3)::bigint, e->>4 FROM jsonb_array_elements(views_->'outcomes') e;
+  PERFORM pg_advisory_xact_lock_shared((v->>'lock')::bigint);
+  IF jsonb_array_length(v->'delete_entries') > 0 THEN
+    FOR j IN SELECT jsonb_array_elements(v->'delete_entries') LOOP
+      DELETE FROM {entries} WHERE cid = k AND seq = (j #>> '{{}}')::bigint;
+    END LOOP;
   END IF;
-  IF jsonb_array_length(views_->'messages') > 0 THEN
-    INSERT INTO {messages} (cid, idx, role, number, body) SELECT cid_, (e->>0)::bigint, e->>1, (e->>2)::bigint, e->>3 FROM jsonb_array_elements(views_->'messages') e ON CONFLICT (cid, idx) DO UPDATE SET role = excluded.role, number = excluded.number, body = excluded.body;
+  IF jsonb_array_length(v->'entries') > 0 THEN
+    INSERT INTO {entries} (cid, seq, segment, body) SELECT k, (e->>0)::bigint, e->>1, e->>2 FROM jsonb_array_elements(v->'entries') e ON CONFLICT (cid, seq) DO UPDATE SET body = excluded.body;
   END IF;
-  IF jsonb_array_length(views_->'ended') > 0 THEN
-    INSERT INTO {messages} (cid, idx, role, number, block_end, body) SELECT cid_, (e->>0)::bigint, e->>1, (e->>2)::bigint, (e->>3)::bigint, e->>4 FROM jsonb_array_elements(views_->'ended') e ON CONFLICT (cid, idx) DO UPDATE SET role = excluded.role, number = excluded.number, body = excluded.body, block_end = excluded.block_end;
+  IF jsonb_array_length(v->'outcomes') > 0 THEN
+    INSERT INTO {outcomes} (cid, v, sub, card, after, body) SELECT k, (e->>0)::bigint, (e->>1)::bigint, e->>2, (e->>3)::bigint, e->>4 FROM jsonb_array_elements(v->'outcomes') e;
   END IF;
-  FOR item IN SELECT jsonb_array_elements(views_->'ends') LOOP
-    UPDATE {messages} SET block_end = (item->>1)::bigint WHERE cid = cid_ AND idx = (item->>0)::bigint;
-  END LOOP;
-  IF jsonb_array_length(views_->'pages') > 0 THEN
-    INSERT INTO {pages} (cid, message, page) SELECT cid_, (e->>0)::bigint, (e->>1)::bigint FROM jsonb_array_elements(views_->'pages') e ON CONFLICT (cid, message) DO UPDATE SET page = excluded.page;
+  IF jsonb_array_length(v->'messages') > 0 THEN
+    INSERT INTO {messages} (cid, idx, role, number, body) SELECT k, (e->>0)::bigint, e->>1, (e->>2)::bigint, e->>3 FROM jsonb_array_elements(v->'messages') e ON CONFLICT (cid, idx) DO UPDATE SET role = excluded.role, number = excluded.number, body = excluded.body;
   END IF;
-  IF jsonb_array_length(views_->'turns') > 0 THEN
-    INSERT INTO {turns} (cid, version, message, at) SELECT cid_, (e->>0)::bigint, (e->>1)::bigint, e->>2 FROM jsonb_array_elements(views_->'turns') e ON CONFLICT (cid, version) DO NOTHING;
+  IF jsonb_array_length(v->'ended') > 0 THEN
+    INSERT INTO {messages} (cid, idx, role, number, block_end, body) SELECT k, (e->>0)::bigint, e->>1, (e->>2)::bigint, (e->>3)::bigint, e->>4 FROM jsonb_array_elements(v->'ended') e ON CONFLICT (cid, idx) DO UPDATE SET role = excluded.role, number = excluded.number, body = excluded.body, block_end = excluded.block_end;
   END IF;
-  IF jsonb_typeof(views_->'head') = 'array' THEN
-    INSERT INTO {heads} (cid, version, body) VALUES (cid_, (views_->'head'->>0)::bigint, views_->'head'->>1) ON CONFLICT (cid) DO UPDATE SET version = excluded.version, body = excluded.body;
+  IF jsonb_array_length(v->'ends') > 0 THEN
+    FOR j IN SELECT jsonb_array_elements(v->'ends') LOOP
+      UPDATE {messages} SET block_end = (j->>1)::bigint WHERE cid = k AND idx = (j->>0)::bigint;
+    END LOOP;
   END IF;
-END
-$fn$
+  IF jsonb_array_length(v->'pages') > 0 THEN
+    INSERT INTO {pages} (cid, message, page) SELECT k, (e->>0)::bigint, (e->>1)::bigint FROM jsonb_array_elements(v->'pages') e ON CONFLICT (cid, message) DO UPDATE SET page = excluded.page;
+  END IF;
+  IF jsonb_array_length(v->'turns') > 0 THEN
+    INSERT INTO {turns} (cid, version, message, at) SELECT k, (e->>0)::bigint, (e->>1)::bigint, e->>2 FROM jsonb_array_elements(v->'turns') e ON CONFLICT (cid, version) DO NOTHING;
+  END IF;
+  IF jsonb_typeof(v->'head') = 'array' THEN
+    INSERT INTO {heads} (cid, version, body) VALUES (k, (v->'head'->>0)::bigint, v->'head'->>1) ON CONFLICT (cid) DO UPDATE SET version = excluded.version, body = excluded.body;
+  END IF;
 """
 
 
-def views_function_name(generation: int) -> str:
-    """Returns the name of the function that writes generation `generation`'s view rows."""
-    return f"chatrecord_views_g{generation}_v3"
+def generation_function_name(generation: int) -> str:
+    """Returns the name of generation `generation`'s append function (`generation_function_statement`)."""
+    return f"chatrecord_append_g{generation}_v5"
 
 
-def views_function_statement(schema: str, generation: int) -> str:
-    """Returns the CREATE OR REPLACE FUNCTION statement of generation `generation`'s views
-    function: the view rows of one append (the `views` section of an `AppendDocument`) written
-    with static statements, whose plans PL/pgSQL keeps per connection (`APPEND_FUNCTION` calls
-    it for the generation its document names). A row it updates or deletes is found by its
-    whole key, one statement per row: a plan kept from when the conversation was short must not
-    scan its transcript (a join on the document's rows did, 6,000 rows read at 3,000 segments)."""
-    tables = table_names(generation, schema)
-    return _VIEWS_FUNCTION_SQL.format(schema=f'"{schema}"', name=views_function_name(generation), **tables)
+OLD_VIEWS_FUNCTION = "chatrecord_views_g{generation}_v3"
+"""The name of a generation's views function of an earlier version (text, jsonb), which the
+append function called; dropped with its generation's tables."""
+
+
+def generation_function_statement(schema: str, events_table: str, generation: int) -> str:
+    """Returns the CREATE OR REPLACE FUNCTION statement of generation `generation`'s append
+    function: `APPEND_FUNCTION`'s body with, after the history index rows, the views' shared
+    lock and the view rows of the document's `views` section (which must name `generation`)
+    written into the generation's tables by static statements, whose plans PL/pgSQL keeps per
+    connection (no dynamic call of another function per append). A row it updates or deletes
+    is found by its whole key, one statement per row: a plan kept from when the conversation
+    was short must not scan its transcript (a join on the document's rows did, 6,000 rows read
+    at 3,000 segments). It is made at the first append into the generation
+    (`EventRecorder._generation_function`) and dropped with the generation's tables."""
+    views = _VIEWS_SQL.format(generation=int(generation), **table_names(generation, schema))
+    return _APPEND_FUNCTION_SQL.format(schema=f'"{schema}"', name=generation_function_name(generation),
+                                       events=f'"{schema}"."{events_table}"', views=views)
 
 
 def append_function_statement(schema: str, events_table: str) -> str:
@@ -333,13 +345,15 @@ def append_function_statement(schema: str, events_table: str) -> str:
     The function takes the document `AppendDocument` builds (jsonb) and, in the caller's
     transaction (one statement: its own), with sequential scans off (PL/pgSQL keeps a plan made
     when the tables were small: every statement here finds its rows by a key, and a kept plan
-    that scanned a table would cost more with every line), checks an assumed index (raising division_by_zero,
-    22012, as `PostgresHistoryTables._holds` makes the statements' check do), writes the history index rows, takes the
-    views' shared lock and writes their rows into the generation the document names, takes the
-    events table's write lock, inserts the events (returning their notification ids, in order)
-    and their chain rows. PL/pgSQL keeps the plans of its static statements per connection.
+    that scanned a table would cost more with every line), checks an assumed index in one
+    statement (raising division_by_zero, 22012, as `PostgresHistoryTables._holds` makes the
+    statements' check do), writes the history index rows, takes the events table's write lock, inserts the events (returning their notification ids,
+    in order) and their chain rows. A list the document leaves empty costs no statement.
+    PL/pgSQL keeps the plans of its static statements per connection. A document with view
+    rows goes to its generation's function (`generation_function_statement`) instead.
     """
-    return _APPEND_FUNCTION_SQL.format(schema=f'"{schema}"', name=APPEND_FUNCTION, events=f'"{schema}"."{events_table}"')
+    return _APPEND_FUNCTION_SQL.format(schema=f'"{schema}"', name=APPEND_FUNCTION, events=f'"{schema}"."{events_table}"',
+                                       views=_NO_VIEWS_SQL)
 
 
 class Unfit(Exception):  # noqa: N818 - not an error: the append is sent another way
@@ -354,7 +368,7 @@ class AppendDocument:
     """Stands in for the cursor of an append's transaction and gathers its writes as data: the
     assumed index, the history index rows, the views' rows (`PostgresBufferedRows`), the
     events and their chain rows. `call(function)` sends them as one JSON document to the
-    database function `APPEND_FUNCTION` in one statement, which is its own transaction: one
+    database function `APPEND_FUNCTION` (or its views' generation's) in one statement, which is its own transaction: one
     message, one answer, and the server plans none of the writes again. A read (`execute`
     then `fetchone`/`fetchall`) runs at once, outside that transaction, where it reads no
     table the document writes (a head, a chain hash, an index row: what it finds is checked by
@@ -446,8 +460,9 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder):
         super().__init__(*args, **kwargs)
         self._function: str | None = None
         """`APPEND_FUNCTION`'s qualified name once made, "" where it cannot be, None before."""
-        self._views_ready: set[int | None] = set()
-        """The generations whose views function this process made or found."""
+        self._generations_ready: set[int | None] = set()
+        """The generations whose append function (`generation_function_statement`) this
+        process made or found."""
 
     def insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
         """Appends `stored_events` under the events table's write lock and returns their
@@ -549,25 +564,28 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder):
             self._function = name
         return name or None
 
-    def _views_function(self, conn: psycopg.Connection[Any], generation: int) -> bool:
-        """Says whether generation `generation`'s views function exists, creating it once
-        (`views_function_statement`) where it is missing; False where it cannot be made."""
-        ready = self._views_ready
-        if generation in ready:
-            return True
+    def _generation_function(self, conn: psycopg.Connection[Any], generation: int) -> str | None:
+        """Returns the schema-qualified name of generation `generation`'s append function,
+        creating it once (`generation_function_statement`) where it is missing; None where it
+        cannot be made."""
         schema = self.datastore.schema
-        name = f'"{schema}".{views_function_name(generation)}'
-        exists = SQL("SELECT to_regprocedure({}) IS NOT NULL").format(f"{name}(text,jsonb)")
+        name = f'"{schema}".{generation_function_name(generation)}'
+        ready = self._generations_ready
+        if generation in ready:
+            return name
+        exists = SQL("SELECT to_regprocedure({}) IS NOT NULL").format(f"{name}(jsonb)")
         try:
-            create_once(conn, lock_key(schema), exists, [views_function_statement(schema, generation)])
+            create_once(conn, lock_key(schema), exists,
+                        [generation_function_statement(schema, self.events_table_name, generation)])
         except psycopg.Error:
-            return False
+            return None
         ready.add(generation)
-        return True
+        return name
 
     def _append_in_one_call(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Any:
-        """Sends the whole append as one statement, a call of `APPEND_FUNCTION` with the writes
-        gathered as data (`AppendDocument`); returns the notification ids, or `_AGAIN` when the
+        """Sends the whole append as one statement, a call of `APPEND_FUNCTION` (of the
+        generation's function where it holds view rows) with the writes gathered as data
+        (`AppendDocument`); returns the notification ids, or `_AGAIN` when the
         append holds what the document cannot carry, or failed for a reason that is not the
         events' own (the append then runs synced, `_append_synced`). Raises a taken
         version, a failed assumption, a timeout and a lost connection as they are."""
@@ -583,14 +601,16 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder):
                 self._insert_stored_events(document, stored_events, **kwargs)
                 views = document.doc.get("views")
                 generation = views["g"] if views is not None else None
-                if generation is not None and not self._views_function(conn, generation):
-                    return _AGAIN
+                if generation is not None:
+                    function = self._generation_function(conn, generation)
+                    if function is None:
+                        return _AGAIN
                 return document.call(function)
             except Unfit:
                 return _AGAIN
             except Exception as error:
                 if isinstance(error, psycopg.errors.UndefinedFunction):
-                    self._views_ready.discard(generation)  # dropped meanwhile: made again next time
+                    self._generations_ready.discard(generation)  # dropped meanwhile: made again next time
                 if self._events_own(error):
                     raise
                 return _AGAIN
@@ -864,8 +884,10 @@ class PostgresHistoryTables(SQLHistoryTables):
         t, key = self.t, str(cid)
         if isinstance(curs, AppendDocument):
             if assumed is not None:
-                curs.put("assumed", {"version": assumed.version, "count": assumed.count, "digests": assumed.digests,
-                                     "segments": assumed.segments, "runs": assumed.runs,
+                curs.put("assumed", {"version": assumed.version, "count": assumed.count,  # each key checked once
+                                     "digests": list(dict.fromkeys(assumed.digests)),
+                                     "segments": list(dict.fromkeys(assumed.segments)),
+                                     "runs": list(dict.fromkeys(assumed.runs)),
                                      "tip": base64.b64encode(assumed.tip).decode() if assumed.tip is not None else None})
             curs.put("index", {
                 "sources": [[d, first, last] for d, (first, last) in held.top.sources.items()],
@@ -1120,8 +1142,11 @@ class PostgresBackend(SQLBackend):
         return QueuedStatements(self.datastore.get_connection)
 
     def _dropped(self, curs: Any, generation: int) -> None:
-        """Drops the generation's views function (`views_function_statement`) with its tables."""
-        self._x(curs, f'DROP FUNCTION IF EXISTS "{self.schema}".{views_function_name(generation)}(text, jsonb)', ())
+        """Drops the generation's append function (`generation_function_statement`) with its
+        tables, and the views function an earlier version made for it."""
+        self._x(curs, f'DROP FUNCTION IF EXISTS "{self.schema}".{generation_function_name(generation)}(jsonb)', ())
+        old = OLD_VIEWS_FUNCTION.format(generation=int(generation))  # a store an earlier version wrote into
+        self._x(curs, f'DROP FUNCTION IF EXISTS "{self.schema}".{old}(text, jsonb)', ())
 
     def lock(self, curs: Any, exclusive: bool) -> None:
         if isinstance(curs, AppendDocument) and not exclusive:

@@ -53,7 +53,7 @@ def digest_of(line: Line) -> str:
     command's arguments) as canonical JSON: the same line delivered twice has the same digest,
     and nothing the privacy filter drops enters it."""
     facts = {"type": line.type, "conversation": line.conversation, "at": line.at.isoformat()}  # type: ignore[attr-defined]
-    facts.update(line.facts())
+    facts.update(line.kept_facts())
     canonical = orjson.dumps(to_jsonable_python(facts), option=orjson.OPT_SORT_KEYS)
     return sha256(canonical).hexdigest()[:32]
 

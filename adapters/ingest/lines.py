@@ -46,6 +46,7 @@ class Line(InputModel):
     _line: int = PrivateAttr(default=0)
     _source_name: str = PrivateAttr(default="")
     _digest: str = PrivateAttr(default="")
+    _facts: dict[str, Any] | None = PrivateAttr(default=None)
 
     @property
     def line(self) -> int:
@@ -63,6 +64,14 @@ class Line(InputModel):
         """Returns the arguments of the line's domain command, less `at` and `source`."""
         return {}
 
+    def kept_facts(self) -> dict[str, Any]:
+        """Returns `facts()`, made once per line (the digest and each decision take them; a
+        segment's steps are checked into facts once): a new dict of the same immutable values."""
+        kept = self._facts
+        if kept is None:
+            kept = self._facts = self.facts()
+        return dict(kept)
+
     def decide(self, state: domain.Conversation | None, history: domain.History) -> list[ConversationEvent]:
         """Returns the events the line's domain command decides on `state`; raises its
         ChatrecordError when an invariant would break, LineOutOfOrder when the line names the
@@ -73,12 +82,12 @@ class Line(InputModel):
             version = state.version if state is not None else 0
             if version != self.follows and history.source(self.digest) is None:
                 try:
-                    repeat = command(state, **self.facts(), at=self.at, source=self.digest, history=history) == []  # type: ignore[attr-defined]
+                    repeat = command(state, **self.kept_facts(), at=self.at, source=self.digest, history=history) == []  # type: ignore[attr-defined]
                 except ChatrecordError:
                     repeat = False
                 if not repeat:
                     raise self._out_of_order(version)
-        return command(state, **self.facts(), at=self.at, source=self.digest, history=history)  # type: ignore[attr-defined]
+        return command(state, **self.kept_facts(), at=self.at, source=self.digest, history=history)  # type: ignore[attr-defined]
 
     def _out_of_order(self, version: int) -> LineOutOfOrder:
         if version < self.follows:  # type: ignore[operator]

@@ -202,13 +202,17 @@ class ConversationStore(Application[UUID]):
 
         A conflicting append (another writer got there first) is retried by reloading and
         deciding again after a jittered, growing wait (`backoff`, which says why this loop is not
-        the library's `retry`), up to `max_attempts` tries.
+        the library's `retry`), up to `max_attempts` tries. A try decided on assumptions the append
+        found not to hold (`_assume`) is followed by one decided from the index at once, even where
+        it was the last.
         Raises the domain's ChatrecordError when the command breaks an invariant (nothing is
         stored), WriteConflict when every try conflicts (nothing is stored).
         """
         inline = isinstance(self.recorder, ChainedRecorder)
         cid = conversation_uuid(command.conversation)
-        for attempt in range(1, self.max_attempts + 1):
+        tries, attempt = self.max_attempts, 0
+        while attempt < tries:
+            attempt += 1
             assumed = self._assume(command, cid) if inline and self.history.checks_assumptions else None
             if assumed is not None:  # decided without reading the index; the append checks it
                 state, events, first, outcomes = *assumed[:2], (), assumed[2].count
@@ -231,6 +235,8 @@ class ConversationStore(Application[UUID]):
                 recordings = self.save(*events, inline=index) if inline else self.save(*events)
             except AssumptionFailed:
                 self._forget(cid)  # decided on a state or an index that moved: read them this time
+                if attempt == tries:  # the last try assumed: decide once more, from the index (it assumes
+                    tries += 1  # nothing after `_forget`, so this happens once at most)
                 continue
             except IntegrityError as conflict:
                 self._forget(cid)  # another writer's events: load the log again

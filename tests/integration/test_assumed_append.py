@@ -120,6 +120,15 @@ class TestPostgresAssumedAppend(PostgresStores):
         assert log(one, "c") == [("ConversationStarted", 1), ("UserMessagePosted", 2), ("SegmentReturned", 3),
                                  ("UserMessagePosted", 4), ("SegmentReturned", 5)]
 
+    def test_with_one_try_a_failed_assumption_is_still_decided_again_from_the_index(self) -> None:
+        one, two = self.open_store(HANDLE_MAX_ATTEMPTS="1"), self.open_store()
+        for line in (start("c"), message("c", 1), segment("c", "r1/1", "r1")):
+            Chatrecord(one).record(line)
+        Chatrecord(two).record(message("c", 2))  # `one` still holds version 3
+        result = Chatrecord(one).record(segment("c", "r2/1", "r2"))
+        assert result.attempts == 2  # the assumed try, then the one decided from the index
+        assert log(one, "c")[-2:] == [("UserMessagePosted", 4), ("SegmentReturned", 5)]
+
     def test_a_line_sent_again_is_a_repeat_and_stores_nothing(self) -> None:
         store = self.open_store()
         chat = Chatrecord(store)
@@ -176,17 +185,47 @@ class TestPostgresAppendFunction(PostgresStores):
         store = self.open_store()
         Chatrecord(store).record(start("c"))
         with psycopg.connect(self.url, autocommit=True) as conn:
-            conn.execute(f'DROP FUNCTION "{self.schema}".chatrecord_append_v4(jsonb)')
+            conn.execute(f'DROP FUNCTION "{self.schema}".chatrecord_append_v5(jsonb)')
         later = self.open_store()  # as a process of this version opening a store an earlier one made
         calls = []
         call = later.recorder._append_in_one_call  # type: ignore[attr-defined]
         later.recorder._append_in_one_call = lambda *a, **k: calls.append(call(*a, **k)) or calls[-1]  # type: ignore[attr-defined]
         Chatrecord(later).record(message("c", 1))
         with psycopg.connect(self.url, autocommit=True) as conn:
-            found = conn.execute(f"SELECT to_regprocedure('\"{self.schema}\".chatrecord_append_v4(jsonb)') IS NOT NULL")
+            found = conn.execute(f"SELECT to_regprocedure('\"{self.schema}\".chatrecord_append_v5(jsonb)') IS NOT NULL")
             assert found.fetchone() == (True,)
         assert len(calls) == 1 and isinstance(calls[0], list) and len(calls[0]) == 1  # one notification id
         assert log(later, "c") == [("ConversationStarted", 1), ("UserMessagePosted", 2)]
+
+    def test_view_rows_go_through_the_live_generations_function_which_goes_with_its_tables(self) -> None:
+        import psycopg
+
+        store = self.open_store()
+        chat = Chatrecord(store)
+        chat.record(start("c"))
+        chat.turn_notes("c")  # the read models are kept from here on, in each append's transaction
+        sent = []
+        call = store.recorder._append_in_one_call  # type: ignore[attr-defined]
+        store.recorder._append_in_one_call = lambda *a, **k: sent.append(call(*a, **k)) or sent[-1]  # type: ignore[attr-defined]
+        for line in (message("c", 1), segment("c", "r1/1", "r1")):
+            chat.record(line)
+        assert len(sent) == 2 and all(isinstance(ids, list) and len(ids) == 1 for ids in sent)  # in one call each
+
+        def functions() -> set[str]:
+            with psycopg.connect(self.url, autocommit=True) as conn:
+                rows = conn.execute("SELECT p.proname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
+                                    "WHERE n.nspname = %s AND p.proname LIKE 'chatrecord_append%%'", (self.schema,))
+                return {row[0] for row in rows}
+
+        assert functions() == {"chatrecord_append_v5", "chatrecord_append_g1_v5"}
+        chat.rebuild("2026-11-02")
+        chat.record(message("c", 2))
+        assert functions() == {"chatrecord_append_v5", "chatrecord_append_g2_v5"}
+        memory = Chatrecord(ConversationStore(env=memory_env()))
+        for line in (start("c"), message("c", 1), segment("c", "r1/1", "r1"), message("c", 2)):
+            memory.record(line)
+        memory.rebuild("2026-11-02")
+        assert chat.read_models.state("c") == memory.read_models.state("c")
 
     def test_an_append_the_document_cannot_carry_goes_as_statements_with_the_same_result(self) -> None:
         store = self.open_store()
