@@ -35,6 +35,7 @@ keys (`adapters.http.idempotency.SQLKeys`).
 from __future__ import annotations
 
 import base64
+import hashlib
 import re
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -92,7 +93,7 @@ PIPELINE_BYTES = 256 * 1024
 mode (as the library's own recorder does); a larger one through an ordinary transaction."""
 CONNECTION_ATTEMPTS = 5
 """Tries of a write whose connection failed (not of one that timed out)."""
-LOCK_KEY = 0x63687276  # "chrv": the advisory lock of the views' generations
+LOCK_KEY = 0x63687276  # "chrv": the views' lock of versions before 2 December 2026, one for every schema
 PREPARE_THRESHOLD = 5
 """psycopg's own default, set on a connection only while a turn read's statement runs prepared
 (`PostgresBackend.run`); the statement asks for preparing itself, so the number is not used."""
@@ -109,6 +110,14 @@ Statement = str | Composable
 class SchemaNotCreated(ChatrecordError):
     """Raised when the store's tables are missing and cannot be created: a read-only database,
     a role without CREATE on the schema, or another database error (named in the message)."""
+
+
+def views_lock_key(schema: str) -> int:
+    """Returns the advisory lock (a signed 64-bit key) of the views' generations in `schema`:
+    appends take it shared, a rebuild's switch exclusive. One per schema, so a rebuild in one
+    store's schema holds up no append in another's (LOCK_KEY was one for the whole database)."""
+    digest = hashlib.blake2b(f"chatrecord views {schema}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
 
 
 def lock_key(schema: str) -> str:
@@ -375,8 +384,9 @@ class AppendDocument:
     the events' version, whose insert fails if another writer came between); any other
     statement raises Unfit, and the append is sent as statements instead (`_append_synced`)."""
 
-    def __init__(self, conn: psycopg.Connection[Any], cid: str) -> None:
+    def __init__(self, conn: psycopg.Connection[Any], cid: str, lock: int = LOCK_KEY) -> None:
         self._conn = conn
+        self._lock = lock
         self.doc: dict[str, Any] = {"cid": cid}
         self._pending: tuple[Any, Any] | None = None
         self._written: set[str] = set()
@@ -392,7 +402,7 @@ class AppendDocument:
         lists of rows per kind, the head, the lock key."""
         views = self.doc.get("views")
         if views is None:
-            views = self.doc["views"] = {"g": generation, "lock": LOCK_KEY, "delete_entries": [], "entries": [],
+            views = self.doc["views"] = {"g": generation, "lock": self._lock, "delete_entries": [], "entries": [],
                                          "outcomes": [], "messages": [], "ended": [], "ends": [], "pages": [],
                                          "turns": [], "head": None}
             self._written.add(f"views_g{generation}_")
@@ -596,7 +606,7 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder):
             _AT_ONCE.on = True
             generation = None
             try:
-                document = AppendDocument(conn, str(stored_events[0].originator_id))
+                document = AppendDocument(conn, str(stored_events[0].originator_id), views_lock_key(self.datastore.schema))
                 self._insert_events(document, stored_events, **kwargs)
                 self._insert_stored_events(document, stored_events, **kwargs)
                 views = document.doc.get("views")
@@ -1149,10 +1159,16 @@ class PostgresBackend(SQLBackend):
         self._x(curs, f'DROP FUNCTION IF EXISTS "{self.schema}".{old}(text, jsonb)', ())
 
     def lock(self, curs: Any, exclusive: bool) -> None:
+        """Takes the views' lock of this schema (`views_lock_key`): shared, or exclusive (a
+        rebuild's switch), then also the lock earlier versions took for every schema, which
+        their appends take shared, so a process of an earlier version still running waits too."""
         if isinstance(curs, AppendDocument) and not exclusive:
             return  # the append function takes the shared lock before it writes the views
-        fn = "pg_advisory_xact_lock" if exclusive else "pg_advisory_xact_lock_shared"
-        self._x(curs, f"SELECT {fn}(?)", (LOCK_KEY,))
+        if exclusive:
+            self._x(curs, "SELECT pg_advisory_xact_lock(?), pg_advisory_xact_lock(?)",
+                    (views_lock_key(self.schema), LOCK_KEY))
+        else:
+            self._x(curs, "SELECT pg_advisory_xact_lock_shared(?)", (views_lock_key(self.schema),))
 
     def _id(self, cid: UUID) -> Any:
         return cid

@@ -20,7 +20,7 @@ import pytest
 
 from adapters.api import Chatrecord
 from adapters.store.application import ConversationStore
-from adapters.store.settings import memory_env
+from adapters.store.settings import StoreUnusable, memory_env
 from domain.errors import TurnTruncated
 from domain.events import conversation_uuid
 from domain.history import AssumedHistory, NotKnown
@@ -340,3 +340,32 @@ class TestPostgresRestoredLog(PostgresStores):
         assert before.version == after.version == 5
         assert "paused for a card" in before.notes[-1].text and "paused for a card" not in after.notes[-1].text
         assert after == Chatrecord(self.open_store()).turn_notes("c")
+
+
+class TestPostgresViewsLock(PostgresStores):
+    def test_a_rebuild_holding_one_schemas_views_lock_holds_up_appends_there_and_nowhere_else(self) -> None:
+        import psycopg
+
+        from adapters.backends.postgres import LOCK_KEY, views_lock_key
+
+        other = f"{self.schema}_other"
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            conn.execute(f'CREATE SCHEMA "{other}"')
+        try:
+            here = Chatrecord(self.open_store(POSTGRES_LOCK_TIMEOUT="1"))
+            there = Chatrecord(self.open_store(POSTGRES_SCHEMA=other, POSTGRES_LOCK_TIMEOUT="1"))
+            for chat in (here, there):
+                chat.record(start("c"))
+                chat.turn_notes("c")  # the read models, so the append writes view rows under the lock
+            with psycopg.connect(self.url) as rebuild:  # as a rebuild's switch holds it, in a transaction
+                rebuild.execute("SELECT pg_advisory_xact_lock(%s), pg_advisory_xact_lock(%s)",
+                                (views_lock_key(self.schema), LOCK_KEY))
+
+                there.record(message("c", 1))  # another schema: not held up
+                with pytest.raises(StoreUnusable, match="did not finish in time"):
+                    here.record(message("c", 1))
+            here.record(message("c", 1))  # the switch committed
+            assert [len(log(chat.store, "c")) for chat in (here, there)] == [2, 2]
+        finally:
+            with psycopg.connect(self.url, autocommit=True) as conn:
+                conn.execute(f'DROP SCHEMA IF EXISTS "{other}" CASCADE')
