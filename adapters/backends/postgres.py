@@ -459,6 +459,7 @@ class _Answered(Exception):  # noqa: N818 - a carrier, never seen outside EventR
 
 _SELECT_EVENTS = es_postgres.PostgresAggregateRecorder.select_events.__wrapped__  # type: ignore[attr-defined]
 _SELECT_NOTIFICATIONS = es_postgres.PostgresApplicationRecorder.select_notifications.__wrapped__  # type: ignore[attr-defined]
+_MAX_NOTIFICATION_ID = es_postgres.PostgresApplicationRecorder.max_notification_id.__wrapped__  # type: ignore[attr-defined]
 """The library's reads without its `retry`, which tries ten times whatever the error."""
 
 
@@ -501,6 +502,13 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder):
     def select_notifications(self, *args: Any, **kwargs: Any) -> Any:
         """The library's read of the notification log, tried again as `select_events` is."""
         return self._read(_SELECT_NOTIFICATIONS, *args, **kwargs)
+
+    def max_notification_id(self) -> int | None:
+        """The library's read of the newest notification's id (what a health check asks), tried
+        again as `select_events` is: a pool that waited its timeout for a connection is not
+        waited for nine times more (the library's own tries made a health check of a server
+        that went away take 50 s)."""
+        return self._read(_MAX_NOTIFICATION_ID)  # type: ignore[no-any-return]
 
     def _read(self, read: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         try:
