@@ -65,6 +65,7 @@ TITLES = {
     "idempotency-key-reused": "This Idempotency-Key was used with another body",
     "write-conflict": "The write kept conflicting with other writers",
     "store-unavailable": "The store cannot be used now",
+    "unreadable-event": "A stored event of the conversation cannot be read",
     "internal": "Internal error",
 }
 log = logging.getLogger("chatrecord.http")
@@ -100,6 +101,11 @@ def from_error(error: ChatrecordError) -> Problem:
     if isinstance(error, NoTurnYet):
         return Problem(409, "no-turn", str(error))
     rule = type(error).__name__
+    if rule == "UnreadableEvent":  # damaged or reordered data, or a newer version's: for an operator
+        log.error("unreadable event: %s", error)
+        return Problem(500, "unreadable-event", f"a stored event of the conversation cannot be read (version "
+                       f"{getattr(error, 'version', None)}); its chain can be checked with chatrecord verify",
+                       version=getattr(error, "version", None))
     if rule == "StoreUnusable":  # its message names the store's settings: the server's log has it
         log.error("store error: %s", error)
         return Problem(503, "store-unavailable", "the store cannot be used now; try again later",

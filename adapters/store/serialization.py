@@ -28,9 +28,29 @@ from eventsourcing.persistence import (
     Transcoder,
 )
 from eventsourcing.utils import get_topic, resolve_topic
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from adapters.store.crypto import KeySource, open_texts, seal_texts
+from domain.errors import ChatrecordError
+
+
+class UnreadableEvent(ChatrecordError, MapperDeserialisationError):
+    """Raised when a stored event cannot be read back: its bytes or an encrypted text were
+    changed, events were swapped, or a newer version of chatrecord wrote it. One conversation's
+    log is unreadable from that event on; `chatrecord verify` says where its chain breaks.
+    The message names the event (topic, conversation UUID, version) and never a stored value."""
+
+    def __init__(self, message: str, originator_id: Any = None, version: int | None = None) -> None:
+        super().__init__(message)
+        self.originator_id = originator_id
+        self.version = version
+
+
+def unreadable(stored_event: StoredEvent | None, problem: str) -> UnreadableEvent:
+    """Returns the UnreadableEvent of `stored_event` for `problem`."""
+    hint = "; run: chatrecord verify" if stored_event is not None else ""
+    return UnreadableEvent(_describe(stored_event, problem) + hint,
+                           getattr(stored_event, "originator_id", None), getattr(stored_event, "originator_version", None))
 
 
 class PydanticMapper(Mapper):
@@ -68,7 +88,10 @@ class PydanticMapper(Mapper):
         Raises MapperDeserialisationError when the bytes cannot be decoded or the state was
         written by a newer class version than this code knows.
         """
-        cls = resolve_topic(stored_event.topic)
+        try:
+            cls = resolve_topic(stored_event.topic)
+        except Exception as e:  # noqa: BLE001 - the library's TopicError, or an import's
+            raise unreadable(stored_event, "no event class of this name") from e
         stored_state = stored_event.state
         try:
             if self.cipher:
@@ -77,15 +100,20 @@ class PydanticMapper(Mapper):
                 stored_state = self.compressor.decompress(stored_state)
             state: dict[str, Any] = self.transcoder.decode(stored_state)
         except Exception as e:
-            raise MapperDeserialisationError(_describe(stored_event, str(e))) from e
+            raise unreadable(stored_event, str(e)) from e
         try:
             open_texts(cls, state, _uuid(stored_event.originator_id), stored_event.originator_version, self.keys)
         except (InvalidTag, ValueError) as e:
-            raise MapperDeserialisationError(_describe(stored_event, f"an encrypted text was changed ({e!r})")) from e
+            raise unreadable(stored_event, f"an encrypted text was changed ({e!r})") from e
         upcast(cls, state, stored_event)
         state["originator_id"] = stored_event.originator_id
         state["originator_version"] = stored_event.originator_version
-        return cls.model_validate(state)
+        try:
+            return cls.model_validate(state)
+        except ValidationError as e:  # the fields' places and kinds of error, never their values
+            problems = "; ".join(f"{'.'.join(map(str, error['loc'])) or '(event)'}: {error['type']}"
+                                 for error in e.errors(include_input=False, include_url=False)[:3])
+            raise unreadable(stored_event, f"its fields are not those of {cls.__name__} ({problems})") from None
 
 
 def upcast(cls: type, state: dict[str, Any], stored_event: StoredEvent | None = None) -> None:
@@ -97,15 +125,12 @@ def upcast(cls: type, state: dict[str, Any], stored_event: StoredEvent | None = 
     current = getattr(cls, "class_version", 1)
     version = state.pop("class_version", 1)
     if version > current:
-        raise MapperDeserialisationError(
-            _describe(stored_event, f"stored class_version {version} is newer than {cls.__name__} ({current})")
-        )
+        raise unreadable(stored_event, f"stored class_version {version} is newer than {cls.__name__} ({current}): "
+                                       "a newer version of chatrecord wrote it")
     while version < current:
         step = getattr(cls, f"upcast_v{version}_v{version + 1}", None)
         if step is None:
-            raise MapperDeserialisationError(
-                _describe(stored_event, f"{cls.__name__} has no upcast_v{version}_v{version + 1}")
-            )
+            raise unreadable(stored_event, f"{cls.__name__} has no upcast_v{version}_v{version + 1}")
         step(state)
         version += 1
 

@@ -96,6 +96,28 @@ class ChainContract:
         assert (verdict.problem, verdict.version) == ("reordered", 6)
         assert "version 7 belongs here" in (verdict.detail or "")
 
+    def test_reading_two_swapped_events_is_one_error_naming_the_event(
+            self, store: ConversationStore) -> None:
+        from adapters.store.serialization import UnreadableEvent
+        from domain.errors import ChatrecordError
+
+        events = self.events(store)
+        self.set_event(store, 6, *events[7])
+        self.set_event(store, 7, *events[6])
+        chat = Chatrecord(self.reopened(store))
+
+        with pytest.raises(UnreadableEvent) as refused:
+            chat.audit("conv-demo-seo")
+
+        assert isinstance(refused.value, ChatrecordError)  # the CLI's one line, HTTP's problem
+        assert refused.value.version == 7  # event 6's sealed texts do not open as version 7's
+        assert str(refused.value) == (f"cannot load stored event {events[6][0]!r} of {DEMO} version 7: an encrypted "
+                                      "text was changed (InvalidTag()); run: chatrecord verify")
+
+    def reopened(self, store: ConversationStore) -> ConversationStore:
+        """The store as a new process opens it (nothing of it cached)."""
+        return self.open_store()
+
     def test_a_changed_hash_is_named(self, store: ConversationStore) -> None:
         self.set_hash(store, 8, bytes(range(32)))
         verdict = by_name(verdicts(store))["conv-demo-seo"]
@@ -163,6 +185,9 @@ def _verify_against(store: ConversationStore, heads: dict[UUID, KeptHead]) -> It
 class TestInMemoryChain(ChainContract):
     def open_store(self) -> ConversationStore:
         return ConversationStore(env=memory_env())
+
+    def reopened(self, store: ConversationStore) -> ConversationStore:
+        return store  # another process has none of it
 
     def _index(self, store: ConversationStore) -> dict[int, int]:
         return store.recorder._stored_events_index[str(DEMO)]  # type: ignore[attr-defined]
