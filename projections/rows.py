@@ -37,7 +37,7 @@ from domain.events import (
     TurnsTruncated,
     UserMessagePosted,
 )
-from domain.values import Immutable
+from domain.values import Immutable, trusted
 from projections import card_outcomes as co
 from projections import run_record as rr
 from projections import transcript as tr
@@ -180,7 +180,7 @@ def apply_to_rows(rows: Rows, head: Head, event: ConversationEvent, rules: RuleS
         "edited": event.message if isinstance(event, MessageEdited) else None,
     }
     if number is not None:
-        mark = TurnMark(message=number, at=event.timestamp, version=event.originator_version)
+        mark = trusted(TurnMark, message=number, at=event.timestamp, version=event.originator_version)
         rows.put_turn(mark)
         update["turn"] = mark
     return _changed(head, update)
@@ -221,7 +221,7 @@ def _close(head: Head, segment: str) -> dict[str, object]:
 def _append_user(rows: Rows, head: Head, number: int, text: str, disarm: bool, **also: object) -> Head:
     """Appends a user message; returns the head with it (and the changes `also`, in one copy)."""
     index = head.length
-    rows.put_message(index, Message(role="user", text=tr.disarm(text) if disarm else text, number=number))
+    rows.put_message(index, trusted(Message, role="user", text=tr.disarm(text) if disarm else text, number=number))
     if head.last_user is not None:
         rows.end_block(head.last_user, index)
     return _changed(head, {"length": index + 1, "last_role": "user", "last_user": index, **also})

@@ -26,7 +26,7 @@ from domain.events import (
     TurnsTruncated,
     UserMessagePosted,
 )
-from domain.values import Immutable
+from domain.values import Immutable, trusted
 from projections.label_guard import disarm, has_forged_label
 from projections.rules import RuleSet, resolve
 
@@ -166,10 +166,10 @@ def _(event: SegmentReturned, state: Transcript) -> Transcript:
 def answered(last: Message | None, segment: str, answer: str) -> Message:
     """Returns the assistant message a segment's `answer` makes: joined to `last`, the
     transcript's last message when it is an assistant's, else a message of its own."""
-    if last is None:
-        return Message(role="assistant", text=answer, segments=(segment,), ends=(len(answer),))
+    if last is None:  # from a validated event's fields: not validated again (`domain.values.trusted`)
+        return trusted(Message, role="assistant", text=answer, segments=(segment,), ends=(len(answer),))
     text = last.text + JOIN + answer
-    return Message(role="assistant", text=text, segments=(*last.segments, segment), ends=(*last.ends, len(text)))
+    return trusted(Message, role="assistant", text=text, segments=(*last.segments, segment), ends=(*last.ends, len(text)))
 
 
 @_apply.register
