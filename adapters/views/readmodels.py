@@ -22,6 +22,7 @@ import contextlib
 import logging
 import threading
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
@@ -478,16 +479,25 @@ class ReadModels:
         `generation` holds only what folds of the log from its start wrote into it (a new
         generation's tables are written by no other writer). Without `curs`, where the backend
         writes on a thread of its own (`Backend.queued`), a page is written while the next is
-        folded, and the heads written are kept (`KEPT_HEADS`) so that the next page need not read them."""
+        folded, and the heads written are kept (`KEPT_HEADS`) so that the next page need not read them.
+        Without `curs`, on a database other processes share, the next page is read on a thread of
+        its own while this one is folded (the wait for the server's answer overlaps the fold)."""
         rule_set, folded, seen = resolve(rules), 0, set()
         total = stop or self.store.max_notification_id()
         queued = self.backend.queued() if curs is None else None
         kept: LRUCache[UUID, Head | None] | None = LRUCache(maxsize=KEPT_HEADS) if queued is not None else None
+
+        def read(after: int) -> Sequence[Any]:
+            return self.store.recorder.select_notifications(after, PAGE, stop=stop, inclusive_of_start=False)
+
+        ahead = ThreadPoolExecutor(1, thread_name_prefix="chatrecord-rebuild-reads") \
+            if curs is None and self.backend.shared else None
+        following: Future[Sequence[Any]] | None = None
         try:
-            while True:
-                page = self.store.recorder.select_notifications(start, PAGE, stop=stop, inclusive_of_start=False)
-                if not page:
-                    break
+            page = read(start)
+            while page:
+                if ahead is not None and len(page) == PAGE:  # the next page is read while this one is folded
+                    following = ahead.submit(read, page[-1].id)
                 if queued is not None:
                     seen.update(self._fold_page(queued, generation, rule_set, page, kept))
                     queued.commit()
@@ -502,11 +512,15 @@ class ReadModels:
                     progress(start, max(total, start))
                 if len(page) < PAGE:
                     break
+                page, following = (following.result() if following is not None else read(start)), None
         except BaseException:
             if queued is not None:
                 with contextlib.suppress(Exception):
                     queued.close()
             raise
+        finally:
+            if ahead is not None:
+                ahead.shutdown(wait=True, cancel_futures=True)
         if queued is not None:
             queued.close()  # every page written and committed, or the first error raised
         return folded, seen
