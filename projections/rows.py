@@ -173,7 +173,7 @@ class Rows(Protocol):
 def apply_to_rows(rows: Rows, head: Head, event: ConversationEvent, rules: RuleSet) -> Head:
     """Applies `event` to the rows and returns the head after it. The caller checks that the
     event's version follows `head.version`."""
-    head = _apply(event, head, rows, rules)
+    after = _apply(event, head, rows, rules)
     number = starts_turn(event, head.edited)
     update: dict[str, object] = {
         "version": event.originator_version,
@@ -183,7 +183,13 @@ def apply_to_rows(rows: Rows, head: Head, event: ConversationEvent, rules: RuleS
         mark = trusted(TurnMark, message=number, at=event.timestamp, version=event.originator_version)
         rows.put_turn(mark)
         update["turn"] = mark
-    return _changed(head, update)
+    if after is head:
+        return _changed(head, update)
+    # a new copy `_changed` made for this event, which no one else holds yet: changed in place,
+    # so an event makes one copy of the head, not two
+    after.__dict__.update(update)
+    after.__pydantic_fields_set__.update(update)
+    return after
 
 
 # ---------------------------------------------------------------- run record
@@ -253,6 +259,8 @@ def _replace_transcript(rows: Rows, head: Head, messages: tuple[Message, ...], d
 
 @singledispatch
 def _apply(event: ConversationEvent, head: Head, rows: Rows, rules: RuleSet) -> Head:
+    """Applies `event` to the rows; returns `head` itself when the event leaves it as it is,
+    else a copy made by `_changed` for this event alone (`apply_to_rows` completes it in place)."""
     return head
 
 
