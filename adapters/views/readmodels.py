@@ -19,6 +19,7 @@ another rule set and writes nothing.
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 import threading
 from collections.abc import Callable, Iterable, Sequence
@@ -481,7 +482,9 @@ class ReadModels:
         writes on a thread of its own (`Backend.queued`), a page is written while the next is
         folded, and the heads written are kept (`KEPT_HEADS`) so that the next page need not read them.
         Without `curs`, on a database other processes share, the next page is read on a thread of
-        its own while this one is folded (the wait for the server's answer overlaps the fold)."""
+        its own while this one is folded (the wait for the server's answer overlaps the fold); and
+        unless something else froze objects, what the process held before is frozen (`gc.freeze`)
+        until the fold ends, so that the collections of the fold's garbage do not scan it."""
         rule_set, folded, seen = resolve(rules), 0, set()
         total = stop or self.store.max_notification_id()
         queued = self.backend.queued() if curs is None else None
@@ -493,6 +496,9 @@ class ReadModels:
         ahead = ThreadPoolExecutor(1, thread_name_prefix="chatrecord-rebuild-reads") \
             if curs is None and self.backend.shared else None
         following: Future[Sequence[Any]] | None = None
+        frozen = curs is None and gc.get_freeze_count() == 0  # else whoever froze them keeps them frozen
+        if frozen:
+            gc.freeze()  # what lived before the fold is not searched for cycles again and again during it
         try:
             page = read(start)
             while page:
@@ -521,6 +527,8 @@ class ReadModels:
         finally:
             if ahead is not None:
                 ahead.shutdown(wait=True, cancel_futures=True)
+            if frozen:
+                gc.unfreeze()
         if queued is not None:
             queued.close()  # every page written and committed, or the first error raised
         return folded, seen
@@ -547,10 +555,11 @@ class ReadModels:
                     head = rows.head()
                 held = folding[key] = [rows, head, head]
             rows, _, head = held
-            try:
-                held[2] = fold_into(rows, head, (event,), rules)
-            except ViewOutOfStep:
-                missed = self.store.events.get(key, gt=(head.version if head else 0) or None, lte=event.originator_version)
+            version = head.version if head is not None else 0
+            if event.originator_version == version + 1:  # `fold_into` of one event, without its loop
+                held[2] = apply_to_rows(rows, head or Head(), event, rules)
+            elif event.originator_version > version:  # a gap: filled from the conversation's own log
+                missed = self.store.events.get(key, gt=version or None, lte=event.originator_version)
                 held[2] = fold_into(rows, head, missed, rules)
         for key, (rows, read, head) in folding.items():
             if head is not None and head is not read:
