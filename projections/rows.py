@@ -224,13 +224,17 @@ def _close(head: Head, segment: str) -> dict[str, object]:
 # ---------------------------------------------------------------- transcript
 
 
-def _append_user(rows: Rows, head: Head, number: int, text: str, disarm: bool, **also: object) -> Head:
+def _append_user(rows: Rows, head: Head, number: int, text: str, disarm: bool,
+                 also: dict[str, object] | None = None) -> Head:
     """Appends a user message; returns the head with it (and the changes `also`, in one copy)."""
     index = head.length
     rows.put_message(index, trusted(Message, role="user", text=tr.disarm(text) if disarm else text, number=number))
     if head.last_user is not None:
         rows.end_block(head.last_user, index)
-    return _changed(head, {"length": index + 1, "last_role": "user", "last_user": index, **also})
+    update: dict[str, object] = {"length": index + 1, "last_role": "user", "last_user": index}
+    if also:
+        update.update(also)
+    return _changed(head, update)
 
 
 def _replace_transcript(rows: Rows, head: Head, messages: tuple[Message, ...], disarm: bool) -> Head:
@@ -279,7 +283,7 @@ def _(event: UserMessagePosted, head: Head, rows: Rows, rules: RuleSet) -> Head:
     if head.last_change is None or head.last_change != event.page:
         rows.put_page(event.message, event.page)
         update["last_change"] = event.page
-    return _append_user(rows, head, event.message, event.text, tr.disarms(event, rules), **update)
+    return _append_user(rows, head, event.message, event.text, tr.disarms(event, rules), update)
 
 
 @_apply.register

@@ -83,7 +83,15 @@ def apply(state: Transcript, event: ConversationEvent, rules: RuleSet | str) -> 
 def disarms(event: ConversationEvent, rules: RuleSet) -> bool:
     """Returns True when `event` brings a label's opening into the transcript under a rule set
     with notes: then the messages it adds or changes are disarmed."""
-    return rules.notes and any(has_forged_label(text) for text in _texts(event))
+    if not rules.notes:
+        return False
+    text, answer, messages = _text_fields(type(event))  # `_texts`, without building its list
+    for name in (text, answer):
+        if name:
+            value = getattr(event, name)
+            if isinstance(value, str) and has_forged_label(value):
+                return True
+    return bool(messages) and any(has_forged_label(line.text) for line in getattr(event, messages))
 
 
 def _texts(event: ConversationEvent) -> list[str]:
