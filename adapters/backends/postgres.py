@@ -1096,8 +1096,13 @@ class PostgresBackend(SQLBackend):
 
     def queued(self) -> QueuedStatements:
         """Returns a cursor whose statements run on a connection of the pool, on a thread of
-        their own (a rebuild's pages: the server writes one while the next is folded)."""
-        return QueuedStatements(self.datastore.get_connection)
+        their own (a rebuild's pages: the server writes one while the next is folded). A page's
+        commit does not wait for the server to flush its WAL (synchronous_commit off): the
+        generation a rebuild writes is not live until its switch, whose commit does wait, and
+        with it for everything the server logged before it; a page lost in a crash before that
+        (whole: its rows and heads commit together) is one more gap a read fills from the log."""
+        return QueuedStatements(self.datastore.get_connection,
+                                begin=("BEGIN", "SET LOCAL synchronous_commit TO OFF"))
 
     def _dropped(self, curs: Any, generation: int) -> None:
         """Drops the generation's views function (`views_function_statement`) with its tables."""

@@ -76,10 +76,12 @@ class QueuedStatements:
     waits for its own statement, and so for every statement before it. `commit()` ends the
     transaction the statements so far are in (the next statement begins one). `close()` waits
     for all of them and raises the first error; after an error the statements still queued
-    are not run and the next read raises it too (the transaction was rolled back)."""
+    are not run and the next read raises it too (the transaction was rolled back). `begin`: the
+    statements that begin a transaction."""
 
-    def __init__(self, connect: Callable[[], Any]) -> None:
+    def __init__(self, connect: Callable[[], Any], begin: tuple[str, ...] = ("BEGIN",)) -> None:
         self._connect = connect
+        self._begin = begin
         self._queue: queue.SimpleQueue[tuple[str | None, Any, Future[Any]] | None] = queue.SimpleQueue()
         self._last: Future[Any] | None = None
         self._thread = threading.Thread(target=self._run, name="chatrecord-rebuild-writes", daemon=True)
@@ -103,7 +105,8 @@ class QueuedStatements:
                             done.set_result(None)
                             continue
                         if not begun:
-                            curs.execute("BEGIN")
+                            for statement in self._begin:
+                                curs.execute(statement)
                             begun = True
                         done.set_result(_run_one(curs, sql, params))
                     except BaseException as error:  # noqa: BLE001 - handed to the waiting thread
