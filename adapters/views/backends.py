@@ -84,6 +84,7 @@ class QueuedStatements:
         self._begin = begin
         self._queue: queue.SimpleQueue[tuple[str | None, Any, Future[Any]] | None] = queue.SimpleQueue()
         self._last: Future[Any] | None = None
+        self._committed: Future[Any] | None = None
         self._thread = threading.Thread(target=self._run, name="chatrecord-rebuild-writes", daemon=True)
         self._thread.start()
 
@@ -141,8 +142,13 @@ class QueuedStatements:
         return rows[0] if rows else None
 
     def commit(self) -> None:
-        """Ends the transaction of the statements queued so far (does not wait for it)."""
-        self._put(None, None)
+        """Ends the transaction of the statements queued so far, without waiting for it; but
+        first waits until the transaction before it has ended (raising its error, if any), so
+        that at most two transactions' statements are held, however far the caller gets ahead
+        of the database: a rebuild's memory stays the same whatever the log's length."""
+        if self._committed is not None:
+            self._committed.result()
+        self._committed = self._put(None, None)
 
     def close(self) -> None:
         """Waits until every statement ran, stops the thread, and raises the first error."""
