@@ -922,10 +922,10 @@ COLUMN_TYPES = {
 
 class PostgresBufferedRows(BufferedRows):
     """`BufferedRows` whose flush sends each table's held rows as one statement over one JSON
-    array of rows (`json_array_elements`), not one statement per row: in pipeline mode nothing
-    is synced, and the server runs one statement per table however many rows a rebuild's page
-    holds. In an append gathered for one call (`AppendDocument`) the rows go into its document
-    instead."""
+    array of rows (`jsonb_array_elements`: parsed once, each field then found at once), not one
+    statement per row: in pipeline mode nothing is synced, and the server runs one statement
+    per table however many rows a rebuild's page holds. In an append gathered for one call
+    (`AppendDocument`) the rows go into its document instead."""
 
     def _document(self) -> dict[str, Any] | None:
         """The views section of the append's document, when the rows are written into one."""
@@ -956,7 +956,7 @@ class PostgresBufferedRows(BufferedRows):
         # element in Python, holding the GIL a rebuild's fold needs; the server takes them apart
         values = ", ".join(f"(e->>{i})::{COLUMN_TYPES[c]}" for i, c in enumerate(columns))
         self.curs.execute(f"INSERT INTO {table} (cid, {', '.join(columns)}) SELECT %s, {values} "
-                          f"FROM json_array_elements(%s::json) AS e {tail}", (self.cid, orjson.dumps(rows).decode()))
+                          f"FROM jsonb_array_elements(%s::jsonb) AS e {tail}", (self.cid, orjson.dumps(rows).decode()))
 
     def _delete_entries(self, seqs: list[int]) -> None:
         views = self._document() if seqs else None
@@ -964,7 +964,7 @@ class PostgresBufferedRows(BufferedRows):
             views["delete_entries"].extend(seqs)
         elif seqs:
             self.curs.execute(f"DELETE FROM {self.t['entries']} WHERE cid = %s "
-                              "AND seq = ANY(ARRAY(SELECT json_array_elements_text(%s::json)::bigint))",
+                              "AND seq = ANY(ARRAY(SELECT jsonb_array_elements_text(%s::jsonb)::bigint))",
                               (self.cid, orjson.dumps(seqs).decode()))
 
     def _end_blocks(self, ends: list[tuple[int, int | None]]) -> None:
@@ -973,7 +973,7 @@ class PostgresBufferedRows(BufferedRows):
             views["ends"].extend([index, end] for index, end in ends)
         elif ends:
             self.curs.execute(f"UPDATE {self.t['messages']} m SET block_end = (u.e->>1)::bigint "
-                              "FROM json_array_elements(%s::json) AS u(e) WHERE m.cid = %s AND m.idx = (u.e->>0)::bigint",
+                              "FROM jsonb_array_elements(%s::jsonb) AS u(e) WHERE m.cid = %s AND m.idx = (u.e->>0)::bigint",
                               (orjson.dumps(ends).decode(), self.cid))
 
 
