@@ -37,7 +37,7 @@ from adapters.store.chain import (
 )
 from adapters.store.history import SQLHistoryTables
 from adapters.store.keys import KEYS_TABLE, MASTER_TABLE, DataKeys, Row
-from adapters.views.backends import QueuedTransactions, SQLBackend
+from adapters.views.backends import SQLBackend
 from domain.errors import ChatrecordError
 
 
@@ -229,12 +229,6 @@ class SQLiteBackend(SQLBackend):
 
     def _id(self, cid: UUID) -> Any:
         return cid.hex  # the library stores a UUID's hex
-
-    def queued(self) -> QueuedTransactions:
-        """Returns a cursor whose statements run in the library's write transactions on a thread
-        of their own (a rebuild's pages: the driver writes one, without the GIL, while the next
-        is folded)."""
-        return QueuedTransactions(lambda: self.datastore.transaction(commit=True))
 
     def _tables(self, curs: Any) -> list[str]:
         return [r["name"] for r in self._x(curs, "SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()]

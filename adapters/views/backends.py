@@ -14,7 +14,6 @@ backend's module (`adapters.backends`) has its own (`SQLiteBackend`, `PostgresBa
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import queue
 import threading
@@ -109,7 +108,8 @@ class QueuedStatements:
                             for statement in self._begin:
                                 curs.execute(statement)
                             begun = True
-                        done.set_result(_run_one(curs, sql, params))
+                        curs.execute(sql, params)
+                        done.set_result(curs.fetchall() if curs.description is not None else None)
                     except BaseException as error:  # noqa: BLE001 - handed to the waiting thread
                         failed = error
                         done.set_exception(error)
@@ -129,9 +129,6 @@ class QueuedStatements:
     def execute(self, sql: str, params: Any = ()) -> QueuedStatements:
         self._put(sql, params)
         return self
-
-    def executemany(self, sql: str, rows: list[Any]) -> None:
-        self._put(sql, _Many(rows))
 
     def fetchall(self) -> list[Any]:
         assert self._last is not None
@@ -156,63 +153,6 @@ class QueuedStatements:
         self._queue.put(None)
         self._thread.join()
         done.result()
-
-
-class QueuedTransactions(QueuedStatements):
-    """`QueuedStatements` whose statements between two `commit()`s run in one transaction that
-    `transaction()` opens on the thread (a context manager yielding a cursor, which commits when
-    left without an error and rolls back else): SQLite's, whose driver lets go of the GIL while
-    it writes, so the rows of a rebuild's page are written while this thread folds the next."""
-
-    def __init__(self, transaction: Callable[[], Any]) -> None:
-        self._transaction = transaction
-        super().__init__(transaction)
-
-    def _run(self) -> None:
-        failed: BaseException | None = None
-        open_: Any = None  # the transaction's context manager, while one is open
-        curs: Any = None
-        while (item := self._queue.get()) is not None:
-            sql, params, done = item
-            if failed is not None:
-                done.set_exception(failed)
-                continue
-            try:
-                if sql is None:
-                    if open_ is not None:
-                        ending, open_ = open_, None
-                        ending.__exit__(None, None, None)
-                    done.set_result(None)
-                    continue
-                if open_ is None:
-                    opening = self._transaction()
-                    curs = opening.__enter__()
-                    open_ = opening
-                done.set_result(_run_one(curs, sql, params))
-            except BaseException as error:  # noqa: BLE001 - handed to the waiting thread
-                failed = error
-                done.set_exception(error)
-                if open_ is not None:
-                    ending, open_ = open_, None
-                    with contextlib.suppress(BaseException):
-                        ending.__exit__(type(error), error, error.__traceback__)  # rolls back
-
-
-@dataclass(frozen=True)
-class _Many:
-    """The rows of a queued `executemany`."""
-
-    rows: list[Any]
-
-
-def _run_one(curs: Any, sql: str, params: Any) -> Any:
-    """Runs one queued statement on `curs`; returns the rows it read (None: it reads none)."""
-    if isinstance(params, _Many):
-        curs.executemany(sql, params.rows)
-        return None
-    curs.execute(sql, params)
-    described = getattr(curs, "sqlite_cursor", curs).description  # the library wraps SQLite's cursor
-    return curs.fetchall() if described is not None else None
 
 
 def not_updated(error: Exception) -> None:
@@ -428,4 +368,4 @@ def backend_for(store: Any) -> Backend:
     return backend
 
 
-__all__ = ["TABLES", "Backend", "Pointer", "QueuedStatements", "QueuedTransactions", "ReadMoved", "backend_for"]
+__all__ = ["TABLES", "Backend", "Pointer", "QueuedStatements", "ReadMoved", "backend_for"]
