@@ -983,6 +983,7 @@ class PostgresBackend(SQLBackend):
 
     p = "%s"
     buffered_rows = PostgresBufferedRows
+    reads_ahead = True
 
     @contextmanager
     def reading(self) -> Iterator[Any]:

@@ -171,6 +171,10 @@ class Backend:
     shared = True
     """Whether other processes use the same tables (and may switch the live generation under
     this one); the in-memory backend's are this process's own."""
+    reads_ahead = False
+    """Whether a rebuild reads the log's next page on a thread of its own while it folds one:
+    where a server answers the read (its wait overlaps the fold), not where the reading is
+    this process's own work (SQLite's driver: it only took the GIL from the fold)."""
 
     def transaction(self, write: bool) -> Any:
         """A context manager yielding a cursor of one transaction (committed if `write`)."""

@@ -481,8 +481,8 @@ class ReadModels:
         generation's tables are written by no other writer). Without `curs`, where the backend
         writes on a thread of its own (`Backend.queued`), a page is written while the next is
         folded, and the heads written are kept (`KEPT_HEADS`) so that the next page need not read them.
-        Without `curs`, on a database other processes share, the next page is read on a thread of
-        its own while this one is folded (the wait for the server's answer overlaps the fold); and
+        Without `curs`, where the backend `reads_ahead`, the next page is read on a thread of its
+        own while this one is folded (the wait for the server's answer overlaps the fold); and
         unless something else froze objects, what the process held before is frozen (`gc.freeze`)
         until the fold ends, so that the collections of the fold's garbage do not scan it."""
         rule_set, folded, seen = resolve(rules), 0, set()
@@ -494,7 +494,7 @@ class ReadModels:
             return self.store.recorder.select_notifications(after, PAGE, stop=stop, inclusive_of_start=False)
 
         ahead = ThreadPoolExecutor(1, thread_name_prefix="chatrecord-rebuild-reads") \
-            if curs is None and self.backend.shared else None
+            if curs is None and self.backend.reads_ahead else None
         following: Future[Sequence[Any]] | None = None
         frozen = curs is None and gc.get_freeze_count() == 0  # else whoever froze them keeps them frozen
         if frozen:
