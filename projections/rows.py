@@ -39,7 +39,7 @@ from domain.events import (
     TurnsTruncated,
     UserMessagePosted,
 )
-from domain.values import Immutable
+from domain.values import Immutable, trusted
 from projections import card_outcomes as co
 from projections import run_record as rr
 from projections import transcript as tr
@@ -175,17 +175,23 @@ class Rows(Protocol):
 def apply_to_rows(rows: Rows, head: Head, event: ConversationEvent, rules: RuleSet) -> Head:
     """Applies `event` to the rows and returns the head after it. The caller checks that the
     event's version follows `head.version`."""
-    head = _apply(event, head, rows, rules)
+    after = _apply(event, head, rows, rules)
     number = starts_turn(event, head.edited)
     update: dict[str, object] = {
         "version": event.originator_version,
         "edited": event.message if isinstance(event, MessageEdited) else None,
     }
     if number is not None:
-        mark = TurnMark(message=number, at=event.timestamp, version=event.originator_version)
+        mark = trusted(TurnMark, message=number, at=event.timestamp, version=event.originator_version)
         rows.put_turn(mark)
         update["turn"] = mark
-    return _changed(head, update)
+    if after is head:
+        return _changed(head, update)
+    # a new copy `_changed` made for this event, which no one else holds yet: changed in place,
+    # so an event makes one copy of the head, not two
+    after.__dict__.update(update)
+    after.__pydantic_fields_set__.update(update)
+    return after
 
 
 # ---------------------------------------------------------------- run record
@@ -220,13 +226,17 @@ def _close(head: Head, segment: str) -> dict[str, object]:
 # ---------------------------------------------------------------- transcript
 
 
-def _append_user(rows: Rows, head: Head, number: int, text: str, disarm: bool, **also: object) -> Head:
+def _append_user(rows: Rows, head: Head, number: int, text: str, disarm: bool,
+                 also: dict[str, object] | None = None) -> Head:
     """Appends a user message; returns the head with it (and the changes `also`, in one copy)."""
     index = head.length
-    rows.put_message(index, Message(role="user", text=tr.disarm(text) if disarm else text, number=number))
+    rows.put_message(index, trusted(Message, role="user", text=tr.disarm(text) if disarm else text, number=number))
     if head.last_user is not None:
         rows.end_block(head.last_user, index)
-    return _changed(head, {"length": index + 1, "last_role": "user", "last_user": index, **also})
+    update: dict[str, object] = {"length": index + 1, "last_role": "user", "last_user": index}
+    if also:
+        update.update(also)
+    return _changed(head, update)
 
 
 def _replace_transcript(rows: Rows, head: Head, messages: tuple[Message, ...], disarm: bool) -> Head:
@@ -255,6 +265,8 @@ def _replace_transcript(rows: Rows, head: Head, messages: tuple[Message, ...], d
 
 @singledispatch
 def _apply(event: ConversationEvent, head: Head, rows: Rows, rules: RuleSet) -> Head:
+    """Applies `event` to the rows; returns `head` itself when the event leaves it as it is,
+    else a copy made by `_changed` for this event alone (`apply_to_rows` completes it in place)."""
     return head
 
 
@@ -273,7 +285,7 @@ def _(event: UserMessagePosted, head: Head, rows: Rows, rules: RuleSet) -> Head:
     if head.last_change is None or head.last_change != event.page:
         rows.put_page(event.message, event.page)
         update["last_change"] = event.page
-    return _append_user(rows, head, event.message, event.text, tr.disarms(event, rules), **update)
+    return _append_user(rows, head, event.message, event.text, tr.disarms(event, rules), update)
 
 
 @_apply.register

@@ -25,7 +25,7 @@ from domain.events import (
     TurnsTruncated,
     UserMessagePosted,
 )
-from domain.values import Completeness, Immutable
+from domain.values import Completeness, Immutable, trusted
 from projections.rules import RuleSet, resolve
 from projections.steps import (
     LastDecision,
@@ -170,15 +170,21 @@ def record_tools(reading: SegmentReading, rules: RuleSet) -> tuple[ToolCount, ..
     """Returns the tools that ran with calls and failed calls, in order of first call, leaving
     out display-only and question tools, a declined card's calls and held calls."""
     counts: dict[str, list[int]] = {}
+    question, display = rules.question_tools, rules.display_tools
     for call in reading.calls:
-        if call.reading in ("held", "declined"):
+        read = call.reading
+        if read == "held" or read == "declined":
             continue
-        if call.tool in rules.question_tools or call.tool in rules.display_tools:
+        tool = call.tool
+        if tool in question or tool in display:
             continue
-        count = counts.setdefault(call.tool, [0, 0])
+        count = counts.get(tool)
+        if count is None:
+            count = counts[tool] = [0, 0]
         count[0] += 1
-        count[1] += call.reading in ("failed", "not_permitted")
-    return tuple(ToolCount(name=name, calls=c, failed=f) for name, (c, f) in counts.items())
+        if read == "failed" or read == "not_permitted":
+            count[1] += 1
+    return tuple(trusted(ToolCount, name=name, calls=c, failed=f) for name, (c, f) in counts.items())
 
 
 def _update(state: RunRecord, segment: str, **changes: Any) -> tuple[Entry, ...]:
@@ -240,14 +246,16 @@ def new_entry(event: SegmentReturned, follow: LastDecision | None, rules: RuleSe
     (what its continuation follows). The one reading both the folded and the row read models use."""
     follows = decision_kind(event.trigger, follow)
     reading = read_segment(event.steps, event.trigger, follows, rules, outcome=event.outcome)
-    return Entry(
+    # built from the event's validated fields, so not validated again (`domain.values.trusted`)
+    return trusted(
+        Entry,
         segment=event.segment,
         trigger=event.trigger,
         ending=event.outcome,
         tools=record_tools(reading, rules),
-        written=tuple(Written(record=w.record, completeness=w.completeness) for w in reading.writes),
+        written=tuple(trusted(Written, record=w.record, completeness=w.completeness) for w in reading.writes),
         waiting=tuple(
-            Waiting(tool=w.tool_name, record=str(w.target) if w.target else None, fields=w.fields)
+            trusted(Waiting, tool=w.tool_name, record=str(w.target) if w.target else None, fields=w.fields)
             for w in event.waiting
         ),
         card_outcomes_before=event.card_outcomes_before,

@@ -148,29 +148,31 @@ def read_segment(
     opening = trigger in ("approval", "answer")
     calls: list[CallReading] = []
     writes: list[WriteReading] = []
-    for step in steps:
-        if step.kind in MODEL_ROUND_KINDS:
-            opening = False
-        elif step.kind == "tool":
+    for step in steps:  # a rebuild reads every segment: each step's kind is looked at once
+        kind = step.kind
+        if kind == "tool":
             calls.append(
                 CallReading(
-                    tool=step.tool_name or "",
-                    round=step.round,
-                    opening=opening,
-                    reading=read_call(step, opening, follows, rules, paused),
+                    step.tool_name or "",
+                    step.round,
+                    opening,
+                    "ran" if not step.tool_is_error else read_call(step, opening, follows, rules, paused),
                 )
             )
-        elif step.kind == "tool_write" and step.write_target is not None:
-            write = WriteReading(
-                tool=step.tool_name or "",
-                record=str(step.write_target),
-                completeness=step.write_completeness or "unconfirmed",
-                hook_failed=step.hook_failed_after_write,
-            )
+        elif kind == "tool_write":
+            target = step.write_target
+            if target is None:
+                continue
+            tool = step.tool_name or ""
+            write = WriteReading(tool, str(target), step.write_completeness or "unconfirmed",
+                                 step.hook_failed_after_write)
             writes.append(write)
-            if calls and calls[-1].write is None and calls[-1].tool == write.tool:
+            if calls:
                 last = calls[-1]
-                calls[-1] = CallReading(last.tool, last.round, last.opening, last.reading, write)
+                if last.write is None and last.tool == tool:
+                    calls[-1] = CallReading(last.tool, last.round, last.opening, last.reading, write)
+        elif kind in MODEL_ROUND_KINDS:
+            opening = False
     return SegmentReading(calls=tuple(calls), writes=tuple(writes))
 
 

@@ -26,7 +26,7 @@ from domain.events import (
     TurnsTruncated,
     UserMessagePosted,
 )
-from domain.values import Immutable
+from domain.values import Immutable, trusted
 from projections.label_guard import disarm, has_forged_label
 from projections.rules import RuleSet, resolve
 
@@ -83,7 +83,15 @@ def apply(state: Transcript, event: ConversationEvent, rules: RuleSet | str) -> 
 def disarms(event: ConversationEvent, rules: RuleSet) -> bool:
     """Returns True when `event` brings a label's opening into the transcript under a rule set
     with notes: then the messages it adds or changes are disarmed."""
-    return rules.notes and any(has_forged_label(text) for text in _texts(event))
+    if not rules.notes:
+        return False
+    text, answer, messages = _text_fields(type(event))  # `_texts`, without building its list
+    for name in (text, answer):
+        if name:
+            value = getattr(event, name)
+            if isinstance(value, str) and has_forged_label(value):
+                return True
+    return bool(messages) and any(has_forged_label(line.text) for line in getattr(event, messages))
 
 
 def _texts(event: ConversationEvent) -> list[str]:
@@ -166,10 +174,10 @@ def _(event: SegmentReturned, state: Transcript) -> Transcript:
 def answered(last: Message | None, segment: str, answer: str) -> Message:
     """Returns the assistant message a segment's `answer` makes: joined to `last`, the
     transcript's last message when it is an assistant's, else a message of its own."""
-    if last is None:
-        return Message(role="assistant", text=answer, segments=(segment,), ends=(len(answer),))
+    if last is None:  # from a validated event's fields: not validated again (`domain.values.trusted`)
+        return trusted(Message, role="assistant", text=answer, segments=(segment,), ends=(len(answer),))
     text = last.text + JOIN + answer
-    return Message(role="assistant", text=text, segments=(*last.segments, segment), ends=(*last.ends, len(text)))
+    return trusted(Message, role="assistant", text=text, segments=(*last.segments, segment), ends=(*last.ends, len(text)))
 
 
 @_apply.register

@@ -962,10 +962,11 @@ COLUMN_TYPES = {
 
 
 class PostgresBufferedRows(BufferedRows):
-    """`BufferedRows` whose flush sends each table's held rows as one statement over arrays
-    (`unnest`), not one statement per row: in pipeline mode nothing is synced, and the
-    server runs one statement per table however many rows a rebuild's page holds. In an
-    append gathered for one call (`AppendDocument`) the rows go into its document instead."""
+    """`BufferedRows` whose flush sends each table's held rows as one statement over one JSON
+    array of rows (`jsonb_array_elements`: parsed once, each field then found at once), not one
+    statement per row: in pipeline mode nothing is synced, and the server runs one statement
+    per table however many rows a rebuild's page holds. In an append gathered for one call
+    (`AppendDocument`) the rows go into its document instead."""
 
     def _document(self) -> dict[str, Any] | None:
         """The views section of the append's document, when the rows are written into one."""
@@ -992,26 +993,29 @@ class PostgresBufferedRows(BufferedRows):
         if views is not None:
             views[self._kind(table, columns)].extend(list(row) for row in rows)
             return
-        arrays = ", ".join(f"%b::{COLUMN_TYPES[c]}[]" for c in columns)  # binary: no quoting per element
-        self.curs.execute(f"INSERT INTO {table} (cid, {', '.join(columns)}) SELECT %s, * FROM unnest({arrays}) {tail}",
-                          (self.cid, *(list(column) for column in zip(*rows))))
+        # the rows as one JSON array of arrays (orjson, in C): psycopg's array dumpers work per
+        # element in Python, holding the GIL a rebuild's fold needs; the server takes them apart
+        values = ", ".join(f"(e->>{i})::{COLUMN_TYPES[c]}" for i, c in enumerate(columns))
+        self.curs.execute(f"INSERT INTO {table} (cid, {', '.join(columns)}) SELECT %s, {values} "
+                          f"FROM jsonb_array_elements(%s::jsonb) AS e {tail}", (self.cid, orjson.dumps(rows).decode()))
 
     def _delete_entries(self, seqs: list[int]) -> None:
         views = self._document() if seqs else None
         if views is not None:
             views["delete_entries"].extend(seqs)
         elif seqs:
-            self.curs.execute(f"DELETE FROM {self.t['entries']} WHERE cid = %s AND seq = ANY(%b::bigint[])",
-                              (self.cid, seqs))
+            self.curs.execute(f"DELETE FROM {self.t['entries']} WHERE cid = %s "
+                              "AND seq = ANY(ARRAY(SELECT jsonb_array_elements_text(%s::jsonb)::bigint))",
+                              (self.cid, orjson.dumps(seqs).decode()))
 
     def _end_blocks(self, ends: list[tuple[int, int | None]]) -> None:
         views = self._document() if ends else None
         if views is not None:
             views["ends"].extend([index, end] for index, end in ends)
         elif ends:
-            self.curs.execute(f"UPDATE {self.t['messages']} m SET block_end = u.e "
-                              "FROM unnest(%b::bigint[], %b::bigint[]) AS u(i, e) WHERE m.cid = %s AND m.idx = u.i",
-                              ([i for i, _ in ends], [e for _, e in ends], self.cid))
+            self.curs.execute(f"UPDATE {self.t['messages']} m SET block_end = (u.e->>1)::bigint "
+                              "FROM jsonb_array_elements(%s::jsonb) AS u(e) WHERE m.cid = %s AND m.idx = (u.e->>0)::bigint",
+                              (orjson.dumps(ends).decode(), self.cid))
 
 
 class PostgresBackend(SQLBackend):
@@ -1020,6 +1024,7 @@ class PostgresBackend(SQLBackend):
 
     p = "%s"
     buffered_rows = PostgresBufferedRows
+    reads_ahead = True
 
     @contextmanager
     def reading(self) -> Iterator[Any]:
@@ -1156,8 +1161,13 @@ class PostgresBackend(SQLBackend):
 
     def queued(self) -> QueuedStatements:
         """Returns a cursor whose statements run on a connection of the pool, on a thread of
-        their own (a rebuild's pages: the server writes one while the next is folded)."""
-        return QueuedStatements(self.datastore.get_connection)
+        their own (a rebuild's pages: the server writes one while the next is folded). A page's
+        commit does not wait for the server to flush its WAL (synchronous_commit off): the
+        generation a rebuild writes is not live until its switch, whose commit does wait, and
+        with it for everything the server logged before it; a page lost in a crash before that
+        (whole: its rows and heads commit together) is one more gap a read fills from the log."""
+        return QueuedStatements(self.datastore.get_connection,
+                                begin=("BEGIN", "SET LOCAL synchronous_commit TO OFF"))
 
     def _dropped(self, curs: Any, generation: int) -> None:
         """Drops the generation's append function (`generation_function_statement`) with its

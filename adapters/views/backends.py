@@ -87,12 +87,15 @@ class QueuedStatements:
     waits for its own statement, and so for every statement before it. `commit()` ends the
     transaction the statements so far are in (the next statement begins one). `close()` waits
     for all of them and raises the first error; after an error the statements still queued
-    are not run and the next read raises it too (the transaction was rolled back)."""
+    are not run and the next read raises it too (the transaction was rolled back). `begin`: the
+    statements that begin a transaction."""
 
-    def __init__(self, connect: Callable[[], Any]) -> None:
+    def __init__(self, connect: Callable[[], Any], begin: tuple[str, ...] = ("BEGIN",)) -> None:
         self._connect = connect
+        self._begin = begin
         self._queue: queue.SimpleQueue[tuple[str | None, Any, Future[Any]] | None] = queue.SimpleQueue()
         self._last: Future[Any] | None = None
+        self._committed: Future[Any] | None = None
         self._thread = threading.Thread(target=self._run, name="chatrecord-rebuild-writes", daemon=True)
         self._thread.start()
 
@@ -114,7 +117,8 @@ class QueuedStatements:
                             done.set_result(None)
                             continue
                         if not begun:
-                            curs.execute("BEGIN")
+                            for statement in self._begin:
+                                curs.execute(statement)
                             begun = True
                         curs.execute(sql, params)
                         done.set_result(curs.fetchall() if curs.description is not None else None)
@@ -147,8 +151,13 @@ class QueuedStatements:
         return rows[0] if rows else None
 
     def commit(self) -> None:
-        """Ends the transaction of the statements queued so far (does not wait for it)."""
-        self._put(None, None)
+        """Ends the transaction of the statements queued so far, without waiting for it; but
+        first waits until the transaction before it has ended (raising its error, if any), so
+        that at most two transactions' statements are held, however far the caller gets ahead
+        of the database: a rebuild's memory stays the same whatever the log's length."""
+        if self._committed is not None:
+            self._committed.result()
+        self._committed = self._put(None, None)
 
     def close(self) -> None:
         """Waits until every statement ran, stops the thread, and raises the first error."""
@@ -174,6 +183,10 @@ class Backend:
     shared = True
     """Whether other processes use the same tables (and may switch the live generation under
     this one); the in-memory backend's are this process's own."""
+    reads_ahead = False
+    """Whether a rebuild reads the log's next page on a thread of its own while it folds one:
+    where a server answers the read (its wait overlaps the fold), not where the reading is
+    this process's own work (SQLite's driver: it only took the GIL from the fold)."""
 
     def transaction(self, write: bool) -> Any:
         """A context manager yielding a cursor of one transaction (committed if `write`)."""

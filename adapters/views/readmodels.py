@@ -19,9 +19,11 @@ another rule set and writes nothing.
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 import threading
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
@@ -503,16 +505,30 @@ class ReadModels:
         `generation` holds only what folds of the log from its start wrote into it (a new
         generation's tables are written by no other writer). Without `curs`, where the backend
         writes on a thread of its own (`Backend.queued`), a page is written while the next is
-        folded, and the heads written are kept (`KEPT_HEADS`) so that the next page need not read them."""
+        folded, and the heads written are kept (`KEPT_HEADS`) so that the next page need not read them.
+        Without `curs`, where the backend `reads_ahead`, the next page is read on a thread of its
+        own while this one is folded (the wait for the server's answer overlaps the fold); and
+        unless something else froze objects, what the process held before is frozen (`gc.freeze`)
+        until the fold ends, so that the collections of the fold's garbage do not scan it."""
         rule_set, folded, seen = resolve(rules), 0, set()
         total = stop or self.store.max_notification_id()
         queued = self.backend.queued() if curs is None else None
         kept: LRUCache[UUID, Head | None] | None = LRUCache(maxsize=KEPT_HEADS) if queued is not None else None
+
+        def read(after: int) -> Sequence[Any]:
+            return self.store.recorder.select_notifications(after, PAGE, stop=stop, inclusive_of_start=False)
+
+        ahead = ThreadPoolExecutor(1, thread_name_prefix="chatrecord-rebuild-reads") \
+            if curs is None and self.backend.reads_ahead else None
+        following: Future[Sequence[Any]] | None = None
+        frozen = curs is None and gc.get_freeze_count() == 0  # else whoever froze them keeps them frozen
+        if frozen:
+            gc.freeze()  # what lived before the fold is not searched for cycles again and again during it
         try:
-            while True:
-                page = self.store.recorder.select_notifications(start, PAGE, stop=stop, inclusive_of_start=False)
-                if not page:
-                    break
+            page = read(start)
+            while page:
+                if ahead is not None and len(page) == PAGE:  # the next page is read while this one is folded
+                    following = ahead.submit(read, page[-1].id)
                 if queued is not None:
                     seen.update(self._fold_page(queued, generation, rule_set, page, kept))
                     queued.commit()
@@ -527,11 +543,17 @@ class ReadModels:
                     progress(start, max(total, start))
                 if len(page) < PAGE:
                     break
+                page, following = (following.result() if following is not None else read(start)), None
         except BaseException:
             if queued is not None:
                 with contextlib.suppress(Exception):
                     queued.close()
             raise
+        finally:
+            if ahead is not None:
+                ahead.shutdown(wait=True, cancel_futures=True)
+            if frozen:
+                gc.unfreeze()
         if queued is not None:
             queued.close()  # every page written and committed, or the first error raised
         return folded, seen
@@ -558,10 +580,11 @@ class ReadModels:
                     head = rows.head()
                 held = folding[key] = [rows, head, head]
             rows, _, head = held
-            try:
-                held[2] = fold_into(rows, head, (event,), rules)
-            except ViewOutOfStep:
-                missed = self.store.events.get(key, gt=(head.version if head else 0) or None, lte=event.originator_version)
+            version = head.version if head is not None else 0
+            if event.originator_version == version + 1:  # `fold_into` of one event, without its loop
+                held[2] = apply_to_rows(rows, head or Head(), event, rules)
+            elif event.originator_version > version:  # a gap: filled from the conversation's own log
+                missed = self.store.events.get(key, gt=version or None, lte=event.originator_version)
                 held[2] = fold_into(rows, head, missed, rules)
         for key, (rows, read, head) in folding.items():
             if head is not None and head is not read:

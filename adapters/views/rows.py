@@ -601,21 +601,30 @@ class PrefetchedRows(SQLRows):
 
 
 class BufferedRows(SQLRows):
-    """`SQLRows` that holds its writes until `flush`, which sends them with one `executemany`
+    """`SQLRows` that holds its writes until `flush`, which sends them with one bulk statement
     per table (a rebuild folds a page of the log this way). Reads see the held writes first.
     A cut (an edit's truncation) flushes first and then runs at once: it is rare and ranges
-    over rows."""
+    over rows.
+
+    A held row is kept as the values its statement sends (its body serialised, a message's
+    text sealed), not as a model: a rebuild holds a page's rows, and plain strings cost the
+    garbage collector nothing. Only the newest entry and the newest message are kept as models
+    until another is put (a segment's answer joins the last message, a decision updates the
+    newest entry, each is put again); an older held one read back is decoded from its body."""
 
     def __init__(self, curs: Any, tables: dict[str, str], cid: str, p: str, texts: ViewTexts | None = None) -> None:
         super().__init__(curs, tables, cid, p, texts)
-        self._entries: dict[int, Entry | None] = {}
+        self._entries: dict[int, Entry | tuple[str, str] | None] = {}  # seq: entry, (segment, body), None: deleted
         self._segments: dict[str, int | None] = {}
-        self._outcomes: list[CardOutcome] = []
-        self._messages: dict[int, Message] = {}
+        self._outcomes: list[tuple[Any, ...]] = []
+        self._messages: dict[int, Message | tuple[str, int | None, str]] = {}  # index: message, (role, number, body)
         self._ends: dict[int, int | None] = {}
         self._pages: dict[int, int] = {}
-        self._turns: list[TurnMark] = []
+        self._turns: list[tuple[int, int, str]] = []
         self._head: Head | None = None
+        self._open_entry: int | None = None  # the seq of the entry held as a model
+        self._open_message: int | None = None  # the index of the message held as a model
+        self._seal: Callable[[str], str | None] | None = None
 
     # reads: held writes first
     def head(self) -> Head | None:
@@ -624,34 +633,65 @@ class BufferedRows(SQLRows):
     def put_head(self, head: Head) -> None:
         self._head = head
 
+    def _held_entry(self, seq: int) -> Entry | None:
+        held = self._entries.get(seq)
+        return held if not isinstance(held, tuple) else Entry.model_validate_json(held[1])
+
     def entry(self, segment: str) -> Entry | None:
         if segment in self._segments:
             seq = self._segments[segment]
-            return None if seq is None else self._entries.get(seq)
+            return None if seq is None else self._held_entry(seq)
         stored = super().entry(segment)
         if stored is not None and stored.seq in self._entries:
-            return self._entries[stored.seq]  # deleted (None) or replaced since it was stored
+            return self._held_entry(stored.seq)  # deleted (None) or replaced since it was stored
         return stored
 
     def put_entry(self, entry: Entry) -> None:
+        opened = self._open_entry
+        if opened is not None and opened != entry.seq:
+            held = self._entries.get(opened)
+            if isinstance(held, Entry):
+                self._entries[opened] = (held.segment, _entry_json(held))
         self._entries[entry.seq] = entry
         self._segments[entry.segment] = entry.seq
+        self._open_entry = entry.seq
 
     def delete_entries(self, seqs: Iterable[int]) -> None:
         for seq in seqs:  # a stored entry's segment need not be read: `entry` checks the held seqs
             held = self._entries.get(seq)
             if held is not None:
-                self._segments[held.segment] = None
+                self._segments[held[0] if isinstance(held, tuple) else held.segment] = None
             self._entries[seq] = None
 
     def put_outcomes(self, outcomes: Iterable[CardOutcome]) -> None:
-        self._outcomes.extend(outcomes)
+        self._outcomes.extend((o.seq[0], o.seq[1], o.card, o.after, o.model_dump_json()) for o in outcomes)
 
     def message(self, index: int) -> Message | None:
-        return self._messages[index] if index in self._messages else super().message(index)
+        held = self._messages.get(index)
+        if held is None:
+            return super().message(index)
+        return held if not isinstance(held, tuple) else self._decode_messages([held[2]])[0]
+
+    def _sealer(self) -> Callable[[str], str | None] | None:
+        """The conversation's sealer (`ViewTexts.sealer`, its key looked up once), None
+        where the store keeps no data keys."""
+        if self.texts is None:
+            return None
+        if self._seal is None:
+            self._seal = self.texts.sealer(self.cid)
+        return self._seal
+
+    def _message_row(self, message: Message) -> tuple[str, int | None, str]:
+        return message.role, message.number, self._message_body(message, self._sealer())
 
     def put_message(self, index: int, message: Message) -> None:
+        opened = self._open_message
+        if opened is not None and opened != index:
+            held = self._messages.get(opened)
+            if isinstance(held, Message):
+                self._messages[opened] = self._message_row(held)
         self._messages[index] = message
+        self._open_message = index
 
     def end_block(self, index: int, end: int | None) -> None:
         self._ends[index] = end
@@ -660,7 +700,7 @@ class BufferedRows(SQLRows):
         self._pages[message] = page
 
     def put_turn(self, turn: TurnMark) -> None:
-        self._turns.append(turn)
+        self._turns.append((turn.version, turn.message, turn.at.isoformat()))
 
     def user_index(self, number: int) -> int | None:
         self.flush()
@@ -715,27 +755,38 @@ class BufferedRows(SQLRows):
         """Sends the held writes: per table one bulk statement (`_insert_many`); a held message
         goes out with the block end held for it, so only a stored message's end is an UPDATE."""
         t = self.t
-        self._delete_entries([seq for seq, e in self._entries.items() if e is None])
-        self._insert_many(t["entries"], ("seq", "segment", "body"),
-                          [(e.seq, e.segment, e.model_dump_json()) for e in self._entries.values() if e is not None],
+        entries = []
+        for seq, held in self._entries.items():
+            if isinstance(held, Entry):
+                held = (held.segment, _entry_json(held))
+            if held is not None:
+                entries.append((seq, *held))
+        self._delete_entries([seq for seq, held in self._entries.items() if held is None])
+        self._insert_many(t["entries"], ("seq", "segment", "body"), entries,
                           "ON CONFLICT (cid, seq) DO UPDATE SET body = excluded.body")
-        self._insert_many(t["outcomes"], ("v", "sub", "card", "after", "body"),
-                          [(o.seq[0], o.seq[1], o.card, o.after, o.model_dump_json()) for o in self._outcomes], "")
+        self._insert_many(t["outcomes"], ("v", "sub", "card", "after", "body"), self._outcomes, "")
         messages, ends = sorted(self._messages.items()), self._ends
-        seal = self.texts.sealer(self.cid) if self.texts is not None and messages else None
+        rows = [(i, *(held if isinstance(held, tuple) else self._message_row(held))) for i, held in messages]
         upsert = "ON CONFLICT (cid, idx) DO UPDATE SET role = excluded.role, number = excluded.number, body = excluded.body"
         self._insert_many(t["messages"], ("idx", "role", "number", "body"),  # block_end: NULL when new, else kept
-                          [(i, m.role, m.number, self._message_body(m, seal)) for i, m in messages if i not in ends], upsert)
+                          [row for row in rows if row[0] not in ends], upsert)
         self._insert_many(t["messages"], ("idx", "role", "number", "block_end", "body"),  # with the end held for it
-                          [(i, m.role, m.number, ends[i], self._message_body(m, seal)) for i, m in messages if i in ends],
+                          [(i, role, number, ends[i], body) for i, role, number, body in rows if i in ends],
                           upsert + ", block_end = excluded.block_end")
         self._end_blocks([(i, end) for i, end in ends.items() if i not in self._messages])  # ends of stored messages
         self._insert_many(t["pages"], ("message", "page"), list(self._pages.items()),
                           "ON CONFLICT (cid, message) DO UPDATE SET page = excluded.page")
-        self._insert_many(t["turns"], ("version", "message", "at"),
-                          [(tm.version, tm.message, tm.at.isoformat()) for tm in self._turns],
-                          "ON CONFLICT (cid, version) DO NOTHING")
+        self._insert_many(t["turns"], ("version", "message", "at"), self._turns, "ON CONFLICT (cid, version) DO NOTHING")
         if self._head is not None:
             self._write_head(self._head)
         self._entries, self._segments, self._outcomes = {}, {}, []
         self._messages, self._ends, self._pages, self._turns, self._head = {}, {}, {}, [], None
+        self._open_entry = self._open_message = None
+
+
+_ENTRY_JSON = Entry.__pydantic_serializer__
+
+
+def _entry_json(entry: Entry) -> str:
+    """Returns `entry.model_dump_json()` (its serializer called directly)."""
+    return _ENTRY_JSON.to_json(entry).decode()

@@ -146,3 +146,64 @@ def test_the_events_that_rewrite_or_cut_rows_are_not_tail_only():
     from projections.rows import TAIL_ONLY
 
     assert not {MessageEdited, TurnsTruncated, TranscriptReplaced, LegacyRowImported, ConversationErased} & set(TAIL_ONLY)
+
+def test_buffered_rows_read_back_what_they_hold_and_send_it_at_the_flush():
+    import uuid
+
+    import orjson
+
+    from adapters.store.crypto import ViewTexts
+    from adapters.views.rows import BufferedRows, table_names
+    from projections.run_record import Entry, ToolCount
+    from projections.transcript import Message
+
+    class Keys:
+        def key(self, originator_id, *, create):
+            return bytes(range(32))
+
+    class Cursor:  # no rows stored: every read finds none
+        def __init__(self):
+            self.sent: list[tuple[str, list[tuple]]] = []
+
+        def execute(self, sql, params=()):
+            self.sent.append((sql, [tuple(params)]))
+            return self
+
+        def executemany(self, sql, rows):
+            self.sent.append((sql, [tuple(r) for r in rows]))
+
+        def fetchone(self):
+            return None
+
+    cid = str(uuid.uuid4())
+    texts = ViewTexts(Keys())
+    curs = Cursor()
+    rows = BufferedRows(curs, table_names(1), cid, "?", texts)
+    first = Entry(segment="s/1", trigger="turn", ending="completed", tools=(ToolCount(name="get_page", calls=2),), seq=2)
+    second = Entry(segment="s/2", trigger="turn", ending="awaiting_approval", seq=4)
+    rows.put_entry(first)
+    rows.put_entry(second)  # the first is now held as its row
+    assert rows.entry("s/1") == first and rows.entry("s/2") == second
+    rows.put_entry(first.model_copy(update={"decision": "Behalten"}))
+    rows.delete_entries([4])
+    assert rows.entry("s/2") is None and rows.entry("s/1").decision == "Behalten"
+    user = Message(role="user", text="Hallo „Welt“", number=1)
+    answer = Message(role="assistant", text="Fertig.", segments=("s/1",), ends=(7,))
+    rows.put_message(0, user)
+    rows.put_message(1, answer)  # the user message is now held sealed
+    assert rows.message(0) == user and rows.message(1) == answer and rows.message(2) is None
+    rows.end_block(0, None)
+
+    rows.flush()
+
+    sent = {sql.split(" (")[0].split()[-1] + (" ended" if "block_end" in sql else ""): params for sql, params in curs.sent
+            if not sql.startswith("SELECT")}
+    assert sent["views_g1_entries"] == [(cid, 2, "s/1", first.model_copy(update={"decision": "Behalten"}).model_dump_json())]
+    assert [(r[0], r[1]) for r in sent["views_g1_entries"]] == [(cid, 2)]
+    assert "DELETE FROM views_g1_entries" in " ".join(sql for sql, _ in curs.sent)
+    (_, idx, role, number, end, body), = sent["views_g1_messages ended"]
+    assert (idx, role, number, end) == (0, "user", 1, None)
+    assert rows._decode_messages([body]) == (user,) and "Welt" not in body
+    (_, idx, role, number, body), = sent["views_g1_messages"]
+    assert (idx, role, number) == (1, "assistant", None) and orjson.loads(body)["segments"] == ["s/1"]
+    assert rows.entry("s/1") is None and rows.message(0) is None  # nothing held after the flush
