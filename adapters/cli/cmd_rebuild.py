@@ -13,7 +13,7 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from adapters.cli.app import Rules, app, emit, err, opened, print_json, rules_option, say
+from adapters.cli.app import Rules, app, emit, err, opened, print_json, rules_option, say, warn
 from adapters.cli.habits import (
     diff_json,
     rebuild_json,
@@ -61,3 +61,7 @@ def rebuild(
         return
     say(f"rebuilt under {report.rules} (was {report.old_rules}): {report.conversations} "
         f"conversation{'' if report.conversations == 1 else 's'}, {report.events} event{'' if report.events == 1 else 's'}")
+    if report.unreadable:
+        n = len(report.unreadable)
+        warn(f"{n} conversation{'' if n == 1 else 's'} could not be read to the end, and {'its' if n == 1 else 'their'} "
+             f"read models stop before the event that failed: {', '.join(report.unreadable)}; run: chatrecord verify")

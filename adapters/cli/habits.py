@@ -114,4 +114,5 @@ def diff_json(old_rules: str, rules: str, diffs: list[Any]) -> dict[str, Any]:
 def rebuild_json(report: Any) -> dict[str, Any]:
     """Returns the object `rebuild --json` prints for a rebuild that switched."""
     return {"from": report.old_rules, "to": report.rules, "switched": True,
-            "conversations": report.conversations, "events": report.events}
+            "conversations": report.conversations, "events": report.events,
+            "unreadable": list(report.unreadable)}

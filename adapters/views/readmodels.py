@@ -91,6 +91,9 @@ class RebuildReport:
     tables: tuple[str, ...]
     generation: int = 0
     dropped: tuple[str, ...] = ()
+    unreadable: tuple[str, ...] = ()
+    """The conversations (their UUIDs) whose logs could not be read or folded to the end: their
+    rows stop before the event that failed, and reading them says why (one line each was logged)."""
 
 
 @dataclass(frozen=True)
@@ -499,7 +502,8 @@ class ReadModels:
     # ------------------------------------------------------------ rule sets
 
     def _fold_log(self, generation: int, rules: str, start: int, stop: int | None,
-                  progress: Progress | None = None, curs: Any = None) -> tuple[int, set[UUID]]:
+                  progress: Progress | None = None, curs: Any = None,
+                  unreadable: set[UUID] | None = None) -> tuple[int, set[UUID]]:
         """Folds the notifications after `start` (up to `stop`) into `generation`, a page of
         PAGE per transaction (or all in `curs`); returns how many events and which conversations.
         `generation` holds only what folds of the log from its start wrote into it (a new
@@ -509,8 +513,11 @@ class ReadModels:
         Without `curs`, where the backend `reads_ahead`, the next page is read on a thread of its
         own while this one is folded (the wait for the server's answer overlaps the fold); and
         unless something else froze objects, what the process held before is frozen (`gc.freeze`)
-        until the fold ends, so that the collections of the fold's garbage do not scan it."""
+        until the fold ends, so that the collections of the fold's garbage do not scan it.
+        A conversation whose event cannot be read or folded (`_fold_page`) is left where it
+        stopped, and added to `unreadable`: one conversation's damaged log stops no other's."""
         rule_set, folded, seen = resolve(rules), 0, set()
+        unreadable = set() if unreadable is None else unreadable
         total = stop or self.store.max_notification_id()
         queued = self.backend.queued() if curs is None else None
         kept: LRUCache[UUID, Head | None] | None = LRUCache(maxsize=KEPT_HEADS) if queued is not None else None
@@ -530,13 +537,13 @@ class ReadModels:
                 if ahead is not None and len(page) == PAGE:  # the next page is read while this one is folded
                     following = ahead.submit(read, page[-1].id)
                 if queued is not None:
-                    seen.update(self._fold_page(queued, generation, rule_set, page, kept))
+                    seen.update(self._fold_page(queued, generation, rule_set, page, kept, unreadable))
                     queued.commit()
                 elif curs is None:
                     with self.backend.transaction(write=True) as own:
-                        seen.update(self._fold_page(own, generation, rule_set, page))
+                        seen.update(self._fold_page(own, generation, rule_set, page, unreadable=unreadable))
                 else:
-                    seen.update(self._fold_page(curs, generation, rule_set, page))
+                    seen.update(self._fold_page(curs, generation, rule_set, page, unreadable=unreadable))
                 folded += len(page)
                 start = page[-1].id
                 if progress:
@@ -559,33 +566,46 @@ class ReadModels:
         return folded, seen
 
     def _fold_page(self, curs: Any, generation: int, rules: RuleSet, page: Sequence[Any],
-                   kept: LRUCache[UUID, Head | None] | None = None) -> set[UUID]:
+                   kept: LRUCache[UUID, Head | None] | None = None, unreadable: set[UUID] | None = None) -> set[UUID]:
         """Decodes the page's notifications in order and folds each event, once, into its
         conversation's rows, which hold their writes until the page is folded (`BufferedRows`):
         an event is dropped as soon as it is applied. A conversation whose head is behind the
         page's first event of it is filled from its own log first. With `kept` (the heads the
         fold wrote, by conversation), a kept head is not read, nor the head of a conversation
         whose first event here is its first (`_fold_log`: none yet); the heads written are
-        kept. Returns the conversations."""
+        kept. A conversation whose event here cannot be read back (UnreadableEvent) or folded
+        (another ChatrecordError) gets none of this page's rows and no more of them at all: it is
+        added to `unreadable` (with one line logged), whose conversations are passed over.
+        Returns the conversations."""
         folding: dict[UUID, list[Any]] = {}  # conversation: [rows, head read, head now]
         decode = self.store.mapper.to_domain_event
+        unreadable = set() if unreadable is None else unreadable
         for notification in page:
-            event = decode(notification)
-            key = event.originator_id
-            held = folding.get(key)
-            if held is None:
-                rows = self.backend.rows(curs, generation, key, buffered=True)
-                head = _kept(kept, key) if kept is not None else None
-                if head is None and not (kept is not None and event.originator_version == 1):
-                    head = rows.head()
-                held = folding[key] = [rows, head, head]
-            rows, _, head = held
-            version = head.version if head is not None else 0
-            if event.originator_version == version + 1:  # `fold_into` of one event, without its loop
-                held[2] = apply_to_rows(rows, head or Head(), event, rules)
-            elif event.originator_version > version:  # a gap: filled from the conversation's own log
-                missed = self.store.events.get(key, gt=version or None, lte=event.originator_version)
-                held[2] = fold_into(rows, head, missed, rules)
+            if unreadable and _uuid(notification.originator_id) in unreadable:
+                continue
+            try:
+                event = decode(notification)
+                key = event.originator_id
+                held = folding.get(key)
+                if held is None:
+                    rows = self.backend.rows(curs, generation, key, buffered=True)
+                    head = _kept(kept, key) if kept is not None else None
+                    if head is None and not (kept is not None and event.originator_version == 1):
+                        head = rows.head()
+                    held = folding[key] = [rows, head, head]
+                rows, _, head = held
+                version = head.version if head is not None else 0
+                if event.originator_version == version + 1:  # `fold_into` of one event, without its loop
+                    held[2] = apply_to_rows(rows, head or Head(), event, rules)
+                elif event.originator_version > version:  # a gap: filled from the conversation's own log
+                    missed = self.store.events.get(key, gt=version or None, lte=event.originator_version)
+                    held[2] = fold_into(rows, head, missed, rules)
+            except ChatrecordError as error:
+                key = _uuid(notification.originator_id)
+                unreadable.add(key)
+                folding.pop(key, None)  # none of this page's rows: they stop where an earlier page left them
+                log.warning("chatrecord: the read models of conversation %s stop before version %s: %s",
+                            key, notification.originator_version, error)
         for key, (rows, read, head) in folding.items():
             if head is not None and head is not read:
                 rows.put_head(head)
@@ -607,7 +627,8 @@ class ReadModels:
             self.backend.set_pointer(curs, Pointer(old.generation, old.rules, generation + 1))
             self.backend.create(curs, generation)
         stop = self.store.max_notification_id()
-        events, seen = self._fold_log(generation, target, 0, stop, progress) if stop else (0, set())
+        unreadable: set[UUID] = set()
+        events, seen = self._fold_log(generation, target, 0, stop, progress, unreadable=unreadable) if stop else (0, set())
         with self.backend.transaction(write=True) as curs:
             self.backend.lock(curs, exclusive=True)
             now = self.backend.pointer(curs)
@@ -615,7 +636,7 @@ class ReadModels:
             if now.generation != old.generation:
                 self.backend.drop(curs, generation)
                 raise RebuildSuperseded(f"a later rebuild switched to generation {now.generation} first")
-            more, also = self._fold_log(generation, target, stop, None, curs=curs)
+            more, also = self._fold_log(generation, target, stop, None, curs=curs, unreadable=unreadable)
             self.backend.set_pointer(curs, Pointer(generation, target, now.next))
             dropped: list[str] = []
             for stale in sorted(self.backend.generations(curs) - {generation}):
@@ -625,7 +646,7 @@ class ReadModels:
         return RebuildReport(
             rules=target, conversations=len(seen | also), events=events + more, old_rules=old.rules,
             tables=tuple(f"views_g{generation}_{t}" for t in ("heads", "entries", "outcomes", "messages", "pages", "turns")),
-            generation=generation, dropped=tuple(dropped),
+            generation=generation, dropped=tuple(dropped), unreadable=tuple(sorted(str(key) for key in unreadable)),
         )
 
     def diff(self, rules: str) -> list[ConversationDiff]:
@@ -681,3 +702,8 @@ def _notes(events: Sequence[ConversationEvent], rules: RuleSet | str) -> tuple[s
         return turn.build_turn_input(events, rules).notes
     except NoTurnYet:
         return ()
+
+
+def _uuid(value: Any) -> UUID:
+    """Returns a stored event's originator id as a UUID (the recorders give UUID or str)."""
+    return value if isinstance(value, UUID) else UUID(str(value))

@@ -114,6 +114,26 @@ class ChainContract:
         assert str(refused.value) == (f"cannot load stored event {events[6][0]!r} of {DEMO} version 7: an encrypted "
                                       "text was changed (InvalidTag()); run: chatrecord verify")
 
+    def test_a_conversation_whose_log_cannot_be_read_stops_no_other_conversations_read_models(
+            self, store: ConversationStore, caplog: pytest.LogCaptureFixture) -> None:
+        from adapters.store.serialization import UnreadableEvent
+
+        events = self.events(store)
+        self.set_event(store, 6, *events[7])
+        self.set_event(store, 7, *events[6])
+        chat = Chatrecord(self.reopened(store))
+
+        behalten = chat.audit("conv-behalten")  # the read models are made and folded from the log here
+        report = chat.rebuild("2026-11-01")
+
+        assert behalten.rows[-1].version == 12 and chat.turn_input("conv-behalten").message == 5
+        assert (report.unreadable, report.conversations) == ((str(DEMO),), 1)
+        assert [r.getMessage() for r in caplog.records if "stop before" in r.getMessage()][-1] == (
+            f"chatrecord: the read models of conversation {DEMO} stop before version 7: cannot load stored event "
+            f"{events[6][0]!r} of {DEMO} version 7: an encrypted text was changed (InvalidTag()); run: chatrecord verify")
+        with pytest.raises(UnreadableEvent):
+            chat.turn_input("conv-demo-seo")
+
     def reopened(self, store: ConversationStore) -> ConversationStore:
         """The store as a new process opens it (nothing of it cached)."""
         return self.open_store()
