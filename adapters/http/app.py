@@ -49,12 +49,17 @@ class HttpSettings:
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, *, no_auth: bool = False) -> "HttpSettings":
         """Reads CHATRECORD_API_TOKEN (ignored with `no_auth`) and CHATRECORD_MAX_BODY_BYTES.
-        Raises BadSetting for a limit that is not a whole number >= 1."""
+        Raises BadSetting for a limit that is not a whole number >= 1, and for a token that no
+        client could send: one with a space or another character outside printable ASCII (a
+        header's value is trimmed, and the check compares the token exactly)."""
         environ = os.environ if environ is None else environ
         text = (environ.get("CHATRECORD_MAX_BODY_BYTES") or "").strip()
         if text and not (text.isascii() and text.isdigit() and int(text) >= 1):
             raise BadSetting(f"CHATRECORD_MAX_BODY_BYTES must be a whole number >= 1, not {text!r}")
         token = None if no_auth else (environ.get("CHATRECORD_API_TOKEN") or None)
+        if token is not None and not (token.isascii() and token.isprintable() and " " not in token):
+            raise BadSetting("CHATRECORD_API_TOKEN must be printable ASCII without spaces (the token the chat "
+                             "sends after 'Bearer '); no client could send this one")
         return cls(token, int(text) if text else DEFAULT_MAX_BODY_BYTES)
 
 

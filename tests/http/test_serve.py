@@ -46,6 +46,11 @@ def test_settings_read_the_body_limit_and_ignore_the_token_without_auth() -> Non
     assert HttpSettings.from_env({"CHATRECORD_API_TOKEN": "t"}, no_auth=True).token is None
     with pytest.raises(BadSetting, match="CHATRECORD_MAX_BODY_BYTES must be a whole number >= 1, not '0'"):
         HttpSettings.from_env({"CHATRECORD_MAX_BODY_BYTES": "0"})
+    for unsendable in (" ", "two words", " padded", "tab\there", "ünicode"):
+        with pytest.raises(BadSetting) as refused:
+            HttpSettings.from_env({"CHATRECORD_API_TOKEN": unsendable})
+        assert str(refused.value) == ("CHATRECORD_API_TOKEN must be printable ASCII without spaces (the token the "
+                                      "chat sends after 'Bearer '); no client could send this one")
 
 
 def test_without_auth_the_app_answers_without_a_token_and_keeps_keys_in_memory() -> None:
