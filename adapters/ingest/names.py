@@ -118,13 +118,8 @@ def reduce_key(value: str, what: str = "id") -> str:
 
 def lookup_key(value: str) -> str:
     """Returns the stored form of a conversation id a user or the chat looks up, reduced as
-    `reduce_key` reduces it at ingest (`chat 17` is found as it was stored), or the value
-    itself when it is a stored form already (`chat17:h9a90eaf363ff759f`, as `verify`, `audit`
-    and HTTP answers print it: only kept characters, ending in the hash marker, which no id
-    kept as it is does); the id itself when no character is kept (it names no stored
-    conversation then)."""
-    if 0 < len(value) <= NAME_MAX and _HASH_MARKER.search(value) and not _NOT_KEY.search(value):
-        return value
+    `reduce_key` reduces it at ingest (`chat 17` is found as it was stored); the id itself when
+    no character is kept (it names no stored conversation then)."""
     try:
         return reduce_key(value)
     except ValueError:

@@ -213,14 +213,3 @@ def test_an_ingest_that_meets_a_store_it_cannot_use_stops_there_even_when_skippi
     assert isinstance(report.stopped, StoreUnusable)
     assert (report.stopped_at, report.appended, report.repeated, report.rejected) == (2, 0, 1, [])
     assert report.summary() == "tour.jsonl: 0 events appended, 1 line already recorded; stopped at line 2"
-
-
-def test_a_conversation_is_found_by_the_stored_id_chatrecord_prints_as_by_the_id_the_chat_sent(
-        chatrecord: Chatrecord) -> None:
-    chatrecord.record({**LOCKED_START, "conversation": "chat 17"})
-    printed = chatrecord.record({**LOCKED_MESSAGE, "conversation": "chat 17"}).conversation
-
-    assert printed == "chat17:h9a90eaf363ff759f"  # reduced: a space is no key character
-    assert [r.kind for r in chatrecord.audit(printed).rows] == [r.kind for r in chatrecord.audit("chat 17").rows] == [
-        "started", "message"]
-    assert chatrecord.turn_notes(printed) == chatrecord.turn_notes("chat 17")
