@@ -197,8 +197,11 @@ def read_heads(path: Path) -> dict[UUID, KeptHead]:
     """Returns the heads a file holds: lines `NAME VERSION HASH` (`verify --heads`) or JSON
     objects with `conversation`, `version` and `hash` (`verify --json`); blank lines are skipped.
 
-    Raises BadHeadsFile naming the line when a line is neither, or the file cannot be read."""
+    Raises BadHeadsFile naming the line when a line is neither (a JSON object without a hash
+    is one only as the verdict of a broken chain, with its `problem`), when the file holds no
+    line at all, or when it cannot be read."""
     heads: dict[UUID, KeptHead] = {}
+    broken = 0
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
@@ -209,7 +212,8 @@ def read_heads(path: Path) -> dict[UUID, KeptHead]:
         try:
             if line.lstrip().startswith("{"):
                 value = orjson.loads(line)
-                if value.get("hash") is None:  # a broken chain's verdict: no head to keep
+                if value.get("hash") is None and value.get("problem"):  # a broken chain's verdict: no head to keep
+                    broken += 1
                     continue
                 name, version, digest = value["conversation"], int(value["version"]), bytes.fromhex(value["hash"])
                 key = UUID(value["id"]) if value.get("id") else conversation_uuid(name)
@@ -223,6 +227,9 @@ def read_heads(path: Path) -> dict[UUID, KeptHead]:
             raise BadHeadsFile(f"{path}: line {number} is not a head; expected NAME VERSION HASH "
                                "(64 hex digits) or a line of verify --json") from None
         heads[key] = KeptHead(name, key, version, digest)
+    if not heads and not broken:
+        raise BadHeadsFile(f"{path}: holds no head; expected lines NAME VERSION HASH (verify --heads) "
+                           "or the lines of verify --json")
     return heads
 
 

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.e2e.conftest import DATA, DEMO, Run, cli_env, json_lines, runner
 
 DEMO_ID = "5d91b7e3ea14590fbbd7a5f872bc7e3d"  # conversation_uuid("conv-demo-seo").hex
@@ -65,6 +67,19 @@ def test_a_heads_file_that_is_not_one_is_an_error(sqlite_run: Run, tmp_path: Pat
     done = sqlite_run("verify", "--against", "bad.txt")
     assert (done.returncode, done.stderr) == (1, "error: bad.txt: line 1 is not a head; expected NAME VERSION HASH "
                                                  "(64 hex digits) or a line of verify --json\n")
+
+
+@pytest.mark.parametrize("text, said", [
+    ('{"conversation": "conv-demo-seo"}\n', "line 1 is not a head; expected NAME VERSION HASH (64 hex digits) "
+                                             "or a line of verify --json"),
+    ("", "holds no head; expected lines NAME VERSION HASH (verify --heads) or the lines of verify --json"),
+], ids=["no-hash", "empty"])
+def test_a_heads_file_that_says_nothing_is_an_error_not_a_pass(sqlite_run: Run, tmp_path: Path, text: str,
+                                                               said: str) -> None:
+    sqlite_run("ingest", DEMO)
+    (tmp_path / "h.txt").write_text(text)
+    done = sqlite_run("verify", "--against", "h.txt")
+    assert (done.returncode, done.stdout, done.stderr) == (1, "", f"error: h.txt: {said}\n")
 
 
 def test_verify_of_an_unknown_conversation_is_an_error(sqlite_run: Run) -> None:
