@@ -27,9 +27,10 @@ def serve(
 
         chatrecord serve --port 8765
     """
-    from adapters.http.server import run, start
+    from adapters.http.server import listenable, run, start
 
     backend = start(host, no_auth)
+    listenable(host, port)
     say(f"chatrecord serve: {backend} on http://{host}:{port} "
         f"({'no authentication' if no_auth else 'bearer token required'})")
     run(host, port, workers, access_log)

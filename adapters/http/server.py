@@ -11,6 +11,7 @@ import ctypes
 import ipaddress
 import os
 import signal
+import socket
 import sys
 
 import uvicorn
@@ -98,3 +99,21 @@ def end_with_parent(environ: dict[str, str] | None = None) -> bool:
 
 PR_SET_PDEATHSIG = 1
 """prctl's option: the signal a process gets when its parent ends (linux/prctl.h)."""
+
+
+def listenable(host: str, port: int) -> None:
+    """Raises BadSetting (one line) when nothing can listen on `host`:`port`: a host that
+    does not resolve, a port another process holds, a port below 1024 without the right to it.
+    uvicorn would log its own error and exit with status 3."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except (socket.gaierror, UnicodeError) as error:
+        raise BadSetting(f"--host {host}: not an address this machine can listen on ({error})") from None
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            probe.bind(address)
+        except OSError as error:
+            raise BadSetting(f"cannot listen on {host}:{port} ({error.strerror or error}); "
+                             "give another --port, or end what holds it") from None

@@ -188,3 +188,18 @@ def test_a_client_that_goes_away_while_sending_its_body_is_one_log_line_and_stor
         "client disconnected during POST /v1/lines; nothing of its request was stored"]
     assert not any(r.exc_info for r in caplog.records)
     assert chatrecord.store.max_notification_id() == 0
+
+
+def test_serve_on_a_port_another_process_holds_is_one_error_line(tmp_path: Path) -> None:
+    import socket
+
+    run = runner(tmp_path, CHATRECORD_DB=str(tmp_path / "s.sqlite"))
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        done = run("serve", "--no-auth", "--port", str(port))
+
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == (f"error: cannot listen on 127.0.0.1:{port} (Address already in use); "
+                           "give another --port, or end what holds it\n")
