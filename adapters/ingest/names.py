@@ -93,7 +93,8 @@ def reduce_name(value: str, what: str = "name") -> str:
     """
     kept = _NOT_NAME.sub("", value)
     if not kept:
-        raise ValueError(f"{show(value)} is not a {what}; use 1–{NAME_MAX} of A-Za-z0-9_.:-")
+        raise ValueError(f"{show(value)} is not a {what}; it needs at least one of A-Za-z0-9_.:- "
+                         f"(other characters are left out, and a {what} longer than {NAME_MAX} is shortened)")
     if len(kept) <= NAME_MAX:
         return kept
     digest = sha256(value.encode("utf-8")).hexdigest()[:16]
@@ -111,7 +112,8 @@ def reduce_key(value: str, what: str = "id") -> str:
     if kept == value and 0 < len(value) <= NAME_MAX and not _HASH_MARKER.search(value):
         return value
     if not kept:
-        raise ValueError(f"{show(value)} is not an {what}; use 1–{NAME_MAX} of A-Za-z0-9_.:/-")
+        raise ValueError(f"{show(value)} is not an {what}; it needs at least one of A-Za-z0-9_.:/- "
+                         f"(other characters are left out, and an {what} longer than {NAME_MAX} is shortened)")
     digest = sha256(value.encode("utf-8")).hexdigest()[:16]
     return f"{kept[: NAME_MAX - 18]}:h{digest}"
 

@@ -228,3 +228,14 @@ def test_looking_up_the_stored_form_of_a_reduced_id_says_to_use_the_id_the_chat_
         "chat17:h9a90eaf363ff759f is how the store keeps a conversation whose id had characters other than "
         "A-Za-z0-9_.:/- (or was longer than 128); look it up by the id the chat sent")
     assert [r.kind for r in chatrecord.audit("chat 17").rows] == ["started", "message"]
+
+
+@pytest.mark.parametrize("conversation", [" ", "🙂"])
+def test_an_id_with_no_character_a_key_keeps_says_what_it_needs(chatrecord: Chatrecord, conversation: str) -> None:
+    with pytest.raises(InvalidInput) as refused:
+        chatrecord.record({**LOCKED_START, "conversation": conversation})
+
+    assert str(refused.value).endswith(
+        "is not an id; it needs at least one of A-Za-z0-9_.:/- (other characters are left out, "
+        "and an id longer than 128 is shortened)")
+    assert str(refused.value).startswith("api: line 1, conversation: ")

@@ -139,7 +139,8 @@ BAD_LINES = {
     ),
     "a tool name with no identifier character": (
         segment(steps=[{"kind": "tool", "round": 1, "durationMs": 1.0, "toolName": " ()\n"}]),
-        'demo.jsonl: line 12, steps[0].toolName: " ()\\n" is not a tool name; use 1–128 of A-Za-z0-9_.:-',
+        'demo.jsonl: line 12, steps[0].toolName: " ()\\n" is not a tool name; it needs at least one of '
+        "A-Za-z0-9_.:- (other characters are left out, and a tool name longer than 128 is shortened)",
     ),
     "a legacy create with a uid": (
         jl(type="legacy_row", messages=[], card_outcomes=[{"outcome": "applied", "after": 1, "tool": "t",
