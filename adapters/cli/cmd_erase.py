@@ -29,7 +29,10 @@ def erase(
     with opened() as chatrecord:
         done = chatrecord.erase(conversation)
     when = done.at.strftime("%Y-%m-%d %H:%M:%S UTC")
-    if done.recorded:
+    if done.unreadable is not None:
+        say(f"{conversation}: texts erased at {when}: its data key is deleted and its read models dropped, but "
+            f"no erasure event is recorded, since its log cannot be read back ({done.unreadable})")
+    elif done.recorded:
         say(f"{conversation}: texts erased at {when} (event version {done.version}); the facts stay")
     else:
         say(f"{conversation}: erased already at {when}; every step of it is done")

@@ -20,6 +20,7 @@ from datetime import datetime, timezone
 
 from adapters.store.application import ConversationStore
 from adapters.store.keys import DataKeys
+from adapters.store.serialization import UnreadableEvent
 from adapters.views.readmodels import ReadModels
 from domain.conversation import ERASURE_SOURCE, Conversation, History, erase_texts
 from domain.errors import ChatrecordError, UnknownConversation, shown_id
@@ -53,6 +54,10 @@ class Erasure:
     recorded: bool
     version: int
     rewrote_view: bool
+    unreadable: str | None = None
+    """Why no erasure event could be recorded: the conversation's log cannot be read back
+    (`UnreadableEvent`'s message); its key was deleted and its read-model rows dropped all the
+    same, and `version` is the log's (its stored events counted, not read)."""
 
 
 def data_keys(store: ConversationStore) -> DataKeys:
@@ -69,9 +74,18 @@ def erase(store: ConversationStore, conversation: str, models: ReadModels | None
     Raises UnknownConversation for a conversation the store does not hold, NoDataKeys for a
     store without data keys."""
     keys = data_keys(store)
-    if store.get(conversation) is None:
-        raise UnknownConversation(f'no conversation {shown_id(conversation)} in the store; check the id')
-    result = store.handle(EraseTexts(conversation))
+    try:
+        if store.get(conversation) is None:
+            raise UnknownConversation(f'no conversation {shown_id(conversation)} in the store; check the id')
+        result = store.handle(EraseTexts(conversation))
+    except UnreadableEvent:
+        # a log whose sealed texts were changed or swapped reads once its key is gone (every text
+        # reads as erased): delete it first, then record the erasure; else erase what can be erased
+        keys.erase(conversation_uuid(conversation), datetime.now(timezone.utc))
+        try:
+            result = store.handle(EraseTexts(conversation))
+        except UnreadableEvent as unreadable:
+            return _erase_unreadable(store, conversation, models, keys, unreadable)
     event = result.events[0] if result.events else None
     at = event.timestamp if event is not None else datetime.now(timezone.utc)
     keys.erase(conversation_uuid(conversation), at)
@@ -79,3 +93,18 @@ def erase(store: ConversationStore, conversation: str, models: ReadModels | None
     keys.scrub()
     version = event.originator_version if event is not None else (result.state.version if result.state else 0)
     return Erasure(conversation, at, not result.repeated, version, rewrote)
+
+
+def _erase_unreadable(store: ConversationStore, conversation: str, models: ReadModels | None, keys: DataKeys,
+                      unreadable: UnreadableEvent) -> Erasure:
+    """Erases a conversation whose log cannot be read back (changed or swapped stored events):
+    no `ConversationErased` can be decided on a state that cannot be loaded, but its texts are
+    still made unreadable everywhere: the data key is deleted (steps 2 and 4) and its read-model
+    rows are dropped (`ReadModels.erase` folds no further than the log reads)."""
+    cid = conversation_uuid(conversation)
+    at = datetime.now(timezone.utc)
+    keys.erase(cid, at)  # deleted already (`erase`): kept as it is
+    rewrote = (models or ReadModels(store)).erase(conversation)
+    keys.scrub()
+    version = max((e.originator_version for e in store.recorder.select_events(cid)), default=0)
+    return Erasure(conversation, at, False, version, rewrote, unreadable=str(unreadable))

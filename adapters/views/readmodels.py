@@ -31,6 +31,7 @@ from uuid import UUID
 from eventsourcing.application import LRUCache
 
 from adapters.store.application import ConversationStore
+from adapters.store.serialization import UnreadableEvent
 from adapters.views.backends import Backend, Pointer, ReadMoved, backend_for
 from adapters.views.rendered import KeptMessages, KnownBlocks, RenderedNotes, known_conversations
 from adapters.views.rows import PrefetchedRows, table_names
@@ -479,8 +480,9 @@ class ReadModels:
 
     def erase(self, conversation: str) -> bool:
         """Deletes the conversation's rows in the live tables and folds them again from its log,
-        whose texts read as erased once its key is gone, so no view keeps a text of it.
-        Returns False when the store does not hold the conversation."""
+        whose texts read as erased once its key is gone, so no view keeps a text of it (a log
+        that cannot be read back, `UnreadableEvent`, leaves them deleted). Returns False when
+        the store does not hold the conversation."""
         key = conversation_uuid(conversation)
         with self.backend.transaction(write=True) as curs:
             self.backend.lock(curs, exclusive=False)
@@ -494,7 +496,11 @@ class ReadModels:
             self.notes = notes_cache()
             self.messages.clear()
             self.known = known_conversations()
-            after = fold_into(rows, None, self.store.events.get(key), resolve(live.rules))
+            try:
+                after = fold_into(rows, None, self.store.events.get(key), resolve(live.rules))
+            except UnreadableEvent:
+                rows.clear()  # its rows stay dropped: a read says why its log cannot be read
+                return True
             if after is not None:
                 rows.put_head(after)
         return True

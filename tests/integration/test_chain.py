@@ -134,6 +134,34 @@ class ChainContract:
         with pytest.raises(UnreadableEvent):
             chat.turn_input("conv-demo-seo")
 
+    def test_a_conversation_whose_sealed_texts_were_swapped_is_erased_and_its_erasure_recorded(
+            self, store: ConversationStore) -> None:
+        events = self.events(store)
+        self.set_event(store, 6, *events[7])
+        self.set_event(store, 7, *events[6])
+        chat = Chatrecord(self.reopened(store))
+
+        done = chat.erase("conv-demo-seo")  # with its key gone every text reads as erased, and the log reads
+
+        assert (done.recorded, done.version, done.unreadable) == (True, 21, None)
+        assert all("[erased]" in m.text for m in chat.turn_input("conv-demo-seo").messages if m.role == "user")
+
+    def test_a_conversation_whose_log_cannot_be_read_is_erased_as_far_as_it_can_be(self, store: ConversationStore) -> None:
+        from adapters.store.serialization import UnreadableEvent
+
+        topic, _ = self.events(store)[5]
+        self.set_event(store, 5, topic, b"{not json")
+        chat = Chatrecord(self.reopened(store))
+
+        done = chat.erase("conv-demo-seo")
+
+        assert (done.recorded, done.version, done.rewrote_view) == (False, 20, True)
+        assert done.unreadable is not None and done.unreadable.startswith(f"cannot load stored event {topic!r} of ")
+        assert chat.store.mapper.keys.erased_at(DEMO) is not None  # type: ignore[union-attr]
+        with pytest.raises(UnreadableEvent):
+            chat.turn_input("conv-demo-seo")  # its rows are dropped; the read says why they cannot be made again
+        assert chat.erase("conv-demo-seo").unreadable == done.unreadable  # again: the same, nothing more to do
+
     def reopened(self, store: ConversationStore) -> ConversationStore:
         """The store as a new process opens it (nothing of it cached)."""
         return self.open_store()
@@ -208,6 +236,9 @@ class TestInMemoryChain(ChainContract):
 
     def reopened(self, store: ConversationStore) -> ConversationStore:
         return store  # another process has none of it
+
+    # the in-memory store decides on the state it keeps, which never reads the changed event again
+    test_a_conversation_whose_log_cannot_be_read_is_erased_as_far_as_it_can_be = None  # type: ignore[assignment]
 
     def _index(self, store: ConversationStore) -> dict[int, int]:
         return store.recorder._stored_events_index[str(DEMO)]  # type: ignore[attr-defined]
