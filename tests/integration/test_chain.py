@@ -101,10 +101,7 @@ class ChainContract:
         from adapters.store.serialization import UnreadableEvent
         from domain.errors import ChatrecordError
 
-        events = self.events(store)
-        self.set_event(store, 6, *events[7])
-        self.set_event(store, 7, *events[6])
-        chat = Chatrecord(self.reopened(store))
+        events, chat = self.swapped(store)
 
         with pytest.raises(UnreadableEvent) as refused:
             chat.audit("conv-demo-seo")
@@ -118,10 +115,7 @@ class ChainContract:
             self, store: ConversationStore, caplog: pytest.LogCaptureFixture) -> None:
         from adapters.store.serialization import UnreadableEvent
 
-        events = self.events(store)
-        self.set_event(store, 6, *events[7])
-        self.set_event(store, 7, *events[6])
-        chat = Chatrecord(self.reopened(store))
+        events, chat = self.swapped(store)
 
         behalten = chat.audit("conv-behalten")  # the read models are made and folded from the log here
         report = chat.rebuild("2026-11-01")
@@ -136,10 +130,7 @@ class ChainContract:
 
     def test_a_conversation_whose_sealed_texts_were_swapped_is_erased_and_its_erasure_recorded(
             self, store: ConversationStore) -> None:
-        events = self.events(store)
-        self.set_event(store, 6, *events[7])
-        self.set_event(store, 7, *events[6])
-        chat = Chatrecord(self.reopened(store))
+        _, chat = self.swapped(store)
 
         done = chat.erase("conv-demo-seo")  # with its key gone every text reads as erased, and the log reads
 
@@ -161,6 +152,14 @@ class ChainContract:
         with pytest.raises(UnreadableEvent):
             chat.turn_input("conv-demo-seo")  # its rows are dropped; the read says why they cannot be made again
         assert chat.erase("conv-demo-seo").unreadable == done.unreadable  # again: the same, nothing more to do
+
+    def swapped(self, store: ConversationStore) -> tuple[dict[int, tuple[str, bytes]], Chatrecord]:
+        """Swaps the demo's stored events 6 and 7; returns them as they were, and a Chatrecord
+        on the store as a new process opens it."""
+        events = self.events(store)
+        self.set_event(store, 6, *events[7])
+        self.set_event(store, 7, *events[6])
+        return events, Chatrecord(self.reopened(store))
 
     def reopened(self, store: ConversationStore) -> ConversationStore:
         """The store as a new process opens it (nothing of it cached)."""
