@@ -21,15 +21,11 @@ import functools
 import inspect
 import io
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
 from functools import cached_property
 from pathlib import Path
 from threading import Lock
 from typing import Any, TypeVar
 
-from eventsourcing.persistence import PersistenceError
-
-from adapters.backends import driver_errors
 from adapters.ingest import ParsedLine, bounded_lines, check_follows, line_text
 from adapters.ingest.names import lookup_key
 from adapters.service.lines import IngestReport, Lines, Recorded, VersionMismatch, parse
@@ -49,7 +45,7 @@ from adapters.service.results import (
 from adapters.store.application import ConversationStore, HandleResult
 from adapters.store.crypto import TextsErased
 from adapters.store.erasure import Erasure, erase
-from adapters.store.settings import StoreUnusable, describe_backend, open_store, store_problem
+from adapters.store.settings import StoreUnusable, describe_backend, open_store, store_errors
 from adapters.store.verify import Verdict, chain_verdict, verdicts
 from adapters.views.readmodels import ConversationDiff, ReadModels, RebuildReport
 from domain.errors import ChatrecordError, InvalidInput, UnknownConversation, shown_id
@@ -78,32 +74,18 @@ id picks one by its hash), so concurrent requests on one conversation queue rath
 Method = TypeVar("Method", bound=Callable[..., Any])
 
 
-@contextmanager
-def _store_errors(store: ConversationStore) -> Iterator[None]:
-    """Raises StoreUnusable (one line: what failed and what to do) for a database error that a
-    setting or another process caused, as the CLI says it (`store_problem`): a server that went
-    away, a file locked too long. Any other database error is a bug and goes through as it is."""
-    try:
-        yield
-    except (PersistenceError, *driver_errors()) as error:
-        problem = store_problem(error, store)
-        if problem is None:
-            raise
-        raise problem from error
-
-
 def _in_store_terms(method: Method) -> Method:
-    """Makes a Chatrecord method (or generator method) raise its store's errors as `_store_errors` does."""
+    """Makes a Chatrecord method (or generator method) raise its store's errors as `store_errors` does."""
     if inspect.isgeneratorfunction(method):
         @functools.wraps(method)
         def generate(self: Chatrecord, *args: Any, **kwargs: Any) -> Any:
-            with _store_errors(self.store):
+            with store_errors(self.store):
                 return (yield from method(self, *args, **kwargs))
         return generate  # type: ignore[return-value]
 
     @functools.wraps(method)
     def call(self: Chatrecord, *args: Any, **kwargs: Any) -> Any:
-        with _store_errors(self.store):
+        with store_errors(self.store):
             return method(self, *args, **kwargs)
     return call  # type: ignore[return-value]
 
@@ -224,7 +206,7 @@ class Chatrecord:
                 line = parse(raw, line_no, source)
                 if line is None:
                     continue
-                with _store_errors(self.store):
+                with store_errors(self.store):
                     result = self._handle(Lines([line]))
             except ChatrecordError as error:
                 if not skip_bad or isinstance(error, StoreUnusable):  # the store's fault, not the line's

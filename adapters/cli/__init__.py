@@ -12,9 +12,6 @@ from __future__ import annotations
 
 import sys
 
-from eventsourcing.persistence import PersistenceError
-
-from adapters.backends import driver_errors
 from adapters.cli import (  # noqa: F401 - registers (verify and erase below)
     cmd_audit,
     cmd_demo,
@@ -27,7 +24,7 @@ from adapters.cli import (  # noqa: F401 - registers (verify and erase below)
     cmd_verify,
 )
 from adapters.cli.app import app, warn
-from adapters.store.settings import store_problem
+from adapters.store.settings import store_errors
 from domain.errors import ChatrecordError
 
 app.command()(cmd_verify.verify)  # last, in this order, as --help has always listed them
@@ -43,15 +40,10 @@ def main() -> None:
     other database error is a bug and keeps its traceback.
     """
     try:
-        app()
+        with store_errors():  # the library's, or a backend's driver's
+            app()
     except ChatrecordError as error:
         warn(f"error: {error}")
-        sys.exit(1)
-    except (PersistenceError, *driver_errors()) as error:  # the library's, or a backend's driver's
-        problem = store_problem(error)
-        if problem is None:
-            raise
-        warn(f"error: {problem}")
         sys.exit(1)
 
 

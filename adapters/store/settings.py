@@ -23,10 +23,11 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from eventsourcing.persistence import InterfaceError, OperationalError
+from eventsourcing.persistence import InterfaceError, OperationalError, PersistenceError
 
 from adapters.backends import (
     MEMORY_MODULE,
@@ -238,3 +239,18 @@ def store_problem(error: BaseException, env: Mapping[str, str] | ConversationSto
     if isinstance(error, (OperationalError, InterfaceError)):  # e.g. no connection within the pool's timeout
         return StoreUnusable(f"the store ({backend}) cannot be used: {text}")
     return None
+
+
+@contextmanager
+def store_errors(env: Mapping[str, str] | ConversationStore | None = None) -> Iterator[None]:
+    """Raises StoreUnusable (`store_problem`'s one line: what failed and what to do) for a
+    database error, the library's or a driver's, that a setting or another process caused: a
+    server that went away, a file locked too long. Any other database error is a bug and goes
+    through as it is. `env` as for `store_problem`."""
+    try:
+        yield
+    except (PersistenceError, *driver_errors()) as error:
+        problem = store_problem(error, env)
+        if problem is None:
+            raise
+        raise problem from error
