@@ -100,10 +100,10 @@ def _erase_unreadable(store: ConversationStore, conversation: str, models: ReadM
     """Erases a conversation whose log cannot be read back (changed or swapped stored events):
     no `ConversationErased` can be decided on a state that cannot be loaded, but its texts are
     still made unreadable everywhere: the data key is deleted (steps 2 and 4) and its read-model
-    rows are dropped (`ReadModels.erase` folds no further than the log reads)."""
+    rows are dropped (`ReadModels.erase` folds no further than the log reads). Its key was
+    deleted already (`erase`)."""
     cid = conversation_uuid(conversation)
-    at = datetime.now(timezone.utc)
-    keys.erase(cid, at)  # deleted already (`erase`): kept as it is
+    at = keys.erased_at(cid) or datetime.now(timezone.utc)
     rewrote = (models or ReadModels(store)).erase(conversation)
     keys.scrub()
     version = max((e.originator_version for e in store.recorder.select_events(cid)), default=0)

@@ -102,7 +102,7 @@ class PydanticMapper(Mapper):
         except Exception as e:
             raise unreadable(stored_event, str(e)) from e
         try:
-            open_texts(cls, state, _uuid(stored_event.originator_id), stored_event.originator_version, self.keys)
+            open_texts(cls, state, originator_uuid(stored_event.originator_id), stored_event.originator_version, self.keys)
         except (InvalidTag, ValueError) as e:
             raise unreadable(stored_event, f"an encrypted text was changed ({e!r})") from e
         upcast(cls, state, stored_event)
@@ -135,7 +135,8 @@ def upcast(cls: type, state: dict[str, Any], stored_event: StoredEvent | None = 
         version += 1
 
 
-def _uuid(originator_id: Any) -> Any:
+def originator_uuid(originator_id: Any) -> UUID:
+    """Returns a stored event's originator id as a UUID (the recorders give UUID or str)."""
     return originator_id if isinstance(originator_id, UUID) else UUID(str(originator_id))
 
 

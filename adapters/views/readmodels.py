@@ -31,7 +31,7 @@ from uuid import UUID
 from eventsourcing.application import LRUCache
 
 from adapters.store.application import ConversationStore
-from adapters.store.serialization import UnreadableEvent
+from adapters.store.serialization import UnreadableEvent, originator_uuid
 from adapters.views.backends import Backend, Pointer, ReadMoved, backend_for
 from adapters.views.rendered import KeptMessages, KnownBlocks, RenderedNotes, known_conversations
 from adapters.views.rows import PrefetchedRows, table_names
@@ -587,7 +587,7 @@ class ReadModels:
         decode = self.store.mapper.to_domain_event
         unreadable = set() if unreadable is None else unreadable
         for notification in page:
-            if unreadable and _uuid(notification.originator_id) in unreadable:
+            if unreadable and originator_uuid(notification.originator_id) in unreadable:
                 continue
             try:
                 event = decode(notification)
@@ -607,7 +607,7 @@ class ReadModels:
                     missed = self.store.events.get(key, gt=version or None, lte=event.originator_version)
                     held[2] = fold_into(rows, head, missed, rules)
             except ChatrecordError as error:
-                key = _uuid(notification.originator_id)
+                key = originator_uuid(notification.originator_id)
                 unreadable.add(key)
                 folding.pop(key, None)  # none of this page's rows: they stop where an earlier page left them
                 log.warning("chatrecord: the read models of conversation %s stop before version %s: %s",
@@ -709,7 +709,3 @@ def _notes(events: Sequence[ConversationEvent], rules: RuleSet | str) -> tuple[s
     except NoTurnYet:
         return ()
 
-
-def _uuid(value: Any) -> UUID:
-    """Returns a stored event's originator id as a UUID (the recorders give UUID or str)."""
-    return value if isinstance(value, UUID) else UUID(str(value))

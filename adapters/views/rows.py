@@ -248,13 +248,17 @@ class SQLRows:
     def messages_at(self, indexes: set[int], kept: KeptMessages | None = None) -> dict[int, Message]:
         """Returns the transcript messages at `indexes` (one statement); `kept` as in
         `_decode_messages`."""
+        bodies = self._bodies_at(indexes)
+        return dict(zip(bodies, self._decode_messages(list(bodies.values()), kept)))
+
+    def _bodies_at(self, indexes: set[int] | list[int]) -> dict[int, str]:
+        """Returns the row bodies of the transcript messages at `indexes` there are (one statement)."""
         if not indexes:
             return {}
         marks = ", ".join("?" * len(indexes))
         rows = self._q(f"SELECT idx, body FROM {self.t['messages']} WHERE cid = ? AND idx IN ({marks})",
                        *sorted(indexes)).fetchall()
-        decoded = self._decode_messages([r["body"] for r in rows], kept)
-        return {int(r["idx"]): message for r, message in zip(rows, decoded)}
+        return {int(r["idx"]): r["body"] for r in rows}
 
     def block_ends(self, numbers: set[int]) -> dict[int, int | None]:
         """Returns, for each user message number, the index of the user message after it (None
@@ -312,12 +316,7 @@ class SQLRows:
         def messages_at(indexes: set[int]) -> dict[int, Message]:
             known.asked.update(indexes)
             found = {i: message for i in indexes if (message := known.messages.get(i)) is not None}
-            missing = sorted(i for i in indexes if i not in found and i not in bodies)
-            if missing:
-                marks = ", ".join("?" * len(missing))
-                rows = self._q(f"SELECT idx, body FROM {self.t['messages']} WHERE cid = ? AND idx IN ({marks})",
-                               *missing).fetchall()
-                bodies.update((int(r["idx"]), r["body"]) for r in rows)
+            bodies.update(self._bodies_at([i for i in indexes if i not in found and i not in bodies]))
             have = sorted(i for i in indexes if i not in found and i in bodies)
             for i, message in zip(have, self._decode_messages([bodies[i] for i in have], kept)):
                 found[i] = message
