@@ -384,7 +384,7 @@ class AppendDocument:
     the events' version, whose insert fails if another writer came between); any other
     statement raises Unfit, and the append is sent as statements instead (`_append_synced`)."""
 
-    def __init__(self, conn: psycopg.Connection[Any], cid: str, lock: int = LOCK_KEY) -> None:
+    def __init__(self, conn: psycopg.Connection[Any], cid: str, lock: int) -> None:
         self._conn = conn
         self._lock = lock
         self.doc: dict[str, Any] = {"cid": cid}
@@ -474,6 +474,7 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder):
         self._generations_ready: set[int | None] = set()
         """The generations whose append function (`generation_function_statement`) this
         process made or found."""
+        self._views_lock = views_lock_key(self.datastore.schema)
 
     def insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
         """Appends `stored_events` under the events table's write lock and returns their
@@ -614,7 +615,7 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder):
             _AT_ONCE.on = True
             generation = None
             try:
-                document = AppendDocument(conn, str(stored_events[0].originator_id), views_lock_key(self.datastore.schema))
+                document = AppendDocument(conn, str(stored_events[0].originator_id), self._views_lock)
                 self._insert_events(document, stored_events, **kwargs)
                 self._insert_stored_events(document, stored_events, **kwargs)
                 views = document.doc.get("views")
@@ -1075,6 +1076,8 @@ class PostgresBackend(SQLBackend):
         if not self._has_pointer:
             return None
         t = table_names(generation, self.schema)
+        # the topics and the tail: only with `since`, within TAIL_EVENTS, and not for kept notes
+        unkept = "CASE WHEN h.version = %(kept)s OR %(since)s < 0 OR h.version - %(since)s > %(events)s THEN NULL ELSE "
         row = self.run(curs, (
             "SELECT p.generation, p.rules, p.next, h.body AS head, h.version = %(kept)s AS skipped, "
             f"(SELECT max(originator_version) FROM {self._t(self.events_table)} WHERE originator_id = %(key)s) AS logged, "
@@ -1084,12 +1087,10 @@ class PostgresBackend(SQLBackend):
             "CASE WHEN h.version = %(kept)s THEN NULL ELSE "
             "(SELECT string_agg(body, chr(30) ORDER BY v, sub) FROM (SELECT v, sub, body FROM "
             f"{t['outcomes']} WHERE cid = %(cid)s ORDER BY v DESC, sub DESC LIMIT %(newest)s) o) END AS outcomes, "
-            "CASE WHEN h.version = %(kept)s OR %(since)s < 0 OR h.version - %(since)s > %(events)s THEN NULL ELSE "
-            "(SELECT COALESCE(string_agg(DISTINCT topic, chr(30)), '') FROM "
+            f"{unkept}(SELECT COALESCE(string_agg(DISTINCT topic, chr(30)), '') FROM "
             f"{self._t(self.events_table)} WHERE originator_id = %(key)s "
             "AND originator_version > %(since)s AND originator_version <= h.version) END AS topics, "
-            "CASE WHEN h.version = %(kept)s OR %(since)s < 0 OR h.version - %(since)s > %(events)s THEN NULL ELSE "
-            "(SELECT COALESCE(string_agg(concat_ws(chr(31), idx, role, COALESCE(number::text, ''), "
+            f"{unkept}(SELECT COALESCE(string_agg(concat_ws(chr(31), idx, role, COALESCE(number::text, ''), "
             "COALESCE(block_end::text, ''), body), chr(30) ORDER BY idx), '') FROM (SELECT idx, role, number, "
             f"block_end, body FROM {t['messages']} WHERE cid = %(cid)s AND idx >= %(tail)s ORDER BY idx "
             "LIMIT %(rows)s) m) END AS tail, "
@@ -1146,6 +1147,7 @@ class PostgresBackend(SQLBackend):
     def __init__(self, datastore: PostgresDatastore, events_table: str, chained: bool = False) -> None:
         super().__init__(datastore, events_table)
         self.schema = datastore.schema
+        self._views_lock = views_lock_key(self.schema)
         self.chained = chained
         """Whether the store keeps a hash chain (`chatrecord_chain`), whose hash at the head's
         version a turn read takes (`TurnRows.tip`)."""
@@ -1184,9 +1186,9 @@ class PostgresBackend(SQLBackend):
             return  # the append function takes the shared lock before it writes the views
         if exclusive:
             self._x(curs, "SELECT pg_advisory_xact_lock(?), pg_advisory_xact_lock(?)",
-                    (views_lock_key(self.schema), LOCK_KEY))
+                    (self._views_lock, LOCK_KEY))
         else:
-            self._x(curs, "SELECT pg_advisory_xact_lock_shared(?)", (views_lock_key(self.schema),))
+            self._x(curs, "SELECT pg_advisory_xact_lock_shared(?)", (self._views_lock,))
 
     def _id(self, cid: UUID) -> Any:
         return cid
