@@ -85,11 +85,18 @@ def trusted(cls: type[M], **values: Any) -> M:
             raise TypeError(f"{cls.__name__} has a default_factory: build it by validation")
         defaults = _DEFAULTS[cls] = {name: None if field.default is PydanticUndefined else field.default
                                      for name, field in cls.model_fields.items()}
-    new = cls.__new__(cls)
     fields = defaults.copy()
     fields.update(values)
+    return assembled(cls, fields, set(values))
+
+
+def assembled(cls: type[M], fields: dict[str, Any], fields_set: set[str]) -> M:
+    """Returns a `cls` whose `__dict__` is `fields` (every field, in order) and whose set
+    fields are `fields_set`, made as pydantic makes a model without validating (no extra
+    fields, no private attributes): what `trusted` and the row fold's head copies build."""
+    new = cls.__new__(cls)
     _set(new, "__dict__", fields)
-    _set(new, "__pydantic_fields_set__", set(values))
+    _set(new, "__pydantic_fields_set__", fields_set)
     _set(new, "__pydantic_extra__", None)
     _set(new, "__pydantic_private__", None)
     return new

@@ -39,7 +39,7 @@ from domain.events import (
     TurnsTruncated,
     UserMessagePosted,
 )
-from domain.values import Immutable, trusted
+from domain.values import Immutable, assembled, trusted
 from projections import card_outcomes as co
 from projections import run_record as rr
 from projections import transcript as tr
@@ -109,22 +109,14 @@ class Head(Immutable):
         return ViewContext(page_id=self.page_id, last_page_id=self.last_page_id)
 
 
-_set = object.__setattr__
-
-
 def _changed(head: Head, update: dict[str, object]) -> Head:
     """Returns `head` with the fields in `update` changed: `head.model_copy(update=update)`
     (no validation, the same fields set), made as pydantic's own copy makes it, without the
     `copy.copy` calls per attribute that cost it twice as much. A head has no extra fields and
     no private attributes. The fold makes one or two per event."""
-    new = Head.__new__(Head)
     fields = head.__dict__.copy()
     fields.update(update)
-    _set(new, "__dict__", fields)
-    _set(new, "__pydantic_fields_set__", head.__pydantic_fields_set__.union(update))
-    _set(new, "__pydantic_extra__", None)
-    _set(new, "__pydantic_private__", None)
-    return new
+    return assembled(Head, fields, head.__pydantic_fields_set__.union(update))
 
 
 class Rows(Protocol):

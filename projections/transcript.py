@@ -10,6 +10,7 @@ and cuts the transcript after the edited message. Notes are never stored here.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from functools import cache, singledispatch
 from typing import Literal
 
@@ -83,23 +84,19 @@ def apply(state: Transcript, event: ConversationEvent, rules: RuleSet | str) -> 
 def disarms(event: ConversationEvent, rules: RuleSet) -> bool:
     """Returns True when `event` brings a label's opening into the transcript under a rule set
     with notes: then the messages it adds or changes are disarmed."""
-    if not rules.notes:
-        return False
-    text, answer, messages = _text_fields(type(event))  # `_texts`, without building its list
-    for name in (text, answer):
-        if name:
-            value = getattr(event, name)
-            if isinstance(value, str) and has_forged_label(value):
-                return True
-    return bool(messages) and any(has_forged_label(line.text) for line in getattr(event, messages))
+    return rules.notes and any(has_forged_label(text) for text in _texts(event))
 
 
-def _texts(event: ConversationEvent) -> list[str]:
-    """Returns the texts an event brings into the transcript (only those are searched)."""
+def _texts(event: ConversationEvent) -> Iterator[str]:
+    """Yields the texts an event brings into the transcript (only those are searched), one by
+    one: the fold asks of every event, and most have none."""
     text, answer, messages = _text_fields(type(event))
-    texts = [value for value in (getattr(event, text) if text else None, getattr(event, answer) if answer else None)
-             if isinstance(value, str)]
-    return texts + [line.text for line in getattr(event, messages)] if messages else texts
+    for name in (text, answer):
+        value = getattr(event, name) if name else None
+        if isinstance(value, str):
+            yield value
+    if messages:
+        yield from (line.text for line in getattr(event, messages))
 
 
 @cache
