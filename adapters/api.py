@@ -343,9 +343,10 @@ class Chatrecord:
         return Replay(conversation, rule_set, tuple(turns), differs)
 
     @_in_store_terms
-    def rebuild(self, rules: str, progress: Progress | None = None) -> RebuildReport:
-        """Rebuilds the read models under `rules`; see ReadModels.rebuild."""
-        return self.read_models.rebuild(rules, progress)
+    def rebuild(self, rules: str, progress: Progress | None = None, workers: int | None = None) -> RebuildReport:
+        """Rebuilds the read models under `rules`, folding the log in `workers` processes
+        (None: `ReadModels.rebuild_workers` chooses); see ReadModels.rebuild."""
+        return self.read_models.rebuild(rules, progress, workers)
 
     @_in_store_terms
     def diff(self, rules: str) -> list[ConversationDiff]:

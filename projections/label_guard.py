@@ -81,9 +81,17 @@ def folded(text: str) -> str:
     return text.translate(_TABLE)
 
 
+ASCII_OPENINGS = "<[{"
+"""The ASCII characters whose folded form is an opening `[` (`_fold`): an ASCII text without
+one of them holds no label's opening, whatever else it holds."""
+
+
 def has_forged_label(text: str) -> bool:
-    """Returns True when `text` holds something that reads as a note label's opening."""
-    return bool(text) and FORGED.search(folded(text)) is not None
+    """Returns True when `text` holds something that reads as a note label's opening. An ASCII
+    text without an opening bracket (`ASCII_OPENINGS`), most texts, is not folded at all."""
+    if not text or (text.isascii() and "[" not in text and "<" not in text and "{" not in text):
+        return False
+    return FORGED.search(folded(text)) is not None
 
 
 def disarm(text: str) -> str:

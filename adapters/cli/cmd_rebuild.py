@@ -28,12 +28,16 @@ def rebuild(
     rules: Annotated[Rules, rules_option("The rule set to rebuild under.")] = Rules(DEFAULT_RULE_SET),
     diff: Annotated[bool, typer.Option("--diff", help="Only show what would change; switch nothing.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report (or the diff) as one JSON object.")] = False,
+    workers: Annotated[int | None, typer.Option(
+        "--workers", min=1, help="Processes that fold the log, each its own conversations (PostgreSQL only; "
+                                 "default: one per CPU, up to 4, for a log of 10,000 events or more).")] = None,
 ) -> None:
     """Rebuilds the read models under a rule set and reports what changed.
 
     Every conversation's log is read again under the rule set into new tables, which then
     replace the old ones. --diff prints, per conversation, which run record entries and notes
     would change, without switching. --json prints the report or the diff as one JSON object.
+    On PostgreSQL a long log is folded in one process per CPU (--workers sets how many).
 
     Example:
 
@@ -55,12 +59,14 @@ def rebuild(
         with Progress(TextColumn("rebuilding"), BarColumn(), MofNCompleteColumn(), TextColumn("events"),
                       TimeElapsedColumn(), console=err, transient=True, disable=not err.is_terminal) as progress:
             task = progress.add_task("rebuild", total=None)
-            report = chatrecord.rebuild(rules.value, lambda done, total: progress.update(task, completed=done, total=total))
+            report = chatrecord.rebuild(rules.value, lambda done, total: progress.update(task, completed=done, total=total),
+                                        workers=workers)
     if as_json:
         print_json(rebuild_json(report))
         return
     say(f"rebuilt under {report.rules} (was {report.old_rules}): {report.conversations} "
-        f"conversation{'' if report.conversations == 1 else 's'}, {report.events} event{'' if report.events == 1 else 's'}")
+        f"conversation{'' if report.conversations == 1 else 's'}, {report.events} event{'' if report.events == 1 else 's'}"
+        + (f" (folded in {report.workers} processes)" if report.workers > 1 else ""))
     if report.unreadable:
         n = len(report.unreadable)
         warn(f"{n} conversation{'' if n == 1 else 's'} could not be read to the end, and {'its' if n == 1 else 'their'} "

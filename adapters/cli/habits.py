@@ -115,4 +115,4 @@ def rebuild_json(report: Any) -> dict[str, Any]:
     """Returns the object `rebuild --json` prints for a rebuild that switched."""
     return {"from": report.old_rules, "to": report.rules, "switched": True,
             "conversations": report.conversations, "events": report.events,
-            "unreadable": list(report.unreadable)}
+            "unreadable": list(report.unreadable), "workers": report.workers}

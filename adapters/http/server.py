@@ -7,16 +7,14 @@ process, before the workers start.
 
 from __future__ import annotations
 
-import ctypes
 import ipaddress
 import os
-import signal
 import socket
-import sys
 
 import uvicorn
 
 from adapters.http.app import HttpSettings
+from adapters.processes import end_with
 from adapters.http.idempotency import keys_for
 from adapters.store.settings import BadSetting, describe_backend, open_store
 from adapters.views.readmodels import ReadModels
@@ -87,18 +85,9 @@ def end_with_parent(environ: dict[str, str] | None = None) -> bool:
     with SIGKILL, still bound to its port. Returns True when the worker is tied to its parent;
     False elsewhere (one process, or not Linux)."""
     parent = (os.environ if environ is None else environ).get(PARENT)
-    if not parent or int(parent) == os.getpid() or not sys.platform.startswith("linux"):
+    if not parent:
         return False
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0) != 0:
-        return False
-    if os.getppid() != int(parent):  # it ended before the line above
-        os.kill(os.getpid(), signal.SIGTERM)
-    return True
-
-
-PR_SET_PDEATHSIG = 1
-"""prctl's option: the signal a process gets when its parent ends (linux/prctl.h)."""
+    return end_with(int(parent))
 
 
 def listenable(host: str, port: int) -> None:

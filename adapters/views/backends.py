@@ -187,6 +187,11 @@ class Backend:
     """Whether a rebuild reads the log's next page on a thread of its own while it folds one:
     where a server answers the read (its wait overlaps the fold), not where the reading is
     this process's own work (SQLite's driver: it only took the GIL from the fold)."""
+    folds_in_parts = False
+    """Whether a rebuild may fold the log in worker processes, each its own conversations
+    (`ReadModels.rebuild`'s `workers`): where a server takes the writes of many connections at
+    once and the recorder reads a part of the log (`select_notifications_to_fold`); not on
+    SQLite (one writer at a time) nor in memory (the tables are this process's own)."""
 
     def transaction(self, write: bool) -> Any:
         """A context manager yielding a cursor of one transaction (committed if `write`)."""

@@ -21,7 +21,10 @@ from __future__ import annotations
 import contextlib
 import gc
 import logging
+import multiprocessing
+import os
 import threading
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -30,6 +33,7 @@ from uuid import UUID
 
 from eventsourcing.application import LRUCache
 
+from adapters.processes import end_with
 from adapters.store.application import ConversationStore
 from adapters.store.serialization import UnreadableEvent, originator_uuid
 from adapters.views.backends import Backend, Pointer, ReadMoved, backend_for
@@ -61,6 +65,12 @@ PAGE = 2000
 KEPT_HEADS = 1024
 """The heads a rebuild keeps between its pages (the conversations it wrote last)."""
 
+PARTS_FROM = 10_000
+"""The events a log must hold before a rebuild folds it in worker processes by itself
+(`ReadModels.rebuild_workers`): below, starting them costs more than they save."""
+MAX_WORKERS = 4
+"""The most worker processes a rebuild starts by itself (one per CPU up to this)."""
+
 NEWEST_OUTCOMES = max(resolve(rules).max_notes for rules in RULE_SET_IDS) + 1
 """The card outcomes a turn read fetches with its head: enough for any rule set's notes."""
 NEWEST_ENTRIES = 2 * NEWEST_OUTCOMES
@@ -73,6 +83,12 @@ reaches older ones reads them in one more statement (`adapters.views.rows.SQLRow
 class ViewOutOfStep(ChatrecordError):
     """Raised when a conversation's events cannot be applied to its rows in order (an event
     is missing from the log); `chatrecord rebuild` folds the rows anew."""
+
+
+class RebuildWorkerFailed(ChatrecordError):
+    """Raised when a worker process of a rebuild (`ReadModels.rebuild`'s `workers`) failed or
+    ended before it folded its part; the message names its error. The live tables stay as
+    they were; the next rebuild drops the half-written generation."""
 
 
 class RebuildSuperseded(ChatrecordError):
@@ -95,6 +111,8 @@ class RebuildReport:
     unreadable: tuple[str, ...] = ()
     """The conversations (their UUIDs) whose logs could not be read or folded to the end: their
     rows stop before the event that failed, and reading them says why (one line each was logged)."""
+    workers: int = 1
+    """The processes that folded the log up to the rebuild's start (this one included)."""
 
 
 @dataclass(frozen=True)
@@ -509,7 +527,7 @@ class ReadModels:
 
     def _fold_log(self, generation: int, rules: str, start: int, stop: int | None,
                   progress: Progress | None = None, curs: Any = None,
-                  unreadable: set[UUID] | None = None) -> tuple[int, set[UUID]]:
+                  unreadable: set[UUID] | None = None, part: tuple[int, int] | None = None) -> tuple[int, set[UUID]]:
         """Folds the notifications after `start` (up to `stop`) into `generation`, a page of
         PAGE per transaction (or all in `curs`); returns how many events and which conversations.
         `generation` holds only what folds of the log from its start wrote into it (a new
@@ -521,14 +539,21 @@ class ReadModels:
         unless something else froze objects, what the process held before is frozen (`gc.freeze`)
         until the fold ends, so that the collections of the fold's garbage do not scan it.
         A conversation whose event cannot be read or folded (`_fold_page`) is left where it
-        stopped, and added to `unreadable`: one conversation's damaged log stops no other's."""
+        stopped, and added to `unreadable`: one conversation's damaged log stops no other's.
+        With `part` (part, parts), only the conversations of that part (`part_of`) are read
+        and folded (`select_notifications_to_fold`): a worker of `_fold_in_parts`."""
         rule_set, folded, seen = resolve(rules), 0, set()
         unreadable = set() if unreadable is None else unreadable
         total = stop or self.store.max_notification_id()
         queued = self.backend.queued() if curs is None else None
         kept: LRUCache[UUID, Head | None] | None = LRUCache(maxsize=KEPT_HEADS) if queued is not None else None
 
+        to_fold = getattr(self.store.recorder, "select_notifications_to_fold", None)
+
         def read(after: int) -> Sequence[Any]:
+            if to_fold is not None:
+                return to_fold(after, PAGE, stop, part)  # type: ignore[no-any-return]
+            assert part is None, "a backend that folds in parts reads them"
             return self.store.recorder.select_notifications(after, PAGE, stop=stop, inclusive_of_start=False)
 
         ahead = ThreadPoolExecutor(1, thread_name_prefix="chatrecord-rebuild-reads") \
@@ -620,11 +645,34 @@ class ReadModels:
                 kept.put(key, head)
         return set(folding)
 
-    def rebuild(self, rules: str, progress: Progress | None = None) -> RebuildReport:
+    def rebuild_workers(self, events: int, workers: int | None = None) -> int:
+        """Returns the processes a rebuild of a log of `events` events folds it in: `workers`
+        where given (at least 1), else one per CPU this process may use, at most MAX_WORKERS,
+        for a log of at least PARTS_FROM events; 1 where the backend cannot fold in parts
+        (`Backend.folds_in_parts`: SQLite, memory) or the system cannot fork. Raises ValueError
+        for `workers` below 1."""
+        if workers is not None and workers < 1:
+            raise ValueError(f"a rebuild needs at least 1 worker process, not {workers}")
+        if not self.backend.folds_in_parts or not hasattr(os, "fork"):
+            return 1
+        if workers is not None:
+            return workers
+        if events < PARTS_FROM:
+            return 1
+        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        return max(1, min(cpus, MAX_WORKERS))
+
+    def rebuild(self, rules: str, progress: Progress | None = None, workers: int | None = None) -> RebuildReport:
         """Folds the whole event log under `rules` into a new generation's tables, then makes
-        it live and drops the old ones; returns what it did. Raises UnknownRuleSet for an
-        unknown id, RebuildSuperseded when a later rebuild switched first."""
+        it live and drops the old ones; returns what it did. The log up to the rebuild's start
+        is folded in `rebuild_workers(events, workers)` processes, each its own conversations
+        (`_fold_in_parts`; `progress` follows this process's part); what was stored meanwhile,
+        by this process under the exclusive lock. Raises UnknownRuleSet for an unknown id,
+        RebuildSuperseded when a later rebuild switched first, RebuildWorkerFailed when a
+        worker process failed, ValueError for `workers` below 1."""
         target = resolve(rules).id
+        if workers is not None and workers < 1:
+            raise ValueError(f"a rebuild needs at least 1 worker process, not {workers}")
         with self.backend.transaction(write=True) as curs:
             self.backend.lock(curs, exclusive=True)
             old = self.backend.pointer(curs)
@@ -634,7 +682,13 @@ class ReadModels:
             self.backend.create(curs, generation)
         stop = self.store.max_notification_id()
         unreadable: set[UUID] = set()
-        events, seen = self._fold_log(generation, target, 0, stop, progress, unreadable=unreadable) if stop else (0, set())
+        parts = self.rebuild_workers(stop or 0, workers)
+        if not stop:
+            events, seen = 0, set()
+        elif parts > 1:
+            events, seen = self._fold_in_parts(generation, target, stop, parts, progress, unreadable)
+        else:
+            events, seen = self._fold_log(generation, target, 0, stop, progress, unreadable=unreadable)
         with self.backend.transaction(write=True) as curs:
             self.backend.lock(curs, exclusive=True)
             now = self.backend.pointer(curs)
@@ -653,7 +707,52 @@ class ReadModels:
             rules=target, conversations=len(seen | also), events=events + more, old_rules=old.rules,
             tables=tuple(f"views_g{generation}_{t}" for t in ("heads", "entries", "outcomes", "messages", "pages", "turns")),
             generation=generation, dropped=tuple(dropped), unreadable=tuple(sorted(str(key) for key in unreadable)),
+            workers=parts,
         )
+
+    def _fold_in_parts(self, generation: int, rules: str, stop: int, parts: int, progress: Progress | None,
+                       unreadable: set[UUID]) -> tuple[int, set[UUID]]:
+        """Folds the notifications up to `stop` into `generation` in `parts` processes: this
+        one folds part 0 (`_fold_log` with `part`, calling `progress`), `parts` - 1 forked
+        workers (`_fold_part`) the others, each with its own store and connections, into the
+        same new tables (no two write a conversation's rows). A conversation's events are all
+        in its part, in their order, so each is folded as one process would fold it. Returns
+        the events folded and the conversations, and adds the workers' unreadable ones to
+        `unreadable`. Raises RebuildWorkerFailed when a worker failed or ended without an
+        answer; the workers still running are then stopped (SIGTERM), as when this one fails."""
+        context = multiprocessing.get_context("fork")
+        workers: list[tuple[Any, Any]] = []
+        try:
+            for part in range(1, parts):
+                receiver, sender = context.Pipe(duplex=False)
+                process = context.Process(target=_fold_part, name=f"chatrecord-rebuild-{part}-of-{parts}", daemon=True,
+                                          args=(self.store, generation, rules, stop, (part, parts), sender, os.getpid()))
+                with warnings.catch_warnings():  # Python 3.12+ warns of fork in a process with threads: the
+                    warnings.simplefilter("ignore", DeprecationWarning)  # worker touches none of their objects
+                    process.start()
+                sender.close()
+                workers.append((process, receiver))
+            folded, seen = self._fold_log(generation, rules, 0, stop, progress, unreadable=unreadable, part=(0, parts))
+            for process, receiver in workers:
+                try:
+                    answer = receiver.recv()
+                except EOFError:
+                    process.join()
+                    raise RebuildWorkerFailed(f"rebuild worker {process.name} ended (exit code {process.exitcode}) "
+                                              "before it folded its part of the log") from None
+                if isinstance(answer, str):
+                    raise RebuildWorkerFailed(f"rebuild worker {process.name} failed: {answer}")
+                count, its_seen, its_unreadable = answer
+                folded += count
+                seen |= its_seen
+                unreadable |= its_unreadable
+            return folded, seen
+        finally:
+            for process, receiver in workers:
+                receiver.close()
+                if process.is_alive():
+                    process.terminate()
+                process.join()
 
     def diff(self, rules: str) -> list[ConversationDiff]:
         """Returns, per conversation in the order they started, which run record entries and
@@ -672,6 +771,35 @@ class ReadModels:
                 after = turn.apply(after, event, target)
             diffs.append(_diff(conversation, before, live, log_events, after, target))
         return diffs
+
+
+def part_of(conversation: UUID, parts: int) -> int:
+    """Returns which of `parts` worker processes of a rebuild folds `conversation`: the last
+    byte of its UUID modulo `parts` (0 <= part < parts), as the recorder's
+    `select_notifications_to_fold` chooses on the server."""
+    return conversation.bytes[15] % parts
+
+
+def _fold_part(store: ConversationStore, generation: int, rules: str, stop: int, part: tuple[int, int],
+               answer: Any, parent: int) -> None:
+    """A forked worker of `ReadModels._fold_in_parts`: opens the store anew (its own pool and
+    data keys; the parent's connections are never touched here), folds its `part` of the log up
+    to `stop` into `generation` and sends (events, conversations, unreadable ones) through the
+    pipe end `answer`, or one line naming its error. Ends with the process that started it
+    (`adapters.processes.end_with`)."""
+    end_with(parent)
+    own: ConversationStore | None = None
+    try:
+        own = type(store)(env=dict(store.env))
+        unreadable: set[UUID] = set()
+        folded, seen = ReadModels(own)._fold_log(generation, rules, 0, stop, unreadable=unreadable, part=part)
+        answer.send((folded, seen, unreadable))
+    except BaseException as error:  # noqa: BLE001 - told to the parent, which raises it
+        answer.send(f"{type(error).__name__}: {error}")
+    finally:
+        answer.close()
+        if own is not None:
+            own.close()
 
 
 def _state(rows: Any, head: Head) -> TurnState:

@@ -84,7 +84,7 @@ def test_rebuild_diff_json_lists_what_would_change(sqlite_run: Run) -> None:
             conversation["records_changed"]) == ("conv-demo-seo", 14, [], [])
     rebuilt = json.loads(sqlite_run("rebuild", "--rules", "2026-11-01", "--json").stdout)
     assert rebuilt == {"from": "2026-11-02", "to": "2026-11-01", "switched": True, "conversations": 1, "events": 20,
-                       "unreadable": []}
+                       "unreadable": [], "workers": 1}
 
 
 HIDDEN = "a\u202eb\u2066c\u2069d\u200ee\u2028f\u200bg\x9bh"

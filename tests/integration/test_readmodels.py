@@ -6,6 +6,8 @@ database (`open_store`) and which read-model tables that database holds (`tables
 
 from __future__ import annotations
 
+import os
+import signal
 import sqlite3
 import sys
 import uuid
@@ -21,7 +23,17 @@ from hypothesis import HealthCheck, given, settings
 from adapters.ingest import read_file, read_lines
 from adapters.store.application import ConversationStore
 from adapters.store.settings import memory_env
-from adapters.views.readmodels import NEWEST_ENTRIES, ReadModels, UnknownConversation, _kept, notes_cache
+from adapters.views.readmodels import (
+    MAX_WORKERS,
+    NEWEST_ENTRIES,
+    PARTS_FROM,
+    ReadModels,
+    RebuildWorkerFailed,
+    UnknownConversation,
+    _kept,
+    notes_cache,
+    part_of,
+)
 from adapters.views.rows import TABLES, PrefetchedRows
 from domain.events import conversation_uuid
 from projections import turn as turns
@@ -572,6 +584,14 @@ class TestSQLiteReadModels(SQLiteStores, SharedDatabaseContract):
         assert "chatrecord_views" in names and "stored_events" in names
         return {n for n in names if n.startswith("views_")}
 
+    def test_a_rebuild_on_sqlite_folds_in_this_process_whatever_it_is_asked(self, store: ConversationStore) -> None:
+        models = ReadModels(store)
+        ingest(store, DEMO)
+        assert models.rebuild_workers(10**6) == models.rebuild_workers(10, workers=4) == 1  # one writer at a time
+        report = models.rebuild("2026-11-01", workers=4)
+        assert report.workers == 1 and report.events == store.max_notification_id()
+        self.assert_rows_are_the_fold(models, store, "conv-demo-seo")
+
     def test_a_failing_view_statement_rolls_back_to_its_savepoint(self, store: ConversationStore) -> None:
         models = ReadModels(store)
         ingest(store, DEMO)
@@ -685,3 +705,101 @@ class TestPostgresReadModels(PostgresStores, SharedDatabaseContract):
             conn.execute(f'DROP TRIGGER refuse ON "{self.schema}".views_g1_messages')
         assert models.turn_input("conv-demo-seo").message == 9
         self.assert_rows_are_the_fold(models, store, "conv-demo-seo")
+
+    # ------------------------------------------------------------------ a rebuild in worker processes
+
+    def four_conversations(self, store: ConversationStore) -> list[str]:
+        """Ingests four conversations, of both parts of two; returns their names."""
+        chat = Lines("conv-long").add("conversation_started", kind="chat", owner=7)
+        for n in range(1, 31):
+            chat.add("user_message", message=n, text=f"weiter {n}", page=40 + n % 3)
+            chat.add("segment_returned", segment=f"s/{n}", run=f"s{n}", trigger="turn", outcome="completed",
+                     answer=f"Schritt {n}.", steps=model_round(1))
+        for lines in (chat.lines, DEMO, behalten_tour(), edited_chat()):
+            ingest(store, lines)
+        names = ["conv-long", "conv-demo-seo", "conv-behalten", "conv-edit"]
+        assert sorted(part_of(conversation_uuid(name), 2) for name in names) == [0, 1, 1, 1]
+        return names
+
+    def test_a_rebuild_in_two_processes_gives_the_fold_of_the_log(
+            self, store: ConversationStore, monkeypatch: pytest.MonkeyPatch) -> None:
+        models = ReadModels(store)
+        names = self.four_conversations(store)
+        monkeypatch.setattr("adapters.views.readmodels.PAGE", 7)  # the worker too: it is forked
+        seen: list[tuple[int, int]] = []
+
+        report = models.rebuild("2026-11-01", progress=lambda done, total: seen.append((done, total)), workers=2)
+
+        assert report.workers == 2 and report.rules == "2026-11-01" and report.unreadable == ()
+        assert report.events == store.max_notification_id() and report.conversations == 4
+        assert seen and seen[-1][1] == store.max_notification_id()  # this process's part, against the whole log
+        for name in names:
+            self.assert_rows_are_the_fold(models, store, name)
+            assert models.turn_input(name).to_json() == build_turn_input(store.events(name), "2026-11-01").to_json()
+        assert ReadModels(self.second_store(store)).turn_notes("conv-demo-seo") == models.turn_notes("conv-demo-seo")
+
+    def test_each_worker_reads_the_notifications_of_its_own_conversations(self, store: ConversationStore) -> None:
+        self.four_conversations(store)
+        every = store.recorder.select_notifications(0, 10_000, inclusive_of_start=False)
+        for parts in (1, 2, 3):
+            read = [store.recorder.select_notifications_to_fold(0, 10_000, None, (part, parts)) for part in range(parts)]
+            for part, got in enumerate(read):
+                assert [n.id for n in got] == [n.id for n in every if part_of(n.originator_id, parts) == part]
+            assert sorted(n.id for got in read for n in got) == [n.id for n in every]
+        page = store.recorder.select_notifications_to_fold(5, 3, 9)
+        assert [(n.id, n.state) for n in page] == [(n.id, n.state) for n in every[5:8]]
+        with pytest.raises(ValueError, match="part 2 of 2"):
+            store.recorder.select_notifications_to_fold(0, 10, None, (2, 2))
+
+    def test_a_worker_that_fails_fails_the_rebuild_and_leaves_the_live_tables(
+            self, store: ConversationStore, monkeypatch: pytest.MonkeyPatch) -> None:
+        models = ReadModels(store)
+        names = self.four_conversations(store)
+        before = models.turn_notes("conv-demo-seo")
+        fold_log = ReadModels._fold_log
+
+        def failing(self: ReadModels, *args: Any, part: tuple[int, int] | None = None, **kwargs: Any) -> Any:
+            if part == (1, 2):
+                raise RuntimeError("the worker's database went away")
+            return fold_log(self, *args, part=part, **kwargs)
+
+        monkeypatch.setattr(ReadModels, "_fold_log", failing)  # in the forked worker too
+        with pytest.raises(RebuildWorkerFailed, match="failed: RuntimeError: the worker's database went away"):
+            models.rebuild("2026-11-01", workers=2)
+        monkeypatch.undo()
+
+        assert models.active_rules() == "2026-11-02"  # still the live tables, as they were
+        assert ReadModels(self.second_store(store)).turn_notes("conv-demo-seo") == before
+        report = models.rebuild("2026-11-01", workers=2)  # the next one drops the half-written generation
+        assert self.tables(store) == set(report.tables)
+        for name in names:
+            self.assert_rows_are_the_fold(models, store, name)
+
+    def test_a_worker_that_is_killed_fails_the_rebuild(self, store: ConversationStore,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+        models = ReadModels(store)
+        self.four_conversations(store)
+        fold_log = ReadModels._fold_log
+
+        def killed(self: ReadModels, *args: Any, part: tuple[int, int] | None = None, **kwargs: Any) -> Any:
+            if part == (1, 2):
+                os.kill(os.getpid(), signal.SIGKILL)
+            return fold_log(self, *args, part=part, **kwargs)
+
+        monkeypatch.setattr(ReadModels, "_fold_log", killed)
+        with pytest.raises(RebuildWorkerFailed, match=r"ended \(exit code -9\) before it folded its part"):
+            models.rebuild("2026-11-01", workers=2)
+        monkeypatch.undo()
+        assert models.active_rules() == "2026-11-02"
+
+    def test_a_rebuild_folds_in_one_process_per_cpu_only_from_a_long_log(self, store: ConversationStore,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+        models = ReadModels(store)
+        monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0, 1, 2, 3, 4, 5})
+        assert models.rebuild_workers(PARTS_FROM - 1) == 1
+        assert models.rebuild_workers(PARTS_FROM) == MAX_WORKERS == 4
+        assert models.rebuild_workers(10, workers=3) == 3
+        with pytest.raises(ValueError, match="at least 1 worker process, not 0"):
+            models.rebuild_workers(10, workers=0)
+        ingest(store, DEMO)
+        assert models.rebuild("2026-11-02").workers == 1  # a short log
