@@ -276,6 +276,23 @@ def rss_kb() -> int:
     return 0
 
 
+def tree_memory_kb() -> int:
+    """Returns the memory of this process and its child processes (a rebuild's workers) now,
+    in KB: the sum of their proportional set sizes (Pss of /proc/PID/smaps_rollup: a page that
+    a forked worker shares with its parent counts half in each, so the sum is what they hold
+    together; summed RSS would count it twice)."""
+    pids = ["self"] + [pid for task in Path("/proc/self/task").iterdir()
+                       for pid in (task / "children").read_text().split()]
+    total = 0
+    for pid in pids:
+        try:
+            lines = Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines()
+        except OSError:  # ended meanwhile
+            continue
+        total += next((int(line.split()[1]) for line in lines if line.startswith("Pss:")), 0)
+    return total
+
+
 
 def _statements(stats: pstats.Stats) -> int:
     """Returns how many SQL statements the profiled code sent (psycopg or sqlite3 execute*)."""
