@@ -969,12 +969,16 @@ class PostgresBufferedRows(BufferedRows):
     per table however many rows a rebuild's page holds. In an append gathered for one call
     (`AppendDocument`) the rows go into its document instead."""
 
+    _views: dict[str, Any] | None = None
+
     def _document(self) -> dict[str, Any] | None:
-        """The views section of the append's document, when the rows are written into one."""
-        if not isinstance(self.curs, AppendDocument):
-            return None
-        generation = int(self.t["heads"].rsplit("views_g", 1)[1].split("_", 1)[0])
-        return self.curs.views(generation)
+        """The views section of the append's document, when the rows are written into one
+        (found once per rows object: its cursor is one append's)."""
+        views = self._views
+        if views is None and isinstance(self.curs, AppendDocument):
+            generation = int(self.t["heads"].rsplit("views_g", 1)[1].split("_", 1)[0])
+            views = self._views = self.curs.views(generation)
+        return views
 
     def _kind(self, table: str, columns: tuple[str, ...]) -> str:
         kind = next(k for k, name in self.t.items() if name == table)
