@@ -170,6 +170,10 @@ def opens_check(stored: bytes, master: bytes) -> bool:
 
 def _slots(state: dict[str, Any], path: str) -> Iterator[tuple[Any, Any, str]]:
     """Yields (container, index, label) for each value at `path` in `state`."""
+    if "." not in path:  # a field of the event itself (most paths)
+        if path in state:
+            yield state, path, path
+        return
     containers: list[tuple[Any, str]] = [(state, "")]
     parts = path.split(".")
     for depth, part in enumerate(parts):
