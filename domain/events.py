@@ -14,6 +14,7 @@ is upcast step by step before it is turned into an event.
 from __future__ import annotations
 
 from datetime import datetime
+from functools import lru_cache
 from typing import Any, ClassVar, Literal
 from uuid import UUID, uuid5
 
@@ -33,8 +34,11 @@ Trigger = Literal["turn", "approval", "answer", "retry"]
 UndecidedReason = Literal["new_message", "tour_ended"]
 
 
+@lru_cache(maxsize=4096)
 def conversation_uuid(conversation: str) -> UUID:
-    """Returns the aggregate id of a conversation: a UUIDv5 of its chat-side id (a string)."""
+    """Returns the aggregate id of a conversation: a UUIDv5 of its chat-side id (a string).
+    The newest 4,096 are kept (a UUID is immutable): a writer asks for its conversation's on
+    every line."""
     return uuid5(CHATRECORD_NAMESPACE, conversation)
 
 

@@ -34,7 +34,7 @@ from domain.events import (
     UserMessagePosted,
 )
 from domain.history import SegmentInfo, continues_approval, waits_for
-from domain.values import Immutable
+from domain.values import Immutable, assembled
 
 
 class Conversation(Immutable):
@@ -147,9 +147,12 @@ def evolve(event: ConversationEvent, state: Conversation | None) -> Conversation
 def _step(state: Conversation | None, event: ConversationEvent, **changes: Any) -> Conversation:
     if state is None:
         raise ConversationNotStarted(f"{type(event).__name__} before ConversationStarted")
-    return state.model_copy(
-        update={"version": event.originator_version, "modified_on": event.timestamp, **changes}
-    )
+    # `state.model_copy(update=…)` (no validation, the same fields set), made as pydantic's
+    # own copy makes it without its `copy.copy` per attribute: a state has no extra fields and
+    # no private attributes, and each event makes one
+    fields = state.__dict__.copy()
+    fields.update(changes, version=event.originator_version, modified_on=event.timestamp)
+    return assembled(type(state), fields, state.__pydantic_fields_set__.union(("version", "modified_on", *changes)))
 
 
 @evolve.register

@@ -38,6 +38,7 @@ import base64
 import hashlib
 import re
 import threading
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
@@ -1001,12 +1002,16 @@ class PostgresBufferedRows(BufferedRows):
     per table however many rows a rebuild's page holds. In an append gathered for one call
     (`AppendDocument`) the rows go into its document instead."""
 
+    _views: dict[str, Any] | None = None
+
     def _document(self) -> dict[str, Any] | None:
-        """The views section of the append's document, when the rows are written into one."""
-        if not isinstance(self.curs, AppendDocument):
-            return None
-        generation = int(self.t["heads"].rsplit("views_g", 1)[1].split("_", 1)[0])
-        return self.curs.views(generation)
+        """The views section of the append's document, when the rows are written into one
+        (found once per rows object: its cursor is one append's)."""
+        views = self._views
+        if views is None and isinstance(self.curs, AppendDocument):
+            generation = int(self.t["heads"].rsplit("views_g", 1)[1].split("_", 1)[0])
+            views = self._views = self.curs.views(generation)
+        return views
 
     def _kind(self, table: str, columns: tuple[str, ...]) -> str:
         kind = next(k for k, name in self.t.items() if name == table)
@@ -1227,6 +1232,19 @@ class PostgresBackend(SQLBackend):
         return cid
 
 
+class RecentFirst(deque):  # type: ignore[type-arg]
+    """A connection pool's idle connections (psycopg_pool keeps them in a deque, `_pool`),
+    the one returned last handed out first. psycopg_pool hands out the one idle longest, so a
+    writer's appends go round all of the pool's connections, each served by a server process
+    whose caches (and PL/pgSQL plans) have gone cold by its turn; taking the last one keeps
+    one warm: about 0.2 ms less per append, measured alternating both ways in one process.
+    The pool takes from the deque only with `popleft` (also when it shrinks: it then closes
+    the connection used last, which costs at most a reconnect)."""
+
+    def popleft(self) -> Any:
+        return self.pop()
+
+
 class PostgresFactory(StoreFactory, es_postgres.PostgresFactory):
     """The library's PostgreSQL persistence with `ChainedPostgresRecorder`, `ensure_schema`
     instead of the library's CREATE on every open (`CREATE_TABLE=n` skips it, as in the
@@ -1314,6 +1332,9 @@ class PostgresFactory(StoreFactory, es_postgres.PostgresFactory):
         # asks for it; a turn read's statements are prepared by setting it for their own
         # execution (`PostgresBackend.run`), outside pipeline mode.
         kwargs["prepare_threshold"] = None
+        pool = self.datastore.pool  # not open yet: no connection is in its deque
+        if type(getattr(pool, "_pool", None)) is deque:
+            pool._pool = RecentFirst(pool._pool)
         self.created: list[str] = []
         """The tables this factory created (empty when the store existed already)."""
 

@@ -45,6 +45,7 @@ __all__ = [
 ]
 
 _LINE = TypeAdapter(ParsedLine)
+_set = object.__setattr__
 _WHOLE_LINE = "(line)"
 
 
@@ -90,9 +91,9 @@ def parse_line(text: str | bytes, line_no: int, source_name: str) -> ParsedLine:
     except ValidationError as error:
         first = error.errors(include_url=False)[0]
         raise invalid(_path(first["loc"][1:]) or _WHOLE_LINE, _expected(first, kind)) from None
-    line._line = line_no
-    line._source_name = source_name
-    line._digest = digest_of(line)
+    _set(line, "_line", line_no)  # its slots (`Line`), past pydantic's __setattr__
+    _set(line, "_source_name", source_name)
+    _set(line, "_digest", digest_of(line))
     return line
 
 

@@ -42,6 +42,7 @@ from domain.values import (
     StepFact,
     TranscriptLine,
     WaitingCall,
+    trusted,
 )
 
 
@@ -86,15 +87,18 @@ class Step(InputModel):
             raise ValueError(f"a step of kind {self.kind!r} is dropped, not stored")
         kind = self.kind
         target = None
-        if self.writeTargetTable is not None and self.writeTargetUid is not None:
-            target = RecordRef(table=self.writeTargetTable, uid=self.writeTargetUid)
+        if self.writeTargetTable is not None and self.writeTargetUid is not None:  # checked as RecordRef checks them
+            target = trusted(RecordRef, table=self.writeTargetTable, uid=self.writeTargetUid)
         completeness = self.writeCompleteness
         if completeness is not None or kind == "tool_write" or target is not None:
             completeness = completeness if completeness in ("complete", "partial") else "unconfirmed"
         outcome = self.toolOutcome
         if outcome is not None and outcome not in TOOL_OUTCOMES:
             outcome = "unknown"
-        return StepFact(
+        # every value is of its field's type already (the step's own fields are strict, the
+        # kind, outcome and completeness are checked above): made without validating again
+        return trusted(
+            StepFact,
             kind=kind,
             round=self.round,
             duration_ms=self.durationMs,

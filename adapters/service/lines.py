@@ -60,8 +60,9 @@ class Lines:
         self.versions: list[tuple[int, int] | None] = []
         if len(self.lines) == 1:  # a repeat of one line returns the first result (see handle)
             self.digest = lines[0].digest
-            self.segment = getattr(lines[0], "segment", None)
-            self.run = getattr(lines[0], "run", None)  # the store reads these rows with the index row
+            fields = vars(lines[0])  # a model's fields: no failed getattr through pydantic's __getattr__
+            self.segment = fields.get("segment")
+            self.run = fields.get("run")  # the store reads these rows with the index row
 
     def decide(self, state: Conversation | None, history: History) -> list[ConversationEvent]:
         version = state.version if state is not None else 0

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 from uuid import UUID
 
-from eventsourcing.application import AggregateNotFoundError, Application, LRUCache
-from eventsourcing.persistence import EventStore, IntegrityError
+from eventsourcing.application import AggregateNotFoundError, Application, LRUCache, ProcessingEvent
+from eventsourcing.persistence import EventStore, IntegrityError, Recording
 from eventsourcing.utils import get_topic
 
 from adapters.backends import backend_of
@@ -196,6 +196,22 @@ class ConversationStore(Application[UUID]):
         return ConversationLog(mapper=self.mapper, recorder=self.recorder)
 
     # ------------------------------------------------------------ commands
+
+    def save(self, *objs: Any, **kwargs: Any) -> list[Recording[UUID]]:
+        """The library's `save`; given conversation events only (what `handle` saves), it
+        collects them without the library's isinstance test against its runtime-checkable
+        `DomainEventProtocol` per event (typing walks the protocol's members on every test)."""
+        if not objs or not all(isinstance(obj, ConversationEvent) for obj in objs):
+            return super().save(*objs, **kwargs)
+        processing_event: ProcessingEvent[UUID] = ProcessingEvent()
+        processing_event.events.extend(objs)
+        processing_event.saved_kwargs.update(kwargs)
+        recordings = self._record(processing_event)
+        self._take_snapshots(processing_event)
+        self._notify(recordings)
+        self.notify(processing_event.events)  # the library's deprecated hook, as its save calls it
+        return recordings
+
 
     def handle(self, command: Command) -> HandleResult:
         """Applies `command` to its conversation and stores the events it decides.

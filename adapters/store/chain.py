@@ -116,7 +116,9 @@ class ChainedRecorder:
         rows: list[Link] = []
         known = getattr(self, "chain_heads", None)
         for event in stored_events:
-            key = UUID(str(event.originator_id))
+            key = event.originator_id
+            if not isinstance(key, UUID):
+                key = UUID(str(key))
             version = event.originator_version
             last = heads.get(key) or (known.get(key) if known is not None else None)
             if last is not None and last[0] == version - 1:

@@ -170,6 +170,10 @@ def opens_check(stored: bytes, master: bytes) -> bool:
 
 def _slots(state: dict[str, Any], path: str) -> Iterator[tuple[Any, Any, str]]:
     """Yields (container, index, label) for each value at `path` in `state`."""
+    if "." not in path:  # a field of the event itself (most paths)
+        if path in state:
+            yield state, path, path
+        return
     containers: list[tuple[Any, str]] = [(state, "")]
     parts = path.split(".")
     for depth, part in enumerate(parts):
@@ -274,10 +278,13 @@ def view_sealer(key: bytes, originator_id: UUID) -> Callable[[str], str]:
     nonces: list[bytes] = []
 
     def seal(text: str) -> str:
-        if not nonces:
-            drawn = os.urandom(12 * NONCES_AT_ONCE)
-            nonces.extend(drawn[i:i + 12] for i in range(12 * NONCES_AT_ONCE - 12, -1, -12))
-        nonce = nonces.pop()
+        while True:  # a sealer kept for a conversation (`ViewTexts.sealer`) may serve two threads
+            try:
+                nonce = nonces.pop()
+                break
+            except IndexError:
+                drawn = os.urandom(12 * NONCES_AT_ONCE)
+                nonces.extend(drawn[i:i + 12] for i in range(12 * NONCES_AT_ONCE - 12, -1, -12))
         return base64.b64encode(nonce + aead.encrypt(nonce, text.encode(), aad)).decode()
 
     return seal
@@ -299,8 +306,12 @@ class ViewTexts:
     key) makes both unreadable. `keys` is the store's `KeySource`; conversations are named by
     their UUID's string, as the rows name them."""
 
+    SEALERS_KEPT = 1024
+    """The most conversations whose sealer (`sealer`) is kept; when full, all are forgotten."""
+
     def __init__(self, keys: KeySource) -> None:
         self.keys = keys
+        self._sealers: dict[str, tuple[UUID, bytes, Callable[[str], str]]] = {}
 
     def seal(self, conversation: str, text: str) -> str | None:
         """Returns `text` sealed, None when the conversation's key was erased (the row then
@@ -311,10 +322,21 @@ class ViewTexts:
 
     def sealer(self, conversation: str) -> Callable[[str], str | None]:
         """Returns `seal` for one conversation, its key looked up once (the rows a flush writes
-        together): each call seals one text, None when the key was erased."""
-        cid = UUID(conversation)
+        together): each call seals one text, None when the key was erased. The key is looked
+        up on every call; the cipher made for it (`view_sealer`) is kept per conversation while
+        the key stays the same (an append seals one or two texts: no cipher and no 64 nonces
+        drawn for each)."""
+        kept = self._sealers.get(conversation)
+        cid = kept[0] if kept is not None else UUID(conversation)
         key = self.keys.key(cid, create=False)
-        return (lambda text: None) if key is None else view_sealer(key, cid)
+        if key is None:
+            self._sealers.pop(conversation, None)
+            return lambda text: None
+        if kept is None or kept[1] != key:
+            if len(self._sealers) >= self.SEALERS_KEPT:
+                self._sealers.clear()  # one atomic step, whatever other threads do meanwhile
+            kept = self._sealers[conversation] = (cid, key, view_sealer(key, cid))
+        return kept[2]
 
     def readable(self, conversation: str) -> bool:
         """Says whether the conversation's sealed row texts open (its key was not erased), as

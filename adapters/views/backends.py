@@ -287,6 +287,7 @@ class SQLBackend(Backend):
     def __init__(self, datastore: Any, events_table: str) -> None:
         self.datastore, self.events_table = datastore, events_table
         self._has_pointer = False
+        self._names: dict[int, dict[str, str]] = {}
 
     @contextmanager
     def transaction(self, write: bool) -> Iterator[Any]:
@@ -295,7 +296,10 @@ class SQLBackend(Backend):
 
     def rows(self, curs: Any, generation: int, cid: UUID, buffered: bool = False) -> SQLRows:
         kind = self.buffered_rows if buffered else SQLRows
-        return kind(curs, table_names(generation, self.schema), str(cid), self.p, self.texts)
+        names = self._names.get(generation)
+        if names is None:  # made once per generation: an append makes rows for every line
+            names = self._names[generation] = table_names(generation, self.schema)
+        return kind(curs, names, str(cid), self.p, self.texts)
 
     def _t(self, name: str) -> str:
         return f'"{self.schema}".{name}' if self.schema else name
