@@ -270,14 +270,26 @@ NONCES_AT_ONCE = 64
 texts with one sealer: one system call, which lets other threads take the GIL, per 64 texts)."""
 
 
+_FORKS = [0]
+"""How many times this process's line of ancestors forked (counted in each child): a view
+sealer drawn before a fork draws anew after it (`view_sealer`)."""
+os.register_at_fork(after_in_child=lambda: _FORKS.__setitem__(0, _FORKS[0] + 1))
+
+
 def view_sealer(key: bytes, originator_id: UUID) -> Callable[[str], str]:
     """Returns `seal_view_text` for one key and conversation: each call seals one text, with a
     fresh random nonce, as `seal_view_text(key, originator_id, text)` does (one cipher for many
-    rows; the nonces drawn from os.urandom NONCES_AT_ONCE at a time, each used once)."""
+    rows; the nonces drawn from os.urandom NONCES_AT_ONCE at a time, each used once). In a
+    process forked after it drew nonces (a rebuild's worker, a server's) the nonces drawn
+    before are dropped, never used: the parent holds the same ones (`_FORKS`)."""
     aead, aad = AESGCM(key), VIEW_TEXT_AAD + originator_id.bytes
     nonces: list[bytes] = []
+    drawn_in = [_FORKS[0]]
 
     def seal(text: str) -> str:
+        if drawn_in[0] != _FORKS[0]:
+            nonces.clear()
+            drawn_in[0] = _FORKS[0]
         while True:  # a sealer kept for a conversation (`ViewTexts.sealer`) may serve two threads
             try:
                 nonce = nonces.pop()
