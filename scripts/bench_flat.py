@@ -33,6 +33,7 @@ import json
 import resource
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -265,11 +266,18 @@ def _measure(what: str, env: dict[str, str]) -> None:
     store = ConversationStore(env=env)
     models = ReadModels(store)
     base = peak = tree_memory_kb()
+    done = threading.Event()
 
     def sample(*_: object) -> None:
         nonlocal peak
         peak = max(peak, tree_memory_kb())
 
+    def sampling() -> None:  # also while this process waits for its workers, which have no progress
+        while not done.wait(0.02):
+            sample()
+
+    sampler = threading.Thread(target=sampling, daemon=True)
+    sampler.start()
     workers = 1
     t0 = time.perf_counter()
     if what.startswith("rebuild"):
@@ -287,6 +295,8 @@ def _measure(what: str, env: dict[str, str]) -> None:
                 break
             start = page[-1].id
     seconds = time.perf_counter() - t0
+    done.set()
+    sampler.join()
     sample()
     print(json.dumps({"events": events, "seconds": seconds, "workers": workers, "peak_kb": peak, "base_kb": base,
                       "maxrss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
@@ -345,10 +355,17 @@ def section_rebuild(b: Backend, args: argparse.Namespace) -> None:
     fig.print(f"{b.name}: rebuild (a fresh subprocess per measurement; memory: Pss of it and its workers, "
               "sampled after each page)")
     small, large = reached[0], reached[-1]
+    workers = fig.median(f"rebuild worker processes at {large:,} events")
     ratio = fig.median(f"ratio rebuild / read at {large:,}")
-    target(b.name, f"rebuild / library read+decode at {large:,} events", 100 * ratio, ">= 50 %", ratio >= 0.5)
-    peak = fig.median(f"rebuild peak memory at {large:,} events") / fig.median(f"rebuild peak memory at {small:,} events")
-    target(b.name, f"rebuild peak memory at {large:,} / at {small:,} events", peak, "1.0 +- 10 %: flat", peak <= 1.1)
+    target(b.name, f"rebuild / library read+decode at {large:,} events (as chatrecord rebuild runs it: "
+           f"{workers:.0f} process{'es' if workers > 1 else ''})", 100 * ratio, ">= 50 %", ratio >= 0.5)
+    ratio = fig.median(f"ratio rebuild in one process / read at {large:,}")
+    target(b.name, f"rebuild in one process / library read+decode at {large:,} events", 100 * ratio, ">= 50 %",
+           ratio >= 0.5)
+    peak = (fig.median(f"rebuild in one process peak memory at {large:,} events")
+            / fig.median(f"rebuild in one process peak memory at {small:,} events"))
+    target(b.name, f"rebuild (one process) peak memory at {large:,} / at {small:,} events", peak,
+           "1.0 +- 10 %: flat", peak <= 1.1)
 
 
 def section_profile(b: Backend, args: argparse.Namespace) -> None:

@@ -537,6 +537,22 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder):
 
         return self._read(read)  # type: ignore[no-any-return]
 
+    def count_notifications_by_part(self, stop: int, parts: int) -> list[int]:
+        """Returns how many of the notifications up to `stop` each of `parts` parts holds
+        (`select_notifications_to_fold`'s parts), in part order: one statement, a scan of the
+        events table, which a rebuild that would fold in parts asks first. Tried again as
+        `select_events` is."""
+        statement = SQL("SELECT get_byte(uuid_send(originator_id), 15) %% %s AS part, count(*) AS n FROM {}.{} "
+                        "WHERE notification_id <= %s GROUP BY 1").format(Identifier(self.datastore.schema),
+                                                                         Identifier(self.events_table_name))
+
+        def read(recorder: EventRecorder) -> list[int]:
+            with recorder.datastore.get_connection() as conn, conn.cursor(row_factory=tuple_row) as curs:
+                counted = dict(curs.execute(statement, (parts, stop)).fetchall())
+            return [counted.get(part, 0) for part in range(parts)]
+
+        return self._read(read)  # type: ignore[no-any-return]
+
     def max_notification_id(self) -> int | None:
         """The library's read of the newest notification's id (what a health check asks), tried
         again as `select_events` is: a pool that waited its timeout for a connection is not

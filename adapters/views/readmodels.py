@@ -70,6 +70,11 @@ PARTS_FROM = 10_000
 (`ReadModels.rebuild_workers`): below, starting them costs more than they save."""
 MAX_WORKERS = 4
 """The most worker processes a rebuild starts by itself (one per CPU up to this)."""
+MOST_OF_A_PART = 2 / 3
+"""The largest share of a log's events one part may hold for a rebuild to fold it in parts by
+itself: beyond, the other processes have too little to fold to make up for the CPU they take
+from the one with the most (measured in docs/benchmarks.md: two processes on 2 CPUs fold 20
+even conversations 1.6x as fast as one, a 60/40 split no faster, one conversation slower)."""
 
 NEWEST_OUTCOMES = max(resolve(rules).max_notes for rules in RULE_SET_IDS) + 1
 """The card outcomes a turn read fetches with its head: enough for any rule set's notes."""
@@ -645,10 +650,13 @@ class ReadModels:
                 kept.put(key, head)
         return set(folding)
 
-    def rebuild_workers(self, events: int, workers: int | None = None) -> int:
+    def rebuild_workers(self, events: int, workers: int | None = None, stop: int | None = None) -> int:
         """Returns the processes a rebuild of a log of `events` events folds it in: `workers`
-        where given (at least 1), else one per CPU this process may use, at most MAX_WORKERS,
-        for a log of at least PARTS_FROM events; 1 where the backend cannot fold in parts
+        where given (at least 1); else one per CPU this process may use, at most MAX_WORKERS,
+        for a log of at least PARTS_FROM events whose conversations spread over the parts (with
+        `stop`, the log's last notification id: no part holds more than MOST_OF_A_PART of the
+        events, counted by the server, `count_notifications_by_part`; a log of one long
+        conversation is folded by one process). 1 where the backend cannot fold in parts
         (`Backend.folds_in_parts`: SQLite, memory) or the system cannot fork. Raises ValueError
         for `workers` below 1."""
         if workers is not None and workers < 1:
@@ -660,7 +668,12 @@ class ReadModels:
         if events < PARTS_FROM:
             return 1
         cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-        return max(1, min(cpus, MAX_WORKERS))
+        parts = max(1, min(cpus, MAX_WORKERS))
+        if parts > 1 and stop is not None:
+            sizes = self.store.recorder.count_notifications_by_part(stop, parts)  # type: ignore[attr-defined]
+            if max(sizes) > MOST_OF_A_PART * sum(sizes):
+                return 1
+        return parts
 
     def rebuild(self, rules: str, progress: Progress | None = None, workers: int | None = None) -> RebuildReport:
         """Folds the whole event log under `rules` into a new generation's tables, then makes
@@ -682,7 +695,7 @@ class ReadModels:
             self.backend.create(curs, generation)
         stop = self.store.max_notification_id()
         unreadable: set[UUID] = set()
-        parts = self.rebuild_workers(stop or 0, workers)
+        parts = self.rebuild_workers(stop or 0, workers, stop)
         if not stop:
             events, seen = 0, set()
         elif parts > 1:

@@ -25,6 +25,7 @@ from adapters.store.application import ConversationStore
 from adapters.store.settings import memory_env
 from adapters.views.readmodels import (
     MAX_WORKERS,
+    MOST_OF_A_PART,
     NEWEST_ENTRIES,
     PARTS_FROM,
     ReadModels,
@@ -792,8 +793,8 @@ class TestPostgresReadModels(PostgresStores, SharedDatabaseContract):
         monkeypatch.undo()
         assert models.active_rules() == "2026-11-02"
 
-    def test_a_rebuild_folds_in_one_process_per_cpu_only_from_a_long_log(self, store: ConversationStore,
-                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    def test_a_rebuild_folds_in_one_process_per_cpu_only_a_long_log_spread_over_the_parts(
+            self, store: ConversationStore, monkeypatch: pytest.MonkeyPatch) -> None:
         models = ReadModels(store)
         monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0, 1, 2, 3, 4, 5})
         assert models.rebuild_workers(PARTS_FROM - 1) == 1
@@ -803,3 +804,21 @@ class TestPostgresReadModels(PostgresStores, SharedDatabaseContract):
             models.rebuild_workers(10, workers=0)
         ingest(store, DEMO)
         assert models.rebuild("2026-11-02").workers == 1  # a short log
+        # a long log: parts only where no part holds more than two thirds of it
+        demo = store.max_notification_id()
+        assert store.recorder.count_notifications_by_part(demo, 2) == [0, demo]  # conv-demo-seo is of part 1
+        monkeypatch.setattr("adapters.views.readmodels.PARTS_FROM", 1)
+        monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0, 1})
+        assert models.rebuild_workers(demo, stop=demo) == 1  # one conversation: one process
+        ingest(store, behalten_tour())
+        ingest(store, Lines("conv-long").add("conversation_started", kind="chat", owner=7)
+               .add("user_message", message=1, text="weiter", page=40).lines)
+        stop = store.max_notification_id()
+        sizes = store.recorder.count_notifications_by_part(stop, 2)
+        assert sum(sizes) == stop and sizes[0] == 2  # conv-long, of part 0
+        assert models.rebuild_workers(stop, stop=stop) == 1  # 2 of the events in one part, the rest in the other
+        assert MOST_OF_A_PART == 2 / 3
+        monkeypatch.setattr("adapters.views.readmodels.MOST_OF_A_PART", 1 - 2 / stop)
+        assert models.rebuild_workers(stop, stop=stop) == 2
+        report = models.rebuild("2026-11-02")
+        assert report.workers == 2 and report.events == stop
