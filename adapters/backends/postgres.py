@@ -1080,6 +1080,12 @@ class PostgresBackend(SQLBackend):
     buffered_rows = PostgresBufferedRows
     reads_ahead = True
     folds_in_parts = True
+    heads_storage = " WITH (fillfactor = 50)"
+    """A head row (about 1 KB) is rewritten by every append: with half of each page left free,
+    the update goes on the same page (a HOT update) and the server prunes the page's dead
+    copies before it fills. With the default (100) the page fills first and each new copy goes
+    to a new page: 2 KB of dead copies per segment that a plain VACUUM frees but never gives back
+    (measured: 8.3 KB per segment at 1,000 segments with a turn read after each, 6.4 with 50)."""
 
     @contextmanager
     def reading(self) -> Iterator[Any]:

@@ -281,6 +281,8 @@ class SQLBackend(Backend):
 
     p = "?"
     schema = ""
+    heads_storage = ""
+    """What follows the heads table's columns in its CREATE statement (`create_statements`)."""
     buffered_rows: type[BufferedRows] = BufferedRows
     """The rows `rows(..., buffered=True)` returns (a backend may send their writes its own way)."""
 
@@ -340,7 +342,7 @@ class SQLBackend(Backend):
                       "next = excluded.next", (pointer.generation, pointer.rules, pointer.next))
 
     def create(self, curs: Any, generation: int) -> None:
-        for statement in create_statements(generation, self.schema):
+        for statement in create_statements(generation, self.schema, self.heads_storage):
             self._x(curs, statement)
 
     def drop(self, curs: Any, generation: int) -> None:

@@ -46,12 +46,14 @@ def table_names(generation: int, schema: str = "") -> dict[str, str]:
     return {t: f"{prefix}views_g{generation}_{t}" for t in TABLES}
 
 
-def create_statements(generation: int, schema: str = "") -> list[str]:
-    """Returns the CREATE statements of a generation's tables."""
+def create_statements(generation: int, schema: str = "", heads_storage: str = "") -> list[str]:
+    """Returns the CREATE statements of a generation's tables; `heads_storage` follows the
+    heads table's columns (PostgreSQL's `WITH (fillfactor = …)`, `SQLBackend.heads_storage`)."""
     n, big = table_names(generation, schema), "BIGINT"
     bare = table_names(generation)
     return [
-        f"CREATE TABLE IF NOT EXISTS {n['heads']} (cid TEXT PRIMARY KEY, version {big} NOT NULL, body TEXT NOT NULL)",
+        f"CREATE TABLE IF NOT EXISTS {n['heads']} (cid TEXT PRIMARY KEY, version {big} NOT NULL, body TEXT NOT NULL)"
+        f"{heads_storage}",
         f"CREATE TABLE IF NOT EXISTS {n['entries']} (cid TEXT NOT NULL, seq {big} NOT NULL, segment TEXT NOT NULL, "
         f"body TEXT NOT NULL, PRIMARY KEY (cid, seq))",
         f"CREATE INDEX IF NOT EXISTS {bare['entries']}_segment ON {n['entries']} (cid, segment)",
