@@ -822,3 +822,15 @@ class TestPostgresReadModels(PostgresStores, SharedDatabaseContract):
         assert models.rebuild_workers(stop, stop=stop) == 2
         report = models.rebuild("2026-11-02")
         assert report.workers == 2 and report.events == stop
+
+    def test_a_generations_heads_leave_half_of_each_page_free_for_their_updates(self, store: ConversationStore) -> None:
+        models = ReadModels(store)
+        ingest(store, DEMO)
+        report = models.rebuild("2026-11-01")
+        with psycopg.connect(self.url) as conn:
+            options = {name: reloptions for name, reloptions in conn.execute(
+                "SELECT c.relname, c.reloptions FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+                "WHERE n.nspname = %s AND c.relname LIKE 'views_g%%'", (self.schema,)).fetchall()}
+        heads = f"views_g{report.generation}_heads"
+        assert options[heads] == ["fillfactor=50"]  # a head is rewritten by every append: updated in place
+        assert options[f"views_g{report.generation}_messages"] is None
