@@ -349,6 +349,12 @@ class Chatrecord:
         return self.read_models.rebuild(rules, progress, workers)
 
     @_in_store_terms
+    def store_name(self, originator_id: str) -> str:
+        """Returns the stored id of the conversation of UUID `originator_id` (as a rebuild's
+        `unreadable` names it), as `verify` prints it; see ConversationStore.stored_name."""
+        return self.store.stored_name(originator_id)
+
+    @_in_store_terms
     def diff(self, rules: str) -> list[ConversationDiff]:
         """Returns the conversations whose record or notes would change under `rules` (nothing
         is switched); see ReadModels.diff."""

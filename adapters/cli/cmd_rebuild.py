@@ -20,6 +20,7 @@ from adapters.cli.habits import (
     require_store,
 )
 from adapters.cli.render import diff_view
+from adapters.views.readmodels import MOST_WORKERS
 from projections.rules import DEFAULT_RULE_SET
 
 
@@ -29,7 +30,7 @@ def rebuild(
     diff: Annotated[bool, typer.Option("--diff", help="Only show what would change; switch nothing.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report (or the diff) as one JSON object.")] = False,
     workers: Annotated[int | None, typer.Option(
-        "--workers", min=1, help="Processes that fold the log, each its own conversations (PostgreSQL only; "
+        "--workers", min=1, max=MOST_WORKERS, help="Processes that fold the log, each its own conversations (PostgreSQL only; "
                                  "default: one per CPU, up to 4, for a log of 10,000 events or more).")] = None,
 ) -> None:
     """Rebuilds the read models under a rule set and reports what changed.
@@ -61,6 +62,7 @@ def rebuild(
             task = progress.add_task("rebuild", total=None)
             report = chatrecord.rebuild(rules.value, lambda done, total: progress.update(task, completed=done, total=total),
                                         workers=workers)
+        unreadable = [chatrecord.store_name(key) for key in report.unreadable]  # as verify names them
     if as_json:
         print_json(rebuild_json(report))
         return
@@ -70,4 +72,5 @@ def rebuild(
     if report.unreadable:
         n = len(report.unreadable)
         warn(f"{n} conversation{'' if n == 1 else 's'} could not be read to the end, and {'its' if n == 1 else 'their'} "
-             f"read models stop before the event that failed: {', '.join(report.unreadable)}; run: chatrecord verify")
+             f"read models stop before the event that failed: "
+             f"{', '.join(unreadable)}; run: chatrecord verify")

@@ -429,6 +429,17 @@ class ConversationStore(Application[UUID]):
         if self.repository.cache is not None and state is not None:
             self.repository.cache.put(state.id, state)
 
+    def stored_name(self, originator_id: UUID | str) -> str:
+        """Returns a conversation's id as its first event (`ConversationStarted`) stores it,
+        which `chatrecord verify` prints; its UUID (a string) when that event is missing or
+        cannot be read back (a damaged log)."""
+        key = originator_id if isinstance(originator_id, UUID) else UUID(str(originator_id))
+        try:
+            first = next(iter(self.events.get(key, lte=1)), None)
+        except ChatrecordError:
+            return str(key)
+        return str(first.conversation) if isinstance(first, ConversationStarted) else str(key)
+
     def conversation_ids(self) -> list[str]:
         """Returns the id of every stored conversation, in the order they were started."""
         topics: Sequence[str] = (get_topic(ConversationStarted),)

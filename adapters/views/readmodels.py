@@ -70,6 +70,9 @@ PARTS_FROM = 10_000
 (`ReadModels.rebuild_workers`): below, starting them costs more than they save."""
 MAX_WORKERS = 4
 """The most worker processes a rebuild starts by itself (one per CPU up to this)."""
+MOST_WORKERS = 32
+"""The most worker processes a rebuild may be asked for: each opens its own connections to the
+server, and a log has at most 256 parts (the last byte of a conversation's UUID)."""
 MOST_OF_A_PART = 2 / 3
 """The largest share of a log's events one part may hold for a rebuild to fold it in parts by
 itself: beyond, the other processes have too little to fold to make up for the CPU they take
@@ -96,6 +99,10 @@ class RebuildWorkerFailed(ChatrecordError):
     they were; the next rebuild drops the half-written generation."""
 
 
+UNSWITCHED = "nothing was switched: the live read models are as they were"
+"""What a failed rebuild's message ends with (`RebuildWorkerFailed`)."""
+
+
 class RebuildSuperseded(ChatrecordError):
     """Raised when a rebuild finishes after a later rebuild has already switched over; the
     later one stays live and the superseded generation is dropped."""
@@ -104,7 +111,8 @@ class RebuildSuperseded(ChatrecordError):
 @dataclass(frozen=True)
 class RebuildReport:
     """What a rebuild did: the rule set now live and the one it replaced, how many
-    conversations and events it folded, the tables of the new generation and those dropped."""
+    conversations (the unreadable ones included) and events it folded, the tables of the new
+    generation and those dropped."""
 
     rules: str
     conversations: int
@@ -658,9 +666,9 @@ class ReadModels:
         events, counted by the server, `count_notifications_by_part`; a log of one long
         conversation is folded by one process). 1 where the backend cannot fold in parts
         (`Backend.folds_in_parts`: SQLite, memory) or the system cannot fork. Raises ValueError
-        for `workers` below 1."""
-        if workers is not None and workers < 1:
-            raise ValueError(f"a rebuild needs at least 1 worker process, not {workers}")
+        for `workers` outside 1 to MOST_WORKERS."""
+        if workers is not None and not 1 <= workers <= MOST_WORKERS:
+            raise ValueError(f"a rebuild folds in 1 to {MOST_WORKERS} worker processes, not {workers}")
         if not self.backend.folds_in_parts or not hasattr(os, "fork"):
             return 1
         if workers is not None:
@@ -682,10 +690,10 @@ class ReadModels:
         (`_fold_in_parts`; `progress` follows this process's part); what was stored meanwhile,
         by this process under the exclusive lock. Raises UnknownRuleSet for an unknown id,
         RebuildSuperseded when a later rebuild switched first, RebuildWorkerFailed when a
-        worker process failed, ValueError for `workers` below 1."""
+        worker process failed, ValueError for `workers` outside 1 to MOST_WORKERS."""
         target = resolve(rules).id
-        if workers is not None and workers < 1:
-            raise ValueError(f"a rebuild needs at least 1 worker process, not {workers}")
+        if workers is not None and not 1 <= workers <= MOST_WORKERS:
+            raise ValueError(f"a rebuild folds in 1 to {MOST_WORKERS} worker processes, not {workers}")
         with self.backend.transaction(write=True) as curs:
             self.backend.lock(curs, exclusive=True)
             old = self.backend.pointer(curs)
@@ -717,7 +725,7 @@ class ReadModels:
                 dropped.extend(f"views_g{stale}_{t}" for t in ("heads", "entries", "outcomes", "messages", "pages", "turns"))
         self._set_live(Pointer(generation, target, now.next))
         return RebuildReport(
-            rules=target, conversations=len(seen | also), events=events + more, old_rules=old.rules,
+            rules=target, conversations=len(seen | also | unreadable), events=events + more, old_rules=old.rules,
             tables=tuple(f"views_g{generation}_{t}" for t in ("heads", "entries", "outcomes", "messages", "pages", "turns")),
             generation=generation, dropped=tuple(dropped), unreadable=tuple(sorted(str(key) for key in unreadable)),
             workers=parts,
@@ -752,9 +760,9 @@ class ReadModels:
                 except EOFError:
                     process.join()
                     raise RebuildWorkerFailed(f"rebuild worker {process.name} ended (exit code {process.exitcode}) "
-                                              "before it folded its part of the log") from None
+                                              f"before it folded its part of the log; {UNSWITCHED}") from None
                 if isinstance(answer, str):
-                    raise RebuildWorkerFailed(f"rebuild worker {process.name} failed: {answer}")
+                    raise RebuildWorkerFailed(f"rebuild worker {process.name} failed: {answer}; {UNSWITCHED}")
                 count, its_seen, its_unreadable = answer
                 folded += count
                 seen |= its_seen

@@ -87,6 +87,15 @@ def test_rebuild_diff_json_lists_what_would_change(sqlite_run: Run) -> None:
                        "unreadable": [], "workers": 1}
 
 
+def test_rebuild_refuses_more_worker_processes_than_it_folds_in(sqlite_run: Run) -> None:
+    sqlite_run("ingest", str(DEMO))
+    for value in ("33", "99999999999999999999", "0"):
+        result = sqlite_run("rebuild", "--workers", value)
+        assert result.returncode == 2, result.stderr
+        assert "Traceback" not in result.stderr and "Invalid value for '--workers'" in result.stderr
+    assert json.loads(sqlite_run("rebuild", "--workers", "32", "--json").stdout)["workers"] == 1  # SQLite: one writer
+
+
 HIDDEN = "a\u202eb\u2066c\u2069d\u200ee\u2028f\u200bg\x9bh"
 
 

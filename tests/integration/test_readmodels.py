@@ -26,6 +26,7 @@ from adapters.store.settings import memory_env
 from adapters.views.readmodels import (
     MAX_WORKERS,
     MOST_OF_A_PART,
+    MOST_WORKERS,
     NEWEST_ENTRIES,
     PARTS_FROM,
     ReadModels,
@@ -765,7 +766,8 @@ class TestPostgresReadModels(PostgresStores, SharedDatabaseContract):
             return fold_log(self, *args, part=part, **kwargs)
 
         monkeypatch.setattr(ReadModels, "_fold_log", failing)  # in the forked worker too
-        with pytest.raises(RebuildWorkerFailed, match="failed: RuntimeError: the worker's database went away"):
+        with pytest.raises(RebuildWorkerFailed, match="failed: RuntimeError: the worker's database went away; "
+                                                      "nothing was switched: the live read models are as they were"):
             models.rebuild("2026-11-01", workers=2)
         monkeypatch.undo()
 
@@ -800,8 +802,10 @@ class TestPostgresReadModels(PostgresStores, SharedDatabaseContract):
         assert models.rebuild_workers(PARTS_FROM - 1) == 1
         assert models.rebuild_workers(PARTS_FROM) == MAX_WORKERS == 4
         assert models.rebuild_workers(10, workers=3) == 3
-        with pytest.raises(ValueError, match="at least 1 worker process, not 0"):
+        with pytest.raises(ValueError, match="in 1 to 32 worker processes, not 0"):
             models.rebuild_workers(10, workers=0)
+        with pytest.raises(ValueError, match="in 1 to 32 worker processes, not 33"):
+            models.rebuild("2026-11-02", workers=MOST_WORKERS + 1)  # each opens its own connections
         ingest(store, DEMO)
         assert models.rebuild("2026-11-02").workers == 1  # a short log
         # a long log: parts only where no part holds more than two thirds of it
