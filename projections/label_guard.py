@@ -89,7 +89,7 @@ one of them holds no label's opening, whatever else it holds."""
 def has_forged_label(text: str) -> bool:
     """Returns True when `text` holds something that reads as a note label's opening. An ASCII
     text without an opening bracket (`ASCII_OPENINGS`), most texts, is not folded at all."""
-    if not text or (text.isascii() and "[" not in text and "<" not in text and "{" not in text):
+    if not text or (text.isascii() and not any(opening in text for opening in ASCII_OPENINGS)):
         return False
     return FORGED.search(folded(text)) is not None
 

@@ -14,8 +14,8 @@ import socket
 import uvicorn
 
 from adapters.http.app import HttpSettings
-from adapters.processes import end_with
 from adapters.http.idempotency import keys_for
+from adapters.processes import end_with
 from adapters.store.settings import BadSetting, describe_backend, open_store
 from adapters.views.readmodels import ReadModels
 

@@ -24,7 +24,7 @@ from adapters.store.chain import ChainedRecorder
 from adapters.store.crypto import refuse_texts
 from adapters.store.history import AssumptionFailed, HistoryTables
 from adapters.store.keys import DataKeys
-from adapters.store.serialization import SERIALIZATION_ENV
+from adapters.store.serialization import SERIALIZATION_ENV, originator_uuid
 from domain.conversation import (
     Conversation,
     ConversationSnapshot,
@@ -211,7 +211,6 @@ class ConversationStore(Application[UUID]):
         self._notify(recordings)
         self.notify(processing_event.events)  # the library's deprecated hook, as its save calls it
         return recordings
-
 
     def handle(self, command: Command) -> HandleResult:
         """Applies `command` to its conversation and stores the events it decides.
@@ -433,7 +432,7 @@ class ConversationStore(Application[UUID]):
         """Returns a conversation's id as its first event (`ConversationStarted`) stores it,
         which `chatrecord verify` prints; its UUID (a string) when that event is missing or
         cannot be read back (a damaged log)."""
-        key = originator_id if isinstance(originator_id, UUID) else UUID(str(originator_id))
+        key = originator_uuid(originator_id)
         try:
             first = next(iter(self.events.get(key, lte=1)), None)
         except ChatrecordError:

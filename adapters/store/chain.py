@@ -33,6 +33,8 @@ from uuid import UUID
 from eventsourcing.application import LRUCache
 from eventsourcing.persistence import StoredEvent
 
+from adapters.store.serialization import originator_uuid
+
 GENESIS = bytes(32)
 """The hash before a conversation's first event: 32 zero bytes."""
 CHAIN_TABLE = "chatrecord_chain"
@@ -116,9 +118,7 @@ class ChainedRecorder:
         rows: list[Link] = []
         known = getattr(self, "chain_heads", None)
         for event in stored_events:
-            key = event.originator_id
-            if not isinstance(key, UUID):
-                key = UUID(str(key))
+            key = originator_uuid(event.originator_id)
             version = event.originator_version
             last = heads.get(key) or (known.get(key) if known is not None else None)
             if last is not None and last[0] == version - 1:

@@ -658,26 +658,24 @@ class ReadModels:
                 kept.put(key, head)
         return set(folding)
 
-    def rebuild_workers(self, events: int, workers: int | None = None, stop: int | None = None) -> int:
-        """Returns the processes a rebuild of a log of `events` events folds it in: `workers`
-        where given (at least 1); else one per CPU this process may use, at most MAX_WORKERS,
-        for a log of at least PARTS_FROM events whose conversations spread over the parts (with
-        `stop`, the log's last notification id: no part holds more than MOST_OF_A_PART of the
-        events, counted by the server, `count_notifications_by_part`; a log of one long
-        conversation is folded by one process). 1 where the backend cannot fold in parts
-        (`Backend.folds_in_parts`: SQLite, memory) or the system cannot fork. Raises ValueError
-        for `workers` outside 1 to MOST_WORKERS."""
-        if workers is not None and not 1 <= workers <= MOST_WORKERS:
-            raise ValueError(f"a rebuild folds in 1 to {MOST_WORKERS} worker processes, not {workers}")
+    def rebuild_workers(self, stop: int, workers: int | None = None) -> int:
+        """Returns the processes a rebuild of the log up to notification `stop` (its events)
+        folds it in: `workers` where given; else one per CPU this process may use, at most
+        MAX_WORKERS, for a log of at least PARTS_FROM events whose conversations spread over the
+        parts (no part holds more than MOST_OF_A_PART of the events, counted by the server,
+        `count_notifications_by_part`; a log of one long conversation is folded by one process).
+        1 where the backend cannot fold in parts (`Backend.folds_in_parts`: SQLite, memory) or
+        the system cannot fork. Raises ValueError for `workers` outside 1 to MOST_WORKERS."""
+        _check_workers(workers)
         if not self.backend.folds_in_parts or not hasattr(os, "fork"):
             return 1
         if workers is not None:
             return workers
-        if events < PARTS_FROM:
+        if stop < PARTS_FROM:
             return 1
         cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
         parts = max(1, min(cpus, MAX_WORKERS))
-        if parts > 1 and stop is not None:
+        if parts > 1:
             sizes = self.store.recorder.count_notifications_by_part(stop, parts)  # type: ignore[attr-defined]
             if max(sizes) > MOST_OF_A_PART * sum(sizes):
                 return 1
@@ -686,14 +684,13 @@ class ReadModels:
     def rebuild(self, rules: str, progress: Progress | None = None, workers: int | None = None) -> RebuildReport:
         """Folds the whole event log under `rules` into a new generation's tables, then makes
         it live and drops the old ones; returns what it did. The log up to the rebuild's start
-        is folded in `rebuild_workers(events, workers)` processes, each its own conversations
+        is folded in `rebuild_workers(stop, workers)` processes, each its own conversations
         (`_fold_in_parts`; `progress` follows this process's part); what was stored meanwhile,
         by this process under the exclusive lock. Raises UnknownRuleSet for an unknown id,
         RebuildSuperseded when a later rebuild switched first, RebuildWorkerFailed when a
         worker process failed, ValueError for `workers` outside 1 to MOST_WORKERS."""
         target = resolve(rules).id
-        if workers is not None and not 1 <= workers <= MOST_WORKERS:
-            raise ValueError(f"a rebuild folds in 1 to {MOST_WORKERS} worker processes, not {workers}")
+        _check_workers(workers)  # before a generation is made
         with self.backend.transaction(write=True) as curs:
             self.backend.lock(curs, exclusive=True)
             old = self.backend.pointer(curs)
@@ -703,7 +700,7 @@ class ReadModels:
             self.backend.create(curs, generation)
         stop = self.store.max_notification_id()
         unreadable: set[UUID] = set()
-        parts = self.rebuild_workers(stop or 0, workers, stop)
+        parts = self.rebuild_workers(stop or 0, workers)
         if not stop:
             events, seen = 0, set()
         elif parts > 1:
@@ -792,6 +789,12 @@ class ReadModels:
                 after = turn.apply(after, event, target)
             diffs.append(_diff(conversation, before, live, log_events, after, target))
         return diffs
+
+
+def _check_workers(workers: int | None) -> None:
+    """Raises ValueError for a number of worker processes outside 1 to MOST_WORKERS."""
+    if workers is not None and not 1 <= workers <= MOST_WORKERS:
+        raise ValueError(f"a rebuild folds in 1 to {MOST_WORKERS} worker processes, not {workers}")
 
 
 def part_of(conversation: UUID, parts: int) -> int:

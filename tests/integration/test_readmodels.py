@@ -813,17 +813,17 @@ class TestPostgresReadModels(PostgresStores, SharedDatabaseContract):
         assert store.recorder.count_notifications_by_part(demo, 2) == [0, demo]  # conv-demo-seo is of part 1
         monkeypatch.setattr("adapters.views.readmodels.PARTS_FROM", 1)
         monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0, 1})
-        assert models.rebuild_workers(demo, stop=demo) == 1  # one conversation: one process
+        assert models.rebuild_workers(demo) == 1  # one conversation: one process
         ingest(store, behalten_tour())
         ingest(store, Lines("conv-long").add("conversation_started", kind="chat", owner=7)
                .add("user_message", message=1, text="weiter", page=40).lines)
         stop = store.max_notification_id()
         sizes = store.recorder.count_notifications_by_part(stop, 2)
         assert sum(sizes) == stop and sizes[0] == 2  # conv-long, of part 0
-        assert models.rebuild_workers(stop, stop=stop) == 1  # 2 of the events in one part, the rest in the other
+        assert models.rebuild_workers(stop) == 1  # 2 of the events in one part, the rest in the other
         assert MOST_OF_A_PART == 2 / 3
         monkeypatch.setattr("adapters.views.readmodels.MOST_OF_A_PART", 1 - 2 / stop)
-        assert models.rebuild_workers(stop, stop=stop) == 2
+        assert models.rebuild_workers(stop) == 2
         report = models.rebuild("2026-11-02")
         assert report.workers == 2 and report.events == stop
 
