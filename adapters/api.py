@@ -95,6 +95,9 @@ class Chatrecord:
 
     `store` defaults to `adapters.store.settings.open_store()` (SQLite `CHATRECORD_DB`, or PostgreSQL
     when `CHATRECORD_DATABASE_URL` is set). `source_name` names `record`'s lines in errors.
+    Opening it raises BadSetting for a setting it cannot use and StoreUnusable, in the words the
+    command line prints, for a database that cannot be opened (a file on a read-only file
+    system, a server that does not answer).
 
     Every method raises StoreUnusable (a ChatrecordError, one line naming what to do) when the
     database cannot be used: a server that stopped answering, a file another process kept
@@ -102,7 +105,10 @@ class Chatrecord:
     """
 
     def __init__(self, store: ConversationStore | None = None, source_name: str = "api") -> None:
-        self.store = store if store is not None else open_store()
+        if store is None:
+            with store_errors():  # a file that cannot be opened, a server that does not answer
+                store = open_store()
+        self.store = store
         self.source_name = source_name
         self._lines = 0
         self._writers = [Lock() for _ in range(WRITER_LOCKS)]
