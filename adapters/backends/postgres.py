@@ -61,6 +61,7 @@ from eventsourcing.persistence import (
 from eventsourcing.postgres import PostgresDatastore
 from eventsourcing.utils import retry, strtobool
 from psycopg import pq
+from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import tuple_row
 from psycopg.sql import SQL, Composable, Composed, Identifier
 from psycopg_pool import PoolTimeout
@@ -1277,26 +1278,35 @@ class PostgresFactory(StoreFactory, es_postgres.PostgresFactory):
 
     application_recorder_class = ChainedPostgresRecorder
     POSTGRES_STATEMENT_TIMEOUT = "POSTGRES_STATEMENT_TIMEOUT"
+    POSTGRES_CONNINFO = "POSTGRES_CONNINFO"
+    """libpq's conninfo of the store's connections (`adapters.store.settings.postgres_env` puts the
+    whole URL there, but its `schema`); where set, it replaces the library's host, port, user,
+    password and database name."""
     driver_errors = (psycopg.Error,)
 
     @classmethod
     def describe(cls, env: Mapping[str, str]) -> str:
         schema = env.get("POSTGRES_SCHEMA") or "public"
-        return (
-            f"PostgreSQL {env.get('POSTGRES_USER')}@{env.get('POSTGRES_HOST')}:"
-            f"{env.get('POSTGRES_PORT') or 5432}/{env.get('POSTGRES_DBNAME')} (schema {schema})"
-        )
+        hosts = (env.get("POSTGRES_HOST") or "").split(",")
+        ports = (env.get("POSTGRES_PORT") or "5432").split(",")
+        ports = ports * len(hosts) if len(ports) == 1 else ports  # one port for every host, as libpq reads it
+        where = ",".join(f"{host}:{port or 5432}" for host, port in zip(hosts, ports))
+        return f"PostgreSQL {env.get('POSTGRES_USER')}@{where}/{env.get('POSTGRES_DBNAME')} (schema {schema})"
 
     @classmethod
     def server_reason(cls, env: Mapping[str, str]) -> str | None:
         """Returns why the server refuses a connection (a missing database or role, a wrong
         password), found by one direct connection attempt; None when it connects."""
         try:
-            psycopg.connect(
-                dbname=env.get("POSTGRES_DBNAME"), host=env.get("POSTGRES_HOST"), port=env.get("POSTGRES_PORT"),
-                user=env.get("POSTGRES_USER"), password=env.get("POSTGRES_PASSWORD") or None,
-                connect_timeout=int(env.get("POSTGRES_CONNECT_TIMEOUT") or 5),
-            ).close()
+            timeout = int(env.get("POSTGRES_CONNECT_TIMEOUT") or 5)
+            if env.get(cls.POSTGRES_CONNINFO):
+                psycopg.connect(env[cls.POSTGRES_CONNINFO], connect_timeout=timeout).close()
+            else:
+                psycopg.connect(
+                    dbname=env.get("POSTGRES_DBNAME"), host=env.get("POSTGRES_HOST"), port=env.get("POSTGRES_PORT"),
+                    user=env.get("POSTGRES_USER"), password=env.get("POSTGRES_PASSWORD") or None,
+                    connect_timeout=timeout,
+                ).close()
         except psycopg.Error as error:
             return " ".join(str(error).split()) or type(error).__name__
         return None
@@ -1346,7 +1356,15 @@ class PostgresFactory(StoreFactory, es_postgres.PostgresFactory):
         kwargs = self.datastore.pool.kwargs
         assert isinstance(kwargs, dict)
         lock = int(self.datastore.lock_timeout or 0)
-        kwargs["options"] = f"-c statement_timeout={int(text) * 1000} -c lock_timeout={lock * 1000}"
+        options = f"-c statement_timeout={int(text) * 1000} -c lock_timeout={lock * 1000}"
+        conninfo = self.env.get(self.POSTGRES_CONNINFO)
+        if conninfo:  # the whole URL reaches libpq: TLS, several hosts, every parameter it knows
+            for key in ("dbname", "host", "port", "user", "password"):  # a keyword would win over it
+                kwargs.pop(key, None)
+            self.datastore.pool.conninfo = conninfo
+            given = conninfo_to_dict(conninfo).get("options")
+            options = f"{given} {options}" if given else options
+        kwargs["options"] = options
         # No automatic server-side prepared statements: a pipelined append that fails part-way
         # (a conflict, a view statement) can leave psycopg believing a statement was prepared
         # whose Parse the server skipped ("prepared statement _pg3_9 does not exist" on the next
