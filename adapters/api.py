@@ -28,6 +28,8 @@ from typing import Any, TypeVar
 
 from adapters.ingest import ParsedLine, bounded_lines, check_follows, line_text
 from adapters.ingest.names import lookup_key
+from adapters.service import keys as master_keys
+from adapters.service.keys import KeyChange
 from adapters.service.lines import IngestReport, Lines, Recorded, VersionMismatch, parse
 from adapters.service.results import (
     DEMO_CONVERSATION,
@@ -45,6 +47,7 @@ from adapters.service.results import (
 from adapters.store.application import ConversationStore, HandleResult
 from adapters.store.crypto import TextsErased
 from adapters.store.erasure import Erasure, erase
+from adapters.store.keys import KeyState
 from adapters.store.settings import StoreUnusable, describe_backend, open_store, store_errors
 from adapters.store.verify import Verdict, chain_verdict, verdicts
 from adapters.views.readmodels import ConversationDiff, ReadModels, RebuildReport
@@ -365,6 +368,32 @@ class Chatrecord:
         """Returns the conversations whose record or notes would change under `rules` (nothing
         is switched); see ReadModels.diff."""
         return [d for d in self.read_models.diff(rules) if d.changed]
+
+    # ------------------------------------------------------------ the master key
+
+    @_in_store_terms
+    def key_state(self) -> KeyState:
+        """Returns whether a master key protects the store and how many data keys it keeps
+        wrapped, unwrapped and erased."""
+        return master_keys.state(self.store)
+
+    @_in_store_terms
+    def wrap_keys(self) -> KeyChange:
+        """Binds the store to CHATRECORD_MASTER_KEY: wraps every unwrapped data key with it and
+        writes its check row, in one transaction (see `adapters.service.keys.wrap`)."""
+        return master_keys.wrap(self.store)
+
+    @_in_store_terms
+    def rotate_keys(self, new_master_key: str) -> KeyChange:
+        """Rewraps every data key with `new_master_key` (base64 of 32 bytes) in one transaction;
+        the store then needs the new key (see `adapters.service.keys.rotate`)."""
+        return master_keys.rotate(self.store, new_master_key)
+
+    @_in_store_terms
+    def unwrap_keys(self) -> KeyChange:
+        """Removes the store's master key: every data key stored unwrapped, the check row
+        deleted, in one transaction (see `adapters.service.keys.unwrap`)."""
+        return master_keys.unwrap(self.store)
 
     @_in_store_terms
     def health(self) -> int:

@@ -867,8 +867,9 @@ class PostgresDataKeys(DataKeys):
     def _insert_check(self, sealed: bytes) -> bool:
         try:
             with self.datastore.transaction(commit=True) as curs:
-                curs.execute(SQL("INSERT INTO {} VALUES (1, %s) ON CONFLICT DO NOTHING").format(self.master_table),
-                             (sealed,))
+                curs.execute(SQL("INSERT INTO {} SELECT 1, %s WHERE NOT EXISTS (SELECT 1 FROM {} WHERE "
+                                 "substring(wrapped_key FROM 1 FOR 1) = '\\x00'::bytea) ON CONFLICT DO NOTHING")
+                             .format(self.master_table, self.table), (sealed,))
         except PersistenceError as error:
             if isinstance(error.__cause__, psycopg.errors.ReadOnlySqlTransaction):
                 return False  # a hot standby: reading commands go on; a writer checks again
@@ -887,6 +888,31 @@ class PostgresDataKeys(DataKeys):
             curs.execute(SQL("INSERT INTO {} VALUES (%s, NULL, %s) ON CONFLICT (conversation) DO UPDATE SET "
                              "wrapped_key = NULL, erased_at = COALESCE({}.erased_at, excluded.erased_at)")
                          .format(self.table, Identifier(KEYS_TABLE)), (originator_id, at))
+
+    def _counts(self) -> tuple[int, int, int]:
+        with self.datastore.transaction(commit=False) as curs:
+            curs.execute(SQL("SELECT count(*) FILTER (WHERE substring(wrapped_key FROM 1 FOR 1) = '\\x01'::bytea) AS wrapped, "
+                             "count(*) FILTER (WHERE substring(wrapped_key FROM 1 FOR 1) = '\\x00'::bytea) AS plain, "
+                             "count(*) FILTER (WHERE wrapped_key IS NULL) AS erased FROM {}").format(self.table))
+            row = curs.fetchone()
+        return int(row["wrapped"]), int(row["plain"]), int(row["erased"])
+
+    def _rewrap(self, change: Callable[[UUID, bytes], bytes], sealed: bytes | None) -> int:
+        with self.datastore.transaction(commit=True) as curs:
+            # EXCLUSIVE: another process's key insert (ROW EXCLUSIVE) waits for this transaction,
+            # then reads the check row as it left it; readers go on
+            curs.execute(SQL("LOCK TABLE {}, {} IN EXCLUSIVE MODE").format(self.table, self.master_table))
+            curs.execute(SQL("SELECT conversation, wrapped_key FROM {} WHERE wrapped_key IS NOT NULL").format(self.table))
+            rows = curs.fetchall()
+            update = SQL("UPDATE {} SET wrapped_key = %s WHERE conversation = %s").format(self.table)
+            for r in rows:  # each written as it is made: a failure part-way rolls back the ones before
+                curs.execute(update, (change(r["conversation"], bytes(r["wrapped_key"])), r["conversation"]))
+            if sealed is None:
+                curs.execute(SQL("DELETE FROM {}").format(self.master_table))
+            else:
+                curs.execute(SQL("INSERT INTO {} VALUES (1, %s) ON CONFLICT (id) DO UPDATE SET sealed = excluded.sealed")
+                             .format(self.master_table), (sealed,))
+        return len(rows)
 
     def scrub(self) -> None:
         with self.datastore.get_connection() as conn:

@@ -143,8 +143,31 @@ class SQLiteDataKeys(DataKeys):
 
     def _insert_check(self, sealed: bytes) -> bool:
         with self.datastore.transaction(commit=True) as c:
-            c.execute(f"INSERT OR IGNORE INTO {MASTER_TABLE} VALUES (1, ?)", (sealed,))
+            c.execute(f"INSERT OR IGNORE INTO {MASTER_TABLE} SELECT 1, ? WHERE NOT EXISTS (SELECT 1 FROM {KEYS_TABLE} "
+                      "WHERE substr(wrapped_key, 1, 1) = x'00')", (sealed,))
         return True
+
+    def _counts(self) -> tuple[int, int, int]:
+        with self.datastore.transaction(commit=False) as c:
+            c.execute(f"SELECT count(CASE WHEN substr(wrapped_key, 1, 1) = x'01' THEN 1 END) AS wrapped, "
+                      f"count(CASE WHEN substr(wrapped_key, 1, 1) = x'00' THEN 1 END) AS plain, "
+                      f"count(CASE WHEN wrapped_key IS NULL THEN 1 END) AS erased FROM {KEYS_TABLE}")
+            row = c.fetchone()
+        return int(row["wrapped"]), int(row["plain"]), int(row["erased"])
+
+    def _rewrap(self, change: Callable[[UUID, bytes], bytes], sealed: bytes | None) -> int:
+        with self.datastore.transaction(commit=True) as c:  # BEGIN IMMEDIATE: no other writer meanwhile
+            c.execute(f"SELECT conversation, wrapped_key FROM {KEYS_TABLE} WHERE wrapped_key IS NOT NULL")
+            rows = c.fetchall()
+            for r in rows:  # each written as it is made: a failure part-way rolls back the ones before
+                c.execute(f"UPDATE {KEYS_TABLE} SET wrapped_key = ? WHERE conversation = ?",
+                          (change(UUID(r["conversation"]), bytes(r["wrapped_key"])), r["conversation"]))
+            if sealed is None:
+                c.execute(f"DELETE FROM {MASTER_TABLE}")
+            else:
+                c.execute(f"INSERT INTO {MASTER_TABLE} VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET sealed = excluded.sealed",
+                          (sealed,))
+        return len(rows)
 
     def _wrapped_sample(self) -> tuple[UUID, bytes] | None:
         with self.datastore.transaction(commit=False) as c:
