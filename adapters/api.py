@@ -100,17 +100,19 @@ class Chatrecord:
     when `CHATRECORD_DATABASE_URL` is set). `source_name` names `record`'s lines in errors.
     Opening it raises BadSetting for a setting it cannot use and StoreUnusable, in the words the
     command line prints, for a database that cannot be opened (a file on a read-only file
-    system, a server that does not answer).
+    system, a server that does not answer). `reading=True` (a caller that only reads: audit,
+    verify, replay, activity) opens a SQLite file it cannot write read-only, so an archive on a
+    read-only file system can be inspected (`open_store(reading=True)`).
 
     Every method raises StoreUnusable (a ChatrecordError, one line naming what to do) when the
     database cannot be used: a server that stopped answering, a file another process kept
     locked. Nothing of the call is stored then; the next call tries the database again.
     """
 
-    def __init__(self, store: ConversationStore | None = None, source_name: str = "api") -> None:
+    def __init__(self, store: ConversationStore | None = None, source_name: str = "api", *, reading: bool = False) -> None:
         if store is None:
             with store_errors():  # a file that cannot be opened, a server that does not answer
-                store = open_store()
+                store = open_store(reading=reading)
         self.store = store
         self.source_name = source_name
         self._lines = 0
@@ -336,20 +338,33 @@ class Chatrecord:
         """Returns every turn of a stored conversation (only those of user message `at` if
         given), each as the model saw it then, under `rules` (default: the live rule set).
         Under the live rule set the latest turn is checked against the read
-        models' (`Replay.differs`). Raises UnknownConversation, TurnNotFound for an `at` that
+        models' (`Replay.differs`; also True where they lag and a read-only store keeps them
+        from catching up). Raises UnknownConversation, TurnNotFound for an `at` that
         started no turn, UnknownRuleSet."""
         events = self.events(_conversation_argument("replay", conversation))
         active = self.active_rules()
         rule_set = resolve(rules or active).id
         turns = replay_turns(events, rule_set, can_see_page)
-        differs = bool(turns) and rule_set == active and (
-            self.turn_input(conversation, can_see_page).to_json() != turns[-1].to_json())
+        differs = False
+        if turns and rule_set == active:
+            latest = self._live_turn(conversation, can_see_page)
+            differs = latest is None or latest.to_json() != turns[-1].to_json()
         if at is not None:
             picked = turns_at(turns, at)
             if not picked:
                 raise no_turn(at, [(conversation, turns)])
             turns = picked
         return Replay(conversation, rule_set, tuple(turns), differs)
+
+    def _live_turn(self, conversation: str, can_see_page: PageCheck) -> TurnInput | None:
+        """Returns the read models' latest turn; None where they lag behind the log and cannot
+        catch up because the store was opened read-only (a SQLite archive, `reading=True`)."""
+        try:
+            return self.turn_input(conversation, can_see_page)
+        except StoreUnusable:
+            if not getattr(self.store.factory, "read_only", False):
+                raise
+            return None
 
     @_in_store_terms
     def rebuild(self, rules: str, progress: Progress | None = None, workers: int | None = None) -> RebuildReport:

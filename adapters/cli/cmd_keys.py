@@ -28,11 +28,11 @@ keys_app = typer.Typer(
 )
 
 @contextmanager
-def opened() -> Iterator[Chatrecord]:
+def opened(reading: bool = False) -> Iterator[Chatrecord]:
     """Yields the service layer on the configured store, opened even where CHATRECORD_MASTER_KEY
     is set and the store keeps data keys unwrapped (which every other command refuses), and
-    closes it afterwards."""
-    chatrecord = Chatrecord(open_store(MASTER_KEY_UNBOUND="allow"))
+    closes it afterwards; `reading`: as `adapters.cli.app.opened`'s."""
+    chatrecord = Chatrecord(open_store(reading=reading, MASTER_KEY_UNBOUND="allow"))
     try:
         yield chatrecord
     finally:
@@ -63,7 +63,7 @@ def status(as_json: JsonOption = False) -> None:
         chatrecord keys status --json
     """
     require_store()
-    with opened() as chatrecord:
+    with opened(reading=True) as chatrecord:
         state = chatrecord.key_state()
         store = describe_backend(chatrecord.store)
     if as_json:

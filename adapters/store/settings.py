@@ -197,10 +197,13 @@ def snapshot_interval(value: str) -> str:
 
 
 def open_store(
-    environ: Mapping[str, str] | None = None, *, memory: bool = False, **overrides: str
+    environ: Mapping[str, str] | None = None, *, memory: bool = False, reading: bool = False, **overrides: str
 ) -> ConversationStore:
     """Returns a ConversationStore on the backend `store_env(environ, memory=memory)` picks;
     `overrides` are library env keys (e.g. SNAPSHOT_INTERVAL="10") that win over it.
+    `reading`: the caller only reads (audit, verify, replay of a stored conversation): a SQLite
+    file this process cannot write (permissions, a read-only file system) is opened read-only
+    (`adapters.backends.sqlite.read_only_uri`) instead of failing at its first write.
 
     Raises BadSetting (BadDatabaseURL) for a bad setting; the library's or the driver's errors
     when the database cannot be opened (`store_problem` says which are not bugs).
@@ -209,7 +212,10 @@ def open_store(
         ReadModels,  # the store's views, applied right after each save
     )
 
-    store = ConversationStore(env={**store_env(environ, memory=memory), **overrides})
+    env = store_env(environ, memory=memory)
+    if reading and env.get("PERSISTENCE_MODULE") == SQLITE_MODULE:
+        env["SQLITE_READING"] = "y"
+    store = ConversationStore(env={**env, **overrides})
     ReadModels(store)
     return store
 
