@@ -1,7 +1,7 @@
 """A read-only SQLite archive can be inspected (issue 20, item 10): `audit`, `verify`, `replay
---conversation` and `keys status` on a store file the process cannot write (no write permission
-on the file and its folder; a read-only file system) print what they print on a writable one,
-and change no byte; a writing command still fails with one line.
+--conversation`, `rebuild --diff` and `keys status` on a store file the process cannot write
+(no write permission on the file and its folder; a read-only file system) print what they print
+on a writable one, and change no byte; a writing command still fails with one line.
 
 The tests run as root, which ignores permission bits; so the command runs without the
 capabilities that let root do that (`setpriv --bounding-set -dac_override,-dac_read_search`),
@@ -27,6 +27,7 @@ READS = [
     ("verify",),
     ("replay", "--conversation", "conv-behalten", "--json"),
     ("keys", "status", "--json"),
+    ("rebuild", "--rules", "2026-11-01", "--diff", "--json"),
 ]
 
 
