@@ -62,3 +62,28 @@ def test_a_postgresql_server_that_does_not_answer_is_store_unusable_in_the_cli_s
     assert "Connection refused" in said
     assert said.endswith("; check CHATRECORD_DATABASE_URL and that the server answers\n")
     assert cli_error(tmp_path, CHATRECORD_DATABASE_URL=url) == said
+
+
+def test_a_sqlite_file_on_a_read_only_file_system_is_store_unusable(tmp_path: Path) -> None:
+    # the issue's own case: a new store on a read-only file system (a read-only bind mount in a
+    # mount namespace of the test's own); Chatrecord() runs in a subprocess inside it
+    import os
+
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    namespace = ["unshare", "-m"] if os.getuid() == 0 else ["unshare", "-rm"]
+    mount = [*namespace, "sh", "-c", 'mount --bind -o ro "$0" "$0" && exec "$@"', str(folder)]
+    if subprocess.run([*mount, "true"], capture_output=True).returncode != 0:
+        pytest.skip("no mount namespace here to make a read-only file system")
+    path = folder / "store.sqlite"
+    script = ("from adapters.api import Chatrecord\nfrom adapters.store.settings import StoreUnusable\n"
+              "try:\n    Chatrecord()\nexcept StoreUnusable as error:\n    print(f'StoreUnusable: {error}')\n")
+    done = subprocess.run([*mount, sys.executable, "-c", script], cwd=ROOT, env=cli_env(CHATRECORD_DB=str(path)),
+                          capture_output=True, text=True, encoding="utf-8", timeout=120)
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout == (f"StoreUnusable: the SQLite file {path} cannot be used (unable to open database file); "
+                           "check CHATRECORD_DB: its folder must exist and the file must be readable and writable\n")
+    cli = subprocess.run([*mount, sys.executable, "-m", "adapters.cli", "demo"], cwd=tmp_path,
+                         env=cli_env(CHATRECORD_DB=str(path)), capture_output=True, text=True, encoding="utf-8",
+                         timeout=120)
+    assert (cli.returncode, cli.stderr) == (1, "error: " + done.stdout.removeprefix("StoreUnusable: "))
