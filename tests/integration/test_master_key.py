@@ -60,9 +60,9 @@ class MasterKeyContract:
     def opened(self, key: str) -> ConversationStore:
         return self.open_store(CHATRECORD_MASTER_KEY=key)
 
-    def counts(self) -> tuple[int, int, int]:
-        """Returns the stored events, the key rows and the check rows."""
-        events = len(self.open_store(CHATRECORD_MASTER_KEY=A, MASTER_KEY_UNBOUND="allow")
+    def counts(self, key: str = A) -> tuple[int, int, int]:
+        """Returns the stored events, the key rows and the check rows (the store opened with `key`)."""
+        events = len(self.open_store(CHATRECORD_MASTER_KEY=key, MASTER_KEY_UNBOUND="allow")
                      .recorder.select_notifications(None, 100_000))
         [(keys,)] = self.sql(f"SELECT count(*) FROM {KEYS_TABLE}")
         [(checks,)] = self.sql(f"SELECT count(*) FROM {MASTER_TABLE}")
@@ -131,12 +131,18 @@ class MasterKeyContract:
         write(self.opened(A), "conv-a")
         write(self.opened(A), "conv-b", "Zweiter Text")
         erase_key(self.opened(A), "conv-b")
+        early = self.opened(A)  # opened before the rotation, still running after
+        early.handle(Command("conv-late", c.start_conversation, "conv-late", "chat", 7))
 
         change = keys_service.rotate(self.opened(A), B)
 
         assert (change.rewrapped, change.state) == (1, KeyState(True, 1, 0, 1))
         with pytest.raises(BadMasterKey, match="is not the master key of this store"):
             self.opened(A)
+        before = self.counts(B)
+        with pytest.raises(BadMasterKey, match="is not the master key of this store"):
+            early.handle(Command("conv-late", c.post_user_message, 1, "geheim", 42, None))  # no key by the old one
+        assert self.counts(B) == before
         assert texts(self.opened(B), "conv-a") == ["Titel prüfen"]
         write(self.opened(B), "conv-c", "Dritter Text")
         assert texts(self.opened(B), "conv-c") == ["Dritter Text"]
