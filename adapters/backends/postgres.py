@@ -1316,7 +1316,7 @@ class PostgresFactory(StoreFactory, es_postgres.PostgresFactory):
         hosts = (env.get("POSTGRES_HOST") or "").split(",")
         ports = (env.get("POSTGRES_PORT") or "5432").split(",")
         ports = ports * len(hosts) if len(ports) == 1 else ports  # one port for every host, as libpq reads it
-        where = ",".join(f"{host}:{port or 5432}" for host, port in zip(hosts, ports))
+        where = ",".join(f"{host}:{port or 5432}" for host, port in zip(hosts, ports, strict=False))
         return f"PostgreSQL {env.get('POSTGRES_USER')}@{where}/{env.get('POSTGRES_DBNAME')} (schema {schema})"
 
     @classmethod
