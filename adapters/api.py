@@ -21,14 +21,15 @@ import functools
 import inspect
 import io
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from datetime import datetime
 from functools import cached_property
 from pathlib import Path
 from threading import Lock
 from typing import Any, TypeVar
 
 from adapters.ingest import ParsedLine, bounded_lines, check_follows, line_text
-from adapters.ingest.names import lookup_key
 from adapters.service import keys as master_keys
+from adapters.service.conversations import ConversationPage, Export, export_lines, list_conversations, stored_key
 from adapters.service.keys import KeyChange
 from adapters.service.lines import IngestReport, Lines, Recorded, VersionMismatch, parse
 from adapters.service.results import (
@@ -245,6 +246,31 @@ class Chatrecord:
 
     # ------------------------------------------------------------ reads
 
+    def _key(self, conversation: str) -> str:
+        """Returns the key `conversation` (the chat's id, or the stored form a command printed)
+        is stored under (`adapters.service.conversations.stored_key`)."""
+        return stored_key(self.store, conversation)
+
+    @_in_store_terms
+    def conversations(self, limit: int = 50, cursor: str | None = None, since: datetime | None = None) -> ConversationPage:
+        """Returns one page of the store's conversations, newest activity first: at most `limit`
+        (1–1000) after `cursor` (the `cursor` of the page before; None: the first page), only
+        those active at or after `since` (aware datetime) if given. Each with its stored id (as
+        every method accepts it), kind, messages, segments, events, first and last activity and
+        whether it was erased (`ConversationSummary`). Reads a page at a time; see
+        `adapters.service.conversations.list_conversations`. Raises ValueError for a bad
+        `limit`, BadCursor for a cursor no page returned."""
+        return list_conversations(self.store, limit, cursor, since)
+
+    @_in_store_terms
+    def export(self, conversation: str, upto: int | None = None) -> Export:
+        """Returns the conversation as the chat's JSON Lines objects (docs/input-format.md), made
+        from its stored events in the store's order, up to user message `upto` and what belongs
+        to it if given (`export_lines`). Ingested into an empty store they give the same turns,
+        audit rows and notes. An erased conversation's texts read `[erased]` (`Export.erased`).
+        Raises UnknownConversation for an id the store does not hold."""
+        return export_lines(self.events(_conversation_argument("export", conversation)), upto)
+
     @_in_store_terms
     def active_rules(self) -> str:
         """Returns the rule set of the live read models."""
@@ -264,7 +290,7 @@ class Chatrecord:
         Raises UnknownConversation for an id the store does not hold, NoTurnYet when no
         user message has started a turn yet.
         """
-        return self.read_models.turn_input(lookup_key(_conversation_argument("turn_input", conversation)), can_see_page)
+        return self.read_models.turn_input(self._key(_conversation_argument("turn_input", conversation)), can_see_page)
 
     @_in_store_terms
     def turn_notes(self, conversation: str, can_see_page: PageCheck = every_page) -> TurnNotes:
@@ -277,7 +303,7 @@ class Chatrecord:
 
         Raises UnknownConversation for an id the store does not hold.
         """
-        return self.read_models.turn_notes(lookup_key(_conversation_argument("turn_notes", conversation)), can_see_page)
+        return self.read_models.turn_notes(self._key(_conversation_argument("turn_notes", conversation)), can_see_page)
 
     def verify(self, conversation: str | None = None, against: Path | None = None) -> Iterator[Verdict]:
         """Yields the verdict of each conversation's hash chain (only `conversation`'s if
@@ -287,7 +313,7 @@ class Chatrecord:
 
         Raises NoChain for a store that keeps no chain, BadHeadsFile for a heads file it cannot
         read, UnknownConversation (after the last verdict) when `conversation` has none."""
-        key = lookup_key(_conversation_argument("verify", conversation)) if conversation is not None else None
+        key = self._key(_conversation_argument("verify", conversation)) if conversation is not None else None
         return self._verdicts(conversation, key, against)
 
     @_in_store_terms
@@ -303,7 +329,7 @@ class Chatrecord:
     def erase(self, conversation: str) -> Erasure:
         """Erases the conversation's free texts (deletes its data key) and scrubs its read
         models; idempotent. Raises UnknownConversation for an id the store does not hold."""
-        return erase(self.store, lookup_key(_conversation_argument("erase", conversation)), self.read_models)
+        return erase(self.store, self._key(_conversation_argument("erase", conversation)), self.read_models)
 
     @_in_store_terms
     def activity(self, conversation: str, rules: str | None = None) -> tuple[SegmentActivity, ...]:
@@ -329,7 +355,7 @@ class Chatrecord:
         events = self.events(_conversation_argument("audit", conversation))
         rule_set = rules or self.active_rules()
         rows: list[AuditRow] = audit_rows(events, rule_set)
-        verdict = chain_verdict(self.store, lookup_key(conversation)) if chain else None
+        verdict = chain_verdict(self.store, self._key(conversation)) if chain else None
         return Audit(conversation, rule_set, rows, verdict)
 
     @_in_store_terms

@@ -14,7 +14,7 @@ from typing import Any
 from uuid import UUID
 
 from adapters.ingest import fold_events, read_events, read_lines
-from adapters.ingest.names import NAME_MAX, lookup_key
+from adapters.service.conversations import stored_key
 from adapters.service.lines import IngestReport
 from adapters.store.application import ConversationStore
 from adapters.store.verify import Verdict
@@ -70,14 +70,9 @@ def file_conversations(path: Path) -> Conversations:
 def stored_conversation(store: ConversationStore, conversation: str, backend: str) -> list[ConversationEvent]:
     """Returns the full event log of `conversation`. Raises UnknownConversation when the store
     (described by `backend`) has none of that id."""
-    events = store.events(lookup_key(conversation))
+    events = store.events(stored_key(store, conversation))
     if not events:
         known = store.conversation_ids()
-        if conversation in known:  # the stored form of an id the chat sent otherwise, as it is printed
-            raise UnknownConversation(
-                f"no conversation {shown_id(conversation, 'repr')} in {backend}: {conversation} is how the store "
-                "keeps a conversation whose id had characters other than A-Za-z0-9_.:/- (or was longer than "
-                f"{NAME_MAX}); look it up by the id the chat sent")
         hint = f"stored: {', '.join(known[:5])}{', …' if len(known) > 5 else ''}" if known else "the store is empty"
         raise UnknownConversation(f"no conversation {shown_id(conversation, 'repr')} in {backend} ({hint})")
     return events

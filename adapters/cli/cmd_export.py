@@ -1,0 +1,52 @@
+"""`chatrecord export`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from adapters.cli.app import app, opened, warn
+from adapters.cli.habits import json_bytes, require_store
+from domain.errors import ChatrecordError
+
+
+class UnwritableFile(ChatrecordError):
+    """Raised when `-o FILE` cannot be written."""
+
+
+@app.command()
+def export(
+    conversation: Annotated[str, typer.Argument(help="The conversation id, as the chat names it or as list prints it.")],
+    upto: Annotated[int | None, typer.Option("--upto", min=1, help="Stop after user message N and what belongs to it.")] = None,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file (default: standard output).")] = None,
+) -> None:
+    """Writes a stored conversation as the chat's JSON Lines (docs/input-format.md).
+
+    The lines are made from the store's events, in its order, with only what it keeps (no tool
+    arguments or results, no model text: they were never stored). `chatrecord ingest` of them
+    into an empty store gives the same turns, audit rows and chain; `chatrecord replay FILE`
+    the same turns. --upto N cuts the export after user message N, for a minimal reproduction.
+    An erased conversation exports its facts with its texts as `[erased]`, and says so on stderr.
+
+    Example:
+
+        chatrecord export conv-demo-seo --upto 2 -o bug.jsonl
+    """
+    require_store()
+    with opened(reading=True) as chatrecord:
+        done = chatrecord.export(conversation, upto)
+    data = b"".join(json_bytes(line) + b"\n" for line in done.lines)
+    if output is None:
+        sys.stdout.flush()
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+    else:
+        try:
+            output.write_bytes(data)
+        except OSError as error:
+            raise UnwritableFile(f"{output}: cannot be written ({error.strerror or error})") from None
+    if done.erased:
+        warn(f"note: conversation {done.conversation} was erased; its texts are exported as [erased]")

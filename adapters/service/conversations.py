@@ -1,0 +1,324 @@
+"""The store's conversations: how a conversation id a user gives is found (`stored_key`), the
+list of conversations, newest activity first, in pages (`list_conversations`), and a
+conversation written back as the chat's JSON Lines (`export_lines`).
+
+Ids. A conversation is stored under the reduced form of the chat's id
+(`adapters.ingest.names.reduce_key`: `chat 17` is kept as `chat17:h9a90eaf363ff759f`), and that
+stored form is what `list`, `verify` and the error messages print. `stored_key` accepts both,
+unambiguously: the chat's id first (an id that merely looks like a stored form stays the chat's
+own id when that conversation exists), then the stored form as printed.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from adapters.ingest.names import lookup_key
+from adapters.store.application import ConversationStore
+from adapters.store.crypto import ERASED
+from domain.errors import ChatrecordError
+from domain.events import (
+    CardDecided,
+    ConversationErased,
+    ConversationEvent,
+    ConversationStarted,
+    LegacyRowImported,
+    MessageEdited,
+    QuestionAnswered,
+    SegmentReturned,
+    TourEnded,
+    TranscriptReplaced,
+    TurnRetried,
+    UserMessagePosted,
+    conversation_uuid,
+)
+from domain.values import StepFact, WaitingCall
+
+LIST_LIMIT_MAX = 1000
+"""The most conversations one page of `list_conversations` holds."""
+_SCAN = 500
+"""How many events `list_conversations` reads at a time, walking the log backwards."""
+
+
+class BadCursor(ChatrecordError):
+    """Raised when a `--cursor` (or `cursor=`) is not one a page of the list returned."""
+
+
+def _started(store: ConversationStore, key: str) -> bool:
+    """Whether the store holds a conversation stored under `key` (one index lookup)."""
+    return bool(store.recorder.select_events(conversation_uuid(key), limit=1))
+
+
+def stored_key(store: ConversationStore, conversation: str) -> str:
+    """Returns the key `conversation` is stored under: the reduced form of the chat's id
+    (`lookup_key`) when the store holds that conversation; else `conversation` itself when it is
+    the stored form a command printed (`chat17:h9a90eaf363ff759f`) and the store holds it; else
+    the reduced form (which then names no stored conversation: the caller says so)."""
+    key = lookup_key(conversation)
+    if key != conversation and not _started(store, key) and _started(store, conversation):
+        return conversation
+    return key
+
+
+# ---------------------------------------------------------------- list
+
+
+@dataclass(frozen=True)
+class ConversationSummary:
+    """One conversation as `list` shows it. `conversation`: its id as the store keeps it and
+    every command accepts it; `kind`: `chat` or `alt_text`; `messages`: the newest live user
+    message number (0 before the first); `segments`: segments recorded and not cut by an edit;
+    `events`: the events of its log (its version); `first_at`/`last_at`: the times (UTC) of its
+    first and last event; `erased`: whether its texts were erased."""
+
+    conversation: str
+    kind: str
+    messages: int
+    segments: int
+    events: int
+    first_at: datetime
+    last_at: datetime
+    erased: bool
+
+    def to_json(self) -> dict[str, Any]:
+        """Returns `{"conversation", "kind", "messages", "segments", "events", "first_at",
+        "last_at", "erased"}`, the times as ISO-8601 UTC (`2026-10-28T09:00:00Z`)."""
+        return {
+            "conversation": self.conversation, "kind": self.kind, "messages": self.messages,
+            "segments": self.segments, "events": self.events, "first_at": iso(self.first_at),
+            "last_at": iso(self.last_at), "erased": self.erased,
+        }
+
+
+@dataclass(frozen=True)
+class ConversationPage:
+    """One page of the list: `conversations` newest activity first; `cursor`: pass it to get
+    the next page, None after the last one."""
+
+    conversations: tuple[ConversationSummary, ...]
+    cursor: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        """Returns `{"conversations": [ConversationSummary.to_json()], "next_cursor": str|null}`."""
+        return {"conversations": [c.to_json() for c in self.conversations], "next_cursor": self.cursor}
+
+
+def iso(at: datetime) -> str:
+    """Returns `at` (aware, UTC) as `2026-10-28T09:00:00Z` (microseconds only where it has some)."""
+    return at.isoformat().replace("+00:00", "Z")
+
+
+def encode_cursor(position: int) -> str:
+    """Returns the opaque cursor of a page that ends at log position `position`."""
+    return base64.urlsafe_b64encode(f"cr1:{position}".encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> int:
+    """Returns the log position a cursor of `encode_cursor` holds. Raises BadCursor."""
+    try:
+        text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        tag, position = text.split(":", 1)
+        if tag != "cr1" or not position.isdigit():
+            raise ValueError
+        return int(position)
+    except (ValueError, binascii.Error, UnicodeDecodeError):
+        raise BadCursor(f"{cursor[:40]!r} is not a cursor of chatrecord list; pass the next_cursor "
+                        "a page returned, or none for the first page") from None
+
+
+def summary(store: ConversationStore, key: str) -> ConversationSummary | None:
+    """Returns the summary of the conversation stored under `key`, None when there is none. Reads
+    its state (snapshot and the events since) and its index's live segments: bounded reads."""
+    state = store.get(key)
+    if state is None:
+        return None
+    with store.history.reading(state.id) as index:
+        segments = len(index.segments_from(0))
+    return ConversationSummary(
+        conversation=state.conversation, kind=state.kind, messages=state.last_message, segments=segments,
+        events=state.version, first_at=state.created_on, last_at=state.modified_on, erased=state.erased,
+    )
+
+
+def list_conversations(store: ConversationStore, limit: int = 50, cursor: str | None = None,
+                       since: datetime | None = None) -> ConversationPage:
+    """Returns one page of the store's conversations, newest activity first: at most `limit`
+    (1–LIST_LIMIT_MAX) of them, after `cursor` (a `ConversationPage.cursor`; None: the first
+    page), only those whose last event is at or after `since` (aware datetime) if given.
+
+    Activity is the order events were stored: the log is read backwards from the cursor's
+    position, `_SCAN` events at a time (index-backed reads of the notification log, on every
+    backend); a conversation is listed at its newest event (the one at its current version), so
+    a page never repeats a conversation of an earlier page and the cursor (that position) stays
+    valid while conversations grow (a conversation that grows moves to the front: it is listed
+    again on a fresh first page). Memory stays flat: one page of events, one page of summaries.
+
+    Raises ValueError for a `limit` outside 1–LIST_LIMIT_MAX, BadCursor for a cursor no page
+    returned.
+    """
+    if not 1 <= limit <= LIST_LIMIT_MAX:
+        raise ValueError(f"limit must be 1 to {LIST_LIMIT_MAX}, not {limit}")
+    top = decode_cursor(cursor) - 1 if cursor is not None else store.max_notification_id()
+    found: list[ConversationSummary] = []
+    versions: dict[UUID, int | None] = {}
+    while top >= 1 and len(found) < limit:
+        low = max(1, top - _SCAN + 1)
+        page = store.recorder.select_notifications(low, _SCAN, stop=top)
+        for notification in reversed(page):
+            top = notification.id - 1
+            originator = UUID(str(notification.originator_id))
+            if originator not in versions:
+                last = store.recorder.select_events(originator, desc=True, limit=1)
+                versions[originator] = last[0].originator_version if last else None
+            if versions[originator] != notification.originator_version:
+                continue  # not its newest event: it is listed (or was) at a later position
+            versions[originator] = None  # listed once
+            first = store.recorder.select_events(originator, limit=1)
+            name = store.mapper.to_domain_event(first[0]).conversation if first else None
+            item = summary(store, name) if isinstance(name, str) else None
+            if item is None or (since is not None and item.last_at < since):
+                continue
+            found.append(item)
+            if len(found) == limit:
+                break
+        else:
+            top = low - 1
+    return ConversationPage(tuple(found), encode_cursor(top + 1) if top >= 1 and found else None)
+
+
+# ---------------------------------------------------------------- export
+
+
+def _step(step: StepFact) -> dict[str, Any]:
+    """Returns a stored step as nr-llm's RunStep, of the fields the privacy filter keeps."""
+    line: dict[str, Any] = {"kind": step.kind, "round": step.round, "durationMs": step.duration_ms}
+    if step.tool_name is not None:
+        line["toolName"] = step.tool_name
+    if step.tool_is_error is not None:
+        line["toolIsError"] = step.tool_is_error
+    if step.tool_outcome is not None:
+        line["toolOutcome"] = step.tool_outcome
+    if step.write_target is not None:
+        line["writeTargetTable"] = step.write_target.table
+        line["writeTargetUid"] = step.write_target.uid
+    if step.write_completeness is not None:
+        line["writeCompleteness"] = step.write_completeness
+    if step.hook_failed_after_write:
+        line["hookFailedAfterWrite"] = True
+    return line
+
+
+def _pending(call: WaitingCall) -> dict[str, Any]:
+    line: dict[str, Any] = {"toolName": call.tool_name}
+    if call.target is not None:
+        line["table"], line["uid"] = call.target.table, call.target.uid
+    if call.fields:
+        line["fields"] = list(call.fields)
+    return line
+
+
+def _line(conversation: str, group: Sequence[ConversationEvent]) -> dict[str, Any] | None:
+    """Returns the input line that stored the events `group` (one line's events), None for
+    events no line made (an erasure)."""
+    for event in group:
+        head: dict[str, Any] = {"conversation": conversation, "at": iso(event.timestamp)}
+        match event:
+            case ConversationStarted():
+                return {"type": "conversation_started", **head, "kind": event.kind, "owner": event.owner}
+            case UserMessagePosted():
+                return {"type": "user_message", **head, "message": event.message, "text": event.text,
+                        "page": event.page, "skill": event.skill}
+            case SegmentReturned():
+                line = {"type": "segment_returned", **head, "segment": event.segment, "run": event.run,
+                        "trigger": event.trigger, "outcome": event.outcome, "answer": event.answer}
+                if event.nothing_saved:
+                    line["flag"] = "nothingSaved"
+                line["steps"] = [_step(s) for s in event.steps]
+                line["pending"] = [_pending(c) for c in event.waiting]
+                return line
+            case CardDecided():
+                line = {"type": "card_decided", **head, "segment": event.segment, "approved": event.approved,
+                        "answer": event.answer}
+                if event.message is not None:
+                    line["message"], line["text"] = event.message, event.text
+                return line
+            case QuestionAnswered():
+                return {"type": "question_answered", **head, "segment": event.segment, "message": event.message,
+                        "text": event.text}
+            case TurnRetried():
+                return {"type": "turn_retried", **head, "message": event.message}
+            case MessageEdited():
+                return {"type": "message_edited", **head, "message": event.message, "text": event.text}
+            case TranscriptReplaced():
+                return {"type": "transcript_replaced", **head,
+                        "messages": [{"role": m.role, "text": m.text} for m in event.messages]}
+            case LegacyRowImported():
+                outcomes = []
+                for o in event.card_outcomes:
+                    outcome: dict[str, Any] = {"outcome": o.outcome, "after": o.after, "tool": o.tool}
+                    if o.target is not None:
+                        outcome["table"], outcome["uid"] = o.target.table, o.target.uid
+                    if o.fields:
+                        outcome["fields"] = list(o.fields)
+                    outcomes.append(outcome)
+                return {"type": "legacy_row", **head,
+                        "messages": [{"role": m.role, "text": m.text} for m in event.messages],
+                        "card_outcomes": outcomes}
+    for event in group:
+        if isinstance(event, TourEnded):
+            return {"type": "tour_ended", "conversation": conversation, "at": iso(event.timestamp)}
+    return None
+
+
+def _groups(events: Iterable[ConversationEvent]) -> Iterator[list[ConversationEvent]]:
+    """Yields the events of each input line in order: consecutive events of one `source`."""
+    group: list[ConversationEvent] = []
+    for event in events:
+        if group and (event.source is None or event.source != group[0].source):
+            yield group
+            group = []
+        group.append(event)
+    if group:
+        yield group
+
+
+@dataclass(frozen=True)
+class Export:
+    """A conversation as the chat's lines. `lines`: the JSON objects, in the store's order;
+    `erased`: its texts were erased (they read `[erased]` in the lines)."""
+
+    conversation: str
+    lines: tuple[dict[str, Any], ...]
+    erased: bool
+
+
+def export_lines(events: Sequence[ConversationEvent], upto: int | None = None) -> Export:
+    """Returns the input lines (docs/input-format.md) that store `events` (one conversation's
+    log, as the store reads it) again: each line of the store's order, made from the events it
+    stored, with only what the store keeps (steps as the privacy filter left them; texts of an
+    erased conversation read `[erased]`). Events no line makes (an erasure) give no line.
+
+    `upto`: stop after user message `upto` and what belongs to it: before the first line
+    that adds a message of a higher number (a `user_message`, `question_answered`, `card_decided`). Ingested into an empty store, the lines give the
+    same turns, audit rows and notes (the facts are the same; each line's digest too).
+    """
+    if not events or not isinstance(events[0], ConversationStarted):
+        raise ValueError("export_lines needs a conversation's log from its first event")
+    conversation = events[0].conversation
+    lines: list[dict[str, Any]] = []
+    erased = any(isinstance(e, ConversationErased) for e in events)
+    for group in _groups(events):
+        line = _line(conversation, group)
+        if line is None:
+            continue
+        if upto is not None and line.get("message", 0) > upto:  # a user message, answer or card text after it
+            break
+        lines.append(line)
+    erased = erased or any(line.get("text") == ERASED for line in lines)
+    return Export(conversation, tuple(lines), erased)
