@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
+
 from adapters.cli.app import JsonOption, app, opened, print_json, say
 from adapters.cli.habits import require_store
 from adapters.cli.render import visible

@@ -26,6 +26,8 @@ from adapters.http import schemas
 from adapters.http.idempotency import MAX_KEY, Kept, body_hash, keys_for
 from adapters.http.problems import PROBLEM, Problem, install
 from adapters.ingest import json_problem
+from adapters.ingest.names import parse_at
+from adapters.service.conversations import LIST_LIMIT_MAX, BadCursor
 from adapters.store.settings import BadSetting
 from domain.limits import INT_MAX
 from projections.page_line import PageFilter
@@ -214,6 +216,40 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
         version = orjson.loads(kept.response)["version"]
         headers = etag(version) | ({} if first else {"Idempotent-Replayed": "true"})
         return Response(kept.response, status_code=kept.status, media_type=JSON, headers=headers)
+
+    @v1.get("/conversations", response_model=dict[str, Any])
+    def conversations(
+        chatrecord: Service,
+        limit: Annotated[int, Query(ge=1, le=LIST_LIMIT_MAX, description="At most this many a page.")] = 50,
+        cursor: Annotated[str | None, Query(description="The next_cursor of the page before.")] = None,
+        since: Annotated[str | None, Query(description="Only those active at or after this ISO-8601 time.")] = None,
+    ) -> Response:
+        """The store's conversations, newest activity first, a page at a time: the object of
+        `chatrecord list --json`, `{"conversations": [...], "next_cursor": ...}`."""
+        at = None
+        if since is not None:
+            try:
+                at = parse_at(since)
+            except ValueError as error:
+                raise Problem(400, "bad-request", f"since: {error}", where="query.since") from None
+        try:
+            page = chatrecord.conversations(limit, cursor, at)
+        except BadCursor as error:
+            raise Problem(400, "bad-request", str(error), where="query.cursor") from None
+        return json_response(page.to_json())
+
+    @v1.get("/conversations/{conversation:path}/export", response_class=Response, responses={
+        200: {"content": {NDJSON[0]: {}}, "description": "The conversation as the chat's JSON Lines"}})
+    def export(
+        chatrecord: Service, conversation: Conversation,
+        upto: Annotated[int | None, Query(ge=1, description="Stop after user message N.")] = None,
+    ) -> Response:
+        """The conversation as the chat's JSON Lines (`chatrecord export`), made from the store's
+        events: ingested into an empty store, the same turns and audit. An erased conversation's
+        texts read `[erased]` (header `Chatrecord-Erased: true`)."""
+        done = chatrecord.export(conversation, upto)
+        body = b"".join(orjson.dumps(line) + b"\n" for line in done.lines)
+        return Response(body, media_type=NDJSON[0], headers={"Chatrecord-Erased": "true"} if done.erased else {})
 
     @v1.get("/conversations/{conversation:path}/turn", response_model=schemas.TurnNotes)
     def turn(

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable, Iterator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,7 @@ from adapters.store.application import ConversationStore
 from adapters.store.settings import open_store, postgres_env, sqlite_env
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "unit"))
-from test_properties import EPISODES, tell  # noqa: E402
+from test_properties import EPISODES, tell
 
 DEMO = Path(__file__).parent.parent / "data" / "demo_seo_tour.jsonl"
 Opener = Callable[[], Chatrecord]
@@ -107,7 +107,7 @@ def test_list_pages_newest_activity_first_with_a_stable_cursor(stores: Opener) -
     assert second.cursor is None
     assert [c.conversation for c in again.conversations] == ["chat17:h9a90eaf363ff759f"]
     assert [c.conversation for c in chat.conversations().conversations] == ["c", "a", "chat17:h9a90eaf363ff759f"]
-    since = datetime(2026, 10, 29, tzinfo=timezone.utc)
+    since = datetime(2026, 10, 29, tzinfo=UTC)
     assert [c.conversation for c in chat.conversations(since=since).conversations] == ["c", "a"]
 
 

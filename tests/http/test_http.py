@@ -276,3 +276,31 @@ def test_a_store_that_cannot_be_used_is_a_503_that_does_not_show_the_stores_sett
 
     assert (problem.status, problem.name, problem.detail, problem.headers) == (
         503, "store-unavailable", "the store cannot be used now; try again later", {"Retry-After": "5"})
+
+
+def test_conversations_lists_the_newest_first_and_export_gives_the_lines_back(server: Server) -> None:
+    conversation = unique("chat ")  # a space: stored reduced, listed and exported under its stored form
+    lines = demo_lines(conversation)
+    server.client.post("/v1/lines", content=ndjson(lines), headers={"content-type": "application/x-ndjson"})
+
+    listed = server.client.get("/v1/conversations", params={"limit": 1})
+    stored = listed.json()["conversations"][0]["conversation"]
+    exported = server.client.get(f"/v1/conversations/{stored}/export")
+    cut = server.client.get(f"/v1/conversations/{stored}/export", params={"upto": 1})
+    bad = server.client.get("/v1/conversations", params={"cursor": "nonsense"})
+
+    assert (listed.status_code, len(listed.json()["conversations"])) == (200, 1)
+    assert stored.startswith("chat") and ":h" in stored
+    assert exported.headers["content-type"] == "application/x-ndjson"
+    got = [orjson.loads(x) for x in exported.content.splitlines()]
+    assert got == _as_exported(lines)
+    assert [x["type"] for x in orjson.loads(b"[" + b",".join(cut.content.splitlines()) + b"]")] == \
+        ["conversation_started", "user_message", "segment_returned"]
+    assert problem(bad, 400, "bad-request")["detail"].startswith("'nonsense' is not a cursor")
+
+
+def _as_exported(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The demo's lines as export writes them: through the store's facts."""
+    chatrecord = Chatrecord(open_store(memory=True))
+    chatrecord.ingest([orjson.dumps(x) for x in lines], "demo")
+    return list(chatrecord.export(lines[0]["conversation"]).lines)
