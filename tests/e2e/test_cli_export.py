@@ -1,0 +1,56 @@
+"""`chatrecord list` and `chatrecord export`, run as the user runs them: the bug-report round
+trip (export on the server, ingest and replay on another machine), an erased conversation, and
+the ids as list prints them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.e2e.conftest import Run, json_lines, runner
+
+DEMO = Path(__file__).parent.parent / "data" / "demo_seo_tour.jsonl"
+
+
+def test_an_export_ingested_on_another_machine_replays_the_same_turns(store_run: Run, tmp_path: Path) -> None:
+    store_run("ingest", DEMO)
+    listed = store_run("list")
+    exported = store_run("export", "conv-demo-seo", "-o", "bug.jsonl")
+    other = runner(tmp_path, CHATRECORD_DB=str(tmp_path / "other.sqlite"))
+    ingested = other("ingest", "bug.jsonl")
+
+    assert listed.stdout == (
+        "conversation   kind  messages  segments  events  first activity        last activity         erased\n"
+        "conv-demo-seo  chat         3         8      20  2026-10-28T09:00:00Z  2026-10-31T14:05:00Z\n")
+    assert (exported.returncode, exported.stdout, exported.stderr) == (0, "", "")
+    assert ingested.stdout == "bug.jsonl: 20 events appended, 0 lines already recorded\n"
+    for args in (["replay", "--conversation", "conv-demo-seo", "--at", "3", "--json"], ["audit", "conv-demo-seo", "--json"]):
+        assert other(*args).stdout == store_run(*args).stdout, args
+    assert other("replay", "bug.jsonl", "--json").stdout == store_run("replay", "-c", "conv-demo-seo", "--json").stdout
+    assert other("verify").returncode == 0
+
+
+def test_an_erased_conversation_exports_its_facts_and_says_so(sqlite_run: Run) -> None:
+    sqlite_run("ingest", DEMO)
+    sqlite_run("erase", "conv-demo-seo")
+    exported = sqlite_run("export", "conv-demo-seo", "--upto", "1")
+    listed = json_lines(sqlite_run("list", "--json").stdout)
+
+    assert exported.stderr == "note: conversation conv-demo-seo was erased; its texts are exported as [erased]\n"
+    lines = json_lines(exported.stdout)
+    assert [line["type"] for line in lines] == ["conversation_started", "user_message", "segment_returned"]
+    assert (lines[1]["text"], lines[2]["answer"]) == ("[erased]", "[erased]")
+    assert [(c["conversation"], c["erased"], c["events"]) for c in listed[0]["conversations"]] == [("conv-demo-seo", True, 21)]
+
+
+def test_list_pages_and_its_mistakes_are_one_line(sqlite_run: Run) -> None:
+    sqlite_run("ingest", DEMO)
+    bad_cursor = sqlite_run("list", "--cursor", "nonsense")
+    bad_since = sqlite_run("list", "--since", "2026-10-28")
+    unknown = sqlite_run("export", "nope")
+
+    assert (bad_cursor.returncode, bad_cursor.stderr) == (
+        1, "error: 'nonsense' is not a cursor of chatrecord list; pass the next_cursor a page returned, or none for "
+           "the first page\n")
+    assert bad_since.returncode == 2 and "is a date without a time of day" in bad_since.stderr
+    assert unknown.returncode == 1 and unknown.stderr.startswith("error: no conversation 'nope' in")
+    assert sqlite_run("list", "--since", "2026-11-01T00:00:00Z").stdout == "no conversations since 2026-11-01T00:00:00Z\n"
