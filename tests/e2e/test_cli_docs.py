@@ -16,7 +16,7 @@ README = (ROOT / "README.md").read_text(encoding="utf-8")
 def test_every_command_has_help_ending_with_an_example_and_appears_in_the_readme():
     commands = typer.main.get_command(app).commands
 
-    assert sorted(commands) == ["audit", "demo", "erase", "ingest", "init", "keys", "rebuild", "replay", "serve",
+    assert sorted(commands) == ["audit", "demo", "erase", "export", "ingest", "init", "keys", "list", "rebuild", "replay", "serve",
                                 "verify"]
     keys = commands["keys"]
     assert isinstance(keys, typer.core.TyperGroup)
