@@ -81,6 +81,7 @@ from adapters.store.history import TABLES as HISTORY_TABLES
 from adapters.store.history import AssumptionFailed, HeldIndex, SQLHistory, SQLHistoryTables, index_events
 from adapters.store.history import create_statements as history_statements
 from adapters.store.keys import KEYS_TABLE, MASTER_TABLE, DataKeys, Row
+from adapters.store.serialization import originator_uuid
 from adapters.views.backends import POINTER, Pointer, QueuedStatements, ReadMoved, SQLBackend, TurnRows, not_updated
 from adapters.views.rendered import TAIL_EVENTS, TAIL_ROWS
 from adapters.views.rows import BufferedRows, table_names
@@ -391,6 +392,9 @@ class AppendDocument:
         self._conn = conn
         self._lock = lock
         self.doc: dict[str, Any] = {"cid": cid}
+        self.conversation: UUID | None = None
+        """The conversation whose part of a batch this document carries (`inline(cursor)`
+        writes only its rows here), None for the append of one conversation."""
         self._pending: tuple[Any, Any] | None = None
         self._written: set[str] = set()
 
@@ -656,27 +660,42 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder):
         (`AppendDocument`); returns the notification ids, or `_AGAIN` when the
         append holds what the document cannot carry, or failed for a reason that is not the
         events' own (the append then runs synced, `_append_synced`). Raises a taken
-        version, a failed assumption, a timeout and a lost connection as they are."""
+        version, a failed assumption, a timeout and a lost connection as they are.
+
+        An append of several conversations' events (a batch, `ConversationStore.handle_batch`;
+        each conversation's events together, in order) sends one document per conversation, in
+        one transaction: each document's `conversation` names the conversation whose index and
+        view rows the writer's `inline(cursor)` writes into it."""
         function = self._append_function()
         if function is None:
             return _AGAIN
+        groups: list[list[StoredEvent]] = []
+        for event in stored_events:
+            if groups and groups[-1][0].originator_id == event.originator_id:
+                groups[-1].append(event)
+            else:
+                groups.append([event])
+        if len({str(group[0].originator_id) for group in groups}) != len(groups):
+            return _AGAIN  # a conversation's events apart: as statements
         with self.datastore.get_connection() as conn:
             _AT_ONCE.on = True
             generation = None
             try:
-                document = AppendDocument(conn, str(stored_events[0].originator_id), self._views_lock)
-                self._insert_events(document, stored_events, **kwargs)
-                self._insert_stored_events(document, stored_events, **kwargs)
-                views = document.doc.get("views")
-                generation = views["g"] if views is not None else None
-                if generation is not None:
-                    function = self._generation_function(conn, generation)
-                    if function is None:
-                        return _AGAIN
-                return document.call(function)
+                if len(groups) == 1:
+                    return self._call_document(conn, function, stored_events, None, **kwargs)
+                ids: list[int] = []
+                heads: dict[UUID, tuple[int, bytes]] = {}
+                with conn.transaction():
+                    for group in groups:
+                        ids.extend(self._call_document(conn, function, group, originator_uuid(group[0].originator_id),
+                                                       **kwargs))
+                        heads.update(getattr(self._sealing, "heads", None) or {})
+                self._sealing.heads = heads
+                return ids
             except Unfit:
                 return _AGAIN
             except Exception as error:
+                generation = getattr(error, "generation", None)
                 if isinstance(error, psycopg.errors.UndefinedFunction):
                     self._generations_ready.discard(generation)  # dropped meanwhile: made again next time
                 if self._events_own(error):
@@ -684,6 +703,30 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder):
                 return _AGAIN
             finally:
                 _AT_ONCE.on = False
+
+    def _call_document(self, conn: psycopg.Connection[Any], function: str, stored_events: Sequence[StoredEvent],
+                       conversation: UUID | None, **kwargs: Any) -> list[int]:
+        """Gathers one conversation's append into an `AppendDocument` and calls its function;
+        returns the notification ids. `conversation`: the document's (a part of a batch), which
+        the writer's `inline(cursor)` writes alone. Raises Unfit, or the server's error with the
+        generation of its views (`generation`) set on it."""
+        generation = None
+        try:
+            document = AppendDocument(conn, str(stored_events[0].originator_id), self._views_lock)
+            document.conversation = conversation
+            self._insert_events(document, stored_events, **kwargs)
+            self._insert_stored_events(document, stored_events, **kwargs)
+            views = document.doc.get("views")
+            generation = views["g"] if views is not None else None
+            if generation is not None:
+                named = self._generation_function(conn, generation)
+                if named is None:
+                    raise Unfit("no append function of the views' generation")
+                function = named
+            return document.call(function)
+        except Exception as error:
+            error.generation = generation  # type: ignore[attr-defined]
+            raise
 
     def _events_own(self, error: Exception) -> bool:
         """Says whether `error` of an append in one round trip is the events' own (then the

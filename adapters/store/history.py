@@ -27,6 +27,9 @@ from domain.state import evolve
 
 Execute = Callable[[str, tuple[Any, ...]], Any]
 
+KEYS_AT_ONCE = 500
+"""The most keys one lookup statement of `SQLHistory.prefetch_keys` asks for."""
+
 TABLES = ("chatrecord_index", "chatrecord_segments", "chatrecord_messages", "chatrecord_sources")
 
 
@@ -111,6 +114,42 @@ class SQLHistory:
             self._memo[("segment", segment)] = SegmentRecord.model_validate_json(body) if body is not None else None
         if run:
             self._memo[("run_cut", run)] = row["run_cut"] is not None
+
+    def prefetch_keys(self, digests: Iterable[str], segments: Iterable[str], runs: Iterable[str] = ()) -> None:
+        """Reads the rows of many input lines (`digests`), segments and runs (whether an edit cut
+        them) at once, a statement per
+        KEYS_AT_ONCE keys, for the lookups of a command of many lines (`memo`); does nothing
+        when this index also writes. Each key found or not is then answered without a read."""
+        if self._memo is None:
+            return
+        memo = self._memo
+        wanted = [d for d in dict.fromkeys(digests) if ("source", d) not in memo]
+        for at in range(0, len(wanted), KEYS_AT_ONCE):
+            part = wanted[at:at + KEYS_AT_ONCE]
+            for d in part:
+                memo[("source", d)] = None
+            rows = self._x(f"SELECT digest, first, last FROM {self.t['chatrecord_sources']} WHERE cid = ? "
+                           f"AND digest IN ({', '.join('?' * len(part))})", *part).fetchall()
+            for row in rows:
+                memo[("source", row["digest"])] = (int(row["first"]), int(row["last"]))
+        wanted = [g for g in dict.fromkeys(segments) if ("segment", g) not in memo]
+        for at in range(0, len(wanted), KEYS_AT_ONCE):
+            part = wanted[at:at + KEYS_AT_ONCE]
+            for g in part:
+                memo[("segment", g)] = None
+            rows = self._x(f"SELECT segment, body FROM {self.t['chatrecord_segments']} WHERE cid = ? "
+                           f"AND segment IN ({', '.join('?' * len(part))})", *part).fetchall()
+            for row in rows:
+                memo[("segment", row["segment"])] = SegmentRecord.model_validate_json(row["body"])
+        wanted = [r for r in dict.fromkeys(runs) if ("run_cut", r) not in memo]
+        for at in range(0, len(wanted), KEYS_AT_ONCE):
+            part = wanted[at:at + KEYS_AT_ONCE]
+            for r in part:
+                memo[("run_cut", r)] = False
+            rows = self._x(f"SELECT DISTINCT run FROM {self.t['chatrecord_segments']} WHERE cid = ? AND cut = 1 "
+                           f"AND run IN ({', '.join('?' * len(part))})", *part).fetchall()
+            for row in rows:
+                memo[("run_cut", row["run"])] = True
 
     # ---------------------------------------------------------------- reads
 

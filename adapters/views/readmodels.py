@@ -231,6 +231,7 @@ class ReadModels:
         store.on_saved = self.apply
         store.inline_views = self.apply_inline
         store.inline_committed = self.inline_committed
+        store.inline_begun = self.inline_begun
         store.forgotten = self.forget
 
     def forget(self, cid: UUID) -> None:
@@ -318,7 +319,8 @@ class ReadModels:
     def _apply_inline(self, curs: Any, aggregate_id: UUID, events: Sequence[ConversationEvent], fresh: bool) -> bool:
         """One try of `apply_inline`; `fresh` reads the pointer and head instead of using the
         kept ones. Returns False when the views' savepoint failed and a fresh try is left."""
-        self._writing.head = None
+        written = self._written()
+        written.pop(aggregate_id, None)
         failed: list[Exception] = []
 
         def on_failure(error: Exception) -> bool:
@@ -344,8 +346,20 @@ class ReadModels:
             if after is not None:
                 rows.put_head(after)
             getattr(rows, "flush", lambda: None)()  # the writes go out together
-            self._writing.head = (aggregate_id, live.generation, after)
+            written[aggregate_id] = (live.generation, after)
         return not failed or fresh
+
+    def _written(self) -> dict[UUID, tuple[int, Head | None]]:
+        """The heads this thread's transaction wrote, by conversation, until it commits."""
+        written = getattr(self._writing, "heads", None)
+        if written is None:
+            written = self._writing.heads = {}
+        return written  # type: ignore[no-any-return]
+
+    def inline_begun(self) -> None:
+        """Called by the store as a transaction that `apply_inline` writes in begins: forgets the
+        heads an earlier transaction of this thread wrote and did not commit."""
+        self._writing.heads = {}
 
     def _set_live(self, live: Pointer) -> None:
         """Takes `live` as the live pointer; the kept heads go when its generation is new."""
@@ -356,16 +370,17 @@ class ReadModels:
     def _inline_failed(self, error: Exception) -> None:
         """After a view statement failed (e.g. a rebuild elsewhere dropped the tables this
         process took as live): forget the pointer and the kept heads; the next write reads them."""
-        self._writing.head, self._live = None, None
+        self._writing.heads, self._live = {}, None
         self.heads.clear()
 
     def inline_committed(self) -> None:
         """Called by the store once the transaction `apply_inline` wrote in has committed:
-        keeps the head it wrote (`HeadCache`), so the next append need not read it."""
-        written, self._writing.head = getattr(self._writing, "head", None), None
-        if written is not None and written[2] is not None and self._live is not None:
-            if written[1] == self._live.generation:
-                self.heads.put(written[0], written[2])
+        keeps the heads it wrote (`HeadCache`, one per conversation of the transaction), so the
+        next append need not read them."""
+        written, self._writing.heads = self._written(), {}
+        for aggregate_id, (generation, head) in written.items():
+            if head is not None and self._live is not None and generation == self._live.generation:
+                self.heads.put(aggregate_id, head)
 
     def catch_up(self, progress: Progress | None = None) -> int:
         """Brings every conversation's rows up to its log; returns how many conversations
