@@ -184,6 +184,8 @@ class IngestReport:
             text += f", {_count(len(self.rejected), 'line')} rejected"
         if self.stopped is not None:
             text += f"; stopped at line {self.stopped_at}"
+        if self.interrupted:
+            text += f"; interrupted after line {self.last_line}" if self.last_line else "; interrupted before any line was stored"
         return text
 
 
