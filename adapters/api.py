@@ -351,10 +351,12 @@ class Chatrecord:
         return Replay(conversation, rule_set, tuple(turns), differs)
 
     @_in_store_terms
-    def rebuild(self, rules: str, progress: Progress | None = None, workers: int | None = None) -> RebuildReport:
+    def rebuild(self, rules: str, progress: Progress | None = None, workers: int | None = None,
+                guard: Callable[[], ContextManager[Any]] = contextlib.nullcontext) -> RebuildReport:
         """Rebuilds the read models under `rules`, folding the log in `workers` processes
-        (None: `ReadModels.rebuild_workers` chooses); see ReadModels.rebuild."""
-        return self.read_models.rebuild(rules, progress, workers)
+        (None: `ReadModels.rebuild_workers` chooses); see ReadModels.rebuild (an interrupt drops
+        the half-built tables and raises RebuildInterrupted)."""
+        return self.read_models.rebuild(rules, progress, workers, guard)
 
     @_in_store_terms
     def store_name(self, originator_id: str) -> str:

@@ -130,6 +130,23 @@ class IngestProgress:
         return f"ingest: {self.source}: {report.read_lines:,}{of} lines, {rate:,.0f} lines/s"
 
 
+class RebuildLines:
+    """Called with a rebuild's progress (events folded, events to fold) where stderr is no
+    terminal: prints `rebuild: 12,000 of 40,000 events, 5,000 events/s` every PROGRESS_SECONDS."""
+
+    def __init__(self) -> None:
+        self.every = progress_seconds()
+        self.started = self.last = time.monotonic()
+
+    def __call__(self, done: int, total: int) -> None:
+        now = time.monotonic()
+        if now - self.last < self.every:
+            return
+        self.last = now
+        rate = done / (now - self.started) if now > self.started else 0.0
+        warn(f"rebuild: {done:,} of {total:,} events, {rate:,.0f} events/s")
+
+
 def interrupted_line(report: IngestReport) -> str:
     """Returns what an interrupted ingest says on stderr: what was stored and how to resume."""
     if not report.last_line:

@@ -103,6 +103,11 @@ UNSWITCHED = "nothing was switched: the live read models are as they were"
 """What a failed rebuild's message ends with (`RebuildWorkerFailed`)."""
 
 
+class RebuildInterrupted(ChatrecordError):
+    """Raised when an interrupt (Ctrl-C, SIGTERM) stopped a rebuild before it switched: its
+    half-built tables were dropped and the live read models are as they were."""
+
+
 class RebuildSuperseded(ChatrecordError):
     """Raised when a rebuild finishes after a later rebuild has already switched over; the
     later one stays live and the superseded generation is dropped."""
@@ -696,14 +701,18 @@ class ReadModels:
                 return 1
         return parts
 
-    def rebuild(self, rules: str, progress: Progress | None = None, workers: int | None = None) -> RebuildReport:
+    def rebuild(self, rules: str, progress: Progress | None = None, workers: int | None = None,
+                guard: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext) -> RebuildReport:
         """Folds the whole event log under `rules` into a new generation's tables, then makes
         it live and drops the old ones; returns what it did. The log up to the rebuild's start
         is folded in `rebuild_workers(stop, workers)` processes, each its own conversations
         (`_fold_in_parts`; `progress` follows this process's part); what was stored meanwhile,
         by this process under the exclusive lock. Raises UnknownRuleSet for an unknown id,
         RebuildSuperseded when a later rebuild switched first, RebuildWorkerFailed when a
-        worker process failed, ValueError for `workers` outside 1 to MOST_WORKERS."""
+        worker process failed, ValueError for `workers` outside 1 to MOST_WORKERS.
+        An interrupt (KeyboardInterrupt) before the switch drops the new generation's tables
+        (its workers stopped first; `guard()` is entered around the drop, so that a second
+        interrupt does not cut it) and raises RebuildInterrupted, which names them."""
         target = resolve(rules).id
         _check_workers(workers)  # before a generation is made
         with self.backend.transaction(write=True) as curs:
@@ -713,6 +722,30 @@ class ReadModels:
             generation = old.next
             self.backend.set_pointer(curs, Pointer(old.generation, old.rules, generation + 1))
             self.backend.create(curs, generation)
+        try:
+            return self._rebuild_into(generation, old, target, progress, workers)
+        except KeyboardInterrupt:
+            with guard():
+                dropped = self._drop_unswitched(generation)
+            raise RebuildInterrupted(
+                f"rebuild under {target} interrupted: "
+                + (f"the half-built tables views_g{generation}_* were dropped; " if dropped else "")
+                + f"{UNSWITCHED} ({old.rules}); run it again to rebuild") from None
+
+    def _drop_unswitched(self, generation: int) -> bool:
+        """Drops `generation`'s tables unless it went live (an interrupt after the switch
+        committed); returns True when it dropped them."""
+        with self.backend.transaction(write=True) as curs:
+            self.backend.lock(curs, exclusive=True)
+            now = self.backend.pointer(curs)
+            if now is not None and now.generation == generation:
+                return False
+            self.backend.drop(curs, generation)
+            return True
+
+    def _rebuild_into(self, generation: int, old: Pointer, target: str, progress: Progress | None,
+                      workers: int | None) -> RebuildReport:
+        """`rebuild`'s fold into the new `generation` (made already) and its switch."""
         stop = self.store.max_notification_id()
         unreadable: set[UUID] = set()
         parts = self.rebuild_workers(stop or 0, workers)

@@ -10,6 +10,7 @@ it has read the second announcement."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -112,3 +113,60 @@ def test_an_ingest_prints_a_progress_line_per_interval_when_stderr_is_no_termina
     shown = [re.sub(r"~[\d,]+ lines, [\d,]+ lines/s$", "~N lines, R lines/s", line) for line in lines]
     assert shown == [f"ingest: export.jsonl: {n} of ~N lines, R lines/s" for n in ("400", "800", "1,200", "1,600", "1,603")]
     assert lines[-1].startswith("ingest: export.jsonl: 1,603 of ~1,603 lines, ")  # all read: the estimate is the count
+
+
+INTERRUPT_AT_FIRST_PAGE = '''
+import os
+import signal
+
+from adapters.views import readmodels
+
+fold_page = readmodels.ReadModels._fold_page
+
+
+def interrupted(self, *args, **kwargs):
+    os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C as the rebuild folds its first page
+    return fold_page(self, *args, **kwargs)
+
+
+readmodels.ReadModels._fold_page = interrupted
+'''
+"""A `sitecustomize` module: the process it starts in gets SIGINT as a rebuild folds its first page."""
+
+
+def test_an_interrupted_rebuild_drops_its_half_built_tables_and_says_so(
+        tmp_path: Path, settings: dict[str, str]) -> None:
+    (tmp_path / "export.jsonl").write_bytes(b"".join(LINES[:200]))
+    assert ingest(tmp_path, settings, "export.jsonl").returncode == 0
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(INTERRUPT_AT_FIRST_PAGE, encoding="utf-8")
+    env = cli_env(**settings)
+    env["PYTHONPATH"] = f"{hook}{os.pathsep}{env['PYTHONPATH']}"
+    rebuild = subprocess.run([sys.executable, "-m", "adapters.cli", "rebuild", "--rules", "2026-11-01"], cwd=tmp_path,
+                             env=env, capture_output=True, text=True, encoding="utf-8", timeout=120)
+
+    assert (rebuild.returncode, rebuild.stdout) == (130, "")
+    assert rebuild.stderr == (
+        "interrupted: rebuild under 2026-11-01 interrupted: the half-built tables views_g2_* were dropped; nothing "
+        "was switched: the live read models are as they were (2026-11-02); run it again to rebuild\n")
+    assert generations(settings) == {1}
+    again = subprocess.run([sys.executable, "-m", "adapters.cli", "rebuild", "--rules", "2026-11-01", "--json"],
+                           cwd=tmp_path, env=cli_env(**settings), capture_output=True, text=True, encoding="utf-8",
+                           timeout=120)
+    assert (again.returncode, json.loads(again.stdout)["from"]) == (0, "2026-11-02")
+    assert generations(settings) == {3}
+
+
+def generations(settings: dict[str, str]) -> set[int]:
+    """Returns the generations of read models whose tables the store of `settings` holds."""
+    from adapters.store.settings import open_store
+    from adapters.views.readmodels import ReadModels
+
+    store = open_store(settings)
+    try:
+        backend = ReadModels(store).backend
+        with backend.transaction(write=False) as curs:
+            return backend.generations(curs)
+    finally:
+        store.close()
