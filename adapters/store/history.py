@@ -411,6 +411,39 @@ class SQLHistoryTables(HistoryTables):
     def _transaction(self) -> Any:
         return self.datastore.transaction(commit=True)
 
+    def _write(self, cid: UUID, state: Any, events: list[Any], curs: Any, rebuild: bool, follows: bool) -> int | None:
+        """An append's index (`follows`, not a rebuild): the events folded into a `HeldIndex`
+        (its reads go to the rows through `curs`), then its held rows written a table at a
+        time (`executemany`: one write per key however many events of the append touch it,
+        where each event's own statements were one per write). Other writes as the base."""
+        if rebuild or not follows or not events:
+            return super()._write(cid, state, events, curs, rebuild, follows)
+        held = HeldIndex(self.writer(curs, cid))
+        index_events(held, state, events)
+        t, key, p = {name: (f'"{self.schema}".{name}' if self.schema else name) for name in TABLES}, str(cid), self.p
+        if held.top.sources:
+            curs.executemany(
+                f"INSERT INTO {t['chatrecord_sources']} (cid, digest, first, last) VALUES ({p}, {p}, {p}, {p}) "
+                "ON CONFLICT (cid, digest) DO UPDATE SET last = excluded.last",
+                [(key, d, first, last) for d, (first, last) in held.top.sources.items()])
+        if held.top.records:
+            curs.executemany(
+                f"INSERT INTO {t['chatrecord_segments']} (cid, segment, run, message, version, cut, body) "
+                f"VALUES ({p}, {p}, {p}, {p}, {p}, {p}, {p}) ON CONFLICT (cid, segment) DO UPDATE SET "
+                "cut = excluded.cut, body = excluded.body",
+                [(key, r.segment, r.run, r.message, r.version, int(r.cut), r.model_dump_json())
+                 for r in held.top.records.values()])
+        if held.top.messages:
+            curs.executemany(
+                f"INSERT INTO {t['chatrecord_messages']} (cid, number, live) VALUES ({p}, {p}, {p}) "
+                "ON CONFLICT (cid, number) DO UPDATE SET live = excluded.live",
+                [(key, number, int(live)) for number, live in held.top.messages.items()])
+        index = t["chatrecord_index"]
+        curs.execute(f"INSERT INTO {index} (cid, version, outcomes) VALUES ({p}, {p}, {p}) "
+                     f"ON CONFLICT (cid) DO UPDATE SET version = excluded.version, "
+                     f"outcomes = {index}.outcomes + excluded.outcomes", (key, held.version, held.delta))
+        return held.delta
+
     @staticmethod
     def _through(curs: Any) -> Execute:
         def execute(sql: str, params: tuple[Any, ...]) -> Any:
