@@ -95,6 +95,10 @@ STATEMENT_TIMEOUT = 60
 PIPELINE_BYTES = 256 * 1024
 """An append whose events' states hold at most this many bytes goes through psycopg's pipeline
 mode (as the library's own recorder does); a larger one through an ordinary transaction."""
+BATCH_DOCUMENT_BYTES = 16 * 1024 * 1024
+"""A batch of lines (`ConversationStore.handle_batch`, which saves with `batch=True`) whose events'
+states hold more than PIPELINE_BYTES, up to this many, still goes as append documents, one
+statement each (`_append_in_one_call` uses no pipeline mode); a larger one as `_append_plain`."""
 CONNECTION_ATTEMPTS = 5
 """Tries of a write whose connection failed (not of one that timed out)."""
 LOCK_KEY = 0x63687276  # "chrv": the views' lock of versions before 2 December 2026, one for every schema
@@ -596,7 +600,12 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder):
     def _append(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
         if not stored_events:
             return None
-        if sum(len(e.state) for e in stored_events) > PIPELINE_BYTES:
+        size = sum(len(e.state) for e in stored_events)
+        if kwargs.get("batch") and PIPELINE_BYTES < size <= BATCH_DOCUMENT_BYTES:
+            ids = self._append_in_one_call(stored_events, **kwargs)  # not pipelined: one statement per document
+            if ids is _AGAIN:
+                ids = self._append_plain(stored_events, **kwargs)
+        elif size > PIPELINE_BYTES:
             ids = self._append_plain(stored_events, **kwargs)
         else:
             ids = self._append_pipelined(stored_events, **kwargs)

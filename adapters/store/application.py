@@ -345,7 +345,7 @@ class ConversationStore(Application[UUID]):
         if work:
             every = [event for _, _, events in work for event in events]
             try:
-                recordings = self.save(*every, inline=index) if inline else self.save(*every)
+                recordings = self.save(*every, inline=index, batch=True) if inline else self.save(*every)
             except (AssumptionFailed, IntegrityError) as conflict:
                 for cid, _, _ in work:
                     self._forget(cid)  # another writer's events: load the logs again

@@ -219,3 +219,24 @@ class TestPostgresBatchedIngest(PostgresStores, BatchedIngestContract):
 
         env = {**postgres_env(self.url), "POSTGRES_SCHEMA": self.other_schema, "POSTGRES_POOL_SIZE": "1"}
         return self._kept(ConversationStore(env=env))
+
+    def test_a_batch_larger_than_a_pipelined_append_still_goes_as_append_documents(
+            self, monkeypatch: pytest.MonkeyPatch) -> None:
+        from adapters.backends import postgres
+
+        lines = export(30)
+        chatrecord = self.fresh()
+        monkeypatch.setattr(postgres, "PIPELINE_BYTES", 1000)  # every batch of 50 lines holds more
+
+        def plain(*args: Any, **kwargs: Any) -> Any:
+            raise AssertionError("a batch went as statements")
+
+        monkeypatch.setattr(postgres.EventRecorder, "_append_plain", plain)
+        report = chatrecord.ingest(lines, "export.jsonl", batch_lines=50)
+        monkeypatch.undo()
+
+        assert (report.appended, report.stopped) == (123, None)
+        whole = Chatrecord(self.open_other())
+        whole.ingest(lines, "export.jsonl", batch_lines=1)
+        assert stored(chatrecord.store) == stored(whole.store)
+        assert all(v.ok for v in chatrecord.verify())
