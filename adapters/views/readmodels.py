@@ -728,7 +728,7 @@ class ReadModels:
             with guard():
                 dropped = self._drop_unswitched(generation)
             raise RebuildInterrupted(
-                f"rebuild under {target} interrupted: "
+                f"rebuild under {target}: "
                 + (f"the half-built tables views_g{generation}_* were dropped; " if dropped else "")
                 + f"{UNSWITCHED} ({old.rules}); run it again to rebuild") from None
 

@@ -148,7 +148,7 @@ def test_an_interrupted_rebuild_drops_its_half_built_tables_and_says_so(
 
     assert (rebuild.returncode, rebuild.stdout) == (130, "")
     assert rebuild.stderr == (
-        "interrupted: rebuild under 2026-11-01 interrupted: the half-built tables views_g2_* were dropped; nothing "
+        "interrupted: rebuild under 2026-11-01: the half-built tables views_g2_* were dropped; nothing "
         "was switched: the live read models are as they were (2026-11-02); run it again to rebuild\n")
     assert generations(settings) == {1}
     again = subprocess.run([sys.executable, "-m", "adapters.cli", "rebuild", "--rules", "2026-11-01", "--json"],

@@ -472,7 +472,7 @@ class SharedDatabaseContract(ReadModelsContract):
             models.rebuild("2026-11-01", progress=interrupted, workers=workers, guard=guard)
 
         assert str(stopped.value) == (
-            "rebuild under 2026-11-01 interrupted: the half-built tables views_g2_* were dropped; nothing was "
+            "rebuild under 2026-11-01: the half-built tables views_g2_* were dropped; nothing was "
             "switched: the live read models are as they were (2026-11-02); run it again to rebuild")
         assert guarded == [True]  # the drop ran in the caller's guard
         assert self.tables(store) == tables
