@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
 from threading import Lock
-from typing import Any, ContextManager, TypeVar
+from typing import Any, TypeVar
 
 from adapters.ingest import ParsedLine, bounded_lines, check_follows, line_text
 from adapters.ingest.names import lookup_key
@@ -47,10 +47,10 @@ from adapters.service.results import (
 from adapters.store.application import ConversationStore, HandleResult
 from adapters.store.crypto import TextsErased
 from adapters.store.erasure import Erasure, erase
-from adapters.store.settings import StoreUnusable, describe_backend, open_store, store_errors
+from adapters.store.settings import describe_backend, open_store, store_errors
 from adapters.store.verify import Verdict, chain_verdict, verdicts
 from adapters.views.readmodels import ConversationDiff, ReadModels, RebuildReport
-from domain.errors import ChatrecordError, InvalidInput, UnknownConversation, shown_id
+from domain.errors import InvalidInput, UnknownConversation, shown_id
 from domain.events import ConversationEvent
 from projections import activity
 from projections.activity import SegmentActivity
@@ -190,7 +190,7 @@ class Chatrecord:
 
     def ingest(self, lines: Iterable[str | bytes], source: str, skip_bad: bool = False,
                batch_lines: int = BATCH_LINES, progress: Callable[[IngestReport], object] | None = None,
-               guard: Callable[[], ContextManager[Any]] = contextlib.nullcontext) -> IngestReport:
+               guard: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext) -> IngestReport:
         """Stores every line of `lines` (named `source`) and returns the report. A binary file
         or stream is read a line at a time, each cut after LINE_BYTES_MAX + 1 bytes
         (`adapters.ingest.bounded_lines`): a line of any length costs at most that much.
@@ -352,7 +352,7 @@ class Chatrecord:
 
     @_in_store_terms
     def rebuild(self, rules: str, progress: Progress | None = None, workers: int | None = None,
-                guard: Callable[[], ContextManager[Any]] = contextlib.nullcontext) -> RebuildReport:
+                guard: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext) -> RebuildReport:
         """Rebuilds the read models under `rules`, folding the log in `workers` processes
         (None: `ReadModels.rebuild_workers` chooses); see ReadModels.rebuild (an interrupt drops
         the half-built tables and raises RebuildInterrupted)."""

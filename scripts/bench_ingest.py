@@ -38,8 +38,8 @@ import tempfile
 import time
 import uuid
 from collections.abc import Iterator
-from datetime import datetime, timedelta
 from contextlib import contextmanager
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 

@@ -694,12 +694,14 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder):
                     return self._call_document(conn, function, stored_events, None, **kwargs)
                 ids: list[int] = []
                 heads: dict[UUID, tuple[int, bytes]] = {}
+                sealing = getattr(self, "_sealing", None)  # a chained recorder's heads of each document
                 with conn.transaction():
                     for group in groups:
                         ids.extend(self._call_document(conn, function, group, originator_uuid(group[0].originator_id),
                                                        **kwargs))
-                        heads.update(getattr(self._sealing, "heads", None) or {})
-                self._sealing.heads = heads
+                        heads.update(getattr(sealing, "heads", None) or {})
+                if sealing is not None:
+                    sealing.heads = heads
                 return ids
             except Unfit:
                 return _AGAIN

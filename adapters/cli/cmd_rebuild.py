@@ -19,8 +19,8 @@ from adapters.cli.habits import (
     rebuild_json,
     require_store,
 )
-from adapters.cli.render import diff_view
 from adapters.cli.interrupts import INTERRUPTED, Interrupts, RebuildLines
+from adapters.cli.render import diff_view
 from adapters.views.readmodels import MOST_WORKERS, RebuildInterrupted
 from projections.rules import DEFAULT_RULE_SET
 

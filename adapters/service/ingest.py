@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, ContextManager
+from typing import Any
 
 from adapters.ingest import ParsedLine
 from adapters.service.lines import IngestReport, Lines, parse
@@ -54,7 +54,7 @@ class Ingestion:
     def __init__(self, handle_one: Callable[[Lines], HandleResult],
                  handle_batch: Callable[[Sequence[Lines]], list[HandleResult]], source: str, skip_bad: bool = False,
                  batch_lines: int = BATCH_LINES, progress: Progress | None = None,
-                 guard: Callable[[], ContextManager[Any]] = contextlib.nullcontext) -> None:
+                 guard: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext) -> None:
         if batch_lines < 1:
             raise ValueError(f"a batch holds at least one line, not {batch_lines}")
         self.handle_one, self.handle_batch = handle_one, handle_batch
@@ -121,11 +121,13 @@ class Ingestion:
                     self._account(commands, results)
                 return True
             except BatchRefused as refused:
-                placed = [(commands[number].refused_at, error) for number, error in refused.refusals.items()]
-                if any(line is None for line, _ in placed):
-                    return self._one_by_one(pending)  # refused without a line: one by one names it
-                line, error = min(placed, key=lambda found: found[0].line)  # type: ignore[union-attr]
-                assert line is not None
+                placed: list[tuple[ParsedLine, ChatrecordError]] = []
+                for number, error in refused.refusals.items():
+                    at = commands[number].refused_at
+                    if at is None:
+                        return self._one_by_one(pending)  # refused without a line: one by one names it
+                    placed.append((at, error))
+                line, error = min(placed, key=lambda found: found[0].line)
                 before = [earlier for earlier in pending if earlier.line < line.line]
                 if before and not self._store(before):
                     return False
@@ -152,7 +154,7 @@ class Ingestion:
     def _account(self, commands: Sequence[Lines], results: Sequence[HandleResult]) -> None:
         """Counts what the stored commands did into the report."""
         report = self.report
-        for command, result in zip(commands, results):
+        for command, result in zip(commands, results, strict=True):
             report.appended += len(result.appended)
             report.repeated += sum(1 for n in command.counts if n == 0) if result.appended else len(command.lines)
             report.lines += len(command.lines)

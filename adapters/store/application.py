@@ -313,7 +313,7 @@ class ConversationStore(Application[UUID]):
         keys = [conversation_uuid(command.conversation) for command in commands]
         if len(set(keys)) != len(keys):
             raise ValueError("handle_batch takes one command per conversation")
-        for number, (command, cid) in enumerate(zip(commands, keys)):
+        for number, (command, cid) in enumerate(zip(commands, keys, strict=True)):
             try:
                 state, events, first, outcomes = self._decide(command, cid, inline)
                 if events and state is not None and state.erased and isinstance(getattr(self.mapper, "keys", None), DataKeys):
@@ -324,7 +324,7 @@ class ConversationStore(Application[UUID]):
             decided.append((state, events, first, outcomes))
         if refusals:
             raise BatchRefused(refusals)
-        work = [(cid, state, events) for cid, (state, events, _, _) in zip(keys, decided) if events]
+        work = [(cid, state, events) for cid, (state, events, _, _) in zip(keys, decided, strict=True) if events]
         added: dict[UUID, int | None] = {}
 
         begun: list[bool] = []
@@ -359,7 +359,7 @@ class ConversationStore(Application[UUID]):
                 self.inline_committed()
         positions = iter(recordings)
         results = []
-        for command, cid, (state, events, first, outcomes) in zip(commands, keys, decided):
+        for command, cid, (state, events, first, outcomes) in zip(commands, keys, decided, strict=True):
             if not events:
                 results.append(HandleResult(command.conversation, (), first, state, None, 1))
                 continue

@@ -359,7 +359,7 @@ class ReadModels:
         written = getattr(self._writing, "heads", None)
         if written is None:
             written = self._writing.heads = {}
-        return written  # type: ignore[no-any-return]
+        return written
 
     def inline_begun(self) -> None:
         """Called by the store as a transaction that `apply_inline` writes in begins: forgets the
