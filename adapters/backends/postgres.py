@@ -52,6 +52,7 @@ from eventsourcing import postgres as es_postgres
 from eventsourcing.persistence import (
     AggregateRecorder,
     ApplicationRecorder,
+    IntegrityError,
     InterfaceError,
     Notification,
     OperationalError,
@@ -492,17 +493,23 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder):
         notification ids; tries again (`_append_retried`) when the connection fails, never
         after the server answered or the pool waited.
 
-        Raises the library's IntegrityError when a version is taken already, OperationalError
-        when the lock or the statement timed out, AssumptionFailed when the index is not as the
-        writer assumed (`PostgresHistoryTables._holds`); nothing is stored then.
+        Raises the library's IntegrityError when a version is taken already or the append
+        deadlocked with another writer's (the server chose it to roll back: written again, it
+        goes through), OperationalError when the lock or the statement timed out,
+        AssumptionFailed when the index is not as the writer assumed
+        (`PostgresHistoryTables._holds`); nothing is stored then.
         """
         try:
             return self._append_retried(stored_events, **kwargs)
         except _Answered as answered:
+            if isinstance(answered.error.__cause__, psycopg.errors.DeadlockDetected):
+                raise IntegrityError(f"the append deadlocked with another writer's: {answered.error}") from answered.error
             raise answered.error from answered.error.__cause__
         except PersistenceError as error:
             if isinstance(error.__cause__, psycopg.errors.DivisionByZero):  # `PostgresHistoryTables._holds`
                 raise AssumptionFailed("the conversation's index is not as the command assumed") from None
+            if isinstance(error.__cause__, psycopg.errors.DeadlockDetected):
+                raise IntegrityError(f"the append deadlocked with another writer's: {error}") from error
             raise
 
     def select_events(self, originator_id: Any, **kwargs: Any) -> Sequence[StoredEvent]:
@@ -696,6 +703,14 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder):
                 heads: dict[UUID, tuple[int, bytes]] = {}
                 sealing = getattr(self, "_sealing", None)  # a chained recorder's heads of each document
                 with conn.transaction():
+                    # the index rows of every conversation first, in the order of their ids (as the
+                    # groups are, `ConversationStore.handle_batch`), before the first document takes the
+                    # events table's lock: a writer of one of them (its index row, then that lock) is
+                    # waited for, never waited for while this holds the lock it waits for
+                    with conn.cursor() as curs:
+                        curs.execute(SQL("SELECT cid FROM {}.chatrecord_index WHERE cid = ANY(%s) ORDER BY cid FOR UPDATE")
+                                     .format(Identifier(self.datastore.schema)),
+                                     (sorted(str(group[0].originator_id) for group in groups),))
                     for group in groups:
                         ids.extend(self._call_document(conn, function, group, originator_uuid(group[0].originator_id),
                                                        **kwargs))

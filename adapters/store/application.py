@@ -325,6 +325,7 @@ class ConversationStore(Application[UUID]):
         if refusals:
             raise BatchRefused(refusals)
         work = [(cid, state, events) for cid, (state, events, _, _) in zip(keys, decided, strict=True) if events]
+        work.sort(key=lambda item: str(item[0]))  # every batch writes its conversations' rows in one order
         added: dict[UUID, int | None] = {}
 
         begun: list[bool] = []

@@ -240,3 +240,57 @@ class TestPostgresBatchedIngest(PostgresStores, BatchedIngestContract):
         whole.ingest(lines, "export.jsonl", batch_lines=1)
         assert stored(chatrecord.store) == stored(whole.store)
         assert all(v.ok for v in chatrecord.verify())
+
+    def test_a_batch_the_server_rolled_back_for_a_deadlock_is_stored_line_by_line(
+            self, monkeypatch: pytest.MonkeyPatch) -> None:
+        import psycopg
+        from eventsourcing.persistence import OperationalError
+
+        from adapters.backends import postgres
+
+        lines = export(10)
+        chatrecord = self.fresh()
+        append, deadlocks = postgres.EventRecorder._append, []
+
+        def deadlocked_once(recorder: Any, stored_events: Any, **kwargs: Any) -> Any:
+            if kwargs.get("batch") and not deadlocks:  # the first batch: as the server rolls back a deadlock's victim
+                deadlocks.append(True)
+                try:
+                    raise psycopg.errors.DeadlockDetected("deadlock detected")
+                except psycopg.errors.DeadlockDetected as cause:
+                    raise OperationalError(str(cause)) from cause
+            return append(recorder, stored_events, **kwargs)
+
+        monkeypatch.setattr(postgres.EventRecorder, "_append", deadlocked_once)
+        report = chatrecord.ingest(lines, "export.jsonl", batch_lines=50)
+        monkeypatch.undo()
+
+        assert deadlocks == [True]
+        assert (report.appended, report.lines, report.stopped) == (43, 43, None)
+        whole = Chatrecord(self.open_other())
+        whole.ingest(lines, "export.jsonl", batch_lines=1)
+        assert stored(chatrecord.store) == stored(whole.store)
+
+    def test_a_line_the_server_rolled_back_for_a_deadlock_is_written_again(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        import psycopg
+        from eventsourcing.persistence import OperationalError
+
+        from adapters.backends import postgres
+
+        chatrecord = self.fresh()
+        append, deadlocks = postgres.EventRecorder._append, []
+
+        def deadlocked_once(recorder: Any, stored_events: Any, **kwargs: Any) -> Any:
+            if not deadlocks:
+                deadlocks.append(True)
+                try:
+                    raise psycopg.errors.DeadlockDetected("deadlock detected")
+                except psycopg.errors.DeadlockDetected as cause:
+                    raise OperationalError(str(cause)) from cause
+            return append(recorder, stored_events, **kwargs)
+
+        monkeypatch.setattr(postgres.EventRecorder, "_append", deadlocked_once)
+        result = chatrecord.record(orjson.loads(export(1)[0]))  # a writer of one line: handle's retry
+        monkeypatch.undo()
+
+        assert (deadlocks, len(result.appended), result.attempts) == ([True], 1, 2)
