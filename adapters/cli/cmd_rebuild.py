@@ -50,7 +50,7 @@ def rebuild(
     """
     if diff:
         require_store()
-    with opened() as chatrecord:
+    with opened(reading=diff) as chatrecord:
         if diff:
             changed = chatrecord.diff(rules.value)
             if as_json:
