@@ -206,3 +206,27 @@ def _schema_named(url: str, request: pytest.FixtureRequest, name: str) -> str:
         conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(name)))
     request.addfinalizer(lambda: _drop(url, name))
     return name
+
+
+def test_a_conversation_past_the_run_record_cap_round_trips(stores: Opener) -> None:
+    """205 turns, each a user message and a segment with a write: past the run record's
+    200 entries, whose dropped count the notes read."""
+    a, b = stores(), stores()
+    told = [line("conversation_started", "long", "2026-10-28T09:00:00Z", kind="chat", owner=7)]
+    for n in range(1, 206):
+        at = f"2026-10-28T{9 + n // 60:02d}:{n % 60:02d}:00Z"
+        told.append(line("user_message", "long", at, message=n, text=f"m{n}", page=42))
+        told.append(line("segment_returned", "long", at, segment=f"r{n}/1", run=f"r{n}", trigger="turn",
+                         outcome="completed" if n % 7 else "failed", answer=f"a{n}",
+                         steps=[{"kind": "tool_write", "round": 1, "durationMs": 3.0, "toolName": "update_page_metadata",
+                                 "toolIsError": False, "toolOutcome": "ok", "writeTargetTable": "pages",
+                                 "writeTargetUid": 42, "writeCompleteness": "complete"}]))
+    assert a.ingest([json.dumps(x) for x in told], "long.jsonl").stopped is None
+    exported = a.export("long").lines
+    assert b.ingest([json.dumps(x) for x in exported], "export.jsonl").stopped is None
+
+    assert len(exported) == 411
+    assert json.dumps(b.turn_input("long").to_json()) == json.dumps(a.turn_input("long").to_json())  # the latest turn
+    assert b.turn_notes("long").to_json() == a.turn_notes("long").to_json()
+    assert [r.to_json() for r in b.audit("long").rows] == [r.to_json() for r in a.audit("long").rows]
+    assert [v.ok for v in b.verify("long")] in ([True], [])
