@@ -57,7 +57,7 @@ def list_(
                              iso(c.first_at), iso(c.last_at), "erased" if c.erased else "") for c in page.conversations]
         widths = [max(len(visible(row[i])) for row in rows) for i in range(len(COLUMNS))]
         for row in rows:  # plain columns, never cut: the id is what the next command takes
-            cells = [visible(v).rjust(w) if i in (2, 3, 4) else visible(v).ljust(w) for i, (v, w) in enumerate(zip(row, widths))]
+            cells = [visible(v).rjust(w) if i in (2, 3, 4) else visible(v).ljust(w) for i, (v, w) in enumerate(zip(row, widths, strict=True))]
             say("  ".join(cells).rstrip())
     if page.cursor:
         say(f"more: chatrecord list --cursor {page.cursor}" + (f" --limit {limit}" if limit != 50 else "")
