@@ -41,6 +41,7 @@ from adapters.service.results import (
     replay_lines,
     stored_conversation,
     turns_at,
+    unknown_conversation,
 )
 from adapters.store.application import ConversationStore, HandleResult
 from adapters.store.crypto import TextsErased
@@ -291,8 +292,12 @@ class Chatrecord:
     @_in_store_terms
     def erase(self, conversation: str) -> Erasure:
         """Erases the conversation's free texts (deletes its data key) and scrubs its read
-        models; idempotent. Raises UnknownConversation for an id the store does not hold."""
-        return erase(self.store, lookup_key(_conversation_argument("erase", conversation)), self.read_models)
+        models; idempotent. Raises UnknownConversation for an id the store does not hold (worded
+        as `audit` and `replay` word it)."""
+        try:
+            return erase(self.store, lookup_key(_conversation_argument("erase", conversation)), self.read_models)
+        except UnknownConversation:
+            raise unknown_conversation(self.store, conversation, describe_backend(self.store)) from None
 
     @_in_store_terms
     def activity(self, conversation: str, rules: str | None = None) -> tuple[SegmentActivity, ...]:

@@ -72,15 +72,21 @@ def stored_conversation(store: ConversationStore, conversation: str, backend: st
     (described by `backend`) has none of that id."""
     events = store.events(lookup_key(conversation))
     if not events:
-        known = store.conversation_ids()
-        if conversation in known:  # the stored form of an id the chat sent otherwise, as it is printed
-            raise UnknownConversation(
-                f"no conversation {shown_id(conversation, 'repr')} in {backend}: {conversation} is how the store "
-                "keeps a conversation whose id had characters other than A-Za-z0-9_.:/- (or was longer than "
-                f"{NAME_MAX}); look it up by the id the chat sent")
-        hint = f"stored: {', '.join(known[:5])}{', …' if len(known) > 5 else ''}" if known else "the store is empty"
-        raise UnknownConversation(f"no conversation {shown_id(conversation, 'repr')} in {backend} ({hint})")
+        raise unknown_conversation(store, conversation, backend)
     return events
+
+
+def unknown_conversation(store: ConversationStore, conversation: str, backend: str) -> UnknownConversation:
+    """Returns the error for `conversation`, which the store (described by `backend`) does not
+    hold: it names the store and a few stored ids, as every command words it."""
+    known = store.conversation_ids()
+    if conversation in known:  # the stored form of an id the chat sent otherwise, as it is printed
+        return UnknownConversation(
+            f"no conversation {shown_id(conversation, 'repr')} in {backend}: {conversation} is how the store "
+            "keeps a conversation whose id had characters other than A-Za-z0-9_.:/- (or was longer than "
+            f"{NAME_MAX}); look it up by the id the chat sent")
+    hint = f"stored: {', '.join(known[:5])}{', …' if len(known) > 5 else ''}" if known else "the store is empty"
+    return UnknownConversation(f"no conversation {shown_id(conversation, 'repr')} in {backend} ({hint})")
 
 
 def turns_at(turns: Sequence[TurnInput], message: int | None) -> list[TurnInput]:
