@@ -340,12 +340,13 @@ class Chatrecord:
         turns = replay_turns(events, rule_set, can_see_page)
         differs = bool(turns) and rule_set == active and (
             self.turn_input(conversation, can_see_page).to_json() != turns[-1].to_json())
+        chain = chain_verdict(self.store, lookup_key(conversation)) if differs else None
         if at is not None:
             picked = turns_at(turns, at)
             if not picked:
                 raise no_turn(at, [(conversation, turns)])
             turns = picked
-        return Replay(conversation, rule_set, tuple(turns), differs)
+        return Replay(conversation, rule_set, tuple(turns), differs, chain)
 
     @_in_store_terms
     def rebuild(self, rules: str, progress: Progress | None = None, workers: int | None = None) -> RebuildReport:

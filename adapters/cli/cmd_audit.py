@@ -24,6 +24,7 @@ def audit(
     undecided, edit and what it cut. Facts only: no tool arguments or results, no model or user text. --json prints the rows
     as one JSON list. The last line says whether the conversation's hash chain verified (see
     verify); in --json each row's "verified" says whether its event lies before any broken link.
+    A chain that does not verify ends the audit with exit status 1, as verify does, --json or not.
 
     Example:
 
@@ -37,3 +38,5 @@ def audit(
     else:
         emit(audit_table(conversation, done.rows, done.rules))
         say(chain_line(done.chain))
+    if done.chain is not None and not done.chain.ok:
+        raise typer.Exit(1)

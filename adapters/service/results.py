@@ -106,12 +106,21 @@ def no_turn(message: int, conversations: Sequence[tuple[str, Sequence[TurnInput]
 @dataclass(frozen=True)
 class Replay:
     """Every turn of one conversation, each as it saw it, under `rules`. `differs`: the
-    read models' latest turn is not the log's (the log's is in `turns`)."""
+    read models' latest turn is not the log's (the log's is in `turns`); `chain`: then the
+    verdict of the conversation's hash chain (None when they agree or the store keeps no chain),
+    since a log changed after it was appended differs from the read models too."""
 
     conversation: str
     rules: str
     turns: tuple[TurnInput, ...]
     differs: bool = False
+    chain: Verdict | None = None
+
+    @property
+    def broken(self) -> bool:
+        """True when the read models differ because the log's hash chain does not verify: a
+        rebuild would fold the changed events into them, so `verify` is the next step, not it."""
+        return self.differs and self.chain is not None and not self.chain.ok
 
     def to_json(self) -> dict[str, Any]:
         """Returns the `replay --json` object (docs/spec-map.md, D15)."""

@@ -43,7 +43,7 @@ def test_verify_names_a_changed_event_and_exits_1(tmp_path: Path) -> None:
         "conv-demo-seo: broken at version 8 (changed): the event's stored bytes were changed after it was appended",
         "1 conversation verified: 0 ok, 1 broken"]
     audit = run("audit", "conv-demo-seo")
-    assert audit.returncode == 0 and audit.stdout.splitlines()[-1].startswith("chain: BROKEN at version 8 (changed)")
+    assert audit.returncode == 1 and audit.stdout.splitlines()[-1].startswith("chain: BROKEN at version 8 (changed)")
     rows = json.loads(run("audit", "conv-demo-seo", "--json").stdout)
     assert [r["version"] for r in rows if r["verified"]] == [r["version"] for r in rows if r["version"] < 8]
 
