@@ -6,15 +6,16 @@ from typing import Annotated
 
 import typer
 
-from adapters.cli.app import JsonOption, RulesOption, app, emit, opened, print_json, say
+from adapters.cli.app import JsonOption, app, emit, opened, print_json, rules_option, say
 from adapters.cli.habits import require_store
 from adapters.cli.render import audit_table, chain_line
+from projections.rules import Rules
 
 
 @app.command()
 def audit(
-    conversation: Annotated[str, typer.Argument(help="The conversation id, as the chat names it.")],
-    rules: RulesOption = None,
+    conversation: Annotated[str, typer.Argument(metavar="CONVERSATION", help="The conversation id, as the chat names it.")],
+    rules: Annotated[Rules | None, rules_option("Rule set (default: the store's).")] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Prints a conversation's whole history, in order, with times.

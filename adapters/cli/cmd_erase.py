@@ -38,7 +38,7 @@ def confirmed(conversation: str, yes: bool) -> None:
 
 
 def erase(
-    conversation: Annotated[str, typer.Argument(help="The conversation id, as the chat names it.")],
+    conversation: Annotated[str, typer.Argument(metavar="CONVERSATION", help="The conversation id, as the chat names it.")],
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Erase without asking; needed where standard input is not a terminal.")] = False,
 ) -> None:
     """Erases a conversation's texts: its data key is deleted, its facts stay.
