@@ -11,6 +11,7 @@ before), and leaves any other version as it is. An explicit `metavar` still wins
 from __future__ import annotations
 
 import inspect
+import re
 import types
 from pathlib import Path
 from typing import Any, get_args, get_origin
@@ -84,17 +85,35 @@ def install() -> None:
     base.get_metavar = _get_metavar(base.get_metavar)  # type: ignore[method-assign]
 
 
+_EXAMPLE = re.compile(r"\n(?=Example[^\n]*:\n)")
+"""Where a help's example part begins: a line `Example:` or `Example (…):`."""
+
+
+def _split_example(doc: str) -> tuple[str, str] | None:
+    """Returns `doc` cut before its last example part: (the help, the example), or None."""
+    parts = _EXAMPLE.split(doc)
+    if len(parts) < 2:
+        return None
+    return "\n".join(parts[:-1]).rstrip(), parts[-1].rstrip()
+
+
 def examples_last(app: typer.Typer) -> None:
-    """Moves the `Example:` part of each command's docstring (to its end) into the command's
-    epilog, which help prints after the options, so every help ends with its example; the
-    commands of nested groups too. A command whose help or epilog is set otherwise is left."""
+    """Moves the example part of each command's help (a last part `Example:` or `Example (…):`)
+    into the command's epilog, which help prints after the options, so every help ends with its
+    example; nested groups and their commands too. A command whose epilog is set is left."""
     for info in app.registered_commands:
-        doc = inspect.getdoc(info.callback) if info.callback is not None else None
-        if info.help is not None or info.epilog is not None or not doc or "\nExample:" not in doc:
-            continue
-        body, _, example = doc.rpartition("\nExample:")
-        info.help = body.rstrip()
-        info.epilog = "Example:\n" + example.rstrip()
+        doc = info.help if isinstance(info.help, str) else (
+            inspect.getdoc(info.callback) if info.callback is not None else None)
+        split = _split_example(doc) if doc and info.epilog is None else None
+        if split is not None:
+            info.help, info.epilog = split
     for group in app.registered_groups:
-        if group.typer_instance is not None:
-            examples_last(group.typer_instance)
+        instance = group.typer_instance
+        if instance is None:
+            continue
+        for holder in (group, instance.info):
+            if isinstance(holder.help, str) and not isinstance(holder.epilog, str):
+                split = _split_example(inspect.cleandoc(holder.help))
+                if split is not None:
+                    holder.help, holder.epilog = split
+        examples_last(instance)

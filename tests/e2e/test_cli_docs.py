@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import typer.core
 import typer.main
 
 from adapters.cli import app
@@ -20,7 +21,16 @@ README = (ROOT / "README.md").read_text(encoding="utf-8")
 def test_every_command_has_help_ending_with_an_example_and_appears_in_the_readme():
     commands = typer.main.get_command(app).commands
 
-    assert sorted(commands) == ["audit", "demo", "erase", "ingest", "init", "rebuild", "replay", "serve", "verify"]
+    assert sorted(commands) == ["audit", "demo", "erase", "ingest", "init", "keys", "rebuild", "replay", "serve",
+                                "verify"]
+    keys = commands["keys"]
+    assert isinstance(keys, typer.core.TyperGroup)
+    assert sorted(keys.commands) == ["rotate", "status", "unwrap", "wrap"]
+    for name, command in keys.commands.items():
+        assert command.epilog and command.epilog.startswith("Example"), name  # printed after the options
+        assert command.epilog.rstrip().splitlines()[-1].strip().startswith(f"chatrecord keys {name}"), name
+        assert command.help and "Example" not in command.help, name
+        assert f"chatrecord keys {name}" in README, name
     for name, command in commands.items():
         assert command.epilog and command.epilog.startswith("Example:"), name  # printed after the options
         assert command.epilog.rstrip().splitlines()[-1].strip().startswith(f"chatrecord {name}"), name
@@ -30,8 +40,9 @@ def test_every_command_has_help_ending_with_an_example_and_appears_in_the_readme
 
 def test_each_help_ends_with_its_example_and_shows_readable_types(tmp_path: Path) -> None:
     run = runner(tmp_path)
-    for name in typer.main.get_command(app).commands:
-        shown = run(name, "--help").stdout
+    commands = typer.main.get_command(app).commands
+    for name in [*commands, *(f"keys {sub}" for sub in commands["keys"].commands)]:
+        shown = run(*name.split(), "--help").stdout
         assert shown.rstrip().splitlines()[-1].strip().startswith(f"chatrecord {name}"), name
         assert shown.index("Options") < shown.index("Example:"), name
         assert re.findall(r"<[a-z][^>]*>", shown) == [], name  # no <bool>, <int range>, <list[Path]>, <str>
