@@ -1072,6 +1072,10 @@ class PostgresBufferedRows(BufferedRows):
                               (orjson.dumps(ends).decode(), self.cid))
 
 
+READ_SNAPSHOT = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+"""How a turn read begins (`PostgresBackend.reading`): all its statements see one snapshot."""
+
+
 class PostgresBackend(SQLBackend):
     """The views' tables in the store's schema (`adapters.views.backends.SQLBackend`), with a
     turn's rows read in one statement and a savepoint that works in pipeline mode."""
@@ -1089,13 +1093,24 @@ class PostgresBackend(SQLBackend):
 
     @contextmanager
     def reading(self) -> Iterator[Any]:
-        """Yields a cursor of a pooled connection in autocommit (the library's setting), so a
-        turn read's statements go without BEGIN and ROLLBACK: each is its own snapshot, as each
-        statement of a READ COMMITTED transaction is. Raises ReadMoved when a statement names
-        a table a rebuild elsewhere dropped (this process's live generation is out of date)."""
+        """Yields a cursor of a pooled connection inside one REPEATABLE READ, READ ONLY
+        transaction (`READ_SNAPSHOT`), so every statement of a turn read (the one that finds
+        the head, entries and outcomes, then any transcript rows or older entries it reads
+        after) sees the same snapshot: one version of the conversation, never the head of one
+        append and the rows of the next (each statement of autocommit or of READ COMMITTED is a
+        snapshot of its own). The snapshot is taken by the first statement after BEGIN; the
+        transaction ends with ROLLBACK (it wrote nothing). Raises ReadMoved when a statement
+        names a table a rebuild elsewhere dropped (this process's live generation is out of
+        date)."""
         try:
             with self.datastore.get_connection() as conn:
-                yield conn.cursor()
+                with conn.cursor() as curs:
+                    curs.execute(READ_SNAPSHOT, prepare=False)
+                    try:
+                        yield curs
+                    finally:
+                        if conn.info.transaction_status in (pq.TransactionStatus.INTRANS, pq.TransactionStatus.INERROR):
+                            conn.execute("ROLLBACK", prepare=False)
         except PersistenceError as error:
             if isinstance(error.__cause__, psycopg.errors.UndefinedTable):
                 raise ReadMoved(str(error)) from error

@@ -400,7 +400,7 @@ class ReadModels:
         key = conversation_uuid(conversation)
         for _ in range(3):
             try:
-                with self.backend.reading() if newest is not None else self.backend.transaction(write=False) as curs:
+                with self.backend.reading() as curs:  # one snapshot: head, entries, outcomes, transcript
                     fetched = self.backend.turn_rows(
                         curs, key, self._live.generation, newest, kept_at, NEWEST_ENTRIES,
                         known.version if known is not None else None, known.last_user if known is not None else 0,
