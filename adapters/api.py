@@ -46,7 +46,7 @@ from adapters.store.application import ConversationStore, HandleResult
 from adapters.store.crypto import TextsErased
 from adapters.store.erasure import Erasure, erase
 from adapters.store.settings import StoreUnusable, describe_backend, open_store, store_errors
-from adapters.store.verify import Verdict, chain_verdict, verdicts
+from adapters.store.verify import Verdict, chain_verdict, upgrade, verdicts
 from adapters.views.readmodels import ConversationDiff, ReadModels, RebuildReport
 from domain.errors import ChatrecordError, InvalidInput, UnknownConversation, shown_id
 from domain.events import ConversationEvent
@@ -287,6 +287,16 @@ class Chatrecord:
             yield verdict
         if conversation is not None and not found:
             raise UnknownConversation("no conversation " + shown_id(conversation, "'") + f" in {describe_backend(self.store)}")
+
+    @_in_store_terms
+    def upgrade_chains(self, conversation: str | None = None) -> list[Verdict]:
+        """The explicit upgrade of a store an earlier version wrote: chains each conversation
+        stored before the hash chain existed (verdict `unchained`; only `conversation`'s if
+        given), logging each, and returns their verdicts after it (`adapters.store.verify.upgrade`).
+        An append to such a conversation is refused until then (`ChainBroken`). A conversation
+        with any hash row is never touched. Raises NoChain for a store without a chain."""
+        key = lookup_key(_conversation_argument("upgrade_chains", conversation)) if conversation is not None else None
+        return upgrade(self.store, key)
 
     @_in_store_terms
     def erase(self, conversation: str) -> Erasure:

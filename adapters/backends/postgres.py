@@ -68,6 +68,7 @@ from psycopg_pool import PoolTimeout
 from adapters.backends import StoreFactory
 from adapters.http.idempotency import COLUMNS, TABLE, SQLKeys
 from adapters.store.chain import (
+    ChainBroken,
     CHAIN_TABLE,
     PAGE,
     ChainedRecorder,
@@ -688,6 +689,8 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder):
     def _events_own(self, error: Exception) -> bool:
         """Says whether `error` of an append in one round trip is the events' own (then the
         synced append would meet it again): a taken version, a timeout, a lost connection."""
+        if isinstance(error, ChainBroken):
+            return True  # the previous event has no hash row: refused, whichever way it is sent
         if not isinstance(error, psycopg.Error):
             return False  # a view's fold raised: the synced append catches it at the savepoint
         if error.sqlstate is None or error.sqlstate in ("55P03", "57014", "22012"):

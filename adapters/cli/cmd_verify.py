@@ -18,6 +18,8 @@ def verify(
     against: Annotated[Path | None, typer.Option(
         "--against", metavar="FILE", help="Also compare with heads kept earlier (verify --heads or --json output).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object per conversation, one per line.")] = False,
+    upgrade: Annotated[bool, typer.Option(
+        "--upgrade", help="First chain the conversations stored before the chain existed (logged).")] = False,
 ) -> None:
     """Recomputes each conversation's hash chain and reports ok or the first broken link.
 
@@ -26,7 +28,9 @@ def verify(
     prints each conversation's head (last version and its hash) for an operator to keep
     elsewhere; --against FILE compares with such kept heads, which also finds the newest
     events cut off or the whole log rewritten. Reads in pages: memory stays flat. The
-    conversations are listed in the order of their ids.
+    conversations are listed in the order of their ids. --upgrade first chains each
+    conversation stored before the chain existed (`unchained`), saying so on stderr: an append
+    to such a conversation, as to any whose previous event has no hash, is refused.
 
     Example:
 
@@ -35,6 +39,9 @@ def verify(
     require_store()
     broken = total = 0
     with opened() as chatrecord:
+        if upgrade:
+            for verdict in chatrecord.upgrade_chains(conversation):
+                warn(f"{verdict.conversation}: chained {verdict.events} events stored before the chain (upgrade)")
         for verdict in chatrecord.verify(conversation, against):
             total += 1
             broken += not verdict.ok
