@@ -48,6 +48,7 @@ from adapters.store.erasure import Erasure, erase
 from adapters.store.settings import StoreUnusable, describe_backend, open_store, store_errors
 from adapters.store.verify import Verdict, chain_verdict, upgrade, verdicts
 from adapters.views.readmodels import ConversationDiff, ReadModels, RebuildReport
+from adapters.views.verify_rows import RowsVerdict, check_rows, rows_verdicts
 from domain.errors import ChatrecordError, InvalidInput, UnknownConversation, shown_id
 from domain.events import ConversationEvent
 from projections import activity
@@ -287,6 +288,18 @@ class Chatrecord:
             yield verdict
         if conversation is not None and not found:
             raise UnknownConversation("no conversation " + shown_id(conversation, "'") + f" in {describe_backend(self.store)}")
+
+    @_in_store_terms
+    def verify_rows(self, conversation: str | None = None) -> Iterator[RowsVerdict]:
+        """Yields, per conversation (only `conversation` if given; else every one, in the order
+        they started), whether its read-model rows (head, transcript, run record entries, card
+        outcomes) are the fold of its log (`adapters.views.verify_rows`): a row rewritten in the
+        database is found here, not by a turn read. Reads each whole log. Raises
+        UnknownConversation for an id the store does not hold."""
+        if conversation is not None:
+            key = lookup_key(_conversation_argument("verify_rows", conversation))
+            return iter([check_rows(self.read_models, key)])
+        return rows_verdicts(self.read_models, self.store.conversation_ids())
 
     @_in_store_terms
     def upgrade_chains(self, conversation: str | None = None) -> list[Verdict]:

@@ -18,6 +18,8 @@ def verify(
     against: Annotated[Path | None, typer.Option(
         "--against", metavar="FILE", help="Also compare with heads kept earlier (verify --heads or --json output).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object per conversation, one per line.")] = False,
+    rows: Annotated[bool, typer.Option(
+        "--rows", help="Also hold each conversation's read-model rows against a fold of its log.")] = False,
     upgrade: Annotated[bool, typer.Option(
         "--upgrade", help="First chain the conversations stored before the chain existed (logged).")] = False,
 ) -> None:
@@ -30,7 +32,10 @@ def verify(
     events cut off or the whole log rewritten. Reads in pages: memory stays flat. The
     conversations are listed in the order of their ids. --upgrade first chains each
     conversation stored before the chain existed (`unchained`), saying so on stderr: an append
-    to such a conversation, as to any whose previous event has no hash, is refused.
+    to such a conversation, as to any whose previous event has no hash, is refused. --rows
+    also folds each conversation's log and compares its read-model rows (head, transcript, run
+    record, card outcomes) with the fold: a row rewritten in the database is named here, not
+    by a turn read; chatrecord rebuild writes the rows again. Exit status 1 when rows differ.
 
     Example:
 
@@ -51,7 +56,21 @@ def verify(
                 say(head_line(verdict)) if verdict.ok else warn(verdict.line())
             else:
                 say(verdict.line())
+        differ = checked = 0
+        if rows:
+            for found in chatrecord.verify_rows(conversation):
+                checked += 1
+                differ += not found.ok
+                if as_json:
+                    print_json(found.to_json())
+                elif not heads:
+                    say(found.line())
+                elif not found.ok:
+                    warn(found.line())
     if not as_json and not heads:
         say(f"{total} conversation{'' if total == 1 else 's'} verified: {total - broken} ok, {broken} broken")
-    if broken:
+        if rows:
+            say(f"rows of {checked} conversation{'' if checked == 1 else 's'} held against "
+                f"{'its log' if checked == 1 else 'their logs'}: {checked - differ} ok, {differ} differ")
+    if broken or differ:
         raise typer.Exit(1)

@@ -490,6 +490,13 @@ class ReadModels:
         except UnknownConversation:
             return None
 
+    def snapshot(self, conversation: str) -> tuple[Head, str, TurnState]:
+        """Returns the conversation's head row, the live rule set and its rows folded together
+        (whole transcript, entries and outcomes), all read in one snapshot after its rows caught
+        up with its log: what `adapters.views.verify_rows` holds against a fold of the log.
+        Raises UnknownConversation for a conversation the store does not hold."""
+        return self._read(conversation, lambda rows, head, rules: (head, rules, _state(rows, head)))
+
     def turn_input(self, conversation: str, can_see_page: PageCheck = every_page) -> TurnInput:
         """Returns the input of the conversation's latest turn (its latest user message, retry
         or edit), as that turn saw it: from the rows when nothing happened since the turn
