@@ -44,9 +44,8 @@ def verify(
     require_store()
     broken = total = 0
     with opened() as chatrecord:
-        if upgrade:
-            for verdict in chatrecord.upgrade_chains(conversation):
-                warn(f"{verdict.conversation}: chained {verdict.events} events stored before the chain (upgrade)")
+        if upgrade:  # each conversation chained is logged (stderr): `adapters.store.verify.upgrade`
+            chatrecord.upgrade_chains(conversation)
         for verdict in chatrecord.verify(conversation, against):
             total += 1
             broken += not verdict.ok
