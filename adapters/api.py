@@ -292,14 +292,14 @@ class Chatrecord:
     @_in_store_terms
     def verify_rows(self, conversation: str | None = None) -> Iterator[RowsVerdict]:
         """Yields, per conversation (only `conversation` if given; else every one, in the order
-        they started), whether its read-model rows (head, transcript, run record entries, card
+        of their ids, as `verify`), whether its read-model rows (head, transcript, run record entries, card
         outcomes) are the fold of its log (`adapters.views.verify_rows`): a row rewritten in the
         database is found here, not by a turn read. Reads each whole log. Raises
         UnknownConversation for an id the store does not hold."""
         if conversation is not None:
             key = lookup_key(_conversation_argument("verify_rows", conversation))
             return iter([check_rows(self.read_models, key)])
-        return rows_verdicts(self.read_models, self.store.conversation_ids())
+        return rows_verdicts(self.read_models, sorted(self.store.conversation_ids()))  # as `verify` lists them
 
     @_in_store_terms
     def upgrade_chains(self, conversation: str | None = None) -> list[Verdict]:

@@ -41,7 +41,7 @@ class VerifyRowsContract:
 
     def test_rows_folded_from_the_log_verify(self, chat: Chatrecord) -> None:
         assert [(v.conversation, v.ok, v.version) for v in chat.verify_rows()] == [
-            ("conv-demo-seo", True, 20), ("conv-behalten", True, 12)]
+            ("conv-behalten", True, 12), ("conv-demo-seo", True, 20)]
 
     def test_a_rewritten_row_is_named_by_verify_rows_and_written_again_by_a_rebuild(self, chat: Chatrecord) -> None:
         assert "get_page" in " ".join(chat.turn_input("conv-demo-seo").notes)
