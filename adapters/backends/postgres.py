@@ -82,7 +82,16 @@ from adapters.store.history import TABLES as HISTORY_TABLES
 from adapters.store.history import AssumptionFailed, HeldIndex, SQLHistory, SQLHistoryTables, index_events
 from adapters.store.history import create_statements as history_statements
 from adapters.store.keys import KEYS_TABLE, MASTER_TABLE, DataKeys, Row
-from adapters.views.backends import POINTER, Pointer, QueuedStatements, ReadMoved, SQLBackend, TurnRows, not_updated
+from adapters.views.backends import (
+    POINTER,
+    NeedsSnapshot,
+    Pointer,
+    QueuedStatements,
+    ReadMoved,
+    SQLBackend,
+    TurnRows,
+    not_updated,
+)
 from adapters.views.rendered import TAIL_EVENTS, TAIL_ROWS
 from adapters.views.rows import BufferedRows, table_names
 from domain.errors import ChatrecordError
@@ -1076,7 +1085,25 @@ class PostgresBufferedRows(BufferedRows):
 
 
 READ_SNAPSHOT = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
-"""How a turn read begins (`PostgresBackend.reading`): all its statements see one snapshot."""
+"""How a read of several statements begins (`PostgresBackend.reading`): all see one snapshot."""
+
+
+class OneStatement:
+    """A cursor (`cursor`, in autocommit) that runs one statement: the second raises
+    NeedsSnapshot, before it is sent, as two statements in autocommit would read two snapshots."""
+
+    def __init__(self, cursor: Any) -> None:
+        self._cursor, self._sent = cursor, False
+
+    def execute(self, *args: Any, **kwargs: Any) -> Any:
+        if self._sent:
+            raise NeedsSnapshot("a second statement: read again in one snapshot")
+        self._sent = True
+        self._cursor.execute(*args, **kwargs)
+        return self
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._cursor, name)
 
 
 class PostgresBackend(SQLBackend):
@@ -1095,18 +1122,23 @@ class PostgresBackend(SQLBackend):
     (measured: 8.3 KB per segment at 1,000 segments with a turn read after each, 6.4 with 50)."""
 
     @contextmanager
-    def reading(self) -> Iterator[Any]:
-        """Yields a cursor of a pooled connection inside one REPEATABLE READ, READ ONLY
-        transaction (`READ_SNAPSHOT`), so every statement of a turn read (the one that finds
-        the head, entries and outcomes, then any transcript rows or older entries it reads
-        after) sees the same snapshot: one version of the conversation, never the head of one
-        append and the rows of the next (each statement of autocommit or of READ COMMITTED is a
-        snapshot of its own). The snapshot is taken by the first statement after BEGIN; the
-        transaction ends with ROLLBACK (it wrote nothing). Raises ReadMoved when a statement
-        names a table a rebuild elsewhere dropped (this process's live generation is out of
-        date)."""
+    def reading(self, snapshot: bool = True) -> Iterator[Any]:
+        """Yields a cursor of a pooled connection for a read of the read models. With
+        `snapshot`, inside one REPEATABLE READ, READ ONLY transaction (`READ_SNAPSHOT`; it ends
+        with ROLLBACK, having written nothing), so every statement of the read (the one that
+        finds the head, entries and outcomes, then any transcript rows or older entries it reads
+        after) sees one version of the conversation, never the head of one append and the rows
+        of the next: each statement in autocommit, as of READ COMMITTED, is a snapshot of its own.
+        Without, in autocommit and for one statement only (`OneStatement`): a turn read that
+        one statement answers (kept notes, or notes placed from kept rows) pays no BEGIN and no
+        ROLLBACK; a second statement raises NeedsSnapshot, and the caller reads again with a
+        snapshot. Raises ReadMoved when a statement names a table a rebuild elsewhere dropped
+        (this process's live generation is out of date)."""
         try:
             with self.datastore.get_connection() as conn:
+                if not snapshot:
+                    yield OneStatement(conn.cursor())
+                    return
                 with conn.cursor() as curs:
                     curs.execute(READ_SNAPSHOT, prepare=False)
                     try:
