@@ -21,14 +21,14 @@ from adapters.ingest import read_lines
 from adapters.store.application import ConversationStore
 from adapters.store.settings import memory_env, postgres_env, sqlite_env
 from adapters.views.readmodels import ReadModels, UnknownConversation
-from projections.turn import NoTurnYet, build_turn_input
+from projections.turn import NoTurnYet, replay_turns
 from tests.integration.backends import PostgresStores, SQLiteStores
 from tests.integration.test_readmodels import Lines, model_round
 
 CONVERSATION = "conv-snapshot"
-ROUNDS = 40
+ROUNDS = 100
 READERS = 2
-READS = 900
+READS = 2000
 """Reads per reader at most (each stops once the writer is done and it read once more)."""
 
 
@@ -93,14 +93,10 @@ def _read(env: dict[str, str], out: str, reads: int, ready: Any, done: Any) -> N
 
 def _valid_turns(store: ConversationStore, lines: list[bytes]) -> tuple[list[bytes], list[bytes]]:
     """Returns the turn inputs of every prefix of the stored log and the turn notes after every
-    line (an in-memory store taking the lines one by one), each as its JSON."""
-    events = store.events(CONVERSATION)
-    inputs = []
-    for v in range(1, len(events) + 1):
-        try:
-            inputs.append(orjson.dumps(build_turn_input(events[:v], store_rules(store)).to_json()))
-        except NoTurnYet:
-            continue
+    line (an in-memory store taking the lines one by one), each as its JSON. A prefix's turn
+    input is its latest turn's as that turn began (`turn_input`), so the inputs of all prefixes
+    are the inputs of all turns (`replay_turns`, one fold of the log)."""
+    inputs = [orjson.dumps(t.to_json()) for t in replay_turns(store.events(CONVERSATION), store_rules(store))]
     reference = ConversationStore(env=memory_env())
     models = ReadModels(reference)
     notes = []
@@ -146,7 +142,7 @@ class SnapshotReadsContract:
         wrong = [(kind, value) for kind, value in answers
                  if kind != "none" and orjson.dumps(value) not in valid[kind]]
 
-        assert sum(kind != "none" for kind, _ in answers) > READERS * 50  # the reads ran beside the appends
+        assert sum(kind != "none" for kind, _ in answers) >= READERS * 20  # the reads ran beside the appends
         assert [(kind, value.get("version", value.get("message"))) for kind, value in wrong] == []
 
 
