@@ -3,8 +3,9 @@
 A writer process appends a conversation line by line (each line is one append, one version or
 a few); reader processes read its turn (`turn_input`, `turn_notes`) meanwhile. Every answer
 must be the turn of some version of the log: the set of valid answers is computed afterwards
-by folding each prefix of the log (`build_turn_input`) and, for the notes, by an in-memory
-store that took the same lines one by one. Before the reads were one snapshot (PostgreSQL
+from the log (the turn input of every prefix is its latest turn's as it began: `replay_turns`
+gives them all in one fold) and, for the notes, by an in-memory store that took the same lines
+one by one and was read after each. Before the reads were one snapshot (PostgreSQL
 read the head, the entries and the transcript rows in statements of their own, each its own
 snapshot), a read could put the note of a later segment into an earlier message.
 """
