@@ -43,7 +43,7 @@ def verify(
     """
     require_store()
     broken = total = 0
-    with opened() as chatrecord:
+    with opened(reading=not upgrade) as chatrecord:
         if upgrade:  # each conversation chained is logged (stderr): `adapters.store.verify.upgrade`
             chatrecord.upgrade_chains(conversation)
         for verdict in chatrecord.verify(conversation, against):
