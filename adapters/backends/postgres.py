@@ -70,9 +70,9 @@ from psycopg_pool import PoolTimeout
 from adapters.backends import StoreFactory
 from adapters.http.idempotency import COLUMNS, TABLE, SQLKeys
 from adapters.store.chain import (
-    ChainBroken,
     CHAIN_TABLE,
     PAGE,
+    ChainBroken,
     ChainedRecorder,
     ChainHeads,
     Link,

@@ -36,7 +36,6 @@ from adapters.store.chain import GENESIS, PAGE, ChainedRecorder, Link, Stored, l
 from domain.errors import ChatrecordError
 from domain.events import conversation_uuid
 
-
 log = logging.getLogger("chatrecord")
 
 
