@@ -29,6 +29,7 @@ from typing import Any, TypeVar
 from adapters.ingest import ParsedLine, bounded_lines, check_follows, line_text
 from adapters.ingest.names import lookup_key
 from adapters.service.lines import IngestReport, Lines, Recorded, VersionMismatch, parse
+from adapters.service.timeline import PAGE_TURNS, OverviewPoint, TimelinePage, TurnView, overview, timeline_page, turn_view
 from adapters.service.results import (
     DEMO_CONVERSATION,
     DEMO_FILE,
@@ -49,7 +50,7 @@ from adapters.store.settings import StoreUnusable, describe_backend, open_store,
 from adapters.store.verify import Verdict, chain_verdict, verdicts
 from adapters.views.readmodels import ConversationDiff, ReadModels, RebuildReport
 from domain.errors import ChatrecordError, InvalidInput, UnknownConversation, shown_id
-from domain.events import ConversationEvent
+from domain.events import ConversationEvent, conversation_uuid
 from projections import activity
 from projections.activity import SegmentActivity
 from projections.audit import AuditRow
@@ -106,6 +107,7 @@ class Chatrecord:
         self.source_name = source_name
         self._lines = 0
         self._writers = [Lock() for _ in range(WRITER_LOCKS)]
+        self._overviews: dict[tuple[str, str], tuple[int, list[OverviewPoint]]] = {}
 
     @cached_property
     def read_models(self) -> ReadModels:
@@ -359,6 +361,51 @@ class Chatrecord:
         """Returns the conversations whose record or notes would change under `rules` (nothing
         is switched); see ReadModels.diff."""
         return [d for d in self.read_models.diff(rules) if d.changed]
+
+    @_in_store_terms
+    def timeline(self, conversation: str, before: int | None = None, turns: int = PAGE_TURNS,
+                 rules: str | None = None) -> TimelinePage:
+        """Returns one page of the conversation's timeline, newest turn first: the `turns` turns
+        that start before version `before` (None: the newest), under `rules` (default: the live
+        rule set). Reads the log's tail only (`adapters.service.timeline`). Raises
+        UnknownConversation for an id the store does not hold."""
+        name = _conversation_argument("timeline", conversation)
+        page = timeline_page(self.store, lookup_key(name), name, rules or self.active_rules(), before, turns)
+        if page.version == 0:
+            self.events(name)  # raises UnknownConversation, naming the store
+        return page
+
+    @_in_store_terms
+    def overview(self, conversation: str, rules: str | None = None) -> list[OverviewPoint]:
+        """Returns the overview of the whole conversation under `rules` (default: the live rule
+        set): one point per message, segment, decision, card left undecided, edit, cut, erasure.
+        Folds the whole log, so it is kept per (conversation, version, rule set) in this process.
+        Raises UnknownConversation."""
+        name = _conversation_argument("overview", conversation)
+        rule_set = rules or self.active_rules()
+        key = lookup_key(name)
+        head = next(iter(self.store.events.get(conversation_uuid(key), desc=True, limit=1)), None)
+        if head is None:
+            self.events(name)  # raises UnknownConversation
+        kept = self._overviews.get((key, rule_set))
+        if kept is not None and kept[0] == head.originator_version:
+            return kept[1]
+        points = overview(self.events(name), rule_set)
+        if len(self._overviews) >= 64:
+            self._overviews.pop(next(iter(self._overviews)))
+        self._overviews[(key, rule_set)] = (head.originator_version, points)
+        return points
+
+    @_in_store_terms
+    def turn_view(self, conversation: str, at: int, rules: str | None = None,
+                  can_see_page: PageCheck = every_page) -> TurnView:
+        """Returns what the model was sent at the turn of user message `at` (its latest turn
+        when retried), exactly as `replay --at` gives it, under `rules`, with the differences
+        from the same turn under the live rule set. Raises UnknownConversation, TurnNotFound."""
+        active = self.active_rules()
+        chosen = self.replay(conversation, rules or active, at, can_see_page)
+        base = chosen if chosen.rules == active else self.replay(conversation, active, at, can_see_page)
+        return turn_view(chosen.turns[-1], chosen.rules, base.turns[-1], active)
 
     @_in_store_terms
     def health(self) -> int:
