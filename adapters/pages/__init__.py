@@ -160,7 +160,7 @@ def overview_data(points: Sequence[OverviewPoint], width: int) -> dict[str, Any]
                 "segments": 0, "lanes": ["messages", "segments", "decisions", "trouble"]}
     first, last = points[0].version, points[-1].version
     span = max(last - first, 1)
-    columns = min(plot, len(points))
+    columns = min(plot, max(len(points), 80))
     cells: dict[tuple[int, int], OverviewPoint] = {}
     counts: dict[tuple[int, int], int] = {}
     days: list[tuple[float, str]] = []
