@@ -45,13 +45,8 @@ from domain.events import (
     UserMessagePosted,
     conversation_uuid,
 )
-from domain.history import (
-    History,
-    MemoryHistory,
-    SegmentInfo,
-    SegmentRecord,
-    WaitingKind,
-)
+from domain.history import History, MemoryHistory, SegmentRecord
+from domain.segments import SegmentInfo, WaitingKind
 from domain.state import (
     Conversation,
     ConversationSnapshot,

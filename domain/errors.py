@@ -31,8 +31,6 @@ to a problem type (`adapters/http/problems.py`).
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 ID_SHOWN = 80
 """The most characters of a conversation id an error message repeats."""
 
@@ -53,7 +51,7 @@ class ChatrecordError(Exception):
     ingester can say `line 3, segment: …`; None where no one field is at fault.
     """
 
-    field: ClassVar[str | None] = None
+    field: str | None = None
 
 
 class ConversationNotStarted(ChatrecordError):

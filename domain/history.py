@@ -15,9 +15,9 @@ commands in `domain.conversation` read the index through the `History` protocol:
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Literal, Protocol
+from typing import Protocol
 
-from domain.cards import continues_run, is_guided, records_outcome
+from domain.cards import is_guided, records_outcome
 from domain.events import (
     CardDecided,
     CardLeftUndecided,
@@ -29,32 +29,7 @@ from domain.events import (
     TurnsTruncated,
     UserMessagePosted,
 )
-from domain.values import Immutable
-
-WaitingKind = Literal["card", "question"]
-
-
-def waits_for(outcome: str) -> WaitingKind | None:
-    """Returns what a segment that ended with `outcome` waits for: a card, a question, or None."""
-    return {"awaiting_approval": "card", "awaiting_input": "question"}.get(outcome)  # type: ignore[return-value]
-
-
-class SegmentInfo(Immutable):
-    """What the invariants need of a recorded segment: its `version`, `run`, the user `message` it
-    answered, whether a skill was in force (`guided`), what it `waits` for and how many `calls`."""
-
-    version: int
-    """The version of the event that recorded the segment."""
-    run: str
-    """The run the segment belongs to."""
-    message: int
-    """The user message number it answered."""
-    guided: bool
-    """Whether a skill was in force when it returned (a guided process)."""
-    waits: WaitingKind | None = None
-    """What it waits for: a `card` or a `question`; None when nothing waits."""
-    calls: int = 0
-    """How many calls its card or question names."""
+from domain.segments import SegmentInfo, continues_approval, waits_for
 
 
 class SegmentRecord(SegmentInfo):
@@ -121,13 +96,6 @@ def outcomes_of_decision(record: SegmentRecord, event: CardDecided) -> int:
     if event.approved or not records_outcome(record.guided, event.answer):
         return 0
     return record.calls
-
-
-def continues_approval(approval: tuple[str, int, str] | None, trigger: str, run: str) -> bool:
-    """Returns True when a segment of `trigger` and `run` is the continuation of the approved
-    card `approval` (card segment, calls, run): its outcomes come with it. Any other segment or
-    a new model call gives them up."""
-    return continues_run(trigger, run, approval[2] if approval is not None else None)
 
 
 def index_event(index: Index, state: object, event: ConversationEvent) -> None:

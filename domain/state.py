@@ -33,7 +33,7 @@ from domain.events import (
     TurnsTruncated,
     UserMessagePosted,
 )
-from domain.history import SegmentInfo, continues_approval, waits_for
+from domain.segments import SegmentInfo, continues_approval, waits_for
 from domain.values import Immutable, assembled
 
 

@@ -83,8 +83,8 @@ def place_notes(
     index of the user message after each user message `n` (absent or None: the block runs to
     the end, or there is no such message)."""
     ends = block_ends({n.at for n in notes if n.anchor != "position"})
-    positions = [n.at if n.anchor == "position" else ends.get(n.at) for n in notes]
-    positions = [max(0, min(length if p is None else p, length)) for p in positions]
+    found = [n.at if n.anchor == "position" else ends.get(n.at) for n in notes]
+    positions = [max(0, min(length if p is None else p, length)) for p in found]
     read = messages({i for p in positions for i in (p - 1, p) if 0 <= i < length})
 
     def role(i: int) -> str | None:
@@ -155,7 +155,8 @@ def _block_ends(messages: Sequence[Message], numbers: set[int]) -> dict[int, int
     block runs to the end); scans back from the end only as far as the oldest number asked."""
     if not numbers:
         return {}
-    lowest, ends, next_user = min(numbers), {}, None
+    lowest, next_user = min(numbers), None
+    ends: dict[int, int | None] = {}
     for index in range(len(messages) - 1, -1, -1):
         number = messages[index].number
         if messages[index].role != "user" or number is None:

@@ -17,12 +17,11 @@ from domain.events import (
     LegacyRowImported,
     QuestionAnswered,
     SegmentReturned,
-    TranscriptLine,
     TranscriptReplaced,
     TurnsTruncated,
     UserMessagePosted,
 )
-from domain.values import Immutable
+from domain.values import Immutable, TranscriptLine
 
 
 class Positions(Immutable):

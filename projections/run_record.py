@@ -191,7 +191,7 @@ def _update(state: RunRecord, segment: str, **changes: Any) -> tuple[Entry, ...]
     return tuple(e.model_copy(update=changes) if e.segment == segment else e for e in state.entries)
 
 
-def _close(state: RunRecord, segment: str) -> dict[str, bool]:
+def _close(state: RunRecord, segment: str) -> dict[str, str | None]:
     return {s: g for s, g in state.open_waits.items() if s != segment}
 
 
@@ -281,7 +281,9 @@ def decided(event: CardDecided, run: str | None) -> tuple[str | None, PendingApp
     denial; so its entry names the decision only where no outcome will say it."""
     said_by_outcome = records_outcome(run is not None, event.answer)
     decision = None if said_by_outcome else event.answer
-    pending = PendingApproval(card=event.segment, run=run, answer=event.answer) if said_by_outcome and event.approved else None
+    # said_by_outcome holds only for a guided card, whose run is set.
+    pending = (PendingApproval(card=event.segment, run=run, answer=event.answer)
+               if said_by_outcome and event.approved and run is not None else None)
     return decision, pending
 
 

@@ -22,12 +22,11 @@ from domain.events import (
     MessageEdited,
     QuestionAnswered,
     SegmentReturned,
-    TranscriptLine,
     TranscriptReplaced,
     TurnsTruncated,
     UserMessagePosted,
 )
-from domain.values import Immutable, trusted
+from domain.values import Immutable, TranscriptLine, trusted
 from projections.label_guard import disarm, has_forged_label
 from projections.rules import RuleSet, resolve
 

@@ -1,0 +1,44 @@
+"""A recorded segment as the aggregate's invariants see it, and what it waits for.
+
+Shared by the aggregate's state (`domain.state`) and its history index (`domain.history`),
+which imports the state's fold; kept apart so that neither imports the other in a circle.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from domain.cards import continues_run
+from domain.values import Immutable
+
+WaitingKind = Literal["card", "question"]
+
+
+def waits_for(outcome: str) -> WaitingKind | None:
+    """Returns what a segment that ended with `outcome` waits for: a card, a question, or None."""
+    return {"awaiting_approval": "card", "awaiting_input": "question"}.get(outcome)  # type: ignore[return-value]
+
+
+class SegmentInfo(Immutable):
+    """What the invariants need of a recorded segment: its `version`, `run`, the user `message` it
+    answered, whether a skill was in force (`guided`), what it `waits` for and how many `calls`."""
+
+    version: int
+    """The version of the event that recorded the segment."""
+    run: str
+    """The run the segment belongs to."""
+    message: int
+    """The user message number it answered."""
+    guided: bool
+    """Whether a skill was in force when it returned (a guided process)."""
+    waits: WaitingKind | None = None
+    """What it waits for: a `card` or a `question`; None when nothing waits."""
+    calls: int = 0
+    """How many calls its card or question names."""
+
+
+def continues_approval(approval: tuple[str, int, str] | None, trigger: str, run: str) -> bool:
+    """Returns True when a segment of `trigger` and `run` is the continuation of the approved
+    card `approval` (card segment, calls, run): its outcomes come with it. Any other segment or
+    a new model call gives them up."""
+    return continues_run(trigger, run, approval[2] if approval is not None else None)
