@@ -29,7 +29,6 @@ from typing import Any, TypeVar
 from adapters.ingest import ParsedLine, bounded_lines, check_follows, line_text
 from adapters.ingest.names import lookup_key
 from adapters.service.lines import IngestReport, Lines, Recorded, VersionMismatch, parse
-from adapters.service.timeline import PAGE_TURNS, OverviewPoint, TimelinePage, TurnView, overview, timeline_page, turn_view
 from adapters.service.results import (
     DEMO_CONVERSATION,
     DEMO_FILE,
@@ -43,6 +42,7 @@ from adapters.service.results import (
     stored_conversation,
     turns_at,
 )
+from adapters.service.timeline import PAGE_TURNS, OverviewPoint, TimelinePage, TurnView, overview, timeline_page, turn_view
 from adapters.store.application import ConversationStore, HandleResult
 from adapters.store.crypto import TextsErased
 from adapters.store.erasure import Erasure, erase
@@ -387,6 +387,7 @@ class Chatrecord:
         head = next(iter(self.store.events.get(conversation_uuid(key), desc=True, limit=1)), None)
         if head is None:
             self.events(name)  # raises UnknownConversation
+            return []
         kept = self._overviews.get((key, rule_set))
         if kept is not None and kept[0] == head.originator_version:
             return kept[1]

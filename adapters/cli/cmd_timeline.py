@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated
 
@@ -34,7 +34,7 @@ def timeline(
         chatrecord timeline conv-demo-seo -o page.html
     """
     require_store()
-    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     from adapters.pages import export_page
 
     with opened() as chatrecord:

@@ -74,7 +74,7 @@ def ui_router(token: str | None) -> APIRouter:
     guarded = APIRouter(dependencies=[Depends(signed_in)])
 
     @router.get("/login")
-    def login_form(next: str = "/ui/") -> Response:  # noqa: A002 - the form's field
+    def login_form(next: str = "/ui/") -> Response:
         return html(pages.login_page(_local(next)))
 
     @router.post("/login")
@@ -173,8 +173,8 @@ def _listing(chatrecord: Chatrecord, after: str | None) -> tuple[list[dict[str, 
     lister = getattr(chatrecord, "conversations", None)
     if callable(lister):
         found = lister(after=after, limit=50)
-        rows = [item if isinstance(item, dict) else getattr(item, "to_json", lambda i=item: vars(i))()
-                for item in getattr(found, "items", found)]
+        rows: list[dict[str, Any]] = [dict(item) if isinstance(item, dict) else dict(item.to_json())
+                                      for item in getattr(found, "items", found)]
         return rows, getattr(found, "next_after", None)
     ids = chatrecord.store.conversation_ids()
     start = ids.index(after) + 1 if after in ids else 0

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -47,8 +47,8 @@ def shown(text: object) -> Markup:
 def when(at: datetime, short: bool = False) -> str:
     """Returns `at` in UTC: `2026-10-31 14:05:00 UTC`, or `14:05:00` when `short`."""
     if at.tzinfo is None:
-        at = at.replace(tzinfo=timezone.utc)
-    at = at.astimezone(timezone.utc)
+        at = at.replace(tzinfo=UTC)
+    at = at.astimezone(UTC)
     return at.strftime("%H:%M:%S") if short else at.strftime("%Y-%m-%d %H:%M:%S UTC")
 
 

@@ -98,7 +98,7 @@ def _tail(store: ConversationStore, key: str, before: int | None, turns: int) ->
     upper = None if before is None else before - 1
     found, earliest = 0, None
     while upper is None or upper >= 1:
-        chunk = list(store.events.get(uuid, lte=upper, desc=True, limit=CHUNK))
+        chunk: list[ConversationEvent] = list(store.events.get(uuid, lte=upper, desc=True, limit=CHUNK))  # type: ignore[arg-type]
         if not chunk:
             break
         for event in chunk:
@@ -115,7 +115,7 @@ def _tail(store: ConversationStore, key: str, before: int | None, turns: int) ->
             break
     if found <= turns:
         earliest = 1
-    return list(store.events.get(uuid, gt=(earliest or 1) - 1))
+    return list(store.events.get(uuid, gt=(earliest or 1) - 1))  # type: ignore[arg-type]
 
 
 def timeline_page(store: ConversationStore, key: str, name: str, rules: str, before: int | None = None,
@@ -149,7 +149,7 @@ def timeline_page(store: ConversationStore, key: str, name: str, rules: str, bef
     rows = [r for r in state.rows if first_shown <= r.version < end]
     previous_page = _page_before(shown, first_shown)
     result: list[TimelineTurn] = []
-    for (version, event), upto in zip(page_starts, bounds[1:]):
+    for (version, event), upto in zip(page_starts, bounds[1:], strict=True):
         turn_rows = tuple(r for r in rows if version <= r.version < upto)
         acts_of = {r.facts["segment"]: segments.get(r.facts["segment"], ()) for r in turn_rows if r.kind == "segment"}
         if isinstance(event, UserMessagePosted):

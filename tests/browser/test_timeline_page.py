@@ -11,7 +11,6 @@ from selenium.webdriver.common.by import By
 
 from tests.browser.conftest import (
     HOSTILE_CONVERSATION,
-    PAYLOAD,
     TOKEN,
     replay_at,
     requests_made,
