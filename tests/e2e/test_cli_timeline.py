@@ -1,0 +1,35 @@
+"""`chatrecord timeline`: one self-contained HTML file, on each backend."""
+
+from __future__ import annotations
+
+import re
+from html import unescape
+from pathlib import Path
+
+from tests.e2e.conftest import DEMO, Run
+
+
+def test_timeline_writes_one_self_contained_page(store_run: Run, tmp_path: Path) -> None:
+    assert store_run("ingest", DEMO).returncode == 0
+
+    done = store_run("timeline", "conv-demo-seo", "-o", tmp_path / "page.html")
+
+    html = (tmp_path / "page.html").read_text(encoding="utf-8")
+    assert done.returncode == 0 and done.stderr == ""
+    assert re.fullmatch(rf"{re.escape(str(tmp_path / 'page.html'))}: timeline of conv-demo-seo, [\d,]+ bytes\n", done.stdout)
+    assert "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:;" \
+        in unescape(html)
+    assert "<script" not in html and "src=\"http" not in html and "href=\"http" not in html
+    assert 'id="chain-state">✔ Chain verified: 20 events' in html
+    assert html.count('class="input card static') == 6  # turns of messages 1 and 3, under each of the three rule sets
+    assert 'section class="input card static latest" id="turn-3-2026-11-02"' in html
+
+
+def test_timeline_of_an_unknown_conversation_is_an_error(store_run: Run, tmp_path: Path) -> None:
+    assert store_run("ingest", DEMO).returncode == 0
+
+    done = store_run("timeline", "conv-nope", "-o", tmp_path / "page.html")
+
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr.startswith("error: no conversation 'conv-nope' in ")
+    assert not (tmp_path / "page.html").exists()
