@@ -42,7 +42,16 @@ from adapters.service.results import (
     stored_conversation,
     turns_at,
 )
-from adapters.service.timeline import PAGE_TURNS, OverviewPoint, TimelinePage, TurnView, overview, timeline_page, turn_view
+from adapters.service.timeline import (
+    PAGE_TURNS,
+    OverviewPoint,
+    TimelinePage,
+    TurnView,
+    overview,
+    timeline_page,
+    turn_at,
+    turn_view,
+)
 from adapters.store.application import ConversationStore, HandleResult
 from adapters.store.crypto import TextsErased
 from adapters.store.erasure import Erasure, erase
@@ -403,10 +412,12 @@ class Chatrecord:
         """Returns what the model was sent at the turn of user message `at` (its latest turn
         when retried), exactly as `replay --at` gives it, under `rules`, with the differences
         from the same turn under the live rule set. Raises UnknownConversation, TurnNotFound."""
+        events = self.events(_conversation_argument("turn_view", conversation))
         active = self.active_rules()
-        chosen = self.replay(conversation, rules or active, at, can_see_page)
-        base = chosen if chosen.rules == active else self.replay(conversation, active, at, can_see_page)
-        return turn_view(chosen.turns[-1], chosen.rules, base.turns[-1], active)
+        rule_set = resolve(rules or active).id
+        chosen = turn_at(events, at, rule_set, can_see_page)
+        base = chosen if rule_set == active else turn_at(events, at, active, can_see_page)
+        return turn_view(chosen, rule_set, base, active)
 
     @_in_store_terms
     def health(self) -> int:

@@ -22,10 +22,8 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from adapters import pages
 from adapters.api import Chatrecord
 from adapters.http.problems import Problem
-from adapters.service.timeline import TurnView
 from domain.errors import UnknownConversation
 from projections.rules import Rules
-from projections.turn import NoTurnYet
 
 COOKIE = "chatrecord_ui"
 LOGIN_BODY_MAX = 4096
@@ -132,34 +130,17 @@ def ui_router(token: str | None) -> APIRouter:
         before: Annotated[int | None, Query(ge=2, le=2147483647)] = None,
     ) -> Response:
         page = chatrecord.timeline(conversation, before=before)
-        active = page.rules
-        latest = False
-        selected: TurnView | None
-        if turn is not None:
-            selected = chatrecord.turn_view(conversation, turn, rules.value if rules else None)
-        elif before is None and page.turns:
-            selected = _latest(chatrecord, conversation, active, rules.value if rules else None)
-            latest = True
-        else:
-            selected = None
+        selected = chatrecord.turn_view(conversation, turn, rules.value if rules else None) if turn is not None else None
+        # on open, the next model call's notes as the chat reads them (flat at any length); a
+        # turn's whole input (the transcript with the notes in place) only when asked for
+        next_call = chatrecord.turn_notes(conversation) if turn is None and before is None else None
+        latest = next((t.number for t in page.turns if t.kind != "start"), None) if before is None else None
         text = pages.conversation_page(page, static=False, chain="lazy", overview=None, selected=selected,
-                                       selected_latest=latest)
+                                       next_call=next_call, latest_message=latest)
         return html(text)
 
     router.include_router(guarded)
     return router
-
-
-def _latest(chatrecord: Chatrecord, conversation: str, active: str, rules: str | None) -> TurnView | None:
-    """Returns the latest turn's view, read from the read models (cheap at any length) under
-    the live rule set; under another rule set as `turn_view` gives it."""
-    try:
-        latest = chatrecord.turn_input(conversation)
-    except NoTurnYet:  # a conversation without a user message yet: no turn to show
-        return None
-    if rules is not None and rules != active:
-        return chatrecord.turn_view(conversation, latest.message, rules)
-    return TurnView(active, active, latest, base_system=latest.system)
 
 
 def _local(path: str) -> str:

@@ -28,6 +28,7 @@ from adapters.service.timeline import OverviewPoint, TimelinePage, TurnView
 from adapters.store.verify import Verdict
 from projections.notes import CLOSE, OPEN
 from projections.rules import RULE_SET_IDS
+from projections.turn_notes import TurnNotes
 
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u00ad\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
 STATIC_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
@@ -131,7 +132,7 @@ def environment() -> Environment:
     env = Environment(loader=PackageLoader("adapters.pages", "templates"),
                       autoescape=select_autoescape(["html", "svg", "xml"], default=True),
                       trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(shown=shown, when=when, short_id=short_id)
+    env.filters.update(shown=shown, when=when, short_id=short_id, note_body=note_body)
     env.globals.update(RULE_SET_IDS=RULE_SET_IDS, model_input=model_input)
     return env
 
@@ -195,19 +196,21 @@ def overview_data(points: Sequence[OverviewPoint], width: int) -> dict[str, Any]
 
 def conversation_page(page: TimelinePage, *, static: bool, chain: Verdict | None | str, overview: str | None,
                       views: dict[tuple[int, str], TurnView] | None = None, older: Sequence[TimelinePage] = (),
-                      selected: TurnView | None = None, selected_latest: bool = False,
-                      generated: str | None = None) -> str:
+                      selected: TurnView | None = None, next_call: TurnNotes | None = None,
+                      latest_message: int | None = None, generated: str | None = None) -> str:
     """Returns the HTML of a conversation's timeline page.
 
     `static`: one self-contained file (every turn view in `views`, keyed by (message, rule
     set), shown when its fragment is targeted; older pages in `older`, folded); else the
-    server's page (`selected`: the turn view shown, `selected_latest` when it is the latest turn's). `chain`: the verdict, None for
+    server's page (`selected`: the turn view asked for; `next_call`: the notes of the next model
+    call, shown on open, with a link to the latest turn, user message `latest_message`). `chain`: the verdict, None for
     a store without a chain, or "lazy" to load it from the server. `overview`: inline SVG
     markup, or None to load it from the server."""
     links = Links(page.conversation, static, page.rules)
     return environment().get_template("conversation.html").render(
         page=page, static=static, chain=chain, overview=Markup(overview) if overview is not None else None,
-        views=views or {}, older=older, selected=selected, selected_latest=selected_latest, links=links,
+        views=views or {}, older=older, selected=selected, next_call=next_call, latest_message=latest_message,
+        links=links,
         css=Markup(stylesheet()), csp=STATIC_CSP if static else None, generated=generated,
         latest_key=next(iter(views or {}), None),
     )

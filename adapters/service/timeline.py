@@ -18,14 +18,23 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from adapters.service.results import TurnNotFound
 from adapters.store.application import ConversationStore
 from adapters.store.crypto import ERASED
-from domain.events import ConversationEvent, ConversationStarted, TurnRetried, UserMessagePosted, conversation_uuid
+from domain.events import (
+    ConversationEvent,
+    ConversationStarted,
+    MessageEdited,
+    TurnRetried,
+    UserMessagePosted,
+    conversation_uuid,
+)
 from projections import activity, audit
 from projections.activity import ActivityEntry
 from projections.audit import AuditRow
+from projections.page_line import PageCheck, every_page
 from projections.rules import resolve
-from projections.turn import TurnInput
+from projections.turn import TurnInput, build_turn_input, starts_turn
 
 PAGE_TURNS = 20
 """Turns on one page of the timeline."""
@@ -220,6 +229,24 @@ class TurnView:
     def to_json(self) -> dict[str, Any]:
         return {"rules": self.rules, "base": self.base, "turn": self.turn.to_json(), "added": sorted(self.added),
                 "removed": list(self.removed), "system_differs": self.system_differs}
+
+
+def turn_at(events: Sequence[ConversationEvent], at: int, rules: str, can_see_page: PageCheck = every_page) -> TurnInput:
+    """Returns the input of the (latest) turn of user message `at`, as `replay --at` gives it,
+    folding the log once up to that turn (replay builds every turn's input). Raises
+    TurnNotFound naming the messages that start turns."""
+    end, edited, numbers = None, None, []
+    for index, event in enumerate(events):
+        number = starts_turn(event, edited)
+        edited = event.message if isinstance(event, MessageEdited) else None
+        if number is not None:
+            numbers.append(number)
+            if number == at:
+                end = index
+    if end is None:
+        shown = ", ".join(map(str, sorted(set(numbers)))) or "none"
+        raise TurnNotFound(f"no turn starts at user message {at}; turns start at messages {shown}")
+    return build_turn_input(events[:end + 1], rules, can_see_page)
 
 
 def turn_view(turn: TurnInput, rules: str, base_turn: TurnInput, base: str) -> TurnView:

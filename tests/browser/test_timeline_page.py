@@ -67,16 +67,21 @@ def no_script_ran(driver: Any) -> None:
     assert driver.find_elements(By.CSS_SELECTOR, "main script, main img[src=x]") == []
 
 
-def test_the_demo_page_shows_the_latest_turn_then_turn_1_then_transcript_only(browser: Any, served: str, stored) -> None:
+def test_the_demo_page_shows_the_notes_the_latest_turn_turn_1_and_transcript_only(browser: Any, served: str, stored) -> None:
     sign_in(browser, served, "/ui/conversations/conv-demo-seo")
 
-    latest = shown_panel(browser)
-    assert sent(latest) == (6, 14)
-    assert texts_of(latest) == expected_texts(replay_at(stored, "conv-demo-seo", 3))
+    next_call = browser.find_element(By.ID, "next-call")  # on open: the next call's notes, as the chat reads them
+    assert len(next_call.find_elements(By.CSS_SELECTOR, "li.note")) == 14
     browser.switch_to.frame(browser.find_element(By.CSS_SELECTOR, "iframe.chain-frame"))
     assert browser.find_element(By.ID, "chain-state").text.startswith("✔ Chain verified: 20 events")
     browser.switch_to.default_content()
     assert [h.text for h in browser.find_elements(By.CSS_SELECTOR, ".turn h3")] == ["User message 3", "User message 1", "Start"]
+    screenshot(browser, "demo-page")
+
+    follow(browser, "#next-call a.see")  # the latest turn, user message 3, as replay --at 3 gives it
+    latest = shown_panel(browser)
+    assert sent(latest) == (6, 14)
+    assert texts_of(latest) == expected_texts(replay_at(stored, "conv-demo-seo", 3))
     screenshot(browser, "demo-latest-turn")
 
     follow(browser, "#t-3 a.see")  # the first turn, user message 1 (event 3)
@@ -106,6 +111,7 @@ def test_hostile_texts_render_as_inert_text(browser: Any, served: str) -> None:
     assert '<script>window.__pwned = "script"</script>' in shown and "onerror=" in shown
     assert "\\u202eevil\\u202c" in shown and "\u202e" not in shown  # the bidi controls shown, not obeyed
     assert user.find_elements(By.XPATH, "ancestor::*[contains(@class, 'notes')]") == []  # the user's, as written
+    follow(browser, ".turn a.see")  # the latest turn
     panel = shown_panel(browser)
     assert sent(panel) == (4, 1)  # system, user 1, the answer, user 2; the one note is the chat's own
     assert all("all saved" not in n.text for n in panel.find_elements(By.CSS_SELECTOR, "li.note"))
