@@ -21,13 +21,16 @@ class UnwritableFile(ChatrecordError):
 def timeline(
     conversation: Annotated[str, typer.Argument(help="The conversation id, as the chat names it.")],
     output: Annotated[Path, typer.Option("--output", "-o", help="The HTML file to write.")],
+    inputs: Annotated[int, typer.Option("--inputs", min=0, max=100_000,
+                                        help="Hold the model input of this many turns, the newest.")] = 50,
 ) -> None:
     """Writes a conversation's timeline page as one self-contained HTML file.
 
     The page `chatrecord serve` shows at /ui/conversations/ID, in one file that makes no network
     request (open it offline, attach it to a ticket): every turn newest first with what ran,
     was written, decided, left undecided or cut; an overview picture; the hash chain's state;
-    and for every turn what the model was sent, under each rule set, the differences marked.
+    and for the newest --inputs turns (default 50) what the model was sent, under each rule
+    set, the differences marked (an older turn's: replay --at N).
 
     Example:
 
@@ -38,7 +41,7 @@ def timeline(
     from adapters.pages import export_page
 
     with opened() as chatrecord:
-        html = export_page(chatrecord, conversation, generated=stamp)
+        html = export_page(chatrecord, conversation, generated=stamp, inputs=inputs)
     try:
         output.write_text(html, encoding="utf-8")
     except OSError as error:

@@ -33,6 +33,8 @@ from projections.turn_notes import TurnNotes
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u00ad\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
 STATIC_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
 """The exported file's policy: inline CSS only, no script, no request of any kind."""
+INPUTS = 50
+"""Turns whose model input the exported file holds, newest first (`timeline --inputs`)."""
 SERVER_CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; frame-src 'self'; "
               "frame-ancestors 'self'; base-uri 'none'; form-action 'self'")
 """The served pages' policy (sent as a header): no script, requests to the server only."""
@@ -197,7 +199,8 @@ def overview_data(points: Sequence[OverviewPoint], width: int) -> dict[str, Any]
 def conversation_page(page: TimelinePage, *, static: bool, chain: Verdict | None | str, overview: str | None,
                       views: dict[tuple[int, str], TurnView] | None = None, older: Sequence[TimelinePage] = (),
                       selected: TurnView | None = None, next_call: TurnNotes | None = None,
-                      latest_message: int | None = None, generated: str | None = None) -> str:
+                      latest_message: int | None = None, generated: str | None = None,
+                      with_input: set[int] | None = None) -> str:
     """Returns the HTML of a conversation's timeline page.
 
     `static`: one self-contained file (every turn view in `views`, keyed by (message, rule
@@ -205,12 +208,13 @@ def conversation_page(page: TimelinePage, *, static: bool, chain: Verdict | None
     server's page (`selected`: the turn view asked for; `next_call`: the notes of the next model
     call, shown on open, with a link to the latest turn, user message `latest_message`). `chain`: the verdict, None for
     a store without a chain, or "lazy" to load it from the server. `overview`: inline SVG
-    markup, or None to load it from the server."""
+    markup, or None to load it from the server. `with_input`: in a file, the user messages whose
+    turn input it holds (the others link to nothing)."""
     links = Links(page.conversation, static, page.rules)
     return environment().get_template("conversation.html").render(
         page=page, static=static, chain=chain, overview=Markup(overview) if overview is not None else None,
         views=views or {}, older=older, selected=selected, next_call=next_call, latest_message=latest_message,
-        links=links,
+        links=links, with_input=with_input,
         css=Markup(stylesheet()), csp=STATIC_CSP if static else None, generated=generated,
         latest_key=next(iter(views or {}), None),
     )
@@ -234,31 +238,34 @@ def login_page(next_path: str, failed: bool = False) -> str:
     return environment().get_template("login.html").render(next_path=next_path, failed=failed, css=Markup(stylesheet()))
 
 
-def export_page(chatrecord: Any, conversation: str, generated: str | None = None) -> str:
+def export_page(chatrecord: Any, conversation: str, generated: str | None = None, inputs: int = INPUTS) -> str:
     """Returns the conversation's timeline as one self-contained HTML file: every turn, newest
     first (older pages folded), the overview, the chain's verdict, and what the model was sent
-    at every turn under every rule set (each shown when its link is followed; no script).
-    `chatrecord` is the service layer (`adapters.api.Chatrecord`). Raises UnknownConversation."""
-    from adapters.service.timeline import turn_view  # the service layer's, as the server uses it
+    at the newest `inputs` turns under every rule set (each shown when its link is followed; no
+    script; each input holds the whole transcript of its time, so a file with every turn's
+    would grow with the square of the conversation). `chatrecord` is the service layer
+    (`adapters.api.Chatrecord`). Raises UnknownConversation."""
+    from adapters.service.timeline import newest_turns, turn_view  # the service layer's
 
     whole = chatrecord.timeline(conversation, turns=10**9)
     pages = [whole.turns[i:i + PAGE_TURNS_SHOWN] for i in range(0, len(whole.turns), PAGE_TURNS_SHOWN)] or [()]
     first = TimelinePage(whole.conversation, whole.rules, whole.version, tuple(pages[0]), None)
     older = [TimelinePage(whole.conversation, whole.rules, whole.version, tuple(p), None) for p in pages[1:]]
     active = whole.rules
-    replays = {rules: chatrecord.replay(conversation, rules) for rules in RULE_SET_IDS}
-    base = {t.message: t for t in replays[active].turns}
+    events = chatrecord.events(conversation)
+    replays = {rules: newest_turns(events, rules, inputs) for rules in RULE_SET_IDS}
+    base = {t.message: t for t in replays[active]}
     views: dict[tuple[int, str], TurnView] = {}
     for rules, done in replays.items():
-        for t in done.turns:
+        for t in done:
             views[(t.message, rules)] = turn_view(t, rules, base[t.message], active)
     chain = chatrecord.audit(conversation, chain=True).chain
     svg = overview_svg(chatrecord.overview(conversation))
-    latest = replays[active].turns[-1] if replays[active].turns else None
+    latest = replays[active][-1] if replays[active] else None
     if latest is not None:  # the latest turn under the live rules first: shown when no other is chosen
         views = {(latest.message, active): views.pop((latest.message, active)), **views}
     return conversation_page(first, static=True, chain=chain, overview=svg, views=views, older=older,
-                             generated=generated)
+                             generated=generated, with_input={m for m, _ in views})
 
 
 PAGE_TURNS_SHOWN = 20

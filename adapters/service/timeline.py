@@ -30,6 +30,7 @@ from domain.events import (
     conversation_uuid,
 )
 from projections import activity, audit
+from projections import turn as turns
 from projections.activity import ActivityEntry
 from projections.audit import AuditRow
 from projections.page_line import PageCheck, every_page
@@ -247,6 +248,27 @@ def turn_at(events: Sequence[ConversationEvent], at: int, rules: str, can_see_pa
         shown = ", ".join(map(str, sorted(set(numbers)))) or "none"
         raise TurnNotFound(f"no turn starts at user message {at}; turns start at messages {shown}")
     return build_turn_input(events[:end + 1], rules, can_see_page)
+
+
+def newest_turns(events: Sequence[ConversationEvent], rules: str, count: int,
+                 can_see_page: PageCheck = every_page) -> list[TurnInput]:
+    """Returns the inputs of the newest `count` turns (as `replay` gives each), folding the log
+    once and building only those turns' inputs (each costs what its transcript holds)."""
+    starts, edited = [], None
+    for index, event in enumerate(events):
+        if starts_turn(event, edited) is not None:
+            starts.append(index)
+        edited = event.message if isinstance(event, MessageEdited) else None
+    wanted = set(starts[-count:]) if count > 0 else set()
+    rule_set = resolve(rules)
+    state, edited, inputs = turns.initial(), None, []
+    for index, event in enumerate(events[:max(wanted) + 1] if wanted else ()):
+        state = turns.apply(state, event, rule_set)
+        number = starts_turn(event, edited)
+        edited = event.message if isinstance(event, MessageEdited) else None
+        if index in wanted and number is not None:
+            inputs.append(turns.turn_input(state, number, event.timestamp, rule_set, can_see_page))
+    return inputs
 
 
 def turn_view(turn: TurnInput, rules: str, base_turn: TurnInput, base: str) -> TurnView:

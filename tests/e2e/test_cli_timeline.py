@@ -33,3 +33,14 @@ def test_timeline_of_an_unknown_conversation_is_an_error(store_run: Run, tmp_pat
     assert (done.returncode, done.stdout) == (1, "")
     assert done.stderr.startswith("error: no conversation 'conv-nope' in ")
     assert not (tmp_path / "page.html").exists()
+
+
+def test_timeline_holds_the_model_input_of_the_newest_turns_it_is_asked_for(sqlite_run: Run, tmp_path: Path) -> None:
+    assert sqlite_run("ingest", DEMO).returncode == 0
+
+    done = sqlite_run("timeline", "conv-demo-seo", "-o", tmp_path / "page.html", "--inputs", "1")
+
+    html = (tmp_path / "page.html").read_text(encoding="utf-8")
+    assert done.returncode == 0
+    assert re.findall(r'id="(turn-\d+-[\w-]+)"', html) == ["turn-3-2026-11-02", "turn-3-transcript-only", "turn-3-2026-11-01"]
+    assert "model input: <code>replay --at 1</code>" in html
