@@ -28,6 +28,8 @@ from typing import Any, TypeVar
 
 from adapters.ingest import ParsedLine, bounded_lines, check_follows, line_text
 from adapters.ingest.names import lookup_key
+from adapters.service import keys as master_keys
+from adapters.service.keys import KeyChange
 from adapters.service.lines import IngestReport, Lines, Recorded, VersionMismatch, parse
 from adapters.service.results import (
     DEMO_CONVERSATION,
@@ -55,6 +57,7 @@ from adapters.service.timeline import (
 from adapters.store.application import ConversationStore, HandleResult
 from adapters.store.crypto import TextsErased
 from adapters.store.erasure import Erasure, erase
+from adapters.store.keys import KeyState
 from adapters.store.settings import StoreUnusable, describe_backend, open_store, store_errors
 from adapters.store.verify import Verdict, chain_verdict, verdicts
 from adapters.views.readmodels import ConversationDiff, ReadModels, RebuildReport
@@ -105,14 +108,22 @@ class Chatrecord:
 
     `store` defaults to `adapters.store.settings.open_store()` (SQLite `CHATRECORD_DB`, or PostgreSQL
     when `CHATRECORD_DATABASE_URL` is set). `source_name` names `record`'s lines in errors.
+    Opening it raises BadSetting for a setting it cannot use and StoreUnusable, in the words the
+    command line prints, for a database that cannot be opened (a file on a read-only file
+    system, a server that does not answer). `reading=True` (a caller that only reads: audit,
+    verify, replay, activity) opens a SQLite file it cannot write read-only, so an archive on a
+    read-only file system can be inspected (`open_store(reading=True)`).
 
     Every method raises StoreUnusable (a ChatrecordError, one line naming what to do) when the
     database cannot be used: a server that stopped answering, a file another process kept
     locked. Nothing of the call is stored then; the next call tries the database again.
     """
 
-    def __init__(self, store: ConversationStore | None = None, source_name: str = "api") -> None:
-        self.store = store if store is not None else open_store()
+    def __init__(self, store: ConversationStore | None = None, source_name: str = "api", *, reading: bool = False) -> None:
+        if store is None:
+            with store_errors():  # a file that cannot be opened, a server that does not answer
+                store = open_store(reading=reading)
+        self.store = store
         self.source_name = source_name
         self._lines = 0
         self._writers = [Lock() for _ in range(WRITER_LOCKS)]
@@ -338,20 +349,33 @@ class Chatrecord:
         """Returns every turn of a stored conversation (only those of user message `at` if
         given), each as the model saw it then, under `rules` (default: the live rule set).
         Under the live rule set the latest turn is checked against the read
-        models' (`Replay.differs`). Raises UnknownConversation, TurnNotFound for an `at` that
+        models' (`Replay.differs`; also True where they lag and a read-only store keeps them
+        from catching up). Raises UnknownConversation, TurnNotFound for an `at` that
         started no turn, UnknownRuleSet."""
         events = self.events(_conversation_argument("replay", conversation))
         active = self.active_rules()
         rule_set = resolve(rules or active).id
         turns = replay_turns(events, rule_set, can_see_page)
-        differs = bool(turns) and rule_set == active and (
-            self.turn_input(conversation, can_see_page).to_json() != turns[-1].to_json())
+        differs = False
+        if turns and rule_set == active:
+            latest = self._live_turn(conversation, can_see_page)
+            differs = latest is None or latest.to_json() != turns[-1].to_json()
         if at is not None:
             picked = turns_at(turns, at)
             if not picked:
                 raise no_turn(at, [(conversation, turns)])
             turns = picked
         return Replay(conversation, rule_set, tuple(turns), differs)
+
+    def _live_turn(self, conversation: str, can_see_page: PageCheck) -> TurnInput | None:
+        """Returns the read models' latest turn; None where they lag behind the log and cannot
+        catch up because the store was opened read-only (a SQLite archive, `reading=True`)."""
+        try:
+            return self.turn_input(conversation, can_see_page)
+        except StoreUnusable:
+            if not getattr(self.store.factory, "read_only", False):
+                raise
+            return None
 
     @_in_store_terms
     def rebuild(self, rules: str, progress: Progress | None = None, workers: int | None = None) -> RebuildReport:
@@ -370,6 +394,32 @@ class Chatrecord:
         """Returns the conversations whose record or notes would change under `rules` (nothing
         is switched); see ReadModels.diff."""
         return [d for d in self.read_models.diff(rules) if d.changed]
+
+    # ------------------------------------------------------------ the master key
+
+    @_in_store_terms
+    def key_state(self) -> KeyState:
+        """Returns whether a master key protects the store and how many data keys it keeps
+        wrapped, unwrapped and erased."""
+        return master_keys.state(self.store)
+
+    @_in_store_terms
+    def wrap_keys(self) -> KeyChange:
+        """Binds the store to CHATRECORD_MASTER_KEY: wraps every unwrapped data key with it and
+        writes its check row, in one transaction (see `adapters.service.keys.wrap`)."""
+        return master_keys.wrap(self.store)
+
+    @_in_store_terms
+    def rotate_keys(self, new_master_key: str) -> KeyChange:
+        """Rewraps every data key with `new_master_key` (base64 of 32 bytes) in one transaction;
+        the store then needs the new key (see `adapters.service.keys.rotate`)."""
+        return master_keys.rotate(self.store, new_master_key)
+
+    @_in_store_terms
+    def unwrap_keys(self) -> KeyChange:
+        """Removes the store's master key: every data key stored unwrapped, the check row
+        deleted, in one transaction (see `adapters.service.keys.unwrap`)."""
+        return master_keys.unwrap(self.store)
 
     @_in_store_terms
     def timeline(self, conversation: str, before: int | None = None, turns: int = PAGE_TURNS,

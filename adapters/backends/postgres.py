@@ -61,6 +61,7 @@ from eventsourcing.persistence import (
 from eventsourcing.postgres import PostgresDatastore
 from eventsourcing.utils import retry, strtobool
 from psycopg import pq
+from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import tuple_row
 from psycopg.sql import SQL, Composable, Composed, Identifier
 from psycopg_pool import PoolTimeout
@@ -866,8 +867,9 @@ class PostgresDataKeys(DataKeys):
     def _insert_check(self, sealed: bytes) -> bool:
         try:
             with self.datastore.transaction(commit=True) as curs:
-                curs.execute(SQL("INSERT INTO {} VALUES (1, %s) ON CONFLICT DO NOTHING").format(self.master_table),
-                             (sealed,))
+                curs.execute(SQL("INSERT INTO {} SELECT 1, %s WHERE NOT EXISTS (SELECT 1 FROM {} WHERE "
+                                 "substring(wrapped_key FROM 1 FOR 1) = '\\x00'::bytea) ON CONFLICT DO NOTHING")
+                             .format(self.master_table, self.table), (sealed,))
         except PersistenceError as error:
             if isinstance(error.__cause__, psycopg.errors.ReadOnlySqlTransaction):
                 return False  # a hot standby: reading commands go on; a writer checks again
@@ -886,6 +888,31 @@ class PostgresDataKeys(DataKeys):
             curs.execute(SQL("INSERT INTO {} VALUES (%s, NULL, %s) ON CONFLICT (conversation) DO UPDATE SET "
                              "wrapped_key = NULL, erased_at = COALESCE({}.erased_at, excluded.erased_at)")
                          .format(self.table, Identifier(KEYS_TABLE)), (originator_id, at))
+
+    def _counts(self) -> tuple[int, int, int]:
+        with self.datastore.transaction(commit=False) as curs:
+            curs.execute(SQL("SELECT count(*) FILTER (WHERE substring(wrapped_key FROM 1 FOR 1) = '\\x01'::bytea) AS wrapped, "
+                             "count(*) FILTER (WHERE substring(wrapped_key FROM 1 FOR 1) = '\\x00'::bytea) AS plain, "
+                             "count(*) FILTER (WHERE wrapped_key IS NULL) AS erased FROM {}").format(self.table))
+            row = curs.fetchone()
+        return int(row["wrapped"]), int(row["plain"]), int(row["erased"])
+
+    def _rewrap(self, change: Callable[[UUID, bytes], bytes], sealed: bytes | None) -> int:
+        with self.datastore.transaction(commit=True) as curs:
+            # EXCLUSIVE: another process's key insert (ROW EXCLUSIVE) waits for this transaction,
+            # then reads the check row as it left it; readers go on
+            curs.execute(SQL("LOCK TABLE {}, {} IN EXCLUSIVE MODE").format(self.table, self.master_table))
+            curs.execute(SQL("SELECT conversation, wrapped_key FROM {} WHERE wrapped_key IS NOT NULL").format(self.table))
+            rows = curs.fetchall()
+            update = SQL("UPDATE {} SET wrapped_key = %s WHERE conversation = %s").format(self.table)
+            for r in rows:  # each written as it is made: a failure part-way rolls back the ones before
+                curs.execute(update, (change(r["conversation"], bytes(r["wrapped_key"])), r["conversation"]))
+            if sealed is None:
+                curs.execute(SQL("DELETE FROM {}").format(self.master_table))
+            else:
+                curs.execute(SQL("INSERT INTO {} VALUES (1, %s) ON CONFLICT (id) DO UPDATE SET sealed = excluded.sealed")
+                             .format(self.master_table), (sealed,))
+        return len(rows)
 
     def scrub(self) -> None:
         with self.datastore.get_connection() as conn:
@@ -1277,26 +1304,35 @@ class PostgresFactory(StoreFactory, es_postgres.PostgresFactory):
 
     application_recorder_class = ChainedPostgresRecorder
     POSTGRES_STATEMENT_TIMEOUT = "POSTGRES_STATEMENT_TIMEOUT"
+    POSTGRES_CONNINFO = "POSTGRES_CONNINFO"
+    """libpq's conninfo of the store's connections (`adapters.store.settings.postgres_env` puts the
+    whole URL there, but its `schema`); where set, it replaces the library's host, port, user,
+    password and database name."""
     driver_errors = (psycopg.Error,)
 
     @classmethod
     def describe(cls, env: Mapping[str, str]) -> str:
         schema = env.get("POSTGRES_SCHEMA") or "public"
-        return (
-            f"PostgreSQL {env.get('POSTGRES_USER')}@{env.get('POSTGRES_HOST')}:"
-            f"{env.get('POSTGRES_PORT') or 5432}/{env.get('POSTGRES_DBNAME')} (schema {schema})"
-        )
+        hosts = (env.get("POSTGRES_HOST") or "").split(",")
+        ports = (env.get("POSTGRES_PORT") or "5432").split(",")
+        ports = ports * len(hosts) if len(ports) == 1 else ports  # one port for every host, as libpq reads it
+        where = ",".join(f"{host}:{port or 5432}" for host, port in zip(hosts, ports, strict=False))
+        return f"PostgreSQL {env.get('POSTGRES_USER')}@{where}/{env.get('POSTGRES_DBNAME')} (schema {schema})"
 
     @classmethod
     def server_reason(cls, env: Mapping[str, str]) -> str | None:
         """Returns why the server refuses a connection (a missing database or role, a wrong
         password), found by one direct connection attempt; None when it connects."""
         try:
-            psycopg.connect(
-                dbname=env.get("POSTGRES_DBNAME"), host=env.get("POSTGRES_HOST"), port=env.get("POSTGRES_PORT"),
-                user=env.get("POSTGRES_USER"), password=env.get("POSTGRES_PASSWORD") or None,
-                connect_timeout=int(env.get("POSTGRES_CONNECT_TIMEOUT") or 5),
-            ).close()
+            timeout = int(env.get("POSTGRES_CONNECT_TIMEOUT") or 5)
+            if env.get(cls.POSTGRES_CONNINFO):
+                psycopg.connect(env[cls.POSTGRES_CONNINFO], connect_timeout=timeout).close()
+            else:
+                psycopg.connect(
+                    dbname=env.get("POSTGRES_DBNAME"), host=env.get("POSTGRES_HOST"), port=env.get("POSTGRES_PORT"),
+                    user=env.get("POSTGRES_USER"), password=env.get("POSTGRES_PASSWORD") or None,
+                    connect_timeout=timeout,
+                ).close()
         except psycopg.Error as error:
             return " ".join(str(error).split()) or type(error).__name__
         return None
@@ -1346,7 +1382,15 @@ class PostgresFactory(StoreFactory, es_postgres.PostgresFactory):
         kwargs = self.datastore.pool.kwargs
         assert isinstance(kwargs, dict)
         lock = int(self.datastore.lock_timeout or 0)
-        kwargs["options"] = f"-c statement_timeout={int(text) * 1000} -c lock_timeout={lock * 1000}"
+        options = f"-c statement_timeout={int(text) * 1000} -c lock_timeout={lock * 1000}"
+        conninfo = self.env.get(self.POSTGRES_CONNINFO)
+        if conninfo:  # the whole URL reaches libpq: TLS, several hosts, every parameter it knows
+            for key in ("dbname", "host", "port", "user", "password"):  # a keyword would win over it
+                kwargs.pop(key, None)
+            self.datastore.pool.conninfo = conninfo
+            given = conninfo_to_dict(conninfo).get("options")
+            options = f"{given} {options}" if given else options
+        kwargs["options"] = options
         # No automatic server-side prepared statements: a pipelined append that fails part-way
         # (a conflict, a view statement) can leave psycopg believing a statement was prepared
         # whose Parse the server skipped ("prepared statement _pg3_9 does not exist" on the next

@@ -46,7 +46,7 @@ def rebuild(
     """
     if diff:
         require_store()
-    with opened() as chatrecord:
+    with opened(reading=diff) as chatrecord:
         if diff:
             changed = chatrecord.diff(rules.value)
             if as_json:

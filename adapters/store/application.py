@@ -173,12 +173,14 @@ class ConversationStore(Application[UUID]):
     def __init__(self, env: dict[str, str] | None = None) -> None:
         """Opens the store on the backend `env` names (see the class). Raises BadMasterKey,
         before anything is stored, when the store is protected by a master key that
-        CHATRECORD_MASTER_KEY does not hold (`DataKeys.check_master`)."""
+        CHATRECORD_MASTER_KEY does not hold, or CHATRECORD_MASTER_KEY is set for a store that
+        keeps data keys unwrapped (`DataKeys.check_master`; `MASTER_KEY_UNBOUND=allow` lets the
+        key commands, `adapters.service.keys`, open such a store to bind it)."""
         super().__init__(env)
         keys = getattr(self.mapper, "keys", None)
         if isinstance(keys, DataKeys):
             try:
-                keys.check_master()
+                keys.check_master(unbound=self.env.get("MASTER_KEY_UNBOUND", "") == "allow")
             except BaseException:
                 self.close()  # the refused store's connections
                 raise
