@@ -22,6 +22,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from adapters import pages
 from adapters.api import Chatrecord
 from adapters.http.problems import Problem
+from adapters.service.results import TurnNotFound
 from domain.errors import UnknownConversation
 from projections.rules import Rules
 
@@ -129,8 +130,13 @@ def ui_router(token: str | None) -> APIRouter:
         rules: Annotated[Rules | None, Query()] = None,
         before: Annotated[int | None, Query(ge=2, le=2147483647)] = None,
     ) -> Response:
-        page = chatrecord.timeline(conversation, before=before)
-        selected = chatrecord.turn_view(conversation, turn, rules.value if rules else None) if turn is not None else None
+        try:
+            page = chatrecord.timeline(conversation, before=before)
+            selected = chatrecord.turn_view(conversation, turn, rules.value if rules else None) if turn is not None else None
+        except UnknownConversation as error:
+            return html(pages.error_page("No such conversation", str(error)), status=404)
+        except TurnNotFound as error:
+            return html(pages.error_page("No such turn", str(error)), status=404)
         # on open, the next model call's notes as the chat reads them (flat at any length); a
         # turn's whole input (the transcript with the notes in place) only when asked for
         next_call = chatrecord.turn_notes(conversation) if turn is None and before is None else None

@@ -270,3 +270,8 @@ def export_page(chatrecord: Any, conversation: str, generated: str | None = None
 
 PAGE_TURNS_SHOWN = 20
 """Turns shown open in the exported file; older ones are folded in pages of this many."""
+
+
+def error_page(title: str, detail: str) -> str:
+    """Returns a page saying what went wrong (an unknown conversation, a turn that does not exist)."""
+    return environment().get_template("error.html").render(title=title, detail=detail, css=Markup(stylesheet()))

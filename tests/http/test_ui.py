@@ -106,4 +106,7 @@ def test_turn_and_rules_show_that_turn_under_that_rule_set() -> None:
         assert first.status_code == 200 and first.text.count('class="msg ') == 2
         assert "What the model was sent at user message 1" in first.text
         assert bare.text.count('<li class="note') == 14 and bare.text.count("<del>[Chat record") == 14
-        assert no_turn.status_code == 404
+        assert no_turn.status_code == 404 and no_turn.headers["content-type"].startswith("text/html")
+        assert "no turn starts at user message 2; turns start at messages 1, 3" in no_turn.text
+        unknown = client.get("/ui/conversations/conv-%3Cscript%3E")
+        assert unknown.status_code == 404 and "&#39;conv-&lt;script&gt;&#39;" in unknown.text
