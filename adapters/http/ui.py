@@ -166,5 +166,5 @@ def _listing(chatrecord: Chatrecord, after: str | None) -> tuple[list[dict[str, 
     ids = chatrecord.store.conversation_ids()
     start = ids.index(after) + 1 if after in ids else 0
     chunk = ids[start:start + 50]
-    return [{"conversation": c, "started": None, "events": None} for c in chunk], (
+    return [{"conversation": c} for c in chunk], (
         chunk[-1] if start + 50 < len(ids) else None)
