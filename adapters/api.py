@@ -59,6 +59,7 @@ from adapters.store.crypto import TextsErased
 from adapters.store.erasure import Erasure, erase
 from adapters.store.keys import KeyState
 from adapters.store.settings import StoreUnusable, describe_backend, open_store, store_errors
+from adapters.store.chain import ChainedRecorder
 from adapters.store.verify import Verdict, chain_verdict, verdicts
 from adapters.views.readmodels import ConversationDiff, ReadModels, RebuildReport
 from domain.errors import ChatrecordError, InvalidInput, UnknownConversation, shown_id
@@ -455,6 +456,16 @@ class Chatrecord:
             self._overviews.pop(next(iter(self._overviews)))
         self._overviews[(key, rule_set)] = (head.originator_version, points)
         return points
+
+    @_in_store_terms
+    def chain(self, conversation: str) -> Verdict | None:
+        """Returns the verdict of the conversation's hash chain (every hash recomputed), None on
+        a store that keeps no chain. Raises UnknownConversation."""
+        name = _conversation_argument("chain", conversation)
+        verdict = chain_verdict(self.store, lookup_key(name))
+        if verdict is None and isinstance(self.store.recorder, ChainedRecorder):
+            self.events(name)  # raises UnknownConversation
+        return verdict
 
     @_in_store_terms
     def turn_view(self, conversation: str, at: int, rules: str | None = None,

@@ -120,7 +120,7 @@ def ui_router(token: str | None) -> APIRouter:
 
     @guarded.get("/conversations/{conversation:path}/chain")
     def chain(chatrecord: Service, conversation: str) -> Response:
-        verdict = chatrecord.audit(conversation, chain=True).chain
+        verdict = chatrecord.chain(conversation)
         return html(pages.chain_page(verdict))
 
     @guarded.get("/conversations/{conversation:path}")

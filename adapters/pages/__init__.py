@@ -259,7 +259,7 @@ def export_page(chatrecord: Any, conversation: str, generated: str | None = None
     for rules, done in replays.items():
         for t in done:
             views[(t.message, rules)] = turn_view(t, rules, base[t.message], active)
-    chain = chatrecord.audit(conversation, chain=True).chain
+    chain = chatrecord.chain(conversation)
     svg = overview_svg(chatrecord.overview(conversation))
     latest = replays[active][-1] if replays[active] else None
     if latest is not None:  # the latest turn under the live rules first: shown when no other is chosen

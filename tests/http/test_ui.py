@@ -110,3 +110,14 @@ def test_turn_and_rules_show_that_turn_under_that_rule_set() -> None:
         assert "no turn starts at user message 2; turns start at messages 1, 3" in no_turn.text
         unknown = client.get("/ui/conversations/conv-%3Cscript%3E")
         assert unknown.status_code == 404 and "&#39;conv-&lt;script&gt;&#39;" in unknown.text
+
+
+def test_the_chain_and_the_overview_are_requests_of_their_own(client: TestClient) -> None:
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    chain = client.get("/ui/conversations/conv-demo-seo/chain", headers=auth)
+    overview = client.get("/ui/conversations/conv-demo-seo/overview.svg", headers=auth)
+
+    assert chain.status_code == 200 and 'id="chain-state"' in chain.text
+    assert overview.status_code == 200 and overview.headers["content-type"] == "image/svg+xml"
+    assert 'aria-label="Overview: 16 facts, 8 segments"' in overview.text
+    assert client.get("/ui/conversations/conv-nope/chain", headers=auth).status_code == 404
