@@ -17,10 +17,11 @@ the conversation's last event, so a turn never reads a record older than its own
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import io
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
 from threading import Lock
@@ -29,6 +30,7 @@ from typing import Any, TypeVar
 from adapters.ingest import ParsedLine, bounded_lines, check_follows, line_text
 from adapters.ingest.names import lookup_key
 from adapters.service import keys as master_keys
+from adapters.service.ingest import BATCH_LINES, Ingestion
 from adapters.service.keys import KeyChange
 from adapters.service.lines import IngestReport, Lines, Recorded, VersionMismatch, parse
 from adapters.service.results import (
@@ -55,14 +57,14 @@ from adapters.service.timeline import (
     turn_view,
 )
 from adapters.store.application import ConversationStore, HandleResult
+from adapters.store.chain import ChainedRecorder
 from adapters.store.crypto import TextsErased
 from adapters.store.erasure import Erasure, erase
 from adapters.store.keys import KeyState
 from adapters.store.settings import StoreUnusable, describe_backend, open_store, store_errors
-from adapters.store.chain import ChainedRecorder
 from adapters.store.verify import Verdict, chain_verdict, verdicts
 from adapters.views.readmodels import ConversationDiff, ReadModels, RebuildReport
-from domain.errors import ChatrecordError, InvalidInput, UnknownConversation, shown_id
+from domain.errors import InvalidInput, UnknownConversation, shown_id
 from domain.events import ConversationEvent, conversation_uuid
 from projections import activity
 from projections.activity import SegmentActivity
@@ -209,37 +211,43 @@ class Chatrecord:
             except TextsErased as error:  # raised as the texts are sealed: name the line and the field
                 raise command.erased(error) from None
 
-    def ingest(self, lines: Iterable[str | bytes], source: str, skip_bad: bool = False) -> IngestReport:
-        """Stores every line of `lines` (named `source`) one at a time and returns the report.
-        A binary file or stream is read a line at a time, each cut after LINE_BYTES_MAX + 1
-        bytes (`adapters.ingest.bounded_lines`): a line of any length costs at most that much.
+    def ingest(self, lines: Iterable[str | bytes], source: str, skip_bad: bool = False,
+               batch_lines: int = BATCH_LINES, progress: Callable[[IngestReport], object] | None = None,
+               guard: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext) -> IngestReport:
+        """Stores every line of `lines` (named `source`) and returns the report. A binary file
+        or stream is read a line at a time, each cut after LINE_BYTES_MAX + 1 bytes
+        (`adapters.ingest.bounded_lines`): a line of any length costs at most that much.
+
+        Lines are decided one by one and stored in batches of at most `batch_lines` lines, each
+        batch in one transaction (`adapters.service.ingest`); `progress(report)` is called after
+        each batch, and `guard()` is entered around each write (see `Ingestion`).
 
         A bad line (InvalidInput, or a refusal named with source and line) ends the ingestion
         (`report.stopped`; the lines before it stay stored) unless `skip_bad`, which rejects it
         and goes on (`report.rejected`, one message per line). A store that cannot be used
-        ends it too, `skip_bad` or not (`report.stopped` is the StoreUnusable). Raises
-        TypeError when `lines` is one str or bytes.
+        ends it too, `skip_bad` or not (`report.stopped` is the StoreUnusable). An interrupt
+        (KeyboardInterrupt) ends it with `report.interrupted`, every batch before it stored.
+        Raises TypeError when `lines` is one str or bytes, ValueError for `batch_lines` < 1.
         """
         _lines_argument("ingest", lines)
         if isinstance(lines, (io.BufferedIOBase, io.RawIOBase)):  # a file: each line read bounded
             lines = bounded_lines(lines)  # type: ignore[arg-type]
-        report = IngestReport(source)
-        for line_no, raw in enumerate(lines, start=1):
-            try:
-                line = parse(raw, line_no, source)
-                if line is None:
-                    continue
-                with store_errors(self.store):
-                    result = self._handle(Lines([line]))
-            except ChatrecordError as error:
-                if not skip_bad or isinstance(error, StoreUnusable):  # the store's fault, not the line's
-                    report.stopped, report.stopped_at = error, line_no
-                    return report
-                report.rejected.append(str(error))
-                continue
-            report.appended += len(result.appended)
-            report.repeated += result.repeated
-        return report
+        return Ingestion(self._handle_in_store_terms, self._handle_batch, source, skip_bad, batch_lines,
+                         progress, guard).run(lines)
+
+    def _handle_in_store_terms(self, command: Lines) -> HandleResult:
+        with store_errors(self.store):
+            return self._handle(command)
+
+    def _handle_batch(self, commands: Sequence[Lines]) -> list[HandleResult]:
+        """Hands `commands` (each of another conversation) to the store as one batch
+        (`ConversationStore.handle_batch`), holding the writer locks of all their conversations
+        (taken in one order, so two batches never wait for each other)."""
+        locks = sorted({hash(command.conversation) % WRITER_LOCKS for command in commands})
+        with contextlib.ExitStack() as held, store_errors(self.store):
+            for number in locks:
+                held.enter_context(self._writers[number])
+            return self.store.handle_batch(commands)
 
     @_in_store_terms
     def demo(self, rules: str | None = None) -> Demo:
@@ -379,10 +387,12 @@ class Chatrecord:
             return None
 
     @_in_store_terms
-    def rebuild(self, rules: str, progress: Progress | None = None, workers: int | None = None) -> RebuildReport:
+    def rebuild(self, rules: str, progress: Progress | None = None, workers: int | None = None,
+                guard: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext) -> RebuildReport:
         """Rebuilds the read models under `rules`, folding the log in `workers` processes
-        (None: `ReadModels.rebuild_workers` chooses); see ReadModels.rebuild."""
-        return self.read_models.rebuild(rules, progress, workers)
+        (None: `ReadModels.rebuild_workers` chooses); see ReadModels.rebuild (an interrupt drops
+        the half-built tables and raises RebuildInterrupted)."""
+        return self.read_models.rebuild(rules, progress, workers, guard)
 
     @_in_store_terms
     def store_name(self, originator_id: str) -> str:

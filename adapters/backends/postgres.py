@@ -52,6 +52,7 @@ from eventsourcing import postgres as es_postgres
 from eventsourcing.persistence import (
     AggregateRecorder,
     ApplicationRecorder,
+    IntegrityError,
     InterfaceError,
     Notification,
     OperationalError,
@@ -82,6 +83,7 @@ from adapters.store.history import TABLES as HISTORY_TABLES
 from adapters.store.history import AssumptionFailed, HeldIndex, SQLHistory, SQLHistoryTables, index_events
 from adapters.store.history import create_statements as history_statements
 from adapters.store.keys import KEYS_TABLE, MASTER_TABLE, DataKeys, Row
+from adapters.store.serialization import originator_uuid
 from adapters.views.backends import POINTER, Pointer, QueuedStatements, ReadMoved, SQLBackend, TurnRows, not_updated
 from adapters.views.rendered import TAIL_EVENTS, TAIL_ROWS
 from adapters.views.rows import BufferedRows, table_names
@@ -95,6 +97,10 @@ STATEMENT_TIMEOUT = 60
 PIPELINE_BYTES = 256 * 1024
 """An append whose events' states hold at most this many bytes goes through psycopg's pipeline
 mode (as the library's own recorder does); a larger one through an ordinary transaction."""
+BATCH_DOCUMENT_BYTES = 16 * 1024 * 1024
+"""A batch of lines (`ConversationStore.handle_batch`, which saves with `batch=True`) whose events'
+states hold more than PIPELINE_BYTES, up to this many, still goes as append documents, one
+statement each (`_append_in_one_call` uses no pipeline mode); a larger one as `_append_plain`."""
 CONNECTION_ATTEMPTS = 5
 """Tries of a write whose connection failed (not of one that timed out)."""
 LOCK_KEY = 0x63687276  # "chrv": the views' lock of versions before 2 December 2026, one for every schema
@@ -392,6 +398,9 @@ class AppendDocument:
         self._conn = conn
         self._lock = lock
         self.doc: dict[str, Any] = {"cid": cid}
+        self.conversation: UUID | None = None
+        """The conversation whose part of a batch this document carries (`inline(cursor)`
+        writes only its rows here), None for the append of one conversation."""
         self._pending: tuple[Any, Any] | None = None
         self._written: set[str] = set()
 
@@ -485,17 +494,23 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder):
         notification ids; tries again (`_append_retried`) when the connection fails, never
         after the server answered or the pool waited.
 
-        Raises the library's IntegrityError when a version is taken already, OperationalError
-        when the lock or the statement timed out, AssumptionFailed when the index is not as the
-        writer assumed (`PostgresHistoryTables._holds`); nothing is stored then.
+        Raises the library's IntegrityError when a version is taken already or the append
+        deadlocked with another writer's (the server chose it to roll back: written again, it
+        goes through), OperationalError when the lock or the statement timed out,
+        AssumptionFailed when the index is not as the writer assumed
+        (`PostgresHistoryTables._holds`); nothing is stored then.
         """
         try:
             return self._append_retried(stored_events, **kwargs)
         except _Answered as answered:
+            if isinstance(answered.error.__cause__, psycopg.errors.DeadlockDetected):
+                raise IntegrityError(f"the append deadlocked with another writer's: {answered.error}") from answered.error
             raise answered.error from answered.error.__cause__
         except PersistenceError as error:
             if isinstance(error.__cause__, psycopg.errors.DivisionByZero):  # `PostgresHistoryTables._holds`
                 raise AssumptionFailed("the conversation's index is not as the command assumed") from None
+            if isinstance(error.__cause__, psycopg.errors.DeadlockDetected):
+                raise IntegrityError(f"the append deadlocked with another writer's: {error}") from error
             raise
 
     def select_events(self, originator_id: Any, **kwargs: Any) -> Sequence[StoredEvent]:
@@ -593,7 +608,12 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder):
     def _append(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
         if not stored_events:
             return None
-        if sum(len(e.state) for e in stored_events) > PIPELINE_BYTES:
+        size = sum(len(e.state) for e in stored_events)
+        if kwargs.get("batch") and PIPELINE_BYTES < size <= BATCH_DOCUMENT_BYTES:
+            ids = self._append_in_one_call(stored_events, **kwargs)  # not pipelined: one statement per document
+            if ids is _AGAIN:
+                ids = self._append_plain(stored_events, **kwargs)
+        elif size > PIPELINE_BYTES:
             ids = self._append_plain(stored_events, **kwargs)
         else:
             ids = self._append_pipelined(stored_events, **kwargs)
@@ -657,27 +677,52 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder):
         (`AppendDocument`); returns the notification ids, or `_AGAIN` when the
         append holds what the document cannot carry, or failed for a reason that is not the
         events' own (the append then runs synced, `_append_synced`). Raises a taken
-        version, a failed assumption, a timeout and a lost connection as they are."""
+        version, a failed assumption, a timeout and a lost connection as they are.
+
+        An append of several conversations' events (a batch, `ConversationStore.handle_batch`;
+        each conversation's events together, in order) sends one document per conversation, in
+        one transaction: each document's `conversation` names the conversation whose index and
+        view rows the writer's `inline(cursor)` writes into it."""
         function = self._append_function()
         if function is None:
             return _AGAIN
+        groups: list[list[StoredEvent]] = []
+        for event in stored_events:
+            if groups and groups[-1][0].originator_id == event.originator_id:
+                groups[-1].append(event)
+            else:
+                groups.append([event])
+        if len({str(group[0].originator_id) for group in groups}) != len(groups):
+            return _AGAIN  # a conversation's events apart: as statements
         with self.datastore.get_connection() as conn:
             _AT_ONCE.on = True
             generation = None
             try:
-                document = AppendDocument(conn, str(stored_events[0].originator_id), self._views_lock)
-                self._insert_events(document, stored_events, **kwargs)
-                self._insert_stored_events(document, stored_events, **kwargs)
-                views = document.doc.get("views")
-                generation = views["g"] if views is not None else None
-                if generation is not None:
-                    function = self._generation_function(conn, generation)
-                    if function is None:
-                        return _AGAIN
-                return document.call(function)
+                if len(groups) == 1:
+                    return self._call_document(conn, function, stored_events, None, **kwargs)
+                ids: list[int] = []
+                heads: dict[UUID, tuple[int, bytes]] = {}
+                sealing = getattr(self, "_sealing", None)  # a chained recorder's heads of each document
+                with conn.transaction():
+                    # the index rows of every conversation first, in the order of their ids (as the
+                    # groups are, `ConversationStore.handle_batch`), before the first document takes the
+                    # events table's lock: a writer of one of them (its index row, then that lock) is
+                    # waited for, never waited for while this holds the lock it waits for
+                    with conn.cursor() as curs:
+                        curs.execute(SQL("SELECT cid FROM {}.chatrecord_index WHERE cid = ANY(%s) ORDER BY cid FOR UPDATE")
+                                     .format(Identifier(self.datastore.schema)),
+                                     (sorted(str(group[0].originator_id) for group in groups),))
+                    for group in groups:
+                        ids.extend(self._call_document(conn, function, group, originator_uuid(group[0].originator_id),
+                                                       **kwargs))
+                        heads.update(getattr(sealing, "heads", None) or {})
+                if sealing is not None:
+                    sealing.heads = heads
+                return ids
             except Unfit:
                 return _AGAIN
             except Exception as error:
+                generation = getattr(error, "generation", None)
                 if isinstance(error, psycopg.errors.UndefinedFunction):
                     self._generations_ready.discard(generation)  # dropped meanwhile: made again next time
                 if self._events_own(error):
@@ -685,6 +730,30 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder):
                 return _AGAIN
             finally:
                 _AT_ONCE.on = False
+
+    def _call_document(self, conn: psycopg.Connection[Any], function: str, stored_events: Sequence[StoredEvent],
+                       conversation: UUID | None, **kwargs: Any) -> list[int]:
+        """Gathers one conversation's append into an `AppendDocument` and calls its function;
+        returns the notification ids. `conversation`: the document's (a part of a batch), which
+        the writer's `inline(cursor)` writes alone. Raises Unfit, or the server's error with the
+        generation of its views (`generation`) set on it."""
+        generation = None
+        try:
+            document = AppendDocument(conn, str(stored_events[0].originator_id), self._views_lock)
+            document.conversation = conversation
+            self._insert_events(document, stored_events, **kwargs)
+            self._insert_stored_events(document, stored_events, **kwargs)
+            views = document.doc.get("views")
+            generation = views["g"] if views is not None else None
+            if generation is not None:
+                named = self._generation_function(conn, generation)
+                if named is None:
+                    raise Unfit("no append function of the views' generation")
+                function = named
+            return document.call(function)
+        except Exception as error:
+            error.generation = generation  # type: ignore[attr-defined]
+            raise
 
     def _events_own(self, error: Exception) -> bool:
         """Says whether `error` of an append in one round trip is the events' own (then the

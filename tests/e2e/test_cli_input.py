@@ -46,7 +46,7 @@ def test_ingest_reads_standard_input_and_prints_a_json_summary(tmp_path: Path) -
     again = run_with_stdin(tmp_path, DEMO.read_text(encoding="utf-8"), "ingest", "-", CHATRECORD_DB=store)
     assert (first.returncode, first.stderr) == (0, "")
     assert json.loads(first.stdout) == {"source": "stdin", "appended": 20, "repeated": 0, "rejected": [],
-                                        "stopped_at": None, "error": None}
+                                        "stopped_at": None, "error": None, "last_line": 19, "interrupted": False}
     assert again.stdout == "stdin: 0 events appended, 19 lines already recorded\n"
 
 
@@ -56,7 +56,8 @@ def test_ingest_json_names_where_a_file_stopped(sqlite_run: Run) -> None:
              "use 1–64 of A-Za-z0-9_")
     assert result.returncode == 1
     assert json.loads(result.stdout) == {"source": "bad_table_mid_file.jsonl", "appended": 4, "repeated": 0,
-                                         "rejected": [], "stopped_at": 4, "error": error}
+                                         "rejected": [], "stopped_at": 4, "error": error, "last_line": 3,
+                                         "interrupted": False}
     assert result.stderr == f"error: {error}\n"
 
 
