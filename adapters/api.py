@@ -131,6 +131,7 @@ class Chatrecord:
         self._lines = 0
         self._writers = [Lock() for _ in range(WRITER_LOCKS)]
         self._overviews: dict[tuple[str, str], tuple[int, list[OverviewPoint]]] = {}
+        self._overviews_lock = Lock()
 
     @cached_property
     def read_models(self) -> ReadModels:
@@ -462,9 +463,10 @@ class Chatrecord:
         if kept is not None and kept[0] == head.originator_version:
             return kept[1]
         points = overview(self.events(name), rule_set)
-        if len(self._overviews) >= 64:
-            self._overviews.pop(next(iter(self._overviews)))
-        self._overviews[(key, rule_set)] = (head.originator_version, points)
+        with self._overviews_lock:  # the HTTP service's handlers run on several threads
+            if len(self._overviews) >= 64:
+                self._overviews.pop(next(iter(self._overviews)))
+            self._overviews[(key, rule_set)] = (head.originator_version, points)
         return points
 
     @_in_store_terms
