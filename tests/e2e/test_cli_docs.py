@@ -22,7 +22,7 @@ def test_every_command_has_help_ending_with_an_example_and_appears_in_the_readme
     commands = typer.main.get_command(app).commands
 
     assert sorted(commands) == ["audit", "demo", "erase", "ingest", "init", "keys", "rebuild", "replay", "serve",
-                                "verify"]
+                                "timeline", "verify"]
     keys = commands["keys"]
     assert isinstance(keys, typer.core.TyperGroup)
     assert sorted(keys.commands) == ["rotate", "status", "unwrap", "wrap"]
