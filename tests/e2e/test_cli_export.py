@@ -31,7 +31,7 @@ def test_an_export_ingested_on_another_machine_replays_the_same_turns(store_run:
 
 def test_an_erased_conversation_exports_its_facts_and_says_so(sqlite_run: Run) -> None:
     sqlite_run("ingest", DEMO)
-    sqlite_run("erase", "conv-demo-seo")
+    sqlite_run("erase", "conv-demo-seo", "--yes")
     exported = sqlite_run("export", "conv-demo-seo", "--upto", "1")
     listed = json_lines(sqlite_run("list", "--json").stdout)
 
