@@ -21,6 +21,7 @@ from adapters.cli import (  # noqa: F401 - registers (verify and erase below)
     cmd_rebuild,
     cmd_replay,
     cmd_serve,
+    cmd_traces,
     cmd_verify,
 )
 from adapters.cli.app import app, warn
