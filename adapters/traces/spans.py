@@ -1,7 +1,8 @@
 """The spans of a conversation: its stored facts mapped to OpenTelemetry GenAI spans, as plain
-values (no OpenTelemetry import, no I/O), so the mapping is unit-tested on its own.
+values (no SDK, no I/O), so the mapping is unit-tested on its own.
 
-Mapping (GenAI semantic conventions, `opentelemetry-semantic-conventions` 0.5xb0 / semconv 1.3x):
+Mapping (the GenAI semantic conventions as `opentelemetry-semantic-conventions` 0.66b2 names them;
+its attribute constants are used):
   * one `invoke_agent` span per segment (`SegmentReturned`): `gen_ai.operation.name`
     `invoke_agent`, `gen_ai.conversation.id`, `chatrecord.segment`, `chatrecord.run`,
     `chatrecord.trigger`, `chatrecord.outcome`, the records written
@@ -32,6 +33,17 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from opentelemetry.semconv._incubating.attributes.gen_ai_attributes import (
+    GEN_AI_AGENT_NAME,
+    GEN_AI_CONVERSATION_ID,
+    GEN_AI_INPUT_MESSAGES,
+    GEN_AI_OPERATION_NAME,
+    GEN_AI_OUTPUT_MESSAGES,
+    GEN_AI_TOOL_NAME,
+    GenAiOperationNameValues,
+)
+from opentelemetry.semconv.attributes.error_attributes import ERROR_TYPE
+
 from domain.events import (
     CardDecided,
     CardLeftUndecided,
@@ -49,6 +61,8 @@ AttributeValue = str | bool | int | float | tuple[str, ...]
 
 AGENT_NAME = "nr-llm"
 """`gen_ai.agent.name` of every `invoke_agent` span: the agent whose runs the chat records."""
+INVOKE_AGENT = GenAiOperationNameValues.INVOKE_AGENT.value
+EXECUTE_TOOL = GenAiOperationNameValues.EXECUTE_TOOL.value
 
 
 @dataclass(frozen=True)
@@ -179,9 +193,9 @@ def _segment(conversation: str, trace_id: int, event: SegmentReturned, follows: 
             call = next(calls)
             n = len(tools) + 1
             attributes: dict[str, AttributeValue] = {
-                "gen_ai.operation.name": "execute_tool",
-                "gen_ai.tool.name": call.tool,
-                "gen_ai.conversation.id": conversation,
+                GEN_AI_OPERATION_NAME: EXECUTE_TOOL,
+                GEN_AI_TOOL_NAME: call.tool,
+                GEN_AI_CONVERSATION_ID: conversation,
                 "chatrecord.tool.reading": call.reading,
                 "chatrecord.round": call.round,
             }
@@ -190,17 +204,17 @@ def _segment(conversation: str, trace_id: int, event: SegmentReturned, follows: 
             if call.hint is not None:
                 attributes["chatrecord.tool.hint"] = call.hint
             if call.reading == "failed":
-                attributes["error.type"] = "tool_error"
+                attributes[ERROR_TYPE] = "tool_error"
             if call.write is not None:
                 attributes["chatrecord.record_written"] = call.write.record
                 attributes["chatrecord.record_completeness"] = call.write.completeness
-            tools.append(Span(f"execute_tool {call.tool}", trace_id, span_id_of(conversation, event.segment, n),
+            tools.append(Span(f"{EXECUTE_TOOL} {call.tool}", trace_id, span_id_of(conversation, event.segment, n),
                               span_id, at, at + step_ns, attributes, error=call.reading == "failed"))
         at += step_ns
     attributes = {
-        "gen_ai.operation.name": "invoke_agent",
-        "gen_ai.agent.name": AGENT_NAME,
-        "gen_ai.conversation.id": conversation,
+        GEN_AI_OPERATION_NAME: INVOKE_AGENT,
+        GEN_AI_AGENT_NAME: AGENT_NAME,
+        GEN_AI_CONVERSATION_ID: conversation,
         "chatrecord.segment": event.segment,
         "chatrecord.run": event.run,
         "chatrecord.trigger": event.trigger,
@@ -215,11 +229,11 @@ def _segment(conversation: str, trace_id: int, event: SegmentReturned, follows: 
         attributes["chatrecord.follows"] = follows
     if texts is not None:
         if event.message in texts:
-            attributes["gen_ai.input.messages"] = json.dumps(
+            attributes[GEN_AI_INPUT_MESSAGES] = json.dumps(
                 [{"role": "user", "parts": [{"type": "text", "content": texts[event.message]}]}], ensure_ascii=False)
         if event.answer is not None:
-            attributes["gen_ai.output.messages"] = json.dumps(
+            attributes[GEN_AI_OUTPUT_MESSAGES] = json.dumps(
                 [{"role": "assistant", "parts": [{"type": "text", "content": event.answer}]}], ensure_ascii=False)
-    span = Span(f"invoke_agent {AGENT_NAME}", trace_id, span_id, None, start_ns, end_ns, attributes,
+    span = Span(f"{INVOKE_AGENT} {AGENT_NAME}", trace_id, span_id, None, start_ns, end_ns, attributes,
                 error=event.outcome in ("failed", "error"))
     return _Building(span, tools, [])
