@@ -77,13 +77,14 @@ def _hex_ids(text: str) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False)
 
 
-def export(spans: Sequence[Span], exporter: SpanExporter) -> None:
-    """Hands `spans` to `exporter` in one batch. Raises PushFailed if it reports failure."""
+def export(spans: Sequence[Span], exporter: SpanExporter, where: str = "the exporter") -> None:
+    """Hands `spans` to `exporter` in one batch. Raises PushFailed, naming `where`, if it
+    reports failure."""
     if not spans:
         return
     result = exporter.export(readable_spans(spans))
     if result is not SpanExportResult.SUCCESS:
-        raise PushFailed("the OTLP endpoint did not take the spans (see the warning above)")
+        raise PushFailed(f"{where} did not take the spans (the exporter's warnings above say why)")
 
 
 def push(spans: Sequence[Span], endpoint: str, timeout: float = 10.0) -> None:
@@ -96,6 +97,6 @@ def push(spans: Sequence[Span], endpoint: str, timeout: float = 10.0) -> None:
         url += TRACES_PATH
     exporter = OTLPSpanExporter(endpoint=url, timeout=timeout)
     try:
-        export(spans, exporter)
+        export(spans, exporter, url)
     finally:
         exporter.shutdown()
