@@ -13,9 +13,11 @@ README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 
 def test_every_command_has_help_ending_with_an_example_and_appears_in_the_readme():
-    commands = typer.main.get_command(app).commands
+    commands = dict(typer.main.get_command(app).commands)
 
-    assert sorted(commands) == ["audit", "demo", "erase", "ingest", "init", "rebuild", "replay", "serve", "verify"]
+    assert sorted(commands) == ["audit", "demo", "erase", "ingest", "init", "rebuild", "replay", "serve", "traces", "verify"]
+    groups = {"traces": commands.pop("traces")}  # a group: its subcommands are the commands
+    commands.update({f"{group} {sub}": command for group, g in groups.items() for sub, command in g.commands.items()})
     for name, command in commands.items():
         assert command.help and "Example:" in command.help, name
         assert command.help.rstrip().splitlines()[-1].strip().startswith(f"chatrecord {name}"), name
