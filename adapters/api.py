@@ -17,10 +17,11 @@ the conversation's last event, so a turn never reads a record older than its own
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import io
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
 from threading import Lock
@@ -28,6 +29,9 @@ from typing import Any, TypeVar
 
 from adapters.ingest import ParsedLine, bounded_lines, check_follows, line_text
 from adapters.ingest.names import lookup_key
+from adapters.service import keys as master_keys
+from adapters.service.ingest import BATCH_LINES, Ingestion
+from adapters.service.keys import KeyChange
 from adapters.service.lines import IngestReport, Lines, Recorded, VersionMismatch, parse
 from adapters.service.results import (
     DEMO_CONVERSATION,
@@ -45,10 +49,11 @@ from adapters.service.results import (
 from adapters.store.application import ConversationStore, HandleResult
 from adapters.store.crypto import TextsErased
 from adapters.store.erasure import Erasure, erase
+from adapters.store.keys import KeyState
 from adapters.store.settings import StoreUnusable, describe_backend, open_store, store_errors
 from adapters.store.verify import Verdict, chain_verdict, verdicts
 from adapters.views.readmodels import ConversationDiff, ReadModels, RebuildReport
-from domain.errors import ChatrecordError, InvalidInput, UnknownConversation, shown_id
+from domain.errors import InvalidInput, UnknownConversation, shown_id
 from domain.events import ConversationEvent
 from projections import activity
 from projections.activity import SegmentActivity
@@ -95,14 +100,22 @@ class Chatrecord:
 
     `store` defaults to `adapters.store.settings.open_store()` (SQLite `CHATRECORD_DB`, or PostgreSQL
     when `CHATRECORD_DATABASE_URL` is set). `source_name` names `record`'s lines in errors.
+    Opening it raises BadSetting for a setting it cannot use and StoreUnusable, in the words the
+    command line prints, for a database that cannot be opened (a file on a read-only file
+    system, a server that does not answer). `reading=True` (a caller that only reads: audit,
+    verify, replay, activity) opens a SQLite file it cannot write read-only, so an archive on a
+    read-only file system can be inspected (`open_store(reading=True)`).
 
     Every method raises StoreUnusable (a ChatrecordError, one line naming what to do) when the
     database cannot be used: a server that stopped answering, a file another process kept
     locked. Nothing of the call is stored then; the next call tries the database again.
     """
 
-    def __init__(self, store: ConversationStore | None = None, source_name: str = "api") -> None:
-        self.store = store if store is not None else open_store()
+    def __init__(self, store: ConversationStore | None = None, source_name: str = "api", *, reading: bool = False) -> None:
+        if store is None:
+            with store_errors():  # a file that cannot be opened, a server that does not answer
+                store = open_store(reading=reading)
+        self.store = store
         self.source_name = source_name
         self._lines = 0
         self._writers = [Lock() for _ in range(WRITER_LOCKS)]
@@ -186,37 +199,43 @@ class Chatrecord:
             except TextsErased as error:  # raised as the texts are sealed: name the line and the field
                 raise command.erased(error) from None
 
-    def ingest(self, lines: Iterable[str | bytes], source: str, skip_bad: bool = False) -> IngestReport:
-        """Stores every line of `lines` (named `source`) one at a time and returns the report.
-        A binary file or stream is read a line at a time, each cut after LINE_BYTES_MAX + 1
-        bytes (`adapters.ingest.bounded_lines`): a line of any length costs at most that much.
+    def ingest(self, lines: Iterable[str | bytes], source: str, skip_bad: bool = False,
+               batch_lines: int = BATCH_LINES, progress: Callable[[IngestReport], object] | None = None,
+               guard: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext) -> IngestReport:
+        """Stores every line of `lines` (named `source`) and returns the report. A binary file
+        or stream is read a line at a time, each cut after LINE_BYTES_MAX + 1 bytes
+        (`adapters.ingest.bounded_lines`): a line of any length costs at most that much.
+
+        Lines are decided one by one and stored in batches of at most `batch_lines` lines, each
+        batch in one transaction (`adapters.service.ingest`); `progress(report)` is called after
+        each batch, and `guard()` is entered around each write (see `Ingestion`).
 
         A bad line (InvalidInput, or a refusal named with source and line) ends the ingestion
         (`report.stopped`; the lines before it stay stored) unless `skip_bad`, which rejects it
         and goes on (`report.rejected`, one message per line). A store that cannot be used
-        ends it too, `skip_bad` or not (`report.stopped` is the StoreUnusable). Raises
-        TypeError when `lines` is one str or bytes.
+        ends it too, `skip_bad` or not (`report.stopped` is the StoreUnusable). An interrupt
+        (KeyboardInterrupt) ends it with `report.interrupted`, every batch before it stored.
+        Raises TypeError when `lines` is one str or bytes, ValueError for `batch_lines` < 1.
         """
         _lines_argument("ingest", lines)
         if isinstance(lines, (io.BufferedIOBase, io.RawIOBase)):  # a file: each line read bounded
             lines = bounded_lines(lines)  # type: ignore[arg-type]
-        report = IngestReport(source)
-        for line_no, raw in enumerate(lines, start=1):
-            try:
-                line = parse(raw, line_no, source)
-                if line is None:
-                    continue
-                with store_errors(self.store):
-                    result = self._handle(Lines([line]))
-            except ChatrecordError as error:
-                if not skip_bad or isinstance(error, StoreUnusable):  # the store's fault, not the line's
-                    report.stopped, report.stopped_at = error, line_no
-                    return report
-                report.rejected.append(str(error))
-                continue
-            report.appended += len(result.appended)
-            report.repeated += result.repeated
-        return report
+        return Ingestion(self._handle_in_store_terms, self._handle_batch, source, skip_bad, batch_lines,
+                         progress, guard).run(lines)
+
+    def _handle_in_store_terms(self, command: Lines) -> HandleResult:
+        with store_errors(self.store):
+            return self._handle(command)
+
+    def _handle_batch(self, commands: Sequence[Lines]) -> list[HandleResult]:
+        """Hands `commands` (each of another conversation) to the store as one batch
+        (`ConversationStore.handle_batch`), holding the writer locks of all their conversations
+        (taken in one order, so two batches never wait for each other)."""
+        locks = sorted({hash(command.conversation) % WRITER_LOCKS for command in commands})
+        with contextlib.ExitStack() as held, store_errors(self.store):
+            for number in locks:
+                held.enter_context(self._writers[number])
+            return self.store.handle_batch(commands)
 
     @_in_store_terms
     def demo(self, rules: str | None = None) -> Demo:
@@ -327,14 +346,17 @@ class Chatrecord:
         """Returns every turn of a stored conversation (only those of user message `at` if
         given), each as the model saw it then, under `rules` (default: the live rule set).
         Under the live rule set the latest turn is checked against the read
-        models' (`Replay.differs`). Raises UnknownConversation, TurnNotFound for an `at` that
+        models' (`Replay.differs`; also True where they lag and a read-only store keeps them
+        from catching up). Raises UnknownConversation, TurnNotFound for an `at` that
         started no turn, UnknownRuleSet."""
         events = self.events(_conversation_argument("replay", conversation))
         active = self.active_rules()
         rule_set = resolve(rules or active).id
         turns = replay_turns(events, rule_set, can_see_page)
-        differs = bool(turns) and rule_set == active and (
-            self.turn_input(conversation, can_see_page).to_json() != turns[-1].to_json())
+        differs = False
+        if turns and rule_set == active:
+            latest = self._live_turn(conversation, can_see_page)
+            differs = latest is None or latest.to_json() != turns[-1].to_json()
         if at is not None:
             picked = turns_at(turns, at)
             if not picked:
@@ -342,11 +364,23 @@ class Chatrecord:
             turns = picked
         return Replay(conversation, rule_set, tuple(turns), differs)
 
+    def _live_turn(self, conversation: str, can_see_page: PageCheck) -> TurnInput | None:
+        """Returns the read models' latest turn; None where they lag behind the log and cannot
+        catch up because the store was opened read-only (a SQLite archive, `reading=True`)."""
+        try:
+            return self.turn_input(conversation, can_see_page)
+        except StoreUnusable:
+            if not getattr(self.store.factory, "read_only", False):
+                raise
+            return None
+
     @_in_store_terms
-    def rebuild(self, rules: str, progress: Progress | None = None, workers: int | None = None) -> RebuildReport:
+    def rebuild(self, rules: str, progress: Progress | None = None, workers: int | None = None,
+                guard: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext) -> RebuildReport:
         """Rebuilds the read models under `rules`, folding the log in `workers` processes
-        (None: `ReadModels.rebuild_workers` chooses); see ReadModels.rebuild."""
-        return self.read_models.rebuild(rules, progress, workers)
+        (None: `ReadModels.rebuild_workers` chooses); see ReadModels.rebuild (an interrupt drops
+        the half-built tables and raises RebuildInterrupted)."""
+        return self.read_models.rebuild(rules, progress, workers, guard)
 
     @_in_store_terms
     def store_name(self, originator_id: str) -> str:
@@ -359,6 +393,32 @@ class Chatrecord:
         """Returns the conversations whose record or notes would change under `rules` (nothing
         is switched); see ReadModels.diff."""
         return [d for d in self.read_models.diff(rules) if d.changed]
+
+    # ------------------------------------------------------------ the master key
+
+    @_in_store_terms
+    def key_state(self) -> KeyState:
+        """Returns whether a master key protects the store and how many data keys it keeps
+        wrapped, unwrapped and erased."""
+        return master_keys.state(self.store)
+
+    @_in_store_terms
+    def wrap_keys(self) -> KeyChange:
+        """Binds the store to CHATRECORD_MASTER_KEY: wraps every unwrapped data key with it and
+        writes its check row, in one transaction (see `adapters.service.keys.wrap`)."""
+        return master_keys.wrap(self.store)
+
+    @_in_store_terms
+    def rotate_keys(self, new_master_key: str) -> KeyChange:
+        """Rewraps every data key with `new_master_key` (base64 of 32 bytes) in one transaction;
+        the store then needs the new key (see `adapters.service.keys.rotate`)."""
+        return master_keys.rotate(self.store, new_master_key)
+
+    @_in_store_terms
+    def unwrap_keys(self) -> KeyChange:
+        """Removes the store's master key: every data key stored unwrapped, the check row
+        deleted, in one transaction (see `adapters.service.keys.unwrap`)."""
+        return master_keys.unwrap(self.store)
 
     @_in_store_terms
     def health(self) -> int:

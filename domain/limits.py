@@ -37,5 +37,10 @@ LIST_MAX = 20_000
 """The most entries of any other list a line carries (pending calls, fields, transcript
 messages, card outcomes)."""
 
+DEPTH_MAX = 64
+"""The deepest nesting of objects and lists a line may have, the line's own object counting as
+1 (the deepest the chat's lines go is 5: a segment's steps, a step's writes and their fields);
+a deeper line is refused before anything else reads it (the JSON encoder stops at 255 levels)."""
+
 SHOWN_MAX = 40
 """The most characters of a rejected value an error message quotes."""

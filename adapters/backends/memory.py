@@ -96,9 +96,19 @@ class MemoryDataKeys(DataKeys):
         return self.sealed
 
     def _insert_check(self, sealed: bytes) -> bool:
-        if self.sealed is None:
+        if self.sealed is None and not any(w is not None and w[:1] == b"\x00" for w, _ in self.rows.values()):
             self.sealed = sealed
         return True
+
+    def _counts(self) -> tuple[int, int, int]:
+        kinds = [None if w is None else w[:1] for w, _ in self.rows.values()]
+        return kinds.count(b"\x01"), kinds.count(b"\x00"), kinds.count(None)
+
+    def _rewrap(self, change: Callable[[UUID, bytes], bytes], sealed: bytes | None) -> int:
+        changed = {k: (change(k, w), at) for k, (w, at) in self.rows.items() if w is not None}  # all, or raise
+        self.rows.update(changed)
+        self.sealed = sealed
+        return len(changed)
 
     def _wrapped_sample(self) -> tuple[UUID, bytes] | None:
         return next(((k, w) for k, (w, _) in self.rows.items() if w is not None and w[:1] == b"\x01"), None)

@@ -52,6 +52,7 @@ from eventsourcing import postgres as es_postgres
 from eventsourcing.persistence import (
     AggregateRecorder,
     ApplicationRecorder,
+    IntegrityError,
     InterfaceError,
     Notification,
     OperationalError,
@@ -61,6 +62,7 @@ from eventsourcing.persistence import (
 from eventsourcing.postgres import PostgresDatastore
 from eventsourcing.utils import retry, strtobool
 from psycopg import pq
+from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import tuple_row
 from psycopg.sql import SQL, Composable, Composed, Identifier
 from psycopg_pool import PoolTimeout
@@ -81,6 +83,7 @@ from adapters.store.history import TABLES as HISTORY_TABLES
 from adapters.store.history import AssumptionFailed, HeldIndex, SQLHistory, SQLHistoryTables, index_events
 from adapters.store.history import create_statements as history_statements
 from adapters.store.keys import KEYS_TABLE, MASTER_TABLE, DataKeys, Row
+from adapters.store.serialization import originator_uuid
 from adapters.views.backends import POINTER, Pointer, QueuedStatements, ReadMoved, SQLBackend, TurnRows, not_updated
 from adapters.views.rendered import TAIL_EVENTS, TAIL_ROWS
 from adapters.views.rows import BufferedRows, table_names
@@ -94,6 +97,10 @@ STATEMENT_TIMEOUT = 60
 PIPELINE_BYTES = 256 * 1024
 """An append whose events' states hold at most this many bytes goes through psycopg's pipeline
 mode (as the library's own recorder does); a larger one through an ordinary transaction."""
+BATCH_DOCUMENT_BYTES = 16 * 1024 * 1024
+"""A batch of lines (`ConversationStore.handle_batch`, which saves with `batch=True`) whose events'
+states hold more than PIPELINE_BYTES, up to this many, still goes as append documents, one
+statement each (`_append_in_one_call` uses no pipeline mode); a larger one as `_append_plain`."""
 CONNECTION_ATTEMPTS = 5
 """Tries of a write whose connection failed (not of one that timed out)."""
 LOCK_KEY = 0x63687276  # "chrv": the views' lock of versions before 2 December 2026, one for every schema
@@ -391,6 +398,9 @@ class AppendDocument:
         self._conn = conn
         self._lock = lock
         self.doc: dict[str, Any] = {"cid": cid}
+        self.conversation: UUID | None = None
+        """The conversation whose part of a batch this document carries (`inline(cursor)`
+        writes only its rows here), None for the append of one conversation."""
         self._pending: tuple[Any, Any] | None = None
         self._written: set[str] = set()
 
@@ -484,17 +494,23 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder):
         notification ids; tries again (`_append_retried`) when the connection fails, never
         after the server answered or the pool waited.
 
-        Raises the library's IntegrityError when a version is taken already, OperationalError
-        when the lock or the statement timed out, AssumptionFailed when the index is not as the
-        writer assumed (`PostgresHistoryTables._holds`); nothing is stored then.
+        Raises the library's IntegrityError when a version is taken already or the append
+        deadlocked with another writer's (the server chose it to roll back: written again, it
+        goes through), OperationalError when the lock or the statement timed out,
+        AssumptionFailed when the index is not as the writer assumed
+        (`PostgresHistoryTables._holds`); nothing is stored then.
         """
         try:
             return self._append_retried(stored_events, **kwargs)
         except _Answered as answered:
+            if isinstance(answered.error.__cause__, psycopg.errors.DeadlockDetected):
+                raise IntegrityError(f"the append deadlocked with another writer's: {answered.error}") from answered.error
             raise answered.error from answered.error.__cause__
         except PersistenceError as error:
             if isinstance(error.__cause__, psycopg.errors.DivisionByZero):  # `PostgresHistoryTables._holds`
                 raise AssumptionFailed("the conversation's index is not as the command assumed") from None
+            if isinstance(error.__cause__, psycopg.errors.DeadlockDetected):
+                raise IntegrityError(f"the append deadlocked with another writer's: {error}") from error
             raise
 
     def select_events(self, originator_id: Any, **kwargs: Any) -> Sequence[StoredEvent]:
@@ -592,7 +608,12 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder):
     def _append(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
         if not stored_events:
             return None
-        if sum(len(e.state) for e in stored_events) > PIPELINE_BYTES:
+        size = sum(len(e.state) for e in stored_events)
+        if kwargs.get("batch") and PIPELINE_BYTES < size <= BATCH_DOCUMENT_BYTES:
+            ids = self._append_in_one_call(stored_events, **kwargs)  # not pipelined: one statement per document
+            if ids is _AGAIN:
+                ids = self._append_plain(stored_events, **kwargs)
+        elif size > PIPELINE_BYTES:
             ids = self._append_plain(stored_events, **kwargs)
         else:
             ids = self._append_pipelined(stored_events, **kwargs)
@@ -656,27 +677,52 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder):
         (`AppendDocument`); returns the notification ids, or `_AGAIN` when the
         append holds what the document cannot carry, or failed for a reason that is not the
         events' own (the append then runs synced, `_append_synced`). Raises a taken
-        version, a failed assumption, a timeout and a lost connection as they are."""
+        version, a failed assumption, a timeout and a lost connection as they are.
+
+        An append of several conversations' events (a batch, `ConversationStore.handle_batch`;
+        each conversation's events together, in order) sends one document per conversation, in
+        one transaction: each document's `conversation` names the conversation whose index and
+        view rows the writer's `inline(cursor)` writes into it."""
         function = self._append_function()
         if function is None:
             return _AGAIN
+        groups: list[list[StoredEvent]] = []
+        for event in stored_events:
+            if groups and groups[-1][0].originator_id == event.originator_id:
+                groups[-1].append(event)
+            else:
+                groups.append([event])
+        if len({str(group[0].originator_id) for group in groups}) != len(groups):
+            return _AGAIN  # a conversation's events apart: as statements
         with self.datastore.get_connection() as conn:
             _AT_ONCE.on = True
             generation = None
             try:
-                document = AppendDocument(conn, str(stored_events[0].originator_id), self._views_lock)
-                self._insert_events(document, stored_events, **kwargs)
-                self._insert_stored_events(document, stored_events, **kwargs)
-                views = document.doc.get("views")
-                generation = views["g"] if views is not None else None
-                if generation is not None:
-                    function = self._generation_function(conn, generation)
-                    if function is None:
-                        return _AGAIN
-                return document.call(function)
+                if len(groups) == 1:
+                    return self._call_document(conn, function, stored_events, None, **kwargs)
+                ids: list[int] = []
+                heads: dict[UUID, tuple[int, bytes]] = {}
+                sealing = getattr(self, "_sealing", None)  # a chained recorder's heads of each document
+                with conn.transaction():
+                    # the index rows of every conversation first, in the order of their ids (as the
+                    # groups are, `ConversationStore.handle_batch`), before the first document takes the
+                    # events table's lock: a writer of one of them (its index row, then that lock) is
+                    # waited for, never waited for while this holds the lock it waits for
+                    with conn.cursor() as curs:
+                        curs.execute(SQL("SELECT cid FROM {}.chatrecord_index WHERE cid = ANY(%s) ORDER BY cid FOR UPDATE")
+                                     .format(Identifier(self.datastore.schema)),
+                                     (sorted(str(group[0].originator_id) for group in groups),))
+                    for group in groups:
+                        ids.extend(self._call_document(conn, function, group, originator_uuid(group[0].originator_id),
+                                                       **kwargs))
+                        heads.update(getattr(sealing, "heads", None) or {})
+                if sealing is not None:
+                    sealing.heads = heads
+                return ids
             except Unfit:
                 return _AGAIN
             except Exception as error:
+                generation = getattr(error, "generation", None)
                 if isinstance(error, psycopg.errors.UndefinedFunction):
                     self._generations_ready.discard(generation)  # dropped meanwhile: made again next time
                 if self._events_own(error):
@@ -684,6 +730,30 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder):
                 return _AGAIN
             finally:
                 _AT_ONCE.on = False
+
+    def _call_document(self, conn: psycopg.Connection[Any], function: str, stored_events: Sequence[StoredEvent],
+                       conversation: UUID | None, **kwargs: Any) -> list[int]:
+        """Gathers one conversation's append into an `AppendDocument` and calls its function;
+        returns the notification ids. `conversation`: the document's (a part of a batch), which
+        the writer's `inline(cursor)` writes alone. Raises Unfit, or the server's error with the
+        generation of its views (`generation`) set on it."""
+        generation = None
+        try:
+            document = AppendDocument(conn, str(stored_events[0].originator_id), self._views_lock)
+            document.conversation = conversation
+            self._insert_events(document, stored_events, **kwargs)
+            self._insert_stored_events(document, stored_events, **kwargs)
+            views = document.doc.get("views")
+            generation = views["g"] if views is not None else None
+            if generation is not None:
+                named = self._generation_function(conn, generation)
+                if named is None:
+                    raise Unfit("no append function of the views' generation")
+                function = named
+            return document.call(function)
+        except Exception as error:
+            error.generation = generation  # type: ignore[attr-defined]
+            raise
 
     def _events_own(self, error: Exception) -> bool:
         """Says whether `error` of an append in one round trip is the events' own (then the
@@ -866,8 +936,9 @@ class PostgresDataKeys(DataKeys):
     def _insert_check(self, sealed: bytes) -> bool:
         try:
             with self.datastore.transaction(commit=True) as curs:
-                curs.execute(SQL("INSERT INTO {} VALUES (1, %s) ON CONFLICT DO NOTHING").format(self.master_table),
-                             (sealed,))
+                curs.execute(SQL("INSERT INTO {} SELECT 1, %s WHERE NOT EXISTS (SELECT 1 FROM {} WHERE "
+                                 "substring(wrapped_key FROM 1 FOR 1) = '\\x00'::bytea) ON CONFLICT DO NOTHING")
+                             .format(self.master_table, self.table), (sealed,))
         except PersistenceError as error:
             if isinstance(error.__cause__, psycopg.errors.ReadOnlySqlTransaction):
                 return False  # a hot standby: reading commands go on; a writer checks again
@@ -886,6 +957,31 @@ class PostgresDataKeys(DataKeys):
             curs.execute(SQL("INSERT INTO {} VALUES (%s, NULL, %s) ON CONFLICT (conversation) DO UPDATE SET "
                              "wrapped_key = NULL, erased_at = COALESCE({}.erased_at, excluded.erased_at)")
                          .format(self.table, Identifier(KEYS_TABLE)), (originator_id, at))
+
+    def _counts(self) -> tuple[int, int, int]:
+        with self.datastore.transaction(commit=False) as curs:
+            curs.execute(SQL("SELECT count(*) FILTER (WHERE substring(wrapped_key FROM 1 FOR 1) = '\\x01'::bytea) AS wrapped, "
+                             "count(*) FILTER (WHERE substring(wrapped_key FROM 1 FOR 1) = '\\x00'::bytea) AS plain, "
+                             "count(*) FILTER (WHERE wrapped_key IS NULL) AS erased FROM {}").format(self.table))
+            row = curs.fetchone()
+        return int(row["wrapped"]), int(row["plain"]), int(row["erased"])
+
+    def _rewrap(self, change: Callable[[UUID, bytes], bytes], sealed: bytes | None) -> int:
+        with self.datastore.transaction(commit=True) as curs:
+            # EXCLUSIVE: another process's key insert (ROW EXCLUSIVE) waits for this transaction,
+            # then reads the check row as it left it; readers go on
+            curs.execute(SQL("LOCK TABLE {}, {} IN EXCLUSIVE MODE").format(self.table, self.master_table))
+            curs.execute(SQL("SELECT conversation, wrapped_key FROM {} WHERE wrapped_key IS NOT NULL").format(self.table))
+            rows = curs.fetchall()
+            update = SQL("UPDATE {} SET wrapped_key = %s WHERE conversation = %s").format(self.table)
+            for r in rows:  # each written as it is made: a failure part-way rolls back the ones before
+                curs.execute(update, (change(r["conversation"], bytes(r["wrapped_key"])), r["conversation"]))
+            if sealed is None:
+                curs.execute(SQL("DELETE FROM {}").format(self.master_table))
+            else:
+                curs.execute(SQL("INSERT INTO {} VALUES (1, %s) ON CONFLICT (id) DO UPDATE SET sealed = excluded.sealed")
+                             .format(self.master_table), (sealed,))
+        return len(rows)
 
     def scrub(self) -> None:
         with self.datastore.get_connection() as conn:
@@ -1277,26 +1373,35 @@ class PostgresFactory(StoreFactory, es_postgres.PostgresFactory):
 
     application_recorder_class = ChainedPostgresRecorder
     POSTGRES_STATEMENT_TIMEOUT = "POSTGRES_STATEMENT_TIMEOUT"
+    POSTGRES_CONNINFO = "POSTGRES_CONNINFO"
+    """libpq's conninfo of the store's connections (`adapters.store.settings.postgres_env` puts the
+    whole URL there, but its `schema`); where set, it replaces the library's host, port, user,
+    password and database name."""
     driver_errors = (psycopg.Error,)
 
     @classmethod
     def describe(cls, env: Mapping[str, str]) -> str:
         schema = env.get("POSTGRES_SCHEMA") or "public"
-        return (
-            f"PostgreSQL {env.get('POSTGRES_USER')}@{env.get('POSTGRES_HOST')}:"
-            f"{env.get('POSTGRES_PORT') or 5432}/{env.get('POSTGRES_DBNAME')} (schema {schema})"
-        )
+        hosts = (env.get("POSTGRES_HOST") or "").split(",")
+        ports = (env.get("POSTGRES_PORT") or "5432").split(",")
+        ports = ports * len(hosts) if len(ports) == 1 else ports  # one port for every host, as libpq reads it
+        where = ",".join(f"{host}:{port or 5432}" for host, port in zip(hosts, ports, strict=False))
+        return f"PostgreSQL {env.get('POSTGRES_USER')}@{where}/{env.get('POSTGRES_DBNAME')} (schema {schema})"
 
     @classmethod
     def server_reason(cls, env: Mapping[str, str]) -> str | None:
         """Returns why the server refuses a connection (a missing database or role, a wrong
         password), found by one direct connection attempt; None when it connects."""
         try:
-            psycopg.connect(
-                dbname=env.get("POSTGRES_DBNAME"), host=env.get("POSTGRES_HOST"), port=env.get("POSTGRES_PORT"),
-                user=env.get("POSTGRES_USER"), password=env.get("POSTGRES_PASSWORD") or None,
-                connect_timeout=int(env.get("POSTGRES_CONNECT_TIMEOUT") or 5),
-            ).close()
+            timeout = int(env.get("POSTGRES_CONNECT_TIMEOUT") or 5)
+            if env.get(cls.POSTGRES_CONNINFO):
+                psycopg.connect(env[cls.POSTGRES_CONNINFO], connect_timeout=timeout).close()
+            else:
+                psycopg.connect(
+                    dbname=env.get("POSTGRES_DBNAME"), host=env.get("POSTGRES_HOST"), port=env.get("POSTGRES_PORT"),
+                    user=env.get("POSTGRES_USER"), password=env.get("POSTGRES_PASSWORD") or None,
+                    connect_timeout=timeout,
+                ).close()
         except psycopg.Error as error:
             return " ".join(str(error).split()) or type(error).__name__
         return None
@@ -1346,7 +1451,15 @@ class PostgresFactory(StoreFactory, es_postgres.PostgresFactory):
         kwargs = self.datastore.pool.kwargs
         assert isinstance(kwargs, dict)
         lock = int(self.datastore.lock_timeout or 0)
-        kwargs["options"] = f"-c statement_timeout={int(text) * 1000} -c lock_timeout={lock * 1000}"
+        options = f"-c statement_timeout={int(text) * 1000} -c lock_timeout={lock * 1000}"
+        conninfo = self.env.get(self.POSTGRES_CONNINFO)
+        if conninfo:  # the whole URL reaches libpq: TLS, several hosts, every parameter it knows
+            for key in ("dbname", "host", "port", "user", "password"):  # a keyword would win over it
+                kwargs.pop(key, None)
+            self.datastore.pool.conninfo = conninfo
+            given = conninfo_to_dict(conninfo).get("options")
+            options = f"{given} {options}" if given else options
+        kwargs["options"] = options
         # No automatic server-side prepared statements: a pipelined append that fails part-way
         # (a conflict, a view statement) can leave psycopg believing a statement was prepared
         # whose Parse the server skipped ("prepared statement _pg3_9 does not exist" on the next

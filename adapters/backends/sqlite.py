@@ -23,6 +23,7 @@ from uuid import UUID
 from eventsourcing import sqlite as es_sqlite
 from eventsourcing.persistence import OperationalError, StoredEvent
 from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteDatastore
+from eventsourcing.utils import strtobool
 
 from adapters.backends import StoreFactory
 from adapters.http.idempotency import COLUMNS, TABLE, SQLKeys
@@ -143,8 +144,31 @@ class SQLiteDataKeys(DataKeys):
 
     def _insert_check(self, sealed: bytes) -> bool:
         with self.datastore.transaction(commit=True) as c:
-            c.execute(f"INSERT OR IGNORE INTO {MASTER_TABLE} VALUES (1, ?)", (sealed,))
+            c.execute(f"INSERT OR IGNORE INTO {MASTER_TABLE} SELECT 1, ? WHERE NOT EXISTS (SELECT 1 FROM {KEYS_TABLE} "
+                      "WHERE substr(wrapped_key, 1, 1) = x'00')", (sealed,))
         return True
+
+    def _counts(self) -> tuple[int, int, int]:
+        with self.datastore.transaction(commit=False) as c:
+            c.execute(f"SELECT count(CASE WHEN substr(wrapped_key, 1, 1) = x'01' THEN 1 END) AS wrapped, "
+                      f"count(CASE WHEN substr(wrapped_key, 1, 1) = x'00' THEN 1 END) AS plain, "
+                      f"count(CASE WHEN wrapped_key IS NULL THEN 1 END) AS erased FROM {KEYS_TABLE}")
+            row = c.fetchone()
+        return int(row["wrapped"]), int(row["plain"]), int(row["erased"])
+
+    def _rewrap(self, change: Callable[[UUID, bytes], bytes], sealed: bytes | None) -> int:
+        with self.datastore.transaction(commit=True) as c:  # BEGIN IMMEDIATE: no other writer meanwhile
+            c.execute(f"SELECT conversation, wrapped_key FROM {KEYS_TABLE} WHERE wrapped_key IS NOT NULL")
+            rows = c.fetchall()
+            for r in rows:  # each written as it is made: a failure part-way rolls back the ones before
+                c.execute(f"UPDATE {KEYS_TABLE} SET wrapped_key = ? WHERE conversation = ?",
+                          (change(UUID(r["conversation"]), bytes(r["wrapped_key"])), r["conversation"]))
+            if sealed is None:
+                c.execute(f"DELETE FROM {MASTER_TABLE}")
+            else:
+                c.execute(f"INSERT INTO {MASTER_TABLE} VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET sealed = excluded.sealed",
+                          (sealed,))
+        return len(rows)
 
     def _wrapped_sample(self) -> tuple[UUID, bytes] | None:
         with self.datastore.transaction(commit=False) as c:
@@ -269,6 +293,23 @@ def refuse_foreign(path: str) -> None:
             "chatrecord store); point CHATRECORD_DB at a chatrecord store, or at a file that does not exist yet")
 
 
+def read_only_uri(path: str) -> str | None:
+    """Returns the URI that opens the SQLite file at `path` read-only when this process cannot
+    write it (the file or its folder lacks write permission, or the file system is read-only);
+    None when it can. Without a way to make the WAL's shared-memory file (`-shm`) and with no
+    WAL file left, the file is opened `immutable` (SQLite then takes no lock, which is safe
+    as no process can write it here either); else `mode=ro`."""
+    file = Path(path).resolve()
+    folder = file.parent
+    if os.access(file, os.W_OK) and os.access(folder, os.W_OK):
+        return None
+    uri = file.as_uri() + "?mode=ro"
+    shm, wal = Path(f"{file}-shm"), Path(f"{file}-wal")
+    if not os.access(folder, os.W_OK) and not shm.exists() and not (wal.exists() and wal.stat().st_size):
+        uri += "&immutable=1"
+    return uri
+
+
 class SQLiteFactory(StoreFactory, es_sqlite.SQLiteFactory):
     """The library's SQLite persistence with a `WaitingSQLiteDatastore`, the hash chain and
     the data keys in the same file; it hands out the file's history index, views and
@@ -277,23 +318,34 @@ class SQLiteFactory(StoreFactory, es_sqlite.SQLiteFactory):
     application_recorder_class = ChainedSQLiteRecorder
     driver_errors = (sqlite3.Error,)
 
+    SQLITE_READING = "SQLITE_READING"
+    """`y`: the store is opened for a command that only reads (`adapters.store.settings.open_store`):
+    a file this process cannot write (its permissions, or a read-only file system) is opened
+    read-only (`read_only_uri`) instead of failing on the first write the open would try."""
+
     def __init__(self, env: Any) -> None:
         name = env.get(self.SQLITE_DBNAME) or ""
         fresh = not os.path.exists(name)
         if not fresh:
             refuse_foreign(name)
+        uri = read_only_uri(name) if strtobool(env.get(self.SQLITE_READING) or "n") and not fresh else None
+        self.read_only = uri is not None
+        """Whether the file is opened read-only (a reading command on a file it cannot write)."""
         super().__init__(env)
         self.created: list[str] = [name] if fresh else []
         """The file this factory created (empty when it existed already), as PostgresFactory's
         `created` lists the tables it created."""
         plain = self.datastore
         self.datastore = WaitingSQLiteDatastore(
-            db_name=plain.pool.db_name,
+            db_name=uri or plain.pool.db_name,
             lock_timeout=plain.pool.lock_timeout,
             single_row_tracking=plain.single_row_tracking,
             originator_id_type=plain.originator_id_type,
         )
         plain.close()
+
+    def env_create_table(self) -> bool:
+        return not self.read_only and super().env_create_table()  # nothing is created in a file read only
 
     def construct_data_keys(self, master: bytes | None) -> DataKeys:
         return SQLiteDataKeys(self.datastore, master, create_table=self.env_create_table())

@@ -18,6 +18,7 @@ from adapters.cli import (  # noqa: F401 - registers (verify and erase below)
     cmd_erase,
     cmd_ingest,
     cmd_init,
+    cmd_keys,
     cmd_rebuild,
     cmd_replay,
     cmd_serve,
@@ -30,6 +31,7 @@ from domain.errors import ChatrecordError
 
 app.command()(cmd_verify.verify)  # last, in this order, as --help has always listed them
 app.command()(cmd_erase.erase)
+app.add_typer(cmd_keys.keys_app, name="keys")
 
 __all__ = ["app", "main"]
 

@@ -21,9 +21,6 @@ from adapters.cli.habits import (
     version,
 )
 from adapters.cli.render import visible
-from adapters.store.settings import (
-    open_store,
-)
 from projections.rules import RULE_SET_IDS, Rules
 
 app = typer.Typer(
@@ -80,9 +77,10 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of 
 
 
 @contextmanager
-def opened() -> Iterator[Chatrecord]:
-    """Yields the service layer on the configured store and closes the store afterwards."""
-    chatrecord = Chatrecord(open_store())
+def opened(reading: bool = False) -> Iterator[Chatrecord]:
+    """Yields the service layer on the configured store and closes the store afterwards;
+    `reading`: the command only reads (a SQLite file it cannot write is opened read-only)."""
+    chatrecord = Chatrecord(reading=reading)
     try:
         yield chatrecord
     finally:

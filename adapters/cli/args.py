@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Collection
 from pathlib import Path
 
@@ -13,8 +14,14 @@ __all__ = ["UnreadableFile", "page_check", "readable_file"]
 
 def readable_file(path: Path) -> Path:
     """Returns `path` when it names a file that can be read. Raises UnreadableFile, naming the
-    path as given and why (`nofile.jsonl: no such file`), when it does not."""
+    path as given and why (`nofile.jsonl: no such file`), when it does not. A pipe (a FIFO,
+    `<(zcat export.gz)`) is not opened here: opening and closing it would lose what its writer
+    sent meanwhile, so only its permission is checked."""
     try:
+        if path.is_fifo():
+            if not os.access(path, os.R_OK):
+                raise PermissionError(path)
+            return path
         with path.open("rb"):
             return path
     except FileNotFoundError:

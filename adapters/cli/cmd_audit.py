@@ -30,7 +30,7 @@ def audit(
         chatrecord audit conv-demo-seo --json
     """
     require_store()
-    with opened() as chatrecord:
+    with opened(reading=True) as chatrecord:
         done = chatrecord.audit(conversation, rules.value if rules else None, chain=True)
     if as_json:
         print_json(done.to_json())

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from adapters.cli.app import app, opened, print_json, say, warn
+from adapters.cli.app import app, err, opened, print_json, say, warn
 from adapters.cli.args import UnreadableFile, readable_file
 from adapters.cli.habits import (
     STDIN_NAME,
@@ -15,6 +17,8 @@ from adapters.cli.habits import (
     is_stdin,
     stdin_lines,
 )
+from adapters.cli.interrupts import INTERRUPTED, IngestProgress, Interrupts, interrupted_line
+from adapters.service.ingest import BATCH_LINES
 from adapters.service.results import EmptyInput
 
 
@@ -23,14 +27,20 @@ def ingest(
     files: Annotated[list[Path], typer.Argument(metavar="FILE", help="JSON Lines files the chat wrote; - reads standard input.")],
     skip_bad: Annotated[bool, typer.Option("--skip-bad", help="Reject bad lines and go on.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON summary object per file.")] = False,
+    batch_lines: Annotated[int, typer.Option("--batch-lines", min=1, max=100_000,
+                                             help="Lines stored per transaction.")] = BATCH_LINES,
 ) -> None:
     """Ingests the chat's JSON Lines files into the configured store.
 
     A line recorded before is not stored again, so ingesting a file twice changes nothing. The
     first bad line stops the ingestion with its file, line and field (the lines before it stay
     stored); with --skip-bad each bad line is rejected, named on stderr, and the rest is stored.
-    FILE - reads standard input. --json prints, per file, {"source", "appended", "repeated",
-    "rejected", "stopped_at", "error"} on one line.
+    Lines are stored in batches of --batch-lines (500), each in one transaction. Progress goes
+    to stderr: a bar on a terminal, else a line every 5 seconds. Ctrl-C (or SIGTERM) stops
+    after the batch being stored, says up to which line the file is stored and exits with 130;
+    running the same command again resumes. FILE - reads standard input. --json prints, per
+    file, {"source", "appended", "repeated", "rejected", "stopped_at", "error", "last_line",
+    "interrupted"} on one line.
 
     Example:
 
@@ -39,14 +49,16 @@ def ingest(
     for path in files:
         if not is_stdin(path):
             readable_file(path)
-    with opened() as chatrecord:
+    with opened() as chatrecord, Interrupts() as interrupts:
         for path in files:
             try:
                 if is_stdin(path):
-                    report = chatrecord.ingest(stdin_lines(), STDIN_NAME, skip_bad)
+                    with IngestProgress(err, STDIN_NAME, None) as progress:
+                        report = chatrecord.ingest(stdin_lines(), STDIN_NAME, skip_bad, batch_lines, progress,
+                                                   interrupts.held)
                 else:
-                    with path.open("rb") as stream:
-                        report = chatrecord.ingest(stream, path.name, skip_bad)
+                    with path.open("rb") as stream, IngestProgress(err, path.name, _size(stream.fileno())) as progress:
+                        report = chatrecord.ingest(stream, path.name, skip_bad, batch_lines, progress, interrupts.held)
             except OSError as error:
                 raise UnreadableFile(f"{path}: cannot be read ({error.strerror or error})") from None
             if as_json:
@@ -55,7 +67,17 @@ def ingest(
                 say(report.summary())
             for rejected in report.rejected:
                 warn(f"rejected: {rejected}")
+            if report.interrupted:
+                warn(interrupted_line(report))
+                raise typer.Exit(INTERRUPTED)
             if report.stopped is not None:
                 raise report.stopped
             if not (report.appended or report.repeated or report.rejected):
                 raise EmptyInput(f"{report.source} holds no line; ingest a JSON Lines file the chat wrote")
+
+
+def _size(descriptor: int) -> int | None:
+    """Returns the size in bytes of the regular file open as `descriptor`, None for a pipe or
+    another stream whose length is not known ahead."""
+    found = os.fstat(descriptor)
+    return found.st_size if stat.S_ISREG(found.st_mode) else None

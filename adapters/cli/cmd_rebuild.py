@@ -19,8 +19,9 @@ from adapters.cli.habits import (
     rebuild_json,
     require_store,
 )
+from adapters.cli.interrupts import INTERRUPTED, Interrupts, RebuildLines
 from adapters.cli.render import diff_view
-from adapters.views.readmodels import MOST_WORKERS
+from adapters.views.readmodels import MOST_WORKERS, RebuildInterrupted
 from projections.rules import DEFAULT_RULE_SET
 
 
@@ -39,6 +40,9 @@ def rebuild(
     replace the old ones. --diff prints, per conversation, which run record entries and notes
     would change, without switching. --json prints the report or the diff as one JSON object.
     On PostgreSQL a long log is folded in one process per CPU (--workers sets how many).
+    Progress goes to stderr (a bar on a terminal, else a line every 5 seconds); Ctrl-C (or
+    SIGTERM) drops the half-built tables, says so and exits with 130, the live read models
+    as they were.
 
     Example:
 
@@ -46,7 +50,7 @@ def rebuild(
     """
     if diff:
         require_store()
-    with opened() as chatrecord:
+    with opened(reading=diff) as chatrecord:
         if diff:
             changed = chatrecord.diff(rules.value)
             if as_json:
@@ -58,10 +62,21 @@ def rebuild(
                 emit(diff_view(conversation_diff))
             return
         with Progress(TextColumn("rebuilding"), BarColumn(), MofNCompleteColumn(), TextColumn("events"),
-                      TimeElapsedColumn(), console=err, transient=True, disable=not err.is_terminal) as progress:
+                      TimeElapsedColumn(), console=err, transient=True, disable=not err.is_terminal) as progress, \
+                Interrupts() as interrupts:
             task = progress.add_task("rebuild", total=None)
-            report = chatrecord.rebuild(rules.value, lambda done, total: progress.update(task, completed=done, total=total),
-                                        workers=workers)
+            lines = RebuildLines()
+
+            def advance(done: int, total: int) -> None:
+                progress.update(task, completed=done, total=total)
+                if not err.is_terminal:
+                    lines(done, total)
+
+            try:
+                report = chatrecord.rebuild(rules.value, advance, workers=workers, guard=interrupts.held)
+            except RebuildInterrupted as stopped:
+                warn(f"interrupted: {stopped}")
+                raise typer.Exit(INTERRUPTED) from None
         unreadable = [chatrecord.store_name(key) for key in report.unreadable]  # as verify names them
     if as_json:
         print_json(rebuild_json(report))

@@ -61,7 +61,7 @@ def replay(
             replays = replay_file(readable_file(file), rule_set, at, can_see)
     else:
         require_store()
-        with opened() as chatrecord:
+        with opened(reading=True) as chatrecord:
             replays = [chatrecord.replay(conversation, rules.value if rules else None, at, can_see)]
         if replays[0].differs:
             warn("warning: the read models differ from the log for the latest turn; "

@@ -34,7 +34,7 @@ def verify(
     """
     require_store()
     broken = total = 0
-    with opened() as chatrecord:
+    with opened(reading=True) as chatrecord:
         for verdict in chatrecord.verify(conversation, against):
             total += 1
             broken += not verdict.ok

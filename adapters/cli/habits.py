@@ -89,6 +89,8 @@ def ingest_json(report: IngestReport) -> dict[str, Any]:
         "rejected": list(report.rejected),
         "stopped_at": report.stopped_at or None,
         "error": str(report.stopped) if report.stopped is not None else None,
+        "last_line": report.last_line or None,
+        "interrupted": report.interrupted,
     }
 
 

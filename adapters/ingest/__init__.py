@@ -30,7 +30,7 @@ from adapters.ingest.names import Whole
 from domain.conversation import Conversation, MemoryHistory, project_conversation
 from domain.errors import ChatrecordError, InvalidInput
 from domain.events import ConversationEvent
-from domain.limits import LINE_BYTES_MAX
+from domain.limits import DEPTH_MAX, LINE_BYTES_MAX
 
 __all__ = [
     "LINE_TYPES",
@@ -78,6 +78,10 @@ def parse_line(text: str | bytes, line_no: int, source_name: str) -> ParsedLine:
         raise invalid(_WHOLE_LINE, f"{json_problem(text, error)}; each line is one JSON object") from None
     if not isinstance(data, dict):
         raise invalid(_WHOLE_LINE, f"expected a JSON object, got {_kind_of(data)}")
+    deep = _too_deep(text, data)
+    if deep is not None:
+        raise invalid(_path(deep) or _WHOLE_LINE, f"is nested more than {DEPTH_MAX} levels deep, the most a line "
+                                                  "may be (README, \"Input limits\")")
     twice = _key_twice(text, data)
     if twice is not None:
         raise invalid(_path(twice), f"field {_path(twice[-1:])} appears twice; give each key of an object once")
@@ -95,6 +99,26 @@ def parse_line(text: str | bytes, line_no: int, source_name: str) -> ParsedLine:
     _set(line, "_source_name", source_name)
     _set(line, "_digest", digest_of(line))
     return line
+
+
+def _too_deep(text: str | bytes, data: dict[str, Any]) -> tuple[Any, ...] | None:
+    """Returns the path of the first object or list of `data` (what orjson read of the JSON text
+    `text`) nested more than DEPTH_MAX levels deep (the line's object is level 1), cut after its
+    first 3 keys or indexes; None when none is. A text with fewer than DEPTH_MAX opening brackets
+    cannot be that deep and is not walked; else the walk is iterative and linear in the containers."""
+    opening = (text.count(b"{") + text.count(b"[")) if isinstance(text, bytes) else (text.count("{") + text.count("["))
+    if opening <= DEPTH_MAX:
+        return None
+    stack: list[tuple[tuple[Any, ...], int, Any]] = [((), 1, data)]
+    while stack:
+        at, depth, value = stack.pop()
+        if depth > DEPTH_MAX:
+            return at[:3]
+        items = value.items() if isinstance(value, dict) else enumerate(value)
+        inner = [((*at, key) if len(at) < 3 else at, depth + 1, item)
+                 for key, item in items if isinstance(item, (dict, list))]
+        stack.extend(reversed(inner))  # the first one in the text's order is walked first
+    return None
 
 
 _COLON_ESCAPE = re.compile(r"\\u003[aA]")

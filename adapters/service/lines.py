@@ -58,11 +58,23 @@ class Lines:
         self.counts: list[int] = []
         self.new_segments = frozenset(line.segment for line in self.lines if line.type == "segment_returned")  # type: ignore[attr-defined]
         self.versions: list[tuple[int, int] | None] = []
+        self.refused_at: ParsedLine | None = None
+        """After `decide` raised: the line that was refused."""
         if len(self.lines) == 1:  # a repeat of one line returns the first result (see handle)
             self.digest = lines[0].digest
             fields = vars(lines[0])  # a model's fields: no failed getattr through pydantic's __getattr__
             self.segment = fields.get("segment")
             self.run = fields.get("run")  # the store reads these rows with the index row
+
+    def lookups(self) -> tuple[list[str], list[str], list[str]]:
+        """Returns the index keys deciding the lines asks for (the lines' digests, the segment
+        ids and run ids they name), which a store may read at once before `decide` (`SQLHistory.prefetch_keys`);
+        none for one line, whose keys the store reads with its index row (`SQLHistory.prefetch`)."""
+        if len(self.lines) == 1:
+            return [], [], []
+        segments = [segment for line in self.lines if isinstance(segment := vars(line).get("segment"), str)]
+        runs = [run for line in self.lines if isinstance(run := vars(line).get("run"), str)]
+        return [line.digest for line in self.lines], segments, runs
 
     def decide(self, state: Conversation | None, history: History) -> list[ConversationEvent]:
         version = state.version if state is not None else 0
@@ -74,12 +86,15 @@ class Lines:
         self.counts = []
         self.versions = []
         seen = LayeredHistory(history)  # the batch's earlier lines, not stored yet
+        self.refused_at = None
         for line in self.lines:
             try:
                 events = line.decide(state, seen)
             except InvalidInput:
+                self.refused_at = line
                 raise
             except ChatrecordError as error:
+                self.refused_at = line
                 raise at_line(error, line.source_name, line.line) from None
             for event in events:
                 index_event(seen, state, event)
@@ -147,6 +162,17 @@ class IngestReport:
     rejected: list[str] = field(default_factory=list)
     stopped: ChatrecordError | None = None
     stopped_at: int = 0
+    lines: int = 0
+    """Lines stored, or found recorded before (`repeated` of them)."""
+    last_line: int = 0
+    """The number (1-based) of the last line stored or found recorded; 0 before the first."""
+    read_lines: int = 0
+    """Lines read so far, blank and bad ones too."""
+    read_bytes: int = 0
+    """Bytes of the lines read so far."""
+    interrupted: bool = False
+    """Whether an interrupt (Ctrl-C, SIGTERM) ended the ingest; every line up to `last_line` is
+    stored, and ingesting the source again stores the rest."""
 
     def summary(self) -> str:
         """Returns one line: `demo.jsonl: 24 events appended, 0 lines already recorded`."""
@@ -158,6 +184,8 @@ class IngestReport:
             text += f", {_count(len(self.rejected), 'line')} rejected"
         if self.stopped is not None:
             text += f"; stopped at line {self.stopped_at}"
+        if self.interrupted:
+            text += f"; interrupted after line {self.last_line}" if self.last_line else "; interrupted before any line was stored"
         return text
 
 

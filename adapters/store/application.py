@@ -79,6 +79,20 @@ class WriteConflict(ChatrecordError):
     service answers it with 503 `write-conflict` (`adapters.http.problems`)."""
 
 
+class BatchRefused(ChatrecordError):
+    """Raised by `ConversationStore.handle_batch` when commands of the batch refused (nothing
+    was stored): `refusals` holds each refusing command's error by its place in the batch."""
+
+    def __init__(self, refusals: dict[int, ChatrecordError]) -> None:
+        self.refusals = refusals
+        super().__init__("; ".join(str(error) for error in refusals.values()))
+
+
+class BatchConflict(ChatrecordError):
+    """Raised by `ConversationStore.handle_batch` when its append conflicted with another
+    writer's (or found the history index other than it read it): nothing was stored."""
+
+
 BACKOFF_BASE = 0.01
 """Seconds: the first retry of a conflicting append waits up to this long, doubling per try."""
 BACKOFF_CAP = 0.5
@@ -164,6 +178,8 @@ class ConversationStore(Application[UUID]):
     inline_views: Callable[[Any, UUID, Sequence[ConversationEvent]], object] | None = None
     """Called with the events' transaction's cursor, the conversation's id and the events
     being saved: the read models apply them in that transaction (set by ReadModels)."""
+    inline_begun: Callable[[], object] | None = None
+    """Called as a transaction `inline_views` writes in begins (set by ReadModels)."""
     inline_committed: Callable[[], object] | None = None
     """Called once the transaction `inline_views` wrote in has committed (set by ReadModels)."""
     forgotten: Callable[[UUID], object] | None = None
@@ -173,12 +189,14 @@ class ConversationStore(Application[UUID]):
     def __init__(self, env: dict[str, str] | None = None) -> None:
         """Opens the store on the backend `env` names (see the class). Raises BadMasterKey,
         before anything is stored, when the store is protected by a master key that
-        CHATRECORD_MASTER_KEY does not hold (`DataKeys.check_master`)."""
+        CHATRECORD_MASTER_KEY does not hold, or CHATRECORD_MASTER_KEY is set for a store that
+        keeps data keys unwrapped (`DataKeys.check_master`; `MASTER_KEY_UNBOUND=allow` lets the
+        key commands, `adapters.service.keys`, open such a store to bind it)."""
         super().__init__(env)
         keys = getattr(self.mapper, "keys", None)
         if isinstance(keys, DataKeys):
             try:
-                keys.check_master()
+                keys.check_master(unbound=self.env.get("MASTER_KEY_UNBOUND", "") == "allow")
             except BaseException:
                 self.close()  # the refused store's connections
                 raise
@@ -244,6 +262,8 @@ class ConversationStore(Application[UUID]):
                 added.append(self.history.write(cid, state, events, curs=cursor, follows=True,
                                                 assumed=assumed[2] if assumed is not None else None))
                 if self.inline_views is not None:
+                    if self.inline_begun is not None:
+                        self.inline_begun()
                     self.inline_views(cursor, cid, events)
 
             try:  # the history index is written in the events' own transaction
@@ -276,6 +296,87 @@ class ConversationStore(Application[UUID]):
             position = recordings[-1].notification.id if recordings else None
             return HandleResult(command.conversation, events, events, after, position, attempt)
         raise AssertionError("unreachable")
+
+    def handle_batch(self, commands: Sequence[Command]) -> list[HandleResult]:
+        """Decides every command of `commands` (each of another conversation) on its
+        conversation's state and stores the events of all of them in one transaction, with
+        their history index rows, chain rows and view rows: all of them or none. Returns one
+        result per command, in order (`HandleResult.repeated` where a command decided nothing).
+
+        Nothing is written before every command has decided: raises BatchRefused (nothing
+        stored) with the refusal of each command that refused, BatchConflict (nothing stored)
+        when the append conflicted with another writer's or found the index moved (the caller
+        stores the commands one by one through `handle` then, which retries). Raises ValueError
+        for two commands of one conversation.
+        """
+        inline = isinstance(self.recorder, ChainedRecorder)
+        decided: list[tuple[Conversation | None, tuple[ConversationEvent, ...], tuple[ConversationEvent, ...], int | None]] = []
+        refusals: dict[int, ChatrecordError] = {}
+        keys = [conversation_uuid(command.conversation) for command in commands]
+        if len(set(keys)) != len(keys):
+            raise ValueError("handle_batch takes one command per conversation")
+        for number, (command, cid) in enumerate(zip(commands, keys, strict=True)):
+            try:
+                state, events, first, outcomes = self._decide(command, cid, inline)
+                if events and state is not None and state.erased and isinstance(getattr(self.mapper, "keys", None), DataKeys):
+                    refuse_texts(events)
+            except ChatrecordError as refusal:
+                refusals[number] = refusal
+                continue
+            decided.append((state, events, first, outcomes))
+        if refusals:
+            raise BatchRefused(refusals)
+        work = [(cid, state, events) for cid, (state, events, _, _) in zip(keys, decided, strict=True) if events]
+        work.sort(key=lambda item: str(item[0]))  # every batch writes its conversations' rows in one order
+        added: dict[UUID, int | None] = {}
+
+        begun: list[bool] = []
+
+        def index(cursor: object) -> None:
+            if self.inline_views is not None and self.inline_begun is not None and not begun:
+                self.inline_begun()
+            begun.append(True)
+            only = getattr(cursor, "conversation", None)  # a backend that writes each conversation's rows apart
+            for cid, state, events in work:
+                if only is not None and only != cid:
+                    continue
+                added[cid] = self.history.write(cid, state, events, curs=cursor, follows=True)
+                if self.inline_views is not None:
+                    self.inline_views(cursor, cid, events)
+
+        recordings: list[Recording[UUID]] = []
+        if work:
+            every = [event for _, _, events in work for event in events]
+            try:
+                recordings = self.save(*every, inline=index, batch=True) if inline else self.save(*every)
+            except (AssumptionFailed, IntegrityError) as conflict:
+                for cid, _, _ in work:
+                    self._forget(cid)  # another writer's events: load the logs again
+                raise BatchConflict("another writer appended to a conversation of the batch; nothing of it was stored") \
+                    from conflict
+            if not inline:  # a plain library recorder (tests): right after, in a transaction of its own
+                for cid, state, events in work:
+                    self.history.write(cid, state, events)
+                    self._saved(events)
+            elif self.inline_committed is not None:
+                self.inline_committed()
+        positions = iter(recordings)
+        results = []
+        for command, cid, (state, events, first, outcomes) in zip(commands, keys, decided, strict=True):
+            if not events:
+                results.append(HandleResult(command.conversation, (), first, state, None, 1))
+                continue
+            position = None
+            for _ in events:
+                recording = next(positions, None)
+                position = recording.notification.id if recording is not None else None
+            after = project_conversation(state, events)
+            self._cache(after)
+            if after is not None and outcomes is not None and added.get(cid) is not None:
+                self._known.put(cid, (after.version, outcomes + added[cid]))  # type: ignore[operator]
+            self._snapshot_if_due(state, after)
+            results.append(HandleResult(command.conversation, events, events, after, position, 1))
+        return results
 
     def _assume(
         self, command: Command, cid: UUID
@@ -320,6 +421,9 @@ class ConversationStore(Application[UUID]):
                 prefetch = getattr(history, "prefetch", None)
                 if prefetch is not None:
                     prefetch(*(_text(getattr(command, name, None)) for name in ("digest", "segment", "run")))
+                prefetch_keys, lookups = getattr(history, "prefetch_keys", None), getattr(command, "lookups", None)
+                if prefetch_keys is not None and lookups is not None:
+                    prefetch_keys(*lookups())  # a command of many lines: their rows in a statement or two
                 indexed = history.version
                 if not loaded:
                     state, loaded = self._cached(cid, indexed, getattr(history, "tip", None)) if inline else (None, False)

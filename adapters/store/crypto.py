@@ -16,10 +16,11 @@ key`): the texts are then protected only by deleting the key, and anyone who rea
 database can read them until then. Erasing a conversation deletes its key: its texts then read
 as ERASED everywhere, and no new text can be stored for it.
 
-A store remembers its master key: the first process with one to open it writes a check value
-(`seal_check`) in table `chatrecord_master`, and from then on a process without that key is
-refused at open (`adapters.store.keys.DataKeys.check_master`), so no data key of the store is
-ever wrapped by another master key or stored unwrapped.
+A store remembers its master key: a check value (`seal_check`) in table `chatrecord_master`,
+written with a fresh store's first data key or by `chatrecord keys wrap`; from then on a process
+without that key is refused at open (`adapters.store.keys.DataKeys.check_master`), so no data key
+of the store is ever wrapped by another master key or stored unwrapped. Opening never changes
+the key state; `adapters.service.keys` binds, rotates and removes the master key.
 """
 
 from __future__ import annotations

@@ -27,6 +27,9 @@ from domain.state import evolve
 
 Execute = Callable[[str, tuple[Any, ...]], Any]
 
+KEYS_AT_ONCE = 500
+"""The most keys one lookup statement of `SQLHistory.prefetch_keys` asks for."""
+
 TABLES = ("chatrecord_index", "chatrecord_segments", "chatrecord_messages", "chatrecord_sources")
 
 
@@ -111,6 +114,42 @@ class SQLHistory:
             self._memo[("segment", segment)] = SegmentRecord.model_validate_json(body) if body is not None else None
         if run:
             self._memo[("run_cut", run)] = row["run_cut"] is not None
+
+    def prefetch_keys(self, digests: Iterable[str], segments: Iterable[str], runs: Iterable[str] = ()) -> None:
+        """Reads the rows of many input lines (`digests`), segments and runs (whether an edit cut
+        them) at once, a statement per
+        KEYS_AT_ONCE keys, for the lookups of a command of many lines (`memo`); does nothing
+        when this index also writes. Each key found or not is then answered without a read."""
+        if self._memo is None:
+            return
+        memo = self._memo
+        wanted = [d for d in dict.fromkeys(digests) if ("source", d) not in memo]
+        for at in range(0, len(wanted), KEYS_AT_ONCE):
+            part = wanted[at:at + KEYS_AT_ONCE]
+            for d in part:
+                memo[("source", d)] = None
+            rows = self._x(f"SELECT digest, first, last FROM {self.t['chatrecord_sources']} WHERE cid = ? "
+                           f"AND digest IN ({', '.join('?' * len(part))})", *part).fetchall()
+            for row in rows:
+                memo[("source", row["digest"])] = (int(row["first"]), int(row["last"]))
+        wanted = [g for g in dict.fromkeys(segments) if ("segment", g) not in memo]
+        for at in range(0, len(wanted), KEYS_AT_ONCE):
+            part = wanted[at:at + KEYS_AT_ONCE]
+            for g in part:
+                memo[("segment", g)] = None
+            rows = self._x(f"SELECT segment, body FROM {self.t['chatrecord_segments']} WHERE cid = ? "
+                           f"AND segment IN ({', '.join('?' * len(part))})", *part).fetchall()
+            for row in rows:
+                memo[("segment", row["segment"])] = SegmentRecord.model_validate_json(row["body"])
+        wanted = [r for r in dict.fromkeys(runs) if ("run_cut", r) not in memo]
+        for at in range(0, len(wanted), KEYS_AT_ONCE):
+            part = wanted[at:at + KEYS_AT_ONCE]
+            for r in part:
+                memo[("run_cut", r)] = False
+            rows = self._x(f"SELECT DISTINCT run FROM {self.t['chatrecord_segments']} WHERE cid = ? AND cut = 1 "
+                           f"AND run IN ({', '.join('?' * len(part))})", *part).fetchall()
+            for row in rows:
+                memo[("run_cut", row["run"])] = True
 
     # ---------------------------------------------------------------- reads
 
@@ -371,6 +410,39 @@ class SQLHistoryTables(HistoryTables):
 
     def _transaction(self) -> Any:
         return self.datastore.transaction(commit=True)
+
+    def _write(self, cid: UUID, state: Any, events: list[Any], curs: Any, rebuild: bool, follows: bool) -> int | None:
+        """An append's index (`follows`, not a rebuild): the events folded into a `HeldIndex`
+        (its reads go to the rows through `curs`), then its held rows written a table at a
+        time (`executemany`: one write per key however many events of the append touch it,
+        where each event's own statements were one per write). Other writes as the base."""
+        if rebuild or not follows or not events:
+            return super()._write(cid, state, events, curs, rebuild, follows)
+        held = HeldIndex(self.writer(curs, cid))
+        index_events(held, state, events)
+        t, key, p = {name: (f'"{self.schema}".{name}' if self.schema else name) for name in TABLES}, str(cid), self.p
+        if held.top.sources:
+            curs.executemany(
+                f"INSERT INTO {t['chatrecord_sources']} (cid, digest, first, last) VALUES ({p}, {p}, {p}, {p}) "
+                "ON CONFLICT (cid, digest) DO UPDATE SET last = excluded.last",
+                [(key, d, first, last) for d, (first, last) in held.top.sources.items()])
+        if held.top.records:
+            curs.executemany(
+                f"INSERT INTO {t['chatrecord_segments']} (cid, segment, run, message, version, cut, body) "
+                f"VALUES ({p}, {p}, {p}, {p}, {p}, {p}, {p}) ON CONFLICT (cid, segment) DO UPDATE SET "
+                "cut = excluded.cut, body = excluded.body",
+                [(key, r.segment, r.run, r.message, r.version, int(r.cut), r.model_dump_json())
+                 for r in held.top.records.values()])
+        if held.top.messages:
+            curs.executemany(
+                f"INSERT INTO {t['chatrecord_messages']} (cid, number, live) VALUES ({p}, {p}, {p}) "
+                "ON CONFLICT (cid, number) DO UPDATE SET live = excluded.live",
+                [(key, number, int(live)) for number, live in held.top.messages.items()])
+        index = t["chatrecord_index"]
+        curs.execute(f"INSERT INTO {index} (cid, version, outcomes) VALUES ({p}, {p}, {p}) "
+                     f"ON CONFLICT (cid) DO UPDATE SET version = excluded.version, "
+                     f"outcomes = {index}.outcomes + excluded.outcomes", (key, held.version, held.delta))
+        return held.delta
 
     @staticmethod
     def _through(curs: Any) -> Execute:

@@ -13,20 +13,27 @@ conversation"). Keys read are kept in memory for at most KEY_CACHE_SECONDS, so a
 read a key before another process erased it stops reading the texts soon after.
 
 `check_master()` runs when a store opens (`ConversationStore`): a store that a master key
-protects refuses a process without that key, and the first process with a master key to open a
-store that has none makes the store its own (see the method). A new data key is inserted only
-while the check row is the one this process verified (or, without a master key, while there is
-none), so a process that opened before another protected the store cannot add a key either.
+protects refuses a process without that key or with another one. Opening writes nothing, so a
+command that only reads never changes the key state. The check row is written by the first
+data key a process with a master key stores where no data key is stored unwrapped (a fresh
+store, or one an earlier version protected), in `key`; and by `rewrap`, the explicit binding,
+rotation and removal of the master key (`chatrecord keys wrap|rotate|unwrap`), which rewrites
+every data key and the check row in one transaction. A new data key is inserted only while the
+check row is the one this process verified (or, without a master key, while there is none), so
+a process that opened before the key state changed cannot add a key either.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 from uuid import UUID
 
 from adapters.store.crypto import (
+    MASTER_KEY_VARIABLE,
     MASTER_MISSING,
     MASTER_WRONG,
     BadMasterKey,
@@ -47,6 +54,27 @@ KEY_CACHE_SECONDS = 2.0
 Row = tuple[bytes | None, Any]
 """A key row: the wrapped key (None once erased) and when it was erased (None before)."""
 
+MASTER_UNBOUND = (f"{MASTER_KEY_VARIABLE} is set, but this store has no master key and keeps data keys unwrapped; "
+                  f"run `chatrecord keys wrap` to wrap them with it, or unset {MASTER_KEY_VARIABLE}")
+"""Why a process with a master key may not store a new data key in a store that keeps unwrapped
+ones: the key would be wrapped while the store stays readable without the master key."""
+
+
+@dataclass(frozen=True)
+class KeyState:
+    """A store's key state: whether a master key protects it (its check row), and how many data
+    keys are stored wrapped by a master key, unwrapped, and erased."""
+
+    protected: bool
+    wrapped: int
+    unwrapped: int
+    erased: int
+
+    def to_json(self) -> dict[str, Any]:
+        """`{"protected", "wrapped", "unwrapped", "erased"}`."""
+        return {"protected": self.protected, "wrapped": self.wrapped, "unwrapped": self.unwrapped,
+                "erased": self.erased}
+
 
 class DataKeys:
     """A conversation's data key, read from and written to the key table of one backend."""
@@ -58,44 +86,53 @@ class DataKeys:
         for a store no master key protects, or where it could not be written (read-only)."""
         self._cache: dict[UUID, tuple[float, bytes | None]] = {}
 
-    def check_master(self) -> None:
-        """Checks that this process may use the store's data keys, and marks the store as
-        protected by its master key on the first open with one:
+    def check_master(self, *, unbound: bool = False) -> None:
+        """Checks that this process may use the store's data keys; writes nothing:
 
         - the store has a check row: the process needs the master key that opens it;
-        - no check row, but wrapped data keys (a store written before check rows existed): the
-          process needs a master key that unwraps one of them; then its check row is written;
-        - neither: a process with a master key writes its check row (from then on the store
-          needs that key; data keys stored unwrapped before stay readable); one without goes on.
+        - no check row, but data keys wrapped by a master key (a store an earlier version
+          protected, or one whose check row was removed beside the store): the process needs a
+          master key that unwraps one of them;
+        - no check row and data keys stored unwrapped: a process with a master key is refused
+          (MASTER_UNBOUND: binding the store is `chatrecord keys wrap`'s) unless `unbound`
+          (the key commands themselves);
+        - else any process goes on (the store has no master key yet).
 
-        The row is inserted only if missing and then read back, so of processes opening a store
-        at once one writes it and each verifies the one written. Nothing is written when the
-        store has its row, nor where the database is read-only (a later write checks again).
-        One query when the row exists. Raises BadMasterKey (MASTER_MISSING, MASTER_WRONG)."""
+        One query when the row exists. Raises BadMasterKey (MASTER_MISSING, MASTER_WRONG,
+        MASTER_UNBOUND)."""
         stored = self._select_check()
         if stored is None:
             sample = self._wrapped_sample()
             if sample is not None:
                 unwrap(sample[1], self.master, sample[0])  # raises BadMasterKey unless it opens
-            if self.master is None:
-                self.check = None
-                return
-            if not self._insert_check(seal_check(self.master)):
-                self.check = None  # a read-only database: nothing can be written here anyway
-                return
-            stored = self._select_check()
-            assert stored is not None
+            if self.master is not None and not unbound and self._counts()[1] > 0:
+                raise BadMasterKey(MASTER_UNBOUND)
+            self.check = None
+            return
         if self.master is None:
             raise BadMasterKey(MASTER_MISSING)
         if not opens_check(stored, self.master):
             raise BadMasterKey(MASTER_WRONG)
         self.check = stored
 
+    def _bind(self) -> None:
+        """Before this process's first new data key: writes the check row of its master key
+        where the store has none and keeps no data key unwrapped (one statement), then checks
+        the store's row as `check_master` does. Raises BadMasterKey (MASTER_UNBOUND) when the
+        store keeps unwrapped data keys: binding it is `rewrap`'s (`chatrecord keys wrap`)."""
+        assert self.master is not None
+        if not self._insert_check(seal_check(self.master)):
+            return  # a read-only database: the key's own insert fails with the server's words
+        self.check_master()
+        if self.check is None:
+            raise BadMasterKey(MASTER_UNBOUND)
+
     def key(self, originator_id: UUID, *, create: bool) -> bytes | None:
         """Returns the conversation's data key (32 bytes), None when it was erased. Without a
         key, makes one if `create`, else raises MissingDataKey. Raises BadMasterKey when the
         key is wrapped by another master key, or a new one cannot be stored because the store
-        is protected by a master key this process does not hold (`check_master`)."""
+        is protected by a master key this process does not hold (`check_master`), or because
+        this process has a master key and the store keeps unwrapped keys (MASTER_UNBOUND)."""
         cached = self._cache.get(originator_id)
         if cached is not None and time.monotonic() - cached[0] < KEY_CACHE_SECONDS:
             return cached[1]
@@ -104,13 +141,15 @@ class DataKeys:
             if not create:
                 raise MissingDataKey(f"no data key for conversation {originator_id}, and it was not erased")
             if self.master is not None and self.check is None:
-                self.check_master()  # not checked yet, or the check row could not be written then
+                self._bind()  # a fresh store (or one an earlier version protected) gets its check row
             for _ in range(2):
                 self._insert(originator_id, wrap(new_key(), self.master, originator_id), self.check)
                 row = self._select(originator_id)
                 if row is not None:
                     break
                 self.check_master()  # the store's check row changed since: raises unless it may go on
+                if self.master is not None and self.check is None:
+                    self._bind()  # its master key was removed meanwhile (`rewrap`)
             assert row is not None
         wrapped, erased_at = row
         key = None if erased_at is not None or wrapped is None else unwrap(bytes(wrapped), self.master, originator_id)
@@ -134,6 +173,33 @@ class DataKeys:
     def scrub(self) -> None:
         """Removes the bytes of deleted rows from the database files where the backend can."""
 
+    def state(self) -> KeyState:
+        """Returns the store's key state, as it is now in the database."""
+        wrapped, unwrapped, erased = self._counts()
+        return KeyState(self._select_check() is not None, wrapped, unwrapped, erased)
+
+    def rewrap(self, new_master: bytes | None) -> int:
+        """Rewrites every data key wrapped by `new_master` (None: stored unwrapped) and the check
+        row to `new_master`'s (None: no row), all in one transaction, and returns how many data
+        keys it rewrote (erased ones have none). The keys are read with this process's master
+        key (`check_master` verified it at open). Raises BadMasterKey, changing nothing, when a
+        key does not unwrap with it (a store whose keys were wrapped by two master keys).
+
+        The data keys themselves stay the same, so every text and read model row opens as
+        before. A crash at any point leaves the store as before or as after, every key readable
+        with the master key of that state. Other processes' new keys wait for the transaction
+        and then see the new check row, which they did not verify: they refuse to add a key
+        (`key`) until reopened with the new master key."""
+
+        def change(originator_id: UUID, stored: bytes) -> bytes:
+            return wrap(unwrap(stored, self.master, originator_id), new_master, originator_id)
+
+        count = self._rewrap(change, None if new_master is None else seal_check(new_master))
+        self.master = new_master
+        self.check = None if new_master is None else self._select_check()
+        self._cache.clear()
+        return count
+
     def _select(self, originator_id: UUID) -> Row | None:
         raise NotImplementedError
 
@@ -147,7 +213,8 @@ class DataKeys:
         raise NotImplementedError
 
     def _insert_check(self, sealed: bytes) -> bool:
-        """Inserts the check row unless there is one; False where the database is read-only."""
+        """Inserts the check row unless there is one or a data key is stored unwrapped (one
+        statement); False where the database is read-only."""
         raise NotImplementedError
 
     def _wrapped_sample(self) -> tuple[UUID, bytes] | None:
@@ -156,4 +223,15 @@ class DataKeys:
         raise NotImplementedError
 
     def _erase(self, originator_id: UUID, at: datetime) -> None:
+        raise NotImplementedError
+
+    def _counts(self) -> tuple[int, int, int]:
+        """Returns how many data keys are stored wrapped, unwrapped and erased."""
+        raise NotImplementedError
+
+    def _rewrap(self, change: Callable[[UUID, bytes], bytes], sealed: bytes | None) -> int:
+        """In one transaction that holds off other writers of the key tables: replaces each
+        stored data key `k` of conversation `c` by `change(c, k)`, and the check row by `sealed`
+        (deleting it for None); returns how many keys it replaced. An error raised by `change`
+        rolls everything back."""
         raise NotImplementedError

@@ -1,7 +1,8 @@
 """Which database the store uses, read from the environment.
 
-- `CHATRECORD_DATABASE_URL=postgresql://user[:password]@host[:port]/dbname[?schema=S]` selects
-  PostgreSQL (psycopg 3); an empty or missing password is allowed (trust auth).
+- `CHATRECORD_DATABASE_URL=postgresql://user[:password]@host[:port]/dbname[?schema=S&...]` selects
+  PostgreSQL (psycopg 3); an empty or missing password is allowed (trust auth). Every parameter
+  but `schema` goes to libpq as it is (`postgres_env`).
   A server that does not answer fails after 5 s (`POSTGRES_CONNECT_TIMEOUT`).
   The schema must exist already; its name is one SQL identifier (`SCHEMA_NAME`).
 - Otherwise the embedded default: a SQLite file, `CHATRECORD_DB` (default `./chatrecord.sqlite`).
@@ -25,7 +26,7 @@ import os
 import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit, urlunsplit
 
 from eventsourcing.persistence import InterfaceError, OperationalError, PersistenceError
 
@@ -62,12 +63,20 @@ class StoreUnusable(ChatrecordError):
 
 
 def postgres_env(url: str) -> dict[str, str]:
-    """Returns the library's POSTGRES_* keys for a `postgresql://` URL.
+    """Returns the library's POSTGRES_* keys for a `postgresql://` URL, with the whole URL but its
+    `schema` as libpq's conninfo in `POSTGRES_CONNINFO`, which every connection of the store is
+    made with (`PostgresFactory`): TLS (`sslmode`, `sslrootcert`, …), several hosts
+    (`postgresql://u@h1:5432,h2:5433/db?target_session_attrs=read-write`) and any other
+    parameter libpq knows reach libpq as the URL gives them.
 
-    Raises BadDatabaseURL when the scheme, user, host or database name is missing, when a
-    query parameter is given twice (`?schema=a&schema=b`), or when `?schema=` is not a
-    SCHEMA_NAME.
+    Raises BadDatabaseURL when the scheme, user, host or database name is missing, a port is not
+    a number from 1 to 65535, a query parameter is given twice (`?schema=a&schema=b`), a
+    parameter is neither libpq's nor `schema` (naming it, and the known one it is likely a typo
+    of), or `?schema=` is not a SCHEMA_NAME.
     """
+    from psycopg import ProgrammingError
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
     if not url.strip():
         raise BadDatabaseURL(
             "CHATRECORD_DATABASE_URL is blank; give postgresql://user[:pw]@host[:port]/db, "
@@ -78,34 +87,41 @@ def postgres_env(url: str) -> dict[str, str]:
         raise BadDatabaseURL(
             f"CHATRECORD_DATABASE_URL must start with postgresql://, not {parts.scheme + '://' if parts.scheme else repr(url[:40])}"
         )
-    dbname = unquote(parts.path.lstrip("/"))
-    if not (parts.username and parts.hostname and dbname):
-        raise BadDatabaseURL(
-            "CHATRECORD_DATABASE_URL needs user, host and database: postgresql://user[:pw]@host[:port]/db"
-        )
-    try:
-        port = parts.port or 5432
-    except ValueError as e:
-        raise BadDatabaseURL(f"CHATRECORD_DATABASE_URL has a bad port: {e}") from None
-    env = {
-        "PERSISTENCE_MODULE": POSTGRES_MODULE,
-        "POSTGRES_DBNAME": dbname,
-        "POSTGRES_HOST": parts.hostname,
-        "POSTGRES_PORT": str(port),
-        "POSTGRES_USER": unquote(parts.username),
-        "POSTGRES_PASSWORD": unquote(parts.password or ""),
-        # the library waits 30 s for a connection by default; a server that does not answer
-        # should be one quick error line, not half a minute of silence
-        "POSTGRES_CONNECT_TIMEOUT": "5",
-        # a write waits this long for another's lock, then fails instead of holding the store
-        "POSTGRES_LOCK_TIMEOUT": str(WRITE_LOCK_TIMEOUT),
-    }
     query = parse_qs(parts.query, keep_blank_values=True)
     repeated = sorted(name for name, values in query.items() if len(values) > 1)
     if repeated:
         raise BadDatabaseURL(
             f"CHATRECORD_DATABASE_URL names {', '.join(repeated)} more than once; give each once"
         )
+    kept = [item for item in parts.query.split("&") if item and unquote(item.partition("=")[0]) != "schema"]
+    libpq_url = urlunsplit(parts._replace(query="&".join(kept)))
+    try:
+        params = {key: str(value) for key, value in conninfo_to_dict(libpq_url).items()}
+    except ProgrammingError as error:
+        raise BadDatabaseURL(_libpq_refusal(str(error))) from None
+    dbname, host, user = params.get("dbname"), params.get("host") or params.get("hostaddr"), params.get("user")
+    if not (user and host and dbname):
+        raise BadDatabaseURL(
+            "CHATRECORD_DATABASE_URL needs user, host and database: postgresql://user[:pw]@host[:port]/db"
+        )
+    port = params.get("port") or "5432"
+    for one in port.split(","):
+        if one and not (one.isascii() and one.isdigit() and 1 <= int(one) <= 65535):
+            raise BadDatabaseURL(f"CHATRECORD_DATABASE_URL has a bad port: {one!r} is not a number from 1 to 65535")
+    env = {
+        "PERSISTENCE_MODULE": POSTGRES_MODULE,
+        "POSTGRES_DBNAME": dbname,
+        "POSTGRES_HOST": host,
+        "POSTGRES_PORT": port,
+        "POSTGRES_USER": user,
+        "POSTGRES_PASSWORD": params.get("password") or "",
+        "POSTGRES_CONNINFO": make_conninfo(**params),
+        # the library waits 30 s for a connection by default; a server that does not answer
+        # should be one quick error line, not half a minute of silence
+        "POSTGRES_CONNECT_TIMEOUT": "5",
+        # a write waits this long for another's lock, then fails instead of holding the store
+        "POSTGRES_LOCK_TIMEOUT": str(WRITE_LOCK_TIMEOUT),
+    }
     schema = query.get("schema")
     if schema:
         if not SCHEMA_NAME.fullmatch(schema[-1]):
@@ -115,6 +131,24 @@ def postgres_env(url: str) -> dict[str, str]:
             )
         env["POSTGRES_SCHEMA"] = schema[-1]
     return env
+
+
+def _libpq_refusal(reason: str) -> str:
+    """Returns the one line for a URL libpq refuses to parse (`reason`, its words): an unknown
+    parameter is named, with the known one it is likely a typo of."""
+    import difflib
+
+    from psycopg import pq
+
+    found = re.search(r'invalid URI query parameter: "([^"]*)"', reason)
+    if found is None:
+        return f"CHATRECORD_DATABASE_URL cannot be read: {reason}"
+    name = found.group(1)
+    known = ["schema", *(option.keyword.decode() for option in pq.Conninfo.get_defaults())]
+    close = difflib.get_close_matches(name, known, n=1)
+    hint = f" (did you mean {close[0]}?)" if close else ""
+    return (f"CHATRECORD_DATABASE_URL: unknown parameter {name!r}{hint}; give schema or a connection parameter "
+            "libpq knows (https://www.postgresql.org/docs/current/libpq-connect.html#LIBPQ-PARAMKEYWORDS)")
 
 
 def sqlite_env(path: str | os.PathLike[str]) -> dict[str, str]:
@@ -163,10 +197,13 @@ def snapshot_interval(value: str) -> str:
 
 
 def open_store(
-    environ: Mapping[str, str] | None = None, *, memory: bool = False, **overrides: str
+    environ: Mapping[str, str] | None = None, *, memory: bool = False, reading: bool = False, **overrides: str
 ) -> ConversationStore:
     """Returns a ConversationStore on the backend `store_env(environ, memory=memory)` picks;
     `overrides` are library env keys (e.g. SNAPSHOT_INTERVAL="10") that win over it.
+    `reading`: the caller only reads (audit, verify, replay of a stored conversation): a SQLite
+    file this process cannot write (permissions, a read-only file system) is opened read-only
+    (`adapters.backends.sqlite.read_only_uri`) instead of failing at its first write.
 
     Raises BadSetting (BadDatabaseURL) for a bad setting; the library's or the driver's errors
     when the database cannot be opened (`store_problem` says which are not bugs).
@@ -175,7 +212,10 @@ def open_store(
         ReadModels,  # the store's views, applied right after each save
     )
 
-    store = ConversationStore(env={**store_env(environ, memory=memory), **overrides})
+    env = store_env(environ, memory=memory)
+    if reading and env.get("PERSISTENCE_MODULE") == SQLITE_MODULE:
+        env["SQLITE_READING"] = "y"
+    store = ConversationStore(env={**env, **overrides})
     ReadModels(store)
     return store
 

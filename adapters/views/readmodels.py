@@ -103,6 +103,11 @@ UNSWITCHED = "nothing was switched: the live read models are as they were"
 """What a failed rebuild's message ends with (`RebuildWorkerFailed`)."""
 
 
+class RebuildInterrupted(ChatrecordError):
+    """Raised when an interrupt (Ctrl-C, SIGTERM) stopped a rebuild before it switched: its
+    half-built tables were dropped and the live read models are as they were."""
+
+
 class RebuildSuperseded(ChatrecordError):
     """Raised when a rebuild finishes after a later rebuild has already switched over; the
     later one stays live and the superseded generation is dropped."""
@@ -231,6 +236,7 @@ class ReadModels:
         store.on_saved = self.apply
         store.inline_views = self.apply_inline
         store.inline_committed = self.inline_committed
+        store.inline_begun = self.inline_begun
         store.forgotten = self.forget
 
     def forget(self, cid: UUID) -> None:
@@ -318,7 +324,8 @@ class ReadModels:
     def _apply_inline(self, curs: Any, aggregate_id: UUID, events: Sequence[ConversationEvent], fresh: bool) -> bool:
         """One try of `apply_inline`; `fresh` reads the pointer and head instead of using the
         kept ones. Returns False when the views' savepoint failed and a fresh try is left."""
-        self._writing.head = None
+        written = self._written()
+        written.pop(aggregate_id, None)
         failed: list[Exception] = []
 
         def on_failure(error: Exception) -> bool:
@@ -344,8 +351,20 @@ class ReadModels:
             if after is not None:
                 rows.put_head(after)
             getattr(rows, "flush", lambda: None)()  # the writes go out together
-            self._writing.head = (aggregate_id, live.generation, after)
+            written[aggregate_id] = (live.generation, after)
         return not failed or fresh
+
+    def _written(self) -> dict[UUID, tuple[int, Head | None]]:
+        """The heads this thread's transaction wrote, by conversation, until it commits."""
+        written = getattr(self._writing, "heads", None)
+        if written is None:
+            written = self._writing.heads = {}
+        return written
+
+    def inline_begun(self) -> None:
+        """Called by the store as a transaction that `apply_inline` writes in begins: forgets the
+        heads an earlier transaction of this thread wrote and did not commit."""
+        self._writing.heads = {}
 
     def _set_live(self, live: Pointer) -> None:
         """Takes `live` as the live pointer; the kept heads go when its generation is new."""
@@ -356,16 +375,17 @@ class ReadModels:
     def _inline_failed(self, error: Exception) -> None:
         """After a view statement failed (e.g. a rebuild elsewhere dropped the tables this
         process took as live): forget the pointer and the kept heads; the next write reads them."""
-        self._writing.head, self._live = None, None
+        self._writing.heads, self._live = {}, None
         self.heads.clear()
 
     def inline_committed(self) -> None:
         """Called by the store once the transaction `apply_inline` wrote in has committed:
-        keeps the head it wrote (`HeadCache`), so the next append need not read it."""
-        written, self._writing.head = getattr(self._writing, "head", None), None
-        if written is not None and written[2] is not None and self._live is not None:
-            if written[1] == self._live.generation:
-                self.heads.put(written[0], written[2])
+        keeps the heads it wrote (`HeadCache`, one per conversation of the transaction), so the
+        next append need not read them."""
+        written, self._writing.heads = self._written(), {}
+        for aggregate_id, (generation, head) in written.items():
+            if head is not None and self._live is not None and generation == self._live.generation:
+                self.heads.put(aggregate_id, head)
 
     def catch_up(self, progress: Progress | None = None) -> int:
         """Brings every conversation's rows up to its log; returns how many conversations
@@ -681,14 +701,18 @@ class ReadModels:
                 return 1
         return parts
 
-    def rebuild(self, rules: str, progress: Progress | None = None, workers: int | None = None) -> RebuildReport:
+    def rebuild(self, rules: str, progress: Progress | None = None, workers: int | None = None,
+                guard: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext) -> RebuildReport:
         """Folds the whole event log under `rules` into a new generation's tables, then makes
         it live and drops the old ones; returns what it did. The log up to the rebuild's start
         is folded in `rebuild_workers(stop, workers)` processes, each its own conversations
         (`_fold_in_parts`; `progress` follows this process's part); what was stored meanwhile,
         by this process under the exclusive lock. Raises UnknownRuleSet for an unknown id,
         RebuildSuperseded when a later rebuild switched first, RebuildWorkerFailed when a
-        worker process failed, ValueError for `workers` outside 1 to MOST_WORKERS."""
+        worker process failed, ValueError for `workers` outside 1 to MOST_WORKERS.
+        An interrupt (KeyboardInterrupt) before the switch drops the new generation's tables
+        (its workers stopped first; `guard()` is entered around the drop, so that a second
+        interrupt does not cut it) and raises RebuildInterrupted, which names them."""
         target = resolve(rules).id
         _check_workers(workers)  # before a generation is made
         with self.backend.transaction(write=True) as curs:
@@ -698,6 +722,30 @@ class ReadModels:
             generation = old.next
             self.backend.set_pointer(curs, Pointer(old.generation, old.rules, generation + 1))
             self.backend.create(curs, generation)
+        try:
+            return self._rebuild_into(generation, old, target, progress, workers)
+        except KeyboardInterrupt:
+            with guard():
+                dropped = self._drop_unswitched(generation)
+            raise RebuildInterrupted(
+                f"rebuild under {target}: "
+                + (f"the half-built tables views_g{generation}_* were dropped; " if dropped else "")
+                + f"{UNSWITCHED} ({old.rules}); run it again to rebuild") from None
+
+    def _drop_unswitched(self, generation: int) -> bool:
+        """Drops `generation`'s tables unless it went live (an interrupt after the switch
+        committed); returns True when it dropped them."""
+        with self.backend.transaction(write=True) as curs:
+            self.backend.lock(curs, exclusive=True)
+            now = self.backend.pointer(curs)
+            if now is not None and now.generation == generation:
+                return False
+            self.backend.drop(curs, generation)
+            return True
+
+    def _rebuild_into(self, generation: int, old: Pointer, target: str, progress: Progress | None,
+                      workers: int | None) -> RebuildReport:
+        """`rebuild`'s fold into the new `generation` (made already) and its switch."""
         stop = self.store.max_notification_id()
         unreadable: set[UUID] = set()
         parts = self.rebuild_workers(stop or 0, workers)

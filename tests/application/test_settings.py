@@ -78,6 +78,7 @@ def test_a_database_url_selects_postgresql() -> None:
         "POSTGRES_PORT": "6543",
         "POSTGRES_USER": "app",
         "POSTGRES_PASSWORD": "s@cret",
+        "POSTGRES_CONNINFO": "user=app password=s@cret dbname=chat host=db.example port=6543",
         "POSTGRES_CONNECT_TIMEOUT": "5",
         "POSTGRES_LOCK_TIMEOUT": "10",
     }

@@ -4,6 +4,7 @@ the README with a real `$ chatrecord …` run; the README's quick start makes a 
 
 from __future__ import annotations
 
+import typer.core
 import typer.main
 
 from adapters.cli import app
@@ -15,9 +16,17 @@ README = (ROOT / "README.md").read_text(encoding="utf-8")
 def test_every_command_has_help_ending_with_an_example_and_appears_in_the_readme():
     commands = dict(typer.main.get_command(app).commands)
 
-    assert sorted(commands) == ["audit", "demo", "erase", "ingest", "init", "rebuild", "replay", "serve", "traces", "verify"]
-    groups = {"traces": commands.pop("traces")}  # a group: its subcommands are the commands
-    commands.update({f"{group} {sub}": command for group, g in groups.items() for sub, command in g.commands.items()})
+    assert sorted(commands) == ["audit", "demo", "erase", "ingest", "init", "keys", "rebuild", "replay", "serve",
+                                "traces", "verify"]
+    keys = commands["keys"]
+    assert isinstance(keys, typer.core.TyperGroup)
+    assert sorted(keys.commands) == ["rotate", "status", "unwrap", "wrap"]
+    for name, command in keys.commands.items():
+        assert command.help and "Example" in command.help, name
+        assert command.help.rstrip().splitlines()[-1].strip().startswith(f"chatrecord keys {name}"), name
+        assert f"chatrecord keys {name}" in README, name
+    traces = commands.pop("traces")  # a group: its subcommands are the commands
+    commands.update({f"traces {sub}": command for sub, command in traces.commands.items()})
     for name, command in commands.items():
         assert command.help and "Example:" in command.help, name
         assert command.help.rstrip().splitlines()[-1].strip().startswith(f"chatrecord {name}"), name

@@ -46,7 +46,7 @@ def test_ingest_reads_standard_input_and_prints_a_json_summary(tmp_path: Path) -
     again = run_with_stdin(tmp_path, DEMO.read_text(encoding="utf-8"), "ingest", "-", CHATRECORD_DB=store)
     assert (first.returncode, first.stderr) == (0, "")
     assert json.loads(first.stdout) == {"source": "stdin", "appended": 20, "repeated": 0, "rejected": [],
-                                        "stopped_at": None, "error": None}
+                                        "stopped_at": None, "error": None, "last_line": 19, "interrupted": False}
     assert again.stdout == "stdin: 0 events appended, 19 lines already recorded\n"
 
 
@@ -56,7 +56,8 @@ def test_ingest_json_names_where_a_file_stopped(sqlite_run: Run) -> None:
              "use 1–64 of A-Za-z0-9_")
     assert result.returncode == 1
     assert json.loads(result.stdout) == {"source": "bad_table_mid_file.jsonl", "appended": 4, "repeated": 0,
-                                         "rejected": [], "stopped_at": 4, "error": error}
+                                         "rejected": [], "stopped_at": 4, "error": error, "last_line": 3,
+                                         "interrupted": False}
     assert result.stderr == f"error: {error}\n"
 
 
@@ -122,3 +123,17 @@ def test_a_reading_command_on_a_mistyped_store_says_so_and_creates_nothing(tmp_p
         assert result.stderr == (f"error: no store at {missing}; check CHATRECORD_DB, or ingest into it first "
                                  "(chatrecord ingest FILE)\n"), args
     assert not missing.exists()
+
+
+def test_a_line_nested_255_levels_deep_is_one_error_line_on_each_backend(store_run: Run, tmp_path: Path) -> None:
+    # issue 20, item 3: a traceback (TypeError: Recursion limit reached) before
+    deep = '{"x": ' * 254 + "1" + "}" * 254
+    line = ('{"type": "conversation_started", "conversation": "deep", "at": "' + AT + '", "kind": "chat", '
+            '"owner": 7, "extra": ' + deep + "}\n")
+    (tmp_path / "deep.jsonl").write_text(line, encoding="utf-8")
+    done = store_run("ingest", "deep.jsonl")
+    assert (done.returncode, done.stdout, done.stderr) == (
+        1, "deep.jsonl: 0 events appended, 0 lines already recorded; stopped at line 1\n",
+        'error: deep.jsonl: line 1, extra.x.x: is nested more than 64 levels deep, the most a line may '
+               'be (README, "Input limits")\n')
+    assert store_run("audit", "deep").stderr.startswith("error: no conversation 'deep'")

@@ -16,9 +16,13 @@ import psycopg
 import pytest
 from psycopg import sql
 
+from adapters.service import keys as keys_service
+from adapters.service.keys import NothingToRotate
+from adapters.store import keys as keys_module
 from adapters.store.application import ConversationStore
 from adapters.store.crypto import MASTER_MISSING, MASTER_WRONG, BadMasterKey, seal_check
-from adapters.store.keys import KEYS_TABLE, MASTER_TABLE
+from adapters.store.crypto import wrap as crypto_wrap
+from adapters.store.keys import KEYS_TABLE, MASTER_TABLE, MASTER_UNBOUND, KeyState
 from adapters.store.settings import memory_env, postgres_env
 from domain import conversation as c
 from domain.events import UserMessagePosted, conversation_uuid
@@ -33,6 +37,10 @@ NONE = ""  # overrides a CHATRECORD_MASTER_KEY of the test's own environment
 def write(store: ConversationStore, conversation: str, text: str = "Titel prüfen") -> None:
     store.handle(Command(conversation, c.start_conversation, conversation, "chat", 7))
     store.handle(Command(conversation, c.post_user_message, 1, text, 42, None))
+
+
+def erase_key(store: ConversationStore, conversation: str) -> None:
+    store.mapper.keys.erase(conversation_uuid(conversation))  # type: ignore[attr-defined]
 
 
 def texts(store: ConversationStore, conversation: str) -> list[str]:
@@ -52,9 +60,10 @@ class MasterKeyContract:
     def opened(self, key: str) -> ConversationStore:
         return self.open_store(CHATRECORD_MASTER_KEY=key)
 
-    def counts(self) -> tuple[int, int, int]:
-        """Returns the stored events, the key rows and the check rows."""
-        events = len(self.opened(A).recorder.select_notifications(None, 100_000))
+    def counts(self, key: str = A) -> tuple[int, int, int]:
+        """Returns the stored events, the key rows and the check rows (the store opened with `key`)."""
+        events = len(self.open_store(CHATRECORD_MASTER_KEY=key, MASTER_KEY_UNBOUND="allow")
+                     .recorder.select_notifications(None, 100_000))
         [(keys,)] = self.sql(f"SELECT count(*) FROM {KEYS_TABLE}")
         [(checks,)] = self.sql(f"SELECT count(*) FROM {MASTER_TABLE}")
         return events, keys, checks
@@ -82,18 +91,31 @@ class MasterKeyContract:
         assert "set CHATRECORD_MASTER_KEY to it" in str(refused.value)
         assert self.counts() == before
 
-    def test_the_first_master_key_protects_a_store_written_without_one(self) -> None:
+    def test_a_master_key_on_a_store_without_one_is_refused_at_open_and_changes_nothing(self) -> None:
+        # issue 20, item 6: opening (even to read) used to bind the store to the key for good
+        write(self.opened(NONE), "conv-plain")
+        before = (self.counts(), self.sql(f"SELECT conversation, wrapped_key FROM {KEYS_TABLE}"))
+
+        with pytest.raises(BadMasterKey) as refused:
+            self.opened(A)
+
+        assert str(refused.value) == MASTER_UNBOUND
+        assert "run `chatrecord keys wrap`" in str(refused.value)
+        assert (self.counts(), self.sql(f"SELECT conversation, wrapped_key FROM {KEYS_TABLE}")) == before
+        assert texts(self.opened(NONE), "conv-plain") == ["Titel prüfen"]  # works without a key, as before
+
+    def test_wrap_binds_a_store_to_the_master_key_and_a_process_without_it_adds_no_key(self) -> None:
         write(self.opened(NONE), "conv-plain")
         early = self.opened(NONE)  # opened before the store is protected, still running after
         assert self.sql(f"SELECT count(*) FROM {MASTER_TABLE}") == [(0,)]
 
+        change = keys_service.wrap(self.open_store(CHATRECORD_MASTER_KEY=A, MASTER_KEY_UNBOUND="allow"))
+
+        assert (change.changed, change.rewrapped, change.state) == (True, 1, KeyState(True, 1, 0, 0))
         protected = self.opened(A)
         write(protected, "conv-a")
-
-        assert texts(protected, "conv-plain") == ["Titel prüfen"]  # its key stays unwrapped and readable
-        [(wrapped,)] = self.sql(f"SELECT wrapped_key FROM {KEYS_TABLE} WHERE conversation = "
-                                f"{self.key_literal('conv-a')}")
-        assert bytes(wrapped)[:1] == b"\x01"
+        assert texts(protected, "conv-plain") == ["Titel prüfen"]  # the same data key, now wrapped
+        assert [bytes(w)[:1] for (w,) in self.sql(f"SELECT wrapped_key FROM {KEYS_TABLE}")] == [b"\x01", b"\x01"]
         with pytest.raises(BadMasterKey, match="set CHATRECORD_MASTER_KEY to it"):
             self.opened(NONE)
         early.handle(Command("conv-late", c.start_conversation, "conv-late", "chat", 7))  # no text: no key
@@ -102,6 +124,71 @@ class MasterKeyContract:
             early.handle(Command("conv-late", c.post_user_message, 1, "geheim", 42, None))
         assert self.counts() == before  # neither the event nor an unwrapped key
         assert texts(self.opened(A), "conv-late") == []
+        again = keys_service.wrap(self.opened(A))
+        assert (again.changed, again.rewrapped) == (False, 0)
+
+    def test_rotate_rewraps_every_key_and_the_old_key_opens_nothing(self) -> None:
+        write(self.opened(A), "conv-a")
+        write(self.opened(A), "conv-b", "Zweiter Text")
+        erase_key(self.opened(A), "conv-b")
+        early = self.opened(A)  # opened before the rotation, still running after
+        early.handle(Command("conv-late", c.start_conversation, "conv-late", "chat", 7))
+
+        change = keys_service.rotate(self.opened(A), B)
+
+        assert (change.rewrapped, change.state) == (1, KeyState(True, 1, 0, 1))
+        with pytest.raises(BadMasterKey, match="is not the master key of this store"):
+            self.opened(A)
+        before = self.counts(B)
+        with pytest.raises(BadMasterKey, match="is not the master key of this store"):
+            early.handle(Command("conv-late", c.post_user_message, 1, "geheim", 42, None))  # no key by the old one
+        assert self.counts(B) == before
+        assert texts(self.opened(B), "conv-a") == ["Titel prüfen"]
+        write(self.opened(B), "conv-c", "Dritter Text")
+        assert texts(self.opened(B), "conv-c") == ["Dritter Text"]
+        with pytest.raises(NothingToRotate, match="is the store's master key already"):
+            keys_service.rotate(self.opened(B), B)
+
+    def test_unwrap_removes_the_master_key_and_every_text_reads_without_it(self) -> None:
+        write(self.opened(A), "conv-a")
+
+        change = keys_service.unwrap(self.opened(A))
+
+        assert (change.rewrapped, change.state) == (1, KeyState(False, 0, 1, 0))
+        assert self.sql(f"SELECT count(*) FROM {MASTER_TABLE}") == [(0,)]
+        assert texts(self.opened(NONE), "conv-a") == ["Titel prüfen"]
+        with pytest.raises(BadMasterKey, match="run `chatrecord keys wrap`"):
+            self.opened(A)
+        with pytest.raises(NothingToRotate, match="has no master key to rotate"):
+            keys_service.rotate(self.open_store(CHATRECORD_MASTER_KEY=A, MASTER_KEY_UNBOUND="allow"), B)
+
+    @pytest.mark.parametrize("action", ["wrap", "rotate", "unwrap"])
+    def test_a_key_change_that_fails_half_way_changes_nothing(self, action: str, monkeypatch: pytest.MonkeyPatch) -> None:
+        key = NONE if action == "wrap" else A
+        for n in range(3):
+            write(self.opened(key), f"conv-{n}", f"Text {n}")
+        before = (self.sql(f"SELECT conversation, wrapped_key FROM {KEYS_TABLE} ORDER BY conversation"),
+                  self.sql(f"SELECT sealed FROM {MASTER_TABLE}"))
+        store = self.open_store(CHATRECORD_MASTER_KEY=A, MASTER_KEY_UNBOUND="allow")
+        calls = []
+
+        def wrap_then_fail(*args: Any) -> bytes:  # a crash after two keys were rewritten
+            calls.append(args)
+            if len(calls) == 3:
+                raise RuntimeError("the process died here")
+            return crypto_wrap(*args)
+
+        monkeypatch.setattr(keys_module, "wrap", wrap_then_fail)
+        with pytest.raises(RuntimeError, match="the process died here"):
+            {"wrap": keys_service.wrap, "unwrap": keys_service.unwrap,
+             "rotate": lambda s: keys_service.rotate(s, B)}[action](store)
+        monkeypatch.undo()
+
+        assert len(calls) == 3
+        assert (self.sql(f"SELECT conversation, wrapped_key FROM {KEYS_TABLE} ORDER BY conversation"),
+                self.sql(f"SELECT sealed FROM {MASTER_TABLE}")) == before
+        reader = self.opened(key)
+        assert [texts(reader, f"conv-{n}") for n in range(3)] == [[f"Text {n}"] for n in range(3)]
 
     def test_a_store_of_the_previous_version_gets_its_check_row_from_the_right_key(self) -> None:
         write(self.opened(A), "conv-a")
@@ -114,8 +201,10 @@ class MasterKeyContract:
         assert self.sql(f"SELECT count(*) FROM {MASTER_TABLE}") == [(0,)]  # a refusal writes nothing
 
         store = self.opened(A)
+        assert texts(store, "conv-a") == ["Titel prüfen"]
+        assert self.sql(f"SELECT count(*) FROM {MASTER_TABLE}") == [(0,)]  # nor does an open that reads
+        write(store, "conv-2", "Zweiter Text")  # the first new key writes it
         assert self.sql(f"SELECT count(*) FROM {MASTER_TABLE}") == [(1,)]
-        write(store, "conv-2", "Zweiter Text")
         assert (texts(store, "conv-a"), texts(store, "conv-2")) == (["Titel prüfen"], ["Zweiter Text"])
         with pytest.raises(BadMasterKey, match="is not the master key of this store"):
             self.opened(B)
@@ -167,8 +256,9 @@ class TestPostgresMasterKey(PostgresStores, MasterKeyContract):
 def test_in_memory_the_rule_holds_within_the_process() -> None:
     store = ConversationStore(env={**memory_env(), "CHATRECORD_MASTER_KEY": A})
     keys = store.mapper.keys  # type: ignore[attr-defined]
-    assert keys.sealed is not None and keys.check == keys.sealed
+    assert keys.sealed is None and keys.check is None  # opening writes nothing
     write(store, "conv-a")
+    assert keys.sealed is not None and keys.check == keys.sealed  # the first data key binds a fresh store
     keys.sealed = seal_check(bytes(range(100, 132)))  # as if another key had protected it meanwhile
     with pytest.raises(BadMasterKey, match="is not the master key of this store"):
         write(store, "conv-b")

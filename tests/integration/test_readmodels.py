@@ -6,6 +6,7 @@ database (`open_store`) and which read-model tables that database holds (`tables
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sqlite3
@@ -30,6 +31,7 @@ from adapters.views.readmodels import (
     NEWEST_ENTRIES,
     PARTS_FROM,
     ReadModels,
+    RebuildInterrupted,
     RebuildWorkerFailed,
     UnknownConversation,
     _kept,
@@ -445,6 +447,39 @@ class ReadModelsContract:
 
 class SharedDatabaseContract(ReadModelsContract):
     """What backends whose stores share a database with other processes must do besides."""
+
+    @pytest.mark.parametrize("workers", [1, 2])
+    def test_an_interrupted_rebuild_drops_its_half_built_tables_and_says_so(
+            self, store: ConversationStore, monkeypatch: pytest.MonkeyPatch, workers: int) -> None:
+        models = ReadModels(store)
+        ingest(store, DEMO)
+        for n in range(4):  # some in each part of two
+            ingest(store, behalten_tour(f"conv-behalten-{n}"))
+        tables = self.tables(store)
+        before = models.turn_notes("conv-demo-seo")
+        monkeypatch.setattr("adapters.views.readmodels.PAGE", 7)  # pages of 7 events: the second is never folded
+        guarded: list[bool] = []
+
+        def interrupted(done: int, total: int) -> None:
+            raise KeyboardInterrupt  # as Ctrl-C after the first page
+
+        @contextlib.contextmanager
+        def guard() -> Any:
+            guarded.append(True)
+            yield
+
+        with pytest.raises(RebuildInterrupted) as stopped:
+            models.rebuild("2026-11-01", progress=interrupted, workers=workers, guard=guard)
+
+        assert str(stopped.value) == (
+            "rebuild under 2026-11-01: the half-built tables views_g2_* were dropped; nothing was "
+            "switched: the live read models are as they were (2026-11-02); run it again to rebuild")
+        assert guarded == [True]  # the drop ran in the caller's guard
+        assert self.tables(store) == tables
+        assert models.active_rules() == ReadModels(self.second_store(store)).active_rules() == "2026-11-02"
+        assert ReadModels(self.second_store(store)).turn_notes("conv-demo-seo") == before
+        report = models.rebuild("2026-11-01")
+        assert report.generation == 3 and self.tables(store) == set(report.tables)
 
     def test_a_turn_read_after_an_edit_does_not_place_notes_by_the_rows_the_edit_cut(self, store: ConversationStore) -> None:
         # the kept read knew the answer at index 3 ("B"); the edit cuts it and a longer answer

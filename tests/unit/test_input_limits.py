@@ -86,3 +86,22 @@ def test_a_short_text_is_one_text_and_a_long_paragraph_keeps_every_word() -> Non
     words = [f"w{n}" for n in range(3 * CHUNK // 4)]
     shown = rendered(text_block(" ".join(words)))
     assert shown.split() == words
+
+
+def test_a_line_nested_deeper_than_64_levels_is_refused_at_its_field() -> None:
+    # issue 20, item 3: 255 levels made the JSON encoder raise TypeError ("Recursion limit reached")
+    deep = b'{"x": ' * 254 + b"1" + b"}" * 254  # orjson reads it, but cannot write it back
+    raw = jl(type="user_message", message=1, text="x", page=0, extra="@").replace(b'"@"', deep)
+    assert refusal(raw) == (
+        'big.jsonl: line 1, extra.x.x: is nested more than 64 levels deep, the most a line may be (README, "Input limits")')
+    lists = b'{"type": "user_message", "conversation": "c", "at": "' + AT.encode() + b'", "steps": ' + b"[" * 70 + b"]" * 70 + b"}"
+    assert refusal(lists) == (
+        'big.jsonl: line 1, steps[0][0]: is nested more than 64 levels deep, the most a line may be (README, "Input limits")')
+
+
+def test_a_line_64_levels_deep_is_read() -> None:
+    nested: Any = 1
+    for _ in range(63):  # the line's object is level 1, the innermost dict level 64
+        nested = {"x": nested}
+    [line] = read_lines([jl(type="user_message", message=1, text="x", page=0, extra=nested)], "big.jsonl")
+    assert line.text == "x"  # type: ignore[union-attr]  # the unknown field is dropped, as any is

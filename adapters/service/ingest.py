@@ -1,0 +1,161 @@
+"""Ingesting a source of JSON Lines in batches: lines decided one by one, stored together.
+
+A batch holds at most `BATCH_LINES` lines (or `BATCH_BYTES` bytes of them, whichever comes
+first) in the file's order. Its lines are parsed, grouped by conversation (one `Lines` command
+per conversation, its lines in order) and handed to the store's `handle_batch`, which decides
+every line on its conversation's state (the batch's earlier lines seen, `LayeredHistory`) and
+stores all of their events in one transaction, or nothing. Every promise of the line-by-line
+ingest holds:
+
+- **The first bad line stops there.** A line that does not parse ends the batch before it; a
+  line its conversation refuses (found before anything of the batch is written) makes the
+  batch be stored up to the line before it. Then the ingest stops at that line, or under
+  `skip_bad` rejects it alone and goes on with the lines after it.
+- **A repeat is not stored twice**: within a batch (the command's layered history) and across
+  batches and runs (the history index of line digests).
+- **An interrupted ingest resumes**: a batch is stored whole or not at all, so running the same
+  ingest again stores the rest and finds the lines stored before recorded.
+
+Where a batch cannot be stored as one (another writer appended to one of its conversations
+meanwhile, a refusal the store raises only as it writes, e.g. a text for an erased
+conversation, or a store that cannot be used), its lines are stored one by one as before
+(`handle_one`), which retries and names the line exactly (a store that cannot be used stops
+the ingest at the first line it could not store).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from adapters.ingest import ParsedLine
+from adapters.service.lines import IngestReport, Lines, parse
+from adapters.store.application import BatchConflict, BatchRefused, HandleResult
+from adapters.store.settings import StoreUnusable
+from domain.errors import ChatrecordError
+
+BATCH_LINES = 500
+"""The most lines one batch (one transaction) holds."""
+BATCH_BYTES = 8 * 1024 * 1024
+"""The most bytes of input lines one batch holds (a batch of large segments ends sooner)."""
+
+Progress = Callable[[IngestReport], object]
+
+
+class Ingestion:
+    """One ingest of a source (`run`). `handle_one` stores one command as `ConversationStore.handle`
+    does, `handle_batch` several of different conversations in one transaction
+    (`ConversationStore.handle_batch`), each in the store's terms (`store_errors`). `guard()`
+    is entered around each write and its accounting (the CLI defers an interrupt there, so
+    that what the report says was stored is what was stored); `progress(report)` is called
+    after each batch is stored."""
+
+    def __init__(self, handle_one: Callable[[Lines], HandleResult],
+                 handle_batch: Callable[[Sequence[Lines]], list[HandleResult]], source: str, skip_bad: bool = False,
+                 batch_lines: int = BATCH_LINES, progress: Progress | None = None,
+                 guard: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext) -> None:
+        if batch_lines < 1:
+            raise ValueError(f"a batch holds at least one line, not {batch_lines}")
+        self.handle_one, self.handle_batch = handle_one, handle_batch
+        self.skip_bad, self.batch_lines = skip_bad, batch_lines
+        self.progress, self.guard = progress, guard
+        self.report = IngestReport(source)
+
+    def run(self, lines: Iterable[str | bytes]) -> IngestReport:
+        """Stores every line of `lines` and returns the report; an interrupt (KeyboardInterrupt)
+        ends it with `report.interrupted` set and every batch before it stored."""
+        report = self.report
+        pending: list[ParsedLine] = []
+        size = 0
+        try:
+            for line_no, raw in enumerate(lines, start=1):
+                report.read_lines, report.read_bytes = line_no, report.read_bytes + len(raw)
+                try:
+                    line = parse(raw, line_no, report.source)
+                except ChatrecordError as error:
+                    if not self._store(pending):
+                        return report
+                    pending, size = [], 0
+                    if not self._bad(error, line_no):
+                        return report
+                    continue
+                if line is None:
+                    continue
+                pending.append(line)
+                size += len(raw)
+                if len(pending) >= self.batch_lines or size >= BATCH_BYTES:
+                    if not self._store(pending):
+                        return report
+                    pending, size = [], 0
+                    self._progress()
+            self._store(pending)
+            self._progress()
+        except KeyboardInterrupt:
+            report.interrupted = True
+        return report
+
+    def _progress(self) -> None:
+        if self.progress is not None:
+            self.progress(self.report)
+
+    def _bad(self, error: ChatrecordError, line_no: int) -> bool:
+        """Rejects a bad line under `skip_bad` (True: go on), else stops the ingest there."""
+        if not self.skip_bad or isinstance(error, StoreUnusable):  # the store's fault, not the line's
+            self.report.stopped, self.report.stopped_at = error, line_no
+            return False
+        self.report.rejected.append(str(error))
+        return True
+
+    def _store(self, pending: list[ParsedLine]) -> bool:
+        """Stores `pending` (lines in the file's order) in one transaction where it can; returns
+        False when the ingest stops (a bad line without `skip_bad`, a store that cannot be used)."""
+        while pending:
+            groups: dict[str, list[ParsedLine]] = {}
+            for line in pending:
+                groups.setdefault(line.conversation, []).append(line)
+            commands = [Lines(lines) for lines in groups.values()]
+            try:
+                with self.guard():
+                    results = self.handle_batch(commands)
+                    self._account(commands, results)
+                return True
+            except BatchRefused as refused:
+                placed: list[tuple[ParsedLine, ChatrecordError]] = []
+                for number, error in refused.refusals.items():
+                    at = commands[number].refused_at
+                    if at is None:
+                        return self._one_by_one(pending)  # refused without a line: one by one names it
+                    placed.append((at, error))
+                line, error = min(placed, key=lambda found: found[0].line)
+                before = [earlier for earlier in pending if earlier.line < line.line]
+                if before and not self._store(before):
+                    return False
+                if not self._bad(error, line.line):
+                    return False
+                pending = [later for later in pending if later.line > line.line]
+            except (BatchConflict, ChatrecordError):  # a store that cannot be used too: the line it stops at
+                return self._one_by_one(pending)
+        return True
+
+    def _one_by_one(self, pending: list[ParsedLine]) -> bool:
+        """Stores each line of `pending` on its own, as the line-by-line ingest always did."""
+        for line in pending:
+            command = Lines([line])
+            try:
+                with self.guard():
+                    result = self.handle_one(command)
+                    self._account([command], [result])
+            except ChatrecordError as error:
+                if not self._bad(error, line.line):
+                    return False
+        return True
+
+    def _account(self, commands: Sequence[Lines], results: Sequence[HandleResult]) -> None:
+        """Counts what the stored commands did into the report."""
+        report = self.report
+        for command, result in zip(commands, results, strict=True):
+            report.appended += len(result.appended)
+            report.repeated += sum(1 for n in command.counts if n == 0) if result.appended else len(command.lines)
+            report.lines += len(command.lines)
+            report.last_line = max(report.last_line, command.lines[-1].line)

@@ -1,0 +1,108 @@
+"""The master key's explicit changes: bind a store to one (`wrap`), replace it (`rotate`) and
+remove it (`unwrap`), each rewriting every data key and the store's check row in one
+transaction (`adapters.store.keys.DataKeys.rewrap`), and the key state (`state`). Opening a
+store never changes its key state; these are the only ways besides the first data key a fresh
+store gets (README, "Master key").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from adapters.store.application import ConversationStore
+from adapters.store.crypto import MASTER_KEY_VARIABLE, BadMasterKey, master_key
+from adapters.store.keys import DataKeys, KeyState
+from domain.errors import ChatrecordError
+
+NEW_MASTER_KEY_VARIABLE = "CHATRECORD_NEW_MASTER_KEY"
+"""Where `chatrecord keys rotate` reads the new master key (an environment variable, not an
+argument, so it shows in no process list)."""
+
+
+class NoDataKeys(ChatrecordError):
+    """Raised when the store keeps no data keys (a store on one of the library's own factories)."""
+
+
+class NothingToRotate(ChatrecordError):
+    """Raised when `rotate` is asked of a store no master key protects, or with its own key."""
+
+
+@dataclass(frozen=True)
+class KeyChange:
+    """What a key command did: `action` (wrap, rotate, unwrap), whether it changed the store
+    (`changed`), how many data keys it rewrote (`rewrapped`) and the key state afterwards."""
+
+    action: str
+    changed: bool
+    rewrapped: int
+    state: KeyState
+
+    def to_json(self) -> dict[str, Any]:
+        """`{"action", "changed", "rewrapped", "protected", "wrapped", "unwrapped", "erased"}`."""
+        return {"action": self.action, "changed": self.changed, "rewrapped": self.rewrapped, **self.state.to_json()}
+
+
+def data_keys(store: ConversationStore) -> DataKeys:
+    """Returns the store's data keys. Raises NoDataKeys for a store that keeps none."""
+    keys = getattr(store.mapper, "keys", None)
+    if not isinstance(keys, DataKeys):
+        raise NoDataKeys("this store keeps no data keys (it was opened on the library's own persistence module)")
+    return keys
+
+
+def state(store: ConversationStore) -> KeyState:
+    """Returns the store's key state."""
+    return data_keys(store).state()
+
+
+def wrap(store: ConversationStore) -> KeyChange:
+    """Wraps every data key the store keeps unwrapped with this process's master key
+    (CHATRECORD_MASTER_KEY) and writes its check row, in one transaction: from then on every
+    command on the store needs that key. Changes nothing when every key is wrapped by it
+    already. Raises BadMasterKey when CHATRECORD_MASTER_KEY is unset (the store was opened
+    with it, so it is the store's key if the store has one)."""
+    keys = data_keys(store)
+    if keys.master is None:
+        raise BadMasterKey(f"set {MASTER_KEY_VARIABLE} to the master key to wrap the data keys with (base64 of 32 "
+                           "random bytes: openssl rand -base64 32), and keep it apart from the database and its backups")
+    before = keys.state()
+    if before.protected and before.unwrapped == 0:
+        return KeyChange("wrap", False, 0, before)
+    count = keys.rewrap(keys.master)
+    return KeyChange("wrap", True, count, keys.state())
+
+
+def rotate(store: ConversationStore, new_master_key: str) -> KeyChange:
+    """Rewraps every data key of a store a master key protects with `new_master_key` (base64 of
+    32 bytes) and replaces the check row, in one transaction: from then on the store needs the
+    new key, and the old one opens nothing. Raises BadMasterKey for a value that is no master
+    key, NothingToRotate for a store without a master key or a new key that is the old one."""
+    keys = data_keys(store)
+    try:
+        new = master_key(new_master_key)
+    except BadMasterKey:
+        raise BadMasterKey(f"{NEW_MASTER_KEY_VARIABLE} must be base64 of 32 bytes (openssl rand -base64 32), not a "
+                           f"value of {len(new_master_key.strip())} characters") from None
+    if new is None:
+        raise BadMasterKey(f"set {NEW_MASTER_KEY_VARIABLE} to the new master key (base64 of 32 random bytes: "
+                           "openssl rand -base64 32)")
+    if not keys.state().protected or keys.master is None:
+        raise NothingToRotate(f"this store has no master key to rotate; run `chatrecord keys wrap` with "
+                              f"{MASTER_KEY_VARIABLE} set to bind it to one")
+    if new == keys.master:
+        raise NothingToRotate(f"{NEW_MASTER_KEY_VARIABLE} is the store's master key already; give a new one")
+    count = keys.rewrap(new)
+    return KeyChange("rotate", True, count, keys.state())
+
+
+def unwrap(store: ConversationStore) -> KeyChange:
+    """Stores every data key unwrapped and removes the check row, in one transaction: from
+    then on the store needs no master key, and its texts are protected only by erasing.
+    Changes nothing on a store without a master key and without wrapped keys."""
+    keys = data_keys(store)
+    before = keys.state()
+    if not before.protected and before.wrapped == 0:
+        return KeyChange("unwrap", False, 0, before)
+    count = keys.rewrap(None)
+    return KeyChange("unwrap", True, count, keys.state())
