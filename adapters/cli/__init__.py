@@ -25,6 +25,7 @@ from adapters.cli import (  # noqa: F401 - registers (verify and erase below)
     cmd_replay,
     cmd_serve,
     cmd_timeline,
+    cmd_traces,
     cmd_verify,
 )
 from adapters.cli import helptypes

@@ -19,10 +19,10 @@ README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 
 def test_every_command_has_help_ending_with_an_example_and_appears_in_the_readme():
-    commands = typer.main.get_command(app).commands
+    commands = dict(typer.main.get_command(app).commands)
 
     assert sorted(commands) == ["audit", "demo", "erase", "export", "ingest", "init", "keys", "list", "rebuild", "replay",
-                                "serve", "timeline", "verify"]
+                                "serve", "timeline", "traces", "verify"]
     keys = commands["keys"]
     assert isinstance(keys, typer.core.TyperGroup)
     assert sorted(keys.commands) == ["rotate", "status", "unwrap", "wrap"]
@@ -31,6 +31,8 @@ def test_every_command_has_help_ending_with_an_example_and_appears_in_the_readme
         assert command.epilog.rstrip().splitlines()[-1].strip().startswith(f"chatrecord keys {name}"), name
         assert command.help and "Example" not in command.help, name
         assert f"chatrecord keys {name}" in README, name
+    traces = commands.pop("traces")  # a group: its subcommands are the commands
+    commands.update({f"traces {sub}": command for sub, command in traces.commands.items()})
     for name, command in commands.items():
         assert command.epilog and command.epilog.startswith("Example:"), name  # printed after the options
         assert command.epilog.rstrip().splitlines()[-1].strip().startswith(f"chatrecord {name}"), name
