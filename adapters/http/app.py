@@ -119,6 +119,22 @@ IDEMPOTENCY_KEY_PATTERN = r"^[!-~]([ -~]*[!-~])?$"
 """1–255 printable ASCII characters, no space at either end (a header's value is trimmed)."""
 
 
+def fingerprint(media: str, raw: bytes) -> str:
+    """Returns what an Idempotency-Key is kept with: the sha256 of the media type and of the
+    body, `<64 hex>:<64 hex>`. If-Match is not part of it (a precondition, not what is asked:
+    a retry without it gets the first response)."""
+    return f"{body_hash(media.encode())}:{body_hash(raw)}"
+
+
+def differs(kept: str, digest: str) -> str:
+    """Says which part of a request differs from the one its Idempotency-Key was first sent with."""
+    if ":" not in kept:  # kept before the fingerprint had parts: media type, If-Match and body in one hash
+        return "another Content-Type, If-Match or body"
+    (kept_media, kept_body), (media, body) = kept.split(":"), digest.split(":")
+    parts = [name for name, same in (("Content-Type", kept_media == media), ("body", kept_body == body)) if not same]
+    return "another " + " and ".join(parts)
+
+
 def charset_of(content_type: str) -> str | None:
     """Returns the `charset` parameter of a Content-Type header, lower case, None without one."""
     for parameter in content_type.split(";")[1:]:
@@ -224,10 +240,10 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
             if not (0 < len(idempotency_key) <= MAX_KEY and idempotency_key.isascii() and idempotency_key.isprintable()):
                 raise Problem(400, "bad-request", f"Idempotency-Key must be 1–{MAX_KEY} printable ASCII characters",
                               where="header.Idempotency-Key")
-            digest = body_hash(media.encode(), (if_match_header or "").encode(), raw)
+            digest = fingerprint(media, raw)
             kept = request.app.state.keys.get(idempotency_key)
             if kept is not None:
-                return replayed(kept, digest)
+                return replayed(kept, digest, legacy=body_hash(media.encode(), (if_match_header or "").encode(), raw))
         recorded = record(chatrecord, lines, follows).to_json()
         text = orjson.dumps(recorded)
         if idempotency_key is not None:
@@ -249,9 +265,10 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
                 raise
             return chatrecord.record_lines(lines, SOURCE, error.actual)
 
-    def replayed(kept: Kept, digest: str, first: bool = False) -> Response:
-        if kept.body_hash != digest:
-            raise Problem(422, "idempotency-key-reused", "this Idempotency-Key was sent before with another body")
+    def replayed(kept: Kept, digest: str, first: bool = False, legacy: str = "") -> Response:
+        if kept.body_hash != digest and kept.body_hash != legacy:
+            raise Problem(422, "idempotency-key-reused", f"this Idempotency-Key was sent before with {differs(kept.body_hash, digest)}; "
+                          "a retry sends the same Content-Type and body (If-Match may differ)", differs=differs(kept.body_hash, digest))
         version = orjson.loads(kept.response)["version"]
         headers = etag(version) | ({} if first else {"Idempotent-Replayed": "true"})
         return Response(kept.response, status_code=kept.status, media_type=JSON, headers=headers)
