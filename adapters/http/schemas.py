@@ -124,7 +124,8 @@ REPLAYED = {"description": "true when this is the kept response to an Idempotenc
             "schema": {"type": "string", "enum": ["true"]}}
 PROBLEM_TYPES = {
     400: ["unreadable-json", "bad-request"], 401: ["unauthorized"],
-    404: ["unknown-conversation", "no-such-turn", "not-found"], 409: ["refused-line", "no-turn", "conflict"],
+    404: ["unknown-conversation", "no-such-turn", "not-found"], 405: ["method-not-allowed"],
+    409: ["refused-line", "no-turn", "chain-broken", "conflict"],
     412: ["version-mismatch"], 413: ["body-too-large"], 415: ["unsupported-media-type"],
     422: ["bad-line", "idempotency-key-reused"], 500: ["unreadable-event", "internal"],
     503: ["write-conflict", "store-unavailable"],

@@ -78,3 +78,11 @@ def test_the_stateful_phase_holds_every_check(contract: schemathesis.BaseSchema)
 
     Checked.run(settings=settings(max_examples=10, derandomize=True, deadline=None, database=None,
                                   stateful_step_count=6, suppress_health_check=list(HealthCheck)))
+
+
+def test_every_problem_type_is_in_the_document() -> None:
+    from adapters.http.problems import TITLES
+    from adapters.http.schemas import PROBLEM_TYPES
+
+    listed = [name for names in PROBLEM_TYPES.values() for name in names]
+    assert sorted(listed) == sorted(TITLES)
