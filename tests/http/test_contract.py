@@ -10,14 +10,14 @@ from collections.abc import Iterator
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, Phase, given, settings
-from schemathesis.specs.openapi.checks import ignored_auth, positive_data_acceptance
+from schemathesis.specs.openapi.checks import ignored_auth, negative_data_rejection, positive_data_acceptance
 
 from tests.e2e.conftest import ROOT
 from tests.http.conftest import TOKEN, Server
 
 OPENAPI = ROOT / "docs" / "openapi.json"
 EXAMPLES = 25
-EXCLUDED = [positive_data_acceptance, ignored_auth]
+EXCLUDED = [positive_data_acceptance, negative_data_rejection, ignored_auth]
 """ST202 is replaced by `accepts_valid_data`; ST401 sends the configured Authorization header
 with its "invalid" request, so it cannot see the 401 the server gives (test_http.py holds it)."""
 SETTINGS = settings(max_examples=EXAMPLES, derandomize=True, deadline=None, database=None,
@@ -40,6 +40,15 @@ def accepts_valid_data(ctx, response, case):  # type: ignore[no-untyped-def]
         raise
 
 
+@schemathesis.check
+def rejects_invalid_data(ctx, response, case):  # type: ignore[no-untyped-def]
+    """ST203 (negative data rejection), with a 413 counted as a rejection: a generated body over
+    the server's limit (CHATRECORD_MAX_BODY_BYTES, 64 KiB here) is refused unread."""
+    if response.status_code == 413:
+        return None
+    return negative_data_rejection(ctx, response, case)
+
+
 def load(server: Server) -> schemathesis.BaseSchema:
     schema = schemathesis.openapi.from_path(OPENAPI)
     schema.config.update(base_url=server.url, headers={"Authorization": f"Bearer {TOKEN}"})
@@ -59,7 +68,7 @@ def test_every_operation_holds_every_check(contract: schemathesis.BaseSchema) ->
         @SETTINGS
         @given(case=operation.as_strategy())
         def run(case: schemathesis.Case) -> None:
-            case.call_and_validate(excluded_checks=EXCLUDED, additional_checks=[accepts_valid_data])
+            case.call_and_validate(excluded_checks=EXCLUDED, additional_checks=[accepts_valid_data, rejects_invalid_data])
 
         try:
             run()
@@ -74,7 +83,7 @@ def test_the_stateful_phase_holds_every_check(contract: schemathesis.BaseSchema)
     class Checked(machine):  # type: ignore[misc, valid-type]
         def validate_response(self, response, case, additional_checks=(), **kwargs):  # type: ignore[no-untyped-def]
             case.validate_response(response, excluded_checks=EXCLUDED,
-                                   additional_checks=[accepts_valid_data, *additional_checks])
+                                   additional_checks=[accepts_valid_data, rejects_invalid_data, *additional_checks])
 
     Checked.run(settings=settings(max_examples=10, derandomize=True, deadline=None, database=None,
                                   stateful_step_count=6, suppress_health_check=list(HealthCheck)))
