@@ -25,6 +25,7 @@ from adapters.api import Chatrecord
 from adapters.http import schemas
 from adapters.http.idempotency import MAX_KEY, Kept, body_hash, keys_for
 from adapters.http.problems import PROBLEM, Problem, install
+from adapters.http.ui import install_ui
 from adapters.ingest import json_problem
 from adapters.service.lines import VersionMismatch
 from adapters.store.settings import BadSetting
@@ -312,6 +313,7 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
 
     app.include_router(v1)
     app.openapi = lambda: app.openapi_schema or schemas.document(app)  # type: ignore[method-assign]
+    install_ui(app, settings.token)
 
     @app.get("/v1/healthz", response_model=schemas.Health, responses={503: ERRORS[503]})
     def healthz(chatrecord: Service) -> Response:
