@@ -358,9 +358,26 @@ def reads(backends: list[str], readers: int, lines: int, folder: Path) -> None:
                      sum(bad.values()), len(bad), raw, f"{time.perf_counter() - started:.0f} s"])
         for key, v in sorted(errors.items()):
             print(f"  reads {backend}: {key}: {v}")
+        for key, v in list(bad.items())[:5]:
+            print(f"  reads {backend}: a mismatched read ({v}x): {describe_mismatch(key, valid)}")
     table(f"reads during writes (1 writer, {readers} reader processes, turn_input and turn_notes)",
           ["backend", "lines written", "events", "reads", "turns read", "distinct turns read", "valid turns (prefixes)",
            "mismatched reads", "distinct mismatches", "raw errors", "time"], rows)
+
+
+def describe_mismatch(read: bytes, valid: set[bytes]) -> str:
+    """The fields of `read` that differ from the valid turn closest to it (fewest fields differ)."""
+    got = orjson.loads(read)
+
+    def differing(turn: dict[str, Any]) -> list[str]:
+        keys = sorted(set(got) | set(turn))
+        return [k for k in keys if got.get(k) != turn.get(k)]
+
+    def shape(value: object) -> str:
+        return f"{len(value)} items" if isinstance(value, (list, dict)) else repr(value)[:60]
+
+    best = min((orjson.loads(v) for v in valid), key=lambda t: len(differing(t)), default={})
+    return "; ".join(f"{k}: read {shape(got.get(k))}, nearest valid turn {shape(best.get(k))}" for k in differing(best))
 
 
 # ---------------------------------------------------------------- kill -9
