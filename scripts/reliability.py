@@ -450,6 +450,7 @@ def kill(backends: list[str], rounds: int, lines: int, folder: Path, seed: int) 
             c = chat(settings)
             changed = sum(1 for conv in convs if orjson.dumps(c.turn_input(conv).to_json()) != before[conv])
             rules_after = c.active_rules()
+            differs_killed = sum(1 for conv in convs if c.replay(conv).differs)  # live tables agree with the log
             c.close()
             killed_all = all(o.startswith("killed") for o in outcomes)
             after = cli(settings, "rebuild", "--rules", "2026-11-01", timeout=1800)
@@ -458,18 +459,19 @@ def kill(backends: list[str], rounds: int, lines: int, folder: Path, seed: int) 
             c.close()
             if killed_all:
                 must_be_zero(f"kill rebuild {backend} live turns changed", changed)
+            must_be_zero(f"kill rebuild {backend} replay differs after the kills", differs_killed)
             must_be_zero(f"kill rebuild {backend} next rebuild exit", after.returncode)
             must_be_zero(f"kill rebuild {backend} read models differ after", differs)
             rebuild_rows.append([backend, f"{span:.1f} s (exit {same.returncode})", "; ".join(outcomes),
-                                 f"{rules_before} -> {rules_after}", changed, after.returncode, differs])
+                                 f"{rules_before} -> {rules_after}", changed, differs_killed, after.returncode, differs])
             if after.returncode:
                 print(f"  rebuild after kills {backend}: {after.stderr[-1500:]}")
     table(f"kill -9 of `ingest --batch-lines 20` ({rounds} rounds, then run to the end)",
           ["backend", "lines", "one whole ingest", "kills", "final ingest exit", "events expected", "events stored",
            "lost", "doubled", "verify exit", "replay differs", "turn_input != fresh store"], rows)
     table(f"kill -9 of `rebuild --rules 2026-11-01` ({rounds} rounds), then a whole rebuild",
-          ["backend", "one whole rebuild", "kills", "live rules", "live turns changed by the kills",
-           "next rebuild exit", "replay differs after"], rebuild_rows)
+          ["backend", "one whole rebuild", "kills", "live rules before -> after the kills", "live turns changed by the kills",
+           "replay differs after the kills", "next rebuild exit", "replay differs after it"], rebuild_rows)
 
 
 # ---------------------------------------------------------------- serve
