@@ -490,8 +490,8 @@ def serve(clients: int, lines: int, max_seconds: float) -> None:
         m = pattern.match(text)
         if m:
             way, scenario, acked, planned, secs, rps, p50, p99, retries, errors, _ea, _es, lost, doubled = m.groups()
+            must_be_zero(f"serve {way} {scenario} errors", int(errors))  # the api way: one Chatrecord, 8 threads
             if way == "http":
-                must_be_zero(f"serve {scenario} errors", int(errors))
                 must_be_zero(f"serve {scenario} lost", int(lost))
                 must_be_zero(f"serve {scenario} doubled", int(doubled))
                 if int(acked) < int(planned):
