@@ -51,8 +51,9 @@ from adapters.store.crypto import TextsErased
 from adapters.store.erasure import Erasure, erase
 from adapters.store.keys import KeyState
 from adapters.store.settings import StoreUnusable, describe_backend, open_store, store_errors
-from adapters.store.verify import Verdict, chain_verdict, verdicts
+from adapters.store.verify import Verdict, chain_verdict, upgrade, verdicts
 from adapters.views.readmodels import ConversationDiff, ReadModels, RebuildReport
+from adapters.views.verify_rows import RowsVerdict, check_rows, rows_verdicts
 from domain.errors import InvalidInput, UnknownConversation, shown_id
 from domain.events import ConversationEvent
 from projections import activity
@@ -306,6 +307,28 @@ class Chatrecord:
             yield verdict
         if conversation is not None and not found:
             raise UnknownConversation("no conversation " + shown_id(conversation, "'") + f" in {describe_backend(self.store)}")
+
+    @_in_store_terms
+    def verify_rows(self, conversation: str | None = None) -> Iterator[RowsVerdict]:
+        """Yields, per conversation (only `conversation` if given; else every one, in the order
+        of their ids, as `verify`), whether its read-model rows (head, transcript, run record entries, card
+        outcomes) are the fold of its log (`adapters.views.verify_rows`): a row rewritten in the
+        database is found here, not by a turn read. Reads each whole log. Raises
+        UnknownConversation for an id the store does not hold."""
+        if conversation is not None:
+            key = lookup_key(_conversation_argument("verify_rows", conversation))
+            return iter([check_rows(self.read_models, key)])
+        return rows_verdicts(self.read_models, sorted(self.store.conversation_ids()))  # as `verify` lists them
+
+    @_in_store_terms
+    def upgrade_chains(self, conversation: str | None = None) -> list[Verdict]:
+        """The explicit upgrade of a store an earlier version wrote: chains each conversation
+        stored before the hash chain existed (verdict `unchained`; only `conversation`'s if
+        given), logging each, and returns their verdicts after it (`adapters.store.verify.upgrade`).
+        An append to such a conversation is refused until then (`ChainBroken`). A conversation
+        with any hash row is never touched. Raises NoChain for a store without a chain."""
+        key = lookup_key(_conversation_argument("upgrade_chains", conversation)) if conversation is not None else None
+        return upgrade(self.store, key)
 
     @_in_store_terms
     def erase(self, conversation: str) -> Erasure:

@@ -11,15 +11,17 @@ Every projection and the turn input take a rule set; `get_rule_set` resolves an 
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
 from domain.errors import ChatrecordError
 
 RULE_SET_IDS = ("transcript-only", "2026-11-01", "2026-11-02")
-Rules = Enum("Rules", {rule_set: rule_set for rule_set in RULE_SET_IDS}, type=str)  # type: ignore[misc]
-"""The rule set ids as the choices of the entrypoints' parameters (`--rules`, `?rules=`)."""
+Rules = StrEnum("Rules", {rule_set: rule_set for rule_set in RULE_SET_IDS})  # type: ignore[misc]
+"""The rule set ids as the choices of the entrypoints' parameters (`--rules`, `?rules=`). A
+StrEnum, whose `str()` is its value: typer 0.27 converts an enum option through `str()`, which
+for a plain str-mixed Enum is `Rules.<name>` and turned every `--rules` into None."""
 DEFAULT_RULE_SET = "2026-11-02"
 
 

@@ -43,10 +43,16 @@ class ChainedPOPORecorder(ChainedRecorder, POPOApplicationRecorder):
     def _insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
         with self._database_lock:
             self._assert_uniqueness(stored_events, **kwargs)
-            run_inline(kwargs, None)  # no rollback in memory: the writer's rows first, once the events fit
-            returning = super()._insert_events(stored_events, **kwargs)
+            # no rollback in memory: the chain first (it refuses an append to a broken chain), then
+            # the writer's rows, once the events fit
             self._seal(None, stored_events)
-            return returning
+            run_inline(kwargs, None)
+            return super()._insert_events(stored_events, **kwargs)
+
+    @contextmanager
+    def _chain_writing(self) -> Iterator[None]:
+        with self._database_lock:
+            yield None
 
     def _chain_hash(self, cursor: Any, key: UUID, version: int) -> bytes | None:
         return self.chain.get((key, version))

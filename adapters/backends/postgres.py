@@ -72,6 +72,7 @@ from adapters.http.idempotency import COLUMNS, TABLE, SQLKeys
 from adapters.store.chain import (
     CHAIN_TABLE,
     PAGE,
+    ChainBroken,
     ChainedRecorder,
     ChainHeads,
     Link,
@@ -84,7 +85,16 @@ from adapters.store.history import AssumptionFailed, HeldIndex, SQLHistory, SQLH
 from adapters.store.history import create_statements as history_statements
 from adapters.store.keys import KEYS_TABLE, MASTER_TABLE, DataKeys, Row
 from adapters.store.serialization import originator_uuid
-from adapters.views.backends import POINTER, Pointer, QueuedStatements, ReadMoved, SQLBackend, TurnRows, not_updated
+from adapters.views.backends import (
+    POINTER,
+    NeedsSnapshot,
+    Pointer,
+    QueuedStatements,
+    ReadMoved,
+    SQLBackend,
+    TurnRows,
+    not_updated,
+)
 from adapters.views.rendered import TAIL_EVENTS, TAIL_ROWS
 from adapters.views.rows import BufferedRows, table_names
 from domain.errors import ChatrecordError
@@ -758,6 +768,8 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder):
     def _events_own(self, error: Exception) -> bool:
         """Says whether `error` of an append in one round trip is the events' own (then the
         synced append would meet it again): a taken version, a timeout, a lost connection."""
+        if isinstance(error, ChainBroken):
+            return True  # the previous event has no hash row: refused, whichever way it is sent
         if not isinstance(error, psycopg.Error):
             return False  # a view's fold raised: the synced append catches it at the savepoint
         if error.sqlstate is None or error.sqlstate in ("55P03", "57014", "22012"):
@@ -1168,6 +1180,28 @@ class PostgresBufferedRows(BufferedRows):
                               (orjson.dumps(ends).decode(), self.cid))
 
 
+READ_SNAPSHOT = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+"""How a read of several statements begins (`PostgresBackend.reading`): all see one snapshot."""
+
+
+class OneStatement:
+    """A cursor (`cursor`, in autocommit) that runs one statement: the second raises
+    NeedsSnapshot, before it is sent, as two statements in autocommit would read two snapshots."""
+
+    def __init__(self, cursor: Any) -> None:
+        self._cursor, self._sent = cursor, False
+
+    def execute(self, *args: Any, **kwargs: Any) -> Any:
+        if self._sent:
+            raise NeedsSnapshot("a second statement: read again in one snapshot")
+        self._sent = True
+        self._cursor.execute(*args, **kwargs)
+        return self
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._cursor, name)
+
+
 class PostgresBackend(SQLBackend):
     """The views' tables in the store's schema (`adapters.views.backends.SQLBackend`), with a
     turn's rows read in one statement and a savepoint that works in pipeline mode."""
@@ -1184,14 +1218,30 @@ class PostgresBackend(SQLBackend):
     (measured: 8.3 KB per segment at 1,000 segments with a turn read after each, 6.4 with 50)."""
 
     @contextmanager
-    def reading(self) -> Iterator[Any]:
-        """Yields a cursor of a pooled connection in autocommit (the library's setting), so a
-        turn read's statements go without BEGIN and ROLLBACK: each is its own snapshot, as each
-        statement of a READ COMMITTED transaction is. Raises ReadMoved when a statement names
-        a table a rebuild elsewhere dropped (this process's live generation is out of date)."""
+    def reading(self, snapshot: bool = True) -> Iterator[Any]:
+        """Yields a cursor of a pooled connection for a read of the read models. With
+        `snapshot`, inside one REPEATABLE READ, READ ONLY transaction (`READ_SNAPSHOT`; it ends
+        with ROLLBACK, having written nothing), so every statement of the read (the one that
+        finds the head, entries and outcomes, then any transcript rows or older entries it reads
+        after) sees one version of the conversation, never the head of one append and the rows
+        of the next: each statement in autocommit, as of READ COMMITTED, is a snapshot of its own.
+        Without, in autocommit and for one statement only (`OneStatement`): a turn read that
+        one statement answers (kept notes, or notes placed from kept rows) pays no BEGIN and no
+        ROLLBACK; a second statement raises NeedsSnapshot, and the caller reads again with a
+        snapshot. Raises ReadMoved when a statement names a table a rebuild elsewhere dropped
+        (this process's live generation is out of date)."""
         try:
             with self.datastore.get_connection() as conn:
-                yield conn.cursor()
+                if not snapshot:
+                    yield OneStatement(conn.cursor())
+                    return
+                with conn.cursor() as curs:
+                    curs.execute(READ_SNAPSHOT, prepare=False)
+                    try:
+                        yield curs
+                    finally:
+                        if conn.info.transaction_status in (pq.TransactionStatus.INTRANS, pq.TransactionStatus.INERROR):
+                            conn.execute("ROLLBACK", prepare=False)
         except PersistenceError as error:
             if isinstance(error.__cause__, psycopg.errors.UndefinedTable):
                 raise ReadMoved(str(error)) from error

@@ -18,6 +18,10 @@ def verify(
     against: Annotated[Path | None, typer.Option(
         "--against", metavar="FILE", help="Also compare with heads kept earlier (verify --heads or --json output).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object per conversation, one per line.")] = False,
+    rows: Annotated[bool, typer.Option(
+        "--rows", help="Also hold each conversation's read-model rows against a fold of its log.")] = False,
+    upgrade: Annotated[bool, typer.Option(
+        "--upgrade", help="First chain the conversations stored before the chain existed (logged).")] = False,
 ) -> None:
     """Recomputes each conversation's hash chain and reports ok or the first broken link.
 
@@ -26,7 +30,12 @@ def verify(
     prints each conversation's head (last version and its hash) for an operator to keep
     elsewhere; --against FILE compares with such kept heads, which also finds the newest
     events cut off or the whole log rewritten. Reads in pages: memory stays flat. The
-    conversations are listed in the order of their ids.
+    conversations are listed in the order of their ids. --upgrade first chains each
+    conversation stored before the chain existed (`unchained`), saying so on stderr: an append
+    to such a conversation, as to any whose previous event has no hash, is refused. --rows
+    also folds each conversation's log and compares its read-model rows (head, transcript, run
+    record, card outcomes) with the fold: a row rewritten in the database is named here, not
+    by a turn read; chatrecord rebuild writes the rows again. Exit status 1 when rows differ.
 
     Example:
 
@@ -34,7 +43,9 @@ def verify(
     """
     require_store()
     broken = total = 0
-    with opened(reading=True) as chatrecord:
+    with opened(reading=not upgrade) as chatrecord:
+        if upgrade:  # each conversation chained is logged (stderr): `adapters.store.verify.upgrade`
+            chatrecord.upgrade_chains(conversation)
         for verdict in chatrecord.verify(conversation, against):
             total += 1
             broken += not verdict.ok
@@ -44,7 +55,21 @@ def verify(
                 say(head_line(verdict)) if verdict.ok else warn(verdict.line())
             else:
                 say(verdict.line())
+        differ = checked = 0
+        if rows:
+            for found in chatrecord.verify_rows(conversation):
+                checked += 1
+                differ += not found.ok
+                if as_json:
+                    print_json(found.to_json())
+                elif not heads:
+                    say(found.line())
+                elif not found.ok:
+                    warn(found.line())
     if not as_json and not heads:
         say(f"{total} conversation{'' if total == 1 else 's'} verified: {total - broken} ok, {broken} broken")
-    if broken:
+        if rows:
+            say(f"rows of {checked} conversation{'' if checked == 1 else 's'} held against "
+                f"{'its log' if checked == 1 else 'their logs'}: {checked - differ} ok, {differ} differ")
+    if broken or differ:
         raise typer.Exit(1)

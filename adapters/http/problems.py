@@ -13,6 +13,8 @@ Every error class has a stable `type` URI, `urn:chatrecord:problem:<name>`:
 | 405    | method-not-allowed     | a path that does not take this method                         |
 | 409    | refused-line           | a line the conversation refuses (`rule` names the rule)       |
 | 409    | no-turn                | a conversation with no user message yet has no turn to read   |
+| 409    | chain-broken           | an append to a conversation whose hash chain is broken        |
+|        |                        | (`version`, `problem` as `chatrecord verify` names them)      |
 | 409    | conflict               | any other refusal of the store (its class in `rule`)          |
 | 412    | version-mismatch       | `If-Match` names another version than the conversation's      |
 | 413    | body-too-large         | a body over `CHATRECORD_MAX_BODY_BYTES`                       |
@@ -66,6 +68,7 @@ TITLES = {
     "write-conflict": "The write kept conflicting with other writers",
     "store-unavailable": "The store cannot be used now",
     "unreadable-event": "A stored event of the conversation cannot be read",
+    "chain-broken": "The conversation's hash chain is broken; nothing was appended",
     "internal": "Internal error",
 }
 log = logging.getLogger("chatrecord.http")
@@ -106,6 +109,13 @@ def from_error(error: ChatrecordError) -> Problem:
         return Problem(500, "unreadable-event", f"a stored event of the conversation cannot be read (version "
                        f"{getattr(error, 'version', None)}); its chain can be checked with chatrecord verify",
                        version=getattr(error, "version", None))
+    if rule == "ChainBroken":  # an event written beside the store, or one stored before the chain: for an operator
+        log.error("append refused: %s", error)
+        problem = getattr(error, "problem", None)
+        step = "chatrecord verify --upgrade" if problem == "unchained" else "chatrecord verify"
+        return Problem(409, "chain-broken", f"the conversation's hash chain is broken at version "
+                       f"{getattr(error, 'version', None)} ({problem}); nothing was appended; an operator runs {step}",
+                       version=getattr(error, "version", None), problem=problem)
     if rule == "StoreUnusable":  # its message names the store's settings: the server's log has it
         log.error("store error: %s", error)
         return Problem(503, "store-unavailable", "the store cannot be used now; try again later",

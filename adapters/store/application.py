@@ -20,7 +20,7 @@ from eventsourcing.persistence import EventStore, IntegrityError, Recording
 from eventsourcing.utils import get_topic
 
 from adapters.backends import backend_of
-from adapters.store.chain import ChainedRecorder
+from adapters.store.chain import ChainBroken, ChainedRecorder
 from adapters.store.crypto import refuse_texts
 from adapters.store.history import AssumptionFailed, HistoryTables
 from adapters.store.keys import DataKeys
@@ -268,6 +268,9 @@ class ConversationStore(Application[UUID]):
 
             try:  # the history index is written in the events' own transaction
                 recordings = self.save(*events, inline=index) if inline else self.save(*events)
+            except ChainBroken as broken:  # the previous event has no hash: nothing of the line is stored
+                self._forget(cid)
+                raise broken.named(command.conversation) from None
             except AssumptionFailed:
                 self._forget(cid)  # decided on a state or an index that moved: read them this time
                 if attempt == tries:  # the last try assumed: decide once more, from the index (it assumes

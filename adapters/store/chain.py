@@ -15,8 +15,11 @@ conversation still verifies. Snapshots are not chained (they are a cache of the 
 `ChainedPostgresRecorder`, `ChainedPOPORecorder` in `adapters.backends`) lets the library insert
 the events first (`super()`), then writes the chain rows with the same cursor or transaction,
 so another mixin that writes in the same transaction composes with it the same way. The
-previous hash is read inside that transaction; a conversation stored before the chain existed
-gets its older hashes computed then, from its stored events ("trust on first use").
+previous hash is read inside that transaction. An append never hashes an event it has not
+hashed before: when the previous event has no hash row (an event written beside the store),
+the append is refused (`ChainBroken`) with the verdict `verify` gives. A conversation stored
+before the chain existed is chained only by the explicit, logged upgrade
+(`ChainedRecorder.upgrade_chain`, `chatrecord verify --upgrade`: "trust on first use").
 
 `adapters.store.verify` recomputes the chains.
 """
@@ -34,6 +37,7 @@ from eventsourcing.application import LRUCache
 from eventsourcing.persistence import StoredEvent
 
 from adapters.store.serialization import originator_uuid
+from domain.errors import ChatrecordError
 
 GENESIS = bytes(32)
 """The hash before a conversation's first event: 32 zero bytes."""
@@ -71,6 +75,23 @@ def run_inline(kwargs: dict[str, Any], cursor: Any) -> None:
     inline = kwargs.get("inline")
     if inline is not None:
         inline(cursor)
+
+
+class ChainBroken(ChatrecordError):
+    """Raised when an append is refused because the conversation's hash chain is broken
+    where the append would continue it: the previous event has no hash row (an event written
+    beside the store, `inserted`), or the conversation was stored before the chain
+    (`unchained`: `chatrecord verify --upgrade` chains it). Nothing of the append is stored.
+    `originator_id`, `version` and `problem` name the broken link as `verify` would."""
+
+    def __init__(self, message: str, originator_id: UUID, version: int, problem: str) -> None:
+        super().__init__(message)
+        self.originator_id, self.version, self.problem = originator_id, version, problem
+
+    def named(self, conversation: str) -> ChainBroken:
+        """Returns the same refusal naming the conversation by its id (`conversation`), not its UUID."""
+        text = str(self).replace(f"conversation {self.originator_id}", f'conversation "{conversation}"', 1)
+        return ChainBroken(text, self.originator_id, self.version, self.problem)
 
 
 class ChainHeads:
@@ -127,7 +148,9 @@ class ChainedRecorder:
                 previous = GENESIS
             else:
                 found = self._chain_hash(cursor, key, version - 1)
-                previous = found if found is not None else self._backfill(cursor, key, version - 1)
+                if found is None:
+                    raise self._refusal(cursor, key, version - 1)
+                previous = found
             digest = link(previous, key, version, event.topic, event.state)
             heads[key] = (version, digest)
             rows.append((key, version, digest))
@@ -135,9 +158,41 @@ class ChainedRecorder:
             self._chain_insert(cursor, rows)
         return heads
 
+    def _refusal(self, cursor: Any, key: UUID, version: int) -> ChainBroken:
+        """Returns the error refusing an append after version `version`, which has no hash
+        row: the conversation was stored before the chain (no hash at version 1 either), or an
+        event was written beside the store (`verify`'s `inserted`)."""
+        if version > 1 and self._chain_hash(cursor, key, 1) is None:
+            return ChainBroken(
+                f"conversation {key} was stored before the hash chain: nothing was appended; run: chatrecord verify "
+                "--upgrade (it chains the stored events, and logs it), then send the lines again",
+                key, 1, "unchained")
+        return ChainBroken(
+            f"conversation {key}: the hash chain is broken at version {version} (inserted): the event has no recorded "
+            "hash, it was written beside the store; nothing was appended; run: chatrecord verify", key, version, "inserted")
+
+    def upgrade_chain(self, key: UUID) -> int:
+        """Chains the events of conversation `key` stored before the chain existed (a store of
+        an earlier version): computes and stores their hashes from GENESIS, in one transaction,
+        and returns how many; 0 (nothing written) when the conversation has any chain row, whose
+        missing hashes are a broken chain and never filled in. The explicit upgrade step
+        (`adapters.store.verify.upgrade`, `chatrecord verify --upgrade`): an append never
+        hashes an event it has not hashed before."""
+        if self.chain_links(None, only=key):
+            return 0
+        with self._chain_writing() as cursor:
+            rows = self._chain_stored(cursor, key, 2**62)
+            self._backfill(cursor, key, rows[-1][1] if rows else 0)
+            return len(rows)
+
+    def _chain_writing(self) -> Any:
+        """A context manager yielding a cursor of one write transaction (the upgrade's)."""
+        return self.datastore.transaction(commit=True)  # type: ignore[attr-defined]
+
     def _backfill(self, cursor: Any, key: UUID, upto: int) -> bytes:
         """Returns the hash of version `upto`, computing and storing the missing hashes of the
-        conversation's events up to it (events stored before the chain existed)."""
+        conversation's events up to it (events stored before the chain existed); only the
+        explicit upgrade (`upgrade_chain`) calls it."""
         digest, rows = GENESIS, []
         for _, version, topic, state in self._chain_stored(cursor, key, upto):
             digest = link(digest, key, version, topic, state)

@@ -12,12 +12,15 @@ version and kind:
 - `hash_changed`: the recorded hash was changed, the event matches the links around it;
 - `changed`: the event's stored bytes were changed (`changed` too when the newest event or its
   hash was changed, which no following link can tell apart);
+- `unchained`: no event of the conversation has a recorded hash: it was stored before the chain
+  existed (`upgrade` chains it; an append to it is refused until then);
 - with heads kept elsewhere (`read_heads`): `rewritten` (the hash at a kept head differs: the
   log was rewritten and its chain recomputed) and `cut_off` (the newest events were removed).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from itertools import groupby
@@ -32,6 +35,8 @@ from adapters.store.application import ConversationStore
 from adapters.store.chain import GENESIS, PAGE, ChainedRecorder, Link, Stored, link
 from domain.errors import ChatrecordError
 from domain.events import conversation_uuid
+
+log = logging.getLogger("chatrecord")
 
 
 class BadHeadsFile(ChatrecordError):
@@ -149,6 +154,10 @@ def _check(key: UUID, items: Iterable[Item], name_of: NameOf, head: KeptHead | N
         if stored is None:
             return broken(version, "deleted", "the event was deleted: its hash is recorded, the event is not")
         if recorded is None:
+            if version == 1 and _unchained(stream):
+                return Verdict(name, key, 1, 0, problem="unchained",
+                               detail="no event has a recorded hash: stored before the chain existed; run: chatrecord "
+                                      "verify --upgrade")
             return broken(version, "inserted", "the event has no recorded hash: it was written beside the store")
         computed = link(running, key, version, stored[2], stored[3])
         if computed != recorded:
@@ -161,6 +170,14 @@ def _check(key: UUID, items: Iterable[Item], name_of: NameOf, head: KeptHead | N
         return Verdict(name, key, expected, count, problem="cut_off",
                        detail=f"the heads file records version {head.version}; the store ends at version {expected - 1}")
     return Verdict(name, key, expected - 1, count, hash=running)
+
+
+def _unchained(stream: Iterator[Item]) -> bool:
+    """Reads the rest of a conversation's items; says whether none has a recorded hash."""
+    unchained = True
+    for item in stream:
+        unchained = unchained and item[3] is None
+    return unchained
 
 
 def _diagnose(running: bytes, computed: bytes, current: Item, following: Item | None) -> tuple[str, str]:
@@ -257,6 +274,26 @@ def verdicts(store: ConversationStore, conversation: str | None = None, against:
 
     only = conversation_uuid(conversation) if conversation is not None else None
     return iter(sorted(verify(recorder, name_of, only, heads), key=lambda v: (v.conversation, v.originator_id)))
+
+
+def upgrade(store: ConversationStore, conversation: str | None = None) -> list[Verdict]:
+    """The explicit upgrade of conversations stored before the chain existed: chains every
+    conversation whose verdict is `unchained` (only `conversation`'s if given), each in one
+    transaction (`ChainedRecorder.upgrade_chain`), logs one line per conversation chained, and
+    returns their verdicts after it. A conversation with any hash row is never touched: its
+    missing hashes are a broken chain. Raises NoChain for a store without a chain."""
+    recorder = store.recorder
+    upgraded = []
+    for verdict in verdicts(store, conversation):
+        if verdict.problem != "unchained":
+            continue
+        count = recorder.upgrade_chain(verdict.originator_id)  # type: ignore[attr-defined]
+        if count:
+            log.warning("chatrecord: chained %d events of conversation %s (%s), stored before the chain "
+                        "(verify --upgrade)", count, verdict.conversation, verdict.originator_id)
+        upgraded.extend(verify(recorder, lambda stored, name=verdict.conversation: name,  # type: ignore[arg-type]
+                               verdict.originator_id))
+    return upgraded
 
 
 def chain_verdict(store: ConversationStore, conversation: str) -> Verdict | None:

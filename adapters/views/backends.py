@@ -232,9 +232,13 @@ class Backend:
         body of `cid` in generation `generation` (None: read the head through `rows`)."""
         return self.pointer(curs), None
 
-    def reading(self) -> Any:
-        """A context manager yielding a cursor for a turn read: by default of one transaction
-        that writes nothing. Raises ReadMoved when the read's tables were dropped meanwhile."""
+    def reading(self, snapshot: bool = True) -> Any:
+        """A context manager yielding a cursor for a read of the read models, whose statements
+        all see one snapshot: by default one transaction that writes nothing (SQLite: a WAL
+        reader sees one snapshot inside one transaction), whatever `snapshot` says; a backend
+        may, without `snapshot`, run one statement without a transaction and raise
+        NeedsSnapshot at a second (the caller reads again with `snapshot`). Raises ReadMoved
+        when the read's tables were dropped meanwhile."""
         return self.transaction(write=False)
 
     def run(self, curs: Any, sql: str, params: Any) -> Any:
@@ -396,4 +400,8 @@ def backend_for(store: Any) -> Backend:
     return backend
 
 
-__all__ = ["TABLES", "Backend", "Pointer", "QueuedStatements", "ReadMoved", "backend_for"]
+class NeedsSnapshot(Exception):  # noqa: N818 - a signal to the reader, never seen outside ReadModels
+    """Raised by a cursor of `Backend.reading(snapshot=False)` at its second statement."""
+
+
+__all__ = ["TABLES", "Backend", "NeedsSnapshot", "Pointer", "QueuedStatements", "ReadMoved", "backend_for"]

@@ -36,7 +36,7 @@ from eventsourcing.application import LRUCache
 from adapters.processes import end_with
 from adapters.store.application import ConversationStore
 from adapters.store.serialization import UnreadableEvent, originator_uuid
-from adapters.views.backends import Backend, Pointer, ReadMoved, backend_for
+from adapters.views.backends import Backend, NeedsSnapshot, Pointer, ReadMoved, backend_for
 from adapters.views.rendered import KeptMessages, KnownBlocks, RenderedNotes, known_conversations
 from adapters.views.rows import PrefetchedRows, table_names
 from domain.errors import ChatrecordError, UnknownConversation, shown_id
@@ -409,8 +409,10 @@ class ReadModels:
               kept_at: int | None = None, known: KnownBlocks | None = None) -> Any:
         """Returns `read(rows, head, rules)` for a conversation, its rows caught up with its log
         first. With `newest` (a turn read: the card outcomes it needs), the backend may read the
-        head, the log's version, the entries and those outcomes in one statement (`reading`:
-        on PostgreSQL in autocommit, prepared); the entries and outcomes not, when the head is
+        head, the log's version, the entries and those outcomes in one statement (on
+        PostgreSQL prepared, in autocommit while that one statement answers the read; a read
+        that needs another is read again in one REPEATABLE READ snapshot, `Backend.reading`:
+        every read sees one version of the conversation); the entries and outcomes not, when the head is
         at version `kept_at` (`read` has that version's answer kept; the rows read them should
         it need them after all); with `known` (what an earlier turn read kept of the transcript
         rows), also the topics of the events since and the rows from its `last_user` on, so
@@ -418,9 +420,10 @@ class ReadModels:
         tables a rebuild elsewhere dropped reads again. Raises UnknownConversation for a
         conversation the store does not hold."""
         key = conversation_uuid(conversation)
-        for _ in range(3):
+        snapshot = newest is None  # a turn read tries one statement first, in no transaction
+        for _ in range(4):
             try:
-                with self.backend.reading() if newest is not None else self.backend.transaction(write=False) as curs:
+                with self.backend.reading(snapshot) as curs:  # one snapshot: head, entries, outcomes, transcript
                     fetched = self.backend.turn_rows(
                         curs, key, self._live.generation, newest, kept_at, NEWEST_ENTRIES,
                         known.version if known is not None else None, known.last_user if known is not None else 0,
@@ -447,6 +450,9 @@ class ReadModels:
                             f'no conversation {shown_id(conversation)} in the store; check the id or ingest it first')
                     if head is not None and head.version >= logged:
                         return read(rows, head, live.rules)
+            except NeedsSnapshot:  # the one statement did not answer it: read it all in one snapshot
+                snapshot = True
+                continue
             except ReadMoved:
                 self._live = None  # a rebuild elsewhere, or an append meanwhile: read the live pointer next
                 continue
@@ -509,6 +515,13 @@ class ReadModels:
             return self._read(conversation, lambda rows, head, rules: _state(rows, head))
         except UnknownConversation:
             return None
+
+    def snapshot(self, conversation: str) -> tuple[Head, str, TurnState]:
+        """Returns the conversation's head row, the live rule set and its rows folded together
+        (whole transcript, entries and outcomes), all read in one snapshot after its rows caught
+        up with its log: what `adapters.views.verify_rows` holds against a fold of the log.
+        Raises UnknownConversation for a conversation the store does not hold."""
+        return self._read(conversation, lambda rows, head, rules: (head, rules, _state(rows, head)))
 
     def turn_input(self, conversation: str, can_see_page: PageCheck = every_page) -> TurnInput:
         """Returns the input of the conversation's latest turn (its latest user message, retry

@@ -129,3 +129,43 @@ def test_a_bad_master_key_is_one_line(tmp_path: Path) -> None:
     done = run("ingest", DEMO)
     assert (done.returncode, done.stderr) == (1, "error: CHATRECORD_MASTER_KEY must be base64 of 32 bytes "
                                                  "(openssl rand -base64 32), not a value of 9 characters\n")
+
+
+LATER = {"type": "user_message", "conversation": "conv-demo-seo", "at": "2026-11-03T10:00:00Z", "message": 4,
+         "text": "Und jetzt?", "page": 0}
+
+
+def test_an_append_to_a_conversation_stored_before_the_chain_waits_for_verify_upgrade(tmp_path: Path) -> None:
+    run = runner(tmp_path, CHATRECORD_DB=str(tmp_path / "s.sqlite"))
+    run("ingest", DEMO)
+    with sqlite3.connect(tmp_path / "s.sqlite") as conn:
+        conn.execute("DELETE FROM chatrecord_chain WHERE originator_id = ?", (DEMO_ID,))
+    (tmp_path / "later.jsonl").write_text(json.dumps(LATER) + "\n")
+
+    refused = run("ingest", "later.jsonl")
+    upgraded = run("verify", "--upgrade")
+    again = run("ingest", "later.jsonl")
+
+    assert (refused.returncode, refused.stderr) == (1, (
+        'error: conversation "conv-demo-seo" was stored before the hash chain: nothing was appended; run: chatrecord '
+        "verify --upgrade (it chains the stored events, and logs it), then send the lines again\n"))
+    assert (upgraded.returncode, upgraded.stdout.splitlines()[-1]) == (0, "1 conversation verified: 1 ok, 0 broken")
+    assert upgraded.stderr == ("chatrecord: chained 20 events of conversation conv-demo-seo "
+                               "(5d91b7e3-ea14-590f-bbd7-a5f872bc7e3d), stored before the chain (verify --upgrade)\n")
+    assert again.returncode == 0 and run("verify").stdout.splitlines()[0] == "conv-demo-seo: ok, 21 events"
+
+
+def test_verify_rows_names_a_rewritten_row_and_exits_1(tmp_path: Path) -> None:
+    run = runner(tmp_path, CHATRECORD_DB=str(tmp_path / "s.sqlite"))
+    run("ingest", DEMO)
+    assert run("verify", "--rows").stdout.splitlines()[-1] == "rows of 1 conversation held against its log: 1 ok, 0 differ"
+    with sqlite3.connect(tmp_path / "s.sqlite") as conn:
+        conn.execute("UPDATE views_g1_entries SET body = replace(body, '\"name\":\"get_page\"', '\"name\":\"x\"')")
+
+    done = run("verify", "--rows")
+
+    assert (done.returncode, done.stdout.splitlines()) == (1, [
+        "conv-demo-seo: ok, 20 events",
+        "conv-demo-seo: rows differ from the fold of its log at version 20 (run record); run: chatrecord rebuild",
+        "1 conversation verified: 1 ok, 0 broken",
+        "rows of 1 conversation held against its log: 0 ok, 1 differ"])

@@ -276,3 +276,20 @@ def test_a_store_that_cannot_be_used_is_a_503_that_does_not_show_the_stores_sett
 
     assert (problem.status, problem.name, problem.detail, problem.headers) == (
         503, "store-unavailable", "the store cannot be used now; try again later", {"Retry-After": "5"})
+
+
+def test_an_append_to_a_broken_chain_is_a_409_naming_the_broken_link() -> None:
+    from uuid import UUID
+
+    from adapters.http.problems import from_error
+    from adapters.store.chain import ChainBroken
+
+    key = UUID("5d91b7e3-ea14-590f-bbd7-a5f872bc7e3d")
+    inserted = from_error(ChainBroken(f"conversation {key}: the hash chain is broken at version 21 (inserted)", key,
+                                      21, "inserted"))
+    unchained = from_error(ChainBroken(f"conversation {key} was stored before the hash chain", key, 1, "unchained"))
+
+    assert (inserted.status, inserted.name, inserted.members) == (409, "chain-broken", {"version": 21, "problem": "inserted"})
+    assert inserted.detail == ("the conversation's hash chain is broken at version 21 (inserted); nothing was appended; "
+                               "an operator runs chatrecord verify")
+    assert unchained.detail.endswith("an operator runs chatrecord verify --upgrade")

@@ -17,7 +17,7 @@ from psycopg import sql
 
 from adapters.api import DEMO_FILE, Chatrecord, demo_lines
 from adapters.store.application import ConversationStore
-from adapters.store.chain import GENESIS, link
+from adapters.store.chain import GENESIS, ChainBroken, link
 from adapters.store.settings import memory_env
 from adapters.store.verify import KeptHead, Verdict, verdicts
 from domain.events import conversation_uuid
@@ -25,6 +25,10 @@ from tests.integration.backends import PostgresStores, SQLiteStores
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = conversation_uuid("conv-demo-seo")
+
+
+LATER_LINE = {"type": "user_message", "conversation": "conv-demo-seo", "at": "2026-11-03T10:00:00Z", "message": 4,
+              "text": "Und jetzt?", "page": 0}
 
 
 def by_name(found: Iterator[Verdict]) -> dict[str, Verdict]:
@@ -51,6 +55,10 @@ class ChainContract:
         raise NotImplementedError
 
     def delete_hash(self, store: ConversationStore, version: int) -> None:
+        raise NotImplementedError
+
+    def insert_event(self, store: ConversationStore, stored: StoredEvent) -> None:
+        """Inserts a stored event beside the store: no hash row, no read model row."""
         raise NotImplementedError
 
     @pytest.fixture
@@ -176,18 +184,49 @@ class ChainContract:
         verdict = by_name(verdicts(store))["conv-demo-seo"]
         assert (verdict.problem, verdict.version) == ("inserted", 20)
 
-    def test_a_conversation_stored_before_the_chain_is_chained_on_its_next_append(self, store: ConversationStore) -> None:
+    def test_a_conversation_stored_before_the_chain_is_chained_by_the_explicit_upgrade_only(
+            self, store: ConversationStore) -> None:
         for version in range(1, 21):
             self.delete_hash(store, version)
-        if hasattr(store.recorder, "chain_heads"):  # as a process opening the old store: no hash kept
-            store.recorder.chain_heads.clear()
-        assert (by_name(verdicts(store))["conv-demo-seo"].problem, by_name(verdicts(store))["conv-demo-seo"].version) == (
-            "inserted", 1)
-        line = {"type": "user_message", "conversation": "conv-demo-seo", "at": "2026-11-03T10:00:00Z", "message": 4,
-                "text": "Und jetzt?", "page": 0}
-        assert Chatrecord(store).ingest([json.dumps(line)], "later").stopped is None
+        store = self.reopened(store)  # as a process opening the old store: no hash kept
+        verdict = by_name(verdicts(store))["conv-demo-seo"]
+        assert (verdict.problem, verdict.version) == ("unchained", 1)
+        chat = Chatrecord(store)
+
+        with pytest.raises(ChainBroken) as refused:  # an append never hashes events it has not hashed before
+            chat.record(LATER_LINE)
+        upgraded = chat.upgrade_chains()
+
+        assert (refused.value.problem, refused.value.version) == ("unchained", 1)
+        assert "run: chatrecord verify --upgrade" in str(refused.value)
+        assert len(store.events("conv-demo-seo")) == 20  # nothing of the refused line stored
+        assert [(v.conversation, v.ok, v.events) for v in upgraded] == [("conv-demo-seo", True, 20)]
+        assert chat.upgrade_chains() == []  # done once
+        assert chat.ingest([json.dumps(LATER_LINE)], "later").stopped is None
         verdict = by_name(verdicts(store))["conv-demo-seo"]
         assert (verdict.ok, verdict.version, verdict.events) == (True, 21, 21)
+
+    def test_an_append_after_an_event_written_beside_the_store_is_refused_with_the_verdict(
+            self, store: ConversationStore) -> None:
+        events = store.events("conv-demo-seo")
+        segment = next(e for e in reversed(events) if type(e).__name__ == "SegmentReturned")
+        forged = segment.model_copy(update={"originator_version": 21, "segment": segment.segment[:-1] + "9"})
+        stored = store.mapper.to_stored_event(forged)
+        self.insert_event(store, stored)  # decodable, no hash row
+        verdict = by_name(verdicts(store))["conv-demo-seo"]
+        assert (verdict.problem, verdict.version) == ("inserted", 21)
+        for chat in (Chatrecord(store), Chatrecord(self.reopened(store))):  # hash kept, or read
+            with pytest.raises(ChainBroken) as refused:
+                chat.record(LATER_LINE)
+            assert (refused.value.problem, refused.value.version) == ("inserted", 21)
+            assert str(refused.value) == (
+                'conversation "conv-demo-seo": the hash chain is broken at version 21 (inserted): the event has no recorded '
+                "hash, it was written beside the store; nothing was appended; run: chatrecord verify")
+            assert chat.upgrade_chains() == []  # a chained conversation is never upgraded
+
+        verdict = by_name(verdicts(store))["conv-demo-seo"]
+        assert (verdict.problem, verdict.version, verdict.events) == ("inserted", 21, 20)
+        assert len(self.events(store)) == 21  # the forged event, nothing after it
 
     def test_kept_heads_find_the_newest_events_cut_off(self, store: ConversationStore) -> None:
         head = by_name(verdicts(store))["conv-demo-seo"]
@@ -261,6 +300,11 @@ class TestInMemoryChain(ChainContract):
     def delete_hash(self, store: ConversationStore, version: int) -> None:
         del store.recorder.chain[(DEMO, version)]  # type: ignore[attr-defined]
 
+    def insert_event(self, store: ConversationStore, stored: StoredEvent) -> None:
+        from eventsourcing.popo import POPOApplicationRecorder
+
+        POPOApplicationRecorder._insert_events(store.recorder, [stored])  # type: ignore[arg-type]
+
 
 class TestSQLiteChain(SQLiteStores, ChainContract):
     def _run(self, statement: str, params: tuple[Any, ...] = ()) -> list[Any]:
@@ -289,6 +333,10 @@ class TestSQLiteChain(SQLiteStores, ChainContract):
         self._run("DELETE FROM chatrecord_chain WHERE originator_id = ? AND originator_version = ?",
                   (DEMO.hex, version))
 
+    def insert_event(self, store: ConversationStore, stored: StoredEvent) -> None:
+        self._run("INSERT INTO stored_events (originator_id, originator_version, topic, state) VALUES (?, ?, ?, ?)",
+                  (DEMO.hex, stored.originator_version, stored.topic, stored.state))
+
 
 class TestPostgresChain(PostgresStores, ChainContract):
     def _run(self, statement: str, params: tuple[Any, ...] = ()) -> list[Any]:
@@ -315,3 +363,7 @@ class TestPostgresChain(PostgresStores, ChainContract):
 
     def delete_hash(self, store: ConversationStore, version: int) -> None:
         self._run("DELETE FROM {chain} WHERE originator_id = %s AND originator_version = %s", (DEMO, version))
+
+    def insert_event(self, store: ConversationStore, stored: StoredEvent) -> None:
+        self._run("INSERT INTO {events} (originator_id, originator_version, topic, state) VALUES (%s, %s, %s, %s)",
+                  (DEMO, stored.originator_version, stored.topic, stored.state))

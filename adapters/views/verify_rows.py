@@ -1,0 +1,95 @@
+"""Holding each conversation's read-model rows against a fold of its log (`verify --rows`).
+
+The rows are a cache of the log: a turn read serves them as they are. It checks only what
+costs nothing more than the read: the head row is at the log's newest version (else the rows
+catch up first), the kept entries are as many as the head names, and, where notes are kept
+from an earlier read, the chain's hash at the head's version. It does not decode and compare
+every row with the events (that is a fold of the whole log), so a row rewritten in the
+database, its version left as it was, is served. `check_rows` does that fold: it reads the
+head row, the transcript, the run record entries and the card outcomes in one snapshot
+(`ReadModels.snapshot`), folds the log up to the head's version into fresh rows in memory
+under the same rule set, and names the parts that differ. `chatrecord rebuild` writes the
+rows again from the log.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from adapters.views.readmodels import ReadModels, _state, fold_into
+from adapters.views.rows import MemoryConversation, MemoryRows
+from domain.errors import ChatrecordError
+from projections.rules import resolve
+
+PARTS = ("head", "transcript", "run record", "card outcomes")
+"""What `check_rows` compares, in the order a verdict names them."""
+
+
+@dataclass(frozen=True)
+class RowsVerdict:
+    """One conversation's rows against the fold of its log at `version`: `differs` names the
+    parts that differ (of PARTS), empty when they match; `problem` is set instead when the
+    rows or the log could not be read (its message)."""
+
+    conversation: str
+    version: int
+    differs: tuple[str, ...] = ()
+    problem: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """Returns True when the rows are the fold of the log."""
+        return not self.differs and self.problem is None
+
+    def line(self) -> str:
+        """Returns the verdict as one line of text."""
+        if self.problem is not None:
+            return f"{self.conversation}: rows not checked: {self.problem}"
+        if self.ok:
+            return f"{self.conversation}: rows ok at version {self.version}"
+        return (f"{self.conversation}: rows differ from the fold of its log at version {self.version} "
+                f"({', '.join(self.differs)}); run: chatrecord rebuild")
+
+    def to_json(self) -> dict[str, Any]:
+        """Returns `{"conversation", "rows_ok", "version", "differs", "problem"}`."""
+        return {"conversation": self.conversation, "rows_ok": self.ok, "version": self.version,
+                "differs": list(self.differs), "problem": self.problem}
+
+
+def check_rows(models: ReadModels, conversation: str) -> RowsVerdict:
+    """Returns the verdict of one conversation's rows (see the module docstring). Reads its
+    whole log: its cost grows with the history, as `verify`'s does. Raises UnknownConversation
+    for a conversation the store does not hold."""
+    head, rules, stored = models.snapshot(conversation)
+    try:
+        events = models.store.events(conversation, up_to_version=head.version)
+    except ChatrecordError as error:  # an unreadable event: the chain's verdict says more
+        return RowsVerdict(head.conversation or conversation, head.version, problem=str(error))
+    fresh = MemoryRows(MemoryConversation())
+    folded = fold_into(fresh, None, events, resolve(rules))
+    if folded is None:
+        return RowsVerdict(head.conversation or conversation, head.version, PARTS)
+    fold = _state(fresh, folded)
+    differs = [
+        part for part, same in (
+            ("head", head.model_dump() == folded.model_dump()),
+            ("transcript", stored.transcript == fold.transcript),
+            ("run record", [e.to_json() for e in stored.record.entries] == [e.to_json() for e in fold.record.entries]),
+            ("card outcomes", stored.outcomes.outcomes == fold.outcomes.outcomes),
+        ) if not same
+    ]
+    return RowsVerdict(head.conversation or conversation, head.version, tuple(differs))
+
+
+def rows_verdicts(models: ReadModels, conversations: Iterable[str]) -> Iterator[RowsVerdict]:
+    """Yields `check_rows` of each conversation, one at a time (memory holds one log)."""
+    for conversation in conversations:
+        try:
+            yield check_rows(models, conversation)
+        except ChatrecordError as error:
+            yield RowsVerdict(conversation, 0, problem=str(error))
+
+
+__all__ = ["PARTS", "RowsVerdict", "check_rows", "rows_verdicts"]
