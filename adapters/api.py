@@ -45,8 +45,20 @@ from adapters.service.results import (
     replay_lines,
     stored_conversation,
     turns_at,
+    unknown_conversation,
+)
+from adapters.service.timeline import (
+    PAGE_TURNS,
+    OverviewPoint,
+    TimelinePage,
+    TurnView,
+    overview,
+    timeline_page,
+    turn_at,
+    turn_view,
 )
 from adapters.store.application import ConversationStore, HandleResult
+from adapters.store.chain import ChainedRecorder
 from adapters.store.crypto import TextsErased
 from adapters.store.erasure import Erasure, erase
 from adapters.store.keys import KeyState
@@ -55,7 +67,7 @@ from adapters.store.verify import Verdict, chain_verdict, upgrade, verdicts
 from adapters.views.readmodels import ConversationDiff, ReadModels, RebuildReport
 from adapters.views.verify_rows import RowsVerdict, check_rows, rows_verdicts
 from domain.errors import InvalidInput, UnknownConversation, shown_id
-from domain.events import ConversationEvent
+from domain.events import ConversationEvent, conversation_uuid
 from projections import activity
 from projections.activity import SegmentActivity
 from projections.audit import AuditRow
@@ -120,6 +132,8 @@ class Chatrecord:
         self.source_name = source_name
         self._lines = 0
         self._writers = [Lock() for _ in range(WRITER_LOCKS)]
+        self._overviews: dict[tuple[str, str], tuple[int, list[OverviewPoint]]] = {}
+        self._overviews_lock = Lock()
 
     @cached_property
     def read_models(self) -> ReadModels:
@@ -333,8 +347,12 @@ class Chatrecord:
     @_in_store_terms
     def erase(self, conversation: str) -> Erasure:
         """Erases the conversation's free texts (deletes its data key) and scrubs its read
-        models; idempotent. Raises UnknownConversation for an id the store does not hold."""
-        return erase(self.store, lookup_key(_conversation_argument("erase", conversation)), self.read_models)
+        models; idempotent. Raises UnknownConversation for an id the store does not hold (worded
+        as `audit` and `replay` word it)."""
+        try:
+            return erase(self.store, lookup_key(_conversation_argument("erase", conversation)), self.read_models)
+        except UnknownConversation:
+            raise unknown_conversation(self.store, conversation, describe_backend(self.store)) from None
 
     @_in_store_terms
     def activity(self, conversation: str, rules: str | None = None) -> tuple[SegmentActivity, ...]:
@@ -380,12 +398,13 @@ class Chatrecord:
         if turns and rule_set == active:
             latest = self._live_turn(conversation, can_see_page)
             differs = latest is None or latest.to_json() != turns[-1].to_json()
+        chain = chain_verdict(self.store, lookup_key(conversation)) if differs else None
         if at is not None:
             picked = turns_at(turns, at)
             if not picked:
                 raise no_turn(at, [(conversation, turns)])
             turns = picked
-        return Replay(conversation, rule_set, tuple(turns), differs)
+        return Replay(conversation, rule_set, tuple(turns), differs, chain)
 
     def _live_turn(self, conversation: str, can_see_page: PageCheck) -> TurnInput | None:
         """Returns the read models' latest turn; None where they lag behind the log and cannot
@@ -442,6 +461,65 @@ class Chatrecord:
         """Removes the store's master key: every data key stored unwrapped, the check row
         deleted, in one transaction (see `adapters.service.keys.unwrap`)."""
         return master_keys.unwrap(self.store)
+
+    @_in_store_terms
+    def timeline(self, conversation: str, before: int | None = None, turns: int = PAGE_TURNS,
+                 rules: str | None = None) -> TimelinePage:
+        """Returns one page of the conversation's timeline, newest turn first: the `turns` turns
+        that start before version `before` (None: the newest), under `rules` (default: the live
+        rule set). Reads the log's tail only (`adapters.service.timeline`). Raises
+        UnknownConversation for an id the store does not hold."""
+        name = _conversation_argument("timeline", conversation)
+        page = timeline_page(self.store, lookup_key(name), name, rules or self.active_rules(), before, turns)
+        if page.version == 0:
+            self.events(name)  # raises UnknownConversation, naming the store
+        return page
+
+    @_in_store_terms
+    def overview(self, conversation: str, rules: str | None = None) -> list[OverviewPoint]:
+        """Returns the overview of the whole conversation under `rules` (default: the live rule
+        set): one point per message, segment, decision, card left undecided, edit, cut, erasure.
+        Folds the whole log, so it is kept per (conversation, version, rule set) in this process.
+        Raises UnknownConversation."""
+        name = _conversation_argument("overview", conversation)
+        rule_set = rules or self.active_rules()
+        key = lookup_key(name)
+        head = next(iter(self.store.events.get(conversation_uuid(key), desc=True, limit=1)), None)
+        if head is None:
+            self.events(name)  # raises UnknownConversation
+            return []
+        kept = self._overviews.get((key, rule_set))
+        if kept is not None and kept[0] == head.originator_version:
+            return kept[1]
+        points = overview(self.events(name), rule_set)
+        with self._overviews_lock:  # the HTTP service's handlers run on several threads
+            if len(self._overviews) >= 64:
+                self._overviews.pop(next(iter(self._overviews)))
+            self._overviews[(key, rule_set)] = (head.originator_version, points)
+        return points
+
+    @_in_store_terms
+    def chain(self, conversation: str) -> Verdict | None:
+        """Returns the verdict of the conversation's hash chain (every hash recomputed), None on
+        a store that keeps no chain. Raises UnknownConversation."""
+        name = _conversation_argument("chain", conversation)
+        verdict = chain_verdict(self.store, lookup_key(name))
+        if verdict is None and isinstance(self.store.recorder, ChainedRecorder):
+            self.events(name)  # raises UnknownConversation
+        return verdict
+
+    @_in_store_terms
+    def turn_view(self, conversation: str, at: int, rules: str | None = None,
+                  can_see_page: PageCheck = every_page) -> TurnView:
+        """Returns what the model was sent at the turn of user message `at` (its latest turn
+        when retried), exactly as `replay --at` gives it, under `rules`, with the differences
+        from the same turn under the live rule set. Raises UnknownConversation, TurnNotFound."""
+        events = self.events(_conversation_argument("turn_view", conversation))
+        active = self.active_rules()
+        rule_set = resolve(rules or active).id
+        chosen = turn_at(events, at, rule_set, can_see_page)
+        base = chosen if rule_set == active else turn_at(events, at, active, can_see_page)
+        return turn_view(chosen, rule_set, base, active)
 
     @_in_store_terms
     def health(self) -> int:

@@ -16,6 +16,7 @@ from typing import Any, Literal, TypeVar
 
 from domain.errors import (
     CardAlreadyDecided,
+    CardLeftUndecidedBefore,
     ContinuationBeforeDecision,
     ConversationAlreadyStarted,
     ConversationNotStarted,
@@ -270,7 +271,7 @@ def _check_waiting(state: Conversation, history: History, segment: str, kind: Wa
         raise TurnTruncated(f"segment {segment} belongs to a turn an edit has cut away")
     if record is not None and record.undecided is not None:
         reason = record.undecided
-        raise CardAlreadyDecided(
+        raise CardLeftUndecidedBefore(
             f"the {kind} of segment {segment} was left undecided by {_LEFT.get(reason, reason)}; "
             "a later decision is not recorded"
         )

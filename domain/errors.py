@@ -7,7 +7,7 @@ raises it, and each message names what went wrong, where, and what to do.
     │   ├── ConversationNotStarted      a line before its conversation_started
     │   ├── ConversationAlreadyStarted  started again with another kind or owner
     │   ├── UnknownConversation         an id the store does not hold (lookups)
-    │   ├── NoCardWaiting, NoQuestionWaiting, CardAlreadyDecided
+    │   ├── NoCardWaiting, NoQuestionWaiting, CardAlreadyDecided (CardLeftUndecidedBefore)
     │   ├── UnknownMessage, MessageOutOfOrder, LineOutOfOrder
     │   ├── TurnTruncated               an edit cut the segment or run away
     │   ├── SegmentBeforeMessage, ContinuationBeforeDecision
@@ -86,6 +86,11 @@ class CardAlreadyDecided(ChatrecordError):
     """Raised when a card or question is decided, answered or left undecided a second time."""
 
     field = "segment"
+
+
+class CardLeftUndecidedBefore(CardAlreadyDecided):
+    """Raised when a card or question that was left undecided (by a new user message or the end
+    of the tour) is decided or answered afterwards: the late decision is not recorded."""
 
 
 class UnknownMessage(ChatrecordError):

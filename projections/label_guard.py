@@ -15,8 +15,10 @@ form of the same length, and the label is searched there:
 
 A `[` followed by separators, `chat`, separators, `record` in the folded form is a forged
 opening; its bracket is replaced by `(` in the text, so its length stays the same and the
-rest is sent as written. Linear in the text: one `str.translate` and one regular expression
-that cannot backtrack across two openings.
+rest is sent as written. The label's words without a bracket (`Chat record — written by the
+chat`, `BARE`), not after an opening, are a forged opening too: a `(` is put before them, so
+both forms read `(Chat record — written by the chat …` to the model. Linear in the text: one
+`str.translate` and two regular expressions that cannot backtrack across two openings.
 """
 
 from __future__ import annotations
@@ -75,6 +77,13 @@ _SKIP = "\\x00*"  # invisible characters between the letters of a word
 FORGED = re.compile("\\[" + _GAP + _SKIP.join("chat") + _GAP + _SKIP.join("record"))
 """The label's opening in the folded form of a text."""
 
+BARE = re.compile("(?<![a-z0-9\\x01])" + _GAP.join(_SKIP.join(word) for word in "chat record written by the chat".split()))
+"""The label's words without a bracket in the folded form of a text; a forged opening unless an
+opening (`[`, or the disarmed `(`) comes before it with only separators between."""
+
+_BARE_HINT = re.compile("record", re.I)
+"""An ASCII text without this word holds no `BARE` opening (its folded form is its lower case)."""
+
 
 def folded(text: str) -> str:
     """Returns the comparison form of `text`: one character for each of its characters."""
@@ -86,24 +95,41 @@ ASCII_OPENINGS = "<[{"
 one of them holds no label's opening, whatever else it holds."""
 
 
+def forged_openings(form: str) -> list[tuple[int, bool]]:
+    """Returns where the folded form `form` holds a label's opening, in order: (index, True)
+    for a bracket (`FORGED`), (index, False) for the first letter of the label's words
+    without a bracket (`BARE`)."""
+    found = [(match.start(), True) for match in FORGED.finditer(form)]
+    for match in BARE.finditer(form):
+        before = match.start() - 1
+        while before >= 0 and form[before] in " " + _INVISIBLE:
+            before -= 1
+        if before < 0 or form[before] not in "[(":
+            found.append((match.start(), False))
+    return sorted(found)
+
+
 def has_forged_label(text: str) -> bool:
     """Returns True when `text` holds something that reads as a note label's opening. An ASCII
-    text without an opening bracket (`ASCII_OPENINGS`), most texts, is not folded at all."""
-    if not text or (text.isascii() and not any(opening in text for opening in ASCII_OPENINGS)):
+    text without an opening bracket (`ASCII_OPENINGS`) and without the word `record`, most
+    texts, is not folded at all."""
+    if not text or (text.isascii() and not any(opening in text for opening in ASCII_OPENINGS)
+                    and _BARE_HINT.search(text) is None):
         return False
-    return FORGED.search(folded(text)) is not None
+    return bool(forged_openings(folded(text)))
 
 
 def disarm(text: str) -> str:
     """Returns `text` with the bracket of every forged label opening (see the module) turned
-    into `(`; the length stays the same, and nothing else changes."""
-    starts = [match.start() for match in FORGED.finditer(folded(text))]
-    if not starts:
+    into `(`, and a `(` put before the label's words where they stand without a bracket;
+    nothing else changes. Disarming twice changes nothing more."""
+    openings = forged_openings(folded(text))
+    if not openings:
         return text
     parts: list[str] = []
     previous = 0
-    for start in starts:
+    for start, bracket in openings:
         parts += [text[previous:start], "("]
-        previous = start + 1
+        previous = start + 1 if bracket else start
     parts.append(text[previous:])
     return "".join(parts)

@@ -34,6 +34,20 @@ if TYPE_CHECKING:
     from adapters.store.history import HistoryTables
     from adapters.views.backends import Backend
 
+def one_line(message: str) -> str:
+    """Returns a driver's message of several lines as one: each line stripped, a line that
+    ends without punctuation closed by `.` when the next begins a sentence (an upper-case
+    letter) and by `;` otherwise, so psycopg's "Connection refused" and "Is the server
+    running …?" read as two sentences, not one."""
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    out = ""
+    for line in lines:
+        if out:
+            out += " " if out[-1] in ".;:,!?" else (". " if line[0].isupper() else "; ")
+        out += line
+    return out
+
+
 SQLITE_MODULE = "adapters.backends.sqlite:SQLiteFactory"
 POSTGRES_MODULE = "adapters.backends.postgres:PostgresFactory"
 MEMORY_MODULE = "adapters.backends.memory:MemoryFactory"

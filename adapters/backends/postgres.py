@@ -67,7 +67,7 @@ from psycopg.rows import tuple_row
 from psycopg.sql import SQL, Composable, Composed, Identifier
 from psycopg_pool import PoolTimeout
 
-from adapters.backends import StoreFactory
+from adapters.backends import StoreFactory, one_line
 from adapters.http.idempotency import COLUMNS, TABLE, SQLKeys
 from adapters.store.chain import (
     CHAIN_TABLE,
@@ -1453,7 +1453,7 @@ class PostgresFactory(StoreFactory, es_postgres.PostgresFactory):
                     connect_timeout=timeout,
                 ).close()
         except psycopg.Error as error:
-            return " ".join(str(error).split()) or type(error).__name__
+            return one_line(str(error)) or type(error).__name__
         return None
 
     @classmethod

@@ -26,6 +26,7 @@ from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteDatastore
 from eventsourcing.utils import strtobool
 
 from adapters.backends import StoreFactory
+from adapters.backends.writer_queue import WriterQueue
 from adapters.http.idempotency import COLUMNS, TABLE, SQLKeys
 from adapters.store.chain import (
     CHAIN_TABLE,
@@ -209,7 +210,10 @@ class _ImmediateTransaction(es_sqlite.SQLiteTransaction):
 
 
 class WaitingSQLiteDatastore(es_sqlite.SQLiteDatastore):
-    """The library's SQLite datastore, except that a writing transaction begins IMMEDIATE.
+    """The library's SQLite datastore, except that a writing transaction begins IMMEDIATE and
+    the process's writers queue first come, first served (`WriterQueue`), each for as long as
+    the queue moves, instead of racing for the pool's writer lock for at most 5 s; the pool
+    waits up to the lock timeout (not 5 s) for a free connection.
 
     Under the library's plain BEGIN, a transaction that reads before it writes (as the
     read models' catch-up does) cannot wait for another process's write: SQLite
@@ -218,8 +222,12 @@ class WaitingSQLiteDatastore(es_sqlite.SQLiteDatastore):
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
+        wait = float(kwargs.get("lock_timeout") or es_sqlite.SQLITE3_DEFAULT_LOCK_TIMEOUT)
+        kwargs.setdefault("pool_timeout", wait)
         super().__init__(*args, **kwargs)
         self.pool._create_connection = self._connect_waiting(self.pool._create_connection)  # type: ignore[method-assign]
+        self.writers = WriterQueue(patience=wait)
+        """The process's writers to this file, in the order they came."""
 
     def _connect_waiting(self, create: Callable[[], Any]) -> Callable[[], Any]:
         """Returns the pool's `create` tried again while the file is locked: a new connection
@@ -240,6 +248,20 @@ class WaitingSQLiteDatastore(es_sqlite.SQLiteDatastore):
                 waited, pause = waited + pause, min(pause * 2, 0.1)
 
         return connect
+
+    @contextmanager
+    def get_connection(self, *, commit: bool) -> Iterator[es_sqlite.SQLiteConnection]:
+        """Yields a connection from the pool; one for writing only in the writer's turn."""
+        if not commit:
+            with super().get_connection(commit=False) as conn:
+                yield conn
+            return
+        self.writers.acquire()
+        try:
+            with super().get_connection(commit=True) as conn:
+                yield conn
+        finally:
+            self.writers.release()
 
     @contextmanager
     def transaction(self, *, commit: bool) -> Iterator[es_sqlite.SQLiteCursor]:

@@ -22,8 +22,11 @@ from adapters.cli import (  # noqa: F401 - registers (verify and erase below)
     cmd_rebuild,
     cmd_replay,
     cmd_serve,
+    cmd_timeline,
+    cmd_traces,
     cmd_verify,
 )
+from adapters.cli import helptypes
 from adapters.cli.app import app, warn
 from adapters.store.settings import store_errors
 from domain.errors import ChatrecordError
@@ -31,6 +34,7 @@ from domain.errors import ChatrecordError
 app.command()(cmd_verify.verify)  # last, in this order, as --help has always listed them
 app.command()(cmd_erase.erase)
 app.add_typer(cmd_keys.keys_app, name="keys")
+helptypes.examples_last(app)  # after every command is registered
 
 __all__ = ["app", "main"]
 

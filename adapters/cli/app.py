@@ -16,6 +16,7 @@ import typer
 from rich.console import Console, RenderableType
 
 from adapters.api import Chatrecord
+from adapters.cli import helptypes
 from adapters.cli.habits import (
     json_bytes,
     version,
@@ -23,10 +24,12 @@ from adapters.cli.habits import (
 from adapters.cli.render import visible
 from projections.rules import RULE_SET_IDS, Rules
 
+helptypes.install()
+
 app = typer.Typer(
     help="An event-sourced conversation store: what an AI agent's runs did, and the notes a later turn reads.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
     rich_markup_mode="markdown",
 )
@@ -52,7 +55,7 @@ def emit(renderable: RenderableType) -> None:
     sys.stdout.flush()
 
 
-RULES_METAVAR = "<" + "|".join(RULE_SET_IDS) + ">"
+RULES_METAVAR = "[" + "|".join(RULE_SET_IDS) + "]"
 
 
 def rule_set_option(value: Any) -> Any:

@@ -6,15 +6,16 @@ from typing import Annotated
 
 import typer
 
-from adapters.cli.app import JsonOption, RulesOption, app, emit, opened, print_json, say
+from adapters.cli.app import JsonOption, app, emit, opened, print_json, rules_option, say
 from adapters.cli.habits import require_store
 from adapters.cli.render import audit_table, chain_line
+from projections.rules import Rules
 
 
 @app.command()
 def audit(
-    conversation: Annotated[str, typer.Argument(help="The conversation id, as the chat names it.")],
-    rules: RulesOption = None,
+    conversation: Annotated[str, typer.Argument(metavar="CONVERSATION", help="The conversation id, as the chat names it.")],
+    rules: Annotated[Rules | None, rules_option("Rule set (default: the store's).")] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Prints a conversation's whole history, in order, with times.
@@ -24,6 +25,7 @@ def audit(
     undecided, edit and what it cut. Facts only: no tool arguments or results, no model or user text. --json prints the rows
     as one JSON list. The last line says whether the conversation's hash chain verified (see
     verify); in --json each row's "verified" says whether its event lies before any broken link.
+    A chain that does not verify ends the audit with exit status 1, as verify does, --json or not.
 
     Example:
 
@@ -37,3 +39,5 @@ def audit(
     else:
         emit(audit_table(conversation, done.rows, done.rules))
         say(chain_line(done.chain))
+    if done.chain is not None and not done.chain.ok:
+        raise typer.Exit(1)

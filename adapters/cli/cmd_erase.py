@@ -2,16 +2,44 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated
 
 import typer
 
 from adapters.cli.app import opened, say
 from adapters.cli.habits import require_store
+from domain.errors import ChatrecordError
+
+
+class NotConfirmed(ChatrecordError):
+    """Raised when the user answers no to erase's question: nothing is erased."""
+
+
+class ConfirmationNeeded(typer.BadParameter):
+    """A usage error (exit status 2): erase without --yes where no terminal can confirm it."""
+
+    def format_message(self) -> str:
+        return self.message
+
+
+def confirmed(conversation: str, yes: bool) -> None:
+    """Returns when the erasure of `conversation` may go ahead: --yes was given, or the user
+    confirmed on the terminal. Raises ConfirmationNeeded without --yes when standard input is
+    not a terminal, NotConfirmed when the user answers no."""
+    if yes:
+        return
+    if not sys.stdin.isatty():
+        raise ConfirmationNeeded(
+            "erase cannot be undone; give --yes to erase without a terminal to confirm on "
+            f"(chatrecord erase {conversation} --yes)")
+    if not typer.confirm(f"Erase the texts of {conversation}? This cannot be undone", default=False):
+        raise NotConfirmed(f"{conversation}: nothing erased (not confirmed)")
 
 
 def erase(
-    conversation: Annotated[str, typer.Argument(help="The conversation id, as the chat names it.")],
+    conversation: Annotated[str, typer.Argument(metavar="CONVERSATION", help="The conversation id, as the chat names it.")],
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Erase without asking; needed where standard input is not a terminal.")] = False,
 ) -> None:
     """Erases a conversation's texts: its data key is deleted, its facts stay.
 
@@ -20,12 +48,14 @@ def erase(
     [erased] in replay, the read models and every view, while what ran, what was written and
     the decisions stay, and verify still passes. The erasure is recorded as an event with its
     time. Erasing again changes nothing; a run cut short is finished by running it again.
+    It cannot be undone: on a terminal erase asks first; elsewhere it needs --yes.
 
     Example:
 
-        chatrecord erase conv-demo-seo
+        chatrecord erase conv-demo-seo --yes
     """
     require_store()
+    confirmed(conversation, yes)
     with opened() as chatrecord:
         done = chatrecord.erase(conversation)
     when = done.at.strftime("%Y-%m-%d %H:%M:%S UTC")

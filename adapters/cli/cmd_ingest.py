@@ -24,7 +24,7 @@ from adapters.service.results import EmptyInput
 
 @app.command()
 def ingest(
-    files: Annotated[list[Path], typer.Argument(metavar="FILE", help="JSON Lines files the chat wrote; - reads standard input.")],
+    files: Annotated[list[Path], typer.Argument(metavar="FILE...", help="JSON Lines files the chat wrote; - reads standard input.")],
     skip_bad: Annotated[bool, typer.Option("--skip-bad", help="Reject bad lines and go on.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON summary object per file.")] = False,
     batch_lines: Annotated[int, typer.Option("--batch-lines", min=1, max=100_000,

@@ -63,7 +63,12 @@ def replay(
         require_store()
         with opened(reading=True) as chatrecord:
             replays = [chatrecord.replay(conversation, rules.value if rules else None, at, can_see)]
-        if replays[0].differs:
+        if replays[0].broken:
+            verdict = replays[0].chain
+            warn(f"warning: the log's hash chain is broken at version {verdict.version} ({verdict.problem}), "
+                 "so the read models differ from it; the log's turns are shown as they read now. "
+                 "Run: chatrecord verify (do not rebuild: it would fold the changed events in)")
+        elif replays[0].differs:
             warn("warning: the read models differ from the log for the latest turn; "
                  "the log's is shown. Run: chatrecord rebuild")
     for done in replays:

@@ -13,7 +13,7 @@ from adapters.store.verify import head_line
 
 
 def verify(
-    conversation: Annotated[str | None, typer.Argument(help="Only this conversation (default: every one).")] = None,
+    conversation: Annotated[str | None, typer.Argument(metavar="CONVERSATION", help="Only this conversation (default: every one).")] = None,
     heads: Annotated[bool, typer.Option("--heads", help="Print each head as NAME VERSION HASH, to keep elsewhere.")] = False,
     against: Annotated[Path | None, typer.Option(
         "--against", metavar="FILE", help="Also compare with heads kept earlier (verify --heads or --json output).")] = None,

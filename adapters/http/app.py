@@ -25,6 +25,7 @@ from adapters.api import Chatrecord
 from adapters.http import schemas
 from adapters.http.idempotency import MAX_KEY, Kept, body_hash, keys_for
 from adapters.http.problems import PROBLEM, Problem, install
+from adapters.http.ui import install_ui
 from adapters.ingest import json_problem
 from adapters.store.settings import BadSetting
 from domain.limits import INT_MAX
@@ -253,6 +254,7 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
         return json_response(done.to_json())
 
     app.include_router(v1)
+    install_ui(app, settings.token)
 
     @app.get("/v1/healthz", response_model=schemas.Health, responses={503: ERRORS[503]})
     def healthz(chatrecord: Service) -> Response:

@@ -72,15 +72,21 @@ def stored_conversation(store: ConversationStore, conversation: str, backend: st
     (described by `backend`) has none of that id."""
     events = store.events(lookup_key(conversation))
     if not events:
-        known = store.conversation_ids()
-        if conversation in known:  # the stored form of an id the chat sent otherwise, as it is printed
-            raise UnknownConversation(
-                f"no conversation {shown_id(conversation, 'repr')} in {backend}: {conversation} is how the store "
-                "keeps a conversation whose id had characters other than A-Za-z0-9_.:/- (or was longer than "
-                f"{NAME_MAX}); look it up by the id the chat sent")
-        hint = f"stored: {', '.join(known[:5])}{', …' if len(known) > 5 else ''}" if known else "the store is empty"
-        raise UnknownConversation(f"no conversation {shown_id(conversation, 'repr')} in {backend} ({hint})")
+        raise unknown_conversation(store, conversation, backend)
     return events
+
+
+def unknown_conversation(store: ConversationStore, conversation: str, backend: str) -> UnknownConversation:
+    """Returns the error for `conversation`, which the store (described by `backend`) does not
+    hold: it names the store and a few stored ids, as every command words it."""
+    known = store.conversation_ids()
+    if conversation in known:  # the stored form of an id the chat sent otherwise, as it is printed
+        return UnknownConversation(
+            f"no conversation {shown_id(conversation, 'repr')} in {backend}: {conversation} is how the store "
+            "keeps a conversation whose id had characters other than A-Za-z0-9_.:/- (or was longer than "
+            f"{NAME_MAX}); look it up by the id the chat sent")
+    hint = f"stored: {', '.join(known[:5])}{', …' if len(known) > 5 else ''}" if known else "the store is empty"
+    return UnknownConversation(f"no conversation {shown_id(conversation, 'repr')} in {backend} ({hint})")
 
 
 def turns_at(turns: Sequence[TurnInput], message: int | None) -> list[TurnInput]:
@@ -100,12 +106,21 @@ def no_turn(message: int, conversations: Sequence[tuple[str, Sequence[TurnInput]
 @dataclass(frozen=True)
 class Replay:
     """Every turn of one conversation, each as it saw it, under `rules`. `differs`: the
-    read models' latest turn is not the log's (the log's is in `turns`)."""
+    read models' latest turn is not the log's (the log's is in `turns`); `chain`: then the
+    verdict of the conversation's hash chain (None when they agree or the store keeps no chain),
+    since a log changed after it was appended differs from the read models too."""
 
     conversation: str
     rules: str
     turns: tuple[TurnInput, ...]
     differs: bool = False
+    chain: Verdict | None = None
+
+    @property
+    def broken(self) -> bool:
+        """True when the read models differ because the log's hash chain does not verify: a
+        rebuild would fold the changed events into them, so `verify` is the next step, not it."""
+        return self.differs and self.chain is not None and not self.chain.ok
 
     def to_json(self) -> dict[str, Any]:
         """Returns the `replay --json` object (docs/spec-map.md, D15)."""

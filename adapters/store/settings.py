@@ -37,6 +37,7 @@ from adapters.backends import (
     backend_named,
     backend_of_error,
     driver_errors,
+    one_line,
 )
 from adapters.backends.postgres import WRITE_LOCK_TIMEOUT
 from adapters.store.application import ConversationStore
@@ -271,7 +272,7 @@ def store_problem(error: BaseException, env: Mapping[str, str] | ConversationSto
             env = {}
     backend = describe_backend(env)
     driver = _driver_error(error)
-    text = "; ".join(line.strip() for line in str(driver or error).splitlines() if line.strip())
+    text = one_line(str(driver or error))
     text = text or type(error).__name__
     if driver is not None:
         message = backend_of_error(driver).problem(driver, env, text, backend)

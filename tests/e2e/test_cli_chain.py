@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import sqlite3
 import subprocess
@@ -42,7 +43,7 @@ def test_verify_names_a_changed_event_and_exits_1(tmp_path: Path) -> None:
         "conv-demo-seo: broken at version 8 (changed): the event's stored bytes were changed after it was appended",
         "1 conversation verified: 0 ok, 1 broken"]
     audit = run("audit", "conv-demo-seo")
-    assert audit.returncode == 0 and audit.stdout.splitlines()[-1].startswith("chain: BROKEN at version 8 (changed)")
+    assert audit.returncode == 1 and audit.stdout.splitlines()[-1].startswith("chain: BROKEN at version 8 (changed)")
     rows = json.loads(run("audit", "conv-demo-seo", "--json").stdout)
     assert [r["version"] for r in rows if r["verified"]] == [r["version"] for r in rows if r["version"] < 8]
 
@@ -90,11 +91,11 @@ def test_verify_of_an_unknown_conversation_is_an_error(sqlite_run: Run) -> None:
 
 def test_erase_leaves_the_facts_and_no_text(store_run: Run) -> None:
     store_run("ingest", DEMO)
-    first = store_run("erase", "conv-demo-seo")
+    first = store_run("erase", "conv-demo-seo", "--yes")
     assert first.returncode == 0
     assert re.fullmatch(r"conv-demo-seo: texts erased at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC \(event version 21\); "
                         r"the facts stay\n", first.stdout)
-    again = store_run("erase", "conv-demo-seo")
+    again = store_run("erase", "conv-demo-seo", "-y")
     assert again.stdout.startswith("conv-demo-seo: erased already at ") and again.returncode == 0
     outputs = [store_run(*args) for args in (("replay", "--conversation", "conv-demo-seo", "--json"),
                                              ("audit", "conv-demo-seo"), ("audit", "conv-demo-seo", "--json"),
@@ -109,12 +110,66 @@ def test_erase_leaves_the_facts_and_no_text(store_run: Run) -> None:
     assert outputs[3].stdout.startswith("conv-demo-seo: ok, 21 events")
 
 
+def test_erase_without_a_terminal_needs_yes_and_erases_nothing(store_run: Run) -> None:
+    store_run("ingest", DEMO)
+    refused = store_run("erase", "conv-demo-seo")  # standard input is not a terminal here
+    assert refused.returncode == 2 and refused.stdout == ""
+    assert "erase cannot be undone; give --yes to erase without a terminal to confirm on" in refused.stderr
+    assert "Traceback" not in refused.stderr
+    assert store_run("verify", "conv-demo-seo").stdout.startswith("conv-demo-seo: ok, 20 events")  # no erasure event
+    assert "SEO optimieren" in store_run("replay", "--conversation", "conv-demo-seo", "--json").stdout
+
+
+def on_a_terminal(tmp_path: Path, answer: bytes, *args: str) -> tuple[int, str]:
+    """Runs the CLI with a pseudo-terminal as its standard input and output, types `answer`,
+    and returns the exit status and what the terminal showed."""
+    import pty
+
+    env = cli_env(CHATRECORD_DB=str(tmp_path / "store.sqlite"))
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: runs the CLI and never returns here
+        os.chdir(tmp_path)
+        os.execve(sys.executable, [sys.executable, "-m", "adapters.cli", *args], env)
+    os.write(fd, answer)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:  # the child closed the terminal
+            break
+        if not chunk:
+            break
+        shown += chunk
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status), shown.decode("utf-8").replace("\r\n", "\n")
+
+
+def test_erase_on_a_terminal_asks_first_and_a_no_erases_nothing(sqlite_run: Run, tmp_path: Path) -> None:
+    sqlite_run("ingest", DEMO)
+    status, shown = on_a_terminal(tmp_path, b"n\n", "erase", "conv-demo-seo")
+    assert status == 1
+    assert shown.endswith("Erase the texts of conv-demo-seo? This cannot be undone [y/N]: "
+                          "error: conv-demo-seo: nothing erased (not confirmed)\n")
+    assert sqlite_run("verify", "conv-demo-seo").stdout.startswith("conv-demo-seo: ok, 20 events")
+    status, shown = on_a_terminal(tmp_path, b"y\n", "erase", "conv-demo-seo")
+    assert status == 0 and "[y/N]: conv-demo-seo: texts erased at " in shown
+    assert sqlite_run("verify", "conv-demo-seo").stdout.startswith("conv-demo-seo: ok, 21 events")
+
+
+def test_erase_of_an_unknown_id_is_worded_as_audit_words_it(store_run: Run) -> None:
+    store_run("ingest", DEMO)
+    erased, audited = store_run("erase", "conv-nope", "--yes"), store_run("audit", "conv-nope")
+    assert (erased.returncode, audited.returncode) == (1, 1)
+    assert erased.stderr == audited.stderr
+    assert re.fullmatch(r"error: no conversation 'conv-nope' in .+ \(stored: conv-demo-seo\)\n", erased.stderr)
+
+
 def test_a_text_for_an_erased_conversation_is_refused_as_other_refusals_are(sqlite_run: Run, tmp_path: Path) -> None:
     at = "2026-11-02T10:00:00Z"
     (tmp_path / "start.jsonl").write_text(json.dumps(
         {"type": "conversation_started", "conversation": "priv", "at": at, "kind": "chat", "owner": 7}) + "\n")
     sqlite_run("ingest", "start.jsonl")
-    sqlite_run("erase", "priv")
+    sqlite_run("erase", "priv", "--yes")
     late = json.dumps({"type": "user_message", "conversation": "priv", "at": at, "message": 1, "text": "x", "page": 0})
     done = subprocess.run([sys.executable, "-m", "adapters.cli", "ingest", "-"], cwd=tmp_path, input=late + "\n",
                           env=cli_env(CHATRECORD_DB=str(tmp_path / "store.sqlite")), capture_output=True, text=True,

@@ -4,31 +4,66 @@ the README with a real `$ chatrecord …` run; the README's quick start makes a 
 
 from __future__ import annotations
 
+import re
+import subprocess
+import sys
+from pathlib import Path
+
 import typer.core
 import typer.main
 
 from adapters.cli import app
-from tests.e2e.conftest import ROOT
+from tests.e2e.conftest import ROOT, cli_env, runner
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 
 def test_every_command_has_help_ending_with_an_example_and_appears_in_the_readme():
-    commands = typer.main.get_command(app).commands
+    commands = dict(typer.main.get_command(app).commands)
 
     assert sorted(commands) == ["audit", "demo", "erase", "ingest", "init", "keys", "rebuild", "replay", "serve",
-                                "verify"]
+                                "timeline", "traces", "verify"]
     keys = commands["keys"]
     assert isinstance(keys, typer.core.TyperGroup)
     assert sorted(keys.commands) == ["rotate", "status", "unwrap", "wrap"]
     for name, command in keys.commands.items():
-        assert command.help and "Example" in command.help, name
-        assert command.help.rstrip().splitlines()[-1].strip().startswith(f"chatrecord keys {name}"), name
+        assert command.epilog and command.epilog.startswith("Example"), name  # printed after the options
+        assert command.epilog.rstrip().splitlines()[-1].strip().startswith(f"chatrecord keys {name}"), name
+        assert command.help and "Example" not in command.help, name
         assert f"chatrecord keys {name}" in README, name
+    traces = commands.pop("traces")  # a group: its subcommands are the commands
+    commands.update({f"traces {sub}": command for sub, command in traces.commands.items()})
     for name, command in commands.items():
-        assert command.help and "Example:" in command.help, name
-        assert command.help.rstrip().splitlines()[-1].strip().startswith(f"chatrecord {name}"), name
+        assert command.epilog and command.epilog.startswith("Example:"), name  # printed after the options
+        assert command.epilog.rstrip().splitlines()[-1].strip().startswith(f"chatrecord {name}"), name
+        assert command.help and "Example:" not in command.help, name
         assert f"\n$ chatrecord {name}" in README, name
+
+
+def test_each_help_ends_with_its_example_and_shows_readable_types(tmp_path: Path) -> None:
+    run = runner(tmp_path)
+    commands = typer.main.get_command(app).commands
+    for name in [*commands, *(f"keys {sub}" for sub in commands["keys"].commands)]:
+        shown = run(*name.split(), "--help").stdout
+        assert shown.rstrip().splitlines()[-1].strip().startswith(f"chatrecord {name}"), name
+        assert shown.index("Options") < shown.rindex("Example"), name
+        assert re.findall(r"<[a-z][^>]*>", shown) == [], name  # no <bool>, <int range>, <list[Path]>, <str>
+    replay, ingest, audit = (run(name, "--help").stdout for name in ("replay", "ingest", "audit"))
+    assert re.search(r"--at +INTEGER \[x>=1\]", replay) and re.search(r"--conversation +-c +TEXT", replay)
+    assert re.search(r"--deny-page +INTEGER", replay) and re.search(r"FILE +PATH", replay)
+    assert re.search(r"--json +Print JSON", replay)  # a flag shows no type
+    assert "FILE..." in ingest and "{CONVERSATION}" in audit
+    assert "FILE" not in audit  # audit takes no FILE, and its --rules does not speak of one
+
+
+def test_shell_completion_is_offered_and_completes_commands(tmp_path: Path) -> None:
+    shown = runner(tmp_path)("--help").stdout
+    assert "--install-completion" in shown and "--show-completion" in shown
+    completed = subprocess.run(
+        [sys.executable, "-c", "import sys; sys.argv[0] = 'chatrecord'; from adapters.cli import main; main()"],
+        cwd=tmp_path, env=cli_env(COMP_WORDS="chatrecord re", COMP_CWORD="1", _CHATRECORD_COMPLETE="complete_bash"),
+        capture_output=True, text=True, timeout=120)
+    assert (completed.returncode, completed.stdout.split()) == (0, ["rebuild", "replay"])
 
 
 def test_the_quick_start_is_install_and_demo_then_the_test_command():
@@ -39,3 +74,13 @@ def test_the_quick_start_is_install_and_demo_then_the_test_command():
         'pip install -e ".[test]" && python3 -m pytest\n'
     ) in quick_start
     assert "python -m" not in README.replace("python3 -m", "")
+
+
+def test_every_http_problem_of_the_table_is_in_the_readmes_error_list() -> None:
+    from adapters.http import problems
+
+    table = re.findall(r"^\| (\d{3}) +\| ([a-z-]+) +\|", problems.__doc__ or "", re.M)
+    errors = README.split("Errors are RFC 9457", 1)[1].split("\n", 1)[0]
+    assert len(table) > 10
+    assert [(status, name) for status, name in table if f"`{name}`" not in errors] == []
+    assert [(status, name) for status, name in table if status not in errors] == []

@@ -1,0 +1,64 @@
+"""The queue of one process's writers to one SQLite file: first come, first served.
+
+The library's connection pool serialises its writers with a lock taken inside the pool's
+"fairness" semaphore, both waited for at most the pool's timeout (5 s): under load a writer
+could lose the race for the lock to newer arrivals again and again and fail with "Timed out
+waiting for return of writer", and every reader queued behind the writer holding the semaphore.
+`WriterQueue` replaces that: a writer takes a ticket and waits, outside the pool, until its
+number is served; it gives up only when the queue has not moved for `patience` seconds (the
+file's lock timeout), that is when the writer being served holds its turn that long.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from eventsourcing.persistence import ConnectionUnavailableError
+
+
+class WriterQueue:
+    """A fair (FIFO) turn for writers, each waiting while the queue keeps moving.
+
+    `acquire()` blocks until every writer that came before has released its turn, or raises
+    `ConnectionUnavailableError` when no turn was released for `patience` seconds; `release()`
+    ends the turn. Not reentrant: a thread that holds a turn must not ask for another.
+    """
+
+    def __init__(self, patience: float) -> None:
+        self.patience = patience
+        self._moved = threading.Condition()
+        self._next = 0  # the ticket the next writer takes
+        self._serving = 0  # the ticket whose writer may write now
+        self._given_up: set[int] = set()
+
+    @property
+    def waiting(self) -> int:
+        """The number of writers holding or waiting for a turn (those that gave up not counted)."""
+        with self._moved:
+            return self._next - self._serving - len(self._given_up)
+
+    def acquire(self) -> None:
+        with self._moved:
+            ticket = self._next
+            self._next += 1
+            seen = self._serving
+            deadline = time.monotonic() + self.patience
+            while self._serving != ticket:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    self._given_up.add(ticket)
+                    raise ConnectionUnavailableError(
+                        f"Timed out waiting for the writer ahead (no write ended for {self.patience:g} s)")
+                self._moved.wait(left)
+                if self._serving != seen:  # the queue moved: wait the full patience again
+                    seen = self._serving
+                    deadline = time.monotonic() + self.patience
+
+    def release(self) -> None:
+        with self._moved:
+            self._serving += 1
+            while self._serving in self._given_up:
+                self._given_up.discard(self._serving)
+                self._serving += 1
+            self._moved.notify_all()

@@ -1,0 +1,70 @@
+"""`chatrecord traces show` and `chatrecord traces push`: OpenTelemetry GenAI traces of what ran."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from adapters.cli.app import RulesOption, app, opened, say
+from adapters.cli.habits import require_store
+from adapters.service import traces as service
+
+traces = typer.Typer(help="OpenTelemetry GenAI traces of what ran (OTLP/JSON, OTLP/HTTP).", no_args_is_help=True)
+app.add_typer(traces, name="traces")
+
+WithTextsOption = Annotated[bool, typer.Option(
+    "--with-texts", help="Add the user's and the model's message texts (never tool arguments or results).")]
+
+
+@traces.command()
+def show(
+    conversation: Annotated[str, typer.Argument(help="The conversation id, as the chat names it.")],
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to FILE instead of stdout.")] = None,
+    rules: RulesOption = None,
+    with_texts: WithTextsOption = False,
+) -> None:
+    """Writes a conversation's trace as OTLP/JSON: one invoke_agent span per segment, an
+    execute_tool child per tool call, decisions, undecided cards and edits as span events.
+
+    Trace and span ids derive from the conversation and its events: the same every time.
+    No tool arguments or results; message texts only with --with-texts.
+
+    Example:
+
+        chatrecord traces show conv-demo-seo -o demo-trace.json
+    """
+    require_store()
+    with opened() as chatrecord:
+        text = service.otlp_json(chatrecord, conversation, rules.value if rules else None, with_texts)
+    if output is None:
+        say(text)
+    else:
+        output.write_text(text + "\n", encoding="utf-8")
+
+
+@traces.command()
+def push(
+    conversations: Annotated[list[str] | None, typer.Argument(
+        metavar="[CONVERSATION]...", help="Conversation ids (default: every stored conversation).")] = None,
+    endpoint: Annotated[str, typer.Option(
+        "--endpoint", help="OTLP/HTTP base URL, e.g. http://127.0.0.1:6006 (…/v1/traces is added).")] = ...,  # type: ignore[assignment]
+    rules: RulesOption = None,
+    with_texts: WithTextsOption = False,
+) -> None:
+    """Sends conversations' traces over OTLP/HTTP (the official OpenTelemetry exporter) to
+    an OTLP endpoint such as Arize Phoenix or an OpenTelemetry Collector.
+
+    Pushing again sends the same trace and span ids, so a receiver that keys spans by id keeps
+    one copy. No tool arguments or results; message texts only with --with-texts.
+
+    Example:
+
+        chatrecord traces push conv-demo-seo --endpoint http://127.0.0.1:6006
+    """
+    require_store()
+    with opened() as chatrecord:
+        sent = service.push(chatrecord, conversations or [], endpoint, rules.value if rules else None, with_texts)
+    for name, count in sent:
+        say(f"{name}: {count} spans sent to {endpoint}")

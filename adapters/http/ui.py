@@ -1,0 +1,170 @@
+"""The timeline page over HTTP: `/ui/` (the conversations, with search by id) and
+`/ui/conversations/{id}` (the timeline; `?turn=N&rules=R` shows what the model was sent at the
+turn of user message N under rule set R, `?before=V` the older turns), with the overview
+picture (`…/overview.svg`) and the chain's verdict (`…/chain`) as requests of their own, so the
+page itself reads only the turns it shows.
+
+The UI is behind the API's token: a request with `Authorization: Bearer <token>` gets the page;
+a browser signs in at `/ui/login` with the token and gets a session cookie (HttpOnly,
+SameSite=Strict, Path=/ui, Secure over HTTPS) holding an HMAC of the token, never the token.
+Without a token (`serve --no-auth`, loopback hosts only) the UI is open like the API. Every
+page is sent with a Content-Security-Policy that allows no script (`adapters.pages.SERVER_CSP`).
+"""
+
+import hashlib
+import hmac
+from typing import Annotated, Any
+from urllib.parse import parse_qs, quote, urlencode
+
+from fastapi import APIRouter, Depends, FastAPI, Query, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+
+from adapters import pages
+from adapters.api import Chatrecord
+from adapters.http.problems import Problem
+from adapters.service.results import TurnNotFound
+from domain.errors import UnknownConversation
+from projections.rules import Rules
+
+COOKIE = "chatrecord_ui"
+LOGIN_BODY_MAX = 4096
+
+
+def session_value(token: str) -> str:
+    """Returns the session cookie's value for `token`: an HMAC of it, not the token."""
+    return hmac.new(token.encode(), b"chatrecord ui session v1", hashlib.sha256).hexdigest()
+
+
+class SignInRequired(Exception):
+    """Raised by the UI's check when neither a bearer token nor a session cookie is right."""
+
+
+def html(text: str, status: int = 200, headers: dict[str, str] | None = None) -> HTMLResponse:
+    base = {"Content-Security-Policy": pages.SERVER_CSP, "X-Content-Type-Options": "nosniff",
+            "Referrer-Policy": "no-referrer", "Cache-Control": "no-store"}
+    return HTMLResponse(text, status_code=status, headers=base | (headers or {}))
+
+
+def install_ui(app: FastAPI, token: str | None) -> None:
+    """Adds the `/ui` routes to `app`, and the redirect to the sign-in form."""
+
+    @app.exception_handler(SignInRequired)
+    async def sign_in(request: Request, error: SignInRequired) -> Response:
+        return RedirectResponse("/ui/login?" + urlencode({"next": str(error)}), status_code=303)
+
+    app.include_router(ui_router(token))
+
+
+def ui_router(token: str | None) -> APIRouter:
+    """Returns the `/ui` routes; `token`: the API's bearer token (None: open, loopback only)."""
+
+    def signed_in(request: Request) -> None:
+        if token is None:
+            return
+        scheme, space, given = (request.headers.get("authorization") or "").partition(" ")
+        if scheme.lower() == "bearer" and space and hmac.compare_digest(given.encode(), token.encode()):
+            return
+        cookie = request.cookies.get(COOKIE, "")
+        if cookie and hmac.compare_digest(cookie.encode(), session_value(token).encode()):
+            return
+        raise SignInRequired(request.url.path + (f"?{request.url.query}" if request.url.query else ""))
+
+    router = APIRouter(prefix="/ui", include_in_schema=False)
+    guarded = APIRouter(dependencies=[Depends(signed_in)])
+
+    @router.get("/login")
+    def login_form(next: str = "/ui/") -> Response:
+        return html(pages.login_page(_local(next)))
+
+    @router.post("/login")
+    async def login(request: Request) -> Response:
+        body = await request.body()
+        if len(body) > LOGIN_BODY_MAX:
+            raise Problem(413, "body-too-large", f"the sign-in form may hold at most {LOGIN_BODY_MAX} bytes")
+        fields = parse_qs(body.decode("utf-8", "replace"))
+        given, target = (fields.get("token") or [""])[0], _local((fields.get("next") or ["/ui/"])[0])
+        if token is None:
+            return RedirectResponse(target, status_code=303)
+        if not hmac.compare_digest(given.encode(), token.encode()):
+            return html(pages.login_page(target, failed=True), status=401)
+        response = RedirectResponse(target, status_code=303)
+        response.set_cookie(COOKIE, session_value(token), httponly=True, samesite="strict", path="/ui",
+                            secure=request.url.scheme == "https")
+        return response
+
+    def service(request: Request) -> Chatrecord:
+        return request.app.state.chatrecord  # type: ignore[no-any-return]
+
+    Service = Annotated[Chatrecord, Depends(service)]
+
+    @guarded.get("/")
+    def conversations(chatrecord: Service, q: str = "", after: str | None = None) -> Response:
+        """The stored conversations, a page at a time; `q` opens the conversation of that id."""
+        query = q.strip()
+        if query:
+            try:
+                chatrecord.timeline(query, turns=1)
+            except UnknownConversation as error:
+                rows, following = _listing(chatrecord, after)
+                return html(pages.list_page(rows, query, following, str(error)), status=404)
+            return RedirectResponse("/ui/conversations/" + quote(query, safe=""), status_code=303)
+        rows, following = _listing(chatrecord, after)
+        return html(pages.list_page(rows, "", following))
+
+    @guarded.get("/conversations/{conversation:path}/overview.svg")
+    def overview(chatrecord: Service, conversation: str) -> Response:
+        svg = pages.overview_svg(chatrecord.overview(conversation))
+        return Response(svg, media_type="image/svg+xml",
+                        headers={"Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'",
+                                 "X-Content-Type-Options": "nosniff", "Cache-Control": "no-store"})
+
+    @guarded.get("/conversations/{conversation:path}/chain")
+    def chain(chatrecord: Service, conversation: str) -> Response:
+        verdict = chatrecord.chain(conversation)
+        return html(pages.chain_page(verdict))
+
+    @guarded.get("/conversations/{conversation:path}")
+    def conversation_page(
+        chatrecord: Service, conversation: str,
+        turn: Annotated[int | None, Query(ge=1, le=2147483647)] = None,
+        rules: Annotated[Rules | None, Query()] = None,
+        before: Annotated[int | None, Query(ge=2, le=2147483647)] = None,
+    ) -> Response:
+        try:
+            page = chatrecord.timeline(conversation, before=before)
+            selected = chatrecord.turn_view(conversation, turn, rules.value if rules else None) if turn is not None else None
+        except UnknownConversation as error:
+            return html(pages.error_page("No such conversation", str(error)), status=404)
+        except TurnNotFound as error:
+            return html(pages.error_page("No such turn", str(error)), status=404)
+        # on open, the next model call's notes as the chat reads them (flat at any length); a
+        # turn's whole input (the transcript with the notes in place) only when asked for
+        next_call = chatrecord.turn_notes(conversation) if turn is None and before is None else None
+        latest = next((t.number for t in page.turns if t.kind != "start"), None) if before is None else None
+        text = pages.conversation_page(page, static=False, chain="lazy", overview=None, selected=selected,
+                                       next_call=next_call, latest_message=latest)
+        return html(text)
+
+    router.include_router(guarded)
+    return router
+
+
+def _local(path: str) -> str:
+    """Returns `path` when it is a path of the UI, else `/ui/` (no open redirect)."""
+    return path if path.startswith("/ui/") and not path.startswith("//") and "\\" not in path else "/ui/"
+
+
+def _listing(chatrecord: Chatrecord, after: str | None) -> tuple[list[dict[str, Any]], str | None]:
+    """Returns a page of stored conversations and the id the next page starts after: the
+    service layer's keyset-paged list when it has one, else its ids."""
+    lister = getattr(chatrecord, "conversations", None)
+    if callable(lister):
+        found = lister(after=after, limit=50)
+        rows: list[dict[str, Any]] = [dict(item) if isinstance(item, dict) else dict(item.to_json())
+                                      for item in getattr(found, "items", found)]
+        return rows, getattr(found, "next_after", None)
+    ids = chatrecord.store.conversation_ids()
+    start = ids.index(after) + 1 if after in ids else 0
+    chunk = ids[start:start + 50]
+    return [{"conversation": c} for c in chunk], (
+        chunk[-1] if start + 50 < len(ids) else None)

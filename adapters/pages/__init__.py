@@ -1,0 +1,277 @@
+"""The timeline page: one conversation as a timeline, what the model was sent at any turn under
+any rule set, the chain's state; and the list of conversations. Rendered server-side with
+Jinja2 from the service layer's results (`adapters.service.timeline`); the templates only show.
+
+Every text from the chat goes through Jinja2's autoescaping and the `shown` filter, which also
+writes the characters that hide or reorder text (bidi controls, zero-width characters, C0/C1
+controls) as visible escapes; nothing from the data is marked safe. The page carries its CSS
+inline and needs no script: the turn and rule set switches are links (query parameters on the
+server, fragment targets in the exported file, shown with CSS `:target`). The exported file
+holds a Content-Security-Policy that allows no request at all.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from functools import cache
+from importlib import resources
+from typing import Any
+from urllib.parse import quote, urlencode
+
+from jinja2 import Environment, PackageLoader, select_autoescape
+from markupsafe import Markup, escape
+
+from adapters.service.timeline import OverviewPoint, TimelinePage, TurnView
+from adapters.store.verify import Verdict
+from projections.notes import CLOSE, OPEN
+from projections.rules import RULE_SET_IDS
+from projections.turn_notes import TurnNotes
+
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u00ad\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
+STATIC_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
+"""The exported file's policy: inline CSS only, no script, no request of any kind."""
+INPUTS = 50
+"""Turns whose model input the exported file holds, newest first (`timeline --inputs`)."""
+SERVER_CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; frame-src 'self'; "
+              "frame-ancestors 'self'; base-uri 'none'; form-action 'self'")
+"""The served pages' policy (sent as a header): no script, requests to the server only."""
+
+
+def shown(text: object) -> Markup:
+    """Returns `text` escaped for HTML, each invisible or reordering character written as a
+    visible escape (`\\u202e`) in a `<span class="ctl">`."""
+    escaped = str(escape(str(text)))
+    return Markup(_CONTROL.sub(lambda m: f'<span class="ctl">\\u{ord(m.group()):04x}</span>', escaped))
+
+
+def when(at: datetime, short: bool = False) -> str:
+    """Returns `at` in UTC: `2026-10-31 14:05:00 UTC`, or `14:05:00` when `short`."""
+    if at.tzinfo is None:
+        at = at.replace(tzinfo=UTC)
+    at = at.astimezone(UTC)
+    return at.strftime("%H:%M:%S") if short else at.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def short_id(segment: str) -> str:
+    """Returns a segment id shortened for a row: `3f6c2a9e…/3`."""
+    run, slash, rest = segment.rpartition("/")
+    if slash and len(run) > 12:
+        return f"{run[:8]}…/{rest}"
+    return segment if len(segment) <= 28 else segment[:24] + "…"
+
+
+def note_body(note: str) -> str:
+    """Returns a note without its label."""
+    return note[len(OPEN):-len(CLOSE)] if note.startswith(OPEN) and note.endswith(CLOSE) else note
+
+
+def pieces(content: str, notes: Sequence[str], start: int) -> tuple[list[tuple[str, Any]], int]:
+    """Returns `content` cut into ("text", str) and ("notes", [note, …]) pieces, finding
+    `notes[start:]` in order, and the index of the first note not found in it."""
+    out: list[tuple[str, Any]] = []
+    pos, index = 0, start
+    while index < len(notes):
+        found = content.find(notes[index], pos)
+        if found < 0:
+            break
+        between = content[pos:found]
+        if between.strip() or not out or out[-1][0] != "notes":
+            out.append(("text", between))
+            out.append(("notes", []))
+        out[-1][1].append(notes[index])
+        pos, index = found + len(notes[index]), index + 1
+    out.append(("text", content[pos:]))
+    return [p for p in out if p[0] == "notes" or p[1].strip()], index
+
+
+def model_input(view: TurnView) -> list[dict[str, Any]]:
+    """Returns the messages of a turn view for the template: role and pieces (text, or notes
+    with whether each was added under this rule set)."""
+    messages, index = [], 0
+    for message in view.turn.model_messages():
+        parts, index = pieces(message["content"], view.turn.notes, index)
+        messages.append({"role": message["role"], "parts": [
+            (kind, value if kind == "text" else [(note_body(n), n in view.added) for n in value]) for kind, value in parts]})
+    return messages
+
+
+@dataclass(frozen=True)
+class Links:
+    """How the page links: to the server's routes (`static` False) or to fragments of one file."""
+
+    conversation: str
+    static: bool
+    rules: str
+
+    def base(self) -> str:
+        return "/ui/conversations/" + quote(self.conversation, safe="")
+
+    def turn(self, message: int, rules: str | None = None) -> str:
+        rules = rules or self.rules
+        if self.static:
+            return f"#turn-{message}-{rules}"
+        return f"{self.base()}?{urlencode({'turn': message, 'rules': rules})}#model-input"
+
+    def older(self, before: int) -> str:
+        return f"{self.base()}?{urlencode({'before': before})}"
+
+    def newest(self) -> str:
+        return self.base()
+
+    def overview(self) -> str:
+        return self.base() + "/overview.svg"
+
+    def chain(self) -> str:
+        return self.base() + "/chain"
+
+
+@cache
+def environment() -> Environment:
+    """Returns the Jinja2 environment of the templates (package data), autoescaping on."""
+    env = Environment(loader=PackageLoader("adapters.pages", "templates"),
+                      autoescape=select_autoescape(["html", "svg", "xml"], default=True),
+                      trim_blocks=True, lstrip_blocks=True)
+    env.filters.update(shown=shown, when=when, short_id=short_id, note_body=note_body)
+    env.globals.update(RULE_SET_IDS=RULE_SET_IDS, model_input=model_input)
+    return env
+
+
+@cache
+def stylesheet() -> str:
+    """Returns the page's CSS (package data), inlined into every page."""
+    return resources.files("adapters.pages").joinpath("templates", "page.css").read_text(encoding="utf-8")
+
+
+def overview_svg(points: Sequence[OverviewPoint], width: int = 960) -> str:
+    """Returns the SVG picture of a conversation: one column per slice of its events (x: the
+    order of events, dated where the day changes), lanes for messages, segments (by outcome),
+    decisions and trouble (cards left undecided, edits, cuts)."""
+    return environment().get_template("overview.svg").render(**overview_data(points, width))
+
+
+LANES = {"message": 0, "retry": 0, "segment": 1, "decision": 2, "undecided": 3, "edit": 3, "cut": 3, "erased": 3}
+TONE_RANK = {"info": 0, "ok": 1, "wait": 2, "cut": 3, "bad": 4}
+
+
+def overview_data(points: Sequence[OverviewPoint], width: int) -> dict[str, Any]:
+    left, plot = 92, width - 92 - 12
+    if not points:
+        return {"width": width, "height": 120, "cells": [], "days": [], "left": left, "plot": plot, "count": 0,
+                "segments": 0, "lanes": ["messages", "segments", "decisions", "trouble"]}
+    first, last = points[0].version, points[-1].version
+    span = max(last - first, 1)
+    columns = min(plot, max(len(points), 80))
+    cells: dict[tuple[int, int], OverviewPoint] = {}
+    counts: dict[tuple[int, int], int] = {}
+    days: list[tuple[float, str]] = []
+    day = None
+    for p in points:
+        col = min(int((p.version - first) / span * (columns - 1)) if columns > 1 else 0, columns - 1)
+        key = (col, LANES.get(p.kind, 3))
+        counts[key] = counts.get(key, 0) + 1
+        kept = cells.get(key)
+        if kept is None or TONE_RANK[p.tone] > TONE_RANK[kept.tone]:
+            cells[key] = p
+        stamp = when(p.at)[:10]
+        if stamp != day:
+            day = stamp
+            days.append((left + col * plot / columns, stamp))
+    step = plot / columns
+    shown_days, last_x = [], -1000.0
+    for x, label in days:
+        if x - last_x >= 90:
+            shown_days.append((round(x, 1), label))
+            last_x = x
+    return {
+        "width": width, "height": 120, "left": left, "plot": plot, "count": len(points),
+        "segments": sum(1 for p in points if p.kind == "segment"),
+        "lanes": ["messages", "segments", "decisions", "trouble"], "days": shown_days,
+        "cells": [{"x": round(left + col * step, 2), "w": round(max(step - (1 if step > 3 else 0), 1), 2),
+                   "lane": lane, "tone": p.tone, "title": p.label + (f" (+{counts[(col, lane)] - 1} more)"
+                                                                      if counts[(col, lane)] > 1 else "")}
+                  for (col, lane), p in sorted(cells.items())],
+    }
+
+
+def conversation_page(page: TimelinePage, *, static: bool, chain: Verdict | None | str, overview: str | None,
+                      views: dict[tuple[int, str], TurnView] | None = None, older: Sequence[TimelinePage] = (),
+                      selected: TurnView | None = None, next_call: TurnNotes | None = None,
+                      latest_message: int | None = None, generated: str | None = None,
+                      with_input: set[int] | None = None) -> str:
+    """Returns the HTML of a conversation's timeline page.
+
+    `static`: one self-contained file (every turn view in `views`, keyed by (message, rule
+    set), shown when its fragment is targeted; older pages in `older`, folded); else the
+    server's page (`selected`: the turn view asked for; `next_call`: the notes of the next model
+    call, shown on open, with a link to the latest turn, user message `latest_message`). `chain`: the verdict, None for
+    a store without a chain, or "lazy" to load it from the server. `overview`: inline SVG
+    markup, or None to load it from the server. `with_input`: in a file, the user messages whose
+    turn input it holds (the others link to nothing)."""
+    links = Links(page.conversation, static, page.rules)
+    return environment().get_template("conversation.html").render(
+        page=page, static=static, chain=chain, overview=Markup(overview) if overview is not None else None,
+        views=views or {}, older=older, selected=selected, next_call=next_call, latest_message=latest_message,
+        links=links, with_input=with_input,
+        css=Markup(stylesheet()), csp=STATIC_CSP if static else None, generated=generated,
+        latest_key=next(iter(views or {}), None),
+    )
+
+
+def chain_page(chain: Verdict | None) -> str:
+    """Returns the small HTML document of a chain's verdict (framed by the served page)."""
+    return environment().get_template("chain.html").render(chain=chain, css=Markup(stylesheet()))
+
+
+def list_page(rows: Sequence[dict[str, Any]], query: str, next_after: str | None, message: str | None = None) -> str:
+    """Returns the HTML of the conversation list: `rows` of {"conversation", …}, the search
+    `query`, the link to the next page (`next_after`), and a `message` (no match)."""
+    return environment().get_template("list.html").render(rows=rows, query=query, next_after=next_after,
+                                                          message=message, css=Markup(stylesheet()),
+                                                          quote=lambda s: quote(s, safe=""))
+
+
+def login_page(next_path: str, failed: bool = False) -> str:
+    """Returns the sign-in form: the API's token, sent back to `next_path` when it is right."""
+    return environment().get_template("login.html").render(next_path=next_path, failed=failed, css=Markup(stylesheet()))
+
+
+def export_page(chatrecord: Any, conversation: str, generated: str | None = None, inputs: int = INPUTS) -> str:
+    """Returns the conversation's timeline as one self-contained HTML file: every turn, newest
+    first (older pages folded), the overview, the chain's verdict, and what the model was sent
+    at the newest `inputs` turns under every rule set (each shown when its link is followed; no
+    script; each input holds the whole transcript of its time, so a file with every turn's
+    would grow with the square of the conversation). `chatrecord` is the service layer
+    (`adapters.api.Chatrecord`). Raises UnknownConversation."""
+    from adapters.service.timeline import newest_turns, turn_view  # the service layer's
+
+    whole = chatrecord.timeline(conversation, turns=10**9)
+    pages = [whole.turns[i:i + PAGE_TURNS_SHOWN] for i in range(0, len(whole.turns), PAGE_TURNS_SHOWN)] or [()]
+    first = TimelinePage(whole.conversation, whole.rules, whole.version, tuple(pages[0]), None)
+    older = [TimelinePage(whole.conversation, whole.rules, whole.version, tuple(p), None) for p in pages[1:]]
+    active = whole.rules
+    events = chatrecord.events(conversation)
+    replays = {rules: newest_turns(events, rules, inputs) for rules in RULE_SET_IDS}
+    base = {t.message: t for t in replays[active]}
+    views: dict[tuple[int, str], TurnView] = {}
+    for rules, done in replays.items():
+        for t in done:
+            views[(t.message, rules)] = turn_view(t, rules, base[t.message], active)
+    chain = chatrecord.chain(conversation)
+    svg = overview_svg(chatrecord.overview(conversation))
+    latest = replays[active][-1] if replays[active] else None
+    if latest is not None:  # the latest turn under the live rules first: shown when no other is chosen
+        views = {(latest.message, active): views.pop((latest.message, active)), **views}
+    return conversation_page(first, static=True, chain=chain, overview=svg, views=views, older=older,
+                             generated=generated, with_input={m for m, _ in views})
+
+
+PAGE_TURNS_SHOWN = 20
+"""Turns shown open in the exported file; older ones are folded in pages of this many."""
+
+
+def error_page(title: str, detail: str) -> str:
+    """Returns a page saying what went wrong (an unknown conversation, a turn that does not exist)."""
+    return environment().get_template("error.html").render(title=title, detail=detail, css=Markup(stylesheet()))

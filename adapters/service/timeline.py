@@ -1,0 +1,280 @@
+"""The timeline of one conversation, for the timeline page (`adapters.pages`): its turns with
+what happened in each, newest first and a page at a time; the overview of the whole
+conversation; each turn's model input under any rule set.
+
+A page reads only the tail of the log it shows (`timeline_page`): the events of its turns and
+of the turn before them (the lead-in, whose rows are not shown: the folds need the decision a
+continuation follows and the cards still waiting), and for an older page the events after it
+(an edit later on cuts rows of it). So the newest page costs what its turns hold, not what the
+conversation's history holds. The rows are the audit's (`projections.audit`), each segment with
+its calls as the activity list reads them (`projections.activity`), so the page, `audit` and
+the chat's activity list cannot disagree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from adapters.service.results import TurnNotFound
+from adapters.store.application import ConversationStore
+from adapters.store.crypto import ERASED
+from domain.events import (
+    ConversationEvent,
+    ConversationStarted,
+    MessageEdited,
+    TurnRetried,
+    UserMessagePosted,
+    conversation_uuid,
+)
+from projections import activity, audit
+from projections import turn as turns
+from projections.activity import ActivityEntry
+from projections.audit import AuditRow
+from projections.page_line import PageCheck, every_page
+from projections.rules import resolve
+from projections.turn import TurnInput, build_turn_input, starts_turn
+
+PAGE_TURNS = 20
+"""Turns on one page of the timeline."""
+CHUNK = 256
+"""Events read per step when the log is read backwards for a page's turns."""
+
+
+@dataclass(frozen=True)
+class UserText:
+    """A user message's text as stored: `erased` when the conversation's texts were erased."""
+
+    text: str
+    erased: bool
+
+
+@dataclass(frozen=True)
+class TimelineTurn:
+    """One turn of the timeline: the user `message` (or retry) that started it, with its time,
+    text, page and whether the page changed from the turn before (`page_before`: the page then,
+    None when it did not change); `rows` the audit rows of the turn's events, in order;
+    `activity` the activity list's entries of each segment (by segment id). A turn of number 0
+    holds the events before the first user message (the start)."""
+
+    number: int
+    version: int
+    at: datetime
+    kind: str
+    text: UserText | None = None
+    page: int | None = None
+    page_before: int | None = None
+    rows: tuple[AuditRow, ...] = ()
+    activity: dict[str, tuple[ActivityEntry, ...]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TimelinePage:
+    """One page of a conversation's timeline, newest turn first. `before`: the version the
+    next older page ends before (None: this page reaches the start); `version`: the log's."""
+
+    conversation: str
+    rules: str
+    version: int
+    turns: tuple[TimelineTurn, ...]
+    before: int | None
+
+
+@dataclass(frozen=True)
+class OverviewPoint:
+    """One fact of the overview picture: its event `version`, time, `kind` (`message`,
+    `segment`, `decision`, `undecided`, `edit`, `cut`, `erased`, …), a `tone` (`ok`, `wait`,
+    `bad`, `cut`, `info`) and a short `label`."""
+
+    version: int
+    at: datetime
+    kind: str
+    tone: str
+    label: str
+
+
+def _turn_start(event: ConversationEvent) -> int | None:
+    if isinstance(event, (UserMessagePosted, TurnRetried)):
+        return event.message
+    return None
+
+
+def _tail(store: ConversationStore, key: str, before: int | None, turns: int) -> list[ConversationEvent]:
+    """Returns the events from the start of the turn before the page's oldest (the lead-in)
+    to the end of the log, reading backwards from `before` until `turns` + 1 turns started."""
+    uuid = conversation_uuid(key)
+    upper = None if before is None else before - 1
+    found, earliest = 0, None
+    while upper is None or upper >= 1:
+        chunk: list[ConversationEvent] = list(store.events.get(uuid, lte=upper, desc=True, limit=CHUNK))  # type: ignore[arg-type]
+        if not chunk:
+            break
+        for event in chunk:
+            if _turn_start(event) is not None:
+                found += 1
+                earliest = event.originator_version
+                if found > turns:
+                    break
+        if found > turns:
+            break
+        upper = chunk[-1].originator_version - 1
+        if len(chunk) < CHUNK:
+            earliest = 1
+            break
+    if found <= turns:
+        earliest = 1
+    return list(store.events.get(uuid, gt=(earliest or 1) - 1))  # type: ignore[arg-type]
+
+
+def timeline_page(store: ConversationStore, key: str, name: str, rules: str, before: int | None = None,
+                  turns: int = PAGE_TURNS) -> TimelinePage:
+    """Returns the page of the timeline of conversation `key` (stored id) that ends before
+    version `before` (None: the newest page), `turns` turns, read under `rules`. `name` is the
+    id shown. Reads the log's tail only (see the module). Returns a page without turns for a
+    conversation with no events."""
+    rule_set = resolve(rules)
+    events = _tail(store, key, before, turns)
+    if not events:
+        return TimelinePage(name, rule_set.id, 0, (), None)
+    last_version = events[-1].originator_version
+    end = before if before is not None else last_version + 1
+    state, acts = audit.initial(), activity.initial()
+    starts: list[tuple[int, ConversationEvent]] = []  # (version, event) of each turn start in the tail
+    for event in events:
+        state = audit.apply(state, event, rule_set)
+        acts = activity.apply(acts, event, rule_set)
+        if _turn_start(event) is not None or isinstance(event, ConversationStarted):
+            starts.append((event.originator_version, event))
+    segments = {s.segment: s.entries for s in acts.segments}
+    shown = [(v, e) for v, e in starts if v < end]
+    # the first start is the lead-in's (not shown) unless the tail begins at the log's start
+    lead_in = events[0].originator_version != 1
+    page_starts = shown[1:] if lead_in else shown
+    page_starts = page_starts[-turns:] if len(page_starts) > turns else page_starts
+    older = lead_in or len(shown) > len(page_starts)
+    first_shown = page_starts[0][0] if page_starts else end
+    bounds = [v for v, _ in page_starts] + [end]
+    rows = [r for r in state.rows if first_shown <= r.version < end]
+    previous_page = _page_before(shown, first_shown)
+    result: list[TimelineTurn] = []
+    for (version, event), upto in zip(page_starts, bounds[1:], strict=True):
+        turn_rows = tuple(r for r in rows if version <= r.version < upto)
+        acts_of = {r.facts["segment"]: segments.get(r.facts["segment"], ()) for r in turn_rows if r.kind == "segment"}
+        if isinstance(event, UserMessagePosted):
+            text = UserText(event.text, event.text == ERASED)
+            changed = previous_page if previous_page is not None and previous_page != event.page else None
+            result.append(TimelineTurn(event.message, version, event.timestamp, "message", text, event.page, changed,
+                                       turn_rows, acts_of))
+            previous_page = event.page
+        elif isinstance(event, TurnRetried):
+            result.append(TimelineTurn(event.message, version, event.timestamp, "retry", rows=turn_rows, activity=acts_of))
+        else:
+            result.append(TimelineTurn(0, version, event.timestamp, "start", rows=turn_rows, activity=acts_of))
+    return TimelinePage(name, rule_set.id, last_version, tuple(reversed(result)),
+                        first_shown if older and first_shown > 1 else None)
+
+
+def _page_before(starts: Sequence[tuple[int, ConversationEvent]], first: int) -> int | None:
+    """Returns the page of the last user message before version `first`, None without one."""
+    page = None
+    for version, event in starts:
+        if version >= first:
+            break
+        if isinstance(event, UserMessagePosted):
+            page = event.page
+    return page
+
+
+_TONES = {"completed": "ok", "awaiting_approval": "wait", "awaiting_input": "wait"}
+
+
+def overview(events: Sequence[ConversationEvent], rules: str) -> list[OverviewPoint]:
+    """Returns the overview points of a conversation's whole log under `rules`: one per audit
+    row that a person looks for on a picture (messages, segments, decisions, cards left
+    undecided, edits, cuts, erasure)."""
+    points: list[OverviewPoint] = []
+    for row in audit.audit(events, rules):
+        f = row.facts
+        if row.kind == "segment":
+            failed = any(c["reading"] == "failed" for c in f["calls"])
+            tone = "bad" if failed or f["outcome"] not in _TONES else _TONES[f["outcome"]]
+            points.append(OverviewPoint(row.version, row.at, "segment", "cut" if row.cut else tone,
+                                        f"segment {f['segment']} → {f['outcome']}"))
+        elif row.kind in ("message", "retry"):
+            points.append(OverviewPoint(row.version, row.at, row.kind, "cut" if row.cut else "info",
+                                        f"user message {f['message']}" + (" (retry)" if row.kind == "retry" else "")))
+        elif row.kind == "decision":
+            points.append(OverviewPoint(row.version, row.at, "decision", "ok" if f["approved"] else "wait",
+                                        f"card {'approved' if f['approved'] else 'declined'}: {f['answer']}"))
+        elif row.kind in ("undecided", "edit", "cut", "erased"):
+            points.append(OverviewPoint(row.version, row.at, row.kind, "bad" if row.kind != "edit" else "cut", row.kind))
+    return points
+
+
+@dataclass(frozen=True)
+class TurnView:
+    """One turn's model input under `rules`, and what differs from the same turn under `base`
+    (the live rule set): `added` the notes sent here but not there, `removed` those sent there
+    but not here, `system_differs` whether the page line differs."""
+
+    rules: str
+    base: str
+    turn: TurnInput
+    added: frozenset[str] = frozenset()
+    removed: tuple[str, ...] = ()
+    system_differs: bool = False
+    base_system: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"rules": self.rules, "base": self.base, "turn": self.turn.to_json(), "added": sorted(self.added),
+                "removed": list(self.removed), "system_differs": self.system_differs}
+
+
+def turn_at(events: Sequence[ConversationEvent], at: int, rules: str, can_see_page: PageCheck = every_page) -> TurnInput:
+    """Returns the input of the (latest) turn of user message `at`, as `replay --at` gives it,
+    folding the log once up to that turn (replay builds every turn's input). Raises
+    TurnNotFound naming the messages that start turns."""
+    end, edited, numbers = None, None, []
+    for index, event in enumerate(events):
+        number = starts_turn(event, edited)
+        edited = event.message if isinstance(event, MessageEdited) else None
+        if number is not None:
+            numbers.append(number)
+            if number == at:
+                end = index
+    if end is None:
+        shown = ", ".join(map(str, sorted(set(numbers)))) or "none"
+        raise TurnNotFound(f"no turn starts at user message {at}; turns start at messages {shown}")
+    return build_turn_input(events[:end + 1], rules, can_see_page)
+
+
+def newest_turns(events: Sequence[ConversationEvent], rules: str, count: int,
+                 can_see_page: PageCheck = every_page) -> list[TurnInput]:
+    """Returns the inputs of the newest `count` turns (as `replay` gives each), folding the log
+    once and building only those turns' inputs (each costs what its transcript holds)."""
+    starts, edited = [], None
+    for index, event in enumerate(events):
+        if starts_turn(event, edited) is not None:
+            starts.append(index)
+        edited = event.message if isinstance(event, MessageEdited) else None
+    wanted = set(starts[-count:]) if count > 0 else set()
+    rule_set = resolve(rules)
+    state, edited, inputs = turns.initial(), None, []
+    for index, event in enumerate(events[:max(wanted) + 1] if wanted else ()):
+        state = turns.apply(state, event, rule_set)
+        number = starts_turn(event, edited)
+        edited = event.message if isinstance(event, MessageEdited) else None
+        if index in wanted and number is not None:
+            inputs.append(turns.turn_input(state, number, event.timestamp, rule_set, can_see_page))
+    return inputs
+
+
+def turn_view(turn: TurnInput, rules: str, base_turn: TurnInput, base: str) -> TurnView:
+    """Returns `turn` (under `rules`) with its differences from `base_turn` (under `base`)."""
+    if rules == base:
+        return TurnView(rules, base, turn, base_system=base_turn.system)
+    here, there = set(turn.notes), set(base_turn.notes)
+    return TurnView(rules, base, turn, frozenset(here - there), tuple(n for n in base_turn.notes if n not in here),
+                    turn.system != base_turn.system, base_turn.system)

@@ -1,0 +1,102 @@
+"""The spans of `adapters.traces.spans` handed to the official OpenTelemetry SDK: as SDK
+`ReadableSpan`s with explicit span contexts (the deterministic ids) and times, written as
+OTLP/JSON through `opentelemetry-proto` (the exporter's own encoder) or sent over OTLP/HTTP by
+`OTLPSpanExporter`. No hand-written wire format.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from google.protobuf.json_format import MessageToJson
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import Event, ReadableSpan
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
+
+from adapters.cli.habits import version
+from adapters.traces.spans import Span
+from domain.errors import ChatrecordError
+
+SERVICE_NAME = "chatrecord"
+TRACES_PATH = "/v1/traces"
+
+
+class PushFailed(ChatrecordError):
+    """The OTLP endpoint did not take the spans."""
+
+
+def readable_spans(spans: Sequence[Span]) -> list[ReadableSpan]:
+    """Returns `spans` as the SDK's ReadableSpans (sampled, kind INTERNAL, resource
+    `service.name` chatrecord, scope `chatrecord`)."""
+    resource = Resource({"service.name": SERVICE_NAME, "service.version": version()})  # no detectors: no random instance id
+    scope = InstrumentationScope("chatrecord", version())
+    out = []
+    for span in spans:
+        context = SpanContext(span.trace_id, span.span_id, is_remote=False, trace_flags=TraceFlags(TraceFlags.SAMPLED))
+        parent = (SpanContext(span.trace_id, span.parent_id, is_remote=False, trace_flags=TraceFlags(TraceFlags.SAMPLED))
+                  if span.parent_id is not None else None)
+        out.append(ReadableSpan(
+            name=span.name,
+            context=context,
+            parent=parent,
+            resource=resource,
+            attributes=dict(span.attributes),
+            events=[Event(e.name, dict(e.attributes), timestamp=e.time_ns) for e in span.events],
+            kind=SpanKind.INTERNAL,
+            instrumentation_scope=scope,
+            status=Status(StatusCode.ERROR) if span.error else Status(StatusCode.UNSET),
+            start_time=span.start_ns,
+            end_time=span.end_ns,
+        ))
+    return out
+
+
+def otlp_json(spans: Sequence[Span]) -> str:
+    """Returns `spans` as OTLP/JSON (an `ExportTraceServiceRequest`, protobuf's JSON mapping,
+    ids in hex as OTLP/JSON has them)."""
+    message = encode_spans(readable_spans(spans))
+    text = MessageToJson(message, indent=2)
+    return _hex_ids(text)
+
+
+def _hex_ids(text: str) -> str:
+    """OTLP/JSON spells trace and span ids as hex, where protobuf's JSON mapping gives base64."""
+    import base64
+    import json
+
+    data = json.loads(text)
+    for resource in data.get("resourceSpans", []):
+        for scope in resource.get("scopeSpans", []):
+            for span in scope.get("spans", []):
+                for key in ("traceId", "spanId", "parentSpanId"):
+                    if key in span:
+                        span[key] = base64.b64decode(span[key]).hex()
+    return json.dumps(data, indent=2, ensure_ascii=False)
+
+
+def export(spans: Sequence[Span], exporter: SpanExporter, where: str = "the exporter") -> None:
+    """Hands `spans` to `exporter` in one batch. Raises PushFailed, naming `where`, if it
+    reports failure."""
+    if not spans:
+        return
+    result = exporter.export(readable_spans(spans))
+    if result is not SpanExportResult.SUCCESS:
+        raise PushFailed(f"{where} did not take the spans (the exporter's warnings above say why)")
+
+
+def push(spans: Sequence[Span], endpoint: str, timeout: float = 10.0) -> None:
+    """Sends `spans` over OTLP/HTTP (protobuf) to `endpoint` (a base URL such as
+    http://127.0.0.1:6006, or the full …/v1/traces URL). Raises PushFailed."""
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+    url = endpoint.rstrip("/")
+    if not url.endswith(TRACES_PATH):
+        url += TRACES_PATH
+    exporter = OTLPSpanExporter(endpoint=url, timeout=timeout)
+    try:
+        export(spans, exporter, url)
+    finally:
+        exporter.shutdown()  # type: ignore[no-untyped-call]

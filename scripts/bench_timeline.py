@@ -1,0 +1,110 @@
+"""Benchmark: opening the timeline page of a conversation of 10,000 segments against one of 100
+(issue 21: no slower by more than 2x), on SQLite and PostgreSQL, in one run.
+
+The page is `GET /ui/conversations/ID` through the FastAPI app (in process, routing, the
+service layer and the templates included): the newest 20 turns, read from the log's tail, and
+the latest turn's model input from the read models. The overview picture and the chain's
+verdict are requests of their own that the browser makes after the page (they fold, or verify,
+the whole log); they are timed too, and so is a turn's model input asked for (`?turn=N`),
+which replays the log up to that turn. Each conversation is filled in bulk (as
+`scripts/bench_flat.py` does: one user message and one segment of the demo's steps per turn),
+and its read models caught up by one turn read before the timing.
+
+Prints a table per backend and the ratios. Example:
+
+    python3 scripts/bench_timeline.py --small 100 --large 10000 --runs 15
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+import warnings
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_flat_support import Postgres, SQLite, bulk_fill  # noqa: E402
+
+from adapters.api import Chatrecord  # noqa: E402
+from adapters.http.app import HttpSettings, create_app  # noqa: E402
+from adapters.store.application import ConversationStore  # noqa: E402
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    from fastapi.testclient import TestClient  # noqa: E402
+
+
+def timed_get(client: TestClient, path: str) -> float:
+    t0 = time.perf_counter()
+    response = client.get(path)
+    elapsed = time.perf_counter() - t0
+    assert response.status_code == 200, (path, response.status_code, response.text[:300])
+    return elapsed
+
+
+def run(backend_cls: type, small: int, large: int, runs: int) -> dict[str, float]:
+    backend = backend_cls()
+    try:
+        env = backend.env("timeline")
+        store = ConversationStore(env)
+        sizes = {"small": small, "large": large}
+        for name, segments in sizes.items():
+            bulk_fill(store, f"conv-{name}", segments)
+        chatrecord = Chatrecord(store)
+        for name in sizes:
+            chatrecord.turn_input(f"conv-{name}")  # the read models catch up once, as after a live append
+        app = create_app(lambda: chatrecord, HttpSettings(token=None))
+        figures: dict[str, float] = {}
+        with TestClient(app, base_url="http://127.0.0.1") as client:
+            for name, segments in sizes.items():
+                page = f"/ui/conversations/conv-{name}"
+                timed_get(client, page)  # warm: templates compiled, connections open
+                first_overview = timed_get(client, page + "/overview.svg")
+                samples = {"page": [], "overview (kept)": [], "chain": [], "turn 1 input": []}
+                for _ in range(runs):
+                    samples["page"].append(timed_get(client, page))
+                for _ in range(max(3, runs // 5)):
+                    samples["overview (kept)"].append(timed_get(client, page + "/overview.svg"))
+                    samples["chain"].append(timed_get(client, page + "/chain"))
+                    samples["turn 1 input"].append(timed_get(client, page + "?turn=1"))
+                figures[f"{name}:overview (first)"] = first_overview
+                for what, xs in samples.items():
+                    figures[f"{name}:{what}"] = statistics.median(xs)
+                figures[f"{name}:segments"] = segments
+        chatrecord.close()
+        return figures
+    finally:
+        backend.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--small", type=int, default=100)
+    parser.add_argument("--large", type=int, default=10_000)
+    parser.add_argument("--runs", type=int, default=15)
+    parser.add_argument("--backend", choices=["sqlite", "postgres", "both"], default="both")
+    args = parser.parse_args()
+    print(f"# bench_timeline: {args.small} vs {args.large} segments, {args.runs} page opens each; "
+          f"{os.cpu_count()} CPUs, load average {', '.join(f'{x:.2f}' for x in os.getloadavg())}, "
+          f"Python {sys.version.split()[0]}")
+    backends = {"sqlite": [SQLite], "postgres": [Postgres], "both": [SQLite, Postgres]}[args.backend]
+    for backend_cls in backends:
+        f = run(backend_cls, args.small, args.large, args.runs)
+        print(f"\n### {backend_cls.name}\n")
+        print(f"| request (median) | {args.small} segments | {args.large:,} segments | ratio |")
+        print("|---|---:|---:|---:|")
+        for what in ("page", "turn 1 input", "overview (first)", "overview (kept)", "chain"):
+            a, b = f[f"small:{what}"], f[f"large:{what}"]
+            print(f"| {what} | {a * 1000:.1f} ms | {b * 1000:.1f} ms | {b / a:.2f}x |")
+        ratio = f["large:page"] / f["small:page"]
+        print(f"\npage open ratio ({args.large:,} / {args.small} segments): {ratio:.2f}x "
+              f"({'met' if ratio <= 2 else 'NOT met'}: at most 2x); load average now "
+              f"{', '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

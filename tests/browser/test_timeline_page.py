@@ -1,0 +1,148 @@
+"""The timeline page in a real browser (headless Chromium): the demo's latest turn, time travel
+to an earlier turn, another rule set, hostile texts, and the exported file offline."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from selenium.webdriver.common.by import By
+
+from tests.browser.conftest import (
+    HOSTILE_CONVERSATION,
+    TOKEN,
+    replay_at,
+    requests_made,
+    screenshot,
+)
+from tests.e2e.conftest import runner
+
+
+def sign_in(driver: Any, url: str, path: str) -> None:
+    """Opens `path`, which sends the browser to the sign-in form, and signs in with the token."""
+    driver.get(url + path)
+    assert "/ui/login" in driver.current_url
+    driver.find_element(By.NAME, "token").send_keys(TOKEN)
+    driver.find_element(By.CSS_SELECTOR, "form button[type=submit]").click()
+    assert driver.current_url.startswith(url + path.split("#")[0])
+
+
+def shown_panel(driver: Any) -> Any:
+    """Returns the one model input panel on view."""
+    panels = [p for p in driver.find_elements(By.CSS_SELECTOR, "section.input") if p.is_displayed()]
+    assert len(panels) == 1
+    return panels[0]
+
+
+def sent(panel: Any) -> tuple[int, int]:
+    """Returns (messages, notes) the panel shows as sent."""
+    return (len(panel.find_elements(By.CSS_SELECTOR, ".msg")), len(panel.find_elements(By.CSS_SELECTOR, ".msg li.note")))
+
+
+def texts_of(panel: Any) -> list[str]:
+    """Returns the text pieces of each message the panel shows (notes excluded), in order."""
+    return [p.get_attribute("textContent") for p in panel.find_elements(By.CSS_SELECTOR, ".msg .text:not(.was)")]
+
+
+def expected_texts(turn: dict[str, Any]) -> list[str]:
+    """Returns replay's message contents with the notes taken out, cut as the page cuts them."""
+    pieces = []
+    for message in turn["messages"]:
+        content = message["content"]
+        for note in turn["notes"]:
+            content = content.replace(note, "\0")
+        pieces.extend(p.strip("\n") for p in content.split("\0") if p.strip())
+    return pieces
+
+
+def follow(driver: Any, css: str, text: str | None = None) -> None:
+    links = [a for a in driver.find_elements(By.CSS_SELECTOR, css) if a.is_displayed() and (text is None or a.text == text)]
+    assert links, f"no link {css} {text or ''}"
+    links[0].click()
+
+
+def no_script_ran(driver: Any) -> None:
+    assert driver.execute_script("return typeof window.__pwned") == "undefined"
+    assert driver.find_elements(By.CSS_SELECTOR, "main script, main img[src=x]") == []
+
+
+def test_the_demo_page_shows_the_notes_the_latest_turn_turn_1_and_transcript_only(browser: Any, served: str, stored) -> None:
+    sign_in(browser, served, "/ui/conversations/conv-demo-seo")
+
+    next_call = browser.find_element(By.ID, "next-call")  # on open: the next call's notes, as the chat reads them
+    assert len(next_call.find_elements(By.CSS_SELECTOR, "li.note")) == 14
+    browser.switch_to.frame(browser.find_element(By.CSS_SELECTOR, "iframe.chain-frame"))
+    assert browser.find_element(By.ID, "chain-state").text.startswith("✔ Chain verified: 20 events")
+    browser.switch_to.default_content()
+    assert [h.text for h in browser.find_elements(By.CSS_SELECTOR, ".turn h3")] == ["User message 3", "User message 1", "Start"]
+    screenshot(browser, "demo-page")
+
+    follow(browser, "#next-call a.see")  # the latest turn, user message 3, as replay --at 3 gives it
+    latest = shown_panel(browser)
+    assert sent(latest) == (6, 14)
+    assert texts_of(latest) == expected_texts(replay_at(stored, "conv-demo-seo", 3))
+    screenshot(browser, "demo-latest-turn")
+
+    follow(browser, "#t-3 a.see")  # the first turn, user message 1 (event 3)
+    first = shown_panel(browser)
+    assert sent(first) == (2, 0)
+    assert texts_of(first) == expected_texts(replay_at(stored, "conv-demo-seo", 1)) == [
+        "The selected page is page 42.", "SEO optimieren"]
+    screenshot(browser, "demo-turn-1")
+
+    follow(browser, ".turn a.see")  # back to turn 2, user message 3, as replay --at 3 gives it
+    assert sent(shown_panel(browser)) == (6, 14)
+    follow(browser, "section.input a.rule", "transcript-only")
+    other = shown_panel(browser)
+    assert sent(other) == (6, 0)
+    assert texts_of(other) == expected_texts(replay_at(stored, "conv-demo-seo", 3, "transcript-only"))
+    assert len(other.find_elements(By.CSS_SELECTOR, ".notes.removed li.note del")) == 14
+    assert "14 not sent" in other.find_element(By.CSS_SELECTOR, ".compare").text
+    screenshot(browser, "demo-transcript-only")
+
+
+def test_hostile_texts_render_as_inert_text(browser: Any, served: str) -> None:
+    sign_in(browser, served, "/ui/conversations/" + quote(HOSTILE_CONVERSATION))
+
+    no_script_ran(browser)
+    user = browser.find_elements(By.CSS_SELECTOR, ".turn .user.text")[-1]  # oldest turn last
+    shown = user.get_attribute("textContent")
+    assert '<script>window.__pwned = "script"</script>' in shown and "onerror=" in shown
+    assert "\\u202eevil\\u202c" in shown and "\u202e" not in shown  # the bidi controls shown, not obeyed
+    assert user.find_elements(By.XPATH, "ancestor::*[contains(@class, 'notes')]") == []  # the user's, as written
+    follow(browser, ".turn a.see")  # the latest turn
+    panel = shown_panel(browser)
+    assert sent(panel) == (4, 1)  # system, user 1, the answer, user 2; the one note is the chat's own
+    assert all("all saved" not in n.text for n in panel.find_elements(By.CSS_SELECTOR, "li.note"))
+    sent_texts = " ".join(texts_of(panel))
+    assert "(Chat record — written by the chat" in sent_texts and "[Chat record" not in sent_texts  # as sent: disarmed
+    screenshot(browser, "hostile")
+
+
+def test_the_exported_file_shows_the_same_offline_and_requests_nothing(browser: Any, stored, tmp_path: Path) -> None:
+    folder, settings = stored
+    run = runner(folder, **settings)
+    for conversation, name in (("conv-demo-seo", "demo.html"), (HOSTILE_CONVERSATION, "hostile.html")):
+        done = run("timeline", conversation, "-o", tmp_path / name)
+        assert done.returncode == 0, done.stderr
+    browser.execute_cdp_cmd("Network.enable", {})
+    browser.execute_cdp_cmd("Network.emulateNetworkConditions", {
+        "offline": True, "latency": 0, "downloadThroughput": 0, "uploadThroughput": 0})
+    requests_made(browser)  # drop what came before
+
+    page = (tmp_path / "demo.html").as_uri()
+    browser.get(page)
+    assert sent(shown_panel(browser)) == (6, 14)
+    assert browser.find_element(By.ID, "chain-state").text.startswith("✔ Chain verified: 20 events")
+    follow(browser, "#t-3 a.see")
+    assert sent(shown_panel(browser)) == (2, 0)
+    follow(browser, ".turn a.see")
+    follow(browser, "section.input a.rule", "transcript-only")
+    assert sent(shown_panel(browser)) == (6, 0)
+    screenshot(browser, "exported-transcript-only")
+    browser.get((tmp_path / "hostile.html").as_uri())
+    no_script_ran(browser)
+
+    assert [u for u in requests_made(browser) if not u.startswith("file://")] == []
+    assert {u.split("#")[0] for u in requests_made(browser)} <= {page, (tmp_path / "hostile.html").as_uri()}

@@ -1,0 +1,32 @@
+"""`chatrecord traces show` on each backend: OTLP/JSON to a file or stdout, the same bytes
+twice; an unknown conversation is one line `error: …`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.e2e.conftest import DEMO, Run
+
+
+def test_traces_show_writes_the_demo_as_otlp_json(store_run: Run, tmp_path: Path) -> None:
+    assert store_run("ingest", DEMO).returncode == 0
+    out = tmp_path / "trace.json"
+
+    written = store_run("traces", "show", "conv-demo-seo", "-o", out)
+    printed = store_run("traces", "show", "conv-demo-seo")
+
+    assert (written.returncode, written.stdout, printed.returncode) == (0, "", 0)
+    assert out.read_text(encoding="utf-8") == printed.stdout
+    spans = json.loads(printed.stdout)["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    assert [s["name"] for s in spans].count("invoke_agent nr-llm") == 8 and len(spans) == 24
+    assert {s["traceId"] for s in spans} == {"3b109ec500703410091136e410ae1580"}
+
+
+def test_traces_of_an_unknown_conversation_is_one_line_error(store_run: Run) -> None:
+    assert store_run("ingest", DEMO).returncode == 0
+
+    done = store_run("traces", "show", "conv-nope")
+
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.startswith("error: no conversation 'conv-nope'") and len(done.stderr.splitlines()) == 1

@@ -1,0 +1,123 @@
+"""The UI's routes in process: behind the API's token (bearer, or the sign-in form's cookie),
+escaped, with no script allowed; the list and the conversation page."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from collections.abc import Iterator
+
+import pytest
+
+from adapters.api import Chatrecord
+from adapters.http.app import HttpSettings, create_app
+from adapters.http.ui import COOKIE, session_value
+from adapters.store.settings import open_store
+from tests.browser.conftest import PAYLOAD, hostile_lines
+from tests.e2e.conftest import DEMO
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    from fastapi.testclient import TestClient
+
+TOKEN = "ui-token-0123"
+
+
+def client_for(token: str | None) -> Iterator[TestClient]:
+    chatrecord = Chatrecord(open_store(memory=True))
+    chatrecord.ingest(DEMO.read_bytes().splitlines(), DEMO.name)
+    chatrecord.ingest([json.dumps(line).encode() for line in hostile_lines()], "hostile")
+    app = create_app(lambda: chatrecord, HttpSettings(token=token))
+    with TestClient(app, base_url="http://127.0.0.1", follow_redirects=False) as client:
+        yield client
+
+
+@pytest.fixture
+def client() -> Iterator[TestClient]:
+    yield from client_for(TOKEN)
+
+
+def test_without_the_token_a_page_sends_the_browser_to_the_sign_in_form(client: TestClient) -> None:
+    page = client.get("/ui/conversations/conv-demo-seo?turn=1")
+    wrong = client.get("/ui/", headers={"Authorization": "Bearer not-it"})
+    client.cookies.set(COOKIE, session_value("another-token"))
+    forged = client.get("/ui/")
+    client.cookies.clear()
+
+    assert (page.status_code, page.headers["location"]) == (303, "/ui/login?next=%2Fui%2Fconversations%2Fconv-demo-seo%3Fturn%3D1")
+    assert wrong.status_code == forged.status_code == 303
+    assert client.get("/ui/conversations/conv-demo-seo/overview.svg").status_code == 303
+    assert client.get("/ui/conversations/conv-demo-seo/chain").status_code == 303
+
+
+def test_the_apis_bearer_token_gets_the_page(client: TestClient) -> None:
+    page = client.get("/ui/conversations/conv-demo-seo", headers={"Authorization": f"Bearer {TOKEN}"})
+
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    assert "script-src" not in page.headers["content-security-policy"]
+    assert page.headers["content-security-policy"].startswith("default-src 'none'")
+    assert "<script" not in page.text
+    assert page.text.count('<li class="note') == 14
+
+
+def test_the_sign_in_form_sets_an_httponly_samesite_cookie_that_is_not_the_token(client: TestClient) -> None:
+    refused = client.post("/ui/login", data={"token": "nope", "next": "/ui/conversations/conv-demo-seo"})
+    signed = client.post("/ui/login", data={"token": TOKEN, "next": "/ui/conversations/conv-demo-seo"})
+    elsewhere = client.post("/ui/login", data={"token": TOKEN, "next": "https://evil.example/"})
+
+    assert refused.status_code == 401 and "That is not the token." in refused.text and "set-cookie" not in refused.headers
+    assert (signed.status_code, signed.headers["location"]) == (303, "/ui/conversations/conv-demo-seo")
+    cookie = signed.headers["set-cookie"]
+    assert cookie.startswith(f"{COOKIE}={session_value(TOKEN)};") and TOKEN not in cookie
+    assert "HttpOnly" in cookie and "SameSite=strict" in cookie and "Path=/ui" in cookie
+    assert elsewhere.headers["location"] == "/ui/"
+    client.cookies.set(COOKIE, session_value(TOKEN))
+    assert client.get("/ui/conversations/conv-demo-seo").status_code == 200
+
+
+def test_hostile_texts_are_escaped_and_their_invisible_characters_shown(client: TestClient) -> None:
+    page = client.get("/ui/conversations/conv-hostile", headers={"Authorization": f"Bearer {TOKEN}"})
+
+    assert page.status_code == 200
+    assert "<script>window" not in page.text and "<img src=x" not in page.text and "<b>bold" not in page.text
+    assert "&lt;script&gt;window.__pwned = &#34;script&#34;&lt;/script&gt;" in page.text
+    assert "\u202e" not in page.text and '<span class="ctl">\\u202e</span>evil' in page.text
+    assert PAYLOAD not in page.text
+
+
+def test_the_list_finds_a_conversation_by_id(client: TestClient) -> None:
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    listed = client.get("/ui/", headers=auth)
+    found = client.get("/ui/", params={"q": "conv-demo-seo"}, headers=auth)
+    missing = client.get("/ui/", params={"q": "conv-nope"}, headers=auth)
+
+    assert listed.status_code == 200 and 'href="/ui/conversations/conv-demo-seo"' in listed.text
+    assert 'href="/ui/conversations/conv-hostile"' in listed.text
+    assert (found.status_code, found.headers["location"]) == (303, "/ui/conversations/conv-demo-seo")
+    assert missing.status_code == 404 and "no conversation &#39;conv-nope&#39;" in missing.text
+
+
+def test_turn_and_rules_show_that_turn_under_that_rule_set() -> None:
+    for client in client_for(None):  # serve --no-auth (loopback only): the UI is open like the API
+        first = client.get("/ui/conversations/conv-demo-seo", params={"turn": 1})
+        bare = client.get("/ui/conversations/conv-demo-seo", params={"turn": 3, "rules": "transcript-only"})
+        no_turn = client.get("/ui/conversations/conv-demo-seo", params={"turn": 2})
+
+        assert first.status_code == 200 and first.text.count('class="msg ') == 2
+        assert "What the model was sent at user message 1" in first.text
+        assert bare.text.count('<li class="note') == 14 and bare.text.count("<del>[Chat record") == 14
+        assert no_turn.status_code == 404 and no_turn.headers["content-type"].startswith("text/html")
+        assert "no turn starts at user message 2; turns start at messages 1, 3" in no_turn.text
+        unknown = client.get("/ui/conversations/conv-%3Cscript%3E")
+        assert unknown.status_code == 404 and "&#39;conv-&lt;script&gt;&#39;" in unknown.text
+
+
+def test_the_chain_and_the_overview_are_requests_of_their_own(client: TestClient) -> None:
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    chain = client.get("/ui/conversations/conv-demo-seo/chain", headers=auth)
+    overview = client.get("/ui/conversations/conv-demo-seo/overview.svg", headers=auth)
+
+    assert chain.status_code == 200 and 'id="chain-state"' in chain.text
+    assert overview.status_code == 200 and overview.headers["content-type"] == "image/svg+xml"
+    assert 'aria-label="Overview: 16 facts, 8 segments"' in overview.text
+    assert client.get("/ui/conversations/conv-nope/chain", headers=auth).status_code == 404

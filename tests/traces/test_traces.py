@@ -1,0 +1,117 @@
+"""Traces of stored conversations through the service layer, on SQLite and PostgreSQL: the
+spans the official SDK exporter receives (the SDK's in-memory exporter), the OTLP/JSON checked
+against opentelemetry-proto's schema, the same ids twice, and no planted secret in either."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from google.protobuf.json_format import Parse
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from adapters.api import Chatrecord
+from adapters.service import traces
+from adapters.store.application import ConversationStore
+from adapters.store.settings import postgres_env, sqlite_env
+from adapters.traces import otlp
+from tests.traces.lines import PLANTED, PLANTED_CONVERSATION, TEXT_MARK, demo_lines, planted_lines
+
+DEMO = "conv-demo-seo"
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def chatrecord(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Chatrecord]:
+    if request.param == "sqlite":
+        env = sqlite_env(tmp_path / "store.sqlite")
+    else:
+        url, schema = request.getfixturevalue("postgres_url"), request.getfixturevalue("postgres_schema")
+        env = {**postgres_env(url), "POSTGRES_SCHEMA": schema, "POSTGRES_POOL_SIZE": "1"}
+    chatrecord = Chatrecord(ConversationStore(env=env))
+    chatrecord.ingest(demo_lines(), "demo")
+    chatrecord.ingest(planted_lines(), "planted")
+    try:
+        yield chatrecord
+    finally:
+        chatrecord.close()
+
+
+def exported(chatrecord: Chatrecord, conversation: str, with_texts: bool = False):
+    exporter = InMemorySpanExporter()
+    otlp.export(traces.spans_of(chatrecord, conversation, with_texts=with_texts), exporter)
+    return exporter.get_finished_spans()
+
+
+def test_the_demo_exports_eight_invoke_agent_spans_with_their_execute_tool_children(chatrecord: Chatrecord) -> None:
+    spans = exported(chatrecord, DEMO)
+
+    agents = [s for s in spans if s.attributes["gen_ai.operation.name"] == "invoke_agent"]
+    tools = [s for s in spans if s.attributes["gen_ai.operation.name"] == "execute_tool"]
+    assert len(agents) == 8 and len(spans) == 24
+    assert {s.context.trace_id for s in spans} == {agents[0].context.trace_id}
+    assert {s.attributes["gen_ai.conversation.id"] for s in spans} == {DEMO}
+    assert Counter(s.attributes["gen_ai.tool.name"] for s in tools) == Counter(
+        {"chat_set_progress": 8, "update_page_metadata": 5, "get_page": 1, "ask_choice": 1, "set_page_social_image": 1})
+    assert {s.parent.span_id for s in tools} == {a.context.span_id for a in agents}
+    assert [a.attributes["chatrecord.outcome"] for a in agents] == ["awaiting_input", *["awaiting_approval"] * 6, "completed"]
+    assert sum(len(a.attributes["chatrecord.records_written"]) for a in agents) == 6
+    assert [e.name for a in agents for e in a.events] == [
+        "chatrecord.question_answered", *["chatrecord.card_decided"] * 6]
+    assert all(s.start_time < s.end_time for s in agents)
+
+
+def test_failed_and_held_calls_are_marked(chatrecord: Chatrecord) -> None:
+    tools = [s for s in exported(chatrecord, PLANTED_CONVERSATION) if s.attributes["gen_ai.operation.name"] == "execute_tool"]
+
+    marked = [(s.attributes["gen_ai.tool.name"], s.attributes["chatrecord.tool.reading"], s.attributes.get("error.type"),
+               s.status.status_code.name) for s in tools if s.attributes["chatrecord.tool.reading"] != "ran"]
+    assert marked == [("get_page", "failed", "tool_error", "ERROR"), ("update_page_metadata", "held", None, "UNSET")]
+
+
+def test_the_same_ids_every_time(chatrecord: Chatrecord) -> None:
+    first = [(s.context.trace_id, s.context.span_id) for s in exported(chatrecord, DEMO)]
+    again = [(s.context.trace_id, s.context.span_id) for s in exported(chatrecord, DEMO)]
+
+    assert first == again and len(set(first)) == 24
+
+
+def proto_of(text: str) -> ExportTraceServiceRequest:
+    """Parses OTLP/JSON into opentelemetry-proto's message, unknown fields refused (the schema
+    check); hex ids back to the bytes protobuf's JSON mapping reads as base64."""
+    data = json.loads(text)
+    for resource in data["resourceSpans"]:
+        for scope in resource["scopeSpans"]:
+            for span in scope["spans"]:
+                for key in ("traceId", "spanId", "parentSpanId"):
+                    if key in span:
+                        span[key] = base64.b64encode(bytes.fromhex(span[key])).decode()
+    return Parse(json.dumps(data), ExportTraceServiceRequest(), ignore_unknown_fields=False)
+
+
+def test_the_otlp_json_holds_to_the_opentelemetry_proto_schema(chatrecord: Chatrecord) -> None:
+    text = traces.otlp_json(chatrecord, DEMO)
+
+    request = proto_of(text)
+    spans = [s for r in request.resource_spans for sc in r.scope_spans for s in sc.spans]
+    assert len(spans) == 24
+    assert {len(s.trace_id) for s in spans} == {16} and {len(s.span_id) for s in spans} == {8}
+    assert sum(1 for s in spans if s.parent_span_id) == 16
+    assert {a.key: a.value.string_value for a in request.resource_spans[0].resource.attributes}["service.name"] == "chatrecord"
+    assert text == traces.otlp_json(chatrecord, DEMO)  # byte for byte the same: no random resource id
+
+
+def test_no_planted_secret_in_the_pushed_or_written_spans_and_texts_only_with_with_texts(chatrecord: Chatrecord) -> None:
+    without = traces.otlp_json(chatrecord, PLANTED_CONVERSATION)
+    with_texts = traces.otlp_json(chatrecord, PLANTED_CONVERSATION, with_texts=True)
+    pushed = repr([(s.name, dict(s.attributes), [(e.name, dict(e.attributes)) for e in s.events])
+                   for s in exported(chatrecord, PLANTED_CONVERSATION, with_texts=True)])
+
+    assert PLANTED not in without and PLANTED not in with_texts and PLANTED not in pushed
+    assert TEXT_MARK not in without
+    assert TEXT_MARK in with_texts and TEXT_MARK in pushed
+    assert "gen_ai.input.messages" in with_texts and "gen_ai.output.messages" in with_texts
