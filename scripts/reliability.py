@@ -199,7 +199,7 @@ def _writer(settings: dict[str, str], lines: list[bytes], out: Any) -> None:
                 counts["errors"] += 1
                 kinds[name] = kinds.get(name, 0) + 1
                 break
-            except Exception as error:  # noqa: BLE001 - a raw error is what this counts
+            except Exception as error:
                 counts["raw"] += 1
                 key = f"{type(error).__name__}: {str(error)[:80]}"
                 kinds[key] = kinds.get(key, 0) + 1
@@ -296,7 +296,7 @@ def _reader(settings: dict[str, str], conv: str, stop: Any, out: Any) -> None:
         except ChatrecordError as error:  # no turn yet, unknown conversation before its first line
             key = type(error).__name__
             errors[key] = errors.get(key, 0) + 1
-        except Exception as error:  # noqa: BLE001
+        except Exception as error:
             key = f"raw {type(error).__name__}: {str(error)[:80]}"
             errors[key] = errors.get(key, 0) + 1
         reads += 1
