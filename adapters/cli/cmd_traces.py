@@ -11,7 +11,11 @@ from adapters.cli.app import RulesOption, app, opened, say
 from adapters.cli.habits import require_store
 from adapters.service import traces as service
 
-traces = typer.Typer(help="OpenTelemetry GenAI traces of what ran (OTLP/JSON, OTLP/HTTP).", no_args_is_help=True)
+traces = typer.Typer(
+    help="OpenTelemetry GenAI traces of what ran (OTLP/JSON, OTLP/HTTP).\n\n"
+         "Example:\n\n    chatrecord traces show conv-demo-seo -o demo-trace.json",
+    no_args_is_help=True,
+)
 app.add_typer(traces, name="traces")
 
 WithTextsOption = Annotated[bool, typer.Option(

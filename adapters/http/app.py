@@ -29,6 +29,7 @@ from adapters.http.ui import install_ui
 from adapters.ingest import json_problem
 from adapters.ingest.names import parse_at
 from adapters.service.conversations import LIST_LIMIT_MAX, BadCursor
+from adapters.service.lines import VersionMismatch
 from adapters.store.settings import BadSetting
 from domain.limits import INT_MAX
 from projections.page_line import PageFilter
@@ -82,22 +83,59 @@ def etag(version: int) -> dict[str, str]:
     return {"ETag": f'"{version}"'}
 
 
-def if_match(value: str | None) -> int | None:
-    """Returns the version (0 to INT_MAX) an `If-Match: "N"` names, None without one. Raises a
-    412 problem for a weak ETag (`W/"N"`: If-Match compares strongly, RFC 9110 13.1.1, so a
-    weak one never matches), a 400 problem for anything else that is not one version."""
+ANY = -1
+"""What `If-Match: *` asks for: any version of a conversation that exists (RFC 9110 13.1.1)."""
+
+
+def if_match(value: str | None) -> list[int] | None:
+    """Returns the versions (0 to INT_MAX) an `If-Match` names: one ETag `"N"` or a list of them
+    (`"3", "4"`), `[ANY]` for `*`, None without the header. Raises a 412 problem when every ETag
+    is weak (`W/"N"`: If-Match compares strongly, RFC 9110 13.1.1, so a weak one never matches),
+    a 400 problem for anything else that is not of this form."""
     if value is None:
         return None
     text = value.strip()
-    if text.startswith("W/"):
+    if text == "*":
+        return [ANY]
+    versions, weak = [], 0
+    for part in (part.strip() for part in text.split(",")):
+        if part.startswith("W/"):
+            weak += 1
+            continue
+        digits = part[1:-1]
+        if len(part) >= 3 and part[0] == part[-1] == '"' and digits.isascii() and digits.isdigit():
+            if len(digits) <= 10 and int(digits) <= INT_MAX:
+                versions.append(int(digits))
+                continue
+            raise Problem(400, "bad-request", f"If-Match names a version of at most {INT_MAX}", where="header.If-Match")
+        raise Problem(400, "bad-request", 'If-Match takes versions as ETags, e.g. If-Match: "7" or "7", "8", or *',
+                      where="header.If-Match")
+    if not versions and weak:
         raise Problem(412, "version-mismatch", "If-Match compares ETags strongly: a weak ETag (W/...) never matches; "
                       'send the ETag as served, e.g. If-Match: "7"', where="header.If-Match")
-    digits = text[1:-1]
-    if len(text) >= 3 and text[0] == text[-1] == '"' and digits.isascii() and digits.isdigit():
-        if len(digits) <= 10 and int(digits) <= INT_MAX:
-            return int(digits)
-        raise Problem(400, "bad-request", f"If-Match names a version of at most {INT_MAX}", where="header.If-Match")
-    raise Problem(400, "bad-request", 'If-Match takes one version as an ETag, e.g. If-Match: "7"', where="header.If-Match")
+    return versions
+
+
+IF_MATCH_PATTERN = r'^ *(\*|(W/)?"[0-9]{1,9}"( *, *(W/)?"[0-9]{1,9}")*) *$'
+"""The If-Match the document promises to read (versions up to 999,999,999; the server reads up to INT_MAX)."""
+IDEMPOTENCY_KEY_PATTERN = r"^[!-~]([ -~]*[!-~])?$"
+"""1–255 printable ASCII characters, no space at either end (a header's value is trimmed)."""
+
+
+def fingerprint(media: str, raw: bytes) -> str:
+    """Returns what an Idempotency-Key is kept with: the sha256 of the media type and of the
+    body, `<64 hex>:<64 hex>`. If-Match is not part of it (a precondition, not what is asked:
+    a retry without it gets the first response)."""
+    return f"{body_hash(media.encode())}:{body_hash(raw)}"
+
+
+def differs(kept: str, digest: str) -> str:
+    """Says which part of a request differs from the one its Idempotency-Key was first sent with."""
+    if ":" not in kept:  # kept before the fingerprint had parts: media type, If-Match and body in one hash
+        return "another Content-Type, If-Match or body"
+    (kept_media, kept_body), (media, body) = kept.split(":"), digest.split(":")
+    parts = [name for name, same in (("Content-Type", kept_media == media), ("body", kept_body == body)) if not same]
+    return "another " + " and ".join(parts)
 
 
 def charset_of(content_type: str) -> str | None:
@@ -172,9 +210,14 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
     })
     def post_lines(
         request: Request, chatrecord: Service, raw: Annotated[bytes, Depends(body)],
-        if_match_header: Annotated[str | None, Header(alias="If-Match", description='The version expected, e.g. "7".')] = None,
+        if_match_header: Annotated[str | None, Header(
+            alias="If-Match", json_schema_extra={"pattern": IF_MATCH_PATTERN}, description='The version expected, as its ETag: "7"; '
+            'a list ("7", "8") matches any of them, * any version of a conversation that exists (RFC 9110 13.1.1).',
+        )] = None,
         idempotency_key: Annotated[str | None, Header(
-            alias="Idempotency-Key", description="Retries with this key get the first response.")] = None,
+            alias="Idempotency-Key",
+            json_schema_extra={"minLength": 1, "maxLength": MAX_KEY, "pattern": IDEMPOTENCY_KEY_PATTERN},
+            description="Retries with this key get the first response (with Idempotent-Replayed: true).")] = None,
     ) -> Response:
         """Records one line (a JSON object) or a batch of lines of one conversation (JSON Lines,
         `application/x-ndjson`), all or nothing. A line recorded before is a repeat: nothing is
@@ -200,20 +243,35 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
             if not (0 < len(idempotency_key) <= MAX_KEY and idempotency_key.isascii() and idempotency_key.isprintable()):
                 raise Problem(400, "bad-request", f"Idempotency-Key must be 1–{MAX_KEY} printable ASCII characters",
                               where="header.Idempotency-Key")
-            digest = body_hash(media.encode(), (if_match_header or "").encode(), raw)
+            digest = fingerprint(media, raw)
             kept = request.app.state.keys.get(idempotency_key)
             if kept is not None:
-                return replayed(kept, digest)
-        recorded = chatrecord.record_lines(lines, SOURCE, follows).to_json()
+                return replayed(kept, digest, legacy=body_hash(media.encode(), (if_match_header or "").encode(), raw))
+        recorded = record(chatrecord, lines, follows).to_json()
         text = orjson.dumps(recorded)
         if idempotency_key is not None:
             kept = request.app.state.keys.keep(idempotency_key, Kept(digest, 200, text.decode()))
             return replayed(kept, digest) if kept.response != text.decode() else replayed(kept, digest, first=True)
         return Response(text, media_type=JSON, headers=etag(recorded["version"]))
 
-    def replayed(kept: Kept, digest: str, first: bool = False) -> Response:
-        if kept.body_hash != digest:
-            raise Problem(422, "idempotency-key-reused", "this Idempotency-Key was sent before with another body")
+    def record(chatrecord: Chatrecord, lines: list[bytes], versions: list[int] | None) -> Any:
+        """Records `lines` following one of `versions` (any existing one for ANY): the first is
+        tried, and on a mismatch the conversation's actual version if it is one asked for (the
+        store checks it again as it appends, so a concurrent writer still gets a 412)."""
+        if not versions:
+            return chatrecord.record_lines(lines, SOURCE, None)
+        follows = 1 if versions == [ANY] else versions[0]
+        try:
+            return chatrecord.record_lines(lines, SOURCE, follows)
+        except VersionMismatch as error:
+            if not (error.actual in versions or (versions == [ANY] and error.actual >= 1)):
+                raise
+            return chatrecord.record_lines(lines, SOURCE, error.actual)
+
+    def replayed(kept: Kept, digest: str, first: bool = False, legacy: str = "") -> Response:
+        if kept.body_hash != digest and kept.body_hash != legacy:
+            raise Problem(422, "idempotency-key-reused", f"this Idempotency-Key was sent before with {differs(kept.body_hash, digest)}; "
+                          "a retry sends the same Content-Type and body (If-Match may differ)", differs=differs(kept.body_hash, digest))
         version = orjson.loads(kept.response)["version"]
         headers = etag(version) | ({} if first else {"Idempotent-Replayed": "true"})
         return Response(kept.response, status_code=kept.status, media_type=JSON, headers=headers)
@@ -290,6 +348,7 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
         return json_response(done.to_json())
 
     app.include_router(v1)
+    app.openapi = lambda: app.openapi_schema or schemas.document(app)  # type: ignore[method-assign]
     install_ui(app, settings.token)
 
     @app.get("/v1/healthz", response_model=schemas.Health, responses={503: ERRORS[503]})

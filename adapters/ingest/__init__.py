@@ -14,6 +14,7 @@ Example:
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from collections.abc import Iterable, Iterator, Mapping
@@ -93,12 +94,33 @@ def parse_line(text: str | bytes, line_no: int, source_name: str) -> ParsedLine:
     try:
         line = _LINE.validate_python(data)
     except ValidationError as error:
-        first = error.errors(include_url=False)[0]
-        raise invalid(_path(first["loc"][1:]) or _WHOLE_LINE, _expected(first, kind)) from None
+        try:  # a whole number written as 1.0 is one (read only when the line fails as written: no cost otherwise)
+            line = _LINE.validate_python(_integral(data, error))
+        except ValidationError as again:
+            first = again.errors(include_url=False)[0]
+            raise invalid(_path(first["loc"][1:]) or _WHOLE_LINE, _expected(first, kind)) from None
     _set(line, "_line", line_no)  # its slots (`Line`), past pydantic's __setattr__
     _set(line, "_source_name", source_name)
     _set(line, "_digest", digest_of(line))
     return line
+
+
+def _integral(data: Any, error: ValidationError) -> Any:
+    """Returns `data` with each integral float where a whole number was expected (`1.0`, as
+    PHP's json_encode writes a float with JSON_PRESERVE_ZERO_FRACTION, and as JSON Schema counts
+    an integer) made an int; `1.5` stays, and fails as it did. The same object when none is."""
+    places = [problem["loc"] for problem in error.errors(include_url=False)
+              if problem["type"] == "int_type" and isinstance(problem["input"], float)
+              and problem["input"].is_integer() and abs(problem["input"]) < 2**53]  # past 2**53 a float is no exact number
+    if not places:
+        return data
+    data = copy.deepcopy(data)
+    for loc in places:
+        parent = data
+        for part in loc[1:-1]:  # loc[0] is the union's tag
+            parent = parent[part]
+        parent[loc[-1]] = int(parent[loc[-1]])
+    return data
 
 
 def _too_deep(text: str | bytes, data: dict[str, Any]) -> tuple[Any, ...] | None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import AfterValidator, Field, ValidationInfo, field_validator
+from pydantic import AfterValidator, ConfigDict, Field, ValidationInfo, WithJsonSchema, field_validator
 
 from adapters.ingest.names import (
     At,
@@ -22,6 +22,7 @@ from adapters.ingest.names import (
     Text,
     Whole,
     check_answer,
+    drop_null,
     show,
 )
 from adapters.ingest.steps import InputMessage, LegacyOutcome, Pending, Step
@@ -29,7 +30,7 @@ from domain import conversation as domain
 from domain.errors import ChatrecordError, LineOutOfOrder
 from domain.events import ConversationEvent
 from domain.limits import LIST_MAX, STEPS_MAX
-from domain.values import OUTCOMES
+from domain.values import CARD_ANSWERS, OUTCOMES
 
 
 class Line(InputModel):
@@ -152,10 +153,17 @@ class SegmentReturnedLine(Line):
 
 
 class CardDecidedLine(Line):
+    model_config = ConfigDict(json_schema_extra=drop_null("message", "text", schema={"allOf": [
+        {"anyOf": [{"properties": {"approved": {"const": True}, "answer": {"const": CARD_ANSWERS[0]}}},
+                   {"properties": {"approved": {"const": False}, "answer": {"enum": list(CARD_ANSWERS[1:])}}}]},
+        {"anyOf": [{"required": ["message", "text"]},
+                   {"properties": {"message": {"not": {}}, "text": {"not": {}}}}]},
+    ], "description": f"approved is true exactly for {CARD_ANSWERS[0]}; message and text go together."}))
+
     type: Literal["card_decided"]
     segment: Key
     approved: bool
-    answer: Annotated[str, AfterValidator(check_answer)]
+    answer: Annotated[str, AfterValidator(check_answer), WithJsonSchema({"type": "string", "enum": list(CARD_ANSWERS)})]
     message: MessageNo | None = None
     text: Text | None = Field(default=None, validate_default=True)
 

@@ -31,6 +31,7 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationInfo,
+    WithJsonSchema,
 )
 
 from domain.limits import (
@@ -193,13 +194,42 @@ def check_answer(value: str) -> str:
     return value
 
 
-Key = Annotated[str, AfterValidator(reduce_key)]
-ToolName = Annotated[str, AfterValidator(lambda v: reduce_name(v, "tool name"))]
-FieldName = Annotated[str, AfterValidator(lambda v: reduce_name(v, "field name"))]
-Skill = Annotated[str, AfterValidator(lambda v: reduce_name(v, "skill"))]
-Table = Annotated[str, AfterValidator(check_table)]
-Uid = Annotated[int, AfterValidator(check_uid)]
-At = Annotated[datetime, BeforeValidator(parse_at)]
+# The JSON Schema of each type (docs/openapi.json) says what the validator accepts: every value
+# the schema allows is accepted (tests/http/test_contract.py). `WithJsonSchema` only describes;
+# it adds no work to validation (the append is a hot path).
+KEY_PATTERN = "[A-Za-z0-9_.:/-]"
+"""An id holds at least one of these characters (others are dropped, `reduce_key`)."""
+NAME_PATTERN = "[A-Za-z0-9_.:-]"
+"""A name holds at least one of these characters (others are dropped, `reduce_name`)."""
+TABLE_PATTERN = "^[A-Za-z0-9_]{1,64}$"
+AT_PATTERN = (
+    r"^(200[1-9]|20[1-9][0-9]|2[1-9][0-9]{2}|[3-8][0-9]{3}|9[0-8][0-9]{2}|99[0-8][0-9]|999[0-7])"
+    r"-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,6})?([Zz]|[+-][0-9]{2}:[0-9]{2})?$"
+)
+"""What the schema promises of `at`: an RFC 3339 date and time whose year (2001–9997) is inside
+years 2000–9998 in UTC whatever its offset; `parse_at` accepts the whole range and more forms."""
+
+
+def _key_schema(what: str) -> WithJsonSchema:
+    return WithJsonSchema({"type": "string", "minLength": 1, "pattern": KEY_PATTERN, "description":
+                           f"The {what}: 1–{NAME_MAX} of A-Za-z0-9_.:/- is kept as it is; other characters are "
+                           f"dropped and a changed or longer id gets a hash appended (docs/input-format.md)."})
+
+
+def _name_schema(what: str) -> WithJsonSchema:
+    return WithJsonSchema({"type": "string", "minLength": 1, "pattern": NAME_PATTERN, "description":
+                           f"A {what}: characters outside A-Za-z0-9_.:- are dropped; at most {NAME_MAX} are kept."})
+
+
+Key = Annotated[str, AfterValidator(reduce_key), _key_schema("id")]
+ToolName = Annotated[str, AfterValidator(lambda v: reduce_name(v, "tool name")), _name_schema("tool name")]
+FieldName = Annotated[str, AfterValidator(lambda v: reduce_name(v, "field name")), _name_schema("field name")]
+Skill = Annotated[str, AfterValidator(lambda v: reduce_name(v, "skill")), _name_schema("skill")]
+Table = Annotated[str, AfterValidator(check_table), WithJsonSchema({"type": "string", "pattern": TABLE_PATTERN})]
+Uid = Annotated[int, AfterValidator(check_uid), WithJsonSchema({"type": "integer", "minimum": 1, "maximum": INT_MAX})]
+At = Annotated[datetime, BeforeValidator(parse_at), WithJsonSchema({
+    "type": "string", "format": "date-time", "pattern": AT_PATTERN,
+    "description": "ISO-8601 date and time, years 2000–9998 in UTC; without an offset it is UTC."})]
 MessageNo = Annotated[int, Field(ge=1, le=INT_MAX)]
 Whole = Annotated[int, Field(ge=0, le=INT_MAX)]
 """A whole number from 0 to INT_MAX (2,147,483,647), the largest every store keeps."""
@@ -219,6 +249,22 @@ def pair(uid: int | None, info: ValidationInfo, table_key: str, uid_key: str) ->
     if table is None and uid is not None:
         raise ValueError(f"needs a {table_key} beside it; a record is a table and a uid")
     return uid
+
+
+def drop_null(*fields: str, schema: dict[str, Any] | None = None) -> Any:
+    """Returns a `json_schema_extra` that lists `fields` without their `null` branch (a pair of
+    fields that go together is described as both present or both absent) and adds `schema`'s
+    keys. It shapes the JSON Schema only; validation is unchanged."""
+
+    def extra(target: dict[str, Any]) -> None:
+        for name in fields:
+            branches = target["properties"][name].pop("anyOf", None)
+            if branches:
+                target["properties"][name].update(next(b for b in branches if b != {"type": "null"}))
+            target["properties"][name].pop("default", None)
+        target.update(schema or {})
+
+    return extra
 
 
 class InputModel(BaseModel):

@@ -14,7 +14,9 @@ from typing import Annotated, Literal
 
 from pydantic import (
     AfterValidator,
+    ConfigDict,
     Field,
+    WithJsonSchema,
     ValidationInfo,
     field_validator,
     model_validator,
@@ -31,8 +33,11 @@ from adapters.ingest.names import (
     Whole,
     check_table,
     check_uid,
+    drop_null,
     pair,
 )
+from adapters.ingest.names import TABLE_PATTERN
+from domain.limits import INT_MAX
 from domain.limits import LIST_MAX
 from domain.values import (
     STEP_KINDS,
@@ -48,6 +53,13 @@ from domain.values import (
 
 class Step(InputModel):
     """One nr-llm RunStep, of which only the privacy-kept facts are read."""
+
+    model_config = ConfigDict(json_schema_extra=drop_null("writeTargetTable", "writeTargetUid", schema={"anyOf": [
+        {"required": ["writeTargetTable", "writeTargetUid"]},
+        {"properties": {"kind": {"not": {"const": "tool_write"}}, "writeTargetTable": {"not": {}},
+                        "writeTargetUid": {"not": {}}}},
+    ], "description": "A step; writeTargetTable and writeTargetUid go together, and a tool_write step has them. "
+                      "A step of a kind outside " + ", ".join(STEP_KINDS) + " is dropped."}))
 
     kind: str
     round: Whole
@@ -114,6 +126,9 @@ class Step(InputModel):
 class Pending(InputModel):
     """A call left waiting: `toolName`, an optional target (`table` with `uid`), `fields`."""
 
+    model_config = ConfigDict(json_schema_extra=drop_null("table", "uid", schema={"anyOf": [
+        {"required": ["table", "uid"]}, {"properties": {"table": {"not": {}}, "uid": {"not": {}}}}]}))
+
     toolName: ToolName
     table: Table | None = None
     uid: Uid | None = Field(default=None, validate_default=True)
@@ -143,11 +158,18 @@ class InputMessage(InputModel):
 class LegacyOutcome(InputModel):
     """A card outcome as the chat stored it; a create has table '' and uid 0 (no target)."""
 
+    model_config = ConfigDict(json_schema_extra={"anyOf": [
+        {"properties": {"table": {"const": ""}, "uid": {"const": 0}}},
+        {"required": ["table", "uid"], "properties": {"table": {"pattern": TABLE_PATTERN}, "uid": {"minimum": 1}}},
+    ]})
+
     outcome: Literal["applied", "check", "not_applied", "skipped", "variant", "kept", "declined"]
     after: Whole
     tool: ToolName
-    table: Annotated[str, AfterValidator(lambda v: v and check_table(v))] = ""
-    uid: int = Field(default=0, validate_default=True)
+    table: Annotated[str, AfterValidator(lambda v: v and check_table(v)),
+                     WithJsonSchema({"type": "string", "pattern": "^[A-Za-z0-9_]{0,64}$"})] = ""
+    uid: Annotated[int, WithJsonSchema({"type": "integer", "minimum": 0, "maximum": INT_MAX})] = Field(
+        default=0, validate_default=True)
     fields: Annotated[list[FieldName], Field(max_length=LIST_MAX)] = []
 
     @field_validator("uid")

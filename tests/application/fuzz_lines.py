@@ -125,8 +125,12 @@ class FuzzRun:
     SQLite file `path` (which stores whole numbers in 64 bits, as PostgreSQL's columns in 32),
     or the library's in-memory store when None."""
 
-    def __init__(self, path: Path | None = None, keep_going: bool = False) -> None:
-        store = open_store(memory=True) if path is None else open_store({"CHATRECORD_DB": str(path)})
+    def __init__(self, path: Path | None = None, keep_going: bool = False,
+                 settings: dict[str, str] | None = None) -> None:
+        if settings is not None:  # another store's settings (a PostgreSQL schema: scripts/fuzz_input.py)
+            store = open_store(settings)
+        else:
+            store = open_store(memory=True) if path is None else open_store({"CHATRECORD_DB": str(path)})
         self.chat = Chatrecord(store)
         for line in TEMPLATES:
             self.chat.record(line)

@@ -43,7 +43,7 @@ def test_every_command_has_help_ending_with_an_example_and_appears_in_the_readme
 def test_each_help_ends_with_its_example_and_shows_readable_types(tmp_path: Path) -> None:
     run = runner(tmp_path)
     commands = typer.main.get_command(app).commands
-    for name in [*commands, *(f"keys {sub}" for sub in commands["keys"].commands)]:
+    for name in [*commands, *(f"{group} {sub}" for group in ("keys", "traces") for sub in commands[group].commands)]:
         shown = run(*name.split(), "--help").stdout
         assert shown.rstrip().splitlines()[-1].strip().startswith(f"chatrecord {name}"), name
         assert shown.index("Options") < shown.rindex("Example"), name

@@ -154,6 +154,37 @@ def test_an_idempotency_key_returns_the_first_response_and_refuses_another_body(
     assert len(events_of(server, conversation)) == 3
 
 
+def test_an_idempotency_key_error_names_the_part_that_differs_and_if_match_is_no_part(server: Server) -> None:
+    conversation = unique()
+    [started, message, *_] = demo_lines(conversation)
+    key = {"Idempotency-Key": unique("key")}
+    body, as_json = json.dumps(started).encode(), {"Content-Type": "application/json"}
+    first = server.client.post("/v1/lines", content=body, headers=key | as_json | {"If-Match": '"0"'})
+    without_if_match = server.client.post("/v1/lines", content=body, headers=key | as_json)
+    as_ndjson = server.client.post("/v1/lines", content=body, headers=key | {"Content-Type": "application/x-ndjson"})
+    other = server.client.post("/v1/lines", json=message, headers=key)
+
+    assert without_if_match.status_code == 200 and without_if_match.json() == first.json()
+    assert without_if_match.headers["idempotent-replayed"] == "true"
+    assert problem(as_ndjson, 422, "idempotency-key-reused")["differs"] == "another Content-Type"
+    assert problem(other, 422, "idempotency-key-reused")["differs"] == "another body"
+
+
+def test_if_match_takes_a_list_of_etags_and_a_star(server: Server) -> None:
+    conversation = unique()
+    [started, message, answered, *_] = demo_lines(conversation)
+    star_before = server.client.post("/v1/lines", json=started, headers={"If-Match": "*"})
+    server.client.post("/v1/lines", json=started)
+    listed = server.client.post("/v1/lines", json=message, headers={"If-Match": '"7", "1", W/"2"'})
+    star = server.client.post("/v1/lines", json=answered, headers={"If-Match": "*"})
+    stale = server.client.post("/v1/lines", json={**message, "text": "x"}, headers={"If-Match": '"1", "2"'})
+
+    problem(star_before, 412, "version-mismatch")
+    assert (listed.status_code, listed.headers["etag"]) == (200, '"3"')
+    assert star.status_code == 200 and star.headers["etag"] == f'"{star.json()["version"]}"'
+    problem(stale, 412, "version-mismatch")
+
+
 def test_every_error_is_a_problem_and_stores_nothing(server: Server) -> None:
     conversation = unique()
     [started, _, _, _, _, decided, *_] = demo_lines(conversation)
