@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -10,6 +11,7 @@ import typer
 
 from adapters.cli.app import app, opened, warn
 from adapters.cli.habits import json_bytes, require_store
+from adapters.service import traces
 from domain.errors import ChatrecordError
 
 
@@ -17,11 +19,20 @@ class UnwritableFile(ChatrecordError):
     """Raised when `-o FILE` cannot be written."""
 
 
+class ExportFormat(StrEnum):
+    """What `export` writes: the chat's JSON Lines, or the conversation's trace as OTLP/JSON."""
+
+    jsonl = "jsonl"
+    otlp = "otlp"
+
+
 @app.command()
 def export(
     conversation: Annotated[str, typer.Argument(help="The conversation id, as the chat names it or as list prints it.")],
     upto: Annotated[int | None, typer.Option("--upto", min=1, help="Stop after user message N and what belongs to it.")] = None,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file (default: standard output).")] = None,
+    export_format: Annotated[ExportFormat, typer.Option(
+        "--format", help="jsonl: the chat's lines; otlp: the trace as OTLP/JSON, as `traces show` writes it.")] = ExportFormat.jsonl,
 ) -> None:
     """Writes a stored conversation as the chat's JSON Lines (docs/input-format.md).
 
@@ -30,6 +41,8 @@ def export(
     into an empty store gives the same turns, audit rows and chain; `chatrecord replay FILE`
     the same turns. --upto N cuts the export after user message N, for a minimal reproduction.
     An erased conversation exports its facts with its texts as `[erased]`, and says so on stderr.
+    --format otlp writes the conversation's GenAI trace as OTLP/JSON instead (see `traces show`;
+    --upto does not apply to it).
 
     Example:
 
@@ -37,8 +50,16 @@ def export(
     """
     require_store()
     with opened(reading=True) as chatrecord:
+        if export_format is ExportFormat.otlp:
+            _write((traces.otlp_json(chatrecord, conversation) + "\n").encode(), output)
+            return
         done = chatrecord.export(conversation, upto)
-    data = b"".join(json_bytes(line) + b"\n" for line in done.lines)
+    _write(b"".join(json_bytes(line) + b"\n" for line in done.lines), output)
+    if done.erased:
+        warn(f"note: conversation {done.conversation} was erased; its texts are exported as [erased]")
+
+
+def _write(data: bytes, output: Path | None) -> None:
     if output is None:
         sys.stdout.flush()
         sys.stdout.buffer.write(data)
@@ -48,5 +69,3 @@ def export(
             output.write_bytes(data)
         except OSError as error:
             raise UnwritableFile(f"{output}: cannot be written ({error.strerror or error})") from None
-    if done.erased:
-        warn(f"note: conversation {done.conversation} was erased; its texts are exported as [erased]")

@@ -23,6 +23,19 @@ def test_traces_show_writes_the_demo_as_otlp_json(store_run: Run, tmp_path: Path
     assert {s["traceId"] for s in spans} == {"3b109ec500703410091136e410ae1580"}
 
 
+def test_export_format_otlp_writes_what_traces_show_writes(store_run: Run) -> None:
+    assert store_run("ingest", DEMO).returncode == 0
+
+    exported = store_run("export", "conv-demo-seo", "--format", "otlp")
+    shown = store_run("traces", "show", "conv-demo-seo")
+    lines = store_run("export", "conv-demo-seo")
+
+    assert (exported.returncode, exported.stderr) == (0, "")
+    assert exported.stdout == shown.stdout
+    assert len(json.loads(exported.stdout)["resourceSpans"][0]["scopeSpans"][0]["spans"]) == 24
+    assert json.loads(lines.stdout.splitlines()[0])["type"] == "conversation_started"  # jsonl stays the default
+
+
 def test_traces_of_an_unknown_conversation_is_one_line_error(store_run: Run) -> None:
     assert store_run("ingest", DEMO).returncode == 0
 
