@@ -22,6 +22,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from adapters import pages
 from adapters.api import Chatrecord
 from adapters.http.problems import Problem
+from adapters.service.conversations import BadCursor
 from adapters.service.results import TurnNotFound
 from domain.errors import UnknownConversation
 from projections.rules import Rules
@@ -108,7 +109,10 @@ def ui_router(token: str | None) -> APIRouter:
                 rows, following = _listing(chatrecord, after)
                 return html(pages.list_page(rows, query, following, str(error)), status=404)
             return RedirectResponse("/ui/conversations/" + quote(query, safe=""), status_code=303)
-        rows, following = _listing(chatrecord, after)
+        try:
+            rows, following = _listing(chatrecord, after)
+        except BadCursor as error:
+            return html(pages.error_page("No such page", str(error)), status=400)
         return html(pages.list_page(rows, "", following))
 
     @guarded.get("/conversations/{conversation:path}/overview.svg")
@@ -155,16 +159,8 @@ def _local(path: str) -> str:
 
 
 def _listing(chatrecord: Chatrecord, after: str | None) -> tuple[list[dict[str, Any]], str | None]:
-    """Returns a page of stored conversations and the id the next page starts after: the
-    service layer's keyset-paged list when it has one, else its ids."""
-    lister = getattr(chatrecord, "conversations", None)
-    if callable(lister):
-        found = lister(after=after, limit=50)
-        rows: list[dict[str, Any]] = [dict(item) if isinstance(item, dict) else dict(item.to_json())
-                                      for item in getattr(found, "items", found)]
-        return rows, getattr(found, "next_after", None)
-    ids = chatrecord.store.conversation_ids()
-    start = ids.index(after) + 1 if after in ids else 0
-    chunk = ids[start:start + 50]
-    return [{"conversation": c} for c in chunk], (
-        chunk[-1] if start + 50 < len(ids) else None)
+    """Returns a page of stored conversations, newest activity first (the service layer's
+    paged list, `Chatrecord.conversations`), and the cursor of the next page (None: the last);
+    `after` is the cursor a page before returned. Raises BadCursor for one no page returned."""
+    found = chatrecord.conversations(limit=50, cursor=after)
+    return [summary.to_json() for summary in found.conversations], found.cursor

@@ -93,6 +93,9 @@ def test_the_list_finds_a_conversation_by_id(client: TestClient) -> None:
 
     assert listed.status_code == 200 and 'href="/ui/conversations/conv-demo-seo"' in listed.text
     assert 'href="/ui/conversations/conv-hostile"' in listed.text
+    demo_row = listed.text.split('href="/ui/conversations/conv-demo-seo"', 1)[1].split("</tr>", 1)[0]
+    assert "<td>chat</td><td>3</td><td>8</td><td>20</td>" in demo_row  # kind, messages, segments, events
+    assert client.get("/ui/", params={"after": "not-a-cursor"}, headers=auth).status_code == 400
     assert (found.status_code, found.headers["location"]) == (303, "/ui/conversations/conv-demo-seo")
     assert missing.status_code == 404 and "no conversation &#39;conv-nope&#39;" in missing.text
 
