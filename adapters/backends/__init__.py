@@ -35,11 +35,11 @@ if TYPE_CHECKING:
     from adapters.views.backends import Backend
 
 def one_line(message: str) -> str:
-    """Returns a driver's message of several lines as one: each line stripped, a line that
+    """Returns a driver's message of several lines as one: each line's spaces folded, a line that
     ends without punctuation closed by `.` when the next begins a sentence (an upper-case
     letter) and by `;` otherwise, so psycopg's "Connection refused" and "Is the server
     running …?" read as two sentences, not one."""
-    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    lines = [" ".join(line.split()) for line in message.splitlines() if line.strip()]  # runs of spaces as one
     out = ""
     for line in lines:
         if out:
