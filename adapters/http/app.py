@@ -27,8 +27,8 @@ from adapters.http.idempotency import MAX_KEY, Kept, body_hash, keys_for
 from adapters.http.problems import PROBLEM, Problem, install
 from adapters.http.ui import install_ui
 from adapters.ingest import json_problem
-from adapters.ingest.names import parse_at
-from adapters.service.conversations import LIST_LIMIT_MAX, BadCursor
+from adapters.ingest.names import AT_PATTERN, parse_at
+from adapters.service.conversations import CURSOR_PATTERN, LIST_LIMIT_MAX, BadCursor
 from adapters.service.lines import VersionMismatch
 from adapters.store.settings import BadSetting
 from domain.limits import INT_MAX
@@ -280,8 +280,10 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
     def conversations(
         chatrecord: Service,
         limit: Annotated[int, Query(ge=1, le=LIST_LIMIT_MAX, description="At most this many a page.")] = 50,
-        cursor: Annotated[str | None, Query(description="The next_cursor of the page before.")] = None,
-        since: Annotated[str | None, Query(description="Only those active at or after this ISO-8601 time.")] = None,
+        cursor: Annotated[str | None, Query(description="The next_cursor of the page before.",
+                                            json_schema_extra={"pattern": CURSOR_PATTERN})] = None,
+        since: Annotated[str | None, Query(description="Only those active at or after this ISO-8601 time.",
+                                           json_schema_extra={"format": "date-time", "pattern": AT_PATTERN})] = None,
     ) -> Response:
         """The store's conversations, newest activity first, a page at a time: the object of
         `chatrecord list --json`, `{"conversations": [...], "next_cursor": ...}`."""

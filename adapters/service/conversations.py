@@ -11,8 +11,7 @@ own id when that conversation exists), then the stored form as printed.
 
 from __future__ import annotations
 
-import base64
-import binascii
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -114,22 +113,24 @@ def iso(at: datetime) -> str:
     return at.isoformat().replace("+00:00", "Z")
 
 
+CURSOR_PATTERN = r"^c[0-9]{1,18}$"
+"""The form of a cursor: `c` and a log position. Every cursor of this form is a page start (the
+conversations whose newest event comes before that position), so a client (or a schema-driven
+tester) that sends one well-formed gets a page, never an error; only `encode_cursor` makes them."""
+
+
 def encode_cursor(position: int) -> str:
-    """Returns the opaque cursor of a page that ends at log position `position`."""
-    return base64.urlsafe_b64encode(f"cr1:{position}".encode()).decode().rstrip("=")
+    """Returns the cursor of a page that ends at log position `position` (`c` + the position)."""
+    return f"c{position}"
 
 
 def decode_cursor(cursor: str) -> int:
-    """Returns the log position a cursor of `encode_cursor` holds. Raises BadCursor."""
-    try:
-        text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
-        tag, position = text.split(":", 1)
-        if tag != "cr1" or not position.isdigit():
-            raise ValueError
-        return int(position)
-    except (ValueError, binascii.Error, UnicodeDecodeError):
+    """Returns the log position a cursor of `encode_cursor` holds. Raises BadCursor for any
+    other form (see CURSOR_PATTERN)."""
+    if re.fullmatch(CURSOR_PATTERN, cursor) is None:
         raise BadCursor(f"{cursor[:40]!r} is not a cursor of chatrecord list; pass the next_cursor "
-                        "a page returned, or none for the first page") from None
+                        "a page returned, or none for the first page")
+    return int(cursor[1:])
 
 
 def summary(store: ConversationStore, key: str) -> ConversationSummary | None:
@@ -164,7 +165,8 @@ def list_conversations(store: ConversationStore, limit: int = 50, cursor: str | 
     """
     if not 1 <= limit <= LIST_LIMIT_MAX:
         raise ValueError(f"limit must be 1 to {LIST_LIMIT_MAX}, not {limit}")
-    top = decode_cursor(cursor) - 1 if cursor is not None else store.max_notification_id()
+    newest = store.max_notification_id()
+    top = min(decode_cursor(cursor) - 1, newest) if cursor is not None else newest  # past the log's end: from its end
     found: list[ConversationSummary] = []
     versions: dict[UUID, int | None] = {}
     while top >= 1 and len(found) < limit:

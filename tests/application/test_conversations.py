@@ -109,6 +109,14 @@ def test_list_pages_newest_activity_first_with_a_stable_cursor(stores: Opener) -
     assert [c.conversation for c in chat.conversations().conversations] == ["c", "a", "chat17:h9a90eaf363ff759f"]
     since = datetime(2026, 10, 29, tzinfo=UTC)
     assert [c.conversation for c in chat.conversations(since=since).conversations] == ["c", "a"]
+    # every cursor of the documented form is a page start: one past the log's end reads from its end
+    assert first.cursor is not None and first.cursor[0] == "c" and first.cursor[1:].isdigit()
+    far = chat.conversations(cursor="c999999999999999999")
+    assert [c.conversation for c in far.conversations] == ["c", "a", "chat17:h9a90eaf363ff759f"]
+    assert chat.conversations(cursor="c1").conversations == ()
+    for bad in ("", "c", "Y3IxOjMy", "c-1", "c1x"):
+        with pytest.raises(BadCursor):
+            chat.conversations(cursor=bad)
 
 
 def test_list_marks_an_erased_conversation_and_every_command_takes_the_id_it_prints(stores: Opener) -> None:
