@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from projections.card_outcomes import CardOutcome
 from projections.identifiers import clean, clean_answer
@@ -26,6 +27,34 @@ from projections.run_record import Entry, RunRecord, Waiting
 LABEL = "Chat record — written by the chat from the run, not by the assistant"
 OPEN = f"[{LABEL}: "
 CLOSE = "]"
+
+
+def note_body(note: str) -> str:
+    """Returns a note's text without its label (`OPEN` … `CLOSE`); any other text as it is."""
+    if note.startswith(OPEN) and note.endswith(CLOSE):
+        return note[len(OPEN) : -len(CLOSE)]
+    return note
+
+
+def split_notes(content: str, notes: Sequence[str], start: int) -> tuple[list[tuple[str, Any]], int]:
+    """Returns a message's `content` cut into ("text", str) and ("notes", [note, …]) pieces,
+    finding `notes[start:]` in it in order (the notes placed in it), and the index of the first
+    note not found in it. Blank text between two notes joins them into one piece; blank text
+    pieces are left out. For the entrypoints that show a turn (terminal boxes, pages)."""
+    pieces: list[tuple[str, Any]] = []
+    pos, index = 0, start
+    while index < len(notes):
+        found = content.find(notes[index], pos)
+        if found < 0:
+            break
+        between = content[pos:found]
+        if between.strip() or not pieces or pieces[-1][0] != "notes":
+            pieces.append(("text", between))
+            pieces.append(("notes", []))
+        pieces[-1][1].append(notes[index])
+        pos, index = found + len(notes[index]), index + 1
+    pieces.append(("text", content[pos:]))
+    return [p for p in pieces if p[0] == "notes" or p[1].strip()], index
 OLDER = (
     "Older notes of this conversation exist and cannot be read in this turn; "
     "that they are missing does not mean that nothing happened."

@@ -23,7 +23,7 @@ from rich.text import Text
 
 from adapters.store.verify import Verdict
 from projections.audit import AuditRow
-from projections.notes import CLOSE, LABEL, OPEN
+from projections.notes import LABEL, note_body, split_notes
 from projections.turn import TurnInput
 
 ROLE_STYLE = {"system": "magenta", "user": "cyan", "assistant": "green"}
@@ -68,32 +68,6 @@ def _plural(n: int, noun: str, plural: str | None = None) -> str:
 
 
 # ---------------------------------------------------------------- a turn's model input
-
-
-def note_body(note: str) -> str:
-    """Returns a note without its label."""
-    if note.startswith(OPEN) and note.endswith(CLOSE):
-        return note[len(OPEN) : -len(CLOSE)]
-    return note
-
-
-def split_notes(content: str, notes: Sequence[str], start: int) -> tuple[list[tuple[str, Any]], int]:
-    """Returns `content` cut into ("text", str) and ("notes", [note, …]) pieces, finding
-    `notes[start:]` in order, and the index of the first note not found in it."""
-    pieces: list[tuple[str, Any]] = []
-    pos, index = 0, start
-    while index < len(notes):
-        found = content.find(notes[index], pos)
-        if found < 0:
-            break
-        between = content[pos:found]
-        if between.strip() or not pieces or pieces[-1][0] != "notes":
-            pieces.append(("text", between))
-            pieces.append(("notes", []))
-        pieces[-1][1].append(notes[index])
-        pos, index = found + len(notes[index]), index + 1
-    pieces.append(("text", content[pos:]))
-    return [p for p in pieces if p[0] == "notes" or p[1].strip()], index
 
 
 def notes_box(notes: Sequence[str]) -> Panel:

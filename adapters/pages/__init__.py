@@ -26,7 +26,7 @@ from markupsafe import Markup, escape
 
 from adapters.service.timeline import OverviewPoint, TimelinePage, TurnView
 from adapters.store.verify import Verdict
-from projections.notes import CLOSE, OPEN
+from projections.notes import note_body, split_notes
 from projections.rules import RULE_SET_IDS
 from projections.turn_notes import TurnNotes
 
@@ -63,28 +63,7 @@ def short_id(segment: str) -> str:
     return segment if len(segment) <= 28 else segment[:24] + "…"
 
 
-def note_body(note: str) -> str:
-    """Returns a note without its label."""
-    return note[len(OPEN):-len(CLOSE)] if note.startswith(OPEN) and note.endswith(CLOSE) else note
 
-
-def pieces(content: str, notes: Sequence[str], start: int) -> tuple[list[tuple[str, Any]], int]:
-    """Returns `content` cut into ("text", str) and ("notes", [note, …]) pieces, finding
-    `notes[start:]` in order, and the index of the first note not found in it."""
-    out: list[tuple[str, Any]] = []
-    pos, index = 0, start
-    while index < len(notes):
-        found = content.find(notes[index], pos)
-        if found < 0:
-            break
-        between = content[pos:found]
-        if between.strip() or not out or out[-1][0] != "notes":
-            out.append(("text", between))
-            out.append(("notes", []))
-        out[-1][1].append(notes[index])
-        pos, index = found + len(notes[index]), index + 1
-    out.append(("text", content[pos:]))
-    return [p for p in out if p[0] == "notes" or p[1].strip()], index
 
 
 def model_input(view: TurnView) -> list[dict[str, Any]]:
@@ -92,7 +71,7 @@ def model_input(view: TurnView) -> list[dict[str, Any]]:
     with whether each was added under this rule set)."""
     messages, index = [], 0
     for message in view.turn.model_messages():
-        parts, index = pieces(message["content"], view.turn.notes, index)
+        parts, index = split_notes(message["content"], view.turn.notes, index)
         messages.append({"role": message["role"], "parts": [
             (kind, value if kind == "text" else [(note_body(n), n in view.added) for n in value]) for kind, value in parts]})
     return messages
