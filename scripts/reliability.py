@@ -57,11 +57,14 @@ import orjson  # noqa: E402
 import psycopg  # noqa: E402
 
 import adapters  # noqa: E402,F401  (ROOT's package, before bench_ingest puts HERE first)
+
 from adapters.api import Chatrecord  # noqa: E402
 from adapters.store.settings import open_store  # noqa: E402
 from domain.errors import ChatrecordError  # noqa: E402
+import projections  # noqa: E402,F401  (ROOT's too, before the scripts' folder comes first)
 
 sys.path.insert(1, str(HERE / "scripts"))
+from bench_http import cpu_model, load  # noqa: E402  (the machine facts every benchmark prints)
 from bench_ingest import demo_export  # noqa: E402
 
 sys.path[:] = [p for p in sys.path if p != str(HERE)] if ROOT != HERE else sys.path
@@ -555,23 +558,6 @@ def main() -> int:
         return 1
     print("every figure that must be 0 is 0")
     return 0
-
-
-def cpu_model() -> str:
-    try:
-        for text in Path("/proc/cpuinfo").read_text().splitlines():
-            if text.startswith("model name"):
-                return text.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown CPU"
-
-
-def load() -> str:
-    try:
-        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
-    except OSError:
-        return "unknown"
 
 
 if __name__ == "__main__":
