@@ -25,3 +25,19 @@ def end_with(parent: int, sig: int = signal.SIGTERM) -> bool:
     if os.getppid() != parent:  # it ended before the line above
         os.kill(os.getpid(), sig)
     return True
+
+
+PARENT = "CHATRECORD_SERVE_PARENT"
+"""The environment key that tells a worker process the pid of the server process that started it."""
+
+
+def end_with_parent(environ: dict[str, str] | None = None) -> bool:
+    """In a worker of `run` (PARENT names another process), asks Linux to send the worker
+    SIGTERM when the process that started it ends (prctl PR_SET_PDEATHSIG), and sends it at
+    once when that process ended already: uvicorn's workers otherwise outlive a server killed
+    with SIGKILL, still bound to its port. Returns True when the worker is tied to its parent;
+    False elsewhere (one process, or not Linux)."""
+    parent = (os.environ if environ is None else environ).get(PARENT)
+    if not parent:
+        return False
+    return end_with(int(parent))

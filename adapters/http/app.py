@@ -28,6 +28,7 @@ from adapters.http.problems import PROBLEM, Problem, install
 from adapters.http.ui import install_ui
 from adapters.ingest import json_problem
 from adapters.ingest.names import AT_PATTERN, parse_at
+from adapters.processes import end_with_parent
 from adapters.service.conversations import CURSOR_PATTERN, LIST_LIMIT_MAX, BadCursor
 from adapters.service.lines import VersionMismatch
 from adapters.store.settings import BadSetting
@@ -365,8 +366,6 @@ def app_from_env() -> FastAPI:
     """Returns the app on the store and settings the environment configures (for uvicorn's
     `--factory`; `chatrecord serve` sets CHATRECORD_API_NO_AUTH=1 after checking --no-auth).
     A worker of `chatrecord serve --workers N` ends with the server process (`end_with_parent`)."""
-    from adapters.http.server import end_with_parent  # server imports this module
-
     end_with_parent()
     no_auth = os.environ.get("CHATRECORD_API_NO_AUTH") == "1"
     return create_app(Chatrecord, HttpSettings.from_env(no_auth=no_auth))

@@ -15,7 +15,7 @@ import uvicorn
 
 from adapters.http.app import HttpSettings
 from adapters.http.idempotency import keys_for
-from adapters.processes import end_with
+from adapters.processes import PARENT
 from adapters.store.settings import BadSetting, describe_backend, open_store
 from adapters.views.readmodels import ReadModels
 
@@ -65,10 +65,6 @@ def start(host: str, no_auth: bool) -> str:
     return backend
 
 
-PARENT = "CHATRECORD_SERVE_PARENT"
-"""The environment key that tells a worker process the pid of the server process that started it."""
-
-
 def run(host: str, port: int, workers: int, access_log: bool = True) -> None:
     """Runs uvicorn with `workers` processes on the app `app_from_env` builds; with more than
     one, each worker ends when the server process does, even when it is killed (`end_with_parent`)."""
@@ -76,18 +72,6 @@ def run(host: str, port: int, workers: int, access_log: bool = True) -> None:
         os.environ[PARENT] = str(os.getpid())
     uvicorn.run("adapters.http.app:app_from_env", factory=True, host=host, port=port, workers=workers,
                 access_log=access_log, log_level="info")
-
-
-def end_with_parent(environ: dict[str, str] | None = None) -> bool:
-    """In a worker of `run` (PARENT names another process), asks Linux to send the worker
-    SIGTERM when the process that started it ends (prctl PR_SET_PDEATHSIG), and sends it at
-    once when that process ended already: uvicorn's workers otherwise outlive a server killed
-    with SIGKILL, still bound to its port. Returns True when the worker is tied to its parent;
-    False elsewhere (one process, or not Linux)."""
-    parent = (os.environ if environ is None else environ).get(PARENT)
-    if not parent:
-        return False
-    return end_with(int(parent))
 
 
 def listenable(host: str, port: int) -> None:
