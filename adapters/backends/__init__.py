@@ -14,7 +14,7 @@ and which of its driver's errors a setting or another process caused (`problem`)
 store's settings ask the backend instead of switching on its type (`backend_named`,
 `backend_of_error`). The backend-neutral logic stays with its concern
 (`adapters.store.chain.ChainedRecorder`, `adapters.store.history.SQLHistoryTables`,
-`adapters.views.backends.SQLBackend`, `adapters.http.idempotency.SQLKeys`).
+`adapters.views.backends.SQLBackend`, `adapters.store.idempotency.SQLKeys`).
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ from adapters.store.keys import DataKeys
 from adapters.store.serialization import PydanticMapper
 
 if TYPE_CHECKING:
-    from adapters.http.idempotency import IdempotencyKeys
     from adapters.store.history import HistoryTables
+    from adapters.store.idempotency import IdempotencyKeys
     from adapters.views.backends import Backend
 
 def one_line(message: str) -> str:

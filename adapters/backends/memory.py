@@ -22,9 +22,9 @@ from eventsourcing.popo import POPOApplicationRecorder
 from eventsourcing.popo import POPOFactory as LibraryPOPOFactory
 
 from adapters.backends import StoreFactory
-from adapters.http.idempotency import IdempotencyKeys, Kept
 from adapters.store.chain import PAGE, ChainedRecorder, Link, Stored, run_inline
 from adapters.store.history import HistoryTables
+from adapters.store.idempotency import IdempotencyKeys, Kept
 from adapters.store.keys import DataKeys, Row
 from adapters.views.backends import Backend, Pointer
 from adapters.views.rows import MemoryConversation, MemoryRows
@@ -198,7 +198,7 @@ class MemoryBackend(Backend):
 
 
 class MemoryKeys(IdempotencyKeys):
-    """The kept idempotency keys in a dict (`adapters.http.idempotency`)."""
+    """The kept idempotency keys in a dict (`adapters.store.idempotency`)."""
 
     def __init__(self) -> None:
         self.kept: dict[str, Kept] = {}

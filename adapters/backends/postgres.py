@@ -3,7 +3,7 @@
 `PostgresFactory` makes the chained application recorder (`ChainedPostgresRecorder`) and the
 data keys (`PostgresDataKeys`), and hands out the schema's pieces of the store: the history
 index (`PostgresHistoryTables`), the views' tables (`PostgresBackend`) and the kept idempotency
-keys (`adapters.http.idempotency.SQLKeys`).
+keys (`adapters.store.idempotency.SQLKeys`).
 
 - **Schema once.** The library runs every CREATE statement each time a process opens a store;
   two processes at once then fail (`tuple concurrently updated`, an IntegrityError on
@@ -68,7 +68,6 @@ from psycopg.sql import SQL, Composable, Composed, Identifier
 from psycopg_pool import PoolTimeout
 
 from adapters.backends import StoreFactory, one_line
-from adapters.http.idempotency import COLUMNS, TABLE, SQLKeys
 from adapters.store.chain import (
     CHAIN_TABLE,
     PAGE,
@@ -83,6 +82,7 @@ from adapters.store.chain import (
 from adapters.store.history import TABLES as HISTORY_TABLES
 from adapters.store.history import AssumptionFailed, HeldIndex, SQLHistory, SQLHistoryTables, index_events
 from adapters.store.history import create_statements as history_statements
+from adapters.store.idempotency import COLUMNS, TABLE, SQLKeys
 from adapters.store.keys import KEYS_TABLE, MASTER_TABLE, DataKeys, Row
 from adapters.store.serialization import originator_uuid
 from adapters.views.backends import (

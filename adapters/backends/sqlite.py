@@ -4,7 +4,7 @@
   transaction takes the file's write lock when it begins), the hash chain
   (`ChainedSQLiteRecorder`) and the data keys in the same file (`SQLiteDataKeys`);
 - its pieces of the store: the history index (`adapters.store.history.SQLHistoryTables`), the
-  views' tables (`SQLiteBackend`) and the kept idempotency keys (`adapters.http.idempotency.SQLKeys`).
+  views' tables (`SQLiteBackend`) and the kept idempotency keys (`adapters.store.idempotency.SQLKeys`).
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ from eventsourcing.utils import strtobool
 
 from adapters.backends import StoreFactory
 from adapters.backends.writer_queue import WriterQueue
-from adapters.http.idempotency import COLUMNS, TABLE, SQLKeys
 from adapters.store.chain import (
     CHAIN_TABLE,
     PAGE,
@@ -38,6 +37,7 @@ from adapters.store.chain import (
     state_bytes,
 )
 from adapters.store.history import SQLHistoryTables
+from adapters.store.idempotency import COLUMNS, TABLE, SQLKeys
 from adapters.store.keys import KEYS_TABLE, MASTER_TABLE, DataKeys, Row
 from adapters.views.backends import SQLBackend
 from domain.errors import ChatrecordError

@@ -1,3 +1,3 @@
 """The HTTP service (`chatrecord serve`): `create_app(chatrecord_factory, settings)` in
 `adapters.http.app`, problems in `adapters.http.problems`, kept idempotency keys in
-`adapters.http.idempotency`, the server's start in `adapters.http.server`."""
+`adapters.store.idempotency`, the server's start in `adapters.http.server`."""

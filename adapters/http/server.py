@@ -14,8 +14,8 @@ import socket
 import uvicorn
 
 from adapters.http.app import HttpSettings
-from adapters.http.idempotency import keys_for
 from adapters.processes import PARENT
+from adapters.store.idempotency import keys_for
 from adapters.store.settings import BadSetting, describe_backend, open_store
 from adapters.views.readmodels import ReadModels
 

@@ -25,9 +25,9 @@ from adapters.backends.sqlite import (
     SQLiteFactory,
     WaitingSQLiteDatastore,
 )
-from adapters.http.idempotency import SQLKeys
 from adapters.store.application import ConversationStore
 from adapters.store.history import SQLHistoryTables
+from adapters.store.idempotency import SQLKeys
 from adapters.store.settings import (
     BadDatabaseURL,
     BadSetting,

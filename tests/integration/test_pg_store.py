@@ -27,7 +27,7 @@ from adapters.backends.postgres import (
     create_once,
     lock_key,
 )
-from adapters.http.idempotency import SQLKeys
+from adapters.store.idempotency import SQLKeys
 from adapters.store.settings import open_store
 from adapters.views.backends import backend_for
 from domain.events import conversation_uuid
