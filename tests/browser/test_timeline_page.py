@@ -8,6 +8,7 @@ from typing import Any
 from urllib.parse import quote
 
 from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
 
 from tests.browser.conftest import (
     HOSTILE_CONVERSATION,
@@ -25,7 +26,9 @@ def sign_in(driver: Any, url: str, path: str) -> None:
     assert "/ui/login" in driver.current_url
     driver.find_element(By.NAME, "token").send_keys(TOKEN)
     driver.find_element(By.CSS_SELECTOR, "form button[type=submit]").click()
-    assert driver.current_url.startswith(url + path.split("#")[0])
+    # the click returns before the form's POST and its redirect have loaded: wait for the page
+    # (a test that read the URL at once saw the sign-in form's now and then)
+    WebDriverWait(driver, 30).until(lambda d: d.current_url.startswith(url + path.split("#")[0]))
 
 
 def shown_panel(driver: Any) -> Any:
