@@ -27,8 +27,8 @@ from adapters.cli import (  # noqa: F401 - registers (verify and erase below)
     cmd_timeline,
     cmd_traces,
     cmd_verify,
+    helptypes,
 )
-from adapters.cli import helptypes
 from adapters.cli.app import app, warn
 from adapters.store.settings import store_errors
 from domain.errors import ChatrecordError

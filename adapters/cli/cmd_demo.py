@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated
 
-import typer
-
 from adapters.api import DEMO_CONVERSATION
-from adapters.cli.app import Rules, app, emit, opened, rules_option, say
+from adapters.cli.app import app, emit, opened, rules_option, say
 from adapters.cli.render import comparison, turn_view
+from projections.rules import Rules
 
 
 @app.command()

@@ -13,7 +13,7 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from adapters.cli.app import Rules, app, emit, err, opened, print_json, rules_option, say, warn
+from adapters.cli.app import app, emit, err, opened, print_json, rules_option, say, warn
 from adapters.cli.habits import (
     diff_json,
     rebuild_json,
@@ -22,7 +22,7 @@ from adapters.cli.habits import (
 from adapters.cli.interrupts import INTERRUPTED, Interrupts, RebuildLines
 from adapters.cli.render import diff_view
 from adapters.views.readmodels import MOST_WORKERS, RebuildInterrupted
-from projections.rules import DEFAULT_RULE_SET
+from projections.rules import DEFAULT_RULE_SET, Rules
 
 
 @app.command()

@@ -61,10 +61,12 @@ def replay(
             replays = replay_file(readable_file(file), rule_set, at, can_see)
     else:
         require_store()
+        assert conversation is not None  # checked above: a FILE or a conversation
         with opened(reading=True) as chatrecord:
             replays = [chatrecord.replay(conversation, rules.value if rules else None, at, can_see)]
         if replays[0].broken:
             verdict = replays[0].chain
+            assert verdict is not None  # a broken replay carries its chain's verdict
             warn(f"warning: the log's hash chain is broken at version {verdict.version} ({verdict.problem}), "
                  "so the read models differ from it; the log's turns are shown as they read now. "
                  "Run: chatrecord verify (do not rebuild: it would fold the changed events in)")

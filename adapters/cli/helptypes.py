@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import inspect
 import re
-import types
 from pathlib import Path
 from typing import Any, get_args, get_origin
 
@@ -55,7 +54,7 @@ def _get_metavar(original: Any) -> Any:
     """typer < 0.28: click's type name, readable, where the type gives no metavar of its own."""
 
     def get_metavar(self: Any, param: Any, ctx: Any) -> str | None:
-        given = original(self, param, ctx)
+        given: str | None = original(self, param, ctx)
         if given is not None:
             return given
         return readable(self.name)
@@ -74,15 +73,14 @@ def install() -> None:
     _INSTALLED = True
     if hasattr(typer.core.TyperOption, "display_type"):
         for cls in (typer.core.TyperOption, typer.core.TyperArgument):
-            cls.display_type = _display_type  # type: ignore[method-assign]
+            setattr(cls, "display_type", _display_type)  # noqa: B010 - typer's own method, replaced
         return
-    click_types: types.ModuleType | None = None
     try:
         from typer._click import types as click_types  # the vendored click of typer 0.2x
     except ImportError:
         return  # typer on click itself prints click's own names (INTEGER, TEXT) already
     base = click_types.ParamType
-    base.get_metavar = _get_metavar(base.get_metavar)  # type: ignore[method-assign]
+    setattr(base, "get_metavar", _get_metavar(base.get_metavar))  # noqa: B010 - click's own method, wrapped
 
 
 _EXAMPLE = re.compile(r"\n(?=Example[^\n]*:\n)")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from rich import box
@@ -51,8 +51,8 @@ def visible(text: str) -> str:
 def when(at: datetime) -> str:
     """Returns `at` as `2026-10-31 14:05:00 UTC`."""
     if at.tzinfo is None:
-        at = at.replace(tzinfo=timezone.utc)
-    return at.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+        at = at.replace(tzinfo=UTC)
+    return at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def short_id(segment: str) -> str:
@@ -231,7 +231,7 @@ def audit_table(conversation: str, rows: Sequence[AuditRow], rules: str) -> Tabl
     for row in rows:
         style = "dim strike" if row.cut else None
         kind = row.kind.replace("_", " ") + (" (cut)" if row.cut else "")
-        table.add_row(str(row.version), row.at.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S"),
+        table.add_row(str(row.version), row.at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S"),
                       Text(kind), Text(visible(row_facts(row))), style=style)
     return table
 

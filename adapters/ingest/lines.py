@@ -9,7 +9,8 @@ filtered in `adapters.ingest.steps`; identifiers are reduced in `adapters.ingest
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, ConfigDict, Field, ValidationInfo, WithJsonSchema, field_validator
 
@@ -44,6 +45,7 @@ class Line(InputModel):
     # What `parse_line` adds to a validated line: plain slots, unset until set, not pydantic's
     # private attributes, which validation fills with their defaults for every line (9 µs).
 
+    type: str  # each line type narrows it to its Literal name (the union's discriminator)
     conversation: Key
     at: At
     follows: Whole | None = None
@@ -83,12 +85,12 @@ class Line(InputModel):
             version = state.version if state is not None else 0
             if version != self.follows and history.source(self.digest) is None:
                 try:
-                    repeat = command(state, **self.kept_facts(), at=self.at, source=self.digest, history=history) == []  # type: ignore[attr-defined]
+                    repeat = command(state, **self.kept_facts(), at=self.at, source=self.digest, history=history) == []
                 except ChatrecordError:
                     repeat = False
                 if not repeat:
                     raise self._out_of_order(version)
-        return command(state, **self.kept_facts(), at=self.at, source=self.digest, history=history)  # type: ignore[attr-defined]
+        return command(state, **self.kept_facts(), at=self.at, source=self.digest, history=history)
 
     def _out_of_order(self, version: int) -> LineOutOfOrder:
         if version < self.follows:  # type: ignore[operator]
@@ -247,23 +249,12 @@ class LegacyRowLine(Line):
 
 
 ParsedLine = Annotated[
-    Union[
-        ConversationStartedLine,
-        UserMessageLine,
-        SegmentReturnedLine,
-        CardDecidedLine,
-        QuestionAnsweredLine,
-        TurnRetriedLine,
-        TourEndedLine,
-        MessageEditedLine,
-        TranscriptReplacedLine,
-        LegacyRowLine,
-    ],
+    ConversationStartedLine | UserMessageLine | SegmentReturnedLine | CardDecidedLine | QuestionAnsweredLine | TurnRetriedLine | TourEndedLine | MessageEditedLine | TranscriptReplacedLine | LegacyRowLine,
     Field(discriminator="type"),
 ]
 """One parsed input line; the union is discriminated on `type`."""
 
-COMMANDS = {
+COMMANDS: dict[str, Callable[..., list[ConversationEvent]]] = {
     "conversation_started": domain.start_conversation,
     "user_message": domain.post_user_message,
     "segment_returned": domain.return_segment,

@@ -56,7 +56,7 @@ class Lines:
         self.conversation = lines[0].conversation
         self.follows = follows
         self.counts: list[int] = []
-        self.new_segments = frozenset(line.segment for line in self.lines if line.type == "segment_returned")  # type: ignore[attr-defined]
+        self.new_segments = frozenset(line.segment for line in self.lines if line.type == "segment_returned")
         self.versions: list[tuple[int, int] | None] = []
         self.refused_at: ParsedLine | None = None
         """After `decide` raised: the line that was refused."""

@@ -47,7 +47,10 @@ class Command(Protocol):
     carry (the ingester's line digest), and `segment`, the segment id a segment line records.
     """
 
-    conversation: str
+    @property
+    def conversation(self) -> str:
+        """The chat's id of the conversation the command is for (read-only: a frozen command qualifies)."""
+        ...
 
     def decide(self, state: Conversation | None, history: History) -> list[ConversationEvent]: ...
 

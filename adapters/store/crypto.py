@@ -87,7 +87,7 @@ class TextsErased(ChatrecordError):
         self.version = version
         self.path = path
         if path is not None:
-            self.field = path  # type: ignore[misc]  # the field of this refusal, per instance
+            self.field = path  # the field of this refusal, per instance
 
 
 def _input_path(label: str) -> str:
@@ -230,7 +230,7 @@ def refuse_texts(events: Iterable[Any]) -> None:
     as the log records the erasure, whatever key a writer still keeps."""
     for event in events:
         state = event.model_dump(mode="json")
-        seal_texts(type(event), state, event.originator_id, event.originator_version, _Erased())  # type: ignore[arg-type]
+        seal_texts(type(event), state, event.originator_id, event.originator_version, _Erased())
 
 
 def open_texts(cls: type, state: dict[str, Any], originator_id: UUID, version: int, keys: KeySource | None) -> None:

@@ -53,7 +53,7 @@ def unreadable(stored_event: StoredEvent | None, problem: str) -> UnreadableEven
                            getattr(stored_event, "originator_id", None), getattr(stored_event, "originator_version", None))
 
 
-class PydanticMapper(Mapper):
+class PydanticMapper(Mapper[UUID]):
     """Maps pydantic domain events to stored events and back, upcasting old states; with
     `keys`, free texts are stored encrypted (`adapters.store.crypto`)."""
 

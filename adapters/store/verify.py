@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from itertools import groupby
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from uuid import UUID
 
 import orjson
@@ -34,7 +34,7 @@ from eventsourcing.persistence import StoredEvent
 from adapters.store.application import ConversationStore
 from adapters.store.chain import GENESIS, PAGE, ChainedRecorder, Link, Stored, link
 from domain.errors import ChatrecordError
-from domain.events import conversation_uuid
+from domain.events import ConversationStarted, conversation_uuid
 
 log = logging.getLogger("chatrecord")
 
@@ -137,7 +137,8 @@ def verify(recorder: ChainedRecorder, name_of: NameOf, only: UUID | None = None,
 
 def _check(key: UUID, items: Iterable[Item], name_of: NameOf, head: KeptHead | None) -> Verdict:
     stream = iter(items)
-    current = next(stream)
+    current: Item | None = next(stream)
+    assert current is not None
     name = _name(current, name_of, head)
     running, expected, count = GENESIS, 1, 0
 
@@ -183,7 +184,9 @@ def _unchained(stream: Iterator[Item]) -> bool:
 def _diagnose(running: bytes, computed: bytes, current: Item, following: Item | None) -> tuple[str, str]:
     key, version, _, recorded = current
     if following is not None and following[2] is not None and following[3] is not None:
-        _, next_version, stored, next_recorded = following
+        _, next_version, next_stored, next_recorded = following
+        assert next_stored is not None
+        stored = next_stored
         if link(running, key, version, stored[2], stored[3]) == recorded:
             return "reordered", f"the event stored as version {next_version} belongs here: events were reordered"
         if link(computed, key, next_version, stored[2], stored[3]) == next_recorded:
@@ -270,7 +273,7 @@ def verdicts(store: ConversationStore, conversation: str | None = None, against:
 
     def name_of(stored: Stored) -> str:
         event = store.mapper.to_domain_event(StoredEvent(stored[0], stored[1], stored[2], stored[3]))
-        return str(event.conversation)
+        return cast(ConversationStarted, event).conversation  # a log's first event starts it
 
     only = conversation_uuid(conversation) if conversation is not None else None
     return iter(sorted(verify(recorder, name_of, only, heads), key=lambda v: (v.conversation, v.originator_id)))
@@ -283,16 +286,21 @@ def upgrade(store: ConversationStore, conversation: str | None = None) -> list[V
     returns their verdicts after it. A conversation with any hash row is never touched: its
     missing hashes are a broken chain. Raises NoChain for a store without a chain."""
     recorder = store.recorder
-    upgraded = []
+    if not isinstance(recorder, ChainedRecorder):
+        raise NoChain("this store keeps no hash chain; open it with adapters.store.settings")
+    upgraded: list[Verdict] = []
     for verdict in verdicts(store, conversation):
         if verdict.problem != "unchained":
             continue
-        count = recorder.upgrade_chain(verdict.originator_id)  # type: ignore[attr-defined]
+        count = recorder.upgrade_chain(verdict.originator_id)
         if count:
             log.warning("chatrecord: chained %d events of conversation %s (%s), stored before the chain "
                         "(verify --upgrade)", count, verdict.conversation, verdict.originator_id)
-        upgraded.extend(verify(recorder, lambda stored, name=verdict.conversation: name,  # type: ignore[arg-type]
-                               verdict.originator_id))
+
+        def named(stored: Stored, name: str = verdict.conversation) -> str:
+            return name
+
+        upgraded.extend(verify(recorder, named, verdict.originator_id))
     return upgraded
 
 

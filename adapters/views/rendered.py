@@ -52,11 +52,13 @@ class RenderedNotes:
 
     def entry(self, body: str) -> Entry:
         """Returns the run record entry stored as `body` (JSON); the same object for the same body."""
-        return self._decode("entry", body, Entry.model_validate_json)
+        entry: Entry = self._decode("entry", body, Entry.model_validate_json)
+        return entry
 
     def outcome(self, body: str) -> CardOutcome:
         """Returns the card outcome stored as `body` (JSON); the same object for the same body."""
-        return self._decode("outcome", body, CardOutcome.model_validate_json)
+        outcome: CardOutcome = self._decode("outcome", body, CardOutcome.model_validate_json)
+        return outcome
 
     def _decode(self, kind: str, body: str, decode: Any) -> Any:
         try:
