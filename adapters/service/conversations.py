@@ -4,9 +4,10 @@ conversation written back as the chat's JSON Lines (`export_lines`).
 
 Ids. A conversation is stored under the reduced form of the chat's id
 (`adapters.ingest.names.reduce_key`: `chat 17` is kept as `chat17:h9a90eaf363ff759f`), and that
-stored form is what `list`, `verify` and the error messages print. `stored_key` accepts both,
-unambiguously: the chat's id first (an id that merely looks like a stored form stays the chat's
-own id when that conversation exists), then the stored form as printed.
+stored form is what `list`, `verify` and the error messages print; reducing a stored form gives
+it back, so `stored_key` accepts both. A store written before stored forms were kept as they are
+may hold a conversation of a chat id that looked like one under that id reduced once more
+(`names.earlier_key`); `stored_key` finds it by the chat's id too.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from adapters.ingest.names import lookup_key
+from adapters.ingest.names import earlier_key, lookup_key
 from adapters.store.application import ConversationStore
 from adapters.store.crypto import ERASED
 from domain.errors import ChatrecordError
@@ -56,12 +57,15 @@ def _started(store: ConversationStore, key: str) -> bool:
 
 def stored_key(store: ConversationStore, conversation: str) -> str:
     """Returns the key `conversation` is stored under: the reduced form of the chat's id
-    (`lookup_key`) when the store holds that conversation; else `conversation` itself when it is
-    the stored form a command printed (`chat17:h9a90eaf363ff759f`) and the store holds it; else
-    the reduced form (which then names no stored conversation: the caller says so)."""
+    (`lookup_key`; a stored form as a command printed it is its own reduced form) when the store
+    holds that conversation; else the key an earlier store gave an id of that look
+    (`earlier_key`) when the store holds that one; else the reduced form (which then names no
+    stored conversation: the caller says so)."""
     key = lookup_key(conversation)
-    if key != conversation and not _started(store, key) and _started(store, conversation):
-        return conversation
+    if not _started(store, key):
+        earlier = earlier_key(key)
+        if earlier is not None and _started(store, earlier):
+            return earlier
     return key
 
 
