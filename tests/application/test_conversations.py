@@ -5,9 +5,11 @@ export ingested into an empty store gives the same turns, audit rows and chain."
 from __future__ import annotations
 
 import json
+import random
+import re
 import sys
-from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
+from collections.abc import Callable, Iterator, Sequence
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -171,12 +173,37 @@ def test_upto_stops_after_a_message_and_what_belongs_to_it(stores: Opener) -> No
     assert types == ["conversation_started", "user_message", "segment_returned"]
 
 
+def deliver_out_of_order(chat: Chatrecord, lines: Sequence[dict[str, Any]], window: int, seed: int) -> int:
+    """Ingests `lines` (each with its `follows`) as a chat delivers them out of order: every line
+    twice, shuffled within windows of `window`, a refused line delivered again in the next
+    round, until none is refused. Returns how many deliveries were refused."""
+    rng = random.Random(seed)
+    delivery = [line for _ in range(2) for line in lines]
+    for start in range(0, len(delivery), window):
+        part = delivery[start:start + window]
+        rng.shuffle(part)
+        delivery[start:start + window] = part
+    refused = 0
+    while delivery:
+        report = chat.ingest([json.dumps(x) for x in delivery], "delivery.jsonl", skip_bad=True)
+        assert report.stopped is None
+        again = [int(re.search(r": line (\d+), follows: ", m).group(1)) for m in report.rejected]  # type: ignore[union-attr]
+        assert len(again) == len(report.rejected) < len(delivery)  # only lines that came too early, and progress
+        refused += len(again)
+        delivery = [delivery[n - 1] for n in again]
+    return refused
+
+
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
 def test_generated_conversations_exported_and_ingested_again_are_the_same(backend: str, tmp_path: Path,
                                                                          request: pytest.FixtureRequest) -> None:
     """Hypothesis over the conversations `test_properties.tell` makes (edits, undecided cards,
-    failed segments, legacy rows, stray continuations): its lines ingested into store A, A's
-    export into an empty store B; A and B hold the same conversation."""
+    failed segments, legacy rows, stray continuations), under an id the store keeps or one it
+    reduces (`chat 17`), with some lines' times set back (a chat's clock that disagrees with the
+    order of its lines): its lines delivered to store A out of order (each with its `follows`,
+    twice, shuffled, refused ones delivered again), A's export into an empty store B. A holds
+    what the lines in order give, and A and B hold the same conversation: the same turns byte
+    for byte, audit rows, rebuild diff, a chain that verifies and the same export."""
     url = request.getfixturevalue("postgres_url") if backend == "postgres" else ""
     base = request.getfixturevalue("postgres_schema") if backend == "postgres" else ""
     counter = iter(range(10**6))
@@ -188,22 +215,57 @@ def test_generated_conversations_exported_and_ingested_again_are_the_same(backen
         return Chatrecord(ConversationStore(env={**postgres_env(url), "POSTGRES_SCHEMA": _schema_named(url, request, f"{base}_{n}"),
                                                   "POSTGRES_POOL_SIZE": "1"}))
 
-    @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-    @given(legacy=st.integers(0, 2), episodes=EPISODES)
-    def round_trip(legacy: int, episodes: list[tuple]) -> None:
-        told = export_lines(tell(legacy, episodes).events).lines
+    @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+    @given(legacy=st.integers(0, 2), episodes=EPISODES, reduced=st.booleans(), window=st.integers(1, 6),
+           seed=st.integers(0, 2**16), skews=st.dictionaries(st.integers(1, 60), st.integers(1, 7200), max_size=4))
+    def round_trip(legacy: int, episodes: list[tuple], reduced: bool, window: int, seed: int,
+                   skews: dict[int, int]) -> None:
+        told = [dict(x) for x in export_lines(tell(legacy, episodes, "chat 17" if reduced else "conv-test").events).lines]
+        for index, seconds in skews.items():  # a line stamped earlier than the one before it
+            if index < len(told):
+                at = datetime.fromisoformat(told[index]["at"]) - timedelta(seconds=seconds)
+                told[index]["at"] = at.isoformat().replace("+00:00", "Z")
+        key = "chat17:h9a90eaf363ff759f" if reduced else "conv-test"
+        in_order = Chatrecord(open_store(memory=True))
+        version = 0
+        for x in told:
+            x["follows"] = version
+            version = in_order.record(x).state.version  # type: ignore[union-attr]
         a, b = fresh(), fresh()
         try:
-            assert a.ingest([json.dumps(x) for x in told], "told.jsonl").stopped is None
-            exported = a.export("conv-test").lines
+            deliver_out_of_order(a, told, window, seed)
+            exported = a.export(key).lines
+            assert exported == in_order.export(key).lines
+            assert [x["conversation"] for x in exported] == [key] * len(exported)
             assert b.ingest([json.dumps(x) for x in exported], "export.jsonl").stopped is None
-            same_store(a, b, "conv-test")
-            assert b.export("conv-test").lines == exported
+            same_store(a, b, key)
+            assert b.export(key).lines == exported
+            assert [c.conversation for c in b.conversations().conversations] == [key]
         finally:
             a.close()
             b.close()
+            in_order.close()
 
     round_trip()
+
+
+def test_out_of_order_delivery_is_refused_and_delivered_again_until_stored() -> None:
+    """The delivery the property test uses refuses lines that come too early (so it exercises
+    out-of-order lines) and ends in the store of the lines in order."""
+    told = [dict(x) for x in _demo_export()]
+    version, in_order = 0, Chatrecord(open_store(memory=True))
+    for x in told:
+        x["follows"] = version
+        version = in_order.record(x).state.version  # type: ignore[union-attr]
+    chat = Chatrecord(open_store(memory=True))
+    assert deliver_out_of_order(chat, told, 4, 8) > 0
+    assert chat.export("conv-demo-seo").lines == in_order.export("conv-demo-seo").lines
+
+
+def _demo_export() -> tuple[dict[str, Any], ...]:
+    chat = Chatrecord(open_store(memory=True))
+    chat.ingest(DEMO.read_bytes().splitlines(), "demo.jsonl")
+    return chat.export("conv-demo-seo").lines
 
 
 def _schema_named(url: str, request: pytest.FixtureRequest, name: str) -> str:
