@@ -283,7 +283,7 @@ class Chatrecord:
         whether it was erased (`ConversationSummary`). Reads a page at a time; see
         `adapters.service.conversations.list_conversations`. Raises ValueError for a bad
         `limit`, BadCursor for a cursor no page returned."""
-        return list_conversations(self.store, limit, cursor, since)
+        return list_conversations(self.read_models, limit, cursor, since)
 
     @_in_store_terms
     def export(self, conversation: str, upto: int | None = None) -> Export:

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from adapters.api import Chatrecord
-from adapters.service.conversations import BadCursor, export_lines
+from adapters.service.conversations import CURSOR_PATTERN, BadCursor, ListNeedsRebuild, export_lines
 from adapters.store.application import ConversationStore
 from adapters.store.settings import open_store, postgres_env, sqlite_env
 
@@ -111,14 +111,69 @@ def test_list_pages_newest_activity_first_with_a_stable_cursor(stores: Opener) -
     assert [c.conversation for c in chat.conversations().conversations] == ["c", "a", "chat17:h9a90eaf363ff759f"]
     since = datetime(2026, 10, 29, tzinfo=UTC)
     assert [c.conversation for c in chat.conversations(since=since).conversations] == ["c", "a"]
-    # every cursor of the documented form is a page start: one past the log's end reads from its end
-    assert first.cursor is not None and first.cursor[0] == "c" and first.cursor[1:].isdigit()
-    far = chat.conversations(cursor="c999999999999999999")
+    # the cursor is the page's last conversation: its last activity (µs) and its UUID
+    a_last = int(datetime(2026, 10, 28, 9, 2, tzinfo=UTC).timestamp()) * 1_000_000
+    assert first.cursor is not None and re.fullmatch(CURSOR_PATTERN, first.cursor)
+    assert first.cursor.startswith(f"c{a_last}.")
+    # every cursor of the documented form is a page start: one after all times reads from the newest
+    far = chat.conversations(cursor="c999999999999999999." + "f" * 32)
     assert [c.conversation for c in far.conversations] == ["c", "a", "chat17:h9a90eaf363ff759f"]
-    assert chat.conversations(cursor="c1").conversations == ()
-    for bad in ("", "c", "Y3IxOjMy", "c-1", "c1x"):
+    assert chat.conversations(cursor="c1." + "0" * 32).conversations == ()
+    for bad in ("", "c", "Y3IxOjMy", "c-1", "c1x", "c12", "c1.abc", "c1." + "F" * 32):
         with pytest.raises(BadCursor):
             chat.conversations(cursor=bad)
+
+
+def test_list_orders_by_the_time_of_the_last_event_not_by_storage_order(stores: Opener) -> None:
+    """Lines stored in one order with times in the other (a chat's late delivery, a clock that
+    disagrees): the newest last event comes first, ties by id, each listed once across pages."""
+    chat = stores()
+    for n in range(6):  # stored 0..5, last activity 5..0 days after 10-01
+        started(chat, f"k{n}", f"2026-10-{6 - n:02d}T09:00:00Z")
+    for n in (6, 7, 8):  # three at the same time
+        started(chat, f"k{n}", "2026-10-03T12:00:00Z")
+    chat.record(line("user_message", "k5", "2026-09-30T09:00:00Z", message=1, text="früher", page=0))  # earlier
+
+    pages, cursor = [], None
+    while True:
+        page = chat.conversations(limit=2, cursor=cursor)
+        pages.append([c.conversation for c in page.conversations])
+        cursor = page.cursor
+        if cursor is None:
+            break
+    listed = [name for page in pages for name in page]
+
+    assert listed[:3] == ["k0", "k1", "k2"]
+    assert sorted(listed[3:6]) == ["k6", "k7", "k8"] and listed[6:] == ["k3", "k4", "k5"]
+    assert all(len(page) <= 2 for page in pages) and len(listed) == len(set(listed)) == 9
+    assert chat.conversations(limit=50).conversations[-1].last_at == datetime(2026, 9, 30, 9, tzinfo=UTC)
+    since = datetime(2026, 10, 4, tzinfo=UTC)
+    assert [c.conversation for c in chat.conversations(since=since).conversations] == ["k0", "k1", "k2"]
+
+
+@pytest.mark.parametrize("stores", ["sqlite", "postgres"], indirect=True)
+def test_read_models_of_an_earlier_version_are_upgraded_for_the_list_by_rebuild(stores: Opener) -> None:
+    """Read models an earlier version made keep no last activity in their heads, nor its index:
+    `list` says to run `chatrecord rebuild`, whose new generation lists newest activity first."""
+    chat = stores()
+    started(chat, "old", "2026-10-28T09:00:00Z")
+    started(chat, "new", "2026-10-29T09:00:00Z")
+    backend, generation = chat.read_models.backend, chat.read_models.live_pointer().generation
+    heads = f"views_g{generation}_heads"
+    postgres = backend.p == "%s"
+    with backend.transaction(write=True) as curs:  # as an earlier version left them
+        schema = f'"{backend.schema}".' if postgres else ""
+        curs.execute(f"DROP INDEX {schema}views_g{generation}_heads_activity")
+        curs.execute(f"UPDATE {schema}{heads} SET body = " +
+                     ("(body::jsonb - 'last_at')::text" if postgres else "json_remove(body, '$.last_at')"))
+    with pytest.raises(ListNeedsRebuild) as refused:
+        chat.conversations()
+    assert str(refused.value).endswith("run: chatrecord rebuild")
+
+    chat.rebuild(chat.read_models.active_rules())
+
+    assert chat.read_models.live_pointer().generation == generation + 1
+    assert [c.conversation for c in chat.conversations().conversations] == ["new", "old"]
 
 
 def test_list_marks_an_erased_conversation_and_every_command_takes_the_id_it_prints(stores: Opener) -> None:
