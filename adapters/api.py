@@ -64,7 +64,7 @@ from adapters.store.crypto import TextsErased
 from adapters.store.erasure import Erasure, erase
 from adapters.store.keys import KeyState
 from adapters.store.settings import StoreUnusable, describe_backend, open_store, store_errors
-from adapters.store.verify import Verdict, chain_verdict, upgrade, verdicts
+from adapters.store.verify import Verdict, chain_verdict, upgrade, verdicts, verify_after
 from adapters.views.readmodels import ConversationDiff, ReadModels, RebuildReport
 from adapters.views.verify_rows import RowsVerdict, check_rows, rows_verdicts
 from domain.errors import InvalidInput, UnknownConversation, shown_id
@@ -135,6 +135,8 @@ class Chatrecord:
         self._writers = [Lock() for _ in range(WRITER_LOCKS)]
         self._overviews: dict[tuple[str, str], tuple[int, list[OverviewPoint]]] = {}
         self._overviews_lock = Lock()
+        self._chains: dict[str, Verdict] = {}
+        """The last ok verdict of each conversation's chain this process made (`chain`)."""
 
     @cached_property
     def read_models(self) -> ReadModels:
@@ -525,13 +527,29 @@ class Chatrecord:
         return points
 
     @_in_store_terms
-    def chain(self, conversation: str) -> Verdict | None:
-        """Returns the verdict of the conversation's hash chain (every hash recomputed), None on
-        a store that keeps no chain. Raises UnknownConversation."""
+    def chain(self, conversation: str, full: bool = False) -> Verdict | None:
+        """Returns the verdict of the conversation's hash chain, None on a store that keeps no
+        chain. The first look in this process (and with `full`, and after a broken verdict)
+        recomputes every hash; a later one starts from the head the last ok verdict verified
+        (`adapters.store.verify.verify_after`: that head's event and hash unchanged, every hash
+        after it recomputed), so it costs what was appended since, and says so (`Verdict.kept`).
+        Raises UnknownConversation."""
         name = _conversation_argument("chain", conversation)
-        verdict = chain_verdict(self.store, self._key(name))
+        key = self._key(name)
+        kept = self._chains.get(key) if not full else None
+        if kept is not None and isinstance(self.store.recorder, ChainedRecorder):
+            verdict: Verdict | None = verify_after(self.store.recorder, kept)
+        else:
+            verdict = chain_verdict(self.store, key)
         if verdict is None and isinstance(self.store.recorder, ChainedRecorder):
             self.events(name)  # raises UnknownConversation
+        with self._overviews_lock:
+            if verdict is not None and verdict.ok:
+                if len(self._chains) >= 256 and key not in self._chains:
+                    self._chains.pop(next(iter(self._chains)))
+                self._chains[key] = verdict
+            else:
+                self._chains.pop(key, None)  # a broken chain is recomputed in full at the next look
         return verdict
 
     @_in_store_terms

@@ -123,8 +123,8 @@ def ui_router(token: str | None) -> APIRouter:
                                  "X-Content-Type-Options": "nosniff", "Cache-Control": "no-store"})
 
     @guarded.get("/conversations/{conversation:path}/chain")
-    def chain(chatrecord: Service, conversation: str) -> Response:
-        verdict = chatrecord.chain(conversation)
+    def chain(chatrecord: Service, conversation: str, full: Annotated[bool, Query()] = False) -> Response:
+        verdict = chatrecord.chain(conversation, full=full)
         return html(pages.chain_page(verdict))
 
     @guarded.get("/conversations/{conversation:path}")

@@ -85,6 +85,60 @@ class ChainContract:
         assert (found["conv-demo-seo"].problem, found["conv-demo-seo"].version) == ("changed", version)
         assert found["conv-behalten"].ok
 
+    def test_a_later_look_recomputes_only_what_follows_the_head_it_verified(self, store: ConversationStore) -> None:
+        chat = Chatrecord(store)
+        first = chat.chain("conv-demo-seo")
+        chat.record(LATER_LINE)
+        later = chat.chain("conv-demo-seo")
+        full = chat.chain("conv-demo-seo", full=True)
+
+        assert (first.ok, first.version, first.kept) == (True, 20, None)
+        assert (later.ok, later.version, later.events, later.kept) == (True, 21, 21, 20)
+        assert later.hash == full.hash == by_name(verdicts(store))["conv-demo-seo"].hash
+        assert later.kept_at is not None and full.kept is None
+        again = chat.chain("conv-demo-seo")
+        assert (again.version, again.kept, again.kept_at) == (21, 21, full.kept_at or again.kept_at)
+
+    def test_a_later_look_finds_the_kept_head_rewritten(self, store: ConversationStore) -> None:
+        chat = Chatrecord(store)
+        assert chat.chain("conv-demo-seo").ok
+        self.set_hash(store, 20, b"\x00" * 32)  # the chain rewritten up to the head this process verified
+        rewritten = chat.chain("conv-demo-seo")
+        assert (rewritten.ok, rewritten.problem, rewritten.version) == (False, "rewritten", 20)
+        assert chat.chain("conv-demo-seo").kept is None  # after a broken verdict: every hash again
+
+    def test_a_later_look_finds_an_event_after_the_kept_head_changed(self, store: ConversationStore) -> None:
+        chat = Chatrecord(store)
+        assert chat.chain("conv-demo-seo").ok
+        chat.record(LATER_LINE)
+        topic, state = self.events(store)[21]
+        self.set_event(store, 21, topic, state[:-1] + bytes([state[-1] ^ 1]))
+        changed = chat.chain("conv-demo-seo")
+        assert (changed.ok, changed.problem, changed.version, changed.kept) == (False, "changed", 21, 20)
+
+    def test_a_later_look_does_not_recompute_an_event_it_verified_which_a_full_look_does(
+            self, store: ConversationStore) -> None:
+        """What a kept verdict claims, exactly: an event at or before the head it verified whose
+        bytes were changed without its hash is found by a full look, not by a later one."""
+        chat = Chatrecord(store)
+        assert chat.chain("conv-demo-seo").ok
+        version, (topic, state) = next((v, e) for v, e in sorted(self.events(store).items())
+                                       if b'"write_target":{"table":"pages","uid":42}' in e[1])
+        self.set_event(store, version, topic, state.replace(b'"uid":42}', b'"uid":43}', 1))
+        kept = chat.chain("conv-demo-seo")
+        full = chat.chain("conv-demo-seo", full=True)
+        assert (kept.ok, kept.kept) == (True, 20)
+        assert (full.ok, full.problem, full.version) == (False, "changed", version)
+
+    def test_a_later_look_finds_the_newest_events_cut_off(self, store: ConversationStore) -> None:
+        chat = Chatrecord(store)
+        assert chat.chain("conv-demo-seo").ok
+        for version in (20, 19):
+            self.delete_event(store, version)
+            self.delete_hash(store, version)
+        cut = chat.chain("conv-demo-seo")
+        assert (cut.ok, cut.problem, cut.version) == (False, "cut_off", 20)
+
     def test_a_dropped_event_is_named(self, store: ConversationStore) -> None:
         self.delete_event(store, 5)
         verdict = by_name(verdicts(store))["conv-demo-seo"]
