@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import json
 import re
+import uuid
 from collections.abc import Iterator
 from types import SimpleNamespace
 
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis.stateful import initialize
+from schemathesis.generation.stateful.state_machine import StepInput
 from schemathesis.specs.openapi.checks import negative_data_rejection, positive_data_acceptance
 
 from tests.e2e.conftest import ROOT
@@ -99,12 +102,28 @@ def test_every_operation_holds_every_check(contract: schemathesis.BaseSchema) ->
 
 def test_the_stateful_phase_holds_every_check(contract: schemathesis.BaseSchema) -> None:
     machine = contract.as_state_machine()
+    lines = contract["/v1/lines"]["POST"]
+    started = json.loads((ROOT / "tests" / "data" / "demo_seo_tour.jsonl").read_text("utf-8").splitlines()[0])
+    followed: list[tuple[str, int]] = []
 
     class Checked(machine):  # type: ignore[misc, valid-type]
+        @initialize(target=machine.bundles[f"{lines.label} -> 200"])
+        def start_a_conversation(self):  # type: ignore[no-untyped-def]
+            """Each scenario begins with a line that is stored (a generated one rarely is: it needs a
+            new conversation, no stale `follows`), so the links of its 200 are followed."""
+            line = started | {"conversation": f"conv-stateful-{uuid.uuid4().hex[:10]}"}
+            step = StepInput.initial(lines.Case(body=line, media_type="application/json"))
+            self.recorder.record_case(case=step.case)  # as Schemathesis's own root steps do
+            self.control.record_step(step, self.recorder)
+            return self._step(step)
+
         def get_call_kwargs(self, case):  # type: ignore[no-untyped-def]
             return {"headers": AUTH}
 
         def validate_response(self, response, case, additional_checks=(), **kwargs):  # type: ignore[no-untyped-def]
+            parent = self.recorder.find_parent(case_id=case.id)
+            if parent is not None and parent.operation.label == lines.label:
+                followed.append((case.operation.label, response.status_code))
             # the recorder lets the stateful checks (ST301, ST302) find a call's parent
             case.validate_response(response, excluded_checks=EXCLUDED, headers=kwargs.get("headers"),
                                    transport_kwargs=kwargs or None, recorder=self.recorder,
@@ -112,6 +131,10 @@ def test_the_stateful_phase_holds_every_check(contract: schemathesis.BaseSchema)
 
     Checked.run(settings=settings(max_examples=10, derandomize=True, deadline=None, database=None,
                                   stateful_step_count=6, suppress_health_check=list(HealthCheck)))
+    # the links of a line's 200 were followed to each of the conversation's reads, which answered
+    reads = {label for label, status in followed if status == 200}
+    assert reads == {f"GET /v1/conversations/{{conversation}}/{read}"
+                     for read in ("turn", "audit", "activity", "replay", "export")}, followed
 
 
 def test_every_problem_type_is_in_the_document() -> None:
