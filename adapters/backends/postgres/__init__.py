@@ -46,9 +46,13 @@ The package, one module per job (`PERSISTENCE_MODULE` names `adapters.backends.p
 
 from adapters.backends.postgres.append import (
     APPEND_FUNCTION,
+    ASSUMPTION_FAILED,
+    ASSUMPTION_FUNCTION,
+    ASSUMPTION_MESSAGE,
     AppendDocument,
     Unfit,
     append_function_statement,
+    assumption_function_statement,
     generation_function_name,
     generation_function_statement,
 )
@@ -71,6 +75,9 @@ from adapters.backends.postgres.view_tables import OneStatement, PostgresBackend
 
 __all__ = [
     "APPEND_FUNCTION",
+    "ASSUMPTION_FAILED",
+    "ASSUMPTION_FUNCTION",
+    "ASSUMPTION_MESSAGE",
     "BATCH_DOCUMENT_BYTES",
     "LOCK_KEY",
     "PIPELINE_BYTES",
@@ -89,6 +96,7 @@ __all__ = [
     "SchemaNotCreated",
     "Unfit",
     "append_function_statement",
+    "assumption_function_statement",
     "create_once",
     "ensure_schema",
     "generation_function_name",

@@ -27,12 +27,25 @@ AT_ONCE = threading.local()
 """`on` while this thread gathers an append for one call (`EventRecorder._append_in_one_call`)."""
 
 
-APPEND_FUNCTION = "chatrecord_append_v5"
+APPEND_FUNCTION = "chatrecord_append_v6"
 """The store's own database function that writes a whole append from one JSON document
 (`AppendDocument`) that holds no view rows: versioned by name, so a later layout gets a
 function of its own. An append with view rows goes to its generation's function
 (`generation_function_name`), the same body with the view rows written into that
-generation's tables."""
+generation's tables. (v6: a failed assumption raises `ASSUMPTION_FAILED`; v5 raised
+division_by_zero, 22012.)"""
+
+ASSUMPTION_FAILED = "RC001"
+"""The SQLSTATE with which the store's SQL raises a failed assumption (`AssumptionFailed`):
+class RC is chatrecord's own. SQL leaves the classes beginning with 5 to 9 or I to Z to the
+implementation, and PostgreSQL uses none beginning with R, so no statement of the server
+raises it; `EventRecorder` decodes it by this code alone."""
+ASSUMPTION_MESSAGE = "chatrecord: the index is not as the command assumed"
+"""The MESSAGE raised with `ASSUMPTION_FAILED`."""
+ASSUMPTION_FUNCTION = "chatrecord_assumption_failed_v1"
+"""The store's database function that raises `ASSUMPTION_FAILED` (`assumption_function_statement`),
+for the check of an assumed index sent as a statement (`PostgresHistoryTables._checked_write`):
+plain SQL cannot raise an error of its own."""
 
 
 def _template(name: str) -> str:
@@ -50,13 +63,18 @@ _NO_VIEWS_SQL = _template("append_no_views.sql")
 """Its {views} part where no views' generation is written (`append_no_views.sql`)."""
 _VIEWS_SQL = _template("append_views.sql")
 """Its {views} part for one generation (`append_views.sql`): {generation} and the generation's table names."""
+_ASSUMPTION_SQL = _template("assumption_failed.sql")
+"""`ASSUMPTION_FUNCTION`'s CREATE statement (`assumption_failed.sql`): {schema}, {name}."""
 
 
 def generation_function_name(generation: int) -> str:
     """Returns the name of generation `generation`'s append function (`generation_function_statement`)."""
-    return f"chatrecord_append_g{generation}_v5"
+    return f"chatrecord_append_g{generation}_v6"
 
 
+OLD_GENERATION_FUNCTION = "chatrecord_append_g{generation}_v5"
+"""The name of a generation's append function of the version before (jsonb); dropped with its
+generation's tables."""
 OLD_VIEWS_FUNCTION = "chatrecord_views_g{generation}_v3"
 """The name of a generation's views function of an earlier version (text, jsonb), which the
 append function called; dropped with its generation's tables."""
@@ -84,14 +102,25 @@ def append_function_statement(schema: str, events_table: str) -> str:
     transaction (one statement: its own), with sequential scans off (PL/pgSQL keeps a plan made
     when the tables were small: every statement here finds its rows by a key, and a kept plan
     that scanned a table would cost more with every line), checks an assumed index in one
-    statement (raising division_by_zero, 22012, as `PostgresHistoryTables._holds` makes the
-    statements' check do), writes the history index rows, takes the events table's write lock, inserts the events (returning their notification ids,
-    in order) and their chain rows. A list the document leaves empty costs no statement.
+    statement (raising `ASSUMPTION_FAILED` with `ASSUMPTION_MESSAGE`, as the statements' check
+    does, `PostgresHistoryTables._checked_write`), writes the history index rows, takes the
+    events table's write lock, inserts the events (returning their notification ids, in order)
+    and their chain rows. A list the document leaves empty costs no statement.
     PL/pgSQL keeps the plans of its static statements per connection. A document with view
     rows goes to its generation's function (`generation_function_statement`) instead.
     """
     return _APPEND_FUNCTION_SQL.format(schema=f'"{schema}"', name=APPEND_FUNCTION, events=f'"{schema}"."{events_table}"',
                                        views=_NO_VIEWS_SQL)
+
+
+def assumption_function_statement(schema: str) -> str:
+    """Returns the CREATE OR REPLACE FUNCTION statement of `ASSUMPTION_FUNCTION` in `schema`
+    (`assumption_failed.sql`): a function of no arguments, returning an integer, that raises
+    `ASSUMPTION_FAILED` with `ASSUMPTION_MESSAGE` whenever it is called. It is VOLATILE (the
+    default), so the planner never calls it ahead of the CASE branch that needs it. Made with
+    the store's schema (`PostgresFactory.application_recorder`), and in a store an earlier
+    version made at the first command that could assume (`PostgresHistoryTables.checks_assumptions`)."""
+    return _ASSUMPTION_SQL.format(schema=f'"{schema}"', name=ASSUMPTION_FUNCTION)
 
 
 class Unfit(Exception):  # not an error: the append is sent another way

@@ -23,7 +23,7 @@ BEGIN
                   WHERE (SELECT true FROM {schema}.chatrecord_segments WHERE cid = k AND segment = g.item))
        OR EXISTS (SELECT 1 FROM jsonb_array_elements_text(a->'runs') r(item)
                   WHERE (SELECT true FROM {schema}.chatrecord_segments WHERE cid = k AND run = r.item AND cut = 1 LIMIT 1)) THEN
-      RAISE EXCEPTION 'chatrecord: the index is not as the command assumed' USING ERRCODE = '22012';
+      RAISE EXCEPTION USING ERRCODE = 'RC001', MESSAGE = 'chatrecord: the index is not as the command assumed';
     END IF;
   END IF;
   IF x IS NOT NULL THEN

@@ -22,6 +22,7 @@ from psycopg.sql import SQL
 from psycopg_pool import PoolTimeout
 
 from adapters.backends import StoreFactory, one_line
+from adapters.backends.postgres.append import assumption_function_statement
 from adapters.backends.postgres.chained_recorder import ChainedPostgresRecorder
 from adapters.backends.postgres.data_keys import PostgresDataKeys, keys_statements
 from adapters.backends.postgres.history_index import PostgresHistoryTables
@@ -183,6 +184,7 @@ class PostgresFactory(StoreFactory, es_postgres.PostgresFactory):
         recorder.sql_create_statements.extend([  # type: ignore[attr-defined]
             *keys_statements(schema),
             *(SQL(statement) for statement in history_statements(schema)),
+            SQL(assumption_function_statement(schema)),
         ])
         recorder.extra_tables = (CHAIN_TABLE, KEYS_TABLE, MASTER_TABLE, *HISTORY_TABLES)  # type: ignore[attr-defined]
         return self._ready(recorder)

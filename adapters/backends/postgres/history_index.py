@@ -9,9 +9,13 @@ from contextlib import contextmanager
 from typing import Any
 from uuid import UUID
 
+import psycopg
+from eventsourcing.persistence import PersistenceError
 from eventsourcing.postgres import PostgresDatastore
+from psycopg.sql import SQL
 
-from adapters.backends.postgres.append import AppendDocument
+from adapters.backends.postgres.append import ASSUMPTION_FUNCTION, AppendDocument, assumption_function_statement
+from adapters.backends.postgres.schema import create_once, lock_key
 from adapters.store.chain import (
     CHAIN_TABLE,
 )
@@ -32,12 +36,31 @@ class PostgresHistoryTables(SQLHistoryTables):
     with each other, because the command's events carry the next version after the index's,
     and their insert fails (and the command is decided again) if another writer came between."""
 
-    checks_assumptions = True
-
     def __init__(self, datastore: PostgresDatastore) -> None:
         super().__init__(datastore, "%s", datastore.schema, (f'"{datastore.schema}".{CHAIN_TABLE}', lambda cid: cid))
         self.t = {name: f'"{datastore.schema}".{name}' for name in HISTORY_TABLES}
         self.chain_table = f'"{datastore.schema}".{CHAIN_TABLE}'
+        self.assumption_function = f'"{datastore.schema}".{ASSUMPTION_FUNCTION}'
+        self._checks: bool | None = None
+
+    @property
+    def checks_assumptions(self) -> bool:  # type: ignore[override]
+        """True once `ASSUMPTION_FUNCTION` is found in the schema, or made where it is missing (a
+        store an earlier version made: `create_once`, asked once per process, at the first
+        command); False where it cannot be had (a read-only database, a role without CREATE):
+        commands then read the index before deciding, and assume nothing."""
+        checks = self._checks
+        if checks is None:
+            schema = self.datastore.schema
+            exists = SQL("SELECT to_regprocedure({}) IS NOT NULL").format(f"{self.assumption_function}()")
+            try:
+                with self.datastore.get_connection() as conn:
+                    create_once(conn, lock_key(schema), exists, [assumption_function_statement(schema)])
+                checks = True
+            except (psycopg.Error, PersistenceError):
+                checks = False
+            self._checks = checks
+        return checks
 
     def create(self) -> None:
         """Does nothing: the tables are made with the store's schema (`PostgresFactory`)."""
@@ -45,10 +68,9 @@ class PostgresHistoryTables(SQLHistoryTables):
     def _holds(self, cid: UUID, assumed: AssumedHistory) -> tuple[str, tuple[Any, ...]]:
         """Returns the SQL condition (and its parameters) that the index of `cid` is at
         `assumed.version` with `assumed.count` card outcomes, and that none of the lines,
-        segments and cut runs `assumed` took as unrecorded is there. Used as a divisor, it is no
-        constant, so the planner cannot fold the division: the server raises division_by_zero
-        (22012, which no other statement of an append can raise) and `EventRecorder` turns it
-        into AssumptionFailed."""
+        segments and cut runs `assumed` took as unrecorded is there. Where it is false the check
+        calls `ASSUMPTION_FUNCTION`, which raises `ASSUMPTION_FAILED` (chatrecord's own SQLSTATE:
+        no other statement raises it), and `EventRecorder` turns that into AssumptionFailed."""
         t, key = self.t, str(cid)
         return (
             f"EXISTS (SELECT 1 FROM {t['chatrecord_index']} WHERE cid = %s AND version = %s AND outcomes = %s) "
@@ -92,7 +114,7 @@ class PostgresHistoryTables(SQLHistoryTables):
         params: list[Any] = []
         if assumed is not None:
             condition, checks = self._holds(cid, assumed)
-            ctes.append(f"ok AS MATERIALIZED (SELECT 1 / (CASE WHEN {condition} THEN 1 ELSE 0 END) AS one)")
+            ctes.append(f"ok AS MATERIALIZED (SELECT CASE WHEN {condition} THEN 1 ELSE {self.assumption_function}() END AS one)")
             params.extend(checks)
         if held.top.sources:
             rows = [(key, d, first, last) for d, (first, last) in held.top.sources.items()]

@@ -29,6 +29,7 @@ from psycopg_pool import PoolTimeout
 
 from adapters.backends.postgres.append import (
     APPEND_FUNCTION,
+    ASSUMPTION_FAILED,
     AT_ONCE,
     AppendDocument,
     Unfit,
@@ -92,8 +93,9 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder):
         Raises the library's IntegrityError when a version is taken already or the append
         deadlocked with another writer's (the server chose it to roll back: written again, it
         goes through), OperationalError when the lock or the statement timed out,
-        AssumptionFailed when the index is not as the writer assumed
-        (`PostgresHistoryTables._holds`); nothing is stored then.
+        AssumptionFailed when the index is not as the writer assumed (the server raised
+        `ASSUMPTION_FAILED`: the append function's check, or `PostgresHistoryTables._checked_write`'s);
+        nothing is stored then.
         """
         try:
             return self._append_retried(stored_events, **kwargs)
@@ -102,7 +104,7 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder):
                 raise IntegrityError(f"the append deadlocked with another writer's: {answered.error}") from answered.error
             raise answered.error from answered.error.__cause__
         except PersistenceError as error:
-            if isinstance(error.__cause__, psycopg.errors.DivisionByZero):  # `PostgresHistoryTables._holds`
+            if getattr(error.__cause__, "sqlstate", None) == ASSUMPTION_FAILED:  # the append's check
                 raise AssumptionFailed("the conversation's index is not as the command assumed") from None
             if isinstance(error.__cause__, psycopg.errors.DeadlockDetected):
                 raise IntegrityError(f"the append deadlocked with another writer's: {error}") from error
@@ -357,8 +359,8 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder):
             return True  # the previous event has no hash row: refused, whichever way it is sent
         if not isinstance(error, psycopg.Error):
             return False  # a view's fold raised: the synced append catches it at the savepoint
-        if error.sqlstate is None or error.sqlstate in ("55P03", "57014", "22012"):
-            return True  # lock_not_available, query_canceled, division_by_zero (an assumption failed)
+        if error.sqlstate is None or error.sqlstate in ("55P03", "57014", ASSUMPTION_FAILED):
+            return True  # lock_not_available, query_canceled, an assumption failed
         return isinstance(error, psycopg.IntegrityError) and error.diag.table_name == self.events_table_name
 
     def _append_synced(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:

@@ -18,7 +18,13 @@ from eventsourcing.persistence import (
 from eventsourcing.postgres import PostgresDatastore
 from psycopg import pq
 
-from adapters.backends.postgres.append import AT_ONCE, OLD_VIEWS_FUNCTION, AppendDocument, generation_function_name
+from adapters.backends.postgres.append import (
+    AT_ONCE,
+    OLD_GENERATION_FUNCTION,
+    OLD_VIEWS_FUNCTION,
+    AppendDocument,
+    generation_function_name,
+)
 from adapters.backends.postgres.schema import LOCK_KEY, views_lock_key
 from adapters.store.chain import (
     CHAIN_TABLE,
@@ -309,8 +315,10 @@ class PostgresBackend(SQLBackend):
 
     def _dropped(self, curs: Any, generation: int) -> None:
         """Drops the generation's append function (`generation_function_statement`) with its
-        tables, and the views function an earlier version made for it."""
+        tables, and the append and views functions earlier versions made for it."""
         self._x(curs, f'DROP FUNCTION IF EXISTS "{self.schema}".{generation_function_name(generation)}(jsonb)', ())
+        old = OLD_GENERATION_FUNCTION.format(generation=int(generation))  # made by the version before
+        self._x(curs, f'DROP FUNCTION IF EXISTS "{self.schema}".{old}(jsonb)', ())
         old = OLD_VIEWS_FUNCTION.format(generation=int(generation))  # a store an earlier version wrote into
         self._x(curs, f'DROP FUNCTION IF EXISTS "{self.schema}".{old}(text, jsonb)', ())
 
