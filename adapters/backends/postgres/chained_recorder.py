@@ -9,9 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 from uuid import UUID
 
-from eventsourcing.persistence import (
-    StoredEvent,
-)
+from eventsourcing.persistence import StoredEvent
 from psycopg.sql import SQL, Identifier
 
 from adapters.backends.postgres.append import AppendDocument

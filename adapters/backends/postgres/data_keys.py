@@ -9,9 +9,7 @@ from uuid import UUID
 
 import psycopg
 import psycopg.errors
-from eventsourcing.persistence import (
-    PersistenceError,
-)
+from eventsourcing.persistence import PersistenceError
 from eventsourcing.postgres import PostgresDatastore
 from psycopg.sql import SQL, Composed, Identifier
 

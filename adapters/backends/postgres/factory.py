@@ -28,9 +28,7 @@ from adapters.backends.postgres.data_keys import PostgresDataKeys, keys_statemen
 from adapters.backends.postgres.history_index import PostgresHistoryTables
 from adapters.backends.postgres.schema import ensure_schema
 from adapters.backends.postgres.view_tables import PostgresBackend
-from adapters.store.chain import (
-    CHAIN_TABLE,
-)
+from adapters.store.chain import CHAIN_TABLE
 from adapters.store.history import TABLES as HISTORY_TABLES
 from adapters.store.history import create_statements as history_statements
 from adapters.store.idempotency import COLUMNS, TABLE, SQLKeys

@@ -38,9 +38,7 @@ from adapters.backends.postgres.append import (
     generation_function_statement,
 )
 from adapters.backends.postgres.schema import create_once, lock_key, views_lock_key
-from adapters.store.chain import (
-    ChainBroken,
-)
+from adapters.store.chain import ChainBroken
 from adapters.store.history import AssumptionFailed
 from adapters.store.serialization import originator_uuid
 

@@ -12,9 +12,7 @@ from uuid import UUID
 import orjson
 import psycopg
 import psycopg.errors
-from eventsourcing.persistence import (
-    PersistenceError,
-)
+from eventsourcing.persistence import PersistenceError
 from eventsourcing.postgres import PostgresDatastore
 from psycopg import pq
 
@@ -26,9 +24,7 @@ from adapters.backends.postgres.append import (
     generation_function_name,
 )
 from adapters.backends.postgres.schema import LOCK_KEY, views_lock_key
-from adapters.store.chain import (
-    CHAIN_TABLE,
-)
+from adapters.store.chain import CHAIN_TABLE
 from adapters.views.backends import (
     POINTER,
     NeedsSnapshot,
