@@ -1,6 +1,9 @@
 """The shapes of the HTTP service's bodies, for the OpenAPI document (`docs/openapi.json`)
 the PHP side generates its client from. The handlers write the JSON themselves (orjson); these
-models only describe it."""
+models only describe it. The 200 bodies of the conversation's reads (`Response` and its
+subclasses: `ConversationList`, `TurnNotes`, `AuditRow`, `SegmentActivity`, `Replay`) name
+every field the handlers send and no other; tests/http/test_response_models.py validates real
+answers strictly against them and checks they write them back byte for byte."""
 
 from __future__ import annotations
 
