@@ -91,6 +91,11 @@ class PlacedNote(Response):
                                        "note goes, after a blank line.")
 
 
+def _absent_unless_sent(schema: dict[str, Any]) -> None:
+    """Drops the `default` of a field the server leaves out rather than sending null."""
+    schema.pop("default", None)
+
+
 class TurnNotes(Response):
     """The chat's read of the next turn."""
 
@@ -101,7 +106,7 @@ class TurnNotes(Response):
     notes: list[PlacedNote]
     messages: list[ModelMessage] = Field(
         None, description="Only with ?messages=full (else absent): every message the model is sent, {role, content}.",  # type: ignore[arg-type]
-        json_schema_extra=lambda schema: schema.pop("default"))
+        json_schema_extra=_absent_unless_sent)
 
 
 # ---------------------------------------------------------------- GET /v1/conversations
