@@ -780,7 +780,13 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder):
     def _append_synced(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
         """The library's own pipelined append: the writes before the insert go out without
         waiting for each answer; the views' savepoint is synced before it is released, and the
-        insert before the COMMIT, so a taken version raises IntegrityError there."""
+        insert before the COMMIT, so a taken version raises IntegrityError there.
+
+        The error of the insert's step (a taken version, or the chain's `ChainBroken`, which
+        `_seal` raises after the INSERT was sent) is raised once the pipeline has closed, as the
+        library does, but the transaction is rolled back first: the library's own code lets it
+        commit, which only a failed statement turns into a rollback, so a refusal raised in
+        Python stored the events, and the rows the writer wrote before them, anyway."""
         failure: Exception | None = None
         ids: Sequence[int] | None = None
         with self.datastore.get_connection() as conn:
@@ -794,6 +800,8 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder):
                         ids = self._fetch_ids_after_insert_events(curs, stored_events, **kwargs)
                     except Exception as error:  # noqa: BLE001 - raised once the pipeline has closed
                         failure = error
+                if failure is not None:
+                    raise psycopg.Rollback  # ends this transaction (and only it) with ROLLBACK, not COMMIT
             if failure is not None:
                 raise failure
         return ids

@@ -56,6 +56,7 @@ from eventsourcing.sqlite import SQLiteAggregateRecorder, SQLiteProcessRecorder,
 from eventsourcing.tests import persistence as contract
 from eventsourcing.utils import Environment, get_topic
 
+from adapters.backends import postgres
 from adapters.backends.memory import ChainedPOPORecorder, MemoryFactory
 from adapters.backends.postgres import ChainedPostgresRecorder, EventRecorder, PostgresFactory
 from adapters.backends.sqlite import ChainedSQLiteRecorder, SQLiteFactory
@@ -245,6 +246,43 @@ class TestPostgresPlainApplicationRecorder(PostgresStores, contract.ApplicationR
         recorder = self.open(APPLICATION_RECORDER_TOPIC=get_topic(EventRecorder)).recorder
         assert type(recorder) is EventRecorder
         return recorder
+
+
+class SyncedAppend:
+    """Mixin: the recorder appends as the library's own pipelined statements
+    (`EventRecorder._append_synced`), as it does where the append function cannot be had (a
+    role without CREATE on the schema, a read-only database) or an append holds a statement
+    the function's document cannot carry."""
+
+    def create_recorder(self) -> ApplicationRecorder:
+        recorder = super().create_recorder()  # type: ignore[misc]
+        getattr(recorder, "recorder", recorder)._function = ""  # the append function: none to be had
+        return recorder  # type: ignore[no-any-return]
+
+
+class PlainAppend:
+    """Mixin: every append is larger than PIPELINE_BYTES, so the recorder appends in one
+    ordinary transaction (`EventRecorder._append_plain`), as it does a large segment."""
+
+    @pytest.fixture(autouse=True)
+    def _every_append_large(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.setattr(postgres, "PIPELINE_BYTES", 0)
+
+
+class TestPostgresChainedSyncedAppend(SyncedAppend, TestPostgresChainedApplicationRecorder):
+    pass
+
+
+class TestPostgresChainedPlainAppend(PlainAppend, TestPostgresChainedApplicationRecorder):
+    pass
+
+
+class TestPostgresPlainSyncedAppend(SyncedAppend, TestPostgresPlainApplicationRecorder):
+    pass
+
+
+class TestPostgresPlainPlainAppend(PlainAppend, TestPostgresPlainApplicationRecorder):
+    pass
 
 
 class TestPostgresChainedNonInterleaving(PostgresStores, contract.NonInterleavingNotificationIDsBaseCase):
