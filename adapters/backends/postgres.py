@@ -524,6 +524,16 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder):
                 raise IntegrityError(f"the append deadlocked with another writer's: {error}") from error
             raise
 
+    def subscribe(self, gt: int | None = None, topics: Sequence[str] = ()) -> Any:
+        """Raises NotImplementedError, as the library's SQLite recorder does: the library's
+        subscription wakes on the events table's NOTIFY, which an append in one call
+        (`APPEND_FUNCTION`) never sends, nor the chained recorder at all
+        (`ChainedPostgresRecorder._notify_channel`), so a subscription would wait forever for
+        events stored after it began. The read models are applied in the events' transaction
+        instead; a reader follows the log by `select_notifications`."""
+        raise NotImplementedError(f"The {type(self).__qualname__} recorder does not support subscriptions "
+                                  "(its appends send no NOTIFY); read the log with select_notifications")
+
     def select_events(self, originator_id: Any, **kwargs: Any) -> Sequence[StoredEvent]:
         """The library's read of a conversation's events, tried again only when the connection
         failed (`_read_retried`): a lock or statement timeout the server answered (a table

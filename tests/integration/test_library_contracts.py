@@ -20,6 +20,10 @@ factory case starts from the environment such a store reads (`store_environment`
   APPLICATION_RECORDER_TOPIC names it.
 - SQLite: `ChainedSQLiteRecorder` on `WaitingSQLiteDatastore`; memory: `ChainedPOPORecorder`.
 
+Each PostgreSQL application recorder's cases run three times, once per way it appends: in one
+call of the append function (what a store does by default), as the library's pipelined
+statements (`SyncedAppend`) and in one ordinary transaction (`PlainAppend`).
+
 Adapted, and why (each at its class):
 
 - A chained recorder numbers a conversation's events from 1: hash(0) is GENESIS, the hash
@@ -30,6 +34,10 @@ Adapted, and why (each at its class):
   which changes nothing else they check.
 - chatrecord's mapper maps its own (pydantic) events only, so the factory case's wrong
   cipher key test maps a `ConversationStarted` instead of the library's `DomainEvent`.
+- Subscriptions are optional in the library (`optional_test_insert_subscribe`, which its own
+  SQLite recorder cannot run either): run on memory (`Subscribed`); the SQLite and PostgreSQL
+  recorders refuse `subscribe` at once (`Unsubscribed`), the PostgreSQL ones because their
+  appends send no NOTIFY for a subscription to wake on.
 """
 
 from __future__ import annotations
@@ -156,6 +164,26 @@ class FromVersionOne:
         return getattr(self.recorder, name)
 
 
+class Subscribed:
+    """Mixin: the library's optional subscription test (`optional_test_insert_subscribe`, which
+    its own SQLite and memory recorder tests run) is run too."""
+
+    def test_insert_subscribe(self) -> None:
+        self.optional_test_insert_subscribe()  # type: ignore[attr-defined]
+
+
+class Unsubscribed:
+    """Mixin for a recorder without subscriptions (the library's SQLite recorder, and the
+    PostgreSQL recorders, whose appends send no NOTIFY for a subscription to wake on): the
+    library's optional subscription test cannot apply; `subscribe` says so at once, as the
+    library's SQLite recorder does, instead of waiting forever."""
+
+    def test_subscribe_is_refused(self) -> None:
+        recorder = self.create_recorder()  # type: ignore[attr-defined]
+        with pytest.raises(NotImplementedError, match="does not support subscriptions"):
+            recorder.subscribe(gt=None)
+
+
 class ChainedFromOne:
     """Mixin for a chained recorder's contract: the library's tests that write sequences from
     version 0 (the concurrency tests, the interleaving test) run through `FromVersionOne`;
@@ -229,7 +257,7 @@ class TestPostgresAggregateRecorder(PostgresStores, contract.AggregateRecorderTe
         return recorder
 
 
-class TestPostgresChainedApplicationRecorder(ChainedFromOne, PostgresStores, contract.ApplicationRecorderTestCase):
+class TestPostgresChainedApplicationRecorder(Unsubscribed, ChainedFromOne, PostgresStores, contract.ApplicationRecorderTestCase):
     """`ChainedPostgresRecorder`, the recorder of every store on PostgreSQL."""
 
     def create_recorder(self) -> ApplicationRecorder:
@@ -238,7 +266,7 @@ class TestPostgresChainedApplicationRecorder(ChainedFromOne, PostgresStores, con
         return self.chained(recorder)
 
 
-class TestPostgresPlainApplicationRecorder(PostgresStores, contract.ApplicationRecorderTestCase):
+class TestPostgresPlainApplicationRecorder(Unsubscribed, PostgresStores, contract.ApplicationRecorderTestCase):
     """`EventRecorder`, the PostgreSQL recorder without the chain, made by the store's factory
     when the library's APPLICATION_RECORDER_TOPIC names it."""
 
@@ -341,7 +369,7 @@ class TestSQLiteAggregateRecorder(SQLiteStores, contract.AggregateRecorderTestCa
         return recorder
 
 
-class TestSQLiteApplicationRecorder(ChainedFromOne, SQLiteStores, contract.ApplicationRecorderTestCase):
+class TestSQLiteApplicationRecorder(Unsubscribed, ChainedFromOne, SQLiteStores, contract.ApplicationRecorderTestCase):
     """`ChainedSQLiteRecorder`, the recorder of every store in a SQLite file."""
 
     def create_recorder(self) -> ApplicationRecorder:
@@ -394,7 +422,7 @@ class TestMemoryAggregateRecorder(MemoryStores, contract.AggregateRecorderTestCa
         return recorder
 
 
-class TestMemoryApplicationRecorder(ChainedFromOne, MemoryStores, contract.ApplicationRecorderTestCase):
+class TestMemoryApplicationRecorder(Subscribed, ChainedFromOne, MemoryStores, contract.ApplicationRecorderTestCase):
     """`ChainedPOPORecorder`, the recorder of every store in memory."""
 
     def create_recorder(self) -> ApplicationRecorder:
