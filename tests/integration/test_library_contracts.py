@@ -3,14 +3,15 @@
 The cases are eventsourcing's (the pinned 9.5.6, `eventsourcing.tests.persistence`):
 `AggregateRecorderTestCase`, `ApplicationRecorderTestCase` (its concurrency tests and its
 contiguous notification ids included), `NonInterleavingNotificationIDsBaseCase`,
-`TrackingRecorderTestCase` and `InfrastructureFactoryTestCase`. The 9.5.6 wheel ships no
+`TrackingRecorderTestCase`, `ProcessRecorderTestCase` and `InfrastructureFactoryTestCase`. The 9.5.6 wheel ships no
 PostgreSQL or SQLite subclasses of them (only `persistence`, `postgres_utils`, `domain`,
 `application` and `projection` under `eventsourcing.tests`), so each backend's subclass is here.
 
 Every recorder is the one a store builds: a `ConversationStore` opened by
 `adapters.store.settings.open_store` on a fresh PostgreSQL schema (dropped after the test), a
 SQLite file in the test's folder, or memory; the application recorder is `store.recorder`, the
-aggregate recorder the store's snapshot recorder, the tracking recorder its factory's. A
+aggregate recorder the store's snapshot recorder, the tracking and process recorders its
+factory's. A
 factory case starts from the environment such a store reads (`store_environment`).
 
 - PostgreSQL chained: `ChainedPostgresRecorder`, what every store on PostgreSQL writes with.
@@ -345,6 +346,13 @@ class TestPostgresTrackingRecorder(PostgresStores, contract.TrackingRecorderTest
         return self.open().factory.tracking_recorder()
 
 
+class TestPostgresProcessRecorder(PostgresStores, contract.ProcessRecorderTestCase):
+    """The process recorder a store's factory hands out (the store keeps none itself)."""
+
+    def create_recorder(self) -> ProcessRecorder:
+        return self.open().factory.process_recorder()
+
+
 class PostgresTrackingSubclass(PostgresTrackingRecorder):
     pass
 
@@ -400,6 +408,13 @@ class TestSQLiteTrackingRecorder(SQLiteStores, contract.TrackingRecorderTestCase
         return self.open().factory.tracking_recorder()
 
 
+class TestSQLiteProcessRecorder(SQLiteStores, contract.ProcessRecorderTestCase):
+    """The process recorder a store's factory hands out (the store keeps none itself)."""
+
+    def create_recorder(self) -> ProcessRecorder:
+        return self.open().factory.process_recorder()
+
+
 class SQLiteTrackingSubclass(SQLiteTrackingRecorder):
     pass
 
@@ -451,6 +466,13 @@ class TestMemoryNonInterleaving(MemoryStores, contract.NonInterleavingNotificati
 class TestMemoryTrackingRecorder(MemoryStores, contract.TrackingRecorderTestCase):
     def create_recorder(self) -> TrackingRecorder:
         return self.open().factory.tracking_recorder()
+
+
+class TestMemoryProcessRecorder(MemoryStores, contract.ProcessRecorderTestCase):
+    """The process recorder a store's factory hands out (the store keeps none itself)."""
+
+    def create_recorder(self) -> ProcessRecorder:
+        return self.open().factory.process_recorder()
 
 
 class MemoryTrackingSubclass(POPOTrackingRecorder):
