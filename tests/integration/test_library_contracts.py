@@ -65,9 +65,9 @@ from eventsourcing.sqlite import SQLiteAggregateRecorder, SQLiteProcessRecorder,
 from eventsourcing.tests import persistence as contract
 from eventsourcing.utils import Environment, get_topic
 
-from adapters.backends import postgres
 from adapters.backends.memory import ChainedPOPORecorder, MemoryFactory
 from adapters.backends.postgres import ChainedPostgresRecorder, EventRecorder, PostgresFactory
+from adapters.backends.postgres import recorder as postgres_recorder
 from adapters.backends.sqlite import ChainedSQLiteRecorder, SQLiteFactory
 from adapters.store.application import ConversationStore
 from adapters.store.serialization import PydanticMapper
@@ -307,7 +307,7 @@ class PlainAppend(AppendPath):
 
     @pytest.fixture(autouse=True)
     def _every_append_large(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        monkeypatch.setattr(postgres, "PIPELINE_BYTES", 0)
+        monkeypatch.setattr(postgres_recorder, "PIPELINE_BYTES", 0)
 
 
 class TestPostgresChainedSyncedAppend(SyncedAppend, TestPostgresChainedApplicationRecorder):
