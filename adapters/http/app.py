@@ -278,7 +278,8 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
         headers = etag(version) | ({} if first else {"Idempotent-Replayed": "true"})
         return Response(kept.response, status_code=kept.status, media_type=JSON, headers=headers)
 
-    @v1.get("/conversations", response_model=dict[str, Any])
+    @v1.get("/conversations", response_model=schemas.ConversationList,
+            response_description="A page of conversations, newest activity first")
     def conversations(
         chatrecord: Service,
         limit: Annotated[int, Query(ge=1, le=LIST_LIMIT_MAX, description="At most this many a page.")] = 50,
@@ -330,20 +331,23 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
             payload["messages"] = chatrecord.turn_input(conversation, can_see).model_messages()
         return json_response(payload, etag(notes.version))
 
-    @v1.get("/conversations/{conversation:path}/audit", response_model=list[dict[str, Any]])
+    @v1.get("/conversations/{conversation:path}/audit", response_model=list[schemas.AuditRow],
+            response_description="The audit's rows, in order, each by its kind")
     def audit(chatrecord: Service, conversation: Conversation, rules: RulesQuery = None) -> Response:
         """Everything that ran, was written, decided, left undecided or cut, in order, with
         times: the rows of `chatrecord audit --json`."""
         done = chatrecord.audit(conversation, rules.value if rules else None)
         return json_response([row.to_json() for row in done.rows])
 
-    @v1.get("/conversations/{conversation:path}/activity", response_model=list[dict[str, Any]])
+    @v1.get("/conversations/{conversation:path}/activity", response_model=list[schemas.SegmentActivity],
+            response_description="The activity list, segment by segment")
     def activity(chatrecord: Service, conversation: Conversation, rules: RulesQuery = None) -> Response:
         """The activity list the chat shows the editor, segment by segment."""
         segments = chatrecord.activity(conversation, rules.value if rules else None)
         return json_response([s.model_dump(mode="json") for s in segments])
 
-    @v1.get("/conversations/{conversation:path}/replay", response_model=dict[str, Any])
+    @v1.get("/conversations/{conversation:path}/replay", response_model=schemas.Replay,
+            response_description="Every turn's model input as it was then")
     def replay(
         chatrecord: Service, conversation: Conversation, rules: RulesQuery = None,
         at: Annotated[int | None, Query(ge=1, description="Only the turn of user message N.")] = None,
