@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from hashlib import sha256
 from typing import Annotated, Any
 
@@ -42,7 +42,7 @@ from domain.limits import (
     SHOWN_MAX,
     TEXT_MAX,
 )
-from domain.values import CARD_ANSWERS, IDENTIFIER_MAX, reduce_identifier
+from domain.values import CARD_ANSWERS, IDENTIFIER_MAX
 
 NAME_MAX = IDENTIFIER_MAX
 _NOT_KEY = re.compile(r"[^A-Za-z0-9_.:/-]")
@@ -164,9 +164,9 @@ def parse_at(value: Any) -> datetime:
         raise ValueError(f"{show(value)} is a date without a time of day; expected ISO-8601 date and time "
                          f"in UTC like 2026-10-28T09:00:00Z")
     if at.tzinfo is None:
-        at = at.replace(tzinfo=timezone.utc)
+        at = at.replace(tzinfo=UTC)
     try:
-        at = at.astimezone(timezone.utc)
+        at = at.astimezone(UTC)
         inside = AT_MIN <= at <= AT_MAX
     except OverflowError:  # before year 1 or after year 9999 in UTC: outside either way
         inside = False
