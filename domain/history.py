@@ -232,7 +232,7 @@ class MemoryHistory:
             self.version = event.originator_version
 
 
-class NotKnown(Exception):  # noqa: N818 - a question, not a failure: the caller reads the index instead
+class NotKnown(Exception):  # a question, not a failure: the caller reads the index instead
     """Raised by `AssumedHistory` for a lookup it cannot answer without reading the index."""
 
 

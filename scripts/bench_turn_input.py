@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from domain.events import (  # noqa: E402
+from domain.events import (
     CardDecided,
     ConversationEvent,
     ConversationStarted,
@@ -28,8 +28,8 @@ from domain.events import (  # noqa: E402
     UserMessagePosted,
     conversation_uuid,
 )
-from domain.values import RecordRef, StepFact, WaitingCall  # noqa: E402
-from projections import turn as turns  # noqa: E402
+from domain.values import RecordRef, StepFact, WaitingCall
+from projections import turn as turns
 
 T0 = datetime(2026, 10, 28, 9, 0, tzinfo=UTC)
 PAGE = RecordRef(table="pages", uid=42)

@@ -282,7 +282,7 @@ class _Fetched:
         return self.rows
 
 
-class AssumptionFailed(Exception):  # noqa: N818 - not an error of the caller's: the command is decided again
+class AssumptionFailed(Exception):  # not an error of the caller's: the command is decided again
     """Raised by the append when the index no longer stands as an `AssumedHistory` assumed
     (another writer appended, the line or segment was recorded before, the run was cut):
     nothing was stored, and the command is decided again from the index."""

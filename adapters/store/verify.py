@@ -200,7 +200,7 @@ def _name(item: Item, name_of: NameOf, head: KeptHead | None) -> str:
     if item[1] == 1 and item[2] is not None:
         try:
             return name_of(item[2])
-        except Exception:  # a changed first event: the verdict says so, the id names it
+        except Exception:  # noqa: BLE001 - a changed first event fails in any way: the verdict says so, the id names it
             pass
     return head.conversation if head else str(item[0])
 

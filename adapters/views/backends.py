@@ -400,7 +400,7 @@ def backend_for(store: Any) -> Backend:
     return backend
 
 
-class NeedsSnapshot(Exception):  # noqa: N818 - a signal to the reader, never seen outside ReadModels
+class NeedsSnapshot(Exception):  # a signal to the reader, never seen outside ReadModels
     """Raised by a cursor of `Backend.reading(snapshot=False)` at its second statement."""
 
 

@@ -33,7 +33,7 @@ TABLES = ("heads", "entries", "outcomes", "messages", "pages", "turns")
 
 
 
-class ReadMoved(Exception):  # noqa: N818 - a signal to the reader, never seen outside ReadModels
+class ReadMoved(Exception):  # a signal to the reader, never seen outside ReadModels
     """Raised by a turn read whose rows moved under it: a rebuild in another process dropped
     its generation's tables, or a later statement of the read found the head at another
     version than its first one did. The reader takes the live pointer and reads again."""

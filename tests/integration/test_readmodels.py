@@ -48,7 +48,7 @@ from projections.turn_notes import apply_notes
 from tests.integration.backends import PostgresStores, SQLiteStores
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
-from test_properties import EPISODES, st, tell  # noqa: E402  the random conversations of the unit properties
+from test_properties import EPISODES, st, tell  # the random conversations of the unit properties
 
 DEMO = Path(__file__).resolve().parents[1] / "data" / "demo_seo_tour.jsonl"
 T0 = datetime(2026, 10, 28, 9, 0, tzinfo=UTC)
