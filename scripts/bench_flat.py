@@ -55,9 +55,9 @@ from bench_flat_support import (
     loadavg,
     machine,
     median_time,
-    tree_memory_kb,
     say,
     target,
+    tree_memory_kb,
 )
 
 from adapters.views.readmodels import ReadModels

@@ -57,11 +57,10 @@ import orjson  # noqa: E402
 import psycopg  # noqa: E402
 
 import adapters  # noqa: E402,F401  (ROOT's package, before bench_ingest puts HERE first)
-
+import projections  # noqa: E402,F401  (ROOT's too, before the scripts' folder comes first)
 from adapters.api import Chatrecord  # noqa: E402
 from adapters.store.settings import open_store  # noqa: E402
 from domain.errors import ChatrecordError  # noqa: E402
-import projections  # noqa: E402,F401  (ROOT's too, before the scripts' folder comes first)
 
 sys.path.insert(1, str(HERE / "scripts"))
 from bench_http import cpu_model, load  # noqa: E402  (the machine facts every benchmark prints)

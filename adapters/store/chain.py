@@ -26,10 +26,9 @@ before the chain existed is chained only by the explicit, logged upgrade
 
 from __future__ import annotations
 
-from contextlib import suppress
-
 import hashlib
 from collections.abc import Sequence
+from contextlib import suppress
 from typing import Any
 from uuid import UUID
 
