@@ -102,12 +102,12 @@ class SQLRows:
         if kept is None:
             return self._decode(bodies)
         found = [kept.get(self.cid, body) for body in bodies]
-        if self.texts is not None and any(m is not None and '"sealed":' in b for m, b in zip(found, bodies)) \
+        if self.texts is not None and any(m is not None and '"sealed":' in b for m, b in zip(found, bodies, strict=True)) \
                 and not self.texts.readable(self.cid):
             found = [None] * len(bodies)  # erased: the kept texts are not to be read any more
         missing = [i for i, message in enumerate(found) if message is None]
         if missing:
-            for i, message in zip(missing, self._decode([bodies[i] for i in missing])):
+            for i, message in zip(missing, self._decode([bodies[i] for i in missing]), strict=True):
                 found[i] = message
                 kept.put(self.cid, bodies[i], message)
         return tuple(found)  # type: ignore[arg-type]
@@ -251,7 +251,7 @@ class SQLRows:
         """Returns the transcript messages at `indexes` (one statement); `kept` as in
         `_decode_messages`."""
         bodies = self._bodies_at(indexes)
-        return dict(zip(bodies, self._decode_messages(list(bodies.values()), kept)))
+        return dict(zip(bodies, self._decode_messages(list(bodies.values()), kept), strict=True))
 
     def _bodies_at(self, indexes: set[int] | list[int]) -> dict[int, str]:
         """Returns the row bodies of the transcript messages at `indexes` there are (one statement)."""
@@ -320,7 +320,7 @@ class SQLRows:
             found = {i: message for i in indexes if (message := known.messages.get(i)) is not None}
             bodies.update(self._bodies_at([i for i in indexes if i not in found and i not in bodies]))
             have = sorted(i for i in indexes if i not in found and i in bodies)
-            for i, message in zip(have, self._decode_messages([bodies[i] for i in have], kept)):
+            for i, message in zip(have, self._decode_messages([bodies[i] for i in have], kept), strict=True):
                 found[i] = message
                 if len(bodies[i]) <= MESSAGE_BODY:
                     known.messages[i] = message
