@@ -261,7 +261,7 @@ class ConversationStore(Application[UUID]):
             added: list[int | None] = []
 
             def index(cursor: object, state: Conversation | None = state, events: tuple = events,
-                      assumed: tuple | None = assumed) -> None:
+                      assumed: tuple | None = assumed, added: list[int | None] = added) -> None:
                 added.append(self.history.write(cid, state, events, curs=cursor, follows=True,
                                                 assumed=assumed[2] if assumed is not None else None))
                 if self.inline_views is not None:
