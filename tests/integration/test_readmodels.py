@@ -103,7 +103,7 @@ def behalten_tour(conversation: str = "conv-behalten") -> list[dict[str, Any]]:
                                 "toolIsError": False, "toolOutcome": "ok"}]
     tour.add("segment_returned", segment="run/1", run="run", trigger="turn", outcome="awaiting_approval",
              answer="Ich schlage einen Titel vor.", steps=steps, pending=[card("title")])
-    for n, field in enumerate(fields, start=1):
+    for n in range(1, len(fields) + 1):
         tour.add("card_decided", segment=f"run/{n}", approved=False, answer="Behalten", message=n + 1, text="Behalten")
         last = n == len(fields)
         tour.add("segment_returned", segment=f"run/{n + 1}", run="run", trigger="approval",
@@ -380,7 +380,7 @@ class ReadModelsContract:
                 chat.add("user_message", message=n, text=f"weiter {n}", page=40 + n % 3)
                 chat.add("segment_returned", segment=f"{chat.conversation}/{n}", run=f"r{n}", trigger="turn",
                          outcome="completed", answer=f"Schritt {n}.", steps=model_round(1))
-        ingest(store, [line for pair in zip(*(chat.lines for chat in chats)) for line in pair])
+        ingest(store, [line for pair in zip(*(chat.lines for chat in chats), strict=True) for line in pair])
         monkeypatch.setattr("adapters.views.readmodels.PAGE", 5)
         monkeypatch.setattr("adapters.views.readmodels.KEPT_HEADS", 1)
 
