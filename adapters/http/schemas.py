@@ -4,13 +4,13 @@ models only describe it."""
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 
-class Full(str, Enum):
+class Full(StrEnum):
     full = "full"
 
 
