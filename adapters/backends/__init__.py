@@ -73,7 +73,7 @@ class StoreFactory:
     """The database driver's errors, which `problem` words (`adapters.store.settings.store_problem`)."""
 
     def mapper(self, transcoder: Transcoder | None = None, mapper_class: type[Mapper[Any]] | None = None) -> Mapper[Any]:
-        mapper = super().mapper(transcoder, mapper_class)  # type: ignore[misc]
+        mapper: Mapper[Any] = super().mapper(transcoder, mapper_class)  # type: ignore[misc]
         if isinstance(mapper, PydanticMapper):
             mapper.keys = self.data_keys()
         return mapper
@@ -133,7 +133,7 @@ def backend_of(factory: InfrastructureFactory[Any]) -> type[StoreFactory]:
     topic = LIBRARY_MODULES.get(type(factory).__module__)
     if topic is None:
         raise LookupError(f"the store has no backend for the persistence module of {type(factory).__qualname__}")
-    found = resolve_topic(topic)
+    found: type[Any] = resolve_topic(topic)
     assert issubclass(found, StoreFactory)
     return found
 

@@ -26,8 +26,8 @@ import orjson
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import to_jsonable_python
 
-from adapters.ingest.lines import LINE_TYPES, Line, ParsedLine, show
-from adapters.ingest.names import Whole
+from adapters.ingest.lines import LINE_TYPES, Line, ParsedLine
+from adapters.ingest.names import Whole, show
 from domain.conversation import Conversation, MemoryHistory, project_conversation
 from domain.errors import ChatrecordError, InvalidInput
 from domain.events import ConversationEvent
@@ -45,7 +45,7 @@ __all__ = [
     "read_lines",
 ]
 
-_LINE = TypeAdapter(ParsedLine)
+_LINE: TypeAdapter[ParsedLine] = TypeAdapter(ParsedLine)
 _set = object.__setattr__
 _WHOLE_LINE = "(line)"
 
@@ -54,7 +54,7 @@ def digest_of(line: Line) -> str:
     """Returns 32 hex of the sha256 of the line's stored facts (type, conversation, at and the
     command's arguments) as canonical JSON: the same line delivered twice has the same digest,
     and nothing the privacy filter drops enters it."""
-    facts = {"type": line.type, "conversation": line.conversation, "at": line.at.isoformat()}  # type: ignore[attr-defined]
+    facts = {"type": line.type, "conversation": line.conversation, "at": line.at.isoformat()}
     facts.update(line.kept_facts())
     canonical = orjson.dumps(to_jsonable_python(facts), option=orjson.OPT_SORT_KEYS)
     return sha256(canonical).hexdigest()[:32]
@@ -397,7 +397,8 @@ def _kind_of(value: Any) -> str:
         return orjson.dumps(value).decode()
     if isinstance(value, (int, float)):
         return f"the number {show(value)}"
-    return {str: "a string", list: "a list", dict: "an object"}.get(type(value), type(value).__name__)
+    kinds: dict[type[Any], str] = {str: "a string", list: "a list", dict: "an object"}
+    return kinds.get(type(value), type(value).__name__)
 
 
 _TYPES = {
