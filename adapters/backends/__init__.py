@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from eventsourcing.persistence import InfrastructureFactory, Mapper, Transcoder
 from eventsourcing.utils import resolve_topic
 
-from adapters.store.crypto import MASTER_KEY_VARIABLE, master_key
+from adapters.store.crypto import MASTER_KEY_VARIABLE, ViewTexts, master_key
 from adapters.store.keys import DataKeys
 from adapters.store.serialization import PydanticMapper
 
@@ -136,6 +136,21 @@ def backend_of(factory: InfrastructureFactory[Any]) -> type[StoreFactory]:
     found: type[Any] = resolve_topic(topic)
     assert issubclass(found, StoreFactory)
     return found
+
+
+def backend_for(store: Any) -> Backend:
+    """Returns where the read models of a ConversationStore live (`adapters.views.backends`), as
+    its store factory hands it out, sealing the rows' texts with the store's data keys if any."""
+    backend = backend_of(store.factory).views_backend(store)
+    keys = getattr(store.mapper, "keys", None)
+    backend.texts = ViewTexts(keys) if keys is not None else None
+    return backend
+
+
+def keys_for(store: Any) -> IdempotencyKeys:
+    """Returns the kept idempotency keys in a ConversationStore's own database, making the table
+    if it is missing (`adapters.store.idempotency`), as its store factory hands them out."""
+    return backend_of(store.factory).idempotency_keys(store)
 
 
 def backend_named(module: str | None) -> type[StoreFactory]:

@@ -22,6 +22,7 @@ from fastapi import APIRouter, Depends, FastAPI, Header, Path, Query, Request, R
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from adapters.api import Chatrecord
+from adapters.backends import keys_for
 from adapters.http import schemas
 from adapters.http.problems import PROBLEM, Problem, install
 from adapters.http.ui import install_ui
@@ -30,7 +31,7 @@ from adapters.ingest.names import AT_PATTERN, parse_at
 from adapters.processes import end_with_parent
 from adapters.service.conversations import CURSOR_PATTERN, LIST_LIMIT_MAX, BadCursor
 from adapters.service.lines import VersionMismatch
-from adapters.store.idempotency import MAX_KEY, Kept, body_hash, keys_for
+from adapters.store.idempotency import MAX_KEY, Kept, body_hash
 from adapters.store.settings import BadSetting
 from domain.limits import INT_MAX
 from projections.page_line import PageFilter

@@ -9,7 +9,7 @@ it was switched away from.
 
 `Backend` is what the read models need of a database and `SQLBackend` its SQL part; each
 backend's module (`adapters.backends`) has its own (`SQLiteBackend`, `PostgresBackend`,
-`MemoryBackend`), which its store factory hands out (`backend_for`).
+`MemoryBackend`), which its store factory hands out (`adapters.backends.backend_for`).
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
-from adapters.backends import backend_of
 from adapters.store.crypto import ViewTexts
 from adapters.views.rows import (
     TABLES,
@@ -391,17 +390,8 @@ class SQLBackend(Backend):
         return name in self._tables(curs)
 
 
-def backend_for(store: Any) -> Backend:
-    """Returns the backend of a ConversationStore's database, as its store factory hands it
-    out (`adapters.backends`)."""
-    backend = backend_of(store.factory).views_backend(store)
-    keys = getattr(store.mapper, "keys", None)
-    backend.texts = ViewTexts(keys) if keys is not None else None
-    return backend
-
-
 class NeedsSnapshot(Exception):  # a signal to the reader, never seen outside ReadModels
     """Raised by a cursor of `Backend.reading(snapshot=False)` at its second statement."""
 
 
-__all__ = ["TABLES", "Backend", "NeedsSnapshot", "Pointer", "QueuedStatements", "ReadMoved", "backend_for"]
+__all__ = ["TABLES", "Backend", "NeedsSnapshot", "Pointer", "QueuedStatements", "ReadMoved"]

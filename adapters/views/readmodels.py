@@ -33,10 +33,11 @@ from uuid import UUID
 
 from eventsourcing.application import LRUCache
 
+from adapters.backends import backend_for
 from adapters.processes import end_with
 from adapters.store.application import ConversationStore
 from adapters.store.serialization import UnreadableEvent, originator_uuid
-from adapters.views.backends import Backend, NeedsSnapshot, Pointer, ReadMoved, SQLBackend, backend_for
+from adapters.views.backends import Backend, NeedsSnapshot, Pointer, ReadMoved, SQLBackend
 from adapters.views.rendered import KeptMessages, KnownBlocks, RenderedNotes, known_conversations
 from adapters.views.rows import PrefetchedRows, table_names
 from domain.errors import ChatrecordError, UnknownConversation, shown_id
