@@ -16,7 +16,7 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
-from adapters.cli.habits import version
+from adapters import version
 from adapters.traces.spans import Span
 from domain.errors import ChatrecordError
 
