@@ -157,18 +157,18 @@ def backend_named(module: str | None) -> type[StoreFactory]:
     """Returns the store factory class a PERSISTENCE_MODULE value names (one of the library's
     own modules, or a store factory's topic); the memory backend's for none or any other."""
     topic = LIBRARY_MODULES.get(module or "", module or MEMORY_MODULE)
-    found = resolve_topic(topic if topic in LIBRARY_MODULES.values() else MEMORY_MODULE)
+    found: type[Any] = resolve_topic(topic if topic in LIBRARY_MODULES.values() else MEMORY_MODULE)
     assert issubclass(found, StoreFactory)
-    return found  # type: ignore[no-any-return]
+    return found
 
 
 def backend_of_error(driver: BaseException) -> type[StoreFactory]:
     """Returns the store factory class whose database driver raised `driver` (StoreFactory
     itself, which words no error, for an error of no backend's driver)."""
     for topic in LIBRARY_MODULES.values():
-        found = resolve_topic(topic)
+        found: type[StoreFactory] = resolve_topic(topic)  # each names a StoreFactory subclass
         if isinstance(driver, found.driver_errors):
-            return found  # type: ignore[no-any-return]
+            return found
     return StoreFactory
 
 

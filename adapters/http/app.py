@@ -199,7 +199,8 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
         return b"".join(chunks)
 
     def service(request: Request) -> Chatrecord:
-        return request.app.state.chatrecord  # type: ignore[no-any-return]
+        chatrecord: Chatrecord = request.app.state.chatrecord  # set by the app's lifespan
+        return chatrecord
 
     Service = Annotated[Chatrecord, Depends(service)]
     v1 = APIRouter(prefix="/v1", dependencies=[Depends(authorized)], responses=ERRORS)

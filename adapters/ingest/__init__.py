@@ -181,7 +181,7 @@ def _key_twice(text: str | bytes, data: dict[str, Any]) -> tuple[Any, ...] | Non
     return None
 
 
-class _Pairs(dict):  # type: ignore[type-arg]
+class _Pairs(dict[str, Any]):
     """An object read with its pairs: `twice` is its first key that appears twice, if any."""
 
     twice: str | None = None
@@ -191,7 +191,11 @@ class _Pairs(dict):  # type: ignore[type-arg]
         made = cls(pairs)
         if len(made) != len(pairs):
             seen: set[str] = set()
-            made.twice = next(key for key, _ in pairs if key in seen or seen.add(key))  # type: ignore[func-returns-value]
+            for key, _ in pairs:
+                if key in seen:
+                    made.twice = key
+                    break
+                seen.add(key)
         return made
 
 

@@ -93,7 +93,8 @@ class Line(InputModel):
         return command(state, **self.kept_facts(), at=self.at, source=self.digest, history=history)
 
     def _out_of_order(self, version: int) -> LineOutOfOrder:
-        if version < self.follows:  # type: ignore[operator]
+        assert self.follows is not None  # asked only of a line that names the version it follows
+        if version < self.follows:
             return LineOutOfOrder(
                 f"the line follows version {self.follows} of conversation {self.conversation!r}, which is at "
                 f"version {version}; it waits for the lines before it (nothing of it was stored)",

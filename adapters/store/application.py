@@ -388,8 +388,9 @@ class ConversationStore(Application[UUID]):
                 position = recording.notification.id if recording is not None else None
             after = project_conversation(state, events)
             self._cache(after)
-            if after is not None and outcomes is not None and added.get(cid) is not None:
-                self._known.put(cid, (after.version, outcomes + added[cid]))  # type: ignore[operator]
+            count = added.get(cid)
+            if after is not None and outcomes is not None and count is not None:
+                self._known.put(cid, (after.version, outcomes + count))
             self._snapshot_if_due(state, after)
             results.append(HandleResult(command.conversation, events, events, after, position, 1))
         return results

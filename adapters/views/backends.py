@@ -277,6 +277,10 @@ class Backend:
         """Returns the rule set of the previous version's views and their tables, if any."""
         return None, []
 
+    def drop_table(self, curs: Any, name: str) -> None:
+        """Drops one of `old_tables`."""
+        raise NotImplementedError
+
 
 class SQLBackend(Backend):
     """The views in a SQL database (`datastore`: the library's; `events_table` its events

@@ -270,7 +270,7 @@ class ReadModels:
                 self.backend.create(curs, 1)
                 self.backend.set_pointer(curs, live)
                 for table in old_tables:
-                    self.backend.drop_table(curs, table)  # type: ignore[attr-defined]
+                    self.backend.drop_table(curs, table)
                 if old_tables:
                     log.warning("chatrecord: the read models of the previous version were dropped; "
                                 "they are rebuilt from the log as rows now")

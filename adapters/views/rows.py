@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import orjson
 from pydantic import TypeAdapter
@@ -110,7 +110,7 @@ class SQLRows:
             for i, message in zip(missing, self._decode([bodies[i] for i in missing]), strict=True):
                 found[i] = message
                 kept.put(self.cid, bodies[i], message)
-        return tuple(found)  # type: ignore[arg-type]
+        return cast("tuple[Message, ...]", tuple(found))  # every None was filled above
 
     def _decode(self, bodies: Sequence[str]) -> tuple[Message, ...]:
         if not any('"sealed":' in body for body in bodies):
