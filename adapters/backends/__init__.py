@@ -73,7 +73,7 @@ class StoreFactory:
     """The database driver's errors, which `problem` words (`adapters.store.settings.store_problem`)."""
 
     def mapper(self, transcoder: Transcoder | None = None, mapper_class: type[Mapper[Any]] | None = None) -> Mapper[Any]:
-        mapper: Mapper[Any] = super().mapper(transcoder, mapper_class)  # type: ignore[misc]
+        mapper: Mapper[Any] = super().mapper(transcoder, mapper_class)  # type: ignore[misc]  # a mixin: the library's factory comes after it
         if isinstance(mapper, PydanticMapper):
             mapper.keys = self.data_keys()
         return mapper

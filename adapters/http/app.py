@@ -353,7 +353,7 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
         return json_response(done.to_json())
 
     app.include_router(v1)
-    app.openapi = lambda: app.openapi_schema or schemas.document(app)  # type: ignore[method-assign]
+    app.openapi = lambda: app.openapi_schema or schemas.document(app)  # type: ignore[method-assign]  # FastAPI's way to serve a document of one's own
     install_ui(app, settings.token)
 
     @app.get("/v1/healthz", response_model=schemas.Health, responses={503: ERRORS[503]})

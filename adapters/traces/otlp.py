@@ -99,4 +99,4 @@ def push(spans: Sequence[Span], endpoint: str, timeout: float = 10.0) -> None:
     try:
         export(spans, exporter, url)
     finally:
-        exporter.shutdown()  # type: ignore[no-untyped-call]
+        exporter.shutdown()  # type: ignore[no-untyped-call]  # the SDK's shutdown is unannotated

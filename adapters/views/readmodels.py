@@ -606,7 +606,8 @@ class ReadModels:
 
         def read(after: int) -> Sequence[Any]:
             if to_fold is not None:
-                return to_fold(after, PAGE, stop, part)  # type: ignore[no-any-return]
+                folded: Sequence[Any] = to_fold(after, PAGE, stop, part)
+                return folded
             assert part is None, "a backend that folds in parts reads them"
             return self.store.recorder.select_notifications(after, PAGE, stop=stop, inclusive_of_start=False)
 
@@ -717,7 +718,7 @@ class ReadModels:
         cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
         parts = max(1, min(cpus, MAX_WORKERS))
         if parts > 1:
-            sizes = self.store.recorder.count_notifications_by_part(stop, parts)  # type: ignore[attr-defined]
+            sizes = self.store.recorder.count_notifications_by_part(stop, parts)  # type: ignore[attr-defined]  # a recorder that folds in parts
             if max(sizes) > MOST_OF_A_PART * sum(sizes):
                 return 1
         return parts

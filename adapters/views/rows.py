@@ -514,7 +514,7 @@ class LazyEntries(Sequence[Entry]):
     def __len__(self) -> int:
         return self._total
 
-    def __getitem__(self, index: int) -> Entry:  # type: ignore[override]
+    def __getitem__(self, index: int) -> Entry:  # type: ignore[override]  # an index, no slice: read one by one
         if index < 0:
             index += self._total
         if not 0 <= index < self._total:
