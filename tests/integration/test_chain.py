@@ -367,3 +367,31 @@ class TestPostgresChain(PostgresStores, ChainContract):
     def insert_event(self, store: ConversationStore, stored: StoredEvent) -> None:
         self._run("INSERT INTO {events} (originator_id, originator_version, topic, state) VALUES (%s, %s, %s, %s)",
                   (DEMO, stored.originator_version, stored.topic, stored.state))
+
+    def index_rows(self) -> dict[str, list[Any]]:
+        """Returns the demo conversation's history index rows, by table."""
+        found = {}
+        for table in ("chatrecord_index", "chatrecord_segments", "chatrecord_messages", "chatrecord_sources"):
+            query = sql.SQL("SELECT * FROM {} WHERE cid = %s ORDER BY 1, 2").format(sql.Identifier(self.schema, table))
+            with psycopg.connect(self.url) as conn:
+                found[table] = conn.execute(query, (str(DEMO),)).fetchall()
+        return found
+
+    def test_a_refused_append_sent_as_statements_stores_nothing(self, store: ConversationStore) -> None:
+        """Where the append goes as the library's pipelined statements (`_append_synced`: no
+        append function to be had, as for a role without CREATE on the schema), the chain's
+        refusal, raised after the INSERT was sent, rolls the events back with the index rows
+        written before them: the line may be sent again, and is not taken for a repeat."""
+        segment = next(e for e in reversed(store.events("conv-demo-seo")) if type(e).__name__ == "SegmentReturned")
+        forged = segment.model_copy(update={"originator_version": 21, "segment": segment.segment[:-1] + "9"})
+        self.insert_event(store, store.mapper.to_stored_event(forged))  # no hash row
+        with pytest.raises(ChainBroken):  # in one call: refused; the index has caught up with the forged event
+            Chatrecord(store).record(LATER_LINE)
+        before = self.index_rows()
+        for writer in (store, self.reopened(store)):
+            writer.recorder._function = ""  # type: ignore[attr-defined]  # appends go as statements
+            with pytest.raises(ChainBroken) as refused:
+                Chatrecord(writer).record(LATER_LINE)
+            assert (refused.value.problem, refused.value.version) == ("inserted", 21)
+            assert sorted(self.events(store)) == list(range(1, 22))  # the forged event, nothing after it
+            assert self.index_rows() == before
