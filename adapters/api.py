@@ -101,13 +101,13 @@ def _in_store_terms(method: Method) -> Method:
         def generate(self: Chatrecord, *args: Any, **kwargs: Any) -> Any:
             with store_errors(self.store):
                 return (yield from method(self, *args, **kwargs))
-        return generate  # type: ignore[return-value]
+        return generate  # type: ignore[return-value]  # functools.wraps: the method's own signature
 
     @functools.wraps(method)
     def call(self: Chatrecord, *args: Any, **kwargs: Any) -> Any:
         with store_errors(self.store):
             return method(self, *args, **kwargs)
-    return call  # type: ignore[return-value]
+    return call  # type: ignore[return-value]  # functools.wraps: the method's own signature
 
 
 class Chatrecord:
@@ -238,7 +238,7 @@ class Chatrecord:
         """
         _lines_argument("ingest", lines)
         if isinstance(lines, (io.BufferedIOBase, io.RawIOBase)):  # a file: each line read bounded
-            lines = bounded_lines(lines)  # type: ignore[arg-type]
+            lines = bounded_lines(lines)  # type: ignore[arg-type]  # io's binary streams are BinaryIO but for the name
         return Ingestion(self._handle_in_store_terms, self._handle_batch, source, skip_bad, batch_lines,
                          progress, guard).run(lines)
 
@@ -537,7 +537,7 @@ class Chatrecord:
         if kept is not None and kept.version == head.originator_version:
             return kept
         if kept is not None and kept.version < head.originator_version:
-            after = list(self.store.events.get(uuid, gt=kept.version))  # type: ignore[arg-type]
+            after = list(self.store.events.get(uuid, gt=kept.version))
             fresh = kept.extend(after, rule_set) if after and after[0].originator_version == kept.version + 1 else None
         else:
             fresh = None

@@ -15,7 +15,7 @@ commands in `domain.conversation` read the index through the `History` protocol:
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from domain.cards import is_guided, records_outcome
 from domain.events import (
@@ -30,6 +30,9 @@ from domain.events import (
     UserMessagePosted,
 )
 from domain.segments import SegmentInfo, continues_approval, waits_for
+
+if TYPE_CHECKING:
+    from domain.state import Conversation
 
 
 class SegmentRecord(SegmentInfo):
@@ -220,7 +223,7 @@ class MemoryHistory:
         first = self.sources.get(digest, (version, version))[0]
         self.sources[digest] = (first, version)
 
-    def record(self, state: object, events: Iterable[ConversationEvent]) -> None:
+    def record(self, state: Conversation | None, events: Iterable[ConversationEvent]) -> None:
         """Records `events` in order, `state` being the aggregate's state before the first."""
         from domain.state import (
             evolve,  # the state folds along: the fold needs each one before
@@ -228,11 +231,11 @@ class MemoryHistory:
 
         for event in events:
             index_event(self, state, event)
-            state = evolve(event, state)  # type: ignore[arg-type]
+            state = evolve(event, state)
             self.version = event.originator_version
 
 
-class NotKnown(Exception):  # noqa: N818 - a question, not a failure: the caller reads the index instead
+class NotKnown(Exception):  # a question, not a failure: the caller reads the index instead
     """Raised by `AssumedHistory` for a lookup it cannot answer without reading the index."""
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from domain.errors import ChatrecordError
@@ -104,8 +104,8 @@ class TurnInput:
 def iso(at: datetime) -> str:
     """Returns `at` as ISO-8601 in UTC with a `Z`, as the chat writes it."""
     if at.tzinfo is None:
-        at = at.replace(tzinfo=timezone.utc)
-    return at.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
+        at = at.replace(tzinfo=UTC)
+    return at.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
 def turn_input(

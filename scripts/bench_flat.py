@@ -41,7 +41,7 @@ from statistics import median
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_flat_support import (  # noqa: E402
+from bench_flat_support import (
     TARGETS,
     Backend,
     Chatrecord,
@@ -55,12 +55,12 @@ from bench_flat_support import (  # noqa: E402
     loadavg,
     machine,
     median_time,
-    tree_memory_kb,
     say,
     target,
+    tree_memory_kb,
 )
 
-from adapters.views.readmodels import ReadModels  # noqa: E402
+from adapters.views.readmodels import ReadModels
 
 # ------------------------------------------------------------------ sections
 
@@ -76,7 +76,7 @@ def section_append(b: Backend, args: argparse.Namespace) -> None:
         ours.append()
     bare = bare_saver(b.env("bare"))
     numbers = iter(range(10**9))
-    row_append = lambda i: (A.append_segment(conn, "flat-row-1", C.segment(next(numbers), "flat-row-1")[0]),  # noqa: E731
+    row_append = lambda i: (A.append_segment(conn, "flat-row-1", C.segment(next(numbers), "flat-row-1")[0]),
                             A.read_turn(conn, "flat-row-1"))
     fig, s = Figures(), args.seconds
     for r in range(args.rounds):

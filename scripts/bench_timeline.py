@@ -29,15 +29,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_flat_support import Postgres, SQLite, bulk_fill  # noqa: E402
+from bench_flat_support import Postgres, SQLite, bulk_fill
 
-from adapters.api import Chatrecord  # noqa: E402
-from adapters.http.app import HttpSettings, create_app  # noqa: E402
-from adapters.store.application import ConversationStore  # noqa: E402
+from adapters.api import Chatrecord
+from adapters.http.app import HttpSettings, create_app
+from adapters.store.application import ConversationStore
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
-    from fastapi.testclient import TestClient  # noqa: E402
+    from fastapi.testclient import TestClient
 
 
 def timed_get(client: TestClient, path: str) -> float:

@@ -15,12 +15,12 @@ from __future__ import annotations
 import statistics
 import sys
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from domain.events import (  # noqa: E402
+from domain.events import (
     CardDecided,
     ConversationEvent,
     ConversationStarted,
@@ -28,10 +28,10 @@ from domain.events import (  # noqa: E402
     UserMessagePosted,
     conversation_uuid,
 )
-from domain.values import RecordRef, StepFact, WaitingCall  # noqa: E402
-from projections import turn as turns  # noqa: E402
+from domain.values import RecordRef, StepFact, WaitingCall
+from projections import turn as turns
 
-T0 = datetime(2026, 10, 28, 9, 0, tzinfo=timezone.utc)
+T0 = datetime(2026, 10, 28, 9, 0, tzinfo=UTC)
 PAGE = RecordRef(table="pages", uid=42)
 
 

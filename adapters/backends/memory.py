@@ -128,7 +128,7 @@ class MemoryHistoryTables(HistoryTables):
     """The history index in memory: one `MemoryHistory` per conversation."""
 
     def __init__(self) -> None:
-        self.memory: dict[UUID, Any] = {}
+        self.memory: dict[UUID, MemoryHistory] = {}
 
     def reader(self, cid: UUID) -> MemoryHistory:
         return self.memory.setdefault(cid, MemoryHistory())
@@ -141,8 +141,8 @@ class MemoryHistoryTables(HistoryTables):
         return self.reader(cid)
 
     def _emptied(self, index: Any, cid: UUID) -> MemoryHistory:
-        index = self.memory[cid] = MemoryHistory()
-        return index
+        emptied = self.memory[cid] = MemoryHistory()
+        return emptied
 
     def _transaction(self) -> Any:
         return nullcontext(None)

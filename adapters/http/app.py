@@ -22,6 +22,7 @@ from fastapi import APIRouter, Depends, FastAPI, Header, Path, Query, Request, R
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from adapters.api import Chatrecord
+from adapters.backends import keys_for
 from adapters.http import schemas
 from adapters.http.problems import PROBLEM, Problem, install
 from adapters.http.ui import install_ui
@@ -30,7 +31,7 @@ from adapters.ingest.names import AT_PATTERN, parse_at
 from adapters.processes import end_with_parent
 from adapters.service.conversations import CURSOR_PATTERN, LIST_LIMIT_MAX, BadCursor
 from adapters.service.lines import VersionMismatch
-from adapters.store.idempotency import MAX_KEY, Kept, body_hash, keys_for
+from adapters.store.idempotency import MAX_KEY, Kept, body_hash
 from adapters.store.settings import BadSetting
 from domain.limits import INT_MAX
 from projections.page_line import PageFilter
@@ -199,12 +200,13 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
         return b"".join(chunks)
 
     def service(request: Request) -> Chatrecord:
-        return request.app.state.chatrecord  # type: ignore[no-any-return]
+        chatrecord: Chatrecord = request.app.state.chatrecord  # set by the app's lifespan
+        return chatrecord
 
     Service = Annotated[Chatrecord, Depends(service)]
     # every /v1 operation can answer these; a conversation's own operations add 404 and 409
-    common = {status: ERRORS[status] for status in (400, 401, 500, 503)}
-    of_a_conversation = {status: ERRORS[status] for status in (404, 409)}
+    common: dict[int | str, dict[str, Any]] = {status: ERRORS[status] for status in (400, 401, 500, 503)}
+    of_a_conversation: dict[int | str, dict[str, Any]] = {status: ERRORS[status] for status in (404, 409)}
     v1 = APIRouter(prefix="/v1", dependencies=[Depends(authorized)], responses=common)
 
     @v1.post("/lines", response_model=schemas.Recorded, openapi_extra=schemas.LINES_BODY, responses=of_a_conversation | {
@@ -361,7 +363,7 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
         return json_response(done.to_json())
 
     app.include_router(v1)
-    app.openapi = lambda: app.openapi_schema or schemas.document(app)  # type: ignore[method-assign]
+    app.openapi = lambda: app.openapi_schema or schemas.document(app)  # type: ignore[method-assign]  # FastAPI's way to serve a document of one's own
     install_ui(app, settings.token)
 
     @app.get("/v1/healthz", response_model=schemas.Health, responses={503: ERRORS[503]})

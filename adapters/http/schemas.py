@@ -8,7 +8,7 @@ answers strictly against them and checks they write them back byte for byte."""
 from __future__ import annotations
 
 from datetime import datetime
-from enum import Enum
+from enum import StrEnum
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -20,7 +20,7 @@ from projections.rules import RULE_SET_IDS
 from projections.steps import DecisionKind, Reading
 
 
-class Full(str, Enum):
+class Full(StrEnum):
     full = "full"
 
 

@@ -94,7 +94,8 @@ def ui_router(token: str | None) -> APIRouter:
         return response
 
     def service(request: Request) -> Chatrecord:
-        return request.app.state.chatrecord  # type: ignore[no-any-return]
+        chatrecord: Chatrecord = request.app.state.chatrecord  # set by the app's lifespan
+        return chatrecord
 
     Service = Annotated[Chatrecord, Depends(service)]
 

@@ -93,14 +93,15 @@ class Line(InputModel):
                     repeat = command(state, **self.kept_facts(), at=self.at, source=self.digest, history=history) == []
                 except ChatrecordError:
                     repeat = False
-                if repeat and version < self.follows and self.type in _DECIDED_BY_STATE:  # type: ignore[operator]
+                if repeat and version < self.follows and self.type in _DECIDED_BY_STATE:
                     repeat = False  # what it decides is decided at the version it follows, which is still to come
                 if not repeat:
                     raise self._out_of_order(version)
         return command(state, **self.kept_facts(), at=self.at, source=self.digest, history=history)
 
     def _out_of_order(self, version: int) -> LineOutOfOrder:
-        if version < self.follows:  # type: ignore[operator]
+        assert self.follows is not None  # asked only of a line that names the version it follows
+        if version < self.follows:
             return LineOutOfOrder(
                 f"the line follows version {self.follows} of conversation {self.conversation!r}, which is at "
                 f"version {version}; it waits for the lines before it (nothing of it was stored)",

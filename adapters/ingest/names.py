@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from hashlib import sha256
 from typing import Annotated, Any
 
@@ -182,9 +182,9 @@ def parse_at(value: Any) -> datetime:
         raise ValueError(f"{show(value)} is a date without a time of day; expected ISO-8601 date and time "
                          f"in UTC like 2026-10-28T09:00:00Z")
     if at.tzinfo is None:
-        at = at.replace(tzinfo=timezone.utc)
+        at = at.replace(tzinfo=UTC)
     try:
-        at = at.astimezone(timezone.utc)
+        at = at.astimezone(UTC)
         inside = AT_MIN <= at <= AT_MAX
     except OverflowError:  # before year 1 or after year 9999 in UTC: outside either way
         inside = False

@@ -108,7 +108,7 @@ def _tail(store: ConversationStore, key: str, before: int | None, turns: int) ->
     upper = None if before is None else before - 1
     found, earliest = 0, None
     while upper is None or upper >= 1:
-        chunk: list[ConversationEvent] = list(store.events.get(uuid, lte=upper, desc=True, limit=CHUNK))  # type: ignore[arg-type]
+        chunk: list[ConversationEvent] = list(store.events.get(uuid, lte=upper, desc=True, limit=CHUNK))
         if not chunk:
             break
         for event in chunk:
@@ -125,7 +125,7 @@ def _tail(store: ConversationStore, key: str, before: int | None, turns: int) ->
             break
     if found <= turns:
         earliest = 1
-    return list(store.events.get(uuid, gt=(earliest or 1) - 1))  # type: ignore[arg-type]
+    return list(store.events.get(uuid, gt=(earliest or 1) - 1))
 
 
 def timeline_page(store: ConversationStore, key: str, name: str, rules: str, before: int | None = None,

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar, cast
 from uuid import UUID
 
 from domain.events import ConversationEvent
@@ -26,6 +26,8 @@ from domain.history import AssumedHistory, LayeredHistory, MemoryHistory, Segmen
 from domain.state import evolve
 
 Execute = Callable[[str, tuple[Any, ...]], Any]
+
+T = TypeVar("T")
 
 KEYS_AT_ONCE = 500
 """The most keys one lookup statement of `SQLHistory.prefetch_keys` asks for."""
@@ -71,13 +73,13 @@ class SQLHistory:
     def _x(self, sql: str, *args: Any) -> Any:
         return self._run(sql.replace("?", self.p), (self.cid, *args))
 
-    def _once(self, key: tuple[Any, ...], read: Callable[[], Any]) -> Any:
+    def _once(self, key: tuple[Any, ...], read: Callable[[], T]) -> T:
         """Returns `read()`, asked once per key when this index only reads (one command's lookups)."""
         if self._memo is None:
             return read()
         if key not in self._memo:
             self._memo[key] = read()
-        return self._memo[key]
+        return cast(T, self._memo[key])  # the value `read` gave for this key
 
     def _index_row(self) -> tuple[int, int]:
         def read() -> tuple[int, int]:
@@ -282,7 +284,7 @@ class _Fetched:
         return self.rows
 
 
-class AssumptionFailed(Exception):  # noqa: N818 - not an error of the caller's: the command is decided again
+class AssumptionFailed(Exception):  # not an error of the caller's: the command is decided again
     """Raised by the append when the index no longer stands as an `AssumedHistory` assumed
     (another writer appended, the line or segment was recorded before, the run was cut):
     nothing was stored, and the command is decided again from the index."""

@@ -288,9 +288,10 @@ def store_errors(env: Mapping[str, str] | ConversationStore | None = None) -> It
     database error, the library's or a driver's, that a setting or another process caused: a
     server that went away, a file locked too long. Any other database error is a bug and goes
     through as it is. `env` as for `store_problem`."""
+    caught: tuple[type[BaseException], ...] = (PersistenceError, *driver_errors())
     try:
         yield
-    except (PersistenceError, *driver_errors()) as error:
+    except caught as error:
         problem = store_problem(error, env)
         if problem is None:
             raise

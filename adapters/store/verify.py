@@ -117,16 +117,15 @@ def merged(recorder: ChainedRecorder, only: UUID | None = None, after: tuple[UUI
     links: Iterator[Link] = _pages(recorder.chain_links, only, after)
     event, chained = next(events, None), next(links, None)
     while event is not None or chained is not None:
-        event_key = (event[0], event[1]) if event else None
-        link_key = (chained[0], chained[1]) if chained else None
-        if link_key is None or (event_key is not None and event_key < link_key):
-            yield (*event_key, event, None)  # type: ignore[misc]
+        if chained is None or (event is not None and (event[0], event[1]) < (chained[0], chained[1])):
+            assert event is not None  # one of the two is left
+            yield (event[0], event[1], event, None)
             event = next(events, None)
-        elif event_key is None or link_key < event_key:
-            yield (*link_key, None, chained[2])  # type: ignore[index]
+        elif event is None or (chained[0], chained[1]) < (event[0], event[1]):
+            yield (chained[0], chained[1], None, chained[2])
             chained = next(links, None)
         else:
-            yield (*event_key, event, chained[2])  # type: ignore[index]
+            yield (event[0], event[1], event, chained[2])
             event, chained = next(events, None), next(links, None)
 
 
@@ -250,7 +249,7 @@ def _name(item: Item, name_of: NameOf, head: KeptHead | None) -> str:
     if item[1] == 1 and item[2] is not None:
         try:
             return name_of(item[2])
-        except Exception:  # a changed first event: the verdict says so, the id names it
+        except Exception:  # noqa: BLE001 - a changed first event fails in any way: the verdict says so, the id names it
             pass
     return head.conversation if head else str(item[0])
 

@@ -9,7 +9,7 @@ it was switched away from.
 
 `Backend` is what the read models need of a database and `SQLBackend` its SQL part; each
 backend's module (`adapters.backends`) has its own (`SQLiteBackend`, `PostgresBackend`,
-`MemoryBackend`), which its store factory hands out (`backend_for`).
+`MemoryBackend`), which its store factory hands out (`adapters.backends.backend_for`).
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ from uuid import UUID
 
 import orjson
 
-from adapters.backends import backend_of
 from adapters.store.crypto import ViewTexts
 from adapters.views.rows import (
     TABLES,
@@ -296,6 +295,10 @@ class Backend:
         """Returns the rule set of the previous version's views and their tables, if any."""
         return None, []
 
+    def drop_table(self, curs: Any, name: str) -> None:
+        """Drops one of `old_tables`."""
+        raise NotImplementedError
+
 
 class SQLBackend(Backend):
     """The views in a SQL database (`datastore`: the library's; `events_table` its events
@@ -432,17 +435,8 @@ class SQLBackend(Backend):
         return name in self._tables(curs)
 
 
-def backend_for(store: Any) -> Backend:
-    """Returns the backend of a ConversationStore's database, as its store factory hands it
-    out (`adapters.backends`)."""
-    backend = backend_of(store.factory).views_backend(store)
-    keys = getattr(store.mapper, "keys", None)
-    backend.texts = ViewTexts(keys) if keys is not None else None
-    return backend
-
-
-class NeedsSnapshot(Exception):  # noqa: N818 - a signal to the reader, never seen outside ReadModels
+class NeedsSnapshot(Exception):  # a signal to the reader, never seen outside ReadModels
     """Raised by a cursor of `Backend.reading(snapshot=False)` at its second statement."""
 
 
-__all__ = ["TABLES", "Backend", "NeedsSnapshot", "Pointer", "QueuedStatements", "ReadMoved", "backend_for"]
+__all__ = ["TABLES", "Backend", "NeedsSnapshot", "Pointer", "QueuedStatements", "ReadMoved"]

@@ -28,15 +28,16 @@ import warnings
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 from uuid import UUID
 
 from eventsourcing.application import LRUCache
 
+from adapters.backends import backend_for
 from adapters.processes import end_with
 from adapters.store.application import ConversationStore
 from adapters.store.serialization import UnreadableEvent, originator_uuid
-from adapters.views.backends import Backend, NeedsSnapshot, Pointer, ReadMoved, backend_for
+from adapters.views.backends import Backend, NeedsSnapshot, Pointer, ReadMoved, SQLBackend
 from adapters.views.rendered import KeptMessages, KnownBlocks, RenderedNotes, known_conversations
 from adapters.views.rows import PrefetchedRows, table_names
 from domain.errors import ChatrecordError, UnknownConversation, shown_id
@@ -53,6 +54,9 @@ from projections.turn import NoTurnYet, TurnInput, TurnState
 from projections.turn_notes import TurnNotes, turn_notes
 
 log = logging.getLogger("chatrecord")
+T = TypeVar("T")
+K = TypeVar("K")
+V = TypeVar("V")
 Progress = Callable[[int, int], None]
 RecordChange = tuple[str, dict[str, Any] | None, dict[str, Any] | None]
 
@@ -206,7 +210,7 @@ def notes_cache(size: int = 1024) -> LRUCache[tuple[Any, ...], TurnNotes]:
     return LRUCache(maxsize=size)
 
 
-def _kept(cache: LRUCache[Any, Any], key: Any) -> Any:
+def _kept(cache: LRUCache[K, V], key: K) -> V | None:
     """Returns what `cache` keeps under `key`, None if nothing."""
     try:
         return cache.get(key)
@@ -266,7 +270,7 @@ class ReadModels:
                 self.backend.create(curs, 1)
                 self.backend.set_pointer(curs, live)
                 for table in old_tables:
-                    self.backend.drop_table(curs, table)  # type: ignore[attr-defined]
+                    self.backend.drop_table(curs, table)
                 if old_tables:
                     log.warning("chatrecord: the read models of the previous version were dropped; "
                                 "they are rebuilt from the log as rows now")
@@ -299,13 +303,15 @@ class ReadModels:
             live = self.backend.pointer(curs)
             assert live is not None
             rows = self.backend.rows(curs, live.generation, aggregate_id)
-            head = rows.head()
+            head: Head | None = rows.head()
             version = head.version if head else 0
             if events and events[-1].originator_version <= version:
                 return head
             if not events or events[0].originator_version != version + 1:
-                events = self.store.events.get(aggregate_id, gt=version or None)
-            after = fold_into(rows, head, events, resolve(live.rules))
+                todo: Iterable[ConversationEvent] = self.store.events.get(aggregate_id, gt=version or None)
+            else:
+                todo = events
+            after = fold_into(rows, head, todo, resolve(live.rules))
             if after is not None and after is not head:
                 rows.put_head(after)
             return after
@@ -409,8 +415,8 @@ class ReadModels:
 
     # ------------------------------------------------------------ reads
 
-    def _read(self, conversation: str, read: Callable[[Any, Head, str], Any], newest: int | None = None,
-              kept_at: int | None = None, known: KnownBlocks | None = None) -> Any:
+    def _read(self, conversation: str, read: Callable[[Any, Head, str], T], newest: int | None = None,
+              kept_at: int | None = None, known: KnownBlocks | None = None) -> T:
         """Returns `read(rows, head, rules)` for a conversation, its rows caught up with its log
         first. With `newest` (a turn read: the card outcomes it needs), the backend may read the
         head, the log's version, the entries and those outcomes in one statement (on
@@ -432,7 +438,9 @@ class ReadModels:
                         curs, key, self._live.generation, newest, kept_at, NEWEST_ENTRIES,
                         known.version if known is not None else None, known.last_user if known is not None else 0,
                     ) if newest is not None and self._live is not None else None
+                    live: Pointer | None
                     if fetched is not None and fetched.matches:  # one statement (PostgreSQL)
+                        assert isinstance(self.backend, SQLBackend)  # the backend that reads them so
                         live, logged = fetched.live, fetched.logged
                         head = Head.model_validate_json(fetched.head) if fetched.head is not None else None
                         placement = known.placement(live.generation, head.version, fetched.topics, fetched.tail,
@@ -602,7 +610,8 @@ class ReadModels:
 
         def read(after: int) -> Sequence[Any]:
             if to_fold is not None:
-                return to_fold(after, PAGE, stop, part)  # type: ignore[no-any-return]
+                folded: Sequence[Any] = to_fold(after, PAGE, stop, part)
+                return folded
             assert part is None, "a backend that folds in parts reads them"
             return self.store.recorder.select_notifications(after, PAGE, stop=stop, inclusive_of_start=False)
 
@@ -713,7 +722,7 @@ class ReadModels:
         cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
         parts = max(1, min(cpus, MAX_WORKERS))
         if parts > 1:
-            sizes = self.store.recorder.count_notifications_by_part(stop, parts)  # type: ignore[attr-defined]
+            sizes = self.store.recorder.count_notifications_by_part(stop, parts)  # type: ignore[attr-defined]  # a recorder that folds in parts
             if max(sizes) > MOST_OF_A_PART * sum(sizes):
                 return 1
         return parts
@@ -766,6 +775,7 @@ class ReadModels:
         stop = self.store.max_notification_id()
         unreadable: set[UUID] = set()
         parts = self.rebuild_workers(stop or 0, workers)
+        seen: set[UUID]
         if not stop:
             events, seen = 0, set()
         elif parts > 1:

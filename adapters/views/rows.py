@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import orjson
 from pydantic import TypeAdapter
@@ -33,7 +33,7 @@ TABLES = ("heads", "entries", "outcomes", "messages", "pages", "turns")
 
 
 
-class ReadMoved(Exception):  # noqa: N818 - a signal to the reader, never seen outside ReadModels
+class ReadMoved(Exception):  # a signal to the reader, never seen outside ReadModels
     """Raised by a turn read whose rows moved under it: a rebuild in another process dropped
     its generation's tables, or a later statement of the read found the head at another
     version than its first one did. The reader takes the live pointer and reads again."""
@@ -116,15 +116,15 @@ class SQLRows:
         if kept is None:
             return self._decode(bodies)
         found = [kept.get(self.cid, body) for body in bodies]
-        if self.texts is not None and any(m is not None and '"sealed":' in b for m, b in zip(found, bodies)) \
+        if self.texts is not None and any(m is not None and '"sealed":' in b for m, b in zip(found, bodies, strict=True)) \
                 and not self.texts.readable(self.cid):
             found = [None] * len(bodies)  # erased: the kept texts are not to be read any more
         missing = [i for i, message in enumerate(found) if message is None]
         if missing:
-            for i, message in zip(missing, self._decode([bodies[i] for i in missing])):
+            for i, message in zip(missing, self._decode([bodies[i] for i in missing]), strict=True):
                 found[i] = message
                 kept.put(self.cid, bodies[i], message)
-        return tuple(found)  # type: ignore[arg-type]
+        return cast("tuple[Message, ...]", tuple(found))  # every None was filled above
 
     def _decode(self, bodies: Sequence[str]) -> tuple[Message, ...]:
         if not any('"sealed":' in body for body in bodies):
@@ -265,7 +265,7 @@ class SQLRows:
         """Returns the transcript messages at `indexes` (one statement); `kept` as in
         `_decode_messages`."""
         bodies = self._bodies_at(indexes)
-        return dict(zip(bodies, self._decode_messages(list(bodies.values()), kept)))
+        return dict(zip(bodies, self._decode_messages(list(bodies.values()), kept), strict=True))
 
     def _bodies_at(self, indexes: set[int] | list[int]) -> dict[int, str]:
         """Returns the row bodies of the transcript messages at `indexes` there are (one statement)."""
@@ -334,7 +334,7 @@ class SQLRows:
             found = {i: message for i in indexes if (message := known.messages.get(i)) is not None}
             bodies.update(self._bodies_at([i for i in indexes if i not in found and i not in bodies]))
             have = sorted(i for i in indexes if i not in found and i in bodies)
-            for i, message in zip(have, self._decode_messages([bodies[i] for i in have], kept)):
+            for i, message in zip(have, self._decode_messages([bodies[i] for i in have], kept), strict=True):
                 found[i] = message
                 if len(bodies[i]) <= MESSAGE_BODY:
                     known.messages[i] = message
@@ -528,7 +528,7 @@ class LazyEntries(Sequence[Entry]):
     def __len__(self) -> int:
         return self._total
 
-    def __getitem__(self, index: int) -> Entry:  # type: ignore[override]
+    def __getitem__(self, index: int) -> Entry:  # type: ignore[override]  # an index, no slice: read one by one
         if index < 0:
             index += self._total
         if not 0 <= index < self._total:

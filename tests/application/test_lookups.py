@@ -144,8 +144,8 @@ def test_a_rejected_value_is_quoted_as_a_short_escaped_excerpt(chat: Chatrecord)
 
 
 def test_a_line_with_a_key_twice_is_refused_and_nothing_of_the_batch_is_stored(chat: Chatrecord) -> None:
-    start = '{"type": "conversation_started", "conversation": "c", "at": "%s", "kind": "chat", "owner": 7}' % AT
-    twice = '{"type": "user_message", "conversation": "c", "at": "%s", "message": 1, "message": 2, "text": "x", "page": 0}' % AT
+    start = f'{{"type": "conversation_started", "conversation": "c", "at": "{AT}", "kind": "chat", "owner": 7}}'
+    twice = f'{{"type": "user_message", "conversation": "c", "at": "{AT}", "message": 1, "message": 2, "text": "x", "page": 0}}'
     with pytest.raises(InvalidInput) as refused:
         chat.record_lines([start, twice], "request")
     assert str(refused.value) == "request: line 2, message: field message appears twice; give each key of an object once"

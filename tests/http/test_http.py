@@ -279,7 +279,8 @@ def test_a_decision_racing_a_new_message_ends_as_one_of_the_clis_orders(server: 
         barrier = threading.Barrier(2)
         statuses: dict[int, int] = {}
 
-        def send(i: int, line: dict[str, Any]) -> None:
+        def send(i: int, line: dict[str, Any], barrier: threading.Barrier = barrier,
+                 statuses: dict[int, int] = statuses) -> None:
             barrier.wait()
             statuses[i] = server.client.post("/v1/lines", json=line).status_code
 

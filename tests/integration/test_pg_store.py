@@ -18,7 +18,7 @@ import pytest
 from eventsourcing import persistence as es_persistence
 from psycopg import sql
 
-from adapters.backends import backend_of
+from adapters.backends import backend_for, backend_of
 from adapters.backends.postgres import (
     EventRecorder,
     PostgresBackend,
@@ -29,7 +29,6 @@ from adapters.backends.postgres import (
 )
 from adapters.store.idempotency import SQLKeys
 from adapters.store.settings import open_store
-from adapters.views.backends import backend_for
 from domain.events import conversation_uuid
 
 ROOT = Path(__file__).resolve().parents[2]

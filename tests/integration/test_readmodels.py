@@ -12,7 +12,7 @@ import signal
 import sqlite3
 import sys
 import uuid
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -48,10 +48,10 @@ from projections.turn_notes import apply_notes
 from tests.integration.backends import PostgresStores, SQLiteStores
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
-from test_properties import EPISODES, st, tell  # noqa: E402  the random conversations of the unit properties
+from test_properties import EPISODES, st, tell  # the random conversations of the unit properties
 
 DEMO = Path(__file__).resolve().parents[1] / "data" / "demo_seo_tour.jsonl"
-T0 = datetime(2026, 10, 28, 9, 0, tzinfo=timezone.utc)
+T0 = datetime(2026, 10, 28, 9, 0, tzinfo=UTC)
 
 
 class Crash(Exception):
@@ -103,7 +103,7 @@ def behalten_tour(conversation: str = "conv-behalten") -> list[dict[str, Any]]:
                                 "toolIsError": False, "toolOutcome": "ok"}]
     tour.add("segment_returned", segment="run/1", run="run", trigger="turn", outcome="awaiting_approval",
              answer="Ich schlage einen Titel vor.", steps=steps, pending=[card("title")])
-    for n, field in enumerate(fields, start=1):
+    for n in range(1, len(fields) + 1):
         tour.add("card_decided", segment=f"run/{n}", approved=False, answer="Behalten", message=n + 1, text="Behalten")
         last = n == len(fields)
         tour.add("segment_returned", segment=f"run/{n + 1}", run="run", trigger="approval",
@@ -380,7 +380,7 @@ class ReadModelsContract:
                 chat.add("user_message", message=n, text=f"weiter {n}", page=40 + n % 3)
                 chat.add("segment_returned", segment=f"{chat.conversation}/{n}", run=f"r{n}", trigger="turn",
                          outcome="completed", answer=f"Schritt {n}.", steps=model_round(1))
-        ingest(store, [line for pair in zip(*(chat.lines for chat in chats)) for line in pair])
+        ingest(store, [line for pair in zip(*(chat.lines for chat in chats), strict=True) for line in pair])
         monkeypatch.setattr("adapters.views.readmodels.PAGE", 5)
         monkeypatch.setattr("adapters.views.readmodels.KEPT_HEADS", 1)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from hashlib import sha256
 from pathlib import Path
 from typing import Any
@@ -98,7 +98,7 @@ def test_the_demo_parses_into_19_lines_and_20_events() -> None:
     assert kinds[:5] == [ConversationStarted, SkillLoaded, UserMessagePosted, SegmentReturned, QuestionAnswered]
     assert kinds.count(SegmentReturned) == 8 and kinds.count(CardDecided) == 6
     assert kinds[-2:] == [TourEnded, UserMessagePosted]
-    assert events[-1].timestamp == datetime(2026, 10, 31, 14, 5, tzinfo=timezone.utc)
+    assert events[-1].timestamp == datetime(2026, 10, 31, 14, 5, tzinfo=UTC)
 
 
 def test_every_event_carries_the_digest_of_its_line() -> None:
@@ -372,7 +372,7 @@ def test_a_card_decision_finds_a_segment_whose_id_was_reduced() -> None:
 def test_times_are_made_aware_utc() -> None:
     local = parse_line(jl(type="tour_ended", at="2026-10-28T11:00:00+02:00"), 1, "t")
     naive = parse_line(jl(type="tour_ended", at="2026-10-28T09:00:00"), 1, "t")
-    expected = datetime(2026, 10, 28, 9, 0, tzinfo=timezone.utc)
+    expected = datetime(2026, 10, 28, 9, 0, tzinfo=UTC)
 
     assert local.at == naive.at == expected and local.at.utcoffset().total_seconds() == 0
 

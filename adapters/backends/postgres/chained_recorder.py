@@ -99,7 +99,8 @@ class ChainedPostgresRecorder(ChainedRecorder, EventRecorder):
         return [(key, r["originator_version"], r["topic"], state_bytes(r["state"])) for r in cursor.fetchall()]
 
     def _page(self, table: Any, columns: str, after: tuple[UUID, int] | None, only: UUID | None) -> list[Any]:
-        where, params = [], []
+        where: list[SQL] = []
+        params: list[UUID | int] = []
         if only is not None:
             where.append(SQL("originator_id = %s"))
             params.append(only)

@@ -48,6 +48,7 @@ class PostgresDataKeys(DataKeys):
         return (row["wrapped_key"], row["erased_at"]) if row else None
 
     def _insert(self, originator_id: UUID, wrapped: bytes, check: bytes | None) -> None:
+        params: tuple[bytes, ...]
         if check is None:
             guard, params = SQL("NOT EXISTS (SELECT 1 FROM {})").format(self.master_table), ()
         else:
@@ -94,6 +95,7 @@ class PostgresDataKeys(DataKeys):
                              "count(*) FILTER (WHERE substring(wrapped_key FROM 1 FOR 1) = '\\x00'::bytea) AS plain, "
                              "count(*) FILTER (WHERE wrapped_key IS NULL) AS erased FROM {}").format(self.table))
             row = curs.fetchone()
+        assert row is not None  # an aggregate without GROUP BY returns one row
         return int(row["wrapped"]), int(row["plain"]), int(row["erased"])
 
     def _rewrap(self, change: Callable[[UUID, bytes], bytes], sealed: bytes | None) -> int:

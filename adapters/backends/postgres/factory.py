@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import psycopg
 import psycopg.errors
@@ -35,13 +35,15 @@ from adapters.store.history import create_statements as history_statements
 from adapters.store.idempotency import COLUMNS, TABLE, SQLKeys
 from adapters.store.keys import KEYS_TABLE, MASTER_TABLE, DataKeys
 
+R = TypeVar("R")
+
 WRITE_LOCK_TIMEOUT = 10
 """Seconds a write waits for another process's write on the events table (`lock_timeout`)."""
 STATEMENT_TIMEOUT = 60
 """Seconds any one statement may run (`statement_timeout`), reads and writes alike."""
 
 
-class RecentFirst(deque):  # type: ignore[type-arg]
+class RecentFirst(deque[Any]):
     """A connection pool's idle connections (psycopg_pool keeps them in a deque, `_pool`),
     the one returned last handed out first. psycopg_pool hands out the one idle longest, so a
     writer's appends go round all of the pool's connections, each served by a server process
@@ -171,11 +173,12 @@ class PostgresFactory(StoreFactory, es_postgres.PostgresFactory):
         """Whether tables are to be made (the library's CREATE_TABLE, default yes)."""
         return strtobool(self.env.get(self.CREATE_TABLE) or "yes")
 
-    def _ready(self, recorder: Any) -> Any:
-        if self._creates() and ensure_schema(recorder):
-            self.created.append(recorder.events_table_name)
+    def _ready(self, recorder: R) -> R:
+        made = cast(es_postgres.PostgresAggregateRecorder, recorder)  # what the library's PostgreSQL factory makes
+        if self._creates() and ensure_schema(made):
+            self.created.append(made.events_table_name)
         else:
-            recorder.datastore.register_type_adapters()
+            made.datastore.register_type_adapters()
         return recorder
 
     def aggregate_recorder(self, purpose: str = "events") -> AggregateRecorder:
@@ -184,12 +187,12 @@ class PostgresFactory(StoreFactory, es_postgres.PostgresFactory):
     def application_recorder(self) -> ApplicationRecorder:
         recorder = super().application_recorder()
         schema = self.datastore.schema
-        recorder.sql_create_statements.extend([  # type: ignore[attr-defined]
+        recorder.sql_create_statements.extend([  # type: ignore[attr-defined]  # the library's PostgreSQL recorder
             *keys_statements(schema),
             *(SQL(statement) for statement in history_statements(schema)),
             SQL(assumption_function_statement(schema)),
         ])
-        recorder.extra_tables = (CHAIN_TABLE, KEYS_TABLE, MASTER_TABLE, *HISTORY_TABLES)  # type: ignore[attr-defined]
+        recorder.extra_tables = (CHAIN_TABLE, KEYS_TABLE, MASTER_TABLE, *HISTORY_TABLES)  # type: ignore[attr-defined]  # ours, for ensure_schema
         return self._ready(recorder)
 
     def tracking_recorder(self, tracking_recorder_class: Any = None) -> Any:

@@ -42,7 +42,7 @@ class PostgresHistoryTables(SQLHistoryTables):
         self._checks: bool | None = None
 
     @property
-    def checks_assumptions(self) -> bool:  # type: ignore[override]
+    def checks_assumptions(self) -> bool:  # type: ignore[override]  # a class attribute elsewhere, asked once here
         """True once `ASSUMPTION_FUNCTION` is found in the schema, or made where it is missing (a
         store an earlier version made: `create_once`, asked once per process, at the first
         command); False where it cannot be had (a read-only database, a role without CREATE):
@@ -115,7 +115,7 @@ class PostgresHistoryTables(SQLHistoryTables):
             ctes.append(f"ok AS MATERIALIZED (SELECT CASE WHEN {condition} THEN 1 ELSE {self.assumption_function}() END AS one)")
             params.extend(checks)
         if held.top.sources:
-            rows = [(key, d, first, last) for d, (first, last) in held.top.sources.items()]
+            rows: list[tuple[Any, ...]] = [(key, d, first, last) for d, (first, last) in held.top.sources.items()]
             ctes.append(f"s AS (INSERT INTO {t['chatrecord_sources']} (cid, digest, first, last) VALUES {_marks(rows)} "
                         "ON CONFLICT (cid, digest) DO UPDATE SET last = excluded.last)")
             params.extend(v for row in rows for v in row)

@@ -8,7 +8,8 @@ larger one in one ordinary transaction; a large batch as one document per conver
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from enum import Enum
+from typing import Any, Final, Literal, TypeVar, cast
 from uuid import UUID
 
 import psycopg
@@ -42,6 +43,8 @@ from adapters.store.chain import ChainBroken
 from adapters.store.history import AssumptionFailed
 from adapters.store.serialization import originator_uuid
 
+T = TypeVar("T")
+
 PIPELINE_BYTES = 256 * 1024
 """An append whose events' states hold at most this many bytes goes through psycopg's pipeline
 mode (as the library's own recorder does); a larger one through an ordinary transaction."""
@@ -52,7 +55,11 @@ statement each (`_append_in_one_call` uses no pipeline mode); a larger one as `_
 CONNECTION_ATTEMPTS = 5
 """Tries of a write whose connection failed (not of one that timed out)."""
 
-_AGAIN = object()
+class _Again(Enum):
+    AGAIN = "again"
+
+
+_AGAIN: Final = _Again.AGAIN
 """What `EventRecorder._append_in_one_call` returns when the append is to be done synced."""
 
 
@@ -64,9 +71,10 @@ class _Answered(Exception):  # a carrier, never seen outside EventRecorder
         self.error = error
 
 
-_SELECT_EVENTS = es_postgres.PostgresAggregateRecorder.select_events.__wrapped__  # type: ignore[attr-defined]
-_SELECT_NOTIFICATIONS = es_postgres.PostgresApplicationRecorder.select_notifications.__wrapped__  # type: ignore[attr-defined]
-_MAX_NOTIFICATION_ID = es_postgres.PostgresApplicationRecorder.max_notification_id.__wrapped__  # type: ignore[attr-defined]
+_SELECT_EVENTS: Callable[..., Sequence[StoredEvent]] = es_postgres.PostgresAggregateRecorder.select_events.__wrapped__
+_SELECT_NOTIFICATIONS: Callable[..., Sequence[Notification]] = (
+    es_postgres.PostgresApplicationRecorder.select_notifications.__wrapped__)
+_MAX_NOTIFICATION_ID: Callable[..., int | None] = es_postgres.PostgresApplicationRecorder.max_notification_id.__wrapped__
 """The library's reads without its `retry`, which tries ten times whatever the error."""
 
 
@@ -96,7 +104,8 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder):
         nothing is stored then.
         """
         try:
-            return self._append_retried(stored_events, **kwargs)
+            ids: Sequence[int] | None = self._append_retried(stored_events, **kwargs)  # the library's retry is untyped
+            return ids
         except _Answered as answered:
             if isinstance(answered.error.__cause__, psycopg.errors.DeadlockDetected):
                 raise IntegrityError(f"the append deadlocked with another writer's: {answered.error}") from answered.error
@@ -152,7 +161,7 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder):
                 return [Notification(id=n, originator_id=cid, originator_version=version, topic=topic, state=state)
                         for n, cid, version, topic, state in curs.fetchall()]
 
-        return self._read(read)  # type: ignore[no-any-return]
+        return self._read(read)
 
     def count_notifications_by_part(self, stop: int, parts: int) -> list[int]:
         """Returns how many of the notifications up to `stop` each of `parts` parts holds
@@ -165,21 +174,21 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder):
 
         def read(recorder: EventRecorder) -> list[int]:
             with recorder.datastore.get_connection() as conn, conn.cursor(row_factory=tuple_row) as curs:
-                counted = dict(curs.execute(statement, (parts, stop)).fetchall())
+                counted: dict[int, int] = dict(curs.execute(statement, (parts, stop)).fetchall())
             return [counted.get(part, 0) for part in range(parts)]
 
-        return self._read(read)  # type: ignore[no-any-return]
+        return self._read(read)
 
     def max_notification_id(self) -> int | None:
         """The library's read of the newest notification's id (what a health check asks), tried
         again as `select_events` is: a pool that waited its timeout for a connection is not
         waited for nine times more (the library's own tries made a health check of a server
         that went away take 50 s)."""
-        return self._read(_MAX_NOTIFICATION_ID)  # type: ignore[no-any-return]
+        return self._read(_MAX_NOTIFICATION_ID)
 
-    def _read(self, read: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    def _read(self, read: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         try:
-            return self._read_retried(read, *args, **kwargs)
+            return cast(T, self._read_retried(read, *args, **kwargs))  # read's answer (the library's retry is untyped)
         except _Answered as answered:
             raise answered.error from answered.error.__cause__
 
@@ -272,7 +281,7 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder):
         ready.add(generation)
         return name
 
-    def _append_in_one_call(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Any:
+    def _append_in_one_call(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None | Literal[_Again.AGAIN]:
         """Sends the whole append as one statement, a call of `APPEND_FUNCTION` (of the
         generation's function where it holds view rows) with the writes gathered as data
         (`AppendDocument`); returns the notification ids, or `_AGAIN` when the
@@ -342,8 +351,10 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder):
         try:
             document = AppendDocument(conn, str(stored_events[0].originator_id), self._views_lock)
             document.conversation = conversation
-            self._insert_events(document, stored_events, **kwargs)
-            self._insert_stored_events(document, stored_events, **kwargs)
+            # the document stands in for the library's cursor: it takes the statements the library runs
+            as_cursor = cast("psycopg.Cursor[dict[str, Any]]", document)
+            self._insert_events(as_cursor, stored_events, **kwargs)
+            self._insert_stored_events(as_cursor, stored_events, **kwargs)
             views = document.doc.get("views")
             generation = views["g"] if views is not None else None
             if generation is not None:
@@ -353,7 +364,7 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder):
                 function = named
             return document.call(function)
         except Exception as error:
-            error.generation = generation  # type: ignore[attr-defined]
+            error.generation = generation  # type: ignore[attr-defined]  # told to the caller with the error
             raise
 
     def _events_own(self, error: Exception) -> bool:
@@ -384,7 +395,7 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder):
                         self._insert_stored_events(curs, stored_events, **kwargs)
                         pipeline.sync()  # a taken version raises IntegrityError here, not at COMMIT
                         ids = self._fetch_ids_after_insert_events(curs, stored_events, **kwargs)
-                    except Exception as error:  # raised once the pipeline has closed
+                    except Exception as error:  # noqa: BLE001 - any error is raised once the pipeline has closed
                         failure = error
                 if failure is not None:
                     raise psycopg.Rollback  # ends this transaction with ROLLBACK, not COMMIT

@@ -64,14 +64,14 @@ def create_once(
         for statement in statements:
             try:
                 with conn.transaction():  # a savepoint: one duplicate does not end the rest
-                    conn.execute(statement, prepare=False)  # type: ignore[arg-type]
+                    conn.execute(statement, prepare=False)  # type: ignore[arg-type]  # the store's own SQL, not a LiteralString
             except psycopg.errors.DuplicateObject:
                 continue
     return True
 
 
 def _holds(conn: psycopg.Connection[Any], query: Statement) -> bool:
-    row = conn.execute(query, prepare=False).fetchone()  # type: ignore[arg-type]
+    row = conn.execute(query, prepare=False).fetchone()  # type: ignore[arg-type]  # the store's own SQL, not a LiteralString
     value = row[0] if isinstance(row, tuple) else next(iter(row.values())) if row else None
     return bool(value)
 

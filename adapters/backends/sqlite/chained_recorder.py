@@ -66,7 +66,8 @@ class ChainedSQLiteRecorder(ChainedRecorder, SQLiteApplicationRecorder):
         return [(key, r["originator_version"], r["topic"], state_bytes(r["state"])) for r in cursor.fetchall()]
 
     def _page(self, table: str, columns: str, after: tuple[UUID, int] | None, only: UUID | None) -> list[Any]:
-        where, params = [], []
+        where: list[str] = []
+        params: list[str | int] = []
         if only is not None:
             where.append("originator_id=?")
             params.append(self._id(only))
@@ -80,7 +81,8 @@ class ChainedSQLiteRecorder(ChainedRecorder, SQLiteApplicationRecorder):
         with self.datastore.transaction(commit=False) as c:
             c.execute(f"SELECT originator_id, originator_version, {columns} FROM {table} {clause}"
                       f"ORDER BY originator_id, originator_version LIMIT {PAGE}", params)
-            return c.fetchall()
+            rows: list[Any] = c.fetchall()
+            return rows
 
     def chain_events(self, after: tuple[UUID, int] | None, only: UUID | None = None) -> list[Stored]:
         rows = self._page(self.events_table_name, "topic, state", after, only)

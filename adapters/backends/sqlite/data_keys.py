@@ -33,6 +33,7 @@ class SQLiteDataKeys(DataKeys):
         return (row["wrapped_key"], row["erased_at"]) if row else None
 
     def _insert(self, originator_id: UUID, wrapped: bytes, check: bytes | None) -> None:
+        params: tuple[bytes, ...]
         if check is None:
             guard, params = f"NOT EXISTS (SELECT 1 FROM {MASTER_TABLE})", ()
         else:

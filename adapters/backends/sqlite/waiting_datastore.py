@@ -43,7 +43,7 @@ class WaitingSQLiteDatastore(es_sqlite.SQLiteDatastore):
         wait = float(kwargs.get("lock_timeout") or es_sqlite.SQLITE3_DEFAULT_LOCK_TIMEOUT)
         kwargs.setdefault("pool_timeout", wait)
         super().__init__(*args, **kwargs)
-        self.pool._create_connection = self._connect_waiting(self.pool._create_connection)  # type: ignore[method-assign]
+        self.pool._create_connection = self._connect_waiting(self.pool._create_connection)  # type: ignore[method-assign]  # the library's pool has no hook
         self.writers = WriterQueue(patience=wait)
         """The process's writers to this file, in the order they came."""
 
