@@ -309,6 +309,17 @@ _VIEWS_SQL = """  IF v IS NULL OR (v->>'g')::bigint <> {generation} THEN
     RAISE EXCEPTION 'chatrecord: no view rows of generation {generation}';
   END IF;
   PERFORM pg_advisory_xact_lock_shared((v->>'lock')::bigint);
+  IF (v->>'drop_aside')::boolean THEN
+    DELETE FROM {entries} WHERE cid = k || ':turn';
+  END IF;
+  IF jsonb_array_length(v->'aside') > 0 THEN
+    FOR j IN SELECT jsonb_array_elements(v->'aside') LOOP
+      UPDATE {entries} SET cid = k || ':turn' WHERE cid = k AND seq = (j #>> '{{}}')::bigint;
+    END LOOP;
+  END IF;
+  IF jsonb_array_length(v->'aside_rows') > 0 THEN
+    INSERT INTO {entries} (cid, seq, segment, body) SELECT k || ':turn', (e->>0)::bigint, e->>1, e->>2 FROM jsonb_array_elements(v->'aside_rows') e;
+  END IF;
   IF jsonb_array_length(v->'delete_entries') > 0 THEN
     FOR j IN SELECT jsonb_array_elements(v->'delete_entries') LOOP
       DELETE FROM {entries} WHERE cid = k AND seq = (j #>> '{{}}')::bigint;
@@ -345,7 +356,7 @@ _VIEWS_SQL = """  IF v IS NULL OR (v->>'g')::bigint <> {generation} THEN
 
 def generation_function_name(generation: int) -> str:
     """Returns the name of generation `generation`'s append function (`generation_function_statement`)."""
-    return f"chatrecord_append_g{generation}_v5"
+    return f"chatrecord_append_g{generation}_v6"
 
 
 OLD_VIEWS_FUNCTION = "chatrecord_views_g{generation}_v3"
@@ -425,7 +436,8 @@ class AppendDocument:
         lists of rows per kind, the head, the lock key."""
         views = self.doc.get("views")
         if views is None:
-            views = self.doc["views"] = {"g": generation, "lock": self._lock, "delete_entries": [], "entries": [],
+            views = self.doc["views"] = {"g": generation, "lock": self._lock, "drop_aside": False, "aside": [],
+                                         "aside_rows": [], "delete_entries": [], "entries": [],
                                          "outcomes": [], "messages": [], "ended": [], "ends": [], "pages": [],
                                          "turns": [], "head": None}
             self._written.add(f"views_g{generation}_")
@@ -1161,6 +1173,17 @@ class PostgresBufferedRows(BufferedRows):
         self.curs.execute(f"INSERT INTO {table} (cid, {', '.join(columns)}) SELECT %s, {values} "
                           f"FROM jsonb_array_elements(%s::jsonb) AS e {tail}", (self.cid, orjson.dumps(rows).decode()))
 
+    def _set_aside_rows(self) -> None:
+        views = self._document()
+        if views is None:
+            super()._set_aside_rows()
+            return
+        if self._drop_aside:  # what an earlier flush into this document set aside goes too
+            views["delete_entries"].extend(views["aside"])
+            views["aside"], views["aside_rows"], views["drop_aside"] = [], [], True
+        views["aside"].extend(self._moves)
+        views["aside_rows"].extend(list(row) for row in self._aside)
+
     def _delete_entries(self, seqs: list[int]) -> None:
         views = self._document() if seqs else None
         if views is not None:
@@ -1381,6 +1404,7 @@ class PostgresBackend(SQLBackend):
         """Drops the generation's append function (`generation_function_statement`) with its
         tables, and the views function an earlier version made for it."""
         self._x(curs, f'DROP FUNCTION IF EXISTS "{self.schema}".{generation_function_name(generation)}(jsonb)', ())
+        self._x(curs, f'DROP FUNCTION IF EXISTS "{self.schema}".chatrecord_append_g{int(generation)}_v5(jsonb)', ())
         old = OLD_VIEWS_FUNCTION.format(generation=int(generation))  # a store an earlier version wrote into
         self._x(curs, f'DROP FUNCTION IF EXISTS "{self.schema}".{old}(text, jsonb)', ())
 

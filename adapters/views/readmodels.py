@@ -525,8 +525,9 @@ class ReadModels:
 
     def turn_input(self, conversation: str, can_see_page: PageCheck = every_page) -> TurnInput:
         """Returns the input of the conversation's latest turn (its latest user message, retry
-        or edit), as that turn saw it: from the rows when nothing happened since the turn
-        started, else from its log up to the turn. Raises UnknownConversation for a
+        or edit), as that turn saw it: from the rows when they still hold what that turn saw
+        (`Head.turn_intact`, `turn_rows_state`: its cost is what the input holds), else from its
+        log up to the turn. Raises UnknownConversation for a
         conversation the store does not hold, NoTurnYet when no turn has started yet."""
 
         def read(rows: Any, head: Head, rules: str) -> TurnInput:
@@ -535,6 +536,9 @@ class ReadModels:
                     f'conversation {shown_id(conversation)} has no user message or retry yet, so no turn to build')
             if head.turn.version == head.version:
                 return turn.turn_input(_state(rows, head), head.turn.message, head.turn.at, rules, can_see_page)
+            if head.turn_intact:
+                return turn.turn_input(turn_rows_state(rows, head), head.turn.message, head.turn.at, rules,
+                                       can_see_page)
             events = self.store.events(conversation, up_to_version=head.turn.version)
             return turn.build_turn_input(events, rules, can_see_page)
 
@@ -894,6 +898,25 @@ def _state(rows: Any, head: Head) -> TurnState:
         record=RunRecord(entries=rows.entries(), dropped=head.dropped, follow=head.follow,
                          open_waits=head.open_waits, pending=head.pending),
         outcomes=CardOutcomes(outcomes=rows.outcomes(), open_cards=head.open_cards, approval=head.approval),
+        view=head.view,
+    )
+
+
+def turn_rows_state(rows: Any, head: Head) -> TurnState:
+    """Returns the read models as the latest turn saw them, from rows that still hold them
+    (`head.turn_intact`): the first `turn.length` transcript messages, the entries of versions
+    up to `turn.version` after those set aside for it, the card outcomes recorded up to
+    `turn.version`, the view context (only a turn changes it). Only what `turn_input` reads
+    is set (no continuation bookkeeping)."""
+    mark = head.turn
+    assert mark is not None and head.turn_intact
+    messages = rows.messages()[:mark.length]
+    entries = (*rows.aside(), *(e for e in rows.entries() if e.seq <= mark.version))
+    outcomes = tuple(o for o in rows.outcomes() if o.seq[0] <= mark.version)
+    return TurnState.model_construct(
+        transcript=Transcript(kind=head.kind, messages=messages),
+        record=RunRecord.model_construct(entries=entries, dropped=mark.dropped),
+        outcomes=CardOutcomes.model_construct(outcomes=outcomes),
         view=head.view,
     )
 

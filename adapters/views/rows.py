@@ -39,6 +39,12 @@ class ReadMoved(Exception):  # noqa: N818 - a signal to the reader, never seen o
     version than its first one did. The reader takes the live pointer and reads again."""
 
 
+def aside_key(cid: str) -> str:
+    """Returns the `cid` column's value of a conversation's entries set aside for its latest
+    turn (`SQLRows.set_aside`)."""
+    return f"{cid}:turn"
+
+
 def table_names(generation: int, schema: str = "") -> dict[str, str]:
     """Returns the table names of `generation`: {"heads": "views_g<N>_heads", …}, qualified
     with `schema` (a PostgreSQL schema name) when given."""
@@ -116,14 +122,17 @@ class SQLRows:
         if not any('"sealed":' in body for body in bodies):
             return _MESSAGES.validate_json("[" + ",".join(bodies) + "]")
         decoded = []
+        open_text = None
         for body in bodies:
             fields = orjson.loads(body)
             if "sealed" in fields:
                 if self.texts is None:
                     raise ValueError("a transcript row holds a sealed text, but the store has no data keys")
-                fields["text"] = self.texts.open(self.cid, fields.pop("sealed"))
-            decoded.append(Message.model_validate(fields))
-        return tuple(decoded)
+                if open_text is None:
+                    open_text = self.texts.opener(self.cid)  # the key looked up once for the rows
+                fields["text"] = open_text(fields.pop("sealed"))
+            decoded.append(fields)
+        return _MESSAGES.validate_python(decoded)
 
     def _blocks(self, numbers: set[int]) -> tuple[str, tuple[Any, ...]]:
         """Returns a query of `(idx, number, block_end)` of the user messages `numbers` and its
@@ -144,6 +153,13 @@ class SQLRows:
         """Deletes every row of the conversation."""
         for table in self.t.values():
             self._q(f"DELETE FROM {table} WHERE cid = ?")
+        SQLRows.drop_aside(self)
+
+    @property
+    def aside_cid(self) -> str:
+        """The key under which the entries set aside (`set_aside`) are kept in the entries
+        table: no read of the conversation's rows (by its `cid`) finds them."""
+        return aside_key(self.cid)
 
     # ---------------------------------------------------------------- head
 
@@ -175,6 +191,19 @@ class SQLRows:
     def delete_entries(self, seqs: Iterable[int]) -> None:
         for seq in seqs:
             self._q(f"DELETE FROM {self.t['entries']} WHERE cid = ? AND seq = ?", seq)
+
+    def set_aside(self, seqs: Iterable[int]) -> None:
+        for seq in seqs:
+            self._select(f"UPDATE {self.t['entries']} SET cid = ? WHERE cid = ? AND seq = ?", (self.aside_cid, self.cid, seq))
+
+    def drop_aside(self) -> None:
+        self._select(f"DELETE FROM {self.t['entries']} WHERE cid = ?", (self.aside_cid,))
+
+    def aside(self) -> tuple[Entry, ...]:
+        """Returns the entries set aside for the latest turn, oldest first."""
+        rows = self._select(f"SELECT body FROM {self.t['entries']} WHERE cid = ? ORDER BY seq",
+                            (self.aside_cid,)).fetchall()
+        return _ENTRIES.validate_json("[" + ",".join(r["body"] for r in rows) + "]")
 
     def entries(self, decode: Callable[[str], Entry] | None = None, newest: int | None = None,
                 total: int | None = None) -> Sequence[Entry]:
@@ -381,6 +410,7 @@ class MemoryConversation:
 
     head: Head | None = None
     entries: dict[int, Entry] = field(default_factory=dict)
+    aside: dict[int, Entry] = field(default_factory=dict)
     outcomes: dict[tuple[int, int], CardOutcome] = field(default_factory=dict)
     messages: dict[int, Message] = field(default_factory=dict)
     numbers: dict[int, int] = field(default_factory=dict)
@@ -418,6 +448,18 @@ class MemoryRows:
     def delete_entries(self, seqs: Iterable[int]) -> None:
         for seq in seqs:
             self.r.entries.pop(seq, None)
+
+    def set_aside(self, seqs: Iterable[int]) -> None:
+        for seq in seqs:
+            entry = self.r.entries.pop(seq, None)
+            if entry is not None:
+                self.r.aside[seq] = entry
+
+    def drop_aside(self) -> None:
+        self.r.aside.clear()
+
+    def aside(self) -> tuple[Entry, ...]:
+        return tuple(self.r.aside[s] for s in sorted(self.r.aside))
 
     def entries(self, decode: Callable[[str], Entry] | None = None, newest: int | None = None,
                 total: int | None = None) -> tuple[Entry, ...]:
@@ -623,6 +665,9 @@ class BufferedRows(SQLRows):
         self._pages: dict[int, int] = {}
         self._turns: list[tuple[int, int, str]] = []
         self._head: Head | None = None
+        self._drop_aside = False  # the entries set aside before are deleted at the flush
+        self._moves: list[int] = []  # stored entries to set aside at the flush
+        self._aside: list[tuple[int, str, str]] = []  # held entries set aside: (seq, segment, body)
         self._open_entry: int | None = None  # the seq of the entry held as a model
         self._open_message: int | None = None  # the index of the message held as a model
         self._seal: Callable[[str], str | None] | None = None
@@ -663,6 +708,33 @@ class BufferedRows(SQLRows):
             if held is not None:
                 self._segments[held[0] if isinstance(held, tuple) else held.segment] = None
             self._entries[seq] = None
+
+    def set_aside(self, seqs: Iterable[int]) -> None:
+        for seq in seqs:
+            held = self._entries.get(seq)
+            if held is None and seq not in self._entries:
+                self._moves.append(seq)  # stored: moved at the flush
+            elif held is not None:
+                segment, body = held if isinstance(held, tuple) else (held.segment, _entry_json(held))
+                self._aside.append((seq, segment, body))
+                self._segments[segment] = None
+            self._entries[seq] = None
+
+    def drop_aside(self) -> None:
+        self._moves, self._aside, self._drop_aside = [], [], True
+
+    def aside(self) -> tuple[Entry, ...]:
+        self.flush()
+        return super().aside()
+
+    def _set_aside_rows(self) -> None:
+        """Writes what `drop_aside` and `set_aside` hold (at the flush, before the entries)."""
+        if self._drop_aside:
+            SQLRows.drop_aside(self)
+        self._many(f"UPDATE {self.t['entries']} SET cid = ? WHERE cid = ? AND seq = ?",
+                   [(self.aside_cid, self.cid, seq) for seq in self._moves])
+        self._many(f"INSERT INTO {self.t['entries']} (cid, seq, segment, body) VALUES (?, ?, ?, ?)",
+                   [(self.aside_cid, *row) for row in self._aside])
 
     def put_outcomes(self, outcomes: Iterable[CardOutcome]) -> None:
         self._outcomes.extend((o.seq[0], o.seq[1], o.card, o.after, o.model_dump_json()) for o in outcomes)
@@ -762,6 +834,7 @@ class BufferedRows(SQLRows):
                 held = (held.segment, _entry_json(held))
             if held is not None:
                 entries.append((seq, *held))
+        self._set_aside_rows()
         self._delete_entries([seq for seq, held in self._entries.items() if held is None])
         self._insert_many(t["entries"], ("seq", "segment", "body"), entries,
                           "ON CONFLICT (cid, seq) DO UPDATE SET body = excluded.body")
@@ -781,6 +854,7 @@ class BufferedRows(SQLRows):
         if self._head is not None:
             self._write_head(self._head)
         self._entries, self._segments, self._outcomes = {}, {}, []
+        self._drop_aside, self._moves, self._aside = False, [], []
         self._messages, self._ends, self._pages, self._turns, self._head = {}, {}, {}, [], None
         self._open_entry = self._open_message = None
 

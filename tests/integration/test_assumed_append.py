@@ -217,10 +217,10 @@ class TestPostgresAppendFunction(PostgresStores):
                                     "WHERE n.nspname = %s AND p.proname LIKE 'chatrecord_append%%'", (self.schema,))
                 return {row[0] for row in rows}
 
-        assert functions() == {"chatrecord_append_v5", "chatrecord_append_g1_v5"}
+        assert functions() == {"chatrecord_append_v5", "chatrecord_append_g1_v6"}
         chat.rebuild("2026-11-02")
         chat.record(message("c", 2))
-        assert functions() == {"chatrecord_append_v5", "chatrecord_append_g2_v5"}
+        assert functions() == {"chatrecord_append_v5", "chatrecord_append_g2_v6"}
         memory = Chatrecord(ConversationStore(env=memory_env()))
         for line in (start("c"), message("c", 1), segment("c", "r1/1", "r1"), message("c", 2)):
             memory.record(line)
