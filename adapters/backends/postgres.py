@@ -1175,8 +1175,18 @@ class PostgresBufferedRows(BufferedRows):
 
     def _set_aside_rows(self) -> None:
         views = self._document()
-        if views is None:
-            super()._set_aside_rows()
+        if views is None:  # one statement per kind, the rows as one JSON array (as `_insert_many`)
+            entries, aside = self.t["entries"], self.aside_cid
+            if self._drop_aside:
+                self.curs.execute(f"DELETE FROM {entries} WHERE cid = %s", (aside,))
+            if self._moves:
+                self.curs.execute(f"UPDATE {entries} SET cid = %s WHERE cid = %s "
+                                  "AND seq = ANY(ARRAY(SELECT jsonb_array_elements_text(%s::jsonb)::bigint))",
+                                  (aside, self.cid, orjson.dumps(self._moves).decode()))
+            if self._aside:
+                self.curs.execute(f"INSERT INTO {entries} (cid, seq, segment, body) SELECT %s, (e->>0)::bigint, "
+                                  "e->>1, e->>2 FROM jsonb_array_elements(%s::jsonb) AS e",
+                                  (aside, orjson.dumps(self._aside).decode()))
             return
         if self._drop_aside:  # what an earlier flush into this document set aside goes too
             views["delete_entries"].extend(views["aside"])
