@@ -80,7 +80,7 @@ from adapters.store.chain import (
     state_bytes,
 )
 from adapters.store.history import TABLES as HISTORY_TABLES
-from adapters.store.history import AssumptionFailed, HeldIndex, SQLHistory, SQLHistoryTables, index_events
+from adapters.store.history import AssumedBase, AssumptionFailed, HeldIndex, SQLHistory, SQLHistoryTables, index_events
 from adapters.store.history import create_statements as history_statements
 from adapters.store.idempotency import COLUMNS, TABLE, SQLKeys
 from adapters.store.keys import KEYS_TABLE, MASTER_TABLE, DataKeys, Row
@@ -238,7 +238,7 @@ def _schema_problem(error: psycopg.Error, schema: str) -> str:
     return f"the store's tables in schema {schema} do not exist and could not be created ({reason}); {hint}"
 
 
-APPEND_FUNCTION = "chatrecord_append_v5"
+APPEND_FUNCTION = "chatrecord_append_v6"
 """The store's own database function that writes a whole append from one JSON document
 (`AppendDocument`) that holds no view rows: versioned by name, so a later layout gets a
 function of its own. An append with view rows goes to its generation's function
@@ -266,7 +266,10 @@ BEGIN
        OR EXISTS (SELECT 1 FROM jsonb_array_elements_text(a->'segments') g(item)
                   WHERE (SELECT true FROM {schema}.chatrecord_segments WHERE cid = k AND segment = g.item))
        OR EXISTS (SELECT 1 FROM jsonb_array_elements_text(a->'runs') r(item)
-                  WHERE (SELECT true FROM {schema}.chatrecord_segments WHERE cid = k AND run = r.item AND cut = 1 LIMIT 1)) THEN
+                  WHERE (SELECT true FROM {schema}.chatrecord_segments WHERE cid = k AND run = r.item AND cut = 1 LIMIT 1))
+       OR EXISTS (SELECT 1 FROM jsonb_array_elements(COALESCE(a->'records', '[]')) r(item)
+                  WHERE (SELECT true FROM {schema}.chatrecord_segments WHERE cid = k AND segment = r.item->>0
+                         AND body = r.item->>1) IS NULL) THEN
       RAISE EXCEPTION 'chatrecord: the index is not as the command assumed' USING ERRCODE = '22012';
     END IF;
   END IF;
@@ -1053,9 +1056,12 @@ class PostgresHistoryTables(SQLHistoryTables):
             f"AND NOT EXISTS (SELECT 1 FROM {t['chatrecord_segments']} WHERE cid = %s AND segment = ANY(%s::text[])) "
             f"AND NOT EXISTS (SELECT 1 FROM {t['chatrecord_segments']} WHERE cid = %s AND run = ANY(%s::text[]) "
             f"AND cut = 1) AND (%s::bytea IS NULL OR EXISTS (SELECT 1 FROM {self.chain_table} WHERE originator_id = %s::uuid "
-            "AND originator_version = %s AND hash = %s::bytea))",
+            "AND originator_version = %s AND hash = %s::bytea)) "
+            f"AND NOT EXISTS (SELECT 1 FROM unnest(%s::text[], %s::text[]) AS r(segment, body) WHERE NOT EXISTS "
+            f"(SELECT 1 FROM {t['chatrecord_segments']} WHERE cid = %s AND segment = r.segment AND body = r.body))",
             (key, assumed.version, assumed.count, key, assumed.digests, key, assumed.segments, key, assumed.runs,
-             assumed.tip, key, assumed.version, assumed.tip),
+             assumed.tip, key, assumed.version, assumed.tip, list(assumed.records),
+             [r.model_dump_json() for r in assumed.records.values()], key),
         )
 
     def _checked_write(self, cid: UUID, state: Any, events: list[Any], curs: Any, rebuild: bool, follows: bool,
@@ -1067,7 +1073,8 @@ class PostgresHistoryTables(SQLHistoryTables):
         index as it stood before the statement, as the check needs. Other writes as the base."""
         if rebuild or not follows or not events:
             return super()._checked_write(cid, state, events, curs, rebuild, follows, assumed)
-        held = HeldIndex(self.writer(curs, cid))
+        base = self.writer(curs, cid)
+        held = HeldIndex(AssumedBase(base, assumed) if assumed is not None and assumed.known else base)
         index_events(held, state, events)
         t, key = self.t, str(cid)
         if isinstance(curs, AppendDocument):
@@ -1076,6 +1083,7 @@ class PostgresHistoryTables(SQLHistoryTables):
                                      "digests": list(dict.fromkeys(assumed.digests)),
                                      "segments": list(dict.fromkeys(assumed.segments)),
                                      "runs": list(dict.fromkeys(assumed.runs)),
+                                     "records": [[g, r.model_dump_json()] for g, r in assumed.records.items()],
                                      "tip": base64.b64encode(assumed.tip).decode() if assumed.tip is not None else None})
             curs.put("index", {
                 "sources": [[d, first, last] for d, (first, last) in held.top.sources.items()],

@@ -643,6 +643,20 @@ class PrefetchedRows(SQLRows):
         return super().outcomes(newest, decode)
 
 
+@dataclass(frozen=True)
+class RecentRows:
+    """The newest rows of a conversation as the append that wrote them left them: its newest
+    run record entries by segment (at most `ENTRIES`) and its newest transcript message by
+    index. Kept with that append's head (`HeadCache`), they answer the next append's lookups
+    (a decision's entry, the message an answer joins) without a read: valid exactly as long
+    as the head they came with, which is used only at its own version."""
+
+    entries: dict[str, Entry]
+    messages: dict[int, Message]
+
+    ENTRIES = 8
+
+
 class BufferedRows(SQLRows):
     """`SQLRows` that holds its writes until `flush`, which sends them with one bulk statement
     per table (a rebuild folds a page of the log this way). Reads see the held writes first.
@@ -668,9 +682,50 @@ class BufferedRows(SQLRows):
         self._drop_aside = False  # the entries set aside before are deleted at the flush
         self._moves: list[int] = []  # stored entries to set aside at the flush
         self._aside: list[tuple[int, str, str]] = []  # held entries set aside: (seq, segment, body)
+        self._known: RecentRows | None = None  # the newest rows as the last append left them (`prime`)
         self._open_entry: int | None = None  # the seq of the entry held as a model
         self._open_message: int | None = None  # the index of the message held as a model
         self._seal: Callable[[str], str | None] | None = None
+
+    def prime(self, recent: RecentRows | None) -> None:
+        """Takes `recent` (None: nothing) as the newest rows stored, which the reads of the
+        fold then find without asking the database, and keeps them up to date with what this
+        buffer writes (`recent`). An append's rows; a rebuild's are never primed."""
+        self._known = RecentRows(dict(recent.entries), dict(recent.messages)) if recent is not None \
+            else RecentRows({}, {})
+
+    def recent(self) -> RecentRows | None:
+        """Returns the newest rows as this buffer's writes left them (after its flush), None
+        when it was not primed or a cut or a clear made them unknown."""
+        known = self._known
+        if known is None:
+            return None
+        newest = sorted(known.entries.values(), key=lambda e: e.seq)[-RecentRows.ENTRIES:]
+        last = max(known.messages, default=None)
+        return RecentRows({e.segment: e for e in newest}, {last: known.messages[last]} if last is not None else {})
+
+    def _remember(self) -> None:
+        """Folds the held writes into the known newest rows (at the flush)."""
+        known = self._known
+        if known is None:
+            return
+        gone = {seq for seq, held in self._entries.items() if held is None}
+        if gone:
+            for segment in [g for g, e in known.entries.items() if e.seq in gone]:
+                del known.entries[segment]
+        for held in self._entries.values():
+            if held is not None:
+                entry = held if isinstance(held, Entry) else Entry.model_validate_json(held[1])
+                known.entries[entry.segment] = entry
+        for index, message in self._messages.items():
+            if isinstance(message, Message):
+                known.messages[index] = message
+            else:  # held as its row (its text sealed): not known as a model
+                known.messages.pop(index, None)
+
+    def _unknown(self) -> None:
+        """A cut or a clear: the known rows are not followed any further."""
+        self._known = None
 
     # reads: held writes first
     def head(self) -> Head | None:
@@ -687,7 +742,8 @@ class BufferedRows(SQLRows):
         if segment in self._segments:
             seq = self._segments[segment]
             return None if seq is None else self._held_entry(seq)
-        stored = super().entry(segment)
+        known = self._known.entries.get(segment) if self._known is not None else None
+        stored = known if known is not None else super().entry(segment)
         if stored is not None and stored.seq in self._entries:
             return self._held_entry(stored.seq)  # deleted (None) or replaced since it was stored
         return stored
@@ -742,7 +798,8 @@ class BufferedRows(SQLRows):
     def message(self, index: int) -> Message | None:
         held = self._messages.get(index)
         if held is None:
-            return super().message(index)
+            known = self._known.messages.get(index) if self._known is not None else None
+            return known if known is not None else super().message(index)
         return held if not isinstance(held, tuple) else self._decode_messages([held[2]])[0]
 
     def _sealer(self) -> Callable[[str], str | None] | None:
@@ -786,18 +843,22 @@ class BufferedRows(SQLRows):
     # cuts: flush, then at once
     def cut_outcomes(self, cards: set[str], length: int) -> int:
         self.flush()
+        self._unknown()
         return super().cut_outcomes(cards, length)
 
     def cut_messages(self, keep: int) -> None:
         self.flush()
+        self._unknown()
         super().cut_messages(keep)
 
     def cut_pages(self, after: int) -> tuple[int | None, int]:
         self.flush()
+        self._unknown()
         return super().cut_pages(after)
 
     def clear(self) -> None:
         self.flush()
+        self._unknown()
         super().clear()
 
     def _write_head(self, head: Head) -> None:
@@ -834,6 +895,7 @@ class BufferedRows(SQLRows):
                 held = (held.segment, _entry_json(held))
             if held is not None:
                 entries.append((seq, *held))
+        self._remember()
         self._set_aside_rows()
         self._delete_entries([seq for seq, held in self._entries.items() if held is None])
         self._insert_many(t["entries"], ("seq", "segment", "body"), entries,
