@@ -21,9 +21,9 @@ from contextlib import contextmanager
 from typing import Any
 from uuid import UUID
 
-from domain.events import ConversationEvent
 from eventsourcing.application import LRUCache
 
+from domain.events import ConversationEvent
 from domain.history import AssumedHistory, LayeredHistory, MemoryHistory, NotKnown, SegmentRecord, index_event
 from domain.state import evolve
 
