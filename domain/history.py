@@ -250,11 +250,12 @@ class AssumedHistory:
     means, so a log restored or failed over to another history of the same length is told
     apart; None leaves it unchecked. `known`: the records of earlier segments as the writer's
     own appends left them at `version`; a lookup of one of them is answered from it and noted
-    (`records`), and the append checks that each is in the index exactly so.
+    (`records`), and the append checks that each is in the index exactly so; `known_messages`
+    the same for whether a user message is live (`messages`).
     """
 
     def __init__(self, version: int, outcomes: int, new_segments: Iterable[str] = (), tip: bytes | None = None,
-                 known: Mapping[str, SegmentRecord] | None = None) -> None:
+                 known: Mapping[str, SegmentRecord] | None = None, known_messages: Mapping[int, bool] | None = None) -> None:
         self.version, self.count, self.tip = version, outcomes, tip
         self.new_segments = frozenset(new_segments)
         self.known: Mapping[str, SegmentRecord] = known or {}
@@ -265,6 +266,10 @@ class AssumedHistory:
         self.records: dict[str, SegmentRecord] = {}
         """The known records an answer took as the index's (checked with the append, each to
         be there exactly so)."""
+        self.known_messages: Mapping[int, bool] = known_messages or {}
+        """Whether each of the newest user messages is live, as the writer's own appends left them."""
+        self.messages: dict[int, bool] = {}
+        """The known messages an answer took as the index's (checked with the append)."""
 
     def segment(self, segment: str) -> SegmentRecord | None:
         if segment in self.new_segments:
@@ -291,7 +296,11 @@ class AssumedHistory:
         return False
 
     def message_live(self, number: int) -> bool:
-        raise NotKnown(f"whether message {number} is live")
+        live = self.known_messages.get(number)
+        if live is None:
+            raise NotKnown(f"whether message {number} is live")
+        self.messages[number] = live
+        return live
 
     def messages_after(self, number: int) -> list[int]:
         raise NotKnown(f"the messages after {number}")

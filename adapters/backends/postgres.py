@@ -269,7 +269,10 @@ BEGIN
                   WHERE (SELECT true FROM {schema}.chatrecord_segments WHERE cid = k AND run = r.item AND cut = 1 LIMIT 1))
        OR EXISTS (SELECT 1 FROM jsonb_array_elements(COALESCE(a->'records', '[]')) r(item)
                   WHERE (SELECT true FROM {schema}.chatrecord_segments WHERE cid = k AND segment = r.item->>0
-                         AND body = r.item->>1) IS NULL) THEN
+                         AND body = r.item->>1) IS NULL)
+       OR EXISTS (SELECT 1 FROM jsonb_array_elements(COALESCE(a->'live', '[]')) m(item)
+                  WHERE (SELECT true FROM {schema}.chatrecord_messages WHERE cid = k AND number = (m.item->>0)::bigint
+                         AND live = (m.item->>1)::int) IS NULL) THEN
       RAISE EXCEPTION 'chatrecord: the index is not as the command assumed' USING ERRCODE = '22012';
     END IF;
   END IF;
@@ -1058,10 +1061,13 @@ class PostgresHistoryTables(SQLHistoryTables):
             f"AND cut = 1) AND (%s::bytea IS NULL OR EXISTS (SELECT 1 FROM {self.chain_table} WHERE originator_id = %s::uuid "
             "AND originator_version = %s AND hash = %s::bytea)) "
             f"AND NOT EXISTS (SELECT 1 FROM unnest(%s::text[], %s::text[]) AS r(segment, body) WHERE NOT EXISTS "
-            f"(SELECT 1 FROM {t['chatrecord_segments']} WHERE cid = %s AND segment = r.segment AND body = r.body))",
+            f"(SELECT 1 FROM {t['chatrecord_segments']} WHERE cid = %s AND segment = r.segment AND body = r.body)) "
+            f"AND NOT EXISTS (SELECT 1 FROM unnest(%s::bigint[], %s::int[]) AS m(number, live) WHERE NOT EXISTS "
+            f"(SELECT 1 FROM {t['chatrecord_messages']} WHERE cid = %s AND number = m.number AND live = m.live))",
             (key, assumed.version, assumed.count, key, assumed.digests, key, assumed.segments, key, assumed.runs,
              assumed.tip, key, assumed.version, assumed.tip, list(assumed.records),
-             [r.model_dump_json() for r in assumed.records.values()], key),
+             [r.model_dump_json() for r in assumed.records.values()], key, list(assumed.messages),
+             [int(live) for live in assumed.messages.values()], key),
         )
 
     def _checked_write(self, cid: UUID, state: Any, events: list[Any], curs: Any, rebuild: bool, follows: bool,
@@ -1084,6 +1090,7 @@ class PostgresHistoryTables(SQLHistoryTables):
                                      "segments": list(dict.fromkeys(assumed.segments)),
                                      "runs": list(dict.fromkeys(assumed.runs)),
                                      "records": [[g, r.model_dump_json()] for g, r in assumed.records.items()],
+                                     "live": [[n, int(live)] for n, live in assumed.messages.items()],
                                      "tip": base64.b64encode(assumed.tip).decode() if assumed.tip is not None else None})
             curs.put("index", {
                 "sources": [[d, first, last] for d, (first, last) in held.top.sources.items()],

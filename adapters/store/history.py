@@ -290,8 +290,8 @@ class AssumedBase:
 class _KnownIndex:
     """The index as `KnownRecords` follows it: the known records, the rest unknown."""
 
-    def __init__(self, records: dict[str, SegmentRecord]) -> None:
-        self.records = records
+    def __init__(self, records: dict[str, SegmentRecord], messages: dict[int, bool]) -> None:
+        self.records, self.messages = records, messages
 
     def segment(self, segment: str) -> SegmentRecord | None:
         return self.records.get(segment)  # an unknown one is left unknown: nothing is put for it
@@ -306,7 +306,7 @@ class _KnownIndex:
         raise NotKnown(f"the messages after {number}")
 
     def put_message(self, number: int, live: bool) -> None:
-        pass
+        self.messages[number] = live
 
     def put_source(self, digest: str, version: int) -> None:
         pass
@@ -316,8 +316,9 @@ class _KnownIndex:
 
 
 class KnownRecords:
-    """Per conversation, the records of its newest segments (at most `KEPT`) as this process's
-    appends left the history index, with the version they stand at: what `AssumedHistory.known`
+    """Per conversation, the records of its newest segments and whether each of its newest user
+    messages is live (at most `KEPT` of each) as this process's appends left the history index,
+    with the version they stand at: what `AssumedHistory.known`
     answers from, so that a card decision, an answer or a continuation, which look up an
     earlier segment's record, decide without reading the index (the append checks each record
     it took). A record is kept only as the process computed it from the events it appended
@@ -327,22 +328,24 @@ class KnownRecords:
     KEPT = 16
 
     def __init__(self, size: int = 4096) -> None:
-        self._kept: LRUCache[UUID, tuple[int, dict[str, SegmentRecord]]] = LRUCache(maxsize=size)
+        self._kept: LRUCache[UUID, tuple[int, dict[str, SegmentRecord], dict[int, bool]]] = LRUCache(maxsize=size)
 
-    def at(self, cid: UUID, version: int) -> dict[str, SegmentRecord]:
-        """Returns the kept records of `cid` at `version` (empty when none are kept at it)."""
+    def at(self, cid: UUID, version: int) -> tuple[dict[str, SegmentRecord], dict[int, bool]]:
+        """Returns the kept records of `cid` at `version`, and whether each of its newest user
+        messages is live (both empty when none are kept at that version)."""
         try:
             kept = self._kept.get(cid)
         except KeyError:
-            return {}
-        return kept[1] if kept[0] == version else {}
+            return {}, {}
+        return (kept[1], kept[2]) if kept[0] == version else ({}, {})
 
     def appended(self, cid: UUID, state: Any, events: Iterable[ConversationEvent]) -> None:
         """Follows `events`, just appended onto `state` (the aggregate's state before them)."""
         events = list(events)
         if not events:
             return
-        index = _KnownIndex(dict(self.at(cid, state.version if state is not None else 0)))
+        records, messages = self.at(cid, state.version if state is not None else 0)
+        index = _KnownIndex(dict(records), dict(messages))
         try:
             for event in events:
                 index_event(index, state, event)
@@ -351,7 +354,9 @@ class KnownRecords:
             self.evict(cid)
             return
         newest = sorted(index.records.values(), key=lambda r: r.version)[-self.KEPT:]
-        self._kept.put(cid, (events[-1].originator_version, {r.segment: r for r in newest}))
+        numbers = sorted(index.messages)[-self.KEPT:]
+        self._kept.put(cid, (events[-1].originator_version, {r.segment: r for r in newest},
+                             {n: index.messages[n] for n in numbers}))
 
     def evict(self, cid: UUID) -> None:
         try:

@@ -239,6 +239,16 @@ class TestPostgresAssumedAppend(PostgresStores):
             assert per_line == [1] * 17
         assert chat.read_models.turn_input("c").to_json() == build_turn_input(store.events("c")).to_json()
 
+    def test_a_retry_of_the_writers_own_message_is_decided_without_reading_the_index(self, mode: str) -> None:
+        store = self.open_store()
+        chat = Chatrecord(store)
+        for line in (start("c"), message("c", 1), segment("c", "r1/1", "r1", outcome="failed")):
+            chat.record(line)
+        calls = lookups(store)
+        result = chat.record({"type": "turn_retried", "message": 1, "at": AT, "conversation": "c"})
+        assert calls[0] == 0  # whether message 1 is live: as this writer's append left the index
+        assert [(type(e).__name__, e.originator_version) for e in result.appended] == [("TurnRetried", 4)]
+
     def test_a_known_record_the_index_does_not_hold_fails_the_assumption_and_the_card_is_decided_from_the_index(
             self) -> None:
         import psycopg
