@@ -207,6 +207,19 @@ def section_mix(b: Backend, args: argparse.Namespace) -> None:
         target(b.name, "real mix: statements per line", per_line, "<= 1.2", per_line <= 1.2)
 
 
+def section_turn_input(b: Backend, args: argparse.Namespace) -> None:
+    """`ReadModels.turn_input` (the latest turn's whole model input, from the rows) at 10,
+    1,000 and BIG segments, against the fold of the log up to that turn it replaced
+    (`scripts/bench_turn_input.py --store`); target: at most 0.05 ms per message it builds."""
+    import bench_turn_input as T
+    print(f"\n### {b.name}: turn_input (median of 5 calls)\n")
+    print(T.TABLE_HEAD)
+    found = T.store_rows(b, [10, 1_000, args.big])
+    worst = max(ms / count for _, _, count, ms, _ in found)
+    target(b.name, f"turn_input, ms per message of the input (10 to {args.big:,} segments, the worst)", worst,
+           "<= 0.05", worst <= 0.05)
+
+
 def _client_of(env: dict[str, str]) -> Callable[[int], Callable[[int], object]]:
     # The tables exist already: clients that all run the library's CREATE OR REPLACE
     # FUNCTION at once fail with "tuple concurrently updated" on PostgreSQL.
@@ -552,7 +565,7 @@ def _statements_per_line(b: Backend, mix: MixWriter) -> None:
     sys.stdout.flush()
 
 
-SECTIONS = {"mix": section_mix, "append": section_append, "clients": section_clients, "flat": section_flat, "rebuild": section_rebuild,
+SECTIONS = {"mix": section_mix, "turn_input": section_turn_input, "append": section_append, "clients": section_clients, "flat": section_flat, "rebuild": section_rebuild,
             "profile": section_profile}
 
 
@@ -565,7 +578,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small sizes, short rounds")
     ap.add_argument("--backends", default="pg,sqlite", help="pg,sqlite (default both, in that order)")
-    ap.add_argument("--sections", default=",".join(SECTIONS), help="mix,append,clients,flat,rebuild,profile")
+    ap.add_argument("--sections", default=",".join(SECTIONS), help="mix,turn_input,append,clients,flat,rebuild,profile")
     ap.add_argument("--rounds", type=int, help="rounds per figure (default 5, quick 3)")
     ap.add_argument("--seconds", type=float, help="seconds per rate per round (default 2, quick 1)")
     ap.add_argument("--big", type=int, help="segments of the long conversation (default 10,000, quick 1,000)")

@@ -115,45 +115,60 @@ def time_turn_input(state: turns.TurnState, message: int, at: datetime, repeat: 
     return statistics.median(samples)
 
 
-def store_main(sizes: list[int], backends: list[str], calls: int = 5) -> None:
-    """Times `ReadModels.turn_input` against the fold of the log it replaced, per backend and size."""
+def store_rows(b, sizes: list[int], calls: int = 5) -> list[tuple[str, int, int, float, float]]:
+    """Times `ReadModels.turn_input` on backend `b` (`bench_flat_support.Backend`) against the
+    fold of the log it replaced; returns (backend, segments, messages, ms, fold ms) per size and
+    prints a table row for each."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from bench_flat_support import backend, bulk_fill, loadavg, machine, segment_lines
+    from bench_flat_support import bulk_fill, segment_lines
 
     from adapters.api import Chatrecord
     from adapters.store.application import ConversationStore
 
+    chat = Chatrecord(ConversationStore(env=b.env("turn_input")))
+    store, models = chat.store, chat.read_models
+    found = []
+    for size in sizes:
+        conv = f"turn-input-{size}"
+        saved, store.on_saved = store.on_saved, None  # bulk fill: the read models catch up at the next read
+        bulk_fill(store, conv, size - 1)
+        store.on_saved = saved
+        models.turn_input(conv)
+        for line in segment_lines(conv, size):  # the last turn's user message, then its segment
+            chat.record(line)
+        built = models.turn_input(conv)
+        times, folds = [], []
+        for _ in range(calls):
+            t0 = time.perf_counter()
+            models.turn_input(conv)
+            times.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            folded = turns.build_turn_input(store.events(conv), models.active_rules())
+            folds.append(time.perf_counter() - t0)
+        assert folded.to_json() == built.to_json()
+        ms, fold = 1000 * statistics.median(times), 1000 * statistics.median(folds)
+        count = len(built.messages) + 1  # and the system message
+        found.append((b.name, size, count, ms, fold))
+        print(f"| {b.name} | {size:,} | {count:,} | {ms:.1f} | {ms / count:.4f} | {fold:.0f} | {fold / ms:.1f} |",
+              flush=True)
+    return found
+
+
+TABLE_HEAD = ("| backend | segments | messages | turn_input ms | ms per message | fold of the log ms | "
+              "ratio fold / rows |\n|---|---:|---:|---:|---:|---:|---:|")
+
+
+def store_main(sizes: list[int], backends: list[str], calls: int = 5) -> None:
+    """Times `ReadModels.turn_input` against the fold of the log it replaced, per backend and size."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from bench_flat_support import backend, loadavg, machine
+
     print(f"machine: {machine()}")
     print(f"load average before: {loadavg()}")
-    print("| backend | segments | messages | turn_input ms | ms per message | fold of the log ms | ratio fold / rows |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    print(TABLE_HEAD)
     for name in backends:
         with backend(name) as b:
-            chat = Chatrecord(ConversationStore(env=b.env("turn_input")))
-            store, models = chat.store, chat.read_models
-            for size in sizes:
-                conv = f"turn-input-{size}"
-                saved, store.on_saved = store.on_saved, None  # bulk fill: the read models catch up at the next read
-                bulk_fill(store, conv, size - 1)
-                store.on_saved = saved
-                models.turn_input(conv)
-                # the next turn's user message, and its segment: the turn started before the head
-                for line in segment_lines(conv, size):
-                    chat.record(line)
-                built = models.turn_input(conv)
-                times, folds = [], []
-                for _ in range(calls):
-                    t0 = time.perf_counter()
-                    models.turn_input(conv)
-                    times.append(time.perf_counter() - t0)
-                    t0 = time.perf_counter()
-                    folded = turns.build_turn_input(store.events(conv), models.active_rules())
-                    folds.append(time.perf_counter() - t0)
-                assert folded.to_json() == built.to_json()
-                ms, fold = 1000 * statistics.median(times), 1000 * statistics.median(folds)
-                count = len(built.messages) + 1  # and the system message
-                print(f"| {b.name} | {size:,} | {count:,} | {ms:.1f} | {ms / count:.4f} | {fold:.0f} | {fold / ms:.1f} |",
-                      flush=True)
+            store_rows(b, sizes, calls)
     print(f"load average after: {loadavg()}")
 
 

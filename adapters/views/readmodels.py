@@ -919,9 +919,13 @@ def turn_rows_state(rows: Any, head: Head) -> TurnState:
     is set (no continuation bookkeeping)."""
     mark = head.turn
     assert mark is not None and head.turn_intact
-    messages = rows.messages()[:mark.length]
-    entries = (*rows.aside(), *(e for e in rows.entries() if e.seq <= mark.version))
-    outcomes = tuple(o for o in rows.outcomes() if o.seq[0] <= mark.version)
+    read = getattr(rows, "turn_rows", None)
+    if read is not None:  # one statement
+        messages, entries, outcomes = read(mark.length, mark.version)
+    else:
+        messages = rows.messages()[:mark.length]
+        entries = (*rows.aside(), *(e for e in rows.entries() if e.seq <= mark.version))
+        outcomes = tuple(o for o in rows.outcomes() if o.seq[0] <= mark.version)
     return TurnState.model_construct(
         transcript=Transcript(kind=head.kind, messages=messages),
         record=RunRecord.model_construct(entries=entries, dropped=mark.dropped),

@@ -199,6 +199,23 @@ class SQLRows:
     def drop_aside(self) -> None:
         self._select(f"DELETE FROM {self.t['entries']} WHERE cid = ?", (self.aside_cid,))
 
+    def turn_rows(self, length: int, version: int) -> tuple[tuple[Message, ...], tuple[Entry, ...], tuple[CardOutcome, ...]]:
+        """Returns, in one statement, what the latest turn saw (`projections.rows.Head.turn_intact`):
+        the first `length` transcript messages, the entries set aside for it and those kept of
+        versions up to `version` (oldest first), and the card outcomes recorded up to `version`."""
+        t = self.t
+        rows = self._select(
+            f"SELECT 0 AS k, idx AS n, 0 AS sub, body FROM {t['messages']} WHERE cid = ? AND idx < ? UNION ALL "
+            f"SELECT 1, seq, 0, body FROM {t['entries']} WHERE cid = ? AND seq <= ? UNION ALL "
+            f"SELECT 1, seq, 0, body FROM {t['entries']} WHERE cid = ? UNION ALL "
+            f"SELECT 2, v, sub, body FROM {t['outcomes']} WHERE cid = ? AND v <= ? ORDER BY k, n, sub",
+            (self.cid, length, self.cid, version, self.aside_cid, self.cid, version)).fetchall()
+        bodies: tuple[list[str], list[str], list[str]] = ([], [], [])
+        for r in rows:
+            bodies[int(r["k"])].append(r["body"])
+        return (self._decode_messages(bodies[0]), _ENTRIES.validate_json("[" + ",".join(bodies[1]) + "]"),
+                tuple(CardOutcome.model_validate_json(b) for b in bodies[2]))
+
     def aside(self) -> tuple[Entry, ...]:
         """Returns the entries set aside for the latest turn, oldest first."""
         rows = self._select(f"SELECT body FROM {self.t['entries']} WHERE cid = ? ORDER BY seq",
