@@ -621,8 +621,8 @@ def _statements_per_kind(b: Backend) -> None:
     sys.stdout.flush()
 
 
-SECTIONS = {"mix": section_mix, "turn_input": section_turn_input, "append": section_append, "clients": section_clients, "flat": section_flat, "rebuild": section_rebuild,
-            "profile": section_profile}
+SECTIONS = {"mix": section_mix, "turn_input": section_turn_input, "append": section_append, "clients": section_clients,
+            "flat": section_flat, "rebuild": section_rebuild, "profile": section_profile}
 
 
 

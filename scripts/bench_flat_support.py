@@ -12,9 +12,9 @@ import sys
 import tempfile
 import time
 import uuid
-from datetime import datetime, timedelta
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
