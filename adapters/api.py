@@ -49,10 +49,10 @@ from adapters.service.results import (
 )
 from adapters.service.timeline import (
     PAGE_TURNS,
+    KeptOverview,
     OverviewPoint,
     TimelinePage,
     TurnView,
-    overview,
     timeline_page,
     turn_at,
     turn_view,
@@ -63,7 +63,7 @@ from adapters.store.crypto import TextsErased
 from adapters.store.erasure import Erasure, erase
 from adapters.store.keys import KeyState
 from adapters.store.settings import StoreUnusable, describe_backend, open_store, store_errors
-from adapters.store.verify import Verdict, chain_verdict, upgrade, verdicts
+from adapters.store.verify import Verdict, chain_verdict, upgrade, verdicts, verify_after
 from adapters.views.readmodels import ConversationDiff, ReadModels, RebuildReport
 from adapters.views.verify_rows import RowsVerdict, check_rows, rows_verdicts
 from domain.errors import InvalidInput, UnknownConversation, shown_id
@@ -72,6 +72,7 @@ from projections import activity
 from projections.activity import SegmentActivity
 from projections.audit import AuditRow
 from projections.audit import audit as audit_rows
+from projections.audit import initial as audit_initial
 from projections.page_line import PageCheck, every_page
 from projections.rules import resolve
 from projections.turn import TurnInput, build_turn_input, replay_turns, turns_of
@@ -132,8 +133,10 @@ class Chatrecord:
         self.source_name = source_name
         self._lines = 0
         self._writers = [Lock() for _ in range(WRITER_LOCKS)]
-        self._overviews: dict[tuple[str, str], tuple[int, list[OverviewPoint]]] = {}
+        self._overviews: dict[tuple[str, str], KeptOverview] = {}
         self._overviews_lock = Lock()
+        self._chains: dict[str, Verdict] = {}
+        """The last ok verdict of each conversation's chain this process made (`chain`)."""
 
     @cached_property
     def read_models(self) -> ReadModels:
@@ -282,7 +285,7 @@ class Chatrecord:
         whether it was erased (`ConversationSummary`). Reads a page at a time; see
         `adapters.service.conversations.list_conversations`. Raises ValueError for a bad
         `limit`, BadCursor for a cursor no page returned."""
-        return list_conversations(self.store, limit, cursor, since)
+        return list_conversations(self.read_models, limit, cursor, since)
 
     @_in_store_terms
     def export(self, conversation: str, upto: int | None = None) -> Export:
@@ -505,33 +508,71 @@ class Chatrecord:
     def overview(self, conversation: str, rules: str | None = None) -> list[OverviewPoint]:
         """Returns the overview of the whole conversation under `rules` (default: the live rule
         set): one point per message, segment, decision, card left undecided, edit, cut, erasure.
-        Folds the whole log, so it is kept per (conversation, version, rule set) in this process.
-        Raises UnknownConversation."""
+        The first request in this process folds the whole log; the fold is kept per
+        (conversation, rule set), and a later request folds only the events appended since (one
+        read of the log's head when there are none). Raises UnknownConversation."""
+        return self._overview(conversation, rules).points
+
+    @_in_store_terms
+    def overview_drawn(self, conversation: str, draw: Callable[[list[OverviewPoint]], str],
+                       rules: str | None = None) -> str:
+        """Returns `draw(points)` of the conversation's overview (`overview`), kept with it: drawn
+        again only after new events (`draw` is the key: `adapters.pages.overview_svg`)."""
+        kept = self._overview(conversation, rules)
+        drawn = kept.drawn.get(draw)
+        if drawn is None:
+            drawn = kept.drawn[draw] = draw(kept.points)
+        return drawn
+
+    def _overview(self, conversation: str, rules: str | None) -> KeptOverview:
         name = _conversation_argument("overview", conversation)
         rule_set = rules or self.active_rules()
         key = self._key(name)
-        head = next(iter(self.store.events.get(conversation_uuid(key), desc=True, limit=1)), None)
+        uuid = conversation_uuid(key)
+        head = next(iter(self.store.events.get(uuid, desc=True, limit=1)), None)
         if head is None:
             self.events(name)  # raises UnknownConversation
-            return []
+            return KeptOverview(0, audit_initial(), [])
         kept = self._overviews.get((key, rule_set))
-        if kept is not None and kept[0] == head.originator_version:
-            return kept[1]
-        points = overview(self.events(name), rule_set)
+        if kept is not None and kept.version == head.originator_version:
+            return kept
+        if kept is not None and kept.version < head.originator_version:
+            after = list(self.store.events.get(uuid, gt=kept.version))  # type: ignore[arg-type]
+            fresh = kept.extend(after, rule_set) if after and after[0].originator_version == kept.version + 1 else None
+        else:
+            fresh = None
+        if fresh is None:  # the first request, or a log that is not the one kept: the whole log
+            fresh = KeptOverview.of(self.events(name), rule_set)
         with self._overviews_lock:  # the HTTP service's handlers run on several threads
-            if len(self._overviews) >= 64:
+            if len(self._overviews) >= 64 and (key, rule_set) not in self._overviews:
                 self._overviews.pop(next(iter(self._overviews)))
-            self._overviews[(key, rule_set)] = (head.originator_version, points)
-        return points
+            self._overviews[(key, rule_set)] = fresh
+        return fresh
 
     @_in_store_terms
-    def chain(self, conversation: str) -> Verdict | None:
-        """Returns the verdict of the conversation's hash chain (every hash recomputed), None on
-        a store that keeps no chain. Raises UnknownConversation."""
+    def chain(self, conversation: str, full: bool = False) -> Verdict | None:
+        """Returns the verdict of the conversation's hash chain, None on a store that keeps no
+        chain. The first look in this process (and with `full`, and after a broken verdict)
+        recomputes every hash; a later one starts from the head the last ok verdict verified
+        (`adapters.store.verify.verify_after`: that head's event and hash unchanged, every hash
+        after it recomputed), so it costs what was appended since, and says so (`Verdict.kept`).
+        Raises UnknownConversation."""
         name = _conversation_argument("chain", conversation)
-        verdict = chain_verdict(self.store, self._key(name))
+        key = self._key(name)
+        kept = self._chains.get(key) if not full else None
+        if kept is not None and isinstance(self.store.recorder, ChainedRecorder):
+            verdict: Verdict | None = verify_after(self.store.recorder, kept)
+        else:
+            verdict = chain_verdict(self.store, key)
         if verdict is None and isinstance(self.store.recorder, ChainedRecorder):
             self.events(name)  # raises UnknownConversation
+        with self._overviews_lock:
+            if verdict is not None and verdict.ok:
+                if len(self._chains) >= 256 and key not in self._chains:
+                    self._chains.pop(next(iter(self._chains)))
+                self._chains[key] = verdict
+            else:
+                self._chains.pop(key, None)  # a broken chain is recomputed in full at the next look
         return verdict
 
     @_in_store_terms

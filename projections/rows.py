@@ -18,7 +18,7 @@ property test holds them equal.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import UTC, datetime
 from functools import singledispatch
 from typing import Literal, Protocol
 
@@ -116,6 +116,10 @@ class Head(Immutable):
     turn_kept: tuple[int, ...] = ()
     """The versions of the entries the latest turn saw that have since fallen out of the run
     record: set aside (`Rows.set_aside`) until the next turn starts (`Rows.drop_aside`)."""
+    last_at: int | None = None
+    """The time of the last event applied, in microseconds since 1970-01-01 UTC: the
+    conversation's last activity, by which the heads are listed newest first (an index on it,
+    `adapters.views.rows.create_statements`). None in a head an earlier version wrote."""
 
     @property
     def view(self) -> ViewContext:
@@ -185,6 +189,15 @@ class Rows(Protocol):
         """Records a model call a user message started."""
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def micros(at: datetime) -> int:
+    """Returns `at` (aware) as whole microseconds since 1970-01-01 UTC."""
+    delta = at - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
 def apply_to_rows(rows: Rows, head: Head, event: ConversationEvent, rules: RuleSet) -> Head:
     """Applies `event` to the rows and returns the head after it. The caller checks that the
     event's version follows `head.version`."""
@@ -193,6 +206,7 @@ def apply_to_rows(rows: Rows, head: Head, event: ConversationEvent, rules: RuleS
     update: dict[str, object] = {
         "version": event.originator_version,
         "edited": event.message if isinstance(event, MessageEdited) else None,
+        "last_at": micros(event.timestamp),
     }
     if number is not None:
         mark = trusted(TurnMark, message=number, at=event.timestamp, version=event.originator_version,

@@ -284,6 +284,10 @@ class ReadModels:
         """Returns the rule set of the live tables."""
         return self._pointer().rules
 
+    def live_pointer(self) -> Pointer:
+        """Returns the live generation's pointer, as it is now (one read)."""
+        return self._pointer()
+
     def _pointer(self) -> Pointer:
         with self.backend.transaction(write=False) as curs:
             live = self.backend.pointer(curs)

@@ -52,14 +52,28 @@ def table_names(generation: int, schema: str = "") -> dict[str, str]:
     return {t: f"{prefix}views_g{generation}_{t}" for t in TABLES}
 
 
-def create_statements(generation: int, schema: str = "", heads_storage: str = "") -> list[str]:
+def activity_index(generation: int) -> str:
+    """Returns the name of the index of a generation's heads by last activity (unqualified)."""
+    return f"views_g{generation}_heads_activity"
+
+
+def activity_statement(generation: int, schema: str, activity: str) -> str:
+    """Returns the CREATE INDEX statement of the heads by last activity: `activity`, the
+    backend's expression of a head body's `last_at` (`SQLBackend.activity`), then `cid`."""
+    return (f"CREATE INDEX IF NOT EXISTS {activity_index(generation)} "
+            f"ON {table_names(generation, schema)['heads']} ({activity}, cid)")
+
+
+def create_statements(generation: int, schema: str = "", heads_storage: str = "", activity: str = "") -> list[str]:
     """Returns the CREATE statements of a generation's tables; `heads_storage` follows the
-    heads table's columns (PostgreSQL's `WITH (fillfactor = …)`, `SQLBackend.heads_storage`)."""
+    heads table's columns (PostgreSQL's `WITH (fillfactor = …)`, `SQLBackend.heads_storage`);
+    with `activity` (an expression of a head body's `last_at`), the heads' index by it."""
     n, big = table_names(generation, schema), "BIGINT"
     bare = table_names(generation)
     return [
         f"CREATE TABLE IF NOT EXISTS {n['heads']} (cid TEXT PRIMARY KEY, version {big} NOT NULL, body TEXT NOT NULL)"
         f"{heads_storage}",
+        *([activity_statement(generation, schema, activity)] if activity else []),
         f"CREATE TABLE IF NOT EXISTS {n['entries']} (cid TEXT NOT NULL, seq {big} NOT NULL, segment TEXT NOT NULL, "
         f"body TEXT NOT NULL, PRIMARY KEY (cid, seq))",
         f"CREATE INDEX IF NOT EXISTS {bare['entries']}_segment ON {n['entries']} (cid, segment)",

@@ -15,6 +15,7 @@ from eventsourcing import postgres as es_postgres
 from eventsourcing.persistence import (
     AggregateRecorder,
     ApplicationRecorder,
+    ProcessRecorder,
 )
 from eventsourcing.utils import strtobool
 from psycopg.conninfo import conninfo_to_dict
@@ -166,8 +167,12 @@ class PostgresFactory(StoreFactory, es_postgres.PostgresFactory):
     def env_create_table(self) -> bool:
         return False  # the library's own CREATE runs on every open; `_ready` creates once
 
+    def _creates(self) -> bool:
+        """Whether tables are to be made (the library's CREATE_TABLE, default yes)."""
+        return strtobool(self.env.get(self.CREATE_TABLE) or "yes")
+
     def _ready(self, recorder: Any) -> Any:
-        if strtobool(self.env.get(self.CREATE_TABLE) or "yes") and ensure_schema(recorder):
+        if self._creates() and ensure_schema(recorder):
             self.created.append(recorder.events_table_name)
         else:
             recorder.datastore.register_type_adapters()
@@ -186,6 +191,23 @@ class PostgresFactory(StoreFactory, es_postgres.PostgresFactory):
         ])
         recorder.extra_tables = (CHAIN_TABLE, KEYS_TABLE, MASTER_TABLE, *HISTORY_TABLES)  # type: ignore[attr-defined]
         return self._ready(recorder)
+
+    def tracking_recorder(self, tracking_recorder_class: Any = None) -> Any:
+        """The library's tracking recorder, its table made by the library's own CREATE (with its
+        single-row tracking's migration row) unless CREATE_TABLE=n: `env_create_table` is off
+        for `_ready`'s sake, which the library's method would otherwise read as "make none".
+        The store keeps no tracking of its own; only a process that asks for one makes it."""
+        recorder = super().tracking_recorder(tracking_recorder_class)
+        if self._creates():
+            recorder.create_table()
+        return recorder
+
+    def process_recorder(self) -> ProcessRecorder:
+        """The library's process recorder, its tables made as `tracking_recorder`'s."""
+        recorder = super().process_recorder()
+        if self._creates():
+            recorder.create_table()  # type: ignore[attr-defined]
+        return recorder
 
     def construct_data_keys(self, master: bytes | None) -> DataKeys:
         return PostgresDataKeys(self.datastore, master, create_table=False)  # made with the schema

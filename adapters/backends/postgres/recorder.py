@@ -108,6 +108,12 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder):
                 raise IntegrityError(f"the append deadlocked with another writer's: {error}") from error
             raise
 
+    def subscribe(self, gt: int | None = None, topics: Sequence[str] = ()) -> Any:
+        """Raises NotImplementedError, as the library's SQLite recorder does: its subscription
+        wakes on a NOTIFY that the append function and the chained recorder never send."""
+        raise NotImplementedError(f"The {type(self).__qualname__} recorder does not support subscriptions "
+                                  "(its appends send no NOTIFY); read the log with select_notifications")
+
     def select_events(self, originator_id: Any, **kwargs: Any) -> Sequence[StoredEvent]:
         """The library's read of a conversation's events, tried again only when the connection
         failed (`_read_retried`): a lock or statement timeout the server answered (a table
@@ -364,7 +370,9 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder):
     def _append_synced(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
         """The library's own pipelined append: the writes before the insert go out without
         waiting for each answer; the views' savepoint is synced before it is released, and the
-        insert before the COMMIT, so a taken version raises IntegrityError there."""
+        insert before the COMMIT, so a taken version raises IntegrityError there. Unlike the
+        library's, a failed insert step rolls the transaction back before its error is raised:
+        committed, a refusal raised in Python (`ChainBroken`) stored what it refused."""
         failure: Exception | None = None
         ids: Sequence[int] | None = None
         with self.datastore.get_connection() as conn:
@@ -378,6 +386,8 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder):
                         ids = self._fetch_ids_after_insert_events(curs, stored_events, **kwargs)
                     except Exception as error:  # raised once the pipeline has closed
                         failure = error
+                if failure is not None:
+                    raise psycopg.Rollback  # ends this transaction with ROLLBACK, not COMMIT
             if failure is not None:
                 raise failure
         return ids

@@ -163,6 +163,9 @@ class PostgresBackend(SQLBackend):
     buffered_rows = PostgresBufferedRows
     reads_ahead = True
     folds_in_parts = True
+    activity = "((body::jsonb ->> 'last_at')::bigint)"
+    """A head body's last activity (`SQLBackend.activity`); its index makes a head's update
+    (every append) no longer a HOT one: the index entry moves with each new time."""
     heads_storage = " WITH (fillfactor = 50)"
     """A head row (about 1 KB) is rewritten by every append: with half of each page left free,
     the update goes on the same page (a HOT update) and the server prunes the page's dead

@@ -70,7 +70,10 @@ class ChainedSQLiteRecorder(ChainedRecorder, SQLiteApplicationRecorder):
         if only is not None:
             where.append("originator_id=?")
             params.append(self._id(only))
-        if after is not None:
+        if after is not None and only is not None and after[0] == only:  # one conversation's: an index range
+            where.append("originator_version > ?")
+            params.append(after[1])
+        elif after is not None:
             where.append("(originator_id, originator_version) > (?, ?)")
             params += [self._id(after[0]), after[1]]
         clause = f"WHERE {' AND '.join(where)} " if where else ""
