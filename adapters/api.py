@@ -41,11 +41,10 @@ from adapters.service.results import (
     Demo,
     Replay,
     demo_lines,
-    no_turn,
+    no_turn_among,
     replay_file,
     replay_lines,
     stored_conversation,
-    turns_at,
     unknown_conversation,
 )
 from adapters.service.timeline import (
@@ -76,7 +75,7 @@ from projections.audit import audit as audit_rows
 from projections.audit import initial as audit_initial
 from projections.page_line import PageCheck, every_page
 from projections.rules import resolve
-from projections.turn import TurnInput, build_turn_input, replay_turns
+from projections.turn import TurnInput, build_turn_input, replay_turns, turns_of
 from projections.turn_notes import PlacedNote, TurnNotes, apply_notes
 
 __all__ = [
@@ -422,17 +421,18 @@ class Chatrecord:
         events = self.events(_conversation_argument("replay", conversation))
         active = self.active_rules()
         rule_set = resolve(rules or active).id
-        turns = replay_turns(events, rule_set, can_see_page)
+        if at is None:
+            turns = replay_turns(events, rule_set, can_see_page)
+            last = turns[-1] if turns else None
+        else:  # one pass, building only the turns of message `at` and the latest (for the check)
+            turns, last, started = turns_of(events, at, rule_set, can_see_page)
+            if not turns:
+                raise no_turn_among(at, started)
         differs = False
-        if turns and rule_set == active:
+        if last is not None and rule_set == active:
             latest = self._live_turn(conversation, can_see_page)
-            differs = latest is None or latest.to_json() != turns[-1].to_json()
+            differs = latest is None or latest.to_json() != last.to_json()
         chain = chain_verdict(self.store, self._key(conversation)) if differs else None
-        if at is not None:
-            picked = turns_at(turns, at)
-            if not picked:
-                raise no_turn(at, [(conversation, turns)])
-            turns = picked
         return Replay(conversation, rule_set, tuple(turns), differs, chain)
 
     def _live_turn(self, conversation: str, can_see_page: PageCheck) -> TurnInput | None:

@@ -163,6 +163,29 @@ def replay_turns(
     return [turn_input(state, number, at, rules, can_see_page) for state, number, at in _turns(events, rules)]
 
 
+def turns_of(
+    events: Iterable[ConversationEvent], message: int, rules: RuleSet | str = DEFAULT_RULE_SET,
+    can_see_page: PageCheck = every_page,
+) -> tuple[list[TurnInput], TurnInput | None, list[int]]:
+    """Returns the inputs of the turns user message `message` started (its model call, and any
+    retry or edit of it, each as it saw it), the input of the latest turn (None when no event
+    starts one) and the user message number of every turn, in order: what `replay --at`
+    shows and checks. One pass over the events; only those turns' inputs are built."""
+    rules = resolve(rules)
+    picked: list[TurnInput] = []
+    numbers: list[int] = []
+    last = None
+    for state, number, at in _turns(events, rules):
+        numbers.append(number)
+        last = (state, number, at, len(picked))
+        if number == message:
+            picked.append(turn_input(state, number, at, rules, can_see_page))
+    if last is None:
+        return picked, None, numbers
+    latest = picked[-1] if last[1] == message else turn_input(last[0], last[1], last[2], rules, can_see_page)
+    return picked, latest, numbers
+
+
 def build_turn_input(
     events: Sequence[ConversationEvent], rules: RuleSet | str = DEFAULT_RULE_SET,
     can_see_page: PageCheck = every_page,

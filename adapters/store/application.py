@@ -22,7 +22,7 @@ from eventsourcing.utils import get_topic
 from adapters.backends import backend_of
 from adapters.store.chain import ChainBroken, ChainedRecorder
 from adapters.store.crypto import refuse_texts
-from adapters.store.history import AssumptionFailed, HistoryTables
+from adapters.store.history import AssumptionFailed, HistoryTables, KnownRecords
 from adapters.store.keys import DataKeys
 from adapters.store.serialization import SERIALIZATION_ENV, PydanticMapper, originator_uuid
 from domain.conversation import (
@@ -210,6 +210,9 @@ class ConversationStore(Application[UUID]):
                 self.close()  # the refused store's connections
                 raise
         self.history: HistoryTables = backend_of(self.factory).history_tables(self)
+        self._records = KnownRecords()
+        """Per conversation, the newest segment records as this process's last append left the
+        index (`AssumedHistory.known`)."""
         self._known = KnownCounts()
         """Per conversation, (version, card outcomes) of the index after this process's last
         append, for deciding the next command without reading the index (`_assume`)."""
@@ -308,6 +311,7 @@ class ConversationStore(Application[UUID]):
             self._cache(after)
             if after is not None and outcomes is not None and added and added[-1] is not None:
                 self._known.put(cid, (after.version, outcomes + added[-1]))
+                self._records.appended(cid, state, events)
             self._snapshot_if_due(state, after)
             position = recordings[-1].notification.id if recordings else None
             return HandleResult(command.conversation, events, events, after, position, attempt)
@@ -388,6 +392,7 @@ class ConversationStore(Application[UUID]):
                 position = recording.notification.id if recording is not None else None
             after = project_conversation(state, events)
             self._cache(after)
+            self._records.evict(cid)
             count = added.get(cid)
             if after is not None and outcomes is not None and count is not None:
                 self._known.put(cid, (after.version, outcomes + count))
@@ -417,7 +422,9 @@ class ConversationStore(Application[UUID]):
         tip = heads.get(cid) if heads is not None else None
         if tip is None or tip[0] != state.version:
             return None  # the hash of the last event names the history the writer means
-        history = AssumedHistory(known[0], known[1], getattr(command, "new_segments", ()), tip=tip[1])
+        records, messages = self._records.at(cid, known[0])
+        history = AssumedHistory(known[0], known[1], getattr(command, "new_segments", ()), tip=tip[1],
+                                 known=records, known_messages=messages)
         try:
             events = tuple(command.decide(state, history))
         except (NotKnown, ChatrecordError):
@@ -485,6 +492,7 @@ class ConversationStore(Application[UUID]):
         database restored or failed over under a running process), so nothing kept is trusted
         by its version alone."""
         self._known.evict(cid)
+        self._records.evict(cid)
         heads = getattr(self.recorder, "chain_heads", None)
         if heads is not None:
             heads.forget(cid)

@@ -322,6 +322,35 @@ class ReadModelsContract:
         with pytest.raises(NoTurnYet):
             models.turn_input("conv-new")
 
+    def test_the_latest_turn_past_the_records_cap_is_built_from_the_rows_as_the_fold_builds_it(self, store) -> None:
+        """205 turns, then a card and its decision after the last user message: the entries
+        that fell out of the record after that turn started are set aside, and the turn's
+        input built from the rows (its transcript up to the turn, the entries it saw, the card
+        outcomes before it) is the fold's, byte for byte, live and after a rebuild."""
+        from factories import Chat, call, model_round
+
+        conversation = f"conv-{uuid.uuid4().hex[:8]}"
+        chat = Chat(conversation=conversation)
+        for n in range(205):
+            chat.user(f"Frage {n}", page=42)
+            chat.segment("turn", "completed", f"Antwort {n}", [*model_round(1)], run=f"r{n}")
+        chat.user("Noch eine Karte", page=42)
+        chat.segment("turn", "awaiting_approval", "Karte", [*model_round(1)], [call(fields=("title",))], run="card")
+        chat.decide(True, "Übernehmen")
+        chat.segment("approval", "completed", "Gespeichert.", [*model_round(2)], run="card")
+        models = ReadModels(store)
+        store.save(*chat.events)
+        models.apply(conversation_uuid(conversation), chat.events)
+
+        head = models.head(conversation)
+        assert head.turn_intact and head.turn.version < head.version and len(head.turn_kept) == 2
+        expected = build_turn_input(chat.events).to_json()
+        assert len(expected["record"]) == 200 and expected["record"][0]["segment"] == "r5/6"
+        assert models.turn_input(conversation).to_json() == expected
+        models.rebuild("2026-11-02")
+        assert models.turn_input(conversation).to_json() == expected
+        self.assert_rows_are_the_fold(models, store, conversation)
+
     @settings(max_examples=12, deadline=None,
               suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
                                      HealthCheck.differing_executors])

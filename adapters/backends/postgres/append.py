@@ -27,13 +27,14 @@ AT_ONCE = threading.local()
 """`on` while this thread gathers an append for one call (`EventRecorder._append_in_one_call`)."""
 
 
-APPEND_FUNCTION = "chatrecord_append_v6"
+APPEND_FUNCTION = "chatrecord_append_v7"
 """The store's own database function that writes a whole append from one JSON document
 (`AppendDocument`) that holds no view rows: versioned by name, so a later layout gets a
 function of its own. An append with view rows goes to its generation's function
 (`generation_function_name`), the same body with the view rows written into that
-generation's tables. (v6: a failed assumption raises `ASSUMPTION_FAILED`; v5 raised
-division_by_zero, 22012.)"""
+generation's tables. (v7: the known segment records and live messages an assumption took are
+checked, and a generation's function sets entries aside for the latest turn; v6: a failed
+assumption raises `ASSUMPTION_FAILED`; v5 raised division_by_zero, 22012.)"""
 
 ASSUMPTION_FAILED = "RC001"
 """The SQLSTATE with which the store's SQL raises a failed assumption (`AssumptionFailed`):
@@ -69,11 +70,11 @@ _ASSUMPTION_SQL = _template("assumption_failed.sql")
 
 def generation_function_name(generation: int) -> str:
     """Returns the name of generation `generation`'s append function (`generation_function_statement`)."""
-    return f"chatrecord_append_g{generation}_v6"
+    return f"chatrecord_append_g{generation}_v7"
 
 
-OLD_GENERATION_FUNCTION = "chatrecord_append_g{generation}_v5"
-"""The name of a generation's append function of the version before (jsonb); dropped with its
+OLD_GENERATION_FUNCTIONS = ("chatrecord_append_g{generation}_v6", "chatrecord_append_g{generation}_v5")
+"""The names of a generation's append function of the versions before (jsonb); dropped with its
 generation's tables."""
 OLD_VIEWS_FUNCTION = "chatrecord_views_g{generation}_v3"
 """The name of a generation's views function of an earlier version (text, jsonb), which the
@@ -163,7 +164,8 @@ class AppendDocument:
         lists of rows per kind, the head, the lock key."""
         views = self.doc.get("views")
         if views is None:
-            views = self.doc["views"] = {"g": generation, "lock": self._lock, "delete_entries": [], "entries": [],
+            views = self.doc["views"] = {"g": generation, "lock": self._lock, "drop_aside": False, "aside": [],
+                                         "aside_rows": [], "delete_entries": [], "entries": [],
                                          "outcomes": [], "messages": [], "ended": [], "ends": [], "pages": [],
                                          "turns": [], "head": None}
             self._written.add(f"views_g{generation}_")

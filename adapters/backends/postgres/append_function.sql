@@ -22,7 +22,13 @@ BEGIN
        OR EXISTS (SELECT 1 FROM jsonb_array_elements_text(a->'segments') g(item)
                   WHERE (SELECT true FROM {schema}.chatrecord_segments WHERE cid = k AND segment = g.item))
        OR EXISTS (SELECT 1 FROM jsonb_array_elements_text(a->'runs') r(item)
-                  WHERE (SELECT true FROM {schema}.chatrecord_segments WHERE cid = k AND run = r.item AND cut = 1 LIMIT 1)) THEN
+                  WHERE (SELECT true FROM {schema}.chatrecord_segments WHERE cid = k AND run = r.item AND cut = 1 LIMIT 1))
+       OR EXISTS (SELECT 1 FROM jsonb_array_elements(COALESCE(a->'records', '[]')) r(item)
+                  WHERE (SELECT true FROM {schema}.chatrecord_segments WHERE cid = k AND segment = r.item->>0
+                         AND body = r.item->>1) IS NULL)
+       OR EXISTS (SELECT 1 FROM jsonb_array_elements(COALESCE(a->'live', '[]')) m(item)
+                  WHERE (SELECT true FROM {schema}.chatrecord_messages WHERE cid = k AND number = (m.item->>0)::bigint
+                         AND live = (m.item->>1)::int) IS NULL) THEN
       RAISE EXCEPTION USING ERRCODE = 'RC001', MESSAGE = 'chatrecord: the index is not as the command assumed';
     END IF;
   END IF;

@@ -5,6 +5,17 @@
     RAISE EXCEPTION 'chatrecord: no view rows of generation {generation}';
   END IF;
   PERFORM pg_advisory_xact_lock_shared((v->>'lock')::bigint);
+  IF (v->>'drop_aside')::boolean THEN
+    DELETE FROM {entries} WHERE cid = k || ':turn';
+  END IF;
+  IF jsonb_array_length(v->'aside') > 0 THEN
+    FOR j IN SELECT jsonb_array_elements(v->'aside') LOOP
+      UPDATE {entries} SET cid = k || ':turn' WHERE cid = k AND seq = (j #>> '{{}}')::bigint;
+    END LOOP;
+  END IF;
+  IF jsonb_array_length(v->'aside_rows') > 0 THEN
+    INSERT INTO {entries} (cid, seq, segment, body) SELECT k || ':turn', (e->>0)::bigint, e->>1, e->>2 FROM jsonb_array_elements(v->'aside_rows') e;
+  END IF;
   IF jsonb_array_length(v->'delete_entries') > 0 THEN
     FOR j IN SELECT jsonb_array_elements(v->'delete_entries') LOOP
       DELETE FROM {entries} WHERE cid = k AND seq = (j #>> '{{}}')::bigint;

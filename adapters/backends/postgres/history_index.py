@@ -18,7 +18,7 @@ from adapters.backends.postgres.append import ASSUMPTION_FUNCTION, AppendDocumen
 from adapters.backends.postgres.schema import create_once, lock_key
 from adapters.store.chain import CHAIN_TABLE
 from adapters.store.history import TABLES as HISTORY_TABLES
-from adapters.store.history import HeldIndex, SQLHistory, SQLHistoryTables, index_events
+from adapters.store.history import AssumedBase, HeldIndex, SQLHistory, SQLHistoryTables, index_events
 from domain.history import AssumedHistory
 
 
@@ -66,7 +66,8 @@ class PostgresHistoryTables(SQLHistoryTables):
     def _holds(self, cid: UUID, assumed: AssumedHistory) -> tuple[str, tuple[Any, ...]]:
         """Returns the SQL condition (and its parameters) that the index of `cid` is at
         `assumed.version` with `assumed.count` card outcomes, and that none of the lines,
-        segments and cut runs `assumed` took as unrecorded is there. Where it is false the check
+        segments and cut runs `assumed` took as unrecorded is there, and that each known record
+        and live message it took (`AssumedHistory.records`, `messages`) is there exactly so. Where it is false the check
         calls `ASSUMPTION_FUNCTION`, which raises `ASSUMPTION_FAILED` (chatrecord's own SQLSTATE:
         no other statement raises it), and `EventRecorder` turns that into AssumptionFailed."""
         t, key = self.t, str(cid)
@@ -76,9 +77,15 @@ class PostgresHistoryTables(SQLHistoryTables):
             f"AND NOT EXISTS (SELECT 1 FROM {t['chatrecord_segments']} WHERE cid = %s AND segment = ANY(%s::text[])) "
             f"AND NOT EXISTS (SELECT 1 FROM {t['chatrecord_segments']} WHERE cid = %s AND run = ANY(%s::text[]) "
             f"AND cut = 1) AND (%s::bytea IS NULL OR EXISTS (SELECT 1 FROM {self.chain_table} WHERE originator_id = %s::uuid "
-            "AND originator_version = %s AND hash = %s::bytea))",
+            "AND originator_version = %s AND hash = %s::bytea)) "
+            f"AND NOT EXISTS (SELECT 1 FROM unnest(%s::text[], %s::text[]) AS r(segment, body) WHERE NOT EXISTS "
+            f"(SELECT 1 FROM {t['chatrecord_segments']} WHERE cid = %s AND segment = r.segment AND body = r.body)) "
+            f"AND NOT EXISTS (SELECT 1 FROM unnest(%s::bigint[], %s::int[]) AS m(number, live) WHERE NOT EXISTS "
+            f"(SELECT 1 FROM {t['chatrecord_messages']} WHERE cid = %s AND number = m.number AND live = m.live))",
             (key, assumed.version, assumed.count, key, assumed.digests, key, assumed.segments, key, assumed.runs,
-             assumed.tip, key, assumed.version, assumed.tip),
+             assumed.tip, key, assumed.version, assumed.tip, list(assumed.records),
+             [r.model_dump_json() for r in assumed.records.values()], key, list(assumed.messages),
+             [int(live) for live in assumed.messages.values()], key),
         )
 
     def _checked_write(self, cid: UUID, state: Any, events: list[Any], curs: Any, rebuild: bool, follows: bool,
@@ -90,7 +97,8 @@ class PostgresHistoryTables(SQLHistoryTables):
         index as it stood before the statement, as the check needs. Other writes as the base."""
         if rebuild or not follows or not events:
             return super()._checked_write(cid, state, events, curs, rebuild, follows, assumed)
-        held = HeldIndex(self.writer(curs, cid))
+        base = self.writer(curs, cid)  # the records `assumed` knows are not read again (checked with it)
+        held = HeldIndex(AssumedBase(base, assumed) if assumed is not None and assumed.known else base)
         index_events(held, state, events)
         t, key = self.t, str(cid)
         if isinstance(curs, AppendDocument):
@@ -99,6 +107,8 @@ class PostgresHistoryTables(SQLHistoryTables):
                                      "digests": list(dict.fromkeys(assumed.digests)),
                                      "segments": list(dict.fromkeys(assumed.segments)),
                                      "runs": list(dict.fromkeys(assumed.runs)),
+                                     "records": [[g, r.model_dump_json()] for g, r in assumed.records.items()],
+                                     "live": [[n, int(live)] for n, live in assumed.messages.items()],
                                      "tip": base64.b64encode(assumed.tip).decode() if assumed.tip is not None else None})
             curs.put("index", {
                 "sources": [[d, first, last] for d, (first, last) in held.top.sources.items()],

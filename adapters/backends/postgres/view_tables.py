@@ -18,7 +18,7 @@ from psycopg import pq
 
 from adapters.backends.postgres.append import (
     AT_ONCE,
-    OLD_GENERATION_FUNCTION,
+    OLD_GENERATION_FUNCTIONS,
     OLD_VIEWS_FUNCTION,
     AppendDocument,
     generation_function_name,
@@ -92,6 +92,27 @@ class PostgresBufferedRows(BufferedRows):
         values = ", ".join(f"(e->>{i})::{COLUMN_TYPES[c]}" for i, c in enumerate(columns))
         self.curs.execute(f"INSERT INTO {table} (cid, {', '.join(columns)}) SELECT %s, {values} "
                           f"FROM jsonb_array_elements(%s::jsonb) AS e {tail}", (self.cid, orjson.dumps(rows).decode()))
+
+    def _set_aside_rows(self) -> None:
+        views = self._document()
+        if views is None:  # one statement per kind, the rows as one JSON array (as `_insert_many`)
+            entries, aside = self.t["entries"], self.aside_cid
+            if self._drop_aside:
+                self.curs.execute(f"DELETE FROM {entries} WHERE cid = %s", (aside,))
+            if self._moves:
+                self.curs.execute(f"UPDATE {entries} SET cid = %s WHERE cid = %s "
+                                  "AND seq = ANY(ARRAY(SELECT jsonb_array_elements_text(%s::jsonb)::bigint))",
+                                  (aside, self.cid, orjson.dumps(self._moves).decode()))
+            if self._aside:
+                self.curs.execute(f"INSERT INTO {entries} (cid, seq, segment, body) SELECT %s, (e->>0)::bigint, "
+                                  "e->>1, e->>2 FROM jsonb_array_elements(%s::jsonb) AS e",
+                                  (aside, orjson.dumps(self._aside).decode()))
+            return
+        if self._drop_aside:  # what an earlier flush into this document set aside goes too
+            views["delete_entries"].extend(views["aside"])
+            views["aside"], views["aside_rows"], views["drop_aside"] = [], [], True
+        views["aside"].extend(self._moves)
+        views["aside_rows"].extend(list(row) for row in self._aside)
 
     def _delete_entries(self, seqs: list[int]) -> None:
         views = self._document() if seqs else None
@@ -316,8 +337,9 @@ class PostgresBackend(SQLBackend):
         """Drops the generation's append function (`generation_function_statement`) with its
         tables, and the append and views functions earlier versions made for it."""
         self._x(curs, f'DROP FUNCTION IF EXISTS "{self.schema}".{generation_function_name(generation)}(jsonb)', ())
-        old = OLD_GENERATION_FUNCTION.format(generation=int(generation))  # made by the version before
-        self._x(curs, f'DROP FUNCTION IF EXISTS "{self.schema}".{old}(jsonb)', ())
+        for name in OLD_GENERATION_FUNCTIONS:  # made by the versions before
+            old = name.format(generation=int(generation))
+            self._x(curs, f'DROP FUNCTION IF EXISTS "{self.schema}".{old}(jsonb)', ())
         old = OLD_VIEWS_FUNCTION.format(generation=int(generation))  # a store an earlier version wrote into
         self._x(curs, f'DROP FUNCTION IF EXISTS "{self.schema}".{old}(text, jsonb)', ())
 
