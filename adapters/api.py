@@ -18,6 +18,8 @@ the conversation's last event, so a turn never reads a record older than its own
 from __future__ import annotations
 
 import contextlib
+import copy
+import dataclasses
 import functools
 import inspect
 import io
@@ -58,16 +60,17 @@ from adapters.service.timeline import (
     turn_at,
     turn_view,
 )
-from adapters.store.application import ConversationStore, HandleResult
+from adapters.store.application import ConversationStore, HandleResult, connection_lost
 from adapters.store.chain import ChainedRecorder
 from adapters.store.crypto import TextsErased
 from adapters.store.erasure import Erasure, erase
 from adapters.store.keys import KeyState
-from adapters.store.settings import StoreUnusable, describe_backend, open_store, store_errors
+from adapters.store.replicas import check_position, recovery_conflict, replayed, write_position
+from adapters.store.settings import StoreUnusable, describe_backend, open_read_store, open_store, read_wait, store_errors
 from adapters.store.verify import Verdict, chain_verdict, upgrade, verdicts
 from adapters.views.readmodels import ConversationDiff, ReadModels, RebuildReport
 from adapters.views.verify_rows import RowsVerdict, check_rows, rows_verdicts
-from domain.errors import InvalidInput, UnknownConversation, shown_id
+from domain.errors import ChatrecordError, InvalidInput, UnknownConversation, shown_id
 from domain.events import ConversationEvent, conversation_uuid
 from projections import activity
 from projections.activity import SegmentActivity
@@ -109,6 +112,37 @@ def _in_store_terms(method: Method) -> Method:
     return call  # type: ignore[return-value]
 
 
+RECOVERY_CONFLICT_TRIES = 3
+"""Tries of a read on the standby that recovery cancelled, before the primary answers it."""
+
+
+def _reads(method: Method) -> Method:
+    """Makes a Chatrecord method that only reads take `after` (keyword only: a write's
+    `read_after` position, or None) and run on the store `Chatrecord._reader(after)` picks: the
+    standby, or the primary where the standby has not replayed `after` in time. A try on the
+    standby that recovery cancelled is made again (RECOVERY_CONFLICT_TRIES tries in all); when the
+    last is cancelled too, or the standby's connection failed, the primary answers: neither is
+    shown to the caller."""
+
+    @functools.wraps(method)
+    def call(self: Chatrecord, *args: Any, after: str | None = None, **kwargs: Any) -> Any:
+        reader = self._reader(after)
+        if reader is not self._standby:  # no reading store, or the primary answers
+            return method(reader, *args, **kwargs)
+        for attempt in range(1, RECOVERY_CONFLICT_TRIES + 1):
+            try:
+                return method(reader, *args, **kwargs)
+            except ChatrecordError as error:
+                lost = connection_lost(error)
+                if not (lost or recovery_conflict(error)):
+                    raise
+                if lost or attempt == RECOVERY_CONFLICT_TRIES:
+                    break
+        return method(self._on_primary, *args, **kwargs)
+
+    return call  # type: ignore[return-value]
+
+
 class Chatrecord:
     """A conversation store with its read models: every use case the entrypoints call.
 
@@ -123,13 +157,29 @@ class Chatrecord:
     Every method raises StoreUnusable (a ChatrecordError, one line naming what to do) when the
     database cannot be used: a server that stopped answering, a file another process kept
     locked. Nothing of the call is stored then; the next call tries the database again.
+
+    **Standbys.** `read_store` (default: `open_read_store()`, on CHATRECORD_READ_DATABASE_URL
+    where it is set) is where the methods that only read are served: the turn read, replay,
+    audit, activity, the list, export, verify, the timeline. Writes, `init_store`, `rebuild`,
+    `diff`, `erase`, the key commands and `health` stay on `store`. With a reading store, a write
+    (`record`, `record_lines`) answers with `read_after`, its position (`position()`); each
+    reading method takes `after=` (keyword only): given a position, it is served by the standby
+    only once that has replayed it, waiting up to `read_wait` seconds (CHATRECORD_READ_WAIT_MS,
+    default 1000 ms), else by the primary, so a caller never reads older than its own write.
+    Without `after` a standby may answer from a little in the past (its replication lag).
+    Without a reading store, `read_after` is None and `after` changes nothing.
     """
 
-    def __init__(self, store: ConversationStore | None = None, source_name: str = "api", *, reading: bool = False) -> None:
+    def __init__(self, store: ConversationStore | None = None, source_name: str = "api", *, reading: bool = False,
+                 read_store: ConversationStore | None = None, read_wait: float | None = None) -> None:
         if store is None:
             with store_errors():  # a file that cannot be opened, a server that does not answer
                 store = open_store(reading=reading)
+                read_store = read_store if read_store is not None else open_read_store()
         self.store = store
+        self._standby = Chatrecord(read_store, source_name) if read_store is not None else None
+        """The same use cases on the reading store (it has none of its own), where one is set."""
+        self.read_wait = read_wait if read_wait is not None else _read_wait()
         self.source_name = source_name
         self._lines = 0
         self._writers = [Lock() for _ in range(WRITER_LOCKS)]
@@ -142,8 +192,40 @@ class Chatrecord:
         return ReadModels(self.store)
 
     def close(self) -> None:
-        """Closes the store's connections."""
+        """Closes the store's connections (and the reading store's)."""
         self.store.close()
+        if self._standby is not None:
+            self._standby.close()
+
+    def position(self) -> str | None:
+        """Returns the read-after position of every write this store committed so far (the
+        primary's WAL insert position, text such as '0/3016040', opaque to the caller; one
+        statement), None without a reading store (`adapters.store.replicas.write_position`)."""
+        if self._standby is None:
+            return None
+        with store_errors(self.store):
+            return write_position(self.store)
+
+    def _reader(self, after: str | None) -> Chatrecord:
+        """Returns the Chatrecord a read given `after` runs on: this one without a reading store;
+        else the standby's, where `after` is None or the standby replays it within `read_wait`
+        seconds; else `_on_primary`. Raises ValueError for an `after` no write returned."""
+        if self._standby is None:
+            return self
+        if after is None:
+            return self._standby
+        with store_errors(self._standby.store):
+            caught_up = replayed(self._standby.store, check_position(after), self.read_wait)
+        return self._standby if caught_up else self._on_primary
+
+    @cached_property
+    def _on_primary(self) -> Chatrecord:
+        """This Chatrecord reading on the primary: a copy sharing its store, read models and
+        locks, without the reading store (so what it calls reads there too)."""
+        self.read_models  # noqa: B018 - made first, so the copy shares them
+        pinned = copy.copy(self)
+        pinned._standby = None
+        return pinned
 
     @classmethod
     def init_store(cls) -> tuple[bool, str]:
@@ -176,7 +258,8 @@ class Chatrecord:
         follows = check_follows(follows, self.source_name, self._lines)
         text = line_text(line, self._lines, self.source_name) if isinstance(line, Mapping) else line
         parsed = _required(parse(text, self._lines, self.source_name), self.source_name, self._lines)
-        return self._handle(Lines([parsed], follows))
+        result = self._handle(Lines([parsed], follows))
+        return dataclasses.replace(result, read_after=self.position()) if self._standby is not None else result
 
     @_in_store_terms
     def record_lines(self, lines: Iterable[str | bytes], source: str, follows: int | None = None) -> Recorded:
@@ -203,7 +286,8 @@ class Chatrecord:
         if not parsed:
             raise InvalidInput(source, 1, "(line)", "expected at least one line, got none")
         command = Lines(parsed, follows)
-        return Recorded.of(self._handle(command), command)
+        recorded = Recorded.of(self._handle(command), command)
+        return dataclasses.replace(recorded, read_after=self.position()) if self._standby is not None else recorded
 
     def _handle(self, command: Lines) -> HandleResult:
         """Hands `command` to the store, one writer of its conversation at a time in this
@@ -260,8 +344,8 @@ class Chatrecord:
         report = self.ingest(demo_lines(), DEMO_FILE)
         if report.stopped is not None:
             raise report.stopped
-        active = self.active_rules()
-        now = self.turn_input(DEMO_CONVERSATION)
+        active = self.active_rules(after=self.position())
+        now = self.turn_input(DEMO_CONVERSATION, after=self.position())
         other = None
         if rules is not None and rules != active:
             other = (rules, build_turn_input(self.store.events(DEMO_CONVERSATION), rules))
@@ -274,6 +358,7 @@ class Chatrecord:
         is stored under (`adapters.service.conversations.stored_key`)."""
         return stored_key(self.store, conversation)
 
+    @_reads
     @_in_store_terms
     def conversations(self, limit: int = 50, cursor: str | None = None, since: datetime | None = None) -> ConversationPage:
         """Returns one page of the store's conversations, newest activity first: at most `limit`
@@ -285,6 +370,7 @@ class Chatrecord:
         `limit`, BadCursor for a cursor no page returned."""
         return list_conversations(self.store, limit, cursor, since)
 
+    @_reads
     @_in_store_terms
     def export(self, conversation: str, upto: int | None = None) -> Export:
         """Returns the conversation as the chat's JSON Lines objects (docs/input-format.md), made
@@ -294,17 +380,20 @@ class Chatrecord:
         Raises UnknownConversation for an id the store does not hold."""
         return export_lines(self.events(_conversation_argument("export", conversation)), upto)
 
+    @_reads
     @_in_store_terms
     def active_rules(self) -> str:
         """Returns the rule set of the live read models."""
         return self.read_models.active_rules()
 
+    @_reads
     @_in_store_terms
     def events(self, conversation: str) -> list[ConversationEvent]:
         """Returns the conversation's log. Raises UnknownConversation (naming the store and a few
         stored ids) for an id the store does not hold."""
         return stored_conversation(self.store, _conversation_argument("events", conversation), describe_backend(self.store))
 
+    @_reads
     @_in_store_terms
     def turn_input(self, conversation: str, can_see_page: PageCheck = every_page) -> TurnInput:
         """Returns the input of the conversation's latest turn under the live rule set: the system
@@ -315,6 +404,7 @@ class Chatrecord:
         """
         return self.read_models.turn_input(self._key(_conversation_argument("turn_input", conversation)), can_see_page)
 
+    @_reads
     @_in_store_terms
     def turn_notes(self, conversation: str, can_see_page: PageCheck = every_page) -> TurnNotes:
         """Returns what the chat adds to the transcript it holds for the next model call: the
@@ -328,6 +418,7 @@ class Chatrecord:
         """
         return self.read_models.turn_notes(self._key(_conversation_argument("turn_notes", conversation)), can_see_page)
 
+    @_reads
     def verify(self, conversation: str | None = None, against: Path | None = None) -> Iterator[Verdict]:
         """Yields the verdict of each conversation's hash chain (only `conversation`'s if
         given), in the order of their ids: ok with the head, or the first broken link; checked
@@ -348,6 +439,7 @@ class Chatrecord:
         if conversation is not None and not found:
             raise UnknownConversation("no conversation " + shown_id(conversation, "'") + f" in {describe_backend(self.store)}")
 
+    @_reads
     @_in_store_terms
     def verify_rows(self, conversation: str | None = None) -> Iterator[RowsVerdict]:
         """Yields, per conversation (only `conversation` if given; else every one, in the order
@@ -380,6 +472,7 @@ class Chatrecord:
         except UnknownConversation:
             raise unknown_conversation(self.store, conversation, describe_backend(self.store)) from None
 
+    @_reads
     @_in_store_terms
     def activity(self, conversation: str, rules: str | None = None) -> tuple[SegmentActivity, ...]:
         """Returns the activity list the chat shows the editor, segment by segment (German labels
@@ -396,6 +489,7 @@ class Chatrecord:
             state = activity.apply(state, event, rule_set)
         return state.segments
 
+    @_reads
     @_in_store_terms
     def audit(self, conversation: str, rules: str | None = None, chain: bool = False) -> Audit:
         """Returns the conversation's audit: its rows in order under `rules` (default: the live
@@ -407,6 +501,7 @@ class Chatrecord:
         verdict = chain_verdict(self.store, self._key(conversation)) if chain else None
         return Audit(conversation, rule_set, rows, verdict)
 
+    @_reads
     @_in_store_terms
     def replay(self, conversation: str, rules: str | None = None, at: int | None = None,
                can_see_page: PageCheck = every_page) -> Replay:
@@ -488,6 +583,7 @@ class Chatrecord:
         deleted, in one transaction (see `adapters.service.keys.unwrap`)."""
         return master_keys.unwrap(self.store)
 
+    @_reads
     @_in_store_terms
     def timeline(self, conversation: str, before: int | None = None, turns: int = PAGE_TURNS,
                  rules: str | None = None) -> TimelinePage:
@@ -501,6 +597,7 @@ class Chatrecord:
             self.events(name)  # raises UnknownConversation, naming the store
         return page
 
+    @_reads
     @_in_store_terms
     def overview(self, conversation: str, rules: str | None = None) -> list[OverviewPoint]:
         """Returns the overview of the whole conversation under `rules` (default: the live rule
@@ -524,6 +621,7 @@ class Chatrecord:
             self._overviews[(key, rule_set)] = (head.originator_version, points)
         return points
 
+    @_reads
     @_in_store_terms
     def chain(self, conversation: str) -> Verdict | None:
         """Returns the verdict of the conversation's hash chain (every hash recomputed), None on
@@ -534,6 +632,7 @@ class Chatrecord:
             self.events(name)  # raises UnknownConversation
         return verdict
 
+    @_reads
     @_in_store_terms
     def turn_view(self, conversation: str, at: int, rules: str | None = None,
                   can_see_page: PageCheck = every_page) -> TurnView:
@@ -573,3 +672,8 @@ def _required(line: ParsedLine | None, source: str, line_no: int) -> ParsedLine:
     if line is None:
         raise InvalidInput(source, line_no, "(line)", "is blank; expected one JSON object")
     return line
+
+
+def _read_wait() -> float:
+    with store_errors():
+        return read_wait()
