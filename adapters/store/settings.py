@@ -187,8 +187,8 @@ def store_env(environ: Mapping[str, str] | None = None, *, memory: bool = False)
     if env.get("PERSISTENCE_MODULE") == POSTGRES_MODULE:
         given = environ.get(WRITE_RETRY)
         several = "," in env.get("POSTGRES_HOST", "")
-        env["WRITE_RETRY_SECONDS"] = whole_number(WRITE_RETRY, given, 0) if given else \
-            str(DEFAULT_WRITE_RETRY_SECONDS if several else 0)
+        if given or several:  # one host and no setting: the library's few tries only, as before
+            env["WRITE_RETRY_SECONDS"] = whole_number(WRITE_RETRY, given, 0) if given else str(DEFAULT_WRITE_RETRY_SECONDS)
     return env
 
 
