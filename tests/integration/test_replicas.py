@@ -27,6 +27,7 @@ from adapters.store.settings import (
     open_store,
     read_store_env,
     read_wait,
+    store_env,
 )
 from domain.errors import UnknownConversation
 from tests.pg_servers import Replicated, reconfigure, start_replicated, wait_replayed
@@ -117,6 +118,16 @@ def test_the_reading_url_is_checked_and_names_its_variable(pair: Replicated) -> 
     assert (env["CREATE_TABLE"], env["POSTGRES_SCHEMA"], env["POSTGRES_PORT"]) == (
         "n", "public", f"{pair.standby.port},{pair.primary.port}")
     assert read_wait({"CHATRECORD_READ_WAIT_MS": "250"}) == 0.25
+
+
+def test_a_write_tries_again_after_a_lost_connection_where_the_url_names_several_hosts(pair: Replicated) -> None:
+    assert "WRITE_RETRY_SECONDS" not in store_env({"CHATRECORD_DATABASE_URL": pair.primary.url})
+    assert store_env({"CHATRECORD_DATABASE_URL": pair.url})["WRITE_RETRY_SECONDS"] == "30"
+    assert store_env({"CHATRECORD_DATABASE_URL": pair.primary.url,
+                      "CHATRECORD_WRITE_RETRY_SECONDS": "5"})["WRITE_RETRY_SECONDS"] == "5"
+    assert store_env({"CHATRECORD_DATABASE_URL": pair.url, "CHATRECORD_WRITE_RETRY_SECONDS": "0"})["WRITE_RETRY_SECONDS"] == "0"
+    with pytest.raises(BadSetting, match="CHATRECORD_WRITE_RETRY_SECONDS must be a whole number >= 0, not 'soon'"):
+        store_env({"CHATRECORD_DATABASE_URL": pair.url, "CHATRECORD_WRITE_RETRY_SECONDS": "soon"})
 
 
 def test_the_reading_store_is_the_standby_and_refuses_writes(pair: Replicated) -> None:
