@@ -65,7 +65,7 @@ from adapters.store.chain import ChainedRecorder
 from adapters.store.crypto import TextsErased
 from adapters.store.erasure import Erasure, erase
 from adapters.store.keys import KeyState
-from adapters.store.replicas import check_position, recovery_conflict, replayed, write_position
+from adapters.store.replicas import check_position, recovery_conflict, replayed, write_position, wrote_on_standby
 from adapters.store.settings import StoreUnusable, describe_backend, open_read_store, open_store, read_wait, store_errors
 from adapters.store.verify import Verdict, chain_verdict, upgrade, verdicts
 from adapters.views.readmodels import ConversationDiff, ReadModels, RebuildReport
@@ -121,8 +121,9 @@ def _reads(method: Method) -> Method:
     `read_after` position, or None) and run on the store `Chatrecord._reader(after)` picks: the
     standby, or the primary where the standby has not replayed `after` in time. A try on the
     standby that recovery cancelled is made again (RECOVERY_CONFLICT_TRIES tries in all); when the
-    last is cancelled too, or the standby's connection failed, the primary answers: neither is
-    shown to the caller."""
+    last is cancelled too, the standby's connection failed, or the read had to write (read models
+    to bring up to date, which a standby refuses), the primary answers: none is shown to the
+    caller."""
 
     @functools.wraps(method)
     def call(self: Chatrecord, *args: Any, after: str | None = None, **kwargs: Any) -> Any:
@@ -133,10 +134,10 @@ def _reads(method: Method) -> Method:
             try:
                 return method(reader, *args, **kwargs)
             except ChatrecordError as error:
-                lost = connection_lost(error)
-                if not (lost or recovery_conflict(error)):
+                to_primary = connection_lost(error) or wrote_on_standby(error)
+                if not (to_primary or recovery_conflict(error)):
                     raise
-                if lost or attempt == RECOVERY_CONFLICT_TRIES:
+                if to_primary or attempt == RECOVERY_CONFLICT_TRIES:
                     break
         return method(self._on_primary, *args, **kwargs)
 

@@ -135,10 +135,9 @@ class PrimaryGone(ChatrecordError):
 
 RECONNECT_WAIT = 0.25
 """Seconds between the tries of a write whose connection was lost (`reconnecting`)."""
-_CONNECTION_STATES = ("08", "57P01", "57P02", "57P03", "25006")
-"""SQLSTATEs (or classes) of a lost or refused connection: connection exceptions, a server that is
-shutting down, crashed or starting, and a read-only transaction (a connection made to the old
-primary just as it was demoted)."""
+_CONNECTION_STATES = ("08", "57P01", "57P02", "57P03")
+"""SQLSTATEs (or classes) of a lost or refused connection: connection exceptions, and a server
+that is shutting down, crashed or starting."""
 
 
 def connection_lost(error: BaseException) -> bool:

@@ -87,6 +87,18 @@ def replayed(store: Any, position: str, wait: float) -> bool:
         return False
 
 
+def wrote_on_standby(error: BaseException) -> bool:
+    """Returns True when `error`, or an error it was raised from, is a write the standby refused
+    (SQLSTATE 25006, a read-only transaction): a read that had to bring the read models up to
+    date first, which only the primary can."""
+    seen: BaseException | None = error
+    while seen is not None:
+        if getattr(seen, "sqlstate", None) == "25006":
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
 def recovery_conflict(error: BaseException) -> bool:
     """Returns True when `error`, or an error it was raised from, is a standby's statement that
     recovery cancelled (SQLSTATE 40001 with "conflict with recovery" in its message)."""
