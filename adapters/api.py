@@ -9,6 +9,10 @@
     turn = record.turn_input("conv-demo-seo")      # or the whole model input
     turn.model_messages()                          # [{"role": "system", "content": ...}, ...]
 
+With CHATRECORD_READ_DATABASE_URL set, what only reads is served by the standbys, and a write's
+`read_after` handed back (`record.turn_notes(conv, after=result.read_after)`) keeps a read from
+going back in time (docs/scaling.md).
+
 Every line goes through one path (`adapters.service.lines`: `parse`, then the store command
 `Lines`), whichever entrypoint sent it, so a bad line and a refused line read the same
 everywhere. Reads of a turn come from the read models after they caught up with

@@ -11,6 +11,12 @@
   up to `SQLITE_LOCK_TIMEOUT` seconds for another process's write to end (see
   `adapters.backends.sqlite.SQLiteFactory`).
 - `open_store(memory=True)`: the library's in-memory store (`eventsourcing.popo`), for tests.
+- `CHATRECORD_READ_DATABASE_URL` (optional, with CHATRECORD_DATABASE_URL): the hot standbys where
+  what only reads is served (`read_store_env`, `open_read_store`, read-only: no table is created);
+  `CHATRECORD_READ_WAIT_MS` (default 1000) how long a read given a write's position waits for them
+  (`read_wait`, `adapters.store.replicas`). `CHATRECORD_WRITE_RETRY_SECONDS` (default 30 where
+  CHATRECORD_DATABASE_URL names several hosts, else 0) how long a write whose connection was lost
+  tries again (`adapters.store.application.reconnecting`). See docs/scaling.md.
 
 Each names its backend's store factory (`adapters.backends`) in the library's PERSISTENCE_MODULE.
 
