@@ -179,9 +179,11 @@ class Chatrecord:
                  read_store: ConversationStore | None = None, read_wait: float | None = None) -> None:
         if store is None:
             with store_errors():  # a file that cannot be opened, a server that does not answer
-                store = open_store(reading=reading)
                 read_store = read_store if read_store is not None else open_read_store()
-        self.store = store
+                # a caller that only reads, with standbys: the primary is opened when first needed
+                store = None if reading and read_store is not None else open_store(reading=reading)
+        self._store = store
+        self._reading = reading
         self._standby = Chatrecord(read_store, source_name) if read_store is not None else None
         """The same use cases on the reading store (it has none of its own), where one is set."""
         self.read_wait = read_wait if read_wait is not None else _read_wait()
@@ -191,6 +193,15 @@ class Chatrecord:
         self._overviews: dict[tuple[str, str], tuple[int, list[OverviewPoint]]] = {}
         self._overviews_lock = Lock()
 
+    @property
+    def store(self) -> ConversationStore:
+        """The store written to (the primary), opened on first use where a caller that only reads
+        (`reading=True`) has a reading store: such a caller works while the primary is down."""
+        if self._store is None:
+            with store_errors():
+                self._store = open_store(reading=self._reading)
+        return self._store
+
     @cached_property
     def read_models(self) -> ReadModels:
         """The read models (their tables are made on first use)."""
@@ -198,7 +209,8 @@ class Chatrecord:
 
     def close(self) -> None:
         """Closes the store's connections (and the reading store's)."""
-        self.store.close()
+        if self._store is not None:
+            self._store.close()
         if self._standby is not None:
             self._standby.close()
 

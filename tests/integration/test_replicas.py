@@ -7,9 +7,12 @@ The servers start once for the module (a few seconds); a missing initdb fails, n
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import uuid
 import warnings
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -30,7 +33,8 @@ from adapters.store.settings import (
     store_env,
 )
 from domain.errors import UnknownConversation
-from tests.pg_servers import Replicated, reconfigure, start_replicated, wait_replayed
+from tests.e2e.conftest import cli_env
+from tests.pg_servers import Replicated, free_port, reconfigure, start_replicated, wait_replayed
 
 with warnings.catch_warnings():  # starlette's TestClient warns, at import, that it prefers httpx2
     warnings.simplefilter("ignore")
@@ -221,3 +225,28 @@ def test_http_post_answers_with_the_position_and_a_get_given_it_reads_the_write(
         assert audit.status_code == 200 and len(audit.json()) >= 1
         bad = client.get(f"/v1/conversations/{conversation}/turn", headers={READ_AFTER: "yesterday"})
         assert bad.status_code == 400
+
+
+def test_a_caller_that_only_reads_works_on_the_standby_while_the_primary_is_down(
+        pair: Replicated, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    conversation = f"down-{uuid.uuid4().hex[:8]}"
+    record = chatrecord(pair, wait=30)
+    try:
+        wrote = record.record_lines([orjson.dumps(line) for line in started(conversation)], "test")
+        record.turn_notes(conversation, after=wrote.read_after)  # the standby has it now
+    finally:
+        record.close()
+    down = f"postgresql://postgres@127.0.0.1:{free_port()}/test"  # no server listens there
+    done = subprocess.run([sys.executable, "-m", "adapters.cli", "audit", conversation, "--json"], cwd=tmp_path,
+                          env=cli_env(CHATRECORD_DATABASE_URL=down, CHATRECORD_READ_DATABASE_URL=pair.standby.url),
+                          capture_output=True, text=True, encoding="utf-8", timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert [row["kind"] for row in orjson.loads(done.stdout)][:1] == ["started"]
+    monkeypatch.setenv("CHATRECORD_DATABASE_URL", down)
+    monkeypatch.setenv("CHATRECORD_READ_DATABASE_URL", pair.standby.url)
+    reader = Chatrecord(reading=True)  # the primary is opened when a call needs it
+    try:
+        assert reader.turn_notes(conversation).version == 2
+        assert reader._store is None  # never opened (a write would open it, and fail: StoreUnusable)
+    finally:
+        reader.close()
