@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
+import time
 import uuid
 import warnings
 from collections.abc import Iterator
@@ -21,7 +23,7 @@ import pytest
 
 from adapters.api import Chatrecord
 from adapters.http.app import READ_AFTER, HttpSettings, create_app
-from adapters.store.replicas import POSITION
+from adapters.store.replicas import POSITION, recovery_conflict
 from adapters.store.settings import (
     BadDatabaseURL,
     BadSetting,
@@ -250,3 +252,38 @@ def test_a_caller_that_only_reads_works_on_the_standby_while_the_primary_is_down
         assert reader._store is None  # never opened (a write would open it, and fail: StoreUnusable)
     finally:
         reader.close()
+
+
+def test_a_real_recovery_conflict_is_what_the_reads_try_again(pair: Replicated) -> None:
+    """The standby cancels a query whose rows the primary vacuumed away (no delay allowed): the
+    error it raises is the one `recovery_conflict` finds (and `_reads` reads again)."""
+    reconfigure(pair.standby, {"max_standby_streaming_delay": "0", "hot_standby_feedback": "off"})
+    try:
+        with psycopg.connect(pair.primary.url, autocommit=True) as primary:
+            primary.execute("DROP TABLE IF EXISTS conflicted")
+            primary.execute("CREATE TABLE conflicted (n int)")
+            primary.execute("INSERT INTO conflicted SELECT generate_series(1, 1000)")
+        wait_replayed(pair.primary, pair.standby)
+        failed: list[BaseException] = []
+        with psycopg.connect(pair.standby.url, autocommit=True) as standby:
+            def long_read() -> None:
+                try:
+                    standby.execute("SELECT count(*), pg_sleep(20) FROM conflicted").fetchone()
+                except psycopg.Error as error:
+                    failed.append(error)
+
+            reading = threading.Thread(target=long_read)
+            reading.start()
+            with psycopg.connect(pair.standby.url, autocommit=True) as watch:  # the read runs, its snapshot taken
+                while not watch.execute("SELECT count(*) FROM pg_stat_activity WHERE state = 'active' "
+                                        "AND query LIKE '%%pg_sleep(20)%%' AND pid <> pg_backend_pid()").fetchone()[0]:
+                    time.sleep(0.01)
+            with psycopg.connect(pair.primary.url, autocommit=True) as primary:
+                primary.execute("DELETE FROM conflicted")
+                primary.execute("VACUUM conflicted")
+            reading.join(timeout=30)
+        assert not reading.is_alive() and len(failed) == 1
+        assert recovery_conflict(failed[0]), failed[0]
+        assert not recovery_conflict(psycopg.errors.SerializationFailure("could not serialize access"))
+    finally:
+        reconfigure(pair.standby, {"max_standby_streaming_delay": "30s", "hot_standby_feedback": "off"})
