@@ -121,7 +121,7 @@ RECOVERY_CONFLICT_TRIES = 3
 
 
 def _reads(method: Method) -> Method:
-    """Makes a Chatrecord method that only reads take `after` (keyword only: a write's
+    """Makes a Chatrecord method that only reads, which declares `after` (keyword only: a write's
     `read_after` position, or None) and run on the store `Chatrecord._reader(after)` picks: the
     standby, or the primary where the standby has not replayed `after` in time. A try on the
     standby that recovery cancelled is made again (RECOVERY_CONFLICT_TRIES tries in all); when the
@@ -377,7 +377,7 @@ class Chatrecord:
 
     @_reads
     @_in_store_terms
-    def conversations(self, limit: int = 50, cursor: str | None = None, since: datetime | None = None) -> ConversationPage:
+    def conversations(self, limit: int = 50, cursor: str | None = None, since: datetime | None = None, *, after: str | None = None) -> ConversationPage:
         """Returns one page of the store's conversations, newest activity first: at most `limit`
         (1–1000) after `cursor` (the `cursor` of the page before; None: the first page), only
         those active at or after `since` (aware datetime) if given. Each with its stored id (as
@@ -389,7 +389,7 @@ class Chatrecord:
 
     @_reads
     @_in_store_terms
-    def export(self, conversation: str, upto: int | None = None) -> Export:
+    def export(self, conversation: str, upto: int | None = None, *, after: str | None = None) -> Export:
         """Returns the conversation as the chat's JSON Lines objects (docs/input-format.md), made
         from its stored events in the store's order, up to user message `upto` and what belongs
         to it if given (`export_lines`). Ingested into an empty store they give the same turns,
@@ -399,20 +399,20 @@ class Chatrecord:
 
     @_reads
     @_in_store_terms
-    def active_rules(self) -> str:
+    def active_rules(self, *, after: str | None = None) -> str:
         """Returns the rule set of the live read models."""
         return self.read_models.active_rules()
 
     @_reads
     @_in_store_terms
-    def events(self, conversation: str) -> list[ConversationEvent]:
+    def events(self, conversation: str, *, after: str | None = None) -> list[ConversationEvent]:
         """Returns the conversation's log. Raises UnknownConversation (naming the store and a few
         stored ids) for an id the store does not hold."""
         return stored_conversation(self.store, _conversation_argument("events", conversation), describe_backend(self.store))
 
     @_reads
     @_in_store_terms
-    def turn_input(self, conversation: str, can_see_page: PageCheck = every_page) -> TurnInput:
+    def turn_input(self, conversation: str, can_see_page: PageCheck = every_page, *, after: str | None = None) -> TurnInput:
         """Returns the input of the conversation's latest turn under the live rule set: the system
         message's page line, the transcript with the notes placed, the read models it saw.
 
@@ -423,7 +423,7 @@ class Chatrecord:
 
     @_reads
     @_in_store_terms
-    def turn_notes(self, conversation: str, can_see_page: PageCheck = every_page) -> TurnNotes:
+    def turn_notes(self, conversation: str, can_see_page: PageCheck = every_page, *, after: str | None = None) -> TurnNotes:
         """Returns what the chat adds to the transcript it holds for the next model call: the
         system message's page line and each note with its place (`TurnNotes.to_json()`:
         `{"conversation", "rules", "version", "page_line", "notes": [{"text", "index", "into",
@@ -436,7 +436,7 @@ class Chatrecord:
         return self.read_models.turn_notes(self._key(_conversation_argument("turn_notes", conversation)), can_see_page)
 
     @_reads
-    def verify(self, conversation: str | None = None, against: Path | None = None) -> Iterator[Verdict]:
+    def verify(self, conversation: str | None = None, against: Path | None = None, *, after: str | None = None) -> Iterator[Verdict]:
         """Yields the verdict of each conversation's hash chain (only `conversation`'s if
         given), in the order of their ids: ok with the head, or the first broken link; checked
         against the heads kept in the file `against` too, if given. Reads in pages: memory
@@ -458,7 +458,7 @@ class Chatrecord:
 
     @_reads
     @_in_store_terms
-    def verify_rows(self, conversation: str | None = None) -> Iterator[RowsVerdict]:
+    def verify_rows(self, conversation: str | None = None, *, after: str | None = None) -> Iterator[RowsVerdict]:
         """Yields, per conversation (only `conversation` if given; else every one, in the order
         of their ids, as `verify`), whether its read-model rows (head, transcript, run record entries, card
         outcomes) are the fold of its log (`adapters.views.verify_rows`): a row rewritten in the
@@ -491,7 +491,7 @@ class Chatrecord:
 
     @_reads
     @_in_store_terms
-    def activity(self, conversation: str, rules: str | None = None) -> tuple[SegmentActivity, ...]:
+    def activity(self, conversation: str, rules: str | None = None, *, after: str | None = None) -> tuple[SegmentActivity, ...]:
         """Returns the activity list the chat shows the editor, segment by segment (German labels
         of the amendment's table: "noch nicht ausgeführt", "nicht ausgeführt: nicht mehr
         freigegeben", "fehlgeschlagen", "Von dir abgelehnt: Behalten", …), read from the log under
@@ -508,7 +508,7 @@ class Chatrecord:
 
     @_reads
     @_in_store_terms
-    def audit(self, conversation: str, rules: str | None = None, chain: bool = False) -> Audit:
+    def audit(self, conversation: str, rules: str | None = None, chain: bool = False, *, after: str | None = None) -> Audit:
         """Returns the conversation's audit: its rows in order under `rules` (default: the live
         rule set) and, with `chain`, the verdict of its hash chain (`Audit.chain`; None on a
         store that keeps no chain). Raises UnknownConversation for an id the store does not hold."""
@@ -521,7 +521,7 @@ class Chatrecord:
     @_reads
     @_in_store_terms
     def replay(self, conversation: str, rules: str | None = None, at: int | None = None,
-               can_see_page: PageCheck = every_page) -> Replay:
+               can_see_page: PageCheck = every_page, *, after: str | None = None) -> Replay:
         """Returns every turn of a stored conversation (only those of user message `at` if
         given), each as the model saw it then, under `rules` (default: the live rule set).
         Under the live rule set the latest turn is checked against the read
@@ -603,7 +603,7 @@ class Chatrecord:
     @_reads
     @_in_store_terms
     def timeline(self, conversation: str, before: int | None = None, turns: int = PAGE_TURNS,
-                 rules: str | None = None) -> TimelinePage:
+                 rules: str | None = None, *, after: str | None = None) -> TimelinePage:
         """Returns one page of the conversation's timeline, newest turn first: the `turns` turns
         that start before version `before` (None: the newest), under `rules` (default: the live
         rule set). Reads the log's tail only (`adapters.service.timeline`). Raises
@@ -616,7 +616,7 @@ class Chatrecord:
 
     @_reads
     @_in_store_terms
-    def overview(self, conversation: str, rules: str | None = None) -> list[OverviewPoint]:
+    def overview(self, conversation: str, rules: str | None = None, *, after: str | None = None) -> list[OverviewPoint]:
         """Returns the overview of the whole conversation under `rules` (default: the live rule
         set): one point per message, segment, decision, card left undecided, edit, cut, erasure.
         Folds the whole log, so it is kept per (conversation, version, rule set) in this process.
@@ -640,7 +640,7 @@ class Chatrecord:
 
     @_reads
     @_in_store_terms
-    def chain(self, conversation: str) -> Verdict | None:
+    def chain(self, conversation: str, *, after: str | None = None) -> Verdict | None:
         """Returns the verdict of the conversation's hash chain (every hash recomputed), None on
         a store that keeps no chain. Raises UnknownConversation."""
         name = _conversation_argument("chain", conversation)
@@ -652,7 +652,7 @@ class Chatrecord:
     @_reads
     @_in_store_terms
     def turn_view(self, conversation: str, at: int, rules: str | None = None,
-                  can_see_page: PageCheck = every_page) -> TurnView:
+                  can_see_page: PageCheck = every_page, *, after: str | None = None) -> TurnView:
         """Returns what the model was sent at the turn of user message `at` (its latest turn
         when retried), exactly as `replay --at` gives it, under `rules`, with the differences
         from the same turn under the live rule set. Raises UnknownConversation, TurnNotFound."""

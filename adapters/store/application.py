@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Protocol, TypeVar
 from uuid import UUID
 
 import psycopg
@@ -155,7 +155,10 @@ def connection_lost(error: BaseException) -> bool:
     return False
 
 
-def reconnecting(method: Callable[..., Any]) -> Callable[..., Any]:
+Write = TypeVar("Write", bound=Callable[..., Any])
+
+
+def reconnecting(method: Write) -> Write:
     """Makes a write of the store (`handle`, `handle_batch`) try again, every RECONNECT_WAIT s,
     while its connection is lost (`connection_lost`), for up to the store's `retry_seconds`:
     through a multi-host CHATRECORD_DATABASE_URL (`target_session_attrs=read-write`), libpq
@@ -183,7 +186,7 @@ def reconnecting(method: Callable[..., Any]) -> Callable[..., Any]:
                 self.reconnects += 1
                 time.sleep(min(RECONNECT_WAIT, deadline - now))
 
-    return call
+    return call  # type: ignore[return-value]
 
 
 class KnownCounts:
