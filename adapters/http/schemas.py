@@ -126,6 +126,8 @@ READ_AFTER_HEADER = {"description": "The write's position, where the service rea
                      "(CHATRECORD_READ_DATABASE_URL): a GET sent with it as Chatrecord-Read-After is never older "
                      "than this write. Opaque (PostgreSQL's WAL position, e.g. 0/3016040); absent otherwise.",
                      "schema": {"type": "string", "pattern": "^[0-9A-Fa-f]{1,8}/[0-9A-Fa-f]{1,8}$"}}
+ERASED = {"description": "true when the conversation was erased: its texts read [erased].",
+          "schema": {"type": "string", "enum": ["true"]}}
 PROBLEM_TYPES = {
     400: ["unreadable-json", "bad-request"], 401: ["unauthorized"],
     404: ["unknown-conversation", "no-such-turn", "not-found"], 405: ["method-not-allowed"],

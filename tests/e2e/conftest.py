@@ -22,10 +22,13 @@ Run = Callable[..., subprocess.CompletedProcess[str]]
 
 def cli_env(**settings: str) -> dict[str, str]:
     """Returns the environment of a CLI run: the caller's, without any store settings or forced
-    colours, 80 columns wide, plus `settings`."""
+    colours, 80 columns wide, with no plain progress line (a run slowed past 5 s by a busy machine
+    would print one on stderr, which the tests compare whole), plus `settings`."""
     env = {k: v for k, v in os.environ.items()
            if not k.startswith("CHATRECORD_") and k not in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE")}
-    env.update(COLUMNS="80", LINES="50", PYTHONPATH=str(ROOT), PYTHONIOENCODING="utf-8", **settings)
+    env.update(COLUMNS="80", LINES="50", PYTHONPATH=str(ROOT), PYTHONIOENCODING="utf-8",
+               CHATRECORD_PROGRESS_SECONDS="86400")
+    env.update(settings)
     return env
 
 
