@@ -164,7 +164,14 @@ def reconnecting(method: Write) -> Write:
     through a multi-host CHATRECORD_DATABASE_URL (`target_session_attrs=read-write`), libpq
     connects to whichever host is the primary once a standby was promoted. Each try decides
     anew from the database, so a commit whose answer was lost comes back as a repeat (the
-    line's idempotency), never as a second copy. Raises PrimaryGone past the time."""
+    line's idempotency), never as a second copy. Raises PrimaryGone past the time.
+
+    Why a loop of its own: on a dead server the library's PostgresDatastore raises its
+    OperationalError (the driver's error as its cause) and psycopg_pool drops the broken
+    connection and connects again in the background, waiting 1 s, 2 s, 4 s, … between tries; a
+    caller meanwhile waits up to the pool's timeout (POSTGRES_CONNECT_TIMEOUT, 5 s) and gets
+    PoolTimeout. The PostgreSQL recorder's own `retry` (CONNECTION_ATTEMPTS tries 0.2 s apart)
+    covers a blip, not a promotion that takes seconds."""
 
     @functools.wraps(method)
     def call(self: ConversationStore, *args: Any, **kwargs: Any) -> Any:
