@@ -2,7 +2,8 @@
 `start_server` runs initdb into a temporary folder and pg_ctl start on a free loopback port, with
 trust auth, a database `test` and any server settings given; `start_standby` copies a running
 one with `pg_basebackup -R` and starts the copy as its streaming hot standby; `reconfigure`,
-`promote` and `kill` (SIGKILL, a crash) act on one; `ThrowawayServer.stop` stops it and removes
+`promote` and `kill` (SIGKILL, a crash) act on one, `wait_replayed` waits for a standby to catch
+up, `start_replicated` starts a pair (optionally synchronous); `ThrowawayServer.stop` stops it and removes
 the folder. As root the server runs as the `postgres` user (else `nobody`), since
 initdb refuses root. `tls_files` makes a self-signed CA and a server certificate for
 127.0.0.1/localhost with the `cryptography` package. The shell twin for CI is
