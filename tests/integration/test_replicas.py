@@ -275,8 +275,10 @@ def test_a_real_recovery_conflict_is_what_the_reads_try_again(pair: Replicated) 
             reading = threading.Thread(target=long_read)
             reading.start()
             with psycopg.connect(pair.standby.url, autocommit=True) as watch:  # the read runs, its snapshot taken
-                while not watch.execute("SELECT count(*) FROM pg_stat_activity WHERE state = 'active' "
-                                        "AND query LIKE '%%pg_sleep(20)%%' AND pid <> pg_backend_pid()").fetchone()[0]:
+                deadline = time.monotonic() + 30
+                while reading.is_alive() and time.monotonic() < deadline and not watch.execute(
+                        "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%pg_sleep(20)%' "
+                        "AND pid <> pg_backend_pid()").fetchone()[0]:  # type: ignore[index]
                     time.sleep(0.01)
             with psycopg.connect(pair.primary.url, autocommit=True) as primary:
                 primary.execute("DELETE FROM conflicted")
