@@ -185,17 +185,83 @@ class TestPostgresAppendFunction(PostgresStores):
         store = self.open_store()
         Chatrecord(store).record(start("c"))
         with psycopg.connect(self.url, autocommit=True) as conn:
-            conn.execute(f'DROP FUNCTION "{self.schema}".chatrecord_append_v5(jsonb)')
+            conn.execute(f'DROP FUNCTION "{self.schema}".chatrecord_append_v6(jsonb)')
         later = self.open_store()  # as a process of this version opening a store an earlier one made
         calls = []
         call = later.recorder._append_in_one_call  # type: ignore[attr-defined]
         later.recorder._append_in_one_call = lambda *a, **k: calls.append(call(*a, **k)) or calls[-1]  # type: ignore[attr-defined]
         Chatrecord(later).record(message("c", 1))
         with psycopg.connect(self.url, autocommit=True) as conn:
-            found = conn.execute(f"SELECT to_regprocedure('\"{self.schema}\".chatrecord_append_v5(jsonb)') IS NOT NULL")
+            found = conn.execute(f"SELECT to_regprocedure('\"{self.schema}\".chatrecord_append_v6(jsonb)') IS NOT NULL")
             assert found.fetchone() == (True,)
         assert len(calls) == 1 and isinstance(calls[0], list) and len(calls[0]) == 1  # one notification id
         assert log(later, "c") == [("ConversationStarted", 1), ("UserMessagePosted", 2)]
+
+    @pytest.mark.parametrize("mode", ["function", "statements"])
+    def test_a_failed_assumption_is_raised_with_chatrecords_own_sqlstate_and_message(self, mode: str) -> None:
+        from adapters.backends.postgres import ASSUMPTION_FAILED, ASSUMPTION_MESSAGE
+
+        one, two = self.open_store(), self.open_store()
+        if mode == "statements":  # the check as a statement of the append (`PostgresHistoryTables._checked_write`)
+            one.recorder._function = ""  # type: ignore[attr-defined]
+        for line in (start("c"), message("c", 1), segment("c", "r1/1", "r1")):
+            Chatrecord(one).record(line)
+        Chatrecord(two).record(message("c", 2))  # `one` still holds version 3
+        raised: list[BaseException] = []
+        append = one.recorder._append_retried  # type: ignore[attr-defined]
+
+        def kept(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return append(*args, **kwargs)
+            except Exception as error:
+                raised.append(error)
+                raise
+
+        one.recorder._append_retried = kept  # type: ignore[attr-defined]
+        Chatrecord(one).record(segment("c", "r2/1", "r2"))
+        server = raised[0].__cause__  # the library's DatabaseError, caused by the server's error
+        assert ASSUMPTION_FAILED == "RC001"
+        assert (getattr(server, "sqlstate", None), server.diag.message_primary) == (  # type: ignore[union-attr]
+            "RC001", "chatrecord: the index is not as the command assumed")
+        assert ASSUMPTION_MESSAGE == "chatrecord: the index is not as the command assumed"
+        assert len(raised) == 1  # decided again from the index, the second append went through
+        assert log(one, "c")[-2:] == [("UserMessagePosted", 4), ("SegmentReturned", 5)]
+
+    def test_the_stores_functions_raise_a_failed_assumption_with_that_sqlstate_and_nothing_else(self) -> None:
+        import psycopg
+
+        Chatrecord(self.open_store()).record(start("c"))
+        cid = str(conversation_uuid("c"))
+        doc = json.dumps({"cid": cid, "assumed": {"version": 7, "count": 0, "digests": [], "segments": [], "runs": [],
+                                                  "tip": None}, "events": [], "chain": []})
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            for call, params in ((f'SELECT * FROM "{self.schema}".chatrecord_append_v6(%s::jsonb)', (doc,)),
+                                 (f'SELECT "{self.schema}".chatrecord_assumption_failed_v1()', ())):
+                with pytest.raises(psycopg.Error) as failed:
+                    conn.execute(call, params)
+                assert (failed.value.sqlstate, failed.value.diag.message_primary) == (
+                    "RC001", "chatrecord: the index is not as the command assumed")
+                assert type(failed.value) is psycopg.DatabaseError  # no class of the server's own
+            holds = doc.replace('"version": 7', '"version": 1')  # the index as it is: nothing raised
+            assert conn.execute(f'SELECT * FROM "{self.schema}".chatrecord_append_v6(%s::jsonb)', (holds,)).fetchall() == []
+
+    def test_a_store_without_the_assumption_function_gets_it_at_the_first_command_that_assumes(self) -> None:
+        import psycopg
+
+        Chatrecord(self.open_store()).record(start("c"))
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            conn.execute(f'DROP FUNCTION "{self.schema}".chatrecord_assumption_failed_v1()')
+        one, two = self.open_store(), self.open_store()  # as processes of this version, on a store an earlier one made
+        for line in (message("c", 1), segment("c", "r1/1", "r1")):
+            Chatrecord(one).record(line)
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            found = conn.execute(f"SELECT to_regprocedure('\"{self.schema}\".chatrecord_assumption_failed_v1()') IS NOT NULL")
+            assert found.fetchone() == (True,)
+        Chatrecord(two).record(message("c", 2))
+        calls = lookups(one)
+        Chatrecord(one).record(segment("c", "r2/1", "r2"))  # assumed version 3, found 4: decided again
+        assert calls[0] >= 1
+        assert log(one, "c")[-2:] == [("UserMessagePosted", 4), ("SegmentReturned", 5)]
 
     def test_view_rows_go_through_the_live_generations_function_which_goes_with_its_tables(self) -> None:
         import psycopg
@@ -217,10 +283,10 @@ class TestPostgresAppendFunction(PostgresStores):
                                     "WHERE n.nspname = %s AND p.proname LIKE 'chatrecord_append%%'", (self.schema,))
                 return {row[0] for row in rows}
 
-        assert functions() == {"chatrecord_append_v5", "chatrecord_append_g1_v5"}
+        assert functions() == {"chatrecord_append_v6", "chatrecord_append_g1_v6"}
         chat.rebuild("2026-11-02")
         chat.record(message("c", 2))
-        assert functions() == {"chatrecord_append_v5", "chatrecord_append_g2_v5"}
+        assert functions() == {"chatrecord_append_v6", "chatrecord_append_g2_v6"}
         memory = Chatrecord(ConversationStore(env=memory_env()))
         for line in (start("c"), message("c", 1), segment("c", "r1/1", "r1"), message("c", 2)):
             memory.record(line)
