@@ -9,6 +9,10 @@
     turn = record.turn_input("conv-demo-seo")      # or the whole model input
     turn.model_messages()                          # [{"role": "system", "content": ...}, ...]
 
+With CHATRECORD_READ_DATABASE_URL set, what only reads is served by the standbys, and a write's
+`read_after` handed back (`record.turn_notes(conv, after=result.read_after)`) keeps a read from
+going back in time (docs/scaling.md).
+
 Every line goes through one path (`adapters.service.lines`: `parse`, then the store command
 `Lines`), whichever entrypoint sent it, so a bad line and a refused line read the same
 everywhere. Reads of a turn come from the read models after they caught up with
@@ -18,6 +22,8 @@ the conversation's last event, so a turn never reads a record older than its own
 from __future__ import annotations
 
 import contextlib
+import copy
+import dataclasses
 import functools
 import inspect
 import io
@@ -57,16 +63,17 @@ from adapters.service.timeline import (
     turn_at,
     turn_view,
 )
-from adapters.store.application import ConversationStore, HandleResult
+from adapters.store.application import ConversationStore, HandleResult, connection_lost
 from adapters.store.chain import ChainedRecorder
 from adapters.store.crypto import TextsErased
 from adapters.store.erasure import Erasure, erase
 from adapters.store.keys import KeyState
-from adapters.store.settings import StoreUnusable, describe_backend, open_store, store_errors
+from adapters.store.replicas import check_position, recovery_conflict, replayed, write_position, wrote_on_standby
+from adapters.store.settings import StoreUnusable, describe_backend, open_read_store, open_store, read_wait, store_errors
 from adapters.store.verify import Verdict, chain_verdict, upgrade, verdicts, verify_after
 from adapters.views.readmodels import ConversationDiff, ReadModels, RebuildReport
 from adapters.views.verify_rows import RowsVerdict, check_rows, rows_verdicts
-from domain.errors import InvalidInput, UnknownConversation, shown_id
+from domain.errors import ChatrecordError, InvalidInput, UnknownConversation, shown_id
 from domain.events import ConversationEvent, conversation_uuid
 from projections import activity
 from projections.activity import SegmentActivity
@@ -109,6 +116,38 @@ def _in_store_terms(method: Method) -> Method:
     return call  # type: ignore[return-value]  # functools.wraps: the method's own signature
 
 
+RECOVERY_CONFLICT_TRIES = 3
+"""Tries of a read on the standby that recovery cancelled, before the primary answers it."""
+
+
+def _reads(method: Method) -> Method:
+    """Makes a Chatrecord method that only reads, which declares `after` (keyword only: a write's
+    `read_after` position, or None) and run on the store `Chatrecord._reader(after)` picks: the
+    standby, or the primary where the standby has not replayed `after` in time. A try on the
+    standby that recovery cancelled is made again (RECOVERY_CONFLICT_TRIES tries in all); when the
+    last is cancelled too, the standby's connection failed, or the read had to write (read models
+    to bring up to date, which a standby refuses), the primary answers: none is shown to the
+    caller."""
+
+    @functools.wraps(method)
+    def call(self: Chatrecord, *args: Any, after: str | None = None, **kwargs: Any) -> Any:
+        reader = self._reader(after)
+        if reader is not self._standby:  # no reading store, or the primary answers
+            return method(reader, *args, **kwargs)
+        for attempt in range(1, RECOVERY_CONFLICT_TRIES + 1):
+            try:
+                return method(reader, *args, **kwargs)
+            except ChatrecordError as error:
+                to_primary = connection_lost(error) or wrote_on_standby(error)
+                if not (to_primary or recovery_conflict(error)):
+                    raise
+                if to_primary or attempt == RECOVERY_CONFLICT_TRIES:
+                    break
+        return method(self._on_primary, *args, **kwargs)
+
+    return call  # type: ignore[return-value]
+
+
 class Chatrecord:
     """A conversation store with its read models: every use case the entrypoints call.
 
@@ -123,13 +162,31 @@ class Chatrecord:
     Every method raises StoreUnusable (a ChatrecordError, one line naming what to do) when the
     database cannot be used: a server that stopped answering, a file another process kept
     locked. Nothing of the call is stored then; the next call tries the database again.
+
+    **Standbys.** `read_store` (default: `open_read_store()`, on CHATRECORD_READ_DATABASE_URL
+    where it is set) is where the methods that only read are served: the turn read, replay,
+    audit, activity, the list, export, verify, the timeline. Writes, `init_store`, `rebuild`,
+    `diff`, `erase`, the key commands and `health` stay on `store`. With a reading store, a write
+    (`record`, `record_lines`) answers with `read_after`, its position (`position()`); each
+    reading method takes `after=` (keyword only): given a position, it is served by the standby
+    only once that has replayed it, waiting up to `read_wait` seconds (CHATRECORD_READ_WAIT_MS,
+    default 1000 ms), else by the primary, so a caller never reads older than its own write.
+    Without `after` a standby may answer from a little in the past (its replication lag).
+    Without a reading store, `read_after` is None and `after` changes nothing.
     """
 
-    def __init__(self, store: ConversationStore | None = None, source_name: str = "api", *, reading: bool = False) -> None:
+    def __init__(self, store: ConversationStore | None = None, source_name: str = "api", *, reading: bool = False,
+                 read_store: ConversationStore | None = None, read_wait: float | None = None) -> None:
         if store is None:
             with store_errors():  # a file that cannot be opened, a server that does not answer
-                store = open_store(reading=reading)
-        self.store = store
+                read_store = read_store if read_store is not None else open_read_store()
+                # a caller that only reads, with standbys: the primary is opened when first needed
+                store = None if reading and read_store is not None else open_store(reading=reading)
+        self._store = store
+        self._reading = reading
+        self._standby = Chatrecord(read_store, source_name) if read_store is not None else None
+        """The same use cases on the reading store (it has none of its own), where one is set."""
+        self.read_wait = read_wait if read_wait is not None else _read_wait()
         self.source_name = source_name
         self._lines = 0
         self._writers = [Lock() for _ in range(WRITER_LOCKS)]
@@ -138,14 +195,56 @@ class Chatrecord:
         self._chains: dict[str, Verdict] = {}
         """The last ok verdict of each conversation's chain this process made (`chain`)."""
 
+    @property
+    def store(self) -> ConversationStore:
+        """The store written to (the primary), opened on first use where a caller that only reads
+        (`reading=True`) has a reading store: such a caller works while the primary is down."""
+        if self._store is None:
+            with store_errors():
+                self._store = open_store(reading=self._reading)
+        return self._store
+
     @cached_property
     def read_models(self) -> ReadModels:
         """The read models (their tables are made on first use)."""
         return ReadModels(self.store)
 
     def close(self) -> None:
-        """Closes the store's connections."""
-        self.store.close()
+        """Closes the store's connections (and the reading store's)."""
+        if self._store is not None:
+            self._store.close()
+        if self._standby is not None:
+            self._standby.close()
+
+    def position(self) -> str | None:
+        """Returns the read-after position of every write this store committed so far (the
+        primary's WAL insert position, text such as '0/3016040', opaque to the caller; one
+        statement), None without a reading store (`adapters.store.replicas.write_position`)."""
+        if self._standby is None:
+            return None
+        with store_errors(self.store):
+            return write_position(self.store)
+
+    def _reader(self, after: str | None) -> Chatrecord:
+        """Returns the Chatrecord a read given `after` runs on: this one without a reading store;
+        else the standby's, where `after` is None or the standby replays it within `read_wait`
+        seconds; else `_on_primary`. Raises ValueError for an `after` no write returned."""
+        if self._standby is None:
+            return self
+        if after is None:
+            return self._standby
+        with store_errors(self._standby.store):
+            caught_up = replayed(self._standby.store, check_position(after), self.read_wait)
+        return self._standby if caught_up else self._on_primary
+
+    @cached_property
+    def _on_primary(self) -> Chatrecord:
+        """This Chatrecord reading on the primary: a copy sharing its store, read models and
+        locks, without the reading store (so what it calls reads there too)."""
+        self.read_models  # noqa: B018 - made first, so the copy shares them
+        pinned = copy.copy(self)
+        pinned._standby = None
+        return pinned
 
     @classmethod
     def init_store(cls) -> tuple[bool, str]:
@@ -178,7 +277,8 @@ class Chatrecord:
         follows = check_follows(follows, self.source_name, self._lines)
         text = line_text(line, self._lines, self.source_name) if isinstance(line, Mapping) else line
         parsed = _required(parse(text, self._lines, self.source_name), self.source_name, self._lines)
-        return self._handle(Lines([parsed], follows))
+        result = self._handle(Lines([parsed], follows))
+        return dataclasses.replace(result, read_after=self.position()) if self._standby is not None else result
 
     @_in_store_terms
     def record_lines(self, lines: Iterable[str | bytes], source: str, follows: int | None = None) -> Recorded:
@@ -205,7 +305,8 @@ class Chatrecord:
         if not parsed:
             raise InvalidInput(source, 1, "(line)", "expected at least one line, got none")
         command = Lines(parsed, follows)
-        return Recorded.of(self._handle(command), command)
+        recorded = Recorded.of(self._handle(command), command)
+        return dataclasses.replace(recorded, read_after=self.position()) if self._standby is not None else recorded
 
     def _handle(self, command: Lines) -> HandleResult:
         """Hands `command` to the store, one writer of its conversation at a time in this
@@ -262,8 +363,8 @@ class Chatrecord:
         report = self.ingest(demo_lines(), DEMO_FILE)
         if report.stopped is not None:
             raise report.stopped
-        active = self.active_rules()
-        now = self.turn_input(DEMO_CONVERSATION)
+        active = self.active_rules(after=self.position())
+        now = self.turn_input(DEMO_CONVERSATION, after=self.position())
         other = None
         if rules is not None and rules != active:
             other = (rules, build_turn_input(self.store.events(DEMO_CONVERSATION), rules))
@@ -276,8 +377,9 @@ class Chatrecord:
         is stored under (`adapters.service.conversations.stored_key`)."""
         return stored_key(self.store, conversation)
 
+    @_reads
     @_in_store_terms
-    def conversations(self, limit: int = 50, cursor: str | None = None, since: datetime | None = None) -> ConversationPage:
+    def conversations(self, limit: int = 50, cursor: str | None = None, since: datetime | None = None, *, after: str | None = None) -> ConversationPage:
         """Returns one page of the store's conversations, newest activity first: at most `limit`
         (1–1000) after `cursor` (the `cursor` of the page before; None: the first page), only
         those active at or after `since` (aware datetime) if given. Each with its stored id (as
@@ -287,8 +389,9 @@ class Chatrecord:
         `limit`, BadCursor for a cursor no page returned."""
         return list_conversations(self.read_models, limit, cursor, since)
 
+    @_reads
     @_in_store_terms
-    def export(self, conversation: str, upto: int | None = None) -> Export:
+    def export(self, conversation: str, upto: int | None = None, *, after: str | None = None) -> Export:
         """Returns the conversation as the chat's JSON Lines objects (docs/input-format.md), made
         from its stored events in the store's order, up to user message `upto` and what belongs
         to it if given (`export_lines`). Ingested into an empty store they give the same turns,
@@ -296,19 +399,22 @@ class Chatrecord:
         Raises UnknownConversation for an id the store does not hold."""
         return export_lines(self.events(_conversation_argument("export", conversation)), upto)
 
+    @_reads
     @_in_store_terms
-    def active_rules(self) -> str:
+    def active_rules(self, *, after: str | None = None) -> str:
         """Returns the rule set of the live read models."""
         return self.read_models.active_rules()
 
+    @_reads
     @_in_store_terms
-    def events(self, conversation: str) -> list[ConversationEvent]:
+    def events(self, conversation: str, *, after: str | None = None) -> list[ConversationEvent]:
         """Returns the conversation's log. Raises UnknownConversation (naming the store and a few
         stored ids) for an id the store does not hold."""
         return stored_conversation(self.store, _conversation_argument("events", conversation), describe_backend(self.store))
 
+    @_reads
     @_in_store_terms
-    def turn_input(self, conversation: str, can_see_page: PageCheck = every_page) -> TurnInput:
+    def turn_input(self, conversation: str, can_see_page: PageCheck = every_page, *, after: str | None = None) -> TurnInput:
         """Returns the input of the conversation's latest turn under the live rule set: the system
         message's page line, the transcript with the notes placed, the read models it saw.
 
@@ -317,8 +423,9 @@ class Chatrecord:
         """
         return self.read_models.turn_input(self._key(_conversation_argument("turn_input", conversation)), can_see_page)
 
+    @_reads
     @_in_store_terms
-    def turn_notes(self, conversation: str, can_see_page: PageCheck = every_page) -> TurnNotes:
+    def turn_notes(self, conversation: str, can_see_page: PageCheck = every_page, *, after: str | None = None) -> TurnNotes:
         """Returns what the chat adds to the transcript it holds for the next model call: the
         system message's page line and each note with its place (`TurnNotes.to_json()`:
         `{"conversation", "rules", "version", "page_line", "notes": [{"text", "index", "into",
@@ -330,7 +437,8 @@ class Chatrecord:
         """
         return self.read_models.turn_notes(self._key(_conversation_argument("turn_notes", conversation)), can_see_page)
 
-    def verify(self, conversation: str | None = None, against: Path | None = None) -> Iterator[Verdict]:
+    @_reads
+    def verify(self, conversation: str | None = None, against: Path | None = None, *, after: str | None = None) -> Iterator[Verdict]:
         """Yields the verdict of each conversation's hash chain (only `conversation`'s if
         given), in the order of their ids: ok with the head, or the first broken link; checked
         against the heads kept in the file `against` too, if given. Reads in pages: memory
@@ -350,8 +458,9 @@ class Chatrecord:
         if conversation is not None and not found:
             raise UnknownConversation("no conversation " + shown_id(conversation, "'") + f" in {describe_backend(self.store)}")
 
+    @_reads
     @_in_store_terms
-    def verify_rows(self, conversation: str | None = None) -> Iterator[RowsVerdict]:
+    def verify_rows(self, conversation: str | None = None, *, after: str | None = None) -> Iterator[RowsVerdict]:
         """Yields, per conversation (only `conversation` if given; else every one, in the order
         of their ids, as `verify`), whether its read-model rows (head, transcript, run record entries, card
         outcomes) are the fold of its log (`adapters.views.verify_rows`): a row rewritten in the
@@ -382,8 +491,9 @@ class Chatrecord:
         except UnknownConversation:
             raise unknown_conversation(self.store, conversation, describe_backend(self.store)) from None
 
+    @_reads
     @_in_store_terms
-    def activity(self, conversation: str, rules: str | None = None) -> tuple[SegmentActivity, ...]:
+    def activity(self, conversation: str, rules: str | None = None, *, after: str | None = None) -> tuple[SegmentActivity, ...]:
         """Returns the activity list the chat shows the editor, segment by segment (German labels
         of the amendment's table: "noch nicht ausgeführt", "nicht ausgeführt: nicht mehr
         freigegeben", "fehlgeschlagen", "Von dir abgelehnt: Behalten", …), read from the log under
@@ -398,8 +508,9 @@ class Chatrecord:
             state = activity.apply(state, event, rule_set)
         return state.segments
 
+    @_reads
     @_in_store_terms
-    def audit(self, conversation: str, rules: str | None = None, chain: bool = False) -> Audit:
+    def audit(self, conversation: str, rules: str | None = None, chain: bool = False, *, after: str | None = None) -> Audit:
         """Returns the conversation's audit: its rows in order under `rules` (default: the live
         rule set) and, with `chain`, the verdict of its hash chain (`Audit.chain`; None on a
         store that keeps no chain). Raises UnknownConversation for an id the store does not hold."""
@@ -409,9 +520,10 @@ class Chatrecord:
         verdict = chain_verdict(self.store, self._key(conversation)) if chain else None
         return Audit(conversation, rule_set, rows, verdict)
 
+    @_reads
     @_in_store_terms
     def replay(self, conversation: str, rules: str | None = None, at: int | None = None,
-               can_see_page: PageCheck = every_page) -> Replay:
+               can_see_page: PageCheck = every_page, *, after: str | None = None) -> Replay:
         """Returns every turn of a stored conversation (only those of user message `at` if
         given), each as the model saw it then, under `rules` (default: the live rule set).
         Under the live rule set the latest turn is checked against the read
@@ -491,9 +603,10 @@ class Chatrecord:
         deleted, in one transaction (see `adapters.service.keys.unwrap`)."""
         return master_keys.unwrap(self.store)
 
+    @_reads
     @_in_store_terms
     def timeline(self, conversation: str, before: int | None = None, turns: int = PAGE_TURNS,
-                 rules: str | None = None) -> TimelinePage:
+                 rules: str | None = None, *, after: str | None = None) -> TimelinePage:
         """Returns one page of the conversation's timeline, newest turn first: the `turns` turns
         that start before version `before` (None: the newest), under `rules` (default: the live
         rule set). Reads the log's tail only (`adapters.service.timeline`). Raises
@@ -504,8 +617,9 @@ class Chatrecord:
             self.events(name)  # raises UnknownConversation, naming the store
         return page
 
+    @_reads
     @_in_store_terms
-    def overview(self, conversation: str, rules: str | None = None) -> list[OverviewPoint]:
+    def overview(self, conversation: str, rules: str | None = None, *, after: str | None = None) -> list[OverviewPoint]:
         """Returns the overview of the whole conversation under `rules` (default: the live rule
         set): one point per message, segment, decision, card left undecided, edit, cut, erasure.
         The first request in this process folds the whole log; the fold is kept per
@@ -513,9 +627,10 @@ class Chatrecord:
         read of the log's head when there are none). Raises UnknownConversation."""
         return self._overview(conversation, rules).points
 
+    @_reads
     @_in_store_terms
     def overview_drawn(self, conversation: str, draw: Callable[[list[OverviewPoint]], str],
-                       rules: str | None = None) -> str:
+                       rules: str | None = None, *, after: str | None = None) -> str:
         """Returns `draw(points)` of the conversation's overview (`overview`), kept with it: drawn
         again only after new events (`draw` is the key: `adapters.pages.overview_svg`)."""
         kept = self._overview(conversation, rules)
@@ -549,8 +664,9 @@ class Chatrecord:
             self._overviews[(key, rule_set)] = fresh
         return fresh
 
+    @_reads
     @_in_store_terms
-    def chain(self, conversation: str, full: bool = False) -> Verdict | None:
+    def chain(self, conversation: str, full: bool = False, *, after: str | None = None) -> Verdict | None:
         """Returns the verdict of the conversation's hash chain, None on a store that keeps no
         chain. The first look in this process (and with `full`, and after a broken verdict)
         recomputes every hash; a later one starts from the head the last ok verdict verified
@@ -575,9 +691,10 @@ class Chatrecord:
                 self._chains.pop(key, None)  # a broken chain is recomputed in full at the next look
         return verdict
 
+    @_reads
     @_in_store_terms
     def turn_view(self, conversation: str, at: int, rules: str | None = None,
-                  can_see_page: PageCheck = every_page) -> TurnView:
+                  can_see_page: PageCheck = every_page, *, after: str | None = None) -> TurnView:
         """Returns what the model was sent at the turn of user message `at` (its latest turn
         when retried), exactly as `replay --at` gives it, under `rules`, with the differences
         from the same turn under the live rule set. Raises UnknownConversation, TurnNotFound."""
@@ -614,3 +731,8 @@ def _required(line: ParsedLine | None, source: str, line_no: int) -> ParsedLine:
     if line is None:
         raise InvalidInput(source, line_no, "(line)", "is blank; expected one JSON object")
     return line
+
+
+def _read_wait() -> float:
+    with store_errors():
+        return read_wait()

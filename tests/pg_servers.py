@@ -1,7 +1,10 @@
-"""Throwaway PostgreSQL servers for tests that need a server of their own (TLS, later replicas):
+"""Throwaway PostgreSQL servers for tests that need a server of their own (TLS, replicas):
 `start_server` runs initdb into a temporary folder and pg_ctl start on a free loopback port, with
-trust auth, a database `test` and any server settings given; `ThrowawayServer.stop` stops it
-and removes the folder. As root the server runs as the `postgres` user (else `nobody`), since
+trust auth, a database `test` and any server settings given; `start_standby` copies a running
+one with `pg_basebackup -R` and starts the copy as its streaming hot standby; `reconfigure`,
+`promote` and `kill` (SIGKILL, a crash) act on one, `wait_replayed` waits for a standby to catch
+up, `start_replicated` starts a pair (optionally synchronous); `ThrowawayServer.stop` stops it and removes
+the folder. As root the server runs as the `postgres` user (else `nobody`), since
 initdb refuses root. `tls_files` makes a self-signed CA and a server certificate for
 127.0.0.1/localhost with the `cryptography` package. The shell twin for CI is
 scripts/pg_throwaway.sh.
@@ -18,6 +21,7 @@ import ipaddress
 import os
 import pwd
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -96,6 +100,82 @@ def start_server(settings: Mapping[str, str] | None = None, files: Mapping[str, 
     {"ssl": "on"}) and `files` written first into its folder, read-only for the server's user
     (a setting names one as `{dir}/NAME`, e.g. "ssl_cert_file": "{dir}/server.crt").
     Raises RuntimeError, with the log, when initdb or the start fails."""
+    server = _new_server(files)
+    initdb = subprocess.run([str(bindir() / "initdb"), "-D", str(server.dir / "data"), "-U", "postgres", "-A", "trust",
+                             "-E", "UTF8", "--locale=C", "--no-sync"], preexec_fn=_as(server.user), cwd="/",
+                            capture_output=True, text=True, check=False)
+    if initdb.returncode != 0:
+        server.stop()
+        raise RuntimeError(f"initdb failed: {initdb.stdout}{initdb.stderr}")
+    _start(server, settings)
+    created = subprocess.run([str(bindir() / "createdb"), "-h", "127.0.0.1", "-p", str(server.port), "-U", "postgres",
+                              "test"], capture_output=True, text=True, check=False)
+    if created.returncode != 0:
+        server.stop()
+        raise RuntimeError(f"createdb failed: {created.stderr}")
+    return server
+
+
+def start_standby(primary: ThrowawayServer, settings: Mapping[str, str] | None = None,
+                  name: str = "standby") -> ThrowawayServer:
+    """Starts a streaming hot standby of `primary`: `pg_basebackup -R` (which writes
+    `primary_conninfo` and `standby.signal`) into a new folder, then the server on a port of its
+    own with `settings` (e.g. {"recovery_min_apply_delay": "2s"}); it connects as
+    application_name `name`, which the primary's `synchronous_standby_names` can list. Raises
+    RuntimeError, with the log, when the copy or the start fails."""
+    server = _new_server()
+    copied = subprocess.run([str(bindir() / "pg_basebackup"), "-h", "127.0.0.1", "-p", str(primary.port), "-U", "postgres",
+                             "-D", str(server.dir / "data"), "-R", "-X", "stream", "-c", "fast", "--no-sync"],
+                            preexec_fn=_as(server.user), cwd="/", capture_output=True, text=True, check=False)
+    if copied.returncode != 0:
+        server.stop()
+        raise RuntimeError(f"pg_basebackup failed: {copied.stdout}{copied.stderr}")
+    auto = server.dir / "data" / "postgresql.auto.conf"
+    text = auto.read_text()  # pg_basebackup -R wrote primary_conninfo = '...': name this standby in it
+    auto.write_text(text.replace("primary_conninfo = '", f"primary_conninfo = 'application_name={name} ", 1))
+    _start(server, {"hot_standby": "on", **(settings or {})})
+    return server
+
+
+def reconfigure(server: ThrowawayServer, settings: Mapping[str, str]) -> None:
+    """Sets `settings` in the server's postgresql.auto.conf (as ALTER SYSTEM would, which a
+    standby refuses) and reloads it: for settings a reload changes (`recovery_min_apply_delay`,
+    `synchronous_standby_names`)."""
+    auto = server.dir / "data" / "postgresql.auto.conf"
+    lines = [line for line in auto.read_text().splitlines() if line.split("=")[0].strip() not in settings]
+    lines += [f"{name} = '{value}'" for name, value in settings.items()]
+    auto.write_text("\n".join(lines) + "\n")
+    subprocess.run([str(bindir() / "pg_ctl"), "-D", str(server.dir / "data"), "reload"], preexec_fn=_as(server.user),
+                   cwd="/", capture_output=True, check=True)
+
+
+def promote(server: ThrowawayServer) -> None:
+    """Promotes a standby to a primary (`pg_ctl promote`, waiting until it accepts writes)."""
+    subprocess.run([str(bindir() / "pg_ctl"), "-D", str(server.dir / "data"), "-w", "-t", "60", "promote"],
+                   preexec_fn=_as(server.user), cwd="/", capture_output=True, text=True, check=True)
+
+
+def kill(server: ThrowawayServer) -> None:
+    """Ends the server as a crash would: SIGKILL to the postmaster and every one of its
+    processes at once (no shutdown checkpoint, no goodbye to clients or standbys)."""
+    pid = int((server.dir / "data" / "postmaster.pid").read_text().split()[0])
+    children = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:  # the parent's pid is the stat file's 4th field, 2nd after the name
+            children.append(int(stat.parent.name))
+    for one in [pid, *children]:
+        try:
+            os.kill(one, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def _new_server(files: Mapping[str, bytes] | None = None) -> ThrowawayServer:
+    """Makes the folder of a server (owned by the server's user, `files` in it) and picks its port."""
     user = _server_user()
     folder = Path(tempfile.mkdtemp(prefix="pg_throwaway."))
     folder.chmod(0o755)
@@ -107,31 +187,22 @@ def start_server(settings: Mapping[str, str] | None = None, files: Mapping[str, 
             os.chown(path, user.pw_uid, user.pw_gid)
     if user is not None:
         os.chown(folder, user.pw_uid, user.pw_gid)
-    port = free_port()
-    server = ThrowawayServer(folder, port, user)
-    tools = bindir()
-    initdb = subprocess.run([str(tools / "initdb"), "-D", str(folder / "data"), "-U", "postgres", "-A", "trust",
-                             "-E", "UTF8", "--locale=C", "--no-sync"], preexec_fn=_as(user), cwd="/",
-                            capture_output=True, text=True, check=False)
-    if initdb.returncode != 0:
-        server.stop()
-        raise RuntimeError(f"initdb failed: {initdb.stdout}{initdb.stderr}")
-    options = [f"-p {port}", f"-k {folder}", "-c listen_addresses=127.0.0.1", "-c fsync=off",
+    return ThrowawayServer(folder, free_port(), user)
+
+
+def _start(server: ThrowawayServer, settings: Mapping[str, str] | None) -> None:
+    """Starts the server of `server.dir / "data"` with `settings` (after the defaults, so they win)."""
+    folder = server.dir
+    options = [f"-p {server.port}", f"-k {folder}", "-c listen_addresses=127.0.0.1", "-c fsync=off",
                "-c synchronous_commit=off"]
     options += [f"-c {name}={value.format(dir=folder)}" for name, value in (settings or {}).items()]
-    started = subprocess.run([str(tools / "pg_ctl"), "-D", str(folder / "data"), "-l", str(folder / "server.log"),
-                              "-w", "-t", "60", "start", "-o", " ".join(options)], preexec_fn=_as(user), cwd="/",
+    started = subprocess.run([str(bindir() / "pg_ctl"), "-D", str(folder / "data"), "-l", str(folder / "server.log"),
+                              "-w", "-t", "60", "start", "-o", " ".join(options)], preexec_fn=_as(server.user), cwd="/",
                              capture_output=True, text=True, check=False)
     if started.returncode != 0:
         log = (folder / "server.log").read_text(errors="replace") if (folder / "server.log").exists() else ""
         server.stop()
         raise RuntimeError(f"the throwaway server did not start: {started.stderr}{log}")
-    created = subprocess.run([str(tools / "createdb"), "-h", "127.0.0.1", "-p", str(port), "-U", "postgres", "test"],
-                             capture_output=True, text=True, check=False)
-    if created.returncode != 0:
-        server.stop()
-        raise RuntimeError(f"createdb failed: {created.stderr}")
-    return server
 
 
 @dataclass(frozen=True)
@@ -185,3 +256,77 @@ def tls_files() -> TLSFiles:
         key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL,
                           serialization.NoEncryption()),
     )
+
+
+def replay_position(server: ThrowawayServer) -> str:
+    """Returns the WAL position `server` has replayed (a standby) or written (a primary)."""
+    import psycopg
+
+    with psycopg.connect(server.url, autocommit=True, connect_timeout=5) as conn:
+        row = conn.execute("SELECT CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() "
+                           "ELSE pg_current_wal_lsn() END::text").fetchone()
+    assert row is not None
+    return str(row[0])
+
+
+def wait_replayed(primary: ThrowawayServer, standby: ThrowawayServer, timeout: float = 30.0) -> None:
+    """Waits until `standby` has replayed everything `primary` wrote so far; raises
+    TimeoutError after `timeout` seconds."""
+    import time
+
+    import psycopg
+
+    with psycopg.connect(primary.url, autocommit=True, connect_timeout=5) as conn:
+        row = conn.execute("SELECT pg_current_wal_lsn()::text").fetchone()
+    assert row is not None
+    target = str(row[0])
+    deadline = time.monotonic() + timeout
+    with psycopg.connect(standby.url, autocommit=True, connect_timeout=5) as conn:
+        while True:
+            done = conn.execute("SELECT pg_last_wal_replay_lsn() >= %s::pg_lsn", (target,)).fetchone()
+            if done is not None and done[0]:
+                return
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the standby on port {standby.port} did not replay up to {target} "
+                                   f"in {timeout} s")
+            time.sleep(0.02)
+
+
+@dataclass
+class Replicated:
+    """A primary and its streaming hot standby (`start_replicated`)."""
+
+    primary: ThrowawayServer
+    standby: ThrowawayServer
+
+    @property
+    def url(self) -> str:
+        """The multi-host URL of both, the one that accepts writes chosen by libpq."""
+        return (f"postgresql://postgres@127.0.0.1:{self.primary.port},127.0.0.1:{self.standby.port}/test"
+                "?target_session_attrs=read-write")
+
+    def stop(self) -> None:
+        self.standby.stop()
+        self.primary.stop()
+
+
+def start_replicated(synchronous: bool = False, standby_settings: Mapping[str, str] | None = None) -> Replicated:
+    """Starts a primary and a streaming hot standby of it (`start_standby`). `synchronous`: the
+    primary commits only once the standby has the commit's WAL on disk
+    (`synchronous_commit=on`, `synchronous_standby_names` naming the standby), so a crash of
+    the primary loses no acknowledged commit. Raises RuntimeError when a server fails to start."""
+    primary = start_server({"synchronous_commit": "on"} if synchronous else None)
+    try:
+        standby = start_standby(primary, standby_settings)
+    except BaseException:
+        primary.stop()
+        raise
+    pair = Replicated(primary, standby)
+    try:
+        if synchronous:
+            reconfigure(primary, {"synchronous_standby_names": "standby"})
+        wait_replayed(primary, standby)
+    except BaseException:
+        pair.stop()
+        raise
+    return pair

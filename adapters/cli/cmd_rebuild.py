@@ -53,10 +53,11 @@ def rebuild(
     with opened(reading=diff) as chatrecord:
         if diff:
             changed = chatrecord.diff(rules.value)
+            live = chatrecord.active_rules(after=chatrecord.position())  # where diff read: the primary
             if as_json:
-                print_json(diff_json(chatrecord.active_rules(), rules.value, changed))
+                print_json(diff_json(live, rules.value, changed))
                 return
-            say(f"{chatrecord.active_rules()} → {rules.value}: {len(changed)} "
+            say(f"{live} → {rules.value}: {len(changed)} "
                 f"conversation{'' if len(changed) == 1 else 's'} would change (nothing switched)")
             for conversation_diff in changed:
                 emit(diff_view(conversation_diff))

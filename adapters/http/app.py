@@ -12,6 +12,7 @@ which name types local to `create_app`.
 
 import hmac
 import os
+import re
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -150,6 +151,32 @@ def charset_of(content_type: str) -> str | None:
     return None
 
 
+READ_AFTER = "Chatrecord-Read-After"
+"""The header of a write's read-after position (`Chatrecord.position`): `POST /v1/lines` answers
+with it where the service reads from standbys; a GET given it is never older than that write."""
+READ_AFTER_PATTERN = "^[0-9A-Fa-f]{1,8}/[0-9A-Fa-f]{1,8}$"
+
+
+def read_after(position: str | None) -> dict[str, str]:
+    """Returns the Chatrecord-Read-After header of `position` (none for None)."""
+    return {READ_AFTER: position} if position is not None else {}
+
+
+def read_after_header(value: Annotated[str | None, Header(
+    alias=READ_AFTER, json_schema_extra={"pattern": READ_AFTER_PATTERN},
+    description="The Chatrecord-Read-After of a write (POST /v1/lines): the answer is never older than that "
+                "write. Where the service reads from a standby, it waits for the standby to replay it "
+                "(CHATRECORD_READ_WAIT_MS), else the primary answers.")] = None) -> str | None:
+    """Returns the request's Chatrecord-Read-After; a 400 problem for one no write returned."""
+    if value is not None and not re.fullmatch(READ_AFTER_PATTERN, value):
+        raise Problem(400, "bad-request", f"{READ_AFTER} takes the position a write answered with, e.g. 0/3016040",
+                      where=f"header.{READ_AFTER}")
+    return value
+
+
+ReadAfter = Annotated[str | None, Depends(read_after_header)]
+
+
 def json_response(value: Any, headers: dict[str, str] | None = None, status: int = 200) -> Response:
     return Response(orjson.dumps(value), status_code=status, media_type=JSON, headers=headers)
 
@@ -228,7 +255,9 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
     ) -> Response:
         """Records one line (a JSON object) or a batch of lines of one conversation (JSON Lines,
         `application/x-ndjson`), all or nothing. A line recorded before is a repeat: nothing is
-        appended and the first result is returned. The ETag is the conversation's version."""
+        appended and the first result is returned. The ETag is the conversation's version; where
+        the service reads from standbys, Chatrecord-Read-After is the write's position, which a
+        GET hands back to read nothing older."""
         content_type = request.headers.get("content-type") or JSON
         media = content_type.split(";")[0].strip().lower()
         if media != JSON and not media.endswith("+json") and media not in NDJSON:
@@ -253,13 +282,15 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
             digest = fingerprint(media, raw)
             kept = request.app.state.keys.get(idempotency_key)
             if kept is not None:
-                return replayed(kept, digest, legacy=body_hash(media.encode(), (if_match_header or "").encode(), raw))
-        recorded = record(chatrecord, lines, follows).to_json()
+                return replayed(request, kept, digest, legacy=body_hash(media.encode(), (if_match_header or "").encode(), raw))
+        done = record(chatrecord, lines, follows)
+        recorded = done.to_json()
         text = orjson.dumps(recorded)
         if idempotency_key is not None:
             kept = request.app.state.keys.keep(idempotency_key, Kept(digest, 200, text.decode()))
-            return replayed(kept, digest) if kept.response != text.decode() else replayed(kept, digest, first=True)
-        return Response(text, media_type=JSON, headers=etag(recorded["version"]))
+            return replayed(request, kept, digest) if kept.response != text.decode() else \
+                replayed(request, kept, digest, first=True)
+        return Response(text, media_type=JSON, headers=etag(recorded["version"]) | read_after(done.read_after))
 
     def record(chatrecord: Chatrecord, lines: list[bytes], versions: list[int] | None) -> Any:
         """Records `lines` following one of `versions` (any existing one for ANY): the first is
@@ -275,18 +306,19 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
                 raise
             return chatrecord.record_lines(lines, SOURCE, error.actual)
 
-    def replayed(kept: Kept, digest: str, first: bool = False, legacy: str = "") -> Response:
+    def replayed(request: Request, kept: Kept, digest: str, first: bool = False, legacy: str = "") -> Response:
         if kept.body_hash != digest and kept.body_hash != legacy:
             raise Problem(422, "idempotency-key-reused", f"this Idempotency-Key was sent before with {differs(kept.body_hash, digest)}; "
                           "a retry sends the same Content-Type and body (If-Match may differ)", differs=differs(kept.body_hash, digest))
         version = orjson.loads(kept.response)["version"]
         headers = etag(version) | ({} if first else {"Idempotent-Replayed": "true"})
+        headers |= read_after(request.app.state.chatrecord.position())  # past the first write, whenever it was
         return Response(kept.response, status_code=kept.status, media_type=JSON, headers=headers)
 
     @v1.get("/conversations", response_model=schemas.ConversationList,
             response_description="A page of conversations, newest activity first")
     def conversations(
-        chatrecord: Service,
+        chatrecord: Service, after: ReadAfter = None, *,
         limit: Annotated[int, Query(ge=1, le=LIST_LIMIT_MAX, description="At most this many a page.")] = 50,
         cursor: Annotated[str | None, Query(description="The next_cursor of the page before.",
                                             json_schema_extra={"pattern": CURSOR_PATTERN})] = None,
@@ -302,7 +334,7 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
             except ValueError as error:
                 raise Problem(400, "bad-request", f"since: {error}", where="query.since") from None
         try:
-            page = chatrecord.conversations(limit, cursor, at)
+            page = chatrecord.conversations(limit, cursor, at, after=after)
         except BadCursor as error:
             raise Problem(400, "bad-request", str(error), where="query.cursor") from None
         return json_response(page.to_json())
@@ -312,54 +344,56 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
               "description": "The conversation as the chat's JSON Lines",
               "headers": {"Chatrecord-Erased": schemas.ERASED}}})
     def export(
-        chatrecord: Service, conversation: Conversation,
+        chatrecord: Service, conversation: Conversation, after: ReadAfter = None, *,
         upto: Annotated[int | None, Query(ge=1, description="Stop after user message N.")] = None,
     ) -> Response:
         """The conversation as the chat's JSON Lines (`chatrecord export`), made from the store's
         events: ingested into an empty store, the same turns and audit. An erased conversation's
         texts read `[erased]` (header `Chatrecord-Erased: true`)."""
-        done = chatrecord.export(conversation, upto)
+        done = chatrecord.export(conversation, upto, after=after)
         body = b"".join(orjson.dumps(line) + b"\n" for line in done.lines)
         return Response(body, media_type=NDJSON[0], headers={"Chatrecord-Erased": "true"} if done.erased else {})
 
     @v1.get("/conversations/{conversation:path}/turn", response_model=schemas.TurnNotes, responses=of_a_conversation)
     def turn(
-        chatrecord: Service, conversation: Conversation, visible_page: VisiblePage = [], hidden_page: HiddenPage = [],  # noqa: B006
+        chatrecord: Service, conversation: Conversation, after: ReadAfter = None, *, visible_page: VisiblePage = [], hidden_page: HiddenPage = [],  # noqa: B006
         messages: Annotated[schemas.Full | None, Query(description="`full` adds the whole model input.")] = None,
     ) -> Response:
         """The chat's read of the next turn: the page line and each note with its place in the
         transcript the chat holds. A page the user may not see is never named."""
         can_see = PageFilter(frozenset(visible_page), frozenset(hidden_page))
-        notes = chatrecord.turn_notes(conversation, can_see)
+        notes = chatrecord.turn_notes(conversation, can_see, after=after)
         payload = notes.to_json()
         if messages is not None:
-            payload["messages"] = chatrecord.turn_input(conversation, can_see).model_messages()
+            payload["messages"] = chatrecord.turn_input(conversation, can_see, after=after).model_messages()
         return json_response(payload, etag(notes.version))
 
     @v1.get("/conversations/{conversation:path}/audit", response_model=list[schemas.AuditRow],
             response_description="The audit's rows, in order, each by its kind", responses=of_a_conversation)
-    def audit(chatrecord: Service, conversation: Conversation, rules: RulesQuery = None) -> Response:
+    def audit(chatrecord: Service, conversation: Conversation, rules: RulesQuery = None, after: ReadAfter = None) -> Response:
         """Everything that ran, was written, decided, left undecided or cut, in order, with
         times: the rows of `chatrecord audit --json`."""
-        done = chatrecord.audit(conversation, rules.value if rules else None)
+        done = chatrecord.audit(conversation, rules.value if rules else None, after=after)
         return json_response([row.to_json() for row in done.rows])
 
     @v1.get("/conversations/{conversation:path}/activity", response_model=list[schemas.SegmentActivity],
             response_description="The activity list, segment by segment", responses=of_a_conversation)
-    def activity(chatrecord: Service, conversation: Conversation, rules: RulesQuery = None) -> Response:
+    def activity(chatrecord: Service, conversation: Conversation, rules: RulesQuery = None,
+                 after: ReadAfter = None) -> Response:
         """The activity list the chat shows the editor, segment by segment."""
-        segments = chatrecord.activity(conversation, rules.value if rules else None)
+        segments = chatrecord.activity(conversation, rules.value if rules else None, after=after)
         return json_response([s.model_dump(mode="json") for s in segments])
 
     @v1.get("/conversations/{conversation:path}/replay", response_model=schemas.Replay,
             response_description="Every turn's model input as it was then", responses=of_a_conversation)
     def replay(
-        chatrecord: Service, conversation: Conversation, rules: RulesQuery = None,
+        chatrecord: Service, conversation: Conversation, rules: RulesQuery = None, after: ReadAfter = None, *,
         at: Annotated[int | None, Query(ge=1, description="Only the turn of user message N.")] = None,
         visible_page: VisiblePage = [], hidden_page: HiddenPage = [],  # noqa: B006
     ) -> Response:
         """Every turn's model input as it was then: the object of `chatrecord replay --json`."""
-        done = chatrecord.replay(conversation, rules.value if rules else None, at, PageFilter(frozenset(visible_page), frozenset(hidden_page)))
+        done = chatrecord.replay(conversation, rules.value if rules else None, at,
+                                 PageFilter(frozenset(visible_page), frozenset(hidden_page)), after=after)
         return json_response(done.to_json())
 
     app.include_router(v1)

@@ -116,7 +116,7 @@ def from_error(error: ChatrecordError) -> Problem:
         return Problem(409, "chain-broken", f"the conversation's hash chain is broken at version "
                        f"{getattr(error, 'version', None)} ({problem}); nothing was appended; an operator runs {step}",
                        version=getattr(error, "version", None), problem=problem)
-    if rule == "StoreUnusable":  # its message names the store's settings: the server's log has it
+    if rule in ("StoreUnusable", "PrimaryGone"):  # its message names the store's settings: the server's log has it
         log.error("store error: %s", error)
         return Problem(503, "store-unavailable", "the store cannot be used now; try again later",
                        headers={"Retry-After": "5"})

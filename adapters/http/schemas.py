@@ -454,6 +454,10 @@ ETAG = {"description": 'The conversation\'s version as a strong ETag, e.g. "7" (
         "schema": {"type": "string", "pattern": '^"[0-9]+"$'}}
 REPLAYED = {"description": "true when this is the kept response to an Idempotency-Key sent before.",
             "schema": {"type": "string", "enum": ["true"]}}
+READ_AFTER_HEADER = {"description": "The write's position, where the service reads from standbys "
+                     "(CHATRECORD_READ_DATABASE_URL): a GET sent with it as Chatrecord-Read-After is never older "
+                     "than this write. Opaque (PostgreSQL's WAL position, e.g. 0/3016040); absent otherwise.",
+                     "schema": {"type": "string", "pattern": "^[0-9A-Fa-f]{1,8}/[0-9A-Fa-f]{1,8}$"}}
 ERASED = {"description": "true when the conversation was erased: its texts read [erased].",
           "schema": {"type": "string", "enum": ["true"]}}
 PROBLEM_TYPES = {
@@ -509,7 +513,7 @@ def document(app: Any) -> dict[str, Any]:
             "JSON Lines: one Line object a line, all of one conversation; recorded all or nothing.")}},
     }}
     ok = post["responses"]["200"]
-    ok["headers"] = {"ETag": ETAG, "Idempotent-Replayed": REPLAYED}
+    ok["headers"] = {"ETag": ETAG, "Idempotent-Replayed": REPLAYED, "Chatrecord-Read-After": READ_AFTER_HEADER}
     ok["links"] = {name: {"operationId": operation, "parameters": {"conversation": "$response.body#/conversation"},
                           "description": f"The conversation's {name} after the line."}
                    for name, operation in sorted(reads.items())}

@@ -132,6 +132,9 @@ class Recorded:
     repeated: bool
     events: tuple[ConversationEvent, ...]
     lines: tuple[int, ...]
+    read_after: str | None = None
+    """The write's read-after position where the service reads from standbys
+    (`adapters.api.Chatrecord.position`): a later read given it is never older; None otherwise."""
 
     @classmethod
     def of(cls, result: HandleResult, command: Lines) -> Recorded:

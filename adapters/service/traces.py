@@ -17,7 +17,8 @@ class Chatrecord(Protocol):
     """What the traces read of a store with its read models (`adapters.api.Chatrecord`, which
     calls the service layer, not the other way round)."""
 
-    store: ConversationStore
+    @property
+    def store(self) -> ConversationStore: ...
 
     def events(self, conversation: str) -> list[ConversationEvent]: ...
 

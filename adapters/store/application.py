@@ -6,18 +6,21 @@ else (backend, serialisation) is configuration; see `adapters.store.settings`.
 
 from __future__ import annotations
 
+import functools
 import logging
 import random
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol, cast
+from typing import Any, ClassVar, Protocol, TypeVar, cast
 from uuid import UUID
 
+import psycopg
 from eventsourcing.application import AggregateNotFoundError, Application, LRUCache, ProcessingEvent
-from eventsourcing.persistence import EventStore, IntegrityError, Recording
+from eventsourcing.persistence import EventStore, IntegrityError, InterfaceError, OperationalError, Recording
 from eventsourcing.utils import get_topic
+from psycopg_pool import PoolTimeout
 
 from adapters.backends import backend_of
 from adapters.store.chain import ChainBroken, ChainedRecorder
@@ -68,6 +71,9 @@ class HandleResult:
     state: Conversation | None
     position: int | None
     attempts: int
+    read_after: str | None = None
+    """The write's read-after position, set by the service where it reads from standbys
+    (`adapters.api.Chatrecord.position`); None otherwise."""
 
     @property
     def repeated(self) -> bool:
@@ -118,6 +124,78 @@ def backoff(attempt: int) -> float:
     return random.uniform(0, min(BACKOFF_CAP, BACKOFF_BASE * 2 ** (attempt - 1)))
 
 
+class PrimaryGone(ChatrecordError):
+    """Raised by `ConversationStore.handle` and `handle_batch` when the connection to the
+    database was lost and no server accepted the write again within the store's
+    `WRITE_RETRY_SECONDS` (CHATRECORD_WRITE_RETRY_SECONDS): the primary died and no standby was
+    promoted in time, or every host of CHATRECORD_DATABASE_URL is down. The write may or may not
+    be stored (a commit whose answer was lost); sending it again is safe, as a line recorded before
+    is a repeat. The HTTP service answers it with 503 `store-unavailable`."""
+
+
+RECONNECT_WAIT = 0.25
+"""Seconds between the tries of a write whose connection was lost (`reconnecting`)."""
+_CONNECTION_STATES = ("08", "57P01", "57P02", "57P03")
+"""SQLSTATEs (or classes) of a lost or refused connection: connection exceptions, and a server
+that is shutting down, crashed or starting."""
+
+
+def connection_lost(error: BaseException) -> bool:
+    """Returns True when `error` (the library's, with the driver's as its cause) says the
+    connection to the server failed, was refused or broke off (a server killed, a pool that found
+    none to connect to), not that the server answered a statement with an error."""
+    seen: BaseException | None = error
+    while seen is not None:
+        if isinstance(seen, PoolTimeout):
+            return True
+        if isinstance(seen, (psycopg.OperationalError, psycopg.InterfaceError)):
+            state = getattr(seen, "sqlstate", None)
+            return state is None or state.startswith(_CONNECTION_STATES)
+        seen = seen.__cause__
+    return False
+
+
+Write = TypeVar("Write", bound=Callable[..., Any])
+
+
+def reconnecting(method: Write) -> Write:
+    """Makes a write of the store (`handle`, `handle_batch`) try again, every RECONNECT_WAIT s,
+    while its connection is lost (`connection_lost`), for up to the store's `retry_seconds`:
+    through a multi-host CHATRECORD_DATABASE_URL (`target_session_attrs=read-write`), libpq
+    connects to whichever host is the primary once a standby was promoted. Each try decides
+    anew from the database, so a commit whose answer was lost comes back as a repeat (the
+    line's idempotency), never as a second copy. Raises PrimaryGone past the time.
+
+    Why a loop of its own: on a dead server the library's PostgresDatastore raises its
+    OperationalError (the driver's error as its cause) and psycopg_pool drops the broken
+    connection and connects again in the background, waiting 1 s, 2 s, 4 s, … between tries; a
+    caller meanwhile waits up to the pool's timeout (POSTGRES_CONNECT_TIMEOUT, 5 s) and gets
+    PoolTimeout. The PostgreSQL recorder's own `retry` (CONNECTION_ATTEMPTS tries 0.2 s apart)
+    covers a blip, not a promotion that takes seconds."""
+
+    @functools.wraps(method)
+    def call(self: ConversationStore, *args: Any, **kwargs: Any) -> Any:
+        deadline: float | None = None
+        while True:
+            try:
+                return method(self, *args, **kwargs)
+            except (InterfaceError, OperationalError) as error:
+                if self.retry_seconds <= 0 or not connection_lost(error):
+                    raise
+                now = time.monotonic()
+                deadline = now + self.retry_seconds if deadline is None else deadline
+                if now >= deadline:
+                    raise PrimaryGone(
+                        f"no server of the store accepted the write for {self.retry_seconds:g} s "
+                        f"(CHATRECORD_WRITE_RETRY_SECONDS) after its connection was lost: {error}; it may or "
+                        "may not be stored, and sending it again is safe (a line recorded before is a repeat)"
+                    ) from error
+                self.reconnects += 1
+                time.sleep(min(RECONNECT_WAIT, deadline - now))
+
+    return call  # type: ignore[return-value]
+
+
 class KnownCounts:
     """Each conversation's (version, card outcome count) as this process's last append left
     its index; the library's `LRUCache` keeps at most `size` conversations."""
@@ -163,7 +241,8 @@ class ConversationStore(Application[UUID]):
 
     Env keys besides the library's: `SNAPSHOT_INTERVAL` (default 100 versions) and
     `HANDLE_MAX_ATTEMPTS` (default 20 tries of a command whose append conflicts, with a
-    jittered exponential wait between them, `backoff`). The library's
+    jittered exponential wait between them, `backoff`) and `WRITE_RETRY_SECONDS` (default 0:
+    how long a write whose connection was lost tries again, `reconnecting`). The library's
     `AGGREGATE_CACHE_MAXSIZE` (default 256 conversations; "" turns the cache off) keeps loaded
     conversations between commands (see docs/benchmarks.md, "Ingesting line by line").
     """
@@ -221,6 +300,10 @@ class ConversationStore(Application[UUID]):
         self.max_attempts = int(self.env.get("HANDLE_MAX_ATTEMPTS") or DEFAULT_MAX_ATTEMPTS)
         if self.snapshot_interval < 1 or self.max_attempts < 1:
             raise ValueError("SNAPSHOT_INTERVAL and HANDLE_MAX_ATTEMPTS must be at least 1")
+        self.retry_seconds = float(self.env.get("WRITE_RETRY_SECONDS") or 0)
+        """Seconds a write whose connection was lost tries again (`reconnecting`); 0: not at all."""
+        self.reconnects = 0
+        """How many times a write of this store was tried again after a lost connection."""
 
     def construct_event_store(self) -> ConversationLog:
         return ConversationLog(mapper=self.mapper, recorder=self.recorder)
@@ -242,6 +325,7 @@ class ConversationStore(Application[UUID]):
         self.notify(processing_event.events)  # the library's deprecated hook, as its save calls it
         return recordings
 
+    @reconnecting
     def handle(self, command: Command) -> HandleResult:
         """Applies `command` to its conversation and stores the events it decides.
 
@@ -317,6 +401,7 @@ class ConversationStore(Application[UUID]):
             return HandleResult(command.conversation, events, events, after, position, attempt)
         raise AssertionError("unreachable")
 
+    @reconnecting
     def handle_batch(self, commands: Sequence[Command]) -> list[HandleResult]:
         """Decides every command of `commands` (each of another conversation) on its
         conversation's state and stores the events of all of them in one transaction, with

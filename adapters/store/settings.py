@@ -11,6 +11,12 @@
   up to `SQLITE_LOCK_TIMEOUT` seconds for another process's write to end (see
   `adapters.backends.sqlite.SQLiteFactory`).
 - `open_store(memory=True)`: the library's in-memory store (`eventsourcing.popo`), for tests.
+- `CHATRECORD_READ_DATABASE_URL` (optional, with CHATRECORD_DATABASE_URL): the hot standbys where
+  what only reads is served (`read_store_env`, `open_read_store`, read-only: no table is created);
+  `CHATRECORD_READ_WAIT_MS` (default 1000) how long a read given a write's position waits for them
+  (`read_wait`, `adapters.store.replicas`). `CHATRECORD_WRITE_RETRY_SECONDS` (default 30 where
+  CHATRECORD_DATABASE_URL names several hosts, else 0) how long a write whose connection was lost
+  tries again (`adapters.store.application.reconnecting`). See docs/scaling.md.
 
 Each names its backend's store factory (`adapters.backends`) in the library's PERSISTENCE_MODULE.
 
@@ -63,7 +69,7 @@ class StoreUnusable(ChatrecordError):
     schema that does not exist, a server that does not answer, a file locked too long."""
 
 
-def postgres_env(url: str) -> dict[str, str]:
+def postgres_env(url: str, variable: str = "CHATRECORD_DATABASE_URL") -> dict[str, str]:
     """Returns the library's POSTGRES_* keys for a `postgresql://` URL, with the whole URL but its
     `schema` as libpq's conninfo in `POSTGRES_CONNINFO`, which every connection of the store is
     made with (`PostgresFactory`): TLS (`sslmode`, `sslrootcert`, …), several hosts
@@ -73,42 +79,43 @@ def postgres_env(url: str) -> dict[str, str]:
     Raises BadDatabaseURL when the scheme, user, host or database name is missing, a port is not
     a number from 1 to 65535, a query parameter is given twice (`?schema=a&schema=b`), a
     parameter is neither libpq's nor `schema` (naming it, and the known one it is likely a typo
-    of), or `?schema=` is not a SCHEMA_NAME.
+    of), or `?schema=` is not a SCHEMA_NAME. `variable` is the setting the messages name
+    (CHATRECORD_READ_DATABASE_URL for the standbys' URL, `read_store_env`).
     """
     from psycopg import ProgrammingError
     from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
     if not url.strip():
         raise BadDatabaseURL(
-            "CHATRECORD_DATABASE_URL is blank; give postgresql://user[:pw]@host[:port]/db, "
+            f"{variable} is blank; give postgresql://user[:pw]@host[:port]/db, "
             "or unset it to use the SQLite file"
         )
     parts = urlsplit(url.strip())
     if parts.scheme not in ("postgresql", "postgres"):
         raise BadDatabaseURL(
-            f"CHATRECORD_DATABASE_URL must start with postgresql://, not {parts.scheme + '://' if parts.scheme else repr(url[:40])}"
+            f"{variable} must start with postgresql://, not {parts.scheme + '://' if parts.scheme else repr(url[:40])}"
         )
     query = parse_qs(parts.query, keep_blank_values=True)
     repeated = sorted(name for name, values in query.items() if len(values) > 1)
     if repeated:
         raise BadDatabaseURL(
-            f"CHATRECORD_DATABASE_URL names {', '.join(repeated)} more than once; give each once"
+            f"{variable} names {', '.join(repeated)} more than once; give each once"
         )
     kept = [item for item in parts.query.split("&") if item and unquote(item.partition("=")[0]) != "schema"]
     libpq_url = urlunsplit(parts._replace(query="&".join(kept)))
     try:
         params = {key: str(value) for key, value in conninfo_to_dict(libpq_url).items()}
     except ProgrammingError as error:
-        raise BadDatabaseURL(_libpq_refusal(str(error))) from None
+        raise BadDatabaseURL(_libpq_refusal(str(error), variable)) from None
     dbname, host, user = params.get("dbname"), params.get("host") or params.get("hostaddr"), params.get("user")
     if not (user and host and dbname):
         raise BadDatabaseURL(
-            "CHATRECORD_DATABASE_URL needs user, host and database: postgresql://user[:pw]@host[:port]/db"
+            f"{variable} needs user, host and database: postgresql://user[:pw]@host[:port]/db"
         )
     port = params.get("port") or "5432"
     for one in port.split(","):
         if one and not (one.isascii() and one.isdigit() and 1 <= int(one) <= 65535):
-            raise BadDatabaseURL(f"CHATRECORD_DATABASE_URL has a bad port: {one!r} is not a number from 1 to 65535")
+            raise BadDatabaseURL(f"{variable} has a bad port: {one!r} is not a number from 1 to 65535")
     env = {
         "PERSISTENCE_MODULE": POSTGRES_MODULE,
         "POSTGRES_DBNAME": dbname,
@@ -127,14 +134,14 @@ def postgres_env(url: str) -> dict[str, str]:
     if schema:
         if not SCHEMA_NAME.fullmatch(schema[-1]):
             raise BadDatabaseURL(
-                f"CHATRECORD_DATABASE_URL: schema {schema[-1]!r} is not a schema name; "
+                f"{variable}: schema {schema[-1]!r} is not a schema name; "
                 "use 1–63 of A-Za-z0-9_, not starting with a digit"
             )
         env["POSTGRES_SCHEMA"] = schema[-1]
     return env
 
 
-def _libpq_refusal(reason: str) -> str:
+def _libpq_refusal(reason: str, variable: str = "CHATRECORD_DATABASE_URL") -> str:
     """Returns the one line for a URL libpq refuses to parse (`reason`, its words): an unknown
     parameter is named, with the known one it is likely a typo of."""
     import difflib
@@ -143,12 +150,12 @@ def _libpq_refusal(reason: str) -> str:
 
     found = re.search(r'invalid URI query parameter: "([^"]*)"', reason)
     if found is None:
-        return f"CHATRECORD_DATABASE_URL cannot be read: {reason}"
+        return f"{variable} cannot be read: {reason}"
     name = found.group(1)
     known = ["schema", *(option.keyword.decode() for option in pq.Conninfo.get_defaults())]
     close = difflib.get_close_matches(name, known, n=1)
     hint = f" (did you mean {close[0]}?)" if close else ""
-    return (f"CHATRECORD_DATABASE_URL: unknown parameter {name!r}{hint}; give schema or a connection parameter "
+    return (f"{variable}: unknown parameter {name!r}{hint}; give schema or a connection parameter "
             "libpq knows (https://www.postgresql.org/docs/current/libpq-connect.html#LIBPQ-PARAMKEYWORDS)")
 
 
@@ -183,7 +190,83 @@ def store_env(environ: Mapping[str, str] | None = None, *, memory: bool = False)
         env = sqlite_env(environ.get("CHATRECORD_DB") or DEFAULT_DB)
     if environ.get("CHATRECORD_SNAPSHOT_INTERVAL"):
         env["SNAPSHOT_INTERVAL"] = snapshot_interval(environ["CHATRECORD_SNAPSHOT_INTERVAL"])
+    if env.get("PERSISTENCE_MODULE") == POSTGRES_MODULE:
+        given = environ.get(WRITE_RETRY)
+        several = "," in env.get("POSTGRES_HOST", "")
+        if given or several:  # one host and no setting: the library's few tries only, as before
+            env["WRITE_RETRY_SECONDS"] = whole_number(WRITE_RETRY, given, 0) if given else str(DEFAULT_WRITE_RETRY_SECONDS)
     return env
+
+
+READ_URL = "CHATRECORD_READ_DATABASE_URL"
+"""The standbys' URL: what only reads is read there (`read_store_env`)."""
+READ_WAIT = "CHATRECORD_READ_WAIT_MS"
+"""How long a read given a write's position waits for a standby to replay it (`read_wait`)."""
+DEFAULT_READ_WAIT_MS = 1000
+WRITE_RETRY = "CHATRECORD_WRITE_RETRY_SECONDS"
+"""How long a write whose connection was lost tries again (`ConversationStore.handle`)."""
+DEFAULT_WRITE_RETRY_SECONDS = 30
+"""The default of WRITE_RETRY where CHATRECORD_DATABASE_URL names several hosts (a failover
+can move the primary); 0 (no retry past the library's own few) for one host."""
+
+
+def read_store_env(environ: Mapping[str, str] | None = None) -> dict[str, str] | None:
+    """Returns the env of the reading store, on CHATRECORD_READ_DATABASE_URL (a libpq URL, several
+    hosts allowed, read as `postgres_env` reads CHATRECORD_DATABASE_URL), or None when it is unset
+    or blank: then everything reads where it writes. The reading store never creates a table
+    (`CREATE_TABLE=n`: a standby is read-only); its schema is CHATRECORD_DATABASE_URL's unless it
+    names the same one.
+
+    Raises BadSetting when CHATRECORD_DATABASE_URL is not set too (standbys follow a PostgreSQL
+    primary), BadDatabaseURL for a URL it cannot use, one that names another schema than the
+    primary's, or one with `load_balance_hosts` other than `disable` (every connection of the pool
+    must reach the same standby, so the position checked is the one read).
+    """
+    environ = os.environ if environ is None else environ
+    url = environ.get(READ_URL) or ""
+    if not url.strip():
+        return None
+    if not environ.get("CHATRECORD_DATABASE_URL"):
+        raise BadSetting(f"{READ_URL} is set, CHATRECORD_DATABASE_URL is not: standbys follow a PostgreSQL "
+                         "primary, which CHATRECORD_DATABASE_URL names; set it, or unset "
+                         f"{READ_URL}")
+    primary = store_env(environ)
+    env = postgres_env(url, READ_URL)
+    from psycopg.conninfo import conninfo_to_dict
+
+    balance = str(conninfo_to_dict(env["POSTGRES_CONNINFO"]).get("load_balance_hosts") or "disable")
+    if balance != "disable":
+        raise BadDatabaseURL(f"{READ_URL}: load_balance_hosts={balance} would spread one process's "
+                             "connections over several standbys, each at its own position; leave it out "
+                             "(libpq then connects to the first host that answers)")
+    schema = primary.get("POSTGRES_SCHEMA") or "public"
+    if env.setdefault("POSTGRES_SCHEMA", schema) != schema:
+        raise BadDatabaseURL(f"{READ_URL} names schema {env['POSTGRES_SCHEMA']!r}, CHATRECORD_DATABASE_URL "
+                             f"{schema!r}; the standbys hold the primary's schema, so name the same one or leave "
+                             "?schema= out")
+    env["CREATE_TABLE"] = "n"
+    for key in ("SNAPSHOT_INTERVAL",):
+        if key in primary:
+            env[key] = primary[key]
+    return env
+
+
+def read_wait(environ: Mapping[str, str] | None = None) -> float:
+    """Returns CHATRECORD_READ_WAIT_MS (default 1000) in seconds: how long a read given a write's
+    position waits for the standby to replay it before the primary answers it instead. Raises
+    BadSetting unless it is a whole number >= 0."""
+    environ = os.environ if environ is None else environ
+    given = environ.get(READ_WAIT)
+    return int(whole_number(READ_WAIT, given, 0)) / 1000 if given else DEFAULT_READ_WAIT_MS / 1000
+
+
+def whole_number(variable: str, value: str, least: int) -> str:
+    """Returns `value` as a whole number's digits; raises BadSetting naming `variable` unless it is
+    one >= `least`."""
+    text = value.strip()
+    if not (text.isascii() and text.isdigit() and int(text) >= least):
+        raise BadSetting(f"{variable} must be a whole number >= {least}, not {value!r}")
+    return str(int(text))
 
 
 def snapshot_interval(value: str) -> str:
@@ -217,6 +300,19 @@ def open_store(
     if reading and env.get("PERSISTENCE_MODULE") == SQLITE_MODULE:
         env["SQLITE_READING"] = "y"
     store = ConversationStore(env={**env, **overrides})
+    ReadModels(store)
+    return store
+
+
+def open_read_store(environ: Mapping[str, str] | None = None) -> ConversationStore | None:
+    """Returns a ConversationStore on CHATRECORD_READ_DATABASE_URL (`read_store_env`), opened
+    read-only, or None when that is not set. Raises as `open_store`."""
+    from adapters.views.readmodels import ReadModels
+
+    env = read_store_env(environ)
+    if env is None:
+        return None
+    store = ConversationStore(env=env)
     ReadModels(store)
     return store
 
