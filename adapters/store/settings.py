@@ -39,7 +39,6 @@ from adapters.backends import (
     driver_errors,
     one_line,
 )
-from adapters.backends.postgres import WRITE_LOCK_TIMEOUT
 from adapters.store.application import ConversationStore
 from domain.errors import ChatrecordError
 
@@ -77,6 +76,8 @@ def postgres_env(url: str) -> dict[str, str]:
     """
     from psycopg import ProgrammingError
     from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    from adapters.backends.postgres import WRITE_LOCK_TIMEOUT  # here: a SQLite store needs no psycopg
 
     if not url.strip():
         raise BadDatabaseURL(
