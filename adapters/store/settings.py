@@ -291,7 +291,9 @@ def store_errors(env: Mapping[str, str] | ConversationStore | None = None) -> It
     through as it is. `env` as for `store_problem`."""
     try:
         yield
-    except (PersistenceError, *driver_errors()) as error:
+    except Exception as error:  # not the SystemExit every command ends with: naming the drivers' errors imports them
+        if not isinstance(error, (PersistenceError, *driver_errors())):
+            raise
         problem = store_problem(error, env)
         if problem is None:
             raise
