@@ -75,7 +75,8 @@ HiddenPage = Annotated[list[int], Query(description="A page the user may not see
 ERRORS: dict[int | str, dict[str, Any]] = {
     status: {"content": {PROBLEM: {"schema": schemas.ProblemDetails.model_json_schema()}}, "description": text}
     for status, text in {400: "Unreadable JSON or a bad parameter", 401: "Missing or wrong token",
-                         404: "Unknown conversation or turn", 409: "Refused", 503: "Write conflict or store down"}.items()
+                         404: "Unknown conversation or turn", 409: "Refused",
+                         500: "A stored event cannot be read back, or a bug", 503: "Write conflict or store down"}.items()
 }
 
 
@@ -301,7 +302,9 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
         return json_response(page.to_json())
 
     @v1.get("/conversations/{conversation:path}/export", response_class=Response, responses={
-        200: {"content": {NDJSON[0]: {}}, "description": "The conversation as the chat's JSON Lines"}})
+        200: {"content": {NDJSON[0]: {"schema": {"type": "string", "description": "JSON Lines of the input format"}}},
+              "description": "The conversation as the chat's JSON Lines",
+              "headers": {"Chatrecord-Erased": schemas.ERASED}}})
     def export(
         chatrecord: Service, conversation: Conversation,
         upto: Annotated[int | None, Query(ge=1, description="Stop after user message N.")] = None,

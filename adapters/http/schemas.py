@@ -122,6 +122,8 @@ ETAG = {"description": 'The conversation\'s version as a strong ETag, e.g. "7" (
         "schema": {"type": "string", "pattern": '^"[0-9]+"$'}}
 REPLAYED = {"description": "true when this is the kept response to an Idempotency-Key sent before.",
             "schema": {"type": "string", "enum": ["true"]}}
+ERASED = {"description": "true when the conversation was erased: its texts read [erased].",
+          "schema": {"type": "string", "enum": ["true"]}}
 PROBLEM_TYPES = {
     400: ["unreadable-json", "bad-request"], 401: ["unauthorized"],
     404: ["unknown-conversation", "no-such-turn", "not-found"], 405: ["method-not-allowed"],

@@ -20,19 +20,15 @@ DEMO = DATA / "demo_seo_tour.jsonl"
 Run = Callable[..., subprocess.CompletedProcess[str]]
 
 
-NO_PROGRESS = {"CHATRECORD_PROGRESS_SECONDS": "86400"}
-"""A plain progress line (`ingest: F: N of ~M lines, R lines/s`) once a day: never within a test.
-Otherwise an ingest or a rebuild that takes longer than 5 s, as on a busy machine, says so on
-stderr, and a test that wants stderr empty fails by the clock (a test of the progress lines
-sets its own)."""
-
-
 def cli_env(**settings: str) -> dict[str, str]:
     """Returns the environment of a CLI run: the caller's, without any store settings or forced
-    colours, 80 columns wide, without progress lines (`NO_PROGRESS`), plus `settings`."""
+    colours, 80 columns wide, with no plain progress line (a run slowed past 5 s by a busy machine
+    would print one on stderr, which the tests compare whole), plus `settings`."""
     env = {k: v for k, v in os.environ.items()
            if not k.startswith("CHATRECORD_") and k not in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE")}
-    env.update(COLUMNS="80", LINES="50", PYTHONPATH=str(ROOT), PYTHONIOENCODING="utf-8", **{**NO_PROGRESS, **settings})
+    env.update(COLUMNS="80", LINES="50", PYTHONPATH=str(ROOT), PYTHONIOENCODING="utf-8",
+               CHATRECORD_PROGRESS_SECONDS="86400")
+    env.update(settings)
     return env
 
 

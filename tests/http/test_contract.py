@@ -5,37 +5,59 @@ refuses, and no response the document does not describe (issue 23)."""
 from __future__ import annotations
 
 import json
+import re
+import uuid
 from collections.abc import Iterator
+from types import SimpleNamespace
 
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, Phase, given, settings
-from schemathesis.specs.openapi.checks import ignored_auth, negative_data_rejection, positive_data_acceptance
+from hypothesis.stateful import initialize
+from schemathesis.generation.stateful.state_machine import StepInput
+from schemathesis.specs.openapi.checks import negative_data_rejection, positive_data_acceptance
 
 from tests.e2e.conftest import ROOT
 from tests.http.conftest import TOKEN, Server
 
 OPENAPI = ROOT / "docs" / "openapi.json"
 EXAMPLES = 25
-EXCLUDED = [positive_data_acceptance, negative_data_rejection, ignored_auth]
-"""ST202 is replaced by `accepts_valid_data`; ST401 sends the configured Authorization header
-with its "invalid" request, so it cannot see the 401 the server gives (test_http.py holds it)."""
+EXCLUDED = [positive_data_acceptance, negative_data_rejection]
+"""ST202 and ST203, replaced by `accepts_valid_data` and `rejects_invalid_data`."""
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+"""The token, sent with each call (not set in the schema's config, whose headers Schemathesis
+adds to its probes too): so ST401 sees it as given and probes without it and with a wrong one."""
 SETTINGS = settings(max_examples=EXAMPLES, derandomize=True, deadline=None, database=None,
                     phases=[Phase.explicit, Phase.generate],
                     suppress_health_check=list(HealthCheck))
-STATE_REFUSALS = ("urn:chatrecord:problem:version-mismatch", "urn:chatrecord:problem:idempotency-key-reused")
-"""Refusals that depend on the store's state, not the request's form: a stale `If-Match` (412)
-and an Idempotency-Key that an earlier generated request used with another body (422)."""
+PROBLEM = "urn:chatrecord:problem:"
+
+
+def refused_for_state(case: schemathesis.Case, problem: dict[str, object]) -> bool:
+    """Whether `problem` is a refusal of a schema-valid request that the store's state explains,
+    as the request itself shows: a 412 for an `If-Match` none of whose strong ETags is the
+    conversation's version (`*`: the conversation does not exist; RFC 9110 13.1.1 compares
+    strongly, so a weak ETag never matches), or a 422 for an `Idempotency-Key` that an earlier
+    generated request sent with another body. The same answer to a request without that
+    header, or a 412 naming a version the request listed, is a failure."""
+    headers = {name.lower(): str(value) for name, value in (case.headers or {}).items()}
+    if problem.get("type") == f"{PROBLEM}version-mismatch" and "if-match" in headers:
+        if headers["if-match"].strip() == "*":
+            return problem.get("actual") == 0
+        strong = {int(n) for weak, n in re.findall(r'(W/)?"([0-9]+)"', headers["if-match"]) if not weak}
+        return problem.get("actual") not in strong
+    return problem.get("type") == f"{PROBLEM}idempotency-key-reused" and "idempotency-key" in headers
 
 
 @schemathesis.check
 def accepts_valid_data(ctx, response, case):  # type: ignore[no-untyped-def]
-    """ST202 (positive data acceptance), less the refusals that depend on state."""
+    """ST202 (positive data acceptance), less the refusals the store's state explains
+    (`refused_for_state`)."""
     try:
         return positive_data_acceptance(ctx, response, case)
     except AssertionError:
         if response.headers.get("content-type", [""])[0].startswith("application/problem+json"):
-            if json.loads(response.content).get("type") in STATE_REFUSALS:
+            if refused_for_state(case, json.loads(response.content)):
                 return None
         raise
 
@@ -51,7 +73,7 @@ def rejects_invalid_data(ctx, response, case):  # type: ignore[no-untyped-def]
 
 def load(server: Server) -> schemathesis.BaseSchema:
     schema = schemathesis.openapi.from_path(OPENAPI)
-    schema.config.update(base_url=server.url, headers={"Authorization": f"Bearer {TOKEN}"})
+    schema.config.update(base_url=server.url)
     return schema
 
 
@@ -68,25 +90,51 @@ def test_every_operation_holds_every_check(contract: schemathesis.BaseSchema) ->
         @SETTINGS
         @given(case=operation.as_strategy())
         def run(case: schemathesis.Case) -> None:
-            case.call_and_validate(excluded_checks=EXCLUDED, additional_checks=[accepts_valid_data, rejects_invalid_data])
+            case.call_and_validate(headers=AUTH, excluded_checks=EXCLUDED,
+                                   additional_checks=[accepts_valid_data, rejects_invalid_data])
 
         try:
             run()
-        except Exception as error:  # noqa: BLE001 - collected and shown together
+        except Exception as error:
             failures.append(f"{operation.label}: {error}")
     assert failures == []
 
 
 def test_the_stateful_phase_holds_every_check(contract: schemathesis.BaseSchema) -> None:
     machine = contract.as_state_machine()
+    lines = contract["/v1/lines"]["POST"]
+    started = json.loads((ROOT / "tests" / "data" / "demo_seo_tour.jsonl").read_text("utf-8").splitlines()[0])
+    followed: list[tuple[str, int]] = []
 
     class Checked(machine):  # type: ignore[misc, valid-type]
+        @initialize(target=machine.bundles[f"{lines.label} -> 200"])
+        def start_a_conversation(self):  # type: ignore[no-untyped-def]
+            """Each scenario begins with a line that is stored (a generated one rarely is: it needs a
+            new conversation, no stale `follows`), so the links of its 200 are followed."""
+            line = started | {"conversation": f"conv-stateful-{uuid.uuid4().hex[:10]}"}
+            step = StepInput.initial(lines.Case(body=line, media_type="application/json"))
+            self.recorder.record_case(case=step.case)  # as Schemathesis's own root steps do
+            self.control.record_step(step, self.recorder)
+            return self._step(step)
+
+        def get_call_kwargs(self, case):  # type: ignore[no-untyped-def]
+            return {"headers": AUTH}
+
         def validate_response(self, response, case, additional_checks=(), **kwargs):  # type: ignore[no-untyped-def]
-            case.validate_response(response, excluded_checks=EXCLUDED,
+            parent = self.recorder.find_parent(case_id=case.id)
+            if parent is not None and parent.operation.label == lines.label:
+                followed.append((case.operation.label, response.status_code))
+            # the recorder lets the stateful checks (ST301, ST302) find a call's parent
+            case.validate_response(response, excluded_checks=EXCLUDED, headers=kwargs.get("headers"),
+                                   transport_kwargs=kwargs or None, recorder=self.recorder,
                                    additional_checks=[accepts_valid_data, rejects_invalid_data, *additional_checks])
 
     Checked.run(settings=settings(max_examples=10, derandomize=True, deadline=None, database=None,
                                   stateful_step_count=6, suppress_health_check=list(HealthCheck)))
+    # the links of a line's 200 were followed to each of the conversation's reads, which answered
+    reads = {label for label, status in followed if status == 200}
+    assert reads == {f"GET /v1/conversations/{{conversation}}/{read}"
+                     for read in ("turn", "audit", "activity", "replay", "export")}, followed
 
 
 def test_every_problem_type_is_in_the_document() -> None:
@@ -95,3 +143,20 @@ def test_every_problem_type_is_in_the_document() -> None:
 
     listed = [name for names in PROBLEM_TYPES.values() for name in names]
     assert sorted(listed) == sorted(TITLES)
+
+
+def test_only_refusals_the_request_shows_to_depend_on_state_are_excused() -> None:
+    def excused(headers: dict[str, str], problem: str, **fields: object) -> bool:
+        case = SimpleNamespace(headers=headers)
+        return refused_for_state(case, {"type": f"{PROBLEM}{problem}", **fields})  # type: ignore[arg-type]
+
+    assert excused({"If-Match": '"3"'}, "version-mismatch", actual=5)
+    assert excused({"if-match": '"3", W/"5"'}, "version-mismatch", actual=5)
+    assert excused({"If-Match": 'W/"5"'}, "version-mismatch")
+    assert excused({"If-Match": "*"}, "version-mismatch", actual=0)
+    assert excused({"Idempotency-Key": "k"}, "idempotency-key-reused")
+    assert not excused({"If-Match": '"3", "5"'}, "version-mismatch", actual=5)
+    assert not excused({"If-Match": "*"}, "version-mismatch", actual=2)
+    assert not excused({}, "version-mismatch", actual=5)
+    assert not excused({"If-Match": '"3"'}, "idempotency-key-reused")
+    assert not excused({"If-Match": '"3"', "Idempotency-Key": "k"}, "bad-line")

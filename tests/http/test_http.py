@@ -5,6 +5,8 @@ racing a new message ends as one of the CLI's orders."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -15,6 +17,7 @@ import pytest
 
 from adapters.api import Chatrecord
 from adapters.store.settings import open_store
+from tests.e2e.conftest import cli_env
 from tests.http.conftest import MAX_BODY, Server, unique
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -328,6 +331,24 @@ def test_conversations_lists_the_newest_first_and_export_gives_the_lines_back(se
     assert [x["type"] for x in orjson.loads(b"[" + b",".join(cut.content.splitlines()) + b"]")] == \
         ["conversation_started", "user_message", "segment_returned"]
     assert problem(bad, 400, "bad-request")["detail"].startswith("'nonsense' is not a cursor")
+
+
+def test_an_erased_conversations_export_says_so_in_its_header(server: Server) -> None:
+    conversation = unique("conv-erased")
+    server.client.post("/v1/lines", content=ndjson(demo_lines(conversation)[:2]),
+                       headers={"content-type": "application/x-ndjson"})
+    before = server.client.get(f"/v1/conversations/{conversation}/export")
+    erased = subprocess.run([sys.executable, "-m", "adapters.cli", "erase", conversation, "--yes"], cwd=ROOT,
+                            env=cli_env(**server.settings), capture_output=True, text=True, check=False)
+    after = server.client.get(f"/v1/conversations/{conversation}/export")
+
+    assert erased.returncode == 0, erased.stdout + erased.stderr
+    assert (before.status_code, before.headers.get("chatrecord-erased")) == (200, None)
+    assert orjson.loads(before.content.splitlines()[1])["text"] == "SEO optimieren"
+    assert (after.status_code, after.headers["chatrecord-erased"]) == (200, "true")
+    assert orjson.loads(after.content.splitlines()[1])["text"] == "[erased]"
+    documented = orjson.loads(OPENAPI.read_bytes())["paths"]["/v1/conversations/{conversation}/export"]["get"]
+    assert "Chatrecord-Erased" in documented["responses"]["200"]["headers"]
 
 
 def _as_exported(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
