@@ -41,19 +41,18 @@ from adapters.service.results import (
     Demo,
     Replay,
     demo_lines,
-    no_turn,
+    no_turn_among,
     replay_file,
     replay_lines,
     stored_conversation,
-    turns_at,
     unknown_conversation,
 )
 from adapters.service.timeline import (
     PAGE_TURNS,
+    KeptOverview,
     OverviewPoint,
     TimelinePage,
     TurnView,
-    overview,
     timeline_page,
     turn_at,
     turn_view,
@@ -64,7 +63,7 @@ from adapters.store.crypto import TextsErased
 from adapters.store.erasure import Erasure, erase
 from adapters.store.keys import KeyState
 from adapters.store.settings import StoreUnusable, describe_backend, open_store, store_errors
-from adapters.store.verify import Verdict, chain_verdict, upgrade, verdicts
+from adapters.store.verify import Verdict, chain_verdict, upgrade, verdicts, verify_after
 from adapters.views.readmodels import ConversationDiff, ReadModels, RebuildReport
 from adapters.views.verify_rows import RowsVerdict, check_rows, rows_verdicts
 from domain.errors import InvalidInput, UnknownConversation, shown_id
@@ -73,9 +72,10 @@ from projections import activity
 from projections.activity import SegmentActivity
 from projections.audit import AuditRow
 from projections.audit import audit as audit_rows
+from projections.audit import initial as audit_initial
 from projections.page_line import PageCheck, every_page
 from projections.rules import resolve
-from projections.turn import TurnInput, build_turn_input, replay_turns
+from projections.turn import TurnInput, build_turn_input, replay_turns, turns_of
 from projections.turn_notes import PlacedNote, TurnNotes, apply_notes
 
 __all__ = [
@@ -100,13 +100,13 @@ def _in_store_terms(method: Method) -> Method:
         def generate(self: Chatrecord, *args: Any, **kwargs: Any) -> Any:
             with store_errors(self.store):
                 return (yield from method(self, *args, **kwargs))
-        return generate  # type: ignore[return-value]
+        return generate  # type: ignore[return-value]  # functools.wraps: the method's own signature
 
     @functools.wraps(method)
     def call(self: Chatrecord, *args: Any, **kwargs: Any) -> Any:
         with store_errors(self.store):
             return method(self, *args, **kwargs)
-    return call  # type: ignore[return-value]
+    return call  # type: ignore[return-value]  # functools.wraps: the method's own signature
 
 
 class Chatrecord:
@@ -133,8 +133,10 @@ class Chatrecord:
         self.source_name = source_name
         self._lines = 0
         self._writers = [Lock() for _ in range(WRITER_LOCKS)]
-        self._overviews: dict[tuple[str, str], tuple[int, list[OverviewPoint]]] = {}
+        self._overviews: dict[tuple[str, str], KeptOverview] = {}
         self._overviews_lock = Lock()
+        self._chains: dict[str, Verdict] = {}
+        """The last ok verdict of each conversation's chain this process made (`chain`)."""
 
     @cached_property
     def read_models(self) -> ReadModels:
@@ -235,7 +237,7 @@ class Chatrecord:
         """
         _lines_argument("ingest", lines)
         if isinstance(lines, (io.BufferedIOBase, io.RawIOBase)):  # a file: each line read bounded
-            lines = bounded_lines(lines)  # type: ignore[arg-type]
+            lines = bounded_lines(lines)  # type: ignore[arg-type]  # io's binary streams are BinaryIO but for the name
         return Ingestion(self._handle_in_store_terms, self._handle_batch, source, skip_bad, batch_lines,
                          progress, guard).run(lines)
 
@@ -283,7 +285,7 @@ class Chatrecord:
         whether it was erased (`ConversationSummary`). Reads a page at a time; see
         `adapters.service.conversations.list_conversations`. Raises ValueError for a bad
         `limit`, BadCursor for a cursor no page returned."""
-        return list_conversations(self.store, limit, cursor, since)
+        return list_conversations(self.read_models, limit, cursor, since)
 
     @_in_store_terms
     def export(self, conversation: str, upto: int | None = None) -> Export:
@@ -419,17 +421,18 @@ class Chatrecord:
         events = self.events(_conversation_argument("replay", conversation))
         active = self.active_rules()
         rule_set = resolve(rules or active).id
-        turns = replay_turns(events, rule_set, can_see_page)
+        if at is None:
+            turns = replay_turns(events, rule_set, can_see_page)
+            last = turns[-1] if turns else None
+        else:  # one pass, building only the turns of message `at` and the latest (for the check)
+            turns, last, started = turns_of(events, at, rule_set, can_see_page)
+            if not turns:
+                raise no_turn_among(at, started)
         differs = False
-        if turns and rule_set == active:
+        if last is not None and rule_set == active:
             latest = self._live_turn(conversation, can_see_page)
-            differs = latest is None or latest.to_json() != turns[-1].to_json()
+            differs = latest is None or latest.to_json() != last.to_json()
         chain = chain_verdict(self.store, self._key(conversation)) if differs else None
-        if at is not None:
-            picked = turns_at(turns, at)
-            if not picked:
-                raise no_turn(at, [(conversation, turns)])
-            turns = picked
         return Replay(conversation, rule_set, tuple(turns), differs, chain)
 
     def _live_turn(self, conversation: str, can_see_page: PageCheck) -> TurnInput | None:
@@ -505,33 +508,71 @@ class Chatrecord:
     def overview(self, conversation: str, rules: str | None = None) -> list[OverviewPoint]:
         """Returns the overview of the whole conversation under `rules` (default: the live rule
         set): one point per message, segment, decision, card left undecided, edit, cut, erasure.
-        Folds the whole log, so it is kept per (conversation, version, rule set) in this process.
-        Raises UnknownConversation."""
+        The first request in this process folds the whole log; the fold is kept per
+        (conversation, rule set), and a later request folds only the events appended since (one
+        read of the log's head when there are none). Raises UnknownConversation."""
+        return self._overview(conversation, rules).points
+
+    @_in_store_terms
+    def overview_drawn(self, conversation: str, draw: Callable[[list[OverviewPoint]], str],
+                       rules: str | None = None) -> str:
+        """Returns `draw(points)` of the conversation's overview (`overview`), kept with it: drawn
+        again only after new events (`draw` is the key: `adapters.pages.overview_svg`)."""
+        kept = self._overview(conversation, rules)
+        drawn = kept.drawn.get(draw)
+        if drawn is None:
+            drawn = kept.drawn[draw] = draw(kept.points)
+        return drawn
+
+    def _overview(self, conversation: str, rules: str | None) -> KeptOverview:
         name = _conversation_argument("overview", conversation)
         rule_set = rules or self.active_rules()
         key = self._key(name)
-        head = next(iter(self.store.events.get(conversation_uuid(key), desc=True, limit=1)), None)
+        uuid = conversation_uuid(key)
+        head = next(iter(self.store.events.get(uuid, desc=True, limit=1)), None)
         if head is None:
             self.events(name)  # raises UnknownConversation
-            return []
+            return KeptOverview(0, audit_initial(), [])
         kept = self._overviews.get((key, rule_set))
-        if kept is not None and kept[0] == head.originator_version:
-            return kept[1]
-        points = overview(self.events(name), rule_set)
+        if kept is not None and kept.version == head.originator_version:
+            return kept
+        if kept is not None and kept.version < head.originator_version:
+            after = list(self.store.events.get(uuid, gt=kept.version))
+            fresh = kept.extend(after, rule_set) if after and after[0].originator_version == kept.version + 1 else None
+        else:
+            fresh = None
+        if fresh is None:  # the first request, or a log that is not the one kept: the whole log
+            fresh = KeptOverview.of(self.events(name), rule_set)
         with self._overviews_lock:  # the HTTP service's handlers run on several threads
-            if len(self._overviews) >= 64:
+            if len(self._overviews) >= 64 and (key, rule_set) not in self._overviews:
                 self._overviews.pop(next(iter(self._overviews)))
-            self._overviews[(key, rule_set)] = (head.originator_version, points)
-        return points
+            self._overviews[(key, rule_set)] = fresh
+        return fresh
 
     @_in_store_terms
-    def chain(self, conversation: str) -> Verdict | None:
-        """Returns the verdict of the conversation's hash chain (every hash recomputed), None on
-        a store that keeps no chain. Raises UnknownConversation."""
+    def chain(self, conversation: str, full: bool = False) -> Verdict | None:
+        """Returns the verdict of the conversation's hash chain, None on a store that keeps no
+        chain. The first look in this process (and with `full`, and after a broken verdict)
+        recomputes every hash; a later one starts from the head the last ok verdict verified
+        (`adapters.store.verify.verify_after`: that head's event and hash unchanged, every hash
+        after it recomputed), so it costs what was appended since, and says so (`Verdict.kept`).
+        Raises UnknownConversation."""
         name = _conversation_argument("chain", conversation)
-        verdict = chain_verdict(self.store, self._key(name))
+        key = self._key(name)
+        kept = self._chains.get(key) if not full else None
+        if kept is not None and isinstance(self.store.recorder, ChainedRecorder):
+            verdict: Verdict | None = verify_after(self.store.recorder, kept)
+        else:
+            verdict = chain_verdict(self.store, key)
         if verdict is None and isinstance(self.store.recorder, ChainedRecorder):
             self.events(name)  # raises UnknownConversation
+        with self._overviews_lock:
+            if verdict is not None and verdict.ok:
+                if len(self._chains) >= 256 and key not in self._chains:
+                    self._chains.pop(next(iter(self._chains)))
+                self._chains[key] = verdict
+            else:
+                self._chains.pop(key, None)  # a broken chain is recomputed in full at the next look
         return verdict
 
     @_in_store_terms

@@ -14,8 +14,8 @@ commands in `domain.conversation` read the index through the `History` protocol:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Protocol
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Protocol
 
 from domain.cards import is_guided, records_outcome
 from domain.events import (
@@ -30,6 +30,9 @@ from domain.events import (
     UserMessagePosted,
 )
 from domain.segments import SegmentInfo, continues_approval, waits_for
+
+if TYPE_CHECKING:
+    from domain.state import Conversation
 
 
 class SegmentRecord(SegmentInfo):
@@ -220,7 +223,7 @@ class MemoryHistory:
         first = self.sources.get(digest, (version, version))[0]
         self.sources[digest] = (first, version)
 
-    def record(self, state: object, events: Iterable[ConversationEvent]) -> None:
+    def record(self, state: Conversation | None, events: Iterable[ConversationEvent]) -> None:
         """Records `events` in order, `state` being the aggregate's state before the first."""
         from domain.state import (
             evolve,  # the state folds along: the fold needs each one before
@@ -228,11 +231,11 @@ class MemoryHistory:
 
         for event in events:
             index_event(self, state, event)
-            state = evolve(event, state)  # type: ignore[arg-type]
+            state = evolve(event, state)
             self.version = event.originator_version
 
 
-class NotKnown(Exception):  # noqa: N818 - a question, not a failure: the caller reads the index instead
+class NotKnown(Exception):  # a question, not a failure: the caller reads the index instead
     """Raised by `AssumedHistory` for a lookup it cannot answer without reading the index."""
 
 
@@ -248,21 +251,45 @@ class AssumedHistory:
     (an earlier segment's record, the live messages) raises NotKnown. `tip` (opaque bytes, the
     store's hash of the event at `version`) names which history of that length the writer
     means, so a log restored or failed over to another history of the same length is told
-    apart; None leaves it unchecked.
+    apart; None leaves it unchecked. `known`: the records of earlier segments as the writer's
+    own appends left them at `version`; a lookup of one of them is answered from it and noted
+    (`records`), and the append checks that each is in the index exactly so; `known_messages`
+    the same for whether a user message is live (`messages`).
     """
 
-    def __init__(self, version: int, outcomes: int, new_segments: Iterable[str] = (), tip: bytes | None = None) -> None:
+    def __init__(self, version: int, outcomes: int, new_segments: Iterable[str] = (), tip: bytes | None = None,
+                 known: Mapping[str, SegmentRecord] | None = None, known_messages: Mapping[int, bool] | None = None) -> None:
         self.version, self.count, self.tip = version, outcomes, tip
         self.new_segments = frozenset(new_segments)
+        self.known: Mapping[str, SegmentRecord] = known or {}
+        """Records of earlier segments as the writer's own appends left them at `version`."""
         self.digests: list[str] = []
         self.segments: list[str] = []
         self.runs: list[str] = []
+        self.records: dict[str, SegmentRecord] = {}
+        """The known records an answer took as the index's (checked with the append, each to
+        be there exactly so)."""
+        self.known_messages: Mapping[int, bool] = known_messages or {}
+        """Whether each of the newest user messages is live, as the writer's own appends left them."""
+        self.messages: dict[int, bool] = {}
+        """The known messages an answer took as the index's (checked with the append)."""
 
     def segment(self, segment: str) -> SegmentRecord | None:
-        if segment not in self.new_segments:
+        if segment in self.new_segments:
+            self.segments.append(segment)
+            return None
+        record = self.known_segment(segment)
+        if record is None:
             raise NotKnown(f"the record of segment {segment!r}")
-        self.segments.append(segment)
-        return None
+        return record
+
+    def known_segment(self, segment: str) -> SegmentRecord | None:
+        """Returns the record of `segment` as the writer knows it (noted in `records`, for the
+        append's check), None when it does not know it."""
+        record = self.known.get(segment)
+        if record is not None:
+            self.records[segment] = record
+        return record
 
     def segments_from(self, message: int) -> list[SegmentRecord]:
         raise NotKnown(f"the segments from message {message}")
@@ -272,7 +299,11 @@ class AssumedHistory:
         return False
 
     def message_live(self, number: int) -> bool:
-        raise NotKnown(f"whether message {number} is live")
+        live = self.known_messages.get(number)
+        if live is None:
+            raise NotKnown(f"whether message {number} is live")
+        self.messages[number] = live
+        return live
 
     def messages_after(self, number: int) -> list[int]:
         raise NotKnown(f"the messages after {number}")

@@ -9,7 +9,7 @@ anything is stored.
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 INT_MAX = 2**31 - 1
 """The largest whole number a line may carry (message, page, owner, uid, round, `after`,
@@ -19,8 +19,8 @@ DURATION_MS_MAX = 1e10
 """The longest step duration in milliseconds (about 115 days); a duration is a finite number
 from 0 to this."""
 
-AT_MIN = datetime(2000, 1, 1, tzinfo=timezone.utc)
-AT_MAX = datetime(9998, 12, 31, 23, 59, 59, 999999, tzinfo=timezone.utc)
+AT_MIN = datetime(2000, 1, 1, tzinfo=UTC)
+AT_MAX = datetime(9998, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)
 """The range of `at` after conversion to UTC: years 2000 to 9998, so no view's arithmetic on a
 time overflows."""
 

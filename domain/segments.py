@@ -12,11 +12,12 @@ from domain.cards import continues_run
 from domain.values import Immutable
 
 WaitingKind = Literal["card", "question"]
+_WAITS_FOR: dict[str, WaitingKind] = {"awaiting_approval": "card", "awaiting_input": "question"}
 
 
 def waits_for(outcome: str) -> WaitingKind | None:
     """Returns what a segment that ended with `outcome` waits for: a card, a question, or None."""
-    return {"awaiting_approval": "card", "awaiting_input": "question"}.get(outcome)  # type: ignore[return-value]
+    return _WAITS_FOR.get(outcome)
 
 
 class SegmentInfo(Immutable):

@@ -1,4 +1,4 @@
-"""Identifiers placed into notes: reduced to the characters identifiers use 
+"""Identifiers placed into notes: reduced to the characters identifiers use
 (docs/spec-map.md, S23), so that brackets, newlines or the
 label's own words cannot forge or break a note's label."""
 

@@ -18,7 +18,7 @@ property test holds them equal.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import UTC, datetime
 from functools import singledispatch
 from typing import Literal, Protocol
 
@@ -59,6 +59,10 @@ class TurnMark(Immutable):
     message: int
     at: datetime
     version: int
+    length: int = 0
+    """The transcript's length in messages after that event."""
+    dropped: int = 0
+    """How many entries had fallen out of the run record after that event."""
 
 
 class Head(Immutable):
@@ -102,6 +106,20 @@ class Head(Immutable):
     """The latest model call a user message started."""
     edited: int | None = None
     """The message an edit just changed (its truncation starts a turn)."""
+    turn_intact: bool = False
+    """Whether the rows still hold the read models as the latest turn saw them: since it
+    started only `KEEPS_TURN` events came, none changed a row that turn saw (an entry, a
+    message) and none cut one. Then that turn's input is built from the rows
+    (`turn_rows_state`): its transcript the first `turn.length` messages, its record the
+    entries of versions up to `turn.version` (with those set aside), its card outcomes those
+    recorded up to `turn.version`."""
+    turn_kept: tuple[int, ...] = ()
+    """The versions of the entries the latest turn saw that have since fallen out of the run
+    record: set aside (`Rows.set_aside`) until the next turn starts (`Rows.drop_aside`)."""
+    last_at: int | None = None
+    """The time of the last event applied, in microseconds since 1970-01-01 UTC: the
+    conversation's last activity, by which the heads are listed newest first (an index on it,
+    `adapters.views.rows.create_statements`). None in a head an earlier version wrote."""
 
     @property
     def view(self) -> ViewContext:
@@ -130,6 +148,13 @@ class Rows(Protocol):
 
     def delete_entries(self, seqs: Iterable[int]) -> None:
         """Deletes the entries of these versions."""
+
+    def set_aside(self, seqs: Iterable[int]) -> None:
+        """Takes the entries of these versions out of the run record, keeping them aside for
+        the latest turn's input (`aside`) until `drop_aside`."""
+
+    def drop_aside(self) -> None:
+        """Deletes the entries set aside."""
 
     def put_outcomes(self, outcomes: Iterable[CardOutcome]) -> None:
         """Appends card outcomes (keyed by `index`)."""
@@ -164,6 +189,15 @@ class Rows(Protocol):
         """Records a model call a user message started."""
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def micros(at: datetime) -> int:
+    """Returns `at` (aware) as whole microseconds since 1970-01-01 UTC."""
+    delta = at - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
 def apply_to_rows(rows: Rows, head: Head, event: ConversationEvent, rules: RuleSet) -> Head:
     """Applies `event` to the rows and returns the head after it. The caller checks that the
     event's version follows `head.version`."""
@@ -172,11 +206,19 @@ def apply_to_rows(rows: Rows, head: Head, event: ConversationEvent, rules: RuleS
     update: dict[str, object] = {
         "version": event.originator_version,
         "edited": event.message if isinstance(event, MessageEdited) else None,
+        "last_at": micros(event.timestamp),
     }
     if number is not None:
-        mark = trusted(TurnMark, message=number, at=event.timestamp, version=event.originator_version)
+        mark = trusted(TurnMark, message=number, at=event.timestamp, version=event.originator_version,
+                       length=after.length, dropped=after.dropped)
         rows.put_turn(mark)
         update["turn"] = mark
+        update["turn_intact"] = True
+        if after.turn_kept:
+            rows.drop_aside()
+            update["turn_kept"] = ()
+    elif after.turn_intact and type(event) not in KEEPS_TURN:
+        update["turn_intact"] = False
     if after is head:
         return _changed(head, update)
     # a new copy `_changed` made for this event, which no one else holds yet: changed in place,
@@ -189,10 +231,23 @@ def apply_to_rows(rows: Rows, head: Head, event: ConversationEvent, rules: RuleS
 # ---------------------------------------------------------------- run record
 
 
-def _update_entry(rows: Rows, head: Head, segment: str, **changes: object) -> None:
+def _update_entry(rows: Rows, head: Head, segment: str, **changes: object) -> Head:
+    """Updates the kept entry of `segment`; returns the head, no longer `turn_intact` where
+    the latest turn saw that entry."""
     entry = rows.entry(segment)
-    if entry is not None:
-        rows.put_entry(entry.model_copy(update=changes))
+    if entry is None:
+        return head
+    rows.put_entry(entry.model_copy(update=changes))
+    return _turn_changed(head) if _saw(head, entry.seq) else head
+
+
+def _saw(head: Head, version: int) -> bool:
+    """Whether the latest turn, still intact in the rows, saw the row of `version`."""
+    return head.turn_intact and head.turn is not None and version <= head.turn.version
+
+
+def _turn_changed(head: Head) -> Head:
+    return _changed(head, {"turn_intact": False})
 
 
 def _entry_seq(rows: Rows, head: Head, segment: str) -> int | None:
@@ -204,7 +259,7 @@ def _give_up(rows: Rows, head: Head) -> Head:
     """A pending approval's decision goes on its card's entry: no outcome came."""
     if head.pending is None:
         return head
-    _update_entry(rows, head, head.pending.card, decision=head.pending.answer)
+    head = _update_entry(rows, head, head.pending.card, decision=head.pending.answer)
     return _changed(head, {"pending": None})
 
 
@@ -311,8 +366,14 @@ def _(event: SegmentReturned, head: Head, rows: Rows, rules: RuleSet) -> Head:
     rows.put_entry(entry)
     seqs = (*head.seqs, entry.seq)
     overflow = max(0, len(seqs) - rules.record_entries)
+    kept = head.turn_kept
     if overflow:
-        rows.delete_entries(seqs[:overflow])
+        seen = [s for s in seqs[:overflow] if _saw(head, s)]  # the latest turn's input still needs them
+        if seen:
+            rows.set_aside(seen)
+            kept = (*kept, *seen)
+        if len(seen) < overflow:
+            rows.delete_entries(seqs[len(seen):overflow])
     open_waits = head.open_waits
     if event.outcome in ("awaiting_approval", "awaiting_input"):
         open_waits = {**open_waits, event.segment: rr.waits_on(event)}
@@ -325,6 +386,7 @@ def _(event: SegmentReturned, head: Head, rows: Rows, rules: RuleSet) -> Head:
         "outcomes": head.outcomes + len(new),
         "approval": None,
         "open_cards": open_cards,
+        "turn_kept": kept,
     }
     # transcript
     if event.answer is not None:
@@ -335,13 +397,15 @@ def _(event: SegmentReturned, head: Head, rows: Rows, rules: RuleSet) -> Head:
         index = head.length - 1 if last is not None else head.length
         rows.put_message(index, message)
         update.update(length=index + 1, last_role="assistant")
+        if last is not None and head.turn_intact and head.turn is not None and index < head.turn.length:
+            update["turn_intact"] = False  # the answer joined a message the latest turn saw
     return _changed(head, update)
 
 
 @_apply.register
 def _(event: CardDecided, head: Head, rows: Rows, rules: RuleSet) -> Head:
     decision, pending = rr.decided(event, head.open_waits.get(event.segment))
-    _update_entry(rows, head, event.segment, resolved="decided", decision=decision)
+    head = _update_entry(rows, head, event.segment, resolved="decided", decision=decision)
     card = head.open_cards.get(event.segment)
     head = _changed(head, {"follow": decision_after(head.follow, event), "pending": pending, **_close(head, event.segment)})
     if event.message is not None and event.text is not None:
@@ -358,7 +422,7 @@ def _(event: CardDecided, head: Head, rows: Rows, rules: RuleSet) -> Head:
 
 @_apply.register
 def _(event: QuestionAnswered, head: Head, rows: Rows, rules: RuleSet) -> Head:
-    _update_entry(rows, head, event.segment, resolved="answered")
+    head = _update_entry(rows, head, event.segment, resolved="answered")
     open_waits = {s: g for s, g in head.open_waits.items() if s != event.segment}
     head = _changed(head, {"follow": decision_after(head.follow, event), "open_waits": open_waits})
     return _append_user(rows, head, event.message, event.text, tr.disarms(event, rules))
@@ -366,7 +430,8 @@ def _(event: QuestionAnswered, head: Head, rows: Rows, rules: RuleSet) -> Head:
 
 @_apply.register
 def _(event: CardLeftUndecided, head: Head, rows: Rows, rules: RuleSet) -> Head:
-    _update_entry(rows, head, event.segment, undecided=event.reason, decidable_elsewhere=event.decidable_elsewhere)
+    head = _update_entry(rows, head, event.segment, undecided=event.reason,
+                         decidable_elsewhere=event.decidable_elsewhere)
     return _changed(head, _close(head, event.segment))
 
 
@@ -426,6 +491,16 @@ def _(event: LegacyRowImported, head: Head, rows: Rows, rules: RuleSet) -> Head:
     legacy = co.legacy_outcomes(event, head.outcomes)
     rows.put_outcomes(legacy)
     return _changed(head, {"outcomes": head.outcomes + len(legacy)})
+
+
+KEEPS_TURN: tuple[type[ConversationEvent], ...] = (
+    SegmentReturned, CardDecided, QuestionAnswered, CardLeftUndecided, SkillLoaded, TourEnded,
+)
+"""The events that start no turn and leave the rows the latest turn saw as they were, but
+for what `apply_to_rows` checks (an entry updated, an answer joined to a message that turn
+saw): they append messages, entries and card outcomes, and update entries. Any other event
+that starts no turn (an edit, a cut that no edit started, a replaced transcript, a legacy
+row, an erasure, an event class added later) leaves the head no longer `turn_intact`."""
 
 
 TAIL_ONLY: tuple[type[ConversationEvent], ...] = (

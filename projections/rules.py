@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict
 from domain.errors import ChatrecordError
 
 RULE_SET_IDS = ("transcript-only", "2026-11-01", "2026-11-02")
-Rules = StrEnum("Rules", {rule_set: rule_set for rule_set in RULE_SET_IDS})  # type: ignore[misc]
+Rules = StrEnum("Rules", {rule_set: rule_set for rule_set in RULE_SET_IDS})  # type: ignore[misc]  # mypy reads only literal member names
 """The rule set ids as the choices of the entrypoints' parameters (`--rules`, `?rules=`). A
 StrEnum, whose `str()` is its value: typer 0.27 converts an enum option through `str()`, which
 for a plain str-mixed Enum is `Rules.<name>` and turned every `--rules` into None."""

@@ -103,7 +103,8 @@ def _text_fields(cls: type) -> tuple[str | None, str | None, str | None]:
     """Returns which of `text`, `answer` and `messages` an event class has (None: not a field):
     asking an event for a field it lacks costs pydantic an AttributeError, once per event."""
     fields = getattr(cls, "model_fields", {})
-    return tuple(name if name in fields else None for name in ("text", "answer", "messages"))  # type: ignore[return-value]
+    text, answer, messages = (name if name in fields else None for name in ("text", "answer", "messages"))
+    return text, answer, messages
 
 
 def index_of_user(messages: tuple[Message, ...], number: int) -> int | None:

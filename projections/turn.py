@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from domain.errors import ChatrecordError
@@ -104,8 +104,8 @@ class TurnInput:
 def iso(at: datetime) -> str:
     """Returns `at` as ISO-8601 in UTC with a `Z`, as the chat writes it."""
     if at.tzinfo is None:
-        at = at.replace(tzinfo=timezone.utc)
-    return at.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
+        at = at.replace(tzinfo=UTC)
+    return at.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
 def turn_input(
@@ -161,6 +161,29 @@ def replay_turns(
     retries and edits; not answers to a question), each as that turn saw it. One pass."""
     rules = resolve(rules)
     return [turn_input(state, number, at, rules, can_see_page) for state, number, at in _turns(events, rules)]
+
+
+def turns_of(
+    events: Iterable[ConversationEvent], message: int, rules: RuleSet | str = DEFAULT_RULE_SET,
+    can_see_page: PageCheck = every_page,
+) -> tuple[list[TurnInput], TurnInput | None, list[int]]:
+    """Returns the inputs of the turns user message `message` started (its model call, and any
+    retry or edit of it, each as it saw it), the input of the latest turn (None when no event
+    starts one) and the user message number of every turn, in order: what `replay --at`
+    shows and checks. One pass over the events; only those turns' inputs are built."""
+    rules = resolve(rules)
+    picked: list[TurnInput] = []
+    numbers: list[int] = []
+    last = None
+    for state, number, at in _turns(events, rules):
+        numbers.append(number)
+        last = (state, number, at, len(picked))
+        if number == message:
+            picked.append(turn_input(state, number, at, rules, can_see_page))
+    if last is None:
+        return picked, None, numbers
+    latest = picked[-1] if last[1] == message else turn_input(last[0], last[1], last[2], rules, can_see_page)
+    return picked, latest, numbers
 
 
 def build_turn_input(

@@ -30,11 +30,11 @@ from eventsourcing.sqlite import SQLiteFactory as LibrarySQLiteFactory
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from adapters.backends.sqlite import SQLiteFactory  # noqa: E402
-from adapters.ingest import read_lines  # noqa: E402
-from adapters.store.chain import GENESIS, link  # noqa: E402
-from adapters.store.settings import open_store  # noqa: E402
-from adapters.store.verify import verdicts  # noqa: E402
+from adapters.backends.sqlite import SQLiteFactory
+from adapters.ingest import read_lines
+from adapters.store.chain import GENESIS, link
+from adapters.store.settings import open_store
+from adapters.store.verify import verdicts
 
 
 class PlainSQLiteFactory(SQLiteFactory):

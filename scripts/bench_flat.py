@@ -41,26 +41,29 @@ from statistics import median
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_flat_support import (  # noqa: E402
+from bench_flat_support import (
     TARGETS,
     Backend,
     Chatrecord,
     ConversationStore,
+    Counted,
     Figures,
+    MixWriter,
     Writer,
     _profile,
     backend,
     bare_saver,
     bulk_fill,
+    ensure_anchors_database,
     loadavg,
     machine,
     median_time,
-    tree_memory_kb,
     say,
     target,
+    tree_memory_kb,
 )
 
-from adapters.views.readmodels import ReadModels  # noqa: E402
+from adapters.views.readmodels import ReadModels
 
 # ------------------------------------------------------------------ sections
 
@@ -76,7 +79,7 @@ def section_append(b: Backend, args: argparse.Namespace) -> None:
         ours.append()
     bare = bare_saver(b.env("bare"))
     numbers = iter(range(10**9))
-    row_append = lambda i: (A.append_segment(conn, "flat-row-1", C.segment(next(numbers), "flat-row-1")[0]),  # noqa: E731
+    row_append = lambda i: (A.append_segment(conn, "flat-row-1", C.segment(next(numbers), "flat-row-1")[0]),
                             A.read_turn(conn, "flat-row-1"))
     fig, s = Figures(), args.seconds
     for r in range(args.rounds):
@@ -98,6 +101,123 @@ def section_append(b: Backend, args: argparse.Namespace) -> None:
     target(b.name, "append + turn_notes / state-row append + read", ratio, ">= 1.0x", ratio >= 1.0)
     ratio = fig.median("ratio ours per line / bare save")
     target(b.name, "per line / library bare save", ratio, "<= 1.5x", ratio <= 1.5)
+
+
+def _langgraph(conn_string: str) -> tuple[Callable[[int], object], Callable[[], None]] | None:
+    """Returns (one segment: LangGraph's invoke of `bench_langgraph.py` then its get_state, the
+    next turn's read; close), on a thread filled with 200 segments first; None where
+    LangGraph is not installed (`pip install -e '.[bench]'`)."""
+    try:
+        import bench_langgraph as LG
+        from langgraph.checkpoint.postgres import PostgresSaver
+    except ImportError:
+        return None
+    import common as C
+    saver_cm = PostgresSaver.from_conn_string(conn_string)
+    saver = saver_cm.__enter__()
+    saver.setup()
+    graph = LG.build_graph(saver)
+    thread = f"bench-flat-{time.time_ns()}"
+    LG.run_segments(graph, thread, 0, C.RECORD_CAP)  # its record at steady state, as the state row's
+    numbers = iter(range(C.RECORD_CAP, 10**9))
+
+    def segment(i: int) -> object:
+        entry, answer = C.segment(next(numbers), thread)
+        graph.invoke({"segment": entry, "answer": answer}, LG.config(thread))
+        return graph.get_state(LG.config(thread))
+
+    return segment, lambda: saver_cm.__exit__(None, None, None)
+
+
+def section_mix(b: Backend, args: argparse.Namespace) -> None:
+    """The chat's real mix: the demo tour's segments cycled (a user message, a question and its
+    answer, six cards decided, the tour's end: 2.125 lines a segment), each segment's lines
+    recorded one by one through `Chatrecord.record` and followed by `turn_notes`; beside the
+    2-line segment, the state row (append + read, PostgreSQL) and LangGraph's PostgresSaver
+    (invoke + get_state, PostgreSQL), all in the same rounds, in alternating order; the ratios
+    are taken inside each round and their medians reported. Statements and waits on the
+    server per line are counted under cProfile over whole tours (8 segments each), as
+    `_profile` counts them: the append alone, and the append with its turn read."""
+    import bench_state_row as A
+    import common as C
+    conn = C.connect()
+    A.reset_conversation(conn, "flat-mix-row")
+    chat = Chatrecord(ConversationStore(env=b.env("mix")))
+    mix, two = MixWriter(chat, "mix"), Writer(chat, "two")
+    for _ in range(200):  # steady state: the record holds 200 entries, as the state row's
+        mix.append_and_read()
+        two.append()
+    numbers = iter(range(10**9))
+    row = lambda i: (A.append_segment(conn, "flat-mix-row", C.segment(next(numbers), "flat-mix-row")[0]),
+                     A.read_turn(conn, "flat-mix-row"))
+    lg = _langgraph(C.DSN)
+    if lg is None:
+        say("  LangGraph is not installed (pip install -e '.[bench]'): its figures are left out")
+    fig, s = Figures(), args.seconds
+    for r in range(args.rounds):
+        lines_before = mix.lines
+        pairs: list[tuple[str, Callable[[int], object]]] = [
+            ("mix", lambda i: mix.append_and_read()), ("row", row), ("two", lambda i: two.append_and_read())]
+        if lg is not None:
+            pairs.append(("lg", lg[0]))
+        if r % 2:
+            pairs.reverse()
+        rates, counts = {}, {}
+        for name, fn in pairs:
+            before = mix.segments
+            rates[name] = C.rate_for(fn, s)
+            counts[name] = mix.segments - before
+        lines_per_segment = (mix.lines - lines_before) / max(counts["mix"], 1)
+        fig.add("ours, real mix: segment (its lines) + turn_notes", rates["mix"], "segments/s")
+        fig.add("ours, real mix: lines", rates["mix"] * lines_per_segment, "lines/s")
+        fig.add("ours, 2-line segment + turn_notes", rates["two"], "segments/s")
+        fig.add("state row: append + read (PostgreSQL)", rates["row"], "segments/s")
+        fig.add("ratio real mix / state row", rates["mix"] / rates["row"], "x")
+        fig.add("ratio 2-line / state row", rates["two"] / rates["row"], "x")
+        line = f"  round {r + 1}: mix {rates['mix']:.1f}/s two {rates['two']:.1f}/s row {rates['row']:.1f}/s"
+        if lg is not None:
+            fig.add("LangGraph PostgresSaver: invoke + get_state", rates["lg"], "segments/s")
+            fig.add("ratio real mix / LangGraph", rates["mix"] / rates["lg"], "x")
+            line += f" langgraph {rates['lg']:.1f}/s"
+        say(line)
+        tour = mix.lines
+        appended = Counted(mix.append, 8)  # one whole tour: 17 lines
+        lines = mix.lines - tour
+        read = Counted(mix.read, 8)
+        plain = Counted(two.append, 8)
+        fig.add("real mix: statements per line (append)", appended.statements / lines, "statements")
+        fig.add("real mix: waits on the server per line (append)", appended.waits / lines, "waits")
+        fig.add("real mix: statements per segment (append + turn_notes)",
+                (appended.statements + read.statements) / 8, "statements")
+        fig.add("real mix: waits per segment (append + turn_notes)", (appended.waits + read.waits) / 8, "waits")
+        fig.add("real mix: share of the append's time waiting on the server (under cProfile)",
+                100 * appended.waited / appended.seconds, "%")
+        fig.add("2-line segment: statements per line (append)", plain.statements / 16, "statements")
+    if lg is not None:
+        lg[1]()
+    fig.print(f"{b.name}: the real mix ({s:g} s per figure per round)")
+    ratio = fig.median("ratio real mix / state row")
+    target(b.name, "real mix (segment + turn_notes) / state-row append + read", ratio,
+           ">= 1.2x" if b.name == "PostgreSQL" else ">= 1.0x", ratio >= (1.2 if b.name == "PostgreSQL" else 1.0))
+    if lg is not None and b.name == "PostgreSQL":
+        ratio = fig.median("ratio real mix / LangGraph")
+        target(b.name, "real mix / LangGraph PostgresSaver (invoke + get_state)", ratio, ">= 5x", ratio >= 5)
+    if b.name == "PostgreSQL":
+        per_line = fig.median("real mix: statements per line (append)")
+        target(b.name, "real mix: statements per line", per_line, "<= 1.2", per_line <= 1.2)
+
+
+def section_turn_input(b: Backend, args: argparse.Namespace) -> None:
+    """`ReadModels.turn_input` (the latest turn's whole model input, from the rows) at 10,
+    1,000 and BIG segments, against the fold of the log up to that turn it replaced
+    (`scripts/bench_turn_input.py --store`); target: at most 0.05 ms per message it builds."""
+    import bench_turn_input as T
+    print(f"\n### {b.name}: turn_input (median of 5 calls)\n")
+    print(T.TABLE_HEAD)
+    found = T.store_rows(b, [10, 1_000, args.big])
+    worst = max(ms / count for _, _, count, ms, _ in found)
+    target(b.name, f"turn_input, ms per message of the input (10 to {args.big:,} segments, the worst)", worst,
+           "<= 0.05", worst <= 0.05)
 
 
 def _client_of(env: dict[str, str]) -> Callable[[int], Callable[[int], object]]:
@@ -386,14 +506,123 @@ def section_profile(b: Backend, args: argparse.Namespace) -> None:
     for _ in range(200):
         writer.append()
     _profile(f"{b.name}: record a segment (2 lines)", writer.append, 30, "segment")
+    mix = MixWriter(chat, "profile-mix")
+    for _ in range(200):
+        mix.append_and_read()
+    lines = mix.lines
+    _profile(f"{b.name}: record a real-mix segment (the demo tour's, {17 / 8:g} lines on average)", mix.append, 32, "segment")
+    say(f"  ({(mix.lines - lines) / 32:.3f} lines per segment)")
+    if b.name == "PostgreSQL":
+        _statements_per_line(b, mix)
+        _statements_per_kind(b)
     _profile(f"{b.name}: turn_notes at {writer.message} segments", writer.read, 30)
     events = chat.store.max_notification_id()
     _profile(f"{b.name}: rebuild of {events:,} events", lambda: chat.read_models.rebuild(chat.read_models.active_rules()),
              1, "rebuild")
 
 
-SECTIONS = {"append": section_append, "clients": section_clients, "flat": section_flat, "rebuild": section_rebuild,
-            "profile": section_profile}
+def _statements_per_line(b: Backend, mix: MixWriter) -> None:
+    """Prints the statements each line of one demo tour sends on PostgreSQL (the start of each
+    statement's text), counted by wrapping psycopg's cursor `execute` and `executemany`."""
+    import psycopg
+    sent: list[str] = []
+
+    def text(query: object, conn: object) -> str:
+        as_string = getattr(query, "as_string", None)
+        return " ".join((as_string(conn) if as_string else str(query)).split())[:110]
+
+    originals = psycopg.Cursor.execute, psycopg.Cursor.executemany
+
+    def execute(self: psycopg.Cursor, query: object, *a: object, **k: object) -> object:
+        sent.append(text(query, self.connection))
+        return originals[0](self, query, *a, **k)  # type: ignore[arg-type]
+
+    def executemany(self: psycopg.Cursor, query: object, *a: object, **k: object) -> object:
+        sent.append("(many) " + text(query, self.connection))
+        return originals[1](self, query, *a, **k)  # type: ignore[arg-type]
+
+    psycopg.Cursor.execute, psycopg.Cursor.executemany = execute, executemany  # type: ignore[method-assign]
+    print(f"\n{b.name}: the statements of each line of one demo tour (after 200 segments)")
+    total = lines = 0
+    try:
+        for _ in range(8):
+            if not mix._queue:
+                mix._queue = __import__("bench_flat_support").tour_segments(mix.conv, mix.segments // 8)
+            group = mix._queue.pop(0)
+            for line in group:
+                sent.clear()
+                mix.chat.record(line)
+                statements = list(sent)
+                total, lines = total + len(statements), lines + 1
+                print(f"  {line['type']}: {len(statements)}")
+                for q in statements:
+                    print(f"      {q}")
+            mix.segments += 1
+            mix.lines += len(group)
+            mix.read()
+    finally:
+        psycopg.Cursor.execute, psycopg.Cursor.executemany = originals  # type: ignore[method-assign]
+    print(f"  {total} statements for {lines} lines: {total / lines:.2f} per line")
+    sys.stdout.flush()
+
+
+def _statements_per_kind(b: Backend) -> None:
+    """Prints the statements of the kinds of line the tour has not (a card left undecided, a
+    failed segment, a retry, an edit, a replaced transcript), each after three 2-line segments
+    of a conversation of a store of its own, counted as `_statements_per_line` counts them."""
+    import psycopg
+    from bench_flat_support import AT, DEMO
+    chat = Chatrecord(ConversationStore(env=b.env("kinds")))
+    sent: list[str] = []
+    execute = psycopg.Cursor.execute
+
+    def counted(curs: psycopg.Cursor, query: object, *a: object, **k: object) -> object:
+        sent.append(str(query))
+        return execute(curs, query, *a, **k)  # type: ignore[arg-type]
+
+    def seg(s: str, run: str, trigger: str = "turn", outcome: str = "completed", card: bool = False) -> dict:
+        line = {**DEMO[1], "segment": s, "run": run, "trigger": trigger, "outcome": outcome, "conversation": "k",
+                "at": AT, "answer": "Ok."}
+        if not card:
+            line.pop("pending", None)
+        return line
+
+    def user(n: int) -> dict:
+        return {"type": "user_message", "at": AT, "message": n, "text": f"m{n}", "page": 42, "skill": None,
+                "conversation": "k"}
+
+    def count(line: dict, label: str) -> None:
+        sent.clear()
+        psycopg.Cursor.execute = counted  # type: ignore[method-assign]
+        try:
+            chat.record(line)
+        finally:
+            psycopg.Cursor.execute = execute  # type: ignore[method-assign]
+        print(f"  {label}: {len(sent)}")
+
+    chat.record({"type": "conversation_started", "at": AT, "kind": "chat", "owner": 7, "conversation": "k"})
+    for n in range(1, 4):
+        chat.record(user(n))
+        chat.record(seg(f"r{n}/1", f"r{n}"))
+        chat.read_models.turn_notes("k")
+    print(f"\n{b.name}: the statements of the other kinds of line (after three 2-line segments)")
+    count(user(4), "user_message")
+    count(seg("r4/1", "r4", outcome="awaiting_approval", card=True), "segment_returned with a card")
+    chat.read_models.turn_notes("k")
+    count(user(5), "user_message while the card waits (the card left undecided)")
+    count(seg("r5/1", "r5", outcome="failed"), "segment_returned, failed")
+    count({"type": "turn_retried", "message": 5, "at": AT, "conversation": "k"}, "turn_retried")
+    count(seg("r5/2", "r5", trigger="retry"), "segment_returned of the retry")
+    count({"type": "message_edited", "message": 5, "text": "anders", "at": AT, "conversation": "k"}, "message_edited")
+    chat.record({"type": "conversation_started", "at": AT, "kind": "alt_text", "owner": 7, "conversation": "a"})
+    chat.record({"type": "transcript_replaced", "messages": [{"role": "user", "text": "x"}], "at": AT, "conversation": "a"})
+    count({"type": "transcript_replaced", "messages": [{"role": "user", "text": "y"}, {"role": "assistant", "text": "z"}],
+           "at": AT, "conversation": "a"}, "transcript_replaced (alt_text)")
+    sys.stdout.flush()
+
+
+SECTIONS = {"mix": section_mix, "turn_input": section_turn_input, "append": section_append, "clients": section_clients,
+            "flat": section_flat, "rebuild": section_rebuild, "profile": section_profile}
 
 
 
@@ -405,7 +634,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small sizes, short rounds")
     ap.add_argument("--backends", default="pg,sqlite", help="pg,sqlite (default both, in that order)")
-    ap.add_argument("--sections", default=",".join(SECTIONS), help="append,clients,flat,rebuild,profile")
+    ap.add_argument("--sections", default=",".join(SECTIONS), help="mix,turn_input,append,clients,flat,rebuild,profile")
     ap.add_argument("--rounds", type=int, help="rounds per figure (default 5, quick 3)")
     ap.add_argument("--seconds", type=float, help="seconds per rate per round (default 2, quick 1)")
     ap.add_argument("--big", type=int, help="segments of the long conversation (default 10,000, quick 1,000)")
@@ -420,6 +649,7 @@ def main() -> None:
     sizes = args.rebuild_sizes or ("4000,20000" if args.quick else "20000,100000")
     args.rebuild = tuple(int(n) for n in sizes.split(","))
     args.rebuild_rounds = args.rebuild_rounds or (2 if args.quick else 1)
+    ensure_anchors_database()
     say(f"machine: {machine()}")
     say(f"load average before: {loadavg()}")
     t0 = time.perf_counter()

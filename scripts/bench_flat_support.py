@@ -14,6 +14,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -81,6 +82,68 @@ class Writer:
         self.message += 1
         for line in segment_lines(self.conv, self.message):
             self.chat.record(line)
+
+    def read(self) -> Any:
+        reader = getattr(self.chat, "turn_notes", None) or self.chat.read_models.turn_notes
+        return reader(self.conv)
+
+    def append_and_read(self) -> Any:
+        self.append()
+        return self.read()
+
+
+TOUR = [json.loads(line) for line in FIXTURE.read_text(encoding="utf-8").splitlines() if line][1:-1]
+"""The demo tour's lines after `conversation_started` and before the question asked three
+days later: a user message, a question and its answer, six cards decided one after the
+other, the tour's end; 17 lines, 8 of them segments."""
+
+
+def tour_segments(conv: str, cycle: int) -> list[list[dict[str, Any]]]:
+    """The lines of cycle `cycle` (0-based) of the demo tour in conversation `conv`, grouped
+    by segment: each group the lines up to and including a `segment_returned` (the last also
+    the tour's end), 2.125 lines a segment. Fresh segment and run ids, message numbers going
+    on (two per cycle), times an hour per cycle later."""
+    run = f"{conv}-tour{cycle}"
+    shift = timedelta(hours=cycle)
+    groups: list[list[dict[str, Any]]] = [[]]
+    for line in TOUR:
+        line = dict(line, conversation=conv)
+        line["at"] = (datetime.fromisoformat(line["at"].replace("Z", "+00:00")) + shift).isoformat().replace("+00:00", "Z")
+        if "segment" in line:
+            line["segment"] = f"{run}/{line['segment'].rsplit('/', 1)[1]}"
+        if "run" in line:
+            line["run"] = run
+        if "message" in line:
+            line["message"] = 2 * cycle + line["message"]
+        if line["type"] == "tour_ended" and groups[-1] == []:
+            groups[-2].append(line)
+            continue
+        groups[-1].append(line)
+        if line["type"] == "segment_returned":
+            groups.append([])
+    return [g for g in groups if g]
+
+
+class MixWriter:
+    """Appends the demo tour's segments, cycled, to one conversation through the Python API
+    (`record`, line by line), starting it if needed: the chat's real mix of lines."""
+
+    def __init__(self, chat: Chatrecord, conv: str) -> None:
+        self.chat, self.conv = chat, conv
+        if chat.store.get(conv) is None:
+            chat.record(started(conv))
+        self.segments = 0
+        self.lines = 0
+        self._queue: list[list[dict[str, Any]]] = []
+
+    def append(self) -> None:
+        if not self._queue:
+            self._queue = tour_segments(self.conv, self.segments // 8)
+        group = self._queue.pop(0)
+        for line in group:
+            self.chat.record(line)
+        self.segments += 1
+        self.lines += len(group)
 
     def read(self) -> Any:
         reader = getattr(self.chat, "turn_notes", None) or self.chat.read_models.turn_notes
@@ -294,6 +357,35 @@ def tree_memory_kb() -> int:
 
 
 
+def _waits(stats: pstats.Stats) -> tuple[int, float]:
+    """Returns how many times the profiled code waited on the server, and the seconds it
+    waited: the calls of psycopg's `Connection.wait` (psycopg/connection.py), one per
+    statement, fetch, commit or pipeline sync that waits for the server's answer."""
+    calls, seconds = 0, 0.0
+    for (path, _, name), (_, ncalls, _tot, cum, _) in stats.stats.items():  # type: ignore[attr-defined]
+        if name == "wait" and path.endswith(("psycopg/connection.py", "psycopg\\connection.py")):
+            calls, seconds = calls + ncalls, seconds + cum
+    return calls, seconds
+
+
+class Counted:
+    """Counts, over the calls of `fn` under cProfile, the SQL statements sent (`_statements`:
+    the calls of psycopg's and sqlite3's execute and executemany) and the waits on the
+    server (`_waits`), and the share of the time spent waiting."""
+
+    def __init__(self, fn: Callable[[], object], calls: int) -> None:
+        prof = cProfile.Profile()
+        t0 = time.perf_counter()
+        prof.enable()
+        for _ in range(calls):
+            fn()
+        prof.disable()
+        self.seconds = time.perf_counter() - t0
+        stats = pstats.Stats(prof)
+        self.statements = _statements(stats)
+        self.waits, self.waited = _waits(stats)
+
+
 def _statements(stats: pstats.Stats) -> int:
     """Returns how many SQL statements the profiled code sent (psycopg or sqlite3 execute*)."""
     total = 0
@@ -334,6 +426,17 @@ def machine() -> str:
     return (f"nproc {os.cpu_count()}, {cpu}, Python {platform.python_version()}, eventsourcing "
             f"{version('eventsourcing')}, psycopg {version('psycopg')}, PostgreSQL {server} "
             + ", ".join(f"{k}={v}" for k, v in settings.items()))
+
+
+def ensure_anchors_database() -> None:
+    """Creates the database the anchors measure in (ANCHORS_DSN, default `anchors` on the test
+    server) where it is missing, as `../shared/anchors/README.md` asks."""
+    from psycopg.conninfo import conninfo_to_dict
+    dsn = os.environ.get("ANCHORS_DSN", "postgresql://postgres@127.0.0.1:5432/anchors")
+    name = conninfo_to_dict(dsn).get("dbname", "anchors")
+    with psycopg.connect(PG_URL, autocommit=True) as conn:
+        if conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone() is None:
+            conn.execute(f'CREATE DATABASE "{name}"')
 
 
 def loadavg() -> str:

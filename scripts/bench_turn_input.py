@@ -6,8 +6,16 @@ line, selecting and rendering the notes within their budget, placing them in the
 for both sizes and prints the times and their ratio. The one-pass fold of the whole log
 (`replay`-like) is printed too, for scale. Not a test: timings vary by machine.
 
+`--store` measures what `replay`, `replay --at N` and the timeline page read instead: the
+store's `ReadModels.turn_input` (the latest turn's whole model input, built from the read
+models' rows) on conversations of 10, 1,000 and 10,000 segments of the demo tour's steps (a
+user message and its segment each, the last segment after the turn started), on SQLite and
+PostgreSQL, beside the fold of the log up to that turn it replaced (`build_turn_input`), and
+prints milliseconds per message of the input built (target: at most 0.05).
+
 Example:
     PYTHONPATH=. python scripts/bench_turn_input.py
+    PYTHONPATH=. python scripts/bench_turn_input.py --store [--sizes 10,1000,10000] [--backends pg,sqlite]
 """
 
 from __future__ import annotations
@@ -15,12 +23,12 @@ from __future__ import annotations
 import statistics
 import sys
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from domain.events import (  # noqa: E402
+from domain.events import (
     CardDecided,
     ConversationEvent,
     ConversationStarted,
@@ -28,10 +36,10 @@ from domain.events import (  # noqa: E402
     UserMessagePosted,
     conversation_uuid,
 )
-from domain.values import RecordRef, StepFact, WaitingCall  # noqa: E402
-from projections import turn as turns  # noqa: E402
+from domain.values import RecordRef, StepFact, WaitingCall
+from projections import turn as turns
 
-T0 = datetime(2026, 10, 28, 9, 0, tzinfo=timezone.utc)
+T0 = datetime(2026, 10, 28, 9, 0, tzinfo=UTC)
 PAGE = RecordRef(table="pages", uid=42)
 
 
@@ -107,7 +115,71 @@ def time_turn_input(state: turns.TurnState, message: int, at: datetime, repeat: 
     return statistics.median(samples)
 
 
+def store_rows(b, sizes: list[int], calls: int = 5) -> list[tuple[str, int, int, float, float]]:
+    """Times `ReadModels.turn_input` on backend `b` (`bench_flat_support.Backend`) against the
+    fold of the log it replaced; returns (backend, segments, messages, ms, fold ms) per size and
+    prints a table row for each."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from bench_flat_support import bulk_fill, segment_lines
+
+    from adapters.api import Chatrecord
+    from adapters.store.application import ConversationStore
+
+    chat = Chatrecord(ConversationStore(env=b.env("turn_input")))
+    store, models = chat.store, chat.read_models
+    found = []
+    for size in sizes:
+        conv = f"turn-input-{size}"
+        saved, store.on_saved = store.on_saved, None  # bulk fill: the read models catch up at the next read
+        bulk_fill(store, conv, size - 1)
+        store.on_saved = saved
+        models.turn_input(conv)
+        for line in segment_lines(conv, size):  # the last turn's user message, then its segment
+            chat.record(line)
+        built = models.turn_input(conv)
+        times, folds = [], []
+        for _ in range(calls):
+            t0 = time.perf_counter()
+            models.turn_input(conv)
+            times.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            folded = turns.build_turn_input(store.events(conv), models.active_rules())
+            folds.append(time.perf_counter() - t0)
+        assert folded.to_json() == built.to_json()
+        ms, fold = 1000 * statistics.median(times), 1000 * statistics.median(folds)
+        count = len(built.messages) + 1  # and the system message
+        found.append((b.name, size, count, ms, fold))
+        print(f"| {b.name} | {size:,} | {count:,} | {ms:.1f} | {ms / count:.4f} | {fold:.0f} | {fold / ms:.1f} |",
+              flush=True)
+    return found
+
+
+TABLE_HEAD = ("| backend | segments | messages | turn_input ms | ms per message | fold of the log ms | "
+              "ratio fold / rows |\n|---|---:|---:|---:|---:|---:|---:|")
+
+
+def store_main(sizes: list[int], backends: list[str], calls: int = 5) -> None:
+    """Times `ReadModels.turn_input` against the fold of the log it replaced, per backend and size."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from bench_flat_support import backend, loadavg, machine
+
+    print(f"machine: {machine()}")
+    print(f"load average before: {loadavg()}")
+    print(TABLE_HEAD)
+    for name in backends:
+        with backend(name) as b:
+            store_rows(b, sizes, calls)
+    print(f"load average after: {loadavg()}")
+
+
 def main() -> None:
+    if "--store" in sys.argv:
+        args = sys.argv[1:]
+
+        def option(name: str, default: str) -> str:
+            return args[args.index(name) + 1] if name in args else default
+        store_main([int(n) for n in option("--sizes", "10,1000,10000").split(",")], option("--backends", "pg,sqlite").split(","))
+        return
     results = {}
     for size in (10, 10_000):
         events = conversation(size)

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from eventsourcing.persistence import InfrastructureFactory, Mapper, Transcoder
 from eventsourcing.utils import resolve_topic
 
-from adapters.store.crypto import MASTER_KEY_VARIABLE, master_key
+from adapters.store.crypto import MASTER_KEY_VARIABLE, ViewTexts, master_key
 from adapters.store.keys import DataKeys
 from adapters.store.serialization import PydanticMapper
 
@@ -73,7 +73,7 @@ class StoreFactory:
     """The database driver's errors, which `problem` words (`adapters.store.settings.store_problem`)."""
 
     def mapper(self, transcoder: Transcoder | None = None, mapper_class: type[Mapper[Any]] | None = None) -> Mapper[Any]:
-        mapper = super().mapper(transcoder, mapper_class)  # type: ignore[misc]
+        mapper: Mapper[Any] = super().mapper(transcoder, mapper_class)  # type: ignore[misc]  # a mixin: the library's factory comes after it
         if isinstance(mapper, PydanticMapper):
             mapper.keys = self.data_keys()
         return mapper
@@ -133,27 +133,42 @@ def backend_of(factory: InfrastructureFactory[Any]) -> type[StoreFactory]:
     topic = LIBRARY_MODULES.get(type(factory).__module__)
     if topic is None:
         raise LookupError(f"the store has no backend for the persistence module of {type(factory).__qualname__}")
-    found = resolve_topic(topic)
+    found: type[Any] = resolve_topic(topic)
     assert issubclass(found, StoreFactory)
     return found
+
+
+def backend_for(store: Any) -> Backend:
+    """Returns where the read models of a ConversationStore live (`adapters.views.backends`), as
+    its store factory hands it out, sealing the rows' texts with the store's data keys if any."""
+    backend = backend_of(store.factory).views_backend(store)
+    keys = getattr(store.mapper, "keys", None)
+    backend.texts = ViewTexts(keys) if keys is not None else None
+    return backend
+
+
+def keys_for(store: Any) -> IdempotencyKeys:
+    """Returns the kept idempotency keys in a ConversationStore's own database, making the table
+    if it is missing (`adapters.store.idempotency`), as its store factory hands them out."""
+    return backend_of(store.factory).idempotency_keys(store)
 
 
 def backend_named(module: str | None) -> type[StoreFactory]:
     """Returns the store factory class a PERSISTENCE_MODULE value names (one of the library's
     own modules, or a store factory's topic); the memory backend's for none or any other."""
     topic = LIBRARY_MODULES.get(module or "", module or MEMORY_MODULE)
-    found = resolve_topic(topic if topic in LIBRARY_MODULES.values() else MEMORY_MODULE)
+    found: type[Any] = resolve_topic(topic if topic in LIBRARY_MODULES.values() else MEMORY_MODULE)
     assert issubclass(found, StoreFactory)
-    return found  # type: ignore[no-any-return]
+    return found
 
 
 def backend_of_error(driver: BaseException) -> type[StoreFactory]:
     """Returns the store factory class whose database driver raised `driver` (StoreFactory
     itself, which words no error, for an error of no backend's driver)."""
     for topic in LIBRARY_MODULES.values():
-        found = resolve_topic(topic)
+        found: type[StoreFactory] = resolve_topic(topic)  # each names a StoreFactory subclass
         if isinstance(driver, found.driver_errors):
-            return found  # type: ignore[no-any-return]
+            return found
     return StoreFactory
 
 

@@ -128,7 +128,7 @@ class MemoryHistoryTables(HistoryTables):
     """The history index in memory: one `MemoryHistory` per conversation."""
 
     def __init__(self) -> None:
-        self.memory: dict[UUID, Any] = {}
+        self.memory: dict[UUID, MemoryHistory] = {}
 
     def reader(self, cid: UUID) -> MemoryHistory:
         return self.memory.setdefault(cid, MemoryHistory())
@@ -141,8 +141,8 @@ class MemoryHistoryTables(HistoryTables):
         return self.reader(cid)
 
     def _emptied(self, index: Any, cid: UUID) -> MemoryHistory:
-        index = self.memory[cid] = MemoryHistory()
-        return index
+        emptied = self.memory[cid] = MemoryHistory()
+        return emptied
 
     def _transaction(self) -> Any:
         return nullcontext(None)
@@ -191,6 +191,14 @@ class MemoryBackend(Backend):
 
     def generations(self, curs: Any) -> set[int]:
         return set(self.tables)
+
+    def newest_heads(self, curs: Any, generation: int, limit: int, before: tuple[int, str] | None = None,
+                     since: int | None = None) -> list[tuple[str, int, str]]:
+        with self.lock_:  # the in-memory store's heads, sorted here: it holds what a test or the demo wrote
+            found = sorted(((r.head.last_at, str(cid), r.head.conversation) for cid, r in self.tables.get(generation, {}).items()
+                            if r.head is not None and r.head.last_at is not None), reverse=True)
+        found = [f for f in found if (before is None or f[:2] < before) and (since is None or f[0] >= since)]
+        return [(cid, at, name) for at, cid, name in found[:limit]]
 
     def log_version(self, curs: Any, cid: UUID) -> int:
         found = self.recorder.select_events(cid, desc=True, limit=1)

@@ -15,12 +15,10 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console, RenderableType
 
+from adapters import version
 from adapters.api import Chatrecord
 from adapters.cli import helptypes
-from adapters.cli.habits import (
-    json_bytes,
-    version,
-)
+from adapters.cli.habits import json_bytes
 from adapters.cli.render import visible
 from projections.rules import RULE_SET_IDS, Rules
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated
 
 import typer
@@ -15,7 +16,7 @@ from adapters.service.conversations import LIST_LIMIT_MAX, iso
 COLUMNS = ("conversation", "kind", "messages", "segments", "events", "first activity", "last activity", "erased")
 
 
-def _since(value: str | None) -> object:
+def _since(value: str | None) -> datetime | None:
     if value is None:
         return None
     try:
@@ -46,12 +47,12 @@ def list_(
     at = _since(since)
     require_store()
     with opened(reading=True) as chatrecord:
-        page = chatrecord.conversations(limit, cursor, at)  # type: ignore[arg-type]
+        page = chatrecord.conversations(limit, cursor, at)
     if as_json:
         print_json(page.to_json())
         return
     if not page.conversations:
-        say("no conversations" + (" since " + iso(at) if at else "") + (" after this cursor" if cursor else ""))  # type: ignore[arg-type]
+        say("no conversations" + (" since " + iso(at) if at else "") + (" after this cursor" if cursor else ""))
     else:
         rows = [COLUMNS] + [(c.conversation, c.kind, str(c.messages), str(c.segments), str(c.events),
                              iso(c.first_at), iso(c.last_at), "erased" if c.erased else "") for c in page.conversations]

@@ -54,7 +54,7 @@ def push(
     conversations: Annotated[list[str] | None, typer.Argument(
         metavar="[CONVERSATION]...", help="Conversation ids (default: every stored conversation).")] = None,
     endpoint: Annotated[str, typer.Option(
-        "--endpoint", help="OTLP/HTTP base URL, e.g. http://127.0.0.1:6006 (…/v1/traces is added).")] = ...,  # type: ignore[assignment]
+        "--endpoint", help="OTLP/HTTP base URL, e.g. http://127.0.0.1:6006 (…/v1/traces is added).")] = ...,  # type: ignore[assignment]  # typer's required option
     rules: RulesOption = None,
     with_texts: WithTextsOption = False,
 ) -> None:

@@ -1,4 +1,4 @@
-"""Command-line habits: `-` for standard input, `--version`, JSON for tools with every invisible
+"""Command-line habits: `-` for standard input, JSON for tools with every invisible
 character escaped, and no store made by a command that only reads.
 
 Kept apart from `adapters.cli`, which wires these into its commands.
@@ -10,7 +10,6 @@ import os
 import re
 import sys
 from collections.abc import Iterator
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -30,16 +29,6 @@ STDIN_NAME = "stdin"
 
 class NoStore(ChatrecordError):
     """Raised when a command that only reads is pointed at a SQLite file that does not exist."""
-
-
-def version() -> str:
-    """Returns the installed package's version, or the checkout's from pyproject.toml."""
-    try:
-        return metadata.version("chatrecord")
-    except metadata.PackageNotFoundError:
-        pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
-        found = re.search(r'^version = "([^"]+)"', pyproject.read_text(encoding="utf-8"), re.M)
-        return found.group(1) if found else "unknown"
 
 
 def is_stdin(path: Path | None) -> bool:

@@ -22,6 +22,7 @@ from fastapi import APIRouter, Depends, FastAPI, Header, Path, Query, Request, R
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from adapters.api import Chatrecord
+from adapters.backends import keys_for
 from adapters.http import schemas
 from adapters.http.problems import PROBLEM, Problem, install
 from adapters.http.ui import install_ui
@@ -30,7 +31,7 @@ from adapters.ingest.names import AT_PATTERN, parse_at
 from adapters.processes import end_with_parent
 from adapters.service.conversations import CURSOR_PATTERN, LIST_LIMIT_MAX, BadCursor
 from adapters.service.lines import VersionMismatch
-from adapters.store.idempotency import MAX_KEY, Kept, body_hash, keys_for
+from adapters.store.idempotency import MAX_KEY, Kept, body_hash
 from adapters.store.settings import BadSetting
 from domain.limits import INT_MAX
 from projections.page_line import PageFilter
@@ -199,12 +200,16 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
         return b"".join(chunks)
 
     def service(request: Request) -> Chatrecord:
-        return request.app.state.chatrecord  # type: ignore[no-any-return]
+        chatrecord: Chatrecord = request.app.state.chatrecord  # set by the app's lifespan
+        return chatrecord
 
     Service = Annotated[Chatrecord, Depends(service)]
-    v1 = APIRouter(prefix="/v1", dependencies=[Depends(authorized)], responses=ERRORS)
+    # every /v1 operation can answer these; a conversation's own operations add 404 and 409
+    common: dict[int | str, dict[str, Any]] = {status: ERRORS[status] for status in (400, 401, 500, 503)}
+    of_a_conversation: dict[int | str, dict[str, Any]] = {status: ERRORS[status] for status in (404, 409)}
+    v1 = APIRouter(prefix="/v1", dependencies=[Depends(authorized)], responses=common)
 
-    @v1.post("/lines", response_model=schemas.Recorded, openapi_extra=schemas.LINES_BODY, responses={
+    @v1.post("/lines", response_model=schemas.Recorded, openapi_extra=schemas.LINES_BODY, responses=of_a_conversation | {
         412: ERRORS[409] | {"description": "If-Match names another version"},
         413: ERRORS[409] | {"description": "Body over the limit"},
         415: ERRORS[409] | {"description": "Neither JSON nor NDJSON"},
@@ -278,7 +283,8 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
         headers = etag(version) | ({} if first else {"Idempotent-Replayed": "true"})
         return Response(kept.response, status_code=kept.status, media_type=JSON, headers=headers)
 
-    @v1.get("/conversations", response_model=dict[str, Any])
+    @v1.get("/conversations", response_model=schemas.ConversationList,
+            response_description="A page of conversations, newest activity first")
     def conversations(
         chatrecord: Service,
         limit: Annotated[int, Query(ge=1, le=LIST_LIMIT_MAX, description="At most this many a page.")] = 50,
@@ -301,7 +307,7 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
             raise Problem(400, "bad-request", str(error), where="query.cursor") from None
         return json_response(page.to_json())
 
-    @v1.get("/conversations/{conversation:path}/export", response_class=Response, responses={
+    @v1.get("/conversations/{conversation:path}/export", response_class=Response, responses=of_a_conversation | {
         200: {"content": {NDJSON[0]: {"schema": {"type": "string", "description": "JSON Lines of the input format"}}},
               "description": "The conversation as the chat's JSON Lines",
               "headers": {"Chatrecord-Erased": schemas.ERASED}}})
@@ -316,7 +322,7 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
         body = b"".join(orjson.dumps(line) + b"\n" for line in done.lines)
         return Response(body, media_type=NDJSON[0], headers={"Chatrecord-Erased": "true"} if done.erased else {})
 
-    @v1.get("/conversations/{conversation:path}/turn", response_model=schemas.TurnNotes)
+    @v1.get("/conversations/{conversation:path}/turn", response_model=schemas.TurnNotes, responses=of_a_conversation)
     def turn(
         chatrecord: Service, conversation: Conversation, visible_page: VisiblePage = [], hidden_page: HiddenPage = [],  # noqa: B006
         messages: Annotated[schemas.Full | None, Query(description="`full` adds the whole model input.")] = None,
@@ -330,20 +336,23 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
             payload["messages"] = chatrecord.turn_input(conversation, can_see).model_messages()
         return json_response(payload, etag(notes.version))
 
-    @v1.get("/conversations/{conversation:path}/audit", response_model=list[dict[str, Any]])
+    @v1.get("/conversations/{conversation:path}/audit", response_model=list[schemas.AuditRow],
+            response_description="The audit's rows, in order, each by its kind", responses=of_a_conversation)
     def audit(chatrecord: Service, conversation: Conversation, rules: RulesQuery = None) -> Response:
         """Everything that ran, was written, decided, left undecided or cut, in order, with
         times: the rows of `chatrecord audit --json`."""
         done = chatrecord.audit(conversation, rules.value if rules else None)
         return json_response([row.to_json() for row in done.rows])
 
-    @v1.get("/conversations/{conversation:path}/activity", response_model=list[dict[str, Any]])
+    @v1.get("/conversations/{conversation:path}/activity", response_model=list[schemas.SegmentActivity],
+            response_description="The activity list, segment by segment", responses=of_a_conversation)
     def activity(chatrecord: Service, conversation: Conversation, rules: RulesQuery = None) -> Response:
         """The activity list the chat shows the editor, segment by segment."""
         segments = chatrecord.activity(conversation, rules.value if rules else None)
         return json_response([s.model_dump(mode="json") for s in segments])
 
-    @v1.get("/conversations/{conversation:path}/replay", response_model=dict[str, Any])
+    @v1.get("/conversations/{conversation:path}/replay", response_model=schemas.Replay,
+            response_description="Every turn's model input as it was then", responses=of_a_conversation)
     def replay(
         chatrecord: Service, conversation: Conversation, rules: RulesQuery = None,
         at: Annotated[int | None, Query(ge=1, description="Only the turn of user message N.")] = None,
@@ -354,7 +363,7 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
         return json_response(done.to_json())
 
     app.include_router(v1)
-    app.openapi = lambda: app.openapi_schema or schemas.document(app)  # type: ignore[method-assign]
+    app.openapi = lambda: app.openapi_schema or schemas.document(app)  # type: ignore[method-assign]  # FastAPI's way to serve a document of one's own
     install_ui(app, settings.token)
 
     @app.get("/v1/healthz", response_model=schemas.Health, responses={503: ERRORS[503]})

@@ -1,16 +1,26 @@
 """The shapes of the HTTP service's bodies, for the OpenAPI document (`docs/openapi.json`)
 the PHP side generates its client from. The handlers write the JSON themselves (orjson); these
-models only describe it."""
+models only describe it. The 200 bodies of the conversation's reads (`Response` and its
+subclasses: `ConversationList`, `TurnNotes`, `AuditRow`, `SegmentActivity`, `Replay`) name
+every field the handlers send and no other; tests/http/test_response_models.py validates real
+answers strictly against them and checks they write them back byte for byte."""
 
 from __future__ import annotations
 
-from enum import Enum
-from typing import Any, Literal
+from datetime import datetime
+from enum import StrEnum
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from adapters.service.conversations import CURSOR_PATTERN
+from domain.events import Trigger, UndecidedReason
+from domain.values import CARD_ANSWERS, OUTCOMES, Completeness
+from projections.rules import RULE_SET_IDS
+from projections.steps import DecisionKind, Reading
 
-class Full(str, Enum):
+
+class Full(StrEnum):
     full = "full"
 
 
@@ -47,7 +57,31 @@ class Recorded(BaseModel):
     lines: list[LineResult]
 
 
-class PlacedNote(BaseModel):
+class Response(BaseModel):
+    """Base of the 200 bodies of the conversation's reads: every field is always sent (null
+    where it says so) and no other; `tests/http/test_response_models.py` validates real answers
+    against these models, so the document cannot drift from what the handlers write."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+Role = Literal["system", "user", "assistant"]
+SegmentOutcome = Literal[(*OUTCOMES, "unknown")]  # type: ignore[valid-type]
+"""nr-llm's `AgentRunOutcome`, or `unknown` for any other value (docs/input-format.md)."""
+CardAnswer = Literal[CARD_ANSWERS]  # type: ignore[valid-type]
+"""The answers an editor gives on a card."""
+CardOutcomeName = Literal["applied", "check", "not_applied", "skipped", "variant", "kept", "declined"]
+"""A card outcome: `applied`, `check`, `not_applied` (an approval's), `kept`, `skipped`,
+`variant` (a decline's), `declined` (a legacy row's)."""
+RuleSetId = Literal[RULE_SET_IDS]  # type: ignore[valid-type]
+
+
+class ModelMessage(Response):
+    role: Role
+    content: str
+
+
+class PlacedNote(Response):
     text: str = Field(description="The labelled note, exactly as the model reads it.")
     index: int = Field(description="0-based index into the transcript the chat holds (no system message).")
     into: Literal["assistant", "user", "new"] = Field(
@@ -57,7 +91,12 @@ class PlacedNote(BaseModel):
                                        "note goes, after a blank line.")
 
 
-class TurnNotes(BaseModel):
+def _absent_unless_sent(schema: dict[str, Any]) -> None:
+    """Drops the `default` of a field the server leaves out rather than sending null."""
+    schema.pop("default", None)
+
+
+class TurnNotes(Response):
     """The chat's read of the next turn."""
 
     conversation: str
@@ -65,8 +104,269 @@ class TurnNotes(BaseModel):
     version: int
     page_line: str = Field(description="The system message's text.")
     notes: list[PlacedNote]
-    messages: list[dict[str, str]] | None = Field(
-        None, description="With ?messages=full: every message the model is sent, {role, content}.")
+    messages: list[ModelMessage] = Field(
+        None, description="Only with ?messages=full (else absent): every message the model is sent, {role, content}.",  # type: ignore[arg-type]
+        json_schema_extra=_absent_unless_sent)
+
+
+# ---------------------------------------------------------------- GET /v1/conversations
+
+
+class ConversationSummary(Response):
+    """One conversation of the list (`chatrecord list --json`)."""
+
+    conversation: str = Field(description="Its id as the store keeps it; every read accepts it.")
+    kind: Literal["chat", "alt_text"]
+    messages: int = Field(description="The newest live user message number (0 before the first).")
+    segments: int = Field(description="Segments recorded and not cut by an edit.")
+    events: int = Field(description="The events of its log: its version.")
+    first_at: datetime = Field(description="The time (UTC) of its first event.")
+    last_at: datetime = Field(description="The time (UTC) of its last event.")
+    erased: bool = Field(description="Whether its texts were erased.")
+
+
+class ConversationList(Response):
+    """A page of the store's conversations, newest activity first."""
+
+    conversations: list[ConversationSummary]
+    next_cursor: Annotated[str, Field(pattern=CURSOR_PATTERN)] | None = Field(
+        description="Pass it as `cursor` for the next page; null after the last one.")
+
+
+# ---------------------------------------------------------------- GET …/audit
+
+
+class AuditCall(Response):
+    tool: str
+    reading: Reading = Field(description="How the calls were read: `ran`, `failed`, `not_permitted` (no longer "
+                                         "offered), `held` (not run yet), `declined` (a declined card's).")
+    count: int = Field(description="Calls of this tool with this reading in the segment.")
+
+
+class AuditWritten(Response):
+    record: str = Field(description="The record written, `table:uid`.")
+    completeness: Completeness
+    hook_failed: bool = Field(description="Whether a hook failed after the write.")
+
+
+class WaitingCall(Response):
+    """A call left waiting for the editor's decision."""
+
+    tool: str
+    record: str | None = Field(description="The record it names, `table:uid`; null for a create.")
+    fields: list[str] = Field(description="The field names it names.")
+
+
+class AuditRowBase(Response):
+    version: int = Field(description="The version of the event the row comes from (1-based).")
+    at: datetime = Field(description="The event's time (UTC).")
+
+
+class StartedRow(AuditRowBase):
+    kind: Literal["started"]
+    conversation: str
+    conversation_kind: Literal["chat", "alt_text"]
+    owner: int = Field(description="The user's id.")
+    cut: bool
+
+
+class MessageRow(AuditRowBase):
+    kind: Literal["message"]
+    message: int = Field(description="The user message's number.")
+    page: int = Field(description="The page selected with it; 0 for none.")
+    skill: str | None
+    cut: bool
+
+
+class SkillRow(AuditRowBase):
+    kind: Literal["skill"]
+    skill: str
+    cut: bool
+
+
+class SegmentRow(AuditRowBase):
+    kind: Literal["segment"]
+    segment: str
+    run: str
+    trigger: Trigger
+    follows: DecisionKind | None = Field(description="The decision or answer the continuation follows; null for a turn.")
+    outcome: SegmentOutcome
+    message: int = Field(description="The newest user message when it returned.")
+    calls: list[AuditCall] = Field(description="Its tool calls, by tool and reading.")
+    written: list[AuditWritten] = Field(description="The records it wrote.")
+    waiting: list[WaitingCall] = Field(description="The calls its card or question named.")
+    flagged: bool = Field(description="Whether its answer was flagged nothingSaved.")
+    cut: bool
+
+
+class DecisionRow(AuditRowBase):
+    kind: Literal["decision"]
+    segment: str = Field(description="The segment whose card was decided.")
+    approved: bool
+    answer: CardAnswer
+    cut: bool
+
+
+class CardOutcomeRow(AuditRowBase):
+    kind: Literal["card_outcome"]
+    card: str | None = Field(description="The decided card's segment; null for a legacy row's outcome.")
+    outcome: CardOutcomeName
+    tool: str
+    record: str | None = Field(description="The record the call names, `table:uid`; null for a create.")
+    fields: list[str]
+    answer: CardAnswer | None = Field(description="The editor's answer; null for a legacy row's outcome.")
+    cut: bool
+
+
+class AnswerRow(AuditRowBase):
+    kind: Literal["answer"]
+    segment: str = Field(description="The segment whose question was answered.")
+    message: int = Field(description="The user message the answer became.")
+    cut: bool
+
+
+class UndecidedRow(AuditRowBase):
+    kind: Literal["undecided"]
+    segment: str
+    waiting: Literal["card", "question"]
+    reason: UndecidedReason
+    decidable_elsewhere: bool = Field(description="Whether the run may still be decided in AI Tasks.")
+    cut: bool
+
+
+class RetryRow(AuditRowBase):
+    kind: Literal["retry"]
+    message: int
+    cut: bool
+
+
+class TourEndedRow(AuditRowBase):
+    kind: Literal["tour_ended"]
+    cut: bool
+
+
+class EditRow(AuditRowBase):
+    kind: Literal["edit"]
+    message: int = Field(description="The user message edited.")
+    cut: bool
+
+
+class CutRow(AuditRowBase):
+    kind: Literal["cut"]
+    after_message: int = Field(description="The turns after this user message were cut away.")
+    messages: list[int]
+    segments: list[str]
+    cards: list[str]
+    cut: bool
+
+
+class TranscriptReplacedRow(AuditRowBase):
+    kind: Literal["transcript_replaced"]
+    messages: int = Field(description="The messages of the new transcript.")
+    cut: bool
+
+
+class ErasedRow(AuditRowBase):
+    kind: Literal["erased"]
+    cut: bool
+
+
+class LegacyRowRow(AuditRowBase):
+    kind: Literal["legacy_row"]
+    messages: int = Field(description="The messages the row brought.")
+    card_outcomes: int = Field(description="The card outcomes the row brought.")
+    cut: bool
+
+
+AuditRow = Annotated[
+    StartedRow | MessageRow | SkillRow | SegmentRow | DecisionRow | CardOutcomeRow | AnswerRow | UndecidedRow
+    | RetryRow | TourEndedRow | EditRow | CutRow | TranscriptReplacedRow | ErasedRow | LegacyRowRow,
+    Field(discriminator="kind"),
+]
+"""One row of the audit (`chatrecord audit --json` without `verified`), by its `kind`: `version`,
+`at`, `kind`, the kind's facts, `cut`, in this order."""
+
+
+# ---------------------------------------------------------------- GET …/activity
+
+
+class ActivityEntry(Response):
+    """One line the editor reads."""
+
+    kind: Literal["decision", "answer", "tool"]
+    label: str = Field(description="The German label, e.g. `ausgeführt`, `Von dir freigegeben: Übernehmen`.")
+    tool: str | None = Field(description="The call's tool; null for a decision or an answer.")
+    reading: Reading | None = Field(description="How the call was read; null for a decision or an answer.")
+    answer: CardAnswer | None = Field(description="The editor's answer, for a decision.")
+    hint: str | None = Field(description="A hint shown with the label, e.g. to ask an administrator.")
+
+
+class SegmentActivity(Response):
+    """The activity of one segment: the decision or answer it continues, then one entry a call."""
+
+    segment: str
+    entries: list[ActivityEntry]
+
+
+# ---------------------------------------------------------------- GET …/replay
+
+
+class ViewContext(Response):
+    pageId: int = Field(description="The page of the turn; 0 when none is selected.")
+    lastPageId: int = Field(description="The page last selected in the conversation; 0 when none was yet.")
+
+
+class ToolCount(Response):
+    name: str
+    calls: int
+    failed: int
+
+
+class Written(Response):
+    record: str = Field(description="The record written, `table:uid`.")
+    completeness: Completeness
+
+
+class RunRecordEntry(Response):
+    """One run segment's entry in the run record, as that turn saw it."""
+
+    segment: str
+    trigger: Trigger
+    ending: SegmentOutcome
+    tools: list[ToolCount]
+    written: list[Written]
+    waiting: list[WaitingCall] = Field(description="The calls still waiting for a decision.")
+    decision: CardAnswer | None = Field(description="The editor's answer, where no card outcome says it.")
+    undecided: UndecidedReason | None = Field(description="Why its card or question was left undecided.")
+    card_outcomes_before: int
+
+
+class CardOutcome(Response):
+    outcome: CardOutcomeName
+    tool: str
+    record: str | None = Field(description="The record the call names, `table:uid`; null for a create.")
+    fields: list[str]
+    after: int = Field(description="The transcript position the outcome comes after.")
+
+
+class ReplayTurn(Response):
+    """One turn: the model input as it was then, and the read models it was made from."""
+
+    message: int = Field(description="The user message that started it.")
+    at: datetime
+    view_context: ViewContext
+    messages: list[ModelMessage] = Field(description="Every message the model was sent, the system message first.")
+    notes: list[str] = Field(description="The notes, in order of appearance.")
+    record: list[RunRecordEntry]
+    card_outcomes: list[CardOutcome]
+
+
+class Replay(Response):
+    """Every turn of the conversation (`chatrecord replay --json`)."""
+
+    conversation: str
+    rules: RuleSetId
+    turns: list[ReplayTurn]
 
 
 class Health(BaseModel):
@@ -118,6 +418,38 @@ def _demo_examples() -> dict[str, Any]:
     return examples
 
 
+DEMO = "conv-demo-seo"
+"""The demo tour's conversation (`chatrecord demo`), whose answers are the reads' examples."""
+
+
+def _demo_reads() -> dict[str, dict[str, Any]]:
+    """Returns, by path, the example of each conversation read's 200: the demo tour's real
+    answer, from the demo stored in memory (`Chatrecord.demo`; the audit and the activity list
+    cut to their first rows and segments, the replay to its latest turn)."""
+    from adapters.api import Chatrecord
+    from adapters.store.settings import open_store
+
+    chatrecord = Chatrecord(open_store(memory=True))
+    try:
+        chatrecord.demo()
+        rows = [row.to_json() for row in chatrecord.audit(DEMO).rows]
+        segments = [s.model_dump(mode="json") for s in chatrecord.activity(DEMO)]
+        cut = next(n for n, row in enumerate(rows, start=1) if row["kind"] == "card_outcome")
+        read = "/v1/conversations/{conversation}/"
+        return {
+            "/v1/conversations": {"summary": "the store of `chatrecord demo`",
+                                  "value": chatrecord.conversations().to_json()},
+            read + "turn": {"summary": "the demo tour's next turn", "value": chatrecord.turn_notes(DEMO).to_json()},
+            read + "audit": {"summary": f"the first {cut} of the demo tour's {len(rows)} rows", "value": rows[:cut]},
+            read + "activity": {"summary": f"the first 2 of the demo tour's {len(segments)} segments",
+                                "value": segments[:2]},
+            read + "replay": {"summary": "the demo tour's latest turn (?at=3)",
+                              "value": chatrecord.replay(DEMO, at=3).to_json()},
+        }
+    finally:
+        chatrecord.close()
+
+
 ETAG = {"description": 'The conversation\'s version as a strong ETag, e.g. "7" (send it as If-Match).',
         "schema": {"type": "string", "pattern": '^"[0-9]+"$'}}
 REPLAYED = {"description": "true when this is the kept response to an Idempotency-Key sent before.",
@@ -138,7 +470,8 @@ PROBLEM_TYPES = {
 def document(app: Any) -> dict[str, Any]:
     """Returns the OpenAPI document of `app` (kept as `app.openapi_schema`): FastAPI's, with the
     line schemas of `POST /v1/lines`, the headers and problem types each response really has,
-    links from a recorded line to its conversation's reads, and no 422 that never occurs (a bad
+    links from a recorded line to its conversation's reads, the demo tour's answers as the
+    reads' examples, and no 422 that never occurs (a bad
     parameter is a 400 problem)."""
     from fastapi.openapi.utils import get_openapi
 
@@ -180,6 +513,8 @@ def document(app: Any) -> dict[str, Any]:
     ok["links"] = {name: {"operationId": operation, "parameters": {"conversation": "$response.body#/conversation"},
                           "description": f"The conversation's {name} after the line."}
                    for name, operation in sorted(reads.items())}
+    for path, example in _demo_reads().items():
+        doc["paths"][path]["get"]["responses"]["200"]["content"]["application/json"]["examples"] = {"demo": example}
     turn = doc["paths"].get("/v1/conversations/{conversation}/turn", {}).get("get")
     if turn:
         turn["responses"]["200"]["headers"] = {"ETag": ETAG}

@@ -13,9 +13,9 @@ import socket
 
 import uvicorn
 
+from adapters.backends import keys_for
 from adapters.http.app import HttpSettings
 from adapters.processes import PARENT
-from adapters.store.idempotency import keys_for
 from adapters.store.settings import BadSetting, describe_backend, open_store
 from adapters.views.readmodels import ReadModels
 

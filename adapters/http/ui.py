@@ -94,7 +94,8 @@ def ui_router(token: str | None) -> APIRouter:
         return response
 
     def service(request: Request) -> Chatrecord:
-        return request.app.state.chatrecord  # type: ignore[no-any-return]
+        chatrecord: Chatrecord = request.app.state.chatrecord  # set by the app's lifespan
+        return chatrecord
 
     Service = Annotated[Chatrecord, Depends(service)]
 
@@ -117,14 +118,14 @@ def ui_router(token: str | None) -> APIRouter:
 
     @guarded.get("/conversations/{conversation:path}/overview.svg")
     def overview(chatrecord: Service, conversation: str) -> Response:
-        svg = pages.overview_svg(chatrecord.overview(conversation))
+        svg = chatrecord.overview_drawn(conversation, pages.overview_svg)
         return Response(svg, media_type="image/svg+xml",
                         headers={"Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'",
                                  "X-Content-Type-Options": "nosniff", "Cache-Control": "no-store"})
 
     @guarded.get("/conversations/{conversation:path}/chain")
-    def chain(chatrecord: Service, conversation: str) -> Response:
-        verdict = chatrecord.chain(conversation)
+    def chain(chatrecord: Service, conversation: str, full: Annotated[bool, Query()] = False) -> Response:
+        verdict = chatrecord.chain(conversation, full=full)
         return html(pages.chain_page(verdict))
 
     @guarded.get("/conversations/{conversation:path}")

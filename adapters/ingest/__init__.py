@@ -26,8 +26,8 @@ import orjson
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import to_jsonable_python
 
-from adapters.ingest.lines import LINE_TYPES, Line, ParsedLine, show
-from adapters.ingest.names import Whole
+from adapters.ingest.lines import LINE_TYPES, Line, ParsedLine
+from adapters.ingest.names import Whole, show
 from domain.conversation import Conversation, MemoryHistory, project_conversation
 from domain.errors import ChatrecordError, InvalidInput
 from domain.events import ConversationEvent
@@ -45,7 +45,7 @@ __all__ = [
     "read_lines",
 ]
 
-_LINE = TypeAdapter(ParsedLine)
+_LINE: TypeAdapter[ParsedLine] = TypeAdapter(ParsedLine)
 _set = object.__setattr__
 _WHOLE_LINE = "(line)"
 
@@ -54,7 +54,7 @@ def digest_of(line: Line) -> str:
     """Returns 32 hex of the sha256 of the line's stored facts (type, conversation, at and the
     command's arguments) as canonical JSON: the same line delivered twice has the same digest,
     and nothing the privacy filter drops enters it."""
-    facts = {"type": line.type, "conversation": line.conversation, "at": line.at.isoformat()}  # type: ignore[attr-defined]
+    facts = {"type": line.type, "conversation": line.conversation, "at": line.at.isoformat()}
     facts.update(line.kept_facts())
     canonical = orjson.dumps(to_jsonable_python(facts), option=orjson.OPT_SORT_KEYS)
     return sha256(canonical).hexdigest()[:32]
@@ -181,7 +181,7 @@ def _key_twice(text: str | bytes, data: dict[str, Any]) -> tuple[Any, ...] | Non
     return None
 
 
-class _Pairs(dict):  # type: ignore[type-arg]
+class _Pairs(dict[str, Any]):
     """An object read with its pairs: `twice` is its first key that appears twice, if any."""
 
     twice: str | None = None
@@ -191,7 +191,11 @@ class _Pairs(dict):  # type: ignore[type-arg]
         made = cls(pairs)
         if len(made) != len(pairs):
             seen: set[str] = set()
-            made.twice = next(key for key, _ in pairs if key in seen or seen.add(key))  # type: ignore[func-returns-value]
+            for key, _ in pairs:
+                if key in seen:
+                    made.twice = key
+                    break
+                seen.add(key)
         return made
 
 
@@ -397,7 +401,8 @@ def _kind_of(value: Any) -> str:
         return orjson.dumps(value).decode()
     if isinstance(value, (int, float)):
         return f"the number {show(value)}"
-    return {str: "a string", list: "a list", dict: "an object"}.get(type(value), type(value).__name__)
+    kinds: dict[type[Any], str] = {str: "a string", list: "a list", dict: "an object"}
+    return kinds.get(type(value), type(value).__name__)
 
 
 _TYPES = {

@@ -33,6 +33,11 @@ from domain.events import ConversationEvent
 from domain.limits import LIST_MAX, STEPS_MAX
 from domain.values import CARD_ANSWERS, OUTCOMES
 
+_DECIDED_BY_STATE = frozenset({"tour_ended"})
+"""The lines whose deciding nothing depends on the state, not on what was recorded: a
+`tour_ended` with no tour running stores nothing. One that comes before the version it `follows`
+is not taken as a repeat there (it may end a tour by then); it waits like any other line."""
+
 
 class Line(InputModel):
     """Base of every line: `type`, `conversation` (an id) and `at` (aware, UTC).
@@ -88,12 +93,15 @@ class Line(InputModel):
                     repeat = command(state, **self.kept_facts(), at=self.at, source=self.digest, history=history) == []
                 except ChatrecordError:
                     repeat = False
+                if repeat and version < self.follows and self.type in _DECIDED_BY_STATE:
+                    repeat = False  # what it decides is decided at the version it follows, which is still to come
                 if not repeat:
                     raise self._out_of_order(version)
         return command(state, **self.kept_facts(), at=self.at, source=self.digest, history=history)
 
     def _out_of_order(self, version: int) -> LineOutOfOrder:
-        if version < self.follows:  # type: ignore[operator]
+        assert self.follows is not None  # asked only of a line that names the version it follows
+        if version < self.follows:
             return LineOutOfOrder(
                 f"the line follows version {self.follows} of conversation {self.conversation!r}, which is at "
                 f"version {version}; it waits for the lines before it (nothing of it was stored)",

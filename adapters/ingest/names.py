@@ -7,9 +7,15 @@ Identifiers are reduced to the characters identifiers use:
   `<run uuid>/<n>` and `/` keeps them readable and unique. A key that had to be changed
   (characters dropped or cut at 128) gets `:h` and 16 hex of the sha256 of the original
   appended, so two different ids never collide silently, and the same id maps to the same key
-  everywhere (a `card_decided` finds its segment). An id that already ends in that marker
-  (`chat17:h9a90eaf363ff759f`, the reduced form of `chat 17`) is reduced and hashed too, so an
-  id stored as it is never equals the reduced form of another.
+  everywhere (a `card_decided` finds its segment). An id that is already a stored form
+  (`chat17:h9a90eaf363ff759f`, the reduced form of `chat 17`, as `export` writes it) is kept
+  as it is, so reducing is idempotent and an exported conversation comes back under its own
+  key; it then names the conversation of the id it is the stored form of (as every command
+  already reads it). Two distinct ids share a key only when one is the stored form of the
+  other (or on a collision of the 64-bit hash): a kept id has no character outside the key
+  characters, a reduced one always ends in the marker and its hex is the hash of an id that had
+  one (or was longer than 128), so a made-up `x:h<16 hex>` that is the hash of no such id
+  names a conversation of its own.
 A table must match `[A-Za-z0-9_]{1,64}` and a uid be an integer >= 1, else the line fails.
 Each check raises ValueError with the message's expectation part; pydantic turns it into an
 error at the field, and `adapters.ingest` into `InvalidInput`.
@@ -20,7 +26,7 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from hashlib import sha256
 from typing import Annotated, Any
 
@@ -42,7 +48,7 @@ from domain.limits import (
     SHOWN_MAX,
     TEXT_MAX,
 )
-from domain.values import CARD_ANSWERS, IDENTIFIER_MAX, reduce_identifier
+from domain.values import CARD_ANSWERS, IDENTIFIER_MAX
 
 NAME_MAX = IDENTIFIER_MAX
 _NOT_KEY = re.compile(r"[^A-Za-z0-9_.:/-]")
@@ -104,19 +110,31 @@ def reduce_name(value: str, what: str = "name") -> str:
 
 def reduce_key(value: str, what: str = "id") -> str:
     """Returns the stored form of a conversation, segment or run id: unchanged when it is 1–128
-    of `[A-Za-z0-9_.:/-]` and does not end in the hash marker (`:h` and 16 hex), else the kept
-    characters (cut) plus `:h` and 16 hex of the sha256 of `value`. An id kept as it is never
-    ends in the marker and a reduced one always does, so distinct ids stay distinct (short of a
-    collision of the hash). Raises ValueError when no character is kept.
+    of `[A-Za-z0-9_.:/-]` (a stored form `chat17:h9a90eaf363ff759f` included: reducing twice
+    gives what reducing once gave), else the kept characters (cut to 110) plus `:h` and 16 hex
+    of the sha256 of `value`. A reduced id always ends in that marker, with the hash of an id
+    that is not kept as it is; so an id kept as it is equals the reduced form of another only
+    when it is that id's stored form (or on a collision of the hash), and two ids neither of
+    which is a stored form stay distinct. Raises ValueError when no character is kept.
     """
     kept = _NOT_KEY.sub("", value)
-    if kept == value and 0 < len(value) <= NAME_MAX and not _HASH_MARKER.search(value):
+    if kept == value and 0 < len(value) <= NAME_MAX:
         return value
     if not kept:
         raise ValueError(f"{show(value)} is not an {what}; it needs at least one of A-Za-z0-9_.:/- "
                          f"(other characters are left out, and an {what} longer than {NAME_MAX} is shortened)")
     digest = sha256(value.encode("utf-8")).hexdigest()[:16]
     return f"{kept[: NAME_MAX - 18]}:h{digest}"
+
+
+def earlier_key(value: str) -> str | None:
+    """Returns the key a store gave `value` before stored forms were kept as they are, when that
+    differs: for an id that ends in the hash marker (`chat17:h9a90eaf363ff759f`), the id reduced
+    once more (`chat17:h9a90eaf363ff759f:hcc09425c04d37e82`); None for any other id. A lookup
+    tries it after the id itself, so a conversation stored under it then is found by its id."""
+    if not _HASH_MARKER.search(value) or _NOT_KEY.search(value) or len(value) > NAME_MAX:
+        return None
+    return f"{value[: NAME_MAX - 18]}:h{sha256(value.encode('utf-8')).hexdigest()[:16]}"
 
 
 def lookup_key(value: str) -> str:
@@ -164,9 +182,9 @@ def parse_at(value: Any) -> datetime:
         raise ValueError(f"{show(value)} is a date without a time of day; expected ISO-8601 date and time "
                          f"in UTC like 2026-10-28T09:00:00Z")
     if at.tzinfo is None:
-        at = at.replace(tzinfo=timezone.utc)
+        at = at.replace(tzinfo=UTC)
     try:
-        at = at.astimezone(timezone.utc)
+        at = at.astimezone(UTC)
         inside = AT_MIN <= at <= AT_MAX
     except OverflowError:  # before year 1 or after year 9999 in UTC: outside either way
         inside = False

@@ -16,13 +16,14 @@ from pydantic import (
     AfterValidator,
     ConfigDict,
     Field,
-    WithJsonSchema,
     ValidationInfo,
+    WithJsonSchema,
     field_validator,
     model_validator,
 )
 
 from adapters.ingest.names import (
+    TABLE_PATTERN,
     Duration,
     FieldName,
     InputModel,
@@ -36,9 +37,7 @@ from adapters.ingest.names import (
     drop_null,
     pair,
 )
-from adapters.ingest.names import TABLE_PATTERN
-from domain.limits import INT_MAX
-from domain.limits import LIST_MAX
+from domain.limits import INT_MAX, LIST_MAX
 from domain.values import (
     STEP_KINDS,
     TOOL_OUTCOMES,

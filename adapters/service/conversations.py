@@ -4,9 +4,10 @@ conversation written back as the chat's JSON Lines (`export_lines`).
 
 Ids. A conversation is stored under the reduced form of the chat's id
 (`adapters.ingest.names.reduce_key`: `chat 17` is kept as `chat17:h9a90eaf363ff759f`), and that
-stored form is what `list`, `verify` and the error messages print. `stored_key` accepts both,
-unambiguously: the chat's id first (an id that merely looks like a stored form stays the chat's
-own id when that conversation exists), then the stored form as printed.
+stored form is what `list`, `verify` and the error messages print; reducing a stored form gives
+it back, so `stored_key` accepts both. A store written before stored forms were kept as they are
+may hold a conversation of a chat id that looked like one under that id reduced once more
+(`names.earlier_key`); `stored_key` finds it by the chat's id too.
 """
 
 from __future__ import annotations
@@ -18,9 +19,10 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from adapters.ingest.names import lookup_key
+from adapters.ingest.names import earlier_key, lookup_key
 from adapters.store.application import ConversationStore
 from adapters.store.crypto import ERASED
+from adapters.views.readmodels import ReadModels
 from domain.errors import ChatrecordError
 from domain.events import (
     CardDecided,
@@ -38,11 +40,10 @@ from domain.events import (
     conversation_uuid,
 )
 from domain.values import StepFact, WaitingCall
+from projections.rows import micros
 
 LIST_LIMIT_MAX = 1000
 """The most conversations one page of `list_conversations` holds."""
-_SCAN = 500
-"""How many events `list_conversations` reads at a time, walking the log backwards."""
 
 
 class BadCursor(ChatrecordError):
@@ -56,12 +57,15 @@ def _started(store: ConversationStore, key: str) -> bool:
 
 def stored_key(store: ConversationStore, conversation: str) -> str:
     """Returns the key `conversation` is stored under: the reduced form of the chat's id
-    (`lookup_key`) when the store holds that conversation; else `conversation` itself when it is
-    the stored form a command printed (`chat17:h9a90eaf363ff759f`) and the store holds it; else
-    the reduced form (which then names no stored conversation: the caller says so)."""
+    (`lookup_key`; a stored form as a command printed it is its own reduced form) when the store
+    holds that conversation; else the key an earlier store gave an id of that look
+    (`earlier_key`) when the store holds that one; else the reduced form (which then names no
+    stored conversation: the caller says so)."""
     key = lookup_key(conversation)
-    if key != conversation and not _started(store, key) and _started(store, conversation):
-        return conversation
+    if not _started(store, key):
+        earlier = earlier_key(key)
+        if earlier is not None and _started(store, earlier):
+            return earlier
     return key
 
 
@@ -113,24 +117,33 @@ def iso(at: datetime) -> str:
     return at.isoformat().replace("+00:00", "Z")
 
 
-CURSOR_PATTERN = r"^c[0-9]{1,18}$"
-"""The form of a cursor: `c` and a log position. Every cursor of this form is a page start (the
-conversations whose newest event comes before that position), so a client (or a schema-driven
-tester) that sends one well-formed gets a page, never an error; only `encode_cursor` makes them."""
+CURSOR_PATTERN = r"^c[0-9]{1,18}\.[0-9a-f]{32}$"
+"""The form of a cursor: `c`, the last activity of a page's last conversation (microseconds
+since the epoch), `.` and its id in the read models (a UUID's 32 hex). Every cursor of this
+form is a page start (the conversations listed after that one, newest activity first), so a
+client (or a schema-driven tester) that sends one well-formed gets a page, never an error;
+only `encode_cursor` makes them."""
 
 
-def encode_cursor(position: int) -> str:
-    """Returns the cursor of a page that ends at log position `position` (`c` + the position)."""
-    return f"c{position}"
+def encode_cursor(at: int, cid: str) -> str:
+    """Returns the cursor of a page whose last conversation is `cid` (a UUID's text) with last
+    activity `at` (microseconds since the epoch)."""
+    return f"c{at}.{UUID(cid).hex}"
 
 
-def decode_cursor(cursor: str) -> int:
-    """Returns the log position a cursor of `encode_cursor` holds. Raises BadCursor for any
+def decode_cursor(cursor: str) -> tuple[int, str]:
+    """Returns the `(last_at, cid)` a cursor of `encode_cursor` holds. Raises BadCursor for any
     other form (see CURSOR_PATTERN)."""
     if re.fullmatch(CURSOR_PATTERN, cursor) is None:
         raise BadCursor(f"{cursor[:40]!r} is not a cursor of chatrecord list; pass the next_cursor "
                         "a page returned, or none for the first page")
-    return int(cursor[1:])
+    at, cid = cursor[1:].split(".")
+    return int(at), str(UUID(cid))
+
+
+class ListNeedsRebuild(ChatrecordError):
+    """Raised by `list_conversations` on read models an earlier version made, which keep no
+    index of the conversations by last activity: `chatrecord rebuild` makes ones that do."""
 
 
 def summary(store: ConversationStore, key: str) -> ConversationSummary | None:
@@ -147,51 +160,48 @@ def summary(store: ConversationStore, key: str) -> ConversationSummary | None:
     )
 
 
-def list_conversations(store: ConversationStore, limit: int = 50, cursor: str | None = None,
+def list_conversations(models: ReadModels, limit: int = 50, cursor: str | None = None,
                        since: datetime | None = None) -> ConversationPage:
-    """Returns one page of the store's conversations, newest activity first: at most `limit`
-    (1–LIST_LIMIT_MAX) of them, after `cursor` (a `ConversationPage.cursor`; None: the first
-    page), only those whose last event is at or after `since` (aware datetime) if given.
+    """Returns one page of the store's conversations (`models.store`), newest activity first: at
+    most `limit` (1–LIST_LIMIT_MAX) of them, after `cursor` (a `ConversationPage.cursor`; None:
+    the first page), only those whose last event is at or after `since` (aware datetime) if given.
 
-    Activity is the order events were stored: the log is read backwards from the cursor's
-    position, `_SCAN` events at a time (index-backed reads of the notification log, on every
-    backend); a conversation is listed at its newest event (the one at its current version), so
-    a page never repeats a conversation of an earlier page and the cursor (that position) stays
-    valid while conversations grow (a conversation that grows moves to the front: it is listed
-    again on a fresh first page). Memory stays flat: one page of events, one page of summaries.
+    Activity is the time (`at`) of a conversation's last event, as its read-model head keeps it
+    (`Head.last_at`, indexed: `Backend.newest_heads`); ties go by the conversation's UUID. A page
+    is one index range read and a bounded read per conversation listed, whatever the store holds
+    and however its storage order and times disagree; `since` bounds the same range. Memory
+    stays flat: one page of summaries.
+
+    The cursor is the last conversation's `(last activity, UUID)`, so it stays valid while
+    conversations grow: the next page lists the conversations after it in that order as they
+    are then. A conversation that moves to the front meanwhile (a new event) is not on the later
+    pages (it is on a fresh first page); one that was on an earlier page is never listed again
+    on a later one, unless a line stamped earlier than its last one moved it back behind the
+    cursor. Erased conversations are listed (marked `erased`).
 
     Raises ValueError for a `limit` outside 1–LIST_LIMIT_MAX, BadCursor for a cursor no page
-    returned.
+    returned, ListNeedsRebuild on read models an earlier version made.
     """
     if not 1 <= limit <= LIST_LIMIT_MAX:
         raise ValueError(f"limit must be 1 to {LIST_LIMIT_MAX}, not {limit}")
-    newest = store.max_notification_id()
-    top = min(decode_cursor(cursor) - 1, newest) if cursor is not None else newest  # past the log's end: from its end
+    before = decode_cursor(cursor) if cursor is not None else None
+    after = micros(since) if since is not None else None
+    store, backend = models.store, models.backend
+    live = models.live_pointer()
+    with backend.transaction(write=False) as curs:
+        if not backend.has_activity(curs, live.generation):
+            raise ListNeedsRebuild("the read models were made by an earlier version of chatrecord and keep no "
+                                   "index of the conversations by last activity; run: chatrecord rebuild")
+        heads = backend.newest_heads(curs, live.generation, limit + 1, before, after)
     found: list[ConversationSummary] = []
-    versions: dict[UUID, int | None] = {}
-    while top >= 1 and len(found) < limit:
-        low = max(1, top - _SCAN + 1)
-        page = store.recorder.select_notifications(low, _SCAN, stop=top)
-        for notification in reversed(page):
-            top = notification.id - 1
-            originator = UUID(str(notification.originator_id))
-            if originator not in versions:
-                last = store.recorder.select_events(originator, desc=True, limit=1)
-                versions[originator] = last[0].originator_version if last else None
-            if versions[originator] != notification.originator_version:
-                continue  # not its newest event: it is listed (or was) at a later position
-            versions[originator] = None  # listed once
-            first = store.recorder.select_events(originator, limit=1)
-            name = store.mapper.to_domain_event(first[0]).conversation if first else None
-            item = summary(store, name) if isinstance(name, str) else None
-            if item is None or (since is not None and item.last_at < since):
-                continue
+    last: tuple[int, str] | None = None
+    for cid, at, name in heads[:limit]:
+        item = summary(store, name)
+        last = (at, cid)
+        if item is not None:
             found.append(item)
-            if len(found) == limit:
-                break
-        else:
-            top = low - 1
-    return ConversationPage(tuple(found), encode_cursor(top + 1) if top >= 1 and found else None)
+    more = len(heads) > limit and last is not None
+    return ConversationPage(tuple(found), encode_cursor(*last) if more and last is not None else None)
 
 
 # ---------------------------------------------------------------- export

@@ -108,7 +108,7 @@ class Lines:
         """Returns the refusal of a text for an erased conversation (raised as the store wrote the
         events `decide` returned) as the other refusals read: `source: line N, field:` and the
         conversation's id, not its UUID."""
-        line = next((line for line, span in zip(self.lines, self.versions)
+        line = next((line for line, span in zip(self.lines, self.versions, strict=True)
                      if span is not None and error.version is not None and span[0] <= error.version <= span[1]),
                     self.lines[0])
         field = error.path or "text"

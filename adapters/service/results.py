@@ -92,7 +92,13 @@ def turns_at(turns: Sequence[TurnInput], message: int | None) -> list[TurnInput]
 
 def no_turn(message: int, conversations: Sequence[tuple[str, Sequence[TurnInput]]]) -> TurnNotFound:
     """Returns the error for `--at message` when no conversation has a turn of it."""
-    numbers = sorted({t.message for _, turns in conversations for t in turns})
+    return no_turn_among(message, [t.message for _, turns in conversations for t in turns])
+
+
+def no_turn_among(message: int, started: Iterable[int]) -> TurnNotFound:
+    """Returns the error for `--at message` when none of the turns, which user messages
+    `started`, is of it."""
+    numbers = sorted(set(started))
     shown = ", ".join(map(str, numbers)) or "none"
     return TurnNotFound(f"--at {message}: no turn starts at user message {message}; turns start at messages {shown}")
 

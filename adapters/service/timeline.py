@@ -108,7 +108,7 @@ def _tail(store: ConversationStore, key: str, before: int | None, turns: int) ->
     upper = None if before is None else before - 1
     found, earliest = 0, None
     while upper is None or upper >= 1:
-        chunk: list[ConversationEvent] = list(store.events.get(uuid, lte=upper, desc=True, limit=CHUNK))  # type: ignore[arg-type]
+        chunk: list[ConversationEvent] = list(store.events.get(uuid, lte=upper, desc=True, limit=CHUNK))
         if not chunk:
             break
         for event in chunk:
@@ -125,7 +125,7 @@ def _tail(store: ConversationStore, key: str, before: int | None, turns: int) ->
             break
     if found <= turns:
         earliest = 1
-    return list(store.events.get(uuid, gt=(earliest or 1) - 1))  # type: ignore[arg-type]
+    return list(store.events.get(uuid, gt=(earliest or 1) - 1))
 
 
 def timeline_page(store: ConversationStore, key: str, name: str, rules: str, before: int | None = None,
@@ -194,8 +194,40 @@ def overview(events: Sequence[ConversationEvent], rules: str) -> list[OverviewPo
     """Returns the overview points of a conversation's whole log under `rules`: one per audit
     row that a person looks for on a picture (messages, segments, decisions, cards left
     undecided, edits, cuts, erasure)."""
+    return overview_points(audit.audit(events, rules))
+
+
+@dataclass
+class KeptOverview:
+    """A conversation's overview as this process keeps it between requests: the audit fold at
+    `version` (`state`), its points, and what was drawn of them (`drawn`, by renderer), so a
+    request for an unchanged conversation draws nothing and one after new events folds those
+    events only (`extend`)."""
+
+    version: int
+    state: audit.AuditState
+    points: list[OverviewPoint]
+    drawn: dict[Any, str] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, events: Sequence[ConversationEvent], rules: str) -> KeptOverview:
+        """Returns the overview of a conversation's whole log (one fold)."""
+        return cls(0, audit.initial(), []).extend(events, rules)
+
+    def extend(self, events: Sequence[ConversationEvent], rules: str) -> KeptOverview:
+        """Returns the overview after `events` (the ones after `version`, in order): folds only
+        them; the points are read again from the fold's rows (an edit marks earlier rows cut)."""
+        rule_set, state = resolve(rules), self.state
+        for event in events:
+            state = audit.apply(state, event, rule_set)
+        version = events[-1].originator_version if events else self.version
+        return KeptOverview(version, state, overview_points(state.rows))
+
+
+def overview_points(rows: Sequence[audit.AuditRow]) -> list[OverviewPoint]:
+    """Returns the overview points of audit rows (see `overview`)."""
     points: list[OverviewPoint] = []
-    for row in audit.audit(events, rules):
+    for row in rows:
         f = row.facts
         if row.kind == "segment":
             failed = any(c["reading"] == "failed" for c in f["calls"])

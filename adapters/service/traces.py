@@ -5,10 +5,23 @@ mapped by `adapters.traces.spans`, written as OTLP/JSON or sent over OTLP/HTTP
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Protocol
 
-from adapters.api import Chatrecord
+from adapters.store.application import ConversationStore
 from adapters.traces import otlp
 from adapters.traces.spans import Span, conversation_spans
+from domain.events import ConversationEvent
+
+
+class Chatrecord(Protocol):
+    """What the traces read of a store with its read models (`adapters.api.Chatrecord`, which
+    calls the service layer, not the other way round)."""
+
+    store: ConversationStore
+
+    def events(self, conversation: str) -> list[ConversationEvent]: ...
+
+    def active_rules(self) -> str: ...
 
 
 def spans_of(chatrecord: Chatrecord, conversation: str, rules: str | None = None, with_texts: bool = False) -> list[Span]:

@@ -9,10 +9,10 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Protocol, cast
 from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError, Application, LRUCache, ProcessingEvent
@@ -22,9 +22,9 @@ from eventsourcing.utils import get_topic
 from adapters.backends import backend_of
 from adapters.store.chain import ChainBroken, ChainedRecorder
 from adapters.store.crypto import refuse_texts
-from adapters.store.history import AssumptionFailed, HistoryTables
+from adapters.store.history import AssumptionFailed, HistoryTables, KnownRecords
 from adapters.store.keys import DataKeys
-from adapters.store.serialization import SERIALIZATION_ENV, originator_uuid
+from adapters.store.serialization import SERIALIZATION_ENV, PydanticMapper, originator_uuid
 from domain.conversation import (
     Conversation,
     ConversationSnapshot,
@@ -140,12 +140,17 @@ class KnownCounts:
             self._kept.get(key, evict=True)
 
 
-class ConversationLog(EventStore):
+class ConversationLog(EventStore[UUID]):
     """The library's event store, callable for one conversation's full log.
 
     `Application.events` is the event store attribute the library itself uses, so the
     store's `events(conversation)` query is this call rather than a method that would hide it.
     """
+
+    def get(self, originator_id: UUID, *, gt: int | None = None, lte: int | None = None, desc: bool = False,
+            limit: int | None = None) -> Iterator[ConversationEvent]:
+        """The library's `EventStore.get`, typed: the store's mapper reads its own event classes."""
+        return cast("Iterator[ConversationEvent]", super().get(originator_id, gt=gt, lte=lte, desc=desc, limit=limit))
 
     def __call__(self, conversation: str, up_to_version: int | None = None) -> list[ConversationEvent]:
         """Returns the events of `conversation` in order, up to `up_to_version` if given;
@@ -175,6 +180,7 @@ class ConversationStore(Application[UUID]):
     is_snapshotting_enabled = True
     snapshot_class = ConversationSnapshot
     events: ConversationLog
+    mapper: PydanticMapper  # SERIALIZATION_ENV's MAPPER_TOPIC
     on_saved: Callable[[UUID, Sequence[ConversationEvent]], object] | None = None
     """Called with a conversation's id and the events just saved, where the recorder cannot
     write in the events' transaction (set by ReadModels)."""
@@ -204,6 +210,9 @@ class ConversationStore(Application[UUID]):
                 self.close()  # the refused store's connections
                 raise
         self.history: HistoryTables = backend_of(self.factory).history_tables(self)
+        self._records = KnownRecords()
+        """Per conversation, the newest segment records as this process's last append left the
+        index (`AssumedHistory.known`)."""
         self._known = KnownCounts()
         """Per conversation, (version, card outcomes) of the index after this process's last
         append, for deciding the next command without reading the index (`_assume`)."""
@@ -250,6 +259,10 @@ class ConversationStore(Application[UUID]):
         while attempt < tries:
             attempt += 1
             assumed = self._assume(command, cid) if inline and self.history.checks_assumptions else None
+            state: Conversation | None
+            events: tuple[ConversationEvent, ...]
+            first: tuple[ConversationEvent, ...]
+            outcomes: int | None
             if assumed is not None:  # decided without reading the index; the append checks it
                 state, events, first, outcomes = *assumed[:2], (), assumed[2].count
             else:
@@ -260,10 +273,10 @@ class ConversationStore(Application[UUID]):
                 refuse_texts(events)  # as the log says, whatever key this process still keeps
             added: list[int | None] = []
 
-            def index(cursor: object, state: Conversation | None = state, events: tuple = events,
-                      assumed: tuple | None = assumed) -> None:
-                added.append(self.history.write(cid, state, events, curs=cursor, follows=True,
-                                                assumed=assumed[2] if assumed is not None else None))
+            def index(cursor: object, state: Conversation | None = state, events: tuple[ConversationEvent, ...] = events,
+                      assumed: AssumedHistory | None = assumed[2] if assumed is not None else None,
+                      added: list[int | None] = added) -> None:
+                added.append(self.history.write(cid, state, events, curs=cursor, follows=True, assumed=assumed))
                 if self.inline_views is not None:
                     if self.inline_begun is not None:
                         self.inline_begun()
@@ -298,6 +311,7 @@ class ConversationStore(Application[UUID]):
             self._cache(after)
             if after is not None and outcomes is not None and added and added[-1] is not None:
                 self._known.put(cid, (after.version, outcomes + added[-1]))
+                self._records.appended(cid, state, events)
             self._snapshot_if_due(state, after)
             position = recordings[-1].notification.id if recordings else None
             return HandleResult(command.conversation, events, events, after, position, attempt)
@@ -378,8 +392,10 @@ class ConversationStore(Application[UUID]):
                 position = recording.notification.id if recording is not None else None
             after = project_conversation(state, events)
             self._cache(after)
-            if after is not None and outcomes is not None and added.get(cid) is not None:
-                self._known.put(cid, (after.version, outcomes + added[cid]))  # type: ignore[operator]
+            self._records.evict(cid)
+            count = added.get(cid)
+            if after is not None and outcomes is not None and count is not None:
+                self._known.put(cid, (after.version, outcomes + count))
             self._snapshot_if_due(state, after)
             results.append(HandleResult(command.conversation, events, events, after, position, 1))
         return results
@@ -397,7 +413,7 @@ class ConversationStore(Application[UUID]):
         if cache is None or known is None:
             return None
         try:
-            state = cache.get(cid)
+            state = cast("Conversation | None", cache.get(cid))  # the store's cache holds Conversations
         except KeyError:
             return None
         if state is None or state.version != known[0]:
@@ -406,7 +422,9 @@ class ConversationStore(Application[UUID]):
         tip = heads.get(cid) if heads is not None else None
         if tip is None or tip[0] != state.version:
             return None  # the hash of the last event names the history the writer means
-        history = AssumedHistory(known[0], known[1], getattr(command, "new_segments", ()), tip=tip[1])
+        records, messages = self._records.at(cid, known[0])
+        history = AssumedHistory(known[0], known[1], getattr(command, "new_segments", ()), tip=tip[1],
+                                 known=records, known_messages=messages)
         try:
             events = tuple(command.decide(state, history))
         except (NotKnown, ChatrecordError):
@@ -460,7 +478,7 @@ class ConversationStore(Application[UUID]):
                 return None, False
         if indexed and cache is not None:
             try:
-                cached = cache.get(cid)
+                cached = cast("Conversation | None", cache.get(cid))  # the store's cache holds Conversations
             except KeyError:
                 return None, False
             if cached is not None and cached.version == indexed:
@@ -474,6 +492,7 @@ class ConversationStore(Application[UUID]):
         database restored or failed over under a running process), so nothing kept is trusted
         by its version alone."""
         self._known.evict(cid)
+        self._records.evict(cid)
         heads = getattr(self.recorder, "chain_heads", None)
         if heads is not None:
             heads.forget(cid)

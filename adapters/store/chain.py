@@ -26,10 +26,9 @@ before the chain existed is chained only by the explicit, logged upgrade
 
 from __future__ import annotations
 
-from contextlib import suppress
-
 import hashlib
 from collections.abc import Sequence
+from contextlib import suppress
 from typing import Any
 from uuid import UUID
 
@@ -187,7 +186,7 @@ class ChainedRecorder:
 
     def _chain_writing(self) -> Any:
         """A context manager yielding a cursor of one write transaction (the upgrade's)."""
-        return self.datastore.transaction(commit=True)  # type: ignore[attr-defined]
+        return self.datastore.transaction(commit=True)  # type: ignore[attr-defined]  # the recorder it mixes into has one
 
     def _backfill(self, cursor: Any, key: UUID, upto: int) -> bytes:
         """Returns the hash of version `upto`, computing and storing the missing hashes of the

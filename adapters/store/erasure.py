@@ -16,7 +16,7 @@ The events and their hash chain are not touched, so `verify` still passes.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from adapters.store.application import ConversationStore
 from adapters.store.keys import DataKeys
@@ -36,7 +36,7 @@ class EraseTexts:
     """The command that records a conversation's erasure at `at` (ConversationStore.handle)."""
 
     conversation: str
-    at: datetime = field(default_factory=lambda: datetime.now(timezone.utc))
+    at: datetime = field(default_factory=lambda: datetime.now(UTC))
     digest: str = ERASURE_SOURCE
 
     def decide(self, state: Conversation | None, history: History) -> list[ConversationEvent]:
@@ -81,13 +81,13 @@ def erase(store: ConversationStore, conversation: str, models: ReadModels | None
     except UnreadableEvent:
         # a log whose sealed texts were changed or swapped reads once its key is gone (every text
         # reads as erased): delete it first, then record the erasure; else erase what can be erased
-        keys.erase(conversation_uuid(conversation), datetime.now(timezone.utc))
+        keys.erase(conversation_uuid(conversation), datetime.now(UTC))
         try:
             result = store.handle(EraseTexts(conversation))
         except UnreadableEvent as unreadable:
             return _erase_unreadable(store, conversation, models, keys, unreadable)
     event = result.events[0] if result.events else None
-    at = event.timestamp if event is not None else datetime.now(timezone.utc)
+    at = event.timestamp if event is not None else datetime.now(UTC)
     keys.erase(conversation_uuid(conversation), at)
     rewrote = (models or ReadModels(store)).erase(conversation)
     keys.scrub()
@@ -103,7 +103,7 @@ def _erase_unreadable(store: ConversationStore, conversation: str, models: ReadM
     rows are dropped (`ReadModels.erase` folds no further than the log reads). Its key was
     deleted already (`erase`)."""
     cid = conversation_uuid(conversation)
-    at = keys.erased_at(cid) or datetime.now(timezone.utc)
+    at = keys.erased_at(cid) or datetime.now(UTC)
     rewrote = (models or ReadModels(store)).erase(conversation)
     keys.scrub()
     version = max((e.originator_version for e in store.recorder.select_events(cid)), default=0)

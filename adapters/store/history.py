@@ -18,14 +18,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar, cast
 from uuid import UUID
 
+from eventsourcing.application import LRUCache
+
 from domain.events import ConversationEvent
-from domain.history import AssumedHistory, LayeredHistory, MemoryHistory, SegmentRecord, index_event
+from domain.history import AssumedHistory, LayeredHistory, MemoryHistory, NotKnown, SegmentRecord, index_event
 from domain.state import evolve
 
 Execute = Callable[[str, tuple[Any, ...]], Any]
+
+T = TypeVar("T")
 
 KEYS_AT_ONCE = 500
 """The most keys one lookup statement of `SQLHistory.prefetch_keys` asks for."""
@@ -71,13 +75,13 @@ class SQLHistory:
     def _x(self, sql: str, *args: Any) -> Any:
         return self._run(sql.replace("?", self.p), (self.cid, *args))
 
-    def _once(self, key: tuple[Any, ...], read: Callable[[], Any]) -> Any:
+    def _once(self, key: tuple[Any, ...], read: Callable[[], T]) -> T:
         """Returns `read()`, asked once per key when this index only reads (one command's lookups)."""
         if self._memo is None:
             return read()
         if key not in self._memo:
             self._memo[key] = read()
-        return self._memo[key]
+        return cast(T, self._memo[key])  # the value `read` gave for this key
 
     def _index_row(self) -> tuple[int, int]:
         def read() -> tuple[int, int]:
@@ -269,6 +273,116 @@ class HeldIndex(LayeredHistory):
         self.version = version
 
 
+class AssumedBase:
+    """An index read through `base` whose lookups of the segments `assumed` knows
+    (`AssumedHistory.known_segment`) are answered from it, noted for the append's check: an
+    append decided on assumptions writes its index without reading those records again."""
+
+    def __init__(self, base: Any, assumed: AssumedHistory) -> None:
+        self.base, self.assumed = base, assumed
+
+    def segment(self, segment: str) -> SegmentRecord | None:
+        record = self.assumed.known_segment(segment)
+        return record if record is not None else self.base.segment(segment)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.base, name)
+
+
+class _KnownIndex:
+    """The index as `KnownRecords` follows it: the known records, the rest unknown."""
+
+    def __init__(self, records: dict[str, SegmentRecord], messages: dict[int, bool]) -> None:
+        self.records, self.messages = records, messages
+
+    def segment(self, segment: str) -> SegmentRecord | None:
+        return self.records.get(segment)  # an unknown one is left unknown: nothing is put for it
+
+    def put_segment(self, record: SegmentRecord) -> None:
+        self.records[record.segment] = record
+
+    def segments_from(self, message: int) -> list[SegmentRecord]:
+        raise NotKnown(f"the segments from message {message}")
+
+    def messages_after(self, number: int) -> list[int]:
+        raise NotKnown(f"the messages after {number}")
+
+    def put_message(self, number: int, live: bool) -> None:
+        self.messages[number] = live
+
+    def put_source(self, digest: str, version: int) -> None:
+        pass
+
+    def add_outcomes(self, count: int) -> None:
+        pass
+
+    # the rest of the index's reads: not followed here, so unknown (the fold never asks them)
+
+    def run_cut(self, run: str) -> bool:
+        raise NotKnown(f"whether run {run} is cut")
+
+    def message_live(self, number: int) -> bool:
+        if number in self.messages:
+            return self.messages[number]
+        raise NotKnown(f"whether message {number} is live")
+
+    def outcomes(self) -> int:
+        raise NotKnown("the card outcome count")
+
+    def source(self, digest: str) -> tuple[int, int] | None:
+        raise NotKnown(f"the line {digest}")
+
+
+class KnownRecords:
+    """Per conversation, the records of its newest segments and whether each of its newest user
+    messages is live (at most `KEPT` of each) as this process's appends left the history index,
+    with the version they stand at: what `AssumedHistory.known`
+    answers from, so that a card decision, an answer or a continuation, which look up an
+    earlier segment's record, decide without reading the index (the append checks each record
+    it took). A record is kept only as the process computed it from the events it appended
+    onto a known one (`index_event` on the known records): exactly the index's row, or not at
+    all; an event that needs more of the index (an edit's cut) forgets the conversation."""
+
+    KEPT = 16
+
+    def __init__(self, size: int = 4096) -> None:
+        self._kept: LRUCache[UUID, tuple[int, dict[str, SegmentRecord], dict[int, bool]]] = LRUCache(maxsize=size)
+
+    def at(self, cid: UUID, version: int) -> tuple[dict[str, SegmentRecord], dict[int, bool]]:
+        """Returns the kept records of `cid` at `version`, and whether each of its newest user
+        messages is live (both empty when none are kept at that version)."""
+        try:
+            kept = self._kept.get(cid)
+        except KeyError:
+            return {}, {}
+        return (kept[1], kept[2]) if kept[0] == version else ({}, {})
+
+    def appended(self, cid: UUID, state: Any, events: Iterable[ConversationEvent]) -> None:
+        """Follows `events`, just appended onto `state` (the aggregate's state before them)."""
+        events = list(events)
+        if not events:
+            return
+        records, messages = self.at(cid, state.version if state is not None else 0)
+        index = _KnownIndex(dict(records), dict(messages))
+        try:
+            for event in events:
+                index_event(index, state, event)
+                state = evolve(event, state)
+        except NotKnown:
+            self.evict(cid)
+            return
+        newest = sorted(index.records.values(), key=lambda r: r.version)[-self.KEPT:]
+        numbers = sorted(index.messages)[-self.KEPT:]
+        self._kept.put(cid, (events[-1].originator_version, {r.segment: r for r in newest},
+                             {n: index.messages[n] for n in numbers}))
+
+    def evict(self, cid: UUID) -> None:
+        try:
+            self._kept.get(cid, evict=True)
+        except KeyError:
+            pass
+
+
 class _Fetched:
     """The rows of one statement, fetched inside its own read transaction."""
 
@@ -282,7 +396,7 @@ class _Fetched:
         return self.rows
 
 
-class AssumptionFailed(Exception):  # noqa: N818 - not an error of the caller's: the command is decided again
+class AssumptionFailed(Exception):  # not an error of the caller's: the command is decided again
     """Raised by the append when the index no longer stands as an `AssumedHistory` assumed
     (another writer appended, the line or segment was recorded before, the run was cut):
     nothing was stored, and the command is decided again from the index."""

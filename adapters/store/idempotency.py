@@ -13,12 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from hashlib import sha256
-from typing import TYPE_CHECKING, Any
-
-from adapters.backends import backend_of
-
-if TYPE_CHECKING:
-    from adapters.store.application import ConversationStore
+from typing import Any
 
 TABLE = "chatrecord_idempotency"
 MAX_KEY = 255
@@ -80,9 +75,3 @@ class SQLKeys(IdempotencyKeys):
 
 
 COLUMNS = "(key TEXT PRIMARY KEY, body_hash TEXT NOT NULL, status INTEGER NOT NULL, response TEXT NOT NULL)"
-
-
-def keys_for(store: ConversationStore) -> IdempotencyKeys:
-    """Returns the kept keys in the store's own database, making the table if it is missing
-    (each backend's store factory hands out its own, `adapters.backends`)."""
-    return backend_of(store.factory).idempotency_keys(store)

@@ -28,7 +28,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
@@ -167,7 +167,7 @@ class DataKeys:
     def erase(self, originator_id: UUID, at: datetime | None = None) -> None:
         """Deletes the conversation's key and records `at` (default now) as its erasure time;
         an erased key stays erased at its first time (idempotent)."""
-        self._erase(originator_id, at or datetime.now(timezone.utc))
+        self._erase(originator_id, at or datetime.now(UTC))
         self._cache.pop(originator_id, None)
 
     def scrub(self) -> None:

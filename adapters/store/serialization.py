@@ -90,7 +90,7 @@ class PydanticMapper(Mapper[UUID]):
         """
         try:
             cls = resolve_topic(stored_event.topic)
-        except Exception as e:  # noqa: BLE001 - the library's TopicError, or an import's
+        except Exception as e:  # the library's TopicError, or an import's
             raise unreadable(stored_event, "no event class of this name") from e
         stored_state = stored_event.state
         try:

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from itertools import groupby
 from pathlib import Path
 from typing import Any, cast
@@ -66,6 +67,14 @@ class Verdict:
     hash: bytes | None = None
     problem: str | None = None
     detail: str | None = None
+    kept: int | None = None
+    """None: every hash of the chain was recomputed for this verdict. Else the version up to
+    which an earlier verdict of this process recomputed every hash (`verify_after`): this one
+    found that version's event and recorded hash still there and unchanged, and recomputed every
+    hash after it. What it cannot see is an event at or before `kept` whose stored bytes were
+    changed since without touching any recorded hash (`chatrecord verify` recomputes all)."""
+    kept_at: datetime | None = None
+    """When the earlier verdict that recomputed every hash up to `kept` was made (UTC)."""
 
     @property
     def ok(self) -> bool:
@@ -91,8 +100,8 @@ Item = tuple[UUID, int, Stored | None, bytes | None]
 NameOf = Callable[[Stored], str]
 
 
-def _pages(fetch: Callable[[tuple[UUID, int] | None, UUID | None], list[Any]], only: UUID | None) -> Iterator[Any]:
-    after = None
+def _pages(fetch: Callable[[tuple[UUID, int] | None, UUID | None], list[Any]], only: UUID | None,
+           after: tuple[UUID, int] | None = None) -> Iterator[Any]:
     while True:
         page = fetch(after, only)
         yield from page
@@ -101,22 +110,22 @@ def _pages(fetch: Callable[[tuple[UUID, int] | None, UUID | None], list[Any]], o
         after = (page[-1][0], page[-1][1])
 
 
-def merged(recorder: ChainedRecorder, only: UUID | None = None) -> Iterator[Item]:
-    """Yields (originator id, version, stored event or None, hash or None) in key order."""
-    events: Iterator[Stored] = _pages(recorder.chain_events, only)
-    links: Iterator[Link] = _pages(recorder.chain_links, only)
+def merged(recorder: ChainedRecorder, only: UUID | None = None, after: tuple[UUID, int] | None = None) -> Iterator[Item]:
+    """Yields (originator id, version, stored event or None, hash or None) in key order, from
+    the key after `after` if given."""
+    events: Iterator[Stored] = _pages(recorder.chain_events, only, after)
+    links: Iterator[Link] = _pages(recorder.chain_links, only, after)
     event, chained = next(events, None), next(links, None)
     while event is not None or chained is not None:
-        event_key = (event[0], event[1]) if event else None
-        link_key = (chained[0], chained[1]) if chained else None
-        if link_key is None or (event_key is not None and event_key < link_key):
-            yield (*event_key, event, None)  # type: ignore[misc]
+        if chained is None or (event is not None and (event[0], event[1]) < (chained[0], chained[1])):
+            assert event is not None  # one of the two is left
+            yield (event[0], event[1], event, None)
             event = next(events, None)
-        elif event_key is None or link_key < event_key:
-            yield (*link_key, None, chained[2])  # type: ignore[index]
+        elif event is None or (chained[0], chained[1]) < (event[0], event[1]):
+            yield (chained[0], chained[1], None, chained[2])
             chained = next(links, None)
         else:
-            yield (*event_key, event, chained[2])  # type: ignore[index]
+            yield (event[0], event[1], event, chained[2])
             event, chained = next(events, None), next(links, None)
 
 
@@ -135,12 +144,52 @@ def verify(recorder: ChainedRecorder, name_of: NameOf, only: UUID | None = None,
                           detail=f"the heads file records version {head.version}; the store holds no event of it")
 
 
-def _check(key: UUID, items: Iterable[Item], name_of: NameOf, head: KeptHead | None) -> Verdict:
+def verify_after(recorder: ChainedRecorder, kept: Verdict, now: datetime | None = None) -> Verdict:
+    """Returns the verdict of `kept`'s conversation from an earlier verdict `kept` that
+    recomputed every hash (ok, with its head): that the event and recorded hash at `kept.version`
+    are still there and the hash is the one verified (else `rewritten`, `deleted` or `cut_off`),
+    and every link after it recomputed (`_check`). Reads the events after the kept head only, so
+    it costs what was appended since, not the conversation's length; the verdict says what it
+    did not recompute (`Verdict.kept`, `kept_at`: `kept`'s own, or `now` when `kept` recomputed all)."""
+    assert kept.ok and kept.hash is not None
+    since = kept.kept if kept.kept is not None else kept.version
+    at = kept.kept_at if kept.kept is not None else (now or datetime.now(UTC))
+    stream = merged(recorder, kept.originator_id, (kept.originator_id, kept.version - 1))
+    first = next(stream, None)
+    key, name, version = kept.originator_id, kept.conversation, kept.version
+    if first is None or first[0] != key:
+        return Verdict(name, key, version, 0, problem="cut_off",
+                       detail=f"version {version}, verified earlier, is no longer stored: the newest events were removed")
+    if first[1] != version:
+        return Verdict(name, key, version, 0, problem="deleted",
+                       detail=f"version {version}, verified earlier, is missing: neither its event nor its hash is stored")
+    if first[2] is None:
+        return Verdict(name, key, version, 0, problem="deleted",
+                       detail="the event was deleted: its hash is recorded, the event is not")
+    if first[3] != kept.hash:
+        return Verdict(name, key, version, 0, problem="rewritten",
+                       detail="the hash differs from the one verified earlier: the log up to here was rewritten "
+                              "and its chain recomputed")
+    tail = (item for item in stream if item[0] == key)
+    found = _check(key, tail, name_of=lambda _: name, head=None, start=(name, kept.hash, version + 1, kept.events))
+    return replace(found, kept=since, kept_at=at)
+
+
+def _check(key: UUID, items: Iterable[Item], name_of: NameOf, head: KeptHead | None,
+           start: tuple[str, bytes, int, int] | None = None) -> Verdict:
+    """Returns the verdict of one conversation's items, from GENESIS at version 1, or from
+    `start` (its name, the hash at the version before `expected`, `expected`, and the events
+    counted up to there)."""
     stream = iter(items)
-    current: Item | None = next(stream)
-    assert current is not None
-    name = _name(current, name_of, head)
-    running, expected, count = GENESIS, 1, 0
+    current: Item | None = next(stream, None)
+    if start is not None:
+        name, running, expected, count = start
+        if current is None:
+            return Verdict(name, key, expected - 1, count, hash=running)
+    else:
+        assert current is not None
+        name = _name(current, name_of, head)
+        running, expected, count = GENESIS, 1, 0
 
     def broken(version: int, problem: str, detail: str) -> Verdict:
         for _ in stream:  # the rest of this conversation is not checked
@@ -200,7 +249,7 @@ def _name(item: Item, name_of: NameOf, head: KeptHead | None) -> str:
     if item[1] == 1 and item[2] is not None:
         try:
             return name_of(item[2])
-        except Exception:  # a changed first event: the verdict says so, the id names it
+        except Exception:  # noqa: BLE001 - a changed first event fails in any way: the verdict says so, the id names it
             pass
     return head.conversation if head else str(item[0])
 

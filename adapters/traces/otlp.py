@@ -16,7 +16,7 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
-from adapters.cli.habits import version
+from adapters import version
 from adapters.traces.spans import Span
 from domain.errors import ChatrecordError
 
@@ -99,4 +99,4 @@ def push(spans: Sequence[Span], endpoint: str, timeout: float = 10.0) -> None:
     try:
         export(spans, exporter, url)
     finally:
-        exporter.shutdown()  # type: ignore[no-untyped-call]
+        exporter.shutdown()  # type: ignore[no-untyped-call]  # the SDK's shutdown is unannotated

@@ -55,7 +55,7 @@ from domain.events import (
     UserMessagePosted,
 )
 from projections.rules import RuleSet, resolve
-from projections.steps import LastDecision, decision_after, decision_kind, read_segment
+from projections.steps import DecisionKind, LastDecision, decision_after, decision_kind, read_segment
 
 AttributeValue = str | bool | int | float | tuple[str, ...]
 
@@ -178,9 +178,9 @@ def conversation_spans(conversation: str, events: Iterable[ConversationEvent], r
     return spans
 
 
-def _segment(conversation: str, trace_id: int, event: SegmentReturned, follows: str | None, rules: RuleSet,
+def _segment(conversation: str, trace_id: int, event: SegmentReturned, follows: DecisionKind | None, rules: RuleSet,
              texts: dict[int, str] | None) -> _Building:
-    reading = read_segment(event.steps, event.trigger, follows, rules, outcome=event.outcome)  # type: ignore[arg-type]
+    reading = read_segment(event.steps, event.trigger, follows, rules, outcome=event.outcome)
     end_ns = _ns(event.timestamp)
     start_ns = end_ns - sum(int(step.duration_ms * 1_000_000) for step in event.steps)
     span_id = span_id_of(conversation, event.segment)

@@ -9,7 +9,7 @@ it was switched away from.
 
 `Backend` is what the read models need of a database and `SQLBackend` its SQL part; each
 backend's module (`adapters.backends`) has its own (`SQLiteBackend`, `PostgresBackend`,
-`MemoryBackend`), which its store factory hands out (`backend_for`).
+`MemoryBackend`), which its store factory hands out (`adapters.backends.backend_for`).
 """
 
 from __future__ import annotations
@@ -24,13 +24,15 @@ from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
-from adapters.backends import backend_of
+import orjson
+
 from adapters.store.crypto import ViewTexts
 from adapters.views.rows import (
     TABLES,
     BufferedRows,
     ReadMoved,
     SQLRows,
+    activity_index,
     create_statements,
     table_names,
 )
@@ -274,9 +276,28 @@ class Backend:
         """Returns the version of the conversation's newest stored event, 0 if none."""
         raise NotImplementedError
 
+    def has_activity(self, curs: Any, generation: int) -> bool:
+        """Returns whether `generation`'s heads can be listed by last activity (`newest_heads`):
+        its index by a head's `last_at` exists (a generation an earlier version made has none
+        until `chatrecord rebuild` makes a new one)."""
+        return True
+
+    def newest_heads(self, curs: Any, generation: int, limit: int, before: tuple[int, str] | None = None,
+                     since: int | None = None) -> list[tuple[str, int, str]]:
+        """Returns at most `limit` heads of `generation` as `(cid, last_at, conversation)`, newest last
+        activity first (then by `cid`, descending): only those before `before` (a `(last_at,
+        cid)` of an earlier page) in that order, and with `last_at` >= `since`, if given (times
+        in microseconds since the epoch, `projections.rows.Head.last_at`). A head without
+        `last_at` is not listed. One index range read: it costs the page, not the store."""
+        raise NotImplementedError
+
     def old_tables(self, curs: Any) -> tuple[str | None, list[str]]:
         """Returns the rule set of the previous version's views and their tables, if any."""
         return None, []
+
+    def drop_table(self, curs: Any, name: str) -> None:
+        """Drops one of `old_tables`."""
+        raise NotImplementedError
 
 
 class SQLBackend(Backend):
@@ -287,6 +308,9 @@ class SQLBackend(Backend):
     schema = ""
     heads_storage = ""
     """What follows the heads table's columns in its CREATE statement (`create_statements`)."""
+    activity = "json_extract(body, '$.last_at')"
+    """The expression of a head row's last activity (its body's `last_at`), which the heads'
+    index by activity is made on and `newest_heads` orders by (the same text, so the index is used)."""
     buffered_rows: type[BufferedRows] = BufferedRows
     """The rows `rows(..., buffered=True)` returns (a backend may send their writes its own way)."""
 
@@ -346,8 +370,28 @@ class SQLBackend(Backend):
                       "next = excluded.next", (pointer.generation, pointer.rules, pointer.next))
 
     def create(self, curs: Any, generation: int) -> None:
-        for statement in create_statements(generation, self.schema, self.heads_storage):
+        for statement in create_statements(generation, self.schema, self.heads_storage, self.activity):
             self._x(curs, statement)
+
+    def has_activity(self, curs: Any, generation: int) -> bool:
+        return self._index_exists(curs, activity_index(generation))
+
+    def _index_exists(self, curs: Any, name: str) -> bool:
+        return self._exists(curs, name)
+
+    def newest_heads(self, curs: Any, generation: int, limit: int, before: tuple[int, str] | None = None,
+                     since: int | None = None) -> list[tuple[str, int, str]]:
+        e, heads = self.activity, table_names(generation, self.schema)["heads"]
+        where, params = [f"{e} IS NOT NULL"], []
+        if before is not None:  # a range on the index's first column, then the cids of that time
+            where.append(f"{e} <= ? AND ({e} < ? OR cid < ?)")
+            params += [before[0], before[0], before[1]]
+        if since is not None:
+            where.append(f"{e} >= ?")
+            params.append(since)
+        rows = self._x(curs, f"SELECT cid, {e} AS at, body FROM {heads} WHERE {' AND '.join(where)} "
+                             f"ORDER BY {e} DESC, cid DESC LIMIT ?", (*params, limit)).fetchall()
+        return [(str(r["cid"]), int(r["at"]), orjson.loads(r["body"])["conversation"]) for r in rows]
 
     def drop(self, curs: Any, generation: int) -> None:
         for table in table_names(generation, self.schema).values():
@@ -391,17 +435,8 @@ class SQLBackend(Backend):
         return name in self._tables(curs)
 
 
-def backend_for(store: Any) -> Backend:
-    """Returns the backend of a ConversationStore's database, as its store factory hands it
-    out (`adapters.backends`)."""
-    backend = backend_of(store.factory).views_backend(store)
-    keys = getattr(store.mapper, "keys", None)
-    backend.texts = ViewTexts(keys) if keys is not None else None
-    return backend
-
-
-class NeedsSnapshot(Exception):  # noqa: N818 - a signal to the reader, never seen outside ReadModels
+class NeedsSnapshot(Exception):  # a signal to the reader, never seen outside ReadModels
     """Raised by a cursor of `Backend.reading(snapshot=False)` at its second statement."""
 
 
-__all__ = ["TABLES", "Backend", "NeedsSnapshot", "Pointer", "QueuedStatements", "ReadMoved", "backend_for"]
+__all__ = ["TABLES", "Backend", "NeedsSnapshot", "Pointer", "QueuedStatements", "ReadMoved"]

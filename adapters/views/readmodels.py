@@ -28,17 +28,18 @@ import warnings
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 from uuid import UUID
 
 from eventsourcing.application import LRUCache
 
+from adapters.backends import backend_for
 from adapters.processes import end_with
 from adapters.store.application import ConversationStore
 from adapters.store.serialization import UnreadableEvent, originator_uuid
-from adapters.views.backends import Backend, NeedsSnapshot, Pointer, ReadMoved, backend_for
+from adapters.views.backends import Backend, NeedsSnapshot, Pointer, ReadMoved, SQLBackend
 from adapters.views.rendered import KeptMessages, KnownBlocks, RenderedNotes, known_conversations
-from adapters.views.rows import PrefetchedRows, table_names
+from adapters.views.rows import PrefetchedRows, RecentRows, table_names
 from domain.errors import ChatrecordError, UnknownConversation, shown_id
 from domain.events import ConversationEvent, conversation_uuid
 from projections import turn
@@ -53,6 +54,9 @@ from projections.turn import NoTurnYet, TurnInput, TurnState
 from projections.turn_notes import TurnNotes, turn_notes
 
 log = logging.getLogger("chatrecord")
+T = TypeVar("T")
+K = TypeVar("K")
+V = TypeVar("V")
 Progress = Callable[[int, int], None]
 RecordChange = tuple[str, dict[str, Any] | None, dict[str, Any] | None]
 
@@ -177,16 +181,22 @@ class HeadCache:
 
     def __init__(self, size: int = 4096) -> None:
         self.size = size
-        self._kept: LRUCache[UUID, Head] = LRUCache(maxsize=size)
+        self._kept: LRUCache[UUID, tuple[Head, RecentRows | None]] = LRUCache(maxsize=size)
 
     def get(self, cid: UUID, version: int) -> Head | None:
         """Returns the kept head of `cid` when it is at `version`, else None."""
-        head = _kept(self._kept, cid)
-        return head if head is not None and head.version == version else None
+        kept = _kept(self._kept, cid)
+        return kept[0] if kept is not None and kept[0].version == version else None
 
-    def put(self, cid: UUID, head: Head) -> None:
-        """Keeps `head` (written by a committed transaction)."""
-        self._kept.put(cid, head)
+    def rows(self, cid: UUID, head: Head) -> RecentRows | None:
+        """Returns the rows kept with `head` (`RecentRows`, as the transaction that wrote that
+        head left them), None when none are kept with it."""
+        kept = _kept(self._kept, cid)
+        return kept[1] if kept is not None and kept[0] is head else None
+
+    def put(self, cid: UUID, head: Head, rows: RecentRows | None = None) -> None:
+        """Keeps `head` (written by a committed transaction), with the newest rows it wrote."""
+        self._kept.put(cid, (head, rows))
 
     def forget(self, cid: UUID) -> None:
         """Forgets the kept head of `cid` (the store no longer trusts what it kept of it)."""
@@ -206,7 +216,7 @@ def notes_cache(size: int = 1024) -> LRUCache[tuple[Any, ...], TurnNotes]:
     return LRUCache(maxsize=size)
 
 
-def _kept(cache: LRUCache[Any, Any], key: Any) -> Any:
+def _kept(cache: LRUCache[K, V], key: K) -> V | None:
     """Returns what `cache` keeps under `key`, None if nothing."""
     try:
         return cache.get(key)
@@ -266,7 +276,7 @@ class ReadModels:
                 self.backend.create(curs, 1)
                 self.backend.set_pointer(curs, live)
                 for table in old_tables:
-                    self.backend.drop_table(curs, table)  # type: ignore[attr-defined]
+                    self.backend.drop_table(curs, table)
                 if old_tables:
                     log.warning("chatrecord: the read models of the previous version were dropped; "
                                 "they are rebuilt from the log as rows now")
@@ -277,6 +287,10 @@ class ReadModels:
     def active_rules(self) -> str:
         """Returns the rule set of the live tables."""
         return self._pointer().rules
+
+    def live_pointer(self) -> Pointer:
+        """Returns the live generation's pointer, as it is now (one read)."""
+        return self._pointer()
 
     def _pointer(self) -> Pointer:
         with self.backend.transaction(write=False) as curs:
@@ -295,13 +309,15 @@ class ReadModels:
             live = self.backend.pointer(curs)
             assert live is not None
             rows = self.backend.rows(curs, live.generation, aggregate_id)
-            head = rows.head()
+            head: Head | None = rows.head()
             version = head.version if head else 0
             if events and events[-1].originator_version <= version:
                 return head
             if not events or events[0].originator_version != version + 1:
-                events = self.store.events.get(aggregate_id, gt=version or None)
-            after = fold_into(rows, head, events, resolve(live.rules))
+                todo: Iterable[ConversationEvent] = self.store.events.get(aggregate_id, gt=version or None)
+            else:
+                todo = events
+            after = fold_into(rows, head, todo, resolve(live.rules))
             if after is not None and after is not head:
                 rows.put_head(after)
             return after
@@ -343,6 +359,9 @@ class ReadModels:
                 self._set_live(live)
                 head = None
             rows = self.backend.rows(point, live.generation, aggregate_id, buffered=True)
+            prime = getattr(rows, "prime", None)
+            if prime is not None:  # the rows the append that wrote the kept head left: not read again
+                prime(self.heads.rows(aggregate_id, head) if head is not None else None)
             if head is None:
                 head = Head.model_validate_json(body) if body is not None else rows.head()
             if events[0].originator_version != (head.version if head else 0) + 1:
@@ -351,10 +370,10 @@ class ReadModels:
             if after is not None:
                 rows.put_head(after)
             getattr(rows, "flush", lambda: None)()  # the writes go out together
-            written[aggregate_id] = (live.generation, after)
+            written[aggregate_id] = (live.generation, after, getattr(rows, "recent", lambda: None)())
         return not failed or fresh
 
-    def _written(self) -> dict[UUID, tuple[int, Head | None]]:
+    def _written(self) -> dict[UUID, tuple[int, Head | None, RecentRows | None]]:
         """The heads this thread's transaction wrote, by conversation, until it commits."""
         written = getattr(self._writing, "heads", None)
         if written is None:
@@ -383,9 +402,9 @@ class ReadModels:
         keeps the heads it wrote (`HeadCache`, one per conversation of the transaction), so the
         next append need not read them."""
         written, self._writing.heads = self._written(), {}
-        for aggregate_id, (generation, head) in written.items():
+        for aggregate_id, (generation, head, recent) in written.items():
             if head is not None and self._live is not None and generation == self._live.generation:
-                self.heads.put(aggregate_id, head)
+                self.heads.put(aggregate_id, head, recent)
 
     def catch_up(self, progress: Progress | None = None) -> int:
         """Brings every conversation's rows up to its log; returns how many conversations
@@ -405,8 +424,8 @@ class ReadModels:
 
     # ------------------------------------------------------------ reads
 
-    def _read(self, conversation: str, read: Callable[[Any, Head, str], Any], newest: int | None = None,
-              kept_at: int | None = None, known: KnownBlocks | None = None) -> Any:
+    def _read(self, conversation: str, read: Callable[[Any, Head, str], T], newest: int | None = None,
+              kept_at: int | None = None, known: KnownBlocks | None = None) -> T:
         """Returns `read(rows, head, rules)` for a conversation, its rows caught up with its log
         first. With `newest` (a turn read: the card outcomes it needs), the backend may read the
         head, the log's version, the entries and those outcomes in one statement (on
@@ -428,7 +447,9 @@ class ReadModels:
                         curs, key, self._live.generation, newest, kept_at, NEWEST_ENTRIES,
                         known.version if known is not None else None, known.last_user if known is not None else 0,
                     ) if newest is not None and self._live is not None else None
+                    live: Pointer | None
                     if fetched is not None and fetched.matches:  # one statement (PostgreSQL)
+                        assert isinstance(self.backend, SQLBackend)  # the backend that reads them so
                         live, logged = fetched.live, fetched.logged
                         head = Head.model_validate_json(fetched.head) if fetched.head is not None else None
                         placement = known.placement(live.generation, head.version, fetched.topics, fetched.tail,
@@ -525,8 +546,9 @@ class ReadModels:
 
     def turn_input(self, conversation: str, can_see_page: PageCheck = every_page) -> TurnInput:
         """Returns the input of the conversation's latest turn (its latest user message, retry
-        or edit), as that turn saw it: from the rows when nothing happened since the turn
-        started, else from its log up to the turn. Raises UnknownConversation for a
+        or edit), as that turn saw it: from the rows when they still hold what that turn saw
+        (`Head.turn_intact`, `turn_rows_state`: its cost is what the input holds), else from its
+        log up to the turn. Raises UnknownConversation for a
         conversation the store does not hold, NoTurnYet when no turn has started yet."""
 
         def read(rows: Any, head: Head, rules: str) -> TurnInput:
@@ -535,6 +557,9 @@ class ReadModels:
                     f'conversation {shown_id(conversation)} has no user message or retry yet, so no turn to build')
             if head.turn.version == head.version:
                 return turn.turn_input(_state(rows, head), head.turn.message, head.turn.at, rules, can_see_page)
+            if head.turn_intact:
+                return turn.turn_input(turn_rows_state(rows, head), head.turn.message, head.turn.at, rules,
+                                       can_see_page)
             events = self.store.events(conversation, up_to_version=head.turn.version)
             return turn.build_turn_input(events, rules, can_see_page)
 
@@ -598,7 +623,8 @@ class ReadModels:
 
         def read(after: int) -> Sequence[Any]:
             if to_fold is not None:
-                return to_fold(after, PAGE, stop, part)  # type: ignore[no-any-return]
+                folded: Sequence[Any] = to_fold(after, PAGE, stop, part)
+                return folded
             assert part is None, "a backend that folds in parts reads them"
             return self.store.recorder.select_notifications(after, PAGE, stop=stop, inclusive_of_start=False)
 
@@ -709,7 +735,7 @@ class ReadModels:
         cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
         parts = max(1, min(cpus, MAX_WORKERS))
         if parts > 1:
-            sizes = self.store.recorder.count_notifications_by_part(stop, parts)  # type: ignore[attr-defined]
+            sizes = self.store.recorder.count_notifications_by_part(stop, parts)  # type: ignore[attr-defined]  # a recorder that folds in parts
             if max(sizes) > MOST_OF_A_PART * sum(sizes):
                 return 1
         return parts
@@ -762,6 +788,7 @@ class ReadModels:
         stop = self.store.max_notification_id()
         unreadable: set[UUID] = set()
         parts = self.rebuild_workers(stop or 0, workers)
+        seen: set[UUID]
         if not stop:
             events, seen = 0, set()
         elif parts > 1:
@@ -894,6 +921,29 @@ def _state(rows: Any, head: Head) -> TurnState:
         record=RunRecord(entries=rows.entries(), dropped=head.dropped, follow=head.follow,
                          open_waits=head.open_waits, pending=head.pending),
         outcomes=CardOutcomes(outcomes=rows.outcomes(), open_cards=head.open_cards, approval=head.approval),
+        view=head.view,
+    )
+
+
+def turn_rows_state(rows: Any, head: Head) -> TurnState:
+    """Returns the read models as the latest turn saw them, from rows that still hold them
+    (`head.turn_intact`): the first `turn.length` transcript messages, the entries of versions
+    up to `turn.version` after those set aside for it, the card outcomes recorded up to
+    `turn.version`, the view context (only a turn changes it). Only what `turn_input` reads
+    is set (no continuation bookkeeping)."""
+    mark = head.turn
+    assert mark is not None and head.turn_intact
+    read = getattr(rows, "turn_rows", None)
+    if read is not None:  # one statement
+        messages, entries, outcomes = read(mark.length, mark.version)
+    else:
+        messages = rows.messages()[:mark.length]
+        entries = (*rows.aside(), *(e for e in rows.entries() if e.seq <= mark.version))
+        outcomes = tuple(o for o in rows.outcomes() if o.seq[0] <= mark.version)
+    return TurnState.model_construct(
+        transcript=Transcript(kind=head.kind, messages=messages),
+        record=RunRecord.model_construct(entries=entries, dropped=mark.dropped),
+        outcomes=CardOutcomes.model_construct(outcomes=outcomes),
         view=head.view,
     )
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import orjson
 from pydantic import TypeAdapter
@@ -33,10 +33,16 @@ TABLES = ("heads", "entries", "outcomes", "messages", "pages", "turns")
 
 
 
-class ReadMoved(Exception):  # noqa: N818 - a signal to the reader, never seen outside ReadModels
+class ReadMoved(Exception):  # a signal to the reader, never seen outside ReadModels
     """Raised by a turn read whose rows moved under it: a rebuild in another process dropped
     its generation's tables, or a later statement of the read found the head at another
     version than its first one did. The reader takes the live pointer and reads again."""
+
+
+def aside_key(cid: str) -> str:
+    """Returns the `cid` column's value of a conversation's entries set aside for its latest
+    turn (`SQLRows.set_aside`)."""
+    return f"{cid}:turn"
 
 
 def table_names(generation: int, schema: str = "") -> dict[str, str]:
@@ -46,14 +52,28 @@ def table_names(generation: int, schema: str = "") -> dict[str, str]:
     return {t: f"{prefix}views_g{generation}_{t}" for t in TABLES}
 
 
-def create_statements(generation: int, schema: str = "", heads_storage: str = "") -> list[str]:
+def activity_index(generation: int) -> str:
+    """Returns the name of the index of a generation's heads by last activity (unqualified)."""
+    return f"views_g{generation}_heads_activity"
+
+
+def activity_statement(generation: int, schema: str, activity: str) -> str:
+    """Returns the CREATE INDEX statement of the heads by last activity: `activity`, the
+    backend's expression of a head body's `last_at` (`SQLBackend.activity`), then `cid`."""
+    return (f"CREATE INDEX IF NOT EXISTS {activity_index(generation)} "
+            f"ON {table_names(generation, schema)['heads']} ({activity}, cid)")
+
+
+def create_statements(generation: int, schema: str = "", heads_storage: str = "", activity: str = "") -> list[str]:
     """Returns the CREATE statements of a generation's tables; `heads_storage` follows the
-    heads table's columns (PostgreSQL's `WITH (fillfactor = …)`, `SQLBackend.heads_storage`)."""
+    heads table's columns (PostgreSQL's `WITH (fillfactor = …)`, `SQLBackend.heads_storage`);
+    with `activity` (an expression of a head body's `last_at`), the heads' index by it."""
     n, big = table_names(generation, schema), "BIGINT"
     bare = table_names(generation)
     return [
         f"CREATE TABLE IF NOT EXISTS {n['heads']} (cid TEXT PRIMARY KEY, version {big} NOT NULL, body TEXT NOT NULL)"
         f"{heads_storage}",
+        *([activity_statement(generation, schema, activity)] if activity else []),
         f"CREATE TABLE IF NOT EXISTS {n['entries']} (cid TEXT NOT NULL, seq {big} NOT NULL, segment TEXT NOT NULL, "
         f"body TEXT NOT NULL, PRIMARY KEY (cid, seq))",
         f"CREATE INDEX IF NOT EXISTS {bare['entries']}_segment ON {n['entries']} (cid, segment)",
@@ -102,28 +122,31 @@ class SQLRows:
         if kept is None:
             return self._decode(bodies)
         found = [kept.get(self.cid, body) for body in bodies]
-        if self.texts is not None and any(m is not None and '"sealed":' in b for m, b in zip(found, bodies)) \
+        if self.texts is not None and any(m is not None and '"sealed":' in b for m, b in zip(found, bodies, strict=True)) \
                 and not self.texts.readable(self.cid):
             found = [None] * len(bodies)  # erased: the kept texts are not to be read any more
         missing = [i for i, message in enumerate(found) if message is None]
         if missing:
-            for i, message in zip(missing, self._decode([bodies[i] for i in missing])):
+            for i, message in zip(missing, self._decode([bodies[i] for i in missing]), strict=True):
                 found[i] = message
                 kept.put(self.cid, bodies[i], message)
-        return tuple(found)  # type: ignore[arg-type]
+        return cast("tuple[Message, ...]", tuple(found))  # every None was filled above
 
     def _decode(self, bodies: Sequence[str]) -> tuple[Message, ...]:
         if not any('"sealed":' in body for body in bodies):
             return _MESSAGES.validate_json("[" + ",".join(bodies) + "]")
         decoded = []
+        open_text = None
         for body in bodies:
             fields = orjson.loads(body)
             if "sealed" in fields:
                 if self.texts is None:
                     raise ValueError("a transcript row holds a sealed text, but the store has no data keys")
-                fields["text"] = self.texts.open(self.cid, fields.pop("sealed"))
-            decoded.append(Message.model_validate(fields))
-        return tuple(decoded)
+                if open_text is None:
+                    open_text = self.texts.opener(self.cid)  # the key looked up once for the rows
+                fields["text"] = open_text(fields.pop("sealed"))
+            decoded.append(fields)
+        return _MESSAGES.validate_python(decoded)
 
     def _blocks(self, numbers: set[int]) -> tuple[str, tuple[Any, ...]]:
         """Returns a query of `(idx, number, block_end)` of the user messages `numbers` and its
@@ -144,6 +167,13 @@ class SQLRows:
         """Deletes every row of the conversation."""
         for table in self.t.values():
             self._q(f"DELETE FROM {table} WHERE cid = ?")
+        SQLRows.drop_aside(self)
+
+    @property
+    def aside_cid(self) -> str:
+        """The key under which the entries set aside (`set_aside`) are kept in the entries
+        table: no read of the conversation's rows (by its `cid`) finds them."""
+        return aside_key(self.cid)
 
     # ---------------------------------------------------------------- head
 
@@ -175,6 +205,36 @@ class SQLRows:
     def delete_entries(self, seqs: Iterable[int]) -> None:
         for seq in seqs:
             self._q(f"DELETE FROM {self.t['entries']} WHERE cid = ? AND seq = ?", seq)
+
+    def set_aside(self, seqs: Iterable[int]) -> None:
+        for seq in seqs:
+            self._select(f"UPDATE {self.t['entries']} SET cid = ? WHERE cid = ? AND seq = ?", (self.aside_cid, self.cid, seq))
+
+    def drop_aside(self) -> None:
+        self._select(f"DELETE FROM {self.t['entries']} WHERE cid = ?", (self.aside_cid,))
+
+    def turn_rows(self, length: int, version: int) -> tuple[tuple[Message, ...], tuple[Entry, ...], tuple[CardOutcome, ...]]:
+        """Returns, in one statement, what the latest turn saw (`projections.rows.Head.turn_intact`):
+        the first `length` transcript messages, the entries set aside for it and those kept of
+        versions up to `version` (oldest first), and the card outcomes recorded up to `version`."""
+        t = self.t
+        rows = self._select(
+            f"SELECT 0 AS k, idx AS n, 0 AS sub, body FROM {t['messages']} WHERE cid = ? AND idx < ? UNION ALL "
+            f"SELECT 1, seq, 0, body FROM {t['entries']} WHERE cid = ? AND seq <= ? UNION ALL "
+            f"SELECT 1, seq, 0, body FROM {t['entries']} WHERE cid = ? UNION ALL "
+            f"SELECT 2, v, sub, body FROM {t['outcomes']} WHERE cid = ? AND v <= ? ORDER BY k, n, sub",
+            (self.cid, length, self.cid, version, self.aside_cid, self.cid, version)).fetchall()
+        bodies: tuple[list[str], list[str], list[str]] = ([], [], [])
+        for r in rows:
+            bodies[int(r["k"])].append(r["body"])
+        return (self._decode_messages(bodies[0]), _ENTRIES.validate_json("[" + ",".join(bodies[1]) + "]"),
+                tuple(CardOutcome.model_validate_json(b) for b in bodies[2]))
+
+    def aside(self) -> tuple[Entry, ...]:
+        """Returns the entries set aside for the latest turn, oldest first."""
+        rows = self._select(f"SELECT body FROM {self.t['entries']} WHERE cid = ? ORDER BY seq",
+                            (self.aside_cid,)).fetchall()
+        return _ENTRIES.validate_json("[" + ",".join(r["body"] for r in rows) + "]")
 
     def entries(self, decode: Callable[[str], Entry] | None = None, newest: int | None = None,
                 total: int | None = None) -> Sequence[Entry]:
@@ -251,7 +311,7 @@ class SQLRows:
         """Returns the transcript messages at `indexes` (one statement); `kept` as in
         `_decode_messages`."""
         bodies = self._bodies_at(indexes)
-        return dict(zip(bodies, self._decode_messages(list(bodies.values()), kept)))
+        return dict(zip(bodies, self._decode_messages(list(bodies.values()), kept), strict=True))
 
     def _bodies_at(self, indexes: set[int] | list[int]) -> dict[int, str]:
         """Returns the row bodies of the transcript messages at `indexes` there are (one statement)."""
@@ -320,7 +380,7 @@ class SQLRows:
             found = {i: message for i in indexes if (message := known.messages.get(i)) is not None}
             bodies.update(self._bodies_at([i for i in indexes if i not in found and i not in bodies]))
             have = sorted(i for i in indexes if i not in found and i in bodies)
-            for i, message in zip(have, self._decode_messages([bodies[i] for i in have], kept)):
+            for i, message in zip(have, self._decode_messages([bodies[i] for i in have], kept), strict=True):
                 found[i] = message
                 if len(bodies[i]) <= MESSAGE_BODY:
                     known.messages[i] = message
@@ -381,6 +441,7 @@ class MemoryConversation:
 
     head: Head | None = None
     entries: dict[int, Entry] = field(default_factory=dict)
+    aside: dict[int, Entry] = field(default_factory=dict)
     outcomes: dict[tuple[int, int], CardOutcome] = field(default_factory=dict)
     messages: dict[int, Message] = field(default_factory=dict)
     numbers: dict[int, int] = field(default_factory=dict)
@@ -418,6 +479,18 @@ class MemoryRows:
     def delete_entries(self, seqs: Iterable[int]) -> None:
         for seq in seqs:
             self.r.entries.pop(seq, None)
+
+    def set_aside(self, seqs: Iterable[int]) -> None:
+        for seq in seqs:
+            entry = self.r.entries.pop(seq, None)
+            if entry is not None:
+                self.r.aside[seq] = entry
+
+    def drop_aside(self) -> None:
+        self.r.aside.clear()
+
+    def aside(self) -> tuple[Entry, ...]:
+        return tuple(self.r.aside[s] for s in sorted(self.r.aside))
 
     def entries(self, decode: Callable[[str], Entry] | None = None, newest: int | None = None,
                 total: int | None = None) -> tuple[Entry, ...]:
@@ -514,7 +587,7 @@ class LazyEntries(Sequence[Entry]):
     def __len__(self) -> int:
         return self._total
 
-    def __getitem__(self, index: int) -> Entry:  # type: ignore[override]
+    def __getitem__(self, index: int) -> Entry:  # type: ignore[override]  # an index, no slice: read one by one
         if index < 0:
             index += self._total
         if not 0 <= index < self._total:
@@ -601,6 +674,20 @@ class PrefetchedRows(SQLRows):
         return super().outcomes(newest, decode)
 
 
+@dataclass(frozen=True)
+class RecentRows:
+    """The newest rows of a conversation as the append that wrote them left them: its newest
+    run record entries by segment (at most `ENTRIES`) and its newest transcript message by
+    index. Kept with that append's head (`HeadCache`), they answer the next append's lookups
+    (a decision's entry, the message an answer joins) without a read: valid exactly as long
+    as the head they came with, which is used only at its own version."""
+
+    entries: dict[str, Entry]
+    messages: dict[int, Message]
+
+    ENTRIES = 8
+
+
 class BufferedRows(SQLRows):
     """`SQLRows` that holds its writes until `flush`, which sends them with one bulk statement
     per table (a rebuild folds a page of the log this way). Reads see the held writes first.
@@ -623,9 +710,53 @@ class BufferedRows(SQLRows):
         self._pages: dict[int, int] = {}
         self._turns: list[tuple[int, int, str]] = []
         self._head: Head | None = None
+        self._drop_aside = False  # the entries set aside before are deleted at the flush
+        self._moves: list[int] = []  # stored entries to set aside at the flush
+        self._aside: list[tuple[int, str, str]] = []  # held entries set aside: (seq, segment, body)
+        self._known: RecentRows | None = None  # the newest rows as the last append left them (`prime`)
         self._open_entry: int | None = None  # the seq of the entry held as a model
         self._open_message: int | None = None  # the index of the message held as a model
         self._seal: Callable[[str], str | None] | None = None
+
+    def prime(self, recent: RecentRows | None) -> None:
+        """Takes `recent` (None: nothing) as the newest rows stored, which the reads of the
+        fold then find without asking the database, and keeps them up to date with what this
+        buffer writes (`recent`). An append's rows; a rebuild's are never primed."""
+        self._known = RecentRows(dict(recent.entries), dict(recent.messages)) if recent is not None \
+            else RecentRows({}, {})
+
+    def recent(self) -> RecentRows | None:
+        """Returns the newest rows as this buffer's writes left them (after its flush), None
+        when it was not primed or a cut or a clear made them unknown."""
+        known = self._known
+        if known is None:
+            return None
+        newest = sorted(known.entries.values(), key=lambda e: e.seq)[-RecentRows.ENTRIES:]
+        last = max(known.messages, default=None)
+        return RecentRows({e.segment: e for e in newest}, {last: known.messages[last]} if last is not None else {})
+
+    def _remember(self) -> None:
+        """Folds the held writes into the known newest rows (at the flush)."""
+        known = self._known
+        if known is None:
+            return
+        gone = {seq for seq, held in self._entries.items() if held is None}
+        if gone:
+            for segment in [g for g, e in known.entries.items() if e.seq in gone]:
+                del known.entries[segment]
+        for held in self._entries.values():
+            if held is not None:
+                entry = held if isinstance(held, Entry) else Entry.model_validate_json(held[1])
+                known.entries[entry.segment] = entry
+        for index, message in self._messages.items():
+            if isinstance(message, Message):
+                known.messages[index] = message
+            else:  # held as its row (its text sealed): not known as a model
+                known.messages.pop(index, None)
+
+    def _unknown(self) -> None:
+        """A cut or a clear: the known rows are not followed any further."""
+        self._known = None
 
     # reads: held writes first
     def head(self) -> Head | None:
@@ -642,7 +773,8 @@ class BufferedRows(SQLRows):
         if segment in self._segments:
             seq = self._segments[segment]
             return None if seq is None else self._held_entry(seq)
-        stored = super().entry(segment)
+        known = self._known.entries.get(segment) if self._known is not None else None
+        stored = known if known is not None else super().entry(segment)
         if stored is not None and stored.seq in self._entries:
             return self._held_entry(stored.seq)  # deleted (None) or replaced since it was stored
         return stored
@@ -664,13 +796,41 @@ class BufferedRows(SQLRows):
                 self._segments[held[0] if isinstance(held, tuple) else held.segment] = None
             self._entries[seq] = None
 
+    def set_aside(self, seqs: Iterable[int]) -> None:
+        for seq in seqs:
+            held = self._entries.get(seq)
+            if held is None and seq not in self._entries:
+                self._moves.append(seq)  # stored: moved at the flush
+            elif held is not None:
+                segment, body = held if isinstance(held, tuple) else (held.segment, _entry_json(held))
+                self._aside.append((seq, segment, body))
+                self._segments[segment] = None
+            self._entries[seq] = None
+
+    def drop_aside(self) -> None:
+        self._moves, self._aside, self._drop_aside = [], [], True
+
+    def aside(self) -> tuple[Entry, ...]:
+        self.flush()
+        return super().aside()
+
+    def _set_aside_rows(self) -> None:
+        """Writes what `drop_aside` and `set_aside` hold (at the flush, before the entries)."""
+        if self._drop_aside:
+            SQLRows.drop_aside(self)
+        self._many(f"UPDATE {self.t['entries']} SET cid = ? WHERE cid = ? AND seq = ?",
+                   [(self.aside_cid, self.cid, seq) for seq in self._moves])
+        self._many(f"INSERT INTO {self.t['entries']} (cid, seq, segment, body) VALUES (?, ?, ?, ?)",
+                   [(self.aside_cid, *row) for row in self._aside])
+
     def put_outcomes(self, outcomes: Iterable[CardOutcome]) -> None:
         self._outcomes.extend((o.seq[0], o.seq[1], o.card, o.after, o.model_dump_json()) for o in outcomes)
 
     def message(self, index: int) -> Message | None:
         held = self._messages.get(index)
         if held is None:
-            return super().message(index)
+            known = self._known.messages.get(index) if self._known is not None else None
+            return known if known is not None else super().message(index)
         return held if not isinstance(held, tuple) else self._decode_messages([held[2]])[0]
 
     def _sealer(self) -> Callable[[str], str | None] | None:
@@ -714,18 +874,22 @@ class BufferedRows(SQLRows):
     # cuts: flush, then at once
     def cut_outcomes(self, cards: set[str], length: int) -> int:
         self.flush()
+        self._unknown()
         return super().cut_outcomes(cards, length)
 
     def cut_messages(self, keep: int) -> None:
         self.flush()
+        self._unknown()
         super().cut_messages(keep)
 
     def cut_pages(self, after: int) -> tuple[int | None, int]:
         self.flush()
+        self._unknown()
         return super().cut_pages(after)
 
     def clear(self) -> None:
         self.flush()
+        self._unknown()
         super().clear()
 
     def _write_head(self, head: Head) -> None:
@@ -762,6 +926,8 @@ class BufferedRows(SQLRows):
                 held = (held.segment, _entry_json(held))
             if held is not None:
                 entries.append((seq, *held))
+        self._remember()
+        self._set_aside_rows()
         self._delete_entries([seq for seq, held in self._entries.items() if held is None])
         self._insert_many(t["entries"], ("seq", "segment", "body"), entries,
                           "ON CONFLICT (cid, seq) DO UPDATE SET body = excluded.body")
@@ -781,6 +947,7 @@ class BufferedRows(SQLRows):
         if self._head is not None:
             self._write_head(self._head)
         self._entries, self._segments, self._outcomes = {}, {}, []
+        self._drop_aside, self._moves, self._aside = False, [], []
         self._messages, self._ends, self._pages, self._turns, self._head = {}, {}, {}, [], None
         self._open_entry = self._open_message = None
 

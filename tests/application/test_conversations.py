@@ -5,9 +5,11 @@ export ingested into an empty store gives the same turns, audit rows and chain."
 from __future__ import annotations
 
 import json
+import random
+import re
 import sys
-from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
+from collections.abc import Callable, Iterator, Sequence
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from adapters.api import Chatrecord
-from adapters.service.conversations import BadCursor, export_lines
+from adapters.service.conversations import CURSOR_PATTERN, BadCursor, ListNeedsRebuild, export_lines
 from adapters.store.application import ConversationStore
 from adapters.store.settings import open_store, postgres_env, sqlite_env
 
@@ -109,14 +111,69 @@ def test_list_pages_newest_activity_first_with_a_stable_cursor(stores: Opener) -
     assert [c.conversation for c in chat.conversations().conversations] == ["c", "a", "chat17:h9a90eaf363ff759f"]
     since = datetime(2026, 10, 29, tzinfo=UTC)
     assert [c.conversation for c in chat.conversations(since=since).conversations] == ["c", "a"]
-    # every cursor of the documented form is a page start: one past the log's end reads from its end
-    assert first.cursor is not None and first.cursor[0] == "c" and first.cursor[1:].isdigit()
-    far = chat.conversations(cursor="c999999999999999999")
+    # the cursor is the page's last conversation: its last activity (µs) and its UUID
+    a_last = int(datetime(2026, 10, 28, 9, 2, tzinfo=UTC).timestamp()) * 1_000_000
+    assert first.cursor is not None and re.fullmatch(CURSOR_PATTERN, first.cursor)
+    assert first.cursor.startswith(f"c{a_last}.")
+    # every cursor of the documented form is a page start: one after all times reads from the newest
+    far = chat.conversations(cursor="c999999999999999999." + "f" * 32)
     assert [c.conversation for c in far.conversations] == ["c", "a", "chat17:h9a90eaf363ff759f"]
-    assert chat.conversations(cursor="c1").conversations == ()
-    for bad in ("", "c", "Y3IxOjMy", "c-1", "c1x"):
+    assert chat.conversations(cursor="c1." + "0" * 32).conversations == ()
+    for bad in ("", "c", "Y3IxOjMy", "c-1", "c1x", "c12", "c1.abc", "c1." + "F" * 32):
         with pytest.raises(BadCursor):
             chat.conversations(cursor=bad)
+
+
+def test_list_orders_by_the_time_of_the_last_event_not_by_storage_order(stores: Opener) -> None:
+    """Lines stored in one order with times in the other (a chat's late delivery, a clock that
+    disagrees): the newest last event comes first, ties by id, each listed once across pages."""
+    chat = stores()
+    for n in range(6):  # stored 0..5, last activity 5..0 days after 10-01
+        started(chat, f"k{n}", f"2026-10-{6 - n:02d}T09:00:00Z")
+    for n in (6, 7, 8):  # three at the same time
+        started(chat, f"k{n}", "2026-10-03T12:00:00Z")
+    chat.record(line("user_message", "k5", "2026-09-30T09:00:00Z", message=1, text="früher", page=0))  # earlier
+
+    pages, cursor = [], None
+    while True:
+        page = chat.conversations(limit=2, cursor=cursor)
+        pages.append([c.conversation for c in page.conversations])
+        cursor = page.cursor
+        if cursor is None:
+            break
+    listed = [name for page in pages for name in page]
+
+    assert listed[:3] == ["k0", "k1", "k2"]
+    assert sorted(listed[3:6]) == ["k6", "k7", "k8"] and listed[6:] == ["k3", "k4", "k5"]
+    assert all(len(page) <= 2 for page in pages) and len(listed) == len(set(listed)) == 9
+    assert chat.conversations(limit=50).conversations[-1].last_at == datetime(2026, 9, 30, 9, tzinfo=UTC)
+    since = datetime(2026, 10, 4, tzinfo=UTC)
+    assert [c.conversation for c in chat.conversations(since=since).conversations] == ["k0", "k1", "k2"]
+
+
+@pytest.mark.parametrize("stores", ["sqlite", "postgres"], indirect=True)
+def test_read_models_of_an_earlier_version_are_upgraded_for_the_list_by_rebuild(stores: Opener) -> None:
+    """Read models an earlier version made keep no last activity in their heads, nor its index:
+    `list` says to run `chatrecord rebuild`, whose new generation lists newest activity first."""
+    chat = stores()
+    started(chat, "old", "2026-10-28T09:00:00Z")
+    started(chat, "new", "2026-10-29T09:00:00Z")
+    backend, generation = chat.read_models.backend, chat.read_models.live_pointer().generation
+    heads = f"views_g{generation}_heads"
+    postgres = backend.p == "%s"
+    with backend.transaction(write=True) as curs:  # as an earlier version left them
+        schema = f'"{backend.schema}".' if postgres else ""
+        curs.execute(f"DROP INDEX {schema}views_g{generation}_heads_activity")
+        curs.execute(f"UPDATE {schema}{heads} SET body = " +
+                     ("(body::jsonb - 'last_at')::text" if postgres else "json_remove(body, '$.last_at')"))
+    with pytest.raises(ListNeedsRebuild) as refused:
+        chat.conversations()
+    assert str(refused.value).endswith("run: chatrecord rebuild")
+
+    chat.rebuild(chat.read_models.active_rules())
+
+    assert chat.read_models.live_pointer().generation == generation + 1
+    assert [c.conversation for c in chat.conversations().conversations] == ["new", "old"]
 
 
 def test_list_marks_an_erased_conversation_and_every_command_takes_the_id_it_prints(stores: Opener) -> None:
@@ -171,12 +228,37 @@ def test_upto_stops_after_a_message_and_what_belongs_to_it(stores: Opener) -> No
     assert types == ["conversation_started", "user_message", "segment_returned"]
 
 
+def deliver_out_of_order(chat: Chatrecord, lines: Sequence[dict[str, Any]], window: int, seed: int) -> int:
+    """Ingests `lines` (each with its `follows`) as a chat delivers them out of order: every line
+    twice, shuffled within windows of `window`, a refused line delivered again in the next
+    round, until none is refused. Returns how many deliveries were refused."""
+    rng = random.Random(seed)
+    delivery = [line for _ in range(2) for line in lines]
+    for start in range(0, len(delivery), window):
+        part = delivery[start:start + window]
+        rng.shuffle(part)
+        delivery[start:start + window] = part
+    refused = 0
+    while delivery:
+        report = chat.ingest([json.dumps(x) for x in delivery], "delivery.jsonl", skip_bad=True)
+        assert report.stopped is None
+        again = [int(re.search(r": line (\d+), follows: ", m).group(1)) for m in report.rejected]  # type: ignore[union-attr]
+        assert len(again) == len(report.rejected) < len(delivery)  # only lines that came too early, and progress
+        refused += len(again)
+        delivery = [delivery[n - 1] for n in again]
+    return refused
+
+
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
 def test_generated_conversations_exported_and_ingested_again_are_the_same(backend: str, tmp_path: Path,
                                                                          request: pytest.FixtureRequest) -> None:
     """Hypothesis over the conversations `test_properties.tell` makes (edits, undecided cards,
-    failed segments, legacy rows, stray continuations): its lines ingested into store A, A's
-    export into an empty store B; A and B hold the same conversation."""
+    failed segments, legacy rows, stray continuations), under an id the store keeps or one it
+    reduces (`chat 17`), with some lines' times set back (a chat's clock that disagrees with the
+    order of its lines): its lines delivered to store A out of order (each with its `follows`,
+    twice, shuffled, refused ones delivered again), A's export into an empty store B. A holds
+    what the lines in order give, and A and B hold the same conversation: the same turns byte
+    for byte, audit rows, rebuild diff, a chain that verifies and the same export."""
     url = request.getfixturevalue("postgres_url") if backend == "postgres" else ""
     base = request.getfixturevalue("postgres_schema") if backend == "postgres" else ""
     counter = iter(range(10**6))
@@ -188,22 +270,57 @@ def test_generated_conversations_exported_and_ingested_again_are_the_same(backen
         return Chatrecord(ConversationStore(env={**postgres_env(url), "POSTGRES_SCHEMA": _schema_named(url, request, f"{base}_{n}"),
                                                   "POSTGRES_POOL_SIZE": "1"}))
 
-    @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-    @given(legacy=st.integers(0, 2), episodes=EPISODES)
-    def round_trip(legacy: int, episodes: list[tuple]) -> None:
-        told = export_lines(tell(legacy, episodes).events).lines
+    @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+    @given(legacy=st.integers(0, 2), episodes=EPISODES, reduced=st.booleans(), window=st.integers(1, 6),
+           seed=st.integers(0, 2**16), skews=st.dictionaries(st.integers(1, 60), st.integers(1, 7200), max_size=4))
+    def round_trip(legacy: int, episodes: list[tuple], reduced: bool, window: int, seed: int,
+                   skews: dict[int, int]) -> None:
+        told = [dict(x) for x in export_lines(tell(legacy, episodes, "chat 17" if reduced else "conv-test").events).lines]
+        for index, seconds in skews.items():  # a line stamped earlier than the one before it
+            if index < len(told):
+                at = datetime.fromisoformat(told[index]["at"]) - timedelta(seconds=seconds)
+                told[index]["at"] = at.isoformat().replace("+00:00", "Z")
+        key = "chat17:h9a90eaf363ff759f" if reduced else "conv-test"
+        in_order = Chatrecord(open_store(memory=True))
+        version = 0
+        for x in told:
+            x["follows"] = version
+            version = in_order.record(x).state.version  # type: ignore[union-attr]
         a, b = fresh(), fresh()
         try:
-            assert a.ingest([json.dumps(x) for x in told], "told.jsonl").stopped is None
-            exported = a.export("conv-test").lines
+            deliver_out_of_order(a, told, window, seed)
+            exported = a.export(key).lines
+            assert exported == in_order.export(key).lines
+            assert [x["conversation"] for x in exported] == [key] * len(exported)
             assert b.ingest([json.dumps(x) for x in exported], "export.jsonl").stopped is None
-            same_store(a, b, "conv-test")
-            assert b.export("conv-test").lines == exported
+            same_store(a, b, key)
+            assert b.export(key).lines == exported
+            assert [c.conversation for c in b.conversations().conversations] == [key]
         finally:
             a.close()
             b.close()
+            in_order.close()
 
     round_trip()
+
+
+def test_out_of_order_delivery_is_refused_and_delivered_again_until_stored() -> None:
+    """The delivery the property test uses refuses lines that come too early (so it exercises
+    out-of-order lines) and ends in the store of the lines in order."""
+    told = [dict(x) for x in _demo_export()]
+    version, in_order = 0, Chatrecord(open_store(memory=True))
+    for x in told:
+        x["follows"] = version
+        version = in_order.record(x).state.version  # type: ignore[union-attr]
+    chat = Chatrecord(open_store(memory=True))
+    assert deliver_out_of_order(chat, told, 4, 8) > 0
+    assert chat.export("conv-demo-seo").lines == in_order.export("conv-demo-seo").lines
+
+
+def _demo_export() -> tuple[dict[str, Any], ...]:
+    chat = Chatrecord(open_store(memory=True))
+    chat.ingest(DEMO.read_bytes().splitlines(), "demo.jsonl")
+    return chat.export("conv-demo-seo").lines
 
 
 def _schema_named(url: str, request: pytest.FixtureRequest, name: str) -> str:

@@ -104,9 +104,9 @@ def test_a_text_for_an_erased_conversation_is_refused_naming_the_line_and_the_fi
     record.record({"type": "conversation_started", "conversation": "priv", "at": at, "kind": "chat", "owner": 7})
     record.record({"type": "user_message", "conversation": "priv", "at": at, "message": 1, "text": "geheim", "page": 0})
     record.erase("priv")
-    lines = ['{"type": "turn_retried", "conversation": "priv", "at": "%s", "message": 1}' % at,
-             '{"type": "segment_returned", "conversation": "priv", "at": "%s", "segment": "r/1", "run": "r", '
-             '"trigger": "retry", "outcome": "completed", "answer": "neu"}' % at]
+    lines = [f'{{"type": "turn_retried", "conversation": "priv", "at": "{at}", "message": 1}}',
+             f'{{"type": "segment_returned", "conversation": "priv", "at": "{at}", "segment": "r/1", "run": "r", '
+             '"trigger": "retry", "outcome": "completed", "answer": "neu"}']
     with pytest.raises(TextsErased) as refused:
         record.record_lines(lines, "batch")
     assert str(refused.value) == "batch: line 2, answer: conversation 'priv' was erased; no text can be stored for it"
@@ -125,12 +125,12 @@ def test_verify_lists_the_conversations_in_the_order_of_their_ids() -> None:
     from domain.events import conversation_uuid
 
     record = Chatrecord(open_store(memory=True))
-    ids = ["conv-%02d" % i for i in range(12)] + ["Conv-Z", "chat 17"]
+    ids = [f"conv-{i:02d}" for i in range(12)] + ["Conv-Z", "chat 17"]
     assert sorted(ids, key=conversation_uuid) != sorted(ids)  # the log's own order is another
     for conversation in reversed(ids):
         record.record({"type": "conversation_started", "conversation": conversation, "at": "2026-11-02T10:00:00Z",
                        "kind": "chat", "owner": 7})
     listed = [v.conversation for v in record.verify()]
-    assert listed == sorted(["conv-%02d" % i for i in range(12)] + ["Conv-Z", "chat17:h9a90eaf363ff759f"])
+    assert listed == sorted([f"conv-{i:02d}" for i in range(12)] + ["Conv-Z", "chat17:h9a90eaf363ff759f"])
     assert listed[:2] == ["Conv-Z", "chat17:h9a90eaf363ff759f"]
     assert [v.conversation for v in record.verify("chat 17")] == ["chat17:h9a90eaf363ff759f"]

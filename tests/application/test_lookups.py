@@ -6,8 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from adapters.api import Chatrecord
+from adapters.ingest.names import earlier_key, reduce_key
 from adapters.store.settings import open_store
 from domain.errors import CardAlreadyDecided, InvalidInput, NoCardWaiting
 
@@ -32,17 +35,65 @@ def test_an_id_outside_the_key_characters_is_found_under_the_id_the_chat_uses(ch
     assert [a.segment for a in chat.activity("chat 17")] == ["r/1"]
 
 
-def test_an_id_that_looks_like_a_reduced_one_is_another_conversation(chat: Chatrecord) -> None:
+def test_a_stored_form_names_the_conversation_it_is_the_stored_form_of(chat: Chatrecord) -> None:
+    """Reducing a stored form gives it back (an export ingested again keeps its key)."""
+    first = chat.record(line("conversation_started", "chat 17", kind="chat", owner=7))
+    again = chat.record(line("user_message", "chat17:h9a90eaf363ff759f", message=1, text="erste", page=0))
+
+    assert first.conversation == again.conversation == "chat17:h9a90eaf363ff759f"
+    assert [type(e).__name__ for e in chat.events("chat 17")] == ["ConversationStarted", "UserMessagePosted"]
+    assert reduce_key(reduce_key("chat 17")) == reduce_key("chat 17") == "chat17:h9a90eaf363ff759f"
+    assert reduce_key("r 1/2", "segment id") == "r1/2:h4bf402225025510a"
+
+
+def test_a_made_up_stored_form_that_is_the_hash_of_no_id_is_a_conversation_of_its_own(chat: Chatrecord) -> None:
+    """`chat17:h0000000000000000` looks like a stored form, but 0000… is not the hash of an id
+    whose kept characters are `chat17`: it shares nothing with `chat 17`, nor with `chat17`."""
     chat.record(line("conversation_started", "chat 17", kind="chat", owner=7))
     chat.record(line("user_message", "chat 17", message=1, text="erste", page=0))
-    other = chat.record(line("conversation_started", "chat17:h9a90eaf363ff759f", kind="chat", owner=8))
-    chat.record(line("user_message", "chat17:h9a90eaf363ff759f", message=1, text="zweite", page=0))
+    chat.record(line("conversation_started", "chat17", kind="chat", owner=8))
+    forged = chat.record(line("conversation_started", "chat17:h0000000000000000", kind="chat", owner=9))
+    chat.record(line("user_message", "chat17:h0000000000000000", message=1, text="dritte", page=0))
 
-    assert other.conversation == "chat17:h9a90eaf363ff759f:hcc09425c04d37e82"
+    assert forged.conversation == "chat17:h0000000000000000"
     assert [e.owner for e in chat.events("chat 17")[:1]] == [7]
-    assert [e.owner for e in chat.events("chat17:h9a90eaf363ff759f")[:1]] == [8]
+    assert [e.owner for e in chat.events("chat17")[:1]] == [8]
+    assert [e.owner for e in chat.events("chat17:h0000000000000000")[:1]] == [9]
     assert chat.turn_input("chat 17").messages[-1].text == "erste"
-    assert chat.turn_input("chat17:h9a90eaf363ff759f").messages[-1].text == "zweite"
+    assert chat.turn_input("chat17:h0000000000000000").messages[-1].text == "dritte"
+    assert len(chat.conversations().conversations) == 3
+
+
+def test_a_conversation_an_earlier_store_reduced_once_more_is_found_by_the_chats_id(chat: Chatrecord) -> None:
+    """Before stored forms were kept, the chat's own `chat17:h9a90eaf363ff759f` was stored as
+    `chat17:h9a90eaf363ff759f:hcc09425c04d37e82`; a lookup by the chat's id still finds it."""
+    chat.record(line("conversation_started", "chat17:h9a90eaf363ff759f:hcc09425c04d37e82", kind="chat", owner=8))
+    assert earlier_key("chat17:h9a90eaf363ff759f") == "chat17:h9a90eaf363ff759f:hcc09425c04d37e82"
+    assert earlier_key("chat17") is None
+    assert chat._key("chat17:h9a90eaf363ff759f") == "chat17:h9a90eaf363ff759f:hcc09425c04d37e82"
+    assert [e.owner for e in chat.events("chat17:h9a90eaf363ff759f")[:1]] == [8]
+
+
+@settings(max_examples=300, deadline=None)
+@given(a=st.text(min_size=1, max_size=140), b=st.text(min_size=1, max_size=140))
+def test_reducing_is_idempotent_and_two_ids_share_a_key_only_through_a_stored_form(a: str, b: str) -> None:
+    if not any(c.isascii() and (c.isalnum() or c in "_.:/-") for c in a + b):
+        return
+    try:
+        ka, kb = reduce_key(a), reduce_key(b)
+    except ValueError:
+        return
+    assert reduce_key(ka) == ka and reduce_key(kb) == kb
+    if a != b and ka == kb:
+        assert a == ka or b == kb  # one of them is the other's stored form
+
+
+def test_the_stored_form_of_a_long_id_is_kept_and_a_longer_one_reduced(chat: Chatrecord) -> None:
+    long = "x" * 200
+    key = reduce_key(long)
+    assert (len(key), key[:110], key[110:112]) == (128, "x" * 110, ":h")
+    assert reduce_key(key) == key
+    assert reduce_key("y" * 129) != reduce_key("y" * 130)
 
 
 def test_a_decision_for_a_segment_that_does_not_exist_says_the_segment_is_unknown(chat: Chatrecord) -> None:
@@ -93,8 +144,8 @@ def test_a_rejected_value_is_quoted_as_a_short_escaped_excerpt(chat: Chatrecord)
 
 
 def test_a_line_with_a_key_twice_is_refused_and_nothing_of_the_batch_is_stored(chat: Chatrecord) -> None:
-    start = '{"type": "conversation_started", "conversation": "c", "at": "%s", "kind": "chat", "owner": 7}' % AT
-    twice = '{"type": "user_message", "conversation": "c", "at": "%s", "message": 1, "message": 2, "text": "x", "page": 0}' % AT
+    start = f'{{"type": "conversation_started", "conversation": "c", "at": "{AT}", "kind": "chat", "owner": 7}}'
+    twice = f'{{"type": "user_message", "conversation": "c", "at": "{AT}", "message": 1, "message": 2, "text": "x", "page": 0}}'
     with pytest.raises(InvalidInput) as refused:
         chat.record_lines([start, twice], "request")
     assert str(refused.value) == "request: line 2, message: field message appears twice; give each key of an object once"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar
 from uuid import uuid4
@@ -21,7 +21,7 @@ from domain.conversation import ConversationSnapshot, evolve, project_conversati
 from domain.events import ConversationEvent, ConversationStarted, UserMessagePosted
 
 DEMO = Path(__file__).resolve().parents[1] / "data" / "demo_seo_tour.jsonl"
-T0 = datetime(2026, 10, 28, 9, 0, tzinfo=timezone.utc)
+T0 = datetime(2026, 10, 28, 9, 0, tzinfo=UTC)
 
 
 class XorCipher(Cipher):
@@ -133,7 +133,7 @@ def test_bytes_that_do_not_decode_name_the_stored_event() -> None:
     message=st.integers(min_value=1, max_value=2**53),
     page=st.integers(min_value=0, max_value=2**31),
     skill=st.none() | st.text(min_size=1, max_size=40),
-    at=st.datetimes(timezones=st.just(timezone.utc)),
+    at=st.datetimes(timezones=st.just(UTC)),
 )
 def test_any_user_message_survives_the_round_trip(text, message, page, skill, at) -> None:
     event = UserMessagePosted(

@@ -92,7 +92,7 @@ def test_an_expected_version_is_checked_with_the_append_and_stores_nothing_when_
 
 def test_turn_notes_put_into_the_transcript_give_exactly_the_turn_input(chatrecord: Chatrecord) -> None:
     chatrecord.ingest(DEMO.read_bytes().splitlines(), DEMO.name)
-    hidden = lambda page: page != 42  # noqa: E731
+    hidden = lambda page: page != 42
 
     for can_see in (lambda page: True, hidden):
         notes = chatrecord.turn_notes("conv-demo-seo", can_see)

@@ -13,7 +13,7 @@ from eventsourcing.persistence import (
     ProgrammingError,
 )
 
-from adapters.backends import backend_of
+from adapters.backends import backend_for, backend_of
 from adapters.backends.memory import (
     MemoryBackend,
     MemoryFactory,
@@ -37,7 +37,6 @@ from adapters.store.settings import (
     store_env,
     store_problem,
 )
-from adapters.views.backends import backend_for
 
 
 def test_the_default_is_a_sqlite_file_in_the_working_directory() -> None:

@@ -117,3 +117,39 @@ def test_an_unknown_conversation_has_no_timeline(chatrecord: Chatrecord) -> None
         chatrecord.timeline("conv-nope")
     with pytest.raises(UnknownConversation):
         chatrecord.overview("conv-nope")
+
+
+def test_the_kept_overview_folds_only_new_events_and_equals_a_fold_of_the_whole_log(
+        chatrecord: Chatrecord, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Kept per conversation: a request after new lines (an edit among them, which marks earlier
+    rows cut) folds those lines only, and gives what one fold of the whole log gives; an
+    unchanged conversation is drawn once."""
+    lines = chat_of(8)
+    cut = next(i for i, line in enumerate(lines) if line["type"] == "message_edited")
+    stored(chatrecord, lines[:cut - 2])
+    first = chatrecord.overview("conv-long")
+    version = len(chatrecord.events("conv-long"))
+    folded: list[int] = []
+    original = timeline_module.audit.apply
+
+    def counting(state: Any, event: Any, rules: Any) -> Any:
+        folded.append(event.originator_version)
+        return original(state, event, rules)
+
+    monkeypatch.setattr(timeline_module.audit, "apply", counting)
+    stored(chatrecord, lines[cut - 2:])
+    after = chatrecord.overview("conv-long")
+    events = chatrecord.events("conv-long")
+
+    assert folded == [e.originator_version for e in events if e.originator_version > version] and folded
+    assert after == timeline_module.overview(events, chatrecord.active_rules())
+    assert any(p.tone == "cut" for p in after) and not any(p.tone == "cut" for p in first)
+    drawn: list[int] = []
+
+    def draw(points: list[Any]) -> str:
+        drawn.append(len(points))
+        return f"<svg>{len(points)}</svg>"
+
+    assert chatrecord.overview_drawn("conv-long", draw) == chatrecord.overview_drawn("conv-long", draw) == \
+        f"<svg>{len(after)}</svg>"
+    assert drawn == [len(after)]

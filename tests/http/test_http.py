@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 import threading
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ import orjson
 import pytest
 
 from adapters.api import Chatrecord
+from adapters.ingest.names import reduce_key
 from adapters.store.settings import open_store
 from tests.e2e.conftest import cli_env
 from tests.http.conftest import MAX_BODY, Server, unique
@@ -277,7 +279,8 @@ def test_a_decision_racing_a_new_message_ends_as_one_of_the_clis_orders(server: 
         barrier = threading.Barrier(2)
         statuses: dict[int, int] = {}
 
-        def send(i: int, line: dict[str, Any]) -> None:
+        def send(i: int, line: dict[str, Any], barrier: threading.Barrier = barrier,
+                 statuses: dict[int, int] = statuses) -> None:
             barrier.wait()
             statuses[i] = server.client.post("/v1/lines", json=line).status_code
 
@@ -318,7 +321,12 @@ def test_conversations_lists_the_newest_first_and_export_gives_the_lines_back(se
     server.client.post("/v1/lines", content=ndjson(lines), headers={"content-type": "application/x-ndjson"})
 
     listed = server.client.get("/v1/conversations", params={"limit": 1})
-    stored = listed.json()["conversations"][0]["conversation"]
+    every = server.client.get("/v1/conversations", params={"limit": 1000}).json()["conversations"]
+    stored = reduce_key(conversation)
+    assert stored in [c["conversation"] for c in every]  # by the time of its last line, among the others'
+    times = [datetime.fromisoformat(c["last_at"]) for c in every]
+    assert times == sorted(times, reverse=True)
+    assert (listed.json()["next_cursor"] is None) == (len(every) == 1)
     exported = server.client.get(f"/v1/conversations/{stored}/export")
     cut = server.client.get(f"/v1/conversations/{stored}/export", params={"upto": 1})
     bad = server.client.get("/v1/conversations", params={"cursor": "nonsense"})

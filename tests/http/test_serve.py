@@ -166,7 +166,7 @@ def test_a_client_that_goes_away_while_sending_its_body_is_one_log_line_and_stor
 
     import anyio
 
-    from adapters.store.idempotency import keys_for
+    from adapters.backends import keys_for
 
     chatrecord = Chatrecord(open_store(memory=True))
     app = create_app(lambda: chatrecord, HttpSettings(token=None))

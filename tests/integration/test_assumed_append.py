@@ -80,6 +80,33 @@ class TestAssumedHistory:
                 ask()
 
 
+    def test_it_answers_an_earlier_segment_the_writer_knows_and_notes_it_for_the_check(self) -> None:
+        from domain.history import SegmentRecord
+
+        record = SegmentRecord(segment="r/0", version=3, run="r", message=1, guided=True, waits="card", calls=1)
+        history = AssumedHistory(7, 3, new_segments=["r/1"], known={"r/0": record})
+        assert history.segment("r/0") == record
+        assert history.records == {"r/0": record}
+        with pytest.raises(NotKnown):
+            history.segment("q/0")
+
+
+def tour_lines(conv: str, cycle: int) -> list[dict[str, Any]]:
+    """The demo tour's lines (its start and its last question left out) for conversation
+    `conv`, with fresh segment and run ids and message numbers for cycle `cycle`."""
+    lines = [json.loads(line) for line in TOURS[0].read_text(encoding="utf-8").splitlines() if line][1:-1]
+    for line in lines:
+        line["conversation"] = conv
+        line["at"] = f"2026-10-{28 + cycle}T{line['at'][11:]}"
+        if "segment" in line:
+            line["segment"] = f"tour{cycle}/{line['segment'].rsplit('/', 1)[1]}"
+        if "run" in line:
+            line["run"] = f"tour{cycle}"
+        if "message" in line:
+            line["message"] += 2 * cycle
+    return lines
+
+
 class TestPostgresAssumedAppend(PostgresStores):
     """Each test runs with the appends sent as one call of the store's database function and,
     again, as statements (`mode`: the function taken as unavailable, as on a database where it
@@ -177,6 +204,70 @@ class TestPostgresAssumedAppend(PostgresStores):
         index = store.history.reader(conversation_uuid(conv))
         assert store._known.get(conversation_uuid(conv)) == (index.version, index.outcomes())
 
+    def test_every_line_of_a_tour_after_the_first_is_decided_and_sent_in_one_statement(self, mode: str) -> None:
+        """The writer that appended a card or a question knows its segment's record and the
+        rows it wrote (the entry, the answer the next continuation joins), so a decision, an
+        answer and a continuation read nothing before their append; the rows still equal a
+        fold of the log."""
+        import psycopg
+
+        from projections.turn import build_turn_input
+
+        store = self.open_store()
+        chat = Chatrecord(store)
+        chat.record(start("c"))
+        for line in tour_lines("c", 0):
+            chat.record(line)
+        calls, sent = lookups(store), []
+        execute = psycopg.Cursor.execute
+
+        def counted(curs: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
+            sent.append(query)
+            return execute(curs, query, *args, **kwargs)
+
+        per_line = []
+        psycopg.Cursor.execute = counted  # type: ignore[method-assign]
+        try:
+            for line in tour_lines("c", 1):
+                sent.clear()
+                chat.record(line)
+                per_line.append(len(sent))
+        finally:
+            psycopg.Cursor.execute = execute  # type: ignore[method-assign]
+        assert calls[0] == 0
+        if mode == "function":
+            assert per_line == [1] * 17
+        assert chat.read_models.turn_input("c").to_json() == build_turn_input(store.events("c")).to_json()
+
+    def test_a_retry_of_the_writers_own_message_is_decided_without_reading_the_index(self, mode: str) -> None:
+        store = self.open_store()
+        chat = Chatrecord(store)
+        for line in (start("c"), message("c", 1), segment("c", "r1/1", "r1", outcome="failed")):
+            chat.record(line)
+        calls = lookups(store)
+        result = chat.record({"type": "turn_retried", "message": 1, "at": AT, "conversation": "c"})
+        assert calls[0] == 0  # whether message 1 is live: as this writer's append left the index
+        assert [(type(e).__name__, e.originator_version) for e in result.appended] == [("TurnRetried", 4)]
+
+    def test_a_known_record_the_index_does_not_hold_fails_the_assumption_and_the_card_is_decided_from_the_index(
+            self) -> None:
+        import psycopg
+
+        store = self.open_store()
+        chat = Chatrecord(store)
+        chat.record(start("c"))
+        lines = tour_lines("c", 0)
+        for line in lines[:4]:  # up to the card of the page title (its skill loaded is an event too)
+            chat.record(line)
+        with psycopg.connect(self.url, autocommit=True) as conn:  # another writer's index row for it
+            conn.execute(f'UPDATE "{self.schema}".chatrecord_segments SET body = body || %s WHERE segment = %s',
+                         (" ", "tour0/2"))
+        calls = lookups(store)
+        result = chat.record(lines[4])  # the card's decision
+        assert calls[0] >= 1  # decided again, from the index, after the check failed
+        assert [type(e).__name__ for e in result.appended] == ["CardDecided"]
+        assert log(store, "c")[-2:] == [("SegmentReturned", 6), ("CardDecided", 7)]
+
 
 class TestPostgresAppendFunction(PostgresStores):
     def test_a_store_without_the_function_gets_it_at_its_first_append_and_appends_in_one_call(self) -> None:
@@ -185,17 +276,83 @@ class TestPostgresAppendFunction(PostgresStores):
         store = self.open_store()
         Chatrecord(store).record(start("c"))
         with psycopg.connect(self.url, autocommit=True) as conn:
-            conn.execute(f'DROP FUNCTION "{self.schema}".chatrecord_append_v5(jsonb)')
+            conn.execute(f'DROP FUNCTION "{self.schema}".chatrecord_append_v7(jsonb)')
         later = self.open_store()  # as a process of this version opening a store an earlier one made
         calls = []
         call = later.recorder._append_in_one_call  # type: ignore[attr-defined]
         later.recorder._append_in_one_call = lambda *a, **k: calls.append(call(*a, **k)) or calls[-1]  # type: ignore[attr-defined]
         Chatrecord(later).record(message("c", 1))
         with psycopg.connect(self.url, autocommit=True) as conn:
-            found = conn.execute(f"SELECT to_regprocedure('\"{self.schema}\".chatrecord_append_v5(jsonb)') IS NOT NULL")
+            found = conn.execute(f"SELECT to_regprocedure('\"{self.schema}\".chatrecord_append_v7(jsonb)') IS NOT NULL")
             assert found.fetchone() == (True,)
         assert len(calls) == 1 and isinstance(calls[0], list) and len(calls[0]) == 1  # one notification id
         assert log(later, "c") == [("ConversationStarted", 1), ("UserMessagePosted", 2)]
+
+    @pytest.mark.parametrize("mode", ["function", "statements"])
+    def test_a_failed_assumption_is_raised_with_chatrecords_own_sqlstate_and_message(self, mode: str) -> None:
+        from adapters.backends.postgres import ASSUMPTION_FAILED, ASSUMPTION_MESSAGE
+
+        one, two = self.open_store(), self.open_store()
+        if mode == "statements":  # the check as a statement of the append (`PostgresHistoryTables._checked_write`)
+            one.recorder._function = ""  # type: ignore[attr-defined]
+        for line in (start("c"), message("c", 1), segment("c", "r1/1", "r1")):
+            Chatrecord(one).record(line)
+        Chatrecord(two).record(message("c", 2))  # `one` still holds version 3
+        raised: list[BaseException] = []
+        append = one.recorder._append_retried  # type: ignore[attr-defined]
+
+        def kept(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return append(*args, **kwargs)
+            except Exception as error:
+                raised.append(error)
+                raise
+
+        one.recorder._append_retried = kept  # type: ignore[attr-defined]
+        Chatrecord(one).record(segment("c", "r2/1", "r2"))
+        server = raised[0].__cause__  # the library's DatabaseError, caused by the server's error
+        assert ASSUMPTION_FAILED == "RC001"
+        assert (getattr(server, "sqlstate", None), server.diag.message_primary) == (  # type: ignore[union-attr]
+            "RC001", "chatrecord: the index is not as the command assumed")
+        assert ASSUMPTION_MESSAGE == "chatrecord: the index is not as the command assumed"
+        assert len(raised) == 1  # decided again from the index, the second append went through
+        assert log(one, "c")[-2:] == [("UserMessagePosted", 4), ("SegmentReturned", 5)]
+
+    def test_the_stores_functions_raise_a_failed_assumption_with_that_sqlstate_and_nothing_else(self) -> None:
+        import psycopg
+
+        Chatrecord(self.open_store()).record(start("c"))
+        cid = str(conversation_uuid("c"))
+        doc = json.dumps({"cid": cid, "assumed": {"version": 7, "count": 0, "digests": [], "segments": [], "runs": [],
+                                                  "tip": None}, "events": [], "chain": []})
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            for call, params in ((f'SELECT * FROM "{self.schema}".chatrecord_append_v7(%s::jsonb)', (doc,)),
+                                 (f'SELECT "{self.schema}".chatrecord_assumption_failed_v1()', ())):
+                with pytest.raises(psycopg.Error) as failed:
+                    conn.execute(call, params)
+                assert (failed.value.sqlstate, failed.value.diag.message_primary) == (
+                    "RC001", "chatrecord: the index is not as the command assumed")
+                assert type(failed.value) is psycopg.DatabaseError  # no class of the server's own
+            holds = doc.replace('"version": 7', '"version": 1')  # the index as it is: nothing raised
+            assert conn.execute(f'SELECT * FROM "{self.schema}".chatrecord_append_v7(%s::jsonb)', (holds,)).fetchall() == []
+
+    def test_a_store_without_the_assumption_function_gets_it_at_the_first_command_that_assumes(self) -> None:
+        import psycopg
+
+        Chatrecord(self.open_store()).record(start("c"))
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            conn.execute(f'DROP FUNCTION "{self.schema}".chatrecord_assumption_failed_v1()')
+        one, two = self.open_store(), self.open_store()  # as processes of this version, on a store an earlier one made
+        for line in (message("c", 1), segment("c", "r1/1", "r1")):
+            Chatrecord(one).record(line)
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            found = conn.execute(f"SELECT to_regprocedure('\"{self.schema}\".chatrecord_assumption_failed_v1()') IS NOT NULL")
+            assert found.fetchone() == (True,)
+        Chatrecord(two).record(message("c", 2))
+        calls = lookups(one)
+        Chatrecord(one).record(segment("c", "r2/1", "r2"))  # assumed version 3, found 4: decided again
+        assert calls[0] >= 1
+        assert log(one, "c")[-2:] == [("UserMessagePosted", 4), ("SegmentReturned", 5)]
 
     def test_view_rows_go_through_the_live_generations_function_which_goes_with_its_tables(self) -> None:
         import psycopg
@@ -217,10 +374,10 @@ class TestPostgresAppendFunction(PostgresStores):
                                     "WHERE n.nspname = %s AND p.proname LIKE 'chatrecord_append%%'", (self.schema,))
                 return {row[0] for row in rows}
 
-        assert functions() == {"chatrecord_append_v5", "chatrecord_append_g1_v5"}
+        assert functions() == {"chatrecord_append_v7", "chatrecord_append_g1_v7"}
         chat.rebuild("2026-11-02")
         chat.record(message("c", 2))
-        assert functions() == {"chatrecord_append_v5", "chatrecord_append_g2_v5"}
+        assert functions() == {"chatrecord_append_v7", "chatrecord_append_g2_v7"}
         memory = Chatrecord(ConversationStore(env=memory_env()))
         for line in (start("c"), message("c", 1), segment("c", "r1/1", "r1"), message("c", 2)):
             memory.record(line)

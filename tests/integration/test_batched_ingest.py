@@ -223,10 +223,11 @@ class TestPostgresBatchedIngest(PostgresStores, BatchedIngestContract):
     def test_a_batch_larger_than_a_pipelined_append_still_goes_as_append_documents(
             self, monkeypatch: pytest.MonkeyPatch) -> None:
         from adapters.backends import postgres
+        from adapters.backends.postgres import recorder
 
         lines = export(30)
         chatrecord = self.fresh()
-        monkeypatch.setattr(postgres, "PIPELINE_BYTES", 1000)  # every batch of 50 lines holds more
+        monkeypatch.setattr(recorder, "PIPELINE_BYTES", 1000)  # every batch of 50 lines holds more
 
         def plain(*args: Any, **kwargs: Any) -> Any:
             raise AssertionError("a batch went as statements")

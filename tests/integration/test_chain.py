@@ -85,6 +85,60 @@ class ChainContract:
         assert (found["conv-demo-seo"].problem, found["conv-demo-seo"].version) == ("changed", version)
         assert found["conv-behalten"].ok
 
+    def test_a_later_look_recomputes_only_what_follows_the_head_it_verified(self, store: ConversationStore) -> None:
+        chat = Chatrecord(store)
+        first = chat.chain("conv-demo-seo")
+        chat.record(LATER_LINE)
+        later = chat.chain("conv-demo-seo")
+        full = chat.chain("conv-demo-seo", full=True)
+
+        assert (first.ok, first.version, first.kept) == (True, 20, None)
+        assert (later.ok, later.version, later.events, later.kept) == (True, 21, 21, 20)
+        assert later.hash == full.hash == by_name(verdicts(store))["conv-demo-seo"].hash
+        assert later.kept_at is not None and full.kept is None
+        again = chat.chain("conv-demo-seo")
+        assert (again.version, again.kept, again.kept_at) == (21, 21, full.kept_at or again.kept_at)
+
+    def test_a_later_look_finds_the_kept_head_rewritten(self, store: ConversationStore) -> None:
+        chat = Chatrecord(store)
+        assert chat.chain("conv-demo-seo").ok
+        self.set_hash(store, 20, b"\x00" * 32)  # the chain rewritten up to the head this process verified
+        rewritten = chat.chain("conv-demo-seo")
+        assert (rewritten.ok, rewritten.problem, rewritten.version) == (False, "rewritten", 20)
+        assert chat.chain("conv-demo-seo").kept is None  # after a broken verdict: every hash again
+
+    def test_a_later_look_finds_an_event_after_the_kept_head_changed(self, store: ConversationStore) -> None:
+        chat = Chatrecord(store)
+        assert chat.chain("conv-demo-seo").ok
+        chat.record(LATER_LINE)
+        topic, state = self.events(store)[21]
+        self.set_event(store, 21, topic, state[:-1] + bytes([state[-1] ^ 1]))
+        changed = chat.chain("conv-demo-seo")
+        assert (changed.ok, changed.problem, changed.version, changed.kept) == (False, "changed", 21, 20)
+
+    def test_a_later_look_does_not_recompute_an_event_it_verified_which_a_full_look_does(
+            self, store: ConversationStore) -> None:
+        """What a kept verdict claims, exactly: an event at or before the head it verified whose
+        bytes were changed without its hash is found by a full look, not by a later one."""
+        chat = Chatrecord(store)
+        assert chat.chain("conv-demo-seo").ok
+        version, (topic, state) = next((v, e) for v, e in sorted(self.events(store).items())
+                                       if b'"write_target":{"table":"pages","uid":42}' in e[1])
+        self.set_event(store, version, topic, state.replace(b'"uid":42}', b'"uid":43}', 1))
+        kept = chat.chain("conv-demo-seo")
+        full = chat.chain("conv-demo-seo", full=True)
+        assert (kept.ok, kept.kept) == (True, 20)
+        assert (full.ok, full.problem, full.version) == (False, "changed", version)
+
+    def test_a_later_look_finds_the_newest_events_cut_off(self, store: ConversationStore) -> None:
+        chat = Chatrecord(store)
+        assert chat.chain("conv-demo-seo").ok
+        for version in (20, 19):
+            self.delete_event(store, version)
+            self.delete_hash(store, version)
+        cut = chat.chain("conv-demo-seo")
+        assert (cut.ok, cut.problem, cut.version) == (False, "cut_off", 20)
+
     def test_a_dropped_event_is_named(self, store: ConversationStore) -> None:
         self.delete_event(store, 5)
         verdict = by_name(verdicts(store))["conv-demo-seo"]
@@ -367,3 +421,31 @@ class TestPostgresChain(PostgresStores, ChainContract):
     def insert_event(self, store: ConversationStore, stored: StoredEvent) -> None:
         self._run("INSERT INTO {events} (originator_id, originator_version, topic, state) VALUES (%s, %s, %s, %s)",
                   (DEMO, stored.originator_version, stored.topic, stored.state))
+
+    def index_rows(self) -> dict[str, list[Any]]:
+        """Returns the demo conversation's history index rows, by table."""
+        found = {}
+        for table in ("chatrecord_index", "chatrecord_segments", "chatrecord_messages", "chatrecord_sources"):
+            query = sql.SQL("SELECT * FROM {} WHERE cid = %s ORDER BY 1, 2").format(sql.Identifier(self.schema, table))
+            with psycopg.connect(self.url) as conn:
+                found[table] = conn.execute(query, (str(DEMO),)).fetchall()
+        return found
+
+    def test_a_refused_append_sent_as_statements_stores_nothing(self, store: ConversationStore) -> None:
+        """Where the append goes as the library's pipelined statements (`_append_synced`: no
+        append function to be had, as for a role without CREATE on the schema), the chain's
+        refusal, raised after the INSERT was sent, rolls the events back with the index rows
+        written before them: the line may be sent again, and is not taken for a repeat."""
+        segment = next(e for e in reversed(store.events("conv-demo-seo")) if type(e).__name__ == "SegmentReturned")
+        forged = segment.model_copy(update={"originator_version": 21, "segment": segment.segment[:-1] + "9"})
+        self.insert_event(store, store.mapper.to_stored_event(forged))  # no hash row
+        with pytest.raises(ChainBroken):  # in one call: refused; the index has caught up with the forged event
+            Chatrecord(store).record(LATER_LINE)
+        before = self.index_rows()
+        for writer in (store, self.reopened(store)):
+            writer.recorder._function = ""  # type: ignore[attr-defined]  # appends go as statements
+            with pytest.raises(ChainBroken) as refused:
+                Chatrecord(writer).record(LATER_LINE)
+            assert (refused.value.problem, refused.value.version) == ("inserted", 21)
+            assert sorted(self.events(store)) == list(range(1, 22))  # the forged event, nothing after it
+            assert self.index_rows() == before

@@ -18,7 +18,7 @@ import pytest
 from eventsourcing import persistence as es_persistence
 from psycopg import sql
 
-from adapters.backends import backend_of
+from adapters.backends import backend_for, backend_of
 from adapters.backends.postgres import (
     EventRecorder,
     PostgresBackend,
@@ -29,7 +29,6 @@ from adapters.backends.postgres import (
 )
 from adapters.store.idempotency import SQLKeys
 from adapters.store.settings import open_store
-from adapters.views.backends import backend_for
 from domain.events import conversation_uuid
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -216,6 +215,29 @@ def test_the_postgres_factory_hands_out_the_schemas_pieces(postgres_url: str, po
     keys = PostgresFactory.idempotency_keys(store)
     assert isinstance(keys, SQLKeys) and keys.table == f'"{postgres_schema}".chatrecord_idempotency'
     store.close()
+
+
+def test_the_factorys_tracking_and_process_recorders_get_their_tables(postgres_url: str, postgres_schema: str) -> None:
+    """The factory makes no table through the library's own `env_create_table` (it creates the
+    store's once, `ensure_schema`); its tracking and process recorders still get theirs, as the
+    library's factory makes them, and none where CREATE_TABLE=n."""
+    store = open_store({"CHATRECORD_DATABASE_URL": schema_url(postgres_url, postgres_schema)})
+    try:
+        tracking = store.factory.tracking_recorder()
+        tracking.insert_tracking(es_persistence.Tracking("upstream", 3))
+        assert tracking.max_tracking_id("upstream") == 3
+        process = store.factory.process_recorder()
+        assert process.insert_events([], tracking=es_persistence.Tracking("other", 5)) is None
+        assert process.max_tracking_id("other") == 5
+
+        store.factory.env.name = "Elsewhere"
+        store.factory.env["CREATE_TABLE"] = "n"
+        untabled = store.factory.tracking_recorder()
+        assert untabled.tracking_table_name == "elsewhere_tracking"  # type: ignore[attr-defined]
+        with pytest.raises(es_persistence.ProgrammingError, match="elsewhere_tracking"):
+            untabled.max_tracking_id("upstream")
+    finally:
+        store.close()
 
 
 class _Flaky:

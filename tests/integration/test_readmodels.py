@@ -12,7 +12,7 @@ import signal
 import sqlite3
 import sys
 import uuid
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -48,10 +48,10 @@ from projections.turn_notes import apply_notes
 from tests.integration.backends import PostgresStores, SQLiteStores
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
-from test_properties import EPISODES, st, tell  # noqa: E402  the random conversations of the unit properties
+from test_properties import EPISODES, st, tell  # the random conversations of the unit properties
 
 DEMO = Path(__file__).resolve().parents[1] / "data" / "demo_seo_tour.jsonl"
-T0 = datetime(2026, 10, 28, 9, 0, tzinfo=timezone.utc)
+T0 = datetime(2026, 10, 28, 9, 0, tzinfo=UTC)
 
 
 class Crash(Exception):
@@ -103,7 +103,7 @@ def behalten_tour(conversation: str = "conv-behalten") -> list[dict[str, Any]]:
                                 "toolIsError": False, "toolOutcome": "ok"}]
     tour.add("segment_returned", segment="run/1", run="run", trigger="turn", outcome="awaiting_approval",
              answer="Ich schlage einen Titel vor.", steps=steps, pending=[card("title")])
-    for n, field in enumerate(fields, start=1):
+    for n in range(1, len(fields) + 1):
         tour.add("card_decided", segment=f"run/{n}", approved=False, answer="Behalten", message=n + 1, text="Behalten")
         last = n == len(fields)
         tour.add("segment_returned", segment=f"run/{n + 1}", run="run", trigger="approval",
@@ -322,6 +322,35 @@ class ReadModelsContract:
         with pytest.raises(NoTurnYet):
             models.turn_input("conv-new")
 
+    def test_the_latest_turn_past_the_records_cap_is_built_from_the_rows_as_the_fold_builds_it(self, store) -> None:
+        """205 turns, then a card and its decision after the last user message: the entries
+        that fell out of the record after that turn started are set aside, and the turn's
+        input built from the rows (its transcript up to the turn, the entries it saw, the card
+        outcomes before it) is the fold's, byte for byte, live and after a rebuild."""
+        from factories import Chat, call, model_round
+
+        conversation = f"conv-{uuid.uuid4().hex[:8]}"
+        chat = Chat(conversation=conversation)
+        for n in range(205):
+            chat.user(f"Frage {n}", page=42)
+            chat.segment("turn", "completed", f"Antwort {n}", [*model_round(1)], run=f"r{n}")
+        chat.user("Noch eine Karte", page=42)
+        chat.segment("turn", "awaiting_approval", "Karte", [*model_round(1)], [call(fields=("title",))], run="card")
+        chat.decide(True, "Übernehmen")
+        chat.segment("approval", "completed", "Gespeichert.", [*model_round(2)], run="card")
+        models = ReadModels(store)
+        store.save(*chat.events)
+        models.apply(conversation_uuid(conversation), chat.events)
+
+        head = models.head(conversation)
+        assert head.turn_intact and head.turn.version < head.version and len(head.turn_kept) == 2
+        expected = build_turn_input(chat.events).to_json()
+        assert len(expected["record"]) == 200 and expected["record"][0]["segment"] == "r5/6"
+        assert models.turn_input(conversation).to_json() == expected
+        models.rebuild("2026-11-02")
+        assert models.turn_input(conversation).to_json() == expected
+        self.assert_rows_are_the_fold(models, store, conversation)
+
     @settings(max_examples=12, deadline=None,
               suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
                                      HealthCheck.differing_executors])
@@ -380,7 +409,7 @@ class ReadModelsContract:
                 chat.add("user_message", message=n, text=f"weiter {n}", page=40 + n % 3)
                 chat.add("segment_returned", segment=f"{chat.conversation}/{n}", run=f"r{n}", trigger="turn",
                          outcome="completed", answer=f"Schritt {n}.", steps=model_round(1))
-        ingest(store, [line for pair in zip(*(chat.lines for chat in chats)) for line in pair])
+        ingest(store, [line for pair in zip(*(chat.lines for chat in chats), strict=True) for line in pair])
         monkeypatch.setattr("adapters.views.readmodels.PAGE", 5)
         monkeypatch.setattr("adapters.views.readmodels.KEPT_HEADS", 1)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +32,7 @@ from domain.events import (
 from domain.values import RecordRef, StepFact, WaitingCall
 from tests.integration.backends import PostgresStores, SQLiteStores
 
-T0 = datetime(2026, 10, 28, 9, 0, tzinfo=timezone.utc)
+T0 = datetime(2026, 10, 28, 9, 0, tzinfo=UTC)
 CARD = WaitingCall(tool_name="update_page_metadata", target=RecordRef(table="pages", uid=42), fields=("title",))
 STEPS = (
     StepFact(kind="llm", round=1, duration_ms=2137.0),

@@ -9,7 +9,7 @@ by `fact`, which keeps only what the privacy filter keeps.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from adapters.ingest.steps import Step
@@ -22,7 +22,7 @@ from domain.values import (
     WaitingCall,
 )
 
-T0 = datetime(2026, 10, 28, 9, 0, tzinfo=timezone.utc)
+T0 = datetime(2026, 10, 28, 9, 0, tzinfo=UTC)
 SKILL = "3:seo-optimieren"
 
 # ---------------------------------------------------------------- nr-llm-shaped steps

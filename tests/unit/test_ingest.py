@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from hashlib import sha256
-
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -99,7 +98,7 @@ def test_the_demo_parses_into_19_lines_and_20_events() -> None:
     assert kinds[:5] == [ConversationStarted, SkillLoaded, UserMessagePosted, SegmentReturned, QuestionAnswered]
     assert kinds.count(SegmentReturned) == 8 and kinds.count(CardDecided) == 6
     assert kinds[-2:] == [TourEnded, UserMessagePosted]
-    assert events[-1].timestamp == datetime(2026, 10, 31, 14, 5, tzinfo=timezone.utc)
+    assert events[-1].timestamp == datetime(2026, 10, 31, 14, 5, tzinfo=UTC)
 
 
 def test_every_event_carries_the_digest_of_its_line() -> None:
@@ -344,13 +343,13 @@ def test_two_ids_that_reduce_alike_do_not_collide() -> None:
     assert len(reduce_key("x" * 500)) <= NAME_MAX and reduce_key("x" * 500) != reduce_key("x" * 501)
 
 
-def test_an_id_that_ends_in_the_hash_marker_is_hashed_too_so_it_never_equals_a_reduced_one() -> None:
+def test_a_stored_form_reduces_to_itself_so_an_export_keeps_its_key() -> None:
     reduced = reduce_key("chat 17")
     assert reduced == "chat17:h9a90eaf363ff759f"
-    looks_reduced = reduce_key(reduced)
-    assert looks_reduced != reduced
-    assert looks_reduced.startswith("chat17:h9a90eaf363ff759f:h") and len(looks_reduced) == len(reduced) + 18
-    assert reduce_key(looks_reduced) != looks_reduced  # and so on: a stored-as-is id never ends in the marker
+    assert reduce_key(reduced) == reduced  # a stored form is kept as it is: reducing is idempotent
+    assert reduce_key("chat17:h0000000000000000") == "chat17:h0000000000000000"  # the hash of no id: its own key
+    assert reduce_key("chat17:h0000000000000000 ") == "chat17:h0000000000000000:h" + \
+        sha256(b"chat17:h0000000000000000 ").hexdigest()[:16]
     # ids that only resemble the marker stay as they are
     assert reduce_key("chat17:h9a90eaf363ff759") == "chat17:h9a90eaf363ff759"
     assert reduce_key("chat17:H9A90EAF363FF759F") == "chat17:H9A90EAF363FF759F"
@@ -373,7 +372,7 @@ def test_a_card_decision_finds_a_segment_whose_id_was_reduced() -> None:
 def test_times_are_made_aware_utc() -> None:
     local = parse_line(jl(type="tour_ended", at="2026-10-28T11:00:00+02:00"), 1, "t")
     naive = parse_line(jl(type="tour_ended", at="2026-10-28T09:00:00"), 1, "t")
-    expected = datetime(2026, 10, 28, 9, 0, tzinfo=timezone.utc)
+    expected = datetime(2026, 10, 28, 9, 0, tzinfo=UTC)
 
     assert local.at == naive.at == expected and local.at.utcoffset().total_seconds() == 0
 

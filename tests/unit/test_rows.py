@@ -207,3 +207,86 @@ def test_buffered_rows_read_back_what_they_hold_and_send_it_at_the_flush():
     (_, idx, role, number, body), = sent["views_g1_messages"]
     assert (idx, role, number) == (1, "assistant", None) and orjson.loads(body)["segments"] == ["s/1"]
     assert rows.entry("s/1") is None and rows.message(0) is None  # nothing held after the flush
+
+
+EXTRA = st.lists(st.sampled_from(["retry", "replace", "segment", "failed", "card", "decide", "user"]), max_size=6)
+
+
+def _more(chat, extra: list[str]) -> None:
+    """Tells `extra` after a conversation: retries, a replaced transcript, segments that join
+    the last answer or fail, cards proposed and decided (steps it refuses are skipped)."""
+    from factories import call, model_round
+
+    from domain.errors import ChatrecordError
+
+    for n, step in enumerate(extra):
+        try:
+            if step == "retry":
+                chat.retry(chat.state.last_message)
+            elif step == "replace":
+                chat.replace([("user", "neu"), ("assistant", "ok"), ("user", "weiter")])
+            elif step in ("segment", "failed"):
+                chat.segment("turn", "completed" if step == "segment" else "failed",
+                             "Mehr." if step == "segment" else None, [*model_round(1)], run=f"x{n}")
+            elif step == "card":
+                chat.segment("turn", "awaiting_approval", "Karte", [*model_round(1)], [call(fields=("title",))],
+                             run=f"x{n}")
+            elif step == "decide":
+                chat.decide(True, "Übernehmen")
+            else:
+                chat.user("Noch was", page=42)
+        except ChatrecordError:
+            continue
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(legacy=st.integers(0, 2), episodes=EPISODES, extra=EXTRA, cap=st.sampled_from([2, 3, 200]),
+       hidden=st.sampled_from([None, 42]))
+def test_the_latest_turn_built_from_the_rows_is_the_turn_the_fold_builds(legacy, episodes, extra, cap, hidden):
+    """After every event: where the head says the rows still hold what the latest turn saw
+    (`turn_intact`), its input built from them is the one a fold of the log up to that turn
+    builds, byte for byte; edits, cuts, replaced transcripts, legacy rows, retries, failed
+    segments and the record's cap (small here, so entries fall out after the turn) come up."""
+    from adapters.views.readmodels import turn_rows_state
+
+    chat = tell(legacy, episodes)
+    _more(chat, extra)
+    events = chat.events
+    rules = resolve("2026-11-02").model_copy(update={"record_entries": cap})
+    can_see = (lambda page: page != hidden)
+    rows, head, built = MemoryRows(MemoryConversation()), None, 0
+    for k, event in enumerate(events):
+        head = fold_into(rows, head, [event], rules)
+        if head.turn is None or not head.turn_intact:
+            continue
+        built += 1
+        expected = turn.build_turn_input(events[:k + 1], rules, can_see)
+        got = turn.turn_input(turn_rows_state(rows, head), head.turn.message, head.turn.at, rules, can_see)
+        assert got.to_json() == expected.to_json()  # the replay contract, byte for byte
+        assert (got.messages, got.notes, got.system, got.record) == (expected.messages, expected.notes,
+                                                                      expected.system, expected.record)
+    assert built > 0  # the last event starts a turn at least, or the rows were cut after it
+
+
+def test_the_latest_turn_is_built_from_the_rows_after_its_segments_and_cards_and_the_cap():
+    """A turn followed by its segments, a card decided and an entry fallen out of a record of
+    two: the rows still hold that turn (the entry set aside), and an edit's cut starts the next."""
+    from factories import call, model_round
+
+    from adapters.views.readmodels import turn_rows_state
+
+    chat = tell(0, [("plain", False), ("plain", False)])
+    chat.segment("turn", "awaiting_approval", "Karte", [*model_round(1)], [call(fields=("title",))], run="x")
+    chat.decide(True, "Übernehmen")
+    rules = resolve("2026-11-02").model_copy(update={"record_entries": 2})
+    rows = MemoryRows(MemoryConversation())
+    head = fold_into(rows, None, chat.events, rules)
+
+    assert head.turn_intact and head.turn.version < head.version
+    assert [e.seq for e in rows.aside()] == [e.seq for e in turn.build_turn_input(chat.events, rules).record][:1]
+    got = turn.turn_input(turn_rows_state(rows, head), head.turn.message, head.turn.at, rules)
+    assert got.to_json() == turn.build_turn_input(chat.events, rules).to_json()
+    done = len(chat.events)
+    chat.edit(1, "anders")  # its cut starts the next turn, and what was set aside goes
+    head = fold_into(rows, head, chat.events[done:], rules)
+    assert head.turn_intact and head.turn.message == 1 and rows.aside() == ()

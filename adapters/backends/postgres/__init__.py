@@ -1,0 +1,109 @@
+"""The PostgreSQL backend: the library's persistence, with its schema created once and writes that end.
+
+`PostgresFactory` makes the chained application recorder (`ChainedPostgresRecorder`) and the
+data keys (`PostgresDataKeys`), and hands out the schema's pieces of the store: the history
+index (`PostgresHistoryTables`), the views' tables (`PostgresBackend`) and the kept idempotency
+keys (`adapters.store.idempotency.SQLKeys`).
+
+- **Schema once.** The library runs every CREATE statement each time a process opens a store;
+  two processes at once then fail (`tuple concurrently updated`, an IntegrityError on
+  `pg_type`) and an index creation queues behind other writers. `PostgresFactory` builds the
+  library's recorders without that; `create_once` asks the catalog in one query whether the
+  store's objects exist and only when one is missing creates them, in one transaction under an
+  advisory lock keyed by the schema, so concurrent first processes wait for each other. A
+  store whose tables exist is only read at open, so reading commands work on a read-only
+  database (a hot standby, `default_transaction_read_only=on`).
+- **Large writes without pipeline mode.** The library appends events in psycopg's pipeline
+  mode, whose send loop can stop with part of a large message unsent and then wait for a reply
+  that never comes (a segment of 30,000–50,000 steps hung forever, holding the events table's
+  write lock). `EventRecorder` pipelines an append of at most `PIPELINE_BYTES` (the common
+  case: the history index, the views and the chain go out without a round trip each) and does
+  the same steps (table lock, NOTIFY, INSERT … RETURNING) in one ordinary transaction for a
+  larger one.
+- **Turn reads prepared, appends not.** The pool's connections prepare no statement by
+  themselves (`PostgresFactory`: a pipelined append must never send a named statement). A turn
+  read (`PostgresBackend.reading`) runs in autocommit, without BEGIN and ROLLBACK, and its two
+  statements run prepared (`PostgresBackend.run`), with the connection's `prepare_threshold`
+  set only while each runs, outside pipeline mode: the server plans them once per connection.
+- **Timeouts.** A write waits at most `POSTGRES_LOCK_TIMEOUT` seconds (default
+  `WRITE_LOCK_TIMEOUT`) for the events table's write lock, and any statement runs at most
+  `POSTGRES_STATEMENT_TIMEOUT` seconds (default `STATEMENT_TIMEOUT`); then it fails with the
+  server's error (`adapters.store.settings.store_problem` makes it one line) instead of holding the
+  store.
+
+The package, one module per job (`PERSISTENCE_MODULE` names `adapters.backends.postgres:PostgresFactory`):
+
+- `schema`: the tables made once (`create_once`, `ensure_schema`), the advisory lock keys, `SchemaNotCreated`.
+- `append`: the append as one statement: `AppendDocument`, `Unfit` and the append functions, whose
+  PL/pgSQL is in `append_function.sql`, `append_no_views.sql` and `append_views.sql`.
+- `recorder`: `EventRecorder`, the application recorder (how an append is sent, reads tried again).
+- `chained_recorder`: `ChainedPostgresRecorder`, the recorder with the hash chain.
+- `data_keys`: `PostgresDataKeys`.
+- `history_index`: `PostgresHistoryTables`, the history index and the check of an assumed index.
+- `view_tables`: `PostgresBackend` (the views' tables), `PostgresBufferedRows`, `OneStatement`.
+- `factory`: `PostgresFactory`, `RecentFirst`, the timeouts and the driver's problems in words.
+"""
+
+from adapters.backends.postgres.append import (
+    APPEND_FUNCTION,
+    ASSUMPTION_FAILED,
+    ASSUMPTION_FUNCTION,
+    ASSUMPTION_MESSAGE,
+    AppendDocument,
+    Unfit,
+    append_function_statement,
+    assumption_function_statement,
+    generation_function_name,
+    generation_function_statement,
+)
+from adapters.backends.postgres.chained_recorder import ChainedPostgresRecorder
+from adapters.backends.postgres.data_keys import PostgresDataKeys, keys_statements
+from adapters.backends.postgres.factory import STATEMENT_TIMEOUT, WRITE_LOCK_TIMEOUT, PostgresFactory, RecentFirst
+from adapters.backends.postgres.history_index import PostgresHistoryTables
+from adapters.backends.postgres.recorder import BATCH_DOCUMENT_BYTES, PIPELINE_BYTES, EventRecorder
+from adapters.backends.postgres.schema import (
+    LOCK_KEY,
+    SchemaNotCreated,
+    create_once,
+    ensure_schema,
+    lock_key,
+    schema_exists_query,
+    table_exists,
+    views_lock_key,
+)
+from adapters.backends.postgres.view_tables import OneStatement, PostgresBackend, PostgresBufferedRows
+
+__all__ = [
+    "APPEND_FUNCTION",
+    "ASSUMPTION_FAILED",
+    "ASSUMPTION_FUNCTION",
+    "ASSUMPTION_MESSAGE",
+    "BATCH_DOCUMENT_BYTES",
+    "LOCK_KEY",
+    "PIPELINE_BYTES",
+    "STATEMENT_TIMEOUT",
+    "WRITE_LOCK_TIMEOUT",
+    "AppendDocument",
+    "ChainedPostgresRecorder",
+    "EventRecorder",
+    "OneStatement",
+    "PostgresBackend",
+    "PostgresBufferedRows",
+    "PostgresDataKeys",
+    "PostgresFactory",
+    "PostgresHistoryTables",
+    "RecentFirst",
+    "SchemaNotCreated",
+    "Unfit",
+    "append_function_statement",
+    "assumption_function_statement",
+    "create_once",
+    "ensure_schema",
+    "generation_function_name",
+    "generation_function_statement",
+    "keys_statements",
+    "lock_key",
+    "schema_exists_query",
+    "table_exists",
+    "views_lock_key",
+]

@@ -1,0 +1,212 @@
+"""The append as one statement: the PL/pgSQL append functions and the document they take.
+
+An append's writes (the assumed index's check, the history index rows, the view rows, the events and
+their chain rows) are gathered as data by `AppendDocument`, which stands in for the append's cursor,
+and sent as one JSON document to the store's append function (`APPEND_FUNCTION`, or a views'
+generation's own, `generation_function_name`). The functions' SQL is in this package's `.sql` files.
+`Unfit` says the append holds what a document cannot carry (it is then sent as statements).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterable
+from importlib import resources
+from typing import Any
+from uuid import UUID
+
+import orjson
+import psycopg
+import psycopg.errors
+from psycopg.sql import Composable
+
+from adapters.views.rows import table_names
+
+AT_ONCE = threading.local()
+"""`on` while this thread gathers an append for one call (`EventRecorder._append_in_one_call`)."""
+
+
+APPEND_FUNCTION = "chatrecord_append_v7"
+"""The store's own database function that writes a whole append from one JSON document
+(`AppendDocument`) that holds no view rows: versioned by name, so a later layout gets a
+function of its own. An append with view rows goes to its generation's function
+(`generation_function_name`), the same body with the view rows written into that
+generation's tables. (v7: the known segment records and live messages an assumption took are
+checked, and a generation's function sets entries aside for the latest turn; v6: a failed
+assumption raises `ASSUMPTION_FAILED`; v5 raised division_by_zero, 22012.)"""
+
+ASSUMPTION_FAILED = "RC001"
+"""The SQLSTATE with which the store's SQL raises a failed assumption (`AssumptionFailed`):
+class RC is chatrecord's own. SQL leaves the classes beginning with 5 to 9 or I to Z to the
+implementation, and PostgreSQL uses none beginning with R, so no statement of the server
+raises it; `EventRecorder` decodes it by this code alone."""
+ASSUMPTION_MESSAGE = "chatrecord: the index is not as the command assumed"
+"""The MESSAGE raised with `ASSUMPTION_FAILED`."""
+ASSUMPTION_FUNCTION = "chatrecord_assumption_failed_v1"
+"""The store's database function that raises `ASSUMPTION_FAILED` (`assumption_function_statement`),
+for the check of an assumed index sent as a statement (`PostgresHistoryTables._checked_write`):
+plain SQL cannot raise an error of its own."""
+
+
+def _template(name: str) -> str:
+    """Returns the SQL template `name` of this package (its leading `--` comment lines left out)."""
+    text = resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
+    lines = text.splitlines(keepends=True)
+    while lines and lines[0].startswith("--"):
+        lines.pop(0)
+    return "".join(lines)
+
+
+_APPEND_FUNCTION_SQL = _template("append_function.sql")
+"""The append function's CREATE statement (`append_function.sql`): {schema}, {name}, {events}, {views}."""
+_NO_VIEWS_SQL = _template("append_no_views.sql")
+"""Its {views} part where no views' generation is written (`append_no_views.sql`)."""
+_VIEWS_SQL = _template("append_views.sql")
+"""Its {views} part for one generation (`append_views.sql`): {generation} and the generation's table names."""
+_ASSUMPTION_SQL = _template("assumption_failed.sql")
+"""`ASSUMPTION_FUNCTION`'s CREATE statement (`assumption_failed.sql`): {schema}, {name}."""
+
+
+def generation_function_name(generation: int) -> str:
+    """Returns the name of generation `generation`'s append function (`generation_function_statement`)."""
+    return f"chatrecord_append_g{generation}_v7"
+
+
+OLD_GENERATION_FUNCTIONS = ("chatrecord_append_g{generation}_v6", "chatrecord_append_g{generation}_v5")
+"""The names of a generation's append function of the versions before (jsonb); dropped with its
+generation's tables."""
+OLD_VIEWS_FUNCTION = "chatrecord_views_g{generation}_v3"
+"""The name of a generation's views function of an earlier version (text, jsonb), which the
+append function called; dropped with its generation's tables."""
+
+
+def generation_function_statement(schema: str, events_table: str, generation: int) -> str:
+    """Returns the CREATE OR REPLACE FUNCTION statement of generation `generation`'s append
+    function: `APPEND_FUNCTION`'s body with, after the history index rows, the views' shared
+    lock and the view rows of the document's `views` section (which must name `generation`)
+    written into the generation's tables by static statements, whose plans PL/pgSQL keeps per
+    connection (no dynamic call of another function per append). A row it updates or deletes
+    is found by its whole key, one statement per row: a plan kept from when the conversation
+    was short must not scan its transcript (a join on the document's rows did, 6,000 rows read
+    at 3,000 segments). It is made at the first append into the generation
+    (`EventRecorder._generation_function`) and dropped with the generation's tables."""
+    views = _VIEWS_SQL.format(generation=int(generation), **table_names(generation, schema))
+    return _APPEND_FUNCTION_SQL.format(schema=f'"{schema}"', name=generation_function_name(generation),
+                                       events=f'"{schema}"."{events_table}"', views=views)
+
+
+def append_function_statement(schema: str, events_table: str) -> str:
+    """Returns the CREATE OR REPLACE FUNCTION statement of `APPEND_FUNCTION` in `schema`.
+
+    The function takes the document `AppendDocument` builds (jsonb) and, in the caller's
+    transaction (one statement: its own), with sequential scans off (PL/pgSQL keeps a plan made
+    when the tables were small: every statement here finds its rows by a key, and a kept plan
+    that scanned a table would cost more with every line), checks an assumed index in one
+    statement (raising `ASSUMPTION_FAILED` with `ASSUMPTION_MESSAGE`, as the statements' check
+    does, `PostgresHistoryTables._checked_write`), writes the history index rows, takes the
+    events table's write lock, inserts the events (returning their notification ids, in order)
+    and their chain rows. A list the document leaves empty costs no statement.
+    PL/pgSQL keeps the plans of its static statements per connection. A document with view
+    rows goes to its generation's function (`generation_function_statement`) instead.
+    """
+    return _APPEND_FUNCTION_SQL.format(schema=f'"{schema}"', name=APPEND_FUNCTION, events=f'"{schema}"."{events_table}"',
+                                       views=_NO_VIEWS_SQL)
+
+
+def assumption_function_statement(schema: str) -> str:
+    """Returns the CREATE OR REPLACE FUNCTION statement of `ASSUMPTION_FUNCTION` in `schema`
+    (`assumption_failed.sql`): a function of no arguments, returning an integer, that raises
+    `ASSUMPTION_FAILED` with `ASSUMPTION_MESSAGE` whenever it is called. It is VOLATILE (the
+    default), so the planner never calls it ahead of the CASE branch that needs it. Made with
+    the store's schema (`PostgresFactory.application_recorder`), and in a store an earlier
+    version made at the first command that could assume (`PostgresHistoryTables.checks_assumptions`)."""
+    return _ASSUMPTION_SQL.format(schema=f'"{schema}"', name=ASSUMPTION_FUNCTION)
+
+
+class Unfit(Exception):  # not an error: the append is sent another way
+    """Raised when an append holds a statement `AppendDocument` cannot carry (a write it does
+    not know, or a read of a table the append writes)."""
+
+
+_WRITES = re.compile(r"\b(INSERT|UPDATE|DELETE|MERGE|LOCK|CREATE|DROP|ALTER|TRUNCATE)\b", re.IGNORECASE)
+
+
+class AppendDocument:
+    """Stands in for the cursor of an append's transaction and gathers its writes as data: the
+    assumed index, the history index rows, the views' rows (`PostgresBufferedRows`), the
+    events and their chain rows. `call(function)` sends them as one JSON document to the
+    database function `APPEND_FUNCTION` (or its views' generation's) in one statement, which is its own transaction: one
+    message, one answer, and the server plans none of the writes again. A read (`execute`
+    then `fetchone`/`fetchall`) runs at once, outside that transaction, where it reads no
+    table the document writes (a head, a chain hash, an index row: what it finds is checked by
+    the events' version, whose insert fails if another writer came between); any other
+    statement raises Unfit, and the append is sent as statements instead (`_append_synced`)."""
+
+    def __init__(self, conn: psycopg.Connection[Any], cid: str, lock: int) -> None:
+        self._conn = conn
+        self._lock = lock
+        self.doc: dict[str, Any] = {"cid": cid}
+        self.conversation: UUID | None = None
+        """The conversation whose part of a batch this document carries (`inline(cursor)`
+        writes only its rows here), None for the append of one conversation."""
+        self._pending: tuple[Any, Any] | None = None
+        self._written: set[str] = set()
+
+    def put(self, section: str, value: Any, tables: Iterable[str] = ()) -> None:
+        """Sets the document's `section` (`assumed`, `index`, `views`, `events`, `chain`) to
+        `value`, noting the `tables` it writes."""
+        self.doc[section] = value
+        self._written.update(tables)
+
+    def views(self, generation: int) -> dict[str, Any]:
+        """Returns the document's views section for `generation` (made on the first call):
+        lists of rows per kind, the head, the lock key."""
+        views = self.doc.get("views")
+        if views is None:
+            views = self.doc["views"] = {"g": generation, "lock": self._lock, "drop_aside": False, "aside": [],
+                                         "aside_rows": [], "delete_entries": [], "entries": [],
+                                         "outcomes": [], "messages": [], "ended": [], "ends": [], "pages": [],
+                                         "turns": [], "head": None}
+            self._written.add(f"views_g{generation}_")
+        elif views["g"] != generation:
+            raise Unfit("two generations' views in one append")
+        return views
+
+    def execute(self, query: Any, params: Any = None, **_: Any) -> AppendDocument:
+        if self._pending is not None:
+            raise Unfit("a statement that is not a read")
+        self._pending = (query, params)
+        return self
+
+    def executemany(self, query: Any, params_seq: Any, **_: Any) -> None:
+        raise Unfit("executemany")
+
+    def _read(self) -> list[Any]:
+        if self._pending is None:
+            raise Unfit("a fetch without a statement")
+        (query, params), self._pending = self._pending, None
+        text = query.as_string(self._conn) if isinstance(query, Composable) else str(query)
+        if not text.lstrip().upper().startswith(("SELECT", "WITH")) or _WRITES.search(text) \
+                or any(table in text for table in self._written):
+            raise Unfit("a read that is no plain read, or of a table the append writes")
+        with self._conn.cursor() as curs:  # autocommit: before the append's own transaction
+            curs.execute(query, params)
+            return curs.fetchall()
+
+    def fetchone(self) -> Any:
+        rows = self._read()
+        return rows[0] if rows else None
+
+    def fetchall(self) -> list[Any]:
+        return self._read()
+
+    def call(self, function: str) -> list[int]:
+        """Sends the document to `function` (schema-qualified) and returns the notification ids
+        of its events. Raises Unfit when a statement was left unread (a write it cannot
+        carry); psycopg's errors as the server raised them (nothing is stored then)."""
+        if self._pending is not None:
+            raise Unfit("a statement that is not a read")
+        with self._conn.cursor() as curs:
+            curs.execute(f"SELECT n FROM {function}(%s::jsonb) AS n", (orjson.dumps(self.doc).decode(),))
+            return [row["n"] for row in curs.fetchall()]

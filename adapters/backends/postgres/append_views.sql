@@ -1,0 +1,49 @@
+-- The {views} part of a views' generation's append function: the view rows into its tables.
+-- A template for Python's str.format (`adapters.backends.postgres.append`): {schema}, {name} and the
+-- like are filled in, and doubled braces stand for one. These comment lines are not sent.
+  IF v IS NULL OR (v->>'g')::bigint <> {generation} THEN
+    RAISE EXCEPTION 'chatrecord: no view rows of generation {generation}';
+  END IF;
+  PERFORM pg_advisory_xact_lock_shared((v->>'lock')::bigint);
+  IF (v->>'drop_aside')::boolean THEN
+    DELETE FROM {entries} WHERE cid = k || ':turn';
+  END IF;
+  IF jsonb_array_length(v->'aside') > 0 THEN
+    FOR j IN SELECT jsonb_array_elements(v->'aside') LOOP
+      UPDATE {entries} SET cid = k || ':turn' WHERE cid = k AND seq = (j #>> '{{}}')::bigint;
+    END LOOP;
+  END IF;
+  IF jsonb_array_length(v->'aside_rows') > 0 THEN
+    INSERT INTO {entries} (cid, seq, segment, body) SELECT k || ':turn', (e->>0)::bigint, e->>1, e->>2 FROM jsonb_array_elements(v->'aside_rows') e;
+  END IF;
+  IF jsonb_array_length(v->'delete_entries') > 0 THEN
+    FOR j IN SELECT jsonb_array_elements(v->'delete_entries') LOOP
+      DELETE FROM {entries} WHERE cid = k AND seq = (j #>> '{{}}')::bigint;
+    END LOOP;
+  END IF;
+  IF jsonb_array_length(v->'entries') > 0 THEN
+    INSERT INTO {entries} (cid, seq, segment, body) SELECT k, (e->>0)::bigint, e->>1, e->>2 FROM jsonb_array_elements(v->'entries') e ON CONFLICT (cid, seq) DO UPDATE SET body = excluded.body;
+  END IF;
+  IF jsonb_array_length(v->'outcomes') > 0 THEN
+    INSERT INTO {outcomes} (cid, v, sub, card, after, body) SELECT k, (e->>0)::bigint, (e->>1)::bigint, e->>2, (e->>3)::bigint, e->>4 FROM jsonb_array_elements(v->'outcomes') e;
+  END IF;
+  IF jsonb_array_length(v->'messages') > 0 THEN
+    INSERT INTO {messages} (cid, idx, role, number, body) SELECT k, (e->>0)::bigint, e->>1, (e->>2)::bigint, e->>3 FROM jsonb_array_elements(v->'messages') e ON CONFLICT (cid, idx) DO UPDATE SET role = excluded.role, number = excluded.number, body = excluded.body;
+  END IF;
+  IF jsonb_array_length(v->'ended') > 0 THEN
+    INSERT INTO {messages} (cid, idx, role, number, block_end, body) SELECT k, (e->>0)::bigint, e->>1, (e->>2)::bigint, (e->>3)::bigint, e->>4 FROM jsonb_array_elements(v->'ended') e ON CONFLICT (cid, idx) DO UPDATE SET role = excluded.role, number = excluded.number, body = excluded.body, block_end = excluded.block_end;
+  END IF;
+  IF jsonb_array_length(v->'ends') > 0 THEN
+    FOR j IN SELECT jsonb_array_elements(v->'ends') LOOP
+      UPDATE {messages} SET block_end = (j->>1)::bigint WHERE cid = k AND idx = (j->>0)::bigint;
+    END LOOP;
+  END IF;
+  IF jsonb_array_length(v->'pages') > 0 THEN
+    INSERT INTO {pages} (cid, message, page) SELECT k, (e->>0)::bigint, (e->>1)::bigint FROM jsonb_array_elements(v->'pages') e ON CONFLICT (cid, message) DO UPDATE SET page = excluded.page;
+  END IF;
+  IF jsonb_array_length(v->'turns') > 0 THEN
+    INSERT INTO {turns} (cid, version, message, at) SELECT k, (e->>0)::bigint, (e->>1)::bigint, e->>2 FROM jsonb_array_elements(v->'turns') e ON CONFLICT (cid, version) DO NOTHING;
+  END IF;
+  IF jsonb_typeof(v->'head') = 'array' THEN
+    INSERT INTO {heads} (cid, version, body) VALUES (k, (v->'head'->>0)::bigint, v->'head'->>1) ON CONFLICT (cid) DO UPDATE SET version = excluded.version, body = excluded.body;
+  END IF;

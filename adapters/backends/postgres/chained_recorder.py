@@ -1,0 +1,124 @@
+"""The application recorder with the hash chain (`ChainedPostgresRecorder`), in the store's schema.
+"""
+
+from __future__ import annotations
+
+import base64
+import threading
+from collections.abc import Sequence
+from typing import Any
+from uuid import UUID
+
+from eventsourcing.persistence import StoredEvent
+from psycopg.sql import SQL, Identifier
+
+from adapters.backends.postgres.append import AppendDocument
+from adapters.backends.postgres.recorder import EventRecorder
+from adapters.store.chain import (
+    CHAIN_TABLE,
+    PAGE,
+    ChainedRecorder,
+    ChainHeads,
+    Link,
+    Stored,
+    run_inline,
+    state_bytes,
+)
+
+
+class ChainedPostgresRecorder(ChainedRecorder, EventRecorder):
+    """The PostgreSQL application recorder (`EventRecorder`: pipelined up to PIPELINE_BYTES,
+    else one ordinary transaction) with the hash chain, in the store's schema. The library's
+    optional database function for inserts (POSTGRES_ENABLE_DB_FUNCTIONS) would bypass the
+    chain, so it is switched off."""
+
+    def __init__(self, datastore: Any, **kwargs: Any) -> None:
+        super().__init__(datastore, **kwargs)
+        self.datastore.enable_db_functions = False
+        self.chain_heads = ChainHeads()
+        self._sealing = threading.local()  # the heads of this thread's transaction, until it commits
+        self.chain_table = SQL("{}.{}").format(Identifier(self.datastore.schema), Identifier(CHAIN_TABLE))
+        self.sql_create_statements.append(
+            SQL("CREATE TABLE IF NOT EXISTS {} (originator_id uuid NOT NULL, originator_version bigint NOT NULL, "
+                "hash bytea NOT NULL, PRIMARY KEY (originator_id, originator_version))").format(self.chain_table)
+        )
+        self.events_table = SQL("{}.{}").format(Identifier(self.datastore.schema), Identifier(self.events_table_name))
+        # The lock timeout is a connection option (`PostgresFactory`), not a SET LOCAL per append.
+        self.lock_table_statements = [SQL("LOCK TABLE {} IN EXCLUSIVE MODE").format(self.events_table)]
+
+    def _notify_channel(self, curs: Any) -> None:
+        """Sends no NOTIFY: nothing here LISTENs (the read models are applied in the events'
+        transaction, not by a subscription), and a NOTIFY makes every commit take the server's
+        one notification queue lock, serialising writers of every conversation."""
+
+    def _insert_stored_events(self, curs: Any, stored_events: Sequence[StoredEvent], **kwargs: Any) -> None:
+        if isinstance(curs, AppendDocument):  # the function takes the table lock and inserts them
+            curs.put("events", [[str(e.originator_id), e.originator_version, e.topic,
+                                 base64.b64encode(state_bytes(e.state)).decode()] for e in stored_events],
+                     (self.events_table_name,))
+            self._sealing.heads = self._seal(curs, stored_events)
+            return
+        super()._insert_stored_events(curs, stored_events, **kwargs)
+        # another cursor of the same transaction: the ids are read from `curs` afterwards
+        with curs.connection.cursor() as own:
+            self._sealing.heads = self._seal(own, stored_events)
+
+    def _committed(self, stored_events: Sequence[StoredEvent]) -> None:
+        """Keeps the hashes this thread's transaction just committed (`ChainHeads`)."""
+        heads, self._sealing.heads = getattr(self._sealing, "heads", None), None
+        if heads:
+            self.chain_heads.remember(heads)
+
+    def _insert_events(self, curs: Any, stored_events: Sequence[StoredEvent], **kwargs: Any) -> None:
+        # before the events, in their transaction: an error here rolls both back
+        super()._insert_events(curs, stored_events, **kwargs)
+        run_inline(kwargs, curs)
+
+    def _chain_hash(self, cursor: Any, key: UUID, version: int) -> bytes | None:
+        cursor.execute(SQL("SELECT hash FROM {} WHERE originator_id = %s AND originator_version = %s")
+                       .format(self.chain_table), (key, version))
+        row = cursor.fetchone()
+        return state_bytes(row["hash"]) if row else None
+
+    def _chain_insert(self, cursor: Any, rows: list[Link], *, missing_only: bool = False) -> None:
+        if isinstance(cursor, AppendDocument) and not missing_only:
+            cursor.put("chain", [[str(key), version, base64.b64encode(digest).decode()] for key, version, digest in rows],
+                       (CHAIN_TABLE,))
+            return
+        conflict = SQL(" ON CONFLICT DO NOTHING") if missing_only else SQL("")
+        statement = SQL("INSERT INTO {} VALUES (%s, %s, %s)").format(self.chain_table) + conflict
+        if len(rows) == 1:
+            cursor.execute(statement, rows[0])
+        else:
+            cursor.executemany(statement, rows)
+
+    def _chain_stored(self, cursor: Any, key: UUID, upto: int) -> list[Stored]:
+        cursor.execute(SQL("SELECT originator_version, topic, state FROM {} WHERE originator_id = %s "
+                           "AND originator_version <= %s ORDER BY originator_version").format(self.events_table),
+                       (key, upto))
+        return [(key, r["originator_version"], r["topic"], state_bytes(r["state"])) for r in cursor.fetchall()]
+
+    def _page(self, table: Any, columns: str, after: tuple[UUID, int] | None, only: UUID | None) -> list[Any]:
+        where: list[SQL] = []
+        params: list[UUID | int] = []
+        if only is not None:
+            where.append(SQL("originator_id = %s"))
+            params.append(only)
+        if after is not None:
+            where.append(SQL("(originator_id, originator_version) > (%s, %s)"))
+            params += [after[0], after[1]]
+        clause = SQL("WHERE {} ").format(SQL(" AND ").join(where)) if where else SQL("")
+        statement = SQL("SELECT originator_id, originator_version, {} FROM {} {}"
+                        "ORDER BY originator_id, originator_version LIMIT {}").format(
+            SQL(columns), table, clause, PAGE)
+        with self.datastore.transaction(commit=False) as curs:
+            curs.execute(statement, params)
+            return curs.fetchall()
+
+    def chain_events(self, after: tuple[UUID, int] | None, only: UUID | None = None) -> list[Stored]:
+        rows = self._page(self.events_table, "topic, state", after, only)
+        return [(r["originator_id"], r["originator_version"], r["topic"], state_bytes(r["state"])) for r in rows]
+
+    def chain_links(self, after: tuple[UUID, int] | None, only: UUID | None = None) -> list[Link]:
+        rows = self._page(self.chain_table, "hash", after, only)
+        return [(r["originator_id"], r["originator_version"], state_bytes(r["hash"])) for r in rows]

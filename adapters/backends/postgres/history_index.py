@@ -1,0 +1,156 @@
+"""The history index in the store's schema (`PostgresHistoryTables`), and the check of an assumed index.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+from uuid import UUID
+
+import psycopg
+from eventsourcing.persistence import PersistenceError
+from eventsourcing.postgres import PostgresDatastore
+from psycopg.sql import SQL
+
+from adapters.backends.postgres.append import ASSUMPTION_FUNCTION, AppendDocument, assumption_function_statement
+from adapters.backends.postgres.schema import create_once, lock_key
+from adapters.store.chain import CHAIN_TABLE
+from adapters.store.history import TABLES as HISTORY_TABLES
+from adapters.store.history import AssumedBase, HeldIndex, SQLHistory, SQLHistoryTables, index_events
+from domain.history import AssumedHistory
+
+
+def _marks(rows: Sequence[tuple[Any, ...]]) -> str:
+    """Returns the placeholders of a VALUES list of `rows` (equal-length tuples): `(%s, %s), (%s, %s)`."""
+    one = f"({', '.join(['%s'] * len(rows[0]))})"
+    return ", ".join([one] * len(rows))
+
+
+class PostgresHistoryTables(SQLHistoryTables):
+    """The history index in the store's schema, created once with it (`PostgresFactory`).
+    One command's lookups are autocommit reads, each its own statement: they need not agree
+    with each other, because the command's events carry the next version after the index's,
+    and their insert fails (and the command is decided again) if another writer came between."""
+
+    def __init__(self, datastore: PostgresDatastore) -> None:
+        super().__init__(datastore, "%s", datastore.schema, (f'"{datastore.schema}".{CHAIN_TABLE}', lambda cid: cid))
+        self.t = {name: f'"{datastore.schema}".{name}' for name in HISTORY_TABLES}
+        self.chain_table = f'"{datastore.schema}".{CHAIN_TABLE}'
+        self.assumption_function = f'"{datastore.schema}".{ASSUMPTION_FUNCTION}'
+        self._checks: bool | None = None
+
+    @property
+    def checks_assumptions(self) -> bool:  # type: ignore[override]  # a class attribute elsewhere, asked once here
+        """True once `ASSUMPTION_FUNCTION` is found in the schema, or made where it is missing (a
+        store an earlier version made: `create_once`, asked once per process, at the first
+        command); False where it cannot be had (a read-only database, a role without CREATE):
+        commands then read the index before deciding, and assume nothing."""
+        checks = self._checks
+        if checks is None:
+            schema = self.datastore.schema
+            exists = SQL("SELECT to_regprocedure({}) IS NOT NULL").format(f"{self.assumption_function}()")
+            try:
+                with self.datastore.get_connection() as conn:
+                    create_once(conn, lock_key(schema), exists, [assumption_function_statement(schema)])
+                checks = True
+            except (psycopg.Error, PersistenceError):
+                checks = False
+            self._checks = checks
+        return checks
+
+    def create(self) -> None:
+        """Does nothing: the tables are made with the store's schema (`PostgresFactory`)."""
+
+    def _holds(self, cid: UUID, assumed: AssumedHistory) -> tuple[str, tuple[Any, ...]]:
+        """Returns the SQL condition (and its parameters) that the index of `cid` is at
+        `assumed.version` with `assumed.count` card outcomes, and that none of the lines,
+        segments and cut runs `assumed` took as unrecorded is there, and that each known record
+        and live message it took (`AssumedHistory.records`, `messages`) is there exactly so. Where it is false the check
+        calls `ASSUMPTION_FUNCTION`, which raises `ASSUMPTION_FAILED` (chatrecord's own SQLSTATE:
+        no other statement raises it), and `EventRecorder` turns that into AssumptionFailed."""
+        t, key = self.t, str(cid)
+        return (
+            f"EXISTS (SELECT 1 FROM {t['chatrecord_index']} WHERE cid = %s AND version = %s AND outcomes = %s) "
+            f"AND NOT EXISTS (SELECT 1 FROM {t['chatrecord_sources']} WHERE cid = %s AND digest = ANY(%s::text[])) "
+            f"AND NOT EXISTS (SELECT 1 FROM {t['chatrecord_segments']} WHERE cid = %s AND segment = ANY(%s::text[])) "
+            f"AND NOT EXISTS (SELECT 1 FROM {t['chatrecord_segments']} WHERE cid = %s AND run = ANY(%s::text[]) "
+            f"AND cut = 1) AND (%s::bytea IS NULL OR EXISTS (SELECT 1 FROM {self.chain_table} WHERE originator_id = %s::uuid "
+            "AND originator_version = %s AND hash = %s::bytea)) "
+            f"AND NOT EXISTS (SELECT 1 FROM unnest(%s::text[], %s::text[]) AS r(segment, body) WHERE NOT EXISTS "
+            f"(SELECT 1 FROM {t['chatrecord_segments']} WHERE cid = %s AND segment = r.segment AND body = r.body)) "
+            f"AND NOT EXISTS (SELECT 1 FROM unnest(%s::bigint[], %s::int[]) AS m(number, live) WHERE NOT EXISTS "
+            f"(SELECT 1 FROM {t['chatrecord_messages']} WHERE cid = %s AND number = m.number AND live = m.live))",
+            (key, assumed.version, assumed.count, key, assumed.digests, key, assumed.segments, key, assumed.runs,
+             assumed.tip, key, assumed.version, assumed.tip, list(assumed.records),
+             [r.model_dump_json() for r in assumed.records.values()], key, list(assumed.messages),
+             [int(live) for live in assumed.messages.values()], key),
+        )
+
+    def _checked_write(self, cid: UUID, state: Any, events: list[Any], curs: Any, rebuild: bool, follows: bool,
+                       assumed: AssumedHistory | None) -> int | None:
+        """An append's index (`follows`, not a rebuild) in one statement: the events folded
+        into a `HeldIndex` (its reads go to the rows through `curs`), then the check of
+        `assumed` (if any) and every held row as data-modifying CTEs of one INSERT: no row is
+        written twice, since the held index keeps one write per key, and all of them see the
+        index as it stood before the statement, as the check needs. Other writes as the base."""
+        if rebuild or not follows or not events:
+            return super()._checked_write(cid, state, events, curs, rebuild, follows, assumed)
+        base = self.writer(curs, cid)  # the records `assumed` knows are not read again (checked with it)
+        held = HeldIndex(AssumedBase(base, assumed) if assumed is not None and assumed.known else base)
+        index_events(held, state, events)
+        t, key = self.t, str(cid)
+        if isinstance(curs, AppendDocument):
+            if assumed is not None:
+                curs.put("assumed", {"version": assumed.version, "count": assumed.count,  # each key checked once
+                                     "digests": list(dict.fromkeys(assumed.digests)),
+                                     "segments": list(dict.fromkeys(assumed.segments)),
+                                     "runs": list(dict.fromkeys(assumed.runs)),
+                                     "records": [[g, r.model_dump_json()] for g, r in assumed.records.items()],
+                                     "live": [[n, int(live)] for n, live in assumed.messages.items()],
+                                     "tip": base64.b64encode(assumed.tip).decode() if assumed.tip is not None else None})
+            curs.put("index", {
+                "sources": [[d, first, last] for d, (first, last) in held.top.sources.items()],
+                "segments": [[r.segment, r.run, r.message, r.version, int(r.cut), r.model_dump_json()]
+                             for r in held.top.records.values()],
+                "messages": [[number, int(live)] for number, live in held.top.messages.items()],
+                "version": held.version, "added": held.delta,
+            }, HISTORY_TABLES)
+            return held.delta
+        ctes: list[str] = []
+        params: list[Any] = []
+        if assumed is not None:
+            condition, checks = self._holds(cid, assumed)
+            ctes.append(f"ok AS MATERIALIZED (SELECT CASE WHEN {condition} THEN 1 ELSE {self.assumption_function}() END AS one)")
+            params.extend(checks)
+        if held.top.sources:
+            rows: list[tuple[Any, ...]] = [(key, d, first, last) for d, (first, last) in held.top.sources.items()]
+            ctes.append(f"s AS (INSERT INTO {t['chatrecord_sources']} (cid, digest, first, last) VALUES {_marks(rows)} "
+                        "ON CONFLICT (cid, digest) DO UPDATE SET last = excluded.last)")
+            params.extend(v for row in rows for v in row)
+        if held.top.records:
+            rows = [(key, r.segment, r.run, r.message, r.version, int(r.cut), r.model_dump_json())
+                    for r in held.top.records.values()]
+            ctes.append(f"g AS (INSERT INTO {t['chatrecord_segments']} (cid, segment, run, message, version, cut, body) "
+                        f"VALUES {_marks(rows)} ON CONFLICT (cid, segment) DO UPDATE SET cut = excluded.cut, "
+                        "body = excluded.body)")
+            params.extend(v for row in rows for v in row)
+        if held.top.messages:
+            rows = [(key, number, int(live)) for number, live in held.top.messages.items()]
+            ctes.append(f"m AS (INSERT INTO {t['chatrecord_messages']} (cid, number, live) VALUES {_marks(rows)} "
+                        "ON CONFLICT (cid, number) DO UPDATE SET live = excluded.live)")
+            params.extend(v for row in rows for v in row)
+        index = t["chatrecord_index"]
+        head = f"WITH {', '.join(ctes)} " if ctes else ""
+        source = "FROM ok WHERE ok.one = 1" if assumed is not None else ""  # used, so it is computed
+        curs.execute(f"{head}INSERT INTO {index} (cid, version, outcomes) SELECT %s, %s, %s {source} "
+                     f"ON CONFLICT (cid) DO UPDATE SET version = excluded.version, "
+                     f"outcomes = {index}.outcomes + excluded.outcomes",
+                     (*params, key, held.version, held.delta))
+        return held.delta
+
+    @contextmanager
+    def _reading(self, cid: UUID) -> Iterator[SQLHistory]:
+        with self.datastore.cursor() as curs:  # autocommit reads, no transaction to end
+            yield SQLHistory(self._through(curs), cid, self.p, self.schema, memo=True, chain=self._chain_of(cid))

@@ -1,0 +1,364 @@
+"""The views' tables in the store's schema (`PostgresBackend`): view rows written as JSON arrays, a turn
+read in one prepared statement, the savepoint that works in pipeline mode, the views' lock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+from uuid import UUID
+
+import orjson
+import psycopg
+import psycopg.errors
+from eventsourcing.persistence import PersistenceError
+from eventsourcing.postgres import PostgresDatastore
+from psycopg import pq
+
+from adapters.backends.postgres.append import (
+    AT_ONCE,
+    OLD_GENERATION_FUNCTIONS,
+    OLD_VIEWS_FUNCTION,
+    AppendDocument,
+    generation_function_name,
+)
+from adapters.backends.postgres.schema import LOCK_KEY, views_lock_key
+from adapters.store.chain import CHAIN_TABLE
+from adapters.views.backends import (
+    POINTER,
+    NeedsSnapshot,
+    Pointer,
+    QueuedStatements,
+    ReadMoved,
+    SQLBackend,
+    TurnRows,
+    not_updated,
+)
+from adapters.views.rendered import TAIL_EVENTS, TAIL_ROWS
+from adapters.views.rows import BufferedRows, table_names
+
+PREPARE_THRESHOLD = 5
+"""psycopg's own default, set on a connection only while a turn read's statement runs prepared
+(`PostgresBackend.run`); the statement asks for preparing itself, so the number is not used."""
+
+
+COLUMN_TYPES = {
+    "seq": "bigint", "segment": "text", "body": "text", "v": "bigint", "sub": "bigint", "card": "text", "after": "bigint",
+    "idx": "bigint", "block_end": "bigint", "role": "text", "number": "bigint", "message": "bigint", "page": "bigint",
+    "version": "bigint", "at": "text",
+}
+"""The PostgreSQL types of the view tables' columns (`adapters.views.rows.create_statements`)."""
+
+
+class PostgresBufferedRows(BufferedRows):
+    """`BufferedRows` whose flush sends each table's held rows as one statement over one JSON
+    array of rows (`jsonb_array_elements`: parsed once, each field then found at once), not one
+    statement per row: in pipeline mode nothing is synced, and the server runs one statement
+    per table however many rows a rebuild's page holds. In an append gathered for one call
+    (`AppendDocument`) the rows go into its document instead."""
+
+    _views: dict[str, Any] | None = None
+
+    def _document(self) -> dict[str, Any] | None:
+        """The views section of the append's document, when the rows are written into one
+        (found once per rows object: its cursor is one append's)."""
+        views = self._views
+        if views is None and isinstance(self.curs, AppendDocument):
+            generation = int(self.t["heads"].rsplit("views_g", 1)[1].split("_", 1)[0])
+            views = self._views = self.curs.views(generation)
+        return views
+
+    def _kind(self, table: str, columns: tuple[str, ...]) -> str:
+        kind = next(k for k, name in self.t.items() if name == table)
+        return "ended" if kind == "messages" and "block_end" in columns else kind
+
+    def _write_head(self, head: Any) -> None:
+        views = self._document()
+        if views is None:
+            super()._write_head(head)
+        else:
+            views["head"] = [head.version, head.model_dump_json()]
+
+    def _insert_many(self, table: str, columns: tuple[str, ...], rows: list[tuple[Any, ...]], tail: str) -> None:
+        if not rows:
+            return
+        views = self._document()
+        if views is not None:
+            views[self._kind(table, columns)].extend(list(row) for row in rows)
+            return
+        # the rows as one JSON array of arrays (orjson, in C): psycopg's array dumpers work per
+        # element in Python, holding the GIL a rebuild's fold needs; the server takes them apart
+        values = ", ".join(f"(e->>{i})::{COLUMN_TYPES[c]}" for i, c in enumerate(columns))
+        self.curs.execute(f"INSERT INTO {table} (cid, {', '.join(columns)}) SELECT %s, {values} "
+                          f"FROM jsonb_array_elements(%s::jsonb) AS e {tail}", (self.cid, orjson.dumps(rows).decode()))
+
+    def _set_aside_rows(self) -> None:
+        views = self._document()
+        if views is None:  # one statement per kind, the rows as one JSON array (as `_insert_many`)
+            entries, aside = self.t["entries"], self.aside_cid
+            if self._drop_aside:
+                self.curs.execute(f"DELETE FROM {entries} WHERE cid = %s", (aside,))
+            if self._moves:
+                self.curs.execute(f"UPDATE {entries} SET cid = %s WHERE cid = %s "
+                                  "AND seq = ANY(ARRAY(SELECT jsonb_array_elements_text(%s::jsonb)::bigint))",
+                                  (aside, self.cid, orjson.dumps(self._moves).decode()))
+            if self._aside:
+                self.curs.execute(f"INSERT INTO {entries} (cid, seq, segment, body) SELECT %s, (e->>0)::bigint, "
+                                  "e->>1, e->>2 FROM jsonb_array_elements(%s::jsonb) AS e",
+                                  (aside, orjson.dumps(self._aside).decode()))
+            return
+        if self._drop_aside:  # what an earlier flush into this document set aside goes too
+            views["delete_entries"].extend(views["aside"])
+            views["aside"], views["aside_rows"], views["drop_aside"] = [], [], True
+        views["aside"].extend(self._moves)
+        views["aside_rows"].extend(list(row) for row in self._aside)
+
+    def _delete_entries(self, seqs: list[int]) -> None:
+        views = self._document() if seqs else None
+        if views is not None:
+            views["delete_entries"].extend(seqs)
+        elif seqs:
+            self.curs.execute(f"DELETE FROM {self.t['entries']} WHERE cid = %s "
+                              "AND seq = ANY(ARRAY(SELECT jsonb_array_elements_text(%s::jsonb)::bigint))",
+                              (self.cid, orjson.dumps(seqs).decode()))
+
+    def _end_blocks(self, ends: list[tuple[int, int | None]]) -> None:
+        views = self._document() if ends else None
+        if views is not None:
+            views["ends"].extend([index, end] for index, end in ends)
+        elif ends:
+            self.curs.execute(f"UPDATE {self.t['messages']} m SET block_end = (u.e->>1)::bigint "
+                              "FROM jsonb_array_elements(%s::jsonb) AS u(e) WHERE m.cid = %s AND m.idx = (u.e->>0)::bigint",
+                              (orjson.dumps(ends).decode(), self.cid))
+
+
+READ_SNAPSHOT = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+"""How a read of several statements begins (`PostgresBackend.reading`): all see one snapshot."""
+
+
+class OneStatement:
+    """A cursor (`cursor`, in autocommit) that runs one statement: the second raises
+    NeedsSnapshot, before it is sent, as two statements in autocommit would read two snapshots."""
+
+    def __init__(self, cursor: Any) -> None:
+        self._cursor, self._sent = cursor, False
+
+    def execute(self, *args: Any, **kwargs: Any) -> Any:
+        if self._sent:
+            raise NeedsSnapshot("a second statement: read again in one snapshot")
+        self._sent = True
+        self._cursor.execute(*args, **kwargs)
+        return self
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._cursor, name)
+
+
+class PostgresBackend(SQLBackend):
+    """The views' tables in the store's schema (`adapters.views.backends.SQLBackend`), with a
+    turn's rows read in one statement and a savepoint that works in pipeline mode."""
+
+    p = "%s"
+    buffered_rows = PostgresBufferedRows
+    reads_ahead = True
+    folds_in_parts = True
+    activity = "((body::jsonb ->> 'last_at')::bigint)"
+    """A head body's last activity (`SQLBackend.activity`); its index makes a head's update
+    (every append) no longer a HOT one: the index entry moves with each new time."""
+    heads_storage = " WITH (fillfactor = 50)"
+    """A head row (about 1 KB) is rewritten by every append: with half of each page left free,
+    the update goes on the same page (a HOT update) and the server prunes the page's dead
+    copies before it fills. With the default (100) the page fills first and each new copy goes
+    to a new page: 2 KB of dead copies per segment that a plain VACUUM frees but never gives back
+    (measured: 8.3 KB per segment at 1,000 segments with a turn read after each, 6.4 with 50)."""
+
+    @contextmanager
+    def reading(self, snapshot: bool = True) -> Iterator[Any]:
+        """Yields a cursor of a pooled connection for a read of the read models. With
+        `snapshot`, inside one REPEATABLE READ, READ ONLY transaction (`READ_SNAPSHOT`; it ends
+        with ROLLBACK, having written nothing), so every statement of the read (the one that
+        finds the head, entries and outcomes, then any transcript rows or older entries it reads
+        after) sees one version of the conversation, never the head of one append and the rows
+        of the next: each statement in autocommit, as of READ COMMITTED, is a snapshot of its own.
+        Without, in autocommit and for one statement only (`OneStatement`): a turn read that
+        one statement answers (kept notes, or notes placed from kept rows) pays no BEGIN and no
+        ROLLBACK; a second statement raises NeedsSnapshot, and the caller reads again with a
+        snapshot. Raises ReadMoved when a statement names a table a rebuild elsewhere dropped
+        (this process's live generation is out of date)."""
+        try:
+            with self.datastore.get_connection() as conn:
+                if not snapshot:
+                    yield OneStatement(conn.cursor())
+                    return
+                with conn.cursor() as curs:
+                    curs.execute(READ_SNAPSHOT, prepare=False)
+                    try:
+                        yield curs
+                    finally:
+                        if conn.info.transaction_status in (pq.TransactionStatus.INTRANS, pq.TransactionStatus.INERROR):
+                            conn.execute("ROLLBACK", prepare=False)
+        except PersistenceError as error:
+            if isinstance(error.__cause__, psycopg.errors.UndefinedTable):
+                raise ReadMoved(str(error)) from error
+            raise
+
+    def run(self, curs: Any, sql: str, params: Any) -> Any:
+        """Runs a turn read's statement prepared: the server plans it once per connection. The
+        pool's connections prepare nothing by themselves (`PostgresFactory`: a pipelined append
+        must never send a named statement), so the connection's `prepare_threshold` is set only
+        while this statement runs, outside pipeline mode, and restored at once: psycopg then
+        keeps the statement's name, which only a statement executed with a threshold set uses."""
+        conn = curs.connection
+        if conn.pgconn.pipeline_status != pq.PipelineStatus.OFF:
+            curs.execute(sql, params, prepare=False)
+            return curs
+        threshold = conn.prepare_threshold
+        conn.prepare_threshold = PREPARE_THRESHOLD if threshold is None else threshold
+        try:
+            curs.execute(sql, params, prepare=True)
+        finally:
+            conn.prepare_threshold = threshold
+        return curs
+
+    def turn_rows(self, curs: Any, cid: UUID, generation: int, newest: int,
+                  kept_at: int | None = None, entries: int | None = None, since: int | None = None,
+                  tail_from: int = 0) -> TurnRows | None:
+        """Reads, in one statement, what a turn read needs besides older transcript messages:
+        the live pointer, the head row of `cid` in generation `generation` (the caller's
+        guess), the log's version, the newest `entries` (default `newest`) kept run record
+        entries, the `newest` card outcomes and, with `since` (the head version of the rows
+        the caller keeps, `KnownBlocks`), the topics of the events after it and the transcript
+        rows from index `tail_from` on (`TurnRows.topics`, `TurnRows.tail`: each row found by
+        its key, at most TAIL_ROWS + 1, after at most TAIL_EVENTS events). Entries, outcomes
+        and rows are left unread (`TurnRows.skipped`) when the head is at version `kept_at`
+        (the caller keeps that version's notes already). Returns None when the pointer table
+        is not known yet or the guess was wrong (the caller reads row by row, and guesses the
+        live generation next time)."""
+        if not self._has_pointer:
+            return None
+        t = table_names(generation, self.schema)
+        # the topics and the tail: only with `since`, within TAIL_EVENTS, and not for kept notes
+        unkept = "CASE WHEN h.version = %(kept)s OR %(since)s < 0 OR h.version - %(since)s > %(events)s THEN NULL ELSE "
+        row = self.run(curs, (
+            "SELECT p.generation, p.rules, p.next, h.body AS head, h.version = %(kept)s AS skipped, "
+            f"(SELECT max(originator_version) FROM {self._t(self.events_table)} WHERE originator_id = %(key)s) AS logged, "
+            "CASE WHEN h.version = %(kept)s THEN NULL ELSE "
+            "(SELECT string_agg(body, chr(30) ORDER BY seq) FROM (SELECT seq, body FROM "
+            f"{t['entries']} WHERE cid = %(cid)s ORDER BY seq DESC LIMIT %(entries)s) e) END AS entries, "
+            "CASE WHEN h.version = %(kept)s THEN NULL ELSE "
+            "(SELECT string_agg(body, chr(30) ORDER BY v, sub) FROM (SELECT v, sub, body FROM "
+            f"{t['outcomes']} WHERE cid = %(cid)s ORDER BY v DESC, sub DESC LIMIT %(newest)s) o) END AS outcomes, "
+            f"{unkept}(SELECT COALESCE(string_agg(DISTINCT topic, chr(30)), '') FROM "
+            f"{self._t(self.events_table)} WHERE originator_id = %(key)s "
+            "AND originator_version > %(since)s AND originator_version <= h.version) END AS topics, "
+            f"{unkept}(SELECT COALESCE(string_agg(concat_ws(chr(31), idx, role, COALESCE(number::text, ''), "
+            "COALESCE(block_end::text, ''), body), chr(30) ORDER BY idx), '') FROM (SELECT idx, role, number, "
+            f"block_end, body FROM {t['messages']} WHERE cid = %(cid)s AND idx >= %(tail)s ORDER BY idx "
+            "LIMIT %(rows)s) m) END AS tail, "
+            + (f"(SELECT hash FROM {self._t(CHAIN_TABLE)} WHERE originator_id = %(key)s "
+               "AND originator_version = h.version) AS tip, "
+               f"(SELECT hash FROM {self._t(CHAIN_TABLE)} WHERE originator_id = %(key)s "
+               "AND originator_version = %(since)s) AS since_tip " if self.chained else
+               "NULL::bytea AS tip, NULL::bytea AS since_tip ") +
+            f"FROM {self._t(POINTER)} p LEFT JOIN {t['heads']} h ON h.cid = %(cid)s WHERE p.id = 1"),
+            {"cid": str(cid), "key": cid, "newest": newest, "entries": entries or newest,
+             "kept": -1 if kept_at is None else kept_at, "since": -1 if since is None else since,
+             "tail": tail_from, "events": TAIL_EVENTS, "rows": TAIL_ROWS + 1}).fetchone()
+        if row is None:
+            return None
+        live = Pointer(int(row["generation"]), row["rules"], int(row["next"]))
+        if live.generation != generation:
+            return TurnRows(live, None, 0, "", "", matches=False)
+        return TurnRows(live, row["head"], int(row["logged"] or 0), row["entries"] or "", row["outcomes"] or "",
+                        skipped=bool(row["skipped"]), topics=row["topics"], tail=row["tail"],
+                        tip=_bytes(row["tip"]), since_tip=_bytes(row["since_tip"]))
+
+    @contextmanager
+    def savepoint(self, curs: Any, on_failure: Callable[[Exception], object] | None = None) -> Iterator[Any]:
+        """As `Backend.savepoint`, through psycopg's nested transaction. In pipeline mode (a
+        small append, `EventRecorder`) the savepoint's statements are synced before it is
+        released, so a failing view statement rolls back to it here rather than failing the
+        events' transaction at its end. An error raised while the savepoint is taken belongs
+        to the transaction's earlier statements (in pipeline mode their results arrive there,
+        e.g. a read-only database refusing the history index's INSERT): it is raised, not
+        taken for the views'. In an append gathered for one call (`EventRecorder._append_in_one_call`)
+        there is no savepoint and nothing is caught: a failure fails that append, which then
+        runs again synced, with this savepoint."""
+        if getattr(AT_ONCE, "on", False):
+            yield curs  # no savepoint: a failure fails the append, which runs again synced
+            return
+        conn = curs.connection
+        piped = conn.pgconn.pipeline_status != pq.PipelineStatus.OFF
+        entered = False
+        try:
+            with conn.transaction(savepoint_name="chatrecord_views"):
+                entered = True
+                if piped:
+                    with conn.pipeline():  # leaving a nested pipeline block syncs
+                        yield curs
+                else:
+                    yield curs
+        except Exception as error:  # the events stand; a later read catches up
+            if not entered:
+                raise
+            retried = on_failure(error) if on_failure is not None else False
+            if retried is not True:
+                not_updated(error)
+
+    def __init__(self, datastore: PostgresDatastore, events_table: str, chained: bool = False) -> None:
+        super().__init__(datastore, events_table)
+        self.schema = datastore.schema
+        self._views_lock = views_lock_key(self.schema)
+        self.chained = chained
+        """Whether the store keeps a hash chain (`chatrecord_chain`), whose hash at the head's
+        version a turn read takes (`TurnRows.tip`)."""
+
+    def _tables(self, curs: Any) -> list[str]:
+        rows = self._x(curs, "SELECT table_name FROM information_schema.tables WHERE table_schema = ?",
+                       (self.schema,)).fetchall()
+        return [r["table_name"] for r in rows]
+
+    def _exists(self, curs: Any, name: str) -> bool:
+        row = self._x(curs, "SELECT to_regclass(?) AS t", (f'"{self.schema}".{name}',)).fetchone()
+        return row["t"] is not None
+
+    def queued(self) -> QueuedStatements:
+        """Returns a cursor whose statements run on a connection of the pool, on a thread of
+        their own (a rebuild's pages: the server writes one while the next is folded). A page's
+        commit does not wait for the server to flush its WAL (synchronous_commit off): the
+        generation a rebuild writes is not live until its switch, whose commit does wait, and
+        with it for everything the server logged before it; a page lost in a crash before that
+        (whole: its rows and heads commit together) is one more gap a read fills from the log."""
+        return QueuedStatements(self.datastore.get_connection,
+                                begin=("BEGIN", "SET LOCAL synchronous_commit TO OFF"))
+
+    def _dropped(self, curs: Any, generation: int) -> None:
+        """Drops the generation's append function (`generation_function_statement`) with its
+        tables, and the append and views functions earlier versions made for it."""
+        self._x(curs, f'DROP FUNCTION IF EXISTS "{self.schema}".{generation_function_name(generation)}(jsonb)', ())
+        for name in OLD_GENERATION_FUNCTIONS:  # made by the versions before
+            old = name.format(generation=int(generation))
+            self._x(curs, f'DROP FUNCTION IF EXISTS "{self.schema}".{old}(jsonb)', ())
+        old = OLD_VIEWS_FUNCTION.format(generation=int(generation))  # a store an earlier version wrote into
+        self._x(curs, f'DROP FUNCTION IF EXISTS "{self.schema}".{old}(text, jsonb)', ())
+
+    def lock(self, curs: Any, exclusive: bool) -> None:
+        """Takes the views' lock of this schema (`views_lock_key`): shared, or exclusive (a
+        rebuild's switch), then also the lock earlier versions took for every schema, which
+        their appends take shared, so a process of an earlier version still running waits too."""
+        if isinstance(curs, AppendDocument) and not exclusive:
+            return  # the append function takes the shared lock before it writes the views
+        if exclusive:
+            self._x(curs, "SELECT pg_advisory_xact_lock(?), pg_advisory_xact_lock(?)",
+                    (self._views_lock, LOCK_KEY))
+        else:
+            self._x(curs, "SELECT pg_advisory_xact_lock_shared(?)", (self._views_lock,))
+
+    def _id(self, cid: UUID) -> Any:
+        return cid
+
+
+def _bytes(value: Any) -> bytes | None:
+    """Returns a bytea column's value as bytes (psycopg gives memoryview or bytes), None as None."""
+    return None if value is None else bytes(value)

@@ -1,0 +1,93 @@
+"""The library's SQLite application recorder with the hash chain (`ChainedSQLiteRecorder`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import lru_cache
+from typing import Any
+from uuid import UUID
+
+from eventsourcing.persistence import StoredEvent
+from eventsourcing.sqlite import SQLiteApplicationRecorder
+
+from adapters.store.chain import (
+    CHAIN_TABLE,
+    PAGE,
+    ChainedRecorder,
+    Link,
+    Stored,
+    run_inline,
+    state_bytes,
+)
+
+
+class ChainedSQLiteRecorder(ChainedRecorder, SQLiteApplicationRecorder):
+    """The library's SQLite application recorder with the hash chain. Originator ids are kept
+    as in the events table (hex, or text with ORIGINATOR_ID_TYPE=text), so both sort alike."""
+
+    def construct_create_table_statements(self) -> list[str]:
+        return [
+            *super().construct_create_table_statements(),
+            f"CREATE TABLE IF NOT EXISTS {CHAIN_TABLE} (originator_id TEXT NOT NULL, "
+            "originator_version INTEGER NOT NULL, hash BLOB NOT NULL, "
+            "PRIMARY KEY (originator_id, originator_version)) WITHOUT ROWID",
+        ]
+
+    def _insert_events(self, c: Any, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
+        returning = super()._insert_events(c, stored_events, **kwargs)
+        self._seal(c, stored_events)
+        run_inline(kwargs, c)
+        return returning
+
+    def _id(self, key: UUID) -> str:
+        return key.hex if self.datastore.originator_id_type == "uuid" else str(key)
+
+    @staticmethod
+    @lru_cache(maxsize=1024)
+    def _key(value: str) -> UUID:
+        return UUID(value)
+
+    def _chain_hash(self, cursor: Any, key: UUID, version: int) -> bytes | None:
+        cursor.execute(f"SELECT hash FROM {CHAIN_TABLE} WHERE originator_id=? AND originator_version=?",
+                       (self._id(key), version))
+        row = cursor.fetchone()
+        return state_bytes(row["hash"]) if row else None
+
+    def _chain_insert(self, cursor: Any, rows: list[Link], *, missing_only: bool = False) -> None:
+        verb = "INSERT OR IGNORE" if missing_only else "INSERT"
+        cursor.executemany(f"{verb} INTO {CHAIN_TABLE} VALUES (?, ?, ?)",
+                           [(self._id(k), v, h) for k, v, h in rows])
+
+    def _chain_stored(self, cursor: Any, key: UUID, upto: int) -> list[Stored]:
+        cursor.execute(f"SELECT originator_version, topic, state FROM {self.events_table_name} "
+                       "WHERE originator_id=? AND originator_version<=? ORDER BY originator_version",
+                       (self._id(key), upto))
+        return [(key, r["originator_version"], r["topic"], state_bytes(r["state"])) for r in cursor.fetchall()]
+
+    def _page(self, table: str, columns: str, after: tuple[UUID, int] | None, only: UUID | None) -> list[Any]:
+        where: list[str] = []
+        params: list[str | int] = []
+        if only is not None:
+            where.append("originator_id=?")
+            params.append(self._id(only))
+        if after is not None and only is not None and after[0] == only:  # one conversation's: an index range
+            where.append("originator_version > ?")
+            params.append(after[1])
+        elif after is not None:
+            where.append("(originator_id, originator_version) > (?, ?)")
+            params += [self._id(after[0]), after[1]]
+        clause = f"WHERE {' AND '.join(where)} " if where else ""
+        with self.datastore.transaction(commit=False) as c:
+            c.execute(f"SELECT originator_id, originator_version, {columns} FROM {table} {clause}"
+                      f"ORDER BY originator_id, originator_version LIMIT {PAGE}", params)
+            rows: list[Any] = c.fetchall()
+            return rows
+
+    def chain_events(self, after: tuple[UUID, int] | None, only: UUID | None = None) -> list[Stored]:
+        rows = self._page(self.events_table_name, "topic, state", after, only)
+        return [(self._key(r["originator_id"]), r["originator_version"], r["topic"], state_bytes(r["state"])) for r in rows]
+
+    def chain_links(self, after: tuple[UUID, int] | None, only: UUID | None = None) -> list[Link]:
+        rows = self._page(CHAIN_TABLE, "hash", after, only)
+        return [(self._key(r["originator_id"]), r["originator_version"], state_bytes(r["hash"])) for r in rows]

@@ -1,0 +1,22 @@
+"""The views' tables in the SQLite file (`SQLiteBackend`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+from adapters.views.backends import SQLBackend
+
+
+class SQLiteBackend(SQLBackend):
+    """The views' tables in the SQLite file (`adapters.views.backends.SQLBackend`)."""
+
+    def _id(self, cid: UUID) -> Any:
+        return cid.hex  # the library stores a UUID's hex
+
+    def _tables(self, curs: Any) -> list[str]:
+        return [r["name"] for r in self._x(curs, "SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()]
+
+    def _index_exists(self, curs: Any, name: str) -> bool:
+        return self._x(curs, "SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?", (name,)).fetchone() is not None

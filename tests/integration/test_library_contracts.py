@@ -1,0 +1,499 @@
+"""The library's own persistence contracts, run against chatrecord's recorders and factories.
+
+The cases are eventsourcing's (the pinned 9.5.6, `eventsourcing.tests.persistence`):
+`AggregateRecorderTestCase`, `ApplicationRecorderTestCase` (its concurrency tests and its
+contiguous notification ids included), `NonInterleavingNotificationIDsBaseCase`,
+`TrackingRecorderTestCase`, `ProcessRecorderTestCase` and `InfrastructureFactoryTestCase`. The 9.5.6 wheel ships no
+PostgreSQL or SQLite subclasses of them (only `persistence`, `postgres_utils`, `domain`,
+`application` and `projection` under `eventsourcing.tests`), so each backend's subclass is here.
+
+Every recorder is the one a store builds: a `ConversationStore` opened by
+`adapters.store.settings.open_store` on a fresh PostgreSQL schema (dropped after the test), a
+SQLite file in the test's folder, or memory; the application recorder is `store.recorder`, the
+aggregate recorder the store's snapshot recorder, the tracking and process recorders its
+factory's. A
+factory case starts from the environment such a store reads (`store_environment`).
+
+- PostgreSQL chained: `ChainedPostgresRecorder`, what every store on PostgreSQL writes with.
+- PostgreSQL plain: `EventRecorder`, the chained recorder's base without the chain, which
+  carries the overrides of the library's private members (`_insert_events`, the reads'
+  `__wrapped__`, the append function); the store's factory makes it when the library's
+  APPLICATION_RECORDER_TOPIC names it.
+- SQLite: `ChainedSQLiteRecorder` on `WaitingSQLiteDatastore`; memory: `ChainedPOPORecorder`.
+
+Each PostgreSQL application recorder's cases run three times, once per way it appends: in one
+call of the append function (what a store does by default), as the library's pipelined
+statements (`SyncedAppend`) and in one ordinary transaction (`PlainAppend`).
+
+Adapted, and why (each at its class):
+
+- A chained recorder numbers a conversation's events from 1: hash(0) is GENESIS, the hash
+  before the first event (`adapters.store.chain`), and an event whose previous version has no
+  hash row is refused (`ChainBroken`), so a sequence that starts at version 0 is refused. The
+  library's concurrency and interleaving tests write versions 0…n-1; for a chained recorder
+  they run on the same recorder with each event's version one higher (`FromVersionOne`),
+  which changes nothing else they check.
+- chatrecord's mapper maps its own (pydantic) events only, so the factory case's wrong
+  cipher key test maps a `ConversationStarted` instead of the library's `DomainEvent`.
+- Subscriptions are optional in the library (`optional_test_insert_subscribe`, which its own
+  SQLite recorder cannot run either): run on memory (`Subscribed`); the SQLite and PostgreSQL
+  recorders refuse `subscribe` at once (`Unsubscribed`), the PostgreSQL ones because their
+  appends send no NOTIFY for a subscription to wake on.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from uuid import uuid4
+
+import pytest
+from eventsourcing.cipher import AESCipher
+from eventsourcing.persistence import (
+    AggregateRecorder,
+    ApplicationRecorder,
+    ProcessRecorder,
+    StoredEvent,
+    TrackingRecorder,
+)
+from eventsourcing.popo import POPOAggregateRecorder, POPOProcessRecorder, POPOTrackingRecorder
+from eventsourcing.postgres import PostgresAggregateRecorder, PostgresProcessRecorder, PostgresTrackingRecorder
+from eventsourcing.sqlite import SQLiteAggregateRecorder, SQLiteProcessRecorder, SQLiteTrackingRecorder
+from eventsourcing.tests import persistence as contract
+from eventsourcing.utils import Environment, get_topic
+
+from adapters.backends.memory import ChainedPOPORecorder, MemoryFactory
+from adapters.backends.postgres import ChainedPostgresRecorder, EventRecorder, PostgresFactory
+from adapters.backends.postgres import recorder as postgres_recorder
+from adapters.backends.sqlite import ChainedSQLiteRecorder, SQLiteFactory
+from adapters.store.application import ConversationStore
+from adapters.store.serialization import PydanticMapper
+from adapters.store.settings import open_store, store_env
+from domain.events import ConversationStarted, conversation_uuid
+
+# ------------------------------------------------------------------ how the stores are opened
+
+
+def store_environment(settings: dict[str, str]) -> Environment:
+    """Returns the environment a ConversationStore reads for `settings` (the store's class env,
+    then os.environ, then `settings`: the library's `Application.construct_env`), a copy the
+    factory cases may change."""
+    return ConversationStore.__new__(ConversationStore).construct_env(ConversationStore.name, settings)
+
+
+class Stores:
+    """Opens stores the way the product does (`open_store`) and closes them after the test;
+    `settings` is the CHATRECORD_* environment of the test's database (`None` for memory)."""
+
+    stores: list[ConversationStore]
+    settings: dict[str, str] | None
+
+    def open(self, **overrides: str) -> ConversationStore:
+        if self.settings is None:
+            store = open_store({}, memory=True, **overrides)
+        else:
+            store = open_store(self.settings, **overrides)
+        self.stores.append(store)
+        return store
+
+    def library_env(self) -> dict[str, str]:
+        """Returns the library's keys `store_env` picks for this test's database."""
+        return store_env(self.settings or {}, memory=self.settings is None)
+
+    def _close_all(self) -> None:
+        for store in self.stores:
+            store.close()
+
+
+class PostgresStores(Stores):
+    """Stores on a fresh schema of the test server (`postgres_schema`, dropped after the test)."""
+
+    @pytest.fixture(autouse=True)
+    def _database(self, postgres_url: str, postgres_schema: str) -> Iterator[None]:
+        joiner = "&" if "?" in postgres_url else "?"
+        self.schema = postgres_schema
+        self.settings = {"CHATRECORD_DATABASE_URL": f"{postgres_url}{joiner}schema={postgres_schema}"}
+        self.stores = []
+        self.env = store_environment(self.library_env())
+        yield
+        self._close_all()
+
+
+class SQLiteStores(Stores):
+    """Stores in a SQLite file in the test's folder."""
+
+    @pytest.fixture(autouse=True)
+    def _database(self, tmp_path: Path) -> Iterator[None]:
+        self.settings = {"CHATRECORD_DB": str(tmp_path / "chatrecord.sqlite")}
+        self.stores = []
+        self.env = store_environment(self.library_env())
+        yield
+        self._close_all()
+
+
+class MemoryStores(Stores):
+    """Stores in memory."""
+
+    @pytest.fixture(autouse=True)
+    def _database(self) -> Iterator[None]:
+        self.settings = None
+        self.stores = []
+        self.env = store_environment(self.library_env())
+        yield
+        self._close_all()
+
+
+# ------------------------------------------------------------------ the chain numbers events from 1
+
+
+class FromVersionOne:
+    """A recorder whose inserted events each get a version one higher: the library's sequences
+    0…n-1 stored as 1…n, as a chained recorder takes them (see the module docstring). Every
+    other call goes to the recorder as it is."""
+
+    def __init__(self, recorder: ApplicationRecorder) -> None:
+        self.recorder = recorder
+
+    def insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
+        shifted = [dataclasses.replace(e, originator_version=e.originator_version + 1) for e in stored_events]
+        return self.recorder.insert_events(shifted, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.recorder, name)
+
+
+class Subscribed:
+    """Mixin: the library's optional subscription test (`optional_test_insert_subscribe`, which
+    its own SQLite and memory recorder tests run) is run too."""
+
+    def test_insert_subscribe(self) -> None:
+        self.optional_test_insert_subscribe()  # type: ignore[attr-defined]
+
+
+class Unsubscribed:
+    """Mixin for a recorder without subscriptions (the library's SQLite recorder, and the
+    PostgreSQL recorders, whose appends send no NOTIFY for a subscription to wake on): the
+    library's optional subscription test cannot apply; `subscribe` says so at once, as the
+    library's SQLite recorder does, instead of waiting forever."""
+
+    def test_subscribe_is_refused(self) -> None:
+        recorder = self.create_recorder()  # type: ignore[attr-defined]
+        with pytest.raises(NotImplementedError, match="does not support subscriptions"):
+            recorder.subscribe(gt=None)
+
+
+class ChainedFromOne:
+    """Mixin for a chained recorder's contract: the library's tests that write sequences from
+    version 0 (the concurrency tests, the interleaving test) run through `FromVersionOne`;
+    `test_chain_refuses_version_zero` shows why."""
+
+    from_one = False
+
+    def chained(self, recorder: Any) -> Any:
+        return FromVersionOne(recorder) if self.from_one else recorder
+
+    def test_concurrent_no_conflicts(self, initial_position: int = 0) -> None:
+        self.from_one = True
+        super().test_concurrent_no_conflicts(initial_position)  # type: ignore[misc]
+
+    def test_concurrent_throughput(self) -> None:
+        self.from_one = True
+        super().test_concurrent_throughput()  # type: ignore[misc]
+
+    def test_chain_refuses_version_zero(self) -> None:
+        """Not the library's: the reason for the adaptation. A sequence from version 0 is
+        refused, nothing of it stored; the same sequence from version 1 is stored."""
+        from adapters.store.chain import ChainBroken
+
+        recorder = self.create_recorder()  # type: ignore[attr-defined]
+        key = uuid4()
+        events = [StoredEvent(originator_id=key, originator_version=v, topic="topic", state=b"state") for v in (0, 1)]
+        with pytest.raises(ChainBroken):
+            recorder.insert_events(events)
+        assert recorder.select_events(key) == []
+        assert recorder.insert_events(events[1:]) == [recorder.max_notification_id()]
+        assert [e.originator_version for e in recorder.select_events(key)] == [1]
+
+
+class StoreMapper:
+    """Mixin for a factory's contract: the mapper is the store's (`PydanticMapper`, named by the
+    store's MAPPER_TOPIC), which maps chatrecord's pydantic events only, so the wrong cipher
+    key test maps a `ConversationStarted`, not the library's `DomainEvent` (which has no
+    pydantic fields to dump). It is otherwise the library's test, step for step."""
+
+    def test_mapper_with_wrong_cipher_key(self) -> None:
+        env, factory = self.env, self.factory  # type: ignore[attr-defined]
+        env.name = "App1"
+        env[factory.CIPHER_TOPIC] = get_topic(AESCipher)
+        env["APP1_" + AESCipher.CIPHER_KEY] = AESCipher.create_key(16)
+        env["APP2_" + AESCipher.CIPHER_KEY] = AESCipher.create_key(16)
+
+        mapper1 = factory.mapper(transcoder=self.transcoder)  # type: ignore[attr-defined]
+        assert type(mapper1) is PydanticMapper
+        started = ConversationStarted(originator_id=conversation_uuid("c1"), originator_version=1,
+                                      timestamp=datetime(2026, 1, 2, tzinfo=UTC), conversation="c1",
+                                      kind="chat", owner=7)
+        stored_event = mapper1.to_stored_event(started)
+        assert mapper1.to_domain_event(stored_event) == started
+
+        env.name = "App2"
+        mapper2 = factory.mapper(transcoder=self.transcoder)  # type: ignore[attr-defined]
+        # the factory reads another cipher key for another application name
+        with pytest.raises(ValueError):
+            mapper2.to_domain_event(stored_event)
+
+
+# ------------------------------------------------------------------ PostgreSQL
+
+
+class TestPostgresAggregateRecorder(PostgresStores, contract.AggregateRecorderTestCase):
+    """The snapshot recorder of a store on PostgreSQL (the library's, created by `ensure_schema`)."""
+
+    def create_recorder(self) -> AggregateRecorder:
+        recorder = self.open().snapshots.recorder  # type: ignore[union-attr]
+        assert type(recorder) is PostgresAggregateRecorder
+        return recorder
+
+
+class TestPostgresChainedApplicationRecorder(Unsubscribed, ChainedFromOne, PostgresStores, contract.ApplicationRecorderTestCase):
+    """`ChainedPostgresRecorder`, the recorder of every store on PostgreSQL."""
+
+    def create_recorder(self) -> ApplicationRecorder:
+        recorder = self.open().recorder
+        assert type(recorder) is ChainedPostgresRecorder
+        return self.chained(recorder)
+
+
+class TestPostgresPlainApplicationRecorder(Unsubscribed, PostgresStores, contract.ApplicationRecorderTestCase):
+    """`EventRecorder`, the PostgreSQL recorder without the chain, made by the store's factory
+    when the library's APPLICATION_RECORDER_TOPIC names it."""
+
+    def create_recorder(self) -> ApplicationRecorder:
+        recorder = self.open(APPLICATION_RECORDER_TOPIC=get_topic(EventRecorder)).recorder
+        assert type(recorder) is EventRecorder
+        return recorder
+
+
+class AppendPath:
+    """Mixin for a PostgreSQL recorder's cases on another append path: the cases that check
+    what is stored (`test_insert_select`, `test_concurrent_no_conflicts`, the chain's
+    refusal) run again; the ones that only print a rate or repeat a check of the default
+    path's class (`test_performance`, `test_concurrent_throughput`, the refused subscription)
+    do not (they add some 10 s to the file and check nothing more)."""
+
+    test_performance = None
+    test_concurrent_throughput = None
+    test_subscribe_is_refused = None
+
+
+class SyncedAppend(AppendPath):
+    """Mixin: the recorder appends as the library's own pipelined statements
+    (`EventRecorder._append_synced`), as it does where the append function cannot be had (a
+    role without CREATE on the schema, a read-only database) or an append holds a statement
+    the function's document cannot carry."""
+
+    def create_recorder(self) -> ApplicationRecorder:
+        recorder = super().create_recorder()  # type: ignore[misc]
+        getattr(recorder, "recorder", recorder)._function = ""  # the append function: none to be had
+        return recorder  # type: ignore[no-any-return]
+
+
+class PlainAppend(AppendPath):
+    """Mixin: every append is larger than PIPELINE_BYTES, so the recorder appends in one
+    ordinary transaction (`EventRecorder._append_plain`), as it does a large segment."""
+
+    @pytest.fixture(autouse=True)
+    def _every_append_large(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.setattr(postgres_recorder, "PIPELINE_BYTES", 0)
+
+
+class TestPostgresChainedSyncedAppend(SyncedAppend, TestPostgresChainedApplicationRecorder):
+    pass
+
+
+class TestPostgresChainedPlainAppend(PlainAppend, TestPostgresChainedApplicationRecorder):
+    pass
+
+
+class TestPostgresPlainSyncedAppend(SyncedAppend, TestPostgresPlainApplicationRecorder):
+    pass
+
+
+class TestPostgresPlainPlainAppend(PlainAppend, TestPostgresPlainApplicationRecorder):
+    pass
+
+
+class TestPostgresChainedNonInterleaving(PostgresStores, contract.NonInterleavingNotificationIDsBaseCase):
+    """Two conversations' appends at once get blocks of notification ids that do not
+    interleave. The sequences start at version 1 (`ChainedFromOne`)."""
+
+    def create_recorder(self) -> ApplicationRecorder:
+        return FromVersionOne(self.open().recorder)  # type: ignore[return-value]
+
+
+class TestPostgresPlainNonInterleaving(PostgresStores, contract.NonInterleavingNotificationIDsBaseCase):
+    def create_recorder(self) -> ApplicationRecorder:
+        return self.open(APPLICATION_RECORDER_TOPIC=get_topic(EventRecorder)).recorder
+
+
+class TestPostgresTrackingRecorder(PostgresStores, contract.TrackingRecorderTestCase):
+    """The tracking recorder a store's factory hands out (chatrecord keeps no tracking itself)."""
+
+    def create_recorder(self) -> TrackingRecorder:
+        return self.open().factory.tracking_recorder()
+
+
+class TestPostgresProcessRecorder(PostgresStores, contract.ProcessRecorderTestCase):
+    """The process recorder a store's factory hands out (the store keeps none itself)."""
+
+    def create_recorder(self) -> ProcessRecorder:
+        return self.open().factory.process_recorder()
+
+
+class PostgresTrackingSubclass(PostgresTrackingRecorder):
+    pass
+
+
+class TestPostgresFactory(StoreMapper, PostgresStores, contract.InfrastructureFactoryTestCase[PostgresFactory]):
+    def expected_factory_class(self) -> type[PostgresFactory]:
+        return PostgresFactory
+
+    def expected_aggregate_recorder_class(self) -> type[AggregateRecorder]:
+        return PostgresAggregateRecorder
+
+    def expected_application_recorder_class(self) -> type[ApplicationRecorder]:
+        return ChainedPostgresRecorder
+
+    def expected_tracking_recorder_class(self) -> type[TrackingRecorder]:
+        return PostgresTrackingRecorder
+
+    def tracking_recorder_subclass(self) -> type[TrackingRecorder]:
+        return PostgresTrackingSubclass
+
+    def expected_process_recorder_class(self) -> type[ProcessRecorder]:
+        return PostgresProcessRecorder
+
+
+# ------------------------------------------------------------------ SQLite
+
+
+class TestSQLiteAggregateRecorder(SQLiteStores, contract.AggregateRecorderTestCase):
+    """The snapshot recorder of a store in a SQLite file (the library's, on `WaitingSQLiteDatastore`)."""
+
+    def create_recorder(self) -> AggregateRecorder:
+        recorder = self.open().snapshots.recorder  # type: ignore[union-attr]
+        assert type(recorder) is SQLiteAggregateRecorder
+        return recorder
+
+
+class TestSQLiteApplicationRecorder(Unsubscribed, ChainedFromOne, SQLiteStores, contract.ApplicationRecorderTestCase):
+    """`ChainedSQLiteRecorder`, the recorder of every store in a SQLite file."""
+
+    def create_recorder(self) -> ApplicationRecorder:
+        recorder = self.open().recorder
+        assert type(recorder) is ChainedSQLiteRecorder
+        return self.chained(recorder)
+
+
+class TestSQLiteNonInterleaving(SQLiteStores, contract.NonInterleavingNotificationIDsBaseCase):
+    def create_recorder(self) -> ApplicationRecorder:
+        return FromVersionOne(self.open().recorder)  # type: ignore[return-value]
+
+
+class TestSQLiteTrackingRecorder(SQLiteStores, contract.TrackingRecorderTestCase):
+    def create_recorder(self) -> TrackingRecorder:
+        return self.open().factory.tracking_recorder()
+
+
+class TestSQLiteProcessRecorder(SQLiteStores, contract.ProcessRecorderTestCase):
+    """The process recorder a store's factory hands out (the store keeps none itself)."""
+
+    def create_recorder(self) -> ProcessRecorder:
+        return self.open().factory.process_recorder()
+
+
+class SQLiteTrackingSubclass(SQLiteTrackingRecorder):
+    pass
+
+
+class TestSQLiteFactory(StoreMapper, SQLiteStores, contract.InfrastructureFactoryTestCase[SQLiteFactory]):
+    def expected_factory_class(self) -> type[SQLiteFactory]:
+        return SQLiteFactory
+
+    def expected_aggregate_recorder_class(self) -> type[AggregateRecorder]:
+        return SQLiteAggregateRecorder
+
+    def expected_application_recorder_class(self) -> type[ApplicationRecorder]:
+        return ChainedSQLiteRecorder
+
+    def expected_tracking_recorder_class(self) -> type[TrackingRecorder]:
+        return SQLiteTrackingRecorder
+
+    def tracking_recorder_subclass(self) -> type[TrackingRecorder]:
+        return SQLiteTrackingSubclass
+
+    def expected_process_recorder_class(self) -> type[ProcessRecorder]:
+        return SQLiteProcessRecorder
+
+
+# ------------------------------------------------------------------ memory
+
+
+class TestMemoryAggregateRecorder(MemoryStores, contract.AggregateRecorderTestCase):
+    def create_recorder(self) -> AggregateRecorder:
+        recorder = self.open().snapshots.recorder  # type: ignore[union-attr]
+        assert type(recorder) is POPOAggregateRecorder
+        return recorder
+
+
+class TestMemoryApplicationRecorder(Subscribed, ChainedFromOne, MemoryStores, contract.ApplicationRecorderTestCase):
+    """`ChainedPOPORecorder`, the recorder of every store in memory."""
+
+    def create_recorder(self) -> ApplicationRecorder:
+        recorder = self.open().recorder
+        assert type(recorder) is ChainedPOPORecorder
+        return self.chained(recorder)
+
+
+class TestMemoryNonInterleaving(MemoryStores, contract.NonInterleavingNotificationIDsBaseCase):
+    def create_recorder(self) -> ApplicationRecorder:
+        return FromVersionOne(self.open().recorder)  # type: ignore[return-value]
+
+
+class TestMemoryTrackingRecorder(MemoryStores, contract.TrackingRecorderTestCase):
+    def create_recorder(self) -> TrackingRecorder:
+        return self.open().factory.tracking_recorder()
+
+
+class TestMemoryProcessRecorder(MemoryStores, contract.ProcessRecorderTestCase):
+    """The process recorder a store's factory hands out (the store keeps none itself)."""
+
+    def create_recorder(self) -> ProcessRecorder:
+        return self.open().factory.process_recorder()
+
+
+class MemoryTrackingSubclass(POPOTrackingRecorder):
+    pass
+
+
+class TestMemoryFactory(StoreMapper, MemoryStores, contract.InfrastructureFactoryTestCase[MemoryFactory]):
+    def expected_factory_class(self) -> type[MemoryFactory]:
+        return MemoryFactory
+
+    def expected_aggregate_recorder_class(self) -> type[AggregateRecorder]:
+        return POPOAggregateRecorder
+
+    def expected_application_recorder_class(self) -> type[ApplicationRecorder]:
+        return ChainedPOPORecorder
+
+    def expected_tracking_recorder_class(self) -> type[TrackingRecorder]:
+        return POPOTrackingRecorder
+
+    def tracking_recorder_subclass(self) -> type[TrackingRecorder]:
+        return MemoryTrackingSubclass
+
+    def expected_process_recorder_class(self) -> type[ProcessRecorder]:
+        return POPOProcessRecorder
