@@ -51,3 +51,17 @@ def postgres_schema(postgres_url: str) -> Iterator[str]:
     finally:
         with psycopg.connect(postgres_url, autocommit=True) as conn:
             conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(name)))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Keeps the tests of a module on one pytest-xdist worker when they share a module-scoped
+    fixture (a `chatrecord serve`, a throwaway server, a browser's store), so that it starts
+    once, not once on each worker (`--dist loadgroup` in pyproject.toml; tryfirst: before
+    xdist reads the marks). Every other test goes to whichever worker is free."""
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)
+        if info is None:
+            continue
+        if any(d.scope == "module" for defs in info.name2fixturedefs.values() for d in defs):
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__ if item.module else item.nodeid))

@@ -11,7 +11,6 @@ import typer
 
 from adapters.cli.app import app, opened, warn
 from adapters.cli.habits import json_bytes, require_store
-from adapters.service import traces
 from domain.errors import ChatrecordError
 
 
@@ -51,6 +50,8 @@ def export(
     require_store()
     with opened(reading=True) as chatrecord:
         if export_format is ExportFormat.otlp:
+            from adapters.service import traces  # here: OpenTelemetry loads only for this format
+
             _write((traces.otlp_json(chatrecord, conversation) + "\n").encode(), output)
             return
         done = chatrecord.export(conversation, upto)

@@ -9,7 +9,6 @@ import typer
 
 from adapters.cli.app import RulesOption, app, opened, say
 from adapters.cli.habits import require_store
-from adapters.service import traces as service
 
 traces = typer.Typer(
     help="OpenTelemetry GenAI traces of what ran (OTLP/JSON, OTLP/HTTP).\n\n"
@@ -39,6 +38,8 @@ def show(
 
         chatrecord traces show conv-demo-seo -o demo-trace.json
     """
+    from adapters.service import traces as service  # here: OpenTelemetry loads only for traces
+
     require_store()
     with opened() as chatrecord:
         text = service.otlp_json(chatrecord, conversation, rules.value if rules else None, with_texts)
@@ -67,6 +68,8 @@ def push(
 
         chatrecord traces push conv-demo-seo --endpoint http://127.0.0.1:6006
     """
+    from adapters.service import traces as service  # here: OpenTelemetry loads only for traces
+
     require_store()
     with opened() as chatrecord:
         sent = service.push(chatrecord, conversations or [], endpoint, rules.value if rules else None, with_texts)

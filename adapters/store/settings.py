@@ -45,7 +45,6 @@ from adapters.backends import (
     driver_errors,
     one_line,
 )
-from adapters.backends.postgres import WRITE_LOCK_TIMEOUT
 from adapters.store.application import ConversationStore
 from domain.errors import ChatrecordError
 
@@ -84,6 +83,8 @@ def postgres_env(url: str, variable: str = "CHATRECORD_DATABASE_URL") -> dict[st
     """
     from psycopg import ProgrammingError
     from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    from adapters.backends.postgres import WRITE_LOCK_TIMEOUT  # here: a SQLite store needs no psycopg
 
     if not url.strip():
         raise BadDatabaseURL(
@@ -384,10 +385,11 @@ def store_errors(env: Mapping[str, str] | ConversationStore | None = None) -> It
     database error, the library's or a driver's, that a setting or another process caused: a
     server that went away, a file locked too long. Any other database error is a bug and goes
     through as it is. `env` as for `store_problem`."""
-    caught: tuple[type[BaseException], ...] = (PersistenceError, *driver_errors())
     try:
         yield
-    except caught as error:
+    except Exception as error:  # not the SystemExit every command ends with: naming the drivers' errors imports them
+        if not isinstance(error, (PersistenceError, *driver_errors())):
+            raise
         problem = store_problem(error, env)
         if problem is None:
             raise

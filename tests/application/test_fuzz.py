@@ -17,6 +17,8 @@ from fuzz_lines import TEMPLATES, FuzzRun, mutated_lines
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.e2e.conftest import cli_env
+
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = int(os.environ.get("CHATRECORD_FUZZ_EXAMPLES", "200"))
 
@@ -47,8 +49,7 @@ def test_the_cli_ingests_a_file_of_bad_lines_with_skip_bad_and_exits_cleanly(tmp
         b'{"type": "user_message", "conversation": "f", "at": "2026-10-28T09:00:03Z", "message": 1, "text": "ok", "page": 0}',
     ]
     (tmp_path / "bad.jsonl").write_bytes(b"\n".join(lines) + b"\n")
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("CHATRECORD_")},
-           "CHATRECORD_DB": str(tmp_path / "s.sqlite"), "PYTHONPATH": str(ROOT), "PYTHONIOENCODING": "utf-8"}
+    env = cli_env(CHATRECORD_DB=str(tmp_path / "s.sqlite"))  # no progress line among the rejections
     run = subprocess.run([sys.executable, "-m", "adapters.cli", "ingest", "--skip-bad", "bad.jsonl"], cwd=tmp_path,
                          env=env, capture_output=True, text=True, encoding="utf-8", timeout=120)
     assert run.returncode == 0, run.stderr
@@ -81,8 +82,7 @@ def test_the_cli_ingests_mutated_lines_with_skip_bad_and_every_conversation_stay
         tmp = Path(folder)
         good = b"\n".join(orjson.dumps(line) for line in TEMPLATES)
         (tmp / "mutated.jsonl").write_bytes(good + b"\n" + b"\n".join(as_bytes(line) for line in lines) + b"\n")
-        env = {**{k: v for k, v in os.environ.items() if not k.startswith("CHATRECORD_")},
-               "CHATRECORD_DB": str(tmp / "s.sqlite"), "PYTHONPATH": str(ROOT), "PYTHONIOENCODING": "utf-8"}
+        env = cli_env(CHATRECORD_DB=str(tmp / "s.sqlite"))
 
         def cli(*args: str) -> subprocess.CompletedProcess[str]:
             return subprocess.run([sys.executable, "-m", "adapters.cli", *args], cwd=tmp, env=env,

@@ -43,12 +43,13 @@ def test_every_command_has_help_ending_with_an_example_and_appears_in_the_readme
 def test_each_help_ends_with_its_example_and_shows_readable_types(tmp_path: Path) -> None:
     run = runner(tmp_path)
     commands = typer.main.get_command(app).commands
+    helps = {}
     for name in [*commands, *(f"{group} {sub}" for group in ("keys", "traces") for sub in commands[group].commands)]:
-        shown = run(*name.split(), "--help").stdout
+        shown = helps[name] = run(*name.split(), "--help").stdout
         assert shown.rstrip().splitlines()[-1].strip().startswith(f"chatrecord {name}"), name
         assert shown.index("Options") < shown.rindex("Example"), name
         assert re.findall(r"<[a-z][^>]*>", shown) == [], name  # no <bool>, <int range>, <list[Path]>, <str>
-    replay, ingest, audit = (run(name, "--help").stdout for name in ("replay", "ingest", "audit"))
+    replay, ingest, audit = (helps[name] for name in ("replay", "ingest", "audit"))
     assert re.search(r"--at +INTEGER \[x>=1\]", replay) and re.search(r"--conversation +-c +TEXT", replay)
     assert re.search(r"--deny-page +INTEGER", replay) and re.search(r"FILE +PATH", replay)
     assert re.search(r"--json +Print JSON", replay)  # a flag shows no type

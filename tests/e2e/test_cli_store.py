@@ -3,6 +3,8 @@ to do (exit 1, no traceback), and a SQLite writer waits for another process's wr
 
 from __future__ import annotations
 
+import contextlib
+import os
 import subprocess
 import sys
 import time
@@ -10,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import DATA, DEMO, runner
+from tests.e2e.conftest import DATA, DEMO, cli_env, runner
 
 HOLD_WRITE_LOCK = """
 import sqlite3, sys, time
@@ -19,10 +21,21 @@ connection.execute("BEGIN IMMEDIATE")
 connection.execute("CREATE TABLE IF NOT EXISTS another_writer (x)")
 connection.execute("INSERT INTO another_writer VALUES (1)")
 print("holding", flush=True)
-time.sleep(float(sys.argv[2]))
+sys.stdin.readline()  # until the test has seen the command open the file
 connection.execute("COMMIT")
 print("released", time.monotonic(), flush=True)
 """
+
+
+def opens(process: subprocess.Popen[str], path: Path) -> None:
+    """Returns once `process` has `path` open (its /proc/PID/fd), within 60 s."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and process.poll() is None:
+        with contextlib.suppress(OSError):
+            if any(os.readlink(fd) == str(path) for fd in Path(f"/proc/{process.pid}/fd").iterdir()):
+                return
+        time.sleep(0.05)
+    raise AssertionError(f"{process.args} did not open {path} (exit status {process.poll()})")
 
 
 def test_a_file_that_is_not_sqlite_names_chatrecord_db(tmp_path: Path):
@@ -92,13 +105,22 @@ def test_a_command_waits_for_another_process_writing_to_the_sqlite_file(tmp_path
     assert run("demo").returncode == 0  # the read models exist and are caught up
     assert run("ingest", DATA / "behalten_tour.jsonl").returncode == 0  # new events to catch up on
 
-    writer = subprocess.Popen([sys.executable, "-c", HOLD_WRITE_LOCK, str(tmp_path / "c.sqlite"), "1.5"],
-                              stdout=subprocess.PIPE, text=True)
-    assert writer.stdout is not None and writer.stdout.readline() == "holding\n"
-    waited = run(*args)
-    finished = time.monotonic()
+    writer = subprocess.Popen([sys.executable, "-c", HOLD_WRITE_LOCK, str(tmp_path / "c.sqlite")],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert writer.stdin is not None and writer.stdout is not None and writer.stdout.readline() == "holding\n"
+    command = subprocess.Popen([sys.executable, "-m", "adapters.cli", *args], cwd=tmp_path,
+                               env=cli_env(CHATRECORD_DB="c.sqlite"), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, encoding="utf-8")
+    opens(command, tmp_path / "c.sqlite")
+    time.sleep(1)  # not a synchronisation: what the command may do in it without the lock, it did
+    assert command.poll() is None  # it waits for the lock
+    writer.stdin.write("release\n")
+    writer.stdin.flush()
     released = float(writer.stdout.readline().split()[1])
+    stdout, stderr = command.communicate(timeout=120)
+    finished = time.monotonic()
     writer.wait(timeout=10)
+    waited = subprocess.CompletedProcess(command.args, command.returncode, stdout, stderr)
 
     assert (waited.returncode, waited.stderr) == (0, "")
     assert waited.stdout

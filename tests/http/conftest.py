@@ -40,24 +40,40 @@ class Server:
 
 
 def start(settings: dict[str, str], log: Path, *args: str) -> tuple[subprocess.Popen[bytes], str]:
-    """Starts `chatrecord serve` and returns the process and its URL once /v1/healthz answers."""
-    port = free_port()
-    env = cli_env(CHATRECORD_API_TOKEN=TOKEN, CHATRECORD_MAX_BODY_BYTES=str(MAX_BODY), **settings)
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "adapters.cli", "serve", "--port", str(port), "--no-access-log", *args],
-            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
-        )
-    url = f"http://127.0.0.1:{port}"
+    """Starts `chatrecord serve` and returns the process and its URL once /v1/healthz answers.
+
+    The port is the OS's pick, closed again before the server binds it; should another process
+    take it meanwhile (the tests run in parallel), the server ends with "Address already in
+    use" and starts again on another port, up to three times."""
+    for _ in range(3):
+        port = free_port()
+        env = cli_env(CHATRECORD_API_TOKEN=TOKEN, CHATRECORD_MAX_BODY_BYTES=str(MAX_BODY), **settings)
+        with log.open("wb") as out:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "adapters.cli", "serve", "--port", str(port), "--no-access-log", *args],
+                cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
+            )
+        url = f"http://127.0.0.1:{port}"
+        if _answers(process, url, log):
+            return process, url
+    raise RuntimeError(f"chatrecord serve found no free port in three tries: {log.read_text()}")
+
+
+def _answers(process: subprocess.Popen[bytes], url: str, log: Path) -> bool:
+    """Waits until the server at `url` answers /v1/healthz (True) or ends on a port another
+    process took (False). Raises RuntimeError when it ends otherwise or does not answer in 60 s."""
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if process.poll() is not None:
+            if "Address already in use" in log.read_text():
+                return False
             raise RuntimeError(f"chatrecord serve ended: {log.read_text()}")
         try:
-            if httpx.get(f"{url}/v1/healthz", timeout=2).status_code == 200:
-                return process, url
+            if httpx.get(f"{url}/v1/healthz", timeout=2).status_code == 200 and process.poll() is None:
+                return True
         except httpx.TransportError:
-            time.sleep(0.2)
+            pass
+        time.sleep(0.1)
     process.kill()
     raise RuntimeError(f"chatrecord serve did not answer within 60 s: {log.read_text()}")
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import base64
 import sqlite3
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import psycopg
@@ -268,41 +267,38 @@ def test_in_memory_the_rule_holds_within_the_process() -> None:
     assert plain.mapper.keys.sealed is None  # type: ignore[attr-defined]
 
 
-@pytest.fixture
-def own_database(postgres_url: str) -> Iterator[str]:
-    """Yields the URL of a new database on the test server; drops it afterwards."""
-    import uuid
-
-    name = f"chatrecord_mk_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(postgres_url, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    try:
-        yield postgres_url.rsplit("/", 1)[0] + "/" + name
-    finally:
-        with psycopg.connect(postgres_url, autocommit=True) as conn:
-            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+READ_ONLY = "options=-c%20default_transaction_read_only%3Don"
+"""The URL parameter that makes every transaction of a connection read-only, as on a hot standby
+(the server refuses each write with ReadOnlySqlTransaction, as for `ALTER DATABASE … SET
+default_transaction_read_only = on`, without a database of the test's own, whose DROP DATABASE
+waits for a checkpoint of the whole server)."""
 
 
-def test_a_read_only_database_opens_for_reading_with_the_right_key_and_writes_nothing(own_database: str) -> None:
-    def opened(key: str) -> ConversationStore:
-        return ConversationStore(env={**postgres_env(own_database), "POSTGRES_POOL_SIZE": "1",
+def test_a_read_only_database_opens_for_reading_with_the_right_key_and_writes_nothing(
+        postgres_url: str, postgres_schema: str) -> None:
+    joiner = "&" if "?" in postgres_url else "?"
+
+    def opened(key: str, read_only: bool = True) -> ConversationStore:
+        url = f"{postgres_url}{joiner}{READ_ONLY}" if read_only else postgres_url
+        return ConversationStore(env={**postgres_env(url), "POSTGRES_SCHEMA": postgres_schema, "POSTGRES_POOL_SIZE": "1",
                                       "CHATRECORD_MASTER_KEY": key})
 
-    store = opened(A)
+    store = opened(A, read_only=False)
     write(store, "conv-a")
     write(store, "conv-b")
     store.close()
-    with psycopg.connect(own_database, autocommit=True) as conn:
-        conn.execute(f"DELETE FROM {MASTER_TABLE}")  # a store of the previous version
-        conn.execute(sql.SQL("ALTER DATABASE {} SET default_transaction_read_only = on").format(
-            sql.Identifier(own_database.rsplit("/", 1)[1])))
+    master = sql.Identifier(postgres_schema, MASTER_TABLE)
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("DELETE FROM {}").format(master))  # a store of the previous version
 
     reader = opened(A)  # verifies A on a wrapped key; cannot write the check row, and need not
+    with reader.recorder.datastore.get_connection() as conn:  # type: ignore[attr-defined]
+        assert conn.execute("SHOW transaction_read_only").fetchone() == {"transaction_read_only": "on"}
     assert texts(reader, "conv-b") == ["Titel prüfen"]
     reader.close()
     with pytest.raises(BadMasterKey, match="is not the master key of this store"):
         opened(B)
     with pytest.raises(BadMasterKey, match="set CHATRECORD_MASTER_KEY to it"):
         opened(NONE)
-    with psycopg.connect(own_database, autocommit=True) as conn:
-        assert conn.execute(f"SELECT count(*) FROM {MASTER_TABLE}").fetchone() == (0,)
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        assert conn.execute(sql.SQL("SELECT count(*) FROM {}").format(master)).fetchone() == (0,)
