@@ -36,7 +36,7 @@ from domain.conversation import (
     recorded_segment,
 )
 from domain.errors import ChatrecordError
-from domain.events import ConversationEvent, ConversationStarted, conversation_uuid
+from domain.events import ConversationErased, ConversationEvent, ConversationStarted, conversation_uuid
 from domain.history import AssumedHistory, NotKnown
 
 DEFAULT_SNAPSHOT_INTERVAL = 100
@@ -232,8 +232,16 @@ class ConversationLog(EventStore[UUID]):
 
     def __call__(self, conversation: str, up_to_version: int | None = None) -> list[ConversationEvent]:
         """Returns the events of `conversation` in order, up to `up_to_version` if given;
-        [] for a conversation that was never started."""
-        return list(self.get(conversation_uuid(conversation), lte=up_to_version))
+        [] for a conversation that was never started. A log that holds the conversation's erasure
+        is never read with a data key this process kept from before it (`DataKeys.forget_erased`):
+        its texts read `[erased]` at once, whichever process erased them."""
+        uuid = conversation_uuid(conversation)
+        events = list(self.get(uuid, lte=up_to_version))
+        keys = getattr(self.mapper, "keys", None)
+        if isinstance(keys, DataKeys) and any(isinstance(e, ConversationErased) for e in events) \
+                and keys.forget_erased(uuid):
+            events = list(self.get(uuid, lte=up_to_version))
+        return events
 
 
 class ConversationStore(Application[UUID]):

@@ -156,6 +156,13 @@ class DataKeys:
         self._cache[originator_id] = (time.monotonic(), key)
         return key
 
+    def forget_erased(self, originator_id: UUID) -> bool:
+        """Drops the key this process keeps of a conversation whose erasure it has just read in
+        the log (another process erased it less than KEY_CACHE_SECONDS ago). Returns True when
+        the kept key could still open its texts, so what was read with it must be read again."""
+        kept = self._cache.pop(originator_id, None)
+        return kept is not None and kept[1] is not None
+
     def erased_at(self, originator_id: UUID) -> datetime | None:
         """Returns when the conversation's key was erased, None if it was not."""
         row = self._select(originator_id)
