@@ -691,8 +691,10 @@ class RecentRows:
 class BufferedRows(SQLRows):
     """`SQLRows` that holds its writes until `flush`, which sends them with one bulk statement
     per table (a rebuild folds a page of the log this way). Reads see the held writes first.
-    A cut (an edit's truncation) flushes first and then runs at once: it is rare and ranges
-    over rows.
+    A cut of the transcript (`cut_messages`: a replaced transcript, an edit) is held as the
+    index its stored messages go from, written at the flush before the held messages; the
+    other cuts (an edit's card outcomes and view context) flush first and then run at once:
+    they are rare and range over rows, and the fold needs what they removed.
 
     A held row is kept as the values its statement sends (its body serialised, a message's
     text sealed), not as a model: a rebuild holds a page's rows, and plain strings cost the
@@ -707,6 +709,7 @@ class BufferedRows(SQLRows):
         self._outcomes: list[tuple[Any, ...]] = []
         self._messages: dict[int, Message | tuple[str, int | None, str]] = {}  # index: message, (role, number, body)
         self._ends: dict[int, int | None] = {}
+        self._cut: int | None = None  # the stored messages from this index on are deleted at the flush
         self._pages: dict[int, int] = {}
         self._turns: list[tuple[int, int, str]] = []
         self._head: Head | None = None
@@ -829,6 +832,8 @@ class BufferedRows(SQLRows):
     def message(self, index: int) -> Message | None:
         held = self._messages.get(index)
         if held is None:
+            if self._cut is not None and index >= self._cut:
+                return None  # cut: deleted at the flush
             known = self._known.messages.get(index) if self._known is not None else None
             return known if known is not None else super().message(index)
         return held if not isinstance(held, tuple) else self._decode_messages([held[2]])[0]
@@ -878,9 +883,14 @@ class BufferedRows(SQLRows):
         return super().cut_outcomes(cards, length)
 
     def cut_messages(self, keep: int) -> None:
-        self.flush()
+        """Holds the cut (the stored messages from `keep` on go at the flush, before the held
+        messages are written) and drops the held messages and block ends from `keep` on."""
         self._unknown()
-        super().cut_messages(keep)
+        self._cut = keep if self._cut is None else min(self._cut, keep)
+        self._messages = {i: m for i, m in self._messages.items() if i < keep}
+        self._ends = {i: e for i, e in self._ends.items() if i < keep}
+        if self._open_message is not None and self._open_message >= keep:
+            self._open_message = None
 
     def cut_pages(self, after: int) -> tuple[int | None, int]:
         self.flush()
@@ -909,6 +919,11 @@ class BufferedRows(SQLRows):
         self._many(f"INSERT INTO {table} (cid, {', '.join(columns)}) VALUES ({marks}) {tail}",
                    [(self.cid, *row) for row in rows])
 
+    def _cut_stored_messages(self, keep: int) -> None:
+        """Deletes the stored transcript messages from index `keep` on (at the flush, before the
+        held messages are written)."""
+        SQLRows.cut_messages(self, keep)
+
     def _delete_entries(self, seqs: list[int]) -> None:
         self._many(f"DELETE FROM {self.t['entries']} WHERE cid = ? AND seq = ?", [(self.cid, seq) for seq in seqs])
 
@@ -932,6 +947,8 @@ class BufferedRows(SQLRows):
         self._insert_many(t["entries"], ("seq", "segment", "body"), entries,
                           "ON CONFLICT (cid, seq) DO UPDATE SET body = excluded.body")
         self._insert_many(t["outcomes"], ("v", "sub", "card", "after", "body"), self._outcomes, "")
+        if self._cut is not None:
+            self._cut_stored_messages(self._cut)
         messages, ends = sorted(self._messages.items()), self._ends
         rows = [(i, *(held if isinstance(held, tuple) else self._message_row(held))) for i, held in messages]
         upsert = "ON CONFLICT (cid, idx) DO UPDATE SET role = excluded.role, number = excluded.number, body = excluded.body"
@@ -949,6 +966,7 @@ class BufferedRows(SQLRows):
         self._entries, self._segments, self._outcomes = {}, {}, []
         self._drop_aside, self._moves, self._aside = False, [], []
         self._messages, self._ends, self._pages, self._turns, self._head = {}, {}, {}, [], None
+        self._cut = None
         self._open_entry = self._open_message = None
 
 

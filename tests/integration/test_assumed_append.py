@@ -239,6 +239,52 @@ class TestPostgresAssumedAppend(PostgresStores):
             assert per_line == [1] * 17
         assert chat.read_models.turn_input("c").to_json() == build_turn_input(store.events("c")).to_json()
 
+    def test_a_replaced_transcript_is_written_in_one_statement_and_its_rows_equal_a_fold(self, mode: str) -> None:
+        """The transcript's cut travels in the append's document (`cut`): the function deletes
+        the stored messages from there on before it writes the new ones, so a replacement sends
+        its index reads and one call, no write of its own; a shorter transcript leaves no row
+        of the longer one behind."""
+        import psycopg
+
+        conv = "a"
+        replaced = [
+            {"type": "conversation_started", "at": AT, "kind": "alt_text", "owner": 7, "conversation": conv},
+            {"type": "transcript_replaced", "at": AT, "conversation": conv,
+             "messages": [{"role": "user", "text": "x"}, {"role": "assistant", "text": "y"},
+                          {"role": "user", "text": "z"}]},
+            {"type": "transcript_replaced", "at": AT, "conversation": conv,
+             "messages": [{"role": "user", "text": "lang"}, {"role": "assistant", "text": "ja"}]},
+            {"type": "transcript_replaced", "at": AT, "conversation": conv,
+             "messages": [{"role": "user", "text": "kurz"}]},
+        ]
+        store = self.open_store()
+        chat = Chatrecord(store)
+        chat.record(replaced[0])
+        chat.record(replaced[1])
+        chat.turn_notes(conv)  # the read models are kept from here on, in each append's transaction
+        chat.record(replaced[2])  # the first append into the views' generation makes its function
+        sent: list[str] = []
+        execute = psycopg.Cursor.execute
+
+        def counted(curs: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
+            sent.append(query.as_string(curs.connection) if hasattr(query, "as_string") else str(query))
+            return execute(curs, query, *args, **kwargs)
+
+        psycopg.Cursor.execute = counted  # type: ignore[method-assign]
+        try:
+            chat.record(replaced[3])
+        finally:
+            psycopg.Cursor.execute = execute  # type: ignore[method-assign]
+        writes = [q for q in sent if not q.lstrip().upper().startswith("SELECT") or "chatrecord_append_" in q]
+        assert len(writes) == 1 and "chatrecord_append_g1_v8(" in writes[0]  # the views' generation's function
+        memory = ConversationStore(env=memory_env())
+        for line in replaced:
+            Chatrecord(memory).record(line)
+        assert [e.model_dump() for e in store.events(conv)] == [e.model_dump() for e in memory.events(conv)]
+        assert chat.read_models.state(conv) == Chatrecord(memory).read_models.state(conv)
+        state = chat.read_models.state(conv)
+        assert state is not None and [m.text for m in state.transcript.messages] == ["kurz"]
+
     def test_a_retry_of_the_writers_own_message_is_decided_without_reading_the_index(self, mode: str) -> None:
         store = self.open_store()
         chat = Chatrecord(store)
@@ -276,14 +322,14 @@ class TestPostgresAppendFunction(PostgresStores):
         store = self.open_store()
         Chatrecord(store).record(start("c"))
         with psycopg.connect(self.url, autocommit=True) as conn:
-            conn.execute(f'DROP FUNCTION "{self.schema}".chatrecord_append_v7(jsonb)')
+            conn.execute(f'DROP FUNCTION "{self.schema}".chatrecord_append_v8(jsonb)')
         later = self.open_store()  # as a process of this version opening a store an earlier one made
         calls = []
         call = later.recorder._append_in_one_call  # type: ignore[attr-defined]
         later.recorder._append_in_one_call = lambda *a, **k: calls.append(call(*a, **k)) or calls[-1]  # type: ignore[attr-defined]
         Chatrecord(later).record(message("c", 1))
         with psycopg.connect(self.url, autocommit=True) as conn:
-            found = conn.execute(f"SELECT to_regprocedure('\"{self.schema}\".chatrecord_append_v7(jsonb)') IS NOT NULL")
+            found = conn.execute(f"SELECT to_regprocedure('\"{self.schema}\".chatrecord_append_v8(jsonb)') IS NOT NULL")
             assert found.fetchone() == (True,)
         assert len(calls) == 1 and isinstance(calls[0], list) and len(calls[0]) == 1  # one notification id
         assert log(later, "c") == [("ConversationStarted", 1), ("UserMessagePosted", 2)]
@@ -326,7 +372,7 @@ class TestPostgresAppendFunction(PostgresStores):
         doc = json.dumps({"cid": cid, "assumed": {"version": 7, "count": 0, "digests": [], "segments": [], "runs": [],
                                                   "tip": None}, "events": [], "chain": []})
         with psycopg.connect(self.url, autocommit=True) as conn:
-            for call, params in ((f'SELECT * FROM "{self.schema}".chatrecord_append_v7(%s::jsonb)', (doc,)),
+            for call, params in ((f'SELECT * FROM "{self.schema}".chatrecord_append_v8(%s::jsonb)', (doc,)),
                                  (f'SELECT "{self.schema}".chatrecord_assumption_failed_v1()', ())):
                 with pytest.raises(psycopg.Error) as failed:
                     conn.execute(call, params)
@@ -334,7 +380,7 @@ class TestPostgresAppendFunction(PostgresStores):
                     "RC001", "chatrecord: the index is not as the command assumed")
                 assert type(failed.value) is psycopg.DatabaseError  # no class of the server's own
             holds = doc.replace('"version": 7', '"version": 1')  # the index as it is: nothing raised
-            assert conn.execute(f'SELECT * FROM "{self.schema}".chatrecord_append_v7(%s::jsonb)', (holds,)).fetchall() == []
+            assert conn.execute(f'SELECT * FROM "{self.schema}".chatrecord_append_v8(%s::jsonb)', (holds,)).fetchall() == []
 
     def test_a_store_without_the_assumption_function_gets_it_at_the_first_command_that_assumes(self) -> None:
         import psycopg
@@ -374,10 +420,10 @@ class TestPostgresAppendFunction(PostgresStores):
                                     "WHERE n.nspname = %s AND p.proname LIKE 'chatrecord_append%%'", (self.schema,))
                 return {row[0] for row in rows}
 
-        assert functions() == {"chatrecord_append_v7", "chatrecord_append_g1_v7"}
+        assert functions() == {"chatrecord_append_v8", "chatrecord_append_g1_v8"}
         chat.rebuild("2026-11-02")
         chat.record(message("c", 2))
-        assert functions() == {"chatrecord_append_v7", "chatrecord_append_g2_v7"}
+        assert functions() == {"chatrecord_append_v8", "chatrecord_append_g2_v8"}
         memory = Chatrecord(ConversationStore(env=memory_env()))
         for line in (start("c"), message("c", 1), segment("c", "r1/1", "r1"), message("c", 2)):
             memory.record(line)

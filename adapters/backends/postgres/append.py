@@ -27,13 +27,15 @@ AT_ONCE = threading.local()
 """`on` while this thread gathers an append for one call (`EventRecorder._append_in_one_call`)."""
 
 
-APPEND_FUNCTION = "chatrecord_append_v7"
+APPEND_FUNCTION = "chatrecord_append_v8"
 """The store's own database function that writes a whole append from one JSON document
 (`AppendDocument`) that holds no view rows: versioned by name, so a later layout gets a
 function of its own. An append with view rows goes to its generation's function
 (`generation_function_name`), the same body with the view rows written into that
-generation's tables. (v7: the known segment records and live messages an assumption took are
-checked, and a generation's function sets entries aside for the latest turn; v6: a failed
+generation's tables. (v8: a generation's function also deletes the stored transcript
+messages from the document's `cut` on, before it writes the section's messages, so a replaced
+transcript's writes are one statement; v7: the known segment records and live messages an assumption took
+are checked, and a generation's function sets entries aside for the latest turn; v6: a failed
 assumption raises `ASSUMPTION_FAILED`; v5 raised division_by_zero, 22012.)"""
 
 ASSUMPTION_FAILED = "RC001"
@@ -70,10 +72,11 @@ _ASSUMPTION_SQL = _template("assumption_failed.sql")
 
 def generation_function_name(generation: int) -> str:
     """Returns the name of generation `generation`'s append function (`generation_function_statement`)."""
-    return f"chatrecord_append_g{generation}_v7"
+    return f"chatrecord_append_g{generation}_v8"
 
 
-OLD_GENERATION_FUNCTIONS = ("chatrecord_append_g{generation}_v6", "chatrecord_append_g{generation}_v5")
+OLD_GENERATION_FUNCTIONS = ("chatrecord_append_g{generation}_v7", "chatrecord_append_g{generation}_v6",
+                            "chatrecord_append_g{generation}_v5")
 """The names of a generation's append function of the versions before (jsonb); dropped with its
 generation's tables."""
 OLD_VIEWS_FUNCTION = "chatrecord_views_g{generation}_v3"
@@ -161,11 +164,12 @@ class AppendDocument:
 
     def views(self, generation: int) -> dict[str, Any]:
         """Returns the document's views section for `generation` (made on the first call):
-        lists of rows per kind, the head, the lock key."""
+        lists of rows per kind, the head, the lock key, and `cut`: the transcript index from
+        which the stored messages are deleted before the section's messages are written (None: none)."""
         views = self.doc.get("views")
         if views is None:
             views = self.doc["views"] = {"g": generation, "lock": self._lock, "drop_aside": False, "aside": [],
-                                         "aside_rows": [], "delete_entries": [], "entries": [],
+                                         "aside_rows": [], "delete_entries": [], "entries": [], "cut": None,
                                          "outcomes": [], "messages": [], "ended": [], "ends": [], "pages": [],
                                          "turns": [], "head": None}
             self._written.add(f"views_g{generation}_")

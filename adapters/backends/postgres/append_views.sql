@@ -27,6 +27,9 @@
   IF jsonb_array_length(v->'outcomes') > 0 THEN
     INSERT INTO {outcomes} (cid, v, sub, card, after, body) SELECT k, (e->>0)::bigint, (e->>1)::bigint, e->>2, (e->>3)::bigint, e->>4 FROM jsonb_array_elements(v->'outcomes') e;
   END IF;
+  IF jsonb_typeof(v->'cut') = 'number' THEN
+    DELETE FROM {messages} WHERE cid = k AND idx >= (v->>'cut')::bigint;
+  END IF;
   IF jsonb_array_length(v->'messages') > 0 THEN
     INSERT INTO {messages} (cid, idx, role, number, body) SELECT k, (e->>0)::bigint, e->>1, (e->>2)::bigint, e->>3 FROM jsonb_array_elements(v->'messages') e ON CONFLICT (cid, idx) DO UPDATE SET role = excluded.role, number = excluded.number, body = excluded.body;
   END IF;

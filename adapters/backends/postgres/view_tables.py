@@ -123,6 +123,17 @@ class PostgresBufferedRows(BufferedRows):
                               "AND seq = ANY(ARRAY(SELECT jsonb_array_elements_text(%s::jsonb)::bigint))",
                               (self.cid, orjson.dumps(seqs).decode()))
 
+    def _cut_stored_messages(self, keep: int) -> None:
+        views = self._document()
+        if views is None:
+            super()._cut_stored_messages(keep)
+            return
+        # the function deletes before it writes the section's messages: what an earlier flush
+        # into this document held from `keep` on is left out of it, as the cut would delete it
+        views["cut"] = keep if views["cut"] is None else min(views["cut"], keep)
+        for kind in ("messages", "ended", "ends"):
+            views[kind] = [row for row in views[kind] if row[0] < keep]
+
     def _end_blocks(self, ends: list[tuple[int, int | None]]) -> None:
         views = self._document() if ends else None
         if views is not None:
