@@ -96,13 +96,19 @@ def apply(state: AuditState, event: ConversationEvent, rules: RuleSet | str) -> 
     return fold(state, (event,), rules)
 
 
-def fold(state: AuditState, events: Iterable[ConversationEvent], rules: RuleSet | str) -> AuditState:
+def fold(state: AuditState, events: Iterable[ConversationEvent], rules: RuleSet | str, *,
+         outcomes: bool = True) -> AuditState:
     """Returns the audit after `events` (in order), as `apply` one after the other would, in
-    time linear in the rows: `state` is not changed."""
+    time linear in the rows: `state` is not changed. `outcomes=False` leaves the card outcomes
+    out (no `card_outcome` rows, `state.outcomes` as given), for a reader that shows none (the
+    overview picture): every other row, and which of them are cut, is the same."""
     rules = resolve(rules)
     acc = _Fold(list(state.rows), state.follow, state.outcomes)
     for event in events:
-        _step(acc, event, rules)
+        if outcomes:
+            _step(acc, event, rules)
+        else:
+            _apply(event, acc, rules)
     return AuditState(tuple(acc.rows), acc.follow, acc.outcomes)
 
 

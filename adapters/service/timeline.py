@@ -199,9 +199,9 @@ def overview(events: Sequence[ConversationEvent], rules: str) -> list[OverviewPo
 @dataclass
 class KeptOverview:
     """A conversation's overview as this process keeps it between requests: the audit fold at
-    `version` (`state`), its points, and what was drawn of them (`drawn`, by renderer), so a
-    request for an unchanged conversation draws nothing and one after new events folds those
-    events only (`extend`)."""
+    `version` (`state`, without the card outcomes, which the picture does not show), its
+    points, and what was drawn of them (`drawn`, by renderer), so a request for an unchanged
+    conversation draws nothing and one after new events folds those events only (`extend`)."""
 
     version: int
     state: audit.AuditState
@@ -216,7 +216,7 @@ class KeptOverview:
     def extend(self, events: Sequence[ConversationEvent], rules: str) -> KeptOverview:
         """Returns the overview after `events` (the ones after `version`, in order): folds only
         them; the points are read again from the fold's rows (an edit marks earlier rows cut)."""
-        state = audit.fold(self.state, events, resolve(rules))
+        state = audit.fold(self.state, events, resolve(rules), outcomes=False)  # the picture shows none
         version = events[-1].originator_version if events else self.version
         return KeptOverview(version, state, overview_points(state.rows))
 

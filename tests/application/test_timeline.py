@@ -132,10 +132,10 @@ def test_the_kept_overview_folds_only_new_events_and_equals_a_fold_of_the_whole_
     folded: list[int] = []
     original = timeline_module.audit.fold
 
-    def counting(state: Any, events: Any, rules: Any) -> Any:
+    def counting(state: Any, events: Any, rules: Any, **options: Any) -> Any:
         events = list(events)
         folded.extend(e.originator_version for e in events)
-        return original(state, events, rules)
+        return original(state, events, rules, **options)
 
     monkeypatch.setattr(timeline_module.audit, "fold", counting)
     stored(chatrecord, lines[cut - 2:])

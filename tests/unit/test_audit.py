@@ -209,3 +209,12 @@ def test_the_whole_log_fold_one_event_at_a_time_and_in_pieces_give_the_same_audi
             assert head.rows == kept  # the state folded from is not changed
             assert both == stepwise
         assert list(stepwise.rows) == whole
+
+
+def test_a_fold_without_card_outcomes_has_every_other_row_cut_as_in_the_audit():
+    for events in _logs():
+        whole = audit(events, "2026-11-02")
+        head = fold(initial(), events[:3], "2026-11-02", outcomes=False)
+        light = fold(head, events[3:], "2026-11-02", outcomes=False)
+        assert list(light.rows) == [r for r in whole if r.kind != "card_outcome"]
+    assert sum(r.kind == "card_outcome" for events in _logs() for r in audit(events, "2026-11-02")) == 4
