@@ -75,40 +75,71 @@ class AuditState:
     outcomes: CardOutcomes = CardOutcomes()
 
 
+@dataclass
+class _Fold:
+    """The audit while events are folded: the rows in a list that grows in place, so each event
+    costs its own rows, not the rows before it (an edit's cut still reads them all)."""
+
+    rows: list[AuditRow]
+    follow: LastDecision | None
+    outcomes: CardOutcomes
+
+
 def initial() -> AuditState:
     """Returns the audit of a conversation before its first event."""
     return AuditState()
 
 
 def apply(state: AuditState, event: ConversationEvent, rules: RuleSet | str) -> AuditState:
-    """Returns the audit after `event`: its own rows, then the card outcomes it recorded."""
+    """Returns the audit after `event`: its own rows, then the card outcomes it recorded.
+    Copies `state`'s rows once: to fold many events, use `fold` (one copy for them all)."""
+    return fold(state, (event,), rules)
+
+
+def fold(state: AuditState, events: Iterable[ConversationEvent], rules: RuleSet | str, *,
+         outcomes: bool = True) -> AuditState:
+    """Returns the audit after `events` (in order), as `apply` one after the other would, in
+    time linear in the rows: `state` is not changed. `outcomes=False` leaves the card outcomes
+    out (no `card_outcome` rows, `state.outcomes` as given), for a reader that shows none (the
+    overview picture): every other row, and which of them are cut, is the same."""
     rules = resolve(rules)
-    state = _apply(event, state, rules)
-    outcomes = card_outcomes.apply(state.outcomes, event, rules)
-    rows = state.rows
-    if isinstance(event, TurnsTruncated):  # cut exactly the outcomes the fold let go, legacy ones too
-        live = {o.seq for o in outcomes.outcomes}
-        rows = tuple(replace(r, cut=True) if r.outcome is not None and r.outcome not in live else r for r in rows)
-    added = outcomes.outcomes[len(state.outcomes.outcomes):]  # a fold appends; only a cut removes
-    new = tuple(_outcome_row(event, o) for o in added)
-    return replace(state, rows=rows + new, outcomes=outcomes)
+    acc = _Fold(list(state.rows), state.follow, state.outcomes)
+    for event in events:
+        if outcomes:
+            _step(acc, event, rules)
+        else:
+            _apply(event, acc, rules)
+    return AuditState(tuple(acc.rows), acc.follow, acc.outcomes)
 
 
 def audit(events: Iterable[ConversationEvent], rules: RuleSet | str) -> list[AuditRow]:
     """Returns the audit rows of a conversation's full event log, in order, read under `rules`."""
     rules = resolve(rules)
-    state = initial()
+    acc = _Fold([], None, CardOutcomes())
     for event in events:
-        state = apply(state, event, rules)
-    return list(state.rows)
+        _step(acc, event, rules)
+    return acc.rows
+
+
+def _step(acc: _Fold, event: ConversationEvent, rules: RuleSet) -> None:
+    """Folds `event` into `acc` in place: its own rows, then the card outcomes it recorded."""
+    before = len(acc.outcomes.outcomes)
+    _apply(event, acc, rules)
+    outcomes = card_outcomes.apply(acc.outcomes, event, rules)
+    if isinstance(event, TurnsTruncated):  # cut exactly the outcomes the fold let go, legacy ones too
+        live = {o.seq for o in outcomes.outcomes}
+        acc.rows[:] = [replace(r, cut=True) if r.outcome is not None and r.outcome not in live else r
+                       for r in acc.rows]
+        before = len(outcomes.outcomes)  # a cut only removes
+    acc.rows.extend(_outcome_row(event, o) for o in outcomes.outcomes[before:])  # a fold appends
+    acc.outcomes = outcomes
 
 
 # ---------------------------------------------------------------- one branch per event
 
 
-def _row(state: AuditState, event: ConversationEvent, kind: str, **facts: Any) -> AuditState:
-    row = AuditRow(version=event.originator_version, at=event.timestamp, kind=kind, facts=facts)
-    return replace(state, rows=(*state.rows, row))
+def _row(acc: _Fold, event: ConversationEvent, kind: str, **facts: Any) -> None:
+    acc.rows.append(AuditRow(version=event.originator_version, at=event.timestamp, kind=kind, facts=facts))
 
 
 def _outcome_row(event: ConversationEvent, outcome: CardOutcome) -> AuditRow:
@@ -129,35 +160,35 @@ def _outcome_row(event: ConversationEvent, outcome: CardOutcome) -> AuditRow:
 
 
 @singledispatch
-def _apply(event: ConversationEvent, state: AuditState, rules: RuleSet) -> AuditState:
-    return _row(state, event, type(event).__name__)
+def _apply(event: ConversationEvent, acc: _Fold, rules: RuleSet) -> None:
+    _row(acc, event, type(event).__name__)
 
 
 @_apply.register
-def _(event: ConversationStarted, state: AuditState, rules: RuleSet) -> AuditState:
-    return _row(state, event, "started", conversation=event.conversation, conversation_kind=event.kind,
-                owner=event.owner)
+def _(event: ConversationStarted, acc: _Fold, rules: RuleSet) -> None:
+    _row(acc, event, "started", conversation=event.conversation, conversation_kind=event.kind,
+         owner=event.owner)
 
 
 @_apply.register
-def _(event: UserMessagePosted, state: AuditState, rules: RuleSet) -> AuditState:
-    return _row(state, event, "message", message=event.message, page=event.page, skill=event.skill)
+def _(event: UserMessagePosted, acc: _Fold, rules: RuleSet) -> None:
+    _row(acc, event, "message", message=event.message, page=event.page, skill=event.skill)
 
 
 @_apply.register
-def _(event: SkillLoaded, state: AuditState, rules: RuleSet) -> AuditState:
-    return _row(state, event, "skill", skill=event.skill)
+def _(event: SkillLoaded, acc: _Fold, rules: RuleSet) -> None:
+    _row(acc, event, "skill", skill=event.skill)
 
 
 @_apply.register
-def _(event: SegmentReturned, state: AuditState, rules: RuleSet) -> AuditState:
-    follows = decision_kind(event.trigger, state.follow)
+def _(event: SegmentReturned, acc: _Fold, rules: RuleSet) -> None:
+    follows = decision_kind(event.trigger, acc.follow)
     reading = read_segment(event.steps, event.trigger, follows, rules, outcome=event.outcome)
     counts: dict[tuple[str, str], int] = {}
     for call in reading.calls:
         counts[(call.tool, call.reading)] = counts.get((call.tool, call.reading), 0) + 1
-    state = _row(
-        state,
+    _row(
+        acc,
         event,
         "segment",
         segment=event.segment,
@@ -177,50 +208,49 @@ def _(event: SegmentReturned, state: AuditState, rules: RuleSet) -> AuditState:
         ],
         flagged=event.nothing_saved,
     )
-    return replace(state, follow=decision_after(state.follow, event))
+    acc.follow = decision_after(acc.follow, event)
 
 
 @_apply.register
-def _(event: CardDecided, state: AuditState, rules: RuleSet) -> AuditState:
-    state = _row(state, event, "decision", segment=event.segment, approved=event.approved, answer=event.answer)
-    return replace(state, follow=decision_after(state.follow, event))
+def _(event: CardDecided, acc: _Fold, rules: RuleSet) -> None:
+    _row(acc, event, "decision", segment=event.segment, approved=event.approved, answer=event.answer)
+    acc.follow = decision_after(acc.follow, event)
 
 
 @_apply.register
-def _(event: QuestionAnswered, state: AuditState, rules: RuleSet) -> AuditState:
-    state = _row(state, event, "answer", segment=event.segment, message=event.message)
-    return replace(state, follow=decision_after(state.follow, event))
+def _(event: QuestionAnswered, acc: _Fold, rules: RuleSet) -> None:
+    _row(acc, event, "answer", segment=event.segment, message=event.message)
+    acc.follow = decision_after(acc.follow, event)
 
 
 @_apply.register
-def _(event: CardLeftUndecided, state: AuditState, rules: RuleSet) -> AuditState:
-    return _row(state, event, "undecided", segment=event.segment, waiting=event.waiting_kind,
-                reason=event.reason, decidable_elsewhere=event.decidable_elsewhere)
+def _(event: CardLeftUndecided, acc: _Fold, rules: RuleSet) -> None:
+    _row(acc, event, "undecided", segment=event.segment, waiting=event.waiting_kind,
+         reason=event.reason, decidable_elsewhere=event.decidable_elsewhere)
 
 
 @_apply.register
-def _(event: TurnRetried, state: AuditState, rules: RuleSet) -> AuditState:
-    return _row(state, event, "retry", message=event.message)
+def _(event: TurnRetried, acc: _Fold, rules: RuleSet) -> None:
+    _row(acc, event, "retry", message=event.message)
 
 
 @_apply.register
-def _(event: TourEnded, state: AuditState, rules: RuleSet) -> AuditState:
-    return _row(state, event, "tour_ended")
+def _(event: TourEnded, acc: _Fold, rules: RuleSet) -> None:
+    _row(acc, event, "tour_ended")
 
 
 @_apply.register
-def _(event: MessageEdited, state: AuditState, rules: RuleSet) -> AuditState:
-    return _row(state, event, "edit", message=event.message)
+def _(event: MessageEdited, acc: _Fold, rules: RuleSet) -> None:
+    _row(acc, event, "edit", message=event.message)
 
 
 @_apply.register
-def _(event: TurnsTruncated, state: AuditState, rules: RuleSet) -> AuditState:
+def _(event: TurnsTruncated, acc: _Fold, rules: RuleSet) -> None:
     segments, cards, messages = set(event.cut_segments), set(event.cut_cards), set(event.cut_messages)
-    rows = tuple(replace(row, cut=True) if _is_cut(row, segments, cards, messages) else row for row in state.rows)
-    follow = decision_after(state.follow, event)
-    state = replace(state, rows=rows, follow=follow)
-    return _row(state, event, "cut", after_message=event.after_message, messages=list(event.cut_messages),
-                segments=list(event.cut_segments), cards=list(event.cut_cards))
+    acc.rows[:] = [replace(row, cut=True) if _is_cut(row, segments, cards, messages) else row for row in acc.rows]
+    acc.follow = decision_after(acc.follow, event)
+    _row(acc, event, "cut", after_message=event.after_message, messages=list(event.cut_messages),
+         segments=list(event.cut_segments), cards=list(event.cut_cards))
 
 
 def _is_cut(row: AuditRow, segments: set[str], cards: set[str], messages: set[int]) -> bool:
@@ -234,15 +264,15 @@ def _is_cut(row: AuditRow, segments: set[str], cards: set[str], messages: set[in
 
 
 @_apply.register
-def _(event: TranscriptReplaced, state: AuditState, rules: RuleSet) -> AuditState:
-    return _row(state, event, "transcript_replaced", messages=len(event.messages))
+def _(event: TranscriptReplaced, acc: _Fold, rules: RuleSet) -> None:
+    _row(acc, event, "transcript_replaced", messages=len(event.messages))
 
 
 @_apply.register
-def _(event: ConversationErased, state: AuditState, rules: RuleSet) -> AuditState:
-    return _row(state, event, "erased")
+def _(event: ConversationErased, acc: _Fold, rules: RuleSet) -> None:
+    _row(acc, event, "erased")
 
 
 @_apply.register
-def _(event: LegacyRowImported, state: AuditState, rules: RuleSet) -> AuditState:
-    return _row(state, event, "legacy_row", messages=len(event.messages), card_outcomes=len(event.card_outcomes))
+def _(event: LegacyRowImported, acc: _Fold, rules: RuleSet) -> None:
+    _row(acc, event, "legacy_row", messages=len(event.messages), card_outcomes=len(event.card_outcomes))

@@ -140,10 +140,9 @@ def timeline_page(store: ConversationStore, key: str, name: str, rules: str, bef
         return TimelinePage(name, rule_set.id, 0, (), None)
     last_version = events[-1].originator_version
     end = before if before is not None else last_version + 1
-    state, acts = audit.initial(), activity.initial()
+    state, acts = audit.fold(audit.initial(), events, rule_set), activity.initial()
     starts: list[tuple[int, ConversationEvent]] = []  # (version, event) of each turn start in the tail
     for event in events:
-        state = audit.apply(state, event, rule_set)
         acts = activity.apply(acts, event, rule_set)
         if _turn_start(event) is not None or isinstance(event, ConversationStarted):
             starts.append((event.originator_version, event))
@@ -200,9 +199,9 @@ def overview(events: Sequence[ConversationEvent], rules: str) -> list[OverviewPo
 @dataclass
 class KeptOverview:
     """A conversation's overview as this process keeps it between requests: the audit fold at
-    `version` (`state`), its points, and what was drawn of them (`drawn`, by renderer), so a
-    request for an unchanged conversation draws nothing and one after new events folds those
-    events only (`extend`)."""
+    `version` (`state`, without the card outcomes, which the picture does not show), its
+    points, and what was drawn of them (`drawn`, by renderer), so a request for an unchanged
+    conversation draws nothing and one after new events folds those events only (`extend`)."""
 
     version: int
     state: audit.AuditState
@@ -217,9 +216,7 @@ class KeptOverview:
     def extend(self, events: Sequence[ConversationEvent], rules: str) -> KeptOverview:
         """Returns the overview after `events` (the ones after `version`, in order): folds only
         them; the points are read again from the fold's rows (an edit marks earlier rows cut)."""
-        rule_set, state = resolve(rules), self.state
-        for event in events:
-            state = audit.apply(state, event, rule_set)
+        state = audit.fold(self.state, events, resolve(rules), outcomes=False)  # the picture shows none
         version = events[-1].originator_version if events else self.version
         return KeptOverview(version, state, overview_points(state.rows))
 

@@ -130,13 +130,14 @@ def test_the_kept_overview_folds_only_new_events_and_equals_a_fold_of_the_whole_
     first = chatrecord.overview("conv-long")
     version = len(chatrecord.events("conv-long"))
     folded: list[int] = []
-    original = timeline_module.audit.apply
+    original = timeline_module.audit.fold
 
-    def counting(state: Any, event: Any, rules: Any) -> Any:
-        folded.append(event.originator_version)
-        return original(state, event, rules)
+    def counting(state: Any, events: Any, rules: Any, **options: Any) -> Any:
+        events = list(events)
+        folded.extend(e.originator_version for e in events)
+        return original(state, events, rules, **options)
 
-    monkeypatch.setattr(timeline_module.audit, "apply", counting)
+    monkeypatch.setattr(timeline_module.audit, "fold", counting)
     stored(chatrecord, lines[cut - 2:])
     after = chatrecord.overview("conv-long")
     events = chatrecord.events("conv-long")

@@ -6,7 +6,7 @@ import json
 
 from domain.values import LegacyCardOutcome, RecordRef
 from projections import run_record
-from projections.audit import audit
+from projections.audit import apply, audit, fold, initial
 from projections.turn import build_turn_input
 from tests.unit.factories import SKILL, Chat, call, model_round, seo_tour, tool
 
@@ -172,3 +172,49 @@ def test_an_edit_cuts_a_legacy_rows_card_outcome_in_the_audit_as_in_the_card_out
     [row] = [r for r in audit(chat.events, "2026-11-02") if r.kind == "card_outcome"]
     assert row.cut is True
     assert build_turn_input(chat.events).card_outcomes == ()
+
+
+def _logs():
+    tour = Chat()
+    seo_tour(tour, ["Übernehmen", "Andere Variante"])
+    edited = Chat()
+    edited.user("SEO optimieren", page=42, skill=SKILL)
+    edited.segment("turn", "awaiting_approval", "Ich schlage vor.", [*model_round(1)], [call()])
+    edited.decide(True, "Übernehmen")
+    edited.segment("approval", "completed", "Gespeichert.", [*model_round(2)])
+    edited.user("Danke", page=42)
+    edited.edit(1, "SEO bitte nur prüfen")
+    legacy = Chat()
+    legacy.legacy(
+        [("user", "SEO"), ("assistant", "Titel gespeichert."), ("user", "Danke")],
+        [LegacyCardOutcome(outcome="applied", after=2, tool="update_page_metadata",
+                           target=RecordRef(table="pages", uid=42), fields=("title",))],
+    )
+    legacy.edit(1, "SEO bitte")
+    return [tour.events, edited.events, legacy.events]
+
+
+def test_the_whole_log_fold_one_event_at_a_time_and_in_pieces_give_the_same_audit():
+    logs = _logs()
+    assert [sum(r.cut for r in audit(events, "2026-11-02")) for events in logs] == [0, 5, 1]
+    for events in logs:
+        whole = audit(events, "2026-11-02")
+        stepwise = initial()
+        for event in events:
+            stepwise = apply(stepwise, event, "2026-11-02")
+        for split in range(len(events) + 1):
+            head = fold(initial(), events[:split], "2026-11-02")
+            kept = head.rows
+            both = fold(head, events[split:], "2026-11-02")
+            assert head.rows == kept  # the state folded from is not changed
+            assert both == stepwise
+        assert list(stepwise.rows) == whole
+
+
+def test_a_fold_without_card_outcomes_has_every_other_row_cut_as_in_the_audit():
+    for events in _logs():
+        whole = audit(events, "2026-11-02")
+        head = fold(initial(), events[:3], "2026-11-02", outcomes=False)
+        light = fold(head, events[3:], "2026-11-02", outcomes=False)
+        assert list(light.rows) == [r for r in whole if r.kind != "card_outcome"]
+    assert sum(r.kind == "card_outcome" for events in _logs() for r in audit(events, "2026-11-02")) == 4
