@@ -24,7 +24,7 @@ from eventsourcing.popo import POPOFactory as LibraryPOPOFactory
 from adapters.backends import StoreFactory
 from adapters.store.chain import PAGE, ChainedRecorder, Link, Stored, run_inline
 from adapters.store.history import HistoryTables
-from adapters.store.idempotency import IdempotencyKeys, Kept
+from adapters.store.idempotency import IdempotencyKeys, Kept, reservation
 from adapters.store.keys import DataKeys, Row
 from adapters.views.backends import Backend, Pointer
 from adapters.views.rows import MemoryConversation, MemoryRows
@@ -206,7 +206,7 @@ class MemoryBackend(Backend):
 
 
 class MemoryKeys(IdempotencyKeys):
-    """The kept idempotency keys in a dict (`adapters.store.idempotency`)."""
+    """The idempotency keys in a dict, reserved under a lock (`adapters.store.idempotency`)."""
 
     def __init__(self) -> None:
         self.kept: dict[str, Kept] = {}
@@ -215,9 +215,25 @@ class MemoryKeys(IdempotencyKeys):
     def get(self, key: str) -> Kept | None:
         return self.kept.get(key)
 
-    def keep(self, key: str, kept: Kept) -> Kept:
+    def reserve(self, key: str, fingerprint: str) -> tuple[Kept, bool]:
         with self.lock:
-            return self.kept.setdefault(key, kept)
+            now = self.clock()
+            found = self.kept.get(key)
+            if found is not None and not found.expired(now):
+                return found, False
+            mine = self.kept[key] = reservation(fingerprint, now, self.seconds)
+            return mine, True
+
+    def finish(self, key: str, reserved: Kept, kept: Kept) -> Kept:
+        with self.lock:
+            if self.kept.get(key) == reserved:
+                self.kept[key] = kept
+            return self.kept.get(key) or kept
+
+    def release(self, key: str, reserved: Kept) -> None:
+        with self.lock:
+            if self.kept.get(key) == reserved:
+                del self.kept[key]
 
 
 class MemoryFactory(StoreFactory, LibraryPOPOFactory):

@@ -32,7 +32,7 @@ from adapters.ingest.names import AT_PATTERN, parse_at
 from adapters.processes import end_with_parent
 from adapters.service.conversations import CURSOR_PATTERN, LIST_LIMIT_MAX, BadCursor
 from adapters.service.lines import VersionMismatch
-from adapters.store.idempotency import MAX_KEY, Kept, body_hash
+from adapters.store.idempotency import IN_FLIGHT_SECONDS, MAX_KEY, Kept, body_hash
 from adapters.store.settings import BadSetting
 from domain.limits import INT_MAX
 from projections.page_line import PageFilter
@@ -237,6 +237,8 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
     v1 = APIRouter(prefix="/v1", dependencies=[Depends(authorized)], responses=common)
 
     @v1.post("/lines", response_model=schemas.Recorded, openapi_extra=schemas.LINES_BODY, responses=of_a_conversation | {
+        409: ERRORS[409] | {"description": "Refused, or an Idempotency-Key whose first request is still in flight "
+                                           "(request-in-progress, with Retry-After)"},
         412: ERRORS[409] | {"description": "If-Match names another version"},
         413: ERRORS[409] | {"description": "Body over the limit"},
         415: ERRORS[409] | {"description": "Neither JSON nor NDJSON"},
@@ -251,7 +253,8 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
         idempotency_key: Annotated[str | None, Header(
             alias="Idempotency-Key",
             json_schema_extra={"minLength": 1, "maxLength": MAX_KEY, "pattern": IDEMPOTENCY_KEY_PATTERN},
-            description="Retries with this key get the first response (with Idempotent-Replayed: true).")] = None,
+            description="Retries with this key get the first response (with Idempotent-Replayed: true); "
+            "the key is reserved before the request runs, so one sent while it is in flight gets a 409.")] = None,
     ) -> Response:
         """Records one line (a JSON object) or a batch of lines of one conversation (JSON Lines,
         `application/x-ndjson`), all or nothing. A line recorded before is a repeat: nothing is
@@ -280,17 +283,25 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
                 raise Problem(400, "bad-request", f"Idempotency-Key must be 1–{MAX_KEY} printable ASCII characters",
                               where="header.Idempotency-Key")
             digest = fingerprint(media, raw)
-            kept = request.app.state.keys.get(idempotency_key)
-            if kept is not None:
-                return replayed(request, kept, digest, legacy=body_hash(media.encode(), (if_match_header or "").encode(), raw))
-        done = record(chatrecord, lines, follows)
-        recorded = done.to_json()
-        text = orjson.dumps(recorded)
-        if idempotency_key is not None:
-            kept = request.app.state.keys.keep(idempotency_key, Kept(digest, 200, text.decode()))
-            return replayed(request, kept, digest) if kept.response != text.decode() else \
-                replayed(request, kept, digest, first=True)
-        return Response(text, media_type=JSON, headers=etag(recorded["version"]) | read_after(done.read_after))
+            keys = request.app.state.keys
+            reserved, mine = keys.reserve(idempotency_key, digest)  # before anything is recorded
+            if not mine:
+                return replayed(request, reserved, digest, legacy=body_hash(media.encode(), (if_match_header or "").encode(), raw))
+            try:
+                done, text = answer(chatrecord, lines, follows)
+            except BaseException:
+                keys.release(idempotency_key, reserved)  # only a 200 is kept: a retry runs again
+                raise
+            # kept, unless the reservation expired and another request took the key over
+            keys.finish(idempotency_key, reserved, Kept(digest, 200, text.decode()))
+        else:
+            done, text = answer(chatrecord, lines, follows)
+        return Response(text, media_type=JSON, headers=etag(done.version) | read_after(done.read_after))
+
+    def answer(chatrecord: Chatrecord, lines: list[bytes], versions: list[int] | None) -> tuple[Any, bytes]:
+        """Records `lines` (`record`); returns the result and its JSON."""
+        done = record(chatrecord, lines, versions)
+        return done, orjson.dumps(done.to_json())
 
     def record(chatrecord: Chatrecord, lines: list[bytes], versions: list[int] | None) -> Any:
         """Records `lines` following one of `versions` (any existing one for ANY): the first is
@@ -306,12 +317,18 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
                 raise
             return chatrecord.record_lines(lines, SOURCE, error.actual)
 
-    def replayed(request: Request, kept: Kept, digest: str, first: bool = False, legacy: str = "") -> Response:
+    def replayed(request: Request, kept: Kept, digest: str, legacy: str = "") -> Response:
+        """Returns the kept response to a key; a 422 problem where it was sent with another
+        fingerprint, a 409 while its first request is in flight."""
         if kept.body_hash != digest and kept.body_hash != legacy:
             raise Problem(422, "idempotency-key-reused", f"this Idempotency-Key was sent before with {differs(kept.body_hash, digest)}; "
                           "a retry sends the same Content-Type and body (If-Match may differ)", differs=differs(kept.body_hash, digest))
+        if kept.in_flight:
+            raise Problem(409, "request-in-progress", "a request with this Idempotency-Key is still being processed; "
+                          f"retry after it answers (a reservation left by a stopped server expires after "
+                          f"{IN_FLIGHT_SECONDS:.0f} s)", headers={"Retry-After": "1"})
         version = orjson.loads(kept.response)["version"]
-        headers = etag(version) | ({} if first else {"Idempotent-Replayed": "true"})
+        headers = etag(version) | {"Idempotent-Replayed": "true"}
         headers |= read_after(request.app.state.chatrecord.position())  # past the first write, whenever it was
         return Response(kept.response, status_code=kept.status, media_type=JSON, headers=headers)
 

@@ -16,6 +16,8 @@ Every error class has a stable `type` URI, `urn:chatrecord:problem:<name>`:
 | 409    | chain-broken           | an append to a conversation whose hash chain is broken        |
 |        |                        | (`version`, `problem` as `chatrecord verify` names them)      |
 | 409    | conflict               | any other refusal of the store (its class in `rule`)          |
+| 409    | request-in-progress    | an `Idempotency-Key` whose first request is still in flight   |
+|        |                        | (`Retry-After: 1`; retried, it gets that request's response)  |
 | 412    | version-mismatch       | `If-Match` names another version than the conversation's      |
 | 413    | body-too-large         | a body over `CHATRECORD_MAX_BODY_BYTES`                       |
 | 415    | unsupported-media-type | a body that is neither JSON nor NDJSON                        |
@@ -60,6 +62,7 @@ TITLES = {
     "refused-line": "The conversation refuses this line",
     "no-turn": "The conversation has no turn yet",
     "conflict": "The store refuses this request",
+    "request-in-progress": "A request with this Idempotency-Key is still being processed",
     "version-mismatch": "The conversation is at another version",
     "body-too-large": "The body is too large",
     "unsupported-media-type": "Send application/json or application/x-ndjson",

@@ -463,7 +463,7 @@ ERASED = {"description": "true when the conversation was erased: its texts read 
 PROBLEM_TYPES = {
     400: ["unreadable-json", "bad-request"], 401: ["unauthorized"],
     404: ["unknown-conversation", "no-such-turn", "not-found"], 405: ["method-not-allowed"],
-    409: ["refused-line", "no-turn", "chain-broken", "conflict"],
+    409: ["refused-line", "no-turn", "chain-broken", "conflict", "request-in-progress"],
     412: ["version-mismatch"], 413: ["body-too-large"], 415: ["unsupported-media-type"],
     422: ["bad-line", "idempotency-key-reused"], 500: ["unreadable-event", "internal"],
     503: ["write-conflict", "store-unavailable"],

@@ -17,6 +17,8 @@ import orjson
 import pytest
 
 from adapters.api import Chatrecord
+from adapters.backends import keys_for
+from adapters.http.app import fingerprint
 from adapters.ingest.names import reduce_key
 from adapters.store.settings import open_store
 from tests.e2e.conftest import cli_env
@@ -173,6 +175,69 @@ def test_an_idempotency_key_error_names_the_part_that_differs_and_if_match_is_no
     assert without_if_match.headers["idempotent-replayed"] == "true"
     assert problem(as_ndjson, 422, "idempotency-key-reused")["differs"] == "another Content-Type"
     assert problem(other, 422, "idempotency-key-reused")["differs"] == "another body"
+
+
+def test_requests_racing_with_one_key_and_other_bodies_store_one_line(server: Server) -> None:
+    """The key is reserved before anything is recorded: of eight requests sent at once with one
+    key and eight bodies, one stores its message; the others are 422 (another body) and store
+    nothing."""
+    conversation = unique()
+    [started, message, *_] = demo_lines(conversation)
+    server.client.post("/v1/lines", json=started)
+    key, barrier, answers = {"Idempotency-Key": unique("key")}, threading.Barrier(8), {}
+
+    def post(n: int) -> None:
+        with httpx.Client(base_url=server.url, headers=server.client.headers, timeout=60) as client:
+            barrier.wait()
+            answers[n] = client.post("/v1/lines", json={**message, "message": n + 1, "text": f"m{n + 1}"}, headers=key)
+
+    threads = [threading.Thread(target=post, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    statuses = sorted(answer.status_code for answer in answers.values())
+    [winner] = [n for n, answer in answers.items() if answer.status_code == 200]
+    messages = [row for row in events_of(server, conversation) if row["kind"] == "message"]
+    assert statuses == [200] + [422] * 7
+    assert all(problem(answers[n], 422, "idempotency-key-reused") for n in answers if n != winner)
+    assert [row["message"] for row in messages] == [winner + 1]
+
+
+def test_a_key_in_flight_in_another_process_is_a_409_and_a_failed_request_frees_its_key(server: Server) -> None:
+    """A reservation made through the store by another process (here: this test's own store)
+    holds the key: the same request gets 409 request-in-progress, another body 422, and neither
+    stores anything; once it is released the request runs. A request refused after reserving
+    (a bad line) keeps nothing, so its retry runs."""
+    conversation = unique()
+    [started, message, *_] = demo_lines(conversation)
+    server.client.post("/v1/lines", json=started)
+    key = unique("key")
+    store = open_store(server.settings)
+    try:
+        keys = keys_for(store)
+        reserved, mine = keys.reserve(key, fingerprint("application/json", orjson.dumps(message)))
+        same = server.client.post("/v1/lines", content=orjson.dumps(message),
+                                  headers={"Idempotency-Key": key, "Content-Type": "application/json"})
+        other = server.client.post("/v1/lines", json={**message, "text": "other"}, headers={"Idempotency-Key": key})
+        stored_meanwhile = len(events_of(server, conversation))
+        keys.release(key, reserved)
+    finally:
+        store.close()
+    bad_key = {"Idempotency-Key": unique("key")}
+    bad = server.client.post("/v1/lines", json={**message, "page": "forty-two"}, headers=bad_key)
+    after = server.client.post("/v1/lines", content=orjson.dumps(message),
+                               headers={"Idempotency-Key": key, "Content-Type": "application/json"})
+    fixed = server.client.post("/v1/lines", json={**message, "message": 2, "text": "fixed"}, headers=bad_key)
+
+    assert mine and same.headers["retry-after"] == "1"
+    assert "still being processed" in problem(same, 409, "request-in-progress")["detail"]
+    problem(other, 422, "idempotency-key-reused")
+    assert stored_meanwhile == 1  # only the conversation's start
+    problem(bad, 422, "bad-line")
+    assert (after.status_code, after.json()["appended"], "idempotent-replayed" in after.headers) == (200, 2, False)
+    assert (fixed.status_code, fixed.json()["appended"]) == (200, 1)
 
 
 def test_if_match_takes_a_list_of_etags_and_a_star(server: Server) -> None:
