@@ -26,18 +26,14 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from projections.confusables_table import CONFUSABLE
+
 _INVISIBLE = "\x00"  # stands for a skipped character in the folded form
 _OTHER = "\x01"  # a character that is neither a letter of the label, a bracket nor a separator
 
-_CONFUSABLE = {
-    # Cyrillic
-    "а": "a", "с": "c", "ԁ": "d", "е": "e", "һ": "h", "о": "o", "г": "r", "т": "t", "ᴛ": "t",
-    "ɑ": "a", "ⅽ": "c", "ϲ": "c", "ɗ": "d", "ꭓ": "x",
-    # Greek (after case folding)
-    "α": "a", "ο": "o", "τ": "t", "ε": "e", "ρ": "p", "η": "h", "κ": "k",
-    # Latin small capitals and others that read as the label's letters
-    "ᴀ": "a", "ᴄ": "c", "ᴅ": "d", "ᴇ": "e", "ʜ": "h", "ᴏ": "o", "ʀ": "r",
-}
+_CONFUSABLE = {chr(code): fold for code, fold in CONFUSABLE.items()}
+"""UTS #39 confusables folded to the label's letter (or `[`) they look like
+(`projections.confusables_table`, generated from the Unicode Consortium's confusables.txt)."""
 
 
 class _Fold(dict[int, str]):
@@ -54,6 +50,8 @@ def _fold(char: str) -> str:
         return _INVISIBLE
     if char == "(" or unicodedata.normalize("NFKC", char) == "(":
         return "("  # the disarmed opening is not an opening any more
+    if char in _CONFUSABLE:
+        return _CONFUSABLE[char]  # UTS #39: reads as a letter of the label, or as `[`
     if category in ("Ps", "Pi"):
         return "["
     if category in ("Pe", "Pf"):
