@@ -27,7 +27,7 @@ class ExportFormat(StrEnum):
 
 @app.command()
 def export(
-    conversation: Annotated[str, typer.Argument(help="The conversation id, as the chat names it or as list prints it.")],
+    conversation: Annotated[str, typer.Argument(metavar="CONVERSATION", help="The conversation id, as the chat names it or as list prints it.")],
     upto: Annotated[int | None, typer.Option("--upto", min=1, help="Stop after user message N and what belongs to it.")] = None,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file (default: standard output).")] = None,
     export_format: Annotated[ExportFormat, typer.Option(
