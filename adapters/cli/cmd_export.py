@@ -38,7 +38,8 @@ def export(
     The lines are made from the store's events, in its order, with only what it keeps (no tool
     arguments or results, no model text: they were never stored). `chatrecord ingest` of them
     into an empty store gives the same turns, audit rows and chain; `chatrecord replay FILE`
-    the same turns. --upto N cuts the export after user message N, for a minimal reproduction.
+    the same turns. --upto N cuts the export after user message N, for a minimal reproduction
+    (an error naming the conversation's user messages when it has no message N).
     An erased conversation exports its facts with its texts as `[erased]`, and says so on stderr.
     --format otlp writes the conversation's GenAI trace as OTLP/JSON instead (see `traces show`;
     --upto does not apply to it).

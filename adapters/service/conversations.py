@@ -310,6 +310,20 @@ class Export:
     erased: bool
 
 
+class NoSuchMessage(ChatrecordError):
+    """Raised when `export --upto N` names no user message of the conversation."""
+
+
+def _user_numbers(line: dict[str, Any]) -> Iterable[int]:
+    """Returns the user message numbers a line adds or answers: its `message`, or for a line
+    holding a whole transcript (`transcript_replaced`, `legacy_row`) 1 to its user messages."""
+    if "message" in line and line["message"] is not None:
+        return (line["message"],)
+    if line["type"] in ("transcript_replaced", "legacy_row"):
+        return range(1, 1 + sum(1 for m in line.get("messages", ()) if m.get("role") == "user"))
+    return ()
+
+
 def export_lines(events: Sequence[ConversationEvent], upto: int | None = None) -> Export:
     """Returns the input lines (docs/input-format.md) that store `events` (one conversation's
     log, as the store reads it) again: each line of the store's order, made from the events it
@@ -319,18 +333,30 @@ def export_lines(events: Sequence[ConversationEvent], upto: int | None = None) -
     `upto`: stop after user message `upto` and what belongs to it: before the first line
     that adds a message of a higher number (a `user_message`, `question_answered`, `card_decided`). Ingested into an empty store, the lines give the
     same turns, audit rows and notes (the facts are the same; each line's digest too).
+
+    Raises NoSuchMessage when `upto` is not the number of a user message of the lines (past
+    the last one, or one no line holds), naming those that are.
     """
     if not events or not isinstance(events[0], ConversationStarted):
         raise ValueError("export_lines needs a conversation's log from its first event")
     conversation = events[0].conversation
     lines: list[dict[str, Any]] = []
     erased = any(isinstance(e, ConversationErased) for e in events)
+    numbers: set[int] = set()  # the user message numbers of the lines
+    cut = False
     for group in _groups(events):
         line = _line(conversation, group)
         if line is None:
             continue
+        numbers.update(_user_numbers(line))
         if upto is not None and line.get("message", 0) > upto:  # a user message, answer or card text after it
-            break
-        lines.append(line)
+            if upto in numbers:
+                break
+            cut = True  # read on only to name the conversation's user messages
+        if not cut:
+            lines.append(line)
+    if upto is not None and upto not in numbers:
+        shown = ", ".join(map(str, sorted(numbers))) or "none"
+        raise NoSuchMessage(f"--upto {upto}: no user message {upto}; the conversation's user messages are {shown}")
     erased = erased or any(line.get("text") == ERASED for line in lines)
     return Export(conversation, tuple(lines), erased)
