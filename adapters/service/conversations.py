@@ -75,8 +75,8 @@ def stored_key(store: ConversationStore, conversation: str) -> str:
 @dataclass(frozen=True)
 class ConversationSummary:
     """One conversation as `list` shows it. `conversation`: its id as the store keeps it and
-    every command accepts it; `kind`: `chat` or `alt_text`; `messages`: the newest live user
-    message number (0 before the first); `segments`: segments recorded and not cut by an edit;
+    every command accepts it; `kind`: `chat` or `alt_text`; `messages`: how many user messages
+    it has (those no edit cut; 0 before the first), whatever their numbers; `segments`: segments recorded and not cut by an edit;
     `events`: the events of its log (its version); `first_at`/`last_at`: the times (UTC) of its
     first and last event; `erased`: whether its texts were erased."""
 
@@ -146,16 +146,20 @@ class ListNeedsRebuild(ChatrecordError):
     index of the conversations by last activity: `chatrecord rebuild` makes ones that do."""
 
 
-def summary(store: ConversationStore, key: str) -> ConversationSummary | None:
+def summary(store: ConversationStore, key: str, users: int | None = None) -> ConversationSummary | None:
     """Returns the summary of the conversation stored under `key`, None when there is none. Reads
-    its state (snapshot and the events since) and its index's live segments: bounded reads."""
+    its state (snapshot and the events since) and its index's live segments: bounded reads.
+    `users`: its live user messages as its read-model head counts them (`Head.users`); None
+    (a head an earlier version wrote keeps no count) counts them in its history index instead."""
     state = store.get(key)
     if state is None:
         return None
     with store.history.reading(state.id) as index:
         segments = len(index.segments_from(0))
+        if users is None:
+            users = len(index.messages_after(0))
     return ConversationSummary(
-        conversation=state.conversation, kind=state.kind, messages=state.last_message, segments=segments,
+        conversation=state.conversation, kind=state.kind, messages=users, segments=segments,
         events=state.version, first_at=state.created_on, last_at=state.modified_on, erased=state.erased,
     )
 
@@ -195,8 +199,8 @@ def list_conversations(models: ReadModels, limit: int = 50, cursor: str | None =
         heads = backend.newest_heads(curs, live.generation, limit + 1, before, after)
     found: list[ConversationSummary] = []
     last: tuple[int, str] | None = None
-    for cid, at, name in heads[:limit]:
-        item = summary(store, name)
+    for cid, at, name, users in heads[:limit]:
+        item = summary(store, name, users)
         last = (at, cid)
         if item is not None:
             found.append(item)
