@@ -120,6 +120,11 @@ class Head(Immutable):
     """The time of the last event applied, in microseconds since 1970-01-01 UTC: the
     conversation's last activity, by which the heads are listed newest first (an index on it,
     `adapters.views.rows.create_statements`). None in a head an earlier version wrote."""
+    users: int | None = None
+    """How many user messages the transcript holds (those of the conversation no edit cut,
+    whatever their numbers), as `chatrecord list` shows them: kept by the fold, so the list
+    reads it with the head. None in a head an earlier version wrote (and while it folds on, until
+    a replaced transcript or a rebuild counts them again)."""
 
     @property
     def view(self) -> ViewContext:
@@ -280,7 +285,8 @@ def _append_user(rows: Rows, head: Head, number: int, text: str, disarm: bool,
     rows.put_message(index, trusted(Message, role="user", text=tr.disarm(text) if disarm else text, number=number))
     if head.last_user is not None:
         rows.end_block(head.last_user, index)
-    update: dict[str, object] = {"length": index + 1, "last_role": "user", "last_user": index}
+    update: dict[str, object] = {"length": index + 1, "last_role": "user", "last_user": index,
+                                 "users": None if head.users is None else head.users + 1}
     if also:
         update.update(also)
     return _changed(head, update)
@@ -303,6 +309,7 @@ def _replace_transcript(rows: Rows, head: Head, messages: tuple[Message, ...], d
             "length": len(messages),
             "last_role": messages[-1].role if messages else None,
             "last_user": last_user,
+            "users": sum(1 for message in messages if message.role == "user"),
         },
     )
 
@@ -319,7 +326,7 @@ def _apply(event: ConversationEvent, head: Head, rows: Rows, rules: RuleSet) -> 
 
 @_apply.register
 def _(event: ConversationStarted, head: Head, rows: Rows, rules: RuleSet) -> Head:
-    return _changed(head, {"conversation": event.conversation, "kind": event.kind})
+    return _changed(head, {"conversation": event.conversation, "kind": event.kind, "users": 0})
 
 
 @_apply.register
@@ -463,6 +470,8 @@ def _(event: TurnsTruncated, head: Head, rows: Rows, rules: RuleSet) -> Head:
         rows.cut_messages(length)
         rows.end_block(index, None)
         update.update(length=length, last_role="user", last_user=index)
+        if head.users is not None:  # the cut messages are the live ones after `after_message`
+            update["users"] = head.users - len(event.cut_messages)
     cards = set(event.cut_cards) | cut
     removed = rows.cut_outcomes(cards, length)
     update.update(

@@ -193,12 +193,13 @@ class MemoryBackend(Backend):
         return set(self.tables)
 
     def newest_heads(self, curs: Any, generation: int, limit: int, before: tuple[int, str] | None = None,
-                     since: int | None = None) -> list[tuple[str, int, str]]:
+                     since: int | None = None) -> list[tuple[str, int, str, int | None]]:
         with self.lock_:  # the in-memory store's heads, sorted here: it holds what a test or the demo wrote
-            found = sorted(((r.head.last_at, str(cid), r.head.conversation) for cid, r in self.tables.get(generation, {}).items()
-                            if r.head is not None and r.head.last_at is not None), reverse=True)
+            found = sorted(((r.head.last_at, str(cid), r.head.conversation, r.head.users)
+                            for cid, r in self.tables.get(generation, {}).items()
+                            if r.head is not None and r.head.last_at is not None), key=lambda f: f[:2], reverse=True)
         found = [f for f in found if (before is None or f[:2] < before) and (since is None or f[0] >= since)]
-        return [(cid, at, name) for at, cid, name in found[:limit]]
+        return [(cid, at, name, users) for at, cid, name, users in found[:limit]]
 
     def log_version(self, curs: Any, cid: UUID) -> int:
         found = self.recorder.select_events(cid, desc=True, limit=1)

@@ -27,7 +27,7 @@ class ExportFormat(StrEnum):
 
 @app.command()
 def export(
-    conversation: Annotated[str, typer.Argument(help="The conversation id, as the chat names it or as list prints it.")],
+    conversation: Annotated[str, typer.Argument(metavar="CONVERSATION", help="The conversation id, as the chat names it or as list prints it.")],
     upto: Annotated[int | None, typer.Option("--upto", min=1, help="Stop after user message N and what belongs to it.")] = None,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file (default: standard output).")] = None,
     export_format: Annotated[ExportFormat, typer.Option(
@@ -38,7 +38,8 @@ def export(
     The lines are made from the store's events, in its order, with only what it keeps (no tool
     arguments or results, no model text: they were never stored). `chatrecord ingest` of them
     into an empty store gives the same turns, audit rows and chain; `chatrecord replay FILE`
-    the same turns. --upto N cuts the export after user message N, for a minimal reproduction.
+    the same turns. --upto N cuts the export after user message N, for a minimal reproduction
+    (an error naming the conversation's user messages when it has no message N).
     An erased conversation exports its facts with its texts as `[erased]`, and says so on stderr.
     --format otlp writes the conversation's GenAI trace as OTLP/JSON instead (see `traces show`;
     --upto does not apply to it).

@@ -35,8 +35,8 @@ def list_(
 ) -> None:
     """Lists the store's conversations, newest activity first, a page at a time.
 
-    Each with the id every command accepts (as the store keeps it), its kind, user messages,
-    segments, events, first and last activity (UTC) and whether its texts were erased. The
+    Each with the id every command accepts (as the store keeps it), its kind, how many user
+    messages it has (an edit's cut ones not counted), segments, events, first and last activity (UTC) and whether its texts were erased. The
     last line gives the cursor of the next page (--cursor); --json prints one object
     {"conversations": [...], "next_cursor": ...}.
 

@@ -23,7 +23,7 @@ WithTextsOption = Annotated[bool, typer.Option(
 
 @traces.command()
 def show(
-    conversation: Annotated[str, typer.Argument(help="The conversation id, as the chat names it.")],
+    conversation: Annotated[str, typer.Argument(metavar="CONVERSATION", help="The conversation id, as the chat names it.")],
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to FILE instead of stdout.")] = None,
     rules: RulesOption = None,
     with_texts: WithTextsOption = False,

@@ -53,12 +53,31 @@ def require_store(environ: dict[str, str] | None = None) -> None:
         raise NoStore(f"no store at {path}; check CHATRECORD_DB, or ingest into it first (chatrecord ingest FILE)")
 
 
-_INVISIBLE = re.compile("[\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
+FORMAT_CHARACTERS = (
+    "\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e\u200b-\u200f\u202a-\u202e"
+    "\u2060-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f"
+    "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e007f"
+)
+"""The format characters (Unicode category Cf, as of Unicode 15, with the unassigned points of
+their blocks), as a regular expression's character class body: they print as nothing (the soft
+hyphen U+00AD, zero-width characters, tag characters U+E0000–U+E007F) or reorder text (bidi
+controls). Text output escapes them (`adapters.cli.render.visible`), and so does JSON output."""
+
+_INVISIBLE = re.compile(f"[\x7f-\x9f\u2028\u2029{FORMAT_CHARACTERS}]")
+
+
+def _json_escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    code -= 0x10000  # a UTF-16 surrogate pair, as JSON writes a character above U+FFFF
+    return f"\\u{0xd800 + (code >> 10):04x}\\u{0xdc00 + (code & 0x3ff):04x}"
 
 
 def json_bytes(value: Any) -> bytes:
-    """Returns `value` as one line of JSON (UTF-8) with DEL, C1 controls, bidi controls, zero-
-    width characters and U+2028/U+2029 written as `\\uXXXX` (C0 controls are escaped by JSON
+    """Returns `value` as one line of JSON (UTF-8) with DEL, C1 controls, U+2028/U+2029 and the
+    format characters (`FORMAT_CHARACTERS`: bidi controls, zero-width characters, the soft
+    hyphen) written as `\\uXXXX` (a surrogate pair above U+FFFF; C0 controls are escaped by JSON
     itself); the JSON reads back as the same value."""
     data = orjson.dumps(value)
     if data.isascii():
@@ -66,7 +85,7 @@ def json_bytes(value: Any) -> bytes:
     text = data.decode("utf-8")
     if not _INVISIBLE.search(text):
         return data
-    return _INVISIBLE.sub(lambda m: f"\\u{ord(m.group()):04x}", text).encode("utf-8")
+    return _INVISIBLE.sub(_json_escape, text).encode("utf-8")
 
 
 def ingest_json(report: IngestReport) -> dict[str, Any]:

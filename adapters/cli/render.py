@@ -21,6 +21,7 @@ from rich.rule import Rule
 from rich.table import Table
 from rich.text import Text
 
+from adapters.cli.habits import FORMAT_CHARACTERS
 from adapters.store.verify import Verdict
 from projections.audit import AuditRow
 from projections.notes import LABEL, note_body, split_notes
@@ -30,21 +31,27 @@ ROLE_STYLE = {"system": "magenta", "user": "cyan", "assistant": "green"}
 READINGS = ("ran", "failed", "not_permitted", "held", "declined")
 
 
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
+_CONTROL = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029{FORMAT_CHARACTERS}]")
+"""C0 and C1 controls but newline and tab, DEL, the line and paragraph separators and the
+format characters (Unicode category Cf), which print as nothing or reorder text."""
 
 
 def _escape(match: re.Match[str]) -> str:
     code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
 def visible(text: str) -> str:
     """Returns `text` with DEL and every C0 and C1 control character except newline and tab
     written as a Python escape (ESC as `\\x1b`), so it can neither move the cursor, clear the
     screen nor retitle the terminal; and with the characters that hide or reorder text written
-    the same way (`\\u202e`): bidi controls (U+200E/F, U+202A–U+202E, U+2066–U+2069), zero-width
-    characters (U+200B–U+200D, U+2060–U+2064, U+FEFF) and the line and paragraph separators
-    U+2028/U+2029."""
+    the same way (`\\u202e`, `\\U000e0041` above U+FFFF): the line and paragraph separators
+    U+2028/U+2029 and every format character (Unicode category Cf): bidi controls (U+061C,
+    U+200E/F, U+202A–U+202E, U+2066–U+2069), zero-width characters (U+200B–U+200D,
+    U+2060–U+2064, U+FEFF), the soft hyphen U+00AD, the tag characters U+E0000–U+E007F and the
+    rest (Arabic number signs, interlinear annotation, shorthand and musical format controls)."""
     return _CONTROL.sub(_escape, text)
 
 

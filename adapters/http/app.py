@@ -362,7 +362,8 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
               "headers": {"Chatrecord-Erased": schemas.ERASED}}})
     def export(
         chatrecord: Service, conversation: Conversation, after: ReadAfter = None, *,
-        upto: Annotated[int | None, Query(ge=1, description="Stop after user message N.")] = None,
+        upto: Annotated[int | None, Query(ge=1, description="Stop after user message N (a 404 no-such-turn problem "
+                                                            "when the conversation has no user message N).")] = None,
     ) -> Response:
         """The conversation as the chat's JSON Lines (`chatrecord export`), made from the store's
         events: ingested into an empty store, the same turns and audit. An erased conversation's

@@ -8,7 +8,8 @@ Every error class has a stable `type` URI, `urn:chatrecord:problem:<name>`:
 | 400    | bad-request            | a query parameter or header of the wrong form                 |
 | 401    | unauthorized           | no `Authorization: Bearer …` or the wrong token               |
 | 404    | unknown-conversation   | a conversation id the store does not hold                     |
-| 404    | no-such-turn           | `at=N` names a user message that started no turn              |
+| 404    | no-such-turn           | `at=N` names a user message that started no turn, `upto=N`    |
+|        |                        | (export) one the conversation does not have                   |
 | 404    | not-found              | no such path                                                  |
 | 405    | method-not-allowed     | a path that does not take this method                         |
 | 409    | refused-line           | a line the conversation refuses (`rule` names the rule)       |
@@ -44,6 +45,7 @@ from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
+from adapters.service.conversations import NoSuchMessage
 from adapters.service.lines import VersionMismatch
 from adapters.service.results import TurnNotFound
 from domain.errors import ChatrecordError, InvalidInput, LineOutOfOrder, UnknownConversation
@@ -104,6 +106,8 @@ def from_error(error: ChatrecordError) -> Problem:
         return Problem(404, "unknown-conversation", "no conversation of this id in the store; check the id or record it first")
     if isinstance(error, TurnNotFound):
         return Problem(404, "no-such-turn", str(error).replace("--at ", "at="))
+    if isinstance(error, NoSuchMessage):
+        return Problem(404, "no-such-turn", str(error).replace("--upto ", "upto="))
     if isinstance(error, NoTurnYet):
         return Problem(409, "no-turn", str(error))
     rule = type(error).__name__

@@ -117,7 +117,8 @@ class ConversationSummary(Response):
 
     conversation: str = Field(description="Its id as the store keeps it; every read accepts it.")
     kind: Literal["chat", "alt_text"]
-    messages: int = Field(description="The newest live user message number (0 before the first).")
+    messages: int = Field(description="How many user messages it has (those no edit cut; 0 before the first), "
+                          "whatever their numbers.")
     segments: int = Field(description="Segments recorded and not cut by an edit.")
     events: int = Field(description="The events of its log: its version.")
     first_at: datetime = Field(description="The time (UTC) of its first event.")

@@ -75,8 +75,8 @@ def stored_key(store: ConversationStore, conversation: str) -> str:
 @dataclass(frozen=True)
 class ConversationSummary:
     """One conversation as `list` shows it. `conversation`: its id as the store keeps it and
-    every command accepts it; `kind`: `chat` or `alt_text`; `messages`: the newest live user
-    message number (0 before the first); `segments`: segments recorded and not cut by an edit;
+    every command accepts it; `kind`: `chat` or `alt_text`; `messages`: how many user messages
+    it has (those no edit cut; 0 before the first), whatever their numbers; `segments`: segments recorded and not cut by an edit;
     `events`: the events of its log (its version); `first_at`/`last_at`: the times (UTC) of its
     first and last event; `erased`: whether its texts were erased."""
 
@@ -146,16 +146,20 @@ class ListNeedsRebuild(ChatrecordError):
     index of the conversations by last activity: `chatrecord rebuild` makes ones that do."""
 
 
-def summary(store: ConversationStore, key: str) -> ConversationSummary | None:
+def summary(store: ConversationStore, key: str, users: int | None = None) -> ConversationSummary | None:
     """Returns the summary of the conversation stored under `key`, None when there is none. Reads
-    its state (snapshot and the events since) and its index's live segments: bounded reads."""
+    its state (snapshot and the events since) and its index's live segments: bounded reads.
+    `users`: its live user messages as its read-model head counts them (`Head.users`); None
+    (a head an earlier version wrote keeps no count) counts them in its history index instead."""
     state = store.get(key)
     if state is None:
         return None
     with store.history.reading(state.id) as index:
         segments = len(index.segments_from(0))
+        if users is None:
+            users = len(index.messages_after(0))
     return ConversationSummary(
-        conversation=state.conversation, kind=state.kind, messages=state.last_message, segments=segments,
+        conversation=state.conversation, kind=state.kind, messages=users, segments=segments,
         events=state.version, first_at=state.created_on, last_at=state.modified_on, erased=state.erased,
     )
 
@@ -195,8 +199,8 @@ def list_conversations(models: ReadModels, limit: int = 50, cursor: str | None =
         heads = backend.newest_heads(curs, live.generation, limit + 1, before, after)
     found: list[ConversationSummary] = []
     last: tuple[int, str] | None = None
-    for cid, at, name in heads[:limit]:
-        item = summary(store, name)
+    for cid, at, name, users in heads[:limit]:
+        item = summary(store, name, users)
         last = (at, cid)
         if item is not None:
             found.append(item)
@@ -310,6 +314,20 @@ class Export:
     erased: bool
 
 
+class NoSuchMessage(ChatrecordError):
+    """Raised when `export --upto N` names no user message of the conversation."""
+
+
+def _user_numbers(line: dict[str, Any]) -> Iterable[int]:
+    """Returns the user message numbers a line adds or answers: its `message`, or for a line
+    holding a whole transcript (`transcript_replaced`, `legacy_row`) 1 to its user messages."""
+    if "message" in line and line["message"] is not None:
+        return (line["message"],)
+    if line["type"] in ("transcript_replaced", "legacy_row"):
+        return range(1, 1 + sum(1 for m in line.get("messages", ()) if m.get("role") == "user"))
+    return ()
+
+
 def export_lines(events: Sequence[ConversationEvent], upto: int | None = None) -> Export:
     """Returns the input lines (docs/input-format.md) that store `events` (one conversation's
     log, as the store reads it) again: each line of the store's order, made from the events it
@@ -319,18 +337,30 @@ def export_lines(events: Sequence[ConversationEvent], upto: int | None = None) -
     `upto`: stop after user message `upto` and what belongs to it: before the first line
     that adds a message of a higher number (a `user_message`, `question_answered`, `card_decided`). Ingested into an empty store, the lines give the
     same turns, audit rows and notes (the facts are the same; each line's digest too).
+
+    Raises NoSuchMessage when `upto` is not the number of a user message of the lines (past
+    the last one, or one no line holds), naming those that are.
     """
     if not events or not isinstance(events[0], ConversationStarted):
         raise ValueError("export_lines needs a conversation's log from its first event")
     conversation = events[0].conversation
     lines: list[dict[str, Any]] = []
     erased = any(isinstance(e, ConversationErased) for e in events)
+    numbers: set[int] = set()  # the user message numbers of the lines
+    cut = False
     for group in _groups(events):
         line = _line(conversation, group)
         if line is None:
             continue
+        numbers.update(_user_numbers(line))
         if upto is not None and line.get("message", 0) > upto:  # a user message, answer or card text after it
-            break
-        lines.append(line)
+            if upto in numbers:
+                break
+            cut = True  # read on only to name the conversation's user messages
+        if not cut:
+            lines.append(line)
+    if upto is not None and upto not in numbers:
+        shown = ", ".join(map(str, sorted(numbers))) or "none"
+        raise NoSuchMessage(f"--upto {upto}: no user message {upto}; the conversation's user messages are {shown}")
     erased = erased or any(line.get("text") == ERASED for line in lines)
     return Export(conversation, tuple(lines), erased)

@@ -283,8 +283,9 @@ class Backend:
         return True
 
     def newest_heads(self, curs: Any, generation: int, limit: int, before: tuple[int, str] | None = None,
-                     since: int | None = None) -> list[tuple[str, int, str]]:
-        """Returns at most `limit` heads of `generation` as `(cid, last_at, conversation)`, newest last
+                     since: int | None = None) -> list[tuple[str, int, str, int | None]]:
+        """Returns at most `limit` heads of `generation` as `(cid, last_at, conversation, users)`
+        (`users`: `Head.users`, None in a head an earlier version wrote), newest last
         activity first (then by `cid`, descending): only those before `before` (a `(last_at,
         cid)` of an earlier page) in that order, and with `last_at` >= `since`, if given (times
         in microseconds since the epoch, `projections.rows.Head.last_at`). A head without
@@ -380,7 +381,7 @@ class SQLBackend(Backend):
         return self._exists(curs, name)
 
     def newest_heads(self, curs: Any, generation: int, limit: int, before: tuple[int, str] | None = None,
-                     since: int | None = None) -> list[tuple[str, int, str]]:
+                     since: int | None = None) -> list[tuple[str, int, str, int | None]]:
         e, heads = self.activity, table_names(generation, self.schema)["heads"]
         where, params = [f"{e} IS NOT NULL"], []
         if before is not None:  # a range on the index's first column, then the cids of that time
@@ -391,7 +392,8 @@ class SQLBackend(Backend):
             params.append(since)
         rows = self._x(curs, f"SELECT cid, {e} AS at, body FROM {heads} WHERE {' AND '.join(where)} "
                              f"ORDER BY {e} DESC, cid DESC LIMIT ?", (*params, limit)).fetchall()
-        return [(str(r["cid"]), int(r["at"]), orjson.loads(r["body"])["conversation"]) for r in rows]
+        bodies = [(r, orjson.loads(r["body"])) for r in rows]
+        return [(str(r["cid"]), int(r["at"]), body["conversation"], body.get("users")) for r, body in bodies]
 
     def drop(self, curs: Any, generation: int) -> None:
         for table in table_names(generation, self.schema).values():

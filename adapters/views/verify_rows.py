@@ -72,8 +72,11 @@ def check_rows(models: ReadModels, conversation: str) -> RowsVerdict:
     if folded is None:
         return RowsVerdict(head.conversation or conversation, head.version, PARTS)
     fold = _state(fresh, folded)
-    # a head an earlier version wrote keeps no last_at (the list's index needs a rebuild): not a difference
-    expected = folded if head.last_at is not None else folded.model_copy(update={"last_at": None})
+    # a head an earlier version wrote keeps no last_at (the list's index needs a rebuild) and
+    # no count of user messages: not a difference
+    expected = folded.model_copy(update={
+        **({"last_at": None} if head.last_at is None else {}), **({"users": None} if head.users is None else {}),
+    })
     differs = [
         part for part, same in (
             ("head", head.model_dump() == expected.model_dump()),

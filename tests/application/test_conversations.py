@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from adapters.api import Chatrecord
-from adapters.service.conversations import CURSOR_PATTERN, BadCursor, ListNeedsRebuild, export_lines
+from adapters.service.conversations import CURSOR_PATTERN, BadCursor, ListNeedsRebuild, NoSuchMessage, export_lines
 from adapters.store.application import ConversationStore
 from adapters.store.settings import open_store, postgres_env, sqlite_env
 
@@ -176,6 +176,47 @@ def test_read_models_of_an_earlier_version_are_upgraded_for_the_list_by_rebuild(
     assert [c.conversation for c in chat.conversations().conversations] == ["new", "old"]
 
 
+def _messages(chat: Chatrecord) -> dict[str, int]:
+    return {c.conversation: c.messages for c in chat.conversations().conversations}
+
+
+def test_list_counts_the_live_user_messages_not_the_newest_number(stores: Opener) -> None:
+    """Issue 21: `messages` is how many user messages a conversation has (after an edit's
+    cut), read with its head, not the newest message's number."""
+    chat = stores()
+    started(chat, "big", "2026-10-28T09:00:00Z")
+    chat.record(line("user_message", "big", "2026-10-28T09:00:01Z", message=2147483647, text="eins", page=0))
+    started(chat, "ed", "2026-10-28T09:00:00Z")
+    for n in (1, 2, 3):
+        chat.record(line("user_message", "ed", f"2026-10-28T09:0{n}:00Z", message=n, text=f"m{n}", page=0))
+    assert _messages(chat) == {"big": 1, "ed": 3}
+
+    chat.record(line("message_edited", "ed", "2026-10-28T09:05:00Z", message=2, text="anders"))  # cuts message 3
+    assert _messages(chat) == {"big": 1, "ed": 2}
+    chat.record(line("user_message", "ed", "2026-10-28T09:06:00Z", message=3, text="neu", page=0))
+    assert _messages(chat) == {"big": 1, "ed": 3}
+
+
+@pytest.mark.parametrize("stores", ["sqlite", "postgres"], indirect=True)
+def test_a_head_an_earlier_version_wrote_without_the_count_lists_the_history_index_count(stores: Opener) -> None:
+    chat = stores()
+    started(chat, "old", "2026-10-28T09:00:00Z")
+    for n in (1, 2, 3):
+        chat.record(line("user_message", "old", f"2026-10-28T09:0{n}:00Z", message=n * 10, text=f"m{n}", page=0))
+    chat.record(line("message_edited", "old", "2026-10-28T09:05:00Z", message=20, text="anders"))
+    backend, generation = chat.read_models.backend, chat.read_models.live_pointer().generation
+    postgres = backend.p == "%s"
+    with backend.transaction(write=True) as curs:  # as an earlier version left it: no count
+        schema = f'"{backend.schema}".' if postgres else ""
+        curs.execute(f"UPDATE {schema}views_g{generation}_heads SET body = " +
+                     ("(body::jsonb - 'users')::text" if postgres else "json_remove(body, '$.users')"))
+    with backend.transaction(write=False) as curs:
+        assert [head[2:] for head in backend.newest_heads(curs, generation, 10)] == [("old", None)]
+
+    assert _messages(chat) == {"old": 2}  # messages 10 and 20: counted in the history index
+    assert [(v.differs, v.problem) for v in chat.verify_rows("old")] == [((), None)]  # no count is no difference
+
+
 def test_list_marks_an_erased_conversation_and_every_command_takes_the_id_it_prints(stores: Opener) -> None:
     chat = stores()
     started(chat, "chat 17", "2026-10-28T09:00:00Z")
@@ -226,6 +267,11 @@ def test_upto_stops_after_a_message_and_what_belongs_to_it(stores: Opener) -> No
     a.ingest(DEMO.read_bytes().splitlines(), "demo.jsonl")
     types = [x["type"] for x in a.export("conv-demo-seo", upto=1).lines]
     assert types == ["conversation_started", "user_message", "segment_returned"]
+    for wrong in (4, 99):
+        with pytest.raises(NoSuchMessage) as refused:
+            a.export("conv-demo-seo", upto=wrong)
+        assert str(refused.value) == (f"--upto {wrong}: no user message {wrong}; the conversation's user messages "
+                                      "are 1, 2, 3")
 
 
 def deliver_out_of_order(chat: Chatrecord, lines: Sequence[dict[str, Any]], window: int, seed: int) -> int:

@@ -54,6 +54,10 @@ def test_each_help_ends_with_its_example_and_shows_readable_types(tmp_path: Path
     assert re.search(r"--deny-page +INTEGER", replay) and re.search(r"FILE +PATH", replay)
     assert re.search(r"--json +Print JSON", replay)  # a flag shows no type
     assert "FILE..." in ingest and "{CONVERSATION}" in audit
+    for name in ("audit", "erase", "export", "timeline", "traces show"):  # the argument is named alike
+        usage = next(line for line in helps[name].splitlines() if "Usage:" in line)
+        assert usage.rstrip().endswith("[OPTIONS] {CONVERSATION}"), (name, usage)
+        assert ":TEXT" not in helps[name] and "{conversation}" not in helps[name], name
     assert "FILE" not in audit  # audit takes no FILE, and its --rules does not speak of one
 
 

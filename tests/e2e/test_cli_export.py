@@ -42,6 +42,17 @@ def test_an_erased_conversation_exports_its_facts_and_says_so(sqlite_run: Run) -
     assert [(c["conversation"], c["erased"], c["events"]) for c in listed[0]["conversations"]] == [("conv-demo-seo", True, 21)]
 
 
+def test_export_upto_a_number_that_is_no_user_message_is_an_error_naming_the_valid_ones(sqlite_run: Run) -> None:
+    sqlite_run("ingest", DEMO)  # user messages 1, 2 (a question's answer) and 3
+    past, after_last, last = (sqlite_run("export", "conv-demo-seo", "--upto", n) for n in ("99", "4", "3"))
+
+    for wrong, number in ((past, 99), (after_last, 4)):
+        assert (wrong.returncode, wrong.stdout) == (1, "")
+        assert wrong.stderr == (f"error: --upto {number}: no user message {number}; the conversation's user "
+                                "messages are 1, 2, 3\n")
+    assert last.returncode == 0 and len(json_lines(last.stdout)) == 19
+
+
 def test_list_pages_and_its_mistakes_are_one_line(sqlite_run: Run) -> None:
     sqlite_run("ingest", DEMO)
     bad_cursor = sqlite_run("list", "--cursor", "nonsense")

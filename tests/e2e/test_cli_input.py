@@ -6,8 +6,11 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import unicodedata
 from pathlib import Path
 
+from adapters.cli.habits import json_bytes
+from adapters.cli.render import visible
 from tests.e2e.conftest import DEMO, ROOT, Run, cli_env, runner
 
 AT = "2026-10-28T09:00:00Z"
@@ -111,6 +114,25 @@ def test_bidi_zero_width_and_separator_characters_are_shown_as_escapes(sqlite_ru
     assert not any(c in text.stdout for c in "\u202e\u2066\u2069\u200e\u2028\u200b\x9b")
     assert "a\\u202eb\\u2066c\\u2069d\\u200ee\\u2028f\\u200bg\\u009bh" in as_json.stdout
     assert json.loads(as_json.stdout)["turns"][0]["messages"][1]["content"] == HIDDEN
+
+
+def test_a_soft_hyphen_and_every_other_format_character_is_escaped_in_text_and_json(sqlite_run: Run,
+                                                                                     tmp_path: Path) -> None:
+    hidden = "soft\u00adhyphen tag\U000e0041 sign\u0600 mark\u061c"
+    (tmp_path / "soft.jsonl").write_text(lines(
+        {"type": "conversation_started", "conversation": "s", "at": AT, "kind": "chat", "owner": 7},
+        {"type": "user_message", "conversation": "s", "at": AT, "message": 1, "text": hidden, "page": 0},
+    ), encoding="utf-8")
+    text = sqlite_run("replay", "soft.jsonl").stdout
+    as_json = sqlite_run("replay", "soft.jsonl", "--json").stdout
+    assert "soft\\xadhyphen tag\\U000e0041 sign\\u0600 mark\\u061c" in text
+    assert "soft\\u00adhyphen tag\\udb40\\udc41 sign\\u0600 mark\\u061c" in as_json
+    assert json.loads(as_json)["turns"][0]["messages"][1]["content"] == hidden
+    for shown in (text, as_json):
+        assert not any(unicodedata.category(c) == "Cf" for c in shown)
+    every = "".join(chr(c) for c in range(0x110000) if unicodedata.category(chr(c)) == "Cf")
+    assert not any(unicodedata.category(c) == "Cf" for c in visible(every) + json_bytes(every).decode())
+    assert json.loads(json_bytes(every)) == every
 
 
 def test_a_reading_command_on_a_mistyped_store_says_so_and_creates_nothing(tmp_path: Path) -> None:

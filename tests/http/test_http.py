@@ -395,6 +395,7 @@ def test_conversations_lists_the_newest_first_and_export_gives_the_lines_back(se
     exported = server.client.get(f"/v1/conversations/{stored}/export")
     cut = server.client.get(f"/v1/conversations/{stored}/export", params={"upto": 1})
     bad = server.client.get("/v1/conversations", params={"cursor": "nonsense"})
+    past = server.client.get(f"/v1/conversations/{stored}/export", params={"upto": 99})
 
     assert (listed.status_code, len(listed.json()["conversations"])) == (200, 1)
     assert stored.startswith("chat") and ":h" in stored
@@ -404,6 +405,8 @@ def test_conversations_lists_the_newest_first_and_export_gives_the_lines_back(se
     assert [x["type"] for x in orjson.loads(b"[" + b",".join(cut.content.splitlines()) + b"]")] == \
         ["conversation_started", "user_message", "segment_returned"]
     assert problem(bad, 400, "bad-request")["detail"].startswith("'nonsense' is not a cursor")
+    assert problem(past, 404, "no-such-turn")["detail"] == (
+        "upto=99: no user message 99; the conversation's user messages are 1, 2, 3")
 
 
 def test_an_erased_conversations_export_says_so_in_its_header(server: Server) -> None:
