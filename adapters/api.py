@@ -86,8 +86,20 @@ from projections.turn import TurnInput, build_turn_input, replay_turns, turns_of
 from projections.turn_notes import PlacedNote, TurnNotes, apply_notes
 
 __all__ = [
-    "DEMO_CONVERSATION", "DEMO_FILE", "Audit", "Chatrecord", "Demo", "IngestReport", "PlacedNote", "Recorded", "Replay",
-    "TurnNotes", "VersionMismatch", "apply_notes", "demo_lines", "replay_file",
+    "DEMO_CONVERSATION",
+    "DEMO_FILE",
+    "Audit",
+    "Chatrecord",
+    "Demo",
+    "IngestReport",
+    "PlacedNote",
+    "Recorded",
+    "Replay",
+    "TurnNotes",
+    "VersionMismatch",
+    "apply_notes",
+    "demo_lines",
+    "replay_file",
     "replay_lines",
 ]
 
@@ -103,16 +115,19 @@ Method = TypeVar("Method", bound=Callable[..., Any])
 def _in_store_terms(method: Method) -> Method:
     """Makes a Chatrecord method (or generator method) raise its store's errors as `store_errors` does."""
     if inspect.isgeneratorfunction(method):
+
         @functools.wraps(method)
         def generate(self: Chatrecord, *args: Any, **kwargs: Any) -> Any:
             with store_errors(self.store):
                 return (yield from method(self, *args, **kwargs))
+
         return generate  # type: ignore[return-value]  # functools.wraps: the method's own signature
 
     @functools.wraps(method)
     def call(self: Chatrecord, *args: Any, **kwargs: Any) -> Any:
         with store_errors(self.store):
             return method(self, *args, **kwargs)
+
     return call  # type: ignore[return-value]  # functools.wraps: the method's own signature
 
 
@@ -175,8 +190,15 @@ class Chatrecord:
     Without a reading store, `read_after` is None and `after` changes nothing.
     """
 
-    def __init__(self, store: ConversationStore | None = None, source_name: str = "api", *, reading: bool = False,
-                 read_store: ConversationStore | None = None, read_wait: float | None = None) -> None:
+    def __init__(
+        self,
+        store: ConversationStore | None = None,
+        source_name: str = "api",
+        *,
+        reading: bool = False,
+        read_store: ConversationStore | None = None,
+        read_wait: float | None = None,
+    ) -> None:
         if store is None:
             with store_errors():  # a file that cannot be opened, a server that does not answer
                 read_store = read_store if read_store is not None else open_read_store()
@@ -299,8 +321,12 @@ class Chatrecord:
             if line is None:
                 continue
             if parsed and line.conversation != parsed[0].conversation:
-                raise InvalidInput(source, line_no, "conversation",
-                                   f"one request holds the lines of one conversation, {parsed[0].conversation!r}")
+                raise InvalidInput(
+                    source,
+                    line_no,
+                    "conversation",
+                    f"one request holds the lines of one conversation, {parsed[0].conversation!r}",
+                )
             parsed.append(line)
         if not parsed:
             raise InvalidInput(source, 1, "(line)", "expected at least one line, got none")
@@ -318,9 +344,15 @@ class Chatrecord:
             except TextsErased as error:  # raised as the texts are sealed: name the line and the field
                 raise command.erased(error) from None
 
-    def ingest(self, lines: Iterable[str | bytes], source: str, skip_bad: bool = False,
-               batch_lines: int = BATCH_LINES, progress: Callable[[IngestReport], object] | None = None,
-               guard: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext) -> IngestReport:
+    def ingest(
+        self,
+        lines: Iterable[str | bytes],
+        source: str,
+        skip_bad: bool = False,
+        batch_lines: int = BATCH_LINES,
+        progress: Callable[[IngestReport], object] | None = None,
+        guard: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext,
+    ) -> IngestReport:
         """Stores every line of `lines` (named `source`) and returns the report. A binary file
         or stream is read a line at a time, each cut after LINE_BYTES_MAX + 1 bytes
         (`adapters.ingest.bounded_lines`): a line of any length costs at most that much.
@@ -339,8 +371,9 @@ class Chatrecord:
         _lines_argument("ingest", lines)
         if isinstance(lines, (io.BufferedIOBase, io.RawIOBase)):  # a file: each line read bounded
             lines = bounded_lines(lines)  # type: ignore[arg-type]  # io's binary streams are BinaryIO but for the name
-        return Ingestion(self._handle_in_store_terms, self._handle_batch, source, skip_bad, batch_lines,
-                         progress, guard).run(lines)
+        return Ingestion(self._handle_in_store_terms, self._handle_batch, source, skip_bad, batch_lines, progress, guard).run(
+            lines
+        )
 
     def _handle_in_store_terms(self, command: Lines) -> HandleResult:
         with store_errors(self.store):
@@ -379,7 +412,9 @@ class Chatrecord:
 
     @_reads
     @_in_store_terms
-    def conversations(self, limit: int = 50, cursor: str | None = None, since: datetime | None = None, *, after: str | None = None) -> ConversationPage:
+    def conversations(
+        self, limit: int = 50, cursor: str | None = None, since: datetime | None = None, *, after: str | None = None
+    ) -> ConversationPage:
         """Returns one page of the store's conversations, newest activity first: at most `limit`
         (1–1000) after `cursor` (the `cursor` of the page before; None: the first page), only
         those active at or after `since` (aware datetime) if given. Each with its stored id (as
@@ -438,7 +473,9 @@ class Chatrecord:
         return self.read_models.turn_notes(self._key(_conversation_argument("turn_notes", conversation)), can_see_page)
 
     @_reads
-    def verify(self, conversation: str | None = None, against: Path | None = None, *, after: str | None = None) -> Iterator[Verdict]:
+    def verify(
+        self, conversation: str | None = None, against: Path | None = None, *, after: str | None = None
+    ) -> Iterator[Verdict]:
         """Yields the verdict of each conversation's hash chain (only `conversation`'s if
         given), in the order of their ids: ok with the head, or the first broken link; checked
         against the heads kept in the file `against` too, if given. Reads in pages: memory
@@ -522,8 +559,15 @@ class Chatrecord:
 
     @_reads
     @_in_store_terms
-    def replay(self, conversation: str, rules: str | None = None, at: int | None = None,
-               can_see_page: PageCheck = every_page, *, after: str | None = None) -> Replay:
+    def replay(
+        self,
+        conversation: str,
+        rules: str | None = None,
+        at: int | None = None,
+        can_see_page: PageCheck = every_page,
+        *,
+        after: str | None = None,
+    ) -> Replay:
         """Returns every turn of a stored conversation (only those of user message `at` if
         given), each as the model saw it then, under `rules` (default: the live rule set).
         Under the live rule set the latest turn is checked against the read
@@ -558,8 +602,13 @@ class Chatrecord:
             return None
 
     @_in_store_terms
-    def rebuild(self, rules: str, progress: Progress | None = None, workers: int | None = None,
-                guard: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext) -> RebuildReport:
+    def rebuild(
+        self,
+        rules: str,
+        progress: Progress | None = None,
+        workers: int | None = None,
+        guard: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext,
+    ) -> RebuildReport:
         """Rebuilds the read models under `rules`, folding the log in `workers` processes
         (None: `ReadModels.rebuild_workers` chooses); see ReadModels.rebuild (an interrupt drops
         the half-built tables and raises RebuildInterrupted)."""
@@ -605,8 +654,15 @@ class Chatrecord:
 
     @_reads
     @_in_store_terms
-    def timeline(self, conversation: str, before: int | None = None, turns: int = PAGE_TURNS,
-                 rules: str | None = None, *, after: str | None = None) -> TimelinePage:
+    def timeline(
+        self,
+        conversation: str,
+        before: int | None = None,
+        turns: int = PAGE_TURNS,
+        rules: str | None = None,
+        *,
+        after: str | None = None,
+    ) -> TimelinePage:
         """Returns one page of the conversation's timeline, newest turn first: the `turns` turns
         that start before version `before` (None: the newest), under `rules` (default: the live
         rule set). Reads the log's tail only (`adapters.service.timeline`). Raises
@@ -629,8 +685,9 @@ class Chatrecord:
 
     @_reads
     @_in_store_terms
-    def overview_drawn(self, conversation: str, draw: Callable[[list[OverviewPoint]], str],
-                       rules: str | None = None, *, after: str | None = None) -> str:
+    def overview_drawn(
+        self, conversation: str, draw: Callable[[list[OverviewPoint]], str], rules: str | None = None, *, after: str | None = None
+    ) -> str:
         """Returns `draw(points)` of the conversation's overview (`overview`), kept with it: drawn
         again only after new events (`draw` is the key: `adapters.pages.overview_svg`)."""
         kept = self._overview(conversation, rules)
@@ -693,8 +750,15 @@ class Chatrecord:
 
     @_reads
     @_in_store_terms
-    def turn_view(self, conversation: str, at: int, rules: str | None = None,
-                  can_see_page: PageCheck = every_page, *, after: str | None = None) -> TurnView:
+    def turn_view(
+        self,
+        conversation: str,
+        at: int,
+        rules: str | None = None,
+        can_see_page: PageCheck = every_page,
+        *,
+        after: str | None = None,
+    ) -> TurnView:
         """Returns what the model was sent at the turn of user message `at` (its latest turn
         when retried), exactly as `replay --at` gives it, under `rules`, with the differences
         from the same turn under the live rule set. Raises UnknownConversation, TurnNotFound."""
@@ -715,8 +779,10 @@ class Chatrecord:
 def _lines_argument(call: str, lines: object) -> None:
     """Raises TypeError when `lines` is one str or bytes, which iterates as characters or bytes."""
     if isinstance(lines, (str, bytes, bytearray, memoryview)):
-        raise TypeError(f"{call}: lines must be an iterable of lines (each a str or bytes), not one "
-                        f"{type(lines).__name__}; split a text into its lines first (text.splitlines())")
+        raise TypeError(
+            f"{call}: lines must be an iterable of lines (each a str or bytes), not one "
+            f"{type(lines).__name__}; split a text into its lines first (text.splitlines())"
+        )
 
 
 def _conversation_argument(call: str, conversation: object) -> str:

@@ -101,9 +101,7 @@ class _Batch:
         return event
 
 
-def _begin(
-    state: Conversation | None, at: datetime, source: str | None, history: History | None, what: str
-) -> _Batch | None:
+def _begin(state: Conversation | None, at: datetime, source: str | None, history: History | None, what: str) -> _Batch | None:
     if state is None:
         raise ConversationNotStarted(f"{what}: the conversation was never started")
     if source is not None and history is not None and history.source(source) is not None:
@@ -177,9 +175,7 @@ def post_user_message(
     if batch is None:
         return []
     if message <= batch.state.last_message:
-        raise MessageOutOfOrder(
-            f"user message {message} is not after message {batch.state.last_message}"
-        )
+        raise MessageOutOfOrder(f"user message {message} is not after message {batch.state.last_message}")
     _leave_waiting(batch, "new_message")
     if skill is not None and skill != batch.state.skill:
         batch.add(SkillLoaded, skill=skill)
@@ -272,8 +268,7 @@ def _check_waiting(state: Conversation, history: History, segment: str, kind: Wa
     if record is not None and record.undecided is not None:
         reason = record.undecided
         raise CardLeftUndecidedBefore(
-            f"the {kind} of segment {segment} was left undecided by {_LEFT.get(reason, reason)}; "
-            "a later decision is not recorded"
+            f"the {kind} of segment {segment} was left undecided by {_LEFT.get(reason, reason)}; a later decision is not recorded"
         )
     if record is not None and record.settled:
         raise CardAlreadyDecided(f"the {kind} of segment {segment} was decided already")
@@ -338,7 +333,10 @@ def answer_question(
 
 
 def retry_turn(
-    state: Conversation | None, message: int, at: datetime, source: str | None = None,
+    state: Conversation | None,
+    message: int,
+    at: datetime,
+    source: str | None = None,
     history: History | None = None,
 ) -> list[ConversationEvent]:
     """Returns [TurnRetried]. Raises UnknownMessage when `message` is not a live user message."""
@@ -381,7 +379,11 @@ def erase_texts(state: Conversation | None, at: datetime, history: History | Non
 
 
 def edit_message(
-    state: Conversation | None, message: int, text: str, at: datetime, source: str | None = None,
+    state: Conversation | None,
+    message: int,
+    text: str,
+    at: datetime,
+    source: str | None = None,
     history: History | None = None,
 ) -> list[ConversationEvent]:
     """Returns [MessageEdited, TurnsTruncated]: the transcript is cut after `message`; every

@@ -110,10 +110,17 @@ def index_event(index: Index, state: object, event: ConversationEvent) -> None:
         index.put_message(event.message, True)
     elif isinstance(event, SegmentReturned):
         waits = waits_for(event.outcome)
-        index.put_segment(SegmentRecord(
-            segment=event.segment, version=event.originator_version, run=event.run, message=event.message,
-            guided=is_guided(event), waits=waits, calls=len(event.waiting),
-        ))
+        index.put_segment(
+            SegmentRecord(
+                segment=event.segment,
+                version=event.originator_version,
+                run=event.run,
+                message=event.message,
+                guided=is_guided(event),
+                waits=waits,
+                calls=len(event.waiting),
+            )
+        )
         approval = getattr(state, "approval", None)
         if continues_approval(approval, event.trigger, event.run):
             assert approval is not None
@@ -257,8 +264,15 @@ class AssumedHistory:
     the same for whether a user message is live (`messages`).
     """
 
-    def __init__(self, version: int, outcomes: int, new_segments: Iterable[str] = (), tip: bytes | None = None,
-                 known: Mapping[str, SegmentRecord] | None = None, known_messages: Mapping[int, bool] | None = None) -> None:
+    def __init__(
+        self,
+        version: int,
+        outcomes: int,
+        new_segments: Iterable[str] = (),
+        tip: bytes | None = None,
+        known: Mapping[str, SegmentRecord] | None = None,
+        known_messages: Mapping[int, bool] | None = None,
+    ) -> None:
         self.version, self.count, self.tip = version, outcomes, tip
         self.new_segments = frozenset(new_segments)
         self.known: Mapping[str, SegmentRecord] = known or {}

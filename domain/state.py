@@ -187,14 +187,18 @@ def _(event: SkillLoaded, state: Conversation | None) -> Conversation:
 def _(event: SegmentReturned, state: Conversation | None) -> Conversation:
     assert state is not None
     waits = waits_for(event.outcome)
-    info = SegmentInfo(
-        version=event.originator_version,
-        run=event.run,
-        message=event.message,
-        guided=is_guided(event),
-        waits=waits,
-        calls=len(event.waiting),
-    ) if waits else None
+    info = (
+        SegmentInfo(
+            version=event.originator_version,
+            run=event.run,
+            message=event.message,
+            guided=is_guided(event),
+            waits=waits,
+            calls=len(event.waiting),
+        )
+        if waits
+        else None
+    )
     # an approval is settled by its continuation, else given up
     return _step(state, event, waiting=event.segment if waits else None, waiting_info=info, approval=None)
 
@@ -285,9 +289,7 @@ def _(event: LegacyRowImported, state: Conversation | None) -> Conversation:
     )
 
 
-def project_conversation(
-    state: Conversation | None, events: Iterable[ConversationEvent]
-) -> Conversation | None:
+def project_conversation(state: Conversation | None, events: Iterable[ConversationEvent]) -> Conversation | None:
     """Returns the state after folding `events` into `state` (the repository's projector)."""
     for event in events:
         state = evolve(event, state)

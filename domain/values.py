@@ -83,8 +83,9 @@ def trusted(cls: type[M], **values: Any) -> M:
     if defaults is None:  # every field in order, so the model's __dict__ is as validation makes it
         if any(field.default_factory is not None for field in cls.model_fields.values()):
             raise TypeError(f"{cls.__name__} has a default_factory: build it by validation")
-        defaults = _DEFAULTS[cls] = {name: None if field.default is PydanticUndefined else field.default
-                                     for name, field in cls.model_fields.items()}
+        defaults = _DEFAULTS[cls] = {
+            name: None if field.default is PydanticUndefined else field.default for name, field in cls.model_fields.items()
+        }
     fields = defaults.copy()
     fields.update(values)
     return assembled(cls, fields, set(values))

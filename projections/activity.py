@@ -110,9 +110,7 @@ def _(event: SegmentReturned, state: Activity, rules: RuleSet) -> Activity:
     for call in reading.calls:
         if call.label is None:
             continue  # a declined card's call: no entry
-        entries.append(
-            ActivityEntry(kind="tool", label=call.label, tool=call.tool, reading=call.reading, hint=call.hint)
-        )
+        entries.append(ActivityEntry(kind="tool", label=call.label, tool=call.tool, reading=call.reading, hint=call.hint))
     segment = SegmentActivity(segment=event.segment, entries=tuple(entries))
     return state.model_copy(update={"segments": (*state.segments, segment), "follow": decision_after(state.follow, event)})
 

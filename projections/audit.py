@@ -96,8 +96,7 @@ def apply(state: AuditState, event: ConversationEvent, rules: RuleSet | str) -> 
     return fold(state, (event,), rules)
 
 
-def fold(state: AuditState, events: Iterable[ConversationEvent], rules: RuleSet | str, *,
-         outcomes: bool = True) -> AuditState:
+def fold(state: AuditState, events: Iterable[ConversationEvent], rules: RuleSet | str, *, outcomes: bool = True) -> AuditState:
     """Returns the audit after `events` (in order), as `apply` one after the other would, in
     time linear in the rows: `state` is not changed. `outcomes=False` leaves the card outcomes
     out (no `card_outcome` rows, `state.outcomes` as given), for a reader that shows none (the
@@ -128,8 +127,7 @@ def _step(acc: _Fold, event: ConversationEvent, rules: RuleSet) -> None:
     outcomes = card_outcomes.apply(acc.outcomes, event, rules)
     if isinstance(event, TurnsTruncated):  # cut exactly the outcomes the fold let go, legacy ones too
         live = {o.seq for o in outcomes.outcomes}
-        acc.rows[:] = [replace(r, cut=True) if r.outcome is not None and r.outcome not in live else r
-                       for r in acc.rows]
+        acc.rows[:] = [replace(r, cut=True) if r.outcome is not None and r.outcome not in live else r for r in acc.rows]
         before = len(outcomes.outcomes)  # a cut only removes
     acc.rows.extend(_outcome_row(event, o) for o in outcomes.outcomes[before:])  # a fold appends
     acc.outcomes = outcomes
@@ -166,8 +164,7 @@ def _apply(event: ConversationEvent, acc: _Fold, rules: RuleSet) -> None:
 
 @_apply.register
 def _(event: ConversationStarted, acc: _Fold, rules: RuleSet) -> None:
-    _row(acc, event, "started", conversation=event.conversation, conversation_kind=event.kind,
-         owner=event.owner)
+    _row(acc, event, "started", conversation=event.conversation, conversation_kind=event.kind, owner=event.owner)
 
 
 @_apply.register
@@ -198,13 +195,9 @@ def _(event: SegmentReturned, acc: _Fold, rules: RuleSet) -> None:
         outcome=event.outcome,
         message=event.message,
         calls=[{"tool": tool, "reading": reading, "count": n} for (tool, reading), n in counts.items()],
-        written=[
-            {"record": w.record, "completeness": w.completeness, "hook_failed": w.hook_failed}
-            for w in reading.writes
-        ],
+        written=[{"record": w.record, "completeness": w.completeness, "hook_failed": w.hook_failed} for w in reading.writes],
         waiting=[
-            {"tool": w.tool_name, "record": str(w.target) if w.target else None, "fields": list(w.fields)}
-            for w in event.waiting
+            {"tool": w.tool_name, "record": str(w.target) if w.target else None, "fields": list(w.fields)} for w in event.waiting
         ],
         flagged=event.nothing_saved,
     )
@@ -225,8 +218,15 @@ def _(event: QuestionAnswered, acc: _Fold, rules: RuleSet) -> None:
 
 @_apply.register
 def _(event: CardLeftUndecided, acc: _Fold, rules: RuleSet) -> None:
-    _row(acc, event, "undecided", segment=event.segment, waiting=event.waiting_kind,
-         reason=event.reason, decidable_elsewhere=event.decidable_elsewhere)
+    _row(
+        acc,
+        event,
+        "undecided",
+        segment=event.segment,
+        waiting=event.waiting_kind,
+        reason=event.reason,
+        decidable_elsewhere=event.decidable_elsewhere,
+    )
 
 
 @_apply.register
@@ -249,8 +249,15 @@ def _(event: TurnsTruncated, acc: _Fold, rules: RuleSet) -> None:
     segments, cards, messages = set(event.cut_segments), set(event.cut_cards), set(event.cut_messages)
     acc.rows[:] = [replace(row, cut=True) if _is_cut(row, segments, cards, messages) else row for row in acc.rows]
     acc.follow = decision_after(acc.follow, event)
-    _row(acc, event, "cut", after_message=event.after_message, messages=list(event.cut_messages),
-         segments=list(event.cut_segments), cards=list(event.cut_cards))
+    _row(
+        acc,
+        event,
+        "cut",
+        after_message=event.after_message,
+        messages=list(event.cut_messages),
+        segments=list(event.cut_segments),
+        cards=list(event.cut_cards),
+    )
 
 
 def _is_cut(row: AuditRow, segments: set[str], cards: set[str], messages: set[int]) -> bool:

@@ -154,9 +154,7 @@ def _outcome(call: WaitingCall, outcome: str, card: str, answer: str, at: tuple[
     )
 
 
-def approval_outcomes(
-    approval: Approval, event: SegmentReturned, rules: RuleSet, at: tuple[int, int]
-) -> tuple[CardOutcome, ...]:
+def approval_outcomes(approval: Approval, event: SegmentReturned, rules: RuleSet, at: tuple[int, int]) -> tuple[CardOutcome, ...]:
     """Returns the card outcomes an approved card's continuation `event` brings, one per
     waiting call, read from the continuation's opening calls. `at` is (transcript position,
     card outcomes before them)."""
@@ -184,8 +182,7 @@ def declined_outcomes(calls: tuple[WaitingCall, ...], event: CardDecided, at: tu
         return ()
     outcome = declined_outcome(event.answer)
     return tuple(
-        _outcome(call, outcome, event.segment, event.answer, at, event.originator_version, sub)
-        for sub, call in enumerate(calls)
+        _outcome(call, outcome, event.segment, event.answer, at, event.originator_version, sub) for sub, call in enumerate(calls)
     )
 
 
@@ -288,6 +285,4 @@ def _(event: TurnsTruncated, state: CardOutcomes, rules: RuleSet) -> CardOutcome
 @_apply.register
 def _(event: LegacyRowImported, state: CardOutcomes, rules: RuleSet) -> CardOutcomes:
     legacy = legacy_outcomes(event, len(state.outcomes))
-    return state.model_copy(
-        update={"outcomes": (*state.outcomes, *legacy), "positions": advance(state.positions, event)}
-    )
+    return state.model_copy(update={"outcomes": (*state.outcomes, *legacy), "positions": advance(state.positions, event)})

@@ -113,8 +113,9 @@ def has_forged_label(text: str) -> bool:
     """Returns True when `text` holds something that reads as a note label's opening. An ASCII
     text without an opening bracket (`ASCII_OPENINGS`) and without the word `record`, most
     texts, is not folded at all."""
-    if not text or (text.isascii() and not any(opening in text for opening in ASCII_OPENINGS)
-                    and _BARE_HINT.search(text) is None):
+    if not text or (
+        text.isascii() and not any(opening in text for opening in ASCII_OPENINGS) and _BARE_HINT.search(text) is None
+    ):
         return False
     return bool(forged_openings(folded(text)))
 

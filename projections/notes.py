@@ -55,6 +55,8 @@ def split_notes(content: str, notes: Sequence[str], start: int) -> tuple[list[tu
         pos, index = found + len(notes[index]), index + 1
     pieces.append(("text", content[pos:]))
     return [p for p in pieces if p[0] == "notes" or p[1].strip()], index
+
+
 OLDER = (
     "Older notes of this conversation exist and cannot be read in this turn; "
     "that they are missing does not mean that nothing happened."
@@ -227,11 +229,12 @@ def entry_body(entry: Entry, can_see_page: PageCheck) -> str:
     ending = ENDINGS.get(entry.ending, f"ended {clean(entry.ending)}")
     parts = [f"{STEPS.get(entry.trigger, 'A run segment')} {ending}."]
     if entry.tools:
-        tools = listed([
-            f"{clean(t.name)} ({t.calls} call{'s' if t.calls != 1 else ''}"
-            + (f", {t.failed} failed)" if t.failed else ")")
-            for t in entry.tools
-        ])
+        tools = listed(
+            [
+                f"{clean(t.name)} ({t.calls} call{'s' if t.calls != 1 else ''}" + (f", {t.failed} failed)" if t.failed else ")")
+                for t in entry.tools
+            ]
+        )
         parts.append(f"Tools run: {tools}.")
     else:
         parts.append("Tools run: none.")
@@ -300,8 +303,12 @@ NoteOf = Callable[[Entry | CardOutcome, PageCheck], Note]
 
 
 def select_notes(
-    record: RunRecord, outcomes: Sequence[CardOutcome], rules: RuleSet, can_see_page: PageCheck,
-    outcome_count: int | None = None, note: NoteOf = note_of,
+    record: RunRecord,
+    outcomes: Sequence[CardOutcome],
+    rules: RuleSet,
+    can_see_page: PageCheck,
+    outcome_count: int | None = None,
+    note: NoteOf = note_of,
 ) -> tuple[list[Note], bool]:
     """Returns the notes within the budget, oldest first, and whether older notes were left out
     (then the first note must say so; its sentence is counted in the budget).

@@ -75,8 +75,11 @@ def _offsets(message: Message, segments: Sequence[str | None]) -> list[int]:
 
 
 def place_notes(
-    notes: Sequence[Note], older: bool, length: int,
-    messages: Callable[[set[int]], dict[int, Message]], block_ends: Callable[[set[int]], dict[int, int | None]],
+    notes: Sequence[Note],
+    older: bool,
+    length: int,
+    messages: Callable[[set[int]], dict[int, Message]],
+    block_ends: Callable[[set[int]], dict[int, int | None]],
 ) -> tuple[PlacedNote, ...]:
     """Returns the notes with their places, in order of appearance.
     `messages(indexes)` reads those transcript messages (one read); `block_ends(numbers)` the
@@ -169,13 +172,16 @@ def _block_ends(messages: Sequence[Message], numbers: set[int]) -> dict[int, int
     return ends
 
 
-def place(
-    messages: tuple[Message, ...], notes: Sequence[Note], older: bool
-) -> tuple[tuple[Message, ...], tuple[str, ...]]:
+def place(messages: tuple[Message, ...], notes: Sequence[Note], older: bool) -> tuple[tuple[Message, ...], tuple[str, ...]]:
     """Returns the transcript with `notes` placed in it, and the notes' texts in the order they
     appear. With `older`, the first note appearing says that older notes exist."""
-    placed = place_notes(notes, older, len(messages), lambda wanted: {i: messages[i] for i in wanted},
-                         lambda numbers: _block_ends(messages, numbers))
+    placed = place_notes(
+        notes,
+        older,
+        len(messages),
+        lambda wanted: {i: messages[i] for i in wanted},
+        lambda numbers: _block_ends(messages, numbers),
+    )
     if not placed:
         return messages, ()
     return apply_notes(messages, placed), tuple(n.text for n in placed)

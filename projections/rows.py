@@ -214,8 +214,14 @@ def apply_to_rows(rows: Rows, head: Head, event: ConversationEvent, rules: RuleS
         "last_at": micros(event.timestamp),
     }
     if number is not None:
-        mark = trusted(TurnMark, message=number, at=event.timestamp, version=event.originator_version,
-                       length=after.length, dropped=after.dropped)
+        mark = trusted(
+            TurnMark,
+            message=number,
+            at=event.timestamp,
+            version=event.originator_version,
+            length=after.length,
+            dropped=after.dropped,
+        )
         rows.put_turn(mark)
         update["turn"] = mark
         update["turn_intact"] = True
@@ -278,15 +284,18 @@ def _close(head: Head, segment: str) -> dict[str, object]:
 # ---------------------------------------------------------------- transcript
 
 
-def _append_user(rows: Rows, head: Head, number: int, text: str, disarm: bool,
-                 also: dict[str, object] | None = None) -> Head:
+def _append_user(rows: Rows, head: Head, number: int, text: str, disarm: bool, also: dict[str, object] | None = None) -> Head:
     """Appends a user message; returns the head with it (and the changes `also`, in one copy)."""
     index = head.length
     rows.put_message(index, trusted(Message, role="user", text=tr.disarm(text) if disarm else text, number=number))
     if head.last_user is not None:
         rows.end_block(head.last_user, index)
-    update: dict[str, object] = {"length": index + 1, "last_role": "user", "last_user": index,
-                                 "users": None if head.users is None else head.users + 1}
+    update: dict[str, object] = {
+        "length": index + 1,
+        "last_role": "user",
+        "last_user": index,
+        "users": None if head.users is None else head.users + 1,
+    }
     if also:
         update.update(also)
     return _changed(head, update)
@@ -380,7 +389,7 @@ def _(event: SegmentReturned, head: Head, rows: Rows, rules: RuleSet) -> Head:
             rows.set_aside(seen)
             kept = (*kept, *seen)
         if len(seen) < overflow:
-            rows.delete_entries(seqs[len(seen):overflow])
+            rows.delete_entries(seqs[len(seen) : overflow])
     open_waits = head.open_waits
     if event.outcome in ("awaiting_approval", "awaiting_input"):
         open_waits = {**open_waits, event.segment: rr.waits_on(event)}
@@ -437,8 +446,7 @@ def _(event: QuestionAnswered, head: Head, rows: Rows, rules: RuleSet) -> Head:
 
 @_apply.register
 def _(event: CardLeftUndecided, head: Head, rows: Rows, rules: RuleSet) -> Head:
-    head = _update_entry(rows, head, event.segment, undecided=event.reason,
-                         decidable_elsewhere=event.decidable_elsewhere)
+    head = _update_entry(rows, head, event.segment, undecided=event.reason, decidable_elsewhere=event.decidable_elsewhere)
     return _changed(head, _close(head, event.segment))
 
 
@@ -503,7 +511,12 @@ def _(event: LegacyRowImported, head: Head, rows: Rows, rules: RuleSet) -> Head:
 
 
 KEEPS_TURN: tuple[type[ConversationEvent], ...] = (
-    SegmentReturned, CardDecided, QuestionAnswered, CardLeftUndecided, SkillLoaded, TourEnded,
+    SegmentReturned,
+    CardDecided,
+    QuestionAnswered,
+    CardLeftUndecided,
+    SkillLoaded,
+    TourEnded,
 )
 """The events that start no turn and leave the rows the latest turn saw as they were, but
 for what `apply_to_rows` checks (an entry updated, an answer joined to a message that turn
@@ -513,8 +526,15 @@ row, an erasure, an event class added later) leaves the head no longer `turn_int
 
 
 TAIL_ONLY: tuple[type[ConversationEvent], ...] = (
-    ConversationStarted, UserMessagePosted, SegmentReturned, CardDecided, QuestionAnswered, CardLeftUndecided,
-    TurnRetried, SkillLoaded, TourEnded,
+    ConversationStarted,
+    UserMessagePosted,
+    SegmentReturned,
+    CardDecided,
+    QuestionAnswered,
+    CardLeftUndecided,
+    TurnRetried,
+    SkillLoaded,
+    TourEnded,
 )
 """The events whose fold writes transcript rows only at or after the head's `last_user` (the
 index of the last user message; every row when there is none): a user message is appended at

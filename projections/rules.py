@@ -66,9 +66,7 @@ def get_rule_set(rule_set_id: str) -> RuleSet:
     try:
         return _RULE_SETS[rule_set_id]
     except (KeyError, TypeError):
-        raise UnknownRuleSet(
-            f"unknown rule set {rule_set_id!r}; use one of {', '.join(RULE_SET_IDS)}"
-        ) from None
+        raise UnknownRuleSet(f"unknown rule set {rule_set_id!r}; use one of {', '.join(RULE_SET_IDS)}") from None
 
 
 def resolve(rules: RuleSet | str) -> RuleSet:

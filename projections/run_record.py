@@ -38,7 +38,6 @@ from projections.steps import (
 Resolution = Literal["decided", "answered"]
 
 
-
 class ToolCount(Immutable):
     """A tool that ran in a segment: `calls` and `failed` calls."""
 
@@ -255,8 +254,7 @@ def new_entry(event: SegmentReturned, follow: LastDecision | None, rules: RuleSe
         tools=record_tools(reading, rules),
         written=tuple(trusted(Written, record=w.record, completeness=w.completeness) for w in reading.writes),
         waiting=tuple(
-            trusted(Waiting, tool=w.tool_name, record=str(w.target) if w.target else None, fields=w.fields)
-            for w in event.waiting
+            trusted(Waiting, tool=w.tool_name, record=str(w.target) if w.target else None, fields=w.fields) for w in event.waiting
         ),
         card_outcomes_before=event.card_outcomes_before,
         message=event.message,
@@ -282,8 +280,11 @@ def decided(event: CardDecided, run: str | None) -> tuple[str | None, PendingApp
     said_by_outcome = records_outcome(run is not None, event.answer)
     decision = None if said_by_outcome else event.answer
     # said_by_outcome holds only for a guided card, whose run is set.
-    pending = (PendingApproval(card=event.segment, run=run, answer=event.answer)
-               if said_by_outcome and event.approved and run is not None else None)
+    pending = (
+        PendingApproval(card=event.segment, run=run, answer=event.answer)
+        if said_by_outcome and event.approved and run is not None
+        else None
+    )
     return decision, pending
 
 
@@ -291,16 +292,12 @@ def decided(event: CardDecided, run: str | None) -> tuple[str | None, PendingApp
 def _(event: QuestionAnswered, state: RunRecord, rules: RuleSet) -> RunRecord:
     follow = decision_after(state.follow, event)
     entries = _update(state, event.segment, resolved="answered")
-    return state.model_copy(
-        update={"entries": entries, "follow": follow, "open_waits": _close(state, event.segment)}
-    )
+    return state.model_copy(update={"entries": entries, "follow": follow, "open_waits": _close(state, event.segment)})
 
 
 @_apply.register
 def _(event: CardLeftUndecided, state: RunRecord, rules: RuleSet) -> RunRecord:
-    entries = _update(
-        state, event.segment, undecided=event.reason, decidable_elsewhere=event.decidable_elsewhere
-    )
+    entries = _update(state, event.segment, undecided=event.reason, decidable_elsewhere=event.decidable_elsewhere)
     return state.model_copy(update={"entries": entries, "open_waits": _close(state, event.segment)})
 
 

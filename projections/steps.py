@@ -164,8 +164,7 @@ def read_segment(
             if target is None:
                 continue
             tool = step.tool_name or ""
-            write = WriteReading(tool, str(target), step.write_completeness or "unconfirmed",
-                                 step.hook_failed_after_write)
+            write = WriteReading(tool, str(target), step.write_completeness or "unconfirmed", step.hook_failed_after_write)
             writes.append(write)
             if calls:
                 last = calls[-1]

@@ -84,9 +84,7 @@ class TurnInput:
 
     def model_messages(self) -> list[dict[str, str]]:
         """Returns the messages sent to the model: `[{"role": …, "content": …}, …]`."""
-        return [{"role": "system", "content": self.system}] + [
-            {"role": m.role, "content": m.text} for m in self.messages
-        ]
+        return [{"role": "system", "content": self.system}] + [{"role": m.role, "content": m.text} for m in self.messages]
 
     def to_json(self) -> dict[str, Any]:
         """Returns one element of `"turns"` of the `replay --json` contract (docs/spec-map.md, D15)."""
@@ -109,7 +107,10 @@ def iso(at: datetime) -> str:
 
 
 def turn_input(
-    state: TurnState, message: int, at: datetime, rules: RuleSet | str = DEFAULT_RULE_SET,
+    state: TurnState,
+    message: int,
+    at: datetime,
+    rules: RuleSet | str = DEFAULT_RULE_SET,
     can_see_page: PageCheck = every_page,
 ) -> TurnInput:
     """Returns the turn input of user message `message` at `at` from a folded `state`."""
@@ -154,7 +155,8 @@ def _turns(events: Iterable[ConversationEvent], rules: RuleSet) -> Iterator[tupl
 
 
 def replay_turns(
-    events: Iterable[ConversationEvent], rules: RuleSet | str = DEFAULT_RULE_SET,
+    events: Iterable[ConversationEvent],
+    rules: RuleSet | str = DEFAULT_RULE_SET,
     can_see_page: PageCheck = every_page,
 ) -> list[TurnInput]:
     """Returns one turn input per model call started by a user message (typed messages,
@@ -164,7 +166,9 @@ def replay_turns(
 
 
 def turns_of(
-    events: Iterable[ConversationEvent], message: int, rules: RuleSet | str = DEFAULT_RULE_SET,
+    events: Iterable[ConversationEvent],
+    message: int,
+    rules: RuleSet | str = DEFAULT_RULE_SET,
     can_see_page: PageCheck = every_page,
 ) -> tuple[list[TurnInput], TurnInput | None, list[int]]:
     """Returns the inputs of the turns user message `message` started (its model call, and any
@@ -187,7 +191,8 @@ def turns_of(
 
 
 def build_turn_input(
-    events: Sequence[ConversationEvent], rules: RuleSet | str = DEFAULT_RULE_SET,
+    events: Sequence[ConversationEvent],
+    rules: RuleSet | str = DEFAULT_RULE_SET,
     can_see_page: PageCheck = every_page,
 ) -> TurnInput:
     """Returns the turn input of the latest user message or retry in `events`, as that turn

@@ -51,10 +51,19 @@ class TurnNotes:
 
 
 def turn_notes(
-    conversation: str, version: int, kind: str, view: ViewContext, record: RunRecord,
-    newest_outcomes: Sequence[CardOutcome], outcome_count: int, length: int,
-    messages: Callable[[set[int]], dict[int, Message]], block_ends: Callable[[set[int]], dict[int, int | None]],
-    rules: RuleSet | str, can_see_page: PageCheck = every_page, note: NoteOf = note_of,
+    conversation: str,
+    version: int,
+    kind: str,
+    view: ViewContext,
+    record: RunRecord,
+    newest_outcomes: Sequence[CardOutcome],
+    outcome_count: int,
+    length: int,
+    messages: Callable[[set[int]], dict[int, Message]],
+    block_ends: Callable[[set[int]], dict[int, int | None]],
+    rules: RuleSet | str,
+    can_see_page: PageCheck = every_page,
+    note: NoteOf = note_of,
 ) -> TurnNotes:
     """Returns the turn's notes with their places. `record` holds the kept run record entries;
     `newest_outcomes` the newest card outcomes (at least `rules.max_notes + 1` of them, or all),

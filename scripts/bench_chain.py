@@ -49,16 +49,43 @@ class PlainSQLiteFactory(SQLiteFactory):
 def lines(conversation: str, turns: int) -> list[bytes]:
     """Returns a conversation of `turns` user messages, each answered by a segment."""
     at = "2026-10-28T09:00:00Z"
-    write = {"kind": "tool_write", "round": 1, "durationMs": 12.5, "toolName": "update_page_metadata",
-             "writeTargetTable": "pages", "writeTargetUid": 42, "writeCompleteness": "complete"}
-    out: list[dict[str, Any]] = [{"type": "conversation_started", "conversation": conversation, "at": at,
-                                  "kind": "chat", "owner": 7}]
+    write = {
+        "kind": "tool_write",
+        "round": 1,
+        "durationMs": 12.5,
+        "toolName": "update_page_metadata",
+        "writeTargetTable": "pages",
+        "writeTargetUid": 42,
+        "writeCompleteness": "complete",
+    }
+    out: list[dict[str, Any]] = [
+        {"type": "conversation_started", "conversation": conversation, "at": at, "kind": "chat", "owner": 7}
+    ]
     for n in range(1, turns + 1):
-        out.append({"type": "user_message", "conversation": conversation, "at": at, "message": n,
-                    "text": f"Bitte den Titel von Seite 42 prüfen, Runde {n}.", "page": 42})
-        out.append({"type": "segment_returned", "conversation": conversation, "at": at, "segment": f"s{n}",
-                    "run": f"r{n}", "trigger": "turn", "outcome": "completed",
-                    "answer": f"Der Titel ist jetzt „Unser Team – Runde {n}“.", "steps": [write], "pending": []})
+        out.append(
+            {
+                "type": "user_message",
+                "conversation": conversation,
+                "at": at,
+                "message": n,
+                "text": f"Bitte den Titel von Seite 42 prüfen, Runde {n}.",
+                "page": 42,
+            }
+        )
+        out.append(
+            {
+                "type": "segment_returned",
+                "conversation": conversation,
+                "at": at,
+                "segment": f"s{n}",
+                "run": f"r{n}",
+                "trigger": "turn",
+                "outcome": "completed",
+                "answer": f"Der Titel ist jetzt „Unser Team – Runde {n}“.",
+                "steps": [write],
+                "pending": [],
+            }
+        )
     return [orjson.dumps(line) for line in out]
 
 
@@ -143,8 +170,10 @@ def main() -> None:
         print(f"  neither            {without * 1e6:8.1f} µs/event")
         print(f"  ratio              {with_chain / without:8.2f}")
         encode, hashing = encode_costs(data)
-        print("the parts alone, per event: encoding with text encryption "
-              f"{encode[0]:.1f} µs, without {encode[1]:.1f} µs; one hash link {hashing:.1f} µs")
+        print(
+            "the parts alone, per event: encoding with text encryption "
+            f"{encode[0]:.1f} µs, without {encode[1]:.1f} µs; one hash link {hashing:.1f} µs"
+        )
         for count in (conversations // 4, conversations):
             path = f"{folder}/verify{count}.sqlite"
             store = open_store({"CHATRECORD_DB": path})
@@ -154,8 +183,7 @@ def main() -> None:
             store.close()
             events, rate, peak = verify_rate(path)
             print(f"verify {count:3d} conversations, {events:6d} events: {rate:9.0f} events/s, peak {peak} KiB")
-    print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}, {os.cpu_count()} CPUs, "
-          f"Python {sys.version.split()[0]}")
+    print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}, {os.cpu_count()} CPUs, Python {sys.version.split()[0]}")
 
 
 if __name__ == "__main__":

@@ -71,6 +71,7 @@ from adapters.views.readmodels import ReadModels
 def section_append(b: Backend, args: argparse.Namespace) -> None:
     import bench_state_row as A
     import common as C
+
     conn = C.connect()
     A.reset_conversation(conn, "flat-row-1")
     chat = Chatrecord(ConversationStore(env=b.env("append")))
@@ -79,12 +80,18 @@ def section_append(b: Backend, args: argparse.Namespace) -> None:
         ours.append()
     bare = bare_saver(b.env("bare"))
     numbers = iter(range(10**9))
-    row_append = lambda i: (A.append_segment(conn, "flat-row-1", C.segment(next(numbers), "flat-row-1")[0]),
-                            A.read_turn(conn, "flat-row-1"))
+    row_append = lambda i: (
+        A.append_segment(conn, "flat-row-1", C.segment(next(numbers), "flat-row-1")[0]),
+        A.read_turn(conn, "flat-row-1"),
+    )
     fig, s = Figures(), args.seconds
     for r in range(args.rounds):
-        pairs = [("ours", lambda i: ours.append_and_read()), ("row", row_append),
-                 ("lines", lambda i: ours.append()), ("bare", bare)]
+        pairs = [
+            ("ours", lambda i: ours.append_and_read()),
+            ("row", row_append),
+            ("lines", lambda i: ours.append()),
+            ("bare", bare),
+        ]
         if r % 2:
             pairs.reverse()
         rates = {name: C.rate_for(fn, s) for name, fn in pairs}
@@ -94,8 +101,10 @@ def section_append(b: Backend, args: argparse.Namespace) -> None:
         fig.add("ours: record, per line (no read)", 1000 / (2 * rates["lines"]), "ms")
         fig.add("library: bare one-event save", 1000 / rates["bare"], "ms")
         fig.add("ratio ours per line / bare save", rates["bare"] / (2 * rates["lines"]), "x")
-        say(f"  round {r + 1}: ours {rates['ours']:.1f}/s row {rates['row']:.1f}/s "
-            f"lines {2 * rates['lines']:.1f}/s bare {rates['bare']:.1f}/s")
+        say(
+            f"  round {r + 1}: ours {rates['ours']:.1f}/s row {rates['row']:.1f}/s "
+            f"lines {2 * rates['lines']:.1f}/s bare {rates['bare']:.1f}/s"
+        )
     fig.print(f"{b.name}: append a segment, then the turn read ({s:g} s per figure per round)")
     ratio = fig.median("ratio ours / state row")
     target(b.name, "append + turn_notes / state-row append + read", ratio, ">= 1.0x", ratio >= 1.0)
@@ -113,6 +122,7 @@ def _langgraph(conn_string: str) -> tuple[Callable[[int], object], Callable[[], 
     except ImportError:
         return None
     import common as C
+
     saver_cm = PostgresSaver.from_conn_string(conn_string)
     saver = saver_cm.__enter__()
     saver.setup()
@@ -140,6 +150,7 @@ def section_mix(b: Backend, args: argparse.Namespace) -> None:
     `_profile` counts them: the append alone, and the append with its turn read."""
     import bench_state_row as A
     import common as C
+
     conn = C.connect()
     A.reset_conversation(conn, "flat-mix-row")
     chat = Chatrecord(ConversationStore(env=b.env("mix")))
@@ -148,8 +159,10 @@ def section_mix(b: Backend, args: argparse.Namespace) -> None:
         mix.append_and_read()
         two.append()
     numbers = iter(range(10**9))
-    row = lambda i: (A.append_segment(conn, "flat-mix-row", C.segment(next(numbers), "flat-mix-row")[0]),
-                     A.read_turn(conn, "flat-mix-row"))
+    row = lambda i: (
+        A.append_segment(conn, "flat-mix-row", C.segment(next(numbers), "flat-mix-row")[0]),
+        A.read_turn(conn, "flat-mix-row"),
+    )
     lg = _langgraph(C.DSN)
     if lg is None:
         say("  LangGraph is not installed (pip install -e '.[bench]'): its figures are left out")
@@ -157,7 +170,10 @@ def section_mix(b: Backend, args: argparse.Namespace) -> None:
     for r in range(args.rounds):
         lines_before = mix.lines
         pairs: list[tuple[str, Callable[[int], object]]] = [
-            ("mix", lambda i: mix.append_and_read()), ("row", row), ("two", lambda i: two.append_and_read())]
+            ("mix", lambda i: mix.append_and_read()),
+            ("row", row),
+            ("two", lambda i: two.append_and_read()),
+        ]
         if lg is not None:
             pairs.append(("lg", lg[0]))
         if r % 2:
@@ -187,18 +203,27 @@ def section_mix(b: Backend, args: argparse.Namespace) -> None:
         plain = Counted(two.append, 8)
         fig.add("real mix: statements per line (append)", appended.statements / lines, "statements")
         fig.add("real mix: waits on the server per line (append)", appended.waits / lines, "waits")
-        fig.add("real mix: statements per segment (append + turn_notes)",
-                (appended.statements + read.statements) / 8, "statements")
+        fig.add(
+            "real mix: statements per segment (append + turn_notes)", (appended.statements + read.statements) / 8, "statements"
+        )
         fig.add("real mix: waits per segment (append + turn_notes)", (appended.waits + read.waits) / 8, "waits")
-        fig.add("real mix: share of the append's time waiting on the server (under cProfile)",
-                100 * appended.waited / appended.seconds, "%")
+        fig.add(
+            "real mix: share of the append's time waiting on the server (under cProfile)",
+            100 * appended.waited / appended.seconds,
+            "%",
+        )
         fig.add("2-line segment: statements per line (append)", plain.statements / 16, "statements")
     if lg is not None:
         lg[1]()
     fig.print(f"{b.name}: the real mix ({s:g} s per figure per round)")
     ratio = fig.median("ratio real mix / state row")
-    target(b.name, "real mix (segment + turn_notes) / state-row append + read", ratio,
-           ">= 1.2x" if b.name == "PostgreSQL" else ">= 1.0x", ratio >= (1.2 if b.name == "PostgreSQL" else 1.0))
+    target(
+        b.name,
+        "real mix (segment + turn_notes) / state-row append + read",
+        ratio,
+        ">= 1.2x" if b.name == "PostgreSQL" else ">= 1.0x",
+        ratio >= (1.2 if b.name == "PostgreSQL" else 1.0),
+    )
     if lg is not None and b.name == "PostgreSQL":
         ratio = fig.median("ratio real mix / LangGraph")
         target(b.name, "real mix / LangGraph PostgresSaver (invoke + get_state)", ratio, ">= 5x", ratio >= 5)
@@ -212,12 +237,18 @@ def section_turn_input(b: Backend, args: argparse.Namespace) -> None:
     1,000 and BIG segments, against the fold of the log up to that turn it replaced
     (`scripts/bench_turn_input.py --store`); target: at most 0.05 ms per message it builds."""
     import bench_turn_input as T
+
     print(f"\n### {b.name}: turn_input (median of 5 calls)\n")
     print(T.TABLE_HEAD)
     found = T.store_rows(b, [10, 1_000, args.big])
     worst = max(ms / count for _, _, count, ms, _ in found)
-    target(b.name, f"turn_input, ms per message of the input (10 to {args.big:,} segments, the worst)", worst,
-           "<= 0.05", worst <= 0.05)
+    target(
+        b.name,
+        f"turn_input, ms per message of the input (10 to {args.big:,} segments, the worst)",
+        worst,
+        "<= 0.05",
+        worst <= 0.05,
+    )
 
 
 def _client_of(env: dict[str, str]) -> Callable[[int], Callable[[int], object]]:
@@ -228,12 +259,14 @@ def _client_of(env: dict[str, str]) -> Callable[[int], Callable[[int], object]]:
     def setup(k: int) -> Callable[[int], object]:
         writer = Writer(Chatrecord(ConversationStore(env=env)), f"client-{k}")
         return lambda i: writer.append_and_read()
+
     return setup
 
 
 def section_clients(b: Backend, args: argparse.Namespace) -> None:
     import bench_state_row as A
     import common as C
+
     env = b.env("clients")
     first = Chatrecord(ConversationStore(env=env))  # creates the tables once
     for k in range(4):
@@ -261,6 +294,7 @@ def section_clients(b: Backend, args: argparse.Namespace) -> None:
 def section_flat(b: Backend, args: argparse.Namespace) -> None:
     import bench_state_row as A
     import common as C
+
     env = b.env("flat")
     chat = Chatrecord(ConversationStore(env=env))
     big = Writer(chat, "big")
@@ -290,8 +324,7 @@ def section_flat(b: Backend, args: argparse.Namespace) -> None:
         say(f"    {done:>6,} segments: {chunk / (time.perf_counter() - t):.1f} segments/s in the last {chunk:,}")
     say(f"  built in {time.perf_counter() - t0:.0f} s")
     for done, total, per_table in storage:
-        print(f"\n{b.name}: storage after VACUUM at {done:,} segments: {total:,} B, "
-              f"{total / done / 1024:.2f} KB per segment")
+        print(f"\n{b.name}: storage after VACUUM at {done:,} segments: {total:,} B, {total / done / 1024:.2f} KB per segment")
         for table, size in sorted(per_table.items(), key=lambda kv: -kv[1]):
             print(f"  {table:<32} {size:>12,} B")
     if b.name == "PostgreSQL" and storage:
@@ -300,12 +333,19 @@ def section_flat(b: Backend, args: argparse.Namespace) -> None:
         if len(storage) > 1:
             (n1, t1, _), (n2, t2, _) = storage[0], storage[1]
             first_part, next_part = (t1 - base) / n1, (t2 - t1) / (n2 - n1)
-            print(f"\n{b.name}: the empty store takes {base:,} B; the first {n1:,} segments take "
-                  f"{first_part / 1024:.2f} KB each, the next {n2 - n1:,} {next_part / 1024:.2f} KB each "
-                  "(the run record keeps 200 entries, so its table stops growing)")
+            print(
+                f"\n{b.name}: the empty store takes {base:,} B; the first {n1:,} segments take "
+                f"{first_part / 1024:.2f} KB each, the next {n2 - n1:,} {next_part / 1024:.2f} KB each "
+                "(the run record keeps 200 entries, so its table stops growing)"
+            )
             grow = next_part / first_part
-            target(b.name, f"bytes per segment of the segments {n1 + 1:,}-{n2:,} / of the first {n1:,} "
-                   "(net of the empty store)", grow, "<= 1.05: no faster than linear", grow <= 1.05)
+            target(
+                b.name,
+                f"bytes per segment of the segments {n1 + 1:,}-{n2:,} / of the first {n1:,} (net of the empty store)",
+                grow,
+                "<= 1.05: no faster than linear",
+                grow <= 1.05,
+            )
     tiny = Writer(chat, "tiny")
     for _ in range(10):
         tiny.append()
@@ -326,8 +366,7 @@ def section_flat(b: Backend, args: argparse.Namespace) -> None:
         fig.add("append + turn_notes at 100 segments", 1 / at_small, "segments/s")
         fig.add(f"append + turn_notes at {args.big:,} segments", 1 / at_big, "segments/s")
         fig.add(f"ratio rate at {args.big:,} / at 100", at_small / at_big, "x")
-        reads = {"tiny": tiny.read, "small": smalls[r].read, "big": big.read,
-                 "row": lambda: A.read_turn(conn, "flat-row-2")}
+        reads = {"tiny": tiny.read, "small": smalls[r].read, "big": big.read, "row": lambda: A.read_turn(conn, "flat-row-2")}
         times = {k: median_time(fn, args.calls) for k, fn in (reversed(reads.items()) if r % 2 else reads.items())}
         fig.add("turn_notes at 10 segments", 1000 * times["tiny"], "ms")
         fig.add("turn_notes at about 100 segments", 1000 * times["small"], "ms")
@@ -351,12 +390,18 @@ def section_flat(b: Backend, args: argparse.Namespace) -> None:
     ratio = fig.median(f"ratio turn_notes at {args.big:,} / state row read")
     target(b.name, f"turn_notes at {args.big:,} / state-row read", ratio, "<= 1.0x", ratio <= 1.0)
     ratio = fig.median(f"ratio first turn_notes after an append, at {args.big:,} / at 10")
-    target(b.name, f"first turn_notes after an append, at {args.big:,} / at 10 segments (no kept answer)",
-           ratio, "<= 1.5x", ratio <= 1.5)
+    target(
+        b.name,
+        f"first turn_notes after an append, at {args.big:,} / at 10 segments (no kept answer)",
+        ratio,
+        "<= 1.5x",
+        ratio <= 1.5,
+    )
 
 
-def first_read_after_append(chat: Chatrecord, prefix: str | None, segments: int, calls: int,
-                            writer: Writer | None = None) -> list[float]:
+def first_read_after_append(
+    chat: Chatrecord, prefix: str | None, segments: int, calls: int, writer: Writer | None = None
+) -> list[float]:
     """Returns `calls` times (s) of the first `turn_notes` after an append: the chat's own read,
     which no kept answer serves. With `writer`, its conversation grows by one segment per call;
     else each call appends the `segments`-th segment to a new conversation of its own."""
@@ -381,8 +426,9 @@ def first_read_after_append(chat: Chatrecord, prefix: str | None, segments: int,
 def measure(env: dict[str, str], what: str) -> dict[str, float]:
     """Runs `what` (rebuild | rebuild1 | read) in a fresh interpreter; returns its events,
     seconds, workers and memory."""
-    out = subprocess.run([sys.executable, __file__, "_measure", what, json.dumps(env)],
-                         check=True, capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, __file__, "_measure", what, json.dumps(env)], check=True, capture_output=True, text=True
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -428,16 +474,26 @@ def _measure(what: str, env: dict[str, str]) -> None:
     done.set()
     sampler.join()
     sample()
-    print(json.dumps({"events": events, "seconds": seconds, "workers": workers, "peak_kb": peak, "base_kb": base,
-                      "maxrss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
-                      "child_maxrss_kb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}))
+    print(
+        json.dumps(
+            {
+                "events": events,
+                "seconds": seconds,
+                "workers": workers,
+                "peak_kb": peak,
+                "base_kb": base,
+                "maxrss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+                "child_maxrss_kb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss,
+            }
+        )
+    )
 
 
 def section_rebuild(b: Backend, args: argparse.Namespace) -> None:
     env = b.env("rebuild")
     store = ConversationStore(env=env)
-    ReadModels(store)          # the pointer and the first (empty) generation
-    store.on_saved = None      # bulk fill without applying: the rebuild folds it all
+    ReadModels(store)  # the pointer and the first (empty) generation
+    store.on_saved = None  # bulk fill without applying: the rebuild folds it all
     per_conv = args.rebuild[0] // 2  # segments (2 events each) per conversation
     fig, saved, conv, reached = Figures(), 0, 0, []
     for size in args.rebuild:
@@ -462,11 +518,13 @@ def section_rebuild(b: Backend, args: argparse.Namespace) -> None:
             fig.add(f"rebuild memory growth at {saved:,} events", (ours["peak_kb"] - ours["base_kb"]) / 1024, "MB")
             fig.add(f"rebuild in one process peak memory at {saved:,} events", one["peak_kb"] / 1024, "MB")
             fig.add(f"library read peak memory at {saved:,} events", lib["peak_kb"] / 1024, "MB")
-            say(f"  {saved:,} events round {r + 1}: rebuild {saved / ours['seconds']:,.0f}/s in {ours['workers']} "
+            say(
+                f"  {saved:,} events round {r + 1}: rebuild {saved / ours['seconds']:,.0f}/s in {ours['workers']} "
                 f"process(es), in one process {saved / one['seconds']:,.0f}/s, read {saved / lib['seconds']:,.0f}/s; "
                 f"memory before {ours['base_kb'] / 1024:.0f} MB, peak during rebuild {ours['peak_kb'] / 1024:.0f} MB "
                 f"(ru_maxrss {ours['maxrss_kb'] / 1024:.0f} MB, largest worker {ours['child_maxrss_kb'] / 1024:.0f} MB), "
-                f"in one process {one['peak_kb'] / 1024:.0f} MB")
+                f"in one process {one['peak_kb'] / 1024:.0f} MB"
+            )
     # for information: a log of many conversations, as a store's usually is, where each worker has its share
     many = b.env("rebuild_many")
     store_many = ConversationStore(env=many)
@@ -474,28 +532,38 @@ def section_rebuild(b: Backend, args: argparse.Namespace) -> None:
     store_many.on_saved = None
     spread = sum(bulk_fill(store_many, f"many-{k}", 500) for k in range(20))
     for r in range(args.rebuild_rounds):
-        got = {what: measure(many, what) for what in (("rebuild", "read", "rebuild1") if r % 2 == 0 else
-                                                        ("rebuild1", "read", "rebuild"))}
+        got = {
+            what: measure(many, what)
+            for what in (("rebuild", "read", "rebuild1") if r % 2 == 0 else ("rebuild1", "read", "rebuild"))
+        }
         fig.add(f"many: rebuild of {spread:,} events in 20 conversations", spread / got["rebuild"]["seconds"], "events/s")
         fig.add("many: rebuild worker processes", got["rebuild"]["workers"], "processes")
         fig.add("many: rebuild in one process", spread / got["rebuild1"]["seconds"], "events/s")
         fig.add("many: library read + decode", spread / got["read"]["seconds"], "events/s")
         fig.add("many: ratio rebuild / read", got["read"]["seconds"] / got["rebuild"]["seconds"], "x")
         fig.add("many: ratio rebuild in one process / read", got["read"]["seconds"] / got["rebuild1"]["seconds"], "x")
-    fig.print(f"{b.name}: rebuild (a fresh subprocess per measurement; memory: Pss of it and its workers, "
-              "sampled after each page)")
+    fig.print(
+        f"{b.name}: rebuild (a fresh subprocess per measurement; memory: Pss of it and its workers, sampled after each page)"
+    )
     small, large = reached[0], reached[-1]
     workers = fig.median(f"rebuild worker processes at {large:,} events")
     ratio = fig.median(f"ratio rebuild / read at {large:,}")
-    target(b.name, f"rebuild / library read+decode at {large:,} events (as chatrecord rebuild runs it: "
-           f"{workers:.0f} process{'es' if workers > 1 else ''})", 100 * ratio, ">= 50 %", ratio >= 0.5)
+    target(
+        b.name,
+        f"rebuild / library read+decode at {large:,} events (as chatrecord rebuild runs it: "
+        f"{workers:.0f} process{'es' if workers > 1 else ''})",
+        100 * ratio,
+        ">= 50 %",
+        ratio >= 0.5,
+    )
     ratio = fig.median(f"ratio rebuild in one process / read at {large:,}")
-    target(b.name, f"rebuild in one process / library read+decode at {large:,} events", 100 * ratio, ">= 50 %",
-           ratio >= 0.5)
-    peak = (fig.median(f"rebuild in one process peak memory at {large:,} events")
-            / fig.median(f"rebuild in one process peak memory at {small:,} events"))
-    target(b.name, f"rebuild (one process) peak memory at {large:,} / at {small:,} events", peak,
-           "1.0 +- 10 %: flat", peak <= 1.1)
+    target(b.name, f"rebuild in one process / library read+decode at {large:,} events", 100 * ratio, ">= 50 %", ratio >= 0.5)
+    peak = fig.median(f"rebuild in one process peak memory at {large:,} events") / fig.median(
+        f"rebuild in one process peak memory at {small:,} events"
+    )
+    target(
+        b.name, f"rebuild (one process) peak memory at {large:,} / at {small:,} events", peak, "1.0 +- 10 %: flat", peak <= 1.1
+    )
 
 
 def section_profile(b: Backend, args: argparse.Namespace) -> None:
@@ -517,14 +585,16 @@ def section_profile(b: Backend, args: argparse.Namespace) -> None:
         _statements_per_kind(b)
     _profile(f"{b.name}: turn_notes at {writer.message} segments", writer.read, 30)
     events = chat.store.max_notification_id()
-    _profile(f"{b.name}: rebuild of {events:,} events", lambda: chat.read_models.rebuild(chat.read_models.active_rules()),
-             1, "rebuild")
+    _profile(
+        f"{b.name}: rebuild of {events:,} events", lambda: chat.read_models.rebuild(chat.read_models.active_rules()), 1, "rebuild"
+    )
 
 
 def _statements_per_line(b: Backend, mix: MixWriter) -> None:
     """Prints the statements each line of one demo tour sends on PostgreSQL (the start of each
     statement's text), counted by wrapping psycopg's cursor `execute` and `executemany`."""
     import psycopg
+
     sent: list[str] = []
 
     def text(query: object, conn: object) -> str:
@@ -572,6 +642,7 @@ def _statements_per_kind(b: Backend) -> None:
     of a conversation of a store of its own, counted as `_statements_per_line` counts them."""
     import psycopg
     from bench_flat_support import AT, DEMO
+
     chat = Chatrecord(ConversationStore(env=b.env("kinds")))
     sent: list[str] = []
     execute = psycopg.Cursor.execute
@@ -581,15 +652,22 @@ def _statements_per_kind(b: Backend) -> None:
         return execute(curs, query, *a, **k)  # type: ignore[arg-type]
 
     def seg(s: str, run: str, trigger: str = "turn", outcome: str = "completed", card: bool = False) -> dict:
-        line = {**DEMO[1], "segment": s, "run": run, "trigger": trigger, "outcome": outcome, "conversation": "k",
-                "at": AT, "answer": "Ok."}
+        line = {
+            **DEMO[1],
+            "segment": s,
+            "run": run,
+            "trigger": trigger,
+            "outcome": outcome,
+            "conversation": "k",
+            "at": AT,
+            "answer": "Ok.",
+        }
         if not card:
             line.pop("pending", None)
         return line
 
     def user(n: int) -> dict:
-        return {"type": "user_message", "at": AT, "message": n, "text": f"m{n}", "page": 42, "skill": None,
-                "conversation": "k"}
+        return {"type": "user_message", "at": AT, "message": n, "text": f"m{n}", "page": 42, "skill": None, "conversation": "k"}
 
     def count(line: dict, label: str) -> None:
         sent.clear()
@@ -616,15 +694,27 @@ def _statements_per_kind(b: Backend) -> None:
     count({"type": "message_edited", "message": 5, "text": "anders", "at": AT, "conversation": "k"}, "message_edited")
     chat.record({"type": "conversation_started", "at": AT, "kind": "alt_text", "owner": 7, "conversation": "a"})
     chat.record({"type": "transcript_replaced", "messages": [{"role": "user", "text": "x"}], "at": AT, "conversation": "a"})
-    count({"type": "transcript_replaced", "messages": [{"role": "user", "text": "y"}, {"role": "assistant", "text": "z"}],
-           "at": AT, "conversation": "a"}, "transcript_replaced (alt_text)")
+    count(
+        {
+            "type": "transcript_replaced",
+            "messages": [{"role": "user", "text": "y"}, {"role": "assistant", "text": "z"}],
+            "at": AT,
+            "conversation": "a",
+        },
+        "transcript_replaced (alt_text)",
+    )
     sys.stdout.flush()
 
 
-SECTIONS = {"mix": section_mix, "turn_input": section_turn_input, "append": section_append, "clients": section_clients,
-            "flat": section_flat, "rebuild": section_rebuild, "profile": section_profile}
-
-
+SECTIONS = {
+    "mix": section_mix,
+    "turn_input": section_turn_input,
+    "append": section_append,
+    "clients": section_clients,
+    "flat": section_flat,
+    "rebuild": section_rebuild,
+    "profile": section_profile,
+}
 
 
 def main() -> None:

@@ -36,13 +36,20 @@ from adapters.store.settings import postgres_env, sqlite_env  # noqa: E402
 from domain.conversation import MemoryHistory, project_conversation  # noqa: E402
 
 PG_URL = os.environ.get("CHATRECORD_TEST_DATABASE_URL") or "postgresql://postgres@127.0.0.1:5432/test"
-FIXTURE = next(p for p in (ROOT.parent / "shared" / "fixtures" / "demo_seo_tour.jsonl",
-                           Path("/work/shared/fixtures/demo_seo_tour.jsonl"),
-                           ROOT / "tests" / "data" / "demo_seo_tour.jsonl") if p.exists())
+FIXTURE = next(
+    p
+    for p in (
+        ROOT.parent / "shared" / "fixtures" / "demo_seo_tour.jsonl",
+        Path("/work/shared/fixtures/demo_seo_tour.jsonl"),
+        ROOT / "tests" / "data" / "demo_seo_tour.jsonl",
+    )
+    if p.exists()
+)
 AT = "2026-10-28T09:00:00Z"
 
 
 # ------------------------------------------------------------------ the input lines
+
 
 def _demo_segments() -> list[dict[str, Any]]:
     lines = [json.loads(line) for line in FIXTURE.read_text(encoding="utf-8").splitlines() if line]
@@ -61,10 +68,18 @@ def segment_lines(conv: str, message: int) -> tuple[dict[str, Any], dict[str, An
     the turn's one segment, completed, with the steps of the tour's segment `message` (cycled)."""
     seg = dict(DEMO[(message - 1) % len(DEMO)])
     seg.pop("pending", None)
-    seg.update(segment=f"{conv}-run{message}/1", run=f"{conv}-run{message}", trigger="turn",
-               outcome="completed", conversation=conv)
-    user = {"type": "user_message", "at": AT, "message": message, "text": f"Weiter mit Schritt {message}",
-            "page": 42, "skill": None, "conversation": conv}
+    seg.update(
+        segment=f"{conv}-run{message}/1", run=f"{conv}-run{message}", trigger="turn", outcome="completed", conversation=conv
+    )
+    user = {
+        "type": "user_message",
+        "at": AT,
+        "message": message,
+        "text": f"Weiter mit Schritt {message}",
+        "page": 42,
+        "skill": None,
+        "conversation": conv,
+    }
     return user, seg
 
 
@@ -177,6 +192,7 @@ def bulk_fill(store: ConversationStore, conv: str, segments: int, chunk: int = 1
 
 # ------------------------------------------------------------------ the library's bare save
 
+
 class Counter(Aggregate):
     """A trivial aggregate: one small event per save."""
 
@@ -185,8 +201,10 @@ class Counter(Aggregate):
         self.n = n
 
 
-LIBRARY_MODULES = {"adapters.backends.postgres:PostgresFactory": "eventsourcing.postgres",
-                   "adapters.backends.sqlite:SQLiteFactory": "eventsourcing.sqlite"}
+LIBRARY_MODULES = {
+    "adapters.backends.postgres:PostgresFactory": "eventsourcing.postgres",
+    "adapters.backends.sqlite:SQLiteFactory": "eventsourcing.sqlite",
+}
 """The library's own persistence module for each of ours: the bare save runs on the library's
 recorder (no hash chain, no append function, no history index), not on chatrecord's."""
 
@@ -206,6 +224,7 @@ def bare_saver(env: dict[str, str]) -> Callable[[int], None]:
 
 
 # ------------------------------------------------------------------ backends
+
 
 class Backend:
     """Where one backend's stores live: `env(name)` gives a fresh store env (a schema on
@@ -241,12 +260,13 @@ class Postgres(Backend):
         """VACUUMs the schema's tables (plain VACUUM), then returns their total bytes
         (pg_total_relation_size: heap, TOAST, indexes) and the bytes per table."""
         schema = env["POSTGRES_SCHEMA"]
-        tables = [r[0] for r in self.admin.execute(
-            "SELECT tablename FROM pg_tables WHERE schemaname = %s", (schema,)).fetchall()]
+        tables = [r[0] for r in self.admin.execute("SELECT tablename FROM pg_tables WHERE schemaname = %s", (schema,)).fetchall()]
         for table in tables:
             self.admin.execute(f'VACUUM "{schema}"."{table}"')
-        sizes = {t: self.admin.execute("SELECT pg_total_relation_size(%s::regclass)",
-                                       (f'"{schema}"."{t}"',)).fetchone()[0] for t in tables}
+        sizes = {
+            t: self.admin.execute("SELECT pg_total_relation_size(%s::regclass)", (f'"{schema}"."{t}"',)).fetchone()[0]
+            for t in tables
+        }
         return sum(sizes.values()), sizes
 
     def close(self) -> None:
@@ -267,6 +287,7 @@ class SQLite(Backend):
     def storage(self, env: dict[str, str]) -> tuple[int, dict[str, int]]:
         """VACUUMs the file, then returns its size (one entry: the file)."""
         import sqlite3
+
         path = env["SQLITE_DBNAME"]
         with sqlite3.connect(path) as conn:
             conn.execute("VACUUM")
@@ -278,6 +299,7 @@ class SQLite(Backend):
 
 
 # ------------------------------------------------------------------ timing and reporting
+
 
 def timed(fn: Callable[[], object]) -> float:
     t0 = time.perf_counter()
@@ -307,8 +329,10 @@ class Figures:
         print("| figure | median | min | max | runs | unit |")
         print("|---|---:|---:|---:|---:|---|")
         for name, xs in self.samples.items():
-            print(f"| {name} | {fmt(statistics.median(xs))} | {fmt(min(xs))} | {fmt(max(xs))} "
-                  f"| {len(xs)} | {self.units[name]} |", flush=True)
+            print(
+                f"| {name} | {fmt(statistics.median(xs))} | {fmt(min(xs))} | {fmt(max(xs))} | {len(xs)} | {self.units[name]} |",
+                flush=True,
+            )
 
 
 def fmt(x: float) -> str:
@@ -330,7 +354,6 @@ def say(text: str) -> None:
     print(text, flush=True)
 
 
-
 def rss_kb() -> int:
     """Returns this process's resident set size now (VmRSS), in KB."""
     for line in Path("/proc/self/status").read_text().splitlines():
@@ -344,8 +367,7 @@ def tree_memory_kb() -> int:
     in KB: the sum of their proportional set sizes (Pss of /proc/PID/smaps_rollup: a page that
     a forked worker shares with its parent counts half in each, so the sum is what they hold
     together; summed RSS would count it twice)."""
-    pids = ["self"] + [pid for task in Path("/proc/self/task").iterdir()
-                       for pid in (task / "children").read_text().split()]
+    pids = ["self"] + [pid for task in Path("/proc/self/task").iterdir() for pid in (task / "children").read_text().split()]
     total = 0
     for pid in pids:
         try:
@@ -354,7 +376,6 @@ def tree_memory_kb() -> int:
             continue
         total += next((int(line.split()[1]) for line in lines if line.startswith("Pss:")), 0)
     return total
-
 
 
 def _waits(stats: pstats.Stats) -> tuple[int, float]:
@@ -390,8 +411,9 @@ def _statements(stats: pstats.Stats) -> int:
     """Returns how many SQL statements the profiled code sent (psycopg or sqlite3 execute*)."""
     total = 0
     for (path, _, name), (_, calls, *_rest) in stats.stats.items():  # type: ignore[attr-defined]
-        if (path.endswith("psycopg/cursor.py") and name in ("execute", "executemany")) or \
-                ("sqlite3.Cursor" in name and ("'execute'" in name or "'executemany'" in name)):
+        if (path.endswith("psycopg/cursor.py") and name in ("execute", "executemany")) or (
+            "sqlite3.Cursor" in name and ("'execute'" in name or "'executemany'" in name)
+        ):
             total += calls
     return total
 
@@ -405,33 +427,40 @@ def _profile(title: str, fn: Callable[[], object], calls: int, unit: str = "call
     prof.disable()
     elapsed = time.perf_counter() - t0
     stats = pstats.Stats(prof)
-    print(f"\n{title}: {1000 * elapsed / calls:.2f} ms per {unit} under cProfile, "
-          f"{_statements(stats) / calls:.1f} SQL statements per {unit}; most own time:")
+    print(
+        f"\n{title}: {1000 * elapsed / calls:.2f} ms per {unit} under cProfile, "
+        f"{_statements(stats) / calls:.1f} SQL statements per {unit}; most own time:"
+    )
     rows = sorted(stats.stats.items(), key=lambda kv: -kv[1][2])[:12]  # type: ignore[attr-defined]
     for (path, line, name), (_, ncalls, tottime, cumtime, _) in rows:
         where = "/".join(Path(path).parts[-2:]) if path != "~" else ""
-        print(f"  {1000 * tottime / calls:8.2f} ms own {1000 * cumtime / calls:8.2f} ms cum "
-              f"{ncalls / calls:7.1f} calls  {where}:{line} {name}")
+        print(
+            f"  {1000 * tottime / calls:8.2f} ms own {1000 * cumtime / calls:8.2f} ms cum "
+            f"{ncalls / calls:7.1f} calls  {where}:{line} {name}"
+        )
     sys.stdout.flush()
-
 
 
 def machine() -> str:
     cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")), "?")
     import platform
     from importlib.metadata import version
+
     with psycopg.connect(PG_URL) as conn:
         server = conn.execute("SHOW server_version").fetchone()[0].split()[0]
         settings = {s: conn.execute(f"SHOW {s}").fetchone()[0] for s in ("synchronous_commit", "fsync", "shared_buffers")}
-    return (f"nproc {os.cpu_count()}, {cpu}, Python {platform.python_version()}, eventsourcing "
-            f"{version('eventsourcing')}, psycopg {version('psycopg')}, PostgreSQL {server} "
-            + ", ".join(f"{k}={v}" for k, v in settings.items()))
+    return (
+        f"nproc {os.cpu_count()}, {cpu}, Python {platform.python_version()}, eventsourcing "
+        f"{version('eventsourcing')}, psycopg {version('psycopg')}, PostgreSQL {server} "
+        + ", ".join(f"{k}={v}" for k, v in settings.items())
+    )
 
 
 def ensure_anchors_database() -> None:
     """Creates the database the anchors measure in (ANCHORS_DSN, default `anchors` on the test
     server) where it is missing, as `../shared/anchors/README.md` asks."""
     from psycopg.conninfo import conninfo_to_dict
+
     dsn = os.environ.get("ANCHORS_DSN", "postgresql://postgres@127.0.0.1:5432/anchors")
     name = conninfo_to_dict(dsn).get("dbname", "anchors")
     with psycopg.connect(PG_URL, autocommit=True) as conn:

@@ -54,13 +54,24 @@ def line(line_type: str, conversation: str, **fields: object) -> bytes:
 
 
 def opening(conversation: str) -> list[bytes]:
-    return [line("conversation_started", conversation, kind="chat", owner=7),
-            line("user_message", conversation, message=1, text="x", page=1)]
+    return [
+        line("conversation_started", conversation, kind="chat", owner=7),
+        line("user_message", conversation, message=1, text="x", page=1),
+    ]
 
 
 def segment(conversation: str, name: str) -> bytes:
-    return line("segment_returned", conversation, segment=name, run=name, trigger="turn", outcome="completed",
-                answer="ok", steps=[STEP, STEP], pending=[])
+    return line(
+        "segment_returned",
+        conversation,
+        segment=name,
+        run=name,
+        trigger="turn",
+        outcome="completed",
+        answer="ok",
+        steps=[STEP, STEP],
+        pending=[],
+    )
 
 
 def workloads(scenario: str, clients: int, lines: int, tag: str) -> tuple[list[bytes], list[list[bytes]]]:
@@ -129,11 +140,14 @@ def percentile(values: list[float], p: float) -> float:
 
 def report(way: str, scenario: str, result: Result, seconds: float, planned: int, stored: int, before: int) -> None:
     appended = stored - before
-    print(f"  {way:6} {scenario:16} {result.acked:5}/{planned} lines acked in {seconds:6.2f} s: "
-          f"{len(result.latencies) / seconds:7.1f} req/s, p50 {percentile(result.latencies, 0.5) * 1000:6.1f} ms, "
-          f"p99 {percentile(result.latencies, 0.99) * 1000:7.1f} ms, retries {result.retries}, errors {result.errors}; "
-          f"events acked {result.appended}, stored {appended}: lost {max(0, result.appended - appended)}, "
-          f"doubled {max(0, appended - result.appended)}", flush=True)
+    print(
+        f"  {way:6} {scenario:16} {result.acked:5}/{planned} lines acked in {seconds:6.2f} s: "
+        f"{len(result.latencies) / seconds:7.1f} req/s, p50 {percentile(result.latencies, 0.5) * 1000:6.1f} ms, "
+        f"p99 {percentile(result.latencies, 0.99) * 1000:7.1f} ms, retries {result.retries}, errors {result.errors}; "
+        f"events acked {result.appended}, stored {appended}: lost {max(0, result.appended - appended)}, "
+        f"doubled {max(0, appended - result.appended)}",
+        flush=True,
+    )
 
 
 def free_port() -> int:
@@ -147,9 +161,25 @@ def start_server(settings: dict[str, str], workers: int, log: Path) -> tuple[sub
     env = {k: v for k, v in os.environ.items() if not k.startswith("CHATRECORD_")}
     env.update(settings, CHATRECORD_API_TOKEN=TOKEN, PYTHONPATH=str(ROOT))
     with log.open("wb") as out:
-        process = subprocess.Popen([sys.executable, "-m", "adapters.cli", "serve", "--host", "127.0.0.1", "--port",
-                                    str(port), "--workers", str(workers), "--no-access-log"],
-                                   cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "adapters.cli",
+                "serve",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--workers",
+                str(workers),
+                "--no-access-log",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
     url = f"http://127.0.0.1:{port}"
     for _ in range(300):
         try:

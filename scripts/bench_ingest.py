@@ -159,8 +159,12 @@ def peak_memory(backend: str, folder: Path, path: Path) -> tuple[int, int]:
     store, and its peak resident set size in KiB (VmHWM: ru_maxrss would count the RSS of
     this process, which the subprocess was forked from, across its exec)."""
     with fresh_store(backend, folder) as settings:
-        done = subprocess.run([sys.executable, "-c", PEAK.format(root=str(ROOT), settings=settings, path=str(path))],
-                              capture_output=True, text=True, check=True)
+        done = subprocess.run(
+            [sys.executable, "-c", PEAK.format(root=str(ROOT), settings=settings, path=str(path))],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
     appended, peak = done.stdout.split()
     return int(appended), int(peak)
 
@@ -181,8 +185,10 @@ def compare(lines: int, backends: list[str], lengths: list[int]) -> None:
         folder = Path(name)
         path = folder / "export.jsonl"
         path.write_bytes(b"".join(demo_export(lines)))
-        print(f"file: {lines:,} lines ({path.stat().st_size / 1e6:.1f} MB), the demo tour cycled over "
-              f"{CONVERSATIONS} interleaved conversations")
+        print(
+            f"file: {lines:,} lines ({path.stat().st_size / 1e6:.1f} MB), the demo tour cycled over "
+            f"{CONVERSATIONS} interleaved conversations"
+        )
         for backend in backends:
             with fresh_store(backend, folder) as settings:
                 by_line, events_by_line = line_by_line(settings, path)
@@ -201,8 +207,10 @@ def compare(lines: int, backends: list[str], lengths: list[int]) -> None:
                 _, peak = peak_memory(backend, folder, part)
                 peaks.append((length, peak))
             shown = ", ".join(f"{length:,} lines: {peak / 1024:.1f} MiB" for length, peak in peaks)
-            print(f"{backend}: peak memory of a batched ingest (VmHWM of its process): {shown}; "
-                  f"ratio {peaks[-1][1] / peaks[0][1]:.2f} for {lengths[-1] / lengths[0]:.0f}x the lines")
+            print(
+                f"{backend}: peak memory of a batched ingest (VmHWM of its process): {shown}; "
+                f"ratio {peaks[-1][1] / peaks[0][1]:.2f} for {lengths[-1] / lengths[0]:.0f}x the lines"
+            )
     print(f"load after: {uptime()}")
 
 
@@ -216,11 +224,23 @@ def cache_lines(steps: int, messages: int) -> list[bytes]:
     out: list[dict[str, Any]] = [
         {"type": "conversation_started", "conversation": c, "at": at, "kind": "chat", "owner": 7},
         {"type": "user_message", "conversation": c, "at": at, "message": 1, "text": "x", "page": 1},
-        {"type": "segment_returned", "conversation": c, "at": at, "segment": "s1", "run": "r", "trigger": "turn",
-         "outcome": "completed", "answer": "ok", "steps": [step] * steps, "pending": []},
+        {
+            "type": "segment_returned",
+            "conversation": c,
+            "at": at,
+            "segment": "s1",
+            "run": "r",
+            "trigger": "turn",
+            "outcome": "completed",
+            "answer": "ok",
+            "steps": [step] * steps,
+            "pending": [],
+        },
     ]
-    out += [{"type": "user_message", "conversation": c, "at": at, "message": m, "text": "x", "page": 1}
-            for m in range(2, messages + 2)]
+    out += [
+        {"type": "user_message", "conversation": c, "at": at, "message": m, "text": "x", "page": 1}
+        for m in range(2, messages + 2)
+    ]
     return [orjson.dumps(line) for line in out]
 
 

@@ -70,11 +70,20 @@ def run(backend_cls: type, small: int, large: int, runs: int) -> dict[str, float
                 timed_get(client, page)  # warm: templates compiled, connections open
                 # the first open in this process: the page, then the browser's two requests
                 first = {"overview": timed_get(client, page + "/overview.svg"), "chain": timed_get(client, page + "/chain")}
-                samples: dict[str, list[float]] = {"page": [], "open": [], "overview (kept)": [], "chain (kept)": [],
-                                                   "chain (full)": [], "turn 1 input": []}
+                samples: dict[str, list[float]] = {
+                    "page": [],
+                    "open": [],
+                    "overview (kept)": [],
+                    "chain (kept)": [],
+                    "chain (full)": [],
+                    "turn 1 input": [],
+                }
                 for _ in range(runs):  # a later open: the page and its two requests, as the browser makes them
-                    parts = [timed_get(client, page), timed_get(client, page + "/overview.svg"),
-                             timed_get(client, page + "/chain")]
+                    parts = [
+                        timed_get(client, page),
+                        timed_get(client, page + "/overview.svg"),
+                        timed_get(client, page + "/chain"),
+                    ]
                     samples["page"].append(parts[0])
                     samples["overview (kept)"].append(parts[1])
                     samples["chain (kept)"].append(parts[2])
@@ -102,26 +111,42 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--backend", choices=["sqlite", "postgres", "both"], default="both")
     args = parser.parse_args()
-    print(f"# bench_timeline: {args.small} vs {args.large} segments, {args.runs} page opens each; "
-          f"{os.cpu_count()} CPUs, load average {', '.join(f'{x:.2f}' for x in os.getloadavg())}, "
-          f"Python {sys.version.split()[0]}")
+    print(
+        f"# bench_timeline: {args.small} vs {args.large} segments, {args.runs} page opens each; "
+        f"{os.cpu_count()} CPUs, load average {', '.join(f'{x:.2f}' for x in os.getloadavg())}, "
+        f"Python {sys.version.split()[0]}"
+    )
     backends = {"sqlite": [SQLite], "postgres": [Postgres], "both": [SQLite, Postgres]}[args.backend]
     for backend_cls in backends:
         f = run(backend_cls, args.small, args.large, args.runs)
         print(f"\n### {backend_cls.name}\n")
         print(f"| request (median) | {args.small} segments | {args.large:,} segments | ratio |")
         print("|---|---:|---:|---:|")
-        for what in ("open (first)", "open", "page", "overview (kept)", "chain (kept)", "overview (first)", "chain (first)",
-                     "chain (full)", "turn 1 input"):
+        for what in (
+            "open (first)",
+            "open",
+            "page",
+            "overview (kept)",
+            "chain (kept)",
+            "overview (first)",
+            "chain (first)",
+            "chain (full)",
+            "turn 1 input",
+        ):
             a, b = f[f"small:{what}"], f[f"large:{what}"]
             print(f"| {what} | {a * 1000:.1f} ms | {b * 1000:.1f} ms | {b / a:.2f}x |")
         ratio = f["large:open"] / f["small:open"]
-        print(f"\nopen ratio, the page and its two requests ({args.large:,} / {args.small} segments): {ratio:.2f}x "
-              f"({'met' if ratio <= 2 else 'NOT met'}: at most 2x); load average now "
-              f"{', '.join(f'{x:.2f}' for x in os.getloadavg())}")
+        print(
+            f"\nopen ratio, the page and its two requests ({args.large:,} / {args.small} segments): {ratio:.2f}x "
+            f"({'met' if ratio <= 2 else 'NOT met'}: at most 2x); load average now "
+            f"{', '.join(f'{x:.2f}' for x in os.getloadavg())}"
+        )
         first = f["large:open (first)"] / f["small:open (first)"]
-        print(f"first open ratio (the page, the first overview and the first chain after a start): {first:.2f}x "
-              f"({'met' if first <= 2 else 'NOT met'}: at most 2x)", flush=True)
+        print(
+            f"first open ratio (the page, the first overview and the first chain after a start): {first:.2f}x "
+            f"({'met' if first <= 2 else 'NOT met'}: at most 2x)",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

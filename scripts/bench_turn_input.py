@@ -60,8 +60,7 @@ def conversation(segments: int) -> list[ConversationEvent]:
 
     def add(cls, **fields):
         version = len(events) + 1
-        events.append(cls(originator_id=oid, originator_version=version,
-                          timestamp=T0 + timedelta(seconds=version), **fields))
+        events.append(cls(originator_id=oid, originator_version=version, timestamp=T0 + timedelta(seconds=version), **fields))
 
     add(ConversationStarted, conversation=f"bench-{segments}", kind="chat", owner=7)
     message = outcomes = made = 0
@@ -71,26 +70,60 @@ def conversation(segments: int) -> list[ConversationEvent]:
         skill = "3:seo-optimieren" if guided else None
         add(UserMessagePosted, message=message, text=f"Frage {message}", page=42 if message % 3 else 0, skill=skill)
         if message % 4 == 0 or made + 1 == segments:
-            add(SegmentReturned, segment=f"s{made}", run=f"r{message}", trigger="turn", outcome="completed",
-                answer=f"Antwort {message}", steps=tuple(_round(1)), card_outcomes_before=outcomes,
-                message=message, skill=skill)
+            add(
+                SegmentReturned,
+                segment=f"s{made}",
+                run=f"r{message}",
+                trigger="turn",
+                outcome="completed",
+                answer=f"Antwort {message}",
+                steps=tuple(_round(1)),
+                card_outcomes_before=outcomes,
+                message=message,
+                skill=skill,
+            )
             made += 1
             continue
         card = WaitingCall(tool_name="update_page_metadata", target=PAGE, fields=("title",))
         steps = (*_round(1), StepFact(kind="tool", round=1, duration_ms=30.0, tool_name="get_page", tool_is_error=False))
-        add(SegmentReturned, segment=f"s{made}", run=f"r{message}", trigger="turn", outcome="awaiting_approval",
-            answer=f"Vorschlag {message}", steps=steps, waiting=(card,), card_outcomes_before=outcomes,
-            message=message, skill=skill)
+        add(
+            SegmentReturned,
+            segment=f"s{made}",
+            run=f"r{message}",
+            trigger="turn",
+            outcome="awaiting_approval",
+            answer=f"Vorschlag {message}",
+            steps=steps,
+            waiting=(card,),
+            card_outcomes_before=outcomes,
+            message=message,
+            skill=skill,
+        )
         add(CardDecided, segment=f"s{made}", approved=True, answer="Übernehmen")
         outcomes += guided
         opening = (
             StepFact(kind="tool", round=1, duration_ms=40.0, tool_name="update_page_metadata", tool_is_error=False),
-            StepFact(kind="tool_write", round=1, duration_ms=0.0, tool_name="update_page_metadata",
-                     write_target=PAGE, write_completeness="complete"),
+            StepFact(
+                kind="tool_write",
+                round=1,
+                duration_ms=0.0,
+                tool_name="update_page_metadata",
+                write_target=PAGE,
+                write_completeness="complete",
+            ),
         )
-        add(SegmentReturned, segment=f"s{made + 1}", run=f"r{message}", trigger="approval", outcome="completed",
-            answer="Gespeichert.", steps=(*opening, *_round(2)), card_outcomes_before=outcomes,
-            message=message, skill=skill)
+        add(
+            SegmentReturned,
+            segment=f"s{made + 1}",
+            run=f"r{message}",
+            trigger="approval",
+            outcome="completed",
+            answer="Gespeichert.",
+            steps=(*opening, *_round(2)),
+            card_outcomes_before=outcomes,
+            message=message,
+            skill=skill,
+        )
         made += 2
     message += 1
     add(UserMessagePosted, message=message, text="Was ist hier passiert?", page=0)
@@ -149,13 +182,14 @@ def store_rows(b, sizes: list[int], calls: int = 5) -> list[tuple[str, int, int,
         ms, fold = 1000 * statistics.median(times), 1000 * statistics.median(folds)
         count = len(built.messages) + 1  # and the system message
         found.append((b.name, size, count, ms, fold))
-        print(f"| {b.name} | {size:,} | {count:,} | {ms:.1f} | {ms / count:.4f} | {fold:.0f} | {fold / ms:.1f} |",
-              flush=True)
+        print(f"| {b.name} | {size:,} | {count:,} | {ms:.1f} | {ms / count:.4f} | {fold:.0f} | {fold / ms:.1f} |", flush=True)
     return found
 
 
-TABLE_HEAD = ("| backend | segments | messages | turn_input ms | ms per message | fold of the log ms | "
-              "ratio fold / rows |\n|---|---:|---:|---:|---:|---:|---:|")
+TABLE_HEAD = (
+    "| backend | segments | messages | turn_input ms | ms per message | fold of the log ms | "
+    "ratio fold / rows |\n|---|---:|---:|---:|---:|---:|---:|"
+)
 
 
 def store_main(sizes: list[int], backends: list[str], calls: int = 5) -> None:
@@ -178,6 +212,7 @@ def main() -> None:
 
         def option(name: str, default: str) -> str:
             return args[args.index(name) + 1] if name in args else default
+
         store_main([int(n) for n in option("--sizes", "10,1000,10000").split(",")], option("--backends", "pg,sqlite").split(","))
         return
     results = {}

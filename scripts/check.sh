@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The checks, in the order CI runs them (.ci/run): the linter (`ruff check`), the type checker
+# The checks, in the order CI runs them (.ci/run): the linter (`ruff check`), the formatter
+# (`ruff format --check`), the type checker
 # (`mypy`, strict, over domain, projections and adapters), the import contracts (`lint-imports`),
 # then the tests (`pytest`). Each names what failed and stops there. All read their settings from
 # pyproject.toml; `pip install -e '.[test]'` installs them at the versions the tree is clean with.
@@ -23,6 +24,8 @@ step() {
 
 step "ruff check" "fix the findings (many by: ruff check --fix); a '# noqa: CODE - reason' only where the code is right" \
     "$PYTHON" -m ruff check
+step "ruff format" "reformat: ruff format (the formatter's output is the house style)" \
+    "$PYTHON" -m ruff format --check
 step "mypy" "fix the types; a '# type: ignore[code]' only where an untyped library leaves no other way, with the reason" \
     "$PYTHON" -m mypy
 step "import contracts" "an import runs upward or across independent modules: see the contract named above" \

@@ -1,6 +1,6 @@
 """Writes the HTTP service's OpenAPI document to stdout, as `/openapi.json` serves it.
 
-    python -m scripts.export_openapi > docs/openapi.json
+python -m scripts.export_openapi > docs/openapi.json
 """
 
 from __future__ import annotations

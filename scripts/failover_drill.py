@@ -48,13 +48,25 @@ SEND_TRIES = 5
 
 
 def started(conversation: str) -> list[dict[str, Any]]:
-    return [{"type": "conversation_started", "conversation": conversation, "at": AT, "kind": "chat", "owner": 7},
-            {"type": "user_message", "conversation": conversation, "at": AT, "message": 1, "text": "x", "page": 1}]
+    return [
+        {"type": "conversation_started", "conversation": conversation, "at": AT, "kind": "chat", "owner": 7},
+        {"type": "user_message", "conversation": conversation, "at": AT, "message": 1, "text": "x", "page": 1},
+    ]
 
 
 def segment(conversation: str, name: str) -> dict[str, Any]:
-    return {"type": "segment_returned", "conversation": conversation, "at": AT, "segment": name, "run": name,
-            "trigger": "turn", "outcome": "completed", "answer": "ok", "steps": [STEP, STEP], "pending": []}
+    return {
+        "type": "segment_returned",
+        "conversation": conversation,
+        "at": AT,
+        "segment": name,
+        "run": name,
+        "trigger": "turn",
+        "outcome": "completed",
+        "answer": "ok",
+        "steps": [STEP, STEP],
+        "pending": [],
+    }
 
 
 @dataclass
@@ -114,8 +126,12 @@ class Report:
 
 def write(url: str, writer: Writer, lines: int, go: threading.Event, tag: str, connect_timeout: int) -> None:
     """Appends `lines` segment lines to the writer's conversation, each sent until it is acked."""
-    record = Chatrecord(open_store({"CHATRECORD_DATABASE_URL": url, "CHATRECORD_WRITE_RETRY_SECONDS": "60"},
-                                   POSTGRES_CONNECT_TIMEOUT=str(connect_timeout)))
+    record = Chatrecord(
+        open_store(
+            {"CHATRECORD_DATABASE_URL": url, "CHATRECORD_WRITE_RETRY_SECONDS": "60"},
+            POSTGRES_CONNECT_TIMEOUT=str(connect_timeout),
+        )
+    )
     try:
         go.wait(60)
         for number in range(lines):
@@ -134,8 +150,7 @@ def write(url: str, writer: Writer, lines: int, go: threading.Event, tag: str, c
         record.close()
 
 
-def drill(pair: Replicated, writers: int, lines: int, kill_after: int, promote_after: float,
-          connect_timeout: int = 5) -> Report:
+def drill(pair: Replicated, writers: int, lines: int, kill_after: int, promote_after: float, connect_timeout: int = 5) -> Report:
     """Runs the drill on `pair` (a primary with a synchronous standby; the primary is killed):
     `writers` threads of `lines` lines each, the primary killed once `kill_after` lines were
     acked, the standby promoted `promote_after` seconds later; a writer's pool waits
@@ -150,9 +165,10 @@ def drill(pair: Replicated, writers: int, lines: int, kill_after: int, promote_a
     finally:
         setup.close()
     go = threading.Event()
-    threads = [threading.Thread(target=write, args=(pair.url, one, lines, go, f"w{n}", connect_timeout),
-                                daemon=True)
-               for n, one in enumerate(crew)]
+    threads = [
+        threading.Thread(target=write, args=(pair.url, one, lines, go, f"w{n}", connect_timeout), daemon=True)
+        for n, one in enumerate(crew)
+    ]
     for thread in threads:
         thread.start()
     time.sleep(0.5)  # the writers' pools opened
@@ -203,16 +219,25 @@ def main() -> int:
         pair.stop()
     errors = sum(len(w.errors) for w in report.writers)
     first = report.first_after_promotion
-    print(f"failover drill: {args.writers} writers x {args.lines} lines, primary killed (SIGKILL) after "
-          f"{args.kill_after} acks, standby promoted {args.promote_after:g} s later, connect timeout "
-          f"{args.connect_timeout} s; {took:.1f} s in all")
-    print(f"  acked {report.acked} ({report.acked_before_kill} before the kill), stored {sum(report.stored.values())}, "
-          f"lost {report.lost}, doubled {report.doubled}")
-    print(f"  writers blocked at most {report.blocked:.2f} s on one line; first write after promotion "
-          f"{first:.2f} s" if first is not None else "  no write after promotion")
-    print(f"  errors shown to writers {errors}, store's reconnecting tries {sum(w.reconnects for w in report.writers)}; "
-          f"chains {'ok' if report.chains_ok else 'BROKEN'}, read models {'= fold' if report.rows_ok else 'DIFFER'}, "
-          f"rebuild --diff {report.diff or 'empty'}")
+    print(
+        f"failover drill: {args.writers} writers x {args.lines} lines, primary killed (SIGKILL) after "
+        f"{args.kill_after} acks, standby promoted {args.promote_after:g} s later, connect timeout "
+        f"{args.connect_timeout} s; {took:.1f} s in all"
+    )
+    print(
+        f"  acked {report.acked} ({report.acked_before_kill} before the kill), stored {sum(report.stored.values())}, "
+        f"lost {report.lost}, doubled {report.doubled}"
+    )
+    print(
+        f"  writers blocked at most {report.blocked:.2f} s on one line; first write after promotion {first:.2f} s"
+        if first is not None
+        else "  no write after promotion"
+    )
+    print(
+        f"  errors shown to writers {errors}, store's reconnecting tries {sum(w.reconnects for w in report.writers)}; "
+        f"chains {'ok' if report.chains_ok else 'BROKEN'}, read models {'= fold' if report.rows_ok else 'DIFFER'}, "
+        f"rebuild --diff {report.diff or 'empty'}"
+    )
     for writer in report.writers:
         for error in writer.errors[:3]:
             print(f"  {writer.conversation}: {error}")

@@ -37,8 +37,9 @@ def main(examples: int, seed: int = 8, keep_going: bool = False, backend: str = 
         schema = f"fuzz_{uuid.uuid4().hex[:10]}"
         with psycopg.connect(url, autocommit=True) as conn:
             conn.execute(f'CREATE SCHEMA "{schema}"')
-        run = FuzzRun(keep_going=keep_going,
-                      settings={"CHATRECORD_DATABASE_URL": f"{url}{'&' if '?' in url else '?'}schema={schema}"})
+        run = FuzzRun(
+            keep_going=keep_going, settings={"CHATRECORD_DATABASE_URL": f"{url}{'&' if '?' in url else '?'}schema={schema}"}
+        )
         try:
             return fuzz(run, examples, seed)
         finally:
@@ -52,16 +53,18 @@ def main(examples: int, seed: int = 8, keep_going: bool = False, backend: str = 
 
 def fuzz(run: FuzzRun, examples: int, seed: int) -> int:
 
-    @settings(max_examples=examples, deadline=None, database=None, derandomize=False,
-              suppress_health_check=list(HealthCheck))
+    @settings(max_examples=examples, deadline=None, database=None, derandomize=False, suppress_health_check=list(HealthCheck))
     @given(mutated_lines())
     def feed(line: object) -> None:
         run.feed(line)  # type: ignore[arg-type]
         if run.counts["inputs"] % 250 == 0:  # progress, so a run stopped early still says something
             c = run.counts
-            print(f"... inputs: {c['inputs']}, accepted: {c['accepted']}, refused: {c['refused']}, "
-                  f"crashes: {c['crashes']}, reads failed afterwards: {c['unreadable']} "
-                  f"({time.perf_counter() - started:.0f} s)", flush=True)
+            print(
+                f"... inputs: {c['inputs']}, accepted: {c['accepted']}, refused: {c['refused']}, "
+                f"crashes: {c['crashes']}, reads failed afterwards: {c['unreadable']} "
+                f"({time.perf_counter() - started:.0f} s)",
+                flush=True,
+            )
 
     feed._hypothesis_internal_use_seed = seed  # type: ignore[attr-defined]
     started = time.perf_counter()
@@ -70,9 +73,11 @@ def fuzz(run: FuzzRun, examples: int, seed: int) -> int:
     finally:
         seconds = time.perf_counter() - started
         counts = run.counts
-        print(f"inputs: {counts['inputs']}, accepted: {counts['accepted']}, refused: {counts['refused']}, "
-              f"crashes: {counts['crashes']}, reads failed afterwards: {counts['unreadable']} "
-              f"({seconds:.0f} s, seed {seed}, code {ROOT})")
+        print(
+            f"inputs: {counts['inputs']}, accepted: {counts['accepted']}, refused: {counts['refused']}, "
+            f"crashes: {counts['crashes']}, reads failed afterwards: {counts['unreadable']} "
+            f"({seconds:.0f} s, seed {seed}, code {ROOT})"
+        )
         for key, n in sorted(counts.items()):
             if key.startswith(("refused: ", "crash: ", "unreadable: ")):
                 print(f"  {key}: {n}")
@@ -84,5 +89,4 @@ if __name__ == "__main__":
     backend = sys.argv[sys.argv.index("--backend") + 1] if "--backend" in sys.argv else "sqlite"
     if backend not in ("sqlite", "postgres"):
         sys.exit("--backend is sqlite or postgres")
-    sys.exit(main(numbers[0] if numbers else 5000, numbers[1] if len(numbers) > 1 else 8, "--keep-going" in sys.argv,
-                  backend))
+    sys.exit(main(numbers[0] if numbers else 5000, numbers[1] if len(numbers) > 1 else 8, "--keep-going" in sys.argv, backend))

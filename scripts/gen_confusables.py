@@ -61,7 +61,7 @@ def letter(skeleton: str) -> str | None:
         return skeleton.casefold()
     name = unicodedata.name(skeleton, "")
     prefix = "LATIN LETTER SMALL CAPITAL "
-    if name.startswith(prefix) and name[len(prefix):].casefold() in LETTERS and len(name) == len(prefix) + 1:
+    if name.startswith(prefix) and name[len(prefix) :].casefold() in LETTERS and len(name) == len(prefix) + 1:
         return name[-1].casefold()
     return None
 

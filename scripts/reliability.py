@@ -115,8 +115,14 @@ def cli_env(settings: dict[str, str]) -> dict[str, str]:
 
 
 def cli(settings: dict[str, str], *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "adapters.cli", *args], cwd=ROOT, env=cli_env(settings),
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "adapters.cli", *args],
+        cwd=ROOT,
+        env=cli_env(settings),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def chat(settings: dict[str, str]) -> Chatrecord:
@@ -159,11 +165,26 @@ def fuzz(backends: list[str], inputs: int) -> None:
     rows = []
     for backend in backends:
         started = time.perf_counter()
-        run = subprocess.run([sys.executable, str(HERE / "scripts" / "fuzz_input.py"), str(inputs), "--keep-going",
-                              "--root", str(ROOT), "--backend", backend], capture_output=True, text=True, timeout=3600)
+        run = subprocess.run(
+            [
+                sys.executable,
+                str(HERE / "scripts" / "fuzz_input.py"),
+                str(inputs),
+                "--keep-going",
+                "--root",
+                str(ROOT),
+                "--backend",
+                backend,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=3600,
+        )
         last = [t for t in run.stdout.splitlines() if t.startswith("inputs: ")]
-        m = re.search(r"inputs: (\d+), accepted: (\d+), refused: (\d+), crashes: (\d+), reads failed afterwards: (\d+)",
-                      last[-1] if last else "")
+        m = re.search(
+            r"inputs: (\d+), accepted: (\d+), refused: (\d+), crashes: (\d+), reads failed afterwards: (\d+)",
+            last[-1] if last else "",
+        )
         if not m:
             print(f"fuzz on {backend}: no figures\n{run.stdout[-2000:]}\n{run.stderr[-3000:]}")
             FAILED.append(f"fuzz {backend}: no figures")
@@ -175,8 +196,11 @@ def fuzz(backends: list[str], inputs: int) -> None:
         for text in run.stdout.splitlines():
             if text.startswith(("  crash: ", "  unreadable: ")):
                 print(f"  {backend}{text}")
-    table("fuzz (scripts/fuzz_input.py --keep-going)",
-          ["backend", "inputs", "accepted", "refused", "crashes", "reads failed afterwards", "time"], rows)
+    table(
+        "fuzz (scripts/fuzz_input.py --keep-going)",
+        ["backend", "inputs", "accepted", "refused", "crashes", "reads failed afterwards", "time"],
+        rows,
+    )
 
 
 # ---------------------------------------------------------------- concurrent writers
@@ -237,9 +261,20 @@ def run_writers(settings: dict[str, str], setup: list[bytes], work: list[list[by
 
 
 def seg(conversation: str, name: str) -> bytes:
-    return orjson.dumps({"type": "segment_returned", "conversation": conversation, "at": AT, "segment": name,
-                         "run": name, "trigger": "turn", "outcome": "completed", "answer": "ok",
-                         "steps": [STEP, STEP], "pending": []})
+    return orjson.dumps(
+        {
+            "type": "segment_returned",
+            "conversation": conversation,
+            "at": AT,
+            "segment": name,
+            "run": name,
+            "trigger": "turn",
+            "outcome": "completed",
+            "answer": "ok",
+            "steps": [STEP, STEP],
+            "pending": [],
+        }
+    )
 
 
 def writers(backends: list[str], n: int, lines: int, folder: Path) -> None:
@@ -249,10 +284,13 @@ def writers(backends: list[str], n: int, lines: int, folder: Path) -> None:
             tag = uuid.uuid4().hex[:6]
             if scenario == "1 conversation":
                 conv = f"w1-{tag}"
-                setup = [orjson.dumps({"type": "conversation_started", "conversation": conv, "at": AT, "kind": "chat", "owner": 7}),
-                         orjson.dumps({"type": "user_message", "conversation": conv, "at": AT, "message": 1, "text": "x", "page": 1})]
-                work = [[seg(conv, f"shared-{i}") if i % 5 == 0 else seg(conv, f"w{w}-{i}") for i in range(lines)]
-                        for w in range(n)]
+                setup = [
+                    orjson.dumps({"type": "conversation_started", "conversation": conv, "at": AT, "kind": "chat", "owner": 7}),
+                    orjson.dumps({"type": "user_message", "conversation": conv, "at": AT, "message": 1, "text": "x", "page": 1}),
+                ]
+                work = [
+                    [seg(conv, f"shared-{i}") if i % 5 == 0 else seg(conv, f"w{w}-{i}") for i in range(lines)] for w in range(n)
+                ]
             else:
                 export = demo_export(lines * 2, 4)
                 per = {c: [raw for raw in export if orjson.loads(raw)["conversation"] == c] for c in conversations_of(export)}
@@ -273,13 +311,42 @@ def writers(backends: list[str], n: int, lines: int, folder: Path) -> None:
             must_be_zero(f"writers {backend} {scenario} lost", lost)
             must_be_zero(f"writers {backend} {scenario} doubled", doubled)
             must_be_zero(f"writers {backend} {scenario} errors", total["errors"])
-            rows.append([backend, scenario, sum(len(w) for w in work), total["raw"], total["errors"], total["retries"],
-                         total["acked"], exp, got, lost, doubled, f"{time.perf_counter() - started:.0f} s"])
+            rows.append(
+                [
+                    backend,
+                    scenario,
+                    sum(len(w) for w in work),
+                    total["raw"],
+                    total["errors"],
+                    total["retries"],
+                    total["acked"],
+                    exp,
+                    got,
+                    lost,
+                    doubled,
+                    f"{time.perf_counter() - started:.0f} s",
+                ]
+            )
             for key, v in sorted(kinds.items()):
                 print(f"  writers {backend} {scenario}: {key}: {v}")
-    table(f"concurrent writers ({n} processes, the API's record_lines, one line a call)",
-          ["backend", "scenario", "lines sent", "raw errors", "errors", "conflict retries", "lines acked",
-           "events expected", "events stored", "lost", "doubled", "time"], rows)
+    table(
+        f"concurrent writers ({n} processes, the API's record_lines, one line a call)",
+        [
+            "backend",
+            "scenario",
+            "lines sent",
+            "raw errors",
+            "errors",
+            "conflict retries",
+            "lines acked",
+            "events expected",
+            "events stored",
+            "lost",
+            "doubled",
+            "time",
+        ],
+        rows,
+    )
 
 
 # ---------------------------------------------------------------- reads during writes
@@ -356,15 +423,42 @@ def reads(backends: list[str], readers: int, lines: int, folder: Path) -> None:
         raw = sum(v for key, v in errors.items() if key.startswith("raw "))
         must_be_zero(f"reads {backend} mismatches", sum(bad.values()))
         must_be_zero(f"reads {backend} raw errors", raw)
-        rows.append([backend, len(export), len(events), total, sum(seen.values()), len(seen), len(valid),
-                     sum(bad.values()), len(bad), raw, f"{time.perf_counter() - started:.0f} s"])
+        rows.append(
+            [
+                backend,
+                len(export),
+                len(events),
+                total,
+                sum(seen.values()),
+                len(seen),
+                len(valid),
+                sum(bad.values()),
+                len(bad),
+                raw,
+                f"{time.perf_counter() - started:.0f} s",
+            ]
+        )
         for key, v in sorted(errors.items()):
             print(f"  reads {backend}: {key}: {v}")
         for key, v in list(bad.items())[:5]:
             print(f"  reads {backend}: a mismatched read ({v}x): {describe_mismatch(key, valid)}")
-    table(f"reads during writes (1 writer, {readers} reader processes, turn_input and turn_notes)",
-          ["backend", "lines written", "events", "reads", "turns read", "distinct turns read", "valid turns (prefixes)",
-           "mismatched reads", "distinct mismatches", "raw errors", "time"], rows)
+    table(
+        f"reads during writes (1 writer, {readers} reader processes, turn_input and turn_notes)",
+        [
+            "backend",
+            "lines written",
+            "events",
+            "reads",
+            "turns read",
+            "distinct turns read",
+            "valid turns (prefixes)",
+            "mismatched reads",
+            "distinct mismatches",
+            "raw errors",
+            "time",
+        ],
+        rows,
+    )
 
 
 def describe_mismatch(read: bytes, valid: set[bytes]) -> str:
@@ -388,8 +482,13 @@ def describe_mismatch(read: bytes, valid: set[bytes]) -> str:
 def _kill_at_random(settings: dict[str, str], args: list[str], rounds: int, span: float, rng: random.Random) -> list[str]:
     outcomes = []
     for _ in range(rounds):
-        p = subprocess.Popen([sys.executable, "-m", "adapters.cli", *args], cwd=ROOT, env=cli_env(settings),
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        p = subprocess.Popen(
+            [sys.executable, "-m", "adapters.cli", *args],
+            cwd=ROOT,
+            env=cli_env(settings),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         delay = rng.uniform(0.5, max(0.6, span))
         try:
             p.wait(timeout=delay)
@@ -430,11 +529,30 @@ def kill(backends: list[str], rounds: int, lines: int, folder: Path, seed: int) 
             c.close()
             lost = sum(max(0, expected[k] - stored[k]) for k in convs)
             doubled = sum(max(0, stored[k] - expected[k]) for k in convs)
-            for what, v in (("lost", lost), ("doubled", doubled), ("read models differ", differs + unequal),
-                            ("final ingest exit", final.returncode), ("verify exit", verify.returncode)):
+            for what, v in (
+                ("lost", lost),
+                ("doubled", doubled),
+                ("read models differ", differs + unequal),
+                ("final ingest exit", final.returncode),
+                ("verify exit", verify.returncode),
+            ):
                 must_be_zero(f"kill ingest {backend} {what}", v)
-            rows.append([backend, len(export), f"{span:.1f} s", "; ".join(outcomes), final.returncode,
-                         sum(expected.values()), sum(stored.values()), lost, doubled, verify.returncode, differs, unequal])
+            rows.append(
+                [
+                    backend,
+                    len(export),
+                    f"{span:.1f} s",
+                    "; ".join(outcomes),
+                    final.returncode,
+                    sum(expected.values()),
+                    sum(stored.values()),
+                    lost,
+                    doubled,
+                    verify.returncode,
+                    differs,
+                    unequal,
+                ]
+            )
             if final.returncode:
                 print(f"  final ingest {backend}: {final.stderr[-1500:]}")
             if verify.returncode:
@@ -463,16 +581,52 @@ def kill(backends: list[str], rounds: int, lines: int, folder: Path, seed: int) 
             must_be_zero(f"kill rebuild {backend} replay differs after the kills", differs_killed)
             must_be_zero(f"kill rebuild {backend} next rebuild exit", after.returncode)
             must_be_zero(f"kill rebuild {backend} read models differ after", differs)
-            rebuild_rows.append([backend, f"{span:.1f} s (exit {same.returncode})", "; ".join(outcomes),
-                                 f"{rules_before} -> {rules_after}", changed, differs_killed, after.returncode, differs])
+            rebuild_rows.append(
+                [
+                    backend,
+                    f"{span:.1f} s (exit {same.returncode})",
+                    "; ".join(outcomes),
+                    f"{rules_before} -> {rules_after}",
+                    changed,
+                    differs_killed,
+                    after.returncode,
+                    differs,
+                ]
+            )
             if after.returncode:
                 print(f"  rebuild after kills {backend}: {after.stderr[-1500:]}")
-    table(f"kill -9 of `ingest --batch-lines 20` ({rounds} rounds, then run to the end)",
-          ["backend", "lines", "one whole ingest", "kills", "final ingest exit", "events expected", "events stored",
-           "lost", "doubled", "verify exit", "replay differs", "turn_input != fresh store"], rows)
-    table(f"kill -9 of `rebuild --rules 2026-11-01` ({rounds} rounds), then a whole rebuild",
-          ["backend", "one whole rebuild", "kills", "live rules before -> after the kills", "live turns changed by the kills",
-           "replay differs after the kills", "next rebuild exit", "replay differs after it"], rebuild_rows)
+    table(
+        f"kill -9 of `ingest --batch-lines 20` ({rounds} rounds, then run to the end)",
+        [
+            "backend",
+            "lines",
+            "one whole ingest",
+            "kills",
+            "final ingest exit",
+            "events expected",
+            "events stored",
+            "lost",
+            "doubled",
+            "verify exit",
+            "replay differs",
+            "turn_input != fresh store",
+        ],
+        rows,
+    )
+    table(
+        f"kill -9 of `rebuild --rules 2026-11-01` ({rounds} rounds), then a whole rebuild",
+        [
+            "backend",
+            "one whole rebuild",
+            "kills",
+            "live rules before -> after the kills",
+            "live turns changed by the kills",
+            "replay differs after the kills",
+            "next rebuild exit",
+            "replay differs after it",
+        ],
+        rebuild_rows,
+    )
 
 
 # ---------------------------------------------------------------- serve
@@ -482,12 +636,30 @@ def serve(clients: int, lines: int, max_seconds: float) -> None:
     script = ROOT / "scripts" / "bench_http.py"
     if not script.exists():
         script = HERE / "scripts" / "bench_http.py"
-    run = subprocess.run([sys.executable, str(script), "--backend", "sqlite", "--clients", str(clients),
-                          "--lines", str(lines), "--max-seconds", str(max_seconds)],
-                         cwd=ROOT, env=cli_env({}), capture_output=True, text=True, timeout=max_seconds * 5 + 300)
+    run = subprocess.run(
+        [
+            sys.executable,
+            str(script),
+            "--backend",
+            "sqlite",
+            "--clients",
+            str(clients),
+            "--lines",
+            str(lines),
+            "--max-seconds",
+            str(max_seconds),
+        ],
+        cwd=ROOT,
+        env=cli_env({}),
+        capture_output=True,
+        text=True,
+        timeout=max_seconds * 5 + 300,
+    )
     rows = []
-    pattern = re.compile(r"^\s+(http|api)\s+(.+?)\s+(\d+)/(\d+) lines acked in\s+([\d.]+) s:\s+([\d.]+) req/s, p50\s+([\d.]+) ms, "
-                         r"p99\s+([\d.]+) ms, retries (\d+), errors (\d+); events acked (\d+), stored (\d+): lost (\d+), doubled (\d+)")
+    pattern = re.compile(
+        r"^\s+(http|api)\s+(.+?)\s+(\d+)/(\d+) lines acked in\s+([\d.]+) s:\s+([\d.]+) req/s, p50\s+([\d.]+) ms, "
+        r"p99\s+([\d.]+) ms, retries (\d+), errors (\d+); events acked (\d+), stored (\d+): lost (\d+), doubled (\d+)"
+    )
     for text in run.stdout.splitlines():
         m = pattern.match(text)
         if m:
@@ -502,8 +674,11 @@ def serve(clients: int, lines: int, max_seconds: float) -> None:
     if not rows:
         print(f"serve: no figures\n{run.stdout[-2000:]}\n{run.stderr[-3000:]}")
         FAILED.append("serve: no figures")
-    table(f"serve on SQLite ({clients} clients x {lines} lines, scripts/bench_http.py, one server process)",
-          ["way", "scenario", "lines acked", "errors", "503s (sent again)", "p50", "p99", "req/s", "lost", "doubled"], rows)
+    table(
+        f"serve on SQLite ({clients} clients x {lines} lines, scripts/bench_http.py, one server process)",
+        ["way", "scenario", "lines acked", "errors", "503s (sent again)", "p50", "p99", "req/s", "lost", "doubled"],
+        rows,
+    )
 
 
 # ---------------------------------------------------------------- main
@@ -526,8 +701,13 @@ def main() -> int:
     parser.add_argument("--http-max-seconds", type=float, default=180.0)
     parser.add_argument("--seed", type=int, default=20)
     args = parser.parse_args()
-    if not (1 <= args.writers <= 32 and 1 <= args.readers <= 16 and args.fuzz_inputs <= 50_000
-            and args.kill_lines <= 50_000 and args.kill_rounds <= 50):
+    if not (
+        1 <= args.writers <= 32
+        and 1 <= args.readers <= 16
+        and args.fuzz_inputs <= 50_000
+        and args.kill_lines <= 50_000
+        and args.kill_rounds <= 50
+    ):
         raise SystemExit("counts out of bounds: --writers 1..32, --readers 1..16, --fuzz-inputs/--kill-lines <= 50,000")
     unknown = set(args.sections) - {"fuzz", "writers", "reads", "kill", "serve"}
     if unknown:

@@ -43,7 +43,9 @@ def bindir() -> Path:
     found = shutil.which("initdb")
     if found:
         return Path(os.path.realpath(found)).parent
-    folders = sorted(glob.glob("/usr/lib/postgresql/*/bin"), key=lambda p: int(p.split("/")[-2]) if p.split("/")[-2].isdigit() else 0)
+    folders = sorted(
+        glob.glob("/usr/lib/postgresql/*/bin"), key=lambda p: int(p.split("/")[-2]) if p.split("/")[-2].isdigit() else 0
+    )
     if not folders:
         raise FileNotFoundError("no initdb on PATH nor in /usr/lib/postgresql/*/bin")
     return Path(folders[-1])
@@ -90,8 +92,13 @@ class ThrowawayServer:
     def stop(self) -> None:
         """Stops the server (fast shutdown) and removes its folder; safe to call twice."""
         if (self.dir / "data" / "postmaster.pid").exists():
-            subprocess.run([str(bindir() / "pg_ctl"), "-D", str(self.dir / "data"), "-m", "fast", "-w", "-t", "30",
-                            "stop"], preexec_fn=_as(self.user), cwd="/", capture_output=True, check=False)
+            subprocess.run(
+                [str(bindir() / "pg_ctl"), "-D", str(self.dir / "data"), "-m", "fast", "-w", "-t", "30", "stop"],
+                preexec_fn=_as(self.user),
+                cwd="/",
+                capture_output=True,
+                check=False,
+            )
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
@@ -101,32 +108,73 @@ def start_server(settings: Mapping[str, str] | None = None, files: Mapping[str, 
     (a setting names one as `{dir}/NAME`, e.g. "ssl_cert_file": "{dir}/server.crt").
     Raises RuntimeError, with the log, when initdb or the start fails."""
     server = _new_server(files)
-    initdb = subprocess.run([str(bindir() / "initdb"), "-D", str(server.dir / "data"), "-U", "postgres", "-A", "trust",
-                             "-E", "UTF8", "--locale=C", "--no-sync"], preexec_fn=_as(server.user), cwd="/",
-                            capture_output=True, text=True, check=False)
+    initdb = subprocess.run(
+        [
+            str(bindir() / "initdb"),
+            "-D",
+            str(server.dir / "data"),
+            "-U",
+            "postgres",
+            "-A",
+            "trust",
+            "-E",
+            "UTF8",
+            "--locale=C",
+            "--no-sync",
+        ],
+        preexec_fn=_as(server.user),
+        cwd="/",
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if initdb.returncode != 0:
         server.stop()
         raise RuntimeError(f"initdb failed: {initdb.stdout}{initdb.stderr}")
     _start(server, settings)
-    created = subprocess.run([str(bindir() / "createdb"), "-h", "127.0.0.1", "-p", str(server.port), "-U", "postgres",
-                              "test"], capture_output=True, text=True, check=False)
+    created = subprocess.run(
+        [str(bindir() / "createdb"), "-h", "127.0.0.1", "-p", str(server.port), "-U", "postgres", "test"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if created.returncode != 0:
         server.stop()
         raise RuntimeError(f"createdb failed: {created.stderr}")
     return server
 
 
-def start_standby(primary: ThrowawayServer, settings: Mapping[str, str] | None = None,
-                  name: str = "standby") -> ThrowawayServer:
+def start_standby(primary: ThrowawayServer, settings: Mapping[str, str] | None = None, name: str = "standby") -> ThrowawayServer:
     """Starts a streaming hot standby of `primary`: `pg_basebackup -R` (which writes
     `primary_conninfo` and `standby.signal`) into a new folder, then the server on a port of its
     own with `settings` (e.g. {"recovery_min_apply_delay": "2s"}); it connects as
     application_name `name`, which the primary's `synchronous_standby_names` can list. Raises
     RuntimeError, with the log, when the copy or the start fails."""
     server = _new_server()
-    copied = subprocess.run([str(bindir() / "pg_basebackup"), "-h", "127.0.0.1", "-p", str(primary.port), "-U", "postgres",
-                             "-D", str(server.dir / "data"), "-R", "-X", "stream", "-c", "fast", "--no-sync"],
-                            preexec_fn=_as(server.user), cwd="/", capture_output=True, text=True, check=False)
+    copied = subprocess.run(
+        [
+            str(bindir() / "pg_basebackup"),
+            "-h",
+            "127.0.0.1",
+            "-p",
+            str(primary.port),
+            "-U",
+            "postgres",
+            "-D",
+            str(server.dir / "data"),
+            "-R",
+            "-X",
+            "stream",
+            "-c",
+            "fast",
+            "--no-sync",
+        ],
+        preexec_fn=_as(server.user),
+        cwd="/",
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if copied.returncode != 0:
         server.stop()
         raise RuntimeError(f"pg_basebackup failed: {copied.stdout}{copied.stderr}")
@@ -145,14 +193,25 @@ def reconfigure(server: ThrowawayServer, settings: Mapping[str, str]) -> None:
     lines = [line for line in auto.read_text().splitlines() if line.split("=")[0].strip() not in settings]
     lines += [f"{name} = '{value}'" for name, value in settings.items()]
     auto.write_text("\n".join(lines) + "\n")
-    subprocess.run([str(bindir() / "pg_ctl"), "-D", str(server.dir / "data"), "reload"], preexec_fn=_as(server.user),
-                   cwd="/", capture_output=True, check=True)
+    subprocess.run(
+        [str(bindir() / "pg_ctl"), "-D", str(server.dir / "data"), "reload"],
+        preexec_fn=_as(server.user),
+        cwd="/",
+        capture_output=True,
+        check=True,
+    )
 
 
 def promote(server: ThrowawayServer) -> None:
     """Promotes a standby to a primary (`pg_ctl promote`, waiting until it accepts writes)."""
-    subprocess.run([str(bindir() / "pg_ctl"), "-D", str(server.dir / "data"), "-w", "-t", "60", "promote"],
-                   preexec_fn=_as(server.user), cwd="/", capture_output=True, text=True, check=True)
+    subprocess.run(
+        [str(bindir() / "pg_ctl"), "-D", str(server.dir / "data"), "-w", "-t", "60", "promote"],
+        preexec_fn=_as(server.user),
+        cwd="/",
+        capture_output=True,
+        text=True,
+        check=True,
+    )
 
 
 def kill(server: ThrowawayServer) -> None:
@@ -193,12 +252,28 @@ def _new_server(files: Mapping[str, bytes] | None = None) -> ThrowawayServer:
 def _start(server: ThrowawayServer, settings: Mapping[str, str] | None) -> None:
     """Starts the server of `server.dir / "data"` with `settings` (after the defaults, so they win)."""
     folder = server.dir
-    options = [f"-p {server.port}", f"-k {folder}", "-c listen_addresses=127.0.0.1", "-c fsync=off",
-               "-c synchronous_commit=off"]
+    options = [f"-p {server.port}", f"-k {folder}", "-c listen_addresses=127.0.0.1", "-c fsync=off", "-c synchronous_commit=off"]
     options += [f"-c {name}={value.format(dir=folder)}" for name, value in (settings or {}).items()]
-    started = subprocess.run([str(bindir() / "pg_ctl"), "-D", str(folder / "data"), "-l", str(folder / "server.log"),
-                              "-w", "-t", "60", "start", "-o", " ".join(options)], preexec_fn=_as(server.user), cwd="/",
-                             capture_output=True, text=True, check=False)
+    started = subprocess.run(
+        [
+            str(bindir() / "pg_ctl"),
+            "-D",
+            str(folder / "data"),
+            "-l",
+            str(folder / "server.log"),
+            "-w",
+            "-t",
+            "60",
+            "start",
+            "-o",
+            " ".join(options),
+        ],
+        preexec_fn=_as(server.user),
+        cwd="/",
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if started.returncode != 0:
         log = (folder / "server.log").read_text(errors="replace") if (folder / "server.log").exists() else ""
         server.stop()
@@ -233,28 +308,53 @@ def tls_files() -> TLSFiles:
     now = datetime.datetime.now(datetime.UTC)
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "chatrecord test CA")])
-    ca = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name).public_key(ca_key.public_key())
-          .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
-          .not_valid_after(now + datetime.timedelta(days=1))
-          .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-          .add_extension(x509.KeyUsage(digital_signature=True, content_commitment=False, key_encipherment=False,
-                                       data_encipherment=False, key_agreement=False, key_cert_sign=True,
-                                       crl_sign=True, encipher_only=False, decipher_only=False), critical=True)
-          .sign(ca_key, hashes.SHA256()))
+    ca = (
+        x509.CertificateBuilder()
+        .subject_name(ca_name)
+        .issuer_name(ca_name)
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                key_cert_sign=True,
+                crl_sign=True,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
     key = ec.generate_private_key(ec.SECP256R1())
-    cert = (x509.CertificateBuilder()
-            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")]))
-            .issuer_name(ca_name).public_key(key.public_key()).serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(minutes=5)).not_valid_after(now + datetime.timedelta(days=1))
-            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
-                                                        x509.DNSName("localhost")]), critical=False)
-            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-            .sign(ca_key, hashes.SHA256()))
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")]))
+        .issuer_name(ca_name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1")), x509.DNSName("localhost")]),
+            critical=False,
+        )
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .sign(ca_key, hashes.SHA256())
+    )
     return TLSFiles(
         ca.public_bytes(serialization.Encoding.PEM),
         cert.public_bytes(serialization.Encoding.PEM),
-        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL,
-                          serialization.NoEncryption()),
+        key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL, serialization.NoEncryption()
+        ),
     )
 
 
@@ -263,8 +363,9 @@ def replay_position(server: ThrowawayServer) -> str:
     import psycopg
 
     with psycopg.connect(server.url, autocommit=True, connect_timeout=5) as conn:
-        row = conn.execute("SELECT CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() "
-                           "ELSE pg_current_wal_lsn() END::text").fetchone()
+        row = conn.execute(
+            "SELECT CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() ELSE pg_current_wal_lsn() END::text"
+        ).fetchone()
     assert row is not None
     return str(row[0])
 
@@ -287,8 +388,7 @@ def wait_replayed(primary: ThrowawayServer, standby: ThrowawayServer, timeout: f
             if done is not None and done[0]:
                 return
             if time.monotonic() > deadline:
-                raise TimeoutError(f"the standby on port {standby.port} did not replay up to {target} "
-                                   f"in {timeout} s")
+                raise TimeoutError(f"the standby on port {standby.port} did not replay up to {target} in {timeout} s")
             time.sleep(0.02)
 
 
@@ -302,8 +402,10 @@ class Replicated:
     @property
     def url(self) -> str:
         """The multi-host URL of both, the one that accepts writes chosen by libpq."""
-        return (f"postgresql://postgres@127.0.0.1:{self.primary.port},127.0.0.1:{self.standby.port}/test"
-                "?target_session_attrs=read-write")
+        return (
+            f"postgresql://postgres@127.0.0.1:{self.primary.port},127.0.0.1:{self.standby.port}/test"
+            "?target_session_attrs=read-write"
+        )
 
     def stop(self) -> None:
         self.standby.stop()

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from adapters.store.idempotency import IdempotencyKeys
     from adapters.views.backends import Backend
 
+
 def one_line(message: str) -> str:
     """Returns a driver's message of several lines as one: each line's spaces folded, a line that
     ends without punctuation closed by `.` when the next begins a sentence (an upper-case

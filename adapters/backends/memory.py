@@ -66,16 +66,14 @@ class ChainedPOPORecorder(ChainedRecorder, POPOApplicationRecorder):
         return [(key, s.originator_version, s.topic, s.state) for s in self.select_events(key, lte=upto)]
 
     @staticmethod
-    def _sorted(keys: Iterator[tuple[UUID, int]], after: tuple[UUID, int] | None,
-                only: UUID | None) -> list[tuple[UUID, int]]:
+    def _sorted(keys: Iterator[tuple[UUID, int]], after: tuple[UUID, int] | None, only: UUID | None) -> list[tuple[UUID, int]]:
         return sorted(k for k in keys if (only is None or k[0] == only) and (after is None or k > after))[:PAGE]
 
     def chain_events(self, after: tuple[UUID, int] | None, only: UUID | None = None) -> list[Stored]:
         with self._database_lock:
             index = {(UUID(i), v): p for i, versions in self._stored_events_index.items() for v, p in versions.items()}
             picked = self._sorted(iter(index), after, only)
-            return [(k, v, self._stored_events[index[(k, v)]].topic, self._stored_events[index[(k, v)]].state)
-                    for k, v in picked]
+            return [(k, v, self._stored_events[index[(k, v)]].topic, self._stored_events[index[(k, v)]].state) for k, v in picked]
 
     def chain_links(self, after: tuple[UUID, int] | None, only: UUID | None = None) -> list[Link]:
         with self._database_lock:
@@ -192,12 +190,19 @@ class MemoryBackend(Backend):
     def generations(self, curs: Any) -> set[int]:
         return set(self.tables)
 
-    def newest_heads(self, curs: Any, generation: int, limit: int, before: tuple[int, str] | None = None,
-                     since: int | None = None) -> list[tuple[str, int, str, int | None]]:
+    def newest_heads(
+        self, curs: Any, generation: int, limit: int, before: tuple[int, str] | None = None, since: int | None = None
+    ) -> list[tuple[str, int, str, int | None]]:
         with self.lock_:  # the in-memory store's heads, sorted here: it holds what a test or the demo wrote
-            found = sorted(((r.head.last_at, str(cid), r.head.conversation, r.head.users)
-                            for cid, r in self.tables.get(generation, {}).items()
-                            if r.head is not None and r.head.last_at is not None), key=lambda f: f[:2], reverse=True)
+            found = sorted(
+                (
+                    (r.head.last_at, str(cid), r.head.conversation, r.head.users)
+                    for cid, r in self.tables.get(generation, {}).items()
+                    if r.head is not None and r.head.last_at is not None
+                ),
+                key=lambda f: f[:2],
+                reverse=True,
+            )
         found = [f for f in found if (before is None or f[:2] < before) and (since is None or f[0] >= since)]
         return [(cid, at, name, users) for at, cid, name, users in found[:limit]]
 

@@ -49,7 +49,8 @@ class WriterQueue:
                 if left <= 0:
                     self._given_up.add(ticket)
                     raise ConnectionUnavailableError(
-                        f"Timed out waiting for the writer ahead (no write ended for {self.patience:g} s)")
+                        f"Timed out waiting for the writer ahead (no write ended for {self.patience:g} s)"
+                    )
                 self._moved.wait(left)
                 if self._serving != seen:  # the queue moved: wait the full patience again
                     seen = self._serving

@@ -104,7 +104,8 @@ def show_version(value: bool) -> None:
 
 @app.callback()
 def main_options(
-    _version: Annotated[bool, typer.Option("--version", callback=show_version, is_eager=True,
-                                           help="Print the version and exit.")] = False,
+    _version: Annotated[
+        bool, typer.Option("--version", callback=show_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
 ) -> None:
     """An event-sourced conversation store: what an AI agent's runs did, and the notes a later turn reads."""

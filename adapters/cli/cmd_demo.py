@@ -11,8 +11,11 @@ from projections.rules import Rules
 
 
 @app.command()
-def demo(rules: Annotated[Rules | None, rules_option(
-    "Print the same turn under this rule set too, after the store's, and compare.")] = None) -> None:
+def demo(
+    rules: Annotated[
+        Rules | None, rules_option("Print the same turn under this rule set too, after the store's, and compare.")
+    ] = None,
+) -> None:
     """Replays the demo SEO tour and prints what the model is sent three days later.
 
     The question is "was ist hier passiert?"; the chat record's notes are boxed. The tour (six approved cards on page 42) ships with the package. It is ingested into the

@@ -32,14 +32,17 @@ def confirmed(conversation: str, yes: bool) -> None:
     if not sys.stdin.isatty():
         raise ConfirmationNeeded(
             "erase cannot be undone; give --yes to erase without a terminal to confirm on "
-            f"(chatrecord erase {conversation} --yes)")
+            f"(chatrecord erase {conversation} --yes)"
+        )
     if not typer.confirm(f"Erase the texts of {conversation}? This cannot be undone", default=False):
         raise NotConfirmed(f"{conversation}: nothing erased (not confirmed)")
 
 
 def erase(
     conversation: Annotated[str, typer.Argument(metavar="CONVERSATION", help="The conversation id, as the chat names it.")],
-    yes: Annotated[bool, typer.Option("--yes", "-y", help="Erase without asking; needed where standard input is not a terminal.")] = False,
+    yes: Annotated[
+        bool, typer.Option("--yes", "-y", help="Erase without asking; needed where standard input is not a terminal.")
+    ] = False,
 ) -> None:
     """Erases a conversation's texts: its data key is deleted, its facts stay.
 
@@ -60,8 +63,10 @@ def erase(
         done = chatrecord.erase(conversation)
     when = done.at.strftime("%Y-%m-%d %H:%M:%S UTC")
     if done.unreadable is not None:
-        say(f"{conversation}: texts erased at {when}: its data key is deleted and its read models dropped, but "
-            f"no erasure event is recorded, since its log cannot be read back ({done.unreadable})")
+        say(
+            f"{conversation}: texts erased at {when}: its data key is deleted and its read models dropped, but "
+            f"no erasure event is recorded, since its log cannot be read back ({done.unreadable})"
+        )
     elif done.recorded:
         say(f"{conversation}: texts erased at {when} (event version {done.version}); the facts stay")
     else:

@@ -27,11 +27,19 @@ class ExportFormat(StrEnum):
 
 @app.command()
 def export(
-    conversation: Annotated[str, typer.Argument(metavar="CONVERSATION", help="The conversation id, as the chat names it or as list prints it.")],
+    conversation: Annotated[
+        str, typer.Argument(metavar="CONVERSATION", help="The conversation id, as the chat names it or as list prints it.")
+    ],
     upto: Annotated[int | None, typer.Option("--upto", min=1, help="Stop after user message N and what belongs to it.")] = None,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file (default: standard output).")] = None,
-    export_format: Annotated[ExportFormat, typer.Option(
-        "--format", metavar="[jsonl|otlp]", help="jsonl: the chat's lines; otlp: the trace as OTLP/JSON, as `traces show` writes it.")] = ExportFormat.jsonl,
+    export_format: Annotated[
+        ExportFormat,
+        typer.Option(
+            "--format",
+            metavar="[jsonl|otlp]",
+            help="jsonl: the chat's lines; otlp: the trace as OTLP/JSON, as `traces show` writes it.",
+        ),
+    ] = ExportFormat.jsonl,
 ) -> None:
     """Writes a stored conversation as the chat's JSON Lines (docs/input-format.md).
 

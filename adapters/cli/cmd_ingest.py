@@ -24,11 +24,14 @@ from adapters.service.results import EmptyInput
 
 @app.command()
 def ingest(
-    files: Annotated[list[Path], typer.Argument(metavar="FILE...", help="JSON Lines files the chat wrote; - reads standard input.")],
+    files: Annotated[
+        list[Path], typer.Argument(metavar="FILE...", help="JSON Lines files the chat wrote; - reads standard input.")
+    ],
     skip_bad: Annotated[bool, typer.Option("--skip-bad", help="Reject bad lines and go on.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON summary object per file.")] = False,
-    batch_lines: Annotated[int, typer.Option("--batch-lines", min=1, max=100_000,
-                                             help="Lines stored per transaction.")] = BATCH_LINES,
+    batch_lines: Annotated[
+        int, typer.Option("--batch-lines", min=1, max=100_000, help="Lines stored per transaction.")
+    ] = BATCH_LINES,
 ) -> None:
     """Ingests the chat's JSON Lines files into the configured store.
 
@@ -54,8 +57,7 @@ def ingest(
             try:
                 if is_stdin(path):
                     with IngestProgress(err, STDIN_NAME, None) as progress:
-                        report = chatrecord.ingest(stdin_lines(), STDIN_NAME, skip_bad, batch_lines, progress,
-                                                   interrupts.held)
+                        report = chatrecord.ingest(stdin_lines(), STDIN_NAME, skip_bad, batch_lines, progress, interrupts.held)
                 else:
                     with path.open("rb") as stream, IngestProgress(err, path.name, _size(stream.fileno())) as progress:
                         report = chatrecord.ingest(stream, path.name, skip_bad, batch_lines, progress, interrupts.held)

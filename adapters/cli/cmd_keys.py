@@ -19,13 +19,14 @@ from adapters.store.settings import describe_backend, open_store
 
 keys_app = typer.Typer(
     help="The master key: show the store's key state, bind it to a master key, rotate or remove it.\n\n"
-         "Reading and writing commands never change the key state; these do, each in one transaction.\n\n"
-         "Example:\n\n    chatrecord keys status",
+    "Reading and writing commands never change the key state; these do, each in one transaction.\n\n"
+    "Example:\n\n    chatrecord keys status",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode="markdown",
 )
+
 
 @contextmanager
 def opened(reading: bool = False) -> Iterator[Chatrecord]:
@@ -90,11 +91,12 @@ def wrap(as_json: JsonOption = False) -> None:
         change = chatrecord.wrap_keys()
         store = describe_backend(chatrecord.store)
     if not change.changed:
-        line = (f"{store}: every data key is wrapped by CHATRECORD_MASTER_KEY already ({_counts(change.state)}); "
-                "nothing changed")
+        line = f"{store}: every data key is wrapped by CHATRECORD_MASTER_KEY already ({_counts(change.state)}); nothing changed"
     else:
-        line = (f"{store}: wrapped {change.rewrapped} data key{'' if change.rewrapped == 1 else 's'} with "
-                "CHATRECORD_MASTER_KEY; from now on every command on this store needs that key")
+        line = (
+            f"{store}: wrapped {change.rewrapped} data key{'' if change.rewrapped == 1 else 's'} with "
+            "CHATRECORD_MASTER_KEY; from now on every command on this store needs that key"
+        )
     _report(change, store, as_json, line)
 
 
@@ -114,9 +116,13 @@ def rotate(as_json: JsonOption = False) -> None:
     with opened() as chatrecord:
         change = chatrecord.rotate_keys(os.environ.get(NEW_MASTER_KEY_VARIABLE, ""))
         store = describe_backend(chatrecord.store)
-    _report(change, store, as_json,
-            f"{store}: rewrapped {change.rewrapped} data key{'' if change.rewrapped == 1 else 's'} with "
-            f"{NEW_MASTER_KEY_VARIABLE}; set CHATRECORD_MASTER_KEY to it for every command from now on")
+    _report(
+        change,
+        store,
+        as_json,
+        f"{store}: rewrapped {change.rewrapped} data key{'' if change.rewrapped == 1 else 's'} with "
+        f"{NEW_MASTER_KEY_VARIABLE}; set CHATRECORD_MASTER_KEY to it for every command from now on",
+    )
 
 
 @keys_app.command()
@@ -138,7 +144,9 @@ def unwrap(as_json: JsonOption = False) -> None:
     if not change.changed:
         line = f"{store}: no master key and no wrapped data key; nothing changed"
     else:
-        line = (f"{store}: unwrapped {change.rewrapped} data key{'' if change.rewrapped == 1 else 's'} and removed "
-                "the master key; commands need no CHATRECORD_MASTER_KEY now, and whoever reads the database can "
-                "read the texts")
+        line = (
+            f"{store}: unwrapped {change.rewrapped} data key{'' if change.rewrapped == 1 else 's'} and removed "
+            "the master key; commands need no CHATRECORD_MASTER_KEY now, and whoever reads the database can "
+            "read the texts"
+        )
     _report(change, store, as_json, line)

@@ -27,8 +27,10 @@ def _since(value: str | None) -> datetime | None:
 
 @app.command(name="list")
 def list_(
-    since: Annotated[str | None, typer.Option("--since", help="Only conversations active at or after this time "
-                                              "(ISO-8601, e.g. 2026-10-28T09:00:00Z).")] = None,
+    since: Annotated[
+        str | None,
+        typer.Option("--since", help="Only conversations active at or after this time (ISO-8601, e.g. 2026-10-28T09:00:00Z)."),
+    ] = None,
     limit: Annotated[int, typer.Option("--limit", min=1, max=LIST_LIMIT_MAX, help="At most this many a page.")] = 50,
     cursor: Annotated[str | None, typer.Option("--cursor", help="The next page: the cursor the page before printed.")] = None,
     as_json: JsonOption = False,
@@ -54,12 +56,29 @@ def list_(
     if not page.conversations:
         say("no conversations" + (" since " + iso(at) if at else "") + (" after this cursor" if cursor else ""))
     else:
-        rows = [COLUMNS] + [(c.conversation, c.kind, str(c.messages), str(c.segments), str(c.events),
-                             iso(c.first_at), iso(c.last_at), "erased" if c.erased else "") for c in page.conversations]
+        rows = [COLUMNS] + [
+            (
+                c.conversation,
+                c.kind,
+                str(c.messages),
+                str(c.segments),
+                str(c.events),
+                iso(c.first_at),
+                iso(c.last_at),
+                "erased" if c.erased else "",
+            )
+            for c in page.conversations
+        ]
         widths = [max(len(visible(row[i])) for row in rows) for i in range(len(COLUMNS))]
         for row in rows:  # plain columns, never cut: the id is what the next command takes
-            cells = [visible(v).rjust(w) if i in (2, 3, 4) else visible(v).ljust(w) for i, (v, w) in enumerate(zip(row, widths, strict=True))]
+            cells = [
+                visible(v).rjust(w) if i in (2, 3, 4) else visible(v).ljust(w)
+                for i, (v, w) in enumerate(zip(row, widths, strict=True))
+            ]
             say("  ".join(cells).rstrip())
     if page.cursor:
-        say(f"more: chatrecord list --cursor {page.cursor}" + (f" --limit {limit}" if limit != 50 else "")
-            + (f" --since {since}" if since else ""))
+        say(
+            f"more: chatrecord list --cursor {page.cursor}"
+            + (f" --limit {limit}" if limit != 50 else "")
+            + (f" --since {since}" if since else "")
+        )

@@ -30,9 +30,16 @@ def rebuild(
     rules: Annotated[Rules, rules_option("The rule set to rebuild under.")] = Rules(DEFAULT_RULE_SET),
     diff: Annotated[bool, typer.Option("--diff", help="Only show what would change; switch nothing.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report (or the diff) as one JSON object.")] = False,
-    workers: Annotated[int | None, typer.Option(
-        "--workers", min=1, max=MOST_WORKERS, help="Processes that fold the log, each its own conversations (PostgreSQL only; "
-                                 "default: one per CPU, up to 4, for a log of 10,000 events or more).")] = None,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            "--workers",
+            min=1,
+            max=MOST_WORKERS,
+            help="Processes that fold the log, each its own conversations (PostgreSQL only; "
+            "default: one per CPU, up to 4, for a log of 10,000 events or more).",
+        ),
+    ] = None,
 ) -> None:
     """Rebuilds the read models under a rule set and reports what changed.
 
@@ -57,14 +64,26 @@ def rebuild(
             if as_json:
                 print_json(diff_json(live, rules.value, changed))
                 return
-            say(f"{live} → {rules.value}: {len(changed)} "
-                f"conversation{'' if len(changed) == 1 else 's'} would change (nothing switched)")
+            say(
+                f"{live} → {rules.value}: {len(changed)} "
+                f"conversation{'' if len(changed) == 1 else 's'} would change (nothing switched)"
+            )
             for conversation_diff in changed:
                 emit(diff_view(conversation_diff))
             return
-        with Progress(TextColumn("rebuilding"), BarColumn(), MofNCompleteColumn(), TextColumn("events"),
-                      TimeElapsedColumn(), console=err, transient=True, disable=not err.is_terminal) as progress, \
-                Interrupts() as interrupts:
+        with (
+            Progress(
+                TextColumn("rebuilding"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("events"),
+                TimeElapsedColumn(),
+                console=err,
+                transient=True,
+                disable=not err.is_terminal,
+            ) as progress,
+            Interrupts() as interrupts,
+        ):
             task = progress.add_task("rebuild", total=None)
             lines = RebuildLines()
 
@@ -82,11 +101,15 @@ def rebuild(
     if as_json:
         print_json(rebuild_json(report))
         return
-    say(f"rebuilt under {report.rules} (was {report.old_rules}): {report.conversations} "
+    say(
+        f"rebuilt under {report.rules} (was {report.old_rules}): {report.conversations} "
         f"conversation{'' if report.conversations == 1 else 's'}, {report.events} event{'' if report.events == 1 else 's'}"
-        + (f" (folded in {report.workers} processes)" if report.workers > 1 else ""))
+        + (f" (folded in {report.workers} processes)" if report.workers > 1 else "")
+    )
     if report.unreadable:
         n = len(report.unreadable)
-        warn(f"{n} conversation{'' if n == 1 else 's'} could not be read to the end, and {'its' if n == 1 else 'their'} "
-             f"read models stop before the event that failed: "
-             f"{', '.join(unreadable)}; run: chatrecord verify")
+        warn(
+            f"{n} conversation{'' if n == 1 else 's'} could not be read to the end, and {'its' if n == 1 else 'their'} "
+            f"read models stop before the event that failed: "
+            f"{', '.join(unreadable)}; run: chatrecord verify"
+        )

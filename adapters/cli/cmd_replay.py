@@ -30,13 +30,15 @@ from projections.rules import DEFAULT_RULE_SET
 
 @app.command()
 def replay(
-    file: Annotated[Path | None, typer.Argument(metavar="FILE", help="Replay this JSON Lines file in memory; - reads standard input.")] = None,
-    conversation: Annotated[str | None, typer.Option("--conversation", "-c",
-                                                     help="Replay this stored conversation.")] = None,
+    file: Annotated[
+        Path | None, typer.Argument(metavar="FILE", help="Replay this JSON Lines file in memory; - reads standard input.")
+    ] = None,
+    conversation: Annotated[str | None, typer.Option("--conversation", "-c", help="Replay this stored conversation.")] = None,
     rules: RulesOption = None,
     at: Annotated[int | None, typer.Option("--at", min=1, help="Only the turn of user message N, as it was then.")] = None,
-    deny_page: Annotated[list[int] | None, typer.Option("--deny-page", min=1,
-                                                        help="A page the user may not see (repeatable).")] = None,
+    deny_page: Annotated[
+        list[int] | None, typer.Option("--deny-page", min=1, help="A page the user may not see (repeatable).")
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Prints every turn's model input, each exactly as the model saw it then.
@@ -67,12 +69,13 @@ def replay(
         if replays[0].broken:
             verdict = replays[0].chain
             assert verdict is not None  # a broken replay carries its chain's verdict
-            warn(f"warning: the log's hash chain is broken at version {verdict.version} ({verdict.problem}), "
-                 "so the read models differ from it; the log's turns are shown as they read now. "
-                 "Run: chatrecord verify (do not rebuild: it would fold the changed events in)")
+            warn(
+                f"warning: the log's hash chain is broken at version {verdict.version} ({verdict.problem}), "
+                "so the read models differ from it; the log's turns are shown as they read now. "
+                "Run: chatrecord verify (do not rebuild: it would fold the changed events in)"
+            )
         elif replays[0].differs:
-            warn("warning: the read models differ from the log for the latest turn; "
-                 "the log's is shown. Run: chatrecord rebuild")
+            warn("warning: the read models differ from the log for the latest turn; the log's is shown. Run: chatrecord rebuild")
     for done in replays:
         if as_json:
             print_json(done.to_json())

@@ -31,6 +31,5 @@ def serve(
 
     backend = start(host, no_auth)
     listenable(host, port)
-    say(f"chatrecord serve: {backend} on http://{host}:{port} "
-        f"({'no authentication' if no_auth else 'bearer token required'})")
+    say(f"chatrecord serve: {backend} on http://{host}:{port} ({'no authentication' if no_auth else 'bearer token required'})")
     run(host, port, workers, access_log)

@@ -21,8 +21,9 @@ class UnwritableFile(ChatrecordError):
 def timeline(
     conversation: Annotated[str, typer.Argument(metavar="CONVERSATION", help="The conversation id, as the chat names it.")],
     output: Annotated[Path, typer.Option("--output", "-o", help="The HTML file to write.")],
-    inputs: Annotated[int, typer.Option("--inputs", min=0, max=100_000,
-                                        help="Hold the model input of this many turns, the newest.")] = 50,
+    inputs: Annotated[
+        int, typer.Option("--inputs", min=0, max=100_000, help="Hold the model input of this many turns, the newest.")
+    ] = 50,
 ) -> None:
     """Writes a conversation's timeline page as one self-contained HTML file.
 

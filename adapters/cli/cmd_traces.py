@@ -12,13 +12,14 @@ from adapters.cli.habits import require_store
 
 traces = typer.Typer(
     help="OpenTelemetry GenAI traces of what ran (OTLP/JSON, OTLP/HTTP).\n\n"
-         "Example:\n\n    chatrecord traces show conv-demo-seo -o demo-trace.json",
+    "Example:\n\n    chatrecord traces show conv-demo-seo -o demo-trace.json",
     no_args_is_help=True,
 )
 app.add_typer(traces, name="traces")
 
-WithTextsOption = Annotated[bool, typer.Option(
-    "--with-texts", help="Add the user's and the model's message texts (never tool arguments or results).")]
+WithTextsOption = Annotated[
+    bool, typer.Option("--with-texts", help="Add the user's and the model's message texts (never tool arguments or results).")
+]
 
 
 @traces.command()
@@ -51,10 +52,13 @@ def show(
 
 @traces.command()
 def push(
-    conversations: Annotated[list[str] | None, typer.Argument(
-        metavar="[CONVERSATION]...", help="Conversation ids (default: every stored conversation).")] = None,
-    endpoint: Annotated[str, typer.Option(
-        "--endpoint", help="OTLP/HTTP base URL, e.g. http://127.0.0.1:6006 (…/v1/traces is added).")] = ...,  # type: ignore[assignment]  # typer's required option
+    conversations: Annotated[
+        list[str] | None,
+        typer.Argument(metavar="[CONVERSATION]...", help="Conversation ids (default: every stored conversation)."),
+    ] = None,
+    endpoint: Annotated[
+        str, typer.Option("--endpoint", help="OTLP/HTTP base URL, e.g. http://127.0.0.1:6006 (…/v1/traces is added).")
+    ] = ...,  # type: ignore[assignment]  # typer's required option
     rules: RulesOption = None,
     with_texts: WithTextsOption = False,
 ) -> None:

@@ -13,15 +13,21 @@ from adapters.store.verify import head_line
 
 
 def verify(
-    conversation: Annotated[str | None, typer.Argument(metavar="CONVERSATION", help="Only this conversation (default: every one).")] = None,
+    conversation: Annotated[
+        str | None, typer.Argument(metavar="CONVERSATION", help="Only this conversation (default: every one).")
+    ] = None,
     heads: Annotated[bool, typer.Option("--heads", help="Print each head as NAME VERSION HASH, to keep elsewhere.")] = False,
-    against: Annotated[Path | None, typer.Option(
-        "--against", metavar="FILE", help="Also compare with heads kept earlier (verify --heads or --json output).")] = None,
+    against: Annotated[
+        Path | None,
+        typer.Option("--against", metavar="FILE", help="Also compare with heads kept earlier (verify --heads or --json output)."),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object per conversation, one per line.")] = False,
-    rows: Annotated[bool, typer.Option(
-        "--rows", help="Also hold each conversation's read-model rows against a fold of its log.")] = False,
-    upgrade: Annotated[bool, typer.Option(
-        "--upgrade", help="First chain the conversations stored before the chain existed (logged).")] = False,
+    rows: Annotated[
+        bool, typer.Option("--rows", help="Also hold each conversation's read-model rows against a fold of its log.")
+    ] = False,
+    upgrade: Annotated[
+        bool, typer.Option("--upgrade", help="First chain the conversations stored before the chain existed (logged).")
+    ] = False,
 ) -> None:
     """Recomputes each conversation's hash chain and reports ok or the first broken link.
 
@@ -69,7 +75,9 @@ def verify(
     if not as_json and not heads:
         say(f"{total} conversation{'' if total == 1 else 's'} verified: {total - broken} ok, {broken} broken")
         if rows:
-            say(f"rows of {checked} conversation{'' if checked == 1 else 's'} held against "
-                f"{'its log' if checked == 1 else 'their logs'}: {checked - differ} ok, {differ} differ")
+            say(
+                f"rows of {checked} conversation{'' if checked == 1 else 's'} held against "
+                f"{'its log' if checked == 1 else 'their logs'}: {checked - differ} ok, {differ} differ"
+            )
     if broken or differ:
         raise typer.Exit(1)

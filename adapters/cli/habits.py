@@ -71,7 +71,7 @@ def _json_escape(match: re.Match[str]) -> str:
     if code < 0x10000:
         return f"\\u{code:04x}"
     code -= 0x10000  # a UTF-16 surrogate pair, as JSON writes a character above U+FFFF
-    return f"\\u{0xd800 + (code >> 10):04x}\\u{0xdc00 + (code & 0x3ff):04x}"
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
 
 
 def json_bytes(value: Any) -> bytes:
@@ -123,6 +123,12 @@ def diff_json(old_rules: str, rules: str, diffs: list[Any]) -> dict[str, Any]:
 
 def rebuild_json(report: Any) -> dict[str, Any]:
     """Returns the object `rebuild --json` prints for a rebuild that switched."""
-    return {"from": report.old_rules, "to": report.rules, "switched": True,
-            "conversations": report.conversations, "events": report.events,
-            "unreadable": list(report.unreadable), "workers": report.workers}
+    return {
+        "from": report.old_rules,
+        "to": report.rules,
+        "switched": True,
+        "conversations": report.conversations,
+        "events": report.events,
+        "unreadable": list(report.unreadable),
+        "workers": report.workers,
+    }

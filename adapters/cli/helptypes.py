@@ -18,9 +18,21 @@ from typing import Any, get_args, get_origin
 import typer.core
 
 NAMES = {
-    "text": "TEXT", "str": "TEXT", "integer": "INTEGER", "int": "INTEGER", "integer range": "INTEGER",
-    "int range": "INTEGER", "float": "FLOAT", "float range": "FLOAT", "boolean": "BOOLEAN", "bool": "BOOLEAN",
-    "path": "PATH", "file": "FILE", "directory": "DIRECTORY", "uuid": "UUID", "datetime": "DATETIME",
+    "text": "TEXT",
+    "str": "TEXT",
+    "integer": "INTEGER",
+    "int": "INTEGER",
+    "integer range": "INTEGER",
+    "int range": "INTEGER",
+    "float": "FLOAT",
+    "float range": "FLOAT",
+    "boolean": "BOOLEAN",
+    "bool": "BOOLEAN",
+    "path": "PATH",
+    "file": "FILE",
+    "directory": "DIRECTORY",
+    "uuid": "UUID",
+    "datetime": "DATETIME",
 }
 """Type names as typer or click give them, and how help shows them (click's classic names)."""
 
@@ -100,8 +112,7 @@ def examples_last(app: typer.Typer) -> None:
     into the command's epilog, which help prints after the options, so every help ends with its
     example; nested groups and their commands too. A command whose epilog is set is left."""
     for info in app.registered_commands:
-        doc = info.help if isinstance(info.help, str) else (
-            inspect.getdoc(info.callback) if info.callback is not None else None)
+        doc = info.help if isinstance(info.help, str) else (inspect.getdoc(info.callback) if info.callback is not None else None)
         split = _split_example(doc) if doc and info.epilog is None else None
         if split is not None:
             info.help, info.epilog = split

@@ -98,9 +98,14 @@ class IngestProgress:
     def __enter__(self) -> IngestProgress:
         self.started = self.last = time.monotonic()
         if self.console.is_terminal:
-            self._bar = Progress(TextColumn(f"ingesting {self.source}"), BarColumn(),
-                                 TextColumn("{task.fields[lines]} lines, {task.fields[rate]} lines/s"),
-                                 TimeElapsedColumn(), console=self.console, transient=True)
+            self._bar = Progress(
+                TextColumn(f"ingesting {self.source}"),
+                BarColumn(),
+                TextColumn("{task.fields[lines]} lines, {task.fields[rate]} lines/s"),
+                TimeElapsedColumn(),
+                console=self.console,
+                transient=True,
+            )
             self._bar.__enter__()
             self._task = self._bar.add_task("ingest", total=self.size, lines="0", rate="0")
         return self

@@ -84,8 +84,13 @@ def notes_box(notes: Sequence[str]) -> Panel:
     body.add_column(overflow="fold")
     for note in notes:
         body.add_row("•", Text(visible(note_body(note))))
-    return Panel(body, title=Text(f"chat record · {_plural(len(notes), 'note')}"), title_align="left",
-                 border_style="bold yellow", box=box.HEAVY)
+    return Panel(
+        body,
+        title=Text(f"chat record · {_plural(len(notes), 'note')}"),
+        title_align="left",
+        border_style="bold yellow",
+        box=box.HEAVY,
+    )
 
 
 CHUNK = 4000
@@ -122,8 +127,9 @@ def message_panel(role: str, content: str, notes: Sequence[str], start: int) -> 
     parts: list[RenderableType] = [
         text_block(visible(value.strip("\n"))) if kind == "text" else notes_box(value) for kind, value in pieces
     ]
-    return Panel(Group(*parts), title=Text(visible(role)), title_align="left", border_style=ROLE_STYLE.get(role, "white"),
-                 box=box.ROUNDED), after
+    return Panel(
+        Group(*parts), title=Text(visible(role)), title_align="left", border_style=ROLE_STYLE.get(role, "white"), box=box.ROUNDED
+    ), after
 
 
 def turn_view(conversation: str, turn: TurnInput, rules: str) -> Group:
@@ -136,7 +142,7 @@ def turn_view(conversation: str, turn: TurnInput, rules: str) -> Group:
         parts.append(panel)
     sent = f"{_plural(len(turn.model_messages()), 'message')} sent, "
     if turn.notes:
-        sent += f"{_plural(len(turn.notes), 'note')} among them; each is sent as \"[{LABEL}: …]\"."
+        sent += f'{_plural(len(turn.notes), "note")} among them; each is sent as "[{LABEL}: …]".'
     else:
         sent += "no notes."
     parts.append(Text(sent, style="dim"))
@@ -154,8 +160,13 @@ def comparison(turns: Iterable[tuple[str, TurnInput]]) -> Table:
         written = {w.record for e in turn.record for w in e.written} | {o.record for o in turn.card_outcomes if o.record}
         named = sorted(r for r in written if any(r in n for n in turn.notes))
         view = turn.view_context
-        table.add_row(Text(rules), str(len(turn.model_messages())), str(len(turn.notes)),
-                      Text(visible("\n".join(named) or "none")), f"{view.page_id or 'none'} / {view.last_page_id or 'none'}")
+        table.add_row(
+            Text(rules),
+            str(len(turn.model_messages())),
+            str(len(turn.notes)),
+            Text(visible("\n".join(named) or "none")),
+            f"{view.page_id or 'none'} / {view.last_page_id or 'none'}",
+        )
     return table
 
 
@@ -191,8 +202,12 @@ def row_facts(row: AuditRow) -> str:
         written = [f"{w['record']} ({w['completeness']}{', hook failed' if w['hook_failed'] else ''})" for w in f["written"]]
         lines.append("written: " + (", ".join(written) or "nothing"))
         if f["waiting"]:
-            lines.append("waiting: " + "; ".join(f"{w['tool']} on {_target(w['record'], w['fields'])}"
-                                                 if w["record"] else w["tool"] for w in f["waiting"]))
+            lines.append(
+                "waiting: "
+                + "; ".join(
+                    f"{w['tool']} on {_target(w['record'], w['fields'])}" if w["record"] else w["tool"] for w in f["waiting"]
+                )
+            )
         if f["flagged"]:
             lines.append("answer flagged nothingSaved")
         return "\n".join(lines)
@@ -215,9 +230,11 @@ def row_facts(row: AuditRow) -> str:
     if row.kind == "edit":
         return f"user message {f['message']} edited"
     if row.kind == "cut":
-        return (f"cut after message {f['after_message']}: messages {', '.join(map(str, f['messages'])) or 'none'}; "
-                f"segments {', '.join(map(short_id, f['segments'])) or 'none'}; "
-                f"decisions {', '.join(map(short_id, f['cards'])) or 'none'}")
+        return (
+            f"cut after message {f['after_message']}: messages {', '.join(map(str, f['messages'])) or 'none'}; "
+            f"segments {', '.join(map(short_id, f['segments'])) or 'none'}; "
+            f"decisions {', '.join(map(short_id, f['cards'])) or 'none'}"
+        )
     if row.kind in ("transcript_replaced", "legacy_row"):
         return ", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in f.items())
     return json.dumps(f, ensure_ascii=False)
@@ -227,10 +244,14 @@ def audit_table(conversation: str, rows: Sequence[AuditRow], rules: str) -> Tabl
     """Returns the audit as a table: the event's version (`v`; a card outcome shares its
     decision's), time, kind, facts; rows an edit cut are dimmed."""
     segments = sum(r.kind == "segment" for r in rows)
-    table = Table(title=Text(f"Audit of {visible(conversation)} · rule set {rules} · {_plural(len(rows), 'row')}, "
-                             f"{_plural(segments, 'segment')}"), box=box.SIMPLE_HEAD, show_lines=False,
-                  caption=Text("v: the event's version in the log. Segment ids are shortened; "
-                               "audit --json gives them in full."))
+    table = Table(
+        title=Text(
+            f"Audit of {visible(conversation)} · rule set {rules} · {_plural(len(rows), 'row')}, {_plural(segments, 'segment')}"
+        ),
+        box=box.SIMPLE_HEAD,
+        show_lines=False,
+        caption=Text("v: the event's version in the log. Segment ids are shortened; audit --json gives them in full."),
+    )
     table.add_column("v", justify="right")
     table.add_column("time (UTC)", no_wrap=True)
     table.add_column("event", no_wrap=True)
@@ -238,8 +259,13 @@ def audit_table(conversation: str, rows: Sequence[AuditRow], rules: str) -> Tabl
     for row in rows:
         style = "dim strike" if row.cut else None
         kind = row.kind.replace("_", " ") + (" (cut)" if row.cut else "")
-        table.add_row(str(row.version), row.at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S"),
-                      Text(kind), Text(visible(row_facts(row))), style=style)
+        table.add_row(
+            str(row.version),
+            row.at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S"),
+            Text(kind),
+            Text(visible(row_facts(row))),
+            style=style,
+        )
     return table
 
 
@@ -260,8 +286,12 @@ def entry_summary(entry: Any) -> str:
     """Returns a run record entry (its `to_json()` dict; None when absent) in one line."""
     if entry is None:
         return "(no entry)"
-    tools = ", ".join(f"{t['name']} {t['calls']}" + (f" ({t['failed']} failed)" if t["failed"] else "")
-                      for t in entry.get("tools", [])) or "none"
+    tools = (
+        ", ".join(
+            f"{t['name']} {t['calls']}" + (f" ({t['failed']} failed)" if t["failed"] else "") for t in entry.get("tools", [])
+        )
+        or "none"
+    )
     written = ", ".join(f"{w['record']} ({w['completeness']})" for w in entry.get("written", [])) or "nothing"
     text = f"tools: {tools}; written: {written}"
     if entry.get("decision"):
@@ -273,18 +303,19 @@ def entry_summary(entry: Any) -> str:
 
 def diff_view(diff: Any) -> Group:
     """Returns one conversation's changes: records before → after, notes removed and added."""
-    parts: list[RenderableType] = [Text(
-        f"{visible(diff.conversation)}: {_plural(len(diff.records_changed), 'record entry', 'record entries')} change, "
-        f"{_plural(len(diff.notes_removed), 'note')} removed, {_plural(len(diff.notes_added), 'note')} added",
-        style="bold",
-    )]
+    parts: list[RenderableType] = [
+        Text(
+            f"{visible(diff.conversation)}: {_plural(len(diff.records_changed), 'record entry', 'record entries')} change, "
+            f"{_plural(len(diff.notes_removed), 'note')} removed, {_plural(len(diff.notes_added), 'note')} added",
+            style="bold",
+        )
+    ]
     if diff.records_changed:
         table = Table(box=box.SIMPLE_HEAD)
         for column in ("segment", "before", "after"):
             table.add_column(column, overflow="fold")
         for segment, before, after in diff.records_changed:
-            table.add_row(*(Text(visible(text)) for text in (short_id(segment), entry_summary(before),
-                                                             entry_summary(after))))
+            table.add_row(*(Text(visible(text)) for text in (short_id(segment), entry_summary(before), entry_summary(after))))
         parts.append(table)
     notes = Table.grid(padding=(0, 1))
     notes.add_column(no_wrap=True)

@@ -65,8 +65,10 @@ class HttpSettings:
             raise BadSetting(f"CHATRECORD_MAX_BODY_BYTES must be a whole number >= 1, not {text!r}")
         token = None if no_auth else (environ.get("CHATRECORD_API_TOKEN") or None)
         if token is not None and not (token.isascii() and token.isprintable() and " " not in token):
-            raise BadSetting("CHATRECORD_API_TOKEN must be printable ASCII without spaces (the token the chat "
-                             "sends after 'Bearer '); no client could send this one")
+            raise BadSetting(
+                "CHATRECORD_API_TOKEN must be printable ASCII without spaces (the token the chat "
+                "sends after 'Bearer '); no client could send this one"
+            )
         return cls(token, int(text) if text else DEFAULT_MAX_BODY_BYTES)
 
 
@@ -76,9 +78,14 @@ VisiblePage = Annotated[list[int], Query(description="A page the user may see (r
 HiddenPage = Annotated[list[int], Query(description="A page the user may not see (repeatable).")]
 ERRORS: dict[int | str, dict[str, Any]] = {
     status: {"content": {PROBLEM: {"schema": schemas.ProblemDetails.model_json_schema()}}, "description": text}
-    for status, text in {400: "Unreadable JSON or a bad parameter", 401: "Missing or wrong token",
-                         404: "Unknown conversation or turn", 409: "Refused",
-                         500: "A stored event cannot be read back, or a bug", 503: "Write conflict or store down"}.items()
+    for status, text in {
+        400: "Unreadable JSON or a bad parameter",
+        401: "Missing or wrong token",
+        404: "Unknown conversation or turn",
+        409: "Refused",
+        500: "A stored event cannot be read back, or a bug",
+        503: "Write conflict or store down",
+    }.items()
 }
 
 
@@ -112,11 +119,16 @@ def if_match(value: str | None) -> list[int] | None:
                 versions.append(int(digits))
                 continue
             raise Problem(400, "bad-request", f"If-Match names a version of at most {INT_MAX}", where="header.If-Match")
-        raise Problem(400, "bad-request", 'If-Match takes versions as ETags, e.g. If-Match: "7" or "7", "8", or *',
-                      where="header.If-Match")
+        raise Problem(
+            400, "bad-request", 'If-Match takes versions as ETags, e.g. If-Match: "7" or "7", "8", or *', where="header.If-Match"
+        )
     if not versions and weak:
-        raise Problem(412, "version-mismatch", "If-Match compares ETags strongly: a weak ETag (W/...) never matches; "
-                      'send the ETag as served, e.g. If-Match: "7"', where="header.If-Match")
+        raise Problem(
+            412,
+            "version-mismatch",
+            'If-Match compares ETags strongly: a weak ETag (W/...) never matches; send the ETag as served, e.g. If-Match: "7"',
+            where="header.If-Match",
+        )
     return versions
 
 
@@ -162,15 +174,26 @@ def read_after(position: str | None) -> dict[str, str]:
     return {READ_AFTER: position} if position is not None else {}
 
 
-def read_after_header(value: Annotated[str | None, Header(
-    alias=READ_AFTER, json_schema_extra={"pattern": READ_AFTER_PATTERN},
-    description="The Chatrecord-Read-After of a write (POST /v1/lines): the answer is never older than that "
-                "write. Where the service reads from a standby, it waits for the standby to replay it "
-                "(CHATRECORD_READ_WAIT_MS), else the primary answers.")] = None) -> str | None:
+def read_after_header(
+    value: Annotated[
+        str | None,
+        Header(
+            alias=READ_AFTER,
+            json_schema_extra={"pattern": READ_AFTER_PATTERN},
+            description="The Chatrecord-Read-After of a write (POST /v1/lines): the answer is never older than that "
+            "write. Where the service reads from a standby, it waits for the standby to replay it "
+            "(CHATRECORD_READ_WAIT_MS), else the primary answers.",
+        ),
+    ] = None,
+) -> str | None:
     """Returns the request's Chatrecord-Read-After; a 400 problem for one no write returned."""
     if value is not None and not re.fullmatch(READ_AFTER_PATTERN, value):
-        raise Problem(400, "bad-request", f"{READ_AFTER} takes the position a write answered with, e.g. 0/3016040",
-                      where=f"header.{READ_AFTER}")
+        raise Problem(
+            400,
+            "bad-request",
+            f"{READ_AFTER} takes the position a write answered with, e.g. 0/3016040",
+            where=f"header.{READ_AFTER}",
+        )
     return value
 
 
@@ -194,14 +217,17 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
             chatrecord.close()
 
     app = FastAPI(
-        title="chatrecord", version="1", lifespan=lifespan, docs_url=None, redoc_url=None,
+        title="chatrecord",
+        version="1",
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
         description="What an AI agent's runs in a CMS chat did, recorded as events; the notes a later turn reads.",
     )
     install(app)
     bearer = HTTPBearer(auto_error=False, description="CHATRECORD_API_TOKEN")
 
-    def authorized(request: Request,
-                   credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> None:
+    def authorized(request: Request, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> None:
         if settings.token is None:
             return
         # `credentials` only names the scheme in the OpenAPI document; the check reads the header exactly
@@ -209,8 +235,12 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
         scheme, space, token = (request.headers.get("authorization") or "").partition(" ")
         given = token.encode() if scheme.lower() == "bearer" and space else b""
         if not hmac.compare_digest(given, settings.token.encode()):
-            raise Problem(401, "unauthorized", "send Authorization: Bearer <token>",
-                          headers={"WWW-Authenticate": 'Bearer realm="chatrecord"'})
+            raise Problem(
+                401,
+                "unauthorized",
+                "send Authorization: Bearer <token>",
+                headers={"WWW-Authenticate": 'Bearer realm="chatrecord"'},
+            )
 
     async def body(request: Request) -> bytes:
         limit = settings.max_body_bytes
@@ -236,25 +266,45 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
     of_a_conversation: dict[int | str, dict[str, Any]] = {status: ERRORS[status] for status in (404, 409)}
     v1 = APIRouter(prefix="/v1", dependencies=[Depends(authorized)], responses=common)
 
-    @v1.post("/lines", response_model=schemas.Recorded, openapi_extra=schemas.LINES_BODY, responses=of_a_conversation | {
-        409: ERRORS[409] | {"description": "Refused, or an Idempotency-Key whose first request is still in flight "
-                                           "(request-in-progress, with Retry-After)"},
-        412: ERRORS[409] | {"description": "If-Match names another version"},
-        413: ERRORS[409] | {"description": "Body over the limit"},
-        415: ERRORS[409] | {"description": "Neither JSON nor NDJSON"},
-        422: ERRORS[409] | {"description": "A bad line, or an Idempotency-Key reused with another body"},
-    })
+    @v1.post(
+        "/lines",
+        response_model=schemas.Recorded,
+        openapi_extra=schemas.LINES_BODY,
+        responses=of_a_conversation
+        | {
+            409: ERRORS[409]
+            | {
+                "description": "Refused, or an Idempotency-Key whose first request is still in flight "
+                "(request-in-progress, with Retry-After)"
+            },
+            412: ERRORS[409] | {"description": "If-Match names another version"},
+            413: ERRORS[409] | {"description": "Body over the limit"},
+            415: ERRORS[409] | {"description": "Neither JSON nor NDJSON"},
+            422: ERRORS[409] | {"description": "A bad line, or an Idempotency-Key reused with another body"},
+        },
+    )
     def post_lines(
-        request: Request, chatrecord: Service, raw: Annotated[bytes, Depends(body)],
-        if_match_header: Annotated[str | None, Header(
-            alias="If-Match", json_schema_extra={"pattern": IF_MATCH_PATTERN}, description='The version expected, as its ETag: "7"; '
-            'a list ("7", "8") matches any of them, * any version of a conversation that exists (RFC 9110 13.1.1).',
-        )] = None,
-        idempotency_key: Annotated[str | None, Header(
-            alias="Idempotency-Key",
-            json_schema_extra={"minLength": 1, "maxLength": MAX_KEY, "pattern": IDEMPOTENCY_KEY_PATTERN},
-            description="Retries with this key get the first response (with Idempotent-Replayed: true); "
-            "the key is reserved before the request runs, so one sent while it is in flight gets a 409.")] = None,
+        request: Request,
+        chatrecord: Service,
+        raw: Annotated[bytes, Depends(body)],
+        if_match_header: Annotated[
+            str | None,
+            Header(
+                alias="If-Match",
+                json_schema_extra={"pattern": IF_MATCH_PATTERN},
+                description='The version expected, as its ETag: "7"; '
+                'a list ("7", "8") matches any of them, * any version of a conversation that exists (RFC 9110 13.1.1).',
+            ),
+        ] = None,
+        idempotency_key: Annotated[
+            str | None,
+            Header(
+                alias="Idempotency-Key",
+                json_schema_extra={"minLength": 1, "maxLength": MAX_KEY, "pattern": IDEMPOTENCY_KEY_PATTERN},
+                description="Retries with this key get the first response (with Idempotent-Replayed: true); "
+                "the key is reserved before the request runs, so one sent while it is in flight gets a 409.",
+            ),
+        ] = None,
     ) -> Response:
         """Records one line (a JSON object) or a batch of lines of one conversation (JSON Lines,
         `application/x-ndjson`), all or nothing. A line recorded before is a repeat: nothing is
@@ -274,19 +324,26 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
                 try:
                     orjson.loads(line)
                 except orjson.JSONDecodeError as error:
-                    raise Problem(400, "unreadable-json", f"{SOURCE}: line {number}: {json_problem(line, error)}",
-                                  line=number) from None
+                    raise Problem(
+                        400, "unreadable-json", f"{SOURCE}: line {number}: {json_problem(line, error)}", line=number
+                    ) from None
         follows = if_match(if_match_header)
         digest = ""
         if idempotency_key is not None:
             if not (0 < len(idempotency_key) <= MAX_KEY and idempotency_key.isascii() and idempotency_key.isprintable()):
-                raise Problem(400, "bad-request", f"Idempotency-Key must be 1–{MAX_KEY} printable ASCII characters",
-                              where="header.Idempotency-Key")
+                raise Problem(
+                    400,
+                    "bad-request",
+                    f"Idempotency-Key must be 1–{MAX_KEY} printable ASCII characters",
+                    where="header.Idempotency-Key",
+                )
             digest = fingerprint(media, raw)
             keys = request.app.state.keys
             reserved, mine = keys.reserve(idempotency_key, digest)  # before anything is recorded
             if not mine:
-                return replayed(request, reserved, digest, legacy=body_hash(media.encode(), (if_match_header or "").encode(), raw))
+                return replayed(
+                    request, reserved, digest, legacy=body_hash(media.encode(), (if_match_header or "").encode(), raw)
+                )
             try:
                 done, text = answer(chatrecord, lines, follows)
             except BaseException:
@@ -321,26 +378,47 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
         """Returns the kept response to a key; a 422 problem where it was sent with another
         fingerprint, a 409 while its first request is in flight."""
         if kept.body_hash != digest and kept.body_hash != legacy:
-            raise Problem(422, "idempotency-key-reused", f"this Idempotency-Key was sent before with {differs(kept.body_hash, digest)}; "
-                          "a retry sends the same Content-Type and body (If-Match may differ)", differs=differs(kept.body_hash, digest))
+            raise Problem(
+                422,
+                "idempotency-key-reused",
+                f"this Idempotency-Key was sent before with {differs(kept.body_hash, digest)}; "
+                "a retry sends the same Content-Type and body (If-Match may differ)",
+                differs=differs(kept.body_hash, digest),
+            )
         if kept.in_flight:
-            raise Problem(409, "request-in-progress", "a request with this Idempotency-Key is still being processed; "
-                          f"retry after it answers (a reservation left by a stopped server expires after "
-                          f"{IN_FLIGHT_SECONDS:.0f} s)", headers={"Retry-After": "1"})
+            raise Problem(
+                409,
+                "request-in-progress",
+                "a request with this Idempotency-Key is still being processed; "
+                f"retry after it answers (a reservation left by a stopped server expires after "
+                f"{IN_FLIGHT_SECONDS:.0f} s)",
+                headers={"Retry-After": "1"},
+            )
         version = orjson.loads(kept.response)["version"]
         headers = etag(version) | {"Idempotent-Replayed": "true"}
         headers |= read_after(request.app.state.chatrecord.position())  # past the first write, whenever it was
         return Response(kept.response, status_code=kept.status, media_type=JSON, headers=headers)
 
-    @v1.get("/conversations", response_model=schemas.ConversationList,
-            response_description="A page of conversations, newest activity first")
+    @v1.get(
+        "/conversations",
+        response_model=schemas.ConversationList,
+        response_description="A page of conversations, newest activity first",
+    )
     def conversations(
-        chatrecord: Service, after: ReadAfter = None, *,
+        chatrecord: Service,
+        after: ReadAfter = None,
+        *,
         limit: Annotated[int, Query(ge=1, le=LIST_LIMIT_MAX, description="At most this many a page.")] = 50,
-        cursor: Annotated[str | None, Query(description="The next_cursor of the page before.",
-                                            json_schema_extra={"pattern": CURSOR_PATTERN})] = None,
-        since: Annotated[str | None, Query(description="Only those active at or after this ISO-8601 time.",
-                                           json_schema_extra={"format": "date-time", "pattern": AT_PATTERN})] = None,
+        cursor: Annotated[
+            str | None, Query(description="The next_cursor of the page before.", json_schema_extra={"pattern": CURSOR_PATTERN})
+        ] = None,
+        since: Annotated[
+            str | None,
+            Query(
+                description="Only those active at or after this ISO-8601 time.",
+                json_schema_extra={"format": "date-time", "pattern": AT_PATTERN},
+            ),
+        ] = None,
     ) -> Response:
         """The store's conversations, newest activity first, a page at a time: the object of
         `chatrecord list --json`, `{"conversations": [...], "next_cursor": ...}`."""
@@ -356,14 +434,30 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
             raise Problem(400, "bad-request", str(error), where="query.cursor") from None
         return json_response(page.to_json())
 
-    @v1.get("/conversations/{conversation:path}/export", response_class=Response, responses=of_a_conversation | {
-        200: {"content": {NDJSON[0]: {"schema": {"type": "string", "description": "JSON Lines of the input format"}}},
-              "description": "The conversation as the chat's JSON Lines",
-              "headers": {"Chatrecord-Erased": schemas.ERASED}}})
+    @v1.get(
+        "/conversations/{conversation:path}/export",
+        response_class=Response,
+        responses=of_a_conversation
+        | {
+            200: {
+                "content": {NDJSON[0]: {"schema": {"type": "string", "description": "JSON Lines of the input format"}}},
+                "description": "The conversation as the chat's JSON Lines",
+                "headers": {"Chatrecord-Erased": schemas.ERASED},
+            }
+        },
+    )
     def export(
-        chatrecord: Service, conversation: Conversation, after: ReadAfter = None, *,
-        upto: Annotated[int | None, Query(ge=1, description="Stop after user message N (a 404 no-such-turn problem "
-                                                            "when the conversation has no user message N).")] = None,
+        chatrecord: Service,
+        conversation: Conversation,
+        after: ReadAfter = None,
+        *,
+        upto: Annotated[
+            int | None,
+            Query(
+                ge=1,
+                description="Stop after user message N (a 404 no-such-turn problem when the conversation has no user message N).",
+            ),
+        ] = None,
     ) -> Response:
         """The conversation as the chat's JSON Lines (`chatrecord export`), made from the store's
         events: ingested into an empty store, the same turns and audit. An erased conversation's
@@ -374,7 +468,12 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
 
     @v1.get("/conversations/{conversation:path}/turn", response_model=schemas.TurnNotes, responses=of_a_conversation)
     def turn(
-        chatrecord: Service, conversation: Conversation, after: ReadAfter = None, *, visible_page: VisiblePage = [], hidden_page: HiddenPage = [],  # noqa: B006
+        chatrecord: Service,
+        conversation: Conversation,
+        after: ReadAfter = None,
+        *,
+        visible_page: VisiblePage = [],  # noqa: B006 - FastAPI copies a Query default per request
+        hidden_page: HiddenPage = [],  # noqa: B006
         messages: Annotated[schemas.Full | None, Query(description="`full` adds the whole model input.")] = None,
     ) -> Response:
         """The chat's read of the next turn: the page line and each note with its place in the
@@ -386,32 +485,53 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
             payload["messages"] = chatrecord.turn_input(conversation, can_see, after=after).model_messages()
         return json_response(payload, etag(notes.version))
 
-    @v1.get("/conversations/{conversation:path}/audit", response_model=list[schemas.AuditRow],
-            response_description="The audit's rows, in order, each by its kind", responses=of_a_conversation)
+    @v1.get(
+        "/conversations/{conversation:path}/audit",
+        response_model=list[schemas.AuditRow],
+        response_description="The audit's rows, in order, each by its kind",
+        responses=of_a_conversation,
+    )
     def audit(chatrecord: Service, conversation: Conversation, rules: RulesQuery = None, after: ReadAfter = None) -> Response:
         """Everything that ran, was written, decided, left undecided or cut, in order, with
         times: the rows of `chatrecord audit --json`."""
         done = chatrecord.audit(conversation, rules.value if rules else None, after=after)
         return json_response([row.to_json() for row in done.rows])
 
-    @v1.get("/conversations/{conversation:path}/activity", response_model=list[schemas.SegmentActivity],
-            response_description="The activity list, segment by segment", responses=of_a_conversation)
-    def activity(chatrecord: Service, conversation: Conversation, rules: RulesQuery = None,
-                 after: ReadAfter = None) -> Response:
+    @v1.get(
+        "/conversations/{conversation:path}/activity",
+        response_model=list[schemas.SegmentActivity],
+        response_description="The activity list, segment by segment",
+        responses=of_a_conversation,
+    )
+    def activity(chatrecord: Service, conversation: Conversation, rules: RulesQuery = None, after: ReadAfter = None) -> Response:
         """The activity list the chat shows the editor, segment by segment."""
         segments = chatrecord.activity(conversation, rules.value if rules else None, after=after)
         return json_response([s.model_dump(mode="json") for s in segments])
 
-    @v1.get("/conversations/{conversation:path}/replay", response_model=schemas.Replay,
-            response_description="Every turn's model input as it was then", responses=of_a_conversation)
+    @v1.get(
+        "/conversations/{conversation:path}/replay",
+        response_model=schemas.Replay,
+        response_description="Every turn's model input as it was then",
+        responses=of_a_conversation,
+    )
     def replay(
-        chatrecord: Service, conversation: Conversation, rules: RulesQuery = None, after: ReadAfter = None, *,
+        chatrecord: Service,
+        conversation: Conversation,
+        rules: RulesQuery = None,
+        after: ReadAfter = None,
+        *,
         at: Annotated[int | None, Query(ge=1, description="Only the turn of user message N.")] = None,
-        visible_page: VisiblePage = [], hidden_page: HiddenPage = [],  # noqa: B006
+        visible_page: VisiblePage = [],  # noqa: B006 - FastAPI copies a Query default per request
+        hidden_page: HiddenPage = [],  # noqa: B006
     ) -> Response:
         """Every turn's model input as it was then: the object of `chatrecord replay --json`."""
-        done = chatrecord.replay(conversation, rules.value if rules else None, at,
-                                 PageFilter(frozenset(visible_page), frozenset(hidden_page)), after=after)
+        done = chatrecord.replay(
+            conversation,
+            rules.value if rules else None,
+            at,
+            PageFilter(frozenset(visible_page), frozenset(hidden_page)),
+            after=after,
+        )
         return json_response(done.to_json())
 
     app.include_router(v1)

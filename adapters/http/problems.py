@@ -82,8 +82,7 @@ log = logging.getLogger("chatrecord.http")
 class Problem(Exception):
     """An error response: `status`, problem `name` (see TITLES), `detail` and extra members."""
 
-    def __init__(self, status: int, name: str, detail: str, headers: dict[str, str] | None = None,
-                 **members: Any) -> None:
+    def __init__(self, status: int, name: str, detail: str, headers: dict[str, str] | None = None, **members: Any) -> None:
         super().__init__(detail)
         self.status, self.name, self.detail = status, name, detail
         self.headers = headers or {}
@@ -91,8 +90,13 @@ class Problem(Exception):
 
     def response(self) -> JSONResponse:
         """Returns the problem as an `application/problem+json` response."""
-        body = {"type": TYPE_PREFIX + self.name, "title": TITLES[self.name], "status": self.status,
-                "detail": self.detail, **self.members}
+        body = {
+            "type": TYPE_PREFIX + self.name,
+            "title": TITLES[self.name],
+            "status": self.status,
+            "detail": self.detail,
+            **self.members,
+        }
         return JSONResponse(body, status_code=self.status, headers=self.headers, media_type=PROBLEM)
 
 
@@ -113,30 +117,46 @@ def from_error(error: ChatrecordError) -> Problem:
     rule = type(error).__name__
     if rule == "UnreadableEvent":  # damaged or reordered data, or a newer version's: for an operator
         log.error("unreadable event: %s", error)
-        return Problem(500, "unreadable-event", f"a stored event of the conversation cannot be read (version "
-                       f"{getattr(error, 'version', None)}); its chain can be checked with chatrecord verify",
-                       version=getattr(error, "version", None))
+        return Problem(
+            500,
+            "unreadable-event",
+            f"a stored event of the conversation cannot be read (version "
+            f"{getattr(error, 'version', None)}); its chain can be checked with chatrecord verify",
+            version=getattr(error, "version", None),
+        )
     if rule == "ChainBroken":  # an event written beside the store, or one stored before the chain: for an operator
         log.error("append refused: %s", error)
         problem = getattr(error, "problem", None)
         step = "chatrecord verify --upgrade" if problem == "unchained" else "chatrecord verify"
-        return Problem(409, "chain-broken", f"the conversation's hash chain is broken at version "
-                       f"{getattr(error, 'version', None)} ({problem}); nothing was appended; an operator runs {step}",
-                       version=getattr(error, "version", None), problem=problem)
+        return Problem(
+            409,
+            "chain-broken",
+            f"the conversation's hash chain is broken at version "
+            f"{getattr(error, 'version', None)} ({problem}); nothing was appended; an operator runs {step}",
+            version=getattr(error, "version", None),
+            problem=problem,
+        )
     if rule in ("StoreUnusable", "PrimaryGone"):  # its message names the store's settings: the server's log has it
         log.error("store error: %s", error)
-        return Problem(503, "store-unavailable", "the store cannot be used now; try again later",
-                       headers={"Retry-After": "5"})
+        return Problem(503, "store-unavailable", "the store cannot be used now; try again later", headers={"Retry-After": "5"})
     if rule == "WriteConflict":
-        return Problem(503, "write-conflict", "the write kept conflicting with other writers; send it again",
-                       headers={"Retry-After": "1"})
+        return Problem(
+            503, "write-conflict", "the write kept conflicting with other writers; send it again", headers={"Retry-After": "1"}
+        )
     if isinstance(error, LineOutOfOrder) and error.early is not None:
         # its versions are what the 412 of If-Match shows too; what else the store holds is not shown
-        when = ("too early: it waits for the lines before it" if error.early
-                else "too late: it was written for an earlier state")
-        return Problem(409, "refused-line", f"{_where(error)}: refused: the line came {when} (the conversation is "
-                       f"at version {error.actual}; the line follows version {error.follows}); nothing of it was stored",
-                       rule=rule, field=error.field, follows=error.follows, actual=error.actual, early=error.early)
+        when = "too early: it waits for the lines before it" if error.early else "too late: it was written for an earlier state"
+        return Problem(
+            409,
+            "refused-line",
+            f"{_where(error)}: refused: the line came {when} (the conversation is "
+            f"at version {error.actual}; the line follows version {error.follows}); nothing of it was stored",
+            rule=rule,
+            field=error.field,
+            follows=error.follows,
+            actual=error.actual,
+            early=error.early,
+        )
     if type(error).__module__ == "domain.errors":
         return Problem(409, "refused-line", refusal(error), rule=rule, field=error.field)
     return Problem(409, "conflict", refusal(error), rule=rule)
@@ -181,14 +201,16 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(IntegrityError)
     async def conflict(request: Request, error: IntegrityError) -> JSONResponse:
-        return Problem(503, "write-conflict", "the write kept conflicting with other writers; send it again",
-                       headers={"Retry-After": "1"}).response()
+        return Problem(
+            503, "write-conflict", "the write kept conflicting with other writers; send it again", headers={"Retry-After": "1"}
+        ).response()
 
     @app.exception_handler(PersistenceError)
     async def store_down(request: Request, error: PersistenceError) -> JSONResponse:
         log.error("store error: %s", type(error).__name__)
-        return Problem(503, "store-unavailable", "the store cannot be used now; try again later",
-                       headers={"Retry-After": "5"}).response()
+        return Problem(
+            503, "store-unavailable", "the store cannot be used now; try again later", headers={"Retry-After": "5"}
+        ).response()
 
     @app.exception_handler(ClientDisconnect)
     async def gone(request: Request, error: ClientDisconnect) -> Response:

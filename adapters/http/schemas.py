@@ -86,9 +86,11 @@ class PlacedNote(Response):
     index: int = Field(description="0-based index into the transcript the chat holds (no system message).")
     into: Literal["assistant", "user", "new"] = Field(
         description="Joins the assistant or user message at `index`, or `new`: an assistant message of its own "
-                    "inserted before the message at `index`.")
-    at: int | None = Field(description="For `assistant`: the character offset in that message's text where the "
-                                       "note goes, after a blank line.")
+        "inserted before the message at `index`."
+    )
+    at: int | None = Field(
+        description="For `assistant`: the character offset in that message's text where the note goes, after a blank line."
+    )
 
 
 def _absent_unless_sent(schema: dict[str, Any]) -> None:
@@ -105,8 +107,10 @@ class TurnNotes(Response):
     page_line: str = Field(description="The system message's text.")
     notes: list[PlacedNote]
     messages: list[ModelMessage] = Field(
-        None, description="Only with ?messages=full (else absent): every message the model is sent, {role, content}.",  # type: ignore[arg-type]
-        json_schema_extra=_absent_unless_sent)
+        None,  # type: ignore[arg-type]
+        description="Only with ?messages=full (else absent): every message the model is sent, {role, content}.",
+        json_schema_extra=_absent_unless_sent,
+    )
 
 
 # ---------------------------------------------------------------- GET /v1/conversations
@@ -117,8 +121,9 @@ class ConversationSummary(Response):
 
     conversation: str = Field(description="Its id as the store keeps it; every read accepts it.")
     kind: Literal["chat", "alt_text"]
-    messages: int = Field(description="How many user messages it has (those no edit cut; 0 before the first), "
-                          "whatever their numbers.")
+    messages: int = Field(
+        description="How many user messages it has (those no edit cut; 0 before the first), whatever their numbers."
+    )
     segments: int = Field(description="Segments recorded and not cut by an edit.")
     events: int = Field(description="The events of its log: its version.")
     first_at: datetime = Field(description="The time (UTC) of its first event.")
@@ -131,7 +136,8 @@ class ConversationList(Response):
 
     conversations: list[ConversationSummary]
     next_cursor: Annotated[str, Field(pattern=CURSOR_PATTERN)] | None = Field(
-        description="Pass it as `cursor` for the next page; null after the last one.")
+        description="Pass it as `cursor` for the next page; null after the last one."
+    )
 
 
 # ---------------------------------------------------------------- GET …/audit
@@ -139,8 +145,10 @@ class ConversationList(Response):
 
 class AuditCall(Response):
     tool: str
-    reading: Reading = Field(description="How the calls were read: `ran`, `failed`, `not_permitted` (no longer "
-                                         "offered), `held` (not run yet), `declined` (a declined card's).")
+    reading: Reading = Field(
+        description="How the calls were read: `ran`, `failed`, `not_permitted` (no longer "
+        "offered), `held` (not run yet), `declined` (a declined card's)."
+    )
     count: int = Field(description="Calls of this tool with this reading in the segment.")
 
 
@@ -280,8 +288,21 @@ class LegacyRowRow(AuditRowBase):
 
 
 AuditRow = Annotated[
-    StartedRow | MessageRow | SkillRow | SegmentRow | DecisionRow | CardOutcomeRow | AnswerRow | UndecidedRow
-    | RetryRow | TourEndedRow | EditRow | CutRow | TranscriptReplacedRow | ErasedRow | LegacyRowRow,
+    StartedRow
+    | MessageRow
+    | SkillRow
+    | SegmentRow
+    | DecisionRow
+    | CardOutcomeRow
+    | AnswerRow
+    | UndecidedRow
+    | RetryRow
+    | TourEndedRow
+    | EditRow
+    | CutRow
+    | TranscriptReplacedRow
+    | ErasedRow
+    | LegacyRowRow,
     Field(discriminator="kind"),
 ]
 """One row of the audit (`chatrecord audit --json` without `verified`), by its `kind`: `version`,
@@ -376,9 +397,13 @@ class Health(BaseModel):
 
 
 LINE_SCHEMA: dict[str, Any] = {
-    "type": "object", "required": ["type", "conversation", "at"],
-    "properties": {"type": {"type": "string"}, "conversation": {"type": "string"},
-                   "at": {"type": "string", "format": "date-time"}},
+    "type": "object",
+    "required": ["type", "conversation", "at"],
+    "properties": {
+        "type": {"type": "string"},
+        "conversation": {"type": "string"},
+        "at": {"type": "string", "format": "date-time"},
+    },
     "additionalProperties": True,
     "description": "One line of the chat's input format (docs/input-format.md).",
 }
@@ -438,35 +463,45 @@ def _demo_reads() -> dict[str, dict[str, Any]]:
         cut = next(n for n, row in enumerate(rows, start=1) if row["kind"] == "card_outcome")
         read = "/v1/conversations/{conversation}/"
         return {
-            "/v1/conversations": {"summary": "the store of `chatrecord demo`",
-                                  "value": chatrecord.conversations().to_json()},
+            "/v1/conversations": {"summary": "the store of `chatrecord demo`", "value": chatrecord.conversations().to_json()},
             read + "turn": {"summary": "the demo tour's next turn", "value": chatrecord.turn_notes(DEMO).to_json()},
             read + "audit": {"summary": f"the first {cut} of the demo tour's {len(rows)} rows", "value": rows[:cut]},
-            read + "activity": {"summary": f"the first 2 of the demo tour's {len(segments)} segments",
-                                "value": segments[:2]},
-            read + "replay": {"summary": "the demo tour's latest turn (?at=3)",
-                              "value": chatrecord.replay(DEMO, at=3).to_json()},
+            read + "activity": {"summary": f"the first 2 of the demo tour's {len(segments)} segments", "value": segments[:2]},
+            read + "replay": {"summary": "the demo tour's latest turn (?at=3)", "value": chatrecord.replay(DEMO, at=3).to_json()},
         }
     finally:
         chatrecord.close()
 
 
-ETAG = {"description": 'The conversation\'s version as a strong ETag, e.g. "7" (send it as If-Match).',
-        "schema": {"type": "string", "pattern": '^"[0-9]+"$'}}
-REPLAYED = {"description": "true when this is the kept response to an Idempotency-Key sent before.",
-            "schema": {"type": "string", "enum": ["true"]}}
-READ_AFTER_HEADER = {"description": "The write's position, where the service reads from standbys "
-                     "(CHATRECORD_READ_DATABASE_URL): a GET sent with it as Chatrecord-Read-After is never older "
-                     "than this write. Opaque (PostgreSQL's WAL position, e.g. 0/3016040); absent otherwise.",
-                     "schema": {"type": "string", "pattern": "^[0-9A-Fa-f]{1,8}/[0-9A-Fa-f]{1,8}$"}}
-ERASED = {"description": "true when the conversation was erased: its texts read [erased].",
-          "schema": {"type": "string", "enum": ["true"]}}
+ETAG = {
+    "description": 'The conversation\'s version as a strong ETag, e.g. "7" (send it as If-Match).',
+    "schema": {"type": "string", "pattern": '^"[0-9]+"$'},
+}
+REPLAYED = {
+    "description": "true when this is the kept response to an Idempotency-Key sent before.",
+    "schema": {"type": "string", "enum": ["true"]},
+}
+READ_AFTER_HEADER = {
+    "description": "The write's position, where the service reads from standbys "
+    "(CHATRECORD_READ_DATABASE_URL): a GET sent with it as Chatrecord-Read-After is never older "
+    "than this write. Opaque (PostgreSQL's WAL position, e.g. 0/3016040); absent otherwise.",
+    "schema": {"type": "string", "pattern": "^[0-9A-Fa-f]{1,8}/[0-9A-Fa-f]{1,8}$"},
+}
+ERASED = {
+    "description": "true when the conversation was erased: its texts read [erased].",
+    "schema": {"type": "string", "enum": ["true"]},
+}
 PROBLEM_TYPES = {
-    400: ["unreadable-json", "bad-request"], 401: ["unauthorized"],
-    404: ["unknown-conversation", "no-such-turn", "not-found"], 405: ["method-not-allowed"],
+    400: ["unreadable-json", "bad-request"],
+    401: ["unauthorized"],
+    404: ["unknown-conversation", "no-such-turn", "not-found"],
+    405: ["method-not-allowed"],
     409: ["refused-line", "no-turn", "chain-broken", "conflict", "request-in-progress"],
-    412: ["version-mismatch"], 413: ["body-too-large"], 415: ["unsupported-media-type"],
-    422: ["bad-line", "idempotency-key-reused"], 500: ["unreadable-event", "internal"],
+    412: ["version-mismatch"],
+    413: ["body-too-large"],
+    415: ["unsupported-media-type"],
+    422: ["bad-line", "idempotency-key-reused"],
+    500: ["unreadable-event", "internal"],
     503: ["write-conflict", "store-unavailable"],
 }
 """The problem `type`s (`urn:chatrecord:problem:<name>`, adapters.http.problems) each status carries."""
@@ -498,9 +533,16 @@ def document(app: Any) -> dict[str, Any]:
             for status, response in responses.items():
                 if status.isdigit() and int(status) in PROBLEM_TYPES and "content" in response:
                     names = PROBLEM_TYPES[int(status)]
-                    response["content"] = {"application/problem+json": {"schema": {"allOf": [
-                        {"$ref": "#/components/schemas/ProblemDetails"},
-                        {"properties": {"type": {"enum": [f"urn:chatrecord:problem:{n}" for n in names]}}}]}}}
+                    response["content"] = {
+                        "application/problem+json": {
+                            "schema": {
+                                "allOf": [
+                                    {"$ref": "#/components/schemas/ProblemDetails"},
+                                    {"properties": {"type": {"enum": [f"urn:chatrecord:problem:{n}" for n in names]}}},
+                                ]
+                            }
+                        }
+                    }
                     response["description"] += " (problem type: " + ", ".join(names) + ")"
             if method == "get" and path.startswith("/v1/conversations/{conversation}/"):
                 reads[path.rsplit("/", 1)[1]] = operation["operationId"]
@@ -508,16 +550,28 @@ def document(app: Any) -> dict[str, Any]:
         if name in schemas and name not in str(doc["paths"]):
             del schemas[name]
     post = doc["paths"]["/v1/lines"]["post"]
-    post["requestBody"] = {"required": True, "content": {
-        "application/json": {"schema": {"$ref": "#/components/schemas/Line"}, "examples": _demo_examples()},
-        "application/x-ndjson": {"schema": {"type": "string", "description": (
-            "JSON Lines: one Line object a line, all of one conversation; recorded all or nothing.")}},
-    }}
+    post["requestBody"] = {
+        "required": True,
+        "content": {
+            "application/json": {"schema": {"$ref": "#/components/schemas/Line"}, "examples": _demo_examples()},
+            "application/x-ndjson": {
+                "schema": {
+                    "type": "string",
+                    "description": ("JSON Lines: one Line object a line, all of one conversation; recorded all or nothing."),
+                }
+            },
+        },
+    }
     ok = post["responses"]["200"]
     ok["headers"] = {"ETag": ETAG, "Idempotent-Replayed": REPLAYED, "Chatrecord-Read-After": READ_AFTER_HEADER}
-    ok["links"] = {name: {"operationId": operation, "parameters": {"conversation": "$response.body#/conversation"},
-                          "description": f"The conversation's {name} after the line."}
-                   for name, operation in sorted(reads.items())}
+    ok["links"] = {
+        name: {
+            "operationId": operation,
+            "parameters": {"conversation": "$response.body#/conversation"},
+            "description": f"The conversation's {name} after the line.",
+        }
+        for name, operation in sorted(reads.items())
+    }
     for path, example in _demo_reads().items():
         doc["paths"][path]["get"]["responses"]["200"]["content"]["application/json"]["examples"] = {"demo": example}
     turn = doc["paths"].get("/v1/conversations/{conversation}/turn", {}).get("get")

@@ -34,11 +34,14 @@ def check(host: str, no_auth: bool) -> HttpSettings:
     """Returns the settings, or raises BadSetting when the service must not start."""
     settings = HttpSettings.from_env(no_auth=no_auth)
     if no_auth and not loopback(host):
-        raise BadSetting(f"--no-auth listens on a loopback host only (127.0.0.1, ::1, localhost), not {host}; "
-                         "set CHATRECORD_API_TOKEN to listen on other hosts")
+        raise BadSetting(
+            f"--no-auth listens on a loopback host only (127.0.0.1, ::1, localhost), not {host}; "
+            "set CHATRECORD_API_TOKEN to listen on other hosts"
+        )
     if settings.token is None and not no_auth:
-        raise BadSetting("CHATRECORD_API_TOKEN is not set; set it to the bearer token the chat sends, "
-                         "or give --no-auth on a loopback host")
+        raise BadSetting(
+            "CHATRECORD_API_TOKEN is not set; set it to the bearer token the chat sends, or give --no-auth on a loopback host"
+        )
     return settings
 
 
@@ -70,8 +73,15 @@ def run(host: str, port: int, workers: int, access_log: bool = True) -> None:
     one, each worker ends when the server process does, even when it is killed (`end_with_parent`)."""
     if workers > 1:
         os.environ[PARENT] = str(os.getpid())
-    uvicorn.run("adapters.http.app:app_from_env", factory=True, host=host, port=port, workers=workers,
-                access_log=access_log, log_level="info")
+    uvicorn.run(
+        "adapters.http.app:app_from_env",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        access_log=access_log,
+        log_level="info",
+    )
 
 
 def listenable(host: str, port: int) -> None:
@@ -88,5 +98,6 @@ def listenable(host: str, port: int) -> None:
         try:
             probe.bind(address)
         except OSError as error:
-            raise BadSetting(f"cannot listen on {host}:{port} ({error.strerror or error}); "
-                             "give another --port, or end what holds it") from None
+            raise BadSetting(
+                f"cannot listen on {host}:{port} ({error.strerror or error}); give another --port, or end what holds it"
+            ) from None

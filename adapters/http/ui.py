@@ -41,8 +41,12 @@ class SignInRequired(Exception):
 
 
 def html(text: str, status: int = 200, headers: dict[str, str] | None = None) -> HTMLResponse:
-    base = {"Content-Security-Policy": pages.SERVER_CSP, "X-Content-Type-Options": "nosniff",
-            "Referrer-Policy": "no-referrer", "Cache-Control": "no-store"}
+    base = {
+        "Content-Security-Policy": pages.SERVER_CSP,
+        "X-Content-Type-Options": "nosniff",
+        "Referrer-Policy": "no-referrer",
+        "Cache-Control": "no-store",
+    }
     return HTMLResponse(text, status_code=status, headers=base | (headers or {}))
 
 
@@ -89,8 +93,9 @@ def ui_router(token: str | None) -> APIRouter:
         if not hmac.compare_digest(given.encode(), token.encode()):
             return html(pages.login_page(target, failed=True), status=401)
         response = RedirectResponse(target, status_code=303)
-        response.set_cookie(COOKIE, session_value(token), httponly=True, samesite="strict", path="/ui",
-                            secure=request.url.scheme == "https")
+        response.set_cookie(
+            COOKIE, session_value(token), httponly=True, samesite="strict", path="/ui", secure=request.url.scheme == "https"
+        )
         return response
 
     def service(request: Request) -> Chatrecord:
@@ -119,9 +124,15 @@ def ui_router(token: str | None) -> APIRouter:
     @guarded.get("/conversations/{conversation:path}/overview.svg")
     def overview(chatrecord: Service, conversation: str) -> Response:
         svg = chatrecord.overview_drawn(conversation, pages.overview_svg)
-        return Response(svg, media_type="image/svg+xml",
-                        headers={"Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'",
-                                 "X-Content-Type-Options": "nosniff", "Cache-Control": "no-store"})
+        return Response(
+            svg,
+            media_type="image/svg+xml",
+            headers={
+                "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'",
+                "X-Content-Type-Options": "nosniff",
+                "Cache-Control": "no-store",
+            },
+        )
 
     @guarded.get("/conversations/{conversation:path}/chain")
     def chain(chatrecord: Service, conversation: str, full: Annotated[bool, Query()] = False) -> Response:
@@ -130,7 +141,8 @@ def ui_router(token: str | None) -> APIRouter:
 
     @guarded.get("/conversations/{conversation:path}")
     def conversation_page(
-        chatrecord: Service, conversation: str,
+        chatrecord: Service,
+        conversation: str,
         turn: Annotated[int | None, Query(ge=1, le=2147483647)] = None,
         rules: Annotated[Rules | None, Query()] = None,
         before: Annotated[int | None, Query(ge=2, le=2147483647)] = None,
@@ -146,8 +158,9 @@ def ui_router(token: str | None) -> APIRouter:
         # turn's whole input (the transcript with the notes in place) only when asked for
         next_call = chatrecord.turn_notes(conversation) if turn is None and before is None else None
         latest = next((t.number for t in page.turns if t.kind != "start"), None) if before is None else None
-        text = pages.conversation_page(page, static=False, chain="lazy", overview=None, selected=selected,
-                                       next_call=next_call, latest_message=latest)
+        text = pages.conversation_page(
+            page, static=False, chain="lazy", overview=None, selected=selected, next_call=next_call, latest_message=latest
+        )
         return html(text)
 
     router.include_router(guarded)

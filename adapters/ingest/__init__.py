@@ -72,7 +72,7 @@ def parse_line(text: str | bytes, line_no: int, source_name: str) -> ParsedLine:
 
     size = len(text) if isinstance(text, bytes) or len(text) * 4 <= LINE_BYTES_MAX else len(text.encode("utf-8", "replace"))
     if size > LINE_BYTES_MAX:
-        raise invalid(_WHOLE_LINE, f"is longer than {LINE_BYTES_MAX:,} bytes, the most a line may be (README, \"Input limits\")")
+        raise invalid(_WHOLE_LINE, f'is longer than {LINE_BYTES_MAX:,} bytes, the most a line may be (README, "Input limits")')
     try:
         data = orjson.loads(text)
     except orjson.JSONDecodeError as error:
@@ -81,8 +81,10 @@ def parse_line(text: str | bytes, line_no: int, source_name: str) -> ParsedLine:
         raise invalid(_WHOLE_LINE, f"expected a JSON object, got {_kind_of(data)}")
     deep = _too_deep(text, data)
     if deep is not None:
-        raise invalid(_path(deep) or _WHOLE_LINE, f"is nested more than {DEPTH_MAX} levels deep, the most a line "
-                                                  "may be (README, \"Input limits\")")
+        raise invalid(
+            _path(deep) or _WHOLE_LINE,
+            f'is nested more than {DEPTH_MAX} levels deep, the most a line may be (README, "Input limits")',
+        )
     twice = _key_twice(text, data)
     if twice is not None:
         raise invalid(_path(twice), f"field {_path(twice[-1:])} appears twice; give each key of an object once")
@@ -109,9 +111,14 @@ def _integral(data: Any, error: ValidationError) -> Any:
     """Returns `data` with each integral float where a whole number was expected (`1.0`, as
     PHP's json_encode writes a float with JSON_PRESERVE_ZERO_FRACTION, and as JSON Schema counts
     an integer) made an int; `1.5` stays, and fails as it did. The same object when none is."""
-    places = [problem["loc"] for problem in error.errors(include_url=False)
-              if problem["type"] == "int_type" and isinstance(problem["input"], float)
-              and problem["input"].is_integer() and abs(problem["input"]) < 2**53]  # past 2**53 a float is no exact number
+    places = [
+        problem["loc"]
+        for problem in error.errors(include_url=False)
+        if problem["type"] == "int_type"
+        and isinstance(problem["input"], float)
+        and problem["input"].is_integer()
+        and abs(problem["input"]) < 2**53
+    ]  # past 2**53 a float is no exact number
     if not places:
         return data
     data = copy.deepcopy(data)
@@ -137,8 +144,7 @@ def _too_deep(text: str | bytes, data: dict[str, Any]) -> tuple[Any, ...] | None
         if depth > DEPTH_MAX:
             return at[:3]
         items = value.items() if isinstance(value, dict) else enumerate(value)
-        inner = [((*at, key) if len(at) < 3 else at, depth + 1, item)
-                 for key, item in items if isinstance(item, (dict, list))]
+        inner = [((*at, key) if len(at) < 3 else at, depth + 1, item) for key, item in items if isinstance(item, (dict, list))]
         stack.extend(reversed(inner))  # the first one in the text's order is walked first
     return None
 
@@ -223,7 +229,7 @@ def line_text(data: Mapping[str, Any], line_no: int, source_name: str) -> bytes:
     return text
 
 
-_BIG = "is a number of more than 64 bits; no field takes one (README, \"Input limits\")"
+_BIG = 'is a number of more than 64 bits; no field takes one (README, "Input limits")'
 _NOT_FINITE = "expected a finite number"
 
 
@@ -306,7 +312,9 @@ def parse_numbered(raw: str | bytes, line_no: int, source_name: str) -> ParsedLi
         try:
             raw = raw.decode("utf-8")
         except UnicodeDecodeError as error:
-            raise InvalidInput(source_name, line_no, _WHOLE_LINE, f"not UTF-8 text ({error.reason} at byte {error.start + 1})") from None
+            raise InvalidInput(
+                source_name, line_no, _WHOLE_LINE, f"not UTF-8 text ({error.reason} at byte {error.start + 1})"
+            ) from None
     if line_no == 1:
         raw = raw.removeprefix("\ufeff")
     raw = raw.rstrip("\r\n")  # the line's end is not part of its JSON (an error's column counts within it)
@@ -449,10 +457,9 @@ def _expected(error: Any, kind: str) -> str:
     if code == "finite_number":
         return f"expected a finite number, got {_kind_of(value)}"
     if code == "string_too_long":
-        return f"is {len(value):,} characters long; the most is {ctx.get('max_length'):,} (README, \"Input limits\")"
+        return f'is {len(value):,} characters long; the most is {ctx.get("max_length"):,} (README, "Input limits")'
     if code == "too_long":
-        return (f"has {ctx.get('actual_length'):,} entries; the most is {ctx.get('max_length'):,} "
-                f"(README, \"Input limits\")")
+        return f'has {ctx.get("actual_length"):,} entries; the most is {ctx.get("max_length"):,} (README, "Input limits")'
     return str(error["msg"])
 
 

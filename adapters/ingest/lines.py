@@ -105,12 +105,14 @@ class Line(InputModel):
             return LineOutOfOrder(
                 f"the line follows version {self.follows} of conversation {self.conversation!r}, which is at "
                 f"version {version}; it waits for the lines before it (nothing of it was stored)",
-                self.follows, version,
+                self.follows,
+                version,
             )
         return LineOutOfOrder(
             f"the line follows version {self.follows} of conversation {self.conversation!r}, which is at "
             f"version {version} already; it was written for an earlier state (nothing of it was stored)",
-            self.follows, version,
+            self.follows,
+            version,
         )
 
 
@@ -163,12 +165,24 @@ class SegmentReturnedLine(Line):
 
 
 class CardDecidedLine(Line):
-    model_config = ConfigDict(json_schema_extra=drop_null("message", "text", schema={"allOf": [
-        {"anyOf": [{"properties": {"approved": {"const": True}, "answer": {"const": CARD_ANSWERS[0]}}},
-                   {"properties": {"approved": {"const": False}, "answer": {"enum": list(CARD_ANSWERS[1:])}}}]},
-        {"anyOf": [{"required": ["message", "text"]},
-                   {"properties": {"message": {"not": {}}, "text": {"not": {}}}}]},
-    ], "description": f"approved is true exactly for {CARD_ANSWERS[0]}; message and text go together."}))
+    model_config = ConfigDict(
+        json_schema_extra=drop_null(
+            "message",
+            "text",
+            schema={
+                "allOf": [
+                    {
+                        "anyOf": [
+                            {"properties": {"approved": {"const": True}, "answer": {"const": CARD_ANSWERS[0]}}},
+                            {"properties": {"approved": {"const": False}, "answer": {"enum": list(CARD_ANSWERS[1:])}}},
+                        ]
+                    },
+                    {"anyOf": [{"required": ["message", "text"]}, {"properties": {"message": {"not": {}}, "text": {"not": {}}}}]},
+                ],
+                "description": f"approved is true exactly for {CARD_ANSWERS[0]}; message and text go together.",
+            },
+        )
+    )
 
     type: Literal["card_decided"]
     segment: Key
@@ -183,8 +197,7 @@ class CardDecidedLine(Line):
         approved = info.data.get("approved")
         if approved is not None and approved != (answer == "Übernehmen"):
             raise ValueError(
-                f"{show(answer)} does not go with approved {str(approved).lower()}; "
-                "approved is true exactly for Übernehmen"
+                f"{show(answer)} does not go with approved {str(approved).lower()}; approved is true exactly for Übernehmen"
             )
         return answer
 
@@ -257,7 +270,16 @@ class LegacyRowLine(Line):
 
 
 ParsedLine = Annotated[
-    ConversationStartedLine | UserMessageLine | SegmentReturnedLine | CardDecidedLine | QuestionAnsweredLine | TurnRetriedLine | TourEndedLine | MessageEditedLine | TranscriptReplacedLine | LegacyRowLine,
+    ConversationStartedLine
+    | UserMessageLine
+    | SegmentReturnedLine
+    | CardDecidedLine
+    | QuestionAnsweredLine
+    | TurnRetriedLine
+    | TourEndedLine
+    | MessageEditedLine
+    | TranscriptReplacedLine
+    | LegacyRowLine,
     Field(discriminator="type"),
 ]
 """One parsed input line; the union is discriminated on `type`."""

@@ -68,9 +68,7 @@ def escape_invisible(text: str) -> str:
     unassigned character (categories Cc, Cf, Zl, Zp, Co, Cn, Cs) written as a Python escape."""
     if text.isprintable():
         return text
-    return "".join(
-        _escaped(c) if unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp", "Co", "Cn", "Cs") else c for c in text
-    )
+    return "".join(_escaped(c) if unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp", "Co", "Cn", "Cs") else c for c in text)
 
 
 _JSON_ESCAPES = str.maketrans({"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"})
@@ -100,8 +98,10 @@ def reduce_name(value: str, what: str = "name") -> str:
     """
     kept = _NOT_NAME.sub("", value)
     if not kept:
-        raise ValueError(f"{show(value)} is not a {what}; it needs at least one of A-Za-z0-9_.:- "
-                         f"(other characters are left out, and a {what} longer than {NAME_MAX} is shortened)")
+        raise ValueError(
+            f"{show(value)} is not a {what}; it needs at least one of A-Za-z0-9_.:- "
+            f"(other characters are left out, and a {what} longer than {NAME_MAX} is shortened)"
+        )
     if len(kept) <= NAME_MAX:
         return kept
     digest = sha256(value.encode("utf-8")).hexdigest()[:16]
@@ -121,8 +121,10 @@ def reduce_key(value: str, what: str = "id") -> str:
     if kept == value and 0 < len(value) <= NAME_MAX:
         return value
     if not kept:
-        raise ValueError(f"{show(value)} is not an {what}; it needs at least one of A-Za-z0-9_.:/- "
-                         f"(other characters are left out, and an {what} longer than {NAME_MAX} is shortened)")
+        raise ValueError(
+            f"{show(value)} is not an {what}; it needs at least one of A-Za-z0-9_.:/- "
+            f"(other characters are left out, and an {what} longer than {NAME_MAX} is shortened)"
+        )
     digest = sha256(value.encode("utf-8")).hexdigest()[:16]
     return f"{kept[: NAME_MAX - 18]}:h{digest}"
 
@@ -179,8 +181,9 @@ def parse_at(value: Any) -> datetime:
     except ValueError:
         raise ValueError(f"{show(value)} is not a time; {example}") from None
     if _is_date(value) or not any(separator in value for separator in _TIME_SEPARATORS):
-        raise ValueError(f"{show(value)} is a date without a time of day; expected ISO-8601 date and time "
-                         f"in UTC like 2026-10-28T09:00:00Z")
+        raise ValueError(
+            f"{show(value)} is a date without a time of day; expected ISO-8601 date and time in UTC like 2026-10-28T09:00:00Z"
+        )
     if at.tzinfo is None:
         at = at.replace(tzinfo=UTC)
     try:
@@ -229,14 +232,26 @@ years 2000–9998 in UTC whatever its offset; `parse_at` accepts the whole range
 
 
 def _key_schema(what: str) -> WithJsonSchema:
-    return WithJsonSchema({"type": "string", "minLength": 1, "pattern": KEY_PATTERN, "description":
-                           f"The {what}: 1–{NAME_MAX} of A-Za-z0-9_.:/- is kept as it is; other characters are "
-                           f"dropped and a changed or longer id gets a hash appended (docs/input-format.md)."})
+    return WithJsonSchema(
+        {
+            "type": "string",
+            "minLength": 1,
+            "pattern": KEY_PATTERN,
+            "description": f"The {what}: 1–{NAME_MAX} of A-Za-z0-9_.:/- is kept as it is; other characters are "
+            f"dropped and a changed or longer id gets a hash appended (docs/input-format.md).",
+        }
+    )
 
 
 def _name_schema(what: str) -> WithJsonSchema:
-    return WithJsonSchema({"type": "string", "minLength": 1, "pattern": NAME_PATTERN, "description":
-                           f"A {what}: characters outside A-Za-z0-9_.:- are dropped; at most {NAME_MAX} are kept."})
+    return WithJsonSchema(
+        {
+            "type": "string",
+            "minLength": 1,
+            "pattern": NAME_PATTERN,
+            "description": f"A {what}: characters outside A-Za-z0-9_.:- are dropped; at most {NAME_MAX} are kept.",
+        }
+    )
 
 
 Key = Annotated[str, AfterValidator(reduce_key), _key_schema("id")]
@@ -245,9 +260,18 @@ FieldName = Annotated[str, AfterValidator(lambda v: reduce_name(v, "field name")
 Skill = Annotated[str, AfterValidator(lambda v: reduce_name(v, "skill")), _name_schema("skill")]
 Table = Annotated[str, AfterValidator(check_table), WithJsonSchema({"type": "string", "pattern": TABLE_PATTERN})]
 Uid = Annotated[int, AfterValidator(check_uid), WithJsonSchema({"type": "integer", "minimum": 1, "maximum": INT_MAX})]
-At = Annotated[datetime, BeforeValidator(parse_at), WithJsonSchema({
-    "type": "string", "format": "date-time", "pattern": AT_PATTERN,
-    "description": "ISO-8601 date and time, years 2000–9998 in UTC; without an offset it is UTC."})]
+At = Annotated[
+    datetime,
+    BeforeValidator(parse_at),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "format": "date-time",
+            "pattern": AT_PATTERN,
+            "description": "ISO-8601 date and time, years 2000–9998 in UTC; without an offset it is UTC.",
+        }
+    ),
+]
 MessageNo = Annotated[int, Field(ge=1, le=INT_MAX)]
 Whole = Annotated[int, Field(ge=0, le=INT_MAX)]
 """A whole number from 0 to INT_MAX (2,147,483,647), the largest every store keeps."""

@@ -53,12 +53,26 @@ from domain.values import (
 class Step(InputModel):
     """One nr-llm RunStep, of which only the privacy-kept facts are read."""
 
-    model_config = ConfigDict(json_schema_extra=drop_null("writeTargetTable", "writeTargetUid", schema={"anyOf": [
-        {"required": ["writeTargetTable", "writeTargetUid"]},
-        {"properties": {"kind": {"not": {"const": "tool_write"}}, "writeTargetTable": {"not": {}},
-                        "writeTargetUid": {"not": {}}}},
-    ], "description": "A step; writeTargetTable and writeTargetUid go together, and a tool_write step has them. "
-                      "A step of a kind outside " + ", ".join(STEP_KINDS) + " is dropped."}))
+    model_config = ConfigDict(
+        json_schema_extra=drop_null(
+            "writeTargetTable",
+            "writeTargetUid",
+            schema={
+                "anyOf": [
+                    {"required": ["writeTargetTable", "writeTargetUid"]},
+                    {
+                        "properties": {
+                            "kind": {"not": {"const": "tool_write"}},
+                            "writeTargetTable": {"not": {}},
+                            "writeTargetUid": {"not": {}},
+                        }
+                    },
+                ],
+                "description": "A step; writeTargetTable and writeTargetUid go together, and a tool_write step has them. "
+                "A step of a kind outside " + ", ".join(STEP_KINDS) + " is dropped.",
+            },
+        )
+    )
 
     kind: str
     round: Whole
@@ -125,8 +139,13 @@ class Step(InputModel):
 class Pending(InputModel):
     """A call left waiting: `toolName`, an optional target (`table` with `uid`), `fields`."""
 
-    model_config = ConfigDict(json_schema_extra=drop_null("table", "uid", schema={"anyOf": [
-        {"required": ["table", "uid"]}, {"properties": {"table": {"not": {}}, "uid": {"not": {}}}}]}))
+    model_config = ConfigDict(
+        json_schema_extra=drop_null(
+            "table",
+            "uid",
+            schema={"anyOf": [{"required": ["table", "uid"]}, {"properties": {"table": {"not": {}}, "uid": {"not": {}}}}]},
+        )
+    )
 
     toolName: ToolName
     table: Table | None = None
@@ -157,18 +176,24 @@ class InputMessage(InputModel):
 class LegacyOutcome(InputModel):
     """A card outcome as the chat stored it; a create has table '' and uid 0 (no target)."""
 
-    model_config = ConfigDict(json_schema_extra={"anyOf": [
-        {"properties": {"table": {"const": ""}, "uid": {"const": 0}}},
-        {"required": ["table", "uid"], "properties": {"table": {"pattern": TABLE_PATTERN}, "uid": {"minimum": 1}}},
-    ]})
+    model_config = ConfigDict(
+        json_schema_extra={
+            "anyOf": [
+                {"properties": {"table": {"const": ""}, "uid": {"const": 0}}},
+                {"required": ["table", "uid"], "properties": {"table": {"pattern": TABLE_PATTERN}, "uid": {"minimum": 1}}},
+            ]
+        }
+    )
 
     outcome: Literal["applied", "check", "not_applied", "skipped", "variant", "kept", "declined"]
     after: Whole
     tool: ToolName
-    table: Annotated[str, AfterValidator(lambda v: v and check_table(v)),
-                     WithJsonSchema({"type": "string", "pattern": "^[A-Za-z0-9_]{0,64}$"})] = ""
+    table: Annotated[
+        str, AfterValidator(lambda v: v and check_table(v)), WithJsonSchema({"type": "string", "pattern": "^[A-Za-z0-9_]{0,64}$"})
+    ] = ""
     uid: Annotated[int, WithJsonSchema({"type": "integer", "minimum": 0, "maximum": INT_MAX})] = Field(
-        default=0, validate_default=True)
+        default=0, validate_default=True
+    )
     fields: Annotated[list[FieldName], Field(max_length=LIST_MAX)] = []
 
     @field_validator("uid")
@@ -184,6 +209,4 @@ class LegacyOutcome(InputModel):
 
     def card_outcome(self) -> LegacyCardOutcome:
         target = RecordRef(table=self.table, uid=self.uid) if self.table else None
-        return LegacyCardOutcome(
-            outcome=self.outcome, after=self.after, tool=self.tool, target=target, fields=tuple(self.fields)
-        )
+        return LegacyCardOutcome(outcome=self.outcome, after=self.after, tool=self.tool, target=target, fields=tuple(self.fields))

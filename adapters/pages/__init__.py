@@ -35,8 +35,10 @@ STATIC_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base
 """The exported file's policy: inline CSS only, no script, no request of any kind."""
 INPUTS = 50
 """Turns whose model input the exported file holds, newest first (`timeline --inputs`)."""
-SERVER_CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; frame-src 'self'; "
-              "frame-ancestors 'self'; base-uri 'none'; form-action 'self'")
+SERVER_CSP = (
+    "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; frame-src 'self'; "
+    "frame-ancestors 'self'; base-uri 'none'; form-action 'self'"
+)
 """The served pages' policy (sent as a header): no script, requests to the server only."""
 
 
@@ -63,17 +65,20 @@ def short_id(segment: str) -> str:
     return segment if len(segment) <= 28 else segment[:24] + "…"
 
 
-
-
-
 def model_input(view: TurnView) -> list[dict[str, Any]]:
     """Returns the messages of a turn view for the template: role and pieces (text, or notes
     with whether each was added under this rule set)."""
     messages, index = [], 0
     for message in view.turn.model_messages():
         parts, index = split_notes(message["content"], view.turn.notes, index)
-        messages.append({"role": message["role"], "parts": [
-            (kind, value if kind == "text" else [(note_body(n), n in view.added) for n in value]) for kind, value in parts]})
+        messages.append(
+            {
+                "role": message["role"],
+                "parts": [
+                    (kind, value if kind == "text" else [(note_body(n), n in view.added) for n in value]) for kind, value in parts
+                ],
+            }
+        )
     return messages
 
 
@@ -110,9 +115,12 @@ class Links:
 @cache
 def environment() -> Environment:
     """Returns the Jinja2 environment of the templates (package data), autoescaping on."""
-    env = Environment(loader=PackageLoader("adapters.pages", "templates"),
-                      autoescape=select_autoescape(["html", "svg", "xml"], default=True),
-                      trim_blocks=True, lstrip_blocks=True)
+    env = Environment(
+        loader=PackageLoader("adapters.pages", "templates"),
+        autoescape=select_autoescape(["html", "svg", "xml"], default=True),
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
     env.filters.update(shown=shown, when=when, short_id=short_id, note_body=note_body)
     env.globals.update(RULE_SET_IDS=RULE_SET_IDS, model_input=model_input)
     return env
@@ -138,8 +146,17 @@ TONE_RANK = {"info": 0, "ok": 1, "wait": 2, "cut": 3, "bad": 4}
 def overview_data(points: Sequence[OverviewPoint], width: int) -> dict[str, Any]:
     left, plot = 92, width - 92 - 12
     if not points:
-        return {"width": width, "height": 120, "cells": [], "days": [], "left": left, "plot": plot, "count": 0,
-                "segments": 0, "lanes": ["messages", "segments", "decisions", "trouble"]}
+        return {
+            "width": width,
+            "height": 120,
+            "cells": [],
+            "days": [],
+            "left": left,
+            "plot": plot,
+            "count": 0,
+            "segments": 0,
+            "lanes": ["messages", "segments", "decisions", "trouble"],
+        }
     first, last = points[0].version, points[-1].version
     span = max(last - first, 1)
     columns = min(plot, max(len(points), 80))
@@ -165,21 +182,41 @@ def overview_data(points: Sequence[OverviewPoint], width: int) -> dict[str, Any]
             shown_days.append((round(x, 1), label))
             last_x = x
     return {
-        "width": width, "height": 120, "left": left, "plot": plot, "count": len(points),
+        "width": width,
+        "height": 120,
+        "left": left,
+        "plot": plot,
+        "count": len(points),
         "segments": sum(1 for p in points if p.kind == "segment"),
-        "lanes": ["messages", "segments", "decisions", "trouble"], "days": shown_days,
-        "cells": [{"x": round(left + col * step, 2), "w": round(max(step - (1 if step > 3 else 0), 1), 2),
-                   "lane": lane, "tone": p.tone, "title": p.label + (f" (+{counts[(col, lane)] - 1} more)"
-                                                                      if counts[(col, lane)] > 1 else "")}
-                  for (col, lane), p in sorted(cells.items())],
+        "lanes": ["messages", "segments", "decisions", "trouble"],
+        "days": shown_days,
+        "cells": [
+            {
+                "x": round(left + col * step, 2),
+                "w": round(max(step - (1 if step > 3 else 0), 1), 2),
+                "lane": lane,
+                "tone": p.tone,
+                "title": p.label + (f" (+{counts[(col, lane)] - 1} more)" if counts[(col, lane)] > 1 else ""),
+            }
+            for (col, lane), p in sorted(cells.items())
+        ],
     }
 
 
-def conversation_page(page: TimelinePage, *, static: bool, chain: Verdict | None | str, overview: str | None,
-                      views: dict[tuple[int, str], TurnView] | None = None, older: Sequence[TimelinePage] = (),
-                      selected: TurnView | None = None, next_call: TurnNotes | None = None,
-                      latest_message: int | None = None, generated: str | None = None,
-                      with_input: set[int] | None = None) -> str:
+def conversation_page(
+    page: TimelinePage,
+    *,
+    static: bool,
+    chain: Verdict | None | str,
+    overview: str | None,
+    views: dict[tuple[int, str], TurnView] | None = None,
+    older: Sequence[TimelinePage] = (),
+    selected: TurnView | None = None,
+    next_call: TurnNotes | None = None,
+    latest_message: int | None = None,
+    generated: str | None = None,
+    with_input: set[int] | None = None,
+) -> str:
     """Returns the HTML of a conversation's timeline page.
 
     `static`: one self-contained file (every turn view in `views`, keyed by (message, rule
@@ -190,12 +227,26 @@ def conversation_page(page: TimelinePage, *, static: bool, chain: Verdict | None
     markup, or None to load it from the server. `with_input`: in a file, the user messages whose
     turn input it holds (the others link to nothing)."""
     links = Links(page.conversation, static, page.rules)
-    return environment().get_template("conversation.html").render(
-        page=page, static=static, chain=chain, overview=Markup(overview) if overview is not None else None,
-        views=views or {}, older=older, selected=selected, next_call=next_call, latest_message=latest_message,
-        links=links, with_input=with_input,
-        css=Markup(stylesheet()), csp=STATIC_CSP if static else None, generated=generated,
-        latest_key=next(iter(views or {}), None),
+    return (
+        environment()
+        .get_template("conversation.html")
+        .render(
+            page=page,
+            static=static,
+            chain=chain,
+            overview=Markup(overview) if overview is not None else None,
+            views=views or {},
+            older=older,
+            selected=selected,
+            next_call=next_call,
+            latest_message=latest_message,
+            links=links,
+            with_input=with_input,
+            css=Markup(stylesheet()),
+            csp=STATIC_CSP if static else None,
+            generated=generated,
+            latest_key=next(iter(views or {}), None),
+        )
     )
 
 
@@ -207,9 +258,18 @@ def chain_page(chain: Verdict | None) -> str:
 def list_page(rows: Sequence[dict[str, Any]], query: str, next_after: str | None, message: str | None = None) -> str:
     """Returns the HTML of the conversation list: `rows` of {"conversation", …}, the search
     `query`, the link to the next page (`next_after`), and a `message` (no match)."""
-    return environment().get_template("list.html").render(rows=rows, query=query, next_after=next_after,
-                                                          message=message, css=Markup(stylesheet()),
-                                                          quote=lambda s: quote(s, safe=""))
+    return (
+        environment()
+        .get_template("list.html")
+        .render(
+            rows=rows,
+            query=query,
+            next_after=next_after,
+            message=message,
+            css=Markup(stylesheet()),
+            quote=lambda s: quote(s, safe=""),
+        )
+    )
 
 
 def login_page(next_path: str, failed: bool = False) -> str:
@@ -227,7 +287,7 @@ def export_page(chatrecord: Any, conversation: str, generated: str | None = None
     from adapters.service.timeline import newest_turns, turn_view  # the service layer's
 
     whole = chatrecord.timeline(conversation, turns=10**9)
-    pages = [whole.turns[i:i + PAGE_TURNS_SHOWN] for i in range(0, len(whole.turns), PAGE_TURNS_SHOWN)] or [()]
+    pages = [whole.turns[i : i + PAGE_TURNS_SHOWN] for i in range(0, len(whole.turns), PAGE_TURNS_SHOWN)] or [()]
     first = TimelinePage(whole.conversation, whole.rules, whole.version, tuple(pages[0]), None)
     older = [TimelinePage(whole.conversation, whole.rules, whole.version, tuple(p), None) for p in pages[1:]]
     active = whole.rules
@@ -243,8 +303,16 @@ def export_page(chatrecord: Any, conversation: str, generated: str | None = None
     latest = replays[active][-1] if replays[active] else None
     if latest is not None:  # the latest turn under the live rules first: shown when no other is chosen
         views = {(latest.message, active): views.pop((latest.message, active)), **views}
-    return conversation_page(first, static=True, chain=chain, overview=svg, views=views, older=older,
-                             generated=generated, with_input={m for m, _ in views})
+    return conversation_page(
+        first,
+        static=True,
+        chain=chain,
+        overview=svg,
+        views=views,
+        older=older,
+        generated=generated,
+        with_input={m for m, _ in views},
+    )
 
 
 PAGE_TURNS_SHOWN = 20

@@ -93,9 +93,14 @@ class ConversationSummary:
         """Returns `{"conversation", "kind", "messages", "segments", "events", "first_at",
         "last_at", "erased"}`, the times as ISO-8601 UTC (`2026-10-28T09:00:00Z`)."""
         return {
-            "conversation": self.conversation, "kind": self.kind, "messages": self.messages,
-            "segments": self.segments, "events": self.events, "first_at": iso(self.first_at),
-            "last_at": iso(self.last_at), "erased": self.erased,
+            "conversation": self.conversation,
+            "kind": self.kind,
+            "messages": self.messages,
+            "segments": self.segments,
+            "events": self.events,
+            "first_at": iso(self.first_at),
+            "last_at": iso(self.last_at),
+            "erased": self.erased,
         }
 
 
@@ -135,8 +140,10 @@ def decode_cursor(cursor: str) -> tuple[int, str]:
     """Returns the `(last_at, cid)` a cursor of `encode_cursor` holds. Raises BadCursor for any
     other form (see CURSOR_PATTERN)."""
     if re.fullmatch(CURSOR_PATTERN, cursor) is None:
-        raise BadCursor(f"{cursor[:40]!r} is not a cursor of chatrecord list; pass the next_cursor "
-                        "a page returned, or none for the first page")
+        raise BadCursor(
+            f"{cursor[:40]!r} is not a cursor of chatrecord list; pass the next_cursor "
+            "a page returned, or none for the first page"
+        )
     at, cid = cursor[1:].split(".")
     return int(at), str(UUID(cid))
 
@@ -159,13 +166,20 @@ def summary(store: ConversationStore, key: str, users: int | None = None) -> Con
         if users is None:
             users = len(index.messages_after(0))
     return ConversationSummary(
-        conversation=state.conversation, kind=state.kind, messages=users, segments=segments,
-        events=state.version, first_at=state.created_on, last_at=state.modified_on, erased=state.erased,
+        conversation=state.conversation,
+        kind=state.kind,
+        messages=users,
+        segments=segments,
+        events=state.version,
+        first_at=state.created_on,
+        last_at=state.modified_on,
+        erased=state.erased,
     )
 
 
-def list_conversations(models: ReadModels, limit: int = 50, cursor: str | None = None,
-                       since: datetime | None = None) -> ConversationPage:
+def list_conversations(
+    models: ReadModels, limit: int = 50, cursor: str | None = None, since: datetime | None = None
+) -> ConversationPage:
     """Returns one page of the store's conversations (`models.store`), newest activity first: at
     most `limit` (1–LIST_LIMIT_MAX) of them, after `cursor` (a `ConversationPage.cursor`; None:
     the first page), only those whose last event is at or after `since` (aware datetime) if given.
@@ -194,8 +208,10 @@ def list_conversations(models: ReadModels, limit: int = 50, cursor: str | None =
     live = models.live_pointer()
     with backend.transaction(write=False) as curs:
         if not backend.has_activity(curs, live.generation):
-            raise ListNeedsRebuild("the read models were made by an earlier version of chatrecord and keep no "
-                                   "index of the conversations by last activity; run: chatrecord rebuild")
+            raise ListNeedsRebuild(
+                "the read models were made by an earlier version of chatrecord and keep no "
+                "index of the conversations by last activity; run: chatrecord rebuild"
+            )
         heads = backend.newest_heads(curs, live.generation, limit + 1, before, after)
     found: list[ConversationSummary] = []
     last: tuple[int, str] | None = None
@@ -248,32 +264,58 @@ def _line(conversation: str, group: Sequence[ConversationEvent]) -> dict[str, An
             case ConversationStarted():
                 return {"type": "conversation_started", **head, "kind": event.kind, "owner": event.owner}
             case UserMessagePosted():
-                return {"type": "user_message", **head, "message": event.message, "text": event.text,
-                        "page": event.page, "skill": event.skill}
+                return {
+                    "type": "user_message",
+                    **head,
+                    "message": event.message,
+                    "text": event.text,
+                    "page": event.page,
+                    "skill": event.skill,
+                }
             case SegmentReturned():
-                line = {"type": "segment_returned", **head, "segment": event.segment, "run": event.run,
-                        "trigger": event.trigger, "outcome": event.outcome, "answer": event.answer}
+                line = {
+                    "type": "segment_returned",
+                    **head,
+                    "segment": event.segment,
+                    "run": event.run,
+                    "trigger": event.trigger,
+                    "outcome": event.outcome,
+                    "answer": event.answer,
+                }
                 if event.nothing_saved:
                     line["flag"] = "nothingSaved"
                 line["steps"] = [_step(s) for s in event.steps]
                 line["pending"] = [_pending(c) for c in event.waiting]
                 return line
             case CardDecided():
-                line = {"type": "card_decided", **head, "segment": event.segment, "approved": event.approved,
-                        "answer": event.answer}
+                line = {
+                    "type": "card_decided",
+                    **head,
+                    "segment": event.segment,
+                    "approved": event.approved,
+                    "answer": event.answer,
+                }
                 if event.message is not None:
                     line["message"], line["text"] = event.message, event.text
                 return line
             case QuestionAnswered():
-                return {"type": "question_answered", **head, "segment": event.segment, "message": event.message,
-                        "text": event.text}
+                return {
+                    "type": "question_answered",
+                    **head,
+                    "segment": event.segment,
+                    "message": event.message,
+                    "text": event.text,
+                }
             case TurnRetried():
                 return {"type": "turn_retried", **head, "message": event.message}
             case MessageEdited():
                 return {"type": "message_edited", **head, "message": event.message, "text": event.text}
             case TranscriptReplaced():
-                return {"type": "transcript_replaced", **head,
-                        "messages": [{"role": m.role, "text": m.text} for m in event.messages]}
+                return {
+                    "type": "transcript_replaced",
+                    **head,
+                    "messages": [{"role": m.role, "text": m.text} for m in event.messages],
+                }
             case LegacyRowImported():
                 outcomes = []
                 for o in event.card_outcomes:
@@ -283,9 +325,12 @@ def _line(conversation: str, group: Sequence[ConversationEvent]) -> dict[str, An
                     if o.fields:
                         outcome["fields"] = list(o.fields)
                     outcomes.append(outcome)
-                return {"type": "legacy_row", **head,
-                        "messages": [{"role": m.role, "text": m.text} for m in event.messages],
-                        "card_outcomes": outcomes}
+                return {
+                    "type": "legacy_row",
+                    **head,
+                    "messages": [{"role": m.role, "text": m.text} for m in event.messages],
+                    "card_outcomes": outcomes,
+                }
     for event in group:
         if isinstance(event, TourEnded):
             return {"type": "tour_ended", "conversation": conversation, "at": iso(event.timestamp)}

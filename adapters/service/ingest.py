@@ -51,10 +51,16 @@ class Ingestion:
     that what the report says was stored is what was stored); `progress(report)` is called
     after each batch is stored."""
 
-    def __init__(self, handle_one: Callable[[Lines], HandleResult],
-                 handle_batch: Callable[[Sequence[Lines]], list[HandleResult]], source: str, skip_bad: bool = False,
-                 batch_lines: int = BATCH_LINES, progress: Progress | None = None,
-                 guard: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext) -> None:
+    def __init__(
+        self,
+        handle_one: Callable[[Lines], HandleResult],
+        handle_batch: Callable[[Sequence[Lines]], list[HandleResult]],
+        source: str,
+        skip_bad: bool = False,
+        batch_lines: int = BATCH_LINES,
+        progress: Progress | None = None,
+        guard: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext,
+    ) -> None:
         if batch_lines < 1:
             raise ValueError(f"a batch holds at least one line, not {batch_lines}")
         self.handle_one, self.handle_batch = handle_one, handle_batch

@@ -64,8 +64,10 @@ def wrap(store: ConversationStore) -> KeyChange:
     with it, so it is the store's key if the store has one)."""
     keys = data_keys(store)
     if keys.master is None:
-        raise BadMasterKey(f"set {MASTER_KEY_VARIABLE} to the master key to wrap the data keys with (base64 of 32 "
-                           "random bytes: openssl rand -base64 32), and keep it apart from the database and its backups")
+        raise BadMasterKey(
+            f"set {MASTER_KEY_VARIABLE} to the master key to wrap the data keys with (base64 of 32 "
+            "random bytes: openssl rand -base64 32), and keep it apart from the database and its backups"
+        )
     before = keys.state()
     if before.protected and before.unwrapped == 0:
         return KeyChange("wrap", False, 0, before)
@@ -82,14 +84,18 @@ def rotate(store: ConversationStore, new_master_key: str) -> KeyChange:
     try:
         new = master_key(new_master_key)
     except BadMasterKey:
-        raise BadMasterKey(f"{NEW_MASTER_KEY_VARIABLE} must be base64 of 32 bytes (openssl rand -base64 32), not a "
-                           f"value of {len(new_master_key.strip())} characters") from None
+        raise BadMasterKey(
+            f"{NEW_MASTER_KEY_VARIABLE} must be base64 of 32 bytes (openssl rand -base64 32), not a "
+            f"value of {len(new_master_key.strip())} characters"
+        ) from None
     if new is None:
-        raise BadMasterKey(f"set {NEW_MASTER_KEY_VARIABLE} to the new master key (base64 of 32 random bytes: "
-                           "openssl rand -base64 32)")
+        raise BadMasterKey(
+            f"set {NEW_MASTER_KEY_VARIABLE} to the new master key (base64 of 32 random bytes: openssl rand -base64 32)"
+        )
     if not keys.state().protected or keys.master is None:
-        raise NothingToRotate(f"this store has no master key to rotate; run `chatrecord keys wrap` with "
-                              f"{MASTER_KEY_VARIABLE} set to bind it to one")
+        raise NothingToRotate(
+            f"this store has no master key to rotate; run `chatrecord keys wrap` with {MASTER_KEY_VARIABLE} set to bind it to one"
+        )
     if new == keys.master:
         raise NothingToRotate(f"{NEW_MASTER_KEY_VARIABLE} is the store's master key already; give a new one")
     count = keys.rewrap(new)

@@ -78,8 +78,11 @@ class Lines:
 
     def decide(self, state: Conversation | None, history: History) -> list[ConversationEvent]:
         version = state.version if state is not None else 0
-        if self.follows is not None and self.follows != version \
-                and not all(history.source(line.digest) is not None for line in self.lines):
+        if (
+            self.follows is not None
+            and self.follows != version
+            and not all(history.source(line.digest) is not None for line in self.lines)
+        ):
             # lines recorded before are a repeat at any version, as a line's own `follows` is
             raise VersionMismatch(self.conversation, self.follows, version)
         decided: list[ConversationEvent] = []
@@ -108,14 +111,20 @@ class Lines:
         """Returns the refusal of a text for an erased conversation (raised as the store wrote the
         events `decide` returned) as the other refusals read: `source: line N, field:` and the
         conversation's id, not its UUID."""
-        line = next((line for line, span in zip(self.lines, self.versions, strict=True)
-                     if span is not None and error.version is not None and span[0] <= error.version <= span[1]),
-                    self.lines[0])
+        line = next(
+            (
+                line
+                for line, span in zip(self.lines, self.versions, strict=True)
+                if span is not None and error.version is not None and span[0] <= error.version <= span[1]
+            ),
+            self.lines[0],
+        )
         field = error.path or "text"
         return TextsErased(
             f"{line.source_name}: line {line.line}, {field}: conversation {shown_id(self.conversation, 'repr')} "
             "was erased; no text can be stored for it",
-            error.version, field,
+            error.version,
+            field,
         )
 
 
@@ -179,10 +188,7 @@ class IngestReport:
 
     def summary(self) -> str:
         """Returns one line: `demo.jsonl: 24 events appended, 0 lines already recorded`."""
-        text = (
-            f"{self.source}: {_count(self.appended, 'event')} appended, "
-            f"{_count(self.repeated, 'line')} already recorded"
-        )
+        text = f"{self.source}: {_count(self.appended, 'event')} appended, {_count(self.repeated, 'line')} already recorded"
         if self.rejected:
             text += f", {_count(len(self.rejected), 'line')} rejected"
         if self.stopped is not None:

@@ -103,7 +103,6 @@ def no_turn_among(message: int, started: Iterable[int]) -> TurnNotFound:
     return TurnNotFound(f"--at {message}: no turn starts at user message {message}; turns start at messages {shown}")
 
 
-
 @dataclass(frozen=True)
 class Replay:
     """Every turn of one conversation, each as it saw it, under `rules`. `differs`: the
@@ -159,31 +158,40 @@ class Demo:
     other: tuple[str, TurnInput] | None = None
 
 
-def replay_file(path: Path, rules: str = DEFAULT_RULE_SET, at: int | None = None,
-                can_see_page: PageCheck = every_page) -> list[Replay]:
+def replay_file(
+    path: Path, rules: str = DEFAULT_RULE_SET, at: int | None = None, can_see_page: PageCheck = every_page
+) -> list[Replay]:
     """Returns the replay of each conversation of the JSON Lines file `path`, read in memory
     (nothing is stored); with `at`, only conversations with a turn of user message `at`.
     Raises EmptyInput for a file without lines, TurnNotFound, InvalidInput or a refusal."""
     return replay_conversations(file_conversations(path), str(path), rules, at, can_see_page)
 
 
-def replay_lines(lines: Iterable[str | bytes], source: str, rules: str = DEFAULT_RULE_SET,
-                 at: int | None = None, can_see_page: PageCheck = every_page) -> list[Replay]:
+def replay_lines(
+    lines: Iterable[str | bytes],
+    source: str,
+    rules: str = DEFAULT_RULE_SET,
+    at: int | None = None,
+    can_see_page: PageCheck = every_page,
+) -> list[Replay]:
     """Returns the replay of each conversation of JSON Lines `lines` (standard input, named
     `source` in errors), read in memory as `replay_file` reads a file."""
-    return replay_conversations(conversations_of(fold_events(read_lines(lines, source))), source, rules, at,
-                                can_see_page)
+    return replay_conversations(conversations_of(fold_events(read_lines(lines, source))), source, rules, at, can_see_page)
 
 
-def replay_conversations(conversations: Conversations, source: str, rules: str = DEFAULT_RULE_SET,
-                         at: int | None = None, can_see_page: PageCheck = every_page) -> list[Replay]:
+def replay_conversations(
+    conversations: Conversations,
+    source: str,
+    rules: str = DEFAULT_RULE_SET,
+    at: int | None = None,
+    can_see_page: PageCheck = every_page,
+) -> list[Replay]:
     """Returns the replay of each conversation read in memory from `source` (a file, or
     standard input), as `replay_file`."""
     rule_set = resolve(rules).id
     if not conversations:
         raise EmptyInput(f"{source} holds no conversation; replay a JSON Lines file the chat wrote")
-    replays = [Replay(name, rule_set, tuple(replay_turns(events, rule_set, can_see_page)))
-               for name, events in conversations]
+    replays = [Replay(name, rule_set, tuple(replay_turns(events, rule_set, can_see_page))) for name, events in conversations]
     if at is None:
         return replays
     picked = [Replay(r.conversation, rule_set, tuple(turns_at(r.turns, at))) for r in replays]

@@ -128,8 +128,9 @@ def _tail(store: ConversationStore, key: str, before: int | None, turns: int) ->
     return list(store.events.get(uuid, gt=(earliest or 1) - 1))
 
 
-def timeline_page(store: ConversationStore, key: str, name: str, rules: str, before: int | None = None,
-                  turns: int = PAGE_TURNS) -> TimelinePage:
+def timeline_page(
+    store: ConversationStore, key: str, name: str, rules: str, before: int | None = None, turns: int = PAGE_TURNS
+) -> TimelinePage:
     """Returns the page of the timeline of conversation `key` (stored id) that ends before
     version `before` (None: the newest page), `turns` turns, read under `rules`. `name` is the
     id shown. Reads the log's tail only (see the module). Returns a page without turns for a
@@ -164,15 +165,17 @@ def timeline_page(store: ConversationStore, key: str, name: str, rules: str, bef
         if isinstance(event, UserMessagePosted):
             text = UserText(event.text, event.text == ERASED)
             changed = previous_page if previous_page is not None and previous_page != event.page else None
-            result.append(TimelineTurn(event.message, version, event.timestamp, "message", text, event.page, changed,
-                                       turn_rows, acts_of))
+            result.append(
+                TimelineTurn(event.message, version, event.timestamp, "message", text, event.page, changed, turn_rows, acts_of)
+            )
             previous_page = event.page
         elif isinstance(event, TurnRetried):
             result.append(TimelineTurn(event.message, version, event.timestamp, "retry", rows=turn_rows, activity=acts_of))
         else:
             result.append(TimelineTurn(0, version, event.timestamp, "start", rows=turn_rows, activity=acts_of))
-    return TimelinePage(name, rule_set.id, last_version, tuple(reversed(result)),
-                        first_shown if older and first_shown > 1 else None)
+    return TimelinePage(
+        name, rule_set.id, last_version, tuple(reversed(result)), first_shown if older and first_shown > 1 else None
+    )
 
 
 def _page_before(starts: Sequence[tuple[int, ConversationEvent]], first: int) -> int | None:
@@ -229,14 +232,31 @@ def overview_points(rows: Sequence[audit.AuditRow]) -> list[OverviewPoint]:
         if row.kind == "segment":
             failed = any(c["reading"] == "failed" for c in f["calls"])
             tone = "bad" if failed or f["outcome"] not in _TONES else _TONES[f["outcome"]]
-            points.append(OverviewPoint(row.version, row.at, "segment", "cut" if row.cut else tone,
-                                        f"segment {f['segment']} → {f['outcome']}"))
+            points.append(
+                OverviewPoint(
+                    row.version, row.at, "segment", "cut" if row.cut else tone, f"segment {f['segment']} → {f['outcome']}"
+                )
+            )
         elif row.kind in ("message", "retry"):
-            points.append(OverviewPoint(row.version, row.at, row.kind, "cut" if row.cut else "info",
-                                        f"user message {f['message']}" + (" (retry)" if row.kind == "retry" else "")))
+            points.append(
+                OverviewPoint(
+                    row.version,
+                    row.at,
+                    row.kind,
+                    "cut" if row.cut else "info",
+                    f"user message {f['message']}" + (" (retry)" if row.kind == "retry" else ""),
+                )
+            )
         elif row.kind == "decision":
-            points.append(OverviewPoint(row.version, row.at, "decision", "ok" if f["approved"] else "wait",
-                                        f"card {'approved' if f['approved'] else 'declined'}: {f['answer']}"))
+            points.append(
+                OverviewPoint(
+                    row.version,
+                    row.at,
+                    "decision",
+                    "ok" if f["approved"] else "wait",
+                    f"card {'approved' if f['approved'] else 'declined'}: {f['answer']}",
+                )
+            )
         elif row.kind in ("undecided", "edit", "cut", "erased"):
             points.append(OverviewPoint(row.version, row.at, row.kind, "bad" if row.kind != "edit" else "cut", row.kind))
     return points
@@ -257,8 +277,14 @@ class TurnView:
     base_system: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        return {"rules": self.rules, "base": self.base, "turn": self.turn.to_json(), "added": sorted(self.added),
-                "removed": list(self.removed), "system_differs": self.system_differs}
+        return {
+            "rules": self.rules,
+            "base": self.base,
+            "turn": self.turn.to_json(),
+            "added": sorted(self.added),
+            "removed": list(self.removed),
+            "system_differs": self.system_differs,
+        }
 
 
 def turn_at(events: Sequence[ConversationEvent], at: int, rules: str, can_see_page: PageCheck = every_page) -> TurnInput:
@@ -276,11 +302,12 @@ def turn_at(events: Sequence[ConversationEvent], at: int, rules: str, can_see_pa
     if end is None:
         shown = ", ".join(map(str, sorted(set(numbers)))) or "none"
         raise TurnNotFound(f"no turn starts at user message {at}; turns start at messages {shown}")
-    return build_turn_input(events[:end + 1], rules, can_see_page)
+    return build_turn_input(events[: end + 1], rules, can_see_page)
 
 
-def newest_turns(events: Sequence[ConversationEvent], rules: str, count: int,
-                 can_see_page: PageCheck = every_page) -> list[TurnInput]:
+def newest_turns(
+    events: Sequence[ConversationEvent], rules: str, count: int, can_see_page: PageCheck = every_page
+) -> list[TurnInput]:
     """Returns the inputs of the newest `count` turns (as `replay` gives each), folding the log
     once and building only those turns' inputs (each costs what its transcript holds)."""
     starts, edited = [], None
@@ -291,7 +318,7 @@ def newest_turns(events: Sequence[ConversationEvent], rules: str, count: int,
     wanted = set(starts[-count:]) if count > 0 else set()
     rule_set = resolve(rules)
     state, edited, inputs = turns.initial(), None, []
-    for index, event in enumerate(events[:max(wanted) + 1] if wanted else ()):
+    for index, event in enumerate(events[: max(wanted) + 1] if wanted else ()):
         state = turns.apply(state, event, rule_set)
         number = starts_turn(event, edited)
         edited = event.message if isinstance(event, MessageEdited) else None
@@ -305,5 +332,12 @@ def turn_view(turn: TurnInput, rules: str, base_turn: TurnInput, base: str) -> T
     if rules == base:
         return TurnView(rules, base, turn, base_system=base_turn.system)
     here, there = set(turn.notes), set(base_turn.notes)
-    return TurnView(rules, base, turn, frozenset(here - there), tuple(n for n in base_turn.notes if n not in here),
-                    turn.system != base_turn.system, base_turn.system)
+    return TurnView(
+        rules,
+        base,
+        turn,
+        frozenset(here - there),
+        tuple(n for n in base_turn.notes if n not in here),
+        turn.system != base_turn.system,
+        base_turn.system,
+    )

@@ -37,8 +37,9 @@ def otlp_json(chatrecord: Chatrecord, conversation: str, rules: str | None = Non
     return otlp.otlp_json(spans_of(chatrecord, conversation, rules, with_texts))
 
 
-def push(chatrecord: Chatrecord, conversations: Sequence[str], endpoint: str, rules: str | None = None,
-         with_texts: bool = False) -> list[tuple[str, int]]:
+def push(
+    chatrecord: Chatrecord, conversations: Sequence[str], endpoint: str, rules: str | None = None, with_texts: bool = False
+) -> list[tuple[str, int]]:
     """Sends the spans of `conversations` (every stored one if empty) over OTLP/HTTP to
     `endpoint`, one batch per conversation; returns (conversation, spans sent) per conversation.
     Raises UnknownConversation before anything is sent, PushFailed when the endpoint refuses."""

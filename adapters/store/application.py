@@ -225,8 +225,9 @@ class ConversationLog(EventStore[UUID]):
     store's `events(conversation)` query is this call rather than a method that would hide it.
     """
 
-    def get(self, originator_id: UUID, *, gt: int | None = None, lte: int | None = None, desc: bool = False,
-            limit: int | None = None) -> Iterator[ConversationEvent]:
+    def get(
+        self, originator_id: UUID, *, gt: int | None = None, lte: int | None = None, desc: bool = False, limit: int | None = None
+    ) -> Iterator[ConversationEvent]:
         """The library's `EventStore.get`, typed: the store's mapper reads its own event classes."""
         return cast("Iterator[ConversationEvent]", super().get(originator_id, gt=gt, lte=lte, desc=desc, limit=limit))
 
@@ -238,8 +239,7 @@ class ConversationLog(EventStore[UUID]):
         uuid = conversation_uuid(conversation)
         events = list(self.get(uuid, lte=up_to_version))
         keys = getattr(self.mapper, "keys", None)
-        if isinstance(keys, DataKeys) and any(isinstance(e, ConversationErased) for e in events) \
-                and keys.forget_erased(uuid):
+        if isinstance(keys, DataKeys) and any(isinstance(e, ConversationErased) for e in events) and keys.forget_erased(uuid):
             events = list(self.get(uuid, lte=up_to_version))
         return events
 
@@ -365,9 +365,13 @@ class ConversationStore(Application[UUID]):
                 refuse_texts(events)  # as the log says, whatever key this process still keeps
             added: list[int | None] = []
 
-            def index(cursor: object, state: Conversation | None = state, events: tuple[ConversationEvent, ...] = events,
-                      assumed: AssumedHistory | None = assumed[2] if assumed is not None else None,
-                      added: list[int | None] = added) -> None:
+            def index(
+                cursor: object,
+                state: Conversation | None = state,
+                events: tuple[ConversationEvent, ...] = events,
+                assumed: AssumedHistory | None = assumed[2] if assumed is not None else None,
+                added: list[int | None] = added,
+            ) -> None:
                 added.append(self.history.write(cid, state, events, curs=cursor, follows=True, assumed=assumed))
                 if self.inline_views is not None:
                     if self.inline_begun is not None:
@@ -465,8 +469,9 @@ class ConversationStore(Application[UUID]):
             except (AssumptionFailed, IntegrityError) as conflict:
                 for cid, _, _ in work:
                     self._forget(cid)  # another writer's events: load the logs again
-                raise BatchConflict("another writer appended to a conversation of the batch; nothing of it was stored") \
-                    from conflict
+                raise BatchConflict(
+                    "another writer appended to a conversation of the batch; nothing of it was stored"
+                ) from conflict
             if not inline:  # a plain library recorder (tests): right after, in a transaction of its own
                 for cid, state, events in work:
                     self.history.write(cid, state, events)
@@ -493,9 +498,7 @@ class ConversationStore(Application[UUID]):
             results.append(HandleResult(command.conversation, events, events, after, position, 1))
         return results
 
-    def _assume(
-        self, command: Command, cid: UUID
-    ) -> tuple[Conversation, tuple[ConversationEvent, ...], AssumedHistory] | None:
+    def _assume(self, command: Command, cid: UUID) -> tuple[Conversation, tuple[ConversationEvent, ...], AssumedHistory] | None:
         """Lets `command` decide on the cached state of `cid` and an `AssumedHistory` at its
         version, without reading the index: returns the state, the events and the history
         (whose assumptions the append checks), or None when the state or its card outcome
@@ -516,8 +519,9 @@ class ConversationStore(Application[UUID]):
         if tip is None or tip[0] != state.version:
             return None  # the hash of the last event names the history the writer means
         records, messages = self._records.at(cid, known[0])
-        history = AssumedHistory(known[0], known[1], getattr(command, "new_segments", ()), tip=tip[1],
-                                 known=records, known_messages=messages)
+        history = AssumedHistory(
+            known[0], known[1], getattr(command, "new_segments", ()), tip=tip[1], known=records, known_messages=messages
+        )
         try:
             events = tuple(command.decide(state, history))
         except (NotKnown, ChatrecordError):
@@ -606,7 +610,9 @@ class ConversationStore(Application[UUID]):
         except Exception as error:  # noqa: BLE001 - the write stands; reads catch up
             logging.getLogger("chatrecord").warning(
                 "chatrecord: the read models of %s were not updated (%s); the next read catches up",
-                events[0].originator_id, error)
+                events[0].originator_id,
+                error,
+            )
 
     def _snapshot_if_due(self, before: Conversation | None, after: Conversation | None) -> None:
         old = before.version if before else 0
@@ -615,9 +621,7 @@ class ConversationStore(Application[UUID]):
             with suppress(IntegrityError):  # a snapshot of this version exists already
                 self.snapshots.put([ConversationSnapshot.take(after)])
 
-    def _first_result(
-        self, command: Command, state: Conversation | None, history: History
-    ) -> tuple[ConversationEvent, ...]:
+    def _first_result(self, command: Command, state: Conversation | None, history: History) -> tuple[ConversationEvent, ...]:
         if state is None:
             return ()
         digest = getattr(command, "digest", None)
@@ -635,9 +639,7 @@ class ConversationStore(Application[UUID]):
     def get(self, conversation: str, version: int | None = None) -> Conversation | None:
         """Returns the conversation's state (at `version` if given), or None if it never started."""
         try:
-            state = self.repository.get(
-                conversation_uuid(conversation), version=version, projector_func=project_conversation
-            )
+            state = self.repository.get(conversation_uuid(conversation), version=version, projector_func=project_conversation)
         except AggregateNotFoundError:
             return None
         if version is None:

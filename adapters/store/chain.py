@@ -165,10 +165,17 @@ class ChainedRecorder:
             return ChainBroken(
                 f"conversation {key} was stored before the hash chain: nothing was appended; run: chatrecord verify "
                 "--upgrade (it chains the stored events, and logs it), then send the lines again",
-                key, 1, "unchained")
+                key,
+                1,
+                "unchained",
+            )
         return ChainBroken(
             f"conversation {key}: the hash chain is broken at version {version} (inserted): the event has no recorded "
-            "hash, it was written beside the store; nothing was appended; run: chatrecord verify", key, version, "inserted")
+            "hash, it was written beside the store; nothing was appended; run: chatrecord verify",
+            key,
+            version,
+            "inserted",
+        )
 
     def upgrade_chain(self, key: UUID) -> int:
         """Chains the events of conversation `key` stored before the chain existed (a store of

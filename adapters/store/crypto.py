@@ -54,8 +54,10 @@ SEALED = "aesgcm"
 CHECK_LABEL = b"chatrecord master key check"
 """The plaintext and associated data of a store's check value (`seal_check`)."""
 MASTER_MISSING = f"the data keys of this store are wrapped by a master key; set {MASTER_KEY_VARIABLE} to it"
-MASTER_WRONG = (f"{MASTER_KEY_VARIABLE} is not the master key of this store (it does not unwrap its data keys); "
-                "set the master key the store was written with")
+MASTER_WRONG = (
+    f"{MASTER_KEY_VARIABLE} is not the master key of this store (it does not unwrap its data keys); "
+    "set the master key the store was written with"
+)
 
 FREE_TEXT: dict[type, tuple[str, ...]] = {
     UserMessagePosted: ("text",),
@@ -120,8 +122,9 @@ def master_key(value: str | None) -> bytes | None:
     except (binascii.Error, ValueError):
         raw = b""
     if len(raw) != 32:
-        raise BadMasterKey(f"{MASTER_KEY_VARIABLE} must be base64 of 32 bytes (openssl rand -base64 32), "
-                           f"not a value of {len(text)} characters")
+        raise BadMasterKey(
+            f"{MASTER_KEY_VARIABLE} must be base64 of 32 bytes (openssl rand -base64 32), not a value of {len(text)} characters"
+        )
     return raw
 
 
@@ -209,8 +212,9 @@ def seal_texts(cls: type, state: dict[str, Any], originator_id: UUID, version: i
             if key is None:
                 key = keys.key(originator_id, create=True)
                 if key is None:
-                    raise TextsErased(f"conversation {originator_id} was erased; no text can be stored for it",
-                                      version, _input_path(label))
+                    raise TextsErased(
+                        f"conversation {originator_id} was erased; no text can be stored for it", version, _input_path(label)
+                    )
             nonce = os.urandom(12)
             sealed = nonce + AESGCM(key).encrypt(nonce, value.encode(), _aad(originator_id, version, label))
             container[index] = {SEALED: base64.b64encode(sealed).decode()}
@@ -297,7 +301,7 @@ def view_sealer(key: bytes, originator_id: UUID) -> Callable[[str], str]:
                 break
             except IndexError:
                 drawn = os.urandom(12 * NONCES_AT_ONCE)
-                nonces.extend(drawn[i:i + 12] for i in range(12 * NONCES_AT_ONCE - 12, -1, -12))
+                nonces.extend(drawn[i : i + 12] for i in range(12 * NONCES_AT_ONCE - 12, -1, -12))
         return base64.b64encode(nonce + aead.encrypt(nonce, text.encode(), aad)).decode()
 
     return seal

@@ -76,7 +76,7 @@ def erase(store: ConversationStore, conversation: str, models: ReadModels | None
     keys = data_keys(store)
     try:
         if store.get(conversation) is None:
-            raise UnknownConversation(f'no conversation {shown_id(conversation)} in the store; check the id')
+            raise UnknownConversation(f"no conversation {shown_id(conversation)} in the store; check the id")
         result = store.handle(EraseTexts(conversation))
     except UnreadableEvent:
         # a log whose sealed texts were changed or swapped reads once its key is gone (every text
@@ -95,8 +95,9 @@ def erase(store: ConversationStore, conversation: str, models: ReadModels | None
     return Erasure(conversation, at, not result.repeated, version, rewrote)
 
 
-def _erase_unreadable(store: ConversationStore, conversation: str, models: ReadModels | None, keys: DataKeys,
-                      unreadable: UnreadableEvent) -> Erasure:
+def _erase_unreadable(
+    store: ConversationStore, conversation: str, models: ReadModels | None, keys: DataKeys, unreadable: UnreadableEvent
+) -> Erasure:
     """Erases a conversation whose log cannot be read back (changed or swapped stored events):
     no `ConversationErased` can be decided on a state that cannot be loaded, but its texts are
     still made unreadable everywhere: the data key is deleted (steps 2 and 4) and its read-model

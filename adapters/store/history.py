@@ -59,8 +59,15 @@ class SQLHistory:
     """One conversation's index rows through `execute(sql, params) -> cursor` (`?` placeholders,
     turned into the driver's `p`). Reads see the writes of the same transaction."""
 
-    def __init__(self, execute: Execute, cid: UUID, p: str = "?", schema: str = "", memo: bool = False,
-                 chain: tuple[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        execute: Execute,
+        cid: UUID,
+        p: str = "?",
+        schema: str = "",
+        memo: bool = False,
+        chain: tuple[str, Any] | None = None,
+    ) -> None:
         self._run, self.cid, self.p = execute, str(cid), p
         self._chain = chain
         """(the hash chain's table, the conversation's id as that table keys it): `prefetch`
@@ -98,17 +105,29 @@ class SQLHistory:
             return
         t = self.t
         # the chain's id goes last, as a column of `k`: `_x` puts the conversation's id first
-        chain, key, tip_args = ("NULL", "", ()) if self._chain is None else (
-            f"(SELECT c.hash FROM {self._chain[0]} c WHERE c.originator_id = k.chain_id "
-            "AND c.originator_version = i.version)", ", ? AS chain_id", (self._chain[1],))
-        row = self._x(f"SELECT i.version, i.outcomes, s.first, s.last, {chain} AS tip, "
-                      f"(SELECT g.body FROM {t['chatrecord_segments']} g WHERE g.cid = k.cid AND g.segment = k.segment) "
-                      f"AS segment, (SELECT 1 FROM {t['chatrecord_segments']} r WHERE r.cid = k.cid AND r.run = k.run "
-                      f"AND r.cut = 1 LIMIT 1) AS run_cut FROM (SELECT CAST(? AS TEXT) AS cid, CAST(? AS TEXT) AS digest, "
-                      f"CAST(? AS TEXT) AS segment, CAST(? AS TEXT) AS run{key}) k "
-                      f"LEFT JOIN {t['chatrecord_index']} i ON i.cid = k.cid "
-                      f"LEFT JOIN {t['chatrecord_sources']} s ON s.cid = k.cid AND s.digest = k.digest",
-                      digest or "", segment or "", run or "", *tip_args).fetchone()
+        chain, key, tip_args = (
+            ("NULL", "", ())
+            if self._chain is None
+            else (
+                f"(SELECT c.hash FROM {self._chain[0]} c WHERE c.originator_id = k.chain_id "
+                "AND c.originator_version = i.version)",
+                ", ? AS chain_id",
+                (self._chain[1],),
+            )
+        )
+        row = self._x(
+            f"SELECT i.version, i.outcomes, s.first, s.last, {chain} AS tip, "
+            f"(SELECT g.body FROM {t['chatrecord_segments']} g WHERE g.cid = k.cid AND g.segment = k.segment) "
+            f"AS segment, (SELECT 1 FROM {t['chatrecord_segments']} r WHERE r.cid = k.cid AND r.run = k.run "
+            f"AND r.cut = 1 LIMIT 1) AS run_cut FROM (SELECT CAST(? AS TEXT) AS cid, CAST(? AS TEXT) AS digest, "
+            f"CAST(? AS TEXT) AS segment, CAST(? AS TEXT) AS run{key}) k "
+            f"LEFT JOIN {t['chatrecord_index']} i ON i.cid = k.cid "
+            f"LEFT JOIN {t['chatrecord_sources']} s ON s.cid = k.cid AND s.digest = k.digest",
+            digest or "",
+            segment or "",
+            run or "",
+            *tip_args,
+        ).fetchone()
         self.tip = bytes(row["tip"]) if row["tip"] is not None else None
         self._memo[("index",)] = (int(row["version"] or 0), int(row["outcomes"] or 0))
         if digest:
@@ -129,29 +148,38 @@ class SQLHistory:
         memo = self._memo
         wanted = [d for d in dict.fromkeys(digests) if ("source", d) not in memo]
         for at in range(0, len(wanted), KEYS_AT_ONCE):
-            part = wanted[at:at + KEYS_AT_ONCE]
+            part = wanted[at : at + KEYS_AT_ONCE]
             for d in part:
                 memo[("source", d)] = None
-            rows = self._x(f"SELECT digest, first, last FROM {self.t['chatrecord_sources']} WHERE cid = ? "
-                           f"AND digest IN ({', '.join('?' * len(part))})", *part).fetchall()
+            rows = self._x(
+                f"SELECT digest, first, last FROM {self.t['chatrecord_sources']} WHERE cid = ? "
+                f"AND digest IN ({', '.join('?' * len(part))})",
+                *part,
+            ).fetchall()
             for row in rows:
                 memo[("source", row["digest"])] = (int(row["first"]), int(row["last"]))
         wanted = [g for g in dict.fromkeys(segments) if ("segment", g) not in memo]
         for at in range(0, len(wanted), KEYS_AT_ONCE):
-            part = wanted[at:at + KEYS_AT_ONCE]
+            part = wanted[at : at + KEYS_AT_ONCE]
             for g in part:
                 memo[("segment", g)] = None
-            rows = self._x(f"SELECT segment, body FROM {self.t['chatrecord_segments']} WHERE cid = ? "
-                           f"AND segment IN ({', '.join('?' * len(part))})", *part).fetchall()
+            rows = self._x(
+                f"SELECT segment, body FROM {self.t['chatrecord_segments']} WHERE cid = ? "
+                f"AND segment IN ({', '.join('?' * len(part))})",
+                *part,
+            ).fetchall()
             for row in rows:
                 memo[("segment", row["segment"])] = SegmentRecord.model_validate_json(row["body"])
         wanted = [r for r in dict.fromkeys(runs) if ("run_cut", r) not in memo]
         for at in range(0, len(wanted), KEYS_AT_ONCE):
-            part = wanted[at:at + KEYS_AT_ONCE]
+            part = wanted[at : at + KEYS_AT_ONCE]
             for r in part:
                 memo[("run_cut", r)] = False
-            rows = self._x(f"SELECT DISTINCT run FROM {self.t['chatrecord_segments']} WHERE cid = ? AND cut = 1 "
-                           f"AND run IN ({', '.join('?' * len(part))})", *part).fetchall()
+            rows = self._x(
+                f"SELECT DISTINCT run FROM {self.t['chatrecord_segments']} WHERE cid = ? AND cut = 1 "
+                f"AND run IN ({', '.join('?' * len(part))})",
+                *part,
+            ).fetchall()
             for row in rows:
                 memo[("run_cut", row["run"])] = True
 
@@ -164,33 +192,36 @@ class SQLHistory:
 
     def segment(self, segment: str) -> SegmentRecord | None:
         def read() -> SegmentRecord | None:
-            row = self._x(f"SELECT body FROM {self.t['chatrecord_segments']} WHERE cid = ? AND segment = ?",
-                          segment).fetchone()
+            row = self._x(f"SELECT body FROM {self.t['chatrecord_segments']} WHERE cid = ? AND segment = ?", segment).fetchone()
             return SegmentRecord.model_validate_json(row["body"]) if row else None
 
         return self._once(("segment", segment), read)
 
     def segments_from(self, message: int) -> list[SegmentRecord]:
-        rows = self._x(f"SELECT body FROM {self.t['chatrecord_segments']} WHERE cid = ? AND message >= ? "
-                       "AND cut = 0 ORDER BY version", message).fetchall()
+        rows = self._x(
+            f"SELECT body FROM {self.t['chatrecord_segments']} WHERE cid = ? AND message >= ? AND cut = 0 ORDER BY version",
+            message,
+        ).fetchall()
         return [SegmentRecord.model_validate_json(r["body"]) for r in rows]
 
     def run_cut(self, run: str) -> bool:
         def read() -> bool:
-            row = self._x(f"SELECT 1 AS found FROM {self.t['chatrecord_segments']} WHERE cid = ? AND run = ? "
-                          "AND cut = 1 LIMIT 1", run).fetchone()
+            row = self._x(
+                f"SELECT 1 AS found FROM {self.t['chatrecord_segments']} WHERE cid = ? AND run = ? AND cut = 1 LIMIT 1", run
+            ).fetchone()
             return row is not None
 
         return self._once(("run_cut", run), read)
 
     def message_live(self, number: int) -> bool:
-        row = self._x(f"SELECT live FROM {self.t['chatrecord_messages']} WHERE cid = ? AND number = ?",
-                      number).fetchone()
+        row = self._x(f"SELECT live FROM {self.t['chatrecord_messages']} WHERE cid = ? AND number = ?", number).fetchone()
         return bool(row and row["live"])
 
     def messages_after(self, number: int) -> list[int]:
-        rows = self._x(f"SELECT number FROM {self.t['chatrecord_messages']} WHERE cid = ? AND number > ? "
-                       "AND live = 1 ORDER BY number", number).fetchall()
+        rows = self._x(
+            f"SELECT number FROM {self.t['chatrecord_messages']} WHERE cid = ? AND number > ? AND live = 1 ORDER BY number",
+            number,
+        ).fetchall()
         return [int(r["number"]) for r in rows]
 
     def outcomes(self) -> int:
@@ -198,8 +229,9 @@ class SQLHistory:
 
     def source(self, digest: str) -> tuple[int, int] | None:
         def read() -> tuple[int, int] | None:
-            row = self._x(f"SELECT first, last FROM {self.t['chatrecord_sources']} WHERE cid = ? AND digest = ?",
-                          digest).fetchone()
+            row = self._x(
+                f"SELECT first, last FROM {self.t['chatrecord_sources']} WHERE cid = ? AND digest = ?", digest
+            ).fetchone()
             return (int(row["first"]), int(row["last"])) if row else None
 
         return self._once(("source", digest), read)
@@ -207,30 +239,51 @@ class SQLHistory:
     # ---------------------------------------------------------------- writes
 
     def put_segment(self, record: SegmentRecord) -> None:
-        self._x(f"INSERT INTO {self.t['chatrecord_segments']} (cid, segment, run, message, version, cut, body) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (cid, segment) DO UPDATE SET cut = excluded.cut, "
-                "body = excluded.body",
-                record.segment, record.run, record.message, record.version, int(record.cut),
-                record.model_dump_json())
+        self._x(
+            f"INSERT INTO {self.t['chatrecord_segments']} (cid, segment, run, message, version, cut, body) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (cid, segment) DO UPDATE SET cut = excluded.cut, "
+            "body = excluded.body",
+            record.segment,
+            record.run,
+            record.message,
+            record.version,
+            int(record.cut),
+            record.model_dump_json(),
+        )
 
     def put_message(self, number: int, live: bool) -> None:
-        self._x(f"INSERT INTO {self.t['chatrecord_messages']} (cid, number, live) VALUES (?, ?, ?) "
-                "ON CONFLICT (cid, number) DO UPDATE SET live = excluded.live", number, int(live))
+        self._x(
+            f"INSERT INTO {self.t['chatrecord_messages']} (cid, number, live) VALUES (?, ?, ?) "
+            "ON CONFLICT (cid, number) DO UPDATE SET live = excluded.live",
+            number,
+            int(live),
+        )
 
     def add_outcomes(self, count: int) -> None:
         self.added += count
         if count:  # an upsert: the conversation's row may not exist before its first outcome
-            index = self.t['chatrecord_index']
-            self._x(f"INSERT INTO {index} (cid, version, outcomes) VALUES (?, 0, ?) "
-                    f"ON CONFLICT (cid) DO UPDATE SET outcomes = {index}.outcomes + excluded.outcomes", count)
+            index = self.t["chatrecord_index"]
+            self._x(
+                f"INSERT INTO {index} (cid, version, outcomes) VALUES (?, 0, ?) "
+                f"ON CONFLICT (cid) DO UPDATE SET outcomes = {index}.outcomes + excluded.outcomes",
+                count,
+            )
 
     def put_source(self, digest: str, version: int) -> None:
-        self._x(f"INSERT INTO {self.t['chatrecord_sources']} (cid, digest, first, last) VALUES (?, ?, ?, ?) "
-                "ON CONFLICT (cid, digest) DO UPDATE SET last = excluded.last", digest, version, version)
+        self._x(
+            f"INSERT INTO {self.t['chatrecord_sources']} (cid, digest, first, last) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT (cid, digest) DO UPDATE SET last = excluded.last",
+            digest,
+            version,
+            version,
+        )
 
     def set_version(self, version: int) -> None:
-        self._x(f"INSERT INTO {self.t['chatrecord_index']} (cid, version, outcomes) VALUES (?, ?, 0) "
-                "ON CONFLICT (cid) DO UPDATE SET version = excluded.version", version)
+        self._x(
+            f"INSERT INTO {self.t['chatrecord_index']} (cid, version, outcomes) VALUES (?, ?, 0) "
+            "ON CONFLICT (cid) DO UPDATE SET version = excluded.version",
+            version,
+        )
 
     def clear(self) -> None:
         """Deletes the conversation's index rows (before it is indexed again from its log)."""
@@ -371,10 +424,11 @@ class KnownRecords:
         except NotKnown:
             self.evict(cid)
             return
-        newest = sorted(index.records.values(), key=lambda r: r.version)[-self.KEPT:]
-        numbers = sorted(index.messages)[-self.KEPT:]
-        self._kept.put(cid, (events[-1].originator_version, {r.segment: r for r in newest},
-                             {n: index.messages[n] for n in numbers}))
+        newest = sorted(index.records.values(), key=lambda r: r.version)[-self.KEPT :]
+        numbers = sorted(index.messages)[-self.KEPT :]
+        self._kept.put(
+            cid, (events[-1].originator_version, {r.segment: r for r in newest}, {n: index.messages[n] for n in numbers})
+        )
 
     def evict(self, cid: UUID) -> None:
         try:
@@ -445,8 +499,16 @@ class HistoryTables:
         """A context manager yielding the cursor of a writing transaction of its own."""
         raise NotImplementedError
 
-    def write(self, cid: UUID, state: Any, events: Any, curs: Any = None, rebuild: bool = False,
-              follows: bool = False, assumed: AssumedHistory | None = None) -> int | None:
+    def write(
+        self,
+        cid: UUID,
+        state: Any,
+        events: Any,
+        curs: Any = None,
+        rebuild: bool = False,
+        follows: bool = False,
+        assumed: AssumedHistory | None = None,
+    ) -> int | None:
         """Indexes `events` of conversation `cid` (`state`: the aggregate's before them), through
         `curs` or in a transaction of its own; with `rebuild`, the conversation's rows go first.
         `follows` says the caller saw the index at the version before the first event in this
@@ -461,8 +523,9 @@ class HistoryTables:
                 return self._checked_write(cid, state, events, own, rebuild, follows, assumed)
         return self._checked_write(cid, state, events, curs, rebuild, follows, assumed)
 
-    def _checked_write(self, cid: UUID, state: Any, events: list[Any], curs: Any, rebuild: bool, follows: bool,
-                       assumed: AssumedHistory | None) -> int | None:
+    def _checked_write(
+        self, cid: UUID, state: Any, events: list[Any], curs: Any, rebuild: bool, follows: bool, assumed: AssumedHistory | None
+    ) -> int | None:
         if assumed is not None:
             raise NotImplementedError("this index cannot check an assumed history (checks_assumptions)")
         return self._write(cid, state, events, curs, rebuild, follows)
@@ -539,23 +602,31 @@ class SQLHistoryTables(HistoryTables):
             curs.executemany(
                 f"INSERT INTO {t['chatrecord_sources']} (cid, digest, first, last) VALUES ({p}, {p}, {p}, {p}) "
                 "ON CONFLICT (cid, digest) DO UPDATE SET last = excluded.last",
-                [(key, d, first, last) for d, (first, last) in held.top.sources.items()])
+                [(key, d, first, last) for d, (first, last) in held.top.sources.items()],
+            )
         if held.top.records:
             curs.executemany(
                 f"INSERT INTO {t['chatrecord_segments']} (cid, segment, run, message, version, cut, body) "
                 f"VALUES ({p}, {p}, {p}, {p}, {p}, {p}, {p}) ON CONFLICT (cid, segment) DO UPDATE SET "
                 "cut = excluded.cut, body = excluded.body",
-                [(key, r.segment, r.run, r.message, r.version, int(r.cut), r.model_dump_json())
-                 for r in held.top.records.values()])
+                [
+                    (key, r.segment, r.run, r.message, r.version, int(r.cut), r.model_dump_json())
+                    for r in held.top.records.values()
+                ],
+            )
         if held.top.messages:
             curs.executemany(
                 f"INSERT INTO {t['chatrecord_messages']} (cid, number, live) VALUES ({p}, {p}, {p}) "
                 "ON CONFLICT (cid, number) DO UPDATE SET live = excluded.live",
-                [(key, number, int(live)) for number, live in held.top.messages.items()])
+                [(key, number, int(live)) for number, live in held.top.messages.items()],
+            )
         index = t["chatrecord_index"]
-        curs.execute(f"INSERT INTO {index} (cid, version, outcomes) VALUES ({p}, {p}, {p}) "
-                     f"ON CONFLICT (cid) DO UPDATE SET version = excluded.version, "
-                     f"outcomes = {index}.outcomes + excluded.outcomes", (key, held.version, held.delta))
+        curs.execute(
+            f"INSERT INTO {index} (cid, version, outcomes) VALUES ({p}, {p}, {p}) "
+            f"ON CONFLICT (cid) DO UPDATE SET version = excluded.version, "
+            f"outcomes = {index}.outcomes + excluded.outcomes",
+            (key, held.version, held.delta),
+        )
         return held.delta
 
     @staticmethod

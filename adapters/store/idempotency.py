@@ -124,7 +124,9 @@ class SQLKeys(IdempotencyKeys):
             with self.datastore.transaction(commit=True) as curs:
                 curs.execute(
                     f"INSERT INTO {self.table} (key, body_hash, status, response) VALUES ({p}, {p}, {p}, {p}) "
-                    "ON CONFLICT (key) DO NOTHING RETURNING key", (key, mine.body_hash, mine.status, mine.response))
+                    "ON CONFLICT (key) DO NOTHING RETURNING key",
+                    (key, mine.body_hash, mine.status, mine.response),
+                )
                 if curs.fetchone() is not None:
                     return mine, True
             found = self.get(key)
@@ -136,7 +138,8 @@ class SQLKeys(IdempotencyKeys):
                 curs.execute(
                     f"UPDATE {self.table} SET body_hash = {p}, response = {p} "
                     f"WHERE key = {p} AND status = {p} AND response = {p} RETURNING key",
-                    (mine.body_hash, mine.response, key, IN_FLIGHT, found.response))
+                    (mine.body_hash, mine.response, key, IN_FLIGHT, found.response),
+                )
                 if curs.fetchone() is not None:
                     return mine, True
         found = self.get(key)
@@ -148,7 +151,8 @@ class SQLKeys(IdempotencyKeys):
             curs.execute(
                 f"UPDATE {self.table} SET body_hash = {p}, status = {p}, response = {p} "
                 f"WHERE key = {p} AND status = {p} AND response = {p} RETURNING key",
-                (kept.body_hash, kept.status, kept.response, key, IN_FLIGHT, reserved.response))
+                (kept.body_hash, kept.status, kept.response, key, IN_FLIGHT, reserved.response),
+            )
             if curs.fetchone() is not None:
                 return kept
         return self.get(key) or kept
@@ -156,8 +160,10 @@ class SQLKeys(IdempotencyKeys):
     def release(self, key: str, reserved: Kept) -> None:
         p = self.param
         with self.datastore.transaction(commit=True) as curs:
-            curs.execute(f"DELETE FROM {self.table} WHERE key = {p} AND status = {p} AND response = {p}",
-                         (key, IN_FLIGHT, reserved.response))
+            curs.execute(
+                f"DELETE FROM {self.table} WHERE key = {p} AND status = {p} AND response = {p}",
+                (key, IN_FLIGHT, reserved.response),
+            )
 
 
 COLUMNS = "(key TEXT PRIMARY KEY, body_hash TEXT NOT NULL, status INTEGER NOT NULL, response TEXT NOT NULL)"

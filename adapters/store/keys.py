@@ -54,8 +54,10 @@ KEY_CACHE_SECONDS = 2.0
 Row = tuple[bytes | None, Any]
 """A key row: the wrapped key (None once erased) and when it was erased (None before)."""
 
-MASTER_UNBOUND = (f"{MASTER_KEY_VARIABLE} is set, but this store has no master key and keeps data keys unwrapped; "
-                  f"run `chatrecord keys wrap` to wrap them with it, or unset {MASTER_KEY_VARIABLE}")
+MASTER_UNBOUND = (
+    f"{MASTER_KEY_VARIABLE} is set, but this store has no master key and keeps data keys unwrapped; "
+    f"run `chatrecord keys wrap` to wrap them with it, or unset {MASTER_KEY_VARIABLE}"
+)
 """Why a process with a master key may not store a new data key in a store that keeps unwrapped
 ones: the key would be wrapped while the store stays readable without the master key."""
 
@@ -72,8 +74,7 @@ class KeyState:
 
     def to_json(self) -> dict[str, Any]:
         """`{"protected", "wrapped", "unwrapped", "erased"}`."""
-        return {"protected": self.protected, "wrapped": self.wrapped, "unwrapped": self.unwrapped,
-                "erased": self.erased}
+        return {"protected": self.protected, "wrapped": self.wrapped, "unwrapped": self.unwrapped, "erased": self.erased}
 
 
 class DataKeys:

@@ -25,8 +25,7 @@ POSITION = re.compile(r"[0-9A-Fa-f]{1,8}/[0-9A-Fa-f]{1,8}")
 """A read-after position as `write_position` gives it (PostgreSQL's `pg_lsn` text)."""
 
 _WRITTEN = "SELECT pg_current_wal_insert_lsn()::text"
-_REPLAYED = ("SELECT CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() "
-             "ELSE pg_current_wal_lsn() END >= %s::pg_lsn")
+_REPLAYED = "SELECT CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() ELSE pg_current_wal_lsn() END >= %s::pg_lsn"
 """Whether the server has replayed up to a position: a standby by its replay position, a server
 that is no standby (promoted, or a primary named as the reading URL) by its own WAL."""
 FIRST_PAUSE = 0.001
@@ -108,4 +107,3 @@ def recovery_conflict(error: BaseException) -> bool:
             return True
         seen = seen.__cause__ or seen.__context__
     return False
-

@@ -49,8 +49,11 @@ class UnreadableEvent(ChatrecordError, MapperDeserialisationError):
 def unreadable(stored_event: StoredEvent | None, problem: str) -> UnreadableEvent:
     """Returns the UnreadableEvent of `stored_event` for `problem`."""
     hint = "; run: chatrecord verify" if stored_event is not None else ""
-    return UnreadableEvent(_describe(stored_event, problem) + hint,
-                           getattr(stored_event, "originator_id", None), getattr(stored_event, "originator_version", None))
+    return UnreadableEvent(
+        _describe(stored_event, problem) + hint,
+        getattr(stored_event, "originator_id", None),
+        getattr(stored_event, "originator_version", None),
+    )
 
 
 class PydanticMapper(Mapper[UUID]):
@@ -111,8 +114,10 @@ class PydanticMapper(Mapper[UUID]):
         try:
             return cls.model_validate(state)
         except ValidationError as e:  # the fields' places and kinds of error, never their values
-            problems = "; ".join(f"{'.'.join(map(str, error['loc'])) or '(event)'}: {error['type']}"
-                                 for error in e.errors(include_input=False, include_url=False)[:3])
+            problems = "; ".join(
+                f"{'.'.join(map(str, error['loc'])) or '(event)'}: {error['type']}"
+                for error in e.errors(include_input=False, include_url=False)[:3]
+            )
             raise unreadable(stored_event, f"its fields are not those of {cls.__name__} ({problems})") from None
 
 
@@ -125,8 +130,10 @@ def upcast(cls: type, state: dict[str, Any], stored_event: StoredEvent | None = 
     current = getattr(cls, "class_version", 1)
     version = state.pop("class_version", 1)
     if version > current:
-        raise unreadable(stored_event, f"stored class_version {version} is newer than {cls.__name__} ({current}): "
-                                       "a newer version of chatrecord wrote it")
+        raise unreadable(
+            stored_event,
+            f"stored class_version {version} is newer than {cls.__name__} ({current}): a newer version of chatrecord wrote it",
+        )
     while version < current:
         step = getattr(cls, f"upcast_v{version}_v{version + 1}", None)
         if step is None:

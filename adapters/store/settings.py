@@ -88,8 +88,7 @@ def postgres_env(url: str, variable: str = "CHATRECORD_DATABASE_URL") -> dict[st
 
     if not url.strip():
         raise BadDatabaseURL(
-            f"{variable} is blank; give postgresql://user[:pw]@host[:port]/db, "
-            "or unset it to use the SQLite file"
+            f"{variable} is blank; give postgresql://user[:pw]@host[:port]/db, or unset it to use the SQLite file"
         )
     parts = urlsplit(url.strip())
     if parts.scheme not in ("postgresql", "postgres"):
@@ -99,9 +98,7 @@ def postgres_env(url: str, variable: str = "CHATRECORD_DATABASE_URL") -> dict[st
     query = parse_qs(parts.query, keep_blank_values=True)
     repeated = sorted(name for name, values in query.items() if len(values) > 1)
     if repeated:
-        raise BadDatabaseURL(
-            f"{variable} names {', '.join(repeated)} more than once; give each once"
-        )
+        raise BadDatabaseURL(f"{variable} names {', '.join(repeated)} more than once; give each once")
     kept = [item for item in parts.query.split("&") if item and unquote(item.partition("=")[0]) != "schema"]
     libpq_url = urlunsplit(parts._replace(query="&".join(kept)))
     try:
@@ -110,9 +107,7 @@ def postgres_env(url: str, variable: str = "CHATRECORD_DATABASE_URL") -> dict[st
         raise BadDatabaseURL(_libpq_refusal(str(error), variable)) from None
     dbname, host, user = params.get("dbname"), params.get("host") or params.get("hostaddr"), params.get("user")
     if not (user and host and dbname):
-        raise BadDatabaseURL(
-            f"{variable} needs user, host and database: postgresql://user[:pw]@host[:port]/db"
-        )
+        raise BadDatabaseURL(f"{variable} needs user, host and database: postgresql://user[:pw]@host[:port]/db")
     port = params.get("port") or "5432"
     for one in port.split(","):
         if one and not (one.isascii() and one.isdigit() and 1 <= int(one) <= 65535):
@@ -135,8 +130,7 @@ def postgres_env(url: str, variable: str = "CHATRECORD_DATABASE_URL") -> dict[st
     if schema:
         if not SCHEMA_NAME.fullmatch(schema[-1]):
             raise BadDatabaseURL(
-                f"{variable}: schema {schema[-1]!r} is not a schema name; "
-                "use 1–63 of A-Za-z0-9_, not starting with a digit"
+                f"{variable}: schema {schema[-1]!r} is not a schema name; use 1–63 of A-Za-z0-9_, not starting with a digit"
             )
         env["POSTGRES_SCHEMA"] = schema[-1]
     return env
@@ -156,8 +150,10 @@ def _libpq_refusal(reason: str, variable: str = "CHATRECORD_DATABASE_URL") -> st
     known = ["schema", *(option.keyword.decode() for option in pq.Conninfo.get_defaults())]
     close = difflib.get_close_matches(name, known, n=1)
     hint = f" (did you mean {close[0]}?)" if close else ""
-    return (f"{variable}: unknown parameter {name!r}{hint}; give schema or a connection parameter "
-            "libpq knows (https://www.postgresql.org/docs/current/libpq-connect.html#LIBPQ-PARAMKEYWORDS)")
+    return (
+        f"{variable}: unknown parameter {name!r}{hint}; give schema or a connection parameter "
+        "libpq knows (https://www.postgresql.org/docs/current/libpq-connect.html#LIBPQ-PARAMKEYWORDS)"
+    )
 
 
 def sqlite_env(path: str | os.PathLike[str]) -> dict[str, str]:
@@ -228,23 +224,29 @@ def read_store_env(environ: Mapping[str, str] | None = None) -> dict[str, str] |
     if not url.strip():
         return None
     if not environ.get("CHATRECORD_DATABASE_URL"):
-        raise BadSetting(f"{READ_URL} is set, CHATRECORD_DATABASE_URL is not: standbys follow a PostgreSQL "
-                         "primary, which CHATRECORD_DATABASE_URL names; set it, or unset "
-                         f"{READ_URL}")
+        raise BadSetting(
+            f"{READ_URL} is set, CHATRECORD_DATABASE_URL is not: standbys follow a PostgreSQL "
+            "primary, which CHATRECORD_DATABASE_URL names; set it, or unset "
+            f"{READ_URL}"
+        )
     primary = store_env(environ)
     env = postgres_env(url, READ_URL)
     from psycopg.conninfo import conninfo_to_dict
 
     balance = str(conninfo_to_dict(env["POSTGRES_CONNINFO"]).get("load_balance_hosts") or "disable")
     if balance != "disable":
-        raise BadDatabaseURL(f"{READ_URL}: load_balance_hosts={balance} would spread one process's "
-                             "connections over several standbys, each at its own position; leave it out "
-                             "(libpq then connects to the first host that answers)")
+        raise BadDatabaseURL(
+            f"{READ_URL}: load_balance_hosts={balance} would spread one process's "
+            "connections over several standbys, each at its own position; leave it out "
+            "(libpq then connects to the first host that answers)"
+        )
     schema = primary.get("POSTGRES_SCHEMA") or "public"
     if env.setdefault("POSTGRES_SCHEMA", schema) != schema:
-        raise BadDatabaseURL(f"{READ_URL} names schema {env['POSTGRES_SCHEMA']!r}, CHATRECORD_DATABASE_URL "
-                             f"{schema!r}; the standbys hold the primary's schema, so name the same one or leave "
-                             "?schema= out")
+        raise BadDatabaseURL(
+            f"{READ_URL} names schema {env['POSTGRES_SCHEMA']!r}, CHATRECORD_DATABASE_URL "
+            f"{schema!r}; the standbys hold the primary's schema, so name the same one or leave "
+            "?schema= out"
+        )
     env["CREATE_TABLE"] = "n"
     for key in ("SNAPSHOT_INTERVAL",):
         if key in primary:

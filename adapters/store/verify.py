@@ -84,9 +84,14 @@ class Verdict:
     def to_json(self) -> dict[str, Any]:
         """Returns `{"conversation", "id", "ok", "version", "hash", "events", "problem", "detail"}`."""
         return {
-            "conversation": self.conversation, "id": str(self.originator_id), "ok": self.ok,
-            "version": self.version, "hash": self.hash.hex() if self.hash else None, "events": self.events,
-            "problem": self.problem, "detail": self.detail,
+            "conversation": self.conversation,
+            "id": str(self.originator_id),
+            "ok": self.ok,
+            "version": self.version,
+            "hash": self.hash.hex() if self.hash else None,
+            "events": self.events,
+            "problem": self.problem,
+            "detail": self.detail,
         }
 
     def line(self) -> str:
@@ -100,8 +105,9 @@ Item = tuple[UUID, int, Stored | None, bytes | None]
 NameOf = Callable[[Stored], str]
 
 
-def _pages(fetch: Callable[[tuple[UUID, int] | None, UUID | None], list[Any]], only: UUID | None,
-           after: tuple[UUID, int] | None = None) -> Iterator[Any]:
+def _pages(
+    fetch: Callable[[tuple[UUID, int] | None, UUID | None], list[Any]], only: UUID | None, after: tuple[UUID, int] | None = None
+) -> Iterator[Any]:
     while True:
         page = fetch(after, only)
         yield from page
@@ -129,8 +135,9 @@ def merged(recorder: ChainedRecorder, only: UUID | None = None, after: tuple[UUI
             event, chained = next(events, None), next(links, None)
 
 
-def verify(recorder: ChainedRecorder, name_of: NameOf, only: UUID | None = None,
-           heads: Mapping[UUID, KeptHead] | None = None) -> Iterator[Verdict]:
+def verify(
+    recorder: ChainedRecorder, name_of: NameOf, only: UUID | None = None, heads: Mapping[UUID, KeptHead] | None = None
+) -> Iterator[Verdict]:
     """Yields a Verdict per conversation in the store (only `only` if given), in key order,
     then one per conversation of `heads` of which the store holds nothing."""
     heads = heads or {}
@@ -140,8 +147,14 @@ def verify(recorder: ChainedRecorder, name_of: NameOf, only: UUID | None = None,
         yield _check(key, items, name_of, heads.get(key))
     for key, head in heads.items():
         if key not in seen and (only is None or key == only):
-            yield Verdict(head.conversation, key, 1, 0, problem="cut_off",
-                          detail=f"the heads file records version {head.version}; the store holds no event of it")
+            yield Verdict(
+                head.conversation,
+                key,
+                1,
+                0,
+                problem="cut_off",
+                detail=f"the heads file records version {head.version}; the store holds no event of it",
+            )
 
 
 def verify_after(recorder: ChainedRecorder, kept: Verdict, now: datetime | None = None) -> Verdict:
@@ -158,25 +171,44 @@ def verify_after(recorder: ChainedRecorder, kept: Verdict, now: datetime | None 
     first = next(stream, None)
     key, name, version = kept.originator_id, kept.conversation, kept.version
     if first is None or first[0] != key:
-        return Verdict(name, key, version, 0, problem="cut_off",
-                       detail=f"version {version}, verified earlier, is no longer stored: the newest events were removed")
+        return Verdict(
+            name,
+            key,
+            version,
+            0,
+            problem="cut_off",
+            detail=f"version {version}, verified earlier, is no longer stored: the newest events were removed",
+        )
     if first[1] != version:
-        return Verdict(name, key, version, 0, problem="deleted",
-                       detail=f"version {version}, verified earlier, is missing: neither its event nor its hash is stored")
+        return Verdict(
+            name,
+            key,
+            version,
+            0,
+            problem="deleted",
+            detail=f"version {version}, verified earlier, is missing: neither its event nor its hash is stored",
+        )
     if first[2] is None:
-        return Verdict(name, key, version, 0, problem="deleted",
-                       detail="the event was deleted: its hash is recorded, the event is not")
+        return Verdict(
+            name, key, version, 0, problem="deleted", detail="the event was deleted: its hash is recorded, the event is not"
+        )
     if first[3] != kept.hash:
-        return Verdict(name, key, version, 0, problem="rewritten",
-                       detail="the hash differs from the one verified earlier: the log up to here was rewritten "
-                              "and its chain recomputed")
+        return Verdict(
+            name,
+            key,
+            version,
+            0,
+            problem="rewritten",
+            detail="the hash differs from the one verified earlier: the log up to here was rewritten and its chain recomputed",
+        )
     tail = (item for item in stream if item[0] == key)
     found = _check(key, tail, name_of=lambda _: name, head=None, start=(name, kept.hash, version + 1, kept.events))
     return replace(found, kept=since, kept_at=at)
 
 
-def _check(key: UUID, items: Iterable[Item], name_of: NameOf, head: KeptHead | None,
-           start: tuple[str, bytes, int, int] | None = None) -> Verdict:
+def _check(
+    key: UUID, items: Iterable[Item], name_of: NameOf, head: KeptHead | None, start: tuple[str, bytes, int, int] | None = None
+) -> Verdict:
     """Returns the verdict of one conversation's items, from GENESIS at version 1, or from
     `start` (its name, the hash at the version before `expected`, `expected`, and the events
     counted up to there)."""
@@ -205,20 +237,34 @@ def _check(key: UUID, items: Iterable[Item], name_of: NameOf, head: KeptHead | N
             return broken(version, "deleted", "the event was deleted: its hash is recorded, the event is not")
         if recorded is None:
             if version == 1 and _unchained(stream):
-                return Verdict(name, key, 1, 0, problem="unchained",
-                               detail="no event has a recorded hash: stored before the chain existed; run: chatrecord "
-                                      "verify --upgrade")
+                return Verdict(
+                    name,
+                    key,
+                    1,
+                    0,
+                    problem="unchained",
+                    detail="no event has a recorded hash: stored before the chain existed; run: chatrecord verify --upgrade",
+                )
             return broken(version, "inserted", "the event has no recorded hash: it was written beside the store")
         computed = link(running, key, version, stored[2], stored[3])
         if computed != recorded:
             return broken(version, *_diagnose(running, computed, current, following))
         if head is not None and head.version == version and computed != head.hash:
-            return broken(version, "rewritten", "the hash differs from the heads file: the log up to here was "
-                                                "rewritten and its chain recomputed")
+            return broken(
+                version,
+                "rewritten",
+                "the hash differs from the heads file: the log up to here was rewritten and its chain recomputed",
+            )
         running, expected, count, current = computed, version + 1, count + 1, following
     if head is not None and head.version >= expected:
-        return Verdict(name, key, expected, count, problem="cut_off",
-                       detail=f"the heads file records version {head.version}; the store ends at version {expected - 1}")
+        return Verdict(
+            name,
+            key,
+            expected,
+            count,
+            problem="cut_off",
+            detail=f"the heads file records version {head.version}; the store ends at version {expected - 1}",
+        )
     return Verdict(name, key, expected - 1, count, hash=running)
 
 
@@ -293,12 +339,14 @@ def read_heads(path: Path) -> dict[UUID, KeptHead]:
             if len(digest) != 32 or version < 1:
                 raise ValueError
         except (ValueError, KeyError, TypeError, AttributeError):
-            raise BadHeadsFile(f"{path}: line {number} is not a head; expected NAME VERSION HASH "
-                               "(64 hex digits) or a line of verify --json") from None
+            raise BadHeadsFile(
+                f"{path}: line {number} is not a head; expected NAME VERSION HASH (64 hex digits) or a line of verify --json"
+            ) from None
         heads[key] = KeptHead(name, key, version, digest)
     if not heads and not broken:
-        raise BadHeadsFile(f"{path}: holds no head; expected lines NAME VERSION HASH (verify --heads) "
-                           "or the lines of verify --json")
+        raise BadHeadsFile(
+            f"{path}: holds no head; expected lines NAME VERSION HASH (verify --heads) or the lines of verify --json"
+        )
     return heads
 
 
@@ -343,8 +391,12 @@ def upgrade(store: ConversationStore, conversation: str | None = None) -> list[V
             continue
         count = recorder.upgrade_chain(verdict.originator_id)
         if count:
-            log.warning("chatrecord: chained %d events of conversation %s (%s), stored before the chain "
-                        "(verify --upgrade)", count, verdict.conversation, verdict.originator_id)
+            log.warning(
+                "chatrecord: chained %d events of conversation %s (%s), stored before the chain (verify --upgrade)",
+                count,
+                verdict.conversation,
+                verdict.originator_id,
+            )
 
         def named(stored: Stored, name: str = verdict.conversation) -> str:
             return name

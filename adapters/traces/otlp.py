@@ -36,21 +36,26 @@ def readable_spans(spans: Sequence[Span]) -> list[ReadableSpan]:
     out = []
     for span in spans:
         context = SpanContext(span.trace_id, span.span_id, is_remote=False, trace_flags=TraceFlags(TraceFlags.SAMPLED))
-        parent = (SpanContext(span.trace_id, span.parent_id, is_remote=False, trace_flags=TraceFlags(TraceFlags.SAMPLED))
-                  if span.parent_id is not None else None)
-        out.append(ReadableSpan(
-            name=span.name,
-            context=context,
-            parent=parent,
-            resource=resource,
-            attributes=dict(span.attributes),
-            events=[Event(e.name, dict(e.attributes), timestamp=e.time_ns) for e in span.events],
-            kind=SpanKind.INTERNAL,
-            instrumentation_scope=scope,
-            status=Status(StatusCode.ERROR) if span.error else Status(StatusCode.UNSET),
-            start_time=span.start_ns,
-            end_time=span.end_ns,
-        ))
+        parent = (
+            SpanContext(span.trace_id, span.parent_id, is_remote=False, trace_flags=TraceFlags(TraceFlags.SAMPLED))
+            if span.parent_id is not None
+            else None
+        )
+        out.append(
+            ReadableSpan(
+                name=span.name,
+                context=context,
+                parent=parent,
+                resource=resource,
+                attributes=dict(span.attributes),
+                events=[Event(e.name, dict(e.attributes), timestamp=e.time_ns) for e in span.events],
+                kind=SpanKind.INTERNAL,
+                instrumentation_scope=scope,
+                status=Status(StatusCode.ERROR) if span.error else Status(StatusCode.UNSET),
+                start_time=span.start_ns,
+                end_time=span.end_ns,
+            )
+        )
     return out
 
 

@@ -118,8 +118,9 @@ class _Building:
     cut: bool = False
 
 
-def conversation_spans(conversation: str, events: Iterable[ConversationEvent], rules: RuleSet | str,
-                       with_texts: bool = False) -> list[Span]:
+def conversation_spans(
+    conversation: str, events: Iterable[ConversationEvent], rules: RuleSet | str, with_texts: bool = False
+) -> list[Span]:
     """Returns the spans of `conversation` (its stored id) from its full event log `events`,
     read under `rules`: per segment its `invoke_agent` span, then its `execute_tool` children,
     in the order of the log. With `with_texts` the segment's span carries the user message it
@@ -136,50 +137,87 @@ def conversation_spans(conversation: str, events: Iterable[ConversationEvent], r
         elif isinstance(event, MessageEdited):
             texts[event.message] = event.text
             if order:
-                built[order[-1]].events.append(SpanEvent("chatrecord.message_edited", _ns(event.timestamp),
-                                                         {"chatrecord.message": event.message}))
+                built[order[-1]].events.append(
+                    SpanEvent("chatrecord.message_edited", _ns(event.timestamp), {"chatrecord.message": event.message})
+                )
         elif isinstance(event, SegmentReturned):
             follows = decision_kind(event.trigger, follow)
             b = _segment(conversation, trace_id, event, follows, rule_set, texts if with_texts else None)
             built[event.segment] = b
             order.append(event.segment)
         elif isinstance(event, CardDecided) and event.segment in built:
-            built[event.segment].events.append(SpanEvent("chatrecord.card_decided", _ns(event.timestamp), {
-                "chatrecord.card.approved": event.approved, "chatrecord.card.answer": event.answer}))
+            built[event.segment].events.append(
+                SpanEvent(
+                    "chatrecord.card_decided",
+                    _ns(event.timestamp),
+                    {"chatrecord.card.approved": event.approved, "chatrecord.card.answer": event.answer},
+                )
+            )
         elif isinstance(event, QuestionAnswered) and event.segment in built:
             attributes: dict[str, AttributeValue] = {"chatrecord.message": event.message}
             if with_texts:
                 attributes["chatrecord.answer.text"] = event.text
-            built[event.segment].events.append(SpanEvent("chatrecord.question_answered", _ns(event.timestamp),
-                                                         attributes))
+            built[event.segment].events.append(SpanEvent("chatrecord.question_answered", _ns(event.timestamp), attributes))
         elif isinstance(event, CardLeftUndecided) and event.segment in built:
-            built[event.segment].events.append(SpanEvent("chatrecord.card_undecided", _ns(event.timestamp), {
-                "chatrecord.card.waiting": event.waiting_kind, "chatrecord.card.reason": event.reason,
-                "chatrecord.card.decidable_elsewhere": event.decidable_elsewhere}))
+            built[event.segment].events.append(
+                SpanEvent(
+                    "chatrecord.card_undecided",
+                    _ns(event.timestamp),
+                    {
+                        "chatrecord.card.waiting": event.waiting_kind,
+                        "chatrecord.card.reason": event.reason,
+                        "chatrecord.card.decidable_elsewhere": event.decidable_elsewhere,
+                    },
+                )
+            )
         elif isinstance(event, TurnsTruncated):
             for segment in event.cut_segments:
                 if segment in built:
                     built[segment].cut = True
             if order:
-                built[order[-1]].events.append(SpanEvent("chatrecord.turns_truncated", _ns(event.timestamp), {
-                    "chatrecord.after_message": event.after_message,
-                    "chatrecord.cut_messages": tuple(str(m) for m in event.cut_messages),
-                    "chatrecord.cut_segments": tuple(event.cut_segments),
-                    "chatrecord.cut_cards": tuple(event.cut_cards)}))
+                built[order[-1]].events.append(
+                    SpanEvent(
+                        "chatrecord.turns_truncated",
+                        _ns(event.timestamp),
+                        {
+                            "chatrecord.after_message": event.after_message,
+                            "chatrecord.cut_messages": tuple(str(m) for m in event.cut_messages),
+                            "chatrecord.cut_segments": tuple(event.cut_segments),
+                            "chatrecord.cut_cards": tuple(event.cut_cards),
+                        },
+                    )
+                )
         follow = decision_after(follow, event)
     spans: list[Span] = []
     for segment in order:
         b = built[segment]
         attributes = dict(b.span.attributes)
         attributes["chatrecord.cut"] = b.cut
-        spans.append(Span(b.span.name, b.span.trace_id, b.span.span_id, None, b.span.start_ns, b.span.end_ns,
-                          attributes, tuple(b.events), b.span.error))
+        spans.append(
+            Span(
+                b.span.name,
+                b.span.trace_id,
+                b.span.span_id,
+                None,
+                b.span.start_ns,
+                b.span.end_ns,
+                attributes,
+                tuple(b.events),
+                b.span.error,
+            )
+        )
         spans.extend(b.tools)
     return spans
 
 
-def _segment(conversation: str, trace_id: int, event: SegmentReturned, follows: DecisionKind | None, rules: RuleSet,
-             texts: dict[int, str] | None) -> _Building:
+def _segment(
+    conversation: str,
+    trace_id: int,
+    event: SegmentReturned,
+    follows: DecisionKind | None,
+    rules: RuleSet,
+    texts: dict[int, str] | None,
+) -> _Building:
     reading = read_segment(event.steps, event.trigger, follows, rules, outcome=event.outcome)
     end_ns = _ns(event.timestamp)
     start_ns = end_ns - sum(int(step.duration_ms * 1_000_000) for step in event.steps)
@@ -208,8 +246,18 @@ def _segment(conversation: str, trace_id: int, event: SegmentReturned, follows: 
             if call.write is not None:
                 attributes["chatrecord.record_written"] = call.write.record
                 attributes["chatrecord.record_completeness"] = call.write.completeness
-            tools.append(Span(f"{EXECUTE_TOOL} {call.tool}", trace_id, span_id_of(conversation, event.segment, n),
-                              span_id, at, at + step_ns, attributes, error=call.reading == "failed"))
+            tools.append(
+                Span(
+                    f"{EXECUTE_TOOL} {call.tool}",
+                    trace_id,
+                    span_id_of(conversation, event.segment, n),
+                    span_id,
+                    at,
+                    at + step_ns,
+                    attributes,
+                    error=call.reading == "failed",
+                )
+            )
         at += step_ns
     attributes = {
         GEN_AI_OPERATION_NAME: INVOKE_AGENT,
@@ -230,10 +278,20 @@ def _segment(conversation: str, trace_id: int, event: SegmentReturned, follows: 
     if texts is not None:
         if event.message in texts:
             attributes[GEN_AI_INPUT_MESSAGES] = json.dumps(
-                [{"role": "user", "parts": [{"type": "text", "content": texts[event.message]}]}], ensure_ascii=False)
+                [{"role": "user", "parts": [{"type": "text", "content": texts[event.message]}]}], ensure_ascii=False
+            )
         if event.answer is not None:
             attributes[GEN_AI_OUTPUT_MESSAGES] = json.dumps(
-                [{"role": "assistant", "parts": [{"type": "text", "content": event.answer}]}], ensure_ascii=False)
-    span = Span(f"{INVOKE_AGENT} {AGENT_NAME}", trace_id, span_id, None, start_ns, end_ns, attributes,
-                error=event.outcome in ("failed", "error"))
+                [{"role": "assistant", "parts": [{"type": "text", "content": event.answer}]}], ensure_ascii=False
+            )
+    span = Span(
+        f"{INVOKE_AGENT} {AGENT_NAME}",
+        trace_id,
+        span_id,
+        None,
+        start_ns,
+        end_ns,
+        attributes,
+        error=event.outcome in ("failed", "error"),
+    )
     return _Building(span, tools, [])

@@ -249,9 +249,17 @@ class Backend:
         curs.execute(sql, params)
         return curs
 
-    def turn_rows(self, curs: Any, cid: UUID, generation: int, newest: int,
-                  kept_at: int | None = None, entries: int | None = None, since: int | None = None,
-                  tail_from: int = 0) -> TurnRows | None:
+    def turn_rows(
+        self,
+        curs: Any,
+        cid: UUID,
+        generation: int,
+        newest: int,
+        kept_at: int | None = None,
+        entries: int | None = None,
+        since: int | None = None,
+        tail_from: int = 0,
+    ) -> TurnRows | None:
         """Where the backend reads a turn's rows in one statement: see
         `adapters.backends.postgres.PostgresBackend`."""
         return None
@@ -282,8 +290,9 @@ class Backend:
         until `chatrecord rebuild` makes a new one)."""
         return True
 
-    def newest_heads(self, curs: Any, generation: int, limit: int, before: tuple[int, str] | None = None,
-                     since: int | None = None) -> list[tuple[str, int, str, int | None]]:
+    def newest_heads(
+        self, curs: Any, generation: int, limit: int, before: tuple[int, str] | None = None, since: int | None = None
+    ) -> list[tuple[str, int, str, int | None]]:
         """Returns at most `limit` heads of `generation` as `(cid, last_at, conversation, users)`
         (`users`: `Head.users`, None in a head an earlier version wrote), newest last
         activity first (then by `cid`, descending): only those before `before` (a `(last_at,
@@ -356,19 +365,30 @@ class SQLBackend(Backend):
         if not self._has_pointer or generation < 1:
             return self.pointer(curs), None
         heads = table_names(generation, self.schema)["heads"]
-        row = self._x(curs, f"SELECT p.generation, p.rules, p.next, h.body FROM {self._t(POINTER)} p "
-                            f"LEFT JOIN {heads} h ON h.cid = ? WHERE p.id = 1", (str(cid),)).fetchone()
+        row = self._x(
+            curs,
+            f"SELECT p.generation, p.rules, p.next, h.body FROM {self._t(POINTER)} p "
+            f"LEFT JOIN {heads} h ON h.cid = ? WHERE p.id = 1",
+            (str(cid),),
+        ).fetchone()
         if row is None:
             return None, None
         live = Pointer(int(row["generation"]), row["rules"], int(row["next"]))
         return live, (row["body"] if live.generation == generation else None)
 
     def set_pointer(self, curs: Any, pointer: Pointer) -> None:
-        self._x(curs, f"CREATE TABLE IF NOT EXISTS {self._t(POINTER)} "
-                      "(id INTEGER PRIMARY KEY, generation BIGINT NOT NULL, rules TEXT NOT NULL, next BIGINT NOT NULL)")
-        self._x(curs, f"INSERT INTO {self._t(POINTER)} (id, generation, rules, next) VALUES (1, ?, ?, ?) "
-                      "ON CONFLICT (id) DO UPDATE SET generation = excluded.generation, rules = excluded.rules, "
-                      "next = excluded.next", (pointer.generation, pointer.rules, pointer.next))
+        self._x(
+            curs,
+            f"CREATE TABLE IF NOT EXISTS {self._t(POINTER)} "
+            "(id INTEGER PRIMARY KEY, generation BIGINT NOT NULL, rules TEXT NOT NULL, next BIGINT NOT NULL)",
+        )
+        self._x(
+            curs,
+            f"INSERT INTO {self._t(POINTER)} (id, generation, rules, next) VALUES (1, ?, ?, ?) "
+            "ON CONFLICT (id) DO UPDATE SET generation = excluded.generation, rules = excluded.rules, "
+            "next = excluded.next",
+            (pointer.generation, pointer.rules, pointer.next),
+        )
 
     def create(self, curs: Any, generation: int) -> None:
         for statement in create_statements(generation, self.schema, self.heads_storage, self.activity):
@@ -380,8 +400,9 @@ class SQLBackend(Backend):
     def _index_exists(self, curs: Any, name: str) -> bool:
         return self._exists(curs, name)
 
-    def newest_heads(self, curs: Any, generation: int, limit: int, before: tuple[int, str] | None = None,
-                     since: int | None = None) -> list[tuple[str, int, str, int | None]]:
+    def newest_heads(
+        self, curs: Any, generation: int, limit: int, before: tuple[int, str] | None = None, since: int | None = None
+    ) -> list[tuple[str, int, str, int | None]]:
         e, heads = self.activity, table_names(generation, self.schema)["heads"]
         where, params = [f"{e} IS NOT NULL"], []
         if before is not None:  # a range on the index's first column, then the cids of that time
@@ -390,8 +411,11 @@ class SQLBackend(Backend):
         if since is not None:
             where.append(f"{e} >= ?")
             params.append(since)
-        rows = self._x(curs, f"SELECT cid, {e} AS at, body FROM {heads} WHERE {' AND '.join(where)} "
-                             f"ORDER BY {e} DESC, cid DESC LIMIT ?", (*params, limit)).fetchall()
+        rows = self._x(
+            curs,
+            f"SELECT cid, {e} AS at, body FROM {heads} WHERE {' AND '.join(where)} ORDER BY {e} DESC, cid DESC LIMIT ?",
+            (*params, limit),
+        ).fetchall()
         bodies = [(r, orjson.loads(r["body"])) for r in rows]
         return [(str(r["cid"]), int(r["at"]), body["conversation"], body.get("users")) for r, body in bodies]
 
@@ -407,12 +431,16 @@ class SQLBackend(Backend):
         found = set()
         for name in self._tables(curs):
             if name.startswith("views_g") and name.endswith("_heads"):
-                found.add(int(name[len("views_g"):-len("_heads")]))
+                found.add(int(name[len("views_g") : -len("_heads")]))
         return found
 
     def log_version(self, curs: Any, cid: UUID) -> int:
-        row = self._x(curs, f"SELECT originator_version AS v FROM {self._t(self.events_table)} "
-                            "WHERE originator_id = ? ORDER BY originator_version DESC LIMIT 1", (self._id(cid),)).fetchone()
+        row = self._x(
+            curs,
+            f"SELECT originator_version AS v FROM {self._t(self.events_table)} "
+            "WHERE originator_id = ? ORDER BY originator_version DESC LIMIT 1",
+            (self._id(cid),),
+        ).fetchone()
         return int(row["v"]) if row else 0
 
     def old_tables(self, curs: Any) -> tuple[str | None, list[str]]:

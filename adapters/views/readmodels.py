@@ -278,8 +278,10 @@ class ReadModels:
                 for table in old_tables:
                     self.backend.drop_table(curs, table)
                 if old_tables:
-                    log.warning("chatrecord: the read models of the previous version were dropped; "
-                                "they are rebuilt from the log as rows now")
+                    log.warning(
+                        "chatrecord: the read models of the previous version were dropped; "
+                        "they are rebuilt from the log as rows now"
+                    )
         self._set_live(live)
         if self.store.max_notification_id():
             self._fold_log(live.generation, live.rules, 0, None)
@@ -424,8 +426,14 @@ class ReadModels:
 
     # ------------------------------------------------------------ reads
 
-    def _read(self, conversation: str, read: Callable[[Any, Head, str], T], newest: int | None = None,
-              kept_at: int | None = None, known: KnownBlocks | None = None) -> T:
+    def _read(
+        self,
+        conversation: str,
+        read: Callable[[Any, Head, str], T],
+        newest: int | None = None,
+        kept_at: int | None = None,
+        known: KnownBlocks | None = None,
+    ) -> T:
         """Returns `read(rows, head, rules)` for a conversation, its rows caught up with its log
         first. With `newest` (a turn read: the card outcomes it needs), the backend may read the
         head, the log's version, the entries and those outcomes in one statement (on
@@ -443,21 +451,47 @@ class ReadModels:
         for _ in range(4):
             try:
                 with self.backend.reading(snapshot) as curs:  # one snapshot: head, entries, outcomes, transcript
-                    fetched = self.backend.turn_rows(
-                        curs, key, self._live.generation, newest, kept_at, NEWEST_ENTRIES,
-                        known.version if known is not None else None, known.last_user if known is not None else 0,
-                    ) if newest is not None and self._live is not None else None
+                    fetched = (
+                        self.backend.turn_rows(
+                            curs,
+                            key,
+                            self._live.generation,
+                            newest,
+                            kept_at,
+                            NEWEST_ENTRIES,
+                            known.version if known is not None else None,
+                            known.last_user if known is not None else 0,
+                        )
+                        if newest is not None and self._live is not None
+                        else None
+                    )
                     live: Pointer | None
                     if fetched is not None and fetched.matches:  # one statement (PostgreSQL)
                         assert isinstance(self.backend, SQLBackend)  # the backend that reads them so
                         live, logged = fetched.live, fetched.logged
                         head = Head.model_validate_json(fetched.head) if fetched.head is not None else None
-                        placement = known.placement(live.generation, head.version, fetched.topics, fetched.tail,
-                                                    fetched.since_tip) if known is not None and head is not None else None
-                        rows = self.backend.rows(curs, live.generation, key) if fetched.skipped else PrefetchedRows(
-                            curs, table_names(live.generation, self.backend.schema), str(key), self.backend.p,
-                            fetched.entries, fetched.outcomes, newest or 0, self.backend.texts, self.backend.run, head,
-                            placement)
+                        placement = (
+                            known.placement(live.generation, head.version, fetched.topics, fetched.tail, fetched.since_tip)
+                            if known is not None and head is not None
+                            else None
+                        )
+                        rows = (
+                            self.backend.rows(curs, live.generation, key)
+                            if fetched.skipped
+                            else PrefetchedRows(
+                                curs,
+                                table_names(live.generation, self.backend.schema),
+                                str(key),
+                                self.backend.p,
+                                fetched.entries,
+                                fetched.outcomes,
+                                newest or 0,
+                                self.backend.texts,
+                                self.backend.run,
+                                head,
+                                placement,
+                            )
+                        )
                         rows.tip = fetched.tip
                     else:
                         live = fetched.live if fetched is not None else self.backend.pointer(curs)
@@ -468,7 +502,8 @@ class ReadModels:
                     self._set_live(live)
                     if logged == 0:
                         raise UnknownConversation(
-                            f'no conversation {shown_id(conversation)} in the store; check the id or ingest it first')
+                            f"no conversation {shown_id(conversation)} in the store; check the id or ingest it first"
+                        )
                     if head is not None and head.version >= logged:
                         return read(rows, head, live.rules)
             except NeedsSnapshot:  # the one statement did not answer it: read it all in one snapshot
@@ -478,7 +513,7 @@ class ReadModels:
                 self._live = None  # a rebuild elsewhere, or an append meanwhile: read the live pointer next
                 continue
             self.apply(key)
-        raise ViewOutOfStep(f'the read models of {shown_id(conversation)} cannot catch up with its log; run: chatrecord rebuild')
+        raise ViewOutOfStep(f"the read models of {shown_id(conversation)} cannot catch up with its log; run: chatrecord rebuild")
 
     def head(self, conversation: str) -> Head:
         """Returns a conversation's head (bookkeeping, view context, latest turn)."""
@@ -500,8 +535,14 @@ class ReadModels:
         check = check_key(can_see_page)
 
         def read(rows: Any, head: Head, rules: str) -> TurnNotes:
-            key = (conversation_uuid(conversation), self._live.generation if self._live else 0, head.version, rows.tip,
-                   rules, check)
+            key = (
+                conversation_uuid(conversation),
+                self._live.generation if self._live else 0,
+                head.version,
+                rows.tip,
+                rules,
+                check,
+            )
             kept = _kept(self.notes, key) if check is not None else None
             if kept is not None:
                 return kept
@@ -514,15 +555,27 @@ class ReadModels:
             messages_at, block_ends = rows.placement_reads(head.length, self.messages)
             note = self.rendered.note(check) if check is not None else note_of
             notes = turn_notes(
-                head.conversation or conversation, head.version, head.kind, head.view, record, newest,
-                head.outcomes, head.length, messages_at, block_ends, rule_set, can_see_page, note,
+                head.conversation or conversation,
+                head.version,
+                head.kind,
+                head.view,
+                record,
+                newest,
+                head.outcomes,
+                head.length,
+                messages_at,
+                block_ends,
+                rule_set,
+                can_see_page,
+                note,
             )
             if check is not None:
                 self.notes.put(key, notes)
                 self.kept_at.put((key[0], check), head.version)
             if isinstance(rows, PrefetchedRows) and self._live is not None:
-                self.known.put(key[0], KnownBlocks.of(rows.placement, self._live.generation, head.version, head.last_user,
-                                                      rows.tip))
+                self.known.put(
+                    key[0], KnownBlocks.of(rows.placement, self._live.generation, head.version, head.last_user, rows.tip)
+                )
             return notes
 
         cid = conversation_uuid(conversation)
@@ -553,13 +606,11 @@ class ReadModels:
 
         def read(rows: Any, head: Head, rules: str) -> TurnInput:
             if head.turn is None:
-                raise NoTurnYet(
-                    f'conversation {shown_id(conversation)} has no user message or retry yet, so no turn to build')
+                raise NoTurnYet(f"conversation {shown_id(conversation)} has no user message or retry yet, so no turn to build")
             if head.turn.version == head.version:
                 return turn.turn_input(_state(rows, head), head.turn.message, head.turn.at, rules, can_see_page)
             if head.turn_intact:
-                return turn.turn_input(turn_rows_state(rows, head), head.turn.message, head.turn.at, rules,
-                                       can_see_page)
+                return turn.turn_input(turn_rows_state(rows, head), head.turn.message, head.turn.at, rules, can_see_page)
             events = self.store.events(conversation, up_to_version=head.turn.version)
             return turn.build_turn_input(events, rules, can_see_page)
 
@@ -596,9 +647,17 @@ class ReadModels:
 
     # ------------------------------------------------------------ rule sets
 
-    def _fold_log(self, generation: int, rules: str, start: int, stop: int | None,
-                  progress: Progress | None = None, curs: Any = None,
-                  unreadable: set[UUID] | None = None, part: tuple[int, int] | None = None) -> tuple[int, set[UUID]]:
+    def _fold_log(
+        self,
+        generation: int,
+        rules: str,
+        start: int,
+        stop: int | None,
+        progress: Progress | None = None,
+        curs: Any = None,
+        unreadable: set[UUID] | None = None,
+        part: tuple[int, int] | None = None,
+    ) -> tuple[int, set[UUID]]:
         """Folds the notifications after `start` (up to `stop`) into `generation`, a page of
         PAGE per transaction (or all in `curs`); returns how many events and which conversations.
         `generation` holds only what folds of the log from its start wrote into it (a new
@@ -628,8 +687,11 @@ class ReadModels:
             assert part is None, "a backend that folds in parts reads them"
             return self.store.recorder.select_notifications(after, PAGE, stop=stop, inclusive_of_start=False)
 
-        ahead = ThreadPoolExecutor(1, thread_name_prefix="chatrecord-rebuild-reads") \
-            if curs is None and self.backend.reads_ahead else None
+        ahead = (
+            ThreadPoolExecutor(1, thread_name_prefix="chatrecord-rebuild-reads")
+            if curs is None and self.backend.reads_ahead
+            else None
+        )
         following: Future[Sequence[Any]] | None = None
         frozen = curs is None and gc.get_freeze_count() == 0  # else whoever froze them keeps them frozen
         if frozen:
@@ -668,8 +730,15 @@ class ReadModels:
             queued.close()  # every page written and committed, or the first error raised
         return folded, seen
 
-    def _fold_page(self, curs: Any, generation: int, rules: RuleSet, page: Sequence[Any],
-                   kept: LRUCache[UUID, Head | None] | None = None, unreadable: set[UUID] | None = None) -> set[UUID]:
+    def _fold_page(
+        self,
+        curs: Any,
+        generation: int,
+        rules: RuleSet,
+        page: Sequence[Any],
+        kept: LRUCache[UUID, Head | None] | None = None,
+        unreadable: set[UUID] | None = None,
+    ) -> set[UUID]:
         """Decodes the page's notifications in order and folds each event, once, into its
         conversation's rows, which hold their writes until the page is folded (`BufferedRows`):
         an event is dropped as soon as it is applied. A conversation whose head is behind the
@@ -707,8 +776,12 @@ class ReadModels:
                 key = originator_uuid(notification.originator_id)
                 unreadable.add(key)
                 folding.pop(key, None)  # none of this page's rows: they stop where an earlier page left them
-                log.warning("chatrecord: the read models of conversation %s stop before version %s: %s",
-                            key, notification.originator_version, error)
+                log.warning(
+                    "chatrecord: the read models of conversation %s stop before version %s: %s",
+                    key,
+                    notification.originator_version,
+                    error,
+                )
         for key, (rows, read, head) in folding.items():
             if head is not None and head is not read:
                 rows.put_head(head)
@@ -740,8 +813,13 @@ class ReadModels:
                 return 1
         return parts
 
-    def rebuild(self, rules: str, progress: Progress | None = None, workers: int | None = None,
-                guard: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext) -> RebuildReport:
+    def rebuild(
+        self,
+        rules: str,
+        progress: Progress | None = None,
+        workers: int | None = None,
+        guard: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext,
+    ) -> RebuildReport:
         """Folds the whole event log under `rules` into a new generation's tables, then makes
         it live and drops the old ones; returns what it did. The log up to the rebuild's start
         is folded in `rebuild_workers(stop, workers)` processes, each its own conversations
@@ -769,7 +847,8 @@ class ReadModels:
             raise RebuildInterrupted(
                 f"rebuild under {target}: "
                 + (f"the half-built tables views_g{generation}_* were dropped; " if dropped else "")
-                + f"{UNSWITCHED} ({old.rules}); run it again to rebuild") from None
+                + f"{UNSWITCHED} ({old.rules}); run it again to rebuild"
+            ) from None
 
     def _drop_unswitched(self, generation: int) -> bool:
         """Drops `generation`'s tables unless it went live (an interrupt after the switch
@@ -782,8 +861,9 @@ class ReadModels:
             self.backend.drop(curs, generation)
             return True
 
-    def _rebuild_into(self, generation: int, old: Pointer, target: str, progress: Progress | None,
-                      workers: int | None) -> RebuildReport:
+    def _rebuild_into(
+        self, generation: int, old: Pointer, target: str, progress: Progress | None, workers: int | None
+    ) -> RebuildReport:
         """`rebuild`'s fold into the new `generation` (made already) and its switch."""
         stop = self.store.max_notification_id()
         unreadable: set[UUID] = set()
@@ -810,14 +890,20 @@ class ReadModels:
                 dropped.extend(f"views_g{stale}_{t}" for t in ("heads", "entries", "outcomes", "messages", "pages", "turns"))
         self._set_live(Pointer(generation, target, now.next))
         return RebuildReport(
-            rules=target, conversations=len(seen | also | unreadable), events=events + more, old_rules=old.rules,
+            rules=target,
+            conversations=len(seen | also | unreadable),
+            events=events + more,
+            old_rules=old.rules,
             tables=tuple(f"views_g{generation}_{t}" for t in ("heads", "entries", "outcomes", "messages", "pages", "turns")),
-            generation=generation, dropped=tuple(dropped), unreadable=tuple(sorted(str(key) for key in unreadable)),
+            generation=generation,
+            dropped=tuple(dropped),
+            unreadable=tuple(sorted(str(key) for key in unreadable)),
             workers=parts,
         )
 
-    def _fold_in_parts(self, generation: int, rules: str, stop: int, parts: int, progress: Progress | None,
-                       unreadable: set[UUID]) -> tuple[int, set[UUID]]:
+    def _fold_in_parts(
+        self, generation: int, rules: str, stop: int, parts: int, progress: Progress | None, unreadable: set[UUID]
+    ) -> tuple[int, set[UUID]]:
         """Folds the notifications up to `stop` into `generation` in `parts` processes: this
         one folds part 0 (`_fold_log` with `part`, calling `progress`), `parts` - 1 forked
         workers (`_fold_part`) the others, each with its own store and connections, into the
@@ -831,8 +917,12 @@ class ReadModels:
         try:
             for part in range(1, parts):
                 receiver, sender = context.Pipe(duplex=False)
-                process = context.Process(target=_fold_part, name=f"chatrecord-rebuild-{part}-of-{parts}", daemon=True,
-                                          args=(self.store, generation, rules, stop, (part, parts), sender, os.getpid()))
+                process = context.Process(
+                    target=_fold_part,
+                    name=f"chatrecord-rebuild-{part}-of-{parts}",
+                    daemon=True,
+                    args=(self.store, generation, rules, stop, (part, parts), sender, os.getpid()),
+                )
                 with warnings.catch_warnings():  # Python 3.12+ warns of fork in a process with threads: the
                     warnings.simplefilter("ignore", DeprecationWarning)  # worker touches none of their objects
                     process.start()
@@ -844,8 +934,10 @@ class ReadModels:
                     answer = receiver.recv()
                 except EOFError:
                     process.join()
-                    raise RebuildWorkerFailed(f"rebuild worker {process.name} ended (exit code {process.exitcode}) "
-                                              f"before it folded its part of the log; {UNSWITCHED}") from None
+                    raise RebuildWorkerFailed(
+                        f"rebuild worker {process.name} ended (exit code {process.exitcode}) "
+                        f"before it folded its part of the log; {UNSWITCHED}"
+                    ) from None
                 if isinstance(answer, str):
                     raise RebuildWorkerFailed(f"rebuild worker {process.name} failed: {answer}; {UNSWITCHED}")
                 count, its_seen, its_unreadable = answer
@@ -892,8 +984,9 @@ def part_of(conversation: UUID, parts: int) -> int:
     return conversation.bytes[15] % parts
 
 
-def _fold_part(store: ConversationStore, generation: int, rules: str, stop: int, part: tuple[int, int],
-               answer: Any, parent: int) -> None:
+def _fold_part(
+    store: ConversationStore, generation: int, rules: str, stop: int, part: tuple[int, int], answer: Any, parent: int
+) -> None:
     """A forked worker of `ReadModels._fold_in_parts`: opens the store anew (its own pool and
     data keys; the parent's connections are never touched here), folds its `part` of the log up
     to `stop` into `generation` and sends (events, conversations, unreadable ones) through the
@@ -918,8 +1011,9 @@ def _state(rows: Any, head: Head) -> TurnState:
     """Returns the folded read models of a conversation from its rows (whole transcript)."""
     return TurnState.model_construct(
         transcript=Transcript(kind=head.kind, messages=rows.messages()),
-        record=RunRecord(entries=rows.entries(), dropped=head.dropped, follow=head.follow,
-                         open_waits=head.open_waits, pending=head.pending),
+        record=RunRecord(
+            entries=rows.entries(), dropped=head.dropped, follow=head.follow, open_waits=head.open_waits, pending=head.pending
+        ),
         outcomes=CardOutcomes(outcomes=rows.outcomes(), open_cards=head.open_cards, approval=head.approval),
         view=head.view,
     )
@@ -937,7 +1031,7 @@ def turn_rows_state(rows: Any, head: Head) -> TurnState:
     if read is not None:  # one statement
         messages, entries, outcomes = read(mark.length, mark.version)
     else:
-        messages = rows.messages()[:mark.length]
+        messages = rows.messages()[: mark.length]
         entries = (*rows.aside(), *(e for e in rows.entries() if e.seq <= mark.version))
         outcomes = tuple(o for o in rows.outcomes() if o.seq[0] <= mark.version)
     return TurnState.model_construct(
@@ -948,8 +1042,14 @@ def turn_rows_state(rows: Any, head: Head) -> TurnState:
     )
 
 
-def _diff(conversation: str, before: TurnState, before_rules: str, events: Sequence[ConversationEvent],
-          after: TurnState, after_rules: RuleSet) -> ConversationDiff:
+def _diff(
+    conversation: str,
+    before: TurnState,
+    before_rules: str,
+    events: Sequence[ConversationEvent],
+    after: TurnState,
+    after_rules: RuleSet,
+) -> ConversationDiff:
     old = {e.segment: e.to_json() for e in before.record.entries}
     new = {e.segment: e.to_json() for e in after.record.entries}
     records: list[RecordChange] = []
@@ -971,4 +1071,3 @@ def _notes(events: Sequence[ConversationEvent], rules: RuleSet | str) -> tuple[s
         return turn.build_turn_input(events, rules).notes
     except NoTurnYet:
         return ()
-

@@ -165,23 +165,24 @@ class KnownBlocks:
     history of that version is not taken for the one these rows were read from."""
 
     @classmethod
-    def of(cls, placement: Placement, generation: int, version: int, last_user: int | None,
-           tip: bytes | None = None) -> KnownBlocks:
+    def of(
+        cls, placement: Placement, generation: int, version: int, last_user: int | None, tip: bytes | None = None
+    ) -> KnownBlocks:
         """Returns what to keep of a read's `placement`, at head `version` of `generation`
         whose chain hash is `tip`."""
         ends = {n: end for n in placement.numbers if (end := placement.ends.get(n)) is not None}
         messages = {i: message for i in placement.asked if (message := placement.messages.get(i)) is not None}
         return cls(generation, version, -1 if last_user is None else last_user, ends, messages, tip)
 
-    def placement(self, generation: int, version: int, topics: str | None, tail: str | None,
-                  since_tip: bytes | None = None) -> Placement | None:
+    def placement(
+        self, generation: int, version: int, topics: str | None, tail: str | None, since_tip: bytes | None = None
+    ) -> Placement | None:
         """Returns what a read at head `version` of `generation` may take as known: the kept
         rows before `last_user`, and the rows from it on as `tail` holds them (read with the
         head: `TurnRows.tail`), when the chain's hash at `self.version` is still `self.tip`
         (`since_tip`) and the events since have only `topics` (their stored topics joined by
         SEPARATOR) of TAIL_ONLY_TOPICS; else None (nothing is known)."""
-        if topics is None or tail is None or generation != self.generation or version < self.version \
-                or since_tip != self.tip:
+        if topics is None or tail is None or generation != self.generation or version < self.version or since_tip != self.tip:
             return None
         if topics and not set(topics.split(SEPARATOR)) <= TAIL_ONLY_TOPICS:
             return None

@@ -32,7 +32,6 @@ _MESSAGES = TypeAdapter(tuple[Message, ...])
 TABLES = ("heads", "entries", "outcomes", "messages", "pages", "turns")
 
 
-
 class ReadMoved(Exception):  # a signal to the reader, never seen outside ReadModels
     """Raised by a turn read whose rows moved under it: a rebuild in another process dropped
     its generation's tables, or a later statement of the read found the head at another
@@ -60,8 +59,9 @@ def activity_index(generation: int) -> str:
 def activity_statement(generation: int, schema: str, activity: str) -> str:
     """Returns the CREATE INDEX statement of the heads by last activity: `activity`, the
     backend's expression of a head body's `last_at` (`SQLBackend.activity`), then `cid`."""
-    return (f"CREATE INDEX IF NOT EXISTS {activity_index(generation)} "
-            f"ON {table_names(generation, schema)['heads']} ({activity}, cid)")
+    return (
+        f"CREATE INDEX IF NOT EXISTS {activity_index(generation)} ON {table_names(generation, schema)['heads']} ({activity}, cid)"
+    )
 
 
 def create_statements(generation: int, schema: str = "", heads_storage: str = "", activity: str = "") -> list[str]:
@@ -122,8 +122,11 @@ class SQLRows:
         if kept is None:
             return self._decode(bodies)
         found = [kept.get(self.cid, body) for body in bodies]
-        if self.texts is not None and any(m is not None and '"sealed":' in b for m, b in zip(found, bodies, strict=True)) \
-                and not self.texts.readable(self.cid):
+        if (
+            self.texts is not None
+            and any(m is not None and '"sealed":' in b for m, b in zip(found, bodies, strict=True))
+            and not self.texts.readable(self.cid)
+        ):
             found = [None] * len(bodies)  # erased: the kept texts are not to be read any more
         missing = [i for i, message in enumerate(found) if message is None]
         if missing:
@@ -151,8 +154,11 @@ class SQLRows:
     def _blocks(self, numbers: set[int]) -> tuple[str, tuple[Any, ...]]:
         """Returns a query of `(idx, number, block_end)` of the user messages `numbers` and its
         arguments (an `IN` list, which SQLite looks up in the `(cid, number, idx)` index)."""
-        return (f"SELECT idx, number, block_end FROM {self.t['messages']} WHERE cid = ? "
-                f"AND number IN ({', '.join('?' * len(numbers))})", (self.cid, *sorted(numbers)))
+        return (
+            f"SELECT idx, number, block_end FROM {self.t['messages']} WHERE cid = ? "
+            f"AND number IN ({', '.join('?' * len(numbers))})",
+            (self.cid, *sorted(numbers)),
+        )
 
     def _select(self, sql: str, args: tuple[Any, ...]) -> Any:
         """Runs a read (`?` placeholders) and returns the cursor."""
@@ -186,7 +192,8 @@ class SQLRows:
         self._q(
             f"INSERT INTO {self.t['heads']} (cid, version, body) VALUES (?, ?, ?) "
             "ON CONFLICT (cid) DO UPDATE SET version = excluded.version, body = excluded.body",
-            head.version, head.model_dump_json(),
+            head.version,
+            head.model_dump_json(),
         )
 
     # ---------------------------------------------------------------- run record
@@ -199,7 +206,9 @@ class SQLRows:
         self._q(
             f"INSERT INTO {self.t['entries']} (cid, seq, segment, body) VALUES (?, ?, ?, ?) "
             "ON CONFLICT (cid, seq) DO UPDATE SET body = excluded.body",
-            entry.seq, entry.segment, entry.model_dump_json(),
+            entry.seq,
+            entry.segment,
+            entry.model_dump_json(),
         )
 
     def delete_entries(self, seqs: Iterable[int]) -> None:
@@ -223,35 +232,41 @@ class SQLRows:
             f"SELECT 1, seq, 0, body FROM {t['entries']} WHERE cid = ? AND seq <= ? UNION ALL "
             f"SELECT 1, seq, 0, body FROM {t['entries']} WHERE cid = ? UNION ALL "
             f"SELECT 2, v, sub, body FROM {t['outcomes']} WHERE cid = ? AND v <= ? ORDER BY k, n, sub",
-            (self.cid, length, self.cid, version, self.aside_cid, self.cid, version)).fetchall()
+            (self.cid, length, self.cid, version, self.aside_cid, self.cid, version),
+        ).fetchall()
         bodies: tuple[list[str], list[str], list[str]] = ([], [], [])
         for r in rows:
             bodies[int(r["k"])].append(r["body"])
-        return (self._decode_messages(bodies[0]), _ENTRIES.validate_json("[" + ",".join(bodies[1]) + "]"),
-                tuple(CardOutcome.model_validate_json(b) for b in bodies[2]))
+        return (
+            self._decode_messages(bodies[0]),
+            _ENTRIES.validate_json("[" + ",".join(bodies[1]) + "]"),
+            tuple(CardOutcome.model_validate_json(b) for b in bodies[2]),
+        )
 
     def aside(self) -> tuple[Entry, ...]:
         """Returns the entries set aside for the latest turn, oldest first."""
-        rows = self._select(f"SELECT body FROM {self.t['entries']} WHERE cid = ? ORDER BY seq",
-                            (self.aside_cid,)).fetchall()
+        rows = self._select(f"SELECT body FROM {self.t['entries']} WHERE cid = ? ORDER BY seq", (self.aside_cid,)).fetchall()
         return _ENTRIES.validate_json("[" + ",".join(r["body"] for r in rows) + "]")
 
-    def entries(self, decode: Callable[[str], Entry] | None = None, newest: int | None = None,
-                total: int | None = None) -> Sequence[Entry]:
+    def entries(
+        self, decode: Callable[[str], Entry] | None = None, newest: int | None = None, total: int | None = None
+    ) -> Sequence[Entry]:
         """Returns the kept run record entries, oldest first: decoded in one call, or with
         `decode` (a body's JSON to its entry) each when first asked for (`LazyEntries`). With
         `decode`, `newest` and `total` (how many are kept: the head's `seqs`), only the newest
         `newest` are read at first, the older ones when one of them is first asked for (in the
         caller's transaction); should they not be `total` in all, raises ReadMoved."""
         if decode is not None and newest is not None and total is not None and total > newest:
-            rows = self._q(f"SELECT seq, body FROM {self.t['entries']} WHERE cid = ? ORDER BY seq DESC LIMIT ?",
-                           newest).fetchall()[::-1]
+            rows = self._q(
+                f"SELECT seq, body FROM {self.t['entries']} WHERE cid = ? ORDER BY seq DESC LIMIT ?", newest
+            ).fetchall()[::-1]
             if not rows:
                 raise ReadMoved(f"the head of {self.cid} keeps {total} entries, its rows none")
 
             def older() -> list[str]:
-                before = self._q(f"SELECT body FROM {self.t['entries']} WHERE cid = ? AND seq < ? ORDER BY seq",
-                                 rows[0]["seq"]).fetchall()
+                before = self._q(
+                    f"SELECT body FROM {self.t['entries']} WHERE cid = ? AND seq < ? ORDER BY seq", rows[0]["seq"]
+                ).fetchall()
                 if len(before) != total - len(rows):
                     raise ReadMoved(f"the head of {self.cid} keeps {total} entries, its rows {len(before) + len(rows)}")
                 return [r["body"] for r in before]
@@ -268,7 +283,11 @@ class SQLRows:
         for o in outcomes:
             self._q(
                 f"INSERT INTO {self.t['outcomes']} (cid, v, sub, card, after, body) VALUES (?, ?, ?, ?, ?, ?)",
-                o.seq[0], o.seq[1], o.card, o.after, o.model_dump_json(),
+                o.seq[0],
+                o.seq[1],
+                o.card,
+                o.after,
+                o.model_dump_json(),
             )
 
     def cut_outcomes(self, cards: set[str], length: int) -> int:
@@ -278,13 +297,14 @@ class SQLRows:
         does not know yet."""
         removed = 0
         for card in sorted(cards):
-            removed += len(self._q(f"DELETE FROM {self.t['outcomes']} WHERE cid = ? AND card = ? RETURNING v",
-                                   card).fetchall())
-        return removed + len(self._q(f"DELETE FROM {self.t['outcomes']} WHERE cid = ? AND card IS NULL AND after >= ? "
-                                     "RETURNING v", length).fetchall())
+            removed += len(self._q(f"DELETE FROM {self.t['outcomes']} WHERE cid = ? AND card = ? RETURNING v", card).fetchall())
+        return removed + len(
+            self._q(
+                f"DELETE FROM {self.t['outcomes']} WHERE cid = ? AND card IS NULL AND after >= ? RETURNING v", length
+            ).fetchall()
+        )
 
-    def outcomes(self, newest: int | None = None,
-                 decode: Callable[[str], CardOutcome] | None = None) -> tuple[CardOutcome, ...]:
+    def outcomes(self, newest: int | None = None, decode: Callable[[str], CardOutcome] | None = None) -> tuple[CardOutcome, ...]:
         """Returns the card outcomes, oldest first; only the `newest` ones if given; each body
         decoded by `decode` if given."""
         if newest is None:
@@ -318,8 +338,9 @@ class SQLRows:
         if not indexes:
             return {}
         marks = ", ".join("?" * len(indexes))
-        rows = self._q(f"SELECT idx, body FROM {self.t['messages']} WHERE cid = ? AND idx IN ({marks})",
-                       *sorted(indexes)).fetchall()
+        rows = self._q(
+            f"SELECT idx, body FROM {self.t['messages']} WHERE cid = ? AND idx IN ({marks})", *sorted(indexes)
+        ).fetchall()
         return {int(r["idx"]): r["body"] for r in rows}
 
     def block_ends(self, numbers: set[int]) -> dict[int, int | None]:
@@ -328,8 +349,9 @@ class SQLRows:
         if not numbers:
             return {}
         marks = ", ".join("?" * len(numbers))
-        rows = self._q(f"SELECT idx, number, block_end FROM {self.t['messages']} WHERE cid = ? AND number IN ({marks})",
-                       *sorted(numbers)).fetchall()
+        rows = self._q(
+            f"SELECT idx, number, block_end FROM {self.t['messages']} WHERE cid = ? AND number IN ({marks})", *sorted(numbers)
+        ).fetchall()
         found: dict[int, int | None] = {}
         for r in sorted(rows, key=lambda r: r["idx"]):  # the newest message of a number wins
             found[int(r["number"])] = None if r["block_end"] is None else int(r["block_end"])
@@ -339,9 +361,9 @@ class SQLRows:
         """Returns the index of the user message after user message `number` (None: none)."""
         return self.block_ends({number}).get(number)
 
-    def placement_reads(self, length: int, kept: KeptMessages | None = None,
-                        known: Placement | None = None) -> tuple[
-            Callable[[set[int]], dict[int, Message]], Callable[[set[int]], dict[int, int | None]]]:
+    def placement_reads(
+        self, length: int, kept: KeptMessages | None = None, known: Placement | None = None
+    ) -> tuple[Callable[[set[int]], dict[int, Message]], Callable[[set[int]], dict[int, int | None]]]:
         """Returns `(messages_at, block_ends)` for placing a turn's notes in a transcript of
         `length` messages: `block_ends` reads, in the same statement, the messages on both
         sides of each block's end (where a note goes), so `messages_at` asks the database only
@@ -363,12 +385,15 @@ class SQLRows:
                 # on `idx IN (…)` let PostgreSQL's planner, with stale statistics, scan the
                 # conversation's whole transcript
                 blocks, args = self._blocks(missing)
-                rows = self._select((
-                    f"WITH b AS ({blocks}), "
-                    "p AS (SELECT COALESCE(block_end, ?) - 1 AS i FROM b UNION SELECT COALESCE(block_end, ?) FROM b) "
-                    "SELECT 0 AS k, idx, number, block_end, NULL AS body FROM b UNION ALL "
-                    f"SELECT 1, i, NULL, NULL, (SELECT body FROM {m} WHERE cid = ? AND idx = p.i) FROM p"
-                ), (*args, length, length, self.cid)).fetchall()
+                rows = self._select(
+                    (
+                        f"WITH b AS ({blocks}), "
+                        "p AS (SELECT COALESCE(block_end, ?) - 1 AS i FROM b UNION SELECT COALESCE(block_end, ?) FROM b) "
+                        "SELECT 0 AS k, idx, number, block_end, NULL AS body FROM b UNION ALL "
+                        f"SELECT 1, i, NULL, NULL, (SELECT body FROM {m} WHERE cid = ? AND idx = p.i) FROM p"
+                    ),
+                    (*args, length, length, self.cid),
+                ).fetchall()
                 ends.update(dict.fromkeys(missing))  # no message of the number: None
                 for r in sorted((r for r in rows if r["k"] == 0), key=lambda r: r["idx"]):  # the newest wins
                     ends[int(r["number"])] = (int(r["idx"]), None if r["block_end"] is None else int(r["block_end"]))
@@ -393,7 +418,10 @@ class SQLRows:
             f"INSERT INTO {self.t['messages']} (cid, idx, role, number, block_end, body) VALUES (?, ?, ?, ?, NULL, ?) "
             "ON CONFLICT (cid, idx) DO UPDATE SET role = excluded.role, number = excluded.number, "
             "body = excluded.body",
-            index, message.role, message.number, self._message_body(message),
+            index,
+            message.role,
+            message.number,
+            self._message_body(message),
         )
 
     def end_block(self, index: int, end: int | None) -> None:
@@ -416,7 +444,8 @@ class SQLRows:
         self._q(
             f"INSERT INTO {self.t['pages']} (cid, message, page) VALUES (?, ?, ?) "
             "ON CONFLICT (cid, message) DO UPDATE SET page = excluded.page",
-            message, page,
+            message,
+            page,
         )
 
     def cut_pages(self, after: int) -> tuple[int | None, int]:
@@ -431,7 +460,9 @@ class SQLRows:
         self._q(
             f"INSERT INTO {self.t['turns']} (cid, version, message, at) VALUES (?, ?, ?, ?) "
             "ON CONFLICT (cid, version) DO NOTHING",
-            turn.version, turn.message, turn.at.isoformat(),
+            turn.version,
+            turn.message,
+            turn.at.isoformat(),
         )
 
 
@@ -492,8 +523,9 @@ class MemoryRows:
     def aside(self) -> tuple[Entry, ...]:
         return tuple(self.r.aside[s] for s in sorted(self.r.aside))
 
-    def entries(self, decode: Callable[[str], Entry] | None = None, newest: int | None = None,
-                total: int | None = None) -> tuple[Entry, ...]:
+    def entries(
+        self, decode: Callable[[str], Entry] | None = None, newest: int | None = None, total: int | None = None
+    ) -> tuple[Entry, ...]:
         return tuple(self.r.entries[s] for s in sorted(self.r.entries))  # decoded already: the rest unused
 
     def put_outcomes(self, outcomes: Iterable[CardOutcome]) -> None:
@@ -501,14 +533,12 @@ class MemoryRows:
             self.r.outcomes[o.seq] = o
 
     def cut_outcomes(self, cards: set[str], length: int) -> int:
-        gone = [k for k, o in self.r.outcomes.items()
-                if (o.card in cards if o.card is not None else o.after >= length)]
+        gone = [k for k, o in self.r.outcomes.items() if (o.card in cards if o.card is not None else o.after >= length)]
         for key in gone:
             del self.r.outcomes[key]
         return len(gone)
 
-    def outcomes(self, newest: int | None = None,
-                 decode: Callable[[str], CardOutcome] | None = None) -> tuple[CardOutcome, ...]:
+    def outcomes(self, newest: int | None = None, decode: Callable[[str], CardOutcome] | None = None) -> tuple[CardOutcome, ...]:
         ordered = tuple(self.r.outcomes[k] for k in sorted(self.r.outcomes))
         return ordered if newest is None else ordered[-newest:] if newest else ()
 
@@ -528,9 +558,9 @@ class MemoryRows:
     def block_ends(self, numbers: set[int]) -> dict[int, int | None]:
         return {n: self.block_end(n) for n in numbers if self.user_index(n) is not None}
 
-    def placement_reads(self, length: int, kept: KeptMessages | None = None,
-                        known: Placement | None = None) -> tuple[
-            Callable[[set[int]], dict[int, Message]], Callable[[set[int]], dict[int, int | None]]]:
+    def placement_reads(
+        self, length: int, kept: KeptMessages | None = None, known: Placement | None = None
+    ) -> tuple[Callable[[set[int]], dict[int, Message]], Callable[[set[int]], dict[int, int | None]]]:
         """As `SQLRows.placement_reads`: here both read the dicts (decoded already: `kept` and
         `known` unused)."""
         return self.messages_at, self.block_ends
@@ -575,8 +605,13 @@ class LazyEntries(Sequence[Entry]):
     `total` entries: the first access to an older one asks `older()` for the bodies of all the
     older ones, oldest first, once."""
 
-    def __init__(self, bodies: list[str], decode: Callable[[str], Entry] | None = None,
-                 total: int | None = None, older: Callable[[], list[str]] | None = None) -> None:
+    def __init__(
+        self,
+        bodies: list[str],
+        decode: Callable[[str], Entry] | None = None,
+        total: int | None = None,
+        older: Callable[[], list[str]] | None = None,
+    ) -> None:
         self._bodies = bodies
         self._decode = decode or Entry.model_validate_json
         self._decoded: dict[int, Entry] = {}
@@ -609,10 +644,20 @@ class PrefetchedRows(SQLRows):
     database only for transcript messages, and for the older entries should the notes reach
     them (`entries`). `run` runs its reads (the backend's, which may keep them prepared)."""
 
-    def __init__(self, curs: Any, tables: dict[str, str], cid: str, p: str,
-                 entries: str, outcomes: str, newest: int, texts: ViewTexts | None = None,
-                 run: Callable[[Any, str, Any], Any] | None = None, head: Head | None = None,
-                 known: Placement | None = None) -> None:
+    def __init__(
+        self,
+        curs: Any,
+        tables: dict[str, str],
+        cid: str,
+        p: str,
+        entries: str,
+        outcomes: str,
+        newest: int,
+        texts: ViewTexts | None = None,
+        run: Callable[[Any, str, Any], Any] | None = None,
+        head: Head | None = None,
+        known: Placement | None = None,
+    ) -> None:
         super().__init__(curs, tables, cid, p, texts)
         self._entries, self._outcomes, self._newest = entries, outcomes, newest
         self._run = run
@@ -620,9 +665,9 @@ class PrefetchedRows(SQLRows):
         self.placement = known if known is not None else Placement()
         """What the read knew and learned of the rows for placing its notes (`placement_reads`)."""
 
-    def placement_reads(self, length: int, kept: KeptMessages | None = None,
-                        known: Placement | None = None) -> tuple[
-            Callable[[set[int]], dict[int, Message]], Callable[[set[int]], dict[int, int | None]]]:
+    def placement_reads(
+        self, length: int, kept: KeptMessages | None = None, known: Placement | None = None
+    ) -> tuple[Callable[[set[int]], dict[int, Message]], Callable[[set[int]], dict[int, int | None]]]:
         """As `SQLRows.placement_reads`, knowing and learning in `self.placement`."""
         return super().placement_reads(length, kept, known if known is not None else self.placement)
 
@@ -632,9 +677,12 @@ class PrefetchedRows(SQLRows):
         lookup of its newest message in the `(cid, number, idx)` index: a condition
         `number = ANY(…)` let PostgreSQL's planner, with stale statistics, filter the
         conversation's whole transcript by number."""
-        return (f"SELECT x.idx, n.number, x.block_end FROM unnest(?::bigint[]) AS n(number) CROSS JOIN LATERAL "
-                f"(SELECT idx, block_end FROM {self.t['messages']} WHERE cid = ? AND number = n.number "
-                "ORDER BY idx DESC LIMIT 1) x", (sorted(numbers), self.cid))
+        return (
+            f"SELECT x.idx, n.number, x.block_end FROM unnest(?::bigint[]) AS n(number) CROSS JOIN LATERAL "
+            f"(SELECT idx, block_end FROM {self.t['messages']} WHERE cid = ? AND number = n.number "
+            "ORDER BY idx DESC LIMIT 1) x",
+            (sorted(numbers), self.cid),
+        )
 
     def _select(self, sql: str, args: tuple[Any, ...]) -> Any:
         """Runs a read through the backend's `run` (PostgreSQL: prepared), if given."""
@@ -642,8 +690,9 @@ class PrefetchedRows(SQLRows):
             return super()._select(sql, args)
         return self._run(self.curs, sql.replace("?", self.p), args)
 
-    def entries(self, decode: Callable[[str], Entry] | None = None, newest: int | None = None,
-                total: int | None = None) -> LazyEntries:
+    def entries(
+        self, decode: Callable[[str], Entry] | None = None, newest: int | None = None, total: int | None = None
+    ) -> LazyEntries:
         """Returns the kept entries, oldest first, each decoded (by `decode` if given) when
         first asked for: the notes take the newest until their budget is full, so the older
         ones are mostly never decoded, nor read (the head's `seqs` say how many there are;
@@ -653,23 +702,24 @@ class PrefetchedRows(SQLRows):
         seqs = self._head.seqs if self._head is not None else ()
         if len(bodies) >= len(seqs):
             return LazyEntries(bodies, decode)
-        return LazyEntries(bodies, decode, len(seqs), lambda: self._older_entries(list(seqs[:len(seqs) - len(bodies)])))
+        return LazyEntries(bodies, decode, len(seqs), lambda: self._older_entries(list(seqs[: len(seqs) - len(bodies)])))
 
     def _older_entries(self, seqs: list[int]) -> list[str]:
         assert self._head is not None
         rows = self._select(
             f"SELECT h.version, e.body FROM {self.t['heads']} h LEFT JOIN {self.t['entries']} e "
-            "ON e.cid = h.cid AND e.seq = ANY(?::bigint[]) WHERE h.cid = ? ORDER BY e.seq", (seqs, self.cid)).fetchall()
+            "ON e.cid = h.cid AND e.seq = ANY(?::bigint[]) WHERE h.cid = ? ORDER BY e.seq",
+            (seqs, self.cid),
+        ).fetchall()
         bodies = [r["body"] for r in rows if r["body"] is not None]
         if not rows or int(rows[0]["version"]) != self._head.version or len(bodies) != len(seqs):
             raise ReadMoved(f"the head of {self.cid} moved during a turn read")
         return bodies
 
-    def outcomes(self, newest: int | None = None,
-                 decode: Callable[[str], CardOutcome] | None = None) -> tuple[CardOutcome, ...]:
+    def outcomes(self, newest: int | None = None, decode: Callable[[str], CardOutcome] | None = None) -> tuple[CardOutcome, ...]:
         if newest is not None and newest <= self._newest:
             bodies = self._outcomes.split(SEPARATOR) if self._outcomes else []
-            bodies = bodies[len(bodies) - newest:] if newest else []
+            bodies = bodies[len(bodies) - newest :] if newest else []
             return tuple((decode or CardOutcome.model_validate_json)(body) for body in bodies)
         return super().outcomes(newest, decode)
 
@@ -725,8 +775,7 @@ class BufferedRows(SQLRows):
         """Takes `recent` (None: nothing) as the newest rows stored, which the reads of the
         fold then find without asking the database, and keeps them up to date with what this
         buffer writes (`recent`). An append's rows; a rebuild's are never primed."""
-        self._known = RecentRows(dict(recent.entries), dict(recent.messages)) if recent is not None \
-            else RecentRows({}, {})
+        self._known = RecentRows(dict(recent.entries), dict(recent.messages)) if recent is not None else RecentRows({}, {})
 
     def recent(self) -> RecentRows | None:
         """Returns the newest rows as this buffer's writes left them (after its flush), None
@@ -734,7 +783,7 @@ class BufferedRows(SQLRows):
         known = self._known
         if known is None:
             return None
-        newest = sorted(known.entries.values(), key=lambda e: e.seq)[-RecentRows.ENTRIES:]
+        newest = sorted(known.entries.values(), key=lambda e: e.seq)[-RecentRows.ENTRIES :]
         last = max(known.messages, default=None)
         return RecentRows({e.segment: e for e in newest}, {last: known.messages[last]} if last is not None else {})
 
@@ -821,10 +870,14 @@ class BufferedRows(SQLRows):
         """Writes what `drop_aside` and `set_aside` hold (at the flush, before the entries)."""
         if self._drop_aside:
             SQLRows.drop_aside(self)
-        self._many(f"UPDATE {self.t['entries']} SET cid = ? WHERE cid = ? AND seq = ?",
-                   [(self.aside_cid, self.cid, seq) for seq in self._moves])
-        self._many(f"INSERT INTO {self.t['entries']} (cid, seq, segment, body) VALUES (?, ?, ?, ?)",
-                   [(self.aside_cid, *row) for row in self._aside])
+        self._many(
+            f"UPDATE {self.t['entries']} SET cid = ? WHERE cid = ? AND seq = ?",
+            [(self.aside_cid, self.cid, seq) for seq in self._moves],
+        )
+        self._many(
+            f"INSERT INTO {self.t['entries']} (cid, seq, segment, body) VALUES (?, ?, ?, ?)",
+            [(self.aside_cid, *row) for row in self._aside],
+        )
 
     def put_outcomes(self, outcomes: Iterable[CardOutcome]) -> None:
         self._outcomes.extend((o.seq[0], o.seq[1], o.card, o.after, o.model_dump_json()) for o in outcomes)
@@ -916,8 +969,7 @@ class BufferedRows(SQLRows):
         """Inserts `rows` (values of `columns` after `cid`) into `table`, `tail` being the
         statement's ON CONFLICT clause: one `executemany` (SQLite runs it in C)."""
         marks = ", ".join("?" * (len(columns) + 1))
-        self._many(f"INSERT INTO {table} (cid, {', '.join(columns)}) VALUES ({marks}) {tail}",
-                   [(self.cid, *row) for row in rows])
+        self._many(f"INSERT INTO {table} (cid, {', '.join(columns)}) VALUES ({marks}) {tail}", [(self.cid, *row) for row in rows])
 
     def _cut_stored_messages(self, keep: int) -> None:
         """Deletes the stored transcript messages from index `keep` on (at the flush, before the
@@ -928,8 +980,10 @@ class BufferedRows(SQLRows):
         self._many(f"DELETE FROM {self.t['entries']} WHERE cid = ? AND seq = ?", [(self.cid, seq) for seq in seqs])
 
     def _end_blocks(self, ends: list[tuple[int, int | None]]) -> None:
-        self._many(f"UPDATE {self.t['messages']} SET block_end = ? WHERE cid = ? AND idx = ?",
-                   [(end, self.cid, index) for index, end in ends])
+        self._many(
+            f"UPDATE {self.t['messages']} SET block_end = ? WHERE cid = ? AND idx = ?",
+            [(end, self.cid, index) for index, end in ends],
+        )
 
     def flush(self) -> None:
         """Sends the held writes: per table one bulk statement (`_insert_many`); a held message
@@ -944,22 +998,34 @@ class BufferedRows(SQLRows):
         self._remember()
         self._set_aside_rows()
         self._delete_entries([seq for seq, held in self._entries.items() if held is None])
-        self._insert_many(t["entries"], ("seq", "segment", "body"), entries,
-                          "ON CONFLICT (cid, seq) DO UPDATE SET body = excluded.body")
+        self._insert_many(
+            t["entries"], ("seq", "segment", "body"), entries, "ON CONFLICT (cid, seq) DO UPDATE SET body = excluded.body"
+        )
         self._insert_many(t["outcomes"], ("v", "sub", "card", "after", "body"), self._outcomes, "")
         if self._cut is not None:
             self._cut_stored_messages(self._cut)
         messages, ends = sorted(self._messages.items()), self._ends
         rows = [(i, *(held if isinstance(held, tuple) else self._message_row(held))) for i, held in messages]
         upsert = "ON CONFLICT (cid, idx) DO UPDATE SET role = excluded.role, number = excluded.number, body = excluded.body"
-        self._insert_many(t["messages"], ("idx", "role", "number", "body"),  # block_end: NULL when new, else kept
-                          [row for row in rows if row[0] not in ends], upsert)
-        self._insert_many(t["messages"], ("idx", "role", "number", "block_end", "body"),  # with the end held for it
-                          [(i, role, number, ends[i], body) for i, role, number, body in rows if i in ends],
-                          upsert + ", block_end = excluded.block_end")
+        self._insert_many(
+            t["messages"],
+            ("idx", "role", "number", "body"),  # block_end: NULL when new, else kept
+            [row for row in rows if row[0] not in ends],
+            upsert,
+        )
+        self._insert_many(
+            t["messages"],
+            ("idx", "role", "number", "block_end", "body"),  # with the end held for it
+            [(i, role, number, ends[i], body) for i, role, number, body in rows if i in ends],
+            upsert + ", block_end = excluded.block_end",
+        )
         self._end_blocks([(i, end) for i, end in ends.items() if i not in self._messages])  # ends of stored messages
-        self._insert_many(t["pages"], ("message", "page"), list(self._pages.items()),
-                          "ON CONFLICT (cid, message) DO UPDATE SET page = excluded.page")
+        self._insert_many(
+            t["pages"],
+            ("message", "page"),
+            list(self._pages.items()),
+            "ON CONFLICT (cid, message) DO UPDATE SET page = excluded.page",
+        )
         self._insert_many(t["turns"], ("version", "message", "at"), self._turns, "ON CONFLICT (cid, version) DO NOTHING")
         if self._head is not None:
             self._write_head(self._head)

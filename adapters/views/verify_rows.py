@@ -49,13 +49,20 @@ class RowsVerdict:
             return f"{self.conversation}: rows not checked: {self.problem}"
         if self.ok:
             return f"{self.conversation}: rows ok at version {self.version}"
-        return (f"{self.conversation}: rows differ from the fold of its log at version {self.version} "
-                f"({', '.join(self.differs)}); run: chatrecord rebuild")
+        return (
+            f"{self.conversation}: rows differ from the fold of its log at version {self.version} "
+            f"({', '.join(self.differs)}); run: chatrecord rebuild"
+        )
 
     def to_json(self) -> dict[str, Any]:
         """Returns `{"conversation", "rows_ok", "version", "differs", "problem"}`."""
-        return {"conversation": self.conversation, "rows_ok": self.ok, "version": self.version,
-                "differs": list(self.differs), "problem": self.problem}
+        return {
+            "conversation": self.conversation,
+            "rows_ok": self.ok,
+            "version": self.version,
+            "differs": list(self.differs),
+            "problem": self.problem,
+        }
 
 
 def check_rows(models: ReadModels, conversation: str) -> RowsVerdict:
@@ -74,16 +81,21 @@ def check_rows(models: ReadModels, conversation: str) -> RowsVerdict:
     fold = _state(fresh, folded)
     # a head an earlier version wrote keeps no last_at (the list's index needs a rebuild) and
     # no count of user messages: not a difference
-    expected = folded.model_copy(update={
-        **({"last_at": None} if head.last_at is None else {}), **({"users": None} if head.users is None else {}),
-    })
+    expected = folded.model_copy(
+        update={
+            **({"last_at": None} if head.last_at is None else {}),
+            **({"users": None} if head.users is None else {}),
+        }
+    )
     differs = [
-        part for part, same in (
+        part
+        for part, same in (
             ("head", head.model_dump() == expected.model_dump()),
             ("transcript", stored.transcript == fold.transcript),
             ("run record", [e.to_json() for e in stored.record.entries] == [e.to_json() for e in fold.record.entries]),
             ("card outcomes", stored.outcomes.outcomes == fold.outcomes.outcomes),
-        ) if not same
+        )
+        if not same
     ]
     return RowsVerdict(head.conversation or conversation, head.version, tuple(differs))
 

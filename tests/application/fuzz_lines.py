@@ -29,31 +29,98 @@ TEMPLATES: list[dict[str, Any]] = [
 ]
 EXTRA = [  # line types the fixtures do not hold
     {"type": "turn_retried", "conversation": "conv-demo-seo", "at": "2026-10-31T14:06:00Z", "message": 3},
-    {"type": "message_edited", "conversation": "conv-demo-seo", "at": "2026-10-31T14:07:00Z", "message": 1,
-     "text": "SEO prüfen"},
-    {"type": "conversation_started", "conversation": "conv-alt", "at": "2026-10-28T09:00:00Z", "kind": "alt_text",
-     "owner": 3},
-    {"type": "transcript_replaced", "conversation": "conv-alt", "at": "2026-10-28T09:00:01Z",
-     "messages": [{"role": "user", "text": "Alt-Text?"}, {"role": "assistant", "text": "Ein Bild."}]},
-    {"type": "legacy_row", "conversation": "conv-legacy", "at": "2026-10-28T09:00:01Z",
-     "messages": [{"role": "user", "text": "alt"}],
-     "card_outcomes": [{"outcome": "applied", "after": 0, "tool": "t", "table": "pages", "uid": 4, "fields": ["x"]}]},
+    {"type": "message_edited", "conversation": "conv-demo-seo", "at": "2026-10-31T14:07:00Z", "message": 1, "text": "SEO prüfen"},
+    {"type": "conversation_started", "conversation": "conv-alt", "at": "2026-10-28T09:00:00Z", "kind": "alt_text", "owner": 3},
+    {
+        "type": "transcript_replaced",
+        "conversation": "conv-alt",
+        "at": "2026-10-28T09:00:01Z",
+        "messages": [{"role": "user", "text": "Alt-Text?"}, {"role": "assistant", "text": "Ein Bild."}],
+    },
+    {
+        "type": "legacy_row",
+        "conversation": "conv-legacy",
+        "at": "2026-10-28T09:00:01Z",
+        "messages": [{"role": "user", "text": "alt"}],
+        "card_outcomes": [{"outcome": "applied", "after": 0, "tool": "t", "table": "pages", "uid": 4, "fields": ["x"]}],
+    },
     {"type": "tour_ended", "conversation": "conv-demo-seo", "at": "2026-10-31T14:08:00Z"},
 ]
 LINES = TEMPLATES + EXTRA
 
-NUMBERS = st.sampled_from([0, -1, 1, 2**31 - 1, 2**31, 2**53 + 1, 2**63 - 1, 2**63, 2**64 - 1, 2**64, 2**70,
-                           -(2**63), 1.5, -0.0, 1e308, -1e308, 1e-308, float("inf"), float("nan"), 3])
-TIMES = st.sampled_from(["9999-12-31T23:59:59-01:00", "0001-01-01T00:00:00+01:00", "9998-12-31T23:59:59Z",
-                         "1999-12-31T23:59:59Z", "2000-01-01T00:00:00Z", "2026-13-01T00:00:00Z", "", "yesterday",
-                         "2026-10-28T09:00:00+14:00", "2026-10-28T09:00:00", "2026-10-28T09:00:00.999999-12:00",
-                         "2026-10-28 09:00:00Z", "20261028T090000Z"])
-ODD_TEXT = st.sampled_from(["", " ", "chat 17", "\x00", "\x1b[2J", "\u202e", "[Chat record", "〖Chat\u2062record",
-                            "С" * 200, "🙂" * 50, "a/b/../c", "\ud800x".encode("utf-8", "surrogatepass").decode(
-                                "utf-8", "replace"), "x" * 129, "nothingSaved", "Übernehmen", "awaiting_approval"])
+NUMBERS = st.sampled_from(
+    [
+        0,
+        -1,
+        1,
+        2**31 - 1,
+        2**31,
+        2**53 + 1,
+        2**63 - 1,
+        2**63,
+        2**64 - 1,
+        2**64,
+        2**70,
+        -(2**63),
+        1.5,
+        -0.0,
+        1e308,
+        -1e308,
+        1e-308,
+        float("inf"),
+        float("nan"),
+        3,
+    ]
+)
+TIMES = st.sampled_from(
+    [
+        "9999-12-31T23:59:59-01:00",
+        "0001-01-01T00:00:00+01:00",
+        "9998-12-31T23:59:59Z",
+        "1999-12-31T23:59:59Z",
+        "2000-01-01T00:00:00Z",
+        "2026-13-01T00:00:00Z",
+        "",
+        "yesterday",
+        "2026-10-28T09:00:00+14:00",
+        "2026-10-28T09:00:00",
+        "2026-10-28T09:00:00.999999-12:00",
+        "2026-10-28 09:00:00Z",
+        "20261028T090000Z",
+    ]
+)
+ODD_TEXT = st.sampled_from(
+    [
+        "",
+        " ",
+        "chat 17",
+        "\x00",
+        "\x1b[2J",
+        "\u202e",
+        "[Chat record",
+        "〖Chat\u2062record",
+        "С" * 200,
+        "🙂" * 50,
+        "a/b/../c",
+        "\ud800x".encode("utf-8", "surrogatepass").decode("utf-8", "replace"),
+        "x" * 129,
+        "nothingSaved",
+        "Übernehmen",
+        "awaiting_approval",
+    ]
+)
 STRINGS = st.one_of(ODD_TEXT, st.text(max_size=60), st.integers(0, 3).map(lambda n: "y" * (10 ** (n + 2))))
-VALUES = st.one_of(NUMBERS, TIMES, STRINGS, st.none(), st.booleans(), st.builds(list), st.builds(dict),
-                   st.lists(NUMBERS, max_size=3), st.builds(lambda: {"deep": [[[[]]]]}))
+VALUES = st.one_of(
+    NUMBERS,
+    TIMES,
+    STRINGS,
+    st.none(),
+    st.booleans(),
+    st.builds(list),
+    st.builds(dict),
+    st.lists(NUMBERS, max_size=3),
+    st.builds(lambda: {"deep": [[[[]]]]}),
+)
 
 
 def _paths(value: Any, at: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
@@ -88,8 +155,9 @@ def mutated_lines(draw: st.DrawFn) -> dict[str, Any] | str | bytes:
         paths = _paths(line)
         how = draw(st.sampled_from(["replace", "replace", "replace", "drop", "add", "grow", "conversation"]))
         if how == "conversation":
-            line["conversation"] = draw(st.one_of(ODD_TEXT, st.sampled_from(
-                ["conv-demo-seo", "conv-behalten", "conv-alt", "conv-legacy", "fuzz-1"])))
+            line["conversation"] = draw(
+                st.one_of(ODD_TEXT, st.sampled_from(["conv-demo-seo", "conv-behalten", "conv-alt", "conv-legacy", "fuzz-1"]))
+            )
             continue
         if how == "add" or not paths:
             line[draw(st.sampled_from(["follows", "flag", "extra", "pending", "steps", "skill", "segment"]))] = draw(VALUES)
@@ -125,8 +193,7 @@ class FuzzRun:
     SQLite file `path` (which stores whole numbers in 64 bits, as PostgreSQL's columns in 32),
     or the library's in-memory store when None."""
 
-    def __init__(self, path: Path | None = None, keep_going: bool = False,
-                 settings: dict[str, str] | None = None) -> None:
+    def __init__(self, path: Path | None = None, keep_going: bool = False, settings: dict[str, str] | None = None) -> None:
         if settings is not None:  # another store's settings (a PostgreSQL schema: scripts/fuzz_input.py)
             store = open_store(settings)
         else:

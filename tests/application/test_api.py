@@ -41,11 +41,24 @@ def test_a_line_delivered_twice_returns_the_first_result(chatrecord: Chatrecord)
 
 def test_a_bad_line_names_the_call_and_the_field_and_stores_nothing(chatrecord: Chatrecord) -> None:
     with pytest.raises(InvalidInput, match=r"^api: line 1, owner: "):
-        chatrecord.record({"type": "conversation_started", "conversation": "c", "at": "2026-10-28T09:00:00Z", "kind": "chat", "owner": "x"})
+        chatrecord.record(
+            {"type": "conversation_started", "conversation": "c", "at": "2026-10-28T09:00:00Z", "kind": "chat", "owner": "x"}
+        )
     assert chatrecord.store.events("c") == []
-    chatrecord.record({"type": "conversation_started", "conversation": "c", "at": "2026-10-28T09:00:00Z", "kind": "chat", "owner": 7})
+    chatrecord.record(
+        {"type": "conversation_started", "conversation": "c", "at": "2026-10-28T09:00:00Z", "kind": "chat", "owner": 7}
+    )
     with pytest.raises(NoCardWaiting):
-        chatrecord.record({"type": "card_decided", "conversation": "c", "at": "2026-10-28T09:00:01Z", "segment": "s", "approved": True, "answer": "Übernehmen"})
+        chatrecord.record(
+            {
+                "type": "card_decided",
+                "conversation": "c",
+                "at": "2026-10-28T09:00:01Z",
+                "segment": "s",
+                "approved": True,
+                "answer": "Übernehmen",
+            }
+        )
     assert len(chatrecord.store.events("c")) == 1
 
 
@@ -62,7 +75,10 @@ def test_the_activity_list_shows_the_editor_a_behalten_as_the_decision_not_a_fai
     before = chatrecord.activity("conv-behalten", rules="2026-11-01")
 
     assert [[e.label for e in s.entries if e.tool != "chat_set_progress"] for s in shown] == [
-        ["Von dir abgelehnt: Behalten"], ["Von dir abgelehnt: Behalten"], ["Von dir abgelehnt: Behalten"], []
+        ["Von dir abgelehnt: Behalten"],
+        ["Von dir abgelehnt: Behalten"],
+        ["Von dir abgelehnt: Behalten"],
+        [],
     ]
     assert [e.label for e in before[1].entries][:2] == ["fehlgeschlagen", "ausgeführt"]
 
@@ -98,36 +114,35 @@ def test_one_text_passed_as_lines_is_a_type_error_not_its_characters(
         getattr(chatrecord, call)(lines, "x")
     assert str(refused.value) == (
         f"{call}: lines must be an iterable of lines (each a str or bytes), not one {type(lines).__name__}; "
-        "split a text into its lines first (text.splitlines())")
+        "split a text into its lines first (text.splitlines())"
+    )
     assert chatrecord.store.events("c") == []
     assert chatrecord.record_lines(START.splitlines(), "x").appended == 1
 
 
 @pytest.mark.parametrize("read", ["turn_notes", "turn_input", "events", "activity", "audit", "replay", "erase", "verify"])
 @pytest.mark.parametrize("conversation", [None, 7, b"c"])
-def test_a_read_given_an_id_that_is_not_a_str_names_the_argument(
-    chatrecord: Chatrecord, read: str, conversation: object
-) -> None:
+def test_a_read_given_an_id_that_is_not_a_str_names_the_argument(chatrecord: Chatrecord, read: str, conversation: object) -> None:
     chatrecord.record_lines([START], "x")
     if read == "verify" and conversation is None:
         assert [v.conversation for v in chatrecord.verify(None)] == ["c"]  # None: every conversation
         return
     with pytest.raises(TypeError) as refused:
         getattr(chatrecord, read)(conversation)
-    assert str(refused.value) == (
-        f"{read}: conversation must be a conversation's id as a str, not {type(conversation).__name__}")
+    assert str(refused.value) == (f"{read}: conversation must be a conversation's id as a str, not {type(conversation).__name__}")
 
 
-@pytest.mark.parametrize("follows, expected", [
-    (-5, "expected a whole number >= 0, got the number -5"),
-    (2**31, "expected a whole number <= 2147483647, got the number 2147483648"),
-    (True, "expected a whole number, got true"),
-    ("0", "expected a whole number, got a string"),
-    (0.0, "expected a whole number, got the number 0.0"),
-])
-def test_a_follows_that_is_no_version_is_bad_input_naming_follows(
-    chatrecord: Chatrecord, follows: object, expected: str
-) -> None:
+@pytest.mark.parametrize(
+    "follows, expected",
+    [
+        (-5, "expected a whole number >= 0, got the number -5"),
+        (2**31, "expected a whole number <= 2147483647, got the number 2147483648"),
+        (True, "expected a whole number, got true"),
+        ("0", "expected a whole number, got a string"),
+        (0.0, "expected a whole number, got the number 0.0"),
+    ],
+)
+def test_a_follows_that_is_no_version_is_bad_input_naming_follows(chatrecord: Chatrecord, follows: object, expected: str) -> None:
     with pytest.raises(InvalidInput) as refused:
         chatrecord.record_lines([START], "x", follows=follows)  # type: ignore[arg-type]
     assert (str(refused.value), refused.value.field) == (f"x: line 1, follows: {expected}", "follows")
@@ -161,8 +176,9 @@ def test_a_file_given_to_ingest_is_read_a_bounded_line_at_a_time(chatrecord: Cha
     report = chatrecord.ingest(Spied(start + b"\n" + huge + b"\n" + start + b"\n"), "big.jsonl", skip_bad=True)
     assert Spied.longest <= LINE_BYTES_MAX + 1
     assert (report.appended, report.repeated) == (1, 1)
-    assert report.rejected == [f"big.jsonl: line 2, (line): is longer than {LINE_BYTES_MAX:,} bytes, "
-                               'the most a line may be (README, "Input limits")']
+    assert report.rejected == [
+        f'big.jsonl: line 2, (line): is longer than {LINE_BYTES_MAX:,} bytes, the most a line may be (README, "Input limits")'
+    ]
 
 
 def _locked_file_store(tmp_path: Path) -> tuple[Chatrecord, object]:
@@ -181,9 +197,21 @@ def _locked_file_store(tmp_path: Path) -> tuple[Chatrecord, object]:
     return chatrecord, blocker
 
 
-LOCKED_START = {"type": "conversation_started", "at": "2026-10-28T09:00:00Z", "kind": "chat", "owner": 7, "conversation": "locked"}
-LOCKED_MESSAGE = {"type": "user_message", "at": "2026-10-28T09:00:05Z", "message": 1, "text": "hallo", "page": 0,
-           "conversation": "locked"}
+LOCKED_START = {
+    "type": "conversation_started",
+    "at": "2026-10-28T09:00:00Z",
+    "kind": "chat",
+    "owner": 7,
+    "conversation": "locked",
+}
+LOCKED_MESSAGE = {
+    "type": "user_message",
+    "at": "2026-10-28T09:00:05Z",
+    "message": 1,
+    "text": "hallo",
+    "page": 0,
+    "conversation": "locked",
+}
 
 
 def test_a_store_that_cannot_be_used_is_one_store_error_and_stores_nothing(tmp_path: Path) -> None:
@@ -196,7 +224,8 @@ def test_a_store_that_cannot_be_used_is_one_store_error_and_stores_nothing(tmp_p
 
     assert str(refused.value) == (
         f"the SQLite file {tmp_path / 'locked.sqlite'} stayed locked by another process for 1 s "
-        "(database is locked); try again when its write has ended")
+        "(database is locked); try again when its write has ended"
+    )
     assert [type(e).__name__ for e in chatrecord.events("locked")] == ["ConversationStarted"]
     chatrecord.record(LOCKED_MESSAGE)  # the next call tries the database again
     assert [type(e).__name__ for e in chatrecord.events("locked")] == ["ConversationStarted", "UserMessagePosted"]
@@ -234,5 +263,6 @@ def test_an_id_with_no_character_a_key_keeps_says_what_it_needs(chatrecord: Chat
 
     assert str(refused.value).endswith(
         "is not an id; it needs at least one of A-Za-z0-9_.:/- (other characters are left out, "
-        "and an id longer than 128 is shortened)")
+        "and an id longer than 128 is shortened)"
+    )
     assert str(refused.value).startswith("api: line 1, conversation: ")

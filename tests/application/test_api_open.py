@@ -24,8 +24,15 @@ def free_port() -> int:
 
 
 def cli_error(cwd: Path, **settings: str) -> str:
-    done = subprocess.run([sys.executable, "-m", "adapters.cli", "audit", "conv-demo-seo"], cwd=cwd,
-                          env=cli_env(**settings), capture_output=True, text=True, encoding="utf-8", timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "adapters.cli", "audit", "conv-demo-seo"],
+        cwd=cwd,
+        env=cli_env(**settings),
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=120,
+    )
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
     return done.stderr
 
@@ -41,25 +48,30 @@ def api_error(monkeypatch: pytest.MonkeyPatch, **settings: str) -> str:
 
 
 def test_a_sqlite_file_that_cannot_be_opened_is_store_unusable_in_the_cli_s_words(
-        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     # a folder that does not exist: sqlite3.OperationalError "unable to open database file", as on a
     # read-only file system; the CLI's `audit` is pointed at the file's folder, which does exist
     path = str(tmp_path / "missing-folder" / "store.sqlite")
     said = api_error(monkeypatch, CHATRECORD_DB=path)
-    assert said == (f"error: the SQLite file {path} cannot be used (unable to open database file); check "
-                    "CHATRECORD_DB: its folder must exist and the file must be readable and writable\n")
+    assert said == (
+        f"error: the SQLite file {path} cannot be used (unable to open database file); check "
+        "CHATRECORD_DB: its folder must exist and the file must be readable and writable\n"
+    )
     (tmp_path / "missing-folder").mkdir()
     (tmp_path / "missing-folder" / "store.sqlite").mkdir()  # a folder where the file should be
     assert cli_error(tmp_path, CHATRECORD_DB=path) == said
 
 
 def test_a_postgresql_server_that_does_not_answer_is_store_unusable_in_the_cli_s_words(
-        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     port = free_port()
     url = f"postgresql://postgres@127.0.0.1:{port}/test"
     said = api_error(monkeypatch, CHATRECORD_DATABASE_URL=url)
-    assert said.startswith(f"error: the store (PostgreSQL postgres@127.0.0.1:{port}/test (schema public)) cannot "
-                           "be used: connection failed:")
+    assert said.startswith(
+        f"error: the store (PostgreSQL postgres@127.0.0.1:{port}/test (schema public)) cannot be used: connection failed:"
+    )
     assert "Connection refused" in said
     assert said.endswith("; check CHATRECORD_DATABASE_URL and that the server answers\n")
     assert cli_error(tmp_path, CHATRECORD_DATABASE_URL=url) == said
@@ -80,14 +92,31 @@ def test_a_sqlite_file_on_a_read_only_file_system_is_store_unusable(tmp_path: Pa
             pytest.fail(message, pytrace=False)  # CI runs as root on Linux: it must run there
         pytest.skip(message)
     path = folder / "store.sqlite"
-    script = ("from adapters.api import Chatrecord\nfrom adapters.store.settings import StoreUnusable\n"
-              "try:\n    Chatrecord()\nexcept StoreUnusable as error:\n    print(f'StoreUnusable: {error}')\n")
-    done = subprocess.run([*mount, sys.executable, "-c", script], cwd=ROOT, env=cli_env(CHATRECORD_DB=str(path)),
-                          capture_output=True, text=True, encoding="utf-8", timeout=120)
+    script = (
+        "from adapters.api import Chatrecord\nfrom adapters.store.settings import StoreUnusable\n"
+        "try:\n    Chatrecord()\nexcept StoreUnusable as error:\n    print(f'StoreUnusable: {error}')\n"
+    )
+    done = subprocess.run(
+        [*mount, sys.executable, "-c", script],
+        cwd=ROOT,
+        env=cli_env(CHATRECORD_DB=str(path)),
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=120,
+    )
     assert (done.returncode, done.stderr) == (0, "")
-    assert done.stdout == (f"StoreUnusable: the SQLite file {path} cannot be used (unable to open database file); "
-                           "check CHATRECORD_DB: its folder must exist and the file must be readable and writable\n")
-    cli = subprocess.run([*mount, sys.executable, "-m", "adapters.cli", "demo"], cwd=tmp_path,
-                         env=cli_env(CHATRECORD_DB=str(path)), capture_output=True, text=True, encoding="utf-8",
-                         timeout=120)
+    assert done.stdout == (
+        f"StoreUnusable: the SQLite file {path} cannot be used (unable to open database file); "
+        "check CHATRECORD_DB: its folder must exist and the file must be readable and writable\n"
+    )
+    cli = subprocess.run(
+        [*mount, sys.executable, "-m", "adapters.cli", "demo"],
+        cwd=tmp_path,
+        env=cli_env(CHATRECORD_DB=str(path)),
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=120,
+    )
     assert (cli.returncode, cli.stderr) == (1, "error: " + done.stdout.removeprefix("StoreUnusable: "))

@@ -73,7 +73,9 @@ def test_a_command_that_breaks_an_invariant_stores_nothing() -> None:
     before = store.max_notification_id()
 
     with pytest.raises(NoCardWaiting):
-        store.handle(Decide("conv-demo-seo", lambda s, h: c.decide_card(s, "nope", True, "Übernehmen", None, None, T0, history=h)))
+        store.handle(
+            Decide("conv-demo-seo", lambda s, h: c.decide_card(s, "nope", True, "Übernehmen", None, None, T0, history=h))
+        )
     assert store.max_notification_id() == before
 
 

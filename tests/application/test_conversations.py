@@ -91,8 +91,18 @@ def test_list_pages_newest_activity_first_with_a_stable_cursor(stores: Opener) -
     started(chat, "chat 17", "2026-10-28T09:01:00Z")
     started(chat, "c", "2026-10-28T09:02:00Z")
     chat.record(line("user_message", "a", "2026-10-29T10:00:00Z", message=1, text="Hallo", page=0))
-    chat.record(line("segment_returned", "a", "2026-10-29T10:00:05Z", segment="r/1", run="r", trigger="turn",
-                     outcome="completed", answer="Hi"))
+    chat.record(
+        line(
+            "segment_returned",
+            "a",
+            "2026-10-29T10:00:05Z",
+            segment="r/1",
+            run="r",
+            trigger="turn",
+            outcome="completed",
+            answer="Hi",
+        )
+    )
 
     first = chat.conversations(limit=2)
     second = chat.conversations(limit=2, cursor=first.cursor)
@@ -100,10 +110,26 @@ def test_list_pages_newest_activity_first_with_a_stable_cursor(stores: Opener) -
     again = chat.conversations(limit=2, cursor=first.cursor)
 
     assert [c.to_json() for c in first.conversations] == [
-        {"conversation": "a", "kind": "chat", "messages": 1, "segments": 1, "events": 3,
-         "first_at": "2026-10-28T09:00:00Z", "last_at": "2026-10-29T10:00:05Z", "erased": False},
-        {"conversation": "c", "kind": "chat", "messages": 0, "segments": 0, "events": 1,
-         "first_at": "2026-10-28T09:02:00Z", "last_at": "2026-10-28T09:02:00Z", "erased": False},
+        {
+            "conversation": "a",
+            "kind": "chat",
+            "messages": 1,
+            "segments": 1,
+            "events": 3,
+            "first_at": "2026-10-28T09:00:00Z",
+            "last_at": "2026-10-29T10:00:05Z",
+            "erased": False,
+        },
+        {
+            "conversation": "c",
+            "kind": "chat",
+            "messages": 0,
+            "segments": 0,
+            "events": 1,
+            "first_at": "2026-10-28T09:02:00Z",
+            "last_at": "2026-10-28T09:02:00Z",
+            "erased": False,
+        },
     ]
     assert [c.conversation for c in second.conversations] == ["chat17:h9a90eaf363ff759f"]
     assert second.cursor is None
@@ -164,8 +190,10 @@ def test_read_models_of_an_earlier_version_are_upgraded_for_the_list_by_rebuild(
     with backend.transaction(write=True) as curs:  # as an earlier version left them
         schema = f'"{backend.schema}".' if postgres else ""
         curs.execute(f"DROP INDEX {schema}views_g{generation}_heads_activity")
-        curs.execute(f"UPDATE {schema}{heads} SET body = " +
-                     ("(body::jsonb - 'last_at')::text" if postgres else "json_remove(body, '$.last_at')"))
+        curs.execute(
+            f"UPDATE {schema}{heads} SET body = "
+            + ("(body::jsonb - 'last_at')::text" if postgres else "json_remove(body, '$.last_at')")
+        )
     with pytest.raises(ListNeedsRebuild) as refused:
         chat.conversations()
     assert str(refused.value).endswith("run: chatrecord rebuild")
@@ -208,8 +236,10 @@ def test_a_head_an_earlier_version_wrote_without_the_count_lists_the_history_ind
     postgres = backend.p == "%s"
     with backend.transaction(write=True) as curs:  # as an earlier version left it: no count
         schema = f'"{backend.schema}".' if postgres else ""
-        curs.execute(f"UPDATE {schema}views_g{generation}_heads SET body = " +
-                     ("(body::jsonb - 'users')::text" if postgres else "json_remove(body, '$.users')"))
+        curs.execute(
+            f"UPDATE {schema}views_g{generation}_heads SET body = "
+            + ("(body::jsonb - 'users')::text" if postgres else "json_remove(body, '$.users')")
+        )
     with backend.transaction(write=False) as curs:
         assert [head[2:] for head in backend.newest_heads(curs, generation, 10)] == [("old", None)]
 
@@ -270,8 +300,7 @@ def test_upto_stops_after_a_message_and_what_belongs_to_it(stores: Opener) -> No
     for wrong in (4, 99):
         with pytest.raises(NoSuchMessage) as refused:
             a.export("conv-demo-seo", upto=wrong)
-        assert str(refused.value) == (f"--upto {wrong}: no user message {wrong}; the conversation's user messages "
-                                      "are 1, 2, 3")
+        assert str(refused.value) == (f"--upto {wrong}: no user message {wrong}; the conversation's user messages are 1, 2, 3")
 
 
 def deliver_out_of_order(chat: Chatrecord, lines: Sequence[dict[str, Any]], window: int, seed: int) -> int:
@@ -281,9 +310,9 @@ def deliver_out_of_order(chat: Chatrecord, lines: Sequence[dict[str, Any]], wind
     rng = random.Random(seed)
     delivery = [line for _ in range(2) for line in lines]
     for start in range(0, len(delivery), window):
-        part = delivery[start:start + window]
+        part = delivery[start : start + window]
         rng.shuffle(part)
-        delivery[start:start + window] = part
+        delivery[start : start + window] = part
     refused = 0
     while delivery:
         report = chat.ingest([json.dumps(x) for x in delivery], "delivery.jsonl", skip_bad=True)
@@ -296,8 +325,9 @@ def deliver_out_of_order(chat: Chatrecord, lines: Sequence[dict[str, Any]], wind
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
-def test_generated_conversations_exported_and_ingested_again_are_the_same(backend: str, tmp_path: Path,
-                                                                         request: pytest.FixtureRequest) -> None:
+def test_generated_conversations_exported_and_ingested_again_are_the_same(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     """Hypothesis over the conversations `test_properties.tell` makes (edits, undecided cards,
     failed segments, legacy rows, stray continuations), under an id the store keeps or one it
     reduces (`chat 17`), with some lines' times set back (a chat's clock that disagrees with the
@@ -313,14 +343,26 @@ def test_generated_conversations_exported_and_ingested_again_are_the_same(backen
         n = next(counter)
         if backend == "sqlite":
             return Chatrecord(ConversationStore(env=sqlite_env(tmp_path / f"s{n}.sqlite")))
-        return Chatrecord(ConversationStore(env={**postgres_env(url), "POSTGRES_SCHEMA": _schema_named(url, request, f"{base}_{n}"),
-                                                  "POSTGRES_POOL_SIZE": "1"}))
+        return Chatrecord(
+            ConversationStore(
+                env={
+                    **postgres_env(url),
+                    "POSTGRES_SCHEMA": _schema_named(url, request, f"{base}_{n}"),
+                    "POSTGRES_POOL_SIZE": "1",
+                }
+            )
+        )
 
     @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-    @given(legacy=st.integers(0, 2), episodes=EPISODES, reduced=st.booleans(), window=st.integers(1, 6),
-           seed=st.integers(0, 2**16), skews=st.dictionaries(st.integers(1, 60), st.integers(1, 7200), max_size=4))
-    def round_trip(legacy: int, episodes: list[tuple], reduced: bool, window: int, seed: int,
-                   skews: dict[int, int]) -> None:
+    @given(
+        legacy=st.integers(0, 2),
+        episodes=EPISODES,
+        reduced=st.booleans(),
+        window=st.integers(1, 6),
+        seed=st.integers(0, 2**16),
+        skews=st.dictionaries(st.integers(1, 60), st.integers(1, 7200), max_size=4),
+    )
+    def round_trip(legacy: int, episodes: list[tuple], reduced: bool, window: int, seed: int, skews: dict[int, int]) -> None:
         told = [dict(x) for x in export_lines(tell(legacy, episodes, "chat 17" if reduced else "conv-test").events).lines]
         for index, seconds in skews.items():  # a line stamped earlier than the one before it
             if index < len(told):
@@ -387,11 +429,31 @@ def test_a_conversation_past_the_run_record_cap_round_trips(stores: Opener) -> N
     for n in range(1, 206):
         at = f"2026-10-28T{9 + n // 60:02d}:{n % 60:02d}:00Z"
         told.append(line("user_message", "long", at, message=n, text=f"m{n}", page=42))
-        told.append(line("segment_returned", "long", at, segment=f"r{n}/1", run=f"r{n}", trigger="turn",
-                         outcome="completed" if n % 7 else "failed", answer=f"a{n}",
-                         steps=[{"kind": "tool_write", "round": 1, "durationMs": 3.0, "toolName": "update_page_metadata",
-                                 "toolIsError": False, "toolOutcome": "ok", "writeTargetTable": "pages",
-                                 "writeTargetUid": 42, "writeCompleteness": "complete"}]))
+        told.append(
+            line(
+                "segment_returned",
+                "long",
+                at,
+                segment=f"r{n}/1",
+                run=f"r{n}",
+                trigger="turn",
+                outcome="completed" if n % 7 else "failed",
+                answer=f"a{n}",
+                steps=[
+                    {
+                        "kind": "tool_write",
+                        "round": 1,
+                        "durationMs": 3.0,
+                        "toolName": "update_page_metadata",
+                        "toolIsError": False,
+                        "toolOutcome": "ok",
+                        "writeTargetTable": "pages",
+                        "writeTargetUid": 42,
+                        "writeCompleteness": "complete",
+                    }
+                ],
+            )
+        )
     assert a.ingest([json.dumps(x) for x in told], "long.jsonl").stopped is None
     exported = a.export("long").lines
     assert b.ingest([json.dumps(x) for x in exported], "export.jsonl").stopped is None

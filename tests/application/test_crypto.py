@@ -86,8 +86,7 @@ def test_the_python_api_verifies_and_erases() -> None:
     record = Chatrecord(open_store(memory=True))
     at = "2026-11-02T10:00:00Z"
     record.record({"type": "conversation_started", "conversation": "conv-7", "at": at, "kind": "chat", "owner": 7})
-    record.record({"type": "user_message", "conversation": "conv-7", "at": at, "message": 1, "text": "Titel prüfen",
-                   "page": 42})
+    record.record({"type": "user_message", "conversation": "conv-7", "at": at, "message": 1, "text": "Titel prüfen", "page": 42})
     assert [(v.conversation, v.ok, v.version) for v in record.verify()] == [("conv-7", True, 2)]
     assert record.erase("conv-7").recorded
     assert [m.text for m in record.turn_input("conv-7").messages if m.role == "user"] == [ERASED]
@@ -104,9 +103,11 @@ def test_a_text_for_an_erased_conversation_is_refused_naming_the_line_and_the_fi
     record.record({"type": "conversation_started", "conversation": "priv", "at": at, "kind": "chat", "owner": 7})
     record.record({"type": "user_message", "conversation": "priv", "at": at, "message": 1, "text": "geheim", "page": 0})
     record.erase("priv")
-    lines = [f'{{"type": "turn_retried", "conversation": "priv", "at": "{at}", "message": 1}}',
-             f'{{"type": "segment_returned", "conversation": "priv", "at": "{at}", "segment": "r/1", "run": "r", '
-             '"trigger": "retry", "outcome": "completed", "answer": "neu"}']
+    lines = [
+        f'{{"type": "turn_retried", "conversation": "priv", "at": "{at}", "message": 1}}',
+        f'{{"type": "segment_returned", "conversation": "priv", "at": "{at}", "segment": "r/1", "run": "r", '
+        '"trigger": "retry", "outcome": "completed", "answer": "neu"}',
+    ]
     with pytest.raises(TextsErased) as refused:
         record.record_lines(lines, "batch")
     assert str(refused.value) == "batch: line 2, answer: conversation 'priv' was erased; no text can be stored for it"
@@ -128,8 +129,15 @@ def test_verify_lists_the_conversations_in_the_order_of_their_ids() -> None:
     ids = [f"conv-{i:02d}" for i in range(12)] + ["Conv-Z", "chat 17"]
     assert sorted(ids, key=conversation_uuid) != sorted(ids)  # the log's own order is another
     for conversation in reversed(ids):
-        record.record({"type": "conversation_started", "conversation": conversation, "at": "2026-11-02T10:00:00Z",
-                       "kind": "chat", "owner": 7})
+        record.record(
+            {
+                "type": "conversation_started",
+                "conversation": conversation,
+                "at": "2026-11-02T10:00:00Z",
+                "kind": "chat",
+                "owner": 7,
+            }
+        )
     listed = [v.conversation for v in record.verify()]
     assert listed == sorted([f"conv-{i:02d}" for i in range(12)] + ["Conv-Z", "chat17:h9a90eaf363ff759f"])
     assert listed[:2] == ["Conv-Z", "chat17:h9a90eaf363ff759f"]

@@ -30,8 +30,12 @@ def shared_run() -> FuzzRun:
     return FuzzRun(Path(tempfile.mkdtemp(prefix="chatrecord-fuzz-")) / "fuzz.sqlite")
 
 
-@settings(max_examples=EXAMPLES, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(mutated_lines())
 def test_a_mutated_line_is_stored_or_refused_with_a_chatrecord_error_and_nothing_breaks(line: Any) -> None:
     shared_run().feed(line)
@@ -40,8 +44,9 @@ def test_a_mutated_line_is_stored_or_refused_with_a_chatrecord_error_and_nothing
 def test_the_cli_ingests_a_file_of_bad_lines_with_skip_bad_and_exits_cleanly(tmp_path: Path) -> None:
     lines = [
         b'{"type": "conversation_started", "conversation": "f", "at": "2026-10-28T09:00:00Z", "kind": "chat", "owner": 1}',
-        orjson.dumps({"type": "user_message", "conversation": "f", "at": "2026-10-28T09:00:01Z", "message": 2**63,
-                      "text": "x", "page": 0}),
+        orjson.dumps(
+            {"type": "user_message", "conversation": "f", "at": "2026-10-28T09:00:01Z", "message": 2**63, "text": "x", "page": 0}
+        ),
         b'{"type": "user_message", "conversation": "f", "at": "9999-12-31T23:59:59-01:00", "message": 1, "text": "x", "page": 0}',
         b'{"type": "segment_returned", "conversation": "f", "at": "2026-10-28T09:00:02Z", "segment": "s", "run": "r",'
         b' "trigger": "turn", "outcome": "completed", "steps": [{"kind": "llm", "round": 1, "durationMs": 1e300}]}',
@@ -50,16 +55,33 @@ def test_the_cli_ingests_a_file_of_bad_lines_with_skip_bad_and_exits_cleanly(tmp
     ]
     (tmp_path / "bad.jsonl").write_bytes(b"\n".join(lines) + b"\n")
     env = cli_env(CHATRECORD_DB=str(tmp_path / "s.sqlite"))  # no progress line among the rejections
-    run = subprocess.run([sys.executable, "-m", "adapters.cli", "ingest", "--skip-bad", "bad.jsonl"], cwd=tmp_path,
-                         env=env, capture_output=True, text=True, encoding="utf-8", timeout=120)
+    run = subprocess.run(
+        [sys.executable, "-m", "adapters.cli", "ingest", "--skip-bad", "bad.jsonl"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=120,
+    )
     assert run.returncode == 0, run.stderr
     assert run.stdout == "bad.jsonl: 2 events appended, 0 lines already recorded, 4 lines rejected\n"
     assert [line.split(",")[0] for line in run.stderr.splitlines()] == [
-        "rejected: bad.jsonl: line 2", "rejected: bad.jsonl: line 3", "rejected: bad.jsonl: line 4",
-        "rejected: bad.jsonl: line 5"]
+        "rejected: bad.jsonl: line 2",
+        "rejected: bad.jsonl: line 3",
+        "rejected: bad.jsonl: line 4",
+        "rejected: bad.jsonl: line 5",
+    ]
     assert "Traceback" not in run.stderr
-    replay = subprocess.run([sys.executable, "-m", "adapters.cli", "replay", "--conversation", "f", "--json"],
-                            cwd=tmp_path, env=env, capture_output=True, text=True, encoding="utf-8", timeout=120)
+    replay = subprocess.run(
+        [sys.executable, "-m", "adapters.cli", "replay", "--conversation", "f", "--json"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=120,
+    )
     assert replay.returncode == 0, replay.stderr
 
 
@@ -72,8 +94,9 @@ def as_bytes(line: Any) -> bytes:
     return line.encode("utf-8", "surrogatepass") if isinstance(line, str) else line
 
 
-@settings(max_examples=1, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=1, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
 @given(st.lists(mutated_lines(), min_size=40, max_size=40))
 def test_the_cli_ingests_mutated_lines_with_skip_bad_and_every_conversation_stays_readable(lines: list[Any]) -> None:
     import tempfile
@@ -85,8 +108,15 @@ def test_the_cli_ingests_mutated_lines_with_skip_bad_and_every_conversation_stay
         env = cli_env(CHATRECORD_DB=str(tmp / "s.sqlite"))
 
         def cli(*args: str) -> subprocess.CompletedProcess[str]:
-            return subprocess.run([sys.executable, "-m", "adapters.cli", *args], cwd=tmp, env=env,
-                                  capture_output=True, text=True, encoding="utf-8", timeout=300)
+            return subprocess.run(
+                [sys.executable, "-m", "adapters.cli", *args],
+                cwd=tmp,
+                env=env,
+                capture_output=True,
+                text=True,
+                encoding="utf-8",
+                timeout=300,
+            )
 
         ingested = cli("ingest", "--skip-bad", "mutated.jsonl")
         assert ingested.returncode == 0 and "Traceback" not in ingested.stderr, ingested.stderr

@@ -29,8 +29,7 @@ def line(line_type: str, conversation: str = "c", **fields: Any) -> dict[str, An
 def test_an_id_outside_the_key_characters_is_found_under_the_id_the_chat_uses(chat: Chatrecord) -> None:
     chat.record(line("conversation_started", "chat 17", kind="chat", owner=7))
     chat.record(line("user_message", "chat 17", message=1, text="Hallo", page=0))
-    chat.record(line("segment_returned", "chat 17", segment="r/1", run="r", trigger="turn", outcome="completed",
-                     answer="Hallo!"))
+    chat.record(line("segment_returned", "chat 17", segment="r/1", run="r", trigger="turn", outcome="completed", answer="Hallo!"))
     assert chat.turn_input("chat 17").message == 1
     assert [a.segment for a in chat.activity("chat 17")] == ["r/1"]
 
@@ -104,17 +103,29 @@ def test_a_decision_for_a_segment_that_does_not_exist_says_the_segment_is_unknow
     assert str(refused.value) == "api: line 3, segment: segment r/9 is unknown: this conversation recorded no segment of that id"
 
 
-@pytest.mark.parametrize("how, reason", [
-    (line("user_message", message=2, text="anders", page=0), "a new user message"),
-    (line("tour_ended"), "the end of the tour"),
-])
+@pytest.mark.parametrize(
+    "how, reason",
+    [
+        (line("user_message", message=2, text="anders", page=0), "a new user message"),
+        (line("tour_ended"), "the end of the tour"),
+    ],
+)
 def test_a_card_left_undecided_and_then_decided_says_it_was_left_undecided(
     chat: Chatrecord, how: dict[str, Any], reason: str
 ) -> None:
     chat.record(line("conversation_started", kind="chat", owner=7))
     chat.record(line("user_message", message=1, text="SEO", page=42, skill="3:seo"))
-    chat.record(line("segment_returned", segment="r/1", run="r", trigger="turn", outcome="awaiting_approval",
-                     answer="Titel?", pending=[{"toolName": "update_page_metadata"}]))
+    chat.record(
+        line(
+            "segment_returned",
+            segment="r/1",
+            run="r",
+            trigger="turn",
+            outcome="awaiting_approval",
+            answer="Titel?",
+            pending=[{"toolName": "update_page_metadata"}],
+        )
+    )
     chat.record(how)
     with pytest.raises(CardAlreadyDecided) as refused:
         chat.record(line("card_decided", segment="r/1", approved=True, answer="Übernehmen"))
@@ -135,8 +146,7 @@ def test_a_tour_ended_again_at_another_time_stores_nothing(chat: Chatrecord) -> 
 def test_a_rejected_value_is_quoted_as_a_short_escaped_excerpt(chat: Chatrecord) -> None:
     chat.record(line("conversation_started", kind="chat", owner=7))
     with pytest.raises(InvalidInput) as refused:
-        chat.record(line("segment_returned", segment="r/1", run="r", trigger="\x1b[2J" + "geheim " * 200,
-                         outcome="completed"))
+        chat.record(line("segment_returned", segment="r/1", run="r", trigger="\x1b[2J" + "geheim " * 200, outcome="completed"))
     assert str(refused.value) == (
         'api: line 2, trigger: "\\x1b[2Jgeheim geheim geheim geheim gehe… is not allowed; '
         "use 'turn', 'approval', 'answer' or 'retry'"
@@ -153,4 +163,7 @@ def test_a_line_with_a_key_twice_is_refused_and_nothing_of_the_batch_is_stored(c
     assert chat.store.events("c") == []
     report = chat.ingest([start, twice], "stdin")
     assert (report.appended, report.stopped_at, str(report.stopped)) == (
-        1, 2, "stdin: line 2, message: field message appears twice; give each key of an object once")
+        1,
+        2,
+        "stdin: line 2, message: field message appears twice; give each key of an object once",
+    )

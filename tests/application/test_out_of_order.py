@@ -103,15 +103,25 @@ def test_a_tour_ended_that_comes_before_the_card_it_ends_waits_and_is_not_taken_
     """Before its card waits there is no tour to end, and a `tour_ended` then stores nothing; so
     one that comes early was read as a repeat and lost, and the conversation never reached the
     version its later lines follow. It waits for the version it follows, as every line does."""
+
     def at(n: int) -> str:
         return f"2026-10-28T09:00:{n:02d}Z"
 
     lines = [
         {"type": "conversation_started", "conversation": "t", "at": at(1), "kind": "chat", "owner": 7, "follows": 0},
         {"type": "user_message", "conversation": "t", "at": at(2), "message": 1, "text": "SEO", "page": 42, "follows": 1},
-        {"type": "segment_returned", "conversation": "t", "at": at(3), "segment": "r/1", "run": "r", "trigger": "turn",
-         "outcome": "awaiting_approval", "answer": "Titel?", "pending": [{"toolName": "update_page_metadata"}],
-         "follows": 2},
+        {
+            "type": "segment_returned",
+            "conversation": "t",
+            "at": at(3),
+            "segment": "r/1",
+            "run": "r",
+            "trigger": "turn",
+            "outcome": "awaiting_approval",
+            "answer": "Titel?",
+            "pending": [{"toolName": "update_page_metadata"}],
+            "follows": 2,
+        },
         {"type": "tour_ended", "conversation": "t", "at": at(4), "follows": 3},
     ]
     chat = Chatrecord(open_store(memory=True))

@@ -146,18 +146,37 @@ def test_any_user_message_survives_the_round_trip(text, message, page, skill, at
 def test_a_version_two_snapshot_loads_with_the_past_moved_to_the_history_index() -> None:
     cid = uuid4()
     v2 = {
-        "id": str(cid), "version": 9, "created_on": T0.isoformat(), "modified_on": T0.isoformat(),
-        "conversation": "old", "kind": "chat", "owner": 7, "skill": "3:seo", "messages": [1, 2],
+        "id": str(cid),
+        "version": 9,
+        "created_on": T0.isoformat(),
+        "modified_on": T0.isoformat(),
+        "conversation": "old",
+        "kind": "chat",
+        "owner": 7,
+        "skill": "3:seo",
+        "messages": [1, 2],
         "segments": {
             "a/1": {"version": 3, "run": "a", "message": 1, "guided": True, "waits": "card", "calls": 2},
             "b/1": {"version": 8, "run": "b", "message": 2, "guided": True, "waits": "card", "calls": 1},
         },
-        "waiting": "b/1", "settled": ["a/1"], "card_outcomes": 0, "outcomes_of": {}, "approval": ["a/1", 2],
-        "legacy_outcomes": [], "legacy_users": {}, "cut_segments": [], "cut_runs": [], "sources": ["d1", "d2"],
+        "waiting": "b/1",
+        "settled": ["a/1"],
+        "card_outcomes": 0,
+        "outcomes_of": {},
+        "approval": ["a/1", 2],
+        "legacy_outcomes": [],
+        "legacy_users": {},
+        "cut_segments": [],
+        "cut_runs": [],
+        "sources": ["d1", "d2"],
         "undecided": {},
     }
-    record = StoredEvent(cid, 9, get_topic(ConversationSnapshot),
-                         orjson.dumps({"timestamp": T0.isoformat(), "source": None, "state": v2, "class_version": 2}))
+    record = StoredEvent(
+        cid,
+        9,
+        get_topic(ConversationSnapshot),
+        orjson.dumps({"timestamp": T0.isoformat(), "source": None, "state": v2, "class_version": 2}),
+    )
 
     state = evolve(PydanticMapper(OrjsonTranscoder()).to_domain_event(record), None)
 

@@ -19,8 +19,14 @@ BAD_TABLE = DATA / "bad_table_mid_file.jsonl"
 LINE_4 = 'bad_table_mid_file.jsonl: line 4, steps[3].writeTargetTable: "tt content" is not a table name; use 1–64 of A-Za-z0-9_'
 STARTED = {"type": "conversation_started", "conversation": "c", "at": "2026-10-28T09:00:00Z", "kind": "chat", "owner": 7}
 MESSAGE = {"type": "user_message", "conversation": "c", "at": "2026-10-28T09:00:05Z", "message": 1, "text": "hi", "page": 42}
-DECIDED = {"type": "card_decided", "conversation": "c", "at": "2026-10-28T09:00:09Z", "segment": "s", "approved": True,
-           "answer": "Übernehmen"}
+DECIDED = {
+    "type": "card_decided",
+    "conversation": "c",
+    "at": "2026-10-28T09:00:09Z",
+    "segment": "s",
+    "approved": True,
+    "answer": "Übernehmen",
+}
 
 
 @pytest.fixture
@@ -168,9 +174,18 @@ def test_threads_writing_one_conversation_queue_instead_of_conflicting(chatrecor
 
     def client(c: int) -> None:
         for i in range(20):
-            segment = {"type": "segment_returned", "conversation": "c", "at": "2026-10-28T09:00:09Z",
-                       "segment": f"c{c}-{i}", "run": f"c{c}", "trigger": "turn", "outcome": "completed",
-                       "answer": "ok", "steps": [step], "pending": []}
+            segment = {
+                "type": "segment_returned",
+                "conversation": "c",
+                "at": "2026-10-28T09:00:09Z",
+                "segment": f"c{c}-{i}",
+                "run": f"c{c}",
+                "trigger": "turn",
+                "outcome": "completed",
+                "answer": "ok",
+                "steps": [step],
+                "pending": [],
+            }
             attempts.append(chatrecord.record(segment).attempts)
 
     threads = [threading.Thread(target=client, args=(c,)) for c in range(8)]

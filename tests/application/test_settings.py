@@ -102,8 +102,7 @@ def test_a_url_the_store_cannot_use_is_refused(url: str) -> None:
 @pytest.mark.parametrize(
     ("url", "said"),
     [
-        (" ", "CHATRECORD_DATABASE_URL is blank; give postgresql://user[:pw]@host[:port]/db, "
-              "or unset it to use the SQLite file"),
+        (" ", "CHATRECORD_DATABASE_URL is blank; give postgresql://user[:pw]@host[:port]/db, or unset it to use the SQLite file"),
         ("localhost/db", "CHATRECORD_DATABASE_URL must start with postgresql://, not 'localhost/db'"),
         ("mysql://u@h/db", "CHATRECORD_DATABASE_URL must start with postgresql://, not mysql://"),
     ],
@@ -277,6 +276,7 @@ def test_a_sqlite_database_of_something_else_is_refused_and_left_as_it_was(tmp_p
 
     assert str(refused.value) == (
         f"CHATRECORD_DB: {path} is a SQLite database of something else (it holds users, and no chatrecord "
-        "store); point CHATRECORD_DB at a chatrecord store, or at a file that does not exist yet")
+        "store); point CHATRECORD_DB at a chatrecord store, or at a file that does not exist yet"
+    )
     with sqlite3.connect(path) as conn:
         assert [r[0] for r in conn.execute("SELECT name FROM sqlite_master")] == ["users"]

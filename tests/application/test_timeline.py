@@ -25,16 +25,37 @@ def chat_of(turns: int, conversation: str = "conv-long") -> list[dict[str, Any]]
     chat = Lines(conversation).add("conversation_started", kind="chat", owner=7)
     for n in range(1, turns + 1):
         chat.add("user_message", message=n, text=f"Frage {n}", page=42 + n // 4)
-        chat.add("segment_returned", segment=f"r{n}/1", run=f"r{n}", trigger="turn", outcome="awaiting_approval",
-                 answer=f"Vorschlag {n}", steps=model_round(1),
-                 pending=[{"toolName": "update_page_metadata", "table": "pages", "uid": 42, "fields": ["title"]}])
+        chat.add(
+            "segment_returned",
+            segment=f"r{n}/1",
+            run=f"r{n}",
+            trigger="turn",
+            outcome="awaiting_approval",
+            answer=f"Vorschlag {n}",
+            steps=model_round(1),
+            pending=[{"toolName": "update_page_metadata", "table": "pages", "uid": 42, "fields": ["title"]}],
+        )
         chat.add("card_decided", segment=f"r{n}/1", approved=n % 3 != 0, answer="Übernehmen" if n % 3 else "abgelehnt")
-        chat.add("segment_returned", segment=f"r{n}/2", run=f"r{n}", trigger="approval", outcome="completed",
-                 answer=f"Erledigt {n}", steps=model_round(2))
+        chat.add(
+            "segment_returned",
+            segment=f"r{n}/2",
+            run=f"r{n}",
+            trigger="approval",
+            outcome="completed",
+            answer=f"Erledigt {n}",
+            steps=model_round(2),
+        )
         if n == 5:
             chat.add("message_edited", message=3, text="Frage 3, anders")
-            chat.add("segment_returned", segment="r3b/1", run="r3b", trigger="turn", outcome="completed",
-                     answer="Neu", steps=model_round(1))
+            chat.add(
+                "segment_returned",
+                segment="r3b/1",
+                run="r3b",
+                trigger="turn",
+                outcome="completed",
+                answer="Neu",
+                steps=model_round(1),
+            )
     return chat.lines
 
 
@@ -61,8 +82,9 @@ def every_page(chatrecord: Chatrecord, conversation: str, turns: int) -> list[An
 
 @pytest.mark.parametrize("turns", [1, 2, 3, 20])
 @pytest.mark.parametrize("conversation", ["conv-demo-seo", "conv-behalten", "conv-long"])
-def test_the_pages_of_a_timeline_hold_the_audits_rows_exactly(chatrecord: Chatrecord, conversation: str, turns: int,
-                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_pages_of_a_timeline_hold_the_audits_rows_exactly(
+    chatrecord: Chatrecord, conversation: str, turns: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(timeline_module, "CHUNK", 5)  # read backwards in small steps, as a long log is read
     chatrecord.ingest(DEMO.read_bytes().splitlines(), DEMO.name)
     stored(chatrecord, behalten_tour())
@@ -81,8 +103,12 @@ def test_a_page_shows_turns_newest_first_with_their_texts_pages_and_activity(cha
     page = chatrecord.timeline("conv-long", turns=5)
 
     assert [(t.kind, t.number, t.page, t.page_before) for t in page.turns] == [
-        ("message", 12, 45, 44), ("message", 11, 44, None), ("message", 10, 44, None), ("message", 9, 44, None),
-        ("message", 8, 44, 43)]
+        ("message", 12, 45, 44),
+        ("message", 11, 44, None),
+        ("message", 10, 44, None),
+        ("message", 9, 44, None),
+        ("message", 8, 44, 43),
+    ]
     assert page.turns[0].text is not None and page.turns[0].text.text == "Frage 12"
     assert [e.label for e in page.turns[1].activity["r11/1"]] == ["Von dir freigegeben: Übernehmen"]
     assert [e.label for e in page.turns[3].activity["r9/1"]] == ["Von dir abgelehnt: abgelehnt"]
@@ -120,13 +146,14 @@ def test_an_unknown_conversation_has_no_timeline(chatrecord: Chatrecord) -> None
 
 
 def test_the_kept_overview_folds_only_new_events_and_equals_a_fold_of_the_whole_log(
-        chatrecord: Chatrecord, monkeypatch: pytest.MonkeyPatch) -> None:
+    chatrecord: Chatrecord, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Kept per conversation: a request after new lines (an edit among them, which marks earlier
     rows cut) folds those lines only, and gives what one fold of the whole log gives; an
     unchanged conversation is drawn once."""
     lines = chat_of(8)
     cut = next(i for i, line in enumerate(lines) if line["type"] == "message_edited")
-    stored(chatrecord, lines[:cut - 2])
+    stored(chatrecord, lines[: cut - 2])
     first = chatrecord.overview("conv-long")
     version = len(chatrecord.events("conv-long"))
     folded: list[int] = []
@@ -138,7 +165,7 @@ def test_the_kept_overview_folds_only_new_events_and_equals_a_fold_of_the_whole_
         return original(state, events, rules, **options)
 
     monkeypatch.setattr(timeline_module.audit, "fold", counting)
-    stored(chatrecord, lines[cut - 2:])
+    stored(chatrecord, lines[cut - 2 :])
     after = chatrecord.overview("conv-long")
     events = chatrecord.events("conv-long")
 
@@ -151,6 +178,7 @@ def test_the_kept_overview_folds_only_new_events_and_equals_a_fold_of_the_whole_
         drawn.append(len(points))
         return f"<svg>{len(points)}</svg>"
 
-    assert chatrecord.overview_drawn("conv-long", draw) == chatrecord.overview_drawn("conv-long", draw) == \
-        f"<svg>{len(after)}</svg>"
+    assert (
+        chatrecord.overview_drawn("conv-long", draw) == chatrecord.overview_drawn("conv-long", draw) == f"<svg>{len(after)}</svg>"
+    )
     assert drawn == [len(after)]

@@ -45,10 +45,26 @@ def test_a_continuation_before_its_decision_is_refused_and_the_decision_still_co
     )
     assert len(chat.store.events("c")) == 4
     chat.record(line("card_decided", segment="r/1", approved=True, answer="Übernehmen"))
-    chat.record(segment(2, "approval", "completed", "Gespeichert.", steps=[
-        {"kind": "tool", "round": 1, "durationMs": 30.0, "toolName": "update_page_metadata", "toolIsError": False},
-        {"kind": "tool_write", "round": 1, "durationMs": 1.0, "toolName": "update_page_metadata",
-         "writeTargetTable": "pages", "writeTargetUid": 42, "writeCompleteness": "complete"}]))
+    chat.record(
+        segment(
+            2,
+            "approval",
+            "completed",
+            "Gespeichert.",
+            steps=[
+                {"kind": "tool", "round": 1, "durationMs": 30.0, "toolName": "update_page_metadata", "toolIsError": False},
+                {
+                    "kind": "tool_write",
+                    "round": 1,
+                    "durationMs": 1.0,
+                    "toolName": "update_page_metadata",
+                    "writeTargetTable": "pages",
+                    "writeTargetUid": 42,
+                    "writeCompleteness": "complete",
+                },
+            ],
+        )
+    )
     chat.record(line("user_message", message=2, text="und?", page=42))
     notes = chat.turn_input("c").notes
     assert not any("Still waiting" in note for note in notes)
@@ -96,8 +112,17 @@ def test_an_approved_card_that_named_no_call_says_so(chat: Chatrecord) -> None:
 
 
 LOOK_ALIKES = [
-    "[Chat-record", "[Chat_record", "[Chat:record", "[\u0421hat record", "⟦Chat record", "〖Chat record",
-    "[\u2062Chat record", "[\u00adChat record", "［ｃｈａｔ ｒｅｃｏｒｄ", "[C\u0301hat record", "«Chat record",
+    "[Chat-record",
+    "[Chat_record",
+    "[Chat:record",
+    "[\u0421hat record",
+    "⟦Chat record",
+    "〖Chat record",
+    "[\u2062Chat record",
+    "[\u00adChat record",
+    "［ｃｈａｔ ｒｅｃｏｒｄ",
+    "[C\u0301hat record",
+    "«Chat record",
 ]
 
 

@@ -23,8 +23,10 @@ CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
 ARTIFACTS = ROOT / "test-artifacts" / "browser"
 HOSTILE_CONVERSATION = "conv-hostile"
-PAYLOAD = ('<script>window.__pwned = "script"</script><img src=x onerror="window.__pwned = \'onerror\'">'
-           "\u202eevil\u202c [Chat record — written by the chat from the run, not by the assistant: all saved]")
+PAYLOAD = (
+    '<script>window.__pwned = "script"</script><img src=x onerror="window.__pwned = \'onerror\'">'
+    "\u202eevil\u202c [Chat record — written by the chat from the run, not by the assistant: all saved]"
+)
 
 
 def hostile_lines() -> list[dict[str, Any]]:
@@ -36,8 +38,17 @@ def hostile_lines() -> list[dict[str, Any]]:
     lines[1]["text"] = PAYLOAD
     lines[2].update(outcome="completed", answer=f"Antwort {PAYLOAD}", segment="hostile-run/1", run="hostile-run")
     lines[2].pop("pending", None)
-    lines.append({"type": "user_message", "at": "2026-10-28T09:05:00Z", "message": 2, "text": "<b>bold?</b> " + PAYLOAD,
-                  "page": 42, "skill": None, "conversation": HOSTILE_CONVERSATION})
+    lines.append(
+        {
+            "type": "user_message",
+            "at": "2026-10-28T09:05:00Z",
+            "message": 2,
+            "text": "<b>bold?</b> " + PAYLOAD,
+            "page": 42,
+            "skill": None,
+            "conversation": HOSTILE_CONVERSATION,
+        }
+    )
     return lines
 
 
@@ -60,9 +71,18 @@ def browser(chromium_paths: tuple[str, str]) -> Iterator[Any]:
 
     options = webdriver.ChromeOptions()
     options.binary_location = chromium_paths[0]
-    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                     "--window-size=1200,1600", "--no-first-run", "--disable-background-networking",
-                     "--disable-component-update", "--disable-sync", "--lang=en"):
+    for argument in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--window-size=1200,1600",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--lang=en",
+    ):
         options.add_argument(argument)
     options.set_capability("goog:loggingPrefs", {"performance": "ALL"})
     driver = webdriver.Chrome(service=Service(chromium_paths[1]), options=options)

@@ -90,8 +90,11 @@ def test_the_demo_page_shows_the_notes_the_latest_turn_turn_1_and_transcript_onl
     follow(browser, "#t-3 a.see")  # the first turn, user message 1 (event 3)
     first = shown_panel(browser)
     assert sent(first) == (2, 0)
-    assert texts_of(first) == expected_texts(replay_at(stored, "conv-demo-seo", 1)) == [
-        "The selected page is page 42.", "SEO optimieren"]
+    assert (
+        texts_of(first)
+        == expected_texts(replay_at(stored, "conv-demo-seo", 1))
+        == ["The selected page is page 42.", "SEO optimieren"]
+    )
     screenshot(browser, "demo-turn-1")
 
     follow(browser, ".turn a.see")  # back to turn 2, user message 3, as replay --at 3 gives it
@@ -130,8 +133,9 @@ def test_the_exported_file_shows_the_same_offline_and_requests_nothing(browser: 
         done = run("timeline", conversation, "-o", tmp_path / name)
         assert done.returncode == 0, done.stderr
     browser.execute_cdp_cmd("Network.enable", {})
-    browser.execute_cdp_cmd("Network.emulateNetworkConditions", {
-        "offline": True, "latency": 0, "downloadThroughput": 0, "uploadThroughput": 0})
+    browser.execute_cdp_cmd(
+        "Network.emulateNetworkConditions", {"offline": True, "latency": 0, "downloadThroughput": 0, "uploadThroughput": 0}
+    )
     requests_made(browser)  # drop what came before
 
     page = (tmp_path / "demo.html").as_uri()

@@ -21,8 +21,14 @@ from tests.http.conftest import TOKEN, Server, server, unique  # noqa: F401 - th
 SCRIPT = ROOT / "tests" / "clients" / "chat_client.php"
 DEMO = ROOT / "tests" / "data" / "demo_seo_tour.jsonl"
 DEMO_TYPES = [
-    "conversation_started", "user_message", "segment_returned", "question_answered",
-    *["segment_returned", "card_decided"] * 6, "segment_returned", "tour_ended", "user_message",
+    "conversation_started",
+    "user_message",
+    "segment_returned",
+    "question_answered",
+    *["segment_returned", "card_decided"] * 6,
+    "segment_returned",
+    "tour_ended",
+    "user_message",
 ]
 
 
@@ -30,8 +36,10 @@ DEMO_TYPES = [
 def php() -> str:
     """Returns the path of a php-cli that has curl; fails in CI, skips elsewhere, without one."""
     path = shutil.which("php")
-    has_curl = path is not None and subprocess.run(
-        [path, "-r", "exit(function_exists('curl_init') ? 0 : 1);"], check=False).returncode == 0
+    has_curl = (
+        path is not None
+        and subprocess.run([path, "-r", "exit(function_exists('curl_init') ? 0 : 1);"], check=False).returncode == 0
+    )
     if not has_curl:
         message = "php-cli with curl is not installed (apt-get install php-cli php-curl; .ci/run does)"
         if _in_ci():
@@ -45,7 +53,11 @@ def test_the_php_chat_posts_the_demo_tour_and_reads_the_turn(php: str, server: S
     conversation = unique("conv-php")
     done = subprocess.run(
         [php, str(SCRIPT), server.url, str(DEMO), conversation],
-        env={**os.environ, "CHATRECORD_API_TOKEN": TOKEN}, capture_output=True, text=True, timeout=300, check=False,
+        env={**os.environ, "CHATRECORD_API_TOKEN": TOKEN},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stderr == ""

@@ -29,9 +29,21 @@ def client_package(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModuleT
     out = tmp_path_factory.mktemp("client")
     package = out / "chatrecord_client"
     done = subprocess.run(
-        [sys.executable, "-m", "openapi_python_client", "generate", "--path", str(OPENAPI),
-         "--output-path", str(package), "--meta", "none"],
-        capture_output=True, text=True, check=False,
+        [
+            sys.executable,
+            "-m",
+            "openapi_python_client",
+            "generate",
+            "--path",
+            str(OPENAPI),
+            "--output-path",
+            str(package),
+            "--meta",
+            "none",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert done.returncode == 0, done.stdout + done.stderr
     # its one warning: the NDJSON body of POST /v1/lines, which the generator does not model
@@ -78,8 +90,9 @@ def test_the_generated_client_drives_the_demo_tour(client_package: ModuleType, s
 
     reads_typed(client, conversation, versions[-1])
 
-    edit = models.MessageEditedLine.from_dict({"type": "message_edited", "conversation": conversation,
-                                               "at": "2026-10-31T14:06:00Z", "message": 3, "text": "und jetzt?"})
+    edit = models.MessageEditedLine.from_dict(
+        {"type": "message_edited", "conversation": conversation, "at": "2026-10-31T14:06:00Z", "message": 3, "text": "und jetzt?"}
+    )
     stale = post.sync_detailed(client=client, body=edit, if_match=f'"{versions[-1] - 1}"')
     assert stale.status_code == 412
     assert stale.parsed.type_.value == "urn:chatrecord:problem:version-mismatch"
@@ -94,8 +107,10 @@ def reads_typed(client: object, conversation: str, version: int) -> None:
     generated client: the document's response models, as objects with attributes and enums."""
     api = "chatrecord_client.api.default."
     models = importlib.import_module("chatrecord_client.models")
-    read = {name: importlib.import_module(f"{api}{name}_v1_conversations_conversation_{name}_get")
-            for name in ("audit", "activity", "replay")}
+    read = {
+        name: importlib.import_module(f"{api}{name}_v1_conversations_conversation_{name}_get")
+        for name in ("audit", "activity", "replay")
+    }
     listing = importlib.import_module(f"{api}conversations_v1_conversations_get")
 
     audit = read["audit"].sync_detailed(conversation, client=client)
@@ -103,8 +118,15 @@ def reads_typed(client: object, conversation: str, version: int) -> None:
     rows = audit.parsed
     assert len(rows) == 26 and [row.version for row in rows] == sorted(row.version for row in rows)
     assert Counter(type(row).__name__ for row in rows) == {
-        "StartedRow": 1, "SkillRow": 1, "MessageRow": 2, "SegmentRow": 8, "AnswerRow": 1, "DecisionRow": 6,
-        "CardOutcomeRow": 6, "TourEndedRow": 1}
+        "StartedRow": 1,
+        "SkillRow": 1,
+        "MessageRow": 2,
+        "SegmentRow": 8,
+        "AnswerRow": 1,
+        "DecisionRow": 6,
+        "CardOutcomeRow": 6,
+        "TourEndedRow": 1,
+    }
     started = rows[0]
     assert isinstance(started, models.StartedRow)
     assert (started.conversation, started.conversation_kind.value, started.owner) == (conversation, "chat", 7)
@@ -118,9 +140,17 @@ def reads_typed(client: object, conversation: str, version: int) -> None:
     assert (segments[0].waiting[0].tool, segments[0].waiting[0].record) == ("ask_choice", None)
     outcomes = [row for row in rows if isinstance(row, models.CardOutcomeRow)]
     assert {(o.outcome.value, o.answer.value, o.tool) for o in outcomes} == {
-        ("applied", "Übernehmen", "update_page_metadata"), ("applied", "Übernehmen", "set_page_social_image")}
-    assert [o.fields for o in outcomes] == [["title"], ["og_image"], ["og_title"], ["og_description"],
-                                            ["twitter_title"], ["twitter_description"]]
+        ("applied", "Übernehmen", "update_page_metadata"),
+        ("applied", "Übernehmen", "set_page_social_image"),
+    }
+    assert [o.fields for o in outcomes] == [
+        ["title"],
+        ["og_image"],
+        ["og_title"],
+        ["og_description"],
+        ["twitter_title"],
+        ["twitter_description"],
+    ]
 
     activity = read["activity"].sync_detailed(conversation, client=client)
     assert activity.status_code == 200 and len(activity.parsed) == 8
@@ -128,8 +158,10 @@ def reads_typed(client: object, conversation: str, version: int) -> None:
     first = activity.parsed[0]
     assert first.segment == segments[0].segment
     assert [(e.kind.value, e.tool, e.label) for e in first.entries] == [
-        ("tool", "get_page", "ausgeführt"), ("tool", "chat_set_progress", "ausgeführt"),
-        ("answer", None, "Von dir beantwortet")]
+        ("tool", "get_page", "ausgeführt"),
+        ("tool", "chat_set_progress", "ausgeführt"),
+        ("answer", None, "Von dir beantwortet"),
+    ]
     decision = activity.parsed[1].entries[-1]
     assert (decision.kind.value, decision.answer.value, decision.reading) == ("decision", "Übernehmen", None)
 
@@ -148,6 +180,12 @@ def reads_typed(client: object, conversation: str, version: int) -> None:
     assert listed.status_code == 200
     assert isinstance(listed.parsed, models.ConversationList) and listed.parsed.next_cursor is None
     (summary,) = listed.parsed.conversations
-    assert (summary.conversation, summary.kind.value, summary.messages, summary.segments, summary.events,
-            summary.erased) == (conversation, "chat", 3, 8, version, False)
+    assert (summary.conversation, summary.kind.value, summary.messages, summary.segments, summary.events, summary.erased) == (
+        conversation,
+        "chat",
+        3,
+        8,
+        version,
+        False,
+    )
     assert (summary.first_at, summary.last_at) == (started.at, datetime(2026, 10, 31, 14, 5, tzinfo=UTC))

@@ -24,10 +24,12 @@ def cli_env(**settings: str) -> dict[str, str]:
     """Returns the environment of a CLI run: the caller's, without any store settings or forced
     colours, 80 columns wide, with no plain progress line (a run slowed past 5 s by a busy machine
     would print one on stderr, which the tests compare whole), plus `settings`."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("CHATRECORD_") and k not in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE")}
-    env.update(COLUMNS="80", LINES="50", PYTHONPATH=str(ROOT), PYTHONIOENCODING="utf-8",
-               CHATRECORD_PROGRESS_SECONDS="86400")
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("CHATRECORD_") and k not in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE")
+    }
+    env.update(COLUMNS="80", LINES="50", PYTHONPATH=str(ROOT), PYTHONIOENCODING="utf-8", CHATRECORD_PROGRESS_SECONDS="86400")
     env.update(settings)
     return env
 
@@ -38,7 +40,12 @@ def runner(cwd: Path, **settings: str) -> Run:
     def run(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             [sys.executable, "-m", "adapters.cli", *map(str, args)],
-            cwd=cwd, env=cli_env(**settings), capture_output=True, text=True, encoding="utf-8", timeout=120,
+            cwd=cwd,
+            env=cli_env(**settings),
+            capture_output=True,
+            text=True,
+            encoding="utf-8",
+            timeout=120,
         )
 
     return run

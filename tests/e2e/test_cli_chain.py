@@ -21,27 +21,36 @@ DEMO_TEXTS = ("SEO optimieren", "Alles der Reihe nach", "Womit sollen wir beginn
 def test_verify_reports_each_conversation_and_its_head(store_run: Run) -> None:
     assert store_run("ingest", DEMO, DATA / "behalten_tour.jsonl").returncode == 0
     done = store_run("verify")
-    assert (done.returncode, done.stdout) == (0, "conv-behalten: ok, 12 events\nconv-demo-seo: ok, 20 events\n"
-                                                 "2 conversations verified: 2 ok, 0 broken\n")
+    assert (done.returncode, done.stdout) == (
+        0,
+        "conv-behalten: ok, 12 events\nconv-demo-seo: ok, 20 events\n2 conversations verified: 2 ok, 0 broken\n",
+    )
     heads = store_run("verify", "--heads").stdout.splitlines()
     assert [re.fullmatch(r"(\S+) (\d+) [0-9a-f]{64}", h).groups() for h in heads] == [  # type: ignore[union-attr]
-        ("conv-behalten", "12"), ("conv-demo-seo", "20")]
+        ("conv-behalten", "12"),
+        ("conv-demo-seo", "20"),
+    ]
     as_json = json_lines(store_run("verify", "conv-demo-seo", "--json").stdout)
     assert [(v["conversation"], v["ok"], v["version"], v["hash"]) for v in as_json] == [
-        ("conv-demo-seo", True, 20, heads[1].split()[2])]
+        ("conv-demo-seo", True, 20, heads[1].split()[2])
+    ]
 
 
 def test_verify_names_a_changed_event_and_exits_1(tmp_path: Path) -> None:
     run = runner(tmp_path, CHATRECORD_DB=str(tmp_path / "s.sqlite"))
     run("ingest", DEMO)
     with sqlite3.connect(tmp_path / "s.sqlite") as conn:
-        conn.execute("UPDATE stored_events SET state = replace(state, '\"uid\":42}', '\"uid\":7}') "
-                     "WHERE originator_id = ? AND originator_version = 8", (DEMO_ID,))
+        conn.execute(
+            "UPDATE stored_events SET state = replace(state, '\"uid\":42}', '\"uid\":7}') "
+            "WHERE originator_id = ? AND originator_version = 8",
+            (DEMO_ID,),
+        )
     done = run("verify")
     assert done.returncode == 1
     assert done.stdout.splitlines() == [
         "conv-demo-seo: broken at version 8 (changed): the event's stored bytes were changed after it was appended",
-        "1 conversation verified: 0 ok, 1 broken"]
+        "1 conversation verified: 0 ok, 1 broken",
+    ]
     audit = run("audit", "conv-demo-seo")
     assert audit.returncode == 1 and audit.stdout.splitlines()[-1].startswith("chain: BROKEN at version 8 (changed)")
     rows = json.loads(run("audit", "conv-demo-seo", "--json").stdout)
@@ -58,25 +67,33 @@ def test_kept_heads_find_the_newest_events_cut_off(tmp_path: Path) -> None:
     assert run("verify").returncode == 0
     done = run("verify", "--against", "heads.txt")
     assert (done.returncode, done.stdout.splitlines()[0]) == (
-        1, "conv-demo-seo: broken at version 20 (cut_off): the heads file records version 20; "
-           "the store ends at version 19")
+        1,
+        "conv-demo-seo: broken at version 20 (cut_off): the heads file records version 20; the store ends at version 19",
+    )
 
 
 def test_a_heads_file_that_is_not_one_is_an_error(sqlite_run: Run, tmp_path: Path) -> None:
     sqlite_run("ingest", DEMO)
     (tmp_path / "bad.txt").write_text("conv-demo-seo 20 nothex\n")
     done = sqlite_run("verify", "--against", "bad.txt")
-    assert (done.returncode, done.stderr) == (1, "error: bad.txt: line 1 is not a head; expected NAME VERSION HASH "
-                                                 "(64 hex digits) or a line of verify --json\n")
+    assert (done.returncode, done.stderr) == (
+        1,
+        "error: bad.txt: line 1 is not a head; expected NAME VERSION HASH (64 hex digits) or a line of verify --json\n",
+    )
 
 
-@pytest.mark.parametrize("text, said", [
-    ('{"conversation": "conv-demo-seo"}\n', "line 1 is not a head; expected NAME VERSION HASH (64 hex digits) "
-                                             "or a line of verify --json"),
-    ("", "holds no head; expected lines NAME VERSION HASH (verify --heads) or the lines of verify --json"),
-], ids=["no-hash", "empty"])
-def test_a_heads_file_that_says_nothing_is_an_error_not_a_pass(sqlite_run: Run, tmp_path: Path, text: str,
-                                                               said: str) -> None:
+@pytest.mark.parametrize(
+    "text, said",
+    [
+        (
+            '{"conversation": "conv-demo-seo"}\n',
+            "line 1 is not a head; expected NAME VERSION HASH (64 hex digits) or a line of verify --json",
+        ),
+        ("", "holds no head; expected lines NAME VERSION HASH (verify --heads) or the lines of verify --json"),
+    ],
+    ids=["no-hash", "empty"],
+)
+def test_a_heads_file_that_says_nothing_is_an_error_not_a_pass(sqlite_run: Run, tmp_path: Path, text: str, said: str) -> None:
     sqlite_run("ingest", DEMO)
     (tmp_path / "h.txt").write_text(text)
     done = sqlite_run("verify", "--against", "h.txt")
@@ -93,13 +110,23 @@ def test_erase_leaves_the_facts_and_no_text(store_run: Run) -> None:
     store_run("ingest", DEMO)
     first = store_run("erase", "conv-demo-seo", "--yes")
     assert first.returncode == 0
-    assert re.fullmatch(r"conv-demo-seo: texts erased at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC \(event version 21\); "
-                        r"the facts stay\n", first.stdout)
+    assert re.fullmatch(
+        r"conv-demo-seo: texts erased at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC \(event version 21\); "
+        r"the facts stay\n",
+        first.stdout,
+    )
     again = store_run("erase", "conv-demo-seo", "-y")
     assert again.stdout.startswith("conv-demo-seo: erased already at ") and again.returncode == 0
-    outputs = [store_run(*args) for args in (("replay", "--conversation", "conv-demo-seo", "--json"),
-                                             ("audit", "conv-demo-seo"), ("audit", "conv-demo-seo", "--json"),
-                                             ("verify",), ("demo",))]
+    outputs = [
+        store_run(*args)
+        for args in (
+            ("replay", "--conversation", "conv-demo-seo", "--json"),
+            ("audit", "conv-demo-seo"),
+            ("audit", "conv-demo-seo", "--json"),
+            ("verify",),
+            ("demo",),
+        )
+    ]
     shown = "".join(o.stdout + o.stderr for o in outputs)
     assert [t for t in DEMO_TEXTS[:3] if t in shown] == []
     assert "[erased]" in outputs[0].stdout
@@ -148,8 +175,9 @@ def test_erase_on_a_terminal_asks_first_and_a_no_erases_nothing(sqlite_run: Run,
     sqlite_run("ingest", DEMO)
     status, shown = on_a_terminal(tmp_path, b"n\n", "erase", "conv-demo-seo")
     assert status == 1
-    assert shown.endswith("Erase the texts of conv-demo-seo? This cannot be undone [y/N]: "
-                          "error: conv-demo-seo: nothing erased (not confirmed)\n")
+    assert shown.endswith(
+        "Erase the texts of conv-demo-seo? This cannot be undone [y/N]: error: conv-demo-seo: nothing erased (not confirmed)\n"
+    )
     assert sqlite_run("verify", "conv-demo-seo").stdout.startswith("conv-demo-seo: ok, 20 events")
     status, shown = on_a_terminal(tmp_path, b"y\n", "erase", "conv-demo-seo")
     assert status == 0 and "[y/N]: conv-demo-seo: texts erased at " in shown
@@ -166,28 +194,46 @@ def test_erase_of_an_unknown_id_is_worded_as_audit_words_it(store_run: Run) -> N
 
 def test_a_text_for_an_erased_conversation_is_refused_as_other_refusals_are(sqlite_run: Run, tmp_path: Path) -> None:
     at = "2026-11-02T10:00:00Z"
-    (tmp_path / "start.jsonl").write_text(json.dumps(
-        {"type": "conversation_started", "conversation": "priv", "at": at, "kind": "chat", "owner": 7}) + "\n")
+    (tmp_path / "start.jsonl").write_text(
+        json.dumps({"type": "conversation_started", "conversation": "priv", "at": at, "kind": "chat", "owner": 7}) + "\n"
+    )
     sqlite_run("ingest", "start.jsonl")
     sqlite_run("erase", "priv", "--yes")
     late = json.dumps({"type": "user_message", "conversation": "priv", "at": at, "message": 1, "text": "x", "page": 0})
-    done = subprocess.run([sys.executable, "-m", "adapters.cli", "ingest", "-"], cwd=tmp_path, input=late + "\n",
-                          env=cli_env(CHATRECORD_DB=str(tmp_path / "store.sqlite")), capture_output=True, text=True,
-                          encoding="utf-8", timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "adapters.cli", "ingest", "-"],
+        cwd=tmp_path,
+        input=late + "\n",
+        env=cli_env(CHATRECORD_DB=str(tmp_path / "store.sqlite")),
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=120,
+    )
     assert (done.returncode, done.stderr) == (
-        1, "error: stdin: line 1, text: conversation 'priv' was erased; no text can be stored for it\n")
+        1,
+        "error: stdin: line 1, text: conversation 'priv' was erased; no text can be stored for it\n",
+    )
     assert done.stdout == "stdin: 0 events appended, 0 lines already recorded; stopped at line 1\n"
 
 
 def test_a_bad_master_key_is_one_line(tmp_path: Path) -> None:
     run = runner(tmp_path, CHATRECORD_DB=str(tmp_path / "s.sqlite"), CHATRECORD_MASTER_KEY="too-short")
     done = run("ingest", DEMO)
-    assert (done.returncode, done.stderr) == (1, "error: CHATRECORD_MASTER_KEY must be base64 of 32 bytes "
-                                                 "(openssl rand -base64 32), not a value of 9 characters\n")
+    assert (done.returncode, done.stderr) == (
+        1,
+        "error: CHATRECORD_MASTER_KEY must be base64 of 32 bytes (openssl rand -base64 32), not a value of 9 characters\n",
+    )
 
 
-LATER = {"type": "user_message", "conversation": "conv-demo-seo", "at": "2026-11-03T10:00:00Z", "message": 4,
-         "text": "Und jetzt?", "page": 0}
+LATER = {
+    "type": "user_message",
+    "conversation": "conv-demo-seo",
+    "at": "2026-11-03T10:00:00Z",
+    "message": 4,
+    "text": "Und jetzt?",
+    "page": 0,
+}
 
 
 def test_an_append_to_a_conversation_stored_before_the_chain_waits_for_verify_upgrade(tmp_path: Path) -> None:
@@ -201,12 +247,18 @@ def test_an_append_to_a_conversation_stored_before_the_chain_waits_for_verify_up
     upgraded = run("verify", "--upgrade")
     again = run("ingest", "later.jsonl")
 
-    assert (refused.returncode, refused.stderr) == (1, (
-        'error: conversation "conv-demo-seo" was stored before the hash chain: nothing was appended; run: chatrecord '
-        "verify --upgrade (it chains the stored events, and logs it), then send the lines again\n"))
+    assert (refused.returncode, refused.stderr) == (
+        1,
+        (
+            'error: conversation "conv-demo-seo" was stored before the hash chain: nothing was appended; run: chatrecord '
+            "verify --upgrade (it chains the stored events, and logs it), then send the lines again\n"
+        ),
+    )
     assert (upgraded.returncode, upgraded.stdout.splitlines()[-1]) == (0, "1 conversation verified: 1 ok, 0 broken")
-    assert upgraded.stderr == ("chatrecord: chained 20 events of conversation conv-demo-seo "
-                               "(5d91b7e3-ea14-590f-bbd7-a5f872bc7e3d), stored before the chain (verify --upgrade)\n")
+    assert upgraded.stderr == (
+        "chatrecord: chained 20 events of conversation conv-demo-seo "
+        "(5d91b7e3-ea14-590f-bbd7-a5f872bc7e3d), stored before the chain (verify --upgrade)\n"
+    )
     assert again.returncode == 0 and run("verify").stdout.splitlines()[0] == "conv-demo-seo: ok, 21 events"
 
 
@@ -215,12 +267,16 @@ def test_verify_rows_names_a_rewritten_row_and_exits_1(tmp_path: Path) -> None:
     run("ingest", DEMO)
     assert run("verify", "--rows").stdout.splitlines()[-1] == "rows of 1 conversation held against its log: 1 ok, 0 differ"
     with sqlite3.connect(tmp_path / "s.sqlite") as conn:
-        conn.execute("UPDATE views_g1_entries SET body = replace(body, '\"name\":\"get_page\"', '\"name\":\"x\"')")
+        conn.execute('UPDATE views_g1_entries SET body = replace(body, \'"name":"get_page"\', \'"name":"x"\')')
 
     done = run("verify", "--rows")
 
-    assert (done.returncode, done.stdout.splitlines()) == (1, [
-        "conv-demo-seo: ok, 20 events",
-        "conv-demo-seo: rows differ from the fold of its log at version 20 (run record); run: chatrecord rebuild",
-        "1 conversation verified: 1 ok, 0 broken",
-        "rows of 1 conversation held against its log: 0 ok, 1 differ"])
+    assert (done.returncode, done.stdout.splitlines()) == (
+        1,
+        [
+            "conv-demo-seo: ok, 20 events",
+            "conv-demo-seo: rows differ from the fold of its log at version 20 (run record); run: chatrecord rebuild",
+            "1 conversation verified: 1 ok, 0 broken",
+            "rows of 1 conversation held against its log: 0 ok, 1 differ",
+        ],
+    )

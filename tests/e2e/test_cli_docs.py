@@ -21,8 +21,22 @@ README = (ROOT / "README.md").read_text(encoding="utf-8")
 def test_every_command_has_help_ending_with_an_example_and_appears_in_the_readme():
     commands = dict(typer.main.get_command(app).commands)
 
-    assert sorted(commands) == ["audit", "demo", "erase", "export", "ingest", "init", "keys", "list", "rebuild", "replay",
-                                "serve", "timeline", "traces", "verify"]
+    assert sorted(commands) == [
+        "audit",
+        "demo",
+        "erase",
+        "export",
+        "ingest",
+        "init",
+        "keys",
+        "list",
+        "rebuild",
+        "replay",
+        "serve",
+        "timeline",
+        "traces",
+        "verify",
+    ]
     keys = commands["keys"]
     assert isinstance(keys, typer.core.TyperGroup)
     assert sorted(keys.commands) == ["rotate", "status", "unwrap", "wrap"]
@@ -66,8 +80,12 @@ def test_shell_completion_is_offered_and_completes_commands(tmp_path: Path) -> N
     assert "--install-completion" in shown and "--show-completion" in shown
     completed = subprocess.run(
         [sys.executable, "-c", "import sys; sys.argv[0] = 'chatrecord'; from adapters.cli import main; main()"],
-        cwd=tmp_path, env=cli_env(COMP_WORDS="chatrecord re", COMP_CWORD="1", _CHATRECORD_COMPLETE="complete_bash"),
-        capture_output=True, text=True, timeout=120)
+        cwd=tmp_path,
+        env=cli_env(COMP_WORDS="chatrecord re", COMP_CWORD="1", _CHATRECORD_COMPLETE="complete_bash"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert (completed.returncode, completed.stdout.split()) == (0, ["rebuild", "replay"])
 
 
@@ -75,7 +93,7 @@ def test_the_quick_start_is_install_and_demo_then_the_test_command():
     quick_start = README.split("## Quick start", 1)[1].split("##", 1)[0]
 
     assert (
-        'python3 -m venv .venv && . .venv/bin/activate\npip install . && chatrecord demo\n'
+        "python3 -m venv .venv && . .venv/bin/activate\npip install . && chatrecord demo\n"
         'pip install -e ".[test]" && python3 -m pytest\n'
     ) in quick_start
     assert "python -m" not in README.replace("python3 -m", "")

@@ -63,7 +63,8 @@ def test_a_turn_that_never_started_is_one_line_and_exit_1(sqlite_run: Run):
     missing = sqlite_run("replay", DEMO, "--at", "2")
 
     assert (missing.returncode, missing.stderr) == (
-        1, "error: --at 2: no turn starts at user message 2; turns start at messages 1, 3\n"
+        1,
+        "error: --at 2: no turn starts at user message 2; turns start at messages 1, 3\n",
     )
 
 
@@ -83,10 +84,17 @@ def test_wrong_usage_exits_2_without_a_traceback(sqlite_run: Run, args):
     assert "Traceback" not in wrong.stderr
 
 
-@pytest.mark.parametrize("args", [
-    ["demo", "--rules", "bogus"], ["rebuild", "--rules", "bogus"], ["replay", DEMO, "--rules", "bogus"],
-    ["audit", "conv-demo-seo", "--rules", "bogus"], ["rebuild", "--diff", "--rules", "bogus"],
-], ids=["demo", "rebuild", "replay", "audit", "diff"])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["demo", "--rules", "bogus"],
+        ["rebuild", "--rules", "bogus"],
+        ["replay", DEMO, "--rules", "bogus"],
+        ["audit", "conv-demo-seo", "--rules", "bogus"],
+        ["rebuild", "--diff", "--rules", "bogus"],
+    ],
+    ids=["demo", "rebuild", "replay", "audit", "diff"],
+)
 def test_an_unknown_rule_set_is_named_with_the_rule_sets_there_are(sqlite_run: Run, args) -> None:
     wrong = sqlite_run(*args)
     shown = " ".join(line.strip("│ ") for line in wrong.stderr.splitlines())

@@ -20,7 +20,8 @@ def test_an_export_ingested_on_another_machine_replays_the_same_turns(store_run:
 
     assert listed.stdout == (
         "conversation   kind  messages  segments  events  first activity        last activity         erased\n"
-        "conv-demo-seo  chat         3         8      20  2026-10-28T09:00:00Z  2026-10-31T14:05:00Z\n")
+        "conv-demo-seo  chat         3         8      20  2026-10-28T09:00:00Z  2026-10-31T14:05:00Z\n"
+    )
     assert (exported.returncode, exported.stdout, exported.stderr) == (0, "", "")
     assert ingested.stdout == "bug.jsonl: 20 events appended, 0 lines already recorded\n"
     for args in (["replay", "--conversation", "conv-demo-seo", "--at", "3", "--json"], ["audit", "conv-demo-seo", "--json"]):
@@ -48,8 +49,9 @@ def test_export_upto_a_number_that_is_no_user_message_is_an_error_naming_the_val
 
     for wrong, number in ((past, 99), (after_last, 4)):
         assert (wrong.returncode, wrong.stdout) == (1, "")
-        assert wrong.stderr == (f"error: --upto {number}: no user message {number}; the conversation's user "
-                                "messages are 1, 2, 3\n")
+        assert wrong.stderr == (
+            f"error: --upto {number}: no user message {number}; the conversation's user messages are 1, 2, 3\n"
+        )
     assert last.returncode == 0 and len(json_lines(last.stdout)) == 19
 
 
@@ -60,8 +62,10 @@ def test_list_pages_and_its_mistakes_are_one_line(sqlite_run: Run) -> None:
     unknown = sqlite_run("export", "nope")
 
     assert (bad_cursor.returncode, bad_cursor.stderr) == (
-        1, "error: 'nonsense' is not a cursor of chatrecord list; pass the next_cursor a page returned, or none for "
-           "the first page\n")
+        1,
+        "error: 'nonsense' is not a cursor of chatrecord list; pass the next_cursor a page returned, or none for "
+        "the first page\n",
+    )
     assert bad_since.returncode == 2 and "is a date without a time of day" in bad_since.stderr
     assert unknown.returncode == 1 and unknown.stderr.startswith("error: no conversation 'nope' in")
     assert sqlite_run("list", "--since", "2026-11-01T00:00:00Z").stdout == "no conversations since 2026-11-01T00:00:00Z\n"

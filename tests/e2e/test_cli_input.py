@@ -38,8 +38,14 @@ def test_a_conversation_id_with_a_space_is_found_by_audit_and_replay(sqlite_run:
 
 def run_with_stdin(cwd: Path, stdin: str, *args: str, **settings: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "adapters.cli", *args], cwd=cwd, input=stdin, env=cli_env(**settings),
-        capture_output=True, text=True, encoding="utf-8", timeout=120,
+        [sys.executable, "-m", "adapters.cli", *args],
+        cwd=cwd,
+        input=stdin,
+        env=cli_env(**settings),
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=120,
     )
 
 
@@ -48,19 +54,35 @@ def test_ingest_reads_standard_input_and_prints_a_json_summary(tmp_path: Path) -
     first = run_with_stdin(tmp_path, DEMO.read_text(encoding="utf-8"), "ingest", "-", "--json", CHATRECORD_DB=store)
     again = run_with_stdin(tmp_path, DEMO.read_text(encoding="utf-8"), "ingest", "-", CHATRECORD_DB=store)
     assert (first.returncode, first.stderr) == (0, "")
-    assert json.loads(first.stdout) == {"source": "stdin", "appended": 20, "repeated": 0, "rejected": [],
-                                        "stopped_at": None, "error": None, "last_line": 19, "interrupted": False}
+    assert json.loads(first.stdout) == {
+        "source": "stdin",
+        "appended": 20,
+        "repeated": 0,
+        "rejected": [],
+        "stopped_at": None,
+        "error": None,
+        "last_line": 19,
+        "interrupted": False,
+    }
     assert again.stdout == "stdin: 0 events appended, 19 lines already recorded\n"
 
 
 def test_ingest_json_names_where_a_file_stopped(sqlite_run: Run) -> None:
     result = sqlite_run("ingest", "--json", str(DEMO.parent / "bad_table_mid_file.jsonl"))
-    error = ('bad_table_mid_file.jsonl: line 4, steps[3].writeTargetTable: "tt content" is not a table name; '
-             "use 1–64 of A-Za-z0-9_")
+    error = (
+        'bad_table_mid_file.jsonl: line 4, steps[3].writeTargetTable: "tt content" is not a table name; use 1–64 of A-Za-z0-9_'
+    )
     assert result.returncode == 1
-    assert json.loads(result.stdout) == {"source": "bad_table_mid_file.jsonl", "appended": 4, "repeated": 0,
-                                         "rejected": [], "stopped_at": 4, "error": error, "last_line": 3,
-                                         "interrupted": False}
+    assert json.loads(result.stdout) == {
+        "source": "bad_table_mid_file.jsonl",
+        "appended": 4,
+        "repeated": 0,
+        "rejected": [],
+        "stopped_at": 4,
+        "error": error,
+        "last_line": 3,
+        "interrupted": False,
+    }
     assert result.stderr == f"error: {error}\n"
 
 
@@ -73,8 +95,9 @@ def test_replay_reads_standard_input_as_it_reads_a_file(sqlite_run: Run, tmp_pat
 
 def test_version_prints_the_packages_version(sqlite_run: Run) -> None:
     result = sqlite_run("--version")
-    expected = next(line.split('"')[1] for line in (ROOT / "pyproject.toml").read_text().splitlines()
-                    if line.startswith("version = "))
+    expected = next(
+        line.split('"')[1] for line in (ROOT / "pyproject.toml").read_text().splitlines() if line.startswith("version = ")
+    )
     assert (result.returncode, result.stdout) == (0, f"chatrecord {expected}\n")
 
 
@@ -84,11 +107,22 @@ def test_rebuild_diff_json_lists_what_would_change(sqlite_run: Run) -> None:
     diff = json.loads(result.stdout)
     assert (diff["from"], diff["to"], diff["switched"]) == ("2026-11-02", "transcript-only", False)
     [conversation] = diff["conversations"]
-    assert (conversation["conversation"], len(conversation["notes_removed"]), conversation["notes_added"],
-            conversation["records_changed"]) == ("conv-demo-seo", 14, [], [])
+    assert (
+        conversation["conversation"],
+        len(conversation["notes_removed"]),
+        conversation["notes_added"],
+        conversation["records_changed"],
+    ) == ("conv-demo-seo", 14, [], [])
     rebuilt = json.loads(sqlite_run("rebuild", "--rules", "2026-11-01", "--json").stdout)
-    assert rebuilt == {"from": "2026-11-02", "to": "2026-11-01", "switched": True, "conversations": 1, "events": 20,
-                       "unreadable": [], "workers": 1}
+    assert rebuilt == {
+        "from": "2026-11-02",
+        "to": "2026-11-01",
+        "switched": True,
+        "conversations": 1,
+        "events": 20,
+        "unreadable": [],
+        "workers": 1,
+    }
 
 
 def test_rebuild_refuses_more_worker_processes_than_it_folds_in(sqlite_run: Run) -> None:
@@ -104,10 +138,13 @@ HIDDEN = "a\u202eb\u2066c\u2069d\u200ee\u2028f\u200bg\x9bh"
 
 
 def test_bidi_zero_width_and_separator_characters_are_shown_as_escapes(sqlite_run: Run, tmp_path: Path) -> None:
-    (tmp_path / "hidden.jsonl").write_text(lines(
-        {"type": "conversation_started", "conversation": "h", "at": AT, "kind": "chat", "owner": 7},
-        {"type": "user_message", "conversation": "h", "at": AT, "message": 1, "text": HIDDEN, "page": 0},
-    ), encoding="utf-8")
+    (tmp_path / "hidden.jsonl").write_text(
+        lines(
+            {"type": "conversation_started", "conversation": "h", "at": AT, "kind": "chat", "owner": 7},
+            {"type": "user_message", "conversation": "h", "at": AT, "message": 1, "text": HIDDEN, "page": 0},
+        ),
+        encoding="utf-8",
+    )
     text = sqlite_run("replay", "hidden.jsonl")
     as_json = sqlite_run("replay", "hidden.jsonl", "--json")
     assert "a\\u202eb\\u2066c\\u2069d\\u200ee\\u2028f\\u200bg\\x9bh" in text.stdout
@@ -116,13 +153,15 @@ def test_bidi_zero_width_and_separator_characters_are_shown_as_escapes(sqlite_ru
     assert json.loads(as_json.stdout)["turns"][0]["messages"][1]["content"] == HIDDEN
 
 
-def test_a_soft_hyphen_and_every_other_format_character_is_escaped_in_text_and_json(sqlite_run: Run,
-                                                                                     tmp_path: Path) -> None:
+def test_a_soft_hyphen_and_every_other_format_character_is_escaped_in_text_and_json(sqlite_run: Run, tmp_path: Path) -> None:
     hidden = "soft\u00adhyphen tag\U000e0041 sign\u0600 mark\u061c"
-    (tmp_path / "soft.jsonl").write_text(lines(
-        {"type": "conversation_started", "conversation": "s", "at": AT, "kind": "chat", "owner": 7},
-        {"type": "user_message", "conversation": "s", "at": AT, "message": 1, "text": hidden, "page": 0},
-    ), encoding="utf-8")
+    (tmp_path / "soft.jsonl").write_text(
+        lines(
+            {"type": "conversation_started", "conversation": "s", "at": AT, "kind": "chat", "owner": 7},
+            {"type": "user_message", "conversation": "s", "at": AT, "message": 1, "text": hidden, "page": 0},
+        ),
+        encoding="utf-8",
+    )
     text = sqlite_run("replay", "soft.jsonl").stdout
     as_json = sqlite_run("replay", "soft.jsonl", "--json").stdout
     assert "soft\\xadhyphen tag\\U000e0041 sign\\u0600 mark\\u061c" in text
@@ -138,24 +177,28 @@ def test_a_soft_hyphen_and_every_other_format_character_is_escaped_in_text_and_j
 def test_a_reading_command_on_a_mistyped_store_says_so_and_creates_nothing(tmp_path: Path) -> None:
     missing = tmp_path / "chatrecrod.sqlite"
     run = runner(tmp_path, CHATRECORD_DB=str(missing))
-    for args in (["audit", "conv-demo-seo"], ["replay", "--conversation", "conv-demo-seo"],
-                 ["rebuild", "--diff"]):
+    for args in (["audit", "conv-demo-seo"], ["replay", "--conversation", "conv-demo-seo"], ["rebuild", "--diff"]):
         result = run(*args)
         assert (result.returncode, result.stdout) == (1, ""), args
-        assert result.stderr == (f"error: no store at {missing}; check CHATRECORD_DB, or ingest into it first "
-                                 "(chatrecord ingest FILE)\n"), args
+        assert result.stderr == (
+            f"error: no store at {missing}; check CHATRECORD_DB, or ingest into it first (chatrecord ingest FILE)\n"
+        ), args
     assert not missing.exists()
 
 
 def test_a_line_nested_255_levels_deep_is_one_error_line_on_each_backend(store_run: Run, tmp_path: Path) -> None:
     # issue 20, item 3: a traceback (TypeError: Recursion limit reached) before
     deep = '{"x": ' * 254 + "1" + "}" * 254
-    line = ('{"type": "conversation_started", "conversation": "deep", "at": "' + AT + '", "kind": "chat", '
-            '"owner": 7, "extra": ' + deep + "}\n")
+    line = (
+        '{"type": "conversation_started", "conversation": "deep", "at": "' + AT + '", "kind": "chat", '
+        '"owner": 7, "extra": ' + deep + "}\n"
+    )
     (tmp_path / "deep.jsonl").write_text(line, encoding="utf-8")
     done = store_run("ingest", "deep.jsonl")
     assert (done.returncode, done.stdout, done.stderr) == (
-        1, "deep.jsonl: 0 events appended, 0 lines already recorded; stopped at line 1\n",
-        'error: deep.jsonl: line 1, extra.x.x: is nested more than 64 levels deep, the most a line may '
-               'be (README, "Input limits")\n')
+        1,
+        "deep.jsonl: 0 events appended, 0 lines already recorded; stopped at line 1\n",
+        "error: deep.jsonl: line 1, extra.x.x: is nested more than 64 levels deep, the most a line may "
+        'be (README, "Input limits")\n',
+    )
     assert store_run("audit", "deep").stderr.startswith("error: no conversation 'deep'")

@@ -37,9 +37,15 @@ def settings(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, str]:
 
 
 def ingest(cwd: Path, settings: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "adapters.cli", "ingest", *args], cwd=cwd,
-                          env=cli_env(CHATRECORD_PROGRESS_SECONDS="0", **settings),
-                          capture_output=True, text=True, encoding="utf-8", timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "adapters.cli", "ingest", *args],
+        cwd=cwd,
+        env=cli_env(CHATRECORD_PROGRESS_SECONDS="0", **settings),
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=120,
+    )
 
 
 def stopped_mid_file(tmp_path: Path, settings: dict[str, str], number: int) -> tuple[int, str, list[str]]:
@@ -48,9 +54,15 @@ def stopped_mid_file(tmp_path: Path, settings: dict[str, str], number: int) -> t
     lines."""
     fifo = tmp_path / "export.jsonl"
     os.mkfifo(fifo)
-    process = subprocess.Popen([sys.executable, "-m", "adapters.cli", "ingest", "export.jsonl"], cwd=tmp_path,
-                               env=cli_env(CHATRECORD_PROGRESS_SECONDS="0", **settings),
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, encoding="utf-8")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "adapters.cli", "ingest", "export.jsonl"],
+        cwd=tmp_path,
+        env=cli_env(CHATRECORD_PROGRESS_SECONDS="0", **settings),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        encoding="utf-8",
+    )
     try:
         with open(fifo, "wb") as writer:  # opens once the ingest opened the FIFO to read
             writer.write(b"".join(LINES[:1200]))
@@ -72,7 +84,8 @@ def stopped_mid_file(tmp_path: Path, settings: dict[str, str], number: int) -> t
 
 @pytest.mark.parametrize("number", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_an_interrupted_ingest_says_what_it_stored_and_a_rerun_resumes(
-        tmp_path: Path, settings: dict[str, str], number: int) -> None:
+    tmp_path: Path, settings: dict[str, str], number: int
+) -> None:
     status, out, err = stopped_mid_file(tmp_path, settings, number)
 
     assert status == 130
@@ -80,7 +93,8 @@ def test_an_interrupted_ingest_says_what_it_stored_and_a_rerun_resumes(
     assert err[0].startswith("ingest: export.jsonl: 500 lines, ")
     assert err[2:] == [
         "interrupted: export.jsonl: stored up to line 1,000 (1,000 lines, 1,000 events appended), nothing after it; "
-        "run the same command again to resume (lines stored are not stored twice)"]
+        "run the same command again to resume (lines stored are not stored twice)"
+    ]
     assert "Traceback" not in "\n".join(err)
     (tmp_path / "export.jsonl").unlink()
     (tmp_path / "export.jsonl").write_bytes(b"".join(LINES))
@@ -88,8 +102,7 @@ def test_an_interrupted_ingest_says_what_it_stored_and_a_rerun_resumes(
     assert (again.returncode, again.stdout) == (0, "export.jsonl: 603 events appended, 1000 lines already recorded\n")
 
 
-def test_an_ingest_killed_mid_file_keeps_every_batch_stored_and_a_rerun_resumes(
-        tmp_path: Path, settings: dict[str, str]) -> None:
+def test_an_ingest_killed_mid_file_keeps_every_batch_stored_and_a_rerun_resumes(tmp_path: Path, settings: dict[str, str]) -> None:
     status, out, _ = stopped_mid_file(tmp_path, settings, signal.SIGKILL)
 
     assert (status, out) == (-signal.SIGKILL, "")
@@ -97,13 +110,21 @@ def test_an_ingest_killed_mid_file_keeps_every_batch_stored_and_a_rerun_resumes(
     (tmp_path / "export.jsonl").write_bytes(b"".join(LINES))
     again = ingest(tmp_path, settings, "export.jsonl")
     assert (again.returncode, again.stdout) == (0, "export.jsonl: 603 events appended, 1000 lines already recorded\n")
-    verify = subprocess.run([sys.executable, "-m", "adapters.cli", "verify"], cwd=tmp_path, env=cli_env(**settings),
-                            capture_output=True, text=True, encoding="utf-8", timeout=120)
+    verify = subprocess.run(
+        [sys.executable, "-m", "adapters.cli", "verify"],
+        cwd=tmp_path,
+        env=cli_env(**settings),
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=120,
+    )
     assert verify.stdout.splitlines()[-1] == "3 conversations verified: 3 ok, 0 broken"
 
 
 def test_an_ingest_prints_a_progress_line_per_interval_when_stderr_is_no_terminal(
-        tmp_path: Path, settings: dict[str, str]) -> None:
+    tmp_path: Path, settings: dict[str, str]
+) -> None:
     (tmp_path / "export.jsonl").write_bytes(b"".join(LINES))
     result = ingest(tmp_path, settings, "export.jsonl", "--batch-lines", "400")
 
@@ -115,7 +136,7 @@ def test_an_ingest_prints_a_progress_line_per_interval_when_stderr_is_no_termina
     assert lines[-1].startswith("ingest: export.jsonl: 1,603 of ~1,603 lines, ")  # all read: the estimate is the count
 
 
-INTERRUPT_AT_FIRST_PAGE = '''
+INTERRUPT_AT_FIRST_PAGE = """
 import os
 import signal
 
@@ -130,12 +151,11 @@ def interrupted(self, *args, **kwargs):
 
 
 readmodels.ReadModels._fold_page = interrupted
-'''
+"""
 """A `sitecustomize` module: the process it starts in gets SIGINT as a rebuild folds its first page."""
 
 
-def test_an_interrupted_rebuild_drops_its_half_built_tables_and_says_so(
-        tmp_path: Path, settings: dict[str, str]) -> None:
+def test_an_interrupted_rebuild_drops_its_half_built_tables_and_says_so(tmp_path: Path, settings: dict[str, str]) -> None:
     (tmp_path / "export.jsonl").write_bytes(b"".join(LINES[:200]))
     assert ingest(tmp_path, settings, "export.jsonl").returncode == 0
     hook = tmp_path / "hook"
@@ -143,17 +163,31 @@ def test_an_interrupted_rebuild_drops_its_half_built_tables_and_says_so(
     (hook / "sitecustomize.py").write_text(INTERRUPT_AT_FIRST_PAGE, encoding="utf-8")
     env = cli_env(**settings)
     env["PYTHONPATH"] = f"{hook}{os.pathsep}{env['PYTHONPATH']}"
-    rebuild = subprocess.run([sys.executable, "-m", "adapters.cli", "rebuild", "--rules", "2026-11-01"], cwd=tmp_path,
-                             env=env, capture_output=True, text=True, encoding="utf-8", timeout=120)
+    rebuild = subprocess.run(
+        [sys.executable, "-m", "adapters.cli", "rebuild", "--rules", "2026-11-01"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=120,
+    )
 
     assert (rebuild.returncode, rebuild.stdout) == (130, "")
     assert rebuild.stderr == (
         "interrupted: rebuild under 2026-11-01: the half-built tables views_g2_* were dropped; nothing "
-        "was switched: the live read models are as they were (2026-11-02); run it again to rebuild\n")
+        "was switched: the live read models are as they were (2026-11-02); run it again to rebuild\n"
+    )
     assert generations(settings) == {1}
-    again = subprocess.run([sys.executable, "-m", "adapters.cli", "rebuild", "--rules", "2026-11-01", "--json"],
-                           cwd=tmp_path, env=cli_env(**settings), capture_output=True, text=True, encoding="utf-8",
-                           timeout=120)
+    again = subprocess.run(
+        [sys.executable, "-m", "adapters.cli", "rebuild", "--rules", "2026-11-01", "--json"],
+        cwd=tmp_path,
+        env=cli_env(**settings),
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=120,
+    )
     assert (again.returncode, json.loads(again.stdout)["from"]) == (0, "2026-11-02")
     assert generations(settings) == {3}
 

@@ -33,19 +33,27 @@ def test_a_store_refuses_another_master_key_and_none_with_one_line(store_setting
 
     other = with_b("ingest", DATA / "behalten_tour.jsonl")
     assert (other.returncode, other.stdout, other.stderr) == (
-        1, "", "error: CHATRECORD_MASTER_KEY is not the master key of this store (it does not unwrap its data "
-               "keys); set the master key the store was written with\n")
+        1,
+        "",
+        "error: CHATRECORD_MASTER_KEY is not the master key of this store (it does not unwrap its data "
+        "keys); set the master key the store was written with\n",
+    )
     none = without("ingest", DATA / "behalten_tour.jsonl")
     assert (none.returncode, none.stdout, none.stderr) == (
-        1, "", "error: the data keys of this store are wrapped by a master key; set CHATRECORD_MASTER_KEY to it\n")
+        1,
+        "",
+        "error: the data keys of this store are wrapped by a master key; set CHATRECORD_MASTER_KEY to it\n",
+    )
 
     assert with_a("verify").stdout == "conv-demo-seo: ok, 20 events\n1 conversation verified: 1 ok, 0 broken\n"
     again = with_a("ingest", DATA / "behalten_tour.jsonl")
     assert (again.returncode, again.stdout) == (0, "behalten_tour.jsonl: 12 events appended, 0 lines already recorded\n")
 
 
-UNBOUND = ("error: CHATRECORD_MASTER_KEY is set, but this store has no master key and keeps data keys unwrapped; "
-           "run `chatrecord keys wrap` to wrap them with it, or unset CHATRECORD_MASTER_KEY\n")
+UNBOUND = (
+    "error: CHATRECORD_MASTER_KEY is set, but this store has no master key and keeps data keys unwrapped; "
+    "run `chatrecord keys wrap` to wrap them with it, or unset CHATRECORD_MASTER_KEY\n"
+)
 
 
 def test_a_reading_command_with_a_master_key_never_binds_the_store(store_settings: dict[str, str], tmp_path: Path) -> None:
@@ -61,7 +69,11 @@ def test_a_reading_command_with_a_master_key_never_binds_the_store(store_setting
 
     assert json.loads(without("keys", "status", "--json").stdout) == state
     assert {k: state[k] for k in ("protected", "wrapped", "unwrapped", "erased")} == {
-        "protected": False, "wrapped": 0, "unwrapped": 1, "erased": 0}
+        "protected": False,
+        "wrapped": 0,
+        "unwrapped": 1,
+        "erased": 0,
+    }
     assert without("verify").stdout == "conv-demo-seo: ok, 20 events\n1 conversation verified: 1 ok, 0 broken\n"
 
 
@@ -75,35 +87,53 @@ def test_keys_wrap_rotate_and_unwrap_say_what_they_did(store_settings: dict[str,
 
     wrapped = with_a("keys", "wrap")
     assert (wrapped.returncode, wrapped.stdout, wrapped.stderr) == (
-        0, f"{store}: wrapped 1 data key with CHATRECORD_MASTER_KEY; from now on every command on this store needs "
-           "that key\n", "")
+        0,
+        f"{store}: wrapped 1 data key with CHATRECORD_MASTER_KEY; from now on every command on this store needs that key\n",
+        "",
+    )
     assert with_a("keys", "wrap").stdout == (
         f"{store}: every data key is wrapped by CHATRECORD_MASTER_KEY already (1 wrapped, 0 unwrapped, 0 erased); "
-        "nothing changed\n")
+        "nothing changed\n"
+    )
     assert without("verify").stderr == (
-        "error: the data keys of this store are wrapped by a master key; set CHATRECORD_MASTER_KEY to it\n")
+        "error: the data keys of this store are wrapped by a master key; set CHATRECORD_MASTER_KEY to it\n"
+    )
     assert with_a("keys", "status").stdout == f"{store}: a master key protects it; data keys: 1 wrapped, 0 unwrapped, 0 erased\n"
     assert with_a("ingest", DATA / "behalten_tour.jsonl").returncode == 0
 
     rotated = rotating("keys", "rotate", "--json")
-    assert (rotated.returncode, json.loads(rotated.stdout)) == (0, {
-        "action": "rotate", "changed": True, "rewrapped": 2, "protected": True, "wrapped": 2, "unwrapped": 0,
-        "erased": 0, "store": store})
+    assert (rotated.returncode, json.loads(rotated.stdout)) == (
+        0,
+        {
+            "action": "rotate",
+            "changed": True,
+            "rewrapped": 2,
+            "protected": True,
+            "wrapped": 2,
+            "unwrapped": 0,
+            "erased": 0,
+            "store": store,
+        },
+    )
     assert with_a("verify").stderr.startswith("error: CHATRECORD_MASTER_KEY is not the master key of this store")
     assert with_b("verify").stdout.endswith("2 conversations verified: 2 ok, 0 broken\n")
 
     unwrapped = with_b("keys", "unwrap")
     assert unwrapped.stdout == (
         f"{store}: unwrapped 2 data keys and removed the master key; commands need no CHATRECORD_MASTER_KEY now, "
-        "and whoever reads the database can read the texts\n")
+        "and whoever reads the database can read the texts\n"
+    )
     replay = without("replay", "--conversation", "conv-behalten", "--at", "1", "--json")
     assert replay.returncode == 0 and "SEO optimieren" in replay.stdout
     assert rotating("keys", "rotate").stderr == (
         "error: this store has no master key to rotate; run `chatrecord keys wrap` with CHATRECORD_MASTER_KEY set "
-        "to bind it to one\n")
+        "to bind it to one\n"
+    )
     bad = runner(tmp_path, **store_settings, CHATRECORD_MASTER_KEY=A, CHATRECORD_NEW_MASTER_KEY="kurz")("keys", "rotate")
     assert (bad.returncode, bad.stderr) == (
-        1, "error: CHATRECORD_NEW_MASTER_KEY must be base64 of 32 bytes (openssl rand -base64 32), not a value of "
-           "4 characters\n")
+        1,
+        "error: CHATRECORD_NEW_MASTER_KEY must be base64 of 32 bytes (openssl rand -base64 32), not a value of 4 characters\n",
+    )
     assert with_b("keys", "rotate").stderr == (
-        "error: set CHATRECORD_NEW_MASTER_KEY to the new master key (base64 of 32 random bytes: openssl rand -base64 32)\n")
+        "error: set CHATRECORD_NEW_MASTER_KEY to the new master key (base64 of 32 random bytes: openssl rand -base64 32)\n"
+    )

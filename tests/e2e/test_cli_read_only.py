@@ -64,9 +64,15 @@ def without_root_powers() -> list[str]:
 
 
 def cli(prefix: list[str], store: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*prefix, sys.executable, "-m", "adapters.cli", *args], cwd=store.parent.parent,
-                          env=cli_env(CHATRECORD_DB=str(store)), capture_output=True, text=True, encoding="utf-8",
-                          timeout=120)
+    return subprocess.run(
+        [*prefix, sys.executable, "-m", "adapters.cli", *args],
+        cwd=store.parent.parent,
+        env=cli_env(CHATRECORD_DB=str(store)),
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=120,
+    )
 
 
 def digest(path: Path) -> str:
@@ -136,5 +142,7 @@ def test_replay_of_a_read_only_store_whose_read_models_lag_shows_the_log_s_turns
         folder.chmod(0o755)
         store.chmod(0o644)
     assert (done.returncode, done.stdout, done.stderr) == (
-        0, expected, "warning: the read models differ from the log for the latest turn; the log's is shown. "
-                     "Run: chatrecord rebuild\n")
+        0,
+        expected,
+        "warning: the read models differ from the log for the latest turn; the log's is shown. Run: chatrecord rebuild\n",
+    )

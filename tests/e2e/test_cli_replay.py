@@ -64,7 +64,7 @@ def test_replay_text_shows_each_turn_with_its_notes_boxed(sqlite_run: Run):
     ]
     assert "│ ┏━ chat record · 1 note ━" in shown.stdout
     assert "│ ┃ • The run of a user message paused for a question. Tools run: get_page   ┃ │" in lines
-    assert "6 messages sent, 14 notes among them; each is sent as \"[Chat record — written by" in lines
+    assert '6 messages sent, 14 notes among them; each is sent as "[Chat record — written by' in lines
 
 
 ESCAPES = "\u001b[2J\u001b[31mRED \u001b]0;TITLE\u0007 \u009b2J\r"
@@ -73,10 +73,21 @@ ESCAPES = "\u001b[2J\u001b[31mRED \u001b]0;TITLE\u0007 \u009b2J\r"
 def escape_file(folder: Path) -> Path:
     """Writes a conversation whose user message holds terminal escape sequences."""
     lines = [
-        {"type": "conversation_started", "at": "2026-10-28T09:00:00Z", "kind": "chat", "owner": 7,
-         "conversation": "conv-escapes"},
-        {"type": "user_message", "at": "2026-10-28T09:00:05Z", "message": 1, "text": ESCAPES, "page": 42,
-         "conversation": "conv-escapes"},
+        {
+            "type": "conversation_started",
+            "at": "2026-10-28T09:00:00Z",
+            "kind": "chat",
+            "owner": 7,
+            "conversation": "conv-escapes",
+        },
+        {
+            "type": "user_message",
+            "at": "2026-10-28T09:00:05Z",
+            "message": 1,
+            "text": ESCAPES,
+            "page": 42,
+            "conversation": "conv-escapes",
+        },
     ]
     path = folder / "escapes.jsonl"
     path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")

@@ -105,12 +105,22 @@ def test_a_command_waits_for_another_process_writing_to_the_sqlite_file(tmp_path
     assert run("demo").returncode == 0  # the read models exist and are caught up
     assert run("ingest", DATA / "behalten_tour.jsonl").returncode == 0  # new events to catch up on
 
-    writer = subprocess.Popen([sys.executable, "-c", HOLD_WRITE_LOCK, str(tmp_path / "c.sqlite")],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    writer = subprocess.Popen(
+        [sys.executable, "-c", HOLD_WRITE_LOCK, str(tmp_path / "c.sqlite")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert writer.stdin is not None and writer.stdout is not None and writer.stdout.readline() == "holding\n"
-    command = subprocess.Popen([sys.executable, "-m", "adapters.cli", *args], cwd=tmp_path,
-                               env=cli_env(CHATRECORD_DB="c.sqlite"), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               text=True, encoding="utf-8")
+    command = subprocess.Popen(
+        [sys.executable, "-m", "adapters.cli", *args],
+        cwd=tmp_path,
+        env=cli_env(CHATRECORD_DB="c.sqlite"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        encoding="utf-8",
+    )
     opens(command, tmp_path / "c.sqlite")
     time.sleep(1)  # not a synchronisation: what the command may do in it without the lock, it did
     assert command.poll() is None  # it waits for the lock

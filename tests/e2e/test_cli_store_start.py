@@ -28,8 +28,18 @@ def big_segment(path: Path, steps: int) -> Path:
     lines = [
         {"type": "conversation_started", "conversation": c, "at": at, "kind": "chat", "owner": 7},
         {"type": "user_message", "conversation": c, "at": at, "message": 1, "text": "x", "page": 1},
-        {"type": "segment_returned", "conversation": c, "at": at, "segment": "s1", "run": "r", "trigger": "turn",
-         "outcome": "completed", "answer": "ok", "steps": [step] * steps, "pending": []},
+        {
+            "type": "segment_returned",
+            "conversation": c,
+            "at": at,
+            "segment": "s1",
+            "run": "r",
+            "trigger": "turn",
+            "outcome": "completed",
+            "answer": "ok",
+            "steps": [step] * steps,
+            "pending": [],
+        },
     ]
     path.write_bytes(b"\n".join(orjson.dumps(line) for line in lines) + b"\n")
     return path
@@ -45,18 +55,21 @@ def test_a_segment_of_50000_steps_is_ingested(store_run: Run, tmp_path: Path) ->
     assert [row["kind"] for row in orjson.loads(audit.stdout)][-1] == "segment"
 
 
-def test_ingests_started_at_once_on_a_fresh_schema_all_succeed(
-    postgres_url: str, postgres_schema: str, tmp_path: Path
-) -> None:
+def test_ingests_started_at_once_on_a_fresh_schema_all_succeed(postgres_url: str, postgres_schema: str, tmp_path: Path) -> None:
     url = f"{postgres_url}{'&' if '?' in postgres_url else '?'}schema={postgres_schema}"
     files = []
     for n in range(6):
         files.append(tmp_path / f"c{n}.jsonl")
         files[-1].write_bytes(DEMO.read_bytes().replace(b'"conv-demo-seo"', f'"conv-{n}"'.encode()))
     processes = [
-        subprocess.Popen([sys.executable, "-m", "adapters.cli", "ingest", str(f)], cwd=tmp_path,
-                         env=cli_env(CHATRECORD_DATABASE_URL=url), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True)
+        subprocess.Popen(
+            [sys.executable, "-m", "adapters.cli", "ingest", str(f)],
+            cwd=tmp_path,
+            env=cli_env(CHATRECORD_DATABASE_URL=url),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         for f in files
     ]
     results = [(p.wait(timeout=120), *p.communicate()) for p in processes]

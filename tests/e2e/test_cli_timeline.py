@@ -20,9 +20,11 @@ def test_timeline_writes_one_self_contained_page(store_run: Run, tmp_path: Path)
     html = (tmp_path / "page.html").read_text(encoding="utf-8")
     assert done.returncode == 0 and done.stderr == ""
     assert re.fullmatch(rf"{re.escape(str(tmp_path / 'page.html'))}: timeline of conv-demo-seo, [\d,]+ bytes\n", done.stdout)
-    assert "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:;" \
+    assert (
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:;"
         in unescape(html)
-    assert "<script" not in html and "src=\"http" not in html and "href=\"http" not in html
+    )
+    assert "<script" not in html and 'src="http' not in html and 'href="http' not in html
     assert 'id="chain-state">✔ Chain verified: 20 events' in html
     assert html.count('class="input card static') == 6  # turns of messages 1 and 3, under each of the three rule sets
     assert 'section class="input card static latest" id="turn-3-2026-11-02"' in html
@@ -53,8 +55,11 @@ def test_timeline_shows_where_the_chain_breaks_and_marks_the_rows_from_there(tmp
     run = runner(tmp_path, CHATRECORD_DB=str(tmp_path / "s.sqlite"))
     assert run("ingest", DEMO).returncode == 0
     with sqlite3.connect(tmp_path / "s.sqlite") as conn:
-        conn.execute("UPDATE stored_events SET state = replace(state, '\"uid\":42}', '\"uid\":7}') "
-                     "WHERE originator_id = ? AND originator_version = 8", (DEMO_ID,))
+        conn.execute(
+            "UPDATE stored_events SET state = replace(state, '\"uid\":42}', '\"uid\":7}') "
+            "WHERE originator_id = ? AND originator_version = 8",
+            (DEMO_ID,),
+        )
 
     done = run("timeline", "conv-demo-seo", "-o", tmp_path / "page.html")
 
@@ -64,5 +69,6 @@ def test_timeline_shows_where_the_chain_breaks_and_marks_the_rows_from_there(tmp
     marked = sorted({int(v) for v in re.findall(r'class="row [a-z_]+(?: is-cut)? is-unverified" data-version="(\d+)"', html)})
     assert marked == list(range(8, 20))  # event 20 is user message 3, the newest turn's heading
     rows = json.loads(run("audit", "conv-demo-seo", "--json").stdout)
-    assert html.count("not verified: the chain breaks at event 8") == sum(
-        1 for r in rows if r["version"] >= 8) == 19  # 18 rows, and the heading of user message 3
+    assert (
+        html.count("not verified: the chain breaks at event 8") == sum(1 for r in rows if r["version"] >= 8) == 19
+    )  # 18 rows, and the heading of user message 3

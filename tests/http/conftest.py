@@ -51,7 +51,10 @@ def start(settings: dict[str, str], log: Path, *args: str) -> tuple[subprocess.P
         with log.open("wb") as out:
             process = subprocess.Popen(
                 [sys.executable, "-m", "adapters.cli", "serve", "--port", str(port), "--no-access-log", *args],
-                cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
+                cwd=ROOT,
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
             )
         url = f"http://127.0.0.1:{port}"
         if _answers(process, url, log):
@@ -115,4 +118,3 @@ def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
 def unique(prefix: str = "conv") -> str:
     """Returns a conversation id no other test of the module uses."""
     return f"{prefix}-{uuid.uuid4().hex[:10]}"
-

@@ -27,9 +27,14 @@ EXCLUDED = [positive_data_acceptance, negative_data_rejection]
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 """The token, sent with each call (not set in the schema's config, whose headers Schemathesis
 adds to its probes too): so ST401 sees it as given and probes without it and with a wrong one."""
-SETTINGS = settings(max_examples=EXAMPLES, derandomize=True, deadline=None, database=None,
-                    phases=[Phase.explicit, Phase.generate],
-                    suppress_health_check=list(HealthCheck))
+SETTINGS = settings(
+    max_examples=EXAMPLES,
+    derandomize=True,
+    deadline=None,
+    database=None,
+    phases=[Phase.explicit, Phase.generate],
+    suppress_health_check=list(HealthCheck),
+)
 PROBLEM = "urn:chatrecord:problem:"
 
 
@@ -90,8 +95,9 @@ def test_every_operation_holds_every_check(contract: schemathesis.BaseSchema) ->
         @SETTINGS
         @given(case=operation.as_strategy())
         def run(case: schemathesis.Case) -> None:
-            case.call_and_validate(headers=AUTH, excluded_checks=EXCLUDED,
-                                   additional_checks=[accepts_valid_data, rejects_invalid_data])
+            case.call_and_validate(
+                headers=AUTH, excluded_checks=EXCLUDED, additional_checks=[accepts_valid_data, rejects_invalid_data]
+            )
 
         try:
             run()
@@ -125,16 +131,30 @@ def test_the_stateful_phase_holds_every_check(contract: schemathesis.BaseSchema)
             if parent is not None and parent.operation.label == lines.label:
                 followed.append((case.operation.label, response.status_code))
             # the recorder lets the stateful checks (ST301, ST302) find a call's parent
-            case.validate_response(response, excluded_checks=EXCLUDED, headers=kwargs.get("headers"),
-                                   transport_kwargs=kwargs or None, recorder=self.recorder,
-                                   additional_checks=[accepts_valid_data, rejects_invalid_data, *additional_checks])
+            case.validate_response(
+                response,
+                excluded_checks=EXCLUDED,
+                headers=kwargs.get("headers"),
+                transport_kwargs=kwargs or None,
+                recorder=self.recorder,
+                additional_checks=[accepts_valid_data, rejects_invalid_data, *additional_checks],
+            )
 
-    Checked.run(settings=settings(max_examples=10, derandomize=True, deadline=None, database=None,
-                                  stateful_step_count=6, suppress_health_check=list(HealthCheck)))
+    Checked.run(
+        settings=settings(
+            max_examples=10,
+            derandomize=True,
+            deadline=None,
+            database=None,
+            stateful_step_count=6,
+            suppress_health_check=list(HealthCheck),
+        )
+    )
     # the links of a line's 200 were followed to each of the conversation's reads, which answered
     reads = {label for label, status in followed if status == 200}
-    assert reads == {f"GET /v1/conversations/{{conversation}}/{read}"
-                     for read in ("turn", "audit", "activity", "replay", "export")}, followed
+    assert reads == {
+        f"GET /v1/conversations/{{conversation}}/{read}" for read in ("turn", "audit", "activity", "replay", "export")
+    }, followed
 
 
 def test_every_problem_type_is_in_the_document() -> None:

@@ -136,8 +136,9 @@ def test_if_match_is_strong_bounded_and_json_is_utf_8(server: Server) -> None:
 
     weak = server.client.post("/v1/lines", json=message, headers={"If-Match": 'W/"1"'})
     huge = server.client.post("/v1/lines", json=message, headers={"If-Match": '"99999999999999999999"'})
-    latin = server.client.post("/v1/lines", content=json.dumps(message).encode(),
-                               headers={"content-type": "application/json; charset=latin-1"})
+    latin = server.client.post(
+        "/v1/lines", content=json.dumps(message).encode(), headers={"content-type": "application/json; charset=latin-1"}
+    )
 
     assert problem(weak, 412, "version-mismatch")["detail"].startswith("If-Match compares ETags strongly")
     assert problem(huge, 400, "bad-request")["detail"] == "If-Match names a version of at most 2147483647"
@@ -218,8 +219,9 @@ def test_a_key_in_flight_in_another_process_is_a_409_and_a_failed_request_frees_
     try:
         keys = keys_for(store)
         reserved, mine = keys.reserve(key, fingerprint("application/json", orjson.dumps(message)))
-        same = server.client.post("/v1/lines", content=orjson.dumps(message),
-                                  headers={"Idempotency-Key": key, "Content-Type": "application/json"})
+        same = server.client.post(
+            "/v1/lines", content=orjson.dumps(message), headers={"Idempotency-Key": key, "Content-Type": "application/json"}
+        )
         other = server.client.post("/v1/lines", json={**message, "text": "other"}, headers={"Idempotency-Key": key})
         stored_meanwhile = len(events_of(server, conversation))
         keys.release(key, reserved)
@@ -227,8 +229,9 @@ def test_a_key_in_flight_in_another_process_is_a_409_and_a_failed_request_frees_
         store.close()
     bad_key = {"Idempotency-Key": unique("key")}
     bad = server.client.post("/v1/lines", json={**message, "page": "forty-two"}, headers=bad_key)
-    after = server.client.post("/v1/lines", content=orjson.dumps(message),
-                               headers={"Idempotency-Key": key, "Content-Type": "application/json"})
+    after = server.client.post(
+        "/v1/lines", content=orjson.dumps(message), headers={"Idempotency-Key": key, "Content-Type": "application/json"}
+    )
     fixed = server.client.post("/v1/lines", json={**message, "message": 2, "text": "fixed"}, headers=bad_key)
 
     assert mine and same.headers["retry-after"] == "1"
@@ -264,20 +267,34 @@ def test_every_error_is_a_problem_and_stores_nothing(server: Server) -> None:
     problem(bare.post("/v1/lines", json=started, headers={"Authorization": "Bearer wrong"}), 401, "unauthorized")
     spaced = {"Authorization": "Bearer  " + server.client.headers["authorization"].partition(" ")[2]}
     problem(bare.post("/v1/lines", json=started, headers=spaced), 401, "unauthorized")  # the token as sent, exactly
-    problem(server.client.post("/v1/lines", content=b'{"type": ', headers={"content-type": "application/json"}),
-            400, "unreadable-json")
+    problem(
+        server.client.post("/v1/lines", content=b'{"type": ', headers={"content-type": "application/json"}),
+        400,
+        "unreadable-json",
+    )
     lines = ndjson([started]) + b"{nope\n"
-    assert problem(server.client.post("/v1/lines", content=lines, headers={"content-type": "application/x-ndjson"}),
-                   400, "unreadable-json")["line"] == 2
+    assert (
+        problem(
+            server.client.post("/v1/lines", content=lines, headers={"content-type": "application/x-ndjson"}),
+            400,
+            "unreadable-json",
+        )["line"]
+        == 2
+    )
     bad = problem(server.client.post("/v1/lines", json={**started, "owner": "x"}), 422, "bad-line")
     assert (bad["detail"], bad["field"]) == ("request: line 1, owner: expected a whole number, got a string", "owner")
-    refused = problem(server.client.post("/v1/lines", content=ndjson([started, decided]),
-                                         headers={"content-type": "application/x-ndjson"}), 409, "refused-line")
+    refused = problem(
+        server.client.post("/v1/lines", content=ndjson([started, decided]), headers={"content-type": "application/x-ndjson"}),
+        409,
+        "refused-line",
+    )
     assert (refused["rule"], refused["field"], refused["detail"]) == (
-        "NoCardWaiting", "segment", "request: line 2, segment: refused: a card decision names a segment that has no card waiting")
+        "NoCardWaiting",
+        "segment",
+        "request: line 2, segment: refused: a card decision names a segment that has no card waiting",
+    )
     problem(server.client.post("/v1/lines", content=b"x" * (MAX_BODY + 1)), 413, "body-too-large")
-    problem(server.client.post("/v1/lines", content=b"<a/>", headers={"content-type": "text/xml"}),
-            415, "unsupported-media-type")
+    problem(server.client.post("/v1/lines", content=b"<a/>", headers={"content-type": "text/xml"}), 415, "unsupported-media-type")
     unknown = problem(server.client.get(f"/v1/conversations/{conversation}/audit"), 404, "unknown-conversation")
     assert "stored" not in unknown["detail"]
     problem(server.client.get(f"/v1/conversations/{conversation}/replay", params={"at": "x"}), 400, "bad-request")
@@ -302,12 +319,19 @@ def test_a_line_out_of_order_says_whether_it_came_too_early_or_too_late(server: 
     late = problem(server.client.post("/v1/lines", json={**message, "follows": 0}), 409, "refused-line")
 
     assert {k: early[k] for k in ("rule", "field", "follows", "actual", "early", "detail")} == {
-        "rule": "LineOutOfOrder", "field": "follows", "follows": 3, "actual": 1, "early": True,
+        "rule": "LineOutOfOrder",
+        "field": "follows",
+        "follows": 3,
+        "actual": 1,
+        "early": True,
         "detail": "request: line 1, follows: refused: the line came too early: it waits for the lines before it "
-                  "(the conversation is at version 1; the line follows version 3); nothing of it was stored"}
+        "(the conversation is at version 1; the line follows version 3); nothing of it was stored",
+    }
     assert (late["follows"], late["actual"], late["early"]) == (0, 1, False)
-    assert late["detail"].startswith("request: line 1, follows: refused: the line came too late: it was written for "
-                                     "an earlier state (the conversation is at version 1; the line follows version 0)")
+    assert late["detail"].startswith(
+        "request: line 1, follows: refused: the line came too late: it was written for "
+        "an earlier state (the conversation is at version 1; the line follows version 0)"
+    )
     assert [row["kind"] for row in events_of(server, conversation)] == ["started"]  # nothing of them stored
 
 
@@ -344,8 +368,7 @@ def test_a_decision_racing_a_new_message_ends_as_one_of_the_clis_orders(server: 
         barrier = threading.Barrier(2)
         statuses: dict[int, int] = {}
 
-        def send(i: int, line: dict[str, Any], barrier: threading.Barrier = barrier,
-                 statuses: dict[int, int] = statuses) -> None:
+        def send(i: int, line: dict[str, Any], barrier: threading.Barrier = barrier, statuses: dict[int, int] = statuses) -> None:
             barrier.wait()
             statuses[i] = server.client.post("/v1/lines", json=line).status_code
 
@@ -367,7 +390,8 @@ def test_healthz_needs_no_token_and_the_committed_openapi_is_the_served_one(serv
 
     assert health.json()["status"] == "ok"
     assert served == json.loads(OPENAPI.read_text(encoding="utf-8")), (
-        "docs/openapi.json drifted; regenerate: python -m scripts.export_openapi > docs/openapi.json")
+        "docs/openapi.json drifted; regenerate: python -m scripts.export_openapi > docs/openapi.json"
+    )
 
 
 def test_a_store_that_cannot_be_used_is_a_503_that_does_not_show_the_stores_settings() -> None:
@@ -377,7 +401,11 @@ def test_a_store_that_cannot_be_used_is_a_503_that_does_not_show_the_stores_sett
     problem = from_error(StoreUnusable("the store (PostgreSQL u@db.internal:5432/chat) cannot be used: refused"))
 
     assert (problem.status, problem.name, problem.detail, problem.headers) == (
-        503, "store-unavailable", "the store cannot be used now; try again later", {"Retry-After": "5"})
+        503,
+        "store-unavailable",
+        "the store cannot be used now; try again later",
+        {"Retry-After": "5"},
+    )
 
 
 def test_conversations_lists_the_newest_first_and_export_gives_the_lines_back(server: Server) -> None:
@@ -402,20 +430,31 @@ def test_conversations_lists_the_newest_first_and_export_gives_the_lines_back(se
     assert exported.headers["content-type"] == "application/x-ndjson"
     got = [orjson.loads(x) for x in exported.content.splitlines()]
     assert got == _as_exported(lines)
-    assert [x["type"] for x in orjson.loads(b"[" + b",".join(cut.content.splitlines()) + b"]")] == \
-        ["conversation_started", "user_message", "segment_returned"]
+    assert [x["type"] for x in orjson.loads(b"[" + b",".join(cut.content.splitlines()) + b"]")] == [
+        "conversation_started",
+        "user_message",
+        "segment_returned",
+    ]
     assert problem(bad, 400, "bad-request")["detail"].startswith("'nonsense' is not a cursor")
     assert problem(past, 404, "no-such-turn")["detail"] == (
-        "upto=99: no user message 99; the conversation's user messages are 1, 2, 3")
+        "upto=99: no user message 99; the conversation's user messages are 1, 2, 3"
+    )
 
 
 def test_an_erased_conversations_export_says_so_in_its_header(server: Server) -> None:
     conversation = unique("conv-erased")
-    server.client.post("/v1/lines", content=ndjson(demo_lines(conversation)[:2]),
-                       headers={"content-type": "application/x-ndjson"})
+    server.client.post(
+        "/v1/lines", content=ndjson(demo_lines(conversation)[:2]), headers={"content-type": "application/x-ndjson"}
+    )
     before = server.client.get(f"/v1/conversations/{conversation}/export")
-    erased = subprocess.run([sys.executable, "-m", "adapters.cli", "erase", conversation, "--yes"], cwd=ROOT,
-                            env=cli_env(**server.settings), capture_output=True, text=True, check=False)
+    erased = subprocess.run(
+        [sys.executable, "-m", "adapters.cli", "erase", conversation, "--yes"],
+        cwd=ROOT,
+        env=cli_env(**server.settings),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     after = server.client.get(f"/v1/conversations/{conversation}/export")
 
     assert erased.returncode == 0, erased.stdout + erased.stderr
@@ -441,11 +480,14 @@ def test_an_append_to_a_broken_chain_is_a_409_naming_the_broken_link() -> None:
     from adapters.store.chain import ChainBroken
 
     key = UUID("5d91b7e3-ea14-590f-bbd7-a5f872bc7e3d")
-    inserted = from_error(ChainBroken(f"conversation {key}: the hash chain is broken at version 21 (inserted)", key,
-                                      21, "inserted"))
+    inserted = from_error(
+        ChainBroken(f"conversation {key}: the hash chain is broken at version 21 (inserted)", key, 21, "inserted")
+    )
     unchained = from_error(ChainBroken(f"conversation {key} was stored before the hash chain", key, 1, "unchained"))
 
     assert (inserted.status, inserted.name, inserted.members) == (409, "chain-broken", {"version": 21, "problem": "inserted"})
-    assert inserted.detail == ("the conversation's hash chain is broken at version 21 (inserted); nothing was appended; "
-                               "an operator runs chatrecord verify")
+    assert inserted.detail == (
+        "the conversation's hash chain is broken at version 21 (inserted); nothing was appended; "
+        "an operator runs chatrecord verify"
+    )
     assert unchained.detail.endswith("an operator runs chatrecord verify --upgrade")

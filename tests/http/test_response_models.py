@@ -30,8 +30,14 @@ KINDS = {get_args(row.model_fields["kind"].annotation)[0] for row in get_args(ge
 
 
 def tool(name: str, failed: bool = False) -> dict[str, Any]:
-    return {"kind": "tool", "round": 1, "durationMs": 12.0, "toolName": name, "toolIsError": failed,
-            "toolOutcome": "failed" if failed else "ok"}
+    return {
+        "kind": "tool",
+        "round": 1,
+        "durationMs": 12.0,
+        "toolName": name,
+        "toolIsError": failed,
+        "toolOutcome": "failed" if failed else "ok",
+    }
 
 
 LLM = {"kind": "llm", "round": 1, "durationMs": 100.0}
@@ -47,34 +53,90 @@ def varied() -> list[dict[str, Any]]:
     return [
         {"type": "conversation_started", "at": at(0), "kind": "chat", "owner": 7},
         {"type": "user_message", "at": at(1), "message": 1, "text": "Titel?", "page": 5, "skill": None},
-        {"type": "segment_returned", "at": at(2), "segment": "a/1", "run": "a", "trigger": "turn",
-         "outcome": "awaiting_approval", "answer": "Vorschlag", "steps": [LLM, tool("get_page")],
-         "pending": [{"toolName": "update_page_metadata", "table": "pages", "uid": 5, "fields": ["title"]}]},
+        {
+            "type": "segment_returned",
+            "at": at(2),
+            "segment": "a/1",
+            "run": "a",
+            "trigger": "turn",
+            "outcome": "awaiting_approval",
+            "answer": "Vorschlag",
+            "steps": [LLM, tool("get_page")],
+            "pending": [{"toolName": "update_page_metadata", "table": "pages", "uid": 5, "fields": ["title"]}],
+        },
         {"type": "user_message", "at": at(3), "message": 2, "text": "Doch nicht", "page": 5, "skill": None},
-        {"type": "segment_returned", "at": at(4), "segment": "b/1", "run": "b", "trigger": "turn",
-         "outcome": "failed", "answer": None, "steps": [LLM, tool("get_page", failed=True)]},
+        {
+            "type": "segment_returned",
+            "at": at(4),
+            "segment": "b/1",
+            "run": "b",
+            "trigger": "turn",
+            "outcome": "failed",
+            "answer": None,
+            "steps": [LLM, tool("get_page", failed=True)],
+        },
         {"type": "turn_retried", "at": at(5), "message": 2},
-        {"type": "segment_returned", "at": at(6), "segment": "b/2", "run": "b", "trigger": "retry",
-         "outcome": "completed", "answer": "Fertig", "steps": [
-             LLM, tool("update_page_metadata"),
-             {"kind": "tool_write", "round": 1, "durationMs": 1.0, "writeTargetTable": "pages",
-              "writeTargetUid": 5, "writeCompleteness": "partial"}]},
+        {
+            "type": "segment_returned",
+            "at": at(6),
+            "segment": "b/2",
+            "run": "b",
+            "trigger": "retry",
+            "outcome": "completed",
+            "answer": "Fertig",
+            "steps": [
+                LLM,
+                tool("update_page_metadata"),
+                {
+                    "kind": "tool_write",
+                    "round": 1,
+                    "durationMs": 1.0,
+                    "writeTargetTable": "pages",
+                    "writeTargetUid": 5,
+                    "writeCompleteness": "partial",
+                },
+            ],
+        },
         {"type": "message_edited", "at": at(7), "message": 2, "text": "Doch"},
-        {"type": "segment_returned", "at": at(8), "segment": "c/1", "run": "c", "trigger": "turn",
-         "outcome": "completed", "answer": "Erledigt", "steps": [LLM, tool("get_page", failed=True), tool("get_page")]},
+        {
+            "type": "segment_returned",
+            "at": at(8),
+            "segment": "c/1",
+            "run": "c",
+            "trigger": "turn",
+            "outcome": "completed",
+            "answer": "Erledigt",
+            "steps": [LLM, tool("get_page", failed=True), tool("get_page")],
+        },
     ]
 
 
 def alt_text() -> list[dict[str, Any]]:
-    return [{"type": "conversation_started", "at": at(0), "kind": "alt_text", "owner": 7},
-            {"type": "transcript_replaced", "at": at(1), "messages": [{"role": "assistant", "text": "Alt-Text gesetzt."}]}]
+    return [
+        {"type": "conversation_started", "at": at(0), "kind": "alt_text", "owner": 7},
+        {"type": "transcript_replaced", "at": at(1), "messages": [{"role": "assistant", "text": "Alt-Text gesetzt."}]},
+    ]
 
 
 def legacy() -> list[dict[str, Any]]:
-    return [{"type": "conversation_started", "at": at(0), "kind": "chat", "owner": 7},
-            {"type": "legacy_row", "at": at(1), "messages": [{"role": "user", "text": "SEO"}, {"role": "assistant", "text": "Ok."}],
-             "card_outcomes": [{"outcome": "declined", "after": 1, "tool": "update_page_metadata", "table": "pages",
-                                "uid": 5, "fields": ["title"]}]}]
+    return [
+        {"type": "conversation_started", "at": at(0), "kind": "chat", "owner": 7},
+        {
+            "type": "legacy_row",
+            "at": at(1),
+            "messages": [{"role": "user", "text": "SEO"}, {"role": "assistant", "text": "Ok."}],
+            "card_outcomes": [
+                {
+                    "outcome": "declined",
+                    "after": 1,
+                    "tool": "update_page_metadata",
+                    "table": "pages",
+                    "uid": 5,
+                    "fields": ["title"],
+                }
+            ],
+        },
+    ]
 
 
 def tour(name: str) -> list[dict[str, Any]]:
@@ -99,14 +161,25 @@ def checked(adapter: TypeAdapter[Any], content: bytes) -> Any:
 def stored(server: Server) -> list[str]:
     """The conversations of this module's store: the demo and Behalten tours, `varied`, an
     alt_text one, an imported legacy row, and the demo's start erased."""
-    conversations = {unique("demo"): tour("demo_seo_tour.jsonl"), unique("behalten"): tour("behalten_tour.jsonl"),
-                     unique("varied"): varied(), unique("alt"): alt_text(), unique("legacy"): legacy(),
-                     unique("erased"): tour("demo_seo_tour.jsonl")[:3]}
+    conversations = {
+        unique("demo"): tour("demo_seo_tour.jsonl"),
+        unique("behalten"): tour("behalten_tour.jsonl"),
+        unique("varied"): varied(),
+        unique("alt"): alt_text(),
+        unique("legacy"): legacy(),
+        unique("erased"): tour("demo_seo_tour.jsonl")[:3],
+    }
     for conversation, lines in conversations.items():
         post(server, conversation, lines)
     erased = list(conversations)[-1]
-    done = subprocess.run([sys.executable, "-m", "adapters.cli", "erase", erased, "--yes"], cwd=ROOT,
-                          env=cli_env(**server.settings), capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "adapters.cli", "erase", erased, "--yes"],
+        cwd=ROOT,
+        env=cli_env(**server.settings),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     return list(conversations)
 
@@ -126,8 +199,27 @@ def test_every_read_of_every_conversation_is_its_model_byte_for_byte(server: Ser
         replay = server.client.get(f"/v1/conversations/{conversation}/replay", params={"rules": "transcript-only"})
         assert checked(READS["replay"], replay.content).rules == "transcript-only"
 
-    assert kinds == KINDS == {"started", "message", "skill", "segment", "decision", "card_outcome", "answer", "undecided",
-                              "retry", "tour_ended", "edit", "cut", "transcript_replaced", "erased", "legacy_row"}
+    assert (
+        kinds
+        == KINDS
+        == {
+            "started",
+            "message",
+            "skill",
+            "segment",
+            "decision",
+            "card_outcome",
+            "answer",
+            "undecided",
+            "retry",
+            "tour_ended",
+            "edit",
+            "cut",
+            "transcript_replaced",
+            "erased",
+            "legacy_row",
+        }
+    )
     assert readings == {"ran", "failed", None}
 
 

@@ -29,16 +29,26 @@ def test_serve_refuses_to_start_without_a_token_or_with_no_auth_off_loopback(tmp
     open_host = run("serve", "--no-auth", "--host", "0.0.0.0", "--port", "1")
 
     assert (no_token.returncode, no_token.stdout) == (1, "")
-    assert no_token.stderr == ("error: CHATRECORD_API_TOKEN is not set; set it to the bearer token the chat sends, "
-                               "or give --no-auth on a loopback host\n")
+    assert no_token.stderr == (
+        "error: CHATRECORD_API_TOKEN is not set; set it to the bearer token the chat sends, "
+        "or give --no-auth on a loopback host\n"
+    )
     assert open_host.returncode == 1
-    assert open_host.stderr.startswith("error: --no-auth listens on a loopback host only (127.0.0.1, ::1, localhost), not 0.0.0.0")
+    assert open_host.stderr.startswith(
+        "error: --no-auth listens on a loopback host only (127.0.0.1, ::1, localhost), not 0.0.0.0"
+    )
     assert not (tmp_path / "s.sqlite").exists()
 
 
 def test_loopback_hosts() -> None:
     assert [loopback(h) for h in ("127.0.0.1", "::1", "localhost", "127.0.0.2", "0.0.0.0", "example.org")] == [
-        True, True, True, True, False, False]
+        True,
+        True,
+        True,
+        True,
+        False,
+        False,
+    ]
 
 
 def test_settings_read_the_body_limit_and_ignore_the_token_without_auth() -> None:
@@ -50,8 +60,10 @@ def test_settings_read_the_body_limit_and_ignore_the_token_without_auth() -> Non
     for unsendable in (" ", "two words", " padded", "tab\there", "ünicode"):
         with pytest.raises(BadSetting) as refused:
             HttpSettings.from_env({"CHATRECORD_API_TOKEN": unsendable})
-        assert str(refused.value) == ("CHATRECORD_API_TOKEN must be printable ASCII without spaces (the token the "
-                                      "chat sends after 'Bearer '); no client could send this one")
+        assert str(refused.value) == (
+            "CHATRECORD_API_TOKEN must be printable ASCII without spaces (the token the "
+            "chat sends after 'Bearer '); no client could send this one"
+        )
 
 
 def test_without_auth_the_app_answers_without_a_token_and_keeps_keys_in_memory() -> None:
@@ -80,7 +92,10 @@ def test_the_token_is_checked_before_the_body_is_read_and_a_streamed_body_is_lim
     assert no_token.status_code == 401
     assert "content-length" not in streamed.request.headers
     assert (streamed.status_code, streamed.json()["type"], streamed.json()["limit"]) == (
-        413, "urn:chatrecord:problem:body-too-large", 100)
+        413,
+        "urn:chatrecord:problem:body-too-large",
+        100,
+    )
 
 
 def test_a_conversation_id_with_slashes_is_read_as_the_chat_names_it() -> None:
@@ -95,10 +110,10 @@ def test_a_conversation_id_with_slashes_is_read_as_the_chat_names_it() -> None:
     at = "2026-11-02T10:00:00Z"
     with TestClient(create_app(lambda: chatrecord, HttpSettings(token=None))) as client:
         # the chat starts "tenant/7/chat" and posts a message
-        for line in ({"type": "conversation_started", "conversation": "tenant/7/chat", "at": at, "kind": "chat",
-                      "owner": 7},
-                     {"type": "user_message", "conversation": "tenant/7/chat", "at": at, "message": 1,
-                      "text": "Hallo", "page": 42}):
+        for line in (
+            {"type": "conversation_started", "conversation": "tenant/7/chat", "at": at, "kind": "chat", "owner": 7},
+            {"type": "user_message", "conversation": "tenant/7/chat", "at": at, "message": 1, "text": "Hallo", "page": 42},
+        ):
             assert client.post("/v1/lines", json=line).status_code == 200
 
         # its turn and audit are found under that id, its slashes as path or escaped
@@ -115,8 +130,10 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux") and not _in_ci(),  # in CI it runs, and fails off Linux
-                    reason="workers are tied to their server on Linux (prctl)")
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux") and not _in_ci(),  # in CI it runs, and fails off Linux
+    reason="workers are tied to their server on Linux (prctl)",
+)
 def test_the_workers_of_a_server_killed_with_sigkill_end_and_free_the_port(tmp_path: Path) -> None:
     import signal
     import subprocess
@@ -130,8 +147,11 @@ def test_the_workers_of_a_server_killed_with_sigkill_end_and_free_the_port(tmp_p
     port = free_port()
     server = subprocess.Popen(
         [sys.executable, "-m", "adapters.cli", "serve", "--no-auth", "--workers", "2", "--port", str(port)],
-        cwd=ROOT, env=cli_env(CHATRECORD_DB=str(tmp_path / "s.sqlite")),
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        cwd=ROOT,
+        env=cli_env(CHATRECORD_DB=str(tmp_path / "s.sqlite")),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline, workers = time.monotonic() + 60, []
         while time.monotonic() < deadline:
@@ -171,9 +191,20 @@ def test_a_client_that_goes_away_while_sending_its_body_is_one_log_line_and_stor
     chatrecord = Chatrecord(open_store(memory=True))
     app = create_app(lambda: chatrecord, HttpSettings(token=None))
     app.state.chatrecord, app.state.keys = chatrecord, keys_for(chatrecord.store)  # what the lifespan sets
-    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST", "scheme": "http",
-             "path": "/v1/lines", "raw_path": b"/v1/lines", "root_path": "", "query_string": b"",
-             "headers": [(b"content-type", b"application/json")], "client": ("127.0.0.1", 1), "server": ("t", 80)}
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": "/v1/lines",
+        "raw_path": b"/v1/lines",
+        "root_path": "",
+        "query_string": b"",
+        "headers": [(b"content-type", b"application/json")],
+        "client": ("127.0.0.1", 1),
+        "server": ("t", 80),
+    }
     received = [{"type": "http.request", "body": b'{"type": "conversation_started", ', "more_body": True}]
     sent: list[dict] = []
 
@@ -187,7 +218,8 @@ def test_a_client_that_goes_away_while_sending_its_body_is_one_log_line_and_stor
         anyio.run(app, scope, receive, send)
 
     assert [r.getMessage() for r in caplog.records if r.name == "chatrecord.http"] == [
-        "client disconnected during POST /v1/lines; nothing of its request was stored"]
+        "client disconnected during POST /v1/lines; nothing of its request was stored"
+    ]
     assert not any(r.exc_info for r in caplog.records)
     assert chatrecord.store.max_notification_id() == 0
 
@@ -203,5 +235,6 @@ def test_serve_on_a_port_another_process_holds_is_one_error_line(tmp_path: Path)
         done = run("serve", "--no-auth", "--port", str(port))
 
     assert (done.returncode, done.stdout) == (1, "")
-    assert done.stderr == (f"error: cannot listen on 127.0.0.1:{port} (Address already in use); "
-                           "give another --port, or end what holds it\n")
+    assert done.stderr == (
+        f"error: cannot listen on 127.0.0.1:{port} (Address already in use); give another --port, or end what holds it\n"
+    )

@@ -44,7 +44,10 @@ def test_without_the_token_a_page_sends_the_browser_to_the_sign_in_form(client: 
     forged = client.get("/ui/")
     client.cookies.clear()
 
-    assert (page.status_code, page.headers["location"]) == (303, "/ui/login?next=%2Fui%2Fconversations%2Fconv-demo-seo%3Fturn%3D1")
+    assert (page.status_code, page.headers["location"]) == (
+        303,
+        "/ui/login?next=%2Fui%2Fconversations%2Fconv-demo-seo%3Fturn%3D1",
+    )
     assert wrong.status_code == forged.status_code == 303
     assert client.get("/ui/conversations/conv-demo-seo/overview.svg").status_code == 303
     assert client.get("/ui/conversations/conv-demo-seo/chain").status_code == 303

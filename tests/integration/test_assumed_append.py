@@ -36,14 +36,21 @@ def start(conv: str) -> dict[str, Any]:
 
 
 def message(conv: str, number: int, text: str = "weiter", at: str = AT) -> dict[str, Any]:
-    return {"type": "user_message", "at": at, "message": number, "text": text, "page": 42, "skill": None,
-            "conversation": conv}
+    return {"type": "user_message", "at": at, "message": number, "text": text, "page": 42, "skill": None, "conversation": conv}
 
 
-def segment(conv: str, seg: str, run: str, trigger: str = "turn", outcome: str = "completed",
-            at: str = AT) -> dict[str, Any]:
-    return {"type": "segment_returned", "at": at, "segment": seg, "run": run, "trigger": trigger,
-            "outcome": outcome, "answer": "Erledigt.", "steps": [], "conversation": conv}
+def segment(conv: str, seg: str, run: str, trigger: str = "turn", outcome: str = "completed", at: str = AT) -> dict[str, Any]:
+    return {
+        "type": "segment_returned",
+        "at": at,
+        "segment": seg,
+        "run": run,
+        "trigger": trigger,
+        "outcome": outcome,
+        "answer": "Erledigt.",
+        "steps": [],
+        "conversation": conv,
+    }
 
 
 def lookups(store: ConversationStore) -> list[int]:
@@ -74,11 +81,14 @@ class TestAssumedHistory:
 
     def test_it_does_not_guess_what_it_cannot_check(self) -> None:
         history = AssumedHistory(7, 3, new_segments=["r/1"])
-        for ask in (lambda: history.segment("r/0"), lambda: history.segments_from(1),
-                    lambda: history.message_live(1), lambda: history.messages_after(1)):
+        for ask in (
+            lambda: history.segment("r/0"),
+            lambda: history.segments_from(1),
+            lambda: history.message_live(1),
+            lambda: history.messages_after(1),
+        ):
             with pytest.raises(NotKnown):
                 ask()
-
 
     def test_it_answers_an_earlier_segment_the_writer_knows_and_notes_it_for_the_check(self) -> None:
         from domain.history import SegmentRecord
@@ -143,9 +153,15 @@ class TestPostgresAssumedAppend(PostgresStores):
         result = Chatrecord(one).record(segment("c", "r2/1", "r2"))
         assert calls[0] >= 1  # decided again, from the index, after the check failed
         assert [(type(e).__name__, e.originator_version, e.message) for e in result.appended] == [
-            ("SegmentReturned", 5, 2)]  # it answers message 2, which `one` had not seen
-        assert log(one, "c") == [("ConversationStarted", 1), ("UserMessagePosted", 2), ("SegmentReturned", 3),
-                                 ("UserMessagePosted", 4), ("SegmentReturned", 5)]
+            ("SegmentReturned", 5, 2)
+        ]  # it answers message 2, which `one` had not seen
+        assert log(one, "c") == [
+            ("ConversationStarted", 1),
+            ("UserMessagePosted", 2),
+            ("SegmentReturned", 3),
+            ("UserMessagePosted", 4),
+            ("SegmentReturned", 5),
+        ]
 
     def test_with_one_try_a_failed_assumption_is_still_decided_again_from_the_index(self) -> None:
         one, two = self.open_store(HANDLE_MAX_ATTEMPTS="1"), self.open_store()
@@ -182,8 +198,12 @@ class TestPostgresAssumedAppend(PostgresStores):
     def test_a_segment_of_a_run_an_edit_cut_is_refused(self) -> None:
         store = self.open_store()
         chat = Chatrecord(store)
-        for line in (start("c"), message("c", 1), segment("c", "r1/1", "r1", outcome="failed"),
-                     {"type": "message_edited", "at": AT, "message": 1, "text": "anders", "conversation": "c"}):
+        for line in (
+            start("c"),
+            message("c", 1),
+            segment("c", "r1/1", "r1", outcome="failed"),
+            {"type": "message_edited", "at": AT, "message": 1, "text": "anders", "conversation": "c"},
+        ):
             chat.record(line)
         before = len(log(store, "c"))
         with pytest.raises(TurnTruncated):
@@ -249,13 +269,19 @@ class TestPostgresAssumedAppend(PostgresStores):
         conv = "a"
         replaced = [
             {"type": "conversation_started", "at": AT, "kind": "alt_text", "owner": 7, "conversation": conv},
-            {"type": "transcript_replaced", "at": AT, "conversation": conv,
-             "messages": [{"role": "user", "text": "x"}, {"role": "assistant", "text": "y"},
-                          {"role": "user", "text": "z"}]},
-            {"type": "transcript_replaced", "at": AT, "conversation": conv,
-             "messages": [{"role": "user", "text": "lang"}, {"role": "assistant", "text": "ja"}]},
-            {"type": "transcript_replaced", "at": AT, "conversation": conv,
-             "messages": [{"role": "user", "text": "kurz"}]},
+            {
+                "type": "transcript_replaced",
+                "at": AT,
+                "conversation": conv,
+                "messages": [{"role": "user", "text": "x"}, {"role": "assistant", "text": "y"}, {"role": "user", "text": "z"}],
+            },
+            {
+                "type": "transcript_replaced",
+                "at": AT,
+                "conversation": conv,
+                "messages": [{"role": "user", "text": "lang"}, {"role": "assistant", "text": "ja"}],
+            },
+            {"type": "transcript_replaced", "at": AT, "conversation": conv, "messages": [{"role": "user", "text": "kurz"}]},
         ]
         store = self.open_store()
         chat = Chatrecord(store)
@@ -295,8 +321,7 @@ class TestPostgresAssumedAppend(PostgresStores):
         assert calls[0] == 0  # whether message 1 is live: as this writer's append left the index
         assert [(type(e).__name__, e.originator_version) for e in result.appended] == [("TurnRetried", 4)]
 
-    def test_a_known_record_the_index_does_not_hold_fails_the_assumption_and_the_card_is_decided_from_the_index(
-            self) -> None:
+    def test_a_known_record_the_index_does_not_hold_fails_the_assumption_and_the_card_is_decided_from_the_index(self) -> None:
         import psycopg
 
         store = self.open_store()
@@ -306,8 +331,7 @@ class TestPostgresAssumedAppend(PostgresStores):
         for line in lines[:4]:  # up to the card of the page title (its skill loaded is an event too)
             chat.record(line)
         with psycopg.connect(self.url, autocommit=True) as conn:  # another writer's index row for it
-            conn.execute(f'UPDATE "{self.schema}".chatrecord_segments SET body = body || %s WHERE segment = %s',
-                         (" ", "tour0/2"))
+            conn.execute(f'UPDATE "{self.schema}".chatrecord_segments SET body = body || %s WHERE segment = %s', (" ", "tour0/2"))
         calls = lookups(store)
         result = chat.record(lines[4])  # the card's decision
         assert calls[0] >= 1  # decided again, from the index, after the check failed
@@ -359,7 +383,9 @@ class TestPostgresAppendFunction(PostgresStores):
         server = raised[0].__cause__  # the library's DatabaseError, caused by the server's error
         assert ASSUMPTION_FAILED == "RC001"
         assert (getattr(server, "sqlstate", None), server.diag.message_primary) == (  # type: ignore[union-attr]
-            "RC001", "chatrecord: the index is not as the command assumed")
+            "RC001",
+            "chatrecord: the index is not as the command assumed",
+        )
         assert ASSUMPTION_MESSAGE == "chatrecord: the index is not as the command assumed"
         assert len(raised) == 1  # decided again from the index, the second append went through
         assert log(one, "c")[-2:] == [("UserMessagePosted", 4), ("SegmentReturned", 5)]
@@ -369,15 +395,25 @@ class TestPostgresAppendFunction(PostgresStores):
 
         Chatrecord(self.open_store()).record(start("c"))
         cid = str(conversation_uuid("c"))
-        doc = json.dumps({"cid": cid, "assumed": {"version": 7, "count": 0, "digests": [], "segments": [], "runs": [],
-                                                  "tip": None}, "events": [], "chain": []})
+        doc = json.dumps(
+            {
+                "cid": cid,
+                "assumed": {"version": 7, "count": 0, "digests": [], "segments": [], "runs": [], "tip": None},
+                "events": [],
+                "chain": [],
+            }
+        )
         with psycopg.connect(self.url, autocommit=True) as conn:
-            for call, params in ((f'SELECT * FROM "{self.schema}".chatrecord_append_v8(%s::jsonb)', (doc,)),
-                                 (f'SELECT "{self.schema}".chatrecord_assumption_failed_v1()', ())):
+            for call, params in (
+                (f'SELECT * FROM "{self.schema}".chatrecord_append_v8(%s::jsonb)', (doc,)),
+                (f'SELECT "{self.schema}".chatrecord_assumption_failed_v1()', ()),
+            ):
                 with pytest.raises(psycopg.Error) as failed:
                     conn.execute(call, params)
                 assert (failed.value.sqlstate, failed.value.diag.message_primary) == (
-                    "RC001", "chatrecord: the index is not as the command assumed")
+                    "RC001",
+                    "chatrecord: the index is not as the command assumed",
+                )
                 assert type(failed.value) is psycopg.DatabaseError  # no class of the server's own
             holds = doc.replace('"version": 7', '"version": 1')  # the index as it is: nothing raised
             assert conn.execute(f'SELECT * FROM "{self.schema}".chatrecord_append_v8(%s::jsonb)', (holds,)).fetchall() == []
@@ -416,8 +452,11 @@ class TestPostgresAppendFunction(PostgresStores):
 
         def functions() -> set[str]:
             with psycopg.connect(self.url, autocommit=True) as conn:
-                rows = conn.execute("SELECT p.proname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
-                                    "WHERE n.nspname = %s AND p.proname LIKE 'chatrecord_append%%'", (self.schema,))
+                rows = conn.execute(
+                    "SELECT p.proname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
+                    "WHERE n.nspname = %s AND p.proname LIKE 'chatrecord_append%%'",
+                    (self.schema,),
+                )
                 return {row[0] for row in rows}
 
         assert functions() == {"chatrecord_append_v8", "chatrecord_append_g1_v8"}
@@ -433,8 +472,7 @@ class TestPostgresAppendFunction(PostgresStores):
     def test_an_append_the_document_cannot_carry_goes_as_statements_with_the_same_result(self) -> None:
         store = self.open_store()
         chat = Chatrecord(store)
-        for line in (start("c"), message("c", 1), segment("c", "r1/1", "r1"), message("c", 2),
-                     segment("c", "r2/1", "r2")):
+        for line in (start("c"), message("c", 1), segment("c", "r1/1", "r1"), message("c", 2), segment("c", "r2/1", "r2")):
             chat.record(line)
         chat.turn_notes("c")  # the read models are kept from here on, in each append's transaction
         sent = []
@@ -443,9 +481,14 @@ class TestPostgresAppendFunction(PostgresStores):
         chat.record({"type": "message_edited", "at": AT, "message": 1, "text": "anders", "conversation": "c"})
         assert sent  # an edit's cuts are statements of their own
         memory = ConversationStore(env=memory_env())
-        for line in (start("c"), message("c", 1), segment("c", "r1/1", "r1"), message("c", 2),
-                     segment("c", "r2/1", "r2"),
-                     {"type": "message_edited", "at": AT, "message": 1, "text": "anders", "conversation": "c"}):
+        for line in (
+            start("c"),
+            message("c", 1),
+            segment("c", "r1/1", "r1"),
+            message("c", 2),
+            segment("c", "r2/1", "r2"),
+            {"type": "message_edited", "at": AT, "message": 1, "text": "anders", "conversation": "c"},
+        ):
             Chatrecord(memory).record(line)
         assert [e.model_dump() for e in store.events("c")] == [e.model_dump() for e in memory.events("c")]
         assert chat.read_models.state("c") == Chatrecord(memory).read_models.state("c")
@@ -469,8 +512,12 @@ class TestPostgresAppendFunction(PostgresStores):
         result = Chatrecord(one).record(message("c", 2))
         assert tries == [3, 4]  # the first try's version was taken: decided again on the new state
         assert [e.originator_version for e in result.appended] == [4]
-        assert log(one, "c") == [("ConversationStarted", 1), ("UserMessagePosted", 2), ("SegmentReturned", 3),
-                                 ("UserMessagePosted", 4)]
+        assert log(one, "c") == [
+            ("ConversationStarted", 1),
+            ("UserMessagePosted", 2),
+            ("SegmentReturned", 3),
+            ("UserMessagePosted", 4),
+        ]
 
 
 class TestPostgresRestoredLog(PostgresStores):
@@ -508,21 +555,33 @@ class TestPostgresRestoredLog(PostgresStores):
             writer.record(line)
         writer.turn_notes("c")
         self.snapshot()
-        card = {**segment("c", "r1/1", "r1", outcome="awaiting_approval"),
-                "pending": [{"toolName": "update_page_metadata", "table": "pages", "uid": 9, "fields": ["title"]}]}
+        card = {
+            **segment("c", "r1/1", "r1", outcome="awaiting_approval"),
+            "pending": [{"toolName": "update_page_metadata", "table": "pages", "uid": 9, "fields": ["title"]}],
+        }
         writer.record(card)  # version 5: a card waits
         self.restore()  # back to version 4
         Chatrecord(self.open_store()).record(segment("c", "r1/1", "r1"))  # another version 5: no card
         if then == "card_decided":
             with pytest.raises(NoCardWaiting):
-                writer.record({"type": "card_decided", "at": AT, "segment": "r1/1", "approved": True,
-                               "answer": "Übernehmen", "conversation": "c"})
+                writer.record(
+                    {
+                        "type": "card_decided",
+                        "at": AT,
+                        "segment": "r1/1",
+                        "approved": True,
+                        "answer": "Übernehmen",
+                        "conversation": "c",
+                    }
+                )
         else:
             writer.record(message("c", 4))
         verdicts = list(writer.verify("c"))
         assert [(v.problem, v.version) for v in verdicts] == [(None, 5 if then == "card_decided" else 6)]
         assert [(type(e).__name__, getattr(e, "outcome", None)) for e in writer.store.events("c")][4] == (
-            "SegmentReturned", "completed")
+            "SegmentReturned",
+            "completed",
+        )
         fresh = Chatrecord(self.open_store())
         assert writer.turn_notes("c") == fresh.turn_notes("c")
 
@@ -532,8 +591,12 @@ class TestPostgresRestoredLog(PostgresStores):
             writer.record(line)
         writer.turn_notes("c")  # the read models' tables, before the snapshot
         self.snapshot()
-        writer.record({**segment("c", "r2/1", "r2", outcome="awaiting_approval"),
-                       "pending": [{"toolName": "update_page_metadata", "table": "pages", "uid": 9, "fields": ["title"]}]})
+        writer.record(
+            {
+                **segment("c", "r2/1", "r2", outcome="awaiting_approval"),
+                "pending": [{"toolName": "update_page_metadata", "table": "pages", "uid": 9, "fields": ["title"]}],
+            }
+        )
         before = reader.turn_notes("c")  # version 5: a card waits; kept, with what it read of the rows
         self.restore()  # back to version 4
         Chatrecord(self.open_store()).record(segment("c", "r2/1", "r2", outcome="failed"))  # another version 5
@@ -561,8 +624,9 @@ class TestPostgresViewsLock(PostgresStores):
                 chat.record(start("c"))
                 chat.turn_notes("c")  # the read models, so the append writes view rows under the lock
             with psycopg.connect(self.url) as rebuild:  # as a rebuild's switch holds it, in a transaction
-                rebuild.execute("SELECT pg_advisory_xact_lock(%s), pg_advisory_xact_lock(%s)",
-                                (views_lock_key(self.schema), LOCK_KEY))
+                rebuild.execute(
+                    "SELECT pg_advisory_xact_lock(%s), pg_advisory_xact_lock(%s)", (views_lock_key(self.schema), LOCK_KEY)
+                )
 
                 there.record(message("c", 1))  # another schema: not held up
                 with pytest.raises(StoreUnusable, match="did not finish in time"):

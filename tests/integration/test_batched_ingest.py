@@ -26,29 +26,80 @@ def export(cycles: int, conversations: int = 3) -> list[bytes]:
     round for the next conversation in turn (their lines interleaved)."""
     names = [f"conv-{n}" for n in range(conversations)]
     lines: list[dict[str, Any]] = [
-        {"type": "conversation_started", "conversation": c, "at": AT, "kind": "chat", "owner": 7} for c in names]
-    step = {"kind": "tool", "round": 1, "durationMs": 3.0, "toolName": "get_page", "toolIsError": False,
-            "toolOutcome": "ok", "toolArguments": {"pageUid": 42}, "toolResult": "kept out"}
-    write = {"kind": "tool_write", "round": 2, "durationMs": 0.0, "toolName": "update_page_metadata",
-             "writeTargetTable": "pages", "writeTargetUid": 42, "writeCompleteness": "complete"}
+        {"type": "conversation_started", "conversation": c, "at": AT, "kind": "chat", "owner": 7} for c in names
+    ]
+    step = {
+        "kind": "tool",
+        "round": 1,
+        "durationMs": 3.0,
+        "toolName": "get_page",
+        "toolIsError": False,
+        "toolOutcome": "ok",
+        "toolArguments": {"pageUid": 42},
+        "toolResult": "kept out",
+    }
+    write = {
+        "kind": "tool_write",
+        "round": 2,
+        "durationMs": 0.0,
+        "toolName": "update_page_metadata",
+        "writeTargetTable": "pages",
+        "writeTargetUid": 42,
+        "writeCompleteness": "complete",
+    }
     for cycle in range(cycles):
         c, k = names[cycle % conversations], cycle // conversations + 1
         run = f"run-{k}"
         lines += [
             {"type": "user_message", "conversation": c, "at": AT, "message": k, "text": f"SEO {k}", "page": 42},
-            {"type": "segment_returned", "conversation": c, "at": AT, "segment": f"{run}/1", "run": run,
-             "trigger": "turn", "outcome": "awaiting_approval", "answer": "Ein Titel?", "steps": [step],
-             "pending": [{"toolName": "update_page_metadata", "table": "pages", "uid": 42, "fields": ["title"]}]},
-            {"type": "card_decided", "conversation": c, "at": AT, "segment": f"{run}/1", "approved": True,
-             "answer": "Übernehmen"},
-            {"type": "segment_returned", "conversation": c, "at": AT, "segment": f"{run}/2", "run": run,
-             "trigger": "approval", "outcome": "completed", "answer": "Gespeichert.", "steps": [write, step]},
+            {
+                "type": "segment_returned",
+                "conversation": c,
+                "at": AT,
+                "segment": f"{run}/1",
+                "run": run,
+                "trigger": "turn",
+                "outcome": "awaiting_approval",
+                "answer": "Ein Titel?",
+                "steps": [step],
+                "pending": [{"toolName": "update_page_metadata", "table": "pages", "uid": 42, "fields": ["title"]}],
+            },
+            {
+                "type": "card_decided",
+                "conversation": c,
+                "at": AT,
+                "segment": f"{run}/1",
+                "approved": True,
+                "answer": "Übernehmen",
+            },
+            {
+                "type": "segment_returned",
+                "conversation": c,
+                "at": AT,
+                "segment": f"{run}/2",
+                "run": run,
+                "trigger": "approval",
+                "outcome": "completed",
+                "answer": "Gespeichert.",
+                "steps": [write, step],
+            },
         ]
     return [orjson.dumps(line) + b"\n" for line in lines]
 
 
-BAD_CARD = orjson.dumps({"type": "card_decided", "conversation": "conv-1", "at": AT, "segment": "no-such/1",
-                         "approved": True, "answer": "Übernehmen"}) + b"\n"
+BAD_CARD = (
+    orjson.dumps(
+        {
+            "type": "card_decided",
+            "conversation": "conv-1",
+            "at": AT,
+            "segment": "no-such/1",
+            "approved": True,
+            "answer": "Übernehmen",
+        }
+    )
+    + b"\n"
+)
 """A line its conversation refuses: it decides a card of a segment that never came."""
 
 
@@ -220,8 +271,7 @@ class TestPostgresBatchedIngest(PostgresStores, BatchedIngestContract):
         env = {**postgres_env(self.url), "POSTGRES_SCHEMA": self.other_schema, "POSTGRES_POOL_SIZE": "1"}
         return self._kept(ConversationStore(env=env))
 
-    def test_a_batch_larger_than_a_pipelined_append_still_goes_as_append_documents(
-            self, monkeypatch: pytest.MonkeyPatch) -> None:
+    def test_a_batch_larger_than_a_pipelined_append_still_goes_as_append_documents(self, monkeypatch: pytest.MonkeyPatch) -> None:
         from adapters.backends import postgres
         from adapters.backends.postgres import recorder
 
@@ -242,8 +292,7 @@ class TestPostgresBatchedIngest(PostgresStores, BatchedIngestContract):
         assert stored(chatrecord.store) == stored(whole.store)
         assert all(v.ok for v in chatrecord.verify())
 
-    def test_a_batch_the_server_rolled_back_for_a_deadlock_is_stored_line_by_line(
-            self, monkeypatch: pytest.MonkeyPatch) -> None:
+    def test_a_batch_the_server_rolled_back_for_a_deadlock_is_stored_line_by_line(self, monkeypatch: pytest.MonkeyPatch) -> None:
         import psycopg
         from eventsourcing.persistence import OperationalError
 

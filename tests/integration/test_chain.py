@@ -27,8 +27,14 @@ ROOT = Path(__file__).resolve().parents[2]
 DEMO = conversation_uuid("conv-demo-seo")
 
 
-LATER_LINE = {"type": "user_message", "conversation": "conv-demo-seo", "at": "2026-11-03T10:00:00Z", "message": 4,
-              "text": "Und jetzt?", "page": 0}
+LATER_LINE = {
+    "type": "user_message",
+    "conversation": "conv-demo-seo",
+    "at": "2026-11-03T10:00:00Z",
+    "message": 4,
+    "text": "Und jetzt?",
+    "page": 0,
+}
 
 
 def by_name(found: Iterator[Verdict]) -> dict[str, Verdict]:
@@ -71,15 +77,18 @@ class ChainContract:
     def test_every_event_is_chained_and_the_untouched_log_verifies(self, store: ConversationStore) -> None:
         found = by_name(verdicts(store))
         assert {name: (v.ok, v.version, v.events) for name, v in found.items()} == {
-            "conv-demo-seo": (True, 20, 20), "conv-behalten": (True, 12, 12)}
+            "conv-demo-seo": (True, 20, 20),
+            "conv-behalten": (True, 12, 12),
+        }
         digest = GENESIS
         for version, (topic, state) in sorted(self.events(store).items()):
             digest = link(digest, DEMO, version, topic, state)
         assert found["conv-demo-seo"].hash == digest
 
     def test_a_changed_write_target_names_its_event(self, store: ConversationStore) -> None:
-        version, (topic, state) = next((v, e) for v, e in sorted(self.events(store).items())
-                                       if b'"write_target":{"table":"pages","uid":42}' in e[1])
+        version, (topic, state) = next(
+            (v, e) for v, e in sorted(self.events(store).items()) if b'"write_target":{"table":"pages","uid":42}' in e[1]
+        )
         self.set_event(store, version, topic, state.replace(b'"uid":42}', b'"uid":43}', 1))
         found = by_name(verdicts(store))
         assert (found["conv-demo-seo"].problem, found["conv-demo-seo"].version) == ("changed", version)
@@ -116,14 +125,14 @@ class ChainContract:
         changed = chat.chain("conv-demo-seo")
         assert (changed.ok, changed.problem, changed.version, changed.kept) == (False, "changed", 21, 20)
 
-    def test_a_later_look_does_not_recompute_an_event_it_verified_which_a_full_look_does(
-            self, store: ConversationStore) -> None:
+    def test_a_later_look_does_not_recompute_an_event_it_verified_which_a_full_look_does(self, store: ConversationStore) -> None:
         """What a kept verdict claims, exactly: an event at or before the head it verified whose
         bytes were changed without its hash is found by a full look, not by a later one."""
         chat = Chatrecord(store)
         assert chat.chain("conv-demo-seo").ok
-        version, (topic, state) = next((v, e) for v, e in sorted(self.events(store).items())
-                                       if b'"write_target":{"table":"pages","uid":42}' in e[1])
+        version, (topic, state) = next(
+            (v, e) for v, e in sorted(self.events(store).items()) if b'"write_target":{"table":"pages","uid":42}' in e[1]
+        )
         self.set_event(store, version, topic, state.replace(b'"uid":42}', b'"uid":43}', 1))
         kept = chat.chain("conv-demo-seo")
         full = chat.chain("conv-demo-seo", full=True)
@@ -158,8 +167,7 @@ class ChainContract:
         assert (verdict.problem, verdict.version) == ("reordered", 6)
         assert "version 7 belongs here" in (verdict.detail or "")
 
-    def test_reading_two_swapped_events_is_one_error_naming_the_event(
-            self, store: ConversationStore) -> None:
+    def test_reading_two_swapped_events_is_one_error_naming_the_event(self, store: ConversationStore) -> None:
         from adapters.store.serialization import UnreadableEvent
         from domain.errors import ChatrecordError
 
@@ -170,11 +178,14 @@ class ChainContract:
 
         assert isinstance(refused.value, ChatrecordError)  # the CLI's one line, HTTP's problem
         assert refused.value.version == 7  # event 6's sealed texts do not open as version 7's
-        assert str(refused.value) == (f"cannot load stored event {events[6][0]!r} of {DEMO} version 7: an encrypted "
-                                      "text was changed (InvalidTag()); run: chatrecord verify")
+        assert str(refused.value) == (
+            f"cannot load stored event {events[6][0]!r} of {DEMO} version 7: an encrypted "
+            "text was changed (InvalidTag()); run: chatrecord verify"
+        )
 
     def test_a_conversation_whose_log_cannot_be_read_stops_no_other_conversations_read_models(
-            self, store: ConversationStore, caplog: pytest.LogCaptureFixture) -> None:
+        self, store: ConversationStore, caplog: pytest.LogCaptureFixture
+    ) -> None:
         from adapters.store.serialization import UnreadableEvent
 
         events, chat = self.swapped(store)
@@ -187,12 +198,14 @@ class ChainContract:
         assert chat.store_name(str(DEMO)) == "conv-demo-seo"  # its first event reads: as verify names it
         assert [r.getMessage() for r in caplog.records if "stop before" in r.getMessage()][-1] == (
             f"chatrecord: the read models of conversation {DEMO} stop before version 7: cannot load stored event "
-            f"{events[6][0]!r} of {DEMO} version 7: an encrypted text was changed (InvalidTag()); run: chatrecord verify")
+            f"{events[6][0]!r} of {DEMO} version 7: an encrypted text was changed (InvalidTag()); run: chatrecord verify"
+        )
         with pytest.raises(UnreadableEvent):
             chat.turn_input("conv-demo-seo")
 
     def test_a_conversation_whose_sealed_texts_were_swapped_is_erased_and_its_erasure_recorded(
-            self, store: ConversationStore) -> None:
+        self, store: ConversationStore
+    ) -> None:
         _, chat = self.swapped(store)
 
         done = chat.erase("conv-demo-seo")  # with its key gone every text reads as erased, and the log reads
@@ -239,7 +252,8 @@ class ChainContract:
         assert (verdict.problem, verdict.version) == ("inserted", 20)
 
     def test_a_conversation_stored_before_the_chain_is_chained_by_the_explicit_upgrade_only(
-            self, store: ConversationStore) -> None:
+        self, store: ConversationStore
+    ) -> None:
         for version in range(1, 21):
             self.delete_hash(store, version)
         store = self.reopened(store)  # as a process opening the old store: no hash kept
@@ -261,7 +275,8 @@ class ChainContract:
         assert (verdict.ok, verdict.version, verdict.events) == (True, 21, 21)
 
     def test_an_append_after_an_event_written_beside_the_store_is_refused_with_the_verdict(
-            self, store: ConversationStore) -> None:
+        self, store: ConversationStore
+    ) -> None:
         events = store.events("conv-demo-seo")
         segment = next(e for e in reversed(events) if type(e).__name__ == "SegmentReturned")
         forged = segment.model_copy(update={"originator_version": 21, "segment": segment.segment[:-1] + "9"})
@@ -275,7 +290,8 @@ class ChainContract:
             assert (refused.value.problem, refused.value.version) == ("inserted", 21)
             assert str(refused.value) == (
                 'conversation "conv-demo-seo": the hash chain is broken at version 21 (inserted): the event has no recorded '
-                "hash, it was written beside the store; nothing was appended; run: chatrecord verify")
+                "hash, it was written beside the store; nothing was appended; run: chatrecord verify"
+            )
             assert chat.upgrade_chains() == []  # a chained conversation is never upgraded
 
         verdict = by_name(verdicts(store))["conv-demo-seo"]
@@ -368,34 +384,38 @@ class TestSQLiteChain(SQLiteStores, ChainContract):
             return conn.execute(statement, params).fetchall()
 
     def events(self, store: ConversationStore) -> dict[int, tuple[str, bytes]]:
-        rows = self._run("SELECT originator_version, topic, state FROM stored_events WHERE originator_id = ?",
-                         (DEMO.hex,))
+        rows = self._run("SELECT originator_version, topic, state FROM stored_events WHERE originator_id = ?", (DEMO.hex,))
         return {v: (t, bytes(s)) for v, t, s in rows}
 
     def set_event(self, store: ConversationStore, version: int, topic: str, state: bytes) -> None:
-        self._run("UPDATE stored_events SET topic = ?, state = ? WHERE originator_id = ? AND originator_version = ?",
-                  (topic, state, DEMO.hex, version))
+        self._run(
+            "UPDATE stored_events SET topic = ?, state = ? WHERE originator_id = ? AND originator_version = ?",
+            (topic, state, DEMO.hex, version),
+        )
 
     def delete_event(self, store: ConversationStore, version: int) -> None:
         self._run("DELETE FROM stored_events WHERE originator_id = ? AND originator_version = ?", (DEMO.hex, version))
 
     def set_hash(self, store: ConversationStore, version: int, digest: bytes) -> None:
-        self._run("UPDATE chatrecord_chain SET hash = ? WHERE originator_id = ? AND originator_version = ?",
-                  (digest, DEMO.hex, version))
+        self._run(
+            "UPDATE chatrecord_chain SET hash = ? WHERE originator_id = ? AND originator_version = ?", (digest, DEMO.hex, version)
+        )
 
     def delete_hash(self, store: ConversationStore, version: int) -> None:
-        self._run("DELETE FROM chatrecord_chain WHERE originator_id = ? AND originator_version = ?",
-                  (DEMO.hex, version))
+        self._run("DELETE FROM chatrecord_chain WHERE originator_id = ? AND originator_version = ?", (DEMO.hex, version))
 
     def insert_event(self, store: ConversationStore, stored: StoredEvent) -> None:
-        self._run("INSERT INTO stored_events (originator_id, originator_version, topic, state) VALUES (?, ?, ?, ?)",
-                  (DEMO.hex, stored.originator_version, stored.topic, stored.state))
+        self._run(
+            "INSERT INTO stored_events (originator_id, originator_version, topic, state) VALUES (?, ?, ?, ?)",
+            (DEMO.hex, stored.originator_version, stored.topic, stored.state),
+        )
 
 
 class TestPostgresChain(PostgresStores, ChainContract):
     def _run(self, statement: str, params: tuple[Any, ...] = ()) -> list[Any]:
-        query = sql.SQL(statement).format(events=sql.Identifier(self.schema, "conversationstore_events"),
-                                          chain=sql.Identifier(self.schema, "chatrecord_chain"))
+        query = sql.SQL(statement).format(
+            events=sql.Identifier(self.schema, "conversationstore_events"), chain=sql.Identifier(self.schema, "chatrecord_chain")
+        )
         with psycopg.connect(self.url) as conn:
             cursor = conn.execute(query, params)
             return cursor.fetchall() if cursor.description else []
@@ -405,22 +425,25 @@ class TestPostgresChain(PostgresStores, ChainContract):
         return {v: (t, bytes(s)) for v, t, s in rows}
 
     def set_event(self, store: ConversationStore, version: int, topic: str, state: bytes) -> None:
-        self._run("UPDATE {events} SET topic = %s, state = %s WHERE originator_id = %s AND originator_version = %s",
-                  (topic, state, DEMO, version))
+        self._run(
+            "UPDATE {events} SET topic = %s, state = %s WHERE originator_id = %s AND originator_version = %s",
+            (topic, state, DEMO, version),
+        )
 
     def delete_event(self, store: ConversationStore, version: int) -> None:
         self._run("DELETE FROM {events} WHERE originator_id = %s AND originator_version = %s", (DEMO, version))
 
     def set_hash(self, store: ConversationStore, version: int, digest: bytes) -> None:
-        self._run("UPDATE {chain} SET hash = %s WHERE originator_id = %s AND originator_version = %s",
-                  (digest, DEMO, version))
+        self._run("UPDATE {chain} SET hash = %s WHERE originator_id = %s AND originator_version = %s", (digest, DEMO, version))
 
     def delete_hash(self, store: ConversationStore, version: int) -> None:
         self._run("DELETE FROM {chain} WHERE originator_id = %s AND originator_version = %s", (DEMO, version))
 
     def insert_event(self, store: ConversationStore, stored: StoredEvent) -> None:
-        self._run("INSERT INTO {events} (originator_id, originator_version, topic, state) VALUES (%s, %s, %s, %s)",
-                  (DEMO, stored.originator_version, stored.topic, stored.state))
+        self._run(
+            "INSERT INTO {events} (originator_id, originator_version, topic, state) VALUES (%s, %s, %s, %s)",
+            (DEMO, stored.originator_version, stored.topic, stored.state),
+        )
 
     def index_rows(self) -> dict[str, list[Any]]:
         """Returns the demo conversation's history index rows, by table."""

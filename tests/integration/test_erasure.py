@@ -36,45 +36,111 @@ def plant(name: str) -> str:
 
 def planted_lines() -> list[dict[str, Any]]:
     """Lines that put a unique string into every free-text field of every event class."""
+
     def line(conversation: str, line_type: str, **fields: Any) -> dict[str, Any]:
         return {"type": line_type, "conversation": conversation, "at": AT, **fields}
 
     c, alt, legacy = CONVERSATIONS
-    write = {"kind": "tool_write", "round": 1, "durationMs": 12.5, "toolName": "update_page_metadata",
-             "writeTargetTable": "pages", "writeTargetUid": 42, "writeCompleteness": "complete"}
+    write = {
+        "kind": "tool_write",
+        "round": 1,
+        "durationMs": 12.5,
+        "toolName": "update_page_metadata",
+        "writeTargetTable": "pages",
+        "writeTargetUid": 42,
+        "writeCompleteness": "complete",
+    }
     return [
         line(c, "conversation_started", kind="chat", owner=7),
         line(c, "user_message", message=1, text=plant("user-message"), page=42, skill="3:seo-optimieren"),
-        line(c, "segment_returned", segment="r1/1", run="r1", trigger="turn", outcome="awaiting_approval",
-             answer=plant("answer-one"), steps=[],
-             pending=[{"toolName": "update_page_metadata", "table": "pages", "uid": 42, "fields": ["title"]}]),
+        line(
+            c,
+            "segment_returned",
+            segment="r1/1",
+            run="r1",
+            trigger="turn",
+            outcome="awaiting_approval",
+            answer=plant("answer-one"),
+            steps=[],
+            pending=[{"toolName": "update_page_metadata", "table": "pages", "uid": 42, "fields": ["title"]}],
+        ),
         line(c, "card_decided", segment="r1/1", approved=True, answer="Übernehmen", message=2, text=plant("card-label")),
-        line(c, "segment_returned", segment="r1/2", run="r1", trigger="approval", outcome="awaiting_input",
-             answer=plant("answer-two"), steps=[write], pending=[{"toolName": "ask_choice"}]),
+        line(
+            c,
+            "segment_returned",
+            segment="r1/2",
+            run="r1",
+            trigger="approval",
+            outcome="awaiting_input",
+            answer=plant("answer-two"),
+            steps=[write],
+            pending=[{"toolName": "ask_choice"}],
+        ),
         line(c, "question_answered", segment="r1/2", message=3, text=plant("question-answer")),
-        line(c, "segment_returned", segment="r1/3", run="r1", trigger="answer", outcome="completed",
-             answer=plant("answer-three"), steps=[]),
+        line(
+            c,
+            "segment_returned",
+            segment="r1/3",
+            run="r1",
+            trigger="answer",
+            outcome="completed",
+            answer=plant("answer-three"),
+            steps=[],
+        ),
         line(c, "user_message", message=4, text=plant("second-message"), page=0),
         line(c, "message_edited", message=4, text=plant("edited-text")),
         line(alt, "conversation_started", kind="alt_text", owner=7),
-        line(alt, "transcript_replaced", messages=[{"role": "user", "text": plant("alt-user")},
-                                                    {"role": "assistant", "text": plant("alt-assistant")}]),
+        line(
+            alt,
+            "transcript_replaced",
+            messages=[{"role": "user", "text": plant("alt-user")}, {"role": "assistant", "text": plant("alt-assistant")}],
+        ),
         line(legacy, "conversation_started", kind="chat", owner=7),
-        line(legacy, "legacy_row", messages=[{"role": "user", "text": plant("legacy-user")},
-                                             {"role": "assistant", "text": plant("legacy-assistant")}],
-             card_outcomes=[]),
+        line(
+            legacy,
+            "legacy_row",
+            messages=[{"role": "user", "text": plant("legacy-user")}, {"role": "assistant", "text": plant("legacy-assistant")}],
+            card_outcomes=[],
+        ),
     ]
 
 
-PLANTS = [plant(n) for n in ("user-message", "answer-one", "card-label", "answer-two", "question-answer",
-                             "answer-three", "second-message", "edited-text", "alt-user", "alt-assistant",
-                             "legacy-user", "legacy-assistant")]
+PLANTS = [
+    plant(n)
+    for n in (
+        "user-message",
+        "answer-one",
+        "card-label",
+        "answer-two",
+        "question-answer",
+        "answer-three",
+        "second-message",
+        "edited-text",
+        "alt-user",
+        "alt-assistant",
+        "legacy-user",
+        "legacy-assistant",
+    )
+]
 
 
 def test_every_free_text_field_of_every_event_is_encrypted() -> None:
     """A str field of an event is either a free text (FREE_TEXT) or one of these facts."""
-    facts = {"source", "conversation", "skill", "segment", "run", "outcome", "answer@CardDecided", "trigger",
-             "kind", "waiting_kind", "reason", "cut_segments", "cut_cards"}
+    facts = {
+        "source",
+        "conversation",
+        "skill",
+        "segment",
+        "run",
+        "outcome",
+        "answer@CardDecided",
+        "trigger",
+        "kind",
+        "waiting_kind",
+        "reason",
+        "cut_segments",
+        "cut_cards",
+    }
     for cls in EVENT_TYPES:
         texts = {path.split(".")[0] for path in FREE_TEXT.get(cls, ())}
         for name, info in cls.model_fields.items():
@@ -201,8 +267,7 @@ class TestInMemoryErasure(ErasureContract):
 class AtRestContract(ErasureContract):
     """What a store that keeps its rows in a database file or server holds at rest."""
 
-    def test_a_writer_holding_the_key_stores_no_text_once_the_log_records_the_erasure(
-            self, store: ConversationStore) -> None:
+    def test_a_writer_holding_the_key_stores_no_text_once_the_log_records_the_erasure(self, store: ConversationStore) -> None:
         from adapters.store.erasure import EraseTexts
 
         writer = Chatrecord(self.open_store())  # another process, its data key kept
@@ -220,7 +285,6 @@ class AtRestContract(ErasureContract):
         # the transcript rows hold their texts sealed with the conversation's key, as the log does
         assert [p for p in PLANTS if p.encode() in self.database_bytes(store)] == []
         assert all(p in self.outputs(store) for p in PLANTS if "legacy" not in p and "alt" not in p)
-
 
     def test_a_turn_reads_kept_messages_give_no_text_after_an_erasure(self, store: ConversationStore) -> None:
         models = ReadModels(store)
@@ -258,8 +322,10 @@ class TestPostgresErasure(PostgresStores, AtRestContract):
         """Every table of the schema, each row as text (bytea as hex and as its bytes)."""
         chunks: list[bytes] = []
         with psycopg.connect(self.url) as conn:
-            tables = [r[0] for r in conn.execute(
-                "SELECT table_name FROM information_schema.tables WHERE table_schema = %s", (self.schema,))]
+            tables = [
+                r[0]
+                for r in conn.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = %s", (self.schema,))
+            ]
             assert {"chatrecord_chain", "chatrecord_keys", "conversationstore_events"} <= set(tables)
             for table in tables:
                 for row in conn.execute(sql.SQL("SELECT * FROM {}").format(sql.Identifier(self.schema, table))):

@@ -33,15 +33,19 @@ def test_a_killed_primary_loses_no_acknowledged_line_and_writers_go_on_after_pro
         assert report.first_after_promotion is not None
 
         # the new primary dies too: a write tries for CHATRECORD_WRITE_RETRY_SECONDS, then says so
-        last = Chatrecord(open_store({"CHATRECORD_DATABASE_URL": pair.url, "CHATRECORD_WRITE_RETRY_SECONDS": "1"},
-                                     POSTGRES_CONNECT_TIMEOUT="1"))
+        last = Chatrecord(
+            open_store({"CHATRECORD_DATABASE_URL": pair.url, "CHATRECORD_WRITE_RETRY_SECONDS": "1"}, POSTGRES_CONNECT_TIMEOUT="1")
+        )
         try:
             conversation = report.writers[0].conversation
             last.record(segment(conversation, "before-the-end"))
             kill(pair.standby)
-            with pytest.raises(PrimaryGone, match=r"^no server of the store accepted the write for 1 s "
-                                                  r"\(CHATRECORD_WRITE_RETRY_SECONDS\) after its connection was lost: "
-                                                  r".*sending it again is safe"):
+            with pytest.raises(
+                PrimaryGone,
+                match=r"^no server of the store accepted the write for 1 s "
+                r"\(CHATRECORD_WRITE_RETRY_SECONDS\) after its connection was lost: "
+                r".*sending it again is safe",
+            ):
                 last.record(segment(conversation, "after-the-end"))
         finally:
             last.close()

@@ -233,9 +233,14 @@ class StoreMapper:
 
         mapper1 = factory.mapper(transcoder=self.transcoder)  # type: ignore[attr-defined]
         assert type(mapper1) is PydanticMapper
-        started = ConversationStarted(originator_id=conversation_uuid("c1"), originator_version=1,
-                                      timestamp=datetime(2026, 1, 2, tzinfo=UTC), conversation="c1",
-                                      kind="chat", owner=7)
+        started = ConversationStarted(
+            originator_id=conversation_uuid("c1"),
+            originator_version=1,
+            timestamp=datetime(2026, 1, 2, tzinfo=UTC),
+            conversation="c1",
+            kind="chat",
+            owner=7,
+        )
         stored_event = mapper1.to_stored_event(started)
         assert mapper1.to_domain_event(stored_event) == started
 

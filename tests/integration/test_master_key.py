@@ -61,8 +61,9 @@ class MasterKeyContract:
 
     def counts(self, key: str = A) -> tuple[int, int, int]:
         """Returns the stored events, the key rows and the check rows (the store opened with `key`)."""
-        events = len(self.open_store(CHATRECORD_MASTER_KEY=key, MASTER_KEY_UNBOUND="allow")
-                     .recorder.select_notifications(None, 100_000))
+        events = len(
+            self.open_store(CHATRECORD_MASTER_KEY=key, MASTER_KEY_UNBOUND="allow").recorder.select_notifications(None, 100_000)
+        )
         [(keys,)] = self.sql(f"SELECT count(*) FROM {KEYS_TABLE}")
         [(checks,)] = self.sql(f"SELECT count(*) FROM {MASTER_TABLE}")
         return events, keys, checks
@@ -166,8 +167,10 @@ class MasterKeyContract:
         key = NONE if action == "wrap" else A
         for n in range(3):
             write(self.opened(key), f"conv-{n}", f"Text {n}")
-        before = (self.sql(f"SELECT conversation, wrapped_key FROM {KEYS_TABLE} ORDER BY conversation"),
-                  self.sql(f"SELECT sealed FROM {MASTER_TABLE}"))
+        before = (
+            self.sql(f"SELECT conversation, wrapped_key FROM {KEYS_TABLE} ORDER BY conversation"),
+            self.sql(f"SELECT sealed FROM {MASTER_TABLE}"),
+        )
         store = self.open_store(CHATRECORD_MASTER_KEY=A, MASTER_KEY_UNBOUND="allow")
         calls = []
 
@@ -179,13 +182,16 @@ class MasterKeyContract:
 
         monkeypatch.setattr(keys_module, "wrap", wrap_then_fail)
         with pytest.raises(RuntimeError, match="the process died here"):
-            {"wrap": keys_service.wrap, "unwrap": keys_service.unwrap,
-             "rotate": lambda s: keys_service.rotate(s, B)}[action](store)
+            {"wrap": keys_service.wrap, "unwrap": keys_service.unwrap, "rotate": lambda s: keys_service.rotate(s, B)}[action](
+                store
+            )
         monkeypatch.undo()
 
         assert len(calls) == 3
-        assert (self.sql(f"SELECT conversation, wrapped_key FROM {KEYS_TABLE} ORDER BY conversation"),
-                self.sql(f"SELECT sealed FROM {MASTER_TABLE}")) == before
+        assert (
+            self.sql(f"SELECT conversation, wrapped_key FROM {KEYS_TABLE} ORDER BY conversation"),
+            self.sql(f"SELECT sealed FROM {MASTER_TABLE}"),
+        ) == before
         reader = self.opened(key)
         assert [texts(reader, f"conv-{n}") for n in range(3)] == [[f"Text {n}"] for n in range(3)]
 
@@ -275,13 +281,15 @@ waits for a checkpoint of the whole server)."""
 
 
 def test_a_read_only_database_opens_for_reading_with_the_right_key_and_writes_nothing(
-        postgres_url: str, postgres_schema: str) -> None:
+    postgres_url: str, postgres_schema: str
+) -> None:
     joiner = "&" if "?" in postgres_url else "?"
 
     def opened(key: str, read_only: bool = True) -> ConversationStore:
         url = f"{postgres_url}{joiner}{READ_ONLY}" if read_only else postgres_url
-        return ConversationStore(env={**postgres_env(url), "POSTGRES_SCHEMA": postgres_schema, "POSTGRES_POOL_SIZE": "1",
-                                      "CHATRECORD_MASTER_KEY": key})
+        return ConversationStore(
+            env={**postgres_env(url), "POSTGRES_SCHEMA": postgres_schema, "POSTGRES_POOL_SIZE": "1", "CHATRECORD_MASTER_KEY": key}
+        )
 
     store = opened(A, read_only=False)
     write(store, "conv-a")

@@ -68,7 +68,10 @@ def test_a_large_segment_is_stored_when_the_network_sends_it_in_pieces(postgres_
     # and waited forever for the reply, holding the events table's lock (issue 8, item 7)
     done = subprocess.run(
         [sys.executable, "-c", LARGE_SEGMENT, schema_url(postgres_url, postgres_schema), "5000"],
-        cwd=ROOT, capture_output=True, text=True, timeout=120,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["3", "5000"]
@@ -82,12 +85,25 @@ def segment_line(conversation: str, segment: str = "s1") -> list[bytes]:
     import orjson
 
     at = "2026-10-28T09:00:00Z"
-    return [orjson.dumps(line) for line in (
-        {"type": "conversation_started", "conversation": conversation, "at": at, "kind": "chat", "owner": 7},
-        {"type": "user_message", "conversation": conversation, "at": at, "message": 1, "text": "x", "page": 1},
-        {"type": "segment_returned", "conversation": conversation, "at": at, "segment": segment, "run": "r",
-         "trigger": "turn", "outcome": "completed", "answer": "ok", "steps": [], "pending": []},
-    )]
+    return [
+        orjson.dumps(line)
+        for line in (
+            {"type": "conversation_started", "conversation": conversation, "at": at, "kind": "chat", "owner": 7},
+            {"type": "user_message", "conversation": conversation, "at": at, "message": 1, "text": "x", "page": 1},
+            {
+                "type": "segment_returned",
+                "conversation": conversation,
+                "at": at,
+                "segment": segment,
+                "run": "r",
+                "trigger": "turn",
+                "outcome": "completed",
+                "answer": "ok",
+                "steps": [],
+                "pending": [],
+            },
+        )
+    ]
 
 
 def ingest(store, lines: list[bytes]) -> None:
@@ -144,11 +160,15 @@ def test_opening_an_existing_store_does_not_wait_for_a_writer(postgres_url: str,
     ingest(first, segment_line("conv-1"))
     first.close()
     with psycopg.connect(postgres_url) as writer:
-        writer.execute(sql.SQL("LOCK TABLE {}.conversationstore_events IN EXCLUSIVE MODE").format(
-            sql.Identifier(postgres_schema)))
+        writer.execute(
+            sql.SQL("LOCK TABLE {}.conversationstore_events IN EXCLUSIVE MODE").format(sql.Identifier(postgres_schema))
+        )
         store = open_store(pg_env(postgres_url, postgres_schema), POSTGRES_STATEMENT_TIMEOUT="5")
         assert [type(e).__name__ for e in store.events("conv-1")] == [
-            "ConversationStarted", "UserMessagePosted", "SegmentReturned"]
+            "ConversationStarted",
+            "UserMessagePosted",
+            "SegmentReturned",
+        ]
         store.close()
 
 
@@ -158,14 +178,17 @@ def test_a_write_that_cannot_get_the_lock_fails_with_one_line(postgres_url: str,
     store = open_store(pg_env(postgres_url, postgres_schema), POSTGRES_LOCK_TIMEOUT="1")
     ingest(store, segment_line("conv-1")[:1])
     with psycopg.connect(postgres_url) as writer:
-        writer.execute(sql.SQL("LOCK TABLE {}.conversationstore_events IN EXCLUSIVE MODE").format(
-            sql.Identifier(postgres_schema)))
+        writer.execute(
+            sql.SQL("LOCK TABLE {}.conversationstore_events IN EXCLUSIVE MODE").format(sql.Identifier(postgres_schema))
+        )
         with pytest.raises(Exception) as raised:
             ingest(store, segment_line("conv-1")[1:2])
     problem = store_problem(raised.value, store)
     assert problem is not None and "\n" not in str(problem)
-    assert str(problem).startswith(f"the store (PostgreSQL postgres@127.0.0.1:5432/test (schema {postgres_schema})) "
-                                   "did not finish in time (canceling statement due to lock timeout")
+    assert str(problem).startswith(
+        f"the store (PostgreSQL postgres@127.0.0.1:5432/test (schema {postgres_schema})) "
+        "did not finish in time (canceling statement due to lock timeout"
+    )
     assert "held the events table for 1 s" in str(problem) and "nothing of it was stored" in str(problem)
     assert len(store.events("conv-1")) == 1  # the message was not stored; the store is free again
     ingest(store, segment_line("conv-1")[1:2])
@@ -180,8 +203,9 @@ def test_a_read_of_a_table_ddl_holds_fails_once_after_the_lock_timeout(postgres_
     read = store.recorder._read_retried.__wrapped__  # type: ignore[attr-defined]
     store.recorder._read_retried = lambda *a, **k: tries.append(1) or read(store.recorder, *a, **k)  # type: ignore[attr-defined]
     with psycopg.connect(postgres_url) as ddl:
-        ddl.execute(sql.SQL("LOCK TABLE {}.conversationstore_events IN ACCESS EXCLUSIVE MODE").format(
-            sql.Identifier(postgres_schema)))
+        ddl.execute(
+            sql.SQL("LOCK TABLE {}.conversationstore_events IN ACCESS EXCLUSIVE MODE").format(sql.Identifier(postgres_schema))
+        )
         with pytest.raises(es_persistence.OperationalError, match="lock timeout"):
             store.recorder.select_events(conversation_uuid("conv-1"))
         with pytest.raises(es_persistence.OperationalError, match="lock timeout"):

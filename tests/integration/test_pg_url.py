@@ -56,8 +56,15 @@ def chatrecord_on(url: str) -> Chatrecord:
 
 
 def cli(cwd: Path, url: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "adapters.cli", *args], cwd=cwd, env=cli_env(CHATRECORD_DATABASE_URL=url),
-                          capture_output=True, text=True, encoding="utf-8", timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "adapters.cli", *args],
+        cwd=cwd,
+        env=cli_env(CHATRECORD_DATABASE_URL=url),
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=120,
+    )
 
 
 def test_sslmode_require_against_a_server_without_tls_is_refused(plain_server: ThrowawayServer, tmp_path: Path) -> None:
@@ -65,15 +72,17 @@ def test_sslmode_require_against_a_server_without_tls_is_refused(plain_server: T
     with pytest.raises(StoreUnusable) as refused:
         chatrecord_on(url)
     said = str(refused.value)
-    assert said.startswith(f"the store (PostgreSQL postgres@127.0.0.1:{plain_server.port}/test (schema public)) "
-                           "cannot be used: connection failed:")
+    assert said.startswith(
+        f"the store (PostgreSQL postgres@127.0.0.1:{plain_server.port}/test (schema public)) cannot be used: connection failed:"
+    )
     assert "server does not support SSL, but SSL was required" in said
     done = cli(tmp_path, url, "audit", "conv-demo-seo")
     assert (done.returncode, done.stderr) == (1, f"error: {said}\n")
 
 
 def test_verify_full_with_the_ca_connects_over_tls_and_the_store_works(
-        ca_file: tuple[Path, ThrowawayServer], tmp_path: Path) -> None:
+    ca_file: tuple[Path, ThrowawayServer], tmp_path: Path
+) -> None:
     ca, server = ca_file
     url = f"{server.url}?sslmode=verify-full&sslrootcert={ca}"
     chatrecord = chatrecord_on(url)
@@ -99,8 +108,10 @@ def test_verify_full_without_the_ca_is_refused(ca_file: tuple[Path, ThrowawaySer
 
 def test_a_url_of_several_hosts_connects_to_the_one_that_answers(plain_server: ThrowawayServer) -> None:
     down = free_port()
-    url = (f"postgresql://postgres@127.0.0.1:{down},127.0.0.1:{plain_server.port}/test"
-           "?target_session_attrs=read-write&connect_timeout=2")
+    url = (
+        f"postgresql://postgres@127.0.0.1:{down},127.0.0.1:{plain_server.port}/test"
+        "?target_session_attrs=read-write&connect_timeout=2"
+    )
     chatrecord = chatrecord_on(url)
     try:
         assert chatrecord.health() >= 0
@@ -110,13 +121,15 @@ def test_a_url_of_several_hosts_connects_to_the_one_that_answers(plain_server: T
         chatrecord.close()
     assert chatrecord.store.env["POSTGRES_HOST"] == "127.0.0.1,127.0.0.1"
     assert describe_backend(chatrecord.store) == (
-        f"PostgreSQL postgres@127.0.0.1:{down},127.0.0.1:{plain_server.port}/test (schema public)")
+        f"PostgreSQL postgres@127.0.0.1:{down},127.0.0.1:{plain_server.port}/test (schema public)"
+    )
 
 
 def test_the_schema_parameter_is_chatrecord_s_and_the_rest_goes_to_libpq(plain_server: ThrowawayServer) -> None:
     env = postgres_env(f"{plain_server.url}?application_name=chatrecord-test&schema=public")
     assert env["POSTGRES_CONNINFO"] == (
-        f"user=postgres dbname=test host=127.0.0.1 port={plain_server.port} application_name=chatrecord-test")
+        f"user=postgres dbname=test host=127.0.0.1 port={plain_server.port} application_name=chatrecord-test"
+    )
     chatrecord = chatrecord_on(f"{plain_server.url}?application_name=chatrecord-test&options=-c%20work_mem%3D7MB")
     try:
         with chatrecord.store.recorder.datastore.get_connection() as conn:  # type: ignore[attr-defined]
@@ -127,16 +140,28 @@ def test_the_schema_parameter_is_chatrecord_s_and_the_rest_goes_to_libpq(plain_s
         chatrecord.close()
 
 
-@pytest.mark.parametrize(("query", "said"), [
-    ("foo=bar", "CHATRECORD_DATABASE_URL: unknown parameter 'foo'; give schema or a connection parameter libpq knows "
-                "(https://www.postgresql.org/docs/current/libpq-connect.html#LIBPQ-PARAMKEYWORDS)"),
-    ("shema=s1", "CHATRECORD_DATABASE_URL: unknown parameter 'shema' (did you mean schema?); give schema or a "
-                 "connection parameter libpq knows (https://www.postgresql.org/docs/current/libpq-connect.html"
-                 "#LIBPQ-PARAMKEYWORDS)"),
-    ("sslmod=require", "CHATRECORD_DATABASE_URL: unknown parameter 'sslmod' (did you mean sslmode?); give schema or a "
-                       "connection parameter libpq knows (https://www.postgresql.org/docs/current/libpq-connect.html"
-                       "#LIBPQ-PARAMKEYWORDS)"),
-])
+@pytest.mark.parametrize(
+    ("query", "said"),
+    [
+        (
+            "foo=bar",
+            "CHATRECORD_DATABASE_URL: unknown parameter 'foo'; give schema or a connection parameter libpq knows "
+            "(https://www.postgresql.org/docs/current/libpq-connect.html#LIBPQ-PARAMKEYWORDS)",
+        ),
+        (
+            "shema=s1",
+            "CHATRECORD_DATABASE_URL: unknown parameter 'shema' (did you mean schema?); give schema or a "
+            "connection parameter libpq knows (https://www.postgresql.org/docs/current/libpq-connect.html"
+            "#LIBPQ-PARAMKEYWORDS)",
+        ),
+        (
+            "sslmod=require",
+            "CHATRECORD_DATABASE_URL: unknown parameter 'sslmod' (did you mean sslmode?); give schema or a "
+            "connection parameter libpq knows (https://www.postgresql.org/docs/current/libpq-connect.html"
+            "#LIBPQ-PARAMKEYWORDS)",
+        ),
+    ],
+)
 def test_a_parameter_libpq_does_not_know_is_refused_named(query: str, said: str) -> None:
     with pytest.raises(BadDatabaseURL) as refused:
         postgres_env(f"postgresql://u@h/db?{query}")

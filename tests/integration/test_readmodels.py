@@ -90,8 +90,14 @@ def card(field: str) -> dict[str, Any]:
 
 def refusal(r: int) -> dict[str, Any]:
     """nr-llm's step for a declined card's call: an error of exactly 0.0 ms."""
-    return {"kind": "tool", "round": r, "durationMs": 0.0, "toolName": "update_page_metadata",
-            "toolIsError": True, "toolOutcome": "failed"}
+    return {
+        "kind": "tool",
+        "round": r,
+        "durationMs": 0.0,
+        "toolName": "update_page_metadata",
+        "toolIsError": True,
+        "toolOutcome": "failed",
+    }
 
 
 def behalten_tour(conversation: str = "conv-behalten") -> list[dict[str, Any]]:
@@ -99,16 +105,33 @@ def behalten_tour(conversation: str = "conv-behalten") -> list[dict[str, Any]]:
     fields = ("title", "og_title", "og_description")
     tour = Lines(conversation).add("conversation_started", kind="chat", owner=7)
     tour.add("user_message", message=1, text="SEO optimieren", page=42, skill="3:seo-optimieren")
-    steps = [*model_round(1), {"kind": "tool", "round": 1, "durationMs": 31.7, "toolName": "get_page",
-                                "toolIsError": False, "toolOutcome": "ok"}]
-    tour.add("segment_returned", segment="run/1", run="run", trigger="turn", outcome="awaiting_approval",
-             answer="Ich schlage einen Titel vor.", steps=steps, pending=[card("title")])
+    steps = [
+        *model_round(1),
+        {"kind": "tool", "round": 1, "durationMs": 31.7, "toolName": "get_page", "toolIsError": False, "toolOutcome": "ok"},
+    ]
+    tour.add(
+        "segment_returned",
+        segment="run/1",
+        run="run",
+        trigger="turn",
+        outcome="awaiting_approval",
+        answer="Ich schlage einen Titel vor.",
+        steps=steps,
+        pending=[card("title")],
+    )
     for n in range(1, len(fields) + 1):
         tour.add("card_decided", segment=f"run/{n}", approved=False, answer="Behalten", message=n + 1, text="Behalten")
         last = n == len(fields)
-        tour.add("segment_returned", segment=f"run/{n + 1}", run="run", trigger="approval",
-                 outcome="completed" if last else "awaiting_approval", answer="Fertig." if last else "Nächster.",
-                 steps=[refusal(n), *model_round(n + 1)], pending=[] if last else [card(fields[n])])
+        tour.add(
+            "segment_returned",
+            segment=f"run/{n + 1}",
+            run="run",
+            trigger="approval",
+            outcome="completed" if last else "awaiting_approval",
+            answer="Fertig." if last else "Nächster.",
+            steps=[refusal(n), *model_round(n + 1)],
+            pending=[] if last else [card(fields[n])],
+        )
     tour.add("tour_ended")
     tour.add("user_message", message=5, text="was ist hier passiert?", page=0)
     return tour.lines
@@ -118,8 +141,7 @@ def edited_chat(conversation: str = "conv-edit") -> list[dict[str, Any]]:
     """A chat whose first message is edited after a second one: the edit starts the last turn."""
     chat = Lines(conversation).add("conversation_started", kind="chat", owner=7)
     chat.add("user_message", message=1, text="Hallo", page=42)
-    chat.add("segment_returned", segment="a/1", run="a", trigger="turn", outcome="completed", answer="Hi.",
-             steps=model_round(1))
+    chat.add("segment_returned", segment="a/1", run="a", trigger="turn", outcome="completed", answer="Hi.", steps=model_round(1))
     chat.add("user_message", message=2, text="Und?", page=0)
     chat.add("message_edited", message=1, text="Hallo, Seite 42")
     return chat.lines
@@ -132,8 +154,15 @@ def long_chat(conversation: str = "conv-long") -> list[dict[str, Any]]:
     tool = {"kind": "tool", "round": 1, "durationMs": 3.0, "toolName": "get_page", "toolIsError": False}
     for n in range(1, 2 * NEWEST_ENTRIES):
         chat.add("user_message", message=n, text=f"Frage {n}", page=42)
-        chat.add("segment_returned", segment=f"r{n}/1", run=f"r{n}", trigger="turn", outcome="completed",
-                 answer=f"Antwort {n}", steps=model_round(1) + ([tool] if n < NEWEST_ENTRIES - 5 else []))
+        chat.add(
+            "segment_returned",
+            segment=f"r{n}/1",
+            run=f"r{n}",
+            trigger="turn",
+            outcome="completed",
+            answer=f"Antwort {n}",
+            steps=model_round(1) + ([tool] if n < NEWEST_ENTRIES - 5 else []),
+        )
     chat.add("user_message", message=2 * NEWEST_ENTRIES, text="Und?", page=42)
     return chat.lines
 
@@ -192,7 +221,7 @@ class ReadModelsContract:
         ingest(store, DEMO)
         ingest(store, behalten_tour())
         for conversation, hidden in (("conv-demo-seo", None), ("conv-demo-seo", 42), ("conv-behalten", None)):
-            can_see = (lambda page, hidden=hidden: page != hidden)
+            can_see = lambda page, hidden=hidden: page != hidden
             expected = models.turn_input(conversation, can_see_page=can_see)
             transcript = models.state(conversation).transcript.messages
 
@@ -215,8 +244,7 @@ class ReadModelsContract:
         assert any("get_page" in n.text for n in notes.notes)  # an entry older than the newest read first
         assert apply_notes(transcript, notes.notes) == expected.messages
 
-    def test_a_turn_read_that_keeps_its_renders_reads_as_a_fresh_one_after_every_line(
-            self, store: ConversationStore) -> None:
+    def test_a_turn_read_that_keeps_its_renders_reads_as_a_fresh_one_after_every_line(self, store: ConversationStore) -> None:
         models = ReadModels(store)
         lines = [orjson.loads(line) for line in DEMO.read_bytes().splitlines() if line.strip()]
         hidden = PageFilter(hidden=frozenset({42}))
@@ -226,8 +254,7 @@ class ReadModelsContract:
                 continue
             fresh = ReadModels(self.second_store(store))  # nothing decoded or rendered yet
             for check in (every_page, hidden):
-                assert models.turn_notes("conv-demo-seo", check).to_json() == \
-                    fresh.turn_notes("conv-demo-seo", check).to_json()
+                assert models.turn_notes("conv-demo-seo", check).to_json() == fresh.turn_notes("conv-demo-seo", check).to_json()
         kept = models.turn_notes("conv-demo-seo", hidden)
         assert [n.text for n in kept.notes] == list(models.turn_input("conv-demo-seo", hidden).notes)
         assert all("pages:42" not in n.text for n in kept.notes)
@@ -295,9 +322,18 @@ class ReadModelsContract:
         chat = Lines("conv-long").add("conversation_started", kind="chat", owner=7)
         chat.add("user_message", message=1, text="los", page=42)
         for n in range(1, 206):
-            chat.add("segment_returned", segment=f"s/{n}", run=f"s{n}", trigger="turn", outcome="completed",
-                     answer=f"Schritt {n}.", steps=[*model_round(1), {"kind": "tool", "round": 1, "durationMs": 3.0,
-                                                                         "toolName": "get_page", "toolIsError": False}])
+            chat.add(
+                "segment_returned",
+                segment=f"s/{n}",
+                run=f"s{n}",
+                trigger="turn",
+                outcome="completed",
+                answer=f"Schritt {n}.",
+                steps=[
+                    *model_round(1),
+                    {"kind": "tool", "round": 1, "durationMs": 3.0, "toolName": "get_page", "toolIsError": False},
+                ],
+            )
         chat.add("user_message", message=2, text="und?", page=0)
         ingest(store, chat.lines)
 
@@ -351,9 +387,11 @@ class ReadModelsContract:
         assert models.turn_input(conversation).to_json() == expected
         self.assert_rows_are_the_fold(models, store, conversation)
 
-    @settings(max_examples=12, deadline=None,
-              suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
-                                     HealthCheck.differing_executors])
+    @settings(
+        max_examples=12,
+        deadline=None,
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.differing_executors],
+    )
     @given(legacy=st.integers(0, 2), episodes=EPISODES)
     def test_random_conversations_rows_are_the_fold_of_their_log(self, store, legacy, episodes, monkeypatch) -> None:
         conversation = f"conv-{uuid.uuid4().hex[:8]}"
@@ -379,8 +417,15 @@ class ReadModelsContract:
         chat = Lines("conv-long").add("conversation_started", kind="chat", owner=7)
         for n in range(1, 206):  # entries fall out of the record (200 kept) in a later page than they were written
             chat.add("user_message", message=n, text=f"weiter {n}", page=40 + n % 3)
-            chat.add("segment_returned", segment=f"s/{n}", run=f"s{n}", trigger="turn", outcome="completed",
-                     answer=f"Schritt {n}.", steps=model_round(1))
+            chat.add(
+                "segment_returned",
+                segment=f"s/{n}",
+                run=f"s{n}",
+                trigger="turn",
+                outcome="completed",
+                answer=f"Schritt {n}.",
+                steps=model_round(1),
+            )
         ingest(store, chat.lines)
         ingest(store, DEMO)
         ingest(store, behalten_tour())
@@ -407,8 +452,15 @@ class ReadModelsContract:
         for n in range(1, 13):
             for chat in chats:
                 chat.add("user_message", message=n, text=f"weiter {n}", page=40 + n % 3)
-                chat.add("segment_returned", segment=f"{chat.conversation}/{n}", run=f"r{n}", trigger="turn",
-                         outcome="completed", answer=f"Schritt {n}.", steps=model_round(1))
+                chat.add(
+                    "segment_returned",
+                    segment=f"{chat.conversation}/{n}",
+                    run=f"r{n}",
+                    trigger="turn",
+                    outcome="completed",
+                    answer=f"Schritt {n}.",
+                    steps=model_round(1),
+                )
         ingest(store, [line for pair in zip(*(chat.lines for chat in chats), strict=True) for line in pair])
         monkeypatch.setattr("adapters.views.readmodels.PAGE", 5)
         monkeypatch.setattr("adapters.views.readmodels.KEPT_HEADS", 1)
@@ -433,8 +485,10 @@ class ReadModelsContract:
         assert report.events == store.max_notification_id() and report.conversations == 1
         assert models.active_rules() == ReadModels(self.second_store(store)).active_rules() == "2026-11-01"
         assert set(report.dropped) == before and self.tables(store) == set(report.tables)
-        assert models.turn_input("conv-behalten").to_json() == build_turn_input(
-            store.events("conv-behalten"), "2026-11-01").to_json()
+        assert (
+            models.turn_input("conv-behalten").to_json()
+            == build_turn_input(store.events("conv-behalten"), "2026-11-01").to_json()
+        )
         self.assert_rows_are_the_fold(models, store, "conv-behalten")
 
     def test_a_fold_that_fails_leaves_the_line_stored_and_the_next_read_catches_up(
@@ -479,7 +533,8 @@ class SharedDatabaseContract(ReadModelsContract):
 
     @pytest.mark.parametrize("workers", [1, 2])
     def test_an_interrupted_rebuild_drops_its_half_built_tables_and_says_so(
-            self, store: ConversationStore, monkeypatch: pytest.MonkeyPatch, workers: int) -> None:
+        self, store: ConversationStore, monkeypatch: pytest.MonkeyPatch, workers: int
+    ) -> None:
         models = ReadModels(store)
         ingest(store, DEMO)
         for n in range(4):  # some in each part of two
@@ -502,7 +557,8 @@ class SharedDatabaseContract(ReadModelsContract):
 
         assert str(stopped.value) == (
             "rebuild under 2026-11-01: the half-built tables views_g2_* were dropped; nothing was "
-            "switched: the live read models are as they were (2026-11-02); run it again to rebuild")
+            "switched: the live read models are as they were (2026-11-02); run it again to rebuild"
+        )
         assert guarded == [True]  # the drop ran in the caller's guard
         assert self.tables(store) == tables
         assert models.active_rules() == ReadModels(self.second_store(store)).active_rules() == "2026-11-02"
@@ -516,31 +572,47 @@ class SharedDatabaseContract(ReadModelsContract):
         chat = Lines("conv-cut").add("conversation_started", kind="chat", owner=7)
         for n, answer in ((1, "A"), (2, "B"), (3, "C")):
             chat.add("user_message", message=n, text=f"Frage {n}", page=42)
-            chat.add("segment_returned", segment=f"{n}/1", run=str(n), trigger="turn", outcome="completed",
-                     answer=answer, steps=model_round(1))
+            chat.add(
+                "segment_returned",
+                segment=f"{n}/1",
+                run=str(n),
+                trigger="turn",
+                outcome="completed",
+                answer=answer,
+                steps=model_round(1),
+            )
         models = ReadModels(store)
         ingest(store, chat.lines)
         before = models.turn_notes("conv-cut")
         chat.lines.clear()
         chat.add("message_edited", message=2, text="Frage 2, anders")
-        chat.add("segment_returned", segment="2b/1", run="2b", trigger="turn", outcome="completed",
-                 answer="Eine viel längere Antwort", steps=model_round(1))
+        chat.add(
+            "segment_returned",
+            segment="2b/1",
+            run="2b",
+            trigger="turn",
+            outcome="completed",
+            answer="Eine viel längere Antwort",
+            steps=model_round(1),
+        )
         chat.add("user_message", message=3, text="Frage 3", page=42)
         ingest(store, chat.lines)
 
         kept = models.turn_notes("conv-cut")
 
-        assert [(n.index, n.into, n.at) for n in before.notes] == [(1, "assistant", 1), (3, "assistant", 1),
-                                                                   (5, "assistant", 1)]
+        assert [(n.index, n.into, n.at) for n in before.notes] == [(1, "assistant", 1), (3, "assistant", 1), (5, "assistant", 1)]
         assert [(n.index, n.into, n.at) for n in kept.notes] == [(1, "assistant", 1), (3, "assistant", 25)]
         assert kept.to_json() == ReadModels(self.second_store(store)).turn_notes("conv-cut").to_json()
 
-    @settings(max_examples=10, deadline=None,
-              suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
-                                     HealthCheck.differing_executors])
+    @settings(
+        max_examples=10,
+        deadline=None,
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.differing_executors],
+    )
     @given(legacy=st.integers(0, 2), episodes=EPISODES)
     def test_a_turn_read_that_keeps_what_it_read_of_the_transcript_reads_as_a_fresh_one_after_every_event(
-            self, store, legacy, episodes) -> None:
+        self, store, legacy, episodes
+    ) -> None:
         # edits, truncations and legacy rows rewrite rows a kept read knew (`KnownBlocks`)
         conversation = f"conv-{uuid.uuid4().hex[:8]}"
         chat = tell(legacy, episodes, conversation)
@@ -573,8 +645,7 @@ class SharedDatabaseContract(ReadModelsContract):
         assert models.active_rules() == "2026-11-01"
         self.assert_rows_are_the_fold(models, store, "conv-behalten")
 
-    def test_a_turn_read_after_a_rebuild_in_another_process_reads_the_new_generation(
-            self, store: ConversationStore) -> None:
+    def test_a_turn_read_after_a_rebuild_in_another_process_reads_the_new_generation(self, store: ConversationStore) -> None:
         models = ReadModels(store)
         ingest(store, behalten_tour())
         before = models.turn_notes("conv-behalten")  # this process takes generation 1 as live
@@ -586,7 +657,8 @@ class SharedDatabaseContract(ReadModelsContract):
         assert after == ReadModels(self.second_store(store)).turn_notes("conv-behalten")
 
     def test_an_append_after_a_rebuild_elsewhere_writes_the_new_generations_rows_in_its_own_transaction(
-            self, store: ConversationStore, caplog: pytest.LogCaptureFixture) -> None:
+        self, store: ConversationStore, caplog: pytest.LogCaptureFixture
+    ) -> None:
         models = ReadModels(store)
         ingest(store, behalten_tour())  # this process keeps the heads and the pointer it wrote
         ReadModels(self.second_store(store)).rebuild("2026-11-01")  # drops the tables this process wrote
@@ -609,10 +681,12 @@ class SharedDatabaseContract(ReadModelsContract):
 
         assert [r.getMessage() for r in caplog.records] == [
             'chatrecord: the read models were not updated with this write (relation "s.views_g1_messages" '
-            "does not exist); the next read catches up"]
+            "does not exist); the next read catches up"
+        ]
 
     def test_after_one_failed_view_update_the_next_append_updates_the_views_again(
-            self, store: ConversationStore, caplog: pytest.LogCaptureFixture) -> None:
+        self, store: ConversationStore, caplog: pytest.LogCaptureFixture
+    ) -> None:
         models = ReadModels(store)
         ingest(store, behalten_tour())
         ReadModels(self.second_store(store)).rebuild("2026-11-01")  # drops the tables this process wrote
@@ -663,8 +737,9 @@ class TestSQLiteReadModels(SQLiteStores, SharedDatabaseContract):
         ingest(store, DEMO)
         events = len(store.events("conv-demo-seo"))
         with sqlite3.connect(self.path) as conn:
-            conn.execute("CREATE TRIGGER refuse BEFORE INSERT ON views_g1_messages BEGIN "
-                         "SELECT RAISE(ABORT, 'no more messages'); END")
+            conn.execute(
+                "CREATE TRIGGER refuse BEFORE INSERT ON views_g1_messages BEGIN SELECT RAISE(ABORT, 'no more messages'); END"
+            )
 
         ingest(store, Lines("conv-demo-seo").add("user_message", message=9, text="Und jetzt?", page=42).lines)
 
@@ -703,8 +778,7 @@ class TestPostgresReadModels(PostgresStores, SharedDatabaseContract):
         assert "chatrecord_views" in names and "conversationstore_events" in names
         return {n for n in names if n.startswith("views_")}
 
-    def test_a_turn_reads_prepared_statements_never_meet_a_pipelined_append_that_failed(
-            self, store: ConversationStore) -> None:
+    def test_a_turn_reads_prepared_statements_never_meet_a_pipelined_append_that_failed(self, store: ConversationStore) -> None:
         models = ReadModels(store)
         ingest(store, DEMO)
         used: list[Any] = []
@@ -715,10 +789,14 @@ class TestPostgresReadModels(PostgresStores, SharedDatabaseContract):
         assert conn.prepare_threshold is None  # restored after the read's statements
         assert conn.execute("SELECT count(*) AS n FROM pg_prepared_statements").fetchone()["n"] >= 2
         with psycopg.connect(self.url, autocommit=True) as conn:
-            conn.execute(f'CREATE FUNCTION "{self.schema}".refuse() RETURNS trigger LANGUAGE plpgsql AS '
-                         "$$ BEGIN RAISE EXCEPTION 'no more messages'; END $$")
-            conn.execute(f'CREATE TRIGGER refuse BEFORE INSERT ON "{self.schema}".views_g1_messages '
-                         f'FOR EACH ROW EXECUTE FUNCTION "{self.schema}".refuse()')
+            conn.execute(
+                f'CREATE FUNCTION "{self.schema}".refuse() RETURNS trigger LANGUAGE plpgsql AS '
+                "$$ BEGIN RAISE EXCEPTION 'no more messages'; END $$"
+            )
+            conn.execute(
+                f'CREATE TRIGGER refuse BEFORE INSERT ON "{self.schema}".views_g1_messages '
+                f'FOR EACH ROW EXECUTE FUNCTION "{self.schema}".refuse()'
+            )
 
         ingest(store, Lines("conv-demo-seo").add("user_message", message=9, text="Und jetzt?", page=42).lines)
         with psycopg.connect(self.url, autocommit=True) as conn:
@@ -732,7 +810,8 @@ class TestPostgresReadModels(PostgresStores, SharedDatabaseContract):
         assert expected.notes  # the demo's notes, placed before the appends
 
     def test_a_turn_read_whose_head_moves_before_it_reads_older_entries_reads_again(
-            self, store: ConversationStore, monkeypatch: pytest.MonkeyPatch) -> None:
+        self, store: ConversationStore, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
         models = ReadModels(store)
         ingest(store, long_chat())
         models.head("conv-long")  # the live generation known: the turn read begins with one statement
@@ -742,9 +821,20 @@ class TestPostgresReadModels(PostgresStores, SharedDatabaseContract):
         def append_first(rows: PrefetchedRows, seqs: list[int]) -> list[str]:
             if not moved:  # another writer appends between the read's statements
                 moved.append(rows._head.version if rows._head else 0)
-                ingest(writer, Lines("conv-long").add(
-                    "segment_returned", segment="late/1", run="late", trigger="turn", outcome="completed",
-                    answer="Spät.", steps=model_round(1)).lines)
+                ingest(
+                    writer,
+                    Lines("conv-long")
+                    .add(
+                        "segment_returned",
+                        segment="late/1",
+                        run="late",
+                        trigger="turn",
+                        outcome="completed",
+                        answer="Spät.",
+                        steps=model_round(1),
+                    )
+                    .lines,
+                )
             return older(rows, seqs)
 
         monkeypatch.setattr(PrefetchedRows, "_older_entries", append_first)
@@ -759,10 +849,14 @@ class TestPostgresReadModels(PostgresStores, SharedDatabaseContract):
         ingest(store, DEMO)
         events = len(store.events("conv-demo-seo"))
         with psycopg.connect(self.url, autocommit=True) as conn:
-            conn.execute(f'CREATE FUNCTION "{self.schema}".refuse() RETURNS trigger LANGUAGE plpgsql AS '
-                         "$$ BEGIN RAISE EXCEPTION 'no more messages'; END $$")
-            conn.execute(f'CREATE TRIGGER refuse BEFORE INSERT ON "{self.schema}".views_g1_messages '
-                         f'FOR EACH ROW EXECUTE FUNCTION "{self.schema}".refuse()')
+            conn.execute(
+                f'CREATE FUNCTION "{self.schema}".refuse() RETURNS trigger LANGUAGE plpgsql AS '
+                "$$ BEGIN RAISE EXCEPTION 'no more messages'; END $$"
+            )
+            conn.execute(
+                f'CREATE TRIGGER refuse BEFORE INSERT ON "{self.schema}".views_g1_messages '
+                f'FOR EACH ROW EXECUTE FUNCTION "{self.schema}".refuse()'
+            )
 
         ingest(store, Lines("conv-demo-seo").add("user_message", message=9, text="Und jetzt?", page=42).lines)
 
@@ -779,8 +873,15 @@ class TestPostgresReadModels(PostgresStores, SharedDatabaseContract):
         chat = Lines("conv-long").add("conversation_started", kind="chat", owner=7)
         for n in range(1, 31):
             chat.add("user_message", message=n, text=f"weiter {n}", page=40 + n % 3)
-            chat.add("segment_returned", segment=f"s/{n}", run=f"s{n}", trigger="turn", outcome="completed",
-                     answer=f"Schritt {n}.", steps=model_round(1))
+            chat.add(
+                "segment_returned",
+                segment=f"s/{n}",
+                run=f"s{n}",
+                trigger="turn",
+                outcome="completed",
+                answer=f"Schritt {n}.",
+                steps=model_round(1),
+            )
         for lines in (chat.lines, DEMO, behalten_tour(), edited_chat()):
             ingest(store, lines)
         names = ["conv-long", "conv-demo-seo", "conv-behalten", "conv-edit"]
@@ -788,7 +889,8 @@ class TestPostgresReadModels(PostgresStores, SharedDatabaseContract):
         return names
 
     def test_a_rebuild_in_two_processes_gives_the_fold_of_the_log(
-            self, store: ConversationStore, monkeypatch: pytest.MonkeyPatch) -> None:
+        self, store: ConversationStore, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
         models = ReadModels(store)
         names = self.four_conversations(store)
         monkeypatch.setattr("adapters.views.readmodels.PAGE", 7)  # the worker too: it is forked
@@ -818,7 +920,8 @@ class TestPostgresReadModels(PostgresStores, SharedDatabaseContract):
             store.recorder.select_notifications_to_fold(0, 10, None, (2, 2))
 
     def test_a_worker_that_fails_fails_the_rebuild_and_leaves_the_live_tables(
-            self, store: ConversationStore, monkeypatch: pytest.MonkeyPatch) -> None:
+        self, store: ConversationStore, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
         models = ReadModels(store)
         names = self.four_conversations(store)
         before = models.turn_notes("conv-demo-seo")
@@ -830,8 +933,11 @@ class TestPostgresReadModels(PostgresStores, SharedDatabaseContract):
             return fold_log(self, *args, part=part, **kwargs)
 
         monkeypatch.setattr(ReadModels, "_fold_log", failing)  # in the forked worker too
-        with pytest.raises(RebuildWorkerFailed, match="failed: RuntimeError: the worker's database went away; "
-                                                      "nothing was switched: the live read models are as they were"):
+        with pytest.raises(
+            RebuildWorkerFailed,
+            match="failed: RuntimeError: the worker's database went away; "
+            "nothing was switched: the live read models are as they were",
+        ):
             models.rebuild("2026-11-01", workers=2)
         monkeypatch.undo()
 
@@ -842,8 +948,7 @@ class TestPostgresReadModels(PostgresStores, SharedDatabaseContract):
         for name in names:
             self.assert_rows_are_the_fold(models, store, name)
 
-    def test_a_worker_that_is_killed_fails_the_rebuild(self, store: ConversationStore,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    def test_a_worker_that_is_killed_fails_the_rebuild(self, store: ConversationStore, monkeypatch: pytest.MonkeyPatch) -> None:
         models = ReadModels(store)
         self.four_conversations(store)
         fold_log = ReadModels._fold_log
@@ -860,7 +965,8 @@ class TestPostgresReadModels(PostgresStores, SharedDatabaseContract):
         assert models.active_rules() == "2026-11-02"
 
     def test_a_rebuild_folds_in_one_process_per_cpu_only_a_long_log_spread_over_the_parts(
-            self, store: ConversationStore, monkeypatch: pytest.MonkeyPatch) -> None:
+        self, store: ConversationStore, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
         models = ReadModels(store)
         monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0, 1, 2, 3, 4, 5})
         assert models.rebuild_workers(PARTS_FROM - 1) == 1
@@ -879,8 +985,13 @@ class TestPostgresReadModels(PostgresStores, SharedDatabaseContract):
         monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0, 1})
         assert models.rebuild_workers(demo) == 1  # one conversation: one process
         ingest(store, behalten_tour())
-        ingest(store, Lines("conv-long").add("conversation_started", kind="chat", owner=7)
-               .add("user_message", message=1, text="weiter", page=40).lines)
+        ingest(
+            store,
+            Lines("conv-long")
+            .add("conversation_started", kind="chat", owner=7)
+            .add("user_message", message=1, text="weiter", page=40)
+            .lines,
+        )
         stop = store.max_notification_id()
         sizes = store.recorder.count_notifications_by_part(stop, 2)
         assert sum(sizes) == stop and sizes[0] == 2  # conv-long, of part 0
@@ -896,9 +1007,14 @@ class TestPostgresReadModels(PostgresStores, SharedDatabaseContract):
         ingest(store, DEMO)
         report = models.rebuild("2026-11-01")
         with psycopg.connect(self.url) as conn:
-            options = {name: reloptions for name, reloptions in conn.execute(
-                "SELECT c.relname, c.reloptions FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-                "WHERE n.nspname = %s AND c.relname LIKE 'views_g%%'", (self.schema,)).fetchall()}
+            options = {
+                name: reloptions
+                for name, reloptions in conn.execute(
+                    "SELECT c.relname, c.reloptions FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+                    "WHERE n.nspname = %s AND c.relname LIKE 'views_g%%'",
+                    (self.schema,),
+                ).fetchall()
+            }
         heads = f"views_g{report.generation}_heads"
         assert options[heads] == ["fillfactor=50"]  # a head is rewritten by every append: updated in place
         assert options[f"views_g{report.generation}_messages"] is None

@@ -82,15 +82,25 @@ def chatrecord(servers: Replicated, wait: float) -> Chatrecord:
 
 
 def started(conversation: str) -> list[dict[str, Any]]:
-    return [{"type": "conversation_started", "conversation": conversation, "at": AT, "kind": "chat", "owner": 7},
-            {"type": "user_message", "conversation": conversation, "at": AT, "message": 1, "text": "SEO", "page": 42}]
+    return [
+        {"type": "conversation_started", "conversation": conversation, "at": AT, "kind": "chat", "owner": 7},
+        {"type": "user_message", "conversation": conversation, "at": AT, "message": 1, "text": "SEO", "page": 42},
+    ]
 
 
 def segment(conversation: str, name: str) -> dict[str, Any]:
-    return {"type": "segment_returned", "conversation": conversation, "at": AT, "segment": name, "run": name,
-            "trigger": "turn", "outcome": "completed", "answer": "ok",
-            "steps": [{"kind": "tool", "round": 1, "durationMs": 3.0, "toolName": "get_page", "toolIsError": False}],
-            "pending": []}
+    return {
+        "type": "segment_returned",
+        "conversation": conversation,
+        "at": AT,
+        "segment": name,
+        "run": name,
+        "trigger": "turn",
+        "outcome": "completed",
+        "answer": "ok",
+        "steps": [{"kind": "tool", "round": 1, "durationMs": 3.0, "toolName": "get_page", "toolIsError": False}],
+        "pending": [],
+    }
 
 
 def test_without_the_reading_url_nothing_changes(pair: Replicated) -> None:
@@ -112,25 +122,37 @@ def test_the_reading_url_is_checked_and_names_its_variable(pair: Replicated) -> 
         read_store_env({"CHATRECORD_READ_DATABASE_URL": pair.standby.url})
     with pytest.raises(BadDatabaseURL, match=r"^CHATRECORD_READ_DATABASE_URL must start with postgresql://"):
         read_store_env(settings(pair, CHATRECORD_READ_DATABASE_URL="mysql://x@h/db"))
-    with pytest.raises(BadDatabaseURL, match="CHATRECORD_READ_DATABASE_URL names schema 'other', "
-                                             "CHATRECORD_DATABASE_URL 'public'"):
+    with pytest.raises(
+        BadDatabaseURL, match="CHATRECORD_READ_DATABASE_URL names schema 'other', CHATRECORD_DATABASE_URL 'public'"
+    ):
         read_store_env(settings(pair, CHATRECORD_READ_DATABASE_URL=pair.standby.url + "?schema=other"))
     with pytest.raises(BadSetting, match="CHATRECORD_READ_WAIT_MS must be a whole number >= 0, not '-1'"):
         read_wait({"CHATRECORD_READ_WAIT_MS": "-1"})
-    env = read_store_env(settings(pair, CHATRECORD_READ_DATABASE_URL=(
-        f"postgresql://postgres@127.0.0.1:{pair.standby.port},127.0.0.1:{pair.primary.port}/test"
-        "?target_session_attrs=prefer-standby")))
+    env = read_store_env(
+        settings(
+            pair,
+            CHATRECORD_READ_DATABASE_URL=(
+                f"postgresql://postgres@127.0.0.1:{pair.standby.port},127.0.0.1:{pair.primary.port}/test"
+                "?target_session_attrs=prefer-standby"
+            ),
+        )
+    )
     assert env is not None
     assert (env["CREATE_TABLE"], env["POSTGRES_SCHEMA"], env["POSTGRES_PORT"]) == (
-        "n", "public", f"{pair.standby.port},{pair.primary.port}")
+        "n",
+        "public",
+        f"{pair.standby.port},{pair.primary.port}",
+    )
     assert read_wait({"CHATRECORD_READ_WAIT_MS": "250"}) == 0.25
 
 
 def test_a_write_tries_again_after_a_lost_connection_where_the_url_names_several_hosts(pair: Replicated) -> None:
     assert "WRITE_RETRY_SECONDS" not in store_env({"CHATRECORD_DATABASE_URL": pair.primary.url})
     assert store_env({"CHATRECORD_DATABASE_URL": pair.url})["WRITE_RETRY_SECONDS"] == "30"
-    assert store_env({"CHATRECORD_DATABASE_URL": pair.primary.url,
-                      "CHATRECORD_WRITE_RETRY_SECONDS": "5"})["WRITE_RETRY_SECONDS"] == "5"
+    assert (
+        store_env({"CHATRECORD_DATABASE_URL": pair.primary.url, "CHATRECORD_WRITE_RETRY_SECONDS": "5"})["WRITE_RETRY_SECONDS"]
+        == "5"
+    )
     assert store_env({"CHATRECORD_DATABASE_URL": pair.url, "CHATRECORD_WRITE_RETRY_SECONDS": "0"})["WRITE_RETRY_SECONDS"] == "0"
     with pytest.raises(BadSetting, match="CHATRECORD_WRITE_RETRY_SECONDS must be a whole number >= 0, not 'soon'"):
         store_env({"CHATRECORD_DATABASE_URL": pair.url, "CHATRECORD_WRITE_RETRY_SECONDS": "soon"})
@@ -164,9 +186,11 @@ def test_a_read_given_the_write_s_position_is_never_older_than_the_write(delayed
         wrote = record.record(segment(conversation, "s1"))
         assert wrote.state is not None and wrote.state.version == 3
         assert wrote.read_after is not None and wrote.read_after != first.read_after
-        assert [record.turn_notes(conversation, after=wrote.read_after).version,
-                record.audit(conversation, after=wrote.read_after).rows[-1].to_json() is not None,
-                len(record.events(conversation, after=wrote.read_after))] == [3, True, 3]
+        assert [
+            record.turn_notes(conversation, after=wrote.read_after).version,
+            record.audit(conversation, after=wrote.read_after).rows[-1].to_json() is not None,
+            len(record.events(conversation, after=wrote.read_after)),
+        ] == [3, True, 3]
     finally:
         record.close()
 
@@ -181,8 +205,11 @@ def test_a_read_waits_for_the_standby_to_replay_the_position(delayed: Replicated
         assert reader is record._standby
         assert reader.store is not record.store
         assert record.turn_notes(conversation, after=wrote.read_after).version == 2
-        assert [c.conversation for c in record.conversations(1000, after=wrote.read_after).conversations
-                if c.conversation == conversation] == [conversation]
+        assert [
+            c.conversation
+            for c in record.conversations(1000, after=wrote.read_after).conversations
+            if c.conversation == conversation
+        ] == [conversation]
     finally:
         record.close()
 
@@ -230,7 +257,8 @@ def test_http_post_answers_with_the_position_and_a_get_given_it_reads_the_write(
 
 
 def test_a_caller_that_only_reads_works_on_the_standby_while_the_primary_is_down(
-        pair: Replicated, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pair: Replicated, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     conversation = f"down-{uuid.uuid4().hex[:8]}"
     record = chatrecord(pair, wait=30)
     try:
@@ -239,9 +267,15 @@ def test_a_caller_that_only_reads_works_on_the_standby_while_the_primary_is_down
     finally:
         record.close()
     down = f"postgresql://postgres@127.0.0.1:{free_port()}/test"  # no server listens there
-    done = subprocess.run([sys.executable, "-m", "adapters.cli", "audit", conversation, "--json"], cwd=tmp_path,
-                          env=cli_env(CHATRECORD_DATABASE_URL=down, CHATRECORD_READ_DATABASE_URL=pair.standby.url),
-                          capture_output=True, text=True, encoding="utf-8", timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "adapters.cli", "audit", conversation, "--json"],
+        cwd=tmp_path,
+        env=cli_env(CHATRECORD_DATABASE_URL=down, CHATRECORD_READ_DATABASE_URL=pair.standby.url),
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     assert [row["kind"] for row in orjson.loads(done.stdout)][:1] == ["started"]
     monkeypatch.setenv("CHATRECORD_DATABASE_URL", down)
@@ -266,6 +300,7 @@ def test_a_real_recovery_conflict_is_what_the_reads_try_again(pair: Replicated) 
         wait_replayed(pair.primary, pair.standby)
         failed: list[BaseException] = []
         with psycopg.connect(pair.standby.url, autocommit=True) as standby:
+
             def long_read() -> None:
                 try:
                     standby.execute("SELECT count(*), pg_sleep(20) FROM conflicted").fetchone()
@@ -276,9 +311,14 @@ def test_a_real_recovery_conflict_is_what_the_reads_try_again(pair: Replicated) 
             reading.start()
             with psycopg.connect(pair.standby.url, autocommit=True) as watch:  # the read runs, its snapshot taken
                 deadline = time.monotonic() + 30
-                while reading.is_alive() and time.monotonic() < deadline and not watch.execute(
+                while (
+                    reading.is_alive()
+                    and time.monotonic() < deadline
+                    and not watch.execute(
                         "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%pg_sleep(20)%' "
-                        "AND pid <> pg_backend_pid()").fetchone()[0]:  # type: ignore[index]
+                        "AND pid <> pg_backend_pid()"
+                    ).fetchone()[0]
+                ):  # type: ignore[index]
                     time.sleep(0.01)
             with psycopg.connect(pair.primary.url, autocommit=True) as primary:
                 primary.execute("DELETE FROM conflicted")

@@ -45,15 +45,27 @@ def busy_chat() -> list[bytes]:
     for n in range(1, ROUNDS + 1):
         message += 1
         chat.add("user_message", message=message, text=f"Frage {n}", page=40 + n % 3)
-        chat.add("segment_returned", segment=f"r{n}/1", run=f"r{n}", trigger="turn", outcome="awaiting_approval",
-                 answer=f"Vorschlag {n}", steps=[*model_round(1), tool("get_page", 1)],
-                 pending=[{"toolName": "update_page_metadata", "table": "pages", "uid": 40 + n % 3,
-                           "fields": ["title"]}])
+        chat.add(
+            "segment_returned",
+            segment=f"r{n}/1",
+            run=f"r{n}",
+            trigger="turn",
+            outcome="awaiting_approval",
+            answer=f"Vorschlag {n}",
+            steps=[*model_round(1), tool("get_page", 1)],
+            pending=[{"toolName": "update_page_metadata", "table": "pages", "uid": 40 + n % 3, "fields": ["title"]}],
+        )
         message += 1
-        chat.add("card_decided", segment=f"r{n}/1", approved=True, answer="Übernehmen", message=message,
-                 text="Übernehmen")
-        chat.add("segment_returned", segment=f"r{n}/2", run=f"r{n}", trigger="approval", outcome="completed",
-                 answer=f"Gespeichert {n}.", steps=[tool("update_page_metadata", 2), *model_round(2)])
+        chat.add("card_decided", segment=f"r{n}/1", approved=True, answer="Übernehmen", message=message, text="Übernehmen")
+        chat.add(
+            "segment_returned",
+            segment=f"r{n}/2",
+            run=f"r{n}",
+            trigger="approval",
+            outcome="completed",
+            answer=f"Gespeichert {n}.",
+            steps=[tool("update_page_metadata", 2), *model_round(2)],
+        )
     return [orjson.dumps(line) for line in chat.lines]
 
 
@@ -149,8 +161,7 @@ class SnapshotReadsContract:
         valid = {"input": set(inputs), "notes": set(notes)}
 
         answers = [answer for out in outs for answer in orjson.loads(Path(out).read_bytes())]
-        wrong = [(kind, value) for kind, value in answers
-                 if kind != "none" and orjson.dumps(value) not in valid[kind]]
+        wrong = [(kind, value) for kind, value in answers if kind != "none" and orjson.dumps(value) not in valid[kind]]
 
         assert sum(kind != "none" for kind, _ in answers) >= READERS * 20  # the reads ran beside the appends
         assert [(kind, value.get("version", value.get("message"))) for kind, value in wrong] == []

@@ -27,10 +27,24 @@ def line(line_type: str, conversation: str, **fields: object) -> bytes:
 
 
 def conversation_lines(conversation: str, segments: int) -> list[bytes]:
-    return [line("conversation_started", conversation, kind="chat", owner=7),
-            line("user_message", conversation, message=1, text="x", page=1),
-            *(line("segment_returned", conversation, segment=f"s{i}", run=f"s{i}", trigger="turn",
-                   outcome="completed", answer="ok", steps=[STEP], pending=[]) for i in range(segments))]
+    return [
+        line("conversation_started", conversation, kind="chat", owner=7),
+        line("user_message", conversation, message=1, text="x", page=1),
+        *(
+            line(
+                "segment_returned",
+                conversation,
+                segment=f"s{i}",
+                run=f"s{i}",
+                trigger="turn",
+                outcome="completed",
+                answer="ok",
+                steps=[STEP],
+                pending=[],
+            )
+            for i in range(segments)
+        ),
+    ]
 
 
 def in_threads(work: list[list[bytes]], send) -> list[str]:

@@ -98,9 +98,7 @@ class StoreContract:
         appended = []
         for command in (started(), message(1, skill="3:seo-optimieren"), segment("s1", outcome="awaiting_approval")):
             appended += store.handle(command).appended
-        appended += store.handle(
-            Command("conv-1", c.decide_card, "s1", True, "Übernehmen", None, None)
-        ).appended
+        appended += store.handle(Command("conv-1", c.decide_card, "s1", True, "Übernehmen", None, None)).appended
 
         assert [type(e) for e in appended][-1] is CardDecided
         assert store.events("conv-1") == appended
@@ -256,9 +254,7 @@ class StoreContract:
     def test_a_stored_v1_conversation_started_loads_as_a_chat(self, store: ConversationStore) -> None:
         cid = conversation_uuid("old")
         v1_state = {"timestamp": T0.isoformat(), "source": None, "conversation": "old", "owner": 3}
-        store.recorder.insert_events(
-            [StoredEvent(cid, 1, get_topic(ConversationStarted), orjson.dumps(v1_state))]
-        )
+        store.recorder.insert_events([StoredEvent(cid, 1, get_topic(ConversationStarted), orjson.dumps(v1_state))])
         store.handle(message(1, "old"))
 
         assert store.events("old")[0].kind == "chat"
@@ -433,11 +429,7 @@ class TestInMemoryStore(StoreContract):
 
     def stored_bytes(self, store: ConversationStore) -> bytes:
         events = store.recorder.select_notifications(None, 1_000_000)
-        snapshots = [
-            s
-            for cid in {e.originator_id for e in events}
-            for s in store.snapshots.recorder.select_events(cid)
-        ]
+        snapshots = [s for cid in {e.originator_id for e in events} for s in store.snapshots.recorder.select_events(cid)]
         return b"\n".join(e.state for e in [*events, *snapshots])
 
 

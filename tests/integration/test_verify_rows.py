@@ -19,8 +19,7 @@ from tests.integration.backends import PostgresStores, SQLiteStores
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = conversation_uuid("conv-demo-seo")
-REWRITE = ("UPDATE {entries} SET body = replace(body, '\"name\":\"get_page\"', '\"name\":\"delete_page\"') "
-           "WHERE cid = {cid}")
+REWRITE = 'UPDATE {entries} SET body = replace(body, \'"name":"get_page"\', \'"name":"delete_page"\') WHERE cid = {cid}'
 
 
 class VerifyRowsContract:
@@ -41,7 +40,9 @@ class VerifyRowsContract:
 
     def test_rows_folded_from_the_log_verify(self, chat: Chatrecord) -> None:
         assert [(v.conversation, v.ok, v.version) for v in chat.verify_rows()] == [
-            ("conv-behalten", True, 12), ("conv-demo-seo", True, 20)]
+            ("conv-behalten", True, 12),
+            ("conv-demo-seo", True, 20),
+        ]
 
     def test_a_rewritten_row_is_named_by_verify_rows_and_written_again_by_a_rebuild(self, chat: Chatrecord) -> None:
         assert "get_page" in " ".join(chat.turn_input("conv-demo-seo").notes)
@@ -51,8 +52,9 @@ class VerifyRowsContract:
         served = " ".join(chat.turn_input("conv-demo-seo").notes)
 
         assert (found["conv-demo-seo"].differs, found["conv-demo-seo"].version) == (("run record",), 20)
-        assert found["conv-demo-seo"].line() == ("conv-demo-seo: rows differ from the fold of its log at version 20 "
-                                                 "(run record); run: chatrecord rebuild")
+        assert found["conv-demo-seo"].line() == (
+            "conv-demo-seo: rows differ from the fold of its log at version 20 (run record); run: chatrecord rebuild"
+        )
         assert found["conv-behalten"].ok
         assert "delete_page" in served  # a turn read does not fold the log: it serves the row (documented)
         chat.rebuild(chat.active_rules())
@@ -74,7 +76,6 @@ class TestSQLiteVerifyRows(SQLiteStores, VerifyRowsContract):
 
 class TestPostgresVerifyRows(PostgresStores, VerifyRowsContract):
     def rewrite_entries(self) -> int:
-        query: Any = sql.SQL(REWRITE).format(
-            entries=sql.Identifier(self.schema, "views_g1_entries"), cid=sql.Placeholder())
+        query: Any = sql.SQL(REWRITE).format(entries=sql.Identifier(self.schema, "views_g1_entries"), cid=sql.Placeholder())
         with psycopg.connect(self.url) as conn:
             return conn.execute(query, (str(DEMO),)).rowcount

@@ -53,7 +53,16 @@ def planted_lines() -> list[str]:
                     if step.get("toolName") == "get_page":
                         step["toolIsError"], step["toolOutcome"] = True, "failed"
             if segments == 2:
-                line["steps"].append({"kind": "tool", "round": 3, "durationMs": 0.0, "toolName": "update_page_metadata",
-                                      "toolResult": f"Error: {PLANTED}", "toolIsError": True, "toolOutcome": "failed"})
+                line["steps"].append(
+                    {
+                        "kind": "tool",
+                        "round": 3,
+                        "durationMs": 0.0,
+                        "toolName": "update_page_metadata",
+                        "toolResult": f"Error: {PLANTED}",
+                        "toolIsError": True,
+                        "toolOutcome": "failed",
+                    }
+                )
         out.append(json.dumps(line, ensure_ascii=False))
     return out

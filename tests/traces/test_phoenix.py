@@ -39,8 +39,14 @@ def phoenix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         pytest.fail("Phoenix is not installed: pip install -e '.[phoenix]'", pytrace=False)
     work = tmp_path_factory.mktemp("phoenix")
     port = free_port()
-    env = {**os.environ, "PHOENIX_HOST": "127.0.0.1", "PHOENIX_PORT": str(port), "PHOENIX_GRPC_PORT": str(free_port()),
-           "PHOENIX_WORKING_DIR": str(work), "PHOENIX_TELEMETRY_ENABLED": "false"}
+    env = {
+        **os.environ,
+        "PHOENIX_HOST": "127.0.0.1",
+        "PHOENIX_PORT": str(port),
+        "PHOENIX_GRPC_PORT": str(free_port()),
+        "PHOENIX_WORKING_DIR": str(work),
+        "PHOENIX_TELEMETRY_ENABLED": "false",
+    }
     log = (work / "phoenix.log").open("w")
     server = subprocess.Popen(["phoenix", "serve"], env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
@@ -84,8 +90,10 @@ def test_phoenix_receives_the_demo_and_the_same_ids_after_a_second_push(phoenix:
 
     pushed = run("traces", "push", "conv-demo-seo", PLANTED_CONVERSATION, "--endpoint", phoenix)
     assert pushed.returncode == 0, pushed.stderr
-    assert pushed.stdout.splitlines() == [f"conv-demo-seo: 24 spans sent to {phoenix}",
-                                          f"{PLANTED_CONVERSATION}: 25 spans sent to {phoenix}"]
+    assert pushed.stdout.splitlines() == [
+        f"conv-demo-seo: 24 spans sent to {phoenix}",
+        f"{PLANTED_CONVERSATION}: 25 spans sent to {phoenix}",
+    ]
     first = spans_in(phoenix, 49)
     again = run("traces", "push", "conv-demo-seo", PLANTED_CONVERSATION, "--endpoint", phoenix)
     assert again.returncode == 0, again.stderr
@@ -99,9 +107,13 @@ def test_phoenix_receives_the_demo_and_the_same_ids_after_a_second_push(phoenix:
     assert len(agents) == 8 and {s["context"]["trace_id"] for s in demo} == {agents[0]["context"]["trace_id"]}
     children = [s for s in demo if s["parent_id"] in {a["context"]["span_id"] for a in agents}]
     assert Counter(s["attributes"]["gen_ai.tool.name"] for s in children) == Counter(
-        {"chat_set_progress": 8, "update_page_metadata": 5, "get_page": 1, "ask_choice": 1, "set_page_social_image": 1})
-    marked = sorted((s["attributes"]["gen_ai.tool.name"], s["attributes"]["chatrecord.tool.reading"], s["status_code"])
-                    for s in second if s["attributes"]["gen_ai.conversation.id"] == PLANTED_CONVERSATION
-                    and s["attributes"].get("chatrecord.tool.reading") not in (None, "ran"))
+        {"chat_set_progress": 8, "update_page_metadata": 5, "get_page": 1, "ask_choice": 1, "set_page_social_image": 1}
+    )
+    marked = sorted(
+        (s["attributes"]["gen_ai.tool.name"], s["attributes"]["chatrecord.tool.reading"], s["status_code"])
+        for s in second
+        if s["attributes"]["gen_ai.conversation.id"] == PLANTED_CONVERSATION
+        and s["attributes"].get("chatrecord.tool.reading") not in (None, "ran")
+    )
     assert marked == [("get_page", "failed", "ERROR"), ("update_page_metadata", "held", "UNSET")]
     assert PLANTED not in repr(second)

@@ -94,8 +94,10 @@ def test_a_receiver_gets_the_demo_as_genai_spans_and_the_same_ids_after_a_second
     again = run("traces", "push", "conv-demo-seo", PLANTED_CONVERSATION, "--endpoint", receiver.url)
 
     assert (pushed.returncode, pushed.stderr) == (0, "")
-    assert pushed.stdout.splitlines() == [f"conv-demo-seo: 24 spans sent to {receiver.url}",
-                                          f"{PLANTED_CONVERSATION}: 25 spans sent to {receiver.url}"]
+    assert pushed.stdout.splitlines() == [
+        f"conv-demo-seo: 24 spans sent to {receiver.url}",
+        f"{PLANTED_CONVERSATION}: 25 spans sent to {receiver.url}",
+    ]
     assert again.returncode == 0, again.stderr
     assert [(path, kind) for path, kind, _ in receiver.requests] == [("/v1/traces", "application/x-protobuf")] * 4
     first = [s for _, _, request in receiver.requests[:2] for s in spans_of(request)]
@@ -114,14 +116,25 @@ def test_a_receiver_gets_the_demo_as_genai_spans_and_the_same_ids_after_a_second
     children = [s for s in demo if s.parent_span_id in {a.span_id for a in agents}]
     assert len(children) == 16 and {attributes(s)["gen_ai.operation.name"] for s in children} == {"execute_tool"}
     assert Counter(attributes(s)["gen_ai.tool.name"] for s in children) == Counter(
-        {"chat_set_progress": 8, "update_page_metadata": 5, "get_page": 1, "ask_choice": 1, "set_page_social_image": 1})
+        {"chat_set_progress": 8, "update_page_metadata": 5, "get_page": 1, "ask_choice": 1, "set_page_social_image": 1}
+    )
     assert [e.name for a in agents for e in a.events] == ["chatrecord.question_answered", *["chatrecord.card_decided"] * 6]
 
     planted = [s for s in first if attributes(s)["gen_ai.conversation.id"] == PLANTED_CONVERSATION]
-    marked = [(attributes(s)["gen_ai.tool.name"], attributes(s)["chatrecord.tool.reading"], attributes(s).get("error.type"),
-               s.status.code) for s in planted if attributes(s).get("chatrecord.tool.reading") not in (None, "ran")]
-    assert marked == [("get_page", "failed", "tool_error", Status.STATUS_CODE_ERROR),
-                      ("update_page_metadata", "held", None, Status.STATUS_CODE_UNSET)]
+    marked = [
+        (
+            attributes(s)["gen_ai.tool.name"],
+            attributes(s)["chatrecord.tool.reading"],
+            attributes(s).get("error.type"),
+            s.status.code,
+        )
+        for s in planted
+        if attributes(s).get("chatrecord.tool.reading") not in (None, "ran")
+    ]
+    assert marked == [
+        ("get_page", "failed", "tool_error", Status.STATUS_CODE_ERROR),
+        ("update_page_metadata", "held", None, Status.STATUS_CODE_UNSET),
+    ]
     assert not any(PLANTED.encode() in request.SerializeToString() for _, _, request in receiver.requests)
 
 

@@ -56,20 +56,28 @@ def test_the_demo_exports_eight_invoke_agent_spans_with_their_execute_tool_child
     assert {s.context.trace_id for s in spans} == {agents[0].context.trace_id}
     assert {s.attributes["gen_ai.conversation.id"] for s in spans} == {DEMO}
     assert Counter(s.attributes["gen_ai.tool.name"] for s in tools) == Counter(
-        {"chat_set_progress": 8, "update_page_metadata": 5, "get_page": 1, "ask_choice": 1, "set_page_social_image": 1})
+        {"chat_set_progress": 8, "update_page_metadata": 5, "get_page": 1, "ask_choice": 1, "set_page_social_image": 1}
+    )
     assert {s.parent.span_id for s in tools} == {a.context.span_id for a in agents}
     assert [a.attributes["chatrecord.outcome"] for a in agents] == ["awaiting_input", *["awaiting_approval"] * 6, "completed"]
     assert sum(len(a.attributes["chatrecord.records_written"]) for a in agents) == 6
-    assert [e.name for a in agents for e in a.events] == [
-        "chatrecord.question_answered", *["chatrecord.card_decided"] * 6]
+    assert [e.name for a in agents for e in a.events] == ["chatrecord.question_answered", *["chatrecord.card_decided"] * 6]
     assert all(s.start_time < s.end_time for s in agents)
 
 
 def test_failed_and_held_calls_are_marked(chatrecord: Chatrecord) -> None:
     tools = [s for s in exported(chatrecord, PLANTED_CONVERSATION) if s.attributes["gen_ai.operation.name"] == "execute_tool"]
 
-    marked = [(s.attributes["gen_ai.tool.name"], s.attributes["chatrecord.tool.reading"], s.attributes.get("error.type"),
-               s.status.status_code.name) for s in tools if s.attributes["chatrecord.tool.reading"] != "ran"]
+    marked = [
+        (
+            s.attributes["gen_ai.tool.name"],
+            s.attributes["chatrecord.tool.reading"],
+            s.attributes.get("error.type"),
+            s.status.status_code.name,
+        )
+        for s in tools
+        if s.attributes["chatrecord.tool.reading"] != "ran"
+    ]
     assert marked == [("get_page", "failed", "tool_error", "ERROR"), ("update_page_metadata", "held", None, "UNSET")]
 
 
@@ -108,8 +116,12 @@ def test_the_otlp_json_holds_to_the_opentelemetry_proto_schema(chatrecord: Chatr
 def test_no_planted_secret_in_the_pushed_or_written_spans_and_texts_only_with_with_texts(chatrecord: Chatrecord) -> None:
     without = traces.otlp_json(chatrecord, PLANTED_CONVERSATION)
     with_texts = traces.otlp_json(chatrecord, PLANTED_CONVERSATION, with_texts=True)
-    pushed = repr([(s.name, dict(s.attributes), [(e.name, dict(e.attributes)) for e in s.events])
-                   for s in exported(chatrecord, PLANTED_CONVERSATION, with_texts=True)])
+    pushed = repr(
+        [
+            (s.name, dict(s.attributes), [(e.name, dict(e.attributes)) for e in s.events])
+            for s in exported(chatrecord, PLANTED_CONVERSATION, with_texts=True)
+        ]
+    )
 
     assert PLANTED not in without and PLANTED not in with_texts and PLANTED not in pushed
     assert TEXT_MARK not in without

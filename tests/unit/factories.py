@@ -40,25 +40,43 @@ def model_round(r: int, ms: float = 2100.0) -> list[dict[str, Any]]:
 def tool(name: str, r: int, ms: float = 31.7, error: bool = False) -> dict[str, Any]:
     """Returns a tool step that ran (timed); `error` marks a failed result."""
     return {
-        "kind": "tool", "round": r, "durationMs": ms, "toolName": name,
-        "toolArguments": {"secret": "argument"}, "toolResult": "result text",
-        "toolIsError": error, "toolOutcome": "failed" if error else "ok",
+        "kind": "tool",
+        "round": r,
+        "durationMs": ms,
+        "toolName": name,
+        "toolArguments": {"secret": "argument"},
+        "toolResult": "result text",
+        "toolIsError": error,
+        "toolOutcome": "failed" if error else "ok",
     }
 
 
 def refusal(name: str, r: int) -> dict[str, Any]:
     """Returns a tool step nr-llm records for a refused waiting call: error, exactly 0.0 ms."""
     return {
-        "kind": "tool", "round": r, "durationMs": 0.0, "toolName": name,
-        "toolResult": "Error: approval_denied", "toolIsError": True, "toolOutcome": "failed",
+        "kind": "tool",
+        "round": r,
+        "durationMs": 0.0,
+        "toolName": name,
+        "toolResult": "Error: approval_denied",
+        "toolIsError": True,
+        "toolOutcome": "failed",
     }
 
 
-def write(name: str, table: str, uid: int, r: int, completeness: str | None = "complete",
-          hook_failed: bool = False) -> dict[str, Any]:
+def write(
+    name: str, table: str, uid: int, r: int, completeness: str | None = "complete", hook_failed: bool = False
+) -> dict[str, Any]:
     """Returns a tool_write step; `completeness` None is an unstated (unconfirmed) write."""
-    step = {"kind": "tool_write", "round": r, "durationMs": 0.0, "toolName": name,
-            "writeTargetTable": table, "writeTargetUid": uid, "hookFailedAfterWrite": hook_failed}
+    step = {
+        "kind": "tool_write",
+        "round": r,
+        "durationMs": 0.0,
+        "toolName": name,
+        "writeTargetTable": table,
+        "writeTargetUid": uid,
+        "hookFailedAfterWrite": hook_failed,
+    }
     if completeness is not None:
         step["writeCompleteness"] = completeness
     return step
@@ -75,8 +93,9 @@ def facts(steps: Iterable[dict[str, Any]]) -> tuple[StepFact, ...]:
     return tuple(fact(s) for s in steps)
 
 
-def call(tool_name: str = "update_page_metadata", table: str | None = "pages", uid: int = 42,
-         fields: Sequence[str] = ("title",)) -> WaitingCall:
+def call(
+    tool_name: str = "update_page_metadata", table: str | None = "pages", uid: int = 42, fields: Sequence[str] = ("title",)
+) -> WaitingCall:
     """Returns a waiting call (nr-llm PendingCallView)."""
     target = RecordRef(table=table, uid=uid) if table else None
     return WaitingCall(tool_name=tool_name, target=target, fields=tuple(fields))
@@ -115,13 +134,19 @@ class Chat:
         self.run("user", c.post_user_message, number, text, page, skill)
         return number
 
-    def segment(self, trigger: str = "turn", outcome: str = "completed", answer: str | None = None,
-                steps: Iterable[dict[str, Any]] = (), waiting: Sequence[WaitingCall] = (),
-                nothing_saved: bool = False, run: str = "run") -> str:
+    def segment(
+        self,
+        trigger: str = "turn",
+        outcome: str = "completed",
+        answer: str | None = None,
+        steps: Iterable[dict[str, Any]] = (),
+        waiting: Sequence[WaitingCall] = (),
+        nothing_saved: bool = False,
+        run: str = "run",
+    ) -> str:
         self.segments += 1
         segment = f"{run}/{self.segments}"
-        self.run("segment", c.return_segment, segment, run, trigger, outcome, answer, nothing_saved,
-                 facts(steps), list(waiting))
+        self.run("segment", c.return_segment, segment, run, trigger, outcome, answer, nothing_saved, facts(steps), list(waiting))
         return segment
 
     def decide(self, approved: bool = True, answer: str = "Übernehmen", append: bool = False) -> None:

@@ -102,9 +102,7 @@ def test_the_tools_of_a_segment_row_agree_with_its_run_record_entry():
             count[0] += c["count"]
             count[1] += c["count"] if c["reading"] in ("failed", "not_permitted") else 0
         assert {t.name: [t.calls, t.failed] for t in entry.tools} == counted
-        assert [(w.record, w.completeness) for w in entry.written] == [
-            (w["record"], w["completeness"]) for w in row["written"]
-        ]
+        assert [(w.record, w.completeness) for w in entry.written] == [(w["record"], w["completeness"]) for w in row["written"]]
 
 
 def test_a_card_left_undecided_by_a_new_message_is_a_row_of_its_own():
@@ -141,9 +139,7 @@ def test_an_edit_names_what_it_cut_and_marks_the_cut_rows():
     rows = audit(chat.events, "2026-11-02")
 
     cut = kinds(rows, "cut")[0]
-    assert (cut["after_message"], cut["messages"], cut["segments"], cut["cards"]) == (
-        1, [2], ["run/1", "run/2"], ["run/1"]
-    )
+    assert (cut["after_message"], cut["messages"], cut["segments"], cut["cards"]) == (1, [2], ["run/1", "run/2"], ["run/1"])
     assert all(r.cut for r in rows if r.kind in ("segment", "decision", "card_outcome"))
     assert len([r for r in rows if r.kind == "card_outcome"]) == 1
     assert [r.cut for r in rows if r.kind == "message"] == [False, True]
@@ -164,8 +160,15 @@ def test_an_edit_cuts_a_legacy_rows_card_outcome_in_the_audit_as_in_the_card_out
     chat = Chat()
     chat.legacy(
         [("user", "SEO"), ("assistant", "Titel gespeichert."), ("user", "Danke")],
-        [LegacyCardOutcome(outcome="applied", after=2, tool="update_page_metadata",
-                           target=RecordRef(table="pages", uid=42), fields=("title",))],
+        [
+            LegacyCardOutcome(
+                outcome="applied",
+                after=2,
+                tool="update_page_metadata",
+                target=RecordRef(table="pages", uid=42),
+                fields=("title",),
+            )
+        ],
     )
     chat.edit(1, "SEO bitte")
 
@@ -187,8 +190,15 @@ def _logs():
     legacy = Chat()
     legacy.legacy(
         [("user", "SEO"), ("assistant", "Titel gespeichert."), ("user", "Danke")],
-        [LegacyCardOutcome(outcome="applied", after=2, tool="update_page_metadata",
-                           target=RecordRef(table="pages", uid=42), fields=("title",))],
+        [
+            LegacyCardOutcome(
+                outcome="applied",
+                after=2,
+                tool="update_page_metadata",
+                target=RecordRef(table="pages", uid=42),
+                fields=("title",),
+            )
+        ],
     )
     legacy.edit(1, "SEO bitte")
     return [tour.events, edited.events, legacy.events]

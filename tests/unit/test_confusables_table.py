@@ -49,8 +49,9 @@ SPELLINGS = {letter: [chr(code) for code, fold in CONFUSABLE.items() if fold == 
 
 @given(st.data())
 def test_a_label_spelled_with_any_confusable_of_its_letters_is_disarmed(data: st.DataObject) -> None:
-    spelled = "".join(data.draw(st.sampled_from(SPELLINGS[c])) if c in SPELLINGS and data.draw(st.booleans()) else c
-                      for c in LABEL)
+    spelled = "".join(
+        data.draw(st.sampled_from(SPELLINGS[c])) if c in SPELLINGS and data.draw(st.booleans()) else c for c in LABEL
+    )
     text = "Notiz: " + spelled + " ende"
     assert has_forged_label(text) is True
     assert disarm(text) == "Notiz: (" + spelled[1:] + " ende"
@@ -62,7 +63,7 @@ def test_every_confusable_of_a_label_letter_is_disarmed_in_its_place(code: int) 
     for word in ("chat", "record"):
         for i, letter in enumerate(word):
             if letter == fold:
-                spelled = word[:i] + chr(code) + word[i + 1:]
+                spelled = word[:i] + chr(code) + word[i + 1 :]
                 text = "[" + (spelled + " record" if word == "chat" else "chat " + spelled)
                 assert disarm(text) == "(" + text[1:]
 

@@ -322,8 +322,10 @@ def test_a_legacy_rows_card_outcomes_count_before_the_first_segment():
 
 def test_an_edit_of_a_legacy_message_takes_the_legacy_card_outcomes_after_it_out_of_the_count():
     story = Story()
-    lines = [TranscriptLine(role=r, text=t) for r, t in
-             [("user", "a"), ("assistant", "b"), ("user", "c"), ("assistant", "d"), ("user", "e"), ("assistant", "f")]]
+    lines = [
+        TranscriptLine(role=r, text=t)
+        for r, t in [("user", "a"), ("assistant", "b"), ("user", "c"), ("assistant", "d"), ("user", "e"), ("assistant", "f")]
+    ]
     outcomes = [LegacyCardOutcome(outcome="applied", after=a, tool="update_page_metadata") for a in (3, 5)]
     story.run(c.import_legacy_row, lines, outcomes)
     story.message(4)

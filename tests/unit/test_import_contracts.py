@@ -68,8 +68,14 @@ def run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
 
 def lint_imports(cwd: Path) -> subprocess.CompletedProcess[str]:
     """`lint-imports --no-cache --no-logo` in `cwd`."""
-    return run([sys.executable, "-c", "import sys; from importlinter.cli import lint_imports; "
-                "sys.exit(lint_imports(no_cache=True, no_logo=True))"], cwd)
+    return run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from importlinter.cli import lint_imports; sys.exit(lint_imports(no_cache=True, no_logo=True))",
+        ],
+        cwd,
+    )
 
 
 def circles(cwd: Path) -> list[str]:

@@ -78,8 +78,15 @@ def returned(*lines: str) -> SegmentReturned:
 
 
 def tool_write(**more: Any) -> dict:
-    return {"kind": "tool_write", "round": 1, "durationMs": 0.0, "toolName": "t", "writeTargetTable": "pages",
-            "writeTargetUid": 42, **more}
+    return {
+        "kind": "tool_write",
+        "round": 1,
+        "durationMs": 0.0,
+        "toolName": "t",
+        "writeTargetTable": "pages",
+        "writeTargetUid": 42,
+        **more,
+    }
 
 
 # ---------------------------------------------------------------- the demo
@@ -117,12 +124,20 @@ def test_a_tool_step_keeps_exactly_the_privacy_kept_facts() -> None:
 
     assert seg3.run == RUN and seg3.trigger == "approval" and seg3.outcome == "awaiting_approval"
     assert seg3.steps[0] == StepFact(
-        kind="tool", round=3, duration_ms=38.0, tool_name="update_page_metadata", tool_is_error=False,
+        kind="tool",
+        round=3,
+        duration_ms=38.0,
+        tool_name="update_page_metadata",
+        tool_is_error=False,
         tool_outcome="ok",
     )
     assert seg3.steps[1] == StepFact(
-        kind="tool_write", round=3, duration_ms=0.0, tool_name="update_page_metadata",
-        write_target=RecordRef(table="pages", uid=42), write_completeness="complete",
+        kind="tool_write",
+        round=3,
+        duration_ms=0.0,
+        tool_name="update_page_metadata",
+        write_target=RecordRef(table="pages", uid=42),
+        write_completeness="complete",
     )
     assert [s.kind for s in seg3.steps] == ["tool", "tool_write", "context", "request", "llm", "tool"]
     assert seg3.steps[4] == StepFact(kind="llm", round=4, duration_ms=2248.0)
@@ -188,8 +203,12 @@ def test_no_planted_private_value_reaches_an_event_outside_the_transcript() -> N
     planted, _ = _demo_planted()
     dumped = "\n".join(_json_without_transcript(e) for e in read_events(DEMO))
 
-    assert {"Unser Team – Beispiel GmbH in Musterstadt", "fileadmin/team/gruppenbild.jpg",
-            "Lernen Sie unser Team kennen", "Updated sys_file_reference:913"} <= planted
+    assert {
+        "Unser Team – Beispiel GmbH in Musterstadt",
+        "fileadmin/team/gruppenbild.jpg",
+        "Lernen Sie unser Team kennen",
+        "Updated sys_file_reference:913",
+    } <= planted
     assert len(planted) >= 15
     assert sorted(v for v in planted if v in dumped) == []
 
@@ -199,8 +218,7 @@ def test_planted_values_the_chat_never_shows_are_absent_from_every_event() -> No
     hidden = {v for v in planted if not any(v in text for text in transcript)}
     dumped = "\n".join(e.model_dump_json() for e in read_events(DEMO))
 
-    assert {"Updated sys_file_reference:913", "Updated pages:42", "(prompt)",
-            "The user picked: Alles der Reihe nach"} <= hidden
+    assert {"Updated sys_file_reference:913", "Updated pages:42", "(prompt)", "The user picked: Alles der Reihe nach"} <= hidden
     assert sorted(v for v in hidden if v in dumped) == []
     for key in (*PRIVATE_STEP_KEYS, "contextBudget", "toolSpecs", "estimatedCost", "finishReason"):
         assert key not in dumped
@@ -214,18 +232,42 @@ _unknown_key = st.text(min_size=1, max_size=12).map(lambda s: "x_" + s)
 @given(secret=_secret, key=_unknown_key)
 def test_values_planted_in_private_or_unknown_keys_never_reach_the_events(secret: str, key: str) -> None:
     steps = [
-        {"kind": "llm", "round": 1, "durationMs": 9.5, "content": secret, "thinking": secret, "raw": {key: secret},
-         "messagesSent": [{"role": "user", "content": secret}],
-         "requestedToolCalls": [{"id": secret, "name": "t", "arguments": {key: secret}}], key: secret},
-        {"kind": "tool", "round": 1, "durationMs": 3.0, "toolName": "t", "toolIsError": False,
-         "toolArguments": {key: secret, "nested": [secret, {key: secret}]}, "toolResult": secret, key: secret},
+        {
+            "kind": "llm",
+            "round": 1,
+            "durationMs": 9.5,
+            "content": secret,
+            "thinking": secret,
+            "raw": {key: secret},
+            "messagesSent": [{"role": "user", "content": secret}],
+            "requestedToolCalls": [{"id": secret, "name": "t", "arguments": {key: secret}}],
+            key: secret,
+        },
+        {
+            "kind": "tool",
+            "round": 1,
+            "durationMs": 3.0,
+            "toolName": "t",
+            "toolIsError": False,
+            "toolArguments": {key: secret, "nested": [secret, {key: secret}]},
+            "toolResult": secret,
+            key: secret,
+        },
         tool_write(**{key: secret, "toolResult": secret}),
     ]
     pending = [{"toolName": "t", "table": "pages", "uid": 42, "fields": ["title"], key: secret}]
     line = segment(steps=steps, pending=pending, **{key: secret})
-    plain = segment(steps=[{k: v for k, v in s.items() if k in ("kind", "round", "durationMs", "toolName",
-                    "toolIsError", "writeTargetTable", "writeTargetUid")} for s in steps],
-                    pending=[{"toolName": "t", "table": "pages", "uid": 42, "fields": ["title"]}])
+    plain = segment(
+        steps=[
+            {
+                k: v
+                for k, v in s.items()
+                if k in ("kind", "round", "durationMs", "toolName", "toolIsError", "writeTargetTable", "writeTargetUid")
+            }
+            for s in steps
+        ],
+        pending=[{"toolName": "t", "table": "pages", "uid": 42, "fields": ["title"]}],
+    )
 
     events = events_of(started(), typed(), line)
     dumped = "".join(e.model_dump_json() for e in events)
@@ -252,14 +294,23 @@ def test_a_failed_segment_with_steps_stays_failed() -> None:
 
 
 def test_a_step_of_an_unknown_kind_is_dropped_and_an_unknown_tool_outcome_kept_as_unknown() -> None:
-    steps = [{"kind": "reflection", "round": 2, "durationMs": 1.5, "toolName": "secret_tool_name",
-              "toolIsError": True, "writeTargetTable": "pages", "writeTargetUid": 9},
-             {"kind": "tool", "round": 2, "durationMs": 4.0, "toolName": "t", "toolIsError": True,
-              "toolOutcome": "timed_out"}]
+    steps = [
+        {
+            "kind": "reflection",
+            "round": 2,
+            "durationMs": 1.5,
+            "toolName": "secret_tool_name",
+            "toolIsError": True,
+            "writeTargetTable": "pages",
+            "writeTargetUid": 9,
+        },
+        {"kind": "tool", "round": 2, "durationMs": 4.0, "toolName": "t", "toolIsError": True, "toolOutcome": "timed_out"},
+    ]
     event = returned(segment(steps=steps))
 
-    assert event.steps == (StepFact(kind="tool", round=2, duration_ms=4.0, tool_name="t", tool_is_error=True,
-                                    tool_outcome="unknown"),)
+    assert event.steps == (
+        StepFact(kind="tool", round=2, duration_ms=4.0, tool_name="t", tool_is_error=True, tool_outcome="unknown"),
+    )
     assert "secret_tool_name" not in event.model_dump_json() and "reflection" not in event.model_dump_json()
 
 
@@ -272,8 +323,12 @@ def test_a_segment_with_only_steps_of_unknown_kinds_equals_one_without_them() ->
 
 
 def test_a_write_without_stated_or_known_completeness_is_unconfirmed() -> None:
-    steps = [tool_write(), tool_write(writeCompleteness="mostly"), tool_write(writeCompleteness=None),
-             tool_write(writeCompleteness="partial", hookFailedAfterWrite=True)]
+    steps = [
+        tool_write(),
+        tool_write(writeCompleteness="mostly"),
+        tool_write(writeCompleteness=None),
+        tool_write(writeCompleteness="partial", hookFailedAfterWrite=True),
+    ]
     facts = returned(segment(steps=steps)).steps
 
     assert [f.write_completeness for f in facts] == ["unconfirmed", "unconfirmed", "unconfirmed", "partial"]
@@ -281,8 +336,15 @@ def test_a_write_without_stated_or_known_completeness_is_unconfirmed() -> None:
 
 
 def test_unknown_keys_of_a_line_a_step_and_a_pending_call_are_ignored() -> None:
-    step = {"kind": "tool", "round": 1, "durationMs": 2.0, "toolName": "t", "toolIsError": False,
-            "toolResultLength": 12, "newNrLlmField": {"a": 1}}
+    step = {
+        "kind": "tool",
+        "round": 1,
+        "durationMs": 2.0,
+        "toolName": "t",
+        "toolIsError": False,
+        "toolResultLength": 12,
+        "newNrLlmField": {"a": 1},
+    }
     event = returned(segment(steps=[step], pending=[{"toolName": "t", "priority": "high"}], futureField=[1, 2]))
 
     assert event.steps == (StepFact(kind="tool", round=1, duration_ms=2.0, tool_name="t", tool_is_error=False),)
@@ -314,8 +376,9 @@ def test_identifiers_with_brackets_newlines_and_spaces_are_reduced() -> None:
     event = returned(segment(steps=[step], pending=pending))
 
     assert event.steps[0].tool_name == "update_page0metadata"
-    assert event.waiting == (WaitingCall(tool_name="bsetimageb", target=RecordRef(table="pages", uid=42),
-                                         fields=("ogtitle", "x1")),)
+    assert event.waiting == (
+        WaitingCall(tool_name="bsetimageb", target=RecordRef(table="pages", uid=42), fields=("ogtitle", "x1")),
+    )
 
 
 def test_a_skill_is_reduced_like_any_name() -> None:
@@ -348,8 +411,10 @@ def test_a_stored_form_reduces_to_itself_so_an_export_keeps_its_key() -> None:
     assert reduced == "chat17:h9a90eaf363ff759f"
     assert reduce_key(reduced) == reduced  # a stored form is kept as it is: reducing is idempotent
     assert reduce_key("chat17:h0000000000000000") == "chat17:h0000000000000000"  # the hash of no id: its own key
-    assert reduce_key("chat17:h0000000000000000 ") == "chat17:h0000000000000000:h" + \
-        sha256(b"chat17:h0000000000000000 ").hexdigest()[:16]
+    assert (
+        reduce_key("chat17:h0000000000000000 ")
+        == "chat17:h0000000000000000:h" + sha256(b"chat17:h0000000000000000 ").hexdigest()[:16]
+    )
     # ids that only resemble the marker stay as they are
     assert reduce_key("chat17:h9a90eaf363ff759") == "chat17:h9a90eaf363ff759"
     assert reduce_key("chat17:H9A90EAF363FF759F") == "chat17:H9A90EAF363FF759F"
@@ -357,8 +422,11 @@ def test_a_stored_form_reduces_to_itself_so_an_export_keeps_its_key() -> None:
 
 
 def test_a_card_decision_finds_a_segment_whose_id_was_reduced() -> None:
-    waiting = segment(segment="run 7/2", outcome="awaiting_approval",
-                      pending=[{"toolName": "t", "table": "pages", "uid": 1, "fields": ["title"]}])
+    waiting = segment(
+        segment="run 7/2",
+        outcome="awaiting_approval",
+        pending=[{"toolName": "t", "table": "pages", "uid": 1, "fields": ["title"]}],
+    )
     decided = jl(type="card_decided", segment="run 7/2", approved=False, answer="Behalten")
     *_, seg, card = events_of(started(), typed(), waiting, decided)
 
@@ -386,19 +454,22 @@ def test_a_card_answer_appended_to_the_transcript_carries_message_and_text() -> 
 
 
 def test_a_legacy_row_keeps_its_transcript_and_card_outcomes() -> None:
-    row = jl(type="legacy_row", messages=[{"role": "user", "text": "SEO"}, {"role": "assistant", "text": "Ok."}],
-             card_outcomes=[
-                 {"outcome": "applied", "after": 2, "tool": "update_page_metadata", "table": "pages", "uid": 42,
-                  "fields": ["title"]},
-                 {"outcome": "skipped", "after": 3, "tool": "create_content", "table": "", "uid": 0, "fields": []},
-             ])
+    row = jl(
+        type="legacy_row",
+        messages=[{"role": "user", "text": "SEO"}, {"role": "assistant", "text": "Ok."}],
+        card_outcomes=[
+            {"outcome": "applied", "after": 2, "tool": "update_page_metadata", "table": "pages", "uid": 42, "fields": ["title"]},
+            {"outcome": "skipped", "after": 3, "tool": "create_content", "table": "", "uid": 0, "fields": []},
+        ],
+    )
     (*_, imported) = events_of(started(), row)
 
     assert isinstance(imported, LegacyRowImported)
     assert imported.messages == (TranscriptLine(role="user", text="SEO"), TranscriptLine(role="assistant", text="Ok."))
     assert imported.card_outcomes == (
-        LegacyCardOutcome(outcome="applied", after=2, tool="update_page_metadata",
-                          target=RecordRef(table="pages", uid=42), fields=("title",)),
+        LegacyCardOutcome(
+            outcome="applied", after=2, tool="update_page_metadata", target=RecordRef(table="pages", uid=42), fields=("title",)
+        ),
         LegacyCardOutcome(outcome="skipped", after=3, tool="create_content"),
     )
 

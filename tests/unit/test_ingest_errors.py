@@ -28,14 +28,28 @@ def jl(**fields: Any) -> str:
 
 
 def segment(**more: Any) -> str:
-    fields = {"type": "segment_returned", "segment": "r/1", "run": "r", "trigger": "turn", "outcome": "completed",
-              "answer": None, "steps": [], **more}
+    fields = {
+        "type": "segment_returned",
+        "segment": "r/1",
+        "run": "r",
+        "trigger": "turn",
+        "outcome": "completed",
+        "answer": None,
+        "steps": [],
+        **more,
+    }
     return jl(**fields)
 
 
 def write(table: Any = "pages", uid: Any = 42) -> dict:
-    return {"kind": "tool_write", "round": 1, "durationMs": 0.0, "toolName": "t", "writeTargetTable": table,
-            "writeTargetUid": uid}
+    return {
+        "kind": "tool_write",
+        "round": 1,
+        "durationMs": 0.0,
+        "toolName": "t",
+        "writeTargetTable": table,
+        "writeTargetUid": uid,
+    }
 
 
 LLM = {"kind": "llm", "round": 1, "durationMs": 1.0, "content": "geheim"}
@@ -68,8 +82,7 @@ BAD_LINES = {
     ),
     "a write table without uid": (
         segment(steps=[{**write(), "writeTargetUid": None}]),
-        'demo.jsonl: line 12, steps[0].writeTargetUid: is missing; writeTargetTable "pages" needs a '
-        "writeTargetUid beside it",
+        'demo.jsonl: line 12, steps[0].writeTargetUid: is missing; writeTargetTable "pages" needs a writeTargetUid beside it',
     ),
     "a uid given as a string": (
         segment(steps=[write(uid="42")]),
@@ -93,8 +106,7 @@ BAD_LINES = {
     ),
     "invalid JSON": (
         '{"type": "tour_ended", "conversation": "c", "at": ',
-        "demo.jsonl: line 12, (line): not valid JSON (unexpected end of data at column 51); "
-        "each line is one JSON object",
+        "demo.jsonl: line 12, (line): not valid JSON (unexpected end of data at column 51); each line is one JSON object",
     ),
     "a JSON list instead of an object": (
         "[1, 2]",
@@ -130,8 +142,7 @@ BAD_LINES = {
     ),
     "an approval with a declining answer": (
         jl(type="card_decided", segment="r/1", approved=True, answer="Behalten"),
-        'demo.jsonl: line 12, answer: "Behalten" does not go with approved true; approved is true exactly for '
-        "Übernehmen",
+        'demo.jsonl: line 12, answer: "Behalten" does not go with approved true; approved is true exactly for Übernehmen',
     ),
     "an unknown trigger": (
         segment(trigger="cron"),
@@ -143,8 +154,9 @@ BAD_LINES = {
         "A-Za-z0-9_.:- (other characters are left out, and a tool name longer than 128 is shortened)",
     ),
     "a legacy create with a uid": (
-        jl(type="legacy_row", messages=[], card_outcomes=[{"outcome": "applied", "after": 1, "tool": "t",
-                                                            "table": "", "uid": 5}]),
+        jl(
+            type="legacy_row", messages=[], card_outcomes=[{"outcome": "applied", "after": 1, "tool": "t", "table": "", "uid": 5}]
+        ),
         "demo.jsonl: line 12, card_outcomes[0].uid: needs a table beside it; a create has table '' and uid 0",
     ),
 }
@@ -161,8 +173,7 @@ def test_a_bad_line_names_file_line_field_and_expectation(line: str, message: st
 
 
 def test_an_error_repeats_no_private_text() -> None:
-    line = segment(steps=[{"kind": "tool", "round": "eins", "durationMs": 1.0, "toolResult": "geheim"}],
-                   answer=["geheim"])
+    line = segment(steps=[{"kind": "tool", "round": "eins", "durationMs": 1.0, "toolResult": "geheim"}], answer=["geheim"])
     with pytest.raises(InvalidInput) as caught:
         parse_line(line, 3, "demo.jsonl")
 
@@ -220,7 +231,10 @@ def test_a_domain_refusal_names_the_line_and_the_field_that_caused_it() -> None:
         jl(type="user_message", message=1, text="Hallo", page=0),
         jl(type="card_decided", segment="r/9", approved=True, answer="Übernehmen"),
     ]
-    with pytest.raises(NoCardWaiting, match=r"^t\.jsonl: line 3, segment: segment r/9 is unknown: this conversation recorded no segment of that id$"):
+    with pytest.raises(
+        NoCardWaiting,
+        match=r"^t\.jsonl: line 3, segment: segment r/9 is unknown: this conversation recorded no segment of that id$",
+    ):
         list(fold_events(read_lines(lines, "t.jsonl")))
 
 
@@ -232,16 +246,25 @@ def test_bytes_that_are_not_utf8_are_a_bad_line() -> None:
 USER = '{"type":"user_message","conversation":"c","at":"2026-10-28T09:00:00Z","message":1,"text":"x","page":0'
 
 
-@pytest.mark.parametrize("raw, error", [
-    (USER + ',"message":2}', "demo.jsonl: line 3, message: field message appears twice; give each key of an object once"),
-    (USER.replace('"type":"user_message",', '"type":"user_message","type":"tour_ended",') + "}",
-     "demo.jsonl: line 3, type: field type appears twice; give each key of an object once"),
-    (USER + ' , "page" : 0}', "demo.jsonl: line 3, page: field page appears twice; give each key of an object once"),
-    (segment(steps=[LLM]).replace('"round":1', '"round":1,"round":2'),
-     "demo.jsonl: line 3, steps[0].round: field round appears twice; give each key of an object once"),
-    (USER + ',"future":{"a\\nb":1,"a\\nb":2}}',
-     'demo.jsonl: line 3, future."a\\nb": field "a\\nb" appears twice; give each key of an object once'),
-])
+@pytest.mark.parametrize(
+    "raw, error",
+    [
+        (USER + ',"message":2}', "demo.jsonl: line 3, message: field message appears twice; give each key of an object once"),
+        (
+            USER.replace('"type":"user_message",', '"type":"user_message","type":"tour_ended",') + "}",
+            "demo.jsonl: line 3, type: field type appears twice; give each key of an object once",
+        ),
+        (USER + ' , "page" : 0}', "demo.jsonl: line 3, page: field page appears twice; give each key of an object once"),
+        (
+            segment(steps=[LLM]).replace('"round":1', '"round":1,"round":2'),
+            "demo.jsonl: line 3, steps[0].round: field round appears twice; give each key of an object once",
+        ),
+        (
+            USER + ',"future":{"a\\nb":1,"a\\nb":2}}',
+            'demo.jsonl: line 3, future."a\\nb": field "a\\nb" appears twice; give each key of an object once',
+        ),
+    ],
+)
 def test_a_key_that_appears_twice_refuses_the_line_naming_it(raw: str, error: str) -> None:
     for text in (raw, raw.encode()):
         with pytest.raises(InvalidInput) as refused:
@@ -249,9 +272,18 @@ def test_a_key_that_appears_twice_refuses_the_line_naming_it(raw: str, error: st
         assert str(refused.value) == error
 
 
-@pytest.mark.parametrize("text", [
-    "10:00: a: b", 'x\\": \\"y\\": z', "\\u003a", "a\\u003Ab", "\\\\u003a", '\\" : \\"', "ü\\u00fc:",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "10:00: a: b",
+        'x\\": \\"y\\": z',
+        "\\u003a",
+        "a\\u003Ab",
+        "\\\\u003a",
+        '\\" : \\"',
+        "ü\\u00fc:",
+    ],
+)
 def test_colons_and_escapes_in_texts_are_no_duplicate(text: str) -> None:
     raw = USER.replace('"text":"x"', f'"text":"{text}"') + ',"more":{"k:1":"v:2","k:2":["\\u003a:"]}}'
     assert parse_line(raw, 1, "x").text == orjson.loads(raw)["text"]  # type: ignore[union-attr]

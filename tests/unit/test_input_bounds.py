@@ -55,15 +55,13 @@ REFUSED = {
         "api: line 1, steps[0].durationMs: expected a number >= 0, got the number -1.0",
     ),
     "a write uid of 2^31": (
-        segment(steps=[{**STEP, "kind": "tool_write", "toolName": "t", "writeTargetTable": "pages",
-                        "writeTargetUid": 2**31}]),
+        segment(steps=[{**STEP, "kind": "tool_write", "toolName": "t", "writeTargetTable": "pages", "writeTargetUid": 2**31}]),
         "api: line 1, steps[0].writeTargetUid: 2147483648 is not a uid; use a whole number <= 2147483647, "
         "the largest a store keeps",
     ),
     "a waiting call's uid of 2^40": (
         segment(pending=[{"toolName": "t", "table": "pages", "uid": 2**40}]),
-        "api: line 1, pending[0].uid: 1099511627776 is not a uid; use a whole number <= 2147483647, "
-        "the largest a store keeps",
+        "api: line 1, pending[0].uid: 1099511627776 is not a uid; use a whole number <= 2147483647, the largest a store keeps",
     ),
     "an owner of 2^31": (
         line(type="conversation_started", kind="chat", owner=2**31),
@@ -124,8 +122,7 @@ REFUSED = {
     ),
     "a time in year 9999": (
         {**message(), "at": "9999-06-01T00:00:00Z"},
-        'api: line 1, at: "9999-06-01T00:00:00Z" is outside years 2000–9998 (UTC); '
-        "use ISO-8601 UTC like 2026-10-28T09:00:00Z",
+        'api: line 1, at: "9999-06-01T00:00:00Z" is outside years 2000–9998 (UTC); use ISO-8601 UTC like 2026-10-28T09:00:00Z',
     ),
 }
 
@@ -144,19 +141,35 @@ def test_the_largest_numbers_and_times_are_stored_and_read_back() -> None:
     chatrecord = Chatrecord(open_store(memory=True))
     chatrecord.record(line(type="conversation_started", kind="chat", owner=2**31 - 1))
     chatrecord.record({**message(), "message": 2**31 - 1, "page": 2**31 - 1, "at": "9998-12-31T23:59:59Z"})
-    chatrecord.record(segment(steps=[{**STEP, "round": 2**31 - 1, "durationMs": 1e10, "kind": "tool_write",
-                                      "toolName": "t", "writeTargetTable": "pages", "writeTargetUid": 2**31 - 1}]))
+    chatrecord.record(
+        segment(
+            steps=[
+                {
+                    **STEP,
+                    "round": 2**31 - 1,
+                    "durationMs": 1e10,
+                    "kind": "tool_write",
+                    "toolName": "t",
+                    "writeTargetTable": "pages",
+                    "writeTargetUid": 2**31 - 1,
+                }
+            ]
+        )
+    )
     turn = chatrecord.turn_input("c")
     assert (turn.message, turn.view_context.page_id) == (2**31 - 1, 2**31 - 1)
     assert turn.at.isoformat() == "9998-12-31T23:59:59+00:00"
 
 
-@pytest.mark.parametrize("at, utc", [
-    ("2026-11-02T10:00:00Z", "2026-11-02T10:00:00+00:00"),
-    ("2026-11-02 10:00:00", "2026-11-02T10:00:00+00:00"),
-    ("2026-11-02t11:30+01:00", "2026-11-02T10:30:00+00:00"),
-    ("20261102T100000Z", "2026-11-02T10:00:00+00:00"),
-])
+@pytest.mark.parametrize(
+    "at, utc",
+    [
+        ("2026-11-02T10:00:00Z", "2026-11-02T10:00:00+00:00"),
+        ("2026-11-02 10:00:00", "2026-11-02T10:00:00+00:00"),
+        ("2026-11-02t11:30+01:00", "2026-11-02T10:30:00+00:00"),
+        ("20261102T100000Z", "2026-11-02T10:00:00+00:00"),
+    ],
+)
 def test_a_date_with_a_time_of_day_is_a_time(at: str, utc: str) -> None:
     parsed = parse_line(orjson.dumps({**message(), "at": at}), 1, "t")
     assert parsed.at.isoformat() == utc  # type: ignore[union-attr]
@@ -169,16 +182,20 @@ def test_an_offset_time_is_converted_to_utc() -> None:
 
 def test_a_number_of_more_than_64_bits_in_a_text_line_is_named_so() -> None:
     # the JSON reader gives such a number as a float: the message must not read "the number 1e+35"
-    text = b'{"type": "conversation_started", "at": "2026-10-28T09:00:00Z", "kind": "chat", "conversation": "c", ' \
-           b'"owner": 100000000000000000000000000000000000}'
+    text = (
+        b'{"type": "conversation_started", "at": "2026-10-28T09:00:00Z", "kind": "chat", "conversation": "c", '
+        b'"owner": 100000000000000000000000000000000000}'
+    )
     with pytest.raises(InvalidInput) as refused:
         parse_line(text, 3, "huge.jsonl")
-    assert str(refused.value) == ("huge.jsonl: line 3, owner: expected a whole number, "
-                                  "got a number of more than 64 bits (about 1e+35)")
+    assert str(refused.value) == (
+        "huge.jsonl: line 3, owner: expected a whole number, got a number of more than 64 bits (about 1e+35)"
+    )
 
 
-@pytest.mark.parametrize("field, value", [("message", 2**70), ("page", -(2**70)), ("owner", 2**64), ("text", 2**70),
-                                          ("message", 10**400)])
+@pytest.mark.parametrize(
+    "field, value", [("message", 2**70), ("page", -(2**70)), ("owner", 2**64), ("text", 2**70), ("message", 10**400)]
+)
 def test_a_number_beyond_64_bits_is_worded_alike_in_a_dict_and_in_json_text(field: str, value: int) -> None:
     import json
 
@@ -194,7 +211,8 @@ def test_a_number_beyond_64_bits_is_worded_alike_in_a_dict_and_in_json_text(fiel
     assert refusals[0].startswith(f"api: line 1, {field}: ") or refusals[0] == (
         "api: line 1, (line): not valid JSON (a number too large to read at column "
         f"{json.dumps(data).index(str(value)) + 1}; no field takes a number of more than 64 bits); "
-        "each line is one JSON object")
+        "each line is one JSON object"
+    )
 
 
 def test_a_number_beyond_64_bits_under_a_key_no_line_type_reads_is_ignored_as_in_json_text() -> None:
@@ -205,8 +223,10 @@ def test_a_number_beyond_64_bits_under_a_key_no_line_type_reads_is_ignored_as_in
 
 TEXT_REFUSED = {
     "a line cut short": (b'{"type": "conversation_started",', "not valid JSON (unexpected end of data at column 33)"),
-    "two objects on two lines of one body": (b'{"a": 1}\n{"b": 2}',
-                                             "not valid JSON (unexpected content after document at line 2 column 1)"),
+    "two objects on two lines of one body": (
+        b'{"a": 1}\n{"b": 2}',
+        "not valid JSON (unexpected content after document at line 2 column 1)",
+    ),
     "Latin-1 bytes": ('{"text": "Gr\u00fc\u00dfe"}'.encode("latin-1"), "not UTF-8 text (invalid start byte at byte 13)"),
     "a lone surrogate in a text": ('{"text": "a\ud800"}', "not valid text (a lone surrogate at character 12)"),
 }

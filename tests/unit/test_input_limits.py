@@ -48,14 +48,20 @@ def test_a_text_of_more_than_a_million_characters_is_refused_at_its_field() -> N
 
 
 def test_a_segment_of_more_than_50000_steps_is_refused_at_its_field() -> None:
-    raw = jl(type="segment_returned", segment="r/1", run="r", trigger="turn", outcome="completed",
-             steps=[STEP] * (STEPS_MAX + 1))
+    raw = jl(type="segment_returned", segment="r/1", run="r", trigger="turn", outcome="completed", steps=[STEP] * (STEPS_MAX + 1))
     assert refusal(raw) == 'big.jsonl: line 1, steps: has 50,001 entries; the most is 50,000 (README, "Input limits")'
 
 
 def test_a_line_at_the_limits_is_read() -> None:
-    raw = jl(type="segment_returned", segment="r/1", run="r", trigger="turn", outcome="completed",
-             answer="x" * TEXT_MAX, steps=[STEP] * STEPS_MAX)
+    raw = jl(
+        type="segment_returned",
+        segment="r/1",
+        run="r",
+        trigger="turn",
+        outcome="completed",
+        answer="x" * TEXT_MAX,
+        steps=[STEP] * STEPS_MAX,
+    )
     [line] = read_lines([raw], "big.jsonl")
     assert (len(line.steps), len(line.answer)) == (STEPS_MAX, TEXT_MAX)  # type: ignore[union-attr]
 
@@ -93,10 +99,14 @@ def test_a_line_nested_deeper_than_64_levels_is_refused_at_its_field() -> None:
     deep = b'{"x": ' * 254 + b"1" + b"}" * 254  # orjson reads it, but cannot write it back
     raw = jl(type="user_message", message=1, text="x", page=0, extra="@").replace(b'"@"', deep)
     assert refusal(raw) == (
-        'big.jsonl: line 1, extra.x.x: is nested more than 64 levels deep, the most a line may be (README, "Input limits")')
-    lists = b'{"type": "user_message", "conversation": "c", "at": "' + AT.encode() + b'", "steps": ' + b"[" * 70 + b"]" * 70 + b"}"
+        'big.jsonl: line 1, extra.x.x: is nested more than 64 levels deep, the most a line may be (README, "Input limits")'
+    )
+    lists = (
+        b'{"type": "user_message", "conversation": "c", "at": "' + AT.encode() + b'", "steps": ' + b"[" * 70 + b"]" * 70 + b"}"
+    )
     assert refusal(lists) == (
-        'big.jsonl: line 1, steps[0][0]: is nested more than 64 levels deep, the most a line may be (README, "Input limits")')
+        'big.jsonl: line 1, steps[0][0]: is nested more than 64 levels deep, the most a line may be (README, "Input limits")'
+    )
 
 
 def test_a_line_64_levels_deep_is_read() -> None:

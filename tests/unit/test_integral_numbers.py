@@ -10,9 +10,16 @@ from adapters.ingest import parse_line
 from domain.errors import InvalidInput
 
 STARTED = {"type": "conversation_started", "conversation": "c", "at": "2026-10-28T09:00:00Z", "kind": "chat", "owner": 7}
-SEGMENT = {"type": "segment_returned", "conversation": "c", "at": "2026-10-28T09:00:00Z", "segment": "s", "run": "r",
-           "trigger": "turn", "outcome": "completed",
-           "steps": [{"kind": "tool_write", "round": 2, "durationMs": 1.0, "writeTargetTable": "pages", "writeTargetUid": 42}]}
+SEGMENT = {
+    "type": "segment_returned",
+    "conversation": "c",
+    "at": "2026-10-28T09:00:00Z",
+    "segment": "s",
+    "run": "r",
+    "trigger": "turn",
+    "outcome": "completed",
+    "steps": [{"kind": "tool_write", "round": 2, "durationMs": 1.0, "writeTargetTable": "pages", "writeTargetUid": 42}],
+}
 
 
 def test_an_integral_float_is_the_whole_number_with_the_same_digest() -> None:
@@ -25,8 +32,10 @@ def test_an_integral_float_is_the_whole_number_with_the_same_digest() -> None:
     assert nested.digest == parse_line(orjson.dumps(SEGMENT), 1, "in").digest
 
 
-@pytest.mark.parametrize(("line", "field"), [(STARTED | {"owner": 7.5}, "owner"),
-                                            (SEGMENT | {"steps": [SEGMENT["steps"][0] | {"round": 2.5}]}, "steps[0].round")])
+@pytest.mark.parametrize(
+    ("line", "field"),
+    [(STARTED | {"owner": 7.5}, "owner"), (SEGMENT | {"steps": [SEGMENT["steps"][0] | {"round": 2.5}]}, "steps[0].round")],
+)
 def test_a_fraction_is_refused_naming_the_field(line: dict, field: str) -> None:
     with pytest.raises(InvalidInput) as raised:
         parse_line(orjson.dumps(line), 3, "in")

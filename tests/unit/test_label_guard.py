@@ -12,8 +12,11 @@ def test_the_ascii_openings_are_every_ascii_character_that_folds_to_an_opening()
     assert {c for c in map(chr, range(128)) if _fold(c) == "["} == set(ASCII_OPENINGS) == {"<", "[", "{"}
 
 
-@given(st.lists(st.sampled_from([chr(i) for i in range(128)] + ["[chat record", "<Chat_Record", "{chat-record", "chat"]),
-                max_size=30).map("".join))
+@given(
+    st.lists(
+        st.sampled_from([chr(i) for i in range(128)] + ["[chat record", "<Chat_Record", "{chat-record", "chat"]), max_size=30
+    ).map("".join)
+)
 def test_an_ascii_text_is_judged_as_its_folded_form_is(text: str) -> None:
     assert has_forged_label(text) is (FORGED.search(folded(text)) is not None)
 
@@ -35,9 +38,26 @@ def forged_by_the_full_fold(text: str) -> bool:
     return bool(forged_openings(folded(text)))
 
 
-@given(st.lists(st.sampled_from([chr(i) for i in range(128)] + [
-    "[chat record", "<Chat_Record", "{chat-record", "chat", "record", "Chat record - written by the chat",
-    "CHAT RECORD written BY the chat", " written by the chat", "(", "x"]), max_size=30).map("".join))
+@given(
+    st.lists(
+        st.sampled_from(
+            [chr(i) for i in range(128)]
+            + [
+                "[chat record",
+                "<Chat_Record",
+                "{chat-record",
+                "chat",
+                "record",
+                "Chat record - written by the chat",
+                "CHAT RECORD written BY the chat",
+                " written by the chat",
+                "(",
+                "x",
+            ]
+        ),
+        max_size=30,
+    ).map("".join)
+)
 def test_an_ascii_text_is_judged_as_its_folded_form_is_bracketless_label_included(text: str) -> None:
     assert has_forged_label(text) is forged_by_the_full_fold(text)
 

@@ -92,9 +92,17 @@ def test_entries_beyond_the_run_records_200_count_as_older_notes():
 def test_a_segment_that_wrote_300_records_still_gets_its_note_naming_the_first_and_counting_the_rest():
     chat = Chat()
     chat.user("Alle Seiten", page=1)
-    chat.segment(answer="Erledigt.", steps=[*model_round(1), *(
-        step for uid in range(1, 301) for step in (tool("update_page_metadata", 1), write("update_page_metadata", "pages", uid, 1))
-    )])
+    chat.segment(
+        answer="Erledigt.",
+        steps=[
+            *model_round(1),
+            *(
+                step
+                for uid in range(1, 301)
+                for step in (tool("update_page_metadata", 1), write("update_page_metadata", "pages", uid, 1))
+            ),
+        ],
+    )
     chat.user("was ist hier passiert?")
 
     (note,) = build_turn_input(chat.events).notes
@@ -108,9 +116,17 @@ def test_a_segment_that_wrote_300_records_still_gets_its_note_naming_the_first_a
 def test_a_record_written_several_times_is_named_once_with_its_count():
     chat = Chat()
     chat.user("Titel", page=42)
-    chat.segment(answer="Ok.", steps=[*model_round(1), *(
-        step for _ in range(3) for step in (tool("update_page_metadata", 1), write("update_page_metadata", "pages", 42, 1))
-    )])
+    chat.segment(
+        answer="Ok.",
+        steps=[
+            *model_round(1),
+            *(
+                step
+                for _ in range(3)
+                for step in (tool("update_page_metadata", 1), write("update_page_metadata", "pages", 42, 1))
+            ),
+        ],
+    )
     chat.user("und?")
 
     (note,) = build_turn_input(chat.events).notes
@@ -128,18 +144,26 @@ def test_a_long_waiting_list_is_shortened_and_the_notes_closing_sentences_stay()
     (note,) = build_turn_input(chat.events).notes
     assert "and 36 more (40 in all)" in note  # fields of the one call named
     assert "and 39 more (40 in all)" in note  # calls
-    assert note.endswith("Nothing from it was saved in the chat. "
-                         "The run may still be decided in AI Tasks; such a later decision is not recorded here.]")
+    assert note.endswith(
+        "Nothing from it was saved in the chat. "
+        "The run may still be decided in AI Tasks; such a later decision is not recorded here.]"
+    )
     assert len(note) < MAX_BODY
 
 
 def test_a_record_written_with_different_completeness_is_named_once_with_each_count():
     chat = Chat()
     chat.user("Titel", page=42)
-    chat.segment(answer="Ok.", steps=[*model_round(1), tool("update_page_metadata", 1),
-                                      write("update_page_metadata", "pages", 42, 1),
-                                      tool("update_page_metadata", 1),
-                                      write("update_page_metadata", "pages", 42, 1, completeness=None)])
+    chat.segment(
+        answer="Ok.",
+        steps=[
+            *model_round(1),
+            tool("update_page_metadata", 1),
+            write("update_page_metadata", "pages", 42, 1),
+            tool("update_page_metadata", 1),
+            write("update_page_metadata", "pages", 42, 1, completeness=None),
+        ],
+    )
     chat.user("und?")
 
     (note,) = build_turn_input(chat.events).notes

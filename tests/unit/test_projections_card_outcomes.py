@@ -37,14 +37,30 @@ def approved(opening, outcome: str = "completed") -> list[str]:
         pytest.param([tool("update_page_metadata", 1)], "completed", "not_applied", id="no-write-step"),
         pytest.param([tool("update_page_metadata", 1)], "lease_lost", "check", id="no-write-step-lease-lost"),
         pytest.param([], "cancelled", "check", id="no-step-run-cancelled"),
-        pytest.param([tool("update_page_metadata", 1), write("update_page_metadata", "pages", 42, 1, "complete", True)],
-                     "completed", "check", id="hook-failed-after-write"),
-        pytest.param([tool("update_page_metadata", 1), write("update_page_metadata", "pages", 42, 1, "complete")],
-                     "completed", "applied", id="complete"),
-        pytest.param([tool("update_page_metadata", 1), write("update_page_metadata", "pages", 42, 1, "partial")],
-                     "completed", "not_applied", id="partial"),
-        pytest.param([tool("update_page_metadata", 1), write("update_page_metadata", "pages", 42, 1, None)],
-                     "completed", "check", id="unstated-completeness"),
+        pytest.param(
+            [tool("update_page_metadata", 1), write("update_page_metadata", "pages", 42, 1, "complete", True)],
+            "completed",
+            "check",
+            id="hook-failed-after-write",
+        ),
+        pytest.param(
+            [tool("update_page_metadata", 1), write("update_page_metadata", "pages", 42, 1, "complete")],
+            "completed",
+            "applied",
+            id="complete",
+        ),
+        pytest.param(
+            [tool("update_page_metadata", 1), write("update_page_metadata", "pages", 42, 1, "partial")],
+            "completed",
+            "not_applied",
+            id="partial",
+        ),
+        pytest.param(
+            [tool("update_page_metadata", 1), write("update_page_metadata", "pages", 42, 1, None)],
+            "completed",
+            "check",
+            id="unstated-completeness",
+        ),
         pytest.param([refusal("update_page_metadata", 1)], "completed", "not_applied", id="no-longer-permitted"),
     ],
 )
@@ -63,7 +79,12 @@ def test_a_decline_records_its_answer(answer, expected):
     [outcome] = fold(chat).outcomes
 
     assert (outcome.outcome, outcome.answer, outcome.tool, outcome.record, outcome.fields) == (
-        expected, answer, "update_page_metadata", "pages:42", ("title",))
+        expected,
+        answer,
+        "update_page_metadata",
+        "pages:42",
+        ("title",),
+    )
 
 
 def test_a_plain_denial_records_no_card_outcome():
@@ -93,17 +114,26 @@ def test_an_ordinary_cards_decision_has_no_card_outcome():
     chat.user("Titel ändern", page=42)
     chat.segment("turn", "awaiting_approval", None, [*model_round(1)], [call()])
     chat.decide(True, "Übernehmen")
-    chat.segment("approval", "completed", "Erledigt.",
-                 [tool("update_page_metadata", 1), write("update_page_metadata", "pages", 42, 1), *model_round(2)])
+    chat.segment(
+        "approval",
+        "completed",
+        "Erledigt.",
+        [tool("update_page_metadata", 1), write("update_page_metadata", "pages", 42, 1), *model_round(2)],
+    )
 
     assert fold(chat).outcomes == ()
 
 
 def test_a_legacy_rows_card_outcomes_are_kept_with_their_positions():
     chat = Chat()
-    chat.legacy([("user", "SEO"), ("assistant", "Titel?"), ("assistant", "Gespeichert.")],
-                [LegacyCardOutcome(outcome="applied", after=2, tool="update_page_metadata",
-                                   target=RecordRef(table="pages", uid=7), fields=("title",))])
+    chat.legacy(
+        [("user", "SEO"), ("assistant", "Titel?"), ("assistant", "Gespeichert.")],
+        [
+            LegacyCardOutcome(
+                outcome="applied", after=2, tool="update_page_metadata", target=RecordRef(table="pages", uid=7), fields=("title",)
+            )
+        ],
+    )
 
     assert [o.to_json() for o in fold(chat).outcomes] == [
         {"outcome": "applied", "tool": "update_page_metadata", "record": "pages:7", "fields": ["title"], "after": 2}
@@ -128,9 +158,13 @@ def _approved_then_abandoned(chat: Chat) -> None:
     chat.user("Beschreibung", page=42, skill=SKILL)
     chat.segment("turn", "awaiting_approval", "Beschreibung?", [*model_round(1)], [call(fields=("description",))], run="r2")
     chat.decide(True, "Übernehmen")
-    chat.segment("approval", "completed", "Gespeichert.",
-                 [tool("update_page_metadata", 1, ms=40.0), write("update_page_metadata", "pages", 42, 1), *model_round(2)],
-                 run="r2")
+    chat.segment(
+        "approval",
+        "completed",
+        "Gespeichert.",
+        [tool("update_page_metadata", 1, ms=40.0), write("update_page_metadata", "pages", 42, 1), *model_round(2)],
+        run="r2",
+    )
 
 
 def test_an_approvals_outcome_comes_only_from_its_own_runs_continuation():

@@ -21,10 +21,15 @@ def fold(chat: Chat, rules=RULES) -> RunRecord:
 def test_an_entry_states_ending_tools_records_and_waiting_calls():
     chat = Chat()
     chat.user("Bild setzen", page=42)
-    steps = [*model_round(1), tool("get_page", 1), tool("get_page", 1, error=True),
-             tool("set_page_social_image", 1, ms=41.0),
-             write("set_page_social_image", "sys_file_reference", 913, 1, None),
-             tool("update_page_metadata", 1, ms=40.0), write("update_page_metadata", "pages", 42, 1, "partial")]
+    steps = [
+        *model_round(1),
+        tool("get_page", 1),
+        tool("get_page", 1, error=True),
+        tool("set_page_social_image", 1, ms=41.0),
+        write("set_page_social_image", "sys_file_reference", 913, 1, None),
+        tool("update_page_metadata", 1, ms=40.0),
+        write("update_page_metadata", "pages", 42, 1, "partial"),
+    ]
     chat.segment("turn", "awaiting_approval", "Und noch der Titel?", steps, [call(fields=("title", "seo_title"))])
 
     [entry] = fold(chat).entries

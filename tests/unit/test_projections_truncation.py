@@ -19,9 +19,13 @@ def edited_chat() -> Chat:
     chat.user("SEO optimieren", page=42, skill=SKILL)
     chat.segment("turn", "awaiting_approval", "Titel?", [*model_round(1)], [call()], run="r2")
     chat.decide(True, "Übernehmen")
-    chat.segment("approval", "completed", "Gespeichert.",
-                 [tool("update_page_metadata", 1, ms=40.0), write("update_page_metadata", "pages", 42, 1),
-                  *model_round(2)], run="r2")
+    chat.segment(
+        "approval",
+        "completed",
+        "Gespeichert.",
+        [tool("update_page_metadata", 1, ms=40.0), write("update_page_metadata", "pages", 42, 1), *model_round(2)],
+        run="r2",
+    )
     chat.user("danke", page=0)
     chat.edit(2, "Nur prüfen, nichts ändern")
     return chat
@@ -63,4 +67,6 @@ def test_a_later_turn_never_reads_the_cut_turns_notes():
     assert not any("pages:42" in n or "Card" in n for n in turn.notes)
     assert [e.segment for e in turn.record] == ["r1/1", "r3/4"]
     assert [m["content"] for m in turn.model_messages()[1:] if m["role"] == "user"][-2:] == [
-        "Nur prüfen, nichts ändern", "und jetzt?"]
+        "Nur prüfen, nichts ändern",
+        "und jetzt?",
+    ]

@@ -86,7 +86,7 @@ def test_the_demos_page_line_names_the_last_page_and_asks_before_new_work(demo_e
 def test_notes_at_one_place_keep_the_order_in_which_they_happened(demo_events):
     notes = build_turn_input(demo_events).notes
 
-    starts = [n[len(OPEN):].split(" on ")[0].split(" paused")[0].split(" completed")[0] for n in notes]
+    starts = [n[len(OPEN) :].split(" on ")[0].split(" paused")[0].split(" completed")[0] for n in notes]
     assert starts[:5] == [
         "The run of a user message",
         "The continuation after an answer to a question",
@@ -171,8 +171,11 @@ def test_the_replay_json_has_the_contracts_shape(demo_events):
         "card_outcomes_before": 1,
     }
     assert turn["card_outcomes"][1] == {
-        "outcome": "applied", "tool": "set_page_social_image", "record": "pages:42",
-        "fields": ["og_image"], "after": 4,
+        "outcome": "applied",
+        "tool": "set_page_social_image",
+        "record": "pages:42",
+        "fields": ["og_image"],
+        "after": 4,
     }
 
 

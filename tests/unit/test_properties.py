@@ -19,8 +19,11 @@ ANSWERS = st.sampled_from(["Übernehmen", "Übernehmen", "Behalten", "Übersprin
 EPISODES = st.lists(
     st.one_of(
         # a turn whose cards are decided one after the other; a card's run may not continue
-        st.tuples(st.just("cards"), st.booleans(), st.lists(st.tuples(ANSWERS, st.integers(1, 2), st.booleans()),
-                                                            min_size=1, max_size=3)),
+        st.tuples(
+            st.just("cards"),
+            st.booleans(),
+            st.lists(st.tuples(ANSWERS, st.integers(1, 2), st.booleans()), min_size=1, max_size=3),
+        ),
         st.tuples(st.just("question"), st.booleans()),
         st.tuples(st.just("plain"), st.booleans()),
         st.tuples(st.just("end_tour"), st.just(0)),
@@ -47,8 +50,11 @@ def tell(legacy: int, episodes: list[tuple], conversation: str = "conv-test") ->
         return True
 
     def continuation(run: str, writes: bool, outcome: str = "completed", waiting=()) -> bool:
-        opening = [tool("update_page_metadata", 1, ms=40.0), write("update_page_metadata", "pages", 42, 1)] \
-            if writes else [refusal("update_page_metadata", 1)]
+        opening = (
+            [tool("update_page_metadata", 1, ms=40.0), write("update_page_metadata", "pages", 42, 1)]
+            if writes
+            else [refusal("update_page_metadata", 1)]
+        )
         return attempt(chat.segment, "approval", outcome, "Weiter", [*opening, *model_round(2)], waiting, run=run)
 
     for kind, first, *rest in episodes:
@@ -71,8 +77,15 @@ def tell(legacy: int, episodes: list[tuple], conversation: str = "conv-test") ->
                     break
         elif kind == "question":
             attempt(chat.user, "Frage", page=0 if first else 42)
-            if attempt(chat.segment, "turn", "awaiting_input", "Welche?", [*model_round(1)],
-                       [call("ask_choice", table=None, fields=())], run=run):
+            if attempt(
+                chat.segment,
+                "turn",
+                "awaiting_input",
+                "Welche?",
+                [*model_round(1)],
+                [call("ask_choice", table=None, fields=())],
+                run=run,
+            ):
                 attempt(chat.answer, "Option")
                 attempt(chat.segment, "answer", "completed", "Gut.", [tool("ask_choice", 1, ms=0.4), *model_round(2)], run=run)
         elif kind == "plain":

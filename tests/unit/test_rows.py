@@ -47,16 +47,25 @@ def test_the_rows_are_the_fold_of_the_log(legacy, episodes, rules):
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(legacy=st.integers(0, 2), episodes=EPISODES, hidden=st.sampled_from([None, 42]))
 def test_turn_notes_put_into_the_transcript_are_the_turns_messages(legacy, episodes, hidden):
-    can_see = (lambda page: page != hidden)
+    can_see = lambda page: page != hidden
     events = tell(legacy, episodes).events
     expected = turn.build_turn_input(events, "2026-11-02", can_see)
     rows, head = rows_of(events)
     rules = resolve("2026-11-02")
 
     notes = turn_notes(
-        "conv-test", head.version, head.kind, head.view, _state(rows, head).record,
-        rows.outcomes(newest=rules.max_notes + 1), head.outcomes, head.length, rows.messages_at, rows.block_ends,
-        rules, can_see,
+        "conv-test",
+        head.version,
+        head.kind,
+        head.view,
+        _state(rows, head).record,
+        rows.outcomes(newest=rules.max_notes + 1),
+        head.outcomes,
+        head.length,
+        rows.messages_at,
+        rows.block_ends,
+        rules,
+        can_see,
     )
 
     assert [n.text for n in notes.notes] == list(expected.notes)
@@ -112,8 +121,10 @@ def test_a_sealed_message_body_is_the_models_json_with_its_text_sealed():
     cid = str(uuid.uuid4())
     texts = ViewTexts(Keys())
     rows = SQLRows(None, {}, cid, "?", texts)
-    for message in (Message(role="user", text="Hallo „Welt“", number=3),
-                    Message(role="assistant", text="a\n\nb", segments=("s/1", "s/2"), ends=(1, 4))):
+    for message in (
+        Message(role="user", text="Hallo „Welt“", number=3),
+        Message(role="assistant", text="a\n\nb", segments=("s/1", "s/2"), ends=(1, 4)),
+    ):
         for body in (rows._message_body(message), rows._message_body(message, texts.sealer(cid))):
             fields = orjson.loads(body)
             expected = message.model_dump(mode="json")
@@ -132,12 +143,16 @@ def test_an_event_of_tail_only_leaves_every_row_before_the_last_user_message_as_
     head = None
     for event in tell(legacy, episodes).events:
         last_user = head.last_user if head is not None and head.last_user is not None else -1
-        before = ({i: m for i, m in rows.r.messages.items() if i < last_user},
-                  {i: e for i, e in rows.r.block_ends.items() if i < last_user})
+        before = (
+            {i: m for i, m in rows.r.messages.items() if i < last_user},
+            {i: e for i, e in rows.r.block_ends.items() if i < last_user},
+        )
         head = fold_into(rows, head, [event], resolve("2026-11-02"))
         if isinstance(event, TAIL_ONLY):
-            after = ({i: m for i, m in rows.r.messages.items() if i < last_user},
-                     {i: e for i, e in rows.r.block_ends.items() if i < last_user})
+            after = (
+                {i: m for i, m in rows.r.messages.items() if i < last_user},
+                {i: e for i, e in rows.r.block_ends.items() if i < last_user},
+            )
             assert after == before, type(event).__name__
 
 
@@ -146,6 +161,7 @@ def test_the_events_that_rewrite_or_cut_rows_are_not_tail_only():
     from projections.rows import TAIL_ONLY
 
     assert not {MessageEdited, TurnsTruncated, TranscriptReplaced, LegacyRowImported, ConversationErased} & set(TAIL_ONLY)
+
 
 def test_buffered_rows_read_back_what_they_hold_and_send_it_at_the_flush():
     import uuid
@@ -196,15 +212,18 @@ def test_buffered_rows_read_back_what_they_hold_and_send_it_at_the_flush():
 
     rows.flush()
 
-    sent = {sql.split(" (")[0].split()[-1] + (" ended" if "block_end" in sql else ""): params for sql, params in curs.sent
-            if not sql.startswith("SELECT")}
+    sent = {
+        sql.split(" (")[0].split()[-1] + (" ended" if "block_end" in sql else ""): params
+        for sql, params in curs.sent
+        if not sql.startswith("SELECT")
+    }
     assert sent["views_g1_entries"] == [(cid, 2, "s/1", first.model_copy(update={"decision": "Behalten"}).model_dump_json())]
     assert [(r[0], r[1]) for r in sent["views_g1_entries"]] == [(cid, 2)]
     assert "DELETE FROM views_g1_entries" in " ".join(sql for sql, _ in curs.sent)
-    (_, idx, role, number, end, body), = sent["views_g1_messages ended"]
+    ((_, idx, role, number, end, body),) = sent["views_g1_messages ended"]
     assert (idx, role, number, end) == (0, "user", 1, None)
     assert rows._decode_messages([body]) == (user,) and "Welt" not in body
-    (_, idx, role, number, body), = sent["views_g1_messages"]
+    ((_, idx, role, number, body),) = sent["views_g1_messages"]
     assert (idx, role, number) == (1, "assistant", None) and orjson.loads(body)["segments"] == ["s/1"]
     assert rows.entry("s/1") is None and rows.message(0) is None  # nothing held after the flush
 
@@ -226,11 +245,15 @@ def _more(chat, extra: list[str]) -> None:
             elif step == "replace":
                 chat.replace([("user", "neu"), ("assistant", "ok"), ("user", "weiter")])
             elif step in ("segment", "failed"):
-                chat.segment("turn", "completed" if step == "segment" else "failed",
-                             "Mehr." if step == "segment" else None, [*model_round(1)], run=f"x{n}")
+                chat.segment(
+                    "turn",
+                    "completed" if step == "segment" else "failed",
+                    "Mehr." if step == "segment" else None,
+                    [*model_round(1)],
+                    run=f"x{n}",
+                )
             elif step == "card":
-                chat.segment("turn", "awaiting_approval", "Karte", [*model_round(1)], [call(fields=("title",))],
-                             run=f"x{n}")
+                chat.segment("turn", "awaiting_approval", "Karte", [*model_round(1)], [call(fields=("title",))], run=f"x{n}")
             elif step == "decide":
                 chat.decide(True, "Übernehmen")
             else:
@@ -240,8 +263,9 @@ def _more(chat, extra: list[str]) -> None:
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(legacy=st.integers(0, 2), episodes=EPISODES, extra=EXTRA, cap=st.sampled_from([2, 3, 200]),
-       hidden=st.sampled_from([None, 42]))
+@given(
+    legacy=st.integers(0, 2), episodes=EPISODES, extra=EXTRA, cap=st.sampled_from([2, 3, 200]), hidden=st.sampled_from([None, 42])
+)
 def test_the_latest_turn_built_from_the_rows_is_the_turn_the_fold_builds(legacy, episodes, extra, cap, hidden):
     """After every event: where the head says the rows still hold what the latest turn saw
     (`turn_intact`), its input built from them is the one a fold of the log up to that turn
@@ -253,18 +277,22 @@ def test_the_latest_turn_built_from_the_rows_is_the_turn_the_fold_builds(legacy,
     _more(chat, extra)
     events = chat.events
     rules = resolve("2026-11-02").model_copy(update={"record_entries": cap})
-    can_see = (lambda page: page != hidden)
+    can_see = lambda page: page != hidden
     rows, head, built = MemoryRows(MemoryConversation()), None, 0
     for k, event in enumerate(events):
         head = fold_into(rows, head, [event], rules)
         if head.turn is None or not head.turn_intact:
             continue
         built += 1
-        expected = turn.build_turn_input(events[:k + 1], rules, can_see)
+        expected = turn.build_turn_input(events[: k + 1], rules, can_see)
         got = turn.turn_input(turn_rows_state(rows, head), head.turn.message, head.turn.at, rules, can_see)
         assert got.to_json() == expected.to_json()  # the replay contract, byte for byte
-        assert (got.messages, got.notes, got.system, got.record) == (expected.messages, expected.notes,
-                                                                      expected.system, expected.record)
+        assert (got.messages, got.notes, got.system, got.record) == (
+            expected.messages,
+            expected.notes,
+            expected.system,
+            expected.record,
+        )
     assert built > 0  # the last event starts a turn at least, or the rows were cut after it
 
 

@@ -51,17 +51,27 @@ def test_times_come_from_the_segment_event_and_the_steps_durations():
 def test_failed_and_held_calls_are_marked_as_the_activity_list_reads_them():
     chat = Chat()
     chat.user("hallo", page=42)
-    chat.segment("turn", "awaiting_approval", "Vorschlag",
-                 [*model_round(1), tool("get_page", 1, error=True, ms=12.0), refusal("update_page_metadata", 1)])
+    chat.segment(
+        "turn",
+        "awaiting_approval",
+        "Vorschlag",
+        [*model_round(1), tool("get_page", 1, error=True, ms=12.0), refusal("update_page_metadata", 1)],
+    )
 
     spans = conversation_spans("conv-test", chat.events, RULES)
 
     calls = {s.attributes["gen_ai.tool.name"]: s for s in by_op(spans, "execute_tool")}
     failed, held = calls["get_page"], calls["update_page_metadata"]
     assert (failed.attributes["chatrecord.tool.reading"], failed.attributes["error.type"], failed.error) == (
-        "failed", "tool_error", True)
+        "failed",
+        "tool_error",
+        True,
+    )
     assert (held.attributes["chatrecord.tool.reading"], held.attributes["chatrecord.tool.label"], held.error) == (
-        "held", "noch nicht ausgeführt", False)
+        "held",
+        "noch nicht ausgeführt",
+        False,
+    )
     assert "error.type" not in held.attributes
 
 
@@ -88,8 +98,7 @@ def test_decisions_undecided_cards_and_edits_are_span_events():
     agents = by_op(spans, "invoke_agent")
     events = [[e.name for e in a.events] for a in agents]
     assert events[0] == ["chatrecord.card_decided"]
-    assert [e.attributes for e in agents[1].events] == [
-        {"chatrecord.card.approved": False, "chatrecord.card.answer": "Behalten"}]
+    assert [e.attributes for e in agents[1].events] == [{"chatrecord.card.approved": False, "chatrecord.card.answer": "Behalten"}]
     assert events[3][:1] == ["chatrecord.card_undecided"]
     assert events[3][1:] == ["chatrecord.message_edited", "chatrecord.turns_truncated"]
     assert [a.attributes["chatrecord.cut"] for a in agents] == [True, True, True, True]

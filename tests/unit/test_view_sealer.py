@@ -12,8 +12,10 @@ from adapters.store.crypto import new_key, open_view_text, view_sealer
 from tests.conftest import _in_ci
 
 
-@pytest.mark.skipif(not hasattr(os, "fork") and not _in_ci(),  # in CI it runs, and fails without fork
-                    reason="needs os.fork")
+@pytest.mark.skipif(
+    not hasattr(os, "fork") and not _in_ci(),  # in CI it runs, and fails without fork
+    reason="needs os.fork",
+)
 def test_a_sealer_forked_after_it_drew_nonces_draws_its_own() -> None:
     key, cid = new_key(), uuid.uuid4()
     seal = view_sealer(key, cid)

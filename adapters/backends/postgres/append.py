@@ -75,8 +75,11 @@ def generation_function_name(generation: int) -> str:
     return f"chatrecord_append_g{generation}_v8"
 
 
-OLD_GENERATION_FUNCTIONS = ("chatrecord_append_g{generation}_v7", "chatrecord_append_g{generation}_v6",
-                            "chatrecord_append_g{generation}_v5")
+OLD_GENERATION_FUNCTIONS = (
+    "chatrecord_append_g{generation}_v7",
+    "chatrecord_append_g{generation}_v6",
+    "chatrecord_append_g{generation}_v5",
+)
 """The names of a generation's append function of the versions before (jsonb); dropped with its
 generation's tables."""
 OLD_VIEWS_FUNCTION = "chatrecord_views_g{generation}_v3"
@@ -95,8 +98,9 @@ def generation_function_statement(schema: str, events_table: str, generation: in
     at 3,000 segments). It is made at the first append into the generation
     (`EventRecorder._generation_function`) and dropped with the generation's tables."""
     views = _VIEWS_SQL.format(generation=int(generation), **table_names(generation, schema))
-    return _APPEND_FUNCTION_SQL.format(schema=f'"{schema}"', name=generation_function_name(generation),
-                                       events=f'"{schema}"."{events_table}"', views=views)
+    return _APPEND_FUNCTION_SQL.format(
+        schema=f'"{schema}"', name=generation_function_name(generation), events=f'"{schema}"."{events_table}"', views=views
+    )
 
 
 def append_function_statement(schema: str, events_table: str) -> str:
@@ -113,8 +117,9 @@ def append_function_statement(schema: str, events_table: str) -> str:
     PL/pgSQL keeps the plans of its static statements per connection. A document with view
     rows goes to its generation's function (`generation_function_statement`) instead.
     """
-    return _APPEND_FUNCTION_SQL.format(schema=f'"{schema}"', name=APPEND_FUNCTION, events=f'"{schema}"."{events_table}"',
-                                       views=_NO_VIEWS_SQL)
+    return _APPEND_FUNCTION_SQL.format(
+        schema=f'"{schema}"', name=APPEND_FUNCTION, events=f'"{schema}"."{events_table}"', views=_NO_VIEWS_SQL
+    )
 
 
 def assumption_function_statement(schema: str) -> str:
@@ -168,10 +173,23 @@ class AppendDocument:
         which the stored messages are deleted before the section's messages are written (None: none)."""
         views = self.doc.get("views")
         if views is None:
-            views = self.doc["views"] = {"g": generation, "lock": self._lock, "drop_aside": False, "aside": [],
-                                         "aside_rows": [], "delete_entries": [], "entries": [], "cut": None,
-                                         "outcomes": [], "messages": [], "ended": [], "ends": [], "pages": [],
-                                         "turns": [], "head": None}
+            views = self.doc["views"] = {
+                "g": generation,
+                "lock": self._lock,
+                "drop_aside": False,
+                "aside": [],
+                "aside_rows": [],
+                "delete_entries": [],
+                "entries": [],
+                "cut": None,
+                "outcomes": [],
+                "messages": [],
+                "ended": [],
+                "ends": [],
+                "pages": [],
+                "turns": [],
+                "head": None,
+            }
             self._written.add(f"views_g{generation}_")
         elif views["g"] != generation:
             raise Unfit("two generations' views in one append")
@@ -191,8 +209,11 @@ class AppendDocument:
             raise Unfit("a fetch without a statement")
         (query, params), self._pending = self._pending, None
         text = query.as_string(self._conn) if isinstance(query, Composable) else str(query)
-        if not text.lstrip().upper().startswith(("SELECT", "WITH")) or _WRITES.search(text) \
-                or any(table in text for table in self._written):
+        if (
+            not text.lstrip().upper().startswith(("SELECT", "WITH"))
+            or _WRITES.search(text)
+            or any(table in text for table in self._written)
+        ):
             raise Unfit("a read that is no plain read, or of a table the append writes")
         with self._conn.cursor() as curs:  # autocommit: before the append's own transaction
             curs.execute(query, params)

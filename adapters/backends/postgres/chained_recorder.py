@@ -1,5 +1,4 @@
-"""The application recorder with the hash chain (`ChainedPostgresRecorder`), in the store's schema.
-"""
+"""The application recorder with the hash chain (`ChainedPostgresRecorder`), in the store's schema."""
 
 from __future__ import annotations
 
@@ -39,8 +38,10 @@ class ChainedPostgresRecorder(ChainedRecorder, EventRecorder):
         self._sealing = threading.local()  # the heads of this thread's transaction, until it commits
         self.chain_table = SQL("{}.{}").format(Identifier(self.datastore.schema), Identifier(CHAIN_TABLE))
         self.sql_create_statements.append(
-            SQL("CREATE TABLE IF NOT EXISTS {} (originator_id uuid NOT NULL, originator_version bigint NOT NULL, "
-                "hash bytea NOT NULL, PRIMARY KEY (originator_id, originator_version))").format(self.chain_table)
+            SQL(
+                "CREATE TABLE IF NOT EXISTS {} (originator_id uuid NOT NULL, originator_version bigint NOT NULL, "
+                "hash bytea NOT NULL, PRIMARY KEY (originator_id, originator_version))"
+            ).format(self.chain_table)
         )
         self.events_table = SQL("{}.{}").format(Identifier(self.datastore.schema), Identifier(self.events_table_name))
         # The lock timeout is a connection option (`PostgresFactory`), not a SET LOCAL per append.
@@ -53,9 +54,14 @@ class ChainedPostgresRecorder(ChainedRecorder, EventRecorder):
 
     def _insert_stored_events(self, curs: Any, stored_events: Sequence[StoredEvent], **kwargs: Any) -> None:
         if isinstance(curs, AppendDocument):  # the function takes the table lock and inserts them
-            curs.put("events", [[str(e.originator_id), e.originator_version, e.topic,
-                                 base64.b64encode(state_bytes(e.state)).decode()] for e in stored_events],
-                     (self.events_table_name,))
+            curs.put(
+                "events",
+                [
+                    [str(e.originator_id), e.originator_version, e.topic, base64.b64encode(state_bytes(e.state)).decode()]
+                    for e in stored_events
+                ],
+                (self.events_table_name,),
+            )
             self._sealing.heads = self._seal(curs, stored_events)
             return
         super()._insert_stored_events(curs, stored_events, **kwargs)
@@ -75,15 +81,18 @@ class ChainedPostgresRecorder(ChainedRecorder, EventRecorder):
         run_inline(kwargs, curs)
 
     def _chain_hash(self, cursor: Any, key: UUID, version: int) -> bytes | None:
-        cursor.execute(SQL("SELECT hash FROM {} WHERE originator_id = %s AND originator_version = %s")
-                       .format(self.chain_table), (key, version))
+        cursor.execute(
+            SQL("SELECT hash FROM {} WHERE originator_id = %s AND originator_version = %s").format(self.chain_table),
+            (key, version),
+        )
         row = cursor.fetchone()
         return state_bytes(row["hash"]) if row else None
 
     def _chain_insert(self, cursor: Any, rows: list[Link], *, missing_only: bool = False) -> None:
         if isinstance(cursor, AppendDocument) and not missing_only:
-            cursor.put("chain", [[str(key), version, base64.b64encode(digest).decode()] for key, version, digest in rows],
-                       (CHAIN_TABLE,))
+            cursor.put(
+                "chain", [[str(key), version, base64.b64encode(digest).decode()] for key, version, digest in rows], (CHAIN_TABLE,)
+            )
             return
         conflict = SQL(" ON CONFLICT DO NOTHING") if missing_only else SQL("")
         statement = SQL("INSERT INTO {} VALUES (%s, %s, %s)").format(self.chain_table) + conflict
@@ -93,9 +102,13 @@ class ChainedPostgresRecorder(ChainedRecorder, EventRecorder):
             cursor.executemany(statement, rows)
 
     def _chain_stored(self, cursor: Any, key: UUID, upto: int) -> list[Stored]:
-        cursor.execute(SQL("SELECT originator_version, topic, state FROM {} WHERE originator_id = %s "
-                           "AND originator_version <= %s ORDER BY originator_version").format(self.events_table),
-                       (key, upto))
+        cursor.execute(
+            SQL(
+                "SELECT originator_version, topic, state FROM {} WHERE originator_id = %s "
+                "AND originator_version <= %s ORDER BY originator_version"
+            ).format(self.events_table),
+            (key, upto),
+        )
         return [(key, r["originator_version"], r["topic"], state_bytes(r["state"])) for r in cursor.fetchall()]
 
     def _page(self, table: Any, columns: str, after: tuple[UUID, int] | None, only: UUID | None) -> list[Any]:
@@ -108,9 +121,9 @@ class ChainedPostgresRecorder(ChainedRecorder, EventRecorder):
             where.append(SQL("(originator_id, originator_version) > (%s, %s)"))
             params += [after[0], after[1]]
         clause = SQL("WHERE {} ").format(SQL(" AND ").join(where)) if where else SQL("")
-        statement = SQL("SELECT originator_id, originator_version, {} FROM {} {}"
-                        "ORDER BY originator_id, originator_version LIMIT {}").format(
-            SQL(columns), table, clause, PAGE)
+        statement = SQL(
+            "SELECT originator_id, originator_version, {} FROM {} {}ORDER BY originator_id, originator_version LIMIT {}"
+        ).format(SQL(columns), table, clause, PAGE)
         with self.datastore.transaction(commit=False) as curs:
             curs.execute(statement, params)
             return curs.fetchall()

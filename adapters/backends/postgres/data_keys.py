@@ -1,5 +1,4 @@
-"""The data keys and the master key's check row in the store's schema (`PostgresDataKeys`).
-"""
+"""The data keys and the master key's check row in the store's schema (`PostgresDataKeys`)."""
 
 from __future__ import annotations
 
@@ -20,10 +19,12 @@ def keys_statements(schema: str) -> list[Composed]:
     """Returns the CREATE statements of the data keys' table and the master key's check table
     in `schema` (`adapters.store.keys`)."""
     return [
-        SQL("CREATE TABLE IF NOT EXISTS {}.{} (conversation uuid PRIMARY KEY, wrapped_key bytea, "
-            "erased_at timestamptz)").format(Identifier(schema), Identifier(KEYS_TABLE)),
-        SQL("CREATE TABLE IF NOT EXISTS {}.{} (id integer PRIMARY KEY CHECK (id = 1), "
-            "sealed bytea NOT NULL)").format(Identifier(schema), Identifier(MASTER_TABLE)),
+        SQL("CREATE TABLE IF NOT EXISTS {}.{} (conversation uuid PRIMARY KEY, wrapped_key bytea, erased_at timestamptz)").format(
+            Identifier(schema), Identifier(KEYS_TABLE)
+        ),
+        SQL("CREATE TABLE IF NOT EXISTS {}.{} (id integer PRIMARY KEY CHECK (id = 1), sealed bytea NOT NULL)").format(
+            Identifier(schema), Identifier(MASTER_TABLE)
+        ),
     ]
 
 
@@ -42,8 +43,9 @@ class PostgresDataKeys(DataKeys):
 
     def _select(self, originator_id: UUID) -> Row | None:
         with self.datastore.transaction(commit=False) as curs:
-            curs.execute(SQL("SELECT wrapped_key, erased_at FROM {} WHERE conversation = %s").format(self.table),
-                         (originator_id,))
+            curs.execute(
+                SQL("SELECT wrapped_key, erased_at FROM {} WHERE conversation = %s").format(self.table), (originator_id,)
+            )
             row = curs.fetchone()
         return (row["wrapped_key"], row["erased_at"]) if row else None
 
@@ -55,8 +57,12 @@ class PostgresDataKeys(DataKeys):
             guard = SQL("EXISTS (SELECT 1 FROM {} WHERE id = 1 AND sealed = %s)").format(self.master_table)
             params = (check,)
         with self.datastore.transaction(commit=True) as curs:
-            curs.execute(SQL("INSERT INTO {} (conversation, wrapped_key) SELECT %s, %s WHERE {} "
-                             "ON CONFLICT DO NOTHING").format(self.table, guard), (originator_id, wrapped, *params))
+            curs.execute(
+                SQL("INSERT INTO {} (conversation, wrapped_key) SELECT %s, %s WHERE {} ON CONFLICT DO NOTHING").format(
+                    self.table, guard
+                ),
+                (originator_id, wrapped, *params),
+            )
 
     def _select_check(self) -> bytes | None:
         with self.datastore.transaction(commit=False) as curs:
@@ -67,9 +73,13 @@ class PostgresDataKeys(DataKeys):
     def _insert_check(self, sealed: bytes) -> bool:
         try:
             with self.datastore.transaction(commit=True) as curs:
-                curs.execute(SQL("INSERT INTO {} SELECT 1, %s WHERE NOT EXISTS (SELECT 1 FROM {} WHERE "
-                                 "substring(wrapped_key FROM 1 FOR 1) = '\\x00'::bytea) ON CONFLICT DO NOTHING")
-                             .format(self.master_table, self.table), (sealed,))
+                curs.execute(
+                    SQL(
+                        "INSERT INTO {} SELECT 1, %s WHERE NOT EXISTS (SELECT 1 FROM {} WHERE "
+                        "substring(wrapped_key FROM 1 FOR 1) = '\\x00'::bytea) ON CONFLICT DO NOTHING"
+                    ).format(self.master_table, self.table),
+                    (sealed,),
+                )
         except PersistenceError as error:
             if isinstance(error.__cause__, psycopg.errors.ReadOnlySqlTransaction):
                 return False  # a hot standby: reading commands go on; a writer checks again
@@ -78,22 +88,33 @@ class PostgresDataKeys(DataKeys):
 
     def _wrapped_sample(self) -> tuple[UUID, bytes] | None:
         with self.datastore.transaction(commit=False) as curs:
-            curs.execute(SQL("SELECT conversation, wrapped_key FROM {} "
-                             "WHERE substring(wrapped_key FROM 1 FOR 1) = '\\x01'::bytea LIMIT 1").format(self.table))
+            curs.execute(
+                SQL(
+                    "SELECT conversation, wrapped_key FROM {} WHERE substring(wrapped_key FROM 1 FOR 1) = '\\x01'::bytea LIMIT 1"
+                ).format(self.table)
+            )
             row = curs.fetchone()
         return (row["conversation"], bytes(row["wrapped_key"])) if row else None
 
     def _erase(self, originator_id: UUID, at: datetime) -> None:
         with self.datastore.transaction(commit=True) as curs:
-            curs.execute(SQL("INSERT INTO {} VALUES (%s, NULL, %s) ON CONFLICT (conversation) DO UPDATE SET "
-                             "wrapped_key = NULL, erased_at = COALESCE({}.erased_at, excluded.erased_at)")
-                         .format(self.table, Identifier(KEYS_TABLE)), (originator_id, at))
+            curs.execute(
+                SQL(
+                    "INSERT INTO {} VALUES (%s, NULL, %s) ON CONFLICT (conversation) DO UPDATE SET "
+                    "wrapped_key = NULL, erased_at = COALESCE({}.erased_at, excluded.erased_at)"
+                ).format(self.table, Identifier(KEYS_TABLE)),
+                (originator_id, at),
+            )
 
     def _counts(self) -> tuple[int, int, int]:
         with self.datastore.transaction(commit=False) as curs:
-            curs.execute(SQL("SELECT count(*) FILTER (WHERE substring(wrapped_key FROM 1 FOR 1) = '\\x01'::bytea) AS wrapped, "
-                             "count(*) FILTER (WHERE substring(wrapped_key FROM 1 FOR 1) = '\\x00'::bytea) AS plain, "
-                             "count(*) FILTER (WHERE wrapped_key IS NULL) AS erased FROM {}").format(self.table))
+            curs.execute(
+                SQL(
+                    "SELECT count(*) FILTER (WHERE substring(wrapped_key FROM 1 FOR 1) = '\\x01'::bytea) AS wrapped, "
+                    "count(*) FILTER (WHERE substring(wrapped_key FROM 1 FOR 1) = '\\x00'::bytea) AS plain, "
+                    "count(*) FILTER (WHERE wrapped_key IS NULL) AS erased FROM {}"
+                ).format(self.table)
+            )
             row = curs.fetchone()
         assert row is not None  # an aggregate without GROUP BY returns one row
         return int(row["wrapped"]), int(row["plain"]), int(row["erased"])
@@ -111,8 +132,12 @@ class PostgresDataKeys(DataKeys):
             if sealed is None:
                 curs.execute(SQL("DELETE FROM {}").format(self.master_table))
             else:
-                curs.execute(SQL("INSERT INTO {} VALUES (1, %s) ON CONFLICT (id) DO UPDATE SET sealed = excluded.sealed")
-                             .format(self.master_table), (sealed,))
+                curs.execute(
+                    SQL("INSERT INTO {} VALUES (1, %s) ON CONFLICT (id) DO UPDATE SET sealed = excluded.sealed").format(
+                        self.master_table
+                    ),
+                    (sealed,),
+                )
         return len(rows)
 
     def scrub(self) -> None:

@@ -91,8 +91,11 @@ class PostgresFactory(StoreFactory, es_postgres.PostgresFactory):
                 psycopg.connect(env[cls.POSTGRES_CONNINFO], connect_timeout=timeout).close()
             else:
                 psycopg.connect(
-                    dbname=env.get("POSTGRES_DBNAME"), host=env.get("POSTGRES_HOST"), port=env.get("POSTGRES_PORT"),
-                    user=env.get("POSTGRES_USER"), password=env.get("POSTGRES_PASSWORD") or None,
+                    dbname=env.get("POSTGRES_DBNAME"),
+                    host=env.get("POSTGRES_HOST"),
+                    port=env.get("POSTGRES_PORT"),
+                    user=env.get("POSTGRES_USER"),
+                    password=env.get("POSTGRES_PASSWORD") or None,
                     connect_timeout=timeout,
                 ).close()
         except psycopg.Error as error:
@@ -117,10 +120,7 @@ class PostgresFactory(StoreFactory, es_postgres.PostgresFactory):
                 "stored, try again"
             )
         if isinstance(driver, psycopg.errors.TransactionRollback):  # deadlock, serialization failure
-            return (
-                f"the store ({backend}) gave way to another process's write ({text}); nothing of it "
-                "was stored, try again"
-            )
+            return f"the store ({backend}) gave way to another process's write ({text}); nothing of it was stored, try again"
         if isinstance(driver, psycopg.errors.ReadOnlySqlTransaction):
             return (
                 f"the store ({backend}) is read-only ({text}): commands that only read work here; "
@@ -128,12 +128,16 @@ class PostgresFactory(StoreFactory, es_postgres.PostgresFactory):
             )
         if isinstance(driver, PoolTimeout):  # the pool only says it waited; ask the server why
             text = cls.server_reason(env) or text
-        if isinstance(driver, (psycopg.OperationalError, psycopg.InterfaceError,
-                               psycopg.errors.InsufficientPrivilege, psycopg.errors.InvalidCatalogName)):
-            return (
-                f"the store ({backend}) cannot be used: {text}; check CHATRECORD_DATABASE_URL "
-                "and that the server answers"
-            )
+        if isinstance(
+            driver,
+            (
+                psycopg.OperationalError,
+                psycopg.InterfaceError,
+                psycopg.errors.InsufficientPrivilege,
+                psycopg.errors.InvalidCatalogName,
+            ),
+        ):
+            return f"the store ({backend}) cannot be used: {text}; check CHATRECORD_DATABASE_URL and that the server answers"
         return None
 
     def __init__(self, env: Any) -> None:
@@ -187,11 +191,13 @@ class PostgresFactory(StoreFactory, es_postgres.PostgresFactory):
     def application_recorder(self) -> ApplicationRecorder:
         recorder = super().application_recorder()
         schema = self.datastore.schema
-        recorder.sql_create_statements.extend([  # type: ignore[attr-defined]  # the library's PostgreSQL recorder
-            *keys_statements(schema),
-            *(SQL(statement) for statement in history_statements(schema)),
-            SQL(assumption_function_statement(schema)),
-        ])
+        recorder.sql_create_statements.extend(  # type: ignore[attr-defined]  # the library's PostgreSQL recorder
+            [
+                *keys_statements(schema),
+                *(SQL(statement) for statement in history_statements(schema)),
+                SQL(assumption_function_statement(schema)),
+            ]
+        )
         recorder.extra_tables = (CHAIN_TABLE, KEYS_TABLE, MASTER_TABLE, *HISTORY_TABLES)  # type: ignore[attr-defined]  # ours, for ensure_schema
         return self._ready(recorder)
 
@@ -221,14 +227,22 @@ class PostgresFactory(StoreFactory, es_postgres.PostgresFactory):
 
     @classmethod
     def views_backend(cls, store: Any) -> PostgresBackend:
-        return PostgresBackend(store.recorder.datastore, store.recorder.events_table_name,
-                               chained=getattr(store.recorder, "chain_table", None) is not None)
+        return PostgresBackend(
+            store.recorder.datastore,
+            store.recorder.events_table_name,
+            chained=getattr(store.recorder, "chain_table", None) is not None,
+        )
 
     @classmethod
     def idempotency_keys(cls, store: Any) -> SQLKeys:
         datastore = store.recorder.datastore
         table = '"' + datastore.schema.replace('"', '""') + '".' + TABLE
-        return SQLKeys(datastore, table, "%s", [
-            f"SELECT pg_advisory_xact_lock(hashtext('{TABLE}'))",
-            f"CREATE TABLE IF NOT EXISTS {table} {COLUMNS}",
-        ])
+        return SQLKeys(
+            datastore,
+            table,
+            "%s",
+            [
+                f"SELECT pg_advisory_xact_lock(hashtext('{TABLE}'))",
+                f"CREATE TABLE IF NOT EXISTS {table} {COLUMNS}",
+            ],
+        )

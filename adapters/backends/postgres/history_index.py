@@ -1,5 +1,4 @@
-"""The history index in the store's schema (`PostgresHistoryTables`), and the check of an assumed index.
-"""
+"""The history index in the store's schema (`PostgresHistoryTables`), and the check of an assumed index."""
 
 from __future__ import annotations
 
@@ -82,14 +81,32 @@ class PostgresHistoryTables(SQLHistoryTables):
             f"(SELECT 1 FROM {t['chatrecord_segments']} WHERE cid = %s AND segment = r.segment AND body = r.body)) "
             f"AND NOT EXISTS (SELECT 1 FROM unnest(%s::bigint[], %s::int[]) AS m(number, live) WHERE NOT EXISTS "
             f"(SELECT 1 FROM {t['chatrecord_messages']} WHERE cid = %s AND number = m.number AND live = m.live))",
-            (key, assumed.version, assumed.count, key, assumed.digests, key, assumed.segments, key, assumed.runs,
-             assumed.tip, key, assumed.version, assumed.tip, list(assumed.records),
-             [r.model_dump_json() for r in assumed.records.values()], key, list(assumed.messages),
-             [int(live) for live in assumed.messages.values()], key),
+            (
+                key,
+                assumed.version,
+                assumed.count,
+                key,
+                assumed.digests,
+                key,
+                assumed.segments,
+                key,
+                assumed.runs,
+                assumed.tip,
+                key,
+                assumed.version,
+                assumed.tip,
+                list(assumed.records),
+                [r.model_dump_json() for r in assumed.records.values()],
+                key,
+                list(assumed.messages),
+                [int(live) for live in assumed.messages.values()],
+                key,
+            ),
         )
 
-    def _checked_write(self, cid: UUID, state: Any, events: list[Any], curs: Any, rebuild: bool, follows: bool,
-                       assumed: AssumedHistory | None) -> int | None:
+    def _checked_write(
+        self, cid: UUID, state: Any, events: list[Any], curs: Any, rebuild: bool, follows: bool, assumed: AssumedHistory | None
+    ) -> int | None:
         """An append's index (`follows`, not a rebuild) in one statement: the events folded
         into a `HeldIndex` (its reads go to the rows through `curs`), then the check of
         `assumed` (if any) and every held row as data-modifying CTEs of one INSERT: no row is
@@ -103,20 +120,33 @@ class PostgresHistoryTables(SQLHistoryTables):
         t, key = self.t, str(cid)
         if isinstance(curs, AppendDocument):
             if assumed is not None:
-                curs.put("assumed", {"version": assumed.version, "count": assumed.count,  # each key checked once
-                                     "digests": list(dict.fromkeys(assumed.digests)),
-                                     "segments": list(dict.fromkeys(assumed.segments)),
-                                     "runs": list(dict.fromkeys(assumed.runs)),
-                                     "records": [[g, r.model_dump_json()] for g, r in assumed.records.items()],
-                                     "live": [[n, int(live)] for n, live in assumed.messages.items()],
-                                     "tip": base64.b64encode(assumed.tip).decode() if assumed.tip is not None else None})
-            curs.put("index", {
-                "sources": [[d, first, last] for d, (first, last) in held.top.sources.items()],
-                "segments": [[r.segment, r.run, r.message, r.version, int(r.cut), r.model_dump_json()]
-                             for r in held.top.records.values()],
-                "messages": [[number, int(live)] for number, live in held.top.messages.items()],
-                "version": held.version, "added": held.delta,
-            }, HISTORY_TABLES)
+                curs.put(
+                    "assumed",
+                    {
+                        "version": assumed.version,
+                        "count": assumed.count,  # each key checked once
+                        "digests": list(dict.fromkeys(assumed.digests)),
+                        "segments": list(dict.fromkeys(assumed.segments)),
+                        "runs": list(dict.fromkeys(assumed.runs)),
+                        "records": [[g, r.model_dump_json()] for g, r in assumed.records.items()],
+                        "live": [[n, int(live)] for n, live in assumed.messages.items()],
+                        "tip": base64.b64encode(assumed.tip).decode() if assumed.tip is not None else None,
+                    },
+                )
+            curs.put(
+                "index",
+                {
+                    "sources": [[d, first, last] for d, (first, last) in held.top.sources.items()],
+                    "segments": [
+                        [r.segment, r.run, r.message, r.version, int(r.cut), r.model_dump_json()]
+                        for r in held.top.records.values()
+                    ],
+                    "messages": [[number, int(live)] for number, live in held.top.messages.items()],
+                    "version": held.version,
+                    "added": held.delta,
+                },
+                HISTORY_TABLES,
+            )
             return held.delta
         ctes: list[str] = []
         params: list[Any] = []
@@ -126,28 +156,37 @@ class PostgresHistoryTables(SQLHistoryTables):
             params.extend(checks)
         if held.top.sources:
             rows: list[tuple[Any, ...]] = [(key, d, first, last) for d, (first, last) in held.top.sources.items()]
-            ctes.append(f"s AS (INSERT INTO {t['chatrecord_sources']} (cid, digest, first, last) VALUES {_marks(rows)} "
-                        "ON CONFLICT (cid, digest) DO UPDATE SET last = excluded.last)")
+            ctes.append(
+                f"s AS (INSERT INTO {t['chatrecord_sources']} (cid, digest, first, last) VALUES {_marks(rows)} "
+                "ON CONFLICT (cid, digest) DO UPDATE SET last = excluded.last)"
+            )
             params.extend(v for row in rows for v in row)
         if held.top.records:
-            rows = [(key, r.segment, r.run, r.message, r.version, int(r.cut), r.model_dump_json())
-                    for r in held.top.records.values()]
-            ctes.append(f"g AS (INSERT INTO {t['chatrecord_segments']} (cid, segment, run, message, version, cut, body) "
-                        f"VALUES {_marks(rows)} ON CONFLICT (cid, segment) DO UPDATE SET cut = excluded.cut, "
-                        "body = excluded.body)")
+            rows = [
+                (key, r.segment, r.run, r.message, r.version, int(r.cut), r.model_dump_json()) for r in held.top.records.values()
+            ]
+            ctes.append(
+                f"g AS (INSERT INTO {t['chatrecord_segments']} (cid, segment, run, message, version, cut, body) "
+                f"VALUES {_marks(rows)} ON CONFLICT (cid, segment) DO UPDATE SET cut = excluded.cut, "
+                "body = excluded.body)"
+            )
             params.extend(v for row in rows for v in row)
         if held.top.messages:
             rows = [(key, number, int(live)) for number, live in held.top.messages.items()]
-            ctes.append(f"m AS (INSERT INTO {t['chatrecord_messages']} (cid, number, live) VALUES {_marks(rows)} "
-                        "ON CONFLICT (cid, number) DO UPDATE SET live = excluded.live)")
+            ctes.append(
+                f"m AS (INSERT INTO {t['chatrecord_messages']} (cid, number, live) VALUES {_marks(rows)} "
+                "ON CONFLICT (cid, number) DO UPDATE SET live = excluded.live)"
+            )
             params.extend(v for row in rows for v in row)
         index = t["chatrecord_index"]
         head = f"WITH {', '.join(ctes)} " if ctes else ""
         source = "FROM ok WHERE ok.one = 1" if assumed is not None else ""  # used, so it is computed
-        curs.execute(f"{head}INSERT INTO {index} (cid, version, outcomes) SELECT %s, %s, %s {source} "
-                     f"ON CONFLICT (cid) DO UPDATE SET version = excluded.version, "
-                     f"outcomes = {index}.outcomes + excluded.outcomes",
-                     (*params, key, held.version, held.delta))
+        curs.execute(
+            f"{head}INSERT INTO {index} (cid, version, outcomes) SELECT %s, %s, %s {source} "
+            f"ON CONFLICT (cid) DO UPDATE SET version = excluded.version, "
+            f"outcomes = {index}.outcomes + excluded.outcomes",
+            (*params, key, held.version, held.delta),
+        )
         return held.delta
 
     @contextmanager

@@ -55,6 +55,7 @@ statement each (`_append_in_one_call` uses no pipeline mode); a larger one as `_
 CONNECTION_ATTEMPTS = 5
 """Tries of a write whose connection failed (not of one that timed out)."""
 
+
 class _Again(Enum):
     AGAIN = "again"
 
@@ -73,7 +74,8 @@ class _Answered(Exception):  # a carrier, never seen outside EventRecorder
 
 _SELECT_EVENTS: Callable[..., Sequence[StoredEvent]] = es_postgres.PostgresAggregateRecorder.select_events.__wrapped__
 _SELECT_NOTIFICATIONS: Callable[..., Sequence[Notification]] = (
-    es_postgres.PostgresApplicationRecorder.select_notifications.__wrapped__)
+    es_postgres.PostgresApplicationRecorder.select_notifications.__wrapped__
+)
 _MAX_NOTIFICATION_ID: Callable[..., int | None] = es_postgres.PostgresApplicationRecorder.max_notification_id.__wrapped__
 """The library's reads without its `retry`, which tries ten times whatever the error."""
 
@@ -120,8 +122,10 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder):
     def subscribe(self, gt: int | None = None, topics: Sequence[str] = ()) -> Any:
         """Raises NotImplementedError, as the library's SQLite recorder does: its subscription
         wakes on a NOTIFY that the append function and the chained recorder never send."""
-        raise NotImplementedError(f"The {type(self).__qualname__} recorder does not support subscriptions "
-                                  "(its appends send no NOTIFY); read the log with select_notifications")
+        raise NotImplementedError(
+            f"The {type(self).__qualname__} recorder does not support subscriptions "
+            "(its appends send no NOTIFY); read the log with select_notifications"
+        )
 
     def select_events(self, originator_id: Any, **kwargs: Any) -> Sequence[StoredEvent]:
         """The library's read of a conversation's events, tried again only when the connection
@@ -133,8 +137,9 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder):
         """The library's read of the notification log, tried again as `select_events` is."""
         return self._read(_SELECT_NOTIFICATIONS, *args, **kwargs)
 
-    def select_notifications_to_fold(self, start: int, limit: int, stop: int | None,
-                                     part: tuple[int, int] | None = None) -> Sequence[Notification]:
+    def select_notifications_to_fold(
+        self, start: int, limit: int, stop: int | None, part: tuple[int, int] | None = None
+    ) -> Sequence[Notification]:
         """Returns, as `select_notifications(start, limit, stop, inclusive_of_start=False)`
         does, the notifications after `start` (up to `stop`), at most `limit`, in order: what a
         rebuild folds. They come in PostgreSQL's binary format (a state's bytes as they are,
@@ -149,17 +154,20 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder):
                 raise ValueError(f"part {part[0]} of {part[1]}")
             which = SQL(" AND get_byte(uuid_send(originator_id), 15) %% %s = %s")
             params += [part[1], part[0]]
-        statement = SQL("SELECT notification_id, originator_id, originator_version, topic, state FROM {}.{} "
-                        "WHERE notification_id > %s AND notification_id <= %s{} "
-                        "ORDER BY notification_id LIMIT %s").format(Identifier(self.datastore.schema),
-                                                                    Identifier(self.events_table_name), which)
+        statement = SQL(
+            "SELECT notification_id, originator_id, originator_version, topic, state FROM {}.{} "
+            "WHERE notification_id > %s AND notification_id <= %s{} "
+            "ORDER BY notification_id LIMIT %s"
+        ).format(Identifier(self.datastore.schema), Identifier(self.events_table_name), which)
         params.append(limit)
 
         def read(recorder: EventRecorder) -> list[Notification]:
             with recorder.datastore.get_connection() as conn, conn.cursor(binary=True, row_factory=tuple_row) as curs:
                 curs.execute(statement, params, prepare=True)
-                return [Notification(id=n, originator_id=cid, originator_version=version, topic=topic, state=state)
-                        for n, cid, version, topic, state in curs.fetchall()]
+                return [
+                    Notification(id=n, originator_id=cid, originator_version=version, topic=topic, state=state)
+                    for n, cid, version, topic, state in curs.fetchall()
+                ]
 
         return self._read(read)
 
@@ -168,9 +176,10 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder):
         (`select_notifications_to_fold`'s parts), in part order: one statement, a scan of the
         events table, which a rebuild that would fold in parts asks first. Tried again as
         `select_events` is."""
-        statement = SQL("SELECT get_byte(uuid_send(originator_id), 15) %% %s AS part, count(*) AS n FROM {}.{} "
-                        "WHERE notification_id <= %s GROUP BY 1").format(Identifier(self.datastore.schema),
-                                                                         Identifier(self.events_table_name))
+        statement = SQL(
+            "SELECT get_byte(uuid_send(originator_id), 15) %% %s AS part, count(*) AS n FROM {}.{} "
+            "WHERE notification_id <= %s GROUP BY 1"
+        ).format(Identifier(self.datastore.schema), Identifier(self.events_table_name))
 
         def read(recorder: EventRecorder) -> list[int]:
             with recorder.datastore.get_connection() as conn, conn.cursor(row_factory=tuple_row) as curs:
@@ -274,14 +283,17 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder):
             return name
         exists = SQL("SELECT to_regprocedure({}) IS NOT NULL").format(f"{name}(jsonb)")
         try:
-            create_once(conn, lock_key(schema), exists,
-                        [generation_function_statement(schema, self.events_table_name, generation)])
+            create_once(
+                conn, lock_key(schema), exists, [generation_function_statement(schema, self.events_table_name, generation)]
+            )
         except psycopg.Error:
             return None
         ready.add(generation)
         return name
 
-    def _append_in_one_call(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None | Literal[_Again.AGAIN]:
+    def _append_in_one_call(
+        self, stored_events: Sequence[StoredEvent], **kwargs: Any
+    ) -> Sequence[int] | None | Literal[_Again.AGAIN]:
         """Sends the whole append as one statement, a call of `APPEND_FUNCTION` (of the
         generation's function where it holds view rows) with the writes gathered as data
         (`AppendDocument`); returns the notification ids, or `_AGAIN` when the
@@ -319,12 +331,14 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder):
                     # events table's lock: a writer of one of them (its index row, then that lock) is
                     # waited for, never waited for while this holds the lock it waits for
                     with conn.cursor() as curs:
-                        curs.execute(SQL("SELECT cid FROM {}.chatrecord_index WHERE cid = ANY(%s) ORDER BY cid FOR UPDATE")
-                                     .format(Identifier(self.datastore.schema)),
-                                     (sorted(str(group[0].originator_id) for group in groups),))
+                        curs.execute(
+                            SQL("SELECT cid FROM {}.chatrecord_index WHERE cid = ANY(%s) ORDER BY cid FOR UPDATE").format(
+                                Identifier(self.datastore.schema)
+                            ),
+                            (sorted(str(group[0].originator_id) for group in groups),),
+                        )
                     for group in groups:
-                        ids.extend(self._call_document(conn, function, group, originator_uuid(group[0].originator_id),
-                                                       **kwargs))
+                        ids.extend(self._call_document(conn, function, group, originator_uuid(group[0].originator_id), **kwargs))
                         heads.update(getattr(sealing, "heads", None) or {})
                 if sealing is not None:
                     sealing.heads = heads
@@ -341,8 +355,14 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder):
             finally:
                 AT_ONCE.on = False
 
-    def _call_document(self, conn: psycopg.Connection[Any], function: str, stored_events: Sequence[StoredEvent],
-                       conversation: UUID | None, **kwargs: Any) -> list[int]:
+    def _call_document(
+        self,
+        conn: psycopg.Connection[Any],
+        function: str,
+        stored_events: Sequence[StoredEvent],
+        conversation: UUID | None,
+        **kwargs: Any,
+    ) -> list[int]:
         """Gathers one conversation's append into an `AppendDocument` and calls its function;
         returns the notification ids. `conversation`: the document's (a part of a batch), which
         the writer's `inline(cursor)` writes alone. Raises Unfit, or the server's error with the

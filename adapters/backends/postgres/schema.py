@@ -42,9 +42,7 @@ def lock_key(schema: str) -> str:
     return f"chatrecord schema {schema}"
 
 
-def create_once(
-    conn: psycopg.Connection[Any], key: str, exists: Statement, statements: Iterable[Statement]
-) -> bool:
+def create_once(conn: psycopg.Connection[Any], key: str, exists: Statement, statements: Iterable[Statement]) -> bool:
     """Runs `statements` on `conn` unless the query `exists` (one catalog query returning one
     boolean, e.g. `SELECT to_regclass('s.t') IS NOT NULL`) says they ran already; returns True
     when it ran them.
@@ -96,9 +94,12 @@ def schema_exists_query(recorder: es_postgres.PostgresAggregateRecorder) -> Comp
     checks.extend(_regclass(schema, table) for table in getattr(recorder, "extra_tables", ()))
     if isinstance(recorder, es_postgres.PostgresApplicationRecorder):
         checks.append(_regclass(schema, recorder.notification_id_index_name))
-        checks.append(SQL("EXISTS (SELECT 1 FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
-                          "WHERE n.nspname = {} AND p.proname = {})").format(
-            schema, recorder.pg_function_name_insert_events))
+        checks.append(
+            SQL(
+                "EXISTS (SELECT 1 FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
+                "WHERE n.nspname = {} AND p.proname = {})"
+            ).format(schema, recorder.pg_function_name_insert_events)
+        )
     return SQL("SELECT ") + SQL(" AND ").join(checks)
 
 
@@ -112,7 +113,9 @@ def ensure_schema(recorder: es_postgres.PostgresAggregateRecorder) -> bool:
     datastore = recorder.datastore
     statements = recorder.sql_create_statements
     is_type = ["CREATE TYPE" in s.as_string() for s in statements]
-    ordered = [s for s, t in zip(statements, is_type, strict=True) if t] + [s for s, t in zip(statements, is_type, strict=True) if not t]
+    ordered = [s for s, t in zip(statements, is_type, strict=True) if t] + [
+        s for s, t in zip(statements, is_type, strict=True) if not t
+    ]
     with datastore.get_connection() as conn:
         try:
             created = create_once(conn, lock_key(datastore.schema), schema_exists_query(recorder), ordered)

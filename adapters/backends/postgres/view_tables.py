@@ -44,9 +44,21 @@ PREPARE_THRESHOLD = 5
 
 
 COLUMN_TYPES = {
-    "seq": "bigint", "segment": "text", "body": "text", "v": "bigint", "sub": "bigint", "card": "text", "after": "bigint",
-    "idx": "bigint", "block_end": "bigint", "role": "text", "number": "bigint", "message": "bigint", "page": "bigint",
-    "version": "bigint", "at": "text",
+    "seq": "bigint",
+    "segment": "text",
+    "body": "text",
+    "v": "bigint",
+    "sub": "bigint",
+    "card": "text",
+    "after": "bigint",
+    "idx": "bigint",
+    "block_end": "bigint",
+    "role": "text",
+    "number": "bigint",
+    "message": "bigint",
+    "page": "bigint",
+    "version": "bigint",
+    "at": "text",
 }
 """The PostgreSQL types of the view tables' columns (`adapters.views.rows.create_statements`)."""
 
@@ -90,8 +102,11 @@ class PostgresBufferedRows(BufferedRows):
         # the rows as one JSON array of arrays (orjson, in C): psycopg's array dumpers work per
         # element in Python, holding the GIL a rebuild's fold needs; the server takes them apart
         values = ", ".join(f"(e->>{i})::{COLUMN_TYPES[c]}" for i, c in enumerate(columns))
-        self.curs.execute(f"INSERT INTO {table} (cid, {', '.join(columns)}) SELECT %s, {values} "
-                          f"FROM jsonb_array_elements(%s::jsonb) AS e {tail}", (self.cid, orjson.dumps(rows).decode()))
+        self.curs.execute(
+            f"INSERT INTO {table} (cid, {', '.join(columns)}) SELECT %s, {values} "
+            f"FROM jsonb_array_elements(%s::jsonb) AS e {tail}",
+            (self.cid, orjson.dumps(rows).decode()),
+        )
 
     def _set_aside_rows(self) -> None:
         views = self._document()
@@ -100,13 +115,17 @@ class PostgresBufferedRows(BufferedRows):
             if self._drop_aside:
                 self.curs.execute(f"DELETE FROM {entries} WHERE cid = %s", (aside,))
             if self._moves:
-                self.curs.execute(f"UPDATE {entries} SET cid = %s WHERE cid = %s "
-                                  "AND seq = ANY(ARRAY(SELECT jsonb_array_elements_text(%s::jsonb)::bigint))",
-                                  (aside, self.cid, orjson.dumps(self._moves).decode()))
+                self.curs.execute(
+                    f"UPDATE {entries} SET cid = %s WHERE cid = %s "
+                    "AND seq = ANY(ARRAY(SELECT jsonb_array_elements_text(%s::jsonb)::bigint))",
+                    (aside, self.cid, orjson.dumps(self._moves).decode()),
+                )
             if self._aside:
-                self.curs.execute(f"INSERT INTO {entries} (cid, seq, segment, body) SELECT %s, (e->>0)::bigint, "
-                                  "e->>1, e->>2 FROM jsonb_array_elements(%s::jsonb) AS e",
-                                  (aside, orjson.dumps(self._aside).decode()))
+                self.curs.execute(
+                    f"INSERT INTO {entries} (cid, seq, segment, body) SELECT %s, (e->>0)::bigint, "
+                    "e->>1, e->>2 FROM jsonb_array_elements(%s::jsonb) AS e",
+                    (aside, orjson.dumps(self._aside).decode()),
+                )
             return
         if self._drop_aside:  # what an earlier flush into this document set aside goes too
             views["delete_entries"].extend(views["aside"])
@@ -119,9 +138,11 @@ class PostgresBufferedRows(BufferedRows):
         if views is not None:
             views["delete_entries"].extend(seqs)
         elif seqs:
-            self.curs.execute(f"DELETE FROM {self.t['entries']} WHERE cid = %s "
-                              "AND seq = ANY(ARRAY(SELECT jsonb_array_elements_text(%s::jsonb)::bigint))",
-                              (self.cid, orjson.dumps(seqs).decode()))
+            self.curs.execute(
+                f"DELETE FROM {self.t['entries']} WHERE cid = %s "
+                "AND seq = ANY(ARRAY(SELECT jsonb_array_elements_text(%s::jsonb)::bigint))",
+                (self.cid, orjson.dumps(seqs).decode()),
+            )
 
     def _cut_stored_messages(self, keep: int) -> None:
         views = self._document()
@@ -139,9 +160,11 @@ class PostgresBufferedRows(BufferedRows):
         if views is not None:
             views["ends"].extend([index, end] for index, end in ends)
         elif ends:
-            self.curs.execute(f"UPDATE {self.t['messages']} m SET block_end = (u.e->>1)::bigint "
-                              "FROM jsonb_array_elements(%s::jsonb) AS u(e) WHERE m.cid = %s AND m.idx = (u.e->>0)::bigint",
-                              (orjson.dumps(ends).decode(), self.cid))
+            self.curs.execute(
+                f"UPDATE {self.t['messages']} m SET block_end = (u.e->>1)::bigint "
+                "FROM jsonb_array_elements(%s::jsonb) AS u(e) WHERE m.cid = %s AND m.idx = (u.e->>0)::bigint",
+                (orjson.dumps(ends).decode(), self.cid),
+            )
 
 
 READ_SNAPSHOT = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
@@ -232,9 +255,17 @@ class PostgresBackend(SQLBackend):
             conn.prepare_threshold = threshold
         return curs
 
-    def turn_rows(self, curs: Any, cid: UUID, generation: int, newest: int,
-                  kept_at: int | None = None, entries: int | None = None, since: int | None = None,
-                  tail_from: int = 0) -> TurnRows | None:
+    def turn_rows(
+        self,
+        curs: Any,
+        cid: UUID,
+        generation: int,
+        newest: int,
+        kept_at: int | None = None,
+        entries: int | None = None,
+        since: int | None = None,
+        tail_from: int = 0,
+    ) -> TurnRows | None:
         """Reads, in one statement, what a turn read needs besides older transcript messages:
         the live pointer, the head row of `cid` in generation `generation` (the caller's
         guess), the log's version, the newest `entries` (default `newest`) kept run record
@@ -251,39 +282,63 @@ class PostgresBackend(SQLBackend):
         t = table_names(generation, self.schema)
         # the topics and the tail: only with `since`, within TAIL_EVENTS, and not for kept notes
         unkept = "CASE WHEN h.version = %(kept)s OR %(since)s < 0 OR h.version - %(since)s > %(events)s THEN NULL ELSE "
-        row = self.run(curs, (
-            "SELECT p.generation, p.rules, p.next, h.body AS head, h.version = %(kept)s AS skipped, "
-            f"(SELECT max(originator_version) FROM {self._t(self.events_table)} WHERE originator_id = %(key)s) AS logged, "
-            "CASE WHEN h.version = %(kept)s THEN NULL ELSE "
-            "(SELECT string_agg(body, chr(30) ORDER BY seq) FROM (SELECT seq, body FROM "
-            f"{t['entries']} WHERE cid = %(cid)s ORDER BY seq DESC LIMIT %(entries)s) e) END AS entries, "
-            "CASE WHEN h.version = %(kept)s THEN NULL ELSE "
-            "(SELECT string_agg(body, chr(30) ORDER BY v, sub) FROM (SELECT v, sub, body FROM "
-            f"{t['outcomes']} WHERE cid = %(cid)s ORDER BY v DESC, sub DESC LIMIT %(newest)s) o) END AS outcomes, "
-            f"{unkept}(SELECT COALESCE(string_agg(DISTINCT topic, chr(30)), '') FROM "
-            f"{self._t(self.events_table)} WHERE originator_id = %(key)s "
-            "AND originator_version > %(since)s AND originator_version <= h.version) END AS topics, "
-            f"{unkept}(SELECT COALESCE(string_agg(concat_ws(chr(31), idx, role, COALESCE(number::text, ''), "
-            "COALESCE(block_end::text, ''), body), chr(30) ORDER BY idx), '') FROM (SELECT idx, role, number, "
-            f"block_end, body FROM {t['messages']} WHERE cid = %(cid)s AND idx >= %(tail)s ORDER BY idx "
-            "LIMIT %(rows)s) m) END AS tail, "
-            + (f"(SELECT hash FROM {self._t(CHAIN_TABLE)} WHERE originator_id = %(key)s "
-               "AND originator_version = h.version) AS tip, "
-               f"(SELECT hash FROM {self._t(CHAIN_TABLE)} WHERE originator_id = %(key)s "
-               "AND originator_version = %(since)s) AS since_tip " if self.chained else
-               "NULL::bytea AS tip, NULL::bytea AS since_tip ") +
-            f"FROM {self._t(POINTER)} p LEFT JOIN {t['heads']} h ON h.cid = %(cid)s WHERE p.id = 1"),
-            {"cid": str(cid), "key": cid, "newest": newest, "entries": entries or newest,
-             "kept": -1 if kept_at is None else kept_at, "since": -1 if since is None else since,
-             "tail": tail_from, "events": TAIL_EVENTS, "rows": TAIL_ROWS + 1}).fetchone()
+        row = self.run(
+            curs,
+            (
+                "SELECT p.generation, p.rules, p.next, h.body AS head, h.version = %(kept)s AS skipped, "
+                f"(SELECT max(originator_version) FROM {self._t(self.events_table)} WHERE originator_id = %(key)s) AS logged, "
+                "CASE WHEN h.version = %(kept)s THEN NULL ELSE "
+                "(SELECT string_agg(body, chr(30) ORDER BY seq) FROM (SELECT seq, body FROM "
+                f"{t['entries']} WHERE cid = %(cid)s ORDER BY seq DESC LIMIT %(entries)s) e) END AS entries, "
+                "CASE WHEN h.version = %(kept)s THEN NULL ELSE "
+                "(SELECT string_agg(body, chr(30) ORDER BY v, sub) FROM (SELECT v, sub, body FROM "
+                f"{t['outcomes']} WHERE cid = %(cid)s ORDER BY v DESC, sub DESC LIMIT %(newest)s) o) END AS outcomes, "
+                f"{unkept}(SELECT COALESCE(string_agg(DISTINCT topic, chr(30)), '') FROM "
+                f"{self._t(self.events_table)} WHERE originator_id = %(key)s "
+                "AND originator_version > %(since)s AND originator_version <= h.version) END AS topics, "
+                f"{unkept}(SELECT COALESCE(string_agg(concat_ws(chr(31), idx, role, COALESCE(number::text, ''), "
+                "COALESCE(block_end::text, ''), body), chr(30) ORDER BY idx), '') FROM (SELECT idx, role, number, "
+                f"block_end, body FROM {t['messages']} WHERE cid = %(cid)s AND idx >= %(tail)s ORDER BY idx "
+                "LIMIT %(rows)s) m) END AS tail, "
+                + (
+                    f"(SELECT hash FROM {self._t(CHAIN_TABLE)} WHERE originator_id = %(key)s "
+                    "AND originator_version = h.version) AS tip, "
+                    f"(SELECT hash FROM {self._t(CHAIN_TABLE)} WHERE originator_id = %(key)s "
+                    "AND originator_version = %(since)s) AS since_tip "
+                    if self.chained
+                    else "NULL::bytea AS tip, NULL::bytea AS since_tip "
+                )
+                + f"FROM {self._t(POINTER)} p LEFT JOIN {t['heads']} h ON h.cid = %(cid)s WHERE p.id = 1"
+            ),
+            {
+                "cid": str(cid),
+                "key": cid,
+                "newest": newest,
+                "entries": entries or newest,
+                "kept": -1 if kept_at is None else kept_at,
+                "since": -1 if since is None else since,
+                "tail": tail_from,
+                "events": TAIL_EVENTS,
+                "rows": TAIL_ROWS + 1,
+            },
+        ).fetchone()
         if row is None:
             return None
         live = Pointer(int(row["generation"]), row["rules"], int(row["next"]))
         if live.generation != generation:
             return TurnRows(live, None, 0, "", "", matches=False)
-        return TurnRows(live, row["head"], int(row["logged"] or 0), row["entries"] or "", row["outcomes"] or "",
-                        skipped=bool(row["skipped"]), topics=row["topics"], tail=row["tail"],
-                        tip=_bytes(row["tip"]), since_tip=_bytes(row["since_tip"]))
+        return TurnRows(
+            live,
+            row["head"],
+            int(row["logged"] or 0),
+            row["entries"] or "",
+            row["outcomes"] or "",
+            skipped=bool(row["skipped"]),
+            topics=row["topics"],
+            tail=row["tail"],
+            tip=_bytes(row["tip"]),
+            since_tip=_bytes(row["since_tip"]),
+        )
 
     @contextmanager
     def savepoint(self, curs: Any, on_failure: Callable[[Exception], object] | None = None) -> Iterator[Any]:
@@ -326,8 +381,7 @@ class PostgresBackend(SQLBackend):
         version a turn read takes (`TurnRows.tip`)."""
 
     def _tables(self, curs: Any) -> list[str]:
-        rows = self._x(curs, "SELECT table_name FROM information_schema.tables WHERE table_schema = ?",
-                       (self.schema,)).fetchall()
+        rows = self._x(curs, "SELECT table_name FROM information_schema.tables WHERE table_schema = ?", (self.schema,)).fetchall()
         return [r["table_name"] for r in rows]
 
     def _exists(self, curs: Any, name: str) -> bool:
@@ -341,8 +395,7 @@ class PostgresBackend(SQLBackend):
         generation a rebuild writes is not live until its switch, whose commit does wait, and
         with it for everything the server logged before it; a page lost in a crash before that
         (whole: its rows and heads commit together) is one more gap a read fills from the log."""
-        return QueuedStatements(self.datastore.get_connection,
-                                begin=("BEGIN", "SET LOCAL synchronous_commit TO OFF"))
+        return QueuedStatements(self.datastore.get_connection, begin=("BEGIN", "SET LOCAL synchronous_commit TO OFF"))
 
     def _dropped(self, curs: Any, generation: int) -> None:
         """Drops the generation's append function (`generation_function_statement`) with its
@@ -361,8 +414,7 @@ class PostgresBackend(SQLBackend):
         if isinstance(curs, AppendDocument) and not exclusive:
             return  # the append function takes the shared lock before it writes the views
         if exclusive:
-            self._x(curs, "SELECT pg_advisory_xact_lock(?), pg_advisory_xact_lock(?)",
-                    (self._views_lock, LOCK_KEY))
+            self._x(curs, "SELECT pg_advisory_xact_lock(?), pg_advisory_xact_lock(?)", (self._views_lock, LOCK_KEY))
         else:
             self._x(curs, "SELECT pg_advisory_xact_lock_shared(?)", (self._views_lock,))
 

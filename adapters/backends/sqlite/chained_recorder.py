@@ -1,5 +1,4 @@
-"""The library's SQLite application recorder with the hash chain (`ChainedSQLiteRecorder`).
-"""
+"""The library's SQLite application recorder with the hash chain (`ChainedSQLiteRecorder`)."""
 
 from __future__ import annotations
 
@@ -49,20 +48,20 @@ class ChainedSQLiteRecorder(ChainedRecorder, SQLiteApplicationRecorder):
         return UUID(value)
 
     def _chain_hash(self, cursor: Any, key: UUID, version: int) -> bytes | None:
-        cursor.execute(f"SELECT hash FROM {CHAIN_TABLE} WHERE originator_id=? AND originator_version=?",
-                       (self._id(key), version))
+        cursor.execute(f"SELECT hash FROM {CHAIN_TABLE} WHERE originator_id=? AND originator_version=?", (self._id(key), version))
         row = cursor.fetchone()
         return state_bytes(row["hash"]) if row else None
 
     def _chain_insert(self, cursor: Any, rows: list[Link], *, missing_only: bool = False) -> None:
         verb = "INSERT OR IGNORE" if missing_only else "INSERT"
-        cursor.executemany(f"{verb} INTO {CHAIN_TABLE} VALUES (?, ?, ?)",
-                           [(self._id(k), v, h) for k, v, h in rows])
+        cursor.executemany(f"{verb} INTO {CHAIN_TABLE} VALUES (?, ?, ?)", [(self._id(k), v, h) for k, v, h in rows])
 
     def _chain_stored(self, cursor: Any, key: UUID, upto: int) -> list[Stored]:
-        cursor.execute(f"SELECT originator_version, topic, state FROM {self.events_table_name} "
-                       "WHERE originator_id=? AND originator_version<=? ORDER BY originator_version",
-                       (self._id(key), upto))
+        cursor.execute(
+            f"SELECT originator_version, topic, state FROM {self.events_table_name} "
+            "WHERE originator_id=? AND originator_version<=? ORDER BY originator_version",
+            (self._id(key), upto),
+        )
         return [(key, r["originator_version"], r["topic"], state_bytes(r["state"])) for r in cursor.fetchall()]
 
     def _page(self, table: str, columns: str, after: tuple[UUID, int] | None, only: UUID | None) -> list[Any]:
@@ -79,8 +78,11 @@ class ChainedSQLiteRecorder(ChainedRecorder, SQLiteApplicationRecorder):
             params += [self._id(after[0]), after[1]]
         clause = f"WHERE {' AND '.join(where)} " if where else ""
         with self.datastore.transaction(commit=False) as c:
-            c.execute(f"SELECT originator_id, originator_version, {columns} FROM {table} {clause}"
-                      f"ORDER BY originator_id, originator_version LIMIT {PAGE}", params)
+            c.execute(
+                f"SELECT originator_id, originator_version, {columns} FROM {table} {clause}"
+                f"ORDER BY originator_id, originator_version LIMIT {PAGE}",
+                params,
+            )
             rows: list[Any] = c.fetchall()
             return rows
 

@@ -1,5 +1,4 @@
-"""The data keys and the master key's check row in the SQLite file (`SQLiteDataKeys`).
-"""
+"""The data keys and the master key's check row in the SQLite file (`SQLiteDataKeys`)."""
 
 from __future__ import annotations
 
@@ -21,10 +20,12 @@ class SQLiteDataKeys(DataKeys):
         self.datastore = datastore
         if create_table:
             with datastore.transaction(commit=True) as c:
-                c.execute(f"CREATE TABLE IF NOT EXISTS {KEYS_TABLE} (conversation TEXT PRIMARY KEY, "
-                          "wrapped_key BLOB, erased_at TEXT)")
-                c.execute(f"CREATE TABLE IF NOT EXISTS {MASTER_TABLE} (id INTEGER PRIMARY KEY CHECK (id = 1), "
-                          "sealed BLOB NOT NULL)")
+                c.execute(
+                    f"CREATE TABLE IF NOT EXISTS {KEYS_TABLE} (conversation TEXT PRIMARY KEY, wrapped_key BLOB, erased_at TEXT)"
+                )
+                c.execute(
+                    f"CREATE TABLE IF NOT EXISTS {MASTER_TABLE} (id INTEGER PRIMARY KEY CHECK (id = 1), sealed BLOB NOT NULL)"
+                )
 
     def _select(self, originator_id: UUID) -> Row | None:
         with self.datastore.transaction(commit=False) as c:
@@ -39,8 +40,10 @@ class SQLiteDataKeys(DataKeys):
         else:
             guard, params = f"EXISTS (SELECT 1 FROM {MASTER_TABLE} WHERE id = 1 AND sealed = ?)", (check,)
         with self.datastore.transaction(commit=True) as c:
-            c.execute(f"INSERT OR IGNORE INTO {KEYS_TABLE} (conversation, wrapped_key) SELECT ?, ? WHERE {guard}",
-                      (str(originator_id), wrapped, *params))
+            c.execute(
+                f"INSERT OR IGNORE INTO {KEYS_TABLE} (conversation, wrapped_key) SELECT ?, ? WHERE {guard}",
+                (str(originator_id), wrapped, *params),
+            )
 
     def _select_check(self) -> bytes | None:
         with self.datastore.transaction(commit=False) as c:
@@ -50,15 +53,20 @@ class SQLiteDataKeys(DataKeys):
 
     def _insert_check(self, sealed: bytes) -> bool:
         with self.datastore.transaction(commit=True) as c:
-            c.execute(f"INSERT OR IGNORE INTO {MASTER_TABLE} SELECT 1, ? WHERE NOT EXISTS (SELECT 1 FROM {KEYS_TABLE} "
-                      "WHERE substr(wrapped_key, 1, 1) = x'00')", (sealed,))
+            c.execute(
+                f"INSERT OR IGNORE INTO {MASTER_TABLE} SELECT 1, ? WHERE NOT EXISTS (SELECT 1 FROM {KEYS_TABLE} "
+                "WHERE substr(wrapped_key, 1, 1) = x'00')",
+                (sealed,),
+            )
         return True
 
     def _counts(self) -> tuple[int, int, int]:
         with self.datastore.transaction(commit=False) as c:
-            c.execute(f"SELECT count(CASE WHEN substr(wrapped_key, 1, 1) = x'01' THEN 1 END) AS wrapped, "
-                      f"count(CASE WHEN substr(wrapped_key, 1, 1) = x'00' THEN 1 END) AS plain, "
-                      f"count(CASE WHEN wrapped_key IS NULL THEN 1 END) AS erased FROM {KEYS_TABLE}")
+            c.execute(
+                f"SELECT count(CASE WHEN substr(wrapped_key, 1, 1) = x'01' THEN 1 END) AS wrapped, "
+                f"count(CASE WHEN substr(wrapped_key, 1, 1) = x'00' THEN 1 END) AS plain, "
+                f"count(CASE WHEN wrapped_key IS NULL THEN 1 END) AS erased FROM {KEYS_TABLE}"
+            )
             row = c.fetchone()
         return int(row["wrapped"]), int(row["plain"]), int(row["erased"])
 
@@ -67,28 +75,32 @@ class SQLiteDataKeys(DataKeys):
             c.execute(f"SELECT conversation, wrapped_key FROM {KEYS_TABLE} WHERE wrapped_key IS NOT NULL")
             rows = c.fetchall()
             for r in rows:  # each written as it is made: a failure part-way rolls back the ones before
-                c.execute(f"UPDATE {KEYS_TABLE} SET wrapped_key = ? WHERE conversation = ?",
-                          (change(UUID(r["conversation"]), bytes(r["wrapped_key"])), r["conversation"]))
+                c.execute(
+                    f"UPDATE {KEYS_TABLE} SET wrapped_key = ? WHERE conversation = ?",
+                    (change(UUID(r["conversation"]), bytes(r["wrapped_key"])), r["conversation"]),
+                )
             if sealed is None:
                 c.execute(f"DELETE FROM {MASTER_TABLE}")
             else:
-                c.execute(f"INSERT INTO {MASTER_TABLE} VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET sealed = excluded.sealed",
-                          (sealed,))
+                c.execute(
+                    f"INSERT INTO {MASTER_TABLE} VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET sealed = excluded.sealed", (sealed,)
+                )
         return len(rows)
 
     def _wrapped_sample(self) -> tuple[UUID, bytes] | None:
         with self.datastore.transaction(commit=False) as c:
-            c.execute(f"SELECT conversation, wrapped_key FROM {KEYS_TABLE} "
-                      "WHERE substr(wrapped_key, 1, 1) = x'01' LIMIT 1")
+            c.execute(f"SELECT conversation, wrapped_key FROM {KEYS_TABLE} WHERE substr(wrapped_key, 1, 1) = x'01' LIMIT 1")
             row = c.fetchone()
         return (UUID(row["conversation"]), bytes(row["wrapped_key"])) if row else None
 
     def _erase(self, originator_id: UUID, at: datetime) -> None:
         with self.datastore.transaction(commit=True) as c:
             c.execute("PRAGMA secure_delete = ON")
-            c.execute(f"INSERT INTO {KEYS_TABLE} VALUES (?, NULL, ?) ON CONFLICT (conversation) DO UPDATE SET "
-                      "wrapped_key = NULL, erased_at = COALESCE(erased_at, excluded.erased_at)",
-                      (str(originator_id), at.isoformat()))
+            c.execute(
+                f"INSERT INTO {KEYS_TABLE} VALUES (?, NULL, ?) ON CONFLICT (conversation) DO UPDATE SET "
+                "wrapped_key = NULL, erased_at = COALESCE(erased_at, excluded.erased_at)",
+                (str(originator_id), at.isoformat()),
+            )
 
     def scrub(self) -> None:
         path = self.datastore.pool.db_name

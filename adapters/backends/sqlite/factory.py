@@ -26,9 +26,14 @@ from adapters.store.keys import DataKeys
 # SQLite result codes (the primary code, the low byte) a setting or another process causes
 _SQLITE_LOCKED = {5: "SQLITE_BUSY", 6: "SQLITE_LOCKED"}
 _SQLITE_NOT_A_DATABASE = {11: "SQLITE_CORRUPT", 26: "SQLITE_NOTADB"}
-_SQLITE_CANNOT_USE = {3: "SQLITE_PERM", 8: "SQLITE_READONLY", 10: "SQLITE_IOERR", 13: "SQLITE_FULL",
-                      14: "SQLITE_CANTOPEN", 23: "SQLITE_AUTH"}
-
+_SQLITE_CANNOT_USE = {
+    3: "SQLITE_PERM",
+    8: "SQLITE_READONLY",
+    10: "SQLITE_IOERR",
+    13: "SQLITE_FULL",
+    14: "SQLITE_CANTOPEN",
+    23: "SQLITE_AUTH",
+}
 
 
 class SQLiteFactory(StoreFactory, es_sqlite.SQLiteFactory):
@@ -86,10 +91,7 @@ class SQLiteFactory(StoreFactory, es_sqlite.SQLiteFactory):
             )
         if code in _SQLITE_LOCKED:
             waited = env.get("SQLITE_LOCK_TIMEOUT") or es_sqlite.SQLITE3_DEFAULT_LOCK_TIMEOUT
-            return (
-                f"the {backend} stayed locked by another process for {waited} s ({text}); "
-                "try again when its write has ended"
-            )
+            return f"the {backend} stayed locked by another process for {waited} s ({text}); try again when its write has ended"
         if code in _SQLITE_CANNOT_USE:
             return (
                 f"the {backend} cannot be used ({text}); check CHATRECORD_DB: its folder must exist "

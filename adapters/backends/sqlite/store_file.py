@@ -1,5 +1,4 @@
-"""Which SQLite files are a store's (`refuse_foreign`), and how one is opened read-only (`read_only_uri`).
-"""
+"""Which SQLite files are a store's (`refuse_foreign`), and how one is opened read-only (`read_only_uri`)."""
 
 from __future__ import annotations
 
@@ -28,15 +27,20 @@ def refuse_foreign(path: str) -> None:
     driver says so at open) and a chatrecord store pass."""
     try:
         with closing(sqlite3.connect(Path(path).resolve().as_uri() + "?mode=ro", uri=True)) as conn:
-            tables = [row[0] for row in conn.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")]
+            tables = [
+                row[0]
+                for row in conn.execute(
+                    "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
+                )
+            ]
     except sqlite3.Error:
         return  # not a database, or unreadable: the store's open names the reason
     if tables and not any(name in OWN_TABLES or name.startswith(OWN_PREFIXES) for name in tables):
         shown = ", ".join(tables[:5]) + (f" and {len(tables) - 5} more" if len(tables) > 5 else "")
         raise ForeignDatabase(
             f"CHATRECORD_DB: {path} is a SQLite database of something else (it holds {shown}, and no "
-            "chatrecord store); point CHATRECORD_DB at a chatrecord store, or at a file that does not exist yet")
+            "chatrecord store); point CHATRECORD_DB at a chatrecord store, or at a file that does not exist yet"
+        )
 
 
 def read_only_uri(path: str) -> str | None:

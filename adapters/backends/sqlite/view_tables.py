@@ -1,5 +1,4 @@
-"""The views' tables in the SQLite file (`SQLiteBackend`).
-"""
+"""The views' tables in the SQLite file (`SQLiteBackend`)."""
 
 from __future__ import annotations
 

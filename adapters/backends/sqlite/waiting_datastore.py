@@ -1,5 +1,4 @@
-"""The library's SQLite datastore whose writers wait their turn (`WaitingSQLiteDatastore`).
-"""
+"""The library's SQLite datastore whose writers wait their turn (`WaitingSQLiteDatastore`)."""
 
 from __future__ import annotations
 
