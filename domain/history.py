@@ -261,7 +261,12 @@ class AssumedHistory:
     apart; None leaves it unchecked. `known`: the records of earlier segments as the writer's
     own appends left them at `version`; a lookup of one of them is answered from it and noted
     (`records`), and the append checks that each is in the index exactly so; `known_messages`
-    the same for whether a user message is live (`messages`).
+    the same for whether a user message is live (`messages`). `known_from`: a message number
+    from which `known` and `known_messages` hold every row of the index (every segment that
+    answered that message or a later one, every user message of that number or above; None:
+    not known whole), so the segments an edit cuts (`segments_from`) and the live messages after
+    a number (`messages_after`) are answered from them too; each such answer is noted with how
+    many it found (`froms`, `afters`), and the append checks that the index holds exactly those.
     """
 
     def __init__(
@@ -272,6 +277,7 @@ class AssumedHistory:
         tip: bytes | None = None,
         known: Mapping[str, SegmentRecord] | None = None,
         known_messages: Mapping[int, bool] | None = None,
+        known_from: int | None = None,
     ) -> None:
         self.version, self.count, self.tip = version, outcomes, tip
         self.new_segments = frozenset(new_segments)
@@ -287,6 +293,13 @@ class AssumedHistory:
         """Whether each of the newest user messages is live, as the writer's own appends left them."""
         self.messages: dict[int, bool] = {}
         """The known messages an answer took as the index's (checked with the append)."""
+        self.known_from = known_from
+        self.froms: dict[int, int] = {}
+        """Per message number asked of `segments_from`, how many live segments the answer held
+        (the append checks that the index holds that many, each noted in `records`)."""
+        self.afters: dict[int, int] = {}
+        """Per number asked of `messages_after`, how many live messages the answer held (the
+        append checks that the index holds that many above it, each noted in `messages`)."""
 
     def segment(self, segment: str) -> SegmentRecord | None:
         if segment in self.new_segments:
@@ -306,7 +319,13 @@ class AssumedHistory:
         return record
 
     def segments_from(self, message: int) -> list[SegmentRecord]:
-        raise NotKnown(f"the segments from message {message}")
+        if self.known_from is None or message < self.known_from:
+            raise NotKnown(f"the segments from message {message}")
+        found = sorted((r for r in self.known.values() if not r.cut and r.message >= message), key=lambda r: r.version)
+        for record in found:
+            self.records[record.segment] = record
+        self.froms[message] = len(found)
+        return found
 
     def run_cut(self, run: str) -> bool:
         self.runs.append(run)
@@ -320,7 +339,13 @@ class AssumedHistory:
         return live
 
     def messages_after(self, number: int) -> list[int]:
-        raise NotKnown(f"the messages after {number}")
+        if self.known_from is None or number + 1 < self.known_from:
+            raise NotKnown(f"the messages after {number}")
+        found = sorted(n for n, live in self.known_messages.items() if live and n > number)
+        for n in found:
+            self.messages[n] = True
+        self.afters[number] = len(found)
+        return found
 
     def outcomes(self) -> int:
         return self.count

@@ -518,9 +518,15 @@ class ConversationStore(Application[UUID]):
         tip = heads.get(cid) if heads is not None else None
         if tip is None or tip[0] != state.version:
             return None  # the hash of the last event names the history the writer means
-        records, messages = self._records.at(cid, known[0])
+        records, messages, floor = self._records.at(cid, known[0])
         history = AssumedHistory(
-            known[0], known[1], getattr(command, "new_segments", ()), tip=tip[1], known=records, known_messages=messages
+            known[0],
+            known[1],
+            getattr(command, "new_segments", ()),
+            tip=tip[1],
+            known=records,
+            known_messages=messages,
+            known_from=floor,
         )
         try:
             events = tuple(command.decide(state, history))

@@ -100,6 +100,27 @@ class TestAssumedHistory:
         with pytest.raises(NotKnown):
             history.segment("q/0")
 
+    def test_from_the_message_it_knows_whole_it_answers_an_edits_lookups_and_notes_how_many(self) -> None:
+        from domain.history import SegmentRecord
+
+        plain = {"guided": False, "waits": None, "calls": 0}
+        old = SegmentRecord(segment="r/0", version=3, run="r", message=1, **plain)
+        kept = SegmentRecord(segment="s/0", version=5, run="s", message=2, settled=True, **plain)
+        cut = SegmentRecord(segment="s/1", version=6, run="s", message=2, cut=True, **plain)
+        newer = SegmentRecord(segment="t/0", version=8, run="t", message=3, **plain)
+        known = {r.segment: r for r in (old, kept, cut, newer)}
+        history = AssumedHistory(9, 0, known=known, known_messages={1: True, 2: True, 3: True, 4: False}, known_from=2)
+        assert history.segments_from(2) == [kept, newer]  # the cut one is no longer live
+        assert history.messages_after(2) == [3]
+        assert history.messages_after(1) == [2, 3]
+        assert (history.froms, history.afters) == ({2: 2}, {2: 1, 1: 2})
+        assert history.records == {"s/0": kept, "t/0": newer}
+        assert history.messages == {2: True, 3: True}
+        with pytest.raises(NotKnown):
+            history.segments_from(1)  # below the message it knows whole
+        with pytest.raises(NotKnown):
+            history.messages_after(0)
+
 
 def tour_lines(conv: str, cycle: int) -> list[dict[str, Any]]:
     """The demo tour's lines (its start and its last question left out) for conversation
@@ -302,7 +323,7 @@ class TestPostgresAssumedAppend(PostgresStores):
         finally:
             psycopg.Cursor.execute = execute  # type: ignore[method-assign]
         writes = [q for q in sent if not q.lstrip().upper().startswith("SELECT") or "chatrecord_append_" in q]
-        assert len(writes) == 1 and "chatrecord_append_g1_v8(" in writes[0]  # the views' generation's function
+        assert len(writes) == 1 and "chatrecord_append_g1_v9(" in writes[0]  # the views' generation's function
         memory = ConversationStore(env=memory_env())
         for line in replaced:
             Chatrecord(memory).record(line)
@@ -310,6 +331,50 @@ class TestPostgresAssumedAppend(PostgresStores):
         assert chat.read_models.state(conv) == Chatrecord(memory).read_models.state(conv)
         state = chat.read_models.state(conv)
         assert state is not None and [m.text for m in state.transcript.messages] == ["kurz"]
+
+    def test_an_edit_of_the_writers_recent_message_is_decided_without_reading_the_index(self, mode: str) -> None:
+        """The writer followed the conversation from its start, so it knows every segment and
+        message from a recent one on: an edit's cut (the segments from the edited message, the
+        live messages after it) is decided from that, checked by the append, and is the cut a
+        store reading its index decides."""
+        lines = [start("c"), message("c", 1), segment("c", "r1/1", "r1"), message("c", 2)]
+        lines += [segment("c", "r2/1", "r2", outcome="failed"), message("c", 3), segment("c", "r3/1", "r3")]
+        edit = {"type": "message_edited", "at": AT, "message": 2, "text": "anders", "conversation": "c"}
+        store = self.open_store()
+        chat = Chatrecord(store)
+        for line in lines:
+            chat.record(line)
+        chat.turn_notes("c")
+        calls = lookups(store)
+        result = chat.record(edit)
+        assert calls[0] == 0
+        truncated = result.appended[-1]
+        assert (truncated.cut_messages, truncated.cut_segments) == ((3,), ("r2/1", "r3/1"))  # type: ignore[attr-defined]
+        memory = ConversationStore(env=memory_env())
+        for line in [*lines, edit]:
+            Chatrecord(memory).record(line)
+        assert [e.model_dump() for e in store.events("c")] == [e.model_dump() for e in memory.events("c")]
+        assert chat.read_models.state("c") == Chatrecord(memory).read_models.state("c")
+        chat.record(message("c", 4))  # the index the edit wrote is the one the next line assumes
+        assert calls[0] == 0
+        assert store.history.reader(conversation_uuid("c")).messages_after(1) == [2, 4]
+
+    def test_a_message_the_writer_does_not_know_fails_an_edits_assumption_and_the_edit_cuts_it(self, mode: str) -> None:
+        store = self.open_store()
+        chat = Chatrecord(store)
+        for line in (start("c"), message("c", 1), segment("c", "r1/1", "r1"), message("c", 2)):
+            chat.record(line)
+        import psycopg
+
+        with psycopg.connect(self.url, autocommit=True) as conn:  # a row the writer never wrote
+            conn.execute(
+                f'INSERT INTO "{self.schema}".chatrecord_messages (cid, number, live) VALUES (%s, 9, 1)',
+                (str(conversation_uuid("c")),),
+            )
+        calls = lookups(store)
+        result = chat.record({"type": "message_edited", "at": AT, "message": 1, "text": "anders", "conversation": "c"})
+        assert calls[0] >= 1  # the assumed try failed its check; decided again from the index
+        assert result.appended[-1].cut_messages == (2, 9)  # type: ignore[attr-defined]
 
     def test_a_retry_of_the_writers_own_message_is_decided_without_reading_the_index(self, mode: str) -> None:
         store = self.open_store()
@@ -346,14 +411,14 @@ class TestPostgresAppendFunction(PostgresStores):
         store = self.open_store()
         Chatrecord(store).record(start("c"))
         with psycopg.connect(self.url, autocommit=True) as conn:
-            conn.execute(f'DROP FUNCTION "{self.schema}".chatrecord_append_v8(jsonb)')
+            conn.execute(f'DROP FUNCTION "{self.schema}".chatrecord_append_v9(jsonb)')
         later = self.open_store()  # as a process of this version opening a store an earlier one made
         calls = []
         call = later.recorder._append_in_one_call  # type: ignore[attr-defined]
         later.recorder._append_in_one_call = lambda *a, **k: calls.append(call(*a, **k)) or calls[-1]  # type: ignore[attr-defined]
         Chatrecord(later).record(message("c", 1))
         with psycopg.connect(self.url, autocommit=True) as conn:
-            found = conn.execute(f"SELECT to_regprocedure('\"{self.schema}\".chatrecord_append_v8(jsonb)') IS NOT NULL")
+            found = conn.execute(f"SELECT to_regprocedure('\"{self.schema}\".chatrecord_append_v9(jsonb)') IS NOT NULL")
             assert found.fetchone() == (True,)
         assert len(calls) == 1 and isinstance(calls[0], list) and len(calls[0]) == 1  # one notification id
         assert log(later, "c") == [("ConversationStarted", 1), ("UserMessagePosted", 2)]
@@ -405,7 +470,7 @@ class TestPostgresAppendFunction(PostgresStores):
         )
         with psycopg.connect(self.url, autocommit=True) as conn:
             for call, params in (
-                (f'SELECT * FROM "{self.schema}".chatrecord_append_v8(%s::jsonb)', (doc,)),
+                (f'SELECT * FROM "{self.schema}".chatrecord_append_v9(%s::jsonb)', (doc,)),
                 (f'SELECT "{self.schema}".chatrecord_assumption_failed_v1()', ()),
             ):
                 with pytest.raises(psycopg.Error) as failed:
@@ -416,7 +481,7 @@ class TestPostgresAppendFunction(PostgresStores):
                 )
                 assert type(failed.value) is psycopg.DatabaseError  # no class of the server's own
             holds = doc.replace('"version": 7', '"version": 1')  # the index as it is: nothing raised
-            assert conn.execute(f'SELECT * FROM "{self.schema}".chatrecord_append_v8(%s::jsonb)', (holds,)).fetchall() == []
+            assert conn.execute(f'SELECT * FROM "{self.schema}".chatrecord_append_v9(%s::jsonb)', (holds,)).fetchall() == []
 
     def test_a_store_without_the_assumption_function_gets_it_at_the_first_command_that_assumes(self) -> None:
         import psycopg
@@ -459,10 +524,10 @@ class TestPostgresAppendFunction(PostgresStores):
                 )
                 return {row[0] for row in rows}
 
-        assert functions() == {"chatrecord_append_v8", "chatrecord_append_g1_v8"}
+        assert functions() == {"chatrecord_append_v9", "chatrecord_append_g1_v9"}
         chat.rebuild("2026-11-02")
         chat.record(message("c", 2))
-        assert functions() == {"chatrecord_append_v8", "chatrecord_append_g2_v8"}
+        assert functions() == {"chatrecord_append_v9", "chatrecord_append_g2_v9"}
         memory = Chatrecord(ConversationStore(env=memory_env()))
         for line in (start("c"), message("c", 1), segment("c", "r1/1", "r1"), message("c", 2)):
             memory.record(line)

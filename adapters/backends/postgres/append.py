@@ -27,12 +27,15 @@ AT_ONCE = threading.local()
 """`on` while this thread gathers an append for one call (`EventRecorder._append_in_one_call`)."""
 
 
-APPEND_FUNCTION = "chatrecord_append_v8"
+APPEND_FUNCTION = "chatrecord_append_v9"
 """The store's own database function that writes a whole append from one JSON document
 (`AppendDocument`) that holds no view rows: versioned by name, so a later layout gets a
 function of its own. An append with view rows goes to its generation's function
 (`generation_function_name`), the same body with the view rows written into that
-generation's tables. (v8: a generation's function also deletes the stored transcript
+generation's tables. (v9: an assumed index's check also counts the live segments from a message
+and the live messages after a number that the writer answered from what it knows, so an edit
+and a replaced transcript decide without reading the index, and a generation's function takes
+an edit's cuts of card outcomes and view context; v8: a generation's function also deletes the stored transcript
 messages from the document's `cut` on, before it writes the section's messages, so a replaced
 transcript's writes are one statement; v7: the known segment records and live messages an assumption took
 are checked, and a generation's function sets entries aside for the latest turn; v6: a failed
@@ -72,10 +75,11 @@ _ASSUMPTION_SQL = _template("assumption_failed.sql")
 
 def generation_function_name(generation: int) -> str:
     """Returns the name of generation `generation`'s append function (`generation_function_statement`)."""
-    return f"chatrecord_append_g{generation}_v8"
+    return f"chatrecord_append_g{generation}_v9"
 
 
 OLD_GENERATION_FUNCTIONS = (
+    "chatrecord_append_g{generation}_v8",
     "chatrecord_append_g{generation}_v7",
     "chatrecord_append_g{generation}_v6",
     "chatrecord_append_g{generation}_v5",

@@ -28,7 +28,16 @@ BEGIN
                          AND body = r.item->>1) IS NULL)
        OR EXISTS (SELECT 1 FROM jsonb_array_elements(COALESCE(a->'live', '[]')) m(item)
                   WHERE (SELECT true FROM {schema}.chatrecord_messages WHERE cid = k AND number = (m.item->>0)::bigint
-                         AND live = (m.item->>1)::int) IS NULL) THEN
+                         AND live = (m.item->>1)::int) IS NULL)
+       -- the live segments from a message, the live messages after a number: as many as the
+       -- writer knew (each of them checked above, exactly so); counted in the (cid, message) and
+       -- (cid, number) indexes, over the few rows a recent edit's cut covers
+       OR EXISTS (SELECT 1 FROM jsonb_array_elements(COALESCE(a->'from', '[]')) f(item)
+                  WHERE (SELECT count(*) FROM {schema}.chatrecord_segments WHERE cid = k
+                         AND message >= (f.item->>0)::bigint AND cut = 0) <> (f.item->>1)::bigint)
+       OR EXISTS (SELECT 1 FROM jsonb_array_elements(COALESCE(a->'after', '[]')) n(item)
+                  WHERE (SELECT count(*) FROM {schema}.chatrecord_messages WHERE cid = k
+                         AND number > (n.item->>0)::bigint AND live = 1) <> (n.item->>1)::bigint) THEN
       RAISE EXCEPTION USING ERRCODE = 'RC001', MESSAGE = 'chatrecord: the index is not as the command assumed';
     END IF;
   END IF;

@@ -66,7 +66,9 @@ class PostgresHistoryTables(SQLHistoryTables):
         """Returns the SQL condition (and its parameters) that the index of `cid` is at
         `assumed.version` with `assumed.count` card outcomes, and that none of the lines,
         segments and cut runs `assumed` took as unrecorded is there, and that each known record
-        and live message it took (`AssumedHistory.records`, `messages`) is there exactly so. Where it is false the check
+        and live message it took (`AssumedHistory.records`, `messages`) is there exactly so, and
+        that the index holds as many live segments from each message and live messages after
+        each number as it answered (`AssumedHistory.froms`, `afters`). Where it is false the check
         calls `ASSUMPTION_FUNCTION`, which raises `ASSUMPTION_FAILED` (chatrecord's own SQLSTATE:
         no other statement raises it), and `EventRecorder` turns that into AssumptionFailed."""
         t, key = self.t, str(cid)
@@ -80,7 +82,11 @@ class PostgresHistoryTables(SQLHistoryTables):
             f"AND NOT EXISTS (SELECT 1 FROM unnest(%s::text[], %s::text[]) AS r(segment, body) WHERE NOT EXISTS "
             f"(SELECT 1 FROM {t['chatrecord_segments']} WHERE cid = %s AND segment = r.segment AND body = r.body)) "
             f"AND NOT EXISTS (SELECT 1 FROM unnest(%s::bigint[], %s::int[]) AS m(number, live) WHERE NOT EXISTS "
-            f"(SELECT 1 FROM {t['chatrecord_messages']} WHERE cid = %s AND number = m.number AND live = m.live))",
+            f"(SELECT 1 FROM {t['chatrecord_messages']} WHERE cid = %s AND number = m.number AND live = m.live)) "
+            f"AND NOT EXISTS (SELECT 1 FROM unnest(%s::bigint[], %s::bigint[]) AS f(message, n) WHERE "
+            f"(SELECT count(*) FROM {t['chatrecord_segments']} WHERE cid = %s AND message >= f.message AND cut = 0) <> f.n) "
+            f"AND NOT EXISTS (SELECT 1 FROM unnest(%s::bigint[], %s::bigint[]) AS a(number, n) WHERE "
+            f"(SELECT count(*) FROM {t['chatrecord_messages']} WHERE cid = %s AND number > a.number AND live = 1) <> a.n)",
             (
                 key,
                 assumed.version,
@@ -101,6 +107,12 @@ class PostgresHistoryTables(SQLHistoryTables):
                 list(assumed.messages),
                 [int(live) for live in assumed.messages.values()],
                 key,
+                list(assumed.froms),
+                list(assumed.froms.values()),
+                key,
+                list(assumed.afters),
+                list(assumed.afters.values()),
+                key,
             ),
         )
 
@@ -115,7 +127,7 @@ class PostgresHistoryTables(SQLHistoryTables):
         if rebuild or not follows or not events:
             return super()._checked_write(cid, state, events, curs, rebuild, follows, assumed)
         base = self.writer(curs, cid)  # the records `assumed` knows are not read again (checked with it)
-        held = HeldIndex(AssumedBase(base, assumed) if assumed is not None and assumed.known else base)
+        held = HeldIndex(AssumedBase(base, assumed) if assumed is not None else base)
         index_events(held, state, events)
         t, key = self.t, str(cid)
         if isinstance(curs, AppendDocument):
@@ -130,6 +142,8 @@ class PostgresHistoryTables(SQLHistoryTables):
                         "runs": list(dict.fromkeys(assumed.runs)),
                         "records": [[g, r.model_dump_json()] for g, r in assumed.records.items()],
                         "live": [[n, int(live)] for n, live in assumed.messages.items()],
+                        "from": [[m, count] for m, count in assumed.froms.items()],
+                        "after": [[n, count] for n, count in assumed.afters.items()],
                         "tip": base64.b64encode(assumed.tip).decode() if assumed.tip is not None else None,
                     },
                 )
