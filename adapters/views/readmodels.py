@@ -364,6 +364,7 @@ class ReadModels:
             prime = getattr(rows, "prime", None)
             if prime is not None:  # the rows the append that wrote the kept head left: not read again
                 prime(self.heads.rows(aggregate_id, head) if head is not None else None)
+            getattr(rows, "prefetch", lambda events: None)(events)  # what the fold will read, at once where it can
             if head is None:
                 head = Head.model_validate_json(body) if body is not None else rows.head()
             if events[0].originator_version != (head.version if head else 0) + 1:

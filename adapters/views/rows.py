@@ -767,6 +767,8 @@ class BufferedRows(SQLRows):
         self._moves: list[int] = []  # stored entries to set aside at the flush
         self._aside: list[tuple[int, str, str]] = []  # held entries set aside: (seq, segment, body)
         self._known: RecentRows | None = None  # the newest rows as the last append left them (`prime`)
+        self._length: int | None = None  # the transcript's length in the head the last flush wrote
+        self._cut_seen = False  # whether a cut of the transcript was held
         self._open_entry: int | None = None  # the seq of the entry held as a model
         self._open_message: int | None = None  # the index of the message held as a model
         self._seal: Callable[[str], str | None] | None = None
@@ -785,7 +787,13 @@ class BufferedRows(SQLRows):
             return None
         newest = sorted(known.entries.values(), key=lambda e: e.seq)[-RecentRows.ENTRIES :]
         last = max(known.messages, default=None)
+        if last is not None and (last != self._length - 1 if self._length is not None else self._cut_seen):
+            last = None  # not the transcript's last message (a cut left an older one known): unknown
         return RecentRows({e.segment: e for e in newest}, {last: known.messages[last]} if last is not None else {})
+
+    def prefetch(self, events: Sequence[Any]) -> None:
+        """Reads at once what folding `events` will ask of the stored rows, where a backend
+        can (`PostgresBufferedRows`: an edit's); here nothing."""
 
     def _remember(self) -> None:
         """Folds the held writes into the known newest rows (at the flush)."""
@@ -826,7 +834,7 @@ class BufferedRows(SQLRows):
             seq = self._segments[segment]
             return None if seq is None else self._held_entry(seq)
         known = self._known.entries.get(segment) if self._known is not None else None
-        stored = known if known is not None else super().entry(segment)
+        stored = known if known is not None else self._stored_entry(segment)
         if stored is not None and stored.seq in self._entries:
             return self._held_entry(stored.seq)  # deleted (None) or replaced since it was stored
         return stored
@@ -888,7 +896,7 @@ class BufferedRows(SQLRows):
             if self._cut is not None and index >= self._cut:
                 return None  # cut: deleted at the flush
             known = self._known.messages.get(index) if self._known is not None else None
-            return known if known is not None else super().message(index)
+            return known if known is not None else self._stored_message(index)
         return held if not isinstance(held, tuple) else self._decode_messages([held[2]])[0]
 
     def _sealer(self) -> Callable[[str], str | None] | None:
@@ -935,11 +943,23 @@ class BufferedRows(SQLRows):
         self._unknown()
         return super().cut_outcomes(cards, length)
 
+    def _stored_entry(self, segment: str) -> Entry | None:
+        """The stored entry of `segment` (a read), for `entry`."""
+        return SQLRows.entry(self, segment)
+
+    def _stored_message(self, index: int) -> Message | None:
+        """The stored transcript message at `index` (a read), for `message`."""
+        return SQLRows.message(self, index)
+
     def cut_messages(self, keep: int) -> None:
         """Holds the cut (the stored messages from `keep` on go at the flush, before the held
-        messages are written) and drops the held messages and block ends from `keep` on."""
-        self._unknown()
+        messages are written) and drops the held messages and block ends from `keep` on, and
+        the known ones (`recent` then knows the last message only where it is the head's)."""
+        if self._known is not None:
+            for index in [i for i in self._known.messages if i >= keep]:
+                del self._known.messages[index]
         self._cut = keep if self._cut is None else min(self._cut, keep)
+        self._cut_seen = True
         self._messages = {i: m for i, m in self._messages.items() if i < keep}
         self._ends = {i: e for i, e in self._ends.items() if i < keep}
         if self._open_message is not None and self._open_message >= keep:
@@ -1029,6 +1049,7 @@ class BufferedRows(SQLRows):
         self._insert_many(t["turns"], ("version", "message", "at"), self._turns, "ON CONFLICT (cid, version) DO NOTHING")
         if self._head is not None:
             self._write_head(self._head)
+            self._length = self._head.length
         self._entries, self._segments, self._outcomes = {}, {}, []
         self._drop_aside, self._moves, self._aside = False, [], []
         self._messages, self._ends, self._pages, self._turns, self._head = {}, {}, {}, [], None

@@ -535,28 +535,77 @@ class TestPostgresAppendFunction(PostgresStores):
         assert chat.read_models.state("c") == memory.read_models.state("c")
 
     def test_an_append_the_document_cannot_carry_goes_as_statements_with_the_same_result(self) -> None:
+        lines = [start("c"), message("c", 1), segment("c", "r1/1", "r1"), message("c", 2), segment("c", "r2/1", "r2")]
+        edits = [
+            {"type": "message_edited", "at": AT, "message": 2, "text": "zwei", "conversation": "c"},
+            {"type": "message_edited", "at": AT, "message": 1, "text": "anders", "conversation": "c"},
+        ]
         store = self.open_store()
         chat = Chatrecord(store)
-        for line in (start("c"), message("c", 1), segment("c", "r1/1", "r1"), message("c", 2), segment("c", "r2/1", "r2")):
+        for line in lines:
             chat.record(line)
         chat.turn_notes("c")  # the read models are kept from here on, in each append's transaction
         sent = []
         synced = store.recorder._append_synced  # type: ignore[attr-defined]
         store.recorder._append_synced = lambda *a, **k: sent.append(1) or synced(*a, **k)  # type: ignore[attr-defined]
-        chat.record({"type": "message_edited", "at": AT, "message": 1, "text": "anders", "conversation": "c"})
-        assert sent  # an edit's cuts are statements of their own
+        chat.record_lines([json.dumps(edit) for edit in edits], "edits.jsonl")  # two edits' cuts in one append
+        assert sent  # the second edit's reads come after the first one's rows: statements of their own
         memory = ConversationStore(env=memory_env())
-        for line in (
-            start("c"),
-            message("c", 1),
-            segment("c", "r1/1", "r1"),
-            message("c", 2),
-            segment("c", "r2/1", "r2"),
-            {"type": "message_edited", "at": AT, "message": 1, "text": "anders", "conversation": "c"},
-        ):
+        for line in [*lines, *edits]:
             Chatrecord(memory).record(line)
         assert [e.model_dump() for e in store.events("c")] == [e.model_dump() for e in memory.events("c")]
         assert chat.read_models.state("c") == Chatrecord(memory).read_models.state("c")
+
+    def test_an_edit_is_one_read_of_its_rows_and_one_call_and_its_rows_equal_a_fold_of_the_log(self) -> None:
+        """An edit of the second tour's first message cuts its segments, their entries, the
+        card outcomes of its six cards and its page changes: the writer knows the segments
+        and messages it cuts (no read of the index), the fold's reads of the view rows are one
+        statement before the append (`PostgresBufferedRows.prefetch`), and the cuts go in the
+        document (`drop_outcomes`, `drop_pages`); the rows equal a fold of the log, and the
+        next lines, decided and folded on what the edit's append left, are one call each."""
+        import psycopg
+
+        from projections.turn import build_turn_input
+
+        store = self.open_store()
+        chat = Chatrecord(store)
+        lines = [start("c"), *tour_lines("c", 0), *tour_lines("c", 1)]
+        chat.record(lines[0])
+        chat.turn_notes("c")  # the read models are kept from here on, in each append's transaction
+        for line in lines[1:]:
+            chat.record(line)
+        edit = {"type": "message_edited", "at": "2026-10-29T15:00:00Z", "message": 3, "text": "nur OG", "conversation": "c"}
+        after = [message("c", 4, at="2026-10-29T15:01:00Z"), segment("c", "e/1", "e", at="2026-10-29T15:02:00Z")]
+        calls, sent = lookups(store), []
+        execute = psycopg.Cursor.execute
+
+        def counted(curs: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
+            sent.append(query.as_string(curs.connection) if hasattr(query, "as_string") else str(query))
+            return execute(curs, query, *args, **kwargs)
+
+        per_line = []
+        psycopg.Cursor.execute = counted  # type: ignore[method-assign]
+        try:
+            for line in [edit, *after]:
+                sent.clear()
+                result = chat.record(line)
+                per_line.append(len(sent))
+                if line is edit:
+                    edited = list(sent)
+                    cut = result.appended[-1]
+        finally:
+            psycopg.Cursor.execute = execute  # type: ignore[method-assign]
+        assert calls[0] == 0
+        assert len(cut.cut_segments) == 8 and cut.cut_messages == (4,)  # type: ignore[attr-defined]
+        assert per_line == [2, 1, 1], edited
+        assert edited[0].lstrip().startswith("SELECT u.idx") and "chatrecord_append_g1_v9(" in edited[1]
+        memory = ConversationStore(env=memory_env())
+        for line in [*lines, edit, *after]:
+            Chatrecord(memory).record(line)
+        assert [e.model_dump() for e in store.events("c")] == [e.model_dump() for e in memory.events("c")]
+        assert chat.read_models.state("c") == Chatrecord(memory).read_models.state("c")
+        assert chat.read_models.turn_input("c").to_json() == build_turn_input(store.events("c")).to_json()
+        assert [v.ok for v in chat.verify_rows("c")] == [True]
 
     def test_a_version_another_writer_took_between_the_decision_and_the_append_is_decided_again(self) -> None:
         one, two = self.open_store(), self.open_store()

@@ -174,7 +174,11 @@ class AppendDocument:
     def views(self, generation: int) -> dict[str, Any]:
         """Returns the document's views section for `generation` (made on the first call):
         lists of rows per kind, the head, the lock key, and `cut`: the transcript index from
-        which the stored messages are deleted before the section's messages are written (None: none)."""
+        which the stored messages are deleted before the section's messages are written (None:
+        none); `drop_outcomes` ({"cards": [...], "after": n}: the stored card outcomes of those
+        cards and those of no card at or after transcript index n) and `drop_pages` (a message
+        number: the stored page changes after it), deleted before the section's rows of each
+        kind are written (None: none), an edit's cuts (`PostgresBufferedRows.prefetch`)."""
         views = self.doc.get("views")
         if views is None:
             views = self.doc["views"] = {
@@ -186,6 +190,8 @@ class AppendDocument:
                 "delete_entries": [],
                 "entries": [],
                 "cut": None,
+                "drop_outcomes": None,
+                "drop_pages": None,
                 "outcomes": [],
                 "messages": [],
                 "ended": [],

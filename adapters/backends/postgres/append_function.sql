@@ -8,6 +8,7 @@ DECLARE
   x jsonb := doc->'index';
   v jsonb := doc->'views';
   j jsonb;
+  d bigint;
 BEGIN
   IF a IS NOT NULL THEN
     -- one statement: each row it looks for is found by its whole key, in a subquery run per

@@ -24,6 +24,13 @@
   IF jsonb_array_length(v->'entries') > 0 THEN
     INSERT INTO {entries} (cid, seq, segment, body) SELECT k, (e->>0)::bigint, e->>1, e->>2 FROM jsonb_array_elements(v->'entries') e ON CONFLICT (cid, seq) DO UPDATE SET body = excluded.body;
   END IF;
+  IF jsonb_typeof(v->'drop_outcomes') = 'object' THEN
+    FOR j IN SELECT jsonb_array_elements(v->'drop_outcomes'->'cards') LOOP
+      DELETE FROM {outcomes} WHERE cid = k AND card = j #>> '{{}}';
+    END LOOP;
+    d := (v->'drop_outcomes'->>'after')::bigint;  -- a variable: the outcomes table has a column v
+    DELETE FROM {outcomes} WHERE cid = k AND card IS NULL AND after >= d;
+  END IF;
   IF jsonb_array_length(v->'outcomes') > 0 THEN
     INSERT INTO {outcomes} (cid, v, sub, card, after, body) SELECT k, (e->>0)::bigint, (e->>1)::bigint, e->>2, (e->>3)::bigint, e->>4 FROM jsonb_array_elements(v->'outcomes') e;
   END IF;
@@ -40,6 +47,9 @@
     FOR j IN SELECT jsonb_array_elements(v->'ends') LOOP
       UPDATE {messages} SET block_end = (j->>1)::bigint WHERE cid = k AND idx = (j->>0)::bigint;
     END LOOP;
+  END IF;
+  IF jsonb_typeof(v->'drop_pages') = 'number' THEN
+    DELETE FROM {pages} WHERE cid = k AND message > (v->>'drop_pages')::bigint;
   END IF;
   IF jsonb_array_length(v->'pages') > 0 THEN
     INSERT INTO {pages} (cid, message, page) SELECT k, (e->>0)::bigint, (e->>1)::bigint FROM jsonb_array_elements(v->'pages') e ON CONFLICT (cid, message) DO UPDATE SET page = excluded.page;
