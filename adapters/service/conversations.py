@@ -51,8 +51,10 @@ class BadCursor(ChatrecordError):
 
 
 def _started(store: ConversationStore, key: str) -> bool:
-    """Whether the store holds a conversation stored under `key` (one index lookup)."""
-    return bool(store.recorder.select_events(conversation_uuid(key), limit=1))
+    """Whether the store holds a conversation stored under `key`: known without a read where
+    this process holds its state (`ConversationStore.holds`), else one index lookup."""
+    uuid = conversation_uuid(key)
+    return store.holds(uuid) or bool(store.recorder.select_events(uuid, limit=1))
 
 
 def stored_key(store: ConversationStore, conversation: str) -> str:

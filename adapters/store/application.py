@@ -642,6 +642,19 @@ class ConversationStore(Application[UUID]):
 
     # ------------------------------------------------------------ queries
 
+    def holds(self, conversation: UUID) -> bool:
+        """Returns True when this process holds the state of `conversation` (a UUID) in its
+        aggregate cache, which it does only after loading or appending to it: the store then
+        holds the conversation (its log is never shortened), and no read is needed to say so.
+        False says nothing (the caller reads the log)."""
+        cache = self.repository.cache
+        if cache is None:
+            return False
+        try:
+            return cache.get(conversation) is not None
+        except KeyError:
+            return False
+
     def get(self, conversation: str, version: int | None = None) -> Conversation | None:
         """Returns the conversation's state (at `version` if given), or None if it never started."""
         try:

@@ -468,6 +468,11 @@ class KnownRecords:
         floor = index.floor
         if floor is None:
             return None
+        if (
+            sum(1 for r in index.records.values() if r.message >= floor) <= self.WINDOW
+            and sum(1 for n in index.messages if n >= floor) <= self.WINDOW
+        ):
+            return floor  # the window holds no more than it may: as it was
         marks = sorted(
             {r.message for r in index.records.values() if r.message >= floor} | {n for n in index.messages if n >= floor}
         )

@@ -463,3 +463,31 @@ def test_a_conversation_past_the_run_record_cap_round_trips(stores: Opener) -> N
     assert b.turn_notes("long").to_json() == a.turn_notes("long").to_json()
     assert [r.to_json() for r in b.audit("long").rows] == [r.to_json() for r in a.audit("long").rows]
     assert [v.ok for v in b.verify("long")] in ([True], [])
+
+
+def test_a_read_of_a_conversation_this_process_holds_asks_the_log_nothing_to_find_its_key(
+    stores: Opener, request: pytest.FixtureRequest
+) -> None:
+    """`turn_notes` finds the key a conversation is stored under without reading the log where
+    the process holds its state (it appended to it): one round trip less per turn read. Another
+    process, holding nothing of it, reads the log once per read to find it. (In memory the read
+    models read the log with every read, so there is nothing to count.)"""
+    if request.node.callspec.params["stores"] == "memory":
+        pytest.skip("the memory store's read models read the log")
+    chat = stores()
+    started(chat, "Mix-1", "2026-10-28T09:00:00Z")
+    chat.record(line("user_message", "Mix-1", "2026-10-28T09:01:00Z", message=1, text="hallo", page=42, skill=None))
+    asked: list[object] = []
+    select = chat.store.recorder.select_events
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("limit") == 1:  # whether a key is stored (the read models read the log otherwise)
+            asked.append(args)
+        return select(*args, **kwargs)
+
+    chat.store.recorder.select_events = counted  # type: ignore[method-assign]
+    notes = chat.turn_notes("Mix-1")
+    assert asked == [] and notes.conversation == "Mix-1"
+    chat.store.repository.cache.get(chat.store.get("Mix-1").id, evict=True)  # type: ignore[union-attr]
+    assert chat.turn_notes("Mix-1").version == notes.version
+    assert len(asked) == 1  # not held: the log says whether the key is stored
