@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from adapters.bootstrap import build_store
+from adapters.bootstrap import build_store, read_models
 from adapters.store import keys as data_keys
 from adapters.store.application import ConversationStore
 from adapters.store.crypto import ERASED, BadMasterKey, master_key
@@ -76,7 +76,8 @@ def test_another_process_reading_texts_sees_them_erased_once_its_cached_key_expi
     reader = build_store(sqlite_env(path))
     story(reader)
     assert texts(reader) == ["Titel prüfen"]
-    erase(build_store(sqlite_env(path)), "conv-k")
+    eraser = build_store(sqlite_env(path))  # another process
+    erase(eraser, "conv-k", read_models(eraser))
     assert texts(reader) == [ERASED]
 
 
