@@ -333,12 +333,14 @@ class ConversationStore(Application[UUID]):
         """Seconds a write whose connection was lost tries again (`reconnecting`); 0: not at all."""
         self.reconnects = 0
         """How many times a write of this store was tried again after a lost connection."""
-        try:
-            self.views: StoreViews | None = views(self) if views is not None else None
-            """The views this store keeps current as it saves (built last: they read the store)."""
-        except BaseException:
-            self.close()
-            raise
+        self.views: StoreViews | None = None
+        """The views this store keeps current as it saves (built last: they read the store)."""
+        if views is not None:
+            try:
+                self.views = views(self)
+            except BaseException:
+                self.close()  # the connections of a store whose views cannot be opened
+                raise
 
     @functools.cached_property
     def idempotency_keys(self) -> IdempotencyKeys:
