@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from adapters.api import Chatrecord
+from adapters.bootstrap import build_store
 from adapters.store.application import ConversationStore
 from adapters.store.settings import StoreUnusable, memory_env
 from domain.errors import TurnTruncated
@@ -234,7 +235,7 @@ class TestPostgresAssumedAppend(PostgresStores):
     @pytest.mark.parametrize("tour", TOURS, ids=lambda p: p.stem)
     def test_a_tour_line_by_line_decides_the_events_a_store_reading_its_index_decides(self, tour: Path) -> None:
         lines = [json.loads(raw) for raw in tour.read_text(encoding="utf-8").splitlines() if raw.strip()]
-        store, memory = self.open_store(), ConversationStore(env=memory_env())
+        store, memory = self.open_store(), build_store(memory_env())
         calls = lookups(store)
         for line in lines:
             Chatrecord(store).record(line)
@@ -324,7 +325,7 @@ class TestPostgresAssumedAppend(PostgresStores):
             psycopg.Cursor.execute = execute  # type: ignore[method-assign]
         writes = [q for q in sent if not q.lstrip().upper().startswith("SELECT") or "chatrecord_append_" in q]
         assert len(writes) == 1 and "chatrecord_append_g1_v9(" in writes[0]  # the views' generation's function
-        memory = ConversationStore(env=memory_env())
+        memory = build_store(memory_env())
         for line in replaced:
             Chatrecord(memory).record(line)
         assert [e.model_dump() for e in store.events(conv)] == [e.model_dump() for e in memory.events(conv)]
@@ -350,7 +351,7 @@ class TestPostgresAssumedAppend(PostgresStores):
         assert calls[0] == 0
         truncated = result.appended[-1]
         assert (truncated.cut_messages, truncated.cut_segments) == ((3,), ("r2/1", "r3/1"))  # type: ignore[attr-defined]
-        memory = ConversationStore(env=memory_env())
+        memory = build_store(memory_env())
         for line in [*lines, edit]:
             Chatrecord(memory).record(line)
         assert [e.model_dump() for e in store.events("c")] == [e.model_dump() for e in memory.events("c")]
@@ -528,7 +529,7 @@ class TestPostgresAppendFunction(PostgresStores):
         chat.rebuild("2026-11-02")
         chat.record(message("c", 2))
         assert functions() == {"chatrecord_append_v9", "chatrecord_append_g2_v9"}
-        memory = Chatrecord(ConversationStore(env=memory_env()))
+        memory = Chatrecord(build_store(memory_env()))
         for line in (start("c"), message("c", 1), segment("c", "r1/1", "r1"), message("c", 2)):
             memory.record(line)
         memory.rebuild("2026-11-02")
@@ -550,7 +551,7 @@ class TestPostgresAppendFunction(PostgresStores):
         store.recorder._append_synced = lambda *a, **k: sent.append(1) or synced(*a, **k)  # type: ignore[attr-defined]
         chat.record_lines([json.dumps(edit) for edit in edits], "edits.jsonl")  # two edits' cuts in one append
         assert sent  # the second edit's reads come after the first one's rows: statements of their own
-        memory = ConversationStore(env=memory_env())
+        memory = build_store(memory_env())
         for line in [*lines, *edits]:
             Chatrecord(memory).record(line)
         assert [e.model_dump() for e in store.events("c")] == [e.model_dump() for e in memory.events("c")]
@@ -599,7 +600,7 @@ class TestPostgresAppendFunction(PostgresStores):
         assert len(cut.cut_segments) == 8 and cut.cut_messages == (4,)  # type: ignore[attr-defined]
         assert per_line == [2, 1, 1], edited
         assert edited[0].lstrip().startswith("SELECT u.idx") and "chatrecord_append_g1_v9(" in edited[1]
-        memory = ConversationStore(env=memory_env())
+        memory = build_store(memory_env())
         for line in [*lines, edit, *after]:
             Chatrecord(memory).record(line)
         assert [e.model_dump() for e in store.events("c")] == [e.model_dump() for e in memory.events("c")]
