@@ -71,6 +71,7 @@ from adapters.store.keys import KeyState
 from adapters.store.replicas import check_position, recovery_conflict, replayed, write_position, wrote_on_standby
 from adapters.store.settings import StoreUnusable, describe_backend, open_read_store, open_store, read_wait, store_errors
 from adapters.store.verify import Verdict, chain_verdict, upgrade, verdicts, verify_after
+from adapters.views.overview_rows import OverviewRows
 from adapters.views.readmodels import ConversationDiff, ReadModels, RebuildReport
 from adapters.views.verify_rows import RowsVerdict, check_rows, rows_verdicts
 from domain.errors import ChatrecordError, InvalidInput, UnknownConversation, shown_id
@@ -80,6 +81,7 @@ from projections.activity import SegmentActivity
 from projections.audit import AuditRow
 from projections.audit import audit as audit_rows
 from projections.audit import initial as audit_initial
+from projections.overview import Overview
 from projections.page_line import PageCheck, every_page
 from projections.rules import resolve
 from projections.turn import TurnInput, build_turn_input, replay_turns, turns_of
@@ -214,6 +216,8 @@ class Chatrecord:
         self._writers = [Lock() for _ in range(WRITER_LOCKS)]
         self._overviews: dict[tuple[str, str], KeptOverview] = {}
         self._overviews_lock = Lock()
+        self._overviews_drawn: dict[tuple[str, int, int, Any], str] = {}
+        """The overview read model's pictures this process drew, by (conversation, generation, version, draw)."""
         self._chains: dict[str, Verdict] = {}
         """The last ok verdict of each conversation's chain this process made (`chain`)."""
 
@@ -686,15 +690,51 @@ class Chatrecord:
     @_reads
     @_in_store_terms
     def overview_drawn(
-        self, conversation: str, draw: Callable[[list[OverviewPoint]], str], rules: str | None = None, *, after: str | None = None
+        self,
+        conversation: str,
+        draw: Callable[[list[OverviewPoint] | Overview], str],
+        rules: str | None = None,
+        *,
+        after: str | None = None,
     ) -> str:
-        """Returns `draw(points)` of the conversation's overview (`overview`), kept with it: drawn
-        again only after new events (`draw` is the key: `adapters.pages.overview_svg`)."""
-        kept = self._overview(conversation, rules)
-        drawn = kept.drawn.get(draw)
+        """Returns `draw(overview)` of the conversation's overview, kept per version: drawn
+        again only after new events (`draw` is the key: `adapters.pages.overview_svg`). Under
+        the live rule set it draws the overview read model (`projections.overview.Overview`,
+        `adapters.views.overview_rows`: one row read, and the events since its last fold
+        folded, also in the first request after a start); under another rule set, or where the
+        live generation has no overview tables, the points of the kept fold (`overview`)."""
+        name = _conversation_argument("overview", conversation)
+        key = self._key(name)
+        uuid = conversation_uuid(key)
+        newest = next(iter(self.store.events.get(uuid, desc=True, limit=1)), None)
+        if newest is None:
+            self.events(name)  # raises UnknownConversation
+        live = self.read_models.live_pointer()
+        rule_set = rules or live.rules
+        model = (
+            self._overview_rows.read(uuid, live.generation, live.rules, newest.originator_version)
+            if newest is not None and rule_set == live.rules
+            else None
+        )
+        if model is None:
+            kept = self._overview(conversation, rule_set)
+            drawn = kept.drawn.get(draw)
+            if drawn is None:
+                drawn = kept.drawn[draw] = draw(kept.points)
+            return drawn
+        token = (key, live.generation, model.version, draw)
+        drawn = self._overviews_drawn.get(token)
         if drawn is None:
-            drawn = kept.drawn[draw] = draw(kept.points)
+            drawn = draw(model)
+            with self._overviews_lock:
+                if len(self._overviews_drawn) >= 64:
+                    self._overviews_drawn.pop(next(iter(self._overviews_drawn)))
+                self._overviews_drawn[token] = drawn
         return drawn
+
+    @cached_property
+    def _overview_rows(self) -> OverviewRows:
+        return OverviewRows(self.read_models.backend, self.store)
 
     def _overview(self, conversation: str, rules: str | None) -> KeptOverview:
         name = _conversation_argument("overview", conversation)
