@@ -15,6 +15,7 @@ from adapters import pages
 from adapters.api import DEMO_FILE, Chatrecord, demo_lines
 from adapters.service import timeline
 from adapters.store.application import ConversationStore
+from adapters.views.rows import overview_table_names
 from projections import overview as ov
 from tests.application.test_timeline import chat_of
 from tests.integration.backends import PostgresStores, SQLiteStores
@@ -80,6 +81,27 @@ class OverviewContract:
         chat = Chatrecord(store)
         drawn = chat.overview_drawn("conv-demo-seo", pages.overview_svg, "transcript-only")
         assert drawn == pages.overview_svg(timeline.overview(chat.events("conv-demo-seo"), "transcript-only"))
+
+    def test_past_its_buckets_the_picture_is_the_buckets_of_the_log(
+        self, store: ConversationStore, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.setattr(ov, "BUCKETS", 8)
+        chat = Chatrecord(store)
+        drawn = chat.overview_drawn("conv-long", pages.overview_svg)
+        events = chat.events("conv-long")
+        expected = ov.of_events(events, chat.active_rules())
+        assert expected.width > 1 and drawn == pages.overview_svg(expected)
+        assert "versions 1–" in drawn and 'class="cut"' in drawn
+
+    def test_a_generation_an_earlier_version_made_draws_from_the_log(self, store: ConversationStore) -> None:
+        chat = Chatrecord(store)
+        backend = chat.read_models.backend
+        generation = chat.read_models.live_pointer().generation
+        with backend.transaction(write=True) as curs:
+            for table in overview_table_names(generation, getattr(backend, "schema", "")).values():
+                curs.execute(f"DROP TABLE {table}")
+        later = Chatrecord(self.open_store())
+        assert later.overview_drawn("conv-long", pages.overview_svg) == log_picture(later, "conv-long")
 
 
 class TestSQLiteOverview(SQLiteStores, OverviewContract):
