@@ -499,7 +499,8 @@ class Chatrecord:
         read, UnknownConversation (after the last verdict) when `conversation` has none. With
         `record` (what verifies: `chatrecord verify`), each ok verdict's head is stored as its
         conversation's verified position (`VerifiedPosition`, by `record`), once every verdict
-        was yielded; a store it cannot write keeps none (one line logged)."""
+        was yielded; a SQLite file opened read-only keeps none, nor does a store that refuses
+        the write (one line logged)."""
         key = self._key(_conversation_argument("verify", conversation)) if conversation is not None else None
         return self._verdicts(conversation, key, against, record)
 
@@ -514,7 +515,8 @@ class Chatrecord:
                 positions.append(position)
             yield verdict
         recorder = self.store.recorder
-        if positions and isinstance(recorder, ChainedRecorder):
+        read_only = getattr(self.store.factory, "read_only", False)  # an archive opened read-only: nothing written
+        if positions and isinstance(recorder, ChainedRecorder) and not read_only:
             try:
                 recorder.put_verified_positions(positions)
             except Exception as error:  # noqa: BLE001 - a store it cannot write (a standby, a read-only file): not kept
@@ -809,7 +811,7 @@ class Chatrecord:
         else:
             verdict = chain_verdict(self.store, key)
             position = position_of(verdict, "the server") if verdict is not None else None
-            if position is not None and recorder is not None:
+            if position is not None and recorder is not None and not getattr(self.store.factory, "read_only", False):
                 try:
                     recorder.put_verified_positions([position])
                 except Exception as error:  # noqa: BLE001 - a store it cannot write (a standby, a read-only file): not kept
