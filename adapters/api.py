@@ -27,6 +27,7 @@ import dataclasses
 import functools
 import inspect
 import io
+import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from functools import cached_property
@@ -71,7 +72,8 @@ from adapters.store.erasure import Erasure, erase
 from adapters.store.keys import KeyState
 from adapters.store.replicas import check_position, recovery_conflict, replayed, write_position, wrote_on_standby
 from adapters.store.settings import StoreUnusable, describe_backend, read_wait, store_errors
-from adapters.store.verify import Verdict, chain_verdict, upgrade, verdicts, verify_after
+from adapters.store.verify import Verdict, chain_verdict, from_position, position_of, upgrade, verdicts, verify_after
+from adapters.views.overview_rows import OverviewRows
 from adapters.views.readmodels import ConversationDiff, ReadModels, RebuildReport
 from adapters.views.verify_rows import RowsVerdict, check_rows, rows_verdicts
 from domain.errors import ChatrecordError, InvalidInput, UnknownConversation, shown_id
@@ -81,10 +83,13 @@ from projections.activity import SegmentActivity
 from projections.audit import AuditRow
 from projections.audit import audit as audit_rows
 from projections.audit import initial as audit_initial
+from projections.overview import Overview
 from projections.page_line import PageCheck, every_page
 from projections.rules import resolve
 from projections.turn import TurnInput, build_turn_input, replay_turns, turns_of
 from projections.turn_notes import PlacedNote, TurnNotes, apply_notes
+
+log = logging.getLogger("chatrecord")
 
 __all__ = [
     "DEMO_CONVERSATION",
@@ -215,8 +220,12 @@ class Chatrecord:
         self._writers = [Lock() for _ in range(WRITER_LOCKS)]
         self._overviews: dict[tuple[str, str], KeptOverview] = {}
         self._overviews_lock = Lock()
+        self._overviews_drawn: dict[tuple[str, int, int, Any], str] = {}
+        """The overview read model's pictures this process drew, by (conversation, generation, version, draw)."""
         self._chains: dict[str, Verdict] = {}
         """The last ok verdict of each conversation's chain this process made (`chain`)."""
+        self._broken_chains: set[str] = set()
+        """The conversations whose last look here found the chain broken: the next recomputes all."""
 
     @property
     def store(self) -> ConversationStore:
@@ -474,7 +483,12 @@ class Chatrecord:
 
     @_reads
     def verify(
-        self, conversation: str | None = None, against: Path | None = None, *, after: str | None = None
+        self,
+        conversation: str | None = None,
+        against: Path | None = None,
+        record: str | None = None,
+        *,
+        after: str | None = None,
     ) -> Iterator[Verdict]:
         """Yields the verdict of each conversation's hash chain (only `conversation`'s if
         given), in the order of their ids: ok with the head, or the first broken link; checked
@@ -482,16 +496,31 @@ class Chatrecord:
         stays flat.
 
         Raises NoChain for a store that keeps no chain, BadHeadsFile for a heads file it cannot
-        read, UnknownConversation (after the last verdict) when `conversation` has none."""
+        read, UnknownConversation (after the last verdict) when `conversation` has none. With
+        `record` (what verifies: `chatrecord verify`), each ok verdict's head is stored as its
+        conversation's verified position (`VerifiedPosition`, by `record`), once every verdict
+        was yielded; a SQLite file opened read-only keeps none, nor does a store that refuses
+        the write (one line logged)."""
         key = self._key(_conversation_argument("verify", conversation)) if conversation is not None else None
-        return self._verdicts(conversation, key, against)
+        return self._verdicts(conversation, key, against, record)
 
     @_in_store_terms
-    def _verdicts(self, conversation: str | None, key: str | None, against: Path | None) -> Iterator[Verdict]:
+    def _verdicts(self, conversation: str | None, key: str | None, against: Path | None, record: str | None) -> Iterator[Verdict]:
         found = False
+        positions = []
         for verdict in verdicts(self.store, key, against):
             found = True
+            position = position_of(verdict, record) if record is not None else None
+            if position is not None:
+                positions.append(position)
             yield verdict
+        recorder = self.store.recorder
+        read_only = getattr(self.store.factory, "read_only", False)  # an archive opened read-only: nothing written
+        if positions and isinstance(recorder, ChainedRecorder) and not read_only:
+            try:
+                recorder.put_verified_positions(positions)
+            except Exception as error:  # noqa: BLE001 - a store it cannot write (a standby, a read-only file): not kept
+                log.warning("chatrecord: the verified positions were not stored: %s", error)
         if conversation is not None and not found:
             raise UnknownConversation("no conversation " + shown_id(conversation, "'") + f" in {describe_backend(self.store)}")
 
@@ -686,15 +715,51 @@ class Chatrecord:
     @_reads
     @_in_store_terms
     def overview_drawn(
-        self, conversation: str, draw: Callable[[list[OverviewPoint]], str], rules: str | None = None, *, after: str | None = None
+        self,
+        conversation: str,
+        draw: Callable[[list[OverviewPoint] | Overview], str],
+        rules: str | None = None,
+        *,
+        after: str | None = None,
     ) -> str:
-        """Returns `draw(points)` of the conversation's overview (`overview`), kept with it: drawn
-        again only after new events (`draw` is the key: `adapters.pages.overview_svg`)."""
-        kept = self._overview(conversation, rules)
-        drawn = kept.drawn.get(draw)
+        """Returns `draw(overview)` of the conversation's overview, kept per version: drawn
+        again only after new events (`draw` is the key: `adapters.pages.overview_svg`). Under
+        the live rule set it draws the overview read model (`projections.overview.Overview`,
+        `adapters.views.overview_rows`: one row read, and the events since its last fold
+        folded, also in the first request after a start); under another rule set, or where the
+        live generation has no overview tables, the points of the kept fold (`overview`)."""
+        name = _conversation_argument("overview", conversation)
+        key = self._key(name)
+        uuid = conversation_uuid(key)
+        newest = next(iter(self.store.events.get(uuid, desc=True, limit=1)), None)
+        if newest is None:
+            self.events(name)  # raises UnknownConversation
+        live = self.read_models.live_pointer()
+        rule_set = rules or live.rules
+        model = (
+            self._overview_rows.read(uuid, live.generation, live.rules, newest.originator_version)
+            if newest is not None and rule_set == live.rules
+            else None
+        )
+        if model is None:
+            kept = self._overview(conversation, rule_set)
+            drawn = kept.drawn.get(draw)
+            if drawn is None:
+                drawn = kept.drawn[draw] = draw(kept.points)
+            return drawn
+        token = (key, live.generation, model.version, draw)
+        drawn = self._overviews_drawn.get(token)
         if drawn is None:
-            drawn = kept.drawn[draw] = draw(kept.points)
+            drawn = draw(model)
+            with self._overviews_lock:
+                if len(self._overviews_drawn) >= 64:
+                    self._overviews_drawn.pop(next(iter(self._overviews_drawn)))
+                self._overviews_drawn[token] = drawn
         return drawn
+
+    @cached_property
+    def _overview_rows(self) -> OverviewRows:
+        return OverviewRows(self.read_models.backend, self.store)
 
     def _overview(self, conversation: str, rules: str | None) -> KeptOverview:
         name = _conversation_argument("overview", conversation)
@@ -725,27 +790,43 @@ class Chatrecord:
     @_in_store_terms
     def chain(self, conversation: str, full: bool = False, *, after: str | None = None) -> Verdict | None:
         """Returns the verdict of the conversation's hash chain, None on a store that keeps no
-        chain. The first look in this process (and with `full`, and after a broken verdict)
-        recomputes every hash; a later one starts from the head the last ok verdict verified
-        (`adapters.store.verify.verify_after`: that head's event and hash unchanged, every hash
-        after it recomputed), so it costs what was appended since, and says so (`Verdict.kept`).
-        Raises UnknownConversation."""
+        chain. A look starts from the head the last ok verdict of this process verified, or
+        else from the conversation's verified position stored by the last look that recomputed
+        every hash (`chatrecord verify`, or this page: `VerifiedPosition`), so also the first
+        look after a start: `adapters.store.verify.verify_after` finds that head's event and
+        hash unchanged and recomputes every hash after it, so it costs what was appended since,
+        and says so (`Verdict.kept`, `kept_at`, `kept_by`). With `full`, without either, and
+        after a broken verdict it recomputes every hash, and stores the position it reached
+        when ok. Raises UnknownConversation."""
         name = _conversation_argument("chain", conversation)
         key = self._key(name)
+        recorder = self.store.recorder if isinstance(self.store.recorder, ChainedRecorder) else None
+        chained = recorder is not None
         kept = self._chains.get(key) if not full else None
-        if kept is not None and isinstance(self.store.recorder, ChainedRecorder):
-            verdict: Verdict | None = verify_after(self.store.recorder, kept)
+        if kept is None and recorder is not None and not full and key not in self._broken_chains:
+            position = recorder.verified_position(conversation_uuid(key))
+            kept = from_position(position, name) if position is not None else None
+        if kept is not None and recorder is not None:
+            verdict: Verdict | None = verify_after(recorder, kept)
         else:
             verdict = chain_verdict(self.store, key)
-        if verdict is None and isinstance(self.store.recorder, ChainedRecorder):
+            position = position_of(verdict, "the server") if verdict is not None else None
+            if position is not None and recorder is not None and not getattr(self.store.factory, "read_only", False):
+                try:
+                    recorder.put_verified_positions([position])
+                except Exception as error:  # noqa: BLE001 - a store it cannot write (a standby, a read-only file): not kept
+                    log.warning("chatrecord: the verified position of %s was not stored: %s", shown_id(name), error)
+        if verdict is None and chained:
             self.events(name)  # raises UnknownConversation
         with self._overviews_lock:
             if verdict is not None and verdict.ok:
                 if len(self._chains) >= 256 and key not in self._chains:
                     self._chains.pop(next(iter(self._chains)))
                 self._chains[key] = verdict
+                self._broken_chains.discard(key)
             else:
                 self._chains.pop(key, None)  # a broken chain is recomputed in full at the next look
+                self._broken_chains.add(key)
         return verdict
 
     @_reads

@@ -22,7 +22,7 @@ from eventsourcing.popo import POPOApplicationRecorder
 from eventsourcing.popo import POPOFactory as LibraryPOPOFactory
 
 from adapters.backends import StoreFactory
-from adapters.store.chain import PAGE, ChainedRecorder, Link, Stored, run_inline
+from adapters.store.chain import PAGE, ChainedRecorder, Link, Stored, VerifiedPosition, run_inline
 from adapters.store.history import HistoryTables
 from adapters.store.idempotency import IdempotencyKeys, Kept, reservation
 from adapters.store.keys import DataKeys, Row
@@ -39,6 +39,14 @@ class ChainedPOPORecorder(ChainedRecorder, POPOApplicationRecorder):
     def __init__(self) -> None:
         super().__init__()
         self.chain: dict[tuple[UUID, int], bytes] = {}
+        self.verified: dict[UUID, VerifiedPosition] = {}
+
+    def verified_position(self, key: UUID) -> VerifiedPosition | None:
+        return self.verified.get(key)
+
+    def put_verified_positions(self, positions: Sequence[VerifiedPosition]) -> None:
+        with self._database_lock:
+            self.verified.update((p.originator_id, p) for p in positions)
 
     def _insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
         with self._database_lock:

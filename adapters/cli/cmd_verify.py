@@ -52,7 +52,7 @@ def verify(
     with opened(reading=not upgrade) as chatrecord:
         if upgrade:  # each conversation chained is logged (stderr): `adapters.store.verify.upgrade`
             chatrecord.upgrade_chains(conversation)
-        for verdict in chatrecord.verify(conversation, against):
+        for verdict in chatrecord.verify(conversation, against, record="chatrecord verify"):
             total += 1
             broken += not verdict.ok
             if as_json:

@@ -30,6 +30,7 @@ from domain.events import (
     conversation_uuid,
 )
 from projections import activity, audit
+from projections import overview as overview_model
 from projections import turn as turns
 from projections.activity import ActivityEntry
 from projections.audit import AuditRow
@@ -82,17 +83,8 @@ class TimelinePage:
     before: int | None
 
 
-@dataclass(frozen=True)
-class OverviewPoint:
-    """One fact of the overview picture: its event `version`, time, `kind` (`message`,
-    `segment`, `decision`, `undecided`, `edit`, `cut`, `erased`, …), a `tone` (`ok`, `wait`,
-    `bad`, `cut`, `info`) and a short `label`."""
-
-    version: int
-    at: datetime
-    kind: str
-    tone: str
-    label: str
+OverviewPoint = overview_model.Point
+"""One fact of the overview picture (`projections.overview.Point`)."""
 
 
 def _turn_start(event: ConversationEvent) -> int | None:
@@ -189,9 +181,6 @@ def _page_before(starts: Sequence[tuple[int, ConversationEvent]], first: int) ->
     return page
 
 
-_TONES = {"completed": "ok", "awaiting_approval": "wait", "awaiting_input": "wait"}
-
-
 def overview(events: Sequence[ConversationEvent], rules: str) -> list[OverviewPoint]:
     """Returns the overview points of a conversation's whole log under `rules`: one per audit
     row that a person looks for on a picture (messages, segments, decisions, cards left
@@ -225,41 +214,8 @@ class KeptOverview:
 
 
 def overview_points(rows: Sequence[audit.AuditRow]) -> list[OverviewPoint]:
-    """Returns the overview points of audit rows (see `overview`)."""
-    points: list[OverviewPoint] = []
-    for row in rows:
-        f = row.facts
-        if row.kind == "segment":
-            failed = any(c["reading"] == "failed" for c in f["calls"])
-            tone = "bad" if failed or f["outcome"] not in _TONES else _TONES[f["outcome"]]
-            points.append(
-                OverviewPoint(
-                    row.version, row.at, "segment", "cut" if row.cut else tone, f"segment {f['segment']} → {f['outcome']}"
-                )
-            )
-        elif row.kind in ("message", "retry"):
-            points.append(
-                OverviewPoint(
-                    row.version,
-                    row.at,
-                    row.kind,
-                    "cut" if row.cut else "info",
-                    f"user message {f['message']}" + (" (retry)" if row.kind == "retry" else ""),
-                )
-            )
-        elif row.kind == "decision":
-            points.append(
-                OverviewPoint(
-                    row.version,
-                    row.at,
-                    "decision",
-                    "ok" if f["approved"] else "wait",
-                    f"card {'approved' if f['approved'] else 'declined'}: {f['answer']}",
-                )
-            )
-        elif row.kind in ("undecided", "edit", "cut", "erased"):
-            points.append(OverviewPoint(row.version, row.at, row.kind, "bad" if row.kind != "edit" else "cut", row.kind))
-    return points
+    """Returns the overview points of audit rows (see `overview`; `projections.overview.points`)."""
+    return overview_model.points(rows)
 
 
 @dataclass(frozen=True)

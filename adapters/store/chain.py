@@ -29,6 +29,8 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from contextlib import suppress
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
@@ -125,10 +127,37 @@ class ChainHeads:
             self._kept.put(key, head)
 
 
+VERIFIED_TABLE = "chatrecord_chain_verified"
+"""The table of each conversation's verified position (`VerifiedPosition`), one row each:
+`originator_id` (key), `version`, `hash`, `verified_at` (ISO 8601, UTC), `verified_by`."""
+
+
+@dataclass(frozen=True)
+class VerifiedPosition:
+    """The last position of a conversation's chain whose every hash, from GENESIS, was
+    recomputed and found ok: event `version`, its `hash` then, when (`at`, UTC) and by what
+    (`by`: `chatrecord verify`, or the server's page of the chain)."""
+
+    originator_id: UUID
+    version: int
+    hash: bytes
+    at: datetime
+    by: str
+
+
 class ChainedRecorder:
     """Mixin for an application recorder: `_seal(cursor, stored_events)` writes the chain rows
     of events just inserted in the cursor's transaction. Backends give the four `_chain_*`
     primitives; `chain_events` and `chain_links` read pages for `adapters.store.verify`."""
+
+    def verified_position(self, key: UUID) -> VerifiedPosition | None:
+        """Returns the verified position stored for conversation `key` (`VERIFIED_TABLE`), None
+        when none is (or the store has no such table yet: an earlier version made it)."""
+        return None
+
+    def put_verified_positions(self, positions: Sequence[VerifiedPosition]) -> None:
+        """Stores these positions (each replaces its conversation's), in one transaction; the
+        table is made first where it is missing."""
 
     def _seal(self, cursor: Any, stored_events: Sequence[StoredEvent]) -> dict[UUID, tuple[int, bytes]]:
         """Writes the chain rows of `stored_events` through `cursor`; returns each

@@ -33,7 +33,7 @@ import orjson
 from eventsourcing.persistence import StoredEvent
 
 from adapters.store.application import ConversationStore
-from adapters.store.chain import GENESIS, PAGE, ChainedRecorder, Link, Stored, link
+from adapters.store.chain import GENESIS, PAGE, ChainedRecorder, Link, Stored, VerifiedPosition, link
 from domain.errors import ChatrecordError
 from domain.events import ConversationStarted, conversation_uuid
 
@@ -75,6 +75,10 @@ class Verdict:
     changed since without touching any recorded hash (`chatrecord verify` recomputes all)."""
     kept_at: datetime | None = None
     """When the earlier verdict that recomputed every hash up to `kept` was made (UTC)."""
+    kept_by: str | None = None
+    """What made that earlier verdict: `this server` (kept in this process), or what the
+    stored verified position names (`adapters.store.chain.VerifiedPosition.by`:
+    `chatrecord verify`, `the server`)."""
 
     @property
     def ok(self) -> bool:
@@ -157,16 +161,18 @@ def verify(
             )
 
 
-def verify_after(recorder: ChainedRecorder, kept: Verdict, now: datetime | None = None) -> Verdict:
+def verify_after(recorder: ChainedRecorder, kept: Verdict, now: datetime | None = None, by: str = "this server") -> Verdict:
     """Returns the verdict of `kept`'s conversation from an earlier verdict `kept` that
     recomputed every hash (ok, with its head): that the event and recorded hash at `kept.version`
     are still there and the hash is the one verified (else `rewritten`, `deleted` or `cut_off`),
     and every link after it recomputed (`_check`). Reads the events after the kept head only, so
     it costs what was appended since, not the conversation's length; the verdict says what it
-    did not recompute (`Verdict.kept`, `kept_at`: `kept`'s own, or `now` when `kept` recomputed all)."""
+    did not recompute (`Verdict.kept`, `kept_at`, `kept_by`: `kept`'s own, or `now` and `by`
+    when `kept` recomputed all)."""
     assert kept.ok and kept.hash is not None
     since = kept.kept if kept.kept is not None else kept.version
     at = kept.kept_at if kept.kept is not None else (now or datetime.now(UTC))
+    made_by = kept.kept_by if kept.kept is not None and kept.kept_by is not None else by
     stream = merged(recorder, kept.originator_id, (kept.originator_id, kept.version - 1))
     first = next(stream, None)
     key, name, version = kept.originator_id, kept.conversation, kept.version
@@ -203,7 +209,31 @@ def verify_after(recorder: ChainedRecorder, kept: Verdict, now: datetime | None 
         )
     tail = (item for item in stream if item[0] == key)
     found = _check(key, tail, name_of=lambda _: name, head=None, start=(name, kept.hash, version + 1, kept.events))
-    return replace(found, kept=since, kept_at=at)
+    return replace(found, kept=since, kept_at=at, kept_by=made_by)
+
+
+def from_position(position: VerifiedPosition, conversation: str) -> Verdict:
+    """Returns the verdict a stored verified position stands for (`verify_after` starts from
+    it): ok up to its version, with its hash, every hash up to there recomputed at its time by
+    what it names."""
+    return Verdict(
+        conversation,
+        position.originator_id,
+        position.version,
+        position.version,
+        hash=position.hash,
+        kept=position.version,
+        kept_at=position.at,
+        kept_by=position.by,
+    )
+
+
+def position_of(verdict: Verdict, by: str, at: datetime | None = None) -> VerifiedPosition | None:
+    """Returns the verified position an ok verdict that recomputed every hash (`kept` None)
+    gives: its head, at `at` (default now, UTC), by `by`; None for any other verdict."""
+    if not verdict.ok or verdict.kept is not None or verdict.hash is None:
+        return None
+    return VerifiedPosition(verdict.originator_id, verdict.version, verdict.hash, at or datetime.now(UTC), by)
 
 
 def _check(

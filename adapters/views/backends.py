@@ -28,12 +28,14 @@ import orjson
 
 from adapters.store.crypto import ViewTexts
 from adapters.views.rows import (
+    OVERVIEW_TABLES,
     TABLES,
     BufferedRows,
     ReadMoved,
     SQLRows,
     activity_index,
     create_statements,
+    overview_table_names,
     table_names,
 )
 
@@ -195,6 +197,10 @@ class Backend:
     once and the recorder reads a part of the log (`select_notifications_to_fold`); not on
     SQLite (one writer at a time) nor in memory (the tables are this process's own)."""
 
+    overview_tables: tuple[str, ...] = ()
+    """The overview read model's tables a generation has besides `TABLES` (`OVERVIEW_TABLES`
+    where the backend keeps it, `adapters.views.overview_rows`)."""
+
     def transaction(self, write: bool) -> Any:
         """A context manager yielding a cursor of one transaction (committed if `write`)."""
         raise NotImplementedError
@@ -322,6 +328,7 @@ class SQLBackend(Backend):
     """The expression of a head row's last activity (its body's `last_at`), which the heads'
     index by activity is made on and `newest_heads` orders by (the same text, so the index is used)."""
     buffered_rows: type[BufferedRows] = BufferedRows
+    overview_tables = OVERVIEW_TABLES
     """The rows `rows(..., buffered=True)` returns (a backend may send their writes its own way)."""
 
     def __init__(self, datastore: Any, events_table: str) -> None:
@@ -420,7 +427,7 @@ class SQLBackend(Backend):
         return [(str(r["cid"]), int(r["at"]), body["conversation"], body.get("users")) for r, body in bodies]
 
     def drop(self, curs: Any, generation: int) -> None:
-        for table in table_names(generation, self.schema).values():
+        for table in (*table_names(generation, self.schema).values(), *overview_table_names(generation, self.schema).values()):
             self._x(curs, f"DROP TABLE IF EXISTS {table}")
         self._dropped(curs, generation)
 

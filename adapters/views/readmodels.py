@@ -38,7 +38,7 @@ from adapters.store.application import ConversationStore, ViewsWritten
 from adapters.store.serialization import UnreadableEvent, originator_uuid
 from adapters.views.backends import Backend, NeedsSnapshot, Pointer, ReadMoved, SQLBackend
 from adapters.views.rendered import KeptMessages, KnownBlocks, RenderedNotes, known_conversations
-from adapters.views.rows import PrefetchedRows, RecentRows, table_names
+from adapters.views.rows import TABLES, PrefetchedRows, RecentRows, table_names
 from domain.errors import ChatrecordError, UnknownConversation, shown_id
 from domain.events import ConversationEvent, conversation_uuid
 from projections import turn
@@ -876,14 +876,14 @@ class ReadModels:
             dropped: list[str] = []
             for stale in sorted(self.backend.generations(curs) - {generation}):
                 self.backend.drop(curs, stale)
-                dropped.extend(f"views_g{stale}_{t}" for t in ("heads", "entries", "outcomes", "messages", "pages", "turns"))
+                dropped.extend(f"views_g{stale}_{t}" for t in (*TABLES, *self.backend.overview_tables))
         self._set_live(Pointer(generation, target, now.next))
         return RebuildReport(
             rules=target,
             conversations=len(seen | also | unreadable),
             events=events + more,
             old_rules=old.rules,
-            tables=tuple(f"views_g{generation}_{t}" for t in ("heads", "entries", "outcomes", "messages", "pages", "turns")),
+            tables=tuple(f"views_g{generation}_{t}" for t in (*TABLES, *self.backend.overview_tables)),
             generation=generation,
             dropped=tuple(dropped),
             unreadable=tuple(sorted(str(key) for key in unreadable)),

@@ -51,6 +51,31 @@ def table_names(generation: int, schema: str = "") -> dict[str, str]:
     return {t: f"{prefix}views_g{generation}_{t}" for t in TABLES}
 
 
+OVERVIEW_TABLES = ("overview", "overview_marks")
+"""The overview read model's tables of a generation (`adapters.views.overview_rows`): not rows
+the view fold writes, nor cleared with them; made with a generation's tables since the
+overview read model came (an earlier generation has none)."""
+
+
+def overview_table_names(generation: int, schema: str = "") -> dict[str, str]:
+    """Returns {"overview": "views_g<N>_overview", "overview_marks": …}, qualified with
+    `schema` (a PostgreSQL schema name) when given."""
+    prefix = f'"{schema}".' if schema else ""
+    return {t: f"{prefix}views_g{generation}_{t}" for t in OVERVIEW_TABLES}
+
+
+def overview_statements(generation: int, schema: str = "") -> list[str]:
+    """Returns the CREATE statements of a generation's overview tables: `overview` (one row
+    per conversation: its version and the overview as JSON) and `overview_marks` (a row per
+    segment's and user message's point: key, version, kind, tone)."""
+    n = overview_table_names(generation, schema)
+    return [
+        f"CREATE TABLE IF NOT EXISTS {n['overview']} (cid TEXT PRIMARY KEY, version BIGINT NOT NULL, body TEXT NOT NULL)",
+        f"CREATE TABLE IF NOT EXISTS {n['overview_marks']} (cid TEXT NOT NULL, mark TEXT NOT NULL, version BIGINT NOT NULL, "
+        "kind TEXT NOT NULL, tone TEXT NOT NULL, PRIMARY KEY (cid, mark, version))",
+    ]
+
+
 def activity_index(generation: int) -> str:
     """Returns the name of the index of a generation's heads by last activity (unqualified)."""
     return f"views_g{generation}_heads_activity"
@@ -86,6 +111,7 @@ def create_statements(generation: int, schema: str = "", heads_storage: str = ""
         f"PRIMARY KEY (cid, message))",
         f"CREATE TABLE IF NOT EXISTS {n['turns']} (cid TEXT NOT NULL, version {big} NOT NULL, message {big} NOT NULL, "
         f"at TEXT NOT NULL, PRIMARY KEY (cid, version))",
+        *overview_statements(generation, schema),
     ]
 
 

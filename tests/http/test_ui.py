@@ -127,3 +127,19 @@ def test_the_chain_and_the_overview_are_requests_of_their_own(client: TestClient
     assert overview.status_code == 200 and overview.headers["content-type"] == "image/svg+xml"
     assert 'aria-label="Overview: 16 facts, 8 segments"' in overview.text
     assert client.get("/ui/conversations/conv-nope/chain", headers=auth).status_code == 404
+
+
+def test_the_chains_verdict_says_what_it_recomputed_and_when_and_by_what(client: TestClient) -> None:
+    """A later verdict names the version up to which an earlier one recomputed every hash, when and by
+    what, says what it recomputed now, and links a full recomputation."""
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    first = client.get("/ui/conversations/conv-demo-seo/chain", headers=auth)  # every hash: no position stored yet
+    second = client.get("/ui/conversations/conv-demo-seo/chain", headers=auth)
+
+    assert 'id="chain-kept"' not in first.text
+    assert (
+        "Every hash up to event 20 was recomputed at " in second.text
+        and " UTC by this server; event 20 and its hash are unchanged since; the hashes after it were recomputed now."
+        in second.text
+        and '<a href="?full=1">Recompute every hash</a>' in second.text
+    )

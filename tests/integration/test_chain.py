@@ -149,6 +149,66 @@ class ChainContract:
         cut = chat.chain("conv-demo-seo")
         assert (cut.ok, cut.problem, cut.version) == (False, "cut_off", 20)
 
+    # ------------------------------------------------------------ the stored verified position
+
+    def verified(self, store: ConversationStore) -> None:
+        """Runs `chatrecord verify`'s use case to its end: every chain recomputed, positions stored."""
+        assert all(v.ok for v in Chatrecord(store).verify(record="chatrecord verify"))
+
+    def test_the_first_look_after_a_start_recomputes_only_what_follows_the_stored_position(
+        self, store: ConversationStore
+    ) -> None:
+        self.verified(store)
+        Chatrecord(store).record(LATER_LINE)
+        chat = Chatrecord(self.reopened(store))  # a server started anew: nothing kept in this process
+
+        first = chat.chain("conv-demo-seo")
+        full = chat.chain("conv-demo-seo", full=True)
+
+        assert (first.ok, first.version, first.events, first.kept, first.kept_by) == (True, 21, 21, 20, "chatrecord verify")
+        assert first.hash == full.hash and full.kept is None
+        assert first.kept_at is not None and first.kept_at.tzinfo is not None
+
+    def test_a_full_look_stores_its_position_for_the_next_process(self, store: ConversationStore) -> None:
+        assert Chatrecord(store).chain("conv-demo-seo").kept is None  # no position stored: every hash
+        later = Chatrecord(self.reopened(store)).chain("conv-demo-seo")
+        assert (later.ok, later.kept, later.kept_by) == (True, 20, "the server")
+
+    def test_an_event_changed_after_the_stored_position_is_found_on_the_first_look_after_a_start(
+        self, store: ConversationStore
+    ) -> None:
+        self.verified(store)
+        Chatrecord(store).record(LATER_LINE)
+        topic, state = self.events(store)[21]
+        self.set_event(store, 21, topic, state[:-1] + bytes([state[-1] ^ 1]))
+
+        changed = Chatrecord(self.reopened(store)).chain("conv-demo-seo")
+
+        assert (changed.ok, changed.problem, changed.version, changed.kept) == (False, "changed", 21, 20)
+
+    def test_the_stored_positions_hash_rewritten_is_found_on_the_first_look_after_a_start(self, store: ConversationStore) -> None:
+        self.verified(store)
+        self.set_hash(store, 20, b"\x00" * 32)
+        chat = Chatrecord(self.reopened(store))
+        rewritten = chat.chain("conv-demo-seo")
+        assert (rewritten.ok, rewritten.problem, rewritten.version) == (False, "rewritten", 20)
+        assert chat.chain("conv-demo-seo").kept is None  # after a broken verdict: every hash again
+
+    def test_an_event_at_or_before_the_stored_position_changed_without_its_hash_is_found_by_a_full_look_only(
+        self, store: ConversationStore
+    ) -> None:
+        """What a verdict from a stored position claims, exactly (as the kept head's in one process)."""
+        self.verified(store)
+        version, (topic, state) = next(
+            (v, e) for v, e in sorted(self.events(store).items()) if b'"write_target":{"table":"pages","uid":42}' in e[1]
+        )
+        self.set_event(store, version, topic, state.replace(b'"uid":42}', b'"uid":43}', 1))
+        chat = Chatrecord(self.reopened(store))
+        kept = chat.chain("conv-demo-seo")
+        full = chat.chain("conv-demo-seo", full=True)
+        assert (kept.ok, kept.kept, kept.kept_by) == (True, 20, "chatrecord verify")
+        assert (full.ok, full.problem, full.version) == (False, "changed", version)
+
     def test_a_dropped_event_is_named(self, store: ConversationStore) -> None:
         self.delete_event(store, 5)
         verdict = by_name(verdicts(store))["conv-demo-seo"]

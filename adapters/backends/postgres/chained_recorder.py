@@ -16,10 +16,12 @@ from adapters.backends.postgres.recorder import EventRecorder
 from adapters.store.chain import (
     CHAIN_TABLE,
     PAGE,
+    VERIFIED_TABLE,
     ChainedRecorder,
     ChainHeads,
     Link,
     Stored,
+    VerifiedPosition,
     run_inline,
     state_bytes,
 )
@@ -43,9 +45,46 @@ class ChainedPostgresRecorder(ChainedRecorder, EventRecorder):
                 "hash bytea NOT NULL, PRIMARY KEY (originator_id, originator_version))"
             ).format(self.chain_table)
         )
+        self.verified_table = SQL("{}.{}").format(Identifier(self.datastore.schema), Identifier(VERIFIED_TABLE))
+        self.verified_statement = SQL(
+            "CREATE TABLE IF NOT EXISTS {} (originator_id uuid PRIMARY KEY, version bigint NOT NULL, hash bytea NOT NULL, "
+            "verified_at timestamptz NOT NULL, verified_by text NOT NULL)"
+        ).format(self.verified_table)
+        self.sql_create_statements.append(self.verified_statement)
         self.events_table = SQL("{}.{}").format(Identifier(self.datastore.schema), Identifier(self.events_table_name))
         # The lock timeout is a connection option (`PostgresFactory`), not a SET LOCAL per append.
         self.lock_table_statements = [SQL("LOCK TABLE {} IN EXCLUSIVE MODE").format(self.events_table)]
+
+    def verified_position(self, key: UUID) -> VerifiedPosition | None:
+        with self.datastore.transaction(commit=False) as curs:
+            curs.execute("SELECT to_regclass(%s) AS t", (f'"{self.datastore.schema}".{VERIFIED_TABLE}',))
+            found = curs.fetchone()
+            if found is None or found["t"] is None:
+                return None
+            curs.execute(
+                SQL("SELECT version, hash, verified_at, verified_by FROM {} WHERE originator_id = %s").format(
+                    self.verified_table
+                ),
+                (key,),
+            )
+            row = curs.fetchone()
+        if row is None:
+            return None
+        return VerifiedPosition(key, int(row["version"]), state_bytes(row["hash"]), row["verified_at"], row["verified_by"])
+
+    def put_verified_positions(self, positions: Sequence[VerifiedPosition]) -> None:
+        if not positions:
+            return
+        with self.datastore.transaction(commit=True) as curs:
+            curs.execute(self.verified_statement)
+            curs.executemany(
+                SQL(
+                    "INSERT INTO {} (originator_id, version, hash, verified_at, verified_by) VALUES (%s, %s, %s, %s, %s) "
+                    "ON CONFLICT (originator_id) DO UPDATE SET version = excluded.version, hash = excluded.hash, "
+                    "verified_at = excluded.verified_at, verified_by = excluded.verified_by"
+                ).format(self.verified_table),
+                [(p.originator_id, p.version, p.hash, p.at, p.by) for p in positions],
+            )
 
     def _notify_channel(self, curs: Any) -> None:
         """Sends no NOTIFY: nothing here LISTENs (the read models are applied in the events'

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from functools import lru_cache
 from typing import Any
 from uuid import UUID
@@ -13,12 +14,20 @@ from eventsourcing.sqlite import SQLiteApplicationRecorder
 from adapters.store.chain import (
     CHAIN_TABLE,
     PAGE,
+    VERIFIED_TABLE,
     ChainedRecorder,
     Link,
     Stored,
+    VerifiedPosition,
     run_inline,
     state_bytes,
 )
+
+VERIFIED_STATEMENT = (
+    f"CREATE TABLE IF NOT EXISTS {VERIFIED_TABLE} (originator_id TEXT PRIMARY KEY, version INTEGER NOT NULL, "
+    "hash BLOB NOT NULL, verified_at TEXT NOT NULL, verified_by TEXT NOT NULL)"
+)
+"""The verified positions' table (`adapters.store.chain.VERIFIED_TABLE`)."""
 
 
 class ChainedSQLiteRecorder(ChainedRecorder, SQLiteApplicationRecorder):
@@ -31,7 +40,35 @@ class ChainedSQLiteRecorder(ChainedRecorder, SQLiteApplicationRecorder):
             f"CREATE TABLE IF NOT EXISTS {CHAIN_TABLE} (originator_id TEXT NOT NULL, "
             "originator_version INTEGER NOT NULL, hash BLOB NOT NULL, "
             "PRIMARY KEY (originator_id, originator_version)) WITHOUT ROWID",
+            VERIFIED_STATEMENT,
         ]
+
+    def verified_position(self, key: UUID) -> VerifiedPosition | None:
+        with self.datastore.transaction(commit=False) as c:
+            c.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (VERIFIED_TABLE,))
+            if c.fetchone() is None:
+                return None
+            c.execute(
+                f"SELECT version, hash, verified_at, verified_by FROM {VERIFIED_TABLE} WHERE originator_id=?", (self._id(key),)
+            )
+            row = c.fetchone()
+        if row is None:
+            return None
+        return VerifiedPosition(
+            key, int(row["version"]), state_bytes(row["hash"]), datetime.fromisoformat(row["verified_at"]), row["verified_by"]
+        )
+
+    def put_verified_positions(self, positions: Sequence[VerifiedPosition]) -> None:
+        if not positions:
+            return
+        with self.datastore.transaction(commit=True) as c:
+            c.execute(VERIFIED_STATEMENT)
+            c.executemany(
+                f"INSERT INTO {VERIFIED_TABLE} (originator_id, version, hash, verified_at, verified_by) VALUES (?, ?, ?, ?, ?) "
+                "ON CONFLICT (originator_id) DO UPDATE SET version = excluded.version, hash = excluded.hash, "
+                "verified_at = excluded.verified_at, verified_by = excluded.verified_by",
+                [(self._id(p.originator_id), p.version, p.hash, p.at.isoformat(), p.by) for p in positions],
+            )
 
     def _insert_events(self, c: Any, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
         returning = super()._insert_events(c, stored_events, **kwargs)
