@@ -86,8 +86,9 @@ class OverviewRows:
         (under its rule set `rules`), folded up to at least version `logged` (the log's now):
         one row read when it is; else the events after its version folded and written back,
         in one transaction under the views' shared lock (the row locked on PostgreSQL, so two
-        processes never fold the same events into it). None where the generation has no
-        overview tables, or the backend no SQL tables."""
+        processes never fold the same events into it). A row folded past `logged` (the database
+        was restored, or failed over, to a shorter log) is folded anew from the log's start. None
+        where the generation has no overview tables, or the backend no SQL tables."""
         if not isinstance(self.backend, SQLBackend):
             return None
         backend, p, key = self.backend, self.backend.p, str(cid)
@@ -97,7 +98,7 @@ class OverviewRows:
                 return None
             curs.execute(f"SELECT version, body FROM {names['overview']} WHERE cid = {p}", (key,))
             row = curs.fetchone()
-        if row is not None and row["body"] and int(row["version"]) >= logged:
+        if row is not None and row["body"] and int(row["version"]) == logged:
             return Overview.from_json(orjson.loads(row["body"]))
         with backend.transaction(write=True) as curs:
             backend.lock(curs, exclusive=False)
@@ -108,6 +109,9 @@ class OverviewRows:
             curs.execute(f"SELECT version, body FROM {names['overview']} WHERE cid = {p}{locking}", (key,))
             row = curs.fetchone()
             state = Overview.from_json(orjson.loads(row["body"])) if row["body"] else Overview()
+            if state.version > logged:  # folded past the log: a database restored or failed over to a shorter one
+                curs.execute(f"DELETE FROM {names['overview_marks']} WHERE cid = {p}", (key,))
+                state = Overview()
             events = list(self.store.events.get(cid, gt=state.version or None))
             if not events:
                 return state

@@ -16,6 +16,7 @@ from adapters.api import DEMO_FILE, Chatrecord, demo_lines
 from adapters.service import timeline
 from adapters.store.application import ConversationStore
 from adapters.views.rows import overview_table_names
+from domain.events import conversation_uuid
 from projections import overview as ov
 from tests.application.test_timeline import chat_of
 from tests.integration.backends import PostgresStores, SQLiteStores
@@ -102,6 +103,25 @@ class OverviewContract:
                 curs.execute(f"DROP TABLE {table}")
         later = Chatrecord(self.open_store())
         assert later.overview_drawn("conv-long", pages.overview_svg) == log_picture(later, "conv-long")
+
+    def test_a_row_folded_past_a_shorter_log_is_folded_anew(self, store: ConversationStore) -> None:
+        # A database restored (or failed over) to a shorter log: the demo's row is given the longer
+        # chat's overview, folded past the demo's 20 events; a process started anew draws the demo's.
+        chat = Chatrecord(store)
+        chat.overview_drawn("conv-long", pages.overview_svg)
+        chat.overview_drawn("conv-demo-seo", pages.overview_svg)
+        backend = chat.read_models.backend
+        table = overview_table_names(chat.read_models.live_pointer().generation, getattr(backend, "schema", ""))["overview"]
+        long_key, demo_key = (str(conversation_uuid(chat._key(c))) for c in ("conv-long", "conv-demo-seo"))
+        with backend.transaction(write=True) as curs:
+            p = backend.p
+            curs.execute(f"SELECT version, body FROM {table} WHERE cid = {p}", (long_key,))
+            row = curs.fetchone()
+            assert int(row["version"]) > 20
+            curs.execute(f"UPDATE {table} SET version = {p}, body = {p} WHERE cid = {p}", (row["version"], row["body"], demo_key))
+        later = Chatrecord(self.open_store())
+        assert later.overview_drawn("conv-demo-seo", pages.overview_svg) == log_picture(later, "conv-demo-seo")
+        assert 'aria-label="Overview: 16 facts, 8 segments"' in later.overview_drawn("conv-demo-seo", pages.overview_svg)
 
 
 class TestSQLiteOverview(SQLiteStores, OverviewContract):
