@@ -34,6 +34,7 @@ from pathlib import Path
 from threading import Lock
 from typing import Any, TypeVar
 
+from adapters.bootstrap import open_read_store, open_store, read_models
 from adapters.ingest import ParsedLine, bounded_lines, check_follows, line_text
 from adapters.service import keys as master_keys
 from adapters.service.conversations import ConversationPage, Export, export_lines, list_conversations, stored_key
@@ -69,7 +70,7 @@ from adapters.store.crypto import TextsErased
 from adapters.store.erasure import Erasure, erase
 from adapters.store.keys import KeyState
 from adapters.store.replicas import check_position, recovery_conflict, replayed, write_position, wrote_on_standby
-from adapters.store.settings import StoreUnusable, describe_backend, open_read_store, open_store, read_wait, store_errors
+from adapters.store.settings import StoreUnusable, describe_backend, read_wait, store_errors
 from adapters.store.verify import Verdict, chain_verdict, upgrade, verdicts, verify_after
 from adapters.views.readmodels import ConversationDiff, ReadModels, RebuildReport
 from adapters.views.verify_rows import RowsVerdict, check_rows, rows_verdicts
@@ -166,7 +167,7 @@ def _reads(method: Method) -> Method:
 class Chatrecord:
     """A conversation store with its read models: every use case the entrypoints call.
 
-    `store` defaults to `adapters.store.settings.open_store()` (SQLite `CHATRECORD_DB`, or PostgreSQL
+    `store` defaults to `adapters.bootstrap.open_store()` (SQLite `CHATRECORD_DB`, or PostgreSQL
     when `CHATRECORD_DATABASE_URL` is set). `source_name` names `record`'s lines in errors.
     Opening it raises BadSetting for a setting it cannot use and StoreUnusable, in the words the
     command line prints, for a database that cannot be opened (a file on a read-only file
@@ -226,10 +227,11 @@ class Chatrecord:
                 self._store = open_store(reading=self._reading)
         return self._store
 
-    @cached_property
+    @property
     def read_models(self) -> ReadModels:
-        """The read models (their tables are made on first use)."""
-        return ReadModels(self.store)
+        """The store's read models, built with it by the composition root (`adapters.bootstrap`).
+        Raises NoReadModels for a store built without them."""
+        return read_models(self.store)
 
     def close(self) -> None:
         """Closes the store's connections (and the reading store's)."""
@@ -261,9 +263,8 @@ class Chatrecord:
 
     @cached_property
     def _on_primary(self) -> Chatrecord:
-        """This Chatrecord reading on the primary: a copy sharing its store, read models and
+        """This Chatrecord reading on the primary: a copy sharing its store (with its read models) and
         locks, without the reading store (so what it calls reads there too)."""
-        self.read_models  # noqa: B018 - made first, so the copy shares them
         pinned = copy.copy(self)
         pinned._standby = None
         return pinned
@@ -271,11 +272,10 @@ class Chatrecord:
     @classmethod
     def init_store(cls) -> tuple[bool, str]:
         """Opens the configured store, making its tables and its read models' where they are
-        missing, closes it again, and returns whether this created the store (a SQLite file that
+        missing (the read models are built with the store, `adapters.bootstrap`), closes it again, and returns whether this created the store (a SQLite file that
         did not exist, PostgreSQL tables that were missing) and the store's description."""
         chatrecord = cls()
         try:
-            chatrecord.read_models  # noqa: B018 - the views' pointer and first generation
             return bool(getattr(chatrecord.store.factory, "created", None)), describe_backend(chatrecord.store)
         finally:
             chatrecord.close()

@@ -31,9 +31,9 @@ from eventsourcing.sqlite import SQLiteFactory as LibrarySQLiteFactory
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from adapters.backends.sqlite import SQLiteFactory
+from adapters.bootstrap import open_store
 from adapters.ingest import read_lines
 from adapters.store.chain import GENESIS, link
-from adapters.store.settings import open_store
 from adapters.store.verify import verdicts
 
 

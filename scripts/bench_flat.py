@@ -45,7 +45,6 @@ from bench_flat_support import (
     TARGETS,
     Backend,
     Chatrecord,
-    ConversationStore,
     Counted,
     Figures,
     MixWriter,
@@ -63,7 +62,7 @@ from bench_flat_support import (
     tree_memory_kb,
 )
 
-from adapters.views.readmodels import ReadModels
+from adapters.bootstrap import build_store, read_models
 
 # ------------------------------------------------------------------ sections
 
@@ -74,7 +73,7 @@ def section_append(b: Backend, args: argparse.Namespace) -> None:
 
     conn = C.connect()
     A.reset_conversation(conn, "flat-row-1")
-    chat = Chatrecord(ConversationStore(env=b.env("append")))
+    chat = Chatrecord(build_store(b.env("append")))
     ours = Writer(chat, "steady")
     for _ in range(200):  # the state row holds 200 entries: start ours from a steady state too
         ours.append()
@@ -153,7 +152,7 @@ def section_mix(b: Backend, args: argparse.Namespace) -> None:
 
     conn = C.connect()
     A.reset_conversation(conn, "flat-mix-row")
-    chat = Chatrecord(ConversationStore(env=b.env("mix")))
+    chat = Chatrecord(build_store(b.env("mix")))
     mix, two = MixWriter(chat, "mix"), Writer(chat, "two")
     for _ in range(200):  # steady state: the record holds 200 entries, as the state row's
         mix.append_and_read()
@@ -257,7 +256,7 @@ def _client_of(env: dict[str, str]) -> Callable[[int], Callable[[int], object]]:
     env = {**env, "CREATE_TABLE": "n"}
 
     def setup(k: int) -> Callable[[int], object]:
-        writer = Writer(Chatrecord(ConversationStore(env=env)), f"client-{k}")
+        writer = Writer(Chatrecord(build_store(env)), f"client-{k}")
         return lambda i: writer.append_and_read()
 
     return setup
@@ -268,7 +267,7 @@ def section_clients(b: Backend, args: argparse.Namespace) -> None:
     import common as C
 
     env = b.env("clients")
-    first = Chatrecord(ConversationStore(env=env))  # creates the tables once
+    first = Chatrecord(build_store(env))  # creates the tables once
     for k in range(4):
         Writer(first, f"client-{k}")  # and starts the conversations
     setup = _client_of(env)
@@ -296,15 +295,14 @@ def section_flat(b: Backend, args: argparse.Namespace) -> None:
     import common as C
 
     env = b.env("flat")
-    chat = Chatrecord(ConversationStore(env=env))
+    chat = Chatrecord(build_store(env))
     big = Writer(chat, "big")
     fig = Figures()
     storage: list[tuple[int, int, dict[str, int]]] = []
     # storage: a conversation of its own store, built the chat's way (each segment's lines, then
     # the next turn's read), so the read models' rows are written with every append
     stored_env = b.env("storage")
-    stored = Chatrecord(ConversationStore(env=stored_env))
-    stored.read_models  # noqa: B018 - the read models' tables, before the empty store is measured
+    stored = Chatrecord(build_store(stored_env))  # its read models' tables made with it, before the empty store is measured
     base = b.storage(stored_env)[0] if b.name == "PostgreSQL" else 0  # the empty store's tables and indexes
     say(f"  storage: building a {max(args.storage):,}-segment conversation the chat's way (turn_notes after each) ...")
     stored_writer, t0 = Writer(stored, "stored"), time.perf_counter()
@@ -439,8 +437,8 @@ def _measure(what: str, env: dict[str, str]) -> None:
     seconds, workers, the memory before and the highest memory sampled after each page (KB:
     `tree_memory_kb`, this process and its workers) and ru_maxrss of this process and of its
     largest child."""
-    store = ConversationStore(env=env)
-    models = ReadModels(store)
+    store = build_store(env)
+    models = read_models(store)
     base = peak = tree_memory_kb()
     done = threading.Event()
 
@@ -491,9 +489,7 @@ def _measure(what: str, env: dict[str, str]) -> None:
 
 def section_rebuild(b: Backend, args: argparse.Namespace) -> None:
     env = b.env("rebuild")
-    store = ConversationStore(env=env)
-    ReadModels(store)  # the pointer and the first (empty) generation
-    store.on_saved = None  # bulk fill without applying: the rebuild folds it all
+    store = build_store(env)  # its read models make the pointer and the first (empty) generation
     per_conv = args.rebuild[0] // 2  # segments (2 events each) per conversation
     fig, saved, conv, reached = Figures(), 0, 0, []
     for size in args.rebuild:
@@ -527,9 +523,7 @@ def section_rebuild(b: Backend, args: argparse.Namespace) -> None:
             )
     # for information: a log of many conversations, as a store's usually is, where each worker has its share
     many = b.env("rebuild_many")
-    store_many = ConversationStore(env=many)
-    ReadModels(store_many)
-    store_many.on_saved = None
+    store_many = build_store(many)
     spread = sum(bulk_fill(store_many, f"many-{k}", 500) for k in range(20))
     for r in range(args.rebuild_rounds):
         got = {
@@ -569,7 +563,7 @@ def section_rebuild(b: Backend, args: argparse.Namespace) -> None:
 def section_profile(b: Backend, args: argparse.Namespace) -> None:
     """Where the time goes: cProfile of recording a segment, of turn_notes on a conversation
     of 200 segments, and of a rebuild of its log."""
-    chat = Chatrecord(ConversationStore(env=b.env("profile")))
+    chat = Chatrecord(build_store(b.env("profile")))
     writer = Writer(chat, "profile")
     for _ in range(200):
         writer.append()
@@ -643,7 +637,7 @@ def _statements_per_kind(b: Backend) -> None:
     import psycopg
     from bench_flat_support import AT, DEMO
 
-    chat = Chatrecord(ConversationStore(env=b.env("kinds")))
+    chat = Chatrecord(build_store(b.env("kinds")))
     sent: list[str] = []
     execute = psycopg.Cursor.execute
 

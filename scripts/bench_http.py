@@ -40,7 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from adapters.api import Chatrecord  # noqa: E402
-from adapters.store.settings import open_store  # noqa: E402
+from adapters.bootstrap import open_store  # noqa: E402
 from domain.errors import ChatrecordError  # noqa: E402
 
 AT = "2026-10-28T09:00:00Z"

@@ -49,9 +49,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from adapters.api import Chatrecord  # noqa: E402
+from adapters.bootstrap import open_store  # noqa: E402
 from adapters.ingest import read_lines  # noqa: E402
 from adapters.service.lines import Lines, parse  # noqa: E402
-from adapters.store.settings import open_store  # noqa: E402
 
 DEMO = ROOT / "adapters" / "data" / "demo_seo_tour.jsonl"
 CONVERSATIONS = 4
@@ -144,7 +144,7 @@ PEAK = """
 import sys
 sys.path.insert(0, {root!r})
 from adapters.api import Chatrecord
-from adapters.store.settings import open_store
+from adapters.bootstrap import open_store
 chatrecord = Chatrecord(open_store({settings!r}))
 with open({path!r}, "rb") as stream:
     report = chatrecord.ingest(stream, "export.jsonl")

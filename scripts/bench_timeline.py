@@ -32,8 +32,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_flat_support import Postgres, SQLite, bulk_fill
 
 from adapters.api import Chatrecord
+from adapters.bootstrap import build_store
 from adapters.http.app import HttpSettings, create_app
-from adapters.store.application import ConversationStore
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
@@ -54,7 +54,7 @@ def run(backend_cls: type, small: int, large: int, runs: int) -> dict[str, float
         # a turn read of the 10,000-segment conversation's whole transcript (the warm-up below) can sit
         # longer than the library's 5 s between its statements on a busy machine: the bench allows 120 s
         env = {**backend.env("timeline"), "POSTGRES_IDLE_IN_TRANSACTION_SESSION_TIMEOUT": "120"}
-        store = ConversationStore(env)
+        store = build_store(env)
         sizes = {"small": small, "large": large}
         for name, segments in sizes.items():
             bulk_fill(store, f"conv-{name}", segments)

@@ -156,16 +156,14 @@ def store_rows(b, sizes: list[int], calls: int = 5) -> list[tuple[str, int, int,
     from bench_flat_support import bulk_fill, segment_lines
 
     from adapters.api import Chatrecord
-    from adapters.store.application import ConversationStore
+    from adapters.bootstrap import build_store
 
-    chat = Chatrecord(ConversationStore(env=b.env("turn_input")))
+    chat = Chatrecord(build_store(b.env("turn_input")))
     store, models = chat.store, chat.read_models
     found = []
     for size in sizes:
         conv = f"turn-input-{size}"
-        saved, store.on_saved = store.on_saved, None  # bulk fill: the read models catch up at the next read
-        bulk_fill(store, conv, size - 1)
-        store.on_saved = saved
+        bulk_fill(store, conv, size - 1)  # saved as they are: the read models catch up at the next read
         models.turn_input(conv)
         for line in segment_lines(conv, size):  # the last turn's user message, then its segment
             chat.record(line)

@@ -36,7 +36,7 @@ if str(HERE) not in sys.path:
 import orjson  # noqa: E402
 
 from adapters.api import Chatrecord  # noqa: E402
-from adapters.store.settings import open_store  # noqa: E402
+from adapters.bootstrap import open_store  # noqa: E402
 from domain.errors import ChatrecordError  # noqa: E402
 from domain.events import SegmentReturned  # noqa: E402
 from tests.pg_servers import Replicated, kill, promote, start_replicated  # noqa: E402

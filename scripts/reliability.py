@@ -59,7 +59,7 @@ import psycopg  # noqa: E402
 import adapters  # noqa: E402,F401  (ROOT's package, before bench_ingest puts HERE first)
 import projections  # noqa: E402,F401  (ROOT's too, before the scripts' folder comes first)
 from adapters.api import Chatrecord  # noqa: E402
-from adapters.store.settings import open_store  # noqa: E402
+from adapters.bootstrap import open_store  # noqa: E402
 from domain.errors import ChatrecordError  # noqa: E402
 
 sys.path.insert(1, str(HERE / "scripts"))

@@ -148,12 +148,6 @@ def backend_for(store: Any) -> Backend:
     return backend
 
 
-def keys_for(store: Any) -> IdempotencyKeys:
-    """Returns the kept idempotency keys in a ConversationStore's own database, making the table
-    if it is missing (`adapters.store.idempotency`), as its store factory hands them out."""
-    return backend_of(store.factory).idempotency_keys(store)
-
-
 def backend_named(module: str | None) -> type[StoreFactory]:
     """Returns the store factory class a PERSISTENCE_MODULE value names (one of the library's
     own modules, or a store factory's topic); the memory backend's for none or any other."""

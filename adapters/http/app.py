@@ -23,7 +23,6 @@ from fastapi import APIRouter, Depends, FastAPI, Header, Path, Query, Request, R
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from adapters.api import Chatrecord
-from adapters.backends import keys_for
 from adapters.http import schemas
 from adapters.http.problems import PROBLEM, Problem, install
 from adapters.http.ui import install_ui
@@ -210,7 +209,7 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         chatrecord = chatrecord_factory()
-        app.state.chatrecord, app.state.keys = chatrecord, keys_for(chatrecord.store)
+        app.state.chatrecord, app.state.keys = chatrecord, chatrecord.store.idempotency_keys
         try:
             yield
         finally:

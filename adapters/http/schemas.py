@@ -453,7 +453,7 @@ def _demo_reads() -> dict[str, dict[str, Any]]:
     answer, from the demo stored in memory (`Chatrecord.demo`; the audit and the activity list
     cut to their first rows and segments, the replay to its latest turn)."""
     from adapters.api import Chatrecord
-    from adapters.store.settings import open_store
+    from adapters.bootstrap import open_store
 
     chatrecord = Chatrecord(open_store(memory=True))
     try:

@@ -13,11 +13,10 @@ import socket
 
 import uvicorn
 
-from adapters.backends import keys_for
+from adapters.bootstrap import open_store
 from adapters.http.app import HttpSettings
 from adapters.processes import PARENT
-from adapters.store.settings import BadSetting, describe_backend, open_store
-from adapters.views.readmodels import ReadModels
+from adapters.store.settings import BadSetting, describe_backend
 
 
 def loopback(host: str) -> bool:
@@ -46,11 +45,11 @@ def check(host: str, no_auth: bool) -> HttpSettings:
 
 
 def prepare() -> str:
-    """Opens the configured store once, makes its tables, and returns its description."""
+    """Opens the configured store once, making its tables (the read models' with the store, the
+    idempotency keys' here), and returns its description."""
     store = open_store()
     try:
-        ReadModels(store).active_rules()
-        keys_for(store)
+        store.idempotency_keys  # noqa: B018 - made by one process, before the workers start
         return describe_backend(store)
     finally:
         store.close()

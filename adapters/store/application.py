@@ -26,6 +26,7 @@ from adapters.backends import backend_of
 from adapters.store.chain import ChainBroken, ChainedRecorder
 from adapters.store.crypto import refuse_texts
 from adapters.store.history import AssumptionFailed, HistoryTables, KnownRecords
+from adapters.store.idempotency import IdempotencyKeys
 from adapters.store.keys import DataKeys
 from adapters.store.serialization import SERIALIZATION_ENV, PydanticMapper, originator_uuid
 from domain.conversation import (
@@ -56,6 +57,34 @@ class Command(Protocol):
         ...
 
     def decide(self, state: Conversation | None, history: History) -> list[ConversationEvent]: ...
+
+
+ViewsWritten = dict[UUID, Any]
+"""What the views wrote in one transaction of the store, by conversation (`StoreViews.apply_inline`
+fills it): the store makes one per transaction and hands it back once that has committed."""
+
+
+class StoreViews(Protocol):
+    """The views a ConversationStore keeps current as it saves, given to it at construction
+    (`ConversationStore(views=...)`; `adapters.views.readmodels.ReadModels` is the store's)."""
+
+    def apply(self, aggregate_id: UUID, events: Sequence[ConversationEvent]) -> object:
+        """Applies `events`, just saved by a recorder that cannot write in their transaction,
+        in a transaction of their own."""
+        ...
+
+    def apply_inline(self, curs: Any, aggregate_id: UUID, events: Sequence[ConversationEvent], written: ViewsWritten) -> None:
+        """Applies `events`, being saved in the transaction of `curs`, in that transaction; notes
+        what it wrote in `written`, the transaction's."""
+        ...
+
+    def inline_committed(self, written: ViewsWritten) -> None:
+        """Called once the transaction whose views wrote `written` has committed."""
+        ...
+
+    def forget(self, cid: UUID) -> None:
+        """Drops what the views keep of conversation `cid` (the store no longer trusts what it kept)."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -268,22 +297,14 @@ class ConversationStore(Application[UUID]):
     snapshot_class = ConversationSnapshot
     events: ConversationLog
     mapper: PydanticMapper  # SERIALIZATION_ENV's MAPPER_TOPIC
-    on_saved: Callable[[UUID, Sequence[ConversationEvent]], object] | None = None
-    """Called with a conversation's id and the events just saved, where the recorder cannot
-    write in the events' transaction (set by ReadModels)."""
-    inline_views: Callable[[Any, UUID, Sequence[ConversationEvent]], object] | None = None
-    """Called with the events' transaction's cursor, the conversation's id and the events
-    being saved: the read models apply them in that transaction (set by ReadModels)."""
-    inline_begun: Callable[[], object] | None = None
-    """Called as a transaction `inline_views` writes in begins (set by ReadModels)."""
-    inline_committed: Callable[[], object] | None = None
-    """Called once the transaction `inline_views` wrote in has committed (set by ReadModels)."""
-    forgotten: Callable[[UUID], object] | None = None
-    """Called with a conversation's id when the store drops what it keeps of it (`_forget`):
-    the read models drop their kept head of it (set by ReadModels)."""
 
-    def __init__(self, env: dict[str, str] | None = None) -> None:
-        """Opens the store on the backend `env` names (see the class). Raises BadMasterKey,
+    def __init__(
+        self, env: dict[str, str] | None = None, *, views: Callable[[ConversationStore], StoreViews] | None = None
+    ) -> None:
+        """Opens the store on the backend `env` names (see the class). `views` builds, once the
+        store is open, the views it keeps current as it saves (`StoreViews`; the composition root,
+        `adapters.bootstrap`, passes the read models); None: a store that keeps no views (a read
+        catches its views up from the log). Raises BadMasterKey,
         before anything is stored, when the store is protected by a master key that
         CHATRECORD_MASTER_KEY does not hold, or CHATRECORD_MASTER_KEY is set for a store that
         keeps data keys unwrapped (`DataKeys.check_master`; `MASTER_KEY_UNBOUND=allow` lets the
@@ -312,6 +333,21 @@ class ConversationStore(Application[UUID]):
         """Seconds a write whose connection was lost tries again (`reconnecting`); 0: not at all."""
         self.reconnects = 0
         """How many times a write of this store was tried again after a lost connection."""
+        self.views: StoreViews | None = None
+        """The views this store keeps current as it saves (built last: they read the store)."""
+        if views is not None:
+            try:
+                self.views = views(self)
+            except BaseException:
+                self.close()  # the connections of a store whose views cannot be opened
+                raise
+
+    @functools.cached_property
+    def idempotency_keys(self) -> IdempotencyKeys:
+        """The kept idempotency keys in this store's own database (`adapters.store.idempotency`),
+        as its backend hands them out; built once, on first use, making their table where it is
+        missing (a store that only reads never makes it)."""
+        return backend_of(self.factory).idempotency_keys(self)
 
     def construct_event_store(self) -> ConversationLog:
         return ConversationLog(mapper=self.mapper, recorder=self.recorder)
@@ -364,6 +400,7 @@ class ConversationStore(Application[UUID]):
             if state is not None and state.erased and isinstance(getattr(self.mapper, "keys", None), DataKeys):
                 refuse_texts(events)  # as the log says, whatever key this process still keeps
             added: list[int | None] = []
+            written: ViewsWritten = {}
 
             def index(
                 cursor: object,
@@ -371,12 +408,12 @@ class ConversationStore(Application[UUID]):
                 events: tuple[ConversationEvent, ...] = events,
                 assumed: AssumedHistory | None = assumed[2] if assumed is not None else None,
                 added: list[int | None] = added,
+                written: ViewsWritten = written,
             ) -> None:
                 added.append(self.history.write(cid, state, events, curs=cursor, follows=True, assumed=assumed))
-                if self.inline_views is not None:
-                    if self.inline_begun is not None:
-                        self.inline_begun()
-                    self.inline_views(cursor, cid, events)
+                if self.views is not None:
+                    written.clear()  # a transaction begins: what an earlier one wrote did not commit
+                    self.views.apply_inline(cursor, cid, events, written)
 
             try:  # the history index is written in the events' own transaction
                 recordings = self.save(*events, inline=index) if inline else self.save(*events)
@@ -401,8 +438,8 @@ class ConversationStore(Application[UUID]):
             if not inline:  # a plain library recorder (tests): right after, in a transaction of its own
                 self.history.write(cid, state, events)
                 self._saved(events)
-            elif self.inline_committed is not None:
-                self.inline_committed()
+            elif self.views is not None:
+                self.views.inline_committed(written)
             after = project_conversation(state, events)
             self._cache(after)
             if after is not None and outcomes is not None and added and added[-1] is not None:
@@ -447,19 +484,20 @@ class ConversationStore(Application[UUID]):
         work.sort(key=lambda item: str(item[0]))  # every batch writes its conversations' rows in one order
         added: dict[UUID, int | None] = {}
 
+        written: ViewsWritten = {}
         begun: list[bool] = []
 
         def index(cursor: object) -> None:
-            if self.inline_views is not None and self.inline_begun is not None and not begun:
-                self.inline_begun()
+            if not begun:
+                written.clear()  # the transaction begins: what an earlier one wrote did not commit
             begun.append(True)
             only = getattr(cursor, "conversation", None)  # a backend that writes each conversation's rows apart
             for cid, state, events in work:
                 if only is not None and only != cid:
                     continue
                 added[cid] = self.history.write(cid, state, events, curs=cursor, follows=True)
-                if self.inline_views is not None:
-                    self.inline_views(cursor, cid, events)
+                if self.views is not None:
+                    self.views.apply_inline(cursor, cid, events, written)
 
         recordings: list[Recording[UUID]] = []
         if work:
@@ -476,8 +514,8 @@ class ConversationStore(Application[UUID]):
                 for cid, state, events in work:
                     self.history.write(cid, state, events)
                     self._saved(events)
-            elif self.inline_committed is not None:
-                self.inline_committed()
+            elif self.views is not None:
+                self.views.inline_committed(written)
         positions = iter(recordings)
         results = []
         for command, cid, (state, events, first, outcomes) in zip(commands, keys, decided, strict=True):
@@ -593,20 +631,20 @@ class ConversationStore(Application[UUID]):
         heads = getattr(self.recorder, "chain_heads", None)
         if heads is not None:
             heads.forget(cid)
-        if self.forgotten is not None:
-            self.forgotten(cid)
+        if self.views is not None:
+            self.views.forget(cid)
         if self.repository.cache is not None:
             with suppress(KeyError):
                 self.repository.cache.get(cid, evict=True)
 
     def _saved(self, events: Sequence[ConversationEvent]) -> None:
-        """Hands the saved events to `on_saved` (the read models apply them right after). A
+        """Hands the saved events to the views (`StoreViews.apply`, right after). A
         failure there is logged, not raised: the events are stored, and the next read of the
         conversation applies them again from its log."""
-        if self.on_saved is None:
+        if self.views is None:
             return
         try:
-            self.on_saved(events[0].originator_id, events)
+            self.views.apply(events[0].originator_id, events)
         except Exception as error:  # noqa: BLE001 - the write stands; reads catch up
             logging.getLogger("chatrecord").warning(
                 "chatrecord: the read models of %s were not updated (%s); the next read catches up",

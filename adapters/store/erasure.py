@@ -1,6 +1,6 @@
 """Erasing a conversation: its texts become unreadable everywhere, its facts stay.
 
-`erase(store, conversation)` takes four steps, each idempotent, in an order where a rerun after
+`erase(store, conversation, models)` takes four steps, each idempotent, in an order where a rerun after
 a kill -9 at any point finishes the job:
 
 1. record `ConversationErased` (once: its `source` marks it, so a rerun appends nothing);
@@ -68,8 +68,9 @@ def data_keys(store: ConversationStore) -> DataKeys:
     return keys
 
 
-def erase(store: ConversationStore, conversation: str, models: ReadModels | None = None) -> Erasure:
-    """Erases the free texts of `conversation` (the module's four steps) and returns what it did.
+def erase(store: ConversationStore, conversation: str, models: ReadModels) -> Erasure:
+    """Erases the free texts of `conversation` (the module's four steps) and returns what it did;
+    `models` are the store's read models (`adapters.bootstrap.read_models`).
 
     Raises UnknownConversation for a conversation the store does not hold, NoDataKeys for a
     store without data keys."""
@@ -89,14 +90,14 @@ def erase(store: ConversationStore, conversation: str, models: ReadModels | None
     event = result.events[0] if result.events else None
     at = event.timestamp if event is not None else datetime.now(UTC)
     keys.erase(conversation_uuid(conversation), at)
-    rewrote = (models or ReadModels(store)).erase(conversation)
+    rewrote = models.erase(conversation)
     keys.scrub()
     version = event.originator_version if event is not None else (result.state.version if result.state else 0)
     return Erasure(conversation, at, not result.repeated, version, rewrote)
 
 
 def _erase_unreadable(
-    store: ConversationStore, conversation: str, models: ReadModels | None, keys: DataKeys, unreadable: UnreadableEvent
+    store: ConversationStore, conversation: str, models: ReadModels, keys: DataKeys, unreadable: UnreadableEvent
 ) -> Erasure:
     """Erases a conversation whose log cannot be read back (changed or swapped stored events):
     no `ConversationErased` can be decided on a state that cannot be loaded, but its texts are
@@ -105,7 +106,7 @@ def _erase_unreadable(
     deleted already (`erase`)."""
     cid = conversation_uuid(conversation)
     at = keys.erased_at(cid) or datetime.now(UTC)
-    rewrote = (models or ReadModels(store)).erase(conversation)
+    rewrote = models.erase(conversation)
     keys.scrub()
     version = max((e.originator_version for e in store.recorder.select_events(cid)), default=0)
     return Erasure(conversation, at, False, version, rewrote, unreadable=str(unreadable))

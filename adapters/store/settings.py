@@ -10,9 +10,9 @@
   read models live in the same file under their own table names. A writer waits
   up to `SQLITE_LOCK_TIMEOUT` seconds for another process's write to end (see
   `adapters.backends.sqlite.SQLiteFactory`).
-- `open_store(memory=True)`: the library's in-memory store (`eventsourcing.popo`), for tests.
+- `store_env(memory=True)`: the library's in-memory store (`eventsourcing.popo`), for tests.
 - `CHATRECORD_READ_DATABASE_URL` (optional, with CHATRECORD_DATABASE_URL): the hot standbys where
-  what only reads is served (`read_store_env`, `open_read_store`, read-only: no table is created);
+  what only reads is served (`read_store_env`, read-only: no table is created);
   `CHATRECORD_READ_WAIT_MS` (default 1000) how long a read given a write's position waits for them
   (`read_wait`, `adapters.store.replicas`). `CHATRECORD_WRITE_RETRY_SECONDS` (default 30 where
   CHATRECORD_DATABASE_URL names several hosts, else 0) how long a write whose connection was lost
@@ -281,43 +281,6 @@ def snapshot_interval(value: str) -> str:
     if not (text.isascii() and text.isdigit() and int(text) >= 1):
         raise BadSetting(f"CHATRECORD_SNAPSHOT_INTERVAL must be a whole number >= 1, not {value!r}")
     return str(int(text))
-
-
-def open_store(
-    environ: Mapping[str, str] | None = None, *, memory: bool = False, reading: bool = False, **overrides: str
-) -> ConversationStore:
-    """Returns a ConversationStore on the backend `store_env(environ, memory=memory)` picks;
-    `overrides` are library env keys (e.g. SNAPSHOT_INTERVAL="10") that win over it.
-    `reading`: the caller only reads (audit, verify, replay of a stored conversation): a SQLite
-    file this process cannot write (permissions, a read-only file system) is opened read-only
-    (`adapters.backends.sqlite.read_only_uri`) instead of failing at its first write.
-
-    Raises BadSetting (BadDatabaseURL) for a bad setting; the library's or the driver's errors
-    when the database cannot be opened (`store_problem` says which are not bugs).
-    """
-    from adapters.views.readmodels import (
-        ReadModels,  # the store's views, applied right after each save
-    )
-
-    env = store_env(environ, memory=memory)
-    if reading and env.get("PERSISTENCE_MODULE") == SQLITE_MODULE:
-        env["SQLITE_READING"] = "y"
-    store = ConversationStore(env={**env, **overrides})
-    ReadModels(store)
-    return store
-
-
-def open_read_store(environ: Mapping[str, str] | None = None) -> ConversationStore | None:
-    """Returns a ConversationStore on CHATRECORD_READ_DATABASE_URL (`read_store_env`), opened
-    read-only, or None when that is not set. Raises as `open_store`."""
-    from adapters.views.readmodels import ReadModels
-
-    env = read_store_env(environ)
-    if env is None:
-        return None
-    store = ConversationStore(env=env)
-    ReadModels(store)
-    return store
 
 
 def describe_backend(env: Mapping[str, str] | ConversationStore | None = None) -> str:

@@ -23,7 +23,6 @@ import gc
 import logging
 import multiprocessing
 import os
-import threading
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -36,7 +35,7 @@ from pydantic import TypeAdapter
 
 from adapters.backends import backend_for
 from adapters.processes import end_with
-from adapters.store.application import ConversationStore
+from adapters.store.application import ConversationStore, ViewsWritten
 from adapters.store.serialization import UnreadableEvent, originator_uuid
 from adapters.views.backends import Backend, NeedsSnapshot, Pointer, ReadMoved, SQLBackend
 from adapters.views.rendered import SEPARATOR, KeptMessages, KnownBlocks, RenderedNotes, known_conversations
@@ -226,7 +225,11 @@ def _kept(cache: LRUCache[K, V], key: K) -> V | None:
 
 
 class ReadModels:
-    """The row read models of a ConversationStore, in the store's own database."""
+    """The row read models of a ConversationStore, in the store's own database. The store's
+    own are the views it is built with (`ConversationStore(views=ReadModels)`, which the
+    composition root `adapters.bootstrap` does once per store; `StoreViews` is what the store
+    calls); another built on the same store reads and rebuilds, and its rows catch up from the
+    log at each read."""
 
     def __init__(self, store: ConversationStore) -> None:
         self.store = store
@@ -242,13 +245,7 @@ class ReadModels:
         self.rendered = RenderedNotes()
         self.messages = KeptMessages()
         """The transcript messages turn reads decoded, by row body (dropped by `erase`)."""
-        self._writing = threading.local()  # the head this thread's transaction wrote, until it commits
         self._ensure()
-        store.on_saved = self.apply
-        store.inline_views = self.apply_inline
-        store.inline_committed = self.inline_committed
-        store.inline_begun = self.inline_begun
-        store.forgotten = self.forget
 
     def forget(self, cid: UUID) -> None:
         """Forgets what this process kept of a conversation's rows (its head, what its last turn
@@ -325,9 +322,10 @@ class ReadModels:
                 rows.put_head(after)
             return after
 
-    def apply_inline(self, curs: Any, aggregate_id: UUID, events: Sequence[ConversationEvent]) -> None:
+    def apply_inline(self, curs: Any, aggregate_id: UUID, events: Sequence[ConversationEvent], written: ViewsWritten) -> None:
         """Applies `events`, being saved in the transaction of `curs`, to their conversation's
-        rows in that same transaction, under a savepoint: a view that cannot apply them (a bug,
+        rows in that same transaction, noting the head it wrote in `written` (the transaction's,
+        made by the store: `inline_committed` keeps its heads once it committed), under a savepoint: a view that cannot apply them (a bug,
         or data an old version accepted) leaves its rows as they were and the events are still
         stored; the next read of the conversation tries again from its log. When that fails
         with the pointer and head this process kept (a rebuild elsewhere switched generations
@@ -337,18 +335,19 @@ class ReadModels:
         if not events:
             return
         for fresh in (False, True) if self.backend.shared else (False,):
-            if self._apply_inline(curs, aggregate_id, events, fresh):
+            if self._apply_inline(curs, aggregate_id, events, fresh, written):
                 return
 
-    def _apply_inline(self, curs: Any, aggregate_id: UUID, events: Sequence[ConversationEvent], fresh: bool) -> bool:
+    def _apply_inline(
+        self, curs: Any, aggregate_id: UUID, events: Sequence[ConversationEvent], fresh: bool, written: ViewsWritten
+    ) -> bool:
         """One try of `apply_inline`; `fresh` reads the pointer and head instead of using the
         kept ones. Returns False when the views' savepoint failed and a fresh try is left."""
-        written = self._written()
         written.pop(aggregate_id, None)
         failed: list[Exception] = []
 
         def on_failure(error: Exception) -> bool:
-            self._inline_failed(error)
+            self._inline_failed(error, written)
             failed.append(error)
             return not fresh  # True: tried again with the live pointer, so nothing to warn of yet
 
@@ -376,35 +375,24 @@ class ReadModels:
             written[aggregate_id] = (live.generation, after, getattr(rows, "recent", lambda: None)())
         return not failed or fresh
 
-    def _written(self) -> dict[UUID, tuple[int, Head | None, RecentRows | None]]:
-        """The heads this thread's transaction wrote, by conversation, until it commits."""
-        written = getattr(self._writing, "heads", None)
-        if written is None:
-            written = self._writing.heads = {}
-        return written
-
-    def inline_begun(self) -> None:
-        """Called by the store as a transaction that `apply_inline` writes in begins: forgets the
-        heads an earlier transaction of this thread wrote and did not commit."""
-        self._writing.heads = {}
-
     def _set_live(self, live: Pointer) -> None:
         """Takes `live` as the live pointer; the kept heads go when its generation is new."""
         if self._live is None or self._live.generation != live.generation:
             self.heads.clear()
         self._live = live
 
-    def _inline_failed(self, error: Exception) -> None:
+    def _inline_failed(self, error: Exception, written: ViewsWritten) -> None:
         """After a view statement failed (e.g. a rebuild elsewhere dropped the tables this
-        process took as live): forget the pointer and the kept heads; the next write reads them."""
-        self._writing.heads, self._live = {}, None
+        process took as live): forget the pointer, the kept heads and what the transaction
+        wrote (`written`); the next write reads them."""
+        written.clear()
+        self._live = None
         self.heads.clear()
 
-    def inline_committed(self) -> None:
-        """Called by the store once the transaction `apply_inline` wrote in has committed:
-        keeps the heads it wrote (`HeadCache`, one per conversation of the transaction), so the
-        next append need not read them."""
-        written, self._writing.heads = self._written(), {}
+    def inline_committed(self, written: ViewsWritten) -> None:
+        """Called by the store once the transaction `apply_inline` wrote `written` in has
+        committed: keeps the heads it wrote (`HeadCache`, one per conversation of the
+        transaction: (generation, head, newest rows)), so the next append need not read them."""
         for aggregate_id, (generation, head, recent) in written.items():
             if head is not None and self._live is not None and generation == self._live.generation:
                 self.heads.put(aggregate_id, head, recent)

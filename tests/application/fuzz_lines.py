@@ -17,7 +17,7 @@ import orjson
 from hypothesis import strategies as st
 
 from adapters.api import Chatrecord
-from adapters.store.settings import open_store
+from adapters.bootstrap import open_store
 from domain.errors import ChatrecordError
 
 DATA = Path(__file__).resolve().parents[1] / "data"

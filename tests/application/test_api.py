@@ -8,7 +8,7 @@ import orjson
 import pytest
 
 from adapters.api import Chatrecord
-from adapters.store.settings import open_store
+from adapters.bootstrap import build_store, open_store
 from domain.errors import InvalidInput, NoCardWaiting, UnknownConversation
 from projections.turn_notes import apply_notes
 
@@ -185,11 +185,10 @@ def _locked_file_store(tmp_path: Path) -> tuple[Chatrecord, object]:
     """A SQLite store whose file another connection holds locked (BEGIN EXCLUSIVE), waiting 1 s."""
     import sqlite3
 
-    from adapters.store.application import ConversationStore
     from adapters.store.settings import sqlite_env
 
     path = tmp_path / "locked.sqlite"
-    chatrecord = Chatrecord(ConversationStore(env={**sqlite_env(path), "SQLITE_LOCK_TIMEOUT": "1"}))
+    chatrecord = Chatrecord(build_store({**sqlite_env(path), "SQLITE_LOCK_TIMEOUT": "1"}))
     chatrecord.record(LOCKED_START)
     chatrecord.turn_notes("locked")
     blocker = sqlite3.connect(path, isolation_level=None)

@@ -8,9 +8,8 @@ from pathlib import Path
 import orjson
 import pytest
 
+from adapters.bootstrap import build_store, open_store
 from adapters.ingest import read_file
-from adapters.store.application import ConversationStore
-from adapters.store.settings import open_store
 from domain import conversation as c
 from domain.errors import NoCardWaiting
 from domain.events import CardDecided, ConversationEvent, conversation_uuid
@@ -97,7 +96,7 @@ def _many_segments(state: c.Conversation, history: c.History, first: int, count:
 
 
 def test_a_conversation_of_ten_thousand_segments_loads_from_its_last_snapshot(monkeypatch) -> None:
-    store = ConversationStore(env={"PERSISTENCE_MODULE": "eventsourcing.popo"})
+    store = build_store({"PERSISTENCE_MODULE": "eventsourcing.popo"})
     assert store.snapshot_interval == 100
     store.handle(Decide("long", lambda s, h: c.start_conversation(s, "long", "chat", 7, T0)))
     store.handle(Decide("long", lambda s, h: c.post_user_message(s, 1, "los", 0, None, T0)))
@@ -143,7 +142,7 @@ def test_every_older_version_can_be_loaded() -> None:
 
 def test_a_cached_conversation_is_brought_up_to_date_with_what_another_writer_stored(tmp_path) -> None:
     env = {"PERSISTENCE_MODULE": "eventsourcing.sqlite", "SQLITE_DBNAME": str(tmp_path / "shared.sqlite")}
-    first, second = ConversationStore(env=env), ConversationStore(env=env)
+    first, second = build_store(env), build_store(env)
     first.handle(Decide("c", lambda s, h: c.start_conversation(s, "c", "chat", 7, T0)))
     first.handle(Decide("c", lambda s, h: c.post_user_message(s, 1, "eins", 0, None, T0)))
     assert first.repository.cache.get(conversation_uuid("c")).version == 2  # cached after the save

@@ -18,9 +18,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from adapters.api import Chatrecord
+from adapters.bootstrap import build_store, open_store
 from adapters.service.conversations import CURSOR_PATTERN, BadCursor, ListNeedsRebuild, NoSuchMessage, export_lines
-from adapters.store.application import ConversationStore
-from adapters.store.settings import open_store, postgres_env, sqlite_env
+from adapters.store.settings import postgres_env, sqlite_env
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "unit"))
 from test_properties import EPISODES, tell
@@ -41,11 +41,11 @@ def stores(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Opener]:
         if request.param == "memory":
             store = open_store(memory=True)
         elif request.param == "sqlite":
-            store = ConversationStore(env=sqlite_env(tmp_path / f"store{count}.sqlite"))
+            store = build_store(sqlite_env(tmp_path / f"store{count}.sqlite"))
         else:
             url = request.getfixturevalue("postgres_url")
             schema = request.getfixturevalue("postgres_schema") if count == 1 else _schema(url, request, count)
-            store = ConversationStore(env={**postgres_env(url), "POSTGRES_SCHEMA": schema, "POSTGRES_POOL_SIZE": "1"})
+            store = build_store({**postgres_env(url), "POSTGRES_SCHEMA": schema, "POSTGRES_POOL_SIZE": "1"})
         chat = Chatrecord(store)
         opened.append(chat)
         return chat
@@ -342,10 +342,10 @@ def test_generated_conversations_exported_and_ingested_again_are_the_same(
     def fresh() -> Chatrecord:
         n = next(counter)
         if backend == "sqlite":
-            return Chatrecord(ConversationStore(env=sqlite_env(tmp_path / f"s{n}.sqlite")))
+            return Chatrecord(build_store(sqlite_env(tmp_path / f"s{n}.sqlite")))
         return Chatrecord(
-            ConversationStore(
-                env={
+            build_store(
+                {
                     **postgres_env(url),
                     "POSTGRES_SCHEMA": _schema_named(url, request, f"{base}_{n}"),
                     "POSTGRES_POOL_SIZE": "1",

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from adapters.bootstrap import build_store, read_models
 from adapters.store import keys as data_keys
 from adapters.store.application import ConversationStore
 from adapters.store.crypto import ERASED, BadMasterKey, master_key
@@ -40,14 +41,14 @@ def test_a_master_key_is_base64_of_32_bytes() -> None:
 
 
 def test_without_a_master_key_the_data_key_is_stored_unwrapped() -> None:
-    store = ConversationStore(env=memory_env())
+    store = build_store(memory_env())
     story(store)
     [(wrapped, erased_at)] = store.mapper.keys.rows.values()  # type: ignore[attr-defined]
     assert (wrapped[:1], len(wrapped), erased_at) == (b"\x00", 33, None)
 
 
 def test_a_master_key_wraps_the_data_key() -> None:
-    store = ConversationStore(env={**memory_env(), "CHATRECORD_MASTER_KEY": MASTER})
+    store = build_store({**memory_env(), "CHATRECORD_MASTER_KEY": MASTER})
     story(store)
     [(wrapped, _)] = store.mapper.keys.rows.values()  # type: ignore[attr-defined]
     assert (wrapped[:1], len(wrapped)) == (b"\x01", 1 + 12 + 32 + 16)
@@ -56,12 +57,12 @@ def test_a_master_key_wraps_the_data_key() -> None:
 
 def test_only_the_right_master_key_reads_the_texts(tmp_path: Path) -> None:
     path = tmp_path / "k.sqlite"
-    story(ConversationStore(env={**sqlite_env(path), "CHATRECORD_MASTER_KEY": MASTER}))
-    assert texts(ConversationStore(env={**sqlite_env(path), "CHATRECORD_MASTER_KEY": MASTER})) == ["Titel prüfen"]
+    story(build_store({**sqlite_env(path), "CHATRECORD_MASTER_KEY": MASTER}))
+    assert texts(build_store({**sqlite_env(path), "CHATRECORD_MASTER_KEY": MASTER})) == ["Titel prüfen"]
     with pytest.raises(BadMasterKey, match="set CHATRECORD_MASTER_KEY"):
-        texts(ConversationStore(env={**sqlite_env(path), "CHATRECORD_MASTER_KEY": ""}))
+        texts(build_store({**sqlite_env(path), "CHATRECORD_MASTER_KEY": ""}))
     with pytest.raises(BadMasterKey, match="does not unwrap"):
-        texts(ConversationStore(env={**sqlite_env(path), "CHATRECORD_MASTER_KEY": OTHER}))
+        texts(build_store({**sqlite_env(path), "CHATRECORD_MASTER_KEY": OTHER}))
     with sqlite3.connect(path) as conn:
         [(wrapped,)] = conn.execute("SELECT wrapped_key FROM chatrecord_keys").fetchall()
     assert wrapped[:1] == b"\x01"
@@ -72,16 +73,17 @@ def test_another_process_reading_texts_sees_them_erased_once_its_cached_key_expi
 ) -> None:
     monkeypatch.setattr(data_keys, "KEY_CACHE_SECONDS", 0.0)  # expired at once: no waiting in a test
     path = tmp_path / "k.sqlite"
-    reader = ConversationStore(env=sqlite_env(path))
+    reader = build_store(sqlite_env(path))
     story(reader)
     assert texts(reader) == ["Titel prüfen"]
-    erase(ConversationStore(env=sqlite_env(path)), "conv-k")
+    eraser = build_store(sqlite_env(path))  # another process
+    erase(eraser, "conv-k", read_models(eraser))
     assert texts(reader) == [ERASED]
 
 
 def test_the_python_api_verifies_and_erases() -> None:
     from adapters.api import Chatrecord
-    from adapters.store.settings import open_store
+    from adapters.bootstrap import open_store
 
     record = Chatrecord(open_store(memory=True))
     at = "2026-11-02T10:00:00Z"
@@ -95,8 +97,8 @@ def test_the_python_api_verifies_and_erases() -> None:
 
 def test_a_text_for_an_erased_conversation_is_refused_naming_the_line_and_the_field() -> None:
     from adapters.api import Chatrecord
+    from adapters.bootstrap import open_store
     from adapters.store.crypto import TextsErased
-    from adapters.store.settings import open_store
 
     record = Chatrecord(open_store(memory=True))
     at = "2026-11-02T10:00:00Z"
@@ -122,7 +124,7 @@ def test_a_text_for_an_erased_conversation_is_refused_naming_the_line_and_the_fi
 
 def test_verify_lists_the_conversations_in_the_order_of_their_ids() -> None:
     from adapters.api import Chatrecord
-    from adapters.store.settings import open_store
+    from adapters.bootstrap import open_store
     from domain.events import conversation_uuid
 
     record = Chatrecord(open_store(memory=True))

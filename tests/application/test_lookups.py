@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from adapters.api import Chatrecord
+from adapters.bootstrap import open_store
 from adapters.ingest.names import earlier_key, reduce_key
-from adapters.store.settings import open_store
 from domain.errors import CardAlreadyDecided, InvalidInput, NoCardWaiting
 
 AT = "2026-10-28T09:00:00Z"

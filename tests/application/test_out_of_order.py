@@ -12,7 +12,7 @@ import orjson
 import pytest
 
 from adapters.api import Chatrecord
-from adapters.store.settings import open_store
+from adapters.bootstrap import open_store
 from domain.errors import LineOutOfOrder
 
 DEMO = Path(__file__).parents[1] / "data" / "demo_seo_tour.jsonl"

@@ -25,18 +25,10 @@ from adapters.backends.sqlite import (
     SQLiteFactory,
     WaitingSQLiteDatastore,
 )
-from adapters.store.application import ConversationStore
+from adapters.bootstrap import build_store, open_store
 from adapters.store.history import SQLHistoryTables
 from adapters.store.idempotency import SQLKeys
-from adapters.store.settings import (
-    BadDatabaseURL,
-    BadSetting,
-    describe_backend,
-    open_store,
-    postgres_env,
-    store_env,
-    store_problem,
-)
+from adapters.store.settings import BadDatabaseURL, BadSetting, describe_backend, postgres_env, store_env, store_problem
 
 
 def test_the_default_is_a_sqlite_file_in_the_working_directory() -> None:
@@ -255,11 +247,11 @@ def test_the_factory_persistence_module_selects_hands_out_its_backends_pieces(tm
 
 
 def test_a_library_factory_gets_the_pieces_of_the_store_factory_of_its_backend(tmp_path) -> None:
-    plain = ConversationStore(env={"PERSISTENCE_MODULE": "eventsourcing.sqlite", "SQLITE_DBNAME": str(tmp_path / "p")})
+    plain = build_store({"PERSISTENCE_MODULE": "eventsourcing.sqlite", "SQLITE_DBNAME": str(tmp_path / "p")})
     assert backend_of(plain.factory) is SQLiteFactory
     assert isinstance(plain.history, SQLHistoryTables) and isinstance(backend_for(plain), SQLiteBackend)
     plain.close()
-    assert backend_of(ConversationStore(env={"PERSISTENCE_MODULE": "eventsourcing.popo"}).factory) is MemoryFactory
+    assert backend_of(build_store({"PERSISTENCE_MODULE": "eventsourcing.popo"}).factory) is MemoryFactory
     with pytest.raises(LookupError, match="no backend"):
         backend_of(object())  # type: ignore[arg-type]
 

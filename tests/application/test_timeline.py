@@ -10,9 +10,9 @@ import orjson
 import pytest
 
 from adapters.api import Chatrecord
+from adapters.bootstrap import open_store
 from adapters.service import timeline as timeline_module
 from adapters.store.crypto import ERASED
-from adapters.store.settings import open_store
 from domain.errors import UnknownConversation
 from projections.audit import audit
 from tests.application.test_service import DEMO

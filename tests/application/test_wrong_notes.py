@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from adapters.api import Chatrecord
-from adapters.store.settings import open_store
+from adapters.bootstrap import open_store
 from domain.errors import ContinuationBeforeDecision, InvalidInput
 from projections.transcript import disarm
 

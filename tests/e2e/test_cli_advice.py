@@ -17,8 +17,8 @@ from psycopg import sql
 
 from adapters.api import Chatrecord
 from adapters.backends import one_line
+from adapters.bootstrap import open_store
 from adapters.http.app import HttpSettings, create_app
-from adapters.store.settings import open_store
 from tests.e2e.conftest import DEMO, Run, runner
 from tests.http.conftest import free_port
 

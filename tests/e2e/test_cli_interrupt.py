@@ -140,6 +140,7 @@ INTERRUPT_AT_FIRST_PAGE = """
 import os
 import signal
 
+from adapters.bootstrap import read_models
 from adapters.views import readmodels
 
 fold_page = readmodels.ReadModels._fold_page
@@ -194,12 +195,11 @@ def test_an_interrupted_rebuild_drops_its_half_built_tables_and_says_so(tmp_path
 
 def generations(settings: dict[str, str]) -> set[int]:
     """Returns the generations of read models whose tables the store of `settings` holds."""
-    from adapters.store.settings import open_store
-    from adapters.views.readmodels import ReadModels
+    from adapters.bootstrap import open_store, read_models
 
     store = open_store(settings)
     try:
-        backend = ReadModels(store).backend
+        backend = read_models(store).backend
         with backend.transaction(write=False) as curs:
             return backend.generations(curs)
     finally:

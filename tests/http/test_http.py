@@ -17,10 +17,9 @@ import orjson
 import pytest
 
 from adapters.api import Chatrecord
-from adapters.backends import keys_for
+from adapters.bootstrap import open_store
 from adapters.http.app import fingerprint
 from adapters.ingest.names import reduce_key
-from adapters.store.settings import open_store
 from tests.e2e.conftest import cli_env
 from tests.http.conftest import MAX_BODY, Server, unique
 
@@ -217,7 +216,7 @@ def test_a_key_in_flight_in_another_process_is_a_409_and_a_failed_request_frees_
     key = unique("key")
     store = open_store(server.settings)
     try:
-        keys = keys_for(store)
+        keys = store.idempotency_keys
         reserved, mine = keys.reserve(key, fingerprint("application/json", orjson.dumps(message)))
         same = server.client.post(
             "/v1/lines", content=orjson.dumps(message), headers={"Idempotency-Key": key, "Content-Type": "application/json"}

@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 
 from adapters.api import Chatrecord
+from adapters.bootstrap import open_store
 from adapters.http.app import DEFAULT_MAX_BODY_BYTES, HttpSettings, create_app
 from adapters.http.server import loopback
-from adapters.store.settings import BadSetting, open_store
+from adapters.store.settings import BadSetting
 from tests.conftest import _in_ci
 from tests.e2e.conftest import runner
 
@@ -102,8 +103,8 @@ def test_a_conversation_id_with_slashes_is_read_as_the_chat_names_it() -> None:
     from fastapi.testclient import TestClient
 
     from adapters.api import Chatrecord
+    from adapters.bootstrap import open_store
     from adapters.http.app import HttpSettings, create_app
-    from adapters.store.settings import open_store
 
     # a store in memory, its app without a token
     chatrecord = Chatrecord(open_store(memory=True))
@@ -186,11 +187,9 @@ def test_a_client_that_goes_away_while_sending_its_body_is_one_log_line_and_stor
 
     import anyio
 
-    from adapters.backends import keys_for
-
     chatrecord = Chatrecord(open_store(memory=True))
     app = create_app(lambda: chatrecord, HttpSettings(token=None))
-    app.state.chatrecord, app.state.keys = chatrecord, keys_for(chatrecord.store)  # what the lifespan sets
+    app.state.chatrecord, app.state.keys = chatrecord, chatrecord.store.idempotency_keys  # what the lifespan sets
     scope = {
         "type": "http",
         "asgi": {"version": "3.0"},

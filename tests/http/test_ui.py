@@ -10,9 +10,9 @@ from collections.abc import Iterator
 import pytest
 
 from adapters.api import Chatrecord
+from adapters.bootstrap import open_store
 from adapters.http.app import HttpSettings, create_app
 from adapters.http.ui import COOKIE, session_value
-from adapters.store.settings import open_store
 from tests.browser.conftest import PAYLOAD, hostile_lines
 from tests.e2e.conftest import DEMO
 

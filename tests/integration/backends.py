@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from adapters.bootstrap import build_store
 from adapters.store.application import ConversationStore
 from adapters.store.settings import postgres_env, sqlite_env
 
@@ -28,7 +29,8 @@ class OpenedStores:
 
 
 class SQLiteStores(OpenedStores):
-    """`open_store(**overrides)` on the SQLite file `self.path` of the test."""
+    """`open_store(views=True, **overrides)` on the SQLite file `self.path` of the test, with its
+    read models (`adapters.bootstrap.build_store`); `views=False`: a store that keeps none."""
 
     @pytest.fixture(autouse=True)
     def _database(self, tmp_path: Path) -> Iterator[None]:
@@ -37,12 +39,13 @@ class SQLiteStores(OpenedStores):
         yield
         self._close_all()
 
-    def open_store(self, **overrides: str) -> ConversationStore:
-        return self._kept(ConversationStore(env={**sqlite_env(self.path), **overrides}))
+    def open_store(self, views: bool = True, **overrides: str) -> ConversationStore:
+        return self._kept(build_store({**sqlite_env(self.path), **overrides}, views=views))
 
 
 class PostgresStores(OpenedStores):
-    """`open_store(**overrides)` on the test's schema `self.schema` of the server `self.url`."""
+    """`open_store(views=True, **overrides)` on the test's schema `self.schema` of the server
+    `self.url`, as `SQLiteStores.open_store`."""
 
     @pytest.fixture(autouse=True)
     def _database(self, postgres_url: str, postgres_schema: str) -> Iterator[None]:
@@ -51,6 +54,6 @@ class PostgresStores(OpenedStores):
         yield
         self._close_all()
 
-    def open_store(self, **overrides: str) -> ConversationStore:
+    def open_store(self, views: bool = True, **overrides: str) -> ConversationStore:
         env = {**postgres_env(self.url), "POSTGRES_SCHEMA": self.schema, "POSTGRES_POOL_SIZE": "1"}
-        return self._kept(ConversationStore(env={**env, **overrides}))
+        return self._kept(build_store({**env, **overrides}, views=views))

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from adapters.api import Chatrecord
+from adapters.bootstrap import build_store
 from adapters.store.application import ConversationStore
 from adapters.store.settings import StoreUnusable, memory_env
 from domain.errors import TurnTruncated
@@ -213,7 +214,7 @@ class TestPostgresAssumedAppend(PostgresStores):
     @pytest.mark.parametrize("tour", TOURS, ids=lambda p: p.stem)
     def test_a_tour_line_by_line_decides_the_events_a_store_reading_its_index_decides(self, tour: Path) -> None:
         lines = [json.loads(raw) for raw in tour.read_text(encoding="utf-8").splitlines() if raw.strip()]
-        store, memory = self.open_store(), ConversationStore(env=memory_env())
+        store, memory = self.open_store(), build_store(memory_env())
         calls = lookups(store)
         for line in lines:
             Chatrecord(store).record(line)
@@ -303,7 +304,7 @@ class TestPostgresAssumedAppend(PostgresStores):
             psycopg.Cursor.execute = execute  # type: ignore[method-assign]
         writes = [q for q in sent if not q.lstrip().upper().startswith("SELECT") or "chatrecord_append_" in q]
         assert len(writes) == 1 and "chatrecord_append_g1_v8(" in writes[0]  # the views' generation's function
-        memory = ConversationStore(env=memory_env())
+        memory = build_store(memory_env())
         for line in replaced:
             Chatrecord(memory).record(line)
         assert [e.model_dump() for e in store.events(conv)] == [e.model_dump() for e in memory.events(conv)]
@@ -463,7 +464,7 @@ class TestPostgresAppendFunction(PostgresStores):
         chat.rebuild("2026-11-02")
         chat.record(message("c", 2))
         assert functions() == {"chatrecord_append_v8", "chatrecord_append_g2_v8"}
-        memory = Chatrecord(ConversationStore(env=memory_env()))
+        memory = Chatrecord(build_store(memory_env()))
         for line in (start("c"), message("c", 1), segment("c", "r1/1", "r1"), message("c", 2)):
             memory.record(line)
         memory.rebuild("2026-11-02")
@@ -480,7 +481,7 @@ class TestPostgresAppendFunction(PostgresStores):
         store.recorder._append_synced = lambda *a, **k: sent.append(1) or synced(*a, **k)  # type: ignore[attr-defined]
         chat.record({"type": "message_edited", "at": AT, "message": 1, "text": "anders", "conversation": "c"})
         assert sent  # an edit's cuts are statements of their own
-        memory = ConversationStore(env=memory_env())
+        memory = build_store(memory_env())
         for line in (
             start("c"),
             message("c", 1),

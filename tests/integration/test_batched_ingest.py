@@ -14,6 +14,7 @@ import orjson
 import pytest
 
 from adapters.api import Chatrecord
+from adapters.bootstrap import build_store
 from adapters.store.application import BatchConflict, ConversationStore
 from tests.integration.backends import PostgresStores, SQLiteStores
 
@@ -248,7 +249,7 @@ class TestSQLiteBatchedIngest(SQLiteStores, BatchedIngestContract):
     def open_other(self) -> ConversationStore:
         from adapters.store.settings import sqlite_env
 
-        return self._kept(ConversationStore(env=sqlite_env(self.path.with_name("other.sqlite"))))
+        return self._kept(build_store(sqlite_env(self.path.with_name("other.sqlite"))))
 
 
 class TestPostgresBatchedIngest(PostgresStores, BatchedIngestContract):
@@ -269,7 +270,7 @@ class TestPostgresBatchedIngest(PostgresStores, BatchedIngestContract):
         from adapters.store.settings import postgres_env
 
         env = {**postgres_env(self.url), "POSTGRES_SCHEMA": self.other_schema, "POSTGRES_POOL_SIZE": "1"}
-        return self._kept(ConversationStore(env=env))
+        return self._kept(build_store(env))
 
     def test_a_batch_larger_than_a_pipelined_append_still_goes_as_append_documents(self, monkeypatch: pytest.MonkeyPatch) -> None:
         from adapters.backends import postgres

@@ -16,6 +16,7 @@ from eventsourcing.persistence import StoredEvent
 from psycopg import sql
 
 from adapters.api import DEMO_FILE, Chatrecord, demo_lines
+from adapters.bootstrap import build_store
 from adapters.store.application import ConversationStore
 from adapters.store.chain import GENESIS, ChainBroken, link
 from adapters.store.settings import memory_env
@@ -341,7 +342,7 @@ def _verify_against(store: ConversationStore, heads: dict[UUID, KeptHead]) -> It
 
 class TestInMemoryChain(ChainContract):
     def open_store(self) -> ConversationStore:
-        return ConversationStore(env=memory_env())
+        return build_store(memory_env())
 
     def reopened(self, store: ConversationStore) -> ConversationStore:
         return store  # another process has none of it

@@ -13,6 +13,7 @@ import pytest
 from psycopg import sql
 
 from adapters.api import Chatrecord
+from adapters.bootstrap import build_store, read_models
 from adapters.store.application import ConversationStore
 from adapters.store.crypto import ERASED, FREE_TEXT, TextsErased
 from adapters.store.erasure import erase
@@ -167,7 +168,7 @@ class ErasureContract:
         store = self.open_store()
         report = Chatrecord(store).ingest([json.dumps(line) for line in planted_lines()], "planted")
         assert report.stopped is None
-        ReadModels(store).catch_up()
+        read_models(store).catch_up()
         return store
 
     def outputs(self, store: ConversationStore) -> str:
@@ -176,7 +177,7 @@ class ErasureContract:
             events = store.events(conversation)
             shown.append(json.dumps(replay_json(conversation, "2026-11-02", replay_turns(events, "2026-11-02"))))
             shown.append(json.dumps([row.to_json() for row in audit(events, "2026-11-02")]))
-            state = ReadModels(store).state(conversation)
+            state = read_models(store).state(conversation)
             shown.append(state.model_dump_json() if state else "")
         shown += [v.line() for v in verdicts(store)]
         return "\n".join(shown)
@@ -189,7 +190,7 @@ class ErasureContract:
     def test_after_erasing_no_planted_text_is_left_anywhere(self, store: ConversationStore) -> None:
         assert all(p in self.outputs(store) for p in PLANTS if "legacy" not in p and "alt" not in p)
         for conversation in CONVERSATIONS:
-            done = erase(store, conversation)
+            done = erase(store, conversation, read_models(store))
             assert done.recorded
         found = self.database_bytes(store)
         assert [p for p in PLANTS if p.encode() in found] == []
@@ -200,7 +201,7 @@ class ErasureContract:
 
     def test_the_facts_stay_and_the_erasure_is_an_event_with_its_time(self, store: ConversationStore) -> None:
         before = [r.to_json() for r in audit(store.events("conv-erase"), "2026-11-02")]
-        done = erase(store, "conv-erase")
+        done = erase(store, "conv-erase", read_models(store))
         events = store.events("conv-erase")
         assert isinstance(events[-1], Erased) and events[-1].timestamp == done.at
         after = [r.to_json() for r in audit(events, "2026-11-02")]
@@ -209,8 +210,8 @@ class ErasureContract:
         assert written == [[{"record": "pages:42", "completeness": "complete", "hook_failed": False}]]
 
     def test_erasing_again_changes_nothing(self, store: ConversationStore) -> None:
-        first = erase(store, "conv-erase")
-        again = erase(store, "conv-erase")
+        first = erase(store, "conv-erase", read_models(store))
+        again = erase(store, "conv-erase", read_models(store))
         assert (again.recorded, again.at, again.version) == (False, first.at, first.version)
         assert sum(isinstance(e, Erased) for e in store.events("conv-erase")) == 1
 
@@ -230,14 +231,14 @@ class ErasureContract:
         with monkeypatch.context() as patch:
             patch.setattr(*target, killed)
             with pytest.raises(Killed):
-                erase(store, "conv-erase")
-        erase(store, "conv-erase")
+                erase(store, "conv-erase", read_models(store))
+        erase(store, "conv-erase", read_models(store))
         assert sum(isinstance(e, Erased) for e in store.events("conv-erase")) == 1
         found = self.database_bytes(store)
         assert [p for p in PLANTS[:8] if p.encode() in found] == []
 
     def test_an_erased_conversation_takes_no_new_text(self, store: ConversationStore) -> None:
-        erase(store, "conv-erase")
+        erase(store, "conv-erase", read_models(store))
         line = {"type": "user_message", "conversation": "conv-erase", "at": AT, "message": 5, "text": "neu", "page": 0}
         report = Chatrecord(store).ingest([json.dumps(line)], "late")
         assert isinstance(report.stopped, TextsErased)
@@ -246,7 +247,7 @@ class ErasureContract:
         assert not any(getattr(e, "text", None) == "neu" for e in store.events("conv-erase"))
 
     def test_other_conversations_keep_their_texts(self, store: ConversationStore) -> None:
-        erase(store, "conv-erase")
+        erase(store, "conv-erase", read_models(store))
         texts = [line.text for line in store.events("conv-erase-alt")[1].messages]  # type: ignore[attr-defined]
         assert texts == [plant("alt-user"), plant("alt-assistant")]
         assert store.mapper.keys.key(conversation_uuid("conv-erase-alt"), create=False) is not None  # type: ignore[attr-defined]
@@ -254,12 +255,12 @@ class ErasureContract:
 
 class TestInMemoryErasure(ErasureContract):
     def open_store(self) -> ConversationStore:
-        return ConversationStore(env={**memory_env(), "SNAPSHOT_INTERVAL": "2"})
+        return build_store({**memory_env(), "SNAPSHOT_INTERVAL": "2"})
 
     def database_bytes(self, store: ConversationStore) -> bytes:
         keys = store.mapper.keys  # type: ignore[attr-defined]
         rows = [repr(r).encode() for r in keys.rows.values()]
-        models = ReadModels(store)
+        models = read_models(store)
         states = [models.state(c) for c in CONVERSATIONS]
         return b"\n".join([self.event_bytes(store), *rows, *(s.model_dump_json().encode() for s in states if s)])
 
@@ -287,7 +288,7 @@ class AtRestContract(ErasureContract):
         assert all(p in self.outputs(store) for p in PLANTS if "legacy" not in p and "alt" not in p)
 
     def test_a_turn_reads_kept_messages_give_no_text_after_an_erasure(self, store: ConversationStore) -> None:
-        models = ReadModels(store)
+        models = read_models(store)
         models.turn_notes("conv-erase")  # keeps the messages it placed its notes beside
         key = conversation_uuid("conv-erase")
         with models.backend.transaction(write=False) as curs:
@@ -295,7 +296,7 @@ class AtRestContract(ErasureContract):
             bodies = [r["body"] for r in rows._q(f"SELECT body FROM {rows.t['messages']} WHERE cid = ?").fetchall()]
             assert any(p in m.text for m in rows._decode_messages(bodies, models.messages) for p in PLANTS)
             assert any(models.messages.get(str(key), body) is not None for body in bodies)
-            erase(store, "conv-erase")  # through another ReadModels: this one's kept messages stay
+            erase(store, "conv-erase", ReadModels(store))  # through another ReadModels: this one's kept messages stay
             assert [m.text for m in rows._decode_messages(bodies, models.messages)] == [ERASED] * len(bodies)
         erase(store, "conv-erase", models)  # in this process: they go
         assert all(models.messages.get(str(key), body) is None for body in bodies)

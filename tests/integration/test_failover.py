@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 
 from adapters.api import Chatrecord
+from adapters.bootstrap import open_store
 from adapters.store.application import PrimaryGone
-from adapters.store.settings import open_store
 from scripts.failover_drill import drill, segment
 from tests.pg_servers import kill, start_replicated
 

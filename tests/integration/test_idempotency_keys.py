@@ -11,9 +11,8 @@ from typing import Any
 
 import pytest
 
-from adapters.backends import keys_for
+from adapters.bootstrap import open_store
 from adapters.store.idempotency import IN_FLIGHT, IdempotencyKeys, Kept
-from adapters.store.settings import open_store
 
 
 @pytest.fixture(params=["memory", "sqlite", "postgres"])
@@ -25,7 +24,7 @@ def keys(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Idempotency
     else:
         url, schema = request.getfixturevalue("postgres_url"), request.getfixturevalue("postgres_schema")
         store = open_store({"CHATRECORD_DATABASE_URL": f"{url}{'&' if '?' in url else '?'}schema={schema}"})
-    found = keys_for(store)
+    found = store.idempotency_keys
     found.now = 1_000_000.0  # type: ignore[attr-defined]
     found.clock = lambda: found.now  # type: ignore[attr-defined, method-assign, assignment]
     yield found

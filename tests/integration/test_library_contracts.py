@@ -8,7 +8,7 @@ PostgreSQL or SQLite subclasses of them (only `persistence`, `postgres_utils`, `
 `application` and `projection` under `eventsourcing.tests`), so each backend's subclass is here.
 
 Every recorder is the one a store builds: a `ConversationStore` opened by
-`adapters.store.settings.open_store` on a fresh PostgreSQL schema (dropped after the test), a
+`adapters.bootstrap.open_store` on a fresh PostgreSQL schema (dropped after the test), a
 SQLite file in the test's folder, or memory; the application recorder is `store.recorder`, the
 aggregate recorder the store's snapshot recorder, the tracking and process recorders its
 factory's. A
@@ -69,9 +69,10 @@ from adapters.backends.memory import ChainedPOPORecorder, MemoryFactory
 from adapters.backends.postgres import ChainedPostgresRecorder, EventRecorder, PostgresFactory
 from adapters.backends.postgres import recorder as postgres_recorder
 from adapters.backends.sqlite import ChainedSQLiteRecorder, SQLiteFactory
+from adapters.bootstrap import open_store
 from adapters.store.application import ConversationStore
 from adapters.store.serialization import PydanticMapper
-from adapters.store.settings import open_store, store_env
+from adapters.store.settings import store_env
 from domain.events import ConversationStarted, conversation_uuid
 
 # ------------------------------------------------------------------ how the stores are opened

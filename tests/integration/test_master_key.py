@@ -15,6 +15,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
+from adapters.bootstrap import build_store
 from adapters.service import keys as keys_service
 from adapters.service.keys import NothingToRotate
 from adapters.store import keys as keys_module
@@ -259,7 +260,7 @@ class TestPostgresMasterKey(PostgresStores, MasterKeyContract):
 
 
 def test_in_memory_the_rule_holds_within_the_process() -> None:
-    store = ConversationStore(env={**memory_env(), "CHATRECORD_MASTER_KEY": A})
+    store = build_store({**memory_env(), "CHATRECORD_MASTER_KEY": A})
     keys = store.mapper.keys  # type: ignore[attr-defined]
     assert keys.sealed is None and keys.check is None  # opening writes nothing
     write(store, "conv-a")
@@ -268,7 +269,7 @@ def test_in_memory_the_rule_holds_within_the_process() -> None:
     with pytest.raises(BadMasterKey, match="is not the master key of this store"):
         write(store, "conv-b")
     assert len(keys.rows) == 1
-    plain = ConversationStore(env={**memory_env(), "CHATRECORD_MASTER_KEY": NONE})
+    plain = build_store({**memory_env(), "CHATRECORD_MASTER_KEY": NONE})
     write(plain, "conv-a")
     assert plain.mapper.keys.sealed is None  # type: ignore[attr-defined]
 
@@ -287,8 +288,8 @@ def test_a_read_only_database_opens_for_reading_with_the_right_key_and_writes_no
 
     def opened(key: str, read_only: bool = True) -> ConversationStore:
         url = f"{postgres_url}{joiner}{READ_ONLY}" if read_only else postgres_url
-        return ConversationStore(
-            env={**postgres_env(url), "POSTGRES_SCHEMA": postgres_schema, "POSTGRES_POOL_SIZE": "1", "CHATRECORD_MASTER_KEY": key}
+        return build_store(
+            {**postgres_env(url), "POSTGRES_SCHEMA": postgres_schema, "POSTGRES_POOL_SIZE": "1", "CHATRECORD_MASTER_KEY": key}
         )
 
     store = opened(A, read_only=False)

@@ -27,8 +27,8 @@ from adapters.backends.postgres import (
     create_once,
     lock_key,
 )
+from adapters.bootstrap import open_store
 from adapters.store.idempotency import SQLKeys
-from adapters.store.settings import open_store
 from domain.events import conversation_uuid
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,7 +37,7 @@ LARGE_SEGMENT = textwrap.dedent("""
     import socket, sys
     import orjson
     from adapters.ingest import read_lines
-    from adapters.store.settings import open_store
+    from adapters.bootstrap import open_store
 
     url, steps = sys.argv[1], int(sys.argv[2])
     store = open_store({"CHATRECORD_DATABASE_URL": url}, POSTGRES_POOL_SIZE="1", POSTGRES_MAX_OVERFLOW="0")

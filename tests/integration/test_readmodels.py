@@ -22,6 +22,7 @@ import psycopg
 import pytest
 from hypothesis import HealthCheck, given, settings
 
+from adapters.bootstrap import build_store, read_models
 from adapters.ingest import read_file, read_lines
 from adapters.store.application import ConversationStore
 from adapters.store.settings import memory_env
@@ -174,7 +175,7 @@ class ReadModelsContract:
 
     shares_database = True
 
-    def open_store(self) -> ConversationStore:
+    def open_store(self, views: bool = True) -> ConversationStore:
         raise NotImplementedError
 
     def tables(self, store: ConversationStore) -> set[str]:
@@ -207,7 +208,7 @@ class ReadModelsContract:
     # ------------------------------------------------------------------ reads
 
     def test_the_demos_latest_turn_is_what_the_fold_of_its_log_gives(self, store: ConversationStore) -> None:
-        models = ReadModels(store)
+        models = read_models(store)
         ingest(store, DEMO)
 
         turn = models.turn_input("conv-demo-seo")
@@ -219,7 +220,7 @@ class ReadModelsContract:
         self.assert_rows_are_the_fold(models, store, "conv-demo-seo")
 
     def test_turn_notes_put_into_the_transcript_give_the_turns_messages(self, store: ConversationStore) -> None:
-        models = ReadModels(store)
+        models = read_models(store)
         ingest(store, DEMO)
         ingest(store, behalten_tour())
         for conversation, hidden in (("conv-demo-seo", None), ("conv-demo-seo", 42), ("conv-behalten", None)):
@@ -235,7 +236,7 @@ class ReadModelsContract:
             assert notes.version == len(store.events(conversation))
 
     def test_turn_notes_that_reach_past_the_newest_entries_read_the_older_ones(self, store: ConversationStore) -> None:
-        models = ReadModels(store)
+        models = read_models(store)
         ingest(store, long_chat())
         expected = models.turn_input("conv-long")
         transcript = models.state("conv-long").transcript.messages
@@ -247,14 +248,14 @@ class ReadModelsContract:
         assert apply_notes(transcript, notes.notes) == expected.messages
 
     def test_a_turn_read_that_keeps_its_renders_reads_as_a_fresh_one_after_every_line(self, store: ConversationStore) -> None:
-        models = ReadModels(store)
+        models = read_models(store)
         lines = [orjson.loads(line) for line in DEMO.read_bytes().splitlines() if line.strip()]
         hidden = PageFilter(hidden=frozenset({42}))
         for line in lines:
             ingest(store, [line])
             if store.get("conv-demo-seo") is None or models.head("conv-demo-seo").turn is None:
                 continue
-            fresh = ReadModels(self.second_store(store))  # nothing decoded or rendered yet
+            fresh = read_models(self.second_store(store))  # nothing decoded or rendered yet
             for check in (every_page, hidden):
                 assert models.turn_notes("conv-demo-seo", check).to_json() == fresh.turn_notes("conv-demo-seo", check).to_json()
         kept = models.turn_notes("conv-demo-seo", hidden)
@@ -263,7 +264,7 @@ class ReadModelsContract:
         assert any("pages:42" in n.text for n in models.turn_notes("conv-demo-seo").notes)
 
     def test_an_edit_that_cuts_card_outcomes_counts_them_out_of_the_head(self, store: ConversationStore) -> None:
-        models = ReadModels(store)
+        models = read_models(store)
         ingest(store, behalten_tour())  # three cards kept: three card outcomes
         assert models.head("conv-behalten").outcomes == 3
 
@@ -273,7 +274,7 @@ class ReadModelsContract:
         self.assert_rows_are_the_fold(models, store, "conv-behalten")
 
     def test_a_turn_read_whose_kept_notes_are_gone_reads_the_rows_again(self, store: ConversationStore) -> None:
-        models = ReadModels(store)
+        models = read_models(store)
         ingest(store, DEMO)
         first = models.turn_notes("conv-demo-seo").to_json()
         models.notes = notes_cache()  # the kept answer evicted; its head version is still remembered
@@ -284,7 +285,7 @@ class ReadModelsContract:
         assert len(again["notes"]) == 14
 
     def test_each_conversations_rows_are_the_fold_of_its_log(self, store: ConversationStore) -> None:
-        models = ReadModels(store)
+        models = read_models(store)
         ingest(store, DEMO)
         ingest(store, behalten_tour())
         ingest(store, edited_chat())
@@ -294,10 +295,10 @@ class ReadModelsContract:
         assert models.turn_input("conv-edit").message == 1  # the edit started the latest turn
 
     def test_a_writer_without_views_is_caught_up_by_the_next_read(self, store: ConversationStore) -> None:
-        models = ReadModels(store)
+        models = read_models(store)
         ingest(store, DEMO)
-        store.on_saved = None  # a writer that stops right after its events are stored
-        ingest(store, Lines("conv-demo-seo").add("user_message", message=9, text="Und jetzt?", page=42).lines)
+        writer = self.open_store(views=False) if self.shares_database else store  # a writer that keeps no views
+        ingest(writer, Lines("conv-demo-seo").add("user_message", message=9, text="Und jetzt?", page=42).lines)
 
         turn = models.turn_input("conv-demo-seo")
 
@@ -306,7 +307,7 @@ class ReadModelsContract:
         assert models.head("conv-demo-seo").version == len(store.events("conv-demo-seo"))
 
     def test_each_event_is_applied_once(self, store: ConversationStore) -> None:
-        models = ReadModels(store)
+        models = read_models(store)
         ingest(store, behalten_tour())
         key = conversation_uuid("conv-behalten")
         events = store.events("conv-behalten")
@@ -320,7 +321,7 @@ class ReadModelsContract:
         assert models.head("conv-behalten").version == len(events)
 
     def test_the_run_record_keeps_its_newest_entries_and_says_older_ones_exist(self, store: ConversationStore) -> None:
-        models = ReadModels(store)
+        models = read_models(store)
         chat = Lines("conv-long").add("conversation_started", kind="chat", owner=7)
         chat.add("user_message", message=1, text="los", page=42)
         for n in range(1, 206):
@@ -349,13 +350,13 @@ class ReadModelsContract:
         assert [n.text for n in notes.notes] == list(models.turn_input("conv-long").notes)
 
     def test_an_unknown_conversation_is_refused(self, store: ConversationStore) -> None:
-        models = ReadModels(store)
+        models = read_models(store)
         with pytest.raises(UnknownConversation, match='no conversation "nope"'):
             models.turn_notes("nope")
         assert models.state("nope") is None
 
     def test_a_conversation_without_a_turn_has_no_turn_input(self, store: ConversationStore) -> None:
-        models = ReadModels(store)
+        models = read_models(store)
         ingest(store, Lines("conv-new").add("conversation_started", kind="chat", owner=7).lines)
         with pytest.raises(NoTurnYet):
             models.turn_input("conv-new")
@@ -376,7 +377,7 @@ class ReadModelsContract:
         chat.segment("turn", "awaiting_approval", "Karte", [*model_round(1)], [call(fields=("title",))], run="card")
         chat.decide(True, "Übernehmen")
         chat.segment("approval", "completed", "Gespeichert.", [*model_round(2)], run="card")
-        models = ReadModels(store)
+        models = read_models(store)
         store.save(*chat.events)
         models.apply(conversation_uuid(conversation), chat.events)
 
@@ -398,7 +399,7 @@ class ReadModelsContract:
     def test_random_conversations_rows_are_the_fold_of_their_log(self, store, legacy, episodes, monkeypatch) -> None:
         conversation = f"conv-{uuid.uuid4().hex[:8]}"
         chat = tell(legacy, episodes, conversation)
-        models = ReadModels(store)
+        models = read_models(store)
         store.save(*chat.events)
 
         models.apply(conversation_uuid(conversation), chat.events)
@@ -415,7 +416,7 @@ class ReadModelsContract:
     def test_a_rebuild_in_small_pages_gives_the_fold_of_the_log(
         self, store: ConversationStore, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        models = ReadModels(store)
+        models = read_models(store)
         chat = Lines("conv-long").add("conversation_started", kind="chat", owner=7)
         for n in range(1, 206):  # entries fall out of the record (200 kept) in a later page than they were written
             chat.add("user_message", message=n, text=f"weiter {n}", page=40 + n % 3)
@@ -449,7 +450,7 @@ class ReadModelsContract:
     ) -> None:
         # pages of 5 events of two conversations at once, and only one head kept between pages:
         # the other's head is read, after the pages before were written
-        models = ReadModels(store)
+        models = read_models(store)
         chats = [Lines(f"conv-{name}").add("conversation_started", kind="chat", owner=7) for name in ("a", "b")]
         for n in range(1, 13):
             for chat in chats:
@@ -477,7 +478,7 @@ class ReadModelsContract:
     # ------------------------------------------------------------------ rule sets
 
     def test_rebuild_folds_the_log_under_another_rule_set_and_switches(self, store: ConversationStore) -> None:
-        models = ReadModels(store)
+        models = read_models(store)
         ingest(store, behalten_tour())
         before = self.tables(store)
 
@@ -485,7 +486,7 @@ class ReadModelsContract:
 
         assert report.rules == "2026-11-01" and report.old_rules == "2026-11-02"
         assert report.events == store.max_notification_id() and report.conversations == 1
-        assert models.active_rules() == ReadModels(self.second_store(store)).active_rules() == "2026-11-01"
+        assert models.active_rules() == read_models(self.second_store(store)).active_rules() == "2026-11-01"
         assert set(report.dropped) == before and self.tables(store) == set(report.tables)
         assert (
             models.turn_input("conv-behalten").to_json()
@@ -496,7 +497,7 @@ class ReadModelsContract:
     def test_a_fold_that_fails_leaves_the_line_stored_and_the_next_read_catches_up(
         self, store: ConversationStore, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
     ) -> None:
-        models = ReadModels(store)
+        models = read_models(store)
         ingest(store, DEMO)
         events = len(store.events("conv-demo-seo"))
 
@@ -515,10 +516,10 @@ class ReadModelsContract:
 
     def test_rebuild_refuses_an_unknown_rule_set(self, store: ConversationStore) -> None:
         with pytest.raises(UnknownRuleSet):
-            ReadModels(store).rebuild("2027-01-01")
+            read_models(store).rebuild("2027-01-01")
 
     def test_diff_names_the_entries_and_notes_another_rule_set_changes(self, store: ConversationStore) -> None:
-        models = ReadModels(store)
+        models = read_models(store)
         ingest(store, behalten_tour())
 
         diffs = models.diff("2026-11-01")
@@ -537,7 +538,7 @@ class SharedDatabaseContract(ReadModelsContract):
     def test_an_interrupted_rebuild_drops_its_half_built_tables_and_says_so(
         self, store: ConversationStore, monkeypatch: pytest.MonkeyPatch, workers: int
     ) -> None:
-        models = ReadModels(store)
+        models = read_models(store)
         ingest(store, DEMO)
         for n in range(4):  # some in each part of two
             ingest(store, behalten_tour(f"conv-behalten-{n}"))
@@ -563,8 +564,8 @@ class SharedDatabaseContract(ReadModelsContract):
         )
         assert guarded == [True]  # the drop ran in the caller's guard
         assert self.tables(store) == tables
-        assert models.active_rules() == ReadModels(self.second_store(store)).active_rules() == "2026-11-02"
-        assert ReadModels(self.second_store(store)).turn_notes("conv-demo-seo") == before
+        assert models.active_rules() == read_models(self.second_store(store)).active_rules() == "2026-11-02"
+        assert read_models(self.second_store(store)).turn_notes("conv-demo-seo") == before
         report = models.rebuild("2026-11-01")
         assert report.generation == 3 and self.tables(store) == set(report.tables)
 
@@ -583,7 +584,7 @@ class SharedDatabaseContract(ReadModelsContract):
                 answer=answer,
                 steps=model_round(1),
             )
-        models = ReadModels(store)
+        models = read_models(store)
         ingest(store, chat.lines)
         before = models.turn_notes("conv-cut")
         chat.lines.clear()
@@ -604,7 +605,7 @@ class SharedDatabaseContract(ReadModelsContract):
 
         assert [(n.index, n.into, n.at) for n in before.notes] == [(1, "assistant", 1), (3, "assistant", 1), (5, "assistant", 1)]
         assert [(n.index, n.into, n.at) for n in kept.notes] == [(1, "assistant", 1), (3, "assistant", 25)]
-        assert kept.to_json() == ReadModels(self.second_store(store)).turn_notes("conv-cut").to_json()
+        assert kept.to_json() == read_models(self.second_store(store)).turn_notes("conv-cut").to_json()
 
     @settings(
         max_examples=10,
@@ -618,7 +619,7 @@ class SharedDatabaseContract(ReadModelsContract):
         # edits, truncations and legacy rows rewrite rows a kept read knew (`KnownBlocks`)
         conversation = f"conv-{uuid.uuid4().hex[:8]}"
         chat = tell(legacy, episodes, conversation)
-        models, second = ReadModels(store), self.second_store(store)
+        models, second = read_models(store), self.second_store(store)
         reads = 0
         for event in chat.events:
             store.save(event)
@@ -626,16 +627,16 @@ class SharedDatabaseContract(ReadModelsContract):
             if models.head(conversation).turn is None:
                 continue
             kept = models.turn_notes(conversation)
-            fresh = ReadModels(second).turn_notes(conversation)  # knows nothing of the rows yet
+            fresh = read_models(second).turn_notes(conversation)  # knows nothing of the rows yet
             assert kept.to_json() == fresh.to_json()
             reads += 1
         if reads and type(models.backend).__name__ == "PostgresBackend":  # the one whose turn read keeps them
             assert _kept(models.known, conversation_uuid(conversation)) is not None
 
     def test_a_rebuild_in_another_process_is_followed_by_this_ones_next_appends(self, store: ConversationStore) -> None:
-        models = ReadModels(store)
+        models = read_models(store)
         ingest(store, behalten_tour())  # this process keeps the heads and the pointer it wrote
-        other = ReadModels(self.second_store(store))
+        other = read_models(self.second_store(store))
 
         other.rebuild("2026-11-01")  # switches generations and drops the tables this process wrote
         lines = Lines("conv-behalten")
@@ -648,22 +649,22 @@ class SharedDatabaseContract(ReadModelsContract):
         self.assert_rows_are_the_fold(models, store, "conv-behalten")
 
     def test_a_turn_read_after_a_rebuild_in_another_process_reads_the_new_generation(self, store: ConversationStore) -> None:
-        models = ReadModels(store)
+        models = read_models(store)
         ingest(store, behalten_tour())
         before = models.turn_notes("conv-behalten")  # this process takes generation 1 as live
 
-        ReadModels(self.second_store(store)).rebuild("2026-11-01")  # drops generation 1's tables
+        read_models(self.second_store(store)).rebuild("2026-11-01")  # drops generation 1's tables
 
         after = models.turn_notes("conv-behalten")
         assert (before.rules, after.rules) == ("2026-11-02", "2026-11-01")
-        assert after == ReadModels(self.second_store(store)).turn_notes("conv-behalten")
+        assert after == read_models(self.second_store(store)).turn_notes("conv-behalten")
 
     def test_an_append_after_a_rebuild_elsewhere_writes_the_new_generations_rows_in_its_own_transaction(
         self, store: ConversationStore, caplog: pytest.LogCaptureFixture
     ) -> None:
-        models = ReadModels(store)
+        models = read_models(store)
         ingest(store, behalten_tour())  # this process keeps the heads and the pointer it wrote
-        ReadModels(self.second_store(store)).rebuild("2026-11-01")  # drops the tables this process wrote
+        read_models(self.second_store(store)).rebuild("2026-11-01")  # drops the tables this process wrote
         caplog.clear()
 
         ingest(store, Lines("conv-behalten").add("user_message", message=11, text="Frage 11", page=42).lines)
@@ -689,9 +690,9 @@ class SharedDatabaseContract(ReadModelsContract):
     def test_after_one_failed_view_update_the_next_append_updates_the_views_again(
         self, store: ConversationStore, caplog: pytest.LogCaptureFixture
     ) -> None:
-        models = ReadModels(store)
+        models = read_models(store)
         ingest(store, behalten_tour())
-        ReadModels(self.second_store(store)).rebuild("2026-11-01")  # drops the tables this process wrote
+        read_models(self.second_store(store)).rebuild("2026-11-01")  # drops the tables this process wrote
         ingest(store, Lines("conv-behalten").add("user_message", message=11, text="Frage 11", page=42).lines)
         caplog.clear()
 
@@ -711,11 +712,11 @@ class SharedDatabaseContract(ReadModelsContract):
 class TestInMemoryReadModels(ReadModelsContract):
     shares_database = False
 
-    def open_store(self) -> ConversationStore:
-        return ConversationStore(env=memory_env())
+    def open_store(self, views: bool = True) -> ConversationStore:
+        return build_store(memory_env(), views=views)
 
     def tables(self, store: ConversationStore) -> set[str]:
-        backend = ReadModels(store).backend
+        backend = read_models(store).backend
         return {f"views_g{g}_{t}" for g in backend.generations(None) for t in TABLES}
 
 
@@ -727,7 +728,7 @@ class TestSQLiteReadModels(SQLiteStores, SharedDatabaseContract):
         return {n for n in names if n.startswith("views_")}
 
     def test_a_rebuild_on_sqlite_folds_in_this_process_whatever_it_is_asked(self, store: ConversationStore) -> None:
-        models = ReadModels(store)
+        models = read_models(store)
         ingest(store, DEMO)
         assert models.rebuild_workers(10**6) == models.rebuild_workers(10, workers=4) == 1  # one writer at a time
         report = models.rebuild("2026-11-01", workers=4)
@@ -735,7 +736,7 @@ class TestSQLiteReadModels(SQLiteStores, SharedDatabaseContract):
         self.assert_rows_are_the_fold(models, store, "conv-demo-seo")
 
     def test_a_failing_view_statement_rolls_back_to_its_savepoint(self, store: ConversationStore) -> None:
-        models = ReadModels(store)
+        models = read_models(store)
         ingest(store, DEMO)
         events = len(store.events("conv-demo-seo"))
         with sqlite3.connect(self.path) as conn:
@@ -751,16 +752,16 @@ class TestSQLiteReadModels(SQLiteStores, SharedDatabaseContract):
         assert models.turn_input("conv-demo-seo").message == 9
         self.assert_rows_are_the_fold(models, store, "conv-demo-seo")
 
-    def test_a_store_of_the_previous_version_gets_its_views_rebuilt_from_the_log(
-        self, store: ConversationStore, caplog: pytest.LogCaptureFixture
-    ) -> None:
-        ingest(store, behalten_tour())  # no ReadModels yet: events only
+    def test_a_store_of_the_previous_version_gets_its_views_rebuilt_from_the_log(self, caplog: pytest.LogCaptureFixture) -> None:
+        old = self.open_store(views=False)
+        ingest(old, behalten_tour())  # no read models yet: events only
         with sqlite3.connect(self.path) as conn:  # what the previous version left
             conn.execute("CREATE TABLE chatrecord_projection (id INTEGER, generation INTEGER, rules TEXT, next INTEGER)")
             conn.execute("INSERT INTO chatrecord_projection VALUES (1, 3, '2026-11-01', 4)")
             conn.execute("CREATE TABLE readmodels_g3_conversations (originator_id TEXT, state TEXT)")
 
-        models = ReadModels(store)
+        store = self.open_store()  # this version's store, with its read models
+        models = read_models(store)
 
         assert "rebuilt from the log" in caplog.text
         assert models.active_rules() == "2026-11-01"
@@ -781,7 +782,7 @@ class TestPostgresReadModels(PostgresStores, SharedDatabaseContract):
         return {n for n in names if n.startswith("views_")}
 
     def test_a_turn_reads_prepared_statements_never_meet_a_pipelined_append_that_failed(self, store: ConversationStore) -> None:
-        models = ReadModels(store)
+        models = read_models(store)
         ingest(store, DEMO)
         used: list[Any] = []
         run = models.backend.run
@@ -808,7 +809,7 @@ class TestPostgresReadModels(PostgresStores, SharedDatabaseContract):
             notes = models.turn_notes("conv-demo-seo")
             assert notes.version == len(store.events("conv-demo-seo"))
             ingest(store, Lines("conv-demo-seo").add("user_message", message=number, text="Weiter", page=42).lines)
-        assert models.turn_notes("conv-demo-seo") == ReadModels(self.second_store(store)).turn_notes("conv-demo-seo")
+        assert models.turn_notes("conv-demo-seo") == read_models(self.second_store(store)).turn_notes("conv-demo-seo")
         assert expected.notes  # the demo's notes, placed before the appends
 
     @staticmethod
@@ -859,7 +860,7 @@ class TestPostgresReadModels(PostgresStores, SharedDatabaseContract):
         the intact ones in one statement, the others read as before."""
         from factories import Chat, call
 
-        models = ReadModels(store)
+        models = read_models(store)
         ingest(store, DEMO)  # its last line is the question: the turn at the head
         ingest(store, edited_chat())
         capped = Chat(conversation="conv-capped")
@@ -899,15 +900,10 @@ class TestPostgresReadModels(PostgresStores, SharedDatabaseContract):
         behind = Chat(conversation="conv-behind")  # saved without the read models: the head lags
         behind.user("Hallo", page=42)
         behind.segment("turn", "completed", "Hi.", [*model_round(1)], run="h1")
-        store.save(*behind.events[:2])  # started, and its user message: the head at the turn
-        saved, store.on_saved = store.on_saved, None
-        store.save(*behind.events[2:])
-        store.on_saved = saved
+        store.save(*behind.events)  # the store's save applies no read models
         assert models.head("conv-behind").version == len(behind.events)  # caught up by the read
-        store.on_saved = None
         behind.user("Und?", page=42)
         store.save(*behind.events[3:])
-        store.on_saved = saved
         built, sent, one = self.counted_turn_input(models, "conv-behind")
         assert built == build_turn_input(behind.events).to_json() and not one
 
@@ -921,7 +917,7 @@ class TestPostgresReadModels(PostgresStores, SharedDatabaseContract):
         conversation = f"conv-{uuid.uuid4().hex[:8]}"
         chat = tell(legacy, episodes, conversation)
         _more(chat, extra)  # segments, cards and decisions after the turn; retries; a replaced transcript
-        models = ReadModels(store)
+        models = read_models(store)
         store.save(*chat.events)
         models.apply(conversation_uuid(conversation), chat.events)
         head = models.head(conversation)  # the live generation known, the rows caught up
@@ -939,11 +935,11 @@ class TestPostgresReadModels(PostgresStores, SharedDatabaseContract):
     def test_a_turn_read_whose_head_moves_before_it_reads_older_entries_reads_again(
         self, store: ConversationStore, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        models = ReadModels(store)
+        models = read_models(store)
         ingest(store, long_chat())
         models.head("conv-long")  # the live generation known: the turn read begins with one statement
         older, moved, writer = PrefetchedRows._older_entries, [], self.second_store(store)
-        ReadModels(writer)  # its appends update the rows in their own transaction
+        assert read_models(writer) is not models  # its appends update the rows in their own transaction
 
         def append_first(rows: PrefetchedRows, seqs: list[int]) -> list[str]:
             if not moved:  # another writer appends between the read's statements
@@ -969,10 +965,10 @@ class TestPostgresReadModels(PostgresStores, SharedDatabaseContract):
 
         assert notes.version == moved[0] + 1  # read again at the head after the append
         monkeypatch.undo()
-        assert notes == ReadModels(self.second_store(store)).turn_notes("conv-long")
+        assert notes == read_models(self.second_store(store)).turn_notes("conv-long")
 
     def test_a_failing_view_statement_rolls_back_to_its_savepoint(self, store: ConversationStore) -> None:
-        models = ReadModels(store)
+        models = read_models(store)
         ingest(store, DEMO)
         events = len(store.events("conv-demo-seo"))
         with psycopg.connect(self.url, autocommit=True) as conn:
@@ -1018,7 +1014,7 @@ class TestPostgresReadModels(PostgresStores, SharedDatabaseContract):
     def test_a_rebuild_in_two_processes_gives_the_fold_of_the_log(
         self, store: ConversationStore, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        models = ReadModels(store)
+        models = read_models(store)
         names = self.four_conversations(store)
         monkeypatch.setattr("adapters.views.readmodels.PAGE", 7)  # the worker too: it is forked
         seen: list[tuple[int, int]] = []
@@ -1031,7 +1027,7 @@ class TestPostgresReadModels(PostgresStores, SharedDatabaseContract):
         for name in names:
             self.assert_rows_are_the_fold(models, store, name)
             assert models.turn_input(name).to_json() == build_turn_input(store.events(name), "2026-11-01").to_json()
-        assert ReadModels(self.second_store(store)).turn_notes("conv-demo-seo") == models.turn_notes("conv-demo-seo")
+        assert read_models(self.second_store(store)).turn_notes("conv-demo-seo") == models.turn_notes("conv-demo-seo")
 
     def test_each_worker_reads_the_notifications_of_its_own_conversations(self, store: ConversationStore) -> None:
         self.four_conversations(store)
@@ -1049,7 +1045,7 @@ class TestPostgresReadModels(PostgresStores, SharedDatabaseContract):
     def test_a_worker_that_fails_fails_the_rebuild_and_leaves_the_live_tables(
         self, store: ConversationStore, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        models = ReadModels(store)
+        models = read_models(store)
         names = self.four_conversations(store)
         before = models.turn_notes("conv-demo-seo")
         fold_log = ReadModels._fold_log
@@ -1069,14 +1065,14 @@ class TestPostgresReadModels(PostgresStores, SharedDatabaseContract):
         monkeypatch.undo()
 
         assert models.active_rules() == "2026-11-02"  # still the live tables, as they were
-        assert ReadModels(self.second_store(store)).turn_notes("conv-demo-seo") == before
+        assert read_models(self.second_store(store)).turn_notes("conv-demo-seo") == before
         report = models.rebuild("2026-11-01", workers=2)  # the next one drops the half-written generation
         assert self.tables(store) == set(report.tables)
         for name in names:
             self.assert_rows_are_the_fold(models, store, name)
 
     def test_a_worker_that_is_killed_fails_the_rebuild(self, store: ConversationStore, monkeypatch: pytest.MonkeyPatch) -> None:
-        models = ReadModels(store)
+        models = read_models(store)
         self.four_conversations(store)
         fold_log = ReadModels._fold_log
 
@@ -1094,7 +1090,7 @@ class TestPostgresReadModels(PostgresStores, SharedDatabaseContract):
     def test_a_rebuild_folds_in_one_process_per_cpu_only_a_long_log_spread_over_the_parts(
         self, store: ConversationStore, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        models = ReadModels(store)
+        models = read_models(store)
         monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0, 1, 2, 3, 4, 5})
         assert models.rebuild_workers(PARTS_FROM - 1) == 1
         assert models.rebuild_workers(PARTS_FROM) == MAX_WORKERS == 4
@@ -1130,7 +1126,7 @@ class TestPostgresReadModels(PostgresStores, SharedDatabaseContract):
         assert report.workers == 2 and report.events == stop
 
     def test_a_generations_heads_leave_half_of_each_page_free_for_their_updates(self, store: ConversationStore) -> None:
-        models = ReadModels(store)
+        models = read_models(store)
         ingest(store, DEMO)
         report = models.rebuild("2026-11-01")
         with psycopg.connect(self.url) as conn:

@@ -18,10 +18,11 @@ from typing import Any
 
 import orjson
 
+from adapters.bootstrap import build_store, read_models
 from adapters.ingest import read_lines
 from adapters.store.application import ConversationStore
 from adapters.store.settings import memory_env, postgres_env, sqlite_env
-from adapters.views.readmodels import ReadModels, UnknownConversation
+from adapters.views.readmodels import UnknownConversation
 from projections.turn import NoTurnYet, replay_turns
 from tests.integration.backends import PostgresStores, SQLiteStores
 from tests.integration.test_readmodels import Lines, model_round
@@ -70,9 +71,9 @@ def busy_chat() -> list[bytes]:
 
 
 def _write(env: dict[str, str], lines: list[bytes], ready: Any, done: Any) -> None:
-    store = ConversationStore(env=env)
+    store = build_store(env)
     try:
-        ReadModels(store).active_rules()  # the views exist before the first line
+        read_models(store).active_rules()  # the views exist before the first line
         ready.wait(60)  # every reader has opened its store
         for line in read_lines(lines, "test"):
             store.handle(line)
@@ -82,8 +83,8 @@ def _write(env: dict[str, str], lines: list[bytes], ready: Any, done: Any) -> No
 
 
 def _read(env: dict[str, str], out: str, reads: int, ready: Any, done: Any) -> None:
-    store = ConversationStore(env=env)
-    models = ReadModels(store)
+    store = build_store(env)
+    models = read_models(store)
     answers: list[Any] = []
     try:
         models.active_rules()
@@ -110,8 +111,8 @@ def _valid_turns(store: ConversationStore, lines: list[bytes]) -> tuple[list[byt
     input is its latest turn's as that turn began (`turn_input`), so the inputs of all prefixes
     are the inputs of all turns (`replay_turns`, one fold of the log)."""
     inputs = [orjson.dumps(t.to_json()) for t in replay_turns(store.events(CONVERSATION), store_rules(store))]
-    reference = ConversationStore(env=memory_env())
-    models = ReadModels(reference)
+    reference = build_store(memory_env())
+    models = read_models(reference)
     notes = []
     for line in read_lines(lines, "test"):
         reference.handle(line)
@@ -133,7 +134,7 @@ def processes() -> Any:
 
 
 def store_rules(store: ConversationStore) -> str:
-    return ReadModels(store).active_rules()
+    return read_models(store).active_rules()
 
 
 class SnapshotReadsContract:
@@ -145,7 +146,7 @@ class SnapshotReadsContract:
     def test_a_turn_read_during_appends_is_the_turn_of_one_version(self, tmp_path: Path) -> None:
         lines = busy_chat()
         env = self.env()
-        ReadModels(self.open_store()).active_rules()  # the store and its views, before the processes
+        read_models(self.open_store()).active_rules()  # the store and its views, before the processes
         context = processes()
         done, ready = context.Event(), context.Barrier(READERS + 1)
         outs = [str(tmp_path / f"reader{n}.json") for n in range(READERS)]

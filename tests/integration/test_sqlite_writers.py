@@ -14,7 +14,7 @@ from eventsourcing.persistence import ConnectionUnavailableError
 
 from adapters.api import Chatrecord
 from adapters.backends.writer_queue import WriterQueue
-from adapters.store.settings import open_store
+from adapters.bootstrap import open_store
 from tests.http.conftest import TOKEN, start, stop
 
 AT = "2026-10-28T09:00:00Z"

@@ -19,6 +19,7 @@ from eventsourcing.persistence import IntegrityError, StoredEvent
 from eventsourcing.utils import get_topic
 from psycopg import sql
 
+from adapters.bootstrap import build_store
 from adapters.store.application import ConversationStore, WriteConflict
 from adapters.store.settings import memory_env
 from domain import conversation as c
@@ -425,7 +426,7 @@ class TestInMemoryStore(StoreContract):
     shares_database = False
 
     def open_store(self, **overrides: str) -> ConversationStore:
-        return ConversationStore(env={**memory_env(), **overrides})
+        return build_store({**memory_env(), **overrides})
 
     def stored_bytes(self, store: ConversationStore) -> bytes:
         events = store.recorder.select_notifications(None, 1_000_000)

@@ -16,8 +16,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from adapters.api import Chatrecord
+from adapters.bootstrap import build_store
 from adapters.service import traces
-from adapters.store.application import ConversationStore
 from adapters.store.settings import postgres_env, sqlite_env
 from adapters.traces import otlp
 from tests.traces.lines import PLANTED, PLANTED_CONVERSATION, TEXT_MARK, demo_lines, planted_lines
@@ -32,7 +32,7 @@ def chatrecord(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Chatr
     else:
         url, schema = request.getfixturevalue("postgres_url"), request.getfixturevalue("postgres_schema")
         env = {**postgres_env(url), "POSTGRES_SCHEMA": schema, "POSTGRES_POOL_SIZE": "1"}
-    chatrecord = Chatrecord(ConversationStore(env=env))
+    chatrecord = Chatrecord(build_store(env))
     chatrecord.ingest(demo_lines(), "demo")
     chatrecord.ingest(planted_lines(), "planted")
     try:

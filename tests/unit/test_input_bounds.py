@@ -9,8 +9,8 @@ import orjson
 import pytest
 
 from adapters.api import Chatrecord
+from adapters.bootstrap import open_store
 from adapters.ingest import parse_line
-from adapters.store.settings import open_store
 from domain.errors import InvalidInput
 
 AT = "2026-10-28T09:00:00Z"

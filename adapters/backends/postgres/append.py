@@ -10,7 +10,6 @@ generation's own, `generation_function_name`). The functions' SQL is in this pac
 from __future__ import annotations
 
 import re
-import threading
 from collections.abc import Iterable
 from importlib import resources
 from typing import Any
@@ -22,10 +21,6 @@ import psycopg.errors
 from psycopg.sql import Composable
 
 from adapters.views.rows import table_names
-
-AT_ONCE = threading.local()
-"""`on` while this thread gathers an append for one call (`EventRecorder._append_in_one_call`)."""
-
 
 APPEND_FUNCTION = "chatrecord_append_v8"
 """The store's own database function that writes a whole append from one JSON document

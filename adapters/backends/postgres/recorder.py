@@ -31,7 +31,6 @@ from psycopg_pool import PoolTimeout
 from adapters.backends.postgres.append import (
     APPEND_FUNCTION,
     ASSUMPTION_FAILED,
-    AT_ONCE,
     AppendDocument,
     Unfit,
     append_function_statement,
@@ -317,7 +316,6 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder):
         if len({str(group[0].originator_id) for group in groups}) != len(groups):
             return _AGAIN  # a conversation's events apart: as statements
         with self.datastore.get_connection() as conn:
-            AT_ONCE.on = True
             generation = None
             try:
                 if len(groups) == 1:
@@ -352,8 +350,6 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder):
                 if self._events_own(error):
                     raise
                 return _AGAIN
-            finally:
-                AT_ONCE.on = False
 
     def _call_document(
         self,

@@ -17,7 +17,6 @@ from eventsourcing.postgres import PostgresDatastore
 from psycopg import pq
 
 from adapters.backends.postgres.append import (
-    AT_ONCE,
     OLD_GENERATION_FUNCTIONS,
     OLD_VIEWS_FUNCTION,
     AppendDocument,
@@ -388,10 +387,10 @@ class PostgresBackend(SQLBackend):
         events' transaction at its end. An error raised while the savepoint is taken belongs
         to the transaction's earlier statements (in pipeline mode their results arrive there,
         e.g. a read-only database refusing the history index's INSERT): it is raised, not
-        taken for the views'. In an append gathered for one call (`EventRecorder._append_in_one_call`)
-        there is no savepoint and nothing is caught: a failure fails that append, which then
-        runs again synced, with this savepoint."""
-        if getattr(AT_ONCE, "on", False):
+        taken for the views'. In an append gathered for one call (`EventRecorder._append_in_one_call`:
+        `curs` is its `AppendDocument`) there is no savepoint and nothing is caught: a failure
+        fails that append, which then runs again synced, with this savepoint."""
+        if isinstance(curs, AppendDocument):
             yield curs  # no savepoint: a failure fails the append, which runs again synced
             return
         conn = curs.connection

@@ -45,7 +45,7 @@ class SQLiteFactory(StoreFactory, es_sqlite.SQLiteFactory):
     driver_errors = (sqlite3.Error,)
 
     SQLITE_READING = "SQLITE_READING"
-    """`y`: the store is opened for a command that only reads (`adapters.store.settings.open_store`):
+    """`y`: the store is opened for a command that only reads (`adapters.bootstrap.open_store`):
     a file this process cannot write (its permissions, or a read-only file system) is opened
     read-only (`read_only_uri`) instead of failing on the first write the open would try."""
 

@@ -1,0 +1,174 @@
+"""One composition root (`adapters.bootstrap`): a Chatrecord's store, read models and idempotency
+keys are built once and wired at construction; nothing in the source sets an object's
+collaborators after building it, and no thread-local or module-global state carries what one
+layer did to another. The source checks read the AST of every module of `adapters/`."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from adapters.api import Chatrecord
+from adapters.bootstrap import NoReadModels, build_store, open_store, read_models
+from adapters.store.application import ConversationStore
+from adapters.store.settings import memory_env
+from adapters.views.readmodels import ReadModels
+
+ROOT = Path(__file__).resolve().parents[2]
+DEMO = ROOT / "tests" / "data" / "demo_seo_tour.jsonl"
+
+STORE_COLLABORATORS = {
+    "views",
+    "history",
+    "idempotency_keys",
+    "on_saved",
+    "inline_views",
+    "inline_begun",
+    "inline_committed",
+    "forgotten",
+}
+"""What a ConversationStore is built with or builds itself, and the hooks ReadModels once set on it."""
+
+THREAD_LOCALS = {
+    "adapters/backends/postgres/chained_recorder.py": "the hashes between a recorder's insert and its commit, inside the recorder",
+}
+"""The modules that may make a `threading.local()`, and what it holds (never handed to another layer)."""
+
+GLOBALS = {
+    "adapters/cli/helptypes.py": "a once-per-process flag of the help's own patch",
+}
+"""The modules that may rebind a module global (`global`), and why."""
+
+
+def sources() -> list[tuple[str, ast.Module]]:
+    return [
+        (str(path.relative_to(ROOT)), ast.parse(path.read_text(encoding="utf-8"), str(path)))
+        for path in sorted((ROOT / "adapters").rglob("*.py"))
+    ]
+
+
+def assigned_attributes(tree: ast.Module) -> list[tuple[int, str, str]]:
+    """Returns (line, object, attribute) of every assignment to an attribute of a name other than
+    `self` or `cls` (`x.attr = ...`, `x.attr += ...`, `a, x.attr = ...`, `setattr(x, "attr", ...)`)."""
+    found: list[tuple[int, str, str]] = []
+
+    def targets(node: ast.AST) -> list[ast.AST]:
+        if isinstance(node, (ast.Tuple, ast.List)):
+            return [t for element in node.elts for t in targets(element)]
+        return [node]
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign):
+            every = [t for target in node.targets for t in targets(target)]
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            every = [node.target]
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr" and len(node.args) >= 2:
+            name = node.args[1]
+            if isinstance(node.args[0], ast.Name) and isinstance(name, ast.Constant) and isinstance(name.value, str):
+                found.append((node.lineno, node.args[0].id, name.value))
+            continue
+        else:
+            continue
+        for target in every:
+            if (
+                isinstance(target, ast.Attribute)
+                and isinstance(target.value, ast.Name)
+                and target.value.id not in ("self", "cls")
+            ):
+                found.append((target.lineno, target.value.id, target.attr))
+    return found
+
+
+def test_nothing_sets_a_stores_collaborators_after_building_it() -> None:
+    rewired = [
+        f"{path}:{line}: {name}.{attr} = ..."
+        for path, tree in sources()
+        for line, name, attr in assigned_attributes(tree)
+        if attr in STORE_COLLABORATORS
+    ]
+
+    assert rewired == []
+
+
+def test_the_check_finds_a_hook_set_from_outside() -> None:
+    planted = ast.parse("def wire(store, models):\n    store.on_saved = models.apply\n    setattr(store, 'views', models)\n")
+
+    assert assigned_attributes(planted) == [(2, "store", "on_saved"), (3, "store", "views")]
+
+
+def test_the_store_declares_no_hook_to_be_set_from_outside() -> None:
+    tree = ast.parse((ROOT / "adapters" / "store" / "application.py").read_text(encoding="utf-8"))
+    store = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "ConversationStore")
+    hooks = [
+        n.target.id
+        for n in store.body
+        if isinstance(n, ast.AnnAssign)
+        and isinstance(n.target, ast.Name)
+        and isinstance(n.value, ast.Constant)
+        and n.value.value is None
+        and "Callable" in ast.unparse(n.annotation)
+    ]
+
+    assert hooks == []
+    assert "views" in ConversationStore.__init__.__code__.co_varnames  # given at construction
+
+
+def test_only_the_composition_root_builds_read_models_for_a_store() -> None:
+    calls = [
+        (path, node.lineno)
+        for path, tree in sources()
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "ReadModels"
+    ]
+    # a rebuild's forked worker folds its part with read models of its own store, which writes nothing
+    assert [path for path, _ in calls] == ["adapters/views/readmodels.py"]
+
+
+def test_no_thread_local_or_module_global_state_outside_the_few_that_say_why() -> None:
+    made: dict[str, list[int]] = {}
+    for path, tree in sources():
+        for node in ast.walk(tree):
+            local = isinstance(node, ast.Call) and ast.unparse(node.func) in ("threading.local", "local")
+            rebinds = isinstance(node, ast.Global)
+            if local and path not in THREAD_LOCALS or rebinds and path not in GLOBALS:
+                made.setdefault(path, []).append(node.lineno)
+
+    assert made == {}
+
+
+def test_a_chatrecord_builds_its_store_and_read_models_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    built: dict[str, int] = {"ConversationStore": 0, "ReadModels": 0}
+    for cls in (ConversationStore, ReadModels):
+        original = cls.__init__
+
+        def counting(self: Any, *args: Any, __original: Any = original, __name: str = cls.__name__, **kwargs: Any) -> None:
+            built[__name] += 1
+            __original(self, *args, **kwargs)
+
+        monkeypatch.setattr(cls, "__init__", counting)
+    monkeypatch.setattr("adapters.bootstrap.store_env", lambda environ=None, memory=False: memory_env())
+
+    chatrecord = Chatrecord()
+    chatrecord.ingest(DEMO.read_text(encoding="utf-8").splitlines(), DEMO.name)
+    turn = chatrecord.turn_input("conv-demo-seo")
+    chatrecord.rebuild("2026-11-01")
+    again = chatrecord.turn_input("conv-demo-seo")
+
+    assert built == {"ConversationStore": 1, "ReadModels": 1}
+    assert chatrecord.read_models is chatrecord.store.views is chatrecord._on_primary.read_models
+    assert chatrecord.store.idempotency_keys is chatrecord.store.idempotency_keys
+    assert len(turn.notes) == 14 and turn.message == again.message == 3
+    chatrecord.close()
+
+
+def test_a_store_built_without_read_models_says_so() -> None:
+    store = build_store(memory_env(), views=False)
+
+    with pytest.raises(NoReadModels, match="keeps no read models"):
+        read_models(store)
+    with pytest.raises(NoReadModels):
+        Chatrecord(store).turn_input("conv-demo-seo")
+    assert isinstance(read_models(open_store(memory=True)), ReadModels)
