@@ -37,7 +37,7 @@ from adapters.backends import backend_for
 from adapters.processes import end_with
 from adapters.store.application import ConversationStore, ViewsWritten
 from adapters.store.serialization import UnreadableEvent, originator_uuid
-from adapters.views.backends import Backend, NeedsSnapshot, Pointer, ReadMoved, SQLBackend
+from adapters.views.backends import Backend, NeedsSnapshot, Pointer, ReadMoved, SQLBackend, TurnInputRows
 from adapters.views.rendered import SEPARATOR, KeptMessages, KnownBlocks, RenderedNotes, known_conversations
 from adapters.views.rows import PrefetchedRows, RecentRows, decode_messages, table_names
 from domain.errors import ChatrecordError, UnknownConversation, shown_id
@@ -46,7 +46,7 @@ from projections import turn
 from projections.card_outcomes import CardOutcome, CardOutcomes
 from projections.notes import note_of
 from projections.page_line import PageCheck, check_key, every_page
-from projections.rows import Head, apply_to_rows
+from projections.rows import Head, TurnMark, apply_to_rows
 from projections.rules import DEFAULT_RULE_SET, RULE_SET_IDS, RuleSet, resolve
 from projections.run_record import Entry, RunRecord
 from projections.transcript import Transcript
@@ -591,7 +591,7 @@ class ReadModels:
         or edit), as that turn saw it: from the rows when they still hold what that turn saw
         (`Head.turn_intact`, `turn_rows_state`: its cost is what the input holds; on PostgreSQL
         in one statement, `_turn_input_in_one`), else from its log up to the turn. The
-        collector's collections are paused while it is built (`collections_paused`). Raises
+        collector's collections are paused while it is built from rows (`collections_paused`). Raises
         UnknownConversation for a conversation the store does not hold, NoTurnYet when no turn
         has started yet."""
 
@@ -599,15 +599,16 @@ class ReadModels:
             if head.turn is None:
                 raise NoTurnYet(f"conversation {shown_id(conversation)} has no user message or retry yet, so no turn to build")
             if head.turn.version == head.version:
-                return turn.turn_input(_state(rows, head), head.turn.message, head.turn.at, rules, can_see_page)
+                with collections_paused():
+                    return turn.turn_input(_state(rows, head), head.turn.message, head.turn.at, rules, can_see_page)
             if head.turn_intact:
-                return turn.turn_input(turn_rows_state(rows, head), head.turn.message, head.turn.at, rules, can_see_page)
+                with collections_paused():
+                    return turn.turn_input(turn_rows_state(rows, head), head.turn.message, head.turn.at, rules, can_see_page)
             events = self.store.events(conversation, up_to_version=head.turn.version)
             return turn.build_turn_input(events, rules, can_see_page)
 
-        with collections_paused():
-            built = self._turn_input_in_one(conversation, can_see_page)
-            return built if built is not None else self._read(conversation, read)
+        built = self._turn_input_in_one(conversation, can_see_page)
+        return built if built is not None else self._read(conversation, read)
 
     def _turn_input_in_one(self, conversation: str, can_see_page: PageCheck) -> TurnInput | None:
         """Returns the latest turn's input from the rows of one statement
@@ -634,9 +635,14 @@ class ReadModels:
         if mark is None or not head.turn_intact or head.version < got.logged:
             return None
         self._set_live(got.live)
-        assert got.entries is not None and got.outcomes is not None  # read with the messages
+        with collections_paused():
+            return self._turn_input_of(got, head, mark, str(key), can_see_page)
+
+    def _turn_input_of(self, got: TurnInputRows, head: Head, mark: TurnMark, cid: str, can_see_page: PageCheck) -> TurnInput:
+        """Returns the input of the turn `mark` from the rows `got` read of it (`_turn_input_in_one`)."""
+        assert got.messages is not None and got.entries is not None and got.outcomes is not None  # read together
         state = TurnState.model_construct(
-            transcript=Transcript(kind=head.kind, messages=decode_messages(_bodies(got.messages), self.backend.texts, str(key))),
+            transcript=Transcript(kind=head.kind, messages=decode_messages(_bodies(got.messages), self.backend.texts, cid)),
             record=RunRecord.model_construct(
                 entries=_ENTRIES.validate_json(f"[{got.entries.replace(SEPARATOR, ',')}]"), dropped=mark.dropped
             ),
