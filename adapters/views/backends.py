@@ -76,6 +76,27 @@ class TurnRows:
 
 
 @dataclass(frozen=True)
+class TurnInputRows:
+    """What `PostgresBackend.turn_input_rows` read in one statement: the live pointer, the head
+    row's body (None before the first event), the log's version and, where the head says its
+    latest turn is still intact in the rows (`projections.rows.Head.turn_intact`), what that
+    turn saw (`adapters.views.readmodels.turn_rows_state`), each kind's row bodies joined by
+    the record separator U+001E, oldest first: the first `turn.length` transcript messages, the
+    run record entries of versions up to `turn.version` with those set aside for it, and the
+    card outcomes recorded up to `turn.version`. The three are None when the turn is not intact
+    (or there is none); `matches` is False when the guessed generation was not the live one
+    (then only `live` is read)."""
+
+    live: Pointer
+    head: str | None
+    logged: int
+    messages: str | None = None
+    entries: str | None = None
+    outcomes: str | None = None
+    matches: bool = True
+
+
+@dataclass(frozen=True)
 class Pointer:
     """The live generation, its rule set, and the next generation number to hand out."""
 
@@ -201,6 +222,9 @@ class Backend:
     """The overview read model's tables a generation has besides `TABLES` (`OVERVIEW_TABLES`
     where the backend keeps it, `adapters.views.overview_rows`)."""
 
+    reads_turn_in_one = False
+    """Whether `turn_input_rows` reads a latest turn's rows in one statement (PostgreSQL)."""
+
     def transaction(self, write: bool) -> Any:
         """A context manager yielding a cursor of one transaction (committed if `write`)."""
         raise NotImplementedError
@@ -268,6 +292,12 @@ class Backend:
     ) -> TurnRows | None:
         """Where the backend reads a turn's rows in one statement: see
         `adapters.backends.postgres.PostgresBackend`."""
+        return None
+
+    def turn_input_rows(self, curs: Any, cid: UUID, generation: int) -> TurnInputRows | None:
+        """Where the backend reads the rows of a conversation's latest turn in one statement
+        (`TurnInputRows`): see `adapters.backends.postgres.PostgresBackend`. None: read them
+        row by row."""
         return None
 
     @contextmanager
@@ -476,4 +506,4 @@ class NeedsSnapshot(Exception):  # a signal to the reader, never seen outside Re
     """Raised by a cursor of `Backend.reading(snapshot=False)` at its second statement."""
 
 
-__all__ = ["TABLES", "Backend", "NeedsSnapshot", "Pointer", "QueuedStatements", "ReadMoved"]
+__all__ = ["TABLES", "Backend", "NeedsSnapshot", "Pointer", "QueuedStatements", "ReadMoved", "TurnInputRows"]

@@ -24,30 +24,31 @@ import logging
 import multiprocessing
 import os
 import warnings
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 from uuid import UUID
 
 from eventsourcing.application import LRUCache
+from pydantic import TypeAdapter
 
 from adapters.backends import backend_for
 from adapters.processes import end_with
 from adapters.store.application import ConversationStore, ViewsWritten
 from adapters.store.serialization import UnreadableEvent, originator_uuid
-from adapters.views.backends import Backend, NeedsSnapshot, Pointer, ReadMoved, SQLBackend
-from adapters.views.rendered import KeptMessages, KnownBlocks, RenderedNotes, known_conversations
-from adapters.views.rows import TABLES, PrefetchedRows, RecentRows, table_names
+from adapters.views.backends import Backend, NeedsSnapshot, Pointer, ReadMoved, SQLBackend, TurnInputRows
+from adapters.views.rendered import SEPARATOR, KeptMessages, KnownBlocks, RenderedNotes, known_conversations
+from adapters.views.rows import TABLES, PrefetchedRows, RecentRows, decode_messages, table_names
 from domain.errors import ChatrecordError, UnknownConversation, shown_id
 from domain.events import ConversationEvent, conversation_uuid
 from projections import turn
-from projections.card_outcomes import CardOutcomes
+from projections.card_outcomes import CardOutcome, CardOutcomes
 from projections.notes import note_of
 from projections.page_line import PageCheck, check_key, every_page
-from projections.rows import Head, apply_to_rows
+from projections.rows import Head, TurnMark, apply_to_rows
 from projections.rules import DEFAULT_RULE_SET, RULE_SET_IDS, RuleSet, resolve
-from projections.run_record import RunRecord
+from projections.run_record import Entry, RunRecord
 from projections.transcript import Transcript
 from projections.turn import NoTurnYet, TurnInput, TurnState
 from projections.turn_notes import TurnNotes, turn_notes
@@ -589,21 +590,67 @@ class ReadModels:
     def turn_input(self, conversation: str, can_see_page: PageCheck = every_page) -> TurnInput:
         """Returns the input of the conversation's latest turn (its latest user message, retry
         or edit), as that turn saw it: from the rows when they still hold what that turn saw
-        (`Head.turn_intact`, `turn_rows_state`: its cost is what the input holds), else from its
-        log up to the turn. Raises UnknownConversation for a
-        conversation the store does not hold, NoTurnYet when no turn has started yet."""
+        (`Head.turn_intact`, `turn_rows_state`: its cost is what the input holds; on PostgreSQL
+        in one statement, `_turn_input_in_one`), else from its log up to the turn. The
+        collector's collections are paused while it is built from rows (`collections_paused`). Raises
+        UnknownConversation for a conversation the store does not hold, NoTurnYet when no turn
+        has started yet."""
 
         def read(rows: Any, head: Head, rules: str) -> TurnInput:
             if head.turn is None:
                 raise NoTurnYet(f"conversation {shown_id(conversation)} has no user message or retry yet, so no turn to build")
             if head.turn.version == head.version:
-                return turn.turn_input(_state(rows, head), head.turn.message, head.turn.at, rules, can_see_page)
+                with collections_paused():
+                    return turn.turn_input(_state(rows, head), head.turn.message, head.turn.at, rules, can_see_page)
             if head.turn_intact:
-                return turn.turn_input(turn_rows_state(rows, head), head.turn.message, head.turn.at, rules, can_see_page)
+                with collections_paused():
+                    return turn.turn_input(turn_rows_state(rows, head), head.turn.message, head.turn.at, rules, can_see_page)
             events = self.store.events(conversation, up_to_version=head.turn.version)
             return turn.build_turn_input(events, rules, can_see_page)
 
-        return self._read(conversation, read)
+        built = self._turn_input_in_one(conversation, can_see_page)
+        return built if built is not None else self._read(conversation, read)
+
+    def _turn_input_in_one(self, conversation: str, can_see_page: PageCheck) -> TurnInput | None:
+        """Returns the latest turn's input from the rows of one statement
+        (`Backend.turn_input_rows`: the pointer, the head, the log's version and that turn's
+        rows, in autocommit), where the backend reads them so, the live generation is known,
+        the head is up to date with the log and the turn is intact in the rows
+        (`turn_rows_state` of the same rows); else None (the caller reads as before)."""
+        live = self._live
+        if live is None or not self.backend.reads_turn_in_one:
+            return None
+        key = conversation_uuid(conversation)
+        try:
+            with self.backend.reading(False) as curs:
+                got = self.backend.turn_input_rows(curs, key, live.generation)
+        except ReadMoved:
+            self._live = None
+            return None
+        if got is None or not got.matches or got.head is None or got.messages is None:
+            if got is not None and not got.matches:
+                self._set_live(got.live)
+            return None
+        head = Head.model_validate_json(got.head)
+        mark = head.turn
+        if mark is None or not head.turn_intact or head.version < got.logged:
+            return None
+        self._set_live(got.live)
+        with collections_paused():
+            return self._turn_input_of(got, head, mark, str(key), can_see_page)
+
+    def _turn_input_of(self, got: TurnInputRows, head: Head, mark: TurnMark, cid: str, can_see_page: PageCheck) -> TurnInput:
+        """Returns the input of the turn `mark` from the rows `got` read of it (`_turn_input_in_one`)."""
+        assert got.messages is not None and got.entries is not None and got.outcomes is not None  # read together
+        state = TurnState.model_construct(
+            transcript=Transcript(kind=head.kind, messages=decode_messages(_bodies(got.messages), self.backend.texts, cid)),
+            record=RunRecord.model_construct(
+                entries=_ENTRIES.validate_json(f"[{got.entries.replace(SEPARATOR, ',')}]"), dropped=mark.dropped
+            ),
+            outcomes=CardOutcomes.model_construct(outcomes=_OUTCOMES.validate_json(f"[{got.outcomes.replace(SEPARATOR, ',')}]")),
+            view=head.view,
+        )
+        return turn.turn_input(state, mark.message, mark.at, got.live.rules, can_see_page)
 
     # ------------------------------------------------------------ erasure
 
@@ -994,6 +1041,34 @@ def _fold_part(
         answer.close()
         if own is not None:
             own.close()
+
+
+_ENTRIES = TypeAdapter(tuple[Entry, ...])
+_OUTCOMES = TypeAdapter(tuple[CardOutcome, ...])
+
+
+def _bodies(joined: str) -> list[str]:
+    """Returns the row bodies a statement joined by SEPARATOR (none for the empty string)."""
+    return joined.split(SEPARATOR) if joined else []
+
+
+@contextlib.contextmanager
+def collections_paused() -> Iterator[None]:
+    """Pauses the cyclic garbage collector's automatic collections (`gc.disable`) while a read
+    builds many objects at once (a turn input of 20,000 messages makes about 60,000), where
+    it was enabled: each collection walks the young objects again and again as they grow
+    (measured: about a third of `turn_input`'s time at 10,000 segments, docs/benchmarks.md,
+    issue 25). Reference counting frees everything as before; the collector runs again from
+    the next allocation after. Where another thread paused it too, the first to end enables
+    it again (a collection then runs sooner, nothing is wrong)."""
+    paused = gc.isenabled()
+    if paused:
+        gc.disable()
+    try:
+        yield
+    finally:
+        if paused:
+            gc.enable()
 
 
 def _state(rows: Any, head: Head) -> TurnState:

@@ -21,15 +21,59 @@ from pydantic import TypeAdapter
 
 from adapters.store.crypto import ERASED, ViewTexts
 from adapters.views.rendered import MESSAGE_BODY, SEPARATOR, KeptMessages, Placement
+from domain.values import assembled
 from projections.card_outcomes import CardOutcome
 from projections.rows import Head, TurnMark
 from projections.run_record import Entry
 from projections.transcript import Message
 
 _ENTRIES = TypeAdapter(tuple[Entry, ...])
-_MESSAGES = TypeAdapter(tuple[Message, ...])
 
 TABLES = ("heads", "entries", "outcomes", "messages", "pages", "turns")
+
+
+def message_of_row(fields: dict[str, Any]) -> Message:
+    """Returns the transcript message of a row body's fields (`SQLRows._message_body`, its text
+    opened): the model pydantic's validation of the same JSON makes (its fields in order, the
+    JSON arrays as tuples, the fields the body names as the fields set), without validating
+    again what the fold validated when it wrote the row; about a third of the cost of
+    validation (docs/benchmarks.md, issue 25). Raises KeyError for a body without `role` or
+    `text`; a field the body lacks takes its default."""
+    segments, ends = fields.get("segments", ()), fields.get("ends", ())
+    return assembled(
+        Message,
+        {
+            "role": fields["role"],
+            "text": fields["text"],
+            "number": fields.get("number"),
+            "segments": segments if type(segments) is tuple else tuple(segments),
+            "ends": ends if type(ends) is tuple else tuple(ends),
+        },
+        set(fields),
+    )
+
+
+def decode_messages(bodies: Sequence[str], texts: ViewTexts | None, cid: str) -> tuple[Message, ...]:
+    """Returns the transcript messages of row bodies of conversation `cid` (its UUID's string),
+    in order, each text opened where it is sealed (`texts`: the conversation's key looked up
+    once for the rows). The bodies are the fold's own writes, validated when it made them
+    (`SQLRows._message_body`): each is read back as the model it was (`message_of_row`), not
+    validated again. Raises ValueError for a sealed body where `texts` is None, InvalidTag for
+    a sealed text that does not open with the conversation's key."""
+    decoded = []
+    open_text: Callable[[str], str] | None = None
+    loads, made = orjson.loads, message_of_row
+    for body in bodies:
+        fields = loads(body)
+        sealed = fields.pop("sealed", None)
+        if sealed is not None:
+            if open_text is None:
+                if texts is None:
+                    raise ValueError("a transcript row holds a sealed text, but the store has no data keys")
+                open_text = texts.opener(cid)  # the key looked up once for the rows
+            fields["text"] = open_text(sealed)
+        decoded.append(made(fields))
+    return tuple(decoded)
 
 
 class ReadMoved(Exception):  # a signal to the reader, never seen outside ReadModels
@@ -162,20 +206,7 @@ class SQLRows:
         return cast("tuple[Message, ...]", tuple(found))  # every None was filled above
 
     def _decode(self, bodies: Sequence[str]) -> tuple[Message, ...]:
-        if not any('"sealed":' in body for body in bodies):
-            return _MESSAGES.validate_json("[" + ",".join(bodies) + "]")
-        decoded = []
-        open_text = None
-        for body in bodies:
-            fields = orjson.loads(body)
-            if "sealed" in fields:
-                if self.texts is None:
-                    raise ValueError("a transcript row holds a sealed text, but the store has no data keys")
-                if open_text is None:
-                    open_text = self.texts.opener(self.cid)  # the key looked up once for the rows
-                fields["text"] = open_text(fields.pop("sealed"))
-            decoded.append(fields)
-        return _MESSAGES.validate_python(decoded)
+        return decode_messages(bodies, self.texts, self.cid)
 
     def _blocks(self, numbers: set[int]) -> tuple[str, tuple[Any, ...]]:
         """Returns a query of `(idx, number, block_end)` of the user messages `numbers` and its

@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import hypothesis
 import orjson
 import psycopg
 import pytest
@@ -50,6 +51,7 @@ from tests.integration.backends import PostgresStores, SQLiteStores
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
 from test_properties import EPISODES, st, tell  # the random conversations of the unit properties
+from test_rows import EXTRA, _more  # and what may come after their latest turn
 
 DEMO = Path(__file__).resolve().parents[1] / "data" / "demo_seo_tour.jsonl"
 T0 = datetime(2026, 10, 28, 9, 0, tzinfo=UTC)
@@ -809,6 +811,126 @@ class TestPostgresReadModels(PostgresStores, SharedDatabaseContract):
             ingest(store, Lines("conv-demo-seo").add("user_message", message=number, text="Weiter", page=42).lines)
         assert models.turn_notes("conv-demo-seo") == read_models(self.second_store(store)).turn_notes("conv-demo-seo")
         assert expected.notes  # the demo's notes, placed before the appends
+
+    @staticmethod
+    def counted_turn_input(models: ReadModels, conversation: str) -> tuple[dict[str, Any], int, bool]:
+        """Returns `turn_input(conversation).to_json()`, the statements its reads sent (BEGIN and
+        ROLLBACK of a snapshot included) and whether it was answered by the one statement
+        (`_turn_input_in_one`) rather than the reads row by row."""
+        sent: list[str] = []
+        reading, read = models.backend.reading, models._read
+        fell_back: list[bool] = []
+
+        class Counted:  # the cursor, its statements counted
+            def __init__(self, curs: Any) -> None:
+                self.curs = curs
+
+            def execute(self, *args: Any, **kwargs: Any) -> Any:
+                sent.append(str(args[0])[:40])
+                return self.curs.execute(*args, **kwargs)
+
+            def __getattr__(self, name: str) -> Any:
+                return getattr(self.curs, name)
+
+        @contextlib.contextmanager
+        def counting(snapshot: bool = True) -> Any:
+            with reading(snapshot) as curs:
+                if snapshot:
+                    sent.append("BEGIN")
+                yield Counted(curs)
+                if snapshot:
+                    sent.append("ROLLBACK")
+
+        def falling_back(*args: Any, **kwargs: Any) -> Any:
+            fell_back.append(True)
+            return read(*args, **kwargs)
+
+        models.backend.reading, models._read = counting, falling_back  # type: ignore[method-assign]
+        try:
+            built = models.turn_input(conversation).to_json()
+        finally:
+            models.backend.reading, models._read = reading, read  # type: ignore[method-assign]
+        return built, len(sent), not fell_back
+
+    def test_the_latest_turn_is_read_in_one_statement_as_the_fold_builds_it(self, store: ConversationStore) -> None:
+        """The turn at the head, an edit's turn, a turn before the head (its card, decision and
+        continuation after it) whose entries fell out of the record after it started (set
+        aside), a head behind its log (events saved without the read models) and a replaced
+        transcript after the turn (no longer intact): each read is the fold's, byte for byte;
+        the intact ones in one statement, the others read as before."""
+        from factories import Chat, call
+
+        models = read_models(store)
+        ingest(store, DEMO)  # its last line is the question: the turn at the head
+        ingest(store, edited_chat())
+        capped = Chat(conversation="conv-capped")
+        for n in range(205):
+            capped.user(f"Frage {n}", page=42)
+            capped.segment("turn", "completed", f"Antwort {n}", [*model_round(1)], run=f"r{n}")
+        capped.user("Noch eine Karte", page=42)
+        capped.segment("turn", "awaiting_approval", "Karte", [*model_round(1)], [call(fields=("title",))], run="card")
+        capped.decide(True, "Übernehmen")
+        capped.segment("approval", "completed", "Gespeichert.", [*model_round(2)], run="card")
+        replaced = Chat(kind="alt_text", conversation="conv-replaced")
+        replaced.user("Hallo", page=42)
+        replaced.segment("turn", "completed", "Hi.", [*model_round(1)], run="a")
+        replaced.replace([("user", "neu"), ("assistant", "ok"), ("user", "weiter")])
+        for chat in (capped, replaced):
+            store.save(*chat.events)
+            models.apply(conversation_uuid(chat.state.conversation), chat.events)
+        models.head("conv-demo-seo")  # the live generation known
+        head = models.head("conv-capped")
+        assert head.turn_intact and head.turn.version < head.version and head.turn_kept  # entries set aside
+        assert not models.head("conv-replaced").turn_intact
+
+        for conversation, in_one in {
+            "conv-demo-seo": True,
+            "conv-edit": True,
+            "conv-capped": True,
+            "conv-replaced": False,
+        }.items():
+            built, sent, one = self.counted_turn_input(models, conversation)
+            assert (built, one) == (build_turn_input(store.events(conversation)).to_json(), in_one), conversation
+            assert sent == 1 if in_one else sent > 1, (conversation, sent)
+
+        ingest(store, Lines("conv-demo-seo").add("user_message", message=9, text="Und jetzt?", page=0).lines)
+        built, sent, one = self.counted_turn_input(models, "conv-demo-seo")
+        assert (built, sent, one) == (build_turn_input(store.events("conv-demo-seo")).to_json(), 1, True)
+
+        behind = Chat(conversation="conv-behind")  # saved without the read models: the head lags
+        behind.user("Hallo", page=42)
+        behind.segment("turn", "completed", "Hi.", [*model_round(1)], run="h1")
+        store.save(*behind.events)  # the store's save applies no read models
+        assert models.head("conv-behind").version == len(behind.events)  # caught up by the read
+        behind.user("Und?", page=42)
+        store.save(*behind.events[3:])
+        built, sent, one = self.counted_turn_input(models, "conv-behind")
+        assert built == build_turn_input(behind.events).to_json() and not one
+
+    @settings(
+        max_examples=25,
+        deadline=None,
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.differing_executors],
+    )
+    @given(legacy=st.integers(0, 2), episodes=EPISODES, extra=EXTRA)
+    def test_random_conversations_latest_turn_in_one_statement_is_the_fold(self, store, legacy, episodes, extra) -> None:
+        conversation = f"conv-{uuid.uuid4().hex[:8]}"
+        chat = tell(legacy, episodes, conversation)
+        _more(chat, extra)  # segments, cards and decisions after the turn; retries; a replaced transcript
+        models = read_models(store)
+        store.save(*chat.events)
+        models.apply(conversation_uuid(conversation), chat.events)
+        head = models.head(conversation)  # the live generation known, the rows caught up
+        if head.turn is None:
+            return
+        built, sent, one = self.counted_turn_input(models, conversation)
+        hypothesis.event(
+            f"turn {'at the head' if head.turn.version == head.version else 'before the head'}, intact: {head.turn_intact}"
+        )
+        assert built == build_turn_input(chat.events).to_json()
+        assert one == head.turn_intact
+        if one:
+            assert sent == 1
 
     def test_a_turn_read_whose_head_moves_before_it_reads_older_entries_reads_again(
         self, store: ConversationStore, monkeypatch: pytest.MonkeyPatch

@@ -318,3 +318,64 @@ def test_the_latest_turn_is_built_from_the_rows_after_its_segments_and_cards_and
     chat.edit(1, "anders")  # its cut starts the next turn, and what was set aside goes
     head = fold_into(rows, head, chat.events[done:], rules)
     assert head.turn_intact and head.turn.message == 1 and rows.aside() == ()
+
+
+MESSAGES = st.builds(
+    lambda role, text, number, segments: (
+        role,
+        text,
+        number if role == "user" else None,
+        segments if role == "assistant" else (),
+    ),
+    st.sampled_from(["user", "assistant"]),
+    st.text(max_size=30),
+    st.integers(1, 10**9),
+    st.lists(st.text(max_size=8), max_size=3),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(messages=st.lists(MESSAGES, max_size=6), sealed=st.booleans())
+def test_row_bodies_read_back_as_the_validated_messages_they_were_written_from(messages, sealed):
+    """A transcript row's body, plain or its text sealed, read back without validation
+    (`decode_messages`, `message_of_row`) is the message validation of the same JSON makes:
+    equal, each field of the same type (tuples, not lists), the same fields set."""
+    import uuid
+
+    from adapters.store.crypto import ViewTexts
+    from adapters.views.rows import SQLRows, decode_messages
+    from projections.transcript import Message
+
+    class Keys:
+        def key(self, originator_id, *, create):
+            return bytes(range(32))
+
+    cid = str(uuid.uuid4())
+    texts = ViewTexts(Keys())
+    rows = SQLRows(None, {}, cid, "?", texts if sealed else None)
+    models = [
+        Message(role=role, text=text, number=number, segments=tuple(segments), ends=tuple(range(1, len(segments) + 1)))
+        for role, text, number, segments in messages
+    ]
+    bodies = [rows._message_body(m) for m in models]
+    assert all(('"sealed":' in b) == sealed for b in bodies)
+
+    read = decode_messages(bodies, texts if sealed else None, cid)
+
+    assert read == tuple(models)
+    for got, model in zip(read, models, strict=True):
+        validated = Message.model_validate_json(model.model_dump_json())
+        assert got.__dict__ == validated.__dict__ and list(got.__dict__) == list(Message.model_fields)
+        assert [type(v) for v in got.__dict__.values()] == [type(v) for v in validated.__dict__.values()]
+        assert got.model_fields_set == validated.model_fields_set
+        assert got.model_dump_json() == model.model_dump_json()
+
+
+def test_message_of_row_knows_every_field_of_a_message():
+    """`message_of_row` names each field of `Message`: a field added to it must be added there."""
+    from adapters.views.rows import message_of_row
+    from projections.transcript import Message
+
+    assert tuple(Message.model_fields) == ("role", "text", "number", "segments", "ends")
+    made = message_of_row({"role": "user", "text": "Hallo", "number": 1})  # a body without the defaults
+    assert made == Message(role="user", text="Hallo", number=1) and made.model_fields_set == {"role", "text", "number"}

@@ -33,11 +33,12 @@ from adapters.views.backends import (
     QueuedStatements,
     ReadMoved,
     SQLBackend,
+    TurnInputRows,
     TurnRows,
     not_updated,
 )
 from adapters.views.rendered import TAIL_EVENTS, TAIL_ROWS
-from adapters.views.rows import BufferedRows, table_names
+from adapters.views.rows import BufferedRows, aside_key, table_names
 from domain.events import MessageEdited, TurnsTruncated
 from projections.run_record import Entry
 from projections.transcript import Message
@@ -325,6 +326,7 @@ class PostgresBackend(SQLBackend):
     buffered_rows = PostgresBufferedRows
     reads_ahead = True
     folds_in_parts = True
+    reads_turn_in_one = True
     activity = "((body::jsonb ->> 'last_at')::bigint)"
     """A head body's last activity (`SQLBackend.activity`); its index makes a head's update
     (every append) no longer a HOT one: the index entry moves with each new time."""
@@ -467,6 +469,44 @@ class PostgresBackend(SQLBackend):
             tip=_bytes(row["tip"]),
             since_tip=_bytes(row["since_tip"]),
         )
+
+    def turn_input_rows(self, curs: Any, cid: UUID, generation: int) -> TurnInputRows | None:
+        """Reads, in one statement (prepared, `run`), what the latest turn of `cid` saw, from the
+        rows of generation `generation` (the caller's guess): the live pointer, the head row,
+        the log's version and, where the head's `turn_intact` holds, the turn's transcript
+        messages, entries and card outcomes, each kind's bodies joined by U+001E in the server
+        (`TurnInputRows`): one round trip, and three strings to split rather than a row object
+        per message. The head's `turn` (its `length` and `version`) is read from its body in the
+        statement. Returns None when the pointer table is not known yet or the guess was wrong
+        (the caller reads as before, and guesses the live generation next time)."""
+        if not self._has_pointer:
+            return None
+        t = table_names(generation, self.schema)
+        row = self.run(
+            curs,
+            (
+                "SELECT p.generation, p.rules, p.next, h.body AS head, "
+                f"(SELECT max(originator_version) FROM {self._t(self.events_table)} WHERE originator_id = %(key)s) AS logged, "
+                "CASE WHEN j.turn IS NULL THEN NULL ELSE (SELECT COALESCE(string_agg(body, chr(30) ORDER BY idx), '') FROM "
+                f"{t['messages']} WHERE cid = %(cid)s AND idx < (j.turn ->> 'length')::bigint) END AS messages, "
+                "CASE WHEN j.turn IS NULL THEN NULL ELSE (SELECT COALESCE(string_agg(body, chr(30) ORDER BY seq), '') FROM "
+                f"(SELECT seq, body FROM {t['entries']} WHERE cid = %(cid)s AND seq <= (j.turn ->> 'version')::bigint "
+                f"UNION ALL SELECT seq, body FROM {t['entries']} WHERE cid = %(aside)s) e) END AS entries, "
+                "CASE WHEN j.turn IS NULL THEN NULL ELSE (SELECT COALESCE(string_agg(body, chr(30) ORDER BY v, sub), '') FROM "
+                f"{t['outcomes']} WHERE cid = %(cid)s AND v <= (j.turn ->> 'version')::bigint) END AS outcomes "
+                f"FROM {self._t(POINTER)} p LEFT JOIN {t['heads']} h ON h.cid = %(cid)s "
+                "LEFT JOIN LATERAL (SELECT b -> 'turn' AS turn FROM (SELECT h.body::jsonb AS b) x "
+                "WHERE (b ->> 'turn_intact')::boolean AND jsonb_typeof(b -> 'turn') = 'object') j ON true "
+                "WHERE p.id = 1"
+            ),
+            {"cid": str(cid), "key": cid, "aside": aside_key(str(cid))},
+        ).fetchone()
+        if row is None:
+            return None
+        live = Pointer(int(row["generation"]), row["rules"], int(row["next"]))
+        if live.generation != generation:
+            return TurnInputRows(live, None, 0, matches=False)
+        return TurnInputRows(live, row["head"], int(row["logged"] or 0), row["messages"], row["entries"], row["outcomes"])
 
     @contextmanager
     def savepoint(self, curs: Any, on_failure: Callable[[Exception], object] | None = None) -> Iterator[Any]:
