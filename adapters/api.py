@@ -13,7 +13,7 @@ With CHATRECORD_READ_DATABASE_URL set, what only reads is served by the standbys
 `read_after` handed back (`record.turn_notes(conv, after=result.read_after)`) keeps a read from
 going back in time (docs/scaling.md).
 
-Every line goes through one path (`adapters.service.lines`: `parse`, then the store command
+Every line goes through one path (`adapters.service.record_lines`: `parse`, then the store command
 `Lines`), whichever entrypoint sent it, so a bad line and a refused line read the same
 everywhere. Reads of a turn come from the read models after they caught up with
 the conversation's last event, so a turn never reads a record older than its own log.
@@ -39,8 +39,8 @@ from adapters.service import keys as master_keys
 from adapters.service.conversations import ConversationPage, Export, export_lines, list_conversations, stored_key
 from adapters.service.ingest import BATCH_LINES, Ingestion
 from adapters.service.keys import KeyChange
-from adapters.service.lines import IngestReport, Lines, Recorded, VersionMismatch, parse
-from adapters.service.results import (
+from adapters.service.record_lines import IngestReport, Lines, Recorded, VersionMismatch, parse
+from adapters.service.replay import (
     DEMO_CONVERSATION,
     DEMO_FILE,
     Audit,

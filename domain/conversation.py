@@ -46,7 +46,7 @@ from domain.events import (
     UserMessagePosted,
     conversation_uuid,
 )
-from domain.history import History, MemoryHistory, SegmentRecord
+from domain.history_index import History, MemoryHistory, SegmentRecord
 from domain.segments import SegmentInfo, WaitingKind
 from domain.state import (
     Conversation,

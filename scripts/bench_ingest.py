@@ -50,7 +50,7 @@ sys.path.insert(0, str(ROOT))
 
 from adapters.api import Chatrecord  # noqa: E402
 from adapters.ingest import read_lines  # noqa: E402
-from adapters.service.lines import Lines, parse  # noqa: E402
+from adapters.service.record_lines import Lines, parse  # noqa: E402
 from adapters.store.settings import open_store  # noqa: E402
 
 DEMO = ROOT / "adapters" / "data" / "demo_seo_tour.jsonl"

@@ -13,8 +13,8 @@ describes its database (`describe`), why its server refuses a connection (`serve
 and which of its driver's errors a setting or another process caused (`problem`), so the
 store's settings ask the backend instead of switching on its type (`backend_named`,
 `backend_of_error`). The backend-neutral logic stays with its concern
-(`adapters.store.chain.ChainedRecorder`, `adapters.store.history.SQLHistoryTables`,
-`adapters.views.backends.SQLBackend`, `adapters.store.idempotency.SQLKeys`).
+(`adapters.store.chain.ChainedRecorder`, `adapters.store.sql_history.SQLHistoryTables`,
+`adapters.views.storage.SQLBackend`, `adapters.store.idempotency.SQLKeys`).
 """
 
 from __future__ import annotations
@@ -30,9 +30,9 @@ from adapters.store.keys import DataKeys
 from adapters.store.serialization import PydanticMapper
 
 if TYPE_CHECKING:
-    from adapters.store.history import HistoryTables
     from adapters.store.idempotency import IdempotencyKeys
-    from adapters.views.backends import Backend
+    from adapters.store.sql_history import HistoryTables
+    from adapters.views.storage import Backend
 
 
 def one_line(message: str) -> str:
@@ -96,7 +96,7 @@ class StoreFactory:
 
     @classmethod
     def views_backend(cls, store: Any) -> Backend:
-        """Returns where the read models of `store` live (`adapters.views.backends`)."""
+        """Returns where the read models of `store` live (`adapters.views.storage`)."""
         raise NotImplementedError
 
     @classmethod
@@ -140,7 +140,7 @@ def backend_of(factory: InfrastructureFactory[Any]) -> type[StoreFactory]:
 
 
 def backend_for(store: Any) -> Backend:
-    """Returns where the read models of a ConversationStore live (`adapters.views.backends`), as
+    """Returns where the read models of a ConversationStore live (`adapters.views.storage`), as
     its store factory hands it out, sealing the rows' texts with the store's data keys if any."""
     backend = backend_of(store.factory).views_backend(store)
     keys = getattr(store.mapper, "keys", None)

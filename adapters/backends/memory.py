@@ -23,12 +23,12 @@ from eventsourcing.popo import POPOFactory as LibraryPOPOFactory
 
 from adapters.backends import StoreFactory
 from adapters.store.chain import PAGE, ChainedRecorder, Link, Stored, run_inline
-from adapters.store.history import HistoryTables
 from adapters.store.idempotency import IdempotencyKeys, Kept, reservation
 from adapters.store.keys import DataKeys, Row
-from adapters.views.backends import Backend, Pointer
-from adapters.views.rows import MemoryConversation, MemoryRows
-from domain.history import MemoryHistory
+from adapters.store.sql_history import HistoryTables
+from adapters.views.conversation_rows import MemoryConversation, MemoryRows
+from adapters.views.storage import Backend, Pointer
+from domain.history_index import MemoryHistory
 
 log = logging.getLogger("chatrecord")
 

@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from adapters.cli.app import app, opened, warn
-from adapters.cli.habits import json_bytes, require_store
+from adapters.cli.stdio import json_bytes, require_store
 from domain.errors import ChatrecordError
 
 

@@ -12,7 +12,7 @@ import typer
 
 from adapters.api import Chatrecord
 from adapters.cli.app import print_json, say
-from adapters.cli.habits import require_store
+from adapters.cli.stdio import require_store
 from adapters.service.keys import NEW_MASTER_KEY_VARIABLE, KeyChange
 from adapters.store.keys import KeyState
 from adapters.store.settings import describe_backend, open_store

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from adapters.cli.app import RulesOption, app, opened, say
-from adapters.cli.habits import require_store
+from adapters.cli.stdio import require_store
 
 traces = typer.Typer(
     help="OpenTelemetry GenAI traces of what ran (OTLP/JSON, OTLP/HTTP).\n\n"

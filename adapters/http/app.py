@@ -31,7 +31,7 @@ from adapters.ingest import json_problem
 from adapters.ingest.names import AT_PATTERN, parse_at
 from adapters.processes import end_with_parent
 from adapters.service.conversations import CURSOR_PATTERN, LIST_LIMIT_MAX, BadCursor
-from adapters.service.lines import VersionMismatch
+from adapters.service.record_lines import VersionMismatch
 from adapters.store.idempotency import IN_FLIGHT_SECONDS, MAX_KEY, Kept, body_hash
 from adapters.store.settings import BadSetting
 from domain.limits import INT_MAX

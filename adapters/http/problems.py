@@ -46,8 +46,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
 from adapters.service.conversations import NoSuchMessage
-from adapters.service.lines import VersionMismatch
-from adapters.service.results import TurnNotFound
+from adapters.service.record_lines import VersionMismatch
+from adapters.service.replay import TurnNotFound
 from domain.errors import ChatrecordError, InvalidInput, LineOutOfOrder, UnknownConversation
 from projections.turn import NoTurnYet
 

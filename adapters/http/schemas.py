@@ -420,11 +420,11 @@ LINES_BODY: dict[str, Any] = {
 
 def _line_schemas() -> tuple[dict[str, Any], dict[str, Any]]:
     """Returns the schema of one input line (a union discriminated on `type`) and its
-    components, made from the parser's own models (`adapters.ingest.lines`): the bounds are
+    components, made from the parser's own models (`adapters.ingest.line_models`): the bounds are
     those the ingester enforces (`domain.limits`)."""
     from pydantic import TypeAdapter
 
-    from adapters.ingest.lines import ParsedLine
+    from adapters.ingest.line_models import ParsedLine
 
     schema = TypeAdapter(ParsedLine).json_schema(ref_template="#/components/schemas/{model}")
     components = schema.pop("$defs")

@@ -1,7 +1,7 @@
 """nr-llm ingestion: the chat's JSON Lines read into commands on the Conversation aggregate.
 
 Input format: docs/spec-map.md, D7; one model per line type
-and the privacy filter live in `adapters.ingest.lines`. A bad line raises
+and the privacy filter live in `adapters.ingest.line_models`. A bad line raises
 `domain.errors.InvalidInput`, whose one-line message names the file, the 1-based line, the
 field path in the input's own key names and what was expected, e.g.
 `demo.jsonl: line 12, steps[3].writeTargetTable: "tt content" is not a table name; use 1–64 of A-Za-z0-9_`.
@@ -26,7 +26,7 @@ import orjson
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import to_jsonable_python
 
-from adapters.ingest.lines import LINE_TYPES, Line, ParsedLine
+from adapters.ingest.line_models import LINE_TYPES, Line, ParsedLine
 from adapters.ingest.names import Whole, show
 from domain.conversation import Conversation, MemoryHistory, project_conversation
 from domain.errors import ChatrecordError, InvalidInput

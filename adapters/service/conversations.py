@@ -40,7 +40,7 @@ from domain.events import (
     conversation_uuid,
 )
 from domain.values import StepFact, WaitingCall
-from projections.rows import micros
+from projections.row_fold import micros
 
 LIST_LIMIT_MAX = 1000
 """The most conversations one page of `list_conversations` holds."""

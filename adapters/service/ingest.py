@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from adapters.ingest import ParsedLine
-from adapters.service.lines import IngestReport, Lines, parse
+from adapters.service.record_lines import IngestReport, Lines, parse
 from adapters.store.application import BatchConflict, BatchRefused, HandleResult
 from adapters.store.settings import StoreUnusable
 from domain.errors import ChatrecordError

@@ -25,9 +25,9 @@ from psycopg_pool import PoolTimeout
 from adapters.backends import backend_of
 from adapters.store.chain import ChainBroken, ChainedRecorder
 from adapters.store.crypto import refuse_texts
-from adapters.store.history import AssumptionFailed, HistoryTables, KnownRecords
 from adapters.store.keys import DataKeys
 from adapters.store.serialization import SERIALIZATION_ENV, PydanticMapper, originator_uuid
+from adapters.store.sql_history import AssumptionFailed, HistoryTables, KnownRecords
 from domain.conversation import (
     Conversation,
     ConversationSnapshot,
@@ -37,7 +37,7 @@ from domain.conversation import (
 )
 from domain.errors import ChatrecordError
 from domain.events import ConversationErased, ConversationEvent, ConversationStarted, conversation_uuid
-from domain.history import AssumedHistory, NotKnown
+from domain.history_index import AssumedHistory, NotKnown
 
 DEFAULT_SNAPSHOT_INTERVAL = 100
 DEFAULT_MAX_ATTEMPTS = 20

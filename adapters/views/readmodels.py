@@ -11,7 +11,7 @@ version with the log's (one index lookup) and fills a gap the same way, so a tur
 record older than its log and never folds another conversation's events.
 
 `rebuild(rules)` folds the whole log, page by page, into a new generation's tables with the
-same fold (`projections.rows.apply_to_rows`), then, under the exclusive lock, folds what was stored
+same fold (`projections.row_fold.apply_to_rows`), then, under the exclusive lock, folds what was stored
 meanwhile and switches the pointer. `diff(rules)` compares the live rows with a fold under
 another rule set and writes nothing.
 """
@@ -37,16 +37,16 @@ from adapters.backends import backend_for
 from adapters.processes import end_with
 from adapters.store.application import ConversationStore
 from adapters.store.serialization import UnreadableEvent, originator_uuid
-from adapters.views.backends import Backend, NeedsSnapshot, Pointer, ReadMoved, SQLBackend
-from adapters.views.rendered import KeptMessages, KnownBlocks, RenderedNotes, known_conversations
-from adapters.views.rows import PrefetchedRows, RecentRows, table_names
+from adapters.views.caches import KeptMessages, KnownBlocks, RenderedNotes, known_conversations
+from adapters.views.conversation_rows import PrefetchedRows, RecentRows, table_names
+from adapters.views.storage import Backend, NeedsSnapshot, Pointer, ReadMoved, SQLBackend
 from domain.errors import ChatrecordError, UnknownConversation, shown_id
 from domain.events import ConversationEvent, conversation_uuid
 from projections import turn
 from projections.card_outcomes import CardOutcomes
 from projections.notes import note_of
 from projections.page_line import PageCheck, check_key, every_page
-from projections.rows import Head, apply_to_rows
+from projections.row_fold import Head, apply_to_rows
 from projections.rules import DEFAULT_RULE_SET, RULE_SET_IDS, RuleSet, resolve
 from projections.run_record import RunRecord
 from projections.transcript import Transcript
@@ -88,8 +88,8 @@ NEWEST_OUTCOMES = max(resolve(rules).max_notes for rules in RULE_SET_IDS) + 1
 NEWEST_ENTRIES = 2 * NEWEST_OUTCOMES
 """The run record entries a turn read reads at first (on PostgreSQL with its head): the notes
 take the newest until their budget is full, skipping entries of empty steps; a read that
-reaches older ones reads them in one more statement (`adapters.views.rows.SQLRows.entries`,
-`adapters.views.rows.PrefetchedRows.entries`)."""
+reaches older ones reads them in one more statement (`adapters.views.conversation_rows.SQLRows.entries`,
+`adapters.views.conversation_rows.PrefetchedRows.entries`)."""
 
 
 class ViewOutOfStep(ChatrecordError):

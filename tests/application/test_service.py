@@ -8,7 +8,7 @@ import orjson
 import pytest
 
 from adapters.api import Chatrecord, apply_notes, replay_file
-from adapters.service.lines import VersionMismatch
+from adapters.service.record_lines import VersionMismatch
 from adapters.store.settings import open_store
 from domain.errors import InvalidInput, NoCardWaiting, UnknownConversation
 from projections.turn import build_turn_input

@@ -26,7 +26,6 @@ from adapters.backends.sqlite import (
     WaitingSQLiteDatastore,
 )
 from adapters.store.application import ConversationStore
-from adapters.store.history import SQLHistoryTables
 from adapters.store.idempotency import SQLKeys
 from adapters.store.settings import (
     BadDatabaseURL,
@@ -37,6 +36,7 @@ from adapters.store.settings import (
     store_env,
     store_problem,
 )
+from adapters.store.sql_history import SQLHistoryTables
 
 
 def test_the_default_is_a_sqlite_file_in_the_working_directory() -> None:

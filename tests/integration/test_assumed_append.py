@@ -1,5 +1,5 @@
 """A writer that knows a conversation's index decides without reading it, and the append checks
-what it assumed (`ConversationStore._assume`, `domain.history.AssumedHistory`,
+what it assumed (`ConversationStore._assume`, `domain.history_index.AssumedHistory`,
 `PostgresHistoryTables.expect`).
 
 On PostgreSQL a command's lookups cost a round trip of their own before the append; a process
@@ -23,7 +23,7 @@ from adapters.store.application import ConversationStore
 from adapters.store.settings import StoreUnusable, memory_env
 from domain.errors import TurnTruncated
 from domain.events import conversation_uuid
-from domain.history import AssumedHistory, NotKnown
+from domain.history_index import AssumedHistory, NotKnown
 from tests.integration.backends import PostgresStores
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -91,7 +91,7 @@ class TestAssumedHistory:
                 ask()
 
     def test_it_answers_an_earlier_segment_the_writer_knows_and_notes_it_for_the_check(self) -> None:
-        from domain.history import SegmentRecord
+        from domain.history_index import SegmentRecord
 
         record = SegmentRecord(segment="r/0", version=3, run="r", message=1, guided=True, waits="card", calls=1)
         history = AssumedHistory(7, 3, new_segments=["r/1"], known={"r/0": record})

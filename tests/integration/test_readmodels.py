@@ -24,6 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from adapters.ingest import read_file, read_lines
 from adapters.store.application import ConversationStore
 from adapters.store.settings import memory_env
+from adapters.views.conversation_rows import TABLES, PrefetchedRows
 from adapters.views.readmodels import (
     MAX_WORKERS,
     MOST_OF_A_PART,
@@ -38,7 +39,6 @@ from adapters.views.readmodels import (
     notes_cache,
     part_of,
 )
-from adapters.views.rows import TABLES, PrefetchedRows
 from domain.events import conversation_uuid
 from projections import turn as turns
 from projections.page_line import PageFilter, every_page
@@ -675,7 +675,7 @@ class SharedDatabaseContract(ReadModelsContract):
         assert head is not None and head.version == len(store.events("conv-behalten"))  # no gap left to a read
 
     def test_a_view_update_that_fails_is_logged_in_one_line(self, caplog: pytest.LogCaptureFixture) -> None:
-        from adapters.views.backends import not_updated
+        from adapters.views.storage import not_updated
 
         not_updated(RuntimeError('relation "s.views_g1_messages" does not exist\nLINE 1: INSERT INTO ...\n   ^'))
 

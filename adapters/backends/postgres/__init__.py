@@ -59,7 +59,7 @@ from adapters.backends.postgres.append import (
 from adapters.backends.postgres.chained_recorder import ChainedPostgresRecorder
 from adapters.backends.postgres.data_keys import PostgresDataKeys, keys_statements
 from adapters.backends.postgres.factory import STATEMENT_TIMEOUT, WRITE_LOCK_TIMEOUT, PostgresFactory, RecentFirst
-from adapters.backends.postgres.history_index import PostgresHistoryTables
+from adapters.backends.postgres.history_tables import PostgresHistoryTables
 from adapters.backends.postgres.recorder import BATCH_DOCUMENT_BYTES, PIPELINE_BYTES, EventRecorder
 from adapters.backends.postgres.schema import (
     LOCK_KEY,

@@ -21,7 +21,7 @@ import psycopg
 import psycopg.errors
 from psycopg.sql import Composable
 
-from adapters.views.rows import table_names
+from adapters.views.conversation_rows import table_names
 
 AT_ONCE = threading.local()
 """`on` while this thread gathers an append for one call (`EventRecorder._append_in_one_call`)."""

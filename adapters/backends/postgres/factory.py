@@ -26,14 +26,14 @@ from adapters.backends import StoreFactory, one_line
 from adapters.backends.postgres.append import assumption_function_statement
 from adapters.backends.postgres.chained_recorder import ChainedPostgresRecorder
 from adapters.backends.postgres.data_keys import PostgresDataKeys, keys_statements
-from adapters.backends.postgres.history_index import PostgresHistoryTables
+from adapters.backends.postgres.history_tables import PostgresHistoryTables
 from adapters.backends.postgres.schema import ensure_schema
 from adapters.backends.postgres.view_tables import PostgresBackend
 from adapters.store.chain import CHAIN_TABLE
-from adapters.store.history import TABLES as HISTORY_TABLES
-from adapters.store.history import create_statements as history_statements
 from adapters.store.idempotency import COLUMNS, TABLE, SQLKeys
 from adapters.store.keys import KEYS_TABLE, MASTER_TABLE, DataKeys
+from adapters.store.sql_history import TABLES as HISTORY_TABLES
+from adapters.store.sql_history import create_statements as history_statements
 
 R = TypeVar("R")
 

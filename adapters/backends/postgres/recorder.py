@@ -40,8 +40,8 @@ from adapters.backends.postgres.append import (
 )
 from adapters.backends.postgres.schema import create_once, lock_key, views_lock_key
 from adapters.store.chain import ChainBroken
-from adapters.store.history import AssumptionFailed
 from adapters.store.serialization import originator_uuid
+from adapters.store.sql_history import AssumptionFailed
 
 T = TypeVar("T")
 

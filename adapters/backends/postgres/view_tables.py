@@ -25,7 +25,9 @@ from adapters.backends.postgres.append import (
 )
 from adapters.backends.postgres.schema import LOCK_KEY, views_lock_key
 from adapters.store.chain import CHAIN_TABLE
-from adapters.views.backends import (
+from adapters.views.caches import TAIL_EVENTS, TAIL_ROWS
+from adapters.views.conversation_rows import BufferedRows, table_names
+from adapters.views.storage import (
     POINTER,
     NeedsSnapshot,
     Pointer,
@@ -35,8 +37,6 @@ from adapters.views.backends import (
     TurnRows,
     not_updated,
 )
-from adapters.views.rendered import TAIL_EVENTS, TAIL_ROWS
-from adapters.views.rows import BufferedRows, table_names
 
 PREPARE_THRESHOLD = 5
 """psycopg's own default, set on a connection only while a turn read's statement runs prepared
@@ -60,7 +60,7 @@ COLUMN_TYPES = {
     "version": "bigint",
     "at": "text",
 }
-"""The PostgreSQL types of the view tables' columns (`adapters.views.rows.create_statements`)."""
+"""The PostgreSQL types of the view tables' columns (`adapters.views.conversation_rows.create_statements`)."""
 
 
 class PostgresBufferedRows(BufferedRows):
@@ -190,7 +190,7 @@ class OneStatement:
 
 
 class PostgresBackend(SQLBackend):
-    """The views' tables in the store's schema (`adapters.views.backends.SQLBackend`), with a
+    """The views' tables in the store's schema (`adapters.views.storage.SQLBackend`), with a
     turn's rows read in one statement and a savepoint that works in pipeline mode."""
 
     p = "%s"

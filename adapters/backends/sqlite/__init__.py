@@ -3,7 +3,7 @@
 - `SQLiteFactory`, the library's SQLite persistence with a `WaitingSQLiteDatastore` (a writing
   transaction takes the file's write lock when it begins), the hash chain
   (`ChainedSQLiteRecorder`) and the data keys in the same file (`SQLiteDataKeys`);
-- its pieces of the store: the history index (`adapters.store.history.SQLHistoryTables`), the
+- its pieces of the store: the history index (`adapters.store.sql_history.SQLHistoryTables`), the
   views' tables (`SQLiteBackend`) and the kept idempotency keys (`adapters.store.idempotency.SQLKeys`).
 
 The package, one module per job (`PERSISTENCE_MODULE` names `adapters.backends.sqlite:SQLiteFactory`):

@@ -19,9 +19,9 @@ from adapters.backends.sqlite.store_file import read_only_uri, refuse_foreign
 from adapters.backends.sqlite.view_tables import SQLiteBackend
 from adapters.backends.sqlite.waiting_datastore import WaitingSQLiteDatastore
 from adapters.store.chain import CHAIN_TABLE
-from adapters.store.history import SQLHistoryTables
 from adapters.store.idempotency import COLUMNS, TABLE, SQLKeys
 from adapters.store.keys import DataKeys
+from adapters.store.sql_history import SQLHistoryTables
 
 # SQLite result codes (the primary code, the low byte) a setting or another process causes
 _SQLITE_LOCKED = {5: "SQLITE_BUSY", 6: "SQLITE_LOCKED"}

@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Any
 from uuid import UUID
 
-from adapters.views.backends import SQLBackend
+from adapters.views.storage import SQLBackend
 
 
 class SQLiteBackend(SQLBackend):
-    """The views' tables in the SQLite file (`adapters.views.backends.SQLBackend`)."""
+    """The views' tables in the SQLite file (`adapters.views.storage.SQLBackend`)."""
 
     def _id(self, cid: UUID) -> Any:
         return cid.hex  # the library stores a UUID's hex

@@ -16,9 +16,9 @@ from psycopg.sql import SQL
 from adapters.backends.postgres.append import ASSUMPTION_FUNCTION, AppendDocument, assumption_function_statement
 from adapters.backends.postgres.schema import create_once, lock_key
 from adapters.store.chain import CHAIN_TABLE
-from adapters.store.history import TABLES as HISTORY_TABLES
-from adapters.store.history import AssumedBase, HeldIndex, SQLHistory, SQLHistoryTables, index_events
-from domain.history import AssumedHistory
+from adapters.store.sql_history import TABLES as HISTORY_TABLES
+from adapters.store.sql_history import AssumedBase, HeldIndex, SQLHistory, SQLHistoryTables, index_events
+from domain.history_index import AssumedHistory
 
 
 def _marks(rows: Sequence[tuple[Any, ...]]) -> str:

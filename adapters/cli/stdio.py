@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 
 from adapters.ingest import bounded_lines
-from adapters.service.lines import IngestReport
+from adapters.service.record_lines import IngestReport
 from adapters.store.settings import DEFAULT_DB
 from domain.errors import ChatrecordError
 

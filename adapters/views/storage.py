@@ -27,7 +27,7 @@ from uuid import UUID
 import orjson
 
 from adapters.store.crypto import ViewTexts
-from adapters.views.rows import (
+from adapters.views.conversation_rows import (
     TABLES,
     BufferedRows,
     ReadMoved,
@@ -297,7 +297,7 @@ class Backend:
         (`users`: `Head.users`, None in a head an earlier version wrote), newest last
         activity first (then by `cid`, descending): only those before `before` (a `(last_at,
         cid)` of an earlier page) in that order, and with `last_at` >= `since`, if given (times
-        in microseconds since the epoch, `projections.rows.Head.last_at`). A head without
+        in microseconds since the epoch, `projections.row_fold.Head.last_at`). A head without
         `last_at` is not listed. One index range read: it costs the page, not the store."""
         raise NotImplementedError
 

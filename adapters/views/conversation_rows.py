@@ -1,7 +1,7 @@
 """The row tables of one generation of the read models, per backend.
 
 A generation `g` owns six tables named `views_g<g>_<table>`: `heads` (one row per
-conversation: its `projections.rows.Head` as JSON and its version), `entries` (run record
+conversation: its `projections.row_fold.Head` as JSON and its version), `entries` (run record
 entries kept, by version), `outcomes` (card outcomes, by the version and place of the event
 that recorded them), `messages` (the transcript, by index, with the user message number and
 where its block ends), `pages` (page changes) and `turns`. `SQLRows` reads and writes one
@@ -20,9 +20,9 @@ import orjson
 from pydantic import TypeAdapter
 
 from adapters.store.crypto import ERASED, ViewTexts
-from adapters.views.rendered import MESSAGE_BODY, SEPARATOR, KeptMessages, Placement
+from adapters.views.caches import MESSAGE_BODY, SEPARATOR, KeptMessages, Placement
 from projections.card_outcomes import CardOutcome
-from projections.rows import Head, TurnMark
+from projections.row_fold import Head, TurnMark
 from projections.run_record import Entry
 from projections.transcript import Message
 
@@ -223,7 +223,7 @@ class SQLRows:
         self._select(f"DELETE FROM {self.t['entries']} WHERE cid = ?", (self.aside_cid,))
 
     def turn_rows(self, length: int, version: int) -> tuple[tuple[Message, ...], tuple[Entry, ...], tuple[CardOutcome, ...]]:
-        """Returns, in one statement, what the latest turn saw (`projections.rows.Head.turn_intact`):
+        """Returns, in one statement, what the latest turn saw (`projections.row_fold.Head.turn_intact`):
         the first `length` transcript messages, the entries set aside for it and those kept of
         versions up to `version` (oldest first), and the card outcomes recorded up to `version`."""
         t = self.t
@@ -369,7 +369,7 @@ class SQLRows:
         sides of each block's end (where a note goes), so `messages_at` asks the database only
         for what that statement did not bring (a note placed by position). With `kept`, each
         message is decoded once per row body (`_decode_messages`). With `known` (what is known
-        of these rows already: `adapters.views.rendered.KnownBlocks`), neither asks the
+        of these rows already: `adapters.views.caches.KnownBlocks`), neither asks the
         database for what it holds, nor decodes a message it holds decoded; whatever they read
         is added to it."""
         known = known if known is not None else Placement()

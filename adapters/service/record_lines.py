@@ -20,7 +20,7 @@ from adapters.store.crypto import TextsErased
 from domain.conversation import Conversation, History, project_conversation
 from domain.errors import ChatrecordError, InvalidInput, shown_id
 from domain.events import ConversationEvent
-from domain.history import LayeredHistory, index_event
+from domain.history_index import LayeredHistory, index_event
 
 
 class VersionMismatch(ChatrecordError):
@@ -46,7 +46,7 @@ class Lines:
     `follows`: the version the conversation must be at (0: not started), else VersionMismatch.
     After `decide`, `counts[i]` is how many events line i decided (0: recorded before).
     `new_segments`: the segment ids its `segment_returned` lines record (a store that decides
-    without reading its index assumes them unrecorded, `domain.history.AssumedHistory`).
+    without reading its index assumes them unrecorded, `domain.history_index.AssumedHistory`).
     """
 
     def __init__(self, lines: Sequence[ParsedLine], follows: int | None = None) -> None:

@@ -15,7 +15,7 @@ from uuid import UUID
 
 from adapters.ingest import fold_events, read_events, read_lines
 from adapters.service.conversations import stored_key
-from adapters.service.lines import IngestReport
+from adapters.service.record_lines import IngestReport
 from adapters.store.application import ConversationStore
 from adapters.store.verify import Verdict
 from domain.errors import ChatrecordError, UnknownConversation, shown_id

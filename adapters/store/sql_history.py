@@ -1,5 +1,5 @@
 """The history index in the store's database: what the aggregate's invariants need of the past
-(`domain.history`), as indexed rows, written in the transaction that stores the events.
+(`domain.history_index`), as indexed rows, written in the transaction that stores the events.
 
 Tables (rule-independent, so a rebuild leaves them alone):
 `chatrecord_index` (one row per conversation: the version indexed, the live card outcomes),
@@ -9,7 +9,7 @@ lines by digest, with the versions of the events they stored). A redelivered lin
 is an index lookup; nothing of it lives in the aggregate or its snapshot.
 
 `SQLHistory` reads (and, given the event transaction's cursor, writes) one conversation's
-rows; `index_events` records events with `domain.history.index_event`. `HistoryTables` hands
+rows; `index_events` records events with `domain.history_index.index_event`. `HistoryTables` hands
 out a database's readers and writers; each backend's store factory makes its own
 (`adapters.backends`).
 """
@@ -24,7 +24,7 @@ from uuid import UUID
 from eventsourcing.application import LRUCache
 
 from domain.events import ConversationEvent
-from domain.history import AssumedHistory, LayeredHistory, MemoryHistory, NotKnown, SegmentRecord, index_event
+from domain.history_index import AssumedHistory, LayeredHistory, MemoryHistory, NotKnown, SegmentRecord, index_event
 from domain.state import evolve
 
 Execute = Callable[[str, tuple[Any, ...]], Any]
