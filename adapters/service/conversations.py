@@ -185,7 +185,7 @@ def list_conversations(
     the first page), only those whose last event is at or after `since` (aware datetime) if given.
 
     Activity is the time (`at`) of a conversation's last event, as its read-model head keeps it
-    (`Head.last_at`, indexed: `Backend.newest_heads`); ties go by the conversation's UUID. A page
+    (`Head.last_at`, indexed: `ViewStorage.newest_heads`); ties go by the conversation's UUID. A page
     is one index range read and a bounded read per conversation listed, whatever the store holds
     and however its storage order and times disagree; `since` bounds the same range. Memory
     stays flat: one page of summaries.

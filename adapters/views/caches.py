@@ -113,7 +113,7 @@ class KeptMessages:
 
 
 SEPARATOR = "\x1e"
-"""Between the bodies a turn read gets joined in one column (`PostgresBackend.turn_rows`): JSON
+"""Between the bodies a turn read gets joined in one column (`PostgresViewStorage.turn_rows`): JSON
 never holds it unescaped."""
 FIELD = "\x1f"
 """Between the fields of one row in such a column (`TurnRows.tail`): JSON never holds it

@@ -58,7 +58,7 @@ def activity_index(generation: int) -> str:
 
 def activity_statement(generation: int, schema: str, activity: str) -> str:
     """Returns the CREATE INDEX statement of the heads by last activity: `activity`, the
-    backend's expression of a head body's `last_at` (`SQLBackend.activity`), then `cid`."""
+    backend's expression of a head body's `last_at` (`SQLViewStorage.activity`), then `cid`."""
     return (
         f"CREATE INDEX IF NOT EXISTS {activity_index(generation)} ON {table_names(generation, schema)['heads']} ({activity}, cid)"
     )
@@ -66,7 +66,7 @@ def activity_statement(generation: int, schema: str, activity: str) -> str:
 
 def create_statements(generation: int, schema: str = "", heads_storage: str = "", activity: str = "") -> list[str]:
     """Returns the CREATE statements of a generation's tables; `heads_storage` follows the
-    heads table's columns (PostgreSQL's `WITH (fillfactor = …)`, `SQLBackend.heads_storage`);
+    heads table's columns (PostgreSQL's `WITH (fillfactor = …)`, `SQLViewStorage.heads_storage`);
     with `activity` (an expression of a head body's `last_at`), the heads' index by it."""
     n, big = table_names(generation, schema), "BIGINT"
     bare = table_names(generation)
@@ -639,7 +639,7 @@ class LazyEntries(Sequence[Entry]):
 
 class PrefetchedRows(SQLRows):
     """`SQLRows` whose newest kept entries and newest card outcomes were read already (by
-    `PostgresBackend.turn_rows`, as bodies joined by SEPARATOR, oldest first), with the head
+    `PostgresViewStorage.turn_rows`, as bodies joined by SEPARATOR, oldest first), with the head
     they were read with: a turn read decodes each body as the notes ask for it and asks the
     database only for transcript messages, and for the older entries should the notes reach
     them (`entries`). `run` runs its reads (the backend's, which may keep them prepared)."""

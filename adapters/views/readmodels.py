@@ -33,13 +33,13 @@ from uuid import UUID
 
 from eventsourcing.application import LRUCache
 
-from adapters.backends import backend_for
+from adapters.backends import view_storage_for
 from adapters.processes import end_with
 from adapters.store.application import ConversationStore
 from adapters.store.serialization import UnreadableEvent, originator_uuid
 from adapters.views.caches import KeptMessages, KnownBlocks, RenderedNotes, known_conversations
 from adapters.views.conversation_rows import PrefetchedRows, RecentRows, table_names
-from adapters.views.storage import Backend, NeedsSnapshot, Pointer, ReadMoved, SQLBackend
+from adapters.views.storage import NeedsSnapshot, Pointer, ReadMoved, SQLViewStorage, ViewStorage
 from domain.errors import ChatrecordError, UnknownConversation, shown_id
 from domain.events import ConversationEvent, conversation_uuid
 from projections import turn
@@ -229,7 +229,7 @@ class ReadModels:
 
     def __init__(self, store: ConversationStore) -> None:
         self.store = store
-        self.backend: Backend = backend_for(store)
+        self.backend: ViewStorage = view_storage_for(store)
         self._live: Pointer | None = None
         self.heads = HeadCache()
         self.notes = notes_cache()
@@ -438,7 +438,7 @@ class ReadModels:
         first. With `newest` (a turn read: the card outcomes it needs), the backend may read the
         head, the log's version, the entries and those outcomes in one statement (on
         PostgreSQL prepared, in autocommit while that one statement answers the read; a read
-        that needs another is read again in one REPEATABLE READ snapshot, `Backend.reading`:
+        that needs another is read again in one REPEATABLE READ snapshot, `ViewStorage.reading`:
         every read sees one version of the conversation); the entries and outcomes not, when the head is
         at version `kept_at` (`read` has that version's answer kept; the rows read them should
         it need them after all); with `known` (what an earlier turn read kept of the transcript
@@ -467,7 +467,7 @@ class ReadModels:
                     )
                     live: Pointer | None
                     if fetched is not None and fetched.matches:  # one statement (PostgreSQL)
-                        assert isinstance(self.backend, SQLBackend)  # the backend that reads them so
+                        assert isinstance(self.backend, SQLViewStorage)  # the backend that reads them so
                         live, logged = fetched.live, fetched.logged
                         head = Head.model_validate_json(fetched.head) if fetched.head is not None else None
                         placement = (
@@ -662,7 +662,7 @@ class ReadModels:
         PAGE per transaction (or all in `curs`); returns how many events and which conversations.
         `generation` holds only what folds of the log from its start wrote into it (a new
         generation's tables are written by no other writer). Without `curs`, where the backend
-        writes on a thread of its own (`Backend.queued`), a page is written while the next is
+        writes on a thread of its own (`ViewStorage.queued`), a page is written while the next is
         folded, and the heads written are kept (`KEPT_HEADS`) so that the next page need not read them.
         Without `curs`, where the backend `reads_ahead`, the next page is read on a thread of its
         own while this one is folded (the wait for the server's answer overlaps the fold); and
@@ -796,7 +796,7 @@ class ReadModels:
         MAX_WORKERS, for a log of at least PARTS_FROM events whose conversations spread over the
         parts (no part holds more than MOST_OF_A_PART of the events, counted by the server,
         `count_notifications_by_part`; a log of one long conversation is folded by one process).
-        1 where the backend cannot fold in parts (`Backend.folds_in_parts`: SQLite, memory) or
+        1 where the backend cannot fold in parts (`ViewStorage.folds_in_parts`: SQLite, memory) or
         the system cannot fork. Raises ValueError for `workers` outside 1 to MOST_WORKERS."""
         _check_workers(workers)
         if not self.backend.folds_in_parts or not hasattr(os, "fork"):

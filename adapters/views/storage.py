@@ -7,9 +7,9 @@ shared lock and a rebuild switches generations under the exclusive one (PostgreS
 locks; SQLite's writer lock; a thread lock in memory), so no write lands in a generation after
 it was switched away from.
 
-`Backend` is what the read models need of a database and `SQLBackend` its SQL part; each
-backend's module (`adapters.backends`) has its own (`SQLiteBackend`, `PostgresBackend`,
-`MemoryBackend`), which its store factory hands out (`adapters.backends.backend_for`).
+`ViewStorage` is what the read models need of a database and `SQLViewStorage` its SQL part; each
+backend's module (`adapters.backends`) has its own (`SQLiteViewStorage`, `PostgresViewStorage`,
+`MemoryViewStorage`), which its store factory hands out (`adapters.backends.view_storage_for`).
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ log = logging.getLogger("chatrecord")
 
 @dataclass(frozen=True)
 class TurnRows:
-    """What `PostgresBackend.turn_rows` read: the live pointer, the head row's body (None
+    """What `PostgresViewStorage.turn_rows` read: the live pointer, the head row's body (None
     before the first event), the log's version, the newest entries' bodies joined by the record
     separator U+001E (which JSON never holds unescaped) and the newest outcomes' bodies joined
     by the same separator, oldest first; `matches` is False when the guessed generation was not the
@@ -177,9 +177,9 @@ def not_updated(error: Exception) -> None:
     log.warning("chatrecord: the read models were not updated with this write (%s); the next read catches up", reason)
 
 
-class Backend:
+class ViewStorage:
     """What the read models need of a database. `texts` seals the transcript rows' texts with
-    each conversation's data key where the store keeps data keys (set by `backend_for`)."""
+    each conversation's data key where the store keeps data keys (set by `view_storage_for`)."""
 
     texts: ViewTexts | None = None
     shared = True
@@ -261,7 +261,7 @@ class Backend:
         tail_from: int = 0,
     ) -> TurnRows | None:
         """Where the backend reads a turn's rows in one statement: see
-        `adapters.backends.postgres.PostgresBackend`."""
+        `adapters.backends.postgres.PostgresViewStorage`."""
         return None
 
     @contextmanager
@@ -310,7 +310,7 @@ class Backend:
         raise NotImplementedError
 
 
-class SQLBackend(Backend):
+class SQLViewStorage(ViewStorage):
     """The views in a SQL database (`datastore`: the library's; `events_table` its events
     table's name); `p` is the driver's placeholder, `schema` the tables' schema ("": none)."""
 
@@ -466,7 +466,7 @@ class SQLBackend(Backend):
 
 
 class NeedsSnapshot(Exception):  # a signal to the reader, never seen outside ReadModels
-    """Raised by a cursor of `Backend.reading(snapshot=False)` at its second statement."""
+    """Raised by a cursor of `ViewStorage.reading(snapshot=False)` at its second statement."""
 
 
-__all__ = ["TABLES", "Backend", "NeedsSnapshot", "Pointer", "QueuedStatements", "ReadMoved"]
+__all__ = ["TABLES", "ViewStorage", "NeedsSnapshot", "Pointer", "QueuedStatements", "ReadMoved"]

@@ -18,12 +18,12 @@ import pytest
 from eventsourcing import persistence as es_persistence
 from psycopg import sql
 
-from adapters.backends import backend_for, backend_of
+from adapters.backends import backend_of, view_storage_for
 from adapters.backends.postgres import (
     EventRecorder,
-    PostgresBackend,
     PostgresFactory,
     PostgresHistoryTables,
+    PostgresViewStorage,
     create_once,
     lock_key,
 )
@@ -235,7 +235,7 @@ def test_a_refused_connection_is_explained_by_the_server(postgres_url: str) -> N
 def test_the_postgres_factory_hands_out_the_schemas_pieces(postgres_url: str, postgres_schema: str) -> None:
     store = open_store({"CHATRECORD_DATABASE_URL": schema_url(postgres_url, postgres_schema)})
     assert backend_of(store.factory) is type(store.factory) is PostgresFactory
-    assert isinstance(store.history, PostgresHistoryTables) and isinstance(backend_for(store), PostgresBackend)
+    assert isinstance(store.history, PostgresHistoryTables) and isinstance(view_storage_for(store), PostgresViewStorage)
     keys = PostgresFactory.idempotency_keys(store)
     assert isinstance(keys, SQLKeys) and keys.table == f'"{postgres_schema}".chatrecord_idempotency'
     store.close()

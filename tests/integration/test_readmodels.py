@@ -627,7 +627,7 @@ class SharedDatabaseContract(ReadModelsContract):
             fresh = ReadModels(second).turn_notes(conversation)  # knows nothing of the rows yet
             assert kept.to_json() == fresh.to_json()
             reads += 1
-        if reads and type(models.backend).__name__ == "PostgresBackend":  # the one whose turn read keeps them
+        if reads and type(models.backend).__name__ == "PostgresViewStorage":  # the one whose turn read keeps them
             assert _kept(models.known, conversation_uuid(conversation)) is not None
 
     def test_a_rebuild_in_another_process_is_followed_by_this_ones_next_appends(self, store: ConversationStore) -> None:

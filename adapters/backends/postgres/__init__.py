@@ -2,7 +2,7 @@
 
 `PostgresFactory` makes the chained application recorder (`ChainedPostgresRecorder`) and the
 data keys (`PostgresDataKeys`), and hands out the schema's pieces of the store: the history
-index (`PostgresHistoryTables`), the views' tables (`PostgresBackend`) and the kept idempotency
+index (`PostgresHistoryTables`), the views' tables (`PostgresViewStorage`) and the kept idempotency
 keys (`adapters.store.idempotency.SQLKeys`).
 
 - **Schema once.** The library runs every CREATE statement each time a process opens a store;
@@ -22,8 +22,8 @@ keys (`adapters.store.idempotency.SQLKeys`).
   larger one.
 - **Turn reads prepared, appends not.** The pool's connections prepare no statement by
   themselves (`PostgresFactory`: a pipelined append must never send a named statement). A turn
-  read (`PostgresBackend.reading`) runs in autocommit, without BEGIN and ROLLBACK, and its two
-  statements run prepared (`PostgresBackend.run`), with the connection's `prepare_threshold`
+  read (`PostgresViewStorage.reading`) runs in autocommit, without BEGIN and ROLLBACK, and its two
+  statements run prepared (`PostgresViewStorage.run`), with the connection's `prepare_threshold`
   set only while each runs, outside pipeline mode: the server plans them once per connection.
 - **Timeouts.** A write waits at most `POSTGRES_LOCK_TIMEOUT` seconds (default
   `WRITE_LOCK_TIMEOUT`) for the events table's write lock, and any statement runs at most
@@ -40,7 +40,7 @@ The package, one module per job (`PERSISTENCE_MODULE` names `adapters.backends.p
 - `chained_recorder`: `ChainedPostgresRecorder`, the recorder with the hash chain.
 - `data_keys`: `PostgresDataKeys`.
 - `history_index`: `PostgresHistoryTables`, the history index and the check of an assumed index.
-- `view_tables`: `PostgresBackend` (the views' tables), `PostgresBufferedRows`, `OneStatement`.
+- `view_tables`: `PostgresViewStorage` (the views' tables), `PostgresBufferedRows`, `OneStatement`.
 - `factory`: `PostgresFactory`, `RecentFirst`, the timeouts and the driver's problems in words.
 """
 
@@ -71,7 +71,7 @@ from adapters.backends.postgres.schema import (
     table_exists,
     views_lock_key,
 )
-from adapters.backends.postgres.view_tables import OneStatement, PostgresBackend, PostgresBufferedRows
+from adapters.backends.postgres.view_tables import OneStatement, PostgresBufferedRows, PostgresViewStorage
 
 __all__ = [
     "APPEND_FUNCTION",
@@ -87,7 +87,7 @@ __all__ = [
     "ChainedPostgresRecorder",
     "EventRecorder",
     "OneStatement",
-    "PostgresBackend",
+    "PostgresViewStorage",
     "PostgresBufferedRows",
     "PostgresDataKeys",
     "PostgresFactory",

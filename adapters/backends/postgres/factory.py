@@ -28,7 +28,7 @@ from adapters.backends.postgres.chained_recorder import ChainedPostgresRecorder
 from adapters.backends.postgres.data_keys import PostgresDataKeys, keys_statements
 from adapters.backends.postgres.history_tables import PostgresHistoryTables
 from adapters.backends.postgres.schema import ensure_schema
-from adapters.backends.postgres.view_tables import PostgresBackend
+from adapters.backends.postgres.view_tables import PostgresViewStorage
 from adapters.store.chain import CHAIN_TABLE
 from adapters.store.idempotency import COLUMNS, TABLE, SQLKeys
 from adapters.store.keys import KEYS_TABLE, MASTER_TABLE, DataKeys
@@ -162,7 +162,7 @@ class PostgresFactory(StoreFactory, es_postgres.PostgresFactory):
         # whose Parse the server skipped ("prepared statement _pg3_9 does not exist" on the next
         # use). With the threshold at None psycopg prepares nothing, not even a statement that
         # asks for it; a turn read's statements are prepared by setting it for their own
-        # execution (`PostgresBackend.run`), outside pipeline mode.
+        # execution (`PostgresViewStorage.run`), outside pipeline mode.
         kwargs["prepare_threshold"] = None
         pool = self.datastore.pool  # not open yet: no connection is in its deque
         if type(getattr(pool, "_pool", None)) is deque:
@@ -226,8 +226,8 @@ class PostgresFactory(StoreFactory, es_postgres.PostgresFactory):
         return PostgresHistoryTables(store.recorder.datastore)
 
     @classmethod
-    def views_backend(cls, store: Any) -> PostgresBackend:
-        return PostgresBackend(
+    def view_storage(cls, store: Any) -> PostgresViewStorage:
+        return PostgresViewStorage(
             store.recorder.datastore,
             store.recorder.events_table_name,
             chained=getattr(store.recorder, "chain_table", None) is not None,

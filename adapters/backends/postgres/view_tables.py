@@ -1,4 +1,4 @@
-"""The views' tables in the store's schema (`PostgresBackend`): view rows written as JSON arrays, a turn
+"""The views' tables in the store's schema (`PostgresViewStorage`): view rows written as JSON arrays, a turn
 read in one prepared statement, the savepoint that works in pipeline mode, the views' lock.
 """
 
@@ -33,14 +33,14 @@ from adapters.views.storage import (
     Pointer,
     QueuedStatements,
     ReadMoved,
-    SQLBackend,
+    SQLViewStorage,
     TurnRows,
     not_updated,
 )
 
 PREPARE_THRESHOLD = 5
 """psycopg's own default, set on a connection only while a turn read's statement runs prepared
-(`PostgresBackend.run`); the statement asks for preparing itself, so the number is not used."""
+(`PostgresViewStorage.run`); the statement asks for preparing itself, so the number is not used."""
 
 
 COLUMN_TYPES = {
@@ -168,7 +168,7 @@ class PostgresBufferedRows(BufferedRows):
 
 
 READ_SNAPSHOT = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
-"""How a read of several statements begins (`PostgresBackend.reading`): all see one snapshot."""
+"""How a read of several statements begins (`PostgresViewStorage.reading`): all see one snapshot."""
 
 
 class OneStatement:
@@ -189,8 +189,8 @@ class OneStatement:
         return getattr(self._cursor, name)
 
 
-class PostgresBackend(SQLBackend):
-    """The views' tables in the store's schema (`adapters.views.storage.SQLBackend`), with a
+class PostgresViewStorage(SQLViewStorage):
+    """The views' tables in the store's schema (`adapters.views.storage.SQLViewStorage`), with a
     turn's rows read in one statement and a savepoint that works in pipeline mode."""
 
     p = "%s"
@@ -198,7 +198,7 @@ class PostgresBackend(SQLBackend):
     reads_ahead = True
     folds_in_parts = True
     activity = "((body::jsonb ->> 'last_at')::bigint)"
-    """A head body's last activity (`SQLBackend.activity`); its index makes a head's update
+    """A head body's last activity (`SQLViewStorage.activity`); its index makes a head's update
     (every append) no longer a HOT one: the index entry moves with each new time."""
     heads_storage = " WITH (fillfactor = 50)"
     """A head row (about 1 KB) is rewritten by every append: with half of each page left free,
@@ -342,7 +342,7 @@ class PostgresBackend(SQLBackend):
 
     @contextmanager
     def savepoint(self, curs: Any, on_failure: Callable[[Exception], object] | None = None) -> Iterator[Any]:
-        """As `Backend.savepoint`, through psycopg's nested transaction. In pipeline mode (a
+        """As `ViewStorage.savepoint`, through psycopg's nested transaction. In pipeline mode (a
         small append, `EventRecorder`) the savepoint's statements are synced before it is
         released, so a failing view statement rolls back to it here rather than failing the
         events' transaction at its end. An error raised while the savepoint is taken belongs

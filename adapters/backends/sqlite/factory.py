@@ -16,7 +16,7 @@ from adapters.backends import StoreFactory
 from adapters.backends.sqlite.chained_recorder import ChainedSQLiteRecorder
 from adapters.backends.sqlite.data_keys import SQLiteDataKeys
 from adapters.backends.sqlite.store_file import read_only_uri, refuse_foreign
-from adapters.backends.sqlite.view_tables import SQLiteBackend
+from adapters.backends.sqlite.view_tables import SQLiteViewStorage
 from adapters.backends.sqlite.waiting_datastore import WaitingSQLiteDatastore
 from adapters.store.chain import CHAIN_TABLE
 from adapters.store.idempotency import COLUMNS, TABLE, SQLKeys
@@ -105,8 +105,8 @@ class SQLiteFactory(StoreFactory, es_sqlite.SQLiteFactory):
         return SQLHistoryTables(store.recorder.datastore, chain=(CHAIN_TABLE, store.recorder._id) if chained else None)
 
     @classmethod
-    def views_backend(cls, store: Any) -> SQLiteBackend:
-        return SQLiteBackend(store.recorder.datastore, store.recorder.events_table_name)
+    def view_storage(cls, store: Any) -> SQLiteViewStorage:
+        return SQLiteViewStorage(store.recorder.datastore, store.recorder.events_table_name)
 
     @classmethod
     def idempotency_keys(cls, store: Any) -> SQLKeys:
