@@ -204,15 +204,15 @@ def list_conversations(
         raise ValueError(f"limit must be 1 to {LIST_LIMIT_MAX}, not {limit}")
     before = decode_cursor(cursor) if cursor is not None else None
     after = micros(since) if since is not None else None
-    store, backend = models.store, models.backend
+    store, storage = models.store, models.storage
     live = models.live_pointer()
-    with backend.transaction(write=False) as curs:
-        if not backend.has_activity(curs, live.generation):
+    with storage.transaction(write=False) as curs:
+        if not storage.has_activity(curs, live.generation):
             raise ListNeedsRebuild(
                 "the read models were made by an earlier version of chatrecord and keep no "
                 "index of the conversations by last activity; run: chatrecord rebuild"
             )
-        heads = backend.newest_heads(curs, live.generation, limit + 1, before, after)
+        heads = storage.newest_heads(curs, live.generation, limit + 1, before, after)
     found: list[ConversationSummary] = []
     last: tuple[int, str] | None = None
     for cid, at, name, users in heads[:limit]:

@@ -229,7 +229,7 @@ class ReadModels:
 
     def __init__(self, store: ConversationStore) -> None:
         self.store = store
-        self.backend: ViewStorage = view_storage_for(store)
+        self.storage: ViewStorage = view_storage_for(store)
         self._live: Pointer | None = None
         self.heads = HeadCache()
         self.notes = notes_cache()
@@ -262,21 +262,21 @@ class ReadModels:
     def _ensure(self) -> None:
         """Creates the pointer and the first generation once; a store of the previous version
         (one JSON row per conversation) gets its views rebuilt from the log, with a notice."""
-        with self.backend.transaction(write=False) as curs:
-            live = self.backend.pointer(curs)
+        with self.storage.transaction(write=False) as curs:
+            live = self.storage.pointer(curs)
         if live is not None:
             self._set_live(live)
             return
-        with self.backend.transaction(write=True) as curs:
-            self.backend.lock(curs, exclusive=True)
-            live = self.backend.pointer(curs)
+        with self.storage.transaction(write=True) as curs:
+            self.storage.lock(curs, exclusive=True)
+            live = self.storage.pointer(curs)
             if live is None:
-                old_rules, old_tables = self.backend.old_tables(curs)
+                old_rules, old_tables = self.storage.old_tables(curs)
                 live = Pointer(1, resolve(old_rules or DEFAULT_RULE_SET).id, 2)
-                self.backend.create(curs, 1)
-                self.backend.set_pointer(curs, live)
+                self.storage.create(curs, 1)
+                self.storage.set_pointer(curs, live)
                 for table in old_tables:
-                    self.backend.drop_table(curs, table)
+                    self.storage.drop_table(curs, table)
                 if old_tables:
                     log.warning(
                         "chatrecord: the read models of the previous version were dropped; "
@@ -295,8 +295,8 @@ class ReadModels:
         return self._pointer()
 
     def _pointer(self) -> Pointer:
-        with self.backend.transaction(write=False) as curs:
-            live = self.backend.pointer(curs)
+        with self.storage.transaction(write=False) as curs:
+            live = self.storage.pointer(curs)
         assert live is not None
         self._set_live(live)
         return live
@@ -306,11 +306,11 @@ class ReadModels:
     def apply(self, aggregate_id: UUID, events: Sequence[ConversationEvent] | None = None) -> Head | None:
         """Brings one conversation's rows up to its log: `events` (just saved) where they follow
         the head, else what the log holds after the head. Returns the head after it."""
-        with self.backend.transaction(write=True) as curs:
-            self.backend.lock(curs, exclusive=False)
-            live = self.backend.pointer(curs)
+        with self.storage.transaction(write=True) as curs:
+            self.storage.lock(curs, exclusive=False)
+            live = self.storage.pointer(curs)
             assert live is not None
-            rows = self.backend.rows(curs, live.generation, aggregate_id)
+            rows = self.storage.rows(curs, live.generation, aggregate_id)
             head: Head | None = rows.head()
             version = head.version if head else 0
             if events and events[-1].originator_version <= version:
@@ -335,7 +335,7 @@ class ReadModels:
         gap) are left to the next read too."""
         if not events:
             return
-        for fresh in (False, True) if self.backend.shared else (False,):
+        for fresh in (False, True) if self.storage.shared else (False,):
             if self._apply_inline(curs, aggregate_id, events, fresh):
                 return
 
@@ -351,16 +351,16 @@ class ReadModels:
             failed.append(error)
             return not fresh  # True: tried again with the live pointer, so nothing to warn of yet
 
-        with self.backend.savepoint(curs, on_failure=on_failure) as point:
-            self.backend.lock(point, exclusive=False)
+        with self.storage.savepoint(curs, on_failure=on_failure) as point:
+            self.storage.lock(point, exclusive=False)
             live = None if fresh else self._live
             head = self.heads.get(aggregate_id, events[0].originator_version - 1) if live is not None else None
             if live is None or head is None:
-                live, body = self.backend.pointer_and_head(point, aggregate_id, live.generation if live else 0)
+                live, body = self.storage.pointer_and_head(point, aggregate_id, live.generation if live else 0)
                 assert live is not None
                 self._set_live(live)
                 head = None
-            rows = self.backend.rows(point, live.generation, aggregate_id, buffered=True)
+            rows = self.storage.rows(point, live.generation, aggregate_id, buffered=True)
             prime = getattr(rows, "prime", None)
             if prime is not None:  # the rows the append that wrote the kept head left: not read again
                 prime(self.heads.rows(aggregate_id, head) if head is not None else None)
@@ -414,11 +414,11 @@ class ReadModels:
         behind = 0
         for conversation in self.store.conversation_ids():
             key = conversation_uuid(conversation)
-            with self.backend.transaction(write=False) as curs:
-                live = self.backend.pointer(curs)
+            with self.storage.transaction(write=False) as curs:
+                live = self.storage.pointer(curs)
                 assert live is not None
-                head = self.backend.rows(curs, live.generation, key).head()
-                logged = self.backend.log_version(curs, key)
+                head = self.storage.rows(curs, live.generation, key).head()
+                logged = self.storage.log_version(curs, key)
             if (head.version if head else 0) < logged:
                 self.apply(key)
                 behind += 1
@@ -450,9 +450,9 @@ class ReadModels:
         snapshot = newest is None  # a turn read tries one statement first, in no transaction
         for _ in range(4):
             try:
-                with self.backend.reading(snapshot) as curs:  # one snapshot: head, entries, outcomes, transcript
+                with self.storage.reading(snapshot) as curs:  # one snapshot: head, entries, outcomes, transcript
                     fetched = (
-                        self.backend.turn_rows(
+                        self.storage.turn_rows(
                             curs,
                             key,
                             self._live.generation,
@@ -467,7 +467,7 @@ class ReadModels:
                     )
                     live: Pointer | None
                     if fetched is not None and fetched.matches:  # one statement (PostgreSQL)
-                        assert isinstance(self.backend, SQLViewStorage)  # the backend that reads them so
+                        assert isinstance(self.storage, SQLViewStorage)  # the storage that reads them so
                         live, logged = fetched.live, fetched.logged
                         head = Head.model_validate_json(fetched.head) if fetched.head is not None else None
                         placement = (
@@ -476,29 +476,29 @@ class ReadModels:
                             else None
                         )
                         rows = (
-                            self.backend.rows(curs, live.generation, key)
+                            self.storage.rows(curs, live.generation, key)
                             if fetched.skipped
                             else PrefetchedRows(
                                 curs,
-                                table_names(live.generation, self.backend.schema),
+                                table_names(live.generation, self.storage.schema),
                                 str(key),
-                                self.backend.p,
+                                self.storage.p,
                                 fetched.entries,
                                 fetched.outcomes,
                                 newest or 0,
-                                self.backend.texts,
-                                self.backend.run,
+                                self.storage.texts,
+                                self.storage.run,
                                 head,
                                 placement,
                             )
                         )
                         rows.tip = fetched.tip
                     else:
-                        live = fetched.live if fetched is not None else self.backend.pointer(curs)
+                        live = fetched.live if fetched is not None else self.storage.pointer(curs)
                         assert live is not None
-                        rows = self.backend.rows(curs, live.generation, key)
+                        rows = self.storage.rows(curs, live.generation, key)
                         head = rows.head()
-                        logged = self.backend.log_version(curs, key)
+                        logged = self.storage.log_version(curs, key)
                     self._set_live(live)
                     if logged == 0:
                         raise UnknownConversation(
@@ -624,13 +624,13 @@ class ReadModels:
         that cannot be read back, `UnreadableEvent`, leaves them deleted). Returns False when
         the store does not hold the conversation."""
         key = conversation_uuid(conversation)
-        with self.backend.transaction(write=True) as curs:
-            self.backend.lock(curs, exclusive=False)
-            live = self.backend.pointer(curs)
+        with self.storage.transaction(write=True) as curs:
+            self.storage.lock(curs, exclusive=False)
+            live = self.storage.pointer(curs)
             assert live is not None
-            if not self.backend.log_version(curs, key):
+            if not self.storage.log_version(curs, key):
                 return False
-            rows = self.backend.rows(curs, live.generation, key)
+            rows = self.storage.rows(curs, live.generation, key)
             rows.clear()
             self.heads.clear()
             self.notes = notes_cache()
@@ -675,7 +675,7 @@ class ReadModels:
         rule_set, folded, seen = resolve(rules), 0, set()
         unreadable = set() if unreadable is None else unreadable
         total = stop or self.store.max_notification_id()
-        queued = self.backend.queued() if curs is None else None
+        queued = self.storage.queued() if curs is None else None
         kept: LRUCache[UUID, Head | None] | None = LRUCache(maxsize=KEPT_HEADS) if queued is not None else None
 
         to_fold = getattr(self.store.recorder, "select_notifications_to_fold", None)
@@ -689,7 +689,7 @@ class ReadModels:
 
         ahead = (
             ThreadPoolExecutor(1, thread_name_prefix="chatrecord-rebuild-reads")
-            if curs is None and self.backend.reads_ahead
+            if curs is None and self.storage.reads_ahead
             else None
         )
         following: Future[Sequence[Any]] | None = None
@@ -705,7 +705,7 @@ class ReadModels:
                     seen.update(self._fold_page(queued, generation, rule_set, page, kept, unreadable))
                     queued.commit()
                 elif curs is None:
-                    with self.backend.transaction(write=True) as own:
+                    with self.storage.transaction(write=True) as own:
                         seen.update(self._fold_page(own, generation, rule_set, page, unreadable=unreadable))
                 else:
                     seen.update(self._fold_page(curs, generation, rule_set, page, unreadable=unreadable))
@@ -760,7 +760,7 @@ class ReadModels:
                 key = event.originator_id
                 held = folding.get(key)
                 if held is None:
-                    rows = self.backend.rows(curs, generation, key, buffered=True)
+                    rows = self.storage.rows(curs, generation, key, buffered=True)
                     head = _kept(kept, key) if kept is not None else None
                     if head is None and not (kept is not None and event.originator_version == 1):
                         head = rows.head()
@@ -799,7 +799,7 @@ class ReadModels:
         1 where the backend cannot fold in parts (`ViewStorage.folds_in_parts`: SQLite, memory) or
         the system cannot fork. Raises ValueError for `workers` outside 1 to MOST_WORKERS."""
         _check_workers(workers)
-        if not self.backend.folds_in_parts or not hasattr(os, "fork"):
+        if not self.storage.folds_in_parts or not hasattr(os, "fork"):
             return 1
         if workers is not None:
             return workers
@@ -832,13 +832,13 @@ class ReadModels:
         interrupt does not cut it) and raises RebuildInterrupted, which names them."""
         target = resolve(rules).id
         _check_workers(workers)  # before a generation is made
-        with self.backend.transaction(write=True) as curs:
-            self.backend.lock(curs, exclusive=True)
-            old = self.backend.pointer(curs)
+        with self.storage.transaction(write=True) as curs:
+            self.storage.lock(curs, exclusive=True)
+            old = self.storage.pointer(curs)
             assert old is not None
             generation = old.next
-            self.backend.set_pointer(curs, Pointer(old.generation, old.rules, generation + 1))
-            self.backend.create(curs, generation)
+            self.storage.set_pointer(curs, Pointer(old.generation, old.rules, generation + 1))
+            self.storage.create(curs, generation)
         try:
             return self._rebuild_into(generation, old, target, progress, workers)
         except KeyboardInterrupt:
@@ -853,12 +853,12 @@ class ReadModels:
     def _drop_unswitched(self, generation: int) -> bool:
         """Drops `generation`'s tables unless it went live (an interrupt after the switch
         committed); returns True when it dropped them."""
-        with self.backend.transaction(write=True) as curs:
-            self.backend.lock(curs, exclusive=True)
-            now = self.backend.pointer(curs)
+        with self.storage.transaction(write=True) as curs:
+            self.storage.lock(curs, exclusive=True)
+            now = self.storage.pointer(curs)
             if now is not None and now.generation == generation:
                 return False
-            self.backend.drop(curs, generation)
+            self.storage.drop(curs, generation)
             return True
 
     def _rebuild_into(
@@ -875,18 +875,18 @@ class ReadModels:
             events, seen = self._fold_in_parts(generation, target, stop, parts, progress, unreadable)
         else:
             events, seen = self._fold_log(generation, target, 0, stop, progress, unreadable=unreadable)
-        with self.backend.transaction(write=True) as curs:
-            self.backend.lock(curs, exclusive=True)
-            now = self.backend.pointer(curs)
+        with self.storage.transaction(write=True) as curs:
+            self.storage.lock(curs, exclusive=True)
+            now = self.storage.pointer(curs)
             assert now is not None
             if now.generation != old.generation:
-                self.backend.drop(curs, generation)
+                self.storage.drop(curs, generation)
                 raise RebuildSuperseded(f"a later rebuild switched to generation {now.generation} first")
             more, also = self._fold_log(generation, target, stop, None, curs=curs, unreadable=unreadable)
-            self.backend.set_pointer(curs, Pointer(generation, target, now.next))
+            self.storage.set_pointer(curs, Pointer(generation, target, now.next))
             dropped: list[str] = []
-            for stale in sorted(self.backend.generations(curs) - {generation}):
-                self.backend.drop(curs, stale)
+            for stale in sorted(self.storage.generations(curs) - {generation}):
+                self.storage.drop(curs, stale)
                 dropped.extend(f"views_g{stale}_{t}" for t in ("heads", "entries", "outcomes", "messages", "pages", "turns"))
         self._set_live(Pointer(generation, target, now.next))
         return RebuildReport(

@@ -627,7 +627,7 @@ class SharedDatabaseContract(ReadModelsContract):
             fresh = ReadModels(second).turn_notes(conversation)  # knows nothing of the rows yet
             assert kept.to_json() == fresh.to_json()
             reads += 1
-        if reads and type(models.backend).__name__ == "PostgresViewStorage":  # the one whose turn read keeps them
+        if reads and type(models.storage).__name__ == "PostgresViewStorage":  # the one whose turn read keeps them
             assert _kept(models.known, conversation_uuid(conversation)) is not None
 
     def test_a_rebuild_in_another_process_is_followed_by_this_ones_next_appends(self, store: ConversationStore) -> None:
@@ -668,10 +668,10 @@ class SharedDatabaseContract(ReadModelsContract):
 
         assert not [r for r in caplog.records if "not updated" in r.getMessage()]  # tried again, live pointer
         key = conversation_uuid("conv-behalten")
-        with models.backend.transaction(write=False) as curs:
-            live = models.backend.pointer(curs)
+        with models.storage.transaction(write=False) as curs:
+            live = models.storage.pointer(curs)
             assert live is not None and live.rules == "2026-11-01"
-            head = models.backend.rows(curs, live.generation, key).head()
+            head = models.storage.rows(curs, live.generation, key).head()
         assert head is not None and head.version == len(store.events("conv-behalten"))  # no gap left to a read
 
     def test_a_view_update_that_fails_is_logged_in_one_line(self, caplog: pytest.LogCaptureFixture) -> None:
@@ -699,10 +699,10 @@ class SharedDatabaseContract(ReadModelsContract):
 
         assert not [r for r in caplog.records if "not updated" in r.getMessage()]
         key = conversation_uuid("conv-behalten")
-        with models.backend.transaction(write=False) as curs:
-            live = models.backend.pointer(curs)
+        with models.storage.transaction(write=False) as curs:
+            live = models.storage.pointer(curs)
             assert live is not None
-            head = models.backend.rows(curs, live.generation, key).head()
+            head = models.storage.rows(curs, live.generation, key).head()
         assert head is not None and head.version == len(store.events("conv-behalten"))  # written inline, no read
 
 
@@ -713,7 +713,7 @@ class TestInMemoryReadModels(ReadModelsContract):
         return ConversationStore(env=memory_env())
 
     def tables(self, store: ConversationStore) -> set[str]:
-        backend = ReadModels(store).backend
+        backend = ReadModels(store).storage
         return {f"views_g{g}_{t}" for g in backend.generations(None) for t in TABLES}
 
 
@@ -782,8 +782,8 @@ class TestPostgresReadModels(PostgresStores, SharedDatabaseContract):
         models = ReadModels(store)
         ingest(store, DEMO)
         used: list[Any] = []
-        run = models.backend.run
-        models.backend.run = lambda curs, *args: used.append(curs.connection) or run(curs, *args)  # type: ignore[method-assign]
+        run = models.storage.run
+        models.storage.run = lambda curs, *args: used.append(curs.connection) or run(curs, *args)  # type: ignore[method-assign]
         expected = models.turn_notes("conv-demo-seo")
         conn = used[0]  # idle in the pool now
         assert conn.prepare_threshold is None  # restored after the read's statements
