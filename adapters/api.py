@@ -36,7 +36,7 @@ from typing import Any, TypeVar
 
 from adapters.ingest import ParsedLine, bounded_lines, check_follows, line_text
 from adapters.service import keys as master_keys
-from adapters.service.conversations import ConversationPage, Export, export_lines, list_conversations, stored_key
+from adapters.service.conversations import ConversationPage, Export, export_lines, list_conversations, stored_id
 from adapters.service.ingest import BATCH_LINES, Ingestion
 from adapters.service.keys import KeyChange
 from adapters.service.record_lines import IngestReport, Lines, Recorded, VersionMismatch, parse
@@ -405,10 +405,10 @@ class Chatrecord:
 
     # ------------------------------------------------------------ reads
 
-    def _key(self, conversation: str) -> str:
+    def _stored_id(self, conversation: str) -> str:
         """Returns the key `conversation` (the chat's id, or the stored form a command printed)
-        is stored under (`adapters.service.conversations.stored_key`)."""
-        return stored_key(self.store, conversation)
+        is stored under (`adapters.service.conversations.stored_id`)."""
+        return stored_id(self.store, conversation)
 
     @_reads
     @_in_store_terms
@@ -456,7 +456,7 @@ class Chatrecord:
         Raises UnknownConversation for an id the store does not hold, NoTurnYet when no
         user message has started a turn yet.
         """
-        return self.read_models.turn_input(self._key(_conversation_argument("turn_input", conversation)), can_see_page)
+        return self.read_models.turn_input(self._stored_id(_conversation_argument("turn_input", conversation)), can_see_page)
 
     @_reads
     @_in_store_terms
@@ -470,7 +470,7 @@ class Chatrecord:
 
         Raises UnknownConversation for an id the store does not hold.
         """
-        return self.read_models.turn_notes(self._key(_conversation_argument("turn_notes", conversation)), can_see_page)
+        return self.read_models.turn_notes(self._stored_id(_conversation_argument("turn_notes", conversation)), can_see_page)
 
     @_reads
     def verify(
@@ -483,7 +483,7 @@ class Chatrecord:
 
         Raises NoChain for a store that keeps no chain, BadHeadsFile for a heads file it cannot
         read, UnknownConversation (after the last verdict) when `conversation` has none."""
-        key = self._key(_conversation_argument("verify", conversation)) if conversation is not None else None
+        key = self._stored_id(_conversation_argument("verify", conversation)) if conversation is not None else None
         return self._verdicts(conversation, key, against)
 
     @_in_store_terms
@@ -504,7 +504,7 @@ class Chatrecord:
         database is found here, not by a turn read. Reads each whole log. Raises
         UnknownConversation for an id the store does not hold."""
         if conversation is not None:
-            key = self._key(_conversation_argument("verify_rows", conversation))
+            key = self._stored_id(_conversation_argument("verify_rows", conversation))
             return iter([check_rows(self.read_models, key)])
         return rows_verdicts(self.read_models, sorted(self.store.conversation_ids()))  # as `verify` lists them
 
@@ -515,7 +515,7 @@ class Chatrecord:
         given), logging each, and returns their verdicts after it (`adapters.store.verify.upgrade`).
         An append to such a conversation is refused until then (`ChainBroken`). A conversation
         with any hash row is never touched. Raises NoChain for a store without a chain."""
-        key = self._key(_conversation_argument("upgrade_chains", conversation)) if conversation is not None else None
+        key = self._stored_id(_conversation_argument("upgrade_chains", conversation)) if conversation is not None else None
         return upgrade(self.store, key)
 
     @_in_store_terms
@@ -524,7 +524,7 @@ class Chatrecord:
         models; idempotent. Raises UnknownConversation for an id the store does not hold (worded
         as `audit` and `replay` word it)."""
         try:
-            return erase(self.store, self._key(_conversation_argument("erase", conversation)), self.read_models)
+            return erase(self.store, self._stored_id(_conversation_argument("erase", conversation)), self.read_models)
         except UnknownConversation:
             raise unknown_conversation(self.store, conversation, describe_backend(self.store)) from None
 
@@ -554,7 +554,7 @@ class Chatrecord:
         events = self.events(_conversation_argument("audit", conversation))
         rule_set = rules or self.active_rules()
         rows: list[AuditRow] = audit_rows(events, rule_set)
-        verdict = chain_verdict(self.store, self._key(conversation)) if chain else None
+        verdict = chain_verdict(self.store, self._stored_id(conversation)) if chain else None
         return Audit(conversation, rule_set, rows, verdict)
 
     @_reads
@@ -588,7 +588,7 @@ class Chatrecord:
         if last is not None and rule_set == active:
             latest = self._live_turn(conversation, can_see_page)
             differs = latest is None or latest.to_json() != last.to_json()
-        chain = chain_verdict(self.store, self._key(conversation)) if differs else None
+        chain = chain_verdict(self.store, self._stored_id(conversation)) if differs else None
         return Replay(conversation, rule_set, tuple(turns), differs, chain)
 
     def _live_turn(self, conversation: str, can_see_page: PageCheck) -> TurnInput | None:
@@ -668,7 +668,7 @@ class Chatrecord:
         rule set). Reads the log's tail only (`adapters.service.timeline`). Raises
         UnknownConversation for an id the store does not hold."""
         name = _conversation_argument("timeline", conversation)
-        page = timeline_page(self.store, self._key(name), name, rules or self.active_rules(), before, turns)
+        page = timeline_page(self.store, self._stored_id(name), name, rules or self.active_rules(), before, turns)
         if page.version == 0:
             self.events(name)  # raises UnknownConversation, naming the store
         return page
@@ -699,7 +699,7 @@ class Chatrecord:
     def _overview(self, conversation: str, rules: str | None) -> KeptOverview:
         name = _conversation_argument("overview", conversation)
         rule_set = rules or self.active_rules()
-        key = self._key(name)
+        key = self._stored_id(name)
         uuid = conversation_uuid(key)
         head = next(iter(self.store.events.get(uuid, desc=True, limit=1)), None)
         if head is None:
@@ -731,7 +731,7 @@ class Chatrecord:
         after it recomputed), so it costs what was appended since, and says so (`Verdict.kept`).
         Raises UnknownConversation."""
         name = _conversation_argument("chain", conversation)
-        key = self._key(name)
+        key = self._stored_id(name)
         kept = self._chains.get(key) if not full else None
         if kept is not None and isinstance(self.store.recorder, ChainedRecorder):
             verdict: Verdict | None = verify_after(self.store.recorder, kept)

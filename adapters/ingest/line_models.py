@@ -17,8 +17,8 @@ from pydantic import AfterValidator, ConfigDict, Field, ValidationInfo, WithJson
 from adapters.ingest.names import (
     At,
     InputModel,
-    Key,
     MessageNo,
+    ReducedId,
     Skill,
     Text,
     Whole,
@@ -51,7 +51,7 @@ class Line(InputModel):
     # private attributes, which validation fills with their defaults for every line (9 µs).
 
     type: str  # each line type narrows it to its Literal name (the union's discriminator)
-    conversation: Key
+    conversation: ReducedId
     at: At
     follows: Whole | None = None
 
@@ -138,8 +138,8 @@ class UserMessageLine(Line):
 
 class SegmentReturnedLine(Line):
     type: Literal["segment_returned"]
-    segment: Key
-    run: Key
+    segment: ReducedId
+    run: ReducedId
     trigger: Literal["turn", "approval", "answer", "retry"]
     outcome: str
     answer: Text | None = None
@@ -185,7 +185,7 @@ class CardDecidedLine(Line):
     )
 
     type: Literal["card_decided"]
-    segment: Key
+    segment: ReducedId
     approved: bool
     answer: Annotated[str, AfterValidator(check_answer), WithJsonSchema({"type": "string", "enum": list(CARD_ANSWERS)})]
     message: MessageNo | None = None
@@ -220,7 +220,7 @@ class CardDecidedLine(Line):
 
 class QuestionAnsweredLine(Line):
     type: Literal["question_answered"]
-    segment: Key
+    segment: ReducedId
     message: MessageNo
     text: Text
 

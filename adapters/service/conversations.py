@@ -1,13 +1,13 @@
-"""The store's conversations: how a conversation id a user gives is found (`stored_key`), the
+"""The store's conversations: how a conversation id a user gives is found (`stored_id`), the
 list of conversations, newest activity first, in pages (`list_conversations`), and a
 conversation written back as the chat's JSON Lines (`export_lines`).
 
 Ids. A conversation is stored under the reduced form of the chat's id
-(`adapters.ingest.names.reduce_key`: `chat 17` is kept as `chat17:h9a90eaf363ff759f`), and that
+(`adapters.ingest.names.reduce_id`: `chat 17` is kept as `chat17:h9a90eaf363ff759f`), and that
 stored form is what `list`, `verify` and the error messages print; reducing a stored form gives
-it back, so `stored_key` accepts both. A store written before stored forms were kept as they are
+it back, so `stored_id` accepts both. A store written before stored forms were kept as they are
 may hold a conversation of a chat id that looked like one under that id reduced once more
-(`names.earlier_key`); `stored_key` finds it by the chat's id too.
+(`names.earlier_stored_id`); `stored_id` finds it by the chat's id too.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from adapters.ingest.names import earlier_key, lookup_key
+from adapters.ingest.names import earlier_stored_id, lookup_id
 from adapters.store.application import ConversationStore
 from adapters.store.crypto import ERASED
 from adapters.views.readmodels import ReadModels
@@ -55,18 +55,18 @@ def _started(store: ConversationStore, key: str) -> bool:
     return bool(store.recorder.select_events(conversation_uuid(key), limit=1))
 
 
-def stored_key(store: ConversationStore, conversation: str) -> str:
-    """Returns the key `conversation` is stored under: the reduced form of the chat's id
-    (`lookup_key`; a stored form as a command printed it is its own reduced form) when the store
-    holds that conversation; else the key an earlier store gave an id of that look
-    (`earlier_key`) when the store holds that one; else the reduced form (which then names no
+def stored_id(store: ConversationStore, conversation: str) -> str:
+    """Returns the id `conversation` is stored under: the reduced form of the chat's id
+    (`lookup_id`; a stored form as a command printed it is its own reduced form) when the store
+    holds that conversation; else the id an earlier store gave an id of that look
+    (`earlier_stored_id`) when the store holds that one; else the reduced form (which then names no
     stored conversation: the caller says so)."""
-    key = lookup_key(conversation)
-    if not _started(store, key):
-        earlier = earlier_key(key)
+    found = lookup_id(conversation)
+    if not _started(store, found):
+        earlier = earlier_stored_id(found)
         if earlier is not None and _started(store, earlier):
             return earlier
-    return key
+    return found
 
 
 # ---------------------------------------------------------------- list

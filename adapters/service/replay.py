@@ -14,7 +14,7 @@ from typing import Any
 from uuid import UUID
 
 from adapters.ingest import fold_events, read_events, read_lines
-from adapters.service.conversations import stored_key
+from adapters.service.conversations import stored_id
 from adapters.service.record_lines import IngestReport
 from adapters.store.application import ConversationStore
 from adapters.store.verify import Verdict
@@ -70,7 +70,7 @@ def file_conversations(path: Path) -> Conversations:
 def stored_conversation(store: ConversationStore, conversation: str, backend: str) -> list[ConversationEvent]:
     """Returns the full event log of `conversation`. Raises UnknownConversation when the store
     (described by `backend`) has none of that id."""
-    events = store.events(stored_key(store, conversation))
+    events = store.events(stored_id(store, conversation))
     if not events:
         raise unknown_conversation(store, conversation, backend)
     return events
