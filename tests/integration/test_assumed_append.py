@@ -612,7 +612,7 @@ class TestPostgresViewsLock(PostgresStores):
     def test_a_rebuild_holding_one_schemas_views_lock_holds_up_appends_there_and_nowhere_else(self) -> None:
         import psycopg
 
-        from adapters.backends.postgres import LOCK_KEY, views_lock_key
+        from adapters.backends.postgres import OLD_VIEWS_LOCK_ID, views_lock_id
 
         other = f"{self.schema}_other"
         with psycopg.connect(self.url, autocommit=True) as conn:
@@ -625,7 +625,7 @@ class TestPostgresViewsLock(PostgresStores):
                 chat.turn_notes("c")  # the read models, so the append writes view rows under the lock
             with psycopg.connect(self.url) as rebuild:  # as a rebuild's switch holds it, in a transaction
                 rebuild.execute(
-                    "SELECT pg_advisory_xact_lock(%s), pg_advisory_xact_lock(%s)", (views_lock_key(self.schema), LOCK_KEY)
+                    "SELECT pg_advisory_xact_lock(%s), pg_advisory_xact_lock(%s)", (views_lock_id(self.schema), OLD_VIEWS_LOCK_ID)
                 )
 
                 there.record(message("c", 1))  # another schema: not held up

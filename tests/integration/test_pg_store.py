@@ -25,7 +25,7 @@ from adapters.backends.postgres import (
     PostgresHistoryTables,
     PostgresViewStorage,
     create_once,
-    lock_key,
+    schema_lock_name,
 )
 from adapters.store.idempotency import SQLKeys
 from adapters.store.settings import open_store
@@ -120,8 +120,8 @@ def test_create_once_runs_its_statements_only_when_the_check_says_they_are_missi
     exists = sql.SQL("SELECT to_regclass({}) IS NOT NULL").format(f"{postgres_schema}.once")
     statements = [sql.SQL("CREATE TABLE {} (n int)").format(table), sql.SQL("INSERT INTO {} VALUES (1)").format(table)]
     with psycopg.connect(postgres_url, autocommit=True) as conn:
-        assert create_once(conn, lock_key(postgres_schema), exists, statements) is True
-        assert create_once(conn, lock_key(postgres_schema), exists, statements) is False
+        assert create_once(conn, schema_lock_name(postgres_schema), exists, statements) is True
+        assert create_once(conn, schema_lock_name(postgres_schema), exists, statements) is False
         assert conn.execute(sql.SQL("SELECT count(*) FROM {}").format(table)).fetchone() == (1,)
 
 

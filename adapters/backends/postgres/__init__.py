@@ -33,7 +33,7 @@ keys (`adapters.store.idempotency.SQLKeys`).
 
 The package, one module per job (`PERSISTENCE_MODULE` names `adapters.backends.postgres:PostgresFactory`):
 
-- `schema`: the tables made once (`create_once`, `ensure_schema`), the advisory lock keys, `SchemaNotCreated`.
+- `schema`: the tables made once (`create_once`, `ensure_schema`), the advisory lock ids, `SchemaNotCreated`.
 - `append`: the append as one statement: `AppendDocument`, `Unfit` and the append functions, whose
   PL/pgSQL is in `append_function.sql`, `append_no_views.sql` and `append_views.sql`.
 - `recorder`: `EventRecorder`, the application recorder (how an append is sent, reads tried again).
@@ -62,14 +62,14 @@ from adapters.backends.postgres.factory import STATEMENT_TIMEOUT, WRITE_LOCK_TIM
 from adapters.backends.postgres.history_tables import PostgresHistoryTables
 from adapters.backends.postgres.recorder import BATCH_DOCUMENT_BYTES, PIPELINE_BYTES, EventRecorder
 from adapters.backends.postgres.schema import (
-    LOCK_KEY,
+    OLD_VIEWS_LOCK_ID,
     SchemaNotCreated,
     create_once,
     ensure_schema,
-    lock_key,
     schema_exists_query,
+    schema_lock_name,
     table_exists,
-    views_lock_key,
+    views_lock_id,
 )
 from adapters.backends.postgres.view_tables import OneStatement, PostgresBufferedRows, PostgresViewStorage
 
@@ -79,7 +79,7 @@ __all__ = [
     "ASSUMPTION_FUNCTION",
     "ASSUMPTION_MESSAGE",
     "BATCH_DOCUMENT_BYTES",
-    "LOCK_KEY",
+    "OLD_VIEWS_LOCK_ID",
     "PIPELINE_BYTES",
     "STATEMENT_TIMEOUT",
     "WRITE_LOCK_TIMEOUT",
@@ -102,8 +102,8 @@ __all__ = [
     "generation_function_name",
     "generation_function_statement",
     "keys_statements",
-    "lock_key",
+    "schema_lock_name",
     "schema_exists_query",
     "table_exists",
-    "views_lock_key",
+    "views_lock_id",
 ]

@@ -14,7 +14,7 @@ from eventsourcing.postgres import PostgresDatastore
 from psycopg.sql import SQL
 
 from adapters.backends.postgres.append import ASSUMPTION_FUNCTION, AppendDocument, assumption_function_statement
-from adapters.backends.postgres.schema import create_once, lock_key
+from adapters.backends.postgres.schema import create_once, schema_lock_name
 from adapters.store.chain import CHAIN_TABLE
 from adapters.store.sql_history import TABLES as HISTORY_TABLES
 from adapters.store.sql_history import AssumedBase, HeldIndex, SQLHistory, SQLHistoryTables, index_events
@@ -52,7 +52,7 @@ class PostgresHistoryTables(SQLHistoryTables):
             exists = SQL("SELECT to_regprocedure({}) IS NOT NULL").format(f"{self.assumption_function}()")
             try:
                 with self.datastore.get_connection() as conn:
-                    create_once(conn, lock_key(schema), exists, [assumption_function_statement(schema)])
+                    create_once(conn, schema_lock_name(schema), exists, [assumption_function_statement(schema)])
                 checks = True
             except (psycopg.Error, PersistenceError):
                 checks = False

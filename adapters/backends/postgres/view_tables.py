@@ -23,7 +23,7 @@ from adapters.backends.postgres.append import (
     AppendDocument,
     generation_function_name,
 )
-from adapters.backends.postgres.schema import LOCK_KEY, views_lock_key
+from adapters.backends.postgres.schema import OLD_VIEWS_LOCK_ID, views_lock_id
 from adapters.store.chain import CHAIN_TABLE
 from adapters.views.caches import TAIL_EVENTS, TAIL_ROWS
 from adapters.views.conversation_rows import BufferedRows, table_names
@@ -375,7 +375,7 @@ class PostgresViewStorage(SQLViewStorage):
     def __init__(self, datastore: PostgresDatastore, events_table: str, chained: bool = False) -> None:
         super().__init__(datastore, events_table)
         self.schema = datastore.schema
-        self._views_lock = views_lock_key(self.schema)
+        self._views_lock = views_lock_id(self.schema)
         self.chained = chained
         """Whether the store keeps a hash chain (`chatrecord_chain`), whose hash at the head's
         version a turn read takes (`TurnRows.tip`)."""
@@ -408,13 +408,13 @@ class PostgresViewStorage(SQLViewStorage):
         self._x(curs, f'DROP FUNCTION IF EXISTS "{self.schema}".{old}(text, jsonb)', ())
 
     def lock(self, curs: Any, exclusive: bool) -> None:
-        """Takes the views' lock of this schema (`views_lock_key`): shared, or exclusive (a
+        """Takes the views' lock of this schema (`views_lock_id`): shared, or exclusive (a
         rebuild's switch), then also the lock earlier versions took for every schema, which
         their appends take shared, so a process of an earlier version still running waits too."""
         if isinstance(curs, AppendDocument) and not exclusive:
             return  # the append function takes the shared lock before it writes the views
         if exclusive:
-            self._x(curs, "SELECT pg_advisory_xact_lock(?), pg_advisory_xact_lock(?)", (self._views_lock, LOCK_KEY))
+            self._x(curs, "SELECT pg_advisory_xact_lock(?), pg_advisory_xact_lock(?)", (self._views_lock, OLD_VIEWS_LOCK_ID))
         else:
             self._x(curs, "SELECT pg_advisory_xact_lock_shared(?)", (self._views_lock,))
 
