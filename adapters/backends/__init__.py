@@ -14,7 +14,7 @@ and which of its driver's errors a setting or another process caused (`problem`)
 store's settings ask the backend instead of switching on its type (`backend_named`,
 `backend_of_error`). The backend-neutral logic stays with its concern
 (`adapters.store.chain.ChainedRecorder`, `adapters.store.sql_history.SQLHistoryTables`,
-`adapters.views.storage.SQLViewStorage`, `adapters.store.idempotency.SQLKeys`).
+`adapters.views.storage.SQLViewStorage`, `adapters.store.idempotency.SQLIdempotencyKeys`).
 """
 
 from __future__ import annotations

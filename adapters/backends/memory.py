@@ -4,7 +4,7 @@ the process ends).
 `MemoryFactory` makes the chained application recorder (`ChainedPOPORecorder`) and the data
 keys (`MemoryDataKeys`), and hands out the store's pieces in dicts: the history index
 (`MemoryHistoryTables`), the views (`MemoryViewStorage`) and the kept idempotency keys
-(`MemoryKeys`).
+(`MemoryIdempotencyKeys`).
 """
 
 from __future__ import annotations
@@ -211,7 +211,7 @@ class MemoryViewStorage(ViewStorage):
         return found[0].originator_version if found else 0
 
 
-class MemoryKeys(IdempotencyKeys):
+class MemoryIdempotencyKeys(IdempotencyKeys):
     """The idempotency keys in a dict, reserved under a lock (`adapters.store.idempotency`)."""
 
     def __init__(self) -> None:
@@ -269,5 +269,5 @@ class MemoryFactory(StoreFactory, LibraryPOPOFactory):
         return storage
 
     @classmethod
-    def idempotency_keys(cls, store: Any) -> MemoryKeys:
-        return MemoryKeys()
+    def idempotency_keys(cls, store: Any) -> MemoryIdempotencyKeys:
+        return MemoryIdempotencyKeys()

@@ -210,7 +210,7 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         chatrecord = chatrecord_factory()
-        app.state.chatrecord, app.state.keys = chatrecord, keys_for(chatrecord.store)
+        app.state.chatrecord, app.state.idempotency_keys = chatrecord, keys_for(chatrecord.store)
         try:
             yield
         finally:
@@ -338,7 +338,7 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
                     where="header.Idempotency-Key",
                 )
             digest = fingerprint(media, raw)
-            keys = request.app.state.keys
+            keys = request.app.state.idempotency_keys
             reserved, mine = keys.reserve(idempotency_key, digest)  # before anything is recorded
             if not mine:
                 return replayed(

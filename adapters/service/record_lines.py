@@ -67,9 +67,9 @@ class Lines:
             self.run = fields.get("run")  # the store reads these rows with the index row
 
     def lookups(self) -> tuple[list[str], list[str], list[str]]:
-        """Returns the index keys deciding the lines asks for (the lines' digests, the segment
-        ids and run ids they name), which a store may read at once before `decide` (`SQLHistory.prefetch_keys`);
-        none for one line, whose keys the store reads with its index row (`SQLHistory.prefetch`)."""
+        """Returns the index lookups deciding the lines asks for (the lines' digests, the segment
+        ids and run ids they name), which a store may read at once before `decide` (`SQLHistory.prefetch_many`);
+        none for one line, whose lookups the store reads with its index row (`SQLHistory.prefetch`)."""
         if len(self.lines) == 1:
             return [], [], []
         segments = [segment for line in self.lines if isinstance(segment := vars(line).get("segment"), str)]

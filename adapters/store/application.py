@@ -542,9 +542,9 @@ class ConversationStore(Application[UUID]):
                 prefetch = getattr(history, "prefetch", None)
                 if prefetch is not None:
                     prefetch(*(_text(getattr(command, name, None)) for name in ("digest", "segment", "run")))
-                prefetch_keys, lookups = getattr(history, "prefetch_keys", None), getattr(command, "lookups", None)
-                if prefetch_keys is not None and lookups is not None:
-                    prefetch_keys(*lookups())  # a command of many lines: their rows in a statement or two
+                prefetch_many, lookups = getattr(history, "prefetch_many", None), getattr(command, "lookups", None)
+                if prefetch_many is not None and lookups is not None:
+                    prefetch_many(*lookups())  # a command of many lines: their rows in a statement or two
                 indexed = history.version
                 if not loaded:
                     state, loaded = self._cached(cid, indexed, getattr(history, "tip", None)) if inline else (None, False)

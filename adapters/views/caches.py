@@ -6,7 +6,7 @@ it, plus the one or two the append wrote. Decoding each body (pydantic) and rend
 note made that read cost grow with the number of notes (10 at 10 segments, the budget's ~31
 at 10,000). `RenderedNotes` keeps the decoded item per body, so an unchanged body decodes to
 the very object decoded before, and keeps each item's note per page check
-(`projections.page_line.check_key`), so only the new items are decoded and rendered. A note is
+(`projections.page_line.check_slot`), so only the new items are decoded and rendered. A note is
 a function of its item and the page check alone (`projections.notes.note_of`), so a kept note
 is the one that would be rendered again. Bodies are the rows' own JSON; notes hold labels,
 never a text.
@@ -69,7 +69,7 @@ class RenderedNotes:
             return item
 
     def note(self, check: Hashable) -> NoteOf:
-        """Returns a `NoteOf` for page check key `check` that renders each item once: an item
+        """Returns a `NoteOf` for page check slot `check` that renders each item once: an item
         decoded here gets the note rendered for it before under the same check."""
 
         def rendered(item: Entry | CardOutcome, can_see_page: PageCheck) -> Note:

@@ -38,7 +38,7 @@ class ReadMoved(Exception):  # a signal to the reader, never seen outside ReadMo
     version than its first one did. The reader takes the live pointer and reads again."""
 
 
-def aside_key(cid: str) -> str:
+def aside_cid(cid: str) -> str:
     """Returns the `cid` column's value of a conversation's entries set aside for its latest
     turn (`SQLRows.set_aside`)."""
     return f"{cid}:turn"
@@ -179,7 +179,7 @@ class SQLRows:
     def aside_cid(self) -> str:
         """The key under which the entries set aside (`set_aside`) are kept in the entries
         table: no read of the conversation's rows (by its `cid`) finds them."""
-        return aside_key(self.cid)
+        return aside_cid(self.cid)
 
     # ---------------------------------------------------------------- head
 

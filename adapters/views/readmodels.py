@@ -45,7 +45,7 @@ from domain.events import ConversationEvent, conversation_uuid
 from projections import turn
 from projections.card_outcomes import CardOutcomes
 from projections.notes import note_of
-from projections.page_line import PageCheck, check_key, every_page
+from projections.page_line import PageCheck, check_slot, every_page
 from projections.row_fold import Head, apply_to_rows
 from projections.rules import DEFAULT_RULE_SET, RULE_SET_IDS, RuleSet, resolve
 from projections.run_record import RunRecord
@@ -532,7 +532,7 @@ class ReadModels:
 
         Raises UnknownConversation for a conversation the store does not hold."""
 
-        check = check_key(can_see_page)
+        check = check_slot(can_see_page)
 
         def read(rows: Any, head: Head, rules: str) -> TurnNotes:
             key = (

@@ -17,7 +17,7 @@ from adapters.backends import backend_of, view_storage_for
 from adapters.backends.memory import (
     MemoryFactory,
     MemoryHistoryTables,
-    MemoryKeys,
+    MemoryIdempotencyKeys,
     MemoryViewStorage,
 )
 from adapters.backends.sqlite import (
@@ -26,7 +26,7 @@ from adapters.backends.sqlite import (
     WaitingSQLiteDatastore,
 )
 from adapters.store.application import ConversationStore
-from adapters.store.idempotency import SQLKeys
+from adapters.store.idempotency import SQLIdempotencyKeys
 from adapters.store.settings import (
     BadDatabaseURL,
     BadSetting,
@@ -246,11 +246,11 @@ def test_the_factory_persistence_module_selects_hands_out_its_backends_pieces(tm
     assert backend_of(memory.factory) is type(memory.factory) is MemoryFactory
     assert isinstance(memory.history, MemoryHistoryTables)
     assert isinstance(view_storage_for(memory), MemoryViewStorage) and view_storage_for(memory) is view_storage_for(memory)
-    assert isinstance(MemoryFactory.idempotency_keys(memory), MemoryKeys)
+    assert isinstance(MemoryFactory.idempotency_keys(memory), MemoryIdempotencyKeys)
     sqlite = open_store({"CHATRECORD_DB": str(tmp_path / "c.sqlite")})
     assert backend_of(sqlite.factory) is type(sqlite.factory) is SQLiteFactory
     assert isinstance(sqlite.history, SQLHistoryTables) and isinstance(view_storage_for(sqlite), SQLiteViewStorage)
-    assert isinstance(SQLiteFactory.idempotency_keys(sqlite), SQLKeys)
+    assert isinstance(SQLiteFactory.idempotency_keys(sqlite), SQLIdempotencyKeys)
     sqlite.close()
 
 

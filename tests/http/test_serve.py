@@ -190,7 +190,7 @@ def test_a_client_that_goes_away_while_sending_its_body_is_one_log_line_and_stor
 
     chatrecord = Chatrecord(open_store(memory=True))
     app = create_app(lambda: chatrecord, HttpSettings(token=None))
-    app.state.chatrecord, app.state.keys = chatrecord, keys_for(chatrecord.store)  # what the lifespan sets
+    app.state.chatrecord, app.state.idempotency_keys = chatrecord, keys_for(chatrecord.store)  # what the lifespan sets
     scope = {
         "type": "http",
         "asgi": {"version": "3.0"},

@@ -27,7 +27,7 @@ from adapters.backends.postgres import (
     create_once,
     schema_lock_name,
 )
-from adapters.store.idempotency import SQLKeys
+from adapters.store.idempotency import SQLIdempotencyKeys
 from adapters.store.settings import open_store
 from domain.events import conversation_uuid
 
@@ -237,7 +237,7 @@ def test_the_postgres_factory_hands_out_the_schemas_pieces(postgres_url: str, po
     assert backend_of(store.factory) is type(store.factory) is PostgresFactory
     assert isinstance(store.history, PostgresHistoryTables) and isinstance(view_storage_for(store), PostgresViewStorage)
     keys = PostgresFactory.idempotency_keys(store)
-    assert isinstance(keys, SQLKeys) and keys.table == f'"{postgres_schema}".chatrecord_idempotency'
+    assert isinstance(keys, SQLIdempotencyKeys) and keys.table == f'"{postgres_schema}".chatrecord_idempotency'
     store.close()
 
 

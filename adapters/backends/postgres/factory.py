@@ -30,7 +30,7 @@ from adapters.backends.postgres.history_tables import PostgresHistoryTables
 from adapters.backends.postgres.schema import ensure_schema
 from adapters.backends.postgres.view_tables import PostgresViewStorage
 from adapters.store.chain import CHAIN_TABLE
-from adapters.store.idempotency import COLUMNS, TABLE, SQLKeys
+from adapters.store.idempotency import COLUMNS, TABLE, SQLIdempotencyKeys
 from adapters.store.keys import KEYS_TABLE, MASTER_TABLE, DataKeys
 from adapters.store.sql_history import TABLES as HISTORY_TABLES
 from adapters.store.sql_history import create_statements as history_statements
@@ -234,10 +234,10 @@ class PostgresFactory(StoreFactory, es_postgres.PostgresFactory):
         )
 
     @classmethod
-    def idempotency_keys(cls, store: Any) -> SQLKeys:
+    def idempotency_keys(cls, store: Any) -> SQLIdempotencyKeys:
         datastore = store.recorder.datastore
         table = '"' + datastore.schema.replace('"', '""') + '".' + TABLE
-        return SQLKeys(
+        return SQLIdempotencyKeys(
             datastore,
             table,
             "%s",

@@ -19,7 +19,7 @@ from adapters.backends.sqlite.store_file import read_only_uri, refuse_foreign
 from adapters.backends.sqlite.view_tables import SQLiteViewStorage
 from adapters.backends.sqlite.waiting_datastore import WaitingSQLiteDatastore
 from adapters.store.chain import CHAIN_TABLE
-from adapters.store.idempotency import COLUMNS, TABLE, SQLKeys
+from adapters.store.idempotency import COLUMNS, TABLE, SQLIdempotencyKeys
 from adapters.store.keys import DataKeys
 from adapters.store.sql_history import SQLHistoryTables
 
@@ -109,5 +109,5 @@ class SQLiteFactory(StoreFactory, es_sqlite.SQLiteFactory):
         return SQLiteViewStorage(store.recorder.datastore, store.recorder.events_table_name)
 
     @classmethod
-    def idempotency_keys(cls, store: Any) -> SQLKeys:
-        return SQLKeys(store.recorder.datastore, TABLE, "?", [f"CREATE TABLE IF NOT EXISTS {TABLE} {COLUMNS}"])
+    def idempotency_keys(cls, store: Any) -> SQLIdempotencyKeys:
+        return SQLIdempotencyKeys(store.recorder.datastore, TABLE, "?", [f"CREATE TABLE IF NOT EXISTS {TABLE} {COLUMNS}"])
