@@ -615,10 +615,10 @@ class Chatrecord:
         return self.read_models.rebuild(rules, progress, workers, guard)
 
     @_in_store_terms
-    def store_name(self, originator_id: str) -> str:
+    def conversation_id(self, originator_id: str) -> str:
         """Returns the stored id of the conversation of UUID `originator_id` (as a rebuild's
-        `unreadable` names it), as `verify` prints it; see ConversationStore.stored_name."""
-        return self.store.stored_name(originator_id)
+        `unreadable` names it), as `verify` prints it; see ConversationStore.conversation_id."""
+        return self.store.conversation_id(originator_id)
 
     @_in_store_terms
     def diff(self, rules: str) -> list[ConversationDiff]:

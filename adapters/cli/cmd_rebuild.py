@@ -97,7 +97,7 @@ def rebuild(
             except RebuildInterrupted as stopped:
                 warn(f"interrupted: {stopped}")
                 raise typer.Exit(INTERRUPTED) from None
-        unreadable = [chatrecord.store_name(key) for key in report.unreadable]  # as verify names them
+        unreadable = [chatrecord.conversation_id(key) for key in report.unreadable]  # as verify names them
     if as_json:
         print_json(rebuild_json(report))
         return

@@ -652,7 +652,7 @@ class ConversationStore(Application[UUID]):
         if self.repository.cache is not None and state is not None:
             self.repository.cache.put(state.id, state)
 
-    def stored_name(self, originator_id: UUID | str) -> str:
+    def conversation_id(self, originator_id: UUID | str) -> str:
         """Returns a conversation's id as its first event (`ConversationStarted`) stores it,
         which `chatrecord verify` prints; its UUID (a string) when that event is missing or
         cannot be read back (a damaged log)."""

@@ -195,7 +195,7 @@ class ChainContract:
 
         assert behalten.rows[-1].version == 12 and chat.turn_input("conv-behalten").message == 5
         assert (report.unreadable, report.conversations) == ((str(DEMO),), 2)  # the unreadable one counted too
-        assert chat.store_name(str(DEMO)) == "conv-demo-seo"  # its first event reads: as verify names it
+        assert chat.conversation_id(str(DEMO)) == "conv-demo-seo"  # its first event reads: as verify names it
         assert [r.getMessage() for r in caplog.records if "stop before" in r.getMessage()][-1] == (
             f"chatrecord: the read models of conversation {DEMO} stop before version 7: cannot load stored event "
             f"{events[6][0]!r} of {DEMO} version 7: an encrypted text was changed (InvalidTag()); run: chatrecord verify"
