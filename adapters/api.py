@@ -14,7 +14,7 @@ With CHATRECORD_READ_DATABASE_URL set, what only reads is served by the standbys
 going back in time (docs/scaling.md).
 
 Every line goes through one path (`adapters.service.record_lines`: `parse`, then the store command
-`Lines`), whichever entrypoint sent it, so a bad line and a refused line read the same
+`RecordLines`), whichever entrypoint sent it, so a bad line and a refused line read the same
 everywhere. Reads of a turn come from the read models after they caught up with
 the conversation's last event, so a turn never reads a record older than its own log.
 """
@@ -39,7 +39,7 @@ from adapters.service import keys as master_keys
 from adapters.service.conversations import ConversationPage, Export, export_lines, list_conversations, stored_id
 from adapters.service.ingest import BATCH_LINES, Ingestion
 from adapters.service.keys import KeyChange
-from adapters.service.record_lines import IngestReport, Lines, Recorded, VersionMismatch, parse
+from adapters.service.record_lines import IngestReport, Recorded, RecordLines, VersionMismatch, parse
 from adapters.service.replay import (
     DEMO_CONVERSATION,
     DEMO_FILE,
@@ -299,7 +299,7 @@ class Chatrecord:
         follows = check_follows(follows, self.source_name, self._lines)
         text = line_text(line, self._lines, self.source_name) if isinstance(line, Mapping) else line
         parsed = _required(parse(text, self._lines, self.source_name), self.source_name, self._lines)
-        result = self._handle(Lines([parsed], follows))
+        result = self._handle(RecordLines([parsed], follows))
         return dataclasses.replace(result, read_after=self.position()) if self._standby is not None else result
 
     @_in_store_terms
@@ -330,11 +330,11 @@ class Chatrecord:
             parsed.append(line)
         if not parsed:
             raise InvalidInput(source, 1, "(line)", "expected at least one line, got none")
-        command = Lines(parsed, follows)
+        command = RecordLines(parsed, follows)
         recorded = Recorded.of(self._handle(command), command)
         return dataclasses.replace(recorded, read_after=self.position()) if self._standby is not None else recorded
 
-    def _handle(self, command: Lines) -> HandleResult:
+    def _handle(self, command: RecordLines) -> HandleResult:
         """Hands `command` to the store, one writer of its conversation at a time in this
         process: threads queue instead of conflicting (other processes still conflict and
         retry, as the store's optimistic concurrency makes them)."""
@@ -375,11 +375,11 @@ class Chatrecord:
             lines
         )
 
-    def _handle_in_store_terms(self, command: Lines) -> HandleResult:
+    def _handle_in_store_terms(self, command: RecordLines) -> HandleResult:
         with store_errors(self.store):
             return self._handle(command)
 
-    def _handle_batch(self, commands: Sequence[Lines]) -> list[HandleResult]:
+    def _handle_batch(self, commands: Sequence[RecordLines]) -> list[HandleResult]:
         """Hands `commands` (each of another conversation) to the store as one batch
         (`ConversationStore.handle_batch`), holding the writer locks of all their conversations
         (taken in one order, so two batches never wait for each other)."""

@@ -1,8 +1,8 @@
 """Lines into the store, one path for every entrypoint (the CLI, the Python API, HTTP).
 
 A line is parsed by `parse` (the ingester's `parse_numbered`: UTF-8, a BOM before line 1, a
-blank line is None) and handed to the store as a `Lines` command: one line, or a batch of lines
-of one conversation that is stored all or nothing. `Lines.decide` folds the lines over the
+blank line is None) and handed to the store as a `RecordLines` command: one line, or a batch of lines
+of one conversation that is stored all or nothing. `RecordLines.decide` folds the lines over the
 conversation's state, so a refusal (a domain error) names its source, line and field exactly as
 the CLI always did (`demo.jsonl: line 7, segment: …`), and an expected version (`follows`) is
 checked on the state the store loaded inside its retry loop, so the check and the append are
@@ -40,7 +40,7 @@ def parse(raw: str | bytes, line_no: int, source: str) -> ParsedLine | None:
     return parse_numbered(raw, line_no, source)
 
 
-class Lines:
+class RecordLines:
     """The store command of one or more parsed lines of one conversation.
 
     `follows`: the version the conversation must be at (0: not started), else VersionMismatch.
@@ -51,7 +51,7 @@ class Lines:
 
     def __init__(self, lines: Sequence[ParsedLine], follows: int | None = None) -> None:
         if not lines:
-            raise ValueError("Lines needs at least one line")
+            raise ValueError("RecordLines needs at least one line")
         self.lines = tuple(lines)
         self.conversation = lines[0].conversation
         self.follows = follows
@@ -146,7 +146,7 @@ class Recorded:
     (`adapters.api.Chatrecord.position`): a later read given it is never older; None otherwise."""
 
     @classmethod
-    def of(cls, result: HandleResult, command: Lines) -> Recorded:
+    def of(cls, result: HandleResult, command: RecordLines) -> Recorded:
         counts = tuple(command.counts) if result.appended else tuple(0 for _ in command.lines)
         version = result.state.version if result.state is not None else 0
         return cls(result.conversation, version, len(result.appended), result.repeated, result.events, counts)

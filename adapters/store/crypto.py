@@ -82,7 +82,7 @@ class TextsErased(ChatrecordError):
 
     `version` is the version of the event that carries the text and `path` the text's field as
     the input names it (`text`, `answer`, `messages[0].text`), where known, so the service layer
-    can name the line and the field (`adapters.service.record_lines.Lines.erased`)."""
+    can name the line and the field (`adapters.service.record_lines.RecordLines.erased`)."""
 
     def __init__(self, message: str, version: int | None = None, path: str | None = None) -> None:
         super().__init__(message)
