@@ -1,5 +1,5 @@
-"""Command-line habits: `-` for standard input, JSON for tools with every invisible
-character escaped, and no store made by a command that only reads.
+"""The commands' standard input and output: `-` for standard input, JSON for tools with every
+invisible character escaped; and no store made by a command that only reads.
 
 Kept apart from `adapters.cli`, which wires these into its commands.
 """

@@ -1,7 +1,7 @@
-"""Results of the service layer's reads, and the reads that need no store: `Replay` (the turns
-of one conversation; `replay_file` reads a JSON Lines file in memory, nothing stored; time
-travel picks the turns of one user message), `Audit`, `Demo`, `demo_lines`, and `apply_notes`, the
-reference of what the chat does with `Chatrecord.turn_notes`.
+"""Replay: `Replay` (the turns of one conversation, each as it saw them), read from the store or,
+with nothing stored, from a JSON Lines file (`replay_file`) or standard input (`replay_lines`);
+time travel picks the turns of one user message (`turns_at`). Beside it the other results of
+the service layer's reads, `Audit` and `Demo`, and the demo tour's lines (`demo_lines`).
 """
 
 from __future__ import annotations
