@@ -35,10 +35,10 @@ from threading import Lock
 from typing import Any, TypeVar
 
 from adapters.ingest import ParsedLine, bounded_lines, check_follows, line_text
-from adapters.service import keys as master_keys
+from adapters.service import master_key as master_keys
+from adapters.service.batched_ingest import BATCH_LINES, Ingestion
 from adapters.service.conversations import ConversationPage, Export, export_lines, list_conversations, stored_id
-from adapters.service.ingest import BATCH_LINES, Ingestion
-from adapters.service.keys import KeyChange
+from adapters.service.master_key import KeyChange
 from adapters.service.record_lines import IngestReport, Recorded, RecordLines, VersionMismatch, parse
 from adapters.service.replay import (
     DEMO_CONVERSATION,
@@ -358,7 +358,7 @@ class Chatrecord:
         (`adapters.ingest.bounded_lines`): a line of any length costs at most that much.
 
         Lines are decided one by one and stored in batches of at most `batch_lines` lines, each
-        batch in one transaction (`adapters.service.ingest`); `progress(report)` is called after
+        batch in one transaction (`adapters.service.batched_ingest`); `progress(report)` is called after
         each batch, and `guard()` is entered around each write (see `Ingestion`).
 
         A bad line (InvalidInput, or a refusal named with source and line) ends the ingestion
@@ -637,19 +637,19 @@ class Chatrecord:
     @_in_store_terms
     def wrap_keys(self) -> KeyChange:
         """Binds the store to CHATRECORD_MASTER_KEY: wraps every unwrapped data key with it and
-        writes its check row, in one transaction (see `adapters.service.keys.wrap`)."""
+        writes its check row, in one transaction (see `adapters.service.master_key.wrap`)."""
         return master_keys.wrap(self.store)
 
     @_in_store_terms
     def rotate_keys(self, new_master_key: str) -> KeyChange:
         """Rewraps every data key with `new_master_key` (base64 of 32 bytes) in one transaction;
-        the store then needs the new key (see `adapters.service.keys.rotate`)."""
+        the store then needs the new key (see `adapters.service.master_key.rotate`)."""
         return master_keys.rotate(self.store, new_master_key)
 
     @_in_store_terms
     def unwrap_keys(self) -> KeyChange:
         """Removes the store's master key: every data key stored unwrapped, the check row
-        deleted, in one transaction (see `adapters.service.keys.unwrap`)."""
+        deleted, in one transaction (see `adapters.service.master_key.unwrap`)."""
         return master_keys.unwrap(self.store)
 
     @_reads

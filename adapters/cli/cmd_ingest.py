@@ -18,7 +18,7 @@ from adapters.cli.stdio import (
     is_stdin,
     stdin_lines,
 )
-from adapters.service.ingest import BATCH_LINES
+from adapters.service.batched_ingest import BATCH_LINES
 from adapters.service.replay import EmptyInput
 
 

@@ -4,7 +4,7 @@ Every line has `type`, `conversation` (an id) and `at` (ISO-8601, made aware UTC
 of a line are ignored (nr-llm and the chat may add fields); a known key of the wrong type fails
 (strict mode: no "42" for 42, no 1 for true). Each model's `facts()` are the arguments of its
 domain command, and nothing else of the line is stored or hashed. Steps and waiting calls are
-filtered in `adapters.ingest.steps`; identifiers are reduced in `adapters.ingest.names`.
+filtered in `adapters.ingest.step_models`; identifiers are reduced in `adapters.ingest.names`.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from adapters.ingest.names import (
     drop_null,
     show,
 )
-from adapters.ingest.steps import InputMessage, LegacyOutcome, Pending, Step
+from adapters.ingest.step_models import InputMessage, LegacyOutcome, Pending, Step
 from domain import conversation as domain
 from domain.errors import ChatrecordError, LineOutOfOrder
 from domain.events import ConversationEvent

@@ -287,7 +287,7 @@ class ConversationStore(Application[UUID]):
         before anything is stored, when the store is protected by a master key that
         CHATRECORD_MASTER_KEY does not hold, or CHATRECORD_MASTER_KEY is set for a store that
         keeps data keys unwrapped (`DataKeys.check_master`; `MASTER_KEY_UNBOUND=allow` lets the
-        key commands, `adapters.service.keys`, open such a store to bind it)."""
+        key commands, `adapters.service.master_key`, open such a store to bind it)."""
         super().__init__(env)
         keys = getattr(self.mapper, "keys", None)
         if isinstance(keys, DataKeys):

@@ -20,7 +20,7 @@ A store remembers its master key: a check value (`seal_check`) in table `chatrec
 written with a fresh store's first data key or by `chatrecord keys wrap`; from then on a process
 without that key is refused at open (`adapters.store.keys.DataKeys.check_master`), so no data key
 of the store is ever wrapped by another master key or stored unwrapped. Opening never changes
-the key state; `adapters.service.keys` binds, rotates and removes the master key.
+the key state; `adapters.service.master_key` binds, rotates and removes the master key.
 """
 
 from __future__ import annotations

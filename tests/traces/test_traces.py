@@ -16,7 +16,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from adapters.api import Chatrecord
-from adapters.service import traces
+from adapters.service import trace_export as traces
 from adapters.store.application import ConversationStore
 from adapters.store.settings import postgres_env, sqlite_env
 from adapters.traces import otlp
