@@ -24,7 +24,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from adapters.api import Chatrecord
 from adapters.backends import keys_for
-from adapters.http import schemas
+from adapters.http import openapi, schemas
 from adapters.http.problems import PROBLEM, Problem, install
 from adapters.http.ui import install_ui
 from adapters.ingest import json_problem
@@ -269,7 +269,7 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
     @v1.post(
         "/lines",
         response_model=schemas.Recorded,
-        openapi_extra=schemas.LINES_BODY,
+        openapi_extra=openapi.LINES_BODY,
         responses=of_a_conversation
         | {
             409: ERRORS[409]
@@ -442,7 +442,7 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
             200: {
                 "content": {NDJSON[0]: {"schema": {"type": "string", "description": "JSON Lines of the input format"}}},
                 "description": "The conversation as the chat's JSON Lines",
-                "headers": {"Chatrecord-Erased": schemas.ERASED},
+                "headers": {"Chatrecord-Erased": openapi.ERASED},
             }
         },
     )
@@ -535,7 +535,7 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
         return json_response(done.to_json())
 
     app.include_router(v1)
-    app.openapi = lambda: app.openapi_schema or schemas.document(app)  # type: ignore[method-assign]  # FastAPI's way to serve a document of one's own
+    app.openapi = lambda: app.openapi_schema or openapi.document(app)  # type: ignore[method-assign]  # FastAPI's way to serve a document of one's own
     install_ui(app, settings.token)
 
     @app.get("/v1/healthz", response_model=schemas.Health, responses={503: ERRORS[503]})
