@@ -18,7 +18,7 @@ import pytest
 
 from adapters.api import Chatrecord
 from adapters.backends import keys_for
-from adapters.http.app import fingerprint
+from adapters.http.headers import fingerprint
 from adapters.ingest.names import reduce_id
 from adapters.store.settings import open_store
 from tests.e2e.conftest import cli_env

@@ -22,7 +22,8 @@ import psycopg
 import pytest
 
 from adapters.api import Chatrecord
-from adapters.http.app import READ_AFTER, HttpSettings, create_app
+from adapters.http.app import HttpSettings, create_app
+from adapters.http.headers import READ_AFTER
 from adapters.store.replicas import POSITION, recovery_conflict
 from adapters.store.settings import (
     BadDatabaseURL,
