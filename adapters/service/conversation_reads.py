@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from adapters.service.conversations import ConversationPage, Export, export_lines, list_conversations
+from adapters.service.conversations import ConversationPage, list_conversations
+from adapters.service.export import Export, export_lines
 from adapters.service.replay import (
     Audit,
     Replay,

@@ -18,7 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from adapters.api import Chatrecord
-from adapters.service.conversations import CURSOR_PATTERN, BadCursor, ListNeedsRebuild, NoSuchMessage, export_lines
+from adapters.service.conversations import CURSOR_PATTERN, BadCursor, ListNeedsRebuild
+from adapters.service.export import NoSuchMessage, export_lines
 from adapters.store.application import ConversationStore
 from adapters.store.settings import open_store, postgres_env, sqlite_env
 
