@@ -18,8 +18,9 @@ from psycopg import sql
 from adapters.api import DEMO_FILE, Chatrecord, demo_lines
 from adapters.store.application import ConversationStore
 from adapters.store.chain import GENESIS, ChainBroken, link
+from adapters.store.heads_file import KeptHead
 from adapters.store.settings import memory_env
-from adapters.store.verify import KeptHead, Verdict, verdicts
+from adapters.store.verify import Verdict, verdicts
 from domain.events import conversation_uuid
 from tests.integration.backends import PostgresStores, SQLiteStores
 
