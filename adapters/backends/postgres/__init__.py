@@ -40,7 +40,7 @@ The package, one module per job (`PERSISTENCE_MODULE` names `adapters.backends.p
 - `chained_recorder`: `ChainedPostgresRecorder`, the recorder with the hash chain.
 - `data_keys`: `PostgresDataKeys`.
 - `history_index`: `PostgresHistoryTables`, the history index and the check of an assumed index.
-- `view_tables`: `PostgresViewStorage` (the views' tables), `PostgresBufferedRows`, `OneStatement`.
+- `view_tables`: `PostgresViewStorage` (the views' tables), `OneStatement`; `buffered_rows`: `PostgresBufferedRows`.
 - `factory`: `PostgresFactory`, `RecentFirst`, the timeouts and the driver's problems in words.
 """
 
@@ -56,6 +56,7 @@ from adapters.backends.postgres.append import (
     generation_function_name,
     generation_function_statement,
 )
+from adapters.backends.postgres.buffered_rows import PostgresBufferedRows
 from adapters.backends.postgres.chained_recorder import ChainedPostgresRecorder
 from adapters.backends.postgres.data_keys import PostgresDataKeys, keys_statements
 from adapters.backends.postgres.factory import STATEMENT_TIMEOUT, WRITE_LOCK_TIMEOUT, PostgresFactory, RecentFirst
@@ -71,7 +72,7 @@ from adapters.backends.postgres.schema import (
     table_exists,
     views_lock_id,
 )
-from adapters.backends.postgres.view_tables import OneStatement, PostgresBufferedRows, PostgresViewStorage
+from adapters.backends.postgres.view_tables import OneStatement, PostgresViewStorage
 
 __all__ = [
     "APPEND_FUNCTION",
