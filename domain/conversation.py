@@ -12,41 +12,35 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, Literal, TypeVar
+from typing import Literal
 
+from domain.command_batch import CommandBatch, begin, require_history
 from domain.errors import (
     CardAlreadyDecided,
     CardLeftUndecidedBefore,
     ContinuationBeforeDecision,
     ConversationAlreadyStarted,
-    ConversationNotStarted,
     MessageOutOfOrder,
     NoCardWaiting,
     NoQuestionWaiting,
     SegmentBeforeMessage,
     TurnTruncated,
     UnknownMessage,
-    WrongConversationKind,
 )
 from domain.events import (
     CardDecided,
     CardLeftUndecided,
-    ConversationErased,
     ConversationEvent,
     ConversationStarted,
-    LegacyRowImported,
-    MessageEdited,
     QuestionAnswered,
     SegmentReturned,
     SkillLoaded,
     TourEnded,
-    TranscriptReplaced,
     TurnRetried,
-    TurnsTruncated,
     UserMessagePosted,
     conversation_uuid,
 )
-from domain.history import History, MemoryHistory, SegmentRecord
+from domain.history_index import History, MemoryHistory, SegmentRecord
 from domain.segments import SegmentInfo, WaitingKind
 from domain.state import (
     Conversation,
@@ -54,9 +48,11 @@ from domain.state import (
     evolve,
     project_conversation,
 )
-from domain.values import LegacyCardOutcome, StepFact, TranscriptLine, WaitingCall
+from domain.transcript_commands import ERASURE_SOURCE, edit_message, erase_texts, import_legacy_row, replace_transcript
+from domain.values import StepFact, WaitingCall
 
 __all__ = [
+    "ERASURE_SOURCE",
     "Conversation",
     "History",
     "MemoryHistory",
@@ -78,35 +74,6 @@ __all__ = [
     "return_segment",
     "start_conversation",
 ]
-
-E = TypeVar("E", bound=ConversationEvent)
-
-
-class _Batch:
-    """Builds the events of one command with consecutive versions."""
-
-    def __init__(self, state: Conversation, at: datetime, source: str | None) -> None:
-        self.state, self.at, self.source = state, at, source
-        self.events: list[ConversationEvent] = []
-
-    def add(self, cls: type[E], **fields: Any) -> E:
-        event = cls(
-            originator_id=self.state.id,
-            originator_version=self.state.version + len(self.events) + 1,
-            timestamp=self.at,
-            source=self.source,
-            **fields,
-        )
-        self.events.append(event)
-        return event
-
-
-def _begin(state: Conversation | None, at: datetime, source: str | None, history: History | None, what: str) -> _Batch | None:
-    if state is None:
-        raise ConversationNotStarted(f"{what}: the conversation was never started")
-    if source is not None and history is not None and history.source(source) is not None:
-        return None  # the same line, delivered again
-    return _Batch(state, at, source)
 
 
 def start_conversation(
@@ -141,7 +108,7 @@ def start_conversation(
     ]
 
 
-def _leave_waiting(batch: _Batch, reason: Literal["new_message", "tour_ended"]) -> None:
+def _leave_waiting(batch: CommandBatch, reason: Literal["new_message", "tour_ended"]) -> None:
     state = batch.state
     if state.waiting is None:
         return
@@ -171,7 +138,7 @@ def post_user_message(
 
     Raises MessageOutOfOrder when `message` is not above every earlier message number.
     """
-    batch = _begin(state, at, source, history, f"user message {message}")
+    batch = begin(state, at, source, history, f"user message {message}")
     if batch is None:
         return []
     if message <= batch.state.last_message:
@@ -204,10 +171,10 @@ def return_segment(
     ContinuationBeforeDecision for a continuation (`approval`, `answer`) while a card or
     question still waits for its decision.
     """
-    batch = _begin(state, at, source, history, f"segment {segment}")
+    batch = begin(state, at, source, history, f"segment {segment}")
     if batch is None:
         return []
-    past = _history(history)
+    past = require_history(history)
     record = past.segment(segment)
     if record is not None and not record.cut:
         return []
@@ -252,12 +219,6 @@ def recorded_segment(history: History, segment: str) -> int | None:
     return record.version if record is not None and not record.cut else None
 
 
-def _history(history: History | None) -> History:
-    if history is None:
-        raise TypeError("this command reads the conversation's history index: pass history=")
-    return history
-
-
 _LEFT = {"new_message": "a new user message", "tour_ended": "the end of the tour"}
 
 
@@ -298,10 +259,10 @@ def decide_card(
     left undecided) before, TurnTruncated when an edit cut it away, MessageOutOfOrder when the
     appended answer's message number is not the next one.
     """
-    batch = _begin(state, at, source, history, f"card of segment {segment}")
+    batch = begin(state, at, source, history, f"card of segment {segment}")
     if batch is None:
         return []
-    _check_waiting(batch.state, _history(history), segment, "card")
+    _check_waiting(batch.state, require_history(history), segment, "card")
     if message is not None and message <= batch.state.last_message:
         raise MessageOutOfOrder(f"answer message {message} is not after message {batch.state.last_message}")
     batch.add(CardDecided, segment=segment, approved=approved, answer=answer, message=message, text=text)
@@ -322,10 +283,10 @@ def answer_question(
     Raises NoQuestionWaiting, CardAlreadyDecided, TurnTruncated or MessageOutOfOrder as
     `decide_card` does.
     """
-    batch = _begin(state, at, source, history, f"question of segment {segment}")
+    batch = begin(state, at, source, history, f"question of segment {segment}")
     if batch is None:
         return []
-    _check_waiting(batch.state, _history(history), segment, "question")
+    _check_waiting(batch.state, require_history(history), segment, "question")
     if message <= batch.state.last_message:
         raise MessageOutOfOrder(f"answer message {message} is not after message {batch.state.last_message}")
     batch.add(QuestionAnswered, segment=segment, message=message, text=text)
@@ -340,10 +301,10 @@ def retry_turn(
     history: History | None = None,
 ) -> list[ConversationEvent]:
     """Returns [TurnRetried]. Raises UnknownMessage when `message` is not a live user message."""
-    batch = _begin(state, at, source, history, f"retry of message {message}")
+    batch = begin(state, at, source, history, f"retry of message {message}")
     if batch is None:
         return []
-    if not _history(history).message_live(message):
+    if not require_history(history).message_live(message):
         raise UnknownMessage(f"retry names user message {message}, which the conversation does not have")
     batch.add(TurnRetried, message=message)
     return batch.events
@@ -355,96 +316,9 @@ def end_tour(
     """Returns CardLeftUndecided(tour_ended) if a card or question waits, then TourEnded; []
     when no tour runs (no skill loaded, nothing waiting): a tour ended again, at another time,
     stores nothing, as a repeat."""
-    batch = _begin(state, at, source, history, "tour end")
+    batch = begin(state, at, source, history, "tour end")
     if batch is None or (batch.state.skill is None and batch.state.waiting is None):
         return []
     _leave_waiting(batch, "tour_ended")
     batch.add(TourEnded)
-    return batch.events
-
-
-ERASURE_SOURCE = "erasure"
-"""The `source` of a ConversationErased: a conversation is erased once."""
-
-
-def erase_texts(state: Conversation | None, at: datetime, history: History | None = None) -> list[ConversationEvent]:
-    """Returns [ConversationErased] at `at`; [] when the erasure was recorded already.
-
-    Raises ConversationNotStarted for a conversation that was never started."""
-    batch = _begin(state, at, ERASURE_SOURCE, _history(history), "erasure")
-    if batch is None:
-        return []
-    batch.add(ConversationErased)
-    return batch.events
-
-
-def edit_message(
-    state: Conversation | None,
-    message: int,
-    text: str,
-    at: datetime,
-    source: str | None = None,
-    history: History | None = None,
-) -> list[ConversationEvent]:
-    """Returns [MessageEdited, TurnsTruncated]: the transcript is cut after `message`; every
-    later message, every segment at or after it and the decisions on those segments' cards go.
-    A waiting card of a cut turn records no undecided note: it is cut away with its turn.
-
-    Raises UnknownMessage when `message` is not a live user message.
-    """
-    batch = _begin(state, at, source, history, f"edit of message {message}")
-    if batch is None:
-        return []
-    past = _history(history)
-    if not past.message_live(message):
-        raise UnknownMessage(f"edit names user message {message}, which the conversation does not have")
-    cut = past.segments_from(message)
-    batch.add(MessageEdited, message=message, text=text)
-    batch.add(
-        TurnsTruncated,
-        after_message=message,
-        cut_messages=tuple(past.messages_after(message)),
-        cut_segments=tuple(r.segment for r in cut),
-        cut_cards=tuple(r.segment for r in cut if r.settled),
-    )
-    return batch.events
-
-
-def replace_transcript(
-    state: Conversation | None,
-    messages: Sequence[TranscriptLine],
-    at: datetime,
-    source: str | None = None,
-    history: History | None = None,
-) -> list[ConversationEvent]:
-    """Returns [TranscriptReplaced]. Raises WrongConversationKind unless the kind is alt_text."""
-    batch = _begin(state, at, source, history, "transcript replacement")
-    if batch is None:
-        return []
-    if batch.state.kind != "alt_text":
-        raise WrongConversationKind(
-            f"only an alt_text conversation replaces its transcript; {batch.state.conversation!r} is a {batch.state.kind}"
-        )
-    batch.add(TranscriptReplaced, messages=tuple(messages))
-    return batch.events
-
-
-def import_legacy_row(
-    state: Conversation | None,
-    messages: Sequence[TranscriptLine],
-    card_outcomes: Sequence[LegacyCardOutcome],
-    at: datetime,
-    source: str | None = None,
-    history: History | None = None,
-) -> list[ConversationEvent]:
-    """Returns [LegacyRowImported]; its user lines become messages 1..k.
-
-    Raises MessageOutOfOrder when the conversation already has messages.
-    """
-    batch = _begin(state, at, source, history, "legacy row")
-    if batch is None:
-        return []
-    if batch.state.last_message:
-        raise MessageOutOfOrder("a legacy row must come before the conversation's first message")
-    batch.add(LegacyRowImported, messages=tuple(messages), card_outcomes=tuple(card_outcomes))
     return batch.events

@@ -1,6 +1,6 @@
 """A recorded segment as the aggregate's invariants see it, and what it waits for.
 
-Shared by the aggregate's state (`domain.state`) and its history index (`domain.history`),
+Shared by the aggregate's state (`domain.state`) and its history index (`domain.history_index`),
 which imports the state's fold; kept apart so that neither imports the other in a circle.
 """
 

@@ -41,7 +41,7 @@ class Conversation(Immutable):
     """State of one conversation, folded from its events; bounded, whatever the history.
 
     What the invariants need of the past (segments recorded, cut or settled, live messages,
-    the number of card outcomes, lines seen) is in the history index (`domain.history`), not
+    the number of card outcomes, lines seen) is in the history index (`domain.history_index`), not
     here, so neither the state nor its snapshot grows with the conversation.
     """
 

@@ -37,8 +37,8 @@ class PageFilter:
         return (not self.visible or page_id in self.visible) and page_id not in self.hidden
 
 
-def check_key(can_see_page: PageCheck) -> Hashable | None:
-    """Returns what identifies `can_see_page` for a cache: the filter itself, "every" for
+def check_slot(can_see_page: PageCheck) -> Hashable | None:
+    """Returns the cache slot of `can_see_page`, what identifies it in a cache: the filter itself, "every" for
     `every_page`, None for any other callable (whose answers cannot be known in advance)."""
     if isinstance(can_see_page, PageFilter):
         return can_see_page

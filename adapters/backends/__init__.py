@@ -7,14 +7,14 @@ application recorder that writes the hash chain in the events' own transaction
 (`adapters.store.chain`) and gives the mapper the data keys of the same database
 (`adapters.store.keys`), wrapped by CHATRECORD_MASTER_KEY where it is set
 (`adapters.store.crypto`); and it hands out the backend's pieces of the rest of the store:
-the history index (`history_tables`), the views' tables (`views_backend`) and the kept
+the history index (`history_tables`), the views' tables (`view_storage`) and the kept
 idempotency keys (`idempotency_keys`); and it says what only the backend knows: the line that
 describes its database (`describe`), why its server refuses a connection (`server_reason`)
 and which of its driver's errors a setting or another process caused (`problem`), so the
 store's settings ask the backend instead of switching on its type (`backend_named`,
 `backend_of_error`). The backend-neutral logic stays with its concern
-(`adapters.store.chain.ChainedRecorder`, `adapters.store.history.SQLHistoryTables`,
-`adapters.views.backends.SQLBackend`, `adapters.store.idempotency.SQLKeys`).
+(`adapters.store.chain.ChainedRecorder`, `adapters.store.sql_history.SQLHistoryTables`,
+`adapters.views.storage.SQLViewStorage`, `adapters.store.idempotency.SQLIdempotencyKeys`).
 """
 
 from __future__ import annotations
@@ -30,9 +30,9 @@ from adapters.store.keys import DataKeys
 from adapters.store.serialization import PydanticMapper
 
 if TYPE_CHECKING:
-    from adapters.store.history import HistoryTables
     from adapters.store.idempotency import IdempotencyKeys
-    from adapters.views.backends import Backend
+    from adapters.store.sql_history import HistoryTables
+    from adapters.views.storage import ViewStorage
 
 
 def one_line(message: str) -> str:
@@ -95,8 +95,8 @@ class StoreFactory:
         raise NotImplementedError
 
     @classmethod
-    def views_backend(cls, store: Any) -> Backend:
-        """Returns where the read models of `store` live (`adapters.views.backends`)."""
+    def view_storage(cls, store: Any) -> ViewStorage:
+        """Returns where the read models of `store` live (`adapters.views.storage`)."""
         raise NotImplementedError
 
     @classmethod
@@ -139,13 +139,13 @@ def backend_of(factory: InfrastructureFactory[Any]) -> type[StoreFactory]:
     return found
 
 
-def backend_for(store: Any) -> Backend:
-    """Returns where the read models of a ConversationStore live (`adapters.views.backends`), as
+def view_storage_for(store: Any) -> ViewStorage:
+    """Returns where the read models of a ConversationStore live (`adapters.views.storage`), as
     its store factory hands it out, sealing the rows' texts with the store's data keys if any."""
-    backend = backend_of(store.factory).views_backend(store)
+    storage = backend_of(store.factory).view_storage(store)
     keys = getattr(store.mapper, "keys", None)
-    backend.texts = ViewTexts(keys) if keys is not None else None
-    return backend
+    storage.texts = ViewTexts(keys) if keys is not None else None
+    return storage
 
 
 def backend_named(module: str | None) -> type[StoreFactory]:

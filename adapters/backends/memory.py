@@ -3,8 +3,8 @@ the process ends).
 
 `MemoryFactory` makes the chained application recorder (`ChainedPOPORecorder`) and the data
 keys (`MemoryDataKeys`), and hands out the store's pieces in dicts: the history index
-(`MemoryHistoryTables`), the views (`MemoryBackend`) and the kept idempotency keys
-(`MemoryKeys`).
+(`MemoryHistoryTables`), the views (`MemoryViewStorage`) and the kept idempotency keys
+(`MemoryIdempotencyKeys`).
 """
 
 from __future__ import annotations
@@ -23,12 +23,12 @@ from eventsourcing.popo import POPOFactory as LibraryPOPOFactory
 
 from adapters.backends import StoreFactory
 from adapters.store.chain import PAGE, ChainedRecorder, Link, Stored, VerifiedPosition, run_inline
-from adapters.store.history import HistoryTables
 from adapters.store.idempotency import IdempotencyKeys, Kept, reservation
 from adapters.store.keys import DataKeys, Row
-from adapters.views.backends import Backend, Pointer
-from adapters.views.rows import MemoryConversation, MemoryRows
-from domain.history import MemoryHistory
+from adapters.store.sql_history import HistoryTables
+from adapters.views.conversation_rows import MemoryConversation, MemoryRows
+from adapters.views.storage import Pointer, ViewStorage
+from domain.history_index import MemoryHistory
 
 log = logging.getLogger("chatrecord")
 
@@ -154,7 +154,7 @@ class MemoryHistoryTables(HistoryTables):
         return nullcontext(None)
 
 
-class MemoryBackend(Backend):
+class MemoryViewStorage(ViewStorage):
     """The in-memory store's views: dicts per generation, under one lock."""
 
     def __init__(self, recorder: Any) -> None:
@@ -219,7 +219,7 @@ class MemoryBackend(Backend):
         return found[0].originator_version if found else 0
 
 
-class MemoryKeys(IdempotencyKeys):
+class MemoryIdempotencyKeys(IdempotencyKeys):
     """The idempotency keys in a dict, reserved under a lock (`adapters.store.idempotency`)."""
 
     def __init__(self) -> None:
@@ -269,13 +269,13 @@ class MemoryFactory(StoreFactory, LibraryPOPOFactory):
         return MemoryHistoryTables()
 
     @classmethod
-    def views_backend(cls, store: Any) -> MemoryBackend:
+    def view_storage(cls, store: Any) -> MemoryViewStorage:
         """Returns the store's views, made on the first call (they live as long as the store)."""
-        backend = getattr(store, "_memory_views", None)
-        if backend is None:
-            backend = store._memory_views = MemoryBackend(store.recorder)
-        return backend
+        storage = getattr(store, "_memory_views", None)
+        if storage is None:
+            storage = store._memory_views = MemoryViewStorage(store.recorder)
+        return storage
 
     @classmethod
-    def idempotency_keys(cls, store: Any) -> MemoryKeys:
-        return MemoryKeys()
+    def idempotency_keys(cls, store: Any) -> MemoryIdempotencyKeys:
+        return MemoryIdempotencyKeys()

@@ -18,8 +18,8 @@ from rich.console import Console, RenderableType
 from adapters import version
 from adapters.api import Chatrecord
 from adapters.cli import helptypes
-from adapters.cli.habits import json_bytes
 from adapters.cli.render import visible
+from adapters.cli.stdio import json_bytes
 from projections.rules import RULE_SET_IDS, Rules
 
 helptypes.install()
@@ -90,7 +90,7 @@ def opened(reading: bool = False) -> Iterator[Chatrecord]:
 
 def print_json(value: Any) -> None:
     """Writes `value` as one line of JSON (UTF-8) to stdout, invisible characters escaped
-    (`adapters.cli.habits.json_bytes`)."""
+    (`adapters.cli.stdio.json_bytes`)."""
     sys.stdout.flush()
     sys.stdout.buffer.write(json_bytes(value) + b"\n")
     sys.stdout.buffer.flush()

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from adapters.cli.app import opened, say
-from adapters.cli.habits import require_store
+from adapters.cli.stdio import require_store
 from domain.errors import ChatrecordError
 
 

@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from adapters.cli.app import app, opened, warn
-from adapters.cli.habits import json_bytes, require_store
+from adapters.cli.stdio import json_bytes, require_store
 from domain.errors import ChatrecordError
 
 
@@ -59,7 +59,7 @@ def export(
     require_store()
     with opened(reading=True) as chatrecord:
         if export_format is ExportFormat.otlp:
-            from adapters.service import traces  # here: OpenTelemetry loads only for this format
+            from adapters.service import trace_export as traces  # here: OpenTelemetry loads only for this format
 
             _write((traces.otlp_json(chatrecord, conversation) + "\n").encode(), output)
             return

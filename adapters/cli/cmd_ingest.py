@@ -11,15 +11,15 @@ import typer
 
 from adapters.cli.app import app, err, opened, print_json, say, warn
 from adapters.cli.args import UnreadableFile, readable_file
-from adapters.cli.habits import (
+from adapters.cli.interrupts import INTERRUPTED, IngestProgress, Interrupts, interrupted_line
+from adapters.cli.stdio import (
     STDIN_NAME,
     ingest_json,
     is_stdin,
     stdin_lines,
 )
-from adapters.cli.interrupts import INTERRUPTED, IngestProgress, Interrupts, interrupted_line
-from adapters.service.ingest import BATCH_LINES
-from adapters.service.results import EmptyInput
+from adapters.service.batched_ingest import BATCH_LINES
+from adapters.service.replay import EmptyInput
 
 
 @app.command()

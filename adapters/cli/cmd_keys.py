@@ -1,5 +1,5 @@
 """`chatrecord keys status|wrap|rotate|unwrap`: the master key's state and its explicit changes
-(`adapters.service.keys`), registered by `adapters.cli` after the other commands."""
+(`adapters.service.master_key`), registered by `adapters.cli` after the other commands."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import typer
 from adapters.api import Chatrecord
 from adapters.bootstrap import open_store
 from adapters.cli.app import print_json, say
-from adapters.cli.habits import require_store
-from adapters.service.keys import NEW_MASTER_KEY_VARIABLE, KeyChange
+from adapters.cli.stdio import require_store
+from adapters.service.master_key import NEW_MASTER_KEY_VARIABLE, KeyChange
 from adapters.store.keys import KeyState
 from adapters.store.settings import describe_backend
 

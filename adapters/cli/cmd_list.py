@@ -8,8 +8,8 @@ from typing import Annotated
 import typer
 
 from adapters.cli.app import JsonOption, app, opened, print_json, say
-from adapters.cli.habits import require_store
 from adapters.cli.render import visible
+from adapters.cli.stdio import require_store
 from adapters.ingest.names import parse_at
 from adapters.service.conversations import LIST_LIMIT_MAX, iso
 

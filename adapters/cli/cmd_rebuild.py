@@ -14,13 +14,13 @@ from rich.progress import (
 )
 
 from adapters.cli.app import app, emit, err, opened, print_json, rules_option, say, warn
-from adapters.cli.habits import (
+from adapters.cli.interrupts import INTERRUPTED, Interrupts, RebuildLines
+from adapters.cli.render import diff_view
+from adapters.cli.stdio import (
     diff_json,
     rebuild_json,
     require_store,
 )
-from adapters.cli.interrupts import INTERRUPTED, Interrupts, RebuildLines
-from adapters.cli.render import diff_view
 from adapters.views.readmodels import MOST_WORKERS, RebuildInterrupted
 from projections.rules import DEFAULT_RULE_SET, Rules
 
@@ -97,7 +97,7 @@ def rebuild(
             except RebuildInterrupted as stopped:
                 warn(f"interrupted: {stopped}")
                 raise typer.Exit(INTERRUPTED) from None
-        unreadable = [chatrecord.store_name(key) for key in report.unreadable]  # as verify names them
+        unreadable = [chatrecord.conversation_id(key) for key in report.unreadable]  # as verify names them
     if as_json:
         print_json(rebuild_json(report))
         return

@@ -18,13 +18,13 @@ from adapters.cli.app import (
     warn,
 )
 from adapters.cli.args import page_check, readable_file
-from adapters.cli.habits import (
+from adapters.cli.render import turn_view
+from adapters.cli.stdio import (
     STDIN_NAME,
     is_stdin,
     require_store,
     stdin_lines,
 )
-from adapters.cli.render import turn_view
 from projections.rules import DEFAULT_RULE_SET
 
 

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from adapters.cli.app import RulesOption, app, opened, say
-from adapters.cli.habits import require_store
+from adapters.cli.stdio import require_store
 
 traces = typer.Typer(
     help="OpenTelemetry GenAI traces of what ran (OTLP/JSON, OTLP/HTTP).\n\n"
@@ -39,7 +39,7 @@ def show(
 
         chatrecord traces show conv-demo-seo -o demo-trace.json
     """
-    from adapters.service import traces as service  # here: OpenTelemetry loads only for traces
+    from adapters.service import trace_export as service  # here: OpenTelemetry loads only for traces
 
     require_store()
     with opened() as chatrecord:
@@ -72,7 +72,7 @@ def push(
 
         chatrecord traces push conv-demo-seo --endpoint http://127.0.0.1:6006
     """
-    from adapters.service import traces as service  # here: OpenTelemetry loads only for traces
+    from adapters.service import trace_export as service  # here: OpenTelemetry loads only for traces
 
     require_store()
     with opened() as chatrecord:

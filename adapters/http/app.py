@@ -12,37 +12,43 @@ which name types local to `create_app`.
 
 import hmac
 import os
-import re
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Annotated, Any
 
 import orjson
-from fastapi import APIRouter, Depends, FastAPI, Header, Path, Query, Request, Response
+from fastapi import APIRouter, Depends, FastAPI, Header, Request, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from adapters.api import Chatrecord
-from adapters.http import schemas
+from adapters.http import openapi, schemas
+from adapters.http.headers import (
+    ANY,
+    IDEMPOTENCY_KEY_PATTERN,
+    IF_MATCH_PATTERN,
+    JSON,
+    NDJSON,
+    charset_of,
+    differs,
+    etag,
+    fingerprint,
+    if_match,
+    read_after,
+)
 from adapters.http.problems import PROBLEM, Problem, install
+from adapters.http.reads import Service, add_reads, json_response
 from adapters.http.ui import install_ui
 from adapters.ingest import json_problem
-from adapters.ingest.names import AT_PATTERN, parse_at
 from adapters.processes import end_with_parent
-from adapters.service.conversations import CURSOR_PATTERN, LIST_LIMIT_MAX, BadCursor
-from adapters.service.lines import VersionMismatch
+from adapters.service.record_lines import VersionMismatch
 from adapters.store.idempotency import IN_FLIGHT_SECONDS, MAX_KEY, Kept, body_hash
 from adapters.store.settings import BadSetting
-from domain.limits import INT_MAX
-from projections.page_line import PageFilter
-from projections.rules import Rules
 
 DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
 """A request body may hold this many bytes (8 MiB) unless CHATRECORD_MAX_BODY_BYTES says otherwise."""
 SOURCE = "request"
 """How errors name the request's body: `request: line 3, segment: …`."""
-JSON = "application/json"
-NDJSON = ("application/x-ndjson", "application/jsonl")
 
 
 @dataclass(frozen=True)
@@ -71,10 +77,6 @@ class HttpSettings:
         return cls(token, int(text) if text else DEFAULT_MAX_BODY_BYTES)
 
 
-Conversation = Annotated[str, Path(description="The conversation id, as the chat names it.")]
-RulesQuery = Annotated[Rules | None, Query(description="Rule set (default: the store's live one).")]
-VisiblePage = Annotated[list[int], Query(description="A page the user may see (repeatable); when given, only these.")]
-HiddenPage = Annotated[list[int], Query(description="A page the user may not see (repeatable).")]
 ERRORS: dict[int | str, dict[str, Any]] = {
     status: {"content": {PROBLEM: {"schema": schemas.ProblemDetails.model_json_schema()}}, "description": text}
     for status, text in {
@@ -88,128 +90,13 @@ ERRORS: dict[int | str, dict[str, Any]] = {
 }
 
 
-def etag(version: int) -> dict[str, str]:
-    """Returns the ETag header of a conversation at `version`."""
-    return {"ETag": f'"{version}"'}
-
-
-ANY = -1
-"""What `If-Match: *` asks for: any version of a conversation that exists (RFC 9110 13.1.1)."""
-
-
-def if_match(value: str | None) -> list[int] | None:
-    """Returns the versions (0 to INT_MAX) an `If-Match` names: one ETag `"N"` or a list of them
-    (`"3", "4"`), `[ANY]` for `*`, None without the header. Raises a 412 problem when every ETag
-    is weak (`W/"N"`: If-Match compares strongly, RFC 9110 13.1.1, so a weak one never matches),
-    a 400 problem for anything else that is not of this form."""
-    if value is None:
-        return None
-    text = value.strip()
-    if text == "*":
-        return [ANY]
-    versions, weak = [], 0
-    for part in (part.strip() for part in text.split(",")):
-        if part.startswith("W/"):
-            weak += 1
-            continue
-        digits = part[1:-1]
-        if len(part) >= 3 and part[0] == part[-1] == '"' and digits.isascii() and digits.isdigit():
-            if len(digits) <= 10 and int(digits) <= INT_MAX:
-                versions.append(int(digits))
-                continue
-            raise Problem(400, "bad-request", f"If-Match names a version of at most {INT_MAX}", where="header.If-Match")
-        raise Problem(
-            400, "bad-request", 'If-Match takes versions as ETags, e.g. If-Match: "7" or "7", "8", or *', where="header.If-Match"
-        )
-    if not versions and weak:
-        raise Problem(
-            412,
-            "version-mismatch",
-            'If-Match compares ETags strongly: a weak ETag (W/...) never matches; send the ETag as served, e.g. If-Match: "7"',
-            where="header.If-Match",
-        )
-    return versions
-
-
-IF_MATCH_PATTERN = r'^ *(\*|(W/)?"[0-9]{1,9}"( *, *(W/)?"[0-9]{1,9}")*) *$'
-"""The If-Match the document promises to read (versions up to 999,999,999; the server reads up to INT_MAX)."""
-IDEMPOTENCY_KEY_PATTERN = r"^[!-~]([ -~]*[!-~])?$"
-"""1–255 printable ASCII characters, no space at either end (a header's value is trimmed)."""
-
-
-def fingerprint(media: str, raw: bytes) -> str:
-    """Returns what an Idempotency-Key is kept with: the sha256 of the media type and of the
-    body, `<64 hex>:<64 hex>`. If-Match is not part of it (a precondition, not what is asked:
-    a retry without it gets the first response)."""
-    return f"{body_hash(media.encode())}:{body_hash(raw)}"
-
-
-def differs(kept: str, digest: str) -> str:
-    """Says which part of a request differs from the one its Idempotency-Key was first sent with."""
-    if ":" not in kept:  # kept before the fingerprint had parts: media type, If-Match and body in one hash
-        return "another Content-Type, If-Match or body"
-    (kept_media, kept_body), (media, body) = kept.split(":"), digest.split(":")
-    parts = [name for name, same in (("Content-Type", kept_media == media), ("body", kept_body == body)) if not same]
-    return "another " + " and ".join(parts)
-
-
-def charset_of(content_type: str) -> str | None:
-    """Returns the `charset` parameter of a Content-Type header, lower case, None without one."""
-    for parameter in content_type.split(";")[1:]:
-        name, _, value = parameter.partition("=")
-        if name.strip().lower() == "charset":
-            return value.strip().strip('"').lower()
-    return None
-
-
-READ_AFTER = "Chatrecord-Read-After"
-"""The header of a write's read-after position (`Chatrecord.position`): `POST /v1/lines` answers
-with it where the service reads from standbys; a GET given it is never older than that write."""
-READ_AFTER_PATTERN = "^[0-9A-Fa-f]{1,8}/[0-9A-Fa-f]{1,8}$"
-
-
-def read_after(position: str | None) -> dict[str, str]:
-    """Returns the Chatrecord-Read-After header of `position` (none for None)."""
-    return {READ_AFTER: position} if position is not None else {}
-
-
-def read_after_header(
-    value: Annotated[
-        str | None,
-        Header(
-            alias=READ_AFTER,
-            json_schema_extra={"pattern": READ_AFTER_PATTERN},
-            description="The Chatrecord-Read-After of a write (POST /v1/lines): the answer is never older than that "
-            "write. Where the service reads from a standby, it waits for the standby to replay it "
-            "(CHATRECORD_READ_WAIT_MS), else the primary answers.",
-        ),
-    ] = None,
-) -> str | None:
-    """Returns the request's Chatrecord-Read-After; a 400 problem for one no write returned."""
-    if value is not None and not re.fullmatch(READ_AFTER_PATTERN, value):
-        raise Problem(
-            400,
-            "bad-request",
-            f"{READ_AFTER} takes the position a write answered with, e.g. 0/3016040",
-            where=f"header.{READ_AFTER}",
-        )
-    return value
-
-
-ReadAfter = Annotated[str | None, Depends(read_after_header)]
-
-
-def json_response(value: Any, headers: dict[str, str] | None = None, status: int = 200) -> Response:
-    return Response(orjson.dumps(value), status_code=status, media_type=JSON, headers=headers)
-
-
 def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSettings) -> FastAPI:
     """Returns the app: `/v1` endpoints over the Chatrecord the factory returns."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         chatrecord = chatrecord_factory()
-        app.state.chatrecord, app.state.keys = chatrecord, chatrecord.store.idempotency_keys
+        app.state.chatrecord, app.state.idempotency_keys = chatrecord, chatrecord.store.idempotency_keys
         try:
             yield
         finally:
@@ -255,11 +142,6 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
             chunks.append(chunk)
         return b"".join(chunks)
 
-    def service(request: Request) -> Chatrecord:
-        chatrecord: Chatrecord = request.app.state.chatrecord  # set by the app's lifespan
-        return chatrecord
-
-    Service = Annotated[Chatrecord, Depends(service)]
     # every /v1 operation can answer these; a conversation's own operations add 404 and 409
     common: dict[int | str, dict[str, Any]] = {status: ERRORS[status] for status in (400, 401, 500, 503)}
     of_a_conversation: dict[int | str, dict[str, Any]] = {status: ERRORS[status] for status in (404, 409)}
@@ -268,7 +150,7 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
     @v1.post(
         "/lines",
         response_model=schemas.Recorded,
-        openapi_extra=schemas.LINES_BODY,
+        openapi_extra=openapi.LINES_BODY,
         responses=of_a_conversation
         | {
             409: ERRORS[409]
@@ -337,7 +219,7 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
                     where="header.Idempotency-Key",
                 )
             digest = fingerprint(media, raw)
-            keys = request.app.state.keys
+            keys = request.app.state.idempotency_keys
             reserved, mine = keys.reserve(idempotency_key, digest)  # before anything is recorded
             if not mine:
                 return replayed(
@@ -398,143 +280,9 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
         headers |= read_after(request.app.state.chatrecord.position())  # past the first write, whenever it was
         return Response(kept.response, status_code=kept.status, media_type=JSON, headers=headers)
 
-    @v1.get(
-        "/conversations",
-        response_model=schemas.ConversationList,
-        response_description="A page of conversations, newest activity first",
-    )
-    def conversations(
-        chatrecord: Service,
-        after: ReadAfter = None,
-        *,
-        limit: Annotated[int, Query(ge=1, le=LIST_LIMIT_MAX, description="At most this many a page.")] = 50,
-        cursor: Annotated[
-            str | None, Query(description="The next_cursor of the page before.", json_schema_extra={"pattern": CURSOR_PATTERN})
-        ] = None,
-        since: Annotated[
-            str | None,
-            Query(
-                description="Only those active at or after this ISO-8601 time.",
-                json_schema_extra={"format": "date-time", "pattern": AT_PATTERN},
-            ),
-        ] = None,
-    ) -> Response:
-        """The store's conversations, newest activity first, a page at a time: the object of
-        `chatrecord list --json`, `{"conversations": [...], "next_cursor": ...}`."""
-        at = None
-        if since is not None:
-            try:
-                at = parse_at(since)
-            except ValueError as error:
-                raise Problem(400, "bad-request", f"since: {error}", where="query.since") from None
-        try:
-            page = chatrecord.conversations(limit, cursor, at, after=after)
-        except BadCursor as error:
-            raise Problem(400, "bad-request", str(error), where="query.cursor") from None
-        return json_response(page.to_json())
-
-    @v1.get(
-        "/conversations/{conversation:path}/export",
-        response_class=Response,
-        responses=of_a_conversation
-        | {
-            200: {
-                "content": {NDJSON[0]: {"schema": {"type": "string", "description": "JSON Lines of the input format"}}},
-                "description": "The conversation as the chat's JSON Lines",
-                "headers": {"Chatrecord-Erased": schemas.ERASED},
-            }
-        },
-    )
-    def export(
-        chatrecord: Service,
-        conversation: Conversation,
-        after: ReadAfter = None,
-        *,
-        upto: Annotated[
-            int | None,
-            Query(
-                ge=1,
-                description="Stop after user message N (a 404 no-such-turn problem when the conversation has no user message N).",
-            ),
-        ] = None,
-    ) -> Response:
-        """The conversation as the chat's JSON Lines (`chatrecord export`), made from the store's
-        events: ingested into an empty store, the same turns and audit. An erased conversation's
-        texts read `[erased]` (header `Chatrecord-Erased: true`)."""
-        done = chatrecord.export(conversation, upto, after=after)
-        body = b"".join(orjson.dumps(line) + b"\n" for line in done.lines)
-        return Response(body, media_type=NDJSON[0], headers={"Chatrecord-Erased": "true"} if done.erased else {})
-
-    @v1.get("/conversations/{conversation:path}/turn", response_model=schemas.TurnNotes, responses=of_a_conversation)
-    def turn(
-        chatrecord: Service,
-        conversation: Conversation,
-        after: ReadAfter = None,
-        *,
-        visible_page: VisiblePage = [],  # noqa: B006 - FastAPI copies a Query default per request
-        hidden_page: HiddenPage = [],  # noqa: B006
-        messages: Annotated[schemas.Full | None, Query(description="`full` adds the whole model input.")] = None,
-    ) -> Response:
-        """The chat's read of the next turn: the page line and each note with its place in the
-        transcript the chat holds. A page the user may not see is never named."""
-        can_see = PageFilter(frozenset(visible_page), frozenset(hidden_page))
-        notes = chatrecord.turn_notes(conversation, can_see, after=after)
-        payload = notes.to_json()
-        if messages is not None:
-            payload["messages"] = chatrecord.turn_input(conversation, can_see, after=after).model_messages()
-        return json_response(payload, etag(notes.version))
-
-    @v1.get(
-        "/conversations/{conversation:path}/audit",
-        response_model=list[schemas.AuditRow],
-        response_description="The audit's rows, in order, each by its kind",
-        responses=of_a_conversation,
-    )
-    def audit(chatrecord: Service, conversation: Conversation, rules: RulesQuery = None, after: ReadAfter = None) -> Response:
-        """Everything that ran, was written, decided, left undecided or cut, in order, with
-        times: the rows of `chatrecord audit --json`."""
-        done = chatrecord.audit(conversation, rules.value if rules else None, after=after)
-        return json_response([row.to_json() for row in done.rows])
-
-    @v1.get(
-        "/conversations/{conversation:path}/activity",
-        response_model=list[schemas.SegmentActivity],
-        response_description="The activity list, segment by segment",
-        responses=of_a_conversation,
-    )
-    def activity(chatrecord: Service, conversation: Conversation, rules: RulesQuery = None, after: ReadAfter = None) -> Response:
-        """The activity list the chat shows the editor, segment by segment."""
-        segments = chatrecord.activity(conversation, rules.value if rules else None, after=after)
-        return json_response([s.model_dump(mode="json") for s in segments])
-
-    @v1.get(
-        "/conversations/{conversation:path}/replay",
-        response_model=schemas.Replay,
-        response_description="Every turn's model input as it was then",
-        responses=of_a_conversation,
-    )
-    def replay(
-        chatrecord: Service,
-        conversation: Conversation,
-        rules: RulesQuery = None,
-        after: ReadAfter = None,
-        *,
-        at: Annotated[int | None, Query(ge=1, description="Only the turn of user message N.")] = None,
-        visible_page: VisiblePage = [],  # noqa: B006 - FastAPI copies a Query default per request
-        hidden_page: HiddenPage = [],  # noqa: B006
-    ) -> Response:
-        """Every turn's model input as it was then: the object of `chatrecord replay --json`."""
-        done = chatrecord.replay(
-            conversation,
-            rules.value if rules else None,
-            at,
-            PageFilter(frozenset(visible_page), frozenset(hidden_page)),
-            after=after,
-        )
-        return json_response(done.to_json())
-
+    add_reads(v1, of_a_conversation)
     app.include_router(v1)
-    app.openapi = lambda: app.openapi_schema or schemas.document(app)  # type: ignore[method-assign]  # FastAPI's way to serve a document of one's own
+    app.openapi = lambda: app.openapi_schema or openapi.document(app)  # type: ignore[method-assign]  # FastAPI's way to serve a document of one's own
     install_ui(app, settings.token)
 
     @app.get("/v1/healthz", response_model=schemas.Health, responses={503: ERRORS[503]})

@@ -45,9 +45,9 @@ from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
-from adapters.service.conversations import NoSuchMessage
-from adapters.service.lines import VersionMismatch
-from adapters.service.results import TurnNotFound
+from adapters.service.export import NoSuchMessage
+from adapters.service.record_lines import VersionMismatch
+from adapters.service.replay import TurnNotFound
 from domain.errors import ChatrecordError, InvalidInput, LineOutOfOrder, UnknownConversation
 from projections.turn import NoTurnYet
 

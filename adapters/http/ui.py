@@ -23,7 +23,7 @@ from adapters import pages
 from adapters.api import Chatrecord
 from adapters.http.problems import Problem
 from adapters.service.conversations import BadCursor
-from adapters.service.results import TurnNotFound
+from adapters.service.replay import TurnNotFound
 from domain.errors import UnknownConversation
 from projections.rules import Rules
 

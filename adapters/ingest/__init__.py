@@ -1,7 +1,7 @@
 """nr-llm ingestion: the chat's JSON Lines read into commands on the Conversation aggregate.
 
 Input format: docs/spec-map.md, D7; one model per line type
-and the privacy filter live in `adapters.ingest.lines`. A bad line raises
+and the privacy filter live in `adapters.ingest.line_models`. A bad line raises
 `domain.errors.InvalidInput`, whose one-line message names the file, the 1-based line, the
 field path in the input's own key names and what was expected, e.g.
 `demo.jsonl: line 12, steps[3].writeTargetTable: "tt content" is not a table name; use 1–64 of A-Za-z0-9_`.
@@ -26,8 +26,9 @@ import orjson
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import to_jsonable_python
 
-from adapters.ingest.lines import LINE_TYPES, Line, ParsedLine
-from adapters.ingest.names import Whole, show
+from adapters.ingest.error_messages import at_line, check_follows, expectation, input_path, kind_of
+from adapters.ingest.line_models import LINE_TYPES, Line, ParsedLine
+from adapters.ingest.names import show
 from domain.conversation import Conversation, MemoryHistory, project_conversation
 from domain.errors import ChatrecordError, InvalidInput
 from domain.events import ConversationEvent
@@ -36,6 +37,8 @@ from domain.limits import DEPTH_MAX, LINE_BYTES_MAX
 __all__ = [
     "LINE_TYPES",
     "ParsedLine",
+    "at_line",
+    "check_follows",
     "digest_of",
     "fold_events",
     "json_problem",
@@ -78,16 +81,16 @@ def parse_line(text: str | bytes, line_no: int, source_name: str) -> ParsedLine:
     except orjson.JSONDecodeError as error:
         raise invalid(_WHOLE_LINE, f"{json_problem(text, error)}; each line is one JSON object") from None
     if not isinstance(data, dict):
-        raise invalid(_WHOLE_LINE, f"expected a JSON object, got {_kind_of(data)}")
+        raise invalid(_WHOLE_LINE, f"expected a JSON object, got {kind_of(data)}")
     deep = _too_deep(text, data)
     if deep is not None:
         raise invalid(
-            _path(deep) or _WHOLE_LINE,
+            input_path(deep) or _WHOLE_LINE,
             f'is nested more than {DEPTH_MAX} levels deep, the most a line may be (README, "Input limits")',
         )
     twice = _key_twice(text, data)
     if twice is not None:
-        raise invalid(_path(twice), f"field {_path(twice[-1:])} appears twice; give each key of an object once")
+        raise invalid(input_path(twice), f"field {input_path(twice[-1:])} appears twice; give each key of an object once")
     kind = data.get("type")
     if kind is None:
         raise invalid("type", f"is missing; use one of {', '.join(LINE_TYPES)}")
@@ -100,7 +103,7 @@ def parse_line(text: str | bytes, line_no: int, source_name: str) -> ParsedLine:
             line = _LINE.validate_python(_integral(data, error))
         except ValidationError as again:
             first = again.errors(include_url=False)[0]
-            raise invalid(_path(first["loc"][1:]) or _WHOLE_LINE, _expected(first, kind)) from None
+            raise invalid(input_path(first["loc"][1:]) or _WHOLE_LINE, expectation(first, kind)) from None
     _set(line, "_line", line_no)  # its slots (`Line`), past pydantic's __setattr__
     _set(line, "_source_name", source_name)
     _set(line, "_digest", digest_of(line))
@@ -225,7 +228,7 @@ def line_text(data: Mapping[str, Any], line_no: int, source_name: str) -> bytes:
         if what.startswith(_NOT_FINITE):  # what the field expects, as for any other value of the wrong kind
             what = _field_problem(data, field) or what
         if what:
-            raise InvalidInput(source_name, line_no, _path(field) or _WHOLE_LINE, what) from None
+            raise InvalidInput(source_name, line_no, input_path(field) or _WHOLE_LINE, what) from None
     return text
 
 
@@ -244,7 +247,7 @@ def _field_problem(data: Mapping[str, Any], at: tuple[Any, ...]) -> str | None:
     except ValidationError as error:
         for problem in error.errors(include_url=False):
             if tuple(problem["loc"][1:]) == at:
-                return _expected(problem, kind)
+                return expectation(problem, kind)
     return None
 
 
@@ -382,109 +385,3 @@ def read_events(path: str | Path) -> list[ConversationEvent]:
     Raises InvalidInput or the domain's ChatrecordError at the first line that fails.
     """
     return list(fold_events(read_file(path)))
-
-
-# ---------------------------------------------------------------- error messages
-
-
-_NAME = re.compile(r"[A-Za-z0-9_]{1,64}")
-
-
-def _path(loc: tuple[Any, ...]) -> str:
-    """Returns a pydantic location as the input's path: `steps[3].writeTargetTable`; a key that
-    is not a plain name is quoted as a short escaped excerpt (`"a key"`)."""
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-            continue
-        name = str(part) if _NAME.fullmatch(str(part)) else show(str(part))
-        out += f".{name}" if out else name
-    return out
-
-
-def _kind_of(value: Any) -> str:
-    """Returns what a JSON value is, for an error message, without repeating any text."""
-    if value is None or isinstance(value, bool):
-        return orjson.dumps(value).decode()
-    if isinstance(value, (int, float)):
-        return f"the number {show(value)}"
-    kinds: dict[type[Any], str] = {str: "a string", list: "a list", dict: "an object"}
-    return kinds.get(type(value), type(value).__name__)
-
-
-_TYPES = {
-    "string_type": "expected a string",
-    "int_type": "expected a whole number",
-    "int_from_float": "expected a whole number",
-    "float_type": "expected a number",
-    "bool_type": "expected true or false",
-    "list_type": "expected a list",
-    "tuple_type": "expected a list",
-    "model_type": "expected an object",
-    "model_attributes_type": "expected an object",
-    "dict_type": "expected an object",
-}
-
-
-def _expected(error: Any, kind: str) -> str:
-    """Returns the one-line expectation for a pydantic error, never a pydantic dump; text
-    values are not repeated (they may be private), only names and numbers."""
-    code, ctx, value = error["type"], error.get("ctx") or {}, error.get("input")
-    if code == "missing":
-        loc = error["loc"]
-        if len(loc) == 2:
-            return f"is missing; a {kind} line needs it"
-        if len(loc) >= 4 and isinstance(loc[-2], int):
-            return f"is missing; every entry of {loc[-3]} needs it"
-        return "is missing"
-    if code in ("int_type", "int_from_float") and isinstance(value, float) and value.is_integer() and abs(value) >= 2**63:
-        # the JSON reader gives a whole number of more than 64 bits as a float
-        return f"{_TYPES[code]}, got a number of more than 64 bits (about {value:.0e})"
-    if code in _TYPES:
-        return f"{_TYPES[code]}, got {_kind_of(value)}"
-    if code == "value_error":
-        return str(ctx.get("error", error["msg"]))
-    if code == "literal_error":
-        shown = show(value) if isinstance(value, (str, int, float, bool)) or value is None else _kind_of(value)
-        return f"{shown} is not allowed; use {ctx.get('expected')}"
-    if code in ("greater_than_equal", "greater_than", "less_than_equal", "less_than"):
-        bound = ctx.get("ge", ctx.get("gt", ctx.get("le", ctx.get("lt"))))
-        sign = {"greater_than_equal": ">=", "greater_than": ">", "less_than_equal": "<=", "less_than": "<"}[code]
-        number = "a whole number" if isinstance(value, int) else "a number"
-        shown = f"{bound:g}" if isinstance(bound, float) else show(bound)
-        return f"expected {number} {sign} {shown}, got {_kind_of(value)}"
-    if code == "finite_number":
-        return f"expected a finite number, got {_kind_of(value)}"
-    if code == "string_too_long":
-        return f'is {len(value):,} characters long; the most is {ctx.get("max_length"):,} (README, "Input limits")'
-    if code == "too_long":
-        return f'has {ctx.get("actual_length"):,} entries; the most is {ctx.get("max_length"):,} (README, "Input limits")'
-    return str(error["msg"])
-
-
-_FOLLOWS = TypeAdapter(Whole, config={"strict": True})
-
-
-def check_follows(follows: Any, source_name: str, line_no: int) -> int | None:
-    """Returns `follows` (the version a write expects its conversation at) if it is None or a
-    whole number from 0 to INT_MAX; raises InvalidInput naming `follows`, worded as for the
-    key `follows` of a line, if not (a negative version is bad input, not another version)."""
-    if follows is None:
-        return None
-    try:
-        return _FOLLOWS.validate_python(follows)
-    except ValidationError as error:
-        raise InvalidInput(source_name, line_no, "follows", _expected(error.errors(include_url=False)[0], "")) from None
-
-
-def at_line(error: ChatrecordError, source_name: str, line_no: int) -> ChatrecordError:
-    """Returns a domain error again, same type, with `source: line N, field:` in front of its
-    message (`field` as the error names it, see ChatrecordError.field)."""
-    where = f"{source_name}: line {line_no}" + (f", {error.field}" if error.field else "")
-    try:
-        placed = type(error)(f"{where}: {error}")
-    except TypeError:
-        return error
-    placed.__dict__.update(error.__dict__)  # what the error carries besides its message
-    return placed

@@ -2,17 +2,17 @@
 
 Identifiers are reduced to the characters identifiers use:
 - names (tool, field, skill): `[A-Za-z0-9_.:-]`, other characters dropped, at most 128 (a
-  longer one is cut and gets the hash of the original appended, as a key does);
-- keys (conversation, segment, run ids): also `/`, because nr-llm segment ids are
-  `<run uuid>/<n>` and `/` keeps them readable and unique. A key that had to be changed
+  longer one is cut and gets the hash of the original appended, as an id does);
+- ids (conversation, segment, run ids): also `/`, because nr-llm segment ids are
+  `<run uuid>/<n>` and `/` keeps them readable and unique. An id that had to be changed
   (characters dropped or cut at 128) gets `:h` and 16 hex of the sha256 of the original
-  appended, so two different ids never collide silently, and the same id maps to the same key
+  appended, so two different ids never collide silently, and the same id maps to the same stored id
   everywhere (a `card_decided` finds its segment). An id that is already a stored form
   (`chat17:h9a90eaf363ff759f`, the reduced form of `chat 17`, as `export` writes it) is kept
   as it is, so reducing is idempotent and an exported conversation comes back under its own
-  key; it then names the conversation of the id it is the stored form of (as every command
-  already reads it). Two distinct ids share a key only when one is the stored form of the
-  other (or on a collision of the 64-bit hash): a kept id has no character outside the key
+  stored id; it then names the conversation of the id it is the stored form of (as every command
+  already reads it). Two distinct ids share a stored id only when one is the stored form of the
+  other (or on a collision of the 64-bit hash): a kept id has no character outside the id
   characters, a reduced one always ends in the marker and its hex is the hash of an id that had
   one (or was longer than 128), so a made-up `x:h<16 hex>` that is the hash of no such id
   names a conversation of its own.
@@ -51,11 +51,11 @@ from domain.limits import (
 from domain.values import CARD_ANSWERS, IDENTIFIER_MAX
 
 NAME_MAX = IDENTIFIER_MAX
-_NOT_KEY = re.compile(r"[^A-Za-z0-9_.:/-]")
+_NOT_ID = re.compile(r"[^A-Za-z0-9_.:/-]")
 _NOT_NAME = re.compile(r"[^A-Za-z0-9_.:-]")
 _TABLE = re.compile(r"[A-Za-z0-9_]{1,64}")
 _HASH_MARKER = re.compile(r":h[0-9a-f]{16}\Z")
-"""How a reduced key ends: `:h` and 16 hex of the sha256 of the original id."""
+"""How a reduced id ends: `:h` and 16 hex of the sha256 of the original id."""
 
 
 def _escaped(char: str) -> str:
@@ -93,7 +93,7 @@ def show(value: Any, limit: int = SHOWN_MAX) -> str:
 def reduce_name(value: str, what: str = "name") -> str:
     """Returns the stored form of a name (tool, field, skill): `value` with every character
     outside `[A-Za-z0-9_.:-]` dropped; a name still longer than 128 is cut and gets `:h` and 16
-    hex of the sha256 of `value`, as a key does, so two long names that share their first 128
+    hex of the sha256 of `value`, as an id does, so two long names that share their first 128
     characters never read as one. Raises ValueError when no character is kept.
     """
     kept = _NOT_NAME.sub("", value)
@@ -108,7 +108,7 @@ def reduce_name(value: str, what: str = "name") -> str:
     return f"{kept[: NAME_MAX - 18]}:h{digest}"
 
 
-def reduce_key(value: str, what: str = "id") -> str:
+def reduce_id(value: str, what: str = "id") -> str:
     """Returns the stored form of a conversation, segment or run id: unchanged when it is 1–128
     of `[A-Za-z0-9_.:/-]` (a stored form `chat17:h9a90eaf363ff759f` included: reducing twice
     gives what reducing once gave), else the kept characters (cut to 110) plus `:h` and 16 hex
@@ -117,7 +117,7 @@ def reduce_key(value: str, what: str = "id") -> str:
     when it is that id's stored form (or on a collision of the hash), and two ids neither of
     which is a stored form stay distinct. Raises ValueError when no character is kept.
     """
-    kept = _NOT_KEY.sub("", value)
+    kept = _NOT_ID.sub("", value)
     if kept == value and 0 < len(value) <= NAME_MAX:
         return value
     if not kept:
@@ -129,22 +129,22 @@ def reduce_key(value: str, what: str = "id") -> str:
     return f"{kept[: NAME_MAX - 18]}:h{digest}"
 
 
-def earlier_key(value: str) -> str | None:
-    """Returns the key a store gave `value` before stored forms were kept as they are, when that
+def earlier_stored_id(value: str) -> str | None:
+    """Returns the id a store gave `value` before stored forms were kept as they are, when that
     differs: for an id that ends in the hash marker (`chat17:h9a90eaf363ff759f`), the id reduced
     once more (`chat17:h9a90eaf363ff759f:hcc09425c04d37e82`); None for any other id. A lookup
     tries it after the id itself, so a conversation stored under it then is found by its id."""
-    if not _HASH_MARKER.search(value) or _NOT_KEY.search(value) or len(value) > NAME_MAX:
+    if not _HASH_MARKER.search(value) or _NOT_ID.search(value) or len(value) > NAME_MAX:
         return None
     return f"{value[: NAME_MAX - 18]}:h{sha256(value.encode('utf-8')).hexdigest()[:16]}"
 
 
-def lookup_key(value: str) -> str:
+def lookup_id(value: str) -> str:
     """Returns the stored form of a conversation id a user or the chat looks up, reduced as
-    `reduce_key` reduces it at ingest (`chat 17` is found as it was stored); the id itself when
+    `reduce_id` reduces it at ingest (`chat 17` is found as it was stored); the id itself when
     no character is kept (it names no stored conversation then)."""
     try:
-        return reduce_key(value)
+        return reduce_id(value)
     except ValueError:
         return value
 
@@ -218,8 +218,8 @@ def check_answer(value: str) -> str:
 # The JSON Schema of each type (docs/openapi.json) says what the validator accepts: every value
 # the schema allows is accepted (tests/http/test_contract.py). `WithJsonSchema` only describes;
 # it adds no work to validation (the append is a hot path).
-KEY_PATTERN = "[A-Za-z0-9_.:/-]"
-"""An id holds at least one of these characters (others are dropped, `reduce_key`)."""
+ID_PATTERN = "[A-Za-z0-9_.:/-]"
+"""An id holds at least one of these characters (others are dropped, `reduce_id`)."""
 NAME_PATTERN = "[A-Za-z0-9_.:-]"
 """A name holds at least one of these characters (others are dropped, `reduce_name`)."""
 TABLE_PATTERN = "^[A-Za-z0-9_]{1,64}$"
@@ -231,12 +231,12 @@ AT_PATTERN = (
 years 2000–9998 in UTC whatever its offset; `parse_at` accepts the whole range and more forms."""
 
 
-def _key_schema(what: str) -> WithJsonSchema:
+def _id_schema(what: str) -> WithJsonSchema:
     return WithJsonSchema(
         {
             "type": "string",
             "minLength": 1,
-            "pattern": KEY_PATTERN,
+            "pattern": ID_PATTERN,
             "description": f"The {what}: 1–{NAME_MAX} of A-Za-z0-9_.:/- is kept as it is; other characters are "
             f"dropped and a changed or longer id gets a hash appended (docs/input-format.md).",
         }
@@ -254,7 +254,7 @@ def _name_schema(what: str) -> WithJsonSchema:
     )
 
 
-Key = Annotated[str, AfterValidator(reduce_key), _key_schema("id")]
+ReducedId = Annotated[str, AfterValidator(reduce_id), _id_schema("id")]
 ToolName = Annotated[str, AfterValidator(lambda v: reduce_name(v, "tool name")), _name_schema("tool name")]
 FieldName = Annotated[str, AfterValidator(lambda v: reduce_name(v, "field name")), _name_schema("field name")]
 Skill = Annotated[str, AfterValidator(lambda v: reduce_name(v, "skill")), _name_schema("skill")]
@@ -281,15 +281,15 @@ Text = Annotated[str, Field(max_length=TEXT_MAX)]
 """A text of at most TEXT_MAX characters."""
 
 
-def pair(uid: int | None, info: ValidationInfo, table_key: str, uid_key: str) -> int | None:
+def pair(uid: int | None, info: ValidationInfo, table_field: str, uid_field: str) -> int | None:
     """Returns `uid` if it comes with a table, or neither is given (a RecordRef needs both)."""
-    if table_key not in info.data:
+    if table_field not in info.data:
         return uid  # the table itself failed; its error is reported first
-    table = info.data[table_key]
+    table = info.data[table_field]
     if table is not None and uid is None:
-        raise ValueError(f"is missing; {table_key} {show(table)} needs a {uid_key} beside it")
+        raise ValueError(f"is missing; {table_field} {show(table)} needs a {uid_field} beside it")
     if table is None and uid is not None:
-        raise ValueError(f"needs a {table_key} beside it; a record is a table and a uid")
+        raise ValueError(f"needs a {table_field} beside it; a record is a table and a uid")
     return uid
 
 

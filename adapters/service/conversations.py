@@ -1,46 +1,31 @@
-"""The store's conversations: how a conversation id a user gives is found (`stored_key`), the
-list of conversations, newest activity first, in pages (`list_conversations`), and a
-conversation written back as the chat's JSON Lines (`export_lines`).
+"""The store's conversations: how a conversation id a user gives is found (`stored_id`), the
+list of conversations, newest activity first, in pages (`list_conversations`); a conversation
+written back as the chat's JSON Lines is `adapters.service.export`.
 
 Ids. A conversation is stored under the reduced form of the chat's id
-(`adapters.ingest.names.reduce_key`: `chat 17` is kept as `chat17:h9a90eaf363ff759f`), and that
+(`adapters.ingest.names.reduce_id`: `chat 17` is kept as `chat17:h9a90eaf363ff759f`), and that
 stored form is what `list`, `verify` and the error messages print; reducing a stored form gives
-it back, so `stored_key` accepts both. A store written before stored forms were kept as they are
+it back, so `stored_id` accepts both. A store written before stored forms were kept as they are
 may hold a conversation of a chat id that looked like one under that id reduced once more
-(`names.earlier_key`); `stored_key` finds it by the chat's id too.
+(`names.earlier_stored_id`); `stored_id` finds it by the chat's id too.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from adapters.ingest.names import earlier_key, lookup_key
+from adapters.ingest.names import earlier_stored_id, lookup_id
 from adapters.store.application import ConversationStore
-from adapters.store.crypto import ERASED
 from adapters.views.readmodels import ReadModels
 from domain.errors import ChatrecordError
 from domain.events import (
-    CardDecided,
-    ConversationErased,
-    ConversationEvent,
-    ConversationStarted,
-    LegacyRowImported,
-    MessageEdited,
-    QuestionAnswered,
-    SegmentReturned,
-    TourEnded,
-    TranscriptReplaced,
-    TurnRetried,
-    UserMessagePosted,
     conversation_uuid,
 )
-from domain.values import StepFact, WaitingCall
-from projections.rows import micros
+from projections.row_fold import micros
 
 LIST_LIMIT_MAX = 1000
 """The most conversations one page of `list_conversations` holds."""
@@ -57,18 +42,18 @@ def _started(store: ConversationStore, key: str) -> bool:
     return store.holds(uuid) or bool(store.recorder.select_events(uuid, limit=1))
 
 
-def stored_key(store: ConversationStore, conversation: str) -> str:
-    """Returns the key `conversation` is stored under: the reduced form of the chat's id
-    (`lookup_key`; a stored form as a command printed it is its own reduced form) when the store
-    holds that conversation; else the key an earlier store gave an id of that look
-    (`earlier_key`) when the store holds that one; else the reduced form (which then names no
+def stored_id(store: ConversationStore, conversation: str) -> str:
+    """Returns the id `conversation` is stored under: the reduced form of the chat's id
+    (`lookup_id`; a stored form as a command printed it is its own reduced form) when the store
+    holds that conversation; else the id an earlier store gave an id of that look
+    (`earlier_stored_id`) when the store holds that one; else the reduced form (which then names no
     stored conversation: the caller says so)."""
-    key = lookup_key(conversation)
-    if not _started(store, key):
-        earlier = earlier_key(key)
+    found = lookup_id(conversation)
+    if not _started(store, found):
+        earlier = earlier_stored_id(found)
         if earlier is not None and _started(store, earlier):
             return earlier
-    return key
+    return found
 
 
 # ---------------------------------------------------------------- list
@@ -187,7 +172,7 @@ def list_conversations(
     the first page), only those whose last event is at or after `since` (aware datetime) if given.
 
     Activity is the time (`at`) of a conversation's last event, as its read-model head keeps it
-    (`Head.last_at`, indexed: `Backend.newest_heads`); ties go by the conversation's UUID. A page
+    (`Head.last_at`, indexed: `ViewStorage.newest_heads`); ties go by the conversation's UUID. A page
     is one index range read and a bounded read per conversation listed, whatever the store holds
     and however its storage order and times disagree; `since` bounds the same range. Memory
     stays flat: one page of summaries.
@@ -206,15 +191,15 @@ def list_conversations(
         raise ValueError(f"limit must be 1 to {LIST_LIMIT_MAX}, not {limit}")
     before = decode_cursor(cursor) if cursor is not None else None
     after = micros(since) if since is not None else None
-    store, backend = models.store, models.backend
+    store, storage = models.store, models.storage
     live = models.live_pointer()
-    with backend.transaction(write=False) as curs:
-        if not backend.has_activity(curs, live.generation):
+    with storage.transaction(write=False) as curs:
+        if not storage.has_activity(curs, live.generation):
             raise ListNeedsRebuild(
                 "the read models were made by an earlier version of chatrecord and keep no "
                 "index of the conversations by last activity; run: chatrecord rebuild"
             )
-        heads = backend.newest_heads(curs, live.generation, limit + 1, before, after)
+        heads = storage.newest_heads(curs, live.generation, limit + 1, before, after)
     found: list[ConversationSummary] = []
     last: tuple[int, str] | None = None
     for cid, at, name, users in heads[:limit]:
@@ -224,190 +209,3 @@ def list_conversations(
             found.append(item)
     more = len(heads) > limit and last is not None
     return ConversationPage(tuple(found), encode_cursor(*last) if more and last is not None else None)
-
-
-# ---------------------------------------------------------------- export
-
-
-def _step(step: StepFact) -> dict[str, Any]:
-    """Returns a stored step as nr-llm's RunStep, of the fields the privacy filter keeps."""
-    line: dict[str, Any] = {"kind": step.kind, "round": step.round, "durationMs": step.duration_ms}
-    if step.tool_name is not None:
-        line["toolName"] = step.tool_name
-    if step.tool_is_error is not None:
-        line["toolIsError"] = step.tool_is_error
-    if step.tool_outcome is not None:
-        line["toolOutcome"] = step.tool_outcome
-    if step.write_target is not None:
-        line["writeTargetTable"] = step.write_target.table
-        line["writeTargetUid"] = step.write_target.uid
-    if step.write_completeness is not None:
-        line["writeCompleteness"] = step.write_completeness
-    if step.hook_failed_after_write:
-        line["hookFailedAfterWrite"] = True
-    return line
-
-
-def _pending(call: WaitingCall) -> dict[str, Any]:
-    line: dict[str, Any] = {"toolName": call.tool_name}
-    if call.target is not None:
-        line["table"], line["uid"] = call.target.table, call.target.uid
-    if call.fields:
-        line["fields"] = list(call.fields)
-    return line
-
-
-def _line(conversation: str, group: Sequence[ConversationEvent]) -> dict[str, Any] | None:
-    """Returns the input line that stored the events `group` (one line's events), None for
-    events no line made (an erasure)."""
-    for event in group:
-        head: dict[str, Any] = {"conversation": conversation, "at": iso(event.timestamp)}
-        match event:
-            case ConversationStarted():
-                return {"type": "conversation_started", **head, "kind": event.kind, "owner": event.owner}
-            case UserMessagePosted():
-                return {
-                    "type": "user_message",
-                    **head,
-                    "message": event.message,
-                    "text": event.text,
-                    "page": event.page,
-                    "skill": event.skill,
-                }
-            case SegmentReturned():
-                line = {
-                    "type": "segment_returned",
-                    **head,
-                    "segment": event.segment,
-                    "run": event.run,
-                    "trigger": event.trigger,
-                    "outcome": event.outcome,
-                    "answer": event.answer,
-                }
-                if event.nothing_saved:
-                    line["flag"] = "nothingSaved"
-                line["steps"] = [_step(s) for s in event.steps]
-                line["pending"] = [_pending(c) for c in event.waiting]
-                return line
-            case CardDecided():
-                line = {
-                    "type": "card_decided",
-                    **head,
-                    "segment": event.segment,
-                    "approved": event.approved,
-                    "answer": event.answer,
-                }
-                if event.message is not None:
-                    line["message"], line["text"] = event.message, event.text
-                return line
-            case QuestionAnswered():
-                return {
-                    "type": "question_answered",
-                    **head,
-                    "segment": event.segment,
-                    "message": event.message,
-                    "text": event.text,
-                }
-            case TurnRetried():
-                return {"type": "turn_retried", **head, "message": event.message}
-            case MessageEdited():
-                return {"type": "message_edited", **head, "message": event.message, "text": event.text}
-            case TranscriptReplaced():
-                return {
-                    "type": "transcript_replaced",
-                    **head,
-                    "messages": [{"role": m.role, "text": m.text} for m in event.messages],
-                }
-            case LegacyRowImported():
-                outcomes = []
-                for o in event.card_outcomes:
-                    outcome: dict[str, Any] = {"outcome": o.outcome, "after": o.after, "tool": o.tool}
-                    if o.target is not None:
-                        outcome["table"], outcome["uid"] = o.target.table, o.target.uid
-                    if o.fields:
-                        outcome["fields"] = list(o.fields)
-                    outcomes.append(outcome)
-                return {
-                    "type": "legacy_row",
-                    **head,
-                    "messages": [{"role": m.role, "text": m.text} for m in event.messages],
-                    "card_outcomes": outcomes,
-                }
-    for event in group:
-        if isinstance(event, TourEnded):
-            return {"type": "tour_ended", "conversation": conversation, "at": iso(event.timestamp)}
-    return None
-
-
-def _groups(events: Iterable[ConversationEvent]) -> Iterator[list[ConversationEvent]]:
-    """Yields the events of each input line in order: consecutive events of one `source`."""
-    group: list[ConversationEvent] = []
-    for event in events:
-        if group and (event.source is None or event.source != group[0].source):
-            yield group
-            group = []
-        group.append(event)
-    if group:
-        yield group
-
-
-@dataclass(frozen=True)
-class Export:
-    """A conversation as the chat's lines. `lines`: the JSON objects, in the store's order;
-    `erased`: its texts were erased (they read `[erased]` in the lines)."""
-
-    conversation: str
-    lines: tuple[dict[str, Any], ...]
-    erased: bool
-
-
-class NoSuchMessage(ChatrecordError):
-    """Raised when `export --upto N` names no user message of the conversation."""
-
-
-def _user_numbers(line: dict[str, Any]) -> Iterable[int]:
-    """Returns the user message numbers a line adds or answers: its `message`, or for a line
-    holding a whole transcript (`transcript_replaced`, `legacy_row`) 1 to its user messages."""
-    if "message" in line and line["message"] is not None:
-        return (line["message"],)
-    if line["type"] in ("transcript_replaced", "legacy_row"):
-        return range(1, 1 + sum(1 for m in line.get("messages", ()) if m.get("role") == "user"))
-    return ()
-
-
-def export_lines(events: Sequence[ConversationEvent], upto: int | None = None) -> Export:
-    """Returns the input lines (docs/input-format.md) that store `events` (one conversation's
-    log, as the store reads it) again: each line of the store's order, made from the events it
-    stored, with only what the store keeps (steps as the privacy filter left them; texts of an
-    erased conversation read `[erased]`). Events no line makes (an erasure) give no line.
-
-    `upto`: stop after user message `upto` and what belongs to it: before the first line
-    that adds a message of a higher number (a `user_message`, `question_answered`, `card_decided`). Ingested into an empty store, the lines give the
-    same turns, audit rows and notes (the facts are the same; each line's digest too).
-
-    Raises NoSuchMessage when `upto` is not the number of a user message of the lines (past
-    the last one, or one no line holds), naming those that are.
-    """
-    if not events or not isinstance(events[0], ConversationStarted):
-        raise ValueError("export_lines needs a conversation's log from its first event")
-    conversation = events[0].conversation
-    lines: list[dict[str, Any]] = []
-    erased = any(isinstance(e, ConversationErased) for e in events)
-    numbers: set[int] = set()  # the user message numbers of the lines
-    cut = False
-    for group in _groups(events):
-        line = _line(conversation, group)
-        if line is None:
-            continue
-        numbers.update(_user_numbers(line))
-        if upto is not None and line.get("message", 0) > upto:  # a user message, answer or card text after it
-            if upto in numbers:
-                break
-            cut = True  # read on only to name the conversation's user messages
-        if not cut:
-            lines.append(line)
-    if upto is not None and upto not in numbers:
-        shown = ", ".join(map(str, sorted(numbers))) or "none"
-        raise NoSuchMessage(f"--upto {upto}: no user message {upto}; the conversation's user messages are {shown}")
-    erased = erased or any(line.get("text") == ERASED for line in lines)
-    return Export(conversation, tuple(lines), erased)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from adapters.service.results import TurnNotFound
+from adapters.service.replay import TurnNotFound
 from adapters.store.application import ConversationStore
 from adapters.store.crypto import ERASED
 from domain.events import (

@@ -25,10 +25,10 @@ from psycopg_pool import PoolTimeout
 from adapters.backends import backend_of
 from adapters.store.chain import ChainBroken, ChainedRecorder
 from adapters.store.crypto import refuse_texts
-from adapters.store.history import AssumptionFailed, HistoryTables, KnownRecords
 from adapters.store.idempotency import IdempotencyKeys
 from adapters.store.keys import DataKeys
 from adapters.store.serialization import SERIALIZATION_ENV, PydanticMapper, originator_uuid
+from adapters.store.sql_history import AssumptionFailed, HistoryTables, KnownRecords
 from domain.conversation import (
     Conversation,
     ConversationSnapshot,
@@ -38,7 +38,7 @@ from domain.conversation import (
 )
 from domain.errors import ChatrecordError
 from domain.events import ConversationErased, ConversationEvent, ConversationStarted, conversation_uuid
-from domain.history import AssumedHistory, NotKnown
+from domain.history_index import AssumedHistory, NotKnown
 
 DEFAULT_SNAPSHOT_INTERVAL = 100
 DEFAULT_MAX_ATTEMPTS = 20
@@ -308,7 +308,7 @@ class ConversationStore(Application[UUID]):
         before anything is stored, when the store is protected by a master key that
         CHATRECORD_MASTER_KEY does not hold, or CHATRECORD_MASTER_KEY is set for a store that
         keeps data keys unwrapped (`DataKeys.check_master`; `MASTER_KEY_UNBOUND=allow` lets the
-        key commands, `adapters.service.keys`, open such a store to bind it)."""
+        key commands, `adapters.service.master_key`, open such a store to bind it)."""
         super().__init__(env)
         keys = getattr(self.mapper, "keys", None)
         if isinstance(keys, DataKeys):
@@ -586,9 +586,9 @@ class ConversationStore(Application[UUID]):
                 prefetch = getattr(history, "prefetch", None)
                 if prefetch is not None:
                     prefetch(*(_text(getattr(command, name, None)) for name in ("digest", "segment", "run")))
-                prefetch_keys, lookups = getattr(history, "prefetch_keys", None), getattr(command, "lookups", None)
-                if prefetch_keys is not None and lookups is not None:
-                    prefetch_keys(*lookups())  # a command of many lines: their rows in a statement or two
+                prefetch_many, lookups = getattr(history, "prefetch_many", None), getattr(command, "lookups", None)
+                if prefetch_many is not None and lookups is not None:
+                    prefetch_many(*lookups())  # a command of many lines: their rows in a statement or two
                 indexed = history.version
                 if not loaded:
                     state, loaded = self._cached(cid, indexed, getattr(history, "tip", None)) if inline else (None, False)
@@ -709,7 +709,7 @@ class ConversationStore(Application[UUID]):
         if self.repository.cache is not None and state is not None:
             self.repository.cache.put(state.id, state)
 
-    def stored_name(self, originator_id: UUID | str) -> str:
+    def conversation_id(self, originator_id: UUID | str) -> str:
         """Returns a conversation's id as its first event (`ConversationStarted`) stores it,
         which `chatrecord verify` prints; its UUID (a string) when that event is missing or
         cannot be read back (a damaged log)."""

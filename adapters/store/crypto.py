@@ -20,7 +20,7 @@ A store remembers its master key: a check value (`seal_check`) in table `chatrec
 written with a fresh store's first data key or by `chatrecord keys wrap`; from then on a process
 without that key is refused at open (`adapters.store.keys.DataKeys.check_master`), so no data key
 of the store is ever wrapped by another master key or stored unwrapped. Opening never changes
-the key state; `adapters.service.keys` binds, rotates and removes the master key.
+the key state; `adapters.service.master_key` binds, rotates and removes the master key.
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ class TextsErased(ChatrecordError):
 
     `version` is the version of the event that carries the text and `path` the text's field as
     the input names it (`text`, `answer`, `messages[0].text`), where known, so the service layer
-    can name the line and the field (`adapters.service.lines.Lines.erased`)."""
+    can name the line and the field (`adapters.service.record_lines.RecordLines.erased`)."""
 
     def __init__(self, message: str, version: int | None = None, path: str | None = None) -> None:
         super().__init__(message)

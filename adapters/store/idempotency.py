@@ -100,7 +100,7 @@ class IdempotencyKeys:
         raise NotImplementedError
 
 
-class SQLKeys(IdempotencyKeys):
+class SQLIdempotencyKeys(IdempotencyKeys):
     """The table in the store's SQLite file or PostgreSQL schema: `table` its (qualified)
     name, `param` the driver's placeholder, `create` the statements that make it."""
 

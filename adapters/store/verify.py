@@ -29,30 +29,15 @@ from pathlib import Path
 from typing import Any, cast
 from uuid import UUID
 
-import orjson
 from eventsourcing.persistence import StoredEvent
 
 from adapters.store.application import ConversationStore
 from adapters.store.chain import GENESIS, PAGE, ChainedRecorder, Link, Stored, VerifiedPosition, link
+from adapters.store.heads_file import KeptHead, read_heads
 from domain.errors import ChatrecordError
 from domain.events import ConversationStarted, conversation_uuid
 
 log = logging.getLogger("chatrecord")
-
-
-class BadHeadsFile(ChatrecordError):
-    """Raised when a heads file cannot be read or a line of it is not a head."""
-
-
-@dataclass(frozen=True)
-class KeptHead:
-    """A conversation's head as kept elsewhere (a heads file, `read_heads`): its last version
-    and that version's hash. Not the read models' head row (`projections.rows.Head`)."""
-
-    conversation: str
-    originator_id: UUID
-    version: int
-    hash: bytes
 
 
 @dataclass(frozen=True)
@@ -336,48 +321,6 @@ def _name(item: Item, name_of: NameOf, head: KeptHead | None) -> str:
 def head_line(verdict: Verdict) -> str:
     """Returns the verdict's head as the text `verify --heads` prints: `NAME VERSION HASH`."""
     return f"{verdict.conversation} {verdict.version} {verdict.hash.hex() if verdict.hash else '-'}"
-
-
-def read_heads(path: Path) -> dict[UUID, KeptHead]:
-    """Returns the heads a file holds: lines `NAME VERSION HASH` (`verify --heads`) or JSON
-    objects with `conversation`, `version` and `hash` (`verify --json`); blank lines are skipped.
-
-    Raises BadHeadsFile naming the line when a line is neither (a JSON object without a hash
-    is one only as the verdict of a broken chain, with its `problem`), when the file holds no
-    line at all, or when it cannot be read."""
-    heads: dict[UUID, KeptHead] = {}
-    broken = 0
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise BadHeadsFile(f"{path}: cannot be read ({getattr(error, 'strerror', None) or error})") from None
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            if line.lstrip().startswith("{"):
-                value = orjson.loads(line)
-                if value.get("hash") is None and value.get("problem"):  # a broken chain's verdict: no head to keep
-                    broken += 1
-                    continue
-                name, version, digest = value["conversation"], int(value["version"]), bytes.fromhex(value["hash"])
-                key = UUID(value["id"]) if value.get("id") else conversation_uuid(name)
-            else:
-                name, version_text, hex_digest = line.strip().rsplit(None, 2)
-                version, digest = int(version_text), bytes.fromhex(hex_digest)
-                key = conversation_uuid(name)
-            if len(digest) != 32 or version < 1:
-                raise ValueError
-        except (ValueError, KeyError, TypeError, AttributeError):
-            raise BadHeadsFile(
-                f"{path}: line {number} is not a head; expected NAME VERSION HASH (64 hex digits) or a line of verify --json"
-            ) from None
-        heads[key] = KeptHead(name, key, version, digest)
-    if not heads and not broken:
-        raise BadHeadsFile(
-            f"{path}: holds no head; expected lines NAME VERSION HASH (verify --heads) or the lines of verify --json"
-        )
-    return heads
 
 
 # ---------------------------------------------------------------------- a store's chains

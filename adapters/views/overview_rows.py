@@ -21,8 +21,8 @@ from uuid import UUID
 import orjson
 
 from adapters.store.application import ConversationStore
-from adapters.views.backends import Backend, SQLBackend
-from adapters.views.rows import overview_table_names
+from adapters.views.conversation_rows import overview_table_names
+from adapters.views.storage import SQLViewStorage, ViewStorage
 from projections.overview import Mark, Overview, fold
 
 
@@ -69,12 +69,12 @@ class SQLMarks:
 class OverviewRows:
     """Reads a conversation's overview read model, caught up with its log first."""
 
-    def __init__(self, backend: Backend, store: ConversationStore) -> None:
+    def __init__(self, backend: ViewStorage, store: ConversationStore) -> None:
         self.backend, self.store = backend, store
         self._has_tables: dict[int, bool] = {}
 
     def _tables(self, curs: Any, generation: int) -> dict[str, str] | None:
-        assert isinstance(self.backend, SQLBackend)
+        assert isinstance(self.backend, SQLViewStorage)
         known = self._has_tables.get(generation)
         if known is None:
             bare = overview_table_names(generation)["overview"]
@@ -89,7 +89,7 @@ class OverviewRows:
         processes never fold the same events into it). A row folded past `logged` (the database
         was restored, or failed over, to a shorter log) is folded anew from the log's start. None
         where the generation has no overview tables, or the backend no SQL tables."""
-        if not isinstance(self.backend, SQLBackend):
+        if not isinstance(self.backend, SQLViewStorage):
             return None
         backend, p, key = self.backend, self.backend.p, str(cid)
         with backend.transaction(write=False) as curs:

@@ -11,7 +11,7 @@ version with the log's (one index lookup) and fills a gap the same way, so a tur
 record older than its log and never folds another conversation's events.
 
 `rebuild(rules)` folds the whole log, page by page, into a new generation's tables with the
-same fold (`projections.rows.apply_to_rows`), then, under the exclusive lock, folds what was stored
+same fold (`projections.row_fold.apply_to_rows`), then, under the exclusive lock, folds what was stored
 meanwhile and switches the pointer. `diff(rules)` compares the live rows with a fold under
 another rule set and writes nothing.
 """
@@ -33,20 +33,20 @@ from uuid import UUID
 from eventsourcing.application import LRUCache
 from pydantic import TypeAdapter
 
-from adapters.backends import backend_for
+from adapters.backends import view_storage_for
 from adapters.processes import end_with
 from adapters.store.application import ConversationStore, ViewsWritten
 from adapters.store.serialization import UnreadableEvent, originator_uuid
-from adapters.views.backends import Backend, NeedsSnapshot, Pointer, ReadMoved, SQLBackend, TurnInputRows
-from adapters.views.rendered import SEPARATOR, KeptMessages, KnownBlocks, RenderedNotes, known_conversations
-from adapters.views.rows import TABLES, PrefetchedRows, RecentRows, decode_messages, table_names
+from adapters.views.caches import SEPARATOR, KeptMessages, KnownBlocks, RenderedNotes, known_conversations
+from adapters.views.conversation_rows import TABLES, PrefetchedRows, RecentRows, decode_messages, table_names
+from adapters.views.storage import NeedsSnapshot, Pointer, ReadMoved, SQLViewStorage, TurnInputRows, ViewStorage
 from domain.errors import ChatrecordError, UnknownConversation, shown_id
 from domain.events import ConversationEvent, conversation_uuid
 from projections import turn
 from projections.card_outcomes import CardOutcome, CardOutcomes
 from projections.notes import note_of
-from projections.page_line import PageCheck, check_key, every_page
-from projections.rows import Head, TurnMark, apply_to_rows
+from projections.page_line import PageCheck, check_slot, every_page
+from projections.row_fold import Head, TurnMark, apply_to_rows
 from projections.rules import DEFAULT_RULE_SET, RULE_SET_IDS, RuleSet, resolve
 from projections.run_record import Entry, RunRecord
 from projections.transcript import Transcript
@@ -88,8 +88,8 @@ NEWEST_OUTCOMES = max(resolve(rules).max_notes for rules in RULE_SET_IDS) + 1
 NEWEST_ENTRIES = 2 * NEWEST_OUTCOMES
 """The run record entries a turn read reads at first (on PostgreSQL with its head): the notes
 take the newest until their budget is full, skipping entries of empty steps; a read that
-reaches older ones reads them in one more statement (`adapters.views.rows.SQLRows.entries`,
-`adapters.views.rows.PrefetchedRows.entries`)."""
+reaches older ones reads them in one more statement (`adapters.views.conversation_rows.SQLRows.entries`,
+`adapters.views.conversation_rows.PrefetchedRows.entries`)."""
 
 
 class ViewOutOfStep(ChatrecordError):
@@ -233,7 +233,7 @@ class ReadModels:
 
     def __init__(self, store: ConversationStore) -> None:
         self.store = store
-        self.backend: Backend = backend_for(store)
+        self.storage: ViewStorage = view_storage_for(store)
         self._live: Pointer | None = None
         self.heads = HeadCache()
         self.notes = notes_cache()
@@ -260,21 +260,21 @@ class ReadModels:
     def _ensure(self) -> None:
         """Creates the pointer and the first generation once; a store of the previous version
         (one JSON row per conversation) gets its views rebuilt from the log, with a notice."""
-        with self.backend.transaction(write=False) as curs:
-            live = self.backend.pointer(curs)
+        with self.storage.transaction(write=False) as curs:
+            live = self.storage.pointer(curs)
         if live is not None:
             self._set_live(live)
             return
-        with self.backend.transaction(write=True) as curs:
-            self.backend.lock(curs, exclusive=True)
-            live = self.backend.pointer(curs)
+        with self.storage.transaction(write=True) as curs:
+            self.storage.lock(curs, exclusive=True)
+            live = self.storage.pointer(curs)
             if live is None:
-                old_rules, old_tables = self.backend.old_tables(curs)
+                old_rules, old_tables = self.storage.old_tables(curs)
                 live = Pointer(1, resolve(old_rules or DEFAULT_RULE_SET).id, 2)
-                self.backend.create(curs, 1)
-                self.backend.set_pointer(curs, live)
+                self.storage.create(curs, 1)
+                self.storage.set_pointer(curs, live)
                 for table in old_tables:
-                    self.backend.drop_table(curs, table)
+                    self.storage.drop_table(curs, table)
                 if old_tables:
                     log.warning(
                         "chatrecord: the read models of the previous version were dropped; "
@@ -293,8 +293,8 @@ class ReadModels:
         return self._pointer()
 
     def _pointer(self) -> Pointer:
-        with self.backend.transaction(write=False) as curs:
-            live = self.backend.pointer(curs)
+        with self.storage.transaction(write=False) as curs:
+            live = self.storage.pointer(curs)
         assert live is not None
         self._set_live(live)
         return live
@@ -304,11 +304,11 @@ class ReadModels:
     def apply(self, aggregate_id: UUID, events: Sequence[ConversationEvent] | None = None) -> Head | None:
         """Brings one conversation's rows up to its log: `events` (just saved) where they follow
         the head, else what the log holds after the head. Returns the head after it."""
-        with self.backend.transaction(write=True) as curs:
-            self.backend.lock(curs, exclusive=False)
-            live = self.backend.pointer(curs)
+        with self.storage.transaction(write=True) as curs:
+            self.storage.lock(curs, exclusive=False)
+            live = self.storage.pointer(curs)
             assert live is not None
-            rows = self.backend.rows(curs, live.generation, aggregate_id)
+            rows = self.storage.rows(curs, live.generation, aggregate_id)
             head: Head | None = rows.head()
             version = head.version if head else 0
             if events and events[-1].originator_version <= version:
@@ -334,7 +334,7 @@ class ReadModels:
         gap) are left to the next read too."""
         if not events:
             return
-        for fresh in (False, True) if self.backend.shared else (False,):
+        for fresh in (False, True) if self.storage.shared else (False,):
             if self._apply_inline(curs, aggregate_id, events, fresh, written):
                 return
 
@@ -351,16 +351,16 @@ class ReadModels:
             failed.append(error)
             return not fresh  # True: tried again with the live pointer, so nothing to warn of yet
 
-        with self.backend.savepoint(curs, on_failure=on_failure) as point:
-            self.backend.lock(point, exclusive=False)
+        with self.storage.savepoint(curs, on_failure=on_failure) as point:
+            self.storage.lock(point, exclusive=False)
             live = None if fresh else self._live
             head = self.heads.get(aggregate_id, events[0].originator_version - 1) if live is not None else None
             if live is None or head is None:
-                live, body = self.backend.pointer_and_head(point, aggregate_id, live.generation if live else 0)
+                live, body = self.storage.pointer_and_head(point, aggregate_id, live.generation if live else 0)
                 assert live is not None
                 self._set_live(live)
                 head = None
-            rows = self.backend.rows(point, live.generation, aggregate_id, buffered=True)
+            rows = self.storage.rows(point, live.generation, aggregate_id, buffered=True)
             prime = getattr(rows, "prime", None)
             if prime is not None:  # the rows the append that wrote the kept head left: not read again
                 prime(self.heads.rows(aggregate_id, head) if head is not None else None)
@@ -404,11 +404,11 @@ class ReadModels:
         behind = 0
         for conversation in self.store.conversation_ids():
             key = conversation_uuid(conversation)
-            with self.backend.transaction(write=False) as curs:
-                live = self.backend.pointer(curs)
+            with self.storage.transaction(write=False) as curs:
+                live = self.storage.pointer(curs)
                 assert live is not None
-                head = self.backend.rows(curs, live.generation, key).head()
-                logged = self.backend.log_version(curs, key)
+                head = self.storage.rows(curs, live.generation, key).head()
+                logged = self.storage.log_version(curs, key)
             if (head.version if head else 0) < logged:
                 self.apply(key)
                 behind += 1
@@ -428,7 +428,7 @@ class ReadModels:
         first. With `newest` (a turn read: the card outcomes it needs), the backend may read the
         head, the log's version, the entries and those outcomes in one statement (on
         PostgreSQL prepared, in autocommit while that one statement answers the read; a read
-        that needs another is read again in one REPEATABLE READ snapshot, `Backend.reading`:
+        that needs another is read again in one REPEATABLE READ snapshot, `ViewStorage.reading`:
         every read sees one version of the conversation); the entries and outcomes not, when the head is
         at version `kept_at` (`read` has that version's answer kept; the rows read them should
         it need them after all); with `known` (what an earlier turn read kept of the transcript
@@ -440,9 +440,9 @@ class ReadModels:
         snapshot = newest is None  # a turn read tries one statement first, in no transaction
         for _ in range(4):
             try:
-                with self.backend.reading(snapshot) as curs:  # one snapshot: head, entries, outcomes, transcript
+                with self.storage.reading(snapshot) as curs:  # one snapshot: head, entries, outcomes, transcript
                     fetched = (
-                        self.backend.turn_rows(
+                        self.storage.turn_rows(
                             curs,
                             key,
                             self._live.generation,
@@ -457,7 +457,7 @@ class ReadModels:
                     )
                     live: Pointer | None
                     if fetched is not None and fetched.matches:  # one statement (PostgreSQL)
-                        assert isinstance(self.backend, SQLBackend)  # the backend that reads them so
+                        assert isinstance(self.storage, SQLViewStorage)  # the storage that reads them so
                         live, logged = fetched.live, fetched.logged
                         head = Head.model_validate_json(fetched.head) if fetched.head is not None else None
                         placement = (
@@ -466,29 +466,29 @@ class ReadModels:
                             else None
                         )
                         rows = (
-                            self.backend.rows(curs, live.generation, key)
+                            self.storage.rows(curs, live.generation, key)
                             if fetched.skipped
                             else PrefetchedRows(
                                 curs,
-                                table_names(live.generation, self.backend.schema),
+                                table_names(live.generation, self.storage.schema),
                                 str(key),
-                                self.backend.p,
+                                self.storage.p,
                                 fetched.entries,
                                 fetched.outcomes,
                                 newest or 0,
-                                self.backend.texts,
-                                self.backend.run,
+                                self.storage.texts,
+                                self.storage.run,
                                 head,
                                 placement,
                             )
                         )
                         rows.tip = fetched.tip
                     else:
-                        live = fetched.live if fetched is not None else self.backend.pointer(curs)
+                        live = fetched.live if fetched is not None else self.storage.pointer(curs)
                         assert live is not None
-                        rows = self.backend.rows(curs, live.generation, key)
+                        rows = self.storage.rows(curs, live.generation, key)
                         head = rows.head()
-                        logged = self.backend.log_version(curs, key)
+                        logged = self.storage.log_version(curs, key)
                     self._set_live(live)
                     if logged == 0:
                         raise UnknownConversation(
@@ -522,7 +522,7 @@ class ReadModels:
 
         Raises UnknownConversation for a conversation the store does not hold."""
 
-        check = check_key(can_see_page)
+        check = check_slot(can_see_page)
 
         def read(rows: Any, head: Head, rules: str) -> TurnNotes:
             key = (
@@ -613,17 +613,17 @@ class ReadModels:
 
     def _turn_input_in_one(self, conversation: str, can_see_page: PageCheck) -> TurnInput | None:
         """Returns the latest turn's input from the rows of one statement
-        (`Backend.turn_input_rows`: the pointer, the head, the log's version and that turn's
+        (`ViewStorage.turn_input_rows`: the pointer, the head, the log's version and that turn's
         rows, in autocommit), where the backend reads them so, the live generation is known,
         the head is up to date with the log and the turn is intact in the rows
         (`turn_rows_state` of the same rows); else None (the caller reads as before)."""
         live = self._live
-        if live is None or not self.backend.reads_turn_in_one:
+        if live is None or not self.storage.reads_turn_in_one:
             return None
         key = conversation_uuid(conversation)
         try:
-            with self.backend.reading(False) as curs:
-                got = self.backend.turn_input_rows(curs, key, live.generation)
+            with self.storage.reading(False) as curs:
+                got = self.storage.turn_input_rows(curs, key, live.generation)
         except ReadMoved:
             self._live = None
             return None
@@ -643,7 +643,7 @@ class ReadModels:
         """Returns the input of the turn `mark` from the rows `got` read of it (`_turn_input_in_one`)."""
         assert got.messages is not None and got.entries is not None and got.outcomes is not None  # read together
         state = TurnState.model_construct(
-            transcript=Transcript(kind=head.kind, messages=decode_messages(_bodies(got.messages), self.backend.texts, cid)),
+            transcript=Transcript(kind=head.kind, messages=decode_messages(_bodies(got.messages), self.storage.texts, cid)),
             record=RunRecord.model_construct(
                 entries=_ENTRIES.validate_json(f"[{got.entries.replace(SEPARATOR, ',')}]"), dropped=mark.dropped
             ),
@@ -660,13 +660,13 @@ class ReadModels:
         that cannot be read back, `UnreadableEvent`, leaves them deleted). Returns False when
         the store does not hold the conversation."""
         key = conversation_uuid(conversation)
-        with self.backend.transaction(write=True) as curs:
-            self.backend.lock(curs, exclusive=False)
-            live = self.backend.pointer(curs)
+        with self.storage.transaction(write=True) as curs:
+            self.storage.lock(curs, exclusive=False)
+            live = self.storage.pointer(curs)
             assert live is not None
-            if not self.backend.log_version(curs, key):
+            if not self.storage.log_version(curs, key):
                 return False
-            rows = self.backend.rows(curs, live.generation, key)
+            rows = self.storage.rows(curs, live.generation, key)
             rows.clear()
             self.heads.clear()
             self.notes = notes_cache()
@@ -698,7 +698,7 @@ class ReadModels:
         PAGE per transaction (or all in `curs`); returns how many events and which conversations.
         `generation` holds only what folds of the log from its start wrote into it (a new
         generation's tables are written by no other writer). Without `curs`, where the backend
-        writes on a thread of its own (`Backend.queued`), a page is written while the next is
+        writes on a thread of its own (`ViewStorage.queued`), a page is written while the next is
         folded, and the heads written are kept (`KEPT_HEADS`) so that the next page need not read them.
         Without `curs`, where the backend `reads_ahead`, the next page is read on a thread of its
         own while this one is folded (the wait for the server's answer overlaps the fold); and
@@ -711,7 +711,7 @@ class ReadModels:
         rule_set, folded, seen = resolve(rules), 0, set()
         unreadable = set() if unreadable is None else unreadable
         total = stop or self.store.max_notification_id()
-        queued = self.backend.queued() if curs is None else None
+        queued = self.storage.queued() if curs is None else None
         kept: LRUCache[UUID, Head | None] | None = LRUCache(maxsize=KEPT_HEADS) if queued is not None else None
 
         to_fold = getattr(self.store.recorder, "select_notifications_to_fold", None)
@@ -725,7 +725,7 @@ class ReadModels:
 
         ahead = (
             ThreadPoolExecutor(1, thread_name_prefix="chatrecord-rebuild-reads")
-            if curs is None and self.backend.reads_ahead
+            if curs is None and self.storage.reads_ahead
             else None
         )
         following: Future[Sequence[Any]] | None = None
@@ -741,7 +741,7 @@ class ReadModels:
                     seen.update(self._fold_page(queued, generation, rule_set, page, kept, unreadable))
                     queued.commit()
                 elif curs is None:
-                    with self.backend.transaction(write=True) as own:
+                    with self.storage.transaction(write=True) as own:
                         seen.update(self._fold_page(own, generation, rule_set, page, unreadable=unreadable))
                 else:
                     seen.update(self._fold_page(curs, generation, rule_set, page, unreadable=unreadable))
@@ -796,7 +796,7 @@ class ReadModels:
                 key = event.originator_id
                 held = folding.get(key)
                 if held is None:
-                    rows = self.backend.rows(curs, generation, key, buffered=True)
+                    rows = self.storage.rows(curs, generation, key, buffered=True)
                     head = _kept(kept, key) if kept is not None else None
                     if head is None and not (kept is not None and event.originator_version == 1):
                         head = rows.head()
@@ -832,10 +832,10 @@ class ReadModels:
         MAX_WORKERS, for a log of at least PARTS_FROM events whose conversations spread over the
         parts (no part holds more than MOST_OF_A_PART of the events, counted by the server,
         `count_notifications_by_part`; a log of one long conversation is folded by one process).
-        1 where the backend cannot fold in parts (`Backend.folds_in_parts`: SQLite, memory) or
+        1 where the backend cannot fold in parts (`ViewStorage.folds_in_parts`: SQLite, memory) or
         the system cannot fork. Raises ValueError for `workers` outside 1 to MOST_WORKERS."""
         _check_workers(workers)
-        if not self.backend.folds_in_parts or not hasattr(os, "fork"):
+        if not self.storage.folds_in_parts or not hasattr(os, "fork"):
             return 1
         if workers is not None:
             return workers
@@ -868,13 +868,13 @@ class ReadModels:
         interrupt does not cut it) and raises RebuildInterrupted, which names them."""
         target = resolve(rules).id
         _check_workers(workers)  # before a generation is made
-        with self.backend.transaction(write=True) as curs:
-            self.backend.lock(curs, exclusive=True)
-            old = self.backend.pointer(curs)
+        with self.storage.transaction(write=True) as curs:
+            self.storage.lock(curs, exclusive=True)
+            old = self.storage.pointer(curs)
             assert old is not None
             generation = old.next
-            self.backend.set_pointer(curs, Pointer(old.generation, old.rules, generation + 1))
-            self.backend.create(curs, generation)
+            self.storage.set_pointer(curs, Pointer(old.generation, old.rules, generation + 1))
+            self.storage.create(curs, generation)
         try:
             return self._rebuild_into(generation, old, target, progress, workers)
         except KeyboardInterrupt:
@@ -889,12 +889,12 @@ class ReadModels:
     def _drop_unswitched(self, generation: int) -> bool:
         """Drops `generation`'s tables unless it went live (an interrupt after the switch
         committed); returns True when it dropped them."""
-        with self.backend.transaction(write=True) as curs:
-            self.backend.lock(curs, exclusive=True)
-            now = self.backend.pointer(curs)
+        with self.storage.transaction(write=True) as curs:
+            self.storage.lock(curs, exclusive=True)
+            now = self.storage.pointer(curs)
             if now is not None and now.generation == generation:
                 return False
-            self.backend.drop(curs, generation)
+            self.storage.drop(curs, generation)
             return True
 
     def _rebuild_into(
@@ -911,26 +911,26 @@ class ReadModels:
             events, seen = self._fold_in_parts(generation, target, stop, parts, progress, unreadable)
         else:
             events, seen = self._fold_log(generation, target, 0, stop, progress, unreadable=unreadable)
-        with self.backend.transaction(write=True) as curs:
-            self.backend.lock(curs, exclusive=True)
-            now = self.backend.pointer(curs)
+        with self.storage.transaction(write=True) as curs:
+            self.storage.lock(curs, exclusive=True)
+            now = self.storage.pointer(curs)
             assert now is not None
             if now.generation != old.generation:
-                self.backend.drop(curs, generation)
+                self.storage.drop(curs, generation)
                 raise RebuildSuperseded(f"a later rebuild switched to generation {now.generation} first")
             more, also = self._fold_log(generation, target, stop, None, curs=curs, unreadable=unreadable)
-            self.backend.set_pointer(curs, Pointer(generation, target, now.next))
+            self.storage.set_pointer(curs, Pointer(generation, target, now.next))
             dropped: list[str] = []
-            for stale in sorted(self.backend.generations(curs) - {generation}):
-                self.backend.drop(curs, stale)
-                dropped.extend(f"views_g{stale}_{t}" for t in (*TABLES, *self.backend.overview_tables))
+            for stale in sorted(self.storage.generations(curs) - {generation}):
+                self.storage.drop(curs, stale)
+                dropped.extend(f"views_g{stale}_{t}" for t in (*TABLES, *self.storage.overview_tables))
         self._set_live(Pointer(generation, target, now.next))
         return RebuildReport(
             rules=target,
             conversations=len(seen | also | unreadable),
             events=events + more,
             old_rules=old.rules,
-            tables=tuple(f"views_g{generation}_{t}" for t in (*TABLES, *self.backend.overview_tables)),
+            tables=tuple(f"views_g{generation}_{t}" for t in (*TABLES, *self.storage.overview_tables)),
             generation=generation,
             dropped=tuple(dropped),
             unreadable=tuple(sorted(str(key) for key in unreadable)),

@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 
 from adapters.api import Chatrecord
 from adapters.bootstrap import build_store, open_store
-from adapters.service.conversations import CURSOR_PATTERN, BadCursor, ListNeedsRebuild, NoSuchMessage, export_lines
+from adapters.service.conversations import CURSOR_PATTERN, BadCursor, ListNeedsRebuild
+from adapters.service.export import NoSuchMessage, export_lines
 from adapters.store.settings import postgres_env, sqlite_env
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "unit"))
@@ -184,7 +185,7 @@ def test_read_models_of_an_earlier_version_are_upgraded_for_the_list_by_rebuild(
     chat = stores()
     started(chat, "old", "2026-10-28T09:00:00Z")
     started(chat, "new", "2026-10-29T09:00:00Z")
-    backend, generation = chat.read_models.backend, chat.read_models.live_pointer().generation
+    backend, generation = chat.read_models.storage, chat.read_models.live_pointer().generation
     heads = f"views_g{generation}_heads"
     postgres = backend.p == "%s"
     with backend.transaction(write=True) as curs:  # as an earlier version left them
@@ -232,7 +233,7 @@ def test_a_head_an_earlier_version_wrote_without_the_count_lists_the_history_ind
     for n in (1, 2, 3):
         chat.record(line("user_message", "old", f"2026-10-28T09:0{n}:00Z", message=n * 10, text=f"m{n}", page=0))
     chat.record(line("message_edited", "old", "2026-10-28T09:05:00Z", message=20, text="anders"))
-    backend, generation = chat.read_models.backend, chat.read_models.live_pointer().generation
+    backend, generation = chat.read_models.storage, chat.read_models.live_pointer().generation
     postgres = backend.p == "%s"
     with backend.transaction(write=True) as curs:  # as an earlier version left it: no count
         schema = f'"{backend.schema}".' if postgres else ""

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from adapters.api import Chatrecord
 from adapters.bootstrap import open_store
-from adapters.ingest.names import earlier_key, reduce_key
+from adapters.ingest.names import earlier_stored_id, reduce_id
 from domain.errors import CardAlreadyDecided, InvalidInput, NoCardWaiting
 
 AT = "2026-10-28T09:00:00Z"
@@ -41,8 +41,8 @@ def test_a_stored_form_names_the_conversation_it_is_the_stored_form_of(chat: Cha
 
     assert first.conversation == again.conversation == "chat17:h9a90eaf363ff759f"
     assert [type(e).__name__ for e in chat.events("chat 17")] == ["ConversationStarted", "UserMessagePosted"]
-    assert reduce_key(reduce_key("chat 17")) == reduce_key("chat 17") == "chat17:h9a90eaf363ff759f"
-    assert reduce_key("r 1/2", "segment id") == "r1/2:h4bf402225025510a"
+    assert reduce_id(reduce_id("chat 17")) == reduce_id("chat 17") == "chat17:h9a90eaf363ff759f"
+    assert reduce_id("r 1/2", "segment id") == "r1/2:h4bf402225025510a"
 
 
 def test_a_made_up_stored_form_that_is_the_hash_of_no_id_is_a_conversation_of_its_own(chat: Chatrecord) -> None:
@@ -67,9 +67,9 @@ def test_a_conversation_an_earlier_store_reduced_once_more_is_found_by_the_chats
     """Before stored forms were kept, the chat's own `chat17:h9a90eaf363ff759f` was stored as
     `chat17:h9a90eaf363ff759f:hcc09425c04d37e82`; a lookup by the chat's id still finds it."""
     chat.record(line("conversation_started", "chat17:h9a90eaf363ff759f:hcc09425c04d37e82", kind="chat", owner=8))
-    assert earlier_key("chat17:h9a90eaf363ff759f") == "chat17:h9a90eaf363ff759f:hcc09425c04d37e82"
-    assert earlier_key("chat17") is None
-    assert chat._key("chat17:h9a90eaf363ff759f") == "chat17:h9a90eaf363ff759f:hcc09425c04d37e82"
+    assert earlier_stored_id("chat17:h9a90eaf363ff759f") == "chat17:h9a90eaf363ff759f:hcc09425c04d37e82"
+    assert earlier_stored_id("chat17") is None
+    assert chat._stored_id("chat17:h9a90eaf363ff759f") == "chat17:h9a90eaf363ff759f:hcc09425c04d37e82"
     assert [e.owner for e in chat.events("chat17:h9a90eaf363ff759f")[:1]] == [8]
 
 
@@ -79,20 +79,20 @@ def test_reducing_is_idempotent_and_two_ids_share_a_key_only_through_a_stored_fo
     if not any(c.isascii() and (c.isalnum() or c in "_.:/-") for c in a + b):
         return
     try:
-        ka, kb = reduce_key(a), reduce_key(b)
+        ka, kb = reduce_id(a), reduce_id(b)
     except ValueError:
         return
-    assert reduce_key(ka) == ka and reduce_key(kb) == kb
+    assert reduce_id(ka) == ka and reduce_id(kb) == kb
     if a != b and ka == kb:
         assert a == ka or b == kb  # one of them is the other's stored form
 
 
 def test_the_stored_form_of_a_long_id_is_kept_and_a_longer_one_reduced(chat: Chatrecord) -> None:
     long = "x" * 200
-    key = reduce_key(long)
+    key = reduce_id(long)
     assert (len(key), key[:110], key[110:112]) == (128, "x" * 110, ":h")
-    assert reduce_key(key) == key
-    assert reduce_key("y" * 129) != reduce_key("y" * 130)
+    assert reduce_id(key) == key
+    assert reduce_id("y" * 129) != reduce_id("y" * 130)
 
 
 def test_a_decision_for_a_segment_that_does_not_exist_says_the_segment_is_unknown(chat: Chatrecord) -> None:

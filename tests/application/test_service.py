@@ -9,7 +9,7 @@ import pytest
 
 from adapters.api import Chatrecord, apply_notes, replay_file
 from adapters.bootstrap import open_store
-from adapters.service.lines import VersionMismatch
+from adapters.service.record_lines import VersionMismatch
 from domain.errors import InvalidInput, NoCardWaiting, UnknownConversation
 from projections.turn import build_turn_input
 

@@ -13,22 +13,22 @@ from eventsourcing.persistence import (
     ProgrammingError,
 )
 
-from adapters.backends import backend_for, backend_of
+from adapters.backends import backend_of, view_storage_for
 from adapters.backends.memory import (
-    MemoryBackend,
     MemoryFactory,
     MemoryHistoryTables,
-    MemoryKeys,
+    MemoryIdempotencyKeys,
+    MemoryViewStorage,
 )
 from adapters.backends.sqlite import (
-    SQLiteBackend,
     SQLiteFactory,
+    SQLiteViewStorage,
     WaitingSQLiteDatastore,
 )
 from adapters.bootstrap import build_store, open_store
-from adapters.store.history import SQLHistoryTables
-from adapters.store.idempotency import SQLKeys
+from adapters.store.idempotency import SQLIdempotencyKeys
 from adapters.store.settings import BadDatabaseURL, BadSetting, describe_backend, postgres_env, store_env, store_problem
+from adapters.store.sql_history import SQLHistoryTables
 
 
 def test_the_default_is_a_sqlite_file_in_the_working_directory() -> None:
@@ -237,19 +237,19 @@ def test_the_factory_persistence_module_selects_hands_out_its_backends_pieces(tm
     memory = open_store(memory=True)
     assert backend_of(memory.factory) is type(memory.factory) is MemoryFactory
     assert isinstance(memory.history, MemoryHistoryTables)
-    assert isinstance(backend_for(memory), MemoryBackend) and backend_for(memory) is backend_for(memory)
-    assert isinstance(MemoryFactory.idempotency_keys(memory), MemoryKeys)
+    assert isinstance(view_storage_for(memory), MemoryViewStorage) and view_storage_for(memory) is view_storage_for(memory)
+    assert isinstance(MemoryFactory.idempotency_keys(memory), MemoryIdempotencyKeys)
     sqlite = open_store({"CHATRECORD_DB": str(tmp_path / "c.sqlite")})
     assert backend_of(sqlite.factory) is type(sqlite.factory) is SQLiteFactory
-    assert isinstance(sqlite.history, SQLHistoryTables) and isinstance(backend_for(sqlite), SQLiteBackend)
-    assert isinstance(SQLiteFactory.idempotency_keys(sqlite), SQLKeys)
+    assert isinstance(sqlite.history, SQLHistoryTables) and isinstance(view_storage_for(sqlite), SQLiteViewStorage)
+    assert isinstance(SQLiteFactory.idempotency_keys(sqlite), SQLIdempotencyKeys)
     sqlite.close()
 
 
 def test_a_library_factory_gets_the_pieces_of_the_store_factory_of_its_backend(tmp_path) -> None:
     plain = build_store({"PERSISTENCE_MODULE": "eventsourcing.sqlite", "SQLITE_DBNAME": str(tmp_path / "p")})
     assert backend_of(plain.factory) is SQLiteFactory
-    assert isinstance(plain.history, SQLHistoryTables) and isinstance(backend_for(plain), SQLiteBackend)
+    assert isinstance(plain.history, SQLHistoryTables) and isinstance(view_storage_for(plain), SQLiteViewStorage)
     plain.close()
     assert backend_of(build_store({"PERSISTENCE_MODULE": "eventsourcing.popo"}).factory) is MemoryFactory
     with pytest.raises(LookupError, match="no backend"):

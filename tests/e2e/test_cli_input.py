@@ -9,8 +9,8 @@ import sys
 import unicodedata
 from pathlib import Path
 
-from adapters.cli.habits import json_bytes
 from adapters.cli.render import visible
+from adapters.cli.stdio import json_bytes
 from tests.e2e.conftest import DEMO, ROOT, Run, cli_env, runner
 
 AT = "2026-10-28T09:00:00Z"

@@ -199,7 +199,7 @@ def generations(settings: dict[str, str]) -> set[int]:
 
     store = open_store(settings)
     try:
-        backend = read_models(store).backend
+        backend = read_models(store).storage
         with backend.transaction(write=False) as curs:
             return backend.generations(curs)
     finally:

@@ -158,8 +158,8 @@ def test_the_stateful_phase_holds_every_check(contract: schemathesis.BaseSchema)
 
 
 def test_every_problem_type_is_in_the_document() -> None:
+    from adapters.http.openapi import PROBLEM_TYPES
     from adapters.http.problems import TITLES
-    from adapters.http.schemas import PROBLEM_TYPES
 
     listed = [name for names in PROBLEM_TYPES.values() for name in names]
     assert sorted(listed) == sorted(TITLES)

@@ -18,8 +18,8 @@ import pytest
 
 from adapters.api import Chatrecord
 from adapters.bootstrap import open_store
-from adapters.http.app import fingerprint
-from adapters.ingest.names import reduce_key
+from adapters.http.headers import fingerprint
+from adapters.ingest.names import reduce_id
 from tests.e2e.conftest import cli_env
 from tests.http.conftest import MAX_BODY, Server, unique
 
@@ -414,7 +414,7 @@ def test_conversations_lists_the_newest_first_and_export_gives_the_lines_back(se
 
     listed = server.client.get("/v1/conversations", params={"limit": 1})
     every = server.client.get("/v1/conversations", params={"limit": 1000}).json()["conversations"]
-    stored = reduce_key(conversation)
+    stored = reduce_id(conversation)
     assert stored in [c["conversation"] for c in every]  # by the time of its last line, among the others'
     times = [datetime.fromisoformat(c["last_at"]) for c in every]
     assert times == sorted(times, reverse=True)

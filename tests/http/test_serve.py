@@ -189,7 +189,7 @@ def test_a_client_that_goes_away_while_sending_its_body_is_one_log_line_and_stor
 
     chatrecord = Chatrecord(open_store(memory=True))
     app = create_app(lambda: chatrecord, HttpSettings(token=None))
-    app.state.chatrecord, app.state.keys = chatrecord, chatrecord.store.idempotency_keys  # what the lifespan sets
+    app.state.chatrecord, app.state.idempotency_keys = chatrecord, chatrecord.store.idempotency_keys  # what the lifespan sets
     scope = {
         "type": "http",
         "asgi": {"version": "3.0"},

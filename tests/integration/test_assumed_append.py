@@ -1,5 +1,5 @@
 """A writer that knows a conversation's index decides without reading it, and the append checks
-what it assumed (`ConversationStore._assume`, `domain.history.AssumedHistory`,
+what it assumed (`ConversationStore._assume`, `domain.history_index.AssumedHistory`,
 `PostgresHistoryTables.expect`).
 
 On PostgreSQL a command's lookups cost a round trip of their own before the append; a process
@@ -24,7 +24,7 @@ from adapters.store.application import ConversationStore
 from adapters.store.settings import StoreUnusable, memory_env
 from domain.errors import TurnTruncated
 from domain.events import conversation_uuid
-from domain.history import AssumedHistory, NotKnown
+from domain.history_index import AssumedHistory, NotKnown
 from tests.integration.backends import PostgresStores
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -92,7 +92,7 @@ class TestAssumedHistory:
                 ask()
 
     def test_it_answers_an_earlier_segment_the_writer_knows_and_notes_it_for_the_check(self) -> None:
-        from domain.history import SegmentRecord
+        from domain.history_index import SegmentRecord
 
         record = SegmentRecord(segment="r/0", version=3, run="r", message=1, guided=True, waits="card", calls=1)
         history = AssumedHistory(7, 3, new_segments=["r/1"], known={"r/0": record})
@@ -727,7 +727,7 @@ class TestPostgresViewsLock(PostgresStores):
     def test_a_rebuild_holding_one_schemas_views_lock_holds_up_appends_there_and_nowhere_else(self) -> None:
         import psycopg
 
-        from adapters.backends.postgres import LOCK_KEY, views_lock_key
+        from adapters.backends.postgres import OLD_VIEWS_LOCK_ID, views_lock_id
 
         other = f"{self.schema}_other"
         with psycopg.connect(self.url, autocommit=True) as conn:
@@ -740,7 +740,7 @@ class TestPostgresViewsLock(PostgresStores):
                 chat.turn_notes("c")  # the read models, so the append writes view rows under the lock
             with psycopg.connect(self.url) as rebuild:  # as a rebuild's switch holds it, in a transaction
                 rebuild.execute(
-                    "SELECT pg_advisory_xact_lock(%s), pg_advisory_xact_lock(%s)", (views_lock_key(self.schema), LOCK_KEY)
+                    "SELECT pg_advisory_xact_lock(%s), pg_advisory_xact_lock(%s)", (views_lock_id(self.schema), OLD_VIEWS_LOCK_ID)
                 )
 
                 there.record(message("c", 1))  # another schema: not held up

@@ -19,8 +19,9 @@ from adapters.api import DEMO_FILE, Chatrecord, demo_lines
 from adapters.bootstrap import build_store
 from adapters.store.application import ConversationStore
 from adapters.store.chain import GENESIS, ChainBroken, link
+from adapters.store.heads_file import KeptHead
 from adapters.store.settings import memory_env
-from adapters.store.verify import KeptHead, Verdict, verdicts
+from adapters.store.verify import Verdict, verdicts
 from domain.events import conversation_uuid
 from tests.integration.backends import PostgresStores, SQLiteStores
 
@@ -256,7 +257,7 @@ class ChainContract:
 
         assert behalten.rows[-1].version == 12 and chat.turn_input("conv-behalten").message == 5
         assert (report.unreadable, report.conversations) == ((str(DEMO),), 2)  # the unreadable one counted too
-        assert chat.store_name(str(DEMO)) == "conv-demo-seo"  # its first event reads: as verify names it
+        assert chat.conversation_id(str(DEMO)) == "conv-demo-seo"  # its first event reads: as verify names it
         assert [r.getMessage() for r in caplog.records if "stop before" in r.getMessage()][-1] == (
             f"chatrecord: the read models of conversation {DEMO} stop before version 7: cannot load stored event "
             f"{events[6][0]!r} of {DEMO} version 7: an encrypted text was changed (InvalidTag()); run: chatrecord verify"

@@ -291,8 +291,8 @@ class AtRestContract(ErasureContract):
         models = read_models(store)
         models.turn_notes("conv-erase")  # keeps the messages it placed its notes beside
         key = conversation_uuid("conv-erase")
-        with models.backend.transaction(write=False) as curs:
-            rows = models.backend.rows(curs, models.backend.pointer(curs).generation, key)  # type: ignore[union-attr]
+        with models.storage.transaction(write=False) as curs:
+            rows = models.storage.rows(curs, models.storage.pointer(curs).generation, key)  # type: ignore[union-attr]
             bodies = [r["body"] for r in rows._q(f"SELECT body FROM {rows.t['messages']} WHERE cid = ?").fetchall()]
             assert any(p in m.text for m in rows._decode_messages(bodies, models.messages) for p in PLANTS)
             assert any(models.messages.get(str(key), body) is not None for body in bodies)

@@ -16,8 +16,8 @@ import pytest
 from psycopg import sql
 
 from adapters.bootstrap import build_store
-from adapters.service import keys as keys_service
-from adapters.service.keys import NothingToRotate
+from adapters.service import master_key as keys_service
+from adapters.service.master_key import NothingToRotate
 from adapters.store import keys as keys_module
 from adapters.store.application import ConversationStore
 from adapters.store.crypto import MASTER_MISSING, MASTER_WRONG, BadMasterKey, seal_check

@@ -15,7 +15,7 @@ from adapters import pages
 from adapters.api import DEMO_FILE, Chatrecord, demo_lines
 from adapters.service import timeline
 from adapters.store.application import ConversationStore
-from adapters.views.rows import overview_table_names
+from adapters.views.conversation_rows import overview_table_names
 from domain.events import conversation_uuid
 from projections import overview as ov
 from tests.application.test_timeline import chat_of
@@ -96,7 +96,7 @@ class OverviewContract:
 
     def test_a_generation_an_earlier_version_made_draws_from_the_log(self, store: ConversationStore) -> None:
         chat = Chatrecord(store)
-        backend = chat.read_models.backend
+        backend = chat.read_models.storage
         generation = chat.read_models.live_pointer().generation
         with backend.transaction(write=True) as curs:
             for table in overview_table_names(generation, getattr(backend, "schema", "")).values():
@@ -110,7 +110,7 @@ class OverviewContract:
         chat = Chatrecord(store)
         chat.overview_drawn("conv-long", pages.overview_svg)
         chat.overview_drawn("conv-demo-seo", pages.overview_svg)
-        backend = chat.read_models.backend
+        backend = chat.read_models.storage
         table = overview_table_names(chat.read_models.live_pointer().generation, getattr(backend, "schema", ""))["overview"]
         long_key, demo_key = (str(conversation_uuid(chat._key(c))) for c in ("conv-long", "conv-demo-seo"))
         with backend.transaction(write=True) as curs:

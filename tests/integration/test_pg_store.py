@@ -18,17 +18,17 @@ import pytest
 from eventsourcing import persistence as es_persistence
 from psycopg import sql
 
-from adapters.backends import backend_for, backend_of
+from adapters.backends import backend_of, view_storage_for
 from adapters.backends.postgres import (
     EventRecorder,
-    PostgresBackend,
     PostgresFactory,
     PostgresHistoryTables,
+    PostgresViewStorage,
     create_once,
-    lock_key,
+    schema_lock_name,
 )
 from adapters.bootstrap import open_store
-from adapters.store.idempotency import SQLKeys
+from adapters.store.idempotency import SQLIdempotencyKeys
 from domain.events import conversation_uuid
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -120,8 +120,8 @@ def test_create_once_runs_its_statements_only_when_the_check_says_they_are_missi
     exists = sql.SQL("SELECT to_regclass({}) IS NOT NULL").format(f"{postgres_schema}.once")
     statements = [sql.SQL("CREATE TABLE {} (n int)").format(table), sql.SQL("INSERT INTO {} VALUES (1)").format(table)]
     with psycopg.connect(postgres_url, autocommit=True) as conn:
-        assert create_once(conn, lock_key(postgres_schema), exists, statements) is True
-        assert create_once(conn, lock_key(postgres_schema), exists, statements) is False
+        assert create_once(conn, schema_lock_name(postgres_schema), exists, statements) is True
+        assert create_once(conn, schema_lock_name(postgres_schema), exists, statements) is False
         assert conn.execute(sql.SQL("SELECT count(*) FROM {}").format(table)).fetchone() == (1,)
 
 
@@ -235,9 +235,9 @@ def test_a_refused_connection_is_explained_by_the_server(postgres_url: str) -> N
 def test_the_postgres_factory_hands_out_the_schemas_pieces(postgres_url: str, postgres_schema: str) -> None:
     store = open_store({"CHATRECORD_DATABASE_URL": schema_url(postgres_url, postgres_schema)})
     assert backend_of(store.factory) is type(store.factory) is PostgresFactory
-    assert isinstance(store.history, PostgresHistoryTables) and isinstance(backend_for(store), PostgresBackend)
+    assert isinstance(store.history, PostgresHistoryTables) and isinstance(view_storage_for(store), PostgresViewStorage)
     keys = PostgresFactory.idempotency_keys(store)
-    assert isinstance(keys, SQLKeys) and keys.table == f'"{postgres_schema}".chatrecord_idempotency'
+    assert isinstance(keys, SQLIdempotencyKeys) and keys.table == f'"{postgres_schema}".chatrecord_idempotency'
     store.close()
 
 

@@ -26,6 +26,7 @@ from adapters.bootstrap import build_store, read_models
 from adapters.ingest import read_file, read_lines
 from adapters.store.application import ConversationStore
 from adapters.store.settings import memory_env
+from adapters.views.conversation_rows import TABLES, PrefetchedRows
 from adapters.views.readmodels import (
     MAX_WORKERS,
     MOST_OF_A_PART,
@@ -40,7 +41,6 @@ from adapters.views.readmodels import (
     notes_cache,
     part_of,
 )
-from adapters.views.rows import TABLES, PrefetchedRows
 from domain.events import conversation_uuid
 from projections import turn as turns
 from projections.page_line import PageFilter, every_page
@@ -630,7 +630,7 @@ class SharedDatabaseContract(ReadModelsContract):
             fresh = read_models(second).turn_notes(conversation)  # knows nothing of the rows yet
             assert kept.to_json() == fresh.to_json()
             reads += 1
-        if reads and type(models.backend).__name__ == "PostgresBackend":  # the one whose turn read keeps them
+        if reads and type(models.storage).__name__ == "PostgresViewStorage":  # the one whose turn read keeps them
             assert _kept(models.known, conversation_uuid(conversation)) is not None
 
     def test_a_rebuild_in_another_process_is_followed_by_this_ones_next_appends(self, store: ConversationStore) -> None:
@@ -671,14 +671,14 @@ class SharedDatabaseContract(ReadModelsContract):
 
         assert not [r for r in caplog.records if "not updated" in r.getMessage()]  # tried again, live pointer
         key = conversation_uuid("conv-behalten")
-        with models.backend.transaction(write=False) as curs:
-            live = models.backend.pointer(curs)
+        with models.storage.transaction(write=False) as curs:
+            live = models.storage.pointer(curs)
             assert live is not None and live.rules == "2026-11-01"
-            head = models.backend.rows(curs, live.generation, key).head()
+            head = models.storage.rows(curs, live.generation, key).head()
         assert head is not None and head.version == len(store.events("conv-behalten"))  # no gap left to a read
 
     def test_a_view_update_that_fails_is_logged_in_one_line(self, caplog: pytest.LogCaptureFixture) -> None:
-        from adapters.views.backends import not_updated
+        from adapters.views.storage import not_updated
 
         not_updated(RuntimeError('relation "s.views_g1_messages" does not exist\nLINE 1: INSERT INTO ...\n   ^'))
 
@@ -702,10 +702,10 @@ class SharedDatabaseContract(ReadModelsContract):
 
         assert not [r for r in caplog.records if "not updated" in r.getMessage()]
         key = conversation_uuid("conv-behalten")
-        with models.backend.transaction(write=False) as curs:
-            live = models.backend.pointer(curs)
+        with models.storage.transaction(write=False) as curs:
+            live = models.storage.pointer(curs)
             assert live is not None
-            head = models.backend.rows(curs, live.generation, key).head()
+            head = models.storage.rows(curs, live.generation, key).head()
         assert head is not None and head.version == len(store.events("conv-behalten"))  # written inline, no read
 
 
@@ -716,7 +716,7 @@ class TestInMemoryReadModels(ReadModelsContract):
         return build_store(memory_env(), views=views)
 
     def tables(self, store: ConversationStore) -> set[str]:
-        backend = read_models(store).backend
+        backend = read_models(store).storage
         return {f"views_g{g}_{t}" for g in backend.generations(None) for t in TABLES}
 
 
@@ -785,8 +785,8 @@ class TestPostgresReadModels(PostgresStores, SharedDatabaseContract):
         models = read_models(store)
         ingest(store, DEMO)
         used: list[Any] = []
-        run = models.backend.run
-        models.backend.run = lambda curs, *args: used.append(curs.connection) or run(curs, *args)  # type: ignore[method-assign]
+        run = models.storage.run
+        models.storage.run = lambda curs, *args: used.append(curs.connection) or run(curs, *args)  # type: ignore[method-assign]
         expected = models.turn_notes("conv-demo-seo")
         conn = used[0]  # idle in the pool now
         assert conn.prepare_threshold is None  # restored after the read's statements
@@ -818,7 +818,7 @@ class TestPostgresReadModels(PostgresStores, SharedDatabaseContract):
         ROLLBACK of a snapshot included) and whether it was answered by the one statement
         (`_turn_input_in_one`) rather than the reads row by row."""
         sent: list[str] = []
-        reading, read = models.backend.reading, models._read
+        reading, read = models.storage.reading, models._read
         fell_back: list[bool] = []
 
         class Counted:  # the cursor, its statements counted
@@ -845,11 +845,11 @@ class TestPostgresReadModels(PostgresStores, SharedDatabaseContract):
             fell_back.append(True)
             return read(*args, **kwargs)
 
-        models.backend.reading, models._read = counting, falling_back  # type: ignore[method-assign]
+        models.storage.reading, models._read = counting, falling_back  # type: ignore[method-assign]
         try:
             built = models.turn_input(conversation).to_json()
         finally:
-            models.backend.reading, models._read = reading, read  # type: ignore[method-assign]
+            models.storage.reading, models._read = reading, read  # type: ignore[method-assign]
         return built, len(sent), not fell_back
 
     def test_the_latest_turn_is_read_in_one_statement_as_the_fold_builds_it(self, store: ConversationStore) -> None:

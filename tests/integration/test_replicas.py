@@ -23,7 +23,8 @@ import pytest
 
 from adapters.api import Chatrecord
 from adapters.bootstrap import open_read_store, open_store
-from adapters.http.app import READ_AFTER, HttpSettings, create_app
+from adapters.http.app import HttpSettings, create_app
+from adapters.http.headers import READ_AFTER
 from adapters.store.replicas import POSITION, recovery_conflict
 from adapters.store.settings import BadDatabaseURL, BadSetting, StoreUnusable, read_store_env, read_wait, store_env
 from domain.errors import UnknownConversation

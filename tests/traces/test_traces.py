@@ -17,7 +17,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from adapters.api import Chatrecord
 from adapters.bootstrap import build_store
-from adapters.service import traces
+from adapters.service import trace_export as traces
 from adapters.store.settings import postgres_env, sqlite_env
 from adapters.traces import otlp
 from tests.traces.lines import PLANTED, PLANTED_CONVERSATION, TEXT_MARK, demo_lines, planted_lines

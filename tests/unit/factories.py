@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from adapters.ingest.steps import Step
+from adapters.ingest.step_models import Step
 from domain import conversation as c
 from domain.values import (
     LegacyCardOutcome,
@@ -84,7 +84,7 @@ def write(
 
 def fact(step: dict[str, Any]) -> StepFact:
     """Returns the StepFact of an nr-llm-shaped step through the ingester's own privacy filter
-    (`adapters.ingest.steps.Step`): arguments, results and text dropped."""
+    (`adapters.ingest.step_models.Step`): arguments, results and text dropped."""
     return Step.model_validate(step).fact()
 
 

@@ -122,11 +122,11 @@ def test_an_upward_import_inside_a_function_breaks_a_contract(planted: Path) -> 
 
 
 def test_the_core_importing_the_store_breaks_a_contract(planted: Path) -> None:
-    path = plant(planted, "projections/rows.py", "import adapters.store.application  # noqa: F401")
+    path = plant(planted, "projections/row_fold.py", "import adapters.store.application  # noqa: F401")
     try:
         checked = lint_imports(planted)
     finally:
-        path.write_text((ROOT / "projections/rows.py").read_text(encoding="utf-8"), encoding="utf-8")
+        path.write_text((ROOT / "projections/row_fold.py").read_text(encoding="utf-8"), encoding="utf-8")
     assert checked.returncode == 1
     assert "projections is not allowed to import adapters" in checked.stdout
 

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from adapters.ingest import fold_events, parse_line, read_events, read_file, read_lines
-from adapters.ingest.names import NAME_MAX, reduce_key
+from adapters.ingest.names import NAME_MAX, reduce_id
 from domain.events import (
     CardDecided,
     ConversationStarted,
@@ -394,31 +394,31 @@ def test_a_long_name_is_cut_at_128_with_the_hash_of_the_whole() -> None:
 
 
 def test_segment_ids_keep_their_slash_and_stay_unchanged_when_clean() -> None:
-    assert reduce_key(f"{RUN}/1") == f"{RUN}/1"
-    assert reduce_key("conv-demo-seo") == "conv-demo-seo"
+    assert reduce_id(f"{RUN}/1") == f"{RUN}/1"
+    assert reduce_id("conv-demo-seo") == "conv-demo-seo"
 
 
 def test_two_ids_that_reduce_alike_do_not_collide() -> None:
-    keys = {reduce_key(raw) for raw in ("run 1/2", "run1/2", "run\n1/2", "run[1]/2", "run1]/2")}
+    keys = {reduce_id(raw) for raw in ("run 1/2", "run1/2", "run\n1/2", "run[1]/2", "run1]/2")}
     assert len(keys) == 5
-    assert reduce_key("run 1/2") == reduce_key("run 1/2")
-    assert reduce_key("run 1/2").startswith("run1/2:h")
-    assert len(reduce_key("x" * 500)) <= NAME_MAX and reduce_key("x" * 500) != reduce_key("x" * 501)
+    assert reduce_id("run 1/2") == reduce_id("run 1/2")
+    assert reduce_id("run 1/2").startswith("run1/2:h")
+    assert len(reduce_id("x" * 500)) <= NAME_MAX and reduce_id("x" * 500) != reduce_id("x" * 501)
 
 
 def test_a_stored_form_reduces_to_itself_so_an_export_keeps_its_key() -> None:
-    reduced = reduce_key("chat 17")
+    reduced = reduce_id("chat 17")
     assert reduced == "chat17:h9a90eaf363ff759f"
-    assert reduce_key(reduced) == reduced  # a stored form is kept as it is: reducing is idempotent
-    assert reduce_key("chat17:h0000000000000000") == "chat17:h0000000000000000"  # the hash of no id: its own key
+    assert reduce_id(reduced) == reduced  # a stored form is kept as it is: reducing is idempotent
+    assert reduce_id("chat17:h0000000000000000") == "chat17:h0000000000000000"  # the hash of no id: its own key
     assert (
-        reduce_key("chat17:h0000000000000000 ")
+        reduce_id("chat17:h0000000000000000 ")
         == "chat17:h0000000000000000:h" + sha256(b"chat17:h0000000000000000 ").hexdigest()[:16]
     )
     # ids that only resemble the marker stay as they are
-    assert reduce_key("chat17:h9a90eaf363ff759") == "chat17:h9a90eaf363ff759"
-    assert reduce_key("chat17:H9A90EAF363FF759F") == "chat17:H9A90EAF363FF759F"
-    assert reduce_key("chat17:h9a90eaf363ff759f/1") == "chat17:h9a90eaf363ff759f/1"
+    assert reduce_id("chat17:h9a90eaf363ff759") == "chat17:h9a90eaf363ff759"
+    assert reduce_id("chat17:H9A90EAF363FF759F") == "chat17:H9A90EAF363FF759F"
+    assert reduce_id("chat17:h9a90eaf363ff759f/1") == "chat17:h9a90eaf363ff759f/1"
 
 
 def test_a_card_decision_finds_a_segment_whose_id_was_reduced() -> None:
@@ -430,7 +430,7 @@ def test_a_card_decision_finds_a_segment_whose_id_was_reduced() -> None:
     decided = jl(type="card_decided", segment="run 7/2", approved=False, answer="Behalten")
     *_, seg, card = events_of(started(), typed(), waiting, decided)
 
-    assert seg.segment == card.segment == reduce_key("run 7/2")
+    assert seg.segment == card.segment == reduce_id("run 7/2")
     assert card.approved is False and card.answer == "Behalten"
 
 

@@ -2,8 +2,8 @@
 
 `PostgresFactory` makes the chained application recorder (`ChainedPostgresRecorder`) and the
 data keys (`PostgresDataKeys`), and hands out the schema's pieces of the store: the history
-index (`PostgresHistoryTables`), the views' tables (`PostgresBackend`) and the kept idempotency
-keys (`adapters.store.idempotency.SQLKeys`).
+index (`PostgresHistoryTables`), the views' tables (`PostgresViewStorage`) and the kept idempotency
+keys (`adapters.store.idempotency.SQLIdempotencyKeys`).
 
 - **Schema once.** The library runs every CREATE statement each time a process opens a store;
   two processes at once then fail (`tuple concurrently updated`, an IntegrityError on
@@ -22,8 +22,8 @@ keys (`adapters.store.idempotency.SQLKeys`).
   larger one.
 - **Turn reads prepared, appends not.** The pool's connections prepare no statement by
   themselves (`PostgresFactory`: a pipelined append must never send a named statement). A turn
-  read (`PostgresBackend.reading`) runs in autocommit, without BEGIN and ROLLBACK, and its two
-  statements run prepared (`PostgresBackend.run`), with the connection's `prepare_threshold`
+  read (`PostgresViewStorage.reading`) runs in autocommit, without BEGIN and ROLLBACK, and its two
+  statements run prepared (`PostgresViewStorage.run`), with the connection's `prepare_threshold`
   set only while each runs, outside pipeline mode: the server plans them once per connection.
 - **Timeouts.** A write waits at most `POSTGRES_LOCK_TIMEOUT` seconds (default
   `WRITE_LOCK_TIMEOUT`) for the events table's write lock, and any statement runs at most
@@ -33,14 +33,14 @@ keys (`adapters.store.idempotency.SQLKeys`).
 
 The package, one module per job (`PERSISTENCE_MODULE` names `adapters.backends.postgres:PostgresFactory`):
 
-- `schema`: the tables made once (`create_once`, `ensure_schema`), the advisory lock keys, `SchemaNotCreated`.
+- `schema`: the tables made once (`create_once`, `ensure_schema`), the advisory lock ids, `SchemaNotCreated`.
 - `append`: the append as one statement: `AppendDocument`, `Unfit` and the append functions, whose
   PL/pgSQL is in `append_function.sql`, `append_no_views.sql` and `append_views.sql`.
 - `recorder`: `EventRecorder`, the application recorder (how an append is sent, reads tried again).
 - `chained_recorder`: `ChainedPostgresRecorder`, the recorder with the hash chain.
 - `data_keys`: `PostgresDataKeys`.
 - `history_index`: `PostgresHistoryTables`, the history index and the check of an assumed index.
-- `view_tables`: `PostgresBackend` (the views' tables), `PostgresBufferedRows`, `OneStatement`.
+- `view_tables`: `PostgresViewStorage` (the views' tables), `OneStatement`; `buffered_rows`: `PostgresBufferedRows`.
 - `factory`: `PostgresFactory`, `RecentFirst`, the timeouts and the driver's problems in words.
 """
 
@@ -56,22 +56,23 @@ from adapters.backends.postgres.append import (
     generation_function_name,
     generation_function_statement,
 )
+from adapters.backends.postgres.buffered_rows import PostgresBufferedRows
 from adapters.backends.postgres.chained_recorder import ChainedPostgresRecorder
 from adapters.backends.postgres.data_keys import PostgresDataKeys, keys_statements
 from adapters.backends.postgres.factory import STATEMENT_TIMEOUT, WRITE_LOCK_TIMEOUT, PostgresFactory, RecentFirst
-from adapters.backends.postgres.history_index import PostgresHistoryTables
+from adapters.backends.postgres.history_tables import PostgresHistoryTables
 from adapters.backends.postgres.recorder import BATCH_DOCUMENT_BYTES, PIPELINE_BYTES, EventRecorder
 from adapters.backends.postgres.schema import (
-    LOCK_KEY,
+    OLD_VIEWS_LOCK_ID,
     SchemaNotCreated,
     create_once,
     ensure_schema,
-    lock_key,
     schema_exists_query,
+    schema_lock_name,
     table_exists,
-    views_lock_key,
+    views_lock_id,
 )
-from adapters.backends.postgres.view_tables import OneStatement, PostgresBackend, PostgresBufferedRows
+from adapters.backends.postgres.view_tables import OneStatement, PostgresViewStorage
 
 __all__ = [
     "APPEND_FUNCTION",
@@ -79,7 +80,7 @@ __all__ = [
     "ASSUMPTION_FUNCTION",
     "ASSUMPTION_MESSAGE",
     "BATCH_DOCUMENT_BYTES",
-    "LOCK_KEY",
+    "OLD_VIEWS_LOCK_ID",
     "PIPELINE_BYTES",
     "STATEMENT_TIMEOUT",
     "WRITE_LOCK_TIMEOUT",
@@ -87,7 +88,7 @@ __all__ = [
     "ChainedPostgresRecorder",
     "EventRecorder",
     "OneStatement",
-    "PostgresBackend",
+    "PostgresViewStorage",
     "PostgresBufferedRows",
     "PostgresDataKeys",
     "PostgresFactory",
@@ -102,8 +103,8 @@ __all__ = [
     "generation_function_name",
     "generation_function_statement",
     "keys_statements",
-    "lock_key",
+    "schema_lock_name",
     "schema_exists_query",
     "table_exists",
-    "views_lock_key",
+    "views_lock_id",
 ]

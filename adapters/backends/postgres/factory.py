@@ -26,14 +26,14 @@ from adapters.backends import StoreFactory, one_line
 from adapters.backends.postgres.append import assumption_function_statement
 from adapters.backends.postgres.chained_recorder import ChainedPostgresRecorder
 from adapters.backends.postgres.data_keys import PostgresDataKeys, keys_statements
-from adapters.backends.postgres.history_index import PostgresHistoryTables
+from adapters.backends.postgres.history_tables import PostgresHistoryTables
 from adapters.backends.postgres.schema import ensure_schema
-from adapters.backends.postgres.view_tables import PostgresBackend
+from adapters.backends.postgres.view_tables import PostgresViewStorage
 from adapters.store.chain import CHAIN_TABLE
-from adapters.store.history import TABLES as HISTORY_TABLES
-from adapters.store.history import create_statements as history_statements
-from adapters.store.idempotency import COLUMNS, TABLE, SQLKeys
+from adapters.store.idempotency import COLUMNS, TABLE, SQLIdempotencyKeys
 from adapters.store.keys import KEYS_TABLE, MASTER_TABLE, DataKeys
+from adapters.store.sql_history import TABLES as HISTORY_TABLES
+from adapters.store.sql_history import create_statements as history_statements
 
 R = TypeVar("R")
 
@@ -162,7 +162,7 @@ class PostgresFactory(StoreFactory, es_postgres.PostgresFactory):
         # whose Parse the server skipped ("prepared statement _pg3_9 does not exist" on the next
         # use). With the threshold at None psycopg prepares nothing, not even a statement that
         # asks for it; a turn read's statements are prepared by setting it for their own
-        # execution (`PostgresBackend.run`), outside pipeline mode.
+        # execution (`PostgresViewStorage.run`), outside pipeline mode.
         kwargs["prepare_threshold"] = None
         pool = self.datastore.pool  # not open yet: no connection is in its deque
         if type(getattr(pool, "_pool", None)) is deque:
@@ -226,18 +226,18 @@ class PostgresFactory(StoreFactory, es_postgres.PostgresFactory):
         return PostgresHistoryTables(store.recorder.datastore)
 
     @classmethod
-    def views_backend(cls, store: Any) -> PostgresBackend:
-        return PostgresBackend(
+    def view_storage(cls, store: Any) -> PostgresViewStorage:
+        return PostgresViewStorage(
             store.recorder.datastore,
             store.recorder.events_table_name,
             chained=getattr(store.recorder, "chain_table", None) is not None,
         )
 
     @classmethod
-    def idempotency_keys(cls, store: Any) -> SQLKeys:
+    def idempotency_keys(cls, store: Any) -> SQLIdempotencyKeys:
         datastore = store.recorder.datastore
         table = '"' + datastore.schema.replace('"', '""') + '".' + TABLE
-        return SQLKeys(
+        return SQLIdempotencyKeys(
             datastore,
             table,
             "%s",

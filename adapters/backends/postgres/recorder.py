@@ -37,10 +37,10 @@ from adapters.backends.postgres.append import (
     generation_function_name,
     generation_function_statement,
 )
-from adapters.backends.postgres.schema import create_once, lock_key, views_lock_key
+from adapters.backends.postgres.schema import create_once, schema_lock_name, views_lock_id
 from adapters.store.chain import ChainBroken
-from adapters.store.history import AssumptionFailed
 from adapters.store.serialization import originator_uuid
+from adapters.store.sql_history import AssumptionFailed
 
 T = TypeVar("T")
 
@@ -90,7 +90,7 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder):
         self._generations_ready: set[int | None] = set()
         """The generations whose append function (`generation_function_statement`) this
         process made or found."""
-        self._views_lock = views_lock_key(self.datastore.schema)
+        self._views_lock = views_lock_id(self.datastore.schema)
 
     def insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
         """Appends `stored_events` under the events table's write lock and returns their
@@ -265,7 +265,9 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder):
             exists = SQL("SELECT to_regprocedure({}) IS NOT NULL").format(f"{name}(jsonb)")
             try:
                 with self.datastore.get_connection() as conn:
-                    create_once(conn, lock_key(schema), exists, [append_function_statement(schema, self.events_table_name)])
+                    create_once(
+                        conn, schema_lock_name(schema), exists, [append_function_statement(schema, self.events_table_name)]
+                    )
             except (psycopg.Error, PersistenceError):
                 name = ""
             self._function = name
@@ -283,7 +285,10 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder):
         exists = SQL("SELECT to_regprocedure({}) IS NOT NULL").format(f"{name}(jsonb)")
         try:
             create_once(
-                conn, lock_key(schema), exists, [generation_function_statement(schema, self.events_table_name, generation)]
+                conn,
+                schema_lock_name(schema),
+                exists,
+                [generation_function_statement(schema, self.events_table_name, generation)],
             )
         except psycopg.Error:
             return None

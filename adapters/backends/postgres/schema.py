@@ -1,9 +1,9 @@
-"""The store's tables, made once: the catalog check, the advisory lock keys, the schema's problems.
+"""The store's tables, made once: the catalog check, the advisory lock ids, the schema's problems.
 
 `ensure_schema` makes a library recorder's tables (and chatrecord's own, which the factory adds) only
-when one is missing, in one transaction under an advisory lock keyed by the schema (`create_once`), so
+when one is missing, in one transaction under an advisory lock named by the schema (`create_once`), so
 concurrent first processes wait for each other and a store whose tables exist is only read at open.
-`views_lock_key` is the lock of the views' generations.
+`views_lock_id` is the lock of the views' generations.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from psycopg.sql import SQL, Composable, Composed
 
 from domain.errors import ChatrecordError
 
-LOCK_KEY = 0x63687276  # "chrv": the views' lock of versions before 2 December 2026, one for every schema
+OLD_VIEWS_LOCK_ID = 0x63687276  # "chrv": the views' lock of versions before 2 December 2026, one for every schema
 
 Statement = str | Composable
 
@@ -29,26 +29,26 @@ class SchemaNotCreated(ChatrecordError):
     a role without CREATE on the schema, or another database error (named in the message)."""
 
 
-def views_lock_key(schema: str) -> int:
-    """Returns the advisory lock (a signed 64-bit key) of the views' generations in `schema`:
+def views_lock_id(schema: str) -> int:
+    """Returns the advisory lock (a signed 64-bit id) of the views' generations in `schema`:
     appends take it shared, a rebuild's switch exclusive. One per schema, so a rebuild in one
-    store's schema holds up no append in another's (LOCK_KEY was one for the whole database)."""
+    store's schema holds up no append in another's (OLD_VIEWS_LOCK_ID was one for the whole database)."""
     digest = hashlib.blake2b(f"chatrecord views {schema}".encode(), digest_size=8).digest()
     return int.from_bytes(digest, "big", signed=True)
 
 
-def lock_key(schema: str) -> str:
+def schema_lock_name(schema: str) -> str:
     """Returns the advisory lock name that serialises creating the store in `schema`."""
     return f"chatrecord schema {schema}"
 
 
-def create_once(conn: psycopg.Connection[Any], key: str, exists: Statement, statements: Iterable[Statement]) -> bool:
+def create_once(conn: psycopg.Connection[Any], lock_name: str, exists: Statement, statements: Iterable[Statement]) -> bool:
     """Runs `statements` on `conn` unless the query `exists` (one catalog query returning one
     boolean, e.g. `SELECT to_regclass('s.t') IS NOT NULL`) says they ran already; returns True
     when it ran them.
 
     They run in one transaction that first takes the transaction-scoped advisory lock named
-    `key` and asks `exists` again, so of several processes at once one creates and the others
+    `lock_name` and asks `exists` again, so of several processes at once one creates and the others
     wait and then find everything there. A statement that fails with DuplicateObject (a type
     left by an older version) is skipped. `conn` is left in its own transaction state.
     Raises psycopg's errors (e.g. ReadOnlySqlTransaction on a read-only database).
@@ -56,7 +56,7 @@ def create_once(conn: psycopg.Connection[Any], key: str, exists: Statement, stat
     if _holds(conn, exists):
         return False
     with conn.transaction():
-        conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (key,))
+        conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (lock_name,))
         if _holds(conn, exists):
             return False
         for statement in statements:
@@ -118,7 +118,7 @@ def ensure_schema(recorder: es_postgres.PostgresAggregateRecorder) -> bool:
     ]
     with datastore.get_connection() as conn:
         try:
-            created = create_once(conn, lock_key(datastore.schema), schema_exists_query(recorder), ordered)
+            created = create_once(conn, schema_lock_name(datastore.schema), schema_exists_query(recorder), ordered)
         except psycopg.Error as error:
             if error.sqlstate is None or isinstance(error, psycopg.errors.InvalidSchemaName):
                 raise  # no answer from the server, or no such schema: store_problem says so

@@ -1,16 +1,14 @@
-"""The views' tables in the store's schema (`PostgresBackend`): view rows written as JSON arrays, a turn
+"""The views' tables in the store's schema (`PostgresViewStorage`): view rows written as JSON arrays, a turn
 read in one prepared statement, the savepoint that works in pipeline mode, the views' lock.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
-import orjson
 import psycopg
 import psycopg.errors
 from eventsourcing.persistence import PersistenceError
@@ -21,283 +19,32 @@ from adapters.backends.postgres.append import (
     OLD_GENERATION_FUNCTIONS,
     OLD_VIEWS_FUNCTION,
     AppendDocument,
-    Unfit,
     generation_function_name,
 )
-from adapters.backends.postgres.schema import LOCK_KEY, views_lock_key
+from adapters.backends.postgres.buffered_rows import PostgresBufferedRows
+from adapters.backends.postgres.schema import OLD_VIEWS_LOCK_ID, views_lock_id
 from adapters.store.chain import CHAIN_TABLE
-from adapters.views.backends import (
+from adapters.views.caches import TAIL_EVENTS, TAIL_ROWS
+from adapters.views.conversation_rows import aside_cid, table_names
+from adapters.views.storage import (
     POINTER,
     NeedsSnapshot,
     Pointer,
     QueuedStatements,
     ReadMoved,
-    SQLBackend,
+    SQLViewStorage,
     TurnInputRows,
     TurnRows,
     not_updated,
 )
-from adapters.views.rendered import TAIL_EVENTS, TAIL_ROWS
-from adapters.views.rows import BufferedRows, aside_key, table_names
-from domain.events import MessageEdited, TurnsTruncated
-from projections.run_record import Entry
-from projections.transcript import Message
 
 PREPARE_THRESHOLD = 5
 """psycopg's own default, set on a connection only while a turn read's statement runs prepared
-(`PostgresBackend.run`); the statement asks for preparing itself, so the number is not used."""
-
-
-COLUMN_TYPES = {
-    "seq": "bigint",
-    "segment": "text",
-    "body": "text",
-    "v": "bigint",
-    "sub": "bigint",
-    "card": "text",
-    "after": "bigint",
-    "idx": "bigint",
-    "block_end": "bigint",
-    "role": "text",
-    "number": "bigint",
-    "message": "bigint",
-    "page": "bigint",
-    "version": "bigint",
-    "at": "text",
-}
-"""The PostgreSQL types of the view tables' columns (`adapters.views.rows.create_statements`)."""
-
-
-class PostgresBufferedRows(BufferedRows):
-    """`BufferedRows` whose flush sends each table's held rows as one statement over one JSON
-    array of rows (`jsonb_array_elements`: parsed once, each field then found at once), not one
-    statement per row: in pipeline mode nothing is synced, and the server runs one statement
-    per table however many rows a rebuild's page holds. In an append gathered for one call
-    (`AppendDocument`) the rows go into its document instead."""
-
-    _views: dict[str, Any] | None = None
-    _edit: EditRows | None = None
-
-    def prefetch(self, events: Sequence[Any]) -> None:
-        """In an append gathered for one call (`AppendDocument`) whose events cut the
-        transcript after an edit (one `TurnsTruncated`, and the `MessageEdited` before it),
-        reads in one statement, before the document holds view rows, what their fold asks of
-        the stored rows (`EditRows`); the fold then asks the database nothing, its cuts of
-        card outcomes and view context go into the document (`drop_outcomes`, `drop_pages`),
-        and the whole append is one call. Anything else is read as the fold asks."""
-        if not isinstance(self.curs, AppendDocument) or self._views is not None:
-            return
-        cuts = [e for e in events if isinstance(e, TurnsTruncated)]
-        if len(cuts) != 1 or any(isinstance(e, MessageEdited) and e.message != cuts[0].after_message for e in events):
-            return
-        cut = cuts[0]
-        t, number = self.t, cut.after_message
-        segments, cards = sorted(set(cut.cut_segments)), sorted(set(cut.cut_cards) | set(cut.cut_segments))
-        row = self.curs.execute(
-            "SELECT u.idx, (SELECT body FROM {m} WHERE cid = %(cid)s AND idx = u.idx) AS body, "
-            "(SELECT COALESCE(json_agg(json_build_array(s.segment, x.body)), '[]'::json) FROM unnest(%(segments)s::text[]) "
-            "AS s(segment) CROSS JOIN LATERAL (SELECT body FROM {e} WHERE cid = %(cid)s AND segment = s.segment LIMIT 1) x) "
-            "AS entries, (SELECT COALESCE(sum((SELECT count(*) FROM {o} WHERE cid = %(cid)s AND card = c.card)), 0) "
-            "FROM unnest(%(cards)s::text[]) AS c(card)) AS carded, "
-            "(SELECT count(*) FROM {o} WHERE cid = %(cid)s AND card IS NULL AND after >= u.idx + 1) AS loose, "
-            "(SELECT page FROM {p} WHERE cid = %(cid)s AND message <= %(number)s ORDER BY message DESC LIMIT 1) AS newest, "
-            "(SELECT page FROM {p} WHERE cid = %(cid)s AND message <= %(number)s AND page <> 0 "
-            "ORDER BY message DESC LIMIT 1) AS shown "
-            "FROM (SELECT MAX(idx) AS idx FROM {m} WHERE cid = %(cid)s AND number = %(number)s) u".format(
-                m=t["messages"], e=t["entries"], o=t["outcomes"], p=t["pages"]
-            ),
-            {"cid": self.cid, "number": number, "segments": segments, "cards": cards},
-        ).fetchone()
-        index = None if row["idx"] is None else int(row["idx"])
-        self._edit = EditRows(
-            number=number,
-            index=index,
-            body=row["body"],
-            entries={segment: body for segment, body in row["entries"]},
-            cards=frozenset(cards),
-            carded=int(row["carded"]),
-            loose=None if index is None else int(row["loose"]),
-            newest=None if row["newest"] is None else int(row["newest"]),
-            shown=None if row["shown"] is None else int(row["shown"]),
-        )
-
-    def _stored_entry(self, segment: str) -> Entry | None:
-        edit = self._edit
-        if edit is None or segment not in edit.entries and segment not in edit.cards:
-            return super()._stored_entry(segment)
-        body = edit.entries.get(segment)
-        return Entry.model_validate_json(body) if body is not None else None
-
-    def _stored_message(self, index: int) -> Message | None:
-        edit = self._edit
-        if edit is None or edit.index != index or edit.body is None:
-            return super()._stored_message(index)
-        return self._decode_messages([edit.body])[0]
-
-    def user_index(self, number: int) -> int | None:
-        """As `BufferedRows.user_index`; in an edit's append with its stored rows read
-        (`prefetch`), from them and the held messages, without a flush (a flush puts view rows
-        into the document, after which no stored row may be read)."""
-        edit = self._edit
-        if edit is None or number != edit.number:
-            return super().user_index(number)
-        held = [i for i, m in self._messages.items() if (m.number if isinstance(m, Message) else m[1]) == number]
-        stored = edit.index
-        if stored is not None and self._cut is not None and stored >= self._cut:
-            raise Unfit("the stored message of an edit is cut in the same append")
-        return max([*held, *([stored] if stored is not None else [])], default=None)
-
-    def cut_outcomes(self, cards: set[str], length: int) -> int:
-        """As `BufferedRows.cut_outcomes`; in an edit's append (`prefetch`), counted from the
-        rows read and deleted by the append function (`drop_outcomes`) before it writes the
-        document's card outcomes."""
-        edit = self._edit
-        if edit is None:
-            return super().cut_outcomes(cards, length)
-        if self._outcomes or edit.cut_outcomes or cards != edit.cards or edit.index is None or length != edit.index + 1:
-            raise Unfit("card outcomes cut other than the edit's rows read")
-        edit.cut_outcomes = True
-        self._document_views()["drop_outcomes"] = {"cards": sorted(cards), "after": length}
-        assert edit.loose is not None
-        return edit.carded + edit.loose
-
-    def cut_pages(self, after: int) -> tuple[int | None, int]:
-        """As `BufferedRows.cut_pages`; in an edit's append (`prefetch`), from the rows read,
-        the cut deleted by the append function (`drop_pages`) before it writes the document's pages."""
-        edit = self._edit
-        if edit is None:
-            return super().cut_pages(after)
-        if self._pages or edit.cut_pages or after != edit.number:
-            raise Unfit("pages cut other than the edit's rows read")
-        edit.cut_pages = True
-        self._document_views()["drop_pages"] = after
-        return edit.newest, edit.shown or 0
-
-    def _document_views(self) -> dict[str, Any]:
-        views = self._document()
-        assert views is not None  # `prefetch` reads only for an append gathered into a document
-        return views
-
-    def _document(self) -> dict[str, Any] | None:
-        """The views section of the append's document, when the rows are written into one
-        (found once per rows object: its cursor is one append's)."""
-        views = self._views
-        if views is None and isinstance(self.curs, AppendDocument):
-            generation = int(self.t["heads"].rsplit("views_g", 1)[1].split("_", 1)[0])
-            views = self._views = self.curs.views(generation)
-        return views
-
-    def _kind(self, table: str, columns: tuple[str, ...]) -> str:
-        kind = next(k for k, name in self.t.items() if name == table)
-        return "ended" if kind == "messages" and "block_end" in columns else kind
-
-    def _write_head(self, head: Any) -> None:
-        views = self._document()
-        if views is None:
-            super()._write_head(head)
-        else:
-            views["head"] = [head.version, head.model_dump_json()]
-
-    def _insert_many(self, table: str, columns: tuple[str, ...], rows: list[tuple[Any, ...]], tail: str) -> None:
-        if not rows:
-            return
-        views = self._document()
-        if views is not None:
-            views[self._kind(table, columns)].extend(list(row) for row in rows)
-            return
-        # the rows as one JSON array of arrays (orjson, in C): psycopg's array dumpers work per
-        # element in Python, holding the GIL a rebuild's fold needs; the server takes them apart
-        values = ", ".join(f"(e->>{i})::{COLUMN_TYPES[c]}" for i, c in enumerate(columns))
-        self.curs.execute(
-            f"INSERT INTO {table} (cid, {', '.join(columns)}) SELECT %s, {values} "
-            f"FROM jsonb_array_elements(%s::jsonb) AS e {tail}",
-            (self.cid, orjson.dumps(rows).decode()),
-        )
-
-    def _set_aside_rows(self) -> None:
-        views = self._document()
-        if views is None:  # one statement per kind, the rows as one JSON array (as `_insert_many`)
-            entries, aside = self.t["entries"], self.aside_cid
-            if self._drop_aside:
-                self.curs.execute(f"DELETE FROM {entries} WHERE cid = %s", (aside,))
-            if self._moves:
-                self.curs.execute(
-                    f"UPDATE {entries} SET cid = %s WHERE cid = %s "
-                    "AND seq = ANY(ARRAY(SELECT jsonb_array_elements_text(%s::jsonb)::bigint))",
-                    (aside, self.cid, orjson.dumps(self._moves).decode()),
-                )
-            if self._aside:
-                self.curs.execute(
-                    f"INSERT INTO {entries} (cid, seq, segment, body) SELECT %s, (e->>0)::bigint, "
-                    "e->>1, e->>2 FROM jsonb_array_elements(%s::jsonb) AS e",
-                    (aside, orjson.dumps(self._aside).decode()),
-                )
-            return
-        if self._drop_aside:  # what an earlier flush into this document set aside goes too
-            views["delete_entries"].extend(views["aside"])
-            views["aside"], views["aside_rows"], views["drop_aside"] = [], [], True
-        views["aside"].extend(self._moves)
-        views["aside_rows"].extend(list(row) for row in self._aside)
-
-    def _delete_entries(self, seqs: list[int]) -> None:
-        views = self._document() if seqs else None
-        if views is not None:
-            views["delete_entries"].extend(seqs)
-        elif seqs:
-            self.curs.execute(
-                f"DELETE FROM {self.t['entries']} WHERE cid = %s "
-                "AND seq = ANY(ARRAY(SELECT jsonb_array_elements_text(%s::jsonb)::bigint))",
-                (self.cid, orjson.dumps(seqs).decode()),
-            )
-
-    def _cut_stored_messages(self, keep: int) -> None:
-        views = self._document()
-        if views is None:
-            super()._cut_stored_messages(keep)
-            return
-        # the function deletes before it writes the section's messages: what an earlier flush
-        # into this document held from `keep` on is left out of it, as the cut would delete it
-        views["cut"] = keep if views["cut"] is None else min(views["cut"], keep)
-        for kind in ("messages", "ended", "ends"):
-            views[kind] = [row for row in views[kind] if row[0] < keep]
-
-    def _end_blocks(self, ends: list[tuple[int, int | None]]) -> None:
-        views = self._document() if ends else None
-        if views is not None:
-            views["ends"].extend([index, end] for index, end in ends)
-        elif ends:
-            self.curs.execute(
-                f"UPDATE {self.t['messages']} m SET block_end = (u.e->>1)::bigint "
-                "FROM jsonb_array_elements(%s::jsonb) AS u(e) WHERE m.cid = %s AND m.idx = (u.e->>0)::bigint",
-                (orjson.dumps(ends).decode(), self.cid),
-            )
-
-
-@dataclass
-class EditRows:
-    """What the fold of an edit's append asks of the stored view rows, read in one statement
-    before the append (`PostgresBufferedRows.prefetch`): the newest transcript index of user
-    message `number` (None: none) and its row's `body`, the entry bodies of the cut segments by
-    segment (one missing: no entry), how many card outcomes the cut `cards` have (`carded`) and
-    how many of no card lie at or after the index after it (`loose`), and the newest page and
-    newest page other than 0 at or before `number`. `cut_outcomes`, `cut_pages`: whether the
-    fold took its cut of each (one of each per append)."""
-
-    number: int
-    index: int | None
-    body: str | None
-    entries: dict[str, str]
-    cards: frozenset[str]
-    carded: int
-    loose: int | None
-    newest: int | None
-    shown: int | None
-    cut_outcomes: bool = False
-    cut_pages: bool = False
+(`PostgresViewStorage.run`); the statement asks for preparing itself, so the number is not used."""
 
 
 READ_SNAPSHOT = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
-"""How a read of several statements begins (`PostgresBackend.reading`): all see one snapshot."""
+"""How a read of several statements begins (`PostgresViewStorage.reading`): all see one snapshot."""
 
 
 class OneStatement:
@@ -318,8 +65,8 @@ class OneStatement:
         return getattr(self._cursor, name)
 
 
-class PostgresBackend(SQLBackend):
-    """The views' tables in the store's schema (`adapters.views.backends.SQLBackend`), with a
+class PostgresViewStorage(SQLViewStorage):
+    """The views' tables in the store's schema (`adapters.views.storage.SQLViewStorage`), with a
     turn's rows read in one statement and a savepoint that works in pipeline mode."""
 
     p = "%s"
@@ -328,7 +75,7 @@ class PostgresBackend(SQLBackend):
     folds_in_parts = True
     reads_turn_in_one = True
     activity = "((body::jsonb ->> 'last_at')::bigint)"
-    """A head body's last activity (`SQLBackend.activity`); its index makes a head's update
+    """A head body's last activity (`SQLViewStorage.activity`); its index makes a head's update
     (every append) no longer a HOT one: the index entry moves with each new time."""
     heads_storage = " WITH (fillfactor = 50)"
     """A head row (about 1 KB) is rewritten by every append: with half of each page left free,
@@ -499,7 +246,7 @@ class PostgresBackend(SQLBackend):
                 "WHERE (b ->> 'turn_intact')::boolean AND jsonb_typeof(b -> 'turn') = 'object') j ON true "
                 "WHERE p.id = 1"
             ),
-            {"cid": str(cid), "key": cid, "aside": aside_key(str(cid))},
+            {"cid": str(cid), "key": cid, "aside": aside_cid(str(cid))},
         ).fetchone()
         if row is None:
             return None
@@ -510,7 +257,7 @@ class PostgresBackend(SQLBackend):
 
     @contextmanager
     def savepoint(self, curs: Any, on_failure: Callable[[Exception], object] | None = None) -> Iterator[Any]:
-        """As `Backend.savepoint`, through psycopg's nested transaction. In pipeline mode (a
+        """As `ViewStorage.savepoint`, through psycopg's nested transaction. In pipeline mode (a
         small append, `EventRecorder`) the savepoint's statements are synced before it is
         released, so a failing view statement rolls back to it here rather than failing the
         events' transaction at its end. An error raised while the savepoint is taken belongs
@@ -543,7 +290,7 @@ class PostgresBackend(SQLBackend):
     def __init__(self, datastore: PostgresDatastore, events_table: str, chained: bool = False) -> None:
         super().__init__(datastore, events_table)
         self.schema = datastore.schema
-        self._views_lock = views_lock_key(self.schema)
+        self._views_lock = views_lock_id(self.schema)
         self.chained = chained
         """Whether the store keeps a hash chain (`chatrecord_chain`), whose hash at the head's
         version a turn read takes (`TurnRows.tip`)."""
@@ -576,13 +323,13 @@ class PostgresBackend(SQLBackend):
         self._x(curs, f'DROP FUNCTION IF EXISTS "{self.schema}".{old}(text, jsonb)', ())
 
     def lock(self, curs: Any, exclusive: bool) -> None:
-        """Takes the views' lock of this schema (`views_lock_key`): shared, or exclusive (a
+        """Takes the views' lock of this schema (`views_lock_id`): shared, or exclusive (a
         rebuild's switch), then also the lock earlier versions took for every schema, which
         their appends take shared, so a process of an earlier version still running waits too."""
         if isinstance(curs, AppendDocument) and not exclusive:
             return  # the append function takes the shared lock before it writes the views
         if exclusive:
-            self._x(curs, "SELECT pg_advisory_xact_lock(?), pg_advisory_xact_lock(?)", (self._views_lock, LOCK_KEY))
+            self._x(curs, "SELECT pg_advisory_xact_lock(?), pg_advisory_xact_lock(?)", (self._views_lock, OLD_VIEWS_LOCK_ID))
         else:
             self._x(curs, "SELECT pg_advisory_xact_lock_shared(?)", (self._views_lock,))
 

@@ -81,7 +81,7 @@ class ChainedSQLiteRecorder(ChainedRecorder, SQLiteApplicationRecorder):
 
     @staticmethod
     @lru_cache(maxsize=1024)
-    def _key(value: str) -> UUID:
+    def _uuid(value: str) -> UUID:
         return UUID(value)
 
     def _chain_hash(self, cursor: Any, key: UUID, version: int) -> bytes | None:
@@ -125,8 +125,8 @@ class ChainedSQLiteRecorder(ChainedRecorder, SQLiteApplicationRecorder):
 
     def chain_events(self, after: tuple[UUID, int] | None, only: UUID | None = None) -> list[Stored]:
         rows = self._page(self.events_table_name, "topic, state", after, only)
-        return [(self._key(r["originator_id"]), r["originator_version"], r["topic"], state_bytes(r["state"])) for r in rows]
+        return [(self._uuid(r["originator_id"]), r["originator_version"], r["topic"], state_bytes(r["state"])) for r in rows]
 
     def chain_links(self, after: tuple[UUID, int] | None, only: UUID | None = None) -> list[Link]:
         rows = self._page(CHAIN_TABLE, "hash", after, only)
-        return [(self._key(r["originator_id"]), r["originator_version"], state_bytes(r["hash"])) for r in rows]
+        return [(self._uuid(r["originator_id"]), r["originator_version"], state_bytes(r["hash"])) for r in rows]

@@ -16,12 +16,12 @@ from adapters.backends import StoreFactory
 from adapters.backends.sqlite.chained_recorder import ChainedSQLiteRecorder
 from adapters.backends.sqlite.data_keys import SQLiteDataKeys
 from adapters.backends.sqlite.store_file import read_only_uri, refuse_foreign
-from adapters.backends.sqlite.view_tables import SQLiteBackend
+from adapters.backends.sqlite.view_tables import SQLiteViewStorage
 from adapters.backends.sqlite.waiting_datastore import WaitingSQLiteDatastore
 from adapters.store.chain import CHAIN_TABLE
-from adapters.store.history import SQLHistoryTables
-from adapters.store.idempotency import COLUMNS, TABLE, SQLKeys
+from adapters.store.idempotency import COLUMNS, TABLE, SQLIdempotencyKeys
 from adapters.store.keys import DataKeys
+from adapters.store.sql_history import SQLHistoryTables
 
 # SQLite result codes (the primary code, the low byte) a setting or another process causes
 _SQLITE_LOCKED = {5: "SQLITE_BUSY", 6: "SQLITE_LOCKED"}
@@ -105,9 +105,9 @@ class SQLiteFactory(StoreFactory, es_sqlite.SQLiteFactory):
         return SQLHistoryTables(store.recorder.datastore, chain=(CHAIN_TABLE, store.recorder._id) if chained else None)
 
     @classmethod
-    def views_backend(cls, store: Any) -> SQLiteBackend:
-        return SQLiteBackend(store.recorder.datastore, store.recorder.events_table_name)
+    def view_storage(cls, store: Any) -> SQLiteViewStorage:
+        return SQLiteViewStorage(store.recorder.datastore, store.recorder.events_table_name)
 
     @classmethod
-    def idempotency_keys(cls, store: Any) -> SQLKeys:
-        return SQLKeys(store.recorder.datastore, TABLE, "?", [f"CREATE TABLE IF NOT EXISTS {TABLE} {COLUMNS}"])
+    def idempotency_keys(cls, store: Any) -> SQLIdempotencyKeys:
+        return SQLIdempotencyKeys(store.recorder.datastore, TABLE, "?", [f"CREATE TABLE IF NOT EXISTS {TABLE} {COLUMNS}"])

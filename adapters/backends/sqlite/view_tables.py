@@ -1,15 +1,15 @@
-"""The views' tables in the SQLite file (`SQLiteBackend`)."""
+"""The views' tables in the SQLite file (`SQLiteViewStorage`)."""
 
 from __future__ import annotations
 
 from typing import Any
 from uuid import UUID
 
-from adapters.views.backends import SQLBackend
+from adapters.views.storage import SQLViewStorage
 
 
-class SQLiteBackend(SQLBackend):
-    """The views' tables in the SQLite file (`adapters.views.backends.SQLBackend`)."""
+class SQLiteViewStorage(SQLViewStorage):
+    """The views' tables in the SQLite file (`adapters.views.storage.SQLViewStorage`)."""
 
     def _id(self, cid: UUID) -> Any:
         return cid.hex  # the library stores a UUID's hex

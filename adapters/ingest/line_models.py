@@ -4,7 +4,7 @@ Every line has `type`, `conversation` (an id) and `at` (ISO-8601, made aware UTC
 of a line are ignored (nr-llm and the chat may add fields); a known key of the wrong type fails
 (strict mode: no "42" for 42, no 1 for true). Each model's `facts()` are the arguments of its
 domain command, and nothing else of the line is stored or hashed. Steps and waiting calls are
-filtered in `adapters.ingest.steps`; identifiers are reduced in `adapters.ingest.names`.
+filtered in `adapters.ingest.step_models`; identifiers are reduced in `adapters.ingest.names`.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from pydantic import AfterValidator, ConfigDict, Field, ValidationInfo, WithJson
 from adapters.ingest.names import (
     At,
     InputModel,
-    Key,
     MessageNo,
+    ReducedId,
     Skill,
     Text,
     Whole,
@@ -26,7 +26,7 @@ from adapters.ingest.names import (
     drop_null,
     show,
 )
-from adapters.ingest.steps import InputMessage, LegacyOutcome, Pending, Step
+from adapters.ingest.step_models import InputMessage, LegacyOutcome, Pending, Step
 from domain import conversation as domain
 from domain.errors import ChatrecordError, LineOutOfOrder
 from domain.events import ConversationEvent
@@ -51,7 +51,7 @@ class Line(InputModel):
     # private attributes, which validation fills with their defaults for every line (9 µs).
 
     type: str  # each line type narrows it to its Literal name (the union's discriminator)
-    conversation: Key
+    conversation: ReducedId
     at: At
     follows: Whole | None = None
 
@@ -138,8 +138,8 @@ class UserMessageLine(Line):
 
 class SegmentReturnedLine(Line):
     type: Literal["segment_returned"]
-    segment: Key
-    run: Key
+    segment: ReducedId
+    run: ReducedId
     trigger: Literal["turn", "approval", "answer", "retry"]
     outcome: str
     answer: Text | None = None
@@ -185,7 +185,7 @@ class CardDecidedLine(Line):
     )
 
     type: Literal["card_decided"]
-    segment: Key
+    segment: ReducedId
     approved: bool
     answer: Annotated[str, AfterValidator(check_answer), WithJsonSchema({"type": "string", "enum": list(CARD_ANSWERS)})]
     message: MessageNo | None = None
@@ -220,7 +220,7 @@ class CardDecidedLine(Line):
 
 class QuestionAnsweredLine(Line):
     type: Literal["question_answered"]
-    segment: Key
+    segment: ReducedId
     message: MessageNo
     text: Text
 

@@ -1,7 +1,7 @@
 """Ingesting a source of JSON Lines in batches: lines decided one by one, stored together.
 
 A batch holds at most `BATCH_LINES` lines (or `BATCH_BYTES` bytes of them, whichever comes
-first) in the file's order. Its lines are parsed, grouped by conversation (one `Lines` command
+first) in the file's order. Its lines are parsed, grouped by conversation (one `RecordLines` command
 per conversation, its lines in order) and handed to the store's `handle_batch`, which decides
 every line on its conversation's state (the batch's earlier lines seen, `LayeredHistory`) and
 stores all of their events in one transaction, or nothing. Every promise of the line-by-line
@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from adapters.ingest import ParsedLine
-from adapters.service.lines import IngestReport, Lines, parse
+from adapters.service.record_lines import IngestReport, RecordLines, parse
 from adapters.store.application import BatchConflict, BatchRefused, HandleResult
 from adapters.store.settings import StoreUnusable
 from domain.errors import ChatrecordError
@@ -53,8 +53,8 @@ class Ingestion:
 
     def __init__(
         self,
-        handle_one: Callable[[Lines], HandleResult],
-        handle_batch: Callable[[Sequence[Lines]], list[HandleResult]],
+        handle_one: Callable[[RecordLines], HandleResult],
+        handle_batch: Callable[[Sequence[RecordLines]], list[HandleResult]],
         source: str,
         skip_bad: bool = False,
         batch_lines: int = BATCH_LINES,
@@ -120,7 +120,7 @@ class Ingestion:
             groups: dict[str, list[ParsedLine]] = {}
             for line in pending:
                 groups.setdefault(line.conversation, []).append(line)
-            commands = [Lines(lines) for lines in groups.values()]
+            commands = [RecordLines(lines) for lines in groups.values()]
             try:
                 with self.guard():
                     results = self.handle_batch(commands)
@@ -147,7 +147,7 @@ class Ingestion:
     def _one_by_one(self, pending: list[ParsedLine]) -> bool:
         """Stores each line of `pending` on its own, as the line-by-line ingest always did."""
         for line in pending:
-            command = Lines([line])
+            command = RecordLines([line])
             try:
                 with self.guard():
                     result = self.handle_one(command)
@@ -157,7 +157,7 @@ class Ingestion:
                     return False
         return True
 
-    def _account(self, commands: Sequence[Lines], results: Sequence[HandleResult]) -> None:
+    def _account(self, commands: Sequence[RecordLines], results: Sequence[HandleResult]) -> None:
         """Counts what the stored commands did into the report."""
         report = self.report
         for command, result in zip(commands, results, strict=True):

@@ -1,14 +1,14 @@
 """Entries and card outcomes decoded once per body, notes rendered once per page check
-(`adapters.views.rendered.RenderedNotes`): what a turn read keeps must be what it would
+(`adapters.views.caches.RenderedNotes`): what a turn read keeps must be what it would
 render again, and a note kept under one page check is never served under another."""
 
 from __future__ import annotations
 
 from factories import Chat, seo_tour
 
+from adapters.views.caches import MESSAGE_BODY, KeptMessages, RenderedNotes
+from adapters.views.conversation_rows import MemoryConversation, MemoryRows
 from adapters.views.readmodels import fold_into
-from adapters.views.rendered import MESSAGE_BODY, KeptMessages, RenderedNotes
-from adapters.views.rows import MemoryConversation, MemoryRows
 from projections.notes import note_of
 from projections.page_line import PageFilter, every_page
 from projections.rules import resolve

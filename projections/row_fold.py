@@ -119,7 +119,7 @@ class Head(Immutable):
     last_at: int | None = None
     """The time of the last event applied, in microseconds since 1970-01-01 UTC: the
     conversation's last activity, by which the heads are listed newest first (an index on it,
-    `adapters.views.rows.create_statements`). None in a head an earlier version wrote."""
+    `adapters.views.conversation_rows.create_statements`). None in a head an earlier version wrote."""
     users: int | None = None
     """How many user messages the transcript holds (those of the conversation no edit cut,
     whatever their numbers), as `chatrecord list` shows them: kept by the fold, so the list
@@ -542,4 +542,4 @@ the end and ends the block of the last one, an answer joins the last assistant m
 follows it. The rest (an edit, a truncation, a replaced transcript, a legacy row, an erasure,
 and any event class added later) may rewrite or cut older rows. So a reader that kept rows
 before `last_user` at one version may use them at a later version when only these events
-came between (`adapters.views.rendered.KnownBlocks`)."""
+came between (`adapters.views.caches.KnownBlocks`)."""

@@ -1,7 +1,7 @@
 """The row tables of one generation of the read models, per backend.
 
 A generation `g` owns six tables named `views_g<g>_<table>`: `heads` (one row per
-conversation: its `projections.rows.Head` as JSON and its version), `entries` (run record
+conversation: its `projections.row_fold.Head` as JSON and its version), `entries` (run record
 entries kept, by version), `outcomes` (card outcomes, by the version and place of the event
 that recorded them), `messages` (the transcript, by index, with the user message number and
 where its block ends), `pages` (page changes) and `turns`. `SQLRows` reads and writes one
@@ -20,10 +20,10 @@ import orjson
 from pydantic import TypeAdapter
 
 from adapters.store.crypto import ERASED, ViewTexts
-from adapters.views.rendered import MESSAGE_BODY, SEPARATOR, KeptMessages, Placement
+from adapters.views.caches import MESSAGE_BODY, SEPARATOR, KeptMessages, Placement
 from domain.values import assembled
 from projections.card_outcomes import CardOutcome
-from projections.rows import Head, TurnMark
+from projections.row_fold import Head, TurnMark
 from projections.run_record import Entry
 from projections.transcript import Message
 
@@ -82,7 +82,7 @@ class ReadMoved(Exception):  # a signal to the reader, never seen outside ReadMo
     version than its first one did. The reader takes the live pointer and reads again."""
 
 
-def aside_key(cid: str) -> str:
+def aside_cid(cid: str) -> str:
     """Returns the `cid` column's value of a conversation's entries set aside for its latest
     turn (`SQLRows.set_aside`)."""
     return f"{cid}:turn"
@@ -127,7 +127,7 @@ def activity_index(generation: int) -> str:
 
 def activity_statement(generation: int, schema: str, activity: str) -> str:
     """Returns the CREATE INDEX statement of the heads by last activity: `activity`, the
-    backend's expression of a head body's `last_at` (`SQLBackend.activity`), then `cid`."""
+    backend's expression of a head body's `last_at` (`SQLViewStorage.activity`), then `cid`."""
     return (
         f"CREATE INDEX IF NOT EXISTS {activity_index(generation)} ON {table_names(generation, schema)['heads']} ({activity}, cid)"
     )
@@ -135,7 +135,7 @@ def activity_statement(generation: int, schema: str, activity: str) -> str:
 
 def create_statements(generation: int, schema: str = "", heads_storage: str = "", activity: str = "") -> list[str]:
     """Returns the CREATE statements of a generation's tables; `heads_storage` follows the
-    heads table's columns (PostgreSQL's `WITH (fillfactor = …)`, `SQLBackend.heads_storage`);
+    heads table's columns (PostgreSQL's `WITH (fillfactor = …)`, `SQLViewStorage.heads_storage`);
     with `activity` (an expression of a head body's `last_at`), the heads' index by it."""
     n, big = table_names(generation, schema), "BIGINT"
     bare = table_names(generation)
@@ -236,7 +236,7 @@ class SQLRows:
     def aside_cid(self) -> str:
         """The key under which the entries set aside (`set_aside`) are kept in the entries
         table: no read of the conversation's rows (by its `cid`) finds them."""
-        return aside_key(self.cid)
+        return aside_cid(self.cid)
 
     # ---------------------------------------------------------------- head
 
@@ -280,7 +280,7 @@ class SQLRows:
         self._select(f"DELETE FROM {self.t['entries']} WHERE cid = ?", (self.aside_cid,))
 
     def turn_rows(self, length: int, version: int) -> tuple[tuple[Message, ...], tuple[Entry, ...], tuple[CardOutcome, ...]]:
-        """Returns, in one statement, what the latest turn saw (`projections.rows.Head.turn_intact`):
+        """Returns, in one statement, what the latest turn saw (`projections.row_fold.Head.turn_intact`):
         the first `length` transcript messages, the entries set aside for it and those kept of
         versions up to `version` (oldest first), and the card outcomes recorded up to `version`."""
         t = self.t
@@ -426,7 +426,7 @@ class SQLRows:
         sides of each block's end (where a note goes), so `messages_at` asks the database only
         for what that statement did not bring (a note placed by position). With `kept`, each
         message is decoded once per row body (`_decode_messages`). With `known` (what is known
-        of these rows already: `adapters.views.rendered.KnownBlocks`), neither asks the
+        of these rows already: `adapters.views.caches.KnownBlocks`), neither asks the
         database for what it holds, nor decodes a message it holds decoded; whatever they read
         is added to it."""
         known = known if known is not None else Placement()
@@ -696,7 +696,7 @@ class LazyEntries(Sequence[Entry]):
 
 class PrefetchedRows(SQLRows):
     """`SQLRows` whose newest kept entries and newest card outcomes were read already (by
-    `PostgresBackend.turn_rows`, as bodies joined by SEPARATOR, oldest first), with the head
+    `PostgresViewStorage.turn_rows`, as bodies joined by SEPARATOR, oldest first), with the head
     they were read with: a turn read decodes each body as the notes ask for it and asks the
     database only for transcript messages, and for the older entries should the notes reach
     them (`entries`). `run` runs its reads (the backend's, which may keep them prepared)."""

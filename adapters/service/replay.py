@@ -1,7 +1,7 @@
-"""Results of the service layer's reads, and the reads that need no store: `Replay` (the turns
-of one conversation; `replay_file` reads a JSON Lines file in memory, nothing stored; time
-travel picks the turns of one user message), `Audit`, `Demo`, `demo_lines`, and `apply_notes`, the
-reference of what the chat does with `Chatrecord.turn_notes`.
+"""Replay: `Replay` (the turns of one conversation, each as it saw them), read from the store or,
+with nothing stored, from a JSON Lines file (`replay_file`) or standard input (`replay_lines`);
+time travel picks the turns of one user message (`turns_at`). Beside it the other results of
+the service layer's reads, `Audit` and `Demo`, and the demo tour's lines (`demo_lines`).
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from typing import Any
 from uuid import UUID
 
 from adapters.ingest import fold_events, read_events, read_lines
-from adapters.service.conversations import stored_key
-from adapters.service.lines import IngestReport
+from adapters.service.conversations import stored_id
+from adapters.service.record_lines import IngestReport
 from adapters.store.application import ConversationStore
 from adapters.store.verify import Verdict
 from domain.errors import ChatrecordError, UnknownConversation, shown_id
@@ -70,7 +70,7 @@ def file_conversations(path: Path) -> Conversations:
 def stored_conversation(store: ConversationStore, conversation: str, backend: str) -> list[ConversationEvent]:
     """Returns the full event log of `conversation`. Raises UnknownConversation when the store
     (described by `backend`) has none of that id."""
-    events = store.events(stored_key(store, conversation))
+    events = store.events(stored_id(store, conversation))
     if not events:
         raise unknown_conversation(store, conversation, backend)
     return events

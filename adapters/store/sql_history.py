@@ -1,5 +1,5 @@
 """The history index in the store's database: what the aggregate's invariants need of the past
-(`domain.history`), as indexed rows, written in the transaction that stores the events.
+(`domain.history_index`), as indexed rows, written in the transaction that stores the events.
 
 Tables (rule-independent, so a rebuild leaves them alone):
 `chatrecord_index` (one row per conversation: the version indexed, the live card outcomes),
@@ -9,7 +9,7 @@ lines by digest, with the versions of the events they stored). A redelivered lin
 is an index lookup; nothing of it lives in the aggregate or its snapshot.
 
 `SQLHistory` reads (and, given the event transaction's cursor, writes) one conversation's
-rows; `index_events` records events with `domain.history.index_event`. `HistoryTables` hands
+rows; `index_events` records events with `domain.history_index.index_event`. `HistoryTables` hands
 out a database's readers and writers; each backend's store factory makes its own
 (`adapters.backends`).
 """
@@ -24,15 +24,15 @@ from uuid import UUID
 from eventsourcing.application import LRUCache
 
 from domain.events import ConversationEvent
-from domain.history import AssumedHistory, LayeredHistory, MemoryHistory, NotKnown, SegmentRecord, index_event
+from domain.history_index import AssumedHistory, LayeredHistory, MemoryHistory, NotKnown, SegmentRecord, index_event
 from domain.state import evolve
 
 Execute = Callable[[str, tuple[Any, ...]], Any]
 
 T = TypeVar("T")
 
-KEYS_AT_ONCE = 500
-"""The most keys one lookup statement of `SQLHistory.prefetch_keys` asks for."""
+LOOKUPS_AT_ONCE = 500
+"""The most lookups one statement of `SQLHistory.prefetch_many` asks for."""
 
 TABLES = ("chatrecord_index", "chatrecord_segments", "chatrecord_messages", "chatrecord_sources")
 
@@ -138,17 +138,17 @@ class SQLHistory:
         if run:
             self._memo[("run_cut", run)] = row["run_cut"] is not None
 
-    def prefetch_keys(self, digests: Iterable[str], segments: Iterable[str], runs: Iterable[str] = ()) -> None:
+    def prefetch_many(self, digests: Iterable[str], segments: Iterable[str], runs: Iterable[str] = ()) -> None:
         """Reads the rows of many input lines (`digests`), segments and runs (whether an edit cut
         them) at once, a statement per
-        KEYS_AT_ONCE keys, for the lookups of a command of many lines (`memo`); does nothing
-        when this index also writes. Each key found or not is then answered without a read."""
+        LOOKUPS_AT_ONCE lookups, for the lookups of a command of many lines (`memo`); does nothing
+        when this index also writes. Each lookup found or not is then answered without a read."""
         if self._memo is None:
             return
         memo = self._memo
         wanted = [d for d in dict.fromkeys(digests) if ("source", d) not in memo]
-        for at in range(0, len(wanted), KEYS_AT_ONCE):
-            part = wanted[at : at + KEYS_AT_ONCE]
+        for at in range(0, len(wanted), LOOKUPS_AT_ONCE):
+            part = wanted[at : at + LOOKUPS_AT_ONCE]
             for d in part:
                 memo[("source", d)] = None
             rows = self._x(
@@ -159,8 +159,8 @@ class SQLHistory:
             for row in rows:
                 memo[("source", row["digest"])] = (int(row["first"]), int(row["last"]))
         wanted = [g for g in dict.fromkeys(segments) if ("segment", g) not in memo]
-        for at in range(0, len(wanted), KEYS_AT_ONCE):
-            part = wanted[at : at + KEYS_AT_ONCE]
+        for at in range(0, len(wanted), LOOKUPS_AT_ONCE):
+            part = wanted[at : at + LOOKUPS_AT_ONCE]
             for g in part:
                 memo[("segment", g)] = None
             rows = self._x(
@@ -171,8 +171,8 @@ class SQLHistory:
             for row in rows:
                 memo[("segment", row["segment"])] = SegmentRecord.model_validate_json(row["body"])
         wanted = [r for r in dict.fromkeys(runs) if ("run_cut", r) not in memo]
-        for at in range(0, len(wanted), KEYS_AT_ONCE):
-            part = wanted[at : at + KEYS_AT_ONCE]
+        for at in range(0, len(wanted), LOOKUPS_AT_ONCE):
+            part = wanted[at : at + LOOKUPS_AT_ONCE]
             for r in part:
                 memo[("run_cut", r)] = False
             rows = self._x(

@@ -1,5 +1,5 @@
-"""Command-line habits: `-` for standard input, JSON for tools with every invisible
-character escaped, and no store made by a command that only reads.
+"""The commands' standard input and output: `-` for standard input, JSON for tools with every
+invisible character escaped; and no store made by a command that only reads.
 
 Kept apart from `adapters.cli`, which wires these into its commands.
 """
@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 
 from adapters.ingest import bounded_lines
-from adapters.service.lines import IngestReport
+from adapters.service.record_lines import IngestReport
 from adapters.store.settings import DEFAULT_DB
 from domain.errors import ChatrecordError
 

@@ -14,11 +14,11 @@ from eventsourcing.postgres import PostgresDatastore
 from psycopg.sql import SQL
 
 from adapters.backends.postgres.append import ASSUMPTION_FUNCTION, AppendDocument, assumption_function_statement
-from adapters.backends.postgres.schema import create_once, lock_key
+from adapters.backends.postgres.schema import create_once, schema_lock_name
 from adapters.store.chain import CHAIN_TABLE
-from adapters.store.history import TABLES as HISTORY_TABLES
-from adapters.store.history import AssumedBase, HeldIndex, SQLHistory, SQLHistoryTables, index_events
-from domain.history import AssumedHistory
+from adapters.store.sql_history import TABLES as HISTORY_TABLES
+from adapters.store.sql_history import AssumedBase, HeldIndex, SQLHistory, SQLHistoryTables, index_events
+from domain.history_index import AssumedHistory
 
 
 def _marks(rows: Sequence[tuple[Any, ...]]) -> str:
@@ -52,7 +52,7 @@ class PostgresHistoryTables(SQLHistoryTables):
             exists = SQL("SELECT to_regprocedure({}) IS NOT NULL").format(f"{self.assumption_function}()")
             try:
                 with self.datastore.get_connection() as conn:
-                    create_once(conn, lock_key(schema), exists, [assumption_function_statement(schema)])
+                    create_once(conn, schema_lock_name(schema), exists, [assumption_function_statement(schema)])
                 checks = True
             except (psycopg.Error, PersistenceError):
                 checks = False

@@ -6,13 +6,13 @@ it, plus the one or two the append wrote. Decoding each body (pydantic) and rend
 note made that read cost grow with the number of notes (10 at 10 segments, the budget's ~31
 at 10,000). `RenderedNotes` keeps the decoded item per body, so an unchanged body decodes to
 the very object decoded before, and keeps each item's note per page check
-(`projections.page_line.check_key`), so only the new items are decoded and rendered. A note is
+(`projections.page_line.check_slot`), so only the new items are decoded and rendered. A note is
 a function of its item and the page check alone (`projections.notes.note_of`), so a kept note
 is the one that would be rendered again. Bodies are the rows' own JSON; notes hold labels,
 never a text.
 
 `KeptMessages` does the same for the transcript messages a turn read places its notes beside
-(`adapters.views.rows.SQLRows.placement_reads`): about two per note, of which an append changes
+(`adapters.views.conversation_rows.SQLRows.placement_reads`): about two per note, of which an append changes
 one or two, so a read decodes (and opens, where texts are sealed) only those. A kept message
 holds its text: it is handed out only while the conversation's data key still opens its sealed
 body (`adapters.store.crypto.ViewTexts.readable`), and an erasure in this process drops them all.
@@ -30,7 +30,7 @@ from eventsourcing.utils import get_topic
 from projections.card_outcomes import CardOutcome
 from projections.notes import Note, NoteOf, note_of
 from projections.page_line import PageCheck
-from projections.rows import TAIL_ONLY
+from projections.row_fold import TAIL_ONLY
 from projections.run_record import Entry
 from projections.transcript import Message
 
@@ -69,7 +69,7 @@ class RenderedNotes:
             return item
 
     def note(self, check: Hashable) -> NoteOf:
-        """Returns a `NoteOf` for page check key `check` that renders each item once: an item
+        """Returns a `NoteOf` for page check slot `check` that renders each item once: an item
         decoded here gets the note rendered for it before under the same check."""
 
         def rendered(item: Entry | CardOutcome, can_see_page: PageCheck) -> Note:
@@ -113,7 +113,7 @@ class KeptMessages:
 
 
 SEPARATOR = "\x1e"
-"""Between the bodies a turn read gets joined in one column (`PostgresBackend.turn_rows`): JSON
+"""Between the bodies a turn read gets joined in one column (`PostgresViewStorage.turn_rows`): JSON
 never holds it unescaped."""
 FIELD = "\x1f"
 """Between the fields of one row in such a column (`TurnRows.tail`): JSON never holds it
@@ -126,7 +126,7 @@ TAIL_ROWS = 16
 KNOWN_CONVERSATIONS = 256
 """Conversations whose `KnownBlocks` a process keeps."""
 TAIL_ONLY_TOPICS = frozenset(get_topic(cls) for cls in TAIL_ONLY)
-"""The stored topics of the events of `projections.rows.TAIL_ONLY`."""
+"""The stored topics of the events of `projections.row_fold.TAIL_ONLY`."""
 
 
 @dataclass
@@ -134,7 +134,7 @@ class Placement:
     """What a turn read knows of a conversation's transcript rows for placing notes: by user
     message number, the index of its newest message and where its block ends (None as the
     value: no message of the number), row bodies by index, and which numbers and indexes the
-    read asked for (`adapters.views.rows.SQLRows.placement_reads`)."""
+    read asked for (`adapters.views.conversation_rows.SQLRows.placement_reads`)."""
 
     ends: dict[int, tuple[int, int | None] | None] = field(default_factory=dict)
     bodies: dict[int, str] = field(default_factory=dict)
@@ -152,7 +152,7 @@ class KnownBlocks:
     newest message's index and the block's end, None: the transcript's end) and the messages
     it asked for, decoded (each from a body of at most MESSAGE_BODY characters; like
     `KeptMessages` they hold texts, and an erasure drops them). What lies before `last_user`
-    stays true while only events of `projections.rows.TAIL_ONLY` follow; the rows from
+    stays true while only events of `projections.row_fold.TAIL_ONLY` follow; the rows from
     `last_user` on change, and are read afresh (`placement`)."""
 
     generation: int

@@ -1,6 +1,6 @@
 """The row read models equal a fresh fold of the log, for random conversations (hypothesis).
 
-`projections.rows.apply_to_rows` applies each event to a conversation's rows (here the in-memory
+`projections.row_fold.apply_to_rows` applies each event to a conversation's rows (here the in-memory
 rows the memory store uses); the folded read models (`projections.turn.apply`) are the
 reference. Edits, undecided cards, stray continuations and legacy rows all come up.
 """
@@ -11,8 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_properties import EPISODES, tell
 
+from adapters.views.conversation_rows import MemoryConversation, MemoryRows
 from adapters.views.readmodels import _state, fold_into
-from adapters.views.rows import MemoryConversation, MemoryRows
 from projections import turn
 from projections.rules import resolve
 from projections.turn_notes import apply_notes, turn_notes
@@ -76,7 +76,7 @@ def test_turn_notes_put_into_the_transcript_are_the_turns_messages(legacy, episo
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(legacy=st.integers(0, 2), episodes=EPISODES)
 def test_a_changed_head_is_the_heads_model_copy(legacy, episodes):
-    from projections.rows import _changed
+    from projections.row_fold import _changed
 
     _, head = rows_of(tell(legacy, episodes).events)
     update = {"version": head.version + 1, "edited": None, "length": head.length + 2, "last_role": "user"}
@@ -111,7 +111,7 @@ def test_a_sealed_message_body_is_the_models_json_with_its_text_sealed():
     import orjson
 
     from adapters.store.crypto import ViewTexts
-    from adapters.views.rows import SQLRows
+    from adapters.views.conversation_rows import SQLRows
     from projections.transcript import Message
 
     class Keys:
@@ -136,8 +136,8 @@ def test_a_sealed_message_body_is_the_models_json_with_its_text_sealed():
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(legacy=st.integers(0, 2), episodes=EPISODES)
 def test_an_event_of_tail_only_leaves_every_row_before_the_last_user_message_as_it_was(legacy, episodes):
-    # what a turn read keeps of the transcript rows (adapters.views.rendered.KnownBlocks) relies on it
-    from projections.rows import TAIL_ONLY
+    # what a turn read keeps of the transcript rows (adapters.views.caches.KnownBlocks) relies on it
+    from projections.row_fold import TAIL_ONLY
 
     rows = MemoryRows(MemoryConversation())
     head = None
@@ -158,7 +158,7 @@ def test_an_event_of_tail_only_leaves_every_row_before_the_last_user_message_as_
 
 def test_the_events_that_rewrite_or_cut_rows_are_not_tail_only():
     from domain.events import ConversationErased, LegacyRowImported, MessageEdited, TranscriptReplaced, TurnsTruncated
-    from projections.rows import TAIL_ONLY
+    from projections.row_fold import TAIL_ONLY
 
     assert not {MessageEdited, TurnsTruncated, TranscriptReplaced, LegacyRowImported, ConversationErased} & set(TAIL_ONLY)
 
@@ -169,7 +169,7 @@ def test_buffered_rows_read_back_what_they_hold_and_send_it_at_the_flush():
     import orjson
 
     from adapters.store.crypto import ViewTexts
-    from adapters.views.rows import BufferedRows, table_names
+    from adapters.views.conversation_rows import BufferedRows, table_names
     from projections.run_record import Entry, ToolCount
     from projections.transcript import Message
 
@@ -343,7 +343,7 @@ def test_row_bodies_read_back_as_the_validated_messages_they_were_written_from(m
     import uuid
 
     from adapters.store.crypto import ViewTexts
-    from adapters.views.rows import SQLRows, decode_messages
+    from adapters.views.conversation_rows import SQLRows, decode_messages
     from projections.transcript import Message
 
     class Keys:
@@ -373,7 +373,7 @@ def test_row_bodies_read_back_as_the_validated_messages_they_were_written_from(m
 
 def test_message_of_row_knows_every_field_of_a_message():
     """`message_of_row` names each field of `Message`: a field added to it must be added there."""
-    from adapters.views.rows import message_of_row
+    from adapters.views.conversation_rows import message_of_row
     from projections.transcript import Message
 
     assert tuple(Message.model_fields) == ("role", "text", "number", "segments", "ends")

@@ -1,8 +1,8 @@
 """Lines into the store, one path for every entrypoint (the CLI, the Python API, HTTP).
 
 A line is parsed by `parse` (the ingester's `parse_numbered`: UTF-8, a BOM before line 1, a
-blank line is None) and handed to the store as a `Lines` command: one line, or a batch of lines
-of one conversation that is stored all or nothing. `Lines.decide` folds the lines over the
+blank line is None) and handed to the store as a `RecordLines` command: one line, or a batch of lines
+of one conversation that is stored all or nothing. `RecordLines.decide` folds the lines over the
 conversation's state, so a refusal (a domain error) names its source, line and field exactly as
 the CLI always did (`demo.jsonl: line 7, segment: …`), and an expected version (`follows`) is
 checked on the state the store loaded inside its retry loop, so the check and the append are
@@ -20,7 +20,7 @@ from adapters.store.crypto import TextsErased
 from domain.conversation import Conversation, History, project_conversation
 from domain.errors import ChatrecordError, InvalidInput, shown_id
 from domain.events import ConversationEvent
-from domain.history import LayeredHistory, index_event
+from domain.history_index import LayeredHistory, index_event
 
 
 class VersionMismatch(ChatrecordError):
@@ -40,18 +40,18 @@ def parse(raw: str | bytes, line_no: int, source: str) -> ParsedLine | None:
     return parse_numbered(raw, line_no, source)
 
 
-class Lines:
+class RecordLines:
     """The store command of one or more parsed lines of one conversation.
 
     `follows`: the version the conversation must be at (0: not started), else VersionMismatch.
     After `decide`, `counts[i]` is how many events line i decided (0: recorded before).
     `new_segments`: the segment ids its `segment_returned` lines record (a store that decides
-    without reading its index assumes them unrecorded, `domain.history.AssumedHistory`).
+    without reading its index assumes them unrecorded, `domain.history_index.AssumedHistory`).
     """
 
     def __init__(self, lines: Sequence[ParsedLine], follows: int | None = None) -> None:
         if not lines:
-            raise ValueError("Lines needs at least one line")
+            raise ValueError("RecordLines needs at least one line")
         self.lines = tuple(lines)
         self.conversation = lines[0].conversation
         self.follows = follows
@@ -67,9 +67,9 @@ class Lines:
             self.run = fields.get("run")  # the store reads these rows with the index row
 
     def lookups(self) -> tuple[list[str], list[str], list[str]]:
-        """Returns the index keys deciding the lines asks for (the lines' digests, the segment
-        ids and run ids they name), which a store may read at once before `decide` (`SQLHistory.prefetch_keys`);
-        none for one line, whose keys the store reads with its index row (`SQLHistory.prefetch`)."""
+        """Returns the index lookups deciding the lines asks for (the lines' digests, the segment
+        ids and run ids they name), which a store may read at once before `decide` (`SQLHistory.prefetch_many`);
+        none for one line, whose lookups the store reads with its index row (`SQLHistory.prefetch`)."""
         if len(self.lines) == 1:
             return [], [], []
         segments = [segment for line in self.lines if isinstance(segment := vars(line).get("segment"), str)]
@@ -146,7 +146,7 @@ class Recorded:
     (`adapters.api.Chatrecord.position`): a later read given it is never older; None otherwise."""
 
     @classmethod
-    def of(cls, result: HandleResult, command: Lines) -> Recorded:
+    def of(cls, result: HandleResult, command: RecordLines) -> Recorded:
         counts = tuple(command.counts) if result.appended else tuple(0 for _ in command.lines)
         version = result.state.version if result.state is not None else 0
         return cls(result.conversation, version, len(result.appended), result.repeated, result.events, counts)

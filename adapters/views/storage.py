@@ -7,9 +7,9 @@ shared lock and a rebuild switches generations under the exclusive one (PostgreS
 locks; SQLite's writer lock; a thread lock in memory), so no write lands in a generation after
 it was switched away from.
 
-`Backend` is what the read models need of a database and `SQLBackend` its SQL part; each
-backend's module (`adapters.backends`) has its own (`SQLiteBackend`, `PostgresBackend`,
-`MemoryBackend`), which its store factory hands out (`adapters.backends.backend_for`).
+`ViewStorage` is what the read models need of a database and `SQLViewStorage` its SQL part; each
+backend's module (`adapters.backends`) has its own (`SQLiteViewStorage`, `PostgresViewStorage`,
+`MemoryViewStorage`), which its store factory hands out (`adapters.backends.view_storage_for`).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from uuid import UUID
 import orjson
 
 from adapters.store.crypto import ViewTexts
-from adapters.views.rows import (
+from adapters.views.conversation_rows import (
     OVERVIEW_TABLES,
     TABLES,
     BufferedRows,
@@ -46,7 +46,7 @@ log = logging.getLogger("chatrecord")
 
 @dataclass(frozen=True)
 class TurnRows:
-    """What `PostgresBackend.turn_rows` read: the live pointer, the head row's body (None
+    """What `PostgresViewStorage.turn_rows` read: the live pointer, the head row's body (None
     before the first event), the log's version, the newest entries' bodies joined by the record
     separator U+001E (which JSON never holds unescaped) and the newest outcomes' bodies joined
     by the same separator, oldest first; `matches` is False when the guessed generation was not the
@@ -77,9 +77,9 @@ class TurnRows:
 
 @dataclass(frozen=True)
 class TurnInputRows:
-    """What `PostgresBackend.turn_input_rows` read in one statement: the live pointer, the head
+    """What `PostgresViewStorage.turn_input_rows` read in one statement: the live pointer, the head
     row's body (None before the first event), the log's version and, where the head says its
-    latest turn is still intact in the rows (`projections.rows.Head.turn_intact`), what that
+    latest turn is still intact in the rows (`projections.row_fold.Head.turn_intact`), what that
     turn saw (`adapters.views.readmodels.turn_rows_state`), each kind's row bodies joined by
     the record separator U+001E, oldest first: the first `turn.length` transcript messages, the
     run record entries of versions up to `turn.version` with those set aside for it, and the
@@ -200,9 +200,9 @@ def not_updated(error: Exception) -> None:
     log.warning("chatrecord: the read models were not updated with this write (%s); the next read catches up", reason)
 
 
-class Backend:
+class ViewStorage:
     """What the read models need of a database. `texts` seals the transcript rows' texts with
-    each conversation's data key where the store keeps data keys (set by `backend_for`)."""
+    each conversation's data key where the store keeps data keys (set by `view_storage_for`)."""
 
     texts: ViewTexts | None = None
     shared = True
@@ -291,12 +291,12 @@ class Backend:
         tail_from: int = 0,
     ) -> TurnRows | None:
         """Where the backend reads a turn's rows in one statement: see
-        `adapters.backends.postgres.PostgresBackend`."""
+        `adapters.backends.postgres.PostgresViewStorage`."""
         return None
 
     def turn_input_rows(self, curs: Any, cid: UUID, generation: int) -> TurnInputRows | None:
         """Where the backend reads the rows of a conversation's latest turn in one statement
-        (`TurnInputRows`): see `adapters.backends.postgres.PostgresBackend`. None: read them
+        (`TurnInputRows`): see `adapters.backends.postgres.PostgresViewStorage`. None: read them
         row by row."""
         return None
 
@@ -333,7 +333,7 @@ class Backend:
         (`users`: `Head.users`, None in a head an earlier version wrote), newest last
         activity first (then by `cid`, descending): only those before `before` (a `(last_at,
         cid)` of an earlier page) in that order, and with `last_at` >= `since`, if given (times
-        in microseconds since the epoch, `projections.rows.Head.last_at`). A head without
+        in microseconds since the epoch, `projections.row_fold.Head.last_at`). A head without
         `last_at` is not listed. One index range read: it costs the page, not the store."""
         raise NotImplementedError
 
@@ -346,7 +346,7 @@ class Backend:
         raise NotImplementedError
 
 
-class SQLBackend(Backend):
+class SQLViewStorage(ViewStorage):
     """The views in a SQL database (`datastore`: the library's; `events_table` its events
     table's name); `p` is the driver's placeholder, `schema` the tables' schema ("": none)."""
 
@@ -503,7 +503,7 @@ class SQLBackend(Backend):
 
 
 class NeedsSnapshot(Exception):  # a signal to the reader, never seen outside ReadModels
-    """Raised by a cursor of `Backend.reading(snapshot=False)` at its second statement."""
+    """Raised by a cursor of `ViewStorage.reading(snapshot=False)` at its second statement."""
 
 
-__all__ = ["TABLES", "Backend", "NeedsSnapshot", "Pointer", "QueuedStatements", "ReadMoved", "TurnInputRows"]
+__all__ = ["TABLES", "ViewStorage", "NeedsSnapshot", "Pointer", "QueuedStatements", "ReadMoved", "TurnInputRows"]

@@ -1,0 +1,197 @@
+"""The HTTP service's OpenAPI document (`docs/openapi.json`, served at /openapi.json): FastAPI's,
+completed by `document` with the line schemas of `POST /v1/lines` (from the parser's own models),
+the headers and problem types each response really has (ETAG, REPLAYED, READ_AFTER_HEADER,
+ERASED, PROBLEM_TYPES), links from a recorded line to its conversation's reads and the demo
+tour's answers as the reads' examples. The bodies' shapes are in `adapters.http.schemas`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from adapters.http.schemas import ProblemDetails
+
+LINE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["type", "conversation", "at"],
+    "properties": {
+        "type": {"type": "string"},
+        "conversation": {"type": "string"},
+        "at": {"type": "string", "format": "date-time"},
+    },
+    "additionalProperties": True,
+    "description": "One line of the chat's input format (docs/input-format.md).",
+}
+LINES_BODY: dict[str, Any] = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "application/json": {"schema": LINE_SCHEMA},
+            "application/x-ndjson": {"schema": {"type": "string", "description": "JSON Lines: lines of one conversation."}},
+        },
+    },
+}
+
+
+def _line_schemas() -> tuple[dict[str, Any], dict[str, Any]]:
+    """Returns the schema of one input line (a union discriminated on `type`) and its
+    components, made from the parser's own models (`adapters.ingest.line_models`): the bounds are
+    those the ingester enforces (`domain.limits`)."""
+    from pydantic import TypeAdapter
+
+    from adapters.ingest.line_models import ParsedLine
+
+    schema = TypeAdapter(ParsedLine).json_schema(ref_template="#/components/schemas/{model}")
+    components = schema.pop("$defs")
+    schema["description"] = "One line of the chat's input format (docs/input-format.md), by its `type`."
+    return schema, components
+
+
+def _demo_examples() -> dict[str, Any]:
+    """Returns the demo tour's lines (`chatrecord demo`) as examples, one per line type."""
+    import json
+    from importlib.resources import files
+
+    examples: dict[str, Any] = {}
+    for text in files("adapters.data").joinpath("demo_seo_tour.jsonl").read_text("utf-8").splitlines():
+        line = json.loads(text)
+        examples.setdefault(line["type"], {"summary": f"a {line['type']} line of the demo tour", "value": line})
+    return examples
+
+
+DEMO = "conv-demo-seo"
+"""The demo tour's conversation (`chatrecord demo`), whose answers are the reads' examples."""
+
+
+def _demo_reads() -> dict[str, dict[str, Any]]:
+    """Returns, by path, the example of each conversation read's 200: the demo tour's real
+    answer, from the demo stored in memory (`Chatrecord.demo`; the audit and the activity list
+    cut to their first rows and segments, the replay to its latest turn)."""
+    from adapters.api import Chatrecord
+    from adapters.bootstrap import open_store
+
+    chatrecord = Chatrecord(open_store(memory=True))
+    try:
+        chatrecord.demo()
+        rows = [row.to_json() for row in chatrecord.audit(DEMO).rows]
+        segments = [s.model_dump(mode="json") for s in chatrecord.activity(DEMO)]
+        cut = next(n for n, row in enumerate(rows, start=1) if row["kind"] == "card_outcome")
+        read = "/v1/conversations/{conversation}/"
+        return {
+            "/v1/conversations": {"summary": "the store of `chatrecord demo`", "value": chatrecord.conversations().to_json()},
+            read + "turn": {"summary": "the demo tour's next turn", "value": chatrecord.turn_notes(DEMO).to_json()},
+            read + "audit": {"summary": f"the first {cut} of the demo tour's {len(rows)} rows", "value": rows[:cut]},
+            read + "activity": {"summary": f"the first 2 of the demo tour's {len(segments)} segments", "value": segments[:2]},
+            read + "replay": {"summary": "the demo tour's latest turn (?at=3)", "value": chatrecord.replay(DEMO, at=3).to_json()},
+        }
+    finally:
+        chatrecord.close()
+
+
+ETAG = {
+    "description": 'The conversation\'s version as a strong ETag, e.g. "7" (send it as If-Match).',
+    "schema": {"type": "string", "pattern": '^"[0-9]+"$'},
+}
+REPLAYED = {
+    "description": "true when this is the kept response to an Idempotency-Key sent before.",
+    "schema": {"type": "string", "enum": ["true"]},
+}
+READ_AFTER_HEADER = {
+    "description": "The write's position, where the service reads from standbys "
+    "(CHATRECORD_READ_DATABASE_URL): a GET sent with it as Chatrecord-Read-After is never older "
+    "than this write. Opaque (PostgreSQL's WAL position, e.g. 0/3016040); absent otherwise.",
+    "schema": {"type": "string", "pattern": "^[0-9A-Fa-f]{1,8}/[0-9A-Fa-f]{1,8}$"},
+}
+ERASED = {
+    "description": "true when the conversation was erased: its texts read [erased].",
+    "schema": {"type": "string", "enum": ["true"]},
+}
+PROBLEM_TYPES = {
+    400: ["unreadable-json", "bad-request"],
+    401: ["unauthorized"],
+    404: ["unknown-conversation", "no-such-turn", "not-found"],
+    405: ["method-not-allowed"],
+    409: ["refused-line", "no-turn", "chain-broken", "conflict", "request-in-progress"],
+    412: ["version-mismatch"],
+    413: ["body-too-large"],
+    415: ["unsupported-media-type"],
+    422: ["bad-line", "idempotency-key-reused"],
+    500: ["unreadable-event", "internal"],
+    503: ["write-conflict", "store-unavailable"],
+}
+"""The problem `type`s (`urn:chatrecord:problem:<name>`, adapters.http.problems) each status carries."""
+
+
+def document(app: Any) -> dict[str, Any]:
+    """Returns the OpenAPI document of `app` (kept as `app.openapi_schema`): FastAPI's, with the
+    line schemas of `POST /v1/lines`, the headers and problem types each response really has,
+    links from a recorded line to its conversation's reads, the demo tour's answers as the
+    reads' examples, and no 422 that never occurs (a bad
+    parameter is a 400 problem)."""
+    from fastapi.openapi.utils import get_openapi
+
+    doc = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
+    line, components = _line_schemas()
+    schemas = doc.setdefault("components", {}).setdefault("schemas", {})
+    schemas.update(components)
+    schemas["Line"] = line
+    reads = {}
+    for path, item in doc["paths"].items():
+        for method, operation in item.items():
+            for parameter in operation.get("parameters", []):  # an optional parameter is left out, never "null"
+                branches = parameter["schema"].pop("anyOf", None)
+                if branches:
+                    parameter["schema"].update(next(b for b in branches if b != {"type": "null"}))
+            responses = operation.get("responses", {})
+            if "HTTPValidationError" in str(responses.get("422", "")):
+                del responses["422"]
+            for status, response in responses.items():
+                if status.isdigit() and int(status) in PROBLEM_TYPES and "content" in response:
+                    names = PROBLEM_TYPES[int(status)]
+                    response["content"] = {
+                        "application/problem+json": {
+                            "schema": {
+                                "allOf": [
+                                    {"$ref": "#/components/schemas/ProblemDetails"},
+                                    {"properties": {"type": {"enum": [f"urn:chatrecord:problem:{n}" for n in names]}}},
+                                ]
+                            }
+                        }
+                    }
+                    response["description"] += " (problem type: " + ", ".join(names) + ")"
+            if method == "get" and path.startswith("/v1/conversations/{conversation}/"):
+                reads[path.rsplit("/", 1)[1]] = operation["operationId"]
+    for name in ("HTTPValidationError", "ValidationError"):
+        if name in schemas and name not in str(doc["paths"]):
+            del schemas[name]
+    post = doc["paths"]["/v1/lines"]["post"]
+    post["requestBody"] = {
+        "required": True,
+        "content": {
+            "application/json": {"schema": {"$ref": "#/components/schemas/Line"}, "examples": _demo_examples()},
+            "application/x-ndjson": {
+                "schema": {
+                    "type": "string",
+                    "description": ("JSON Lines: one Line object a line, all of one conversation; recorded all or nothing."),
+                }
+            },
+        },
+    }
+    ok = post["responses"]["200"]
+    ok["headers"] = {"ETag": ETAG, "Idempotent-Replayed": REPLAYED, "Chatrecord-Read-After": READ_AFTER_HEADER}
+    ok["links"] = {
+        name: {
+            "operationId": operation,
+            "parameters": {"conversation": "$response.body#/conversation"},
+            "description": f"The conversation's {name} after the line.",
+        }
+        for name, operation in sorted(reads.items())
+    }
+    for path, example in _demo_reads().items():
+        doc["paths"][path]["get"]["responses"]["200"]["content"]["application/json"]["examples"] = {"demo": example}
+    turn = doc["paths"].get("/v1/conversations/{conversation}/turn", {}).get("get")
+    if turn:
+        turn["responses"]["200"]["headers"] = {"ETag": ETAG}
+    schemas["ProblemDetails"] = ProblemDetails.model_json_schema()
+    schemas["ProblemDetails"]["properties"]["type"]["pattern"] = "^urn:chatrecord:problem:[a-z-]+$"
+    app.openapi_schema = doc
+    return doc

@@ -1,0 +1,179 @@
+"""The HTTP service's reads of the store: the conversations list and, per conversation, its
+export, the next turn's notes, the audit, the activity list and the replay (`add_reads`), each
+one call of the service layer (`adapters.api.Chatrecord`, the `Service` dependency).
+
+No `from __future__ import annotations` here: FastAPI reads the handlers' annotations.
+"""
+
+from typing import Annotated, Any
+
+import orjson
+from fastapi import APIRouter, Depends, Path, Query, Request, Response
+
+from adapters.api import Chatrecord
+from adapters.http import openapi, schemas
+from adapters.http.headers import JSON, NDJSON, ReadAfter, etag
+from adapters.http.problems import Problem
+from adapters.ingest.names import AT_PATTERN, parse_at
+from adapters.service.conversations import CURSOR_PATTERN, LIST_LIMIT_MAX, BadCursor
+from projections.page_line import PageFilter
+from projections.rules import Rules
+
+Conversation = Annotated[str, Path(description="The conversation id, as the chat names it.")]
+RulesQuery = Annotated[Rules | None, Query(description="Rule set (default: the store's live one).")]
+VisiblePage = Annotated[list[int], Query(description="A page the user may see (repeatable); when given, only these.")]
+HiddenPage = Annotated[list[int], Query(description="A page the user may not see (repeatable).")]
+
+
+def service(request: Request) -> Chatrecord:
+    """Returns the app's Chatrecord (the `Service` dependency of every handler)."""
+    chatrecord: Chatrecord = request.app.state.chatrecord  # set by the app's lifespan
+    return chatrecord
+
+
+Service = Annotated[Chatrecord, Depends(service)]
+
+
+def json_response(value: Any, headers: dict[str, str] | None = None, status: int = 200) -> Response:
+    """Returns `value` as a JSON response (orjson) with `headers` and `status`."""
+    return Response(orjson.dumps(value), status_code=status, media_type=JSON, headers=headers)
+
+
+def add_reads(v1: APIRouter, of_a_conversation: dict[int | str, dict[str, Any]]) -> None:
+    """Adds the reads to the `/v1` router; `of_a_conversation` are the problems a conversation's
+    own operations add to every operation's."""
+
+    @v1.get(
+        "/conversations",
+        response_model=schemas.ConversationList,
+        response_description="A page of conversations, newest activity first",
+    )
+    def conversations(
+        chatrecord: Service,
+        after: ReadAfter = None,
+        *,
+        limit: Annotated[int, Query(ge=1, le=LIST_LIMIT_MAX, description="At most this many a page.")] = 50,
+        cursor: Annotated[
+            str | None, Query(description="The next_cursor of the page before.", json_schema_extra={"pattern": CURSOR_PATTERN})
+        ] = None,
+        since: Annotated[
+            str | None,
+            Query(
+                description="Only those active at or after this ISO-8601 time.",
+                json_schema_extra={"format": "date-time", "pattern": AT_PATTERN},
+            ),
+        ] = None,
+    ) -> Response:
+        """The store's conversations, newest activity first, a page at a time: the object of
+        `chatrecord list --json`, `{"conversations": [...], "next_cursor": ...}`."""
+        at = None
+        if since is not None:
+            try:
+                at = parse_at(since)
+            except ValueError as error:
+                raise Problem(400, "bad-request", f"since: {error}", where="query.since") from None
+        try:
+            page = chatrecord.conversations(limit, cursor, at, after=after)
+        except BadCursor as error:
+            raise Problem(400, "bad-request", str(error), where="query.cursor") from None
+        return json_response(page.to_json())
+
+    @v1.get(
+        "/conversations/{conversation:path}/export",
+        response_class=Response,
+        responses=of_a_conversation
+        | {
+            200: {
+                "content": {NDJSON[0]: {"schema": {"type": "string", "description": "JSON Lines of the input format"}}},
+                "description": "The conversation as the chat's JSON Lines",
+                "headers": {"Chatrecord-Erased": openapi.ERASED},
+            }
+        },
+    )
+    def export(
+        chatrecord: Service,
+        conversation: Conversation,
+        after: ReadAfter = None,
+        *,
+        upto: Annotated[
+            int | None,
+            Query(
+                ge=1,
+                description="Stop after user message N (a 404 no-such-turn problem when the conversation has no user message N).",
+            ),
+        ] = None,
+    ) -> Response:
+        """The conversation as the chat's JSON Lines (`chatrecord export`), made from the store's
+        events: ingested into an empty store, the same turns and audit. An erased conversation's
+        texts read `[erased]` (header `Chatrecord-Erased: true`)."""
+        done = chatrecord.export(conversation, upto, after=after)
+        body = b"".join(orjson.dumps(line) + b"\n" for line in done.lines)
+        return Response(body, media_type=NDJSON[0], headers={"Chatrecord-Erased": "true"} if done.erased else {})
+
+    @v1.get("/conversations/{conversation:path}/turn", response_model=schemas.TurnNotes, responses=of_a_conversation)
+    def turn(
+        chatrecord: Service,
+        conversation: Conversation,
+        after: ReadAfter = None,
+        *,
+        visible_page: VisiblePage = [],  # noqa: B006 - FastAPI copies a Query default per request
+        hidden_page: HiddenPage = [],  # noqa: B006
+        messages: Annotated[schemas.Full | None, Query(description="`full` adds the whole model input.")] = None,
+    ) -> Response:
+        """The chat's read of the next turn: the page line and each note with its place in the
+        transcript the chat holds. A page the user may not see is never named."""
+        can_see = PageFilter(frozenset(visible_page), frozenset(hidden_page))
+        notes = chatrecord.turn_notes(conversation, can_see, after=after)
+        payload = notes.to_json()
+        if messages is not None:
+            payload["messages"] = chatrecord.turn_input(conversation, can_see, after=after).model_messages()
+        return json_response(payload, etag(notes.version))
+
+    @v1.get(
+        "/conversations/{conversation:path}/audit",
+        response_model=list[schemas.AuditRow],
+        response_description="The audit's rows, in order, each by its kind",
+        responses=of_a_conversation,
+    )
+    def audit(chatrecord: Service, conversation: Conversation, rules: RulesQuery = None, after: ReadAfter = None) -> Response:
+        """Everything that ran, was written, decided, left undecided or cut, in order, with
+        times: the rows of `chatrecord audit --json`."""
+        done = chatrecord.audit(conversation, rules.value if rules else None, after=after)
+        return json_response([row.to_json() for row in done.rows])
+
+    @v1.get(
+        "/conversations/{conversation:path}/activity",
+        response_model=list[schemas.SegmentActivity],
+        response_description="The activity list, segment by segment",
+        responses=of_a_conversation,
+    )
+    def activity(chatrecord: Service, conversation: Conversation, rules: RulesQuery = None, after: ReadAfter = None) -> Response:
+        """The activity list the chat shows the editor, segment by segment."""
+        segments = chatrecord.activity(conversation, rules.value if rules else None, after=after)
+        return json_response([s.model_dump(mode="json") for s in segments])
+
+    @v1.get(
+        "/conversations/{conversation:path}/replay",
+        response_model=schemas.Replay,
+        response_description="Every turn's model input as it was then",
+        responses=of_a_conversation,
+    )
+    def replay(
+        chatrecord: Service,
+        conversation: Conversation,
+        rules: RulesQuery = None,
+        after: ReadAfter = None,
+        *,
+        at: Annotated[int | None, Query(ge=1, description="Only the turn of user message N.")] = None,
+        visible_page: VisiblePage = [],  # noqa: B006 - FastAPI copies a Query default per request
+        hidden_page: HiddenPage = [],  # noqa: B006
+    ) -> Response:
+        """Every turn's model input as it was then: the object of `chatrecord replay --json`."""
+        done = chatrecord.replay(
+            conversation,
+            rules.value if rules else None,
+            at,
+            PageFilter(frozenset(visible_page), frozenset(hidden_page)),
+            after=after,
+        )
+        return json_response(done.to_json())

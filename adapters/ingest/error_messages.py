@@ -1,0 +1,117 @@
+"""The ingester's error messages: a pydantic location as the input's path
+(`steps[3].writeTargetTable`), a pydantic error as one line of what was expected (never a
+pydantic dump, no text repeated), an expected version (`follows`) checked as a line's field, and
+a domain error placed at its source line (`at_line`)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import orjson
+from pydantic import TypeAdapter, ValidationError
+
+from adapters.ingest.names import Whole, show
+from domain.errors import ChatrecordError, InvalidInput
+
+_NAME = re.compile(r"[A-Za-z0-9_]{1,64}")
+
+
+def input_path(loc: tuple[Any, ...]) -> str:
+    """Returns a pydantic location as the input's path: `steps[3].writeTargetTable`; a key that
+    is not a plain name is quoted as a short escaped excerpt (`"a key"`)."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+            continue
+        name = str(part) if _NAME.fullmatch(str(part)) else show(str(part))
+        out += f".{name}" if out else name
+    return out
+
+
+def kind_of(value: Any) -> str:
+    """Returns what a JSON value is, for an error message, without repeating any text."""
+    if value is None or isinstance(value, bool):
+        return orjson.dumps(value).decode()
+    if isinstance(value, (int, float)):
+        return f"the number {show(value)}"
+    kinds: dict[type[Any], str] = {str: "a string", list: "a list", dict: "an object"}
+    return kinds.get(type(value), type(value).__name__)
+
+
+_TYPES = {
+    "string_type": "expected a string",
+    "int_type": "expected a whole number",
+    "int_from_float": "expected a whole number",
+    "float_type": "expected a number",
+    "bool_type": "expected true or false",
+    "list_type": "expected a list",
+    "tuple_type": "expected a list",
+    "model_type": "expected an object",
+    "model_attributes_type": "expected an object",
+    "dict_type": "expected an object",
+}
+
+
+def expectation(error: Any, kind: str) -> str:
+    """Returns the one-line expectation for a pydantic error, never a pydantic dump; text
+    values are not repeated (they may be private), only names and numbers."""
+    code, ctx, value = error["type"], error.get("ctx") or {}, error.get("input")
+    if code == "missing":
+        loc = error["loc"]
+        if len(loc) == 2:
+            return f"is missing; a {kind} line needs it"
+        if len(loc) >= 4 and isinstance(loc[-2], int):
+            return f"is missing; every entry of {loc[-3]} needs it"
+        return "is missing"
+    if code in ("int_type", "int_from_float") and isinstance(value, float) and value.is_integer() and abs(value) >= 2**63:
+        # the JSON reader gives a whole number of more than 64 bits as a float
+        return f"{_TYPES[code]}, got a number of more than 64 bits (about {value:.0e})"
+    if code in _TYPES:
+        return f"{_TYPES[code]}, got {kind_of(value)}"
+    if code == "value_error":
+        return str(ctx.get("error", error["msg"]))
+    if code == "literal_error":
+        shown = show(value) if isinstance(value, (str, int, float, bool)) or value is None else kind_of(value)
+        return f"{shown} is not allowed; use {ctx.get('expected')}"
+    if code in ("greater_than_equal", "greater_than", "less_than_equal", "less_than"):
+        bound = ctx.get("ge", ctx.get("gt", ctx.get("le", ctx.get("lt"))))
+        sign = {"greater_than_equal": ">=", "greater_than": ">", "less_than_equal": "<=", "less_than": "<"}[code]
+        number = "a whole number" if isinstance(value, int) else "a number"
+        shown = f"{bound:g}" if isinstance(bound, float) else show(bound)
+        return f"expected {number} {sign} {shown}, got {kind_of(value)}"
+    if code == "finite_number":
+        return f"expected a finite number, got {kind_of(value)}"
+    if code == "string_too_long":
+        return f'is {len(value):,} characters long; the most is {ctx.get("max_length"):,} (README, "Input limits")'
+    if code == "too_long":
+        return f'has {ctx.get("actual_length"):,} entries; the most is {ctx.get("max_length"):,} (README, "Input limits")'
+    return str(error["msg"])
+
+
+_FOLLOWS = TypeAdapter(Whole, config={"strict": True})
+
+
+def check_follows(follows: Any, source_name: str, line_no: int) -> int | None:
+    """Returns `follows` (the version a write expects its conversation at) if it is None or a
+    whole number from 0 to INT_MAX; raises InvalidInput naming `follows`, worded as for the
+    key `follows` of a line, if not (a negative version is bad input, not another version)."""
+    if follows is None:
+        return None
+    try:
+        return _FOLLOWS.validate_python(follows)
+    except ValidationError as error:
+        raise InvalidInput(source_name, line_no, "follows", expectation(error.errors(include_url=False)[0], "")) from None
+
+
+def at_line(error: ChatrecordError, source_name: str, line_no: int) -> ChatrecordError:
+    """Returns a domain error again, same type, with `source: line N, field:` in front of its
+    message (`field` as the error names it, see ChatrecordError.field)."""
+    where = f"{source_name}: line {line_no}" + (f", {error.field}" if error.field else "")
+    try:
+        placed = type(error)(f"{where}: {error}")
+    except TypeError:
+        return error
+    placed.__dict__.update(error.__dict__)  # what the error carries besides its message
+    return placed

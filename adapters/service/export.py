@@ -1,0 +1,211 @@
+"""A conversation written back as the chat's JSON Lines (`export_lines`): ingested into an empty
+store, the same turns, audit rows and notes; up to a user message if asked."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from adapters.service.conversations import iso
+from adapters.store.crypto import ERASED
+from domain.errors import ChatrecordError
+from domain.events import (
+    CardDecided,
+    ConversationErased,
+    ConversationEvent,
+    ConversationStarted,
+    LegacyRowImported,
+    MessageEdited,
+    QuestionAnswered,
+    SegmentReturned,
+    TourEnded,
+    TranscriptReplaced,
+    TurnRetried,
+    UserMessagePosted,
+)
+from domain.values import StepFact, WaitingCall
+
+
+def _step(step: StepFact) -> dict[str, Any]:
+    """Returns a stored step as nr-llm's RunStep, of the fields the privacy filter keeps."""
+    line: dict[str, Any] = {"kind": step.kind, "round": step.round, "durationMs": step.duration_ms}
+    if step.tool_name is not None:
+        line["toolName"] = step.tool_name
+    if step.tool_is_error is not None:
+        line["toolIsError"] = step.tool_is_error
+    if step.tool_outcome is not None:
+        line["toolOutcome"] = step.tool_outcome
+    if step.write_target is not None:
+        line["writeTargetTable"] = step.write_target.table
+        line["writeTargetUid"] = step.write_target.uid
+    if step.write_completeness is not None:
+        line["writeCompleteness"] = step.write_completeness
+    if step.hook_failed_after_write:
+        line["hookFailedAfterWrite"] = True
+    return line
+
+
+def _pending(call: WaitingCall) -> dict[str, Any]:
+    line: dict[str, Any] = {"toolName": call.tool_name}
+    if call.target is not None:
+        line["table"], line["uid"] = call.target.table, call.target.uid
+    if call.fields:
+        line["fields"] = list(call.fields)
+    return line
+
+
+def _line(conversation: str, group: Sequence[ConversationEvent]) -> dict[str, Any] | None:
+    """Returns the input line that stored the events `group` (one line's events), None for
+    events no line made (an erasure)."""
+    for event in group:
+        head: dict[str, Any] = {"conversation": conversation, "at": iso(event.timestamp)}
+        match event:
+            case ConversationStarted():
+                return {"type": "conversation_started", **head, "kind": event.kind, "owner": event.owner}
+            case UserMessagePosted():
+                return {
+                    "type": "user_message",
+                    **head,
+                    "message": event.message,
+                    "text": event.text,
+                    "page": event.page,
+                    "skill": event.skill,
+                }
+            case SegmentReturned():
+                line = {
+                    "type": "segment_returned",
+                    **head,
+                    "segment": event.segment,
+                    "run": event.run,
+                    "trigger": event.trigger,
+                    "outcome": event.outcome,
+                    "answer": event.answer,
+                }
+                if event.nothing_saved:
+                    line["flag"] = "nothingSaved"
+                line["steps"] = [_step(s) for s in event.steps]
+                line["pending"] = [_pending(c) for c in event.waiting]
+                return line
+            case CardDecided():
+                line = {
+                    "type": "card_decided",
+                    **head,
+                    "segment": event.segment,
+                    "approved": event.approved,
+                    "answer": event.answer,
+                }
+                if event.message is not None:
+                    line["message"], line["text"] = event.message, event.text
+                return line
+            case QuestionAnswered():
+                return {
+                    "type": "question_answered",
+                    **head,
+                    "segment": event.segment,
+                    "message": event.message,
+                    "text": event.text,
+                }
+            case TurnRetried():
+                return {"type": "turn_retried", **head, "message": event.message}
+            case MessageEdited():
+                return {"type": "message_edited", **head, "message": event.message, "text": event.text}
+            case TranscriptReplaced():
+                return {
+                    "type": "transcript_replaced",
+                    **head,
+                    "messages": [{"role": m.role, "text": m.text} for m in event.messages],
+                }
+            case LegacyRowImported():
+                outcomes = []
+                for o in event.card_outcomes:
+                    outcome: dict[str, Any] = {"outcome": o.outcome, "after": o.after, "tool": o.tool}
+                    if o.target is not None:
+                        outcome["table"], outcome["uid"] = o.target.table, o.target.uid
+                    if o.fields:
+                        outcome["fields"] = list(o.fields)
+                    outcomes.append(outcome)
+                return {
+                    "type": "legacy_row",
+                    **head,
+                    "messages": [{"role": m.role, "text": m.text} for m in event.messages],
+                    "card_outcomes": outcomes,
+                }
+    for event in group:
+        if isinstance(event, TourEnded):
+            return {"type": "tour_ended", "conversation": conversation, "at": iso(event.timestamp)}
+    return None
+
+
+def _groups(events: Iterable[ConversationEvent]) -> Iterator[list[ConversationEvent]]:
+    """Yields the events of each input line in order: consecutive events of one `source`."""
+    group: list[ConversationEvent] = []
+    for event in events:
+        if group and (event.source is None or event.source != group[0].source):
+            yield group
+            group = []
+        group.append(event)
+    if group:
+        yield group
+
+
+@dataclass(frozen=True)
+class Export:
+    """A conversation as the chat's lines. `lines`: the JSON objects, in the store's order;
+    `erased`: its texts were erased (they read `[erased]` in the lines)."""
+
+    conversation: str
+    lines: tuple[dict[str, Any], ...]
+    erased: bool
+
+
+class NoSuchMessage(ChatrecordError):
+    """Raised when `export --upto N` names no user message of the conversation."""
+
+
+def _user_numbers(line: dict[str, Any]) -> Iterable[int]:
+    """Returns the user message numbers a line adds or answers: its `message`, or for a line
+    holding a whole transcript (`transcript_replaced`, `legacy_row`) 1 to its user messages."""
+    if "message" in line and line["message"] is not None:
+        return (line["message"],)
+    if line["type"] in ("transcript_replaced", "legacy_row"):
+        return range(1, 1 + sum(1 for m in line.get("messages", ()) if m.get("role") == "user"))
+    return ()
+
+
+def export_lines(events: Sequence[ConversationEvent], upto: int | None = None) -> Export:
+    """Returns the input lines (docs/input-format.md) that store `events` (one conversation's
+    log, as the store reads it) again: each line of the store's order, made from the events it
+    stored, with only what the store keeps (steps as the privacy filter left them; texts of an
+    erased conversation read `[erased]`). Events no line makes (an erasure) give no line.
+
+    `upto`: stop after user message `upto` and what belongs to it: before the first line
+    that adds a message of a higher number (a `user_message`, `question_answered`, `card_decided`). Ingested into an empty store, the lines give the
+    same turns, audit rows and notes (the facts are the same; each line's digest too).
+
+    Raises NoSuchMessage when `upto` is not the number of a user message of the lines (past
+    the last one, or one no line holds), naming those that are.
+    """
+    if not events or not isinstance(events[0], ConversationStarted):
+        raise ValueError("export_lines needs a conversation's log from its first event")
+    conversation = events[0].conversation
+    lines: list[dict[str, Any]] = []
+    erased = any(isinstance(e, ConversationErased) for e in events)
+    numbers: set[int] = set()  # the user message numbers of the lines
+    cut = False
+    for group in _groups(events):
+        line = _line(conversation, group)
+        if line is None:
+            continue
+        numbers.update(_user_numbers(line))
+        if upto is not None and line.get("message", 0) > upto:  # a user message, answer or card text after it
+            if upto in numbers:
+                break
+            cut = True  # read on only to name the conversation's user messages
+        if not cut:
+            lines.append(line)
+    if upto is not None and upto not in numbers:
+        shown = ", ".join(map(str, sorted(numbers))) or "none"
+        raise NoSuchMessage(f"--upto {upto}: no user message {upto}; the conversation's user messages are {shown}")
+    erased = erased or any(line.get("text") == ERASED for line in lines)
+    return Export(conversation, tuple(lines), erased)

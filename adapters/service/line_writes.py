@@ -1,0 +1,149 @@
+"""The use cases that write (`adapters.api.Chatrecord` has them from `LineWrites`): one line
+(`record`), the lines of one conversation all or nothing (`record_lines`) and a source ingested in
+batches (`ingest`), each through the one path for lines (`adapters.service.record_lines`), one
+writer of a conversation at a time in this process."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import io
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from threading import Lock
+from typing import Any
+
+from adapters.ingest import ParsedLine, bounded_lines, check_follows, line_text
+from adapters.service.batched_ingest import BATCH_LINES, Ingestion
+from adapters.service.record_lines import IngestReport, Recorded, RecordLines, parse
+from adapters.service.use_case_base import (
+    UseCaseBase,
+    in_store_terms,
+    lines_argument,
+    required_line,
+)
+from adapters.store.application import HandleResult
+from adapters.store.crypto import TextsErased
+from adapters.store.settings import store_errors
+from domain.errors import InvalidInput
+
+WRITER_LOCKS = 64
+"""Writes of one process are serialised per conversation through this many locks (a conversation
+id picks one by its hash), so concurrent requests on one conversation queue rather than conflict."""
+
+
+class LineWrites(UseCaseBase):
+    """The writes, each a method of Chatrecord (see there for the store and standbys).
+    `source_name` names `record`'s lines in errors; `_lines` counts them; `_writers` are the
+    WRITER_LOCKS locks; `_standby` is the reading store's Chatrecord, None without one."""
+
+    source_name: str
+    _lines: int
+    _writers: list[Lock]
+    _standby: Any
+
+    @in_store_terms
+    def record(self, line: Mapping[str, Any] | str | bytes, follows: int | None = None) -> HandleResult:
+        """Stores one input line (a dict, or its JSON text) and returns what was appended; a line
+        recorded before appends nothing and returns the first result (`HandleResult.repeated`).
+
+        `follows`: the version the conversation must be at (0: not started yet), checked
+        atomically with the append. Raises InvalidInput (naming `source_name`, the call's number
+        and the field) for a line of the wrong shape, VersionMismatch, or the domain's
+        ChatrecordError (with `source_name: line N, field:` in front) when the conversation
+        refuses it; nothing of a refused line is stored.
+        """
+        if not isinstance(line, (Mapping, str, bytes)):
+            raise TypeError(f"record takes one line as a dict or its JSON text, not {type(line).__name__}")
+        self._lines += 1
+        follows = check_follows(follows, self.source_name, self._lines)
+        text = line_text(line, self._lines, self.source_name) if isinstance(line, Mapping) else line
+        parsed = required_line(parse(text, self._lines, self.source_name), self.source_name, self._lines)
+        result = self._handle(RecordLines([parsed], follows))
+        return dataclasses.replace(result, read_after=self.position()) if self._standby is not None else result
+
+    @in_store_terms
+    def record_lines(self, lines: Iterable[str | bytes], source: str, follows: int | None = None) -> Recorded:
+        """Stores the lines (JSON Lines text, blank lines skipped, numbered from 1 in errors) of
+        one conversation all or nothing, and returns what was stored.
+
+        Raises InvalidInput for a line of the wrong shape, for no line at all or for lines of
+        more than one conversation; VersionMismatch when `follows` is not the conversation's
+        version; the domain's ChatrecordError, naming the line, when the conversation refuses
+        one. Nothing is stored then. Raises TypeError when `lines` is one str or bytes (a text is
+        not a list of lines: split it first, e.g. `text.splitlines()`).
+        """
+        lines_argument("record_lines", lines)
+        follows = check_follows(follows, source, 1)
+        parsed: list[ParsedLine] = []
+        for line_no, raw in enumerate(lines, start=1):
+            line = parse(raw, line_no, source)
+            if line is None:
+                continue
+            if parsed and line.conversation != parsed[0].conversation:
+                raise InvalidInput(
+                    source,
+                    line_no,
+                    "conversation",
+                    f"one request holds the lines of one conversation, {parsed[0].conversation!r}",
+                )
+            parsed.append(line)
+        if not parsed:
+            raise InvalidInput(source, 1, "(line)", "expected at least one line, got none")
+        command = RecordLines(parsed, follows)
+        recorded = Recorded.of(self._handle(command), command)
+        return dataclasses.replace(recorded, read_after=self.position()) if self._standby is not None else recorded
+
+    def _handle(self, command: RecordLines) -> HandleResult:
+        """Hands `command` to the store, one writer of its conversation at a time in this
+        process: threads queue instead of conflicting (other processes still conflict and
+        retry, as the store's optimistic concurrency makes them)."""
+        with self._writers[hash(command.conversation) % WRITER_LOCKS]:
+            try:
+                return self.store.handle(command)
+            except TextsErased as error:  # raised as the texts are sealed: name the line and the field
+                raise command.erased(error) from None
+
+    def ingest(
+        self,
+        lines: Iterable[str | bytes],
+        source: str,
+        skip_bad: bool = False,
+        batch_lines: int = BATCH_LINES,
+        progress: Callable[[IngestReport], object] | None = None,
+        guard: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext,
+    ) -> IngestReport:
+        """Stores every line of `lines` (named `source`) and returns the report. A binary file
+        or stream is read a line at a time, each cut after LINE_BYTES_MAX + 1 bytes
+        (`adapters.ingest.bounded_lines`): a line of any length costs at most that much.
+
+        Lines are decided one by one and stored in batches of at most `batch_lines` lines, each
+        batch in one transaction (`adapters.service.batched_ingest`); `progress(report)` is called after
+        each batch, and `guard()` is entered around each write (see `Ingestion`).
+
+        A bad line (InvalidInput, or a refusal named with source and line) ends the ingestion
+        (`report.stopped`; the lines before it stay stored) unless `skip_bad`, which rejects it
+        and goes on (`report.rejected`, one message per line). A store that cannot be used
+        ends it too, `skip_bad` or not (`report.stopped` is the StoreUnusable). An interrupt
+        (KeyboardInterrupt) ends it with `report.interrupted`, every batch before it stored.
+        Raises TypeError when `lines` is one str or bytes, ValueError for `batch_lines` < 1.
+        """
+        lines_argument("ingest", lines)
+        if isinstance(lines, (io.BufferedIOBase, io.RawIOBase)):  # a file: each line read bounded
+            lines = bounded_lines(lines)  # type: ignore[arg-type]  # io's binary streams are BinaryIO but for the name
+        return Ingestion(self._handle_in_store_terms, self._handle_batch, source, skip_bad, batch_lines, progress, guard).run(
+            lines
+        )
+
+    def _handle_in_store_terms(self, command: RecordLines) -> HandleResult:
+        with store_errors(self.store):
+            return self._handle(command)
+
+    def _handle_batch(self, commands: Sequence[RecordLines]) -> list[HandleResult]:
+        """Hands `commands` (each of another conversation) to the store as one batch
+        (`ConversationStore.handle_batch`), holding the writer locks of all their conversations
+        (taken in one order, so two batches never wait for each other)."""
+        locks = sorted({hash(command.conversation) % WRITER_LOCKS for command in commands})
+        with contextlib.ExitStack() as held, store_errors(self.store):
+            for number in locks:
+                held.enter_context(self._writers[number])
+            return self.store.handle_batch(commands)

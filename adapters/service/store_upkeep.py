@@ -1,0 +1,160 @@
+"""The use cases that keep the store (`adapters.api.Chatrecord` has them from `StoreUpkeep`): verify
+the hash chains and the read-model rows, upgrade chains, erase, rebuild and diff the read
+models, and the master key's changes."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from adapters.service import master_key as master_keys
+from adapters.service.master_key import KeyChange
+from adapters.service.replay import (
+    unknown_conversation,
+)
+from adapters.service.use_case_base import UseCaseBase, conversation_argument, in_store_terms, reads
+from adapters.store.chain import ChainedRecorder
+from adapters.store.erasure import Erasure, erase
+from adapters.store.keys import KeyState
+from adapters.store.settings import describe_backend
+from adapters.store.verify import Verdict, position_of, upgrade, verdicts
+from adapters.views.readmodels import ConversationDiff, RebuildReport
+from adapters.views.verify_rows import RowsVerdict, check_rows, rows_verdicts
+from domain.errors import UnknownConversation, shown_id
+
+Progress = Callable[[int, int], None]
+"""A rebuild's progress: `progress(done, total)`, events folded of the log's."""
+
+log = logging.getLogger("chatrecord")
+
+
+class StoreUpkeep(UseCaseBase):
+    """The upkeep of the store, each a method of Chatrecord (see there for the store and standbys)."""
+
+    @reads
+    def verify(
+        self,
+        conversation: str | None = None,
+        against: Path | None = None,
+        record: str | None = None,
+        *,
+        after: str | None = None,
+    ) -> Iterator[Verdict]:
+        """Yields the verdict of each conversation's hash chain (only `conversation`'s if
+        given), in the order of their ids: ok with the head, or the first broken link; checked
+        against the heads kept in the file `against` too, if given. Reads in pages: memory
+        stays flat.
+
+        Raises NoChain for a store that keeps no chain, BadHeadsFile for a heads file it cannot
+        read, UnknownConversation (after the last verdict) when `conversation` has none. With
+        `record` (what verifies: `chatrecord verify`), each ok verdict's head is stored as its
+        conversation's verified position (`VerifiedPosition`, by `record`), once every verdict
+        was yielded; a SQLite file opened read-only keeps none, nor does a store that refuses
+        the write (one line logged)."""
+        key = self._stored_id(conversation_argument("verify", conversation)) if conversation is not None else None
+        return self._verdicts(conversation, key, against, record)
+
+    @in_store_terms
+    def _verdicts(self, conversation: str | None, key: str | None, against: Path | None, record: str | None) -> Iterator[Verdict]:
+        found = False
+        positions = []
+        for verdict in verdicts(self.store, key, against):
+            found = True
+            position = position_of(verdict, record) if record is not None else None
+            if position is not None:
+                positions.append(position)
+            yield verdict
+        recorder = self.store.recorder
+        read_only = getattr(self.store.factory, "read_only", False)  # an archive opened read-only: nothing written
+        if positions and isinstance(recorder, ChainedRecorder) and not read_only:
+            try:
+                recorder.put_verified_positions(positions)
+            except Exception as error:  # noqa: BLE001 - a store it cannot write (a standby, a read-only file): not kept
+                log.warning("chatrecord: the verified positions were not stored: %s", error)
+        if conversation is not None and not found:
+            raise UnknownConversation("no conversation " + shown_id(conversation, "'") + f" in {describe_backend(self.store)}")
+
+    @reads
+    @in_store_terms
+    def verify_rows(self, conversation: str | None = None, *, after: str | None = None) -> Iterator[RowsVerdict]:
+        """Yields, per conversation (only `conversation` if given; else every one, in the order
+        of their ids, as `verify`), whether its read-model rows (head, transcript, run record entries, card
+        outcomes) are the fold of its log (`adapters.views.verify_rows`): a row rewritten in the
+        database is found here, not by a turn read. Reads each whole log. Raises
+        UnknownConversation for an id the store does not hold."""
+        if conversation is not None:
+            key = self._stored_id(conversation_argument("verify_rows", conversation))
+            return iter([check_rows(self.read_models, key)])
+        return rows_verdicts(self.read_models, sorted(self.store.conversation_ids()))  # as `verify` lists them
+
+    @in_store_terms
+    def upgrade_chains(self, conversation: str | None = None) -> list[Verdict]:
+        """The explicit upgrade of a store an earlier version wrote: chains each conversation
+        stored before the hash chain existed (verdict `unchained`; only `conversation`'s if
+        given), logging each, and returns their verdicts after it (`adapters.store.verify.upgrade`).
+        An append to such a conversation is refused until then (`ChainBroken`). A conversation
+        with any hash row is never touched. Raises NoChain for a store without a chain."""
+        key = self._stored_id(conversation_argument("upgrade_chains", conversation)) if conversation is not None else None
+        return upgrade(self.store, key)
+
+    @in_store_terms
+    def erase(self, conversation: str) -> Erasure:
+        """Erases the conversation's free texts (deletes its data key) and scrubs its read
+        models; idempotent. Raises UnknownConversation for an id the store does not hold (worded
+        as `audit` and `replay` word it)."""
+        try:
+            return erase(self.store, self._stored_id(conversation_argument("erase", conversation)), self.read_models)
+        except UnknownConversation:
+            raise unknown_conversation(self.store, conversation, describe_backend(self.store)) from None
+
+    @in_store_terms
+    def rebuild(
+        self,
+        rules: str,
+        progress: Progress | None = None,
+        workers: int | None = None,
+        guard: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext,
+    ) -> RebuildReport:
+        """Rebuilds the read models under `rules`, folding the log in `workers` processes
+        (None: `ReadModels.rebuild_workers` chooses); see ReadModels.rebuild (an interrupt drops
+        the half-built tables and raises RebuildInterrupted)."""
+        return self.read_models.rebuild(rules, progress, workers, guard)
+
+    @in_store_terms
+    def conversation_id(self, originator_id: str) -> str:
+        """Returns the stored id of the conversation of UUID `originator_id` (as a rebuild's
+        `unreadable` names it), as `verify` prints it; see ConversationStore.conversation_id."""
+        return self.store.conversation_id(originator_id)
+
+    @in_store_terms
+    def diff(self, rules: str) -> list[ConversationDiff]:
+        """Returns the conversations whose record or notes would change under `rules` (nothing
+        is switched); see ReadModels.diff."""
+        return [d for d in self.read_models.diff(rules) if d.changed]
+
+    @in_store_terms
+    def key_state(self) -> KeyState:
+        """Returns whether a master key protects the store and how many data keys it keeps
+        wrapped, unwrapped and erased."""
+        return master_keys.state(self.store)
+
+    @in_store_terms
+    def wrap_keys(self) -> KeyChange:
+        """Binds the store to CHATRECORD_MASTER_KEY: wraps every unwrapped data key with it and
+        writes its check row, in one transaction (see `adapters.service.master_key.wrap`)."""
+        return master_keys.wrap(self.store)
+
+    @in_store_terms
+    def rotate_keys(self, new_master_key: str) -> KeyChange:
+        """Rewraps every data key with `new_master_key` (base64 of 32 bytes) in one transaction;
+        the store then needs the new key (see `adapters.service.master_key.rotate`)."""
+        return master_keys.rotate(self.store, new_master_key)
+
+    @in_store_terms
+    def unwrap_keys(self) -> KeyChange:
+        """Removes the store's master key: every data key stored unwrapped, the check row
+        deleted, in one transaction (see `adapters.service.master_key.unwrap`)."""
+        return master_keys.unwrap(self.store)

@@ -1,0 +1,125 @@
+"""What every use case of `adapters.api.Chatrecord` shares: `UseCaseBase` (the store, its read
+models, the id a conversation is stored under), the wrappers of its methods (`in_store_terms`:
+the store's errors as `store_errors` words them; `reads`: a read served by the standby where one
+is set) and the checks of their arguments."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from adapters.ingest import ParsedLine
+from adapters.service.conversations import stored_id
+from adapters.store.application import ConversationStore, connection_lost
+from adapters.store.replicas import recovery_conflict, wrote_on_standby
+from adapters.store.settings import read_wait, store_errors
+from adapters.views.readmodels import ReadModels
+from domain.errors import ChatrecordError, InvalidInput
+
+
+class UseCaseBase:
+    """The part of Chatrecord the use cases' classes (`ConversationReads`, `StoreUpkeep`) read:
+    `store` and `read_models`, which Chatrecord provides, and `_stored_id`."""
+
+    @property
+    def store(self) -> ConversationStore:
+        """The store written to (Chatrecord opens it)."""
+        raise NotImplementedError
+
+    @property
+    def read_models(self) -> ReadModels:
+        """The store's read models (Chatrecord makes them)."""
+        raise NotImplementedError
+
+    def position(self) -> str | None:
+        """The read-after position of this store's writes (Chatrecord reads it)."""
+        raise NotImplementedError
+
+    def _stored_id(self, conversation: str) -> str:
+        """Returns the key `conversation` (the chat's id, or the stored form a command printed)
+        is stored under (`adapters.service.conversations.stored_id`)."""
+        return stored_id(self.store, conversation)
+
+
+Method = TypeVar("Method", bound=Callable[..., Any])
+
+
+def in_store_terms(method: Method) -> Method:
+    """Makes a Chatrecord method (or generator method) raise its store's errors as `store_errors` does."""
+    if inspect.isgeneratorfunction(method):
+
+        @functools.wraps(method)
+        def generate(self: Any, *args: Any, **kwargs: Any) -> Any:
+            with store_errors(self.store):
+                return (yield from method(self, *args, **kwargs))
+
+        return generate  # type: ignore[return-value]  # functools.wraps: the method's own signature
+
+    @functools.wraps(method)
+    def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+        with store_errors(self.store):
+            return method(self, *args, **kwargs)
+
+    return call  # type: ignore[return-value]  # functools.wraps: the method's own signature
+
+
+RECOVERY_CONFLICT_TRIES = 3
+"""Tries of a read on the standby that recovery cancelled, before the primary answers it."""
+
+
+def reads(method: Method) -> Method:
+    """Makes a Chatrecord method that only reads, which declares `after` (keyword only: a write's
+    `read_after` position, or None) and run on the store `Chatrecord._reader(after)` picks: the
+    standby, or the primary where the standby has not replayed `after` in time. A try on the
+    standby that recovery cancelled is made again (RECOVERY_CONFLICT_TRIES tries in all); when the
+    last is cancelled too, the standby's connection failed, or the read had to write (read models
+    to bring up to date, which a standby refuses), the primary answers: none is shown to the
+    caller."""
+
+    @functools.wraps(method)
+    def call(self: Any, *args: Any, after: str | None = None, **kwargs: Any) -> Any:
+        reader = self._reader(after)
+        if reader is not self._standby:  # no reading store, or the primary answers
+            return method(reader, *args, **kwargs)
+        for attempt in range(1, RECOVERY_CONFLICT_TRIES + 1):
+            try:
+                return method(reader, *args, **kwargs)
+            except ChatrecordError as error:
+                to_primary = connection_lost(error) or wrote_on_standby(error)
+                if not (to_primary or recovery_conflict(error)):
+                    raise
+                if to_primary or attempt == RECOVERY_CONFLICT_TRIES:
+                    break
+        return method(self._on_primary, *args, **kwargs)
+
+    return call  # type: ignore[return-value]
+
+
+def lines_argument(call: str, lines: object) -> None:
+    """Raises TypeError when `lines` is one str or bytes, which iterates as characters or bytes."""
+    if isinstance(lines, (str, bytes, bytearray, memoryview)):
+        raise TypeError(
+            f"{call}: lines must be an iterable of lines (each a str or bytes), not one "
+            f"{type(lines).__name__}; split a text into its lines first (text.splitlines())"
+        )
+
+
+def conversation_argument(call: str, conversation: object) -> str:
+    """Returns `conversation` if it is a str (a conversation's id); raises TypeError naming the
+    argument if not."""
+    if not isinstance(conversation, str):
+        raise TypeError(f"{call}: conversation must be a conversation's id as a str, not {type(conversation).__name__}")
+    return conversation
+
+
+def required_line(line: ParsedLine | None, source: str, line_no: int) -> ParsedLine:
+    if line is None:
+        raise InvalidInput(source, line_no, "(line)", "is blank; expected one JSON object")
+    return line
+
+
+def read_wait_setting() -> float:
+    with store_errors():
+        return read_wait()

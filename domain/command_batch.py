@@ -1,0 +1,55 @@
+"""One command's events in the making: `begin` checks the conversation started and the input
+line is new, then `CommandBatch` gives each event the next version, the line's time and source.
+Shared by the aggregate's commands (`domain.conversation`, `domain.transcript_commands`)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, TypeVar
+
+from domain.errors import ConversationNotStarted
+from domain.events import ConversationEvent
+from domain.history_index import History
+from domain.state import Conversation
+
+E = TypeVar("E", bound=ConversationEvent)
+
+
+class CommandBatch:
+    """Builds the events of one command with consecutive versions."""
+
+    def __init__(self, state: Conversation, at: datetime, source: str | None) -> None:
+        self.state, self.at, self.source = state, at, source
+        self.events: list[ConversationEvent] = []
+
+    def add(self, cls: type[E], **fields: Any) -> E:
+        """Returns the event of type `cls` with `fields`, at the batch's next version, kept in `events`."""
+        event = cls(
+            originator_id=self.state.id,
+            originator_version=self.state.version + len(self.events) + 1,
+            timestamp=self.at,
+            source=self.source,
+            **fields,
+        )
+        self.events.append(event)
+        return event
+
+
+def begin(
+    state: Conversation | None, at: datetime, source: str | None, history: History | None, what: str
+) -> CommandBatch | None:
+    """Returns the batch of a command on `state` at `at` from input line `source`; None when
+    `history` knows the line already (a redelivery stores nothing). Raises ConversationNotStarted
+    when `state` is None (`what` names the command in the message)."""
+    if state is None:
+        raise ConversationNotStarted(f"{what}: the conversation was never started")
+    if source is not None and history is not None and history.source(source) is not None:
+        return None  # the same line, delivered again
+    return CommandBatch(state, at, source)
+
+
+def require_history(history: History | None) -> History:
+    """Returns `history`; raises TypeError when a command that reads it was given None."""
+    if history is None:
+        raise TypeError("this command reads the conversation's history index: pass history=")
+    return history
