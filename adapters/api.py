@@ -61,13 +61,11 @@ from adapters.service.use_case_base import (
     reads,
 )
 from adapters.store.application import ConversationStore
-from adapters.store.chain import ChainedRecorder
 from adapters.store.replicas import check_position, replayed, write_position
 from adapters.store.settings import describe_backend, store_errors
-from adapters.store.verify import Verdict, chain_verdict, from_position, position_of, verify_after
+from adapters.store.verify import Verdict
 from adapters.views.overview_rows import OverviewRows
 from adapters.views.readmodels import ReadModels
-from domain.errors import shown_id
 from domain.events import conversation_uuid
 from projections.audit import initial as audit_initial
 from projections.overview import Overview
@@ -336,49 +334,6 @@ class Chatrecord(LineWrites, ConversationReads, StoreUpkeep, UseCaseBase):
                 self._overviews.pop(next(iter(self._overviews)))
             self._overviews[(key, rule_set)] = fresh
         return fresh
-
-    @reads
-    @in_store_terms
-    def chain(self, conversation: str, full: bool = False, *, after: str | None = None) -> Verdict | None:
-        """Returns the verdict of the conversation's hash chain, None on a store that keeps no
-        chain. A look starts from the head the last ok verdict of this process verified, or
-        else from the conversation's verified position stored by the last look that recomputed
-        every hash (`chatrecord verify`, or this page: `VerifiedPosition`), so also the first
-        look after a start: `adapters.store.verify.verify_after` finds that head's event and
-        hash unchanged and recomputes every hash after it, so it costs what was appended since,
-        and says so (`Verdict.kept`, `kept_at`, `kept_by`). With `full`, without either, and
-        after a broken verdict it recomputes every hash, and stores the position it reached
-        when ok. Raises UnknownConversation."""
-        name = conversation_argument("chain", conversation)
-        key = self._stored_id(name)
-        recorder = self.store.recorder if isinstance(self.store.recorder, ChainedRecorder) else None
-        chained = recorder is not None
-        kept = self._chains.get(key) if not full else None
-        if kept is None and recorder is not None and not full and key not in self._broken_chains:
-            position = recorder.verified_position(conversation_uuid(key))
-            kept = from_position(position, name) if position is not None else None
-        if kept is not None and recorder is not None:
-            verdict: Verdict | None = verify_after(recorder, kept)
-        else:
-            verdict = chain_verdict(self.store, key)
-            position = position_of(verdict, "the server") if verdict is not None else None
-            if position is not None and recorder is not None and not getattr(self.store.factory, "read_only", False):
-                try:
-                    recorder.put_verified_positions([position])
-                except Exception as error:  # noqa: BLE001 - a store it cannot write (a standby, a read-only file): not kept
-                    log.warning("chatrecord: the verified position of %s was not stored: %s", shown_id(name), error)
-        if verdict is None and chained:
-            self.events(name)  # raises UnknownConversation
-        with self._overviews_lock:
-            if verdict is not None and verdict.ok:
-                if len(self._chains) >= 256 and key not in self._chains:
-                    self._chains.pop(next(iter(self._chains)))
-                self._chains[key] = verdict
-                self._broken_chains.discard(key)
-            else:
-                self._chains.pop(key, None)  # a broken chain is recomputed in full at the next look
-                self._broken_chains.add(key)
-        return verdict
 
     @reads
     @in_store_terms

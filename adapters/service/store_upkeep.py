@@ -8,6 +8,7 @@ import contextlib
 import logging
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from threading import Lock
 from typing import Any
 
 from adapters.service import master_key as master_keys
@@ -20,10 +21,11 @@ from adapters.store.chain import ChainedRecorder
 from adapters.store.erasure import Erasure, erase
 from adapters.store.keys import KeyState
 from adapters.store.settings import describe_backend
-from adapters.store.verify import Verdict, position_of, upgrade, verdicts
+from adapters.store.verify import Verdict, chain_verdict, from_position, position_of, upgrade, verdicts, verify_after
 from adapters.views.readmodels import ConversationDiff, RebuildReport
 from adapters.views.verify_rows import RowsVerdict, check_rows, rows_verdicts
 from domain.errors import UnknownConversation, shown_id
+from domain.events import conversation_uuid
 
 Progress = Callable[[int, int], None]
 """A rebuild's progress: `progress(done, total)`, events folded of the log's."""
@@ -33,6 +35,56 @@ log = logging.getLogger("chatrecord")
 
 class StoreUpkeep(UseCaseBase):
     """The upkeep of the store, each a method of Chatrecord (see there for the store and standbys)."""
+
+    _chains: dict[str, Verdict]
+    """The last ok verdict of each conversation's chain this process made (`chain`; Chatrecord's)."""
+    _broken_chains: set[str]
+    """The conversations whose last look here found the chain broken (Chatrecord's)."""
+    _overviews_lock: Lock
+    """The lock of the kept verdicts and overviews (Chatrecord's: the HTTP handlers run on threads)."""
+
+    @reads
+    @in_store_terms
+    def chain(self, conversation: str, full: bool = False, *, after: str | None = None) -> Verdict | None:
+        """Returns the verdict of the conversation's hash chain, None on a store that keeps no
+        chain. A look starts from the head the last ok verdict of this process verified, or
+        else from the conversation's verified position stored by the last look that recomputed
+        every hash (`chatrecord verify`, or this page: `VerifiedPosition`), so also the first
+        look after a start: `adapters.store.verify.verify_after` finds that head's event and
+        hash unchanged and recomputes every hash after it, so it costs what was appended since,
+        and says so (`Verdict.kept`, `kept_at`, `kept_by`). With `full`, without either, and
+        after a broken verdict it recomputes every hash, and stores the position it reached
+        when ok. Raises UnknownConversation."""
+        name = conversation_argument("chain", conversation)
+        key = self._stored_id(name)
+        recorder = self.store.recorder if isinstance(self.store.recorder, ChainedRecorder) else None
+        chained = recorder is not None
+        kept = self._chains.get(key) if not full else None
+        if kept is None and recorder is not None and not full and key not in self._broken_chains:
+            position = recorder.verified_position(conversation_uuid(key))
+            kept = from_position(position, name) if position is not None else None
+        if kept is not None and recorder is not None:
+            verdict: Verdict | None = verify_after(recorder, kept)
+        else:
+            verdict = chain_verdict(self.store, key)
+            position = position_of(verdict, "the server") if verdict is not None else None
+            if position is not None and recorder is not None and not getattr(self.store.factory, "read_only", False):
+                try:
+                    recorder.put_verified_positions([position])
+                except Exception as error:  # noqa: BLE001 - a store it cannot write (a standby, a read-only file): not kept
+                    log.warning("chatrecord: the verified position of %s was not stored: %s", shown_id(name), error)
+        if verdict is None and chained:
+            self.events(name)  # raises UnknownConversation
+        with self._overviews_lock:
+            if verdict is not None and verdict.ok:
+                if len(self._chains) >= 256 and key not in self._chains:
+                    self._chains.pop(next(iter(self._chains)))
+                self._chains[key] = verdict
+                self._broken_chains.discard(key)
+            else:
+                self._chains.pop(key, None)  # a broken chain is recomputed in full at the next look
+                self._broken_chains.add(key)
+        return verdict
 
     @reads
     def verify(

@@ -17,6 +17,7 @@ from adapters.store.replicas import recovery_conflict, wrote_on_standby
 from adapters.store.settings import read_wait, store_errors
 from adapters.views.readmodels import ReadModels
 from domain.errors import ChatrecordError, InvalidInput
+from domain.events import ConversationEvent
 
 
 class UseCaseBase:
@@ -35,6 +36,10 @@ class UseCaseBase:
 
     def position(self) -> str | None:
         """The read-after position of this store's writes (Chatrecord reads it)."""
+        raise NotImplementedError
+
+    def events(self, conversation: str, *, after: str | None = None) -> list[ConversationEvent]:
+        """The conversation's events (`ConversationReads.events`). Raises UnknownConversation."""
         raise NotImplementedError
 
     def _stored_id(self, conversation: str) -> str:

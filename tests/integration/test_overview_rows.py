@@ -112,7 +112,7 @@ class OverviewContract:
         chat.overview_drawn("conv-demo-seo", pages.overview_svg)
         backend = chat.read_models.storage
         table = overview_table_names(chat.read_models.live_pointer().generation, getattr(backend, "schema", ""))["overview"]
-        long_key, demo_key = (str(conversation_uuid(chat._key(c))) for c in ("conv-long", "conv-demo-seo"))
+        long_key, demo_key = (str(conversation_uuid(chat._stored_id(c))) for c in ("conv-long", "conv-demo-seo"))
         with backend.transaction(write=True) as curs:
             p = backend.p
             curs.execute(f"SELECT version, body FROM {table} WHERE cid = {p}", (long_key,))

@@ -51,7 +51,7 @@ from tests.integration.backends import PostgresStores, SQLiteStores
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
 from test_properties import EPISODES, st, tell  # the random conversations of the unit properties
-from test_rows import EXTRA, _more  # and what may come after their latest turn
+from test_row_fold import EXTRA, _more  # and what may come after their latest turn
 
 DEMO = Path(__file__).resolve().parents[1] / "data" / "demo_seo_tour.jsonl"
 T0 = datetime(2026, 10, 28, 9, 0, tzinfo=UTC)
