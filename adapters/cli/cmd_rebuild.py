@@ -21,7 +21,7 @@ from adapters.cli.stdio import (
     rebuild_json,
     require_store,
 )
-from adapters.views.readmodels import MOST_WORKERS, RebuildInterrupted
+from adapters.views.rebuild import MOST_WORKERS, RebuildInterrupted
 from projections.rules import DEFAULT_RULE_SET, Rules
 
 

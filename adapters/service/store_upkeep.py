@@ -22,7 +22,8 @@ from adapters.store.erasure import Erasure, erase
 from adapters.store.keys import KeyState
 from adapters.store.settings import describe_backend
 from adapters.store.verify import Verdict, chain_verdict, from_position, position_of, upgrade, verdicts, verify_after
-from adapters.views.readmodels import ConversationDiff, RebuildReport
+from adapters.views.rebuild import RebuildReport
+from adapters.views.rule_diff import ConversationDiff
 from adapters.views.verify_rows import RowsVerdict, check_rows, rows_verdicts
 from domain.errors import UnknownConversation, shown_id
 from domain.events import conversation_uuid

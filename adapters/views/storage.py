@@ -80,7 +80,7 @@ class TurnInputRows:
     """What `PostgresViewStorage.turn_input_rows` read in one statement: the live pointer, the head
     row's body (None before the first event), the log's version and, where the head says its
     latest turn is still intact in the rows (`projections.row_fold.Head.turn_intact`), what that
-    turn saw (`adapters.views.readmodels.turn_rows_state`), each kind's row bodies joined by
+    turn saw (`adapters.views.row_state.turn_rows_state`), each kind's row bodies joined by
     the record separator U+001E, oldest first: the first `turn.length` transcript messages, the
     run record entries of versions up to `turn.version` with those set aside for it, and the
     card outcomes recorded up to `turn.version`. The three are None when the turn is not intact

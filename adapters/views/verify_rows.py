@@ -19,7 +19,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from adapters.views.conversation_rows import MemoryConversation, MemoryRows
-from adapters.views.readmodels import ReadModels, _state, fold_into
+from adapters.views.log_fold import fold_into
+from adapters.views.readmodels import ReadModels
+from adapters.views.row_state import _state
 from domain.errors import ChatrecordError
 from projections.rules import resolve
 

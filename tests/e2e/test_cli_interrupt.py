@@ -141,17 +141,17 @@ import os
 import signal
 
 from adapters.bootstrap import read_models
-from adapters.views import readmodels
+from adapters.views import log_fold
 
-fold_page = readmodels.ReadModels._fold_page
+fold_page = log_fold.fold_page
 
 
-def interrupted(self, *args, **kwargs):
+def interrupted(*args, **kwargs):
     os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C as the rebuild folds its first page
-    return fold_page(self, *args, **kwargs)
+    return fold_page(*args, **kwargs)
 
 
-readmodels.ReadModels._fold_page = interrupted
+log_fold.fold_page = interrupted
 """
 """A `sitecustomize` module: the process it starts in gets SIGINT as a rebuild folds its first page."""
 

@@ -26,21 +26,20 @@ from adapters.bootstrap import build_store, read_models
 from adapters.ingest import read_file, read_lines
 from adapters.store.application import ConversationStore
 from adapters.store.settings import memory_env
+from adapters.views import rebuild
 from adapters.views.conversation_rows import TABLES, PrefetchedRows
-from adapters.views.readmodels import (
+from adapters.views.head_cache import _kept, notes_cache
+from adapters.views.readmodels import NEWEST_ENTRIES, ReadModels
+from adapters.views.rebuild import (
     MAX_WORKERS,
     MOST_OF_A_PART,
     MOST_WORKERS,
-    NEWEST_ENTRIES,
     PARTS_FROM,
-    ReadModels,
     RebuildInterrupted,
     RebuildWorkerFailed,
-    UnknownConversation,
-    _kept,
-    notes_cache,
     part_of,
 )
+from domain.errors import UnknownConversation
 from domain.events import conversation_uuid
 from projections import turn as turns
 from projections.page_line import PageFilter, every_page
@@ -409,7 +408,7 @@ class ReadModelsContract:
         models.rebuild("2026-11-02")  # the rebuild's buffered page writes give the same rows
         self.assert_rows_are_the_fold(models, store, conversation)
         with monkeypatch.context() as patch:  # and so do pages of 3 events: rows written by an earlier page
-            patch.setattr("adapters.views.readmodels.PAGE", 3)
+            patch.setattr("adapters.views.log_fold.PAGE", 3)
             models.rebuild("2026-11-02")
         self.assert_rows_are_the_fold(models, store, conversation)
 
@@ -433,7 +432,7 @@ class ReadModelsContract:
         ingest(store, DEMO)
         ingest(store, behalten_tour())
         ingest(store, edited_chat())
-        monkeypatch.setattr("adapters.views.readmodels.PAGE", 7)
+        monkeypatch.setattr("adapters.views.log_fold.PAGE", 7)
 
         report = models.rebuild("2026-11-02")
 
@@ -465,8 +464,8 @@ class ReadModelsContract:
                     steps=model_round(1),
                 )
         ingest(store, [line for pair in zip(*(chat.lines for chat in chats), strict=True) for line in pair])
-        monkeypatch.setattr("adapters.views.readmodels.PAGE", 5)
-        monkeypatch.setattr("adapters.views.readmodels.KEPT_HEADS", 1)
+        monkeypatch.setattr("adapters.views.log_fold.PAGE", 5)
+        monkeypatch.setattr("adapters.views.log_fold.KEPT_HEADS", 1)
 
         report = models.rebuild("2026-11-02")
 
@@ -504,7 +503,7 @@ class ReadModelsContract:
         def broken(*args: Any, **kwargs: Any) -> Any:
             raise RuntimeError("a bug in the fold")
 
-        monkeypatch.setattr("adapters.views.readmodels.fold_into", broken)
+        monkeypatch.setattr("adapters.views.live_rows.fold_into", broken)
         ingest(store, Lines("conv-demo-seo").add("user_message", message=9, text="Und jetzt?", page=42).lines)
         monkeypatch.undo()
 
@@ -544,7 +543,7 @@ class SharedDatabaseContract(ReadModelsContract):
             ingest(store, behalten_tour(f"conv-behalten-{n}"))
         tables = self.tables(store)
         before = models.turn_notes("conv-demo-seo")
-        monkeypatch.setattr("adapters.views.readmodels.PAGE", 7)  # pages of 7 events: the second is never folded
+        monkeypatch.setattr("adapters.views.log_fold.PAGE", 7)  # pages of 7 events: the second is never folded
         guarded: list[bool] = []
 
         def interrupted(done: int, total: int) -> None:
@@ -1016,7 +1015,7 @@ class TestPostgresReadModels(PostgresStores, SharedDatabaseContract):
     ) -> None:
         models = read_models(store)
         names = self.four_conversations(store)
-        monkeypatch.setattr("adapters.views.readmodels.PAGE", 7)  # the worker too: it is forked
+        monkeypatch.setattr("adapters.views.log_fold.PAGE", 7)  # the worker too: it is forked
         seen: list[tuple[int, int]] = []
 
         report = models.rebuild("2026-11-01", progress=lambda done, total: seen.append((done, total)), workers=2)
@@ -1048,14 +1047,14 @@ class TestPostgresReadModels(PostgresStores, SharedDatabaseContract):
         models = read_models(store)
         names = self.four_conversations(store)
         before = models.turn_notes("conv-demo-seo")
-        fold_log = ReadModels._fold_log
+        fold_log = rebuild.fold_log
 
-        def failing(self: ReadModels, *args: Any, part: tuple[int, int] | None = None, **kwargs: Any) -> Any:
+        def failing(*args: Any, part: tuple[int, int] | None = None, **kwargs: Any) -> Any:
             if part == (1, 2):
                 raise RuntimeError("the worker's database went away")
-            return fold_log(self, *args, part=part, **kwargs)
+            return fold_log(*args, part=part, **kwargs)
 
-        monkeypatch.setattr(ReadModels, "_fold_log", failing)  # in the forked worker too
+        monkeypatch.setattr(rebuild, "fold_log", failing)  # in the forked worker too
         with pytest.raises(
             RebuildWorkerFailed,
             match="failed: RuntimeError: the worker's database went away; "
@@ -1074,14 +1073,14 @@ class TestPostgresReadModels(PostgresStores, SharedDatabaseContract):
     def test_a_worker_that_is_killed_fails_the_rebuild(self, store: ConversationStore, monkeypatch: pytest.MonkeyPatch) -> None:
         models = read_models(store)
         self.four_conversations(store)
-        fold_log = ReadModels._fold_log
+        fold_log = rebuild.fold_log
 
-        def killed(self: ReadModels, *args: Any, part: tuple[int, int] | None = None, **kwargs: Any) -> Any:
+        def killed(*args: Any, part: tuple[int, int] | None = None, **kwargs: Any) -> Any:
             if part == (1, 2):
                 os.kill(os.getpid(), signal.SIGKILL)
-            return fold_log(self, *args, part=part, **kwargs)
+            return fold_log(*args, part=part, **kwargs)
 
-        monkeypatch.setattr(ReadModels, "_fold_log", killed)
+        monkeypatch.setattr(rebuild, "fold_log", killed)
         with pytest.raises(RebuildWorkerFailed, match=r"ended \(exit code -9\) before it folded its part"):
             models.rebuild("2026-11-01", workers=2)
         monkeypatch.undo()
@@ -1104,7 +1103,7 @@ class TestPostgresReadModels(PostgresStores, SharedDatabaseContract):
         # a long log: parts only where no part holds more than two thirds of it
         demo = store.max_notification_id()
         assert store.recorder.count_notifications_by_part(demo, 2) == [0, demo]  # conv-demo-seo is of part 1
-        monkeypatch.setattr("adapters.views.readmodels.PARTS_FROM", 1)
+        monkeypatch.setattr("adapters.views.rebuild.PARTS_FROM", 1)
         monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0, 1})
         assert models.rebuild_workers(demo) == 1  # one conversation: one process
         ingest(store, behalten_tour())
@@ -1120,7 +1119,7 @@ class TestPostgresReadModels(PostgresStores, SharedDatabaseContract):
         assert sum(sizes) == stop and sizes[0] == 2  # conv-long, of part 0
         assert models.rebuild_workers(stop) == 1  # 2 of the events in one part, the rest in the other
         assert MOST_OF_A_PART == 2 / 3
-        monkeypatch.setattr("adapters.views.readmodels.MOST_OF_A_PART", 1 - 2 / stop)
+        monkeypatch.setattr("adapters.views.rebuild.MOST_OF_A_PART", 1 - 2 / stop)
         assert models.rebuild_workers(stop) == 2
         report = models.rebuild("2026-11-02")
         assert report.workers == 2 and report.events == stop

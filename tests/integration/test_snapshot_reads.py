@@ -22,7 +22,7 @@ from adapters.bootstrap import build_store, read_models
 from adapters.ingest import read_lines
 from adapters.store.application import ConversationStore
 from adapters.store.settings import memory_env, postgres_env, sqlite_env
-from adapters.views.readmodels import UnknownConversation
+from domain.errors import UnknownConversation
 from projections.turn import NoTurnYet, replay_turns
 from tests.integration.backends import PostgresStores, SQLiteStores
 from tests.integration.test_readmodels import Lines, model_round

@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from test_properties import EPISODES, tell
 
 from adapters.views.conversation_rows import MemoryConversation, MemoryRows
-from adapters.views.readmodels import _state, fold_into
+from adapters.views.log_fold import fold_into
+from adapters.views.row_state import _state
 from projections import turn
 from projections.rules import resolve
 from projections.turn_notes import apply_notes, turn_notes
@@ -271,7 +272,7 @@ def test_the_latest_turn_built_from_the_rows_is_the_turn_the_fold_builds(legacy,
     (`turn_intact`), its input built from them is the one a fold of the log up to that turn
     builds, byte for byte; edits, cuts, replaced transcripts, legacy rows, retries, failed
     segments and the record's cap (small here, so entries fall out after the turn) come up."""
-    from adapters.views.readmodels import turn_rows_state
+    from adapters.views.row_state import turn_rows_state
 
     chat = tell(legacy, episodes)
     _more(chat, extra)
@@ -301,7 +302,7 @@ def test_the_latest_turn_is_built_from_the_rows_after_its_segments_and_cards_and
     two: the rows still hold that turn (the entry set aside), and an edit's cut starts the next."""
     from factories import call, model_round
 
-    from adapters.views.readmodels import turn_rows_state
+    from adapters.views.row_state import turn_rows_state
 
     chat = tell(0, [("plain", False), ("plain", False)])
     chat.segment("turn", "awaiting_approval", "Karte", [*model_round(1)], [call(fields=("title",))], run="x")

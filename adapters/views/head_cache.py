@@ -1,0 +1,72 @@
+"""What a process keeps of the rows it wrote and the notes it read: the heads it wrote in the
+live generation (`HeadCache`), so that the next append to a conversation need not read its
+head, and the turn notes by head version (`notes_cache`)."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any, TypeVar
+from uuid import UUID
+
+from eventsourcing.application import LRUCache
+
+from adapters.views.conversation_rows import RecentRows
+from projections.row_fold import Head
+from projections.turn_notes import TurnNotes
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class HeadCache:
+    """The heads this process wrote in the live generation, by conversation, so the next append
+    to a conversation need not read its head. A kept head is used only when its version is the
+    one just before the events being applied: any other writer's append (or a failed view)
+    leaves a different version, and the head is read. A rebuild that switches generations
+    drops the old tables, so an append that used a kept head of a dropped generation fails its
+    view statement, rolls back to the views' savepoint, and the next read catches up.
+    The library's `LRUCache` keeps at most `size` conversations."""
+
+    def __init__(self, size: int = 4096) -> None:
+        self.size = size
+        self._kept: LRUCache[UUID, tuple[Head, RecentRows | None]] = LRUCache(maxsize=size)
+
+    def get(self, cid: UUID, version: int) -> Head | None:
+        """Returns the kept head of `cid` when it is at `version`, else None."""
+        kept = _kept(self._kept, cid)
+        return kept[0] if kept is not None and kept[0].version == version else None
+
+    def rows(self, cid: UUID, head: Head) -> RecentRows | None:
+        """Returns the rows kept with `head` (`RecentRows`, as the transaction that wrote that
+        head left them), None when none are kept with it."""
+        kept = _kept(self._kept, cid)
+        return kept[1] if kept is not None and kept[0] is head else None
+
+    def put(self, cid: UUID, head: Head, rows: RecentRows | None = None) -> None:
+        """Keeps `head` (written by a committed transaction), with the newest rows it wrote."""
+        self._kept.put(cid, (head, rows))
+
+    def forget(self, cid: UUID) -> None:
+        """Forgets the kept head of `cid` (the store no longer trusts what it kept of it)."""
+        with contextlib.suppress(KeyError):
+            self._kept.get(cid, evict=True)
+
+    def clear(self) -> None:
+        """Forgets every kept head (after a rebuild or an erasure in this process)."""
+        self._kept = LRUCache(maxsize=self.size)  # the library's clear() only resets its links
+
+
+def notes_cache(size: int = 1024) -> LRUCache[tuple[Any, ...], TurnNotes]:
+    """Returns the cache of the turn notes this process read, keyed by (conversation,
+    generation, head version, rule set, page check): a conversation's notes change only with
+    its head's version, so a kept answer stays true until its next event (or a rebuild, which
+    starts a new generation). Notes hold labels, never a text."""
+    return LRUCache(maxsize=size)
+
+
+def _kept(cache: LRUCache[K, V], key: K) -> V | None:
+    """Returns what `cache` keeps under `key`, None if nothing."""
+    try:
+        return cache.get(key)
+    except KeyError:
+        return None

@@ -1,0 +1,244 @@
+"""The read models' rows kept current with the log (`LiveRows`, which `ReadModels` reads): the
+pointer and the first generation made once, a conversation's events applied in their own
+transaction (`apply_inline`, under a savepoint) or from its log (`apply`), the heads this process
+wrote kept, every conversation caught up, a conversation's rows folded anew after its erasure."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Iterable, Sequence
+from typing import Any
+from uuid import UUID
+
+from eventsourcing.application import LRUCache
+
+from adapters.backends import view_storage_for
+from adapters.store.application import ConversationStore, ViewsWritten
+from adapters.store.serialization import UnreadableEvent
+from adapters.views.caches import KeptMessages, KnownBlocks, RenderedNotes, known_conversations
+from adapters.views.head_cache import HeadCache, notes_cache
+from adapters.views.log_fold import Progress, fold_into, fold_log
+from adapters.views.storage import Pointer, ViewStorage
+from domain.events import ConversationEvent, conversation_uuid
+from projections.row_fold import Head
+from projections.rules import DEFAULT_RULE_SET, resolve
+
+log = logging.getLogger("chatrecord")
+
+
+class LiveRows:
+    """The rows of a ConversationStore's read models, in the store's own database, kept current
+    with its log; `ReadModels` adds the reads, the rebuild and the diff."""
+
+    def __init__(self, store: ConversationStore) -> None:
+        self.store = store
+        self.storage: ViewStorage = view_storage_for(store)
+        self._live: Pointer | None = None
+        self.heads = HeadCache()
+        self.notes = notes_cache()
+        self.kept_at: LRUCache[tuple[UUID, Any], int] = LRUCache(maxsize=1024)
+        """The head version of each (conversation, page check) whose notes `notes` keeps, so a
+        turn read of an unchanged conversation reads only its head (`turn_rows`' `kept_at`)."""
+        self.known: LRUCache[UUID, KnownBlocks] = known_conversations()
+        """What each conversation's last turn read learned of its transcript rows (`KnownBlocks`)."""
+        self.rendered = RenderedNotes()
+        self.messages = KeptMessages()
+        """The transcript messages turn reads decoded, by row body (dropped by `erase`)."""
+        self._ensure()
+
+    def forget(self, cid: UUID) -> None:
+        """Forgets what this process kept of a conversation's rows (its head, what its last turn
+        read knew of its transcript): the store found its log not to be the one they were
+        kept of (a database restored or failed over to another history)."""
+        self.heads.forget(cid)
+        with contextlib.suppress(KeyError):
+            self.known.get(cid, evict=True)
+
+    # ------------------------------------------------------------ set-up
+
+    def _ensure(self) -> None:
+        """Creates the pointer and the first generation once; a store of the previous version
+        (one JSON row per conversation) gets its views rebuilt from the log, with a notice."""
+        with self.storage.transaction(write=False) as curs:
+            live = self.storage.pointer(curs)
+        if live is not None:
+            self._set_live(live)
+            return
+        with self.storage.transaction(write=True) as curs:
+            self.storage.lock(curs, exclusive=True)
+            live = self.storage.pointer(curs)
+            if live is None:
+                old_rules, old_tables = self.storage.old_tables(curs)
+                live = Pointer(1, resolve(old_rules or DEFAULT_RULE_SET).id, 2)
+                self.storage.create(curs, 1)
+                self.storage.set_pointer(curs, live)
+                for table in old_tables:
+                    self.storage.drop_table(curs, table)
+                if old_tables:
+                    log.warning(
+                        "chatrecord: the read models of the previous version were dropped; "
+                        "they are rebuilt from the log as rows now"
+                    )
+        self._set_live(live)
+        if self.store.max_notification_id():
+            fold_log(self.store, self.storage, live.generation, live.rules, 0, None)
+
+    def active_rules(self) -> str:
+        """Returns the rule set of the live tables."""
+        return self._pointer().rules
+
+    def live_pointer(self) -> Pointer:
+        """Returns the live generation's pointer, as it is now (one read)."""
+        return self._pointer()
+
+    def _pointer(self) -> Pointer:
+        with self.storage.transaction(write=False) as curs:
+            live = self.storage.pointer(curs)
+        assert live is not None
+        self._set_live(live)
+        return live
+
+    # ------------------------------------------------------------ writing
+
+    def apply(self, aggregate_id: UUID, events: Sequence[ConversationEvent] | None = None) -> Head | None:
+        """Brings one conversation's rows up to its log: `events` (just saved) where they follow
+        the head, else what the log holds after the head. Returns the head after it."""
+        with self.storage.transaction(write=True) as curs:
+            self.storage.lock(curs, exclusive=False)
+            live = self.storage.pointer(curs)
+            assert live is not None
+            rows = self.storage.rows(curs, live.generation, aggregate_id)
+            head: Head | None = rows.head()
+            version = head.version if head else 0
+            if events and events[-1].originator_version <= version:
+                return head
+            if not events or events[0].originator_version != version + 1:
+                todo: Iterable[ConversationEvent] = self.store.events.get(aggregate_id, gt=version or None)
+            else:
+                todo = events
+            after = fold_into(rows, head, todo, resolve(live.rules))
+            if after is not None and after is not head:
+                rows.put_head(after)
+            return after
+
+    def apply_inline(self, curs: Any, aggregate_id: UUID, events: Sequence[ConversationEvent], written: ViewsWritten) -> None:
+        """Applies `events`, being saved in the transaction of `curs`, to their conversation's
+        rows in that same transaction, noting the head it wrote in `written` (the transaction's,
+        made by the store: `inline_committed` keeps its heads once it committed), under a savepoint: a view that cannot apply them (a bug,
+        or data an old version accepted) leaves its rows as they were and the events are still
+        stored; the next read of the conversation tries again from its log. When that fails
+        with the pointer and head this process kept (a rebuild elsewhere switched generations
+        and dropped the tables it took as live), it is tried once more, in a new savepoint, with
+        the live pointer and head read from the database. Events that do not follow the head (a
+        gap) are left to the next read too."""
+        if not events:
+            return
+        for fresh in (False, True) if self.storage.shared else (False,):
+            if self._apply_inline(curs, aggregate_id, events, fresh, written):
+                return
+
+    def _apply_inline(
+        self, curs: Any, aggregate_id: UUID, events: Sequence[ConversationEvent], fresh: bool, written: ViewsWritten
+    ) -> bool:
+        """One try of `apply_inline`; `fresh` reads the pointer and head instead of using the
+        kept ones. Returns False when the views' savepoint failed and a fresh try is left."""
+        written.pop(aggregate_id, None)
+        failed: list[Exception] = []
+
+        def on_failure(error: Exception) -> bool:
+            self._inline_failed(error, written)
+            failed.append(error)
+            return not fresh  # True: tried again with the live pointer, so nothing to warn of yet
+
+        with self.storage.savepoint(curs, on_failure=on_failure) as point:
+            self.storage.lock(point, exclusive=False)
+            live = None if fresh else self._live
+            head = self.heads.get(aggregate_id, events[0].originator_version - 1) if live is not None else None
+            if live is None or head is None:
+                live, body = self.storage.pointer_and_head(point, aggregate_id, live.generation if live else 0)
+                assert live is not None
+                self._set_live(live)
+                head = None
+            rows = self.storage.rows(point, live.generation, aggregate_id, buffered=True)
+            prime = getattr(rows, "prime", None)
+            if prime is not None:  # the rows the append that wrote the kept head left: not read again
+                prime(self.heads.rows(aggregate_id, head) if head is not None else None)
+            getattr(rows, "prefetch", lambda events: None)(events)  # what the fold will read, at once where it can
+            if head is None:
+                head = Head.model_validate_json(body) if body is not None else rows.head()
+            if events[0].originator_version != (head.version if head else 0) + 1:
+                return True
+            after = fold_into(rows, head, events, resolve(live.rules))
+            if after is not None:
+                rows.put_head(after)
+            getattr(rows, "flush", lambda: None)()  # the writes go out together
+            written[aggregate_id] = (live.generation, after, getattr(rows, "recent", lambda: None)())
+        return not failed or fresh
+
+    def _set_live(self, live: Pointer) -> None:
+        """Takes `live` as the live pointer; the kept heads go when its generation is new."""
+        if self._live is None or self._live.generation != live.generation:
+            self.heads.clear()
+        self._live = live
+
+    def _inline_failed(self, error: Exception, written: ViewsWritten) -> None:
+        """After a view statement failed (e.g. a rebuild elsewhere dropped the tables this
+        process took as live): forget the pointer, the kept heads and what the transaction
+        wrote (`written`); the next write reads them."""
+        written.clear()
+        self._live = None
+        self.heads.clear()
+
+    def inline_committed(self, written: ViewsWritten) -> None:
+        """Called by the store once the transaction `apply_inline` wrote `written` in has
+        committed: keeps the heads it wrote (`HeadCache`, one per conversation of the
+        transaction: (generation, head, newest rows)), so the next append need not read them."""
+        for aggregate_id, (generation, head, recent) in written.items():
+            if head is not None and self._live is not None and generation == self._live.generation:
+                self.heads.put(aggregate_id, head, recent)
+
+    def catch_up(self, progress: Progress | None = None) -> int:
+        """Brings every conversation's rows up to its log; returns how many conversations
+        had events to apply."""
+        behind = 0
+        for conversation in self.store.conversation_ids():
+            key = conversation_uuid(conversation)
+            with self.storage.transaction(write=False) as curs:
+                live = self.storage.pointer(curs)
+                assert live is not None
+                head = self.storage.rows(curs, live.generation, key).head()
+                logged = self.storage.log_version(curs, key)
+            if (head.version if head else 0) < logged:
+                self.apply(key)
+                behind += 1
+        return behind
+
+    # ------------------------------------------------------------ erasure
+
+    def erase(self, conversation: str) -> bool:
+        """Deletes the conversation's rows in the live tables and folds them again from its log,
+        whose texts read as erased once its key is gone, so no view keeps a text of it (a log
+        that cannot be read back, `UnreadableEvent`, leaves them deleted). Returns False when
+        the store does not hold the conversation."""
+        key = conversation_uuid(conversation)
+        with self.storage.transaction(write=True) as curs:
+            self.storage.lock(curs, exclusive=False)
+            live = self.storage.pointer(curs)
+            assert live is not None
+            if not self.storage.log_version(curs, key):
+                return False
+            rows = self.storage.rows(curs, live.generation, key)
+            rows.clear()
+            self.heads.clear()
+            self.notes = notes_cache()
+            self.messages.clear()
+            self.known = known_conversations()
+            try:
+                after = fold_into(rows, None, self.store.events.get(key), resolve(live.rules))
+            except UnreadableEvent:
+                rows.clear()  # its rows stay dropped: a read says why its log cannot be read
+                return True
+            if after is not None:
+                rows.put_head(after)
+        return True

@@ -1,0 +1,291 @@
+"""The rebuild of the read models (`chatrecord rebuild`): `Rebuilds.rebuild(rules)` folds the
+whole log, page by page, into a new generation's tables with the same fold
+(`adapters.views.log_fold.fold_log`, `projections.row_fold.apply_to_rows`), in worker processes
+of its own where the log is long and the backend folds in parts (`Rebuilds.rebuild_workers`,
+`_fold_part`), then, under the exclusive lock, folds what was stored meanwhile and switches the
+pointer; what it did (`RebuildReport`) and how it fails (the errors below)."""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import os
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+from uuid import UUID
+
+from adapters.backends import view_storage_for
+from adapters.processes import end_with
+from adapters.store.application import ConversationStore
+from adapters.views.conversation_rows import TABLES
+from adapters.views.log_fold import Progress, fold_log
+from adapters.views.storage import Pointer, ViewStorage
+from domain.errors import ChatrecordError
+from projections.rules import resolve
+
+PARTS_FROM = 10_000
+"""The events a log must hold before a rebuild folds it in worker processes by itself
+(`ReadModels.rebuild_workers`): below, starting them costs more than they save."""
+MAX_WORKERS = 4
+"""The most worker processes a rebuild starts by itself (one per CPU up to this)."""
+MOST_WORKERS = 32
+"""The most worker processes a rebuild may be asked for: each opens its own connections to the
+server, and a log has at most 256 parts (the last byte of a conversation's UUID)."""
+MOST_OF_A_PART = 2 / 3
+"""The largest share of a log's events one part may hold for a rebuild to fold it in parts by
+itself: beyond, the other processes have too little to fold to make up for the CPU they take
+from the one with the most (measured in docs/benchmarks.md: two processes on 2 CPUs fold 20
+even conversations 1.6x as fast as one, a 60/40 split no faster, one conversation slower)."""
+
+
+class RebuildWorkerFailed(ChatrecordError):
+    """Raised when a worker process of a rebuild (`ReadModels.rebuild`'s `workers`) failed or
+    ended before it folded its part; the message names its error. The live tables stay as
+    they were; the next rebuild drops the half-written generation."""
+
+
+UNSWITCHED = "nothing was switched: the live read models are as they were"
+"""What a failed rebuild's message ends with (`RebuildWorkerFailed`)."""
+
+
+class RebuildInterrupted(ChatrecordError):
+    """Raised when an interrupt (Ctrl-C, SIGTERM) stopped a rebuild before it switched: its
+    half-built tables were dropped and the live read models are as they were."""
+
+
+class RebuildSuperseded(ChatrecordError):
+    """Raised when a rebuild finishes after a later rebuild has already switched over; the
+    later one stays live and the superseded generation is dropped."""
+
+
+@dataclass(frozen=True)
+class RebuildReport:
+    """What a rebuild did: the rule set now live and the one it replaced, how many
+    conversations (the unreadable ones included) and events it folded, the tables of the new
+    generation and those dropped."""
+
+    rules: str
+    conversations: int
+    events: int
+    old_rules: str
+    tables: tuple[str, ...]
+    generation: int = 0
+    dropped: tuple[str, ...] = ()
+    unreadable: tuple[str, ...] = ()
+    """The conversations (their UUIDs) whose logs could not be read or folded to the end: their
+    rows stop before the event that failed, and reading them says why (one line each was logged)."""
+    workers: int = 1
+    """The processes that folded the log up to the rebuild's start (this one included)."""
+
+
+class Rebuilds:
+    """The rebuilds of one store's read models (`ReadModels.rebuild`, `.rebuild_workers`): with
+    the store, the views' storage, and what takes a new live pointer (`set_live`, the read
+    models' own, called once a rebuild switched)."""
+
+    def __init__(self, store: ConversationStore, storage: ViewStorage, set_live: Callable[[Pointer], None]) -> None:
+        self.store = store
+        self.storage = storage
+        self._set_live = set_live
+
+    def rebuild_workers(self, stop: int, workers: int | None = None) -> int:
+        """Returns the processes a rebuild of the log up to notification `stop` (its events)
+        folds it in: `workers` where given; else one per CPU this process may use, at most
+        MAX_WORKERS, for a log of at least PARTS_FROM events whose conversations spread over the
+        parts (no part holds more than MOST_OF_A_PART of the events, counted by the server,
+        `count_notifications_by_part`; a log of one long conversation is folded by one process).
+        1 where the backend cannot fold in parts (`ViewStorage.folds_in_parts`: SQLite, memory) or
+        the system cannot fork. Raises ValueError for `workers` outside 1 to MOST_WORKERS."""
+        _check_workers(workers)
+        if not self.storage.folds_in_parts or not hasattr(os, "fork"):
+            return 1
+        if workers is not None:
+            return workers
+        if stop < PARTS_FROM:
+            return 1
+        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        parts = max(1, min(cpus, MAX_WORKERS))
+        if parts > 1:
+            sizes = self.store.recorder.count_notifications_by_part(stop, parts)  # type: ignore[attr-defined]  # a recorder that folds in parts
+            if max(sizes) > MOST_OF_A_PART * sum(sizes):
+                return 1
+        return parts
+
+    def rebuild(
+        self,
+        rules: str,
+        progress: Progress | None = None,
+        workers: int | None = None,
+        guard: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext,
+    ) -> RebuildReport:
+        """Folds the whole event log under `rules` into a new generation's tables, then makes
+        it live and drops the old ones; returns what it did. The log up to the rebuild's start
+        is folded in `rebuild_workers(stop, workers)` processes, each its own conversations
+        (`_fold_in_parts`; `progress` follows this process's part); what was stored meanwhile,
+        by this process under the exclusive lock. Raises UnknownRuleSet for an unknown id,
+        RebuildSuperseded when a later rebuild switched first, RebuildWorkerFailed when a
+        worker process failed, ValueError for `workers` outside 1 to MOST_WORKERS.
+        An interrupt (KeyboardInterrupt) before the switch drops the new generation's tables
+        (its workers stopped first; `guard()` is entered around the drop, so that a second
+        interrupt does not cut it) and raises RebuildInterrupted, which names them."""
+        target = resolve(rules).id
+        _check_workers(workers)  # before a generation is made
+        with self.storage.transaction(write=True) as curs:
+            self.storage.lock(curs, exclusive=True)
+            old = self.storage.pointer(curs)
+            assert old is not None
+            generation = old.next
+            self.storage.set_pointer(curs, Pointer(old.generation, old.rules, generation + 1))
+            self.storage.create(curs, generation)
+        try:
+            return self._rebuild_into(generation, old, target, progress, workers)
+        except KeyboardInterrupt:
+            with guard():
+                dropped = self._drop_unswitched(generation)
+            raise RebuildInterrupted(
+                f"rebuild under {target}: "
+                + (f"the half-built tables views_g{generation}_* were dropped; " if dropped else "")
+                + f"{UNSWITCHED} ({old.rules}); run it again to rebuild"
+            ) from None
+
+    def _drop_unswitched(self, generation: int) -> bool:
+        """Drops `generation`'s tables unless it went live (an interrupt after the switch
+        committed); returns True when it dropped them."""
+        with self.storage.transaction(write=True) as curs:
+            self.storage.lock(curs, exclusive=True)
+            now = self.storage.pointer(curs)
+            if now is not None and now.generation == generation:
+                return False
+            self.storage.drop(curs, generation)
+            return True
+
+    def _rebuild_into(
+        self, generation: int, old: Pointer, target: str, progress: Progress | None, workers: int | None
+    ) -> RebuildReport:
+        """`rebuild`'s fold into the new `generation` (made already) and its switch."""
+        stop = self.store.max_notification_id()
+        unreadable: set[UUID] = set()
+        parts = self.rebuild_workers(stop or 0, workers)
+        seen: set[UUID]
+        if not stop:
+            events, seen = 0, set()
+        elif parts > 1:
+            events, seen = self._fold_in_parts(generation, target, stop, parts, progress, unreadable)
+        else:
+            events, seen = fold_log(self.store, self.storage, generation, target, 0, stop, progress, unreadable=unreadable)
+        with self.storage.transaction(write=True) as curs:
+            self.storage.lock(curs, exclusive=True)
+            now = self.storage.pointer(curs)
+            assert now is not None
+            if now.generation != old.generation:
+                self.storage.drop(curs, generation)
+                raise RebuildSuperseded(f"a later rebuild switched to generation {now.generation} first")
+            more, also = fold_log(self.store, self.storage, generation, target, stop, None, curs=curs, unreadable=unreadable)
+            self.storage.set_pointer(curs, Pointer(generation, target, now.next))
+            dropped: list[str] = []
+            for stale in sorted(self.storage.generations(curs) - {generation}):
+                self.storage.drop(curs, stale)
+                dropped.extend(f"views_g{stale}_{t}" for t in (*TABLES, *self.storage.overview_tables))
+        self._set_live(Pointer(generation, target, now.next))
+        return RebuildReport(
+            rules=target,
+            conversations=len(seen | also | unreadable),
+            events=events + more,
+            old_rules=old.rules,
+            tables=tuple(f"views_g{generation}_{t}" for t in (*TABLES, *self.storage.overview_tables)),
+            generation=generation,
+            dropped=tuple(dropped),
+            unreadable=tuple(sorted(str(key) for key in unreadable)),
+            workers=parts,
+        )
+
+    def _fold_in_parts(
+        self, generation: int, rules: str, stop: int, parts: int, progress: Progress | None, unreadable: set[UUID]
+    ) -> tuple[int, set[UUID]]:
+        """Folds the notifications up to `stop` into `generation` in `parts` processes: this
+        one folds part 0 (`fold_log` with `part`, calling `progress`), `parts` - 1 forked
+        workers (`_fold_part`) the others, each with its own store and connections, into the
+        same new tables (no two write a conversation's rows). A conversation's events are all
+        in its part, in their order, so each is folded as one process would fold it. Returns
+        the events folded and the conversations, and adds the workers' unreadable ones to
+        `unreadable`. Raises RebuildWorkerFailed when a worker failed or ended without an
+        answer; the workers still running are then stopped (SIGTERM), as when this one fails."""
+        context = multiprocessing.get_context("fork")
+        workers: list[tuple[Any, Any]] = []
+        try:
+            for part in range(1, parts):
+                receiver, sender = context.Pipe(duplex=False)
+                process = context.Process(
+                    target=_fold_part,
+                    name=f"chatrecord-rebuild-{part}-of-{parts}",
+                    daemon=True,
+                    args=(self.store, generation, rules, stop, (part, parts), sender, os.getpid()),
+                )
+                with warnings.catch_warnings():  # Python 3.12+ warns of fork in a process with threads: the
+                    warnings.simplefilter("ignore", DeprecationWarning)  # worker touches none of their objects
+                    process.start()
+                sender.close()
+                workers.append((process, receiver))
+            folded, seen = fold_log(
+                self.store, self.storage, generation, rules, 0, stop, progress, unreadable=unreadable, part=(0, parts)
+            )
+            for process, receiver in workers:
+                try:
+                    answer = receiver.recv()
+                except EOFError:
+                    process.join()
+                    raise RebuildWorkerFailed(
+                        f"rebuild worker {process.name} ended (exit code {process.exitcode}) "
+                        f"before it folded its part of the log; {UNSWITCHED}"
+                    ) from None
+                if isinstance(answer, str):
+                    raise RebuildWorkerFailed(f"rebuild worker {process.name} failed: {answer}; {UNSWITCHED}")
+                count, its_seen, its_unreadable = answer
+                folded += count
+                seen |= its_seen
+                unreadable |= its_unreadable
+            return folded, seen
+        finally:
+            for process, receiver in workers:
+                receiver.close()
+                if process.is_alive():
+                    process.terminate()
+                process.join()
+
+
+def _check_workers(workers: int | None) -> None:
+    """Raises ValueError for a number of worker processes outside 1 to MOST_WORKERS."""
+    if workers is not None and not 1 <= workers <= MOST_WORKERS:
+        raise ValueError(f"a rebuild folds in 1 to {MOST_WORKERS} worker processes, not {workers}")
+
+
+def part_of(conversation: UUID, parts: int) -> int:
+    """Returns which of `parts` worker processes of a rebuild folds `conversation`: the last
+    byte of its UUID modulo `parts` (0 <= part < parts), as the recorder's
+    `select_notifications_to_fold` chooses on the server."""
+    return conversation.bytes[15] % parts
+
+
+def _fold_part(
+    store: ConversationStore, generation: int, rules: str, stop: int, part: tuple[int, int], answer: Any, parent: int
+) -> None:
+    """A forked worker of `Rebuilds._fold_in_parts`: opens the store anew (its own pool and
+    data keys; the parent's connections are never touched here), folds its `part` of the log up
+    to `stop` into `generation` and sends (events, conversations, unreadable ones) through the
+    pipe end `answer`, or one line naming its error. Ends with the process that started it
+    (`adapters.processes.end_with`)."""
+    end_with(parent)
+    own: ConversationStore | None = None
+    try:
+        own = type(store)(env=dict(store.env))
+        unreadable: set[UUID] = set()
+        folded, seen = fold_log(own, view_storage_for(own), generation, rules, 0, stop, unreadable=unreadable, part=part)
+        answer.send((folded, seen, unreadable))
+    except BaseException as error:  # noqa: BLE001 - told to the parent, which raises it
+        answer.send(f"{type(error).__name__}: {error}")
+    finally:
+        answer.close()
+        if own is not None:
+            own.close()

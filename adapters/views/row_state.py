@@ -1,0 +1,70 @@
+"""A conversation's read models (`TurnState`) built from its rows: after its last event
+(`_state`), or as its latest turn saw them (`turn_rows_state`); and the collector paused while
+a read builds many objects at once (`collections_paused`)."""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+from collections.abc import Iterator
+from typing import Any
+
+from projections.card_outcomes import CardOutcomes
+from projections.row_fold import Head
+from projections.run_record import RunRecord
+from projections.transcript import Transcript
+from projections.turn import TurnState
+
+
+@contextlib.contextmanager
+def collections_paused() -> Iterator[None]:
+    """Pauses the cyclic garbage collector's automatic collections (`gc.disable`) while a read
+    builds many objects at once (a turn input of 20,000 messages makes about 60,000), where
+    it was enabled: each collection walks the young objects again and again as they grow
+    (measured: about a third of `turn_input`'s time at 10,000 segments, docs/benchmarks.md,
+    issue 25). Reference counting frees everything as before; the collector runs again from
+    the next allocation after. Where another thread paused it too, the first to end enables
+    it again (a collection then runs sooner, nothing is wrong)."""
+    paused = gc.isenabled()
+    if paused:
+        gc.disable()
+    try:
+        yield
+    finally:
+        if paused:
+            gc.enable()
+
+
+def _state(rows: Any, head: Head) -> TurnState:
+    """Returns the folded read models of a conversation from its rows (whole transcript)."""
+    return TurnState.model_construct(
+        transcript=Transcript(kind=head.kind, messages=rows.messages()),
+        record=RunRecord(
+            entries=rows.entries(), dropped=head.dropped, follow=head.follow, open_waits=head.open_waits, pending=head.pending
+        ),
+        outcomes=CardOutcomes(outcomes=rows.outcomes(), open_cards=head.open_cards, approval=head.approval),
+        view=head.view,
+    )
+
+
+def turn_rows_state(rows: Any, head: Head) -> TurnState:
+    """Returns the read models as the latest turn saw them, from rows that still hold them
+    (`head.turn_intact`): the first `turn.length` transcript messages, the entries of versions
+    up to `turn.version` after those set aside for it, the card outcomes recorded up to
+    `turn.version`, the view context (only a turn changes it). Only what `turn_input` reads
+    is set (no continuation bookkeeping)."""
+    mark = head.turn
+    assert mark is not None and head.turn_intact
+    read = getattr(rows, "turn_rows", None)
+    if read is not None:  # one statement
+        messages, entries, outcomes = read(mark.length, mark.version)
+    else:
+        messages = rows.messages()[: mark.length]
+        entries = (*rows.aside(), *(e for e in rows.entries() if e.seq <= mark.version))
+        outcomes = tuple(o for o in rows.outcomes() if o.seq[0] <= mark.version)
+    return TurnState.model_construct(
+        transcript=Transcript(kind=head.kind, messages=messages),
+        record=RunRecord.model_construct(entries=entries, dropped=mark.dropped),
+        outcomes=CardOutcomes.model_construct(outcomes=outcomes),
+        view=head.view,
+    )
