@@ -31,7 +31,7 @@ from typing import Any
 
 from adapters.ingest import ParsedLine
 from adapters.service.record_lines import IngestReport, RecordLines, parse
-from adapters.store.application import BatchConflict, BatchRefused, HandleResult
+from adapters.store.commands import BatchConflict, BatchRefused, HandleResult
 from adapters.store.settings import StoreUnusable
 from domain.errors import ChatrecordError
 

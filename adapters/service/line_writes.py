@@ -21,7 +21,7 @@ from adapters.service.use_case_base import (
     lines_argument,
     required_line,
 )
-from adapters.store.application import HandleResult
+from adapters.store.commands import HandleResult
 from adapters.store.crypto import TextsErased
 from adapters.store.settings import store_errors
 from domain.errors import InvalidInput

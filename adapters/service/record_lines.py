@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from adapters.ingest import ParsedLine, at_line, parse_numbered
-from adapters.store.application import HandleResult
+from adapters.store.commands import HandleResult
 from adapters.store.crypto import TextsErased
 from domain.conversation import Conversation, History, project_conversation
 from domain.errors import ChatrecordError, InvalidInput, shown_id

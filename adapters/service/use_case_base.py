@@ -12,9 +12,10 @@ from typing import Any, TypeVar
 
 from adapters.ingest import ParsedLine
 from adapters.service.conversations import stored_id
-from adapters.store.application import ConversationStore, connection_lost
+from adapters.store.application import ConversationStore
 from adapters.store.replicas import recovery_conflict, wrote_on_standby
 from adapters.store.settings import read_wait, store_errors
+from adapters.store.write_retry import connection_lost
 from adapters.views.readmodels import ReadModels
 from domain.errors import ChatrecordError, InvalidInput
 from domain.events import ConversationEvent

@@ -16,7 +16,7 @@
   `CHATRECORD_READ_WAIT_MS` (default 1000) how long a read given a write's position waits for them
   (`read_wait`, `adapters.store.replicas`). `CHATRECORD_WRITE_RETRY_SECONDS` (default 30 where
   CHATRECORD_DATABASE_URL names several hosts, else 0) how long a write whose connection was lost
-  tries again (`adapters.store.application.reconnecting`). See docs/scaling.md.
+  tries again (`adapters.store.write_retry.reconnecting`). See docs/scaling.md.
 
 Each names its backend's store factory (`adapters.backends`) in the library's PERSISTENCE_MODULE.
 

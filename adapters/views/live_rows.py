@@ -14,8 +14,9 @@ from uuid import UUID
 from eventsourcing.application import LRUCache
 
 from adapters.backends import view_storage_for
-from adapters.store.application import ConversationStore, ViewsWritten
+from adapters.store.application import ConversationStore
 from adapters.store.serialization import UnreadableEvent
+from adapters.store.store_views import ViewsWritten
 from adapters.views.caches import KeptMessages, KnownBlocks, RenderedNotes, known_conversations
 from adapters.views.head_cache import HeadCache, notes_cache
 from adapters.views.log_fold import Progress, fold_into, fold_log

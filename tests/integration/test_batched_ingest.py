@@ -15,7 +15,8 @@ import pytest
 
 from adapters.api import Chatrecord
 from adapters.bootstrap import build_store
-from adapters.store.application import BatchConflict, ConversationStore
+from adapters.store.application import ConversationStore
+from adapters.store.commands import BatchConflict
 from tests.integration.backends import PostgresStores, SQLiteStores
 
 AT = "2026-10-28T09:00:00Z"

@@ -12,7 +12,7 @@ import pytest
 
 from adapters.api import Chatrecord
 from adapters.bootstrap import open_store
-from adapters.store.application import PrimaryGone
+from adapters.store.write_retry import PrimaryGone
 from scripts.failover_drill import drill, segment
 from tests.pg_servers import kill, start_replicated
 

@@ -20,8 +20,9 @@ from eventsourcing.utils import get_topic
 from psycopg import sql
 
 from adapters.bootstrap import build_store
-from adapters.store.application import ConversationStore, WriteConflict
+from adapters.store.application import ConversationStore
 from adapters.store.settings import memory_env
+from adapters.store.write_retry import WriteConflict
 from domain import conversation as c
 from domain.events import (
     CardDecided,
@@ -229,7 +230,7 @@ class StoreContract:
             seen.extend(events)
             return c.project_conversation(state, events)
 
-        monkeypatch.setattr("adapters.store.application.project_conversation", counting)
+        monkeypatch.setattr("adapters.store.store_queries.project_conversation", counting)
         reopened = self.second_store(store)
         if reopened is store:  # in memory: load it cold all the same, as a new process would
             store.repository.cache.get(cid, evict=True)

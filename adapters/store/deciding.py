@@ -1,0 +1,199 @@
+"""How a ConversationStore decides a command (`DecidingStore`, which `ConversationStore`
+extends): on the state and the history index it keeps from its last append (`_assume`), or as
+read in one transaction (`_decide`, `_cached`), the first result of a repeat, and what it keeps
+of a conversation after a write (saved, handed to the views, a snapshot when due) or forgets
+(`_forget`)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from contextlib import suppress
+from typing import Any, cast
+from uuid import UUID
+
+from eventsourcing.application import ProcessingEvent
+from eventsourcing.persistence import IntegrityError, Recording
+
+from adapters.store.commands import Command
+from adapters.store.known_counts import KnownCounts
+from adapters.store.sql_history import HistoryTables, KnownRecords
+from adapters.store.store_queries import StoreQueries
+from adapters.store.store_views import StoreViews
+from domain.conversation import Conversation, ConversationSnapshot, History, recorded_segment
+from domain.errors import ChatrecordError
+from domain.events import ConversationEvent
+from domain.history_index import AssumedHistory, NotKnown
+
+
+class DecidingStore(StoreQueries):
+    """The deciding of a ConversationStore's commands and what it keeps of each conversation
+    between them; `ConversationStore` builds what is declared here and writes."""
+
+    history: HistoryTables
+    views: StoreViews | None
+    snapshot_interval: int
+    _records: KnownRecords
+    _known: KnownCounts
+
+    def save(self, *objs: Any, **kwargs: Any) -> list[Recording[UUID]]:
+        """The library's `save`; given conversation events only (what `handle` saves), it
+        collects them without the library's isinstance test against its runtime-checkable
+        `DomainEventProtocol` per event (typing walks the protocol's members on every test)."""
+        if not objs or not all(isinstance(obj, ConversationEvent) for obj in objs):
+            return super().save(*objs, **kwargs)
+        processing_event: ProcessingEvent[UUID] = ProcessingEvent()
+        processing_event.events.extend(objs)
+        processing_event.saved_kwargs.update(kwargs)
+        recordings = self._record(processing_event)
+        self._take_snapshots(processing_event)
+        self._notify(recordings)
+        self.notify(processing_event.events)  # the library's deprecated hook, as its save calls it
+        return recordings
+
+    def _assume(self, command: Command, cid: UUID) -> tuple[Conversation, tuple[ConversationEvent, ...], AssumedHistory] | None:
+        """Lets `command` decide on the cached state of `cid` and an `AssumedHistory` at its
+        version, without reading the index: returns the state, the events and the history
+        (whose assumptions the append checks), or None when the state or its card outcome
+        count is not known here, or the command asks what the assumptions cannot answer,
+        refuses, or decides nothing (then the index is read and the command decides again)."""
+        cache = self.repository.cache
+        known = self._known.get(cid)
+        if cache is None or known is None:
+            return None
+        try:
+            state = cast("Conversation | None", cache.get(cid))  # the store's cache holds Conversations
+        except KeyError:
+            return None
+        if state is None or state.version != known[0]:
+            return None
+        heads = getattr(self.recorder, "chain_heads", None)
+        tip = heads.get(cid) if heads is not None else None
+        if tip is None or tip[0] != state.version:
+            return None  # the hash of the last event names the history the writer means
+        records, messages, floor = self._records.at(cid, known[0])
+        history = AssumedHistory(
+            known[0],
+            known[1],
+            getattr(command, "new_segments", ()),
+            tip=tip[1],
+            known=records,
+            known_messages=messages,
+            known_from=floor,
+        )
+        try:
+            events = tuple(command.decide(state, history))
+        except (NotKnown, ChatrecordError):
+            return None
+        return (state, events, history) if events else None
+
+    def _decide(
+        self, command: Command, cid: UUID, inline: bool
+    ) -> tuple[Conversation | None, tuple[ConversationEvent, ...], tuple[ConversationEvent, ...], int | None]:
+        """Loads the conversation and lets `command` decide, its lookups in one read transaction;
+        returns the state, the events decided, (when none) the events of a first result and
+        the index's card outcome count where an append can check an assumed index (else None).
+        A history index behind the log (a store of the previous version) is indexed anew first."""
+        state: Conversation | None = None
+        loaded = False
+        while True:
+            with self.history.reading(cid) as history:
+                prefetch = getattr(history, "prefetch", None)
+                if prefetch is not None:
+                    prefetch(*(_text(getattr(command, name, None)) for name in ("digest", "segment", "run")))
+                prefetch_many, lookups = getattr(history, "prefetch_many", None), getattr(command, "lookups", None)
+                if prefetch_many is not None and lookups is not None:
+                    prefetch_many(*lookups())  # a command of many lines: their rows in a statement or two
+                indexed = history.version
+                if not loaded:
+                    state, loaded = self._cached(cid, indexed, getattr(history, "tip", None)) if inline else (None, False)
+                if loaded and (state is None or indexed >= state.version):
+                    events = tuple(command.decide(state, history))
+                    first = () if events else self._first_result(command, state, history)
+                    outcomes = history.outcomes() if self.history.checks_assumptions else None
+                    return state, events, first, outcomes
+            if not loaded:  # outside the read transaction: loading takes a connection of its own
+                state, loaded = self.get(command.conversation), True
+            elif state is not None:  # indexed < state.version
+                self.history.write(state.id, None, self.events.get(state.id, lte=state.version), rebuild=True)
+
+    def _cached(self, cid: UUID, indexed: int, tip: bytes | None = None) -> tuple[Conversation | None, bool]:
+        """Returns the cached state of conversation `cid` and True when it is current: its
+        version is `indexed`, the history index's version, which the events' own transaction
+        writes (so no read of the log is needed), and, where the store keeps a hash chain, the
+        hash this process keeps of its last event is `tip`, the chain's at that version (the
+        same history, not just as long). Returns (None, False) otherwise, after dropping what
+        this process keeps of `cid` when the hashes differ."""
+        cache = self.repository.cache
+        heads = getattr(self.recorder, "chain_heads", None)
+        if heads is not None:
+            kept = heads.get(cid)
+            if kept is None or kept[0] != indexed or kept[1] != tip:
+                if kept is not None and kept[0] == indexed:
+                    self._forget(cid)  # another history of the same length: restored, failed over
+                return None, False
+        if indexed and cache is not None:
+            try:
+                cached = cast("Conversation | None", cache.get(cid))  # the store's cache holds Conversations
+            except KeyError:
+                return None, False
+            if cached is not None and cached.version == indexed:
+                return cached, True
+        return None, False
+
+    def _forget(self, cid: UUID) -> None:
+        """Drops what this process keeps of a conversation (its cached state, card outcome
+        count, last hash and view head) after another writer's append came first or the index
+        was not as assumed: the log may even hold another history of the same length (a
+        database restored or failed over under a running process), so nothing kept is trusted
+        by its version alone."""
+        self._known.evict(cid)
+        self._records.evict(cid)
+        heads = getattr(self.recorder, "chain_heads", None)
+        if heads is not None:
+            heads.forget(cid)
+        if self.views is not None:
+            self.views.forget(cid)
+        if self.repository.cache is not None:
+            with suppress(KeyError):
+                self.repository.cache.get(cid, evict=True)
+
+    def _saved(self, events: Sequence[ConversationEvent]) -> None:
+        """Hands the saved events to the views (`StoreViews.apply`, right after). A
+        failure there is logged, not raised: the events are stored, and the next read of the
+        conversation applies them again from its log."""
+        if self.views is None:
+            return
+        try:
+            self.views.apply(events[0].originator_id, events)
+        except Exception as error:  # noqa: BLE001 - the write stands; reads catch up
+            logging.getLogger("chatrecord").warning(
+                "chatrecord: the read models of %s were not updated (%s); the next read catches up",
+                events[0].originator_id,
+                error,
+            )
+
+    def _snapshot_if_due(self, before: Conversation | None, after: Conversation | None) -> None:
+        old = before.version if before else 0
+        if after is not None and after.version // self.snapshot_interval > old // self.snapshot_interval:
+            assert self.snapshots is not None
+            with suppress(IntegrityError):  # a snapshot of this version exists already
+                self.snapshots.put([ConversationSnapshot.take(after)])
+
+    def _first_result(self, command: Command, state: Conversation | None, history: History) -> tuple[ConversationEvent, ...]:
+        if state is None:
+            return ()
+        digest = getattr(command, "digest", None)
+        versions = history.source(digest) if digest else None
+        if versions is not None:
+            return tuple(self.events.get(state.id, gt=versions[0] - 1, lte=versions[1]))
+        segment = getattr(command, "segment", None)
+        version = recorded_segment(history, segment) if isinstance(segment, str) else None
+        if version is None:
+            return ()
+        return tuple(self.events.get(state.id, gt=version - 1, lte=version))
+
+
+def _text(value: object) -> str | None:
+    """Returns `value` when it is a string (a command's digest, segment or run id), else None."""
+    return value if isinstance(value, str) else None
