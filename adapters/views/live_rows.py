@@ -20,7 +20,8 @@ from adapters.store.store_views import ViewsWritten
 from adapters.views.caches import KeptMessages, KnownBlocks, RenderedNotes, known_conversations
 from adapters.views.head_cache import HeadCache, notes_cache
 from adapters.views.log_fold import Progress, fold_into, fold_log
-from adapters.views.storage import Pointer, ViewStorage
+from adapters.views.storage import ViewStorage
+from adapters.views.storage_reads import Pointer
 from domain.events import ConversationEvent, conversation_uuid
 from projections.row_fold import Head
 from projections.rules import DEFAULT_RULE_SET, resolve

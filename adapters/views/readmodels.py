@@ -39,7 +39,8 @@ from adapters.views.log_fold import Progress, ViewOutOfStep
 from adapters.views.rebuild import RebuildReport, Rebuilds
 from adapters.views.row_state import _state, collections_paused, turn_rows_state
 from adapters.views.rule_diff import ConversationDiff
-from adapters.views.storage import NeedsSnapshot, Pointer, ReadMoved, SQLViewStorage, TurnInputRows
+from adapters.views.storage import NeedsSnapshot, ReadMoved, SQLViewStorage
+from adapters.views.storage_reads import Pointer, TurnInputRows
 from domain.errors import UnknownConversation, shown_id
 from domain.events import conversation_uuid
 from projections import turn

@@ -21,7 +21,8 @@ from adapters.processes import end_with
 from adapters.store.application import ConversationStore
 from adapters.views.conversation_rows import TABLES
 from adapters.views.log_fold import Progress, fold_log
-from adapters.views.storage import Pointer, ViewStorage
+from adapters.views.storage import ViewStorage
+from adapters.views.storage_reads import Pointer
 from domain.errors import ChatrecordError
 from projections.rules import resolve
 

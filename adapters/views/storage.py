@@ -10,17 +10,15 @@ it was switched away from.
 `ViewStorage` is what the read models need of a database and `SQLViewStorage` its SQL part; each
 backend's module (`adapters.backends`) has its own (`SQLiteViewStorage`, `PostgresViewStorage`,
 `MemoryViewStorage`), which its store factory hands out (`adapters.backends.view_storage_for`).
+What it reads is in `adapters.views.storage_reads` (`Pointer`, `TurnRows`, `TurnInputRows`); the
+cursor a rebuild writes through on a thread of its own in `adapters.views.queued_statements`.
 """
 
 from __future__ import annotations
 
 import logging
-import queue
-import threading
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
@@ -38,158 +36,12 @@ from adapters.views.conversation_rows import (
     overview_table_names,
     table_names,
 )
+from adapters.views.queued_statements import QueuedStatements
+from adapters.views.storage_reads import Pointer, TurnInputRows, TurnRows
 
 POINTER = "chatrecord_views"
 OLD_POINTER = "chatrecord_projection"
 log = logging.getLogger("chatrecord")
-
-
-@dataclass(frozen=True)
-class TurnRows:
-    """What `PostgresViewStorage.turn_rows` read: the live pointer, the head row's body (None
-    before the first event), the log's version, the newest entries' bodies joined by the record
-    separator U+001E (which JSON never holds unescaped) and the newest outcomes' bodies joined
-    by the same separator, oldest first; `matches` is False when the guessed generation was not the
-    live one (then only `live` is read)."""
-
-    live: Pointer
-    head: str | None
-    logged: int
-    entries: str
-    outcomes: str
-    matches: bool = True
-    skipped: bool = False
-    """True when the entries and outcomes were left unread (the head was at the version the
-    caller keeps notes of)."""
-    topics: str | None = None
-    """The distinct topics of the conversation's events after the version `since` asked about,
-    up to the head's, joined by U+001E; None when not asked, or after more than TAIL_EVENTS."""
-    tail: str | None = None
-    """The transcript rows from index `tail_from` on (at most TAIL_ROWS + 1), each as its
-    index, role, number, block end and body joined by U+001F (a missing value empty), the
-    rows joined by U+001E; None when `topics` is."""
-    tip: bytes | None = None
-    """The hash chain's hash at the head's version (None: the store keeps no chain): what the
-    head's version stands for, so a read kept of that version is known to be of this log."""
-    since_tip: bytes | None = None
-    """The hash chain's hash at the version `since` asked about."""
-
-
-@dataclass(frozen=True)
-class TurnInputRows:
-    """What `PostgresViewStorage.turn_input_rows` read in one statement: the live pointer, the head
-    row's body (None before the first event), the log's version and, where the head says its
-    latest turn is still intact in the rows (`projections.row_fold.Head.turn_intact`), what that
-    turn saw (`adapters.views.row_state.turn_rows_state`), each kind's row bodies joined by
-    the record separator U+001E, oldest first: the first `turn.length` transcript messages, the
-    run record entries of versions up to `turn.version` with those set aside for it, and the
-    card outcomes recorded up to `turn.version`. The three are None when the turn is not intact
-    (or there is none); `matches` is False when the guessed generation was not the live one
-    (then only `live` is read)."""
-
-    live: Pointer
-    head: str | None
-    logged: int
-    messages: str | None = None
-    entries: str | None = None
-    outcomes: str | None = None
-    matches: bool = True
-
-
-@dataclass(frozen=True)
-class Pointer:
-    """The live generation, its rule set, and the next generation number to hand out."""
-
-    generation: int
-    rules: str
-    next: int
-
-
-class QueuedStatements:
-    """A cursor whose statements run in the order given on a thread of their own, over one
-    connection (`connect()`, a context manager), so the server writes a rebuild's page while
-    this thread folds the next. A write returns at once; a read (`fetchone`, `fetchall`)
-    waits for its own statement, and so for every statement before it. `commit()` ends the
-    transaction the statements so far are in (the next statement begins one). `close()` waits
-    for all of them and raises the first error; after an error the statements still queued
-    are not run and the next read raises it too (the transaction was rolled back). `begin`: the
-    statements that begin a transaction."""
-
-    def __init__(self, connect: Callable[[], Any], begin: tuple[str, ...] = ("BEGIN",)) -> None:
-        self._connect = connect
-        self._begin = begin
-        self._queue: queue.SimpleQueue[tuple[str | None, Any, Future[Any]] | None] = queue.SimpleQueue()
-        self._last: Future[Any] | None = None
-        self._committed: Future[Any] | None = None
-        self._thread = threading.Thread(target=self._run, name="chatrecord-rebuild-writes", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        failed: BaseException | None = None
-        try:
-            with self._connect() as conn, conn.cursor() as curs:  # an autocommit connection of the pool
-                begun = False
-                while (item := self._queue.get()) is not None:
-                    sql, params, done = item
-                    if failed is not None:
-                        done.set_exception(failed)
-                        continue
-                    try:
-                        if sql is None:
-                            if begun:
-                                curs.execute("COMMIT")
-                            begun = False
-                            done.set_result(None)
-                            continue
-                        if not begun:
-                            for statement in self._begin:
-                                curs.execute(statement)
-                            begun = True
-                        curs.execute(sql, params)
-                        done.set_result(curs.fetchall() if curs.description is not None else None)
-                    except BaseException as error:  # noqa: BLE001 - handed to the waiting thread
-                        failed = error
-                        done.set_exception(error)
-                        if begun and not conn.closed:
-                            curs.execute("ROLLBACK")
-                        begun = False
-        except BaseException as error:  # noqa: BLE001 - no connection: every statement fails
-            while (item := self._queue.get()) is not None:
-                item[2].set_exception(error)
-
-    def _put(self, sql: str | None, params: Any) -> Future[Any]:
-        done: Future[Any] = Future()
-        self._queue.put((sql, params, done))
-        self._last = done
-        return done
-
-    def execute(self, sql: str, params: Any = ()) -> QueuedStatements:
-        self._put(sql, params)
-        return self
-
-    def fetchall(self) -> list[Any]:
-        assert self._last is not None
-        return self._last.result() or []
-
-    def fetchone(self) -> Any:
-        rows = self.fetchall()
-        return rows[0] if rows else None
-
-    def commit(self) -> None:
-        """Ends the transaction of the statements queued so far, without waiting for it; but
-        first waits until the transaction before it has ended (raising its error, if any), so
-        that at most two transactions' statements are held, however far the caller gets ahead
-        of the database: a rebuild's memory stays the same whatever the log's length."""
-        if self._committed is not None:
-            self._committed.result()
-        self._committed = self._put(None, None)
-
-    def close(self) -> None:
-        """Waits until every statement ran, stops the thread, and raises the first error."""
-        done = self._put(None, None)  # the last transaction ends too
-        self._queue.put(None)
-        self._thread.join()
-        done.result()
 
 
 def not_updated(error: Exception) -> None:

@@ -14,7 +14,6 @@ MAX_LINES = 400
 
 KNOWN_LONGER = {
     "adapters/views/conversation_rows.py",
-    "adapters/views/storage.py",
     "adapters/store/sql_history.py",
     "adapters/backends/postgres/recorder.py",
     "projections/row_fold.py",

@@ -26,17 +26,9 @@ from adapters.backends.postgres.schema import OLD_VIEWS_LOCK_ID, views_lock_id
 from adapters.store.chain import CHAIN_TABLE
 from adapters.views.caches import TAIL_EVENTS, TAIL_ROWS
 from adapters.views.conversation_rows import aside_cid, table_names
-from adapters.views.storage import (
-    POINTER,
-    NeedsSnapshot,
-    Pointer,
-    QueuedStatements,
-    ReadMoved,
-    SQLViewStorage,
-    TurnInputRows,
-    TurnRows,
-    not_updated,
-)
+from adapters.views.queued_statements import QueuedStatements
+from adapters.views.storage import POINTER, NeedsSnapshot, ReadMoved, SQLViewStorage, not_updated
+from adapters.views.storage_reads import Pointer, TurnInputRows, TurnRows
 
 PREPARE_THRESHOLD = 5
 """psycopg's own default, set on a connection only while a turn read's statement runs prepared
