@@ -49,6 +49,8 @@ def export(
     the same turns. --upto N cuts the export after user message N, for a minimal reproduction
     (an error naming the conversation's user messages when it has no message N).
     An erased conversation exports its facts with its texts as `[erased]`, and says so on stderr.
+    A conversation whose hash chain does not verify is exported as the store holds it, with a
+    warning naming the break on stderr and exit status 1.
     --format otlp writes the conversation's GenAI trace as OTLP/JSON instead (see `traces show`;
     --upto does not apply to it).
 
@@ -67,6 +69,13 @@ def export(
     _write(b"".join(json_bytes(line) + b"\n" for line in done.lines), output)
     if done.erased:
         warn(f"note: conversation {done.conversation} was erased; its texts are exported as [erased]")
+    if done.broken is not None:
+        warn(
+            f"warning: the hash chain of conversation {done.conversation} does not verify, broken at {done.broken}; "
+            "the export holds the events as the store holds them now, the changed one among them, and a store it "
+            "is ingested into chains them anew (chatrecord verify names the break)"
+        )
+        raise typer.Exit(1)
 
 
 def _write(data: bytes, output: Path | None) -> None:
