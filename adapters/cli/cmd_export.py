@@ -31,7 +31,9 @@ def export(
         str, typer.Argument(metavar="CONVERSATION", help="The conversation id, as the chat names it or as list prints it.")
     ],
     upto: Annotated[int | None, typer.Option("--upto", min=1, help="Stop after user message N and what belongs to it.")] = None,
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file (default: standard output).")] = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write to this file (default, or -: standard output).")
+    ] = None,
     export_format: Annotated[
         ExportFormat,
         typer.Option(
@@ -79,7 +81,7 @@ def export(
 
 
 def _write(data: bytes, output: Path | None) -> None:
-    if output is None:
+    if output is None or str(output) == "-":  # `-o -`: standard output, as `-` is standard input to ingest
         sys.stdout.flush()
         sys.stdout.buffer.write(data)
         sys.stdout.buffer.flush()

@@ -92,3 +92,12 @@ def test_list_pages_and_its_mistakes_are_one_line(sqlite_run: Run) -> None:
     assert bad_since.returncode == 2 and "is a date without a time of day" in bad_since.stderr
     assert unknown.returncode == 1 and unknown.stderr.startswith("error: no conversation 'nope' in")
     assert sqlite_run("list", "--since", "2026-11-01T00:00:00Z").stdout == "no conversations since 2026-11-01T00:00:00Z\n"
+
+
+def test_dash_as_the_output_file_is_standard_output(sqlite_run: Run, tmp_path: Path) -> None:
+    sqlite_run("ingest", DEMO)
+    exported, page = sqlite_run("export", "conv-demo-seo", "-o", "-"), sqlite_run("timeline", "conv-demo-seo", "-o", "-")
+
+    assert (exported.returncode, len(json_lines(exported.stdout))) == (0, 19)
+    assert (page.returncode, page.stdout[:15]) == (0, "<!DOCTYPE html>")
+    assert not (tmp_path / "-").exists()
