@@ -13,7 +13,6 @@ SOURCE = ("domain", "projections", "adapters", "scripts")
 MAX_LINES = 400
 
 KNOWN_LONGER = {
-    "adapters/views/conversation_rows.py",
     "adapters/views/readmodels.py",
     "adapters/views/storage.py",
     "adapters/store/application.py",
