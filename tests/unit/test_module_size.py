@@ -16,7 +16,6 @@ KNOWN_LONGER = {
     "adapters/views/readmodels.py",
     "adapters/views/storage.py",
     "adapters/store/application.py",
-    "adapters/store/sql_history.py",
     "adapters/backends/postgres/recorder.py",
     "projections/row_fold.py",
 }
