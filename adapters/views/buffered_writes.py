@@ -12,7 +12,7 @@ from typing import Any
 from adapters.store.crypto import ViewTexts
 from adapters.views.sql_rows import SQLRows
 from projections.card_outcomes import CardOutcome
-from projections.row_fold import Head, TurnMark
+from projections.row_head import Head, TurnMark
 from projections.run_record import Entry
 from projections.transcript import Message
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from adapters.views.caches import KeptMessages, Placement
 from projections.card_outcomes import CardOutcome
-from projections.row_fold import Head, TurnMark
+from projections.row_head import Head, TurnMark
 from projections.run_record import Entry
 from projections.transcript import Message
 

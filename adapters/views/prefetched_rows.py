@@ -12,7 +12,7 @@ from adapters.views.caches import SEPARATOR, KeptMessages, Placement
 from adapters.views.row_bodies import LazyEntries
 from adapters.views.sql_rows import ReadMoved, SQLRows
 from projections.card_outcomes import CardOutcome
-from projections.row_fold import Head
+from projections.row_head import Head
 from projections.run_record import Entry
 from projections.transcript import Message
 

@@ -1,7 +1,7 @@
 """The row tables of one generation of the read models: their names and CREATE statements.
 
 A generation `g` owns six tables named `views_g<g>_<table>`: `heads` (one row per
-conversation: its `projections.row_fold.Head` as JSON and its version), `entries` (run record
+conversation: its `projections.row_head.Head` as JSON and its version), `entries` (run record
 entries kept, by version), `outcomes` (card outcomes, by the version and place of the event
 that recorded them), `messages` (the transcript, by index, with the user message number and
 where its block ends), `pages` (page changes) and `turns`; and the overview read model's two.

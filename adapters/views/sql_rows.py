@@ -16,7 +16,7 @@ from adapters.views.caches import MESSAGE_BODY, KeptMessages, Placement
 from adapters.views.row_bodies import LazyEntries, decode_messages
 from adapters.views.row_tables import aside_cid
 from projections.card_outcomes import CardOutcome
-from projections.row_fold import Head, TurnMark
+from projections.row_head import Head, TurnMark
 from projections.run_record import Entry
 from projections.transcript import Message
 
@@ -150,7 +150,7 @@ class SQLRows:
         self._select(f"DELETE FROM {self.t['entries']} WHERE cid = ?", (self.aside_cid,))
 
     def turn_rows(self, length: int, version: int) -> tuple[tuple[Message, ...], tuple[Entry, ...], tuple[CardOutcome, ...]]:
-        """Returns, in one statement, what the latest turn saw (`projections.row_fold.Head.turn_intact`):
+        """Returns, in one statement, what the latest turn saw (`projections.row_head.Head.turn_intact`):
         the first `length` transcript messages, the entries set aside for it and those kept of
         versions up to `version` (oldest first), and the card outcomes recorded up to `version`."""
         t = self.t

@@ -76,7 +76,7 @@ def test_turn_notes_put_into_the_transcript_are_the_turns_messages(legacy, episo
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(legacy=st.integers(0, 2), episodes=EPISODES)
 def test_a_changed_head_is_the_heads_model_copy(legacy, episodes):
-    from projections.row_fold import _changed
+    from projections.row_head import _changed
 
     _, head = rows_of(tell(legacy, episodes).events)
     update = {"version": head.version + 1, "edited": None, "length": head.length + 2, "last_role": "user"}
