@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from adapters.views.conversation_rows import MemoryConversation, MemoryRows
+from adapters.views.memory_rows import MemoryConversation, MemoryRows
 from adapters.views.readmodels import ReadModels, _state, fold_into
 from domain.errors import ChatrecordError
 from projections.rules import resolve

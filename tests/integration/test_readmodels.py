@@ -26,7 +26,7 @@ from adapters.bootstrap import build_store, read_models
 from adapters.ingest import read_file, read_lines
 from adapters.store.application import ConversationStore
 from adapters.store.settings import memory_env
-from adapters.views.conversation_rows import TABLES, PrefetchedRows
+from adapters.views.prefetched_rows import PrefetchedRows
 from adapters.views.readmodels import (
     MAX_WORKERS,
     MOST_OF_A_PART,
@@ -41,6 +41,7 @@ from adapters.views.readmodels import (
     notes_cache,
     part_of,
 )
+from adapters.views.row_tables import TABLES
 from domain.events import conversation_uuid
 from projections import turn as turns
 from projections.page_line import PageFilter, every_page
