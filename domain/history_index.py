@@ -2,7 +2,7 @@
 past, kept out of the aggregate's state so the state (and its snapshot) stays small.
 
 The store keeps the index in tables written in the same transaction as the events (see
-`adapters.store.sql_history`); `MemoryHistory` is the same on dicts. `index_event(index, state,
+`adapters.store.history_rows`); `MemoryHistory` is the same on dicts. `index_event(index, state,
 event)` is the fold: it records one event, given the aggregate's state before it. The
 commands in `domain.conversation` read the index through the `History` protocol:
 

@@ -1,10 +1,9 @@
 """The read models as rows: one event changes a bounded number of rows.
 
-`Head` is a conversation's bounded bookkeeping (what the next event needs to know: what a
-continuation follows, which cards wait, the transcript's length, the view context, the latest
-turn). Everything that grows with the history lives in rows behind the `Rows` view: run record
-entries (the newest `RuleSet.record_entries` kept; an older one is deleted when it falls out),
-card outcomes, transcript messages, page changes and turns. `apply_to_rows(rows, head, event, rules)`
+A conversation's `Head` (`projections.row_head`) is its bounded bookkeeping; everything that
+grows with the history lives in rows behind the `Rows` view: run record entries (the newest
+`RuleSet.record_entries` kept; an older one is deleted when it falls out), card outcomes,
+transcript messages, page changes and turns. `apply_to_rows(rows, head, event, rules)`
 applies one event through the view's small methods and returns the new head; it reads rows
 only by key (a segment, a transcript index, a user message number), so its cost does not
 depend on the history.
@@ -17,10 +16,7 @@ property test holds them equal.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from datetime import UTC, datetime
 from functools import singledispatch
-from typing import Literal, Protocol
 
 from domain.cards import continues_run, is_guided, records_outcome, starts_model_call
 from domain.events import (
@@ -39,168 +35,20 @@ from domain.events import (
     TurnsTruncated,
     UserMessagePosted,
 )
-from domain.values import Immutable, assembled, trusted
+from domain.values import trusted
 from projections import card_outcomes as co
 from projections import run_record as rr
 from projections import transcript as tr
 from projections.card_outcomes import Approval, CardOutcome, OpenCard
+from projections.row_head import Head, Rows, TurnMark, _changed, micros
 from projections.rules import RuleSet
-from projections.run_record import Entry, PendingApproval
-from projections.steps import LastDecision, decision_after
+from projections.steps import decision_after
 from projections.transcript import Message
 from projections.turn import starts_turn
-from projections.view_context import ViewContext, last_page
+from projections.view_context import last_page
 
-
-class TurnMark(Immutable):
-    """The latest model call a user message started: its `message` number, time, and the
-    version of the event that started it."""
-
-    message: int
-    at: datetime
-    version: int
-    length: int = 0
-    """The transcript's length in messages after that event."""
-    dropped: int = 0
-    """How many entries had fallen out of the run record after that event."""
-
-
-class Head(Immutable):
-    """A conversation's bounded state in the row read models (one row per conversation)."""
-
-    conversation: str = ""
-    """The conversation's id as the chat names it."""
-    version: int = 0
-    """The version of the last event applied: each event is applied once, in order."""
-    kind: Literal["chat", "alt_text"] = "chat"
-    """The conversation's kind; an `alt_text` conversation gets no notes."""
-    seqs: tuple[int, ...] = ()
-    """The versions of the run record entries kept, oldest first (at most `record_entries`)."""
-    dropped: int = 0
-    """How many entries fell out of the run record."""
-    follow: LastDecision | None = None
-    """The decision or answer the next continuation follows."""
-    open_waits: dict[str, str | None] = {}
-    """Each segment whose card or question waits: its run (a guided card) or None."""
-    pending: PendingApproval | None = None
-    """An approved guided card whose outcome its continuation has still to bring."""
-    outcomes: int = 0
-    """How many card outcomes are kept."""
-    open_cards: dict[str, OpenCard] = {}
-    """The waiting cards of a guided process, by segment."""
-    approval: Approval | None = None
-    """The approved guided card awaiting its continuation (its calls, for their outcomes)."""
-    length: int = 0
-    """The transcript's length in messages."""
-    last_role: Literal["user", "assistant"] | None = None
-    """The role of the transcript's last message."""
-    last_user: int | None = None
-    """The index of the transcript's last user message."""
-    page_id: int = 0
-    """The page of the latest turn (0: none)."""
-    last_page_id: int = 0
-    """The last page selected in the conversation (kept for a turn sent with page 0)."""
-    last_change: int | None = None
-    """The page of the newest page change (None before one)."""
-    turn: TurnMark | None = None
-    """The latest model call a user message started."""
-    edited: int | None = None
-    """The message an edit just changed (its truncation starts a turn)."""
-    turn_intact: bool = False
-    """Whether the rows still hold the read models as the latest turn saw them: since it
-    started only `KEEPS_TURN` events came, none changed a row that turn saw (an entry, a
-    message) and none cut one. Then that turn's input is built from the rows
-    (`turn_rows_state`): its transcript the first `turn.length` messages, its record the
-    entries of versions up to `turn.version` (with those set aside), its card outcomes those
-    recorded up to `turn.version`."""
-    turn_kept: tuple[int, ...] = ()
-    """The versions of the entries the latest turn saw that have since fallen out of the run
-    record: set aside (`Rows.set_aside`) until the next turn starts (`Rows.drop_aside`)."""
-    last_at: int | None = None
-    """The time of the last event applied, in microseconds since 1970-01-01 UTC: the
-    conversation's last activity, by which the heads are listed newest first (an index on it,
-    `adapters.views.conversation_rows.create_statements`). None in a head an earlier version wrote."""
-    users: int | None = None
-    """How many user messages the transcript holds (those of the conversation no edit cut,
-    whatever their numbers), as `chatrecord list` shows them: kept by the fold, so the list
-    reads it with the head. None in a head an earlier version wrote (and while it folds on, until
-    a replaced transcript or a rebuild counts them again)."""
-
-    @property
-    def view(self) -> ViewContext:
-        """Returns the view context (pageId, lastPageId)."""
-        return ViewContext(page_id=self.page_id, last_page_id=self.last_page_id)
-
-
-def _changed(head: Head, update: dict[str, object]) -> Head:
-    """Returns `head` with the fields in `update` changed: `head.model_copy(update=update)`
-    (no validation, the same fields set), made as pydantic's own copy makes it, without the
-    `copy.copy` calls per attribute that cost it twice as much. A head has no extra fields and
-    no private attributes. The fold makes one or two per event."""
-    fields = head.__dict__.copy()
-    fields.update(update)
-    return assembled(Head, fields, head.__pydantic_fields_set__.union(update))
-
-
-class Rows(Protocol):
-    """The row tables of one conversation, as the fold reads and writes them."""
-
-    def entry(self, segment: str) -> Entry | None:
-        """Returns the kept run record entry of `segment`, None if there is none."""
-
-    def put_entry(self, entry: Entry) -> None:
-        """Inserts or replaces the entry of version `entry.seq`."""
-
-    def delete_entries(self, seqs: Iterable[int]) -> None:
-        """Deletes the entries of these versions."""
-
-    def set_aside(self, seqs: Iterable[int]) -> None:
-        """Takes the entries of these versions out of the run record, keeping them aside for
-        the latest turn's input (`aside`) until `drop_aside`."""
-
-    def drop_aside(self) -> None:
-        """Deletes the entries set aside."""
-
-    def put_outcomes(self, outcomes: Iterable[CardOutcome]) -> None:
-        """Appends card outcomes (keyed by `index`)."""
-
-    def cut_outcomes(self, cards: set[str], length: int) -> int:
-        """Deletes the outcomes `card_outcomes.is_cut` names; returns how many."""
-
-    def message(self, index: int) -> Message | None:
-        """Returns transcript message `index`, None past the end."""
-
-    def user_index(self, number: int) -> int | None:
-        """Returns the index of user message `number`, None if the transcript has none."""
-
-    def put_message(self, index: int, message: Message) -> None:
-        """Inserts or replaces transcript message `index` (its block end unset)."""
-
-    def end_block(self, index: int, end: int | None) -> None:
-        """Records where the block of the user message at `index` ends (the next user
-        message's index), or None when it runs to the transcript's end."""
-
-    def cut_messages(self, keep: int) -> None:
-        """Deletes the transcript messages from index `keep` on."""
-
-    def put_page(self, message: int, page: int) -> None:
-        """Records that typed message `message` changed the page to `page`."""
-
-    def cut_pages(self, after: int) -> tuple[int | None, int]:
-        """Deletes the page changes of messages after `after`; returns the newest kept page
-        (None when none is kept) and the newest non-zero kept page (0 when none)."""
-
-    def put_turn(self, turn: TurnMark) -> None:
-        """Records a model call a user message started."""
-
-
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
-
-def micros(at: datetime) -> int:
-    """Returns `at` (aware) as whole microseconds since 1970-01-01 UTC."""
-    delta = at - _EPOCH
-    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+__all__ = ["KEEPS_TURN", "TAIL_ONLY", "Head", "TurnMark", "apply_to_rows"]
+"""The fold's names, and the head's (`projections.row_head`), which the read models import from here."""
 
 
 def apply_to_rows(rows: Rows, head: Head, event: ConversationEvent, rules: RuleSet) -> Head:

@@ -31,7 +31,9 @@ def export(
         str, typer.Argument(metavar="CONVERSATION", help="The conversation id, as the chat names it or as list prints it.")
     ],
     upto: Annotated[int | None, typer.Option("--upto", min=1, help="Stop after user message N and what belongs to it.")] = None,
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file (default: standard output).")] = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write to this file (default, or -: standard output).")
+    ] = None,
     export_format: Annotated[
         ExportFormat,
         typer.Option(
@@ -49,6 +51,8 @@ def export(
     the same turns. --upto N cuts the export after user message N, for a minimal reproduction
     (an error naming the conversation's user messages when it has no message N).
     An erased conversation exports its facts with its texts as `[erased]`, and says so on stderr.
+    A conversation whose hash chain does not verify is exported as the store holds it, with a
+    warning naming the break on stderr and exit status 1.
     --format otlp writes the conversation's GenAI trace as OTLP/JSON instead (see `traces show`;
     --upto does not apply to it).
 
@@ -67,10 +71,17 @@ def export(
     _write(b"".join(json_bytes(line) + b"\n" for line in done.lines), output)
     if done.erased:
         warn(f"note: conversation {done.conversation} was erased; its texts are exported as [erased]")
+    if done.broken is not None:
+        warn(
+            f"warning: the hash chain of conversation {done.conversation} does not verify, broken at {done.broken}; "
+            "the export holds the events as the store holds them now, the changed one among them, and a store it "
+            "is ingested into chains them anew (chatrecord verify names the break)"
+        )
+        raise typer.Exit(1)
 
 
 def _write(data: bytes, output: Path | None) -> None:
-    if output is None:
+    if output is None or str(output) == "-":  # `-o -`: standard output, as `-` is standard input to ingest
         sys.stdout.flush()
         sys.stdout.buffer.write(data)
         sys.stdout.buffer.flush()

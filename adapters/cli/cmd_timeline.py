@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated
@@ -20,7 +21,7 @@ class UnwritableFile(ChatrecordError):
 @app.command()
 def timeline(
     conversation: Annotated[str, typer.Argument(metavar="CONVERSATION", help="The conversation id, as the chat names it.")],
-    output: Annotated[Path, typer.Option("--output", "-o", help="The HTML file to write.")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="The HTML file to write (-: standard output).")],
     inputs: Annotated[
         int, typer.Option("--inputs", min=0, max=100_000, help="Hold the model input of this many turns, the newest.")
     ] = 50,
@@ -43,6 +44,10 @@ def timeline(
 
     with opened() as chatrecord:
         html = export_page(chatrecord, conversation, generated=stamp, inputs=inputs)
+    if str(output) == "-":  # standard output, as `-` is standard input to ingest: the page alone
+        sys.stdout.write(html)
+        sys.stdout.flush()
+        return
     try:
         output.write_text(html, encoding="utf-8")
     except OSError as error:

@@ -25,7 +25,7 @@ WithTextsOption = Annotated[
 @traces.command()
 def show(
     conversation: Annotated[str, typer.Argument(metavar="CONVERSATION", help="The conversation id, as the chat names it.")],
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to FILE instead of stdout.")] = None,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to FILE instead of stdout (-: stdout).")] = None,
     rules: RulesOption = None,
     with_texts: WithTextsOption = False,
 ) -> None:
@@ -44,7 +44,7 @@ def show(
     require_store()
     with opened() as chatrecord:
         text = service.otlp_json(chatrecord, conversation, rules.value if rules else None, with_texts)
-    if output is None:
+    if output is None or str(output) == "-":  # `-o -`: standard output, as `-` is standard input to ingest
         say(text)
     else:
         output.write_text(text + "\n", encoding="utf-8")

@@ -105,6 +105,10 @@ ERASED = {
     "description": "true when the conversation was erased: its texts read [erased].",
     "schema": {"type": "string", "enum": ["true"]},
 }
+CHAIN_BROKEN = {
+    "description": "broken when the conversation's hash chain does not verify: the lines hold the events as the store holds them now, a changed one among them (`chatrecord verify` names the break).",
+    "schema": {"type": "string", "enum": ["broken"]},
+}
 PROBLEM_TYPES = {
     400: ["unreadable-json", "bad-request"],
     401: ["unauthorized"],

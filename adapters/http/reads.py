@@ -86,7 +86,7 @@ def add_reads(v1: APIRouter, of_a_conversation: dict[int | str, dict[str, Any]])
             200: {
                 "content": {NDJSON[0]: {"schema": {"type": "string", "description": "JSON Lines of the input format"}}},
                 "description": "The conversation as the chat's JSON Lines",
-                "headers": {"Chatrecord-Erased": openapi.ERASED},
+                "headers": {"Chatrecord-Erased": openapi.ERASED, "Chatrecord-Chain": openapi.CHAIN_BROKEN},
             }
         },
     )
@@ -105,10 +105,15 @@ def add_reads(v1: APIRouter, of_a_conversation: dict[int | str, dict[str, Any]])
     ) -> Response:
         """The conversation as the chat's JSON Lines (`chatrecord export`), made from the store's
         events: ingested into an empty store, the same turns and audit. An erased conversation's
-        texts read `[erased]` (header `Chatrecord-Erased: true`)."""
+        texts read `[erased]` (header `Chatrecord-Erased: true`); a conversation whose hash chain
+        does not verify is exported as the store holds it, with header `Chatrecord-Chain: broken`
+        (`chatrecord verify` names the break)."""
         done = chatrecord.export(conversation, upto, after=after)
         body = b"".join(orjson.dumps(line) + b"\n" for line in done.lines)
-        return Response(body, media_type=NDJSON[0], headers={"Chatrecord-Erased": "true"} if done.erased else {})
+        headers = {"Chatrecord-Erased": "true"} if done.erased else {}
+        if done.broken is not None:
+            headers["Chatrecord-Chain"] = "broken"
+        return Response(body, media_type=NDJSON[0], headers=headers)
 
     @v1.get("/conversations/{conversation:path}/turn", response_model=schemas.TurnNotes, responses=of_a_conversation)
     def turn(

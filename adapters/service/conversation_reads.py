@@ -3,6 +3,7 @@ the list, export, the log, the turn input and notes, the activity list, the audi
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import datetime
 
 from adapters.service.conversations import ConversationPage, list_conversations
@@ -51,8 +52,17 @@ class ConversationReads(UseCaseBase):
         from its stored events in the store's order, up to user message `upto` and what belongs
         to it if given (`export_lines`). Ingested into an empty store they give the same turns,
         audit rows and notes. An erased conversation's texts read `[erased]` (`Export.erased`).
-        Raises UnknownConversation for an id the store does not hold."""
-        return export_lines(self.events(conversation_argument("export", conversation)), upto)
+        Where the store keeps a hash chain, the conversation's is recomputed too: a chain that
+        does not verify is named in `Export.broken` (the export would otherwise carry a changed
+        event into a store that chains it anew, and verifies). Raises UnknownConversation for an
+        id the store does not hold."""
+        name = conversation_argument("export", conversation)
+        done = export_lines(self.events(name), upto)
+        verdict = chain_verdict(self.store, self._stored_id(name))
+        if verdict is None or verdict.ok:
+            return done
+        where = f"version {verdict.version} ({verdict.problem})" + (f": {verdict.detail}" if verdict.detail else "")
+        return dataclasses.replace(done, broken=where)
 
     @reads
     @in_store_terms

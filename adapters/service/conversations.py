@@ -25,7 +25,7 @@ from domain.errors import ChatrecordError
 from domain.events import (
     conversation_uuid,
 )
-from projections.row_fold import micros
+from projections.row_head import micros
 
 LIST_LIMIT_MAX = 1000
 """The most conversations one page of `list_conversations` holds."""

@@ -152,11 +152,16 @@ def _groups(events: Iterable[ConversationEvent]) -> Iterator[list[ConversationEv
 @dataclass(frozen=True)
 class Export:
     """A conversation as the chat's lines. `lines`: the JSON objects, in the store's order;
-    `erased`: its texts were erased (they read `[erased]` in the lines)."""
+    `erased`: its texts were erased (they read `[erased]` in the lines); `broken`: its hash
+    chain does not verify (see below)."""
 
     conversation: str
     lines: tuple[dict[str, Any], ...]
     erased: bool
+    broken: str | None = None
+    """None; or, where the store keeps a hash chain that does not verify, where it breaks
+    ("version N (changed): ..."): the lines hold the events as the store holds them now, a
+    changed one among them, and a store they are ingested into chains them anew."""
 
 
 class NoSuchMessage(ChatrecordError):

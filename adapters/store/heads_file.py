@@ -21,7 +21,7 @@ class BadHeadsFile(ChatrecordError):
 @dataclass(frozen=True)
 class KeptHead:
     """A conversation's head as kept elsewhere (a heads file, `read_heads`): its last version
-    and that version's hash. Not the read models' head row (`projections.row_fold.Head`)."""
+    and that version's hash. Not the read models' head row (`projections.row_head.Head`)."""
 
     conversation: str
     originator_id: UUID

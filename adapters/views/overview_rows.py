@@ -21,7 +21,7 @@ from uuid import UUID
 import orjson
 
 from adapters.store.application import ConversationStore
-from adapters.views.conversation_rows import overview_table_names
+from adapters.views.row_tables import overview_table_names
 from adapters.views.storage import SQLViewStorage, ViewStorage
 from projections.overview import Mark, Overview, fold
 

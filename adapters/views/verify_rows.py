@@ -18,8 +18,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from adapters.views.conversation_rows import MemoryConversation, MemoryRows
 from adapters.views.log_fold import fold_into
+from adapters.views.memory_rows import MemoryConversation, MemoryRows
 from adapters.views.readmodels import ReadModels
 from adapters.views.row_state import _state
 from domain.errors import ChatrecordError

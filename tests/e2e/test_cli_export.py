@@ -4,6 +4,7 @@ the ids as list prints them."""
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 from tests.e2e.conftest import Run, json_lines, runner
@@ -43,6 +44,28 @@ def test_an_erased_conversation_exports_its_facts_and_says_so(sqlite_run: Run) -
     assert [(c["conversation"], c["erased"], c["events"]) for c in listed[0]["conversations"]] == [("conv-demo-seo", True, 21)]
 
 
+def test_a_conversation_whose_chain_is_broken_exports_with_a_warning_and_exit_1(tmp_path: Path) -> None:
+    # A changed event would otherwise be carried into a store that chains it anew and verifies.
+    run = runner(tmp_path, CHATRECORD_DB=str(tmp_path / "s.sqlite"))
+    run("ingest", DEMO)
+    with sqlite3.connect(tmp_path / "s.sqlite") as conn:
+        conn.execute(
+            "UPDATE stored_events SET state = replace(state, '\"uid\":42}', '\"uid\":7}') "
+            "WHERE originator_id = ? AND originator_version = 8",
+            ("5d91b7e3ea14590fbbd7a5f872bc7e3d",),  # conversation_uuid("conv-demo-seo").hex
+        )
+    exported = run("export", "conv-demo-seo", "-o", "bug.jsonl")
+
+    assert (exported.returncode, exported.stdout) == (1, "")
+    assert exported.stderr == (
+        "warning: the hash chain of conversation conv-demo-seo does not verify, broken at version 8 (changed): "
+        "the event's stored bytes were changed after it was appended; the export holds the events as the store "
+        "holds them now, the changed one among them, and a store it is ingested into chains them anew "
+        "(chatrecord verify names the break)\n"
+    )
+    assert len(json_lines((tmp_path / "bug.jsonl").read_text())) == 19  # written all the same, as the store holds it
+
+
 def test_export_upto_a_number_that_is_no_user_message_is_an_error_naming_the_valid_ones(sqlite_run: Run) -> None:
     sqlite_run("ingest", DEMO)  # user messages 1, 2 (a question's answer) and 3
     past, after_last, last = (sqlite_run("export", "conv-demo-seo", "--upto", n) for n in ("99", "4", "3"))
@@ -69,3 +92,12 @@ def test_list_pages_and_its_mistakes_are_one_line(sqlite_run: Run) -> None:
     assert bad_since.returncode == 2 and "is a date without a time of day" in bad_since.stderr
     assert unknown.returncode == 1 and unknown.stderr.startswith("error: no conversation 'nope' in")
     assert sqlite_run("list", "--since", "2026-11-01T00:00:00Z").stdout == "no conversations since 2026-11-01T00:00:00Z\n"
+
+
+def test_dash_as_the_output_file_is_standard_output(sqlite_run: Run, tmp_path: Path) -> None:
+    sqlite_run("ingest", DEMO)
+    exported, page = sqlite_run("export", "conv-demo-seo", "-o", "-"), sqlite_run("timeline", "conv-demo-seo", "-o", "-")
+
+    assert (exported.returncode, len(json_lines(exported.stdout))) == (0, 19)
+    assert (page.returncode, page.stdout[:15]) == (0, "<!DOCTYPE html>")
+    assert not (tmp_path / "-").exists()

@@ -102,7 +102,7 @@ class TestAssumedHistory:
             history.segment("q/0")
 
     def test_from_the_message_it_knows_whole_it_answers_an_edits_lookups_and_notes_how_many(self) -> None:
-        from domain.history import SegmentRecord
+        from domain.history_index import SegmentRecord
 
         plain = {"guided": False, "waits": None, "calls": 0}
         old = SegmentRecord(segment="r/0", version=3, run="r", message=1, **plain)

@@ -13,10 +13,12 @@ from uuid import UUID
 import psycopg
 import pytest
 from eventsourcing.persistence import StoredEvent
+from fastapi.testclient import TestClient
 from psycopg import sql
 
 from adapters.api import DEMO_FILE, Chatrecord, demo_lines
 from adapters.bootstrap import build_store
+from adapters.http.app import HttpSettings, create_app
 from adapters.store.application import ConversationStore
 from adapters.store.chain import GENESIS, ChainBroken, link
 from adapters.store.heads_file import KeptHead
@@ -95,6 +97,21 @@ class ChainContract:
         found = by_name(verdicts(store))
         assert (found["conv-demo-seo"].problem, found["conv-demo-seo"].version) == ("changed", version)
         assert found["conv-behalten"].ok
+
+    def test_an_export_of_a_changed_event_names_the_break_over_http_too(self, store: ConversationStore) -> None:
+        version, (topic, state) = next(
+            (v, e) for v, e in sorted(self.events(store).items()) if b'"write_target":{"table":"pages","uid":42}' in e[1]
+        )
+        self.set_event(store, version, topic, state.replace(b'"uid":42}', b'"uid":43}', 1))
+        chat = Chatrecord(store)
+        done, untouched = chat.export("conv-demo-seo"), chat.export("conv-behalten")
+        assert done.broken == f"version {version} (changed): the event's stored bytes were changed after it was appended"
+        assert untouched.broken is None
+        with TestClient(create_app(lambda: chat, HttpSettings(token=None)), base_url="http://127.0.0.1") as client:
+            broken, ok = (client.get(f"/v1/conversations/{c}/export") for c in ("conv-demo-seo", "conv-behalten"))
+        assert (broken.status_code, broken.headers.get("chatrecord-chain")) == (200, "broken")
+        assert (ok.status_code, ok.headers.get("chatrecord-chain")) == (200, None)
+        assert len(broken.text.splitlines()) == len(done.lines) == 19
 
     def test_a_later_look_recomputes_only_what_follows_the_head_it_verified(self, store: ConversationStore) -> None:
         chat = Chatrecord(store)

@@ -27,8 +27,8 @@ from adapters.ingest import read_file, read_lines
 from adapters.store.application import ConversationStore
 from adapters.store.settings import memory_env
 from adapters.views import rebuild
-from adapters.views.conversation_rows import TABLES, PrefetchedRows
 from adapters.views.head_cache import _kept, notes_cache
+from adapters.views.prefetched_rows import PrefetchedRows
 from adapters.views.readmodels import NEWEST_ENTRIES, ReadModels
 from adapters.views.rebuild import (
     MAX_WORKERS,
@@ -39,6 +39,7 @@ from adapters.views.rebuild import (
     RebuildWorkerFailed,
     part_of,
 )
+from adapters.views.row_tables import TABLES
 from domain.errors import UnknownConversation
 from domain.events import conversation_uuid
 from projections import turn as turns

@@ -7,8 +7,8 @@ from __future__ import annotations
 from factories import Chat, seo_tour
 
 from adapters.views.caches import MESSAGE_BODY, KeptMessages, RenderedNotes
-from adapters.views.conversation_rows import MemoryConversation, MemoryRows
 from adapters.views.log_fold import fold_into
+from adapters.views.memory_rows import MemoryConversation, MemoryRows
 from projections.notes import note_of
 from projections.page_line import PageFilter, every_page
 from projections.rules import resolve

@@ -12,13 +12,8 @@ ROOT = Path(__file__).resolve().parents[2]
 SOURCE = ("domain", "projections", "adapters", "scripts")
 MAX_LINES = 400
 
-KNOWN_LONGER = {
-    "adapters/views/conversation_rows.py",
-    "adapters/store/sql_history.py",
-    "adapters/backends/postgres/recorder.py",
-    "projections/row_fold.py",
-}
-"""Modules over MAX_LINES that other work changes now; each is split when that work has landed."""
+KNOWN_LONGER: set[str] = set()
+"""Modules over MAX_LINES that other work changes now; each is split when that work has landed (none now)."""
 
 
 def line_counts() -> dict[str, int]:
@@ -44,4 +39,4 @@ def test_the_count_sees_every_source_folder_and_a_long_module() -> None:
     counts = line_counts()
     assert {path.split("/")[0] for path in counts} == set(SOURCE)
     assert "adapters/api.py" in counts and "scripts/gen_confusables.py" in counts
-    assert max(counts.values()) > MAX_LINES  # the known longer ones: the count reads whole files
+    assert max(counts.values()) > MAX_LINES - 100  # the longest ones, near the limit: the count reads whole files

@@ -11,8 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_properties import EPISODES, tell
 
-from adapters.views.conversation_rows import MemoryConversation, MemoryRows
 from adapters.views.log_fold import fold_into
+from adapters.views.memory_rows import MemoryConversation, MemoryRows
 from adapters.views.row_state import _state
 from projections import turn
 from projections.rules import resolve
@@ -77,7 +77,7 @@ def test_turn_notes_put_into_the_transcript_are_the_turns_messages(legacy, episo
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(legacy=st.integers(0, 2), episodes=EPISODES)
 def test_a_changed_head_is_the_heads_model_copy(legacy, episodes):
-    from projections.row_fold import _changed
+    from projections.row_head import _changed
 
     _, head = rows_of(tell(legacy, episodes).events)
     update = {"version": head.version + 1, "edited": None, "length": head.length + 2, "last_role": "user"}
@@ -112,7 +112,7 @@ def test_a_sealed_message_body_is_the_models_json_with_its_text_sealed():
     import orjson
 
     from adapters.store.crypto import ViewTexts
-    from adapters.views.conversation_rows import SQLRows
+    from adapters.views.sql_rows import SQLRows
     from projections.transcript import Message
 
     class Keys:
@@ -170,7 +170,8 @@ def test_buffered_rows_read_back_what_they_hold_and_send_it_at_the_flush():
     import orjson
 
     from adapters.store.crypto import ViewTexts
-    from adapters.views.conversation_rows import BufferedRows, table_names
+    from adapters.views.buffered_writes import BufferedRows
+    from adapters.views.row_tables import table_names
     from projections.run_record import Entry, ToolCount
     from projections.transcript import Message
 
@@ -344,7 +345,8 @@ def test_row_bodies_read_back_as_the_validated_messages_they_were_written_from(m
     import uuid
 
     from adapters.store.crypto import ViewTexts
-    from adapters.views.conversation_rows import SQLRows, decode_messages
+    from adapters.views.row_bodies import decode_messages
+    from adapters.views.sql_rows import SQLRows
     from projections.transcript import Message
 
     class Keys:
@@ -374,7 +376,7 @@ def test_row_bodies_read_back_as_the_validated_messages_they_were_written_from(m
 
 def test_message_of_row_knows_every_field_of_a_message():
     """`message_of_row` names each field of `Message`: a field added to it must be added there."""
-    from adapters.views.conversation_rows import message_of_row
+    from adapters.views.row_bodies import message_of_row
     from projections.transcript import Message
 
     assert tuple(Message.model_fields) == ("role", "text", "number", "segments", "ends")

@@ -36,10 +36,11 @@ The package, one module per job (`PERSISTENCE_MODULE` names `adapters.backends.p
 - `schema`: the tables made once (`create_once`, `ensure_schema`), the advisory lock ids, `SchemaNotCreated`.
 - `append`: the append as one statement: `AppendDocument`, `Unfit` and the append functions, whose
   PL/pgSQL is in `append_function.sql`, `append_no_views.sql` and `append_views.sql`.
-- `recorder`: `EventRecorder`, the application recorder (how an append is sent, reads tried again).
+- `recorder`: `EventRecorder`, the application recorder (how an append is sent); `recorder_reads`:
+  `RecorderReads`, its reads (tried again only when the connection failed).
 - `chained_recorder`: `ChainedPostgresRecorder`, the recorder with the hash chain.
 - `data_keys`: `PostgresDataKeys`.
-- `history_index`: `PostgresHistoryTables`, the history index and the check of an assumed index.
+- `history_tables`: `PostgresHistoryTables`, the history index and the check of an assumed index.
 - `view_tables`: `PostgresViewStorage` (the views' tables), `OneStatement`; `buffered_rows`: `PostgresBufferedRows`.
 - `factory`: `PostgresFactory`, `RecentFirst`, the timeouts and the driver's problems in words.
 """

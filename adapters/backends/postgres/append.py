@@ -20,7 +20,7 @@ import psycopg
 import psycopg.errors
 from psycopg.sql import Composable
 
-from adapters.views.conversation_rows import table_names
+from adapters.views.row_tables import table_names
 
 APPEND_FUNCTION = "chatrecord_append_v9"
 """The store's own database function that writes a whole append from one JSON document

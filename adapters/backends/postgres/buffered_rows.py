@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 
 from adapters.backends.postgres.append import AppendDocument, Unfit
-from adapters.views.conversation_rows import BufferedRows
+from adapters.views.buffered_writes import BufferedRows
 from domain.events import MessageEdited, TurnsTruncated
 from projections.run_record import Entry
 from projections.transcript import Message
@@ -32,7 +32,7 @@ COLUMN_TYPES = {
     "version": "bigint",
     "at": "text",
 }
-"""The PostgreSQL types of the view tables' columns (`adapters.views.conversation_rows.create_statements`)."""
+"""The PostgreSQL types of the view tables' columns (`adapters.views.row_tables.create_statements`)."""
 
 
 @dataclass

@@ -30,10 +30,10 @@ from adapters.backends.postgres.history_tables import PostgresHistoryTables
 from adapters.backends.postgres.schema import ensure_schema
 from adapters.backends.postgres.view_tables import PostgresViewStorage
 from adapters.store.chain import CHAIN_TABLE
+from adapters.store.history_rows import TABLES as HISTORY_TABLES
+from adapters.store.history_rows import create_statements as history_statements
 from adapters.store.idempotency import COLUMNS, TABLE, SQLIdempotencyKeys
 from adapters.store.keys import KEYS_TABLE, MASTER_TABLE, DataKeys
-from adapters.store.sql_history import TABLES as HISTORY_TABLES
-from adapters.store.sql_history import create_statements as history_statements
 
 R = TypeVar("R")
 

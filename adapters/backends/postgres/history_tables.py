@@ -16,8 +16,9 @@ from psycopg.sql import SQL
 from adapters.backends.postgres.append import ASSUMPTION_FUNCTION, AppendDocument, assumption_function_statement
 from adapters.backends.postgres.schema import create_once, schema_lock_name
 from adapters.store.chain import CHAIN_TABLE
-from adapters.store.sql_history import TABLES as HISTORY_TABLES
-from adapters.store.sql_history import AssumedBase, HeldIndex, SQLHistory, SQLHistoryTables, index_events
+from adapters.store.history_rows import TABLES as HISTORY_TABLES
+from adapters.store.history_rows import HeldIndex, SQLHistory, index_events
+from adapters.store.sql_history import AssumedBase, SQLHistoryTables
 from domain.history_index import AssumedHistory
 
 

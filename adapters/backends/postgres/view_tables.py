@@ -25,8 +25,8 @@ from adapters.backends.postgres.buffered_rows import PostgresBufferedRows
 from adapters.backends.postgres.schema import OLD_VIEWS_LOCK_ID, views_lock_id
 from adapters.store.chain import CHAIN_TABLE
 from adapters.views.caches import TAIL_EVENTS, TAIL_ROWS
-from adapters.views.conversation_rows import aside_cid, table_names
 from adapters.views.queued_statements import QueuedStatements
+from adapters.views.row_tables import aside_cid, table_names
 from adapters.views.storage import POINTER, NeedsSnapshot, ReadMoved, SQLViewStorage, not_updated
 from adapters.views.storage_reads import Pointer, TurnInputRows, TurnRows
 

@@ -1,0 +1,151 @@
+"""What this process knows of a conversation's history index as its own appends left it
+(`KnownRecords`: the records of its newest segments, whether its newest user messages are
+live, every row from a recent message on), which `domain.history_index.AssumedHistory`
+answers from so that a writer decides a command without reading the index.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+from uuid import UUID
+
+from eventsourcing.application import LRUCache
+
+from domain.events import ConversationEvent
+from domain.history_index import NotKnown, SegmentRecord, index_event
+from domain.state import evolve
+
+
+class _KnownIndex:
+    """The index as `KnownRecords` follows it: the known records, the rest unknown; from
+    message number `floor` on (None: nowhere) every row is known."""
+
+    def __init__(self, records: dict[str, SegmentRecord], messages: dict[int, bool], floor: int | None) -> None:
+        self.records, self.messages, self.floor = records, messages, floor
+
+    def segment(self, segment: str) -> SegmentRecord | None:
+        return self.records.get(segment)  # an unknown one is left unknown: nothing is put for it
+
+    def put_segment(self, record: SegmentRecord) -> None:
+        self.records[record.segment] = record
+
+    def segments_from(self, message: int) -> list[SegmentRecord]:
+        if self.floor is None or message < self.floor:
+            raise NotKnown(f"the segments from message {message}")
+        found = [r for r in self.records.values() if not r.cut and r.message >= message]
+        return sorted(found, key=lambda r: r.version)
+
+    def messages_after(self, number: int) -> list[int]:
+        if self.floor is None or number + 1 < self.floor:
+            raise NotKnown(f"the messages after {number}")
+        return sorted(n for n, live in self.messages.items() if live and n > number)
+
+    def put_message(self, number: int, live: bool) -> None:
+        self.messages[number] = live
+
+    def put_source(self, digest: str, version: int) -> None:
+        pass
+
+    def add_outcomes(self, count: int) -> None:
+        pass
+
+    # the rest of the index's reads: not followed here, so unknown (the fold never asks them)
+
+    def run_cut(self, run: str) -> bool:
+        raise NotKnown(f"whether run {run} is cut")
+
+    def message_live(self, number: int) -> bool:
+        if number in self.messages:
+            return self.messages[number]
+        raise NotKnown(f"whether message {number} is live")
+
+    def outcomes(self) -> int:
+        raise NotKnown("the card outcome count")
+
+    def source(self, digest: str) -> tuple[int, int] | None:
+        raise NotKnown(f"the line {digest}")
+
+
+class KnownRecords:
+    """Per conversation, the records of its newest segments and whether each of its newest user
+    messages is live (at most `KEPT` of each) as this process's appends left the history index,
+    with the version they stand at: what `AssumedHistory.known`
+    answers from, so that a card decision, an answer or a continuation, which look up an
+    earlier segment's record, decide without reading the index (the append checks each record
+    it took). A record is kept only as the process computed it from the events it appended
+    onto a known one (`index_event` on the known records): exactly the index's row, or not at
+    all. Where the process followed the conversation from its start, it also keeps every row
+    from a message number on (`AssumedHistory.known_from`: at most `WINDOW` segments and as many
+    messages), so an edit of a recent message and a replaced transcript decide without reading
+    the index too; an event that needs more of the index than is kept forgets the conversation."""
+
+    KEPT = 16
+    WINDOW = 32
+
+    def __init__(self, size: int = 4096) -> None:
+        self._kept: LRUCache[UUID, tuple[int, dict[str, SegmentRecord], dict[int, bool], int | None]] = LRUCache(maxsize=size)
+
+    def at(self, cid: UUID, version: int) -> tuple[dict[str, SegmentRecord], dict[int, bool], int | None]:
+        """Returns the kept records of `cid` at `version`, whether each of its newest user
+        messages is live (both empty when none are kept at that version) and the message number
+        from which they hold every row of the index (None: nowhere; 0 at version 0, before the
+        conversation's first event, when the index holds no row of it)."""
+        if version == 0:
+            return {}, {}, 0
+        try:
+            kept = self._kept.get(cid)
+        except KeyError:
+            return {}, {}, None
+        return (kept[1], kept[2], kept[3]) if kept[0] == version else ({}, {}, None)
+
+    def appended(self, cid: UUID, state: Any, events: Iterable[ConversationEvent]) -> None:
+        """Follows `events`, just appended onto `state` (the aggregate's state before them)."""
+        events = list(events)
+        if not events:
+            return
+        records, messages, floor = self.at(cid, state.version if state is not None else 0)
+        index = _KnownIndex(dict(records), dict(messages), floor)
+        try:
+            for event in events:
+                index_event(index, state, event)
+                state = evolve(event, state)
+        except NotKnown:
+            self.evict(cid)
+            return
+        floor = self._floor(index)
+        newest = sorted(index.records.values(), key=lambda r: r.version)[-self.KEPT :]
+        kept = {r.segment: r for r in newest}
+        numbers = set(sorted(index.messages)[-self.KEPT :])
+        if floor is not None:
+            kept.update((r.segment, r) for r in index.records.values() if r.message >= floor)
+            numbers.update(n for n in index.messages if n >= floor)
+        self._kept.put(cid, (events[-1].originator_version, kept, {n: index.messages[n] for n in sorted(numbers)}, floor))
+
+    def _floor(self, index: _KnownIndex) -> int | None:
+        """Returns the lowest message number at or above `index.floor` from which `index` holds
+        at most `WINDOW` segment records and `WINDOW` messages (all of the index's rows from
+        there on, as `index.floor` says of its own); None where `index.floor` is."""
+        floor = index.floor
+        if floor is None:
+            return None
+        if (
+            sum(1 for r in index.records.values() if r.message >= floor) <= self.WINDOW
+            and sum(1 for n in index.messages if n >= floor) <= self.WINDOW
+        ):
+            return floor  # the window holds no more than it may: as it was
+        marks = sorted(
+            {r.message for r in index.records.values() if r.message >= floor} | {n for n in index.messages if n >= floor}
+        )
+        for mark in [floor, *marks]:
+            segments = sum(1 for r in index.records.values() if r.message >= mark)
+            messages = sum(1 for n in index.messages if n >= mark)
+            if segments <= self.WINDOW and messages <= self.WINDOW:
+                return mark
+        return (marks[-1] + 1) if marks else floor
+
+    def evict(self, cid: UUID) -> None:
+        try:
+            self._kept.get(cid, evict=True)
+        except KeyError:
+            pass

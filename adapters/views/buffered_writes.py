@@ -1,0 +1,358 @@
+"""One conversation's rows with their writes held until a flush sends them, one bulk
+statement per table (`BufferedRows`: an append's and a rebuild's fold), and the newest rows an
+append's writes left (`RecentRows`), which the next append's fold reads instead of the tables.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from adapters.store.crypto import ViewTexts
+from adapters.views.sql_rows import SQLRows
+from projections.card_outcomes import CardOutcome
+from projections.row_head import Head, TurnMark
+from projections.run_record import Entry
+from projections.transcript import Message
+
+
+@dataclass(frozen=True)
+class RecentRows:
+    """The newest rows of a conversation as the append that wrote them left them: its newest
+    run record entries by segment (at most `ENTRIES`) and its newest transcript message by
+    index. Kept with that append's head (`HeadCache`), they answer the next append's lookups
+    (a decision's entry, the message an answer joins) without a read: valid exactly as long
+    as the head they came with, which is used only at its own version."""
+
+    entries: dict[str, Entry]
+    messages: dict[int, Message]
+
+    ENTRIES = 8
+
+
+class BufferedRows(SQLRows):
+    """`SQLRows` that holds its writes until `flush`, which sends them with one bulk statement
+    per table (a rebuild folds a page of the log this way). Reads see the held writes first.
+    A cut of the transcript (`cut_messages`: a replaced transcript, an edit) is held as the
+    index its stored messages go from, written at the flush before the held messages; the
+    other cuts (an edit's card outcomes and view context) flush first and then run at once:
+    they are rare and range over rows, and the fold needs what they removed.
+
+    A held row is kept as the values its statement sends (its body serialised, a message's
+    text sealed), not as a model: a rebuild holds a page's rows, and plain strings cost the
+    garbage collector nothing. Only the newest entry and the newest message are kept as models
+    until another is put (a segment's answer joins the last message, a decision updates the
+    newest entry, each is put again); an older held one read back is decoded from its body."""
+
+    def __init__(self, curs: Any, tables: dict[str, str], cid: str, p: str, texts: ViewTexts | None = None) -> None:
+        super().__init__(curs, tables, cid, p, texts)
+        self._entries: dict[int, Entry | tuple[str, str] | None] = {}  # seq: entry, (segment, body), None: deleted
+        self._segments: dict[str, int | None] = {}
+        self._outcomes: list[tuple[Any, ...]] = []
+        self._messages: dict[int, Message | tuple[str, int | None, str]] = {}  # index: message, (role, number, body)
+        self._ends: dict[int, int | None] = {}
+        self._cut: int | None = None  # the stored messages from this index on are deleted at the flush
+        self._pages: dict[int, int] = {}
+        self._turns: list[tuple[int, int, str]] = []
+        self._head: Head | None = None
+        self._drop_aside = False  # the entries set aside before are deleted at the flush
+        self._moves: list[int] = []  # stored entries to set aside at the flush
+        self._aside: list[tuple[int, str, str]] = []  # held entries set aside: (seq, segment, body)
+        self._known: RecentRows | None = None  # the newest rows as the last append left them (`prime`)
+        self._length: int | None = None  # the transcript's length in the head the last flush wrote
+        self._cut_seen = False  # whether a cut of the transcript was held
+        self._open_entry: int | None = None  # the seq of the entry held as a model
+        self._open_message: int | None = None  # the index of the message held as a model
+        self._seal: Callable[[str], str | None] | None = None
+
+    def prime(self, recent: RecentRows | None) -> None:
+        """Takes `recent` (None: nothing) as the newest rows stored, which the reads of the
+        fold then find without asking the database, and keeps them up to date with what this
+        buffer writes (`recent`). An append's rows; a rebuild's are never primed."""
+        self._known = RecentRows(dict(recent.entries), dict(recent.messages)) if recent is not None else RecentRows({}, {})
+
+    def recent(self) -> RecentRows | None:
+        """Returns the newest rows as this buffer's writes left them (after its flush), None
+        when it was not primed or a cut or a clear made them unknown."""
+        known = self._known
+        if known is None:
+            return None
+        newest = sorted(known.entries.values(), key=lambda e: e.seq)[-RecentRows.ENTRIES :]
+        last = max(known.messages, default=None)
+        if last is not None and (last != self._length - 1 if self._length is not None else self._cut_seen):
+            last = None  # not the transcript's last message (a cut left an older one known): unknown
+        return RecentRows({e.segment: e for e in newest}, {last: known.messages[last]} if last is not None else {})
+
+    def prefetch(self, events: Sequence[Any]) -> None:
+        """Reads at once what folding `events` will ask of the stored rows, where a backend
+        can (`PostgresBufferedRows`: an edit's); here nothing."""
+
+    def _remember(self) -> None:
+        """Folds the held writes into the known newest rows (at the flush)."""
+        known = self._known
+        if known is None:
+            return
+        gone = {seq for seq, held in self._entries.items() if held is None}
+        if gone:
+            for segment in [g for g, e in known.entries.items() if e.seq in gone]:
+                del known.entries[segment]
+        for held in self._entries.values():
+            if held is not None:
+                entry = held if isinstance(held, Entry) else Entry.model_validate_json(held[1])
+                known.entries[entry.segment] = entry
+        for index, message in self._messages.items():
+            if isinstance(message, Message):
+                known.messages[index] = message
+            else:  # held as its row (its text sealed): not known as a model
+                known.messages.pop(index, None)
+
+    def _unknown(self) -> None:
+        """A cut or a clear: the known rows are not followed any further."""
+        self._known = None
+
+    # reads: held writes first
+    def head(self) -> Head | None:
+        return self._head if self._head is not None else super().head()
+
+    def put_head(self, head: Head) -> None:
+        self._head = head
+
+    def _held_entry(self, seq: int) -> Entry | None:
+        held = self._entries.get(seq)
+        return held if not isinstance(held, tuple) else Entry.model_validate_json(held[1])
+
+    def entry(self, segment: str) -> Entry | None:
+        if segment in self._segments:
+            seq = self._segments[segment]
+            return None if seq is None else self._held_entry(seq)
+        known = self._known.entries.get(segment) if self._known is not None else None
+        stored = known if known is not None else self._stored_entry(segment)
+        if stored is not None and stored.seq in self._entries:
+            return self._held_entry(stored.seq)  # deleted (None) or replaced since it was stored
+        return stored
+
+    def put_entry(self, entry: Entry) -> None:
+        opened = self._open_entry
+        if opened is not None and opened != entry.seq:
+            held = self._entries.get(opened)
+            if isinstance(held, Entry):
+                self._entries[opened] = (held.segment, _entry_json(held))
+        self._entries[entry.seq] = entry
+        self._segments[entry.segment] = entry.seq
+        self._open_entry = entry.seq
+
+    def delete_entries(self, seqs: Iterable[int]) -> None:
+        for seq in seqs:  # a stored entry's segment need not be read: `entry` checks the held seqs
+            held = self._entries.get(seq)
+            if held is not None:
+                self._segments[held[0] if isinstance(held, tuple) else held.segment] = None
+            self._entries[seq] = None
+
+    def set_aside(self, seqs: Iterable[int]) -> None:
+        for seq in seqs:
+            held = self._entries.get(seq)
+            if held is None and seq not in self._entries:
+                self._moves.append(seq)  # stored: moved at the flush
+            elif held is not None:
+                segment, body = held if isinstance(held, tuple) else (held.segment, _entry_json(held))
+                self._aside.append((seq, segment, body))
+                self._segments[segment] = None
+            self._entries[seq] = None
+
+    def drop_aside(self) -> None:
+        self._moves, self._aside, self._drop_aside = [], [], True
+
+    def aside(self) -> tuple[Entry, ...]:
+        self.flush()
+        return super().aside()
+
+    def _set_aside_rows(self) -> None:
+        """Writes what `drop_aside` and `set_aside` hold (at the flush, before the entries)."""
+        if self._drop_aside:
+            SQLRows.drop_aside(self)
+        self._many(
+            f"UPDATE {self.t['entries']} SET cid = ? WHERE cid = ? AND seq = ?",
+            [(self.aside_cid, self.cid, seq) for seq in self._moves],
+        )
+        self._many(
+            f"INSERT INTO {self.t['entries']} (cid, seq, segment, body) VALUES (?, ?, ?, ?)",
+            [(self.aside_cid, *row) for row in self._aside],
+        )
+
+    def put_outcomes(self, outcomes: Iterable[CardOutcome]) -> None:
+        self._outcomes.extend((o.seq[0], o.seq[1], o.card, o.after, o.model_dump_json()) for o in outcomes)
+
+    def message(self, index: int) -> Message | None:
+        held = self._messages.get(index)
+        if held is None:
+            if self._cut is not None and index >= self._cut:
+                return None  # cut: deleted at the flush
+            known = self._known.messages.get(index) if self._known is not None else None
+            return known if known is not None else self._stored_message(index)
+        return held if not isinstance(held, tuple) else self._decode_messages([held[2]])[0]
+
+    def _sealer(self) -> Callable[[str], str | None] | None:
+        """The conversation's sealer (`ViewTexts.sealer`, its key looked up once), None
+        where the store keeps no data keys."""
+        if self.texts is None:
+            return None
+        if self._seal is None:
+            self._seal = self.texts.sealer(self.cid)
+        return self._seal
+
+    def _message_row(self, message: Message) -> tuple[str, int | None, str]:
+        return message.role, message.number, self._message_body(message, self._sealer())
+
+    def put_message(self, index: int, message: Message) -> None:
+        opened = self._open_message
+        if opened is not None and opened != index:
+            held = self._messages.get(opened)
+            if isinstance(held, Message):
+                self._messages[opened] = self._message_row(held)
+        self._messages[index] = message
+        self._open_message = index
+
+    def end_block(self, index: int, end: int | None) -> None:
+        self._ends[index] = end
+
+    def put_page(self, message: int, page: int) -> None:
+        self._pages[message] = page
+
+    def put_turn(self, turn: TurnMark) -> None:
+        self._turns.append((turn.version, turn.message, turn.at.isoformat()))
+
+    def user_index(self, number: int) -> int | None:
+        self.flush()
+        return super().user_index(number)
+
+    def block_end(self, number: int) -> int | None:
+        self.flush()
+        return super().block_end(number)
+
+    # cuts: flush, then at once
+    def cut_outcomes(self, cards: set[str], length: int) -> int:
+        self.flush()
+        self._unknown()
+        return super().cut_outcomes(cards, length)
+
+    def _stored_entry(self, segment: str) -> Entry | None:
+        """The stored entry of `segment` (a read), for `entry`."""
+        return SQLRows.entry(self, segment)
+
+    def _stored_message(self, index: int) -> Message | None:
+        """The stored transcript message at `index` (a read), for `message`."""
+        return SQLRows.message(self, index)
+
+    def cut_messages(self, keep: int) -> None:
+        """Holds the cut (the stored messages from `keep` on go at the flush, before the held
+        messages are written) and drops the held messages and block ends from `keep` on, and
+        the known ones (`recent` then knows the last message only where it is the head's)."""
+        if self._known is not None:
+            for index in [i for i in self._known.messages if i >= keep]:
+                del self._known.messages[index]
+        self._cut = keep if self._cut is None else min(self._cut, keep)
+        self._cut_seen = True
+        self._messages = {i: m for i, m in self._messages.items() if i < keep}
+        self._ends = {i: e for i, e in self._ends.items() if i < keep}
+        if self._open_message is not None and self._open_message >= keep:
+            self._open_message = None
+
+    def cut_pages(self, after: int) -> tuple[int | None, int]:
+        self.flush()
+        self._unknown()
+        return super().cut_pages(after)
+
+    def clear(self) -> None:
+        self.flush()
+        self._unknown()
+        super().clear()
+
+    def _write_head(self, head: Head) -> None:
+        """Writes the held head (at the flush)."""
+        SQLRows.put_head(self, head)
+
+    def _many(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
+        if len(rows) == 1:  # psycopg's executemany syncs a pipeline (a round trip); one row need not
+            self.curs.execute(sql.replace("?", self.p), rows[0])
+        elif rows:
+            self.curs.executemany(sql.replace("?", self.p), rows)
+
+    def _insert_many(self, table: str, columns: tuple[str, ...], rows: list[tuple[Any, ...]], tail: str) -> None:
+        """Inserts `rows` (values of `columns` after `cid`) into `table`, `tail` being the
+        statement's ON CONFLICT clause: one `executemany` (SQLite runs it in C)."""
+        marks = ", ".join("?" * (len(columns) + 1))
+        self._many(f"INSERT INTO {table} (cid, {', '.join(columns)}) VALUES ({marks}) {tail}", [(self.cid, *row) for row in rows])
+
+    def _cut_stored_messages(self, keep: int) -> None:
+        """Deletes the stored transcript messages from index `keep` on (at the flush, before the
+        held messages are written)."""
+        SQLRows.cut_messages(self, keep)
+
+    def _delete_entries(self, seqs: list[int]) -> None:
+        self._many(f"DELETE FROM {self.t['entries']} WHERE cid = ? AND seq = ?", [(self.cid, seq) for seq in seqs])
+
+    def _end_blocks(self, ends: list[tuple[int, int | None]]) -> None:
+        self._many(
+            f"UPDATE {self.t['messages']} SET block_end = ? WHERE cid = ? AND idx = ?",
+            [(end, self.cid, index) for index, end in ends],
+        )
+
+    def flush(self) -> None:
+        """Sends the held writes: per table one bulk statement (`_insert_many`); a held message
+        goes out with the block end held for it, so only a stored message's end is an UPDATE."""
+        t = self.t
+        entries = []
+        for seq, held in self._entries.items():
+            if isinstance(held, Entry):
+                held = (held.segment, _entry_json(held))
+            if held is not None:
+                entries.append((seq, *held))
+        self._remember()
+        self._set_aside_rows()
+        self._delete_entries([seq for seq, held in self._entries.items() if held is None])
+        self._insert_many(
+            t["entries"], ("seq", "segment", "body"), entries, "ON CONFLICT (cid, seq) DO UPDATE SET body = excluded.body"
+        )
+        self._insert_many(t["outcomes"], ("v", "sub", "card", "after", "body"), self._outcomes, "")
+        if self._cut is not None:
+            self._cut_stored_messages(self._cut)
+        messages, ends = sorted(self._messages.items()), self._ends
+        rows = [(i, *(held if isinstance(held, tuple) else self._message_row(held))) for i, held in messages]
+        upsert = "ON CONFLICT (cid, idx) DO UPDATE SET role = excluded.role, number = excluded.number, body = excluded.body"
+        self._insert_many(
+            t["messages"],
+            ("idx", "role", "number", "body"),  # block_end: NULL when new, else kept
+            [row for row in rows if row[0] not in ends],
+            upsert,
+        )
+        self._insert_many(
+            t["messages"],
+            ("idx", "role", "number", "block_end", "body"),  # with the end held for it
+            [(i, role, number, ends[i], body) for i, role, number, body in rows if i in ends],
+            upsert + ", block_end = excluded.block_end",
+        )
+        self._end_blocks([(i, end) for i, end in ends.items() if i not in self._messages])  # ends of stored messages
+        self._insert_many(
+            t["pages"],
+            ("message", "page"),
+            list(self._pages.items()),
+            "ON CONFLICT (cid, message) DO UPDATE SET page = excluded.page",
+        )
+        self._insert_many(t["turns"], ("version", "message", "at"), self._turns, "ON CONFLICT (cid, version) DO NOTHING")
+        if self._head is not None:
+            self._write_head(self._head)
+            self._length = self._head.length
+        self._entries, self._segments, self._outcomes = {}, {}, []
+        self._drop_aside, self._moves, self._aside = False, [], []
+        self._messages, self._ends, self._pages, self._turns, self._head = {}, {}, {}, [], None
+        self._cut = None
+        self._open_entry = self._open_message = None
+
+
+_ENTRY_JSON = Entry.__pydantic_serializer__
+
+
+def _entry_json(entry: Entry) -> str:
+    """Returns `entry.model_dump_json()` (its serializer called directly)."""
+    return _ENTRY_JSON.to_json(entry).decode()

@@ -1,0 +1,104 @@
+"""One conversation's rows for a turn read on PostgreSQL, whose newest kept entries and card
+outcomes were read already with its head (`PrefetchedRows`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from adapters.store.crypto import ViewTexts
+from adapters.views.caches import SEPARATOR, KeptMessages, Placement
+from adapters.views.row_bodies import LazyEntries
+from adapters.views.sql_rows import ReadMoved, SQLRows
+from projections.card_outcomes import CardOutcome
+from projections.row_head import Head
+from projections.run_record import Entry
+from projections.transcript import Message
+
+
+class PrefetchedRows(SQLRows):
+    """`SQLRows` whose newest kept entries and newest card outcomes were read already (by
+    `PostgresViewStorage.turn_rows`, as bodies joined by SEPARATOR, oldest first), with the head
+    they were read with: a turn read decodes each body as the notes ask for it and asks the
+    database only for transcript messages, and for the older entries should the notes reach
+    them (`entries`). `run` runs its reads (the backend's, which may keep them prepared)."""
+
+    def __init__(
+        self,
+        curs: Any,
+        tables: dict[str, str],
+        cid: str,
+        p: str,
+        entries: str,
+        outcomes: str,
+        newest: int,
+        texts: ViewTexts | None = None,
+        run: Callable[[Any, str, Any], Any] | None = None,
+        head: Head | None = None,
+        known: Placement | None = None,
+    ) -> None:
+        super().__init__(curs, tables, cid, p, texts)
+        self._entries, self._outcomes, self._newest = entries, outcomes, newest
+        self._run = run
+        self._head = head
+        self.placement = known if known is not None else Placement()
+        """What the read knew and learned of the rows for placing its notes (`placement_reads`)."""
+
+    def placement_reads(
+        self, length: int, kept: KeptMessages | None = None, known: Placement | None = None
+    ) -> tuple[Callable[[set[int]], dict[int, Message]], Callable[[set[int]], dict[int, int | None]]]:
+        """As `SQLRows.placement_reads`, knowing and learning in `self.placement`."""
+        return super().placement_reads(length, kept, known if known is not None else self.placement)
+
+    def _blocks(self, numbers: set[int]) -> tuple[str, tuple[Any, ...]]:
+        """As `SQLRows._blocks`, with the numbers as one array (one statement text for any
+        number of them, which the backend's `run` may keep prepared), each number its own
+        lookup of its newest message in the `(cid, number, idx)` index: a condition
+        `number = ANY(…)` let PostgreSQL's planner, with stale statistics, filter the
+        conversation's whole transcript by number."""
+        return (
+            f"SELECT x.idx, n.number, x.block_end FROM unnest(?::bigint[]) AS n(number) CROSS JOIN LATERAL "
+            f"(SELECT idx, block_end FROM {self.t['messages']} WHERE cid = ? AND number = n.number "
+            "ORDER BY idx DESC LIMIT 1) x",
+            (sorted(numbers), self.cid),
+        )
+
+    def _select(self, sql: str, args: tuple[Any, ...]) -> Any:
+        """Runs a read through the backend's `run` (PostgreSQL: prepared), if given."""
+        if self._run is None:
+            return super()._select(sql, args)
+        return self._run(self.curs, sql.replace("?", self.p), args)
+
+    def entries(
+        self, decode: Callable[[str], Entry] | None = None, newest: int | None = None, total: int | None = None
+    ) -> LazyEntries:
+        """Returns the kept entries, oldest first, each decoded (by `decode` if given) when
+        first asked for: the notes take the newest until their budget is full, so the older
+        ones are mostly never decoded, nor read (the head's `seqs` say how many there are;
+        `newest` and `total` are not needed). Reaching an older one reads them all, checking
+        that the head is still at the version the read began with; else raises ReadMoved."""
+        bodies = self._entries.split(SEPARATOR) if self._entries else []
+        seqs = self._head.seqs if self._head is not None else ()
+        if len(bodies) >= len(seqs):
+            return LazyEntries(bodies, decode)
+        return LazyEntries(bodies, decode, len(seqs), lambda: self._older_entries(list(seqs[: len(seqs) - len(bodies)])))
+
+    def _older_entries(self, seqs: list[int]) -> list[str]:
+        assert self._head is not None
+        rows = self._select(
+            f"SELECT h.version, e.body FROM {self.t['heads']} h LEFT JOIN {self.t['entries']} e "
+            "ON e.cid = h.cid AND e.seq = ANY(?::bigint[]) WHERE h.cid = ? ORDER BY e.seq",
+            (seqs, self.cid),
+        ).fetchall()
+        bodies = [r["body"] for r in rows if r["body"] is not None]
+        if not rows or int(rows[0]["version"]) != self._head.version or len(bodies) != len(seqs):
+            raise ReadMoved(f"the head of {self.cid} moved during a turn read")
+        return bodies
+
+    def outcomes(self, newest: int | None = None, decode: Callable[[str], CardOutcome] | None = None) -> tuple[CardOutcome, ...]:
+        if newest is not None and newest <= self._newest:
+            bodies = self._outcomes.split(SEPARATOR) if self._outcomes else []
+            bodies = bodies[len(bodies) - newest :] if newest else []
+            return tuple((decode or CardOutcome.model_validate_json)(body) for body in bodies)
+        return super().outcomes(newest, decode)

@@ -1,0 +1,98 @@
+"""The JSON bodies of one conversation's rows read back as models: transcript messages
+(`message_of_row`, `decode_messages`, each text opened where it is sealed) and run record
+entries, each decoded when first asked for (`LazyEntries`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import orjson
+
+from adapters.store.crypto import ViewTexts
+from domain.values import assembled
+from projections.run_record import Entry
+from projections.transcript import Message
+
+
+def message_of_row(fields: dict[str, Any]) -> Message:
+    """Returns the transcript message of a row body's fields (`SQLRows._message_body`, its text
+    opened): the model pydantic's validation of the same JSON makes (its fields in order, the
+    JSON arrays as tuples, the fields the body names as the fields set), without validating
+    again what the fold validated when it wrote the row; about a third of the cost of
+    validation (docs/benchmarks.md, issue 25). Raises KeyError for a body without `role` or
+    `text`; a field the body lacks takes its default."""
+    segments, ends = fields.get("segments", ()), fields.get("ends", ())
+    return assembled(
+        Message,
+        {
+            "role": fields["role"],
+            "text": fields["text"],
+            "number": fields.get("number"),
+            "segments": segments if type(segments) is tuple else tuple(segments),
+            "ends": ends if type(ends) is tuple else tuple(ends),
+        },
+        set(fields),
+    )
+
+
+def decode_messages(bodies: Sequence[str], texts: ViewTexts | None, cid: str) -> tuple[Message, ...]:
+    """Returns the transcript messages of row bodies of conversation `cid` (its UUID's string),
+    in order, each text opened where it is sealed (`texts`: the conversation's key looked up
+    once for the rows). The bodies are the fold's own writes, validated when it made them
+    (`SQLRows._message_body`): each is read back as the model it was (`message_of_row`), not
+    validated again. Raises ValueError for a sealed body where `texts` is None, InvalidTag for
+    a sealed text that does not open with the conversation's key."""
+    decoded = []
+    open_text: Callable[[str], str] | None = None
+    loads, made = orjson.loads, message_of_row
+    for body in bodies:
+        fields = loads(body)
+        sealed = fields.pop("sealed", None)
+        if sealed is not None:
+            if open_text is None:
+                if texts is None:
+                    raise ValueError("a transcript row holds a sealed text, but the store has no data keys")
+                open_text = texts.opener(cid)  # the key looked up once for the rows
+            fields["text"] = open_text(sealed)
+        decoded.append(made(fields))
+    return tuple(decoded)
+
+
+class LazyEntries(Sequence[Entry]):
+    """Run record entries from their JSON bodies, each decoded (by `decode`, default pydantic's
+    `Entry.model_validate_json`) on first access. With `total`, `bodies` are only the newest of
+    `total` entries: the first access to an older one asks `older()` for the bodies of all the
+    older ones, oldest first, once."""
+
+    def __init__(
+        self,
+        bodies: list[str],
+        decode: Callable[[str], Entry] | None = None,
+        total: int | None = None,
+        older: Callable[[], list[str]] | None = None,
+    ) -> None:
+        self._bodies = bodies
+        self._decode = decode or Entry.model_validate_json
+        self._decoded: dict[int, Entry] = {}
+        self._total = len(bodies) if total is None else total
+        self._missing = self._total - len(bodies)  # the oldest entries, not read yet
+        self._older = older
+
+    def __len__(self) -> int:
+        return self._total
+
+    def __getitem__(self, index: int) -> Entry:  # type: ignore[override]  # an index, no slice: read one by one
+        if index < 0:
+            index += self._total
+        if not 0 <= index < self._total:
+            raise IndexError(index)
+        entry = self._decoded.get(index)
+        if entry is None:
+            if index < self._missing:
+                assert self._older is not None
+                self._bodies = [*self._older(), *self._bodies]
+                self._missing = 0
+            entry = self._decoded[index] = self._decode(self._bodies[index - self._missing])
+        return entry

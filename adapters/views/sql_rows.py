@@ -1,0 +1,393 @@
+"""One conversation's rows in a generation's tables (`adapters.views.row_tables`), read and
+written in SQL inside a transaction the caller holds (`SQLRows`), and the signal of a read
+whose rows moved under it (`ReadMoved`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, cast
+
+import orjson
+from pydantic import TypeAdapter
+
+from adapters.store.crypto import ERASED, ViewTexts
+from adapters.views.caches import MESSAGE_BODY, KeptMessages, Placement
+from adapters.views.row_bodies import LazyEntries, decode_messages
+from adapters.views.row_tables import aside_cid
+from projections.card_outcomes import CardOutcome
+from projections.row_head import Head, TurnMark
+from projections.run_record import Entry
+from projections.transcript import Message
+
+_ENTRIES = TypeAdapter(tuple[Entry, ...])
+
+
+class ReadMoved(Exception):  # a signal to the reader, never seen outside ReadModels
+    """Raised by a turn read whose rows moved under it: a rebuild in another process dropped
+    its generation's tables, or a later statement of the read found the head at another
+    version than its first one did. The reader takes the live pointer and reads again."""
+
+
+class SQLRows:
+    """One conversation's rows in a generation, read and written through `curs` (a cursor of
+    an open transaction). `p` is the driver's placeholder (`?` or `%s`). With `texts`, a
+    transcript message's text is kept sealed with the conversation's data key (`ViewTexts`):
+    its body holds `sealed` instead of `text`."""
+
+    tip: bytes | None = None
+    """The hash chain's hash at the head's version, when the read that made these rows took it
+    (`TurnRows.tip`): what a read kept of this version is kept under."""
+
+    def __init__(self, curs: Any, tables: dict[str, str], cid: str, p: str, texts: ViewTexts | None = None) -> None:
+        self.curs, self.cid, self.p, self.t, self.texts = curs, cid, p, tables, texts
+
+    def _message_body(self, message: Message, seal: Callable[[str], str | None] | None = None) -> str:
+        """Returns the JSON body a message's row keeps: its text sealed where `texts` is set
+        (by `seal`, `texts.sealer(cid)`, when given: one key lookup for many rows)."""
+        if self.texts is None:
+            return message.model_dump_json()
+        body = dict(message.__dict__)  # model_dump(mode="json") of its str, int and tuple fields, 5x cheaper
+        sealed = (seal or self.texts.sealer(self.cid))(body.pop("text"))
+        if sealed is None:
+            body["text"] = ERASED
+        else:
+            body["sealed"] = sealed
+        return orjson.dumps(body).decode()
+
+    def _decode_messages(self, bodies: Sequence[str], kept: KeptMessages | None = None) -> tuple[Message, ...]:
+        """Returns the messages of row bodies, in order (plain bodies decoded in one call).
+        With `kept`, a body decoded before is not again (nor its text opened), while the
+        conversation's texts are readable; the others are kept there."""
+        if kept is None:
+            return self._decode(bodies)
+        found = [kept.get(self.cid, body) for body in bodies]
+        if (
+            self.texts is not None
+            and any(m is not None and '"sealed":' in b for m, b in zip(found, bodies, strict=True))
+            and not self.texts.readable(self.cid)
+        ):
+            found = [None] * len(bodies)  # erased: the kept texts are not to be read any more
+        missing = [i for i, message in enumerate(found) if message is None]
+        if missing:
+            for i, message in zip(missing, self._decode([bodies[i] for i in missing]), strict=True):
+                found[i] = message
+                kept.put(self.cid, bodies[i], message)
+        return cast("tuple[Message, ...]", tuple(found))  # every None was filled above
+
+    def _decode(self, bodies: Sequence[str]) -> tuple[Message, ...]:
+        return decode_messages(bodies, self.texts, self.cid)
+
+    def _blocks(self, numbers: set[int]) -> tuple[str, tuple[Any, ...]]:
+        """Returns a query of `(idx, number, block_end)` of the user messages `numbers` and its
+        arguments (an `IN` list, which SQLite looks up in the `(cid, number, idx)` index)."""
+        return (
+            f"SELECT idx, number, block_end FROM {self.t['messages']} WHERE cid = ? "
+            f"AND number IN ({', '.join('?' * len(numbers))})",
+            (self.cid, *sorted(numbers)),
+        )
+
+    def _select(self, sql: str, args: tuple[Any, ...]) -> Any:
+        """Runs a read (`?` placeholders) and returns the cursor."""
+        self.curs.execute(sql.replace("?", self.p), args)
+        return self.curs
+
+    def _q(self, sql: str, *args: Any) -> Any:
+        self.curs.execute(sql.replace("?", self.p), (self.cid, *args))
+        return self.curs
+
+    def clear(self) -> None:
+        """Deletes every row of the conversation."""
+        for table in self.t.values():
+            self._q(f"DELETE FROM {table} WHERE cid = ?")
+        SQLRows.drop_aside(self)
+
+    @property
+    def aside_cid(self) -> str:
+        """The key under which the entries set aside (`set_aside`) are kept in the entries
+        table: no read of the conversation's rows (by its `cid`) finds them."""
+        return aside_cid(self.cid)
+
+    # ---------------------------------------------------------------- head
+
+    def head(self) -> Head | None:
+        """Returns the conversation's head, None before its first event."""
+        row = self._q(f"SELECT body FROM {self.t['heads']} WHERE cid = ?").fetchone()
+        return Head.model_validate_json(row["body"]) if row else None
+
+    def put_head(self, head: Head) -> None:
+        self._q(
+            f"INSERT INTO {self.t['heads']} (cid, version, body) VALUES (?, ?, ?) "
+            "ON CONFLICT (cid) DO UPDATE SET version = excluded.version, body = excluded.body",
+            head.version,
+            head.model_dump_json(),
+        )
+
+    # ---------------------------------------------------------------- run record
+
+    def entry(self, segment: str) -> Entry | None:
+        row = self._q(f"SELECT body FROM {self.t['entries']} WHERE cid = ? AND segment = ?", segment).fetchone()
+        return Entry.model_validate_json(row["body"]) if row else None
+
+    def put_entry(self, entry: Entry) -> None:
+        self._q(
+            f"INSERT INTO {self.t['entries']} (cid, seq, segment, body) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT (cid, seq) DO UPDATE SET body = excluded.body",
+            entry.seq,
+            entry.segment,
+            entry.model_dump_json(),
+        )
+
+    def delete_entries(self, seqs: Iterable[int]) -> None:
+        for seq in seqs:
+            self._q(f"DELETE FROM {self.t['entries']} WHERE cid = ? AND seq = ?", seq)
+
+    def set_aside(self, seqs: Iterable[int]) -> None:
+        for seq in seqs:
+            self._select(f"UPDATE {self.t['entries']} SET cid = ? WHERE cid = ? AND seq = ?", (self.aside_cid, self.cid, seq))
+
+    def drop_aside(self) -> None:
+        self._select(f"DELETE FROM {self.t['entries']} WHERE cid = ?", (self.aside_cid,))
+
+    def turn_rows(self, length: int, version: int) -> tuple[tuple[Message, ...], tuple[Entry, ...], tuple[CardOutcome, ...]]:
+        """Returns, in one statement, what the latest turn saw (`projections.row_head.Head.turn_intact`):
+        the first `length` transcript messages, the entries set aside for it and those kept of
+        versions up to `version` (oldest first), and the card outcomes recorded up to `version`."""
+        t = self.t
+        rows = self._select(
+            f"SELECT 0 AS k, idx AS n, 0 AS sub, body FROM {t['messages']} WHERE cid = ? AND idx < ? UNION ALL "
+            f"SELECT 1, seq, 0, body FROM {t['entries']} WHERE cid = ? AND seq <= ? UNION ALL "
+            f"SELECT 1, seq, 0, body FROM {t['entries']} WHERE cid = ? UNION ALL "
+            f"SELECT 2, v, sub, body FROM {t['outcomes']} WHERE cid = ? AND v <= ? ORDER BY k, n, sub",
+            (self.cid, length, self.cid, version, self.aside_cid, self.cid, version),
+        ).fetchall()
+        bodies: tuple[list[str], list[str], list[str]] = ([], [], [])
+        for r in rows:
+            bodies[int(r["k"])].append(r["body"])
+        return (
+            self._decode_messages(bodies[0]),
+            _ENTRIES.validate_json("[" + ",".join(bodies[1]) + "]"),
+            tuple(CardOutcome.model_validate_json(b) for b in bodies[2]),
+        )
+
+    def aside(self) -> tuple[Entry, ...]:
+        """Returns the entries set aside for the latest turn, oldest first."""
+        rows = self._select(f"SELECT body FROM {self.t['entries']} WHERE cid = ? ORDER BY seq", (self.aside_cid,)).fetchall()
+        return _ENTRIES.validate_json("[" + ",".join(r["body"] for r in rows) + "]")
+
+    def entries(
+        self, decode: Callable[[str], Entry] | None = None, newest: int | None = None, total: int | None = None
+    ) -> Sequence[Entry]:
+        """Returns the kept run record entries, oldest first: decoded in one call, or with
+        `decode` (a body's JSON to its entry) each when first asked for (`LazyEntries`). With
+        `decode`, `newest` and `total` (how many are kept: the head's `seqs`), only the newest
+        `newest` are read at first, the older ones when one of them is first asked for (in the
+        caller's transaction); should they not be `total` in all, raises ReadMoved."""
+        if decode is not None and newest is not None and total is not None and total > newest:
+            rows = self._q(
+                f"SELECT seq, body FROM {self.t['entries']} WHERE cid = ? ORDER BY seq DESC LIMIT ?", newest
+            ).fetchall()[::-1]
+            if not rows:
+                raise ReadMoved(f"the head of {self.cid} keeps {total} entries, its rows none")
+
+            def older() -> list[str]:
+                before = self._q(
+                    f"SELECT body FROM {self.t['entries']} WHERE cid = ? AND seq < ? ORDER BY seq", rows[0]["seq"]
+                ).fetchall()
+                if len(before) != total - len(rows):
+                    raise ReadMoved(f"the head of {self.cid} keeps {total} entries, its rows {len(before) + len(rows)}")
+                return [r["body"] for r in before]
+
+            return LazyEntries([r["body"] for r in rows], decode, total, older)
+        rows = self._q(f"SELECT body FROM {self.t['entries']} WHERE cid = ? ORDER BY seq").fetchall()
+        if decode is not None:
+            return LazyEntries([r["body"] for r in rows], decode)
+        return _ENTRIES.validate_json("[" + ",".join(r["body"] for r in rows) + "]")
+
+    # ---------------------------------------------------------------- card outcomes
+
+    def put_outcomes(self, outcomes: Iterable[CardOutcome]) -> None:
+        for o in outcomes:
+            self._q(
+                f"INSERT INTO {self.t['outcomes']} (cid, v, sub, card, after, body) VALUES (?, ?, ?, ?, ?, ?)",
+                o.seq[0],
+                o.seq[1],
+                o.card,
+                o.after,
+                o.model_dump_json(),
+            )
+
+    def cut_outcomes(self, cards: set[str], length: int) -> int:
+        """Deletes the card outcomes of `cards` and those of no card at or after transcript
+        position `length`; returns how many went. Counted from the rows each DELETE returns,
+        not the cursor's rowcount, which psycopg's pipeline mode (an append in one round trip)
+        does not know yet."""
+        removed = 0
+        for card in sorted(cards):
+            removed += len(self._q(f"DELETE FROM {self.t['outcomes']} WHERE cid = ? AND card = ? RETURNING v", card).fetchall())
+        return removed + len(
+            self._q(
+                f"DELETE FROM {self.t['outcomes']} WHERE cid = ? AND card IS NULL AND after >= ? RETURNING v", length
+            ).fetchall()
+        )
+
+    def outcomes(self, newest: int | None = None, decode: Callable[[str], CardOutcome] | None = None) -> tuple[CardOutcome, ...]:
+        """Returns the card outcomes, oldest first; only the `newest` ones if given; each body
+        decoded by `decode` if given."""
+        if newest is None:
+            rows = self._q(f"SELECT body FROM {self.t['outcomes']} WHERE cid = ? ORDER BY v, sub").fetchall()
+        else:
+            rows = self._q(
+                f"SELECT body FROM {self.t['outcomes']} WHERE cid = ? ORDER BY v DESC, sub DESC LIMIT ?", newest
+            ).fetchall()[::-1]
+        return tuple((decode or CardOutcome.model_validate_json)(r["body"]) for r in rows)
+
+    # ---------------------------------------------------------------- transcript
+
+    def message(self, index: int) -> Message | None:
+        row = self._q(f"SELECT body FROM {self.t['messages']} WHERE cid = ? AND idx = ?", index).fetchone()
+        return self._decode_messages([row["body"]])[0] if row else None
+
+    def user_index(self, number: int) -> int | None:
+        row = self._q(  # MAX, not ORDER BY: the (cid, number) index, not a walk of the transcript
+            f"SELECT MAX(idx) AS idx FROM {self.t['messages']} WHERE cid = ? AND number = ?", number
+        ).fetchone()
+        return int(row["idx"]) if row and row["idx"] is not None else None
+
+    def messages_at(self, indexes: set[int], kept: KeptMessages | None = None) -> dict[int, Message]:
+        """Returns the transcript messages at `indexes` (one statement); `kept` as in
+        `_decode_messages`."""
+        bodies = self._bodies_at(indexes)
+        return dict(zip(bodies, self._decode_messages(list(bodies.values()), kept), strict=True))
+
+    def _bodies_at(self, indexes: set[int] | list[int]) -> dict[int, str]:
+        """Returns the row bodies of the transcript messages at `indexes` there are (one statement)."""
+        if not indexes:
+            return {}
+        marks = ", ".join("?" * len(indexes))
+        rows = self._q(
+            f"SELECT idx, body FROM {self.t['messages']} WHERE cid = ? AND idx IN ({marks})", *sorted(indexes)
+        ).fetchall()
+        return {int(r["idx"]): r["body"] for r in rows}
+
+    def block_ends(self, numbers: set[int]) -> dict[int, int | None]:
+        """Returns, for each user message number, the index of the user message after it (None
+        when its block runs to the end); a number with no message is left out (one statement)."""
+        if not numbers:
+            return {}
+        marks = ", ".join("?" * len(numbers))
+        rows = self._q(
+            f"SELECT idx, number, block_end FROM {self.t['messages']} WHERE cid = ? AND number IN ({marks})", *sorted(numbers)
+        ).fetchall()
+        found: dict[int, int | None] = {}
+        for r in sorted(rows, key=lambda r: r["idx"]):  # the newest message of a number wins
+            found[int(r["number"])] = None if r["block_end"] is None else int(r["block_end"])
+        return found
+
+    def block_end(self, number: int) -> int | None:
+        """Returns the index of the user message after user message `number` (None: none)."""
+        return self.block_ends({number}).get(number)
+
+    def placement_reads(
+        self, length: int, kept: KeptMessages | None = None, known: Placement | None = None
+    ) -> tuple[Callable[[set[int]], dict[int, Message]], Callable[[set[int]], dict[int, int | None]]]:
+        """Returns `(messages_at, block_ends)` for placing a turn's notes in a transcript of
+        `length` messages: `block_ends` reads, in the same statement, the messages on both
+        sides of each block's end (where a note goes), so `messages_at` asks the database only
+        for what that statement did not bring (a note placed by position). With `kept`, each
+        message is decoded once per row body (`_decode_messages`). With `known` (what is known
+        of these rows already: `adapters.views.caches.KnownBlocks`), neither asks the
+        database for what it holds, nor decodes a message it holds decoded; whatever they read
+        is added to it."""
+        known = known if known is not None else Placement()
+        bodies, ends = known.bodies, known.ends
+
+        def block_ends(numbers: set[int]) -> dict[int, int | None]:
+            known.numbers.update(numbers)
+            missing = {n for n in numbers if n not in ends}
+            if missing:
+                m = self.t["messages"]
+                # each position beside a block's end is its own primary-key lookup (a correlated
+                # subquery, run once per position: a condition on it would run it again): a join
+                # on `idx IN (…)` let PostgreSQL's planner, with stale statistics, scan the
+                # conversation's whole transcript
+                blocks, args = self._blocks(missing)
+                rows = self._select(
+                    (
+                        f"WITH b AS ({blocks}), "
+                        "p AS (SELECT COALESCE(block_end, ?) - 1 AS i FROM b UNION SELECT COALESCE(block_end, ?) FROM b) "
+                        "SELECT 0 AS k, idx, number, block_end, NULL AS body FROM b UNION ALL "
+                        f"SELECT 1, i, NULL, NULL, (SELECT body FROM {m} WHERE cid = ? AND idx = p.i) FROM p"
+                    ),
+                    (*args, length, length, self.cid),
+                ).fetchall()
+                ends.update(dict.fromkeys(missing))  # no message of the number: None
+                for r in sorted((r for r in rows if r["k"] == 0), key=lambda r: r["idx"]):  # the newest wins
+                    ends[int(r["number"])] = (int(r["idx"]), None if r["block_end"] is None else int(r["block_end"]))
+                bodies.update((int(r["idx"]), r["body"]) for r in rows if r["k"] == 1 and r["body"] is not None)
+            return {n: end[1] for n in numbers if (end := ends.get(n)) is not None}
+
+        def messages_at(indexes: set[int]) -> dict[int, Message]:
+            known.asked.update(indexes)
+            found = {i: message for i in indexes if (message := known.messages.get(i)) is not None}
+            bodies.update(self._bodies_at([i for i in indexes if i not in found and i not in bodies]))
+            have = sorted(i for i in indexes if i not in found and i in bodies)
+            for i, message in zip(have, self._decode_messages([bodies[i] for i in have], kept), strict=True):
+                found[i] = message
+                if len(bodies[i]) <= MESSAGE_BODY:
+                    known.messages[i] = message
+            return found
+
+        return messages_at, block_ends
+
+    def put_message(self, index: int, message: Message) -> None:
+        self._q(
+            f"INSERT INTO {self.t['messages']} (cid, idx, role, number, block_end, body) VALUES (?, ?, ?, ?, NULL, ?) "
+            "ON CONFLICT (cid, idx) DO UPDATE SET role = excluded.role, number = excluded.number, "
+            "body = excluded.body",
+            index,
+            message.role,
+            message.number,
+            self._message_body(message),
+        )
+
+    def end_block(self, index: int, end: int | None) -> None:
+        self.curs.execute(
+            f"UPDATE {self.t['messages']} SET block_end = {self.p} WHERE cid = {self.p} AND idx = {self.p}",
+            (end, self.cid, index),
+        )
+
+    def cut_messages(self, keep: int) -> None:
+        self._q(f"DELETE FROM {self.t['messages']} WHERE cid = ? AND idx >= ?", keep)
+
+    def messages(self) -> tuple[Message, ...]:
+        """Returns the whole transcript, in order."""
+        rows = self._q(f"SELECT body FROM {self.t['messages']} WHERE cid = ? ORDER BY idx").fetchall()
+        return self._decode_messages([r["body"] for r in rows])
+
+    # ---------------------------------------------------------------- view context, turns
+
+    def put_page(self, message: int, page: int) -> None:
+        self._q(
+            f"INSERT INTO {self.t['pages']} (cid, message, page) VALUES (?, ?, ?) "
+            "ON CONFLICT (cid, message) DO UPDATE SET page = excluded.page",
+            message,
+            page,
+        )
+
+    def cut_pages(self, after: int) -> tuple[int | None, int]:
+        self._q(f"DELETE FROM {self.t['pages']} WHERE cid = ? AND message > ?", after)
+        newest = self._q(f"SELECT page FROM {self.t['pages']} WHERE cid = ? ORDER BY message DESC LIMIT 1").fetchone()
+        shown = self._q(
+            f"SELECT page FROM {self.t['pages']} WHERE cid = ? AND page <> 0 ORDER BY message DESC LIMIT 1"
+        ).fetchone()
+        return (int(newest["page"]) if newest else None), (int(shown["page"]) if shown else 0)
+
+    def put_turn(self, turn: TurnMark) -> None:
+        self._q(
+            f"INSERT INTO {self.t['turns']} (cid, version, message, at) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT (cid, version) DO NOTHING",
+            turn.version,
+            turn.message,
+            turn.at.isoformat(),
+        )
