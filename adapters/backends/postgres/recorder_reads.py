@@ -67,7 +67,7 @@ class RecorderReads(es_postgres.PostgresApplicationRecorder):
         does, the notifications after `start` (up to `stop`), at most `limit`, in order: what a
         rebuild folds. They come in PostgreSQL's binary format (a state's bytes as they are,
         not as hex text to be decoded: the read costs half as much). With `part` (part, parts)
-        only the conversations of that part (`adapters.views.readmodels.part_of`: the last byte
+        only the conversations of that part (`adapters.views.rebuild.part_of`: the last byte
         of the conversation's UUID modulo `parts`), chosen by the server: a rebuild's worker
         process reads its own conversations' events only. Raises ValueError unless
         0 <= part < parts; tried again as `select_events` is."""
