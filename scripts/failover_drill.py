@@ -25,6 +25,7 @@ import threading
 import time
 import uuid
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -124,8 +125,17 @@ class Report:
         return min(after) - self.promoted_at if after else None
 
 
-def write(url: str, writer: Writer, lines: int, go: threading.Event, tag: str, connect_timeout: int) -> None:
-    """Appends `lines` segment lines to the writer's conversation, each sent until it is acked."""
+def write(
+    url: str,
+    writer: Writer,
+    lines: int,
+    go: threading.Event,
+    tag: str,
+    connect_timeout: int,
+    hold: Callable[[], None] = lambda: None,
+) -> None:
+    """Appends `lines` segment lines to the writer's conversation, each sent until it is acked;
+    `hold()` is called before each line is sent (the drill's `hold`: wait for the kill)."""
     record = Chatrecord(
         open_store(
             {"CHATRECORD_DATABASE_URL": url, "CHATRECORD_WRITE_RETRY_SECONDS": "60"},
@@ -136,6 +146,7 @@ def write(url: str, writer: Writer, lines: int, go: threading.Event, tag: str, c
         go.wait(60)
         for number in range(lines):
             name = f"{tag}-{number}"
+            hold()
             began = time.monotonic()
             for _ in range(SEND_TRIES):
                 try:
@@ -150,12 +161,23 @@ def write(url: str, writer: Writer, lines: int, go: threading.Event, tag: str, c
         record.close()
 
 
-def drill(pair: Replicated, writers: int, lines: int, kill_after: int, promote_after: float, connect_timeout: int = 5) -> Report:
+def drill(
+    pair: Replicated,
+    writers: int,
+    lines: int,
+    kill_after: int,
+    promote_after: float,
+    connect_timeout: int = 5,
+    hold: bool = False,
+) -> Report:
     """Runs the drill on `pair` (a primary with a synchronous standby; the primary is killed):
     `writers` threads of `lines` lines each, the primary killed once `kill_after` lines were
     acked, the standby promoted `promote_after` seconds later; a writer's pool waits
     `connect_timeout` seconds for a connection (POSTGRES_CONNECT_TIMEOUT, the store's default 5)
-    before the store's own tries (`reconnecting`) take over. Returns the report."""
+    before the store's own tries (`reconnecting`) take over. With `hold`, a writer that finds
+    `kill_after` lines acked waits for the kill before it sends its next line, so lines are
+    written across the kill however busy the machine (the test's small counts: without it, a
+    slow kill could come after the last line). Returns the report."""
     tag = uuid.uuid4().hex[:8]
     setup = Chatrecord(open_store({"CHATRECORD_DATABASE_URL": pair.url}))
     crew = [Writer(f"drill-{tag}-{n}") for n in range(writers)]
@@ -164,9 +186,14 @@ def drill(pair: Replicated, writers: int, lines: int, kill_after: int, promote_a
             setup.record_lines([orjson.dumps(line) for line in started(one.conversation)], "setup")
     finally:
         setup.close()
-    go = threading.Event()
+    go, killed = threading.Event(), threading.Event()
+
+    def wait_for_the_kill() -> None:
+        if hold and sum(len(w.acked) for w in crew) >= kill_after:
+            killed.wait(300)
+
     threads = [
-        threading.Thread(target=write, args=(pair.url, one, lines, go, f"w{n}", connect_timeout), daemon=True)
+        threading.Thread(target=write, args=(pair.url, one, lines, go, f"w{n}", connect_timeout, wait_for_the_kill), daemon=True)
         for n, one in enumerate(crew)
     ]
     for thread in threads:
@@ -180,6 +207,7 @@ def drill(pair: Replicated, writers: int, lines: int, kill_after: int, promote_a
         time.sleep(0.005)
     killed_at = time.monotonic()
     kill(pair.primary)
+    killed.set()
     time.sleep(promote_after)
     promoted_at = time.monotonic()
     promote(pair.standby)

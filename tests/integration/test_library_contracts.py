@@ -44,6 +44,7 @@ Adapted, and why (each at its class):
 from __future__ import annotations
 
 import dataclasses
+import threading
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -105,6 +106,14 @@ class Stores:
         return store_env(self.settings or {}, memory=self.settings is None)
 
     def _close_all(self) -> None:
+        # The library's concurrency case (`test_concurrent_no_conflicts`) sets its readers' stop
+        # event but never joins them: a reader still inside `select_notifications` when the store
+        # closed its connections read a closed SQLite connection, and the worker process died of a
+        # segmentation fault (once in a whole run, its xdist worker lost). Wait for them first.
+        for thread in threading.enumerate():
+            if thread is not threading.current_thread() and getattr(thread, "_target", None) is not None:
+                if getattr(thread._target, "__name__", "") == "read_continuously":  # type: ignore[attr-defined]
+                    thread.join(timeout=30)
         for store in self.stores:
             store.close()
 

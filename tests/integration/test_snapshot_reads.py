@@ -125,12 +125,12 @@ def _valid_turns(store: ConversationStore, lines: list[bytes]) -> tuple[list[byt
 
 
 def processes() -> Any:
-    """Returns the processes' context: each forked by one server process that imported this
-    module once (forkserver), so a process starts clean (no thread or connection of the test's
-    own, as spawned) in milliseconds instead of importing the store again (a second of CPU each)."""
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload([__name__])
-    return context
+    """Returns the processes' context: spawned, so a process starts clean (no thread or
+    connection of the test's own). A forkserver (which imported this module once, to start each
+    process in milliseconds) once never answered in a whole run on a busy machine: the test's
+    `start()` waited for it forever, where a spawned process that does not start ends in
+    `join`'s timeout and fails the test. It costs about a second of CPU per process."""
+    return multiprocessing.get_context("spawn")
 
 
 def store_rules(store: ConversationStore) -> str:
