@@ -142,43 +142,44 @@ class SQLHistory:
         when this index also writes. Each lookup found or not is then answered without a read."""
         if self._memo is None:
             return
+        self._prefetch(
+            "source",
+            digests,
+            None,
+            f"SELECT digest, first, last FROM {self.t['chatrecord_sources']} WHERE cid = ? AND digest IN",
+            lambda row: (row["digest"], (int(row["first"]), int(row["last"]))),
+        )
+        self._prefetch(
+            "segment",
+            segments,
+            None,
+            f"SELECT segment, body FROM {self.t['chatrecord_segments']} WHERE cid = ? AND segment IN",
+            lambda row: (row["segment"], SegmentRecord.model_validate_json(row["body"])),
+        )
+        self._prefetch(
+            "run_cut",
+            runs,
+            False,
+            f"SELECT DISTINCT run FROM {self.t['chatrecord_segments']} WHERE cid = ? AND cut = 1 AND run IN",
+            lambda row: (row["run"], True),
+        )
+
+    def _prefetch(
+        self, kind: str, wanted: Iterable[str], absent: object, select: str, found: Callable[[Any], tuple[str, object]]
+    ) -> None:
+        """Memoizes (`kind`, value) for each of `wanted` not memoized yet: `absent`, unless a
+        row of `select` (ending in `... IN`, the values appended) answers it as `found(row)`
+        gives, LOOKUPS_AT_ONCE values a statement."""
         memo = self._memo
-        wanted = [d for d in dict.fromkeys(digests) if ("source", d) not in memo]
-        for at in range(0, len(wanted), LOOKUPS_AT_ONCE):
-            part = wanted[at : at + LOOKUPS_AT_ONCE]
-            for d in part:
-                memo[("source", d)] = None
-            rows = self._x(
-                f"SELECT digest, first, last FROM {self.t['chatrecord_sources']} WHERE cid = ? "
-                f"AND digest IN ({', '.join('?' * len(part))})",
-                *part,
-            ).fetchall()
-            for row in rows:
-                memo[("source", row["digest"])] = (int(row["first"]), int(row["last"]))
-        wanted = [g for g in dict.fromkeys(segments) if ("segment", g) not in memo]
-        for at in range(0, len(wanted), LOOKUPS_AT_ONCE):
-            part = wanted[at : at + LOOKUPS_AT_ONCE]
-            for g in part:
-                memo[("segment", g)] = None
-            rows = self._x(
-                f"SELECT segment, body FROM {self.t['chatrecord_segments']} WHERE cid = ? "
-                f"AND segment IN ({', '.join('?' * len(part))})",
-                *part,
-            ).fetchall()
-            for row in rows:
-                memo[("segment", row["segment"])] = SegmentRecord.model_validate_json(row["body"])
-        wanted = [r for r in dict.fromkeys(runs) if ("run_cut", r) not in memo]
-        for at in range(0, len(wanted), LOOKUPS_AT_ONCE):
-            part = wanted[at : at + LOOKUPS_AT_ONCE]
-            for r in part:
-                memo[("run_cut", r)] = False
-            rows = self._x(
-                f"SELECT DISTINCT run FROM {self.t['chatrecord_segments']} WHERE cid = ? AND cut = 1 "
-                f"AND run IN ({', '.join('?' * len(part))})",
-                *part,
-            ).fetchall()
-            for row in rows:
-                memo[("run_cut", row["run"])] = True
+        assert memo is not None
+        todo = [v for v in dict.fromkeys(wanted) if (kind, v) not in memo]
+        for at in range(0, len(todo), LOOKUPS_AT_ONCE):
+            part = todo[at : at + LOOKUPS_AT_ONCE]
+            for v in part:
+                memo[(kind, v)] = absent
+            for row in self._x(f"{select} ({', '.join('?' * len(part))})", *part).fetchall():
+                value, answer = found(row)
+                memo[(kind, value)] = answer
 
     # ---------------------------------------------------------------- reads
 
