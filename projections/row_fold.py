@@ -47,7 +47,7 @@ from projections.transcript import Message
 from projections.turn import starts_turn
 from projections.view_context import last_page
 
-__all__ = ["KEEPS_TURN", "TAIL_ONLY", "Head", "TurnMark", "apply_to_rows"]
+__all__ = ["KEEPS_TURN", "TAIL_ONLY", "apply_to_rows"]
 """The fold's names, and the head's (`projections.row_head`), which the read models import from here."""
 
 

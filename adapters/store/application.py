@@ -22,8 +22,9 @@ from adapters.store.deciding import DecidingStore
 from adapters.store.idempotency import IdempotencyKeys
 from adapters.store.keys import DataKeys
 from adapters.store.known_counts import KnownCounts
+from adapters.store.known_records import KnownRecords
 from adapters.store.serialization import SERIALIZATION_ENV
-from adapters.store.sql_history import AssumptionFailed, HistoryTables, KnownRecords
+from adapters.store.sql_history import AssumptionFailed, HistoryTables
 from adapters.store.store_views import StoreViews, ViewsWritten
 from adapters.store.write_retry import WriteConflict, backoff, reconnecting
 from domain.conversation import Conversation, ConversationSnapshot, project_conversation

@@ -17,7 +17,8 @@ from eventsourcing.persistence import IntegrityError, Recording
 
 from adapters.store.commands import Command
 from adapters.store.known_counts import KnownCounts
-from adapters.store.sql_history import HistoryTables, KnownRecords
+from adapters.store.known_records import KnownRecords
+from adapters.store.sql_history import HistoryTables
 from adapters.store.store_queries import StoreQueries
 from adapters.store.store_views import StoreViews
 from domain.conversation import Conversation, ConversationSnapshot, History, recorded_segment

@@ -2,8 +2,8 @@
 conversation's rows): `HistoryTables` hands out a database's readers and writers, and each
 backend's store factory makes its own (`adapters.backends`); `SQLHistoryTables` in a SQLite
 file or a PostgreSQL schema. An append decided on an assumed history reads the index through
-`AssumedBase`; `AssumptionFailed` says the index was not as assumed. `KnownRecords`
-(`adapters.store.known_records`) is named here too, for the store's application.
+`AssumedBase`; `AssumptionFailed` says the index was not as assumed. What a process knows of
+the index is `adapters.store.known_records`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from typing import Any, cast
 from uuid import UUID
 
 from adapters.store.history_rows import TABLES, Execute, HeldIndex, SQLHistory, create_statements, index_events
-from adapters.store.known_records import KnownRecords as KnownRecords  # the name the store's application imports
 from domain.history_index import AssumedHistory, MemoryHistory, NotKnown, SegmentRecord
 
 

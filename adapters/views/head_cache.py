@@ -10,8 +10,8 @@ from uuid import UUID
 
 from eventsourcing.application import LRUCache
 
-from adapters.views.conversation_rows import RecentRows
-from projections.row_fold import Head
+from adapters.views.buffered_writes import RecentRows
+from projections.row_head import Head
 from projections.turn_notes import TurnNotes
 
 K = TypeVar("K")

@@ -23,7 +23,7 @@ from adapters.views.log_fold import Progress, fold_into, fold_log
 from adapters.views.storage import ViewStorage
 from adapters.views.storage_reads import Pointer
 from domain.events import ConversationEvent, conversation_uuid
-from projections.row_fold import Head
+from projections.row_head import Head
 from projections.rules import DEFAULT_RULE_SET, resolve
 
 log = logging.getLogger("chatrecord")

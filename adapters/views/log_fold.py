@@ -21,7 +21,8 @@ from adapters.views.head_cache import _kept
 from adapters.views.storage import ViewStorage
 from domain.errors import ChatrecordError
 from domain.events import ConversationEvent
-from projections.row_fold import Head, apply_to_rows
+from projections.row_fold import apply_to_rows
+from projections.row_head import Head
 from projections.rules import RuleSet, resolve
 
 log = logging.getLogger("chatrecord")

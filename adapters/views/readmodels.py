@@ -32,12 +32,14 @@ from pydantic import TypeAdapter
 
 from adapters.views import rule_diff
 from adapters.views.caches import SEPARATOR, KnownBlocks
-from adapters.views.conversation_rows import PrefetchedRows, decode_messages, table_names
 from adapters.views.head_cache import _kept
 from adapters.views.live_rows import LiveRows
 from adapters.views.log_fold import Progress, ViewOutOfStep
+from adapters.views.prefetched_rows import PrefetchedRows
 from adapters.views.rebuild import RebuildReport, Rebuilds
+from adapters.views.row_bodies import decode_messages
 from adapters.views.row_state import _state, collections_paused, turn_rows_state
+from adapters.views.row_tables import table_names
 from adapters.views.rule_diff import ConversationDiff
 from adapters.views.storage import NeedsSnapshot, ReadMoved, SQLViewStorage
 from adapters.views.storage_reads import Pointer, TurnInputRows
@@ -47,7 +49,7 @@ from projections import turn
 from projections.card_outcomes import CardOutcome, CardOutcomes
 from projections.notes import note_of
 from projections.page_line import PageCheck, check_slot, every_page
-from projections.row_fold import Head, TurnMark
+from projections.row_head import Head, TurnMark
 from projections.rules import RULE_SET_IDS, resolve
 from projections.run_record import Entry, RunRecord
 from projections.transcript import Transcript
@@ -61,8 +63,8 @@ NEWEST_OUTCOMES = max(resolve(rules).max_notes for rules in RULE_SET_IDS) + 1
 NEWEST_ENTRIES = 2 * NEWEST_OUTCOMES
 """The run record entries a turn read reads at first (on PostgreSQL with its head): the notes
 take the newest until their budget is full, skipping entries of empty steps; a read that
-reaches older ones reads them in one more statement (`adapters.views.conversation_rows.SQLRows.entries`,
-`adapters.views.conversation_rows.PrefetchedRows.entries`)."""
+reaches older ones reads them in one more statement (`adapters.views.sql_rows.SQLRows.entries`,
+`adapters.views.prefetched_rows.PrefetchedRows.entries`)."""
 
 _ENTRIES = TypeAdapter(tuple[Entry, ...])
 _OUTCOMES = TypeAdapter(tuple[CardOutcome, ...])

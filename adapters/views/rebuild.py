@@ -19,8 +19,8 @@ from uuid import UUID
 from adapters.backends import view_storage_for
 from adapters.processes import end_with
 from adapters.store.application import ConversationStore
-from adapters.views.conversation_rows import TABLES
 from adapters.views.log_fold import Progress, fold_log
+from adapters.views.row_tables import TABLES
 from adapters.views.storage import ViewStorage
 from adapters.views.storage_reads import Pointer
 from domain.errors import ChatrecordError

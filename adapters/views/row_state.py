@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from projections.card_outcomes import CardOutcomes
-from projections.row_fold import Head
+from projections.row_head import Head
 from projections.run_record import RunRecord
 from projections.transcript import Transcript
 from projections.turn import TurnState

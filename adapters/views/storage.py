@@ -25,18 +25,17 @@ from uuid import UUID
 import orjson
 
 from adapters.store.crypto import ViewTexts
-from adapters.views.conversation_rows import (
+from adapters.views.buffered_writes import BufferedRows
+from adapters.views.queued_statements import QueuedStatements
+from adapters.views.row_tables import (
     OVERVIEW_TABLES,
     TABLES,
-    BufferedRows,
-    ReadMoved,
-    SQLRows,
     activity_index,
     create_statements,
     overview_table_names,
     table_names,
 )
-from adapters.views.queued_statements import QueuedStatements
+from adapters.views.sql_rows import ReadMoved, SQLRows
 from adapters.views.storage_reads import Pointer, TurnInputRows, TurnRows
 
 POINTER = "chatrecord_views"
