@@ -109,11 +109,6 @@ def _turn_changed(head: Head) -> Head:
     return _changed(head, {"turn_intact": False})
 
 
-def _entry_seq(rows: Rows, head: Head, segment: str) -> int | None:
-    entry = rows.entry(segment)
-    return entry.seq if entry is not None else None
-
-
 def _give_up(rows: Rows, head: Head) -> Head:
     """A pending approval's decision goes on its card's entry: no outcome came."""
     if head.pending is None:
@@ -311,7 +306,7 @@ def _(event: MessageEdited, head: Head, rows: Rows, rules: RuleSet) -> Head:
 @_apply.register
 def _(event: TurnsTruncated, head: Head, rows: Rows, rules: RuleSet) -> Head:
     cut = set(event.cut_segments)
-    gone = [seq for seq in (_entry_seq(rows, head, s) for s in cut) if seq is not None]
+    gone = [seq for seq in (rows.entry_seq(s) for s in cut) if seq is not None]
     rows.delete_entries(gone)
     update: dict[str, object] = {
         "seqs": tuple(s for s in head.seqs if s not in gone),

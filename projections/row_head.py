@@ -117,6 +117,9 @@ class Rows(Protocol):
     def entry(self, segment: str) -> Entry | None:
         """Returns the kept run record entry of `segment`, None if there is none."""
 
+    def entry_seq(self, segment: str) -> int | None:
+        """Returns the version (`seq`) of the kept entry of `segment`, None if there is none."""
+
     def put_entry(self, entry: Entry) -> None:
         """Inserts or replaces the entry of version `entry.seq`."""
 

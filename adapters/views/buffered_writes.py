@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from adapters.store.crypto import ViewTexts
+from adapters.views.edit_window import EditWindow
 from adapters.views.sql_rows import SQLRows
 from projections.card_outcomes import CardOutcome
 from projections.row_head import Head, TurnMark
@@ -21,12 +22,14 @@ from projections.transcript import Message
 class RecentRows:
     """The newest rows of a conversation as the append that wrote them left them: its newest
     run record entries by segment (at most `ENTRIES`) and its newest transcript message by
-    index. Kept with that append's head (`HeadCache`), they answer the next append's lookups
-    (a decision's entry, the message an answer joins) without a read: valid exactly as long
-    as the head they came with, which is used only at its own version."""
+    index, and what an edit's fold asks (`edit`, `EditWindow`; None: nothing). Kept with that
+    append's head (`HeadCache`), they answer the next append's lookups (a decision's entry,
+    the message an answer joins, an edit's rows) without a read: valid exactly as long as the
+    head they came with, which is used only at its own version."""
 
     entries: dict[str, Entry]
     messages: dict[int, Message]
+    edit: EditWindow | None = None
 
     ENTRIES = 8
 
@@ -60,17 +63,23 @@ class BufferedRows(SQLRows):
         self._moves: list[int] = []  # stored entries to set aside at the flush
         self._aside: list[tuple[int, str, str]] = []  # held entries set aside: (seq, segment, body)
         self._known: RecentRows | None = None  # the newest rows as the last append left them (`prime`)
+        self._window: EditWindow | None = None  # what an edit's fold reads, followed from `prime`
+        self._start: Head | None = None  # the head the append's fold starts from (`prime`)
         self._length: int | None = None  # the transcript's length in the head the last flush wrote
         self._cut_seen = False  # whether a cut of the transcript was held
         self._open_entry: int | None = None  # the seq of the entry held as a model
         self._open_message: int | None = None  # the index of the message held as a model
         self._seal: Callable[[str], str | None] | None = None
 
-    def prime(self, recent: RecentRows | None) -> None:
+    def prime(self, recent: RecentRows | None, head: Head | None = None) -> None:
         """Takes `recent` (None: nothing) as the newest rows stored, which the reads of the
         fold then find without asking the database, and keeps them up to date with what this
-        buffer writes (`recent`). An append's rows; a rebuild's are never primed."""
+        buffer writes (`recent`); `head` is the head they stand at (the fold starts from it),
+        from which an `EditWindow` starts where `recent` holds none. An append's rows; a
+        rebuild's are never primed."""
         self._known = RecentRows(dict(recent.entries), dict(recent.messages)) if recent is not None else RecentRows({}, {})
+        window = recent.edit if recent is not None else None
+        self._window, self._start = window.copy() if window is not None else EditWindow.start(head), head
 
     def recent(self) -> RecentRows | None:
         """Returns the newest rows as this buffer's writes left them (after its flush), None
@@ -82,7 +91,9 @@ class BufferedRows(SQLRows):
         last = max(known.messages, default=None)
         if last is not None and (last != self._length - 1 if self._length is not None else self._cut_seen):
             last = None  # not the transcript's last message (a cut left an older one known): unknown
-        return RecentRows({e.segment: e for e in newest}, {last: known.messages[last]} if last is not None else {})
+        if self._window is not None:
+            self._window.trim()
+        return RecentRows({e.segment: e for e in newest}, {last: known.messages[last]} if last is not None else {}, self._window)
 
     def prefetch(self, events: Sequence[Any]) -> None:
         """Reads at once what folding `events` will ask of the stored rows, where a backend
@@ -109,7 +120,7 @@ class BufferedRows(SQLRows):
 
     def _unknown(self) -> None:
         """A cut or a clear: the known rows are not followed any further."""
-        self._known = None
+        self._known = self._window = None
 
     # reads: held writes first
     def head(self) -> Head | None:
@@ -132,6 +143,13 @@ class BufferedRows(SQLRows):
             return self._held_entry(stored.seq)  # deleted (None) or replaced since it was stored
         return stored
 
+    def entry_seq(self, segment: str) -> int | None:
+        if segment in self._segments:
+            return self._segments[segment]
+        known = self._known.entries.get(segment) if self._known is not None else None
+        seq = known.seq if known is not None else self._stored_entry_seq(segment)
+        return None if seq is not None and seq in self._entries and self._entries[seq] is None else seq
+
     def put_entry(self, entry: Entry) -> None:
         opened = self._open_entry
         if opened is not None and opened != entry.seq:
@@ -141,8 +159,13 @@ class BufferedRows(SQLRows):
         self._entries[entry.seq] = entry
         self._segments[entry.segment] = entry.seq
         self._open_entry = entry.seq
+        if self._window is not None:
+            self._window.put_entry(entry.seq, entry.segment)
 
     def delete_entries(self, seqs: Iterable[int]) -> None:
+        seqs = list(seqs)
+        if self._window is not None:
+            self._window.drop_entries(seqs)
         for seq in seqs:  # a stored entry's segment need not be read: `entry` checks the held seqs
             held = self._entries.get(seq)
             if held is not None:
@@ -150,6 +173,9 @@ class BufferedRows(SQLRows):
             self._entries[seq] = None
 
     def set_aside(self, seqs: Iterable[int]) -> None:
+        seqs = list(seqs)
+        if self._window is not None:
+            self._window.drop_entries(seqs)
         for seq in seqs:
             held = self._entries.get(seq)
             if held is None and seq not in self._entries:
@@ -181,7 +207,10 @@ class BufferedRows(SQLRows):
         )
 
     def put_outcomes(self, outcomes: Iterable[CardOutcome]) -> None:
-        self._outcomes.extend((o.seq[0], o.seq[1], o.card, o.after, o.model_dump_json()) for o in outcomes)
+        for o in outcomes:
+            self._outcomes.append((o.seq[0], o.seq[1], o.card, o.after, o.model_dump_json()))
+            if self._window is not None:
+                self._window.put_outcome(o.seq, o.card, o.after)
 
     def message(self, index: int) -> Message | None:
         held = self._messages.get(index)
@@ -212,12 +241,16 @@ class BufferedRows(SQLRows):
                 self._messages[opened] = self._message_row(held)
         self._messages[index] = message
         self._open_message = index
+        if self._window is not None:
+            self._window.put_message(index, message)
 
     def end_block(self, index: int, end: int | None) -> None:
         self._ends[index] = end
 
     def put_page(self, message: int, page: int) -> None:
         self._pages[message] = page
+        if self._window is not None:
+            self._window.put_page(message, page)
 
     def put_turn(self, turn: TurnMark) -> None:
         self._turns.append((turn.version, turn.message, turn.at.isoformat()))
@@ -240,6 +273,10 @@ class BufferedRows(SQLRows):
         """The stored entry of `segment` (a read), for `entry`."""
         return SQLRows.entry(self, segment)
 
+    def _stored_entry_seq(self, segment: str) -> int | None:
+        """The version of the stored entry of `segment` (a read), for `entry_seq`."""
+        return SQLRows.entry_seq(self, segment)
+
     def _stored_message(self, index: int) -> Message | None:
         """The stored transcript message at `index` (a read), for `message`."""
         return SQLRows.message(self, index)
@@ -257,6 +294,11 @@ class BufferedRows(SQLRows):
         self._ends = {i: e for i, e in self._ends.items() if i < keep}
         if self._open_message is not None and self._open_message >= keep:
             self._open_message = None
+        if self._window is not None:
+            self._window.cut_messages(keep)
+            kept = self._messages.get(keep - 1)  # an edit's message, put before its cut: known again
+            if isinstance(kept, Message):
+                self._window.put_message(keep - 1, kept)
 
     def cut_pages(self, after: int) -> tuple[int | None, int]:
         self.flush()

@@ -163,12 +163,13 @@ class LiveRows:
                 self._set_live(live)
                 head = None
             rows = self.storage.rows(point, live.generation, aggregate_id, buffered=True)
-            prime = getattr(rows, "prime", None)
-            if prime is not None:  # the rows the append that wrote the kept head left: not read again
-                prime(self.heads.rows(aggregate_id, head) if head is not None else None)
-            getattr(rows, "prefetch", lambda events: None)(events)  # what the fold will read, at once where it can
+            recent = self.heads.rows(aggregate_id, head) if head is not None else None
             if head is None:
                 head = Head.model_validate_json(body) if body is not None else rows.head()
+            prime = getattr(rows, "prime", None)
+            if prime is not None:  # the rows the append that wrote the kept head left: not read again
+                prime(recent, head)
+            getattr(rows, "prefetch", lambda events: None)(events)  # what the fold will read, at once where it can
             if events[0].originator_version != (head.version if head else 0) + 1:
                 return True
             after = fold_into(rows, head, events, resolve(live.rules))

@@ -53,6 +53,10 @@ class MemoryRows:
     def entry(self, segment: str) -> Entry | None:
         return next((e for e in reversed(self.r.entries.values()) if e.segment == segment), None)
 
+    def entry_seq(self, segment: str) -> int | None:
+        entry = self.entry(segment)
+        return entry.seq if entry is not None else None
+
     def put_entry(self, entry: Entry) -> None:
         self.r.entries[entry.seq] = entry
 

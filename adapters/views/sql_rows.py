@@ -129,6 +129,10 @@ class SQLRows:
         row = self._q(f"SELECT body FROM {self.t['entries']} WHERE cid = ? AND segment = ?", segment).fetchone()
         return Entry.model_validate_json(row["body"]) if row else None
 
+    def entry_seq(self, segment: str) -> int | None:
+        row = self._q(f"SELECT seq FROM {self.t['entries']} WHERE cid = ? AND segment = ?", segment).fetchone()
+        return int(row["seq"]) if row else None
+
     def put_entry(self, entry: Entry) -> None:
         self._q(
             f"INSERT INTO {self.t['entries']} (cid, seq, segment, body) VALUES (?, ?, ?, ?) "

@@ -12,7 +12,6 @@ import orjson
 from adapters.backends.postgres.append import AppendDocument, Unfit
 from adapters.views.buffered_writes import BufferedRows
 from domain.events import MessageEdited, TurnsTruncated
-from projections.run_record import Entry
 from projections.transcript import Message
 
 COLUMN_TYPES = {
@@ -38,17 +37,18 @@ COLUMN_TYPES = {
 @dataclass
 class EditRows:
     """What the fold of an edit's append asks of the stored view rows, read in one statement
-    before the append (`PostgresBufferedRows.prefetch`): the newest transcript index of user
-    message `number` (None: none) and its row's `body`, the entry bodies of the cut segments by
-    segment (one missing: no entry), how many card outcomes the cut `cards` have (`carded`) and
-    how many of no card lie at or after the index after it (`loose`), and the newest page and
-    newest page other than 0 at or before `number`. `cut_outcomes`, `cut_pages`: whether the
-    fold took its cut of each (one of each per append)."""
+    before the append or answered by what the process kept (`PostgresBufferedRows.prefetch`):
+    the newest transcript index of user message `number` (None: none) and its row's `body` (or
+    its `message`, its text left out: the edit replaces it), the entry versions of the cut
+    segments by segment (one missing: no entry), how many card outcomes the cut `cards` have
+    (`carded`) and how many of no card lie at or after the index after it (`loose`), and the
+    newest page and newest page other than 0 at or before `number`. `cut_outcomes`,
+    `cut_pages`: whether the fold took its cut of each (one of each per append)."""
 
     number: int
     index: int | None
     body: str | None
-    entries: dict[str, str]
+    entries: dict[str, int]
     cards: frozenset[str]
     carded: int
     loose: int | None
@@ -56,6 +56,7 @@ class EditRows:
     shown: int | None
     cut_outcomes: bool = False
     cut_pages: bool = False
+    message: Message | None = None
 
 
 READ_SNAPSHOT = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
@@ -78,7 +79,9 @@ class PostgresBufferedRows(BufferedRows):
         reads in one statement, before the document holds view rows, what their fold asks of
         the stored rows (`EditRows`); the fold then asks the database nothing, its cuts of
         card outcomes and view context go into the document (`drop_outcomes`, `drop_pages`),
-        and the whole append is one call. Anything else is read as the fold asks."""
+        and the whole append is one call. Anything else is read as the fold asks. An edit alone
+        (its `MessageEdited` and `TurnsTruncated`) whose rows the process knows, as its own
+        appends left them (`EditWindow`), reads nothing: the append is the call alone."""
         if not isinstance(self.curs, AppendDocument) or self._views is not None:
             return
         cuts = [e for e in events if isinstance(e, TurnsTruncated)]
@@ -87,10 +90,14 @@ class PostgresBufferedRows(BufferedRows):
         cut = cuts[0]
         t, number = self.t, cut.after_message
         segments, cards = sorted(set(cut.cut_segments)), sorted(set(cut.cut_cards) | set(cut.cut_segments))
+        if [type(e) for e in events] == [MessageEdited, TurnsTruncated]:
+            self._edit = self._known_edit(number, segments, set(cards))
+            if self._edit is not None:
+                return
         row = self.curs.execute(
             "SELECT u.idx, (SELECT body FROM {m} WHERE cid = %(cid)s AND idx = u.idx) AS body, "
-            "(SELECT COALESCE(json_agg(json_build_array(s.segment, x.body)), '[]'::json) FROM unnest(%(segments)s::text[]) "
-            "AS s(segment) CROSS JOIN LATERAL (SELECT body FROM {e} WHERE cid = %(cid)s AND segment = s.segment LIMIT 1) x) "
+            "(SELECT COALESCE(json_agg(json_build_array(s.segment, x.seq)), '[]'::json) FROM unnest(%(segments)s::text[]) "
+            "AS s(segment) CROSS JOIN LATERAL (SELECT seq FROM {e} WHERE cid = %(cid)s AND segment = s.segment LIMIT 1) x) "
             "AS entries, (SELECT COALESCE(sum((SELECT count(*) FROM {o} WHERE cid = %(cid)s AND card = c.card)), 0) "
             "FROM unnest(%(cards)s::text[]) AS c(card)) AS carded, "
             "(SELECT count(*) FROM {o} WHERE cid = %(cid)s AND card IS NULL AND after >= u.idx + 1) AS loose, "
@@ -107,7 +114,7 @@ class PostgresBufferedRows(BufferedRows):
             number=number,
             index=index,
             body=row["body"],
-            entries={segment: body for segment, body in row["entries"]},
+            entries={segment: int(seq) for segment, seq in row["entries"]},
             cards=frozenset(cards),
             carded=int(row["carded"]),
             loose=None if index is None else int(row["loose"]),
@@ -115,18 +122,38 @@ class PostgresBufferedRows(BufferedRows):
             shown=None if row["shown"] is None else int(row["shown"]),
         )
 
-    def _stored_entry(self, segment: str) -> Entry | None:
+    def _known_edit(self, number: int, segments: list[str], cards: set[str]) -> EditRows | None:
+        """The `EditRows` of an edit of user message `number` cutting `segments` and `cards`,
+        answered by the process's `EditWindow` at the head the fold starts from, None when it
+        does not hold all of them (they are read then)."""
+        window, head = self._window, self._start
+        index = window.user_index(number) if window is not None and head is not None else None
+        if window is None or head is None or index is None:
+            return None
+        entries: dict[str, int] = {}
+        for segment in segments:
+            known, seq = window.entry_seq(segment, head.seqs)
+            if not known:
+                return None
+            if seq is not None:
+                entries[segment] = seq
+        carded, pages = window.cut_count(cards, index + 1), window.pages_at(number)
+        if carded is None or pages is None:
+            return None
+        message = window.users[index]
+        return EditRows(number, index, None, entries, frozenset(cards), carded, 0, pages[0], pages[1], message=message)
+
+    def _stored_entry_seq(self, segment: str) -> int | None:
         edit = self._edit
         if edit is None or segment not in edit.entries and segment not in edit.cards:
-            return super()._stored_entry(segment)
-        body = edit.entries.get(segment)
-        return Entry.model_validate_json(body) if body is not None else None
+            return super()._stored_entry_seq(segment)
+        return edit.entries.get(segment)
 
     def _stored_message(self, index: int) -> Message | None:
         edit = self._edit
-        if edit is None or edit.index != index or edit.body is None:
+        if edit is None or edit.index != index or edit.body is None and edit.message is None:
             return super()._stored_message(index)
-        return self._decode_messages([edit.body])[0]
+        return edit.message if edit.message is not None else self._decode_messages([edit.body or ""])[0]
 
     def user_index(self, number: int) -> int | None:
         """As `BufferedRows.user_index`; in an edit's append with its stored rows read
@@ -152,6 +179,8 @@ class PostgresBufferedRows(BufferedRows):
             raise Unfit("card outcomes cut other than the edit's rows read")
         edit.cut_outcomes = True
         self._document_views()["drop_outcomes"] = {"cards": sorted(cards), "after": length}
+        if self._window is not None:
+            self._window.cut_outcomes(cards, length)
         assert edit.loose is not None
         return edit.carded + edit.loose
 
@@ -165,6 +194,8 @@ class PostgresBufferedRows(BufferedRows):
             raise Unfit("pages cut other than the edit's rows read")
         edit.cut_pages = True
         self._document_views()["drop_pages"] = after
+        if self._window is not None:
+            self._window.cut_pages(after, edit.newest, edit.shown or 0)
         return edit.newest, edit.shown or 0
 
     def _document_views(self) -> dict[str, Any]:

@@ -1,0 +1,195 @@
+"""What an edit's fold asks of a conversation's stored rows, as this process's own appends left
+them (`EditWindow`): kept with the head those appends wrote (`RecentRows.edit`, in `HeadCache`),
+it lets an edit's append on PostgreSQL read nothing before its call
+(`adapters.backends.postgres.buffered_rows.PostgresBufferedRows.prefetch`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from projections.row_head import Head
+from projections.transcript import Message
+
+
+class EditWindow:
+    """Per conversation, what the fold of an edit (`MessageEdited` and its `TurnsTruncated`)
+    reads of the stored rows, followed write by write (`BufferedRows` calls the `put_*`,
+    `drop_*` and `cut_*` methods as the fold makes them) from a state known exactly
+    (`start`). Each part holds a window of the newest rows and says where it begins; a
+    question it cannot answer from its window answers None (then the rows are read):
+
+    - `users`: every transcript message with a number at an index from `users_from` on (None:
+      no index known), its text left out (an edit replaces it): the index of user message n
+      (the greatest with that number) and its message;
+    - `born`, `live`: the segments returned at a version from `since` on, with the version of
+      their run record entry (its `seq`), and which of those entries are kept: the entry an
+      edit's cut deletes;
+    - `outcomes`: every card outcome recorded at a version from `since` on, as (card, after)
+      by (version, place); the outcomes of a card all come after its segment returned (the
+      fold records them at its decision or its continuation), so those of a card in `born`
+      are all here; `loose_below`: every outcome of no card recorded before `since` lies
+      before this transcript position (None: not known): how many outcomes a cut deletes;
+    - `pages`: every page change of a message from `pages_from` on (None: not known), and
+      `below` the newest page and newest non-zero page of those before it: the page an
+      edit's cut leaves.
+
+    Bounded: each part keeps at most `LIMIT` rows (`trim`, at the end of each append, moves
+    its start past the oldest), so a conversation's window holds at most 32 text-less
+    messages, 32 segments, 32 card outcomes' keys and 32 page changes; `HeadCache` keeps
+    4,096 conversations. Valid exactly as long as the head it was kept with (the version the
+    next append checks)."""
+
+    LIMIT = 32
+
+    def __init__(self, users_from: int | None, since: int, loose_below: int | None, pages_from: int | None) -> None:
+        self.users_from = users_from
+        self.users: dict[int, Message] = {}
+        self.since = since
+        self.born: dict[str, int] = {}
+        self.live: set[int] = set()
+        self.outcomes: dict[tuple[int, int], tuple[str | None, int]] = {}
+        self.loose_below = loose_below
+        self.pages_from = pages_from
+        self.pages: dict[int, int] = {}
+        self.below: tuple[int | None, int] = (None, 0)
+
+    @classmethod
+    def start(cls, head: Head | None) -> EditWindow:
+        """Returns what is known of the rows of a conversation whose head, read from its rows,
+        is `head` (None: no rows yet, everything known): no numbered message from index
+        `head.length` on, no entry or outcome of a later version, and no outcome at all when
+        `head.outcomes` is 0; its page changes are not known, but where its one event put no
+        message (only a user message's event puts a page change, and a message with it)."""
+        if head is None:
+            return cls(0, 0, 0, 0)
+        pages = 0 if head.version <= 1 and head.length == 0 else None
+        return cls(head.length, head.version + 1, 0 if head.outcomes == 0 else None, pages)
+
+    def copy(self) -> EditWindow:
+        """Returns a copy that follows its own writes (an append that fails leaves this one as it was)."""
+        other = EditWindow(self.users_from, self.since, self.loose_below, self.pages_from)
+        other.users, other.born, other.live = dict(self.users), dict(self.born), set(self.live)
+        other.outcomes, other.pages, other.below = dict(self.outcomes), dict(self.pages), self.below
+        return other
+
+    # ------------------------------------------------------------ following the writes
+
+    def put_message(self, index: int, message: Message) -> None:
+        if self.users_from is None:
+            return
+        if index == self.users_from - 1:
+            self.users_from = index  # every numbered message from it on is known again
+        elif index < self.users_from:
+            return
+        if message.number is not None:
+            self.users[index] = message
+        else:
+            self.users.pop(index, None)
+
+    def cut_messages(self, keep: int) -> None:
+        self.users = {i: m for i, m in self.users.items() if i < keep}
+        self.users_from = keep if self.users_from is None else min(self.users_from, keep)
+
+    def put_entry(self, seq: int, segment: str) -> None:
+        if seq >= self.since:
+            self.born[segment] = seq
+            self.live.add(seq)
+
+    def drop_entries(self, seqs: Iterable[int]) -> None:
+        self.live.difference_update(seqs)
+
+    def put_outcome(self, seq: tuple[int, int], card: str | None, after: int) -> None:
+        if seq[0] >= self.since:
+            self.outcomes[seq] = (card, after)
+        else:  # not the fold's (it records an outcome at the event's own version): not followed
+            self.loose_below = None
+
+    def cut_outcomes(self, cards: set[str], length: int) -> None:
+        """The outcomes of `cards` and those of no card at or after `length` were deleted."""
+        self.outcomes = {k: (c, a) for k, (c, a) in self.outcomes.items() if not (c in cards if c is not None else a >= length)}
+        self.loose_below = length if self.loose_below is None else min(self.loose_below, length)
+
+    def put_page(self, message: int, page: int) -> None:
+        if self.pages_from is None:
+            return
+        if message >= self.pages_from:
+            self.pages[message] = page
+        else:
+            self.pages_from = None  # a change among those `below` sums up
+
+    def cut_pages(self, after: int, newest: int | None, shown: int) -> None:
+        """The page changes after message `after` were deleted; `newest`, `shown` are the
+        newest page and newest non-zero page of those kept (`Rows.cut_pages`)."""
+        if self.pages_from is not None and after + 1 >= self.pages_from:
+            self.pages = {m: p for m, p in self.pages.items() if m <= after}
+        else:
+            self.pages_from, self.pages, self.below = after + 1, {}, (newest, shown)
+
+    def trim(self) -> None:
+        """Keeps at most `LIMIT` rows of each part (at the end of an append), the kept
+        messages without their text."""
+        users = sorted(self.users)[-self.LIMIT :]
+        if len(users) < len(self.users):
+            self.users_from = users[0]
+        self.users = {i: self._textless(self.users[i]) for i in users}
+        cut = self.since
+        if len(self.born) > self.LIMIT:
+            cut = max(cut, sorted(self.born.values())[-self.LIMIT])
+        versions = sorted(v for v, _ in self.outcomes)
+        if len(versions) > self.LIMIT:
+            at = versions[-self.LIMIT]
+            cut = max(cut, at if sum(1 for v in versions if v >= at) <= self.LIMIT else at + 1)
+        if cut > self.since:
+            for (v, _), (card, after) in self.outcomes.items():
+                if v < cut and card is None and self.loose_below is not None:
+                    self.loose_below = max(self.loose_below, after + 1)
+            self.outcomes = {k: o for k, o in self.outcomes.items() if k[0] >= cut}
+            self.born = {s: v for s, v in self.born.items() if v >= cut}
+            self.live = {v for v in self.live if v >= cut}
+            self.since = cut
+        if len(self.pages) > self.LIMIT:
+            marks = sorted(self.pages)
+            newest, shown = self.below
+            for m in marks[: -self.LIMIT]:
+                newest = self.pages.pop(m)
+                shown = newest if newest != 0 else shown
+            self.below, self.pages_from = (newest, shown), marks[-self.LIMIT]
+
+    @staticmethod
+    def _textless(message: Message) -> Message:
+        return message if message.text == "" else message.model_copy(update={"text": ""})
+
+    # ------------------------------------------------------------ answering
+
+    def user_index(self, number: int) -> int | None:
+        """The index of user message `number` (the greatest), None when it is not in the window."""
+        found = [i for i, m in self.users.items() if m.number == number]
+        return max(found) if found else None
+
+    def entry_seq(self, segment: str, seqs: tuple[int, ...]) -> tuple[bool, int | None]:
+        """Whether the window knows the kept entry of `segment` (`seqs`: the kept entries'
+        versions, the head's), and its version (None: none kept)."""
+        seq = self.born.get(segment)
+        if seq is not None:
+            return True, (seq if seq in self.live else None)
+        return all(s >= self.since for s in seqs), None  # none older is kept: it has none
+
+    def cut_count(self, cards: set[str], length: int) -> int | None:
+        """How many outcomes a cut of `cards` at transcript length `length` deletes (as
+        `card_outcomes.is_cut` says), None when not every one is in the window."""
+        if self.loose_below is None or length < self.loose_below or any(c not in self.born for c in cards):
+            return None
+        return sum(1 for card, after in self.outcomes.values() if (card in cards if card is not None else after >= length))
+
+    def pages_at(self, number: int) -> tuple[int | None, int] | None:
+        """The newest page and newest non-zero page (0: none) of the changes at or before
+        message `number`, None when the window does not reach back far enough."""
+        if self.pages_from is None or number + 1 < self.pages_from:
+            return None
+        newest, shown = self.below
+        for m in sorted(self.pages):
+            if m <= number:
+                newest = self.pages[m]
+                shown = newest if newest != 0 else shown
+        return newest, shown
