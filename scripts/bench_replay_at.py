@@ -53,7 +53,9 @@ def main() -> None:
                 done = chat.replay(conv, at=at)
                 times.append(time.perf_counter() - t0)
             assert [t.message for t in done.turns] == [at] and not done.differs
-            print(f"{args.backend}: {size:,} segments, {events:,} events: replay --at {at}: {statistics.median(times) * 1000:.0f} ms")
+            print(
+                f"{args.backend}: {size:,} segments, {events:,} events: replay --at {at}: {statistics.median(times) * 1000:.0f} ms"
+            )
     finally:
         chat.close()
         if pg is not None:
