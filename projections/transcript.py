@@ -10,9 +10,11 @@ and cuts the transcript after the edited message. Notes are never stored here.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from functools import cache, singledispatch
-from typing import Literal
+from typing import Any, Literal
+
+from pydantic import ModelWrapValidatorHandler, PrivateAttr, TypeAdapter, computed_field, model_validator
 
 from domain.events import (
     CardDecided,
@@ -26,7 +28,7 @@ from domain.events import (
     TurnsTruncated,
     UserMessagePosted,
 )
-from domain.values import Immutable, TranscriptLine, trusted
+from domain.values import Immutable, TranscriptLine, assembled, trusted
 from projections.label_guard import disarm, has_forged_label
 from projections.rules import RuleSet, resolve
 
@@ -56,12 +58,97 @@ class Message(Immutable):
 
 
 class Transcript(Immutable):
-    """The transcript of one conversation."""
+    """The transcript of one conversation: `Transcript(kind=…, messages=…)`, validated and
+    dumped (`model_dump`: `{"kind", "messages"}`) as a model of those two fields, equal to
+    another of the same kind and messages.
+
+    Held as the fold appends to it, so that a message appended costs O(1) amortised, not a copy
+    of the messages before it: the messages before the last (`_done[:_n]`, a list the
+    transcripts of one fold share, each reading only its own prefix, which no fold changes),
+    and the last apart (`_last`, so an answer joined to it replaces it without a copy).
+    `messages` builds the tuple at its first read and keeps it."""
 
     kind: Literal["chat", "alt_text"] = "chat"
     """The conversation's kind: `chat`, or `alt_text` (no notes)."""
-    messages: tuple[Message, ...] = ()
-    """The messages, oldest first."""
+    _done: list[Message] = PrivateAttr(default_factory=list)
+    _n: int = PrivateAttr(default=0)
+    _last: Message | None = PrivateAttr(default=None)
+    _tuple: tuple[Message, ...] | None = PrivateAttr(default=None)
+
+    def __init__(self, *, kind: Literal["chat", "alt_text"] = "chat", messages: Sequence[Message] = ()) -> None:
+        given: dict[str, Any] = {"kind": kind, "messages": messages}  # `messages` taken by `_given_messages`
+        super().__init__(**given)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _given_messages(cls, data: Any, handler: ModelWrapValidatorHandler[Transcript]) -> Transcript:
+        """Takes `messages` (a sequence of messages or their dicts) beside the model's fields."""
+        given: Any = ()
+        if isinstance(data, dict) and "messages" in data:
+            data = dict(data)
+            given = data.pop("messages")
+        made = handler(data)
+        if given:
+            messages = _MESSAGES.validate_python(given)
+            made.__pydantic_private__ = {"_done": list(messages), "_n": len(messages), "_last": None, "_tuple": messages}
+        return made
+
+    @computed_field  # type: ignore[prop-decorator]  # pydantic's documented way: a property under it
+    @property
+    def messages(self) -> tuple[Message, ...]:
+        """The messages, oldest first."""
+        held = self.__pydantic_private__
+        assert held is not None  # set by validation and by `_held`
+        built: tuple[Message, ...] | None = held["_tuple"]
+        if built is None:
+            last = held["_last"]
+            built = held["_tuple"] = (*held["_done"][: held["_n"]], *(() if last is None else (last,)))
+        return built
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Transcript):
+            return NotImplemented
+        return self.kind == other.kind and self.messages == other.messages
+
+    def __hash__(self) -> int:
+        return hash((self.kind, self.messages))
+
+
+_MESSAGES = TypeAdapter(tuple[Message, ...])
+
+
+def _held(state: Transcript, done: list[Message], n: int, last: Message | None, kind: str | None = None) -> Transcript:
+    """Returns a transcript of `state`'s kind (or `kind`) holding `done[:n]` and then `last`."""
+    made = assembled(Transcript, {"kind": kind or state.kind}, set(state.__pydantic_fields_set__))
+    object.__setattr__(made, "__pydantic_private__", {"_done": done, "_n": n, "_last": last, "_tuple": None})
+    return made
+
+
+def _of(state: Transcript) -> tuple[list[Message], int, Message | None]:
+    held = state.__pydantic_private__
+    assert held is not None
+    return held["_done"], held["_n"], held["_last"]
+
+
+def _append(state: Transcript, message: Message) -> Transcript:
+    """Returns `state` with `message` appended: O(1) amortised (the list `state` reads is
+    extended in place when `state` reads all of it, else its part copied once)."""
+    done, n, last = _of(state)
+    if last is not None:
+        if len(done) == n and n > 0:  # no transcript reads past `n`: the ones before read their own prefix
+            done.append(last)
+        else:
+            done = [*done[:n], last]
+        n += 1
+    return _held(state, done, n, message)
+
+
+def _replaced(state: Transcript, messages: tuple[Message, ...]) -> Transcript:
+    """Returns a transcript of `state`'s kind holding `messages` (in a list of its own)."""
+    made = _held(state, list(messages), len(messages), None)
+    assert made.__pydantic_private__ is not None
+    made.__pydantic_private__["_tuple"] = messages
+    return made
 
 
 def initial() -> Transcript:
@@ -75,8 +162,7 @@ def apply(state: Transcript, event: ConversationEvent, rules: RuleSet | str) -> 
     `projections.label_guard`)."""
     after = _apply(event, state)
     if disarms(event, resolve(rules)):
-        messages = tuple(m.model_copy(update={"text": disarm(m.text)}) for m in after.messages)
-        return after.model_copy(update={"messages": messages})
+        return _replaced(after, tuple(m.model_copy(update={"text": disarm(m.text)}) for m in after.messages))
     return after
 
 
@@ -117,8 +203,7 @@ def index_of_user(messages: tuple[Message, ...], number: int) -> int | None:
 
 
 def _append_user(state: Transcript, number: int, text: str) -> Transcript:
-    message = Message(role="user", text=text, number=number)
-    return state.model_copy(update={"messages": (*state.messages, message)})
+    return _append(state, Message(role="user", text=text, number=number))
 
 
 def from_lines(lines: tuple[TranscriptLine, ...]) -> tuple[Message, ...]:
@@ -138,7 +223,8 @@ def _apply(event: ConversationEvent, state: Transcript) -> Transcript:
 
 @_apply.register
 def _(event: ConversationStarted, state: Transcript) -> Transcript:
-    return state.model_copy(update={"kind": event.kind})
+    done, n, last = _of(state)
+    return _held(state, done, n, last, event.kind)
 
 
 @_apply.register
@@ -162,10 +248,13 @@ def _(event: CardDecided, state: Transcript) -> Transcript:
 def _(event: SegmentReturned, state: Transcript) -> Transcript:
     if event.answer is None:
         return state
-    messages = state.messages
-    last = messages[-1] if messages and messages[-1].role == "assistant" else None
+    done, n, held = _of(state)
+    newest = held if held is not None else (done[n - 1] if n else None)
+    last = newest if newest is not None and newest.role == "assistant" else None
     message = answered(last, event.segment, event.answer)
-    return state.model_copy(update={"messages": (*messages[: -1 if last else None], message)})
+    if last is None:
+        return _append(state, message)
+    return _held(state, done, n, message) if held is not None else _held(state, done, n - 1, message)
 
 
 def answered(last: Message | None, segment: str, answer: str) -> Message:
@@ -183,8 +272,7 @@ def _(event: MessageEdited, state: Transcript) -> Transcript:
     if index is None:
         return state
     edited = state.messages[index].model_copy(update={"text": event.text})
-    messages = (*state.messages[:index], edited, *state.messages[index + 1 :])
-    return state.model_copy(update={"messages": messages})
+    return _replaced(state, (*state.messages[:index], edited, *state.messages[index + 1 :]))
 
 
 @_apply.register
@@ -192,14 +280,14 @@ def _(event: TurnsTruncated, state: Transcript) -> Transcript:
     index = index_of_user(state.messages, event.after_message)
     if index is None:
         return state
-    return state.model_copy(update={"messages": state.messages[: index + 1]})
+    return _replaced(state, state.messages[: index + 1])
 
 
 @_apply.register
 def _(event: TranscriptReplaced, state: Transcript) -> Transcript:
-    return state.model_copy(update={"messages": from_lines(event.messages)})
+    return _replaced(state, from_lines(event.messages))
 
 
 @_apply.register
 def _(event: LegacyRowImported, state: Transcript) -> Transcript:
-    return state.model_copy(update={"messages": from_lines(event.messages)})
+    return _replaced(state, from_lines(event.messages))

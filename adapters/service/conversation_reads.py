@@ -13,10 +13,14 @@ from adapters.service.replay import (
     Replay,
     no_turn_among,
     stored_conversation,
+    unknown_conversation,
 )
 from adapters.service.use_case_base import UseCaseBase, conversation_argument, in_store_terms, reads
-from adapters.store.settings import StoreUnusable, describe_backend
-from adapters.store.verify import chain_verdict
+from adapters.store.settings import StoreUnusable, describe_backend, store_errors
+from adapters.store.verify import chain_verdict, chain_verdict_upto
+from adapters.views.readmodels import ReadModels
+from adapters.views.turn_starts import TurnStarts
+from domain.errors import UnknownConversation
 from domain.events import ConversationEvent
 from projections import activity
 from projections.activity import SegmentActivity
@@ -144,11 +148,33 @@ class ConversationReads(UseCaseBase):
     ) -> Replay:
         """Returns every turn of a stored conversation (only those of user message `at` if
         given), each as the model saw it then, under `rules` (default: the live rule set).
-        Under the live rule set the latest turn is checked against the read
-        models' (`Replay.differs`; also True where they lag and a read-only store keeps them
-        from catching up). Raises UnknownConversation, TurnNotFound for an `at` that
-        started no turn, UnknownRuleSet."""
-        events = self.events(conversation_argument("replay", conversation))
+
+        Without `at` the whole log is folded once. With `at`, the read models' `turns` table
+        names the versions of the events that started the turns of message `at` (its typed
+        message, retries, edits running it again; `ReadModels.turn_starts`, after the rows caught
+        up with the log), and only the log up to the newest of them is read and folded, once:
+        the cost is that turn's, not the conversation's. Where the rows cannot answer (a store
+        without read models, a read-only file whose rows lag) or the events read do not start
+        the turns the rows name, the whole log is folded as without the table.
+
+        The check, under the live rule set only: where the turns shown include the latest turn,
+        it is compared with the read models' (`Replay.differs`; also True where they lag and a
+        read-only store keeps them from catching up), and where they differ `Replay.chain` is
+        the verdict of the whole hash chain. Where `at`'s turns end before the latest turn, the
+        read models (which hold the latest turn only) are not compared and the rest of the log is
+        not read: instead the hash chain of the events read is recomputed
+        (`chain_verdict_upto`), and a broken link there (not `unchained`) makes `differs` True
+        with `chain` its verdict, since the read models folded the events as they were
+        appended. Raises UnknownConversation, TurnNotFound for an `at` that started no turn
+        (naming the messages that did), UnknownRuleSet."""
+        name = conversation_argument("replay", conversation)
+        starts = self._turn_starts(name, at) if at is not None else None
+        if starts is not None:
+            rule_set = resolve(rules or starts.rules).id
+            done = self._replay_at(name, rule_set, starts, can_see_page)
+            if done is not None:
+                return done
+        events = self.events(name)
         active = self.active_rules()
         rule_set = resolve(rules or active).id
         if at is None:
@@ -158,12 +184,56 @@ class ConversationReads(UseCaseBase):
             turns, last, started = turns_of(events, at, rule_set, can_see_page)
             if not turns:
                 raise no_turn_among(at, started)
+        return self._checked(name, rule_set, turns, last if rule_set == active else None, can_see_page)
+
+    def _checked(
+        self, name: str, rule_set: str, turns: list[TurnInput], latest: TurnInput | None, can_see_page: PageCheck
+    ) -> Replay:
+        """Returns the replay of `turns`, checked against the read models' latest turn where
+        `latest` (the log's latest turn, under the live rule set) is given."""
         differs = False
-        if last is not None and rule_set == active:
-            latest = self._live_turn(conversation, can_see_page)
-            differs = latest is None or latest.to_json() != last.to_json()
-        chain = chain_verdict(self.store, self._stored_id(conversation)) if differs else None
-        return Replay(conversation, rule_set, tuple(turns), differs, chain)
+        if latest is not None:
+            live = self._live_turn(name, can_see_page)
+            differs = live is None or live.to_json() != latest.to_json()
+        chain = chain_verdict(self.store, self._stored_id(name)) if differs else None
+        return Replay(name, rule_set, tuple(turns), differs, chain)
+
+    def _turn_starts(self, name: str, at: int) -> TurnStarts | None:
+        """Returns the turn starts of user message `at` from the read models (`replay --at`);
+        None where they cannot answer: a store without read models, or rows that lag behind
+        the log of a store opened read-only. Raises UnknownConversation as `events` words it."""
+        models = self.store.views
+        if not isinstance(models, ReadModels):
+            return None
+        try:
+            with store_errors(self.store):
+                return models.turn_starts(self._stored_id(name), at)
+        except UnknownConversation:
+            raise unknown_conversation(self.store, name, describe_backend(self.store)) from None
+        except StoreUnusable:
+            if not getattr(self.store.factory, "read_only", False):
+                raise
+            return None
+
+    def _replay_at(self, name: str, rule_set: str, starts: TurnStarts, can_see_page: PageCheck) -> Replay | None:
+        """Returns the replay of the turns `starts` names, folded from the log up to the newest
+        of them (see `replay`); None when the events read do not start those turns (the caller
+        folds the whole log). Raises TurnNotFound when the message started no turn."""
+        if not starts.versions:
+            raise no_turn_among(starts.message, starts.started)
+        upto = starts.versions[-1]
+        stored = self._stored_id(name)
+        events = self.store.events(stored, up_to_version=upto)
+        turns, last, _ = turns_of(events, starts.message, rule_set, can_see_page)
+        if not events or events[-1].originator_version != upto or len(turns) != len(starts.versions) or last is not turns[-1]:
+            return None
+        if rule_set != starts.rules:
+            return Replay(name, rule_set, tuple(turns))
+        if starts.latest == upto:  # the latest turn is among them: compared as a whole replay's
+            return self._checked(name, rule_set, turns, last, can_see_page)
+        verdict = chain_verdict_upto(self.store, stored, upto)
+        broken = verdict is not None and not verdict.ok and verdict.problem != "unchained"
+        return Replay(name, rule_set, tuple(turns), broken, verdict if broken else None)
 
     def _live_turn(self, conversation: str, can_see_page: PageCheck) -> TurnInput | None:
         """Returns the read models' latest turn; None where they lag behind the log and cannot

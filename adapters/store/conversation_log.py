@@ -29,10 +29,17 @@ class ConversationLog(EventStore[UUID]):
         """Returns the events of `conversation` in order, up to `up_to_version` if given;
         [] for a conversation that was never started. A log that holds the conversation's erasure
         is never read with a data key this process kept from before it (`DataKeys.forget_erased`):
-        its texts read `[erased]` at once, whichever process erased them."""
+        its texts read `[erased]` at once, whichever process erased them. So is a part of the log
+        read `up_to_version`, which may end before the erasure: where this process keeps a key
+        that opens the texts, the key's row says whether it was erased (one lookup)."""
         uuid = conversation_uuid(conversation)
         events = list(self.get(uuid, lte=up_to_version))
         keys = getattr(self.mapper, "keys", None)
-        if isinstance(keys, DataKeys) and any(isinstance(e, ConversationErased) for e in events) and keys.forget_erased(uuid):
+        if not isinstance(keys, DataKeys):
+            return events
+        erased = any(isinstance(e, ConversationErased) for e in events) or (
+            up_to_version is not None and keys.holds_key(uuid) and keys.erased_at(uuid) is not None
+        )
+        if erased and keys.forget_erased(uuid):
             events = list(self.get(uuid, lte=up_to_version))
         return events

@@ -164,6 +164,11 @@ class DataKeys:
         kept = self._cache.pop(originator_id, None)
         return kept is not None and kept[1] is not None
 
+    def holds_key(self, originator_id: UUID) -> bool:
+        """Returns True when this process keeps a key of the conversation that opens its texts."""
+        kept = self._cache.get(originator_id)
+        return kept is not None and kept[1] is not None
+
     def erased_at(self, originator_id: UUID) -> datetime | None:
         """Returns when the conversation's key was erased, None if it was not."""
         row = self._select(originator_id)

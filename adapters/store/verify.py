@@ -24,7 +24,7 @@ import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from itertools import groupby
+from itertools import groupby, takewhile
 from pathlib import Path
 from typing import Any, cast
 from uuid import UUID
@@ -383,3 +383,15 @@ def chain_verdict(store: ConversationStore, conversation: str) -> Verdict | None
     if not isinstance(store.recorder, ChainedRecorder):
         return None
     return next(iter(verdicts(store, conversation)), None)
+
+
+def chain_verdict_upto(store: ConversationStore, conversation: str, version: int) -> Verdict | None:
+    """Returns the verdict of the chain of one conversation (stored id `conversation`, which
+    the store holds) up to `version` only: its events and hashes up to there recomputed from
+    GENESIS, none after it read, so it costs that part of the log. None when the store keeps no
+    chain. A break after `version` is not seen; one at or before it is named as `verdicts` names it."""
+    if not isinstance(store.recorder, ChainedRecorder):
+        return None
+    key = conversation_uuid(conversation)
+    items = takewhile(lambda item: item[1] <= version, merged(store.recorder, key))
+    return _check(key, items, lambda _: conversation, None)

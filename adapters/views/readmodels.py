@@ -43,6 +43,7 @@ from adapters.views.row_tables import table_names
 from adapters.views.rule_diff import ConversationDiff
 from adapters.views.storage import NeedsSnapshot, ReadMoved, SQLViewStorage
 from adapters.views.storage_reads import Pointer, TurnInputRows
+from adapters.views.turn_starts import TurnStarts, turn_starts
 from domain.errors import UnknownConversation, shown_id
 from domain.events import conversation_uuid
 from projections import turn
@@ -239,6 +240,13 @@ class ReadModels(LiveRows):
         cid = conversation_uuid(conversation)
         kept_at = _kept(self.kept_at, (cid, check)) if check is not None else None
         return self._read(conversation, read, newest=NEWEST_OUTCOMES, kept_at=kept_at, known=_kept(self.known, cid))
+
+    def turn_starts(self, conversation: str, message: int) -> TurnStarts:
+        """Returns which events started the turns of user message `message` (`TurnStarts`:
+        their versions, the latest turn's, the head's), read from the rows' `turns` table in one
+        snapshot after the rows caught up with the log: it costs the conversation's turns, not
+        its events. Raises UnknownConversation for a conversation the store does not hold."""
+        return self._read(conversation, lambda rows, head, rules: turn_starts(rows, head, rules, message))
 
     def state(self, conversation: str) -> TurnState | None:
         """Returns the conversation's read models after its last event, None for a conversation

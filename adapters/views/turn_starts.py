@@ -1,0 +1,59 @@
+"""Which events started the turns of one user message, read from a generation's `turns` table
+(`adapters.views.row_tables`: one row per model call a user message started, `(cid, version,
+message, at)`, written by the fold's `Rows.put_turn` and never cut by an edit), for
+`ReadModels.turn_starts`: what `replay --at N` reads before it reads the log up to that turn.
+
+A turn's start does not depend on the rule set (`projections.turn.starts_turn` reads only the
+event and whether the event before it was an edit), so the live generation's rows name the
+turns of any rule set's replay.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from adapters.views.memory_rows import MemoryRows
+from projections.row_head import Head
+
+
+@dataclass(frozen=True)
+class TurnStarts:
+    """The turn starts of user message `message` in one conversation's rows, read in one
+    snapshot after the rows caught up with the log.
+
+    `versions`: the versions of the events that started a turn of `message` (its typed
+    message, each retry, each edit's cut that ran it again), oldest first; empty when it started
+    none. `started`: then the user message numbers that started any turn, ascending (empty when
+    `versions` is not, or when no turn started at all). `latest`: the version of the event that
+    started the conversation's latest turn (None: no turn yet). `version`: the head's version
+    (the log's, at the read). `rules`: the live rule set of the rows read."""
+
+    message: int
+    versions: tuple[int, ...]
+    started: tuple[int, ...]
+    latest: int | None
+    version: int
+    rules: str
+
+
+def turn_starts(rows: Any, head: Head, rules: str, message: int) -> TurnStarts:
+    """Returns the turn starts of user message `message` from one conversation's `rows`
+    (`SQLRows` or `MemoryRows`) and its `head`, the rows of rule set `rules`. On SQL one
+    statement, a second only when `message` started no turn (the numbers that did); each reads
+    the conversation's rows of the `turns` table only (its primary key's range), so it costs the
+    conversation's turns, never its events."""
+    if isinstance(rows, MemoryRows):
+        marks = sorted(rows.r.turns.values(), key=lambda mark: mark.version)
+        versions = tuple(mark.version for mark in marks if mark.message == message)
+        started = () if versions else tuple(sorted({mark.message for mark in marks}))
+    else:
+        table, p, cid = rows.t["turns"], rows.p, rows.cid
+        rows.curs.execute(f"SELECT version FROM {table} WHERE cid = {p} AND message = {p} ORDER BY version", (cid, message))
+        versions = tuple(int(row["version"]) for row in rows.curs.fetchall())
+        started = ()
+        if not versions:
+            rows.curs.execute(f"SELECT DISTINCT message FROM {table} WHERE cid = {p} ORDER BY message", (cid,))
+            started = tuple(int(row["message"]) for row in rows.curs.fetchall())
+    latest = head.turn.version if head.turn is not None else None
+    return TurnStarts(message, versions, started, latest, head.version, rules)
