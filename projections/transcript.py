@@ -135,9 +135,13 @@ def _append(state: Transcript, message: Message) -> Transcript:
     extended in place when `state` reads all of it, else its part copied once)."""
     done, n, last = _of(state)
     if last is not None:
-        if len(done) == n and n > 0:  # no transcript reads past `n`: the ones before read their own prefix
+        # No transcript reads past `n`: the ones before read their own prefix. Two folds on
+        # threads may both find it so (from `state` or a transcript sharing its prefix): the
+        # one whose message did not land at `n` copies instead (an append is atomic).
+        shared = len(done) == n and n > 0
+        if shared:
             done.append(last)
-        else:
+        if not shared or done[n] is not last:
             done = [*done[:n], last]
         n += 1
     return _held(state, done, n, message)

@@ -157,6 +157,12 @@ class ConversationReads(UseCaseBase):
         without read models, a read-only file whose rows lag) or the events read do not start
         the turns the rows name, the whole log is folded as without the table.
 
+        Where message `at` started one turn only and it is the latest, under the live rule set,
+        that turn is the read models' (`ReadModels.turn_input`, as the chat's turn read builds
+        it: it costs what the input holds) and the log is not read; the hash chain is then
+        checked from its verified position (`chain`), a broken link (not `unchained`) making
+        `differs` True with `chain` its verdict.
+
         The check, under the live rule set only: where the turns shown include the latest turn,
         it is compared with the read models' (`Replay.differs`; also True where they lag and a
         read-only store keeps them from catching up), and where they differ `Replay.chain` is
@@ -222,6 +228,10 @@ class ConversationReads(UseCaseBase):
         if not starts.versions:
             raise no_turn_among(starts.message, starts.started)
         upto = starts.versions[-1]
+        if rule_set == starts.rules and starts.versions == (starts.latest,):
+            done = self._latest_from_rows(name, rule_set, can_see_page)
+            if done is not None:
+                return done
         stored = self._stored_id(name)
         events = self.store.events(stored, up_to_version=upto)
         turns, last, _ = turns_of(events, starts.message, rule_set, can_see_page)
@@ -234,6 +244,21 @@ class ConversationReads(UseCaseBase):
         verdict = chain_verdict_upto(self.store, stored, upto)
         broken = verdict is not None and not verdict.ok and verdict.problem != "unchained"
         return Replay(name, rule_set, tuple(turns), broken, verdict if broken else None)
+
+    def _latest_from_rows(self, name: str, rule_set: str, can_see_page: PageCheck) -> Replay | None:
+        """Returns the replay of the latest turn, the only one of its message, from the read
+        models' rows as the chat's turn read builds it (`ReadModels.turn_input`: it costs what
+        the turn's input holds, not the log), checked by the hash chain from its verified
+        position (`chain`: it costs what was appended since; every hash where no position is
+        stored yet); a broken link (not `unchained`) makes `differs` True with `chain` its
+        verdict. None where the rows lag behind the log of a store opened read-only (the
+        caller folds the log)."""
+        latest = self._live_turn(name, can_see_page)
+        if latest is None:
+            return None
+        verdict = self.chain(name)
+        broken = verdict is not None and not verdict.ok and verdict.problem != "unchained"
+        return Replay(name, rule_set, (latest,), broken, verdict if broken else None)
 
     def _live_turn(self, conversation: str, can_see_page: PageCheck) -> TurnInput | None:
         """Returns the read models' latest turn; None where they lag behind the log and cannot

@@ -15,6 +15,7 @@ from adapters.service.conversations import stored_id
 from adapters.store.application import ConversationStore
 from adapters.store.replicas import recovery_conflict, wrote_on_standby
 from adapters.store.settings import read_wait, store_errors
+from adapters.store.verify import Verdict
 from adapters.store.write_retry import connection_lost
 from adapters.views.readmodels import ReadModels
 from domain.errors import ChatrecordError, InvalidInput
@@ -41,6 +42,11 @@ class UseCaseBase:
 
     def events(self, conversation: str, *, after: str | None = None) -> list[ConversationEvent]:
         """The conversation's events (`ConversationReads.events`). Raises UnknownConversation."""
+        raise NotImplementedError
+
+    def chain(self, conversation: str, full: bool = False, *, after: str | None = None) -> Verdict | None:
+        """The verdict of the conversation's hash chain from its verified position
+        (`StoreUpkeep.chain`). Raises UnknownConversation."""
         raise NotImplementedError
 
     def _stored_id(self, conversation: str) -> str:
