@@ -10,8 +10,7 @@ from collections.abc import Iterable
 from typing import Any
 from uuid import UUID
 
-from eventsourcing.application import LRUCache
-
+from adapters.store.lru import LRU
 from domain.events import ConversationEvent
 from domain.history_index import NotKnown, SegmentRecord, index_event
 from domain.state import evolve
@@ -84,7 +83,7 @@ class KnownRecords:
     WINDOW = 32
 
     def __init__(self, size: int = 4096) -> None:
-        self._kept: LRUCache[UUID, tuple[int, dict[str, SegmentRecord], dict[int, bool], int | None]] = LRUCache(maxsize=size)
+        self._kept: LRU[UUID, tuple[int, dict[str, SegmentRecord], dict[int, bool], int | None]] = LRU(maxsize=size)
 
     def at(self, cid: UUID, version: int) -> tuple[dict[str, SegmentRecord], dict[int, bool], int | None]:
         """Returns the kept records of `cid` at `version`, whether each of its newest user

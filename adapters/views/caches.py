@@ -24,9 +24,9 @@ from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
-from eventsourcing.application import LRUCache
 from eventsourcing.utils import get_topic
 
+from adapters.store.lru import LRU
 from projections.card_outcomes import CardOutcome
 from projections.notes import Note, NoteOf, note_of
 from projections.page_line import PageCheck
@@ -47,8 +47,8 @@ class RenderedNotes:
     """Decoded entries and card outcomes by body, and their notes by (item, page check)."""
 
     def __init__(self, size: int = BODIES) -> None:
-        self._decoded: LRUCache[tuple[str, str], Any] = LRUCache(maxsize=size)
-        self._notes: LRUCache[tuple[int, Hashable], tuple[Any, Note]] = LRUCache(maxsize=size)
+        self._decoded: LRU[tuple[str, str], Any] = LRU(maxsize=size)
+        self._notes: LRU[tuple[int, Hashable], tuple[Any, Note]] = LRU(maxsize=size)
 
     def entry(self, body: str) -> Entry:
         """Returns the run record entry stored as `body` (JSON); the same object for the same body."""
@@ -89,11 +89,11 @@ class RenderedNotes:
 
 class KeptMessages:
     """Transcript messages decoded from their row bodies, by (conversation, body): a sealed body
-    holds a fresh nonce, so one body is one text. The library's `LRUCache` keeps at most `size`."""
+    holds a fresh nonce, so one body is one text. `adapters.store.lru.LRU` keeps at most `size`."""
 
     def __init__(self, size: int = MESSAGES) -> None:
         self.size = size
-        self._kept: LRUCache[tuple[str, str], Message] = LRUCache(maxsize=size)
+        self._kept: LRU[tuple[str, str], Message] = LRU(maxsize=size)
 
     def get(self, conversation: str, body: str) -> Message | None:
         """Returns the message decoded from `body` of `conversation`'s rows, None if not kept."""
@@ -109,7 +109,7 @@ class KeptMessages:
 
     def clear(self) -> None:
         """Forgets every kept message (after an erasure in this process)."""
-        self._kept = LRUCache(maxsize=self.size)  # the library's clear() only resets its links
+        self._kept = LRU(maxsize=self.size)  # a fresh one: what the old one kept is dropped at once
 
 
 SEPARATOR = "\x1e"
@@ -200,7 +200,7 @@ class KnownBlocks:
         return Placement(ends=ends, bodies=bodies, messages=messages)
 
 
-def known_conversations() -> LRUCache[Any, KnownBlocks]:
+def known_conversations() -> LRU[Any, KnownBlocks]:
     """Returns an empty keep of `KnownBlocks` by conversation, at most KNOWN_CONVERSATIONS
-    (the library's `LRUCache`)."""
-    return LRUCache(maxsize=KNOWN_CONVERSATIONS)
+    (`adapters.store.lru.LRU`)."""
+    return LRU(maxsize=KNOWN_CONVERSATIONS)

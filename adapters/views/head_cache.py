@@ -8,8 +8,7 @@ import contextlib
 from typing import Any, TypeVar
 from uuid import UUID
 
-from eventsourcing.application import LRUCache
-
+from adapters.store.lru import LRU
 from adapters.views.buffered_writes import RecentRows
 from projections.row_head import Head
 from projections.turn_notes import TurnNotes
@@ -25,11 +24,11 @@ class HeadCache:
     leaves a different version, and the head is read. A rebuild that switches generations
     drops the old tables, so an append that used a kept head of a dropped generation fails its
     view statement, rolls back to the views' savepoint, and the next read catches up.
-    The library's `LRUCache` keeps at most `size` conversations."""
+    `adapters.store.lru.LRU` keeps at most `size` conversations."""
 
     def __init__(self, size: int = 4096) -> None:
         self.size = size
-        self._kept: LRUCache[UUID, tuple[Head, RecentRows | None]] = LRUCache(maxsize=size)
+        self._kept: LRU[UUID, tuple[Head, RecentRows | None]] = LRU(maxsize=size)
 
     def get(self, cid: UUID, version: int) -> Head | None:
         """Returns the kept head of `cid` when it is at `version`, else None."""
@@ -53,18 +52,18 @@ class HeadCache:
 
     def clear(self) -> None:
         """Forgets every kept head (after a rebuild or an erasure in this process)."""
-        self._kept = LRUCache(maxsize=self.size)  # the library's clear() only resets its links
+        self._kept = LRU(maxsize=self.size)  # a fresh one: what the old one kept is dropped at once
 
 
-def notes_cache(size: int = 1024) -> LRUCache[tuple[Any, ...], TurnNotes]:
+def notes_cache(size: int = 1024) -> LRU[tuple[Any, ...], TurnNotes]:
     """Returns the cache of the turn notes this process read, keyed by (conversation,
     generation, head version, rule set, page check): a conversation's notes change only with
     its head's version, so a kept answer stays true until its next event (or a rebuild, which
     starts a new generation). Notes hold labels, never a text."""
-    return LRUCache(maxsize=size)
+    return LRU(maxsize=size)
 
 
-def _kept(cache: LRUCache[K, V], key: K) -> V | None:
+def _kept(cache: LRU[K, V], key: K) -> V | None:
     """Returns what `cache` keeps under `key`, None if nothing."""
     try:
         return cache.get(key)

@@ -11,10 +11,9 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 from uuid import UUID
 
-from eventsourcing.application import LRUCache
-
 from adapters.backends import view_storage_for
 from adapters.store.application import ConversationStore
+from adapters.store.lru import LRU
 from adapters.store.serialization import UnreadableEvent
 from adapters.store.store_views import ViewsWritten
 from adapters.views.caches import KeptMessages, KnownBlocks, RenderedNotes, known_conversations
@@ -39,10 +38,10 @@ class LiveRows:
         self._live: Pointer | None = None
         self.heads = HeadCache()
         self.notes = notes_cache()
-        self.kept_at: LRUCache[tuple[UUID, Any], int] = LRUCache(maxsize=1024)
+        self.kept_at: LRU[tuple[UUID, Any], int] = LRU(maxsize=1024)
         """The head version of each (conversation, page check) whose notes `notes` keeps, so a
         turn read of an unchanged conversation reads only its head (`turn_rows`' `kept_at`)."""
-        self.known: LRUCache[UUID, KnownBlocks] = known_conversations()
+        self.known: LRU[UUID, KnownBlocks] = known_conversations()
         """What each conversation's last turn read learned of its transcript rows (`KnownBlocks`)."""
         self.rendered = RenderedNotes()
         self.messages = KeptMessages()
