@@ -56,6 +56,7 @@ class BufferedRows(SQLRows):
         self._pages: dict[int, int] = {}
         self._turns: list[tuple[int, int, str]] = []
         self._head: Head | None = None
+        self.head_json: str | None = None  # the JSON of the head the last flush wrote, where the backend made it here
         self._drop_aside = False  # the entries set aside before are deleted at the flush
         self._moves: list[int] = []  # stored entries to set aside at the flush
         self._aside: list[tuple[int, str, str]] = []  # held entries set aside: (seq, segment, body)

@@ -28,7 +28,7 @@ class HeadCache:
 
     def __init__(self, size: int = 4096) -> None:
         self.size = size
-        self._kept: LRU[UUID, tuple[Head, RecentRows | None]] = LRU(maxsize=size)
+        self._kept: LRU[UUID, tuple[Head, RecentRows | None, str | None]] = LRU(maxsize=size)
 
     def get(self, cid: UUID, version: int) -> Head | None:
         """Returns the kept head of `cid` when it is at `version`, else None."""
@@ -41,9 +41,17 @@ class HeadCache:
         kept = _kept(self._kept, cid)
         return kept[1] if kept is not None and kept[0] is head else None
 
-    def put(self, cid: UUID, head: Head, rows: RecentRows | None = None) -> None:
-        """Keeps `head` (written by a committed transaction), with the newest rows it wrote."""
-        self._kept.put(cid, (head, rows))
+    def written(self, cid: UUID, body: str) -> Head | None:
+        """Returns the kept head of `cid` when `body` is the very JSON it was written as (a turn
+        read after this process's append reads back the head it wrote: not decoded again),
+        else None."""
+        kept = _kept(self._kept, cid)
+        return kept[0] if kept is not None and kept[2] is not None and kept[2] == body else None
+
+    def put(self, cid: UUID, head: Head, rows: RecentRows | None = None, body: str | None = None) -> None:
+        """Keeps `head` (written by a committed transaction), with the newest rows it wrote and
+        the JSON it was written as (`body`, where known)."""
+        self._kept.put(cid, (head, rows, body))
 
     def forget(self, cid: UUID) -> None:
         """Forgets the kept head of `cid` (the store no longer trusts what it kept of it)."""

@@ -174,7 +174,8 @@ class LiveRows:
             if after is not None:
                 rows.put_head(after)
             getattr(rows, "flush", lambda: None)()  # the writes go out together
-            written[aggregate_id] = (live.generation, after, getattr(rows, "recent", lambda: None)())
+            recent = getattr(rows, "recent", lambda: None)()
+            written[aggregate_id] = (live.generation, after, recent, getattr(rows, "head_json", None))
         return not failed or fresh
 
     def _set_live(self, live: Pointer) -> None:
@@ -195,9 +196,9 @@ class LiveRows:
         """Called by the store once the transaction `apply_inline` wrote `written` in has
         committed: keeps the heads it wrote (`HeadCache`, one per conversation of the
         transaction: (generation, head, newest rows)), so the next append need not read them."""
-        for aggregate_id, (generation, head, recent) in written.items():
+        for aggregate_id, (generation, head, recent, head_json) in written.items():
             if head is not None and self._live is not None and generation == self._live.generation:
-                self.heads.put(aggregate_id, head, recent)
+                self.heads.put(aggregate_id, head, recent, head_json)
 
     def catch_up(self, progress: Progress | None = None) -> int:
         """Brings every conversation's rows up to its log; returns how many conversations
