@@ -57,6 +57,8 @@ class BufferedRows(SQLRows):
         self._turns: list[tuple[int, int, str]] = []
         self._head: Head | None = None
         self.head_json: str | None = None  # the JSON of the head the last flush wrote, where the backend made it here
+        self.bodies: list[tuple[str, str, Entry | CardOutcome]] = []
+        """The entries and card outcomes written, each with its body: ("entry" or "outcome", body, item)."""
         self._drop_aside = False  # the entries set aside before are deleted at the flush
         self._moves: list[int] = []  # stored entries to set aside at the flush
         self._aside: list[tuple[int, str, str]] = []  # held entries set aside: (seq, segment, body)
@@ -182,7 +184,10 @@ class BufferedRows(SQLRows):
         )
 
     def put_outcomes(self, outcomes: Iterable[CardOutcome]) -> None:
-        self._outcomes.extend((o.seq[0], o.seq[1], o.card, o.after, o.model_dump_json()) for o in outcomes)
+        for o in outcomes:
+            body = o.model_dump_json()
+            self._outcomes.append((o.seq[0], o.seq[1], o.card, o.after, body))
+            self.bodies.append(("outcome", body, o))
 
     def message(self, index: int) -> Message | None:
         held = self._messages.get(index)
@@ -306,7 +311,9 @@ class BufferedRows(SQLRows):
         entries = []
         for seq, held in self._entries.items():
             if isinstance(held, Entry):
-                held = (held.segment, _entry_json(held))
+                body = _entry_json(held)
+                self.bodies.append(("entry", body, held))
+                held = (held.segment, body)
             if held is not None:
                 entries.append((seq, *held))
         self._remember()

@@ -20,7 +20,7 @@ body (`adapters.store.crypto.ViewTexts.readable`), and an erasure in this proces
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,6 +59,14 @@ class RenderedNotes:
         """Returns the card outcome stored as `body` (JSON); the same object for the same body."""
         outcome: CardOutcome = self._decode("outcome", body, CardOutcome.model_validate_json)
         return outcome
+
+    def written(self, bodies: Iterable[tuple[str, str, Entry | CardOutcome]]) -> None:
+        """Keeps each entry or card outcome an append wrote as decoded from its body (`kind`,
+        body, item): the turn read after the append reads those bodies back and need not
+        decode them. A body is a function of its item, so this holds whether or not the
+        append commits."""
+        for kind, body, item in bodies:
+            self._decoded.put((kind, body), item)
 
     def _decode(self, kind: str, body: str, decode: Any) -> Any:
         try:

@@ -174,6 +174,10 @@ class LiveRows:
             if after is not None:
                 rows.put_head(after)
             getattr(rows, "flush", lambda: None)()  # the writes go out together
+            bodies = getattr(rows, "bodies", None)
+            if bodies:  # the entries and card outcomes written: the turn read after need not decode them
+                self.rendered.written(bodies)
+                bodies.clear()
             recent = getattr(rows, "recent", lambda: None)()
             written[aggregate_id] = (live.generation, after, recent, getattr(rows, "head_json", None))
         return not failed or fresh
