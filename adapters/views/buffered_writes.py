@@ -59,6 +59,8 @@ class BufferedRows(SQLRows):
         self.head_json: str | None = None  # the JSON of the head the last flush wrote, where the backend made it here
         self.bodies: list[tuple[str, str, Entry | CardOutcome]] = []
         """The entries and card outcomes written, each with its body: ("entry" or "outcome", body, item)."""
+        self.message_bodies: list[tuple[str, Message]] = []
+        """The transcript messages written whose body reads back as the message (none erased), with it."""
         self._drop_aside = False  # the entries set aside before are deleted at the flush
         self._moves: list[int] = []  # stored entries to set aside at the flush
         self._aside: list[tuple[int, str, str]] = []  # held entries set aside: (seq, segment, body)
@@ -208,7 +210,10 @@ class BufferedRows(SQLRows):
         return self._seal
 
     def _message_row(self, message: Message) -> tuple[str, int | None, str]:
-        return message.role, message.number, self._message_body(message, self._sealer())
+        body = self._message_body(message, self._sealer())
+        if self.texts is None or '"sealed":' in body:  # not erased: it decodes to the message
+            self.message_bodies.append((body, message))
+        return message.role, message.number, body
 
     def put_message(self, index: int, message: Message) -> None:
         opened = self._open_message

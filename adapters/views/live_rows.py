@@ -178,6 +178,9 @@ class LiveRows:
             if bodies:  # the entries and card outcomes written: the turn read after need not decode them
                 self.rendered.written(bodies)
                 bodies.clear()
+            for body, message in getattr(rows, "message_bodies", ()):  # nor the messages (nor open their texts)
+                self.messages.put(rows.cid, body, message)
+            getattr(rows, "message_bodies", []).clear()
             recent = getattr(rows, "recent", lambda: None)()
             written[aggregate_id] = (live.generation, after, recent, getattr(rows, "head_json", None))
         return not failed or fresh
