@@ -26,7 +26,7 @@ from typing import Any
 
 from eventsourcing.utils import get_topic
 
-from adapters.store.lru import LRU
+from adapters.store.lru import LRU, Generations
 from projections.card_outcomes import CardOutcome
 from projections.notes import Note, NoteOf, note_of
 from projections.page_line import PageCheck
@@ -47,8 +47,8 @@ class RenderedNotes:
     """Decoded entries and card outcomes by body, and their notes by (item, page check)."""
 
     def __init__(self, size: int = BODIES) -> None:
-        self._decoded: LRU[tuple[str, str], Any] = LRU(maxsize=size)
-        self._notes: LRU[tuple[int, Hashable], tuple[Any, Note]] = LRU(maxsize=size)
+        self._decoded: Generations[tuple[str, str], Any] = Generations(size)
+        self._notes: Generations[tuple[int, Hashable], tuple[Any, Note]] = Generations(size)
 
     def entry(self, body: str) -> Entry:
         """Returns the run record entry stored as `body` (JSON); the same object for the same body."""
@@ -69,12 +69,11 @@ class RenderedNotes:
             self._decoded.put((kind, body), item)
 
     def _decode(self, kind: str, body: str, decode: Any) -> Any:
-        try:
-            return self._decoded.get((kind, body))
-        except KeyError:
+        item = self._decoded.get((kind, body))
+        if item is None:
             item = decode(body)
             self._decoded.put((kind, body), item)
-            return item
+        return item
 
     def note(self, check: Hashable) -> NoteOf:
         """Returns a `NoteOf` for page check slot `check` that renders each item once: an item
@@ -82,12 +81,9 @@ class RenderedNotes:
 
         def rendered(item: Entry | CardOutcome, can_see_page: PageCheck) -> Note:
             key = (id(item), check)
-            try:
-                kept, note = self._notes.get(key)
-                if kept is item:  # not another object that took a dropped one's id
-                    return note
-            except KeyError:
-                pass
+            found = self._notes.get(key)
+            if found is not None and found[0] is item:  # not another object that took a dropped one's id
+                return found[1]
             note = note_of(item, can_see_page)
             self._notes.put(key, (item, note))
             return note
