@@ -289,8 +289,9 @@ def _newest_first(record: RunRecord, outcomes: Sequence[CardOutcome]) -> Iterato
     entries = record.entries
     i, j = len(entries) - 1, len(outcomes) - 1
     while i >= 0 or j >= 0:
-        if j < 0 or (i >= 0 and (entries[i].seq, 0) > outcomes[j].seq):
-            yield entries[i]
+        entry = entries[i] if i >= 0 else None  # each entry read once (a lazy sequence decodes on reading)
+        if entry is not None and (j < 0 or (entry.seq, 0) > outcomes[j].seq):
+            yield entry
             i -= 1
         else:
             yield outcomes[j]
