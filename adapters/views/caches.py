@@ -93,18 +93,16 @@ class RenderedNotes:
 
 class KeptMessages:
     """Transcript messages decoded from their row bodies, by (conversation, body): a sealed body
-    holds a fresh nonce, so one body is one text. `adapters.store.lru.LRU` keeps at most `size`."""
+        holds a fresh nonce, so one body is one text. `adapters.store.lru.Generations` keeps at most
+    `size` (a message is a function of its conversation and body)."""
 
     def __init__(self, size: int = MESSAGES) -> None:
         self.size = size
-        self._kept: LRU[tuple[str, str], Message] = LRU(maxsize=size)
+        self._kept: Generations[tuple[str, str], Message] = Generations(size)
 
     def get(self, conversation: str, body: str) -> Message | None:
         """Returns the message decoded from `body` of `conversation`'s rows, None if not kept."""
-        try:
-            return self._kept.get((conversation, body))
-        except KeyError:
-            return None
+        return self._kept.get((conversation, body))
 
     def put(self, conversation: str, body: str, message: Message) -> None:
         """Keeps `message`, decoded from `body`, unless the body is longer than MESSAGE_BODY."""
@@ -113,7 +111,7 @@ class KeptMessages:
 
     def clear(self) -> None:
         """Forgets every kept message (after an erasure in this process)."""
-        self._kept = LRU(maxsize=self.size)  # a fresh one: what the old one kept is dropped at once
+        self._kept = Generations(self.size)  # a fresh one: what the old one kept is dropped at once
 
 
 SEPARATOR = "\x1e"
