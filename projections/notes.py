@@ -131,6 +131,11 @@ def labelled(body: str) -> str:
     return f"{OPEN}{body}{CLOSE}"
 
 
+LABEL_CHARS = len(OPEN) + len(CLOSE)
+"""What the label adds to a note's length: `len(note.text) == LABEL_CHARS + len(note.body)`
+(the budget counts labelled notes without building their texts)."""
+
+
 def record_name(record: str | None, can_see_page: PageCheck) -> str:
     """Returns `table:uid` reduced to identifier characters; a page the user may not see is
     not named."""
@@ -284,8 +289,9 @@ def _newest_first(record: RunRecord, outcomes: Sequence[CardOutcome]) -> Iterato
     entries = record.entries
     i, j = len(entries) - 1, len(outcomes) - 1
     while i >= 0 or j >= 0:
-        if j < 0 or (i >= 0 and (entries[i].seq, 0) > outcomes[j].seq):
-            yield entries[i]
+        entry = entries[i] if i >= 0 else None  # each entry read once (a lazy sequence decodes on reading)
+        if entry is not None and (j < 0 or (entry.seq, 0) > outcomes[j].seq):
+            yield entry
             i -= 1
         else:
             yield outcomes[j]
@@ -319,14 +325,14 @@ def select_notes(
     total = len(record.entries) + (len(outcomes) if outcome_count is None else outcome_count)
     if record.dropped == 0 and total <= rules.max_notes:
         every = [note(item, can_see_page) for item in _newest_first(record, outcomes)]
-        if sum(len(n.text) for n in every) <= rules.max_note_chars:
+        if sum(len(n.body) for n in every) + LABEL_CHARS * len(every) <= rules.max_note_chars:
             return every[::-1], False
     room = rules.max_note_chars - len(OLDER) - 1
     kept: list[Note] = []
     chars = 0
 
     def fits(rendered: Note) -> bool:
-        return len(kept) < rules.max_notes and chars + len(rendered.text) <= room
+        return len(kept) < rules.max_notes and chars + LABEL_CHARS + len(rendered.body) <= room
 
     exhausted = True
     for item in _newest_first(record, outcomes):
@@ -337,7 +343,7 @@ def select_notes(
             exhausted = False  # the oldest non-empty notes go
             break
         kept.append(rendered)
-        chars += len(rendered.text)
+        chars += LABEL_CHARS + len(rendered.body)
     if exhausted:
         for entry in reversed(record.entries):
             if not entry.empty:
@@ -346,6 +352,6 @@ def select_notes(
             if not fits(rendered):
                 break  # the oldest notes of empty steps go
             kept.append(rendered)
-            chars += len(rendered.text)
+            chars += LABEL_CHARS + len(rendered.body)
     kept.sort(key=lambda n: n.seq)
     return kept, True

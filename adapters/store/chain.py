@@ -34,9 +34,9 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from eventsourcing.application import LRUCache
 from eventsourcing.persistence import StoredEvent
 
+from adapters.store.lru import LRU
 from adapters.store.serialization import originator_uuid
 from domain.errors import ChatrecordError
 
@@ -98,12 +98,12 @@ class ChainBroken(ChatrecordError):
 class ChainHeads:
     """Each conversation's newest committed (version, hash), kept by the process that wrote
     it, so the next append need not read the previous hash. A row of the chain never changes
-    once committed, so a kept hash stays true; the library's `LRUCache` keeps at most `size`
+    once committed, so a kept hash stays true; `adapters.store.lru.LRU` keeps at most `size`
     conversations. Only hashes of committed transactions are put here."""
 
     def __init__(self, size: int = 4096) -> None:
         self.size = size
-        self._kept: LRUCache[UUID, tuple[int, bytes]] = LRUCache(maxsize=size)
+        self._kept: LRU[UUID, tuple[int, bytes]] = LRU(maxsize=size)
 
     def get(self, key: UUID) -> tuple[int, bytes] | None:
         """Returns the kept (version, hash) of conversation `key`, None if none."""
@@ -114,7 +114,7 @@ class ChainHeads:
 
     def clear(self) -> None:
         """Forgets every kept hash (as a process that opens the store anew)."""
-        self._kept = LRUCache(maxsize=self.size)  # the library's clear() only resets its links
+        self._kept = LRU(maxsize=self.size)  # a fresh one: what the old one kept is dropped at once
 
     def forget(self, key: UUID) -> None:
         """Drops the kept hash of conversation `key` (the next append reads it)."""

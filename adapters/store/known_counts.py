@@ -6,15 +6,15 @@ from __future__ import annotations
 from contextlib import suppress
 from uuid import UUID
 
-from eventsourcing.application import LRUCache
+from adapters.store.lru import LRU
 
 
 class KnownCounts:
     """Each conversation's (version, card outcome count) as this process's last append left
-    its index; the library's `LRUCache` keeps at most `size` conversations."""
+    its index; `adapters.store.lru.LRU` keeps at most `size` conversations."""
 
     def __init__(self, size: int = 4096) -> None:
-        self._kept: LRUCache[UUID, tuple[int, int]] = LRUCache(maxsize=size)
+        self._kept: LRU[UUID, tuple[int, int]] = LRU(maxsize=size)
 
     def get(self, key: UUID) -> tuple[int, int] | None:
         """Returns the kept (version, count) of conversation `key`, None if none."""

@@ -7,14 +7,16 @@ answers from so that a writer decides a command without reading the index.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from operator import attrgetter
 from typing import Any
 from uuid import UUID
 
-from eventsourcing.application import LRUCache
-
+from adapters.store.lru import LRU
 from domain.events import ConversationEvent
 from domain.history_index import NotKnown, SegmentRecord, index_event
 from domain.state import evolve
+
+_VERSION = attrgetter("version")
 
 
 class _KnownIndex:
@@ -84,7 +86,7 @@ class KnownRecords:
     WINDOW = 32
 
     def __init__(self, size: int = 4096) -> None:
-        self._kept: LRUCache[UUID, tuple[int, dict[str, SegmentRecord], dict[int, bool], int | None]] = LRUCache(maxsize=size)
+        self._kept: LRU[UUID, tuple[int, dict[str, SegmentRecord], dict[int, bool], int | None]] = LRU(maxsize=size)
 
     def at(self, cid: UUID, version: int) -> tuple[dict[str, SegmentRecord], dict[int, bool], int | None]:
         """Returns the kept records of `cid` at `version`, whether each of its newest user
@@ -114,12 +116,12 @@ class KnownRecords:
             self.evict(cid)
             return
         floor = self._floor(index)
-        newest = sorted(index.records.values(), key=lambda r: r.version)[-self.KEPT :]
+        newest = sorted(index.records.values(), key=_VERSION)[-self.KEPT :]
         kept = {r.segment: r for r in newest}
         numbers = set(sorted(index.messages)[-self.KEPT :])
         if floor is not None:
-            kept.update((r.segment, r) for r in index.records.values() if r.message >= floor)
-            numbers.update(n for n in index.messages if n >= floor)
+            kept.update([(r.segment, r) for r in index.records.values() if r.message >= floor])
+            numbers.update([n for n in index.messages if n >= floor])
         self._kept.put(cid, (events[-1].originator_version, kept, {n: index.messages[n] for n in sorted(numbers)}, floor))
 
     def _floor(self, index: _KnownIndex) -> int | None:
@@ -130,8 +132,8 @@ class KnownRecords:
         if floor is None:
             return None
         if (
-            sum(1 for r in index.records.values() if r.message >= floor) <= self.WINDOW
-            and sum(1 for n in index.messages if n >= floor) <= self.WINDOW
+            len([r for r in index.records.values() if r.message >= floor]) <= self.WINDOW
+            and len([n for n in index.messages if n >= floor]) <= self.WINDOW
         ):
             return floor  # the window holds no more than it may: as it was
         marks = sorted(

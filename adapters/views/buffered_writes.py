@@ -1,37 +1,21 @@
 """One conversation's rows with their writes held until a flush sends them, one bulk
-statement per table (`BufferedRows`: an append's and a rebuild's fold), and the newest rows an
-append's writes left (`RecentRows`), which the next append's fold reads instead of the tables.
+statement per table (`BufferedRows`: an append's and a rebuild's fold), keeping the newest rows
+its writes left (`adapters.views.recent_rows.RecentRows`) for the next append's fold.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from adapters.store.crypto import ViewTexts
 from adapters.views.edit_window import EditWindow
+from adapters.views.recent_rows import RecentRows
 from adapters.views.sql_rows import SQLRows
 from projections.card_outcomes import CardOutcome
 from projections.row_head import Head, TurnMark
 from projections.run_record import Entry
 from projections.transcript import Message
-
-
-@dataclass(frozen=True)
-class RecentRows:
-    """The newest rows of a conversation as the append that wrote them left them: its newest
-    run record entries by segment (at most `ENTRIES`) and its newest transcript message by
-    index, and what an edit's fold asks (`edit`, `EditWindow`; None: nothing). Kept with that
-    append's head (`HeadCache`), they answer the next append's lookups (a decision's entry,
-    the message an answer joins, an edit's rows) without a read: valid exactly as long as the
-    head they came with, which is used only at its own version."""
-
-    entries: dict[str, Entry]
-    messages: dict[int, Message]
-    edit: EditWindow | None = None
-
-    ENTRIES = 8
 
 
 class BufferedRows(SQLRows):
@@ -59,6 +43,11 @@ class BufferedRows(SQLRows):
         self._pages: dict[int, int] = {}
         self._turns: list[tuple[int, int, str]] = []
         self._head: Head | None = None
+        self.head_json: str | None = None  # the JSON of the head the last flush wrote, where the backend made it here
+        self.bodies: list[tuple[str, str, Entry | CardOutcome]] = []
+        """The entries and card outcomes written, each with its body: ("entry" or "outcome", body, item)."""
+        self.message_bodies: list[tuple[str, Message]] = []
+        """The transcript messages written whose body reads back as the message (none erased), with it."""
         self._drop_aside = False  # the entries set aside before are deleted at the flush
         self._moves: list[int] = []  # stored entries to set aside at the flush
         self._aside: list[tuple[int, str, str]] = []  # held entries set aside: (seq, segment, body)
@@ -208,7 +197,9 @@ class BufferedRows(SQLRows):
 
     def put_outcomes(self, outcomes: Iterable[CardOutcome]) -> None:
         for o in outcomes:
-            self._outcomes.append((o.seq[0], o.seq[1], o.card, o.after, o.model_dump_json()))
+            body = o.model_dump_json()
+            self._outcomes.append((o.seq[0], o.seq[1], o.card, o.after, body))
+            self.bodies.append(("outcome", body, o))
             if self._window is not None:
                 self._window.put_outcome(o.seq, o.card, o.after)
 
@@ -231,7 +222,10 @@ class BufferedRows(SQLRows):
         return self._seal
 
     def _message_row(self, message: Message) -> tuple[str, int | None, str]:
-        return message.role, message.number, self._message_body(message, self._sealer())
+        body = self._message_body(message, self._sealer())
+        if self.texts is None or '"sealed":' in body:  # not erased: it decodes to the message
+            self.message_bodies.append((body, message))
+        return message.role, message.number, body
 
     def put_message(self, index: int, message: Message) -> None:
         opened = self._open_message
@@ -347,7 +341,9 @@ class BufferedRows(SQLRows):
         entries = []
         for seq, held in self._entries.items():
             if isinstance(held, Entry):
-                held = (held.segment, _entry_json(held))
+                body = _entry_json(held)
+                self.bodies.append(("entry", body, held))
+                held = (held.segment, body)
             if held is not None:
                 entries.append((seq, *held))
         self._remember()

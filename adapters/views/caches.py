@@ -20,13 +20,13 @@ body (`adapters.store.crypto.ViewTexts.readable`), and an erasure in this proces
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from eventsourcing.application import LRUCache
 from eventsourcing.utils import get_topic
 
+from adapters.store.lru import LRU, Generations
 from projections.card_outcomes import CardOutcome
 from projections.notes import Note, NoteOf, note_of
 from projections.page_line import PageCheck
@@ -47,8 +47,8 @@ class RenderedNotes:
     """Decoded entries and card outcomes by body, and their notes by (item, page check)."""
 
     def __init__(self, size: int = BODIES) -> None:
-        self._decoded: LRUCache[tuple[str, str], Any] = LRUCache(maxsize=size)
-        self._notes: LRUCache[tuple[int, Hashable], tuple[Any, Note]] = LRUCache(maxsize=size)
+        self._decoded: Generations[tuple[str, str], Any] = Generations(size)
+        self._notes: Generations[tuple[int, Hashable], tuple[Any, Note]] = Generations(size)
 
     def entry(self, body: str) -> Entry:
         """Returns the run record entry stored as `body` (JSON); the same object for the same body."""
@@ -60,13 +60,20 @@ class RenderedNotes:
         outcome: CardOutcome = self._decode("outcome", body, CardOutcome.model_validate_json)
         return outcome
 
+    def written(self, bodies: Iterable[tuple[str, str, Entry | CardOutcome]]) -> None:
+        """Keeps each entry or card outcome an append wrote as decoded from its body (`kind`,
+        body, item): the turn read after the append reads those bodies back and need not
+        decode them. A body is a function of its item, so this holds whether or not the
+        append commits."""
+        for kind, body, item in bodies:
+            self._decoded.put((kind, body), item)
+
     def _decode(self, kind: str, body: str, decode: Any) -> Any:
-        try:
-            return self._decoded.get((kind, body))
-        except KeyError:
+        item = self._decoded.get((kind, body))
+        if item is None:
             item = decode(body)
             self._decoded.put((kind, body), item)
-            return item
+        return item
 
     def note(self, check: Hashable) -> NoteOf:
         """Returns a `NoteOf` for page check slot `check` that renders each item once: an item
@@ -74,12 +81,9 @@ class RenderedNotes:
 
         def rendered(item: Entry | CardOutcome, can_see_page: PageCheck) -> Note:
             key = (id(item), check)
-            try:
-                kept, note = self._notes.get(key)
-                if kept is item:  # not another object that took a dropped one's id
-                    return note
-            except KeyError:
-                pass
+            found = self._notes.get(key)
+            if found is not None and found[0] is item:  # not another object that took a dropped one's id
+                return found[1]
             note = note_of(item, can_see_page)
             self._notes.put(key, (item, note))
             return note
@@ -89,18 +93,16 @@ class RenderedNotes:
 
 class KeptMessages:
     """Transcript messages decoded from their row bodies, by (conversation, body): a sealed body
-    holds a fresh nonce, so one body is one text. The library's `LRUCache` keeps at most `size`."""
+        holds a fresh nonce, so one body is one text. `adapters.store.lru.Generations` keeps at most
+    `size` (a message is a function of its conversation and body)."""
 
     def __init__(self, size: int = MESSAGES) -> None:
         self.size = size
-        self._kept: LRUCache[tuple[str, str], Message] = LRUCache(maxsize=size)
+        self._kept: Generations[tuple[str, str], Message] = Generations(size)
 
     def get(self, conversation: str, body: str) -> Message | None:
         """Returns the message decoded from `body` of `conversation`'s rows, None if not kept."""
-        try:
-            return self._kept.get((conversation, body))
-        except KeyError:
-            return None
+        return self._kept.get((conversation, body))
 
     def put(self, conversation: str, body: str, message: Message) -> None:
         """Keeps `message`, decoded from `body`, unless the body is longer than MESSAGE_BODY."""
@@ -109,7 +111,7 @@ class KeptMessages:
 
     def clear(self) -> None:
         """Forgets every kept message (after an erasure in this process)."""
-        self._kept = LRUCache(maxsize=self.size)  # the library's clear() only resets its links
+        self._kept = Generations(self.size)  # a fresh one: what the old one kept is dropped at once
 
 
 SEPARATOR = "\x1e"
@@ -200,7 +202,7 @@ class KnownBlocks:
         return Placement(ends=ends, bodies=bodies, messages=messages)
 
 
-def known_conversations() -> LRUCache[Any, KnownBlocks]:
+def known_conversations() -> LRU[Any, KnownBlocks]:
     """Returns an empty keep of `KnownBlocks` by conversation, at most KNOWN_CONVERSATIONS
-    (the library's `LRUCache`)."""
-    return LRUCache(maxsize=KNOWN_CONVERSATIONS)
+    (`adapters.store.lru.LRU`)."""
+    return LRU(maxsize=KNOWN_CONVERSATIONS)

@@ -8,9 +8,8 @@ import contextlib
 from typing import Any, TypeVar
 from uuid import UUID
 
-from eventsourcing.application import LRUCache
-
-from adapters.views.buffered_writes import RecentRows
+from adapters.store.lru import LRU
+from adapters.views.recent_rows import RecentRows
 from projections.row_head import Head
 from projections.turn_notes import TurnNotes
 
@@ -25,11 +24,11 @@ class HeadCache:
     leaves a different version, and the head is read. A rebuild that switches generations
     drops the old tables, so an append that used a kept head of a dropped generation fails its
     view statement, rolls back to the views' savepoint, and the next read catches up.
-    The library's `LRUCache` keeps at most `size` conversations."""
+    `adapters.store.lru.LRU` keeps at most `size` conversations."""
 
     def __init__(self, size: int = 4096) -> None:
         self.size = size
-        self._kept: LRUCache[UUID, tuple[Head, RecentRows | None]] = LRUCache(maxsize=size)
+        self._kept: LRU[UUID, tuple[Head, RecentRows | None, str | None]] = LRU(maxsize=size)
 
     def get(self, cid: UUID, version: int) -> Head | None:
         """Returns the kept head of `cid` when it is at `version`, else None."""
@@ -42,9 +41,17 @@ class HeadCache:
         kept = _kept(self._kept, cid)
         return kept[1] if kept is not None and kept[0] is head else None
 
-    def put(self, cid: UUID, head: Head, rows: RecentRows | None = None) -> None:
-        """Keeps `head` (written by a committed transaction), with the newest rows it wrote."""
-        self._kept.put(cid, (head, rows))
+    def written(self, cid: UUID, body: str) -> Head | None:
+        """Returns the kept head of `cid` when `body` is the very JSON it was written as (a turn
+        read after this process's append reads back the head it wrote: not decoded again),
+        else None."""
+        kept = _kept(self._kept, cid)
+        return kept[0] if kept is not None and kept[2] is not None and kept[2] == body else None
+
+    def put(self, cid: UUID, head: Head, rows: RecentRows | None = None, body: str | None = None) -> None:
+        """Keeps `head` (written by a committed transaction), with the newest rows it wrote and
+        the JSON it was written as (`body`, where known)."""
+        self._kept.put(cid, (head, rows, body))
 
     def forget(self, cid: UUID) -> None:
         """Forgets the kept head of `cid` (the store no longer trusts what it kept of it)."""
@@ -53,18 +60,18 @@ class HeadCache:
 
     def clear(self) -> None:
         """Forgets every kept head (after a rebuild or an erasure in this process)."""
-        self._kept = LRUCache(maxsize=self.size)  # the library's clear() only resets its links
+        self._kept = LRU(maxsize=self.size)  # a fresh one: what the old one kept is dropped at once
 
 
-def notes_cache(size: int = 1024) -> LRUCache[tuple[Any, ...], TurnNotes]:
+def notes_cache(size: int = 1024) -> LRU[tuple[Any, ...], TurnNotes]:
     """Returns the cache of the turn notes this process read, keyed by (conversation,
     generation, head version, rule set, page check): a conversation's notes change only with
     its head's version, so a kept answer stays true until its next event (or a rebuild, which
     starts a new generation). Notes hold labels, never a text."""
-    return LRUCache(maxsize=size)
+    return LRU(maxsize=size)
 
 
-def _kept(cache: LRUCache[K, V], key: K) -> V | None:
+def _kept(cache: LRU[K, V], key: K) -> V | None:
     """Returns what `cache` keeps under `key`, None if nothing."""
     try:
         return cache.get(key)

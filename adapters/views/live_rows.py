@@ -11,10 +11,9 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 from uuid import UUID
 
-from eventsourcing.application import LRUCache
-
 from adapters.backends import view_storage_for
 from adapters.store.application import ConversationStore
+from adapters.store.lru import LRU
 from adapters.store.serialization import UnreadableEvent
 from adapters.store.store_views import ViewsWritten
 from adapters.views.caches import KeptMessages, KnownBlocks, RenderedNotes, known_conversations
@@ -39,10 +38,10 @@ class LiveRows:
         self._live: Pointer | None = None
         self.heads = HeadCache()
         self.notes = notes_cache()
-        self.kept_at: LRUCache[tuple[UUID, Any], int] = LRUCache(maxsize=1024)
+        self.kept_at: LRU[tuple[UUID, Any], int] = LRU(maxsize=1024)
         """The head version of each (conversation, page check) whose notes `notes` keeps, so a
         turn read of an unchanged conversation reads only its head (`turn_rows`' `kept_at`)."""
-        self.known: LRUCache[UUID, KnownBlocks] = known_conversations()
+        self.known: LRU[UUID, KnownBlocks] = known_conversations()
         """What each conversation's last turn read learned of its transcript rows (`KnownBlocks`)."""
         self.rendered = RenderedNotes()
         self.messages = KeptMessages()
@@ -176,7 +175,15 @@ class LiveRows:
             if after is not None:
                 rows.put_head(after)
             getattr(rows, "flush", lambda: None)()  # the writes go out together
-            written[aggregate_id] = (live.generation, after, getattr(rows, "recent", lambda: None)())
+            bodies = getattr(rows, "bodies", None)
+            if bodies:  # the entries and card outcomes written: the turn read after need not decode them
+                self.rendered.written(bodies)
+                bodies.clear()
+            for body, message in getattr(rows, "message_bodies", ()):  # nor the messages (nor open their texts)
+                self.messages.put(rows.cid, body, message)
+            getattr(rows, "message_bodies", []).clear()
+            recent = getattr(rows, "recent", lambda: None)()
+            written[aggregate_id] = (live.generation, after, recent, getattr(rows, "head_json", None))
         return not failed or fresh
 
     def _set_live(self, live: Pointer) -> None:
@@ -197,9 +204,9 @@ class LiveRows:
         """Called by the store once the transaction `apply_inline` wrote `written` in has
         committed: keeps the heads it wrote (`HeadCache`, one per conversation of the
         transaction: (generation, head, newest rows)), so the next append need not read them."""
-        for aggregate_id, (generation, head, recent) in written.items():
+        for aggregate_id, (generation, head, recent, head_json) in written.items():
             if head is not None and self._live is not None and generation == self._live.generation:
-                self.heads.put(aggregate_id, head, recent)
+                self.heads.put(aggregate_id, head, recent, head_json)
 
     def catch_up(self, progress: Progress | None = None) -> int:
         """Brings every conversation's rows up to its log; returns how many conversations

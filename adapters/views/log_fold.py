@@ -13,9 +13,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 from uuid import UUID
 
-from eventsourcing.application import LRUCache
-
 from adapters.store.application import ConversationStore
+from adapters.store.lru import LRU
 from adapters.store.serialization import originator_uuid
 from adapters.views.head_cache import _kept
 from adapters.views.storage import ViewStorage
@@ -86,7 +85,7 @@ def fold_log(
     unreadable = set() if unreadable is None else unreadable
     total = stop or store.max_notification_id()
     queued = storage.queued() if curs is None else None
-    kept: LRUCache[UUID, Head | None] | None = LRUCache(maxsize=KEPT_HEADS) if queued is not None else None
+    kept: LRU[UUID, Head | None] | None = LRU(maxsize=KEPT_HEADS) if queued is not None else None
 
     to_fold = getattr(store.recorder, "select_notifications_to_fold", None)
 
@@ -144,7 +143,7 @@ def fold_page(
     generation: int,
     rules: RuleSet,
     page: Sequence[Any],
-    kept: LRUCache[UUID, Head | None] | None = None,
+    kept: LRU[UUID, Head | None] | None = None,
     unreadable: set[UUID] | None = None,
 ) -> set[UUID]:
     """Decodes the page's notifications in order and folds each event, once, into its

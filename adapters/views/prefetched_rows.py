@@ -100,5 +100,6 @@ class PrefetchedRows(SQLRows):
         if newest is not None and newest <= self._newest:
             bodies = self._outcomes.split(SEPARATOR) if self._outcomes else []
             bodies = bodies[len(bodies) - newest :] if newest else []
-            return tuple((decode or CardOutcome.model_validate_json)(body) for body in bodies)
+            decode = decode or CardOutcome.model_validate_json
+            return tuple([decode(body) for body in bodies])
         return super().outcomes(newest, decode)

@@ -128,7 +128,11 @@ class ReadModels(LiveRows):
                     if fetched is not None and fetched.matches:  # one statement (PostgreSQL)
                         assert isinstance(self.storage, SQLViewStorage)  # the storage that reads them so
                         live, logged = fetched.live, fetched.logged
-                        head = Head.model_validate_json(fetched.head) if fetched.head is not None else None
+                        head = (
+                            (self.heads.written(key, fetched.head) or Head.model_validate_json(fetched.head))
+                            if fetched.head is not None
+                            else None
+                        )
                         placement = (
                             known.placement(live.generation, head.version, fetched.topics, fetched.tail, fetched.since_tip)
                             if known is not None and head is not None

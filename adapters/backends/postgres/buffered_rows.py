@@ -221,7 +221,8 @@ class PostgresBufferedRows(BufferedRows):
         if views is None:
             super()._write_head(head)
         else:
-            views["head"] = [head.version, head.model_dump_json()]
+            self.head_json = head.model_dump_json()  # a turn read of this head takes it as written (`HeadCache.written`)
+            views["head"] = [head.version, self.head_json]
 
     def _insert_many(self, table: str, columns: tuple[str, ...], rows: list[tuple[Any, ...]], tail: str) -> None:
         if not rows:
