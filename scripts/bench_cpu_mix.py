@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_flat_support import MixWriter, backend
+from bench_flat_support import MixWriter, backend, print_top
 
 from adapters.api import Chatrecord
 from adapters.bootstrap import build_store
@@ -54,13 +54,7 @@ def profile(mix: MixWriter, segments: int, top: int, dump: str | None = None) ->
     print(f"\nunder cProfile (CPU clock): {1000 * spent / segments:.2f} ms CPU per segment over {segments} segments")
     for key, title in ((2, "own time"), (3, "cumulative time")):
         print(f"\ntop {top} by {title} (ms CPU per segment):")
-        rows = sorted(stats.stats.items(), key=lambda kv: -kv[1][key])[:top]  # type: ignore[attr-defined]
-        for (path, line, name), (_, ncalls, tottime, cumtime, _) in rows:
-            where = "/".join(Path(path).parts[-2:]) if path != "~" else ""
-            print(
-                f"  {1000 * tottime / segments:7.3f} own {1000 * cumtime / segments:7.3f} cum "
-                f"{ncalls / segments:7.1f} calls  {where}:{line} {name}"
-            )
+        print_top(stats, segments, top, key)
     sys.stdout.flush()
 
 

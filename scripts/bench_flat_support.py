@@ -282,14 +282,20 @@ def _profile(title: str, fn: Callable[[], object], calls: int, unit: str = "call
         f"\n{title}: {1000 * elapsed / calls:.2f} ms per {unit} under cProfile, "
         f"{_statements(stats) / calls:.1f} SQL statements per {unit}; most own time:"
     )
-    rows = sorted(stats.stats.items(), key=lambda kv: -kv[1][2])[:12]  # type: ignore[attr-defined]
+    print_top(stats, calls, 12)
+    sys.stdout.flush()
+
+
+def print_top(stats: pstats.Stats, calls: int, top: int, by: int = 2) -> None:
+    """Prints the `top` functions of `stats` by own time (`by` 2) or cumulative time (`by` 3),
+    each with its own and cumulative ms and its calls per one of `calls` calls."""
+    rows = sorted(stats.stats.items(), key=lambda kv: -kv[1][by])[:top]  # type: ignore[attr-defined]
     for (path, line, name), (_, ncalls, tottime, cumtime, _) in rows:
         where = "/".join(Path(path).parts[-2:]) if path != "~" else ""
         print(
-            f"  {1000 * tottime / calls:8.2f} ms own {1000 * cumtime / calls:8.2f} ms cum "
+            f"  {1000 * tottime / calls:8.3f} ms own {1000 * cumtime / calls:8.3f} ms cum "
             f"{ncalls / calls:7.1f} calls  {where}:{line} {name}"
         )
-    sys.stdout.flush()
 
 
 def machine() -> str:
