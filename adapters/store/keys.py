@@ -161,8 +161,9 @@ class DataKeys:
         """Drops the key this process keeps of a conversation whose erasure it has just read in
         the log (another process erased it less than KEY_CACHE_SECONDS ago). Returns True when
         the kept key could still open its texts, so what was read with it must be read again."""
-        kept = self._cache.pop(originator_id, None)
-        return kept is not None and kept[1] is not None
+        held = self.holds_key(originator_id)
+        self._cache.pop(originator_id, None)
+        return held
 
     def holds_key(self, originator_id: UUID) -> bool:
         """Returns True when this process keeps a key of the conversation that opens its texts."""
