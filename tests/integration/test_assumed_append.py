@@ -67,6 +67,28 @@ def lookups(store: ConversationStore) -> list[int]:
     return calls
 
 
+def statements_per_line(chat: Chatrecord, lines: list[dict[str, Any]]) -> list[list[str]]:
+    """Records `lines` one by one through `chat` and returns the SQL each sent (psycopg's
+    cursor `execute` wrapped), one list per line."""
+    import psycopg
+
+    sent: list[list[str]] = []
+    execute = psycopg.Cursor.execute
+
+    def counted(curs: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
+        sent[-1].append(query.as_string(curs.connection) if hasattr(query, "as_string") else str(query))
+        return execute(curs, query, *args, **kwargs)
+
+    psycopg.Cursor.execute = counted  # type: ignore[method-assign]
+    try:
+        for line in lines:
+            sent.append([])
+            chat.record(line)
+    finally:
+        psycopg.Cursor.execute = execute  # type: ignore[method-assign]
+    return sent
+
+
 def log(store: ConversationStore, conv: str) -> list[tuple[str, int]]:
     return [(type(e).__name__, e.originator_version) for e in store.events(conv)]
 
@@ -614,7 +636,6 @@ class TestPostgresAppendFunction(PostgresStores):
         to the conversation, the first one's edit finds its kept head behind, reads the rows
         its fold needs (`PostgresBufferedRows.prefetch`, then the call), and the rows equal a
         fold of the log; an edit after its own appends is one call again."""
-        import psycopg
 
         one, two = self.open_store(), self.open_store()
         first, second = Chatrecord(one), Chatrecord(two)
@@ -631,20 +652,7 @@ class TestPostgresAppendFunction(PostgresStores):
             segment("c", "e/1", "e", at="2026-10-29T15:02:00Z"),
             {"type": "message_edited", "at": "2026-10-29T15:03:00Z", "message": 4, "text": "doch", "conversation": "c"},
         ]
-        sent: list[list[str]] = []
-        execute = psycopg.Cursor.execute
-
-        def counted(curs: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
-            sent[-1].append(query.as_string(curs.connection) if hasattr(query, "as_string") else str(query))
-            return execute(curs, query, *args, **kwargs)
-
-        psycopg.Cursor.execute = counted  # type: ignore[method-assign]
-        try:
-            for line in edits:
-                sent.append([])
-                first.record(line)
-        finally:
-            psycopg.Cursor.execute = execute  # type: ignore[method-assign]
+        sent = statements_per_line(first, edits)
         assert any(q.lstrip().startswith("SELECT u.idx") for q in sent[0]), sent[0]  # its rows read: not as it kept them
         assert [len(s) for s in sent[1:3]] == [1, 1], sent
         # the second edit's view rows are the ones this process wrote (no read of them); the
@@ -663,7 +671,6 @@ class TestPostgresAppendFunction(PostgresStores):
         """A process that just started (a store object of its own) holds nothing of an older
         conversation's rows: its first edit reads them and then calls; an edit of a message it
         posted itself afterwards is one call; the rows equal a fold of the log."""
-        import psycopg
 
         lines = [start("c"), *tour_lines("c", 0), *tour_lines("c", 1)]
         writer = Chatrecord(self.open_store())
@@ -678,20 +685,7 @@ class TestPostgresAppendFunction(PostgresStores):
             segment("c", "e/1", "e", at="2026-10-29T15:02:00Z"),
             {"type": "message_edited", "at": "2026-10-29T15:03:00Z", "message": 5, "text": "doch", "conversation": "c"},
         ]
-        sent: list[list[str]] = []
-        execute = psycopg.Cursor.execute
-
-        def counted(curs: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
-            sent[-1].append(str(query))
-            return execute(curs, query, *args, **kwargs)
-
-        psycopg.Cursor.execute = counted  # type: ignore[method-assign]
-        try:
-            for line in edits:
-                sent.append([])
-                chat.record(line)
-        finally:
-            psycopg.Cursor.execute = execute  # type: ignore[method-assign]
+        sent = statements_per_line(chat, edits)
         assert any(q.lstrip().startswith("SELECT u.idx") for q in sent[0]), sent[0]
         assert [len(s) for s in sent[1:3]] == [1, 1], sent
         # the second edit's view rows are the ones this process wrote (no read of them); the
