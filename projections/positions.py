@@ -9,7 +9,9 @@ assistant message unless the last message is an assistant's, which it then joins
 from __future__ import annotations
 
 from functools import singledispatch
-from typing import Literal
+from typing import Any, Literal
+
+from pydantic import ModelWrapValidatorHandler, PrivateAttr, TypeAdapter, computed_field, model_validator
 
 from domain.events import (
     CardDecided,
@@ -21,19 +23,68 @@ from domain.events import (
     TurnsTruncated,
     UserMessagePosted,
 )
-from domain.values import Immutable, TranscriptLine
+from domain.values import Immutable, TranscriptLine, assembled
 
 
 class Positions(Immutable):
-    """`length` of the transcript, role of its last message, and `users`: user message number
-    -> its index."""
+    """`length` of the transcript, role of its last message, and where each user message
+    stands (`index_of`, `users`).
+
+    The user messages are held as the fold appends them, so that one appended costs O(1)
+    amortised, not a copy of those before it: (number, index) pairs in a list the positions of
+    one fold share, each reading only its own prefix (`_k` pairs), which no fold changes."""
 
     length: int = 0
     """How many messages the transcript holds."""
     last_role: Literal["user", "assistant"] | None = None
     """The role of its last message; None while it is empty."""
-    users: dict[int, int] = {}
-    """Each user message number and its index in the transcript."""
+    _pairs: list[tuple[int, int]] = PrivateAttr(default_factory=list)
+    _k: int = PrivateAttr(default=0)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _given_users(cls, data: Any, handler: ModelWrapValidatorHandler[Positions]) -> Positions:
+        """Takes `users` (user message number -> index, as `users` dumps it) beside the fields."""
+        given: dict[int, int] = {}
+        if isinstance(data, dict) and "users" in data:
+            data = dict(data)
+            given = _USERS.validate_python(data.pop("users"))
+        made = handler(data)
+        made.__pydantic_private__ = {"_pairs": list(given.items()), "_k": len(given)}
+        return made
+
+    @computed_field  # type: ignore[prop-decorator]  # pydantic's documented way: a property under it
+    @property
+    def users(self) -> dict[int, int]:
+        """Each user message number and its index in the transcript (a number given twice,
+        after an edit's cut, maps to its newest index)."""
+        return dict(self._pairs[: self._k])
+
+    def index_of(self, number: int) -> int | None:
+        """Returns the index of user message `number` in the transcript (its newest, where
+        the number was given twice), None when it holds none: O(messages after it)."""
+        pairs = self._pairs
+        for i in range(self._k - 1, -1, -1):
+            if pairs[i][0] == number:
+                return pairs[i][1]
+        return None
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Positions):
+            return NotImplemented
+        return (self.length, self.last_role, self.users) == (other.length, other.last_role, other.users)
+
+    def __hash__(self) -> int:
+        return hash((self.length, self.last_role))
+
+
+_USERS = TypeAdapter(dict[int, int])
+
+
+def _made(length: int, last_role: Literal["user", "assistant"] | None, pairs: list[tuple[int, int]], k: int) -> Positions:
+    made = assembled(Positions, {"length": length, "last_role": last_role}, {"length", "last_role"})
+    object.__setattr__(made, "__pydantic_private__", {"_pairs": pairs, "_k": k})
+    return made
 
 
 def advance(positions: Positions, event: ConversationEvent) -> Positions:
@@ -42,16 +93,25 @@ def advance(positions: Positions, event: ConversationEvent) -> Positions:
 
 
 def _user(positions: Positions, message: int) -> Positions:
-    users = {**positions.users, message: positions.length}
-    return positions.model_copy(update={"length": positions.length + 1, "last_role": "user", "users": users})
+    pairs, k = positions._pairs, positions._k
+    pair = (message, positions.length)
+    # As the transcript's messages (`projections.transcript._append`): the list is extended in
+    # place when `positions` reads all of it, else its prefix is copied once; of two folds on
+    # threads that both find it so, the one whose pair did not land at `k` copies instead.
+    shared = len(pairs) == k and k > 0  # never the list of a shared default (`Positions()`)
+    if shared:
+        pairs.append(pair)
+    if not shared or pairs[k] is not pair:
+        pairs = [*pairs[:k], pair]
+    return _made(positions.length + 1, "user", pairs, k + 1)
 
 
 def _lines(lines: tuple[TranscriptLine, ...]) -> Positions:
-    users: dict[int, int] = {}
+    pairs: list[tuple[int, int]] = []
     for index, line in enumerate(lines):
         if line.role == "user":
-            users[len(users) + 1] = index
-    return Positions(length=len(lines), last_role=lines[-1].role if lines else None, users=users)
+            pairs.append((len(pairs) + 1, index))
+    return _made(len(lines), lines[-1].role if lines else None, pairs, len(pairs))
 
 
 @singledispatch
@@ -85,11 +145,11 @@ def _(event: SegmentReturned, positions: Positions) -> Positions:
 
 @_advance.register
 def _(event: TurnsTruncated, positions: Positions) -> Positions:
-    index = positions.users.get(event.after_message)
+    index = positions.index_of(event.after_message)
     if index is None:
         return positions
-    users = {number: at for number, at in positions.users.items() if at <= index}
-    return Positions(length=index + 1, last_role="user", users=users)
+    pairs = [pair for pair in positions._pairs[: positions._k] if pair[1] <= index]
+    return _made(index + 1, "user", pairs, len(pairs))
 
 
 @_advance.register

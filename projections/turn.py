@@ -22,7 +22,7 @@ from domain.events import (
     TurnsTruncated,
     UserMessagePosted,
 )
-from domain.values import Immutable
+from domain.values import Immutable, assembled
 from projections import card_outcomes, run_record, transcript, view_context
 from projections.card_outcomes import CardOutcome, CardOutcomes
 from projections.notes import select_notes
@@ -59,12 +59,13 @@ def initial() -> TurnState:
 def apply(state: TurnState, event: ConversationEvent, rules: RuleSet | str) -> TurnState:
     """Returns the state after `event`: every read model folded under `rules`."""
     rules = resolve(rules)
-    return TurnState.model_construct(
-        transcript=transcript.apply(state.transcript, event, rules),
-        record=run_record.apply(state.record, event, rules),
-        outcomes=card_outcomes.apply(state.outcomes, event, rules),
-        view=view_context.apply(state.view, event, rules),
-    )
+    fields = {
+        "transcript": transcript.apply(state.transcript, event, rules),
+        "record": run_record.apply(state.record, event, rules),
+        "outcomes": card_outcomes.apply(state.outcomes, event, rules),
+        "view": view_context.apply(state.view, event, rules),
+    }
+    return assembled(TurnState, fields, set(fields))  # each field given: pydantic's model_construct, at a third of its cost
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from datetime import datetime
 
 from adapters.service.conversations import ConversationPage, list_conversations
 from adapters.service.export import Export, export_lines
+from adapters.service.gc_pause import gc_paused
 from adapters.service.replay import (
     Audit,
     Replay,
@@ -17,11 +18,11 @@ from adapters.service.replay import (
 )
 from adapters.service.use_case_base import UseCaseBase, conversation_argument, in_store_terms, reads
 from adapters.store.settings import StoreUnusable, describe_backend, store_errors
-from adapters.store.verify import chain_verdict, chain_verdict_upto
+from adapters.store.verify import chain_verdict, chain_verdict_of
 from adapters.views.readmodels import ReadModels
 from adapters.views.turn_starts import TurnStarts
 from domain.errors import UnknownConversation
-from domain.events import ConversationEvent
+from domain.events import ConversationEvent, conversation_uuid
 from projections import activity
 from projections.activity import SegmentActivity
 from projections.audit import AuditRow
@@ -129,9 +130,10 @@ class ConversationReads(UseCaseBase):
         """Returns the conversation's audit: its rows in order under `rules` (default: the live
         rule set) and, with `chain`, the verdict of its hash chain (`Audit.chain`; None on a
         store that keeps no chain). Raises UnknownConversation for an id the store does not hold."""
-        events = self.events(conversation_argument("audit", conversation))
-        rule_set = rules or self.active_rules()
-        rows: list[AuditRow] = audit_rows(events, rule_set)
+        with gc_paused():
+            events = self.events(conversation_argument("audit", conversation))
+            rule_set = rules or self.active_rules()
+            rows: list[AuditRow] = audit_rows(events, rule_set)
         verdict = chain_verdict(self.store, self._stored_id(conversation)) if chain else None
         return Audit(conversation, rule_set, rows, verdict)
 
@@ -169,11 +171,14 @@ class ConversationReads(UseCaseBase):
         the verdict of the whole hash chain. Where `at`'s turns end before the latest turn, the
         read models (which hold the latest turn only) are not compared and the rest of the log is
         not read: instead the hash chain of the events read is recomputed
-        (`chain_verdict_upto`), and a broken link there (not `unchained`) makes `differs` True
+        (`chain_verdict_of`: the events read once, mapped and checked), and a broken link there (not `unchained`) makes `differs` True
         with `chain` its verdict, since the read models folded the events as they were
         appended. Raises UnknownConversation, TurnNotFound for an `at` that started no turn
         (naming the messages that did), UnknownRuleSet."""
-        name = conversation_argument("replay", conversation)
+        with gc_paused():  # a fold of a log keeps what it makes alive: no collection pays for it
+            return self._replay(conversation_argument("replay", conversation), rules, at, can_see_page)
+
+    def _replay(self, name: str, rules: str | None, at: int | None, can_see_page: PageCheck) -> Replay:
         starts = self._turn_starts(name, at) if at is not None else None
         if starts is not None:
             rule_set = resolve(rules or starts.rules).id
@@ -233,7 +238,9 @@ class ConversationReads(UseCaseBase):
             if done is not None:
                 return done
         stored = self._stored_id(name)
-        events = self.store.events(stored, up_to_version=upto)
+        key = conversation_uuid(stored)
+        read = self.store.recorder.select_events(key, lte=upto)  # read once: mapped, and its chain checked
+        events = self.store.events.mapped(key, read, upto)
         turns, last, _ = turns_of(events, starts.message, rule_set, can_see_page)
         if not events or events[-1].originator_version != upto or len(turns) != len(starts.versions) or last is not turns[-1]:
             return None
@@ -241,7 +248,7 @@ class ConversationReads(UseCaseBase):
             return Replay(name, rule_set, tuple(turns))
         if starts.latest == upto:  # the latest turn is among them: compared as a whole replay's
             return self._checked(name, rule_set, turns, last, can_see_page)
-        verdict = chain_verdict_upto(self.store, stored, upto)
+        verdict = chain_verdict_of(self.store, stored, read)
         broken = verdict is not None and not verdict.ok and verdict.problem != "unchained"
         return Replay(name, rule_set, tuple(turns), broken, verdict if broken else None)
 

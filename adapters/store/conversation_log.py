@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import cast
 from uuid import UUID
 
-from eventsourcing.persistence import EventStore
+from eventsourcing.persistence import EventStore, StoredEvent
 
 from adapters.store.keys import DataKeys
 from domain.events import ConversationErased, ConversationEvent, conversation_uuid
@@ -33,7 +33,15 @@ class ConversationLog(EventStore[UUID]):
         read `up_to_version`, which may end before the erasure: where this process keeps a key
         that opens the texts, the key's row says whether it was erased (one lookup)."""
         uuid = conversation_uuid(conversation)
-        events = list(self.get(uuid, lte=up_to_version))
+        return self.mapped(uuid, self.recorder.select_events(uuid, lte=up_to_version), up_to_version)
+
+    def mapped(self, uuid: UUID, stored: Sequence[StoredEvent], up_to_version: int | None = None) -> list[ConversationEvent]:
+        """Returns the domain events of `stored`, the stored events of conversation `uuid` in
+        order (all, or those up to `up_to_version`, as `select_events` read them), as `__call__`
+        returns them: a log that holds the conversation's erasure, or whose key's row says it
+        was erased, is mapped again without the key this process kept (its texts `[erased]`).
+        For a caller that needs the stored events as well (`replay --at` checks their chain)."""
+        events = cast("list[ConversationEvent]", [self.mapper.to_domain_event(event) for event in stored])
         keys = getattr(self.mapper, "keys", None)
         if not isinstance(keys, DataKeys):
             return events
@@ -41,5 +49,5 @@ class ConversationLog(EventStore[UUID]):
             up_to_version is not None and keys.holds_key(uuid) and keys.erased_at(uuid) is not None
         )
         if erased and keys.forget_erased(uuid):
-            events = list(self.get(uuid, lte=up_to_version))
+            events = cast("list[ConversationEvent]", [self.mapper.to_domain_event(event) for event in stored])
         return events

@@ -21,7 +21,7 @@ version and kind:
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from itertools import groupby, takewhile
@@ -32,7 +32,7 @@ from uuid import UUID
 from eventsourcing.persistence import StoredEvent
 
 from adapters.store.application import ConversationStore
-from adapters.store.chain import GENESIS, PAGE, ChainedRecorder, Link, Stored, VerifiedPosition, link
+from adapters.store.chain import GENESIS, PAGE, ChainedRecorder, Link, Stored, VerifiedPosition, link, state_bytes
 from adapters.store.heads_file import KeptHead, read_heads
 from domain.errors import ChatrecordError
 from domain.events import ConversationStarted, conversation_uuid
@@ -108,8 +108,11 @@ def _pages(
 def merged(recorder: ChainedRecorder, only: UUID | None = None, after: tuple[UUID, int] | None = None) -> Iterator[Item]:
     """Yields (originator id, version, stored event or None, hash or None) in key order, from
     the key after `after` if given."""
-    events: Iterator[Stored] = _pages(recorder.chain_events, only, after)
-    links: Iterator[Link] = _pages(recorder.chain_links, only, after)
+    return _merge(_pages(recorder.chain_events, only, after), _pages(recorder.chain_links, only, after))
+
+
+def _merge(events: Iterator[Stored], links: Iterator[Link]) -> Iterator[Item]:
+    """Yields the items of `events` and `links`, both in key order, merged by key."""
     event, chained = next(events, None), next(links, None)
     while event is not None or chained is not None:
         if chained is None or (event is not None and (event[0], event[1]) < (chained[0], chained[1])):
@@ -395,3 +398,17 @@ def chain_verdict_upto(store: ConversationStore, conversation: str, version: int
     key = conversation_uuid(conversation)
     items = takewhile(lambda item: item[1] <= version, merged(store.recorder, key))
     return _check(key, items, lambda _: conversation, None)
+
+
+def chain_verdict_of(store: ConversationStore, conversation: str, stored: Sequence[StoredEvent]) -> Verdict | None:
+    """Returns `chain_verdict_upto(store, conversation, version)` for `stored`, the stored
+    events of that conversation from version 1 up to `version` as its log holds them (read by
+    the caller, who maps them too: `ConversationLog.mapped`), so that only the chain rows are
+    read again. None when the store keeps no chain, or `stored` is empty."""
+    if not isinstance(store.recorder, ChainedRecorder) or not stored:
+        return None
+    key = conversation_uuid(conversation)
+    version = stored[-1].originator_version
+    events = ((key, e.originator_version, e.topic, state_bytes(e.state)) for e in stored)
+    links = takewhile(lambda link: link[1] <= version, _pages(store.recorder.chain_links, key))
+    return _check(key, _merge(iter(events), links), lambda _: conversation, None)

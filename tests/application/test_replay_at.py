@@ -20,6 +20,8 @@ from adapters.bootstrap import build_store, open_store
 from adapters.service.export import export_lines
 from adapters.service.replay import Replay, TurnNotFound, no_turn_among
 from adapters.store.settings import postgres_env, sqlite_env
+from adapters.store.verify import chain_verdict_of, chain_verdict_upto
+from domain.events import conversation_uuid
 from projections.turn import turns_of
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "unit"))
@@ -136,21 +138,22 @@ def test_replay_at_1_reads_only_the_events_up_to_its_turns(
         whole = chat.events(EDITED)
         expected, _, _ = turns_of(whole, 1, "2026-11-02")
         reads: list[tuple[int | None, int]] = []
-        events = store.events
+        select = store.recorder.select_events
 
-        def counted(conversation: str, up_to_version: int | None = None) -> list[Any]:
-            got = events(conversation, up_to_version=up_to_version)
-            reads.append((up_to_version, len(got)))
+        def counted(originator_id: Any, **kwargs: Any) -> list[Any]:
+            got = select(originator_id, **kwargs)
+            reads.append((kwargs.get("lte"), len(got)))
             return got
 
-        monkeypatch.setattr(store, "events", counted)
+        monkeypatch.setattr(store.recorder, "select_events", counted)
         first, latest = chat.replay(EDITED, at=1), chat.replay(EDITED, at=202)
     finally:
         chat.close()
 
     assert len(whole) == 415
     # message 1's third turn (the edit's cut) is event 10; message 202's only turn is the latest,
-    # read from the rows as the chat's turn read builds it: no event read
+    # read from the rows as the chat's turn read builds it: no event read. The events read once,
+    # for the fold and for their chain's check
     assert reads == [(10, 10)]
     assert [t.to_json() for t in first.turns] == [t.to_json() for t in expected]
     assert [t.message for t in latest.turns] == [202] and not latest.differs
@@ -184,3 +187,36 @@ def test_a_changed_event_among_those_read_is_said_one_after_them_is_not(tmp_path
     assert latest.broken and latest.chain is not None and (latest.chain.version, latest.chain.problem) == (8, "changed")
     assert changed.broken and changed.chain is not None and (changed.chain.version, changed.chain.problem) == (3, "changed")
     assert changed.turns[0].view_context.page_id == 7  # the log's turn, as it reads now
+
+
+def test_the_chain_of_the_events_read_once_has_the_verdict_of_a_read_of_its_own(tmp_path: Path) -> None:
+    """`chain_verdict_of` (the events `replay --at` read, checked without reading them again)
+    says what `chain_verdict_upto` says, reading them itself, at every version: intact, and
+    with version 5's bytes changed (broken from 5 on, ok before)."""
+    path = tmp_path / "store.sqlite"
+    chat = Chatrecord(build_store(sqlite_env(path)))
+    chat.ingest(DEMO.read_bytes().splitlines(), DEMO.name)
+    chat.close()
+
+    def verdicts() -> list[tuple[bool, int, str | None]]:
+        store = build_store(sqlite_env(path))
+        try:
+            key = conversation_uuid("conv-demo-seo")
+            found = []
+            for version in range(1, 21):
+                ours = chain_verdict_of(store, "conv-demo-seo", store.recorder.select_events(key, lte=version))
+                assert ours == chain_verdict_upto(store, "conv-demo-seo", version)
+                assert ours is not None
+                found.append((ours.ok, ours.version, ours.problem))
+            return found
+        finally:
+            store.close()
+
+    intact = verdicts()
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE stored_events SET state = replace(state, ?, ?) WHERE originator_version = 5", (b"a", b"b"))
+    conn.close()
+    changed = verdicts()
+
+    assert intact == [(True, v, None) for v in range(1, 21)]
+    assert changed == [(True, v, None) for v in range(1, 5)] + [(False, 5, "changed")] * 16
