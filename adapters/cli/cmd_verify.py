@@ -50,7 +50,7 @@ def verify(
     require_store()
     broken = total = 0
     with opened(reading=not upgrade) as chatrecord:
-        if upgrade:  # each conversation chained is logged (stderr): `adapters.store.verify.upgrade`
+        if upgrade:  # each conversation chained is logged (stderr): `adapters.store.chain_upgrade.upgrade`
             chatrecord.upgrade_chains(conversation)
         for verdict in chatrecord.verify(conversation, against, record="chatrecord verify"):
             total += 1

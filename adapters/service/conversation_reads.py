@@ -18,7 +18,7 @@ from adapters.service.replay import (
 )
 from adapters.service.use_case_base import UseCaseBase, conversation_argument, in_store_terms, reads
 from adapters.store.settings import StoreUnusable, describe_backend, store_errors
-from adapters.store.verify import chain_verdict, chain_verdict_of
+from adapters.store.verify import chain_verdict, chain_verdict_upto
 from adapters.views.readmodels import ReadModels
 from adapters.views.turn_starts import TurnStarts
 from domain.errors import UnknownConversation
@@ -171,7 +171,7 @@ class ConversationReads(UseCaseBase):
         the verdict of the whole hash chain. Where `at`'s turns end before the latest turn, the
         read models (which hold the latest turn only) are not compared and the rest of the log is
         not read: instead the hash chain of the events read is recomputed
-        (`chain_verdict_of`: the events read once, mapped and checked), and a broken link there (not `unchained`) makes `differs` True
+        (`chain_verdict_upto` of the events read once: mapped and checked), and a broken link there (not `unchained`) makes `differs` True
         with `chain` its verdict, since the read models folded the events as they were
         appended. Raises UnknownConversation, TurnNotFound for an `at` that started no turn
         (naming the messages that did), UnknownRuleSet."""
@@ -248,7 +248,7 @@ class ConversationReads(UseCaseBase):
             return Replay(name, rule_set, tuple(turns))
         if starts.latest == upto:  # the latest turn is among them: compared as a whole replay's
             return self._checked(name, rule_set, turns, last, can_see_page)
-        verdict = chain_verdict_of(self.store, stored, read)
+        verdict = chain_verdict_upto(self.store, stored, upto, read)
         broken = verdict is not None and not verdict.ok and verdict.problem != "unchained"
         return Replay(name, rule_set, tuple(turns), broken, verdict if broken else None)
 

@@ -18,10 +18,11 @@ from adapters.service.replay import (
 )
 from adapters.service.use_case_base import UseCaseBase, conversation_argument, in_store_terms, reads
 from adapters.store.chain import ChainedRecorder
+from adapters.store.chain_upgrade import upgrade
 from adapters.store.erasure import Erasure, erase
 from adapters.store.keys import KeyState
 from adapters.store.settings import describe_backend
-from adapters.store.verify import Verdict, chain_verdict, from_position, position_of, upgrade, verdicts, verify_after
+from adapters.store.verify import Verdict, chain_verdict, from_position, position_of, verdicts, verify_after
 from adapters.views.rebuild import RebuildReport
 from adapters.views.rule_diff import ConversationDiff
 from adapters.views.verify_rows import RowsVerdict, check_rows, rows_verdicts
@@ -147,7 +148,7 @@ class StoreUpkeep(UseCaseBase):
     def upgrade_chains(self, conversation: str | None = None) -> list[Verdict]:
         """The explicit upgrade of a store an earlier version wrote: chains each conversation
         stored before the hash chain existed (verdict `unchained`; only `conversation`'s if
-        given), logging each, and returns their verdicts after it (`adapters.store.verify.upgrade`).
+        given), logging each, and returns their verdicts after it (`adapters.store.chain_upgrade.upgrade`).
         An append to such a conversation is refused until then (`ChainBroken`). A conversation
         with any hash row is never touched. Raises NoChain for a store without a chain."""
         key = self._stored_id(conversation_argument("upgrade_chains", conversation)) if conversation is not None else None

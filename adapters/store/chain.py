@@ -211,7 +211,7 @@ class ChainedRecorder:
         an earlier version): computes and stores their hashes from GENESIS, in one transaction,
         and returns how many; 0 (nothing written) when the conversation has any chain row, whose
         missing hashes are a broken chain and never filled in. The explicit upgrade step
-        (`adapters.store.verify.upgrade`, `chatrecord verify --upgrade`): an append never
+        (`adapters.store.chain_upgrade.upgrade`, `chatrecord verify --upgrade`): an append never
         hashes an event it has not hashed before."""
         if self.chain_links(None, only=key):
             return 0

@@ -20,7 +20,6 @@ version and kind:
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -36,8 +35,6 @@ from adapters.store.chain import GENESIS, PAGE, ChainedRecorder, Link, Stored, V
 from adapters.store.heads_file import KeptHead, read_heads
 from domain.errors import ChatrecordError
 from domain.events import ConversationStarted, conversation_uuid
-
-log = logging.getLogger("chatrecord")
 
 
 @dataclass(frozen=True)
@@ -352,35 +349,6 @@ def verdicts(store: ConversationStore, conversation: str | None = None, against:
     return iter(sorted(verify(recorder, name_of, only, heads), key=lambda v: (v.conversation, v.originator_id)))
 
 
-def upgrade(store: ConversationStore, conversation: str | None = None) -> list[Verdict]:
-    """The explicit upgrade of conversations stored before the chain existed: chains every
-    conversation whose verdict is `unchained` (only `conversation`'s if given), each in one
-    transaction (`ChainedRecorder.upgrade_chain`), logs one line per conversation chained, and
-    returns their verdicts after it. A conversation with any hash row is never touched: its
-    missing hashes are a broken chain. Raises NoChain for a store without a chain."""
-    recorder = store.recorder
-    if not isinstance(recorder, ChainedRecorder):
-        raise NoChain("this store keeps no hash chain; open it with adapters.store.settings")
-    upgraded: list[Verdict] = []
-    for verdict in verdicts(store, conversation):
-        if verdict.problem != "unchained":
-            continue
-        count = recorder.upgrade_chain(verdict.originator_id)
-        if count:
-            log.warning(
-                "chatrecord: chained %d events of conversation %s (%s), stored before the chain (verify --upgrade)",
-                count,
-                verdict.conversation,
-                verdict.originator_id,
-            )
-
-        def named(stored: Stored, name: str = verdict.conversation) -> str:
-            return name
-
-        upgraded.extend(verify(recorder, named, verdict.originator_id))
-    return upgraded
-
-
 def chain_verdict(store: ConversationStore, conversation: str) -> Verdict | None:
     """Returns the verdict of one conversation's chain, None when the store keeps no chain."""
     if not isinstance(store.recorder, ChainedRecorder):
@@ -388,27 +356,24 @@ def chain_verdict(store: ConversationStore, conversation: str) -> Verdict | None
     return next(iter(verdicts(store, conversation)), None)
 
 
-def chain_verdict_upto(store: ConversationStore, conversation: str, version: int) -> Verdict | None:
+def chain_verdict_upto(
+    store: ConversationStore, conversation: str, version: int, stored: Sequence[StoredEvent] | None = None
+) -> Verdict | None:
     """Returns the verdict of the chain of one conversation (stored id `conversation`, which
     the store holds) up to `version` only: its events and hashes up to there recomputed from
-    GENESIS, none after it read, so it costs that part of the log. None when the store keeps no
-    chain. A break after `version` is not seen; one at or before it is named as `verdicts` names it."""
+    GENESIS, none after it read, so it costs that part of the log. `stored`: those events as the
+    caller read them from the log (`select_events` up to `version`, mapped by it too:
+    `ConversationLog.mapped`, as `replay --at` does), so that only the chain rows are read again.
+    None when the store keeps no chain. A break after `version` is not seen; one at or before
+    it is named as `verdicts` names it."""
     if not isinstance(store.recorder, ChainedRecorder):
         return None
     key = conversation_uuid(conversation)
-    items = takewhile(lambda item: item[1] <= version, merged(store.recorder, key))
+    events: Iterator[Stored] = (
+        _pages(store.recorder.chain_events, key)
+        if stored is None
+        else iter([(key, e.originator_version, e.topic, state_bytes(e.state)) for e in stored])
+    )
+    links: Iterator[Link] = _pages(store.recorder.chain_links, key)
+    items = _merge(takewhile(lambda e: e[1] <= version, events), takewhile(lambda e: e[1] <= version, links))
     return _check(key, items, lambda _: conversation, None)
-
-
-def chain_verdict_of(store: ConversationStore, conversation: str, stored: Sequence[StoredEvent]) -> Verdict | None:
-    """Returns `chain_verdict_upto(store, conversation, version)` for `stored`, the stored
-    events of that conversation from version 1 up to `version` as its log holds them (read by
-    the caller, who maps them too: `ConversationLog.mapped`), so that only the chain rows are
-    read again. None when the store keeps no chain, or `stored` is empty."""
-    if not isinstance(store.recorder, ChainedRecorder) or not stored:
-        return None
-    key = conversation_uuid(conversation)
-    version = stored[-1].originator_version
-    events = ((key, e.originator_version, e.topic, state_bytes(e.state)) for e in stored)
-    links = takewhile(lambda link: link[1] <= version, _pages(store.recorder.chain_links, key))
-    return _check(key, _merge(iter(events), links), lambda _: conversation, None)

@@ -20,7 +20,7 @@ from adapters.bootstrap import build_store, open_store
 from adapters.service.export import export_lines
 from adapters.service.replay import Replay, TurnNotFound, no_turn_among
 from adapters.store.settings import postgres_env, sqlite_env
-from adapters.store.verify import chain_verdict_of, chain_verdict_upto
+from adapters.store.verify import chain_verdict_upto
 from domain.events import conversation_uuid
 from projections.turn import turns_of
 
@@ -190,8 +190,8 @@ def test_a_changed_event_among_those_read_is_said_one_after_them_is_not(tmp_path
 
 
 def test_the_chain_of_the_events_read_once_has_the_verdict_of_a_read_of_its_own(tmp_path: Path) -> None:
-    """`chain_verdict_of` (the events `replay --at` read, checked without reading them again)
-    says what `chain_verdict_upto` says, reading them itself, at every version: intact, and
+    """`chain_verdict_upto` given the events `replay --at` read (checked without reading them
+    again) says what it says reading them itself, at every version: intact, and
     with version 5's bytes changed (broken from 5 on, ok before)."""
     path = tmp_path / "store.sqlite"
     chat = Chatrecord(build_store(sqlite_env(path)))
@@ -204,7 +204,8 @@ def test_the_chain_of_the_events_read_once_has_the_verdict_of_a_read_of_its_own(
             key = conversation_uuid("conv-demo-seo")
             found = []
             for version in range(1, 21):
-                ours = chain_verdict_of(store, "conv-demo-seo", store.recorder.select_events(key, lte=version))
+                read = store.recorder.select_events(key, lte=version)
+                ours = chain_verdict_upto(store, "conv-demo-seo", version, read)
                 assert ours == chain_verdict_upto(store, "conv-demo-seo", version)
                 assert ours is not None
                 found.append((ours.ok, ours.version, ours.problem))

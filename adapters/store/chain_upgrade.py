@@ -1,0 +1,41 @@
+"""The explicit upgrade of conversations stored before the hash chain existed
+(`chatrecord verify --upgrade`): each chained in one transaction, then verified."""
+
+from __future__ import annotations
+
+import logging
+
+from adapters.store.application import ConversationStore
+from adapters.store.chain import ChainedRecorder, Stored
+from adapters.store.verify import NoChain, Verdict, verdicts, verify
+
+log = logging.getLogger("chatrecord")
+
+
+def upgrade(store: ConversationStore, conversation: str | None = None) -> list[Verdict]:
+    """The explicit upgrade of conversations stored before the chain existed: chains every
+    conversation whose verdict is `unchained` (only `conversation`'s if given), each in one
+    transaction (`ChainedRecorder.upgrade_chain`), logs one line per conversation chained, and
+    returns their verdicts after it. A conversation with any hash row is never touched: its
+    missing hashes are a broken chain. Raises NoChain for a store without a chain."""
+    recorder = store.recorder
+    if not isinstance(recorder, ChainedRecorder):
+        raise NoChain("this store keeps no hash chain; open it with adapters.store.settings")
+    upgraded: list[Verdict] = []
+    for verdict in verdicts(store, conversation):
+        if verdict.problem != "unchained":
+            continue
+        count = recorder.upgrade_chain(verdict.originator_id)
+        if count:
+            log.warning(
+                "chatrecord: chained %d events of conversation %s (%s), stored before the chain (verify --upgrade)",
+                count,
+                verdict.conversation,
+                verdict.originator_id,
+            )
+
+        def named(stored: Stored, name: str = verdict.conversation) -> str:
+            return name
+
+        upgraded.extend(verify(recorder, named, verdict.originator_id))
+    return upgraded
