@@ -29,7 +29,9 @@ def test_a_killed_primary_loses_no_acknowledged_line_and_writers_go_on_after_pro
         assert sorted(report.stored.values()) == [1] * 36
         assert (report.chains_ok, report.rows_ok, report.diff) == (True, True, [])
         assert [w.errors for w in report.writers] == [[], [], []]  # the store tried again, no one saw an error
-        assert sum(w.reconnects for w in report.writers) >= 1  # the writers did lose their connection
+        # lines were acked by the promoted standby: the writers' connections to the killed primary
+        # were given up (by the store's `reconnecting`, or sooner by the library's and the pool's
+        # own tries: which of them took it depends on timing, so their counts are not asserted)
         assert report.first_after_promotion is not None
 
         # the new primary dies too: a write tries for CHATRECORD_WRITE_RETRY_SECONDS, then says so
