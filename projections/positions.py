@@ -58,13 +58,14 @@ class Positions(Immutable):
     def users(self) -> dict[int, int]:
         """Each user message number and its index in the transcript (a number given twice,
         after an edit's cut, maps to its newest index)."""
-        return dict(self._pairs[: self._k])
+        pairs, k = _held(self)
+        return dict(pairs[:k])
 
     def index_of(self, number: int) -> int | None:
         """Returns the index of user message `number` in the transcript (its newest, where
         the number was given twice), None when it holds none: O(messages after it)."""
-        pairs = self._pairs
-        for i in range(self._k - 1, -1, -1):
+        pairs, k = _held(self)
+        for i in range(k - 1, -1, -1):
             if pairs[i][0] == number:
                 return pairs[i][1]
         return None
@@ -81,6 +82,14 @@ class Positions(Immutable):
 _USERS = TypeAdapter(dict[int, int])
 
 
+def _held(positions: Positions) -> tuple[list[tuple[int, int]], int]:
+    """Returns the list of (number, index) pairs `positions` shares and how many it reads (read
+    from the private attributes' dict: pydantic's `__getattr__` costs more than the append)."""
+    held = positions.__pydantic_private__
+    assert held is not None
+    return held["_pairs"], held["_k"]
+
+
 def _made(length: int, last_role: Literal["user", "assistant"] | None, pairs: list[tuple[int, int]], k: int) -> Positions:
     made = assembled(Positions, {"length": length, "last_role": last_role}, {"length", "last_role"})
     object.__setattr__(made, "__pydantic_private__", {"_pairs": pairs, "_k": k})
@@ -93,7 +102,7 @@ def advance(positions: Positions, event: ConversationEvent) -> Positions:
 
 
 def _user(positions: Positions, message: int) -> Positions:
-    pairs, k = positions._pairs, positions._k
+    pairs, k = _held(positions)
     pair = (message, positions.length)
     # As the transcript's messages (`projections.transcript._append`): the list is extended in
     # place when `positions` reads all of it, else its prefix is copied once; of two folds on
@@ -148,7 +157,8 @@ def _(event: TurnsTruncated, positions: Positions) -> Positions:
     index = positions.index_of(event.after_message)
     if index is None:
         return positions
-    pairs = [pair for pair in positions._pairs[: positions._k] if pair[1] <= index]
+    held, k = _held(positions)
+    pairs = [pair for pair in held[:k] if pair[1] <= index]
     return _made(index + 1, "user", pairs, len(pairs))
 
 
