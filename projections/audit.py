@@ -122,14 +122,14 @@ def audit(events: Iterable[ConversationEvent], rules: RuleSet | str) -> list[Aud
 
 def _step(acc: _Fold, event: ConversationEvent, rules: RuleSet) -> None:
     """Folds `event` into `acc` in place: its own rows, then the card outcomes it recorded."""
-    before = len(acc.outcomes.outcomes)
+    before = acc.outcomes.count
     _apply(event, acc, rules)
     outcomes = card_outcomes.apply(acc.outcomes, event, rules)
     if isinstance(event, TurnsTruncated):  # cut exactly the outcomes the fold let go, legacy ones too
         live = {o.seq for o in outcomes.outcomes}
         acc.rows[:] = [replace(r, cut=True) if r.outcome is not None and r.outcome not in live else r for r in acc.rows]
-        before = len(outcomes.outcomes)  # a cut only removes
-    acc.rows.extend(_outcome_row(event, o) for o in outcomes.outcomes[before:])  # a fold appends
+        before = outcomes.count  # a cut only removes
+    acc.rows.extend(_outcome_row(event, o) for o in outcomes.since(before))  # a fold appends
     acc.outcomes = outcomes
 
 

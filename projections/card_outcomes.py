@@ -14,8 +14,11 @@ a value legacy rows may hold. `after` is the transcript length when the outcome 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import singledispatch
-from typing import Any
+from typing import Any, cast
+
+from pydantic import ModelWrapValidatorHandler, PrivateAttr, TypeAdapter, computed_field, model_validator
 
 from domain.cards import continues_run, is_guided, records_outcome, starts_model_call
 from domain.events import (
@@ -101,16 +104,111 @@ class Approval(Immutable):
 
 class CardOutcomes(Immutable):
     """Card outcomes of one conversation, in order; `open_cards` the guided cards waiting,
-    `approval` the approved card awaiting its continuation, `positions` the transcript's."""
+    `approval` the approved card awaiting its continuation, `positions` the transcript's.
+    Validated and dumped (`model_dump`) with `outcomes` beside those fields.
 
-    outcomes: tuple[CardOutcome, ...] = ()
-    """Every card outcome, in the order they came."""
+    The outcomes are held as the fold appends them, so that one appended costs O(1) amortised,
+    not a copy of those before it (a conversation of 10,000 segments holds thousands): a list
+    the states of one fold share, each reading only its own prefix (`_n` outcomes), which no
+    fold changes. `outcomes` builds the tuple at its first read and keeps it; `count` and
+    `since` read the list without building it."""
+
     open_cards: dict[str, OpenCard] = {}
     """The guided cards waiting, by segment."""
     approval: Approval | None = None
     """The approved card whose continuation has not returned yet, None when none."""
     positions: Positions = Positions()
     """The transcript's positions, where each outcome is placed."""
+    _list: list[CardOutcome] = PrivateAttr(default_factory=list)
+    _n: int = PrivateAttr(default=0)
+    _tuple: tuple[CardOutcome, ...] | None = PrivateAttr(default=None)
+
+    def __init__(self, *, outcomes: Sequence[CardOutcome] = (), **fields: Any) -> None:
+        given: dict[str, Any] = {"outcomes": outcomes, **fields}  # `outcomes` taken by `_given_outcomes`
+        super().__init__(**given)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _given_outcomes(cls, data: Any, handler: ModelWrapValidatorHandler[CardOutcomes]) -> CardOutcomes:
+        """Takes `outcomes` (card outcomes or their dicts) beside the model's fields."""
+        given: Any = ()
+        if isinstance(data, dict) and "outcomes" in data:
+            data = dict(data)
+            given = data.pop("outcomes")
+        made = handler(data)
+        outcomes = _OUTCOMES.validate_python(given) if given else ()
+        made.__pydantic_private__ = {"_list": list(outcomes), "_n": len(outcomes), "_tuple": outcomes}
+        return made
+
+    @computed_field  # type: ignore[prop-decorator]  # pydantic's documented way: a property under it
+    @property
+    def outcomes(self) -> tuple[CardOutcome, ...]:
+        """Every card outcome, in the order they came."""
+        held = _held(self)
+        built: tuple[CardOutcome, ...] | None = held["_tuple"]
+        if built is None:
+            built = held["_tuple"] = tuple(held["_list"][: held["_n"]])
+        return built
+
+    @property
+    def count(self) -> int:
+        """How many card outcomes there are (`len(outcomes)`, without building the tuple)."""
+        return int(_held(self)["_n"])
+
+    def since(self, before: int) -> tuple[CardOutcome, ...]:
+        """Returns the card outcomes after the first `before` (`outcomes[before:]`): what a
+        fold appended since it held `before`."""
+        held = _held(self)
+        return tuple(held["_list"][before : held["_n"]])
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, CardOutcomes):
+            return NotImplemented
+        return (self.outcomes, self.open_cards, self.approval, self.positions) == (
+            other.outcomes,
+            other.open_cards,
+            other.approval,
+            other.positions,
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.outcomes, self.approval, self.positions))
+
+
+_OUTCOMES = TypeAdapter(tuple[CardOutcome, ...])
+
+
+def _held(state: CardOutcomes) -> dict[str, Any]:
+    held = state.__pydantic_private__
+    assert held is not None  # set by validation and by `with_outcomes`
+    return held
+
+
+def with_outcomes(state: CardOutcomes, update: dict[str, Any], added: tuple[CardOutcome, ...] = ()) -> CardOutcomes:
+    """Returns `state` with the fields in `update` changed and the card outcomes `added`
+    appended: O(len(added)) amortised (the list `state` reads is extended in place when `state`
+    reads all of it, else its part copied once; of two folds on threads that both find it so,
+    the one whose outcomes did not land at the end copies instead)."""
+    made = state.model_copy(update=update)  # shares `state`'s list and its count
+    if not added:
+        return made
+    held = _held(made)
+    outcomes, n = held["_list"], held["_n"]
+    shared = len(outcomes) == n and n > 0  # never the list of a shared default (`CardOutcomes()`)
+    if shared:
+        outcomes.extend(added)
+    if not shared or outcomes[n] is not added[0]:
+        outcomes = [*outcomes[:n], *added]
+    made.__pydantic_private__ = {"_list": outcomes, "_n": n + len(added), "_tuple": None}
+    return made
+
+
+def held_outcomes(outcomes: tuple[CardOutcome, ...]) -> CardOutcomes:
+    """Returns card outcomes holding `outcomes` (validated where they were read) and no open
+    card, approval or positions: the state a turn read builds from rows."""
+    made = CardOutcomes()
+    made.__pydantic_private__ = {"_list": list(outcomes), "_n": len(outcomes), "_tuple": outcomes}
+    return made
 
 
 def initial() -> CardOutcomes:
@@ -214,20 +312,21 @@ def _apply(event: ConversationEvent, state: CardOutcomes, rules: RuleSet) -> Car
 
 @_apply.register
 def _(event: SegmentReturned, state: CardOutcomes, rules: RuleSet) -> CardOutcomes:
-    outcomes, approval = state.outcomes, state.approval
+    approval, added = state.approval, cast("tuple[CardOutcome, ...]", ())
     if continues(approval, event):
         assert approval is not None
-        outcomes = (*outcomes, *approval_outcomes(approval, event, rules, (state.positions.length, len(outcomes))))
+        added = approval_outcomes(approval, event, rules, (state.positions.length, state.count))
     open_cards = state.open_cards
     if event.outcome == "awaiting_approval" and is_guided(event):
         open_cards = {**open_cards, event.segment: OpenCard(run=event.run, calls=event.waiting)}
-    return state.model_copy(
-        update={
-            "outcomes": outcomes,
+    return with_outcomes(
+        state,
+        {
             "approval": None,  # settled by its continuation, or given up
             "open_cards": open_cards,
             "positions": advance(state.positions, event),
-        }
+        },
+        added,
     )
 
 
@@ -242,8 +341,8 @@ def _(event: CardDecided, state: CardOutcomes, rules: RuleSet) -> CardOutcomes:
     if event.approved and records_outcome(True, event.answer):
         approval = Approval(card=event.segment, run=card.run, answer=event.answer, calls=calls)
         return state.model_copy(update={"open_cards": open_cards, "approval": approval})
-    new = declined_outcomes(calls, event, (state.positions.length, len(state.outcomes)))
-    return state.model_copy(update={"open_cards": open_cards, "outcomes": (*state.outcomes, *new)})
+    new = declined_outcomes(calls, event, (state.positions.length, state.count))
+    return with_outcomes(state, {"open_cards": open_cards}, new)
 
 
 @_apply.register(UserMessagePosted)
@@ -272,9 +371,9 @@ def _(event: TurnsTruncated, state: CardOutcomes, rules: RuleSet) -> CardOutcome
     cut = set(event.cut_cards) | set(event.cut_segments)
     kept = tuple(o for o in state.outcomes if not is_cut(o, cut, positions.length))
     approval = state.approval if state.approval and state.approval.card not in cut else None
-    return state.model_copy(
+    made = held_outcomes(kept)
+    return made.model_copy(
         update={
-            "outcomes": kept,
             "approval": approval,
             "open_cards": {s: c for s, c in state.open_cards.items() if s not in cut},
             "positions": positions,
@@ -284,5 +383,5 @@ def _(event: TurnsTruncated, state: CardOutcomes, rules: RuleSet) -> CardOutcome
 
 @_apply.register
 def _(event: LegacyRowImported, state: CardOutcomes, rules: RuleSet) -> CardOutcomes:
-    legacy = legacy_outcomes(event, len(state.outcomes))
-    return state.model_copy(update={"outcomes": (*state.outcomes, *legacy), "positions": advance(state.positions, event)})
+    legacy = legacy_outcomes(event, state.count)
+    return with_outcomes(state, {"positions": advance(state.positions, event)}, legacy)

@@ -47,7 +47,7 @@ from adapters.views.turn_starts import TurnStarts, turn_starts
 from domain.errors import UnknownConversation, shown_id
 from domain.events import conversation_uuid
 from projections import turn
-from projections.card_outcomes import CardOutcome, CardOutcomes
+from projections.card_outcomes import CardOutcome, held_outcomes
 from projections.notes import note_of
 from projections.page_line import PageCheck, check_slot, every_page
 from projections.row_head import Head, TurnMark
@@ -327,7 +327,7 @@ class ReadModels(LiveRows):
             record=RunRecord.model_construct(
                 entries=_ENTRIES.validate_json(f"[{got.entries.replace(SEPARATOR, ',')}]"), dropped=mark.dropped
             ),
-            outcomes=CardOutcomes.model_construct(outcomes=_OUTCOMES.validate_json(f"[{got.outcomes.replace(SEPARATOR, ',')}]")),
+            outcomes=held_outcomes(_OUTCOMES.validate_json(f"[{got.outcomes.replace(SEPARATOR, ',')}]")),
             view=head.view,
         )
         return turn.turn_input(state, mark.message, mark.at, got.live.rules, can_see_page)

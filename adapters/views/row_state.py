@@ -9,7 +9,7 @@ import gc
 from collections.abc import Iterator
 from typing import Any
 
-from projections.card_outcomes import CardOutcomes
+from projections.card_outcomes import CardOutcomes, held_outcomes
 from projections.row_head import Head
 from projections.run_record import RunRecord
 from projections.transcript import Transcript
@@ -65,6 +65,6 @@ def turn_rows_state(rows: Any, head: Head) -> TurnState:
     return TurnState.model_construct(
         transcript=Transcript(kind=head.kind, messages=messages),
         record=RunRecord.model_construct(entries=entries, dropped=mark.dropped),
-        outcomes=CardOutcomes.model_construct(outcomes=outcomes),
+        outcomes=held_outcomes(outcomes),
         view=head.view,
     )
