@@ -182,3 +182,27 @@ def test_card_outcomes_before_counts_exactly_the_card_outcomes_that_came_first()
 
     assert [e.card_outcomes_before for e in turn.record] == [0, 0, 1]
     assert len(turn.card_outcomes) == 1
+
+
+def test_a_fold_appends_its_outcomes_to_one_list_each_state_reading_its_own() -> None:
+    """The outcomes are held as the fold appends them: each state reads the outcomes it had
+    then (`outcomes`, `count`, `since`), and the states of one fold share one list."""
+    chat = Chat()
+    seo_tour(chat, ["Übernehmen", "Behalten", "Überspringen"])
+    states, state = [], card_outcomes.initial()
+    for event in chat.events:
+        state = card_outcomes.apply(state, event, RULES)
+        states.append(state)
+
+    counts = [s.count for s in states]
+    grew = [i for i in range(1, len(states)) if counts[i] > counts[i - 1]]
+
+    assert [s.count for s in states] == [len(s.outcomes) for s in states]
+    assert counts[-1] == 3 and [states[i].since(counts[i - 1]) for i in grew] == [(o,) for o in states[-1].outcomes]
+    assert [o.outcome for o in states[-1].outcomes] == ["applied", "kept", "skipped"]
+    assert states[grew[0]].outcomes == states[-1].outcomes[:1]  # unchanged by the appends after it
+    assert states[grew[0]]._list is states[-1]._list
+    # a branch from an earlier state copies its own prefix; the later states keep theirs
+    branch = card_outcomes.apply(states[grew[1] - 1], chat.events[grew[1]], RULES)
+    assert branch == states[grew[1]] and branch._list is not states[-1]._list
+    assert [o.outcome for o in states[-1].outcomes] == ["applied", "kept", "skipped"]
