@@ -346,3 +346,45 @@ class TestPostgresBatchedIngest(PostgresStores, BatchedIngestContract):
         monkeypatch.undo()
 
         assert (deadlocks, len(result.appended), result.attempts) == ([True], 1, 2)
+
+    def test_a_batch_reads_no_view_table_before_it_holds_the_views_lock(self) -> None:
+        """A rebuild's switch holds the views' lock exclusively and then drops the old
+        generation's tables; a batch of several conversations that read a view table in its
+        transaction before it asked for the lock shared held that table against the drop while
+        it waited for the lock: a deadlock (found by a user, rebuild beside two ingests). Here the
+        switch is held by hand while a batch runs: the batch waits for the lock with no view
+        table of its transaction locked, so the drop could go on."""
+        import threading
+
+        import psycopg
+
+        from adapters.backends.postgres.schema import views_lock_id
+
+        lines = export(6)
+        self.fresh().ingest(lines[:12], "export.jsonl", batch_lines=1)  # heads and rows to read
+        chatrecord = self.fresh()  # keeps no head: reads them
+        with psycopg.connect(self.url, autocommit=True) as switch:
+            switch.execute("BEGIN")
+            switch.execute("SELECT pg_advisory_xact_lock(%s)", (views_lock_id(self.schema),))
+            done: list[Any] = []
+            batch = threading.Thread(target=lambda: done.append(chatrecord.ingest(lines[12:], "export.jsonl", batch_lines=50)))
+            batch.start()
+            waiting = 0
+            for _ in range(500):  # until the batch waits for the views' lock
+                waiting = switch.execute(
+                    "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND pid <> pg_backend_pid()"
+                ).fetchone()[0]
+                if waiting:
+                    break
+                threading.Event().wait(0.01)
+            held = switch.execute(
+                "SELECT c.relname FROM pg_locks l JOIN pg_class c ON c.oid = l.relation JOIN pg_namespace n "
+                "ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relname LIKE 'views\\_g%%' AND l.pid <> pg_backend_pid()",
+                (self.schema,),
+            ).fetchall()
+            switch.execute("ROLLBACK")
+            batch.join(60)
+
+        assert waiting == 1
+        assert held == []
+        assert (done[0].appended, done[0].stopped) == (len(lines) - 12, None)

@@ -227,6 +227,11 @@ class EventRecorder(RecorderReads):
                             ),
                             (sorted(str(group[0].originator_id) for group in groups),),
                         )
+                        # then the views' lock, shared, as each document's function takes it: before
+                        # a document's reads of the view tables (its head, its rows), which in this
+                        # transaction hold those tables to its end. Asked for after them, it waited
+                        # for a rebuild's switch (the lock held exclusively) that waited to drop them
+                        curs.execute("SELECT pg_advisory_xact_lock_shared(%s)", (self._views_lock,))
                     for group in groups:
                         ids.extend(self._call_document(conn, function, group, originator_uuid(group[0].originator_id), **kwargs))
                         heads.update(getattr(sealing, "heads", None) or {})
