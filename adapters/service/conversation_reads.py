@@ -23,6 +23,7 @@ from adapters.views.readmodels import ReadModels
 from adapters.views.turn_starts import TurnStarts
 from domain.errors import UnknownConversation
 from domain.events import ConversationEvent, conversation_uuid
+from domain.limits import INT_MAX
 from projections import activity
 from projections.activity import SegmentActivity
 from projections.audit import AuditRow
@@ -180,6 +181,8 @@ class ConversationReads(UseCaseBase):
 
     def _replay(self, name: str, rules: str | None, at: int | None, can_see_page: PageCheck) -> Replay:
         starts = self._turn_starts(name, at) if at is not None else None
+        if starts is not None and at is not None and starts.message != at:
+            starts = dataclasses.replace(starts, message=at)  # a number no message has, asked as one that fits
         if starts is not None:
             rule_set = resolve(rules or starts.rules).id
             done = self._replay_at(name, rule_set, starts, can_see_page)
@@ -216,9 +219,10 @@ class ConversationReads(UseCaseBase):
         models = self.store.views
         if not isinstance(models, ReadModels):
             return None
+        asked = min(max(at, 0), INT_MAX + 1)  # no message number lies outside 1 to INT_MAX: a database integer
         try:
             with store_errors(self.store):
-                return models.turn_starts(self._stored_id(name), at)
+                return models.turn_starts(self._stored_id(name), asked)
         except UnknownConversation:
             raise unknown_conversation(self.store, name, describe_backend(self.store)) from None
         except StoreUnusable:

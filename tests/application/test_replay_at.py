@@ -221,3 +221,16 @@ def test_the_chain_of_the_events_read_once_has_the_verdict_of_a_read_of_its_own(
 
     assert intact == [(True, v, None) for v in range(1, 21)]
     assert changed == [(True, v, None) for v in range(1, 5)] + [(False, 5, "changed")] * 16
+
+
+@pytest.mark.parametrize("at", [0, 2**31, 2**63, 10**20])
+def test_an_n_beyond_every_message_number_is_no_turn_on_every_backend(chat: Chatrecord, at: int) -> None:
+    """A message number is 1 to 2**31 - 1: a larger `--at` (past SQLite's 64-bit integers too:
+    a fresh user's `--at 9223372036854775808` printed an OverflowError) names the messages
+    that started turns, as any `at` that started none."""
+    chat.ingest(DEMO.read_bytes().splitlines(), DEMO.name)
+
+    with pytest.raises(TurnNotFound) as missing:
+        chat.replay("conv-demo-seo", at=at)
+
+    assert str(missing.value) == f"--at {at}: no turn starts at user message {at}; turns start at messages 1, 3"
