@@ -199,7 +199,8 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
         charset = charset_of(content_type)
         if charset not in (None, "utf-8", "utf8"):
             raise Problem(415, "unsupported-media-type", f"lines are JSON, which is UTF-8 (RFC 8259); not charset {charset}")
-        lines = [raw] if media not in NDJSON else raw.splitlines()
+        text_of = raw.removeprefix(b"\xef\xbb\xbf")  # a BOM ignored (RFC 8259 8.1 allows it), as `chatrecord ingest` does
+        lines = [text_of] if media not in NDJSON else text_of.splitlines()
         for number, line in enumerate(lines, start=1):
             if line.strip():
                 try:

@@ -78,7 +78,8 @@ def expectation(error: Any, kind: str) -> str:
     if code in ("greater_than_equal", "greater_than", "less_than_equal", "less_than"):
         bound = ctx.get("ge", ctx.get("gt", ctx.get("le", ctx.get("lt"))))
         sign = {"greater_than_equal": ">=", "greater_than": ">", "less_than_equal": "<=", "less_than": "<"}[code]
-        number = "a whole number" if isinstance(value, int) else "a number"
+        # a whole number where the field takes only those (its bound is one): a float field's is not
+        number = "a whole number" if isinstance(value, int) and isinstance(bound, int) else "a number"
         shown = f"{bound:g}" if isinstance(bound, float) else show(bound)
         return f"expected {number} {sign} {shown}, got {kind_of(value)}"
     if code == "finite_number":

@@ -275,7 +275,7 @@ At = Annotated[
 MessageNo = Annotated[int, Field(ge=1, le=INT_MAX)]
 Whole = Annotated[int, Field(ge=0, le=INT_MAX)]
 """A whole number from 0 to INT_MAX (2,147,483,647), the largest every store keeps."""
-Duration = Annotated[float, Field(ge=0, le=DURATION_MS_MAX, allow_inf_nan=False)]
+Duration = Annotated[float, Field(ge=0.0, le=DURATION_MS_MAX, allow_inf_nan=False)]
 """A step's duration in ms: a finite number from 0 to DURATION_MS_MAX."""
 Text = Annotated[str, Field(max_length=TEXT_MAX)]
 """A text of at most TEXT_MAX characters."""

@@ -96,6 +96,29 @@ def test_a_batch_is_stored_whole_a_repeat_returns_the_first_result(server: Serve
     assert again.json()["events"] == [{"type": "SegmentReturned", "version": 4}]
 
 
+def test_a_body_after_a_byte_order_mark_is_read_as_chatrecord_ingest_reads_a_file(server: Server) -> None:
+    """RFC 8259 lets a reader ignore a BOM; the CLI's ingest does, so the service does too
+    (it refused it, a fresh user found: the same lines taken by one and not the other)."""
+    conversation = unique()
+    lines = demo_lines(conversation)
+
+    batch = server.client.post(
+        "/v1/lines", content=b"\xef\xbb\xbf" + ndjson(lines[:3]), headers={"content-type": "application/x-ndjson"}
+    )
+    one = server.client.post(
+        "/v1/lines", content=b"\xef\xbb\xbf" + orjson.dumps(lines[3]), headers={"content-type": "application/json"}
+    )
+    inner = server.client.post(
+        "/v1/lines",
+        content=ndjson(lines[4:5]) + b"\xef\xbb\xbf" + ndjson(lines[5:6]),
+        headers={"content-type": "application/x-ndjson"},
+    )
+
+    assert (batch.status_code, batch.json()["appended"], one.status_code, one.json()["version"]) == (200, 4, 200, 5)
+    assert (inner.status_code, inner.json()["type"]) == (400, "urn:chatrecord:problem:unreadable-json")  # only before line 1
+    assert len(events_of(server, conversation)) == 5
+
+
 def test_pages_the_user_may_not_see_are_never_named(server: Server) -> None:
     conversation = unique()
     server.client.post("/v1/lines", content=ndjson(demo_lines(conversation)), headers={"content-type": "application/x-ndjson"})

@@ -54,6 +54,10 @@ REFUSED = {
         segment(steps=[{**STEP, "durationMs": -1.0}]),
         "api: line 1, steps[0].durationMs: expected a number >= 0, got the number -1.0",
     ),
+    "a negative whole durationMs": (  # a fraction is allowed: not "a whole number" (a fresh user's -5)
+        segment(steps=[{**STEP, "durationMs": -5}]),
+        "api: line 1, steps[0].durationMs: expected a number >= 0, got the number -5",
+    ),
     "a write uid of 2^31": (
         segment(steps=[{**STEP, "kind": "tool_write", "toolName": "t", "writeTargetTable": "pages", "writeTargetUid": 2**31}]),
         "api: line 1, steps[0].writeTargetUid: 2147483648 is not a uid; use a whole number <= 2147483647, "
