@@ -55,6 +55,12 @@ def visible(text: str) -> str:
     return _CONTROL.sub(_escape, text)
 
 
+def visible_line(text: str) -> str:
+    """Returns `visible(text)` on one line: a newline or a tab written as `\\n`, `\\t` too
+    (a conversation id in a heading or a title, which the user typed)."""
+    return visible(text).replace("\n", "\\n").replace("\t", "\\t")
+
+
 def when(at: datetime) -> str:
     """Returns `at` as `2026-10-31 14:05:00 UTC`."""
     if at.tzinfo is None:
@@ -134,7 +140,7 @@ def message_panel(role: str, content: str, notes: Sequence[str], start: int) -> 
 
 def turn_view(conversation: str, turn: TurnInput, rules: str) -> Group:
     """Returns a turn's model input: a heading, each message sent, the notes boxed inside."""
-    heading = Text(f"{visible(conversation)} · message {turn.message} · {when(turn.at)} · rules {rules}", style="bold")
+    heading = Text(f"{visible_line(conversation)} · message {turn.message} · {when(turn.at)} · rules {rules}", style="bold")
     parts: list[RenderableType] = [Rule(heading, align="left")]
     index = 0
     for message in turn.model_messages():
@@ -246,7 +252,7 @@ def audit_table(conversation: str, rows: Sequence[AuditRow], rules: str) -> Tabl
     segments = sum(r.kind == "segment" for r in rows)
     table = Table(
         title=Text(
-            f"Audit of {visible(conversation)} · rule set {rules} · {_plural(len(rows), 'row')}, {_plural(segments, 'segment')}"
+            f"Audit of {visible_line(conversation)} · rule set {rules} · {_plural(len(rows), 'row')}, {_plural(segments, 'segment')}"
         ),
         box=box.SIMPLE_HEAD,
         show_lines=False,
