@@ -63,8 +63,8 @@ def list_(
                 str(c.messages),
                 str(c.segments),
                 str(c.events),
-                iso(c.first_at),
-                iso(c.last_at),
+                iso(c.first_at.replace(microsecond=0)),  # whole seconds, as the chat's times (an erasure's has more)
+                iso(c.last_at.replace(microsecond=0)),
                 "erased" if c.erased else "",
             )
             for c in page.conversations

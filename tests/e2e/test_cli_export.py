@@ -36,12 +36,16 @@ def test_an_erased_conversation_exports_its_facts_and_says_so(sqlite_run: Run) -
     sqlite_run("erase", "conv-demo-seo", "--yes")
     exported = sqlite_run("export", "conv-demo-seo", "--upto", "1")
     listed = json_lines(sqlite_run("list", "--json").stdout)
+    shown = sqlite_run("list").stdout.splitlines()[1].split()
 
     assert exported.stderr == "note: conversation conv-demo-seo was erased; its texts are exported as [erased]\n"
     lines = json_lines(exported.stdout)
     assert [line["type"] for line in lines] == ["conversation_started", "user_message", "segment_returned"]
     assert (lines[1]["text"], lines[2]["answer"]) == ("[erased]", "[erased]")
     assert [(c["conversation"], c["erased"], c["events"]) for c in listed[0]["conversations"]] == [("conv-demo-seo", True, 21)]
+    # the erasure's time (now, to the microsecond) shown in whole seconds, as the chat's times
+    assert shown[:5] == ["conv-demo-seo", "chat", "3", "8", "21"] and shown[-1] == "erased"
+    assert shown[6].endswith("Z") and len(shown[6]) == len("2026-10-31T14:05:00Z"), shown
 
 
 def test_a_conversation_whose_chain_is_broken_exports_with_a_warning_and_exit_1(tmp_path: Path) -> None:
