@@ -75,8 +75,10 @@ class ChainedPOPORecorder(ChainedRecorder, POPOApplicationRecorder):
         return [(key, s.originator_version, s.topic, s.state) for s in self.select_events(key, lte=upto)]
 
     @staticmethod
-    def _sorted(keys: Iterator[tuple[UUID, int]], after: tuple[UUID, int] | None, only: UUID | None) -> list[tuple[UUID, int]]:
-        return sorted(k for k in keys if (only is None or k[0] == only) and (after is None or k > after))[:PAGE]
+    def _sorted(
+        keys: Iterator[tuple[UUID, int]], after: tuple[UUID, int] | None, only: UUID | None, limit: int = PAGE
+    ) -> list[tuple[UUID, int]]:
+        return sorted(k for k in keys if (only is None or k[0] == only) and (after is None or k > after))[:limit]
 
     def chain_events(self, after: tuple[UUID, int] | None, only: UUID | None = None) -> list[Stored]:
         with self._database_lock:
@@ -84,9 +86,9 @@ class ChainedPOPORecorder(ChainedRecorder, POPOApplicationRecorder):
             picked = self._sorted(iter(index), after, only)
             return [(k, v, self._stored_events[index[(k, v)]].topic, self._stored_events[index[(k, v)]].state) for k, v in picked]
 
-    def chain_links(self, after: tuple[UUID, int] | None, only: UUID | None = None) -> list[Link]:
+    def chain_links(self, after: tuple[UUID, int] | None, only: UUID | None = None, limit: int = PAGE) -> list[Link]:
         with self._database_lock:
-            return [(k, v, self.chain[(k, v)]) for k, v in self._sorted(iter(self.chain), after, only)]
+            return [(k, v, self.chain[(k, v)]) for k, v in self._sorted(iter(self.chain), after, only, limit)]
 
 
 class MemoryDataKeys(DataKeys):

@@ -252,6 +252,8 @@ class ChainedRecorder:
         the order of the chain table's key; of conversation `only` if given."""
         raise NotImplementedError
 
-    def chain_links(self, after: tuple[UUID, int] | None, only: UUID | None = None) -> list[Link]:
-        """Returns the next page of chain rows after `after`, in key order; of `only` if given."""
+    def chain_links(self, after: tuple[UUID, int] | None, only: UUID | None = None, limit: int = PAGE) -> list[Link]:
+        """Returns the next page of chain rows after `after`, in key order, at most `limit`
+        (PAGE; the hashes of one conversation up to version n are among its first n rows); of
+        `only` if given."""
         raise NotImplementedError

@@ -374,6 +374,11 @@ def chain_verdict_upto(
         if stored is None
         else iter([(key, e.originator_version, e.topic, state_bytes(e.state)) for e in stored])
     )
-    links: Iterator[Link] = _pages(store.recorder.chain_links, key)
+    # with the events given, their hashes in one read: those up to `version` are among its first `version` rows
+    links: Iterator[Link] = (
+        _pages(store.recorder.chain_links, key)
+        if stored is None
+        else iter(store.recorder.chain_links(None, key, max(version, 1)))
+    )
     items = _merge(takewhile(lambda e: e[1] <= version, events), takewhile(lambda e: e[1] <= version, links))
     return _check(key, items, lambda _: conversation, None)

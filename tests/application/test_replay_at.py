@@ -20,6 +20,7 @@ from adapters.bootstrap import build_store, open_store
 from adapters.service.export import export_lines
 from adapters.service.replay import Replay, TurnNotFound, no_turn_among
 from adapters.store.settings import postgres_env, sqlite_env
+from adapters.store.chain import CHAIN_TABLE
 from adapters.store.verify import chain_verdict_upto
 from domain.events import conversation_uuid
 from projections.turn import turns_of
@@ -191,14 +192,22 @@ def test_a_changed_event_among_those_read_is_said_one_after_them_is_not(tmp_path
 
 def test_the_chain_of_the_events_read_once_has_the_verdict_of_a_read_of_its_own(tmp_path: Path) -> None:
     """`chain_verdict_upto` given the events `replay --at` read (checked without reading them
-    again) says what it says reading them itself, at every version: intact, and
-    with version 5's bytes changed (broken from 5 on, ok before)."""
-    path = tmp_path / "store.sqlite"
-    chat = Chatrecord(build_store(sqlite_env(path)))
-    chat.ingest(DEMO.read_bytes().splitlines(), DEMO.name)
-    chat.close()
+    again, their hashes in one read) says what it says reading them itself, at every version:
+    intact; with version 5's bytes changed (broken from 5 on, ok before); with version 12's
+    hash deleted (an event without a hash from 12 on)."""
 
-    def verdicts() -> list[tuple[bool, int, str | None]]:
+    def store_at(name: str, tamper: str | None = None) -> Path:
+        path = tmp_path / name
+        chat = Chatrecord(build_store(sqlite_env(path)))
+        chat.ingest(DEMO.read_bytes().splitlines(), DEMO.name)
+        chat.close()
+        if tamper is not None:
+            with sqlite3.connect(path) as conn:
+                conn.execute(tamper)
+            conn.close()
+        return path
+
+    def verdicts(path: Path) -> list[tuple[bool, int, str | None]]:
         store = build_store(sqlite_env(path))
         try:
             key = conversation_uuid("conv-demo-seo")
@@ -213,14 +222,15 @@ def test_the_chain_of_the_events_read_once_has_the_verdict_of_a_read_of_its_own(
         finally:
             store.close()
 
-    intact = verdicts()
-    with sqlite3.connect(path) as conn:
-        conn.execute("UPDATE stored_events SET state = replace(state, ?, ?) WHERE originator_version = 5", (b"a", b"b"))
-    conn.close()
-    changed = verdicts()
+    intact = verdicts(store_at("intact.sqlite"))
+    changed = verdicts(
+        store_at("changed.sqlite", "UPDATE stored_events SET state = replace(state, X'61', X'62') WHERE originator_version = 5")
+    )
+    unhashed = verdicts(store_at("unhashed.sqlite", f"DELETE FROM {CHAIN_TABLE} WHERE originator_version = 12"))
 
     assert intact == [(True, v, None) for v in range(1, 21)]
     assert changed == [(True, v, None) for v in range(1, 5)] + [(False, 5, "changed")] * 16
+    assert unhashed == [(True, v, None) for v in range(1, 12)] + [(False, 12, "inserted")] * 9
 
 
 @pytest.mark.parametrize("at", [0, 2**31, 2**63, 10**20])

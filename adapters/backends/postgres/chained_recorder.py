@@ -150,7 +150,7 @@ class ChainedPostgresRecorder(ChainedRecorder, EventRecorder):
         )
         return [(key, r["originator_version"], r["topic"], state_bytes(r["state"])) for r in cursor.fetchall()]
 
-    def _page(self, table: Any, columns: str, after: tuple[UUID, int] | None, only: UUID | None) -> list[Any]:
+    def _page(self, table: Any, columns: str, after: tuple[UUID, int] | None, only: UUID | None, limit: int = PAGE) -> list[Any]:
         where: list[SQL] = []
         params: list[UUID | int] = []
         if only is not None:
@@ -162,7 +162,7 @@ class ChainedPostgresRecorder(ChainedRecorder, EventRecorder):
         clause = SQL("WHERE {} ").format(SQL(" AND ").join(where)) if where else SQL("")
         statement = SQL(
             "SELECT originator_id, originator_version, {} FROM {} {}ORDER BY originator_id, originator_version LIMIT {}"
-        ).format(SQL(columns), table, clause, PAGE)
+        ).format(SQL(columns), table, clause, int(limit))
         with self.datastore.transaction(commit=False) as curs:
             curs.execute(statement, params)
             return curs.fetchall()
@@ -171,6 +171,6 @@ class ChainedPostgresRecorder(ChainedRecorder, EventRecorder):
         rows = self._page(self.events_table, "topic, state", after, only)
         return [(r["originator_id"], r["originator_version"], r["topic"], state_bytes(r["state"])) for r in rows]
 
-    def chain_links(self, after: tuple[UUID, int] | None, only: UUID | None = None) -> list[Link]:
-        rows = self._page(self.chain_table, "hash", after, only)
+    def chain_links(self, after: tuple[UUID, int] | None, only: UUID | None = None, limit: int = PAGE) -> list[Link]:
+        rows = self._page(self.chain_table, "hash", after, only, limit)
         return [(r["originator_id"], r["originator_version"], state_bytes(r["hash"])) for r in rows]

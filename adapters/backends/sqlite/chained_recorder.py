@@ -101,7 +101,7 @@ class ChainedSQLiteRecorder(ChainedRecorder, SQLiteApplicationRecorder):
         )
         return [(key, r["originator_version"], r["topic"], state_bytes(r["state"])) for r in cursor.fetchall()]
 
-    def _page(self, table: str, columns: str, after: tuple[UUID, int] | None, only: UUID | None) -> list[Any]:
+    def _page(self, table: str, columns: str, after: tuple[UUID, int] | None, only: UUID | None, limit: int = PAGE) -> list[Any]:
         where: list[str] = []
         params: list[str | int] = []
         if only is not None:
@@ -117,7 +117,7 @@ class ChainedSQLiteRecorder(ChainedRecorder, SQLiteApplicationRecorder):
         with self.datastore.transaction(commit=False) as c:
             c.execute(
                 f"SELECT originator_id, originator_version, {columns} FROM {table} {clause}"
-                f"ORDER BY originator_id, originator_version LIMIT {PAGE}",
+                f"ORDER BY originator_id, originator_version LIMIT {int(limit)}",
                 params,
             )
             rows: list[Any] = c.fetchall()
@@ -127,6 +127,6 @@ class ChainedSQLiteRecorder(ChainedRecorder, SQLiteApplicationRecorder):
         rows = self._page(self.events_table_name, "topic, state", after, only)
         return [(self._uuid(r["originator_id"]), r["originator_version"], r["topic"], state_bytes(r["state"])) for r in rows]
 
-    def chain_links(self, after: tuple[UUID, int] | None, only: UUID | None = None) -> list[Link]:
-        rows = self._page(CHAIN_TABLE, "hash", after, only)
+    def chain_links(self, after: tuple[UUID, int] | None, only: UUID | None = None, limit: int = PAGE) -> list[Link]:
+        rows = self._page(CHAIN_TABLE, "hash", after, only, limit)
         return [(self._uuid(r["originator_id"]), r["originator_version"], state_bytes(r["hash"])) for r in rows]
