@@ -32,6 +32,7 @@ from domain.events import (
     UserMessagePosted,
 )
 from domain.values import Immutable, WaitingCall
+from projections.dispatch import by_class
 from projections.positions import Positions, advance
 from projections.rules import RuleSet, resolve
 from projections.steps import CallReading, read_segment
@@ -218,7 +219,7 @@ def initial() -> CardOutcomes:
 
 def apply(state: CardOutcomes, event: ConversationEvent, rules: RuleSet | str) -> CardOutcomes:
     """Returns the card outcomes after `event`, read under `rules`."""
-    return _apply(event, state, resolve(rules))
+    return _APPLY(event, state, resolve(rules))
 
 
 def approved_outcome(call: CallReading | None, ending: str) -> str:
@@ -385,3 +386,7 @@ def _(event: TurnsTruncated, state: CardOutcomes, rules: RuleSet) -> CardOutcome
 def _(event: LegacyRowImported, state: CardOutcomes, rules: RuleSet) -> CardOutcomes:
     legacy = legacy_outcomes(event, state.count)
     return with_outcomes(state, {"positions": advance(state.positions, event)}, legacy)
+
+
+_APPLY = by_class(_apply)
+"""The dispatch the fold calls (`projections.dispatch`), made after every branch above is registered."""

@@ -24,6 +24,7 @@ from domain.events import (
     UserMessagePosted,
 )
 from domain.values import Immutable, TranscriptLine, assembled
+from projections.dispatch import by_class
 
 
 class Positions(Immutable):
@@ -98,7 +99,7 @@ def _made(length: int, last_role: Literal["user", "assistant"] | None, pairs: li
 
 def advance(positions: Positions, event: ConversationEvent) -> Positions:
     """Returns the positions after `event`; unchanged for an event that adds no message."""
-    return _advance(event, positions)
+    return _ADVANCE(event, positions)
 
 
 def _user(positions: Positions, message: int) -> Positions:
@@ -170,3 +171,7 @@ def _(event: TranscriptReplaced, positions: Positions) -> Positions:
 @_advance.register
 def _(event: LegacyRowImported, positions: Positions) -> Positions:
     return _lines(event.messages)
+
+
+_ADVANCE = by_class(_advance)
+"""The dispatch the fold calls (`projections.dispatch`), made after every branch above is registered."""

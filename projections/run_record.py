@@ -26,6 +26,7 @@ from domain.events import (
     UserMessagePosted,
 )
 from domain.values import Completeness, Immutable, trusted
+from projections.dispatch import by_class
 from projections.rules import RuleSet, resolve
 from projections.steps import (
     LastDecision,
@@ -162,7 +163,7 @@ def initial() -> RunRecord:
 
 def apply(state: RunRecord, event: ConversationEvent, rules: RuleSet | str) -> RunRecord:
     """Returns the run record after `event`, read under `rules`."""
-    return _apply(event, state, resolve(rules))
+    return _APPLY(event, state, resolve(rules))
 
 
 def record_tools(reading: SegmentReading, rules: RuleSet) -> tuple[ToolCount, ...]:
@@ -313,3 +314,7 @@ def _(event: TurnsTruncated, state: RunRecord, rules: RuleSet) -> RunRecord:
             "pending": state.pending if state.pending and state.pending.card not in cut else None,
         }
     )
+
+
+_APPLY = by_class(_apply)
+"""The dispatch the fold calls (`projections.dispatch`), made after every branch above is registered."""

@@ -29,6 +29,7 @@ from domain.events import (
     UserMessagePosted,
 )
 from domain.values import Immutable, TranscriptLine, assembled, trusted
+from projections.dispatch import by_class
 from projections.label_guard import disarm, has_forged_label
 from projections.rules import RuleSet, resolve
 
@@ -164,7 +165,7 @@ def apply(state: Transcript, event: ConversationEvent, rules: RuleSet | str) -> 
     """Returns the transcript after `event`. Under a rule set with notes, a label's opening
     that a user or an answer wrote, or one that reads as it, is disarmed (see
     `projections.label_guard`)."""
-    after = _apply(event, state)
+    after = _APPLY(event, state)
     if disarms(event, resolve(rules)):
         return _replaced(after, tuple(m.model_copy(update={"text": disarm(m.text)}) for m in after.messages))
     return after
@@ -295,3 +296,7 @@ def _(event: TranscriptReplaced, state: Transcript) -> Transcript:
 @_apply.register
 def _(event: LegacyRowImported, state: Transcript) -> Transcript:
     return _replaced(state, from_lines(event.messages))
+
+
+_APPLY = by_class(_apply)
+"""The dispatch the fold calls (`projections.dispatch`), made after every branch above is registered."""

@@ -14,6 +14,7 @@ from typing import Any
 
 from domain.events import ConversationEvent, TurnsTruncated, UserMessagePosted
 from domain.values import Immutable
+from projections.dispatch import by_class
 from projections.rules import RuleSet, resolve
 
 
@@ -40,7 +41,7 @@ def initial() -> ViewContext:
 
 def apply(state: ViewContext, event: ConversationEvent, rules: RuleSet | str) -> ViewContext:
     """Returns the view context after `event` under `rules`."""
-    return _apply(event, state, resolve(rules))
+    return _APPLY(event, state, resolve(rules))
 
 
 def last_page(page_id: int, last_page_id: int, rules: RuleSet) -> int:
@@ -73,3 +74,7 @@ def _(event: TurnsTruncated, state: ViewContext, rules: RuleSet) -> ViewContext:
         page_id = page
         last_page_id = last_page(page, last_page_id, rules)
     return ViewContext(page_id=page_id, last_page_id=last_page_id, changes=changes)
+
+
+_APPLY = by_class(_apply)
+"""The dispatch the fold calls (`projections.dispatch`), made after every branch above is registered."""
