@@ -129,14 +129,17 @@ class EditWindow:
     def trim(self) -> None:
         """Keeps at most `LIMIT` rows of each part (at the end of an append), the kept
         messages without their text."""
-        users = sorted(self.users)[-self.LIMIT :]
-        if len(users) < len(self.users):
+        if len(self.users) > self.LIMIT:  # sorted only when over: an append adds one or two
+            users = sorted(self.users)[-self.LIMIT :]
             self.users_from = users[0]
-        self.users = {i: self._textless(self.users[i]) for i in users}
+            self.users = {i: self.users[i] for i in users}
+        for i, message in self.users.items():  # a key's value replaced: the dict's size stays
+            if message.text != "":
+                self.users[i] = self._textless(message)
         cut = self.since
         if len(self.born) > self.LIMIT:
             cut = max(cut, sorted(self.born.values())[-self.LIMIT])
-        versions = sorted(v for v, _ in self.outcomes)
+        versions = sorted(v for v, _ in self.outcomes) if len(self.outcomes) > self.LIMIT else []
         if len(versions) > self.LIMIT:
             at = versions[-self.LIMIT]
             cut = max(cut, at if sum(1 for v in versions if v >= at) <= self.LIMIT else at + 1)
