@@ -216,9 +216,16 @@ def _(event: ConversationEvent, state: RunRecord, rules: RuleSet) -> RunRecord:
 
 @_apply.register
 def _(event: SegmentReturned, state: RunRecord, rules: RuleSet) -> RunRecord:
+    return returned(state, event, rules)
+
+
+def returned(state: RunRecord, event: SegmentReturned, rules: RuleSet, skim: bool = False) -> RunRecord:
+    """Returns the run record after a returned segment. With `skim`, its entry is made without
+    reading its steps (`skimmed_entry`): for a segment whose entry falls out of the record
+    before any state of it is read (`projections.turn.turns_of`); all else is as without."""
     if not continues_run(event.trigger, event.run, state.pending.run if state.pending else None):
         state = _give_up(state)
-    entry = new_entry(event, state.follow, rules)
+    entry = skimmed_entry(event) if skim else new_entry(event, state.follow, rules)
     entries = (*state.entries, entry)
     overflow = max(0, len(entries) - rules.record_entries)
     open_waits = state.open_waits
@@ -239,6 +246,25 @@ def waits_on(event: SegmentReturned) -> str | None:
     """Returns what a waiting segment's card waits on: its run in a guided process (a skill is
     in force), None for an ordinary card."""
     return event.run if is_guided(event) else None
+
+
+def skimmed_entry(event: SegmentReturned) -> Entry:
+    """Returns a returned segment's entry without its reading (no tools, writes or waiting
+    calls): what stands in the record for an entry no one will read, so that the record counts,
+    orders and drops its entries as with the entry `new_entry` makes."""
+    return trusted(
+        Entry,
+        segment=event.segment,
+        trigger=event.trigger,
+        ending=event.outcome,
+        tools=(),
+        written=(),
+        waiting=(),
+        card_outcomes_before=event.card_outcomes_before,
+        message=event.message,
+        flagged=event.nothing_saved,
+        seq=event.originator_version,
+    )
 
 
 def new_entry(event: SegmentReturned, follow: LastDecision | None, rules: RuleSet) -> Entry:

@@ -9,6 +9,7 @@ from the folded state costs what the notes' budget allows, not what the history 
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -18,6 +19,7 @@ from domain.errors import ChatrecordError
 from domain.events import (
     ConversationEvent,
     MessageEdited,
+    SegmentReturned,
     TurnRetried,
     TurnsTruncated,
     UserMessagePosted,
@@ -56,12 +58,16 @@ def initial() -> TurnState:
     return TurnState()
 
 
-def apply(state: TurnState, event: ConversationEvent, rules: RuleSet | str) -> TurnState:
-    """Returns the state after `event`: every read model folded under `rules`."""
+def apply(state: TurnState, event: ConversationEvent, rules: RuleSet | str, skim: frozenset[str] = frozenset()) -> TurnState:
+    """Returns the state after `event`: every read model folded under `rules`; the run record
+    entry of a segment in `skim` made without reading its steps (`run_record.returned`)."""
     rules = resolve(rules)
+    skimmed = bool(skim) and isinstance(event, SegmentReturned) and event.segment in skim
     fields = {
         "transcript": transcript.apply(state.transcript, event, rules),
-        "record": run_record.apply(state.record, event, rules),
+        "record": run_record.returned(state.record, event, rules, skim=True)  # type: ignore[arg-type]  # a SegmentReturned
+        if skimmed
+        else run_record.apply(state.record, event, rules),
         "outcomes": card_outcomes.apply(state.outcomes, event, rules),
         "view": view_context.apply(state.view, event, rules),
     }
@@ -143,12 +149,15 @@ def starts_turn(event: ConversationEvent, edited: int | None) -> int | None:
     return None
 
 
-def _turns(events: Iterable[ConversationEvent], rules: RuleSet) -> Iterator[tuple[TurnState, int, datetime]]:
+def _turns(
+    events: Iterable[ConversationEvent], rules: RuleSet, skim: frozenset[str] = frozenset()
+) -> Iterator[tuple[TurnState, int, datetime]]:
     """Yields (state, user message number, time) for each model call the events start, with the
-    read models as that call saw them: one pass over the events."""
+    read models as that call saw them: one pass over the events (the entries of `skim` made
+    without their reading: `apply`)."""
     state, edited = initial(), None
     for event in events:
-        state = apply(state, event, rules)
+        state = apply(state, event, rules, skim)
         number = starts_turn(event, edited)
         edited = event.message if isinstance(event, MessageEdited) else None
         if number is not None:
@@ -177,10 +186,11 @@ def turns_of(
     starts one) and the user message number of every turn, in order: what `replay --at`
     shows and checks. One pass over the events; only those turns' inputs are built."""
     rules = resolve(rules)
+    events = events if isinstance(events, Sequence) else list(events)
     picked: list[TurnInput] = []
     numbers: list[int] = []
     last = None
-    for state, number, at in _turns(events, rules):
+    for state, number, at in _turns(events, rules, falls_out_before(events, message, rules)):
         numbers.append(number)
         last = (state, number, at, len(picked))
         if number == message:
@@ -189,6 +199,30 @@ def turns_of(
         return picked, None, numbers
     latest = picked[-1] if last[1] == message else turn_input(last[0], last[1], last[2], rules, can_see_page)
     return picked, latest, numbers
+
+
+def falls_out_before(events: Sequence[ConversationEvent], message: int, rules: RuleSet) -> frozenset[str]:
+    """Returns the segments whose run record entries fall out of the record (it keeps the
+    newest `rules.record_entries`; an edit's cut takes entries out) before the first turn of
+    user message `message` starts: no state a turn of that message or a later one reads holds
+    them, since an entry that fell out never comes back. Empty when no turn of `message`
+    starts. One pass over the events, reading segment ids only (`turns_of` then builds those
+    entries without reading their steps)."""
+    present: deque[str] = deque()
+    out: set[str] = set()
+    edited: int | None = None
+    for event in events:
+        if isinstance(event, SegmentReturned):
+            present.append(event.segment)
+            if len(present) > rules.record_entries:
+                out.add(present.popleft())
+        elif isinstance(event, TurnsTruncated):
+            cut = set(event.cut_segments)
+            present = deque(s for s in present if s not in cut)
+        if starts_turn(event, edited) == message:
+            return frozenset(out)
+        edited = event.message if isinstance(event, MessageEdited) else None
+    return frozenset()
 
 
 def build_turn_input(

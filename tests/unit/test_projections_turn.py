@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from factories import Chat, seo_tour
+from factories import Chat, proposal, seo_tour, tool
 
 from adapters.ingest import read_events
 from projections.notes import OPEN
@@ -182,3 +182,35 @@ def test_the_replay_json_has_the_contracts_shape(demo_events):
 def test_events_without_a_user_message_have_no_turn_to_build():
     with pytest.raises(NoTurnYet):
         build_turn_input(Chat().events)
+
+
+def test_turns_of_a_message_skim_only_entries_no_turn_of_it_reads() -> None:
+    """`turns_of` builds the run record entries that fall out of the record (the newest 200)
+    before the message's first turn without reading their steps (`falls_out_before`); every
+    turn it returns is the one the full fold returns: past 200 segments, with cards decided,
+    an edit's cut, a retry, and decisions on entries that fell out."""
+    from projections.rules import resolve
+    from projections.turn import falls_out_before, turns_of
+
+    chat = Chat()
+    for _ in range(55):
+        seo_tour(chat, ["Übernehmen", "Behalten", "Überspringen"])  # 4 segments each, run "run"
+    chat.edit(chat.state.last_message - 3, "SEO noch einmal")  # cuts the last tours: run "run" ends
+    chat.segment("turn", "completed", "Neu.", run="after-edit")
+    chat.retry(chat.state.last_message)
+    chat.segment("turn", "completed", "Noch einmal.", run="after-retry")
+    for n in range(20):
+        chat.user(f"Frage {n}", page=42)
+        chat.segment("turn", "awaiting_approval", "Titel?", [tool("get_page", 1)], [proposal("title")], run=f"later-{n}")
+        chat.decide(n % 2 == 0, "Übernehmen" if n % 2 == 0 else "Behalten")
+    rules = resolve("2026-11-02")
+    full = replay_turns(chat.events, rules)
+    messages = sorted({t.message for t in full})
+
+    skimmed = {m: len(falls_out_before(chat.events, m, rules)) for m in messages}
+    for m in messages:
+        picked, _, _ = turns_of(chat.events, m, rules)
+        assert [t.to_json() for t in picked] == [t.to_json() for t in full if t.message == m], m
+
+    assert sum(len(t.record) == 200 for t in full) > 10  # turns whose record is full: entries fell out
+    assert skimmed[messages[0]] == 0 and max(skimmed.values()) > 0
