@@ -11,7 +11,7 @@ from adapters.cli.app import JsonOption, app, opened, print_json, say
 from adapters.cli.render import visible
 from adapters.cli.stdio import require_store
 from adapters.ingest.names import parse_at
-from adapters.service.conversations import LIST_LIMIT_MAX, iso
+from adapters.service.conversations import LIST_LIMIT_MAX, BadCursor, decode_cursor, iso
 
 COLUMNS = ("conversation", "kind", "messages", "segments", "events", "first activity", "last activity", "erased")
 
@@ -25,6 +25,16 @@ def _since(value: str | None) -> datetime | None:
         raise typer.BadParameter(str(error)) from None
 
 
+def _cursor(value: str | None) -> str | None:
+    """Checks `--cursor` as `--since` is checked: a value that is no cursor is wrong usage (exit 2)."""
+    if value is not None:
+        try:
+            decode_cursor(value)
+        except BadCursor as error:
+            raise typer.BadParameter(str(error)) from None
+    return value
+
+
 @app.command(name="list")
 def list_(
     since: Annotated[
@@ -32,7 +42,9 @@ def list_(
         typer.Option("--since", help="Only conversations active at or after this time (ISO-8601, e.g. 2026-10-28T09:00:00Z)."),
     ] = None,
     limit: Annotated[int, typer.Option("--limit", min=1, max=LIST_LIMIT_MAX, help="At most this many a page.")] = 50,
-    cursor: Annotated[str | None, typer.Option("--cursor", help="The next page: the cursor the page before printed.")] = None,
+    cursor: Annotated[
+        str | None, typer.Option("--cursor", help="The next page: the cursor the page before printed.", callback=_cursor)
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Lists the store's conversations, newest activity first, a page at a time.
