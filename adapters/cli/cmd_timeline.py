@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from adapters.cli.app import app, opened, say
+from adapters.cli.app import app, opened, say, warn
 from adapters.cli.stdio import require_store
 from domain.errors import ChatrecordError
 
@@ -43,13 +43,21 @@ def timeline(
     from adapters.pages import export_page
 
     with opened() as chatrecord:
-        html = export_page(chatrecord, conversation, generated=stamp, inputs=inputs)
+        chain = chatrecord.chain(conversation)
+        html = export_page(chatrecord, conversation, generated=stamp, inputs=inputs, chain=chain)
     if str(output) == "-":  # standard output, as `-` is standard input to ingest: the page alone
         sys.stdout.write(html)
         sys.stdout.flush()
-        return
-    try:
-        output.write_text(html, encoding="utf-8")
-    except OSError as error:
-        raise UnwritableFile(f"{output}: cannot be written ({error.strerror or error})") from None
-    say(f"{output}: timeline of {conversation}, {len(html.encode()):,} bytes")
+    else:
+        try:
+            output.write_text(html, encoding="utf-8")
+        except OSError as error:
+            raise UnwritableFile(f"{output}: cannot be written ({error.strerror or error})") from None
+        say(f"{output}: timeline of {conversation}, {len(html.encode()):,} bytes")
+    if chain is not None and not chain.ok and chain.problem != "unchained":  # as export and audit: the page written, exit 1
+        warn(
+            f"warning: the hash chain of conversation {conversation} does not verify, broken at version "
+            f"{chain.version} ({chain.problem}): {chain.detail}; the page shows the events as the store holds them now "
+            "(chatrecord verify names the break)"
+        )
+        raise typer.Exit(1)

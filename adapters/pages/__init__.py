@@ -350,13 +350,14 @@ def login_page(next_path: str, failed: bool = False) -> str:
     return environment().get_template("login.html").render(next_path=next_path, failed=failed, css=Markup(stylesheet()))
 
 
-def export_page(chatrecord: Any, conversation: str, generated: str | None = None, inputs: int = INPUTS) -> str:
+def export_page(chatrecord: Any, conversation: str, generated: str | None = None, inputs: int = INPUTS, chain: Any = None) -> str:
     """Returns the conversation's timeline as one self-contained HTML file: every turn, newest
     first (older pages folded), the overview, the chain's verdict, and what the model was sent
     at the newest `inputs` turns under every rule set (each shown when its link is followed; no
     script; each input holds the whole transcript of its time, so a file with every turn's
     would grow with the square of the conversation). `chatrecord` is the service layer
-    (`adapters.api.Chatrecord`). Raises UnknownConversation."""
+    (`adapters.api.Chatrecord`); `chain` its verdict of the conversation's chain where the caller
+    has it (`Chatrecord.chain`; asked for here when None). Raises UnknownConversation."""
     from adapters.service.timeline import newest_turns, turn_view  # the service layer's
 
     whole = chatrecord.timeline(conversation, turns=10**9)
@@ -371,7 +372,7 @@ def export_page(chatrecord: Any, conversation: str, generated: str | None = None
     for rules, done in replays.items():
         for t in done:
             views[(t.message, rules)] = turn_view(t, rules, base[t.message], active)
-    chain = chatrecord.chain(conversation)
+    chain = chain if chain is not None else chatrecord.chain(conversation)
     svg = overview_svg(chatrecord.overview(conversation))
     latest = replays[active][-1] if replays[active] else None
     if latest is not None:  # the latest turn under the live rules first: shown when no other is chosen
