@@ -64,10 +64,10 @@ def erase(
     when = done.at.strftime("%Y-%m-%d %H:%M:%S UTC")
     if done.unreadable is not None:
         say(
-            f"{conversation}: texts erased at {when}: its data key is deleted and its read models dropped, but "
+            f"{done.conversation}: texts erased at {when}: its data key is deleted and its read models dropped, but "
             f"no erasure event is recorded, since its log cannot be read back ({done.unreadable})"
         )
     elif done.recorded:
-        say(f"{conversation}: texts erased at {when} (event version {done.version}); the facts stay")
+        say(f"{done.conversation}: texts erased at {when} (event version {done.version}); the facts stay")
     else:
-        say(f"{conversation}: erased already at {when}; every step of it is done")
+        say(f"{done.conversation}: erased already at {when}; every step of it is done")

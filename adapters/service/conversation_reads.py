@@ -136,7 +136,7 @@ class ConversationReads(UseCaseBase):
             rule_set = rules or self.active_rules()
             rows: list[AuditRow] = audit_rows(events, rule_set)
         verdict = chain_verdict(self.store, self._stored_id(conversation)) if chain else None
-        return Audit(conversation, rule_set, rows, verdict)
+        return Audit(self._stored_id(conversation), rule_set, rows, verdict)  # as list prints it
 
     @reads
     @in_store_terms
@@ -177,7 +177,9 @@ class ConversationReads(UseCaseBase):
         appended. Raises UnknownConversation, TurnNotFound for an `at` that started no turn
         (naming the messages that did), UnknownRuleSet."""
         with gc_paused():  # a fold of a log keeps what it makes alive: no collection pays for it
-            return self._replay(conversation_argument("replay", conversation), rules, at, can_see_page)
+            name = conversation_argument("replay", conversation)
+            done = self._replay(name, rules, at, can_see_page)
+        return dataclasses.replace(done, conversation=self._stored_id(name))  # as list prints it, whatever the caller typed
 
     def _replay(self, name: str, rules: str | None, at: int | None, can_see_page: PageCheck) -> Replay:
         starts = self._turn_starts(name, at) if at is not None else None

@@ -33,7 +33,10 @@ def test_a_conversation_id_with_a_space_is_found_by_audit_and_replay(sqlite_run:
     replay = sqlite_run("replay", "--conversation", "chat 17", "--json")
     assert (audit.returncode, replay.returncode) == (0, 0), audit.stderr + replay.stderr
     assert [row["kind"] for row in json.loads(audit.stdout)] == ["started", "message"]
-    assert json.loads(replay.stdout)["conversation"] == "chat 17"
+    # named as the store keeps it, as list, export and turn print it (the README's promise; it printed
+    # the id as typed, a fresh user found)
+    assert json.loads(replay.stdout)["conversation"] == "chat17:h9a90eaf363ff759f"
+    assert sqlite_run("audit", "chat 17").stdout.splitlines()[0].strip().startswith("Audit of chat17:h9a90eaf363ff759f ·")
 
 
 def run_with_stdin(cwd: Path, stdin: str, *args: str, **settings: str) -> subprocess.CompletedProcess[str]:
