@@ -27,6 +27,14 @@ from adapters.service.replay import TurnNotFound
 from domain.errors import UnknownConversation
 from projections.rules import Rules
 
+
+def unknown(conversation: str) -> str:
+    """What a page says of an id the store does not hold: the id asked for, as the API's 404 says
+    no more, never the store's file or the ids it holds (the CLI's message names both, for the
+    operator at the terminal)."""
+    return f"no conversation {conversation[:200]!r} in the store; the search takes a whole id, as the list shows it"
+
+
 COOKIE = "chatrecord_ui"
 LOGIN_BODY_MAX = 4096
 
@@ -111,9 +119,9 @@ def ui_router(token: str | None) -> APIRouter:
         if query:
             try:
                 chatrecord.timeline(query, turns=1)
-            except UnknownConversation as error:
+            except UnknownConversation:
                 rows, following = _listing(chatrecord, after)
-                return html(pages.list_page(rows, query, following, str(error)), status=404)
+                return html(pages.list_page(rows, query, following, unknown(query)), status=404)
             return RedirectResponse("/ui/conversations/" + quote(query, safe=""), status_code=303)
         try:
             rows, following = _listing(chatrecord, after)
@@ -150,8 +158,8 @@ def ui_router(token: str | None) -> APIRouter:
         try:
             page = chatrecord.timeline(conversation, before=before)
             selected = chatrecord.turn_view(conversation, turn, rules.value if rules else None) if turn is not None else None
-        except UnknownConversation as error:
-            return html(pages.error_page("No such conversation", str(error)), status=404)
+        except UnknownConversation:
+            return html(pages.error_page("No such conversation", unknown(conversation)), status=404)
         except TurnNotFound as error:
             return html(pages.error_page("No such turn", str(error)), status=404)
         # on open, the next model call's notes as the chat reads them (flat at any length); a

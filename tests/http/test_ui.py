@@ -101,6 +101,7 @@ def test_the_list_finds_a_conversation_by_id(client: TestClient) -> None:
     assert client.get("/ui/", params={"after": "not-a-cursor"}, headers=auth).status_code == 400
     assert (found.status_code, found.headers["location"]) == (303, "/ui/conversations/conv-demo-seo")
     assert missing.status_code == 404 and "no conversation &#39;conv-nope&#39;" in missing.text
+    assert "stored:" not in missing.text and "sqlite" not in missing.text.lower()  # no file, no other ids (a fresh user)
 
 
 def test_turn_and_rules_show_that_turn_under_that_rule_set() -> None:
