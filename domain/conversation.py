@@ -142,7 +142,10 @@ def post_user_message(
     if batch is None:
         return []
     if message <= batch.state.last_message:
-        raise MessageOutOfOrder(f"user message {message} is not after message {batch.state.last_message}")
+        raise MessageOutOfOrder(
+            f"user message {message} is not after message {batch.state.last_message}, the last so far "
+            "(numbers go up; a replaced transcript's or a legacy row's user messages count as 1 to n)"
+        )
     _leave_waiting(batch, "new_message")
     if skill is not None and skill != batch.state.skill:
         batch.add(SkillLoaded, skill=skill)

@@ -239,8 +239,13 @@ def test_an_ordinary_card_has_no_card_outcome_to_count():
 def test_user_messages_must_increase():
     story = Story()
     story.message(2)
-    with pytest.raises(MessageOutOfOrder):
+    with pytest.raises(MessageOutOfOrder) as refused:
         story.message(2)
+
+    assert str(refused.value) == (
+        "user message 2 is not after message 2, the last so far "
+        "(numbers go up; a replaced transcript's or a legacy row's user messages count as 1 to n)"
+    )
 
 
 def test_events_before_the_start_are_refused():
