@@ -172,7 +172,8 @@ def return_segment(
 
     Raises SegmentBeforeMessage before any user message, TurnTruncated for a segment or run an edit cut away,
     ContinuationBeforeDecision for a continuation (`approval`, `answer`) while a card or
-    question still waits for its decision.
+    question still waits for its decision, or with no decision of its kind (a card decided for
+    `approval`, a question answered for `answer`) since the segment before it.
     """
     batch = begin(state, at, source, history, f"segment {segment}")
     if batch is None:
@@ -193,6 +194,12 @@ def return_segment(
             f"segment {segment} continues after an {trigger}, but the {waits} of segment {current.waiting} "
             f"still waits for its decision; a continuation follows its decision ({decision} first)"
         )
+    followed = _FOLLOWS.get(trigger)
+    if followed is not None and current.decided not in (followed[0], "any"):
+        raise ContinuationBeforeDecision(
+            f"segment {segment} continues after an {trigger}, but no {followed[1]} was recorded since the "
+            f"segment before it; a continuation follows its decision ({followed[2]} first)"
+        )
     batch.add(
         SegmentReturned,
         segment=segment,
@@ -208,6 +215,10 @@ def return_segment(
         skill=current.skill,
     )
     return batch.events
+
+
+_FOLLOWS = {"approval": ("card", "card decision", "card_decided"), "answer": ("question", "answer", "question_answered")}
+"""What a continuation follows (`Conversation.decided`), named for its error."""
 
 
 def _approved_outcomes(state: Conversation, trigger: str, run: str) -> int:

@@ -45,7 +45,7 @@ class Conversation(Immutable):
     here, so neither the state nor its snapshot grows with the conversation.
     """
 
-    class_version: ClassVar[int] = 4
+    class_version: ClassVar[int] = 5
 
     id: UUID
     """The aggregate's id: the UUID the conversation id maps to (`conversation_uuid`)."""
@@ -80,6 +80,11 @@ class Conversation(Immutable):
     erased: bool = False
     """Whether the conversation's texts were erased (ConversationErased): no text may be stored
     for it afterwards, whichever process writes it."""
+    decided: Literal["card", "question", "any"] | None = None
+    """What was decided since the last segment: `card` (a card decided), `question` (a question
+    answered), None (nothing: no continuation has a decision to follow); `any` in a state
+    restored from a snapshot of class version 4 or before, which did not keep it (any
+    continuation is then taken, as it was)."""
 
     def is_continuation(self, trigger: str, run: str) -> bool:
         """Returns True when a segment of `trigger` and `run` continues after the pending approval."""
@@ -123,6 +128,12 @@ class ConversationSnapshot(ConversationEvent):
         """Version 4 knows whether the texts were erased. A snapshot taken before says not: the
         deleted data key refuses a text all the same, once a writer's kept key has expired."""
         state["state"]["erased"] = False
+
+    @staticmethod
+    def upcast_v4_v5(state: dict[str, Any]) -> None:
+        """Version 5 keeps what was decided since the last segment; a snapshot taken before did
+        not: `any`, so a continuation right after it is taken as before."""
+        state["state"]["decided"] = "any"
 
     @classmethod
     def take(cls, aggregate: Conversation) -> ConversationSnapshot:
@@ -175,7 +186,7 @@ def _(event: ConversationSnapshot, _: Conversation | None) -> Conversation:
 
 @evolve.register
 def _(event: UserMessagePosted, state: Conversation | None) -> Conversation:
-    return _step(state, event, last_message=event.message, approval=_kept_approval(state, event))
+    return _step(state, event, last_message=event.message, approval=_kept_approval(state, event), decided=None)
 
 
 @evolve.register
@@ -200,7 +211,7 @@ def _(event: SegmentReturned, state: Conversation | None) -> Conversation:
         else None
     )
     # an approval is settled by its continuation, else given up
-    return _step(state, event, waiting=event.segment if waits else None, waiting_info=info, approval=None)
+    return _step(state, event, waiting=event.segment if waits else None, waiting_info=info, approval=None, decided=None)
 
 
 @evolve.register
@@ -211,13 +222,13 @@ def _(event: CardDecided, state: Conversation | None) -> Conversation:
     if card is not None and event.approved and records_outcome(card.guided, event.answer):
         approval = (event.segment, card.calls, card.run)
     last = event.message if event.message is not None and event.text is not None else state.last_message
-    return _step(state, event, waiting=None, waiting_info=None, approval=approval, last_message=last)
+    return _step(state, event, waiting=None, waiting_info=None, approval=approval, last_message=last, decided="card")
 
 
 @evolve.register
 def _(event: QuestionAnswered, state: Conversation | None) -> Conversation:
     assert state is not None
-    return _step(state, event, waiting=None, waiting_info=None, last_message=event.message)
+    return _step(state, event, waiting=None, waiting_info=None, last_message=event.message, decided="question")
 
 
 @evolve.register
@@ -233,7 +244,7 @@ def _(event: TourEnded, state: Conversation | None) -> Conversation:
 
 @evolve.register
 def _(event: TurnRetried, state: Conversation | None) -> Conversation:
-    return _step(state, event, approval=_kept_approval(state, event))
+    return _step(state, event, approval=_kept_approval(state, event), decided=None)
 
 
 def _kept_approval(state: Conversation | None, event: ConversationEvent) -> tuple[str, int, str] | None:
@@ -267,6 +278,7 @@ def _(event: TurnsTruncated, state: Conversation | None) -> Conversation:
         waiting_info=state.waiting_info if waiting else None,
         legacy_outcomes=legacy,
         approval=None if state.approval and state.approval[0] in set(event.cut_cards) else state.approval,
+        decided=None,  # the edited message runs again: a turn, no continuation
     )
 
 

@@ -338,3 +338,50 @@ def test_an_edit_of_a_legacy_message_takes_the_legacy_card_outcomes_after_it_out
     story.run(c.edit_message, 3, "E")  # keeps the transcript up to index 4: the outcome at 5 goes
     (segment,) = story.segment("s2", run="run-2")
     assert segment.card_outcomes_before == 1
+
+
+def test_a_continuation_follows_a_decision_of_its_own_kind_since_the_segment_before_it() -> None:
+    """A segment after an approval follows a card decided, one after an answer a question
+    answered, since the segment before it (two fresh users stored both with nothing decided:
+    the notes then told of a decision that never came)."""
+    from domain.errors import ContinuationBeforeDecision
+
+    story = Story()
+    story.message(1)
+    story.segment("s1")  # completed: nothing waits, nothing is decided
+    refused = []
+    for trigger in ("approval", "answer"):
+        with pytest.raises(ContinuationBeforeDecision) as error:
+            story.segment(f"s-{trigger}", trigger=trigger)
+        refused.append(str(error.value))
+    story.card("s2", run="run-2")
+    story.run(c.decide_card, "s2", True, "Übernehmen", None, None)
+    with pytest.raises(ContinuationBeforeDecision):  # a card was decided, no question answered
+        story.segment("s3", run="run-2", trigger="answer")
+    (continued,) = story.segment("s3", run="run-2", trigger="approval")
+    with pytest.raises(ContinuationBeforeDecision):  # one continuation per decision
+        story.segment("s4", run="run-2", trigger="approval")
+    story.question("s5", run="run-3")
+    story.run(c.answer_question, "s5", 2, "Option A")
+    (answered,) = story.segment("s6", run="run-3", trigger="answer")
+
+    assert refused == [
+        "segment s-approval continues after an approval, but no card decision was recorded since the segment "
+        "before it; a continuation follows its decision (card_decided first)",
+        "segment s-answer continues after an answer, but no answer was recorded since the segment before it; "
+        "a continuation follows its decision (question_answered first)",
+    ]
+    assert (continued.trigger, answered.trigger) == ("approval", "answer")
+    assert names(story.log).count("SegmentReturned") == 5
+
+
+def test_a_state_from_a_snapshot_before_version_5_takes_any_continuation() -> None:
+    """A snapshot of class version 4 did not keep what was decided: upcast, it reads `any`, so a
+    continuation right after it is taken as it was before."""
+    from domain.state import ConversationSnapshot
+
+    state = {"state": {"conversation": "conv-1"}}
+    ConversationSnapshot.upcast_v4_v5(state)
+
+    assert state["state"]["decided"] == "any"
+    assert c.Conversation.class_version == ConversationSnapshot.class_version == 5
