@@ -120,7 +120,7 @@ class CardOutcomes(Immutable):
     """The approved card whose continuation has not returned yet, None when none."""
     positions: Positions = Positions()
     """The transcript's positions, where each outcome is placed."""
-    _list: list[CardOutcome] = PrivateAttr(default_factory=list)
+    _list: list[CardOutcome] | None = PrivateAttr(default=None)  # set by every constructor (see Transcript._done)
     _n: int = PrivateAttr(default=0)
     _tuple: tuple[CardOutcome, ...] | None = PrivateAttr(default=None)
 

@@ -39,7 +39,7 @@ class Positions(Immutable):
     """How many messages the transcript holds."""
     last_role: Literal["user", "assistant"] | None = None
     """The role of its last message; None while it is empty."""
-    _pairs: list[tuple[int, int]] = PrivateAttr(default_factory=list)
+    _pairs: list[tuple[int, int]] | None = PrivateAttr(default=None)  # set by every constructor (see Transcript._done)
     _k: int = PrivateAttr(default=0)
 
     @model_validator(mode="wrap")

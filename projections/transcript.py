@@ -71,7 +71,9 @@ class Transcript(Immutable):
 
     kind: Literal["chat", "alt_text"] = "chat"
     """The conversation's kind: `chat`, or `alt_text` (no notes)."""
-    _done: list[Message] = PrivateAttr(default_factory=list)
+    _done: list[Message] | None = PrivateAttr(
+        default=None
+    )  # set by every constructor: a default_factory costs pydantic an inspect.signature per model
     _n: int = PrivateAttr(default=0)
     _last: Message | None = PrivateAttr(default=None)
     _tuple: tuple[Message, ...] | None = PrivateAttr(default=None)
@@ -89,9 +91,8 @@ class Transcript(Immutable):
             data = dict(data)
             given = data.pop("messages")
         made = handler(data)
-        if given:
-            messages = _MESSAGES.validate_python(given)
-            made.__pydantic_private__ = {"_done": list(messages), "_n": len(messages), "_last": None, "_tuple": messages}
+        messages = _MESSAGES.validate_python(given) if given else ()
+        made.__pydantic_private__ = {"_done": list(messages), "_n": len(messages), "_last": None, "_tuple": messages}
         return made
 
     @computed_field  # type: ignore[prop-decorator]  # pydantic's documented way: a property under it
