@@ -34,6 +34,7 @@ from domain.events import (
 from domain.values import Immutable, WaitingCall
 from projections.dispatch import by_class
 from projections.positions import Positions, advance
+from projections.prefix_list import extended, taken
 from projections.rules import RuleSet, resolve
 from projections.steps import CallReading, read_segment
 
@@ -132,10 +133,7 @@ class CardOutcomes(Immutable):
     @classmethod
     def _given_outcomes(cls, data: Any, handler: ModelWrapValidatorHandler[CardOutcomes]) -> CardOutcomes:
         """Takes `outcomes` (card outcomes or their dicts) beside the model's fields."""
-        given: Any = ()
-        if isinstance(data, dict) and "outcomes" in data:
-            data = dict(data)
-            given = data.pop("outcomes")
+        data, given = taken(data, "outcomes")
         made = handler(data)
         outcomes = _OUTCOMES.validate_python(given) if given else ()
         made.__pydantic_private__ = {"_list": list(outcomes), "_n": len(outcomes), "_tuple": outcomes}
@@ -187,20 +185,13 @@ def _held(state: CardOutcomes) -> dict[str, Any]:
 
 def with_outcomes(state: CardOutcomes, update: dict[str, Any], added: tuple[CardOutcome, ...] = ()) -> CardOutcomes:
     """Returns `state` with the fields in `update` changed and the card outcomes `added`
-    appended: O(len(added)) amortised (the list `state` reads is extended in place when `state`
-    reads all of it, else its part copied once; of two folds on threads that both find it so,
-    the one whose outcomes did not land at the end copies instead)."""
+    appended: O(len(added)) amortised (`projections.prefix_list.extended`)."""
     made = state.model_copy(update=update)  # shares `state`'s list and its count
     if not added:
         return made
     held = _held(made)
-    outcomes, n = held["_list"], held["_n"]
-    shared = len(outcomes) == n and n > 0  # never the list of a shared default (`CardOutcomes()`)
-    if shared:
-        outcomes.extend(added)
-    if not shared or outcomes[n] is not added[0]:
-        outcomes = [*outcomes[:n], *added]
-    made.__pydantic_private__ = {"_list": outcomes, "_n": n + len(added), "_tuple": None}
+    n = held["_n"]
+    made.__pydantic_private__ = {"_list": extended(held["_list"], n, added), "_n": n + len(added), "_tuple": None}
     return made
 
 

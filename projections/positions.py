@@ -25,6 +25,7 @@ from domain.events import (
 )
 from domain.values import Immutable, TranscriptLine, assembled
 from projections.dispatch import by_class
+from projections.prefix_list import extended, taken
 
 
 class Positions(Immutable):
@@ -46,10 +47,8 @@ class Positions(Immutable):
     @classmethod
     def _given_users(cls, data: Any, handler: ModelWrapValidatorHandler[Positions]) -> Positions:
         """Takes `users` (user message number -> index, as `users` dumps it) beside the fields."""
-        given: dict[int, int] = {}
-        if isinstance(data, dict) and "users" in data:
-            data = dict(data)
-            given = _USERS.validate_python(data.pop("users"))
+        data, users = taken(data, "users")
+        given = _USERS.validate_python(users) if users is not None else {}
         made = handler(data)
         made.__pydantic_private__ = {"_pairs": list(given.items()), "_k": len(given)}
         return made
@@ -104,16 +103,7 @@ def advance(positions: Positions, event: ConversationEvent) -> Positions:
 
 def _user(positions: Positions, message: int) -> Positions:
     pairs, k = _held(positions)
-    pair = (message, positions.length)
-    # As the transcript's messages (`projections.transcript._append`): the list is extended in
-    # place when `positions` reads all of it, else its prefix is copied once; of two folds on
-    # threads that both find it so, the one whose pair did not land at `k` copies instead.
-    shared = len(pairs) == k and k > 0  # never the list of a shared default (`Positions()`)
-    if shared:
-        pairs.append(pair)
-    if not shared or pairs[k] is not pair:
-        pairs = [*pairs[:k], pair]
-    return _made(positions.length + 1, "user", pairs, k + 1)
+    return _made(positions.length + 1, "user", extended(pairs, k, ((message, positions.length),)), k + 1)
 
 
 def _lines(lines: tuple[TranscriptLine, ...]) -> Positions:

@@ -31,6 +31,7 @@ from domain.events import (
 from domain.values import Immutable, TranscriptLine, assembled, trusted
 from projections.dispatch import by_class
 from projections.label_guard import disarm, has_forged_label
+from projections.prefix_list import extended, taken
 from projections.rules import RuleSet, resolve
 
 __all__ = ["JOIN", "Message", "Transcript", "apply", "disarm", "index_of_user", "initial"]
@@ -86,10 +87,7 @@ class Transcript(Immutable):
     @classmethod
     def _given_messages(cls, data: Any, handler: ModelWrapValidatorHandler[Transcript]) -> Transcript:
         """Takes `messages` (a sequence of messages or their dicts) beside the model's fields."""
-        given: Any = ()
-        if isinstance(data, dict) and "messages" in data:
-            data = dict(data)
-            given = data.pop("messages")
+        data, given = taken(data, "messages")
         made = handler(data)
         messages = _MESSAGES.validate_python(given) if given else ()
         made.__pydantic_private__ = {"_done": list(messages), "_n": len(messages), "_last": None, "_tuple": messages}
@@ -137,15 +135,7 @@ def _append(state: Transcript, message: Message) -> Transcript:
     extended in place when `state` reads all of it, else its part copied once)."""
     done, n, last = _of(state)
     if last is not None:
-        # No transcript reads past `n`: the ones before read their own prefix. Two folds on
-        # threads may both find it so (from `state` or a transcript sharing its prefix): the
-        # one whose message did not land at `n` copies instead (an append is atomic).
-        shared = len(done) == n and n > 0
-        if shared:
-            done.append(last)
-        if not shared or done[n] is not last:
-            done = [*done[:n], last]
-        n += 1
+        done, n = extended(done, n, (last,)), n + 1
     return _held(state, done, n, message)
 
 

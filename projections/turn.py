@@ -62,12 +62,13 @@ def apply(state: TurnState, event: ConversationEvent, rules: RuleSet | str, skim
     """Returns the state after `event`: every read model folded under `rules`; the run record
     entry of a segment in `skim` made without reading its steps (`run_record.returned`)."""
     rules = resolve(rules)
-    skimmed = bool(skim) and isinstance(event, SegmentReturned) and event.segment in skim
+    if skim and isinstance(event, SegmentReturned) and event.segment in skim:
+        record = run_record.returned(state.record, event, rules, skim=True)
+    else:
+        record = run_record.apply(state.record, event, rules)
     fields = {
         "transcript": transcript.apply(state.transcript, event, rules),
-        "record": run_record.returned(state.record, event, rules, skim=True)  # type: ignore[arg-type]  # a SegmentReturned
-        if skimmed
-        else run_record.apply(state.record, event, rules),
+        "record": record,
         "outcomes": card_outcomes.apply(state.outcomes, event, rules),
         "view": view_context.apply(state.view, event, rules),
     }

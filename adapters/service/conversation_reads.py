@@ -135,8 +135,9 @@ class ConversationReads(UseCaseBase):
             events = self.events(conversation_argument("audit", conversation))
             rule_set = rules or self.active_rules()
             rows: list[AuditRow] = audit_rows(events, rule_set)
-        verdict = chain_verdict(self.store, self._stored_id(conversation)) if chain else None
-        return Audit(self._stored_id(conversation), rule_set, rows, verdict)  # as list prints it
+        stored = self._stored_id(conversation)
+        verdict = chain_verdict(self.store, stored) if chain else None
+        return Audit(stored, rule_set, rows, verdict)  # named as list prints it
 
     @reads
     @in_store_terms

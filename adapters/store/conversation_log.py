@@ -41,13 +41,15 @@ class ConversationLog(EventStore[UUID]):
         returns them: a log that holds the conversation's erasure, or whose key's row says it
         was erased, is mapped again without the key this process kept (its texts `[erased]`).
         For a caller that needs the stored events as well (`replay --at` checks their chain)."""
-        events = cast("list[ConversationEvent]", [self.mapper.to_domain_event(event) for event in stored])
+
+        def mapped_all() -> list[ConversationEvent]:
+            return cast("list[ConversationEvent]", [self.mapper.to_domain_event(event) for event in stored])
+
+        events = mapped_all()
         keys = getattr(self.mapper, "keys", None)
         if not isinstance(keys, DataKeys):
             return events
         erased = any(isinstance(e, ConversationErased) for e in events) or (
             up_to_version is not None and keys.holds_key(uuid) and keys.erased_at(uuid) is not None
         )
-        if erased and keys.forget_erased(uuid):
-            events = cast("list[ConversationEvent]", [self.mapper.to_domain_event(event) for event in stored])
-        return events
+        return mapped_all() if erased and keys.forget_erased(uuid) else events

@@ -369,16 +369,12 @@ def chain_verdict_upto(
     if not isinstance(store.recorder, ChainedRecorder):
         return None
     key = conversation_uuid(conversation)
-    events: Iterator[Stored] = (
-        _pages(store.recorder.chain_events, key)
-        if stored is None
-        else iter([(key, e.originator_version, e.topic, state_bytes(e.state)) for e in stored])
-    )
-    # with the events given, their hashes in one read: those up to `version` are among its first `version` rows
-    links: Iterator[Link] = (
-        _pages(store.recorder.chain_links, key)
-        if stored is None
-        else iter(store.recorder.chain_links(None, key, max(version, 1)))
-    )
+    events: Iterator[Stored]
+    links: Iterator[Link]
+    if stored is None:
+        events, links = _pages(store.recorder.chain_events, key), _pages(store.recorder.chain_links, key)
+    else:  # their hashes in one read: those up to `version` are among the first `version` rows
+        events = iter([(key, e.originator_version, e.topic, state_bytes(e.state)) for e in stored])
+        links = iter(store.recorder.chain_links(None, key, max(version, 1)))
     items = _merge(takewhile(lambda e: e[1] <= version, events), takewhile(lambda e: e[1] <= version, links))
     return _check(key, items, lambda _: conversation, None)
