@@ -12,6 +12,7 @@ import textwrap
 import threading
 from pathlib import Path
 
+import orjson
 import psycopg
 import psycopg.errors
 import pytest
@@ -28,6 +29,7 @@ from adapters.backends.postgres import (
     schema_lock_name,
 )
 from adapters.bootstrap import open_store
+from adapters.ingest import read_lines
 from adapters.store.idempotency import SQLIdempotencyKeys
 from domain.events import conversation_uuid
 
@@ -300,3 +302,27 @@ def test_an_append_the_server_answered_with_a_timeout_is_not_tried_again() -> No
     with pytest.raises(es_persistence.OperationalError, match="lock timeout") as raised:
         recorder.insert_events([])
     assert raised.value is timeout and recorder._append.calls == 1  # type: ignore[attr-defined]
+
+
+def test_an_append_in_one_call_runs_prepared_and_leaves_the_pool_preparing_nothing(
+    postgres_url: str, postgres_schema: str
+) -> None:
+    """The append's one statement (the append function's call) is parsed and planned once per
+    connection: after three appends on the pool's only connection the server holds it as a
+    prepared statement, once, and the connection is left preparing nothing by itself."""
+    store = open_store(
+        {"CHATRECORD_DATABASE_URL": schema_url(postgres_url, postgres_schema)}, POSTGRES_POOL_SIZE="1", POSTGRES_MAX_OVERFLOW="0"
+    )
+    c, at = "prepared", "2026-10-28T09:00:00Z"
+    lines = [{"type": "conversation_started", "conversation": c, "at": at, "kind": "chat", "owner": 7}] + [
+        {"type": "user_message", "conversation": c, "at": at, "message": n, "text": "x", "page": 1} for n in (1, 2, 3)
+    ]
+    for line in read_lines([orjson.dumps(line) for line in lines], "prepared.jsonl"):
+        store.handle(line)
+    with store.recorder.datastore.get_connection() as conn:
+        assert conn.prepare_threshold is None
+        calls = conn.execute(
+            "SELECT statement FROM pg_prepared_statements WHERE statement LIKE %s", ("%chatrecord_append_%",)
+        ).fetchall()
+    assert len(calls) == 1, calls
+    assert len(store.events(c)) == 4

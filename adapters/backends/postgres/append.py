@@ -18,8 +18,10 @@ from uuid import UUID
 import orjson
 import psycopg
 import psycopg.errors
+from psycopg.rows import tuple_row
 from psycopg.sql import Composable
 
+from adapters.backends.postgres.prepared import run_prepared
 from adapters.views.row_tables import table_names
 
 APPEND_FUNCTION = "chatrecord_append_v9"
@@ -237,6 +239,6 @@ class AppendDocument:
         carry); psycopg's errors as the server raised them (nothing is stored then)."""
         if self._pending is not None:
             raise Unfit("a statement that is not a read")
-        with self._conn.cursor() as curs:
-            curs.execute(f"SELECT n FROM {function}(%s::jsonb) AS n", (orjson.dumps(self.doc).decode(),))
-            return [row["n"] for row in curs.fetchall()]
+        with self._conn.cursor(row_factory=tuple_row) as curs:  # prepared: parsed and planned once per connection
+            run_prepared(curs, f"SELECT n FROM {function}(%s::jsonb) AS n", (orjson.dumps(self.doc).decode(),))
+            return [row[0] for row in curs.fetchall()]

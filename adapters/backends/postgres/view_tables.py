@@ -22,6 +22,7 @@ from adapters.backends.postgres.append import (
     generation_function_name,
 )
 from adapters.backends.postgres.buffered_rows import PostgresBufferedRows
+from adapters.backends.postgres.prepared import run_prepared
 from adapters.backends.postgres.schema import OLD_VIEWS_LOCK_ID, views_lock_id
 from adapters.store.chain import CHAIN_TABLE
 from adapters.views.caches import TAIL_EVENTS, TAIL_ROWS
@@ -29,11 +30,6 @@ from adapters.views.queued_statements import QueuedStatements
 from adapters.views.row_tables import aside_cid, table_names
 from adapters.views.storage import POINTER, NeedsSnapshot, ReadMoved, SQLViewStorage, not_updated
 from adapters.views.storage_reads import Pointer, TurnInputRows, TurnRows
-
-PREPARE_THRESHOLD = 5
-"""psycopg's own default, set on a connection only while a turn read's statement runs prepared
-(`PostgresViewStorage.run`); the statement asks for preparing itself, so the number is not used."""
-
 
 READ_SNAPSHOT = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
 """How a read of several statements begins (`PostgresViewStorage.reading`): all see one snapshot."""
@@ -107,22 +103,8 @@ class PostgresViewStorage(SQLViewStorage):
             raise
 
     def run(self, curs: Any, sql: str, params: Any) -> Any:
-        """Runs a turn read's statement prepared: the server plans it once per connection. The
-        pool's connections prepare nothing by themselves (`PostgresFactory`: a pipelined append
-        must never send a named statement), so the connection's `prepare_threshold` is set only
-        while this statement runs, outside pipeline mode, and restored at once: psycopg then
-        keeps the statement's name, which only a statement executed with a threshold set uses."""
-        conn = curs.connection
-        if conn.pgconn.pipeline_status != pq.PipelineStatus.OFF:
-            curs.execute(sql, params, prepare=False)
-            return curs
-        threshold = conn.prepare_threshold
-        conn.prepare_threshold = PREPARE_THRESHOLD if threshold is None else threshold
-        try:
-            curs.execute(sql, params, prepare=True)
-        finally:
-            conn.prepare_threshold = threshold
-        return curs
+        """Runs a turn read's statement prepared (`run_prepared`): the server plans it once per connection."""
+        return run_prepared(curs, sql, params)
 
     def turn_rows(
         self,
