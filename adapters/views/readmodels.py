@@ -198,17 +198,10 @@ class ReadModels(LiveRows):
         check = check_slot(can_see_page)
 
         def read(rows: Any, head: Head, rules: str) -> TurnNotes:
-            key = (
-                conversation_uuid(conversation),
-                self._live.generation if self._live else 0,
-                head.version,
-                rows.tip,
-                rules,
-                check,
-            )
+            key = (conversation_uuid(conversation), self._live.generation if self._live else 0, rules, check)
             kept = _kept(self.notes, key) if check is not None else None
-            if kept is not None:
-                return kept
+            if kept is not None and kept[0] == head.version and kept[1] == rows.tip:
+                return kept[2]
             rule_set = resolve(rules)
             # the entries as read (validated where stored), decoded one by one as the notes ask;
             # a body decoded and rendered before is not again (`RenderedNotes`)
@@ -232,8 +225,8 @@ class ReadModels(LiveRows):
                 can_see_page,
                 note,
             )
-            if check is not None:
-                self.notes.put(key, notes)
+            if check is not None:  # in place of the notes of an earlier version: those are read no more
+                self.notes.put(key, (head.version, rows.tip, notes))
                 self.kept_at.put((key[0], check), head.version)
             if isinstance(rows, PrefetchedRows) and self._live is not None:
                 self.known.put(

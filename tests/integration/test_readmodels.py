@@ -273,6 +273,20 @@ class ReadModelsContract:
         assert models.head("conv-behalten").outcomes == 0  # on PostgreSQL appended in one round trip
         self.assert_rows_are_the_fold(models, store, "conv-behalten")
 
+    def test_the_notes_kept_of_a_conversation_are_those_of_its_latest_read_version(self, store: ConversationStore) -> None:
+        """Each turn read keeps its notes in place of those of the conversation's earlier version
+        (which no read asks for again): after four reads between appends one answer is kept, of
+        the version read last, and a read of that version is answered by it."""
+        models = read_models(store)
+        ingest(store, DEMO)
+        for number in (9, 10, 11, 12):
+            ingest(store, Lines("conv-demo-seo").add("user_message", message=number, text="Weiter", page=42).lines)
+            models.turn_notes("conv-demo-seo")
+        version = len(store.events("conv-demo-seo"))
+        kept = [value for _, value in models.notes._items.items()]
+        assert [(v, len(notes.notes) > 0) for v, _, notes in kept] == [(version, True)]
+        assert models.turn_notes("conv-demo-seo") is kept[0][2]
+
     def test_a_turn_read_whose_kept_notes_are_gone_reads_the_rows_again(self, store: ConversationStore) -> None:
         models = read_models(store)
         ingest(store, DEMO)
