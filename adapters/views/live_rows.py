@@ -17,7 +17,8 @@ from adapters.store.lru import LRU
 from adapters.store.serialization import UnreadableEvent
 from adapters.store.store_views import ViewsWritten
 from adapters.views.caches import KeptMessages, KnownBlocks, RenderedNotes, known_conversations
-from adapters.views.head_cache import HeadCache, notes_cache
+from adapters.views.head_cache import HeadCache, _kept, notes_cache
+from adapters.views.held_rows import NEWEST_ENTRIES, NEWEST_OUTCOMES, HeldRows, advanced
 from adapters.views.log_fold import Progress, fold_into, fold_log
 from adapters.views.storage import ViewStorage
 from adapters.views.storage_reads import Pointer
@@ -43,6 +44,9 @@ class LiveRows:
         turn read of an unchanged conversation reads only its head (`turn_rows`' `kept_at`)."""
         self.known: LRU[UUID, KnownBlocks] = known_conversations()
         """What each conversation's last turn read learned of its transcript rows (`KnownBlocks`)."""
+        self.held: LRU[UUID, HeldRows] = LRU(maxsize=1024)
+        """Each conversation's newest entries and card outcomes as this process last read or wrote
+        them (`HeldRows`): the turn read after its own append does not read them again."""
         self.rendered = RenderedNotes()
         self.messages = KeptMessages()
         """The transcript messages turn reads decoded, by row body (dropped by `erase`)."""
@@ -55,6 +59,8 @@ class LiveRows:
         self.heads.forget(cid)
         with contextlib.suppress(KeyError):
             self.known.get(cid, evict=True)
+        with contextlib.suppress(KeyError):
+            self.held.get(cid, evict=True)
 
     # ------------------------------------------------------------ set-up
 
@@ -183,13 +189,16 @@ class LiveRows:
                 self.messages.put(rows.cid, body, message)
             getattr(rows, "message_bodies", []).clear()
             recent = getattr(rows, "recent", lambda: None)()
-            written[aggregate_id] = (live.generation, after, recent, getattr(rows, "head_json", None))
+            start = head.version if head else 0
+            views = getattr(rows, "document_views", None)  # the append's document section, where it is one
+            written[aggregate_id] = (live.generation, after, recent, getattr(rows, "head_json", None), start, views)
         return not failed or fresh
 
     def _set_live(self, live: Pointer) -> None:
         """Takes `live` as the live pointer; the kept heads go when its generation is new."""
         if self._live is None or self._live.generation != live.generation:
             self.heads.clear()
+            self.held = LRU(maxsize=1024)
         self._live = live
 
     def _inline_failed(self, error: Exception, written: ViewsWritten) -> None:
@@ -199,14 +208,24 @@ class LiveRows:
         written.clear()
         self._live = None
         self.heads.clear()
+        self.held = LRU(maxsize=1024)
 
     def inline_committed(self, written: ViewsWritten) -> None:
         """Called by the store once the transaction `apply_inline` wrote `written` in has
         committed: keeps the heads it wrote (`HeadCache`, one per conversation of the
-        transaction: (generation, head, newest rows)), so the next append need not read them."""
-        for aggregate_id, (generation, head, recent, head_json) in written.items():
+        transaction: (generation, head, newest rows)), so the next append need not read them,
+        and follows the newest entries and card outcomes a turn read kept (`HeldRows`) through
+        the append's document, so the turn read after need not read them either."""
+        for aggregate_id, (generation, head, recent, head_json, start, views) in written.items():
             if head is not None and self._live is not None and generation == self._live.generation:
                 self.heads.put(aggregate_id, head, recent, head_json)
+            held = _kept(self.held, aggregate_id)
+            if held is not None:
+                after = advanced(held, generation, start, views, head, NEWEST_ENTRIES, NEWEST_OUTCOMES)
+                if after is None:
+                    self.held.get(aggregate_id, evict=True)
+                else:
+                    self.held.put(aggregate_id, after)
 
     def catch_up(self, progress: Progress | None = None) -> int:
         """Brings every conversation's rows up to its log; returns how many conversations
@@ -241,6 +260,7 @@ class LiveRows:
             rows = self.storage.rows(curs, live.generation, key)
             rows.clear()
             self.heads.clear()
+            self.held = LRU(maxsize=1024)
             self.notes = notes_cache()
             self.messages.clear()
             self.known = known_conversations()

@@ -27,12 +27,14 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable
 from typing import Any, TypeVar
+from uuid import UUID
 
 from pydantic import TypeAdapter
 
 from adapters.views import rule_diff
 from adapters.views.caches import SEPARATOR, KnownBlocks
 from adapters.views.head_cache import _kept
+from adapters.views.held_rows import NEWEST_ENTRIES, NEWEST_OUTCOMES, HeldRows, seeded
 from adapters.views.live_rows import LiveRows
 from adapters.views.log_fold import Progress, ViewOutOfStep
 from adapters.views.prefetched_rows import PrefetchedRows
@@ -42,7 +44,7 @@ from adapters.views.row_state import _state, collections_paused, turn_rows_state
 from adapters.views.row_tables import table_names
 from adapters.views.rule_diff import ConversationDiff
 from adapters.views.storage import NeedsSnapshot, ReadMoved, SQLViewStorage
-from adapters.views.storage_reads import Pointer, TurnInputRows
+from adapters.views.storage_reads import Pointer, TurnInputRows, TurnRows
 from adapters.views.turn_starts import TurnStarts, turn_starts
 from domain.errors import UnknownConversation, shown_id
 from domain.events import conversation_uuid
@@ -51,21 +53,13 @@ from projections.card_outcomes import CardOutcome, held_outcomes
 from projections.notes import note_of
 from projections.page_line import PageCheck, check_slot, every_page
 from projections.row_head import Head, TurnMark
-from projections.rules import RULE_SET_IDS, resolve
+from projections.rules import resolve
 from projections.run_record import Entry, RunRecord
 from projections.transcript import Transcript
 from projections.turn import NoTurnYet, TurnInput, TurnState
 from projections.turn_notes import TurnNotes, turn_notes
 
 T = TypeVar("T")
-
-NEWEST_OUTCOMES = max(resolve(rules).max_notes for rules in RULE_SET_IDS) + 1
-"""The card outcomes a turn read fetches with its head: enough for any rule set's notes."""
-NEWEST_ENTRIES = 2 * NEWEST_OUTCOMES
-"""The run record entries a turn read reads at first (on PostgreSQL with its head): the notes
-take the newest until their budget is full, skipping entries of empty steps; a read that
-reaches older ones reads them in one more statement (`adapters.views.sql_rows.SQLRows.entries`,
-`adapters.views.prefetched_rows.PrefetchedRows.entries`)."""
 
 _ENTRIES = TypeAdapter(tuple[Entry, ...])
 _OUTCOMES = TypeAdapter(tuple[CardOutcome, ...])
@@ -108,6 +102,9 @@ class ReadModels(LiveRows):
         key = conversation_uuid(conversation)
         snapshot = newest is None  # a turn read tries one statement first, in no transaction
         for _ in range(4):
+            held = _kept(self.held, key) if newest == NEWEST_OUTCOMES and self._live is not None else None
+            if held is not None and self._live is not None and held.generation != self._live.generation:
+                held = None
             try:
                 with self.storage.reading(snapshot) as curs:  # one snapshot: head, entries, outcomes, transcript
                     fetched = (
@@ -120,6 +117,7 @@ class ReadModels(LiveRows):
                             NEWEST_ENTRIES,
                             known.version if known is not None else None,
                             known.last_user if known is not None else 0,
+                            held.version if held is not None else None,
                         )
                         if newest is not None and self._live is not None
                         else None
@@ -146,8 +144,7 @@ class ReadModels(LiveRows):
                                 table_names(live.generation, self.storage.schema),
                                 str(key),
                                 self.storage.p,
-                                fetched.entries,
-                                fetched.outcomes,
+                                *self._held_or_read(key, fetched, held, head, newest),
                                 newest or 0,
                                 self.storage.texts,
                                 self.storage.run,
@@ -177,6 +174,24 @@ class ReadModels(LiveRows):
                 continue
             self.apply(key)
         raise ViewOutOfStep(f"the read models of {shown_id(conversation)} cannot catch up with its log; run: chatrecord rebuild")
+
+    def _held_or_read(
+        self, key: UUID, fetched: TurnRows, held: HeldRows | None, head: Head | None, newest: int | None
+    ) -> tuple[str, str]:
+        """Returns the newest entries' and card outcomes' bodies of a turn read's one statement
+        (each kind joined by SEPARATOR, oldest first): those this process holds (`HeldRows`)
+        where the statement left them unread (the head at the held version), else those it
+        read, which the process then holds."""
+        if fetched.held and held is not None:
+            return held.joined()
+        if head is not None and newest == NEWEST_OUTCOMES:
+            fresh = seeded(fetched.live.generation, head, fetched.entries, fetched.outcomes, NEWEST_ENTRIES, newest)
+            if fresh is not None:
+                self.held.put(key, fresh)
+            else:
+                with contextlib.suppress(KeyError):
+                    self.held.get(key, evict=True)
+        return fetched.entries, fetched.outcomes
 
     def head(self, conversation: str) -> Head:
         """Returns a conversation's head (bookkeeping, view context, latest turn)."""

@@ -140,6 +140,7 @@ class ViewStorage:
         entries: int | None = None,
         since: int | None = None,
         tail_from: int = 0,
+        held_at: int | None = None,
     ) -> TurnRows | None:
         """Where the backend reads a turn's rows in one statement: see
         `adapters.backends.postgres.PostgresViewStorage`."""

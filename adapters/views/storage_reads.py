@@ -32,6 +32,9 @@ class TurnRows:
     skipped: bool = False
     """True when the entries and outcomes were left unread (the head was at the version the
     caller keeps notes of)."""
+    held: bool = False
+    """True when the entries and outcomes were left unread because the head was at the version
+    whose entries and outcomes the caller holds (`held_at`, `adapters.views.held_rows.HeldRows`)."""
     topics: str | None = None
     """The distinct topics of the conversation's events after the version `since` asked about,
     up to the head's, joined by U+001E; None when not asked, or after more than TAIL_EVENTS."""

@@ -795,6 +795,40 @@ class TestPostgresReadModels(PostgresStores, SharedDatabaseContract):
         assert "chatrecord_views" in names and "conversationstore_events" in names
         return {n for n in names if n.startswith("views_")}
 
+    def test_the_turn_read_after_this_processs_append_reads_no_entries_and_gives_the_notes_of_the_rows(
+        self, store: ConversationStore
+    ) -> None:
+        """After its own append the writer's turn read leaves the newest entries and card
+        outcomes unread (it holds them, `HeldRows`, followed through the append's document), and
+        its notes are those a reader of the database alone gives, line after line: through
+        declined cards (outcomes), an edit (its cut of card outcomes: read again) and a line
+        another process appended (a version the writer did not follow: read again)."""
+        models = read_models(store)
+        other = self.second_store(store)
+        used: list[bool] = []
+        turn_rows = models.storage.turn_rows
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            fetched = turn_rows(*args, **kwargs)
+            used.append(fetched.held)
+            return fetched
+
+        models.storage.turn_rows = counted  # type: ignore[method-assign]
+        tour = behalten_tour()
+        tour.append(Lines("conv-behalten").add("message_edited", message=1, text="Nur den Titel").lines[0])
+        tour.append(Lines("conv-behalten").add("user_message", message=9, text="Und jetzt?", page=42).lines[0])
+        seen = []
+        for number, line in enumerate(tour):
+            writer = other if number == len(tour) - 1 else store  # the last line from another process
+            ingest(writer, [line])
+            if number == 0:
+                continue
+            notes = models.turn_notes("conv-behalten").to_json()
+            assert notes == read_models(self.second_store(store)).turn_notes("conv-behalten").to_json(), line["type"]
+            seen.append((line["type"], used[-1]))
+        assert [kind for kind, held in seen if not held] == ["user_message", "message_edited", "user_message"]
+        assert sum(held for _, held in seen) == len(seen) - 3 >= 6
+
     def test_a_turn_reads_prepared_statements_never_meet_a_pipelined_append_that_failed(self, store: ConversationStore) -> None:
         models = read_models(store)
         ingest(store, DEMO)

@@ -198,6 +198,13 @@ class PostgresBufferedRows(BufferedRows):
             self._window.cut_pages(after, edit.newest, edit.shown or 0)
         return edit.newest, edit.shown or 0
 
+    @property
+    def document_views(self) -> dict[str, Any] | None:
+        """The views section of the append's document these rows wrote into (None: they were
+        not written into one), which the store hands back once the append committed
+        (`LiveRows.inline_committed`: what the turn read after keeps, `HeldRows`)."""
+        return self._views
+
     def _document_views(self) -> dict[str, Any]:
         views = self._document()
         assert views is not None  # `prefetch` reads only for an append gathered into a document

@@ -116,6 +116,7 @@ class PostgresViewStorage(SQLViewStorage):
         entries: int | None = None,
         since: int | None = None,
         tail_from: int = 0,
+        held_at: int | None = None,
     ) -> TurnRows | None:
         """Reads, in one statement, what a turn read needs besides older transcript messages:
         the live pointer, the head row of `cid` in generation `generation` (the caller's
@@ -125,7 +126,9 @@ class PostgresViewStorage(SQLViewStorage):
         rows from index `tail_from` on (`TurnRows.topics`, `TurnRows.tail`: each row found by
         its key, at most TAIL_ROWS + 1, after at most TAIL_EVENTS events). Entries, outcomes
         and rows are left unread (`TurnRows.skipped`) when the head is at version `kept_at`
-        (the caller keeps that version's notes already). Returns None when the pointer table
+        (the caller keeps that version's notes already); entries and outcomes alone
+        (`TurnRows.held`) when it is at version `held_at` (the caller holds those rows of that
+        version, `adapters.views.held_rows.HeldRows`). Returns None when the pointer table
         is not known yet or the guess was wrong (the caller reads row by row, and guesses the
         live generation next time)."""
         if not self._has_pointer:
@@ -137,11 +140,12 @@ class PostgresViewStorage(SQLViewStorage):
             curs,
             (
                 "SELECT p.generation, p.rules, p.next, h.body AS head, h.version = %(kept)s AS skipped, "
+                "h.version = %(held)s AS held, "
                 f"(SELECT max(originator_version) FROM {self._t(self.events_table)} WHERE originator_id = %(key)s) AS logged, "
-                "CASE WHEN h.version = %(kept)s THEN NULL ELSE "
+                "CASE WHEN h.version = %(kept)s OR h.version = %(held)s THEN NULL ELSE "
                 "(SELECT string_agg(body, chr(30) ORDER BY seq) FROM (SELECT seq, body FROM "
                 f"{t['entries']} WHERE cid = %(cid)s ORDER BY seq DESC LIMIT %(entries)s) e) END AS entries, "
-                "CASE WHEN h.version = %(kept)s THEN NULL ELSE "
+                "CASE WHEN h.version = %(kept)s OR h.version = %(held)s THEN NULL ELSE "
                 "(SELECT string_agg(body, chr(30) ORDER BY v, sub) FROM (SELECT v, sub, body FROM "
                 f"{t['outcomes']} WHERE cid = %(cid)s ORDER BY v DESC, sub DESC LIMIT %(newest)s) o) END AS outcomes, "
                 f"{unkept}(SELECT COALESCE(string_agg(DISTINCT topic, chr(30)), '') FROM "
@@ -167,6 +171,7 @@ class PostgresViewStorage(SQLViewStorage):
                 "newest": newest,
                 "entries": entries or newest,
                 "kept": -1 if kept_at is None else kept_at,
+                "held": -1 if held_at is None else held_at,
                 "since": -1 if since is None else since,
                 "tail": tail_from,
                 "events": TAIL_EVENTS,
@@ -185,6 +190,7 @@ class PostgresViewStorage(SQLViewStorage):
             row["entries"] or "",
             row["outcomes"] or "",
             skipped=bool(row["skipped"]),
+            held=bool(row["held"]) and not row["skipped"],
             topics=row["topics"],
             tail=row["tail"],
             tip=_bytes(row["tip"]),

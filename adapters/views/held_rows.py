@@ -1,0 +1,99 @@
+"""The newest run record entries and card outcomes of a conversation as this process last read
+or wrote them (`HeldRows`), so the turn read after its own append need not read them again.
+
+A turn read on PostgreSQL reads, in one statement, the head, the newest entries and the newest
+card outcomes. Right after this process appended to the conversation, those rows are the ones
+its last turn read saw with the append's writes applied: the append's document (`views`: the
+entries upserted, deleted and set aside, the outcomes inserted) says exactly what changed, in
+the transaction that committed. `seeded` takes them from a turn read, `advanced` follows an
+append; the turn read's statement then leaves them unread when the head is at the held version
+(`PostgresViewStorage.turn_rows`' `held_at`). Anything this cannot follow exactly (an edit's
+cut of card outcomes, an append not sent as one document, a version it did not see) drops
+them, and the next read reads them again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from adapters.views.caches import SEPARATOR
+from projections.row_head import Head
+from projections.rules import RULE_SET_IDS, resolve
+
+NEWEST_OUTCOMES = max(resolve(rules).max_notes for rules in RULE_SET_IDS) + 1
+"""The card outcomes a turn read fetches with its head: enough for any rule set's notes."""
+NEWEST_ENTRIES = 2 * NEWEST_OUTCOMES
+"""The run record entries a turn read reads at first (on PostgreSQL with its head): the notes
+take the newest until their budget is full, skipping entries of empty steps; a read that
+reaches older ones reads them in one more statement (`adapters.views.sql_rows.SQLRows.entries`,
+`adapters.views.prefetched_rows.PrefetchedRows.entries`)."""
+
+
+@dataclass(frozen=True)
+class HeldRows:
+    """The newest entries and card outcomes of one conversation in generation `generation`, as
+    they stand at head version `version`: `entries` the newest (at most the turn read's
+    `NEWEST_ENTRIES`) as (seq, body), oldest first, their seqs the head's newest `seqs`;
+    `outcomes` the bodies of the newest card outcomes (at most `NEWEST_OUTCOMES`), oldest
+    first, of `total` (the head's count). Bodies are the rows' text as stored."""
+
+    generation: int
+    version: int
+    entries: tuple[tuple[int, str], ...]
+    outcomes: tuple[str, ...]
+    total: int
+
+    def joined(self) -> tuple[str, str]:
+        """Returns the entries' and the outcomes' bodies each joined by SEPARATOR, oldest first,
+        as the turn read's statement returns them (`TurnRows.entries`, `TurnRows.outcomes`)."""
+        return SEPARATOR.join(body for _, body in self.entries), SEPARATOR.join(self.outcomes)
+
+
+def seeded(
+    generation: int, head: Head, entries: str, outcomes: str, newest_entries: int, newest_outcomes: int
+) -> HeldRows | None:
+    """Returns the rows a turn read's one statement read (`entries` and `outcomes`: bodies joined
+    by SEPARATOR, oldest first, the newest `newest_entries` and `newest_outcomes` with `head`)
+    as HeldRows, or None when they are not that many (the head says how many there are)."""
+    bodies = entries.split(SEPARATOR) if entries else []
+    kept = outcomes.split(SEPARATOR) if outcomes else []
+    if len(bodies) != min(newest_entries, len(head.seqs)) or len(kept) != min(newest_outcomes, head.outcomes):
+        return None
+    seqs = head.seqs[len(head.seqs) - len(bodies) :]
+    return HeldRows(generation, head.version, tuple(zip(seqs, bodies, strict=True)), tuple(kept), head.outcomes)
+
+
+def advanced(
+    held: HeldRows | None,
+    generation: int,
+    start: int,
+    views: Mapping[str, Any] | None,
+    after: Head | None,
+    newest_entries: int,
+    newest_outcomes: int,
+) -> HeldRows | None:
+    """Returns `held` after an append that committed: its fold began at head version `start`,
+    wrote the document section `views` (`adapters.backends.postgres.append.AppendDocument.views`;
+    None: the append was not sent as one document) and left head `after`. Returns None where
+    that cannot be followed exactly: nothing held of `start` in `generation`, an edit's cut of
+    card outcomes, new outcomes not newer than the held version or not all the head counts,
+    or entries that are not the head's newest seqs (a delete inside the held ones leaves one
+    older unknown)."""
+    if held is None or views is None or after is None or held.generation != generation or held.version != start:
+        return None
+    if views.get("drop_outcomes") is not None:
+        return None
+    gone = {*views.get("delete_entries", ()), *views.get("aside", ())}
+    entries = {seq: body for seq, body in held.entries if seq not in gone}
+    for seq, _segment, body in views.get("entries", ()):
+        entries[int(seq)] = body
+    keep = sorted(entries)[-newest_entries:] if newest_entries else []
+    if len(keep) != min(newest_entries, len(after.seqs)) or tuple(keep) != tuple(after.seqs[len(after.seqs) - len(keep) :]):
+        return None
+    new = sorted(views.get("outcomes", ()), key=lambda row: (row[0], row[1]))
+    if (new and int(new[0][0]) <= held.version) or held.total + len(new) != after.outcomes:
+        return None
+    outcomes = (*held.outcomes, *(row[4] for row in new))[-newest_outcomes:] if newest_outcomes else ()
+    return HeldRows(generation, after.version, tuple((seq, entries[seq]) for seq in keep), tuple(outcomes), after.outcomes)
