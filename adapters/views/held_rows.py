@@ -34,21 +34,18 @@ reaches older ones reads them in one more statement (`adapters.views.sql_rows.SQ
 @dataclass(frozen=True)
 class HeldRows:
     """The newest entries and card outcomes of one conversation in generation `generation`, as
-    they stand at head version `version`: `entries` the newest (at most the turn read's
-    `NEWEST_ENTRIES`) as (seq, body), oldest first, their seqs the head's newest `seqs`;
-    `outcomes` the bodies of the newest card outcomes (at most `NEWEST_OUTCOMES`), oldest
-    first, of `total` (the head's count). Bodies are the rows' text as stored."""
+    they stand at head version `version`: `seqs` and `entries` the seqs and bodies of the
+    newest entries (at most the turn read's `NEWEST_ENTRIES`), oldest first, the seqs the
+    head's newest; `outcomes` the bodies of the newest card outcomes (at most
+    `NEWEST_OUTCOMES`), oldest first, of `total` (the head's count). Bodies are the rows' text
+    as stored, each the same string object for as long as it is held."""
 
     generation: int
     version: int
-    entries: tuple[tuple[int, str], ...]
+    seqs: tuple[int, ...]
+    entries: tuple[str, ...]
     outcomes: tuple[str, ...]
     total: int
-
-    def joined(self) -> tuple[str, str]:
-        """Returns the entries' and the outcomes' bodies each joined by SEPARATOR, oldest first,
-        as the turn read's statement returns them (`TurnRows.entries`, `TurnRows.outcomes`)."""
-        return SEPARATOR.join(body for _, body in self.entries), SEPARATOR.join(self.outcomes)
 
 
 def seeded(
@@ -62,7 +59,7 @@ def seeded(
     if len(bodies) != min(newest_entries, len(head.seqs)) or len(kept) != min(newest_outcomes, head.outcomes):
         return None
     seqs = head.seqs[len(head.seqs) - len(bodies) :]
-    return HeldRows(generation, head.version, tuple(zip(seqs, bodies, strict=True)), tuple(kept), head.outcomes)
+    return HeldRows(generation, head.version, tuple(seqs), tuple(bodies), tuple(kept), head.outcomes)
 
 
 def advanced(
@@ -86,7 +83,7 @@ def advanced(
     if views.get("drop_outcomes") is not None:
         return None
     gone = {*views.get("delete_entries", ()), *views.get("aside", ())}
-    entries = {seq: body for seq, body in held.entries if seq not in gone}
+    entries = {seq: body for seq, body in zip(held.seqs, held.entries, strict=True) if seq not in gone}
     for seq, _segment, body in views.get("entries", ()):
         entries[int(seq)] = body
     keep = sorted(entries)[-newest_entries:] if newest_entries else []
@@ -96,4 +93,4 @@ def advanced(
     if (new and int(new[0][0]) <= held.version) or held.total + len(new) != after.outcomes:
         return None
     outcomes = (*held.outcomes, *(row[4] for row in new))[-newest_outcomes:] if newest_outcomes else ()
-    return HeldRows(generation, after.version, tuple((seq, entries[seq]) for seq in keep), tuple(outcomes), after.outcomes)
+    return HeldRows(generation, after.version, tuple(keep), tuple(entries[seq] for seq in keep), tuple(outcomes), after.outcomes)

@@ -4,7 +4,7 @@ outcomes were read already with its head (`PrefetchedRows`).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from adapters.store.crypto import ViewTexts
@@ -30,8 +30,8 @@ class PrefetchedRows(SQLRows):
         tables: dict[str, str],
         cid: str,
         p: str,
-        entries: str,
-        outcomes: str,
+        entries: str | Sequence[str],
+        outcomes: str | Sequence[str],
         newest: int,
         texts: ViewTexts | None = None,
         run: Callable[[Any, str, Any], Any] | None = None,
@@ -78,7 +78,7 @@ class PrefetchedRows(SQLRows):
         ones are mostly never decoded, nor read (the head's `seqs` say how many there are;
         `newest` and `total` are not needed). Reaching an older one reads them all, checking
         that the head is still at the version the read began with; else raises ReadMoved."""
-        bodies = self._entries.split(SEPARATOR) if self._entries else []
+        bodies = _split(self._entries)
         seqs = self._head.seqs if self._head is not None else ()
         if len(bodies) >= len(seqs):
             return LazyEntries(bodies, decode)
@@ -98,8 +98,17 @@ class PrefetchedRows(SQLRows):
 
     def outcomes(self, newest: int | None = None, decode: Callable[[str], CardOutcome] | None = None) -> tuple[CardOutcome, ...]:
         if newest is not None and newest <= self._newest:
-            bodies = self._outcomes.split(SEPARATOR) if self._outcomes else []
+            bodies = _split(self._outcomes)
             bodies = bodies[len(bodies) - newest :] if newest else []
             decode = decode or CardOutcome.model_validate_json
             return tuple([decode(body) for body in bodies])
         return super().outcomes(newest, decode)
+
+
+def _split(bodies: str | Sequence[str]) -> list[str]:
+    """Returns row bodies given joined by SEPARATOR (as a statement read them) or as a sequence
+    (as the process holds them, `HeldRows`: the same string objects each read, whose hashes
+    the caches' look-ups then need not compute again)."""
+    if isinstance(bodies, str):
+        return bodies.split(SEPARATOR) if bodies else []
+    return list(bodies)

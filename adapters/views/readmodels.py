@@ -177,17 +177,18 @@ class ReadModels(LiveRows):
 
     def _held_or_read(
         self, key: UUID, fetched: TurnRows, held: HeldRows | None, head: Head | None, newest: int | None
-    ) -> tuple[str, str]:
+    ) -> tuple[str | tuple[str, ...], str | tuple[str, ...]]:
         """Returns the newest entries' and card outcomes' bodies of a turn read's one statement
-        (each kind joined by SEPARATOR, oldest first): those this process holds (`HeldRows`)
+        (each kind oldest first, joined by SEPARATOR as read): those this process holds (`HeldRows`)
         where the statement left them unread (the head at the held version), else those it
         read, which the process then holds."""
         if fetched.held and held is not None:
-            return held.joined()
+            return held.entries, held.outcomes
         if head is not None and newest == NEWEST_OUTCOMES:
             fresh = seeded(fetched.live.generation, head, fetched.entries, fetched.outcomes, NEWEST_ENTRIES, newest)
             if fresh is not None:
                 self.held.put(key, fresh)
+                return fresh.entries, fresh.outcomes  # the string objects held: their hashes kept
             else:
                 with contextlib.suppress(KeyError):
                     self.held.get(key, evict=True)
