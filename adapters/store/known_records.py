@@ -109,9 +109,10 @@ class KnownRecords:
         records, messages, floor = self.at(cid, state.version if state is not None else 0)
         index = _KnownIndex(dict(records), dict(messages), floor)
         try:
-            for event in events:
+            for number, event in enumerate(events, start=1):
                 index_event(index, state, event)
-                state = evolve(event, state)
+                if number < len(events):  # the state after the last one is not asked
+                    state = evolve(event, state)
         except NotKnown:
             self.evict(cid)
             return
