@@ -14,6 +14,7 @@ them, and the next read reads them again.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -82,15 +83,28 @@ def advanced(
         return None
     if views.get("drop_outcomes") is not None:
         return None
+    seqs, bodies = list(held.seqs), list(held.entries)
     gone = {*views.get("delete_entries", ()), *views.get("aside", ())}
-    entries = {seq: body for seq, body in zip(held.seqs, held.entries, strict=True) if seq not in gone}
+    if gone.intersection(seqs):
+        kept = [(seq, body) for seq, body in zip(seqs, bodies, strict=True) if seq not in gone]
+        seqs, bodies = [seq for seq, _ in kept], [body for _, body in kept]
     for seq, _segment, body in views.get("entries", ()):
-        entries[int(seq)] = body
-    keep = sorted(entries)[-newest_entries:] if newest_entries else []
-    if len(keep) != min(newest_entries, len(after.seqs)) or tuple(keep) != tuple(after.seqs[len(after.seqs) - len(keep) :]):
+        if not seqs or seq > seqs[-1]:  # a new entry: the newest (each append's usual write)
+            seqs.append(seq)
+            bodies.append(body)
+            continue
+        at = bisect_left(seqs, seq)
+        if at < len(seqs) and seqs[at] == seq:  # a held entry updated (a decision, an answer)
+            bodies[at] = body
+        else:
+            seqs.insert(at, seq)
+            bodies.insert(at, body)
+    if len(seqs) > newest_entries:
+        del seqs[: len(seqs) - newest_entries], bodies[: len(bodies) - newest_entries]
+    if len(seqs) != min(newest_entries, len(after.seqs)) or tuple(seqs) != after.seqs[len(after.seqs) - len(seqs) :]:
         return None
     new = sorted(views.get("outcomes", ()), key=lambda row: (row[0], row[1]))
     if (new and int(new[0][0]) <= held.version) or held.total + len(new) != after.outcomes:
         return None
     outcomes = (*held.outcomes, *(row[4] for row in new))[-newest_outcomes:] if newest_outcomes else ()
-    return HeldRows(generation, after.version, tuple(keep), tuple(entries[seq] for seq in keep), tuple(outcomes), after.outcomes)
+    return HeldRows(generation, after.version, tuple(seqs), tuple(bodies), tuple(outcomes), after.outcomes)
