@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Callable, Sequence
-from typing import ClassVar
+from typing import Any, ClassVar
 from uuid import UUID
 
 from eventsourcing.persistence import IntegrityError, Recording
@@ -144,6 +144,7 @@ class ConversationStore(DecidingStore):
                 refuse_texts(events)  # as the log says, whatever key this process still keeps
             added: list[int | None] = []
             written: ViewsWritten = {}
+            puts: list[Any] = []
 
             def index(
                 cursor: object,
@@ -152,8 +153,10 @@ class ConversationStore(DecidingStore):
                 assumed: AssumedHistory | None = assumed[2] if assumed is not None else None,
                 added: list[int | None] = added,
                 written: ViewsWritten = written,
+                puts: list[Any] = puts,
             ) -> None:
-                added.append(self.history.write(cid, state, events, curs=cursor, follows=True, assumed=assumed))
+                puts.clear()  # a transaction begins: what an earlier one put did not commit
+                added.append(self.history.write(cid, state, events, curs=cursor, follows=True, assumed=assumed, puts=puts))
                 if self.views is not None:
                     written.clear()  # a transaction begins: what an earlier one wrote did not commit
                     self.views.apply_inline(cursor, cid, events, written)
@@ -187,7 +190,7 @@ class ConversationStore(DecidingStore):
             self._cache(after)
             if after is not None and outcomes is not None and added and added[-1] is not None:
                 self._known.put(cid, (after.version, outcomes + added[-1]))
-                self._records.appended(cid, state, events)
+                self._records.appended(cid, state, events, puts[-1] if puts else None)
             self._snapshot_if_due(state, after)
             position = recordings[-1].notification.id if recordings else None
             return HandleResult(command.conversation, events, events, after, position, attempt)

@@ -6,7 +6,7 @@ answers from so that a writer decides a command without reading the index.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from operator import attrgetter
 from typing import Any
 from uuid import UUID
@@ -101,21 +101,35 @@ class KnownRecords:
             return {}, {}, None
         return (kept[1], kept[2], kept[3]) if kept[0] == version else ({}, {}, None)
 
-    def appended(self, cid: UUID, state: Any, events: Iterable[ConversationEvent]) -> None:
-        """Follows `events`, just appended onto `state` (the aggregate's state before them)."""
+    def appended(
+        self,
+        cid: UUID,
+        state: Any,
+        events: Iterable[ConversationEvent],
+        puts: tuple[Mapping[str, SegmentRecord], Mapping[int, bool]] | None = None,
+    ) -> None:
+        """Follows `events`, just appended onto `state` (the aggregate's state before them):
+        with `puts`, the rows their append wrote to the index (its segment records by segment,
+        whether each message is live by number: exactly what the index holds now, so taken as
+        they are); else each event folded onto the known rows (`index_event`), which forgets
+        the conversation where an event needs a row that is not known."""
         events = list(events)
         if not events:
             return
         records, messages, floor = self.at(cid, state.version if state is not None else 0)
         index = _KnownIndex(dict(records), dict(messages), floor)
-        try:
-            for number, event in enumerate(events, start=1):
-                index_event(index, state, event)
-                if number < len(events):  # the state after the last one is not asked
-                    state = evolve(event, state)
-        except NotKnown:
-            self.evict(cid)
-            return
+        if puts is not None:
+            index.records.update(puts[0])
+            index.messages.update(puts[1])
+        else:
+            try:
+                for number, event in enumerate(events, start=1):
+                    index_event(index, state, event)
+                    if number < len(events):  # the state after the last one is not asked
+                        state = evolve(event, state)
+            except NotKnown:
+                self.evict(cid)
+                return
         floor = self._floor(index)
         newest = sorted(index.records.values(), key=_VERSION)[-self.KEPT :]
         kept = {r.segment: r for r in newest}

@@ -118,23 +118,34 @@ class HistoryTables:
         rebuild: bool = False,
         follows: bool = False,
         assumed: AssumedHistory | None = None,
+        puts: list[Any] | None = None,
     ) -> int | None:
         """Indexes `events` of conversation `cid` (`state`: the aggregate's before them), through
         `curs` or in a transaction of its own; with `rebuild`, the conversation's rows go first.
         `follows` says the caller saw the index at the version before the first event in this
         attempt (the events' insert fails if another writer came between), so it is not read.
         `assumed`: the events were decided on that history, which is checked with them where
-        `checks_assumptions`.
+        `checks_assumptions`. `puts`, where given, gets the rows the write puts, as (segment
+        records by segment, whether each message is live by number), where the backend gathers
+        them (`PostgresHistoryTables`: the append's `HeldIndex`); else nothing.
         Returns how many card outcomes the events added (negative when an edit cut some),
         None when nothing was indexed or the index does not count them (in memory)."""
         events = list(events)
         if curs is None:
             with self._transaction() as own:
-                return self._checked_write(cid, state, events, own, rebuild, follows, assumed)
-        return self._checked_write(cid, state, events, curs, rebuild, follows, assumed)
+                return self._checked_write(cid, state, events, own, rebuild, follows, assumed, puts)
+        return self._checked_write(cid, state, events, curs, rebuild, follows, assumed, puts)
 
     def _checked_write(
-        self, cid: UUID, state: Any, events: list[Any], curs: Any, rebuild: bool, follows: bool, assumed: AssumedHistory | None
+        self,
+        cid: UUID,
+        state: Any,
+        events: list[Any],
+        curs: Any,
+        rebuild: bool,
+        follows: bool,
+        assumed: AssumedHistory | None,
+        puts: list[Any] | None = None,
     ) -> int | None:
         if assumed is not None:
             raise NotImplementedError("this index cannot check an assumed history (checks_assumptions)")

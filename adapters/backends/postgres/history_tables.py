@@ -118,7 +118,15 @@ class PostgresHistoryTables(SQLHistoryTables):
         )
 
     def _checked_write(
-        self, cid: UUID, state: Any, events: list[Any], curs: Any, rebuild: bool, follows: bool, assumed: AssumedHistory | None
+        self,
+        cid: UUID,
+        state: Any,
+        events: list[Any],
+        curs: Any,
+        rebuild: bool,
+        follows: bool,
+        assumed: AssumedHistory | None,
+        puts: list[Any] | None = None,
     ) -> int | None:
         """An append's index (`follows`, not a rebuild) in one statement: the events folded
         into a `HeldIndex` (its reads go to the rows through `curs`), then the check of
@@ -130,6 +138,8 @@ class PostgresHistoryTables(SQLHistoryTables):
         base = self.writer(curs, cid)  # the records `assumed` knows are not read again (checked with it)
         held = HeldIndex(AssumedBase(base, assumed) if assumed is not None else base)
         index_events(held, state, events)
+        if puts is not None:  # the rows written, which the writer's known records follow (`KnownRecords`)
+            puts.append((held.top.records, held.top.messages))
         t, key = self.t, str(cid)
         if isinstance(curs, AppendDocument):
             if assumed is not None:
