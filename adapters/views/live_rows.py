@@ -223,7 +223,8 @@ class LiveRows:
             if held is not None:
                 after = advanced(held, generation, start, views, head, NEWEST_ENTRIES, NEWEST_OUTCOMES)
                 if after is None:
-                    self.held.get(aggregate_id, evict=True)
+                    with contextlib.suppress(KeyError):  # gone meanwhile (another thread's read or append)
+                        self.held.get(aggregate_id, evict=True)
                 else:
                     self.held.put(aggregate_id, after)
 
