@@ -135,9 +135,7 @@ class CardOutcomes(Immutable):
         """Takes `outcomes` (card outcomes or their dicts) beside the model's fields."""
         data, given = taken(data, "outcomes")
         made = handler(data)
-        outcomes = _OUTCOMES.validate_python(given) if given else ()
-        made.__pydantic_private__ = {"_list": list(outcomes), "_n": len(outcomes), "_tuple": outcomes}
-        return made
+        return _holding(made, _OUTCOMES.validate_python(given) if given else ())
 
     @computed_field  # type: ignore[prop-decorator]  # pydantic's documented way: a property under it
     @property
@@ -198,7 +196,11 @@ def with_outcomes(state: CardOutcomes, update: dict[str, Any], added: tuple[Card
 def held_outcomes(outcomes: tuple[CardOutcome, ...]) -> CardOutcomes:
     """Returns card outcomes holding `outcomes` (validated where they were read) and no open
     card, approval or positions: the state a turn read builds from rows."""
-    made = CardOutcomes()
+    return _holding(CardOutcomes(), outcomes)
+
+
+def _holding(made: CardOutcomes, outcomes: tuple[CardOutcome, ...]) -> CardOutcomes:
+    """Returns `made`, set to hold exactly `outcomes` (a list of its own, all of it read)."""
     made.__pydantic_private__ = {"_list": list(outcomes), "_n": len(outcomes), "_tuple": outcomes}
     return made
 

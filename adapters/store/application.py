@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar
+from typing import ClassVar
 from uuid import UUID
 
 from eventsourcing.persistence import IntegrityError, Recording
@@ -22,7 +22,7 @@ from adapters.store.deciding import DecidingStore
 from adapters.store.idempotency import IdempotencyKeys
 from adapters.store.keys import DataKeys
 from adapters.store.known_counts import KnownCounts
-from adapters.store.known_records import KnownRecords
+from adapters.store.known_records import IndexPuts, KnownRecords
 from adapters.store.serialization import SERIALIZATION_ENV
 from adapters.store.sql_history import AssumptionFailed, HistoryTables
 from adapters.store.store_views import StoreViews, ViewsWritten
@@ -144,7 +144,7 @@ class ConversationStore(DecidingStore):
                 refuse_texts(events)  # as the log says, whatever key this process still keeps
             added: list[int | None] = []
             written: ViewsWritten = {}
-            puts: list[Any] = []
+            puts: list[IndexPuts] = []
 
             def index(
                 cursor: object,
@@ -153,7 +153,7 @@ class ConversationStore(DecidingStore):
                 assumed: AssumedHistory | None = assumed[2] if assumed is not None else None,
                 added: list[int | None] = added,
                 written: ViewsWritten = written,
-                puts: list[Any] = puts,
+                puts: list[IndexPuts] = puts,
             ) -> None:
                 puts.clear()  # a transaction begins: what an earlier one put did not commit
                 added.append(self.history.write(cid, state, events, curs=cursor, follows=True, assumed=assumed, puts=puts))

@@ -18,6 +18,10 @@ from domain.state import evolve
 
 _VERSION = attrgetter("version")
 
+IndexPuts = tuple[Mapping[str, SegmentRecord], Mapping[int, bool]]
+"""The rows an append wrote to the history index: its segment records by segment, and whether
+each user message is live by number (`HistoryTables.write`'s `puts`)."""
+
 
 class _KnownIndex:
     """The index as `KnownRecords` follows it: the known records, the rest unknown; from
@@ -106,7 +110,7 @@ class KnownRecords:
         cid: UUID,
         state: Any,
         events: Iterable[ConversationEvent],
-        puts: tuple[Mapping[str, SegmentRecord], Mapping[int, bool]] | None = None,
+        puts: IndexPuts | None = None,
     ) -> None:
         """Follows `events`, just appended onto `state` (the aggregate's state before them):
         with `puts`, the rows their append wrote to the index (its segment records by segment,

@@ -14,6 +14,7 @@ from typing import Any, cast
 from uuid import UUID
 
 from adapters.store.history_rows import TABLES, Execute, HeldIndex, SQLHistory, create_statements, index_events
+from adapters.store.known_records import IndexPuts
 from domain.history_index import AssumedHistory, MemoryHistory, NotKnown, SegmentRecord
 
 
@@ -118,7 +119,7 @@ class HistoryTables:
         rebuild: bool = False,
         follows: bool = False,
         assumed: AssumedHistory | None = None,
-        puts: list[Any] | None = None,
+        puts: list[IndexPuts] | None = None,
     ) -> int | None:
         """Indexes `events` of conversation `cid` (`state`: the aggregate's before them), through
         `curs` or in a transaction of its own; with `rebuild`, the conversation's rows go first.
@@ -145,7 +146,7 @@ class HistoryTables:
         rebuild: bool,
         follows: bool,
         assumed: AssumedHistory | None,
-        puts: list[Any] | None = None,
+        puts: list[IndexPuts] | None = None,
     ) -> int | None:
         if assumed is not None:
             raise NotImplementedError("this index cannot check an assumed history (checks_assumptions)")

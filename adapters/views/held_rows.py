@@ -96,9 +96,7 @@ def advanced(
         at = bisect_left(seqs, seq)
         if at < len(seqs) and seqs[at] == seq:  # a held entry updated (a decision, an answer)
             bodies[at] = body
-        else:
-            seqs.insert(at, seq)
-            bodies.insert(at, body)
+        # else an entry older than those held, updated: not held (the check below sees to the rest)
     if len(seqs) > newest_entries:
         del seqs[: len(seqs) - newest_entries], bodies[: len(bodies) - newest_entries]
     if len(seqs) != min(newest_entries, len(after.seqs)) or tuple(seqs) != after.seqs[len(after.seqs) - len(seqs) :]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 from uuid import UUID
 
 from adapters.backends import view_storage_for
@@ -27,6 +27,21 @@ from projections.row_head import Head
 from projections.rules import DEFAULT_RULE_SET, resolve
 
 log = logging.getLogger("chatrecord")
+
+
+class Written(NamedTuple):
+    """What `LiveRows.apply_inline` wrote of one conversation in a transaction (a `ViewsWritten`
+    value), which `inline_committed` keeps once it committed: the generation written, the head
+    after and before (`start`: its version, 0 for none), the newest rows (`RecentRows`), the
+    head's JSON where the backend made it, and the append document's views section (None: the
+    rows were not written into one)."""
+
+    generation: int
+    head: Head | None
+    recent: Any
+    head_json: str | None
+    start: int
+    views: dict[str, Any] | None
 
 
 class LiveRows:
@@ -189,9 +204,14 @@ class LiveRows:
                 self.messages.put(rows.cid, body, message)
             getattr(rows, "message_bodies", []).clear()
             recent = getattr(rows, "recent", lambda: None)()
-            start = head.version if head else 0
-            views = getattr(rows, "document_views", None)  # the append's document section, where it is one
-            written[aggregate_id] = (live.generation, after, recent, getattr(rows, "head_json", None), start, views)
+            written[aggregate_id] = Written(
+                live.generation,
+                after,
+                recent,
+                getattr(rows, "head_json", None),
+                head.version if head else 0,
+                getattr(rows, "document_views", None),  # the append's document section, where it is one
+            )
         return not failed or fresh
 
     def _set_live(self, live: Pointer) -> None:
@@ -216,12 +236,12 @@ class LiveRows:
         transaction: (generation, head, newest rows)), so the next append need not read them,
         and follows the newest entries and card outcomes a turn read kept (`HeldRows`) through
         the append's document, so the turn read after need not read them either."""
-        for aggregate_id, (generation, head, recent, head_json, start, views) in written.items():
-            if head is not None and self._live is not None and generation == self._live.generation:
-                self.heads.put(aggregate_id, head, recent, head_json)
+        for aggregate_id, w in written.items():
+            if w.head is not None and self._live is not None and w.generation == self._live.generation:
+                self.heads.put(aggregate_id, w.head, w.recent, w.head_json)
             held = _kept(self.held, aggregate_id)
             if held is not None:
-                after = advanced(held, generation, start, views, head, NEWEST_ENTRIES, NEWEST_OUTCOMES)
+                after = advanced(held, w.generation, w.start, w.views, w.head, NEWEST_ENTRIES, NEWEST_OUTCOMES)
                 if after is None:
                     with contextlib.suppress(KeyError):  # gone meanwhile (another thread's read or append)
                         self.held.get(aggregate_id, evict=True)

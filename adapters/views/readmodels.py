@@ -189,9 +189,8 @@ class ReadModels(LiveRows):
             if fresh is not None:
                 self.held.put(key, fresh)
                 return fresh.entries, fresh.outcomes  # the string objects held: their hashes kept
-            else:
-                with contextlib.suppress(KeyError):
-                    self.held.get(key, evict=True)
+            with contextlib.suppress(KeyError):
+                self.held.get(key, evict=True)
         return fetched.entries, fetched.outcomes
 
     def head(self, conversation: str) -> Head:

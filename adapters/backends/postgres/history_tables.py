@@ -18,6 +18,7 @@ from adapters.backends.postgres.schema import create_once, schema_lock_name
 from adapters.store.chain import CHAIN_TABLE
 from adapters.store.history_rows import TABLES as HISTORY_TABLES
 from adapters.store.history_rows import HeldIndex, SQLHistory, index_events
+from adapters.store.known_records import IndexPuts
 from adapters.store.sql_history import AssumedBase, SQLHistoryTables
 from domain.history_index import AssumedHistory
 
@@ -126,7 +127,7 @@ class PostgresHistoryTables(SQLHistoryTables):
         rebuild: bool,
         follows: bool,
         assumed: AssumedHistory | None,
-        puts: list[Any] | None = None,
+        puts: list[IndexPuts] | None = None,
     ) -> int | None:
         """An append's index (`follows`, not a rebuild) in one statement: the events folded
         into a `HeldIndex` (its reads go to the rows through `curs`), then the check of
