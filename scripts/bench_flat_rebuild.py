@@ -30,9 +30,9 @@ from adapters.bootstrap import build_store, read_models
 def measure(env: dict[str, str], what: str) -> dict[str, float]:
     """Runs `what` (rebuild | rebuild1 | read) in a fresh interpreter; returns its events,
     seconds, workers and memory."""
-    out = subprocess.run(
-        [sys.executable, __file__, "_measure", what, json.dumps(env)], check=True, capture_output=True, text=True
-    )
+    out = subprocess.run([sys.executable, __file__, "_measure", what, json.dumps(env)], capture_output=True, text=True)
+    if out.returncode:
+        raise SystemExit(f"{what} failed in its subprocess (exit {out.returncode}):\n{out.stderr}")
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 

@@ -218,7 +218,12 @@ def tree_memory_kb() -> int:
     in KB: the sum of their proportional set sizes (Pss of /proc/PID/smaps_rollup: a page that
     a forked worker shares with its parent counts half in each, so the sum is what they hold
     together; summed RSS would count it twice)."""
-    pids = ["self"] + [pid for task in Path("/proc/self/task").iterdir() for pid in (task / "children").read_text().split()]
+    pids = ["self"]
+    for task in Path("/proc/self/task").iterdir():
+        try:
+            pids.extend((task / "children").read_text().split())
+        except OSError:  # the thread ended meanwhile (a sampler's, a pool's)
+            continue
     total = 0
     for pid in pids:
         try:
