@@ -27,7 +27,7 @@ from domain.events import (
 from domain.values import Immutable, assembled
 from projections import card_outcomes, run_record, transcript, view_context
 from projections.card_outcomes import CardOutcome, CardOutcomes
-from projections.notes import select_notes
+from projections.notes import NoteOf, note_of, select_notes
 from projections.page_line import PageCheck, every_page, page_line
 from projections.placement import place
 from projections.rules import DEFAULT_RULE_SET, RuleSet, resolve
@@ -120,13 +120,16 @@ def turn_input(
     at: datetime,
     rules: RuleSet | str = DEFAULT_RULE_SET,
     can_see_page: PageCheck = every_page,
+    note: NoteOf = note_of,
 ) -> TurnInput:
-    """Returns the turn input of user message `message` at `at` from a folded `state`."""
+    """Returns the turn input of user message `message` at `at` from a folded `state`; `note`
+    renders each run record entry's and card outcome's note (`projections.notes.NoteOf`: a
+    caller may pass one that keeps the notes it rendered, as the turn read does)."""
     rules = resolve(rules)
     messages = state.transcript.messages
     notes: tuple[str, ...] = ()
     if rules.notes and state.transcript.kind == "chat":
-        selected, older = select_notes(state.record, state.outcomes.outcomes, rules, can_see_page)
+        selected, older = select_notes(state.record, state.outcomes.outcomes, rules, can_see_page, note=note)
         messages, notes = place(messages, selected, older)
     return TurnInput(
         message=message,

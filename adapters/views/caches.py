@@ -38,6 +38,10 @@ BODIES = 16384
 """Decoded bodies kept (entries and card outcomes together; about 1 KB each)."""
 MESSAGES = 2048
 """Decoded transcript messages kept (a 40-note read places its notes beside about 60)."""
+KEPT_INPUT = 512
+"""At most this many transcript messages (and card outcomes) of a turn input read from rows are
+decoded one by one through the process's caches (`KeptMessages`, `RenderedNotes`); a longer
+input is decoded in one call, so it does not push out what the turn reads keep."""
 MESSAGE_BODY = 4096
 """Characters of the longest row body whose message is kept (a longer one is decoded each time),
 so the kept messages take at most about MESSAGES * 3 * MESSAGE_BODY bytes."""

@@ -32,14 +32,14 @@ from uuid import UUID
 from pydantic import TypeAdapter
 
 from adapters.views import rule_diff
-from adapters.views.caches import SEPARATOR, KnownBlocks
+from adapters.views.caches import KEPT_INPUT, SEPARATOR, KnownBlocks
 from adapters.views.head_cache import _kept
 from adapters.views.held_rows import NEWEST_ENTRIES, NEWEST_OUTCOMES, HeldRows, seeded
 from adapters.views.live_rows import LiveRows
 from adapters.views.log_fold import Progress, ViewOutOfStep
 from adapters.views.prefetched_rows import PrefetchedRows
 from adapters.views.rebuild import RebuildReport, Rebuilds
-from adapters.views.row_bodies import decode_messages
+from adapters.views.row_bodies import decode_kept_messages, decode_messages
 from adapters.views.row_state import _state, collections_paused, turn_rows_state
 from adapters.views.row_tables import table_names
 from adapters.views.rule_diff import ConversationDiff
@@ -50,18 +50,17 @@ from domain.errors import UnknownConversation, shown_id
 from domain.events import conversation_uuid
 from projections import turn
 from projections.card_outcomes import CardOutcome, held_outcomes
-from projections.notes import note_of
+from projections.notes import NoteOf, note_of
 from projections.page_line import PageCheck, check_slot, every_page
 from projections.row_head import Head, TurnMark
 from projections.rules import resolve
-from projections.run_record import Entry, RunRecord
+from projections.run_record import RunRecord
 from projections.transcript import Transcript
 from projections.turn import NoTurnYet, TurnInput, TurnState
 from projections.turn_notes import TurnNotes, turn_notes
 
 T = TypeVar("T")
 
-_ENTRIES = TypeAdapter(tuple[Entry, ...])
 _OUTCOMES = TypeAdapter(tuple[CardOutcome, ...])
 
 
@@ -224,7 +223,7 @@ class ReadModels(LiveRows):
             record = RunRecord.model_construct(entries=entries, dropped=head.dropped)
             newest = rows.outcomes(newest=rule_set.max_notes + 1, decode=self.rendered.outcome)
             messages_at, block_ends = rows.placement_reads(head.length, self.messages)
-            note = self.rendered.note(check) if check is not None else note_of
+            note = self._note_of(can_see_page)
             notes = turn_notes(
                 head.conversation or conversation,
                 head.version,
@@ -287,12 +286,14 @@ class ReadModels(LiveRows):
         def read(rows: Any, head: Head, rules: str) -> TurnInput:
             if head.turn is None:
                 raise NoTurnYet(f"conversation {shown_id(conversation)} has no user message or retry yet, so no turn to build")
+            note = self._note_of(can_see_page)
             if head.turn.version == head.version:
                 with collections_paused():
-                    return turn.turn_input(_state(rows, head), head.turn.message, head.turn.at, rules, can_see_page)
+                    return turn.turn_input(_state(rows, head), head.turn.message, head.turn.at, rules, can_see_page, note)
             if head.turn_intact:
                 with collections_paused():
-                    return turn.turn_input(turn_rows_state(rows, head), head.turn.message, head.turn.at, rules, can_see_page)
+                    state = turn_rows_state(rows, head, self.messages, self.rendered)
+                    return turn.turn_input(state, head.turn.message, head.turn.at, rules, can_see_page, note)
             events = self.store.events(conversation, up_to_version=head.turn.version)
             return turn.build_turn_input(events, rules, can_see_page)
 
@@ -330,15 +331,31 @@ class ReadModels(LiveRows):
     def _turn_input_of(self, got: TurnInputRows, head: Head, mark: TurnMark, cid: str, can_see_page: PageCheck) -> TurnInput:
         """Returns the input of the turn `mark` from the rows `got` read of it (`_turn_input_in_one`)."""
         assert got.messages is not None and got.entries is not None and got.outcomes is not None  # read together
+        bodies, outcomes = _bodies(got.messages), _bodies(got.outcomes)
+        # each body decoded and each note rendered once per process, as the turn read does
+        # (`RenderedNotes`, `KeptMessages`); a long input is decoded in one call, keeping nothing
+        messages = (
+            decode_kept_messages(bodies, self.storage.texts, cid, self.messages)
+            if len(bodies) <= KEPT_INPUT
+            else decode_messages(bodies, self.storage.texts, cid)
+        )
         state = TurnState.model_construct(
-            transcript=Transcript(kind=head.kind, messages=decode_messages(_bodies(got.messages), self.storage.texts, cid)),
-            record=RunRecord.model_construct(
-                entries=_ENTRIES.validate_json(f"[{got.entries.replace(SEPARATOR, ',')}]"), dropped=mark.dropped
+            transcript=Transcript(kind=head.kind, messages=messages),
+            record=RunRecord.model_construct(entries=tuple(map(self.rendered.entry, _bodies(got.entries))), dropped=mark.dropped),
+            outcomes=held_outcomes(
+                tuple(map(self.rendered.outcome, outcomes))
+                if len(outcomes) <= KEPT_INPUT
+                else _OUTCOMES.validate_json(f"[{got.outcomes.replace(SEPARATOR, ',')}]")
             ),
-            outcomes=held_outcomes(_OUTCOMES.validate_json(f"[{got.outcomes.replace(SEPARATOR, ',')}]")),
             view=head.view,
         )
-        return turn.turn_input(state, mark.message, mark.at, got.live.rules, can_see_page)
+        return turn.turn_input(state, mark.message, mark.at, got.live.rules, can_see_page, self._note_of(can_see_page))
+
+    def _note_of(self, can_see_page: PageCheck) -> NoteOf:
+        """Returns what renders a note under `can_see_page`: one that keeps the notes it
+        rendered (`RenderedNotes.note`) where the check has a slot (`check_slot`), else `note_of`."""
+        check = check_slot(can_see_page)
+        return self.rendered.note(check) if check is not None else note_of
 
     # ------------------------------------------------------------ rule sets
 

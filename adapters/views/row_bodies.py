@@ -6,11 +6,12 @@ entries, each decoded when first asked for (`LazyEntries`).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import orjson
 
 from adapters.store.crypto import ViewTexts
+from adapters.views.caches import KeptMessages
 from domain.values import assembled
 from projections.run_record import Entry
 from projections.transcript import Message
@@ -58,6 +59,26 @@ def decode_messages(bodies: Sequence[str], texts: ViewTexts | None, cid: str) ->
             fields["text"] = open_text(sealed)
         decoded.append(made(fields))
     return tuple(decoded)
+
+
+def decode_kept_messages(bodies: Sequence[str], texts: ViewTexts | None, cid: str, kept: KeptMessages) -> tuple[Message, ...]:
+    """As `decode_messages`, but a body decoded before (kept in `kept` under `cid`) is not
+    again, nor its text opened, while the conversation's texts are readable (once its key is
+    erased every kept message of it is decoded afresh, so reads as erased); the bodies
+    decoded here are kept there. Raises as `decode_messages`."""
+    found = [kept.get(cid, body) for body in bodies]
+    if (
+        texts is not None
+        and any(m is not None and '"sealed":' in b for m, b in zip(found, bodies, strict=True))
+        and not texts.readable(cid)
+    ):
+        found = [None] * len(bodies)  # erased: the kept texts are not to be read any more
+    missing = [i for i, message in enumerate(found) if message is None]
+    if missing:
+        for i, message in zip(missing, decode_messages([bodies[i] for i in missing], texts, cid), strict=True):
+            found[i] = message
+            kept.put(cid, bodies[i], message)
+    return cast("tuple[Message, ...]", tuple(found))  # every None was filled above
 
 
 class LazyEntries(Sequence[Entry]):

@@ -9,6 +9,7 @@ import gc
 from collections.abc import Iterator
 from typing import Any
 
+from adapters.views.caches import KeptMessages, RenderedNotes
 from projections.card_outcomes import CardOutcomes, held_outcomes
 from projections.row_head import Head
 from projections.run_record import RunRecord
@@ -47,17 +48,18 @@ def _state(rows: Any, head: Head) -> TurnState:
     )
 
 
-def turn_rows_state(rows: Any, head: Head) -> TurnState:
+def turn_rows_state(rows: Any, head: Head, kept: KeptMessages | None = None, rendered: RenderedNotes | None = None) -> TurnState:
     """Returns the read models as the latest turn saw them, from rows that still hold them
     (`head.turn_intact`): the first `turn.length` transcript messages, the entries of versions
     up to `turn.version` after those set aside for it, the card outcomes recorded up to
     `turn.version`, the view context (only a turn changes it). Only what `turn_input` reads
-    is set (no continuation bookkeeping)."""
+    is set (no continuation bookkeeping). Rows read in one statement decode through `kept` and
+    `rendered` where given (`SQLRows.turn_rows`)."""
     mark = head.turn
     assert mark is not None and head.turn_intact
     read = getattr(rows, "turn_rows", None)
     if read is not None:  # one statement
-        messages, entries, outcomes = read(mark.length, mark.version)
+        messages, entries, outcomes = read(mark.length, mark.version, kept, rendered)
     else:
         messages = rows.messages()[: mark.length]
         entries = (*rows.aside(), *(e for e in rows.entries() if e.seq <= mark.version))

@@ -6,14 +6,14 @@ whose rows moved under it (`ReadMoved`).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, cast
+from typing import Any
 
 import orjson
 from pydantic import TypeAdapter
 
 from adapters.store.crypto import ERASED, ViewTexts
-from adapters.views.caches import MESSAGE_BODY, KeptMessages, Placement
-from adapters.views.row_bodies import LazyEntries, decode_messages
+from adapters.views.caches import KEPT_INPUT, MESSAGE_BODY, KeptMessages, Placement, RenderedNotes
+from adapters.views.row_bodies import LazyEntries, decode_kept_messages, decode_messages
 from adapters.views.row_tables import aside_cid
 from projections.card_outcomes import CardOutcome
 from projections.row_head import Head, TurnMark
@@ -61,19 +61,7 @@ class SQLRows:
         conversation's texts are readable; the others are kept there."""
         if kept is None:
             return self._decode(bodies)
-        found = [kept.get(self.cid, body) for body in bodies]
-        if (
-            self.texts is not None
-            and any(m is not None and '"sealed":' in b for m, b in zip(found, bodies, strict=True))
-            and not self.texts.readable(self.cid)
-        ):
-            found = [None] * len(bodies)  # erased: the kept texts are not to be read any more
-        missing = [i for i, message in enumerate(found) if message is None]
-        if missing:
-            for i, message in zip(missing, self._decode([bodies[i] for i in missing]), strict=True):
-                found[i] = message
-                kept.put(self.cid, bodies[i], message)
-        return cast("tuple[Message, ...]", tuple(found))  # every None was filled above
+        return decode_kept_messages(bodies, self.texts, self.cid, kept)
 
     def _decode(self, bodies: Sequence[str]) -> tuple[Message, ...]:
         return decode_messages(bodies, self.texts, self.cid)
@@ -153,10 +141,14 @@ class SQLRows:
     def drop_aside(self) -> None:
         self._select(f"DELETE FROM {self.t['entries']} WHERE cid = ?", (self.aside_cid,))
 
-    def turn_rows(self, length: int, version: int) -> tuple[tuple[Message, ...], tuple[Entry, ...], tuple[CardOutcome, ...]]:
+    def turn_rows(
+        self, length: int, version: int, kept: KeptMessages | None = None, rendered: RenderedNotes | None = None
+    ) -> tuple[tuple[Message, ...], tuple[Entry, ...], tuple[CardOutcome, ...]]:
         """Returns, in one statement, what the latest turn saw (`projections.row_head.Head.turn_intact`):
         the first `length` transcript messages, the entries set aside for it and those kept of
-        versions up to `version` (oldest first), and the card outcomes recorded up to `version`."""
+        versions up to `version` (oldest first), and the card outcomes recorded up to `version`.
+        With `kept` and `rendered` (the process's caches), each body is decoded once per process,
+        up to KEPT_INPUT messages or card outcomes (a longer list is decoded in one call)."""
         t = self.t
         rows = self._select(
             f"SELECT 0 AS k, idx AS n, 0 AS sub, body FROM {t['messages']} WHERE cid = ? AND idx < ? UNION ALL "
@@ -168,10 +160,16 @@ class SQLRows:
         bodies: tuple[list[str], list[str], list[str]] = ([], [], [])
         for r in rows:
             bodies[int(r["k"])].append(r["body"])
+        if rendered is None:
+            return (
+                self._decode_messages(bodies[0]),
+                _ENTRIES.validate_json("[" + ",".join(bodies[1]) + "]"),
+                tuple(CardOutcome.model_validate_json(b) for b in bodies[2]),
+            )
         return (
-            self._decode_messages(bodies[0]),
-            _ENTRIES.validate_json("[" + ",".join(bodies[1]) + "]"),
-            tuple(CardOutcome.model_validate_json(b) for b in bodies[2]),
+            self._decode_messages(bodies[0], kept if len(bodies[0]) <= KEPT_INPUT else None),
+            tuple(map(rendered.entry, bodies[1])),
+            tuple(map(rendered.outcome if len(bodies[2]) <= KEPT_INPUT else CardOutcome.model_validate_json, bodies[2])),
         )
 
     def aside(self) -> tuple[Entry, ...]:

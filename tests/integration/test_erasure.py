@@ -301,6 +301,17 @@ class AtRestContract(ErasureContract):
         erase(store, "conv-erase", models)  # in this process: they go
         assert all(models.messages.get(str(key), body) is None for body in bodies)
 
+    def test_a_turn_input_read_again_gives_no_text_after_an_erasure_elsewhere(self, store: ConversationStore) -> None:
+        models = read_models(store)
+        first = models.turn_input("conv-erase")
+        assert [p for p in PLANTS if p in json.dumps(first.to_json())] != []
+        again = models.turn_input("conv-erase")  # its bodies decoded and its notes rendered before: kept
+        assert again.to_json() == first.to_json()
+        erase(store, "conv-erase", ReadModels(store))  # through another ReadModels: this one's caches stay
+        after = json.dumps(models.turn_input("conv-erase").to_json())
+        assert [p for p in PLANTS if p in after] == []
+        assert ERASED in after
+
 
 class TestSQLiteErasure(SQLiteStores, AtRestContract):
     def open_store(self) -> ConversationStore:  # type: ignore[override]
