@@ -94,6 +94,11 @@ class Head(Immutable):
     whatever their numbers), as `chatrecord list` shows them: kept by the fold, so the list
     reads it with the head. None in a head an earlier version wrote (and while it folds on, until
     a replaced transcript or a rebuild counts them again)."""
+    refolds: int = 0
+    """How many times these rows were folded again from the log in place, at a version an
+    earlier fold had reached (`adapters.views.live_rows.LiveRows.erase`: the rows then hold the
+    texts as erased); a process that kept what it read of the rows at this version reads them
+    again. Not a fact of the log: a rebuild starts it at 0."""
 
     @property
     def view(self) -> ViewContext:

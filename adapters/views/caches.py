@@ -169,26 +169,44 @@ class KnownBlocks:
     tip: bytes | None = None
     """The hash chain's hash at `version` (None: no chain), so a log restored to another
     history of that version is not taken for the one these rows were read from."""
+    refolds: int = 0
+    """The head's folds in place when read (`Head.refolds`): after another, an erasure's, the
+    rows hold other texts and offsets, and nothing kept of them is known any more."""
 
     @classmethod
     def of(
-        cls, placement: Placement, generation: int, version: int, last_user: int | None, tip: bytes | None = None
+        cls,
+        placement: Placement,
+        generation: int,
+        version: int,
+        last_user: int | None,
+        tip: bytes | None = None,
+        refolds: int = 0,
     ) -> KnownBlocks:
         """Returns what to keep of a read's `placement`, at head `version` of `generation`
-        whose chain hash is `tip`."""
+        whose chain hash is `tip`, after the head's `refolds` folds in place."""
         ends = {n: end for n in placement.numbers if (end := placement.ends.get(n)) is not None}
         messages = {i: message for i in placement.asked if (message := placement.messages.get(i)) is not None}
-        return cls(generation, version, -1 if last_user is None else last_user, ends, messages, tip)
+        return cls(generation, version, -1 if last_user is None else last_user, ends, messages, tip, refolds)
 
     def placement(
-        self, generation: int, version: int, topics: str | None, tail: str | None, since_tip: bytes | None = None
+        self,
+        generation: int,
+        version: int,
+        topics: str | None,
+        tail: str | None,
+        since_tip: bytes | None = None,
+        refolds: int = 0,
     ) -> Placement | None:
-        """Returns what a read at head `version` of `generation` may take as known: the kept
-        rows before `last_user`, and the rows from it on as `tail` holds them (read with the
-        head: `TurnRows.tail`), when the chain's hash at `self.version` is still `self.tip`
-        (`since_tip`) and the events since have only `topics` (their stored topics joined by
-        SEPARATOR) of TAIL_ONLY_TOPICS; else None (nothing is known)."""
+        """Returns what a read at head `version` of `generation`, after the head's `refolds`
+        folds in place, may take as known: the kept rows before `last_user`, and the rows from
+        it on as `tail` holds them (read with the head: `TurnRows.tail`), when the chain's hash
+        at `self.version` is still `self.tip` (`since_tip`), the rows were not folded in place
+        since (`self.refolds`) and the events since have only `topics` (their stored topics
+        joined by SEPARATOR) of TAIL_ONLY_TOPICS; else None (nothing is known)."""
         if topics is None or tail is None or generation != self.generation or version < self.version or since_tip != self.tip:
+            return None
+        if refolds != self.refolds:
             return None
         if topics and not set(topics.split(SEPARATOR)) <= TAIL_ONLY_TOPICS:
             return None

@@ -63,12 +63,13 @@ class HeadCache:
         self._kept = LRU(maxsize=self.size)  # a fresh one: what the old one kept is dropped at once
 
 
-def notes_cache(size: int = 1024) -> LRU[tuple[Any, ...], tuple[int, bytes | None, TurnNotes]]:
+def notes_cache(size: int = 1024) -> LRU[tuple[Any, ...], tuple[tuple[int, int], bytes | None, TurnNotes]]:
     """Returns the cache of the turn notes this process read, keyed by (conversation,
-    generation, rule set, page check), each kept with the head version and chain hash it was
-    read at, (version, tip, notes): a conversation's notes change only with its head's
-    version, so a kept answer stays true until its next event (or a rebuild, which starts a
-    new generation). One per key: the notes of a newer version replace the older, which no
+    generation, rule set, page check), each kept with the head version and its folds in place
+    (`Head.refolds`) and the chain hash it was read at, ((version, refolds), tip, notes): a
+    conversation's notes change only with its head's version or a fold of its rows in place
+    (an erasure's), so a kept answer stays true until its next event (or a rebuild, which
+    starts a new generation). One per key: the notes of a newer version replace the older, which no
     read asks for again (a cache of every version kept hundreds of dead answers, tens of
     thousands of objects the collector walked at each full collection). Notes hold labels,
     never a text."""

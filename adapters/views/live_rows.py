@@ -279,6 +279,7 @@ class LiveRows:
             if not self.storage.log_version(curs, key):
                 return False
             rows = self.storage.rows(curs, live.generation, key)
+            before = rows.head()
             rows.clear()
             self.heads.clear()
             self.held = LRU(maxsize=1024)
@@ -290,6 +291,6 @@ class LiveRows:
             except UnreadableEvent:
                 rows.clear()  # its rows stay dropped: a read says why its log cannot be read
                 return True
-            if after is not None:
-                rows.put_head(after)
+            if after is not None:  # counted, so other processes' kept reads of this version go
+                rows.put_head(after.model_copy(update={"refolds": (before.refolds if before else 0) + 1}))
         return True

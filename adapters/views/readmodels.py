@@ -131,7 +131,9 @@ class ReadModels(LiveRows):
                             else None
                         )
                         placement = (
-                            known.placement(live.generation, head.version, fetched.topics, fetched.tail, fetched.since_tip)
+                            known.placement(
+                                live.generation, head.version, fetched.topics, fetched.tail, fetched.since_tip, head.refolds
+                            )
                             if known is not None and head is not None
                             else None
                         )
@@ -214,7 +216,7 @@ class ReadModels(LiveRows):
         def read(rows: Any, head: Head, rules: str) -> TurnNotes:
             key = (conversation_uuid(conversation), self._live.generation if self._live else 0, rules, check)
             kept = _kept(self.notes, key) if check is not None else None
-            if kept is not None and kept[0] == head.version and kept[1] == rows.tip:
+            if kept is not None and kept[0] == (head.version, head.refolds) and kept[1] == rows.tip:
                 return kept[2]
             rule_set = resolve(rules)
             # the entries as read (validated where stored), decoded one by one as the notes ask;
@@ -240,11 +242,12 @@ class ReadModels(LiveRows):
                 note,
             )
             if check is not None:  # in place of the notes of an earlier version: those are read no more
-                self.notes.put(key, (head.version, rows.tip, notes))
+                self.notes.put(key, ((head.version, head.refolds), rows.tip, notes))
                 self.kept_at.put((key[0], check), head.version)
             if isinstance(rows, PrefetchedRows) and self._live is not None:
                 self.known.put(
-                    key[0], KnownBlocks.of(rows.placement, self._live.generation, head.version, head.last_user, rows.tip)
+                    key[0],
+                    KnownBlocks.of(rows.placement, self._live.generation, head.version, head.last_user, rows.tip, head.refolds),
                 )
             return notes
 

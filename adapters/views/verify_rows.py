@@ -82,9 +82,10 @@ def check_rows(models: ReadModels, conversation: str) -> RowsVerdict:
         return RowsVerdict(head.conversation or conversation, head.version, PARTS)
     fold = _state(fresh, folded)
     # a head an earlier version wrote keeps no last_at (the list's index needs a rebuild) and
-    # no count of user messages: not a difference
+    # no count of user messages: not a difference; nor the count of its folds in place (an erasure's)
     expected = folded.model_copy(
         update={
+            "refolds": head.refolds,
             **({"last_at": None} if head.last_at is None else {}),
             **({"users": None} if head.users is None else {}),
         }

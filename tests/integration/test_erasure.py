@@ -16,7 +16,7 @@ from adapters.api import Chatrecord
 from adapters.bootstrap import build_store, read_models
 from adapters.store.application import ConversationStore
 from adapters.store.crypto import ERASED, FREE_TEXT, TextsErased
-from adapters.store.erasure import erase
+from adapters.store.erasure import EraseTexts, erase
 from adapters.store.keys import DataKeys
 from adapters.store.settings import memory_env
 from adapters.store.verify import verdicts
@@ -311,6 +311,16 @@ class AtRestContract(ErasureContract):
         after = json.dumps(models.turn_input("conv-erase").to_json())
         assert [p for p in PLANTS if p in after] == []
         assert ERASED in after
+
+    def test_a_writer_that_read_between_an_erasures_steps_reads_the_rows_folded_again(self, store: ConversationStore) -> None:
+        writer = read_models(store)  # the store's own: its appends go through it
+        writer.turn_notes("conv-erase")
+        store.handle(EraseTexts("conv-erase"))  # step 1 alone: an erase killed after its event
+        kept = writer.turn_notes("conv-erase").to_json()  # read and kept at the erasure's version
+        erase(store, "conv-erase", ReadModels(store))  # run again elsewhere: key deleted, rows folded again in place
+        fresh = ReadModels(store).turn_notes("conv-erase").to_json()
+        assert fresh != kept  # the rows changed at the same version: the notes' places in the erased texts
+        assert writer.turn_notes("conv-erase").to_json() == fresh
 
 
 class TestSQLiteErasure(SQLiteStores, AtRestContract):

@@ -284,7 +284,7 @@ class ReadModelsContract:
             models.turn_notes("conv-demo-seo")
         version = len(store.events("conv-demo-seo"))
         kept = [value for _, value in models.notes._items.items()]
-        assert [(v, len(notes.notes) > 0) for v, _, notes in kept] == [(version, True)]
+        assert [(v, len(notes.notes) > 0) for v, _, notes in kept] == [((version, 0), True)]  # (version, folds in place)
         assert models.turn_notes("conv-demo-seo") is kept[0][2]
 
     def test_a_turn_read_whose_kept_notes_are_gone_reads_the_rows_again(self, store: ConversationStore) -> None:
