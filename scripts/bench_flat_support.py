@@ -310,7 +310,9 @@ def machine() -> str:
 
     with psycopg.connect(PG_URL) as conn:
         server = conn.execute("SHOW server_version").fetchone()[0].split()[0]
-        settings = {s: conn.execute(f"SHOW {s}").fetchone()[0] for s in ("synchronous_commit", "fsync", "shared_buffers")}
+        settings = {
+            s: conn.execute(f"SHOW {s}").fetchone()[0] for s in ("synchronous_commit", "fsync", "shared_buffers", "autovacuum")
+        }
     return (
         f"nproc {os.cpu_count()}, {cpu}, Python {platform.python_version()}, eventsourcing "
         f"{version('eventsourcing')}, psycopg {version('psycopg')}, PostgreSQL {server} "
