@@ -198,7 +198,7 @@ def section_turn_input(b: Backend, args: argparse.Namespace) -> None:
     (`scripts/bench_turn_input.py --store`); target: at most 0.05 ms per message it builds."""
     import bench_turn_input as T
 
-    print(f"\n### {b.name}: turn_input (median of 5 calls)\n")
+    print(f"\n### {b.name}: turn_input (median of {T.READS} reads; the fold: median of 5)\n")
     print(T.TABLE_HEAD)
     found = T.store_rows(b, [10, 1_000, args.big])
     worst = max(ms / count for _, _, count, ms, _ in found)

@@ -323,7 +323,7 @@ class ReadModels(LiveRows):
             if got is not None and not got.matches:
                 self._set_live(got.live)
             return None
-        head = Head.model_validate_json(got.head)
+        head = self.heads.written(key, got.head) or Head.model_validate_json(got.head)  # not decoded again after its append
         mark = head.turn
         if mark is None or not head.turn_intact or head.version < got.logged:
             return None
