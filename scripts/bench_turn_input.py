@@ -148,11 +148,15 @@ def time_turn_input(state: turns.TurnState, message: int, at: datetime, repeat: 
     return statistics.median(samples)
 
 
-WARM_UP = 5
-"""Turn reads made before the timed ones, untimed: the first reads of a conversation in a process
-(its statement not yet prepared by the server, its rows' bodies not yet decoded into the process's
-caches) took 1.0-1.4 ms at 10 segments on PostgreSQL where later ones took 0.74 ms (200 calls,
-4 December 2026); a chat's server reads the same conversation's turn after every segment."""
+WARM_UP = 20
+"""Turn reads made before the timed ones, untimed: a chat's server reads the same conversation's
+turn after every segment, on connections that ran the statement before. The first reads of a
+conversation in a process are not what a turn costs there: the statement is prepared on its
+connection at the first, and PostgreSQL plans a prepared statement afresh at each of its first
+five executions (custom plans; 0.26-0.43 ms of planning for this one) before it keeps a generic
+plan, and the rows' bodies are decoded into the process's caches once. Measured at 10 segments
+on PostgreSQL (6 December 2026): reads 1-6 took 1.5-3.1 ms, reads 7-26 a median of 0.93 ms,
+reads 31-60 0.77 ms; after 5 warm-up reads the median of 21 was 0.93-1.2 ms."""
 
 
 READS = 21
