@@ -29,6 +29,14 @@ class ReadMoved(Exception):  # a signal to the reader, never seen outside ReadMo
     version than its first one did. The reader takes the live pointer and reads again."""
 
 
+def only_erased(text: str) -> bool:
+    """Says whether `text` holds nothing but ERASED and whitespace: what the log reads as a
+    message whose texts were erased, one answer or several joined (`projections.transcript.JOIN`,
+    each answer's end in `ends`). Such a text is kept as it is, so the rows read as the log's
+    fold does; any other is kept as ERASED."""
+    return not text.replace(ERASED, "").strip()
+
+
 class SQLRows:
     """One conversation's rows in a generation, read and written through `curs` (a cursor of
     an open transaction). `p` is the driver's placeholder (`?` or `%s`). With `texts`, a
@@ -48,9 +56,10 @@ class SQLRows:
         if self.texts is None:
             return message.model_dump_json()
         body = dict(message.__dict__)  # model_dump(mode="json") of its str, int and tuple fields, 5x cheaper
-        sealed = (seal or self.texts.sealer(self.cid))(body.pop("text"))
-        if sealed is None:
-            body["text"] = ERASED
+        text = body.pop("text")
+        sealed = (seal or self.texts.sealer(self.cid))(text)
+        if sealed is None:  # the key was erased: no text is kept, but the log's fold reads as kept
+            body["text"] = text if only_erased(text) else ERASED
         else:
             body["sealed"] = sealed
         return orjson.dumps(body).decode()

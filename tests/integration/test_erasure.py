@@ -21,6 +21,7 @@ from adapters.store.keys import DataKeys
 from adapters.store.settings import memory_env
 from adapters.store.verify import verdicts
 from adapters.views.readmodels import ReadModels
+from adapters.views.verify_rows import check_rows
 from domain.events import EVENT_TYPES, conversation_uuid
 from domain.events import ConversationErased as Erased
 from projections.audit import audit
@@ -321,6 +322,33 @@ class AtRestContract(ErasureContract):
         fresh = ReadModels(store).turn_notes("conv-erase").to_json()
         assert fresh != kept  # the rows changed at the same version: the notes' places in the erased texts
         assert writer.turn_notes("conv-erase").to_json() == fresh
+
+    def test_answers_joined_into_one_message_read_as_the_logs_fold_after_an_erasure(self, store: ConversationStore) -> None:
+        def line(line_type: str, minute: int, **fields: Any) -> str:
+            return json.dumps({"type": line_type, "conversation": "conv-joined", "at": f"2026-11-02T10:0{minute}:00Z", **fields})
+
+        def segment(n: int, minute: int) -> str:
+            step = {"kind": "tool", "round": 1, "durationMs": 3.0, "toolName": "get_page", "toolIsError": False}
+            return line(
+                "segment_returned", minute, segment=f"r{n}/1", run=f"r{n}", trigger="turn", outcome="completed",
+                answer=plant(f"joined-{n}"), steps=[step],
+            )  # fmt: skip
+
+        lines = [
+            line("conversation_started", 0, kind="chat", owner=7),
+            line("user_message", 1, message=1, text=plant("joined-question"), page=42),
+            segment(1, 2),
+            segment(2, 3),  # no user message between: its answer joins the first's message
+            line("user_message", 4, message=2, text=plant("joined-next"), page=42),
+        ]
+        assert Chatrecord(store).ingest(lines, "joined").stopped is None
+        models = read_models(store)
+        erase(store, "conv-joined", models)
+        assert check_rows(models, "conv-joined").ok  # the joined message as the log reads it: ERASED, JOIN, ERASED
+        from_rows = models.turn_input("conv-joined")
+        assert from_rows.to_json() == replay_turns(store.events("conv-joined"))[-1].to_json()
+        assert [n.at for n in models.turn_notes("conv-joined").notes] == [len(ERASED), 2 * len(ERASED) + 2]
+        assert [p for p in PLANTS + [plant(f"joined-{n}") for n in (1, 2)] if p in json.dumps(from_rows.to_json())] == []
 
 
 class TestSQLiteErasure(SQLiteStores, AtRestContract):
