@@ -69,5 +69,10 @@ def erase(
         )
     elif done.recorded:
         say(f"{done.conversation}: texts erased at {when} (event version {done.version}); the facts stay")
+    elif done.finished:
+        say(
+            f"{done.conversation}: erased at {when} by an earlier run that stopped before its last steps; this run "
+            "finished them: its data key is deleted and its read models are folded again"
+        )
     else:
         say(f"{done.conversation}: erased already at {when}; every step of it is done")

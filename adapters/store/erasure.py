@@ -54,6 +54,9 @@ class Erasure:
     recorded: bool
     version: int
     rewrote_view: bool
+    finished: bool = False
+    """Whether this call found the erasure recorded by an earlier run whose later steps had not
+    all run (its data key not yet deleted: a run killed after its event) and ran them."""
     unreadable: str | None = None
     """Why no erasure event could be recorded: the conversation's log cannot be read back
     (`UnreadableEvent`'s message); its key was deleted and its read-model rows dropped all the
@@ -89,11 +92,13 @@ def erase(store: ConversationStore, conversation: str, models: ReadModels) -> Er
             return _erase_unreadable(store, conversation, models, keys, unreadable)
     event = result.events[0] if result.events else None
     at = event.timestamp if event is not None else datetime.now(UTC)
-    keys.erase(conversation_uuid(conversation), at)
+    cid = conversation_uuid(conversation)
+    unfinished = result.repeated and keys.erased_at(cid) is None  # an earlier run stopped after its event
+    keys.erase(cid, at)
     rewrote = models.erase(conversation)
     keys.scrub()
     version = event.originator_version if event is not None else (result.state.version if result.state else 0)
-    return Erasure(conversation, at, not result.repeated, version, rewrote)
+    return Erasure(conversation, at, not result.repeated, version, rewrote, finished=unfinished)
 
 
 def _erase_unreadable(

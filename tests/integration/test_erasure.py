@@ -233,8 +233,10 @@ class ErasureContract:
             patch.setattr(*target, killed)
             with pytest.raises(Killed):
                 erase(store, "conv-erase", read_models(store))
-        erase(store, "conv-erase", read_models(store))
+        rerun = erase(store, "conv-erase", read_models(store))
+        assert (rerun.recorded, rerun.finished) == (False, crash_in == "keys")  # killed before the key went: finished now
         assert sum(isinstance(e, Erased) for e in store.events("conv-erase")) == 1
+        assert erase(store, "conv-erase", read_models(store)).finished is False  # every step done: nothing left
         found = self.database_bytes(store)
         assert [p for p in PLANTS[:8] if p.encode() in found] == []
 
