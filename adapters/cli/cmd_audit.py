@@ -37,7 +37,7 @@ def audit(
     if as_json:
         print_json(done.to_json())
     else:
-        emit(audit_table(done.conversation, done.rows, done.rules))
+        emit(audit_table(done.conversation, done.rows, done.rules, done.erasure_unfinished))
         say(chain_line(done.chain))
     if done.chain is not None and not done.chain.ok:
         raise typer.Exit(1)

@@ -246,9 +246,16 @@ def row_facts(row: AuditRow) -> str:
     return json.dumps(f, ensure_ascii=False)
 
 
-def audit_table(conversation: str, rows: Sequence[AuditRow], rules: str) -> Table:
+ERASURE_UNFINISHED = (
+    "texts erased: recorded, but the data key is not deleted yet (the erase stopped early): run chatrecord erase again"
+)
+"""An erasure row's facts while its data key still exists (`Audit.erasure_unfinished`)."""
+
+
+def audit_table(conversation: str, rows: Sequence[AuditRow], rules: str, erasure_unfinished: bool = False) -> Table:
     """Returns the audit as a table: the event's version (`v`; a card outcome shares its
-    decision's), time, kind, facts; rows an edit cut are dimmed."""
+    decision's), time, kind, facts; rows an edit cut are dimmed. With `erasure_unfinished`, an
+    erasure row says that its data key is not deleted yet (ERASURE_UNFINISHED)."""
     segments = sum(r.kind == "segment" for r in rows)
     table = Table(
         title=Text(
@@ -269,7 +276,7 @@ def audit_table(conversation: str, rows: Sequence[AuditRow], rules: str) -> Tabl
             str(row.version),
             row.at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S"),
             Text(kind),
-            Text(visible(row_facts(row))),
+            Text(ERASURE_UNFINISHED if erasure_unfinished and row.kind == "erased" else visible(row_facts(row))),
             style=style,
         )
     return table

@@ -17,6 +17,7 @@ from adapters.service.replay import (
     unknown_conversation,
 )
 from adapters.service.use_case_base import UseCaseBase, conversation_argument, in_store_terms, reads
+from adapters.store.keys import DataKeys
 from adapters.store.settings import StoreUnusable, describe_backend, store_errors
 from adapters.store.verify import chain_verdict, chain_verdict_upto
 from adapters.views.readmodels import ReadModels
@@ -137,7 +138,13 @@ class ConversationReads(UseCaseBase):
             rows: list[AuditRow] = audit_rows(events, rule_set)
         stored = self._stored_id(conversation)
         verdict = chain_verdict(self.store, stored) if chain else None
-        return Audit(stored, rule_set, rows, verdict)  # named as list prints it
+        keys = getattr(self.store.mapper, "keys", None)
+        unfinished = (
+            any(row.kind == "erased" for row in rows)
+            and isinstance(keys, DataKeys)
+            and keys.erased_at(conversation_uuid(stored)) is None
+        )
+        return Audit(stored, rule_set, rows, verdict, unfinished)  # named as list prints it
 
     @reads
     @in_store_terms

@@ -137,6 +137,9 @@ class Audit:
     rules: str
     rows: list[AuditRow]
     chain: Verdict | None = None
+    erasure_unfinished: bool = False
+    """Whether its log records the erasure of its texts while its data key is not deleted yet
+    (an `erase` killed after its event: its texts still read until `erase` runs again)."""
 
     def to_json(self) -> list[dict[str, Any]]:
         """Returns the rows of `audit --json`: each row's JSON with `verified`, True when its

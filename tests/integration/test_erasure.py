@@ -233,7 +233,10 @@ class ErasureContract:
             patch.setattr(*target, killed)
             with pytest.raises(Killed):
                 erase(store, "conv-erase", read_models(store))
+        # until the rerun, the audit says the erasure has not finished where its key is still there
+        assert Chatrecord(store).audit("conv-erase").erasure_unfinished is (crash_in == "keys")
         rerun = erase(store, "conv-erase", read_models(store))
+        assert Chatrecord(store).audit("conv-erase").erasure_unfinished is False
         assert (rerun.recorded, rerun.finished) == (False, crash_in == "keys")  # killed before the key went: finished now
         assert sum(isinstance(e, Erased) for e in store.events("conv-erase")) == 1
         assert erase(store, "conv-erase", read_models(store)).finished is False  # every step done: nothing left
