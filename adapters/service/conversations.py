@@ -20,6 +20,7 @@ from uuid import UUID
 
 from adapters.ingest.names import earlier_stored_id, lookup_id
 from adapters.store.application import ConversationStore
+from adapters.store.keys import DataKeys
 from adapters.views.readmodels import ReadModels
 from domain.errors import ChatrecordError
 from domain.events import (
@@ -65,7 +66,8 @@ class ConversationSummary:
     every command accepts it; `kind`: `chat` or `alt_text`; `messages`: how many user messages
     it has (those no edit cut; 0 before the first), whatever their numbers; `segments`: segments recorded and not cut by an edit;
     `events`: the events of its log (its version); `first_at`/`last_at`: the times (UTC) of its
-    first and last event; `erased`: whether its texts were erased."""
+    first and last event; `erased`: whether its texts were erased (its data key deleted, not
+    only its erasure recorded)."""
 
     conversation: str
     kind: str
@@ -160,8 +162,16 @@ def summary(store: ConversationStore, key: str, users: int | None = None) -> Con
         events=state.version,
         first_at=state.created_on,
         last_at=state.modified_on,
-        erased=state.erased,
+        erased=state.erased and _key_erased(store, state.id),
     )
+
+
+def _key_erased(store: ConversationStore, cid: UUID) -> bool:
+    """Says whether the conversation's data key is deleted (its texts read `[erased]`): False
+    while an erasure its log records has not deleted it yet (an `erase` killed after its event;
+    `audit` says so). True on a store that keeps no data keys."""
+    keys = getattr(store.mapper, "keys", None)
+    return not isinstance(keys, DataKeys) or keys.erased_at(cid) is not None
 
 
 def list_conversations(
