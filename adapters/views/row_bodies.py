@@ -10,11 +10,19 @@ from typing import Any, cast
 
 import orjson
 
-from adapters.store.crypto import ViewTexts
+from adapters.store.crypto import ERASED, ViewTexts
 from adapters.views.caches import KeptMessages
 from domain.values import assembled
 from projections.run_record import Entry
 from projections.transcript import Message
+
+
+def only_erased(text: str) -> bool:
+    """Says whether `text` holds nothing but ERASED and whitespace: what the log reads as a
+    message whose texts were erased, one answer or several joined (`projections.transcript.JOIN`,
+    each answer's end in `ends`). Such a text is kept as it is, so the rows read as the log's
+    fold does; any other is kept as ERASED."""
+    return not text.replace(ERASED, "").strip()
 
 
 def message_of_row(fields: dict[str, Any]) -> Message:

@@ -13,7 +13,7 @@ from pydantic import TypeAdapter
 
 from adapters.store.crypto import ERASED, ViewTexts
 from adapters.views.caches import KEPT_INPUT, MESSAGE_BODY, KeptMessages, Placement, RenderedNotes
-from adapters.views.row_bodies import LazyEntries, decode_kept_messages, decode_messages
+from adapters.views.row_bodies import LazyEntries, decode_kept_messages, decode_messages, only_erased
 from adapters.views.row_tables import aside_cid
 from projections.card_outcomes import CardOutcome
 from projections.row_head import Head, TurnMark
@@ -27,14 +27,6 @@ class ReadMoved(Exception):  # a signal to the reader, never seen outside ReadMo
     """Raised by a turn read whose rows moved under it: a rebuild in another process dropped
     its generation's tables, or a later statement of the read found the head at another
     version than its first one did. The reader takes the live pointer and reads again."""
-
-
-def only_erased(text: str) -> bool:
-    """Says whether `text` holds nothing but ERASED and whitespace: what the log reads as a
-    message whose texts were erased, one answer or several joined (`projections.transcript.JOIN`,
-    each answer's end in `ends`). Such a text is kept as it is, so the rows read as the log's
-    fold does; any other is kept as ERASED."""
-    return not text.replace(ERASED, "").strip()
 
 
 class SQLRows:

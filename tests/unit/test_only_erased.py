@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from adapters.store.crypto import ERASED
-from adapters.views.sql_rows import only_erased
+from adapters.views.row_bodies import only_erased
 from projections.transcript import JOIN
 
 
