@@ -17,7 +17,7 @@ from adapters.service.replay import (
     unknown_conversation,
 )
 from adapters.service.use_case_base import UseCaseBase, conversation_argument, in_store_terms, reads
-from adapters.store.keys import DataKeys
+from adapters.store.erasure import key_kept
 from adapters.store.settings import StoreUnusable, describe_backend, store_errors
 from adapters.store.verify import chain_verdict, chain_verdict_upto
 from adapters.views.readmodels import ReadModels
@@ -138,12 +138,7 @@ class ConversationReads(UseCaseBase):
             rows: list[AuditRow] = audit_rows(events, rule_set)
         stored = self._stored_id(conversation)
         verdict = chain_verdict(self.store, stored) if chain else None
-        keys = getattr(self.store.mapper, "keys", None)
-        unfinished = (
-            any(row.kind == "erased" for row in rows)
-            and isinstance(keys, DataKeys)
-            and keys.erased_at(conversation_uuid(stored)) is None
-        )
+        unfinished = any(row.kind == "erased" for row in rows) and key_kept(self.store, conversation_uuid(stored))
         return Audit(stored, rule_set, rows, verdict, unfinished)  # named as list prints it
 
     @reads

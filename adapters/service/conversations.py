@@ -20,7 +20,7 @@ from uuid import UUID
 
 from adapters.ingest.names import earlier_stored_id, lookup_id
 from adapters.store.application import ConversationStore
-from adapters.store.keys import DataKeys
+from adapters.store.erasure import key_kept
 from adapters.views.readmodels import ReadModels
 from domain.errors import ChatrecordError
 from domain.events import (
@@ -162,16 +162,8 @@ def summary(store: ConversationStore, key: str, users: int | None = None) -> Con
         events=state.version,
         first_at=state.created_on,
         last_at=state.modified_on,
-        erased=state.erased and _key_erased(store, state.id),
+        erased=state.erased and not key_kept(store, state.id),  # its texts read [erased] once its key is gone
     )
-
-
-def _key_erased(store: ConversationStore, cid: UUID) -> bool:
-    """Says whether the conversation's data key is deleted (its texts read `[erased]`): False
-    while an erasure its log records has not deleted it yet (an `erase` killed after its event;
-    `audit` says so). True on a store that keeps no data keys."""
-    keys = getattr(store.mapper, "keys", None)
-    return not isinstance(keys, DataKeys) or keys.erased_at(cid) is not None
 
 
 def list_conversations(

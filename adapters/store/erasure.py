@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from uuid import UUID
 
 from adapters.store.application import ConversationStore
 from adapters.store.keys import DataKeys
@@ -71,6 +72,14 @@ def data_keys(store: ConversationStore) -> DataKeys:
     return keys
 
 
+def key_kept(store: ConversationStore, cid: UUID) -> bool:
+    """Says whether the store keeps data keys and conversation `cid`'s is not deleted (its texts
+    still read): with an erasure recorded, that erasure has not finished (an `erase` killed after
+    its event). False on a store that keeps no data keys."""
+    keys = getattr(store.mapper, "keys", None)
+    return isinstance(keys, DataKeys) and keys.erased_at(cid) is None
+
+
 def erase(store: ConversationStore, conversation: str, models: ReadModels) -> Erasure:
     """Erases the free texts of `conversation` (the module's four steps) and returns what it did;
     `models` are the store's read models (`adapters.bootstrap.read_models`).
@@ -93,7 +102,7 @@ def erase(store: ConversationStore, conversation: str, models: ReadModels) -> Er
     event = result.events[0] if result.events else None
     at = event.timestamp if event is not None else datetime.now(UTC)
     cid = conversation_uuid(conversation)
-    unfinished = result.repeated and keys.erased_at(cid) is None  # an earlier run stopped after its event
+    unfinished = result.repeated and key_kept(store, cid)  # an earlier run stopped after its event
     keys.erase(cid, at)
     rewrote = models.erase(conversation)
     keys.scrub()

@@ -29,17 +29,15 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 from uuid import UUID
 
-from pydantic import TypeAdapter
-
 from adapters.views import rule_diff
-from adapters.views.caches import KEPT_INPUT, SEPARATOR, KnownBlocks
+from adapters.views.caches import SEPARATOR, KnownBlocks
 from adapters.views.head_cache import _kept
 from adapters.views.held_rows import NEWEST_ENTRIES, NEWEST_OUTCOMES, HeldRows, seeded
 from adapters.views.live_rows import LiveRows
 from adapters.views.log_fold import Progress, ViewOutOfStep
 from adapters.views.prefetched_rows import PrefetchedRows
 from adapters.views.rebuild import RebuildReport, Rebuilds
-from adapters.views.row_bodies import decode_kept_messages, decode_messages
+from adapters.views.row_bodies import decode_turn_bodies
 from adapters.views.row_state import _state, collections_paused, turn_rows_state
 from adapters.views.row_tables import table_names
 from adapters.views.rule_diff import ConversationDiff
@@ -49,7 +47,7 @@ from adapters.views.turn_starts import TurnStarts, turn_starts
 from domain.errors import UnknownConversation, shown_id
 from domain.events import conversation_uuid
 from projections import turn
-from projections.card_outcomes import CardOutcome, held_outcomes
+from projections.card_outcomes import held_outcomes
 from projections.notes import NoteOf, note_of
 from projections.page_line import PageCheck, check_slot, every_page
 from projections.row_head import Head, TurnMark
@@ -60,8 +58,6 @@ from projections.turn import NoTurnYet, TurnInput, TurnState
 from projections.turn_notes import TurnNotes, turn_notes
 
 T = TypeVar("T")
-
-_OUTCOMES = TypeAdapter(tuple[CardOutcome, ...])
 
 
 def _bodies(joined: str) -> list[str]:
@@ -334,22 +330,19 @@ class ReadModels(LiveRows):
     def _turn_input_of(self, got: TurnInputRows, head: Head, mark: TurnMark, cid: str, can_see_page: PageCheck) -> TurnInput:
         """Returns the input of the turn `mark` from the rows `got` read of it (`_turn_input_in_one`)."""
         assert got.messages is not None and got.entries is not None and got.outcomes is not None  # read together
-        bodies, outcomes = _bodies(got.messages), _bodies(got.outcomes)
-        # each body decoded and each note rendered once per process, as the turn read does
-        # (`RenderedNotes`, `KeptMessages`); a long input is decoded in one call, keeping nothing
-        messages = (
-            decode_kept_messages(bodies, self.storage.texts, cid, self.messages)
-            if len(bodies) <= KEPT_INPUT
-            else decode_messages(bodies, self.storage.texts, cid)
+        messages, entries, outcomes = decode_turn_bodies(  # each body once per process, as the turn read does
+            _bodies(got.messages),
+            _bodies(got.entries),
+            _bodies(got.outcomes),
+            self.storage.texts,
+            cid,
+            self.messages,
+            self.rendered,
         )
         state = TurnState.model_construct(
             transcript=Transcript(kind=head.kind, messages=messages),
-            record=RunRecord.model_construct(entries=tuple(map(self.rendered.entry, _bodies(got.entries))), dropped=mark.dropped),
-            outcomes=held_outcomes(
-                tuple(map(self.rendered.outcome, outcomes))
-                if len(outcomes) <= KEPT_INPUT
-                else _OUTCOMES.validate_json(f"[{got.outcomes.replace(SEPARATOR, ',')}]")
-            ),
+            record=RunRecord.model_construct(entries=entries, dropped=mark.dropped),
+            outcomes=held_outcomes(outcomes),
             view=head.view,
         )
         return turn.turn_input(state, mark.message, mark.at, got.live.rules, can_see_page, self._note_of(can_see_page))

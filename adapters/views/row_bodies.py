@@ -9,12 +9,17 @@ from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 import orjson
+from pydantic import TypeAdapter
 
 from adapters.store.crypto import ERASED, ViewTexts
-from adapters.views.caches import KeptMessages
+from adapters.views.caches import KEPT_INPUT, KeptMessages, RenderedNotes
 from domain.values import assembled
+from projections.card_outcomes import CardOutcome
 from projections.run_record import Entry
 from projections.transcript import Message
+
+_ENTRIES = TypeAdapter(tuple[Entry, ...])
+_OUTCOMES = TypeAdapter(tuple[CardOutcome, ...])
 
 
 def only_erased(text: str) -> bool:
@@ -87,6 +92,31 @@ def decode_kept_messages(bodies: Sequence[str], texts: ViewTexts | None, cid: st
             found[i] = message
             kept.put(cid, bodies[i], message)
     return cast("tuple[Message, ...]", tuple(found))  # every None was filled above
+
+
+def decode_turn_bodies(
+    messages: Sequence[str],
+    entries: Sequence[str],
+    outcomes: Sequence[str],
+    texts: ViewTexts | None,
+    cid: str,
+    kept: KeptMessages | None = None,
+    rendered: RenderedNotes | None = None,
+) -> tuple[tuple[Message, ...], tuple[Entry, ...], tuple[CardOutcome, ...]]:
+    """Returns what a turn read's row bodies of conversation `cid` hold (each kind in order):
+    its transcript messages, run record entries and card outcomes. With the process's caches
+    (`kept`, `rendered`), each body is decoded once per process, up to KEPT_INPUT messages or
+    card outcomes (a longer list is decoded in one call, so it does not push out what the turn
+    reads keep); without, every kind in one call. Raises as `decode_messages`."""
+    if kept is not None and len(messages) <= KEPT_INPUT:
+        decoded = decode_kept_messages(messages, texts, cid, kept)
+    else:
+        decoded = decode_messages(messages, texts, cid)
+    if rendered is None:
+        return decoded, _ENTRIES.validate_json(f"[{','.join(entries)}]"), _OUTCOMES.validate_json(f"[{','.join(outcomes)}]")
+    if len(outcomes) > KEPT_INPUT:
+        return decoded, tuple(map(rendered.entry, entries)), _OUTCOMES.validate_json(f"[{','.join(outcomes)}]")
+    return decoded, tuple(map(rendered.entry, entries)), tuple(map(rendered.outcome, outcomes))
 
 
 class LazyEntries(Sequence[Entry]):

@@ -12,8 +12,8 @@ import orjson
 from pydantic import TypeAdapter
 
 from adapters.store.crypto import ERASED, ViewTexts
-from adapters.views.caches import KEPT_INPUT, MESSAGE_BODY, KeptMessages, Placement, RenderedNotes
-from adapters.views.row_bodies import LazyEntries, decode_kept_messages, decode_messages, only_erased
+from adapters.views.caches import MESSAGE_BODY, KeptMessages, Placement, RenderedNotes
+from adapters.views.row_bodies import LazyEntries, decode_kept_messages, decode_messages, decode_turn_bodies, only_erased
 from adapters.views.row_tables import aside_cid
 from projections.card_outcomes import CardOutcome
 from projections.row_head import Head, TurnMark
@@ -148,8 +148,7 @@ class SQLRows:
         """Returns, in one statement, what the latest turn saw (`projections.row_head.Head.turn_intact`):
         the first `length` transcript messages, the entries set aside for it and those kept of
         versions up to `version` (oldest first), and the card outcomes recorded up to `version`.
-        With `kept` and `rendered` (the process's caches), each body is decoded once per process,
-        up to KEPT_INPUT messages or card outcomes (a longer list is decoded in one call)."""
+        With `kept` and `rendered` (the process's caches) as `decode_turn_bodies` takes them."""
         t = self.t
         rows = self._select(
             f"SELECT 0 AS k, idx AS n, 0 AS sub, body FROM {t['messages']} WHERE cid = ? AND idx < ? UNION ALL "
@@ -161,17 +160,7 @@ class SQLRows:
         bodies: tuple[list[str], list[str], list[str]] = ([], [], [])
         for r in rows:
             bodies[int(r["k"])].append(r["body"])
-        if rendered is None:
-            return (
-                self._decode_messages(bodies[0]),
-                _ENTRIES.validate_json("[" + ",".join(bodies[1]) + "]"),
-                tuple(CardOutcome.model_validate_json(b) for b in bodies[2]),
-            )
-        return (
-            self._decode_messages(bodies[0], kept if len(bodies[0]) <= KEPT_INPUT else None),
-            tuple(map(rendered.entry, bodies[1])),
-            tuple(map(rendered.outcome if len(bodies[2]) <= KEPT_INPUT else CardOutcome.model_validate_json, bodies[2])),
-        )
+        return decode_turn_bodies(*bodies, self.texts, self.cid, kept, rendered)
 
     def aside(self) -> tuple[Entry, ...]:
         """Returns the entries set aside for the latest turn, oldest first."""
