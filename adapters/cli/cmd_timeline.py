@@ -38,7 +38,7 @@ def timeline(
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     from adapters.pages import export_page
 
-    with opened() as chatrecord:
+    with opened(reading=True) as chatrecord:
         chain = chatrecord.chain(conversation)
         html = export_page(chatrecord, conversation, generated=stamp, inputs=inputs, chain=chain)
     write_output(html.encode(), output, f"timeline of {conversation}")  # `-`: standard output, the page alone

@@ -44,7 +44,7 @@ def show(
 
     require_store()
     check_output(output)
-    with opened() as chatrecord:
+    with opened(reading=True) as chatrecord:
         text = service.otlp_json(chatrecord, conversation, rules.value if rules else None, with_texts)
     write_output((text + "\n").encode(), output, f"trace of {conversation} as OTLP/JSON")
 
@@ -74,7 +74,7 @@ def push(
     from adapters.service import trace_export as service  # here: OpenTelemetry loads only for traces
 
     require_store()
-    with opened() as chatrecord:
+    with opened(reading=True) as chatrecord:
         sent = service.push(chatrecord, conversations or [], endpoint, rules.value if rules else None, with_texts)
     for name, count in sent:
         say(f"{name}: {count} spans sent to {endpoint}")
