@@ -28,7 +28,7 @@ from functools import cached_property
 from threading import Lock
 from typing import Any
 
-from adapters.bootstrap import open_read_store, open_store, read_models
+from adapters.bootstrap import build_store, open_store, read_models
 from adapters.service.conversation_reads import ConversationReads
 from adapters.service.line_writes import WRITER_LOCKS, LineWrites
 from adapters.service.record_lines import IngestReport, Recorded, VersionMismatch
@@ -62,7 +62,7 @@ from adapters.service.use_case_base import (
 )
 from adapters.store.application import ConversationStore
 from adapters.store.replicas import check_position, replayed, write_position
-from adapters.store.settings import describe_backend, store_errors
+from adapters.store.settings import StoreUnusable, describe_backend, read_store_env, store_errors
 from adapters.store.verify import Verdict
 from adapters.views.overview_rows import OverviewRows
 from adapters.views.readmodels import ReadModels
@@ -110,9 +110,10 @@ class Chatrecord(LineWrites, ConversationReads, StoreUpkeep, UseCaseBase):
     database cannot be used: a server that stopped answering, a file another process kept
     locked. Nothing of the call is stored then; the next call tries the database again.
 
-    **Standbys.** `read_store` (default: `open_read_store()`, on CHATRECORD_READ_DATABASE_URL
-    where it is set) is where the methods that only read are served: the turn read, replay,
-    audit, activity, the list, export, verify, the timeline. Writes, `init_store`, `rebuild`,
+    **Standbys.** `read_store` (default: the store on CHATRECORD_READ_DATABASE_URL where it is
+    set, `read_store_env`, opened by the first read that needs it) is where the methods that
+    only read are served: the turn read, replay, audit, activity, the list, export, verify, the
+    timeline. Writes, `init_store`, `rebuild`,
     `diff`, `erase`, the key commands and `health` stay on `store`. With a reading store, a write
     (`record`, `record_lines`) answers with `read_after`, its position (`position()`); each
     reading method takes `after=` (keyword only): given a position, it is served by the standby
@@ -131,15 +132,19 @@ class Chatrecord(LineWrites, ConversationReads, StoreUpkeep, UseCaseBase):
         read_store: ConversationStore | None = None,
         read_wait: float | None = None,
     ) -> None:
+        self._read_env: dict[str, str] | None = None
+        """The reading store's env (CHATRECORD_READ_DATABASE_URL), until `_standby` opens it."""
         if store is None:
             with store_errors():  # a file that cannot be opened, a server that does not answer
-                read_store = read_store if read_store is not None else open_read_store()
+                self._read_env = read_store_env() if read_store is None else None
                 # a caller that only reads, with standbys: the primary is opened when first needed
-                store = None if reading and read_store is not None else open_store(reading=reading)
+                elsewhere = read_store is not None or self._read_env is not None
+                store = None if reading and elsewhere else open_store(reading=reading)
         self._store = store
         self._reading = reading
-        self._standby: Chatrecord | None = Chatrecord(read_store, source_name) if read_store is not None else None
-        """The same use cases on the reading store (it has none of its own), where one is set."""
+        self._opened_standby: Chatrecord | None = Chatrecord(read_store, source_name) if read_store is not None else None
+        """The same use cases on the reading store (it has none of its own), once opened (`_standby`)."""
+        self._standby_lock = Lock()
         self.read_wait = read_wait if read_wait is not None else read_wait_setting()
         self.source_name = source_name
         self._lines = 0
@@ -163,6 +168,24 @@ class Chatrecord(LineWrites, ConversationReads, StoreUpkeep, UseCaseBase):
         return self._store
 
     @property
+    def _reads_elsewhere(self) -> bool:
+        """Whether a reading store is set (opened or not): a write then answers with its position."""
+        return self._opened_standby is not None or self._read_env is not None
+
+    @property
+    def _standby(self) -> Chatrecord | None:
+        """The use cases on the reading store, None without one. The store is opened on the first
+        read that needs it, so a command that never reads there (`init`, a write) works on a
+        standby the store's tables have not reached yet; a read there says so in one line
+        (StoreUnusable, `store_problem`)."""
+        if self._opened_standby is None and self._read_env is not None:
+            with self._standby_lock:
+                if self._opened_standby is None:
+                    with store_errors(self._read_env):
+                        self._opened_standby = Chatrecord(build_store(self._read_env), self.source_name)
+        return self._opened_standby
+
+    @property
     def read_models(self) -> ReadModels:
         """The store's read models, built with it by the composition root (`adapters.bootstrap`).
         Raises NoReadModels for a store built without them."""
@@ -172,14 +195,14 @@ class Chatrecord(LineWrites, ConversationReads, StoreUpkeep, UseCaseBase):
         """Closes the store's connections (and the reading store's)."""
         if self._store is not None:
             self._store.close()
-        if self._standby is not None:
-            self._standby.close()
+        if self._opened_standby is not None:
+            self._opened_standby.close()
 
     def position(self) -> str | None:
         """Returns the read-after position of every write this store committed so far (the
         primary's WAL insert position, text such as '0/3016040', opaque to the caller; one
         statement), None without a reading store (`adapters.store.replicas.write_position`)."""
-        if self._standby is None:
+        if not self._reads_elsewhere:
             return None
         with store_errors(self.store):
             return write_position(self.store)
@@ -187,21 +210,28 @@ class Chatrecord(LineWrites, ConversationReads, StoreUpkeep, UseCaseBase):
     def _reader(self, after: str | None) -> Chatrecord:
         """Returns the Chatrecord a read given `after` runs on: this one without a reading store;
         else the standby's, where `after` is None or the standby replays it within `read_wait`
-        seconds; else `_on_primary`. Raises ValueError for an `after` no write returned."""
-        if self._standby is None:
+        seconds; else `_on_primary` (also where the standby cannot be opened: `after` is on the
+        primary). Raises ValueError for an `after` no write returned, StoreUnusable for a reading
+        store that cannot be opened where `after` is None (`_standby`)."""
+        if not self._reads_elsewhere:
             return self
         if after is None:
-            return self._standby
-        with store_errors(self._standby.store):
-            caught_up = replayed(self._standby.store, check_position(after), self.read_wait)
-        return self._standby if caught_up else self._on_primary
+            return self._standby or self
+        position = check_position(after)
+        try:
+            standby = self._standby or self
+        except StoreUnusable:  # a standby without the tables yet, or not answering: the primary has the write
+            return self._on_primary
+        with store_errors(standby.store):
+            caught_up = replayed(standby.store, position, self.read_wait)
+        return standby if caught_up else self._on_primary
 
     @cached_property
     def _on_primary(self) -> Chatrecord:
         """This Chatrecord reading on the primary: a copy sharing its store (with its read models) and
         locks, without the reading store (so what it calls reads there too)."""
         pinned = copy.copy(self)
-        pinned._standby = None
+        pinned._opened_standby, pinned._read_env = None, None
         return pinned
 
     @classmethod

@@ -174,7 +174,8 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
                 alias="If-Match",
                 json_schema_extra={"pattern": IF_MATCH_PATTERN},
                 description='The version expected, as its ETag: "7"; '
-                'a list ("7", "8") matches any of them, * any version of a conversation that exists (RFC 9110 13.1.1).',
+                'a list ("7", "8") matches any of them, * any version of a conversation that exists (RFC 9110 13.1.1). '
+                'A conversation not started yet is at version "0". An empty value is as none.',
             ),
         ] = None,
         idempotency_key: Annotated[
@@ -183,7 +184,8 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
                 alias="Idempotency-Key",
                 json_schema_extra={"minLength": 1, "maxLength": MAX_KEY, "pattern": IDEMPOTENCY_KEY_PATTERN},
                 description="Retries with this key get the first response (with Idempotent-Replayed: true); "
-                "the key is reserved before the request runs, so one sent while it is in flight gets a 409.",
+                "the key is reserved before the request runs, so one sent while it is in flight gets a 409. "
+                "An empty value is as none.",
             ),
         ] = None,
     ) -> Response:
@@ -211,7 +213,7 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
                     ) from None
         follows = if_match(if_match_header)
         digest = ""
-        if idempotency_key is not None:
+        if idempotency_key is not None and idempotency_key.strip():  # an empty one is as none
             if not (0 < len(idempotency_key) <= MAX_KEY and idempotency_key.isascii() and idempotency_key.isprintable()):
                 raise Problem(
                     400,

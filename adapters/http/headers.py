@@ -30,12 +30,13 @@ ANY = -1
 
 def if_match(value: str | None) -> list[int] | None:
     """Returns the versions (0 to INT_MAX) an `If-Match` names: one ETag `"N"` or a list of them
-    (`"3", "4"`), `[ANY]` for `*`, None without the header. Raises a 412 problem when every ETag
+    (`"3", "4"`), `[ANY]` for `*`, None without the header or with an empty one (an empty
+    optional header is one not sent, as Schemathesis and most clients read it). Raises a 412 problem when every ETag
     is weak (`W/"N"`: If-Match compares strongly, RFC 9110 13.1.1, so a weak one never matches),
     a 400 problem for anything else that is not of this form."""
-    if value is None:
+    text = (value or "").strip()
+    if not text:
         return None
-    text = value.strip()
     if text == "*":
         return [ANY]
     versions, weak = [], 0
@@ -112,12 +113,15 @@ def read_after_header(
             json_schema_extra={"pattern": READ_AFTER_PATTERN},
             description="The Chatrecord-Read-After of a write (POST /v1/lines): the answer is never older than that "
             "write. Where the service reads from a standby, it waits for the standby to replay it "
-            "(CHATRECORD_READ_WAIT_MS), else the primary answers.",
+            "(CHATRECORD_READ_WAIT_MS), else the primary answers. An empty value is as none.",
         ),
     ] = None,
 ) -> str | None:
-    """Returns the request's Chatrecord-Read-After; a 400 problem for one no write returned."""
-    if value is not None and not re.fullmatch(READ_AFTER_PATTERN, value):
+    """Returns the request's Chatrecord-Read-After (None without one, or an empty one: an empty
+    optional header is one not sent); a 400 problem for one no write returned."""
+    if value is None or not value.strip():
+        return None
+    if not re.fullmatch(READ_AFTER_PATTERN, value):
         raise Problem(
             400,
             "bad-request",

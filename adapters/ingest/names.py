@@ -174,8 +174,11 @@ def parse_at(value: Any) -> datetime:
     example = "use ISO-8601 UTC like 2026-10-28T09:00:00Z"
     if not isinstance(value, str):
         raise ValueError(f"expected a time as a string; {example}")
+    text = value[:64]
+    if text.endswith("z"):  # RFC 3339 5.6 allows a lower-case z (and t), which fromisoformat does not read
+        text = text[:-1] + "Z"
     try:
-        at = datetime.fromisoformat(value[:64])
+        at = datetime.fromisoformat(text)
         if len(value) > 64:
             raise ValueError
     except ValueError:

@@ -34,12 +34,16 @@ id picks one by its hash), so concurrent requests on one conversation queue rath
 class LineWrites(UseCaseBase):
     """The writes, each a method of Chatrecord (see there for the store and standbys).
     `source_name` names `record`'s lines in errors; `_lines` counts them; `_writers` are the
-    WRITER_LOCKS locks; `_standby` is the reading store's Chatrecord, None without one."""
+    WRITER_LOCKS locks; `_reads_elsewhere`: a reading store is set (a write answers with its position)."""
 
     source_name: str
     _lines: int
     _writers: list[Lock]
-    _standby: Any
+
+    @property
+    def _reads_elsewhere(self) -> bool:
+        """Whether a reading store is set, opened or not (Chatrecord says)."""
+        raise NotImplementedError
 
     @in_store_terms
     def record(self, line: Mapping[str, Any] | str | bytes, follows: int | None = None) -> HandleResult:
@@ -59,7 +63,7 @@ class LineWrites(UseCaseBase):
         text = line_text(line, self._lines, self.source_name) if isinstance(line, Mapping) else line
         parsed = required_line(parse(text, self._lines, self.source_name), self.source_name, self._lines)
         result = self._handle(RecordLines([parsed], follows))
-        return dataclasses.replace(result, read_after=self.position()) if self._standby is not None else result
+        return dataclasses.replace(result, read_after=self.position()) if self._reads_elsewhere else result
 
     @in_store_terms
     def record_lines(self, lines: Iterable[str | bytes], source: str, follows: int | None = None) -> Recorded:
@@ -91,7 +95,7 @@ class LineWrites(UseCaseBase):
             raise InvalidInput(source, 1, "(line)", "expected at least one line, got none")
         command = RecordLines(parsed, follows)
         recorded = Recorded.of(self._handle(command), command)
-        return dataclasses.replace(recorded, read_after=self.position()) if self._standby is not None else recorded
+        return dataclasses.replace(recorded, read_after=self.position()) if self._reads_elsewhere else recorded
 
     def _handle(self, command: RecordLines) -> HandleResult:
         """Hands `command` to the store, one writer of its conversation at a time in this

@@ -93,7 +93,7 @@ def reads(method: Method) -> Method:
     @functools.wraps(method)
     def call(self: Any, *args: Any, after: str | None = None, **kwargs: Any) -> Any:
         reader = self._reader(after)
-        if reader is not self._standby:  # no reading store, or the primary answers
+        if reader is not self._opened_standby:  # no reading store, or the primary answers
             return method(reader, *args, **kwargs)
         for attempt in range(1, RECOVERY_CONFLICT_TRIES + 1):
             try:

@@ -121,6 +121,12 @@ class PostgresFactory(StoreFactory, es_postgres.PostgresFactory):
             )
         if isinstance(driver, psycopg.errors.TransactionRollback):  # deadlock, serialization failure
             return f"the store ({backend}) gave way to another process's write ({text}); nothing of it was stored, try again"
+        if isinstance(driver, psycopg.errors.UndefinedTable) and env.get("CREATE_TABLE") == "n":
+            return (  # a reading store (a standby) never makes a table: the primary's have not reached it
+                f"the reading store ({backend}, CHATRECORD_READ_DATABASE_URL) has no chatrecord tables "
+                f"({str(driver).splitlines()[0]}): run `chatrecord init` against the primary (CHATRECORD_DATABASE_URL) and let "
+                "the standby replay it"
+            )
         if isinstance(driver, psycopg.errors.ReadOnlySqlTransaction):
             return (
                 f"the store ({backend}) is read-only ({text}): commands that only read work here; "
