@@ -261,7 +261,7 @@ USER = '{"type":"user_message","conversation":"c","at":"2026-10-28T09:00:00Z","m
         ),
         (
             USER + ',"future":{"a\\nb":1,"a\\nb":2}}',
-            'demo.jsonl: line 3, future."a\\nb": field "a\\nb" appears twice; give each key of an object once',
+            "demo.jsonl: line 3, (a dropped key): holds a key twice; give each key of an object once",
         ),
     ],
 )

@@ -118,7 +118,7 @@ REFUSED = {
     ),
     "a NaN under a key no line type reads": (
         {**message(), "future": [float("nan")]},
-        "api: line 1, future[0]: expected a finite number, got nan",
+        "api: line 1, (a dropped key): expected a finite number, got nan",
     ),
     "a text with a lone surrogate": (
         {**message(), "text": "a\ud800b"},
