@@ -81,8 +81,10 @@ def run_inline(kwargs: dict[str, Any], cursor: Any) -> None:
 class ChainBroken(ChatrecordError):
     """Raised when an append is refused because the conversation's hash chain is broken
     where the append would continue it: the previous event has no hash row (an event written
-    beside the store, `inserted`), or the conversation was stored before the chain
-    (`unchained`: `chatrecord verify --upgrade` chains it). Nothing of the append is stored.
+    beside the store, `inserted`), the conversation was stored before the chain
+    (`unchained`: `chatrecord verify --upgrade` chains it), or the event at the append's version
+    was deleted by hand while its hash is recorded (`deleted`, `dangling`). Nothing of the
+    append is stored.
     `originator_id`, `version` and `problem` name the broken link as `verify` would."""
 
     def __init__(self, message: str, originator_id: UUID, version: int, problem: str) -> None:
@@ -204,6 +206,26 @@ class ChainedRecorder:
             key,
             version,
             "inserted",
+        )
+
+    def dangling(self, key: UUID, version: int) -> ChainBroken | None:
+        """After an append of conversation `key` from `version` on conflicted: the error naming
+        the broken chain when a hash is recorded at `version` while its event is gone (deleted
+        by hand: `verify`'s `deleted`), which no retry of the append can get past; None for a
+        conflict with another writer. The chain row is read before the event: a writer commits
+        both at once, so a row found with its event missing after it was not a writer's."""
+        chained = self.chain_links((key, version - 1), only=key, limit=1)
+        if not chained or chained[0][1] != version:
+            return None
+        stored = self.chain_events((key, version - 1), only=key)
+        if stored and stored[0][1] == version:
+            return None
+        return ChainBroken(
+            f"conversation {key}: the hash chain is broken at version {version} (deleted): its hash is recorded, "
+            "its event is not; nothing was appended; run: chatrecord verify",
+            key,
+            version,
+            "deleted",
         )
 
     def upgrade_chain(self, key: UUID) -> int:
