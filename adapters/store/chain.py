@@ -94,7 +94,13 @@ class ChainBroken(ChatrecordError):
     def named(self, conversation: str) -> ChainBroken:
         """Returns the same refusal naming the conversation by its id (`conversation`), not its UUID."""
         text = str(self).replace(f"conversation {self.originator_id}", f'conversation "{conversation}"', 1)
-        return ChainBroken(text, self.originator_id, self.version, self.problem)
+        return type(self)(text, self.originator_id, self.version, self.problem)
+
+
+class VersionRefused(ChainBroken):
+    """Raised when an append holds an event at a version before a conversation's first, 1
+    (version 0 or less: no command decides one; an event built by hand): the chain has no
+    place for it, and nothing of the append is stored. `problem` is `before_first`."""
 
 
 class ChainHeads:
@@ -172,6 +178,14 @@ class ChainedRecorder:
             key = originator_uuid(event.originator_id)
             version = event.originator_version
             last = heads.get(key) or (known.get(key) if known is not None else None)
+            if version < 1:
+                raise VersionRefused(
+                    f"conversation {key}: refused an event at version {version}: a conversation's first event is "
+                    "version 1, each next one the version after it; nothing was appended",
+                    key,
+                    version,
+                    "before_first",
+                )
             if last is not None and last[0] == version - 1:
                 previous = last[1]
             elif version == 1:

@@ -20,7 +20,7 @@ from adapters.api import DEMO_FILE, Chatrecord, demo_lines
 from adapters.bootstrap import build_store
 from adapters.http.app import HttpSettings, create_app
 from adapters.store.application import ConversationStore
-from adapters.store.chain import GENESIS, ChainBroken, link
+from adapters.store.chain import GENESIS, ChainBroken, VersionRefused, link
 from adapters.store.heads_file import KeptHead
 from adapters.store.settings import memory_env
 from adapters.store.verify import Verdict, verdicts
@@ -394,6 +394,25 @@ class ChainContract:
         assert sorted(self.events(store)) == list(range(1, 20))
         verdict = by_name(verdicts(store))["conv-demo-seo"]
         assert (verdict.problem, verdict.version) == ("deleted", 20)
+
+    def test_an_event_at_version_0_is_refused_as_what_it_is(self, store: ConversationStore) -> None:
+        """An append of an event at version 0 (built by hand: no command decides one) is refused
+        saying so, not as a break of the chain at version -1 by an event written beside the store;
+        one written beside the store at version 0 is named by `verify` at version 0."""
+        first = store.events("conv-demo-seo")[0]
+        stored = store.mapper.to_stored_event(first.model_copy(update={"originator_version": 0}))
+        with pytest.raises(VersionRefused) as refused:
+            store.recorder.insert_events([stored])
+        assert (refused.value.problem, refused.value.version) == ("before_first", 0)
+        assert str(refused.value) == (
+            f"conversation {DEMO}: refused an event at version 0: a conversation's first event is version 1, each next "
+            "one the version after it; nothing was appended"
+        )
+        assert sorted(self.events(store)) == list(range(1, 21))
+        self.insert_event(store, stored)
+        verdict = by_name(verdicts(store))[str(DEMO)]  # its first event names it: this one is no start
+        assert (verdict.problem, verdict.version) == ("inserted", 0)
+        assert verdict.detail == "an event at version 0, before the first (1): written beside the store"
 
     def test_kept_heads_find_the_newest_events_cut_off(self, store: ConversationStore) -> None:
         head = by_name(verdicts(store))["conv-demo-seo"]
