@@ -122,7 +122,8 @@ class ConversationStore(DecidingStore):
         found not to hold (`_assume`) is followed by one decided from the index at once, even where
         it was the last.
         Raises the domain's ChatrecordError when the command breaks an invariant (nothing is
-        stored), WriteConflict when every try conflicts (nothing is stored).
+        stored), WriteConflict when every try conflicts (nothing is stored), ChainBroken at once
+        where the chain is broken where the append would continue it (`ChainedRecorder.dangling`).
         """
         inline = isinstance(self.recorder, ChainedRecorder)
         cid = conversation_uuid(command.conversation)
@@ -173,6 +174,10 @@ class ConversationStore(DecidingStore):
                 continue
             except IntegrityError as conflict:
                 self._forget(cid)  # another writer's events: load the log again
+                recorder = self.recorder
+                gone = recorder.dangling(cid, events[0].originator_version) if isinstance(recorder, ChainedRecorder) else None
+                if gone is not None:  # no retry gets past an event deleted by hand
+                    raise gone.named(command.conversation) from None
                 if attempt == self.max_attempts:
                     raise WriteConflict(
                         f'conversation "{command.conversation}" kept changing under this write: '

@@ -81,8 +81,10 @@ def run_inline(kwargs: dict[str, Any], cursor: Any) -> None:
 class ChainBroken(ChatrecordError):
     """Raised when an append is refused because the conversation's hash chain is broken
     where the append would continue it: the previous event has no hash row (an event written
-    beside the store, `inserted`), or the conversation was stored before the chain
-    (`unchained`: `chatrecord verify --upgrade` chains it). Nothing of the append is stored.
+    beside the store, `inserted`), the conversation was stored before the chain
+    (`unchained`: `chatrecord verify --upgrade` chains it), or the event at the append's version
+    was deleted by hand while its hash is recorded (`deleted`, `dangling`). Nothing of the
+    append is stored.
     `originator_id`, `version` and `problem` name the broken link as `verify` would."""
 
     def __init__(self, message: str, originator_id: UUID, version: int, problem: str) -> None:
@@ -92,7 +94,13 @@ class ChainBroken(ChatrecordError):
     def named(self, conversation: str) -> ChainBroken:
         """Returns the same refusal naming the conversation by its id (`conversation`), not its UUID."""
         text = str(self).replace(f"conversation {self.originator_id}", f'conversation "{conversation}"', 1)
-        return ChainBroken(text, self.originator_id, self.version, self.problem)
+        return type(self)(text, self.originator_id, self.version, self.problem)
+
+
+class VersionRefused(ChainBroken):
+    """Raised when an append holds an event at a version before a conversation's first, 1
+    (version 0 or less: no command decides one; an event built by hand): the chain has no
+    place for it, and nothing of the append is stored. `problem` is `before_first`."""
 
 
 class ChainHeads:
@@ -170,6 +178,14 @@ class ChainedRecorder:
             key = originator_uuid(event.originator_id)
             version = event.originator_version
             last = heads.get(key) or (known.get(key) if known is not None else None)
+            if version < 1:
+                raise VersionRefused(
+                    f"conversation {key}: refused an event at version {version}: a conversation's first event is "
+                    "version 1, each next one the version after it; nothing was appended",
+                    key,
+                    version,
+                    "before_first",
+                )
             if last is not None and last[0] == version - 1:
                 previous = last[1]
             elif version == 1:
@@ -204,6 +220,26 @@ class ChainedRecorder:
             key,
             version,
             "inserted",
+        )
+
+    def dangling(self, key: UUID, version: int) -> ChainBroken | None:
+        """After an append of conversation `key` from `version` on conflicted: the error naming
+        the broken chain when a hash is recorded at `version` while its event is gone (deleted
+        by hand: `verify`'s `deleted`), which no retry of the append can get past; None for a
+        conflict with another writer. The chain row is read before the event: a writer commits
+        both at once, so a row found with its event missing after it was not a writer's."""
+        chained = self.chain_links((key, version - 1), only=key, limit=1)
+        if not chained or chained[0][1] != version:
+            return None
+        stored = self.chain_events((key, version - 1), only=key)
+        if stored and stored[0][1] == version:
+            return None
+        return ChainBroken(
+            f"conversation {key}: the hash chain is broken at version {version} (deleted): its hash is recorded, "
+            "its event is not; nothing was appended; run: chatrecord verify",
+            key,
+            version,
+            "deleted",
         )
 
     def upgrade_chain(self, key: UUID) -> int:

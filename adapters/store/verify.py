@@ -246,6 +246,8 @@ def _check(
     while current is not None:
         following = next(stream, None)
         _, version, stored, recorded = current
+        if version < expected:  # only before the first: the versions are a key, in order
+            return broken(version, "inserted", f"an event at version {version}, before the first (1): written beside the store")
         if version != expected:
             return broken(expected, "deleted", f"version {expected} is missing: neither its event nor its hash is stored")
         if stored is None:

@@ -20,7 +20,7 @@ from adapters.api import DEMO_FILE, Chatrecord, demo_lines
 from adapters.bootstrap import build_store
 from adapters.http.app import HttpSettings, create_app
 from adapters.store.application import ConversationStore
-from adapters.store.chain import GENESIS, ChainBroken, link
+from adapters.store.chain import GENESIS, ChainBroken, VersionRefused, link
 from adapters.store.heads_file import KeptHead
 from adapters.store.settings import memory_env
 from adapters.store.verify import Verdict, verdicts
@@ -377,6 +377,43 @@ class ChainContract:
         assert (verdict.problem, verdict.version, verdict.events) == ("inserted", 21, 20)
         assert len(self.events(store)) == 21  # the forged event, nothing after it
 
+    def test_an_append_after_the_newest_event_was_deleted_names_the_broken_chain_at_once(self, store: ConversationStore) -> None:
+        """The newest event deleted by hand, its hash left: the append's chain row conflicts with
+        that hash on every try, so the write is refused at once naming the break (no retry can
+        get past it), not after every try as a conflict with other writers to send again."""
+        self.delete_event(store, 20)
+        writer = self.reopened(store)  # a process that reads the log anew: at version 19
+        writer.max_attempts = 3
+        with pytest.raises(ChainBroken) as refused:
+            Chatrecord(writer).record(LATER_LINE)
+        assert (refused.value.problem, refused.value.version) == ("deleted", 20)
+        assert str(refused.value) == (
+            'conversation "conv-demo-seo": the hash chain is broken at version 20 (deleted): its hash is recorded, '
+            "its event is not; nothing was appended; run: chatrecord verify"
+        )
+        assert sorted(self.events(store)) == list(range(1, 20))
+        verdict = by_name(verdicts(store))["conv-demo-seo"]
+        assert (verdict.problem, verdict.version) == ("deleted", 20)
+
+    def test_an_event_at_version_0_is_refused_as_what_it_is(self, store: ConversationStore) -> None:
+        """An append of an event at version 0 (built by hand: no command decides one) is refused
+        saying so, not as a break of the chain at version -1 by an event written beside the store;
+        one written beside the store at version 0 is named by `verify` at version 0."""
+        first = store.events("conv-demo-seo")[0]
+        stored = store.mapper.to_stored_event(first.model_copy(update={"originator_version": 0}))
+        with pytest.raises(VersionRefused) as refused:
+            store.recorder.insert_events([stored])
+        assert (refused.value.problem, refused.value.version) == ("before_first", 0)
+        assert str(refused.value) == (
+            f"conversation {DEMO}: refused an event at version 0: a conversation's first event is version 1, each next "
+            "one the version after it; nothing was appended"
+        )
+        assert sorted(self.events(store)) == list(range(1, 21))
+        self.insert_event(store, stored)
+        verdict = by_name(verdicts(store))[str(DEMO)]  # its first event names it: this one is no start
+        assert (verdict.problem, verdict.version) == ("inserted", 0)
+        assert verdict.detail == "an event at version 0, before the first (1): written beside the store"
+
     def test_kept_heads_find_the_newest_events_cut_off(self, store: ConversationStore) -> None:
         head = by_name(verdicts(store))["conv-demo-seo"]
         assert head.hash is not None
@@ -426,6 +463,7 @@ class TestInMemoryChain(ChainContract):
         return store  # another process has none of it
 
     # the in-memory store decides on the state it keeps, which never reads the changed event again
+    test_an_append_after_the_newest_event_was_deleted_names_the_broken_chain_at_once = None  # type: ignore[assignment]
     test_a_conversation_whose_log_cannot_be_read_is_erased_as_far_as_it_can_be = None  # type: ignore[assignment]
 
     def _index(self, store: ConversationStore) -> dict[int, int]:
