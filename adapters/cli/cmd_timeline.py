@@ -43,7 +43,7 @@ def timeline(
     from adapters.pages import export_page
 
     with opened() as chatrecord:
-        chain = chatrecord.chain(conversation)
+        chain = chatrecord.chain(conversation, full=True, by="chatrecord timeline")  # the file's verdict: every hash, now
         html = export_page(chatrecord, conversation, generated=stamp, inputs=inputs, chain=chain)
     if str(output) == "-":  # standard output, as `-` is standard input to ingest: the page alone
         sys.stdout.write(html)
