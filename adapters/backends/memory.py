@@ -22,7 +22,7 @@ from eventsourcing.popo import POPOApplicationRecorder
 from eventsourcing.popo import POPOFactory as LibraryPOPOFactory
 
 from adapters.backends import StoreFactory
-from adapters.store.chain import PAGE, ChainedRecorder, Link, Stored, VerifiedPosition, run_inline
+from adapters.store.chain import PAGE, BrokenChain, ChainedRecorder, Link, Stored, VerifiedPosition, run_inline
 from adapters.store.idempotency import IdempotencyKeys, Kept, reservation
 from adapters.store.keys import DataKeys, Row
 from adapters.store.sql_history import HistoryTables
@@ -41,13 +41,22 @@ class ChainedPOPORecorder(ChainedRecorder, POPOApplicationRecorder):
         super().__init__()
         self.chain: dict[tuple[UUID, int], bytes] = {}
         self.verified: dict[UUID, VerifiedPosition] = {}
+        self.broken: dict[UUID, BrokenChain] = {}
 
     def verified_position(self, key: UUID) -> VerifiedPosition | None:
         return self.verified.get(key)
 
-    def put_verified_positions(self, positions: Sequence[VerifiedPosition]) -> None:
+    def broken_chain(self, key: UUID) -> BrokenChain | None:
+        return self.broken.get(key)
+
+    def keep_verdicts(self, positions: Sequence[VerifiedPosition], broken: Sequence[BrokenChain]) -> None:
         with self._database_lock:
-            self.verified.update((p.originator_id, p) for p in positions)
+            for p in positions:
+                self.verified[p.originator_id] = p
+                self.broken.pop(p.originator_id, None)
+            for b in broken:
+                self.broken[b.originator_id] = b
+                self.verified.pop(b.originator_id, None)
 
     def _insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
         with self._database_lock:

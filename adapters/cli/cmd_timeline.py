@@ -39,7 +39,7 @@ def timeline(
     from adapters.pages import export_page
 
     with opened(reading=True) as chatrecord:
-        chain = chatrecord.chain(conversation)
+        chain = chatrecord.chain(conversation, full=True, by="chatrecord timeline")  # the file's verdict: every hash, now
         html = export_page(chatrecord, conversation, generated=stamp, inputs=inputs, chain=chain)
     write_output(html.encode(), output, f"timeline of {conversation}")  # `-`: standard output, the page alone
     if chain is not None and not chain.ok and chain.problem != "unchained":  # as export and audit: the page written, exit 1

@@ -73,7 +73,8 @@ def verify(
                 elif not found.ok:
                     warn(found.line())
     if not as_json and not heads:
-        say(f"{total} conversation{'' if total == 1 else 's'} verified: {total - broken} ok, {broken} broken")
+        done = "checked" if broken else "verified"  # "verified" only where every chain is ok
+        say(f"{total} conversation{'' if total == 1 else 's'} {done}: {total - broken} ok, {broken} broken")
         if rows:
             say(
                 f"rows of {checked} conversation{'' if checked == 1 else 's'} held against "

@@ -1,8 +1,10 @@
 """The timeline page over HTTP: `/ui/` (the conversations, with search by id) and
 `/ui/conversations/{id}` (the timeline; `?turn=N&rules=R` shows what the model was sent at the
-turn of user message N under rule set R, `?before=V` the older turns), with the overview
-picture (`…/overview.svg`) and the chain's verdict (`…/chain`) as requests of their own, so the
-page itself reads only the turns it shows.
+turn of user message N under rule set R, `?before=V` the older turns, `?full=1` the chain's
+verdict recomputing every hash), with the overview picture (`…/overview.svg`) as a request of its
+own, so the page itself reads only the turns it shows and the chain's verdict, which it shows
+whole (one from a stored position costs the events appended since; `…/chain` gives the verdict
+alone).
 
 The UI is behind the API's token: a request with `Authorization: Bearer <token>` gets the page;
 a browser signs in at `/ui/login` with the token and gets a session cookie (HttpOnly,
@@ -154,6 +156,7 @@ def ui_router(token: str | None) -> APIRouter:
         turn: Annotated[int | None, Query(ge=1, le=2147483647)] = None,
         rules: Annotated[Rules | None, Query()] = None,
         before: Annotated[int | None, Query(ge=2, le=2147483647)] = None,
+        full: Annotated[bool, Query()] = False,
     ) -> Response:
         try:
             page = chatrecord.timeline(conversation, before=before)
@@ -166,8 +169,9 @@ def ui_router(token: str | None) -> APIRouter:
         # turn's whole input (the transcript with the notes in place) only when asked for
         next_call = chatrecord.turn_notes(conversation) if turn is None and before is None else None
         latest = next((t.number for t in page.turns if t.kind != "start"), None) if before is None else None
+        verdict = chatrecord.chain(conversation, full=full)  # shown whole in the page: what it checked, when, by what
         text = pages.conversation_page(
-            page, static=False, chain="lazy", overview=None, selected=selected, next_call=next_call, latest_message=latest
+            page, static=False, chain=verdict, overview=None, selected=selected, next_call=next_call, latest_message=latest
         )
         return html(text)
 

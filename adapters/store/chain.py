@@ -153,6 +153,26 @@ class VerifiedPosition:
     by: str
 
 
+BROKEN_TABLE = "chatrecord_chain_broken"
+"""The table of each conversation's stored broken verdict (`BrokenChain`), one row each:
+`originator_id` (key), `version`, `problem`, `detail`, `found_at` (ISO 8601, UTC), `found_by`."""
+
+
+@dataclass(frozen=True)
+class BrokenChain:
+    """The break a check found in a conversation's chain: at event `version`, its `problem` and
+    `detail` as the verdict named them, when (`at`, UTC) and by what (`by`). Stored in place of
+    the conversation's verified position (which it deletes), and shown by every look until a
+    look that recomputes every hash finds the chain ok again (which deletes it)."""
+
+    originator_id: UUID
+    version: int
+    problem: str
+    detail: str
+    at: datetime
+    by: str
+
+
 class ChainedRecorder:
     """Mixin for an application recorder: `_seal(cursor, stored_events)` writes the chain rows
     of events just inserted in the cursor's transaction. Backends give the four `_chain_*`
@@ -164,8 +184,20 @@ class ChainedRecorder:
         return None
 
     def put_verified_positions(self, positions: Sequence[VerifiedPosition]) -> None:
-        """Stores these positions (each replaces its conversation's), in one transaction; the
-        table is made first where it is missing."""
+        """Stores these positions (each replaces its conversation's and deletes its stored
+        break), in one transaction; the tables are made first where they are missing."""
+        self.keep_verdicts(positions, ())
+
+    def broken_chain(self, key: UUID) -> BrokenChain | None:
+        """Returns the break stored for conversation `key` (`BROKEN_TABLE`), None when none is
+        (or the store has no such table yet)."""
+        return None
+
+    def keep_verdicts(self, positions: Sequence[VerifiedPosition], broken: Sequence[BrokenChain]) -> None:
+        """Stores, in one transaction, each of `positions` (replacing its conversation's
+        position, deleting its stored break) and each of `broken` (replacing its
+        conversation's break, deleting its position: a position is never trusted after a
+        break); the tables are made first where they are missing."""
 
     def _seal(self, cursor: Any, stored_events: Sequence[StoredEvent]) -> dict[UUID, tuple[int, bytes]]:
         """Writes the chain rows of `stored_events` through `cursor`; returns each

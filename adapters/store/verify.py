@@ -31,7 +31,7 @@ from uuid import UUID
 from eventsourcing.persistence import StoredEvent
 
 from adapters.store.application import ConversationStore
-from adapters.store.chain import GENESIS, PAGE, ChainedRecorder, Link, Stored, VerifiedPosition, link, state_bytes
+from adapters.store.chain import GENESIS, PAGE, ChainedRecorder, Link, Stored, link, state_bytes
 from adapters.store.heads_file import KeptHead, read_heads
 from domain.errors import ChatrecordError
 from domain.events import ConversationStarted, conversation_uuid
@@ -61,6 +61,12 @@ class Verdict:
     """What made that earlier verdict: `this server` (kept in this process), or what the
     stored verified position names (`adapters.store.chain.VerifiedPosition.by`:
     `chatrecord verify`, `the server`)."""
+    found_at: datetime | None = None
+    """None: the break (if any) was found by this verdict's own look. Else the verdict is the
+    break an earlier check found and stored (`adapters.store.chain.BrokenChain`), shown as it
+    is until a look that recomputes every hash finds the chain ok: when it was found (UTC)."""
+    found_by: str | None = None
+    """What found the stored break (`chatrecord verify`, `the server`, …); with `found_at`."""
 
     @property
     def ok(self) -> bool:
@@ -195,30 +201,6 @@ def verify_after(recorder: ChainedRecorder, kept: Verdict, now: datetime | None 
     tail = (item for item in stream if item[0] == key)
     found = _check(key, tail, name_of=lambda _: name, head=None, start=(name, kept.hash, version + 1, kept.events))
     return replace(found, kept=since, kept_at=at, kept_by=made_by)
-
-
-def from_position(position: VerifiedPosition, conversation: str) -> Verdict:
-    """Returns the verdict a stored verified position stands for (`verify_after` starts from
-    it): ok up to its version, with its hash, every hash up to there recomputed at its time by
-    what it names."""
-    return Verdict(
-        conversation,
-        position.originator_id,
-        position.version,
-        position.version,
-        hash=position.hash,
-        kept=position.version,
-        kept_at=position.at,
-        kept_by=position.by,
-    )
-
-
-def position_of(verdict: Verdict, by: str, at: datetime | None = None) -> VerifiedPosition | None:
-    """Returns the verified position an ok verdict that recomputed every hash (`kept` None)
-    gives: its head, at `at` (default now, UTC), by `by`; None for any other verdict."""
-    if not verdict.ok or verdict.kept is not None or verdict.hash is None:
-        return None
-    return VerifiedPosition(verdict.originator_id, verdict.version, verdict.hash, at or datetime.now(UTC), by)
 
 
 def _check(

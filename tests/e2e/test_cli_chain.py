@@ -49,7 +49,7 @@ def test_verify_names_a_changed_event_and_exits_1(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert done.stdout.splitlines() == [
         "conv-demo-seo: broken at version 8 (changed): the event's stored bytes were changed after it was appended",
-        "1 conversation verified: 0 ok, 1 broken",
+        "1 conversation checked: 0 ok, 1 broken",
     ]
     audit = run("audit", "conv-demo-seo")
     assert audit.returncode == 1 and audit.stdout.splitlines()[-1].startswith("chain: BROKEN at version 8 (changed)")

@@ -26,6 +26,7 @@ def test_timeline_writes_one_self_contained_page(store_run: Run, tmp_path: Path)
     )
     assert "<script" not in html and 'src="http' not in html and 'href="http' not in html
     assert 'id="chain-state">✔ Chain verified: 20 events' in html
+    assert re.search(r"every hash, from the first event to event 20, was recomputed when this file was written \(\d{4}-", html)
     assert html.count('class="input card static') == 6  # turns of messages 1 and 3, under each of the three rule sets
     assert 'section class="input card static latest" id="turn-3-2026-11-02"' in html
 
@@ -77,5 +78,6 @@ def test_timeline_shows_where_the_chain_breaks_and_marks_the_rows_from_there(tmp
     assert marked == list(range(8, 20))  # event 20 is user message 3, the newest turn's heading
     rows = json.loads(run("audit", "conv-demo-seo", "--json").stdout)
     assert (
-        html.count("not verified: the chain breaks at event 8") == sum(1 for r in rows if r["version"] >= 8) == 19
+        html.count("untrusted: the chain breaks at event 8") == sum(1 for r in rows if r["version"] >= 8) == 19
     )  # 18 rows, and the heading of user message 3
+    assert re.search(r"\bverified\b", html) is None

@@ -4,6 +4,7 @@ escaped, with no script allowed; the list and the conversation page."""
 from __future__ import annotations
 
 import json
+import re
 import warnings
 from collections.abc import Iterator
 
@@ -131,16 +132,25 @@ def test_the_chain_and_the_overview_are_requests_of_their_own(client: TestClient
 
 
 def test_the_chains_verdict_says_what_it_recomputed_and_when_and_by_what(client: TestClient) -> None:
-    """A later verdict names the version up to which an earlier one recomputed every hash, when and by
-    what, says what it recomputed now, and links a full recomputation."""
+    """The page shows the chain's verdict itself, whole (no frame): the first look recomputes every
+    hash and says so; a later one names the version up to which an earlier one recomputed every
+    hash, when and by what, says what it recomputed now, and links a full recomputation."""
     auth = {"Authorization": f"Bearer {TOKEN}"}
-    first = client.get("/ui/conversations/conv-demo-seo/chain", headers=auth)  # every hash: no position stored yet
-    second = client.get("/ui/conversations/conv-demo-seo/chain", headers=auth)
+    first = client.get("/ui/conversations/conv-demo-seo", headers=auth)  # every hash: no position stored yet
+    second = client.get("/ui/conversations/conv-demo-seo", headers=auth)
+    full = client.get("/ui/conversations/conv-demo-seo", params={"full": 1}, headers=auth)
+    alone = client.get("/ui/conversations/conv-demo-seo/chain", headers=auth)
 
-    assert 'id="chain-kept"' not in first.text
-    assert (
-        "Every hash up to event 20 was recomputed at " in second.text
-        and " UTC by this server; event 20 and its hash are unchanged since; the hashes after it were recomputed now."
-        in second.text
-        and '<a href="?full=1">Recompute every hash</a>' in second.text
+    assert "<iframe" not in first.text and 'id="chain-kept"' not in first.text
+    assert "✔ Chain verified: 20 events, head " in first.text
+    assert "every hash, from the first event to event 20, was recomputed now." in first.text
+    assert re.search(
+        r"✔ Chain verified up to event 20 by this server at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC; no event after 20\.", second.text
     )
+    assert (
+        "Checked now: event 20 and its hash are unchanged since; an event up to 20 whose stored bytes were changed "
+        "without its hash is found only when every hash is recomputed: "
+        '<a href="/ui/conversations/conv-demo-seo?full=1">Recompute every hash</a>.' in second.text
+    )
+    assert 'id="chain-kept"' not in full.text and "was recomputed now." in full.text
+    assert '<a href="?full=1">Recompute every hash</a>' in alone.text
