@@ -38,10 +38,12 @@ def export(
         ),
     ] = ExportFormat.jsonl,
 ) -> None:
-    """Writes a stored conversation as the chat's JSON Lines (docs/input-format.md).
+    """Writes a stored conversation as the chat's JSON Lines, the lines ingest reads.
 
-    The lines are made from the store's events, in its order, with only what it keeps (no tool
-    arguments or results, no model text: they were never stored). `chatrecord ingest` of them
+    One JSON object a line, each with its `type` (conversation_started, user_message,
+    segment_returned, card_decided, …), as the chat writes them. The lines are made from the
+    store's events, in its order, with only what it keeps (no tool arguments or results, no
+    model text: they were never stored). `chatrecord ingest` of them
     into an empty store gives the same turns, audit rows and chain; `chatrecord replay FILE`
     the same turns. --upto N cuts the export after user message N, for a minimal reproduction
     (an error naming the conversation's user messages when it has no message N).
