@@ -81,7 +81,11 @@ class PlacedNote(Response):
         "inserted before the message at `index`."
     )
     at: int | None = Field(
-        description="For `assistant`: the character offset in that message's text where the note goes, after a blank line."
+        description="For `assistant`: the offset in that message's text where the note goes, after a blank line, "
+        "in Unicode code points (a Python str index; PHP: mb_substr with UTF-8); null otherwise."
+    )
+    at_byte: int | None = Field(
+        description="For `assistant`: the same offset in UTF-8 bytes of the text (PHP: substr); null otherwise."
     )
 
 

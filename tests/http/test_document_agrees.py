@@ -1,6 +1,8 @@
 """docs/openapi.json and the server agree where a client written from the document alone (or
 Schemathesis's coverage phase) finds an edge (issue 35, item 6): an empty optional header is one
-not sent; a time in RFC 3339's lower-case form is read; on a real server, each backend."""
+not sent; a time in RFC 3339's lower-case form is read; `If-Match: *` on a conversation not
+started says so; every problem member is typed; a note's place is given in UTF-8 bytes too. On a
+real server, each backend."""
 
 from __future__ import annotations
 
@@ -9,6 +11,8 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
+from adapters.api import DEMO_CONVERSATION, Chatrecord, PlacedNote, apply_notes
+from adapters.bootstrap import open_store
 from tests.http.conftest import MAX_BODY, Server, unique
 from tests.http.test_http import OPENAPI, demo_lines, problem
 
@@ -104,3 +108,27 @@ def test_every_member_of_a_problem_is_typed_in_the_document(server: Server) -> N
         assert errors == [], (name, body)
         members |= set(body) - {"type", "title", "status", "detail"}
     assert members >= {"expected", "actual", "rule", "field", "where", "line", "limit", "differs"}
+
+
+def test_a_note_s_byte_offset_places_it_as_its_code_point_offset_does() -> None:
+    """`at` counts code points, `at_byte` UTF-8 bytes: a chat that cuts bytes (PHP's substr) at
+    `at_byte` puts each note where `apply_notes` (a Python str cut at `at`) does."""
+    chatrecord = Chatrecord(open_store(memory=True))
+    chatrecord.demo()
+    notes = chatrecord.turn_notes(DEMO_CONVERSATION).notes
+    transcript = chatrecord.read_models.state(DEMO_CONVERSATION).transcript.messages
+    into = [n for n in notes if n.into == "assistant"]
+    assert any(n.at != n.at_byte for n in into)  # the demo's answers hold umlauts before a note
+    assert [n.to_json()["at_byte"] for n in into] == [n.at_byte for n in into]
+
+    def cut_in_bytes(text: str, placed: list[PlacedNote]) -> str:  # what the PHP chat does with substr
+        data, out, done = text.encode("utf-8"), b"", 0
+        for at in sorted({n.at_byte or 0 for n in placed}):
+            joined = "\n".join(n.text for n in placed if (n.at_byte or 0) == at)
+            out, done = out + data[done:at] + ("\n\n" + joined).encode("utf-8"), at
+        return (out + data[done:]).decode("utf-8")
+
+    expected = apply_notes(transcript, notes)
+    for index in {n.index for n in into}:
+        placed = [n for n in into if n.index == index]
+        assert cut_in_bytes(transcript[index].text, placed) == expected[index].text
