@@ -31,19 +31,21 @@ Into = Literal["assistant", "user", "new"]
 class PlacedNote:
     """One note and its place. `index` is a 0-based index into the transcript the chat holds
     (user and assistant messages; no system message). `into`: the note joins the assistant
-    message at `index` (inserted at character offset `at` of its text, after the answer that
-    ends there), joins the user message at `index` (before its text), or is `new`: part of an
-    assistant message of its own inserted before the message at `index` (at the end when
-    `index` is the transcript's length)."""
+    message at `index` (inserted at offset `at` of its text, after the answer that ends there),
+    joins the user message at `index` (before its text), or is `new`: part of an assistant
+    message of its own inserted before the message at `index` (at the end when `index` is the
+    transcript's length). `at` counts Unicode code points (a Python str index; PHP's
+    `mb_substr`); `at_byte` is the same place in the text's UTF-8 bytes (PHP's `substr`)."""
 
     text: str
     index: int
     into: Into
     at: int | None = None
+    at_byte: int | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """Returns `{"text", "index", "into", "at"}`."""
-        return {"text": self.text, "index": self.index, "into": self.into, "at": self.at}
+        """Returns `{"text", "index", "into", "at", "at_byte"}`."""
+        return {"text": self.text, "index": self.index, "into": self.into, "at": self.at, "at_byte": self.at_byte}
 
 
 def _target(length: int, p: int, role: Callable[[int], str | None]) -> tuple[int, int]:
@@ -114,7 +116,10 @@ def place_notes(
             placed.extend(PlacedNote(text, index, "user") for text in texts)
             continue
         offsets = _offsets(target, [n.segment for n in ordered])
-        placed.extend(PlacedNote(text, index, "assistant", at) for text, at in zip(texts, offsets, strict=True))
+        placed.extend(
+            PlacedNote(text, index, "assistant", at, len(target.text[:at].encode("utf-8")))
+            for text, at in zip(texts, offsets, strict=True)
+        )
     return tuple(placed)
 
 

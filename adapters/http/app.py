@@ -36,7 +36,8 @@ from adapters.http.headers import (
     if_match,
     read_after,
 )
-from adapters.http.problems import PROBLEM, Problem, install
+from adapters.http.problem_details import ProblemDetails
+from adapters.http.problems import PROBLEM, Problem, install, version_mismatch
 from adapters.http.reads import Service, add_reads, json_response
 from adapters.http.ui import install_ui
 from adapters.ingest import json_problem
@@ -78,7 +79,7 @@ class HttpSettings:
 
 
 ERRORS: dict[int | str, dict[str, Any]] = {
-    status: {"content": {PROBLEM: {"schema": schemas.ProblemDetails.model_json_schema()}}, "description": text}
+    status: {"content": {PROBLEM: {"schema": ProblemDetails.model_json_schema()}}, "description": text}
     for status, text in {
         400: "Unreadable JSON or a bad parameter",
         401: "Missing or wrong token",
@@ -255,7 +256,7 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
             return chatrecord.record_lines(lines, SOURCE, follows)
         except VersionMismatch as error:
             if not (error.actual in versions or (versions == [ANY] and error.actual >= 1)):
-                raise
+                raise version_mismatch(error, "*" if versions == [ANY] else versions) from None
             return chatrecord.record_lines(lines, SOURCE, error.actual)
 
     def replayed(request: Request, kept: Kept, digest: str, legacy: str = "") -> Response:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from adapters.http.schemas import ProblemDetails
+from adapters.http.problem_details import ProblemDetails
 
 LINE_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -88,7 +88,8 @@ def _demo_reads() -> dict[str, dict[str, Any]]:
 
 
 ETAG = {
-    "description": 'The conversation\'s version as a strong ETag, e.g. "7" (send it as If-Match).',
+    "description": 'The conversation\'s version as a strong ETag, e.g. "7" (send it as If-Match): the number '
+    'of events it holds, "0" before its first line.',
     "schema": {"type": "string", "pattern": '^"[0-9]+"$'},
 }
 REPLAYED = {

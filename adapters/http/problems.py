@@ -20,6 +20,7 @@ Every error class has a stable `type` URI, `urn:chatrecord:problem:<name>`:
 | 409    | request-in-progress    | an `Idempotency-Key` whose first request is still in flight   |
 |        |                        | (`Retry-After: 1`; retried, it gets that request's response)  |
 | 412    | version-mismatch       | `If-Match` names another version than the conversation's      |
+|        |                        | (`expected`: the version named, a list, or `*`; `actual`)     |
 | 413    | body-too-large         | a body over `CHATRECORD_MAX_BODY_BYTES`                       |
 | 415    | unsupported-media-type | a body that is neither JSON nor NDJSON                        |
 | 422    | bad-line               | a line of the wrong shape (`line`, `field`, `expected`)       |
@@ -48,7 +49,7 @@ from starlette.requests import ClientDisconnect
 from adapters.service.export import NoSuchMessage
 from adapters.service.record_lines import VersionMismatch
 from adapters.service.replay import TurnNotFound
-from domain.errors import ChatrecordError, InvalidInput, LineOutOfOrder, UnknownConversation
+from domain.errors import ChatrecordError, InvalidInput, LineOutOfOrder, UnknownConversation, shown_id
 from projections.turn import NoTurnYet
 
 PROBLEM = "application/problem+json"
@@ -160,6 +161,31 @@ def from_error(error: ChatrecordError) -> Problem:
     if type(error).__module__ == "domain.errors":
         return Problem(409, "refused-line", refusal(error), rule=rule, field=error.field)
     return Problem(409, "conflict", refusal(error), rule=rule)
+
+
+def version_mismatch(error: VersionMismatch, expected: str | list[int]) -> Problem:
+    """Returns the 412 of an If-Match that matched no version of the conversation: `expected` is
+    "*" for `If-Match: *` (which matches any version from 1, so a conversation not started fails
+    it) or the versions it named (`expected` is then that one, or the list of several)."""
+    if isinstance(expected, str):  # "*"
+        return Problem(
+            412,
+            "version-mismatch",
+            f"conversation {shown_id(error.conversation, 'repr')} is not started (version 0): If-Match: * "
+            'matches a conversation at any version from 1; send its first line without If-Match, or with If-Match: "0"',
+            expected="*",
+            actual=error.actual,
+        )
+    if len(expected) == 1:
+        return from_error(VersionMismatch(error.conversation, expected[0], error.actual))
+    named = ", ".join(map(str, expected))
+    return Problem(
+        412,
+        "version-mismatch",
+        f"conversation {shown_id(error.conversation, 'repr')} is at version {error.actual}, not one of {named}; read it again",
+        expected=list(expected),
+        actual=error.actual,
+    )
 
 
 def refusal(error: ChatrecordError) -> str:

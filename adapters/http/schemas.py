@@ -24,17 +24,6 @@ class Full(StrEnum):
     full = "full"
 
 
-class ProblemDetails(BaseModel):
-    """RFC 9457 problem details; `type` is `urn:chatrecord:problem:<name>`."""
-
-    model_config = ConfigDict(extra="allow")
-
-    type: str
-    title: str
-    status: int
-    detail: str
-
-
 class EventRef(BaseModel):
     type: str = Field(description="The event's class, e.g. SegmentReturned.")
     version: int = Field(description="The event's version in its conversation (1-based).")
@@ -50,7 +39,10 @@ class Recorded(BaseModel):
     """What `POST /v1/lines` stored."""
 
     conversation: str
-    version: int = Field(description="The conversation's version afterwards (also the ETag).")
+    version: int = Field(
+        description="The conversation's version afterwards (also the ETag): the number of events it holds, "
+        "0 before its first line."
+    )
     appended: int = Field(description="Events appended by the request.")
     repeated: bool = Field(description="True when every line was recorded before; nothing was appended.")
     events: list[EventRef] = Field(description="The events appended; for one repeated line, those that recorded it first.")
@@ -89,7 +81,11 @@ class PlacedNote(Response):
         "inserted before the message at `index`."
     )
     at: int | None = Field(
-        description="For `assistant`: the character offset in that message's text where the note goes, after a blank line."
+        description="For `assistant`: the offset in that message's text where the note goes, after a blank line, "
+        "in Unicode code points (a Python str index; PHP: mb_substr with UTF-8); null otherwise."
+    )
+    at_byte: int | None = Field(
+        description="For `assistant`: the same offset in UTF-8 bytes of the text (PHP: substr); null otherwise."
     )
 
 

@@ -106,8 +106,9 @@ expect($status, 200, $turn, 'turn');
 printf("turn: %d, version %d, ETag %s, rules %s, %d notes\n", $status, $turn->version, $headers['etag'] ?? 'absent',
     $turn->rules, count($turn->notes));
 foreach ($turn->notes as $note) {
-    printf("  note into %s %d%s: %s\n", $note->into, $note->index, isset($note->at) ? " at $note->at" : '',
-        $note->text);
+    // `at` counts Unicode code points (mb_substr), `at_byte` UTF-8 bytes (substr, strlen)
+    printf("  note into %s %d%s: %s\n", $note->into, $note->index,
+        isset($note->at) ? " at $note->at (byte $note->at_byte)" : '', $note->text);
 }
 
 // An edit sent for the version before the last: someone else wrote in between.

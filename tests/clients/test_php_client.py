@@ -85,7 +85,8 @@ def test_the_php_chat_posts_the_demo_tour_and_reads_the_turn(php: str, server: S
     turn = server.client.get(f"/v1/conversations/{conversation}/turn").json()
     assert len(turn["notes"]) == 14
     assert out[20] == f'turn: 200, version {version}, ETag "{version}", rules 2026-11-02, 14 notes'
-    placed = [f" at {n['at']}" if n.get("at") is not None else "" for n in turn["notes"]]
+    placed = [f" at {n['at']} (byte {n['at_byte']})" if n.get("at") is not None else "" for n in turn["notes"]]
+    assert any(n["at"] != n["at_byte"] for n in turn["notes"])  # the demo's answers hold umlauts before a note
     assert out[21:35] == [
         f"  note into {n['into']} {n['index']}{at}: {n['text']}" for n, at in zip(turn["notes"], placed, strict=True)
     ]
