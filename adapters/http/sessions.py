@@ -27,6 +27,11 @@ CLIENTS = 10_000
 _VERSION = "v2"
 
 
+def clock() -> float:
+    """The throttle's clock: seconds, monotonic."""
+    return time.monotonic()
+
+
 def _key(token: str) -> bytes:
     return hmac.new(token.encode(), b"chatrecord ui session key v2", hashlib.sha256).digest()
 
@@ -88,13 +93,13 @@ class Throttle:
 
     def wait(self, client: str, now: float | None = None) -> float:
         """Returns how many seconds `client` must still wait before its next attempt (0: none)."""
-        now = time.monotonic() if now is None else now
+        now = clock() if now is None else now
         _, until = self._clients.get(client, (0, 0.0))
         return max(0.0, until - now)
 
     def failed(self, client: str, now: float | None = None) -> float:
         """Counts a wrong token of `client`; returns the wait it now has."""
-        now = time.monotonic() if now is None else now
+        now = clock() if now is None else now
         wrong, until = self._clients.pop(client, (0, 0.0))
         if now > until + FORGET_SECONDS:
             wrong = 0
