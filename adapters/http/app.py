@@ -84,7 +84,7 @@ class HttpSettings:
             )
         if token is not None and len(token) < TOKEN_MIN:
             raise BadSetting(
-                f"CHATRECORD_API_TOKEN is {len(token)} characters long; use at least {TOKEN_MIN} "
+                f"CHATRECORD_API_TOKEN is {len(token)} character{'s' if len(token) > 1 else ''} long; use at least {TOKEN_MIN} "
                 "(a random one: python3 -c 'import secrets; print(secrets.token_urlsafe(24))')"
             )
         return cls(token, int(text) if text else DEFAULT_MAX_BODY_BYTES, body_timeout(environ))

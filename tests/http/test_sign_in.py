@@ -110,7 +110,7 @@ def test_serve_refuses_a_token_shorter_than_16_characters(tmp_path: Path) -> Non
 
     assert (short.returncode, short.stdout) == (1, "")
     assert short.stderr == (
-        "error: CHATRECORD_API_TOKEN is 1 characters long; use at least 16 "
+        "error: CHATRECORD_API_TOKEN is 1 character long; use at least 16 "
         "(a random one: python3 -c 'import secrets; print(secrets.token_urlsafe(24))')\n"
     )
     assert HttpSettings.from_env({"CHATRECORD_API_TOKEN": "x" * 16}).token == "x" * 16
