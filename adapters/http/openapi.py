@@ -115,6 +115,7 @@ PROBLEM_TYPES = {
     401: ["unauthorized"],
     404: ["unknown-conversation", "no-such-turn", "not-found"],
     405: ["method-not-allowed"],
+    408: ["body-timeout"],
     409: ["refused-line", "no-turn", "chain-broken", "conflict", "request-in-progress"],
     412: ["version-mismatch"],
     413: ["body-too-large"],

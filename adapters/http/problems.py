@@ -68,6 +68,7 @@ TITLES = {
     "request-in-progress": "A request with this Idempotency-Key is still being processed",
     "version-mismatch": "The conversation is at another version",
     "body-too-large": "The body is too large",
+    "body-timeout": "The body did not arrive in time",
     "unsupported-media-type": "Send application/json or application/x-ndjson",
     "bad-line": "A line does not have the input format's shape",
     "idempotency-key-reused": "This Idempotency-Key was used with another body",

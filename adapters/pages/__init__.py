@@ -345,9 +345,10 @@ def list_page(rows: Sequence[dict[str, Any]], query: str, next_after: str | None
     )
 
 
-def login_page(next_path: str, failed: bool = False) -> str:
-    """Returns the sign-in form: the API's token, sent back to `next_path` when it is right."""
-    return environment().get_template("login.html").render(next_path=next_path, failed=failed, css=Markup(stylesheet()))
+def login_page(next_path: str, failed: bool = False, wait: int = 0, signed_out: bool = False) -> str:
+    """Returns the sign-in form (after a wrong token, a `wait` in seconds, or a sign-out, it says so)."""
+    said = {"failed": failed, "wait": wait, "signed_out": signed_out}
+    return environment().get_template("login.html").render(next_path=next_path, **said, css=Markup(stylesheet()))
 
 
 def export_page(chatrecord: Any, conversation: str, generated: str | None = None, inputs: int = INPUTS, chain: Any = None) -> str:

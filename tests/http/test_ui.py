@@ -13,7 +13,8 @@ import pytest
 from adapters.api import Chatrecord
 from adapters.bootstrap import open_store
 from adapters.http.app import HttpSettings, create_app
-from adapters.http.ui import COOKIE, session_value
+from adapters.http.sessions import Sessions, new_session
+from adapters.http.ui import COOKIE
 from tests.browser.conftest import PAYLOAD, hostile_lines
 from tests.e2e.conftest import DEMO
 
@@ -21,7 +22,7 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     from fastapi.testclient import TestClient
 
-TOKEN = "ui-token-0123"
+TOKEN = "ui-token-0123456789"
 
 
 def client_for(token: str | None) -> Iterator[TestClient]:
@@ -41,7 +42,7 @@ def client() -> Iterator[TestClient]:
 def test_without_the_token_a_page_sends_the_browser_to_the_sign_in_form(client: TestClient) -> None:
     page = client.get("/ui/conversations/conv-demo-seo?turn=1")
     wrong = client.get("/ui/", headers={"Authorization": "Bearer not-it"})
-    client.cookies.set(COOKIE, session_value("another-token"))
+    client.cookies.set(COOKIE, new_session("another-token-0123456789"))
     forged = client.get("/ui/")
     client.cookies.clear()
 
@@ -65,17 +66,18 @@ def test_the_apis_bearer_token_gets_the_page(client: TestClient) -> None:
 
 
 def test_the_sign_in_form_sets_an_httponly_samesite_cookie_that_is_not_the_token(client: TestClient) -> None:
-    refused = client.post("/ui/login", data={"token": "nope", "next": "/ui/conversations/conv-demo-seo"})
     signed = client.post("/ui/login", data={"token": TOKEN, "next": "/ui/conversations/conv-demo-seo"})
     elsewhere = client.post("/ui/login", data={"token": TOKEN, "next": "https://evil.example/"})
+    refused = client.post("/ui/login", data={"token": "nope", "next": "/ui/conversations/conv-demo-seo"})
 
     assert refused.status_code == 401 and "That is not the token." in refused.text and "set-cookie" not in refused.headers
     assert (signed.status_code, signed.headers["location"]) == (303, "/ui/conversations/conv-demo-seo")
     cookie = signed.headers["set-cookie"]
-    assert cookie.startswith(f"{COOKIE}={session_value(TOKEN)};") and TOKEN not in cookie
+    value = signed.cookies[COOKIE]
+    assert cookie.startswith(f"{COOKIE}={value};") and TOKEN not in cookie and Sessions(TOKEN).valid(value)
     assert "HttpOnly" in cookie and "SameSite=strict" in cookie and "Path=/ui" in cookie
     assert elsewhere.headers["location"] == "/ui/"
-    client.cookies.set(COOKIE, session_value(TOKEN))
+    client.cookies.set(COOKIE, new_session(TOKEN))
     assert client.get("/ui/conversations/conv-demo-seo").status_code == 200
 
 

@@ -65,6 +65,9 @@ def planted() -> dict[str, str]:
     texts["a step of an unknown kind with the secret as its table"] = json.dumps(
         segment(step(kind="secret_step", writeTargetTable=f"{SECRET} x", writeTargetUid=1))
     )
+    texts["a step of an unknown kind with a long secret as its table"] = json.dumps(
+        segment(step(kind="secret_step", writeTargetTable=SECRET * 20 + " x", writeTargetUid=1))
+    )
     texts["a step of an unknown kind with the secret as its uid's type"] = json.dumps(
         segment(step(kind="secret_step", writeTargetTable="pages", writeTargetUid=SECRET))
     )
