@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from typing import Any
+from dataclasses import replace
+from typing import Any, TypeVar
 
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
@@ -119,6 +120,17 @@ class Rekey:
     def done(self) -> None:
         """Once the transaction committed: the recorder appends under the new key."""
         self.recorder.rekeyed(self.key)
+
+
+Found = TypeVar("Found")
+
+
+def unkeyed(recorder: ChainedRecorder, verdict: Found) -> Found:
+    """Returns an ok verdict (`adapters.store.verify.Verdict`) of a chain of plain SHA-256
+    links read by a process with a master key as not ok (`unkeyed`, UNKEYED); else `verdict`."""
+    if recorder.keyed_expected and recorder.chain_key is None and getattr(verdict, "ok", False):
+        return replace(verdict, problem="unkeyed", detail=UNKEYED)  # type: ignore[type-var]  # a Verdict dataclass
+    return verdict
 
 
 def chain_kind(recorder: ChainedRecorder) -> str:

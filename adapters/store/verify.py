@@ -33,7 +33,7 @@ from eventsourcing.persistence import StoredEvent
 
 from adapters.store.application import ConversationStore
 from adapters.store.chain import GENESIS, PAGE, ChainedRecorder, Link, Stored, VerifiedPosition, link, state_bytes
-from adapters.store.chain_key import UNKEYED
+from adapters.store.chain_key import unkeyed
 from adapters.store.heads_file import KeptHead, read_heads
 from domain.errors import ChatrecordError
 from domain.events import ConversationStarted, conversation_uuid
@@ -196,7 +196,7 @@ def verify_after(recorder: ChainedRecorder, kept: Verdict, now: datetime | None 
         )
     tail = (item for item in stream if item[0] == key)
     found = _check(key, tail, lambda _: name, None, (name, kept.hash, version + 1, kept.events), recorder.chain_key)
-    return replace(found, kept=since, kept_at=at, kept_by=made_by)
+    return unkeyed(recorder, replace(found, kept=since, kept_at=at, kept_by=made_by))
 
 
 def from_position(position: VerifiedPosition, conversation: str) -> Verdict:
@@ -355,9 +355,7 @@ def verdicts(store: ConversationStore, conversation: str | None = None, against:
         return cast(ConversationStarted, event).conversation  # a log's first event starts it
 
     only = conversation_uuid(conversation) if conversation is not None else None
-    found = verify(recorder, name_of, only, heads)
-    if recorder.keyed_expected and recorder.chain_key is None:  # a master key, a plain chain: anyone could have made it
-        found = (replace(v, problem="unkeyed", detail=UNKEYED) if v.ok else v for v in found)
+    found = (unkeyed(recorder, v) for v in verify(recorder, name_of, only, heads))  # with a master key: keyed, or not ok
     return iter(sorted(found, key=lambda v: (v.conversation, v.originator_id)))
 
 
@@ -389,4 +387,4 @@ def chain_verdict_upto(
         events = iter([(key, e.originator_version, e.topic, state_bytes(e.state)) for e in stored])
         links = iter(store.recorder.chain_links(None, key, max(version, 1)))
     items = _merge(takewhile(lambda e: e[1] <= version, events), takewhile(lambda e: e[1] <= version, links))
-    return _check(key, items, lambda _: conversation, None, None, store.recorder.chain_key)
+    return unkeyed(store.recorder, _check(key, items, lambda _: conversation, None, None, store.recorder.chain_key))

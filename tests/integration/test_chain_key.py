@@ -123,6 +123,7 @@ class ChainKeyContract:
         store = self.open_store(CHATRECORD_MASTER_KEY=A)
         found = demo(store)
         assert (found.ok, found.problem, found.version, found.detail) == (False, "unkeyed", 20, UNKEYED)
+        assert Chatrecord(store).chain("conv-demo-seo").problem == "unkeyed"  # the page's look, too
         assert isinstance(store.recorder, ChainedRecorder)
         kept = {DEMO: KeptHead("conv-demo-seo", DEMO, head.version, head.hash)}  # and kept heads name the rewrite
         against = next(verify(store.recorder, lambda _: "conv-demo-seo", DEMO, kept))
