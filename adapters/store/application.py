@@ -16,6 +16,7 @@ from eventsourcing.persistence import IntegrityError, Recording
 
 from adapters.backends import backend_of
 from adapters.store.chain import ChainBroken, ChainedRecorder
+from adapters.store.chain_key import open_chain
 from adapters.store.commands import BatchConflict, BatchRefused, Command, HandleResult
 from adapters.store.crypto import refuse_texts
 from adapters.store.deciding import DecidingStore
@@ -68,16 +69,20 @@ class ConversationStore(DecidingStore):
         catches its views up from the log). Raises BadMasterKey,
         before anything is stored, when the store is protected by a master key that
         CHATRECORD_MASTER_KEY does not hold, or CHATRECORD_MASTER_KEY is set for a store that
-        keeps data keys unwrapped (`DataKeys.check_master`; `MASTER_KEY_UNBOUND=allow` lets the
+        keeps data keys unwrapped (`DataKeys.check_master`), or when its hash chain is keyed with
+        another key or none (`adapters.store.chain_key.open_chain`; `MASTER_KEY_UNBOUND=allow` lets the
         key commands, `adapters.service.master_key`, open such a store to bind it)."""
         super().__init__(env)
         keys = getattr(self.mapper, "keys", None)
-        if isinstance(keys, DataKeys):
-            try:
-                keys.check_master(unbound=self.env.get("MASTER_KEY_UNBOUND", "") == "allow")
-            except BaseException:
-                self.close()  # the refused store's connections
-                raise
+        unbound = self.env.get("MASTER_KEY_UNBOUND", "") == "allow"
+        try:
+            if isinstance(keys, DataKeys):
+                keys.check_master(unbound=unbound)
+            if isinstance(self.recorder, ChainedRecorder):  # keyed with the master key's chain key, or not
+                open_chain(self.recorder, keys.master if isinstance(keys, DataKeys) else None, unbound=unbound)
+        except BaseException:
+            self.close()  # the refused store's connections
+            raise
         self.history: HistoryTables = backend_of(self.factory).history_tables(self)
         self._records = KnownRecords()
         """Per conversation, the newest segment records as this process's last append left the

@@ -5,7 +5,9 @@ every stored event
 
     hash(v) = SHA-256(hash(v-1) || canonical(originator_id, v, topic, state))
 
-with hash(0) = GENESIS, 32 zero bytes. `canonical` is the originator id's 16 UUID bytes, the
+with hash(0) = GENESIS, 32 zero bytes; in a keyed chain HMAC-SHA256 under the chain key in
+place of SHA-256 (`adapters.store.chain_key`: derived from the master key, kept outside the
+database, so a writer of the database without it cannot recompute a link). `canonical` is the originator id's 16 UUID bytes, the
 version as 8 bytes big-endian, the topic's UTF-8 bytes and the state bytes, each of the last
 two after its length (4 and 8 bytes big-endian). The state is hashed as stored: a free text is
 ciphertext there (`adapters.store.crypto`), which erasing a conversation leaves as it is, so an erased
@@ -27,6 +29,7 @@ before the chain existed is chained only by the explicit, logged upgrade
 from __future__ import annotations
 
 import hashlib
+import hmac
 from collections.abc import Sequence
 from contextlib import suppress
 from dataclasses import dataclass
@@ -43,6 +46,9 @@ from domain.errors import ChatrecordError
 GENESIS = bytes(32)
 """The hash before a conversation's first event: 32 zero bytes."""
 CHAIN_TABLE = "chatrecord_chain"
+CHAIN_KIND_TABLE = "chatrecord_chain_kind"
+"""One row (id 1) or none: the chain is keyed with the key of this `mark`
+(`adapters.store.chain_key.key_mark`, not the key), or unkeyed (no row)."""
 PAGE = 500
 """Rows per page when the chain is read for verification."""
 
@@ -52,12 +58,17 @@ Stored = tuple[UUID, int, str, bytes]
 """A stored event as the chain reads it: originator id, version, topic, state."""
 
 
-def link(previous: bytes, originator_id: UUID | str, version: int, topic: str, state: bytes) -> bytes:
-    """Returns the 32-byte hash of an event after `previous` (see the module docstring)."""
-    digest = hashlib.sha256(previous)
-    digest.update((originator_id if isinstance(originator_id, UUID) else UUID(str(originator_id))).bytes)
-    digest.update(version.to_bytes(8, "big"))
+def link(previous: bytes, originator_id: UUID | str, version: int, topic: str, state: bytes, key: bytes | None = None) -> bytes:
+    """Returns the 32-byte hash of an event after `previous` (see the module docstring): SHA-256,
+    or HMAC-SHA256 under the chain key `key` (a keyed chain)."""
     encoded = topic.encode()
+    uid = (originator_id if isinstance(originator_id, UUID) else UUID(str(originator_id))).bytes
+    if key is not None:  # one call of OpenSSL's HMAC over the joined bytes: a Python HMAC object costs more
+        parts = (previous, uid, version.to_bytes(8, "big"), len(encoded).to_bytes(4, "big"), encoded)
+        return hmac.digest(key, b"".join((*parts, len(state).to_bytes(8, "big"), state)), "sha256")
+    digest = hashlib.sha256(previous)
+    digest.update(uid)
+    digest.update(version.to_bytes(8, "big"))
     digest.update(len(encoded).to_bytes(4, "big"))
     digest.update(encoded)
     digest.update(len(state).to_bytes(8, "big"))
@@ -176,7 +187,22 @@ class BrokenChain:
 class ChainedRecorder:
     """Mixin for an application recorder: `_seal(cursor, stored_events)` writes the chain rows
     of events just inserted in the cursor's transaction. Backends give the four `_chain_*`
-    primitives; `chain_events` and `chain_links` read pages for `adapters.store.verify`."""
+    primitives; `chain_events` and `chain_links` read pages for `adapters.store.verify`.
+    `chain_key` is the key of a keyed chain (`adapters.store.chain_key.open_chain` sets it at
+    open), None for an unkeyed one; `chain_pending` the mark a fresh store's first append
+    records with its links (then None)."""
+
+    chain_key: bytes | None = None
+    chain_pending: str | None = None
+    keyed_expected = False
+    """True where this process has a master key: an unkeyed chain does not verify (`UNKEYED`)."""
+    chain_mismatch: str | None = None
+    """The mark of the other key a chain opened by a key command is keyed with, else None."""
+
+    def insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Any:
+        found = super().insert_events(stored_events, **kwargs)  # type: ignore[misc]  # the library recorder it mixes into
+        self.chain_pending = None  # committed with the first links
+        return found
 
     def verified_position(self, key: UUID) -> VerifiedPosition | None:
         """Returns the verified position stored for conversation `key` (`VERIFIED_TABLE`), None
@@ -206,6 +232,9 @@ class ChainedRecorder:
         heads: dict[UUID, tuple[int, bytes]] = {}
         rows: list[Link] = []
         known = getattr(self, "chain_heads", None)
+        chain_key = self.chain_key
+        if self.chain_pending is not None:  # a fresh store's first links: the kind they are, with them
+            self._chain_mark_put(cursor, self.chain_pending)
         for event in stored_events:
             key = originator_uuid(event.originator_id)
             version = event.originator_version
@@ -227,7 +256,7 @@ class ChainedRecorder:
                 if found is None:
                     raise self._refusal(cursor, key, version - 1)
                 previous = found
-            digest = link(previous, key, version, event.topic, event.state)
+            digest = link(previous, key, version, event.topic, event.state, chain_key)
             heads[key] = (version, digest)
             rows.append((key, version, digest))
         if rows:
@@ -288,6 +317,55 @@ class ChainedRecorder:
             self._backfill(cursor, key, rows[-1][1] if rows else 0)
             return len(rows)
 
+    def rekey_chain(self, new_key: bytes | None, mark: str | None, cursor: Any = None) -> int:
+        """Recomputes every link under `new_key` (None: unkeyed) and records `mark` as the
+        chain's kind, in one transaction that holds appends off (`cursor`'s, else one of its
+        own), and returns how many links it wrote. Every link is first recomputed under the
+        present key (`chain_key`) and must be the one stored: raises ChainBroken, changing
+        nothing, naming the first that is not (a re-key never blesses a tampered log). The
+        caller sets `chain_key` once the transaction committed."""
+        if cursor is None:
+            with self._chain_writing() as own:
+                return self.rekey_chain(new_key, mark, own)
+        events, links = self._chain_everything(cursor)
+        recorded = {(k, v): h for k, v, h in links}
+        rows: list[Link] = []
+        current, old_previous, new_previous = None, GENESIS, GENESIS
+        for key, version, topic, state in events:
+            if key != current:
+                current, old_previous, new_previous = key, GENESIS, GENESIS
+            old_previous = link(old_previous, key, version, topic, state, self.chain_key)
+            if recorded.pop((key, version), None) != old_previous:
+                raise ChainBroken(
+                    f"conversation {key}: the hash chain does not verify at version {version}; nothing was "
+                    "re-keyed; run: chatrecord verify",
+                    key,
+                    version,
+                    "changed",
+                )
+            new_previous = link(new_previous, key, version, topic, state, new_key)
+            rows.append((key, version, new_previous))
+        if recorded:
+            key, version = min(recorded)
+            raise ChainBroken(
+                f"conversation {key}: the hash chain is broken at version {version} (deleted); nothing was re-keyed; "
+                "run: chatrecord verify",
+                key,
+                version,
+                "deleted",
+            )
+        self._chain_replace(cursor, rows)
+        self._chain_mark_put(cursor, mark)
+        return len(rows)
+
+    def rekeyed(self, new_key: bytes | None) -> None:
+        """Takes `new_key` as the chain key once a re-key (`rekey_chain`) committed."""
+        self.chain_key, self.chain_pending, self.chain_mismatch = new_key, None, None
+        self.keyed_expected = new_key is not None
+        heads = getattr(self, "chain_heads", None)
+        if heads is not None:
+            heads.clear()
+
     def _chain_writing(self) -> Any:
         """A context manager yielding a cursor of one write transaction (the upgrade's)."""
         return self.datastore.transaction(commit=True)  # type: ignore[attr-defined]  # the recorder it mixes into has one
@@ -298,13 +376,32 @@ class ChainedRecorder:
         explicit upgrade (`upgrade_chain`) calls it."""
         digest, rows = GENESIS, []
         for _, version, topic, state in self._chain_stored(cursor, key, upto):
-            digest = link(digest, key, version, topic, state)
+            digest = link(digest, key, version, topic, state, self.chain_key)
             rows.append((key, version, digest))
         if rows:
             self._chain_insert(cursor, rows, missing_only=True)
         return digest
 
     # ------------------------------------------------------------ backend primitives
+
+    def chain_mark(self) -> str | None:
+        """Returns the mark of the key the store's chain is keyed with (`CHAIN_KIND_TABLE`),
+        None for an unkeyed chain (or a store without the table: an earlier version made it)."""
+        raise NotImplementedError
+
+    def _chain_mark_put(self, cursor: Any, mark: str | None) -> None:
+        """Records `mark` as the chain's kind (None: unkeyed), making the table where missing."""
+        raise NotImplementedError
+
+    def _chain_everything(self, cursor: Any) -> tuple[list[Stored], list[Link]]:
+        """Returns every stored event and every chain row, in key order (`rekey_chain`), with
+        the store's appends held off until the transaction ends."""
+        raise NotImplementedError
+
+    def _chain_replace(self, cursor: Any, rows: list[Link]) -> None:
+        """Replaces every chain row by `rows` and forgets every verified position (its hash was
+        one of the replaced links: the next look recomputes every hash)."""
+        raise NotImplementedError
 
     def _chain_hash(self, cursor: Any, key: UUID, version: int) -> bytes | None:
         raise NotImplementedError

@@ -15,6 +15,7 @@ from adapters.backends.postgres.append import AppendDocument
 from adapters.backends.postgres.recorder import EventRecorder
 from adapters.store.chain import (
     BROKEN_TABLE,
+    CHAIN_KIND_TABLE,
     CHAIN_TABLE,
     PAGE,
     VERIFIED_TABLE,
@@ -59,6 +60,7 @@ class ChainedPostgresRecorder(ChainedRecorder, EventRecorder):
             "detail text NOT NULL, found_at timestamptz NOT NULL, found_by text NOT NULL)"
         ).format(self.broken_table)
         self.sql_create_statements.append(self.broken_statement)
+        self.kind_table = SQL("{}.{}").format(Identifier(self.datastore.schema), Identifier(CHAIN_KIND_TABLE))
         self.events_table = SQL("{}.{}").format(Identifier(self.datastore.schema), Identifier(self.events_table_name))
         # The lock timeout is a connection option (`PostgresFactory`), not a SET LOCAL per append.
         self.lock_table_statements = [SQL("LOCK TABLE {} IN EXCLUSIVE MODE").format(self.events_table)]
@@ -130,6 +132,51 @@ class ChainedPostgresRecorder(ChainedRecorder, EventRecorder):
                     SQL("DELETE FROM {} WHERE originator_id = ANY(%s)").format(self.verified_table),
                     ([b.originator_id for b in broken],),
                 )
+
+    def chain_mark(self) -> str | None:
+        with self.datastore.transaction(commit=False) as curs:
+            curs.execute("SELECT to_regclass(%s) AS t", (f'"{self.datastore.schema}".{CHAIN_KIND_TABLE}',))
+            found = curs.fetchone()
+            if found is None or found["t"] is None:
+                return None
+            curs.execute(SQL("SELECT mark FROM {} WHERE id = 1").format(self.kind_table))
+            row = curs.fetchone()
+        return None if row is None else str(row["mark"])
+
+    def _chain_mark_put(self, cursor: Any, mark: str | None) -> None:
+        cursor.execute(
+            SQL(
+                "CREATE TABLE IF NOT EXISTS {} (id integer PRIMARY KEY CHECK (id = 1), kind text NOT NULL, mark text NOT NULL)"
+            ).format(self.kind_table)
+        )
+        if mark is None:
+            cursor.execute(SQL("DELETE FROM {}").format(self.kind_table))
+        else:
+            cursor.execute(
+                SQL(
+                    "INSERT INTO {} (id, kind, mark) VALUES (1, 'hmac-sha256', %s) ON CONFLICT (id) DO UPDATE SET mark = excluded.mark"
+                ).format(self.kind_table),
+                (mark,),
+            )
+
+    def _chain_everything(self, cursor: Any) -> tuple[list[Stored], list[Link]]:
+        for statement in self.lock_table_statements:  # as an append takes it: appends wait for the re-key
+            cursor.execute(statement)
+        cursor.execute(
+            SQL(
+                "SELECT originator_id, originator_version, topic, state FROM {} ORDER BY originator_id, originator_version"
+            ).format(self.events_table)
+        )
+        events = [(r["originator_id"], r["originator_version"], r["topic"], state_bytes(r["state"])) for r in cursor.fetchall()]
+        cursor.execute(SQL("SELECT originator_id, originator_version, hash FROM {}").format(self.chain_table))
+        return events, [(r["originator_id"], r["originator_version"], state_bytes(r["hash"])) for r in cursor.fetchall()]
+
+    def _chain_replace(self, cursor: Any, rows: list[Link]) -> None:
+        cursor.execute(SQL("DELETE FROM {}").format(self.chain_table))
+        if rows:
+            self._chain_insert(cursor, rows)
+        cursor.execute(self.verified_statement)
+        cursor.execute(SQL("DELETE FROM {}").format(self.verified_table))  # their hashes were of the replaced links
 
     def _notify_channel(self, curs: Any) -> None:
         """Sends no NOTIFY: nothing here LISTENs (the read models are applied in the events'

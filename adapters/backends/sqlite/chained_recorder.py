@@ -13,6 +13,7 @@ from eventsourcing.sqlite import SQLiteApplicationRecorder
 
 from adapters.store.chain import (
     BROKEN_TABLE,
+    CHAIN_KIND_TABLE,
     CHAIN_TABLE,
     PAGE,
     VERIFIED_TABLE,
@@ -35,6 +36,11 @@ BROKEN_STATEMENT = (
     "problem TEXT NOT NULL, detail TEXT NOT NULL, found_at TEXT NOT NULL, found_by TEXT NOT NULL)"
 )
 """The stored breaks' table (`adapters.store.chain.BROKEN_TABLE`)."""
+KIND_STATEMENT = (
+    f"CREATE TABLE IF NOT EXISTS {CHAIN_KIND_TABLE} (id INTEGER PRIMARY KEY CHECK (id = 1), kind TEXT NOT NULL, "
+    "mark TEXT NOT NULL)"
+)
+"""The chain kind's table (`adapters.store.chain.CHAIN_KIND_TABLE`), made where a kind is first recorded."""
 
 
 class ChainedSQLiteRecorder(ChainedRecorder, SQLiteApplicationRecorder):
@@ -110,6 +116,41 @@ class ChainedSQLiteRecorder(ChainedRecorder, SQLiteApplicationRecorder):
         self._seal(c, stored_events)
         run_inline(kwargs, c)
         return returning
+
+    def chain_mark(self) -> str | None:
+        with self.datastore.transaction(commit=False) as c:
+            c.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (CHAIN_KIND_TABLE,))
+            if c.fetchone() is None:
+                return None
+            c.execute(f"SELECT mark FROM {CHAIN_KIND_TABLE} WHERE id = 1")
+            row = c.fetchone()
+        return None if row is None else str(row["mark"])
+
+    def _chain_mark_put(self, cursor: Any, mark: str | None) -> None:
+        cursor.execute(KIND_STATEMENT)
+        if mark is None:
+            cursor.execute(f"DELETE FROM {CHAIN_KIND_TABLE}")
+        else:
+            cursor.execute(
+                f"INSERT INTO {CHAIN_KIND_TABLE} (id, kind, mark) VALUES (1, 'hmac-sha256', ?) "
+                "ON CONFLICT (id) DO UPDATE SET mark = excluded.mark",
+                (mark,),
+            )
+
+    def _chain_everything(self, cursor: Any) -> tuple[list[Stored], list[Link]]:
+        cursor.execute(
+            f"SELECT originator_id, originator_version, topic, state FROM {self.events_table_name} "
+            "ORDER BY originator_id, originator_version"
+        )
+        events = [(self._uuid(r[0]), r[1], r[2], state_bytes(r[3])) for r in cursor.fetchall()]
+        cursor.execute(f"SELECT originator_id, originator_version, hash FROM {CHAIN_TABLE}")
+        return events, [(self._uuid(r[0]), r[1], state_bytes(r[2])) for r in cursor.fetchall()]
+
+    def _chain_replace(self, cursor: Any, rows: list[Link]) -> None:
+        cursor.execute(f"DELETE FROM {CHAIN_TABLE}")
+        self._chain_insert(cursor, rows)
+        cursor.execute(VERIFIED_STATEMENT)
+        cursor.execute(f"DELETE FROM {VERIFIED_TABLE}")  # their hashes were of the replaced links
 
     def _id(self, key: UUID) -> str:
         return key.hex if self.datastore.originator_id_type == "uuid" else str(key)
