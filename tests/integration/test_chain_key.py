@@ -216,7 +216,9 @@ class TestSQLiteChainKey(SQLiteStores, ChainKeyContract):
         return value.hex
 
     def run(self, statement: str, params: tuple[Any, ...] = ()) -> list[Any]:
-        query = statement.format(events="stored_events", chain="chatrecord_chain", kind="chatrecord_chain_kind", verified="chatrecord_chain_verified")
+        query = statement.format(
+            events="stored_events", chain="chatrecord_chain", kind="chatrecord_chain_kind", verified="chatrecord_chain_verified"
+        )
         with sqlite3.connect(self.path) as conn:
             return conn.execute(query, params).fetchall()
 
