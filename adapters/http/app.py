@@ -182,8 +182,9 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
         | {
             409: ERRORS[409]
             | {
-                "description": "Refused, or an Idempotency-Key whose first request is still in flight "
-                "(request-in-progress, with Retry-After)"
+                "description": "Refused; a line that came too early (refused-line with early: true and "
+                "waits_for, with Retry-After) or an Idempotency-Key whose first request is still in flight "
+                "(request-in-progress, with Retry-After) is sent again later"
             },
             408: ERRORS[409] | {"description": "The body did not arrive within CHATRECORD_BODY_TIMEOUT_SECONDS"},
             412: ERRORS[409] | {"description": "If-Match names another version"},
