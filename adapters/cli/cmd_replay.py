@@ -68,6 +68,7 @@ def replay(
         assert conversation is not None  # checked above: a FILE or a conversation
         with opened(reading=True) as chatrecord:
             replays = [chatrecord.replay(conversation, rules.value if rules else None, at, can_see)]
+            pinned = chatrecord.active_rules()  # the rule set a rebuild it advises keeps
         if replays[0].broken:
             verdict = replays[0].chain
             assert verdict is not None  # a broken replay carries its chain's verdict
@@ -77,7 +78,10 @@ def replay(
                 "Run: chatrecord verify (do not rebuild: it would fold the changed events in)"
             )
         elif replays[0].differs:
-            warn("warning: the read models differ from the log for the latest turn; the log's is shown. Run: chatrecord rebuild")
+            warn(
+                "warning: the read models differ from the log for the latest turn; the log's is shown. "
+                f"Run: chatrecord rebuild --rules {pinned}"
+            )
     for done in replays:
         if as_json:
             print_json(done.to_json())

@@ -205,7 +205,7 @@ def list_conversations(
         if not storage.has_activity(curs, live.generation):
             raise ListNeedsRebuild(
                 "the read models were made by an earlier version of chatrecord and keep no "
-                "index of the conversations by last activity; run: chatrecord rebuild"
+                f"index of the conversations by last activity; run: chatrecord rebuild --rules {live.rules}"
             )
         heads = storage.newest_heads(curs, live.generation, limit + 1, before, after)
     found: list[ConversationSummary] = []

@@ -49,7 +49,7 @@ def fold_into(rows: Any, head: Head | None, events: Iterable[ConversationEvent],
         if event.originator_version != version + 1:
             raise ViewOutOfStep(
                 f"event {event.originator_version} of conversation {event.originator_id} does not follow "
-                f"the read models' version {version}; run: chatrecord rebuild"
+                f"the read models' version {version}; run: chatrecord rebuild --rules {rules.id}"
             )
         head = apply_to_rows(rows, head or Head(), event, rules)
     return head

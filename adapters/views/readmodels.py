@@ -170,7 +170,10 @@ class ReadModels(LiveRows):
                 self._live = None  # a rebuild elsewhere, or an append meanwhile: read the live pointer next
                 continue
             self.apply(key)
-        raise ViewOutOfStep(f"the read models of {shown_id(conversation)} cannot catch up with its log; run: chatrecord rebuild")
+        raise ViewOutOfStep(
+            f"the read models of {shown_id(conversation)} cannot catch up with its log; "
+            f"run: chatrecord rebuild --rules {self.active_rules()}"
+        )
 
     def _held_or_read(
         self, key: UUID, fetched: TurnRows, held: HeldRows | None, head: Head | None, newest: int | None

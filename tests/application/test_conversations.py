@@ -197,7 +197,7 @@ def test_read_models_of_an_earlier_version_are_upgraded_for_the_list_by_rebuild(
         )
     with pytest.raises(ListNeedsRebuild) as refused:
         chat.conversations()
-    assert str(refused.value).endswith("run: chatrecord rebuild")
+    assert str(refused.value).endswith("run: chatrecord rebuild --rules 2026-11-02")  # the pinned rule set kept
 
     chat.rebuild(chat.read_models.active_rules())
 

@@ -156,5 +156,6 @@ def test_replay_of_a_read_only_store_whose_read_models_lag_shows_the_log_s_turns
     assert (done.returncode, done.stdout, done.stderr) == (
         0,
         expected,
-        "warning: the read models differ from the log for the latest turn; the log's is shown. Run: chatrecord rebuild\n",
+        "warning: the read models differ from the log for the latest turn; the log's is shown. "
+        "Run: chatrecord rebuild --rules 2026-11-02\n",
     )
