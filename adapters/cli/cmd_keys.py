@@ -84,7 +84,7 @@ def wrap(as_json: JsonOption = False) -> None:
     """Binds the store to CHATRECORD_MASTER_KEY: wraps every data key it keeps unwrapped.
 
     All keys and the store's check value are written in one transaction (a crash leaves the
-    store as it was). From then on every command on the store needs that key. Running it again
+    store as it was), the hash chain re-keyed in it (every link checked under the old key first). From then on every command on the store needs that key. Running it again
     changes nothing.
 
     Example (CHATRECORD_MASTER_KEY set to the key):
@@ -110,7 +110,7 @@ def rotate(as_json: JsonOption = False) -> None:
     """Rewraps every data key with CHATRECORD_NEW_MASTER_KEY (the old key in CHATRECORD_MASTER_KEY).
 
     All keys and the store's check value are written in one transaction (a crash leaves the
-    store as it was). From then on the store needs the new key and the old one opens nothing;
+    store as it was), the hash chain re-keyed in it (every link checked under the old key first). From then on the store needs the new key and the old one opens nothing;
     processes still running with the old key store no new text until restarted with it.
 
     Example (CHATRECORD_MASTER_KEY set to the old key, CHATRECORD_NEW_MASTER_KEY to the new one):
@@ -135,7 +135,8 @@ def unwrap(as_json: JsonOption = False) -> None:
     """Removes the store's master key: every data key is stored unwrapped again.
 
     Needs the store's key in CHATRECORD_MASTER_KEY. All keys are written and the store's check
-    value deleted in one transaction (a crash leaves the store as it was). Afterwards the texts
+    value deleted in one transaction (a crash leaves the store as it was), the hash chain made
+    unkeyed (plain SHA-256) in it. Afterwards the texts
     are protected only by erasing: whoever reads the database can read them.
 
     Example (CHATRECORD_MASTER_KEY set to the store's key):

@@ -65,7 +65,7 @@ def open_chain(recorder: ChainedRecorder, master: bytes | None, *, unbound: bool
     recorder.keyed_expected = master is not None
     recorder.chain_mismatch = None
     if mark is None:
-        if master is not None and not recorder.chain_links(None, limit=1):
+        if master is not None and _empty(recorder):
             recorder.chain_key = derive_chain_key(master)
             recorder.chain_pending = key_mark(recorder.chain_key)
         return
@@ -84,6 +84,15 @@ def open_chain(recorder: ChainedRecorder, master: bytes | None, *, unbound: bool
             f"{key_mark(key)}); set the master key the store was written with"
         )
     recorder.chain_key = key
+
+
+def _empty(recorder: ChainedRecorder) -> bool:
+    """Says whether the store's chain holds no link yet (False where it cannot be read: a
+    standby whose tables are not there yet keys nothing)."""
+    try:
+        return not recorder.chain_links(None, limit=1)
+    except Exception:  # noqa: BLE001 - a store it cannot read now: taken as one with links
+        return False
 
 
 class Rekey:

@@ -15,6 +15,7 @@ from uuid import UUID
 from eventsourcing.application import ProcessingEvent
 from eventsourcing.persistence import IntegrityError, Recording
 
+from adapters.store.chain import ChainBroken, ChainedRecorder
 from adapters.store.commands import Command
 from adapters.store.known_counts import KnownCounts
 from adapters.store.known_records import KnownRecords
@@ -25,6 +26,20 @@ from domain.conversation import Conversation, ConversationSnapshot, History, rec
 from domain.errors import ChatrecordError
 from domain.events import ConversationEvent
 from domain.history_index import AssumedHistory, NotKnown
+
+
+def _cut(conversation: str, cid: UUID, ends: int, indexed: int) -> ChainBroken:
+    """The refusal of an append to a conversation whose newest events were removed from the log
+    by hand with their links (with a link left: `ChainedRecorder.dangling`): its history index, written in the events' own transactions,
+    was at version `indexed` when the log read after it ended at `ends`."""
+    return ChainBroken(
+        f'conversation "{conversation}": the log ends at version {ends}, but its history index was written at version '
+        f"{indexed}: the newest events were removed from the log; nothing was appended; run: chatrecord verify "
+        "--against heads kept earlier",
+        cid,
+        ends + 1,
+        "cut_off",
+    )
 
 
 class DecidingStore(StoreQueries):
@@ -108,11 +123,18 @@ class DecidingStore(StoreQueries):
                 indexed = history.version
                 if not loaded:
                     state, loaded = self._cached(cid, indexed, getattr(history, "tip", None)) if inline else (None, False)
-                if loaded and (state is None or indexed >= state.version):
+                ends = state.version if state is not None else 0
+                suspect = loaded and inline and indexed > ends  # the index saw a version the log lacks?
+                if loaded and not suspect and (state is None or indexed >= state.version):
                     events = tuple(command.decide(state, history))
                     first = () if events else self._first_result(command, state, history)
                     outcomes = history.outcomes() if self.history.checks_assumptions else None
                     return state, events, first, outcomes
+            if suspect:  # the log read after the index: it holds what the index saw, unless it was cut
+                if not self.recorder.select_events(cid, gt=ends, limit=1):
+                    gone = self.recorder.dangling(cid, ends + 1) if isinstance(self.recorder, ChainedRecorder) else None
+                    raise _cut(command.conversation, cid, ends, indexed) if gone is None else gone.named(command.conversation)
+                loaded = False  # another writer appended since the log was read: read it again
             if not loaded:  # outside the read transaction: loading takes a connection of its own
                 state, loaded = self.get(command.conversation), True
             elif state is not None:  # indexed < state.version

@@ -507,6 +507,24 @@ class ChainContract:
         verdict = by_name(verdicts(store))["conv-demo-seo"]
         assert (verdict.problem, verdict.version) == ("deleted", 20)
 
+    def test_an_append_after_the_newest_event_was_deleted_with_its_hash_names_the_cut_at_once(
+        self, store: ConversationStore
+    ) -> None:
+        """The newest event deleted by hand with its hash: the chain alone is a valid shorter one,
+        but the history index, written in the events' transactions, saw version 20; the next
+        append is refused naming the cut, not stored as a new version 20 that hides it."""
+        self.delete_event(store, 20)
+        self.delete_hash(store, 20)
+        with pytest.raises(ChainBroken) as refused:
+            Chatrecord(self.reopened(store)).record(LATER_LINE)
+        assert (refused.value.problem, refused.value.version) == ("cut_off", 20)
+        assert str(refused.value) == (
+            'conversation "conv-demo-seo": the log ends at version 19, but its history index was written at version 20: '
+            "the newest events were removed from the log; nothing was appended; run: chatrecord verify --against heads "
+            "kept earlier"
+        )
+        assert sorted(self.events(store)) == list(range(1, 20))
+
     def test_an_event_at_version_0_is_refused_as_what_it_is(self, store: ConversationStore) -> None:
         """An append of an event at version 0 (built by hand: no command decides one) is refused
         saying so, not as a break of the chain at version -1 by an event written beside the store;
@@ -576,6 +594,7 @@ class TestInMemoryChain(ChainContract):
 
     # the in-memory store decides on the state it keeps, which never reads the changed event again
     test_an_append_after_the_newest_event_was_deleted_names_the_broken_chain_at_once = None  # type: ignore[assignment]
+    test_an_append_after_the_newest_event_was_deleted_with_its_hash_names_the_cut_at_once = None  # type: ignore[assignment]
     test_a_conversation_whose_log_cannot_be_read_is_erased_as_far_as_it_can_be = None  # type: ignore[assignment]
 
     def _index(self, store: ConversationStore) -> dict[int, int]:
