@@ -12,8 +12,8 @@ from domain import conversation as c
 from domain.errors import (
     CardAlreadyDecided,
     ChatrecordError,
-    ConversationNotStarted,
     ContinuationBeforeDecision,
+    ConversationNotStarted,
     LineOutOfOrder,
     LineTooEarly,
     MessageOutOfOrder,
