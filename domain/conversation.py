@@ -351,8 +351,8 @@ def end_tour(
         return []
     if not batch.state.tour_returned:
         raise LineTooEarly(
-            f"the tour end waits for the tour's first segment: skill {batch.state.skill} was loaded and no segment "
-            "has returned since (nothing of it was stored; deliver it again after the segment)",
+            "the tour end waits for the tour's first segment: no segment has returned since its skill was loaded "
+            "(nothing of it was stored; deliver it again after the segment)",
             "a segment of the tour",
         )
     _leave_waiting(batch, "tour_ended")

@@ -140,10 +140,11 @@ def test_a_card_left_undecided_and_then_decided_says_it_was_left_undecided(
 def test_a_tour_ended_again_at_another_time_stores_nothing(chat: Chatrecord) -> None:
     chat.record(line("conversation_started", kind="chat", owner=7))
     chat.record(line("user_message", message=1, text="SEO", page=42, skill="3:seo"))
+    chat.record(line("segment_returned", segment="r/1", run="r", trigger="turn", outcome="completed", answer="Fertig."))
     first = chat.record(line("tour_ended"))
     again = chat.record({**line("tour_ended"), "at": "2026-10-28T10:00:00Z"})
     assert ([type(e).__name__ for e in first.appended], again.repeated) == (["TourEnded"], True)
-    assert len(chat.store.events("c")) == 4
+    assert len(chat.store.events("c")) == 5
 
 
 def test_a_rejected_value_is_quoted_as_a_short_escaped_excerpt(chat: Chatrecord) -> None:
