@@ -154,7 +154,7 @@ class Chatrecord(LineWrites, ConversationReads, StoreUpkeep, UseCaseBase):
         self._overviews_drawn: dict[tuple[str, int, int, Any], str] = {}
         """The overview read model's pictures this process drew, by (conversation, generation, version, draw)."""
         self._chains: dict[str, Verdict] = {}
-        """The last ok verdict of each conversation's chain this process made (`chain`)."""
+        """The last ok verdict of each conversation's chain this process made where the store kept no position (`chain`)."""
         self._broken_chains: set[str] = set()
         """The conversations whose last look here found the chain broken: the next recomputes all."""
 

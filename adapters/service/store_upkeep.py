@@ -37,7 +37,8 @@ class StoreUpkeep(UseCaseBase):
     """The upkeep of the store, each a method of Chatrecord (see there for the store and standbys)."""
 
     _chains: dict[str, Verdict]
-    """The last ok verdict of each conversation's chain this process made (`chain`; Chatrecord's)."""
+    """The last ok verdict of each conversation's chain this process made where the store kept no
+    position of it (a read-only file, a standby: `chain`; Chatrecord's)."""
     _broken_chains: set[str]
     """The conversations whose last look here found the chain broken (Chatrecord's)."""
     _overviews_lock: Lock
@@ -50,42 +51,48 @@ class StoreUpkeep(UseCaseBase):
         chain. A break a check stored (`chatrecord verify`, or any look: `BrokenChain`) is the
         verdict, as it was found (`Verdict.found_at`, `found_by`), until a look that recomputes
         every hash finds the chain ok again (one whose last look here found a break, which the
-        store could not keep, is recomputed in full). Else a look starts from the head the last ok verdict of
-        this process verified, or else from the conversation's verified position stored by the
-        last look that recomputed every hash (`chatrecord verify`, or this page:
-        `VerifiedPosition`), so also the first look after a start:
-        `adapters.store.verify.verify_after` finds that head's event and hash unchanged and
-        recomputes every hash after it, so it costs what was appended since, and says so
-        (`Verdict.kept`, `kept_at`, `kept_by`). With `full`, and without a position, it
-        recomputes every hash. What it finds is kept for every process (`_keep_verdicts`, by
-        `by`): the position it reached when it recomputed every hash and found it ok, or the
-        break. Raises UnknownConversation."""
+        store could not keep, is recomputed in full). Else a look starts from the
+        conversation's verified position stored by the last look that recomputed every hash
+        (`chatrecord verify`, or this page: `VerifiedPosition`; trusted only while the store's
+        guard keeps it, which deletes it when an event or chain row is changed by hand), so also
+        the first look after a start: `adapters.store.verify.verify_after` finds that head's
+        event and hash unchanged and recomputes every hash after it, so it costs what was
+        appended since, and says so (`Verdict.kept`, `kept_at`, `kept_by`). Where the store
+        keeps no position (a read-only file, a standby), it starts from the head this process
+        verified. With `full`, and without either, it recomputes every hash. What it finds is
+        kept for every process (`_keep_verdicts`, by `by`): the position it reached when it
+        recomputed every hash and found it ok, or the break. Raises UnknownConversation."""
         name = conversation_argument("chain", conversation)
         key = self._stored_id(name)
         recorder = self.store.recorder if isinstance(self.store.recorder, ChainedRecorder) else None
         stored = recorder.broken_chain(conversation_uuid(key)) if recorder is not None and not full else None
         verdict: Verdict | None
+        unkept = False  # an ok verdict whose head no stored position holds: this process keeps it
         if stored is not None:  # shown as found: no position or kept head is trusted after a break
             verdict = from_broken(stored, name)
         else:
-            kept = self._chains.get(key) if not full and key not in self._broken_chains else None
-            if kept is None and recorder is not None and not full and key not in self._broken_chains:
+            kept: Verdict | None = None
+            if recorder is not None and not full and key not in self._broken_chains:
                 position = recorder.verified_position(conversation_uuid(key))
-                kept = from_position(position, name) if position is not None else None
+                kept = from_position(position, name) if position is not None else self._chains.get(key)
+                unkept = position is None and kept is not None
             verdict = (
                 verify_after(recorder, kept) if kept is not None and recorder is not None else chain_verdict(self.store, key)
             )
-            self._keep_verdicts([verdict], by)
+            kept_now = self._keep_verdicts([verdict], by)
+            unkept = unkept or (kept is None and not kept_now)
         if verdict is None and recorder is not None:
             self.events(name)  # raises UnknownConversation
         with self._overviews_lock:
-            if verdict is not None and verdict.ok:
+            if verdict is not None and verdict.ok and unkept:
                 if len(self._chains) >= 256 and key not in self._chains:
                     self._chains.pop(next(iter(self._chains)))
                 self._chains[key] = verdict
-                self._broken_chains.discard(key)
             else:
-                self._chains.pop(key, None)  # a broken chain is recomputed in full at the next look
+                self._chains.pop(key, None)
+            if verdict is not None and verdict.ok:
+                self._broken_chains.discard(key)
+            else:  # a broken chain the store did not keep is recomputed in full at the next look
                 self._broken_chains.add(key)
         return verdict
 

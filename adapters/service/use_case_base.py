@@ -54,25 +54,28 @@ class UseCaseBase:
         (`StoreUpkeep.chain`). Raises UnknownConversation."""
         raise NotImplementedError
 
-    def _keep_verdicts(self, found: Iterable[Verdict | None], by: str) -> None:
+    def _keep_verdicts(self, found: Iterable[Verdict | None], by: str, positions: bool = True) -> bool:
         """Stores what these verdicts found for the next look of any process
         (`adapters.store.kept_verdicts`): the head of each ok one that recomputed every hash as
         its conversation's verified position (deleting a stored break), and each break a look
         found as its conversation's stored break (deleting its position), all by `by`, in one
         transaction. A SQLite file opened read-only keeps none, nor does a store that refuses the
-        write (a standby; one line logged)."""
+        write (a standby; one line logged). Without `positions`, breaks only (a read that
+        checks in passing: `audit`, `export`). Returns True when a verdict was stored."""
         recorder = self.store.recorder
         if not isinstance(recorder, ChainedRecorder) or getattr(self.store.factory, "read_only", False):
-            return
+            return False
         verdicts = [v for v in found if v is not None]
-        positions = [p for p in (position_of(v, by) for v in verdicts) if p is not None]
+        heads = [p for p in (position_of(v, by) for v in verdicts) if p is not None] if positions else []
         broken = [b for b in (broken_of(v, by) for v in verdicts) if b is not None]
-        if not positions and not broken:
-            return
+        if not heads and not broken:
+            return False
         try:
-            recorder.keep_verdicts(positions, broken)
+            recorder.keep_verdicts(heads, broken)
         except Exception as error:  # noqa: BLE001 - a store it cannot write (a standby, a read-only file): not kept
             log.warning("chatrecord: the chain's verdicts were not stored: %s", error)
+            return False
+        return True
 
     def _stored_id(self, conversation: str) -> str:
         """Returns the key `conversation` (the chat's id, or the stored form a command printed)

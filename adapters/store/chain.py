@@ -164,6 +164,18 @@ class VerifiedPosition:
     by: str
 
 
+GUARD = "chatrecord_chain_guard"
+"""The name (prefix, on SQLite) of the triggers that store a break (`BrokenChain`, by
+GUARD_BY) and delete the verified position of a conversation one of whose stored events or chain
+rows is updated or deleted (by hand: chatrecord never does either), so every look shows it at
+once. A position is trusted only where the guard exists (a store an earlier version wrote gets
+it with the first position stored); a writer who drops it first, or a file copied back, is seen
+only by a look that recomputes every hash or starts from the position."""
+GUARD_BY = "the store's guard"
+GUARD_DETAIL = (
+    "its event or hash was {} in the database, outside chatrecord; chatrecord verify recomputes every hash and names the break"
+)
+
 BROKEN_TABLE = "chatrecord_chain_broken"
 """The table of each conversation's stored broken verdict (`BrokenChain`), one row each:
 `originator_id` (key), `version`, `problem`, `detail`, `found_at` (ISO 8601, UTC), `found_by`."""

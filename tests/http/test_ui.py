@@ -147,7 +147,7 @@ def test_the_chains_verdict_says_what_it_recomputed_and_when_and_by_what(client:
     assert "✔ Chain verified: 20 events, head " in first.text
     assert "every hash, from the first event to event 20, was recomputed now." in first.text
     assert re.search(
-        r"✔ Chain verified up to event 20 by this server at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC; no event after 20\.", second.text
+        r"✔ Chain verified up to event 20 by the server at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC; no event after 20\.", second.text
     )
     assert (
         "Checked now: event 20 and its hash are unchanged since; an event up to 20 whose stored bytes were changed "

@@ -21,7 +21,7 @@ from adapters.api import DEMO_FILE, Chatrecord, demo_lines
 from adapters.bootstrap import build_store
 from adapters.http.app import HttpSettings, create_app
 from adapters.store.application import ConversationStore
-from adapters.store.chain import GENESIS, ChainBroken, VersionRefused, link
+from adapters.store.chain import GENESIS, GUARD, ChainBroken, VersionRefused, link
 from adapters.store.heads_file import KeptHead
 from adapters.store.settings import memory_env
 from adapters.store.verify import Verdict, verdicts
@@ -48,6 +48,14 @@ def by_name(found: Iterator[Verdict]) -> dict[str, Verdict]:
 
 class ChainContract:
     """Tests; backends say how to open a store and how to change its rows directly."""
+
+    guarded = True
+    """Whether an event or chain row changed by hand stores a break and deletes the conversation's
+    verified position (`adapters.store.chain.GUARD`: the SQL backends' triggers; the in-memory
+    store has none)."""
+    bypass = False
+    """Whether this test's changes go past the guard, as a writer who disables it first: what a
+    look from a kept head or stored position finds without it."""
 
     def open_store(self) -> ConversationStore:
         raise NotImplementedError
@@ -129,6 +137,7 @@ class ChainContract:
         assert (again.version, again.kept, again.kept_at) == (21, 21, full.kept_at or again.kept_at)
 
     def test_a_later_look_finds_the_kept_head_rewritten(self, store: ConversationStore) -> None:
+        self.bypass = True  # past the guard: what the look itself finds
         chat = Chatrecord(store)
         assert chat.chain("conv-demo-seo").ok
         self.set_hash(store, 20, b"\x00" * 32)  # the chain rewritten up to the head this process verified
@@ -137,6 +146,7 @@ class ChainContract:
         assert chat.chain("conv-demo-seo").kept is None  # after a broken verdict: every hash again
 
     def test_a_later_look_finds_an_event_after_the_kept_head_changed(self, store: ConversationStore) -> None:
+        self.bypass = True  # past the guard: what the look itself finds
         chat = Chatrecord(store)
         assert chat.chain("conv-demo-seo").ok
         chat.record(LATER_LINE)
@@ -147,7 +157,8 @@ class ChainContract:
 
     def test_a_later_look_does_not_recompute_an_event_it_verified_which_a_full_look_does(self, store: ConversationStore) -> None:
         """What a kept verdict claims, exactly: an event at or before the head it verified whose
-        bytes were changed without its hash is found by a full look, not by a later one."""
+        bytes were changed without its hash is found by a full look, not by a later one; where
+        the store's guard saw the change (SQL backends), the later look recomputes every hash."""
         chat = Chatrecord(store)
         assert chat.chain("conv-demo-seo").ok
         version, (topic, state) = next(
@@ -156,10 +167,14 @@ class ChainContract:
         self.set_event(store, version, topic, state.replace(b'"uid":42}', b'"uid":43}', 1))
         kept = chat.chain("conv-demo-seo")
         full = chat.chain("conv-demo-seo", full=True)
-        assert (kept.ok, kept.kept) == (True, 20)
+        if self.guarded:
+            assert (kept.ok, kept.problem, kept.version, kept.kept) == (False, "changed", version, None)
+        else:
+            assert (kept.ok, kept.kept) == (True, 20)
         assert (full.ok, full.problem, full.version) == (False, "changed", version)
 
     def test_a_later_look_finds_the_newest_events_cut_off(self, store: ConversationStore) -> None:
+        self.bypass = True  # past the guard: what the look itself finds
         chat = Chatrecord(store)
         assert chat.chain("conv-demo-seo").ok
         for version in (20, 19):
@@ -196,6 +211,7 @@ class ChainContract:
     def test_an_event_changed_after_the_stored_position_is_found_on_the_first_look_after_a_start(
         self, store: ConversationStore
     ) -> None:
+        self.bypass = True  # past the guard: what the look itself finds
         self.verified(store)
         Chatrecord(store).record(LATER_LINE)
         topic, state = self.events(store)[21]
@@ -206,6 +222,7 @@ class ChainContract:
         assert (changed.ok, changed.problem, changed.version, changed.kept) == (False, "changed", 21, 20)
 
     def test_the_stored_positions_hash_rewritten_is_found_on_the_first_look_after_a_start(self, store: ConversationStore) -> None:
+        self.bypass = True  # past the guard: what the look itself finds
         self.verified(store)
         self.set_hash(store, 20, b"\x00" * 32)
         chat = Chatrecord(self.reopened(store))
@@ -225,7 +242,10 @@ class ChainContract:
         chat = Chatrecord(self.reopened(store))
         kept = chat.chain("conv-demo-seo")
         full = chat.chain("conv-demo-seo", full=True)
-        assert (kept.ok, kept.kept, kept.kept_by) == (True, 20, "chatrecord verify")
+        if self.guarded:  # the guard deleted the position: the first look recomputed every hash
+            assert (kept.ok, kept.problem, kept.version, kept.kept) == (False, "changed", version, None)
+        else:
+            assert (kept.ok, kept.kept, kept.kept_by) == (True, 20, "chatrecord verify")
         assert (full.ok, full.problem, full.version) == (False, "changed", version)
 
     # ------------------------------------------------------------ a stored break (issue 35, item 1)
@@ -280,6 +300,7 @@ class ChainContract:
         assert (shown.ok, shown.version, shown.problem, shown.found_by) == (False, version, "changed", "chatrecord verify")
 
     def test_a_break_a_look_from_the_position_finds_is_stored_for_the_next_process(self, store: ConversationStore) -> None:
+        self.bypass = True  # past the guard: what the look itself finds
         self.verified(store)
         Chatrecord(store).record(LATER_LINE)
         topic, state = self.events(store)[21]
@@ -323,7 +344,49 @@ class ChainContract:
         assert exported.headers.get("chatrecord-chain") == "broken"
         assert not any("verified" in f"{k}: {v}".lower() for k, v in [*exported.headers.items(), *page.headers.items()])
 
+    def test_the_page_never_says_verified_after_an_event_is_changed_by_hand_since_the_last_verify(
+        self, store: ConversationStore
+    ) -> None:
+        """No check ran since the change: the store's guard deleted the position the last verify
+        stored (the page started from it, and said verified), so the first load recomputes every
+        hash, even in a server that had verified the chain before."""
+        if not self.guarded:
+            pytest.skip("the in-memory store has no guard: nothing is changed in it by hand")
+        self.verified(store)
+        running = Chatrecord(self.reopened(store))
+        assert running.chain("conv-demo-seo").ok
+        version, _, _ = self.changed_write_target(store)
+        started = Chatrecord(self.reopened(store))
+        pages = []
+        for chat in (running, started):
+            with TestClient(create_app(lambda c=chat: c, HttpSettings(token=None)), base_url="http://127.0.0.1") as client:
+                pages.append(client.get("/ui/conversations/conv-demo-seo").text)
+
+        for page in pages:
+            assert re.search(r"\bverified\b", page) is None
+            assert f"✘ Chain broken at event {version} (changed)" in page
+
+    def test_the_guard_stores_a_break_for_a_conversation_changed_by_hand_only(self, store: ConversationStore) -> None:
+        if not self.guarded:
+            pytest.skip("the in-memory store has no guard")
+        self.verified(store)
+        self.set_hash(store, 20, self.events_hash(store, 20))  # an UPDATE that leaves the row as it was counts too
+        recorder = self.reopened(store).recorder
+        behalten = conversation_uuid("conv-behalten")
+
+        assert recorder.verified_position(DEMO) is None  # type: ignore[attr-defined]
+        assert recorder.verified_position(behalten) is not None  # type: ignore[attr-defined]
+        broken = recorder.broken_chain(DEMO)  # type: ignore[attr-defined]
+        assert broken is not None and (broken.version, broken.problem, broken.by) == (20, "changed", "the store's guard")
+        assert broken.detail.startswith("its event or hash was changed in the database, outside chatrecord")
+        assert recorder.broken_chain(behalten) is None  # type: ignore[attr-defined]
+
+    def events_hash(self, store: ConversationStore, version: int) -> bytes:
+        """Returns the demo's recorded hash at `version`."""
+        return dict((v, h) for _, v, h in store.recorder.chain_links(None, DEMO))[version]  # type: ignore[attr-defined]
+
     def test_the_page_finds_an_event_changed_after_the_stored_position_on_its_first_load(self, store: ConversationStore) -> None:
+        self.bypass = True  # past the guard: what the look itself finds
         self.verified(store)
         Chatrecord(store).record(LATER_LINE)
         topic, state = self.events(store)[21]
@@ -586,6 +649,8 @@ def _verify_against(store: ConversationStore, heads: dict[UUID, KeptHead]) -> It
 
 
 class TestInMemoryChain(ChainContract):
+    guarded = False
+
     def open_store(self) -> ConversationStore:
         return build_store(memory_env())
 
@@ -629,7 +694,15 @@ class TestSQLiteChain(SQLiteStores, ChainContract):
         import sqlite3
 
         with sqlite3.connect(self.path) as conn:
-            return conn.execute(statement, params).fetchall()
+            guards = conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND name LIKE ?", (f"{GUARD}%",))
+            dropped = guards.fetchall() if self.bypass else []
+            for name, _ in dropped:
+                conn.execute(f"DROP TRIGGER {name}")
+            try:
+                return conn.execute(statement, params).fetchall()
+            finally:
+                for _, made in dropped:
+                    conn.execute(made)
 
     def events(self, store: ConversationStore) -> dict[int, tuple[str, bytes]]:
         rows = self._run("SELECT originator_version, topic, state FROM stored_events WHERE originator_id = ?", (DEMO.hex,))
@@ -665,8 +738,14 @@ class TestPostgresChain(PostgresStores, ChainContract):
             events=sql.Identifier(self.schema, "conversationstore_events"), chain=sql.Identifier(self.schema, "chatrecord_chain")
         )
         with psycopg.connect(self.url) as conn:
+            tables = [sql.Identifier(self.schema, t) for t in ("conversationstore_events", "chatrecord_chain")]
+            for table in tables if self.bypass else []:  # put back by the same transaction
+                conn.execute(sql.SQL("ALTER TABLE {} DISABLE TRIGGER {}").format(table, sql.Identifier(GUARD)))
             cursor = conn.execute(query, params)
-            return cursor.fetchall() if cursor.description else []
+            found = cursor.fetchall() if cursor.description else []
+            for table in tables if self.bypass else []:
+                conn.execute(sql.SQL("ALTER TABLE {} ENABLE TRIGGER {}").format(table, sql.Identifier(GUARD)))
+            return found
 
     def events(self, store: ConversationStore) -> dict[int, tuple[str, bytes]]:
         rows = self._run("SELECT originator_version, topic, state FROM {events} WHERE originator_id = %s", (DEMO,))

@@ -18,7 +18,7 @@ from psycopg import sql
 from adapters.api import DEMO_FILE, Chatrecord, demo_lines
 from adapters.service import master_key as keys_service
 from adapters.store.application import ConversationStore
-from adapters.store.chain import GENESIS, ChainBroken, ChainedRecorder, link
+from adapters.store.chain import GENESIS, GUARD, ChainBroken, ChainedRecorder, link
 from adapters.store.chain_key import UNKEYED, derive_chain_key, key_mark
 from adapters.store.crypto import BadMasterKey
 from adapters.store.heads_file import KeptHead
@@ -44,7 +44,7 @@ class ChainKeyContract:
         raise NotImplementedError
 
     def run(self, statement: str, params: tuple[Any, ...] = ()) -> list[Any]:
-        """Runs `statement` ({events}, {chain}, {kind}, {verified} stand for the tables) on the store's database."""
+        """Runs `statement` ({events}, {chain}, {kind}, {verified}, {broken} stand for the tables) on the store's database."""
         raise NotImplementedError
 
     def key(self, value: Any) -> Any:
@@ -193,6 +193,7 @@ class ChainKeyContract:
         keys_service.wrap(self.open_store(CHATRECORD_MASTER_KEY=A, MASTER_KEY_UNBOUND="allow"))
 
         assert self.run("SELECT version FROM {verified}") == []  # its hash was of a replaced link
+        assert self.run("SELECT version FROM {broken}") == []  # the store's guard saw no change by hand
         after = Chatrecord(self.open_store(CHATRECORD_MASTER_KEY=A)).chain("conv-demo-seo", by="test")
         assert after is not None and (after.ok, after.version, after.kept) == (True, 20, None)
 
@@ -217,10 +218,22 @@ class TestSQLiteChainKey(SQLiteStores, ChainKeyContract):
 
     def run(self, statement: str, params: tuple[Any, ...] = ()) -> list[Any]:
         query = statement.format(
-            events="stored_events", chain="chatrecord_chain", kind="chatrecord_chain_kind", verified="chatrecord_chain_verified"
+            events="stored_events",
+            chain="chatrecord_chain",
+            kind="chatrecord_chain_kind",
+            verified="chatrecord_chain_verified",
+            broken="chatrecord_chain_broken",
         )
-        with sqlite3.connect(self.path) as conn:
-            return conn.execute(query, params).fetchall()
+        with sqlite3.connect(self.path) as conn:  # a forger who drops the store's guard first, and puts it back
+            guards = conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND name LIKE ?", (f"{GUARD}%",))
+            dropped = guards.fetchall()
+            for name, _ in dropped:
+                conn.execute(f"DROP TRIGGER {name}")
+            try:
+                return conn.execute(query, params).fetchall()
+            finally:
+                for _, made in dropped:
+                    conn.execute(made)
 
 
 class TestPostgresChainKey(PostgresStores, ChainKeyContract):
@@ -230,7 +243,14 @@ class TestPostgresChainKey(PostgresStores, ChainKeyContract):
             chain=sql.Identifier(self.schema, "chatrecord_chain"),
             kind=sql.Identifier(self.schema, "chatrecord_chain_kind"),
             verified=sql.Identifier(self.schema, "chatrecord_chain_verified"),
+            broken=sql.Identifier(self.schema, "chatrecord_chain_broken"),
         )
-        with psycopg.connect(self.url) as conn:
+        with psycopg.connect(self.url) as conn:  # a forger who turns the store's guard off first, and on again
+            tables = [sql.Identifier(self.schema, t) for t in ("conversationstore_events", "chatrecord_chain")]
+            for table in tables:
+                conn.execute(sql.SQL("ALTER TABLE {} DISABLE TRIGGER {}").format(table, sql.Identifier(GUARD)))
             cursor = conn.execute(query, params)
-            return cursor.fetchall() if cursor.description else []
+            found = cursor.fetchall() if cursor.description else []
+            for table in tables:
+                conn.execute(sql.SQL("ALTER TABLE {} ENABLE TRIGGER {}").format(table, sql.Identifier(GUARD)))
+            return found

@@ -13,10 +13,14 @@ from psycopg.sql import SQL, Identifier
 
 from adapters.backends.postgres.append import AppendDocument
 from adapters.backends.postgres.recorder import EventRecorder
+from adapters.backends.postgres.schema import schema_lock_name
 from adapters.store.chain import (
     BROKEN_TABLE,
     CHAIN_KIND_TABLE,
     CHAIN_TABLE,
+    GUARD,
+    GUARD_BY,
+    GUARD_DETAIL,
     PAGE,
     VERIFIED_TABLE,
     BrokenChain,
@@ -62,14 +66,54 @@ class ChainedPostgresRecorder(ChainedRecorder, EventRecorder):
         self.sql_create_statements.append(self.broken_statement)
         self.kind_table = SQL("{}.{}").format(Identifier(self.datastore.schema), Identifier(CHAIN_KIND_TABLE))
         self.events_table = SQL("{}.{}").format(Identifier(self.datastore.schema), Identifier(self.events_table_name))
+        self.sql_create_statements.extend(self.guard_statements())
         # The lock timeout is a connection option (`PostgresFactory`), not a SET LOCAL per append.
         self.lock_table_statements = [SQL("LOCK TABLE {} IN EXCLUSIVE MODE").format(self.events_table)]
 
+    def guard_statements(self) -> list[Any]:
+        """The function and the triggers that delete a conversation's verified position when
+        one of its events or chain rows is updated or deleted (`adapters.store.chain.GUARD`)."""
+        function = SQL("{}.{}").format(Identifier(self.datastore.schema), Identifier(GUARD))
+        made = [
+            SQL(
+                "CREATE OR REPLACE FUNCTION {}() RETURNS trigger LANGUAGE plpgsql AS $guard$ BEGIN "
+                "INSERT INTO {} (originator_id, version, problem, detail, found_at, found_by) VALUES (OLD.originator_id, "
+                "OLD.originator_version, CASE TG_OP WHEN 'UPDATE' THEN 'changed' ELSE 'deleted' END, "
+                "CASE TG_OP WHEN 'UPDATE' THEN {} ELSE {} END, now(), {}) ON CONFLICT (originator_id) DO NOTHING; "
+                "DELETE FROM {} WHERE originator_id = OLD.originator_id; RETURN NULL; END $guard$"
+            ).format(
+                function,
+                self.broken_table,
+                GUARD_DETAIL.format("changed"),
+                GUARD_DETAIL.format("deleted"),
+                GUARD_BY,
+                self.verified_table,
+            )
+        ]
+        for table in (self.events_table, self.chain_table):
+            made.append(SQL("DROP TRIGGER IF EXISTS {} ON {}").format(Identifier(GUARD), table))
+            made.append(
+                SQL("CREATE TRIGGER {} AFTER UPDATE OR DELETE ON {} FOR EACH ROW EXECUTE FUNCTION {}()").format(
+                    Identifier(GUARD), table, function
+                )
+            )
+        return made
+
+    def _guarded(self) -> Any:
+        """The query whose `g` is 2 where the guard's triggers are on both tables."""
+        schema = self.datastore.schema
+        return SQL(
+            "(SELECT count(*) FROM pg_trigger WHERE tgname = {} AND tgrelid IN (to_regclass({}), to_regclass({})))"
+        ).format(GUARD, f'"{schema}"."{self.events_table_name}"', f'"{schema}".{CHAIN_TABLE}')
+
     def verified_position(self, key: UUID) -> VerifiedPosition | None:
         with self.datastore.transaction(commit=False) as curs:
-            curs.execute("SELECT to_regclass(%s) AS t", (f'"{self.datastore.schema}".{VERIFIED_TABLE}',))
+            curs.execute(  # the table, and the guard that keeps a position true (else none is trusted)
+                SQL("SELECT to_regclass(%s) AS t, {} AS g").format(self._guarded()),
+                (f'"{self.datastore.schema}".{VERIFIED_TABLE}',),
+            )
             found = curs.fetchone()
-            if found is None or found["t"] is None:
+            if found is None or found["t"] is None or found["g"] != 2:
                 return None
             curs.execute(
                 SQL("SELECT version, hash, verified_at, verified_by FROM {} WHERE originator_id = %s").format(
@@ -105,6 +149,7 @@ class ChainedPostgresRecorder(ChainedRecorder, EventRecorder):
         with self.datastore.transaction(commit=True) as curs:
             curs.execute(self.verified_statement)
             curs.execute(self.broken_statement)
+            self._guard(curs)
             if positions:
                 curs.executemany(
                     SQL(
@@ -172,11 +217,28 @@ class ChainedPostgresRecorder(ChainedRecorder, EventRecorder):
         return events, [(r["originator_id"], r["originator_version"], state_bytes(r["hash"])) for r in cursor.fetchall()]
 
     def _chain_replace(self, cursor: Any, rows: list[Link]) -> None:
+        # the guard is for changes by hand: this one is chatrecord's; made again in the same transaction
+        cursor.execute(SQL("DROP TRIGGER IF EXISTS {} ON {}").format(Identifier(GUARD), self.chain_table))
         cursor.execute(SQL("DELETE FROM {}").format(self.chain_table))
         if rows:
             self._chain_insert(cursor, rows)
+        cursor.execute(self.broken_statement)
+        for statement in self.guard_statements():
+            cursor.execute(statement)
         cursor.execute(self.verified_statement)
         cursor.execute(SQL("DELETE FROM {}").format(self.verified_table))  # their hashes were of the replaced links
+
+    def _guard(self, curs: Any) -> None:
+        """Makes the guard where it is missing (a store an earlier version made), under the
+        schema's lock, so that of several processes one makes it."""
+        curs.execute(SQL("SELECT {} AS g").format(self._guarded()))
+        if curs.fetchone()["g"] == 2:
+            return
+        curs.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (schema_lock_name(self.datastore.schema),))
+        curs.execute(SQL("SELECT {} AS g").format(self._guarded()))
+        if curs.fetchone()["g"] != 2:
+            for statement in self.guard_statements():
+                curs.execute(statement)
 
     def _notify_channel(self, curs: Any) -> None:
         """Sends no NOTIFY: nothing here LISTENs (the read models are applied in the events'

@@ -15,6 +15,9 @@ from adapters.store.chain import (
     BROKEN_TABLE,
     CHAIN_KIND_TABLE,
     CHAIN_TABLE,
+    GUARD,
+    GUARD_BY,
+    GUARD_DETAIL,
     PAGE,
     VERIFIED_TABLE,
     BrokenChain,
@@ -55,12 +58,39 @@ class ChainedSQLiteRecorder(ChainedRecorder, SQLiteApplicationRecorder):
             "PRIMARY KEY (originator_id, originator_version)) WITHOUT ROWID",
             VERIFIED_STATEMENT,
             BROKEN_STATEMENT,
+            *self.guard_statements(),
+        ]
+
+    def _guards(self) -> list[tuple[str, str, str]]:
+        """The triggers (name, table, verb) that delete a conversation's verified position when
+        one of its events or chain rows is updated or deleted (`adapters.store.chain.GUARD`)."""
+        return [
+            (f"{GUARD}_{table}_{verb.lower()}", table, verb)
+            for table in (self.events_table_name, CHAIN_TABLE)
+            for verb in ("UPDATE", "DELETE")
+        ]
+
+    def guard_statements(self) -> list[str]:
+        """Makes the guard's triggers where they are missing."""
+        return [
+            f"CREATE TRIGGER IF NOT EXISTS {name} AFTER {verb} ON {table} BEGIN "
+            f"INSERT OR IGNORE INTO {BROKEN_TABLE} (originator_id, version, problem, detail, found_at, found_by) VALUES "
+            f"(OLD.originator_id, OLD.originator_version, '{problem}', '{GUARD_DETAIL.format(problem)}', "
+            f"strftime('%Y-%m-%dT%H:%M:%f', 'now') || '+00:00', '{GUARD_BY.replace(chr(39), chr(39) * 2)}'); "
+            f"DELETE FROM {VERIFIED_TABLE} WHERE originator_id = OLD.originator_id; END"
+            for name, table, verb in self._guards()
+            for problem in ["changed" if verb == "UPDATE" else "deleted"]
         ]
 
     def verified_position(self, key: UUID) -> VerifiedPosition | None:
         with self.datastore.transaction(commit=False) as c:
-            c.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (VERIFIED_TABLE,))
-            if c.fetchone() is None:
+            names = [name for name, _, _ in self._guards()]
+            c.execute(  # the table, and the guard that keeps a position true (else none is trusted)
+                "SELECT count(*) AS n FROM sqlite_master WHERE (type = 'table' AND name = ?) OR (type = 'trigger' AND name IN "
+                f"({', '.join('?' * len(names))}))",
+                (VERIFIED_TABLE, *names),
+            )
+            if c.fetchone()["n"] != 1 + len(names):
                 return None
             c.execute(
                 f"SELECT version, hash, verified_at, verified_by FROM {VERIFIED_TABLE} WHERE originator_id=?", (self._id(key),)
@@ -93,6 +123,8 @@ class ChainedSQLiteRecorder(ChainedRecorder, SQLiteApplicationRecorder):
         with self.datastore.transaction(commit=True) as c:
             c.execute(VERIFIED_STATEMENT)
             c.execute(BROKEN_STATEMENT)
+            for statement in self.guard_statements():
+                c.execute(statement)
             c.executemany(
                 f"INSERT INTO {VERIFIED_TABLE} (originator_id, version, hash, verified_at, verified_by) VALUES (?, ?, ?, ?, ?) "
                 "ON CONFLICT (originator_id) DO UPDATE SET version = excluded.version, hash = excluded.hash, "
@@ -147,8 +179,14 @@ class ChainedSQLiteRecorder(ChainedRecorder, SQLiteApplicationRecorder):
         return events, [(self._uuid(r[0]), r[1], state_bytes(r[2])) for r in cursor.fetchall()]
 
     def _chain_replace(self, cursor: Any, rows: list[Link]) -> None:
+        for name, table, _ in self._guards():  # the guard is for changes by hand: this one is chatrecord's
+            if table == CHAIN_TABLE:
+                cursor.execute(f"DROP TRIGGER IF EXISTS {name}")
         cursor.execute(f"DELETE FROM {CHAIN_TABLE}")
         self._chain_insert(cursor, rows)
+        cursor.execute(BROKEN_STATEMENT)
+        for statement in self.guard_statements():  # made again in the same transaction
+            cursor.execute(statement)
         cursor.execute(VERIFIED_STATEMENT)
         cursor.execute(f"DELETE FROM {VERIFIED_TABLE}")  # their hashes were of the replaced links
 
