@@ -34,9 +34,15 @@ def test_an_empty_optional_header_is_one_not_sent(server: Server) -> None:
         path = f"/v1/conversations/{conversation}/{read}"
         plain, empty = server.client.get(path), server.client.get(path, headers={"Chatrecord-Read-After": ""})
         assert (empty.status_code, empty.content) == (200, plain.content), (read, empty.text)
-    listed = server.client.get("/v1/conversations", params={"cursor": "", "since": ""}, headers={"Chatrecord-Read-After": ""})
+    listed = server.client.get("/v1/conversations", headers={"Chatrecord-Read-After": ""})
     assert listed.status_code == 200, listed.text
     assert conversation in [c["conversation"] for c in listed.json()["conversations"]]
+    # a query parameter the operation does not take is refused: a misspelt one would be ignored
+    misspelt = server.client.get(f"/v1/conversations/{conversation}/turn", params={"hidden_pages": 42})
+    assert problem(misspelt, 400, "bad-request")["where"] == "query.hidden_pages"
+    assert misspelt.json()["detail"] == (
+        "hidden_pages is not a query parameter of this operation; it takes hidden_page, messages, visible_page"
+    )
 
     posted = server.client.post("/v1/lines", json=lines[2], headers={"If-Match": "", "Idempotency-Key": ""})
     assert (posted.status_code, posted.json()["appended"], "idempotent-replayed" in posted.headers) == (200, 1, False)
