@@ -1,5 +1,6 @@
 """One command's events in the making: `begin` checks the conversation started and the input
-line is new, then `CommandBatch` gives each event the next version, the line's time and source.
+line is new, then `CommandBatch` gives each event the next version, the line's time and source;
+`require_next` and `require_posted` refuse a line whose message number is still to come.
 Shared by the aggregate's commands (`domain.conversation`, `domain.transcript_commands`)."""
 
 from __future__ import annotations
@@ -7,7 +8,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, TypeVar
 
-from domain.errors import ConversationNotStarted
+from domain.errors import ConversationNotStarted, MessageTooEarly
 from domain.events import ConversationEvent
 from domain.history_index import History
 from domain.state import Conversation
@@ -53,3 +54,25 @@ def require_history(history: History | None) -> History:
     if history is None:
         raise TypeError("this command reads the conversation's history index: pass history=")
     return history
+
+
+def require_next(state: Conversation, message: int, what: str) -> None:
+    """Raises MessageTooEarly when `message` is past the next number: the messages between are
+    still to come (a user message, or an answer joining the transcript, counts one up from the
+    highest number the conversation had, an edit's cut ones included)."""
+    if state.numbered is not None and message > max(state.numbered, state.last_message) + 1:
+        raise MessageTooEarly(
+            f"{what} {message} waits for message {message - 1}: the conversation's last user message is "
+            f"{state.last_message} (numbers go up by one; nothing of it was stored, deliver it again after message {message - 1})",
+            f"message {message - 1}",
+        )
+
+
+def require_posted(state: Conversation, message: int, what: str) -> None:
+    """Raises MessageTooEarly when user message `message` is still to come (above the last)."""
+    if message > state.last_message:
+        raise MessageTooEarly(
+            f"{what} of message {message} waits for user message {message}: the conversation's last is "
+            f"{state.last_message} (nothing of it was stored; deliver it again after message {message})",
+            f"message {message}",
+        )

@@ -14,12 +14,13 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Literal
 
-from domain.command_batch import CommandBatch, begin, require_history
+from domain.command_batch import CommandBatch, begin, require_history, require_next, require_posted
 from domain.errors import (
     CardAlreadyDecided,
     CardLeftUndecidedBefore,
     ContinuationBeforeDecision,
     ConversationAlreadyStarted,
+    LineTooEarly,
     MessageOutOfOrder,
     NoCardWaiting,
     NoQuestionWaiting,
@@ -136,7 +137,8 @@ def post_user_message(
     """Returns the events of a typed user message: CardLeftUndecided(new_message) first if a card
     or question waits, SkillLoaded if the message brings a new skill, then UserMessagePosted.
 
-    Raises MessageOutOfOrder when `message` is not above every earlier message number.
+    Raises MessageOutOfOrder when `message` is not above every earlier message number,
+    MessageTooEarly when it skips one (it waits for the message before it).
     """
     batch = begin(state, at, source, history, f"user message {message}")
     if batch is None:
@@ -146,6 +148,7 @@ def post_user_message(
             f"user message {message} is not after message {batch.state.last_message}, the last so far "
             "(numbers go up; a replaced transcript's or a legacy row's user messages count as 1 to n)"
         )
+    require_next(batch.state, message, "user message")
     _leave_waiting(batch, "new_message")
     if skill is not None and skill != batch.state.skill:
         batch.add(SkillLoaded, skill=skill)
@@ -192,13 +195,15 @@ def return_segment(
         decision = "card_decided" if waits == "card" else "question_answered"
         raise ContinuationBeforeDecision(
             f"segment {segment} continues after an {trigger}, but the {waits} of segment {current.waiting} "
-            f"still waits for its decision; a continuation follows its decision ({decision} first)"
+            f"still waits for its decision; a continuation follows its decision ({decision} first)",
+            decision,
         )
     followed = _FOLLOWS.get(trigger)
     if followed is not None and current.decided not in (followed[0], "any"):
         raise ContinuationBeforeDecision(
             f"segment {segment} continues after an {trigger}, but no {followed[1]} was recorded since the "
-            f"segment before it; a continuation follows its decision ({followed[2]} first)"
+            f"segment before it; a continuation follows its decision ({followed[2]} first)",
+            followed[2],
         )
     batch.add(
         SegmentReturned,
@@ -247,9 +252,14 @@ def _check_waiting(state: Conversation, history: History, segment: str, kind: Wa
         )
     if record is not None and record.settled:
         raise CardAlreadyDecided(f"the {kind} of segment {segment} was decided already")
-    if record is None:
+    if record is None:  # too early: the segment is still to come
         error = NoCardWaiting if kind == "card" else NoQuestionWaiting
-        raise error(f"segment {segment} is unknown: this conversation recorded no segment of that id")
+        unknown = error(
+            f"segment {segment} is unknown: this conversation recorded no segment of that id yet; the {kind}'s "
+            "decision waits for it (nothing of it was stored; deliver it again after the segment)"
+        )
+        unknown.waits_for = f"segment {segment}"
+        raise unknown
     info = state.waiting_info
     if state.waiting != segment or info is None or info.waits != kind:
         error = NoCardWaiting if kind == "card" else NoQuestionWaiting
@@ -269,9 +279,10 @@ def decide_card(
 ) -> list[ConversationEvent]:
     """Returns [CardDecided] for the card waiting on `segment`.
 
-    Raises NoCardWaiting when no card waits there, CardAlreadyDecided when it was decided (or
-    left undecided) before, TurnTruncated when an edit cut it away, MessageOutOfOrder when the
-    appended answer's message number is not the next one.
+    Raises NoCardWaiting when no card waits there (too early, with `waits_for`, when no segment
+    of that id was recorded yet), CardAlreadyDecided when it was decided (or left undecided) before,
+    TurnTruncated when an edit cut it away, MessageOutOfOrder when the appended answer's message
+    number is not above the last, MessageTooEarly when it skips one.
     """
     batch = begin(state, at, source, history, f"card of segment {segment}")
     if batch is None:
@@ -279,6 +290,8 @@ def decide_card(
     _check_waiting(batch.state, require_history(history), segment, "card")
     if message is not None and message <= batch.state.last_message:
         raise MessageOutOfOrder(f"answer message {message} is not after message {batch.state.last_message}")
+    if message is not None:
+        require_next(batch.state, message, "answer message")
     batch.add(CardDecided, segment=segment, approved=approved, answer=answer, message=message, text=text)
     return batch.events
 
@@ -303,6 +316,7 @@ def answer_question(
     _check_waiting(batch.state, require_history(history), segment, "question")
     if message <= batch.state.last_message:
         raise MessageOutOfOrder(f"answer message {message} is not after message {batch.state.last_message}")
+    require_next(batch.state, message, "answer message")
     batch.add(QuestionAnswered, segment=segment, message=message, text=text)
     return batch.events
 
@@ -314,10 +328,12 @@ def retry_turn(
     source: str | None = None,
     history: History | None = None,
 ) -> list[ConversationEvent]:
-    """Returns [TurnRetried]. Raises UnknownMessage when `message` is not a live user message."""
+    """Returns [TurnRetried]. Raises MessageTooEarly when `message` is still to come,
+    UnknownMessage when it is not a live user message."""
     batch = begin(state, at, source, history, f"retry of message {message}")
     if batch is None:
         return []
+    require_posted(batch.state, message, "retry")
     if not require_history(history).message_live(message):
         raise UnknownMessage(f"retry names user message {message}, which the conversation does not have")
     batch.add(TurnRetried, message=message)
@@ -329,10 +345,16 @@ def end_tour(
 ) -> list[ConversationEvent]:
     """Returns CardLeftUndecided(tour_ended) if a card or question waits, then TourEnded; []
     when no tour runs (no skill loaded, nothing waiting): a tour ended again, at another time,
-    stores nothing, as a repeat."""
+    stores nothing, as a repeat. Raises LineTooEarly before the tour's first segment returned."""
     batch = begin(state, at, source, history, "tour end")
     if batch is None or (batch.state.skill is None and batch.state.waiting is None):
         return []
+    if not batch.state.tour_returned:
+        raise LineTooEarly(
+            f"the tour end waits for the tour's first segment: skill {batch.state.skill} was loaded and no segment "
+            "has returned since (nothing of it was stored; deliver it again after the segment)",
+            "a segment of the tour",
+        )
     _leave_waiting(batch, "tour_ended")
     batch.add(TourEnded)
     return batch.events

@@ -4,13 +4,16 @@ raises it, and each message names what went wrong, where, and what to do.
     ChatrecordError                     every error a user can cause (CLI: `error: …`, exit 1)
     ├── InvalidInput                    a line of the wrong shape: source, line, field, expected
     ├── domain (this module): a conversation refuses a line
-    │   ├── ConversationNotStarted      a line before its conversation_started
+    │   ├── LineTooEarly                a line before one it needs (`waits_for`; retryable):
+    │   │   ├── ConversationNotStarted  a line before its conversation_started
+    │   │   ├── MessageTooEarly         a user message past a gap, a retry or edit of one to come
+    │   │   └── SegmentBeforeMessage, ContinuationBeforeDecision
     │   ├── ConversationAlreadyStarted  started again with another kind or owner
     │   ├── UnknownConversation         an id the store does not hold (lookups)
-    │   ├── NoCardWaiting, NoQuestionWaiting, CardAlreadyDecided (CardLeftUndecidedBefore)
+    │   ├── NoCardWaiting, NoQuestionWaiting (too early, `waits_for`, on a segment still to come),
+    │   │   CardAlreadyDecided (CardLeftUndecidedBefore)
     │   ├── UnknownMessage, MessageOutOfOrder, LineOutOfOrder
     │   ├── TurnTruncated               an edit cut the segment or run away
-    │   ├── SegmentBeforeMessage, ContinuationBeforeDecision
     │   └── WrongConversationKind
     ├── projections
     │   ├── NoTurnYet                   no user message or retry has started a turn (turn.py)
@@ -48,16 +51,32 @@ class ChatrecordError(Exception):
     """Base of every error a user can cause; the CLI prints it as one line and exits with 1.
 
     `field` names the input field (the chat's key) a conversation's refusal is about, so an
-    ingester can say `line 3, segment: …`; None where no one field is at fault.
+    ingester can say `line 3, segment: …`; None where no one field is at fault. `waits_for`
+    names what a line that came too early waits for (`message 2`): delivered again after it,
+    the line is stored; None for every other refusal, which delivering again does not change.
     """
 
     field: str | None = None
+    waits_for: str | None = None
 
 
-class ConversationNotStarted(ChatrecordError):
+class LineTooEarly(ChatrecordError):
+    """Raised when a line comes before a line it needs (the chat delivers at least once, in
+    any order): nothing of it is stored, and delivered again after what it waits for it is."""
+
+    waits_for: str | None = "the lines before it"
+
+    def __init__(self, message: str, waits_for: str | None = None) -> None:
+        super().__init__(message)
+        if waits_for is not None:
+            self.waits_for = waits_for
+
+
+class ConversationNotStarted(LineTooEarly):
     """Raised when an event arrives for a conversation that was never started."""
 
     field = "conversation"
+    waits_for = "conversation_started"
 
 
 class UnknownConversation(ChatrecordError):
@@ -105,6 +124,13 @@ class MessageOutOfOrder(ChatrecordError):
     field = "message"
 
 
+class MessageTooEarly(LineTooEarly):
+    """Raised when a user message (or an answer joining the transcript) skips a number, or a
+    retry or an edit names a message still to come: it waits for the message before it."""
+
+    field = "message"
+
+
 class TurnTruncated(ChatrecordError):
     """Raised when an event arrives for a segment or run an edit has already cut away."""
 
@@ -117,15 +143,17 @@ class WrongConversationKind(ChatrecordError):
     field = "type"
 
 
-class SegmentBeforeMessage(ChatrecordError):
+class SegmentBeforeMessage(LineTooEarly):
     """Raised when a segment returns before any user message started a turn."""
 
     field = "segment"
+    waits_for = "a user message"
 
 
-class ContinuationBeforeDecision(ChatrecordError):
+class ContinuationBeforeDecision(LineTooEarly):
     """Raised when a continuation (trigger `approval` or `answer`) returns while a card or
-    question still waits: a continuation follows its decision."""
+    question still waits, or with no decision since the segment before it: a continuation
+    follows its decision."""
 
     field = "trigger"
 
@@ -143,6 +171,8 @@ class LineOutOfOrder(ChatrecordError):
         """The version the line names."""
         self.actual = actual
         """The conversation's version when the line came."""
+        if self.early:
+            self.waits_for = f"version {follows}"
 
     @property
     def early(self) -> bool | None:

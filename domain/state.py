@@ -45,7 +45,7 @@ class Conversation(Immutable):
     here, so neither the state nor its snapshot grows with the conversation.
     """
 
-    class_version: ClassVar[int] = 5
+    class_version: ClassVar[int] = 6
 
     id: UUID
     """The aggregate's id: the UUID the conversation id maps to (`conversation_uuid`)."""
@@ -80,6 +80,14 @@ class Conversation(Immutable):
     erased: bool = False
     """Whether the conversation's texts were erased (ConversationErased): no text may be stored
     for it afterwards, whichever process writes it."""
+    tour_returned: bool = True
+    """Whether a segment returned since the skill in force was loaded (True outside a tour): a
+    tour ends after its first segment, so a `tour_ended` before it waits for it."""
+    numbered: int | None = 0
+    """The highest user message number the conversation has had, cut ones included: the next
+    message is numbered at most one above it (or above `last_message`); None in a state
+    restored from a snapshot of class version 5 or before, which did not keep it (no number is
+    then taken as skipping one)."""
     decided: Literal["card", "question", "any"] | None = None
     """What was decided since the last segment: `card` (a card decided), `question` (a question
     answered), None (nothing: no continuation has a decision to follow); `any` in a state
@@ -135,6 +143,14 @@ class ConversationSnapshot(ConversationEvent):
         not: `any`, so a continuation right after it is taken as before."""
         state["state"]["decided"] = "any"
 
+    @staticmethod
+    def upcast_v5_v6(state: dict[str, Any]) -> None:
+        """Version 6 keeps the highest message number and whether the tour returned a segment;
+        a snapshot taken before did not: None and True, so no message after it is refused as
+        skipping a number and no tour end as coming before the tour's first segment."""
+        state["state"]["numbered"] = None
+        state["state"]["tour_returned"] = True
+
     @classmethod
     def take(cls, aggregate: Conversation) -> ConversationSnapshot:
         """Returns a snapshot of `aggregate` at its version."""
@@ -162,6 +178,8 @@ def _step(state: Conversation | None, event: ConversationEvent, **changes: Any) 
     # own copy makes it without its `copy.copy` per attribute: a state has no extra fields and
     # no private attributes, and each event makes one
     fields = state.__dict__.copy()
+    if "last_message" in changes and state.numbered is not None:  # an edit's cut lowers the last, not this
+        changes["numbered"] = max(state.numbered, changes["last_message"])
     fields.update(changes, version=event.originator_version, modified_on=event.timestamp)
     return assembled(type(state), fields, state.__pydantic_fields_set__.union(("version", "modified_on", *changes)))
 
@@ -191,7 +209,7 @@ def _(event: UserMessagePosted, state: Conversation | None) -> Conversation:
 
 @evolve.register
 def _(event: SkillLoaded, state: Conversation | None) -> Conversation:
-    return _step(state, event, skill=event.skill)
+    return _step(state, event, skill=event.skill, tour_returned=False)
 
 
 @evolve.register
@@ -211,7 +229,9 @@ def _(event: SegmentReturned, state: Conversation | None) -> Conversation:
         else None
     )
     # an approval is settled by its continuation, else given up
-    return _step(state, event, waiting=event.segment if waits else None, waiting_info=info, approval=None, decided=None)
+    return _step(
+        state, event, waiting=event.segment if waits else None, waiting_info=info, approval=None, decided=None, tour_returned=True
+    )
 
 
 @evolve.register

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from domain.command_batch import begin, require_history
+from domain.command_batch import begin, require_history, require_posted
 from domain.errors import MessageOutOfOrder, UnknownMessage, WrongConversationKind
 from domain.events import (
     ConversationErased,
@@ -49,11 +49,13 @@ def edit_message(
     later message, every segment at or after it and the decisions on those segments' cards go.
     A waiting card of a cut turn records no undecided note: it is cut away with its turn.
 
-    Raises UnknownMessage when `message` is not a live user message.
+    Raises MessageTooEarly when `message` is still to come, UnknownMessage when it is not a
+    live user message.
     """
     batch = begin(state, at, source, history, f"edit of message {message}")
     if batch is None:
         return []
+    require_posted(batch.state, message, "edit")
     past = require_history(history)
     if not past.message_live(message):
         raise UnknownMessage(f"edit names user message {message}, which the conversation does not have")

@@ -22,6 +22,7 @@ from domain.cards import continues_run, is_guided, records_outcome, starts_model
 from domain.events import (
     CardDecided,
     CardLeftUndecided,
+    ConversationErased,
     ConversationEvent,
     ConversationStarted,
     LegacyRowImported,
@@ -59,7 +60,8 @@ def apply_to_rows(rows: Rows, head: Head, event: ConversationEvent, rules: RuleS
     update: dict[str, object] = {
         "version": event.originator_version,
         "edited": event.message if isinstance(event, MessageEdited) else None,
-        "last_at": micros(event.timestamp),
+        # an erasure is stamped with the wall clock when it ran, not by the chat: not activity
+        "last_at": head.last_at if isinstance(event, ConversationErased) else micros(event.timestamp),
     }
     if number is not None:
         mark = trusted(

@@ -86,7 +86,8 @@ class Head(Immutable):
     """The versions of the entries the latest turn saw that have since fallen out of the run
     record: set aside (`Rows.set_aside`) until the next turn starts (`Rows.drop_aside`)."""
     last_at: int | None = None
-    """The time of the last event applied, in microseconds since 1970-01-01 UTC: the
+    """The time of the last event the chat stamped (an erasure, stamped when it ran, is not
+    activity), in microseconds since 1970-01-01 UTC: the
     conversation's last activity, by which the heads are listed newest first (an index on it,
     `adapters.views.row_tables.create_statements`). None in a head an earlier version wrote."""
     users: int | None = None

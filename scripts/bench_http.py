@@ -45,7 +45,7 @@ from domain.errors import ChatrecordError  # noqa: E402
 
 AT = "2026-10-28T09:00:00Z"
 STEP = {"kind": "tool", "round": 1, "durationMs": 3.0, "toolName": "get_page", "toolIsError": False}
-TOKEN = "bench-token"
+TOKEN = "bench-token-0123456789"
 PG_URL = os.environ.get("CHATRECORD_TEST_DATABASE_URL") or "postgresql://postgres@127.0.0.1:5432/test"
 
 

@@ -22,7 +22,7 @@ from eventsourcing.popo import POPOApplicationRecorder
 from eventsourcing.popo import POPOFactory as LibraryPOPOFactory
 
 from adapters.backends import StoreFactory
-from adapters.store.chain import PAGE, ChainedRecorder, Link, Stored, VerifiedPosition, run_inline
+from adapters.store.chain import PAGE, BrokenChain, ChainedRecorder, Link, Stored, VerifiedPosition, run_inline
 from adapters.store.idempotency import IdempotencyKeys, Kept, reservation
 from adapters.store.keys import DataKeys, Row
 from adapters.store.sql_history import HistoryTables
@@ -40,14 +40,24 @@ class ChainedPOPORecorder(ChainedRecorder, POPOApplicationRecorder):
     def __init__(self) -> None:
         super().__init__()
         self.chain: dict[tuple[UUID, int], bytes] = {}
+        self.mark: str | None = None
         self.verified: dict[UUID, VerifiedPosition] = {}
+        self.broken: dict[UUID, BrokenChain] = {}
 
     def verified_position(self, key: UUID) -> VerifiedPosition | None:
         return self.verified.get(key)
 
-    def put_verified_positions(self, positions: Sequence[VerifiedPosition]) -> None:
+    def broken_chain(self, key: UUID) -> BrokenChain | None:
+        return self.broken.get(key)
+
+    def keep_verdicts(self, positions: Sequence[VerifiedPosition], broken: Sequence[BrokenChain]) -> None:
         with self._database_lock:
-            self.verified.update((p.originator_id, p) for p in positions)
+            for p in positions:
+                self.verified[p.originator_id] = p
+                self.broken.pop(p.originator_id, None)
+            for b in broken:
+                self.broken[b.originator_id] = b
+                self.verified.pop(b.originator_id, None)
 
     def _insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
         with self._database_lock:
@@ -65,6 +75,25 @@ class ChainedPOPORecorder(ChainedRecorder, POPOApplicationRecorder):
 
     def _chain_hash(self, cursor: Any, key: UUID, version: int) -> bytes | None:
         return self.chain.get((key, version))
+
+    def chain_mark(self) -> str | None:
+        return self.mark
+
+    def _chain_mark_put(self, cursor: Any, mark: str | None) -> None:
+        self.mark = mark
+
+    def _chain_everything(self, cursor: Any) -> tuple[list[Stored], list[Link]]:
+        stored = self._stored_events
+        events = sorted(
+            (UUID(i), v, stored[p].topic, stored[p].state)
+            for i, versions in self._stored_events_index.items()
+            for v, p in versions.items()
+        )
+        return events, [(k, v, h) for (k, v), h in sorted(self.chain.items())]
+
+    def _chain_replace(self, cursor: Any, rows: list[Link]) -> None:
+        self.chain = {(k, v): h for k, v, h in rows}
+        self.verified.clear()  # their hashes were of the replaced links
 
     def _chain_insert(self, cursor: Any, rows: list[Link], *, missing_only: bool = False) -> None:
         for key, version, digest in rows:
@@ -119,8 +148,9 @@ class MemoryDataKeys(DataKeys):
         kinds = [None if w is None else w[:1] for w, _ in self.rows.values()]
         return kinds.count(b"\x01"), kinds.count(b"\x00"), kinds.count(None)
 
-    def _rewrap(self, change: Callable[[UUID, bytes], bytes], sealed: bytes | None) -> int:
+    def _rewrap(self, change: Callable[[UUID, bytes], bytes], sealed: bytes | None, also: Callable[[Any], None]) -> int:
         changed = {k: (change(k, w), at) for k, (w, at) in self.rows.items() if w is not None}  # all, or raise
+        also(None)  # before any change: it raises, or writes all
         self.rows.update(changed)
         self.sealed = sealed
         return len(changed)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
@@ -10,12 +9,8 @@ from typing import Annotated
 import typer
 
 from adapters.cli.app import app, opened, warn
+from adapters.cli.output_file import check_output, write_output
 from adapters.cli.stdio import json_bytes, require_store
-from domain.errors import ChatrecordError
-
-
-class UnwritableFile(ChatrecordError):
-    """Raised when `-o FILE` cannot be written."""
 
 
 class ExportFormat(StrEnum):
@@ -43,10 +38,12 @@ def export(
         ),
     ] = ExportFormat.jsonl,
 ) -> None:
-    """Writes a stored conversation as the chat's JSON Lines (docs/input-format.md).
+    """Writes a stored conversation as the chat's JSON Lines, the lines ingest reads.
 
-    The lines are made from the store's events, in its order, with only what it keeps (no tool
-    arguments or results, no model text: they were never stored). `chatrecord ingest` of them
+    One JSON object a line, each with its `type` (conversation_started, user_message,
+    segment_returned, card_decided, …), as the chat writes them. The lines are made from the
+    store's events, in its order, with only what it keeps (no tool arguments or results, no
+    model text: they were never stored). `chatrecord ingest` of them
     into an empty store gives the same turns, audit rows and chain; `chatrecord replay FILE`
     the same turns. --upto N cuts the export after user message N, for a minimal reproduction
     (an error naming the conversation's user messages when it has no message N).
@@ -61,14 +58,17 @@ def export(
         chatrecord export conv-demo-seo --upto 2 -o bug.jsonl
     """
     require_store()
+    check_output(output)
     with opened(reading=True) as chatrecord:
         if export_format is ExportFormat.otlp:
             from adapters.service import trace_export as traces  # here: OpenTelemetry loads only for this format
 
-            _write((traces.otlp_json(chatrecord, conversation) + "\n").encode(), output)
+            trace = (traces.otlp_json(chatrecord, conversation) + "\n").encode()
+            write_output(trace, output, f"trace of {conversation} as OTLP/JSON")
             return
         done = chatrecord.export(conversation, upto)
-    _write(b"".join(json_bytes(line) + b"\n" for line in done.lines), output)
+    data = b"".join(json_bytes(line) + b"\n" for line in done.lines)
+    write_output(data, output, f"{len(done.lines):,} lines of {done.conversation}")
     if done.erased:
         warn(f"note: conversation {done.conversation} was erased; its texts are exported as [erased]")
     if done.broken is not None:
@@ -78,15 +78,3 @@ def export(
             "is ingested into chains them anew (chatrecord verify names the break)"
         )
         raise typer.Exit(1)
-
-
-def _write(data: bytes, output: Path | None) -> None:
-    if output is None or str(output) == "-":  # `-o -`: standard output, as `-` is standard input to ingest
-        sys.stdout.flush()
-        sys.stdout.buffer.write(data)
-        sys.stdout.buffer.flush()
-    else:
-        try:
-            output.write_bytes(data)
-        except OSError as error:
-            raise UnwritableFile(f"{output}: cannot be written ({error.strerror or error})") from None

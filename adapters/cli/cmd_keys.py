@@ -53,6 +53,10 @@ def _report(change: KeyChange, store: str, as_json: bool, line: str) -> None:
         print_json({**change.to_json(), "store": store})
     else:
         say(line)
+        if change.rekeyed:
+            say(
+                f"{store}: recomputed {change.rekeyed} link{'' if change.rekeyed == 1 else 's'} of the hash chain under the new key"
+            )
 
 
 @keys_app.command()

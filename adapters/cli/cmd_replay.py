@@ -46,8 +46,9 @@ def replay(
     Give a FILE (read in memory, nothing stored; - reads standard input) or --conversation ID
     (the configured store, which must exist). --at N travels back to the turn of user message
     N (from a store, only the log up to that turn is read); --deny-page hides a page from the
-    user, so no prompt names it. --json prints one object per conversation, one per line (the
-    contract in docs/spec-map.md, D15).
+    user, so no prompt names it. --json prints one object per conversation, one per line:
+    {"conversation", "rules", "turns"}, each turn {"message", "at", "view_context", "messages"
+    (exactly as sent), "notes", "record", "card_outcomes"} as that turn saw them.
 
     Example:
 

@@ -19,9 +19,11 @@ def serve(
 ) -> None:
     """Serves the HTTP API the chat calls (/v1/lines, /v1/conversations/ID/turn, …).
 
-    Requires the bearer token in CHATRECORD_API_TOKEN unless --no-auth is given on a loopback
-    host. Bodies over CHATRECORD_MAX_BODY_BYTES (default 8 MiB) are refused. The OpenAPI
-    document is served at /openapi.json.
+    Requires the bearer token in CHATRECORD_API_TOKEN (at least 16 characters) unless
+    --no-auth is given on a loopback host. Bodies over CHATRECORD_MAX_BODY_BYTES (default 8
+    MiB) are refused, and so are bodies that do not arrive within
+    CHATRECORD_BODY_TIMEOUT_SECONDS (default 30). The OpenAPI document is served at
+    /openapi.json.
 
     Example:
 

@@ -2,20 +2,15 @@
 
 from __future__ import annotations
 
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from adapters.cli.app import app, opened, say, warn
+from adapters.cli.app import app, opened, warn
+from adapters.cli.output_file import check_output, write_output
 from adapters.cli.stdio import require_store
-from domain.errors import ChatrecordError
-
-
-class UnwritableFile(ChatrecordError):
-    """Raised when the page cannot be written to the file `-o` names."""
 
 
 @app.command()
@@ -39,21 +34,14 @@ def timeline(
         chatrecord timeline conv-demo-seo -o page.html
     """
     require_store()
+    check_output(output)
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     from adapters.pages import export_page
 
-    with opened() as chatrecord:
-        chain = chatrecord.chain(conversation)
+    with opened(reading=True) as chatrecord:
+        chain = chatrecord.chain(conversation, full=True, by="chatrecord timeline")  # the file's verdict: every hash, now
         html = export_page(chatrecord, conversation, generated=stamp, inputs=inputs, chain=chain)
-    if str(output) == "-":  # standard output, as `-` is standard input to ingest: the page alone
-        sys.stdout.write(html)
-        sys.stdout.flush()
-    else:
-        try:
-            output.write_text(html, encoding="utf-8")
-        except OSError as error:
-            raise UnwritableFile(f"{output}: cannot be written ({error.strerror or error})") from None
-        say(f"{output}: timeline of {conversation}, {len(html.encode()):,} bytes")
+    write_output(html.encode(), output, f"timeline of {conversation}")  # `-`: standard output, the page alone
     if chain is not None and not chain.ok and chain.problem != "unchained":  # as export and audit: the page written, exit 1
         warn(
             f"warning: the hash chain of conversation {conversation} does not verify, broken at version "

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from adapters.cli.app import RulesOption, app, opened, say
+from adapters.cli.output_file import check_output, write_output
 from adapters.cli.stdio import require_store
 
 traces = typer.Typer(
@@ -42,12 +43,10 @@ def show(
     from adapters.service import trace_export as service  # here: OpenTelemetry loads only for traces
 
     require_store()
-    with opened() as chatrecord:
+    check_output(output)
+    with opened(reading=True) as chatrecord:
         text = service.otlp_json(chatrecord, conversation, rules.value if rules else None, with_texts)
-    if output is None or str(output) == "-":  # `-o -`: standard output, as `-` is standard input to ingest
-        say(text)
-    else:
-        output.write_text(text + "\n", encoding="utf-8")
+    write_output((text + "\n").encode(), output, f"trace of {conversation} as OTLP/JSON")
 
 
 @traces.command()
@@ -75,7 +74,7 @@ def push(
     from adapters.service import trace_export as service  # here: OpenTelemetry loads only for traces
 
     require_store()
-    with opened() as chatrecord:
+    with opened(reading=True) as chatrecord:
         sent = service.push(chatrecord, conversations or [], endpoint, rules.value if rules else None, with_texts)
     for name, count in sent:
         say(f"{name}: {count} spans sent to {endpoint}")

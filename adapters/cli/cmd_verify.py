@@ -9,6 +9,8 @@ import typer
 
 from adapters.cli.app import opened, print_json, say, warn
 from adapters.cli.stdio import require_store
+from adapters.store.chain import ChainedRecorder
+from adapters.store.chain_key import chain_kind
 from adapters.store.verify import head_line
 
 
@@ -42,6 +44,8 @@ def verify(
     also folds each conversation's log and compares its read-model rows (head, transcript, run
     record, card outcomes) with the fold: a row rewritten in the database is named here, not
     by a turn read; chatrecord rebuild writes the rows again. Exit status 1 when rows differ.
+    A chain keyed with the master key's chain key (HMAC-SHA256) is said so after the count; with
+    CHATRECORD_MASTER_KEY set, a chain of plain SHA-256 links does not verify (`unkeyed`).
 
     Example:
 
@@ -49,7 +53,11 @@ def verify(
     """
     require_store()
     broken = total = 0
+    kind = None
     with opened(reading=not upgrade) as chatrecord:
+        recorder = chatrecord.store.recorder
+        if isinstance(recorder, ChainedRecorder) and recorder.chain_key is not None:
+            kind = chain_kind(recorder)
         if upgrade:  # each conversation chained is logged (stderr): `adapters.store.chain_upgrade.upgrade`
             chatrecord.upgrade_chains(conversation)
         for verdict in chatrecord.verify(conversation, against, record="chatrecord verify"):
@@ -73,7 +81,10 @@ def verify(
                 elif not found.ok:
                     warn(found.line())
     if not as_json and not heads:
-        say(f"{total} conversation{'' if total == 1 else 's'} verified: {total - broken} ok, {broken} broken")
+        done = "checked" if broken else "verified"  # "verified" only where every chain is ok
+        say(f"{total} conversation{'' if total == 1 else 's'} {done}: {total - broken} ok, {broken} broken")
+        if kind is not None:  # an unkeyed chain, as every store's before keyed chains, says nothing
+            say(f"the hash chain is {kind}")
         if rows:
             say(
                 f"rows of {checked} conversation{'' if checked == 1 else 's'} held against "

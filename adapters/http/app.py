@@ -39,6 +39,7 @@ from adapters.http.headers import (
 from adapters.http.problem_details import ProblemDetails
 from adapters.http.problems import PROBLEM, Problem, install, version_mismatch
 from adapters.http.reads import Service, add_reads, json_response
+from adapters.http.slow_bodies import DEFAULT_BODY_TIMEOUT_SECONDS, install_body_deadline
 from adapters.http.ui import install_ui
 from adapters.ingest import json_problem
 from adapters.processes import end_with_parent
@@ -52,19 +53,26 @@ SOURCE = "request"
 """How errors name the request's body: `request: line 3, segment: …`."""
 
 
+TOKEN_MIN = 16
+"""The fewest characters a bearer token may have (`serve` refuses a shorter one)."""
+
+
 @dataclass(frozen=True)
 class HttpSettings:
-    """`token`: the bearer token (None: no authentication); `max_body_bytes`: the body limit."""
+    """`token`: the bearer token (None: no authentication); `max_body_bytes`: the body limit;
+    `body_timeout`: the seconds a request's body has to arrive (`adapters.http.slow_bodies`)."""
 
     token: str | None
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    body_timeout: float = DEFAULT_BODY_TIMEOUT_SECONDS
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, *, no_auth: bool = False) -> "HttpSettings":
-        """Reads CHATRECORD_API_TOKEN (ignored with `no_auth`) and CHATRECORD_MAX_BODY_BYTES.
-        Raises BadSetting for a limit that is not a whole number >= 1, and for a token that no
-        client could send: one with a space or another character outside printable ASCII (a
-        header's value is trimmed, and the check compares the token exactly)."""
+        """Reads CHATRECORD_API_TOKEN (ignored with `no_auth`), CHATRECORD_MAX_BODY_BYTES and
+        CHATRECORD_BODY_TIMEOUT_SECONDS. Raises BadSetting for a limit that is not a whole number
+        >= 1, a timeout that is not a number > 0, a token shorter than TOKEN_MIN, and a token
+        that no client could send: one with a space or another character outside printable
+        ASCII (a header's value is trimmed, and the check compares the token exactly)."""
         environ = os.environ if environ is None else environ
         text = (environ.get("CHATRECORD_MAX_BODY_BYTES") or "").strip()
         if text and not (text.isascii() and text.isdigit() and int(text) >= 1):
@@ -75,7 +83,24 @@ class HttpSettings:
                 "CHATRECORD_API_TOKEN must be printable ASCII without spaces (the token the chat "
                 "sends after 'Bearer '); no client could send this one"
             )
-        return cls(token, int(text) if text else DEFAULT_MAX_BODY_BYTES)
+        if token is not None and len(token) < TOKEN_MIN:
+            raise BadSetting(
+                f"CHATRECORD_API_TOKEN is {len(token)} character{'s' if len(token) > 1 else ''} long; use at least {TOKEN_MIN} "
+                "(a random one: python3 -c 'import secrets; print(secrets.token_urlsafe(24))')"
+            )
+        return cls(token, int(text) if text else DEFAULT_MAX_BODY_BYTES, body_timeout(environ))
+
+
+def body_timeout(environ: Mapping[str, str]) -> float:
+    """Returns CHATRECORD_BODY_TIMEOUT_SECONDS (default 30); raises BadSetting unless a number > 0."""
+    text = (environ.get("CHATRECORD_BODY_TIMEOUT_SECONDS") or "").strip()
+    try:
+        seconds = float(text) if text else DEFAULT_BODY_TIMEOUT_SECONDS
+    except ValueError:
+        seconds = 0.0
+    if not 0 < seconds < float("inf"):
+        raise BadSetting(f"CHATRECORD_BODY_TIMEOUT_SECONDS must be a number of seconds > 0, not {text!r}")
+    return seconds
 
 
 ERRORS: dict[int | str, dict[str, Any]] = {
@@ -112,6 +137,7 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
         description="What an AI agent's runs in a CMS chat did, recorded as events; the notes a later turn reads.",
     )
     install(app)
+    install_body_deadline(app, settings.body_timeout)
     bearer = HTTPBearer(auto_error=False, description="CHATRECORD_API_TOKEN")
 
     def authorized(request: Request, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> None:
@@ -176,9 +202,11 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
         | {
             409: ERRORS[409]
             | {
-                "description": "Refused, or an Idempotency-Key whose first request is still in flight "
-                "(request-in-progress, with Retry-After)"
+                "description": "Refused; a line that came too early (refused-line with early: true and "
+                "waits_for, with Retry-After) or an Idempotency-Key whose first request is still in flight "
+                "(request-in-progress, with Retry-After) is sent again later"
             },
+            408: ERRORS[409] | {"description": "The body did not arrive within CHATRECORD_BODY_TIMEOUT_SECONDS"},
             412: ERRORS[409] | {"description": "If-Match names another version"},
             413: ERRORS[409] | {"description": "Body over the limit"},
             415: ERRORS[409] | {"description": "Neither JSON nor NDJSON"},

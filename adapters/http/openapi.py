@@ -1,6 +1,6 @@
 """The HTTP service's OpenAPI document (`docs/openapi.json`, served at /openapi.json): FastAPI's,
 completed by `document` with the line schemas of `POST /v1/lines` (from the parser's own models),
-the headers and problem types each response really has (ETAG, REPLAYED, READ_AFTER_HEADER,
+the headers and problem types each response really has (ETAG, REPLAYED, READ_AFTER_HEADER, RETRY_AFTER,
 ERASED, PROBLEM_TYPES), links from a recorded line to its conversation's reads and the demo
 tour's answers as the reads' examples. The bodies' shapes are in `adapters.http.schemas`."""
 
@@ -106,6 +106,12 @@ ERASED = {
     "description": "true when the conversation was erased: its texts read [erased].",
     "schema": {"type": "string", "enum": ["true"]},
 }
+RETRY_AFTER = {
+    "description": "Seconds to wait before sending the same request again: on a line that came too early "
+    "(refused-line with early: true; it waits for waits_for, which another request delivers) and on "
+    "request-in-progress. A 409 without it is final: sent again, the line is refused again.",
+    "schema": {"type": "string", "pattern": "^[0-9]+$"},
+}
 CHAIN_BROKEN = {
     "description": "broken when the conversation's hash chain does not verify: the lines hold the events as the store holds them now, a changed one among them (`chatrecord verify` names the break).",
     "schema": {"type": "string", "enum": ["broken"]},
@@ -115,6 +121,7 @@ PROBLEM_TYPES = {
     401: ["unauthorized"],
     404: ["unknown-conversation", "no-such-turn", "not-found"],
     405: ["method-not-allowed"],
+    408: ["body-timeout"],
     409: ["refused-line", "no-turn", "chain-broken", "conflict", "request-in-progress"],
     412: ["version-mismatch"],
     413: ["body-too-large"],
@@ -183,6 +190,7 @@ def document(app: Any) -> dict[str, Any]:
     }
     ok = post["responses"]["200"]
     ok["headers"] = {"ETag": ETAG, "Idempotent-Replayed": REPLAYED, "Chatrecord-Read-After": READ_AFTER_HEADER}
+    post["responses"]["409"]["headers"] = {"Retry-After": RETRY_AFTER}
     ok["links"] = {
         name: {
             "operationId": operation,

@@ -12,7 +12,9 @@ Every error class has a stable `type` URI, `urn:chatrecord:problem:<name>`:
 |        |                        | (export) one the conversation does not have                   |
 | 404    | not-found              | no such path                                                  |
 | 405    | method-not-allowed     | a path that does not take this method                         |
-| 409    | refused-line           | a line the conversation refuses (`rule` names the rule)       |
+| 409    | refused-line           | a line the conversation refuses (`rule` names the rule); one  |
+|        |                        | that came too early (`early: true`, `waits_for` names what it |
+|        |                        | waits for) has `Retry-After: 1`: send it again later          |
 | 409    | no-turn                | a conversation with no user message yet has no turn to read   |
 | 409    | chain-broken           | an append to a conversation whose hash chain is broken        |
 |        |                        | (`version`, `problem` as `chatrecord verify` names them)      |
@@ -68,6 +70,7 @@ TITLES = {
     "request-in-progress": "A request with this Idempotency-Key is still being processed",
     "version-mismatch": "The conversation is at another version",
     "body-too-large": "The body is too large",
+    "body-timeout": "The body did not arrive in time",
     "unsupported-media-type": "Send application/json or application/x-ndjson",
     "bad-line": "A line does not have the input format's shape",
     "idempotency-key-reused": "This Idempotency-Key was used with another body",
@@ -77,6 +80,8 @@ TITLES = {
     "chain-broken": "The conversation's hash chain is broken; nothing was appended",
     "internal": "Internal error",
 }
+RETRY_LATER = {"Retry-After": "1"}
+"""The header of a line that came too early: the chat sends it again (after the lines it waits for)."""
 log = logging.getLogger("chatrecord.http")
 
 
@@ -152,11 +157,26 @@ def from_error(error: ChatrecordError) -> Problem:
             "refused-line",
             f"{_where(error)}: refused: the line came {when} (the conversation is "
             f"at version {error.actual}; the line follows version {error.follows}); nothing of it was stored",
+            headers=RETRY_LATER if error.early else None,
             rule=rule,
             field=error.field,
             follows=error.follows,
             actual=error.actual,
             early=error.early,
+            **({"waits_for": error.waits_for} if error.early else {}),
+        )
+    if type(error).__module__ == "domain.errors" and error.waits_for is not None:
+        # what it waits for is named by the line itself (a message number, a segment id, a line type)
+        return Problem(
+            409,
+            "refused-line",
+            f"{refusal(error)}: the line came too early: it waits for {error.waits_for}; nothing of it was "
+            "stored, send it again later",
+            headers=RETRY_LATER,
+            rule=rule,
+            field=error.field,
+            early=True,
+            waits_for=error.waits_for,
         )
     if type(error).__module__ == "domain.errors":
         return Problem(409, "refused-line", refusal(error), rule=rule, field=error.field)

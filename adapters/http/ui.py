@@ -1,18 +1,22 @@
 """The timeline page over HTTP: `/ui/` (the conversations, with search by id) and
 `/ui/conversations/{id}` (the timeline; `?turn=N&rules=R` shows what the model was sent at the
-turn of user message N under rule set R, `?before=V` the older turns), with the overview
-picture (`…/overview.svg`) and the chain's verdict (`…/chain`) as requests of their own, so the
-page itself reads only the turns it shows.
+turn of user message N under rule set R, `?before=V` the older turns, `?full=1` the chain's
+verdict recomputing every hash), with the overview picture (`…/overview.svg`) as a request of its
+own, so the page itself reads only the turns it shows and the chain's verdict, which it shows
+whole (one from a stored position costs the events appended since; `…/chain` gives the verdict
+alone).
 
 The UI is behind the API's token: a request with `Authorization: Bearer <token>` gets the page;
-a browser signs in at `/ui/login` with the token and gets a session cookie (HttpOnly,
-SameSite=Strict, Path=/ui, Secure over HTTPS) holding an HMAC of the token, never the token.
+a browser signs in at `/ui/login` with the token and gets a session of its own, expiring after
+8 hours (`adapters.http.sessions`: a signed cookie, HttpOnly, SameSite=Strict, Path=/ui, Secure
+over HTTPS, never the token), and signs out at `POST /ui/logout` (the pages' "Sign out"). After
+a wrong token the client waits, longer after each (429 meanwhile, the token not compared).
 Without a token (`serve --no-auth`, loopback hosts only) the UI is open like the API. Every
 page is sent with a Content-Security-Policy that allows no script (`adapters.pages.SERVER_CSP`).
 """
 
-import hashlib
 import hmac
+import math
 from typing import Annotated, Any
 from urllib.parse import parse_qs, quote, urlencode
 
@@ -22,6 +26,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from adapters import pages
 from adapters.api import Chatrecord
 from adapters.http.problems import Problem
+from adapters.http.sessions import SESSION_SECONDS, Sessions, Throttle
 from adapters.service.conversations import BadCursor
 from adapters.service.replay import TurnNotFound
 from domain.errors import UnknownConversation
@@ -37,11 +42,6 @@ def unknown(conversation: str) -> str:
 
 COOKIE = "chatrecord_ui"
 LOGIN_BODY_MAX = 4096
-
-
-def session_value(token: str) -> str:
-    """Returns the session cookie's value for `token`: an HMAC of it, not the token."""
-    return hmac.new(token.encode(), b"chatrecord ui session v1", hashlib.sha256).hexdigest()
 
 
 class SignInRequired(Exception):
@@ -70,6 +70,8 @@ def install_ui(app: FastAPI, token: str | None) -> None:
 
 def ui_router(token: str | None) -> APIRouter:
     """Returns the `/ui` routes; `token`: the API's bearer token (None: open, loopback only)."""
+    sessions = Sessions(token) if token is not None else None
+    throttle = Throttle()
 
     def signed_in(request: Request) -> None:
         if token is None:
@@ -78,7 +80,7 @@ def ui_router(token: str | None) -> APIRouter:
         if scheme.lower() == "bearer" and space and hmac.compare_digest(given.encode(), token.encode()):
             return
         cookie = request.cookies.get(COOKIE, "")
-        if cookie and hmac.compare_digest(cookie.encode(), session_value(token).encode()):
+        if cookie and sessions is not None and sessions.valid(cookie):
             return
         raise SignInRequired(request.url.path + (f"?{request.url.query}" if request.url.query else ""))
 
@@ -96,14 +98,36 @@ def ui_router(token: str | None) -> APIRouter:
             raise Problem(413, "body-too-large", f"the sign-in form may hold at most {LOGIN_BODY_MAX} bytes")
         fields = parse_qs(body.decode("utf-8", "replace"))
         given, target = (fields.get("token") or [""])[0], _local((fields.get("next") or ["/ui/"])[0])
-        if token is None:
+        if token is None or sessions is None:
             return RedirectResponse(target, status_code=303)
+        client = request.client.host if request.client else ""
+        wait = throttle.wait(client)
+        if wait > 0:  # the token is not compared while the client waits
+            seconds = math.ceil(wait)
+            return html(pages.login_page(target, wait=seconds), status=429, headers={"Retry-After": str(seconds)})
         if not hmac.compare_digest(given.encode(), token.encode()):
-            return html(pages.login_page(target, failed=True), status=401)
+            seconds = math.ceil(throttle.failed(client))
+            return html(pages.login_page(target, failed=True), status=401, headers={"Retry-After": str(seconds)})
+        throttle.passed(client)
         response = RedirectResponse(target, status_code=303)
         response.set_cookie(
-            COOKIE, session_value(token), httponly=True, samesite="strict", path="/ui", secure=request.url.scheme == "https"
+            COOKIE,
+            sessions.new(),
+            max_age=SESSION_SECONDS,
+            httponly=True,
+            samesite="strict",
+            path="/ui",
+            secure=request.url.scheme == "https",
         )
+        return response
+
+    @router.post("/logout")
+    def logout(request: Request) -> Response:
+        """Ends the session of the request's cookie and deletes the cookie."""
+        if sessions is not None:
+            sessions.revoke(request.cookies.get(COOKIE, ""))
+        response = html(pages.login_page("/ui/", signed_out=True))
+        response.delete_cookie(COOKIE, path="/ui", httponly=True, samesite="strict", secure=request.url.scheme == "https")
         return response
 
     def service(request: Request) -> Chatrecord:
@@ -154,6 +178,7 @@ def ui_router(token: str | None) -> APIRouter:
         turn: Annotated[int | None, Query(ge=1, le=2147483647)] = None,
         rules: Annotated[Rules | None, Query()] = None,
         before: Annotated[int | None, Query(ge=2, le=2147483647)] = None,
+        full: Annotated[bool, Query()] = False,
     ) -> Response:
         try:
             page = chatrecord.timeline(conversation, before=before)
@@ -166,8 +191,9 @@ def ui_router(token: str | None) -> APIRouter:
         # turn's whole input (the transcript with the notes in place) only when asked for
         next_call = chatrecord.turn_notes(conversation) if turn is None and before is None else None
         latest = next((t.number for t in page.turns if t.kind != "start"), None) if before is None else None
+        verdict = chatrecord.chain(conversation, full=full)  # shown whole in the page: what it checked, when, by what
         text = pages.conversation_page(
-            page, static=False, chain="lazy", overview=None, selected=selected, next_call=next_call, latest_message=latest
+            page, static=False, chain=verdict, overview=None, selected=selected, next_call=next_call, latest_message=latest
         )
         return html(text)
 

@@ -26,6 +26,7 @@ import orjson
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import to_jsonable_python
 
+from adapters.ingest.dropped import kept_path, quotable
 from adapters.ingest.error_messages import at_line, check_follows, expectation, input_path, kind_of
 from adapters.ingest.line_models import LINE_TYPES, Line, ParsedLine
 from adapters.ingest.names import show
@@ -85,11 +86,14 @@ def parse_line(text: str | bytes, line_no: int, source_name: str) -> ParsedLine:
     deep = _too_deep(text, data)
     if deep is not None:
         raise invalid(
-            input_path(deep) or _WHOLE_LINE,
+            input_path(kept_path(data, deep)[0]) or _WHOLE_LINE,
             f'is nested more than {DEPTH_MAX} levels deep, the most a line may be (README, "Input limits")',
         )
     twice = _key_twice(text, data)
     if twice is not None:
+        at, cut = kept_path(data, twice)
+        if cut:  # a key of a field the privacy filter drops: not quoted
+            raise invalid(input_path(at), "holds a key twice; give each key of an object once")
         raise invalid(input_path(twice), f"field {input_path(twice[-1:])} appears twice; give each key of an object once")
     kind = data.get("type")
     if kind is None:
@@ -103,7 +107,8 @@ def parse_line(text: str | bytes, line_no: int, source_name: str) -> ParsedLine:
             line = _LINE.validate_python(_integral(data, error))
         except ValidationError as again:
             first = again.errors(include_url=False)[0]
-            raise invalid(input_path(first["loc"][1:]) or _WHOLE_LINE, expectation(first, kind)) from None
+            at = tuple(first["loc"][1:])
+            raise invalid(input_path(at) or _WHOLE_LINE, expectation(first, kind, quotable(data, at))) from None
     _set(line, "_line", line_no)  # its slots (`Line`), past pydantic's __setattr__
     _set(line, "_source_name", source_name)
     _set(line, "_digest", digest_of(line))
@@ -228,7 +233,7 @@ def line_text(data: Mapping[str, Any], line_no: int, source_name: str) -> bytes:
         if what.startswith(_NOT_FINITE):  # what the field expects, as for any other value of the wrong kind
             what = _field_problem(data, field) or what
         if what:
-            raise InvalidInput(source_name, line_no, input_path(field) or _WHOLE_LINE, what) from None
+            raise InvalidInput(source_name, line_no, input_path(kept_path(data, field)[0]) or _WHOLE_LINE, what) from None
     return text
 
 

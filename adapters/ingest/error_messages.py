@@ -11,6 +11,7 @@ from typing import Any
 import orjson
 from pydantic import TypeAdapter, ValidationError
 
+from adapters.ingest.dropped import UNNAMED
 from adapters.ingest.names import Whole, show
 from domain.errors import ChatrecordError, InvalidInput
 
@@ -25,7 +26,7 @@ def input_path(loc: tuple[Any, ...]) -> str:
         if isinstance(part, int):
             out += f"[{part}]"
             continue
-        name = str(part) if _NAME.fullmatch(str(part)) else show(str(part))
+        name = str(part) if _NAME.fullmatch(str(part)) or part == UNNAMED else show(str(part))
         out += f".{name}" if out else name
     return out
 
@@ -54,9 +55,18 @@ _TYPES = {
 }
 
 
-def expectation(error: Any, kind: str) -> str:
+def expectation(error: Any, kind: str, quote: bool = True) -> str:
     """Returns the one-line expectation for a pydantic error, never a pydantic dump; text
-    values are not repeated (they may be private), only names and numbers."""
+    values are not repeated (they may be private), only names and numbers; with `quote` false
+    (a value the privacy filter drops, `adapters.ingest.dropped`) not even a refused name."""
+    said = _expectation(error, kind, quote)
+    value = error.get("input")
+    if not quote and isinstance(value, str) and len(value[:16]) >= 3 and value[:16] in said:  # an excerpt of it, too
+        return f"is not valid, got {kind_of(value)} (not shown: the privacy filter drops it)"
+    return said
+
+
+def _expectation(error: Any, kind: str, quote: bool) -> str:
     code, ctx, value = error["type"], error.get("ctx") or {}, error.get("input")
     if code == "missing":
         loc = error["loc"]
@@ -71,9 +81,11 @@ def expectation(error: Any, kind: str) -> str:
     if code in _TYPES:
         return f"{_TYPES[code]}, got {kind_of(value)}"
     if code == "value_error":
-        return str(ctx.get("error", error["msg"]))
+        said = str(ctx.get("error", error["msg"]))
+        return said if quote or value is None else said.replace(show(value), "the value")
     if code == "literal_error":
-        shown = show(value) if isinstance(value, (str, int, float, bool)) or value is None else kind_of(value)
+        plain = isinstance(value, (str, int, float, bool)) or value is None
+        shown = show(value) if plain and quote else kind_of(value)
         return f"{shown} is not allowed; use {ctx.get('expected')}"
     if code in ("greater_than_equal", "greater_than", "less_than_equal", "less_than"):
         bound = ctx.get("ge", ctx.get("gt", ctx.get("le", ctx.get("lt"))))

@@ -109,8 +109,8 @@ class Links:
     def overview(self) -> str:
         return self.base() + "/overview.svg"
 
-    def chain(self) -> str:
-        return self.base() + "/chain"
+    def full(self) -> str:  # the page, its chain's verdict recomputing every hash
+        return self.base() + "?full=1"
 
 
 @cache
@@ -280,7 +280,7 @@ def conversation_page(
     page: TimelinePage,
     *,
     static: bool,
-    chain: Verdict | None | str,
+    chain: Verdict | None,
     overview: str | None,
     views: dict[tuple[int, str], TurnView] | None = None,
     older: Sequence[TimelinePage] = (),
@@ -295,8 +295,8 @@ def conversation_page(
     `static`: one self-contained file (every turn view in `views`, keyed by (message, rule
     set), shown when its fragment is targeted; older pages in `older`, folded); else the
     server's page (`selected`: the turn view asked for; `next_call`: the notes of the next model
-    call, shown on open, with a link to the latest turn, user message `latest_message`). `chain`: the verdict, None for
-    a store without a chain, or "lazy" to load it from the server. `overview`: inline SVG
+    call, shown on open, with a link to the latest turn, user message `latest_message`). `chain`: the verdict, shown
+    whole (what was checked, when, by what), None for a store without a chain. `overview`: inline SVG
     markup, or None to load it from the server. `with_input`: in a file, the user messages whose
     turn input it holds (the others link to nothing)."""
     links = Links(page.conversation, static, page.rules)
@@ -324,7 +324,7 @@ def conversation_page(
 
 
 def chain_page(chain: Verdict | None) -> str:
-    """Returns the small HTML document of a chain's verdict (framed by the served page)."""
+    """Returns the small HTML document of a chain's verdict alone (`…/chain`)."""
     return environment().get_template("chain.html").render(chain=chain, css=Markup(stylesheet()))
 
 
@@ -345,9 +345,10 @@ def list_page(rows: Sequence[dict[str, Any]], query: str, next_after: str | None
     )
 
 
-def login_page(next_path: str, failed: bool = False) -> str:
-    """Returns the sign-in form: the API's token, sent back to `next_path` when it is right."""
-    return environment().get_template("login.html").render(next_path=next_path, failed=failed, css=Markup(stylesheet()))
+def login_page(next_path: str, failed: bool = False, wait: int = 0, signed_out: bool = False) -> str:
+    """Returns the sign-in form (after a wrong token, a `wait` in seconds, or a sign-out, it says so)."""
+    said = {"failed": failed, "wait": wait, "signed_out": signed_out}
+    return environment().get_template("login.html").render(next_path=next_path, **said, css=Markup(stylesheet()))
 
 
 def export_page(chatrecord: Any, conversation: str, generated: str | None = None, inputs: int = INPUTS, chain: Any = None) -> str:
@@ -357,7 +358,8 @@ def export_page(chatrecord: Any, conversation: str, generated: str | None = None
     script; each input holds the whole transcript of its time, so a file with every turn's
     would grow with the square of the conversation). `chatrecord` is the service layer
     (`adapters.api.Chatrecord`); `chain` its verdict of the conversation's chain where the caller
-    has it (`Chatrecord.chain`; asked for here when None). Raises UnknownConversation."""
+    has it, one that recomputed every hash (`Chatrecord.chain(…, full=True)`, asked for here
+    when None: an auditor's copy is made once). Raises UnknownConversation."""
     from adapters.service.timeline import newest_turns, turn_view  # the service layer's
 
     whole = chatrecord.timeline(conversation, turns=10**9)
@@ -372,7 +374,7 @@ def export_page(chatrecord: Any, conversation: str, generated: str | None = None
     for rules, done in replays.items():
         for t in done:
             views[(t.message, rules)] = turn_view(t, rules, base[t.message], active)
-    chain = chain if chain is not None else chatrecord.chain(conversation)
+    chain = chain if chain is not None else chatrecord.chain(conversation, full=True, by="chatrecord timeline")
     svg = overview_svg(chatrecord.overview(conversation))
     latest = replays[active][-1] if replays[active] else None
     if latest is not None:  # the latest turn under the live rules first: shown when no other is chosen

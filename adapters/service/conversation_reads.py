@@ -66,6 +66,7 @@ class ConversationReads(UseCaseBase):
         name = conversation_argument("export", conversation)
         done = export_lines(self.events(name), upto)
         verdict = chain_verdict(self.store, self._stored_id(name))
+        self._keep_verdicts([verdict], "an export")
         if verdict is None or verdict.ok:
             return done
         where = f"version {verdict.version} ({verdict.problem})" + (f": {verdict.detail}" if verdict.detail else "")
@@ -138,6 +139,7 @@ class ConversationReads(UseCaseBase):
             rows: list[AuditRow] = audit_rows(events, rule_set)
         stored = self._stored_id(conversation)
         verdict = chain_verdict(self.store, stored) if chain else None
+        self._keep_verdicts([verdict], "an audit")
         unfinished = any(row.kind == "erased" for row in rows) and key_kept(self.store, conversation_uuid(stored))
         return Audit(stored, rule_set, rows, verdict, unfinished)  # named as list prints it
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import UUID
 
@@ -111,6 +111,8 @@ def iso(at: datetime) -> str:
     return at.isoformat().replace("+00:00", "Z")
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
 CURSOR_PATTERN = r"^c[0-9]{1,18}\.[0-9a-f]{32}$"
 """The form of a cursor: `c`, the last activity of a page's last conversation (microseconds
 since the epoch), `.` and its id in the read models (a UUID's 32 hex). Every cursor of this
@@ -142,11 +144,15 @@ class ListNeedsRebuild(ChatrecordError):
     index of the conversations by last activity: `chatrecord rebuild` makes ones that do."""
 
 
-def summary(store: ConversationStore, key: str, users: int | None = None) -> ConversationSummary | None:
+def summary(
+    store: ConversationStore, key: str, users: int | None = None, last_at: int | None = None
+) -> ConversationSummary | None:
     """Returns the summary of the conversation stored under `key`, None when there is none. Reads
     its state (snapshot and the events since) and its index's live segments: bounded reads.
     `users`: its live user messages as its read-model head counts them (`Head.users`); None
-    (a head an earlier version wrote keeps no count) counts them in its history index instead."""
+    (a head an earlier version wrote keeps no count) counts them in its history index instead.
+    `last_at`: its last activity as its head keeps it (`Head.last_at`, microseconds; the chat's
+    time, not an erasure's); None: its last event's time."""
     state = store.get(key)
     if state is None:
         return None
@@ -161,7 +167,7 @@ def summary(store: ConversationStore, key: str, users: int | None = None) -> Con
         segments=segments,
         events=state.version,
         first_at=state.created_on,
-        last_at=state.modified_on,
+        last_at=state.modified_on if last_at is None else _EPOCH + timedelta(microseconds=last_at),
         erased=state.erased and not key_kept(store, state.id),  # its texts read [erased] once its key is gone
     )
 
@@ -205,7 +211,7 @@ def list_conversations(
     found: list[ConversationSummary] = []
     last: tuple[int, str] | None = None
     for cid, at, name, users in heads[:limit]:
-        item = summary(store, name, users)
+        item = summary(store, name, users, at)
         last = (at, cid)
         if item is not None:
             found.append(item)

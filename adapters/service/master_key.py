@@ -1,6 +1,8 @@
 """The master key's explicit changes: bind a store to one (`wrap`), replace it (`rotate`) and
 remove it (`unwrap`), each rewriting every data key and the store's check row in one
-transaction (`adapters.store.keys.DataKeys.rewrap`), and the key state (`state`). Opening a
+transaction (`adapters.store.keys.DataKeys.rewrap`), with every link of the hash chain
+recomputed under the new master key's chain key (`adapters.store.chain_key.Rekey`; unkeyed
+after `unwrap`), and the key state (`state`). Opening a
 store never changes its key state; these are the only ways besides the first data key a fresh
 store gets (README, "Master key").
 """
@@ -11,6 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from adapters.store.application import ConversationStore
+from adapters.store.chain import ChainedRecorder
+from adapters.store.chain_key import Rekey
 from adapters.store.crypto import MASTER_KEY_VARIABLE, BadMasterKey, master_key
 from adapters.store.keys import DataKeys, KeyState
 from domain.errors import ChatrecordError
@@ -37,10 +41,18 @@ class KeyChange:
     changed: bool
     rewrapped: int
     state: KeyState
+    rekeyed: int = 0
+    """How many links of the hash chain it recomputed under the new chain key (`chain_key.rekey`)."""
 
     def to_json(self) -> dict[str, Any]:
-        """`{"action", "changed", "rewrapped", "protected", "wrapped", "unwrapped", "erased"}`."""
-        return {"action": self.action, "changed": self.changed, "rewrapped": self.rewrapped, **self.state.to_json()}
+        """`{"action", "changed", "rewrapped", "rekeyed", "protected", "wrapped", "unwrapped", "erased"}`."""
+        return {
+            "action": self.action,
+            "changed": self.changed,
+            "rewrapped": self.rewrapped,
+            "rekeyed": self.rekeyed,
+            **self.state.to_json(),
+        }
 
 
 def data_keys(store: ConversationStore) -> DataKeys:
@@ -49,6 +61,21 @@ def data_keys(store: ConversationStore) -> DataKeys:
     if not isinstance(keys, DataKeys):
         raise NoDataKeys("this store keeps no data keys (it was opened on the library's own persistence module)")
     return keys
+
+
+def _rekey(store: ConversationStore, master: bytes | None) -> Rekey | None:
+    """The re-key of the store's hash chain to `master`'s chain key (None: unkeyed), written
+    in the data keys' rewrap transaction (both change, or neither); None for a store without a
+    chain. Raises ChainBroken, changing nothing, where a link does not verify under the present key."""
+    return Rekey(store.recorder, master) if isinstance(store.recorder, ChainedRecorder) else None
+
+
+def _rewrap(keys: DataKeys, master: bytes | None, rekey: Rekey | None) -> int:
+    """Rewraps the data keys with `master`, the chain re-keyed in the same transaction."""
+    count = keys.rewrap(master, rekey)
+    if rekey is not None:
+        rekey.done()
+    return count
 
 
 def state(store: ConversationStore) -> KeyState:
@@ -69,10 +96,12 @@ def wrap(store: ConversationStore) -> KeyChange:
             "random bytes: openssl rand -base64 32), and keep it apart from the database and its backups"
         )
     before = keys.state()
+    rekey = _rekey(store, keys.master)
     if before.protected and before.unwrapped == 0:
-        return KeyChange("wrap", False, 0, before)
-    count = keys.rewrap(keys.master)
-    return KeyChange("wrap", True, count, keys.state())
+        links = rekey.alone() if rekey is not None else 0
+        return KeyChange("wrap", links > 0, 0, before, links)
+    count = _rewrap(keys, keys.master, rekey)
+    return KeyChange("wrap", True, count, keys.state(), rekey.links if rekey is not None else 0)
 
 
 def rotate(store: ConversationStore, new_master_key: str) -> KeyChange:
@@ -98,8 +127,9 @@ def rotate(store: ConversationStore, new_master_key: str) -> KeyChange:
         )
     if new == keys.master:
         raise NothingToRotate(f"{NEW_MASTER_KEY_VARIABLE} is the store's master key already; give a new one")
-    count = keys.rewrap(new)
-    return KeyChange("rotate", True, count, keys.state())
+    rekey = _rekey(store, new)
+    count = _rewrap(keys, new, rekey)
+    return KeyChange("rotate", True, count, keys.state(), rekey.links if rekey is not None else 0)
 
 
 def unwrap(store: ConversationStore) -> KeyChange:
@@ -108,7 +138,9 @@ def unwrap(store: ConversationStore) -> KeyChange:
     Changes nothing on a store without a master key and without wrapped keys."""
     keys = data_keys(store)
     before = keys.state()
+    rekey = _rekey(store, None)
     if not before.protected and before.wrapped == 0:
-        return KeyChange("unwrap", False, 0, before)
-    count = keys.rewrap(None)
-    return KeyChange("unwrap", True, count, keys.state())
+        links = rekey.alone() if rekey is not None else 0
+        return KeyChange("unwrap", links > 0, 0, before, links)
+    count = _rewrap(keys, None, rekey)
+    return KeyChange("unwrap", True, count, keys.state(), rekey.links if rekey is not None else 0)

@@ -5,7 +5,6 @@ models, and the master key's changes."""
 from __future__ import annotations
 
 import contextlib
-import logging
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from threading import Lock
@@ -20,9 +19,10 @@ from adapters.service.use_case_base import UseCaseBase, conversation_argument, i
 from adapters.store.chain import ChainedRecorder
 from adapters.store.chain_upgrade import upgrade
 from adapters.store.erasure import Erasure, erase
+from adapters.store.kept_verdicts import from_broken, from_position
 from adapters.store.keys import KeyState
 from adapters.store.settings import describe_backend
-from adapters.store.verify import Verdict, chain_verdict, from_position, position_of, verdicts, verify_after
+from adapters.store.verify import Verdict, chain_verdict, verdicts, verify_after
 from adapters.views.rebuild import RebuildReport
 from adapters.views.rule_diff import ConversationDiff
 from adapters.views.verify_rows import RowsVerdict, check_rows, rows_verdicts
@@ -31,8 +31,6 @@ from domain.events import conversation_uuid
 
 Progress = Callable[[int, int], None]
 """A rebuild's progress: `progress(done, total)`, events folded of the log's."""
-
-log = logging.getLogger("chatrecord")
 
 
 class StoreUpkeep(UseCaseBase):
@@ -47,35 +45,38 @@ class StoreUpkeep(UseCaseBase):
 
     @reads
     @in_store_terms
-    def chain(self, conversation: str, full: bool = False, *, after: str | None = None) -> Verdict | None:
+    def chain(self, conversation: str, full: bool = False, *, after: str | None = None, by: str = "the server") -> Verdict | None:
         """Returns the verdict of the conversation's hash chain, None on a store that keeps no
-        chain. A look starts from the head the last ok verdict of this process verified, or
-        else from the conversation's verified position stored by the last look that recomputed
-        every hash (`chatrecord verify`, or this page: `VerifiedPosition`), so also the first
-        look after a start: `adapters.store.verify.verify_after` finds that head's event and
-        hash unchanged and recomputes every hash after it, so it costs what was appended since,
-        and says so (`Verdict.kept`, `kept_at`, `kept_by`). With `full`, without either, and
-        after a broken verdict it recomputes every hash, and stores the position it reached
-        when ok. Raises UnknownConversation."""
+        chain. A break a check stored (`chatrecord verify`, or any look: `BrokenChain`) is the
+        verdict, as it was found (`Verdict.found_at`, `found_by`), until a look that recomputes
+        every hash finds the chain ok again (one whose last look here found a break, which the
+        store could not keep, is recomputed in full). Else a look starts from the head the last ok verdict of
+        this process verified, or else from the conversation's verified position stored by the
+        last look that recomputed every hash (`chatrecord verify`, or this page:
+        `VerifiedPosition`), so also the first look after a start:
+        `adapters.store.verify.verify_after` finds that head's event and hash unchanged and
+        recomputes every hash after it, so it costs what was appended since, and says so
+        (`Verdict.kept`, `kept_at`, `kept_by`). With `full`, and without a position, it
+        recomputes every hash. What it finds is kept for every process (`_keep_verdicts`, by
+        `by`): the position it reached when it recomputed every hash and found it ok, or the
+        break. Raises UnknownConversation."""
         name = conversation_argument("chain", conversation)
         key = self._stored_id(name)
         recorder = self.store.recorder if isinstance(self.store.recorder, ChainedRecorder) else None
-        chained = recorder is not None
-        kept = self._chains.get(key) if not full else None
-        if kept is None and recorder is not None and not full and key not in self._broken_chains:
-            position = recorder.verified_position(conversation_uuid(key))
-            kept = from_position(position, name) if position is not None else None
-        if kept is not None and recorder is not None:
-            verdict: Verdict | None = verify_after(recorder, kept)
+        stored = recorder.broken_chain(conversation_uuid(key)) if recorder is not None and not full else None
+        verdict: Verdict | None
+        if stored is not None:  # shown as found: no position or kept head is trusted after a break
+            verdict = from_broken(stored, name)
         else:
-            verdict = chain_verdict(self.store, key)
-            position = position_of(verdict, "the server") if verdict is not None else None
-            if position is not None and recorder is not None and not getattr(self.store.factory, "read_only", False):
-                try:
-                    recorder.put_verified_positions([position])
-                except Exception as error:  # noqa: BLE001 - a store it cannot write (a standby, a read-only file): not kept
-                    log.warning("chatrecord: the verified position of %s was not stored: %s", shown_id(name), error)
-        if verdict is None and chained:
+            kept = self._chains.get(key) if not full and key not in self._broken_chains else None
+            if kept is None and recorder is not None and not full and key not in self._broken_chains:
+                position = recorder.verified_position(conversation_uuid(key))
+                kept = from_position(position, name) if position is not None else None
+            verdict = (
+                verify_after(recorder, kept) if kept is not None and recorder is not None else chain_verdict(self.store, key)
+            )
+            self._keep_verdicts([verdict], by)
+        if verdict is None and recorder is not None:
             self.events(name)  # raises UnknownConversation
         with self._overviews_lock:
             if verdict is not None and verdict.ok:
@@ -104,30 +105,25 @@ class StoreUpkeep(UseCaseBase):
 
         Raises NoChain for a store that keeps no chain, BadHeadsFile for a heads file it cannot
         read, UnknownConversation (after the last verdict) when `conversation` has none. With
-        `record` (what verifies: `chatrecord verify`), each ok verdict's head is stored as its
-        conversation's verified position (`VerifiedPosition`, by `record`), once every verdict
-        was yielded; a SQLite file opened read-only keeps none, nor does a store that refuses
-        the write (one line logged)."""
+        `record` (what verifies: `chatrecord verify`), once every verdict was yielded (or the
+        caller stopped), each ok
+        verdict's head is stored as its conversation's verified position (`VerifiedPosition`,
+        by `record`) and each break as its stored break (`BrokenChain`), which every later look
+        shows until a look that recomputes every hash finds the chain ok (`_keep_verdicts`: a
+        SQLite file opened read-only keeps none, nor does a store that refuses the write)."""
         key = self._stored_id(conversation_argument("verify", conversation)) if conversation is not None else None
         return self._verdicts(conversation, key, against, record)
 
     @in_store_terms
     def _verdicts(self, conversation: str | None, key: str | None, against: Path | None, record: str | None) -> Iterator[Verdict]:
-        found = False
-        positions = []
-        for verdict in verdicts(self.store, key, against):
-            found = True
-            position = position_of(verdict, record) if record is not None else None
-            if position is not None:
-                positions.append(position)
-            yield verdict
-        recorder = self.store.recorder
-        read_only = getattr(self.store.factory, "read_only", False)  # an archive opened read-only: nothing written
-        if positions and isinstance(recorder, ChainedRecorder) and not read_only:
-            try:
-                recorder.put_verified_positions(positions)
-            except Exception as error:  # noqa: BLE001 - a store it cannot write (a standby, a read-only file): not kept
-                log.warning("chatrecord: the verified positions were not stored: %s", error)
+        found: list[Verdict] = []
+        try:
+            for verdict in verdicts(self.store, key, against):
+                found.append(verdict)
+                yield verdict
+        finally:  # also what a caller that stopped early was given
+            if record is not None:
+                self._keep_verdicts(found, record)
         if conversation is not None and not found:
             raise UnknownConversation("no conversation " + shown_id(conversation, "'") + f" in {describe_backend(self.store)}")
 

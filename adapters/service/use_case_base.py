@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable
+import logging
+from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 from adapters.ingest import ParsedLine
 from adapters.service.conversations import stored_id
 from adapters.store.application import ConversationStore
+from adapters.store.chain import ChainedRecorder
+from adapters.store.kept_verdicts import broken_of, position_of
 from adapters.store.replicas import recovery_conflict, wrote_on_standby
 from adapters.store.settings import read_wait, store_errors
 from adapters.store.verify import Verdict
@@ -20,6 +23,8 @@ from adapters.store.write_retry import connection_lost
 from adapters.views.readmodels import ReadModels
 from domain.errors import ChatrecordError, InvalidInput
 from domain.events import ConversationEvent
+
+log = logging.getLogger("chatrecord")
 
 
 class UseCaseBase:
@@ -44,10 +49,30 @@ class UseCaseBase:
         """The conversation's events (`ConversationReads.events`). Raises UnknownConversation."""
         raise NotImplementedError
 
-    def chain(self, conversation: str, full: bool = False, *, after: str | None = None) -> Verdict | None:
+    def chain(self, conversation: str, full: bool = False, *, after: str | None = None, by: str = "the server") -> Verdict | None:
         """The verdict of the conversation's hash chain from its verified position
         (`StoreUpkeep.chain`). Raises UnknownConversation."""
         raise NotImplementedError
+
+    def _keep_verdicts(self, found: Iterable[Verdict | None], by: str) -> None:
+        """Stores what these verdicts found for the next look of any process
+        (`adapters.store.kept_verdicts`): the head of each ok one that recomputed every hash as
+        its conversation's verified position (deleting a stored break), and each break a look
+        found as its conversation's stored break (deleting its position), all by `by`, in one
+        transaction. A SQLite file opened read-only keeps none, nor does a store that refuses the
+        write (a standby; one line logged)."""
+        recorder = self.store.recorder
+        if not isinstance(recorder, ChainedRecorder) or getattr(self.store.factory, "read_only", False):
+            return
+        verdicts = [v for v in found if v is not None]
+        positions = [p for p in (position_of(v, by) for v in verdicts) if p is not None]
+        broken = [b for b in (broken_of(v, by) for v in verdicts) if b is not None]
+        if not positions and not broken:
+            return
+        try:
+            recorder.keep_verdicts(positions, broken)
+        except Exception as error:  # noqa: BLE001 - a store it cannot write (a standby, a read-only file): not kept
+            log.warning("chatrecord: the chain's verdicts were not stored: %s", error)
 
     def _stored_id(self, conversation: str) -> str:
         """Returns the key `conversation` (the chat's id, or the stored form a command printed)

@@ -16,6 +16,7 @@ from eventsourcing.persistence import IntegrityError, Recording
 
 from adapters.backends import backend_of
 from adapters.store.chain import ChainBroken, ChainedRecorder
+from adapters.store.chain_key import open_chain
 from adapters.store.commands import BatchConflict, BatchRefused, Command, HandleResult
 from adapters.store.crypto import refuse_texts
 from adapters.store.deciding import DecidingStore
@@ -68,16 +69,20 @@ class ConversationStore(DecidingStore):
         catches its views up from the log). Raises BadMasterKey,
         before anything is stored, when the store is protected by a master key that
         CHATRECORD_MASTER_KEY does not hold, or CHATRECORD_MASTER_KEY is set for a store that
-        keeps data keys unwrapped (`DataKeys.check_master`; `MASTER_KEY_UNBOUND=allow` lets the
+        keeps data keys unwrapped (`DataKeys.check_master`), or when its hash chain is keyed with
+        another key or none (`adapters.store.chain_key.open_chain`; `MASTER_KEY_UNBOUND=allow` lets the
         key commands, `adapters.service.master_key`, open such a store to bind it)."""
         super().__init__(env)
         keys = getattr(self.mapper, "keys", None)
-        if isinstance(keys, DataKeys):
-            try:
-                keys.check_master(unbound=self.env.get("MASTER_KEY_UNBOUND", "") == "allow")
-            except BaseException:
-                self.close()  # the refused store's connections
-                raise
+        unbound = self.env.get("MASTER_KEY_UNBOUND", "") == "allow"
+        try:
+            if isinstance(keys, DataKeys):
+                keys.check_master(unbound=unbound)
+            if isinstance(self.recorder, ChainedRecorder):  # keyed with the master key's chain key, or not
+                open_chain(self.recorder, keys.master if isinstance(keys, DataKeys) else None, unbound=unbound)
+        except BaseException:
+            self.close()  # the refused store's connections
+            raise
         self.history: HistoryTables = backend_of(self.factory).history_tables(self)
         self._records = KnownRecords()
         """Per conversation, the newest segment records as this process's last append left the
@@ -122,7 +127,8 @@ class ConversationStore(DecidingStore):
         found not to hold (`_assume`) is followed by one decided from the index at once, even where
         it was the last.
         Raises the domain's ChatrecordError when the command breaks an invariant (nothing is
-        stored), WriteConflict when every try conflicts (nothing is stored).
+        stored), WriteConflict when every try conflicts (nothing is stored), ChainBroken at once
+        where the chain is broken where the append would continue it (`ChainedRecorder.dangling`).
         """
         inline = isinstance(self.recorder, ChainedRecorder)
         cid = conversation_uuid(command.conversation)
@@ -173,6 +179,10 @@ class ConversationStore(DecidingStore):
                 continue
             except IntegrityError as conflict:
                 self._forget(cid)  # another writer's events: load the log again
+                recorder = self.recorder
+                gone = recorder.dangling(cid, events[0].originator_version) if isinstance(recorder, ChainedRecorder) else None
+                if gone is not None:  # no retry gets past an event deleted by hand
+                    raise gone.named(command.conversation) from None
                 if attempt == self.max_attempts:
                     raise WriteConflict(
                         f'conversation "{command.conversation}" kept changing under this write: '

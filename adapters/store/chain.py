@@ -5,7 +5,9 @@ every stored event
 
     hash(v) = SHA-256(hash(v-1) || canonical(originator_id, v, topic, state))
 
-with hash(0) = GENESIS, 32 zero bytes. `canonical` is the originator id's 16 UUID bytes, the
+with hash(0) = GENESIS, 32 zero bytes; in a keyed chain HMAC-SHA256 under the chain key in
+place of SHA-256 (`adapters.store.chain_key`: derived from the master key, kept outside the
+database, so a writer of the database without it cannot recompute a link). `canonical` is the originator id's 16 UUID bytes, the
 version as 8 bytes big-endian, the topic's UTF-8 bytes and the state bytes, each of the last
 two after its length (4 and 8 bytes big-endian). The state is hashed as stored: a free text is
 ciphertext there (`adapters.store.crypto`), which erasing a conversation leaves as it is, so an erased
@@ -27,6 +29,7 @@ before the chain existed is chained only by the explicit, logged upgrade
 from __future__ import annotations
 
 import hashlib
+import hmac
 from collections.abc import Sequence
 from contextlib import suppress
 from dataclasses import dataclass
@@ -43,6 +46,9 @@ from domain.errors import ChatrecordError
 GENESIS = bytes(32)
 """The hash before a conversation's first event: 32 zero bytes."""
 CHAIN_TABLE = "chatrecord_chain"
+CHAIN_KIND_TABLE = "chatrecord_chain_kind"
+"""One row (id 1) or none: the chain is keyed with the key of this `mark`
+(`adapters.store.chain_key.key_mark`, not the key), or unkeyed (no row)."""
 PAGE = 500
 """Rows per page when the chain is read for verification."""
 
@@ -52,12 +58,17 @@ Stored = tuple[UUID, int, str, bytes]
 """A stored event as the chain reads it: originator id, version, topic, state."""
 
 
-def link(previous: bytes, originator_id: UUID | str, version: int, topic: str, state: bytes) -> bytes:
-    """Returns the 32-byte hash of an event after `previous` (see the module docstring)."""
-    digest = hashlib.sha256(previous)
-    digest.update((originator_id if isinstance(originator_id, UUID) else UUID(str(originator_id))).bytes)
-    digest.update(version.to_bytes(8, "big"))
+def link(previous: bytes, originator_id: UUID | str, version: int, topic: str, state: bytes, key: bytes | None = None) -> bytes:
+    """Returns the 32-byte hash of an event after `previous` (see the module docstring): SHA-256,
+    or HMAC-SHA256 under the chain key `key` (a keyed chain)."""
     encoded = topic.encode()
+    uid = (originator_id if isinstance(originator_id, UUID) else UUID(str(originator_id))).bytes
+    if key is not None:  # one call of OpenSSL's HMAC over the joined bytes: a Python HMAC object costs more
+        parts = (previous, uid, version.to_bytes(8, "big"), len(encoded).to_bytes(4, "big"), encoded)
+        return hmac.digest(key, b"".join((*parts, len(state).to_bytes(8, "big"), state)), "sha256")
+    digest = hashlib.sha256(previous)
+    digest.update(uid)
+    digest.update(version.to_bytes(8, "big"))
     digest.update(len(encoded).to_bytes(4, "big"))
     digest.update(encoded)
     digest.update(len(state).to_bytes(8, "big"))
@@ -81,8 +92,10 @@ def run_inline(kwargs: dict[str, Any], cursor: Any) -> None:
 class ChainBroken(ChatrecordError):
     """Raised when an append is refused because the conversation's hash chain is broken
     where the append would continue it: the previous event has no hash row (an event written
-    beside the store, `inserted`), or the conversation was stored before the chain
-    (`unchained`: `chatrecord verify --upgrade` chains it). Nothing of the append is stored.
+    beside the store, `inserted`), the conversation was stored before the chain
+    (`unchained`: `chatrecord verify --upgrade` chains it), or the event at the append's version
+    was deleted by hand while its hash is recorded (`deleted`, `dangling`). Nothing of the
+    append is stored.
     `originator_id`, `version` and `problem` name the broken link as `verify` would."""
 
     def __init__(self, message: str, originator_id: UUID, version: int, problem: str) -> None:
@@ -92,7 +105,13 @@ class ChainBroken(ChatrecordError):
     def named(self, conversation: str) -> ChainBroken:
         """Returns the same refusal naming the conversation by its id (`conversation`), not its UUID."""
         text = str(self).replace(f"conversation {self.originator_id}", f'conversation "{conversation}"', 1)
-        return ChainBroken(text, self.originator_id, self.version, self.problem)
+        return type(self)(text, self.originator_id, self.version, self.problem)
+
+
+class VersionRefused(ChainBroken):
+    """Raised when an append holds an event at a version before a conversation's first, 1
+    (version 0 or less: no command decides one; an event built by hand): the chain has no
+    place for it, and nothing of the append is stored. `problem` is `before_first`."""
 
 
 class ChainHeads:
@@ -145,10 +164,45 @@ class VerifiedPosition:
     by: str
 
 
+BROKEN_TABLE = "chatrecord_chain_broken"
+"""The table of each conversation's stored broken verdict (`BrokenChain`), one row each:
+`originator_id` (key), `version`, `problem`, `detail`, `found_at` (ISO 8601, UTC), `found_by`."""
+
+
+@dataclass(frozen=True)
+class BrokenChain:
+    """The break a check found in a conversation's chain: at event `version`, its `problem` and
+    `detail` as the verdict named them, when (`at`, UTC) and by what (`by`). Stored in place of
+    the conversation's verified position (which it deletes), and shown by every look until a
+    look that recomputes every hash finds the chain ok again (which deletes it)."""
+
+    originator_id: UUID
+    version: int
+    problem: str
+    detail: str
+    at: datetime
+    by: str
+
+
 class ChainedRecorder:
     """Mixin for an application recorder: `_seal(cursor, stored_events)` writes the chain rows
     of events just inserted in the cursor's transaction. Backends give the four `_chain_*`
-    primitives; `chain_events` and `chain_links` read pages for `adapters.store.verify`."""
+    primitives; `chain_events` and `chain_links` read pages for `adapters.store.verify`.
+    `chain_key` is the key of a keyed chain (`adapters.store.chain_key.open_chain` sets it at
+    open), None for an unkeyed one; `chain_pending` the mark a fresh store's first append
+    records with its links (then None)."""
+
+    chain_key: bytes | None = None
+    chain_pending: str | None = None
+    keyed_expected = False
+    """True where this process has a master key: an unkeyed chain does not verify (`UNKEYED`)."""
+    chain_mismatch: str | None = None
+    """The mark of the other key a chain opened by a key command is keyed with, else None."""
+
+    def insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Any:
+        found = super().insert_events(stored_events, **kwargs)  # type: ignore[misc]  # the library recorder it mixes into
+        self.chain_pending = None  # committed with the first links
+        return found
 
     def verified_position(self, key: UUID) -> VerifiedPosition | None:
         """Returns the verified position stored for conversation `key` (`VERIFIED_TABLE`), None
@@ -156,8 +210,20 @@ class ChainedRecorder:
         return None
 
     def put_verified_positions(self, positions: Sequence[VerifiedPosition]) -> None:
-        """Stores these positions (each replaces its conversation's), in one transaction; the
-        table is made first where it is missing."""
+        """Stores these positions (each replaces its conversation's and deletes its stored
+        break), in one transaction; the tables are made first where they are missing."""
+        self.keep_verdicts(positions, ())
+
+    def broken_chain(self, key: UUID) -> BrokenChain | None:
+        """Returns the break stored for conversation `key` (`BROKEN_TABLE`), None when none is
+        (or the store has no such table yet)."""
+        return None
+
+    def keep_verdicts(self, positions: Sequence[VerifiedPosition], broken: Sequence[BrokenChain]) -> None:
+        """Stores, in one transaction, each of `positions` (replacing its conversation's
+        position, deleting its stored break) and each of `broken` (replacing its
+        conversation's break, deleting its position: a position is never trusted after a
+        break); the tables are made first where they are missing."""
 
     def _seal(self, cursor: Any, stored_events: Sequence[StoredEvent]) -> dict[UUID, tuple[int, bytes]]:
         """Writes the chain rows of `stored_events` through `cursor`; returns each
@@ -166,10 +232,21 @@ class ChainedRecorder:
         heads: dict[UUID, tuple[int, bytes]] = {}
         rows: list[Link] = []
         known = getattr(self, "chain_heads", None)
+        chain_key = self.chain_key
+        if self.chain_pending is not None:  # a fresh store's first links: the kind they are, with them
+            self._chain_mark_put(cursor, self.chain_pending)
         for event in stored_events:
             key = originator_uuid(event.originator_id)
             version = event.originator_version
             last = heads.get(key) or (known.get(key) if known is not None else None)
+            if version < 1:
+                raise VersionRefused(
+                    f"conversation {key}: refused an event at version {version}: a conversation's first event is "
+                    "version 1, each next one the version after it; nothing was appended",
+                    key,
+                    version,
+                    "before_first",
+                )
             if last is not None and last[0] == version - 1:
                 previous = last[1]
             elif version == 1:
@@ -179,7 +256,7 @@ class ChainedRecorder:
                 if found is None:
                     raise self._refusal(cursor, key, version - 1)
                 previous = found
-            digest = link(previous, key, version, event.topic, event.state)
+            digest = link(previous, key, version, event.topic, event.state, chain_key)
             heads[key] = (version, digest)
             rows.append((key, version, digest))
         if rows:
@@ -206,6 +283,26 @@ class ChainedRecorder:
             "inserted",
         )
 
+    def dangling(self, key: UUID, version: int) -> ChainBroken | None:
+        """After an append of conversation `key` from `version` on conflicted: the error naming
+        the broken chain when a hash is recorded at `version` while its event is gone (deleted
+        by hand: `verify`'s `deleted`), which no retry of the append can get past; None for a
+        conflict with another writer. The chain row is read before the event: a writer commits
+        both at once, so a row found with its event missing after it was not a writer's."""
+        chained = self.chain_links((key, version - 1), only=key, limit=1)
+        if not chained or chained[0][1] != version:
+            return None
+        stored = self.chain_events((key, version - 1), only=key)
+        if stored and stored[0][1] == version:
+            return None
+        return ChainBroken(
+            f"conversation {key}: the hash chain is broken at version {version} (deleted): its hash is recorded, "
+            "its event is not; nothing was appended; run: chatrecord verify",
+            key,
+            version,
+            "deleted",
+        )
+
     def upgrade_chain(self, key: UUID) -> int:
         """Chains the events of conversation `key` stored before the chain existed (a store of
         an earlier version): computes and stores their hashes from GENESIS, in one transaction,
@@ -220,6 +317,55 @@ class ChainedRecorder:
             self._backfill(cursor, key, rows[-1][1] if rows else 0)
             return len(rows)
 
+    def rekey_chain(self, new_key: bytes | None, mark: str | None, cursor: Any = None) -> int:
+        """Recomputes every link under `new_key` (None: unkeyed) and records `mark` as the
+        chain's kind, in one transaction that holds appends off (`cursor`'s, else one of its
+        own), and returns how many links it wrote. Every link is first recomputed under the
+        present key (`chain_key`) and must be the one stored: raises ChainBroken, changing
+        nothing, naming the first that is not (a re-key never blesses a tampered log). The
+        caller sets `chain_key` once the transaction committed."""
+        if cursor is None:
+            with self._chain_writing() as own:
+                return self.rekey_chain(new_key, mark, own)
+        events, links = self._chain_everything(cursor)
+        recorded = {(k, v): h for k, v, h in links}
+        rows: list[Link] = []
+        current, old_previous, new_previous = None, GENESIS, GENESIS
+        for key, version, topic, state in events:
+            if key != current:
+                current, old_previous, new_previous = key, GENESIS, GENESIS
+            old_previous = link(old_previous, key, version, topic, state, self.chain_key)
+            if recorded.pop((key, version), None) != old_previous:
+                raise ChainBroken(
+                    f"conversation {key}: the hash chain does not verify at version {version}; nothing was "
+                    "re-keyed; run: chatrecord verify",
+                    key,
+                    version,
+                    "changed",
+                )
+            new_previous = link(new_previous, key, version, topic, state, new_key)
+            rows.append((key, version, new_previous))
+        if recorded:
+            key, version = min(recorded)
+            raise ChainBroken(
+                f"conversation {key}: the hash chain is broken at version {version} (deleted); nothing was re-keyed; "
+                "run: chatrecord verify",
+                key,
+                version,
+                "deleted",
+            )
+        self._chain_replace(cursor, rows)
+        self._chain_mark_put(cursor, mark)
+        return len(rows)
+
+    def rekeyed(self, new_key: bytes | None) -> None:
+        """Takes `new_key` as the chain key once a re-key (`rekey_chain`) committed."""
+        self.chain_key, self.chain_pending, self.chain_mismatch = new_key, None, None
+        self.keyed_expected = new_key is not None
+        heads = getattr(self, "chain_heads", None)
+        if heads is not None:
+            heads.clear()
+
     def _chain_writing(self) -> Any:
         """A context manager yielding a cursor of one write transaction (the upgrade's)."""
         return self.datastore.transaction(commit=True)  # type: ignore[attr-defined]  # the recorder it mixes into has one
@@ -230,13 +376,32 @@ class ChainedRecorder:
         explicit upgrade (`upgrade_chain`) calls it."""
         digest, rows = GENESIS, []
         for _, version, topic, state in self._chain_stored(cursor, key, upto):
-            digest = link(digest, key, version, topic, state)
+            digest = link(digest, key, version, topic, state, self.chain_key)
             rows.append((key, version, digest))
         if rows:
             self._chain_insert(cursor, rows, missing_only=True)
         return digest
 
     # ------------------------------------------------------------ backend primitives
+
+    def chain_mark(self) -> str | None:
+        """Returns the mark of the key the store's chain is keyed with (`CHAIN_KIND_TABLE`),
+        None for an unkeyed chain (or a store without the table: an earlier version made it)."""
+        raise NotImplementedError
+
+    def _chain_mark_put(self, cursor: Any, mark: str | None) -> None:
+        """Records `mark` as the chain's kind (None: unkeyed), making the table where missing."""
+        raise NotImplementedError
+
+    def _chain_everything(self, cursor: Any) -> tuple[list[Stored], list[Link]]:
+        """Returns every stored event and every chain row, in key order (`rekey_chain`), with
+        the store's appends held off until the transaction ends."""
+        raise NotImplementedError
+
+    def _chain_replace(self, cursor: Any, rows: list[Link]) -> None:
+        """Replaces every chain row by `rows` and forgets every verified position (its hash was
+        one of the replaced links: the next look recomputes every hash)."""
+        raise NotImplementedError
 
     def _chain_hash(self, cursor: Any, key: UUID, version: int) -> bytes | None:
         raise NotImplementedError

@@ -192,7 +192,7 @@ class DataKeys:
         wrapped, unwrapped, erased = self._counts()
         return KeyState(self._select_check() is not None, wrapped, unwrapped, erased)
 
-    def rewrap(self, new_master: bytes | None) -> int:
+    def rewrap(self, new_master: bytes | None, also: Callable[[Any], None] | None = None) -> int:
         """Rewrites every data key wrapped by `new_master` (None: stored unwrapped) and the check
         row to `new_master`'s (None: no row), all in one transaction, and returns how many data
         keys it rewrote (erased ones have none). The keys are read with this process's master
@@ -201,14 +201,15 @@ class DataKeys:
 
         The data keys themselves stay the same, so every text and read model row opens as
         before. A crash at any point leaves the store as before or as after, every key readable
-        with the master key of that state. Other processes' new keys wait for the transaction
+        with the master key of that state. `also(cursor)`, where given, writes in the same
+        transaction before it commits (the hash chain re-keyed). Other processes' new keys wait for the transaction
         and then see the new check row, which they did not verify: they refuse to add a key
         (`key`) until reopened with the new master key."""
 
         def change(originator_id: UUID, stored: bytes) -> bytes:
             return wrap(unwrap(stored, self.master, originator_id), new_master, originator_id)
 
-        count = self._rewrap(change, None if new_master is None else seal_check(new_master))
+        count = self._rewrap(change, None if new_master is None else seal_check(new_master), also or (lambda _: None))
         self.master = new_master
         self.check = None if new_master is None else self._select_check()
         self._cache.clear()
@@ -243,9 +244,9 @@ class DataKeys:
         """Returns how many data keys are stored wrapped, unwrapped and erased."""
         raise NotImplementedError
 
-    def _rewrap(self, change: Callable[[UUID, bytes], bytes], sealed: bytes | None) -> int:
+    def _rewrap(self, change: Callable[[UUID, bytes], bytes], sealed: bytes | None, also: Callable[[Any], None]) -> int:
         """In one transaction that holds off other writers of the key tables: replaces each
         stored data key `k` of conversation `c` by `change(c, k)`, and the check row by `sealed`
-        (deleting it for None); returns how many keys it replaced. An error raised by `change`
-        rolls everything back."""
+        (deleting it for None), then calls `also(cursor)`; returns how many keys it replaced. An
+        error raised by `change` or `also` rolls everything back."""
         raise NotImplementedError

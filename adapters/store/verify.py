@@ -14,6 +14,7 @@ version and kind:
   hash was changed, which no following link can tell apart);
 - `unchained`: no event of the conversation has a recorded hash: it was stored before the chain
   existed (`upgrade` chains it; an append to it is refused until then);
+- `unkeyed`: the chain verifies as plain SHA-256 while a master key is set (`chain_key.UNKEYED`);
 - with heads kept elsewhere (`read_heads`): `rewritten` (the hash at a kept head differs: the
   log was rewritten and its chain recomputed) and `cut_off` (the newest events were removed).
 """
@@ -31,7 +32,8 @@ from uuid import UUID
 from eventsourcing.persistence import StoredEvent
 
 from adapters.store.application import ConversationStore
-from adapters.store.chain import GENESIS, PAGE, ChainedRecorder, Link, Stored, VerifiedPosition, link, state_bytes
+from adapters.store.chain import GENESIS, PAGE, ChainedRecorder, Link, Stored, link, state_bytes
+from adapters.store.chain_key import unkeyed
 from adapters.store.heads_file import KeptHead, read_heads
 from domain.errors import ChatrecordError
 from domain.events import ConversationStarted, conversation_uuid
@@ -61,6 +63,12 @@ class Verdict:
     """What made that earlier verdict: `this server` (kept in this process), or what the
     stored verified position names (`adapters.store.chain.VerifiedPosition.by`:
     `chatrecord verify`, `the server`)."""
+    found_at: datetime | None = None
+    """None: the break (if any) was found by this verdict's own look. Else the verdict is the
+    break an earlier check found and stored (`adapters.store.chain.BrokenChain`), shown as it
+    is until a look that recomputes every hash finds the chain ok: when it was found (UTC)."""
+    found_by: str | None = None
+    """What found the stored break (`chatrecord verify`, `the server`, …); with `found_at`."""
 
     @property
     def ok(self) -> bool:
@@ -133,7 +141,7 @@ def verify(
     seen: set[UUID] = set()
     for key, items in groupby(merged(recorder, only), key=lambda item: item[0]):
         seen.add(key)
-        yield _check(key, items, name_of, heads.get(key))
+        yield _check(key, items, name_of, heads.get(key), mac=recorder.chain_key)
     for key, head in heads.items():
         if key not in seen and (only is None or key == only):
             yield Verdict(
@@ -193,40 +201,21 @@ def verify_after(recorder: ChainedRecorder, kept: Verdict, now: datetime | None 
             detail="the hash differs from the one verified earlier: the log up to here was rewritten and its chain recomputed",
         )
     tail = (item for item in stream if item[0] == key)
-    found = _check(key, tail, name_of=lambda _: name, head=None, start=(name, kept.hash, version + 1, kept.events))
-    return replace(found, kept=since, kept_at=at, kept_by=made_by)
-
-
-def from_position(position: VerifiedPosition, conversation: str) -> Verdict:
-    """Returns the verdict a stored verified position stands for (`verify_after` starts from
-    it): ok up to its version, with its hash, every hash up to there recomputed at its time by
-    what it names."""
-    return Verdict(
-        conversation,
-        position.originator_id,
-        position.version,
-        position.version,
-        hash=position.hash,
-        kept=position.version,
-        kept_at=position.at,
-        kept_by=position.by,
-    )
-
-
-def position_of(verdict: Verdict, by: str, at: datetime | None = None) -> VerifiedPosition | None:
-    """Returns the verified position an ok verdict that recomputed every hash (`kept` None)
-    gives: its head, at `at` (default now, UTC), by `by`; None for any other verdict."""
-    if not verdict.ok or verdict.kept is not None or verdict.hash is None:
-        return None
-    return VerifiedPosition(verdict.originator_id, verdict.version, verdict.hash, at or datetime.now(UTC), by)
+    found = _check(key, tail, lambda _: name, None, (name, kept.hash, version + 1, kept.events), recorder.chain_key)
+    return unkeyed(recorder, replace(found, kept=since, kept_at=at, kept_by=made_by))
 
 
 def _check(
-    key: UUID, items: Iterable[Item], name_of: NameOf, head: KeptHead | None, start: tuple[str, bytes, int, int] | None = None
+    key: UUID,
+    items: Iterable[Item],
+    name_of: NameOf,
+    head: KeptHead | None,
+    start: tuple[str, bytes, int, int] | None = None,
+    mac: bytes | None = None,
 ) -> Verdict:
     """Returns the verdict of one conversation's items, from GENESIS at version 1, or from
     `start` (its name, the hash at the version before `expected`, `expected`, and the events
-    counted up to there)."""
+    counted up to there); `mac`: the chain key of a keyed chain."""
     stream = iter(items)
     current: Item | None = next(stream, None)
     if start is not None:
@@ -246,6 +235,8 @@ def _check(
     while current is not None:
         following = next(stream, None)
         _, version, stored, recorded = current
+        if version < expected:  # only before the first: the versions are a key, in order
+            return broken(version, "inserted", f"an event at version {version}, before the first (1): written beside the store")
         if version != expected:
             return broken(expected, "deleted", f"version {expected} is missing: neither its event nor its hash is stored")
         if stored is None:
@@ -261,9 +252,9 @@ def _check(
                     detail="no event has a recorded hash: stored before the chain existed; run: chatrecord verify --upgrade",
                 )
             return broken(version, "inserted", "the event has no recorded hash: it was written beside the store")
-        computed = link(running, key, version, stored[2], stored[3])
+        computed = link(running, key, version, stored[2], stored[3], mac)
         if computed != recorded:
-            return broken(version, *_diagnose(running, computed, current, following))
+            return broken(version, *_diagnose(running, computed, current, following, mac))
         if head is not None and head.version == version and computed != head.hash:
             return broken(
                 version,
@@ -291,17 +282,17 @@ def _unchained(stream: Iterator[Item]) -> bool:
     return unchained
 
 
-def _diagnose(running: bytes, computed: bytes, current: Item, following: Item | None) -> tuple[str, str]:
+def _diagnose(running: bytes, computed: bytes, current: Item, following: Item | None, mac: bytes | None) -> tuple[str, str]:
     key, version, _, recorded = current
     if following is not None and following[2] is not None and following[3] is not None:
         _, next_version, next_stored, next_recorded = following
         assert next_stored is not None
         stored = next_stored
-        if link(running, key, version, stored[2], stored[3]) == recorded:
+        if link(running, key, version, stored[2], stored[3], mac) == recorded:
             return "reordered", f"the event stored as version {next_version} belongs here: events were reordered"
-        if link(computed, key, next_version, stored[2], stored[3]) == next_recorded:
+        if link(computed, key, next_version, stored[2], stored[3], mac) == next_recorded:
             return "hash_changed", "the recorded hash was changed; the event matches the links around it"
-        if link(recorded or b"", key, next_version, stored[2], stored[3]) == next_recorded:
+        if link(recorded or b"", key, next_version, stored[2], stored[3], mac) == next_recorded:
             return "changed", "the event's stored bytes were changed after it was appended"
     return "changed", "the event does not match its recorded hash: the event or its hash was changed"
 
@@ -346,7 +337,8 @@ def verdicts(store: ConversationStore, conversation: str | None = None, against:
         return cast(ConversationStarted, event).conversation  # a log's first event starts it
 
     only = conversation_uuid(conversation) if conversation is not None else None
-    return iter(sorted(verify(recorder, name_of, only, heads), key=lambda v: (v.conversation, v.originator_id)))
+    found = (unkeyed(recorder, v) for v in verify(recorder, name_of, only, heads))  # with a master key: keyed, or not ok
+    return iter(sorted(found, key=lambda v: (v.conversation, v.originator_id)))
 
 
 def chain_verdict(store: ConversationStore, conversation: str) -> Verdict | None:
@@ -377,4 +369,4 @@ def chain_verdict_upto(
         events = iter([(key, e.originator_version, e.topic, state_bytes(e.state)) for e in stored])
         links = iter(store.recorder.chain_links(None, key, max(version, 1)))
     items = _merge(takewhile(lambda e: e[1] <= version, events), takewhile(lambda e: e[1] <= version, links))
-    return _check(key, items, lambda _: conversation, None)
+    return unkeyed(store.recorder, _check(key, items, lambda _: conversation, None, None, store.recorder.chain_key))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import os
+import signal
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,6 +32,9 @@ PARTS_FROM = 10_000
 (`ReadModels.rebuild_workers`): below, starting them costs more than they save."""
 MAX_WORKERS = 4
 """The most worker processes a rebuild starts by itself (one per CPU up to this)."""
+WORKER_CLOSE_SECONDS = 5.0
+"""How long a rebuild waits for a worker that sent its answer to close its store and end, before
+it stops it (SIGTERM)."""
 MOST_WORKERS = 32
 """The most worker processes a rebuild may be asked for: each opens its own connections to the
 server, and a log has at most 256 parts (the last byte of a conversation's UUID)."""
@@ -215,6 +219,7 @@ class Rebuilds:
         answer; the workers still running are then stopped (SIGTERM), as when this one fails."""
         context = multiprocessing.get_context("fork")
         workers: list[tuple[Any, Any]] = []
+        answered: set[str] = set()
         try:
             for part in range(1, parts):
                 receiver, sender = context.Pipe(duplex=False)
@@ -243,6 +248,7 @@ class Rebuilds:
                     ) from None
                 if isinstance(answer, str):
                     raise RebuildWorkerFailed(f"rebuild worker {process.name} failed: {answer}; {UNSWITCHED}")
+                answered.add(process.name)
                 count, its_seen, its_unreadable = answer
                 folded += count
                 seen |= its_seen
@@ -251,6 +257,7 @@ class Rebuilds:
         finally:
             for process, receiver in workers:
                 receiver.close()
+                process.join(WORKER_CLOSE_SECONDS if process.name in answered else 0)  # closing its store
                 if process.is_alive():
                     process.terminate()
                 process.join()
@@ -276,7 +283,11 @@ def _fold_part(
     data keys; the parent's connections are never touched here), folds its `part` of the log up
     to `stop` into `generation` and sends (events, conversations, unreadable ones) through the
     pipe end `answer`, or one line naming its error. Ends with the process that started it
-    (`adapters.processes.end_with`)."""
+    (`adapters.processes.end_with`). Ctrl-C does not reach it (the parent, which gets it too,
+    stops its workers), and SIGTERM, as the parent stops it, ends it at once and quietly: it
+    keeps none of the signal handlers it was forked with (the command line's `Interrupts`)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     end_with(parent)
     own: ConversationStore | None = None
     try:

@@ -33,12 +33,14 @@ PARTS = ("head", "transcript", "run record", "card outcomes")
 class RowsVerdict:
     """One conversation's rows against the fold of its log at `version`: `differs` names the
     parts that differ (of PARTS), empty when they match; `problem` is set instead when the
-    rows or the log could not be read (its message)."""
+    rows or the log could not be read (its message). `rules`: the rule set the rows were folded
+    under, which the rebuild it advises keeps (a bare `chatrecord rebuild` switches to the newest)."""
 
     conversation: str
     version: int
     differs: tuple[str, ...] = ()
     problem: str | None = None
+    rules: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -53,7 +55,7 @@ class RowsVerdict:
             return f"{self.conversation}: rows ok at version {self.version}"
         return (
             f"{self.conversation}: rows differ from the fold of its log at version {self.version} "
-            f"({', '.join(self.differs)}); run: chatrecord rebuild"
+            f"({', '.join(self.differs)}); run: chatrecord rebuild" + (f" --rules {self.rules}" if self.rules else "")
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -79,7 +81,7 @@ def check_rows(models: ReadModels, conversation: str) -> RowsVerdict:
     fresh = MemoryRows(MemoryConversation())
     folded = fold_into(fresh, None, events, resolve(rules))
     if folded is None:
-        return RowsVerdict(head.conversation or conversation, head.version, PARTS)
+        return RowsVerdict(head.conversation or conversation, head.version, PARTS, rules=rules)
     fold = _state(fresh, folded)
     # a head an earlier version wrote keeps no last_at (the list's index needs a rebuild) and
     # no count of user messages: not a difference; nor the count of its folds in place (an erasure's)
@@ -100,7 +102,7 @@ def check_rows(models: ReadModels, conversation: str) -> RowsVerdict:
         )
         if not same
     ]
-    return RowsVerdict(head.conversation or conversation, head.version, tuple(differs))
+    return RowsVerdict(head.conversation or conversation, head.version, tuple(differs), rules=rules)
 
 
 def rows_verdicts(models: ReadModels, conversations: Iterable[str]) -> Iterator[RowsVerdict]:

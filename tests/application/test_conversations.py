@@ -214,16 +214,19 @@ def test_list_counts_the_live_user_messages_not_the_newest_number(stores: Opener
     cut), read with its head, not the newest message's number."""
     chat = stores()
     started(chat, "big", "2026-10-28T09:00:00Z")
-    chat.record(line("user_message", "big", "2026-10-28T09:00:01Z", message=2147483647, text="eins", page=0))
+    for n in (1, 2):  # message 1 edited (cutting 2), then message 3: 2 messages, the newest numbered 3
+        chat.record(line("user_message", "big", f"2026-10-28T09:00:0{n}Z", message=n, text="eins", page=0))
+    chat.record(line("message_edited", "big", "2026-10-28T09:00:03Z", message=1, text="anders"))
+    chat.record(line("user_message", "big", "2026-10-28T09:00:04Z", message=3, text="drei", page=0))
     started(chat, "ed", "2026-10-28T09:00:00Z")
     for n in (1, 2, 3):
         chat.record(line("user_message", "ed", f"2026-10-28T09:0{n}:00Z", message=n, text=f"m{n}", page=0))
-    assert _messages(chat) == {"big": 1, "ed": 3}
+    assert _messages(chat) == {"big": 2, "ed": 3}
 
     chat.record(line("message_edited", "ed", "2026-10-28T09:05:00Z", message=2, text="anders"))  # cuts message 3
-    assert _messages(chat) == {"big": 1, "ed": 2}
+    assert _messages(chat) == {"big": 2, "ed": 2}
     chat.record(line("user_message", "ed", "2026-10-28T09:06:00Z", message=3, text="neu", page=0))
-    assert _messages(chat) == {"big": 1, "ed": 3}
+    assert _messages(chat) == {"big": 2, "ed": 3}
 
 
 @pytest.mark.parametrize("stores", ["sqlite", "postgres"], indirect=True)
@@ -231,8 +234,8 @@ def test_a_head_an_earlier_version_wrote_without_the_count_lists_the_history_ind
     chat = stores()
     started(chat, "old", "2026-10-28T09:00:00Z")
     for n in (1, 2, 3):
-        chat.record(line("user_message", "old", f"2026-10-28T09:0{n}:00Z", message=n * 10, text=f"m{n}", page=0))
-    chat.record(line("message_edited", "old", "2026-10-28T09:05:00Z", message=20, text="anders"))
+        chat.record(line("user_message", "old", f"2026-10-28T09:0{n}:00Z", message=n, text=f"m{n}", page=0))
+    chat.record(line("message_edited", "old", "2026-10-28T09:05:00Z", message=2, text="anders"))
     backend, generation = chat.read_models.storage, chat.read_models.live_pointer().generation
     postgres = backend.p == "%s"
     with backend.transaction(write=True) as curs:  # as an earlier version left it: no count
@@ -244,7 +247,7 @@ def test_a_head_an_earlier_version_wrote_without_the_count_lists_the_history_ind
     with backend.transaction(write=False) as curs:
         assert [head[2:] for head in backend.newest_heads(curs, generation, 10)] == [("old", None)]
 
-    assert _messages(chat) == {"old": 2}  # messages 10 and 20: counted in the history index
+    assert _messages(chat) == {"old": 2}  # messages 1 and 2: counted in the history index
     assert [(v.differs, v.problem) for v in chat.verify_rows("old")] == [((), None)]  # no count is no difference
 
 

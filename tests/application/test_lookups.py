@@ -100,7 +100,10 @@ def test_a_decision_for_a_segment_that_does_not_exist_says_the_segment_is_unknow
     chat.record(line("user_message", message=1, text="x", page=0))
     with pytest.raises(NoCardWaiting) as refused:
         chat.record(line("card_decided", segment="r/9", approved=True, answer="Übernehmen"))
-    assert str(refused.value) == "api: line 3, segment: segment r/9 is unknown: this conversation recorded no segment of that id"
+    assert str(refused.value) == (
+        "api: line 3, segment: segment r/9 is unknown: this conversation recorded no segment of that id yet; "
+        "the card's decision waits for it (nothing of it was stored; deliver it again after the segment)"
+    )
 
 
 @pytest.mark.parametrize(

@@ -17,7 +17,7 @@ from tests.browser.conftest import (
     requests_made,
     screenshot,
 )
-from tests.e2e.conftest import runner
+from tests.e2e.conftest import DEMO, runner
 
 
 def sign_in(driver: Any, url: str, path: str) -> None:
@@ -75,9 +75,14 @@ def test_the_demo_page_shows_the_notes_the_latest_turn_turn_1_and_transcript_onl
 
     next_call = browser.find_element(By.ID, "next-call")  # on open: the next call's notes, as the chat reads them
     assert len(next_call.find_elements(By.CSS_SELECTOR, "li.note")) == 14
-    browser.switch_to.frame(browser.find_element(By.CSS_SELECTOR, "iframe.chain-frame"))
-    assert browser.find_element(By.ID, "chain-state").text.startswith("✔ Chain verified: 20 events")
-    browser.switch_to.default_content()
+    chain = browser.find_element(By.ID, "chain-state")  # in the page itself, whole: no frame to clip it
+    assert browser.find_elements(By.TAG_NAME, "iframe") == []
+    assert chain.is_displayed() and chain.text.startswith("✔ Chain verified")
+    assert chain.text.endswith("was recomputed now.") or "Recompute every hash" in chain.text
+    shown = browser.execute_script(
+        "const r = arguments[0].getBoundingClientRect(); return [r.height, arguments[0].scrollHeight];", chain
+    )
+    assert shown[0] >= shown[1] - 1 > 0  # the whole verdict is laid out, none cut off (scrollHeight rounds up)
     assert [h.text for h in browser.find_elements(By.CSS_SELECTOR, ".turn h3")] == ["User message 3", "User message 1", "Start"]
     screenshot(browser, "demo-page")
 
@@ -153,3 +158,42 @@ def test_the_exported_file_shows_the_same_offline_and_requests_nothing(browser: 
 
     assert [u for u in requests_made(browser) if not u.startswith("file://")] == []
     assert {u.split("#")[0] for u in requests_made(browser)} <= {page, (tmp_path / "hostile.html").as_uri()}
+
+
+def test_a_break_verify_found_is_shown_whole_on_the_first_load(browser: Any, tmp_path: Path) -> None:
+    """The issue's log: verify ok, event 8 changed by hand, verify broken; the page said "✔ Chain
+    verified" on first load (from the position the first verify stored), the break only behind
+    a link in a frame 3rem high."""
+    import re
+    import sqlite3
+
+    from tests.e2e.test_cli_chain import DEMO_ID
+    from tests.http.conftest import start, stop
+
+    settings = {"CHATRECORD_DB": str(tmp_path / "store.sqlite")}
+    run = runner(tmp_path, **settings)
+    assert run("ingest", DEMO).returncode == 0 and run("verify").returncode == 0
+    with sqlite3.connect(tmp_path / "store.sqlite") as conn:
+        conn.execute(
+            "UPDATE stored_events SET state = replace(state, '\"uid\":42}', '\"uid\":7}') "
+            "WHERE originator_id = ? AND originator_version = 8",
+            (DEMO_ID,),
+        )
+    assert run("verify").returncode == 1
+    process, url = start(settings, tmp_path / "serve.log")
+    try:
+        sign_in(browser, url, "/ui/conversations/conv-demo-seo")
+        chain = browser.find_element(By.ID, "chain-state")
+        body = browser.find_element(By.TAG_NAME, "main").text
+        height, whole = browser.execute_script(
+            "const r = arguments[0].getBoundingClientRect(); return [r.height, arguments[0].scrollHeight];", chain
+        )
+        screenshot(browser, "tampered-page")
+    finally:
+        stop(process)
+
+    assert chain.is_displayed() and browser.find_elements(By.TAG_NAME, "iframe") == []
+    assert chain.text.startswith("✘ Chain broken at event 8 (changed): the event's stored bytes were changed")
+    assert "Found by chatrecord verify at " in chain.text and height >= whole - 1 > 0  # scrollHeight rounds up
+    assert re.search(r"\bverified\b", body) is None
+    assert "untrusted: the chain breaks at event 8" in body

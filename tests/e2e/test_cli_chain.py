@@ -49,7 +49,7 @@ def test_verify_names_a_changed_event_and_exits_1(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert done.stdout.splitlines() == [
         "conv-demo-seo: broken at version 8 (changed): the event's stored bytes were changed after it was appended",
-        "1 conversation verified: 0 ok, 1 broken",
+        "1 conversation checked: 0 ok, 1 broken",
     ]
     audit = run("audit", "conv-demo-seo")
     assert audit.returncode == 1 and audit.stdout.splitlines()[-1].startswith("chain: BROKEN at version 8 (changed)")
@@ -275,8 +275,25 @@ def test_verify_rows_names_a_rewritten_row_and_exits_1(tmp_path: Path) -> None:
         1,
         [
             "conv-demo-seo: ok, 20 events",
-            "conv-demo-seo: rows differ from the fold of its log at version 20 (run record); run: chatrecord rebuild",
+            "conv-demo-seo: rows differ from the fold of its log at version 20 (run record); run: chatrecord rebuild --rules 2026-11-02",
             "1 conversation verified: 1 ok, 0 broken",
             "rows of 1 conversation held against its log: 0 ok, 1 differ",
         ],
+    )
+
+
+def test_verify_rows_advises_a_rebuild_under_the_rule_set_the_store_is_pinned_to(tmp_path: Path) -> None:
+    # A bare `chatrecord rebuild`, as it advised, switches the store to the newest rule set.
+    run = runner(tmp_path, CHATRECORD_DB=str(tmp_path / "s.sqlite"))
+    run("ingest", DEMO)
+    assert run("rebuild", "--rules", "2026-11-01").returncode == 0  # generation 2, under 2026-11-01
+    with sqlite3.connect(tmp_path / "s.sqlite") as conn:
+        conn.execute('UPDATE views_g2_entries SET body = replace(body, \'"name":"get_page"\', \'"name":"x"\')')
+
+    done = run("verify", "--rows")
+
+    assert done.returncode == 1
+    assert done.stdout.splitlines()[1] == (
+        "conv-demo-seo: rows differ from the fold of its log at version 20 (run record); "
+        "run: chatrecord rebuild --rules 2026-11-01"
     )

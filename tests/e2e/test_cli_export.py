@@ -23,7 +23,9 @@ def test_an_export_ingested_on_another_machine_replays_the_same_turns(store_run:
         "conversation   kind  messages  segments  events  first activity        last activity         erased\n"
         "conv-demo-seo  chat         3         8      20  2026-10-28T09:00:00Z  2026-10-31T14:05:00Z\n"
     )
-    assert (exported.returncode, exported.stdout, exported.stderr) == (0, "", "")
+    size = (tmp_path / "bug.jsonl").stat().st_size
+    assert (exported.returncode, exported.stdout) == (0, "")
+    assert exported.stderr == f"bug.jsonl: 19 lines of conv-demo-seo, {size:,} bytes\n"  # it said nothing
     assert ingested.stdout == "bug.jsonl: 20 events appended, 0 lines already recorded\n"
     for args in (["replay", "--conversation", "conv-demo-seo", "--at", "3", "--json"], ["audit", "conv-demo-seo", "--json"]):
         assert other(*args).stdout == store_run(*args).stdout, args
@@ -43,9 +45,24 @@ def test_an_erased_conversation_exports_its_facts_and_says_so(sqlite_run: Run) -
     assert [line["type"] for line in lines] == ["conversation_started", "user_message", "segment_returned"]
     assert (lines[1]["text"], lines[2]["answer"]) == ("[erased]", "[erased]")
     assert [(c["conversation"], c["erased"], c["events"]) for c in listed[0]["conversations"]] == [("conv-demo-seo", True, 21)]
-    # the erasure's time (now, to the microsecond) shown in whole seconds, as the chat's times
-    assert shown[:5] == ["conv-demo-seo", "chat", "3", "8", "21"] and shown[-1] == "erased"
-    assert shown[6].endswith("Z") and len(shown[6]) == len("2026-10-31T14:05:00Z"), shown
+    # the last activity is the chat's last time, not the erasure's (it was the erasure's, now)
+    assert shown == ["conv-demo-seo", "chat", "3", "8", "21", "2026-10-28T09:00:00Z", "2026-10-31T14:05:00Z", "erased"]
+    assert listed[0]["conversations"][0]["last_at"] == "2026-10-31T14:05:00Z"
+
+
+def test_an_erasure_does_not_move_a_conversation_to_the_front_of_the_list(store_run: Run) -> None:
+    store_run("ingest", DEMO, DEMO.parent / "behalten_tour.jsonl")
+    store_run("erase", "conv-behalten", "--yes")  # the older conversation
+
+    listed = store_run("list")
+    since = store_run("list", "--since", "2026-10-30T00:00:00Z")
+
+    assert listed.stdout == (
+        "conversation   kind  messages  segments  events  first activity        last activity         erased\n"
+        "conv-demo-seo  chat         3         8      20  2026-10-28T09:00:00Z  2026-10-31T14:05:00Z\n"
+        "conv-behalten  chat         5         4      13  2026-10-28T09:00:00Z  2026-10-28T09:10:00Z  erased\n"
+    )
+    assert [line.split()[0] for line in since.stdout.splitlines()] == ["conversation", "conv-demo-seo"]
 
 
 def test_a_conversation_whose_chain_is_broken_exports_with_a_warning_and_exit_1(tmp_path: Path) -> None:
@@ -61,7 +78,7 @@ def test_a_conversation_whose_chain_is_broken_exports_with_a_warning_and_exit_1(
     exported = run("export", "conv-demo-seo", "-o", "bug.jsonl")
 
     assert (exported.returncode, exported.stdout) == (1, "")
-    assert exported.stderr == (
+    assert exported.stderr.split("\n", 1)[1] == (
         "warning: the hash chain of conversation conv-demo-seo does not verify, broken at version 8 (changed): "
         "the event's stored bytes were changed after it was appended; the export holds the events as the store "
         "holds them now, the changed one among them, and a store it is ingested into chains them anew "

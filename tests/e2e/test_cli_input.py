@@ -201,7 +201,7 @@ def test_a_line_nested_255_levels_deep_is_one_error_line_on_each_backend(store_r
     assert (done.returncode, done.stdout, done.stderr) == (
         1,
         "deep.jsonl: 0 events appended, 0 lines already recorded; stopped at line 1\n",
-        "error: deep.jsonl: line 1, extra.x.x: is nested more than 64 levels deep, the most a line may "
+        "error: deep.jsonl: line 1, (a dropped key): is nested more than 64 levels deep, the most a line may "
         'be (README, "Input limits")\n',
     )
     assert store_run("audit", "deep").stderr.startswith("error: no conversation 'deep'")

@@ -204,3 +204,24 @@ def generations(settings: dict[str, str]) -> set[int]:
             return backend.generations(curs)
     finally:
         store.close()
+
+
+def test_a_rebuild_in_worker_processes_ends_without_a_traceback(tmp_path: Path, postgres_url: str, postgres_schema: str) -> None:
+    # A worker kept the command line's handler: stopped as it closed its store, it printed a
+    # KeyboardInterrupt's traceback (10 runs of 10), and the rebuild exited 0 all the same.
+    settings = {"CHATRECORD_DATABASE_URL": f"{postgres_url}{'&' if '?' in postgres_url else '?'}schema={postgres_schema}"}
+    (tmp_path / "export.jsonl").write_bytes(b"".join(LINES[:200]))
+    assert ingest(tmp_path, settings, "export.jsonl").returncode == 0
+
+    for rules in ("2026-11-01", "2026-11-02", "2026-11-01"):
+        rebuild = subprocess.run(
+            [sys.executable, "-m", "adapters.cli", "rebuild", "--rules", rules, "--workers", "2"],
+            cwd=tmp_path,
+            env=cli_env(**settings),
+            capture_output=True,
+            text=True,
+            encoding="utf-8",
+            timeout=120,
+        )
+        assert (rebuild.returncode, rebuild.stderr) == (0, ""), rules
+        assert "(folded in 2 processes)" in rebuild.stdout, rebuild.stdout

@@ -9,10 +9,13 @@ from pathlib import Path
 
 import pytest
 
+from adapters.store.chain_key import derive_chain_key, key_mark
 from tests.e2e.conftest import DATA, DEMO, runner
 
 A = base64.b64encode(bytes(range(32))).decode()
 B = base64.b64encode(bytes(range(100, 132))).decode()
+KEYED_A = f"the hash chain is keyed (hmac-sha256, key mark {key_mark(derive_chain_key(bytes(range(32))))})\n"
+"""What `verify` says after its count of a store whose chain is keyed with A's chain key."""
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -45,7 +48,7 @@ def test_a_store_refuses_another_master_key_and_none_with_one_line(store_setting
         "error: the data keys of this store are wrapped by a master key; set CHATRECORD_MASTER_KEY to it\n",
     )
 
-    assert with_a("verify").stdout == "conv-demo-seo: ok, 20 events\n1 conversation verified: 1 ok, 0 broken\n"
+    assert with_a("verify").stdout == "conv-demo-seo: ok, 20 events\n1 conversation verified: 1 ok, 0 broken\n" + KEYED_A
     again = with_a("ingest", DATA / "behalten_tour.jsonl")
     assert (again.returncode, again.stdout) == (0, "behalten_tour.jsonl: 12 events appended, 0 lines already recorded\n")
 
@@ -88,7 +91,8 @@ def test_keys_wrap_rotate_and_unwrap_say_what_they_did(store_settings: dict[str,
     wrapped = with_a("keys", "wrap")
     assert (wrapped.returncode, wrapped.stdout, wrapped.stderr) == (
         0,
-        f"{store}: wrapped 1 data key with CHATRECORD_MASTER_KEY; from now on every command on this store needs that key\n",
+        f"{store}: wrapped 1 data key with CHATRECORD_MASTER_KEY; from now on every command on this store needs that key\n"
+        f"{store}: recomputed 20 links of the hash chain under the new key\n",
         "",
     )
     assert with_a("keys", "wrap").stdout == (
@@ -108,6 +112,7 @@ def test_keys_wrap_rotate_and_unwrap_say_what_they_did(store_settings: dict[str,
             "action": "rotate",
             "changed": True,
             "rewrapped": 2,
+            "rekeyed": 32,
             "protected": True,
             "wrapped": 2,
             "unwrapped": 0,
@@ -116,12 +121,14 @@ def test_keys_wrap_rotate_and_unwrap_say_what_they_did(store_settings: dict[str,
         },
     )
     assert with_a("verify").stderr.startswith("error: CHATRECORD_MASTER_KEY is not the master key of this store")
-    assert with_b("verify").stdout.endswith("2 conversations verified: 2 ok, 0 broken\n")
+    keyed_b = f"the hash chain is keyed (hmac-sha256, key mark {key_mark(derive_chain_key(bytes(range(100, 132))))})\n"
+    assert with_b("verify").stdout.endswith("2 conversations verified: 2 ok, 0 broken\n" + keyed_b)
 
     unwrapped = with_b("keys", "unwrap")
     assert unwrapped.stdout == (
         f"{store}: unwrapped 2 data keys and removed the master key; commands need no CHATRECORD_MASTER_KEY now, "
         "and whoever reads the database can read the texts\n"
+        f"{store}: recomputed 32 links of the hash chain under the new key\n"
     )
     replay = without("replay", "--conversation", "conv-behalten", "--at", "1", "--json")
     assert replay.returncode == 0 and "SEO optimieren" in replay.stdout

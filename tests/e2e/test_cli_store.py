@@ -61,6 +61,20 @@ def test_a_sqlite_file_in_a_folder_that_does_not_exist_names_chatrecord_db(tmp_p
     )
 
 
+def test_a_folder_as_chatrecord_db_is_named_a_folder_not_a_file(tmp_path: Path):
+    (tmp_path / "stores").mkdir()
+    run = runner(tmp_path, CHATRECORD_DB="stores")
+
+    for args in (["demo"], ["list"], ["audit", "conv-demo-seo"]):
+        failed = run(*args)
+        # it said "its folder must exist", of a folder that does
+        assert (failed.returncode, failed.stdout) == (1, ""), args
+        assert failed.stderr == (
+            "error: CHATRECORD_DB: stores is a folder, not a file; point CHATRECORD_DB at a store file in it "
+            "(such as stores/chatrecord.sqlite), or at a file that does not exist yet\n"
+        ), args
+
+
 def test_a_schema_that_does_not_exist_says_how_to_create_it(tmp_path: Path, postgres_url: str):
     joiner = "&" if "?" in postgres_url else "?"
     run = runner(tmp_path, CHATRECORD_DATABASE_URL=f"{postgres_url}{joiner}schema=missing_schema")

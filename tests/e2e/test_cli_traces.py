@@ -17,6 +17,7 @@ def test_traces_show_writes_the_demo_as_otlp_json(store_run: Run, tmp_path: Path
     printed = store_run("traces", "show", "conv-demo-seo")
 
     assert (written.returncode, written.stdout, printed.returncode) == (0, "", 0)
+    assert written.stderr == f"{out}: trace of conv-demo-seo as OTLP/JSON, {out.stat().st_size:,} bytes\n"
     assert out.read_text(encoding="utf-8") == printed.stdout
     spans = json.loads(printed.stdout)["resourceSpans"][0]["scopeSpans"][0]["spans"]
     assert [s["name"] for s in spans].count("invoke_agent nr-llm") == 8 and len(spans) == 24

@@ -102,6 +102,7 @@ def test_every_member_of_a_problem_is_typed_in_the_document(server: Server) -> N
         "bad-line": post("/v1/lines", json={**lines[2], "at": "soon"}),
         "unreadable-json": post("/v1/lines", content=b"{", headers={"Content-Type": "application/json"}),
         "refused-line": post("/v1/lines", json={**lines[1], "message": 1, "text": "other"}),
+        "refused-line (too early)": post("/v1/lines", json={**lines[1], "message": 7, "text": "later"}),
         "bad-request": server.client.get("/v1/conversations", params={"since": "soon"}),
         "body-too-large": post("/v1/lines", content=b" " * (MAX_BODY + 1), headers={"Content-Type": "application/json"}),
     }
@@ -113,7 +114,7 @@ def test_every_member_of_a_problem_is_typed_in_the_document(server: Server) -> N
         errors = [error.message for error in closed.iter_errors(body)]
         assert errors == [], (name, body)
         members |= set(body) - {"type", "title", "status", "detail"}
-    assert members >= {"expected", "actual", "rule", "field", "where", "line", "limit", "differs"}
+    assert members >= {"expected", "actual", "rule", "field", "where", "line", "limit", "differs", "waits_for"}
 
 
 def test_a_note_s_byte_offset_places_it_as_its_code_point_offset_does() -> None:

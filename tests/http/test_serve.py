@@ -54,11 +54,12 @@ def test_loopback_hosts() -> None:
 
 def test_settings_read_the_body_limit_and_ignore_the_token_without_auth() -> None:
     assert HttpSettings.from_env({}) == HttpSettings(None, DEFAULT_MAX_BODY_BYTES) == HttpSettings(None, 8 * 1024 * 1024)
-    assert HttpSettings.from_env({"CHATRECORD_API_TOKEN": "t", "CHATRECORD_MAX_BODY_BYTES": "10"}) == HttpSettings("t", 10)
+    long = "chat-s3cret-0123456789"
+    assert HttpSettings.from_env({"CHATRECORD_API_TOKEN": long, "CHATRECORD_MAX_BODY_BYTES": "10"}) == HttpSettings(long, 10)
     assert HttpSettings.from_env({"CHATRECORD_API_TOKEN": "t"}, no_auth=True).token is None
     with pytest.raises(BadSetting, match="CHATRECORD_MAX_BODY_BYTES must be a whole number >= 1, not '0'"):
         HttpSettings.from_env({"CHATRECORD_MAX_BODY_BYTES": "0"})
-    for unsendable in (" ", "two words", " padded", "tab\there", "ünicode"):
+    for unsendable in (" " * 16, "two words, not one", " padded-0123456789", "tab\there-0123456789", "ünicode-0123456789"):
         with pytest.raises(BadSetting) as refused:
             HttpSettings.from_env({"CHATRECORD_API_TOKEN": unsendable})
         assert str(refused.value) == (

@@ -4,6 +4,7 @@ escaped, with no script allowed; the list and the conversation page."""
 from __future__ import annotations
 
 import json
+import re
 import warnings
 from collections.abc import Iterator
 
@@ -12,7 +13,8 @@ import pytest
 from adapters.api import Chatrecord
 from adapters.bootstrap import open_store
 from adapters.http.app import HttpSettings, create_app
-from adapters.http.ui import COOKIE, session_value
+from adapters.http.sessions import Sessions, new_session
+from adapters.http.ui import COOKIE
 from tests.browser.conftest import PAYLOAD, hostile_lines
 from tests.e2e.conftest import DEMO
 
@@ -20,7 +22,7 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     from fastapi.testclient import TestClient
 
-TOKEN = "ui-token-0123"
+TOKEN = "ui-token-0123456789"
 
 
 def client_for(token: str | None) -> Iterator[TestClient]:
@@ -40,7 +42,7 @@ def client() -> Iterator[TestClient]:
 def test_without_the_token_a_page_sends_the_browser_to_the_sign_in_form(client: TestClient) -> None:
     page = client.get("/ui/conversations/conv-demo-seo?turn=1")
     wrong = client.get("/ui/", headers={"Authorization": "Bearer not-it"})
-    client.cookies.set(COOKIE, session_value("another-token"))
+    client.cookies.set(COOKIE, new_session("another-token-0123456789"))
     forged = client.get("/ui/")
     client.cookies.clear()
 
@@ -64,17 +66,18 @@ def test_the_apis_bearer_token_gets_the_page(client: TestClient) -> None:
 
 
 def test_the_sign_in_form_sets_an_httponly_samesite_cookie_that_is_not_the_token(client: TestClient) -> None:
-    refused = client.post("/ui/login", data={"token": "nope", "next": "/ui/conversations/conv-demo-seo"})
     signed = client.post("/ui/login", data={"token": TOKEN, "next": "/ui/conversations/conv-demo-seo"})
     elsewhere = client.post("/ui/login", data={"token": TOKEN, "next": "https://evil.example/"})
+    refused = client.post("/ui/login", data={"token": "nope", "next": "/ui/conversations/conv-demo-seo"})
 
     assert refused.status_code == 401 and "That is not the token." in refused.text and "set-cookie" not in refused.headers
     assert (signed.status_code, signed.headers["location"]) == (303, "/ui/conversations/conv-demo-seo")
     cookie = signed.headers["set-cookie"]
-    assert cookie.startswith(f"{COOKIE}={session_value(TOKEN)};") and TOKEN not in cookie
+    value = signed.cookies[COOKIE]
+    assert cookie.startswith(f"{COOKIE}={value};") and TOKEN not in cookie and Sessions(TOKEN).valid(value)
     assert "HttpOnly" in cookie and "SameSite=strict" in cookie and "Path=/ui" in cookie
     assert elsewhere.headers["location"] == "/ui/"
-    client.cookies.set(COOKIE, session_value(TOKEN))
+    client.cookies.set(COOKIE, new_session(TOKEN))
     assert client.get("/ui/conversations/conv-demo-seo").status_code == 200
 
 
@@ -131,16 +134,25 @@ def test_the_chain_and_the_overview_are_requests_of_their_own(client: TestClient
 
 
 def test_the_chains_verdict_says_what_it_recomputed_and_when_and_by_what(client: TestClient) -> None:
-    """A later verdict names the version up to which an earlier one recomputed every hash, when and by
-    what, says what it recomputed now, and links a full recomputation."""
+    """The page shows the chain's verdict itself, whole (no frame): the first look recomputes every
+    hash and says so; a later one names the version up to which an earlier one recomputed every
+    hash, when and by what, says what it recomputed now, and links a full recomputation."""
     auth = {"Authorization": f"Bearer {TOKEN}"}
-    first = client.get("/ui/conversations/conv-demo-seo/chain", headers=auth)  # every hash: no position stored yet
-    second = client.get("/ui/conversations/conv-demo-seo/chain", headers=auth)
+    first = client.get("/ui/conversations/conv-demo-seo", headers=auth)  # every hash: no position stored yet
+    second = client.get("/ui/conversations/conv-demo-seo", headers=auth)
+    full = client.get("/ui/conversations/conv-demo-seo", params={"full": 1}, headers=auth)
+    alone = client.get("/ui/conversations/conv-demo-seo/chain", headers=auth)
 
-    assert 'id="chain-kept"' not in first.text
-    assert (
-        "Every hash up to event 20 was recomputed at " in second.text
-        and " UTC by this server; event 20 and its hash are unchanged since; the hashes after it were recomputed now."
-        in second.text
-        and '<a href="?full=1">Recompute every hash</a>' in second.text
+    assert "<iframe" not in first.text and 'id="chain-kept"' not in first.text
+    assert "✔ Chain verified: 20 events, head " in first.text
+    assert "every hash, from the first event to event 20, was recomputed now." in first.text
+    assert re.search(
+        r"✔ Chain verified up to event 20 by this server at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC; no event after 20\.", second.text
     )
+    assert (
+        "Checked now: event 20 and its hash are unchanged since; an event up to 20 whose stored bytes were changed "
+        "without its hash is found only when every hash is recomputed: "
+        '<a href="/ui/conversations/conv-demo-seo?full=1">Recompute every hash</a>.' in second.text
+    )
+    assert 'id="chain-kept"' not in full.text and "was recomputed now." in full.text
+    assert '<a href="?full=1">Recompute every hash</a>' in alone.text

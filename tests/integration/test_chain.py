@@ -5,6 +5,7 @@ directly in the database (SQLite, PostgreSQL; in memory through the recorder's o
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ from adapters.api import DEMO_FILE, Chatrecord, demo_lines
 from adapters.bootstrap import build_store
 from adapters.http.app import HttpSettings, create_app
 from adapters.store.application import ConversationStore
-from adapters.store.chain import GENESIS, ChainBroken, link
+from adapters.store.chain import GENESIS, ChainBroken, VersionRefused, link
 from adapters.store.heads_file import KeptHead
 from adapters.store.settings import memory_env
 from adapters.store.verify import Verdict, verdicts
@@ -227,6 +228,117 @@ class ChainContract:
         assert (kept.ok, kept.kept, kept.kept_by) == (True, 20, "chatrecord verify")
         assert (full.ok, full.problem, full.version) == (False, "changed", version)
 
+    # ------------------------------------------------------------ a stored break (issue 35, item 1)
+
+    def changed_write_target(self, store: ConversationStore) -> tuple[int, str, bytes]:
+        """Changes the demo's first write target `pages:42` to `pages:7` in the database, as by
+        hand; returns the event's version, topic and state as they were."""
+        version, (topic, state) = next(
+            (v, e) for v, e in sorted(self.events(store).items()) if b'"write_target":{"table":"pages","uid":42}' in e[1]
+        )
+        self.set_event(store, version, topic, state.replace(b'"uid":42}', b'"uid":7}', 1))
+        return version, topic, state
+
+    def test_a_failed_verify_is_stored_and_every_later_look_shows_it_until_a_full_verify_passes(
+        self, store: ConversationStore
+    ) -> None:
+        """The issue's log: verify ok, event 8 changed by hand, verify broken; the position the
+        first verify stored was trusted by the next look (ok, from event 20) before."""
+        self.verified(store)
+        version, topic, state = self.changed_write_target(store)
+        assert [(v.ok, v.version) for v in Chatrecord(store).verify("conv-demo-seo", record="chatrecord verify")] == [
+            (False, version)
+        ]
+
+        look = Chatrecord(self.reopened(store)).chain("conv-demo-seo")
+        self.set_event(store, version, topic, state)  # put back: the break stays shown until a full look passes
+        still = Chatrecord(self.reopened(store)).chain("conv-demo-seo")
+        recorder = self.reopened(store).recorder
+        assert recorder.verified_position(DEMO) is None  # type: ignore[attr-defined]  # never trusted after the break
+        self.verified(store)
+        passed = Chatrecord(self.reopened(store)).chain("conv-demo-seo")
+
+        assert (look.ok, look.version, look.problem, look.found_by) == (False, version, "changed", "chatrecord verify")
+        assert look.found_at is not None and look.kept is None
+        assert (still.ok, still.version, still.found_by) == (False, version, "chatrecord verify")
+        assert (passed.ok, passed.version, passed.kept, passed.kept_by, passed.found_at) == (
+            True,
+            20,
+            20,
+            "chatrecord verify",
+            None,
+        )
+
+    def test_a_server_that_kept_an_ok_verdict_shows_the_break_another_process_stored(self, store: ConversationStore) -> None:
+        chat = Chatrecord(store)
+        assert chat.chain("conv-demo-seo").ok  # kept by this process, as a running server keeps it
+        version, _, _ = self.changed_write_target(store)
+        assert not all(v.ok for v in Chatrecord(self.reopened(store)).verify(record="chatrecord verify"))
+
+        shown = chat.chain("conv-demo-seo")
+
+        assert (shown.ok, shown.version, shown.problem, shown.found_by) == (False, version, "changed", "chatrecord verify")
+
+    def test_a_break_a_look_from_the_position_finds_is_stored_for_the_next_process(self, store: ConversationStore) -> None:
+        self.verified(store)
+        Chatrecord(store).record(LATER_LINE)
+        topic, state = self.events(store)[21]
+        self.set_event(store, 21, topic, state[:-1] + bytes([state[-1] ^ 1]))
+        assert not Chatrecord(self.reopened(store)).chain("conv-demo-seo").ok  # from the position: found after it
+        self.set_event(store, 21, topic, state)  # put back
+
+        later = Chatrecord(self.reopened(store)).chain("conv-demo-seo")
+        full = Chatrecord(self.reopened(store)).chain("conv-demo-seo", full=True)
+        after = Chatrecord(self.reopened(store)).chain("conv-demo-seo")
+
+        assert (later.ok, later.problem, later.version, later.found_by) == (False, "changed", 21, "the server")
+        assert (full.ok, full.kept, full.found_at) == (True, None, None)  # every hash recomputed: ok again
+        assert (after.ok, after.version, after.kept, after.kept_by) == (True, 21, 21, "the server")
+
+    def test_an_audit_or_export_that_finds_a_break_stores_it_for_the_page(self, store: ConversationStore) -> None:
+        """Any check that recomputes every hash keeps what it found, as `verify` does."""
+        self.verified(store)
+        version, _, _ = self.changed_write_target(store)
+        audit = Chatrecord(self.reopened(store)).audit("conv-demo-seo", chain=True)
+        from_audit = Chatrecord(self.reopened(store)).chain("conv-demo-seo")
+        assert audit.chain is not None and (audit.chain.ok, audit.chain.version) == (False, version)
+        assert (from_audit.ok, from_audit.version, from_audit.found_by) == (False, version, "an audit")
+
+    def test_the_page_and_the_export_header_never_say_verified_of_a_changed_event(self, store: ConversationStore) -> None:
+        """Wherever the page or the API says the chain verified: after one stored event is
+        changed since the last verify and a check found it, the word appears nowhere."""
+        self.verified(store)
+        chat = Chatrecord(self.reopened(store))
+        with TestClient(create_app(lambda: chat, HttpSettings(token=None)), base_url="http://127.0.0.1") as client:
+            before = client.get("/ui/conversations/conv-demo-seo")
+            version, _, _ = self.changed_write_target(store)
+            exported = client.get("/v1/conversations/conv-demo-seo/export")  # a check: every hash recomputed
+            page = client.get("/ui/conversations/conv-demo-seo")
+            alone = client.get("/ui/conversations/conv-demo-seo/chain")
+
+        assert "✔ Chain verified up to event 20 by chatrecord verify at " in before.text
+        assert re.search(r"\bverified\b", page.text) is None and re.search(r"\bverified\b", alone.text) is None
+        assert f"✘ Chain broken at event {version} (changed)" in page.text and "Found by an export at " in page.text
+        assert "<iframe" not in page.text
+        assert exported.headers.get("chatrecord-chain") == "broken"
+        assert not any("verified" in f"{k}: {v}".lower() for k, v in [*exported.headers.items(), *page.headers.items()])
+
+    def test_the_page_finds_an_event_changed_after_the_stored_position_on_its_first_load(self, store: ConversationStore) -> None:
+        self.verified(store)
+        Chatrecord(store).record(LATER_LINE)
+        topic, state = self.events(store)[21]
+        assert b'"page":0' in state
+        self.set_event(store, 21, topic, state.replace(b'"page":0', b'"page":5'))  # still an event the page reads
+        chat = Chatrecord(self.reopened(store))
+        with TestClient(create_app(lambda: chat, HttpSettings(token=None)), base_url="http://127.0.0.1") as client:
+            page = client.get("/ui/conversations/conv-demo-seo")
+
+        assert re.search(r"\bverified\b", page.text) is None
+        assert "✘ Chain broken at event 21 (changed)" in page.text
+        assert (
+            "Found now, recomputing the events after event 20 (every hash up to it was recomputed and found ok by " in page.text
+        )
+
     def test_a_dropped_event_is_named(self, store: ConversationStore) -> None:
         self.delete_event(store, 5)
         verdict = by_name(verdicts(store))["conv-demo-seo"]
@@ -377,6 +489,43 @@ class ChainContract:
         assert (verdict.problem, verdict.version, verdict.events) == ("inserted", 21, 20)
         assert len(self.events(store)) == 21  # the forged event, nothing after it
 
+    def test_an_append_after_the_newest_event_was_deleted_names_the_broken_chain_at_once(self, store: ConversationStore) -> None:
+        """The newest event deleted by hand, its hash left: the append's chain row conflicts with
+        that hash on every try, so the write is refused at once naming the break (no retry can
+        get past it), not after every try as a conflict with other writers to send again."""
+        self.delete_event(store, 20)
+        writer = self.reopened(store)  # a process that reads the log anew: at version 19
+        writer.max_attempts = 3
+        with pytest.raises(ChainBroken) as refused:
+            Chatrecord(writer).record(LATER_LINE)
+        assert (refused.value.problem, refused.value.version) == ("deleted", 20)
+        assert str(refused.value) == (
+            'conversation "conv-demo-seo": the hash chain is broken at version 20 (deleted): its hash is recorded, '
+            "its event is not; nothing was appended; run: chatrecord verify"
+        )
+        assert sorted(self.events(store)) == list(range(1, 20))
+        verdict = by_name(verdicts(store))["conv-demo-seo"]
+        assert (verdict.problem, verdict.version) == ("deleted", 20)
+
+    def test_an_event_at_version_0_is_refused_as_what_it_is(self, store: ConversationStore) -> None:
+        """An append of an event at version 0 (built by hand: no command decides one) is refused
+        saying so, not as a break of the chain at version -1 by an event written beside the store;
+        one written beside the store at version 0 is named by `verify` at version 0."""
+        first = store.events("conv-demo-seo")[0]
+        stored = store.mapper.to_stored_event(first.model_copy(update={"originator_version": 0}))
+        with pytest.raises(VersionRefused) as refused:
+            store.recorder.insert_events([stored])
+        assert (refused.value.problem, refused.value.version) == ("before_first", 0)
+        assert str(refused.value) == (
+            f"conversation {DEMO}: refused an event at version 0: a conversation's first event is version 1, each next "
+            "one the version after it; nothing was appended"
+        )
+        assert sorted(self.events(store)) == list(range(1, 21))
+        self.insert_event(store, stored)
+        verdict = by_name(verdicts(store))[str(DEMO)]  # its first event names it: this one is no start
+        assert (verdict.problem, verdict.version) == ("inserted", 0)
+        assert verdict.detail == "an event at version 0, before the first (1): written beside the store"
+
     def test_kept_heads_find_the_newest_events_cut_off(self, store: ConversationStore) -> None:
         head = by_name(verdicts(store))["conv-demo-seo"]
         assert head.hash is not None
@@ -426,6 +575,7 @@ class TestInMemoryChain(ChainContract):
         return store  # another process has none of it
 
     # the in-memory store decides on the state it keeps, which never reads the changed event again
+    test_an_append_after_the_newest_event_was_deleted_names_the_broken_chain_at_once = None  # type: ignore[assignment]
     test_a_conversation_whose_log_cannot_be_read_is_erased_as_far_as_it_can_be = None  # type: ignore[assignment]
 
     def _index(self, store: ConversationStore) -> dict[int, int]:

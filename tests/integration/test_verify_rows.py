@@ -53,7 +53,7 @@ class VerifyRowsContract:
 
         assert (found["conv-demo-seo"].differs, found["conv-demo-seo"].version) == (("run record",), 20)
         assert found["conv-demo-seo"].line() == (
-            "conv-demo-seo: rows differ from the fold of its log at version 20 (run record); run: chatrecord rebuild"
+            "conv-demo-seo: rows differ from the fold of its log at version 20 (run record); run: chatrecord rebuild --rules 2026-11-02"
         )
         assert found["conv-behalten"].ok
         assert "delete_page" in served  # a turn read does not fold the log: it serves the row (documented)

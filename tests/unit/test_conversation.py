@@ -11,10 +11,10 @@ from domain.errors import (
     CardAlreadyDecided,
     ConversationNotStarted,
     MessageOutOfOrder,
+    MessageTooEarly,
     NoCardWaiting,
     NoQuestionWaiting,
     TurnTruncated,
-    UnknownMessage,
     WrongConversationKind,
 )
 from domain.events import (
@@ -76,8 +76,9 @@ def test_a_decision_needs_a_waiting_card():
     story.segment("s1", "completed")
     with pytest.raises(NoCardWaiting, match="segment s1 has no card waiting"):
         story.run(c.decide_card, "s1", True, "Übernehmen", None, None)
-    with pytest.raises(NoCardWaiting, match="segment nope is unknown: this conversation recorded no segment of that id"):
+    with pytest.raises(NoCardWaiting, match="segment nope is unknown: this conversation recorded no segment of that id") as early:
         story.run(c.decide_card, "nope", True, "Übernehmen", None, None)
+    assert early.value.waits_for == "segment nope"
 
 
 def test_an_answer_needs_a_waiting_question():
@@ -123,11 +124,12 @@ def test_the_same_input_line_delivered_twice_changes_nothing():
     assert story.run(c.post_user_message, 1, "hi", 42, None, source="digest-1") == []
 
 
-def test_an_edit_names_an_existing_user_message():
+def test_an_edit_of_a_message_still_to_come_waits_for_it():
     story = Story()
     story.message(1)
-    with pytest.raises(UnknownMessage, match="edit names user message 5"):
+    with pytest.raises(MessageTooEarly, match="edit of message 5 waits for user message 5") as early:
         story.run(c.edit_message, 5, "new text")
+    assert early.value.waits_for == "message 5"
 
 
 def test_nothing_can_arrive_later_for_a_truncated_turn():
@@ -153,11 +155,11 @@ def test_an_edit_cuts_the_later_messages_segments_and_card_decisions():
     story.card("s2", run="run-2")
     story.run(c.decide_card, "s2", True, "Übernehmen", None, None)
     story.segment("s3", run="run-2", trigger="approval")
-    story.message(4)
+    story.message(3)
     edited, truncated = story.run(c.edit_message, 2, "anders")
     assert isinstance(edited, MessageEdited) and edited.text == "anders"
     assert isinstance(truncated, TurnsTruncated)
-    assert truncated.cut_messages == (4,)
+    assert truncated.cut_messages == (3,)
     assert truncated.cut_segments == ("s2", "s3")
     assert truncated.cut_cards == ("s2",)
     assert story.state.last_message == 2 and story.history.messages_after(0) == [1, 2]
@@ -238,6 +240,7 @@ def test_an_ordinary_card_has_no_card_outcome_to_count():
 
 def test_user_messages_must_increase():
     story = Story()
+    story.message(1)
     story.message(2)
     with pytest.raises(MessageOutOfOrder) as refused:
         story.message(2)
@@ -266,8 +269,9 @@ def test_a_retry_names_an_existing_message():
     story.message(1)
     story.segment("s1", "failed")
     assert names(story.run(c.retry_turn, 1)) == ["TurnRetried"]
-    with pytest.raises(UnknownMessage):
+    with pytest.raises(MessageTooEarly) as early:  # a retry of a message still to come waits for it
         story.run(c.retry_turn, 3)
+    assert early.value.waits_for == "message 3"
 
 
 def test_a_snapshot_restores_the_same_state():
@@ -292,7 +296,7 @@ def test_a_rejected_command_appends_nothing():
     story = Story()
     story.message(1)
     before = (story.state, len(story.log))
-    with pytest.raises(UnknownMessage):
+    with pytest.raises(MessageTooEarly):
         story.run(c.edit_message, 9, "x")
     assert (story.state, len(story.log)) == before
     assert not any(isinstance(e, (CardDecided, CardLeftUndecided, TourEnded)) for e in story.log)
@@ -384,4 +388,4 @@ def test_a_state_from_a_snapshot_before_version_5_takes_any_continuation() -> No
     ConversationSnapshot.upcast_v4_v5(state)
 
     assert state["state"]["decided"] == "any"
-    assert c.Conversation.class_version == ConversationSnapshot.class_version == 5
+    assert c.Conversation.class_version == ConversationSnapshot.class_version == 6

@@ -11,7 +11,7 @@ import pytest
 from adapters.api import Chatrecord
 from adapters.bootstrap import open_store
 from adapters.ingest import parse_line
-from domain.errors import InvalidInput
+from domain.errors import InvalidInput, MessageTooEarly
 
 AT = "2026-10-28T09:00:00Z"
 STEP = {"kind": "llm", "round": 1, "durationMs": 1.5}
@@ -118,7 +118,7 @@ REFUSED = {
     ),
     "a NaN under a key no line type reads": (
         {**message(), "future": [float("nan")]},
-        "api: line 1, future[0]: expected a finite number, got nan",
+        "api: line 1, (a dropped key): expected a finite number, got nan",
     ),
     "a text with a lone surrogate": (
         {**message(), "text": "a\ud800b"},
@@ -144,7 +144,10 @@ def test_a_value_no_store_holds_is_refused_with_line_and_field(data: dict[str, A
 def test_the_largest_numbers_and_times_are_stored_and_read_back() -> None:
     chatrecord = Chatrecord(open_store(memory=True))
     chatrecord.record(line(type="conversation_started", kind="chat", owner=2**31 - 1))
-    chatrecord.record({**message(), "message": 2**31 - 1, "page": 2**31 - 1, "at": "9998-12-31T23:59:59Z"})
+    with pytest.raises(MessageTooEarly) as early:  # the largest number is read; it waits for the one before it
+        chatrecord.record({**message(), "message": 2**31 - 1})
+    assert early.value.waits_for == "message 2147483646"
+    chatrecord.record({**message(), "message": 1, "page": 2**31 - 1, "at": "9998-12-31T23:59:59Z"})
     chatrecord.record(
         segment(
             steps=[
@@ -161,7 +164,7 @@ def test_the_largest_numbers_and_times_are_stored_and_read_back() -> None:
         )
     )
     turn = chatrecord.turn_input("c")
-    assert (turn.message, turn.view_context.page_id) == (2**31 - 1, 2**31 - 1)
+    assert (turn.message, turn.view_context.page_id) == (1, 2**31 - 1)
     assert turn.at.isoformat() == "9998-12-31T23:59:59+00:00"
 
 

@@ -14,9 +14,12 @@ from psycopg.sql import SQL, Identifier
 from adapters.backends.postgres.append import AppendDocument
 from adapters.backends.postgres.recorder import EventRecorder
 from adapters.store.chain import (
+    BROKEN_TABLE,
+    CHAIN_KIND_TABLE,
     CHAIN_TABLE,
     PAGE,
     VERIFIED_TABLE,
+    BrokenChain,
     ChainedRecorder,
     ChainHeads,
     Link,
@@ -51,6 +54,13 @@ class ChainedPostgresRecorder(ChainedRecorder, EventRecorder):
             "verified_at timestamptz NOT NULL, verified_by text NOT NULL)"
         ).format(self.verified_table)
         self.sql_create_statements.append(self.verified_statement)
+        self.broken_table = SQL("{}.{}").format(Identifier(self.datastore.schema), Identifier(BROKEN_TABLE))
+        self.broken_statement = SQL(
+            "CREATE TABLE IF NOT EXISTS {} (originator_id uuid PRIMARY KEY, version bigint NOT NULL, problem text NOT NULL, "
+            "detail text NOT NULL, found_at timestamptz NOT NULL, found_by text NOT NULL)"
+        ).format(self.broken_table)
+        self.sql_create_statements.append(self.broken_statement)
+        self.kind_table = SQL("{}.{}").format(Identifier(self.datastore.schema), Identifier(CHAIN_KIND_TABLE))
         self.events_table = SQL("{}.{}").format(Identifier(self.datastore.schema), Identifier(self.events_table_name))
         # The lock timeout is a connection option (`PostgresFactory`), not a SET LOCAL per append.
         self.lock_table_statements = [SQL("LOCK TABLE {} IN EXCLUSIVE MODE").format(self.events_table)]
@@ -72,19 +82,101 @@ class ChainedPostgresRecorder(ChainedRecorder, EventRecorder):
             return None
         return VerifiedPosition(key, int(row["version"]), state_bytes(row["hash"]), row["verified_at"], row["verified_by"])
 
-    def put_verified_positions(self, positions: Sequence[VerifiedPosition]) -> None:
-        if not positions:
+    def broken_chain(self, key: UUID) -> BrokenChain | None:
+        with self.datastore.transaction(commit=False) as curs:
+            curs.execute("SELECT to_regclass(%s) AS t", (f'"{self.datastore.schema}".{BROKEN_TABLE}',))
+            found = curs.fetchone()
+            if found is None or found["t"] is None:
+                return None
+            curs.execute(
+                SQL("SELECT version, problem, detail, found_at, found_by FROM {} WHERE originator_id = %s").format(
+                    self.broken_table
+                ),
+                (key,),
+            )
+            row = curs.fetchone()
+        if row is None:
+            return None
+        return BrokenChain(key, int(row["version"]), row["problem"], row["detail"], row["found_at"], row["found_by"])
+
+    def keep_verdicts(self, positions: Sequence[VerifiedPosition], broken: Sequence[BrokenChain]) -> None:
+        if not positions and not broken:
             return
         with self.datastore.transaction(commit=True) as curs:
             curs.execute(self.verified_statement)
-            curs.executemany(
+            curs.execute(self.broken_statement)
+            if positions:
+                curs.executemany(
+                    SQL(
+                        "INSERT INTO {} (originator_id, version, hash, verified_at, verified_by) VALUES (%s, %s, %s, %s, %s) "
+                        "ON CONFLICT (originator_id) DO UPDATE SET version = excluded.version, hash = excluded.hash, "
+                        "verified_at = excluded.verified_at, verified_by = excluded.verified_by"
+                    ).format(self.verified_table),
+                    [(p.originator_id, p.version, p.hash, p.at, p.by) for p in positions],
+                )
+                curs.execute(
+                    SQL("DELETE FROM {} WHERE originator_id = ANY(%s)").format(self.broken_table),
+                    ([p.originator_id for p in positions],),
+                )
+            if broken:
+                curs.executemany(
+                    SQL(
+                        "INSERT INTO {} (originator_id, version, problem, detail, found_at, found_by) "
+                        "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (originator_id) DO UPDATE SET version = excluded.version, "
+                        "problem = excluded.problem, detail = excluded.detail, found_at = excluded.found_at, "
+                        "found_by = excluded.found_by"
+                    ).format(self.broken_table),
+                    [(b.originator_id, b.version, b.problem, b.detail, b.at, b.by) for b in broken],
+                )
+                curs.execute(
+                    SQL("DELETE FROM {} WHERE originator_id = ANY(%s)").format(self.verified_table),
+                    ([b.originator_id for b in broken],),
+                )
+
+    def chain_mark(self) -> str | None:
+        with self.datastore.transaction(commit=False) as curs:
+            curs.execute("SELECT to_regclass(%s) AS t", (f'"{self.datastore.schema}".{CHAIN_KIND_TABLE}',))
+            found = curs.fetchone()
+            if found is None or found["t"] is None:
+                return None
+            curs.execute(SQL("SELECT mark FROM {} WHERE id = 1").format(self.kind_table))
+            row = curs.fetchone()
+        return None if row is None else str(row["mark"])
+
+    def _chain_mark_put(self, cursor: Any, mark: str | None) -> None:
+        cursor.execute(
+            SQL(
+                "CREATE TABLE IF NOT EXISTS {} (id integer PRIMARY KEY CHECK (id = 1), kind text NOT NULL, mark text NOT NULL)"
+            ).format(self.kind_table)
+        )
+        if mark is None:
+            cursor.execute(SQL("DELETE FROM {}").format(self.kind_table))
+        else:
+            cursor.execute(
                 SQL(
-                    "INSERT INTO {} (originator_id, version, hash, verified_at, verified_by) VALUES (%s, %s, %s, %s, %s) "
-                    "ON CONFLICT (originator_id) DO UPDATE SET version = excluded.version, hash = excluded.hash, "
-                    "verified_at = excluded.verified_at, verified_by = excluded.verified_by"
-                ).format(self.verified_table),
-                [(p.originator_id, p.version, p.hash, p.at, p.by) for p in positions],
+                    "INSERT INTO {} (id, kind, mark) VALUES (1, 'hmac-sha256', %s) ON CONFLICT (id) DO UPDATE SET mark = excluded.mark"
+                ).format(self.kind_table),
+                (mark,),
             )
+
+    def _chain_everything(self, cursor: Any) -> tuple[list[Stored], list[Link]]:
+        for statement in self.lock_table_statements:  # as an append takes it: appends wait for the re-key
+            cursor.execute(statement)
+        cursor.execute(
+            SQL(
+                "SELECT originator_id, originator_version, topic, state FROM {} ORDER BY originator_id, originator_version"
+            ).format(self.events_table)
+        )
+        events = [(r["originator_id"], r["originator_version"], r["topic"], state_bytes(r["state"])) for r in cursor.fetchall()]
+        cursor.execute(SQL("SELECT originator_id, originator_version, hash FROM {}").format(self.chain_table))
+        return events, [(r["originator_id"], r["originator_version"], state_bytes(r["hash"])) for r in cursor.fetchall()]
+
+    def _chain_replace(self, cursor: Any, rows: list[Link]) -> None:
+        cursor.execute(SQL("DELETE FROM {}").format(self.chain_table))
+        if rows:
+            self._chain_insert(cursor, rows)
+        cursor.execute(self.verified_statement)
+        cursor.execute(SQL("DELETE FROM {}").format(self.verified_table))  # their hashes were of the replaced links
 
     def _notify_channel(self, curs: Any) -> None:
         """Sends no NOTIFY: nothing here LISTENs (the read models are applied in the events'

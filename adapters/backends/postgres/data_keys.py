@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
+from typing import Any
 from uuid import UUID
 
 import psycopg
@@ -119,7 +120,7 @@ class PostgresDataKeys(DataKeys):
         assert row is not None  # an aggregate without GROUP BY returns one row
         return int(row["wrapped"]), int(row["plain"]), int(row["erased"])
 
-    def _rewrap(self, change: Callable[[UUID, bytes], bytes], sealed: bytes | None) -> int:
+    def _rewrap(self, change: Callable[[UUID, bytes], bytes], sealed: bytes | None, also: Callable[[Any], None]) -> int:
         with self.datastore.transaction(commit=True) as curs:
             # EXCLUSIVE: another process's key insert (ROW EXCLUSIVE) waits for this transaction,
             # then reads the check row as it left it; readers go on
@@ -138,6 +139,7 @@ class PostgresDataKeys(DataKeys):
                     ),
                     (sealed,),
                 )
+            also(curs)
         return len(rows)
 
     def scrub(self) -> None:

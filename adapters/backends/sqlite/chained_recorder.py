@@ -12,9 +12,12 @@ from eventsourcing.persistence import StoredEvent
 from eventsourcing.sqlite import SQLiteApplicationRecorder
 
 from adapters.store.chain import (
+    BROKEN_TABLE,
+    CHAIN_KIND_TABLE,
     CHAIN_TABLE,
     PAGE,
     VERIFIED_TABLE,
+    BrokenChain,
     ChainedRecorder,
     Link,
     Stored,
@@ -28,6 +31,16 @@ VERIFIED_STATEMENT = (
     "hash BLOB NOT NULL, verified_at TEXT NOT NULL, verified_by TEXT NOT NULL)"
 )
 """The verified positions' table (`adapters.store.chain.VERIFIED_TABLE`)."""
+BROKEN_STATEMENT = (
+    f"CREATE TABLE IF NOT EXISTS {BROKEN_TABLE} (originator_id TEXT PRIMARY KEY, version INTEGER NOT NULL, "
+    "problem TEXT NOT NULL, detail TEXT NOT NULL, found_at TEXT NOT NULL, found_by TEXT NOT NULL)"
+)
+"""The stored breaks' table (`adapters.store.chain.BROKEN_TABLE`)."""
+KIND_STATEMENT = (
+    f"CREATE TABLE IF NOT EXISTS {CHAIN_KIND_TABLE} (id INTEGER PRIMARY KEY CHECK (id = 1), kind TEXT NOT NULL, "
+    "mark TEXT NOT NULL)"
+)
+"""The chain kind's table (`adapters.store.chain.CHAIN_KIND_TABLE`), made where a kind is first recorded."""
 
 
 class ChainedSQLiteRecorder(ChainedRecorder, SQLiteApplicationRecorder):
@@ -41,6 +54,7 @@ class ChainedSQLiteRecorder(ChainedRecorder, SQLiteApplicationRecorder):
             "originator_version INTEGER NOT NULL, hash BLOB NOT NULL, "
             "PRIMARY KEY (originator_id, originator_version)) WITHOUT ROWID",
             VERIFIED_STATEMENT,
+            BROKEN_STATEMENT,
         ]
 
     def verified_position(self, key: UUID) -> VerifiedPosition | None:
@@ -58,23 +72,85 @@ class ChainedSQLiteRecorder(ChainedRecorder, SQLiteApplicationRecorder):
             key, int(row["version"]), state_bytes(row["hash"]), datetime.fromisoformat(row["verified_at"]), row["verified_by"]
         )
 
-    def put_verified_positions(self, positions: Sequence[VerifiedPosition]) -> None:
-        if not positions:
+    def broken_chain(self, key: UUID) -> BrokenChain | None:
+        with self.datastore.transaction(commit=False) as c:
+            c.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (BROKEN_TABLE,))
+            if c.fetchone() is None:
+                return None
+            c.execute(
+                f"SELECT version, problem, detail, found_at, found_by FROM {BROKEN_TABLE} WHERE originator_id=?",
+                (self._id(key),),
+            )
+            row = c.fetchone()
+        if row is None:
+            return None
+        at = datetime.fromisoformat(row["found_at"])
+        return BrokenChain(key, int(row["version"]), row["problem"], row["detail"], at, row["found_by"])
+
+    def keep_verdicts(self, positions: Sequence[VerifiedPosition], broken: Sequence[BrokenChain]) -> None:
+        if not positions and not broken:
             return
         with self.datastore.transaction(commit=True) as c:
             c.execute(VERIFIED_STATEMENT)
+            c.execute(BROKEN_STATEMENT)
             c.executemany(
                 f"INSERT INTO {VERIFIED_TABLE} (originator_id, version, hash, verified_at, verified_by) VALUES (?, ?, ?, ?, ?) "
                 "ON CONFLICT (originator_id) DO UPDATE SET version = excluded.version, hash = excluded.hash, "
                 "verified_at = excluded.verified_at, verified_by = excluded.verified_by",
                 [(self._id(p.originator_id), p.version, p.hash, p.at.isoformat(), p.by) for p in positions],
             )
+            c.executemany(
+                f"DELETE FROM {BROKEN_TABLE} WHERE originator_id = ?", [(self._id(p.originator_id),) for p in positions]
+            )
+            c.executemany(
+                f"INSERT INTO {BROKEN_TABLE} (originator_id, version, problem, detail, found_at, found_by) "
+                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (originator_id) DO UPDATE SET version = excluded.version, "
+                "problem = excluded.problem, detail = excluded.detail, found_at = excluded.found_at, "
+                "found_by = excluded.found_by",
+                [(self._id(b.originator_id), b.version, b.problem, b.detail, b.at.isoformat(), b.by) for b in broken],
+            )
+            c.executemany(f"DELETE FROM {VERIFIED_TABLE} WHERE originator_id = ?", [(self._id(b.originator_id),) for b in broken])
 
     def _insert_events(self, c: Any, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
         returning = super()._insert_events(c, stored_events, **kwargs)
         self._seal(c, stored_events)
         run_inline(kwargs, c)
         return returning
+
+    def chain_mark(self) -> str | None:
+        with self.datastore.transaction(commit=False) as c:
+            c.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (CHAIN_KIND_TABLE,))
+            if c.fetchone() is None:
+                return None
+            c.execute(f"SELECT mark FROM {CHAIN_KIND_TABLE} WHERE id = 1")
+            row = c.fetchone()
+        return None if row is None else str(row["mark"])
+
+    def _chain_mark_put(self, cursor: Any, mark: str | None) -> None:
+        cursor.execute(KIND_STATEMENT)
+        if mark is None:
+            cursor.execute(f"DELETE FROM {CHAIN_KIND_TABLE}")
+        else:
+            cursor.execute(
+                f"INSERT INTO {CHAIN_KIND_TABLE} (id, kind, mark) VALUES (1, 'hmac-sha256', ?) "
+                "ON CONFLICT (id) DO UPDATE SET mark = excluded.mark",
+                (mark,),
+            )
+
+    def _chain_everything(self, cursor: Any) -> tuple[list[Stored], list[Link]]:
+        cursor.execute(
+            f"SELECT originator_id, originator_version, topic, state FROM {self.events_table_name} "
+            "ORDER BY originator_id, originator_version"
+        )
+        events = [(self._uuid(r[0]), r[1], r[2], state_bytes(r[3])) for r in cursor.fetchall()]
+        cursor.execute(f"SELECT originator_id, originator_version, hash FROM {CHAIN_TABLE}")
+        return events, [(self._uuid(r[0]), r[1], state_bytes(r[2])) for r in cursor.fetchall()]
+
+    def _chain_replace(self, cursor: Any, rows: list[Link]) -> None:
+        cursor.execute(f"DELETE FROM {CHAIN_TABLE}")
+        self._chain_insert(cursor, rows)
+        cursor.execute(VERIFIED_STATEMENT)
+        cursor.execute(f"DELETE FROM {VERIFIED_TABLE}")  # their hashes were of the replaced links
 
     def _id(self, key: UUID) -> str:
         return key.hex if self.datastore.originator_id_type == "uuid" else str(key)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 from datetime import datetime
+from typing import Any
 from uuid import UUID
 
 from eventsourcing.sqlite import SQLiteDatastore
@@ -70,7 +71,7 @@ class SQLiteDataKeys(DataKeys):
             row = c.fetchone()
         return int(row["wrapped"]), int(row["plain"]), int(row["erased"])
 
-    def _rewrap(self, change: Callable[[UUID, bytes], bytes], sealed: bytes | None) -> int:
+    def _rewrap(self, change: Callable[[UUID, bytes], bytes], sealed: bytes | None, also: Callable[[Any], None]) -> int:
         with self.datastore.transaction(commit=True) as c:  # BEGIN IMMEDIATE: no other writer meanwhile
             c.execute(f"SELECT conversation, wrapped_key FROM {KEYS_TABLE} WHERE wrapped_key IS NOT NULL")
             rows = c.fetchall()
@@ -85,6 +86,7 @@ class SQLiteDataKeys(DataKeys):
                 c.execute(
                     f"INSERT INTO {MASTER_TABLE} VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET sealed = excluded.sealed", (sealed,)
                 )
+            also(c)
         return len(rows)
 
     def _wrapped_sample(self) -> tuple[UUID, bytes] | None:

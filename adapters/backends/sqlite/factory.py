@@ -92,6 +92,11 @@ class SQLiteFactory(StoreFactory, es_sqlite.SQLiteFactory):
         if code in _SQLITE_LOCKED:
             waited = env.get("SQLITE_LOCK_TIMEOUT") or es_sqlite.SQLITE3_DEFAULT_LOCK_TIMEOUT
             return f"the {backend} stayed locked by another process for {waited} s ({text}); try again when its write has ended"
+        if code in _SQLITE_CANNOT_USE and os.path.isdir(path):
+            return (
+                f"CHATRECORD_DB: {path} is a folder, not a file; point CHATRECORD_DB at a store file "
+                f"in it (such as {os.path.join(path, 'chatrecord.sqlite')}), or at a file that does not exist yet"
+            )
         if code in _SQLITE_CANNOT_USE:
             return (
                 f"the {backend} cannot be used ({text}); check CHATRECORD_DB: its folder must exist "

@@ -1,0 +1,61 @@
+"""The verdicts of the hash chains a store keeps between processes: each conversation's verified
+position (`VerifiedPosition`: the last version whose every hash was recomputed and found ok) or
+the break a check found (`BrokenChain`), never both. A look starts from a position; a stored
+break is shown as it is, and the position is not trusted, until a look that recomputes every hash
+finds the chain ok again."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from adapters.store.chain import BrokenChain, VerifiedPosition
+from adapters.store.verify import Verdict
+
+
+def from_position(position: VerifiedPosition, conversation: str) -> Verdict:
+    """Returns the verdict a stored verified position stands for (`verify_after` starts from
+    it): ok up to its version, with its hash, every hash up to there recomputed at its time by
+    what it names."""
+    return Verdict(
+        conversation,
+        position.originator_id,
+        position.version,
+        position.version,
+        hash=position.hash,
+        kept=position.version,
+        kept_at=position.at,
+        kept_by=position.by,
+    )
+
+
+def position_of(verdict: Verdict, by: str, at: datetime | None = None) -> VerifiedPosition | None:
+    """Returns the verified position an ok verdict that recomputed every hash (`kept` None)
+    gives: its head, at `at` (default now, UTC), by `by`; None for any other verdict."""
+    if not verdict.ok or verdict.kept is not None or verdict.hash is None:
+        return None
+    return VerifiedPosition(verdict.originator_id, verdict.version, verdict.hash, at or datetime.now(UTC), by)
+
+
+def from_broken(broken: BrokenChain, conversation: str) -> Verdict:
+    """Returns the verdict a stored break stands for: broken at its version, as it was found,
+    when and by what (`Verdict.found_at`, `found_by`)."""
+    return Verdict(
+        conversation,
+        broken.originator_id,
+        broken.version,
+        0,
+        problem=broken.problem,
+        detail=broken.detail,
+        found_at=broken.at,
+        found_by=broken.by,
+    )
+
+
+def broken_of(verdict: Verdict, by: str, at: datetime | None = None) -> BrokenChain | None:
+    """Returns the break to store for a broken verdict this look found (not one read back as
+    stored), at `at` (default now, UTC), by `by`; None for an ok verdict, and for `unchained`
+    (a conversation stored before the chain existed: `verify --upgrade`'s to mend, no break)."""
+    if verdict.ok or verdict.found_at is not None or verdict.problem in (None, "unchained"):
+        return None
+    assert verdict.problem is not None
+    return BrokenChain(verdict.originator_id, verdict.version, verdict.problem, verdict.detail or "", at or datetime.now(UTC), by)

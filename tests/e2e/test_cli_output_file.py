@@ -1,0 +1,107 @@
+"""A command's `-o FILE` (export, timeline, traces show) never names the store, writes the file
+whole or leaves it as it was, and says on stderr what it wrote (issue 35, item 3)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import resource
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.conftest import DEMO, cli_env, runner
+
+WRITERS = [
+    ("export", "conv-demo-seo"),
+    ("export", "conv-demo-seo", "--format", "otlp"),
+    ("timeline", "conv-demo-seo"),
+    ("traces", "show", "conv-demo-seo"),
+]
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+NAMES = ["./sub/../h2.sqlite", "h2.sqlite-wal", "h2.sqlite-shm", "h2.sqlite-journal", "link", "hard"]
+CASES = [(command, "h2.sqlite") for command in WRITERS] + [(WRITERS[0], name) for name in NAMES]
+
+
+@pytest.mark.parametrize(("command", "name"), CASES, ids=[f"{' '.join(c[:-1])}-{n}" for c, n in CASES])
+def test_an_output_file_that_is_the_store_is_refused_and_the_store_kept(
+    tmp_path: Path, command: tuple[str, ...], name: str
+) -> None:
+    run = runner(tmp_path, CHATRECORD_DB="h2.sqlite")
+    assert run("ingest", DEMO).returncode == 0
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "link").symlink_to("h2.sqlite")
+    os.link(tmp_path / "h2.sqlite", tmp_path / "hard")
+    before = digest(tmp_path / "h2.sqlite")
+
+    done = run(*command, "-o", name)
+
+    # it replaced the store with the export (a 9 kB file), exit 0, silently
+    store = "h2.sqlite" + (name.rpartition("h2.sqlite")[2] if "h2.sqlite" in name else "")
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == (
+        f"error: -o {Path(name)}: that is the store's file {store} (CHATRECORD_DB); "
+        "writing there would destroy the store; name another file\n"
+    )
+    assert digest(tmp_path / "h2.sqlite") == before
+    assert run("verify").returncode == 0
+
+
+def test_a_write_that_fails_midway_leaves_the_earlier_file_as_it_was(tmp_path: Path) -> None:
+    run = runner(tmp_path, CHATRECORD_DB=str(tmp_path / "store.sqlite"))
+    assert run("ingest", DEMO).returncode == 0
+    trace = tmp_path / "out" / "trace.json"
+    trace.parent.mkdir()
+    trace.write_text("the trace of yesterday\n")
+
+    def small_files() -> None:  # a file may grow to 40 kB, the trace is 60 kB: the write stops midway
+        resource.setrlimit(resource.RLIMIT_FSIZE, (40_000, 40_000))
+
+    done = subprocess.run(
+        [sys.executable, "-m", "adapters.cli", "export", "conv-demo-seo", "--format", "otlp", "-o", str(trace)],
+        cwd=tmp_path,
+        env=cli_env(CHATRECORD_DB=str(tmp_path / "store.sqlite")),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=small_files,
+    )
+
+    # it left the first 40,000 bytes of the trace in place of yesterday's
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == f"error: {trace}: cannot be written (File too large)\n"
+    assert trace.read_text() == "the trace of yesterday\n"
+    assert sorted(p.name for p in trace.parent.iterdir()) == ["trace.json"]  # no temporary file left
+
+
+def test_an_output_file_is_replaced_whole_keeping_its_mode_and_its_symlink(tmp_path: Path) -> None:
+    run = runner(tmp_path, CHATRECORD_DB="store.sqlite")
+    assert run("ingest", DEMO).returncode == 0
+    (tmp_path / "bug.jsonl").write_text("old\n")
+    (tmp_path / "bug.jsonl").chmod(0o640)
+    (tmp_path / "latest.jsonl").symlink_to("bug.jsonl")
+
+    done = run("export", "conv-demo-seo", "-o", "latest.jsonl")
+
+    written = (tmp_path / "bug.jsonl").read_bytes()
+    assert (done.returncode, done.stdout) == (0, "")
+    assert done.stderr == f"latest.jsonl: 19 lines of conv-demo-seo, {len(written):,} bytes\n"
+    assert written == run("export", "conv-demo-seo").stdout.encode()
+    assert (tmp_path / "latest.jsonl").is_symlink() and (tmp_path / "bug.jsonl").stat().st_mode & 0o777 == 0o640
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bug.jsonl", "latest.jsonl", "store.sqlite"]
+
+
+def test_a_folder_as_the_output_file_is_one_line_error(tmp_path: Path) -> None:
+    run = runner(tmp_path, CHATRECORD_DB="store.sqlite")
+    assert run("ingest", DEMO).returncode == 0
+
+    done = run("export", "conv-demo-seo", "-o", ".")
+
+    assert (done.returncode, done.stdout, done.stderr) == (1, "", "error: -o .: is a folder; name a file in it\n")
