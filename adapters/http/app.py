@@ -155,6 +155,26 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
                 headers={"WWW-Authenticate": 'Bearer realm="chatrecord"'},
             )
 
+    taken: dict[int, frozenset[str]] = {}
+
+    def known_query(request: Request) -> None:
+        """Refuses (400) a query parameter the operation does not take: a misspelt one
+        (`hidden_pages=13`) would otherwise be ignored, and what it meant to hide shown."""
+        route = request.scope.get("route")
+        dependant = getattr(route, "dependant", None)
+        if dependant is None:
+            return
+        names = taken.get(id(route))
+        if names is None:
+            names = taken[id(route)] = frozenset(query_names(dependant))
+        for name in request.query_params:
+            if name not in names:
+                takes = f"it takes {', '.join(sorted(names))}" if names else "it takes none"
+                shown = name if len(name) <= 64 and name.isprintable() else repr(name[:64])
+                raise Problem(
+                    400, "bad-request", f"{shown} is not a query parameter of this operation; {takes}", where=f"query.{shown}"
+                )
+
     async def body(request: Request) -> bytes:
         limit = settings.max_body_bytes
         length = request.headers.get("content-length", "")
@@ -172,7 +192,7 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
     # every /v1 operation can answer these; a conversation's own operations add 404 and 409
     common: dict[int | str, dict[str, Any]] = {status: ERRORS[status] for status in (400, 401, 500, 503)}
     of_a_conversation: dict[int | str, dict[str, Any]] = {status: ERRORS[status] for status in (404, 409)}
-    v1 = APIRouter(prefix="/v1", dependencies=[Depends(authorized)], responses=common)
+    v1 = APIRouter(prefix="/v1", dependencies=[Depends(authorized), Depends(known_query)], responses=common)
 
     @v1.post(
         "/lines",
@@ -211,7 +231,7 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
             str | None,
             Header(
                 alias="Idempotency-Key",
-                json_schema_extra={"minLength": 1, "maxLength": MAX_KEY, "pattern": IDEMPOTENCY_KEY_PATTERN},
+                json_schema_extra={"maxLength": MAX_KEY, "pattern": IDEMPOTENCY_KEY_PATTERN},
                 description="Retries with this key get the first response (with Idempotent-Replayed: true); "
                 "the key is reserved before the request runs, so one sent while it is in flight gets a 409. "
                 "An empty value is as none.",
@@ -323,6 +343,15 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
         return json_response({"status": "ok", "position": chatrecord.health()})
 
     return app
+
+
+def query_names(dependant: Any) -> set[str]:
+    """Returns the query parameters a FastAPI operation (its `Dependant`) takes, its
+    dependencies' included."""
+    names = {param.alias for param in dependant.query_params}
+    for dependency in dependant.dependencies:
+        names |= query_names(dependency)
+    return names
 
 
 def app_from_env() -> FastAPI:

@@ -63,10 +63,11 @@ def if_match(value: str | None) -> list[int] | None:
     return versions
 
 
-IF_MATCH_PATTERN = r'^ *(\*|(W/)?"[0-9]{1,9}"( *, *(W/)?"[0-9]{1,9}")*) *$'
-"""The If-Match the document promises to read (versions up to 999,999,999; the server reads up to INT_MAX)."""
-IDEMPOTENCY_KEY_PATTERN = r"^[!-~]([ -~]*[!-~])?$"
-"""1–255 printable ASCII characters, no space at either end (a header's value is trimmed)."""
+IF_MATCH_PATTERN = r'^ *(\*|(W/)?"[0-9]{1,9}"( *, *(W/)?"[0-9]{1,9}")*)? *$'
+"""The If-Match the document promises to read (versions up to 999,999,999; the server reads up to
+INT_MAX); empty: as none."""
+IDEMPOTENCY_KEY_PATTERN = r"^([!-~]([ -~]*[!-~])?)?$"
+"""1–255 printable ASCII characters, no space at either end (a header's value is trimmed); empty: as none."""
 
 
 def fingerprint(media: str, raw: bytes) -> str:
@@ -98,6 +99,8 @@ READ_AFTER = "Chatrecord-Read-After"
 """The header of a write's read-after position (`Chatrecord.position`): `POST /v1/lines` answers
 with it where the service reads from standbys; a GET given it is never older than that write."""
 READ_AFTER_PATTERN = "^[0-9A-Fa-f]{1,8}/[0-9A-Fa-f]{1,8}$"
+READ_AFTER_HEADER_PATTERN = "^([0-9A-Fa-f]{1,8}/[0-9A-Fa-f]{1,8})?$"
+"""What the document promises to read as Chatrecord-Read-After: a position, or empty (as none)."""
 
 
 def read_after(position: str | None) -> dict[str, str]:
@@ -110,7 +113,7 @@ def read_after_header(
         str | None,
         Header(
             alias=READ_AFTER,
-            json_schema_extra={"pattern": READ_AFTER_PATTERN},
+            json_schema_extra={"pattern": READ_AFTER_HEADER_PATTERN},
             description="The Chatrecord-Read-After of a write (POST /v1/lines): the answer is never older than that "
             "write. Where the service reads from a standby, it waits for the standby to replay it "
             "(CHATRECORD_READ_WAIT_MS), else the primary answers. An empty value is as none.",

@@ -52,7 +52,10 @@ class ProblemDetails(BaseModel):
     follows: int = _member("refused-line (a line out of order): the version the line follows.")
     early: bool = _member(
         "refused-line (a line out of order): true when the line came too early (it waits for the "
-        "lines before it), false when too late."
+        "lines before it: waits_for), false when too late."
+    )
+    waits_for: str = _member(
+        "refused-line (a line that came too early, with Retry-After): what the line waits for, in words; send it again later."
     )
     limit: int = _member("body-too-large: the most bytes a body may hold.")
     differs: str = _member(

@@ -67,13 +67,13 @@ def add_reads(v1: APIRouter, of_a_conversation: dict[int | str, dict[str, Any]])
         """The store's conversations, newest activity first, a page at a time: the object of
         `chatrecord list --json`, `{"conversations": [...], "next_cursor": ...}`."""
         at = None
-        if since:  # an empty one is as none
+        if since is not None:
             try:
                 at = parse_at(since)
             except ValueError as error:
                 raise Problem(400, "bad-request", f"since: {error}", where="query.since") from None
         try:
-            page = chatrecord.conversations(limit, cursor or None, at, after=after)
+            page = chatrecord.conversations(limit, cursor, at, after=after)
         except BadCursor as error:
             raise Problem(400, "bad-request", str(error), where="query.cursor") from None
         return json_response(page.to_json())

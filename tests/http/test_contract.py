@@ -1,11 +1,15 @@
 """docs/openapi.json is the contract: Schemathesis (every check, its stateful phase) against a
 live `chatrecord serve` on each backend finds no request the document allows that the server
-refuses, and no response the document does not describe (issue 23)."""
+refuses, and no response the document does not describe (issue 23); `st run --checks all` with
+every phase, coverage included, finds none either (issue 35, item 6)."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from types import SimpleNamespace
@@ -19,6 +23,7 @@ from schemathesis.specs.openapi.checks import negative_data_rejection, positive_
 
 from tests.e2e.conftest import ROOT
 from tests.http.conftest import TOKEN, Server
+from tests.http.contract_checks import PROBLEM, accepts_valid_data, refused_for_state, rejects_invalid_data
 
 OPENAPI = ROOT / "docs" / "openapi.json"
 EXAMPLES = 25
@@ -35,45 +40,6 @@ SETTINGS = settings(
     phases=[Phase.explicit, Phase.generate],
     suppress_health_check=list(HealthCheck),
 )
-PROBLEM = "urn:chatrecord:problem:"
-
-
-def refused_for_state(case: schemathesis.Case, problem: dict[str, object]) -> bool:
-    """Whether `problem` is a refusal of a schema-valid request that the store's state explains,
-    as the request itself shows: a 412 for an `If-Match` none of whose strong ETags is the
-    conversation's version (`*`: the conversation does not exist; RFC 9110 13.1.1 compares
-    strongly, so a weak ETag never matches), or a 422 for an `Idempotency-Key` that an earlier
-    generated request sent with another body. The same answer to a request without that
-    header, or a 412 naming a version the request listed, is a failure."""
-    headers = {name.lower(): str(value) for name, value in (case.headers or {}).items()}
-    if problem.get("type") == f"{PROBLEM}version-mismatch" and "if-match" in headers:
-        if headers["if-match"].strip() == "*":
-            return problem.get("actual") == 0
-        strong = {int(n) for weak, n in re.findall(r'(W/)?"([0-9]+)"', headers["if-match"]) if not weak}
-        return problem.get("actual") not in strong
-    return problem.get("type") == f"{PROBLEM}idempotency-key-reused" and "idempotency-key" in headers
-
-
-@schemathesis.check
-def accepts_valid_data(ctx, response, case):  # type: ignore[no-untyped-def]
-    """ST202 (positive data acceptance), less the refusals the store's state explains
-    (`refused_for_state`)."""
-    try:
-        return positive_data_acceptance(ctx, response, case)
-    except AssertionError:
-        if response.headers.get("content-type", [""])[0].startswith("application/problem+json"):
-            if refused_for_state(case, json.loads(response.content)):
-                return None
-        raise
-
-
-@schemathesis.check
-def rejects_invalid_data(ctx, response, case):  # type: ignore[no-untyped-def]
-    """ST203 (negative data rejection), with a 413 counted as a rejection: a generated body over
-    the server's limit (CHATRECORD_MAX_BODY_BYTES, 64 KiB here) is refused unread."""
-    if response.status_code == 413:
-        return None
-    return negative_data_rejection(ctx, response, case)
 
 
 def load(server: Server) -> schemathesis.BaseSchema:
@@ -85,6 +51,53 @@ def load(server: Server) -> schemathesis.BaseSchema:
 @pytest.fixture(scope="module")
 def contract(server: Server) -> Iterator[schemathesis.BaseSchema]:
     yield load(server)
+
+
+PHASES = ["Examples", "Coverage", "Fuzzing", "Stateful"]
+ST_EXAMPLES = 20
+"""Cases a fuzzed operation gets in `test_st_run_holds_every_check_in_every_phase` (the coverage
+phase makes its own: each parameter's edges)."""
+
+
+def test_st_run_holds_every_check_in_every_phase(server: Server) -> None:
+    """`st run --checks all` as a user runs it from the repository's root (its config,
+    schemathesis.toml), with every phase: the documented examples, coverage (each parameter's
+    edges: an empty optional header, a time with a lower-case z, a value one past a bound, an
+    unknown query parameter), fuzzing and stateful. ST202 and ST203 are held as
+    `contract_checks` words them (its hooks module)."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "schemathesis.cli",
+            "run",
+            str(OPENAPI),
+            "--url",
+            server.url,
+            "--checks",
+            "all",
+            "--exclude-checks",
+            "positive_data_acceptance,negative_data_rejection",
+            "--header",
+            f"Authorization: Bearer {TOKEN}",
+            "--phases",
+            ",".join(phase.lower() for phase in PHASES),
+            "--max-examples",
+            str(ST_EXAMPLES),
+            "--generation-deterministic",
+            "--no-color",
+        ],
+        cwd=ROOT,
+        env={**os.environ, "SCHEMATHESIS_HOOKS": "tests.http.contract_checks", "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=900,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout[-30000:] + done.stderr[-5000:]
+    ran = re.findall(r"^ *(✅|❌|⏭) +(Examples|Coverage|Fuzzing|Stateful) \(", done.stdout, re.MULTILINE)
+    assert ran == [("✅", phase) for phase in PHASES], done.stdout[-5000:]
 
 
 def test_every_operation_holds_every_check(contract: schemathesis.BaseSchema) -> None:

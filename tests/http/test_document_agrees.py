@@ -34,9 +34,15 @@ def test_an_empty_optional_header_is_one_not_sent(server: Server) -> None:
         path = f"/v1/conversations/{conversation}/{read}"
         plain, empty = server.client.get(path), server.client.get(path, headers={"Chatrecord-Read-After": ""})
         assert (empty.status_code, empty.content) == (200, plain.content), (read, empty.text)
-    listed = server.client.get("/v1/conversations", params={"cursor": "", "since": ""}, headers={"Chatrecord-Read-After": ""})
+    listed = server.client.get("/v1/conversations", headers={"Chatrecord-Read-After": ""})
     assert listed.status_code == 200, listed.text
     assert conversation in [c["conversation"] for c in listed.json()["conversations"]]
+    # a query parameter the operation does not take is refused: a misspelt one would be ignored
+    misspelt = server.client.get(f"/v1/conversations/{conversation}/turn", params={"hidden_pages": 42})
+    assert problem(misspelt, 400, "bad-request")["where"] == "query.hidden_pages"
+    assert misspelt.json()["detail"] == (
+        "hidden_pages is not a query parameter of this operation; it takes hidden_page, messages, visible_page"
+    )
 
     posted = server.client.post("/v1/lines", json=lines[2], headers={"If-Match": "", "Idempotency-Key": ""})
     assert (posted.status_code, posted.json()["appended"], "idempotent-replayed" in posted.headers) == (200, 1, False)
@@ -96,6 +102,7 @@ def test_every_member_of_a_problem_is_typed_in_the_document(server: Server) -> N
         "bad-line": post("/v1/lines", json={**lines[2], "at": "soon"}),
         "unreadable-json": post("/v1/lines", content=b"{", headers={"Content-Type": "application/json"}),
         "refused-line": post("/v1/lines", json={**lines[1], "message": 1, "text": "other"}),
+        "refused-line (too early)": post("/v1/lines", json={**lines[1], "message": 7, "text": "later"}),
         "bad-request": server.client.get("/v1/conversations", params={"since": "soon"}),
         "body-too-large": post("/v1/lines", content=b" " * (MAX_BODY + 1), headers={"Content-Type": "application/json"}),
     }
@@ -107,7 +114,7 @@ def test_every_member_of_a_problem_is_typed_in_the_document(server: Server) -> N
         errors = [error.message for error in closed.iter_errors(body)]
         assert errors == [], (name, body)
         members |= set(body) - {"type", "title", "status", "detail"}
-    assert members >= {"expected", "actual", "rule", "field", "where", "line", "limit", "differs"}
+    assert members >= {"expected", "actual", "rule", "field", "where", "line", "limit", "differs", "waits_for"}
 
 
 def test_a_note_s_byte_offset_places_it_as_its_code_point_offset_does() -> None:

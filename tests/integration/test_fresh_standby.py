@@ -54,7 +54,7 @@ def chatrecord(servers: Replicated, cwd: Path, *args: str) -> subprocess.Complet
 def test_init_on_a_fresh_pair_works_and_a_read_on_a_standby_without_tables_says_so(
     fresh: Replicated, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for read in (["list"], ["audit", "conv-1"], ["verify"]):  # before init: the standby has no table
+    for read in (["list"], ["audit", "conv-1"], ["export", "conv-1"]):  # before init: the standby has no table
         done = chatrecord(fresh, tmp_path, *read)
         assert (done.returncode, done.stdout, done.stderr) == (1, "", NO_TABLES.format(port=fresh.standby.port)), read
     monkeypatch.setenv("CHATRECORD_DATABASE_URL", fresh.url)
