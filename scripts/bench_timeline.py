@@ -36,7 +36,7 @@ from adapters.api import Chatrecord
 from adapters.bootstrap import build_store
 from adapters.http.app import HttpSettings, create_app
 from adapters.store.application import ConversationStore
-from adapters.store.chain import VERIFIED_TABLE
+from adapters.store.chain_checks import VERIFIED_TABLE
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")

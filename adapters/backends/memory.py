@@ -22,7 +22,8 @@ from eventsourcing.popo import POPOApplicationRecorder
 from eventsourcing.popo import POPOFactory as LibraryPOPOFactory
 
 from adapters.backends import StoreFactory
-from adapters.store.chain import PAGE, BrokenChain, ChainedRecorder, Link, Stored, VerifiedPosition, run_inline
+from adapters.store.chain import PAGE, ChainedRecorder, Link, Stored, run_inline
+from adapters.store.chain_checks import BrokenChain, VerifiedPosition
 from adapters.store.idempotency import IdempotencyKeys, Kept, reservation
 from adapters.store.keys import DataKeys, Row
 from adapters.store.sql_history import HistoryTables

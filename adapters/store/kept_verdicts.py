@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from adapters.store.chain import BrokenChain, VerifiedPosition
+from adapters.store.chain_checks import BrokenChain, VerifiedPosition
 from adapters.store.verify import Verdict
 
 

@@ -61,11 +61,11 @@ class Verdict:
     """When the earlier verdict that recomputed every hash up to `kept` was made (UTC)."""
     kept_by: str | None = None
     """What made that earlier verdict: `this server` (kept in this process), or what the
-    stored verified position names (`adapters.store.chain.VerifiedPosition.by`:
+    stored verified position names (`adapters.store.chain_checks.VerifiedPosition.by`:
     `chatrecord verify`, `the server`)."""
     found_at: datetime | None = None
     """None: the break (if any) was found by this verdict's own look. Else the verdict is the
-    break an earlier check found and stored (`adapters.store.chain.BrokenChain`), shown as it
+    break an earlier check found and stored (`adapters.store.chain_checks.BrokenChain`), shown as it
     is until a look that recomputes every hash finds the chain ok: when it was found (UTC)."""
     found_by: str | None = None
     """What found the stored break (`chatrecord verify`, `the server`, …); with `found_at`."""

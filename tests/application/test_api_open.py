@@ -51,7 +51,7 @@ def test_a_sqlite_file_that_cannot_be_opened_is_store_unusable_in_the_cli_s_word
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     # a folder that does not exist: sqlite3.OperationalError "unable to open database file", as on a
-    # read-only file system; the CLI's `audit` is pointed at the file's folder, which does exist
+    # read-only file system; then a folder where the file should be, in the API's and the CLI's words
     path = str(tmp_path / "missing-folder" / "store.sqlite")
     said = api_error(monkeypatch, CHATRECORD_DB=path)
     assert said == (
@@ -59,8 +59,10 @@ def test_a_sqlite_file_that_cannot_be_opened_is_store_unusable_in_the_cli_s_word
         "CHATRECORD_DB: its folder must exist and the file must be readable and writable\n"
     )
     (tmp_path / "missing-folder").mkdir()
-    (tmp_path / "missing-folder" / "store.sqlite").mkdir()  # a folder where the file should be
-    assert cli_error(tmp_path, CHATRECORD_DB=path) == said
+    (tmp_path / "missing-folder" / "store.sqlite").mkdir()  # a folder where the file should be: named so
+    folder = api_error(monkeypatch, CHATRECORD_DB=path)
+    assert folder.startswith(f"error: CHATRECORD_DB: {path} is a folder, not a file; ")
+    assert cli_error(tmp_path, CHATRECORD_DB=path) == folder
 
 
 def test_a_postgresql_server_that_does_not_answer_is_store_unusable_in_the_cli_s_words(

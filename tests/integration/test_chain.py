@@ -21,7 +21,8 @@ from adapters.api import DEMO_FILE, Chatrecord, demo_lines
 from adapters.bootstrap import build_store
 from adapters.http.app import HttpSettings, create_app
 from adapters.store.application import ConversationStore
-from adapters.store.chain import GENESIS, GUARD, ChainBroken, VersionRefused, link
+from adapters.store.chain import GENESIS, ChainBroken, VersionRefused, link
+from adapters.store.chain_checks import GUARD
 from adapters.store.heads_file import KeptHead
 from adapters.store.settings import memory_env
 from adapters.store.verify import Verdict, verdicts
@@ -51,7 +52,7 @@ class ChainContract:
 
     guarded = True
     """Whether an event or chain row changed by hand stores a break and deletes the conversation's
-    verified position (`adapters.store.chain.GUARD`: the SQL backends' triggers; the in-memory
+    verified position (`adapters.store.chain_checks.GUARD`: the SQL backends' triggers; the in-memory
     store has none)."""
     bypass = False
     """Whether this test's changes go past the guard, as a writer who disables it first: what a

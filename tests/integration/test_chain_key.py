@@ -18,7 +18,8 @@ from psycopg import sql
 from adapters.api import DEMO_FILE, Chatrecord, demo_lines
 from adapters.service import master_key as keys_service
 from adapters.store.application import ConversationStore
-from adapters.store.chain import GENESIS, GUARD, ChainBroken, ChainedRecorder, link
+from adapters.store.chain import GENESIS, ChainBroken, ChainedRecorder, link
+from adapters.store.chain_checks import GUARD
 from adapters.store.chain_key import UNKEYED, derive_chain_key, key_mark
 from adapters.store.crypto import BadMasterKey
 from adapters.store.heads_file import KeptHead

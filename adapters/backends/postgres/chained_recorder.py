@@ -15,23 +15,17 @@ from adapters.backends.postgres.append import AppendDocument
 from adapters.backends.postgres.recorder import EventRecorder
 from adapters.backends.postgres.schema import schema_lock_name
 from adapters.store.chain import (
-    BROKEN_TABLE,
     CHAIN_KIND_TABLE,
     CHAIN_TABLE,
-    GUARD,
-    GUARD_BY,
-    GUARD_DETAIL,
     PAGE,
-    VERIFIED_TABLE,
-    BrokenChain,
     ChainedRecorder,
     ChainHeads,
     Link,
     Stored,
-    VerifiedPosition,
     run_inline,
     state_bytes,
 )
+from adapters.store.chain_checks import BROKEN_TABLE, GUARD, GUARD_BY, GUARD_DETAIL, VERIFIED_TABLE, BrokenChain, VerifiedPosition
 
 
 class ChainedPostgresRecorder(ChainedRecorder, EventRecorder):
@@ -72,7 +66,7 @@ class ChainedPostgresRecorder(ChainedRecorder, EventRecorder):
 
     def guard_statements(self) -> list[Any]:
         """The function and the triggers that delete a conversation's verified position when
-        one of its events or chain rows is updated or deleted (`adapters.store.chain.GUARD`)."""
+        one of its events or chain rows is updated or deleted (`adapters.store.chain_checks.GUARD`)."""
         function = SQL("{}.{}").format(Identifier(self.datastore.schema), Identifier(GUARD))
         made = [
             SQL(

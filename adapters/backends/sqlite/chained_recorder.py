@@ -11,34 +11,19 @@ from uuid import UUID
 from eventsourcing.persistence import StoredEvent
 from eventsourcing.sqlite import SQLiteApplicationRecorder
 
-from adapters.store.chain import (
-    BROKEN_TABLE,
-    CHAIN_KIND_TABLE,
-    CHAIN_TABLE,
-    GUARD,
-    GUARD_BY,
-    GUARD_DETAIL,
-    PAGE,
-    VERIFIED_TABLE,
-    BrokenChain,
-    ChainedRecorder,
-    Link,
-    Stored,
-    VerifiedPosition,
-    run_inline,
-    state_bytes,
-)
+from adapters.store.chain import CHAIN_KIND_TABLE, CHAIN_TABLE, PAGE, ChainedRecorder, Link, Stored, run_inline, state_bytes
+from adapters.store.chain_checks import BROKEN_TABLE, GUARD, GUARD_BY, GUARD_DETAIL, VERIFIED_TABLE, BrokenChain, VerifiedPosition
 
 VERIFIED_STATEMENT = (
     f"CREATE TABLE IF NOT EXISTS {VERIFIED_TABLE} (originator_id TEXT PRIMARY KEY, version INTEGER NOT NULL, "
     "hash BLOB NOT NULL, verified_at TEXT NOT NULL, verified_by TEXT NOT NULL)"
 )
-"""The verified positions' table (`adapters.store.chain.VERIFIED_TABLE`)."""
+"""The verified positions' table (`adapters.store.chain_checks.VERIFIED_TABLE`)."""
 BROKEN_STATEMENT = (
     f"CREATE TABLE IF NOT EXISTS {BROKEN_TABLE} (originator_id TEXT PRIMARY KEY, version INTEGER NOT NULL, "
     "problem TEXT NOT NULL, detail TEXT NOT NULL, found_at TEXT NOT NULL, found_by TEXT NOT NULL)"
 )
-"""The stored breaks' table (`adapters.store.chain.BROKEN_TABLE`)."""
+"""The stored breaks' table (`adapters.store.chain_checks.BROKEN_TABLE`)."""
 KIND_STATEMENT = (
     f"CREATE TABLE IF NOT EXISTS {CHAIN_KIND_TABLE} (id INTEGER PRIMARY KEY CHECK (id = 1), kind TEXT NOT NULL, "
     "mark TEXT NOT NULL)"
@@ -63,7 +48,7 @@ class ChainedSQLiteRecorder(ChainedRecorder, SQLiteApplicationRecorder):
 
     def _guards(self) -> list[tuple[str, str, str]]:
         """The triggers (name, table, verb) that delete a conversation's verified position when
-        one of its events or chain rows is updated or deleted (`adapters.store.chain.GUARD`)."""
+        one of its events or chain rows is updated or deleted (`adapters.store.chain_checks.GUARD`)."""
         return [
             (f"{GUARD}_{table}_{verb.lower()}", table, verb)
             for table in (self.events_table_name, CHAIN_TABLE)

@@ -1,0 +1,59 @@
+"""What the store keeps of the checks of its hash chains (`adapters.store.chain`): each
+conversation's verified position or its stored break, one or the other, and the guard that
+stores a break when a row is changed by hand. `adapters.store.kept_verdicts` turns them into
+verdicts and back."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from uuid import UUID
+
+VERIFIED_TABLE = "chatrecord_chain_verified"
+"""The table of each conversation's verified position (`VerifiedPosition`), one row each:
+`originator_id` (key), `version`, `hash`, `verified_at` (ISO 8601, UTC), `verified_by`."""
+
+
+@dataclass(frozen=True)
+class VerifiedPosition:
+    """The last position of a conversation's chain whose every hash, from GENESIS, was
+    recomputed and found ok: event `version`, its `hash` then, when (`at`, UTC) and by what
+    (`by`: `chatrecord verify`, or the server's page of the chain)."""
+
+    originator_id: UUID
+    version: int
+    hash: bytes
+    at: datetime
+    by: str
+
+
+GUARD = "chatrecord_chain_guard"
+"""The name (prefix, on SQLite) of the triggers that store a break (`BrokenChain`, by
+GUARD_BY) and delete the verified position of a conversation one of whose stored events or chain
+rows is updated or deleted (by hand: chatrecord never does either), so every look shows it at
+once. A position is trusted only where the guard exists (a store an earlier version wrote gets
+it with the first position stored); a writer who drops it first, or a file copied back, is seen
+only by a look that recomputes every hash or starts from the position."""
+GUARD_BY = "the store's guard"
+GUARD_DETAIL = (
+    "its event or hash was {} in the database, outside chatrecord; chatrecord verify recomputes every hash and names the break"
+)
+
+BROKEN_TABLE = "chatrecord_chain_broken"
+"""The table of each conversation's stored broken verdict (`BrokenChain`), one row each:
+`originator_id` (key), `version`, `problem`, `detail`, `found_at` (ISO 8601, UTC), `found_by`."""
+
+
+@dataclass(frozen=True)
+class BrokenChain:
+    """The break a check found in a conversation's chain: at event `version`, its `problem` and
+    `detail` as the verdict named them, when (`at`, UTC) and by what (`by`). Stored in place of
+    the conversation's verified position (which it deletes), and shown by every look until a
+    look that recomputes every hash finds the chain ok again (which deletes it)."""
+
+    originator_id: UUID
+    version: int
+    problem: str
+    detail: str
+    at: datetime
+    by: str
