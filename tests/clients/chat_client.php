@@ -119,6 +119,28 @@ $stale = '"' . ($turn->version - 1) . '"';
 expect($status, 412, $problem, 'stale If-Match');
 printf("stale If-Match %s: %d %s, actual %d\n", $stale, $status, $problem->type, $problem->actual);
 
+// A retry queue that delivers out of order: the last user message of the tour, in a conversation of
+// its own, comes before the messages it follows. A 409 with Retry-After is sent again later (after
+// what `waits_for` names); a 409 without it is final.
+$early = "$conversation-early";
+$start = clone $lines[0];
+$start->conversation = $early;
+$message = clone $lines[$last - 1];
+$message->conversation = $early;
+$message->message = 2;
+call('POST', "$base/v1/lines", $start);
+[$status, $headers, $problem] = call('POST', "$base/v1/lines", $message);
+expect($status, 409, $problem, 'too early');
+printf("too early: %d %s, waits for %s, Retry-After %s\n", $status, $problem->type, $problem->waits_for,
+    $headers['retry-after'] ?? 'absent');
+$first = clone $lines[1];
+$first->conversation = $early;
+call('POST', "$base/v1/lines", $first);
+sleep((int) ($headers['retry-after'] ?? 1));
+[$status, $headers, $recorded] = call('POST', "$base/v1/lines", $message);
+expect($status, 200, $recorded, 'sent again');
+printf("sent again: %d, version %d\n", $status, $recorded->version);
+
 [$status, $headers, $problem] = call('GET', "$base/v1/conversations/" . rawurlencode("$conversation-never") . '/turn');
 expect($status, 404, $problem, 'unknown conversation');
 printf("unknown conversation: %d %s\n", $status, $problem->type);

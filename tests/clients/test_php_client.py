@@ -93,6 +93,8 @@ def test_the_php_chat_posts_the_demo_tour_and_reads_the_turn(php: str, server: S
 
     assert out[35:] == [
         f'stale If-Match "{version - 1}": 412 urn:chatrecord:problem:version-mismatch, actual {version}',
+        "too early: 409 urn:chatrecord:problem:refused-line, waits for message 1, Retry-After 1",
+        "sent again: 200, version 4",  # started, then message 1 with its skill, then message 2
         "unknown conversation: 404 urn:chatrecord:problem:unknown-conversation",
     ]
     # neither the retry nor the stale edit stored anything

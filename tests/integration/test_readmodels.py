@@ -279,7 +279,7 @@ class ReadModelsContract:
         the version read last, and a read of that version is answered by it."""
         models = read_models(store)
         ingest(store, DEMO)
-        for number in (9, 10, 11, 12):
+        for number in (4, 5, 6, 7):
             ingest(store, Lines("conv-demo-seo").add("user_message", message=number, text="Weiter", page=42).lines)
             models.turn_notes("conv-demo-seo")
         version = len(store.events("conv-demo-seo"))
@@ -312,11 +312,11 @@ class ReadModelsContract:
         models = read_models(store)
         ingest(store, DEMO)
         writer = self.open_store(views=False) if self.shares_database else store  # a writer that keeps no views
-        ingest(writer, Lines("conv-demo-seo").add("user_message", message=9, text="Und jetzt?", page=42).lines)
+        ingest(writer, Lines("conv-demo-seo").add("user_message", message=4, text="Und jetzt?", page=42).lines)
 
         turn = models.turn_input("conv-demo-seo")
 
-        assert turn.message == 9
+        assert turn.message == 4
         assert turn.to_json() == build_turn_input(store.events("conv-demo-seo")).to_json()
         assert models.head("conv-demo-seo").version == len(store.events("conv-demo-seo"))
 
@@ -519,12 +519,12 @@ class ReadModelsContract:
             raise RuntimeError("a bug in the fold")
 
         monkeypatch.setattr("adapters.views.live_rows.fold_into", broken)
-        ingest(store, Lines("conv-demo-seo").add("user_message", message=9, text="Und jetzt?", page=42).lines)
+        ingest(store, Lines("conv-demo-seo").add("user_message", message=4, text="Und jetzt?", page=42).lines)
         monkeypatch.undo()
 
         assert len(store.events("conv-demo-seo")) == events + 1  # the line is stored
         assert "the read models were not updated" in caplog.text
-        assert models.turn_input("conv-demo-seo").message == 9  # the read folds what the head lacks
+        assert models.turn_input("conv-demo-seo").message == 4  # the read folds what the head lacks
         assert models.head("conv-demo-seo").version == events + 1
         self.assert_rows_are_the_fold(models, store, "conv-demo-seo")
 
@@ -654,11 +654,11 @@ class SharedDatabaseContract(ReadModelsContract):
 
         other.rebuild("2026-11-01")  # switches generations and drops the tables this process wrote
         lines = Lines("conv-behalten")
-        for number in (11, 12):
+        for number in (6, 7):
             lines.add("user_message", message=number, text=f"Frage {number}", page=42)
         ingest(store, lines.lines)
 
-        assert models.turn_input("conv-behalten").message == 12
+        assert models.turn_input("conv-behalten").message == 7
         assert models.active_rules() == "2026-11-01"
         self.assert_rows_are_the_fold(models, store, "conv-behalten")
 
@@ -681,7 +681,7 @@ class SharedDatabaseContract(ReadModelsContract):
         read_models(self.second_store(store)).rebuild("2026-11-01")  # drops the tables this process wrote
         caplog.clear()
 
-        ingest(store, Lines("conv-behalten").add("user_message", message=11, text="Frage 11", page=42).lines)
+        ingest(store, Lines("conv-behalten").add("user_message", message=6, text="Frage 6", page=42).lines)
 
         assert not [r for r in caplog.records if "not updated" in r.getMessage()]  # tried again, live pointer
         key = conversation_uuid("conv-behalten")
@@ -707,12 +707,12 @@ class SharedDatabaseContract(ReadModelsContract):
         models = read_models(store)
         ingest(store, behalten_tour())
         read_models(self.second_store(store)).rebuild("2026-11-01")  # drops the tables this process wrote
-        ingest(store, Lines("conv-behalten").add("user_message", message=11, text="Frage 11", page=42).lines)
+        ingest(store, Lines("conv-behalten").add("user_message", message=6, text="Frage 6", page=42).lines)
         caplog.clear()
 
-        ingest(store, Lines("conv-behalten").add("user_message", message=12, text="Frage 12", page=42).lines)
-        assert models.turn_input("conv-behalten").message == 12  # the read folds the gap message 11 left
-        ingest(store, Lines("conv-behalten").add("user_message", message=13, text="Frage 13", page=42).lines)
+        ingest(store, Lines("conv-behalten").add("user_message", message=7, text="Frage 7", page=42).lines)
+        assert models.turn_input("conv-behalten").message == 7  # the read folds the gap message 6 left
+        ingest(store, Lines("conv-behalten").add("user_message", message=8, text="Frage 8", page=42).lines)
 
         assert not [r for r in caplog.records if "not updated" in r.getMessage()]
         key = conversation_uuid("conv-behalten")
@@ -758,12 +758,12 @@ class TestSQLiteReadModels(SQLiteStores, SharedDatabaseContract):
                 "CREATE TRIGGER refuse BEFORE INSERT ON views_g1_messages BEGIN SELECT RAISE(ABORT, 'no more messages'); END"
             )
 
-        ingest(store, Lines("conv-demo-seo").add("user_message", message=9, text="Und jetzt?", page=42).lines)
+        ingest(store, Lines("conv-demo-seo").add("user_message", message=4, text="Und jetzt?", page=42).lines)
 
         assert len(store.events("conv-demo-seo")) == events + 1
         with sqlite3.connect(self.path) as conn:
             conn.execute("DROP TRIGGER refuse")
-        assert models.turn_input("conv-demo-seo").message == 9
+        assert models.turn_input("conv-demo-seo").message == 4
         self.assert_rows_are_the_fold(models, store, "conv-demo-seo")
 
     def test_a_store_of_the_previous_version_gets_its_views_rebuilt_from_the_log(self, caplog: pytest.LogCaptureFixture) -> None:
@@ -816,7 +816,7 @@ class TestPostgresReadModels(PostgresStores, SharedDatabaseContract):
         models.storage.turn_rows = counted  # type: ignore[method-assign]
         tour = behalten_tour()
         tour.append(Lines("conv-behalten").add("message_edited", message=1, text="Nur den Titel").lines[0])
-        tour.append(Lines("conv-behalten").add("user_message", message=9, text="Und jetzt?", page=42).lines[0])
+        tour.append(Lines("conv-behalten").add("user_message", message=6, text="Und jetzt?", page=42).lines[0])
         seen = []
         for number, line in enumerate(tour):
             writer = other if number == len(tour) - 1 else store  # the last line from another process
@@ -849,11 +849,11 @@ class TestPostgresReadModels(PostgresStores, SharedDatabaseContract):
                 f'FOR EACH ROW EXECUTE FUNCTION "{self.schema}".refuse()'
             )
 
-        ingest(store, Lines("conv-demo-seo").add("user_message", message=9, text="Und jetzt?", page=42).lines)
+        ingest(store, Lines("conv-demo-seo").add("user_message", message=4, text="Und jetzt?", page=42).lines)
         with psycopg.connect(self.url, autocommit=True) as conn:
             conn.execute(f'DROP TRIGGER refuse ON "{self.schema}".views_g1_messages')
 
-        for number in (10, 11):  # reads and appends on the same connection, after the failed pipeline
+        for number in (5, 6):  # reads and appends on the same connection, after the failed pipeline
             notes = models.turn_notes("conv-demo-seo")
             assert notes.version == len(store.events("conv-demo-seo"))
             ingest(store, Lines("conv-demo-seo").add("user_message", message=number, text="Weiter", page=42).lines)
@@ -941,7 +941,7 @@ class TestPostgresReadModels(PostgresStores, SharedDatabaseContract):
             assert (built, one) == (build_turn_input(store.events(conversation)).to_json(), in_one), conversation
             assert sent == 1 if in_one else sent > 1, (conversation, sent)
 
-        ingest(store, Lines("conv-demo-seo").add("user_message", message=9, text="Und jetzt?", page=0).lines)
+        ingest(store, Lines("conv-demo-seo").add("user_message", message=4, text="Und jetzt?", page=0).lines)
         built, sent, one = self.counted_turn_input(models, "conv-demo-seo")
         assert (built, sent, one) == (build_turn_input(store.events("conv-demo-seo")).to_json(), 1, True)
 
@@ -1029,12 +1029,12 @@ class TestPostgresReadModels(PostgresStores, SharedDatabaseContract):
                 f'FOR EACH ROW EXECUTE FUNCTION "{self.schema}".refuse()'
             )
 
-        ingest(store, Lines("conv-demo-seo").add("user_message", message=9, text="Und jetzt?", page=42).lines)
+        ingest(store, Lines("conv-demo-seo").add("user_message", message=4, text="Und jetzt?", page=42).lines)
 
         assert len(store.events("conv-demo-seo")) == events + 1  # pipelined, yet only the views rolled back
         with psycopg.connect(self.url, autocommit=True) as conn:
             conn.execute(f'DROP TRIGGER refuse ON "{self.schema}".views_g1_messages')
-        assert models.turn_input("conv-demo-seo").message == 9
+        assert models.turn_input("conv-demo-seo").message == 4
         self.assert_rows_are_the_fold(models, store, "conv-demo-seo")
 
     # ------------------------------------------------------------------ a rebuild in worker processes

@@ -147,23 +147,24 @@ class StoreContract:
     def test_a_conflicting_append_is_retried_after_reloading(self, store: ConversationStore) -> None:
         other = self.second_store(store)
         store.handle(started())
+        store.handle(message(1))
 
         class Racing(Command):
-            """Lets the other store append message 1 after this one has loaded the state."""
+            """Lets the other store append message 1's segment after this one has loaded the state."""
 
             raced = False
 
             def decide(self, state, history):
                 if not self.raced:
                     self.raced = True
-                    other.handle(message(1))
+                    other.handle(segment("s1"))
                 return super().decide(state, history)
 
         result = store.handle(Racing("conv-1", c.post_user_message, 2, "message 2", 0, None))
 
         assert result.attempts == 2
         assert store.get("conv-1").last_message == 2
-        assert [e.originator_version for e in store.events("conv-1")] == [1, 2, 3]
+        assert [e.originator_version for e in store.events("conv-1")] == [1, 2, 3, 4]
 
     def test_an_append_that_always_conflicts_gives_up(self) -> None:
         store = self.open_store(HANDLE_MAX_ATTEMPTS="3")
@@ -174,7 +175,7 @@ class StoreContract:
         class AlwaysRacing(Command):
             def decide(self, state, history):
                 other.handle(message(next(n)))
-                return c.post_user_message(state, 99, "late", 0, None, T0)
+                return c.post_user_message(state, state.last_message + 1, "late", 0, None, T0)  # next on a stale state
 
         with pytest.raises(WriteConflict, match='conversation "conv-1" kept changing under this write: 3 tries') as raised:
             store.handle(AlwaysRacing("conv-1", c.post_user_message))
