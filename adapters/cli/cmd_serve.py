@@ -16,6 +16,14 @@ def serve(
     workers: Annotated[int, typer.Option("--workers", min=1, help="Server processes.")] = 1,
     no_auth: Annotated[bool, typer.Option("--no-auth", help="No bearer token (loopback hosts only).")] = False,
     access_log: Annotated[bool, typer.Option("--access-log/--no-access-log", help="Log each request.")] = True,
+    trusted_proxies: Annotated[
+        str | None,
+        typer.Option(
+            "--trusted-proxies",
+            envvar="CHATRECORD_TRUSTED_PROXIES",
+            help="Addresses of the reverse proxies whose X-Forwarded-For/-Proto are believed, comma-separated (default: none).",
+        ),
+    ] = None,
 ) -> None:
     """Serves the HTTP API the chat calls (/v1/lines, /v1/conversations/ID/turn, …).
 
@@ -23,15 +31,18 @@ def serve(
     --no-auth is given on a loopback host. Bodies over CHATRECORD_MAX_BODY_BYTES (default 8
     MiB) are refused, and so are bodies that do not arrive within
     CHATRECORD_BODY_TIMEOUT_SECONDS (default 30). The OpenAPI document is served at
-    /openapi.json.
+    /openapi.json. After a wrong token its client waits 1 s, twice as long after each
+    further one (CHATRECORD_WRONG_TOKEN_WAIT_SECONDS sets the first wait; 0: none); the
+    client is the connection's address, or the one a --trusted-proxies proxy forwards.
 
     Example:
 
         chatrecord serve --port 8765
     """
-    from adapters.http.server import listenable, run, start
+    from adapters.http.server import listenable, run, start, trusted
 
+    proxies = trusted(trusted_proxies)
     backend = start(host, no_auth)
     listenable(host, port)
     say(f"chatrecord serve: {backend} on http://{host}:{port} ({'no authentication' if no_auth else 'bearer token required'})")
-    run(host, port, workers, access_log)
+    run(host, port, workers, access_log, proxies)

@@ -4,13 +4,13 @@
 process at start-up and the store is closed at shut-down. Every endpoint calls one method of
 the service layer (`adapters.api.Chatrecord`) and translates; errors are problems
 (`adapters.http.problems`). `/v1/healthz` and `/openapi.json` need no token, everything else
-`Authorization: Bearer <CHATRECORD_API_TOKEN>` (compared in constant time).
+`Authorization: Bearer <CHATRECORD_API_TOKEN>` (compared in constant time; after a wrong one its
+client waits, `adapters.http.bearer`).
 
 No `from __future__ import annotations` here: FastAPI reads the handlers' annotations, some of
 which name types local to `create_app`.
 """
 
-import hmac
 import os
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
@@ -23,6 +23,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from adapters.api import Chatrecord
 from adapters.http import openapi, schemas
+from adapters.http.bearer import CHALLENGE, check_bearer
 from adapters.http.headers import (
     ANY,
     IDEMPOTENCY_KEY_PATTERN,
@@ -39,6 +40,7 @@ from adapters.http.headers import (
 from adapters.http.problem_details import ProblemDetails
 from adapters.http.problems import PROBLEM, Problem, install, version_mismatch
 from adapters.http.reads import Service, add_reads, json_response
+from adapters.http.sessions import FIRST_WAIT, Throttle
 from adapters.http.slow_bodies import DEFAULT_BODY_TIMEOUT_SECONDS, install_body_deadline
 from adapters.http.ui import install_ui
 from adapters.ingest import json_problem
@@ -60,17 +62,19 @@ TOKEN_MIN = 16
 @dataclass(frozen=True)
 class HttpSettings:
     """`token`: the bearer token (None: no authentication); `max_body_bytes`: the body limit;
-    `body_timeout`: the seconds a request's body has to arrive (`adapters.http.slow_bodies`)."""
+    `body_timeout`: the seconds a request's body has to arrive (`adapters.http.slow_bodies`);
+    `wrong_token_wait`: a client's wait after its first wrong token (0: none; `sessions.Throttle`)."""
 
     token: str | None
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     body_timeout: float = DEFAULT_BODY_TIMEOUT_SECONDS
+    wrong_token_wait: float = FIRST_WAIT
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, *, no_auth: bool = False) -> "HttpSettings":
-        """Reads CHATRECORD_API_TOKEN (ignored with `no_auth`), CHATRECORD_MAX_BODY_BYTES and
-        CHATRECORD_BODY_TIMEOUT_SECONDS. Raises BadSetting for a limit that is not a whole number
-        >= 1, a timeout that is not a number > 0, a token shorter than TOKEN_MIN, and a token
+        """Reads CHATRECORD_API_TOKEN (ignored with `no_auth`), CHATRECORD_MAX_BODY_BYTES,
+        CHATRECORD_BODY_TIMEOUT_SECONDS and CHATRECORD_WRONG_TOKEN_WAIT_SECONDS. Raises BadSetting
+        for a limit that is not a whole number >= 1, a timeout that is not a number > 0 (a wait: >= 0), a token shorter than TOKEN_MIN, and a token
         that no client could send: one with a space or another character outside printable
         ASCII (a header's value is trimmed, and the check compares the token exactly)."""
         environ = os.environ if environ is None else environ
@@ -88,19 +92,27 @@ class HttpSettings:
                 f"CHATRECORD_API_TOKEN is {len(token)} character{'s' if len(token) > 1 else ''} long; use at least {TOKEN_MIN} "
                 "(a random one: python3 -c 'import secrets; print(secrets.token_urlsafe(24))')"
             )
-        return cls(token, int(text) if text else DEFAULT_MAX_BODY_BYTES, body_timeout(environ))
+        wait = seconds(environ, "CHATRECORD_WRONG_TOKEN_WAIT_SECONDS", FIRST_WAIT, least=0.0)
+        return cls(token, int(text) if text else DEFAULT_MAX_BODY_BYTES, body_timeout(environ), wait)
 
 
 def body_timeout(environ: Mapping[str, str]) -> float:
     """Returns CHATRECORD_BODY_TIMEOUT_SECONDS (default 30); raises BadSetting unless a number > 0."""
-    text = (environ.get("CHATRECORD_BODY_TIMEOUT_SECONDS") or "").strip()
+    return seconds(environ, "CHATRECORD_BODY_TIMEOUT_SECONDS", DEFAULT_BODY_TIMEOUT_SECONDS)
+
+
+def seconds(environ: Mapping[str, str], name: str, default: float, least: float | None = None) -> float:
+    """Returns the seconds `name` sets (`default` when unset); raises BadSetting unless a finite
+    number > 0 (>= `least` when given)."""
+    text = (environ.get(name) or "").strip()
     try:
-        seconds = float(text) if text else DEFAULT_BODY_TIMEOUT_SECONDS
+        value = float(text) if text else default
     except ValueError:
-        seconds = 0.0
-    if not 0 < seconds < float("inf"):
-        raise BadSetting(f"CHATRECORD_BODY_TIMEOUT_SECONDS must be a number of seconds > 0, not {text!r}")
-    return seconds
+        value = -1.0
+    if not (value >= least if least is not None else value > 0) or value == float("inf"):
+        bound = f">= {least:g}" if least is not None else "> 0"
+        raise BadSetting(f"{name} must be a number of seconds {bound}, not {text!r}")
+    return value
 
 
 ERRORS: dict[int | str, dict[str, Any]] = {
@@ -108,6 +120,7 @@ ERRORS: dict[int | str, dict[str, Any]] = {
     for status, text in {
         400: "Unreadable JSON or a bad parameter",
         401: "Missing or wrong token",
+        429: "Too many wrong tokens from this address: wait Retry-After seconds (the token is not compared)",
         404: "Unknown conversation or turn",
         409: "Refused",
         500: "A stored event cannot be read back, or a bug",
@@ -139,21 +152,15 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
     install(app)
     install_body_deadline(app, settings.body_timeout)
     bearer = HTTPBearer(auto_error=False, description="CHATRECORD_API_TOKEN")
+    throttle = Throttle(settings.wrong_token_wait)  # one for /v1, /ui and the sign-in form
 
     def authorized(request: Request, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> None:
         if settings.token is None:
             return
         # `credentials` only names the scheme in the OpenAPI document; the check reads the header exactly
         # as sent: "Bearer", one space, the token (no other space before or after)
-        scheme, space, token = (request.headers.get("authorization") or "").partition(" ")
-        given = token.encode() if scheme.lower() == "bearer" and space else b""
-        if not hmac.compare_digest(given, settings.token.encode()):
-            raise Problem(
-                401,
-                "unauthorized",
-                "send Authorization: Bearer <token>",
-                headers={"WWW-Authenticate": 'Bearer realm="chatrecord"'},
-            )
+        if not check_bearer(request, settings.token, throttle):
+            raise Problem(401, "unauthorized", "send Authorization: Bearer <token>", headers=CHALLENGE)
 
     taken: dict[int, frozenset[str]] = {}
 
@@ -190,7 +197,7 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
         return b"".join(chunks)
 
     # every /v1 operation can answer these; a conversation's own operations add 404 and 409
-    common: dict[int | str, dict[str, Any]] = {status: ERRORS[status] for status in (400, 401, 500, 503)}
+    common: dict[int | str, dict[str, Any]] = {status: ERRORS[status] for status in (400, 401, 429, 500, 503)}
     of_a_conversation: dict[int | str, dict[str, Any]] = {status: ERRORS[status] for status in (404, 409)}
     v1 = APIRouter(prefix="/v1", dependencies=[Depends(authorized), Depends(known_query)], responses=common)
 
@@ -335,7 +342,7 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
     add_reads(v1, of_a_conversation)
     app.include_router(v1)
     app.openapi = lambda: app.openapi_schema or openapi.document(app)  # type: ignore[method-assign]  # FastAPI's way to serve a document of one's own
-    install_ui(app, settings.token)
+    install_ui(app, settings.token, throttle)
 
     @app.get("/v1/healthz", response_model=schemas.Health, responses={503: ERRORS[503]})
     def healthz(chatrecord: Service) -> Response:

@@ -112,6 +112,11 @@ RETRY_AFTER = {
     "request-in-progress. A 409 without it is final: sent again, the line is refused again.",
     "schema": {"type": "string", "pattern": "^[0-9]+$"},
 }
+WAIT_AFTER_WRONG_TOKENS = {
+    "description": "Seconds the client must wait before its next attempt: after a wrong token it waits "
+    "1 s, twice as long after each further one, at most 300 s.",
+    "schema": {"type": "string", "pattern": "^[0-9]+$"},
+}
 CHAIN_BROKEN = {
     "description": "broken when the conversation's hash chain does not verify: the lines hold the events as the store holds them now, a changed one among them (`chatrecord verify` names the break).",
     "schema": {"type": "string", "enum": ["broken"]},
@@ -127,6 +132,7 @@ PROBLEM_TYPES = {
     413: ["body-too-large"],
     415: ["unsupported-media-type"],
     422: ["bad-line", "idempotency-key-reused"],
+    429: ["too-many-wrong-tokens"],
     500: ["unreadable-event", "internal"],
     503: ["write-conflict", "store-unavailable"],
 }
@@ -156,6 +162,8 @@ def document(app: Any) -> dict[str, Any]:
             responses = operation.get("responses", {})
             if "HTTPValidationError" in str(responses.get("422", "")):
                 del responses["422"]
+            if "429" in responses:
+                responses["429"]["headers"] = {"Retry-After": WAIT_AFTER_WRONG_TOKENS}
             for status, response in responses.items():
                 if status.isdigit() and int(status) in PROBLEM_TYPES and "content" in response:
                     names = PROBLEM_TYPES[int(status)]

@@ -27,6 +27,8 @@ Every error class has a stable `type` URI, `urn:chatrecord:problem:<name>`:
 | 415    | unsupported-media-type | a body that is neither JSON nor NDJSON                        |
 | 422    | bad-line               | a line of the wrong shape (`line`, `field`, `expected`)       |
 | 422    | idempotency-key-reused | an `Idempotency-Key` sent before with another body            |
+| 429    | too-many-wrong-tokens  | the client sent a wrong token lately and must wait (the token |
+|        |                        | is not compared; `Retry-After` says how long)                 |
 | 503    | write-conflict         | a write that kept conflicting with other writers; retry       |
 | 503    | store-unavailable      | the database does not answer or cannot be used                |
 | 500    | internal               | a bug; the server's log has the traceback                     |
@@ -74,6 +76,7 @@ TITLES = {
     "unsupported-media-type": "Send application/json or application/x-ndjson",
     "bad-line": "A line does not have the input format's shape",
     "idempotency-key-reused": "This Idempotency-Key was used with another body",
+    "too-many-wrong-tokens": "Too many wrong tokens from this address; wait before the next attempt",
     "write-conflict": "The write kept conflicting with other writers",
     "store-unavailable": "The store cannot be used now",
     "unreadable-event": "A stored event of the conversation cannot be read",

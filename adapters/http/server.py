@@ -67,9 +67,23 @@ def start(host: str, no_auth: bool) -> str:
     return backend
 
 
-def run(host: str, port: int, workers: int, access_log: bool = True) -> None:
+def trusted(proxies: str | None) -> list[str]:
+    """Returns the proxy addresses (or networks) of `--trusted-proxies`, comma-separated; raises
+    BadSetting for one that is neither. `*` trusts every peer."""
+    found = [p.strip() for p in (proxies or "").split(",") if p.strip()]
+    for proxy in found:
+        try:
+            ipaddress.ip_network(proxy, strict=False) if proxy != "*" else None
+        except ValueError:
+            raise BadSetting(f"--trusted-proxies: {proxy!r} is not an IP address or network (e.g. 10.0.0.0/8)") from None
+    return found
+
+
+def run(host: str, port: int, workers: int, access_log: bool = True, proxies: list[str] | None = None) -> None:
     """Runs uvicorn with `workers` processes on the app `app_from_env` builds; with more than
-    one, each worker ends when the server process does, even when it is killed (`end_with_parent`)."""
+    one, each worker ends when the server process does, even when it is killed (`end_with_parent`).
+    X-Forwarded-For and X-Forwarded-Proto are read only from `proxies` (none: from no peer, so a
+    client is the address its connection comes from, whatever it claims)."""
     if workers > 1:
         os.environ[PARENT] = str(os.getpid())
     uvicorn.run(
@@ -80,6 +94,8 @@ def run(host: str, port: int, workers: int, access_log: bool = True) -> None:
         workers=workers,
         access_log=access_log,
         log_level="info",
+        proxy_headers=bool(proxies),
+        forwarded_allow_ips=list(proxies) if proxies else None,
     )
 
 

@@ -6,9 +6,10 @@ worker of `serve --workers N` accepts it, a changed token ends every session, an
 never holds the token. A session is good for SESSION_SECONDS (8 hours) from its sign-in; a
 sign-out deletes the cookie and revokes the session in the server process that answered it.
 
-After a wrong token the client (its address) waits: FIRST_WAIT seconds after the first, twice
-as long after each further one, at most LONGEST_WAIT; an attempt while it waits is answered
-429 without the token being compared. A right token clears the count; a client quiet for
+After a wrong token the client (its address) waits: FIRST_WAIT seconds after the first (or the
+wait `serve` is configured with), twice as long after each further one, at most LONGEST_WAIT;
+an attempt while it waits is answered 429 without the token being compared. One throttle counts
+the sign-in form's tokens and the bearer tokens of /v1 and /ui alike. A right token clears the count; a client quiet for
 FORGET_SECONDS past its wait starts again from the first. At most CLIENTS clients are counted.
 """
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+import threading
 import time
 
 SESSION_SECONDS = 8 * 3600
@@ -86,31 +88,41 @@ class Sessions:
 
 
 class Throttle:
-    """Wrong tokens per client, and how long each must wait before its next attempt."""
+    """Wrong tokens per client, and how long each must wait before its next attempt; `first`:
+    the wait after the first wrong token (0: no wait ever)."""
 
-    def __init__(self) -> None:
+    def __init__(self, first: float = FIRST_WAIT) -> None:
+        self.first = first
         self._clients: dict[str, tuple[int, float]] = {}  # client -> (wrong tokens in a row, waits until)
+        self._lock = threading.Lock()  # the sync handlers run in threads
 
     def wait(self, client: str, now: float | None = None) -> float:
         """Returns how many seconds `client` must still wait before its next attempt (0: none)."""
+        if not self._clients:  # the usual case: no wrong token lately, nothing to look up
+            return 0.0
         now = clock() if now is None else now
         _, until = self._clients.get(client, (0, 0.0))
         return max(0.0, until - now)
 
     def failed(self, client: str, now: float | None = None) -> float:
         """Counts a wrong token of `client`; returns the wait it now has."""
+        if self.first <= 0:
+            return 0.0
         now = clock() if now is None else now
-        wrong, until = self._clients.pop(client, (0, 0.0))
-        if now > until + FORGET_SECONDS:
-            wrong = 0
-        wait: float = min(FIRST_WAIT * 2.0 ** min(wrong, 30), LONGEST_WAIT)
-        if len(self._clients) >= CLIENTS:
-            self._clients = {c: (n, end) for c, (n, end) in self._clients.items() if now <= end + FORGET_SECONDS}
-            while len(self._clients) >= CLIENTS:  # the longest-known client is forgotten first
-                del self._clients[next(iter(self._clients))]
-        self._clients[client] = (wrong + 1, now + wait)
-        return wait
+        with self._lock:
+            wrong, until = self._clients.pop(client, (0, 0.0))
+            if now > until + FORGET_SECONDS:
+                wrong = 0
+            wait: float = min(self.first * 2.0 ** min(wrong, 30), LONGEST_WAIT)
+            if len(self._clients) >= CLIENTS:
+                self._clients = {c: (n, end) for c, (n, end) in self._clients.items() if now <= end + FORGET_SECONDS}
+                while len(self._clients) >= CLIENTS:  # the longest-known client is forgotten first
+                    del self._clients[next(iter(self._clients))]
+            self._clients[client] = (wrong + 1, now + wait)
+            return wait
 
     def passed(self, client: str) -> None:
         """A right token from `client`: its count starts again."""
-        self._clients.pop(client, None)
+        if client in self._clients:
+            with self._lock:
+                self._clients.pop(client, None)

@@ -25,6 +25,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from adapters import pages
 from adapters.api import Chatrecord
+from adapters.http.bearer import bearer_of, check_bearer, client_of
 from adapters.http.problems import Problem
 from adapters.http.sessions import SESSION_SECONDS, Sessions, Throttle
 from adapters.service.conversations import BadCursor
@@ -58,26 +59,25 @@ def html(text: str, status: int = 200, headers: dict[str, str] | None = None) ->
     return HTMLResponse(text, status_code=status, headers=base | (headers or {}))
 
 
-def install_ui(app: FastAPI, token: str | None) -> None:
-    """Adds the `/ui` routes to `app`, and the redirect to the sign-in form."""
+def install_ui(app: FastAPI, token: str | None, throttle: Throttle) -> None:
+    """Adds the `/ui` routes to `app`, and the redirect to the sign-in form; `throttle` counts
+    the wrong tokens of the form and of bearer headers."""
 
     @app.exception_handler(SignInRequired)
     async def sign_in(request: Request, error: SignInRequired) -> Response:
         return RedirectResponse("/ui/login?" + urlencode({"next": str(error)}), status_code=303)
 
-    app.include_router(ui_router(token))
+    app.include_router(ui_router(token, throttle))
 
 
-def ui_router(token: str | None) -> APIRouter:
+def ui_router(token: str | None, throttle: Throttle) -> APIRouter:
     """Returns the `/ui` routes; `token`: the API's bearer token (None: open, loopback only)."""
     sessions = Sessions(token) if token is not None else None
-    throttle = Throttle()
 
     def signed_in(request: Request) -> None:
         if token is None:
             return
-        scheme, space, given = (request.headers.get("authorization") or "").partition(" ")
-        if scheme.lower() == "bearer" and space and hmac.compare_digest(given.encode(), token.encode()):
+        if bearer_of(request) is not None and check_bearer(request, token, throttle):  # 429 while its client waits
             return
         cookie = request.cookies.get(COOKIE, "")
         if cookie and sessions is not None and sessions.valid(cookie):
@@ -100,7 +100,7 @@ def ui_router(token: str | None) -> APIRouter:
         given, target = (fields.get("token") or [""])[0], _local((fields.get("next") or ["/ui/"])[0])
         if token is None or sessions is None:
             return RedirectResponse(target, status_code=303)
-        client = request.client.host if request.client else ""
+        client = client_of(request)
         wait = throttle.wait(client)
         if wait > 0:  # the token is not compared while the client waits
             seconds = math.ceil(wait)

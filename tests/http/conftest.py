@@ -47,7 +47,9 @@ def start(settings: dict[str, str], log: Path, *args: str) -> tuple[subprocess.P
     use" and starts again on another port, up to three times."""
     for _ in range(3):
         port = free_port()
-        env = cli_env(CHATRECORD_API_TOKEN=TOKEN, CHATRECORD_MAX_BODY_BYTES=str(MAX_BODY), **settings)
+        # no wait after a wrong token (Schemathesis probes each operation with one), unless `settings` sets one
+        waits = {"CHATRECORD_WRONG_TOKEN_WAIT_SECONDS": "0"}
+        env = cli_env(CHATRECORD_API_TOKEN=TOKEN, CHATRECORD_MAX_BODY_BYTES=str(MAX_BODY), **(waits | settings))
         with log.open("wb") as out:
             process = subprocess.Popen(
                 [sys.executable, "-m", "adapters.cli", "serve", "--port", str(port), "--no-access-log", *args],

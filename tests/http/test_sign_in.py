@@ -11,11 +11,12 @@ import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 from adapters.api import Chatrecord
 from adapters.bootstrap import open_store
-from adapters.http import sessions
+from adapters.http import server, sessions
 from adapters.http.app import HttpSettings, create_app
 from adapters.http.sessions import FIRST_WAIT, LONGEST_WAIT, SESSION_SECONDS, Sessions, Throttle, new_session
 from adapters.http.ui import COOKIE
@@ -157,3 +158,68 @@ def test_a_body_that_never_finishes_is_answered_408_and_its_connection_closed(tm
     assert all(a.startswith(b"HTTP/1.1 408 ") and b"urn:chatrecord:problem:body-timeout" in a for a in answers)
     assert b"did not arrive within 1 s" in answers[0] and took < 15
     assert recorded.startswith(b"HTTP/1.1 200 ")
+
+
+def test_wrong_bearer_tokens_make_the_client_wait_on_v1_and_ui_and_the_right_one_works_after(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    now = [1000.0]
+    monkeypatch.setattr(sessions, "clock", lambda: now[0])
+    wrong = [client.get("/v1/conversations", headers={"Authorization": f"Bearer wrong-{n}"}) for n in range(30)]
+    right_meanwhile = client.get("/v1/conversations", headers={"Authorization": f"Bearer {TOKEN}"})
+    on_ui = client.get("/ui/", headers={"Authorization": "Bearer wrong-ui"})
+    now[0] += 1.0  # the first wait (1 s) is over
+    right_after = client.get("/v1/conversations", headers={"Authorization": f"Bearer {TOKEN}"})
+    ui_wrong = client.get("/ui/", headers={"Authorization": "Bearer wrong-ui"})  # a wrong one on /ui counts too
+    ui_waits = client.get("/ui/", headers={"Authorization": f"Bearer {TOKEN}"})
+    form_waits = client.post("/ui/login", data={"token": TOKEN, "next": PAGE})
+    now[0] += 1.0
+    ui_right = client.get("/ui/", headers={"Authorization": f"Bearer {TOKEN}"})
+
+    assert [a.status_code for a in wrong] == [401] + [429] * 29
+    assert wrong[1].json()["type"] == "urn:chatrecord:problem:too-many-wrong-tokens"
+    assert wrong[1].json()["detail"] == "too many wrong tokens from this address; try again in 1 s"
+    assert wrong[1].headers["retry-after"] == "1"
+    assert (right_meanwhile.status_code, on_ui.status_code) == (429, 429)  # nothing compared while it waits
+    assert right_after.status_code == 200 and ui_wrong.status_code == 303
+    assert (ui_waits.status_code, form_waits.status_code) == (429, 429)
+    assert ui_right.status_code == 200
+
+
+def test_the_wait_after_a_wrong_token_is_a_setting_and_0_turns_it_off(tmp_path: Path) -> None:
+    off = Throttle(0.0)
+
+    assert [off.failed("a", now=1000.0) for _ in range(3)] == [0, 0, 0] and off.wait("a", now=1000.0) == 0
+    assert HttpSettings.from_env({}).wrong_token_wait == FIRST_WAIT == 1
+    assert HttpSettings.from_env({"CHATRECORD_WRONG_TOKEN_WAIT_SECONDS": "0"}).wrong_token_wait == 0
+    with pytest.raises(BadSetting, match=r"CHATRECORD_WRONG_TOKEN_WAIT_SECONDS must be a number of seconds >= 0, not '-1'"):
+        HttpSettings.from_env({"CHATRECORD_WRONG_TOKEN_WAIT_SECONDS": "-1"})
+
+
+def test_serve_believes_x_forwarded_for_only_from_the_proxies_it_is_told_to_trust(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    process, url = start(
+        {"CHATRECORD_DB": str(tmp_path / "s.sqlite"), "CHATRECORD_WRONG_TOKEN_WAIT_SECONDS": "60"}, tmp_path / "log"
+    )
+    try:
+        with httpx.Client(base_url=url, timeout=20) as web:
+            spoofed = [
+                web.get("/v1/conversations", headers={"Authorization": "Bearer wrong", "X-Forwarded-For": f"10.0.0.{n}"})
+                for n in range(5)
+            ]
+    finally:
+        stop(process)
+    runs: list[dict[str, object]] = []
+    monkeypatch.setattr(server.uvicorn, "run", lambda *args, **kwargs: runs.append(kwargs))
+    server.run("127.0.0.1", 8765, 1)
+    server.run("127.0.0.1", 8765, 1, proxies=server.trusted("10.0.0.1, 192.168.0.0/16"))
+
+    assert [a.status_code for a in spoofed] == [401, 429, 429, 429, 429]  # one client, whatever it claims
+    assert spoofed[1].headers["retry-after"] in {"59", "60"}
+    assert [(r["proxy_headers"], r["forwarded_allow_ips"]) for r in runs] == [
+        (False, None),
+        (True, ["10.0.0.1", "192.168.0.0/16"]),
+    ]
+    with pytest.raises(BadSetting, match="--trusted-proxies: 'proxy.local' is not an IP address or network"):
+        server.trusted("proxy.local")
