@@ -18,6 +18,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -159,3 +160,40 @@ def test_replay_of_a_read_only_store_whose_read_models_lag_shows_the_log_s_turns
         "warning: the read models differ from the log for the latest turn; the log's is shown. "
         "Run: chatrecord rebuild --rules 2026-11-02\n",
     )
+
+
+def test_reading_commands_read_an_archive_copied_with_its_wal_but_not_its_shm(tmp_path: Path) -> None:
+    import sqlite3
+
+    store = tmp_path / "live" / "store.sqlite"
+    store.parent.mkdir()
+    run = runner(tmp_path, CHATRECORD_DB=str(store))
+    assert run("ingest", DEMO).returncode == 0
+    keeper = sqlite3.connect(store)  # holds the file open: the next ingest's writes stay in the WAL
+    keeper.execute("SELECT count(*) FROM stored_events").fetchone()
+    assert run("ingest", DATA / "behalten_tour.jsonl").returncode == 0
+    archive = tmp_path / "archive"
+    archive.mkdir()
+    shutil.copyfile(store, archive / "store.sqlite")  # copied as an archive is: the file and its WAL
+    shutil.copyfile(f"{store}-wal", archive / "store.sqlite-wal")
+    keeper.close()
+    expected = {command: run(*command).stdout for command in READS[:3]}
+    for file in archive.iterdir():
+        file.chmod(0o444)
+    archive.chmod(0o555)
+    try:
+        with closing(sqlite3.connect((archive / "store.sqlite").as_uri() + "?mode=ro&immutable=1", uri=True)) as conn:
+            without_wal = conn.execute("SELECT count(*) FROM stored_events").fetchone()[0]
+        before = digest(archive / "store.sqlite"), digest(archive / "store.sqlite-wal")
+        done = {command: cli(without_root_powers(), archive / "store.sqlite", *command) for command in READS[:3]}
+        after = digest(archive / "store.sqlite"), digest(archive / "store.sqlite-wal")
+        left = sorted(p.name for p in archive.iterdir())
+    finally:
+        archive.chmod(0o755)
+
+    assert without_wal == 20  # the demo's events only: the WAL holds the Behalten tour
+    for command, answer in done.items():
+        assert (answer.returncode, answer.stderr) == (0, ""), command  # it was "unable to open database file"
+        assert answer.stdout == expected[command], command
+    assert "conv-behalten" in done["list",].stdout
+    assert after == before and left == ["store.sqlite", "store.sqlite-wal"]

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import sqlite3
+import tempfile
 from contextlib import closing
 from pathlib import Path
 
@@ -48,13 +51,29 @@ def read_only_uri(path: str) -> str | None:
     write it (the file or its folder lacks write permission, or the file system is read-only);
     None when it can. Without a way to make the WAL's shared-memory file (`-shm`) and with no
     WAL file left, the file is opened `immutable` (SQLite then takes no lock, which is safe
-    as no process can write it here either); else `mode=ro`."""
+    as no process can write it here either); with a WAL file that holds writes (an archive
+    copied with its `-wal` but not its `-shm`), which `immutable` would not see and `mode=ro`
+    cannot open without a `-shm`, the file and its WAL are copied to a private temporary
+    folder, removed when the process ends, and the copy is read; else `mode=ro`."""
     file = Path(path).resolve()
     folder = file.parent
     if os.access(file, os.W_OK) and os.access(folder, os.W_OK):
         return None
     uri = file.as_uri() + "?mode=ro"
     shm, wal = Path(f"{file}-shm"), Path(f"{file}-wal")
-    if not os.access(folder, os.W_OK) and not shm.exists() and not (wal.exists() and wal.stat().st_size):
-        uri += "&immutable=1"
+    if not os.access(folder, os.W_OK) and not shm.exists():
+        if not (wal.exists() and wal.stat().st_size):
+            return uri + "&immutable=1"
+        return _private_copy(file, wal).as_uri() + "?mode=ro"
     return uri
+
+
+def _private_copy(file: Path, wal: Path) -> Path:
+    """Returns a copy of `file` and its WAL `wal` in a temporary folder only this user can
+    read, removed when the process ends."""
+    folder = tempfile.mkdtemp(prefix="chatrecord-read-")
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    copy = Path(folder) / file.name
+    shutil.copyfile(file, copy)  # no process writes it meanwhile: a writer would have made its -shm
+    shutil.copyfile(wal, f"{copy}-wal")
+    return copy
