@@ -42,7 +42,7 @@ from domain.events import (
     conversation_uuid,
 )
 from domain.history_index import History, MemoryHistory, SegmentRecord
-from domain.segments import SegmentInfo, WaitingKind
+from domain.segments import SegmentInfo, WaitingKind, resumed_round
 from domain.state import (
     Conversation,
     ConversationSnapshot,
@@ -175,8 +175,9 @@ def return_segment(
 
     Raises SegmentBeforeMessage before any user message, TurnTruncated for a segment or run an edit cut away,
     ContinuationBeforeDecision for a continuation (`approval`, `answer`) while a card or
-    question still waits for its decision, or with no decision of its kind (a card decided for
-    `approval`, a question answered for `answer`) since the segment before it.
+    question still waits for its decision, with no decision of its kind (a card decided for
+    `approval`, a question answered for `answer`) since the segment before it, or resuming
+    another run or round than the one that decision ended the pause of (`_require_resumed`).
     """
     batch = begin(state, at, source, history, f"segment {segment}")
     if batch is None:
@@ -205,6 +206,8 @@ def return_segment(
             f"segment before it; a continuation follows its decision ({followed[2]} first)",
             followed[2],
         )
+    if followed is not None:
+        _require_resumed(current, segment, run, steps, followed[2])
     batch.add(
         SegmentReturned,
         segment=segment,
@@ -224,6 +227,28 @@ def return_segment(
 
 _FOLLOWS = {"approval": ("card", "card decision", "card_decided"), "answer": ("question", "answer", "question_answered")}
 """What a continuation follows (`Conversation.decided`), named for its error."""
+
+
+def _require_resumed(state: Conversation, segment: str, run: str, steps: Sequence[StepFact], decision: str) -> None:
+    """Raises ContinuationBeforeDecision when a continuation does not resume the pause its
+    decision ended: nr-llm resumes the paused run and executes or refuses the waiting calls
+    first, at the round the run paused in (`Conversation.resumes`), then model rounds from the
+    next; a continuation of another run, or opening at another round, continues a decision
+    still to come."""
+    if state.resumes is None:  # a state restored from an older snapshot: taken as before
+        return
+    paused_run, paused_round = state.resumes
+    resumed = resumed_round(steps)
+    if run == paused_run and (resumed is None or paused_round is None or resumed == paused_round):
+        return
+    at = f" paused at round {resumed}" if resumed is not None else ""
+    paused_at = f" at round {paused_round}" if paused_round is not None else ""
+    raise ContinuationBeforeDecision(
+        f"segment {segment} resumes run {run}{at}, but the decision recorded last ended the pause of run "
+        f"{paused_run}{paused_at}; it continues another decision, still to come (nothing of it was stored; "
+        f"deliver it again after the {decision} it continues)",
+        f"{decision} of run {run}{at}",
+    )
 
 
 def _approved_outcomes(state: Conversation, trigger: str, run: str) -> int:

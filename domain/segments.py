@@ -6,10 +6,11 @@ which imports the state's fold; kept apart so that neither imports the other in 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Literal
 
 from domain.cards import continues_run
-from domain.values import Immutable
+from domain.values import Immutable, StepFact
 
 WaitingKind = Literal["card", "question"]
 _WAITS_FOR: dict[str, WaitingKind] = {"awaiting_approval": "card", "awaiting_input": "question"}
@@ -43,3 +44,12 @@ def continues_approval(approval: tuple[str, int, str] | None, trigger: str, run:
     card `approval` (card segment, calls, run): its outcomes come with it. Any other segment or
     a new model call gives them up."""
     return continues_run(trigger, run, approval[2] if approval is not None else None)
+
+
+def resumed_round(steps: Sequence[StepFact]) -> int | None:
+    """Returns the round the pause a continuation resumes was at, read from its first step: nr-llm
+    runs the waiting calls (`tool`, `tool_write`) at the round the run paused in, a model round
+    after them at the next one; None when the steps cannot tell (none, or an unknown kind)."""
+    if not steps or steps[0].kind == "unknown":
+        return None
+    return steps[0].round if steps[0].kind in ("tool", "tool_write") else steps[0].round - 1

@@ -45,7 +45,7 @@ class Conversation(Immutable):
     here, so neither the state nor its snapshot grows with the conversation.
     """
 
-    class_version: ClassVar[int] = 6
+    class_version: ClassVar[int] = 7
 
     id: UUID
     """The aggregate's id: the UUID the conversation id maps to (`conversation_uuid`)."""
@@ -93,6 +93,13 @@ class Conversation(Immutable):
     answered), None (nothing: no continuation has a decision to follow); `any` in a state
     restored from a snapshot of class version 4 or before, which did not keep it (any
     continuation is then taken, as it was)."""
+    resumes: tuple[str, int | None] | None = None
+    """The run of the last segment returned and the last round of its steps (None without steps):
+    a continuation of its card or question resumes that run at that round (nr-llm executes or
+    refuses the waiting calls first, at round = the iterations before the pause), so a
+    continuation of another run or round continues a decision still to come; None in a state
+    restored from a snapshot of class version 6 or before, which did not keep it (any
+    continuation after a decision is then taken, as it was)."""
 
     def is_continuation(self, trigger: str, run: str) -> bool:
         """Returns True when a segment of `trigger` and `run` continues after the pending approval."""
@@ -150,6 +157,12 @@ class ConversationSnapshot(ConversationEvent):
         skipping a number and no tour end as coming before the tour's first segment."""
         state["state"]["numbered"] = None
         state["state"]["tour_returned"] = True
+
+    @staticmethod
+    def upcast_v6_v7(state: dict[str, Any]) -> None:
+        """Version 7 keeps the run and last round of the last segment returned; a snapshot
+        taken before did not: None, so a continuation after a decision is taken as before."""
+        state["state"]["resumes"] = None
 
     @classmethod
     def take(cls, aggregate: Conversation) -> ConversationSnapshot:
@@ -229,8 +242,16 @@ def _(event: SegmentReturned, state: Conversation | None) -> Conversation:
         else None
     )
     # an approval is settled by its continuation, else given up
+    resumes = (event.run, max((step.round for step in event.steps), default=None))
     return _step(
-        state, event, waiting=event.segment if waits else None, waiting_info=info, approval=None, decided=None, tour_returned=True
+        state,
+        event,
+        waiting=event.segment if waits else None,
+        waiting_info=info,
+        approval=None,
+        decided=None,
+        tour_returned=True,
+        resumes=resumes,
     )
 
 

@@ -28,10 +28,18 @@ sys.path.insert(0, str(Path(__file__).parent))
 from test_conversations import _schema_named, same_store
 
 DEMO = Path(__file__).parent.parent / "data" / "demo_seo_tour.jsonl"
+BEHALTEN = Path(__file__).parent.parent / "data" / "behalten_tour.jsonl"
 PLACED_BY_THEIR_FACTS = frozenset({"conversation_started", "card_decided", "question_answered"})
 """The lines the store places by their own facts (the start; a decision or an answer on the
-segment it names); every other line is placed by the `follows` the chat sends with it (a user
-message after a turn, a turn's segment, a continuation, an edit, a retry, a tour end)."""
+segment it names; and a continuation, `placed_by_their_facts`); every other line is placed by the
+`follows` the chat sends with it (a user message after a turn, a turn's segment, an edit, a
+retry, a tour end)."""
+
+
+def placed_by_their_facts(line: dict) -> bool:  # type: ignore[type-arg]
+    """Returns True for a line the store places without `follows`: a continuation resumes the
+    run and round its decision ended the pause of."""
+    return line["type"] in PLACED_BY_THEIR_FACTS or line.get("trigger") in ("approval", "answer")
 
 
 def delivered(chat: Chatrecord, lines: list[bytes]) -> tuple[int, list[str]]:
@@ -87,6 +95,56 @@ def test_a_user_message_past_a_gap_waits_for_the_message_before_it_and_says_so_p
     ]
 
 
+def test_a_continuation_delivered_before_the_decisions_before_it_waits_for_its_own_and_then_fits() -> None:
+    """The tester's shuffle (F5): the Behalten tour's last continuation (segment /4, resuming the
+    run at round 3) delivered right after the first card's decision. It used to be stored as
+    the continuation of card /1, and the in-order delivery then failed on segment /2."""
+    lines = BEHALTEN.read_bytes().splitlines()
+    in_order = Chatrecord(open_store(memory=True))
+    in_order.ingest(lines, "behalten.jsonl")
+    chat = Chatrecord(open_store(memory=True))
+
+    appended, refused = delivered(chat, [*lines[:4], lines[8]])
+
+    assert appended == 5  # started, the skill, message 1, segment /1, its card decided
+    assert refused == [
+        "delivery.jsonl: line 5, trigger: segment 7c1d0b5e-2f4a-4b8e-9c3d-5a6b7c8d9e01/4 resumes run "
+        "7c1d0b5e-2f4a-4b8e-9c3d-5a6b7c8d9e01 paused at round 3, but the decision recorded last ended the pause of run "
+        "7c1d0b5e-2f4a-4b8e-9c3d-5a6b7c8d9e01 at round 1; it continues another decision, still to come "
+        "(nothing of it was stored; deliver it again after the card_decided it continues)"
+    ]
+    with pytest.raises(ChatrecordError) as early:
+        chat.record(json.loads(lines[8]))
+    assert early.value.waits_for == "card_decided of run 7c1d0b5e-2f4a-4b8e-9c3d-5a6b7c8d9e01 paused at round 3"
+    report = chat.ingest(lines, "behalten.jsonl")
+
+    assert (report.stopped, report.rejected, report.appended) == (None, [], 7)  # lines 5 to 11, one event each
+    same_conversation(chat, in_order, "conv-behalten")
+
+
+@pytest.mark.parametrize("seed", [41, 99, 150, 161, 0, 1])
+def test_the_behalten_tour_shuffled_with_no_follows_on_its_continuations_ends_in_the_in_order_store(seed: int) -> None:
+    """Every line but the start, the decisions and the continuations carries `follows`; the
+    continuations land where they belong all the same: each waits for the decision that ended
+    its run's pause at the round it resumes. (Seeds 41, 99, 150 and 161 stored a continuation
+    after another card's decision; the in-order delivery then failed.)"""
+    lines = BEHALTEN.read_bytes().splitlines()
+    in_order = Chatrecord(open_store(memory=True))
+    told, version = [], 0
+    for line in lines:
+        x, follows = json.loads(line), version
+        version = in_order.record(x).state.version  # type: ignore[union-attr]
+        told.append(x if placed_by_their_facts(x) else {**x, "follows": follows})
+    random.Random(seed).shuffle(told)
+    chat = Chatrecord(open_store(memory=True))
+
+    delivered(chat, [json.dumps(x).encode() for x in told])
+    report = chat.ingest(lines, "behalten.jsonl")
+
+    assert (report.stopped, report.rejected) == (None, [])
+    same_conversation(chat, in_order, "conv-behalten")
+
+
 @pytest.fixture(params=["sqlite", "postgres"])
 def fresh(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[[], Chatrecord]]:
     """Opens a new empty store of the backend each call (one file, one PostgreSQL schema); the
@@ -127,7 +185,7 @@ def test_any_shuffle_with_repeats_then_the_whole_conversation_in_order_is_the_in
         for x in told:
             follows = version
             version = in_order.record(x).state.version  # type: ignore[union-attr]
-            if x["type"] not in PLACED_BY_THEIR_FACTS or data.draw(st.booleans(), label="follows"):
+            if not placed_by_their_facts(x) or data.draw(st.booleans(), label="follows"):
                 x["follows"] = follows
         copies = data.draw(st.lists(st.integers(1, 3), min_size=len(told), max_size=len(told)), label="copies")
         delivery = data.draw(st.permutations([x for x, n in zip(told, copies, strict=True) for _ in range(n)]), label="order")

@@ -25,6 +25,7 @@ from tests.http.conftest import MAX_BODY, Server, unique
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "tests" / "data" / "demo_seo_tour.jsonl"
+BEHALTEN = ROOT / "tests" / "data" / "behalten_tour.jsonl"
 OPENAPI = ROOT / "docs" / "openapi.json"
 PROBLEM_KEYS = {"type", "title", "status", "detail"}
 
@@ -382,6 +383,33 @@ def test_a_line_that_came_too_early_is_sent_again_later_and_a_refused_one_is_fin
     assert problem(final, 409, "refused-line")["rule"] == "ConversationAlreadyStarted"
     assert "retry-after" not in final.headers and "early" not in final.json()
     assert [row["kind"] for row in events_of(server, conversation)] == ["started"]  # nothing of it stored
+
+
+def test_a_continuation_sent_before_the_decisions_before_it_waits_for_its_own_and_the_queue_drains(server: Server) -> None:
+    """F5: the Behalten tour's last continuation (segment /4) sent right after card /1's decision
+    was stored as /1's continuation, and segments /2 and /3 then got a too-early 409 for ever.
+    It waits for its own decision now; the lines sent again in order are all stored."""
+    conversation = unique()
+    lines = [{**json.loads(line), "conversation": conversation} for line in BEHALTEN.read_text().splitlines()]
+    for line in lines[:4]:
+        assert server.client.post("/v1/lines", json=line).status_code == 200
+
+    early = server.client.post("/v1/lines", json=lines[8])
+
+    body = problem(early, 409, "refused-line")
+    assert early.headers["retry-after"] == "1"
+    assert {k: body[k] for k in ("rule", "early", "waits_for")} == {
+        "rule": "ContinuationBeforeDecision",
+        "early": True,
+        "waits_for": "card_decided of run 7c1d0b5e-2f4a-4b8e-9c3d-5a6b7c8d9e01 paused at round 3",
+    }
+    assert [server.client.post("/v1/lines", json=line).status_code for line in lines[4:]] == [200] * 7
+    in_order = unique()
+    for line in lines:
+        assert server.client.post("/v1/lines", json={**line, "conversation": in_order}).status_code == 200
+    rows, in_order_rows = events_of(server, conversation), events_of(server, in_order)
+    assert len(rows) == 15
+    assert [{**row, "conversation": None} for row in rows] == [{**row, "conversation": None} for row in in_order_rows]
 
 
 def expected_orders() -> dict[str, tuple[list[str], list[int]]]:

@@ -42,7 +42,7 @@ def export(cycles: int, conversations: int = 3) -> list[bytes]:
     }
     write = {
         "kind": "tool_write",
-        "round": 2,
+        "round": 1,  # the approved call runs at the round the run paused in
         "durationMs": 0.0,
         "toolName": "update_page_metadata",
         "writeTargetTable": "pages",

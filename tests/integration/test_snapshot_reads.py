@@ -65,7 +65,7 @@ def busy_chat() -> list[bytes]:
             trigger="approval",
             outcome="completed",
             answer=f"Gespeichert {n}.",
-            steps=[tool("update_page_metadata", 2), *model_round(2)],
+            steps=[tool("update_page_metadata", 1), *model_round(2)],
         )
     return [orjson.dumps(line) for line in chat.lines]
 

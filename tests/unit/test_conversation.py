@@ -388,4 +388,4 @@ def test_a_state_from_a_snapshot_before_version_5_takes_any_continuation() -> No
     ConversationSnapshot.upcast_v4_v5(state)
 
     assert state["state"]["decided"] == "any"
-    assert c.Conversation.class_version == ConversationSnapshot.class_version == 6
+    assert c.Conversation.class_version == ConversationSnapshot.class_version == 7

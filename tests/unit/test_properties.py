@@ -49,13 +49,15 @@ def tell(legacy: int, episodes: list[tuple], conversation: str = "conv-test") ->
             return False
         return True
 
-    def continuation(run: str, writes: bool, outcome: str = "completed", waiting=()) -> bool:
+    def continuation(run: str, writes: bool, outcome: str = "completed", waiting=(), paused: int = 1) -> bool:
+        """A continuation of `run` paused at round `paused`: the waiting call first, at that round
+        (nr-llm's resume), then the next model round."""
         opening = (
-            [tool("update_page_metadata", 1, ms=40.0), write("update_page_metadata", "pages", 42, 1)]
+            [tool("update_page_metadata", paused, ms=40.0), write("update_page_metadata", "pages", 42, paused)]
             if writes
-            else [refusal("update_page_metadata", 1)]
+            else [refusal("update_page_metadata", paused)]
         )
-        return attempt(chat.segment, "approval", outcome, "Weiter", [*opening, *model_round(2)], waiting, run=run)
+        return attempt(chat.segment, "approval", outcome, "Weiter", [*opening, *model_round(paused + 1)], waiting, run=run)
 
     for kind, first, *rest in episodes:
         runs += 1
@@ -73,7 +75,7 @@ def tell(legacy: int, episodes: list[tuple], conversation: str = "conv-test") ->
                     break
                 last = index + 1 == len(cards)
                 nxt = [] if last else [call(fields=(f"g{i}",)) for i in range(cards[index + 1][1])]
-                if not continuation(run, answer == "Übernehmen", "completed" if last else "awaiting_approval", nxt):
+                if not continuation(run, answer == "Übernehmen", "completed" if last else "awaiting_approval", nxt, index + 1):
                     break
         elif kind == "question":
             attempt(chat.user, "Frage", page=0 if first else 42)

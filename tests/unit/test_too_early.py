@@ -22,6 +22,7 @@ from domain.errors import (
     SegmentBeforeMessage,
 )
 from domain.state import ConversationSnapshot
+from domain.values import StepFact, WaitingCall
 
 
 def refused(story: Story, command, *args) -> ChatrecordError:  # type: ignore[no-untyped-def]
@@ -132,3 +133,64 @@ def test_a_snapshot_before_version_6_keeps_no_number_rule_and_takes_a_tour_end()
     state = {"state": {"conversation": "conv-1"}}
     ConversationSnapshot.upcast_v5_v6(state)
     assert (state["state"]["numbered"], state["state"]["tour_returned"]) == (None, True)
+
+
+def steps(*rounds: tuple[str, int]) -> list[StepFact]:
+    return [StepFact(kind=kind, round=r, duration_ms=0.0) for kind, r in rounds]  # type: ignore[arg-type]
+
+
+def continuation(segment: str, run: str, opening: list[StepFact]) -> tuple:  # type: ignore[type-arg]
+    return (c.return_segment, segment, run, "approval", "completed", "ok", False, opening, [])
+
+
+def test_a_continuation_of_another_run_than_the_decided_card_waits_for_the_decision_of_its_own():
+    story = Story()
+    story.message(1)
+    story.card("s1", run="run-1")
+    story.run(c.decide_card, "s1", True, "Übernehmen", None, None)
+    early = refused(story, *continuation("t2", "run-2", []))
+    assert isinstance(early, ContinuationBeforeDecision) and early.waits_for == "card_decided of run run-2"
+    assert str(early) == (
+        "segment t2 resumes run run-2, but the decision recorded last ended the pause of run run-1; it continues "
+        "another decision, still to come (nothing of it was stored; deliver it again after the card_decided it continues)"
+    )
+    assert names(story.run(*continuation("s2", "run-1", []))) == ["SegmentReturned"]
+
+
+def test_a_continuation_resumes_at_the_round_its_run_paused_in_else_it_waits_for_that_rounds_decision():
+    """nr-llm runs the waiting calls first, at the round the run paused in, then model rounds from
+    the next; the Behalten tour's card /1 paused at round 1, its third continuation opens at 3."""
+    story = Story()
+    story.message(1)
+    card = WaitingCall(tool_name="update_page_metadata")
+    story.run(c.return_segment, "r/1", "r", "turn", "awaiting_approval", "?", False, steps(("llm", 1), ("tool", 1)), [card])
+    story.run(c.decide_card, "r/1", False, "Behalten", None, None)
+
+    early = refused(story, *continuation("r/4", "r", steps(("tool", 3), ("llm", 4))))
+    assert isinstance(early, ContinuationBeforeDecision) and early.waits_for == "card_decided of run r paused at round 3"
+    late_model = refused(story, *continuation("r/x", "r", steps(("llm", 3))))
+    assert late_model.waits_for == "card_decided of run r paused at round 2"
+    assert names(story.run(*continuation("r/2", "r", steps(("tool", 1), ("llm", 2))))) == ["SegmentReturned"]
+    assert story.state is not None and story.state.resumes == ("r", 2)
+
+
+def test_a_continuation_that_opens_with_a_model_round_opens_one_after_the_pause():
+    story = Story()
+    story.message(1)
+    card = WaitingCall(tool_name="update_page_metadata")
+    story.run(c.return_segment, "r/1", "r", "turn", "awaiting_approval", "?", False, steps(("llm", 1)), [card])
+    story.run(c.decide_card, "r/1", True, "Übernehmen", None, None)
+    assert names(story.run(*continuation("r/2", "r", steps(("context", 2), ("llm", 2))))) == ["SegmentReturned"]
+
+
+def test_a_snapshot_before_version_7_keeps_no_pause_and_takes_any_continuation_after_a_decision():
+    state = {"state": {"conversation": "conv-1"}}
+    ConversationSnapshot.upcast_v6_v7(state)
+    assert state["state"]["resumes"] is None
+    story = Story()
+    story.message(1)
+    story.card("s1", run="run-1")
+    story.run(c.decide_card, "s1", True, "Übernehmen", None, None)
+    assert story.state is not None
+    story.state = story.state.model_copy(update={"resumes": None})
+    assert names(story.run(*continuation("t2", "run-2", steps(("tool", 5))))) == ["SegmentReturned"]
