@@ -61,10 +61,15 @@ def export(
     check_output(output)
     with opened(reading=True) as chatrecord:
         if export_format is ExportFormat.otlp:
+            from adapters.cli.cmd_traces import chain_warning
             from adapters.service import trace_export as traces  # here: OpenTelemetry loads only for this format
 
             trace = (traces.otlp_json(chatrecord, conversation) + "\n").encode()
+            broken = chain_warning(chatrecord, conversation)
             write_output(trace, output, f"trace of {conversation} as OTLP/JSON")
+            if broken is not None:
+                warn(broken)
+                raise typer.Exit(1)
             return
         done = chatrecord.export(conversation, upto)
     data = b"".join(json_bytes(line) + b"\n" for line in done.lines)

@@ -75,7 +75,12 @@ def replay(
             warn(
                 f"warning: the log's hash chain is broken at version {verdict.version} ({verdict.problem}), "
                 "so the read models differ from it; the log's turns are shown as they read now. "
-                "Run: chatrecord verify (do not rebuild: it would fold the changed events in)"
+                "Run: chatrecord verify (do not rebuild: "
+                + (
+                    "the read models still remember the removed events)"
+                    if verdict.problem in ("cut_off", "deleted")
+                    else "it would fold the changed events in)"
+                )
             )
         elif replays[0].differs:
             warn(

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from adapters.cli.app import RulesOption, app, opened, say
+from adapters.cli.app import RulesOption, app, opened, say, warn
 from adapters.cli.output_file import check_output, write_output
 from adapters.cli.stdio import require_store
+
+if TYPE_CHECKING:
+    from adapters.api import Chatrecord
 
 traces = typer.Typer(
     help="OpenTelemetry GenAI traces of what ran (OTLP/JSON, OTLP/HTTP).\n\n"
@@ -35,6 +38,8 @@ def show(
 
     Trace and span ids derive from the conversation and its events: the same every time.
     No tool arguments or results; message texts only with --with-texts.
+    A conversation whose hash chain does not verify is written all the same, with a
+    warning naming the break on stderr and exit status 1, as export does.
 
     Example:
 
@@ -46,7 +51,25 @@ def show(
     check_output(output)
     with opened(reading=True) as chatrecord:
         text = service.otlp_json(chatrecord, conversation, rules.value if rules else None, with_texts)
+        broken = chain_warning(chatrecord, conversation)
     write_output((text + "\n").encode(), output, f"trace of {conversation} as OTLP/JSON")
+    if broken is not None:
+        warn(broken)
+        raise typer.Exit(1)
+
+
+def chain_warning(chatrecord: Chatrecord, conversation: str) -> str | None:
+    """Returns the warning that a trace of `conversation` was made from a log whose hash chain
+    does not verify (every hash recomputed, the break stored, as `export` does), None when it
+    verifies or the store keeps no chain."""
+    verdict = chatrecord.chain(conversation, full=True, by="chatrecord traces")
+    if verdict is None or verdict.ok:
+        return None
+    return (
+        f"warning: the hash chain of conversation {verdict.conversation} does not verify, broken at version "
+        f"{verdict.version} ({verdict.problem}){': ' + verdict.detail if verdict.detail else ''}; the trace holds "
+        "the events as the store holds them now (chatrecord verify names the break)"
+    )
 
 
 @traces.command()

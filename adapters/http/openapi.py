@@ -72,7 +72,7 @@ def _demo_reads() -> dict[str, dict[str, Any]]:
     chatrecord = Chatrecord(open_store(memory=True))
     try:
         chatrecord.demo()
-        rows = [row.to_json() for row in chatrecord.audit(DEMO).rows]
+        rows = chatrecord.audit(DEMO, chain=True).to_json()
         segments = [s.model_dump(mode="json") for s in chatrecord.activity(DEMO)]
         cut = next(n for n, row in enumerate(rows, start=1) if row["kind"] == "card_outcome")
         read = "/v1/conversations/{conversation}/"
@@ -119,6 +119,10 @@ WAIT_AFTER_WRONG_TOKENS = {
 }
 CHAIN_BROKEN = {
     "description": "broken when the conversation's hash chain does not verify: the lines hold the events as the store holds them now, a changed one among them (`chatrecord verify` names the break).",
+    "schema": {"type": "string", "enum": ["broken"]},
+}
+AUDIT_CHAIN_BROKEN = {
+    "description": "broken when the conversation's hash chain does not verify: the rows after the break are not `verified` (`chatrecord verify` names the break).",
     "schema": {"type": "string", "enum": ["broken"]},
 }
 PROBLEM_TYPES = {

@@ -11,7 +11,7 @@ import orjson
 from fastapi import APIRouter, Depends, Path, Query, Request, Response
 
 from adapters.api import Chatrecord
-from adapters.http import openapi, schemas
+from adapters.http import audit_schema, openapi, schemas
 from adapters.http.headers import JSON, NDJSON, ReadAfter, etag
 from adapters.http.problems import Problem
 from adapters.ingest.names import AT_PATTERN, parse_at
@@ -136,15 +136,18 @@ def add_reads(v1: APIRouter, of_a_conversation: dict[int | str, dict[str, Any]])
 
     @v1.get(
         "/conversations/{conversation:path}/audit",
-        response_model=list[schemas.AuditRow],
+        response_model=list[audit_schema.AuditRow],
         response_description="The audit's rows, in order, each by its kind",
-        responses=of_a_conversation,
+        responses=of_a_conversation | {200: {"headers": {"Chatrecord-Chain": openapi.AUDIT_CHAIN_BROKEN}}},
     )
     def audit(chatrecord: Service, conversation: Conversation, rules: RulesQuery = None, after: ReadAfter = None) -> Response:
         """Everything that ran, was written, decided, left undecided or cut, in order, with
-        times: the rows of `chatrecord audit --json`."""
-        done = chatrecord.audit(conversation, rules.value if rules else None, after=after)
-        return json_response([row.to_json() for row in done.rows])
+        times: the rows of `chatrecord audit --json`, each `verified` when its event lies before
+        any broken link of the hash chain; a chain that does not verify adds header
+        `Chatrecord-Chain: broken` (`chatrecord verify` names the break)."""
+        done = chatrecord.audit(conversation, rules.value if rules else None, chain=True, after=after)
+        broken = done.chain is not None and not done.chain.ok
+        return json_response(done.to_json(), headers={"Chatrecord-Chain": "broken"} if broken else None)
 
     @v1.get(
         "/conversations/{conversation:path}/activity",

@@ -17,7 +17,7 @@ from adapters.service.conversations import CURSOR_PATTERN
 from domain.events import Trigger, UndecidedReason
 from domain.values import CARD_ANSWERS, OUTCOMES, Completeness
 from projections.rules import RULE_SET_IDS
-from projections.steps import DecisionKind, Reading
+from projections.steps import Reading
 
 
 class Full(StrEnum):
@@ -136,22 +136,7 @@ class ConversationList(Response):
     )
 
 
-# ---------------------------------------------------------------- GET …/audit
-
-
-class AuditCall(Response):
-    tool: str
-    reading: Reading = Field(
-        description="How the calls were read: `ran`, `failed`, `not_permitted` (no longer "
-        "offered), `held` (not run yet), `declined` (a declined card's)."
-    )
-    count: int = Field(description="Calls of this tool with this reading in the segment.")
-
-
-class AuditWritten(Response):
-    record: str = Field(description="The record written, `table:uid`.")
-    completeness: Completeness
-    hook_failed: bool = Field(description="Whether a hook failed after the write.")
+# ---------------------------------------------------------------- GET …/audit (`audit_schema`)
 
 
 class WaitingCall(Response):
@@ -160,149 +145,6 @@ class WaitingCall(Response):
     tool: str
     record: str | None = Field(description="The record it names, `table:uid`; null for a create.")
     fields: list[str] = Field(description="The field names it names.")
-
-
-class AuditRowBase(Response):
-    version: int = Field(description="The version of the event the row comes from (1-based).")
-    at: datetime = Field(description="The event's time (UTC).")
-
-
-class StartedRow(AuditRowBase):
-    kind: Literal["started"]
-    conversation: str
-    conversation_kind: Literal["chat", "alt_text"]
-    owner: int = Field(description="The user's id.")
-    cut: bool
-
-
-class MessageRow(AuditRowBase):
-    kind: Literal["message"]
-    message: int = Field(description="The user message's number.")
-    page: int = Field(description="The page selected with it; 0 for none.")
-    skill: str | None
-    cut: bool
-
-
-class SkillRow(AuditRowBase):
-    kind: Literal["skill"]
-    skill: str
-    cut: bool
-
-
-class SegmentRow(AuditRowBase):
-    kind: Literal["segment"]
-    segment: str
-    run: str
-    trigger: Trigger
-    follows: DecisionKind | None = Field(description="The decision or answer the continuation follows; null for a turn.")
-    outcome: SegmentOutcome
-    message: int = Field(description="The newest user message when it returned.")
-    calls: list[AuditCall] = Field(description="Its tool calls, by tool and reading.")
-    written: list[AuditWritten] = Field(description="The records it wrote.")
-    waiting: list[WaitingCall] = Field(description="The calls its card or question named.")
-    flagged: bool = Field(description="Whether its answer was flagged nothingSaved.")
-    cut: bool
-
-
-class DecisionRow(AuditRowBase):
-    kind: Literal["decision"]
-    segment: str = Field(description="The segment whose card was decided.")
-    approved: bool
-    answer: CardAnswer
-    cut: bool
-
-
-class CardOutcomeRow(AuditRowBase):
-    kind: Literal["card_outcome"]
-    card: str | None = Field(description="The decided card's segment; null for a legacy row's outcome.")
-    outcome: CardOutcomeName
-    tool: str
-    record: str | None = Field(description="The record the call names, `table:uid`; null for a create.")
-    fields: list[str]
-    answer: CardAnswer | None = Field(description="The editor's answer; null for a legacy row's outcome.")
-    cut: bool
-
-
-class AnswerRow(AuditRowBase):
-    kind: Literal["answer"]
-    segment: str = Field(description="The segment whose question was answered.")
-    message: int = Field(description="The user message the answer became.")
-    cut: bool
-
-
-class UndecidedRow(AuditRowBase):
-    kind: Literal["undecided"]
-    segment: str
-    waiting: Literal["card", "question"]
-    reason: UndecidedReason
-    decidable_elsewhere: bool = Field(description="Whether the run may still be decided in AI Tasks.")
-    cut: bool
-
-
-class RetryRow(AuditRowBase):
-    kind: Literal["retry"]
-    message: int
-    cut: bool
-
-
-class TourEndedRow(AuditRowBase):
-    kind: Literal["tour_ended"]
-    cut: bool
-
-
-class EditRow(AuditRowBase):
-    kind: Literal["edit"]
-    message: int = Field(description="The user message edited.")
-    cut: bool
-
-
-class CutRow(AuditRowBase):
-    kind: Literal["cut"]
-    after_message: int = Field(description="The turns after this user message were cut away.")
-    messages: list[int]
-    segments: list[str]
-    cards: list[str]
-    cut: bool
-
-
-class TranscriptReplacedRow(AuditRowBase):
-    kind: Literal["transcript_replaced"]
-    messages: int = Field(description="The messages of the new transcript.")
-    cut: bool
-
-
-class ErasedRow(AuditRowBase):
-    kind: Literal["erased"]
-    cut: bool
-
-
-class LegacyRowRow(AuditRowBase):
-    kind: Literal["legacy_row"]
-    messages: int = Field(description="The messages the row brought.")
-    card_outcomes: int = Field(description="The card outcomes the row brought.")
-    cut: bool
-
-
-AuditRow = Annotated[
-    StartedRow
-    | MessageRow
-    | SkillRow
-    | SegmentRow
-    | DecisionRow
-    | CardOutcomeRow
-    | AnswerRow
-    | UndecidedRow
-    | RetryRow
-    | TourEndedRow
-    | EditRow
-    | CutRow
-    | TranscriptReplacedRow
-    | ErasedRow
-    | LegacyRowRow,
-    Field(discriminator="kind"),
-]
-"""One row of the audit (`chatrecord audit --json` without `verified`), by its `kind`: `version`,
-`at`, `kind`, the kind's facts, `cut`, in this order."""
 
 
 # ---------------------------------------------------------------- GET …/activity

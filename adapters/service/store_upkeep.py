@@ -19,7 +19,7 @@ from adapters.service.use_case_base import UseCaseBase, conversation_argument, i
 from adapters.store.chain import ChainedRecorder
 from adapters.store.chain_upgrade import upgrade
 from adapters.store.erasure import Erasure, erase
-from adapters.store.kept_verdicts import from_broken, from_position
+from adapters.store.kept_verdicts import from_broken, from_position, held
 from adapters.store.keys import KeyState
 from adapters.store.settings import describe_backend
 from adapters.store.verify import Verdict, chain_verdict, verdicts, verify_after
@@ -65,20 +65,21 @@ class StoreUpkeep(UseCaseBase):
         name = conversation_argument("chain", conversation)
         key = self._stored_id(name)
         recorder = self.store.recorder if isinstance(self.store.recorder, ChainedRecorder) else None
-        stored = recorder.broken_chain(conversation_uuid(key)) if recorder is not None and not full else None
+        stored = recorder.broken_chain(conversation_uuid(key)) if recorder is not None else None
         verdict: Verdict | None
         unkept = False  # an ok verdict whose head no stored position holds: this process keeps it
-        if stored is not None:  # shown as found: no position or kept head is trusted after a break
+        if stored is not None and not full:  # shown as found: no position or kept head is trusted after a break
             verdict = from_broken(stored, name)
         else:
             kept: Verdict | None = None
+            position = recorder.verified_position(conversation_uuid(key)) if recorder is not None else None
             if recorder is not None and not full and key not in self._broken_chains:
-                position = recorder.verified_position(conversation_uuid(key))
                 kept = from_position(position, name) if position is not None else self._chains.get(key)
                 unkept = position is None and kept is not None
             verdict = (
                 verify_after(recorder, kept) if kept is not None and recorder is not None else chain_verdict(self.store, key)
             )
+            verdict = held(verdict, position, stored)  # a full look never clears a cut it cannot see
             kept_now = self._keep_verdicts([verdict], by)
             unkept = unkept or (kept is None and not kept_now)
         if verdict is None and recorder is not None:
@@ -125,7 +126,9 @@ class StoreUpkeep(UseCaseBase):
     def _verdicts(self, conversation: str | None, key: str | None, against: Path | None, record: str | None) -> Iterator[Verdict]:
         found: list[Verdict] = []
         try:
-            for verdict in verdicts(self.store, key, against):
+            for each in verdicts(self.store, key, against):
+                verdict = self._held(each)  # a cut below a version the store once held: no hash sees it
+                assert verdict is not None
                 found.append(verdict)
                 yield verdict
         finally:  # also what a caller that stopped early was given

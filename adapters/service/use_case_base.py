@@ -15,7 +15,7 @@ from adapters.ingest import ParsedLine
 from adapters.service.conversations import stored_id
 from adapters.store.application import ConversationStore
 from adapters.store.chain import ChainedRecorder
-from adapters.store.kept_verdicts import broken_of, position_of
+from adapters.store.kept_verdicts import broken_of, held, position_of
 from adapters.store.replicas import recovery_conflict, wrote_on_standby
 from adapters.store.settings import read_wait, store_errors
 from adapters.store.verify import Verdict
@@ -76,6 +76,16 @@ class UseCaseBase:
             log.warning("chatrecord: the chain's verdicts were not stored: %s", error)
             return False
         return True
+
+    def _held(self, verdict: Verdict | None) -> Verdict | None:
+        """Returns `verdict` as `adapters.store.kept_verdicts.held` holds it to what the store
+        keeps of its conversation (its verified position, its stored break): `cut_off` where an
+        ok chain ends below a version the store once held. Read before `_keep_verdicts` stores it."""
+        recorder = self.store.recorder
+        if verdict is None or not verdict.ok or not isinstance(recorder, ChainedRecorder):
+            return verdict
+        key = verdict.originator_id
+        return held(verdict, recorder.verified_position(key), recorder.broken_chain(key))
 
     def _stored_id(self, conversation: str) -> str:
         """Returns the key `conversation` (the chat's id, or the stored form a command printed)

@@ -59,3 +59,33 @@ def broken_of(verdict: Verdict, by: str, at: datetime | None = None) -> BrokenCh
         return None
     assert verdict.problem is not None
     return BrokenChain(verdict.originator_id, verdict.version, verdict.problem, verdict.detail or "", at or datetime.now(UTC), by)
+
+
+CUTS = ("deleted", "cut_off")
+"""The problems of a stored break that name an event the chain once held (deleted by hand, or
+cut off): no recomputed hash can see such an event is gone once the chain ends before it."""
+
+
+def held(verdict: Verdict | None, position: VerifiedPosition | None, broken: BrokenChain | None) -> Verdict | None:
+    """Returns `verdict` (a look's own), unless it is ok and its head lies below the version of
+    the conversation's stored verified position, or of its stored break that names an event
+    the chain once held (`CUTS`): then the chain was cut there, which no recomputed hash can
+    see, and the verdict is `cut_off` at that version (stored as a break like any other, so the
+    cut is never cleared, nor the position lowered)."""
+    if verdict is None or not verdict.ok:
+        return verdict
+    floor = max(
+        position.version if position is not None else 0,
+        broken.version if broken is not None and broken.problem in CUTS else 0,
+    )
+    if floor <= verdict.version:
+        return verdict
+    held_by = f"stored as verified by {position.by}" if position is not None and position.version == floor else "stored"
+    return Verdict(
+        verdict.conversation,
+        verdict.originator_id,
+        floor,
+        verdict.events,
+        problem="cut_off",
+        detail=f"version {floor} was {held_by}; the store ends at version {verdict.version}: the newest events were removed",
+    )

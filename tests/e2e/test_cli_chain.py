@@ -64,7 +64,6 @@ def test_kept_heads_find_the_newest_events_cut_off(tmp_path: Path) -> None:
     with sqlite3.connect(tmp_path / "s.sqlite") as conn:
         for table in ("stored_events", "chatrecord_chain"):
             conn.execute(f"DELETE FROM {table} WHERE originator_id = ? AND originator_version = 20", (DEMO_ID,))
-    assert run("verify").returncode == 0
     done = run("verify", "--against", "heads.txt")
     assert (done.returncode, done.stdout.splitlines()[0]) == (
         1,

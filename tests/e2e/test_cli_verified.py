@@ -101,3 +101,23 @@ def test_an_event_changed_after_the_last_verify_is_never_shown_as_verified(store
     assert audit.stdout.splitlines()[-1].startswith("chain: BROKEN at version 8 (changed)")
     assert [r["version"] for r in rows if r["verified"]] == list(range(1, 8))
     assert verify.returncode == 1 and VERIFIED.search(verify.stdout) is None
+
+
+def test_a_trace_of_a_broken_chain_is_written_with_a_warning_and_exit_1(store: tuple[Run, Tamper], tmp_path: Path) -> None:
+    """`traces show -o` and `export --format otlp` said nothing and exited 0 while `export`
+    warned and exited 1 (issue 35, the tester's F9): both now do as `export` does."""
+    run, tamper = store
+    assert run("ingest", DEMO).returncode == 0
+    intact = run("traces", "show", "conv-demo-seo", "-o", tmp_path / "ok.json")
+    tamper(b'"uid":42}', b'"uid":7}')
+
+    shown = run("traces", "show", "conv-demo-seo", "-o", tmp_path / "tr.json")
+    exported = run("export", "conv-demo-seo", "--format", "otlp", "-o", tmp_path / "ex.json")
+
+    assert (intact.returncode, "warning" in intact.stderr) == (0, False)
+    for done, name in ((shown, "tr.json"), (exported, "ex.json")):
+        assert done.returncode == 1
+        assert (
+            "warning: the hash chain of conversation conv-demo-seo does not verify, broken at version 8 (changed)" in done.stderr
+        )
+        assert json.loads((tmp_path / name).read_text(encoding="utf-8"))["resourceSpans"]

@@ -80,7 +80,7 @@ def test_the_demo_sent_line_by_line_gives_the_turn_chatrecord_demo_prints(server
     assert body["messages"] == expected.model_messages()
     assert [n["text"] for n in body["notes"]] == list(expected.notes) and len(body["notes"]) == 14
     assert {k: v for k, v in body.items() if k != "messages"} == demo.turn_notes("conv-demo-seo").to_json()
-    assert audit.json() == [row.to_json() for row in demo.audit("conv-demo-seo").rows]
+    assert audit.json() == demo.audit("conv-demo-seo", chain=True).to_json()
     assert replay.json() == demo.replay("conv-demo-seo", at=3).to_json()
     assert activity.json() == [s.model_dump(mode="json") for s in demo.activity("conv-demo-seo")]
 

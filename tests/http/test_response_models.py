@@ -15,18 +15,18 @@ import orjson
 import pytest
 from pydantic import TypeAdapter
 
-from adapters.http import schemas
+from adapters.http import audit_schema, schemas
 from tests.e2e.conftest import ROOT, cli_env
 from tests.http.conftest import Server, unique
 
 DATA = ROOT / "tests" / "data"
 READS: dict[str, TypeAdapter[Any]] = {
     "turn": TypeAdapter(schemas.TurnNotes),
-    "audit": TypeAdapter(list[schemas.AuditRow]),
+    "audit": TypeAdapter(list[audit_schema.AuditRow]),
     "activity": TypeAdapter(list[schemas.SegmentActivity]),
     "replay": TypeAdapter(schemas.Replay),
 }
-KINDS = {get_args(row.model_fields["kind"].annotation)[0] for row in get_args(get_args(schemas.AuditRow)[0])}
+KINDS = {get_args(row.model_fields["kind"].annotation)[0] for row in get_args(get_args(audit_schema.AuditRow)[0])}
 
 
 def tool(name: str, failed: bool = False) -> dict[str, Any]:
