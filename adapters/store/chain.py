@@ -37,8 +37,10 @@ from uuid import UUID
 from eventsourcing.persistence import StoredEvent
 
 from adapters.store.chain_checks import BrokenChain, VerifiedPosition, chained_before, upgrade_refused
+from adapters.store.chain_errors import ChainBroken as ChainBroken
+from adapters.store.chain_errors import UpgradeRefused as UpgradeRefused
+from adapters.store.chain_errors import VersionRefused as VersionRefused
 from adapters.store.serialization import originator_uuid
-from domain.errors import ChatrecordError
 
 GENESIS = bytes(32)
 """The hash before a conversation's first event: 32 zero bytes."""
@@ -84,37 +86,6 @@ def run_inline(kwargs: dict[str, Any], cursor: Any) -> None:
     inline = kwargs.get("inline")
     if inline is not None:
         inline(cursor)
-
-
-class ChainBroken(ChatrecordError):
-    """Raised when an append is refused because the conversation's hash chain is broken
-    where the append would continue it: the previous event has no hash row (an event written
-    beside the store, `inserted`), the conversation was stored before the chain
-    (`unchained`: `chatrecord verify --upgrade` chains it), or the event at the append's version
-    was deleted by hand while its hash is recorded (`deleted`, `dangling`). Nothing of the
-    append is stored.
-    `originator_id`, `version` and `problem` name the broken link as `verify` would."""
-
-    def __init__(self, message: str, originator_id: UUID, version: int, problem: str) -> None:
-        super().__init__(message)
-        self.originator_id, self.version, self.problem = originator_id, version, problem
-
-    def named(self, conversation: str) -> ChainBroken:
-        """Returns the same refusal naming the conversation by its id (`conversation`), not its UUID."""
-        text = str(self).replace(f"conversation {self.originator_id}", f'conversation "{conversation}"', 1)
-        return type(self)(text, self.originator_id, self.version, self.problem)
-
-
-class VersionRefused(ChainBroken):
-    """Raised when an append holds an event at a version before a conversation's first, 1
-    (version 0 or less: no command decides one; an event built by hand): the chain has no
-    place for it, and nothing of the append is stored. `problem` is `before_first`."""
-
-
-class UpgradeRefused(ChainBroken):
-    """Raised when `verify --upgrade` refuses a conversation without chain rows that the store
-    shows was chained before (`chained_before`): its rows were deleted, not missing since before
-    the chain. Nothing is changed. `problem` is `unchained`."""
 
 
 class ChainedRecorder:
@@ -198,9 +169,19 @@ class ChainedRecorder:
 
     def _refusal(self, cursor: Any, key: UUID, version: int) -> ChainBroken:
         """Returns the error refusing an append after version `version`, which has no hash
-        row: the conversation was stored before the chain (no hash at version 1 either), or an
+        row: the conversation was stored before the chain (no hash at version 1 either, and
+        nothing shows it was chained: `chained_before`, else its rows were `deleted`), or an
         event was written beside the store (`verify`'s `inserted`)."""
         if version > 1 and self._chain_hash(cursor, key, 1) is None:
+            reason = chained_before("keyed" if self.chain_key else None, *self._chain_kept(cursor, key))
+            if reason is not None:  # its rows were deleted by hand: `verify --upgrade` refuses it
+                return ChainBroken(
+                    f"conversation {key}: the hash chain is broken at version 1 (deleted): {reason}; its chain rows "
+                    "were deleted in the database; nothing was appended; run: chatrecord verify",
+                    key,
+                    1,
+                    "deleted",
+                )
             return ChainBroken(
                 f"conversation {key} was stored before the hash chain: nothing was appended; run: chatrecord verify "
                 "--upgrade (it chains the stored events, and logs it), then send the lines again",

@@ -30,6 +30,14 @@ from tests.integration.backends import PostgresStores, SQLiteStores
 A = base64.b64encode(bytes(range(32))).decode()
 NONE = ""  # overrides a CHATRECORD_MASTER_KEY of the test's own environment
 DEMO = conversation_uuid("conv-demo-seo")
+LATER_LINE = {
+    "type": "user_message",
+    "conversation": "conv-demo-seo",
+    "at": "2026-11-03T10:00:00Z",
+    "message": 4,
+    "text": "Und jetzt?",
+    "page": 0,
+}
 TAMPER = "its chain rows were deleted in the database (a tamper): {}; verify --upgrade refuses it"
 REFUSED = (
     'conversation "conv-demo-seo": refused to chain it (verify --upgrade): {}; its chain rows were deleted in the '
@@ -108,7 +116,14 @@ class ChainTrustContract:
         with pytest.raises(UpgradeRefused) as refused:
             Chatrecord(store).upgrade_chains()
         assert str(refused.value) == REFUSED.format(reason)
-        assert self.links() == {}
+        with pytest.raises(ChainBroken) as appended:  # an append says so too, not to run the upgrade
+            Chatrecord(store).record(LATER_LINE)
+        assert str(appended.value) == (
+            'conversation "conv-demo-seo": the hash chain is broken at version 1 (deleted): '
+            f"{reason}; its chain rows were deleted in the database; nothing "
+            "was appended; run: chatrecord verify"
+        )
+        assert self.links() == {} and len(self.events()) == 20
         again = demo(self.open_store(CHATRECORD_MASTER_KEY=A))
         assert (again.ok, again.problem, again.detail) == (False, "unchained", TAMPER.format(reason))
 
