@@ -173,7 +173,9 @@ class ChainedRecorder:
         nothing shows it was chained: `chained_before`, else its rows were `deleted`), or an
         event was written beside the store (`verify`'s `inserted`)."""
         if version > 1 and self._chain_hash(cursor, key, 1) is None:
-            reason = chained_before("keyed" if self.chain_key else None, *self._chain_kept(cursor, key))
+            reason = chained_before(
+                "keyed" if self.chain_key else None, *self._chain_kept(cursor, key), self._chained_earlier(cursor, key, version)
+            )
             if reason is not None:  # its rows were deleted by hand: `verify --upgrade` refuses it
                 return ChainBroken(
                     f"conversation {key}: the hash chain is broken at version 1 (deleted): {reason}; its chain rows "
@@ -229,7 +231,7 @@ class ChainedRecorder:
             return 0
         mark = self.chain_mark()
         with self._chain_writing() as cursor:
-            reason = chained_before(mark, *self._chain_kept(cursor, key))
+            reason = chained_before(mark, *self._chain_kept(cursor, key), self._chained_earlier(cursor, key))
             if reason is not None:
                 raise UpgradeRefused(upgrade_refused(key, reason), key, 1, "unchained")
             rows = self._chain_stored(cursor, key, 2**62)
@@ -241,7 +243,7 @@ class ChainedRecorder:
         (`chained_before`), None where it would chain it."""
         mark = self.chain_mark()
         with self._chain_reading() as cursor:
-            return chained_before(mark, *self._chain_kept(cursor, key))
+            return chained_before(mark, *self._chain_kept(cursor, key), self._chained_earlier(cursor, key))
 
     def rekey_chain(self, new_key: bytes | None, mark: str | None, cursor: Any = None) -> int:
         """Recomputes every link under `new_key` (None: unkeyed) and records `mark` as the
@@ -352,6 +354,12 @@ class ChainedRecorder:
         version, hash) of every conversation (of `only` if given), whether or not the guard is
         there; none where a table is missing."""
         raise NotImplementedError
+
+    def _chained_earlier(self, cursor: Any, key: UUID, upto: int = 2**62) -> bool:
+        """Says whether an event of another conversation that has a chain row was stored before
+        the last event up to version `upto` of conversation `key` (in the order the store gave
+        them): then a chaining version stored it. False where no such order is kept (memory)."""
+        return False
 
     def _chain_replace(self, cursor: Any, rows: list[Link]) -> None:
         """Replaces every chain row by `rows` and forgets every verified position (its hash was

@@ -61,10 +61,14 @@ class BrokenChain:
 
 
 def chained_before(
-    mark: str | None, breaks: Sequence[tuple[UUID, int, str]], positions: Sequence[tuple[UUID, int, bytes]]
+    mark: str | None,
+    breaks: Sequence[tuple[UUID, int, str]],
+    positions: Sequence[tuple[UUID, int, bytes]],
+    later: bool = False,
 ) -> str | None:
     """Returns why a conversation without chain rows was chained before, from the store's chain
-    mark `mark` and the conversation's stored `breaks` and verified `positions`; None when
+    mark `mark`, the conversation's stored `breaks` and verified `positions`, and whether its
+    events were stored after a chained event of another conversation (`later`); None when
     nothing shows it (a conversation stored before the chain existed)."""
     if breaks:
         return f"the store recorded a break of its chain at version {breaks[0][1]} ({breaks[0][2]})"
@@ -72,6 +76,8 @@ def chained_before(
         return f"its chain was verified up to version {positions[0][1]}"
     if mark is not None:
         return "the store's chain is keyed, and a keyed store chains every event it stores"
+    if later:
+        return "its events were stored after events the store chained, so by a version that chains every event"
     return None
 
 

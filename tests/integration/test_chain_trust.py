@@ -9,6 +9,7 @@ unkeyed store) is found by kept heads (docs/reliability.md)."""
 from __future__ import annotations
 
 import base64
+import json
 import sqlite3
 from typing import Any
 
@@ -164,6 +165,21 @@ class ChainTrustContract:
         kept = {DEMO: KeptHead("conv-demo-seo", DEMO, head.version, head.hash)}
         against = next(verify(recorder, lambda _: "conv-demo-seo", DEMO, kept))
         assert (against.problem, against.version) == ("rewritten", 20)
+
+    def test_the_upgrade_refuses_a_conversation_stored_after_a_chained_one_in_an_unkeyed_store(self) -> None:
+        store = self.open_store(CHATRECORD_MASTER_KEY=NONE)
+        started = {"type": "conversation_started", "at": "2026-10-27T09:00:00Z", "kind": "chat", "owner": 7}
+        Chatrecord(store).ingest([json.dumps({**started, "conversation": "conv-first"}).encode() + b"\n"], "first")
+        Chatrecord(store).ingest(demo_lines(), DEMO_FILE)  # stored after a chained event: by a chaining version
+        self.forge_event_8(guard=False)
+        self.unchain(guard=False)
+        reason = "its events were stored after events the store chained, so by a version that chains every event"
+        reopened = self.open_store(CHATRECORD_MASTER_KEY=NONE)
+        assert demo(reopened).detail == TAMPER.format(reason)
+        with pytest.raises(UpgradeRefused) as refused:
+            Chatrecord(reopened).upgrade_chains()
+        assert str(refused.value) == REFUSED.format(reason)
+        assert self.links() == {}
 
     def test_keys_wrap_refuses_a_chain_replaced_past_the_guard_that_stored_its_break(self) -> None:
         self.ingested_and_verified(A)

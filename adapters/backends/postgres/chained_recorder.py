@@ -224,6 +224,17 @@ class ChainedPostgresRecorder(ChainedRecorder, EventRecorder):
             found.append([(r["originator_id"], int(r["version"]), r["c"]) for r in cursor.fetchall()])
         return found[0], [(k, v, state_bytes(h)) for k, v, h in found[1]]
 
+    def _chained_earlier(self, cursor: Any, key: UUID, upto: int = 2**62) -> bool:
+        cursor.execute(
+            SQL(
+                "SELECT EXISTS (SELECT 1 FROM {0} e JOIN {1} c ON c.originator_id = e.originator_id AND c.originator_version = "
+                "e.originator_version WHERE e.originator_id <> %s AND e.notification_id < (SELECT max(notification_id) "
+                "FROM {0} WHERE originator_id = %s AND originator_version <= %s)) AS found"
+            ).format(self.events_table, self.chain_table),
+            (key, key, upto),
+        )
+        return bool(cursor.fetchone()["found"])
+
     def _chain_replace(self, cursor: Any, rows: list[Link]) -> None:
         # the guard is for changes by hand: this one is chatrecord's; made again in the same transaction
         cursor.execute(SQL("DROP TRIGGER IF EXISTS {} ON {}").format(Identifier(GUARD), self.chain_table))

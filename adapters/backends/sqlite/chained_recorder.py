@@ -175,6 +175,15 @@ class ChainedSQLiteRecorder(ChainedRecorder, SQLiteApplicationRecorder):
             found.append([(self._uuid(r[0]), int(r[1]), r[2]) for r in cursor.fetchall()])
         return found[0], [(k, v, state_bytes(h)) for k, v, h in found[1]]
 
+    def _chained_earlier(self, cursor: Any, key: UUID, upto: int = 2**62) -> bool:
+        cursor.execute(
+            f"SELECT EXISTS (SELECT 1 FROM {self.events_table_name} e JOIN {CHAIN_TABLE} c ON c.originator_id = e.originator_id "
+            "AND c.originator_version = e.originator_version WHERE e.originator_id != ? AND e.rowid < (SELECT max(rowid) "
+            f"FROM {self.events_table_name} WHERE originator_id = ? AND originator_version <= ?)) AS found",
+            (self._id(key), self._id(key), upto),
+        )
+        return bool(cursor.fetchone()[0])
+
     def _chain_replace(self, cursor: Any, rows: list[Link]) -> None:
         for name, table, _ in self._guards():  # the guard is for changes by hand: this one is chatrecord's
             if table == CHAIN_TABLE:
