@@ -77,6 +77,12 @@ class ChainedPOPORecorder(ChainedRecorder, POPOApplicationRecorder):
     def _chain_hash(self, cursor: Any, key: UUID, version: int) -> bytes | None:
         return self.chain.get((key, version))
 
+    _chain_reading = _chain_writing
+
+    def _chain_kept(self, cursor: Any, only: UUID | None) -> tuple[list[tuple[UUID, int, str]], list[Link]]:
+        breaks = [(k, b.version, b.problem) for k, b in self.broken.items() if only in (None, k)]
+        return breaks, [(k, p.version, p.hash) for k, p in self.verified.items() if only in (None, k)]
+
     def chain_mark(self) -> str | None:
         return self.mark
 

@@ -31,16 +31,16 @@ from __future__ import annotations
 import hashlib
 import hmac
 from collections.abc import Sequence
-from contextlib import suppress
 from typing import Any
 from uuid import UUID
 
 from eventsourcing.persistence import StoredEvent
 
-from adapters.store.chain_checks import BrokenChain, VerifiedPosition
-from adapters.store.lru import LRU
+from adapters.store.chain_checks import BrokenChain, VerifiedPosition, chained_before, upgrade_refused
+from adapters.store.chain_errors import ChainBroken as ChainBroken
+from adapters.store.chain_errors import UpgradeRefused as UpgradeRefused
+from adapters.store.chain_errors import VersionRefused as VersionRefused
 from adapters.store.serialization import originator_uuid
-from domain.errors import ChatrecordError
 
 GENESIS = bytes(32)
 """The hash before a conversation's first event: 32 zero bytes."""
@@ -86,63 +86,6 @@ def run_inline(kwargs: dict[str, Any], cursor: Any) -> None:
     inline = kwargs.get("inline")
     if inline is not None:
         inline(cursor)
-
-
-class ChainBroken(ChatrecordError):
-    """Raised when an append is refused because the conversation's hash chain is broken
-    where the append would continue it: the previous event has no hash row (an event written
-    beside the store, `inserted`), the conversation was stored before the chain
-    (`unchained`: `chatrecord verify --upgrade` chains it), or the event at the append's version
-    was deleted by hand while its hash is recorded (`deleted`, `dangling`). Nothing of the
-    append is stored.
-    `originator_id`, `version` and `problem` name the broken link as `verify` would."""
-
-    def __init__(self, message: str, originator_id: UUID, version: int, problem: str) -> None:
-        super().__init__(message)
-        self.originator_id, self.version, self.problem = originator_id, version, problem
-
-    def named(self, conversation: str) -> ChainBroken:
-        """Returns the same refusal naming the conversation by its id (`conversation`), not its UUID."""
-        text = str(self).replace(f"conversation {self.originator_id}", f'conversation "{conversation}"', 1)
-        return type(self)(text, self.originator_id, self.version, self.problem)
-
-
-class VersionRefused(ChainBroken):
-    """Raised when an append holds an event at a version before a conversation's first, 1
-    (version 0 or less: no command decides one; an event built by hand): the chain has no
-    place for it, and nothing of the append is stored. `problem` is `before_first`."""
-
-
-class ChainHeads:
-    """Each conversation's newest committed (version, hash), kept by the process that wrote
-    it, so the next append need not read the previous hash. A row of the chain never changes
-    once committed, so a kept hash stays true; `adapters.store.lru.LRU` keeps at most `size`
-    conversations. Only hashes of committed transactions are put here."""
-
-    def __init__(self, size: int = 4096) -> None:
-        self.size = size
-        self._kept: LRU[UUID, tuple[int, bytes]] = LRU(maxsize=size)
-
-    def get(self, key: UUID) -> tuple[int, bytes] | None:
-        """Returns the kept (version, hash) of conversation `key`, None if none."""
-        try:
-            return self._kept.get(key)
-        except KeyError:
-            return None
-
-    def clear(self) -> None:
-        """Forgets every kept hash (as a process that opens the store anew)."""
-        self._kept = LRU(maxsize=self.size)  # a fresh one: what the old one kept is dropped at once
-
-    def forget(self, key: UUID) -> None:
-        """Drops the kept hash of conversation `key` (the next append reads it)."""
-        with suppress(KeyError):
-            self._kept.get(key, evict=True)
-
-    def remember(self, heads: dict[UUID, tuple[int, bytes]]) -> None:
-        """Keeps `heads` (from `_seal`, after its transaction committed)."""
-        for key, head in heads.items():
-            self._kept.put(key, head)
 
 
 class ChainedRecorder:
@@ -226,9 +169,21 @@ class ChainedRecorder:
 
     def _refusal(self, cursor: Any, key: UUID, version: int) -> ChainBroken:
         """Returns the error refusing an append after version `version`, which has no hash
-        row: the conversation was stored before the chain (no hash at version 1 either), or an
+        row: the conversation was stored before the chain (no hash at version 1 either, and
+        nothing shows it was chained: `chained_before`, else its rows were `deleted`), or an
         event was written beside the store (`verify`'s `inserted`)."""
         if version > 1 and self._chain_hash(cursor, key, 1) is None:
+            reason = chained_before(
+                "keyed" if self.chain_key else None, *self._chain_kept(cursor, key), self._chained_earlier(cursor, key, version)
+            )
+            if reason is not None:  # its rows were deleted by hand: `verify --upgrade` refuses it
+                return ChainBroken(
+                    f"conversation {key}: the hash chain is broken at version 1 (deleted): {reason}; its chain rows "
+                    "were deleted in the database; nothing was appended; run: chatrecord verify",
+                    key,
+                    1,
+                    "deleted",
+                )
             return ChainBroken(
                 f"conversation {key} was stored before the hash chain: nothing was appended; run: chatrecord verify "
                 "--upgrade (it chains the stored events, and logs it), then send the lines again",
@@ -270,19 +225,32 @@ class ChainedRecorder:
         and returns how many; 0 (nothing written) when the conversation has any chain row, whose
         missing hashes are a broken chain and never filled in. The explicit upgrade step
         (`adapters.store.chain_upgrade.upgrade`, `chatrecord verify --upgrade`): an append never
-        hashes an event it has not hashed before."""
+        hashes an event it has not hashed before. Raises UpgradeRefused, changing nothing, where
+        the store shows the conversation was chained before (`upgrade_refusal`)."""
         if self.chain_links(None, only=key):
             return 0
+        mark = self.chain_mark()
         with self._chain_writing() as cursor:
+            reason = chained_before(mark, *self._chain_kept(cursor, key), self._chained_earlier(cursor, key))
+            if reason is not None:
+                raise UpgradeRefused(upgrade_refused(key, reason), key, 1, "unchained")
             rows = self._chain_stored(cursor, key, 2**62)
             self._backfill(cursor, key, rows[-1][1] if rows else 0)
             return len(rows)
+
+    def upgrade_refusal(self, key: UUID) -> str | None:
+        """Returns why the upgrade refuses conversation `key`, which has no chain row
+        (`chained_before`), None where it would chain it."""
+        mark = self.chain_mark()
+        with self._chain_reading() as cursor:
+            return chained_before(mark, *self._chain_kept(cursor, key), self._chained_earlier(cursor, key))
 
     def rekey_chain(self, new_key: bytes | None, mark: str | None, cursor: Any = None) -> int:
         """Recomputes every link under `new_key` (None: unkeyed) and records `mark` as the
         chain's kind, in one transaction that holds appends off (`cursor`'s, else one of its
         own), and returns how many links it wrote. Every link is first recomputed under the
-        present key (`chain_key`) and must be the one stored: raises ChainBroken, changing
+        present key (`chain_key`) and must be the one stored, no break may be stored and every
+        verified position's hash must be the link at its version: raises ChainBroken, changing
         nothing, naming the first that is not (a re-key never blesses a tampered log). The
         caller sets `chain_key` once the transaction committed."""
         if cursor is None:
@@ -290,6 +258,24 @@ class ChainedRecorder:
                 return self.rekey_chain(new_key, mark, own)
         events, links = self._chain_everything(cursor)
         recorded = {(k, v): h for k, v, h in links}
+        breaks, positions = self._chain_kept(cursor, None)
+        for key, version, problem in sorted(b for b in breaks if b[2] != "unkeyed")[:1]:  # as the guard's, by hand
+            raise ChainBroken(
+                f"conversation {key}: the store recorded a break of its chain at version {version} ({problem}); "
+                "nothing was re-keyed; run: chatrecord verify",
+                key,
+                version,
+                problem,
+            )
+        for key, version, digest in sorted(positions):
+            if recorded.get((key, version)) != digest:
+                raise ChainBroken(
+                    f"conversation {key}: the hash chain is broken at version {version} (rewritten): its hash differs "
+                    "from the one verified earlier; nothing was re-keyed; run: chatrecord verify",
+                    key,
+                    version,
+                    "rewritten",
+                )
         rows: list[Link] = []
         current, old_previous, new_previous = None, GENESIS, GENESIS
         for key, version, topic, state in events:
@@ -331,6 +317,10 @@ class ChainedRecorder:
         """A context manager yielding a cursor of one write transaction (the upgrade's)."""
         return self.datastore.transaction(commit=True)  # type: ignore[attr-defined]  # the recorder it mixes into has one
 
+    def _chain_reading(self) -> Any:
+        """A context manager yielding a cursor of one read transaction."""
+        return self.datastore.transaction(commit=False)  # type: ignore[attr-defined]  # as `_chain_writing`
+
     def _backfill(self, cursor: Any, key: UUID, upto: int) -> bytes:
         """Returns the hash of version `upto`, computing and storing the missing hashes of the
         conversation's events up to it (events stored before the chain existed); only the
@@ -358,6 +348,18 @@ class ChainedRecorder:
         """Returns every stored event and every chain row, in key order (`rekey_chain`), with
         the store's appends held off until the transaction ends."""
         raise NotImplementedError
+
+    def _chain_kept(self, cursor: Any, only: UUID | None) -> tuple[list[tuple[UUID, int, str]], list[Link]]:
+        """Returns the stored breaks (id, version, problem) and the verified positions (id,
+        version, hash) of every conversation (of `only` if given), whether or not the guard is
+        there; none where a table is missing."""
+        raise NotImplementedError
+
+    def _chained_earlier(self, cursor: Any, key: UUID, upto: int = 2**62) -> bool:
+        """Says whether an event of another conversation that has a chain row was stored before
+        the last event up to version `upto` of conversation `key` (in the order the store gave
+        them): then a chaining version stored it. False where no such order is kept (memory)."""
+        return False
 
     def _chain_replace(self, cursor: Any, rows: list[Link]) -> None:
         """Replaces every chain row by `rows` and forgets every verified position (its hash was

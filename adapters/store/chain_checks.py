@@ -5,6 +5,7 @@ verdicts and back."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from uuid import UUID
@@ -57,3 +58,32 @@ class BrokenChain:
     detail: str
     at: datetime
     by: str
+
+
+def chained_before(
+    mark: str | None,
+    breaks: Sequence[tuple[UUID, int, str]],
+    positions: Sequence[tuple[UUID, int, bytes]],
+    later: bool = False,
+) -> str | None:
+    """Returns why a conversation without chain rows was chained before, from the store's chain
+    mark `mark`, the conversation's stored `breaks` and verified `positions`, and whether its
+    events were stored after a chained event of another conversation (`later`); None when
+    nothing shows it (a conversation stored before the chain existed)."""
+    if breaks:
+        return f"the store recorded a break of its chain at version {breaks[0][1]} ({breaks[0][2]})"
+    if positions:
+        return f"its chain was verified up to version {positions[0][1]}"
+    if mark is not None:
+        return "the store's chain is keyed, and a keyed store chains every event it stores"
+    if later:
+        return "its events were stored after events the store chained, so by a version that chains every event"
+    return None
+
+
+def upgrade_refused(key: UUID | str, reason: str) -> str:
+    """Returns the one line refusing to chain conversation `key` (`verify --upgrade`) for `reason`."""
+    return (
+        f"conversation {key}: refused to chain it (verify --upgrade): {reason}; its chain rows were deleted in "
+        "the database (a tamper), it was not stored before the chain; nothing was changed; run: chatrecord verify"
+    )

@@ -38,7 +38,8 @@ MARK_LABEL = b"chatrecord chain key mark"
 
 UNKEYED = (
     f"the chain is plain SHA-256 while {MASTER_KEY_VARIABLE} is set: any writer of the database can recompute it; "
-    "if this store was written before chains were keyed, run: chatrecord keys wrap (it keys the chain as it finds it)"
+    "a writer without the key may have replaced it: first compare with kept heads (chatrecord verify --against FILE); "
+    "only if they agree and this store was written before chains were keyed, run: chatrecord keys wrap"
 )
 """Why a chain recorded as unkeyed does not verify for a process with a master key."""
 

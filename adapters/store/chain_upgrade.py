@@ -6,7 +6,8 @@ from __future__ import annotations
 import logging
 
 from adapters.store.application import ConversationStore
-from adapters.store.chain import ChainedRecorder, Stored
+from adapters.store.chain import ChainedRecorder, Stored, UpgradeRefused
+from adapters.store.chain_checks import upgrade_refused
 from adapters.store.verify import NoChain, Verdict, verdicts, verify
 
 log = logging.getLogger("chatrecord")
@@ -17,14 +18,19 @@ def upgrade(store: ConversationStore, conversation: str | None = None) -> list[V
     conversation whose verdict is `unchained` (only `conversation`'s if given), each in one
     transaction (`ChainedRecorder.upgrade_chain`), logs one line per conversation chained, and
     returns their verdicts after it. A conversation with any hash row is never touched: its
-    missing hashes are a broken chain. Raises NoChain for a store without a chain."""
+    missing hashes are a broken chain. Raises UpgradeRefused, changing nothing, where the store
+    shows one of them was chained before (`ChainedRecorder.upgrade_refusal`: its rows were
+    deleted), NoChain for a store without a chain."""
     recorder = store.recorder
     if not isinstance(recorder, ChainedRecorder):
         raise NoChain("this store keeps no hash chain; open it with adapters.store.settings")
     upgraded: list[Verdict] = []
-    for verdict in verdicts(store, conversation):
-        if verdict.problem != "unchained":
-            continue
+    found = [verdict for verdict in verdicts(store, conversation) if verdict.problem == "unchained"]
+    for verdict in found:  # every refusal before any change
+        reason = recorder.upgrade_refusal(verdict.originator_id)
+        if reason is not None:
+            raise UpgradeRefused(upgrade_refused(f'"{verdict.conversation}"', reason), verdict.originator_id, 1, "unchained")
+    for verdict in found:
         count = recorder.upgrade_chain(verdict.originator_id)
         if count:
             log.warning(

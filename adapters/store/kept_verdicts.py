@@ -53,9 +53,12 @@ def from_broken(broken: BrokenChain, conversation: str) -> Verdict:
 
 def broken_of(verdict: Verdict, by: str, at: datetime | None = None) -> BrokenChain | None:
     """Returns the break to store for a broken verdict this look found (not one read back as
-    stored), at `at` (default now, UTC), by `by`; None for an ok verdict, and for `unchained`
-    (a conversation stored before the chain existed: `verify --upgrade`'s to mend, no break)."""
-    if verdict.ok or verdict.found_at is not None or verdict.problem in (None, "unchained"):
+    stored), at `at` (default now, UTC), by `by`; None for an ok verdict, for `unchained` (a
+    conversation stored before the chain existed: `verify --upgrade`'s to mend, no break) and
+    for `unkeyed` (a chain of a store written before chains were keyed: `keys wrap`'s to mend,
+    no break; its verified position is kept, which a re-key checks, so that a chain replaced
+    by hand is not keyed: `ChainedRecorder.rekey_chain`)."""
+    if verdict.ok or verdict.found_at is not None or verdict.problem in (None, "unchained", "unkeyed"):
         return None
     assert verdict.problem is not None
     return BrokenChain(verdict.originator_id, verdict.version, verdict.problem, verdict.detail or "", at or datetime.now(UTC), by)

@@ -337,8 +337,21 @@ def verdicts(store: ConversationStore, conversation: str | None = None, against:
         return cast(ConversationStarted, event).conversation  # a log's first event starts it
 
     only = conversation_uuid(conversation) if conversation is not None else None
-    found = (unkeyed(recorder, v) for v in verify(recorder, name_of, only, heads))  # with a master key: keyed, or not ok
+    found = (
+        advised(recorder, unkeyed(recorder, v)) for v in verify(recorder, name_of, only, heads)
+    )  # with a master key: keyed, or not ok
     return iter(sorted(found, key=lambda v: (v.conversation, v.originator_id)))
+
+
+def advised(recorder: ChainedRecorder, verdict: Verdict) -> Verdict:
+    """Returns `verdict`, an `unchained` one advising `verify --upgrade` only where the upgrade
+    would chain it (`ChainedRecorder.upgrade_refusal`), else naming its chain rows' deletion."""
+    reason = recorder.upgrade_refusal(verdict.originator_id) if verdict.problem == "unchained" else None
+    if reason is None:
+        return verdict
+    return replace(
+        verdict, detail=f"its chain rows were deleted in the database (a tamper): {reason}; verify --upgrade refuses it"
+    )
 
 
 def chain_verdict(store: ConversationStore, conversation: str) -> Verdict | None:

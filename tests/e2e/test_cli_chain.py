@@ -240,6 +240,7 @@ def test_an_append_to_a_conversation_stored_before_the_chain_waits_for_verify_up
     run("ingest", DEMO)
     with sqlite3.connect(tmp_path / "s.sqlite") as conn:
         conn.execute("DELETE FROM chatrecord_chain WHERE originator_id = ?", (DEMO_ID,))
+        conn.execute("DELETE FROM chatrecord_chain_broken")  # as an earlier version left it: no break the guard stored
     (tmp_path / "later.jsonl").write_text(json.dumps(LATER) + "\n")
 
     refused = run("ingest", "later.jsonl")

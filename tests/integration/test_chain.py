@@ -509,6 +509,7 @@ class ChainContract:
     def test_a_conversation_stored_before_the_chain_is_chained_by_the_explicit_upgrade_only(
         self, store: ConversationStore
     ) -> None:
+        self.bypass = True  # as an earlier version left it: no hash, and no break the guard stored
         for version in range(1, 21):
             self.delete_hash(store, version)
         store = self.reopened(store)  # as a process opening the old store: no hash kept

@@ -19,13 +19,13 @@ from adapters.store.chain import (
     CHAIN_TABLE,
     PAGE,
     ChainedRecorder,
-    ChainHeads,
     Link,
     Stored,
     run_inline,
     state_bytes,
 )
 from adapters.store.chain_checks import BROKEN_TABLE, GUARD, GUARD_BY, GUARD_DETAIL, VERIFIED_TABLE, BrokenChain, VerifiedPosition
+from adapters.store.chain_heads import ChainHeads
 
 
 class ChainedPostgresRecorder(ChainedRecorder, EventRecorder):
@@ -209,6 +209,31 @@ class ChainedPostgresRecorder(ChainedRecorder, EventRecorder):
         events = [(r["originator_id"], r["originator_version"], r["topic"], state_bytes(r["state"])) for r in cursor.fetchall()]
         cursor.execute(SQL("SELECT originator_id, originator_version, hash FROM {}").format(self.chain_table))
         return events, [(r["originator_id"], r["originator_version"], state_bytes(r["hash"])) for r in cursor.fetchall()]
+
+    def _chain_kept(self, cursor: Any, only: UUID | None) -> tuple[list[tuple[UUID, int, str]], list[Link]]:
+        where, params = (SQL(" WHERE originator_id = %s"), (only,)) if only is not None else (SQL(""), ())
+        found: list[list[Any]] = []
+        for name, table, column in ((BROKEN_TABLE, self.broken_table, "problem"), (VERIFIED_TABLE, self.verified_table, "hash")):
+            cursor.execute("SELECT to_regclass(%s) AS t", (f'"{self.datastore.schema}".{name}',))
+            if cursor.fetchone()["t"] is None:
+                found.append([])
+                continue
+            cursor.execute(
+                SQL("SELECT originator_id, version, {} AS c FROM {}").format(Identifier(column), table) + where, params
+            )
+            found.append([(r["originator_id"], int(r["version"]), r["c"]) for r in cursor.fetchall()])
+        return found[0], [(k, v, state_bytes(h)) for k, v, h in found[1]]
+
+    def _chained_earlier(self, cursor: Any, key: UUID, upto: int = 2**62) -> bool:
+        cursor.execute(
+            SQL(
+                "SELECT EXISTS (SELECT 1 FROM {0} e JOIN {1} c ON c.originator_id = e.originator_id AND c.originator_version = "
+                "e.originator_version WHERE e.originator_id <> %s AND e.notification_id < (SELECT max(notification_id) "
+                "FROM {0} WHERE originator_id = %s AND originator_version <= %s)) AS found"
+            ).format(self.events_table, self.chain_table),
+            (key, key, upto),
+        )
+        return bool(cursor.fetchone()["found"])
 
     def _chain_replace(self, cursor: Any, rows: list[Link]) -> None:
         # the guard is for changes by hand: this one is chatrecord's; made again in the same transaction

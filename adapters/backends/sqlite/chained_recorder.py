@@ -163,6 +163,27 @@ class ChainedSQLiteRecorder(ChainedRecorder, SQLiteApplicationRecorder):
         cursor.execute(f"SELECT originator_id, originator_version, hash FROM {CHAIN_TABLE}")
         return events, [(self._uuid(r[0]), r[1], state_bytes(r[2])) for r in cursor.fetchall()]
 
+    def _chain_kept(self, cursor: Any, only: UUID | None) -> tuple[list[tuple[UUID, int, str]], list[Link]]:
+        where, params = ("WHERE originator_id = ?", (self._id(only),)) if only is not None else ("", ())
+        found: list[list[Any]] = []
+        for table, column in ((BROKEN_TABLE, "problem"), (VERIFIED_TABLE, "hash")):
+            cursor.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,))
+            if cursor.fetchone() is None:
+                found.append([])
+                continue
+            cursor.execute(f"SELECT originator_id, version, {column} FROM {table} {where}", params)
+            found.append([(self._uuid(r[0]), int(r[1]), r[2]) for r in cursor.fetchall()])
+        return found[0], [(k, v, state_bytes(h)) for k, v, h in found[1]]
+
+    def _chained_earlier(self, cursor: Any, key: UUID, upto: int = 2**62) -> bool:
+        cursor.execute(
+            f"SELECT EXISTS (SELECT 1 FROM {self.events_table_name} e JOIN {CHAIN_TABLE} c ON c.originator_id = e.originator_id "
+            "AND c.originator_version = e.originator_version WHERE e.originator_id != ? AND e.rowid < (SELECT max(rowid) "
+            f"FROM {self.events_table_name} WHERE originator_id = ? AND originator_version <= ?)) AS found",
+            (self._id(key), self._id(key), upto),
+        )
+        return bool(cursor.fetchone()[0])
+
     def _chain_replace(self, cursor: Any, rows: list[Link]) -> None:
         for name, table, _ in self._guards():  # the guard is for changes by hand: this one is chatrecord's
             if table == CHAIN_TABLE:
