@@ -345,43 +345,6 @@ class ChainContract:
         assert exported.headers.get("chatrecord-chain") == "broken"
         assert not any("verified" in f"{k}: {v}".lower() for k, v in [*exported.headers.items(), *page.headers.items()])
 
-    def test_the_page_never_says_verified_after_an_event_is_changed_by_hand_since_the_last_verify(
-        self, store: ConversationStore
-    ) -> None:
-        """No check ran since the change: the store's guard deleted the position the last verify
-        stored (the page started from it, and said verified), so the first load recomputes every
-        hash, even in a server that had verified the chain before."""
-        if not self.guarded:
-            pytest.skip("the in-memory store has no guard: nothing is changed in it by hand")
-        self.verified(store)
-        running = Chatrecord(self.reopened(store))
-        assert running.chain("conv-demo-seo").ok
-        version, _, _ = self.changed_write_target(store)
-        started = Chatrecord(self.reopened(store))
-        pages = []
-        for chat in (running, started):
-            with TestClient(create_app(lambda c=chat: c, HttpSettings(token=None)), base_url="http://127.0.0.1") as client:
-                pages.append(client.get("/ui/conversations/conv-demo-seo").text)
-
-        for page in pages:
-            assert re.search(r"\bverified\b", page) is None
-            assert f"✘ Chain broken at event {version} (changed)" in page
-
-    def test_the_guard_stores_a_break_for_a_conversation_changed_by_hand_only(self, store: ConversationStore) -> None:
-        if not self.guarded:
-            pytest.skip("the in-memory store has no guard")
-        self.verified(store)
-        self.set_hash(store, 20, self.events_hash(store, 20))  # an UPDATE that leaves the row as it was counts too
-        recorder = self.reopened(store).recorder
-        behalten = conversation_uuid("conv-behalten")
-
-        assert recorder.verified_position(DEMO) is None  # type: ignore[attr-defined]
-        assert recorder.verified_position(behalten) is not None  # type: ignore[attr-defined]
-        broken = recorder.broken_chain(DEMO)  # type: ignore[attr-defined]
-        assert broken is not None and (broken.version, broken.problem, broken.by) == (20, "changed", "the store's guard")
-        assert broken.detail.startswith("its event or hash was changed in the database, outside chatrecord")
-        assert recorder.broken_chain(behalten) is None  # type: ignore[attr-defined]
-
     def events_hash(self, store: ConversationStore, version: int) -> bytes:
         """Returns the demo's recorded hash at `version`."""
         return dict((v, h) for _, v, h in store.recorder.chain_links(None, DEMO))[version]  # type: ignore[attr-defined]
@@ -691,7 +654,45 @@ class TestInMemoryChain(ChainContract):
         POPOApplicationRecorder._insert_events(store.recorder, [stored])  # type: ignore[arg-type]
 
 
-class TestSQLiteChain(SQLiteStores, ChainContract):
+class GuardContract(ChainContract):
+    """Tests of the store's guard (`adapters.store.chain_checks.GUARD`), which the SQL backends
+    have and the in-memory store, in which nothing is changed by hand, has not."""
+
+    def test_the_page_never_says_verified_after_an_event_is_changed_by_hand_since_the_last_verify(
+        self, store: ConversationStore
+    ) -> None:
+        """No check ran since the change: the store's guard deleted the position the last verify
+        stored (the page started from it, and said verified), so the first load recomputes every
+        hash, even in a server that had verified the chain before."""
+        self.verified(store)
+        running = Chatrecord(self.reopened(store))
+        assert running.chain("conv-demo-seo").ok
+        version, _, _ = self.changed_write_target(store)
+        started = Chatrecord(self.reopened(store))
+        pages = []
+        for chat in (running, started):
+            with TestClient(create_app(lambda c=chat: c, HttpSettings(token=None)), base_url="http://127.0.0.1") as client:
+                pages.append(client.get("/ui/conversations/conv-demo-seo").text)
+
+        for page in pages:
+            assert re.search(r"\bverified\b", page) is None
+            assert f"✘ Chain broken at event {version} (changed)" in page
+
+    def test_the_guard_stores_a_break_for_a_conversation_changed_by_hand_only(self, store: ConversationStore) -> None:
+        self.verified(store)
+        self.set_hash(store, 20, self.events_hash(store, 20))  # an UPDATE that leaves the row as it was counts too
+        recorder = self.reopened(store).recorder
+        behalten = conversation_uuid("conv-behalten")
+
+        assert recorder.verified_position(DEMO) is None  # type: ignore[attr-defined]
+        assert recorder.verified_position(behalten) is not None  # type: ignore[attr-defined]
+        broken = recorder.broken_chain(DEMO)  # type: ignore[attr-defined]
+        assert broken is not None and (broken.version, broken.problem, broken.by) == (20, "changed", "the store's guard")
+        assert broken.detail.startswith("its event or hash was changed in the database, outside chatrecord")
+        assert recorder.broken_chain(behalten) is None  # type: ignore[attr-defined]
+
+
+class TestSQLiteChain(SQLiteStores, GuardContract):
     def _run(self, statement: str, params: tuple[Any, ...] = ()) -> list[Any]:
         import sqlite3
 
@@ -734,7 +735,7 @@ class TestSQLiteChain(SQLiteStores, ChainContract):
         )
 
 
-class TestPostgresChain(PostgresStores, ChainContract):
+class TestPostgresChain(PostgresStores, GuardContract):
     def _run(self, statement: str, params: tuple[Any, ...] = ()) -> list[Any]:
         query = sql.SQL(statement).format(
             events=sql.Identifier(self.schema, "conversationstore_events"), chain=sql.Identifier(self.schema, "chatrecord_chain")
