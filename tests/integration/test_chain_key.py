@@ -8,29 +8,22 @@ re-key and un-key the chain with the data keys, and never bless a chain that doe
 from __future__ import annotations
 
 import base64
-import sqlite3
-from typing import Any
 
-import psycopg
 import pytest
-from psycopg import sql
 
 from adapters.api import DEMO_FILE, Chatrecord, demo_lines
 from adapters.service import master_key as keys_service
 from adapters.store.application import ConversationStore
 from adapters.store.chain import GENESIS, ChainBroken, ChainedRecorder, link
-from adapters.store.chain_checks import GUARD
 from adapters.store.chain_key import UNKEYED, derive_chain_key, key_mark
 from adapters.store.crypto import BadMasterKey
 from adapters.store.heads_file import KeptHead
 from adapters.store.verify import Verdict, verdicts, verify
-from domain.events import conversation_uuid
-from tests.integration.backends import PostgresStores, SQLiteStores
+from tests.integration.chain_tables import DEMO, ChainTables, PostgresChainTables, SQLiteChainTables
 
 A_BYTES, B_BYTES = bytes(range(32)), bytes(range(100, 132))
 A, B = base64.b64encode(A_BYTES).decode(), base64.b64encode(B_BYTES).decode()
 NONE = ""  # overrides a CHATRECORD_MASTER_KEY of the test's own environment
-DEMO = conversation_uuid("conv-demo-seo")
 
 
 def demo(store: ConversationStore) -> Verdict:
@@ -38,27 +31,13 @@ def demo(store: ConversationStore) -> Verdict:
     return next(v for v in verdicts(store) if v.originator_id == DEMO)
 
 
-class ChainKeyContract:
+class ChainKeyContract(ChainTables):
     """Tests; backends say how to open a store and change its rows directly."""
+
+    past_the_guard = True  # a forger who can write the database turns the store's guard off first
 
     def open_store(self, views: bool = True, **overrides: str) -> ConversationStore:
         raise NotImplementedError
-
-    def run(self, statement: str, params: tuple[Any, ...] = ()) -> list[Any]:
-        """Runs `statement` ({events}, {chain}, {kind}, {verified}, {broken} stand for the tables) on the store's database."""
-        raise NotImplementedError
-
-    def key(self, value: Any) -> Any:
-        """The demo conversation's id as its tables key it."""
-        return value
-
-    def events(self) -> dict[int, tuple[str, bytes]]:
-        rows = self.run("SELECT originator_version, topic, state FROM {events} WHERE originator_id = ?", (self.key(DEMO),))
-        return {v: (t, bytes(s)) for v, t, s in rows}
-
-    def links(self) -> dict[int, bytes]:
-        rows = self.run("SELECT originator_version, hash FROM {chain} WHERE originator_id = ?", (self.key(DEMO),))
-        return {v: bytes(h) for v, h in rows}
 
     def set_event(self, version: int, state: bytes) -> None:
         self.run(
@@ -213,45 +192,9 @@ class ChainKeyContract:
         assert demo(self.open_store(CHATRECORD_MASTER_KEY=A)).ok
 
 
-class TestSQLiteChainKey(SQLiteStores, ChainKeyContract):
-    def key(self, value: Any) -> Any:
-        return value.hex
-
-    def run(self, statement: str, params: tuple[Any, ...] = ()) -> list[Any]:
-        query = statement.format(
-            events="stored_events",
-            chain="chatrecord_chain",
-            kind="chatrecord_chain_kind",
-            verified="chatrecord_chain_verified",
-            broken="chatrecord_chain_broken",
-        )
-        with sqlite3.connect(self.path) as conn:  # a forger who drops the store's guard first, and puts it back
-            guards = conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND name LIKE ?", (f"{GUARD}%",))
-            dropped = guards.fetchall()
-            for name, _ in dropped:
-                conn.execute(f"DROP TRIGGER {name}")
-            try:
-                return conn.execute(query, params).fetchall()
-            finally:
-                for _, made in dropped:
-                    conn.execute(made)
+class TestSQLiteChainKey(SQLiteChainTables, ChainKeyContract):
+    pass
 
 
-class TestPostgresChainKey(PostgresStores, ChainKeyContract):
-    def run(self, statement: str, params: tuple[Any, ...] = ()) -> list[Any]:
-        query = sql.SQL(statement.replace("?", "%s")).format(
-            events=sql.Identifier(self.schema, "conversationstore_events"),
-            chain=sql.Identifier(self.schema, "chatrecord_chain"),
-            kind=sql.Identifier(self.schema, "chatrecord_chain_kind"),
-            verified=sql.Identifier(self.schema, "chatrecord_chain_verified"),
-            broken=sql.Identifier(self.schema, "chatrecord_chain_broken"),
-        )
-        with psycopg.connect(self.url) as conn:  # a forger who turns the store's guard off first, and on again
-            tables = [sql.Identifier(self.schema, t) for t in ("conversationstore_events", "chatrecord_chain")]
-            for table in tables:
-                conn.execute(sql.SQL("ALTER TABLE {} DISABLE TRIGGER {}").format(table, sql.Identifier(GUARD)))
-            cursor = conn.execute(query, params)
-            found = cursor.fetchall() if cursor.description else []
-            for table in tables:
-                conn.execute(sql.SQL("ALTER TABLE {} ENABLE TRIGGER {}").format(table, sql.Identifier(GUARD)))
-            return found
+class TestPostgresChainKey(PostgresChainTables, ChainKeyContract):
+    pass

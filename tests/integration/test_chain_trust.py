@@ -10,27 +10,21 @@ from __future__ import annotations
 
 import base64
 import json
-import sqlite3
 from typing import Any
 
-import psycopg
 import pytest
-from psycopg import sql
 
 from adapters.api import DEMO_FILE, Chatrecord, demo_lines
 from adapters.service import master_key as keys_service
 from adapters.store.application import ConversationStore
 from adapters.store.chain import GENESIS, ChainBroken, ChainedRecorder, UpgradeRefused, link
-from adapters.store.chain_checks import GUARD
 from adapters.store.chain_key import UNKEYED
 from adapters.store.heads_file import KeptHead
 from adapters.store.verify import Verdict, verdicts, verify
-from domain.events import conversation_uuid
-from tests.integration.backends import PostgresStores, SQLiteStores
+from tests.integration.chain_tables import DEMO, ChainTables, PostgresChainTables, SQLiteChainTables
 
 A = base64.b64encode(bytes(range(32))).decode()
 NONE = ""  # overrides a CHATRECORD_MASTER_KEY of the test's own environment
-DEMO = conversation_uuid("conv-demo-seo")
 LATER_LINE = {
     "type": "user_message",
     "conversation": "conv-demo-seo",
@@ -51,27 +45,12 @@ def demo(store: ConversationStore) -> Verdict:
     return next(v for v in verdicts(store) if v.originator_id == DEMO)
 
 
-class ChainTrustContract:
+class ChainTrustContract(ChainTables):
     """Tests; backends say how to open a store and change its rows directly, past the store's
     guard (`guard=False`, as one who can write the database can) or not."""
 
     def open_store(self, views: bool = True, **overrides: str) -> ConversationStore:
         raise NotImplementedError
-
-    def run(self, statement: str, params: tuple[Any, ...] = (), guard: bool = True) -> list[Any]:
-        """Runs `statement` ({events}, {chain}, {kind}, {verified}, {broken} stand for the tables)."""
-        raise NotImplementedError
-
-    def key(self, value: Any) -> Any:
-        return value
-
-    def events(self) -> dict[int, tuple[str, bytes]]:
-        rows = self.run("SELECT originator_version, topic, state FROM {events} WHERE originator_id = ?", (self.key(DEMO),))
-        return {v: (t, bytes(s)) for v, t, s in rows}
-
-    def links(self) -> dict[int, bytes]:
-        rows = self.run("SELECT originator_version, hash FROM {chain} WHERE originator_id = ?", (self.key(DEMO),))
-        return {v: bytes(h) for v, h in rows}
 
     def broken(self) -> list[Any]:
         return self.run("SELECT version, problem FROM {broken}")
@@ -220,45 +199,9 @@ class ChainTrustContract:
         assert demo(self.open_store(CHATRECORD_MASTER_KEY=A)).problem == "unkeyed"
 
 
-class TestSQLiteChainTrust(SQLiteStores, ChainTrustContract):
-    def key(self, value: Any) -> Any:
-        return value.hex
-
-    def run(self, statement: str, params: tuple[Any, ...] = (), guard: bool = True) -> list[Any]:
-        query = statement.format(
-            events="stored_events",
-            chain="chatrecord_chain",
-            kind="chatrecord_chain_kind",
-            verified="chatrecord_chain_verified",
-            broken="chatrecord_chain_broken",
-        )
-        with sqlite3.connect(self.path) as conn:
-            guards = conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND name LIKE ?", (f"{GUARD}%",))
-            dropped = [] if guard else guards.fetchall()
-            for name, _ in dropped:
-                conn.execute(f"DROP TRIGGER {name}")
-            try:
-                return conn.execute(query, params).fetchall()
-            finally:
-                for _, made in dropped:
-                    conn.execute(made)
+class TestSQLiteChainTrust(SQLiteChainTables, ChainTrustContract):
+    pass
 
 
-class TestPostgresChainTrust(PostgresStores, ChainTrustContract):
-    def run(self, statement: str, params: tuple[Any, ...] = (), guard: bool = True) -> list[Any]:
-        query = sql.SQL(statement.replace("?", "%s")).format(
-            events=sql.Identifier(self.schema, "conversationstore_events"),
-            chain=sql.Identifier(self.schema, "chatrecord_chain"),
-            kind=sql.Identifier(self.schema, "chatrecord_chain_kind"),
-            verified=sql.Identifier(self.schema, "chatrecord_chain_verified"),
-            broken=sql.Identifier(self.schema, "chatrecord_chain_broken"),
-        )
-        with psycopg.connect(self.url) as conn:
-            tables = [] if guard else [sql.Identifier(self.schema, t) for t in ("conversationstore_events", "chatrecord_chain")]
-            for table in tables:
-                conn.execute(sql.SQL("ALTER TABLE {} DISABLE TRIGGER {}").format(table, sql.Identifier(GUARD)))
-            cursor = conn.execute(query, params)
-            found = cursor.fetchall() if cursor.description else []
-            for table in tables:
-                conn.execute(sql.SQL("ALTER TABLE {} ENABLE TRIGGER {}").format(table, sql.Identifier(GUARD)))
-            return found
+class TestPostgresChainTrust(PostgresChainTables, ChainTrustContract):
+    pass
