@@ -10,6 +10,7 @@ import typer
 
 from adapters.cli.app import app, opened, warn
 from adapters.cli.output_file import check_output, write_output
+from adapters.cli.render import broken_chain_warning
 from adapters.cli.stdio import require_store
 
 
@@ -42,10 +43,7 @@ def timeline(
         chain = chatrecord.chain(conversation, full=True, by="chatrecord timeline")  # the file's verdict: every hash, now
         html = export_page(chatrecord, conversation, generated=stamp, inputs=inputs, chain=chain)
     write_output(html.encode(), output, f"timeline of {conversation}")  # `-`: standard output, the page alone
-    if chain is not None and not chain.ok and chain.problem != "unchained":  # as export and audit: the page written, exit 1
-        warn(
-            f"warning: the hash chain of conversation {conversation} does not verify, broken at version "
-            f"{chain.version} ({chain.problem}): {chain.detail}; the page shows the events as the store holds them now "
-            "(chatrecord verify names the break)"
-        )
+    broken = broken_chain_warning(chain, "the page shows the events as the store holds them now")
+    if broken is not None:  # as export and audit: the page written, exit 1
+        warn(broken)
         raise typer.Exit(1)

@@ -9,6 +9,7 @@ import typer
 
 from adapters.cli.app import RulesOption, app, opened, say, warn
 from adapters.cli.output_file import check_output, write_output
+from adapters.cli.render import broken_chain_warning
 from adapters.cli.stdio import require_store
 
 if TYPE_CHECKING:
@@ -63,13 +64,7 @@ def chain_warning(chatrecord: Chatrecord, conversation: str) -> str | None:
     does not verify (every hash recomputed, the break stored, as `export` does), None when it
     verifies or the store keeps no chain."""
     verdict = chatrecord.chain(conversation, full=True, by="chatrecord traces")
-    if verdict is None or verdict.ok:
-        return None
-    return (
-        f"warning: the hash chain of conversation {verdict.conversation} does not verify, broken at version "
-        f"{verdict.version} ({verdict.problem}){': ' + verdict.detail if verdict.detail else ''}; the trace holds "
-        "the events as the store holds them now (chatrecord verify names the break)"
-    )
+    return broken_chain_warning(verdict, "the trace holds the events as the store holds them now")
 
 
 @traces.command()

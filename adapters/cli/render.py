@@ -338,3 +338,17 @@ def diff_view(diff: Any) -> Group:
             notes.add_row(Text(sign, style=style), Text(visible(note_body(note)), style=style))
     parts.append(notes)
     return Group(*parts)
+
+
+def broken_chain_warning(verdict: Verdict | None, shows: str) -> str | None:
+    """Returns the warning that an output (`shows`: what it holds, e.g. "the page shows the
+    events as the store holds them now") was made from a log whose hash chain does not verify,
+    None where it verifies, the store keeps no chain, or the conversation was stored before the
+    chain (`unchained`: `verify --upgrade`'s to mend, no break)."""
+    if verdict is None or verdict.ok or verdict.problem == "unchained":
+        return None
+    detail = f": {verdict.detail}" if verdict.detail else ""
+    return (
+        f"warning: the hash chain of conversation {verdict.conversation} does not verify, broken at version "
+        f"{verdict.version} ({verdict.problem}){detail}; {shows} (chatrecord verify names the break)"
+    )
