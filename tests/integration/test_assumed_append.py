@@ -346,7 +346,7 @@ class TestPostgresAssumedAppend(PostgresStores):
         finally:
             psycopg.Cursor.execute = execute  # type: ignore[method-assign]
         writes = [q for q in sent if not q.lstrip().upper().startswith("SELECT") or "chatrecord_append_" in q]
-        assert len(writes) == 1 and "chatrecord_append_g1_v9(" in writes[0]  # the views' generation's function
+        assert len(writes) == 1 and "chatrecord_append_g1_v10(" in writes[0]  # the views' generation's function
         memory = build_store(memory_env())
         for line in replaced:
             Chatrecord(memory).record(line)
@@ -434,14 +434,14 @@ class TestPostgresAppendFunction(PostgresStores):
         store = self.open_store()
         Chatrecord(store).record(start("c"))
         with psycopg.connect(self.url, autocommit=True) as conn:
-            conn.execute(f'DROP FUNCTION "{self.schema}".chatrecord_append_v9(jsonb)')
+            conn.execute(f'DROP FUNCTION "{self.schema}".chatrecord_append_v10(jsonb)')
         later = self.open_store()  # as a process of this version opening a store an earlier one made
         calls = []
         call = later.recorder._append_in_one_call  # type: ignore[attr-defined]
         later.recorder._append_in_one_call = lambda *a, **k: calls.append(call(*a, **k)) or calls[-1]  # type: ignore[attr-defined]
         Chatrecord(later).record(message("c", 1))
         with psycopg.connect(self.url, autocommit=True) as conn:
-            found = conn.execute(f"SELECT to_regprocedure('\"{self.schema}\".chatrecord_append_v9(jsonb)') IS NOT NULL")
+            found = conn.execute(f"SELECT to_regprocedure('\"{self.schema}\".chatrecord_append_v10(jsonb)') IS NOT NULL")
             assert found.fetchone() == (True,)
         assert len(calls) == 1 and isinstance(calls[0], list) and len(calls[0]) == 1  # one notification id
         assert log(later, "c") == [("ConversationStarted", 1), ("UserMessagePosted", 2)]
@@ -493,7 +493,7 @@ class TestPostgresAppendFunction(PostgresStores):
         )
         with psycopg.connect(self.url, autocommit=True) as conn:
             for call, params in (
-                (f'SELECT * FROM "{self.schema}".chatrecord_append_v9(%s::jsonb)', (doc,)),
+                (f'SELECT * FROM "{self.schema}".chatrecord_append_v10(%s::jsonb)', (doc,)),
                 (f'SELECT "{self.schema}".chatrecord_assumption_failed_v1()', ()),
             ):
                 with pytest.raises(psycopg.Error) as failed:
@@ -504,7 +504,7 @@ class TestPostgresAppendFunction(PostgresStores):
                 )
                 assert type(failed.value) is psycopg.DatabaseError  # no class of the server's own
             holds = doc.replace('"version": 7', '"version": 1')  # the index as it is: nothing raised
-            assert conn.execute(f'SELECT * FROM "{self.schema}".chatrecord_append_v9(%s::jsonb)', (holds,)).fetchall() == []
+            assert conn.execute(f'SELECT * FROM "{self.schema}".chatrecord_append_v10(%s::jsonb)', (holds,)).fetchall() == []
 
     def test_a_store_without_the_assumption_function_gets_it_at_the_first_command_that_assumes(self) -> None:
         import psycopg
@@ -547,10 +547,10 @@ class TestPostgresAppendFunction(PostgresStores):
                 )
                 return {row[0] for row in rows}
 
-        assert functions() == {"chatrecord_append_v9", "chatrecord_append_g1_v9"}
+        assert functions() == {"chatrecord_append_v10", "chatrecord_append_g1_v10"}
         chat.rebuild("2026-11-02")
         chat.record(message("c", 2))
-        assert functions() == {"chatrecord_append_v9", "chatrecord_append_g2_v9"}
+        assert functions() == {"chatrecord_append_v10", "chatrecord_append_g2_v10"}
         memory = Chatrecord(build_store(memory_env()))
         for line in (start("c"), message("c", 1), segment("c", "r1/1", "r1"), message("c", 2)):
             memory.record(line)
@@ -621,7 +621,7 @@ class TestPostgresAppendFunction(PostgresStores):
         assert calls[0] == 0
         assert len(cut.cut_segments) == 8 and cut.cut_messages == (4,)  # type: ignore[attr-defined]
         assert per_line == [1, 1, 1], edited
-        assert "chatrecord_append_g1_v9(" in edited[0]
+        assert "chatrecord_append_g1_v10(" in edited[0]
         memory = build_store(memory_env())
         for line in [*lines, edit, *after]:
             Chatrecord(memory).record(line)
@@ -657,7 +657,7 @@ class TestPostgresAppendFunction(PostgresStores):
         assert [len(s) for s in sent[1:3]] == [1, 1], sent
         # the second edit's view rows are the ones this process wrote (no read of them); the
         # writer decides it from the index, which it did not follow from its start
-        assert not any(q.lstrip().startswith("SELECT u.idx") for q in sent[3]) and "_v9(" in sent[3][-1], sent[3]
+        assert not any(q.lstrip().startswith("SELECT u.idx") for q in sent[3]) and "_v10(" in sent[3][-1], sent[3]
         memory = build_store(memory_env())
         for line in [*lines, *others, *edits]:
             Chatrecord(memory).record(line)
@@ -690,7 +690,7 @@ class TestPostgresAppendFunction(PostgresStores):
         assert [len(s) for s in sent[1:3]] == [1, 1], sent
         # the second edit's view rows are the ones this process wrote (no read of them); the
         # writer decides it from the index, which it did not follow from its start
-        assert not any(q.lstrip().startswith("SELECT u.idx") for q in sent[3]) and "_v9(" in sent[3][-1], sent[3]
+        assert not any(q.lstrip().startswith("SELECT u.idx") for q in sent[3]) and "_v10(" in sent[3][-1], sent[3]
         memory = build_store(memory_env())
         for line in [*lines, *edits]:
             Chatrecord(memory).record(line)

@@ -36,15 +36,16 @@ Adapted, and why (each at its class):
 - chatrecord's mapper maps its own (pydantic) events only, so the factory case's wrong
   cipher key test maps a `ConversationStarted` instead of the library's `DomainEvent`.
 - Subscriptions are optional in the library (`optional_test_insert_subscribe`, which its own
-  SQLite recorder cannot run either): run on memory (`Subscribed`); the SQLite and PostgreSQL
-  recorders refuse `subscribe` at once (`Unsubscribed`), the PostgreSQL ones because their
-  appends send no NOTIFY for a subscription to wake on.
+  SQLite recorder cannot run either): run on memory and on PostgreSQL, on each of its append
+  paths (`Subscribed`: every append sends the library's NOTIFY); the SQLite recorder refuses
+  `subscribe` at once (`Unsubscribed`), as the library's does.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -65,7 +66,9 @@ from eventsourcing.postgres import PostgresAggregateRecorder, PostgresProcessRec
 from eventsourcing.sqlite import SQLiteAggregateRecorder, SQLiteProcessRecorder, SQLiteTrackingRecorder
 from eventsourcing.tests import persistence as contract
 from eventsourcing.utils import Environment, get_topic
+from psycopg.sql import SQL, Identifier
 
+from adapters.api import Chatrecord, demo_lines
 from adapters.backends.memory import ChainedPOPORecorder, MemoryFactory
 from adapters.backends.postgres import ChainedPostgresRecorder, EventRecorder, PostgresFactory
 from adapters.backends.postgres import recorder as postgres_recorder
@@ -177,15 +180,52 @@ class FromVersionOne:
 
 class Subscribed:
     """Mixin: the library's optional subscription test (`optional_test_insert_subscribe`, which
-    its own SQLite and memory recorder tests run) is run too."""
+    its own memory and PostgreSQL recorder tests run) is run too."""
 
     def test_insert_subscribe(self) -> None:
         self.optional_test_insert_subscribe()  # type: ignore[attr-defined]
 
 
+class LineWakesSubscription:
+    """Mixin, not the library's: what a downstream consumer of the log sees. A store's `record`
+    of a demo line wakes a subscription started before it (the subscription has read the log
+    up to then and waits for a notification), which yields the line's events, in order, with
+    the notification ids the store gave them."""
+
+    def listeners(self, recorder: Any) -> int:
+        """Returns how many sessions LISTEN on `recorder`'s channel (memory: none)."""
+        return 0
+
+    def test_a_recorded_line_wakes_a_subscription_started_before_it(self) -> None:
+        store = self.open()  # type: ignore[attr-defined]
+        chat = Chatrecord(store)
+        lines = demo_lines()
+        chat.record(lines[0])
+        first = store.recorder.max_notification_id()
+        before = self.listeners(store.recorder)
+        with store.recorder.subscribe(gt=first - 1) as subscription:
+            stop = threading.Timer(30, subscription.stop)  # a subscription never woken fails, not hangs
+            stop.start()
+            try:
+                assert next(subscription).id == first  # read from the log: the subscription is waiting now
+                deadline = time.monotonic() + 10  # its LISTEN runs in a thread of its own: wait for it
+                while self.listeners(store.recorder) <= before and time.monotonic() < deadline:
+                    time.sleep(0.01)
+                result = chat.record(lines[1])
+                got = [next(subscription) for _ in result.appended]
+            finally:
+                stop.cancel()
+        assert result.appended
+        assert [(n.originator_id, n.originator_version) for n in got] == [
+            (e.originator_id, e.originator_version) for e in result.appended
+        ]
+        stored = store.recorder.select_notifications(first + 1, 100)
+        assert [(n.id, n.originator_version, n.topic) for n in got] == [(n.id, n.originator_version, n.topic) for n in stored]
+        assert got[-1].id == result.position
+
+
 class Unsubscribed:
-    """Mixin for a recorder without subscriptions (the library's SQLite recorder, and the
-    PostgreSQL recorders, whose appends send no NOTIFY for a subscription to wake on): the
+    """Mixin for a recorder without subscriptions (the library's SQLite recorder): the
     library's optional subscription test cannot apply; `subscribe` says so at once, as the
     library's SQLite recorder does, instead of waiting forever."""
 
@@ -264,6 +304,19 @@ class StoreMapper:
 # ------------------------------------------------------------------ PostgreSQL
 
 
+class PostgresLineWakesSubscription(LineWakesSubscription):
+    """`LineWakesSubscription` on PostgreSQL: the subscription's thread LISTENs on the
+    recorder's channel, which the append function NOTIFYs."""
+
+    def listeners(self, recorder: Any) -> int:
+        with recorder.datastore.get_connection() as conn:
+            row = conn.execute(
+                "SELECT count(*) AS n FROM pg_stat_activity WHERE query = %s",
+                (SQL("LISTEN {}").format(Identifier(recorder.channel_name)).as_string(conn),),
+            ).fetchone()
+        return int(row["n"])
+
+
 class TestPostgresAggregateRecorder(PostgresStores, contract.AggregateRecorderTestCase):
     """The snapshot recorder of a store on PostgreSQL (the library's, created by `ensure_schema`)."""
 
@@ -273,7 +326,9 @@ class TestPostgresAggregateRecorder(PostgresStores, contract.AggregateRecorderTe
         return recorder
 
 
-class TestPostgresChainedApplicationRecorder(Unsubscribed, ChainedFromOne, PostgresStores, contract.ApplicationRecorderTestCase):
+class TestPostgresChainedApplicationRecorder(
+    PostgresLineWakesSubscription, Subscribed, ChainedFromOne, PostgresStores, contract.ApplicationRecorderTestCase
+):
     """`ChainedPostgresRecorder`, the recorder of every store on PostgreSQL."""
 
     def create_recorder(self) -> ApplicationRecorder:
@@ -282,7 +337,7 @@ class TestPostgresChainedApplicationRecorder(Unsubscribed, ChainedFromOne, Postg
         return self.chained(recorder)
 
 
-class TestPostgresPlainApplicationRecorder(Unsubscribed, PostgresStores, contract.ApplicationRecorderTestCase):
+class TestPostgresPlainApplicationRecorder(Subscribed, PostgresStores, contract.ApplicationRecorderTestCase):
     """`EventRecorder`, the PostgreSQL recorder without the chain, made by the store's factory
     when the library's APPLICATION_RECORDER_TOPIC names it."""
 
@@ -295,13 +350,12 @@ class TestPostgresPlainApplicationRecorder(Unsubscribed, PostgresStores, contrac
 class AppendPath:
     """Mixin for a PostgreSQL recorder's cases on another append path: the cases that check
     what is stored (`test_insert_select`, `test_concurrent_no_conflicts`, the chain's
-    refusal) run again; the ones that only print a rate or repeat a check of the default
-    path's class (`test_performance`, `test_concurrent_throughput`, the refused subscription)
-    do not (they add some 10 s to the file and check nothing more)."""
+    refusal) and the subscription (each path sends the NOTIFY it wakes on) run again; the
+    ones that only print a rate (`test_performance`, `test_concurrent_throughput`) do not
+    (they add some 10 s to the file and check nothing more)."""
 
     test_performance = None
     test_concurrent_throughput = None
-    test_subscribe_is_refused = None
 
 
 class SyncedAppend(AppendPath):
@@ -464,7 +518,9 @@ class TestMemoryAggregateRecorder(MemoryStores, contract.AggregateRecorderTestCa
         return recorder
 
 
-class TestMemoryApplicationRecorder(Subscribed, ChainedFromOne, MemoryStores, contract.ApplicationRecorderTestCase):
+class TestMemoryApplicationRecorder(
+    LineWakesSubscription, Subscribed, ChainedFromOne, MemoryStores, contract.ApplicationRecorderTestCase
+):
     """`ChainedPOPORecorder`, the recorder of every store in memory."""
 
     def create_recorder(self) -> ApplicationRecorder:

@@ -25,6 +25,10 @@ keys (`adapters.store.idempotency.SQLIdempotencyKeys`).
   read (`PostgresViewStorage.reading`) runs in autocommit, without BEGIN and ROLLBACK, and its two
   statements run prepared (`PostgresViewStorage.run`), with the connection's `prepare_threshold`
   set only while each runs, outside pipeline mode: the server plans them once per connection.
+- **Subscriptions.** Every append sends the library's NOTIFY on the events table's channel
+  (the append function as the library's own insert function does; the pipelined and plain
+  appends through the library's steps), so the library's `subscribe` (a thread that LISTENs)
+  works on both recorders.
 - **Timeouts.** A write waits at most `POSTGRES_LOCK_TIMEOUT` seconds (default
   `WRITE_LOCK_TIMEOUT`) for the events table's write lock, and any statement runs at most
   `POSTGRES_STATEMENT_TIMEOUT` seconds (default `STATEMENT_TIMEOUT`); then it fails with the

@@ -24,13 +24,14 @@ from psycopg.sql import Composable
 from adapters.backends.postgres.prepared import run_prepared
 from adapters.views.row_tables import table_names
 
-APPEND_FUNCTION = "chatrecord_append_v9"
+APPEND_FUNCTION = "chatrecord_append_v10"
 """The store's own database function that writes a whole append from one JSON document
 (`AppendDocument`) that holds no view rows: versioned by name, so a later layout gets a
 function of its own. An append with view rows goes to its generation's function
 (`generation_function_name`), the same body with the view rows written into that
-generation's tables. (v9: an assumed index's check also counts the live segments from a message
-and the live messages after a number that the writer answered from what it knows, so an edit
+generation's tables. (v10: the function sends the library's NOTIFY on the events table's
+channel, on which the library's `subscribe` waits; v9: an assumed index's check also counts the
+live segments from a message and the live messages after a number that the writer answered from what it knows, so an edit
 and a replaced transcript decide without reading the index, and a generation's function takes
 an edit's cuts of card outcomes and view context; v8: a generation's function also deletes the stored transcript
 messages from the document's `cut` on, before it writes the section's messages, so a replaced
@@ -70,12 +71,20 @@ _ASSUMPTION_SQL = _template("assumption_failed.sql")
 """`ASSUMPTION_FUNCTION`'s CREATE statement (`assumption_failed.sql`): {schema}, {name}."""
 
 
+def _channel(events_table: str) -> str:
+    """Returns, quoted, the channel the library's recorder of `events_table` NOTIFYs and its
+    subscription LISTENs on (`PostgresApplicationRecorder.channel_name`: the table's name, dots
+    made underscores; not the schema's, as the library's)."""
+    return '"' + events_table.replace(".", "_").replace('"', '""') + '"'
+
+
 def generation_function_name(generation: int) -> str:
     """Returns the name of generation `generation`'s append function (`generation_function_statement`)."""
-    return f"chatrecord_append_g{generation}_v9"
+    return f"chatrecord_append_g{generation}_v10"
 
 
 OLD_GENERATION_FUNCTIONS = (
+    "chatrecord_append_g{generation}_v9",
     "chatrecord_append_g{generation}_v8",
     "chatrecord_append_g{generation}_v7",
     "chatrecord_append_g{generation}_v6",
@@ -100,7 +109,11 @@ def generation_function_statement(schema: str, events_table: str, generation: in
     (`EventRecorder._generation_function`) and dropped with the generation's tables."""
     views = _VIEWS_SQL.format(generation=int(generation), **table_names(generation, schema))
     return _APPEND_FUNCTION_SQL.format(
-        schema=f'"{schema}"', name=generation_function_name(generation), events=f'"{schema}"."{events_table}"', views=views
+        schema=f'"{schema}"',
+        name=generation_function_name(generation),
+        events=f'"{schema}"."{events_table}"',
+        channel=_channel(events_table),
+        views=views,
     )
 
 
@@ -113,13 +126,17 @@ def append_function_statement(schema: str, events_table: str) -> str:
     that scanned a table would cost more with every line), checks an assumed index in one
     statement (raising `ASSUMPTION_FAILED` with `ASSUMPTION_MESSAGE`, as the statements' check
     does, `PostgresHistoryTables._checked_write`), writes the history index rows, takes the
-    events table's write lock, inserts the events (returning their notification ids, in order)
-    and their chain rows. A list the document leaves empty costs no statement.
+    events table's write lock, sends the library's NOTIFY (delivered at commit), inserts the
+    events (returning their notification ids, in order) and their chain rows. A list the document leaves empty costs no statement.
     PL/pgSQL keeps the plans of its static statements per connection. A document with view
     rows goes to its generation's function (`generation_function_statement`) instead.
     """
     return _APPEND_FUNCTION_SQL.format(
-        schema=f'"{schema}"', name=APPEND_FUNCTION, events=f'"{schema}"."{events_table}"', views=_NO_VIEWS_SQL
+        schema=f'"{schema}"',
+        name=APPEND_FUNCTION,
+        events=f'"{schema}"."{events_table}"',
+        channel=_channel(events_table),
+        views=_NO_VIEWS_SQL,
     )
 
 

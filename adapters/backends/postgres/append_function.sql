@@ -1,6 +1,7 @@
 -- The append function: one JSON document (`AppendDocument`) in, the events' notification ids out.
 -- A template for Python's str.format (`adapters.backends.postgres.append`): {schema}, {name} and the
--- like are filled in, and doubled braces stand for one. These comment lines are not sent.
+-- like are filled in ({channel}: the library's channel, which its subscription LISTENs on), and
+-- doubled braces stand for one. These comment lines are not sent.
 CREATE OR REPLACE FUNCTION {schema}.{name}(doc jsonb) RETURNS SETOF bigint LANGUAGE plpgsql SET enable_seqscan = off AS $fn$
 DECLARE
   k text := doc->>'cid';
@@ -63,6 +64,7 @@ BEGIN
       outcomes = {schema}.chatrecord_index.outcomes + excluded.outcomes;
   END IF;
 {views}  LOCK TABLE {events} IN EXCLUSIVE MODE;
+  NOTIFY {channel};
   RETURN QUERY INSERT INTO {events} (originator_id, originator_version, topic, state)
     SELECT (e->>0)::uuid, (e->>1)::bigint, e->>2, decode(e->>3, 'base64') FROM jsonb_array_elements(doc->'events') e
     RETURNING notification_id;

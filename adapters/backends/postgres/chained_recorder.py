@@ -259,11 +259,6 @@ class ChainedPostgresRecorder(ChainedRecorder, EventRecorder):
             for statement in self.guard_statements():
                 curs.execute(statement)
 
-    def _notify_channel(self, curs: Any) -> None:
-        """Sends no NOTIFY: nothing here LISTENs (the read models are applied in the events'
-        transaction, not by a subscription), and a NOTIFY makes every commit take the server's
-        one notification queue lock, serialising writers of every conversation."""
-
     def _insert_stored_events(self, curs: Any, stored_events: Sequence[StoredEvent], **kwargs: Any) -> None:
         if isinstance(curs, AppendDocument):  # the function takes the table lock and inserts them
             curs.put(

@@ -42,14 +42,6 @@ class RecorderReads(es_postgres.PostgresApplicationRecorder):
     """The library's application recorder whose reads are tried again only when the connection
     failed (`_read_retried`); `EventRecorder` adds how an append is sent."""
 
-    def subscribe(self, gt: int | None = None, topics: Sequence[str] = ()) -> Any:
-        """Raises NotImplementedError, as the library's SQLite recorder does: its subscription
-        wakes on a NOTIFY that the append function and the chained recorder never send."""
-        raise NotImplementedError(
-            f"The {type(self).__qualname__} recorder does not support subscriptions "
-            "(its appends send no NOTIFY); read the log with select_notifications"
-        )
-
     def select_events(self, originator_id: Any, **kwargs: Any) -> Sequence[StoredEvent]:
         """The library's read of a conversation's events, tried again only when the connection
         failed (`_read_retried`): a lock or statement timeout the server answered (a table
