@@ -5,7 +5,8 @@ Recent typer versions print a parameter's type in angle brackets, named after th
 annotation or click's type name; the names differ between versions, and no public setting
 changes them. `install()` hooks the one place each version takes the name from, where it has
 it (typer's own `display_type` from 0.28 on, the vendored click's `ParamType.get_metavar`
-before), and leaves any other version as it is. An explicit `metavar` still wins.
+before, reached through a public attribute), and leaves any other version as it is. An explicit
+`metavar` still wins.
 """
 
 from __future__ import annotations
@@ -87,12 +88,21 @@ def install() -> None:
         for cls in (typer.core.TyperOption, typer.core.TyperArgument):
             setattr(cls, "display_type", _display_type)  # noqa: B010 - typer's own method, replaced
         return
-    try:
-        from typer._click import types as click_types  # the vendored click of typer 0.2x
-    except ImportError:
+    base = _vendored_param_type()
+    if base is None:
         return  # typer on click itself prints click's own names (INTEGER, TEXT) already
-    base = click_types.ParamType
     setattr(base, "get_metavar", _get_metavar(base.get_metavar))  # noqa: B010 - click's own method, wrapped
+
+
+def _vendored_param_type() -> Any:
+    """typer < 0.28: the base of the parameter types of the click typer vendors, found through the
+    public `type` of an option typer makes, not by importing the vendored module (private, and
+    without `types` from 0.29 on); None where typer runs on click itself."""
+    make_option: Any = typer.core.TyperOption  # its arguments differ between versions (0.28 adds type_descriptor)
+    param_type = type(make_option(param_decls=["--probe"]).type)
+    if not param_type.__module__.startswith("typer."):
+        return None
+    return next((cls for cls in param_type.__mro__ if cls.__name__ == "ParamType"), None)
 
 
 _EXAMPLE = re.compile(r"\n(?=Example[^\n]*:\n)")
