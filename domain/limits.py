@@ -31,7 +31,7 @@ TEXT_MAX = 1_000_000
 """The longest text (a message, an answer, a transcript message), in characters."""
 
 STEPS_MAX = 50_000
-"""The most steps one segment may carry (the size of the ingest benchmark's segment)."""
+"""The most steps one segment may carry."""
 
 LIST_MAX = 20_000
 """The most entries of any other list a line carries (pending calls, fields, transcript

@@ -69,8 +69,8 @@ class Immutable(BaseModel):
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
         """Returns a copy with the fields in `update` changed, not validated, as
         `BaseModel.model_copy` makes it (the same `__dict__`, fields set and private
-        attributes; `deep` copies as pydantic does): a shallow copy at about a third of its
-        cost, since the folds copy their states once or more per event."""
+        attributes; `deep` copies as pydantic does), but shallow: the folds copy their states
+        once or more per event."""
         if deep:
             return super().model_copy(update=update, deep=True)
         fields = self.__dict__.copy()
@@ -94,7 +94,7 @@ def trusted(cls: type[M], **values: Any) -> M:
     """Returns `cls(**values)` without validating `values`, for values taken from models that
     were validated already (a stored event's fields) and so of the fields' types: made as
     pydantic's `model_construct` makes it (the fields not given take their defaults, the given
-    ones are the fields set), at about half its cost. Every required field must be given; the
+    ones are the fields set), with less work. Every required field must be given; the
     fields with a default must have an immutable one (it is shared, not copied), as every
     model the folds build this way has. A wrong value is not noticed; raises TypeError for a
     class with a default_factory."""

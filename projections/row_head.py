@@ -109,8 +109,8 @@ class Head(Immutable):
 
 def _changed(head: Head, update: dict[str, object]) -> Head:
     """Returns `head` with the fields in `update` changed: `head.model_copy(update=update)`
-    (no validation, the same fields set), made as pydantic's own copy makes it, without the
-    `copy.copy` calls per attribute that cost it twice as much. A head has no extra fields and
+    (no validation, the same fields set), made as pydantic's own copy makes it, without its
+    `copy.copy` call per attribute. A head has no extra fields and
     no private attributes. The fold makes one or two per event."""
     fields = head.__dict__.copy()
     fields.update(update)
