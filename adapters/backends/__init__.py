@@ -32,7 +32,7 @@ from adapters.store.serialization import PydanticMapper
 if TYPE_CHECKING:
     from adapters.store.idempotency import IdempotencyKeys
     from adapters.store.sql_history import HistoryTables
-    from adapters.views.storage import ViewStorage
+    from adapters.views.ports import ViewStorage
 
 
 def one_line(message: str) -> str:

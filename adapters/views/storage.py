@@ -16,7 +16,6 @@ cursor a rebuild writes through on a thread of its own in `adapters.views.queued
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -24,8 +23,9 @@ from uuid import UUID
 
 import orjson
 
-from adapters.store.crypto import ViewTexts
+from adapters.backends.sql.views_overview import OverviewStatements, read_overview
 from adapters.views.buffered_writes import BufferedRows
+from adapters.views.ports import NeedsSnapshot, ReadMoved, ViewStorage, not_updated
 from adapters.views.queued_statements import QueuedStatements
 from adapters.views.row_tables import (
     OVERVIEW_TABLES,
@@ -35,167 +35,12 @@ from adapters.views.row_tables import (
     overview_table_names,
     table_names,
 )
-from adapters.views.sql_rows import ReadMoved, SQLRows
-from adapters.views.storage_reads import Pointer, TurnInputRows, TurnRows
+from adapters.views.sql_rows import SQLRows
+from adapters.views.storage_reads import Pointer, TurnInputRows
+from projections.overview import Marks, Overview
 
 POINTER = "chatrecord_views"
 OLD_POINTER = "chatrecord_projection"
-log = logging.getLogger("chatrecord")
-
-
-def not_updated(error: Exception) -> None:
-    """Logs, in one line, that a write's read models were not updated (the next read of the
-    conversation catches up from its log): the error's first line, without the statement a
-    driver may quote after it."""
-    reason = next((line.strip() for line in str(error).splitlines() if line.strip()), type(error).__name__)
-    log.warning("chatrecord: the read models were not updated with this write (%s); the next read catches up", reason)
-
-
-class ViewStorage:
-    """What the read models need of a database. `texts` seals the transcript rows' texts with
-    each conversation's data key where the store keeps data keys (set by `view_storage_for`)."""
-
-    texts: ViewTexts | None = None
-    shared = True
-    """Whether other processes use the same tables (and may switch the live generation under
-    this one); the in-memory backend's are this process's own."""
-    reads_ahead = False
-    """Whether a rebuild reads the log's next page on a thread of its own while it folds one:
-    where a server answers the read (its wait overlaps the fold), not where the reading is
-    this process's own work (SQLite's driver: it only took the GIL from the fold)."""
-    folds_in_parts = False
-    """Whether a rebuild may fold the log in worker processes, each its own conversations
-    (`ReadModels.rebuild`'s `workers`): where a server takes the writes of many connections at
-    once and the recorder reads a part of the log (`select_notifications_to_fold`); not on
-    SQLite (one writer at a time) nor in memory (the tables are this process's own)."""
-
-    overview_tables: tuple[str, ...] = ()
-    """The overview read model's tables a generation has besides `TABLES` (`OVERVIEW_TABLES`
-    where the backend keeps it, `adapters.views.overview_rows`)."""
-
-    reads_turn_in_one = False
-    """Whether `turn_input_rows` reads a latest turn's rows in one statement (PostgreSQL)."""
-
-    def transaction(self, write: bool) -> Any:
-        """A context manager yielding a cursor of one transaction (committed if `write`)."""
-        raise NotImplementedError
-
-    def rows(self, curs: Any, generation: int, cid: UUID, buffered: bool = False) -> Any:
-        """Returns the rows of conversation `cid` in `generation`, through `curs`; `buffered`
-        rows hold their writes until `flush()` (a rebuild's page)."""
-        raise NotImplementedError
-
-    def pointer(self, curs: Any) -> Pointer | None:
-        raise NotImplementedError
-
-    def set_pointer(self, curs: Any, pointer: Pointer) -> None:
-        raise NotImplementedError
-
-    def create(self, curs: Any, generation: int) -> None:
-        raise NotImplementedError
-
-    def drop(self, curs: Any, generation: int) -> None:
-        raise NotImplementedError
-
-    def generations(self, curs: Any) -> set[int]:
-        """Returns the generations whose tables exist."""
-        raise NotImplementedError
-
-    def lock(self, curs: Any, exclusive: bool) -> None:
-        """Takes the generations' lock until the transaction ends."""
-
-    def queued(self) -> QueuedStatements | None:
-        """Returns a cursor whose statements run on a thread of their own (`QueuedStatements`)
-        where the backend can write while the caller folds; None where it cannot (then a
-        rebuild writes each page in a transaction of its own, as it folds)."""
-        return None
-
-    def pointer_and_head(self, curs: Any, cid: UUID, generation: int) -> tuple[Pointer | None, str | None]:
-        """Returns the live pointer and, where the backend reads both at once, the head row's
-        body of `cid` in generation `generation` (None: read the head through `rows`)."""
-        return self.pointer(curs), None
-
-    def reading(self, snapshot: bool = True) -> Any:
-        """A context manager yielding a cursor for a read of the read models, whose statements
-        all see one snapshot: by default one transaction that writes nothing (SQLite: a WAL
-        reader sees one snapshot inside one transaction), whatever `snapshot` says; a backend
-        may, without `snapshot`, run one statement without a transaction and raise
-        NeedsSnapshot at a second (the caller reads again with `snapshot`). Raises ReadMoved
-        when the read's tables were dropped meanwhile."""
-        return self.transaction(write=False)
-
-    def run(self, curs: Any, sql: str, params: Any) -> Any:
-        """Runs one read statement of a turn read (`sql` with the driver's placeholders) on
-        `curs` and returns the cursor; a backend may keep it prepared."""
-        curs.execute(sql, params)
-        return curs
-
-    def turn_rows(
-        self,
-        curs: Any,
-        cid: UUID,
-        generation: int,
-        newest: int,
-        kept_at: int | None = None,
-        entries: int | None = None,
-        since: int | None = None,
-        tail_from: int = 0,
-        held_at: int | None = None,
-    ) -> TurnRows | None:
-        """Where the backend reads a turn's rows in one statement: see
-        `adapters.backends.postgres.PostgresViewStorage`."""
-        return None
-
-    def turn_input_rows(self, curs: Any, cid: UUID, generation: int) -> TurnInputRows | None:
-        """Where the backend reads the rows of a conversation's latest turn in one statement
-        (`TurnInputRows`): see `adapters.backends.postgres.PostgresViewStorage`. None: read them
-        row by row."""
-        return None
-
-    @contextmanager
-    def savepoint(self, curs: Any, on_failure: Callable[[Exception], object] | None = None) -> Iterator[Any]:
-        """Yields `curs` inside a savepoint of its transaction: an error inside rolls back to it,
-        is handed to `on_failure`, is logged in one line (`not_updated`) unless `on_failure`
-        returned True (the caller tries again), and does not end the transaction."""
-        name = "chatrecord_views"
-        curs.execute(f"SAVEPOINT {name}")
-        try:
-            yield curs
-        except Exception as error:  # noqa: BLE001 - the events stand; a later read catches up
-            retried = on_failure(error) if on_failure is not None else False
-            curs.execute(f"ROLLBACK TO SAVEPOINT {name}")
-            if retried is not True:
-                not_updated(error)
-        curs.execute(f"RELEASE SAVEPOINT {name}")
-
-    def log_version(self, curs: Any, cid: UUID) -> int:
-        """Returns the version of the conversation's newest stored event, 0 if none."""
-        raise NotImplementedError
-
-    def has_activity(self, curs: Any, generation: int) -> bool:
-        """Returns whether `generation`'s heads can be listed by last activity (`newest_heads`):
-        its index by a head's `last_at` exists (a generation an earlier version made has none
-        until `chatrecord rebuild` makes a new one)."""
-        return True
-
-    def newest_heads(
-        self, curs: Any, generation: int, limit: int, before: tuple[int, str] | None = None, since: int | None = None
-    ) -> list[tuple[str, int, str, int | None]]:
-        """Returns at most `limit` heads of `generation` as `(cid, last_at, conversation, users)`
-        (`users`: `Head.users`, None in a head an earlier version wrote), newest last
-        activity first (then by `cid`, descending): only those before `before` (a `(last_at,
-        cid)` of an earlier page) in that order, and with `last_at` >= `since`, if given (times
-        in microseconds since the epoch, `projections.row_fold.Head.last_at`). A head without
-        `last_at` is not listed. One index range read: it costs the page, not the store."""
-        raise NotImplementedError
-
-    def old_tables(self, curs: Any) -> tuple[str | None, list[str]]:
-        """Returns the rule set of the previous version's views and their tables, if any."""
-        return None, []
-
-    def drop_table(self, curs: Any, name: str) -> None:
-        """Drops one of `old_tables`."""
-        raise NotImplementedError
 
 
 class SQLViewStorage(ViewStorage):
@@ -217,6 +62,7 @@ class SQLViewStorage(ViewStorage):
         self.datastore, self.events_table = datastore, events_table
         self._has_pointer = False
         self._names: dict[int, dict[str, str]] = {}
+        self._overviews: dict[int, OverviewStatements] = {}
 
     @contextmanager
     def transaction(self, write: bool) -> Iterator[Any]:
@@ -229,6 +75,42 @@ class SQLViewStorage(ViewStorage):
         if names is None:  # made once per generation: an append makes rows for every line
             names = self._names[generation] = table_names(generation, self.schema)
         return kind(curs, names, str(cid), self.p, self.texts)
+
+    def run(self, curs: Any, sql: str, params: Any) -> Any:
+        """Runs one read statement of a turn read (`sql` with the driver's placeholders) on
+        `curs` and returns the cursor; a backend may keep it prepared."""
+        curs.execute(sql, params)
+        return curs
+
+    @contextmanager
+    def savepoint(self, curs: Any, on_failure: Callable[[Exception], object] | None = None) -> Iterator[Any]:
+        """As `ViewStorage.savepoint`, with SAVEPOINT statements."""
+        name = "chatrecord_views"
+        curs.execute(f"SAVEPOINT {name}")
+        try:
+            yield curs
+        except Exception as error:  # noqa: BLE001 - the events stand; a later read catches up
+            retried = on_failure(error) if on_failure is not None else False
+            curs.execute(f"ROLLBACK TO SAVEPOINT {name}")
+            if retried is not True:
+                not_updated(error)
+        curs.execute(f"RELEASE SAVEPOINT {name}")
+
+    lock_row = ""
+    """What makes the overview's SELECT lock its row (PostgreSQL: FOR UPDATE; SQLite's write
+    transaction holds the file)."""
+
+    def overview(self, cid: UUID, generation: int, logged: int, fold: Callable[[Overview, Marks], Overview]) -> Overview | None:
+        statements = self._overviews.get(generation)
+        if statements is None:
+            with self.transaction(write=False) as curs:
+                if not self._exists(curs, overview_table_names(generation)["overview"]):
+                    return None  # a generation an earlier version made: `chatrecord rebuild` makes one with them
+            names = overview_table_names(generation, self.schema)
+            statements = self._overviews[generation] = OverviewStatements(
+                names["overview"], names["overview_marks"], self.p, self.lock_row
+            )
+        return read_overview(self, statements, str(cid), logged, fold)
 
     def _t(self, name: str) -> str:
         return f'"{self.schema}".{name}' if self.schema else name
@@ -354,8 +236,13 @@ class SQLViewStorage(ViewStorage):
         return name in self._tables(curs)
 
 
-class NeedsSnapshot(Exception):  # a signal to the reader, never seen outside ReadModels
-    """Raised by a cursor of `ViewStorage.reading(snapshot=False)` at its second statement."""
-
-
-__all__ = ["TABLES", "ViewStorage", "NeedsSnapshot", "Pointer", "QueuedStatements", "ReadMoved", "TurnInputRows"]
+__all__ = [
+    "TABLES",
+    "NeedsSnapshot",
+    "Pointer",
+    "QueuedStatements",
+    "ReadMoved",
+    "SQLViewStorage",
+    "TurnInputRows",
+    "not_updated",
+]

@@ -692,7 +692,7 @@ class SharedDatabaseContract(ReadModelsContract):
         assert head is not None and head.version == len(store.events("conv-behalten"))  # no gap left to a read
 
     def test_a_view_update_that_fails_is_logged_in_one_line(self, caplog: pytest.LogCaptureFixture) -> None:
-        from adapters.views.storage import not_updated
+        from adapters.views.ports import not_updated
 
         not_updated(RuntimeError('relation "s.views_g1_messages" does not exist\nLINE 1: INSERT INTO ...\n   ^'))
 
