@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 
 from adapters.backends.postgres.append import AppendDocument, Unfit
-from adapters.views.buffered_writes import BufferedRows
+from adapters.backends.sql.views_buffered import BufferedRows
 from domain.events import MessageEdited, TurnsTruncated
 from projections.transcript import Message
 
@@ -31,7 +31,7 @@ COLUMN_TYPES = {
     "version": "bigint",
     "at": "text",
 }
-"""The PostgreSQL types of the view tables' columns (`adapters.views.row_tables.create_statements`)."""
+"""The PostgreSQL types of the view tables' columns (`adapters.backends.sql.views_tables.create_statements`)."""
 
 
 @dataclass

@@ -22,15 +22,15 @@ from adapters.backends.postgres.append import (
     generation_function_name,
 )
 from adapters.backends.postgres.buffered_rows import PostgresBufferedRows
+from adapters.backends.postgres.prefetched_rows import PrefetchedRows
 from adapters.backends.postgres.prepared import run_prepared
+from adapters.backends.postgres.queued_statements import QueuedStatements
 from adapters.backends.postgres.schema import OLD_VIEWS_LOCK_ID, views_lock_id
+from adapters.backends.sql.views_storage import POINTER, SQLViewStorage
+from adapters.backends.sql.views_tables import aside_cid, table_names
 from adapters.store.chain import CHAIN_TABLE
 from adapters.views.caches import TAIL_EVENTS, TAIL_ROWS, Placement
 from adapters.views.ports import NeedsSnapshot, ReadMoved, not_updated
-from adapters.views.prefetched_rows import PrefetchedRows
-from adapters.views.queued_statements import QueuedStatements
-from adapters.views.row_tables import aside_cid, table_names
-from adapters.views.storage import POINTER, SQLViewStorage
 from adapters.views.storage_reads import Pointer, TurnInputRows, TurnRows
 from projections.row_head import Head
 
@@ -57,7 +57,7 @@ class OneStatement:
 
 
 class PostgresViewStorage(SQLViewStorage):
-    """The views' tables in the store's schema (`adapters.views.storage.SQLViewStorage`), with a
+    """The views' tables in the store's schema (`adapters.backends.sql.views_storage.SQLViewStorage`), with a
     turn's rows read in one statement and a savepoint that works in pipeline mode."""
 
     p = "%s"

@@ -1,4 +1,4 @@
-"""One conversation's rows in a generation's tables (`adapters.views.row_tables`), read and
+"""One conversation's rows in a generation's tables (`adapters.backends.sql.views_tables`), read and
 written in SQL inside a transaction the caller holds (`SQLRows`), and the signal of a read
 whose rows moved under it (`ReadMoved`).
 """
@@ -11,11 +11,11 @@ from typing import Any
 import orjson
 from pydantic import TypeAdapter
 
+from adapters.backends.sql.views_tables import aside_cid
 from adapters.store.crypto import ERASED, ViewTexts
 from adapters.views.caches import MESSAGE_BODY, KeptMessages, Placement, RenderedNotes
 from adapters.views.ports import ReadMoved, ViewRows
 from adapters.views.row_bodies import LazyEntries, decode_kept_messages, decode_messages, decode_turn_bodies, only_erased
-from adapters.views.row_tables import aside_cid
 from projections.card_outcomes import CardOutcome
 from projections.row_head import Head, TurnMark
 from projections.run_record import Entry

@@ -8,11 +8,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from adapters.backends.sql.views_rows import SQLRows
 from adapters.store.crypto import ViewTexts
 from adapters.views.edit_window import EditWindow
 from adapters.views.ports import Appended
 from adapters.views.recent_rows import RecentRows
-from adapters.views.sql_rows import SQLRows
 from projections.card_outcomes import CardOutcome
 from projections.row_head import Head, TurnMark
 from projections.run_record import Entry

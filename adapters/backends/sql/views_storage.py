@@ -11,7 +11,7 @@ it was switched away from.
 backend's module (`adapters.backends`) has its own (`SQLiteViewStorage`, `PostgresViewStorage`,
 `MemoryViewStorage`), which its store factory hands out (`adapters.backends.view_storage_for`).
 What it reads is in `adapters.views.storage_reads` (`Pointer`, `TurnRows`, `TurnInputRows`); the
-cursor a rebuild writes through on a thread of its own in `adapters.views.queued_statements`.
+cursor a rebuild writes through on a thread of its own in `adapters.backends.postgres.queued_statements`.
 """
 
 from __future__ import annotations
@@ -23,20 +23,13 @@ from uuid import UUID
 
 import orjson
 
+from adapters.backends.sql.views_buffered import BufferedRows
 from adapters.backends.sql.views_overview import OverviewStatements, read_overview
-from adapters.views.buffered_writes import BufferedRows
-from adapters.views.ports import NeedsSnapshot, ReadMoved, ViewStorage, not_updated
-from adapters.views.queued_statements import QueuedStatements
-from adapters.views.row_tables import (
-    OVERVIEW_TABLES,
-    TABLES,
-    activity_index,
-    create_statements,
-    overview_table_names,
-    table_names,
-)
-from adapters.views.sql_rows import SQLRows
-from adapters.views.storage_reads import Pointer, TurnInputRows
+from adapters.backends.sql.views_rows import SQLRows
+from adapters.backends.sql.views_tables import activity_index, create_statements, overview_table_names, table_names
+from adapters.views.ports import ViewStorage, not_updated
+from adapters.views.row_tables import OVERVIEW_TABLES
+from adapters.views.storage_reads import Pointer
 from projections.overview import Marks, Overview
 
 POINTER = "chatrecord_views"
@@ -234,15 +227,3 @@ class SQLViewStorage(ViewStorage):
 
     def _exists(self, curs: Any, name: str) -> bool:
         return name in self._tables(curs)
-
-
-__all__ = [
-    "TABLES",
-    "NeedsSnapshot",
-    "Pointer",
-    "QueuedStatements",
-    "ReadMoved",
-    "SQLViewStorage",
-    "TurnInputRows",
-    "not_updated",
-]
