@@ -7,8 +7,10 @@ per store:
 - the store (`ConversationStore`) on the backend the settings name (`adapters.store.settings`);
 - its data keys, made once by the backend's factory (`StoreFactory.data_keys`) and given to the
   mapper that factory makes, before the store reads or writes anything;
-- its read models (`ReadModels`): passed to the store at construction as the views it keeps
-  current as it saves (`ConversationStore(views=ReadModels)`, `StoreViews`), one per store;
+- its read models (`ReadModels`), on the view storage its backend hands out
+  (`read_models_for`: the storage is handed in, the views never look it up): passed to the
+  store at construction as the views it keeps current as it saves
+  (`ConversationStore(views=read_models_for)`, `StoreViews`), one per store;
   `read_models(store)` returns them;
 - its idempotency keys (`ConversationStore.idempotency_keys`), made once, on first use, so a
   store that only reads never makes their table.
@@ -24,10 +26,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from adapters.backends import SQLITE_MODULE
+from adapters.backends import SQLITE_MODULE, view_storage_for
 from adapters.store.application import ConversationStore
 from adapters.store.settings import read_store_env, store_env
 from adapters.views.readmodels import ReadModels
+
+
+def read_models_for(store: ConversationStore) -> ReadModels:
+    """Returns new read models of `store`, on the view storage its backend hands out, which a
+    rebuild's worker process also gets for the store it opens anew. Raises what ReadModels
+    raises when the views' tables cannot be made."""
+    return ReadModels(store, view_storage_for(store), view_storage_for)
 
 
 def build_store(env: Mapping[str, str], *, views: bool = True) -> ConversationStore:
@@ -35,7 +44,7 @@ def build_store(env: Mapping[str, str], *, views: bool = True) -> ConversationSt
     read models as its views; `views=False`: one that keeps none (a bulk load whose read models a
     rebuild folds afterwards; every read catches them up from the log). Raises what
     ConversationStore and ReadModels raise when the database cannot be opened."""
-    return ConversationStore(env=dict(env), views=ReadModels if views else None)
+    return ConversationStore(env=dict(env), views=read_models_for if views else None)
 
 
 def open_store(

@@ -89,7 +89,7 @@ class Head(Immutable):
     """The time of the last event the chat stamped (an erasure, stamped when it ran, is not
     activity), in microseconds since 1970-01-01 UTC: the
     conversation's last activity, by which the heads are listed newest first (an index on it,
-    `adapters.views.row_tables.create_statements`). None in a head an earlier version wrote."""
+    `adapters.backends.sql.views_tables.create_statements`). None in a head an earlier version wrote."""
     users: int | None = None
     """How many user messages the transcript holds (those of the conversation no edit cut,
     whatever their numbers), as `chatrecord list` shows them: kept by the fold, so the list

@@ -14,7 +14,7 @@ and which of its driver's errors a setting or another process caused (`problem`)
 store's settings ask the backend instead of switching on its type (`backend_named`,
 `backend_of_error`). The backend-neutral logic stays with its concern
 (`adapters.store.chain.ChainedRecorder`, `adapters.store.sql_history.SQLHistoryTables`,
-`adapters.views.storage.SQLViewStorage`, `adapters.store.idempotency.SQLIdempotencyKeys`).
+`adapters.backends.sql.views_storage.SQLViewStorage`, `adapters.store.idempotency.SQLIdempotencyKeys`).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from adapters.store.serialization import PydanticMapper
 if TYPE_CHECKING:
     from adapters.store.idempotency import IdempotencyKeys
     from adapters.store.sql_history import HistoryTables
-    from adapters.views.storage import ViewStorage
+    from adapters.views.ports import ViewStorage
 
 
 def one_line(message: str) -> str:
@@ -96,7 +96,7 @@ class StoreFactory:
 
     @classmethod
     def view_storage(cls, store: Any) -> ViewStorage:
-        """Returns where the read models of `store` live (`adapters.views.storage`)."""
+        """Returns where the read models of `store` live (`adapters.backends.sql.views_storage`)."""
         raise NotImplementedError
 
     @classmethod
@@ -140,7 +140,7 @@ def backend_of(factory: InfrastructureFactory[Any]) -> type[StoreFactory]:
 
 
 def view_storage_for(store: Any) -> ViewStorage:
-    """Returns where the read models of a ConversationStore live (`adapters.views.storage`), as
+    """Returns where the read models of a ConversationStore live (`adapters.backends.sql.views_storage`), as
     its store factory hands it out, sealing the rows' texts with the store's data keys if any."""
     storage = backend_of(store.factory).view_storage(store)
     keys = getattr(store.mapper, "keys", None)

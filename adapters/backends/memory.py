@@ -28,7 +28,7 @@ from adapters.store.idempotency import IdempotencyKeys, Kept, reservation
 from adapters.store.keys import DataKeys, Row
 from adapters.store.sql_history import HistoryTables
 from adapters.views.memory_rows import MemoryConversation, MemoryRows
-from adapters.views.storage import ViewStorage
+from adapters.views.ports import ViewStorage
 from adapters.views.storage_reads import Pointer
 from domain.history_index import MemoryHistory
 

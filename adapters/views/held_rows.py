@@ -28,8 +28,8 @@ NEWEST_OUTCOMES = max(resolve(rules).max_notes for rules in RULE_SET_IDS) + 1
 NEWEST_ENTRIES = 2 * NEWEST_OUTCOMES
 """The run record entries a turn read reads at first (on PostgreSQL with its head): the notes
 take the newest until their budget is full, skipping entries of empty steps; a read that
-reaches older ones reads them in one more statement (`adapters.views.sql_rows.SQLRows.entries`,
-`adapters.views.prefetched_rows.PrefetchedRows.entries`)."""
+reaches older ones reads them in one more statement (`adapters.backends.sql.views_rows.SQLRows.entries`,
+`adapters.backends.postgres.prefetched_rows.PrefetchedRows.entries`)."""
 
 
 @dataclass(frozen=True)

@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NamedTuple
 from uuid import UUID
 
-from adapters.backends import view_storage_for
 from adapters.store.application import ConversationStore
 from adapters.store.lru import LRU
 from adapters.store.serialization import UnreadableEvent
@@ -20,7 +19,7 @@ from adapters.views.caches import KeptMessages, KnownBlocks, RenderedNotes, know
 from adapters.views.head_cache import HeadCache, _kept, notes_cache
 from adapters.views.held_rows import NEWEST_ENTRIES, NEWEST_OUTCOMES, HeldRows, advanced
 from adapters.views.log_fold import Progress, fold_into, fold_log
-from adapters.views.storage import ViewStorage
+from adapters.views.ports import ViewStorage
 from adapters.views.storage_reads import Pointer
 from domain.events import ConversationEvent, conversation_uuid
 from projections.row_head import Head
@@ -45,12 +44,18 @@ class Written(NamedTuple):
 
 
 class LiveRows:
-    """The rows of a ConversationStore's read models, in the store's own database, kept current
-    with its log; `ReadModels` adds the reads, the rebuild and the diff."""
+    """The rows of a ConversationStore's read models, in the store's own database (`storage`,
+    which the composition root hands in), kept current with its log; `ReadModels` adds the
+    reads, the rebuild and the diff."""
 
-    def __init__(self, store: ConversationStore) -> None:
+    def __init__(
+        self, store: ConversationStore, storage: ViewStorage, reopen: Callable[[ConversationStore], ViewStorage] | None = None
+    ) -> None:
         self.store = store
-        self.storage: ViewStorage = view_storage_for(store)
+        self.storage = storage
+        self.reopen = reopen
+        """Hands out the view storage of a store opened anew (a rebuild's worker process opens
+        its own); None: a rebuild folds in this process only."""
         self._live: Pointer | None = None
         self.heads = HeadCache()
         self.notes = notes_cache()
@@ -186,31 +191,21 @@ class LiveRows:
             recent = self.heads.rows(aggregate_id, head) if head is not None else None
             if head is None:
                 head = Head.model_validate_json(body) if body is not None else rows.head()
-            prime = getattr(rows, "prime", None)
-            if prime is not None:  # the rows the append that wrote the kept head left: not read again
-                prime(recent, head)
-            getattr(rows, "prefetch", lambda events: None)(events)  # what the fold will read, at once where it can
+            rows.prime(recent, head)  # the rows the append that wrote the kept head left: not read again
+            rows.prefetch(events)  # what the fold will read, at once where it can
             if events[0].originator_version != (head.version if head else 0) + 1:
                 return True
             after = fold_into(rows, head, events, resolve(live.rules))
             if after is not None:
                 rows.put_head(after)
-            getattr(rows, "flush", lambda: None)()  # the writes go out together
-            bodies = getattr(rows, "bodies", None)
-            if bodies:  # the entries and card outcomes written: the turn read after need not decode them
-                self.rendered.written(bodies)
-                bodies.clear()
-            for body, message in getattr(rows, "message_bodies", ()):  # nor the messages (nor open their texts)
-                self.messages.put(rows.cid, body, message)
-            getattr(rows, "message_bodies", []).clear()
-            recent = getattr(rows, "recent", lambda: None)()
+            rows.flush()  # the writes go out together
+            done = rows.appended()
+            if done.bodies:  # the entries and card outcomes written: the turn read after need not decode them
+                self.rendered.written(done.bodies)
+            for body, message in done.messages:  # nor the messages (nor open their texts)
+                self.messages.put(str(aggregate_id), body, message)
             written[aggregate_id] = Written(
-                live.generation,
-                after,
-                recent,
-                getattr(rows, "head_json", None),
-                head.version if head else 0,
-                getattr(rows, "document_views", None),  # the append's document section, where it is one
+                live.generation, after, done.recent, done.head_json, head.version if head else 0, done.views
             )
         return not failed or fresh
 

@@ -17,7 +17,7 @@ from adapters.store.application import ConversationStore
 from adapters.store.lru import LRU
 from adapters.store.serialization import originator_uuid
 from adapters.views.head_cache import _kept
-from adapters.views.storage import ViewStorage
+from adapters.views.ports import ViewStorage
 from domain.errors import ChatrecordError
 from domain.events import ConversationEvent
 from projections.row_fold import apply_to_rows
@@ -192,7 +192,7 @@ def fold_page(
     for key, (rows, read, head) in folding.items():
         if head is not None and head is not read:
             rows.put_head(head)
-        getattr(rows, "flush", lambda: None)()
+        rows.flush()
         if kept is not None and head is not None:
             kept.put(key, head)
     return set(folding)

@@ -1,5 +1,5 @@
 """One conversation's rows in memory, for the in-memory store: `MemoryConversation` holds
-them in dicts, `MemoryRows` reads and writes them as `adapters.views.sql_rows.SQLRows` does
+them in dicts, `MemoryRows` reads and writes them as `adapters.backends.sql.views_rows.SQLRows` does
 its tables.
 """
 
@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from adapters.views.caches import KeptMessages, Placement
+from adapters.views.ports import ViewRows
 from projections.card_outcomes import CardOutcome
 from projections.row_head import Head, TurnMark
 from projections.run_record import Entry
@@ -30,7 +31,7 @@ class MemoryConversation:
     turns: dict[int, TurnMark] = field(default_factory=dict)
 
 
-class MemoryRows:
+class MemoryRows(ViewRows):
     """`SQLRows` on a `MemoryConversation` (the in-memory store's views)."""
 
     tip: bytes | None = None
@@ -150,3 +151,8 @@ class MemoryRows:
 
     def put_turn(self, turn: TurnMark) -> None:
         self.r.turns.setdefault(turn.version, turn)
+
+    def turn_starts(self, message: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        marks = sorted(self.r.turns.values(), key=lambda mark: mark.version)
+        versions = tuple(mark.version for mark in marks if mark.message == message)
+        return versions, () if versions else tuple(sorted({mark.message for mark in marks}))

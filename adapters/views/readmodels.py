@@ -35,13 +35,11 @@ from adapters.views.head_cache import _kept
 from adapters.views.held_rows import NEWEST_ENTRIES, NEWEST_OUTCOMES, HeldRows, seeded
 from adapters.views.live_rows import LiveRows
 from adapters.views.log_fold import Progress, ViewOutOfStep
-from adapters.views.prefetched_rows import PrefetchedRows
+from adapters.views.ports import NeedsSnapshot, ReadMoved
 from adapters.views.rebuild import RebuildReport, Rebuilds
 from adapters.views.row_bodies import decode_turn_bodies
 from adapters.views.row_state import _state, collections_paused, turn_rows_state
-from adapters.views.row_tables import table_names
 from adapters.views.rule_diff import ConversationDiff
-from adapters.views.storage import NeedsSnapshot, ReadMoved, SQLViewStorage
 from adapters.views.storage_reads import Pointer, TurnInputRows, TurnRows
 from adapters.views.turn_starts import TurnStarts, turn_starts
 from domain.errors import UnknownConversation, shown_id
@@ -119,7 +117,6 @@ class ReadModels(LiveRows):
                     )
                     live: Pointer | None
                     if fetched is not None and fetched.matches:  # one statement (PostgreSQL)
-                        assert isinstance(self.storage, SQLViewStorage)  # the storage that reads them so
                         live, logged = fetched.live, fetched.logged
                         head = (
                             (self.heads.written(key, fetched.head) or Head.model_validate_json(fetched.head))
@@ -136,15 +133,12 @@ class ReadModels(LiveRows):
                         rows = (
                             self.storage.rows(curs, live.generation, key)
                             if fetched.skipped
-                            else PrefetchedRows(
+                            else self.storage.prefetched_rows(
                                 curs,
-                                table_names(live.generation, self.storage.schema),
-                                str(key),
-                                self.storage.p,
+                                live.generation,
+                                key,
                                 *self._held_or_read(key, fetched, held, head, newest),
                                 newest or 0,
-                                self.storage.texts,
-                                self.storage.run,
                                 head,
                                 placement,
                             )
@@ -243,7 +237,7 @@ class ReadModels(LiveRows):
             if check is not None:  # in place of the notes of an earlier version: those are read no more
                 self.notes.put(key, ((head.version, head.refolds), rows.tip, notes))
                 self.kept_at.put((key[0], check), head.version)
-            if isinstance(rows, PrefetchedRows) and self._live is not None:
+            if rows.placement is not None and self._live is not None:
                 self.known.put(
                     key[0],
                     KnownBlocks.of(rows.placement, self._live.generation, head.version, head.last_user, rows.tip, head.refolds),
@@ -362,7 +356,7 @@ class ReadModels(LiveRows):
         """Returns the processes a rebuild of the log up to notification `stop` folds it in
         (`adapters.views.rebuild.Rebuilds.rebuild_workers`). Raises ValueError for `workers`
         outside 1 to MOST_WORKERS."""
-        return Rebuilds(self.store, self.storage, self._set_live).rebuild_workers(stop, workers)
+        return Rebuilds(self.store, self.storage, self._set_live, self.reopen).rebuild_workers(stop, workers)
 
     def rebuild(
         self,
@@ -374,7 +368,7 @@ class ReadModels(LiveRows):
         """Folds the whole event log under `rules` into a new generation's tables, then makes
         it live and drops the old ones; returns what it did (`adapters.views.rebuild.Rebuilds.rebuild`,
         which says what it raises)."""
-        return Rebuilds(self.store, self.storage, self._set_live).rebuild(rules, progress, workers, guard)
+        return Rebuilds(self.store, self.storage, self._set_live, self.reopen).rebuild(rules, progress, workers, guard)
 
     def diff(self, rules: str) -> list[ConversationDiff]:
         """Returns, per conversation in the order they started, which run record entries and

@@ -17,12 +17,11 @@ from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
-from adapters.backends import view_storage_for
 from adapters.processes import end_with
 from adapters.store.application import ConversationStore
 from adapters.views.log_fold import Progress, fold_log
+from adapters.views.ports import ViewStorage
 from adapters.views.row_tables import TABLES
-from adapters.views.storage import ViewStorage
 from adapters.views.storage_reads import Pointer
 from domain.errors import ChatrecordError
 from projections.rules import resolve
@@ -88,12 +87,20 @@ class RebuildReport:
 class Rebuilds:
     """The rebuilds of one store's read models (`ReadModels.rebuild`, `.rebuild_workers`): with
     the store, the views' storage, and what takes a new live pointer (`set_live`, the read
-    models' own, called once a rebuild switched)."""
+    models' own, called once a rebuild switched); `reopen` hands out the view storage of the
+    store a worker process opens anew (None: the rebuild folds in this process only)."""
 
-    def __init__(self, store: ConversationStore, storage: ViewStorage, set_live: Callable[[Pointer], None]) -> None:
+    def __init__(
+        self,
+        store: ConversationStore,
+        storage: ViewStorage,
+        set_live: Callable[[Pointer], None],
+        reopen: Callable[[ConversationStore], ViewStorage] | None = None,
+    ) -> None:
         self.store = store
         self.storage = storage
         self._set_live = set_live
+        self.reopen = reopen
 
     def rebuild_workers(self, stop: int, workers: int | None = None) -> int:
         """Returns the processes a rebuild of the log up to notification `stop` (its events)
@@ -104,7 +111,7 @@ class Rebuilds:
         1 where the backend cannot fold in parts (`ViewStorage.folds_in_parts`: SQLite, memory) or
         the system cannot fork. Raises ValueError for `workers` outside 1 to MOST_WORKERS."""
         _check_workers(workers)
-        if not self.storage.folds_in_parts or not hasattr(os, "fork"):
+        if not self.storage.folds_in_parts or self.reopen is None or not hasattr(os, "fork"):
             return 1
         if workers is not None:
             return workers
@@ -227,7 +234,7 @@ class Rebuilds:
                     target=_fold_part,
                     name=f"chatrecord-rebuild-{part}-of-{parts}",
                     daemon=True,
-                    args=(self.store, generation, rules, stop, (part, parts), sender, os.getpid()),
+                    args=(self.store, self.reopen, generation, rules, stop, (part, parts), sender, os.getpid()),
                 )
                 with warnings.catch_warnings():  # Python 3.12+ warns of fork in a process with threads: the
                     warnings.simplefilter("ignore", DeprecationWarning)  # worker touches none of their objects
@@ -277,11 +284,18 @@ def part_of(conversation: UUID, parts: int) -> int:
 
 
 def _fold_part(
-    store: ConversationStore, generation: int, rules: str, stop: int, part: tuple[int, int], answer: Any, parent: int
+    store: ConversationStore,
+    reopen: Callable[[ConversationStore], ViewStorage],
+    generation: int,
+    rules: str,
+    stop: int,
+    part: tuple[int, int],
+    answer: Any,
+    parent: int,
 ) -> None:
     """A forked worker of `Rebuilds._fold_in_parts`: opens the store anew (its own pool and
     data keys; the parent's connections are never touched here), folds its `part` of the log up
-    to `stop` into `generation` and sends (events, conversations, unreadable ones) through the
+    to `stop` into `generation` (its view storage from `reopen`) and sends (events, conversations, unreadable ones) through the
     pipe end `answer`, or one line naming its error. Ends with the process that started it
     (`adapters.processes.end_with`). Ctrl-C does not reach it (the parent, which gets it too,
     stops its workers), and SIGTERM, as the parent stops it, ends it at once and quietly: it
@@ -293,7 +307,7 @@ def _fold_part(
     try:
         own = type(store)(env=dict(store.env))
         unreadable: set[UUID] = set()
-        folded, seen = fold_log(own, view_storage_for(own), generation, rules, 0, stop, unreadable=unreadable, part=part)
+        folded, seen = fold_log(own, reopen(own), generation, rules, 0, stop, unreadable=unreadable, part=part)
         answer.send((folded, seen, unreadable))
     except BaseException as error:  # noqa: BLE001 - told to the parent, which raises it
         answer.send(f"{type(error).__name__}: {error}")

@@ -1,5 +1,5 @@
 """Which events started the turns of one user message, read from a generation's `turns` table
-(`adapters.views.row_tables`: one row per model call a user message started, `(cid, version,
+(`adapters.backends.sql.views_tables`: one row per model call a user message started, `(cid, version,
 message, at)`, written by the fold's `Rows.put_turn` and never cut by an edit), for
 `ReadModels.turn_starts`: what `replay --at N` reads before it reads the log up to that turn.
 
@@ -11,9 +11,8 @@ turns of any rule set's replay.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
-from adapters.views.memory_rows import MemoryRows
+from adapters.views.ports import ViewRows
 from projections.row_head import Head
 
 
@@ -37,23 +36,10 @@ class TurnStarts:
     rules: str
 
 
-def turn_starts(rows: Any, head: Head, rules: str, message: int) -> TurnStarts:
+def turn_starts(rows: ViewRows, head: Head, rules: str, message: int) -> TurnStarts:
     """Returns the turn starts of user message `message` from one conversation's `rows`
-    (`SQLRows` or `MemoryRows`) and its `head`, the rows of rule set `rules`. On SQL one
-    statement, a second only when `message` started no turn (the numbers that did); each reads
-    the conversation's rows of the `turns` table only (its primary key's range), so it costs the
+    and its `head`, the rows of rule set `rules` (`ViewRows.turn_starts`): it costs the
     conversation's turns, never its events."""
-    if isinstance(rows, MemoryRows):
-        marks = sorted(rows.r.turns.values(), key=lambda mark: mark.version)
-        versions = tuple(mark.version for mark in marks if mark.message == message)
-        started = () if versions else tuple(sorted({mark.message for mark in marks}))
-    else:
-        table, p, cid = rows.t["turns"], rows.p, rows.cid
-        rows.curs.execute(f"SELECT version FROM {table} WHERE cid = {p} AND message = {p} ORDER BY version", (cid, message))
-        versions = tuple(int(row["version"]) for row in rows.curs.fetchall())
-        started = ()
-        if not versions:
-            rows.curs.execute(f"SELECT DISTINCT message FROM {table} WHERE cid = {p} ORDER BY message", (cid,))
-            started = tuple(int(row["message"]) for row in rows.curs.fetchall())
+    versions, started = rows.turn_starts(message)
     latest = head.turn.version if head.turn is not None else None
     return TurnStarts(message, versions, started, latest, head.version, rules)

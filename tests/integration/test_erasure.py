@@ -13,7 +13,7 @@ import pytest
 from psycopg import sql
 
 from adapters.api import Chatrecord
-from adapters.bootstrap import build_store, read_models
+from adapters.bootstrap import build_store, read_models, read_models_for
 from adapters.store.application import ConversationStore
 from adapters.store.crypto import ERASED, FREE_TEXT, TextsErased
 from adapters.store.erasure import EraseTexts, erase
@@ -309,7 +309,7 @@ class AtRestContract(ErasureContract):
             bodies = [r["body"] for r in rows._q(f"SELECT body FROM {rows.t['messages']} WHERE cid = ?").fetchall()]
             assert any(p in m.text for m in rows._decode_messages(bodies, models.messages) for p in PLANTS)
             assert any(models.messages.get(str(key), body) is not None for body in bodies)
-            erase(store, "conv-erase", ReadModels(store))  # through another ReadModels: this one's kept messages stay
+            erase(store, "conv-erase", read_models_for(store))  # through another ReadModels: this one's kept messages stay
             assert [m.text for m in rows._decode_messages(bodies, models.messages)] == [ERASED] * len(bodies)
         erase(store, "conv-erase", models)  # in this process: they go
         assert all(models.messages.get(str(key), body) is None for body in bodies)
@@ -320,7 +320,7 @@ class AtRestContract(ErasureContract):
         assert [p for p in PLANTS if p in json.dumps(first.to_json())] != []
         again = models.turn_input("conv-erase")  # its bodies decoded and its notes rendered before: kept
         assert again.to_json() == first.to_json()
-        erase(store, "conv-erase", ReadModels(store))  # through another ReadModels: this one's caches stay
+        erase(store, "conv-erase", read_models_for(store))  # through another ReadModels: this one's caches stay
         after = json.dumps(models.turn_input("conv-erase").to_json())
         assert [p for p in PLANTS if p in after] == []
         assert ERASED in after
@@ -330,8 +330,8 @@ class AtRestContract(ErasureContract):
         writer.turn_notes("conv-erase")
         store.handle(EraseTexts("conv-erase"))  # step 1 alone: an erase killed after its event
         kept = writer.turn_notes("conv-erase").to_json()  # read and kept at the erasure's version
-        erase(store, "conv-erase", ReadModels(store))  # run again elsewhere: key deleted, rows folded again in place
-        fresh = ReadModels(store).turn_notes("conv-erase").to_json()
+        erase(store, "conv-erase", read_models_for(store))  # run again elsewhere: key deleted, rows folded again in place
+        fresh = read_models_for(store).turn_notes("conv-erase").to_json()
         assert fresh != kept  # the rows changed at the same version: the notes' places in the erased texts
         assert writer.turn_notes("conv-erase").to_json() == fresh
 

@@ -13,9 +13,9 @@ import pytest
 
 from adapters import pages
 from adapters.api import DEMO_FILE, Chatrecord, demo_lines
+from adapters.backends.sql.views_tables import overview_table_names
 from adapters.service import timeline
 from adapters.store.application import ConversationStore
-from adapters.views.row_tables import overview_table_names
 from domain.events import conversation_uuid
 from projections import overview as ov
 from tests.application.test_timeline import chat_of

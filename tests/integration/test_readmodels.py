@@ -22,13 +22,13 @@ import psycopg
 import pytest
 from hypothesis import HealthCheck, given, settings
 
+from adapters.backends.postgres.prefetched_rows import PrefetchedRows
 from adapters.bootstrap import build_store, read_models
 from adapters.ingest import read_file, read_lines
 from adapters.store.application import ConversationStore
 from adapters.store.settings import memory_env
 from adapters.views import rebuild
 from adapters.views.head_cache import _kept, notes_cache
-from adapters.views.prefetched_rows import PrefetchedRows
 from adapters.views.readmodels import NEWEST_ENTRIES, ReadModels
 from adapters.views.rebuild import (
     MAX_WORKERS,
@@ -692,7 +692,7 @@ class SharedDatabaseContract(ReadModelsContract):
         assert head is not None and head.version == len(store.events("conv-behalten"))  # no gap left to a read
 
     def test_a_view_update_that_fails_is_logged_in_one_line(self, caplog: pytest.LogCaptureFixture) -> None:
-        from adapters.views.storage import not_updated
+        from adapters.views.ports import not_updated
 
         not_updated(RuntimeError('relation "s.views_g1_messages" does not exist\nLINE 1: INSERT INTO ...\n   ^'))
 

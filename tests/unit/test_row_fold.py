@@ -111,8 +111,8 @@ def test_a_sealed_message_body_is_the_models_json_with_its_text_sealed():
 
     import orjson
 
+    from adapters.backends.sql.views_rows import SQLRows
     from adapters.store.crypto import ViewTexts
-    from adapters.views.sql_rows import SQLRows
     from projections.transcript import Message
 
     class Keys:
@@ -169,9 +169,9 @@ def test_buffered_rows_read_back_what_they_hold_and_send_it_at_the_flush():
 
     import orjson
 
+    from adapters.backends.sql.views_buffered import BufferedRows
+    from adapters.backends.sql.views_tables import table_names
     from adapters.store.crypto import ViewTexts
-    from adapters.views.buffered_writes import BufferedRows
-    from adapters.views.row_tables import table_names
     from projections.run_record import Entry, ToolCount
     from projections.transcript import Message
 
@@ -344,9 +344,9 @@ def test_row_bodies_read_back_as_the_validated_messages_they_were_written_from(m
     equal, each field of the same type (tuples, not lists), the same fields set."""
     import uuid
 
+    from adapters.backends.sql.views_rows import SQLRows
     from adapters.store.crypto import ViewTexts
     from adapters.views.row_bodies import decode_messages
-    from adapters.views.sql_rows import SQLRows
     from projections.transcript import Message
 
     class Keys:

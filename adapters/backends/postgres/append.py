@@ -22,7 +22,7 @@ from psycopg.rows import tuple_row
 from psycopg.sql import Composable
 
 from adapters.backends.postgres.prepared import run_prepared
-from adapters.views.row_tables import table_names
+from adapters.backends.sql.views_tables import table_names
 
 APPEND_FUNCTION = "chatrecord_append_v10"
 """The store's own database function that writes a whole append from one JSON document

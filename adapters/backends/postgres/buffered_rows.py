@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 
 from adapters.backends.postgres.append import AppendDocument, Unfit
-from adapters.views.buffered_writes import BufferedRows
+from adapters.backends.sql.views_buffered import BufferedRows
 from domain.events import MessageEdited, TurnsTruncated
 from projections.transcript import Message
 
@@ -31,7 +31,7 @@ COLUMN_TYPES = {
     "version": "bigint",
     "at": "text",
 }
-"""The PostgreSQL types of the view tables' columns (`adapters.views.row_tables.create_statements`)."""
+"""The PostgreSQL types of the view tables' columns (`adapters.backends.sql.views_tables.create_statements`)."""
 
 
 @dataclass
@@ -70,7 +70,6 @@ class PostgresBufferedRows(BufferedRows):
     per table however many rows a rebuild's page holds. In an append gathered for one call
     (`AppendDocument`) the rows go into its document instead."""
 
-    _views: dict[str, Any] | None = None
     _edit: EditRows | None = None
 
     def prefetch(self, events: Sequence[Any]) -> None:
@@ -197,13 +196,6 @@ class PostgresBufferedRows(BufferedRows):
         if self._window is not None:
             self._window.cut_pages(after, edit.newest, edit.shown or 0)
         return edit.newest, edit.shown or 0
-
-    @property
-    def document_views(self) -> dict[str, Any] | None:
-        """The views section of the append's document these rows wrote into (None: they were
-        not written into one), which the store hands back once the append committed
-        (`LiveRows.inline_committed`: what the turn read after keeps, `HeldRows`)."""
-        return self._views
 
     def _document_views(self) -> dict[str, Any]:
         views = self._document()

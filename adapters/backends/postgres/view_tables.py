@@ -4,7 +4,7 @@ read in one prepared statement, the savepoint that works in pipeline mode, the v
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 from uuid import UUID
@@ -22,14 +22,17 @@ from adapters.backends.postgres.append import (
     generation_function_name,
 )
 from adapters.backends.postgres.buffered_rows import PostgresBufferedRows
+from adapters.backends.postgres.prefetched_rows import PrefetchedRows
 from adapters.backends.postgres.prepared import run_prepared
+from adapters.backends.postgres.queued_statements import QueuedStatements
 from adapters.backends.postgres.schema import OLD_VIEWS_LOCK_ID, views_lock_id
+from adapters.backends.sql.views_storage import POINTER, SQLViewStorage
+from adapters.backends.sql.views_tables import aside_cid, table_names
 from adapters.store.chain import CHAIN_TABLE
-from adapters.views.caches import TAIL_EVENTS, TAIL_ROWS
-from adapters.views.queued_statements import QueuedStatements
-from adapters.views.row_tables import aside_cid, table_names
-from adapters.views.storage import POINTER, NeedsSnapshot, ReadMoved, SQLViewStorage, not_updated
+from adapters.views.caches import TAIL_EVENTS, TAIL_ROWS, Placement
+from adapters.views.ports import NeedsSnapshot, ReadMoved, not_updated
 from adapters.views.storage_reads import Pointer, TurnInputRows, TurnRows
+from projections.row_head import Head
 
 READ_SNAPSHOT = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
 """How a read of several statements begins (`PostgresViewStorage.reading`): all see one snapshot."""
@@ -54,7 +57,7 @@ class OneStatement:
 
 
 class PostgresViewStorage(SQLViewStorage):
-    """The views' tables in the store's schema (`adapters.views.storage.SQLViewStorage`), with a
+    """The views' tables in the store's schema (`adapters.backends.sql.views_storage.SQLViewStorage`), with a
     turn's rows read in one statement and a savepoint that works in pipeline mode."""
 
     p = "%s"
@@ -65,6 +68,7 @@ class PostgresViewStorage(SQLViewStorage):
     activity = "((body::jsonb ->> 'last_at')::bigint)"
     """A head body's last activity (`SQLViewStorage.activity`); its index makes a head's update
     (every append) no longer a HOT one: the index entry moves with each new time."""
+    lock_row = " FOR UPDATE"
     heads_storage = " WITH (fillfactor = 50)"
     """A head row (about 1 KB) is rewritten by every append: with half of each page left free,
     the update goes on the same page (a HOT update) and the server prunes the page's dead
@@ -196,6 +200,22 @@ class PostgresViewStorage(SQLViewStorage):
             tip=_bytes(row["tip"]),
             since_tip=_bytes(row["since_tip"]),
         )
+
+    def prefetched_rows(
+        self,
+        curs: Any,
+        generation: int,
+        cid: UUID,
+        entries: str | Sequence[str],
+        outcomes: str | Sequence[str],
+        newest: int,
+        head: Head | None,
+        known: Placement | None,
+    ) -> PrefetchedRows:
+        """Returns the rows of a turn read whose newest entries and outcomes `turn_rows` read
+        (`PrefetchedRows`), reading the rest prepared (`run`)."""
+        names = table_names(generation, self.schema)
+        return PrefetchedRows(curs, names, str(cid), self.p, entries, outcomes, newest, self.texts, self.run, head, known)
 
     def turn_input_rows(self, curs: Any, cid: UUID, generation: int) -> TurnInputRows | None:
         """Reads, in one statement (prepared, `run`), what the latest turn of `cid` saw, from the

@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Any
 from uuid import UUID
 
-from adapters.views.storage import SQLViewStorage
+from adapters.backends.sql.views_storage import SQLViewStorage
 
 
 class SQLiteViewStorage(SQLViewStorage):
-    """The views' tables in the SQLite file (`adapters.views.storage.SQLViewStorage`)."""
+    """The views' tables in the SQLite file (`adapters.backends.sql.views_storage.SQLViewStorage`)."""
 
     def _id(self, cid: UUID) -> Any:
         return cid.hex  # the library stores a UUID's hex

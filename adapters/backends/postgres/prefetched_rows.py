@@ -7,10 +7,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from adapters.backends.sql.views_rows import SQLRows
 from adapters.store.crypto import ViewTexts
 from adapters.views.caches import SEPARATOR, KeptMessages, Placement
+from adapters.views.ports import ReadMoved
 from adapters.views.row_bodies import LazyEntries
-from adapters.views.sql_rows import ReadMoved, SQLRows
 from projections.card_outcomes import CardOutcome
 from projections.row_head import Head
 from projections.run_record import Entry

@@ -1,4 +1,4 @@
-"""One conversation's rows in a generation's tables (`adapters.views.row_tables`), read and
+"""One conversation's rows in a generation's tables (`adapters.backends.sql.views_tables`), read and
 written in SQL inside a transaction the caller holds (`SQLRows`), and the signal of a read
 whose rows moved under it (`ReadMoved`).
 """
@@ -11,10 +11,11 @@ from typing import Any
 import orjson
 from pydantic import TypeAdapter
 
+from adapters.backends.sql.views_tables import aside_cid
 from adapters.store.crypto import ERASED, ViewTexts
 from adapters.views.caches import MESSAGE_BODY, KeptMessages, Placement, RenderedNotes
+from adapters.views.ports import ReadMoved, ViewRows
 from adapters.views.row_bodies import LazyEntries, decode_kept_messages, decode_messages, decode_turn_bodies, only_erased
-from adapters.views.row_tables import aside_cid
 from projections.card_outcomes import CardOutcome
 from projections.row_head import Head, TurnMark
 from projections.run_record import Entry
@@ -23,13 +24,7 @@ from projections.transcript import Message
 _ENTRIES = TypeAdapter(tuple[Entry, ...])
 
 
-class ReadMoved(Exception):  # a signal to the reader, never seen outside ReadModels
-    """Raised by a turn read whose rows moved under it: a rebuild in another process dropped
-    its generation's tables, or a later statement of the read found the head at another
-    version than its first one did. The reader takes the live pointer and reads again."""
-
-
-class SQLRows:
+class SQLRows(ViewRows):
     """One conversation's rows in a generation, read and written through `curs` (a cursor of
     an open transaction). `p` is the driver's placeholder (`?` or `%s`). With `texts`, a
     transcript message's text is kept sealed with the conversation's data key (`ViewTexts`):
@@ -383,3 +378,16 @@ class SQLRows:
             turn.message,
             turn.at.isoformat(),
         )
+
+    def turn_starts(self, message: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """As `ViewRows.turn_starts`: one statement, a second only when `message` started no
+        turn; each a range of the `turns` table's primary key."""
+        table = self.t["turns"]
+        versions = tuple(
+            int(row["version"])
+            for row in self._q(f"SELECT version FROM {table} WHERE cid = ? AND message = ? ORDER BY version", message).fetchall()
+        )
+        if versions:
+            return versions, ()
+        rows = self._q(f"SELECT DISTINCT message FROM {table} WHERE cid = ? ORDER BY message").fetchall()
+        return (), tuple(int(row["message"]) for row in rows)

@@ -5,13 +5,14 @@ its writes left (`adapters.views.recent_rows.RecentRows`) for the next append's 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from typing import Any
 
+from adapters.backends.sql.views_rows import SQLRows
 from adapters.store.crypto import ViewTexts
 from adapters.views.edit_window import EditWindow
+from adapters.views.ports import Appended
 from adapters.views.recent_rows import RecentRows
-from adapters.views.sql_rows import SQLRows
 from projections.card_outcomes import CardOutcome
 from projections.row_head import Head, TurnMark
 from projections.run_record import Entry
@@ -59,6 +60,7 @@ class BufferedRows(SQLRows):
         self._open_entry: int | None = None  # the seq of the entry held as a model
         self._open_message: int | None = None  # the index of the message held as a model
         self._seal: Callable[[str], str | None] | None = None
+        self._views: dict[str, Any] | None = None  # the views section of an append's document the rows go into
 
     def prime(self, recent: RecentRows | None, head: Head | None = None) -> None:
         """Takes `recent` (None: nothing) as the newest rows stored, which the reads of the
@@ -84,9 +86,11 @@ class BufferedRows(SQLRows):
             self._window.trim()
         return RecentRows({e.segment: e for e in newest}, {last: known.messages[last]} if last is not None else {}, self._window)
 
-    def prefetch(self, events: Sequence[Any]) -> None:
-        """Reads at once what folding `events` will ask of the stored rows, where a backend
-        can (`PostgresBufferedRows`: an edit's); here nothing."""
+    def appended(self) -> Appended:
+        """As `ViewRows.appended`, with the views section of the append's document (`_views`)."""
+        done = Appended(self.bodies, self.message_bodies, self.recent(), self.head_json, self._views)
+        self.bodies, self.message_bodies = [], []
+        return done
 
     def _remember(self) -> None:
         """Folds the held writes into the known newest rows (at the flush)."""

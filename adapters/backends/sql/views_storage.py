@@ -1,0 +1,229 @@
+"""Where the row read models live, per backend: transactions, the generation pointer, locks,
+and the log's version of a conversation.
+
+The pointer table `chatrecord_views` (one row: the live generation, its rule set, the next
+generation number) says which generation's tables are live. Writers apply their events under a
+shared lock and a rebuild switches generations under the exclusive one (PostgreSQL advisory
+locks; SQLite's writer lock; a thread lock in memory), so no write lands in a generation after
+it was switched away from.
+
+`ViewStorage` is what the read models need of a database and `SQLViewStorage` its SQL part; each
+backend's module (`adapters.backends`) has its own (`SQLiteViewStorage`, `PostgresViewStorage`,
+`MemoryViewStorage`), which its store factory hands out (`adapters.backends.view_storage_for`).
+What it reads is in `adapters.views.storage_reads` (`Pointer`, `TurnRows`, `TurnInputRows`); the
+cursor a rebuild writes through on a thread of its own in `adapters.backends.postgres.queued_statements`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+from uuid import UUID
+
+import orjson
+
+from adapters.backends.sql.views_buffered import BufferedRows
+from adapters.backends.sql.views_overview import OverviewStatements, read_overview
+from adapters.backends.sql.views_rows import SQLRows
+from adapters.backends.sql.views_tables import activity_index, create_statements, overview_table_names, table_names
+from adapters.views.ports import ViewStorage, not_updated
+from adapters.views.row_tables import OVERVIEW_TABLES
+from adapters.views.storage_reads import Pointer
+from projections.overview import Marks, Overview
+
+POINTER = "chatrecord_views"
+OLD_POINTER = "chatrecord_projection"
+
+
+class SQLViewStorage(ViewStorage):
+    """The views in a SQL database (`datastore`: the library's; `events_table` its events
+    table's name); `p` is the driver's placeholder, `schema` the tables' schema ("": none)."""
+
+    p = "?"
+    schema = ""
+    heads_storage = ""
+    """What follows the heads table's columns in its CREATE statement (`create_statements`)."""
+    activity = "json_extract(body, '$.last_at')"
+    """The expression of a head row's last activity (its body's `last_at`), which the heads'
+    index by activity is made on and `newest_heads` orders by (the same text, so the index is used)."""
+    buffered_rows: type[BufferedRows] = BufferedRows
+    overview_tables = OVERVIEW_TABLES
+    """The rows `rows(..., buffered=True)` returns (a backend may send their writes its own way)."""
+
+    def __init__(self, datastore: Any, events_table: str) -> None:
+        self.datastore, self.events_table = datastore, events_table
+        self._has_pointer = False
+        self._names: dict[int, dict[str, str]] = {}
+        self._overviews: dict[int, OverviewStatements] = {}
+
+    @contextmanager
+    def transaction(self, write: bool) -> Iterator[Any]:
+        with self.datastore.transaction(commit=write) as curs:
+            yield curs
+
+    def rows(self, curs: Any, generation: int, cid: UUID, buffered: bool = False) -> SQLRows:
+        kind = self.buffered_rows if buffered else SQLRows
+        names = self._names.get(generation)
+        if names is None:  # made once per generation: an append makes rows for every line
+            names = self._names[generation] = table_names(generation, self.schema)
+        return kind(curs, names, str(cid), self.p, self.texts)
+
+    def run(self, curs: Any, sql: str, params: Any) -> Any:
+        """Runs one read statement of a turn read (`sql` with the driver's placeholders) on
+        `curs` and returns the cursor; a backend may keep it prepared."""
+        curs.execute(sql, params)
+        return curs
+
+    @contextmanager
+    def savepoint(self, curs: Any, on_failure: Callable[[Exception], object] | None = None) -> Iterator[Any]:
+        """As `ViewStorage.savepoint`, with SAVEPOINT statements."""
+        name = "chatrecord_views"
+        curs.execute(f"SAVEPOINT {name}")
+        try:
+            yield curs
+        except Exception as error:  # noqa: BLE001 - the events stand; a later read catches up
+            retried = on_failure(error) if on_failure is not None else False
+            curs.execute(f"ROLLBACK TO SAVEPOINT {name}")
+            if retried is not True:
+                not_updated(error)
+        curs.execute(f"RELEASE SAVEPOINT {name}")
+
+    lock_row = ""
+    """What makes the overview's SELECT lock its row (PostgreSQL: FOR UPDATE; SQLite's write
+    transaction holds the file)."""
+
+    def overview(self, cid: UUID, generation: int, logged: int, fold: Callable[[Overview, Marks], Overview]) -> Overview | None:
+        statements = self._overviews.get(generation)
+        if statements is None:
+            with self.transaction(write=False) as curs:
+                if not self._exists(curs, overview_table_names(generation)["overview"]):
+                    return None  # a generation an earlier version made: `chatrecord rebuild` makes one with them
+            names = overview_table_names(generation, self.schema)
+            statements = self._overviews[generation] = OverviewStatements(
+                names["overview"], names["overview_marks"], self.p, self.lock_row
+            )
+        return read_overview(self, statements, str(cid), logged, fold)
+
+    def _t(self, name: str) -> str:
+        return f'"{self.schema}".{name}' if self.schema else name
+
+    def _x(self, curs: Any, sql: str, params: tuple[Any, ...] = ()) -> Any:
+        curs.execute(sql.replace("?", self.p), params)
+        return curs
+
+    def pointer(self, curs: Any) -> Pointer | None:
+        if not self._has_pointer and not self._exists(curs, POINTER):
+            return None
+        row = self._x(curs, f"SELECT generation, rules, next FROM {self._t(POINTER)} WHERE id = 1").fetchone()
+        if row is None:
+            return None
+        self._has_pointer = True  # the pointer table is never dropped: no need to ask again
+        return Pointer(int(row["generation"]), row["rules"], int(row["next"]))
+
+    def pointer_and_head(self, curs: Any, cid: UUID, generation: int) -> tuple[Pointer | None, str | None]:
+        """Returns the live pointer and, when its generation is `generation` (the caller's
+        guess), the head row's body of conversation `cid` in it, in one statement; the body is
+        None when the guess was wrong (or the conversation has no head yet). Generation 0 (no
+        guess: the pointer was forgotten after a failure) reads the pointer alone."""
+        if not self._has_pointer or generation < 1:
+            return self.pointer(curs), None
+        heads = table_names(generation, self.schema)["heads"]
+        row = self._x(
+            curs,
+            f"SELECT p.generation, p.rules, p.next, h.body FROM {self._t(POINTER)} p "
+            f"LEFT JOIN {heads} h ON h.cid = ? WHERE p.id = 1",
+            (str(cid),),
+        ).fetchone()
+        if row is None:
+            return None, None
+        live = Pointer(int(row["generation"]), row["rules"], int(row["next"]))
+        return live, (row["body"] if live.generation == generation else None)
+
+    def set_pointer(self, curs: Any, pointer: Pointer) -> None:
+        self._x(
+            curs,
+            f"CREATE TABLE IF NOT EXISTS {self._t(POINTER)} "
+            "(id INTEGER PRIMARY KEY, generation BIGINT NOT NULL, rules TEXT NOT NULL, next BIGINT NOT NULL)",
+        )
+        self._x(
+            curs,
+            f"INSERT INTO {self._t(POINTER)} (id, generation, rules, next) VALUES (1, ?, ?, ?) "
+            "ON CONFLICT (id) DO UPDATE SET generation = excluded.generation, rules = excluded.rules, "
+            "next = excluded.next",
+            (pointer.generation, pointer.rules, pointer.next),
+        )
+
+    def create(self, curs: Any, generation: int) -> None:
+        for statement in create_statements(generation, self.schema, self.heads_storage, self.activity):
+            self._x(curs, statement)
+
+    def has_activity(self, curs: Any, generation: int) -> bool:
+        return self._index_exists(curs, activity_index(generation))
+
+    def _index_exists(self, curs: Any, name: str) -> bool:
+        return self._exists(curs, name)
+
+    def newest_heads(
+        self, curs: Any, generation: int, limit: int, before: tuple[int, str] | None = None, since: int | None = None
+    ) -> list[tuple[str, int, str, int | None]]:
+        e, heads = self.activity, table_names(generation, self.schema)["heads"]
+        where, params = [f"{e} IS NOT NULL"], []
+        if before is not None:  # a range on the index's first column, then the cids of that time
+            where.append(f"{e} <= ? AND ({e} < ? OR cid < ?)")
+            params += [before[0], before[0], before[1]]
+        if since is not None:
+            where.append(f"{e} >= ?")
+            params.append(since)
+        rows = self._x(
+            curs,
+            f"SELECT cid, {e} AS at, body FROM {heads} WHERE {' AND '.join(where)} ORDER BY {e} DESC, cid DESC LIMIT ?",
+            (*params, limit),
+        ).fetchall()
+        bodies = [(r, orjson.loads(r["body"])) for r in rows]
+        return [(str(r["cid"]), int(r["at"]), body["conversation"], body.get("users")) for r, body in bodies]
+
+    def drop(self, curs: Any, generation: int) -> None:
+        for table in (*table_names(generation, self.schema).values(), *overview_table_names(generation, self.schema).values()):
+            self._x(curs, f"DROP TABLE IF EXISTS {table}")
+        self._dropped(curs, generation)
+
+    def _dropped(self, curs: Any, generation: int) -> None:
+        """Drops what else the backend keeps of a dropped generation."""
+
+    def generations(self, curs: Any) -> set[int]:
+        found = set()
+        for name in self._tables(curs):
+            if name.startswith("views_g") and name.endswith("_heads"):
+                found.add(int(name[len("views_g") : -len("_heads")]))
+        return found
+
+    def log_version(self, curs: Any, cid: UUID) -> int:
+        row = self._x(
+            curs,
+            f"SELECT originator_version AS v FROM {self._t(self.events_table)} "
+            "WHERE originator_id = ? ORDER BY originator_version DESC LIMIT 1",
+            (self._id(cid),),
+        ).fetchone()
+        return int(row["v"]) if row else 0
+
+    def old_tables(self, curs: Any) -> tuple[str | None, list[str]]:
+        names = [n for n in self._tables(curs) if n.startswith("readmodels_g")]
+        rules = None
+        if self._exists(curs, OLD_POINTER):
+            row = self._x(curs, f"SELECT * FROM {self._t(OLD_POINTER)}").fetchone()
+            rules = row["rules"] if row else None
+            names.append(OLD_POINTER)
+        return rules, names
+
+    def drop_table(self, curs: Any, name: str) -> None:
+        self._x(curs, f"DROP TABLE IF EXISTS {self._t(name)}")
+
+    def _id(self, cid: UUID) -> Any:
+        return str(cid)
+
+    def _tables(self, curs: Any) -> list[str]:
+        raise NotImplementedError
+
+    def _exists(self, curs: Any, name: str) -> bool:
+        return name in self._tables(curs)

@@ -1,0 +1,169 @@
+"""The row tables of one generation of the read models, described once (`ROW_TABLES`): their
+names, columns, keys and what an upsert replaces, from which the CREATE statements, the Python
+writes (`adapters.backends.sql.views_rows`, `views_buffered`) and PostgreSQL's JSON-array
+writes (`adapters.backends.postgres.buffered_rows`) are built, and against which the PL/pgSQL
+append (`adapters.backends.postgres.append_views.sql`) is tested
+(`tests/unit/test_view_columns.py`).
+
+A generation `g` owns six tables named `views_g<g>_<table>`: `heads` (one row per
+conversation: its `projections.row_head.Head` as JSON and its version), `entries` (run record
+entries kept, by version), `outcomes` (card outcomes, by the version and place of the event
+that recorded them), `messages` (the transcript, by index, with the user message number and
+where its block ends), `pages` (page changes) and `turns`; and the overview read model's two.
+Bodies are pydantic JSON; keys are plain columns with indexes, so every read the fold or a
+turn makes is an index lookup. A new column of a row is added here (and written by its fold).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from adapters.views.row_tables import OVERVIEW_TABLES, TABLES
+
+
+@dataclass(frozen=True)
+class Column:
+    """A column of a row table: its name, its type (`BIGINT` or `TEXT`) and whether it may be NULL."""
+
+    name: str
+    type: str
+    null: bool = False
+
+
+@dataclass(frozen=True)
+class RowTable:
+    """One row table of a generation: its columns after `cid` (every table's first), its key
+    after `cid`, and the columns an upsert replaces (`()`: a second row of a key is ignored;
+    None: rows are only inserted, never upserted)."""
+
+    name: str
+    columns: tuple[Column, ...]
+    key: tuple[str, ...]
+    replaces: tuple[str, ...] | None
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The column names after `cid`."""
+        return tuple(c.name for c in self.columns)
+
+    def conflict(self, columns: tuple[str, ...] | None = None) -> str:
+        """The ON CONFLICT clause of an insert of `columns` (default: all): what it replaces
+        of `replaces` that the insert names."""
+        if self.replaces is None:
+            return ""
+        keys = ", ".join(("cid", *self.key))
+        named = self.names if columns is None else columns
+        replaced = [c for c in self.replaces if c in named]
+        if not replaced:
+            return f"ON CONFLICT ({keys}) DO NOTHING"
+        return f"ON CONFLICT ({keys}) DO UPDATE SET " + ", ".join(f"{c} = excluded.{c}" for c in replaced)
+
+
+BIG, TEXT = "BIGINT", "TEXT"
+
+ROW_TABLES = {
+    t.name: t
+    for t in (
+        RowTable("heads", (Column("version", BIG), Column("body", TEXT)), (), ("version", "body")),
+        RowTable("entries", (Column("seq", BIG), Column("segment", TEXT), Column("body", TEXT)), ("seq",), ("body",)),
+        RowTable(
+            "outcomes",
+            (Column("v", BIG), Column("sub", BIG), Column("card", TEXT, True), Column("after", BIG), Column("body", TEXT)),
+            ("v", "sub"),
+            None,
+        ),
+        RowTable(
+            "messages",
+            (
+                Column("idx", BIG),
+                Column("role", TEXT),
+                Column("number", BIG, True),
+                Column("block_end", BIG, True),
+                Column("body", TEXT),
+            ),
+            ("idx",),
+            ("role", "number", "block_end", "body"),
+        ),
+        RowTable("pages", (Column("message", BIG), Column("page", BIG)), ("message",), ("page",)),
+        RowTable("turns", (Column("version", BIG), Column("message", BIG), Column("at", TEXT)), ("version",), ()),
+    )
+}
+"""Every row table of a generation, by name (the order of `TABLES`)."""
+
+assert tuple(ROW_TABLES) == TABLES
+
+MESSAGE_COLUMNS = ("idx", "role", "number", "body")
+"""The columns a new transcript message is written with: its block end is set apart (`end_block`)."""
+
+
+def aside_cid(cid: str) -> str:
+    """Returns the `cid` column's value of a conversation's entries set aside for its latest
+    turn (`SQLRows.set_aside`)."""
+    return f"{cid}:turn"
+
+
+def table_names(generation: int, schema: str = "") -> dict[str, str]:
+    """Returns the table names of `generation`: {"heads": "views_g<N>_heads", …}, qualified
+    with `schema` (a PostgreSQL schema name) when given."""
+    prefix = f'"{schema}".' if schema else ""
+    return {t: f"{prefix}views_g{generation}_{t}" for t in TABLES}
+
+
+def overview_table_names(generation: int, schema: str = "") -> dict[str, str]:
+    """Returns {"overview": "views_g<N>_overview", "overview_marks": …}, qualified with
+    `schema` (a PostgreSQL schema name) when given."""
+    prefix = f'"{schema}".' if schema else ""
+    return {t: f"{prefix}views_g{generation}_{t}" for t in OVERVIEW_TABLES}
+
+
+def overview_statements(generation: int, schema: str = "") -> list[str]:
+    """Returns the CREATE statements of a generation's overview tables: `overview` (one row
+    per conversation: its version and the overview as JSON) and `overview_marks` (a row per
+    segment's and user message's point: key, version, kind, tone)."""
+    n = overview_table_names(generation, schema)
+    return [
+        f"CREATE TABLE IF NOT EXISTS {n['overview']} (cid TEXT PRIMARY KEY, version BIGINT NOT NULL, body TEXT NOT NULL)",
+        f"CREATE TABLE IF NOT EXISTS {n['overview_marks']} (cid TEXT NOT NULL, mark TEXT NOT NULL, version BIGINT NOT NULL, "
+        "kind TEXT NOT NULL, tone TEXT NOT NULL, PRIMARY KEY (cid, mark, version))",
+    ]
+
+
+def activity_index(generation: int) -> str:
+    """Returns the name of the index of a generation's heads by last activity (unqualified)."""
+    return f"views_g{generation}_heads_activity"
+
+
+def activity_statement(generation: int, schema: str, activity: str) -> str:
+    """Returns the CREATE INDEX statement of the heads by last activity: `activity`, the
+    backend's expression of a head body's `last_at` (`SQLViewStorage.activity`), then `cid`."""
+    return (
+        f"CREATE INDEX IF NOT EXISTS {activity_index(generation)} ON {table_names(generation, schema)['heads']} ({activity}, cid)"
+    )
+
+
+def create_table(table: RowTable, name: str, storage: str = "") -> str:
+    """Returns the CREATE statement of `table` named `name`; `storage` follows its columns."""
+    columns = ", ".join(f"{c.name} {c.type}{'' if c.null else ' NOT NULL'}" for c in table.columns)
+    if table.key:
+        return f"CREATE TABLE IF NOT EXISTS {name} (cid TEXT NOT NULL, {columns}, PRIMARY KEY ({', '.join(('cid', *table.key))})){storage}"
+    return f"CREATE TABLE IF NOT EXISTS {name} (cid TEXT PRIMARY KEY, {columns}){storage}"
+
+
+def create_statements(generation: int, schema: str = "", heads_storage: str = "", activity: str = "") -> list[str]:
+    """Returns the CREATE statements of a generation's tables (`ROW_TABLES`); `heads_storage`
+    follows the heads table's columns (PostgreSQL's `WITH (fillfactor = …)`,
+    `SQLViewStorage.heads_storage`); with `activity` (an expression of a head body's
+    `last_at`), the heads' index by it."""
+    n, bare = table_names(generation, schema), table_names(generation)
+    return [
+        create_table(ROW_TABLES["heads"], n["heads"], heads_storage),
+        *([activity_statement(generation, schema, activity)] if activity else []),
+        create_table(ROW_TABLES["entries"], n["entries"]),
+        f"CREATE INDEX IF NOT EXISTS {bare['entries']}_segment ON {n['entries']} (cid, segment)",
+        create_table(ROW_TABLES["outcomes"], n["outcomes"]),
+        create_table(ROW_TABLES["messages"], n["messages"]),
+        f"CREATE INDEX IF NOT EXISTS {bare['messages']}_number_idx ON {n['messages']} (cid, number, idx)",
+        create_table(ROW_TABLES["pages"], n["pages"]),
+        create_table(ROW_TABLES["turns"], n["turns"]),
+        *overview_statements(generation, schema),
+    ]

@@ -1,0 +1,397 @@
+"""The views' port: what the read models need of a database (`ViewStorage`), one conversation's
+rows in one generation (`ViewRows`), and the target a transaction's statements go to
+(`AppendTarget`).
+
+Each backend implements them under `adapters.backends` (memory, SQLite, PostgreSQL), and the
+composition root (`adapters.bootstrap`) hands the store's storage to its read models; the views
+never look it up. `tests/integration/test_view_ports.py` is the contract every backend passes.
+
+The tables: a generation is a set of row tables (`adapters.views.row_tables.TABLES`); the
+pointer says which generation is live, its rule set and the next generation number. Writers
+take the views' lock shared; a rebuild's switch takes it exclusive. Times are microseconds
+since the epoch. Errors: `ReadMoved` (a read's tables or head moved: read again),
+`NeedsSnapshot` (a one-statement read needs a snapshot: read again with one).
+"""
+
+from __future__ import annotations
+
+import logging
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+from uuid import UUID
+
+from adapters.store.crypto import ViewTexts
+from adapters.views.caches import KeptMessages, Placement
+from adapters.views.recent_rows import RecentRows
+from adapters.views.storage_reads import Pointer, TurnInputRows, TurnRows
+from projections.card_outcomes import CardOutcome
+from projections.overview import Marks, Overview
+from projections.row_head import Head, TurnMark
+from projections.run_record import Entry
+from projections.transcript import Message
+
+log = logging.getLogger("chatrecord")
+
+
+class AppendTarget(Protocol):
+    """Where one transaction's statements go: a driver's cursor, the statements queued for a
+    thread of their own, or the document an append sends in one call. The views never call it:
+    they hand it from the storage back to the storage."""
+
+    def execute(self, query: Any, params: Any = ..., /) -> Any:
+        """Runs (or holds) one statement."""
+
+    def fetchone(self) -> Any:
+        """Returns the first row of the last statement, None for none."""
+
+    def fetchall(self) -> list[Any]:
+        """Returns every row of the last statement."""
+
+
+class QueuedTarget(AppendTarget, Protocol):
+    """An `AppendTarget` whose statements run on a thread of their own (a rebuild's pages)."""
+
+    def commit(self) -> None:
+        """Ends the transaction of the statements so far, without waiting for it."""
+
+    def close(self) -> None:
+        """Waits for every statement, and raises the first error."""
+
+
+class ReadMoved(Exception):  # a signal to the reader, never seen outside ReadModels
+    """Raised by a turn read whose rows moved under it: a rebuild in another process dropped
+    its generation's tables, or a later statement of the read found the head at another
+    version than its first one did. The reader takes the live pointer and reads again."""
+
+
+class NeedsSnapshot(Exception):  # a signal to the reader, never seen outside ReadModels
+    """Raised by a target of `ViewStorage.reading(snapshot=False)` at its second statement."""
+
+
+def not_updated(error: Exception) -> None:
+    """Logs, in one line, that a write's read models were not updated (the next read of the
+    conversation catches up from its log): the error's first line, without the statement a
+    driver may quote after it."""
+    reason = next((line.strip() for line in str(error).splitlines() if line.strip()), type(error).__name__)
+    log.warning("chatrecord: the read models were not updated with this write (%s); the next read catches up", reason)
+
+
+@dataclass
+class Appended:
+    """What an append's rows wrote, for the caches of the reads after it (`ViewRows.appended`):
+    the entries and card outcomes written, each with its body ("entry" or "outcome", body,
+    item); the transcript messages whose body reads back as the message, with it; the newest
+    rows as the writes left them (None: unknown); the head's JSON where the backend made it;
+    the views section of the append's document (None: not written into one)."""
+
+    bodies: list[tuple[str, str, Entry | CardOutcome]] = field(default_factory=list)
+    messages: list[tuple[str, Message]] = field(default_factory=list)
+    recent: RecentRows | None = None
+    head_json: str | None = None
+    views: dict[str, Any] | None = None
+
+
+class ViewRows(ABC):
+    """One conversation's rows in one generation, read and written inside the transaction
+    they were made in (`ViewStorage.rows`). The fold (`projections.row_fold`) writes them; the
+    reads below answer from what the writes left. Indexes count transcript messages from 0;
+    `number` is a user message's number; `seq` a run record entry's version."""
+
+    tip: bytes | None = None
+    """The hash chain's hash at the head's version, where the read that made these rows took
+    it (`TurnRows.tip`); None otherwise."""
+    placement: Placement | None = None
+    """What a turn read of one statement knew and learned of the transcript rows for placing
+    its notes (PostgreSQL's prefetched rows); None elsewhere."""
+
+    @abstractmethod
+    def clear(self) -> None:
+        """Deletes every row of the conversation, the entries set aside too."""
+
+    @abstractmethod
+    def head(self) -> Head | None:
+        """Returns the conversation's head, None before its first event."""
+
+    @abstractmethod
+    def put_head(self, head: Head) -> None:
+        """Inserts or replaces the head."""
+
+    @abstractmethod
+    def entry(self, segment: str) -> Entry | None:
+        """Returns the kept entry of `segment`, None if there is none."""
+
+    @abstractmethod
+    def entry_seq(self, segment: str) -> int | None:
+        """Returns the version of the kept entry of `segment`, None if there is none."""
+
+    @abstractmethod
+    def put_entry(self, entry: Entry) -> None:
+        """Inserts or replaces the entry of version `entry.seq`."""
+
+    @abstractmethod
+    def delete_entries(self, seqs: Iterable[int]) -> None:
+        """Deletes the entries of these versions; a missing one is no error."""
+
+    @abstractmethod
+    def set_aside(self, seqs: Iterable[int]) -> None:
+        """Moves the entries of these versions out of the run record, into `aside`."""
+
+    @abstractmethod
+    def drop_aside(self) -> None:
+        """Deletes the entries set aside."""
+
+    @abstractmethod
+    def aside(self) -> tuple[Entry, ...]:
+        """Returns the entries set aside, oldest first."""
+
+    @abstractmethod
+    def entries(
+        self, decode: Callable[[str], Entry] | None = None, newest: int | None = None, total: int | None = None
+    ) -> Sequence[Entry]:
+        """Returns the kept entries, oldest first. `decode` (a body's JSON to its entry) may
+        decode each when first asked for; with `newest` and `total`, the older ones may be read
+        when first asked for. Raises ReadMoved when they are not `total` in all."""
+
+    @abstractmethod
+    def put_outcomes(self, outcomes: Iterable[CardOutcome]) -> None:
+        """Appends card outcomes, keyed by `seq` (version, place)."""
+
+    @abstractmethod
+    def cut_outcomes(self, cards: set[str], length: int) -> int:
+        """Deletes the outcomes of `cards`, and those of no card at or after transcript index
+        `length`; returns how many went."""
+
+    @abstractmethod
+    def outcomes(self, newest: int | None = None, decode: Callable[[str], CardOutcome] | None = None) -> tuple[CardOutcome, ...]:
+        """Returns the card outcomes, oldest first; only the `newest` ones if given."""
+
+    @abstractmethod
+    def message(self, index: int) -> Message | None:
+        """Returns transcript message `index`, None past the end."""
+
+    @abstractmethod
+    def messages(self) -> tuple[Message, ...]:
+        """Returns the whole transcript, in order."""
+
+    @abstractmethod
+    def user_index(self, number: int) -> int | None:
+        """Returns the index of the newest message of user message `number`, None for none."""
+
+    @abstractmethod
+    def block_end(self, number: int) -> int | None:
+        """Returns the index of the user message after user message `number` (None: none)."""
+
+    @abstractmethod
+    def messages_at(self, indexes: set[int], kept: KeptMessages | None = None) -> dict[int, Message]:
+        """Returns the transcript messages at `indexes` there are."""
+
+    @abstractmethod
+    def block_ends(self, numbers: set[int]) -> dict[int, int | None]:
+        """Returns `block_end` of each user message number that has a message."""
+
+    @abstractmethod
+    def placement_reads(
+        self, length: int, kept: KeptMessages | None = None, known: Placement | None = None
+    ) -> tuple[Callable[[set[int]], dict[int, Message]], Callable[[set[int]], dict[int, int | None]]]:
+        """Returns `(messages_at, block_ends)` for placing a turn's notes in a transcript of
+        `length` messages; `kept` and `known` are caches they may read and fill."""
+
+    @abstractmethod
+    def put_message(self, index: int, message: Message) -> None:
+        """Inserts or replaces transcript message `index`; a new one's block end is unset."""
+
+    @abstractmethod
+    def end_block(self, index: int, end: int | None) -> None:
+        """Records where the block of the user message at `index` ends (None: at the end)."""
+
+    @abstractmethod
+    def cut_messages(self, keep: int) -> None:
+        """Deletes the transcript messages from index `keep` on."""
+
+    @abstractmethod
+    def put_page(self, message: int, page: int) -> None:
+        """Records that typed message `message` changed the page to `page`."""
+
+    @abstractmethod
+    def cut_pages(self, after: int) -> tuple[int | None, int]:
+        """Deletes the page changes after message `after`; returns the newest kept page (None:
+        none) and the newest kept page other than 0 (0: none)."""
+
+    @abstractmethod
+    def put_turn(self, turn: TurnMark) -> None:
+        """Records a model call a user message started; a second of one version is ignored."""
+
+    @abstractmethod
+    def turn_starts(self, message: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """Returns the versions that started a turn of user message `message`, oldest first,
+        and, when there are none, the user message numbers that started any turn, ascending
+        (else empty)."""
+
+    # ---------------------------------------------------------------- an append's rows
+
+    def prime(self, recent: RecentRows | None, head: Head | None) -> None:
+        """Takes `recent` as the newest rows stored at `head` (what the last append left), so
+        the fold's reads need not ask the database; nothing where the rows do not hold writes."""
+        return None
+
+    def prefetch(self, events: Sequence[Any]) -> None:
+        """Reads at once what folding `events` will ask of the stored rows, where the backend
+        can; nothing otherwise."""
+        return None
+
+    def flush(self) -> None:
+        """Sends the writes held so far (rows that hold them); nothing otherwise."""
+        return None
+
+    def appended(self) -> Appended:
+        """Returns what the writes so far wrote (`Appended`, after `flush`), and forgets the
+        bodies it hands out; nothing known where the rows do not hold writes."""
+        return Appended()
+
+
+class ViewStorage(ABC):
+    """What the read models need of a database: transactions, the generations' tables and
+    pointer, the views' lock, the log's version, the list of heads, and the reads of a turn.
+    A method taking `curs` runs inside the transaction of that target."""
+
+    texts: ViewTexts | None = None
+    """Seals the transcript rows' texts with each conversation's data key (None: plain)."""
+    shared = True
+    """Whether other processes use the same tables (and may switch the live generation)."""
+    reads_ahead = False
+    """Whether a rebuild reads the log's next page on a thread of its own while it folds one."""
+    folds_in_parts = False
+    """Whether a rebuild may fold the log in worker processes, each its own conversations."""
+    overview_tables: tuple[str, ...] = ()
+    """The overview's tables a generation has besides `TABLES` (none: no overview rows)."""
+    reads_turn_in_one = False
+    """Whether `turn_input_rows` reads a latest turn's rows in one statement."""
+
+    @abstractmethod
+    def transaction(self, write: bool) -> AbstractContextManager[AppendTarget]:
+        """Yields the target of one transaction, committed at the end if `write`."""
+
+    @abstractmethod
+    def rows(self, curs: AppendTarget, generation: int, cid: UUID, buffered: bool = False) -> ViewRows:
+        """Returns the rows of conversation `cid` in `generation`; `buffered` rows hold their
+        writes until `flush()`."""
+
+    @abstractmethod
+    def pointer(self, curs: AppendTarget) -> Pointer | None:
+        """Returns the live pointer, None before the first `set_pointer`."""
+
+    @abstractmethod
+    def set_pointer(self, curs: AppendTarget, pointer: Pointer) -> None:
+        """Makes `pointer` the live one."""
+
+    @abstractmethod
+    def create(self, curs: AppendTarget, generation: int) -> None:
+        """Creates the tables of `generation`, if missing."""
+
+    @abstractmethod
+    def drop(self, curs: AppendTarget, generation: int) -> None:
+        """Drops the tables of `generation`, and what else the backend keeps of it."""
+
+    @abstractmethod
+    def generations(self, curs: AppendTarget) -> set[int]:
+        """Returns the generations whose tables exist."""
+
+    @abstractmethod
+    def log_version(self, curs: AppendTarget, cid: UUID) -> int:
+        """Returns the version of the conversation's newest stored event, 0 if none."""
+
+    @abstractmethod
+    def newest_heads(
+        self, curs: AppendTarget, generation: int, limit: int, before: tuple[int, str] | None = None, since: int | None = None
+    ) -> list[tuple[str, int, str, int | None]]:
+        """Returns at most `limit` heads of `generation` as `(cid, last_at, conversation,
+        users)`, newest `last_at` first, then by `cid` descending: only those before `before`
+        (a `(last_at, cid)`), and with `last_at` >= `since`, if given. A head without `last_at`
+        is not listed."""
+
+    def pointer_and_head(self, curs: AppendTarget, cid: UUID, generation: int) -> tuple[Pointer | None, str | None]:
+        """Returns the live pointer and, where the backend reads both at once and `generation`
+        is the live one, the head row's body of `cid` in it (None: read the head through `rows`)."""
+        return self.pointer(curs), None
+
+    def lock(self, curs: AppendTarget, exclusive: bool) -> None:
+        """Takes the views' lock until the transaction ends (shared, or exclusive)."""
+        return None
+
+    def savepoint(
+        self, curs: AppendTarget, on_failure: Callable[[Exception], object] | None = None
+    ) -> AbstractContextManager[AppendTarget]:
+        """Yields a target inside a savepoint of `curs`'s transaction: an error inside rolls
+        back to it, goes to `on_failure`, is logged (`not_updated`) unless `on_failure`
+        returned True, and does not end the transaction."""
+        raise NotImplementedError  # every backend has its own; not abstract: a read-only test double need not
+
+    def reading(self, snapshot: bool = True) -> AbstractContextManager[AppendTarget]:
+        """Yields a target whose statements all see one snapshot. Without `snapshot`, a
+        backend may run one statement only and raise NeedsSnapshot at a second. Raises
+        ReadMoved when the read's tables were dropped meanwhile."""
+        return self.transaction(write=False)
+
+    def queued(self) -> QueuedTarget | None:
+        """Returns a target whose statements run on a thread of their own, where the backend
+        has one (a rebuild writes a page while it folds the next); None otherwise."""
+        return None
+
+    def has_activity(self, curs: AppendTarget, generation: int) -> bool:
+        """Returns whether `generation`'s heads can be listed by last activity (`newest_heads`)."""
+        return True
+
+    def old_tables(self, curs: AppendTarget) -> tuple[str | None, list[str]]:
+        """Returns the rule set of the previous version's views and their tables, if any."""
+        return None, []
+
+    def drop_table(self, curs: AppendTarget, name: str) -> None:
+        """Drops one of `old_tables`."""
+        raise NotImplementedError  # only where `old_tables` names any
+
+    def turn_rows(
+        self,
+        curs: AppendTarget,
+        cid: UUID,
+        generation: int,
+        newest: int,
+        kept_at: int | None = None,
+        entries: int | None = None,
+        since: int | None = None,
+        tail_from: int = 0,
+        held_at: int | None = None,
+    ) -> TurnRows | None:
+        """Reads a turn's head, log version, newest entries and outcomes in one statement
+        (`TurnRows`), where the backend can; None: read them through `rows`."""
+        return None
+
+    def prefetched_rows(
+        self,
+        curs: AppendTarget,
+        generation: int,
+        cid: UUID,
+        entries: str | Sequence[str],
+        outcomes: str | Sequence[str],
+        newest: int,
+        head: Head | None,
+        known: Placement | None,
+    ) -> ViewRows:
+        """Returns the rows of a turn read whose newest entries and outcomes `turn_rows` read
+        (their bodies, oldest first). Only where `turn_rows` reads."""
+        raise NotImplementedError  # only where `turn_rows` returns rows
+
+    def turn_input_rows(self, curs: AppendTarget, cid: UUID, generation: int) -> TurnInputRows | None:
+        """Reads the rows of the latest turn in one statement (`TurnInputRows`), where the
+        backend can; None: read them through `rows`."""
+        return None
+
+    def overview(self, cid: UUID, generation: int, logged: int, fold: Callable[[Overview, Marks], Overview]) -> Overview | None:
+        """Returns the overview of `cid` in `generation` at the log's version `logged`: the
+        kept one when it is at `logged`; else `fold(kept, marks)` (the events after its
+        version folded), written back under the views' shared lock, a kept one past `logged`
+        replaced by `fold(Overview(), marks)`. None where the generation (or the backend)
+        keeps no overview."""
+        return None
