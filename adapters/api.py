@@ -28,6 +28,7 @@ from functools import cached_property
 from threading import Lock
 from typing import Any
 
+from adapters.backends.settings import StoreUnusable, describe_backend, read_store_env, store_errors
 from adapters.bootstrap import build_store, open_store, read_models
 from adapters.service.conversation_reads import ConversationReads
 from adapters.service.line_writes import WRITER_LOCKS, LineWrites
@@ -62,7 +63,6 @@ from adapters.service.use_case_base import (
 )
 from adapters.store.application import ConversationStore
 from adapters.store.replicas import check_position, replayed, write_position
-from adapters.store.settings import StoreUnusable, describe_backend, read_store_env, store_errors
 from adapters.store.verify import Verdict
 from adapters.views.overview_rows import OverviewRows
 from adapters.views.readmodels import ReadModels

@@ -4,7 +4,7 @@ As Cosmic Python's `bootstrap.py` (src/allocation/bootstrap.py in cosmicpython/c
 unit of work and message bus once and hands each handler its dependencies, this module builds,
 per store:
 
-- the store (`ConversationStore`) on the backend the settings name (`adapters.store.settings`);
+- the store (`ConversationStore`) on the backend the settings name (`adapters.backends.settings`);
 - its data keys, made once by the backend's factory (`StoreFactory.data_keys`) and given to the
   mapper that factory makes, before the store reads or writes anything;
 - its read models (`ReadModels`), on the view storage its backend hands out
@@ -27,8 +27,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from adapters.backends import SQLITE_MODULE, view_storage_for
+from adapters.backends.settings import read_store_env, store_env
 from adapters.store.application import ConversationStore
-from adapters.store.settings import read_store_env, store_env
 from adapters.views.readmodels import ReadModels
 
 
@@ -58,7 +58,7 @@ def open_store(
     instead of failing at its first write.
 
     Raises BadSetting (BadDatabaseURL) for a bad setting; the library's or the driver's errors
-    when the database cannot be opened (`adapters.store.settings.store_problem` says which are
+    when the database cannot be opened (`adapters.backends.settings.store_problem` says which are
     not bugs).
     """
     env = store_env(environ, memory=memory)

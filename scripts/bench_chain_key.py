@@ -30,10 +30,10 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from adapters.api import Chatrecord, demo_lines
+from adapters.backends.settings import postgres_env
 from adapters.bootstrap import open_store
 from adapters.store.chain import GENESIS, link
 from adapters.store.chain_key import derive_chain_key
-from adapters.store.settings import postgres_env
 from scripts.bench_chain import lines
 
 MASTER = base64.b64encode(bytes(range(32))).decode()

@@ -38,7 +38,7 @@ from bench_flat_lines import (  # noqa: E402, F401 - the benchmarks import them 
 from eventsourcing.application import Application  # noqa: E402
 from eventsourcing.domain import Aggregate, event  # noqa: E402
 
-from adapters.store.settings import postgres_env, sqlite_env  # noqa: E402
+from adapters.backends.settings import postgres_env, sqlite_env  # noqa: E402
 
 PG_URL = os.environ.get("CHATRECORD_TEST_DATABASE_URL") or "postgresql://postgres@127.0.0.1:5432/test"
 # ------------------------------------------------------------------ the library's bare save

@@ -24,8 +24,8 @@ from bench_flat_lines import bulk_fill, segment_lines
 from bench_flat_support import Postgres
 
 from adapters.api import Chatrecord
+from adapters.backends.settings import sqlite_env
 from adapters.bootstrap import build_store
-from adapters.store.settings import sqlite_env
 
 
 def main() -> None:

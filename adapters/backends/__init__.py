@@ -2,7 +2,7 @@
 
 Each module holds its backend's infrastructure factory, a subclass of the library's factory of
 the same backend, which is what the library's PERSISTENCE_MODULE selects (`SQLITE_MODULE`,
-`POSTGRES_MODULE`, `MEMORY_MODULE`; `adapters.store.settings` names one). The factory makes the
+`POSTGRES_MODULE`, `MEMORY_MODULE`; `adapters.backends.settings` names one). The factory makes the
 application recorder that writes the hash chain in the events' own transaction
 (`adapters.store.chain`) and gives the mapper the data keys of the same database
 (`adapters.store.keys`), wrapped by CHATRECORD_MASTER_KEY where it is set
@@ -71,7 +71,7 @@ class StoreFactory:
     env: Any
     _data_keys: DataKeys | None = None
     driver_errors: ClassVar[tuple[type[BaseException], ...]] = ()
-    """The database driver's errors, which `problem` words (`adapters.store.settings.store_problem`)."""
+    """The database driver's errors, which `problem` words (`adapters.backends.settings.store_problem`)."""
 
     def mapper(self, transcoder: Transcoder | None = None, mapper_class: type[Mapper[Any]] | None = None) -> Mapper[Any]:
         mapper: Mapper[Any] = super().mapper(transcoder, mapper_class)  # type: ignore[misc]  # a mixin: the library's factory comes after it

@@ -1,7 +1,7 @@
 """`chatrecord`: the three jobs of the store on the command line (typer, rich).
 
 Each command (a module `cmd_NAME.py` of its own) parses its arguments, opens the service layer
-(`adapters.api.Chatrecord`) on the store `adapters.store.settings` configures, calls one of its
+(`adapters.api.Chatrecord`) on the store `adapters.backends.settings` configures, calls one of its
 methods and prints text or `--json` (text without control characters from the data and
 without spaces at the ends of lines). Exit status: 0 success; 1 bad input, a missing file, an
 unknown conversation or a setting the store cannot use (one line `error: …` on stderr, no
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import sys
 
+from adapters.backends.settings import store_errors
 from adapters.cli import (  # noqa: F401 - registers (verify and erase below)
     cmd_audit,
     cmd_demo,
@@ -30,7 +31,6 @@ from adapters.cli import (  # noqa: F401 - registers (verify and erase below)
     helptypes,
 )
 from adapters.cli.app import app, warn
-from adapters.store.settings import store_errors
 from domain.errors import ChatrecordError
 
 app.command()(cmd_verify.verify)  # last, in this order, as --help has always listed them

@@ -11,12 +11,12 @@ from typing import Annotated
 import typer
 
 from adapters.api import Chatrecord
+from adapters.backends.settings import describe_backend
 from adapters.bootstrap import open_store
 from adapters.cli.app import print_json, say
 from adapters.cli.stdio import require_store
 from adapters.service.master_key import NEW_MASTER_KEY_VARIABLE, KeyChange
 from adapters.store.keys import KeyState
-from adapters.store.settings import describe_backend
 
 keys_app = typer.Typer(
     help="The master key: show the store's key state, bind it to a master key, rotate or remove it.\n\n"

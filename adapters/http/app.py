@@ -22,6 +22,7 @@ from fastapi import APIRouter, Depends, FastAPI, Header, Request, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from adapters.api import Chatrecord
+from adapters.backends.settings import BadSetting
 from adapters.http import openapi, schemas
 from adapters.http.bearer import CHALLENGE, check_bearer
 from adapters.http.headers import (
@@ -47,7 +48,6 @@ from adapters.ingest import json_problem
 from adapters.processes import end_with_parent
 from adapters.service.record_lines import VersionMismatch
 from adapters.store.idempotency import IN_FLIGHT_SECONDS, MAX_KEY, Kept, body_hash
-from adapters.store.settings import BadSetting
 
 DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
 """A request body may hold this many bytes (8 MiB) unless CHATRECORD_MAX_BODY_BYTES says otherwise."""

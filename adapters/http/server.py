@@ -13,10 +13,10 @@ import socket
 
 import uvicorn
 
+from adapters.backends.settings import BadSetting, describe_backend
 from adapters.bootstrap import open_store
 from adapters.http.app import HttpSettings
 from adapters.processes import PARENT
-from adapters.store.settings import BadSetting, describe_backend
 
 
 def loopback(host: str) -> bool:

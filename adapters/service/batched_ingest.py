@@ -29,10 +29,10 @@ import contextlib
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from adapters.backends.settings import StoreUnusable
 from adapters.ingest import ParsedLine
 from adapters.service.record_lines import IngestReport, RecordLines, parse
 from adapters.store.commands import BatchConflict, BatchRefused, HandleResult
-from adapters.store.settings import StoreUnusable
 from domain.errors import ChatrecordError
 
 BATCH_LINES = 500

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from threading import Lock
 from typing import Any
 
+from adapters.backends.settings import store_errors
 from adapters.ingest import ParsedLine, bounded_lines, check_follows, line_text
 from adapters.service.batched_ingest import BATCH_LINES, Ingestion
 from adapters.service.record_lines import IngestReport, Recorded, RecordLines, parse
@@ -23,7 +24,6 @@ from adapters.service.use_case_base import (
 )
 from adapters.store.commands import HandleResult
 from adapters.store.crypto import TextsErased
-from adapters.store.settings import store_errors
 from domain.errors import InvalidInput
 
 WRITER_LOCKS = 64

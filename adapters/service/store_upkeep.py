@@ -10,6 +10,7 @@ from pathlib import Path
 from threading import Lock
 from typing import Any
 
+from adapters.backends.settings import describe_backend
 from adapters.service import master_key as master_keys
 from adapters.service.master_key import KeyChange
 from adapters.service.replay import (
@@ -21,7 +22,6 @@ from adapters.store.chain_upgrade import upgrade
 from adapters.store.erasure import Erasure, erase
 from adapters.store.kept_verdicts import from_broken, from_position, held
 from adapters.store.keys import KeyState
-from adapters.store.settings import describe_backend
 from adapters.store.verify import Verdict, chain_verdict, verdicts, verify_after
 from adapters.views.rebuild import RebuildReport
 from adapters.views.rule_diff import ConversationDiff

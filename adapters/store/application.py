@@ -1,7 +1,7 @@
 """The conversation store: an eventsourcing Application over the Conversation aggregate.
 
 Thin: `handle` loads a conversation, lets the command decide, saves the events. Everything
-else (backend, serialisation) is configuration; see `adapters.store.settings`.
+else (backend, serialisation) is configuration; see `adapters.backends.settings`.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ def upgrade(store: ConversationStore, conversation: str | None = None) -> list[V
     deleted), NoChain for a store without a chain."""
     recorder = store.recorder
     if not isinstance(recorder, ChainedRecorder):
-        raise NoChain("this store keeps no hash chain; open it with adapters.store.settings")
+        raise NoChain("this store keeps no hash chain; open it with adapters.backends.settings")
     upgraded: list[Verdict] = []
     found = [verdict for verdict in verdicts(store, conversation) if verdict.problem == "unchained"]
     for verdict in found:  # every refusal before any change

@@ -29,7 +29,7 @@ from domain.events import ConversationEvent, conversation_uuid
 
 
 class NoDataKeys(ChatrecordError):
-    """Raised when erasing on a store that keeps no data keys (built beside adapters.store.settings)."""
+    """Raised when erasing on a store that keeps no data keys (built beside adapters.backends.settings)."""
 
 
 @dataclass(frozen=True)
@@ -68,7 +68,7 @@ def data_keys(store: ConversationStore) -> DataKeys:
     """Returns the store's data keys. Raises NoDataKeys for a store without them."""
     keys = getattr(store.mapper, "keys", None)
     if not isinstance(keys, DataKeys):
-        raise NoDataKeys("this store keeps no data keys, so nothing of it can be erased; open it with adapters.store.settings")
+        raise NoDataKeys("this store keeps no data keys, so nothing of it can be erased; open it with adapters.backends.settings")
     return keys
 
 

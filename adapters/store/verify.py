@@ -318,7 +318,7 @@ def head_line(verdict: Verdict) -> str:
 
 
 class NoChain(ChatrecordError):
-    """Raised when the store keeps no hash chain (a store built beside adapters.store.settings)."""
+    """Raised when the store keeps no hash chain (a store built beside adapters.backends.settings)."""
 
 
 def verdicts(store: ConversationStore, conversation: str | None = None, against: Path | None = None) -> Iterator[Verdict]:
@@ -329,7 +329,7 @@ def verdicts(store: ConversationStore, conversation: str | None = None, against:
     store without a chain, BadHeadsFile for a heads file it cannot read."""
     recorder = store.recorder
     if not isinstance(recorder, ChainedRecorder):
-        raise NoChain("this store keeps no hash chain; open it with adapters.store.settings")
+        raise NoChain("this store keeps no hash chain; open it with adapters.backends.settings")
     heads = read_heads(against) if against is not None else None
 
     def name_of(stored: Stored) -> str:

@@ -185,7 +185,7 @@ def _locked_file_store(tmp_path: Path) -> tuple[Chatrecord, object]:
     """A SQLite store whose file another connection holds locked (BEGIN EXCLUSIVE), waiting 1 s."""
     import sqlite3
 
-    from adapters.store.settings import sqlite_env
+    from adapters.backends.settings import sqlite_env
 
     path = tmp_path / "locked.sqlite"
     chatrecord = Chatrecord(build_store({**sqlite_env(path), "SQLITE_LOCK_TIMEOUT": "1"}))
@@ -214,7 +214,7 @@ LOCKED_MESSAGE = {
 
 
 def test_a_store_that_cannot_be_used_is_one_store_error_and_stores_nothing(tmp_path: Path) -> None:
-    from adapters.store.settings import StoreUnusable
+    from adapters.backends.settings import StoreUnusable
 
     chatrecord, blocker = _locked_file_store(tmp_path)
     with pytest.raises(StoreUnusable) as refused:
@@ -231,7 +231,7 @@ def test_a_store_that_cannot_be_used_is_one_store_error_and_stores_nothing(tmp_p
 
 
 def test_an_ingest_that_meets_a_store_it_cannot_use_stops_there_even_when_skipping_bad_lines(tmp_path: Path) -> None:
-    from adapters.store.settings import StoreUnusable
+    from adapters.backends.settings import StoreUnusable
 
     chatrecord, blocker = _locked_file_store(tmp_path)
     lines = [orjson.dumps(LOCKED_START), orjson.dumps(LOCKED_MESSAGE), orjson.dumps({**LOCKED_MESSAGE, "message": 2})]

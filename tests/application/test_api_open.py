@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from adapters.api import Chatrecord
-from adapters.store.settings import StoreUnusable
+from adapters.backends.settings import StoreUnusable
 from tests.conftest import _in_ci
 from tests.e2e.conftest import ROOT, cli_env
 
@@ -95,7 +95,7 @@ def test_a_sqlite_file_on_a_read_only_file_system_is_store_unusable(tmp_path: Pa
         pytest.skip(message)
     path = folder / "store.sqlite"
     script = (
-        "from adapters.api import Chatrecord\nfrom adapters.store.settings import StoreUnusable\n"
+        "from adapters.api import Chatrecord\nfrom adapters.backends.settings import StoreUnusable\n"
         "try:\n    Chatrecord()\nexcept StoreUnusable as error:\n    print(f'StoreUnusable: {error}')\n"
     )
     done = subprocess.run(

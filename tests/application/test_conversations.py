@@ -18,10 +18,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from adapters.api import Chatrecord
+from adapters.backends.settings import postgres_env, sqlite_env
 from adapters.bootstrap import build_store, open_store
 from adapters.service.conversations import CURSOR_PATTERN, BadCursor, ListNeedsRebuild
 from adapters.service.export import NoSuchMessage, export_lines
-from adapters.store.settings import postgres_env, sqlite_env
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "unit"))
 from test_properties import EPISODES, tell

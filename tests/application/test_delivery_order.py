@@ -16,9 +16,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from adapters.api import Chatrecord
+from adapters.backends.settings import postgres_env, sqlite_env
 from adapters.bootstrap import build_store, open_store
 from adapters.service.export import export_lines
-from adapters.store.settings import postgres_env, sqlite_env
 from domain.errors import ChatrecordError
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "unit"))

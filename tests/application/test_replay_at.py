@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 
 from adapters.api import Chatrecord
+from adapters.backends.settings import postgres_env, sqlite_env
 from adapters.bootstrap import build_store, open_store
 from adapters.service.export import export_lines
 from adapters.service.replay import Replay, TurnNotFound, no_turn_among
 from adapters.store.chain import CHAIN_TABLE
-from adapters.store.settings import postgres_env, sqlite_env
 from adapters.store.verify import chain_verdict_upto
 from domain.events import conversation_uuid
 from projections.turn import turns_of

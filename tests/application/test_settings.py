@@ -20,6 +20,7 @@ from adapters.backends.memory import (
     MemoryIdempotencyKeys,
     MemoryViewStorage,
 )
+from adapters.backends.settings import BadDatabaseURL, BadSetting, describe_backend, postgres_env, store_env, store_problem
 from adapters.backends.sqlite import (
     SQLiteFactory,
     SQLiteViewStorage,
@@ -27,7 +28,6 @@ from adapters.backends.sqlite import (
 )
 from adapters.bootstrap import build_store, open_store
 from adapters.store.idempotency import SQLIdempotencyKeys
-from adapters.store.settings import BadDatabaseURL, BadSetting, describe_backend, postgres_env, store_env, store_problem
 from adapters.store.sql_history import SQLHistoryTables
 
 

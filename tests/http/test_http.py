@@ -472,8 +472,8 @@ def test_healthz_needs_no_token_and_the_committed_openapi_is_the_served_one(serv
 
 
 def test_a_store_that_cannot_be_used_is_a_503_that_does_not_show_the_stores_settings() -> None:
+    from adapters.backends.settings import StoreUnusable
     from adapters.http.problems import from_error
-    from adapters.store.settings import StoreUnusable
 
     problem = from_error(StoreUnusable("the store (PostgreSQL u@db.internal:5432/chat) cannot be used: refused"))
 

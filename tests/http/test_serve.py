@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from adapters.api import Chatrecord
+from adapters.backends.settings import BadSetting
 from adapters.bootstrap import open_store
 from adapters.http.app import DEFAULT_MAX_BODY_BYTES, HttpSettings, create_app
 from adapters.http.server import loopback
-from adapters.store.settings import BadSetting
 from tests.conftest import _in_ci
 from tests.e2e.conftest import runner
 

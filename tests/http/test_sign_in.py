@@ -15,12 +15,12 @@ import httpx
 import pytest
 
 from adapters.api import Chatrecord
+from adapters.backends.settings import BadSetting
 from adapters.bootstrap import open_store
 from adapters.http import server, sessions
 from adapters.http.app import HttpSettings, create_app
 from adapters.http.sessions import FIRST_WAIT, LONGEST_WAIT, SESSION_SECONDS, Sessions, Throttle, new_session
 from adapters.http.ui import COOKIE
-from adapters.store.settings import BadSetting
 from tests.e2e.conftest import DEMO, runner
 from tests.http.conftest import TOKEN, start, stop
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from adapters.backends.settings import postgres_env, sqlite_env
 from adapters.bootstrap import build_store
 from adapters.store.application import ConversationStore
-from adapters.store.settings import postgres_env, sqlite_env
 
 
 class OpenedStores:

@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 
 from adapters.api import Chatrecord
+from adapters.backends.settings import StoreUnusable, memory_env
 from adapters.bootstrap import build_store
 from adapters.store.application import ConversationStore
-from adapters.store.settings import StoreUnusable, memory_env
 from domain.errors import TurnTruncated
 from domain.events import conversation_uuid
 from domain.history_index import AssumedHistory, NotKnown

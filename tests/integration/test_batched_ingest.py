@@ -248,7 +248,7 @@ class BatchedIngestContract:
 
 class TestSQLiteBatchedIngest(SQLiteStores, BatchedIngestContract):
     def open_other(self) -> ConversationStore:
-        from adapters.store.settings import sqlite_env
+        from adapters.backends.settings import sqlite_env
 
         return self._kept(build_store(sqlite_env(self.path.with_name("other.sqlite"))))
 
@@ -268,7 +268,7 @@ class TestPostgresBatchedIngest(PostgresStores, BatchedIngestContract):
             conn.execute(f'DROP SCHEMA IF EXISTS "{self.other_schema}" CASCADE')
 
     def open_other(self) -> ConversationStore:
-        from adapters.store.settings import postgres_env
+        from adapters.backends.settings import postgres_env
 
         env = {**postgres_env(self.url), "POSTGRES_SCHEMA": self.other_schema, "POSTGRES_POOL_SIZE": "1"}
         return self._kept(build_store(env))

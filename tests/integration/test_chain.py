@@ -18,13 +18,13 @@ from fastapi.testclient import TestClient
 from psycopg import sql
 
 from adapters.api import DEMO_FILE, Chatrecord, demo_lines
+from adapters.backends.settings import memory_env
 from adapters.bootstrap import build_store
 from adapters.http.app import HttpSettings, create_app
 from adapters.store.application import ConversationStore
 from adapters.store.chain import GENESIS, ChainBroken, VersionRefused, link
 from adapters.store.chain_checks import GUARD
 from adapters.store.heads_file import KeptHead
-from adapters.store.settings import memory_env
 from adapters.store.verify import Verdict, verdicts
 from domain.events import conversation_uuid
 from tests.integration.backends import PostgresStores, SQLiteStores

@@ -13,12 +13,12 @@ import pytest
 from psycopg import sql
 
 from adapters.api import Chatrecord
+from adapters.backends.settings import memory_env
 from adapters.bootstrap import build_store, read_models, read_models_for
 from adapters.store.application import ConversationStore
 from adapters.store.crypto import ERASED, FREE_TEXT, TextsErased
 from adapters.store.erasure import EraseTexts, erase
 from adapters.store.keys import DataKeys
-from adapters.store.settings import memory_env
 from adapters.store.verify import verdicts
 from adapters.views.readmodels import ReadModels
 from adapters.views.verify_rows import check_rows

@@ -16,7 +16,7 @@ import orjson
 import pytest
 
 from adapters.api import Chatrecord
-from adapters.store.settings import StoreUnusable
+from adapters.backends.settings import StoreUnusable
 from tests.e2e.conftest import cli_env
 from tests.pg_servers import Replicated, start_replicated, wait_replayed
 

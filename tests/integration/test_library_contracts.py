@@ -72,11 +72,11 @@ from adapters.api import Chatrecord, demo_lines
 from adapters.backends.memory import ChainedPOPORecorder, MemoryFactory
 from adapters.backends.postgres import ChainedPostgresRecorder, EventRecorder, PostgresFactory
 from adapters.backends.postgres import recorder as postgres_recorder
+from adapters.backends.settings import store_env
 from adapters.backends.sqlite import ChainedSQLiteRecorder, SQLiteFactory
 from adapters.bootstrap import open_store
 from adapters.store.application import ConversationStore
 from adapters.store.serialization import PydanticMapper
-from adapters.store.settings import store_env
 from domain.events import ConversationStarted, conversation_uuid
 
 # ------------------------------------------------------------------ how the stores are opened

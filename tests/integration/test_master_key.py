@@ -15,6 +15,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
+from adapters.backends.settings import memory_env, postgres_env
 from adapters.bootstrap import build_store
 from adapters.service import master_key as keys_service
 from adapters.service.master_key import NothingToRotate
@@ -23,7 +24,6 @@ from adapters.store.application import ConversationStore
 from adapters.store.crypto import MASTER_MISSING, MASTER_WRONG, BadMasterKey, seal_check
 from adapters.store.crypto import wrap as crypto_wrap
 from adapters.store.keys import KEYS_TABLE, MASTER_TABLE, MASTER_UNBOUND, KeyState
-from adapters.store.settings import memory_env, postgres_env
 from domain import conversation as c
 from domain.events import UserMessagePosted, conversation_uuid
 from tests.integration.backends import PostgresStores, SQLiteStores

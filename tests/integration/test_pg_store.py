@@ -175,7 +175,7 @@ def test_opening_an_existing_store_does_not_wait_for_a_writer(postgres_url: str,
 
 
 def test_a_write_that_cannot_get_the_lock_fails_with_one_line(postgres_url: str, postgres_schema: str) -> None:
-    from adapters.store.settings import store_problem
+    from adapters.backends.settings import store_problem
 
     store = open_store(pg_env(postgres_url, postgres_schema), POSTGRES_LOCK_TIMEOUT="1")
     ingest(store, segment_line("conv-1")[:1])
@@ -227,7 +227,7 @@ def test_a_statement_that_runs_too_long_is_cancelled(postgres_url: str, postgres
 
 
 def test_a_refused_connection_is_explained_by_the_server(postgres_url: str) -> None:
-    from adapters.store.settings import server_reason, store_env
+    from adapters.backends.settings import server_reason, store_env
 
     env = store_env({"CHATRECORD_DATABASE_URL": postgres_url.replace("://postgres@", "://no_such_role@")})
     assert 'role "no_such_role" does not exist' in server_reason(env)

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from adapters.api import Chatrecord
+from adapters.backends.settings import BadDatabaseURL, StoreUnusable, describe_backend, postgres_env, store_env, store_errors
 from adapters.bootstrap import open_store
-from adapters.store.settings import BadDatabaseURL, StoreUnusable, describe_backend, postgres_env, store_env, store_errors
 from tests.e2e.conftest import DEMO, cli_env
 from tests.pg_servers import TLS_SETTINGS, ThrowawayServer, free_port, start_server, tls_files
 

@@ -23,10 +23,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from adapters.backends.postgres.prefetched_rows import PrefetchedRows
+from adapters.backends.settings import memory_env
 from adapters.bootstrap import build_store, read_models
 from adapters.ingest import read_file, read_lines
 from adapters.store.application import ConversationStore
-from adapters.store.settings import memory_env
 from adapters.views import rebuild
 from adapters.views.head_cache import _kept, notes_cache
 from adapters.views.readmodels import NEWEST_ENTRIES, ReadModels

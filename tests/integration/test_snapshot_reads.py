@@ -18,10 +18,10 @@ from typing import Any
 
 import orjson
 
+from adapters.backends.settings import memory_env, postgres_env, sqlite_env
 from adapters.bootstrap import build_store, read_models
 from adapters.ingest import read_lines
 from adapters.store.application import ConversationStore
-from adapters.store.settings import memory_env, postgres_env, sqlite_env
 from domain.errors import UnknownConversation
 from projections.turn import NoTurnYet, replay_turns
 from tests.integration.backends import PostgresStores, SQLiteStores

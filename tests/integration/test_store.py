@@ -19,9 +19,9 @@ from eventsourcing.persistence import IntegrityError, StoredEvent
 from eventsourcing.utils import get_topic
 from psycopg import sql
 
+from adapters.backends.settings import memory_env
 from adapters.bootstrap import build_store
 from adapters.store.application import ConversationStore
-from adapters.store.settings import memory_env
 from adapters.store.write_retry import WriteConflict
 from domain import conversation as c
 from domain.events import (

@@ -16,9 +16,9 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from adapters.api import Chatrecord
+from adapters.backends.settings import postgres_env, sqlite_env
 from adapters.bootstrap import build_store
 from adapters.service import trace_export as traces
-from adapters.store.settings import postgres_env, sqlite_env
 from adapters.traces import otlp
 from tests.traces.lines import PLANTED, PLANTED_CONVERSATION, TEXT_MARK, demo_lines, planted_lines
 

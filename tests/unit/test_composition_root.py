@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from adapters.api import Chatrecord
+from adapters.backends.settings import memory_env
 from adapters.bootstrap import NoReadModels, build_store, open_store, read_models
 from adapters.store.application import ConversationStore
-from adapters.store.settings import memory_env
 from adapters.views.readmodels import ReadModels
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -32,7 +32,7 @@ keys (`adapters.store.idempotency.SQLIdempotencyKeys`).
 - **Timeouts.** A write waits at most `POSTGRES_LOCK_TIMEOUT` seconds (default
   `WRITE_LOCK_TIMEOUT`) for the events table's write lock, and any statement runs at most
   `POSTGRES_STATEMENT_TIMEOUT` seconds (default `STATEMENT_TIMEOUT`); then it fails with the
-  server's error (`adapters.store.settings.store_problem` makes it one line) instead of holding the
+  server's error (`adapters.backends.settings.store_problem` makes it one line) instead of holding the
   store.
 
 The package, one module per job (`PERSISTENCE_MODULE` names `adapters.backends.postgres:PostgresFactory`):

@@ -67,7 +67,7 @@ class PostgresFactory(StoreFactory, es_postgres.PostgresFactory):
     application_recorder_class = ChainedPostgresRecorder
     POSTGRES_STATEMENT_TIMEOUT = "POSTGRES_STATEMENT_TIMEOUT"
     POSTGRES_CONNINFO = "POSTGRES_CONNINFO"
-    """libpq's conninfo of the store's connections (`adapters.store.settings.postgres_env` puts the
+    """libpq's conninfo of the store's connections (`adapters.backends.settings.postgres_env` puts the
     whole URL there, but its `schema`); where set, it replaces the library's host, port, user,
     password and database name."""
     driver_errors = (psycopg.Error,)
