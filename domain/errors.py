@@ -19,10 +19,11 @@ raises it, and each message names what went wrong, where, and what to do.
     │   ├── NoTurnYet                   no user message or retry has started a turn (turn.py)
     │   └── UnknownRuleSet              (rules.py)
     ├── adapters/service                VersionMismatch (If-Match), TurnNotFound (--at N),
-    │                                   EmptyInput (a file with no conversation), UnreadableFile
+    │                                   EmptyInput (a file with no conversation), UnreadableFile,
+    │                                   NoDataKeys
     ├── adapters/store                  WriteConflict (every retry conflicted), BadSetting >
     │                                   BadDatabaseURL, StoreUnusable, BadMasterKey,
-    │                                   MissingDataKey, TextsErased, NoDataKeys, NoChain,
+    │                                   MissingDataKey, TextsErased, NoChain,
     │                                   BadHeadsFile
     ├── adapters/backends               SchemaNotCreated (PostgreSQL tables missing, not creatable)
     ├── adapters/views                  ViewOutOfStep, RebuildSuperseded

@@ -8,6 +8,7 @@ from datetime import datetime
 
 from adapters.backends.settings import StoreUnusable, describe_backend, store_errors
 from adapters.service.conversations import ConversationPage, list_conversations
+from adapters.service.data_keys import key_kept
 from adapters.service.export import Export, export_lines
 from adapters.service.gc_pause import gc_paused
 from adapters.service.replay import (
@@ -18,7 +19,6 @@ from adapters.service.replay import (
     unknown_conversation,
 )
 from adapters.service.use_case_base import UseCaseBase, conversation_argument, in_store_terms, reads
-from adapters.store.erasure import key_kept
 from adapters.store.verify import chain_verdict, chain_verdict_upto
 from adapters.views.readmodels import ReadModels
 from adapters.views.turn_starts import TurnStarts

@@ -19,8 +19,8 @@ from typing import Any
 from uuid import UUID
 
 from adapters.ingest.names import earlier_stored_id, lookup_id
+from adapters.service.data_keys import key_kept
 from adapters.store.application import ConversationStore
-from adapters.store.erasure import key_kept
 from adapters.views.readmodels import ReadModels
 from domain.errors import ChatrecordError
 from domain.events import (

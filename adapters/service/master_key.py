@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from adapters.service.data_keys import data_keys
 from adapters.store.application import ConversationStore
 from adapters.store.chain import ChainedRecorder
 from adapters.store.chain_key import Rekey
@@ -22,10 +23,6 @@ from domain.errors import ChatrecordError
 NEW_MASTER_KEY_VARIABLE = "CHATRECORD_NEW_MASTER_KEY"
 """Where `chatrecord keys rotate` reads the new master key (an environment variable, not an
 argument, so it shows in no process list)."""
-
-
-class NoDataKeys(ChatrecordError):
-    """Raised when the store keeps no data keys (a store on one of the library's own factories)."""
 
 
 class NothingToRotate(ChatrecordError):
@@ -53,14 +50,6 @@ class KeyChange:
             "rekeyed": self.rekeyed,
             **self.state.to_json(),
         }
-
-
-def data_keys(store: ConversationStore) -> DataKeys:
-    """Returns the store's data keys. Raises NoDataKeys for a store that keeps none."""
-    keys = getattr(store.mapper, "keys", None)
-    if not isinstance(keys, DataKeys):
-        raise NoDataKeys("this store keeps no data keys (it was opened on the library's own persistence module)")
-    return keys
 
 
 def _rekey(store: ConversationStore, master: bytes | None) -> Rekey | None:

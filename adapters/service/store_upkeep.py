@@ -12,6 +12,7 @@ from typing import Any
 
 from adapters.backends.settings import describe_backend
 from adapters.service import master_key as master_keys
+from adapters.service.erase import Erasure, erase
 from adapters.service.master_key import KeyChange
 from adapters.service.replay import (
     unknown_conversation,
@@ -19,7 +20,6 @@ from adapters.service.replay import (
 from adapters.service.use_case_base import UseCaseBase, conversation_argument, in_store_terms, reads
 from adapters.store.chain import ChainedRecorder
 from adapters.store.chain_upgrade import upgrade
-from adapters.store.erasure import Erasure, erase
 from adapters.store.kept_verdicts import from_broken, from_position, held
 from adapters.store.keys import KeyState
 from adapters.store.verify import Verdict, chain_verdict, verdicts, verify_after

@@ -11,10 +11,10 @@ import pytest
 
 from adapters.backends.settings import memory_env, sqlite_env
 from adapters.bootstrap import build_store, read_models
+from adapters.service.erase import erase
 from adapters.store import keys as data_keys
 from adapters.store.application import ConversationStore
 from adapters.store.crypto import ERASED, BadMasterKey, master_key
-from adapters.store.erasure import erase
 from domain import conversation as c
 from domain.events import UserMessagePosted
 from tests.integration.test_store import Command

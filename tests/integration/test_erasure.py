@@ -15,9 +15,9 @@ from psycopg import sql
 from adapters.api import Chatrecord
 from adapters.backends.settings import memory_env
 from adapters.bootstrap import build_store, read_models, read_models_for
+from adapters.service.erase import EraseTexts, erase
 from adapters.store.application import ConversationStore
 from adapters.store.crypto import ERASED, FREE_TEXT, TextsErased
-from adapters.store.erasure import EraseTexts, erase
 from adapters.store.keys import DataKeys
 from adapters.store.verify import verdicts
 from adapters.views.readmodels import ReadModels
@@ -282,7 +282,7 @@ class AtRestContract(ErasureContract):
     """What a store that keeps its rows in a database file or server holds at rest."""
 
     def test_a_writer_holding_the_key_stores_no_text_once_the_log_records_the_erasure(self, store: ConversationStore) -> None:
-        from adapters.store.erasure import EraseTexts
+        from adapters.service.erase import EraseTexts
 
         writer = Chatrecord(self.open_store())  # another process, its data key kept
         first = {"type": "user_message", "conversation": "conv-erase", "at": AT, "message": 5, "text": "vorher", "page": 0}

@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 
 from adapters.backends import view_storage_for
+from adapters.backends.settings import memory_env
 from adapters.bootstrap import build_store, read_models
 from adapters.store.application import ConversationStore
 from adapters.store.crypto import ERASED
-from adapters.store.settings import memory_env
 from adapters.views.ports import AppendTarget, ViewRows, ViewStorage
 from adapters.views.storage_reads import Pointer
 from domain.events import conversation_uuid

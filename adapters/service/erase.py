@@ -17,19 +17,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from uuid import UUID
 
+from adapters.service.data_keys import data_keys, key_kept
 from adapters.store.application import ConversationStore
 from adapters.store.keys import DataKeys
 from adapters.store.serialization import UnreadableEvent
 from adapters.views.readmodels import ReadModels
 from domain.conversation import ERASURE_SOURCE, Conversation, History, erase_texts
-from domain.errors import ChatrecordError, UnknownConversation, shown_id
+from domain.errors import UnknownConversation, shown_id
 from domain.events import ConversationEvent, conversation_uuid
-
-
-class NoDataKeys(ChatrecordError):
-    """Raised when erasing on a store that keeps no data keys (built beside adapters.backends.settings)."""
 
 
 @dataclass(frozen=True)
@@ -62,22 +58,6 @@ class Erasure:
     """Why no erasure event could be recorded: the conversation's log cannot be read back
     (`UnreadableEvent`'s message); its key was deleted and its read-model rows dropped all the
     same, and `version` is the log's (its stored events counted, not read)."""
-
-
-def data_keys(store: ConversationStore) -> DataKeys:
-    """Returns the store's data keys. Raises NoDataKeys for a store without them."""
-    keys = getattr(store.mapper, "keys", None)
-    if not isinstance(keys, DataKeys):
-        raise NoDataKeys("this store keeps no data keys, so nothing of it can be erased; open it with adapters.backends.settings")
-    return keys
-
-
-def key_kept(store: ConversationStore, cid: UUID) -> bool:
-    """Says whether the store keeps data keys and conversation `cid`'s is not deleted (its texts
-    still read): with an erasure recorded, that erasure has not finished (an `erase` killed after
-    its event). False on a store that keeps no data keys."""
-    keys = getattr(store.mapper, "keys", None)
-    return isinstance(keys, DataKeys) and keys.erased_at(cid) is None
 
 
 def erase(store: ConversationStore, conversation: str, models: ReadModels) -> Erasure:

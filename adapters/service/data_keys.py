@@ -1,0 +1,34 @@
+"""The store's data keys as the use cases find them: `data_keys` (raises NoDataKeys on a store
+without them) and `key_kept` (whether a conversation's key is not deleted yet)."""
+
+from __future__ import annotations
+
+from uuid import UUID
+
+from adapters.store.application import ConversationStore
+from adapters.store.keys import DataKeys
+from domain.errors import ChatrecordError
+
+
+class NoDataKeys(ChatrecordError):
+    """Raised when erasing or changing keys on a store that keeps no data keys (one opened on
+    the library's own persistence module, not by `adapters.bootstrap.open_store`)."""
+
+
+def data_keys(store: ConversationStore) -> DataKeys:
+    """Returns the store's data keys. Raises NoDataKeys for a store that keeps none."""
+    keys = getattr(store.mapper, "keys", None)
+    if not isinstance(keys, DataKeys):
+        raise NoDataKeys(
+            "this store keeps no data keys (it was opened on the library's own persistence module); "
+            "open it with adapters.bootstrap.open_store"
+        )
+    return keys
+
+
+def key_kept(store: ConversationStore, cid: UUID) -> bool:
+    """Says whether the store keeps data keys and conversation `cid`'s is not deleted (its texts
+    still read): with an erasure recorded, that erasure has not finished (an `erase` killed after
+    its event). False on a store that keeps no data keys."""
+    keys = getattr(store.mapper, "keys", None)
+    return isinstance(keys, DataKeys) and keys.erased_at(cid) is None
