@@ -258,7 +258,7 @@ def _approved_outcomes(state: Conversation, trigger: str, run: str) -> int:
 
 
 def recorded_segment(history: History, segment: str) -> int | None:
-    """Returns the version of the SegmentReturned that recorded `segment` (live), or None."""
+    """Returns the version of the SegmentReturned that recorded `segment` (uncut), or None."""
     record = history.segment(segment)
     return record.version if record is not None and not record.cut else None
 
@@ -354,7 +354,7 @@ def retry_turn(
     history: History | None = None,
 ) -> list[ConversationEvent]:
     """Returns [TurnRetried]. Raises MessageTooEarly when `message` is still to come,
-    UnknownMessage when it is not a live user message."""
+    UnknownMessage when it is not an uncut user message."""
     batch = begin(state, at, source, history, f"retry of message {message}")
     if batch is None:
         return []

@@ -7,7 +7,7 @@ event)` is the fold: it records one event, given the aggregate's state before it
 commands in `domain.conversation` read the index through the `History` protocol:
 
 - a segment id recorded before (a repeat returns the first result) or cut by an edit;
-- whether a run was cut; which user messages are live; which segments an edit cuts;
+- whether a run was cut; which user messages are uncut; which segments an edit cuts;
 - how many card outcomes exist (each entry notes how many came before it);
 - which input lines (by digest) were recorded, at which versions.
 """
@@ -59,7 +59,7 @@ class History(Protocol):
         """Returns the record of `segment` (also a cut one), None if it was never recorded."""
 
     def segments_from(self, message: int) -> list[SegmentRecord]:
-        """Returns the live segments that answered user message `message` or a later one, in
+        """Returns the uncut segments that answered user message `message` or a later one, in
         the order they were recorded."""
 
     def run_cut(self, run: str) -> bool:
@@ -69,7 +69,7 @@ class History(Protocol):
         """Returns True when user message `number` exists and no edit cut it."""
 
     def messages_after(self, number: int) -> list[int]:
-        """Returns the live user message numbers above `number`, ascending."""
+        """Returns the uncut user message numbers above `number`, ascending."""
 
     def outcomes(self) -> int:
         """Returns how many card outcomes exist (a cut one no longer counts)."""
@@ -255,16 +255,16 @@ class AssumedHistory:
     recorded, never cut. Each such answer is noted (`digests`, `segments`, `runs`) so the store
     can check all of them, with the version and the count, in the transaction that appends the
     command's events, and decide again from the index when one does not hold. Any other lookup
-    (an earlier segment's record, the live messages) raises NotKnown. `tip` (opaque bytes, the
+    (an earlier segment's record, the uncut messages) raises NotKnown. `tip` (opaque bytes, the
     store's hash of the event at `version`) names which history of that length the writer
     means, so a log restored or failed over to another history of the same length is told
     apart; None leaves it unchecked. `known`: the records of earlier segments as the writer's
     own appends left them at `version`; a lookup of one of them is answered from it and noted
     (`records`), and the append checks that each is in the index exactly so; `known_messages`
-    the same for whether a user message is live (`messages`). `known_from`: a message number
+    the same for whether a user message is uncut (`messages`). `known_from`: a message number
     from which `known` and `known_messages` hold every row of the index (every segment that
     answered that message or a later one, every user message of that number or above; None:
-    not known whole), so the segments an edit cuts (`segments_from`) and the live messages after
+    not known whole), so the segments an edit cuts (`segments_from`) and the uncut messages after
     a number (`messages_after`) are answered from them too; each such answer is noted with how
     many it found (`froms`, `afters`), and the append checks that the index holds exactly those.
     """
@@ -290,15 +290,15 @@ class AssumedHistory:
         """The known records an answer took as the index's (checked with the append, each to
         be there exactly so)."""
         self.known_messages: Mapping[int, bool] = known_messages or {}
-        """Whether each of the newest user messages is live, as the writer's own appends left them."""
+        """Whether each of the newest user messages is uncut, as the writer's own appends left them."""
         self.messages: dict[int, bool] = {}
         """The known messages an answer took as the index's (checked with the append)."""
         self.known_from = known_from
         self.froms: dict[int, int] = {}
-        """Per message number asked of `segments_from`, how many live segments the answer held
+        """Per message number asked of `segments_from`, how many uncut segments the answer held
         (the append checks that the index holds that many, each noted in `records`)."""
         self.afters: dict[int, int] = {}
-        """Per number asked of `messages_after`, how many live messages the answer held (the
+        """Per number asked of `messages_after`, how many uncut messages the answer held (the
         append checks that the index holds that many above it, each noted in `messages`)."""
 
     def segment(self, segment: str) -> SegmentRecord | None:
@@ -334,7 +334,7 @@ class AssumedHistory:
     def message_live(self, number: int) -> bool:
         live = self.known_messages.get(number)
         if live is None:
-            raise NotKnown(f"whether message {number} is live")
+            raise NotKnown(f"whether message {number} is uncut")
         self.messages[number] = live
         return live
 

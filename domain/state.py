@@ -40,7 +40,7 @@ from domain.values import Immutable, assembled
 class Conversation(Immutable):
     """State of one conversation, folded from its events; bounded, whatever the history.
 
-    What the invariants need of the past (segments recorded, cut or settled, live messages,
+    What the invariants need of the past (segments recorded, cut or settled, uncut messages,
     the number of card outcomes, lines seen) is in the history index (`domain.history_index`), not
     here, so neither the state nor its snapshot grows with the conversation.
     """
@@ -64,7 +64,7 @@ class Conversation(Immutable):
     skill: str | None = None
     """The skill in force (a guided process), None outside one."""
     last_message: int = 0
-    """The newest live user message number, 0 before the first."""
+    """The newest uncut user message number, 0 before the first."""
     waiting: str | None = None
     """The segment whose card or question waits, None when none waits."""
     waiting_info: SegmentInfo | None = None

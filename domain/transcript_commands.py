@@ -49,8 +49,8 @@ def edit_message(
     later message, every segment at or after it and the decisions on those segments' cards go.
     A waiting card of a cut turn records no undecided note: it is cut away with its turn.
 
-    Raises MessageTooEarly when `message` is still to come, UnknownMessage when it is not a
-    live user message.
+    Raises MessageTooEarly when `message` is still to come, UnknownMessage when it is not an
+    uncut user message.
     """
     batch = begin(state, at, source, history, f"edit of message {message}")
     if batch is None:
