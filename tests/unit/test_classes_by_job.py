@@ -42,7 +42,7 @@ KNOWN_SINGLE_SUBCLASS: set[str] = {
     "adapters.store.deciding.DecidingStore",
     "adapters.store.sql_history.SQLHistoryTables",
     "adapters.store.store_queries.StoreQueries",
-    "adapters.views.buffered_writes.BufferedRows",
+    "adapters.backends.sql.views_buffered.BufferedRows",
     "adapters.views.live_rows.LiveRows",
     "domain.history_index.LayeredHistory",
     "domain.segments.SegmentInfo",
