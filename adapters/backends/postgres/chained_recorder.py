@@ -17,6 +17,7 @@ from adapters.backends.postgres.schema import schema_lock_name
 from adapters.store.chain import (
     CHAIN_KIND_TABLE,
     CHAIN_TABLE,
+    GENESIS,
     PAGE,
     ChainedRecorder,
     Link,
@@ -286,6 +287,12 @@ class ChainedPostgresRecorder(ChainedRecorder, EventRecorder):
         # before the events, in their transaction: an error here rolls both back
         super()._insert_events(curs, stored_events, **kwargs)
         run_inline(kwargs, curs)
+
+    def _chain_start(self, cursor: Any, key: UUID, version: int) -> bytes:
+        if isinstance(cursor, AppendDocument) and version >= 0:  # the function checks it under the table's lock
+            cursor.doc.setdefault("starts", []).append([str(key), version])
+            return GENESIS
+        return super()._chain_start(cursor, key, version)
 
     def _chain_hash(self, cursor: Any, key: UUID, version: int) -> bytes | None:
         cursor.execute(
