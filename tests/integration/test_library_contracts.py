@@ -341,6 +341,19 @@ class TestPostgresChainedApplicationRecorder(
     def reopened(self) -> Any:
         return self.open().recorder  # a recorder of its own, which knows no link of the first
 
+    def test_the_librarys_insert_function_is_never_called(self) -> None:
+        """With the library's POSTGRES_ENABLE_DB_FUNCTIONS on, an append is still chained: the
+        recorder appends its own ways, never through the library's insert function."""
+        recorder = self.open(POSTGRES_ENABLE_DB_FUNCTIONS="y").recorder
+        assert recorder.datastore.enable_db_functions
+        key = uuid4()
+        recorder.insert_events(self.events(key, [1, 2]))
+        digest = link(GENESIS, key, 1, "topic", b"state1", recorder.chain_key)
+        assert recorder.chain_links(None, key) == [
+            (key, 1, digest),
+            (key, 2, link(digest, key, 2, "topic", b"state2", recorder.chain_key)),
+        ]
+
     def delete_first(self, key: Any) -> None:
         recorder = self.stores[-1].recorder
         with recorder.datastore.transaction(commit=True) as curs:

@@ -32,12 +32,11 @@ from adapters.store.chain_heads import ChainHeads
 class ChainedPostgresRecorder(ChainedRecorder, EventRecorder):
     """The PostgreSQL application recorder (`EventRecorder`: pipelined up to PIPELINE_BYTES,
     else one ordinary transaction) with the hash chain, in the store's schema. The library's
-    optional database function for inserts (POSTGRES_ENABLE_DB_FUNCTIONS) would bypass the
-    chain, so it is switched off."""
+    optional database function for inserts (POSTGRES_ENABLE_DB_FUNCTIONS), which would bypass
+    the chain, is never called: `EventRecorder.insert_events` sends every append its own ways."""
 
     def __init__(self, datastore: Any, **kwargs: Any) -> None:
         super().__init__(datastore, **kwargs)
-        self.datastore.enable_db_functions = False
         self.chain_heads = ChainHeads()
         self._sealing = threading.local()  # the heads of this thread's transaction, until it commits
         self.chain_table = SQL("{}.{}").format(Identifier(self.datastore.schema), Identifier(CHAIN_TABLE))
