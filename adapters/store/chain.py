@@ -5,13 +5,13 @@ every stored event
 
     hash(v) = SHA-256(hash(v-1) || canonical(originator_id, v, topic, state))
 
-with hash(0) = GENESIS, 32 zero bytes; in a keyed chain HMAC-SHA256 under the chain key in
-place of SHA-256 (`adapters.store.chain_key`: derived from the master key, kept outside the
-database, so a writer of the database without it cannot recompute a link). `canonical` is the originator id's 16 UUID bytes, the
-version as 8 bytes big-endian, the topic's UTF-8 bytes and the state bytes, each of the last
-two after its length (4 and 8 bytes big-endian). The state is hashed as stored: a free text is
-ciphertext there (`adapters.store.crypto`), which erasing a conversation leaves as it is, so an erased
-conversation still verifies. Snapshots are not chained (they are a cache of the events).
+with the hash before the first event (version 1, or 0 where a library's sequence starts there) GENESIS, 32 zero bytes. A
+keyed chain uses HMAC-SHA256 under the chain key (`adapters.store.chain_key`: derived from the master key, kept outside the
+database, so a writer of the database without it cannot recompute a link). `canonical` is the originator id's 16 UUID bytes,
+the version as 8 bytes big-endian, the topic's UTF-8 bytes and the state bytes, each of the last two after its length (4 and
+8 bytes big-endian). The state is hashed as stored: a free text is ciphertext there (`adapters.store.crypto`), which erasing
+a conversation leaves as it is, so an erased conversation still verifies. Snapshots are not chained (they are a cache of the
+events).
 
 `ChainedRecorder` is a cooperative mixin: each backend's recorder (`ChainedSQLiteRecorder`,
 `ChainedPostgresRecorder`, `ChainedPOPORecorder` in `adapters.backends`) lets the library insert
@@ -143,18 +143,10 @@ class ChainedRecorder:
             key = originator_uuid(event.originator_id)
             version = event.originator_version
             last = heads.get(key) or (known.get(key) if known is not None else None)
-            if version < 1:
-                raise VersionRefused(
-                    f"conversation {key}: refused an event at version {version}: a conversation's first event is "
-                    "version 1, each next one the version after it; nothing was appended",
-                    key,
-                    version,
-                    "before_first",
-                )
             if last is not None and last[0] == version - 1:
                 previous = last[1]
-            elif version == 1:
-                previous = GENESIS
+            elif version <= 1:
+                previous = self._chain_start(cursor, key, version)
             else:
                 found = self._chain_hash(cursor, key, version - 1)
                 if found is None:
@@ -166,6 +158,20 @@ class ChainedRecorder:
         if rows:
             self._chain_insert(cursor, rows)
         return heads
+
+    def _chain_start(self, cursor: Any, key: UUID, version: int) -> bytes:
+        """Returns what an event at `version` (0 or 1) links to: the hash at 0 for 1 where the chain
+        starts at 0, else GENESIS. Raises VersionRefused below 0, and for 0 where the chain starts at 1."""
+        other = self._chain_hash(cursor, key, 1 - version) if version >= 0 else None
+        if version >= 0 and (other is None or version == 1):
+            return other or GENESIS
+        raise VersionRefused(
+            f"conversation {key}: refused an event at version {version}: its first event is version "
+            f"{'1' if version == 0 else '0 or 1'}, each next one the version after it; nothing was appended",
+            key,
+            version,
+            "before_first",
+        )
 
     def _refusal(self, cursor: Any, key: UUID, version: int) -> ChainBroken:
         """Returns the error refusing an append after version `version`, which has no hash

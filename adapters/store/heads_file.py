@@ -57,7 +57,7 @@ def read_heads(path: Path) -> dict[UUID, KeptHead]:
                 name, version_text, hex_digest = line.strip().rsplit(None, 2)
                 version, digest = int(version_text), bytes.fromhex(hex_digest)
                 key = conversation_uuid(name)
-            if len(digest) != 32 or version < 1:
+            if len(digest) != 32 or version < 0:
                 raise ValueError
         except (ValueError, KeyError, TypeError, AttributeError):
             raise BadHeadsFile(

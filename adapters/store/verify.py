@@ -213,7 +213,8 @@ def _check(
     start: tuple[str, bytes, int, int] | None = None,
     mac: bytes | None = None,
 ) -> Verdict:
-    """Returns the verdict of one conversation's items, from GENESIS at version 1, or from
+    """Returns the verdict of one conversation's items, from GENESIS at version 1 (or 0:
+    `_first_version`), or from
     `start` (its name, the hash at the version before `expected`, `expected`, and the events
     counted up to there); `mac`: the chain key of a keyed chain."""
     stream = iter(items)
@@ -225,7 +226,7 @@ def _check(
     else:
         assert current is not None
         name = _name(current, name_of, head)
-        running, expected, count = GENESIS, 1, 0
+        running, expected, count = GENESIS, _first_version(current), 0
 
     def broken(version: int, problem: str, detail: str) -> Verdict:
         for _ in stream:  # the rest of this conversation is not checked
@@ -274,6 +275,13 @@ def _check(
     return Verdict(name, key, expected - 1, count, hash=running)
 
 
+def _first_version(item: Item) -> int:
+    """Returns the version a conversation's chain starts at, from its first item: 0 where that
+    is a link at version 0 (a sequence of the library's that starts there), else 1 (an event at
+    version 0 without a link is one written beside the store, before the first)."""
+    return 0 if item[1] == 0 and item[3] is not None else 1
+
+
 def _unchained(stream: Iterator[Item]) -> bool:
     """Reads the rest of a conversation's items; says whether none has a recorded hash."""
     unchained = True
@@ -298,7 +306,7 @@ def _diagnose(running: bytes, computed: bytes, current: Item, following: Item | 
 
 
 def _name(item: Item, name_of: NameOf, head: KeptHead | None) -> str:
-    if item[1] == 1 and item[2] is not None:
+    if item[1] == _first_version(item) and item[2] is not None:
         try:
             return name_of(item[2])
         except Exception:  # noqa: BLE001 - a changed first event fails in any way: the verdict says so, the id names it
@@ -380,6 +388,6 @@ def chain_verdict_upto(
         events, links = _pages(store.recorder.chain_events, key), _pages(store.recorder.chain_links, key)
     else:  # their hashes in one read: those up to `version` are among the first `version` rows
         events = iter([(key, e.originator_version, e.topic, state_bytes(e.state)) for e in stored])
-        links = iter(store.recorder.chain_links(None, key, max(version, 1)))
+        links = iter(store.recorder.chain_links(None, key, version + 1))  # from version 0 at most
     items = _merge(takewhile(lambda e: e[1] <= version, events), takewhile(lambda e: e[1] <= version, links))
     return unkeyed(store.recorder, _check(key, items, lambda _: conversation, None, None, store.recorder.chain_key))

@@ -563,8 +563,8 @@ class ChainContract:
             store.recorder.insert_events([stored])
         assert (refused.value.problem, refused.value.version) == ("before_first", 0)
         assert str(refused.value) == (
-            f"conversation {DEMO}: refused an event at version 0: a conversation's first event is version 1, each next "
-            "one the version after it; nothing was appended"
+            f"conversation {DEMO}: refused an event at version 0: its first event is version 1, each next one the "
+            "version after it; nothing was appended"
         )
         assert sorted(self.events(store)) == list(range(1, 21))
         self.insert_event(store, stored)

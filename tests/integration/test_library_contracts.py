@@ -27,12 +27,10 @@ statements (`SyncedAppend`) and in one ordinary transaction (`PlainAppend`).
 
 Adapted, and why (each at its class):
 
-- A chained recorder numbers a conversation's events from 1: hash(0) is GENESIS, the hash
-  before the first event (`adapters.store.chain`), and an event whose previous version has no
-  hash row is refused (`ChainBroken`), so a sequence that starts at version 0 is refused. The
-  library's concurrency and interleaving tests write versions 0…n-1; for a chained recorder
-  they run on the same recorder with each event's version one higher (`FromVersionOne`),
-  which changes nothing else they check.
+- None of the library's application recorder cases is adapted: a chained recorder takes a
+  sequence from version 0 (the library's concurrency and interleaving cases write 0…n-1) as
+  one from 1, its first event linked to GENESIS (`ChainStarts` shows it, and that the chain
+  still finds a deleted first event).
 - chatrecord's mapper maps its own (pydantic) events only, so the factory case's wrong
   cipher key test maps a `ConversationStarted` instead of the library's `DomainEvent`.
 - Subscriptions are optional in the library (`optional_test_insert_subscribe`, which its own
@@ -43,7 +41,6 @@ Adapted, and why (each at its class):
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -76,7 +73,9 @@ from adapters.backends.settings import store_env
 from adapters.backends.sqlite import ChainedSQLiteRecorder, SQLiteFactory
 from adapters.bootstrap import open_store
 from adapters.store.application import ConversationStore
+from adapters.store.chain import GENESIS, VersionRefused, link
 from adapters.store.serialization import PydanticMapper
+from adapters.store.verify import verdicts
 from domain.events import ConversationStarted, conversation_uuid
 
 # ------------------------------------------------------------------ how the stores are opened
@@ -159,23 +158,59 @@ class MemoryStores(Stores):
         self._close_all()
 
 
-# ------------------------------------------------------------------ the chain numbers events from 1
+# ------------------------------------------------------------------ the chain's start
 
 
-class FromVersionOne:
-    """A recorder whose inserted events each get a version one higher: the library's sequences
-    0…n-1 stored as 1…n, as a chained recorder takes them (see the module docstring). Every
-    other call goes to the recorder as it is."""
+class ChainStarts:
+    """Mixin for a chained recorder, not the library's: a sequence may start at version 0, as
+    the library's tests write them, or at 1, as chatrecord's conversations do; either way its
+    first event links to GENESIS and the chain verifies. `reopened` is a recorder of the same
+    store that knows none of the links this one wrote (another process's)."""
 
-    def __init__(self, recorder: ApplicationRecorder) -> None:
-        self.recorder = recorder
+    def reopened(self) -> Any:
+        return self.stores[-1].recorder  # type: ignore[attr-defined]  # memory and SQLite keep no links
 
-    def insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
-        shifted = [dataclasses.replace(e, originator_version=e.originator_version + 1) for e in stored_events]
-        return self.recorder.insert_events(shifted, **kwargs)
+    def events(self, key: Any, versions: Sequence[int]) -> list[StoredEvent]:
+        return [StoredEvent(originator_id=key, originator_version=v, topic="topic", state=b"state%d" % v) for v in versions]
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.recorder, name)
+    def test_a_sequence_from_version_0_is_chained_from_genesis(self) -> None:
+        recorder = self.create_recorder()  # type: ignore[attr-defined]
+        key = uuid4()
+        recorder.insert_events(self.events(key, [0]))
+        self.reopened().insert_events(self.events(key, [1]))  # links to version 0 without knowing it
+        recorder.insert_events(self.events(key, [2, 3]))
+        expected, digest = [], GENESIS
+        for version in range(4):
+            digest = link(digest, key, version, "topic", b"state%d" % version, recorder.chain_key)
+            expected.append((key, version, digest))
+        assert recorder.chain_links(None, key) == expected
+        verdict = next(v for v in verdicts(self.stores[-1]) if v.originator_id == key)  # type: ignore[attr-defined]
+        assert (verdict.ok, verdict.version, verdict.events, verdict.hash) == (True, 3, 4, digest)
+
+    def test_version_0_of_a_sequence_from_version_1_is_refused(self) -> None:
+        recorder = self.create_recorder()  # type: ignore[attr-defined]
+        key = uuid4()
+        recorder.insert_events(self.events(key, [1, 2]))
+        for writer in (recorder, self.reopened()):
+            with pytest.raises(VersionRefused) as refused:
+                writer.insert_events(self.events(key, [0]))
+            assert (refused.value.problem, refused.value.version) == ("before_first", 0)
+        assert [e.originator_version for e in recorder.select_events(key)] == [1, 2]
+        assert [v for _, v, _ in recorder.chain_links(None, key)] == [1, 2]
+
+    def test_a_deleted_first_event_of_a_sequence_from_version_0_is_found(self) -> None:
+        """The chain's detection of a deleted first event holds for a sequence from 0: the
+        event at version 1 links to version 0's hash, not to GENESIS."""
+        recorder = self.create_recorder()  # type: ignore[attr-defined]
+        key = uuid4()
+        recorder.insert_events(self.events(key, [0, 1, 2]))
+        self.delete_first(key)
+        verdict = next(v for v in verdicts(self.stores[-1]) if v.originator_id == key)  # type: ignore[attr-defined]
+        assert not verdict.ok and verdict.version == 1
+
+    def delete_first(self, key: Any) -> None:
+        """Deletes the event at version 0 of `key` and its link, as by hand."""
+        raise NotImplementedError
 
 
 class Subscribed:
@@ -233,39 +268,6 @@ class Unsubscribed:
         recorder = self.create_recorder()  # type: ignore[attr-defined]
         with pytest.raises(NotImplementedError, match="does not support subscriptions"):
             recorder.subscribe(gt=None)
-
-
-class ChainedFromOne:
-    """Mixin for a chained recorder's contract: the library's tests that write sequences from
-    version 0 (the concurrency tests, the interleaving test) run through `FromVersionOne`;
-    `test_chain_refuses_version_zero` shows why."""
-
-    from_one = False
-
-    def chained(self, recorder: Any) -> Any:
-        return FromVersionOne(recorder) if self.from_one else recorder
-
-    def test_concurrent_no_conflicts(self, initial_position: int = 0) -> None:
-        self.from_one = True
-        super().test_concurrent_no_conflicts(initial_position)  # type: ignore[misc]
-
-    def test_concurrent_throughput(self) -> None:
-        self.from_one = True
-        super().test_concurrent_throughput()  # type: ignore[misc]
-
-    def test_chain_refuses_version_zero(self) -> None:
-        """Not the library's: the reason for the adaptation. A sequence from version 0 is
-        refused, nothing of it stored; the same sequence from version 1 is stored."""
-        from adapters.store.chain import ChainBroken
-
-        recorder = self.create_recorder()  # type: ignore[attr-defined]
-        key = uuid4()
-        events = [StoredEvent(originator_id=key, originator_version=v, topic="topic", state=b"state") for v in (0, 1)]
-        with pytest.raises(ChainBroken):
-            recorder.insert_events(events)
-        assert recorder.select_events(key) == []
-        assert recorder.insert_events(events[1:]) == [recorder.max_notification_id()]
-        assert [e.originator_version for e in recorder.select_events(key)] == [1]
 
 
 class StoreMapper:
@@ -327,14 +329,42 @@ class TestPostgresAggregateRecorder(PostgresStores, contract.AggregateRecorderTe
 
 
 class TestPostgresChainedApplicationRecorder(
-    PostgresLineWakesSubscription, Subscribed, ChainedFromOne, PostgresStores, contract.ApplicationRecorderTestCase
+    PostgresLineWakesSubscription, Subscribed, ChainStarts, PostgresStores, contract.ApplicationRecorderTestCase
 ):
     """`ChainedPostgresRecorder`, the recorder of every store on PostgreSQL."""
 
     def create_recorder(self) -> ApplicationRecorder:
         recorder = self.open().recorder
         assert type(recorder) is ChainedPostgresRecorder
-        return self.chained(recorder)
+        return recorder
+
+    def reopened(self) -> Any:
+        return self.open().recorder  # a recorder of its own, which knows no link of the first
+
+    def test_the_librarys_insert_function_is_never_called(self) -> None:
+        """With the library's POSTGRES_ENABLE_DB_FUNCTIONS on, an append is still chained: the
+        recorder appends its own ways, never through the library's insert function."""
+        recorder = self.open(POSTGRES_ENABLE_DB_FUNCTIONS="y").recorder
+        assert recorder.datastore.enable_db_functions
+        key = uuid4()
+        recorder.insert_events(self.events(key, [1, 2]))
+        digest = link(GENESIS, key, 1, "topic", b"state1", recorder.chain_key)
+        assert recorder.chain_links(None, key) == [
+            (key, 1, digest),
+            (key, 2, link(digest, key, 2, "topic", b"state2", recorder.chain_key)),
+        ]
+
+    def delete_first(self, key: Any) -> None:
+        recorder = self.stores[-1].recorder
+        with recorder.datastore.transaction(commit=True) as curs:
+            curs.execute("SET LOCAL session_replication_role = replica")  # past the store's guard, as a forger goes
+            for table in (recorder.events_table_name, "chatrecord_chain"):
+                curs.execute(
+                    SQL("DELETE FROM {} WHERE originator_id = %s AND originator_version = 0").format(
+                        Identifier(self.schema, table)
+                    ),
+                    (key,),
+                )
 
 
 class TestPostgresPlainApplicationRecorder(Subscribed, PostgresStores, contract.ApplicationRecorderTestCase):
@@ -397,10 +427,10 @@ class TestPostgresPlainPlainAppend(PlainAppend, TestPostgresPlainApplicationReco
 
 class TestPostgresChainedNonInterleaving(PostgresStores, contract.NonInterleavingNotificationIDsBaseCase):
     """Two conversations' appends at once get blocks of notification ids that do not
-    interleave. The sequences start at version 1 (`ChainedFromOne`)."""
+    interleave."""
 
     def create_recorder(self) -> ApplicationRecorder:
-        return FromVersionOne(self.open().recorder)  # type: ignore[return-value]
+        return self.open().recorder
 
 
 class TestPostgresPlainNonInterleaving(PostgresStores, contract.NonInterleavingNotificationIDsBaseCase):
@@ -458,18 +488,24 @@ class TestSQLiteAggregateRecorder(SQLiteStores, contract.AggregateRecorderTestCa
         return recorder
 
 
-class TestSQLiteApplicationRecorder(Unsubscribed, ChainedFromOne, SQLiteStores, contract.ApplicationRecorderTestCase):
+class TestSQLiteApplicationRecorder(Unsubscribed, ChainStarts, SQLiteStores, contract.ApplicationRecorderTestCase):
     """`ChainedSQLiteRecorder`, the recorder of every store in a SQLite file."""
 
     def create_recorder(self) -> ApplicationRecorder:
         recorder = self.open().recorder
         assert type(recorder) is ChainedSQLiteRecorder
-        return self.chained(recorder)
+        return recorder
+
+    def delete_first(self, key: Any) -> None:
+        recorder = self.stores[-1].recorder
+        with recorder.datastore.transaction(commit=True) as curs:
+            for table in (recorder.events_table_name, "chatrecord_chain"):
+                curs.execute(f"DELETE FROM {table} WHERE originator_id = ? AND originator_version = 0", (key.hex,))
 
 
 class TestSQLiteNonInterleaving(SQLiteStores, contract.NonInterleavingNotificationIDsBaseCase):
     def create_recorder(self) -> ApplicationRecorder:
-        return FromVersionOne(self.open().recorder)  # type: ignore[return-value]
+        return self.open().recorder
 
 
 class TestSQLiteTrackingRecorder(SQLiteStores, contract.TrackingRecorderTestCase):
@@ -519,19 +555,24 @@ class TestMemoryAggregateRecorder(MemoryStores, contract.AggregateRecorderTestCa
 
 
 class TestMemoryApplicationRecorder(
-    LineWakesSubscription, Subscribed, ChainedFromOne, MemoryStores, contract.ApplicationRecorderTestCase
+    LineWakesSubscription, Subscribed, ChainStarts, MemoryStores, contract.ApplicationRecorderTestCase
 ):
     """`ChainedPOPORecorder`, the recorder of every store in memory."""
 
     def create_recorder(self) -> ApplicationRecorder:
         recorder = self.open().recorder
         assert type(recorder) is ChainedPOPORecorder
-        return self.chained(recorder)
+        return recorder
+
+    def delete_first(self, key: Any) -> None:
+        recorder = self.stores[-1].recorder
+        recorder.chain.pop((key, 0))
+        recorder._stored_events_index[str(key)].pop(0)  # the library's in-memory rows: no other way in
 
 
 class TestMemoryNonInterleaving(MemoryStores, contract.NonInterleavingNotificationIDsBaseCase):
     def create_recorder(self) -> ApplicationRecorder:
-        return FromVersionOne(self.open().recorder)  # type: ignore[return-value]
+        return self.open().recorder
 
 
 class TestMemoryTrackingRecorder(MemoryStores, contract.TrackingRecorderTestCase):

@@ -453,26 +453,38 @@ class TestPostgresStore(PostgresStores, SharedDatabaseContract, StoreContract):
         return b"\n".join(chunks)
 
 
-def test_a_connection_to_a_file_another_process_is_switching_to_wal_waits_for_it(tmp_path: Path) -> None:
+def test_a_connection_to_a_file_another_process_is_switching_to_wal_waits_for_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import sqlite3
+
+    from eventsourcing import sqlite as es_sqlite
 
     from adapters.backends.sqlite import WaitingSQLiteDatastore
 
-    datastore = WaitingSQLiteDatastore(db_name=str(tmp_path / "c.sqlite"), lock_timeout=1)
+    connect = es_sqlite.SQLiteConnectionPool._create_connection
     tries: list[int] = []
 
-    def create() -> str:
+    def locked_twice(pool: es_sqlite.SQLiteConnectionPool) -> es_sqlite.SQLiteConnection:
         tries.append(1)
         if len(tries) < 3:  # what the library's PRAGMA journal_mode=WAL meets while another opens the file
             raise sqlite3.OperationalError("database is locked")
-        return "connection"
+        return connect(pool)
 
-    assert datastore._connect_waiting(create)() == "connection"
+    monkeypatch.setattr(es_sqlite.SQLiteConnectionPool, "_create_connection", locked_twice)
+    datastore = WaitingSQLiteDatastore(db_name=str(tmp_path / "c.sqlite"), lock_timeout=1)
+    with datastore.transaction(commit=False) as curs:
+        curs.execute("SELECT 1")
+        assert curs.fetchone()[0] == 1
     assert len(tries) == 3
+    datastore.close()
 
-    def broken() -> str:
+    def broken(pool: es_sqlite.SQLiteConnectionPool) -> es_sqlite.SQLiteConnection:
         raise sqlite3.OperationalError("unable to open database file")
 
+    monkeypatch.setattr(es_sqlite.SQLiteConnectionPool, "_create_connection", broken)
+    datastore = WaitingSQLiteDatastore(db_name=str(tmp_path / "d.sqlite"), lock_timeout=1)
     with pytest.raises(sqlite3.OperationalError, match="unable to open"):
-        datastore._connect_waiting(broken)()
+        with datastore.get_connection(commit=False):
+            pass
     datastore.close()

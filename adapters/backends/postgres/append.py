@@ -30,7 +30,9 @@ APPEND_FUNCTION = "chatrecord_append_v10"
 function of its own. An append with view rows goes to its generation's function
 (`generation_function_name`), the same body with the view rows written into that
 generation's tables. (v10: the function sends the library's NOTIFY on the events table's
-channel, on which the library's `subscribe` waits; v9: an assumed index's check also counts the
+channel, on which the library's `subscribe` waits, and checks that each first link of the
+document (`starts`: a conversation's event at version 0 or 1 linked to GENESIS) starts the
+chain, raising `CHAIN_START` where it does not; v9: an assumed index's check also counts the
 live segments from a message and the live messages after a number that the writer answered from what it knows, so an edit
 and a replaced transcript decide without reading the index, and a generation's function takes
 an edit's cuts of card outcomes and view context; v8: a generation's function also deletes the stored transcript
@@ -44,6 +46,10 @@ ASSUMPTION_FAILED = "RC001"
 class RC is chatrecord's own. SQL leaves the classes beginning with 5 to 9 or I to Z to the
 implementation, and PostgreSQL uses none beginning with R, so no statement of the server
 raises it; `EventRecorder` decodes it by this code alone."""
+CHAIN_START = "RC002"
+"""The SQLSTATE with which the append function refuses a document whose first link does not
+start its conversation's chain (`ChainedRecorder._chain_start`): the append is then sent as
+statements, which link it or refuse it."""
 ASSUMPTION_MESSAGE = "chatrecord: the index is not as the command assumed"
 """The MESSAGE raised with `ASSUMPTION_FAILED`."""
 ASSUMPTION_FUNCTION = "chatrecord_assumption_failed_v1"

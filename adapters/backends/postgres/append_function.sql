@@ -65,6 +65,14 @@ BEGIN
   END IF;
 {views}  LOCK TABLE {events} IN EXCLUSIVE MODE;
   NOTIFY {channel};
+  -- each first link of the document (linked to GENESIS, at version 0 or 1) is the chain's start:
+  -- the conversation has no link at the other of the two; else the append is sent as statements,
+  -- which link version 1 to version 0 or refuse version 0 (`ChainedRecorder._chain_start`)
+  IF doc ? 'starts' AND EXISTS (SELECT 1 FROM jsonb_array_elements(doc->'starts') s(item)
+     WHERE (SELECT true FROM {schema}.chatrecord_chain WHERE originator_id = (s.item->>0)::uuid
+            AND originator_version = 1 - (s.item->>1)::bigint)) THEN
+    RAISE EXCEPTION USING ERRCODE = 'RC002', MESSAGE = 'chatrecord: the chain does not start here';
+  END IF;
   RETURN QUERY INSERT INTO {events} (originator_id, originator_version, topic, state)
     SELECT (e->>0)::uuid, (e->>1)::bigint, e->>2, decode(e->>3, 'base64') FROM jsonb_array_elements(doc->'events') e
     RETURNING notification_id;

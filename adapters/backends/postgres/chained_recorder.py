@@ -17,6 +17,7 @@ from adapters.backends.postgres.schema import schema_lock_name
 from adapters.store.chain import (
     CHAIN_KIND_TABLE,
     CHAIN_TABLE,
+    GENESIS,
     PAGE,
     ChainedRecorder,
     Link,
@@ -31,12 +32,11 @@ from adapters.store.chain_heads import ChainHeads
 class ChainedPostgresRecorder(ChainedRecorder, EventRecorder):
     """The PostgreSQL application recorder (`EventRecorder`: pipelined up to PIPELINE_BYTES,
     else one ordinary transaction) with the hash chain, in the store's schema. The library's
-    optional database function for inserts (POSTGRES_ENABLE_DB_FUNCTIONS) would bypass the
-    chain, so it is switched off."""
+    optional database function for inserts (POSTGRES_ENABLE_DB_FUNCTIONS), which would bypass
+    the chain, is never called: `EventRecorder.insert_events` sends every append its own ways."""
 
     def __init__(self, datastore: Any, **kwargs: Any) -> None:
         super().__init__(datastore, **kwargs)
-        self.datastore.enable_db_functions = False
         self.chain_heads = ChainHeads()
         self._sealing = threading.local()  # the heads of this thread's transaction, until it commits
         self.chain_table = SQL("{}.{}").format(Identifier(self.datastore.schema), Identifier(CHAIN_TABLE))
@@ -286,6 +286,12 @@ class ChainedPostgresRecorder(ChainedRecorder, EventRecorder):
         # before the events, in their transaction: an error here rolls both back
         super()._insert_events(curs, stored_events, **kwargs)
         run_inline(kwargs, curs)
+
+    def _chain_start(self, cursor: Any, key: UUID, version: int) -> bytes:
+        if isinstance(cursor, AppendDocument) and version >= 0:  # the function checks it under the table's lock
+            cursor.doc.setdefault("starts", []).append([str(key), version])
+            return GENESIS
+        return super()._chain_start(cursor, key, version)
 
     def _chain_hash(self, cursor: Any, key: UUID, version: int) -> bytes | None:
         cursor.execute(

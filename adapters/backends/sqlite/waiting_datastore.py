@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -26,6 +26,27 @@ class _ImmediateTransaction(es_sqlite.SQLiteTransaction):
         return cursor
 
 
+class WaitingConnectionPool(es_sqlite.SQLiteConnectionPool):
+    """The library's SQLite connection pool whose new connection is tried again while the file
+    is locked: a new connection switches a fresh file to WAL (the library's `PRAGMA
+    journal_mode=WAL`), which SQLite refuses at once with "database is locked", whatever the
+    busy timeout, while another process opening the same file holds it. Tries until the lock
+    timeout has passed. `_create_connection` is the library's hook for a pool's connections
+    (abstract in `eventsourcing.persistence.ConnectionPool`: "subclasses should implement")."""
+
+    def _create_connection(self) -> es_sqlite.SQLiteConnection:
+        limit = float(self.lock_timeout or 5)
+        waited, pause = 0.0, 0.005
+        while True:
+            try:
+                return super()._create_connection()
+            except sqlite3.OperationalError as error:
+                if "locked" not in str(error) or waited >= limit:
+                    raise
+            time.sleep(pause)
+            waited, pause = waited + pause, min(pause * 2, 0.1)
+
+
 class WaitingSQLiteDatastore(es_sqlite.SQLiteDatastore):
     """The library's SQLite datastore, except that a writing transaction begins IMMEDIATE and
     the process's writers queue first come, first served (`WriterQueue`), each for as long as
@@ -42,29 +63,18 @@ class WaitingSQLiteDatastore(es_sqlite.SQLiteDatastore):
         wait = float(kwargs.get("lock_timeout") or es_sqlite.SQLITE3_DEFAULT_LOCK_TIMEOUT)
         kwargs.setdefault("pool_timeout", wait)
         super().__init__(*args, **kwargs)
-        self.pool._create_connection = self._connect_waiting(self.pool._create_connection)  # type: ignore[method-assign]  # the library's pool has no hook
+        made = self.pool  # the library's, not used yet: the same pool whose connections wait
+        self.pool = WaitingConnectionPool(
+            db_name=made.db_name,
+            lock_timeout=made.lock_timeout,
+            pool_size=made.pool_size,
+            max_overflow=made.max_overflow,
+            pool_timeout=made.pool_timeout,
+            max_age=made.max_age,
+            pre_ping=made.pre_ping,
+        )
         self.writers = WriterQueue(patience=wait)
         """The process's writers to this file, in the order they came."""
-
-    def _connect_waiting(self, create: Callable[[], Any]) -> Callable[[], Any]:
-        """Returns the pool's `create` tried again while the file is locked: a new connection
-        switches a fresh file to WAL (the library's `PRAGMA journal_mode=WAL`), which SQLite
-        refuses at once with "database is locked", whatever the busy timeout, while another
-        process opening the same file holds it. Tries until the lock timeout has passed."""
-        limit = float(self.pool.lock_timeout or 5)
-
-        def connect() -> Any:
-            waited, pause = 0.0, 0.005
-            while True:
-                try:
-                    return create()
-                except sqlite3.OperationalError as error:
-                    if "locked" not in str(error) or waited >= limit:
-                        raise
-                time.sleep(pause)
-                waited, pause = waited + pause, min(pause * 2, 0.1)
-
-        return connect
 
     @contextmanager
     def get_connection(self, *, commit: bool) -> Iterator[es_sqlite.SQLiteConnection]:
