@@ -22,7 +22,8 @@ from psycopg.rows import tuple_row
 from psycopg.sql import Composable
 
 from adapters.backends.postgres.prepared import run_prepared
-from adapters.backends.sql.views_tables import table_names
+from adapters.backends.sql.views_statements import json_insert
+from adapters.backends.sql.views_tables import MESSAGE_COLUMNS, ROW_TABLES, table_names
 
 APPEND_FUNCTION = "chatrecord_append_v10"
 """The store's own database function that writes a whole append from one JSON document
@@ -103,6 +104,28 @@ OLD_VIEWS_FUNCTION = "chatrecord_views_g{generation}_v3"
 append function called; dropped with its generation's tables."""
 
 
+def view_inserts(t: dict[str, str]) -> dict[str, str]:
+    """Returns the inserts of the append function's view rows (`append_views.sql`'s
+    {insert_…}), each of a section of the document's `views` (an array of rows) into the
+    generation's table `t[…]`, built from the tables' description as the Python writes are
+    (`json_insert`): `ended` are transcript messages with their block end, `aside_rows` entries
+    set aside (under the conversation's `k || ':turn'`, not upserted)."""
+    names = {table: ROW_TABLES[table].names for table in ROW_TABLES}
+
+    def rows(table: str, section: str, columns: tuple[str, ...], cid: str = "k", upsert: bool = True) -> str:
+        return json_insert(table, t[table], columns, cid, f"v->'{section}'", upsert)
+
+    return {
+        "insert_aside_rows": rows("entries", "aside_rows", names["entries"], "k || ':turn'", upsert=False),
+        "insert_entries": rows("entries", "entries", names["entries"]),
+        "insert_outcomes": rows("outcomes", "outcomes", names["outcomes"]),
+        "insert_messages": rows("messages", "messages", MESSAGE_COLUMNS),
+        "insert_ended": rows("messages", "ended", names["messages"]),
+        "insert_pages": rows("pages", "pages", names["pages"]),
+        "insert_turns": rows("turns", "turns", names["turns"]),
+    }
+
+
 def generation_function_statement(schema: str, events_table: str, generation: int) -> str:
     """Returns the CREATE OR REPLACE FUNCTION statement of generation `generation`'s append
     function: `APPEND_FUNCTION`'s body with, after the history index rows, the views' shared
@@ -113,7 +136,8 @@ def generation_function_statement(schema: str, events_table: str, generation: in
     was short must not scan its transcript (a join on the document's rows did, 6,000 rows read
     at 3,000 segments). It is made at the first append into the generation
     (`EventRecorder._generation_function`) and dropped with the generation's tables."""
-    views = _VIEWS_SQL.format(generation=int(generation), **table_names(generation, schema))
+    t = table_names(generation, schema)
+    views = _VIEWS_SQL.format(generation=int(generation), **t, **view_inserts(t))
     return _APPEND_FUNCTION_SQL.format(
         schema=f'"{schema}"',
         name=generation_function_name(generation),

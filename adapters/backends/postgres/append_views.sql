@@ -1,6 +1,8 @@
 -- The {views} part of a views' generation's append function: the view rows into its tables.
 -- A template for Python's str.format (`adapters.backends.postgres.append`): {schema}, {name} and the
--- like are filled in, and doubled braces stand for one. These comment lines are not sent.
+-- like are filled in, and doubled braces stand for one; each {insert_…} is the insert of a section's
+-- rows, built from the tables' description (`adapters.backends.sql.views_statements.json_insert`)
+-- as the Python writes are. These comment lines are not sent.
   IF v IS NULL OR (v->>'g')::bigint <> {generation} THEN
     RAISE EXCEPTION 'chatrecord: no view rows of generation {generation}';
   END IF;
@@ -14,7 +16,7 @@
     END LOOP;
   END IF;
   IF jsonb_array_length(v->'aside_rows') > 0 THEN
-    INSERT INTO {entries} (cid, seq, segment, body) SELECT k || ':turn', (e->>0)::bigint, e->>1, e->>2 FROM jsonb_array_elements(v->'aside_rows') e;
+    {insert_aside_rows};
   END IF;
   IF jsonb_array_length(v->'delete_entries') > 0 THEN
     FOR j IN SELECT jsonb_array_elements(v->'delete_entries') LOOP
@@ -22,7 +24,7 @@
     END LOOP;
   END IF;
   IF jsonb_array_length(v->'entries') > 0 THEN
-    INSERT INTO {entries} (cid, seq, segment, body) SELECT k, (e->>0)::bigint, e->>1, e->>2 FROM jsonb_array_elements(v->'entries') e ON CONFLICT (cid, seq) DO UPDATE SET body = excluded.body;
+    {insert_entries};
   END IF;
   IF jsonb_typeof(v->'drop_outcomes') = 'object' THEN
     FOR j IN SELECT jsonb_array_elements(v->'drop_outcomes'->'cards') LOOP
@@ -32,16 +34,16 @@
     DELETE FROM {outcomes} WHERE cid = k AND card IS NULL AND after >= d;
   END IF;
   IF jsonb_array_length(v->'outcomes') > 0 THEN
-    INSERT INTO {outcomes} (cid, v, sub, card, after, body) SELECT k, (e->>0)::bigint, (e->>1)::bigint, e->>2, (e->>3)::bigint, e->>4 FROM jsonb_array_elements(v->'outcomes') e;
+    {insert_outcomes};
   END IF;
   IF jsonb_typeof(v->'cut') = 'number' THEN
     DELETE FROM {messages} WHERE cid = k AND idx >= (v->>'cut')::bigint;
   END IF;
   IF jsonb_array_length(v->'messages') > 0 THEN
-    INSERT INTO {messages} (cid, idx, role, number, body) SELECT k, (e->>0)::bigint, e->>1, (e->>2)::bigint, e->>3 FROM jsonb_array_elements(v->'messages') e ON CONFLICT (cid, idx) DO UPDATE SET role = excluded.role, number = excluded.number, body = excluded.body;
+    {insert_messages};
   END IF;
   IF jsonb_array_length(v->'ended') > 0 THEN
-    INSERT INTO {messages} (cid, idx, role, number, block_end, body) SELECT k, (e->>0)::bigint, e->>1, (e->>2)::bigint, (e->>3)::bigint, e->>4 FROM jsonb_array_elements(v->'ended') e ON CONFLICT (cid, idx) DO UPDATE SET role = excluded.role, number = excluded.number, body = excluded.body, block_end = excluded.block_end;
+    {insert_ended};
   END IF;
   IF jsonb_array_length(v->'ends') > 0 THEN
     FOR j IN SELECT jsonb_array_elements(v->'ends') LOOP
@@ -52,10 +54,10 @@
     DELETE FROM {pages} WHERE cid = k AND message > (v->>'drop_pages')::bigint;
   END IF;
   IF jsonb_array_length(v->'pages') > 0 THEN
-    INSERT INTO {pages} (cid, message, page) SELECT k, (e->>0)::bigint, (e->>1)::bigint FROM jsonb_array_elements(v->'pages') e ON CONFLICT (cid, message) DO UPDATE SET page = excluded.page;
+    {insert_pages};
   END IF;
   IF jsonb_array_length(v->'turns') > 0 THEN
-    INSERT INTO {turns} (cid, version, message, at) SELECT k, (e->>0)::bigint, (e->>1)::bigint, e->>2 FROM jsonb_array_elements(v->'turns') e ON CONFLICT (cid, version) DO NOTHING;
+    {insert_turns};
   END IF;
   IF jsonb_typeof(v->'head') = 'array' THEN
     INSERT INTO {heads} (cid, version, body) VALUES (k, (v->'head'->>0)::bigint, v->'head'->>1) ON CONFLICT (cid) DO UPDATE SET version = excluded.version, body = excluded.body;

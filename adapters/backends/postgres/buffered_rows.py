@@ -3,6 +3,7 @@ table's rows as one statement over one JSON array, or into the append's document
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -11,27 +12,16 @@ import orjson
 
 from adapters.backends.postgres.append import AppendDocument, Unfit
 from adapters.backends.sql.views_buffered import BufferedRows
+from adapters.backends.sql.views_statements import json_insert
+from adapters.backends.sql.views_tables import ROW_TABLES
 from domain.events import MessageEdited, TurnsTruncated
 from projections.transcript import Message
 
-COLUMN_TYPES = {
-    "seq": "bigint",
-    "segment": "text",
-    "body": "text",
-    "v": "bigint",
-    "sub": "bigint",
-    "card": "text",
-    "after": "bigint",
-    "idx": "bigint",
-    "block_end": "bigint",
-    "role": "text",
-    "number": "bigint",
-    "message": "bigint",
-    "page": "bigint",
-    "version": "bigint",
-    "at": "text",
-}
-"""The PostgreSQL types of the view tables' columns (`adapters.backends.sql.views_tables.create_statements`)."""
+
+@functools.cache
+def _json_insert(table: str, name: str, columns: tuple[str, ...], upsert: bool = True) -> str:
+    """The insert of a JSON array of rows into `name` (`json_insert`), built once per table and columns."""
+    return json_insert(table, name, columns, "%s", "%s::jsonb", upsert)
 
 
 @dataclass
@@ -212,8 +202,8 @@ class PostgresBufferedRows(BufferedRows):
         return views
 
     def _kind(self, table: str, columns: tuple[str, ...]) -> str:
-        kind = next(k for k, name in self.t.items() if name == table)
-        return "ended" if kind == "messages" and "block_end" in columns else kind
+        """The document's section of `table`'s rows of `columns` (a message with its block end: `ended`)."""
+        return "ended" if table == "messages" and "block_end" in columns else table
 
     def _write_head(self, head: Any) -> None:
         views = self._document()
@@ -223,7 +213,7 @@ class PostgresBufferedRows(BufferedRows):
             self.head_json = head.model_dump_json()  # a turn read of this head takes it as written (`HeadCache.written`)
             views["head"] = [head.version, self.head_json]
 
-    def _insert_many(self, table: str, columns: tuple[str, ...], rows: list[tuple[Any, ...]], tail: str) -> None:
+    def _insert_many(self, table: str, columns: tuple[str, ...], rows: list[tuple[Any, ...]]) -> None:
         if not rows:
             return
         views = self._document()
@@ -232,12 +222,7 @@ class PostgresBufferedRows(BufferedRows):
             return
         # the rows as one JSON array of arrays (orjson, in C): psycopg's array dumpers work per
         # element in Python, holding the GIL a rebuild's fold needs; the server takes them apart
-        values = ", ".join(f"(e->>{i})::{COLUMN_TYPES[c]}" for i, c in enumerate(columns))
-        self.curs.execute(
-            f"INSERT INTO {table} (cid, {', '.join(columns)}) SELECT %s, {values} "
-            f"FROM jsonb_array_elements(%s::jsonb) AS e {tail}",
-            (self.cid, orjson.dumps(rows).decode()),
-        )
+        self.curs.execute(_json_insert(table, self.t[table], columns), (self.cid, orjson.dumps(rows).decode()))
 
     def _set_aside_rows(self) -> None:
         views = self._document()
@@ -253,8 +238,7 @@ class PostgresBufferedRows(BufferedRows):
                 )
             if self._aside:
                 self.curs.execute(
-                    f"INSERT INTO {entries} (cid, seq, segment, body) SELECT %s, (e->>0)::bigint, "
-                    "e->>1, e->>2 FROM jsonb_array_elements(%s::jsonb) AS e",
+                    _json_insert("entries", entries, ROW_TABLES["entries"].names, upsert=False),
                     (aside, orjson.dumps(self._aside).decode()),
                 )
             return

@@ -4,10 +4,12 @@ outcomes were read already with its head (`PrefetchedRows`).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from adapters.backends.sql.views_rows import SQLRows
+from adapters.backends.sql.views_statements import RowStatements
 from adapters.store.crypto import ViewTexts
 from adapters.views.caches import SEPARATOR, KeptMessages, Placement
 from adapters.views.ports import ReadMoved
@@ -38,8 +40,9 @@ class PrefetchedRows(SQLRows):
         run: Callable[[Any, str, Any], Any] | None = None,
         head: Head | None = None,
         known: Placement | None = None,
+        statements: RowStatements | None = None,
     ) -> None:
-        super().__init__(curs, tables, cid, p, texts)
+        super().__init__(curs, tables, cid, p, texts, statements)
         self._entries, self._outcomes, self._newest = entries, outcomes, newest
         self._run = run
         self._head = head
@@ -58,18 +61,13 @@ class PrefetchedRows(SQLRows):
         lookup of its newest message in the `(cid, number, idx)` index: a condition
         `number = ANY(…)` let PostgreSQL's planner, with stale statistics, filter the
         conversation's whole transcript by number."""
-        return (
-            f"SELECT x.idx, n.number, x.block_end FROM unnest(?::bigint[]) AS n(number) CROSS JOIN LATERAL "
-            f"(SELECT idx, block_end FROM {self.t['messages']} WHERE cid = ? AND number = n.number "
-            "ORDER BY idx DESC LIMIT 1) x",
-            (sorted(numbers), self.cid),
-        )
+        return _blocks(self.t["messages"]), (sorted(numbers), self.cid)
 
     def _select(self, sql: str, args: tuple[Any, ...]) -> Any:
         """Runs a read through the backend's `run` (PostgreSQL: prepared), if given."""
         if self._run is None:
             return super()._select(sql, args)
-        return self._run(self.curs, sql.replace("?", self.p), args)
+        return self._run(self.curs, sql, args)
 
     def entries(
         self, decode: Callable[[str], Entry] | None = None, newest: int | None = None, total: int | None = None
@@ -87,11 +85,7 @@ class PrefetchedRows(SQLRows):
 
     def _older_entries(self, seqs: list[int]) -> list[str]:
         assert self._head is not None
-        rows = self._select(
-            f"SELECT h.version, e.body FROM {self.t['heads']} h LEFT JOIN {self.t['entries']} e "
-            "ON e.cid = h.cid AND e.seq = ANY(?::bigint[]) WHERE h.cid = ? ORDER BY e.seq",
-            (seqs, self.cid),
-        ).fetchall()
+        rows = self._select(_older(self.t["heads"], self.t["entries"]), (seqs, self.cid)).fetchall()
         bodies = [r["body"] for r in rows if r["body"] is not None]
         if not rows or int(rows[0]["version"]) != self._head.version or len(bodies) != len(seqs):
             raise ReadMoved(f"the head of {self.cid} moved during a turn read")
@@ -104,6 +98,24 @@ class PrefetchedRows(SQLRows):
             decode = decode or CardOutcome.model_validate_json
             return tuple([decode(body) for body in bodies])
         return super().outcomes(newest, decode)
+
+
+@functools.cache
+def _blocks(messages: str) -> str:
+    """The block ends of an array of user message numbers in the table `messages` (once per table)."""
+    return (
+        "SELECT x.idx, n.number, x.block_end FROM unnest(%s::bigint[]) AS n(number) CROSS JOIN LATERAL "
+        f"(SELECT idx, block_end FROM {messages} WHERE cid = %s AND number = n.number ORDER BY idx DESC LIMIT 1) x"
+    )
+
+
+@functools.cache
+def _older(heads: str, entries: str) -> str:
+    """The head's version with the entries of an array of versions (once per generation)."""
+    return (
+        f"SELECT h.version, e.body FROM {heads} h LEFT JOIN {entries} e "
+        "ON e.cid = h.cid AND e.seq = ANY(%s::bigint[]) WHERE h.cid = %s ORDER BY e.seq"
+    )
 
 
 def _split(bodies: str | Sequence[str]) -> list[str]:

@@ -214,8 +214,8 @@ class PostgresViewStorage(SQLViewStorage):
     ) -> PrefetchedRows:
         """Returns the rows of a turn read whose newest entries and outcomes `turn_rows` read
         (`PrefetchedRows`), reading the rest prepared (`run`)."""
-        names = table_names(generation, self.schema)
-        return PrefetchedRows(curs, names, str(cid), self.p, entries, outcomes, newest, self.texts, self.run, head, known)
+        s = self.statements(generation)
+        return PrefetchedRows(curs, s.t, str(cid), self.p, entries, outcomes, newest, self.texts, self.run, head, known, s)
 
     def turn_input_rows(self, curs: Any, cid: UUID, generation: int) -> TurnInputRows | None:
         """Reads, in one statement (prepared, `run`), what the latest turn of `cid` saw, from the
@@ -296,11 +296,13 @@ class PostgresViewStorage(SQLViewStorage):
         version a turn read takes (`TurnRows.tip`)."""
 
     def _tables(self, curs: Any) -> list[str]:
-        rows = self._x(curs, "SELECT table_name FROM information_schema.tables WHERE table_schema = ?", (self.schema,)).fetchall()
+        rows = self._x(
+            curs, "SELECT table_name FROM information_schema.tables WHERE table_schema = %s", (self.schema,)
+        ).fetchall()
         return [r["table_name"] for r in rows]
 
     def _exists(self, curs: Any, name: str) -> bool:
-        row = self._x(curs, "SELECT to_regclass(?) AS t", (f'"{self.schema}".{name}',)).fetchone()
+        row = self._x(curs, "SELECT to_regclass(%s) AS t", (f'"{self.schema}".{name}',)).fetchone()
         return row["t"] is not None
 
     def queued(self) -> QueuedStatements:
@@ -329,9 +331,9 @@ class PostgresViewStorage(SQLViewStorage):
         if isinstance(curs, AppendDocument) and not exclusive:
             return  # the append function takes the shared lock before it writes the views
         if exclusive:
-            self._x(curs, "SELECT pg_advisory_xact_lock(?), pg_advisory_xact_lock(?)", (self._views_lock, OLD_VIEWS_LOCK_ID))
+            self._x(curs, "SELECT pg_advisory_xact_lock(%s), pg_advisory_xact_lock(%s)", (self._views_lock, OLD_VIEWS_LOCK_ID))
         else:
-            self._x(curs, "SELECT pg_advisory_xact_lock_shared(?)", (self._views_lock,))
+            self._x(curs, "SELECT pg_advisory_xact_lock_shared(%s)", (self._views_lock,))
 
     def _id(self, cid: UUID) -> Any:
         return cid

@@ -9,6 +9,8 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from adapters.backends.sql.views_rows import SQLRows
+from adapters.backends.sql.views_statements import RowStatements
+from adapters.backends.sql.views_tables import MESSAGE_COLUMNS, ROW_TABLES
 from adapters.store.crypto import ViewTexts
 from adapters.views.edit_window import EditWindow
 from adapters.views.ports import Appended
@@ -33,8 +35,16 @@ class BufferedRows(SQLRows):
     until another is put (a segment's answer joins the last message, a decision updates the
     newest entry, each is put again); an older held one read back is decoded from its body."""
 
-    def __init__(self, curs: Any, tables: dict[str, str], cid: str, p: str, texts: ViewTexts | None = None) -> None:
-        super().__init__(curs, tables, cid, p, texts)
+    def __init__(
+        self,
+        curs: Any,
+        tables: dict[str, str],
+        cid: str,
+        p: str,
+        texts: ViewTexts | None = None,
+        statements: RowStatements | None = None,
+    ) -> None:
+        super().__init__(curs, tables, cid, p, texts, statements)
         self._entries: dict[int, Entry | tuple[str, str] | None] = {}  # seq: entry, (segment, body), None: deleted
         self._segments: dict[str, int | None] = {}
         self._outcomes: list[tuple[Any, ...]] = []
@@ -190,14 +200,8 @@ class BufferedRows(SQLRows):
         """Writes what `drop_aside` and `set_aside` hold (at the flush, before the entries)."""
         if self._drop_aside:
             SQLRows.drop_aside(self)
-        self._many(
-            f"UPDATE {self.t['entries']} SET cid = ? WHERE cid = ? AND seq = ?",
-            [(self.aside_cid, self.cid, seq) for seq in self._moves],
-        )
-        self._many(
-            f"INSERT INTO {self.t['entries']} (cid, seq, segment, body) VALUES (?, ?, ?, ?)",
-            [(self.aside_cid, *row) for row in self._aside],
-        )
+        self._many(self.s.set_aside, [(self.aside_cid, self.cid, seq) for seq in self._moves])
+        self._many(self.s.insert("entries", upsert=False), [(self.aside_cid, *row) for row in self._aside])
 
     def put_outcomes(self, outcomes: Iterable[CardOutcome]) -> None:
         for o in outcomes:
@@ -314,15 +318,14 @@ class BufferedRows(SQLRows):
 
     def _many(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
         if len(rows) == 1:  # psycopg's executemany syncs a pipeline (a round trip); one row need not
-            self.curs.execute(sql.replace("?", self.p), rows[0])
+            self.curs.execute(sql, rows[0])
         elif rows:
-            self.curs.executemany(sql.replace("?", self.p), rows)
+            self.curs.executemany(sql, rows)
 
-    def _insert_many(self, table: str, columns: tuple[str, ...], rows: list[tuple[Any, ...]], tail: str) -> None:
-        """Inserts `rows` (values of `columns` after `cid`) into `table`, `tail` being the
-        statement's ON CONFLICT clause: one `executemany` (SQLite runs it in C)."""
-        marks = ", ".join("?" * (len(columns) + 1))
-        self._many(f"INSERT INTO {table} (cid, {', '.join(columns)}) VALUES ({marks}) {tail}", [(self.cid, *row) for row in rows])
+    def _insert_many(self, table: str, columns: tuple[str, ...], rows: list[tuple[Any, ...]]) -> None:
+        """Inserts `rows` (values of `columns` after `cid`) into row table `table`, with its ON
+        CONFLICT clause (`ROW_TABLES`): one `executemany` (SQLite runs it in C)."""
+        self._many(self.s.insert(table, columns), [(self.cid, *row) for row in rows])
 
     def _cut_stored_messages(self, keep: int) -> None:
         """Deletes the stored transcript messages from index `keep` on (at the flush, before the
@@ -330,18 +333,14 @@ class BufferedRows(SQLRows):
         SQLRows.cut_messages(self, keep)
 
     def _delete_entries(self, seqs: list[int]) -> None:
-        self._many(f"DELETE FROM {self.t['entries']} WHERE cid = ? AND seq = ?", [(self.cid, seq) for seq in seqs])
+        self._many(self.s.delete_entry, [(self.cid, seq) for seq in seqs])
 
     def _end_blocks(self, ends: list[tuple[int, int | None]]) -> None:
-        self._many(
-            f"UPDATE {self.t['messages']} SET block_end = ? WHERE cid = ? AND idx = ?",
-            [(end, self.cid, index) for index, end in ends],
-        )
+        self._many(self.s.end_block, [(end, self.cid, index) for index, end in ends])
 
     def flush(self) -> None:
         """Sends the held writes: per table one bulk statement (`_insert_many`); a held message
         goes out with the block end held for it, so only a stored message's end is an UPDATE."""
-        t = self.t
         entries = []
         for seq, held in self._entries.items():
             if isinstance(held, Entry):
@@ -353,35 +352,21 @@ class BufferedRows(SQLRows):
         self._remember()
         self._set_aside_rows()
         self._delete_entries([seq for seq, held in self._entries.items() if held is None])
-        self._insert_many(
-            t["entries"], ("seq", "segment", "body"), entries, "ON CONFLICT (cid, seq) DO UPDATE SET body = excluded.body"
-        )
-        self._insert_many(t["outcomes"], ("v", "sub", "card", "after", "body"), self._outcomes, "")
+        self._insert_many("entries", ROW_TABLES["entries"].names, entries)
+        self._insert_many("outcomes", ROW_TABLES["outcomes"].names, self._outcomes)
         if self._cut is not None:
             self._cut_stored_messages(self._cut)
         messages, ends = sorted(self._messages.items()), self._ends
         rows = [(i, *(held if isinstance(held, tuple) else self._message_row(held))) for i, held in messages]
-        upsert = "ON CONFLICT (cid, idx) DO UPDATE SET role = excluded.role, number = excluded.number, body = excluded.body"
-        self._insert_many(
-            t["messages"],
-            ("idx", "role", "number", "body"),  # block_end: NULL when new, else kept
-            [row for row in rows if row[0] not in ends],
-            upsert,
-        )
-        self._insert_many(
-            t["messages"],
-            ("idx", "role", "number", "block_end", "body"),  # with the end held for it
+        self._insert_many("messages", MESSAGE_COLUMNS, [row for row in rows if row[0] not in ends])  # block_end kept
+        self._insert_many(  # with the end held for it
+            "messages",
+            ROW_TABLES["messages"].names,
             [(i, role, number, ends[i], body) for i, role, number, body in rows if i in ends],
-            upsert + ", block_end = excluded.block_end",
         )
         self._end_blocks([(i, end) for i, end in ends.items() if i not in self._messages])  # ends of stored messages
-        self._insert_many(
-            t["pages"],
-            ("message", "page"),
-            list(self._pages.items()),
-            "ON CONFLICT (cid, message) DO UPDATE SET page = excluded.page",
-        )
-        self._insert_many(t["turns"], ("version", "message", "at"), self._turns, "ON CONFLICT (cid, version) DO NOTHING")
+        self._insert_many("pages", ROW_TABLES["pages"].names, list(self._pages.items()))
+        self._insert_many("turns", ROW_TABLES["turns"].names, self._turns)
         if self._head is not None:
             self._write_head(self._head)
             self._length = self._head.length

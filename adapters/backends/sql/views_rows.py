@@ -11,7 +11,8 @@ from typing import Any
 import orjson
 from pydantic import TypeAdapter
 
-from adapters.backends.sql.views_tables import aside_cid
+from adapters.backends.sql.views_statements import RowStatements
+from adapters.backends.sql.views_tables import MESSAGE_COLUMNS, aside_cid
 from adapters.store.crypto import ERASED, ViewTexts
 from adapters.views.caches import MESSAGE_BODY, KeptMessages, Placement, RenderedNotes
 from adapters.views.ports import ReadMoved, ViewRows
@@ -34,8 +35,18 @@ class SQLRows(ViewRows):
     """The hash chain's hash at the head's version, when the read that made these rows took it
     (`TurnRows.tip`): what a read kept of this version is kept under."""
 
-    def __init__(self, curs: Any, tables: dict[str, str], cid: str, p: str, texts: ViewTexts | None = None) -> None:
+    def __init__(
+        self,
+        curs: Any,
+        tables: dict[str, str],
+        cid: str,
+        p: str,
+        texts: ViewTexts | None = None,
+        statements: RowStatements | None = None,
+    ) -> None:
         self.curs, self.cid, self.p, self.t, self.texts = curs, cid, p, tables, texts
+        self.s = statements if statements is not None else RowStatements(tables, p)
+        """The statements, built once per generation by the storage (`SQLViewStorage.rows`)."""
 
     def _message_body(self, message: Message, seal: Callable[[str], str | None] | None = None) -> str:
         """Returns the JSON body a message's row keeps: its text sealed where `texts` is set
@@ -65,25 +76,22 @@ class SQLRows(ViewRows):
     def _blocks(self, numbers: set[int]) -> tuple[str, tuple[Any, ...]]:
         """Returns a query of `(idx, number, block_end)` of the user messages `numbers` and its
         arguments (an `IN` list, which SQLite looks up in the `(cid, number, idx)` index)."""
-        return (
-            f"SELECT idx, number, block_end FROM {self.t['messages']} WHERE cid = ? "
-            f"AND number IN ({', '.join('?' * len(numbers))})",
-            (self.cid, *sorted(numbers)),
-        )
+        return self.s.blocks(len(numbers)), (self.cid, *sorted(numbers))
 
     def _select(self, sql: str, args: tuple[Any, ...]) -> Any:
-        """Runs a read (`?` placeholders) and returns the cursor."""
-        self.curs.execute(sql.replace("?", self.p), args)
+        """Runs a read and returns the cursor."""
+        self.curs.execute(sql, args)
         return self.curs
 
     def _q(self, sql: str, *args: Any) -> Any:
-        self.curs.execute(sql.replace("?", self.p), (self.cid, *args))
+        """Runs `sql` with the conversation's `cid` first and returns the cursor."""
+        self.curs.execute(sql, (self.cid, *args))
         return self.curs
 
     def clear(self) -> None:
         """Deletes every row of the conversation."""
-        for table in self.t.values():
-            self._q(f"DELETE FROM {table} WHERE cid = ?")
+        for statement in self.s.clear:
+            self._q(statement)
         SQLRows.drop_aside(self)
 
     @property
@@ -96,13 +104,12 @@ class SQLRows(ViewRows):
 
     def head(self) -> Head | None:
         """Returns the conversation's head, None before its first event."""
-        row = self._q(f"SELECT body FROM {self.t['heads']} WHERE cid = ?").fetchone()
+        row = self._q(self.s.head).fetchone()
         return Head.model_validate_json(row["body"]) if row else None
 
     def put_head(self, head: Head) -> None:
         self._q(
-            f"INSERT INTO {self.t['heads']} (cid, version, body) VALUES (?, ?, ?) "
-            "ON CONFLICT (cid) DO UPDATE SET version = excluded.version, body = excluded.body",
+            self.s.insert("heads"),
             head.version,
             head.model_dump_json(),
         )
@@ -110,17 +117,16 @@ class SQLRows(ViewRows):
     # ---------------------------------------------------------------- run record
 
     def entry(self, segment: str) -> Entry | None:
-        row = self._q(f"SELECT body FROM {self.t['entries']} WHERE cid = ? AND segment = ?", segment).fetchone()
+        row = self._q(self.s.entry, segment).fetchone()
         return Entry.model_validate_json(row["body"]) if row else None
 
     def entry_seq(self, segment: str) -> int | None:
-        row = self._q(f"SELECT seq FROM {self.t['entries']} WHERE cid = ? AND segment = ?", segment).fetchone()
+        row = self._q(self.s.entry_seq, segment).fetchone()
         return int(row["seq"]) if row else None
 
     def put_entry(self, entry: Entry) -> None:
         self._q(
-            f"INSERT INTO {self.t['entries']} (cid, seq, segment, body) VALUES (?, ?, ?, ?) "
-            "ON CONFLICT (cid, seq) DO UPDATE SET body = excluded.body",
+            self.s.insert("entries"),
             entry.seq,
             entry.segment,
             entry.model_dump_json(),
@@ -128,14 +134,14 @@ class SQLRows(ViewRows):
 
     def delete_entries(self, seqs: Iterable[int]) -> None:
         for seq in seqs:
-            self._q(f"DELETE FROM {self.t['entries']} WHERE cid = ? AND seq = ?", seq)
+            self._q(self.s.delete_entry, seq)
 
     def set_aside(self, seqs: Iterable[int]) -> None:
         for seq in seqs:
-            self._select(f"UPDATE {self.t['entries']} SET cid = ? WHERE cid = ? AND seq = ?", (self.aside_cid, self.cid, seq))
+            self._select(self.s.set_aside, (self.aside_cid, self.cid, seq))
 
     def drop_aside(self) -> None:
-        self._select(f"DELETE FROM {self.t['entries']} WHERE cid = ?", (self.aside_cid,))
+        self._select(self.s.delete_entries, (self.aside_cid,))
 
     def turn_rows(
         self, length: int, version: int, kept: KeptMessages | None = None, rendered: RenderedNotes | None = None
@@ -144,12 +150,8 @@ class SQLRows(ViewRows):
         the first `length` transcript messages, the entries set aside for it and those kept of
         versions up to `version` (oldest first), and the card outcomes recorded up to `version`.
         With `kept` and `rendered` (the process's caches) as `decode_turn_bodies` takes them."""
-        t = self.t
         rows = self._select(
-            f"SELECT 0 AS k, idx AS n, 0 AS sub, body FROM {t['messages']} WHERE cid = ? AND idx < ? UNION ALL "
-            f"SELECT 1, seq, 0, body FROM {t['entries']} WHERE cid = ? AND seq <= ? UNION ALL "
-            f"SELECT 1, seq, 0, body FROM {t['entries']} WHERE cid = ? UNION ALL "
-            f"SELECT 2, v, sub, body FROM {t['outcomes']} WHERE cid = ? AND v <= ? ORDER BY k, n, sub",
+            self.s.turn_rows,
             (self.cid, length, self.cid, version, self.aside_cid, self.cid, version),
         ).fetchall()
         bodies: tuple[list[str], list[str], list[str]] = ([], [], [])
@@ -159,7 +161,7 @@ class SQLRows(ViewRows):
 
     def aside(self) -> tuple[Entry, ...]:
         """Returns the entries set aside for the latest turn, oldest first."""
-        rows = self._select(f"SELECT body FROM {self.t['entries']} WHERE cid = ? ORDER BY seq", (self.aside_cid,)).fetchall()
+        rows = self._select(self.s.entries, (self.aside_cid,)).fetchall()
         return _ENTRIES.validate_json("[" + ",".join(r["body"] for r in rows) + "]")
 
     def entries(
@@ -171,22 +173,18 @@ class SQLRows(ViewRows):
         `newest` are read at first, the older ones when one of them is first asked for (in the
         caller's transaction); should they not be `total` in all, raises ReadMoved."""
         if decode is not None and newest is not None and total is not None and total > newest:
-            rows = self._q(
-                f"SELECT seq, body FROM {self.t['entries']} WHERE cid = ? ORDER BY seq DESC LIMIT ?", newest
-            ).fetchall()[::-1]
+            rows = self._q(self.s.newest_entries, newest).fetchall()[::-1]
             if not rows:
                 raise ReadMoved(f"the head of {self.cid} keeps {total} entries, its rows none")
 
             def older() -> list[str]:
-                before = self._q(
-                    f"SELECT body FROM {self.t['entries']} WHERE cid = ? AND seq < ? ORDER BY seq", rows[0]["seq"]
-                ).fetchall()
+                before = self._q(self.s.older_entries, rows[0]["seq"]).fetchall()
                 if len(before) != total - len(rows):
                     raise ReadMoved(f"the head of {self.cid} keeps {total} entries, its rows {len(before) + len(rows)}")
                 return [r["body"] for r in before]
 
             return LazyEntries([r["body"] for r in rows], decode, total, older)
-        rows = self._q(f"SELECT body FROM {self.t['entries']} WHERE cid = ? ORDER BY seq").fetchall()
+        rows = self._q(self.s.entries).fetchall()
         if decode is not None:
             return LazyEntries([r["body"] for r in rows], decode)
         return _ENTRIES.validate_json("[" + ",".join(r["body"] for r in rows) + "]")
@@ -196,7 +194,7 @@ class SQLRows(ViewRows):
     def put_outcomes(self, outcomes: Iterable[CardOutcome]) -> None:
         for o in outcomes:
             self._q(
-                f"INSERT INTO {self.t['outcomes']} (cid, v, sub, card, after, body) VALUES (?, ?, ?, ?, ?, ?)",
+                self.s.insert("outcomes"),
                 o.seq[0],
                 o.seq[1],
                 o.card,
@@ -211,34 +209,26 @@ class SQLRows(ViewRows):
         does not know yet."""
         removed = 0
         for card in sorted(cards):
-            removed += len(self._q(f"DELETE FROM {self.t['outcomes']} WHERE cid = ? AND card = ? RETURNING v", card).fetchall())
-        return removed + len(
-            self._q(
-                f"DELETE FROM {self.t['outcomes']} WHERE cid = ? AND card IS NULL AND after >= ? RETURNING v", length
-            ).fetchall()
-        )
+            removed += len(self._q(self.s.cut_card, card).fetchall())
+        return removed + len(self._q(self.s.cut_loose, length).fetchall())
 
     def outcomes(self, newest: int | None = None, decode: Callable[[str], CardOutcome] | None = None) -> tuple[CardOutcome, ...]:
         """Returns the card outcomes, oldest first; only the `newest` ones if given; each body
         decoded by `decode` if given."""
         if newest is None:
-            rows = self._q(f"SELECT body FROM {self.t['outcomes']} WHERE cid = ? ORDER BY v, sub").fetchall()
+            rows = self._q(self.s.outcomes).fetchall()
         else:
-            rows = self._q(
-                f"SELECT body FROM {self.t['outcomes']} WHERE cid = ? ORDER BY v DESC, sub DESC LIMIT ?", newest
-            ).fetchall()[::-1]
+            rows = self._q(self.s.newest_outcomes, newest).fetchall()[::-1]
         return tuple((decode or CardOutcome.model_validate_json)(r["body"]) for r in rows)
 
     # ---------------------------------------------------------------- transcript
 
     def message(self, index: int) -> Message | None:
-        row = self._q(f"SELECT body FROM {self.t['messages']} WHERE cid = ? AND idx = ?", index).fetchone()
+        row = self._q(self.s.message, index).fetchone()
         return self._decode_messages([row["body"]])[0] if row else None
 
     def user_index(self, number: int) -> int | None:
-        row = self._q(  # MAX, not ORDER BY: the (cid, number) index, not a walk of the transcript
-            f"SELECT MAX(idx) AS idx FROM {self.t['messages']} WHERE cid = ? AND number = ?", number
-        ).fetchone()
+        row = self._q(self.s.user_index, number).fetchone()
         return int(row["idx"]) if row and row["idx"] is not None else None
 
     def messages_at(self, indexes: set[int], kept: KeptMessages | None = None) -> dict[int, Message]:
@@ -251,10 +241,7 @@ class SQLRows(ViewRows):
         """Returns the row bodies of the transcript messages at `indexes` there are (one statement)."""
         if not indexes:
             return {}
-        marks = ", ".join("?" * len(indexes))
-        rows = self._q(
-            f"SELECT idx, body FROM {self.t['messages']} WHERE cid = ? AND idx IN ({marks})", *sorted(indexes)
-        ).fetchall()
+        rows = self._q(self.s.bodies_at(len(indexes)), *sorted(indexes)).fetchall()
         return {int(r["idx"]): r["body"] for r in rows}
 
     def block_ends(self, numbers: set[int]) -> dict[int, int | None]:
@@ -262,10 +249,7 @@ class SQLRows(ViewRows):
         when its block runs to the end); a number with no message is left out (one statement)."""
         if not numbers:
             return {}
-        marks = ", ".join("?" * len(numbers))
-        rows = self._q(
-            f"SELECT idx, number, block_end FROM {self.t['messages']} WHERE cid = ? AND number IN ({marks})", *sorted(numbers)
-        ).fetchall()
+        rows = self._q(self.s.blocks(len(numbers)), *sorted(numbers)).fetchall()
         found: dict[int, int | None] = {}
         for r in sorted(rows, key=lambda r: r["idx"]):  # the newest message of a number wins
             found[int(r["number"])] = None if r["block_end"] is None else int(r["block_end"])
@@ -293,21 +277,8 @@ class SQLRows(ViewRows):
             known.numbers.update(numbers)
             missing = {n for n in numbers if n not in ends}
             if missing:
-                m = self.t["messages"]
-                # each position beside a block's end is its own primary-key lookup (a correlated
-                # subquery, run once per position: a condition on it would run it again): a join
-                # on `idx IN (…)` let PostgreSQL's planner, with stale statistics, scan the
-                # conversation's whole transcript
-                blocks, args = self._blocks(missing)
-                rows = self._select(
-                    (
-                        f"WITH b AS ({blocks}), "
-                        "p AS (SELECT COALESCE(block_end, ?) - 1 AS i FROM b UNION SELECT COALESCE(block_end, ?) FROM b) "
-                        "SELECT 0 AS k, idx, number, block_end, NULL AS body FROM b UNION ALL "
-                        f"SELECT 1, i, NULL, NULL, (SELECT body FROM {m} WHERE cid = ? AND idx = p.i) FROM p"
-                    ),
-                    (*args, length, length, self.cid),
-                ).fetchall()
+                blocks, args = self._blocks(missing)  # each position its own lookup (`RowStatements.placement`)
+                rows = self._select(self.s.placement(blocks), (*args, length, length, self.cid)).fetchall()
                 ends.update(dict.fromkeys(missing))  # no message of the number: None
                 for r in sorted((r for r in rows if r["k"] == 0), key=lambda r: r["idx"]):  # the newest wins
                     ends[int(r["number"])] = (int(r["idx"]), None if r["block_end"] is None else int(r["block_end"]))
@@ -329,9 +300,7 @@ class SQLRows(ViewRows):
 
     def put_message(self, index: int, message: Message) -> None:
         self._q(
-            f"INSERT INTO {self.t['messages']} (cid, idx, role, number, block_end, body) VALUES (?, ?, ?, ?, NULL, ?) "
-            "ON CONFLICT (cid, idx) DO UPDATE SET role = excluded.role, number = excluded.number, "
-            "body = excluded.body",
+            self.s.insert("messages", MESSAGE_COLUMNS),  # block_end: NULL when new, else kept
             index,
             message.role,
             message.number,
@@ -339,41 +308,34 @@ class SQLRows(ViewRows):
         )
 
     def end_block(self, index: int, end: int | None) -> None:
-        self.curs.execute(
-            f"UPDATE {self.t['messages']} SET block_end = {self.p} WHERE cid = {self.p} AND idx = {self.p}",
-            (end, self.cid, index),
-        )
+        self.curs.execute(self.s.end_block, (end, self.cid, index))
 
     def cut_messages(self, keep: int) -> None:
-        self._q(f"DELETE FROM {self.t['messages']} WHERE cid = ? AND idx >= ?", keep)
+        self._q(self.s.cut_messages, keep)
 
     def messages(self) -> tuple[Message, ...]:
         """Returns the whole transcript, in order."""
-        rows = self._q(f"SELECT body FROM {self.t['messages']} WHERE cid = ? ORDER BY idx").fetchall()
+        rows = self._q(self.s.messages).fetchall()
         return self._decode_messages([r["body"] for r in rows])
 
     # ---------------------------------------------------------------- view context, turns
 
     def put_page(self, message: int, page: int) -> None:
         self._q(
-            f"INSERT INTO {self.t['pages']} (cid, message, page) VALUES (?, ?, ?) "
-            "ON CONFLICT (cid, message) DO UPDATE SET page = excluded.page",
+            self.s.insert("pages"),
             message,
             page,
         )
 
     def cut_pages(self, after: int) -> tuple[int | None, int]:
-        self._q(f"DELETE FROM {self.t['pages']} WHERE cid = ? AND message > ?", after)
-        newest = self._q(f"SELECT page FROM {self.t['pages']} WHERE cid = ? ORDER BY message DESC LIMIT 1").fetchone()
-        shown = self._q(
-            f"SELECT page FROM {self.t['pages']} WHERE cid = ? AND page <> 0 ORDER BY message DESC LIMIT 1"
-        ).fetchone()
+        self._q(self.s.cut_pages, after)
+        newest = self._q(self.s.newest_page).fetchone()
+        shown = self._q(self.s.shown_page).fetchone()
         return (int(newest["page"]) if newest else None), (int(shown["page"]) if shown else 0)
 
     def put_turn(self, turn: TurnMark) -> None:
         self._q(
-            f"INSERT INTO {self.t['turns']} (cid, version, message, at) VALUES (?, ?, ?, ?) "
-            "ON CONFLICT (cid, version) DO NOTHING",
+            self.s.insert("turns"),
             turn.version,
             turn.message,
             turn.at.isoformat(),
@@ -382,12 +344,8 @@ class SQLRows(ViewRows):
     def turn_starts(self, message: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
         """As `ViewRows.turn_starts`: one statement, a second only when `message` started no
         turn; each a range of the `turns` table's primary key."""
-        table = self.t["turns"]
-        versions = tuple(
-            int(row["version"])
-            for row in self._q(f"SELECT version FROM {table} WHERE cid = ? AND message = ? ORDER BY version", message).fetchall()
-        )
+        versions = tuple(int(row["version"]) for row in self._q(self.s.turn_versions, message).fetchall())
         if versions:
             return versions, ()
-        rows = self._q(f"SELECT DISTINCT message FROM {table} WHERE cid = ? ORDER BY message").fetchall()
+        rows = self._q(self.s.turn_messages).fetchall()
         return (), tuple(int(row["message"]) for row in rows)

@@ -26,6 +26,7 @@ import orjson
 from adapters.backends.sql.views_buffered import BufferedRows
 from adapters.backends.sql.views_overview import OverviewStatements, read_overview
 from adapters.backends.sql.views_rows import SQLRows
+from adapters.backends.sql.views_statements import RowStatements
 from adapters.backends.sql.views_tables import activity_index, create_statements, overview_table_names, table_names
 from adapters.views.ports import ViewStorage, not_updated
 from adapters.views.row_tables import OVERVIEW_TABLES
@@ -54,7 +55,7 @@ class SQLViewStorage(ViewStorage):
     def __init__(self, datastore: Any, events_table: str) -> None:
         self.datastore, self.events_table = datastore, events_table
         self._has_pointer = False
-        self._names: dict[int, dict[str, str]] = {}
+        self._statements: dict[int, RowStatements] = {}
         self._overviews: dict[int, OverviewStatements] = {}
 
     @contextmanager
@@ -64,10 +65,17 @@ class SQLViewStorage(ViewStorage):
 
     def rows(self, curs: Any, generation: int, cid: UUID, buffered: bool = False) -> SQLRows:
         kind = self.buffered_rows if buffered else SQLRows
-        names = self._names.get(generation)
-        if names is None:  # made once per generation: an append makes rows for every line
-            names = self._names[generation] = table_names(generation, self.schema)
-        return kind(curs, names, str(cid), self.p, self.texts)
+        statements = self._statements.get(generation)
+        if statements is None:  # made once per generation: an append makes rows for every line
+            statements = self._statements[generation] = RowStatements.of(generation, self.schema, self.p)
+        return kind(curs, statements.t, str(cid), self.p, self.texts, statements)
+
+    def statements(self, generation: int) -> RowStatements:
+        """The row statements of `generation` (made once)."""
+        found = self._statements.get(generation)
+        if found is None:
+            found = self._statements[generation] = RowStatements.of(generation, self.schema, self.p)
+        return found
 
     def run(self, curs: Any, sql: str, params: Any) -> Any:
         """Runs one read statement of a turn read (`sql` with the driver's placeholders) on
@@ -109,7 +117,8 @@ class SQLViewStorage(ViewStorage):
         return f'"{self.schema}".{name}' if self.schema else name
 
     def _x(self, curs: Any, sql: str, params: tuple[Any, ...] = ()) -> Any:
-        curs.execute(sql.replace("?", self.p), params)
+        """Runs `sql` (its placeholders the driver's, `p`) and returns the cursor."""
+        curs.execute(sql, params)
         return curs
 
     def pointer(self, curs: Any) -> Pointer | None:
@@ -132,7 +141,7 @@ class SQLViewStorage(ViewStorage):
         row = self._x(
             curs,
             f"SELECT p.generation, p.rules, p.next, h.body FROM {self._t(POINTER)} p "
-            f"LEFT JOIN {heads} h ON h.cid = ? WHERE p.id = 1",
+            f"LEFT JOIN {heads} h ON h.cid = {self.p} WHERE p.id = 1",
             (str(cid),),
         ).fetchone()
         if row is None:
@@ -141,6 +150,7 @@ class SQLViewStorage(ViewStorage):
         return live, (row["body"] if live.generation == generation else None)
 
     def set_pointer(self, curs: Any, pointer: Pointer) -> None:
+        p = self.p
         self._x(
             curs,
             f"CREATE TABLE IF NOT EXISTS {self._t(POINTER)} "
@@ -148,7 +158,7 @@ class SQLViewStorage(ViewStorage):
         )
         self._x(
             curs,
-            f"INSERT INTO {self._t(POINTER)} (id, generation, rules, next) VALUES (1, ?, ?, ?) "
+            f"INSERT INTO {self._t(POINTER)} (id, generation, rules, next) VALUES (1, {p}, {p}, {p}) "
             "ON CONFLICT (id) DO UPDATE SET generation = excluded.generation, rules = excluded.rules, "
             "next = excluded.next",
             (pointer.generation, pointer.rules, pointer.next),
@@ -167,17 +177,17 @@ class SQLViewStorage(ViewStorage):
     def newest_heads(
         self, curs: Any, generation: int, limit: int, before: tuple[int, str] | None = None, since: int | None = None
     ) -> list[tuple[str, int, str, int | None]]:
-        e, heads = self.activity, table_names(generation, self.schema)["heads"]
+        e, p, heads = self.activity, self.p, table_names(generation, self.schema)["heads"]
         where, params = [f"{e} IS NOT NULL"], []
         if before is not None:  # a range on the index's first column, then the cids of that time
-            where.append(f"{e} <= ? AND ({e} < ? OR cid < ?)")
+            where.append(f"{e} <= {p} AND ({e} < {p} OR cid < {p})")
             params += [before[0], before[0], before[1]]
         if since is not None:
-            where.append(f"{e} >= ?")
+            where.append(f"{e} >= {p}")
             params.append(since)
         rows = self._x(
             curs,
-            f"SELECT cid, {e} AS at, body FROM {heads} WHERE {' AND '.join(where)} ORDER BY {e} DESC, cid DESC LIMIT ?",
+            f"SELECT cid, {e} AS at, body FROM {heads} WHERE {' AND '.join(where)} ORDER BY {e} DESC, cid DESC LIMIT {p}",
             (*params, limit),
         ).fetchall()
         bodies = [(r, orjson.loads(r["body"])) for r in rows]
@@ -202,7 +212,7 @@ class SQLViewStorage(ViewStorage):
         row = self._x(
             curs,
             f"SELECT originator_version AS v FROM {self._t(self.events_table)} "
-            "WHERE originator_id = ? ORDER BY originator_version DESC LIMIT 1",
+            f"WHERE originator_id = {self.p} ORDER BY originator_version DESC LIMIT 1",
             (self._id(cid),),
         ).fetchone()
         return int(row["v"]) if row else 0
