@@ -19,6 +19,7 @@ store's settings ask the backend instead of switching on its type (`backend_name
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -27,11 +28,10 @@ from eventsourcing.utils import resolve_topic
 
 from adapters.store.crypto import MASTER_KEY_VARIABLE, ViewTexts, master_key
 from adapters.store.keys import DataKeys
+from adapters.store.ports import HistoryIndex, IdempotencyKeys, StorePorts
 from adapters.store.serialization import PydanticMapper
 
 if TYPE_CHECKING:
-    from adapters.store.idempotency import IdempotencyKeys
-    from adapters.store.sql_history import HistoryTables
     from adapters.views.storage import ViewStorage
 
 
@@ -86,13 +86,27 @@ class StoreFactory:
             self._data_keys = self.construct_data_keys(master_key(self.env.get(MASTER_KEY_VARIABLE)))
         return self._data_keys
 
+    @abstractmethod
     def construct_data_keys(self, master: bytes | None) -> DataKeys:
-        raise NotImplementedError
+        """Returns the data keys of this factory's database, wrapped by `master` where given."""
 
     @classmethod
-    def history_tables(cls, store: Any) -> HistoryTables:
-        """Returns the history index tables of `store`'s database (not yet created)."""
-        raise NotImplementedError
+    @abstractmethod
+    def history_index(cls, recorder: Any) -> HistoryIndex:
+        """Returns the history index in the database of `recorder` (the store's application
+        recorder), its tables not yet created."""
+
+    @classmethod
+    @abstractmethod
+    def idempotency_keys(cls, recorder: Any) -> IdempotencyKeys:
+        """Returns the kept idempotency keys in the database of `recorder`, their table not yet
+        created (`IdempotencyKeys.create`)."""
+
+    @classmethod
+    def ports(cls, recorder: Any) -> StorePorts:
+        """Returns this backend's implementations of the store's ports on the database of
+        `recorder` (`adapters.bootstrap` hands them to the store)."""
+        return StorePorts(history=cls.history_index(recorder), idempotency_keys=cls.idempotency_keys(recorder))
 
     @classmethod
     def view_storage(cls, store: Any) -> ViewStorage:
@@ -100,9 +114,9 @@ class StoreFactory:
         raise NotImplementedError
 
     @classmethod
+    @abstractmethod
     def describe(cls, env: Mapping[str, str]) -> str:
         """Returns one line naming the database of `env` (the library's keys), never the password."""
-        raise NotImplementedError
 
     @classmethod
     def server_reason(cls, env: Mapping[str, str]) -> str | None:
@@ -116,12 +130,6 @@ class StoreFactory:
         setting or another process caused it, naming the setting and what to do (`backend`
         describes the store); None for any other error, which is a bug."""
         return None
-
-    @classmethod
-    def idempotency_keys(cls, store: Any) -> IdempotencyKeys:
-        """Returns the kept idempotency keys in `store`'s database, making the table if it is
-        missing."""
-        raise NotImplementedError
 
 
 def backend_of(factory: InfrastructureFactory[Any]) -> type[StoreFactory]:

@@ -1,31 +1,33 @@
 """The conversation store: an eventsourcing Application over the Conversation aggregate.
 
-Thin: `handle` loads a conversation, lets the command decide, saves the events. Everything
-else (backend, serialisation) is configuration; see `adapters.backends.settings`.
+Thin: `handle` loads a conversation, lets the command decide, saves the events. The backend is
+handed in, made by the composition root (`adapters.bootstrap`): the library's infrastructure
+factory, the application recorder it made, and the backend's implementations of the store's ports
+(`adapters.store.ports.StorePorts`).
 """
 
 from __future__ import annotations
 
 import functools
+import os
 import time
-from collections.abc import Callable, Sequence
-from typing import ClassVar
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ClassVar
 from uuid import UUID
 
-from eventsourcing.persistence import IntegrityError, Recording
+from eventsourcing.persistence import ApplicationRecorder, InfrastructureFactory, IntegrityError, Recording
+from eventsourcing.utils import Environment
 
-from adapters.backends import backend_of
 from adapters.store.chain import ChainBroken, ChainedRecorder
 from adapters.store.chain_key import open_chain
 from adapters.store.commands import BatchConflict, BatchRefused, Command, HandleResult
 from adapters.store.crypto import refuse_texts
 from adapters.store.deciding import DecidingStore
-from adapters.store.idempotency import IdempotencyKeys
 from adapters.store.keys import DataKeys
 from adapters.store.known_counts import KnownCounts
 from adapters.store.known_records import IndexPuts, KnownRecords
+from adapters.store.ports import AssumptionFailed, HistoryIndex, IdempotencyKeys, StorePorts
 from adapters.store.serialization import SERIALIZATION_ENV
-from adapters.store.sql_history import AssumptionFailed, HistoryTables
 from adapters.store.store_views import StoreViews, ViewsWritten
 from adapters.store.write_retry import WriteConflict, backoff, reconnecting
 from domain.conversation import Conversation, ConversationSnapshot, project_conversation
@@ -60,18 +62,42 @@ class ConversationStore(DecidingStore):
     is_snapshotting_enabled = True
     snapshot_class = ConversationSnapshot
 
+    @classmethod
+    def environment(cls, env: Mapping[str, str] | None = None) -> Environment:
+        """Returns the store's settings as the library reads them: the class's `env`, then
+        os.environ, then `env`, each winning over the one before."""
+        settings = dict(cls.env)
+        if cls.is_snapshotting_enabled:
+            settings["IS_SNAPSHOTTING_ENABLED"] = "y"
+        settings.update(os.environ)
+        settings.update(env or {})
+        return Environment(cls.name, settings)
+
     def __init__(
-        self, env: dict[str, str] | None = None, *, views: Callable[[ConversationStore], StoreViews] | None = None
+        self,
+        env: Environment,
+        *,
+        factory: InfrastructureFactory[Any],
+        recorder: ApplicationRecorder,
+        ports: StorePorts,
+        views: Callable[[ConversationStore], StoreViews] | None = None,
+        reopen: Callable[[Mapping[str, str]], ConversationStore] | None = None,
     ) -> None:
-        """Opens the store on the backend `env` names (see the class). `views` builds, once the
-        store is open, the views it keeps current as it saves (`StoreViews`; the composition root,
-        `adapters.bootstrap`, passes the read models); None: a store that keeps no views (a read
-        catches its views up from the log). Raises BadMasterKey,
+        """Opens the store on `factory` (made from `env`, `environment`'s) and its application
+        recorder `recorder`, with `ports`, the same backend's history index and idempotency keys.
+        `views` builds, once the store is open, the views it keeps current as it saves
+        (`StoreViews`; the composition root, `adapters.bootstrap`, passes the read models); None:
+        a store that keeps no views (a read catches its views up from the log). `reopen` builds
+        another store on the same settings (`reopened`). Raises BadMasterKey,
         before anything is stored, when the store is protected by a master key that
         CHATRECORD_MASTER_KEY does not hold, or CHATRECORD_MASTER_KEY is set for a store that
         keeps data keys unwrapped (`DataKeys.check_master`), or when its hash chain is keyed with
         another key or none (`adapters.store.chain_key.open_chain`; `MASTER_KEY_UNBOUND=allow` lets the
         key commands, `adapters.service.master_key`, open such a store to bind it)."""
+        self._made = (factory, recorder)
+        self._reopen = reopen
+        self.history: HistoryIndex = ports.history
+        self._idempotency_keys = ports.idempotency_keys
         super().__init__(env)
         keys = getattr(self.mapper, "keys", None)
         unbound = self.env.get("MASTER_KEY_UNBOUND", "") == "allow"
@@ -83,7 +109,6 @@ class ConversationStore(DecidingStore):
         except BaseException:
             self.close()  # the refused store's connections
             raise
-        self.history: HistoryTables = backend_of(self.factory).history_tables(self)
         self._records = KnownRecords()
         """Per conversation, the newest segment records as this process's last append left the
         index (`AssumedHistory.known`)."""
@@ -108,12 +133,29 @@ class ConversationStore(DecidingStore):
                 self.close()  # the connections of a store whose views cannot be opened
                 raise
 
+    def reopened(self) -> ConversationStore:
+        """Returns a new store on this one's settings, with connections of its own and no views
+        (a forked process's). Raises TypeError for a store built without `reopen`."""
+        if self._reopen is None:
+            raise TypeError("this store cannot be reopened; build it with adapters.bootstrap")
+        return self._reopen(self.env)
+
+    def construct_env(self, name: str, env: Mapping[str, str] | None = None) -> Environment:
+        return env if isinstance(env, Environment) else self.environment(env)
+
+    def construct_factory(self, env: Environment) -> InfrastructureFactory[Any]:
+        return self._made[0]
+
+    def construct_recorder(self) -> ApplicationRecorder:
+        return self._made[1]
+
     @functools.cached_property
     def idempotency_keys(self) -> IdempotencyKeys:
         """The kept idempotency keys in this store's own database (`adapters.store.idempotency`),
-        as its backend hands them out; built once, on first use, making their table where it is
-        missing (a store that only reads never makes it)."""
-        return backend_of(self.factory).idempotency_keys(self)
+        as the store was built with them; their table is made on first use, where it is missing
+        (a store that only reads never makes it)."""
+        self._idempotency_keys.create()
+        return self._idempotency_keys
 
     # ------------------------------------------------------------ commands
 

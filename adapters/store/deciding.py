@@ -19,7 +19,7 @@ from adapters.store.chain import ChainBroken, ChainedRecorder
 from adapters.store.commands import Command
 from adapters.store.known_counts import KnownCounts
 from adapters.store.known_records import KnownRecords
-from adapters.store.sql_history import HistoryTables
+from adapters.store.ports import HistoryIndex
 from adapters.store.store_queries import StoreQueries
 from adapters.store.store_views import StoreViews
 from domain.conversation import Conversation, ConversationSnapshot, History, recorded_segment
@@ -46,7 +46,7 @@ class DecidingStore(StoreQueries):
     """The deciding of a ConversationStore's commands and what it keeps of each conversation
     between them; `ConversationStore` builds what is declared here and writes."""
 
-    history: HistoryTables
+    history: HistoryIndex
     views: StoreViews | None
     snapshot_interval: int
     _records: KnownRecords
@@ -138,7 +138,7 @@ class DecidingStore(StoreQueries):
             if not loaded:  # outside the read transaction: loading takes a connection of its own
                 state, loaded = self.get(command.conversation), True
             elif state is not None:  # indexed < state.version
-                self.history.write(state.id, None, self.events.get(state.id, lte=state.version), rebuild=True)
+                self.history.write(state.id, None, list(self.events.get(state.id, lte=state.version)), rebuild=True)
 
     def _cached(self, cid: UUID, indexed: int, tip: bytes | None = None) -> tuple[Conversation | None, bool]:
         """Returns the cached state of conversation `cid` and True when it is current: its

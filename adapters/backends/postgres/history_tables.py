@@ -15,12 +15,13 @@ from psycopg.sql import SQL
 
 from adapters.backends.postgres.append import ASSUMPTION_FUNCTION, AppendDocument, assumption_function_statement
 from adapters.backends.postgres.schema import create_once, schema_lock_name
+from adapters.backends.sql.dialect import POSTGRES_PARAM, Dialect
+from adapters.backends.sql.history import SQLHistory, SQLHistoryTables
+from adapters.backends.sql.history_statements import TABLES as HISTORY_TABLES
 from adapters.store.chain import CHAIN_TABLE
-from adapters.store.history_rows import TABLES as HISTORY_TABLES
-from adapters.store.history_rows import HeldIndex, SQLHistory, index_events
+from adapters.store.history_rows import AssumedBase, HeldIndex, index_events
 from adapters.store.known_records import IndexPuts
-from adapters.store.sql_history import AssumedBase, SQLHistoryTables
-from domain.history_index import AssumedHistory
+from domain.history_index import AssumedHistory, MemoryHistory
 
 
 def _marks(rows: Sequence[tuple[Any, ...]]) -> str:
@@ -36,7 +37,9 @@ class PostgresHistoryTables(SQLHistoryTables):
     and their insert fails (and the command is decided again) if another writer came between."""
 
     def __init__(self, datastore: PostgresDatastore) -> None:
-        super().__init__(datastore, "%s", datastore.schema, (f'"{datastore.schema}".{CHAIN_TABLE}', lambda cid: cid))
+        super().__init__(
+            datastore, Dialect(POSTGRES_PARAM, datastore.schema), (f'"{datastore.schema}".{CHAIN_TABLE}', lambda cid: cid)
+        )
         self.t = {name: f'"{datastore.schema}".{name}' for name in HISTORY_TABLES}
         self.chain_table = f'"{datastore.schema}".{CHAIN_TABLE}'
         self.assumption_function = f'"{datastore.schema}".{ASSUMPTION_FUNCTION}'
@@ -216,6 +219,9 @@ class PostgresHistoryTables(SQLHistoryTables):
         return held.delta
 
     @contextmanager
-    def _reading(self, cid: UUID) -> Iterator[SQLHistory]:
+    def _reading(self, cid: UUID | None) -> Iterator[Any]:
+        if cid is None:
+            yield MemoryHistory()
+            return
         with self.datastore.cursor() as curs:  # autocommit reads, no transaction to end
-            yield SQLHistory(self._through(curs), cid, self.p, self.schema, memo=True, chain=self._chain_of(cid))
+            yield SQLHistory(self._through(curs), cid, self.sql, memo=True, chain=self._chain_of(cid))
