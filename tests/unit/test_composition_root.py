@@ -10,12 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from eventsourcing.persistence import InfrastructureFactory
 
 from adapters.api import Chatrecord
 from adapters.backends.settings import memory_env
 from adapters.bootstrap import NoReadModels, build_store, open_store, read_models
 from adapters.store.application import ConversationStore
 from adapters.views.readmodels import ReadModels
+from domain.events import conversation_uuid
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "tests" / "data" / "demo_seo_tour.jsonl"
@@ -195,3 +197,32 @@ def test_a_store_built_without_read_models_says_so() -> None:
     with pytest.raises(NoReadModels):
         Chatrecord(store).turn_input("conv-demo-seo")
     assert isinstance(read_models(open_store(memory=True)), ReadModels)
+
+
+def test_the_store_uses_the_ports_it_is_handed_and_makes_their_tables_once() -> None:
+    from adapters.backends.memory import MemoryHistoryTables, MemoryIdempotencyKeys
+    from adapters.store.ports import StorePorts
+
+    class CountingKeys(MemoryIdempotencyKeys):
+        def __init__(self) -> None:
+            super().__init__()
+            self.created = 0
+
+        def create(self) -> None:
+            self.created += 1
+
+    settings = ConversationStore.environment(memory_env())
+    factory = InfrastructureFactory.construct(settings)
+    recorder = factory.application_recorder()
+    history, keys = MemoryHistoryTables(), CountingKeys()
+    store = ConversationStore(settings, factory=factory, recorder=recorder, ports=StorePorts(history, keys), views=ReadModels)
+    chatrecord = Chatrecord(store)
+    chatrecord.ingest(DEMO.read_text(encoding="utf-8").splitlines(), DEMO.name)
+
+    assert store.factory is factory and store.recorder is recorder and store.history is history
+    assert history.reader(conversation_uuid("conv-demo-seo")).version == len(
+        recorder.select_events(conversation_uuid("conv-demo-seo"))
+    )
+    assert keys.created == 0  # a store that has not used its keys made no table
+    assert store.idempotency_keys is store.idempotency_keys is keys and keys.created == 1
+    chatrecord.close()
