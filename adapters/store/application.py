@@ -24,8 +24,8 @@ from adapters.store.commands import BatchConflict, BatchRefused, Command, Handle
 from adapters.store.crypto import refuse_texts
 from adapters.store.deciding import DecidingStore
 from adapters.store.keys import DataKeys
-from adapters.store.known_counts import KnownCounts
-from adapters.store.known_records import IndexPuts, KnownRecords
+from adapters.store.known_conversations import KnownConversations
+from adapters.store.known_records import IndexPuts
 from adapters.store.ports import AssumptionFailed, HistoryIndex, IdempotencyKeys, StorePorts
 from adapters.store.serialization import SERIALIZATION_ENV
 from adapters.store.store_views import StoreViews, ViewsWritten
@@ -109,12 +109,6 @@ class ConversationStore(DecidingStore):
         except BaseException:
             self.close()  # the refused store's connections
             raise
-        self._records = KnownRecords()
-        """Per conversation, the newest segment records as this process's last append left the
-        index (`AssumedHistory.known`)."""
-        self._known = KnownCounts()
-        """Per conversation, (version, card outcomes) of the index after this process's last
-        append, for deciding the next command without reading the index (`_assume`)."""
         self.history.create()
         self.snapshot_interval = int(self.env.get("SNAPSHOT_INTERVAL") or DEFAULT_SNAPSHOT_INTERVAL)
         self.max_attempts = int(self.env.get("HANDLE_MAX_ATTEMPTS") or DEFAULT_MAX_ATTEMPTS)
@@ -132,6 +126,14 @@ class ConversationStore(DecidingStore):
             except BaseException:
                 self.close()  # the connections of a store whose views cannot be opened
                 raise
+        heads = getattr(self.recorder, "chain_heads", None)
+        forgets = [heads.forget] if heads is not None else []
+        if self.views is not None:
+            forgets.append(self.views.forget)
+        self.known = KnownConversations([*forgets, self._uncache])
+        """What this process keeps of each conversation between its commands, with one `forget`
+        for all of it: the index's counts and newest rows as its last append left them (`_assume`),
+        the chain's last hash, the views' head and the cached state."""
 
     def reopened(self) -> ConversationStore:
         """Returns a new store on this one's settings, with connections of its own and no views
@@ -212,15 +214,15 @@ class ConversationStore(DecidingStore):
             try:  # the history index is written in the events' own transaction
                 recordings = self.save(*events, inline=index) if inline else self.save(*events)
             except ChainBroken as broken:  # the previous event has no hash: nothing of the line is stored
-                self._forget(cid)
+                self.known.forget(cid)
                 raise broken.named(command.conversation) from None
             except AssumptionFailed:
-                self._forget(cid)  # decided on a state or an index that moved: read them this time
+                self.known.forget(cid)  # decided on a state or an index that moved: read them this time
                 if attempt == tries:  # the last try assumed: decide once more, from the index (it assumes
-                    tries += 1  # nothing after `_forget`, so this happens once at most)
+                    tries += 1  # nothing after `forget`, so this happens once at most)
                 continue
             except IntegrityError as conflict:
-                self._forget(cid)  # another writer's events: load the log again
+                self.known.forget(cid)  # another writer's events: load the log again
                 recorder = self.recorder
                 gone = recorder.dangling(cid, events[0].originator_version) if isinstance(recorder, ChainedRecorder) else None
                 if gone is not None:  # no retry gets past an event deleted by hand
@@ -241,8 +243,7 @@ class ConversationStore(DecidingStore):
             after = project_conversation(state, events)
             self._cache(after)
             if after is not None and outcomes is not None and added and added[-1] is not None:
-                self._known.put(cid, (after.version, outcomes + added[-1]))
-                self._records.appended(cid, state, events, puts[-1] if puts else None)
+                self.known.appended(cid, state, events, (after.version, outcomes + added[-1]), puts[-1] if puts else None)
             self._snapshot_if_due(state, after)
             position = recordings[-1].notification.id if recordings else None
             return HandleResult(command.conversation, events, events, after, position, attempt)
@@ -304,7 +305,7 @@ class ConversationStore(DecidingStore):
                 recordings = self.save(*every, inline=index, batch=True) if inline else self.save(*every)
             except (AssumptionFailed, IntegrityError) as conflict:
                 for cid, _, _ in work:
-                    self._forget(cid)  # another writer's events: load the logs again
+                    self.known.forget(cid)  # another writer's events: load the logs again
                 raise BatchConflict(
                     "another writer appended to a conversation of the batch; nothing of it was stored"
                 ) from conflict
@@ -326,10 +327,11 @@ class ConversationStore(DecidingStore):
                 position = recording.notification.id if recording is not None else None
             after = project_conversation(state, events)
             self._cache(after)
-            self._records.evict(cid)
             count = added.get(cid)
-            if after is not None and outcomes is not None and count is not None:
-                self._known.put(cid, (after.version, outcomes + count))
+            self.known.counted(
+                cid,
+                (after.version, outcomes + count) if after is not None and outcomes is not None and count is not None else None,
+            )
             self._snapshot_if_due(state, after)
             results.append(HandleResult(command.conversation, events, events, after, position, 1))
         return results

@@ -112,7 +112,7 @@ def test_nothing_sets_a_stores_collaborators_after_building_it() -> None:
 def test_the_collaborators_checked_are_every_one_the_store_is_built_with() -> None:
     handed_in = {"factory", "recorder", "history", "views", "_idempotency_keys"}
     made_by_the_library = {"mapper", "events", "snapshots", "_repository", "_notification_log"}
-    own_caches = {"_records", "_known"}
+    own_caches = {"known"}
 
     assert handed_in | made_by_the_library | own_caches <= store_collaborators()
     assert {"factory", "recorder", "ports", "views"} <= set(ConversationStore.__init__.__code__.co_varnames)
