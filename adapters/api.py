@@ -28,6 +28,7 @@ from functools import cached_property
 from threading import Lock
 from typing import Any
 
+from adapters.backends.replicas import check_position, replayed, write_position
 from adapters.backends.settings import StoreUnusable, describe_backend, read_store_env, store_errors
 from adapters.bootstrap import build_store, open_store, read_models
 from adapters.service.conversation_reads import ConversationReads
@@ -62,7 +63,6 @@ from adapters.service.use_case_base import (
     reads,
 )
 from adapters.store.application import ConversationStore
-from adapters.store.replicas import check_position, replayed, write_position
 from adapters.store.verify import Verdict
 from adapters.views.overview_rows import OverviewRows
 from adapters.views.readmodels import ReadModels
@@ -201,7 +201,7 @@ class Chatrecord(LineWrites, ConversationReads, StoreUpkeep, UseCaseBase):
     def position(self) -> str | None:
         """Returns the read-after position of every write this store committed so far (the
         primary's WAL insert position, text such as '0/3016040', opaque to the caller; one
-        statement), None without a reading store (`adapters.store.replicas.write_position`)."""
+        statement), None without a reading store (`adapters.backends.replicas.write_position`)."""
         if not self._reads_elsewhere:
             return None
         with store_errors(self.store):

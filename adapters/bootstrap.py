@@ -4,7 +4,10 @@ As Cosmic Python's `bootstrap.py` (src/allocation/bootstrap.py in cosmicpython/c
 unit of work and message bus once and hands each handler its dependencies, this module builds,
 per store:
 
-- the store (`ConversationStore`) on the backend the settings name (`adapters.backends.settings`);
+- the store (`ConversationStore`) on the backend the settings name (`adapters.backends.settings`):
+  the backend's infrastructure factory, the application recorder it makes, and its
+  implementations of the store's ports (`StoreFactory.ports`: the history index and the
+  idempotency keys), all made here and handed to the store as it is built;
 - its data keys, made once by the backend's factory (`StoreFactory.data_keys`) and given to the
   mapper that factory makes, before the store reads or writes anything;
 - its read models (`ReadModels`), on the view storage its backend hands out
@@ -12,8 +15,8 @@ per store:
   store at construction as the views it keeps current as it saves
   (`ConversationStore(views=read_models_for)`, `StoreViews`), one per store;
   `read_models(store)` returns them;
-- its idempotency keys (`ConversationStore.idempotency_keys`), made once, on first use, so a
-  store that only reads never makes their table.
+- its idempotency keys (`ConversationStore.idempotency_keys`), handed in with the ports; their
+  table is made on first use, so a store that only reads never makes it.
 
 `adapters.api.Chatrecord()` (and through it the command line), `chatrecord serve`
 (`adapters.http.server`, and the app its workers build) and the tests' fixtures get their stores
@@ -26,7 +29,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from adapters.backends import SQLITE_MODULE, view_storage_for
+from eventsourcing.persistence import InfrastructureFactory
+
+from adapters.backends import SQLITE_MODULE, backend_of, view_storage_for
 from adapters.backends.settings import read_store_env, store_env
 from adapters.store.application import ConversationStore
 from adapters.views.readmodels import ReadModels
@@ -44,7 +49,22 @@ def build_store(env: Mapping[str, str], *, views: bool = True) -> ConversationSt
     read models as its views; `views=False`: one that keeps none (a bulk load whose read models a
     rebuild folds afterwards; every read catches them up from the log). Raises what
     ConversationStore and ReadModels raise when the database cannot be opened."""
-    return ConversationStore(env=dict(env), views=read_models_for if views else None)
+    settings = ConversationStore.environment(env)
+    factory = InfrastructureFactory.construct(settings)
+    try:
+        recorder = factory.application_recorder()
+        ports = backend_of(factory).ports(recorder)
+        return ConversationStore(
+            settings,
+            factory=factory,
+            recorder=recorder,
+            ports=ports,
+            views=read_models_for if views else None,
+            reopen=lambda again: build_store(again, views=False),
+        )
+    except BaseException:
+        factory.close()  # the connections of a store that could not be built
+        raise
 
 
 def open_store(

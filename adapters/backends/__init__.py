@@ -1,24 +1,27 @@
-"""The store's backends, one module each: `sqlite`, `postgres` and `memory`.
+"""The store's backends, one module each: `sqlite`, `postgres` and `memory`; `sql` holds what
+the two SQL backends run alike, `settings` picks a backend from the environment.
 
 Each module holds its backend's infrastructure factory, a subclass of the library's factory of
 the same backend, which is what the library's PERSISTENCE_MODULE selects (`SQLITE_MODULE`,
 `POSTGRES_MODULE`, `MEMORY_MODULE`; `adapters.backends.settings` names one). The factory makes the
 application recorder that writes the hash chain in the events' own transaction
-(`adapters.store.chain`) and gives the mapper the data keys of the same database
-(`adapters.store.keys`), wrapped by CHATRECORD_MASTER_KEY where it is set
-(`adapters.store.crypto`); and it hands out the backend's pieces of the rest of the store:
-the history index (`history_tables`), the views' tables (`view_storage`) and the kept
-idempotency keys (`idempotency_keys`); and it says what only the backend knows: the line that
+(`adapters.store.chain`) and builds the mapper with the data keys of the same database
+(`adapters.store.keys`, on the backend's `DataKeyStore`), wrapped by CHATRECORD_MASTER_KEY where
+it is set (`adapters.store.crypto`); it implements the store's ports (`adapters.store.ports`):
+the history index (`history_index`) and the kept idempotency keys (`idempotency_keys`), which
+`adapters.bootstrap` hands to the store (`ports`), and the views' tables (`view_storage`); and it
+says what only the backend knows: the line that
 describes its database (`describe`), why its server refuses a connection (`server_reason`)
 and which of its driver's errors a setting or another process caused (`problem`), so the
 store's settings ask the backend instead of switching on its type (`backend_named`,
 `backend_of_error`). The backend-neutral logic stays with its concern
-(`adapters.store.chain.ChainedRecorder`, `adapters.store.sql_history.SQLHistoryTables`,
-`adapters.backends.sql.views_storage.SQLViewStorage`, `adapters.store.idempotency.SQLIdempotencyKeys`).
+(`adapters.store.chain.ChainedRecorder`, `adapters.backends.sql.history.SQLHistoryTables`,
+`adapters.backends.sql.views_storage.SQLViewStorage`, `adapters.backends.sql.idempotency.SQLIdempotencyKeys`).
 """
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -27,11 +30,10 @@ from eventsourcing.utils import resolve_topic
 
 from adapters.store.crypto import MASTER_KEY_VARIABLE, ViewTexts, master_key
 from adapters.store.keys import DataKeys
+from adapters.store.ports import HistoryIndex, IdempotencyKeys, StorePorts
 from adapters.store.serialization import PydanticMapper
 
 if TYPE_CHECKING:
-    from adapters.store.idempotency import IdempotencyKeys
-    from adapters.store.sql_history import HistoryTables
     from adapters.views.ports import ViewStorage
 
 
@@ -74,10 +76,15 @@ class StoreFactory:
     """The database driver's errors, which `problem` words (`adapters.backends.settings.store_problem`)."""
 
     def mapper(self, transcoder: Transcoder | None = None, mapper_class: type[Mapper[Any]] | None = None) -> Mapper[Any]:
-        mapper: Mapper[Any] = super().mapper(transcoder, mapper_class)  # type: ignore[misc]  # a mixin: the library's factory comes after it
-        if isinstance(mapper, PydanticMapper):
-            mapper.keys = self.data_keys()
-        return mapper
+        """The library's mapper; a PydanticMapper (the store's, `MAPPER_TOPIC`) is built with this
+        factory's data keys."""
+        if mapper_class is None and self.env.get(InfrastructureFactory.MAPPER_TOPIC):
+            mapper_class = resolve_topic(self.env.get(InfrastructureFactory.MAPPER_TOPIC))
+        if isinstance(mapper_class, type) and issubclass(mapper_class, PydanticMapper):
+            factory: Any = self  # a mixin: the library's factory, with its codecs, comes after it
+            return mapper_class(transcoder or factory.transcoder(), factory.compressor(), factory.cipher(), keys=self.data_keys())
+        made: Mapper[Any] = super().mapper(transcoder, mapper_class)  # type: ignore[misc]  # the library's factory comes after it
+        return made
 
     def data_keys(self) -> DataKeys:
         """Returns the data keys of this factory's database. Raises BadMasterKey for a
@@ -86,13 +93,27 @@ class StoreFactory:
             self._data_keys = self.construct_data_keys(master_key(self.env.get(MASTER_KEY_VARIABLE)))
         return self._data_keys
 
+    @abstractmethod
     def construct_data_keys(self, master: bytes | None) -> DataKeys:
-        raise NotImplementedError
+        """Returns the data keys of this factory's database, wrapped by `master` where given."""
 
     @classmethod
-    def history_tables(cls, store: Any) -> HistoryTables:
-        """Returns the history index tables of `store`'s database (not yet created)."""
-        raise NotImplementedError
+    @abstractmethod
+    def history_index(cls, recorder: Any) -> HistoryIndex:
+        """Returns the history index in the database of `recorder` (the store's application
+        recorder), its tables not yet created."""
+
+    @classmethod
+    @abstractmethod
+    def idempotency_keys(cls, recorder: Any) -> IdempotencyKeys:
+        """Returns the kept idempotency keys in the database of `recorder`, their table not yet
+        created (`IdempotencyKeys.create`)."""
+
+    @classmethod
+    def ports(cls, recorder: Any) -> StorePorts:
+        """Returns this backend's implementations of the store's ports on the database of
+        `recorder` (`adapters.bootstrap` hands them to the store)."""
+        return StorePorts(history=cls.history_index(recorder), idempotency_keys=cls.idempotency_keys(recorder))
 
     @classmethod
     def view_storage(cls, store: Any) -> ViewStorage:
@@ -100,9 +121,9 @@ class StoreFactory:
         raise NotImplementedError
 
     @classmethod
+    @abstractmethod
     def describe(cls, env: Mapping[str, str]) -> str:
         """Returns one line naming the database of `env` (the library's keys), never the password."""
-        raise NotImplementedError
 
     @classmethod
     def server_reason(cls, env: Mapping[str, str]) -> str | None:
@@ -116,12 +137,6 @@ class StoreFactory:
         setting or another process caused it, naming the setting and what to do (`backend`
         describes the store); None for any other error, which is a bug."""
         return None
-
-    @classmethod
-    def idempotency_keys(cls, store: Any) -> IdempotencyKeys:
-        """Returns the kept idempotency keys in `store`'s database, making the table if it is
-        missing."""
-        raise NotImplementedError
 
 
 def backend_of(factory: InfrastructureFactory[Any]) -> type[StoreFactory]:

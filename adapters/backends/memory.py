@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, nullcontext
+from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -24,13 +24,16 @@ from eventsourcing.popo import POPOFactory as LibraryPOPOFactory
 from adapters.backends import StoreFactory
 from adapters.store.chain import PAGE, ChainedRecorder, Link, Stored, run_inline
 from adapters.store.chain_checks import BrokenChain, VerifiedPosition
-from adapters.store.idempotency import IdempotencyKeys, Kept, reservation
-from adapters.store.keys import DataKeys, Row
-from adapters.store.sql_history import HistoryTables
+from adapters.store.history_rows import write_folded
+from adapters.store.idempotency import Kept, reservation
+from adapters.store.keys import DataKeys
+from adapters.store.known_records import IndexPuts
+from adapters.store.ports import DataKeyStore, HistoryIndex, IdempotencyKeys, KeyRow
 from adapters.views.memory_rows import MemoryConversation, MemoryRows
 from adapters.views.ports import ViewStorage
 from adapters.views.storage_reads import Pointer
-from domain.history_index import MemoryHistory
+from domain.events import ConversationEvent
+from domain.history_index import AssumedHistory, MemoryHistory
 
 log = logging.getLogger("chatrecord")
 
@@ -127,71 +130,90 @@ class ChainedPOPORecorder(ChainedRecorder, POPOApplicationRecorder):
             return [(k, v, self.chain[(k, v)]) for k, v in self._sorted(iter(self.chain), after, only, limit)]
 
 
-class MemoryDataKeys(DataKeys):
-    """Keys of the in-memory store."""
+class MemoryDataKeys(DataKeyStore):
+    """The key rows and the check row of the in-memory store."""
 
-    def __init__(self, master: bytes | None) -> None:
-        super().__init__(master)
-        self.rows: dict[UUID, Row] = {}
+    def __init__(self) -> None:
+        self.kept: dict[UUID, KeyRow] = {}
         self.sealed: bytes | None = None
         """The store's check row (`DataKeys.check_master`)."""
 
-    def _select(self, originator_id: UUID) -> Row | None:
-        return self.rows.get(originator_id)
+    def select(self, originator_id: UUID) -> KeyRow | None:
+        return self.kept.get(originator_id)
 
-    def _insert(self, originator_id: UUID, wrapped: bytes, check: bytes | None) -> None:
+    def insert(self, originator_id: UUID, wrapped: bytes, check: bytes | None) -> None:
         if self.sealed == check:
-            self.rows.setdefault(originator_id, (wrapped, None))
+            self.kept.setdefault(originator_id, (wrapped, None))
 
-    def _select_check(self) -> bytes | None:
+    def select_check(self) -> bytes | None:
         return self.sealed
 
-    def _insert_check(self, sealed: bytes) -> bool:
-        if self.sealed is None and not any(w is not None and w[:1] == b"\x00" for w, _ in self.rows.values()):
+    def insert_check(self, sealed: bytes) -> bool:
+        if self.sealed is None and not any(w is not None and w[:1] == b"\x00" for w, _ in self.kept.values()):
             self.sealed = sealed
         return True
 
-    def _counts(self) -> tuple[int, int, int]:
-        kinds = [None if w is None else w[:1] for w, _ in self.rows.values()]
+    def counts(self) -> tuple[int, int, int]:
+        kinds = [None if w is None else w[:1] for w, _ in self.kept.values()]
         return kinds.count(b"\x01"), kinds.count(b"\x00"), kinds.count(None)
 
-    def _rewrap(self, change: Callable[[UUID, bytes], bytes], sealed: bytes | None, also: Callable[[Any], None]) -> int:
-        changed = {k: (change(k, w), at) for k, (w, at) in self.rows.items() if w is not None}  # all, or raise
+    def rewrap(self, change: Callable[[UUID, bytes], bytes], sealed: bytes | None, also: Callable[[Any], None]) -> int:
+        changed = {k: (change(k, w), at) for k, (w, at) in self.kept.items() if w is not None}  # all, or raise
         also(None)  # before any change: it raises, or writes all
-        self.rows.update(changed)
+        self.kept.update(changed)
         self.sealed = sealed
         return len(changed)
 
-    def _wrapped_sample(self) -> tuple[UUID, bytes] | None:
-        return next(((k, w) for k, (w, _) in self.rows.items() if w is not None and w[:1] == b"\x01"), None)
+    def wrapped_sample(self) -> tuple[UUID, bytes] | None:
+        return next(((k, w) for k, (w, _) in self.kept.items() if w is not None and w[:1] == b"\x01"), None)
 
-    def _erase(self, originator_id: UUID, at: datetime) -> None:
-        erased = self.rows.get(originator_id, (None, None))[1]
-        self.rows[originator_id] = (None, erased or at)
+    def erase(self, originator_id: UUID, at: datetime) -> None:
+        erased = self.kept.get(originator_id, (None, None))[1]
+        self.kept[originator_id] = (None, erased or at)
+
+    def scrub(self) -> None:
+        """Does nothing: no file keeps a deleted row."""
 
 
-class MemoryHistoryTables(HistoryTables):
+class MemoryHistoryTables(HistoryIndex):
     """The history index in memory: one `MemoryHistory` per conversation."""
 
     def __init__(self) -> None:
         self.memory: dict[UUID, MemoryHistory] = {}
 
+    def create(self) -> None:
+        """Does nothing: the index is a dict."""
+
     def reader(self, cid: UUID) -> MemoryHistory:
         return self.memory.setdefault(cid, MemoryHistory())
 
+    def reading(self, cid: UUID | None) -> AbstractContextManager[MemoryHistory]:
+        return self._reading(cid)
+
     @contextmanager
-    def _reading(self, cid: UUID) -> Iterator[MemoryHistory]:
-        yield self.reader(cid)
+    def _reading(self, cid: UUID | None) -> Iterator[MemoryHistory]:
+        yield MemoryHistory() if cid is None else self.reader(cid)
 
-    def writer(self, curs: Any, cid: UUID) -> MemoryHistory:
-        return self.reader(cid)
+    def write(
+        self,
+        cid: UUID,
+        state: Any,
+        events: Sequence[ConversationEvent],
+        curs: Any = None,
+        *,
+        rebuild: bool = False,
+        follows: bool = False,
+        assumed: AssumedHistory | None = None,
+        puts: list[IndexPuts] | None = None,
+    ) -> int | None:
+        if assumed is not None:
+            raise ValueError("this index cannot check an assumed history (checks_assumptions)")
 
-    def _emptied(self, index: Any, cid: UUID) -> MemoryHistory:
-        emptied = self.memory[cid] = MemoryHistory()
-        return emptied
+        def emptied(_: Any) -> MemoryHistory:
+            fresh = self.memory[cid] = MemoryHistory()
+            return fresh
 
-    def _transaction(self) -> Any:
-        return nullcontext(None)
+        return write_folded(self.reader(cid), state, list(events), rebuild=rebuild, follows=follows, emptied=emptied)
 
 
 class MemoryViewStorage(ViewStorage):
@@ -266,6 +288,9 @@ class MemoryIdempotencyKeys(IdempotencyKeys):
         self.kept: dict[str, Kept] = {}
         self.lock = threading.Lock()
 
+    def create(self) -> None:
+        """Does nothing: the keys are a dict."""
+
     def get(self, key: str) -> Kept | None:
         return self.kept.get(key)
 
@@ -302,10 +327,10 @@ class MemoryFactory(StoreFactory, LibraryPOPOFactory):
         return "in memory (nothing is kept after the process ends)"
 
     def construct_data_keys(self, master: bytes | None) -> DataKeys:
-        return MemoryDataKeys(master)
+        return DataKeys(master, MemoryDataKeys())
 
     @classmethod
-    def history_tables(cls, store: Any) -> MemoryHistoryTables:
+    def history_index(cls, recorder: Any) -> MemoryHistoryTables:
         return MemoryHistoryTables()
 
     @classmethod
@@ -317,5 +342,5 @@ class MemoryFactory(StoreFactory, LibraryPOPOFactory):
         return storage
 
     @classmethod
-    def idempotency_keys(cls, store: Any) -> MemoryIdempotencyKeys:
+    def idempotency_keys(cls, recorder: Any) -> MemoryIdempotencyKeys:
         return MemoryIdempotencyKeys()

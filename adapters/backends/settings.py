@@ -14,7 +14,7 @@
 - `CHATRECORD_READ_DATABASE_URL` (optional, with CHATRECORD_DATABASE_URL): the hot standbys where
   what only reads is served (`read_store_env`, read-only: no table is created);
   `CHATRECORD_READ_WAIT_MS` (default 1000) how long a read given a write's position waits for them
-  (`read_wait`, `adapters.store.replicas`). `CHATRECORD_WRITE_RETRY_SECONDS` (default 30 where
+  (`read_wait`, `adapters.backends.replicas`). `CHATRECORD_WRITE_RETRY_SECONDS` (default 30 where
   CHATRECORD_DATABASE_URL names several hosts, else 0) how long a write whose connection was lost
   tries again (`adapters.store.write_retry.reconnecting`). See docs/scaling.md.
 

@@ -11,13 +11,13 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
+from adapters.backends.replicas import recovery_conflict, wrote_on_standby
 from adapters.backends.settings import read_wait, store_errors
 from adapters.ingest import ParsedLine
 from adapters.service.conversations import stored_id
 from adapters.store.application import ConversationStore
 from adapters.store.chain import ChainedRecorder
 from adapters.store.kept_verdicts import broken_of, held, position_of
-from adapters.store.replicas import recovery_conflict, wrote_on_standby
 from adapters.store.verify import Verdict
 from adapters.store.write_retry import connection_lost
 from adapters.views.readmodels import ReadModels

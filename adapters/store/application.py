@@ -1,31 +1,33 @@
 """The conversation store: an eventsourcing Application over the Conversation aggregate.
 
-Thin: `handle` loads a conversation, lets the command decide, saves the events. Everything
-else (backend, serialisation) is configuration; see `adapters.backends.settings`.
+Thin: `handle` loads a conversation, lets the command decide, saves the events. The backend is
+handed in, made by the composition root (`adapters.bootstrap`): the library's infrastructure
+factory, the application recorder it made, and the backend's implementations of the store's ports
+(`adapters.store.ports.StorePorts`).
 """
 
 from __future__ import annotations
 
 import functools
+import os
 import time
-from collections.abc import Callable, Sequence
-from typing import ClassVar
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ClassVar
 from uuid import UUID
 
-from eventsourcing.persistence import IntegrityError, Recording
+from eventsourcing.persistence import ApplicationRecorder, InfrastructureFactory, IntegrityError, Recording
+from eventsourcing.utils import Environment
 
-from adapters.backends import backend_of
 from adapters.store.chain import ChainBroken, ChainedRecorder
 from adapters.store.chain_key import open_chain
 from adapters.store.commands import BatchConflict, BatchRefused, Command, HandleResult
 from adapters.store.crypto import refuse_texts
 from adapters.store.deciding import DecidingStore
-from adapters.store.idempotency import IdempotencyKeys
 from adapters.store.keys import DataKeys
-from adapters.store.known_counts import KnownCounts
-from adapters.store.known_records import IndexPuts, KnownRecords
+from adapters.store.known_conversations import KnownConversations
+from adapters.store.known_records import IndexPuts
+from adapters.store.ports import AssumptionFailed, HistoryIndex, IdempotencyKeys, StorePorts
 from adapters.store.serialization import SERIALIZATION_ENV
-from adapters.store.sql_history import AssumptionFailed, HistoryTables
 from adapters.store.store_views import StoreViews, ViewsWritten
 from adapters.store.write_retry import WriteConflict, backoff, reconnecting
 from domain.conversation import Conversation, ConversationSnapshot, project_conversation
@@ -60,18 +62,42 @@ class ConversationStore(DecidingStore):
     is_snapshotting_enabled = True
     snapshot_class = ConversationSnapshot
 
+    @classmethod
+    def environment(cls, env: Mapping[str, str] | None = None) -> Environment:
+        """Returns the store's settings as the library reads them: the class's `env`, then
+        os.environ, then `env`, each winning over the one before."""
+        settings = dict(cls.env)
+        if cls.is_snapshotting_enabled:
+            settings["IS_SNAPSHOTTING_ENABLED"] = "y"
+        settings.update(os.environ)
+        settings.update(env or {})
+        return Environment(cls.name, settings)
+
     def __init__(
-        self, env: dict[str, str] | None = None, *, views: Callable[[ConversationStore], StoreViews] | None = None
+        self,
+        env: Environment,
+        *,
+        factory: InfrastructureFactory[Any],
+        recorder: ApplicationRecorder,
+        ports: StorePorts,
+        views: Callable[[ConversationStore], StoreViews] | None = None,
+        reopen: Callable[[Mapping[str, str]], ConversationStore] | None = None,
     ) -> None:
-        """Opens the store on the backend `env` names (see the class). `views` builds, once the
-        store is open, the views it keeps current as it saves (`StoreViews`; the composition root,
-        `adapters.bootstrap`, passes the read models); None: a store that keeps no views (a read
-        catches its views up from the log). Raises BadMasterKey,
+        """Opens the store on `factory` (made from `env`, `environment`'s) and its application
+        recorder `recorder`, with `ports`, the same backend's history index and idempotency keys.
+        `views` builds, once the store is open, the views it keeps current as it saves
+        (`StoreViews`; the composition root, `adapters.bootstrap`, passes the read models); None:
+        a store that keeps no views (a read catches its views up from the log). `reopen` builds
+        another store on the same settings (`reopened`). Raises BadMasterKey,
         before anything is stored, when the store is protected by a master key that
         CHATRECORD_MASTER_KEY does not hold, or CHATRECORD_MASTER_KEY is set for a store that
         keeps data keys unwrapped (`DataKeys.check_master`), or when its hash chain is keyed with
         another key or none (`adapters.store.chain_key.open_chain`; `MASTER_KEY_UNBOUND=allow` lets the
         key commands, `adapters.service.master_key`, open such a store to bind it)."""
+        self._made = (factory, recorder)
+        self._reopen = reopen
+        self.history: HistoryIndex = ports.history
+        self._idempotency_keys = ports.idempotency_keys
         super().__init__(env)
         keys = getattr(self.mapper, "keys", None)
         unbound = self.env.get("MASTER_KEY_UNBOUND", "") == "allow"
@@ -83,13 +109,6 @@ class ConversationStore(DecidingStore):
         except BaseException:
             self.close()  # the refused store's connections
             raise
-        self.history: HistoryTables = backend_of(self.factory).history_tables(self)
-        self._records = KnownRecords()
-        """Per conversation, the newest segment records as this process's last append left the
-        index (`AssumedHistory.known`)."""
-        self._known = KnownCounts()
-        """Per conversation, (version, card outcomes) of the index after this process's last
-        append, for deciding the next command without reading the index (`_assume`)."""
         self.history.create()
         self.snapshot_interval = int(self.env.get("SNAPSHOT_INTERVAL") or DEFAULT_SNAPSHOT_INTERVAL)
         self.max_attempts = int(self.env.get("HANDLE_MAX_ATTEMPTS") or DEFAULT_MAX_ATTEMPTS)
@@ -107,13 +126,38 @@ class ConversationStore(DecidingStore):
             except BaseException:
                 self.close()  # the connections of a store whose views cannot be opened
                 raise
+        heads = getattr(self.recorder, "chain_heads", None)
+        forgets = [heads.forget] if heads is not None else []
+        if self.views is not None:
+            forgets.append(self.views.forget)
+        self.known = KnownConversations([*forgets, self._uncache])
+        """What this process keeps of each conversation between its commands, with one `forget`
+        for all of it: the index's counts and newest rows as its last append left them (`_assume`),
+        the chain's last hash, the views' head and the cached state."""
+
+    def reopened(self) -> ConversationStore:
+        """Returns a new store on this one's settings, with connections of its own and no views
+        (a forked process's). Raises TypeError for a store built without `reopen`."""
+        if self._reopen is None:
+            raise TypeError("this store cannot be reopened; build it with adapters.bootstrap")
+        return self._reopen(self.env)
+
+    def construct_env(self, name: str, env: Mapping[str, str] | None = None) -> Environment:
+        return env if isinstance(env, Environment) else self.environment(env)
+
+    def construct_factory(self, env: Environment) -> InfrastructureFactory[Any]:
+        return self._made[0]
+
+    def construct_recorder(self) -> ApplicationRecorder:
+        return self._made[1]
 
     @functools.cached_property
     def idempotency_keys(self) -> IdempotencyKeys:
         """The kept idempotency keys in this store's own database (`adapters.store.idempotency`),
-        as its backend hands them out; built once, on first use, making their table where it is
-        missing (a store that only reads never makes it)."""
-        return backend_of(self.factory).idempotency_keys(self)
+        as the store was built with them; their table is made on first use, where it is missing
+        (a store that only reads never makes it)."""
+        self._idempotency_keys.create()
+        return self._idempotency_keys
 
     # ------------------------------------------------------------ commands
 
@@ -170,15 +214,15 @@ class ConversationStore(DecidingStore):
             try:  # the history index is written in the events' own transaction
                 recordings = self.save(*events, inline=index) if inline else self.save(*events)
             except ChainBroken as broken:  # the previous event has no hash: nothing of the line is stored
-                self._forget(cid)
+                self.known.forget(cid)
                 raise broken.named(command.conversation) from None
             except AssumptionFailed:
-                self._forget(cid)  # decided on a state or an index that moved: read them this time
+                self.known.forget(cid)  # decided on a state or an index that moved: read them this time
                 if attempt == tries:  # the last try assumed: decide once more, from the index (it assumes
-                    tries += 1  # nothing after `_forget`, so this happens once at most)
+                    tries += 1  # nothing after `forget`, so this happens once at most)
                 continue
             except IntegrityError as conflict:
-                self._forget(cid)  # another writer's events: load the log again
+                self.known.forget(cid)  # another writer's events: load the log again
                 recorder = self.recorder
                 gone = recorder.dangling(cid, events[0].originator_version) if isinstance(recorder, ChainedRecorder) else None
                 if gone is not None:  # no retry gets past an event deleted by hand
@@ -199,8 +243,7 @@ class ConversationStore(DecidingStore):
             after = project_conversation(state, events)
             self._cache(after)
             if after is not None and outcomes is not None and added and added[-1] is not None:
-                self._known.put(cid, (after.version, outcomes + added[-1]))
-                self._records.appended(cid, state, events, puts[-1] if puts else None)
+                self.known.appended(cid, state, events, (after.version, outcomes + added[-1]), puts[-1] if puts else None)
             self._snapshot_if_due(state, after)
             position = recordings[-1].notification.id if recordings else None
             return HandleResult(command.conversation, events, events, after, position, attempt)
@@ -262,7 +305,7 @@ class ConversationStore(DecidingStore):
                 recordings = self.save(*every, inline=index, batch=True) if inline else self.save(*every)
             except (AssumptionFailed, IntegrityError) as conflict:
                 for cid, _, _ in work:
-                    self._forget(cid)  # another writer's events: load the logs again
+                    self.known.forget(cid)  # another writer's events: load the logs again
                 raise BatchConflict(
                     "another writer appended to a conversation of the batch; nothing of it was stored"
                 ) from conflict
@@ -284,10 +327,11 @@ class ConversationStore(DecidingStore):
                 position = recording.notification.id if recording is not None else None
             after = project_conversation(state, events)
             self._cache(after)
-            self._records.evict(cid)
             count = added.get(cid)
-            if after is not None and outcomes is not None and count is not None:
-                self._known.put(cid, (after.version, outcomes + count))
+            self.known.counted(
+                cid,
+                (after.version, outcomes + count) if after is not None and outcomes is not None and count is not None else None,
+            )
             self._snapshot_if_due(state, after)
             results.append(HandleResult(command.conversation, events, events, after, position, 1))
         return results

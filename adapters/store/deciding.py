@@ -2,7 +2,7 @@
 extends): on the state and the history index it keeps from its last append (`_assume`), or as
 read in one transaction (`_decide`, `_cached`), the first result of a repeat, and what it keeps
 of a conversation after a write (saved, handed to the views, a snapshot when due) or forgets
-(`_forget`)."""
+(`KnownConversations.forget`)."""
 
 from __future__ import annotations
 
@@ -17,9 +17,8 @@ from eventsourcing.persistence import IntegrityError, Recording
 
 from adapters.store.chain import ChainBroken, ChainedRecorder
 from adapters.store.commands import Command
-from adapters.store.known_counts import KnownCounts
-from adapters.store.known_records import KnownRecords
-from adapters.store.sql_history import HistoryTables
+from adapters.store.known_conversations import KnownConversations
+from adapters.store.ports import HistoryIndex
 from adapters.store.store_queries import StoreQueries
 from adapters.store.store_views import StoreViews
 from domain.conversation import Conversation, ConversationSnapshot, History, recorded_segment
@@ -46,11 +45,10 @@ class DecidingStore(StoreQueries):
     """The deciding of a ConversationStore's commands and what it keeps of each conversation
     between them; `ConversationStore` builds what is declared here and writes."""
 
-    history: HistoryTables
+    history: HistoryIndex
     views: StoreViews | None
     snapshot_interval: int
-    _records: KnownRecords
-    _known: KnownCounts
+    known: KnownConversations
 
     def save(self, *objs: Any, **kwargs: Any) -> list[Recording[UUID]]:
         """The library's `save`; given conversation events only (what `handle` saves), it
@@ -74,7 +72,7 @@ class DecidingStore(StoreQueries):
         count is not known here, or the command asks what the assumptions cannot answer,
         refuses, or decides nothing (then the index is read and the command decides again)."""
         cache = self.repository.cache
-        known = self._known.get(cid)
+        known = self.known.counts(cid)
         if cache is None or known is None:
             return None
         try:
@@ -87,7 +85,7 @@ class DecidingStore(StoreQueries):
         tip = heads.get(cid) if heads is not None else None
         if tip is None or tip[0] != state.version:
             return None  # the hash of the last event names the history the writer means
-        records, messages, floor = self._records.at(cid, known[0])
+        records, messages, floor = self.known.records.at(cid, known[0])
         history = AssumedHistory(
             known[0],
             known[1],
@@ -138,7 +136,7 @@ class DecidingStore(StoreQueries):
             if not loaded:  # outside the read transaction: loading takes a connection of its own
                 state, loaded = self.get(command.conversation), True
             elif state is not None:  # indexed < state.version
-                self.history.write(state.id, None, self.events.get(state.id, lte=state.version), rebuild=True)
+                self.history.write(state.id, None, list(self.events.get(state.id, lte=state.version)), rebuild=True)
 
     def _cached(self, cid: UUID, indexed: int, tip: bytes | None = None) -> tuple[Conversation | None, bool]:
         """Returns the cached state of conversation `cid` and True when it is current: its
@@ -153,7 +151,7 @@ class DecidingStore(StoreQueries):
             kept = heads.get(cid)
             if kept is None or kept[0] != indexed or kept[1] != tip:
                 if kept is not None and kept[0] == indexed:
-                    self._forget(cid)  # another history of the same length: restored, failed over
+                    self.known.forget(cid)  # another history of the same length: restored, failed over
                 return None, False
         if indexed and cache is not None:
             try:
@@ -164,19 +162,11 @@ class DecidingStore(StoreQueries):
                 return cached, True
         return None, False
 
-    def _forget(self, cid: UUID) -> None:
-        """Drops what this process keeps of a conversation (its cached state, card outcome
-        count, last hash and view head) after another writer's append came first or the index
-        was not as assumed: the log may even hold another history of the same length (a
-        database restored or failed over under a running process), so nothing kept is trusted
-        by its version alone."""
-        self._known.evict(cid)
-        self._records.evict(cid)
-        heads = getattr(self.recorder, "chain_heads", None)
-        if heads is not None:
-            heads.forget(cid)
-        if self.views is not None:
-            self.views.forget(cid)
+    def _uncache(self, cid: UUID) -> None:
+        """Drops the cached state of `cid` (`known.forget` calls it, with the other keepers'
+        drops: a conversation another writer moved, or one whose index was not as assumed; the
+        log may even hold another history of the same length, a database restored or failed
+        over under a running process, so nothing kept is trusted by its version alone)."""
         if self.repository.cache is not None:
             with suppress(KeyError):
                 self.repository.cache.get(cid, evict=True)

@@ -1,8 +1,8 @@
 """The data keys of the conversations: table `chatrecord_keys(conversation, wrapped_key, erased_at)`;
 and the store's master key check: table `chatrecord_master(id, sealed)`, one row or none.
 
-`DataKeys` holds what is common; each backend's module (`adapters.backends`) reads and writes
-the table (`SQLiteDataKeys`, `PostgresDataKeys`, `MemoryDataKeys`).
+`DataKeys` holds what is common; it reads and writes the rows through a `DataKeyStore`
+(`adapters.store.ports`) that each backend implements (`adapters.backends`).
 
 `key(id, create=...)` returns a conversation's data key (made on its first text), None once
 it was erased; `erase(id)` deletes the key and records when (the row stays, `wrapped_key`
@@ -44,6 +44,7 @@ from adapters.store.crypto import (
     unwrap,
     wrap,
 )
+from adapters.store.ports import DataKeyStore
 
 KEYS_TABLE = "chatrecord_keys"
 MASTER_TABLE = "chatrecord_master"
@@ -51,8 +52,6 @@ MASTER_TABLE = "chatrecord_master"
 key that protects the store."""
 KEY_CACHE_SECONDS = 2.0
 
-Row = tuple[bytes | None, Any]
-"""A key row: the wrapped key (None once erased) and when it was erased (None before)."""
 
 MASTER_UNBOUND = (
     f"{MASTER_KEY_VARIABLE} is set, but this store has no master key and keeps data keys unwrapped; "
@@ -78,10 +77,11 @@ class KeyState:
 
 
 class DataKeys:
-    """A conversation's data key, read from and written to the key table of one backend."""
+    """The conversations' data keys, read from and written to `rows`, the key rows of one
+    backend (`adapters.store.ports.DataKeyStore`); `master` wraps them where it is set."""
 
-    def __init__(self, master: bytes | None) -> None:
-        self.master = master
+    def __init__(self, master: bytes | None, rows: DataKeyStore) -> None:
+        self.master, self.rows = master, rows
         self.check: bytes | None = None
         """The store's check value as this process verified it (`check_master`); None before,
         for a store no master key protects, or where it could not be written (read-only)."""
@@ -101,12 +101,12 @@ class DataKeys:
 
         One query when the row exists. Raises BadMasterKey (MASTER_MISSING, MASTER_WRONG,
         MASTER_UNBOUND)."""
-        stored = self._select_check()
+        stored = self.rows.select_check()
         if stored is None:
-            sample = self._wrapped_sample()
+            sample = self.rows.wrapped_sample()
             if sample is not None:
                 unwrap(sample[1], self.master, sample[0])  # raises BadMasterKey unless it opens
-            if self.master is not None and not unbound and self._counts()[1] > 0:
+            if self.master is not None and not unbound and self.rows.counts()[1] > 0:
                 raise BadMasterKey(MASTER_UNBOUND)
             self.check = None
             return
@@ -122,7 +122,7 @@ class DataKeys:
         the store's row as `check_master` does. Raises BadMasterKey (MASTER_UNBOUND) when the
         store keeps unwrapped data keys: binding it is `rewrap`'s (`chatrecord keys wrap`)."""
         assert self.master is not None
-        if not self._insert_check(seal_check(self.master)):
+        if not self.rows.insert_check(seal_check(self.master)):
             return  # a read-only database: the key's own insert fails with the server's words
         self.check_master()
         if self.check is None:
@@ -137,15 +137,15 @@ class DataKeys:
         cached = self._cache.get(originator_id)
         if cached is not None and time.monotonic() - cached[0] < KEY_CACHE_SECONDS:
             return cached[1]
-        row = self._select(originator_id)
+        row = self.rows.select(originator_id)
         if row is None:
             if not create:
                 raise MissingDataKey(f"no data key for conversation {originator_id}, and it was not erased")
             if self.master is not None and self.check is None:
                 self._bind()  # a fresh store (or one an earlier version protected) gets its check row
             for _ in range(2):
-                self._insert(originator_id, wrap(new_key(), self.master, originator_id), self.check)
-                row = self._select(originator_id)
+                self.rows.insert(originator_id, wrap(new_key(), self.master, originator_id), self.check)
+                row = self.rows.select(originator_id)
                 if row is not None:
                     break
                 self.check_master()  # the store's check row changed since: raises unless it may go on
@@ -172,7 +172,7 @@ class DataKeys:
 
     def erased_at(self, originator_id: UUID) -> datetime | None:
         """Returns when the conversation's key was erased, None if it was not."""
-        row = self._select(originator_id)
+        row = self.rows.select(originator_id)
         if row is None or row[1] is None:
             return None
         at = row[1]
@@ -181,16 +181,17 @@ class DataKeys:
     def erase(self, originator_id: UUID, at: datetime | None = None) -> None:
         """Deletes the conversation's key and records `at` (default now) as its erasure time;
         an erased key stays erased at its first time (idempotent)."""
-        self._erase(originator_id, at or datetime.now(UTC))
+        self.rows.erase(originator_id, at or datetime.now(UTC))
         self._cache.pop(originator_id, None)
 
     def scrub(self) -> None:
         """Removes the bytes of deleted rows from the database files where the backend can."""
+        self.rows.scrub()
 
     def state(self) -> KeyState:
         """Returns the store's key state, as it is now in the database."""
-        wrapped, unwrapped, erased = self._counts()
-        return KeyState(self._select_check() is not None, wrapped, unwrapped, erased)
+        wrapped, unwrapped, erased = self.rows.counts()
+        return KeyState(self.rows.select_check() is not None, wrapped, unwrapped, erased)
 
     def rewrap(self, new_master: bytes | None, also: Callable[[Any], None] | None = None) -> int:
         """Rewrites every data key wrapped by `new_master` (None: stored unwrapped) and the check
@@ -209,44 +210,8 @@ class DataKeys:
         def change(originator_id: UUID, stored: bytes) -> bytes:
             return wrap(unwrap(stored, self.master, originator_id), new_master, originator_id)
 
-        count = self._rewrap(change, None if new_master is None else seal_check(new_master), also or (lambda _: None))
+        count = self.rows.rewrap(change, None if new_master is None else seal_check(new_master), also or (lambda _: None))
         self.master = new_master
-        self.check = None if new_master is None else self._select_check()
+        self.check = None if new_master is None else self.rows.select_check()
         self._cache.clear()
         return count
-
-    def _select(self, originator_id: UUID) -> Row | None:
-        raise NotImplementedError
-
-    def _insert(self, originator_id: UUID, wrapped: bytes, check: bytes | None) -> None:
-        """Inserts a key unless the conversation has one (a concurrent first text won), and only
-        while the store's check row is `check` (None: while there is no check row)."""
-        raise NotImplementedError
-
-    def _select_check(self) -> bytes | None:
-        """Returns the store's check value, None when it has none."""
-        raise NotImplementedError
-
-    def _insert_check(self, sealed: bytes) -> bool:
-        """Inserts the check row unless there is one or a data key is stored unwrapped (one
-        statement); False where the database is read-only."""
-        raise NotImplementedError
-
-    def _wrapped_sample(self) -> tuple[UUID, bytes] | None:
-        """Returns one data key wrapped by a master key (its conversation and stored bytes),
-        None when there is none."""
-        raise NotImplementedError
-
-    def _erase(self, originator_id: UUID, at: datetime) -> None:
-        raise NotImplementedError
-
-    def _counts(self) -> tuple[int, int, int]:
-        """Returns how many data keys are stored wrapped, unwrapped and erased."""
-        raise NotImplementedError
-
-    def _rewrap(self, change: Callable[[UUID, bytes], bytes], sealed: bytes | None, also: Callable[[Any], None]) -> int:
-        """In one transaction that holds off other writers of the key tables: replaces each
-        stored data key `k` of conversation `c` by `change(c, k)`, and the check row by `sealed`
-        (deleting it for None), then calls `also(cursor)`; returns how many keys it replaced. An
-        error raised by `change` or `also` rolls everything back."""
-        raise NotImplementedError

@@ -20,7 +20,7 @@ _VERSION = attrgetter("version")
 
 IndexPuts = tuple[Mapping[str, SegmentRecord], Mapping[int, bool]]
 """The rows an append wrote to the history index: its segment records by segment, and whether
-each user message is live by number (`HistoryTables.write`'s `puts`)."""
+each user message is live by number (`HistoryIndex.write`'s `puts`)."""
 
 
 class _KnownIndex:

@@ -22,6 +22,8 @@ from uuid import UUID
 import orjson
 from cryptography.exceptions import InvalidTag
 from eventsourcing.persistence import (
+    Cipher,
+    Compressor,
     Mapper,
     MapperDeserialisationError,
     StoredEvent,
@@ -60,7 +62,17 @@ class PydanticMapper(Mapper[UUID]):
     """Maps pydantic domain events to stored events and back, upcasting old states; with
     `keys`, free texts are stored encrypted (`adapters.store.crypto`)."""
 
-    keys: KeySource | None = None
+    def __init__(
+        self,
+        transcoder: Transcoder,
+        compressor: Compressor | None = None,
+        cipher: Cipher | None = None,
+        *,
+        keys: KeySource | None = None,
+    ) -> None:
+        super().__init__(transcoder, compressor, cipher)
+        self.keys = keys
+        """The data keys that seal the free texts (`adapters.store.keys.DataKeys`); None: stored as they are."""
 
     def to_stored_event(self, domain_event: Any) -> StoredEvent:
         """Returns the stored event for `domain_event`, a pydantic model."""

@@ -305,7 +305,7 @@ def _fold_part(
     end_with(parent)
     own: ConversationStore | None = None
     try:
-        own = type(store)(env=dict(store.env))
+        own = store.reopened()
         unreadable: set[UUID] = set()
         folded, seen = fold_log(own, reopen(own), generation, rules, 0, stop, unreadable=unreadable, part=part)
         answer.send((folded, seen, unreadable))

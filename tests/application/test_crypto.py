@@ -43,14 +43,14 @@ def test_a_master_key_is_base64_of_32_bytes() -> None:
 def test_without_a_master_key_the_data_key_is_stored_unwrapped() -> None:
     store = build_store(memory_env())
     story(store)
-    [(wrapped, erased_at)] = store.mapper.keys.rows.values()  # type: ignore[attr-defined]
+    [(wrapped, erased_at)] = store.mapper.keys.rows.kept.values()  # type: ignore[attr-defined]
     assert (wrapped[:1], len(wrapped), erased_at) == (b"\x00", 33, None)
 
 
 def test_a_master_key_wraps_the_data_key() -> None:
     store = build_store({**memory_env(), "CHATRECORD_MASTER_KEY": MASTER})
     story(store)
-    [(wrapped, _)] = store.mapper.keys.rows.values()  # type: ignore[attr-defined]
+    [(wrapped, _)] = store.mapper.keys.rows.kept.values()  # type: ignore[attr-defined]
     assert (wrapped[:1], len(wrapped)) == (b"\x01", 1 + 12 + 32 + 16)
     assert texts(store) == ["Titel prüfen"]
 

@@ -21,14 +21,14 @@ from adapters.backends.memory import (
     MemoryViewStorage,
 )
 from adapters.backends.settings import BadDatabaseURL, BadSetting, describe_backend, postgres_env, store_env, store_problem
+from adapters.backends.sql.history import SQLHistoryTables
+from adapters.backends.sql.idempotency import SQLIdempotencyKeys
 from adapters.backends.sqlite import (
     SQLiteFactory,
     SQLiteViewStorage,
     WaitingSQLiteDatastore,
 )
 from adapters.bootstrap import build_store, open_store
-from adapters.store.idempotency import SQLIdempotencyKeys
-from adapters.store.sql_history import SQLHistoryTables
 
 
 def test_the_default_is_a_sqlite_file_in_the_working_directory() -> None:
@@ -238,11 +238,11 @@ def test_the_factory_persistence_module_selects_hands_out_its_backends_pieces(tm
     assert backend_of(memory.factory) is type(memory.factory) is MemoryFactory
     assert isinstance(memory.history, MemoryHistoryTables)
     assert isinstance(view_storage_for(memory), MemoryViewStorage) and view_storage_for(memory) is view_storage_for(memory)
-    assert isinstance(MemoryFactory.idempotency_keys(memory), MemoryIdempotencyKeys)
+    assert isinstance(MemoryFactory.idempotency_keys(memory.recorder), MemoryIdempotencyKeys)
     sqlite = open_store({"CHATRECORD_DB": str(tmp_path / "c.sqlite")})
     assert backend_of(sqlite.factory) is type(sqlite.factory) is SQLiteFactory
     assert isinstance(sqlite.history, SQLHistoryTables) and isinstance(view_storage_for(sqlite), SQLiteViewStorage)
-    assert isinstance(SQLiteFactory.idempotency_keys(sqlite), SQLIdempotencyKeys)
+    assert isinstance(SQLiteFactory.idempotency_keys(sqlite.recorder), SQLIdempotencyKeys)
     sqlite.close()
 
 

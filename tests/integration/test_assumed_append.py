@@ -266,7 +266,7 @@ class TestPostgresAssumedAppend(PostgresStores):
         assert [e.model_dump() for e in store.events(conv)] == [e.model_dump() for e in memory.events(conv)]
         assert calls[0] < len(lines)  # some lines took the assumed path
         index = store.history.reader(conversation_uuid(conv))
-        assert store._known.get(conversation_uuid(conv)) == (index.version, index.outcomes())
+        assert store.known.counts(conversation_uuid(conv)) == (index.version, index.outcomes())
 
     def test_every_line_of_a_tour_after_the_first_is_decided_and_sent_in_one_statement(self, mode: str) -> None:
         """The writer that appended a card or a question knows its segment's record and the
@@ -702,7 +702,7 @@ class TestPostgresAppendFunction(PostgresStores):
         one, two = self.open_store(), self.open_store()
         for line in (start("c"), message("c", 1)):
             Chatrecord(one).record(line)
-        one._known.evict(conversation_uuid("c"))  # type: ignore[attr-defined]  # decided from the index
+        one.known.forget(conversation_uuid("c"))  # decided from the index
         decide = one._decide  # type: ignore[attr-defined]
         tries = []
 

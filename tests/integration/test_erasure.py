@@ -272,7 +272,7 @@ class TestInMemoryErasure(ErasureContract):
 
     def database_bytes(self, store: ConversationStore) -> bytes:
         keys = store.mapper.keys  # type: ignore[attr-defined]
-        rows = [repr(r).encode() for r in keys.rows.values()]
+        rows = [repr(r).encode() for r in keys.rows.kept.values()]
         models = read_models(store)
         states = [models.state(c) for c in CONVERSATIONS]
         return b"\n".join([self.event_bytes(store), *rows, *(s.model_dump_json().encode() for s in states if s)])

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from adapters.bootstrap import open_store
-from adapters.store.idempotency import IN_FLIGHT, IdempotencyKeys, Kept
+from adapters.store.idempotency import IN_FLIGHT, Kept
+from adapters.store.ports import IdempotencyKeys
 
 
 @pytest.fixture(params=["memory", "sqlite", "postgres"])

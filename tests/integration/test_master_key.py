@@ -262,16 +262,16 @@ class TestPostgresMasterKey(PostgresStores, MasterKeyContract):
 def test_in_memory_the_rule_holds_within_the_process() -> None:
     store = build_store({**memory_env(), "CHATRECORD_MASTER_KEY": A})
     keys = store.mapper.keys  # type: ignore[attr-defined]
-    assert keys.sealed is None and keys.check is None  # opening writes nothing
+    assert keys.rows.sealed is None and keys.check is None  # opening writes nothing
     write(store, "conv-a")
-    assert keys.sealed is not None and keys.check == keys.sealed  # the first data key binds a fresh store
-    keys.sealed = seal_check(bytes(range(100, 132)))  # as if another key had protected it meanwhile
+    assert keys.rows.sealed is not None and keys.check == keys.rows.sealed  # the first data key binds a fresh store
+    keys.rows.sealed = seal_check(bytes(range(100, 132)))  # as if another key had protected it meanwhile
     with pytest.raises(BadMasterKey, match="is not the master key of this store"):
         write(store, "conv-b")
-    assert len(keys.rows) == 1
+    assert len(keys.rows.kept) == 1
     plain = build_store({**memory_env(), "CHATRECORD_MASTER_KEY": NONE})
     write(plain, "conv-a")
-    assert plain.mapper.keys.sealed is None  # type: ignore[attr-defined]
+    assert plain.mapper.keys.rows.sealed is None  # type: ignore[attr-defined]
 
 
 READ_ONLY = "options=-c%20default_transaction_read_only%3Don"

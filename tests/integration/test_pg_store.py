@@ -28,9 +28,9 @@ from adapters.backends.postgres import (
     create_once,
     schema_lock_name,
 )
+from adapters.backends.sql.idempotency import SQLIdempotencyKeys
 from adapters.bootstrap import open_store
 from adapters.ingest import read_lines
-from adapters.store.idempotency import SQLIdempotencyKeys
 from domain.events import conversation_uuid
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -238,8 +238,8 @@ def test_the_postgres_factory_hands_out_the_schemas_pieces(postgres_url: str, po
     store = open_store({"CHATRECORD_DATABASE_URL": schema_url(postgres_url, postgres_schema)})
     assert backend_of(store.factory) is type(store.factory) is PostgresFactory
     assert isinstance(store.history, PostgresHistoryTables) and isinstance(view_storage_for(store), PostgresViewStorage)
-    keys = PostgresFactory.idempotency_keys(store)
-    assert isinstance(keys, SQLIdempotencyKeys) and keys.table == f'"{postgres_schema}".chatrecord_idempotency'
+    keys = PostgresFactory.idempotency_keys(store.recorder)
+    assert isinstance(keys, SQLIdempotencyKeys) and f'FROM "{postgres_schema}".chatrecord_idempotency WHERE' in keys.select
     store.close()
 
 

@@ -22,11 +22,11 @@ import psycopg
 import pytest
 
 from adapters.api import Chatrecord
+from adapters.backends.replicas import POSITION, recovery_conflict
 from adapters.backends.settings import BadDatabaseURL, BadSetting, StoreUnusable, read_store_env, read_wait, store_env
 from adapters.bootstrap import open_read_store, open_store
 from adapters.http.app import HttpSettings, create_app
 from adapters.http.headers import READ_AFTER
-from adapters.store.replicas import POSITION, recovery_conflict
 from domain.errors import UnknownConversation
 from tests.e2e.conftest import cli_env
 from tests.pg_servers import Replicated, free_port, reconfigure, start_replicated, wait_replayed

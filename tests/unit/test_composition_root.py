@@ -10,27 +10,42 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from eventsourcing.persistence import InfrastructureFactory
 
 from adapters.api import Chatrecord
 from adapters.backends.settings import memory_env
 from adapters.bootstrap import NoReadModels, build_store, open_store, read_models
 from adapters.store.application import ConversationStore
 from adapters.views.readmodels import ReadModels
+from domain.events import conversation_uuid
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "tests" / "data" / "demo_seo_tour.jsonl"
 
-STORE_COLLABORATORS = {
-    "views",
-    "history",
-    "idempotency_keys",
-    "on_saved",
-    "inline_views",
-    "inline_begun",
-    "inline_committed",
-    "forgotten",
+ONCE_SET_HOOKS = {"idempotency_keys", "on_saved", "inline_views", "inline_begun", "inline_committed", "forgotten"}
+"""The hooks ReadModels once set on a store (and the keys once found by the store itself)."""
+
+PLAIN = (int, float, str, bytes, bool, type(None))
+
+REWIRED = {
+    (
+        "adapters/backends/memory.py",
+        "_memory_views",
+    ): "the in-memory views kept on the store by the memory backend's view_storage",
 }
-"""What a ConversationStore is built with or builds itself, and the hooks ReadModels once set on it."""
+"""The collaborators still set on a store from outside, and what they are (each to go)."""
+
+
+def store_collaborators() -> set[str]:
+    """Returns the name of every collaborator a store built by the composition root holds (each
+    attribute whose value is an object, not a plain value), and the hooks once set on it."""
+    store = open_store(memory=True)
+    try:
+        held = {name for name, value in vars(store).items() if not isinstance(value, PLAIN)}
+    finally:
+        store.close()
+    return held | ONCE_SET_HOOKS
+
 
 THREAD_LOCALS = {
     "adapters/backends/postgres/chained_recorder.py": "the hashes between a recorder's insert and its commit, inside the recorder",
@@ -83,14 +98,24 @@ def assigned_attributes(tree: ast.Module) -> list[tuple[int, str, str]]:
 
 
 def test_nothing_sets_a_stores_collaborators_after_building_it() -> None:
+    collaborators = store_collaborators()
     rewired = [
         f"{path}:{line}: {name}.{attr} = ..."
         for path, tree in sources()
         for line, name, attr in assigned_attributes(tree)
-        if attr in STORE_COLLABORATORS
+        if attr in collaborators and (path, attr) not in REWIRED
     ]
 
     assert rewired == []
+
+
+def test_the_collaborators_checked_are_every_one_the_store_is_built_with() -> None:
+    handed_in = {"factory", "recorder", "history", "views", "_idempotency_keys"}
+    made_by_the_library = {"mapper", "events", "snapshots", "_repository", "_notification_log"}
+    own_caches = {"known"}
+
+    assert handed_in | made_by_the_library | own_caches <= store_collaborators()
+    assert {"factory", "recorder", "ports", "views"} <= set(ConversationStore.__init__.__code__.co_varnames)
 
 
 def test_the_check_finds_a_hook_set_from_outside() -> None:
@@ -173,3 +198,32 @@ def test_a_store_built_without_read_models_says_so() -> None:
     with pytest.raises(NoReadModels):
         Chatrecord(store).turn_input("conv-demo-seo")
     assert isinstance(read_models(open_store(memory=True)), ReadModels)
+
+
+def test_the_store_uses_the_ports_it_is_handed_and_makes_their_tables_once() -> None:
+    from adapters.backends.memory import MemoryHistoryTables, MemoryIdempotencyKeys
+    from adapters.store.ports import StorePorts
+
+    class CountingKeys(MemoryIdempotencyKeys):
+        def __init__(self) -> None:
+            super().__init__()
+            self.created = 0
+
+        def create(self) -> None:
+            self.created += 1
+
+    settings = ConversationStore.environment(memory_env())
+    factory = InfrastructureFactory.construct(settings)
+    recorder = factory.application_recorder()
+    history, keys = MemoryHistoryTables(), CountingKeys()
+    store = ConversationStore(settings, factory=factory, recorder=recorder, ports=StorePorts(history, keys), views=ReadModels)
+    chatrecord = Chatrecord(store)
+    chatrecord.ingest(DEMO.read_text(encoding="utf-8").splitlines(), DEMO.name)
+
+    assert store.factory is factory and store.recorder is recorder and store.history is history
+    assert history.reader(conversation_uuid("conv-demo-seo")).version == len(
+        recorder.select_events(conversation_uuid("conv-demo-seo"))
+    )
+    assert keys.created == 0  # a store that has not used its keys made no table
+    assert store.idempotency_keys is store.idempotency_keys is keys and keys.created == 1
+    chatrecord.close()

@@ -3,7 +3,7 @@
 `PostgresFactory` makes the chained application recorder (`ChainedPostgresRecorder`) and the
 data keys (`PostgresDataKeys`), and hands out the schema's pieces of the store: the history
 index (`PostgresHistoryTables`), the views' tables (`PostgresViewStorage`) and the kept idempotency
-keys (`adapters.store.idempotency.SQLIdempotencyKeys`).
+keys (`adapters.backends.sql.idempotency.SQLIdempotencyKeys`).
 
 - **Schema once.** The library runs every CREATE statement each time a process opens a store;
   two processes at once then fail (`tuple concurrently updated`, an IntegrityError on

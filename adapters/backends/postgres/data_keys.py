@@ -13,7 +13,8 @@ from eventsourcing.persistence import PersistenceError
 from eventsourcing.postgres import PostgresDatastore
 from psycopg.sql import SQL, Composed, Identifier
 
-from adapters.store.keys import KEYS_TABLE, MASTER_TABLE, DataKeys, Row
+from adapters.store.keys import KEYS_TABLE, MASTER_TABLE
+from adapters.store.ports import DataKeyStore, KeyRow
 
 
 def keys_statements(schema: str) -> list[Composed]:
@@ -29,11 +30,10 @@ def keys_statements(schema: str) -> list[Composed]:
     ]
 
 
-class PostgresDataKeys(DataKeys):
+class PostgresDataKeys(DataKeyStore):
     """Keys and the master key's check row in the store's PostgreSQL schema."""
 
-    def __init__(self, datastore: PostgresDatastore, master: bytes | None, *, create_table: bool = True) -> None:
-        super().__init__(master)
+    def __init__(self, datastore: PostgresDatastore, *, create_table: bool = True) -> None:
         self.datastore = datastore
         self.table = SQL("{}.{}").format(Identifier(datastore.schema), Identifier(KEYS_TABLE))
         self.master_table = SQL("{}.{}").format(Identifier(datastore.schema), Identifier(MASTER_TABLE))
@@ -42,7 +42,7 @@ class PostgresDataKeys(DataKeys):
                 for statement in keys_statements(datastore.schema):
                     curs.execute(statement)
 
-    def _select(self, originator_id: UUID) -> Row | None:
+    def select(self, originator_id: UUID) -> KeyRow | None:
         with self.datastore.transaction(commit=False) as curs:
             curs.execute(
                 SQL("SELECT wrapped_key, erased_at FROM {} WHERE conversation = %s").format(self.table), (originator_id,)
@@ -50,7 +50,7 @@ class PostgresDataKeys(DataKeys):
             row = curs.fetchone()
         return (row["wrapped_key"], row["erased_at"]) if row else None
 
-    def _insert(self, originator_id: UUID, wrapped: bytes, check: bytes | None) -> None:
+    def insert(self, originator_id: UUID, wrapped: bytes, check: bytes | None) -> None:
         params: tuple[bytes, ...]
         if check is None:
             guard, params = SQL("NOT EXISTS (SELECT 1 FROM {})").format(self.master_table), ()
@@ -65,13 +65,13 @@ class PostgresDataKeys(DataKeys):
                 (originator_id, wrapped, *params),
             )
 
-    def _select_check(self) -> bytes | None:
+    def select_check(self) -> bytes | None:
         with self.datastore.transaction(commit=False) as curs:
             curs.execute(SQL("SELECT sealed FROM {} WHERE id = 1").format(self.master_table))
             row = curs.fetchone()
         return bytes(row["sealed"]) if row else None
 
-    def _insert_check(self, sealed: bytes) -> bool:
+    def insert_check(self, sealed: bytes) -> bool:
         try:
             with self.datastore.transaction(commit=True) as curs:
                 curs.execute(
@@ -87,7 +87,7 @@ class PostgresDataKeys(DataKeys):
             raise
         return True
 
-    def _wrapped_sample(self) -> tuple[UUID, bytes] | None:
+    def wrapped_sample(self) -> tuple[UUID, bytes] | None:
         with self.datastore.transaction(commit=False) as curs:
             curs.execute(
                 SQL(
@@ -97,7 +97,7 @@ class PostgresDataKeys(DataKeys):
             row = curs.fetchone()
         return (row["conversation"], bytes(row["wrapped_key"])) if row else None
 
-    def _erase(self, originator_id: UUID, at: datetime) -> None:
+    def erase(self, originator_id: UUID, at: datetime) -> None:
         with self.datastore.transaction(commit=True) as curs:
             curs.execute(
                 SQL(
@@ -107,7 +107,7 @@ class PostgresDataKeys(DataKeys):
                 (originator_id, at),
             )
 
-    def _counts(self) -> tuple[int, int, int]:
+    def counts(self) -> tuple[int, int, int]:
         with self.datastore.transaction(commit=False) as curs:
             curs.execute(
                 SQL(
@@ -120,7 +120,7 @@ class PostgresDataKeys(DataKeys):
         assert row is not None  # an aggregate without GROUP BY returns one row
         return int(row["wrapped"]), int(row["plain"]), int(row["erased"])
 
-    def _rewrap(self, change: Callable[[UUID, bytes], bytes], sealed: bytes | None, also: Callable[[Any], None]) -> int:
+    def rewrap(self, change: Callable[[UUID, bytes], bytes], sealed: bytes | None, also: Callable[[Any], None]) -> int:
         with self.datastore.transaction(commit=True) as curs:
             # EXCLUSIVE: another process's key insert (ROW EXCLUSIVE) waits for this transaction,
             # then reads the check row as it left it; readers go on

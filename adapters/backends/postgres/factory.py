@@ -29,10 +29,11 @@ from adapters.backends.postgres.data_keys import PostgresDataKeys, keys_statemen
 from adapters.backends.postgres.history_tables import PostgresHistoryTables
 from adapters.backends.postgres.schema import ensure_schema
 from adapters.backends.postgres.view_tables import PostgresViewStorage
+from adapters.backends.sql.dialect import POSTGRES_PARAM, Dialect
+from adapters.backends.sql.history_statements import TABLES as HISTORY_TABLES
+from adapters.backends.sql.history_statements import create_statements as history_statements
+from adapters.backends.sql.idempotency import TABLE, SQLIdempotencyKeys, create_statements
 from adapters.store.chain import CHAIN_TABLE
-from adapters.store.history_rows import TABLES as HISTORY_TABLES
-from adapters.store.history_rows import create_statements as history_statements
-from adapters.store.idempotency import COLUMNS, TABLE, SQLIdempotencyKeys
 from adapters.store.keys import KEYS_TABLE, MASTER_TABLE, DataKeys
 
 R = TypeVar("R")
@@ -200,7 +201,7 @@ class PostgresFactory(StoreFactory, es_postgres.PostgresFactory):
         recorder.sql_create_statements.extend(  # type: ignore[attr-defined]  # the library's PostgreSQL recorder
             [
                 *keys_statements(schema),
-                *(SQL(statement) for statement in history_statements(schema)),
+                *(SQL(statement) for statement in history_statements(Dialect(POSTGRES_PARAM, schema))),
                 SQL(assumption_function_statement(schema)),
             ]
         )
@@ -225,11 +226,11 @@ class PostgresFactory(StoreFactory, es_postgres.PostgresFactory):
         return recorder
 
     def construct_data_keys(self, master: bytes | None) -> DataKeys:
-        return PostgresDataKeys(self.datastore, master, create_table=False)  # made with the schema
+        return DataKeys(master, PostgresDataKeys(self.datastore, create_table=False))  # made with the schema
 
     @classmethod
-    def history_tables(cls, store: Any) -> PostgresHistoryTables:
-        return PostgresHistoryTables(store.recorder.datastore)
+    def history_index(cls, recorder: Any) -> PostgresHistoryTables:
+        return PostgresHistoryTables(recorder.datastore)
 
     @classmethod
     def view_storage(cls, store: Any) -> PostgresViewStorage:
@@ -240,15 +241,9 @@ class PostgresFactory(StoreFactory, es_postgres.PostgresFactory):
         )
 
     @classmethod
-    def idempotency_keys(cls, store: Any) -> SQLIdempotencyKeys:
-        datastore = store.recorder.datastore
-        table = '"' + datastore.schema.replace('"', '""') + '".' + TABLE
-        return SQLIdempotencyKeys(
-            datastore,
-            table,
-            "%s",
-            [
-                f"SELECT pg_advisory_xact_lock(hashtext('{TABLE}'))",
-                f"CREATE TABLE IF NOT EXISTS {table} {COLUMNS}",
-            ],
-        )
+    def idempotency_keys(cls, recorder: Any) -> SQLIdempotencyKeys:
+        """The keys' table in the store's schema, made under an advisory lock: processes starting
+        together do not race to make it."""
+        dialect = Dialect(POSTGRES_PARAM, recorder.datastore.schema)
+        lock = f"SELECT pg_advisory_xact_lock(hashtext('{TABLE}'))"
+        return SQLIdempotencyKeys(recorder.datastore, dialect, [lock, *create_statements(dialect)])

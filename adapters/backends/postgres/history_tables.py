@@ -15,12 +15,13 @@ from psycopg.sql import SQL
 
 from adapters.backends.postgres.append import ASSUMPTION_FUNCTION, AppendDocument, assumption_function_statement
 from adapters.backends.postgres.schema import create_once, schema_lock_name
+from adapters.backends.sql.dialect import POSTGRES_PARAM, Dialect
+from adapters.backends.sql.history import SQLHistory, SQLHistoryTables
+from adapters.backends.sql.history_statements import TABLES as HISTORY_TABLES
 from adapters.store.chain import CHAIN_TABLE
-from adapters.store.history_rows import TABLES as HISTORY_TABLES
-from adapters.store.history_rows import HeldIndex, SQLHistory, index_events
+from adapters.store.history_rows import AssumedBase, HeldIndex, index_events
 from adapters.store.known_records import IndexPuts
-from adapters.store.sql_history import AssumedBase, SQLHistoryTables
-from domain.history_index import AssumedHistory
+from domain.history_index import AssumedHistory, MemoryHistory
 
 
 def _marks(rows: Sequence[tuple[Any, ...]]) -> str:
@@ -36,11 +37,15 @@ class PostgresHistoryTables(SQLHistoryTables):
     and their insert fails (and the command is decided again) if another writer came between."""
 
     def __init__(self, datastore: PostgresDatastore) -> None:
-        super().__init__(datastore, "%s", datastore.schema, (f'"{datastore.schema}".{CHAIN_TABLE}', lambda cid: cid))
+        super().__init__(
+            datastore, Dialect(POSTGRES_PARAM, datastore.schema), (f'"{datastore.schema}".{CHAIN_TABLE}', lambda cid: cid)
+        )
         self.t = {name: f'"{datastore.schema}".{name}' for name in HISTORY_TABLES}
         self.chain_table = f'"{datastore.schema}".{CHAIN_TABLE}'
         self.assumption_function = f'"{datastore.schema}".{ASSUMPTION_FUNCTION}'
         self._checks: bool | None = None
+        self._condition = self._holds_condition()
+        """The condition of `_holds`, built once."""
 
     @property
     def checks_assumptions(self) -> bool:  # type: ignore[override]  # a class attribute elsewhere, asked once here
@@ -64,16 +69,8 @@ class PostgresHistoryTables(SQLHistoryTables):
     def create(self) -> None:
         """Does nothing: the tables are made with the store's schema (`PostgresFactory`)."""
 
-    def _holds(self, cid: UUID, assumed: AssumedHistory) -> tuple[str, tuple[Any, ...]]:
-        """Returns the SQL condition (and its parameters) that the index of `cid` is at
-        `assumed.version` with `assumed.count` card outcomes, and that none of the lines,
-        segments and cut runs `assumed` took as unrecorded is there, and that each known record
-        and live message it took (`AssumedHistory.records`, `messages`) is there exactly so, and
-        that the index holds as many live segments from each message and live messages after
-        each number as it answered (`AssumedHistory.froms`, `afters`). Where it is false the check
-        calls `ASSUMPTION_FUNCTION`, which raises `ASSUMPTION_FAILED` (chatrecord's own SQLSTATE:
-        no other statement raises it), and `EventRecorder` turns that into AssumptionFailed."""
-        t, key = self.t, str(cid)
+    def _holds_condition(self) -> str:
+        t = self.t
         return (
             f"EXISTS (SELECT 1 FROM {t['chatrecord_index']} WHERE cid = %s AND version = %s AND outcomes = %s) "
             f"AND NOT EXISTS (SELECT 1 FROM {t['chatrecord_sources']} WHERE cid = %s AND digest = ANY(%s::text[])) "
@@ -88,7 +85,21 @@ class PostgresHistoryTables(SQLHistoryTables):
             f"AND NOT EXISTS (SELECT 1 FROM unnest(%s::bigint[], %s::bigint[]) AS f(message, n) WHERE "
             f"(SELECT count(*) FROM {t['chatrecord_segments']} WHERE cid = %s AND message >= f.message AND cut = 0) <> f.n) "
             f"AND NOT EXISTS (SELECT 1 FROM unnest(%s::bigint[], %s::bigint[]) AS a(number, n) WHERE "
-            f"(SELECT count(*) FROM {t['chatrecord_messages']} WHERE cid = %s AND number > a.number AND live = 1) <> a.n)",
+            f"(SELECT count(*) FROM {t['chatrecord_messages']} WHERE cid = %s AND number > a.number AND live = 1) <> a.n)"
+        )
+
+    def _holds(self, cid: UUID, assumed: AssumedHistory) -> tuple[str, tuple[Any, ...]]:
+        """Returns the SQL condition (and its parameters) that the index of `cid` is at
+        `assumed.version` with `assumed.count` card outcomes, and that none of the lines,
+        segments and cut runs `assumed` took as unrecorded is there, and that each known record
+        and live message it took (`AssumedHistory.records`, `messages`) is there exactly so, and
+        that the index holds as many live segments from each message and live messages after
+        each number as it answered (`AssumedHistory.froms`, `afters`). Where it is false the check
+        calls `ASSUMPTION_FUNCTION`, which raises `ASSUMPTION_FAILED` (chatrecord's own SQLSTATE:
+        no other statement raises it), and `EventRecorder` turns that into AssumptionFailed."""
+        key = str(cid)
+        return (
+            self._condition,
             (
                 key,
                 assumed.version,
@@ -216,6 +227,9 @@ class PostgresHistoryTables(SQLHistoryTables):
         return held.delta
 
     @contextmanager
-    def _reading(self, cid: UUID) -> Iterator[SQLHistory]:
+    def _reading(self, cid: UUID | None) -> Iterator[Any]:
+        if cid is None:
+            yield MemoryHistory()
+            return
         with self.datastore.cursor() as curs:  # autocommit reads, no transaction to end
-            yield SQLHistory(self._through(curs), cid, self.p, self.schema, memo=True, chain=self._chain_of(cid))
+            yield SQLHistory(self._through(curs), cid, self.sql, memo=True, chain=self._chain_of(cid))

@@ -38,8 +38,8 @@ from adapters.backends.postgres.append import (
 from adapters.backends.postgres.recorder_reads import CONNECTION_ATTEMPTS, RecorderReads, _Answered
 from adapters.backends.postgres.schema import create_once, schema_lock_name, views_lock_id
 from adapters.store.chain import ChainBroken
+from adapters.store.ports import AssumptionFailed
 from adapters.store.serialization import originator_uuid
-from adapters.store.sql_history import AssumptionFailed
 
 PIPELINE_BYTES = 256 * 1024
 """An append whose events' states hold at most this many bytes goes through psycopg's pipeline

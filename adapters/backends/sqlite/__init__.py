@@ -3,8 +3,8 @@
 - `SQLiteFactory`, the library's SQLite persistence with a `WaitingSQLiteDatastore` (a writing
   transaction takes the file's write lock when it begins), the hash chain
   (`ChainedSQLiteRecorder`) and the data keys in the same file (`SQLiteDataKeys`);
-- its pieces of the store: the history index (`adapters.store.sql_history.SQLHistoryTables`), the
-  views' tables (`SQLiteViewStorage`) and the kept idempotency keys (`adapters.store.idempotency.SQLIdempotencyKeys`).
+- its pieces of the store: the history index (`adapters.backends.sql.history.SQLHistoryTables`), the
+  views' tables (`SQLiteViewStorage`) and the kept idempotency keys (`adapters.backends.sql.idempotency.SQLIdempotencyKeys`).
 
 The package, one module per job (`PERSISTENCE_MODULE` names `adapters.backends.sqlite:SQLiteFactory`):
 `chained_recorder`, `data_keys`, `waiting_datastore` (writers in turn, transactions IMMEDIATE),

@@ -10,14 +10,14 @@ from uuid import UUID
 
 from eventsourcing.sqlite import SQLiteDatastore
 
-from adapters.store.keys import KEYS_TABLE, MASTER_TABLE, DataKeys, Row
+from adapters.store.keys import KEYS_TABLE, MASTER_TABLE
+from adapters.store.ports import DataKeyStore, KeyRow
 
 
-class SQLiteDataKeys(DataKeys):
+class SQLiteDataKeys(DataKeyStore):
     """Keys and the master key's check row in the store's SQLite file."""
 
-    def __init__(self, datastore: SQLiteDatastore, master: bytes | None, *, create_table: bool = True) -> None:
-        super().__init__(master)
+    def __init__(self, datastore: SQLiteDatastore, *, create_table: bool = True) -> None:
         self.datastore = datastore
         if create_table:
             with datastore.transaction(commit=True) as c:
@@ -28,13 +28,13 @@ class SQLiteDataKeys(DataKeys):
                     f"CREATE TABLE IF NOT EXISTS {MASTER_TABLE} (id INTEGER PRIMARY KEY CHECK (id = 1), sealed BLOB NOT NULL)"
                 )
 
-    def _select(self, originator_id: UUID) -> Row | None:
+    def select(self, originator_id: UUID) -> KeyRow | None:
         with self.datastore.transaction(commit=False) as c:
             c.execute(f"SELECT wrapped_key, erased_at FROM {KEYS_TABLE} WHERE conversation = ?", (str(originator_id),))
             row = c.fetchone()
         return (row["wrapped_key"], row["erased_at"]) if row else None
 
-    def _insert(self, originator_id: UUID, wrapped: bytes, check: bytes | None) -> None:
+    def insert(self, originator_id: UUID, wrapped: bytes, check: bytes | None) -> None:
         params: tuple[bytes, ...]
         if check is None:
             guard, params = f"NOT EXISTS (SELECT 1 FROM {MASTER_TABLE})", ()
@@ -46,13 +46,13 @@ class SQLiteDataKeys(DataKeys):
                 (str(originator_id), wrapped, *params),
             )
 
-    def _select_check(self) -> bytes | None:
+    def select_check(self) -> bytes | None:
         with self.datastore.transaction(commit=False) as c:
             c.execute(f"SELECT sealed FROM {MASTER_TABLE} WHERE id = 1")
             row = c.fetchone()
         return bytes(row["sealed"]) if row else None
 
-    def _insert_check(self, sealed: bytes) -> bool:
+    def insert_check(self, sealed: bytes) -> bool:
         with self.datastore.transaction(commit=True) as c:
             c.execute(
                 f"INSERT OR IGNORE INTO {MASTER_TABLE} SELECT 1, ? WHERE NOT EXISTS (SELECT 1 FROM {KEYS_TABLE} "
@@ -61,7 +61,7 @@ class SQLiteDataKeys(DataKeys):
             )
         return True
 
-    def _counts(self) -> tuple[int, int, int]:
+    def counts(self) -> tuple[int, int, int]:
         with self.datastore.transaction(commit=False) as c:
             c.execute(
                 f"SELECT count(CASE WHEN substr(wrapped_key, 1, 1) = x'01' THEN 1 END) AS wrapped, "
@@ -71,7 +71,7 @@ class SQLiteDataKeys(DataKeys):
             row = c.fetchone()
         return int(row["wrapped"]), int(row["plain"]), int(row["erased"])
 
-    def _rewrap(self, change: Callable[[UUID, bytes], bytes], sealed: bytes | None, also: Callable[[Any], None]) -> int:
+    def rewrap(self, change: Callable[[UUID, bytes], bytes], sealed: bytes | None, also: Callable[[Any], None]) -> int:
         with self.datastore.transaction(commit=True) as c:  # BEGIN IMMEDIATE: no other writer meanwhile
             c.execute(f"SELECT conversation, wrapped_key FROM {KEYS_TABLE} WHERE wrapped_key IS NOT NULL")
             rows = c.fetchall()
@@ -89,13 +89,13 @@ class SQLiteDataKeys(DataKeys):
             also(c)
         return len(rows)
 
-    def _wrapped_sample(self) -> tuple[UUID, bytes] | None:
+    def wrapped_sample(self) -> tuple[UUID, bytes] | None:
         with self.datastore.transaction(commit=False) as c:
             c.execute(f"SELECT conversation, wrapped_key FROM {KEYS_TABLE} WHERE substr(wrapped_key, 1, 1) = x'01' LIMIT 1")
             row = c.fetchone()
         return (UUID(row["conversation"]), bytes(row["wrapped_key"])) if row else None
 
-    def _erase(self, originator_id: UUID, at: datetime) -> None:
+    def erase(self, originator_id: UUID, at: datetime) -> None:
         with self.datastore.transaction(commit=True) as c:
             c.execute("PRAGMA secure_delete = ON")
             c.execute(

@@ -13,15 +13,16 @@ from eventsourcing import sqlite as es_sqlite
 from eventsourcing.utils import strtobool
 
 from adapters.backends import StoreFactory
+from adapters.backends.sql.dialect import SQLITE
+from adapters.backends.sql.history import SQLHistoryTables
+from adapters.backends.sql.idempotency import SQLIdempotencyKeys, create_statements
 from adapters.backends.sqlite.chained_recorder import ChainedSQLiteRecorder
 from adapters.backends.sqlite.data_keys import SQLiteDataKeys
 from adapters.backends.sqlite.store_file import read_only_uri, refuse_foreign
 from adapters.backends.sqlite.view_tables import SQLiteViewStorage
 from adapters.backends.sqlite.waiting_datastore import WaitingSQLiteDatastore
 from adapters.store.chain import CHAIN_TABLE
-from adapters.store.idempotency import COLUMNS, TABLE, SQLIdempotencyKeys
 from adapters.store.keys import DataKeys
-from adapters.store.sql_history import SQLHistoryTables
 
 # SQLite result codes (the primary code, the low byte) a setting or another process causes
 _SQLITE_LOCKED = {5: "SQLITE_BUSY", 6: "SQLITE_LOCKED"}
@@ -74,7 +75,7 @@ class SQLiteFactory(StoreFactory, es_sqlite.SQLiteFactory):
         return not self.read_only and super().env_create_table()  # nothing is created in a file read only
 
     def construct_data_keys(self, master: bytes | None) -> DataKeys:
-        return SQLiteDataKeys(self.datastore, master, create_table=self.env_create_table())
+        return DataKeys(master, SQLiteDataKeys(self.datastore, create_table=self.env_create_table()))
 
     @classmethod
     def describe(cls, env: Mapping[str, str]) -> str:
@@ -105,14 +106,14 @@ class SQLiteFactory(StoreFactory, es_sqlite.SQLiteFactory):
         return None
 
     @classmethod
-    def history_tables(cls, store: Any) -> SQLHistoryTables:
-        chained = getattr(store.recorder, "chain_heads", None) is not None
-        return SQLHistoryTables(store.recorder.datastore, chain=(CHAIN_TABLE, store.recorder._id) if chained else None)
+    def history_index(cls, recorder: Any) -> SQLHistoryTables:
+        chained = getattr(recorder, "chain_heads", None) is not None
+        return SQLHistoryTables(recorder.datastore, SQLITE, chain=(CHAIN_TABLE, recorder._id) if chained else None)
 
     @classmethod
     def view_storage(cls, store: Any) -> SQLiteViewStorage:
         return SQLiteViewStorage(store.recorder.datastore, store.recorder.events_table_name)
 
     @classmethod
-    def idempotency_keys(cls, store: Any) -> SQLIdempotencyKeys:
-        return SQLIdempotencyKeys(store.recorder.datastore, TABLE, "?", [f"CREATE TABLE IF NOT EXISTS {TABLE} {COLUMNS}"])
+    def idempotency_keys(cls, recorder: Any) -> SQLIdempotencyKeys:
+        return SQLIdempotencyKeys(recorder.datastore, SQLITE, create_statements(SQLITE))
