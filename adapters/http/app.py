@@ -46,8 +46,9 @@ from adapters.http.slow_bodies import DEFAULT_BODY_TIMEOUT_SECONDS, install_body
 from adapters.http.ui import install_ui
 from adapters.ingest import json_problem
 from adapters.processes import end_with_parent
+from adapters.service.idempotent import KeyInFlight, KeyReused, Replayed
 from adapters.service.record_lines import VersionMismatch
-from adapters.store.idempotency import IN_FLIGHT_SECONDS, MAX_KEY, Kept, body_hash
+from adapters.store.idempotency import MAX_KEY, body_hash
 
 DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
 """A request body may hold this many bytes (8 MiB) unless CHATRECORD_MAX_BODY_BYTES says otherwise."""
@@ -135,7 +136,7 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         chatrecord = chatrecord_factory()
-        app.state.chatrecord, app.state.idempotency_keys = chatrecord, chatrecord.store.idempotency_keys
+        app.state.chatrecord = chatrecord
         try:
             yield
         finally:
@@ -278,27 +279,30 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
                     where="header.Idempotency-Key",
                 )
             digest = fingerprint(media, raw)
-            keys = request.app.state.idempotency_keys
-            reserved, mine = keys.reserve(idempotency_key, digest)  # before anything is recorded
-            if not mine:
-                return replayed(
-                    request, reserved, digest, legacy=body_hash(media.encode(), (if_match_header or "").encode(), raw)
-                )
+            legacy = body_hash(media.encode(), (if_match_header or "").encode(), raw)
             try:
-                done, text = answer(chatrecord, lines, follows)
-            except BaseException:
-                keys.release(idempotency_key, reserved)  # only a 200 is kept: a retry runs again
-                raise
-            # kept, unless the reservation expired and another request took the key over
-            keys.finish(idempotency_key, reserved, Kept(digest, 200, text.decode()))
+                outcome = chatrecord.run_once(idempotency_key, digest, lambda: answer(chatrecord, lines, follows), (legacy,))
+            except KeyReused as error:
+                raise Problem(
+                    422,
+                    "idempotency-key-reused",
+                    f"this Idempotency-Key was sent before with {differs(error.kept, digest)}; "
+                    "a retry sends the same Content-Type and body (If-Match may differ)",
+                    differs=differs(error.kept, digest),
+                ) from None
+            except KeyInFlight as error:
+                raise Problem(409, "request-in-progress", str(error), headers={"Retry-After": "1"}) from None
+            if isinstance(outcome, Replayed):
+                return replayed(chatrecord, outcome)
+            done, text = outcome.result, outcome.response
         else:
             done, text = answer(chatrecord, lines, follows)
         return Response(text, media_type=JSON, headers=etag(done.version) | read_after(done.read_after))
 
-    def answer(chatrecord: Chatrecord, lines: list[bytes], versions: list[int] | None) -> tuple[Any, bytes]:
+    def answer(chatrecord: Chatrecord, lines: list[bytes], versions: list[int] | None) -> tuple[Any, str]:
         """Records `lines` (`record`); returns the result and its JSON."""
         done = record(chatrecord, lines, versions)
-        return done, orjson.dumps(done.to_json())
+        return done, orjson.dumps(done.to_json()).decode()
 
     def record(chatrecord: Chatrecord, lines: list[bytes], versions: list[int] | None) -> Any:
         """Records `lines` following one of `versions` (any existing one for ANY): the first is
@@ -314,29 +318,11 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
                 raise version_mismatch(error, "*" if versions == [ANY] else versions) from None
             return chatrecord.record_lines(lines, SOURCE, error.actual)
 
-    def replayed(request: Request, kept: Kept, digest: str, legacy: str = "") -> Response:
-        """Returns the kept response to a key; a 422 problem where it was sent with another
-        fingerprint, a 409 while its first request is in flight."""
-        if kept.body_hash != digest and kept.body_hash != legacy:
-            raise Problem(
-                422,
-                "idempotency-key-reused",
-                f"this Idempotency-Key was sent before with {differs(kept.body_hash, digest)}; "
-                "a retry sends the same Content-Type and body (If-Match may differ)",
-                differs=differs(kept.body_hash, digest),
-            )
-        if kept.in_flight:
-            raise Problem(
-                409,
-                "request-in-progress",
-                "a request with this Idempotency-Key is still being processed; "
-                f"retry after it answers (a reservation left by a stopped server expires after "
-                f"{IN_FLIGHT_SECONDS:.0f} s)",
-                headers={"Retry-After": "1"},
-            )
+    def replayed(chatrecord: Chatrecord, kept: Replayed) -> Response:
+        """Returns the response kept for a key, marked as replayed."""
         version = orjson.loads(kept.response)["version"]
         headers = etag(version) | {"Idempotent-Replayed": "true"}
-        headers |= read_after(request.app.state.chatrecord.position())  # past the first write, whenever it was
+        headers |= read_after(chatrecord.position())  # past the first write, whenever it was
         return Response(kept.response, status_code=kept.status, media_type=JSON, headers=headers)
 
     add_reads(v1, of_a_conversation)

@@ -1,4 +1,5 @@
-"""nr-llm ingestion: the chat's JSON Lines read into commands on the Conversation aggregate.
+"""nr-llm ingestion: the chat's JSON Lines read and validated, one model per line (the domain
+command each decides: `adapters.service.line_commands`).
 
 Input format: docs/spec-map.md, D7; one model per line type
 and the privacy filter live in `adapters.ingest.line_models`. A bad line raises
@@ -9,7 +10,7 @@ Nothing of a bad line is stored; lines are read lazily, so the lines before it a
 
 Example:
     for line in read_file("tests/data/demo_seo_tour.jsonl"):
-        events = line.decide(state, history)
+        line.type, line.conversation, line.kept_facts()   # decided by adapters.service.line_commands
 """
 
 from __future__ import annotations
@@ -30,9 +31,7 @@ from adapters.ingest.dropped import kept_path, quotable
 from adapters.ingest.error_messages import at_line, check_follows, expectation, input_path, kind_of
 from adapters.ingest.line_models import LINE_TYPES, Line, ParsedLine
 from adapters.ingest.names import show
-from domain.conversation import Conversation, MemoryHistory, project_conversation
-from domain.errors import ChatrecordError, InvalidInput
-from domain.events import ConversationEvent
+from domain.errors import InvalidInput
 from domain.limits import DEPTH_MAX, LINE_BYTES_MAX
 
 __all__ = [
@@ -41,10 +40,8 @@ __all__ = [
     "at_line",
     "check_follows",
     "digest_of",
-    "fold_events",
     "json_problem",
     "parse_line",
-    "read_events",
     "read_file",
     "read_lines",
 ]
@@ -361,32 +358,3 @@ def read_file(path: str | Path) -> Iterator[ParsedLine]:
     path = Path(path)
     with path.open("rb") as stream:
         yield from read_lines(bounded_lines(stream), path.name)
-
-
-def fold_events(lines: Iterable[ParsedLine]) -> Iterator[ConversationEvent]:
-    """Yields the events each line decides, folding them in memory per conversation id, so a
-    line sees the state its conversation's earlier lines made.
-
-    Raises InvalidInput at a bad line, or the domain's ChatrecordError with the line's file and
-    number put in front of its message; the events of the lines before it are yielded first.
-    """
-    states: dict[str, Conversation | None] = {}
-    histories: dict[str, MemoryHistory] = {}
-    for line in lines:
-        state = states.get(line.conversation)
-        history = histories.setdefault(line.conversation, MemoryHistory())
-        try:
-            events = line.decide(state, history)
-        except ChatrecordError as error:
-            raise at_line(error, line.source_name, line.line) from error
-        history.record(state, events)
-        states[line.conversation] = project_conversation(state, events)
-        yield from events
-
-
-def read_events(path: str | Path) -> list[ConversationEvent]:
-    """Returns the events of every line of the file `path`, in order (see `fold_events`).
-
-    Raises InvalidInput or the domain's ChatrecordError at the first line that fails.
-    """
-    return list(fold_events(read_file(path)))

@@ -9,7 +9,6 @@ filtered in `adapters.ingest.step_models`; identifiers are reduced in `adapters.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, ConfigDict, Field, ValidationInfo, WithJsonSchema, field_validator
@@ -27,16 +26,8 @@ from adapters.ingest.names import (
     show,
 )
 from adapters.ingest.step_models import InputMessage, LegacyOutcome, Pending, Step
-from domain import conversation as domain
-from domain.errors import ChatrecordError, LineOutOfOrder
-from domain.events import ConversationEvent
 from domain.limits import LIST_MAX, STEPS_MAX
 from domain.values import CARD_ANSWERS, OUTCOMES
-
-_DECIDED_BY_STATE = frozenset({"tour_ended"})
-"""The lines whose deciding nothing depends on the state, not on what was recorded: a
-`tour_ended` with no tour running stores nothing. One that comes before the version it `follows`
-is not taken as a repeat there (it may end a tour by then); it waits like any other line."""
 
 
 class Line(InputModel):
@@ -79,41 +70,6 @@ class Line(InputModel):
             kept = self.facts()
             object.__setattr__(self, "_facts", kept)  # its slot, past pydantic's __setattr__
         return dict(kept)
-
-    def decide(self, state: domain.Conversation | None, history: domain.History) -> list[ConversationEvent]:
-        """Returns the events the line's domain command decides on `state`; raises its
-        ChatrecordError when an invariant would break, LineOutOfOrder when the line names the
-        version it `follows` and the conversation is at another one (a repeat of a line
-        recorded before is no error: it decides nothing)."""
-        command = COMMANDS[self.type]
-        if self.follows is not None:
-            version = state.version if state is not None else 0
-            if version != self.follows and history.source(self.digest) is None:
-                try:
-                    repeat = command(state, **self.kept_facts(), at=self.at, source=self.digest, history=history) == []
-                except ChatrecordError:
-                    repeat = False
-                if repeat and version < self.follows and self.type in _DECIDED_BY_STATE:
-                    repeat = False  # what it decides is decided at the version it follows, which is still to come
-                if not repeat:
-                    raise self._out_of_order(version)
-        return command(state, **self.kept_facts(), at=self.at, source=self.digest, history=history)
-
-    def _out_of_order(self, version: int) -> LineOutOfOrder:
-        assert self.follows is not None  # asked only of a line that names the version it follows
-        if version < self.follows:
-            return LineOutOfOrder(
-                f"the line follows version {self.follows} of conversation {self.conversation!r}, which is at "
-                f"version {version}; it waits for the lines before it (nothing of it was stored)",
-                self.follows,
-                version,
-            )
-        return LineOutOfOrder(
-            f"the line follows version {self.follows} of conversation {self.conversation!r}, which is at "
-            f"version {version} already; it was written for an earlier state (nothing of it was stored)",
-            self.follows,
-            version,
-        )
 
 
 class ConversationStartedLine(Line):
@@ -284,18 +240,17 @@ ParsedLine = Annotated[
 ]
 """One parsed input line; the union is discriminated on `type`."""
 
-COMMANDS: dict[str, Callable[..., list[ConversationEvent]]] = {
-    "conversation_started": domain.start_conversation,
-    "user_message": domain.post_user_message,
-    "segment_returned": domain.return_segment,
-    "card_decided": domain.decide_card,
-    "question_answered": domain.answer_question,
-    "turn_retried": domain.retry_turn,
-    "tour_ended": domain.end_tour,
-    "message_edited": domain.edit_message,
-    "transcript_replaced": domain.replace_transcript,
-    "legacy_row": domain.import_legacy_row,
-}
-"""The domain command each line type calls."""
-
-LINE_TYPES = tuple(COMMANDS)
+LINE_TYPES = (
+    "conversation_started",
+    "user_message",
+    "segment_returned",
+    "card_decided",
+    "question_answered",
+    "turn_retried",
+    "tour_ended",
+    "message_edited",
+    "transcript_replaced",
+    "legacy_row",
+)
+"""The line types, in the order an error lists them (`adapters.service.line_commands.COMMANDS`
+decides each)."""

@@ -8,13 +8,14 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import io
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from threading import Lock
 from typing import Any
 
 from adapters.backends.settings import store_errors
 from adapters.ingest import ParsedLine, bounded_lines, check_follows, line_text
 from adapters.service.batched_ingest import BATCH_LINES, Ingestion
+from adapters.service.idempotent import FirstRun, Replayed, Result, run_once
 from adapters.service.record_lines import IngestReport, Recorded, RecordLines, parse
 from adapters.service.use_case_base import (
     UseCaseBase,
@@ -96,6 +97,13 @@ class LineWrites(UseCaseBase):
         command = RecordLines(parsed, follows)
         recorded = Recorded.of(self._handle(command), command)
         return dataclasses.replace(recorded, read_after=self.position()) if self._reads_elsewhere else recorded
+
+    def run_once(
+        self, key: str, fingerprint: str, work: Callable[[], tuple[Result, str]], also: Collection[str] = ()
+    ) -> FirstRun[Result] | Replayed:
+        """Runs `work` once for the Idempotency-Key `key`, kept in the store with `fingerprint`
+        (`adapters.service.idempotent.run_once`). Raises KeyReused, KeyInFlight, or what `work` raised."""
+        return run_once(self.store.idempotency_keys, key, fingerprint, work, also)
 
     def _handle(self, command: RecordLines) -> HandleResult:
         """Hands `command` to the store, one writer of its conversation at a time in this

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from adapters.ingest import ParsedLine, at_line, parse_numbered
+from adapters.service.line_commands import decide
 from adapters.store.commands import HandleResult
 from adapters.store.crypto import TextsErased
 from domain.conversation import Conversation, History, project_conversation
@@ -92,7 +93,7 @@ class RecordLines:
         self.refused_at = None
         for line in self.lines:
             try:
-                events = line.decide(state, seen)
+                events = decide(line, state, seen)
             except InvalidInput:
                 self.refused_at = line
                 raise

@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID
 
-from adapters.ingest import fold_events, read_events, read_lines
+from adapters.ingest import read_lines
 from adapters.service.conversations import stored_id
+from adapters.service.line_commands import fold_events, read_events
 from adapters.service.record_lines import IngestReport
 from adapters.store.application import ConversationStore
 from adapters.store.verify import Verdict

@@ -10,6 +10,7 @@ import pytest
 
 from adapters.bootstrap import build_store, open_store
 from adapters.ingest import read_file
+from adapters.service.record_lines import RecordLines
 from domain import conversation as c
 from domain.errors import NoCardWaiting
 from domain.events import CardDecided, ConversationEvent, conversation_uuid
@@ -31,7 +32,7 @@ def test_the_demo_tour_is_stored_and_read_back() -> None:
     store = open_store(memory=True)
 
     # Ingest the demo, line by line.
-    results = [store.handle(line) for line in read_file(DEMO)]
+    results = [store.handle(RecordLines([line])) for line in read_file(DEMO)]
     appended = [e for r in results for e in r.appended]
 
     # Query it.
@@ -45,7 +46,7 @@ def test_the_demo_tour_is_stored_and_read_back() -> None:
     assert store.max_notification_id() == len(appended) == results[-1].position
 
     # Deliver the whole file again: nothing changes, each line answers with its first result.
-    again = [store.handle(line) for line in read_file(DEMO)]
+    again = [store.handle(RecordLines([line])) for line in read_file(DEMO)]
     assert all(r.repeated for r in again)
     assert [r.events for r in again] == [r.appended for r in results]
     assert store.max_notification_id() == len(appended)
@@ -55,10 +56,10 @@ def test_a_repeated_card_decision_returns_the_decision_not_its_segment() -> None
     store = open_store(memory=True)
     lines = list(read_file(DEMO))
     for line in lines:
-        store.handle(line)
+        store.handle(RecordLines([line]))
 
     card = next(line for line in lines if line.type == "card_decided")
-    result = store.handle(card)
+    result = store.handle(RecordLines([card]))
 
     assert result.repeated
     assert [type(e) for e in result.events] == [CardDecided]
@@ -68,7 +69,7 @@ def test_a_repeated_card_decision_returns_the_decision_not_its_segment() -> None
 def test_a_command_that_breaks_an_invariant_stores_nothing() -> None:
     store = open_store(memory=True)
     for line in list(read_file(DEMO))[:2]:
-        store.handle(line)
+        store.handle(RecordLines([line]))
     before = store.max_notification_id()
 
     with pytest.raises(NoCardWaiting):
@@ -133,7 +134,7 @@ def test_the_snapshot_interval_comes_from_the_environment() -> None:
 def test_every_older_version_can_be_loaded() -> None:
     store = open_store(memory=True, SNAPSHOT_INTERVAL="5")
     for line in read_file(DEMO):
-        store.handle(line)
+        store.handle(RecordLines([line]))
     log = store.events("conv-demo-seo")
     for version in range(1, len(log) + 1):
         assert store.get("conv-demo-seo", version=version) == c.project_conversation(None, log[:version])

@@ -15,7 +15,7 @@ from eventsourcing.utils import get_topic
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from adapters.ingest import read_events
+from adapters.service.line_commands import read_events
 from adapters.store.serialization import OrjsonTranscoder, PydanticMapper
 from domain.conversation import ConversationSnapshot, evolve, project_conversation
 from domain.events import ConversationEvent, ConversationStarted, UserMessagePosted

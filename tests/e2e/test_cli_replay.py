@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from adapters.ingest import read_events
+from adapters.service.line_commands import read_events
 from projections.turn import replay_json, replay_turns
 from tests.e2e.conftest import DATA, DEMO, Run, json_lines
 

@@ -31,6 +31,7 @@ from adapters.backends.postgres import (
 from adapters.backends.sql.idempotency import SQLIdempotencyKeys
 from adapters.bootstrap import open_store
 from adapters.ingest import read_lines
+from adapters.service.record_lines import RecordLines
 from domain.events import conversation_uuid
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -56,7 +57,7 @@ LARGE_SEGMENT = textwrap.dedent("""
          "outcome": "completed", "answer": "ok", "steps": [step] * steps, "pending": []},
     ]
     for line in read_lines([orjson.dumps(line) for line in lines], "big.jsonl"):
-        store.handle(line)
+        store.handle(RecordLines([line]))
     print(len(store.events(c)), len(store.events(c)[-1].steps))
 """)
 
@@ -112,7 +113,7 @@ def ingest(store, lines: list[bytes]) -> None:
     from adapters.ingest import read_lines
 
     for line in read_lines(lines, "t.jsonl"):
-        store.handle(line)
+        store.handle(RecordLines([line]))
 
 
 def test_create_once_runs_its_statements_only_when_the_check_says_they_are_missing(
@@ -318,7 +319,7 @@ def test_an_append_in_one_call_runs_prepared_and_leaves_the_pool_preparing_nothi
         {"type": "user_message", "conversation": c, "at": at, "message": n, "text": "x", "page": 1} for n in (1, 2, 3)
     ]
     for line in read_lines([orjson.dumps(line) for line in lines], "prepared.jsonl"):
-        store.handle(line)
+        store.handle(RecordLines([line]))
     with store.recorder.datastore.get_connection() as conn:
         assert conn.prepare_threshold is None
         calls = conn.execute(

@@ -26,6 +26,7 @@ from adapters.backends.postgres.prefetched_rows import PrefetchedRows
 from adapters.backends.settings import memory_env
 from adapters.bootstrap import build_store, read_models
 from adapters.ingest import read_file, read_lines
+from adapters.service.record_lines import RecordLines
 from adapters.store.application import ConversationStore
 from adapters.views import rebuild
 from adapters.views.head_cache import _kept, notes_cache
@@ -67,7 +68,7 @@ class Crash(Exception):
 def ingest(store: ConversationStore, lines: list[dict[str, Any]] | Path) -> None:
     parsed = read_file(lines) if isinstance(lines, Path) else read_lines([orjson.dumps(x) for x in lines], "test")
     for line in parsed:
-        store.handle(line)
+        store.handle(RecordLines([line]))
 
 
 class Lines:

@@ -21,6 +21,7 @@ import orjson
 from adapters.backends.settings import memory_env, postgres_env, sqlite_env
 from adapters.bootstrap import build_store, read_models
 from adapters.ingest import read_lines
+from adapters.service.record_lines import RecordLines
 from adapters.store.application import ConversationStore
 from domain.errors import UnknownConversation
 from projections.turn import NoTurnYet, replay_turns
@@ -76,7 +77,7 @@ def _write(env: dict[str, str], lines: list[bytes], ready: Any, done: Any) -> No
         read_models(store).active_rules()  # the views exist before the first line
         ready.wait(60)  # every reader has opened its store
         for line in read_lines(lines, "test"):
-            store.handle(line)
+            store.handle(RecordLines([line]))
     finally:
         done.set()
         store.close()
@@ -115,7 +116,7 @@ def _valid_turns(store: ConversationStore, lines: list[bytes]) -> tuple[list[byt
     models = read_models(reference)
     notes = []
     for line in read_lines(lines, "test"):
-        reference.handle(line)
+        reference.handle(RecordLines([line]))
         try:
             notes.append(orjson.dumps(models.turn_notes(CONVERSATION).to_json()))
         except (UnknownConversation, NoTurnYet):

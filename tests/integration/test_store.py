@@ -312,10 +312,11 @@ DROPPED_KEYS = ("toolArguments", "toolResult", "messagesSent", "requestedToolCal
 
 def ingest_demo(store: ConversationStore, path: Path = DEMO) -> list[ConversationEvent]:
     from adapters.ingest import read_file
+    from adapters.service.record_lines import RecordLines
 
     appended: list[ConversationEvent] = []
     for line in read_file(path):
-        appended += store.handle(line).appended
+        appended += store.handle(RecordLines([line])).appended
     return appended
 
 

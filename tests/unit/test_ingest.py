@@ -12,8 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from adapters.ingest import fold_events, parse_line, read_events, read_file, read_lines
+from adapters.ingest import parse_line, read_file, read_lines
 from adapters.ingest.names import NAME_MAX, reduce_id
+from adapters.service.line_commands import fold_events, read_events
 from domain.events import (
     CardDecided,
     ConversationStarted,

@@ -10,7 +10,8 @@ from typing import Any
 import orjson
 import pytest
 
-from adapters.ingest import fold_events, parse_line, read_events, read_file, read_lines
+from adapters.ingest import parse_line, read_file, read_lines
+from adapters.service.line_commands import fold_events, read_events
 from domain.errors import InvalidInput, NoCardWaiting
 from domain.events import (
     ConversationStarted,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from factories import Chat, call, model_round, seo_tour, tool, write
 
-from adapters.ingest import read_events
+from adapters.service.line_commands import read_events
 from domain.values import LegacyCardOutcome, RecordRef, StepFact, WaitingCall
 from projections import turn as turns
 from projections.notes import LABEL, OPEN

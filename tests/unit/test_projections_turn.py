@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from factories import Chat, proposal, seo_tour, tool
 
-from adapters.ingest import read_events
+from adapters.service.line_commands import read_events
 from projections.notes import OPEN
 from projections.turn import NoTurnYet, build_turn_input, replay_json, replay_turns
 

@@ -1,0 +1,98 @@
+"""Each input line to the domain command of its type (`COMMANDS`), with the check of the version a
+line says it `follows`: `decide` is what every write decides a line with (`RecordLines`), and
+`fold_events` / `read_events` decide lines in memory (replay of a file, the tests).
+
+The lines are read and validated by `adapters.ingest`; what a line means to the conversation is
+decided here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+
+from adapters.ingest import at_line, read_file
+from adapters.ingest.line_models import Line, ParsedLine
+from domain import conversation as domain
+from domain.errors import ChatrecordError, LineOutOfOrder
+from domain.events import ConversationEvent
+
+COMMANDS: dict[str, Callable[..., list[ConversationEvent]]] = {
+    "conversation_started": domain.start_conversation,
+    "user_message": domain.post_user_message,
+    "segment_returned": domain.return_segment,
+    "card_decided": domain.decide_card,
+    "question_answered": domain.answer_question,
+    "turn_retried": domain.retry_turn,
+    "tour_ended": domain.end_tour,
+    "message_edited": domain.edit_message,
+    "transcript_replaced": domain.replace_transcript,
+    "legacy_row": domain.import_legacy_row,
+}
+"""The domain command each line type calls (`adapters.ingest.LINE_TYPES` names the same types)."""
+
+DECIDED_BY_STATE = frozenset({"tour_ended"})
+"""The lines whose deciding depends on the state, not on what was recorded: a `tour_ended` with
+no tour running stores nothing. One that comes before the version it `follows` is not taken as
+a repeat there (it may end a tour by then); it waits like any other line."""
+
+
+def decide(line: Line, state: domain.Conversation | None, history: domain.History) -> list[ConversationEvent]:
+    """Returns the events the line's domain command decides on `state`; raises its
+    ChatrecordError when an invariant would break, LineOutOfOrder when the line names the
+    version it `follows` and the conversation is at another one (a repeat of a line recorded
+    before is no error: it decides nothing)."""
+    command = COMMANDS[line.type]
+    facts = line.kept_facts
+    if line.follows is not None:
+        version = state.version if state is not None else 0
+        if version != line.follows and history.source(line.digest) is None:
+            try:
+                repeat = command(state, **facts(), at=line.at, source=line.digest, history=history) == []
+            except ChatrecordError:
+                repeat = False
+            if repeat and version < line.follows and line.type in DECIDED_BY_STATE:
+                repeat = False  # what it decides is decided at the version it follows, which is still to come
+            if not repeat:
+                raise out_of_order(line, version)
+    return command(state, **facts(), at=line.at, source=line.digest, history=history)
+
+
+def out_of_order(line: Line, version: int) -> LineOutOfOrder:
+    """Returns the refusal of a line that `follows` another version than the conversation's `version`."""
+    assert line.follows is not None  # asked only of a line that names the version it follows
+    start = f"the line follows version {line.follows} of conversation {line.conversation!r}, which is at version {version}"
+    if version < line.follows:
+        return LineOutOfOrder(f"{start}; it waits for the lines before it (nothing of it was stored)", line.follows, version)
+    return LineOutOfOrder(
+        f"{start} already; it was written for an earlier state (nothing of it was stored)", line.follows, version
+    )
+
+
+def fold_events(lines: Iterable[ParsedLine]) -> Iterator[ConversationEvent]:
+    """Yields the events each line decides, folding them in memory per conversation id, so a
+    line sees the state its conversation's earlier lines made.
+
+    Raises InvalidInput at a bad line, or the domain's ChatrecordError with the line's file and
+    number put in front of its message; the events of the lines before it are yielded first.
+    """
+    states: dict[str, domain.Conversation | None] = {}
+    histories: dict[str, domain.MemoryHistory] = {}
+    for line in lines:
+        state = states.get(line.conversation)
+        history = histories.setdefault(line.conversation, domain.MemoryHistory())
+        try:
+            events = decide(line, state, history)
+        except ChatrecordError as error:
+            raise at_line(error, line.source_name, line.line) from error
+        history.record(state, events)
+        states[line.conversation] = domain.project_conversation(state, events)
+        yield from events
+
+
+def read_events(path: str | Path) -> list[ConversationEvent]:
+    """Returns the events of every line of the file `path`, in order (see `fold_events`).
+
+    Raises InvalidInput or the domain's ChatrecordError at the first line that fails.
+    """
+    return list(fold_events(read_file(path)))
