@@ -131,13 +131,41 @@ def test_the_core_importing_the_store_breaks_a_contract(planted: Path) -> None:
     assert "projections is not allowed to import adapters" in checked.stdout
 
 
-def test_a_circle_inside_one_layer_is_found(planted: Path) -> None:
-    # the store and its views may import each other (one layer), but not round in a circle:
-    # the read models import the store's application, which here imports them back
+def test_the_store_importing_its_views_breaks_the_strict_layers(planted: Path) -> None:
+    # the backends above the views above the store: the read models import the store's
+    # application, which here imports them back (a circle, and an upward import)
     path = plant(planted, "adapters/store/application.py", "from adapters.views.readmodels import ReadModels  # noqa: F401")
     try:
         found, checked = circles(planted), lint_imports(planted)
     finally:
         path.write_text((ROOT / "adapters/store/application.py").read_text(encoding="utf-8"), encoding="utf-8")
     assert any("adapters.store.application" in circle and "adapters.views.readmodels" in circle for circle in found), found
-    assert checked.returncode == 0, checked.stdout  # the layers contract allows it: hence the check of circles
+    assert checked.returncode == 1
+    assert "adapters.store is not allowed to import adapters.views" in checked.stdout
+
+
+@pytest.mark.parametrize(
+    ("module", "imported", "words"),
+    [
+        (
+            "adapters/store/keys.py",
+            "from adapters.backends import SQLITE_MODULE",
+            "adapters.store is not allowed to import adapters.backends",
+        ),
+        (
+            "adapters/views/rule_diff.py",
+            "from adapters.backends import SQLITE_MODULE",
+            "adapters.views is not allowed to import adapters.backends",
+        ),
+    ],
+)
+def test_the_store_or_the_views_locating_a_backend_breaks_the_strict_layers(
+    planted: Path, module: str, imported: str, words: str
+) -> None:
+    path = plant(planted, module, f"{imported}  # noqa: F401")
+    try:
+        checked = lint_imports(planted)
+    finally:
+        path.write_text((ROOT / module).read_text(encoding="utf-8"), encoding="utf-8")
+    assert checked.returncode == 1
+    assert words in checked.stdout
