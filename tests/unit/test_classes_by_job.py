@@ -40,7 +40,7 @@ KNOWN_SINGLE_SUBCLASS: set[str] = {
     "adapters.service.line_writes.LineWrites",
     "adapters.service.store_upkeep.StoreUpkeep",
     "adapters.store.deciding.DecidingStore",
-    "adapters.store.sql_history.SQLHistoryTables",
+    "adapters.backends.sql.history.SQLHistoryTables",
     "adapters.store.store_queries.StoreQueries",
     "adapters.backends.sql.views_buffered.BufferedRows",
     "adapters.views.live_rows.LiveRows",
