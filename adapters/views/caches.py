@@ -12,7 +12,7 @@ is the one that would be rendered again. Bodies are the rows' own JSON; notes ho
 never a text.
 
 `KeptMessages` does the same for the transcript messages a turn read places its notes beside
-(`adapters.backends.sql.views_rows.SQLRows.placement_reads`): about two per note, of which an append changes
+(`ViewRows.placement_reads`): about two per note, of which an append changes
 one or two, so a read decodes (and opens, where texts are sealed) only those. A kept message
 holds its text: it is handed out only while the conversation's data key still opens its sealed
 body (`adapters.store.crypto.ViewTexts.readable`), and an erasure in this process drops them all.
@@ -140,7 +140,7 @@ class Placement:
     """What a turn read knows of a conversation's transcript rows for placing notes: by user
     message number, the index of its newest message and where its block ends (None as the
     value: no message of the number), row bodies by index, and which numbers and indexes the
-    read asked for (`adapters.backends.sql.views_rows.SQLRows.placement_reads`)."""
+    read asked for (`ViewRows.placement_reads`)."""
 
     ends: dict[int, tuple[int, int | None] | None] = field(default_factory=dict)
     bodies: dict[int, str] = field(default_factory=dict)

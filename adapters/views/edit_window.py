@@ -1,7 +1,7 @@
 """What an edit's fold asks of a conversation's stored rows, as this process's own appends left
 them (`EditWindow`): kept with the head those appends wrote (`RecentRows.edit`, in `HeadCache`),
 it lets an edit's append on PostgreSQL read nothing before its call
-(`adapters.backends.postgres.buffered_rows.PostgresBufferedRows.prefetch`).
+(`ViewRows.prefetch`, where a backend reads them at once).
 """
 
 from __future__ import annotations

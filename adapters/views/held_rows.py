@@ -28,8 +28,7 @@ NEWEST_OUTCOMES = max(resolve(rules).max_notes for rules in RULE_SET_IDS) + 1
 NEWEST_ENTRIES = 2 * NEWEST_OUTCOMES
 """The run record entries a turn read reads at first (on PostgreSQL with its head): the notes
 take the newest until their budget is full, skipping entries of empty steps; a read that
-reaches older ones reads them in one more statement (`adapters.backends.sql.views_rows.SQLRows.entries`,
-`adapters.backends.postgres.prefetched_rows.PrefetchedRows.entries`)."""
+reaches older ones reads them in one more statement (`ViewRows.entries`)."""
 
 
 @dataclass(frozen=True)
@@ -73,7 +72,7 @@ def advanced(
     newest_outcomes: int,
 ) -> HeldRows | None:
     """Returns `held` after an append that committed: its fold began at head version `start`,
-    wrote the document section `views` (`adapters.backends.postgres.append.AppendDocument.views`;
+    wrote the document section `views` (the append document of one call;
     None: the append was not sent as one document) and left head `after`. Returns None where
     that cannot be followed exactly: nothing held of `start` in `generation`, an edit's cut of
     card outcomes, new outcomes not newer than the held version or not all the head counts,

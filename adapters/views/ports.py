@@ -2,7 +2,7 @@
 rows in one generation (`ViewRows`), and the target a transaction's statements go to
 (`AppendTarget`).
 
-Each backend implements them under `adapters.backends` (memory, SQLite, PostgreSQL), and the
+Each backend implements them (memory, SQLite, PostgreSQL), and the
 composition root (`adapters.bootstrap`) hands the store's storage to its read models; the views
 never look it up. `tests/integration/test_view_ports.py` is the contract every backend passes.
 

@@ -1,5 +1,5 @@
 """The newest rows an append's writes left (`RecentRows`), which the next append's fold reads
-instead of the tables (`adapters.backends.sql.views_buffered.BufferedRows.prime`)."""
+instead of the tables (`adapters.views.ports.ViewRows.prime`)."""
 
 from __future__ import annotations
 

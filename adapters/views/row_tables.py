@@ -1,5 +1,5 @@
 """The row tables of one generation of the read models, by name: what a rebuild reports it
-made and dropped. What they hold, and their SQL, is the backends' (`adapters.backends.sql.views_tables`)."""
+made and dropped. What they hold, and their SQL, is the backends'."""
 
 from __future__ import annotations
 

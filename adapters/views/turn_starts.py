@@ -1,5 +1,5 @@
 """Which events started the turns of one user message, read from a generation's `turns` table
-(`adapters.backends.sql.views_tables`: one row per model call a user message started, `(cid, version,
+(one row per model call a user message started, `(cid, version,
 message, at)`, written by the fold's `Rows.put_turn` and never cut by an edit), for
 `ReadModels.turn_starts`: what `replay --at N` reads before it reads the log up to that turn.
 

@@ -306,7 +306,7 @@ class AtRestContract(ErasureContract):
         key = conversation_uuid("conv-erase")
         with models.storage.transaction(write=False) as curs:
             rows = models.storage.rows(curs, models.storage.pointer(curs).generation, key)  # type: ignore[union-attr]
-            bodies = [r["body"] for r in rows._q(f"SELECT body FROM {rows.t['messages']} WHERE cid = ?").fetchall()]
+            bodies = [r["body"] for r in rows._q(rows.s.messages).fetchall()]
             assert any(p in m.text for m in rows._decode_messages(bodies, models.messages) for p in PLANTS)
             assert any(models.messages.get(str(key), body) is not None for body in bodies)
             erase(store, "conv-erase", read_models_for(store))  # through another ReadModels: this one's kept messages stay

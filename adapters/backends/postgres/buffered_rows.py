@@ -24,6 +24,37 @@ def _json_insert(table: str, name: str, columns: tuple[str, ...], upsert: bool =
     return json_insert(table, name, columns, "%s", "%s::jsonb", upsert)
 
 
+_STATEMENTS = {
+    "drop_aside": "DELETE FROM {entries} WHERE cid = %s",
+    "set_aside": "UPDATE {entries} SET cid = %s WHERE cid = %s "
+    "AND seq = ANY(ARRAY(SELECT jsonb_array_elements_text(%s::jsonb)::bigint))",
+    "delete_entries": "DELETE FROM {entries} WHERE cid = %s "
+    "AND seq = ANY(ARRAY(SELECT jsonb_array_elements_text(%s::jsonb)::bigint))",
+    "end_blocks": "UPDATE {messages} m SET block_end = (u.e->>1)::bigint "
+    "FROM jsonb_array_elements(%s::jsonb) AS u(e) WHERE m.cid = %s AND m.idx = (u.e->>0)::bigint",
+    "edit": (
+        "SELECT u.idx, (SELECT body FROM {messages} WHERE cid = %(cid)s AND idx = u.idx) AS body, "
+        "(SELECT COALESCE(json_agg(json_build_array(s.segment, x.seq)), '[]'::json) FROM unnest(%(segments)s::text[]) "
+        "AS s(segment) CROSS JOIN LATERAL (SELECT seq FROM {entries} WHERE cid = %(cid)s AND segment = s.segment LIMIT 1) x) "
+        "AS entries, (SELECT COALESCE(sum((SELECT count(*) FROM {outcomes} WHERE cid = %(cid)s AND card = c.card)), 0) "
+        "FROM unnest(%(cards)s::text[]) AS c(card)) AS carded, "
+        "(SELECT count(*) FROM {outcomes} WHERE cid = %(cid)s AND card IS NULL AND after >= u.idx + 1) AS loose, "
+        "(SELECT page FROM {pages} WHERE cid = %(cid)s AND message <= %(number)s ORDER BY message DESC LIMIT 1) AS newest, "
+        "(SELECT page FROM {pages} WHERE cid = %(cid)s AND message <= %(number)s AND page <> 0 "
+        "ORDER BY message DESC LIMIT 1) AS shown "
+        "FROM (SELECT MAX(idx) AS idx FROM {messages} WHERE cid = %(cid)s AND number = %(number)s) u"
+    ),
+}
+"""The statements of the JSON-array writes and of an edit's read (`PostgresBufferedRows.prefetch`),
+each with the generation's table names to fill in."""
+
+
+@functools.cache
+def _statement(kind: str, tables: tuple[tuple[str, str], ...]) -> str:
+    """Statement `kind` of `_STATEMENTS` on the tables `tables` (built once per generation)."""
+    return _STATEMENTS[kind].format(**dict(tables))
+
+
 @dataclass
 class EditRows:
     """What the fold of an edit's append asks of the stored view rows, read in one statement
@@ -84,18 +115,7 @@ class PostgresBufferedRows(BufferedRows):
             if self._edit is not None:
                 return
         row = self.curs.execute(
-            "SELECT u.idx, (SELECT body FROM {m} WHERE cid = %(cid)s AND idx = u.idx) AS body, "
-            "(SELECT COALESCE(json_agg(json_build_array(s.segment, x.seq)), '[]'::json) FROM unnest(%(segments)s::text[]) "
-            "AS s(segment) CROSS JOIN LATERAL (SELECT seq FROM {e} WHERE cid = %(cid)s AND segment = s.segment LIMIT 1) x) "
-            "AS entries, (SELECT COALESCE(sum((SELECT count(*) FROM {o} WHERE cid = %(cid)s AND card = c.card)), 0) "
-            "FROM unnest(%(cards)s::text[]) AS c(card)) AS carded, "
-            "(SELECT count(*) FROM {o} WHERE cid = %(cid)s AND card IS NULL AND after >= u.idx + 1) AS loose, "
-            "(SELECT page FROM {p} WHERE cid = %(cid)s AND message <= %(number)s ORDER BY message DESC LIMIT 1) AS newest, "
-            "(SELECT page FROM {p} WHERE cid = %(cid)s AND message <= %(number)s AND page <> 0 "
-            "ORDER BY message DESC LIMIT 1) AS shown "
-            "FROM (SELECT MAX(idx) AS idx FROM {m} WHERE cid = %(cid)s AND number = %(number)s) u".format(
-                m=t["messages"], e=t["entries"], o=t["outcomes"], p=t["pages"]
-            ),
+            _statement("edit", tuple(t.items())),
             {"cid": self.cid, "number": number, "segments": segments, "cards": cards},
         ).fetchone()
         index = None if row["idx"] is None else int(row["idx"])
@@ -229,11 +249,10 @@ class PostgresBufferedRows(BufferedRows):
         if views is None:  # one statement per kind, the rows as one JSON array (as `_insert_many`)
             entries, aside = self.t["entries"], self.aside_cid
             if self._drop_aside:
-                self.curs.execute(f"DELETE FROM {entries} WHERE cid = %s", (aside,))
+                self.curs.execute(_statement("drop_aside", tuple(self.t.items())), (aside,))
             if self._moves:
                 self.curs.execute(
-                    f"UPDATE {entries} SET cid = %s WHERE cid = %s "
-                    "AND seq = ANY(ARRAY(SELECT jsonb_array_elements_text(%s::jsonb)::bigint))",
+                    _statement("set_aside", tuple(self.t.items())),
                     (aside, self.cid, orjson.dumps(self._moves).decode()),
                 )
             if self._aside:
@@ -254,8 +273,7 @@ class PostgresBufferedRows(BufferedRows):
             views["delete_entries"].extend(seqs)
         elif seqs:
             self.curs.execute(
-                f"DELETE FROM {self.t['entries']} WHERE cid = %s "
-                "AND seq = ANY(ARRAY(SELECT jsonb_array_elements_text(%s::jsonb)::bigint))",
+                _statement("delete_entries", tuple(self.t.items())),
                 (self.cid, orjson.dumps(seqs).decode()),
             )
 
@@ -276,7 +294,6 @@ class PostgresBufferedRows(BufferedRows):
             views["ends"].extend([index, end] for index, end in ends)
         elif ends:
             self.curs.execute(
-                f"UPDATE {self.t['messages']} m SET block_end = (u.e->>1)::bigint "
-                "FROM jsonb_array_elements(%s::jsonb) AS u(e) WHERE m.cid = %s AND m.idx = (u.e->>0)::bigint",
+                _statement("end_blocks", tuple(self.t.items())),
                 (orjson.dumps(ends).decode(), self.cid),
             )

@@ -137,38 +137,9 @@ class PostgresViewStorage(SQLViewStorage):
         live generation next time)."""
         if not self._has_pointer:
             return None
-        t = table_names(generation, self.schema)
-        # the topics and the tail: only with `since`, within TAIL_EVENTS, and not for kept notes
-        unkept = "CASE WHEN h.version = %(kept)s OR %(since)s < 0 OR h.version - %(since)s > %(events)s THEN NULL ELSE "
         row = self.run(
             curs,
-            (
-                "SELECT p.generation, p.rules, p.next, h.body AS head, h.version = %(kept)s AS skipped, "
-                "h.version = %(held)s AS held, "
-                f"(SELECT max(originator_version) FROM {self._t(self.events_table)} WHERE originator_id = %(key)s) AS logged, "
-                "CASE WHEN h.version = %(kept)s OR h.version = %(held)s THEN NULL ELSE "
-                "(SELECT string_agg(body, chr(30) ORDER BY seq) FROM (SELECT seq, body FROM "
-                f"{t['entries']} WHERE cid = %(cid)s ORDER BY seq DESC LIMIT %(entries)s) e) END AS entries, "
-                "CASE WHEN h.version = %(kept)s OR h.version = %(held)s THEN NULL ELSE "
-                "(SELECT string_agg(body, chr(30) ORDER BY v, sub) FROM (SELECT v, sub, body FROM "
-                f"{t['outcomes']} WHERE cid = %(cid)s ORDER BY v DESC, sub DESC LIMIT %(newest)s) o) END AS outcomes, "
-                f"{unkept}(SELECT COALESCE(string_agg(DISTINCT topic, chr(30)), '') FROM "
-                f"{self._t(self.events_table)} WHERE originator_id = %(key)s "
-                "AND originator_version > %(since)s AND originator_version <= h.version) END AS topics, "
-                f"{unkept}(SELECT COALESCE(string_agg(concat_ws(chr(31), idx, role, COALESCE(number::text, ''), "
-                "COALESCE(block_end::text, ''), body), chr(30) ORDER BY idx), '') FROM (SELECT idx, role, number, "
-                f"block_end, body FROM {t['messages']} WHERE cid = %(cid)s AND idx >= %(tail)s ORDER BY idx "
-                "LIMIT %(rows)s) m) END AS tail, "
-                + (
-                    f"(SELECT hash FROM {self._t(CHAIN_TABLE)} WHERE originator_id = %(key)s "
-                    "AND originator_version = h.version) AS tip, "
-                    f"(SELECT hash FROM {self._t(CHAIN_TABLE)} WHERE originator_id = %(key)s "
-                    "AND originator_version = %(since)s) AS since_tip "
-                    if self.chained
-                    else "NULL::bytea AS tip, NULL::bytea AS since_tip "
-                )
-                + f"FROM {self._t(POINTER)} p LEFT JOIN {t['heads']} h ON h.cid = %(cid)s WHERE p.id = 1"
-            ),
+            self._turn_rows_sql(generation),
             {
                 "cid": str(cid),
                 "key": cid,
@@ -217,6 +188,70 @@ class PostgresViewStorage(SQLViewStorage):
         s = self.statements(generation)
         return PrefetchedRows(curs, s.t, str(cid), self.p, entries, outcomes, newest, self.texts, self.run, head, known, s)
 
+    def _turn_rows_sql(self, generation: int) -> str:
+        """The statement of `turn_rows` on `generation`'s tables (built once per generation)."""
+        found = self._turn_sql.get(("rows", generation))
+        if found is None:
+            found = self._turn_sql[("rows", generation)] = self._turn_rows_text(generation)
+        return found
+
+    def _turn_rows_text(self, generation: int) -> str:
+        t = table_names(generation, self.schema)
+        # the topics and the tail: only with `since`, within TAIL_EVENTS, and not for kept notes
+        unkept = "CASE WHEN h.version = %(kept)s OR %(since)s < 0 OR h.version - %(since)s > %(events)s THEN NULL ELSE "
+        return (
+            "SELECT p.generation, p.rules, p.next, h.body AS head, h.version = %(kept)s AS skipped, "
+            "h.version = %(held)s AS held, "
+            f"(SELECT max(originator_version) FROM {self._t(self.events_table)} WHERE originator_id = %(key)s) AS logged, "
+            "CASE WHEN h.version = %(kept)s OR h.version = %(held)s THEN NULL ELSE "
+            "(SELECT string_agg(body, chr(30) ORDER BY seq) FROM (SELECT seq, body FROM "
+            f"{t['entries']} WHERE cid = %(cid)s ORDER BY seq DESC LIMIT %(entries)s) e) END AS entries, "
+            "CASE WHEN h.version = %(kept)s OR h.version = %(held)s THEN NULL ELSE "
+            "(SELECT string_agg(body, chr(30) ORDER BY v, sub) FROM (SELECT v, sub, body FROM "
+            f"{t['outcomes']} WHERE cid = %(cid)s ORDER BY v DESC, sub DESC LIMIT %(newest)s) o) END AS outcomes, "
+            f"{unkept}(SELECT COALESCE(string_agg(DISTINCT topic, chr(30)), '') FROM "
+            f"{self._t(self.events_table)} WHERE originator_id = %(key)s "
+            "AND originator_version > %(since)s AND originator_version <= h.version) END AS topics, "
+            f"{unkept}(SELECT COALESCE(string_agg(concat_ws(chr(31), idx, role, COALESCE(number::text, ''), "
+            "COALESCE(block_end::text, ''), body), chr(30) ORDER BY idx), '') FROM (SELECT idx, role, number, "
+            f"block_end, body FROM {t['messages']} WHERE cid = %(cid)s AND idx >= %(tail)s ORDER BY idx "
+            "LIMIT %(rows)s) m) END AS tail, "
+            + (
+                f"(SELECT hash FROM {self._t(CHAIN_TABLE)} WHERE originator_id = %(key)s "
+                "AND originator_version = h.version) AS tip, "
+                f"(SELECT hash FROM {self._t(CHAIN_TABLE)} WHERE originator_id = %(key)s "
+                "AND originator_version = %(since)s) AS since_tip "
+                if self.chained
+                else "NULL::bytea AS tip, NULL::bytea AS since_tip "
+            )
+            + f"FROM {self._t(POINTER)} p LEFT JOIN {t['heads']} h ON h.cid = %(cid)s WHERE p.id = 1"
+        )
+
+    def _turn_input_sql(self, generation: int) -> str:
+        """The statement of `turn_input_rows` on `generation`'s tables (built once per generation)."""
+        found = self._turn_sql.get(("input", generation))
+        if found is None:
+            found = self._turn_sql[("input", generation)] = self._turn_input_text(generation)
+        return found
+
+    def _turn_input_text(self, generation: int) -> str:
+        t = table_names(generation, self.schema)
+        return (
+            "SELECT p.generation, p.rules, p.next, h.body AS head, "
+            f"(SELECT max(originator_version) FROM {self._t(self.events_table)} WHERE originator_id = %(key)s) AS logged, "
+            "CASE WHEN j.turn IS NULL THEN NULL ELSE (SELECT COALESCE(string_agg(body, chr(30) ORDER BY idx), '') FROM "
+            f"{t['messages']} WHERE cid = %(cid)s AND idx < (j.turn ->> 'length')::bigint) END AS messages, "
+            "CASE WHEN j.turn IS NULL THEN NULL ELSE (SELECT COALESCE(string_agg(body, chr(30) ORDER BY seq), '') FROM "
+            f"(SELECT seq, body FROM {t['entries']} WHERE cid = %(cid)s AND seq <= (j.turn ->> 'version')::bigint "
+            f"UNION ALL SELECT seq, body FROM {t['entries']} WHERE cid = %(aside)s) e) END AS entries, "
+            "CASE WHEN j.turn IS NULL THEN NULL ELSE (SELECT COALESCE(string_agg(body, chr(30) ORDER BY v, sub), '') FROM "
+            f"{t['outcomes']} WHERE cid = %(cid)s AND v <= (j.turn ->> 'version')::bigint) END AS outcomes "
+            f"FROM {self._t(POINTER)} p LEFT JOIN {t['heads']} h ON h.cid = %(cid)s "
+            "LEFT JOIN LATERAL (SELECT b -> 'turn' AS turn FROM (SELECT h.body::jsonb AS b) x "
+            "WHERE (b ->> 'turn_intact')::boolean AND jsonb_typeof(b -> 'turn') = 'object') j ON true "
+            "WHERE p.id = 1"
+        )
+
     def turn_input_rows(self, curs: Any, cid: UUID, generation: int) -> TurnInputRows | None:
         """Reads, in one statement (prepared, `run`), what the latest turn of `cid` saw, from the
         rows of generation `generation` (the caller's guess): the live pointer, the head row,
@@ -228,24 +263,9 @@ class PostgresViewStorage(SQLViewStorage):
         (the caller reads as before, and guesses the live generation next time)."""
         if not self._has_pointer:
             return None
-        t = table_names(generation, self.schema)
         row = self.run(
             curs,
-            (
-                "SELECT p.generation, p.rules, p.next, h.body AS head, "
-                f"(SELECT max(originator_version) FROM {self._t(self.events_table)} WHERE originator_id = %(key)s) AS logged, "
-                "CASE WHEN j.turn IS NULL THEN NULL ELSE (SELECT COALESCE(string_agg(body, chr(30) ORDER BY idx), '') FROM "
-                f"{t['messages']} WHERE cid = %(cid)s AND idx < (j.turn ->> 'length')::bigint) END AS messages, "
-                "CASE WHEN j.turn IS NULL THEN NULL ELSE (SELECT COALESCE(string_agg(body, chr(30) ORDER BY seq), '') FROM "
-                f"(SELECT seq, body FROM {t['entries']} WHERE cid = %(cid)s AND seq <= (j.turn ->> 'version')::bigint "
-                f"UNION ALL SELECT seq, body FROM {t['entries']} WHERE cid = %(aside)s) e) END AS entries, "
-                "CASE WHEN j.turn IS NULL THEN NULL ELSE (SELECT COALESCE(string_agg(body, chr(30) ORDER BY v, sub), '') FROM "
-                f"{t['outcomes']} WHERE cid = %(cid)s AND v <= (j.turn ->> 'version')::bigint) END AS outcomes "
-                f"FROM {self._t(POINTER)} p LEFT JOIN {t['heads']} h ON h.cid = %(cid)s "
-                "LEFT JOIN LATERAL (SELECT b -> 'turn' AS turn FROM (SELECT h.body::jsonb AS b) x "
-                "WHERE (b ->> 'turn_intact')::boolean AND jsonb_typeof(b -> 'turn') = 'object') j ON true "
-                "WHERE p.id = 1"
-            ),
+            self._turn_input_sql(generation),
             {"cid": str(cid), "key": cid, "aside": aside_cid(str(cid))},
         ).fetchone()
         if row is None:
@@ -294,6 +314,7 @@ class PostgresViewStorage(SQLViewStorage):
         self.chained = chained
         """Whether the store keeps a hash chain (`chatrecord_chain`), whose hash at the head's
         version a turn read takes (`TurnRows.tip`)."""
+        self._turn_sql: dict[tuple[str, int], str] = {}  # a turn read's statements, per generation
 
     def _tables(self, curs: Any) -> list[str]:
         rows = self._x(
