@@ -190,8 +190,7 @@ class ConversationStore(DecidingStore):
                 state, events, first, outcomes = self._decide(command, cid, inline)
             if not events:
                 return HandleResult(command.conversation, (), first, state, None, attempt)
-            if state is not None and state.erased and isinstance(getattr(self.mapper, "keys", None), DataKeys):
-                refuse_texts(events)  # as the log says, whatever key this process still keeps
+            self._refuse_erased(state, events)
             added: list[int | None] = []
             written: ViewsWritten = {}
             puts: list[IndexPuts] = []
@@ -235,16 +234,8 @@ class ConversationStore(DecidingStore):
                     ) from conflict
                 time.sleep(backoff(attempt))
                 continue
-            if not inline:  # a plain library recorder (tests): right after, in a transaction of its own
-                self.history.write(cid, state, events)
-                self._saved(events)
-            elif self.views is not None:
-                self.views.inline_committed(written)
-            after = project_conversation(state, events)
-            self._cache(after)
-            if after is not None and outcomes is not None and added and added[-1] is not None:
-                self.known.appended(cid, state, events, (after.version, outcomes + added[-1]), puts[-1] if puts else None)
-            self._snapshot_if_due(state, after)
+            self._after_save(inline, [(cid, state, events)], written)
+            after = self._kept(cid, state, events, outcomes, added[-1] if added else None, puts[-1] if puts else None)
             position = recordings[-1].notification.id if recordings else None
             return HandleResult(command.conversation, events, events, after, position, attempt)
         raise AssertionError("unreachable")
@@ -271,8 +262,7 @@ class ConversationStore(DecidingStore):
         for number, (command, cid) in enumerate(zip(commands, keys, strict=True)):
             try:
                 state, events, first, outcomes = self._decide(command, cid, inline)
-                if events and state is not None and state.erased and isinstance(getattr(self.mapper, "keys", None), DataKeys):
-                    refuse_texts(events)
+                self._refuse_erased(state, events)
             except ChatrecordError as refusal:
                 refusals[number] = refusal
                 continue
@@ -309,12 +299,7 @@ class ConversationStore(DecidingStore):
                 raise BatchConflict(
                     "another writer appended to a conversation of the batch; nothing of it was stored"
                 ) from conflict
-            if not inline:  # a plain library recorder (tests): right after, in a transaction of its own
-                for cid, state, events in work:
-                    self.history.write(cid, state, events)
-                    self._saved(events)
-            elif self.views is not None:
-                self.views.inline_committed(written)
+            self._after_save(inline, work, written)
         positions = iter(recordings)
         results = []
         for command, cid, (state, events, first, outcomes) in zip(commands, keys, decided, strict=True):
@@ -325,13 +310,52 @@ class ConversationStore(DecidingStore):
             for _ in events:
                 recording = next(positions, None)
                 position = recording.notification.id if recording is not None else None
-            after = project_conversation(state, events)
-            self._cache(after)
-            count = added.get(cid)
-            self.known.counted(
-                cid,
-                (after.version, outcomes + count) if after is not None and outcomes is not None and count is not None else None,
-            )
-            self._snapshot_if_due(state, after)
+            after = self._kept(cid, state, events, outcomes, added.get(cid), followed=False)
             results.append(HandleResult(command.conversation, events, events, after, position, 1))
         return results
+
+    # ------------------------------------------------------------ what `handle` and `handle_batch` share
+
+    def _refuse_erased(self, state: Conversation | None, events: Sequence[ConversationEvent]) -> None:
+        """Refuses the texts of `events` where the log says the conversation was erased, whatever
+        key this process still keeps (`refuse_texts` raises)."""
+        if events and state is not None and state.erased and isinstance(getattr(self.mapper, "keys", None), DataKeys):
+            refuse_texts(events)
+
+    def _after_save(
+        self, inline: bool, work: Sequence[tuple[UUID, Conversation | None, Sequence[ConversationEvent]]], written: ViewsWritten
+    ) -> None:
+        """Ends a save of the events of `work` (conversation, state before, events): on a plain
+        library recorder (`inline` False: tests) their index and views are written now, each in a
+        transaction of its own; else the views take what the save's transaction wrote (`written`)."""
+        if not inline:
+            for cid, state, events in work:
+                self.history.write(cid, state, list(events))
+                self._saved(events)
+        elif self.views is not None:
+            self.views.inline_committed(written)
+
+    def _kept(
+        self,
+        cid: UUID,
+        state: Conversation | None,
+        events: Sequence[ConversationEvent],
+        outcomes: int | None,
+        added: int | None,
+        puts: IndexPuts | None = None,
+        *,
+        followed: bool = True,
+    ) -> Conversation | None:
+        """Returns the state after `events`, stored onto `state`, and keeps what follows of them:
+        the state in the cache, the index's counts (`outcomes` before, `added` by the append; not
+        kept where either is None) and, where `followed`, its rows (`puts`: those the append
+        wrote; a batch's are not followed, so they are dropped), a snapshot when one is due."""
+        after = project_conversation(state, events)
+        self._cache(after)
+        counts = (after.version, outcomes + added) if after is not None and outcomes is not None and added is not None else None
+        if not followed:
+            self.known.counted(cid, counts)
+        elif counts is not None:
+            self.known.appended(cid, state, events, counts, puts)
+        self._snapshot_if_due(state, after)
+        return after

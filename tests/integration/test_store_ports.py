@@ -169,6 +169,24 @@ class HistoryIndexContract:
 
         assert_indexes_alike(index.reader(cid), chat.history)
 
+    def test_a_write_in_the_events_transaction_commits_or_rolls_back_with_it(self, index: HistoryIndex) -> None:
+        chat, cid, undone = story(), uuid4(), uuid4()
+        datastore = getattr(index, "datastore", None)
+        if datastore is None:  # memory: no transaction, the write is the commit
+            assert index.write(cid, None, chat.events, None, follows=True) in (None, chat.history.outcomes())
+            assert_indexes_alike(index.reader(cid), chat.history)
+            return
+
+        with datastore.transaction(commit=True) as curs:
+            added = index.write(cid, None, chat.events, curs, follows=True)
+        with pytest.raises(RuntimeError), datastore.transaction(commit=True) as curs:
+            index.write(undone, None, chat.events, curs, follows=True)
+            raise RuntimeError("the events' insert failed")
+
+        assert added == chat.history.outcomes()
+        assert_indexes_alike(index.reader(cid), chat.history)
+        assert_indexes_alike(index.reader(undone), MemoryHistory())
+
     checks_assumptions = False
     """Whether the backend's index checks an assumed history in the append's transaction."""
 
