@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any
 from uuid import UUID
@@ -88,9 +89,9 @@ def run_inline(kwargs: dict[str, Any], cursor: Any) -> None:
         inline(cursor)
 
 
-class ChainedRecorder:
+class ChainedRecorder(ABC):
     """Mixin for an application recorder: `_seal(cursor, stored_events)` writes the chain rows
-    of events just inserted in the cursor's transaction. Backends give the four `_chain_*`
+    of events just inserted in the cursor's transaction. Backends give the abstract
     primitives; `chain_events` and `chain_links` read pages for `adapters.store.verify`.
     `chain_key` is the key of a keyed chain (`adapters.store.chain_key.open_chain` sets it at
     open), None for an unkeyed one; `chain_pending` the mark a fresh store's first append
@@ -123,6 +124,7 @@ class ChainedRecorder:
         (or the store has no such table yet)."""
         return None
 
+    @abstractmethod
     def keep_verdicts(self, positions: Sequence[VerifiedPosition], broken: Sequence[BrokenChain]) -> None:
         """Stores, in one transaction, each of `positions` (replacing its conversation's
         position, deleting its stored break) and each of `broken` (replacing its
@@ -341,25 +343,25 @@ class ChainedRecorder:
 
     # ------------------------------------------------------------ backend primitives
 
+    @abstractmethod
     def chain_mark(self) -> str | None:
         """Returns the mark of the key the store's chain is keyed with (`CHAIN_KIND_TABLE`),
         None for an unkeyed chain (or a store without the table: an earlier version made it)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _chain_mark_put(self, cursor: Any, mark: str | None) -> None:
         """Records `mark` as the chain's kind (None: unkeyed), making the table where missing."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _chain_everything(self, cursor: Any) -> tuple[list[Stored], list[Link]]:
         """Returns every stored event and every chain row, in key order (`rekey_chain`), with
         the store's appends held off until the transaction ends."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _chain_kept(self, cursor: Any, only: UUID | None) -> tuple[list[tuple[UUID, int, str]], list[Link]]:
         """Returns the stored breaks (id, version, problem) and the verified positions (id,
         version, hash) of every conversation (of `only` if given), whether or not the guard is
         there; none where a table is missing."""
-        raise NotImplementedError
 
     def _chained_earlier(self, cursor: Any, key: UUID, upto: int = 2**62) -> bool:
         """Says whether an event of another conversation that has a chain row was stored before
@@ -367,27 +369,30 @@ class ChainedRecorder:
         them): then a chaining version stored it. False where no such order is kept (memory)."""
         return False
 
+    @abstractmethod
     def _chain_replace(self, cursor: Any, rows: list[Link]) -> None:
         """Replaces every chain row by `rows` and forgets every verified position (its hash was
         one of the replaced links: the next look recomputes every hash)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _chain_hash(self, cursor: Any, key: UUID, version: int) -> bytes | None:
-        raise NotImplementedError
+        """Returns the hash recorded for conversation `key` at `version`, None where none is."""
 
+    @abstractmethod
     def _chain_insert(self, cursor: Any, rows: list[Link], *, missing_only: bool = False) -> None:
-        raise NotImplementedError
+        """Inserts `rows` in the cursor's transaction; with `missing_only` skips a row already there."""
 
+    @abstractmethod
     def _chain_stored(self, cursor: Any, key: UUID, upto: int) -> list[Stored]:
-        raise NotImplementedError
+        """Returns the stored events of conversation `key` up to version `upto`, in order."""
 
+    @abstractmethod
     def chain_events(self, after: tuple[UUID, int] | None, only: UUID | None = None) -> list[Stored]:
         """Returns the next page of stored events after `after` (originator id, version), in
         the order of the chain table's key; of conversation `only` if given."""
-        raise NotImplementedError
 
+    @abstractmethod
     def chain_links(self, after: tuple[UUID, int] | None, only: UUID | None = None, limit: int = PAGE) -> list[Link]:
         """Returns the next page of chain rows after `after`, in key order, at most `limit`
-        (PAGE; the hashes of one conversation up to version n are among its first n rows); of
+        (PAGE; the hashes of one conversation up to version n are among its first n + 1 rows); of
         `only` if given."""
-        raise NotImplementedError

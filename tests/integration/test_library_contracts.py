@@ -16,9 +16,9 @@ factory case starts from the environment such a store reads (`store_environment`
 
 - PostgreSQL chained: `ChainedPostgresRecorder`, what every store on PostgreSQL writes with.
 - PostgreSQL plain: `EventRecorder`, the chained recorder's base without the chain, which
-  carries the overrides of the library's private members (`_insert_events`, the reads'
-  `__wrapped__`, the append function); the store's factory makes it when the library's
-  APPLICATION_RECORDER_TOPIC names it.
+  sends every append its own ways (`write_first`, `write_events`, the append function) and
+  reads through the library's reads' `__wrapped__`; the store's factory makes it when the
+  library's APPLICATION_RECORDER_TOPIC names it.
 - SQLite: `ChainedSQLiteRecorder` on `WaitingSQLiteDatastore`; memory: `ChainedPOPORecorder`.
 
 Each PostgreSQL application recorder's cases run three times, once per way it appends: in one

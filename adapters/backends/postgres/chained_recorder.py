@@ -259,7 +259,7 @@ class ChainedPostgresRecorder(ChainedRecorder, EventRecorder):
             for statement in self.guard_statements():
                 curs.execute(statement)
 
-    def _insert_stored_events(self, curs: Any, stored_events: Sequence[StoredEvent], **kwargs: Any) -> None:
+    def write_events(self, curs: Any, stored_events: Sequence[StoredEvent], **kwargs: Any) -> None:
         if isinstance(curs, AppendDocument):  # the function takes the table lock and inserts them
             curs.put(
                 "events",
@@ -271,7 +271,7 @@ class ChainedPostgresRecorder(ChainedRecorder, EventRecorder):
             )
             self._sealing.heads = self._seal(curs, stored_events)
             return
-        super()._insert_stored_events(curs, stored_events, **kwargs)
+        super().write_events(curs, stored_events, **kwargs)
         # another cursor of the same transaction: the ids are read from `curs` afterwards
         with curs.connection.cursor() as own:
             self._sealing.heads = self._seal(own, stored_events)
@@ -282,9 +282,8 @@ class ChainedPostgresRecorder(ChainedRecorder, EventRecorder):
         if heads:
             self.chain_heads.remember(heads)
 
-    def _insert_events(self, curs: Any, stored_events: Sequence[StoredEvent], **kwargs: Any) -> None:
-        # before the events, in their transaction: an error here rolls both back
-        super()._insert_events(curs, stored_events, **kwargs)
+    def write_first(self, curs: Any, stored_events: Sequence[StoredEvent], **kwargs: Any) -> None:
+        super().write_first(curs, stored_events, **kwargs)
         run_inline(kwargs, curs)
 
     def _chain_start(self, cursor: Any, key: UUID, version: int) -> bytes:

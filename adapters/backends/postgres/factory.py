@@ -51,7 +51,10 @@ class RecentFirst(deque[Any]):
     whose caches (and PL/pgSQL plans) have gone cold by its turn; taking the last one keeps
     one warm: about 0.2 ms less per append, measured alternating both ways in one process.
     The pool takes from the deque only with `popleft` (also when it shrinks: it then closes
-    the connection used last, which costs at most a reconnect)."""
+    the connection used last, which costs at most a reconnect). The one library internal the
+    backend still sets (`PostgresFactory.__init__`, here only): psycopg_pool has no public way to
+    choose the order (its `configure`, `reset` and `check` callbacks act on one connection), and
+    where its deque is not a plain `deque` (another version) the pool keeps its own order."""
 
     def popleft(self) -> Any:
         return self.pop()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from enum import Enum
-from typing import Any, Final, Literal, cast
+from typing import Any, Final, Literal
 from uuid import UUID
 
 import psycopg
@@ -127,9 +127,9 @@ class EventRecorder(RecorderReads):
 
     def _append_plain(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
         with self.datastore.get_connection() as conn, conn.transaction(), conn.cursor() as curs:
-            self._insert_events(curs, stored_events, **kwargs)
-            self._insert_stored_events(curs, stored_events, **kwargs)  # lock, NOTIFY, INSERT
-            return self._fetch_ids_after_insert_events(curs, stored_events, **kwargs)
+            self.write_first(curs, stored_events, **kwargs)
+            self.write_events(curs, stored_events, **kwargs)  # lock, NOTIFY, INSERT
+            return self.inserted_ids(curs)
 
     def _append_pipelined(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
         """Appends in one statement (`_append_in_one_call`); when the append holds what that
@@ -264,10 +264,9 @@ class EventRecorder(RecorderReads):
         try:
             document = AppendDocument(conn, str(stored_events[0].originator_id), self._views_lock)
             document.conversation = conversation
-            # the document stands in for the library's cursor: it takes the statements the library runs
-            as_cursor = cast("psycopg.Cursor[dict[str, Any]]", document)
-            self._insert_events(as_cursor, stored_events, **kwargs)
-            self._insert_stored_events(as_cursor, stored_events, **kwargs)
+            # the document stands in for the transaction's cursor: it gathers the writes as data
+            self.write_first(document, stored_events, **kwargs)
+            self.write_events(document, stored_events, **kwargs)
             views = document.doc.get("views")
             generation = views["g"] if views is not None else None
             if generation is not None:
@@ -302,12 +301,12 @@ class EventRecorder(RecorderReads):
         with self.datastore.get_connection() as conn:
             with conn.pipeline() as pipeline, conn.transaction():
                 with conn.cursor() as curs:
-                    self._insert_events(curs, stored_events, **kwargs)
+                    self.write_first(curs, stored_events, **kwargs)
                 with conn.cursor() as curs:
                     try:
-                        self._insert_stored_events(curs, stored_events, **kwargs)
+                        self.write_events(curs, stored_events, **kwargs)
                         pipeline.sync()  # a taken version raises IntegrityError here, not at COMMIT
-                        ids = self._fetch_ids_after_insert_events(curs, stored_events, **kwargs)
+                        ids = self.inserted_ids(curs)
                     except Exception as error:  # noqa: BLE001 - any error is raised once the pipeline has closed
                         failure = error
                 if failure is not None:
@@ -315,6 +314,30 @@ class EventRecorder(RecorderReads):
             if failure is not None:
                 raise failure
         return ids
+
+    def write_first(self, curs: Any, stored_events: Sequence[StoredEvent], **kwargs: Any) -> None:
+        """Writes, in the append's transaction (`curs`, or the `AppendDocument` that stands in
+        for it), what goes before `stored_events`: nothing here (`ChainedPostgresRecorder`: the
+        writer's rows). An error rolls the events back with it."""
+
+    def write_events(self, curs: Any, stored_events: Sequence[StoredEvent], **kwargs: Any) -> None:
+        """Takes the events table's write lock, sends the library's NOTIFY and inserts
+        `stored_events` (returning their notification ids, `inserted_ids`) on `curs`, as the
+        library's recorder does, with its statements (`lock_table_statements`, `channel_name`,
+        `insert_events_statement`). Raises Unfit for an `AppendDocument`: this recorder's events
+        go as statements."""
+        if isinstance(curs, AppendDocument):
+            raise Unfit("the plain recorder's events go as statements")
+        for statement in self.lock_table_statements:
+            curs.execute(statement)
+        curs.execute(SQL("NOTIFY {}").format(Identifier(self.channel_name)))
+        events = [self.construct_pg_stored_event(e.originator_id, e.originator_version, e.topic, e.state) for e in stored_events]
+        curs.execute(self.insert_events_statement, (events,))
+
+    @staticmethod
+    def inserted_ids(curs: Any) -> list[int]:
+        """Returns the notification ids the insert of `write_events` returned on `curs`."""
+        return [row["notification_id"] for row in curs.fetchall()]
 
     def _committed(self, stored_events: Sequence[StoredEvent]) -> None:
         """Called once the transaction that stored `stored_events` has committed."""
