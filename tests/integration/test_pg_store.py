@@ -41,6 +41,7 @@ LARGE_SEGMENT = textwrap.dedent("""
     import orjson
     from adapters.ingest import read_lines
     from adapters.bootstrap import open_store
+    from adapters.service.record_lines import RecordLines
 
     url, steps = sys.argv[1], int(sys.argv[2])
     store = open_store({"CHATRECORD_DATABASE_URL": url}, POSTGRES_POOL_SIZE="1", POSTGRES_MAX_OVERFLOW="0")

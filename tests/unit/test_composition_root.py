@@ -14,7 +14,7 @@ from eventsourcing.persistence import InfrastructureFactory
 
 from adapters.api import Chatrecord
 from adapters.backends.settings import memory_env
-from adapters.bootstrap import NoReadModels, build_store, open_store, read_models
+from adapters.bootstrap import NoReadModels, build_store, open_store, read_models, read_models_for
 from adapters.store.application import ConversationStore
 from adapters.views.readmodels import ReadModels
 from domain.events import conversation_uuid
@@ -216,7 +216,9 @@ def test_the_store_uses_the_ports_it_is_handed_and_makes_their_tables_once() -> 
     factory = InfrastructureFactory.construct(settings)
     recorder = factory.application_recorder()
     history, keys = MemoryHistoryTables(), CountingKeys()
-    store = ConversationStore(settings, factory=factory, recorder=recorder, ports=StorePorts(history, keys), views=ReadModels)
+    store = ConversationStore(
+        settings, factory=factory, recorder=recorder, ports=StorePorts(history, keys), views=read_models_for
+    )
     chatrecord = Chatrecord(store)
     chatrecord.ingest(DEMO.read_text(encoding="utf-8").splitlines(), DEMO.name)
 
