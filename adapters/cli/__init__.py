@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import sys
 
+from adapters.api import store_errors
 from adapters.cli import (  # noqa: F401 - registers (verify and erase below)
     cmd_audit,
     cmd_demo,
@@ -30,7 +31,6 @@ from adapters.cli import (  # noqa: F401 - registers (verify and erase below)
     helptypes,
 )
 from adapters.cli.app import app, warn
-from adapters.store.settings import store_errors
 from domain.errors import ChatrecordError
 
 app.command()(cmd_verify.verify)  # last, in this order, as --help has always listed them

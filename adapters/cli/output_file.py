@@ -14,8 +14,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from adapters.api import DEFAULT_DB
 from adapters.cli.app import warn
-from adapters.store.settings import DEFAULT_DB
 from domain.errors import ChatrecordError
 
 STORE_COMPANIONS = ("", "-wal", "-shm", "-journal")

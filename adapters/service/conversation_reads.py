@@ -4,6 +4,7 @@ the list, export, the log, the turn input and notes, the activity list, the audi
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from datetime import datetime
 
 from adapters.service.conversations import ConversationPage, list_conversations
@@ -287,3 +288,20 @@ class ConversationReads(UseCaseBase):
             if not getattr(self.store.factory, "read_only", False):
                 raise
             return None
+
+    def trace_json(self, conversation: str, rules: str | None = None, with_texts: bool = False) -> str:
+        """Returns a stored conversation's trace as OTLP/JSON (`adapters.service.trace_export`;
+        OpenTelemetry is loaded on the first call). Raises UnknownConversation."""
+        from adapters.service import trace_export  # here: OpenTelemetry loads only for traces
+
+        return trace_export.otlp_json(self, conversation, rules, with_texts)
+
+    def push_traces(
+        self, conversations: Sequence[str], endpoint: str, rules: str | None = None, with_texts: bool = False
+    ) -> list[tuple[str, int]]:
+        """Sends the traces of `conversations` (every stored one if empty) over OTLP/HTTP to
+        `endpoint` and returns (conversation, spans sent) of each (`adapters.service.trace_export.push`).
+        Raises UnknownConversation before anything is sent, PushFailed when the endpoint refuses."""
+        from adapters.service import trace_export  # here: OpenTelemetry loads only for traces
+
+        return trace_export.push(self, conversations, endpoint, rules, with_texts)

@@ -18,6 +18,7 @@ from adapters.service.replay import (
 )
 from adapters.service.use_case_base import UseCaseBase, conversation_argument, in_store_terms, reads
 from adapters.store.chain import ChainedRecorder
+from adapters.store.chain_key import chain_kind
 from adapters.store.chain_upgrade import upgrade
 from adapters.store.kept_verdicts import from_broken, from_position, held
 from adapters.store.keys import KeyState
@@ -41,8 +42,8 @@ class StoreUpkeep(UseCaseBase):
     position of it (a read-only file, a standby: `chain`; Chatrecord's)."""
     _broken_chains: set[str]
     """The conversations whose last look here found the chain broken (Chatrecord's)."""
-    _overviews_lock: Lock
-    """The lock of the kept verdicts and overviews (Chatrecord's: the HTTP handlers run on threads)."""
+    _chains_lock: Lock
+    """The lock of the kept verdicts (Chatrecord's: the HTTP handlers run on threads)."""
 
     @reads
     @in_store_terms
@@ -84,7 +85,7 @@ class StoreUpkeep(UseCaseBase):
             unkept = unkept or (kept is None and not kept_now)
         if verdict is None and recorder is not None:
             self.events(name)  # raises UnknownConversation
-        with self._overviews_lock:
+        with self._chains_lock:
             if verdict is not None and verdict.ok and unkept:
                 if len(self._chains) >= 256 and key not in self._chains:
                     self._chains.pop(next(iter(self._chains)))
@@ -194,6 +195,18 @@ class StoreUpkeep(UseCaseBase):
         """Returns the conversations whose record or notes would change under `rules` (nothing
         is switched); see ReadModels.diff."""
         return [d for d in self.read_models.diff(rules) if d.changed]
+
+    def description(self) -> str:
+        """Returns what the store is, as the commands name it: `SQLite file …`, `PostgreSQL …`."""
+        return describe_backend(self.store)
+
+    def chain_kind(self) -> str | None:
+        """Returns what `verify` says of a keyed hash chain (keyed, with its key's mark), None
+        for an unkeyed chain or a store without one."""
+        recorder = self.store.recorder
+        if isinstance(recorder, ChainedRecorder) and recorder.chain_key is not None:
+            return chain_kind(recorder)
+        return None
 
     @in_store_terms
     def key_state(self) -> KeyState:
