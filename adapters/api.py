@@ -31,6 +31,7 @@ from adapters.bootstrap import build_store, open_store, read_models
 from adapters.ingest import ParsedLine, bounded_lines, json_problem
 from adapters.ingest.names import AT_PATTERN, parse_at
 from adapters.service.batched_ingest import BATCH_LINES
+from adapters.service.chain_looks import ChainLooks
 from adapters.service.conversation_reads import ConversationReads
 from adapters.service.conversations import CURSOR_PATTERN, LIST_LIMIT_MAX, BadCursor, decode_cursor, iso
 from adapters.service.export import NoSuchMessage
@@ -145,12 +146,8 @@ class Chatrecord(LineWrites, ConversationReads, StoreUpkeep, UseCaseBase):
         self.source_name = source_name
         self._lines = 0
         self._writers = [Lock() for _ in range(WRITER_LOCKS)]
-        self._chains_lock = Lock()
-        """The lock of the kept verdicts (the HTTP service's handlers run on several threads)."""
-        self._chains: dict[str, Verdict] = {}
-        """The last ok verdict of each conversation's chain this process made where the store kept no position (`chain`)."""
-        self._broken_chains: set[str] = set()
-        """The conversations whose last look here found the chain broken: the next recomputes all."""
+        self._looks = ChainLooks(lambda: self.store)
+        """The looks at the store's hash chains, with the verdicts this process keeps (`chain`)."""
 
     @property
     def store(self) -> ConversationStore:
@@ -160,6 +157,10 @@ class Chatrecord(LineWrites, ConversationReads, StoreUpkeep, UseCaseBase):
             with store_errors():
                 self._store = open_store(reading=self._reading)
         return self._store
+
+    @property
+    def _chain_looks(self) -> ChainLooks:
+        return self._looks
 
     @property
     def _reads_elsewhere(self) -> bool:

@@ -66,8 +66,8 @@ class ConversationReads(UseCaseBase):
         id the store does not hold."""
         name = conversation_argument("export", conversation)
         done = export_lines(self.events(name), upto)
-        verdict = self._held(chain_verdict(self.store, self._stored_id(name)))
-        self._keep_verdicts([verdict], "an export", positions=False)
+        verdict = self._chain_looks.held(chain_verdict(self.store, self._stored_id(name)))
+        self._chain_looks.keep([verdict], "an export", positions=False)
         if verdict is None or verdict.ok:
             return done
         where = f"version {verdict.version} ({verdict.problem})" + (f": {verdict.detail}" if verdict.detail else "")
@@ -139,8 +139,8 @@ class ConversationReads(UseCaseBase):
             rule_set = rules or self.active_rules()
             rows: list[AuditRow] = audit_rows(events, rule_set)
         stored = self._stored_id(conversation)
-        verdict = self._held(chain_verdict(self.store, stored)) if chain else None
-        self._keep_verdicts([verdict], "an audit", positions=False)
+        verdict = self._chain_looks.held(chain_verdict(self.store, stored)) if chain else None
+        self._chain_looks.keep([verdict], "an audit", positions=False)
         unfinished = any(row.kind == "erased" for row in rows) and key_kept(self.store, conversation_uuid(stored))
         return Audit(stored, rule_set, rows, verdict, unfinished)  # named as list prints it
 
@@ -217,7 +217,7 @@ class ConversationReads(UseCaseBase):
         if latest is not None:
             live = self._live_turn(name, can_see_page)
             differs = live is None or live.to_json() != latest.to_json()
-        chain = self._held(chain_verdict(self.store, self._stored_id(name))) if differs else None
+        chain = self._chain_looks.held(chain_verdict(self.store, self._stored_id(name))) if differs else None
         return Replay(name, rule_set, tuple(turns), differs, chain)
 
     def _turn_starts(self, name: str, at: int) -> TurnStarts | None:
