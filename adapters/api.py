@@ -26,20 +26,31 @@ import logging
 from collections.abc import Callable
 from functools import cached_property
 from threading import Lock
-from typing import Any
 
 from adapters.backends.replicas import check_position, replayed, write_position
-from adapters.backends.settings import StoreUnusable, describe_backend, read_store_env, store_errors
+from adapters.backends.settings import DEFAULT_DB, BadSetting, StoreUnusable, describe_backend, read_store_env, store_errors
 from adapters.bootstrap import build_store, open_store, read_models
+from adapters.ingest import ParsedLine, bounded_lines, json_problem
+from adapters.ingest.names import AT_PATTERN, parse_at
+from adapters.service.batched_ingest import BATCH_LINES
+from adapters.service.chain_looks import ChainLooks
 from adapters.service.conversation_reads import ConversationReads
+from adapters.service.conversations import CURSOR_PATTERN, LIST_LIMIT_MAX, BadCursor, decode_cursor, iso
+from adapters.service.export import NoSuchMessage
+from adapters.service.idempotent import KeyInFlight, KeyReused, Replayed
 from adapters.service.line_writes import WRITER_LOCKS, LineWrites
+from adapters.service.master_key import NEW_MASTER_KEY_VARIABLE, KeyChange
+from adapters.service.overviews import Overviews
 from adapters.service.record_lines import IngestReport, Recorded, VersionMismatch
 from adapters.service.replay import (
     DEMO_CONVERSATION,
     DEMO_FILE,
     Audit,
     Demo,
+    EmptyInput,
     Replay,
+    TurnNotFound,
+    UnreadableFile,
     demo_lines,
     replay_file,
     replay_lines,
@@ -47,27 +58,21 @@ from adapters.service.replay import (
 from adapters.service.store_upkeep import StoreUpkeep
 from adapters.service.timeline import (
     PAGE_TURNS,
-    KeptOverview,
     OverviewPoint,
     TimelinePage,
     TurnView,
+    newest_turns,
     timeline_page,
     turn_at,
     turn_view,
 )
-from adapters.service.use_case_base import (
-    UseCaseBase,
-    conversation_argument,
-    in_store_terms,
-    read_wait_setting,
-    reads,
-)
+from adapters.service.use_case_base import UseCaseBase, conversation_argument, in_store_terms, read_wait_setting, reads
 from adapters.store.application import ConversationStore
-from adapters.store.verify import Verdict
-from adapters.views.overview_rows import OverviewRows
+from adapters.store.idempotency import MAX_KEY, body_hash
+from adapters.store.keys import KeyState
+from adapters.store.verify import Verdict, head_line
 from adapters.views.readmodels import ReadModels
-from domain.events import conversation_uuid
-from projections.audit import initial as audit_initial
+from adapters.views.rebuild import MOST_WORKERS, RebuildInterrupted
 from projections.overview import Overview
 from projections.page_line import PageCheck, every_page
 from projections.rules import resolve
@@ -76,23 +81,15 @@ from projections.turn_notes import PlacedNote, TurnNotes, apply_notes
 
 log = logging.getLogger("chatrecord")
 
-__all__ = [
-    "DEMO_CONVERSATION",
-    "DEMO_FILE",
-    "Audit",
-    "Chatrecord",
-    "Demo",
-    "IngestReport",
-    "PlacedNote",
-    "Recorded",
-    "Replay",
-    "TurnNotes",
-    "VersionMismatch",
-    "apply_notes",
-    "demo_lines",
-    "replay_file",
-    "replay_lines",
-]
+__all__ = ["DEMO_CONVERSATION", "DEMO_FILE", "Audit", "Chatrecord", "Demo", "IngestReport", "PlacedNote", "Recorded", "Replay"]
+__all__ += ["TurnNotes", "VersionMismatch", "apply_notes", "demo_lines", "replay_file", "replay_lines"]
+# what the entrypoints (cli/, http/, pages/) take from the layers below, which they do not import
+__all__ += ["AT_PATTERN", "BATCH_LINES", "CURSOR_PATTERN", "DEFAULT_DB", "LIST_LIMIT_MAX", "MAX_KEY", "MOST_WORKERS"]
+__all__ += ["NEW_MASTER_KEY_VARIABLE", "OverviewPoint", "ParsedLine", "TimelinePage", "TurnView", "Verdict", "KeyChange"]
+__all__ += ["KeyState", "Replayed", "body_hash", "bounded_lines", "decode_cursor", "head_line", "iso", "json_problem"]
+__all__ += ["newest_turns", "open_store", "parse_at", "store_errors", "turn_view"]
+__all__ += ["BadCursor", "BadSetting", "EmptyInput", "KeyInFlight", "KeyReused", "NoSuchMessage", "RebuildInterrupted"]
+__all__ += ["StoreUnusable", "TurnNotFound", "UnreadableFile"]  # errors, each a domain.errors.ChatrecordError
 
 
 class Chatrecord(LineWrites, ConversationReads, StoreUpkeep, UseCaseBase):
@@ -149,14 +146,8 @@ class Chatrecord(LineWrites, ConversationReads, StoreUpkeep, UseCaseBase):
         self.source_name = source_name
         self._lines = 0
         self._writers = [Lock() for _ in range(WRITER_LOCKS)]
-        self._overviews: dict[tuple[str, str], KeptOverview] = {}
-        self._overviews_lock = Lock()
-        self._overviews_drawn: dict[tuple[str, int, int, Any], str] = {}
-        """The overview read model's pictures this process drew, by (conversation, generation, version, draw)."""
-        self._chains: dict[str, Verdict] = {}
-        """The last ok verdict of each conversation's chain this process made where the store kept no position (`chain`)."""
-        self._broken_chains: set[str] = set()
-        """The conversations whose last look here found the chain broken: the next recomputes all."""
+        self._looks = ChainLooks(lambda: self.store)
+        """The looks at the store's hash chains, with the verdicts this process keeps (`chain`)."""
 
     @property
     def store(self) -> ConversationStore:
@@ -166,6 +157,10 @@ class Chatrecord(LineWrites, ConversationReads, StoreUpkeep, UseCaseBase):
             with store_errors():
                 self._store = open_store(reading=self._reading)
         return self._store
+
+    @property
+    def _chain_looks(self) -> ChainLooks:
+        return self._looks
 
     @property
     def _reads_elsewhere(self) -> bool:
@@ -232,6 +227,7 @@ class Chatrecord(LineWrites, ConversationReads, StoreUpkeep, UseCaseBase):
         locks, without the reading store (so what it calls reads there too)."""
         pinned = copy.copy(self)
         pinned._opened_standby, pinned._read_env = None, None
+        pinned.__dict__.pop("_overviews", None)  # its own, reading its events on the primary
         return pinned
 
     @classmethod
@@ -245,6 +241,18 @@ class Chatrecord(LineWrites, ConversationReads, StoreUpkeep, UseCaseBase):
             return bool(getattr(chatrecord.store.factory, "created", None)), describe_backend(chatrecord.store)
         finally:
             chatrecord.close()
+
+    @staticmethod
+    def prepare_service() -> str:
+        """Opens the configured store once, making its tables (the read models' with the store, the
+        idempotency keys' here: by one process, before the service's workers start), closes it
+        again, and returns its description."""
+        store = open_store()
+        try:
+            store.idempotency_keys  # noqa: B018 - made here, on first use
+            return describe_backend(store)
+        finally:
+            store.close()
 
     @in_store_terms
     def demo(self, rules: str | None = None) -> Demo:
@@ -289,7 +297,7 @@ class Chatrecord(LineWrites, ConversationReads, StoreUpkeep, UseCaseBase):
         The first request in this process folds the whole log; the fold is kept per
         (conversation, rule set), and a later request folds only the events appended since (one
         read of the log's head when there are none). Raises UnknownConversation."""
-        return self._overview(conversation, rules).points
+        return self._overviews.points(conversation_argument("overview", conversation), rules)
 
     @reads
     @in_store_terms
@@ -307,63 +315,12 @@ class Chatrecord(LineWrites, ConversationReads, StoreUpkeep, UseCaseBase):
         `adapters.views.overview_rows`: one row read, and the events since its last fold
         folded, also in the first request after a start); under another rule set, or where the
         live generation has no overview tables, the points of the kept fold (`overview`)."""
-        name = conversation_argument("overview", conversation)
-        key = self._stored_id(name)
-        uuid = conversation_uuid(key)
-        newest = next(iter(self.store.events.get(uuid, desc=True, limit=1)), None)
-        if newest is None:
-            self.events(name)  # raises UnknownConversation
-        live = self.read_models.live_pointer()
-        rule_set = rules or live.rules
-        model = (
-            self._overview_rows.read(uuid, live.generation, live.rules, newest.originator_version)
-            if newest is not None and rule_set == live.rules
-            else None
-        )
-        if model is None:
-            kept = self._overview(conversation, rule_set)
-            drawn = kept.drawn.get(draw)
-            if drawn is None:
-                drawn = kept.drawn[draw] = draw(kept.points)
-            return drawn
-        token = (key, live.generation, model.version, draw)
-        drawn = self._overviews_drawn.get(token)
-        if drawn is None:
-            drawn = draw(model)
-            with self._overviews_lock:
-                if len(self._overviews_drawn) >= 64:
-                    self._overviews_drawn.pop(next(iter(self._overviews_drawn)))
-                self._overviews_drawn[token] = drawn
-        return drawn
+        return self._overviews.drawn(conversation_argument("overview", conversation), draw, rules)
 
     @cached_property
-    def _overview_rows(self) -> OverviewRows:
-        return OverviewRows(self.read_models.storage, self.store)
-
-    def _overview(self, conversation: str, rules: str | None) -> KeptOverview:
-        name = conversation_argument("overview", conversation)
-        rule_set = rules or self.active_rules()
-        key = self._stored_id(name)
-        uuid = conversation_uuid(key)
-        head = next(iter(self.store.events.get(uuid, desc=True, limit=1)), None)
-        if head is None:
-            self.events(name)  # raises UnknownConversation
-            return KeptOverview(0, audit_initial(), [])
-        kept = self._overviews.get((key, rule_set))
-        if kept is not None and kept.version == head.originator_version:
-            return kept
-        if kept is not None and kept.version < head.originator_version:
-            after = list(self.store.events.get(uuid, gt=kept.version))
-            fresh = kept.extend(after, rule_set) if after and after[0].originator_version == kept.version + 1 else None
-        else:
-            fresh = None
-        if fresh is None:  # the first request, or a log that is not the one kept: the whole log
-            fresh = KeptOverview.of(self.events(name), rule_set)
-        with self._overviews_lock:  # the HTTP service's handlers run on several threads
-            if len(self._overviews) >= 64 and (key, rule_set) not in self._overviews:
-                self._overviews.pop(next(iter(self._overviews)))
-            self._overviews[(key, rule_set)] = fresh
-        return fresh
+    def _overviews(self) -> Overviews:
+        """The overviews of this Chatrecord's store, kept in this process (`adapters.service.overviews`)."""
+        return Overviews(self.store, lambda: self.read_models, self.events, self.active_rules)
 
     @reads
     @in_store_terms

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sys
 
-from adapters.backends.settings import store_errors
+from adapters.api import store_errors
 from adapters.cli import (  # noqa: F401 - registers (verify and erase below)
     cmd_audit,
     cmd_demo,

@@ -6,7 +6,7 @@ import os
 from collections.abc import Collection
 from pathlib import Path
 
-from adapters.service.replay import UnreadableFile
+from adapters.api import UnreadableFile
 from projections.page_line import PageCheck, PageFilter
 
 __all__ = ["UnreadableFile", "page_check", "readable_file"]

@@ -62,9 +62,8 @@ def export(
     with opened(reading=True) as chatrecord:
         if export_format is ExportFormat.otlp:
             from adapters.cli.cmd_traces import chain_warning
-            from adapters.service import trace_export as traces  # here: OpenTelemetry loads only for this format
 
-            trace = (traces.otlp_json(chatrecord, conversation) + "\n").encode()
+            trace = (chatrecord.trace_json(conversation) + "\n").encode()  # OpenTelemetry loads only for this format
             broken = chain_warning(chatrecord, conversation)
             write_output(trace, output, f"trace of {conversation} as OTLP/JSON")
             if broken is not None:

@@ -9,6 +9,7 @@ from typing import Annotated
 
 import typer
 
+from adapters.api import BATCH_LINES, EmptyInput
 from adapters.cli.app import app, err, opened, print_json, say, warn
 from adapters.cli.args import UnreadableFile, readable_file
 from adapters.cli.interrupts import INTERRUPTED, IngestProgress, Interrupts, interrupted_line
@@ -18,8 +19,6 @@ from adapters.cli.stdio import (
     is_stdin,
     stdin_lines,
 )
-from adapters.service.batched_ingest import BATCH_LINES
-from adapters.service.replay import EmptyInput
 
 
 @app.command()

@@ -10,13 +10,9 @@ from typing import Annotated
 
 import typer
 
-from adapters.api import Chatrecord
-from adapters.backends.settings import describe_backend
-from adapters.bootstrap import open_store
+from adapters.api import NEW_MASTER_KEY_VARIABLE, Chatrecord, KeyChange, KeyState, open_store
 from adapters.cli.app import print_json, say
 from adapters.cli.stdio import require_store
-from adapters.service.master_key import NEW_MASTER_KEY_VARIABLE, KeyChange
-from adapters.store.keys import KeyState
 
 keys_app = typer.Typer(
     help="The master key: show the store's key state, bind it to a master key, rotate or remove it.\n\n"
@@ -71,7 +67,7 @@ def status(as_json: JsonOption = False) -> None:
     require_store()
     with opened(reading=True) as chatrecord:
         state = chatrecord.key_state()
-        store = describe_backend(chatrecord.store)
+        store = chatrecord.description()
     if as_json:
         print_json({**state.to_json(), "store": store})
     else:
@@ -94,7 +90,7 @@ def wrap(as_json: JsonOption = False) -> None:
     require_store()
     with opened() as chatrecord:
         change = chatrecord.wrap_keys()
-        store = describe_backend(chatrecord.store)
+        store = chatrecord.description()
     if not change.changed:
         line = f"{store}: every data key is wrapped by CHATRECORD_MASTER_KEY already ({_counts(change.state)}); nothing changed"
     else:
@@ -120,7 +116,7 @@ def rotate(as_json: JsonOption = False) -> None:
     require_store()
     with opened() as chatrecord:
         change = chatrecord.rotate_keys(os.environ.get(NEW_MASTER_KEY_VARIABLE, ""))
-        store = describe_backend(chatrecord.store)
+        store = chatrecord.description()
     _report(
         change,
         store,
@@ -146,7 +142,7 @@ def unwrap(as_json: JsonOption = False) -> None:
     require_store()
     with opened() as chatrecord:
         change = chatrecord.unwrap_keys()
-        store = describe_backend(chatrecord.store)
+        store = chatrecord.description()
     if not change.changed:
         line = f"{store}: no master key and no wrapped data key; nothing changed"
     else:

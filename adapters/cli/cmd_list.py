@@ -7,11 +7,10 @@ from typing import Annotated
 
 import typer
 
+from adapters.api import LIST_LIMIT_MAX, BadCursor, decode_cursor, iso, parse_at
 from adapters.cli.app import JsonOption, app, opened, print_json, say
 from adapters.cli.render import visible
 from adapters.cli.stdio import require_store
-from adapters.ingest.names import parse_at
-from adapters.service.conversations import LIST_LIMIT_MAX, BadCursor, decode_cursor, iso
 
 COLUMNS = ("conversation", "kind", "messages", "segments", "events", "first activity", "last activity", "erased")
 

@@ -13,6 +13,7 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
+from adapters.api import MOST_WORKERS, RebuildInterrupted
 from adapters.cli.app import app, emit, err, opened, print_json, rules_option, say, warn
 from adapters.cli.interrupts import INTERRUPTED, Interrupts, RebuildLines
 from adapters.cli.render import diff_view
@@ -21,7 +22,6 @@ from adapters.cli.stdio import (
     rebuild_json,
     require_store,
 )
-from adapters.views.rebuild import MOST_WORKERS, RebuildInterrupted
 from projections.rules import DEFAULT_RULE_SET, Rules
 
 

@@ -46,12 +46,10 @@ def show(
 
         chatrecord traces show conv-demo-seo -o demo-trace.json
     """
-    from adapters.service import trace_export as service  # here: OpenTelemetry loads only for traces
-
     require_store()
     check_output(output)
     with opened(reading=True) as chatrecord:
-        text = service.otlp_json(chatrecord, conversation, rules.value if rules else None, with_texts)
+        text = chatrecord.trace_json(conversation, rules.value if rules else None, with_texts)
         broken = chain_warning(chatrecord, conversation)
     write_output((text + "\n").encode(), output, f"trace of {conversation} as OTLP/JSON")
     if broken is not None:
@@ -89,10 +87,8 @@ def push(
 
         chatrecord traces push conv-demo-seo --endpoint http://127.0.0.1:6006
     """
-    from adapters.service import trace_export as service  # here: OpenTelemetry loads only for traces
-
     require_store()
     with opened(reading=True) as chatrecord:
-        sent = service.push(chatrecord, conversations or [], endpoint, rules.value if rules else None, with_texts)
+        sent = chatrecord.push_traces(conversations or [], endpoint, rules.value if rules else None, with_texts)
     for name, count in sent:
         say(f"{name}: {count} spans sent to {endpoint}")

@@ -7,11 +7,9 @@ from typing import Annotated
 
 import typer
 
+from adapters.api import head_line
 from adapters.cli.app import opened, print_json, say, warn
 from adapters.cli.stdio import require_store
-from adapters.store.chain import ChainedRecorder
-from adapters.store.chain_key import chain_kind
-from adapters.store.verify import head_line
 
 
 def verify(
@@ -55,9 +53,7 @@ def verify(
     broken = total = 0
     kind = None
     with opened(reading=not upgrade) as chatrecord:
-        recorder = chatrecord.store.recorder
-        if isinstance(recorder, ChainedRecorder) and recorder.chain_key is not None:
-            kind = chain_kind(recorder)
+        kind = chatrecord.chain_kind()
         if upgrade:  # each conversation chained is logged (stderr): `adapters.store.chain_upgrade.upgrade`
             chatrecord.upgrade_chains(conversation)
         for verdict in chatrecord.verify(conversation, against, record="chatrecord verify"):

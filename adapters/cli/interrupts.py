@@ -21,8 +21,8 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+from adapters.api import IngestReport
 from adapters.cli.app import warn
-from adapters.service.record_lines import IngestReport
 
 INTERRUPTED = 130
 """The exit status of a command a signal stopped (128 + SIGINT's 2, as shells report Ctrl-C)."""

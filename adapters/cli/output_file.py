@@ -14,7 +14,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from adapters.backends.settings import DEFAULT_DB
+from adapters.api import DEFAULT_DB
 from adapters.cli.app import warn
 from domain.errors import ChatrecordError
 

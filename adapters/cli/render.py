@@ -21,8 +21,8 @@ from rich.rule import Rule
 from rich.table import Table
 from rich.text import Text
 
+from adapters.api import Verdict
 from adapters.cli.stdio import FORMAT_CHARACTERS
-from adapters.store.verify import Verdict
 from projections.audit import AuditRow
 from projections.notes import LABEL, note_body, split_notes
 from projections.turn import TurnInput

@@ -15,9 +15,7 @@ from typing import Any
 
 import orjson
 
-from adapters.backends.settings import DEFAULT_DB
-from adapters.ingest import bounded_lines
-from adapters.service.record_lines import IngestReport
+from adapters.api import DEFAULT_DB, IngestReport, bounded_lines
 from domain.errors import ChatrecordError
 
 STDIN = "-"

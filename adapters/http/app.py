@@ -21,8 +21,17 @@ import orjson
 from fastapi import APIRouter, Depends, FastAPI, Header, Request, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from adapters.api import Chatrecord
-from adapters.backends.settings import BadSetting
+from adapters.api import (
+    MAX_KEY,
+    BadSetting,
+    Chatrecord,
+    KeyInFlight,
+    KeyReused,
+    Replayed,
+    VersionMismatch,
+    body_hash,
+    json_problem,
+)
 from adapters.http import openapi, schemas
 from adapters.http.bearer import CHALLENGE, check_bearer
 from adapters.http.headers import (
@@ -44,11 +53,7 @@ from adapters.http.reads import Service, add_reads, json_response
 from adapters.http.sessions import FIRST_WAIT, Throttle
 from adapters.http.slow_bodies import DEFAULT_BODY_TIMEOUT_SECONDS, install_body_deadline
 from adapters.http.ui import install_ui
-from adapters.ingest import json_problem
 from adapters.processes import end_with_parent
-from adapters.service.idempotent import KeyInFlight, KeyReused, Replayed
-from adapters.service.record_lines import VersionMismatch
-from adapters.store.idempotency import MAX_KEY, body_hash
 
 DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
 """A request body may hold this many bytes (8 MiB) unless CHATRECORD_MAX_BODY_BYTES says otherwise."""

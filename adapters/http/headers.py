@@ -11,8 +11,8 @@ from typing import Annotated
 
 from fastapi import Depends, Header
 
+from adapters.api import body_hash
 from adapters.http.problems import Problem
-from adapters.store.idempotency import body_hash
 from domain.limits import INT_MAX
 
 JSON = "application/json"

@@ -38,7 +38,7 @@ def _line_schemas() -> tuple[dict[str, Any], dict[str, Any]]:
     those the ingester enforces (`domain.limits`)."""
     from pydantic import TypeAdapter
 
-    from adapters.ingest.line_models import ParsedLine
+    from adapters.api import ParsedLine
 
     schema = TypeAdapter(ParsedLine).json_schema(ref_template="#/components/schemas/{model}")
     components = schema.pop("$defs")
@@ -66,8 +66,7 @@ def _demo_reads() -> dict[str, dict[str, Any]]:
     """Returns, by path, the example of each conversation read's 200: the demo tour's real
     answer, from the demo stored in memory (`Chatrecord.demo`; the audit and the activity list
     cut to their first rows and segments, the replay to its latest turn)."""
-    from adapters.api import Chatrecord
-    from adapters.bootstrap import open_store
+    from adapters.api import Chatrecord, open_store
 
     chatrecord = Chatrecord(open_store(memory=True))
     try:

@@ -50,9 +50,7 @@ from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
-from adapters.service.export import NoSuchMessage
-from adapters.service.record_lines import VersionMismatch
-from adapters.service.replay import TurnNotFound
+from adapters.api import NoSuchMessage, TurnNotFound, VersionMismatch
 from domain.errors import ChatrecordError, InvalidInput, LineOutOfOrder, UnknownConversation, shown_id
 from projections.turn import NoTurnYet
 

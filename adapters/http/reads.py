@@ -10,12 +10,10 @@ from typing import Annotated, Any
 import orjson
 from fastapi import APIRouter, Depends, Path, Query, Request, Response
 
-from adapters.api import Chatrecord
+from adapters.api import AT_PATTERN, CURSOR_PATTERN, LIST_LIMIT_MAX, BadCursor, Chatrecord, parse_at
 from adapters.http import audit_schema, openapi, schemas
 from adapters.http.headers import JSON, NDJSON, ReadAfter, etag
 from adapters.http.problems import Problem
-from adapters.ingest.names import AT_PATTERN, parse_at
-from adapters.service.conversations import CURSOR_PATTERN, LIST_LIMIT_MAX, BadCursor
 from projections.page_line import PageFilter
 from projections.rules import Rules
 

@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from adapters.service.conversations import CURSOR_PATTERN
+from adapters.api import CURSOR_PATTERN
 from domain.events import Trigger, UndecidedReason
 from domain.values import CARD_ANSWERS, OUTCOMES, Completeness
 from projections.rules import RULE_SET_IDS

@@ -13,8 +13,7 @@ import socket
 
 import uvicorn
 
-from adapters.backends.settings import BadSetting, describe_backend
-from adapters.bootstrap import open_store
+from adapters.api import BadSetting, Chatrecord
 from adapters.http.app import HttpSettings
 from adapters.processes import PARENT
 
@@ -47,12 +46,7 @@ def check(host: str, no_auth: bool) -> HttpSettings:
 def prepare() -> str:
     """Opens the configured store once, making its tables (the read models' with the store, the
     idempotency keys' here), and returns its description."""
-    store = open_store()
-    try:
-        store.idempotency_keys  # noqa: B018 - made by one process, before the workers start
-        return describe_backend(store)
-    finally:
-        store.close()
+    return Chatrecord.prepare_service()
 
 
 def start(host: str, no_auth: bool) -> str:

@@ -24,12 +24,10 @@ from fastapi import APIRouter, Depends, FastAPI, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from adapters import pages
-from adapters.api import Chatrecord
+from adapters.api import BadCursor, Chatrecord, TurnNotFound
 from adapters.http.bearer import bearer_of, check_bearer, client_of
 from adapters.http.problems import Problem
 from adapters.http.sessions import SESSION_SECONDS, Sessions, Throttle
-from adapters.service.conversations import BadCursor
-from adapters.service.replay import TurnNotFound
 from domain.errors import UnknownConversation
 from projections.rules import Rules
 

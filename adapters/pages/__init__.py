@@ -24,8 +24,7 @@ from urllib.parse import quote, urlencode
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup, escape
 
-from adapters.service.timeline import OverviewPoint, TimelinePage, TurnView
-from adapters.store.verify import Verdict
+from adapters.api import OverviewPoint, TimelinePage, TurnView, Verdict, newest_turns, turn_view
 from projections.notes import note_body, split_notes
 from projections.overview import Overview
 from projections.rules import RULE_SET_IDS
@@ -360,8 +359,6 @@ def export_page(chatrecord: Any, conversation: str, generated: str | None = None
     (`adapters.api.Chatrecord`); `chain` its verdict of the conversation's chain where the caller
     has it, one that recomputed every hash (`Chatrecord.chain(…, full=True)`, asked for here
     when None: an auditor's copy is made once). Raises UnknownConversation."""
-    from adapters.service.timeline import newest_turns, turn_view  # the service layer's
-
     whole = chatrecord.timeline(conversation, turns=10**9)
     pages = [whole.turns[i : i + PAGE_TURNS_SHOWN] for i in range(0, len(whole.turns), PAGE_TURNS_SHOWN)] or [()]
     first = TimelinePage(whole.conversation, whole.rules, whole.version, tuple(pages[0]), None)

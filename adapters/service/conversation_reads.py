@@ -4,6 +4,7 @@ the list, export, the log, the turn input and notes, the activity list, the audi
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from datetime import datetime
 
 from adapters.backends.settings import StoreUnusable, describe_backend, store_errors
@@ -65,8 +66,8 @@ class ConversationReads(UseCaseBase):
         id the store does not hold."""
         name = conversation_argument("export", conversation)
         done = export_lines(self.events(name), upto)
-        verdict = self._held(chain_verdict(self.store, self._stored_id(name)))
-        self._keep_verdicts([verdict], "an export", positions=False)
+        verdict = self._chain_looks.held(chain_verdict(self.store, self._stored_id(name)))
+        self._chain_looks.keep([verdict], "an export", positions=False)
         if verdict is None or verdict.ok:
             return done
         where = f"version {verdict.version} ({verdict.problem})" + (f": {verdict.detail}" if verdict.detail else "")
@@ -138,8 +139,8 @@ class ConversationReads(UseCaseBase):
             rule_set = rules or self.active_rules()
             rows: list[AuditRow] = audit_rows(events, rule_set)
         stored = self._stored_id(conversation)
-        verdict = self._held(chain_verdict(self.store, stored)) if chain else None
-        self._keep_verdicts([verdict], "an audit", positions=False)
+        verdict = self._chain_looks.held(chain_verdict(self.store, stored)) if chain else None
+        self._chain_looks.keep([verdict], "an audit", positions=False)
         unfinished = any(row.kind == "erased" for row in rows) and key_kept(self.store, conversation_uuid(stored))
         return Audit(stored, rule_set, rows, verdict, unfinished)  # named as list prints it
 
@@ -216,7 +217,7 @@ class ConversationReads(UseCaseBase):
         if latest is not None:
             live = self._live_turn(name, can_see_page)
             differs = live is None or live.to_json() != latest.to_json()
-        chain = self._held(chain_verdict(self.store, self._stored_id(name))) if differs else None
+        chain = self._chain_looks.held(chain_verdict(self.store, self._stored_id(name))) if differs else None
         return Replay(name, rule_set, tuple(turns), differs, chain)
 
     def _turn_starts(self, name: str, at: int) -> TurnStarts | None:
@@ -287,3 +288,20 @@ class ConversationReads(UseCaseBase):
             if not getattr(self.store.factory, "read_only", False):
                 raise
             return None
+
+    def trace_json(self, conversation: str, rules: str | None = None, with_texts: bool = False) -> str:
+        """Returns a stored conversation's trace as OTLP/JSON (`adapters.service.trace_export`;
+        OpenTelemetry is loaded on the first call). Raises UnknownConversation."""
+        from adapters.service import trace_export  # here: OpenTelemetry loads only for traces
+
+        return trace_export.otlp_json(self, conversation, rules, with_texts)
+
+    def push_traces(
+        self, conversations: Sequence[str], endpoint: str, rules: str | None = None, with_texts: bool = False
+    ) -> list[tuple[str, int]]:
+        """Sends the traces of `conversations` (every stored one if empty) over OTLP/HTTP to
+        `endpoint` and returns (conversation, spans sent) of each (`adapters.service.trace_export.push`).
+        Raises UnknownConversation before anything is sent, PushFailed when the endpoint refuses."""
+        from adapters.service import trace_export  # here: OpenTelemetry loads only for traces
+
+        return trace_export.push(self, conversations, endpoint, rules, with_texts)

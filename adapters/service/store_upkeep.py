@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from threading import Lock
 from typing import Any
 
 from adapters.backends.settings import describe_backend
@@ -19,15 +18,14 @@ from adapters.service.replay import (
 )
 from adapters.service.use_case_base import UseCaseBase, conversation_argument, in_store_terms, reads
 from adapters.store.chain import ChainedRecorder
+from adapters.store.chain_key import chain_kind
 from adapters.store.chain_upgrade import upgrade
-from adapters.store.kept_verdicts import from_broken, from_position, held
 from adapters.store.keys import KeyState
-from adapters.store.verify import Verdict, chain_verdict, verdicts, verify_after
+from adapters.store.verify import Verdict, verdicts
 from adapters.views.rebuild import RebuildReport
 from adapters.views.rule_diff import ConversationDiff
 from adapters.views.verify_rows import RowsVerdict, check_rows, rows_verdicts
 from domain.errors import UnknownConversation, shown_id
-from domain.events import conversation_uuid
 
 Progress = Callable[[int, int], None]
 """A rebuild's progress: `progress(done, total)`, events folded of the log's."""
@@ -35,14 +33,6 @@ Progress = Callable[[int, int], None]
 
 class StoreUpkeep(UseCaseBase):
     """The upkeep of the store, each a method of Chatrecord (see there for the store and standbys)."""
-
-    _chains: dict[str, Verdict]
-    """The last ok verdict of each conversation's chain this process made where the store kept no
-    position of it (a read-only file, a standby: `chain`; Chatrecord's)."""
-    _broken_chains: set[str]
-    """The conversations whose last look here found the chain broken (Chatrecord's)."""
-    _overviews_lock: Lock
-    """The lock of the kept verdicts and overviews (Chatrecord's: the HTTP handlers run on threads)."""
 
     @reads
     @in_store_terms
@@ -60,41 +50,12 @@ class StoreUpkeep(UseCaseBase):
         appended since, and says so (`Verdict.kept`, `kept_at`, `kept_by`). Where the store
         keeps no position (a read-only file, a standby), it starts from the head this process
         verified. With `full`, and without either, it recomputes every hash. What it finds is
-        kept for every process (`_keep_verdicts`, by `by`): the position it reached when it
+        kept for every process (`ChainLooks.keep`, by `by`): the position it reached when it
         recomputed every hash and found it ok, or the break. Raises UnknownConversation."""
         name = conversation_argument("chain", conversation)
-        key = self._stored_id(name)
-        recorder = self.store.recorder if isinstance(self.store.recorder, ChainedRecorder) else None
-        stored = recorder.broken_chain(conversation_uuid(key)) if recorder is not None else None
-        verdict: Verdict | None
-        unkept = False  # an ok verdict whose head no stored position holds: this process keeps it
-        if stored is not None and not full:  # shown as found: no position or kept head is trusted after a break
-            verdict = from_broken(stored, name)
-        else:
-            kept: Verdict | None = None
-            position = recorder.verified_position(conversation_uuid(key)) if recorder is not None else None
-            if recorder is not None and not full and key not in self._broken_chains:
-                kept = from_position(position, name) if position is not None else self._chains.get(key)
-                unkept = position is None and kept is not None
-            verdict = (
-                verify_after(recorder, kept) if kept is not None and recorder is not None else chain_verdict(self.store, key)
-            )
-            verdict = held(verdict, position, stored)  # a full look never clears a cut it cannot see
-            kept_now = self._keep_verdicts([verdict], by)
-            unkept = unkept or (kept is None and not kept_now)
-        if verdict is None and recorder is not None:
+        verdict = self._chain_looks.look(self._stored_id(name), name, full, by)
+        if verdict is None and isinstance(self.store.recorder, ChainedRecorder):
             self.events(name)  # raises UnknownConversation
-        with self._overviews_lock:
-            if verdict is not None and verdict.ok and unkept:
-                if len(self._chains) >= 256 and key not in self._chains:
-                    self._chains.pop(next(iter(self._chains)))
-                self._chains[key] = verdict
-            else:
-                self._chains.pop(key, None)
-            if verdict is not None and verdict.ok:
-                self._broken_chains.discard(key)
-            else:  # a broken chain the store did not keep is recomputed in full at the next look
-                self._broken_chains.add(key)
         return verdict
 
     @reads
@@ -117,7 +78,7 @@ class StoreUpkeep(UseCaseBase):
         caller stopped), each ok
         verdict's head is stored as its conversation's verified position (`VerifiedPosition`,
         by `record`) and each break as its stored break (`BrokenChain`), which every later look
-        shows until a look that recomputes every hash finds the chain ok (`_keep_verdicts`: a
+        shows until a look that recomputes every hash finds the chain ok (`ChainLooks.keep`: a
         SQLite file opened read-only keeps none, nor does a store that refuses the write)."""
         key = self._stored_id(conversation_argument("verify", conversation)) if conversation is not None else None
         return self._verdicts(conversation, key, against, record)
@@ -127,13 +88,13 @@ class StoreUpkeep(UseCaseBase):
         found: list[Verdict] = []
         try:
             for each in verdicts(self.store, key, against):
-                verdict = self._held(each)  # a cut below a version the store once held: no hash sees it
+                verdict = self._chain_looks.held(each)  # a cut below a version the store once held: no hash sees it
                 assert verdict is not None
                 found.append(verdict)
                 yield verdict
         finally:  # also what a caller that stopped early was given
             if record is not None:
-                self._keep_verdicts(found, record)
+                self._chain_looks.keep(found, record)
         if conversation is not None and not found:
             raise UnknownConversation("no conversation " + shown_id(conversation, "'") + f" in {describe_backend(self.store)}")
 
@@ -194,6 +155,18 @@ class StoreUpkeep(UseCaseBase):
         """Returns the conversations whose record or notes would change under `rules` (nothing
         is switched); see ReadModels.diff."""
         return [d for d in self.read_models.diff(rules) if d.changed]
+
+    def description(self) -> str:
+        """Returns what the store is, as the commands name it: `SQLite file …`, `PostgreSQL …`."""
+        return describe_backend(self.store)
+
+    def chain_kind(self) -> str | None:
+        """Returns what `verify` says of a keyed hash chain (keyed, with its key's mark), None
+        for an unkeyed chain or a store without one."""
+        recorder = self.store.recorder
+        if isinstance(recorder, ChainedRecorder) and recorder.chain_key is not None:
+            return chain_kind(recorder)
+        return None
 
     @in_store_terms
     def key_state(self) -> KeyState:

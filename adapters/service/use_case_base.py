@@ -8,16 +8,15 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 from adapters.backends.replicas import recovery_conflict, wrote_on_standby
 from adapters.backends.settings import read_wait, store_errors
 from adapters.ingest import ParsedLine
+from adapters.service.chain_looks import ChainLooks
 from adapters.service.conversations import stored_id
 from adapters.store.application import ConversationStore
-from adapters.store.chain import ChainedRecorder
-from adapters.store.kept_verdicts import broken_of, held, position_of
 from adapters.store.verify import Verdict
 from adapters.store.write_retry import connection_lost
 from adapters.views.readmodels import ReadModels
@@ -54,38 +53,10 @@ class UseCaseBase:
         (`StoreUpkeep.chain`). Raises UnknownConversation."""
         raise NotImplementedError
 
-    def _keep_verdicts(self, found: Iterable[Verdict | None], by: str, positions: bool = True) -> bool:
-        """Stores what these verdicts found for the next look of any process
-        (`adapters.store.kept_verdicts`): the head of each ok one that recomputed every hash as
-        its conversation's verified position (deleting a stored break), and each break a look
-        found as its conversation's stored break (deleting its position), all by `by`, in one
-        transaction. A SQLite file opened read-only keeps none, nor does a store that refuses the
-        write (a standby; one line logged). Without `positions`, breaks only (a read that
-        checks in passing: `audit`, `export`). Returns True when a verdict was stored."""
-        recorder = self.store.recorder
-        if not isinstance(recorder, ChainedRecorder) or getattr(self.store.factory, "read_only", False):
-            return False
-        verdicts = [v for v in found if v is not None]
-        heads = [p for p in (position_of(v, by) for v in verdicts) if p is not None] if positions else []
-        broken = [b for b in (broken_of(v, by) for v in verdicts) if b is not None]
-        if not heads and not broken:
-            return False
-        try:
-            recorder.keep_verdicts(heads, broken)
-        except Exception as error:  # noqa: BLE001 - a store it cannot write (a standby, a read-only file): not kept
-            log.warning("chatrecord: the chain's verdicts were not stored: %s", error)
-            return False
-        return True
-
-    def _held(self, verdict: Verdict | None) -> Verdict | None:
-        """Returns `verdict` as `adapters.store.kept_verdicts.held` holds it to what the store
-        keeps of its conversation (its verified position, its stored break): `cut_off` where an
-        ok chain ends below a version the store once held. Read before `_keep_verdicts` stores it."""
-        recorder = self.store.recorder
-        if verdict is None or not verdict.ok or not isinstance(recorder, ChainedRecorder):
-            return verdict
-        key = verdict.originator_id
-        return held(verdict, recorder.verified_position(key), recorder.broken_chain(key))
+    @property
+    def _chain_looks(self) -> ChainLooks:
+        """The looks at the store's hash chains with what they keep (Chatrecord makes them)."""
+        raise NotImplementedError
 
     def _stored_id(self, conversation: str) -> str:
         """Returns the key `conversation` (the chat's id, or the stored form a command printed)
