@@ -311,3 +311,27 @@ def test_a_read_only_database_opens_for_reading_with_the_right_key_and_writes_no
         opened(NONE)
     with psycopg.connect(postgres_url, autocommit=True) as conn:
         assert conn.execute(sql.SQL("SELECT count(*) FROM {}").format(master)).fetchone() == (0,)
+
+
+def test_keeping_a_verdict_on_a_read_only_database_runs_no_ddl_where_the_tables_exist(
+    postgres_url: str, postgres_schema: str
+) -> None:
+    # a verify on a read-only database (a standby, a read-only role) cannot keep its verdict; the
+    # server must refuse the verdict's row, not a CREATE TABLE of tables that are there
+    from datetime import UTC, datetime
+
+    from eventsourcing.persistence import InternalError
+
+    from adapters.store.chain_checks import VerifiedPosition
+    from domain.events import conversation_uuid
+
+    joiner = "&" if "?" in postgres_url else "?"
+    settings = {"POSTGRES_SCHEMA": postgres_schema, "POSTGRES_POOL_SIZE": "1"}
+    store = build_store({**postgres_env(postgres_url), **settings})
+    write(store, "conv-a")
+    store.close()
+    reader = build_store({**postgres_env(f"{postgres_url}{joiner}{READ_ONLY}"), **settings})
+    position = VerifiedPosition(conversation_uuid("conv-a"), 1, b"\0" * 32, datetime.now(UTC), "test")
+    with pytest.raises(InternalError, match="cannot execute INSERT in a read-only transaction"):
+        reader.recorder.keep_verdicts([position], ())  # type: ignore[attr-defined]
+    reader.close()

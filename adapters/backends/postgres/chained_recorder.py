@@ -9,7 +9,7 @@ from typing import Any
 from uuid import UUID
 
 from eventsourcing.persistence import StoredEvent
-from psycopg.sql import SQL, Identifier
+from psycopg.sql import SQL, Identifier, Literal
 
 from adapters.backends.postgres.append import AppendDocument
 from adapters.backends.postgres.recorder import EventRecorder
@@ -141,8 +141,7 @@ class ChainedPostgresRecorder(ChainedRecorder, EventRecorder):
         if not positions and not broken:
             return
         with self.datastore.transaction(commit=True) as curs:
-            curs.execute(self.verified_statement)
-            curs.execute(self.broken_statement)
+            self._make_verdict_tables(curs)
             self._guard(curs)
             if positions:
                 curs.executemany(
@@ -246,6 +245,18 @@ class ChainedPostgresRecorder(ChainedRecorder, EventRecorder):
             cursor.execute(statement)
         cursor.execute(self.verified_statement)
         cursor.execute(SQL("DELETE FROM {}").format(self.verified_table))  # their hashes were of the replaced links
+
+    def _make_verdict_tables(self, curs: Any) -> None:
+        """Makes the verdicts' tables where they are missing (a store an earlier version made); runs
+        no DDL where both exist, so a read-only database refuses only the verdicts' rows."""
+        curs.execute(
+            SQL("SELECT to_regclass({}) IS NOT NULL AND to_regclass({}) IS NOT NULL AS made").format(
+                Literal(self.verified_table.as_string(curs)), Literal(self.broken_table.as_string(curs))
+            )
+        )
+        if not curs.fetchone()["made"]:
+            curs.execute(self.verified_statement)
+            curs.execute(self.broken_statement)
 
     def _guard(self, curs: Any) -> None:
         """Makes the guard where it is missing (a store an earlier version made), under the
