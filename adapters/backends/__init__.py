@@ -28,12 +28,13 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from eventsourcing.persistence import InfrastructureFactory, Mapper, Transcoder
 from eventsourcing.utils import resolve_topic
 
-from adapters.store.crypto import MASTER_KEY_VARIABLE, ViewTexts, master_key
+from adapters.store.crypto import MASTER_KEY_VARIABLE, master_key
 from adapters.store.keys import DataKeys
 from adapters.store.ports import HistoryIndex, IdempotencyKeys, StorePorts
 from adapters.store.serialization import PydanticMapper
 
 if TYPE_CHECKING:
+    from adapters.store.crypto import ViewTexts
     from adapters.views.ports import ViewStorage
 
 
@@ -116,8 +117,10 @@ class StoreFactory:
         return StorePorts(history=cls.history_index(recorder), idempotency_keys=cls.idempotency_keys(recorder))
 
     @classmethod
-    def view_storage(cls, store: Any) -> ViewStorage:
-        """Returns where the read models of `store` live (`adapters.backends.sql.views_storage`)."""
+    def view_storage(cls, recorder: Any, texts: ViewTexts | None) -> ViewStorage:
+        """Returns where the read models live in the database of `recorder` (the store's
+        application recorder; `adapters.backends.sql.views_storage`), sealing the transcript rows'
+        texts with `texts` (None: kept plain). `adapters.bootstrap` hands it to the read models."""
         raise NotImplementedError
 
     @classmethod
@@ -152,15 +155,6 @@ def backend_of(factory: InfrastructureFactory[Any]) -> type[StoreFactory]:
     found: type[Any] = resolve_topic(topic)
     assert issubclass(found, StoreFactory)
     return found
-
-
-def view_storage_for(store: Any) -> ViewStorage:
-    """Returns where the read models of a ConversationStore live (`adapters.backends.sql.views_storage`), as
-    its store factory hands it out, sealing the rows' texts with the store's data keys if any."""
-    storage = backend_of(store.factory).view_storage(store)
-    keys = getattr(store.mapper, "keys", None)
-    storage.texts = ViewTexts(keys) if keys is not None else None
-    return storage
 
 
 def backend_named(module: str | None) -> type[StoreFactory]:

@@ -34,6 +34,7 @@ from adapters.backends.sql.history_statements import TABLES as HISTORY_TABLES
 from adapters.backends.sql.history_statements import create_statements as history_statements
 from adapters.backends.sql.idempotency import TABLE, SQLIdempotencyKeys, create_statements
 from adapters.store.chain import CHAIN_TABLE
+from adapters.store.crypto import ViewTexts
 from adapters.store.keys import KEYS_TABLE, MASTER_TABLE, DataKeys
 
 R = TypeVar("R")
@@ -233,11 +234,12 @@ class PostgresFactory(StoreFactory, es_postgres.PostgresFactory):
         return PostgresHistoryTables(recorder.datastore)
 
     @classmethod
-    def view_storage(cls, store: Any) -> PostgresViewStorage:
+    def view_storage(cls, recorder: Any, texts: ViewTexts | None) -> PostgresViewStorage:
         return PostgresViewStorage(
-            store.recorder.datastore,
-            store.recorder.events_table_name,
-            chained=getattr(store.recorder, "chain_table", None) is not None,
+            recorder.datastore,
+            recorder.events_table_name,
+            chained=getattr(recorder, "chain_table", None) is not None,
+            texts=texts,
         )
 
     @classmethod
