@@ -11,8 +11,10 @@ it is set (`adapters.store.crypto`); it implements the store's ports (`adapters.
 the history index (`history_index`) and the kept idempotency keys (`idempotency_keys`), which
 `adapters.bootstrap` hands to the store (`ports`), and the views' tables (`view_storage`); and it
 says what only the backend knows: the line that
-describes its database (`describe`), why its server refuses a connection (`server_reason`)
-and which of its driver's errors a setting or another process caused (`problem`), so the
+describes its database (`describe`), why its server refuses a connection (`server_reason`),
+which of its driver's errors is a lost connection, which a write tries again
+(`connection_lost`, handed to the store with its ports), and which a setting or another
+process caused (`problem`), so the
 store's settings ask the backend instead of switching on its type (`backend_named`,
 `backend_of_error`). The backend-neutral logic stays with its concern
 (`adapters.store.chain.ChainedRecorder`, `adapters.backends.sql.history.SQLHistoryTables`,
@@ -113,8 +115,20 @@ class StoreFactory:
     @classmethod
     def ports(cls, recorder: Any) -> StorePorts:
         """Returns this backend's implementations of the store's ports on the database of
-        `recorder` (`adapters.bootstrap` hands them to the store)."""
-        return StorePorts(history=cls.history_index(recorder), idempotency_keys=cls.idempotency_keys(recorder))
+        `recorder`, and its wording of a lost connection (`adapters.bootstrap` hands them to the
+        store)."""
+        return StorePorts(
+            history=cls.history_index(recorder),
+            idempotency_keys=cls.idempotency_keys(recorder),
+            connection_lost=cls.connection_lost,
+        )
+
+    @classmethod
+    def connection_lost(cls, error: BaseException) -> bool:
+        """Says whether `error` (the library's, with the driver's as its cause) is the connection
+        to this backend's server failing, refused or broken off, which a write tries again
+        (`adapters.store.write_retry.reconnecting`); never for a backend with no server."""
+        return False
 
     @classmethod
     def view_storage(cls, recorder: Any, texts: ViewTexts | None) -> ViewStorage:

@@ -288,3 +288,85 @@ def test_the_view_storage_is_built_with_the_sealer_of_the_stores_data_keys(tmp_p
     finally:
         for store in (memory, sqlite, plain):
             store.close()
+
+
+DRIVERS = ("psycopg", "psycopg_pool", "sqlite3")
+"""The database drivers' modules, which only the backends (`adapters/backends/`) import."""
+
+
+def test_the_store_imports_no_database_driver() -> None:
+    imported = [
+        (str(path.relative_to(ROOT)), node.lineno)
+        for path in sorted((ROOT / "adapters" / "store").rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Import)
+        and any(a.name.split(".")[0] in DRIVERS for a in node.names)
+        or isinstance(node, ast.ImportFrom)
+        and (node.module or "").split(".")[0] in DRIVERS
+    ]
+
+    assert imported == []
+
+
+def test_which_error_is_a_lost_connection_the_backend_says() -> None:
+    import psycopg
+    import psycopg.errors
+    from eventsourcing.persistence import OperationalError
+    from psycopg_pool import PoolTimeout
+
+    from adapters.backends.memory import MemoryFactory
+    from adapters.backends.postgres import PostgresFactory
+    from adapters.backends.sqlite import SQLiteFactory
+
+    def wrapped(driver: BaseException) -> OperationalError:
+        error = OperationalError(str(driver))
+        error.__cause__ = driver  # as the library raises it
+        return error
+
+    lost = [PoolTimeout("no connection"), psycopg.OperationalError("server closed"), psycopg.errors.AdminShutdown("bye")]
+    answered = [psycopg.errors.SerializationFailure("conflict"), psycopg.errors.UndefinedTable("no table"), ValueError("x")]
+
+    assert [PostgresFactory.connection_lost(wrapped(e)) for e in lost] == [True, True, True]
+    assert [PostgresFactory.connection_lost(wrapped(e)) for e in answered] == [False, False, False]
+    assert [SQLiteFactory.connection_lost(wrapped(e)) or MemoryFactory.connection_lost(wrapped(e)) for e in lost] == [False] * 3
+    store = open_store(memory=True)
+    assert store.connection_lost == MemoryFactory.connection_lost  # as the composition root handed it in
+    store.close()
+
+
+class Flaky(Exception):
+    """A driver's lost connection, in a test."""
+
+
+def test_a_write_is_tried_again_on_what_the_backend_calls_a_lost_connection() -> None:
+    from eventsourcing.persistence import OperationalError
+
+    from adapters.backends.memory import ChainedPOPORecorder, MemoryHistoryTables, MemoryIdempotencyKeys
+    from adapters.store.ports import StorePorts
+
+    class DropsOnce(ChainedPOPORecorder):
+        dropped = 0
+
+        def _insert_events(self, stored_events: Any, **kwargs: Any) -> Any:
+            if not self.dropped:
+                self.dropped += 1
+                raise OperationalError("the connection broke off") from Flaky()
+            return super()._insert_events(stored_events, **kwargs)
+
+    def store_on(lost: Any) -> ConversationStore:
+        settings = ConversationStore.environment({**memory_env(), "WRITE_RETRY_SECONDS": "5"})
+        factory = InfrastructureFactory.construct(settings)
+        ports = StorePorts(MemoryHistoryTables(), MemoryIdempotencyKeys(), connection_lost=lost)
+        return ConversationStore(settings, factory=factory, recorder=DropsOnce(), ports=ports, views=read_models_for)
+
+    lines = DEMO.read_text(encoding="utf-8").splitlines()
+    retried = store_on(lambda error: isinstance(error.__cause__, Flaky))
+    Chatrecord(retried).ingest(lines, DEMO.name)
+    assert retried.reconnects == 1 and retried.recorder.dropped == 1  # type: ignore[attr-defined]
+    assert len(retried.recorder.select_events(conversation_uuid("conv-demo-seo"))) > 0
+    retried.close()
+
+    unnamed = store_on(StorePorts.connection_lost)  # the default: no error is a lost connection
+    Chatrecord(unnamed).ingest(lines, DEMO.name)  # (the ingest stores line by line the batch it could not store)
+    assert unnamed.reconnects == 0 and unnamed.recorder.dropped == 1  # type: ignore[attr-defined]
+    unnamed.close()
