@@ -10,8 +10,9 @@ per store:
   idempotency keys), all made here and handed to the store as it is built;
 - its data keys, made once by the backend's factory (`StoreFactory.data_keys`) and given to the
   mapper that factory makes, before the store reads or writes anything;
-- its read models (`ReadModels`), on the view storage its backend hands out
-  (`read_models_for`: the storage is handed in, the views never look it up): passed to the
+- its read models (`ReadModels`), on the view storage its backend hands out, built with the
+  sealer of its rows' texts (`view_storage_of`, `read_models_for`: the storage is handed in,
+  the views never look it up; the in-memory views' rows live with its recorder): passed to the
   store at construction as the views it keeps current as it saves
   (`ConversationStore(views=read_models_for)`, `StoreViews`), one per store;
   `read_models(store)` returns them;
@@ -31,17 +32,27 @@ from collections.abc import Mapping
 
 from eventsourcing.persistence import InfrastructureFactory
 
-from adapters.backends import SQLITE_MODULE, backend_of, view_storage_for
+from adapters.backends import SQLITE_MODULE, backend_of
 from adapters.backends.settings import read_store_env, store_env
 from adapters.store.application import ConversationStore
+from adapters.store.crypto import ViewTexts
+from adapters.views.ports import ViewStorage
 from adapters.views.readmodels import ReadModels
 
 
+def view_storage_of(store: ConversationStore) -> ViewStorage:
+    """Returns where the read models of `store` live, as its backend hands it out
+    (`StoreFactory.view_storage`), built with the sealer of the transcript rows' texts: the
+    store's data keys (`ViewTexts`), or none where the store keeps none."""
+    keys = getattr(store.mapper, "keys", None)
+    return backend_of(store.factory).view_storage(store.recorder, ViewTexts(keys) if keys is not None else None)
+
+
 def read_models_for(store: ConversationStore) -> ReadModels:
-    """Returns new read models of `store`, on the view storage its backend hands out, which a
-    rebuild's worker process also gets for the store it opens anew. Raises what ReadModels
-    raises when the views' tables cannot be made."""
-    return ReadModels(store, view_storage_for(store), view_storage_for)
+    """Returns new read models of `store`, on the view storage its backend hands out
+    (`view_storage_of`), which a rebuild's worker process also gets for the store it opens anew.
+    Raises what ReadModels raises when the views' tables cannot be made."""
+    return ReadModels(store, view_storage_of(store), view_storage_of)
 
 
 def build_store(env: Mapping[str, str], *, views: bool = True) -> ConversationStore:

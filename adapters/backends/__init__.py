@@ -11,8 +11,10 @@ it is set (`adapters.store.crypto`); it implements the store's ports (`adapters.
 the history index (`history_index`) and the kept idempotency keys (`idempotency_keys`), which
 `adapters.bootstrap` hands to the store (`ports`), and the views' tables (`view_storage`); and it
 says what only the backend knows: the line that
-describes its database (`describe`), why its server refuses a connection (`server_reason`)
-and which of its driver's errors a setting or another process caused (`problem`), so the
+describes its database (`describe`), why its server refuses a connection (`server_reason`),
+which of its driver's errors is a lost connection, which a write tries again
+(`connection_lost`, handed to the store with its ports), and which a setting or another
+process caused (`problem`), so the
 store's settings ask the backend instead of switching on its type (`backend_named`,
 `backend_of_error`). The backend-neutral logic stays with its concern
 (`adapters.store.chain.ChainedRecorder`, `adapters.backends.sql.history.SQLHistoryTables`,
@@ -28,12 +30,13 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from eventsourcing.persistence import InfrastructureFactory, Mapper, Transcoder
 from eventsourcing.utils import resolve_topic
 
-from adapters.store.crypto import MASTER_KEY_VARIABLE, ViewTexts, master_key
+from adapters.store.crypto import MASTER_KEY_VARIABLE, master_key
 from adapters.store.keys import DataKeys
 from adapters.store.ports import HistoryIndex, IdempotencyKeys, StorePorts
 from adapters.store.serialization import PydanticMapper
 
 if TYPE_CHECKING:
+    from adapters.store.crypto import ViewTexts
     from adapters.views.ports import ViewStorage
 
 
@@ -112,12 +115,26 @@ class StoreFactory:
     @classmethod
     def ports(cls, recorder: Any) -> StorePorts:
         """Returns this backend's implementations of the store's ports on the database of
-        `recorder` (`adapters.bootstrap` hands them to the store)."""
-        return StorePorts(history=cls.history_index(recorder), idempotency_keys=cls.idempotency_keys(recorder))
+        `recorder`, and its wording of a lost connection (`adapters.bootstrap` hands them to the
+        store)."""
+        return StorePorts(
+            history=cls.history_index(recorder),
+            idempotency_keys=cls.idempotency_keys(recorder),
+            connection_lost=cls.connection_lost,
+        )
 
     @classmethod
-    def view_storage(cls, store: Any) -> ViewStorage:
-        """Returns where the read models of `store` live (`adapters.backends.sql.views_storage`)."""
+    def connection_lost(cls, error: BaseException) -> bool:
+        """Says whether `error` (the library's, with the driver's as its cause) is the connection
+        to this backend's server failing, refused or broken off, which a write tries again
+        (`adapters.store.write_retry.reconnecting`); never for a backend with no server."""
+        return False
+
+    @classmethod
+    def view_storage(cls, recorder: Any, texts: ViewTexts | None) -> ViewStorage:
+        """Returns where the read models live in the database of `recorder` (the store's
+        application recorder; `adapters.backends.sql.views_storage`), sealing the transcript rows'
+        texts with `texts` (None: kept plain). `adapters.bootstrap` hands it to the read models."""
         raise NotImplementedError
 
     @classmethod
@@ -152,15 +169,6 @@ def backend_of(factory: InfrastructureFactory[Any]) -> type[StoreFactory]:
     found: type[Any] = resolve_topic(topic)
     assert issubclass(found, StoreFactory)
     return found
-
-
-def view_storage_for(store: Any) -> ViewStorage:
-    """Returns where the read models of a ConversationStore live (`adapters.backends.sql.views_storage`), as
-    its store factory hands it out, sealing the rows' texts with the store's data keys if any."""
-    storage = backend_of(store.factory).view_storage(store)
-    keys = getattr(store.mapper, "keys", None)
-    storage.texts = ViewTexts(keys) if keys is not None else None
-    return storage
 
 
 def backend_named(module: str | None) -> type[StoreFactory]:

@@ -24,6 +24,7 @@ from eventsourcing.popo import POPOFactory as LibraryPOPOFactory
 from adapters.backends import StoreFactory
 from adapters.store.chain import PAGE, ChainedRecorder, Link, Stored, run_inline
 from adapters.store.chain_checks import BrokenChain, VerifiedPosition
+from adapters.store.crypto import ViewTexts
 from adapters.store.history_rows import write_folded
 from adapters.store.idempotency import Kept, reservation
 from adapters.store.keys import DataKeys
@@ -47,6 +48,8 @@ class ChainedPOPORecorder(ChainedRecorder, POPOApplicationRecorder):
         self.mark: str | None = None
         self.verified: dict[UUID, VerifiedPosition] = {}
         self.broken: dict[UUID, BrokenChain] = {}
+        self.view_tables = MemoryViewTables()
+        """The views' rows (`MemoryViewStorage`), which the in-memory database keeps with the log."""
 
     def verified_position(self, key: UUID) -> VerifiedPosition | None:
         return self.verified.get(key)
@@ -216,14 +219,25 @@ class MemoryHistoryTables(HistoryIndex):
         return write_folded(self.reader(cid), state, list(events), rebuild=rebuild, follows=follows, emptied=emptied)
 
 
-class MemoryViewStorage(ViewStorage):
-    """The in-memory store's views: dicts per generation, under one lock."""
+class MemoryViewTables:
+    """The views' rows of an in-memory store, as its database keeps them (the SQL backends'
+    views' tables): dicts per generation and the live pointer, under one lock."""
 
-    def __init__(self, recorder: Any) -> None:
-        self.recorder = recorder
-        self.lock_ = threading.RLock()
-        self.tables: dict[int, dict[UUID, MemoryConversation]] = {}
-        self.ptr: Pointer | None = None
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self.generations: dict[int, dict[UUID, MemoryConversation]] = {}
+        self.pointer: Pointer | None = None
+
+
+class MemoryViewStorage(ViewStorage):
+    """The in-memory store's views on `tables` (its recorder's, `ChainedPOPORecorder.view_tables`:
+    every storage of one store sees the same rows); `texts` is kept, the rows stay plain."""
+
+    def __init__(self, recorder: Any, tables: MemoryViewTables, texts: ViewTexts | None = None) -> None:
+        self.recorder, self.texts = recorder, texts
+        self.view_tables = tables
+        self.lock_ = tables.lock
+        self.tables = tables.generations
 
     @contextmanager
     def transaction(self, write: bool) -> Iterator[Any]:
@@ -246,10 +260,10 @@ class MemoryViewStorage(ViewStorage):
         return MemoryRows(self.tables[generation].setdefault(cid, MemoryConversation()))
 
     def pointer(self, curs: Any) -> Pointer | None:
-        return self.ptr
+        return self.view_tables.pointer
 
     def set_pointer(self, curs: Any, pointer: Pointer) -> None:
-        self.ptr = pointer
+        self.view_tables.pointer = pointer
 
     def create(self, curs: Any, generation: int) -> None:
         self.tables.setdefault(generation, {})
@@ -334,12 +348,12 @@ class MemoryFactory(StoreFactory, LibraryPOPOFactory):
         return MemoryHistoryTables()
 
     @classmethod
-    def view_storage(cls, store: Any) -> MemoryViewStorage:
-        """Returns the store's views, made on the first call (they live as long as the store)."""
-        storage = getattr(store, "_memory_views", None)
-        if storage is None:
-            storage = store._memory_views = MemoryViewStorage(store.recorder)
-        return storage
+    def view_storage(cls, recorder: Any, texts: ViewTexts | None) -> MemoryViewStorage:
+        """Returns the views on the rows `recorder` keeps (they live as long as it does); on the
+        library's own recorder (PERSISTENCE_MODULE `eventsourcing.popo`), which keeps none, on
+        rows of their own."""
+        tables = recorder.view_tables if isinstance(recorder, ChainedPOPORecorder) else MemoryViewTables()
+        return MemoryViewStorage(recorder, tables, texts)
 
     @classmethod
     def idempotency_keys(cls, recorder: Any) -> MemoryIdempotencyKeys:

@@ -18,7 +18,6 @@ from adapters.service.chain_looks import ChainLooks
 from adapters.service.conversations import stored_id
 from adapters.store.application import ConversationStore
 from adapters.store.verify import Verdict
-from adapters.store.write_retry import connection_lost
 from adapters.views.readmodels import ReadModels
 from domain.errors import ChatrecordError, InvalidInput
 from domain.events import ConversationEvent
@@ -108,7 +107,7 @@ def reads(method: Method) -> Method:
             try:
                 return method(reader, *args, **kwargs)
             except ChatrecordError as error:
-                to_primary = connection_lost(error) or wrote_on_standby(error)
+                to_primary = reader.store.connection_lost(error) or wrote_on_standby(error)
                 if not (to_primary or recovery_conflict(error)):
                     raise
                 if to_primary or attempt == RECOVERY_CONFLICT_TRIES:

@@ -98,6 +98,8 @@ class ConversationStore(DecidingStore):
         self._reopen = reopen
         self.history: HistoryIndex = ports.history
         self._idempotency_keys = ports.idempotency_keys
+        self.connection_lost = ports.connection_lost
+        """Says whether an error is a lost connection, as the backend words its driver's (`reconnecting`)."""
         super().__init__(env)
         keys = getattr(self.mapper, "keys", None)
         unbound = self.env.get("MASTER_KEY_UNBOUND", "") == "allow"

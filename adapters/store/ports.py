@@ -177,6 +177,11 @@ class DataKeyStore(ABC):
         does nothing where it cannot."""
 
 
+def never_lost(error: BaseException) -> bool:
+    """Says no error is a lost connection (a backend with no server)."""
+    return False
+
+
 @dataclass(frozen=True)
 class StorePorts:
     """A backend's implementations of the ports the store is built with (`adapters.bootstrap`).
@@ -184,3 +189,8 @@ class StorePorts:
 
     history: HistoryIndex
     idempotency_keys: IdempotencyKeys
+    connection_lost: Callable[[BaseException], bool] = never_lost
+    """Says whether an error (the library's, with the driver's as its cause) is the connection to
+    the database server failing, refused or broken off, not the server answering a statement with
+    an error: the backend's wording of its driver's errors (`StoreFactory.connection_lost`);
+    never, by default (a backend with no server)."""

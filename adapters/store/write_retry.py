@@ -1,6 +1,8 @@
 """How the store's writes try again: a conflicting append after a jittered, growing wait
 (`backoff`; `WriteConflict` when every try conflicted), a write whose connection was lost
-until a server accepts it (`reconnecting`, `connection_lost`; `PrimaryGone` past the time)."""
+until a server accepts it (`reconnecting`; `PrimaryGone` past the time). Which of its driver's
+errors is a lost connection the backend says (`StorePorts.connection_lost`): the store knows no
+driver."""
 
 from __future__ import annotations
 
@@ -10,9 +12,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol, TypeVar
 
-import psycopg
 from eventsourcing.persistence import InterfaceError, OperationalError
-from psycopg_pool import PoolTimeout
 
 from domain.errors import ChatrecordError
 
@@ -57,24 +57,6 @@ class PrimaryGone(ChatrecordError):
 
 RECONNECT_WAIT = 0.25
 """Seconds between the tries of a write whose connection was lost (`reconnecting`)."""
-_CONNECTION_STATES = ("08", "57P01", "57P02", "57P03")
-"""SQLSTATEs (or classes) of a lost or refused connection: connection exceptions, and a server
-that is shutting down, crashed or starting."""
-
-
-def connection_lost(error: BaseException) -> bool:
-    """Returns True when `error` (the library's, with the driver's as its cause) says the
-    connection to the server failed, was refused or broke off (a server killed, a pool that found
-    none to connect to), not that the server answered a statement with an error."""
-    seen: BaseException | None = error
-    while seen is not None:
-        if isinstance(seen, PoolTimeout):
-            return True
-        if isinstance(seen, (psycopg.OperationalError, psycopg.InterfaceError)):
-            state = getattr(seen, "sqlstate", None)
-            return state is None or state.startswith(_CONNECTION_STATES)
-        seen = seen.__cause__
-    return False
 
 
 Write = TypeVar("Write", bound=Callable[..., Any])
@@ -86,10 +68,14 @@ class Reconnects(Protocol):
     retry_seconds: float
     reconnects: int
 
+    def connection_lost(self, error: BaseException) -> bool:
+        """Says whether `error` is a lost connection, as the store's backend words its driver's."""
+        ...
+
 
 def reconnecting(method: Write) -> Write:
     """Makes a write of the store (`handle`, `handle_batch`) try again, every RECONNECT_WAIT s,
-    while its connection is lost (`connection_lost`), for up to the store's `retry_seconds`:
+    while its connection is lost (the store's `connection_lost`), for up to the store's `retry_seconds`:
     through a multi-host CHATRECORD_DATABASE_URL (`target_session_attrs=read-write`), libpq
     connects to whichever host is the primary once a standby was promoted. Each try decides
     anew from the database, so a commit whose answer was lost comes back as a repeat (the
@@ -109,7 +95,7 @@ def reconnecting(method: Write) -> Write:
             try:
                 return method(self, *args, **kwargs)
             except (InterfaceError, OperationalError) as error:
-                if self.retry_seconds <= 0 or not connection_lost(error):
+                if self.retry_seconds <= 0 or not self.connection_lost(error):
                     raise
                 now = time.monotonic()
                 deadline = now + self.retry_seconds if deadline is None else deadline

@@ -13,7 +13,7 @@ from eventsourcing.persistence import (
     ProgrammingError,
 )
 
-from adapters.backends import backend_of, view_storage_for
+from adapters.backends import backend_of
 from adapters.backends.memory import (
     MemoryFactory,
     MemoryHistoryTables,
@@ -28,7 +28,7 @@ from adapters.backends.sqlite import (
     SQLiteViewStorage,
     WaitingSQLiteDatastore,
 )
-from adapters.bootstrap import build_store, open_store
+from adapters.bootstrap import build_store, open_store, view_storage_of
 
 
 def test_the_default_is_a_sqlite_file_in_the_working_directory() -> None:
@@ -237,11 +237,15 @@ def test_the_factory_persistence_module_selects_hands_out_its_backends_pieces(tm
     memory = open_store(memory=True)
     assert backend_of(memory.factory) is type(memory.factory) is MemoryFactory
     assert isinstance(memory.history, MemoryHistoryTables)
-    assert isinstance(view_storage_for(memory), MemoryViewStorage) and view_storage_for(memory) is view_storage_for(memory)
+    views = view_storage_of(memory)
+    assert (
+        isinstance(views, MemoryViewStorage)
+        and views.view_tables is view_storage_of(memory).view_tables is memory.recorder.view_tables
+    )
     assert isinstance(MemoryFactory.idempotency_keys(memory.recorder), MemoryIdempotencyKeys)
     sqlite = open_store({"CHATRECORD_DB": str(tmp_path / "c.sqlite")})
     assert backend_of(sqlite.factory) is type(sqlite.factory) is SQLiteFactory
-    assert isinstance(sqlite.history, SQLHistoryTables) and isinstance(view_storage_for(sqlite), SQLiteViewStorage)
+    assert isinstance(sqlite.history, SQLHistoryTables) and isinstance(view_storage_of(sqlite), SQLiteViewStorage)
     assert isinstance(SQLiteFactory.idempotency_keys(sqlite.recorder), SQLIdempotencyKeys)
     sqlite.close()
 
@@ -249,7 +253,7 @@ def test_the_factory_persistence_module_selects_hands_out_its_backends_pieces(tm
 def test_a_library_factory_gets_the_pieces_of_the_store_factory_of_its_backend(tmp_path) -> None:
     plain = build_store({"PERSISTENCE_MODULE": "eventsourcing.sqlite", "SQLITE_DBNAME": str(tmp_path / "p")})
     assert backend_of(plain.factory) is SQLiteFactory
-    assert isinstance(plain.history, SQLHistoryTables) and isinstance(view_storage_for(plain), SQLiteViewStorage)
+    assert isinstance(plain.history, SQLHistoryTables) and isinstance(view_storage_of(plain), SQLiteViewStorage)
     plain.close()
     assert backend_of(build_store({"PERSISTENCE_MODULE": "eventsourcing.popo"}).factory) is MemoryFactory
     with pytest.raises(LookupError, match="no backend"):

@@ -19,7 +19,7 @@ import pytest
 from eventsourcing import persistence as es_persistence
 from psycopg import sql
 
-from adapters.backends import backend_of, view_storage_for
+from adapters.backends import backend_of
 from adapters.backends.postgres import (
     EventRecorder,
     PostgresFactory,
@@ -29,7 +29,7 @@ from adapters.backends.postgres import (
     schema_lock_name,
 )
 from adapters.backends.sql.idempotency import SQLIdempotencyKeys
-from adapters.bootstrap import open_store
+from adapters.bootstrap import open_store, view_storage_of
 from adapters.ingest import read_lines
 from adapters.service.record_lines import RecordLines
 from domain.events import conversation_uuid
@@ -239,7 +239,7 @@ def test_a_refused_connection_is_explained_by_the_server(postgres_url: str) -> N
 def test_the_postgres_factory_hands_out_the_schemas_pieces(postgres_url: str, postgres_schema: str) -> None:
     store = open_store({"CHATRECORD_DATABASE_URL": schema_url(postgres_url, postgres_schema)})
     assert backend_of(store.factory) is type(store.factory) is PostgresFactory
-    assert isinstance(store.history, PostgresHistoryTables) and isinstance(view_storage_for(store), PostgresViewStorage)
+    assert isinstance(store.history, PostgresHistoryTables) and isinstance(view_storage_of(store), PostgresViewStorage)
     keys = PostgresFactory.idempotency_keys(store.recorder)
     assert isinstance(keys, SQLIdempotencyKeys) and f'FROM "{postgres_schema}".chatrecord_idempotency WHERE' in keys.select
     store.close()

@@ -15,9 +15,8 @@ from typing import Any
 
 import pytest
 
-from adapters.backends import view_storage_for
 from adapters.backends.settings import memory_env
-from adapters.bootstrap import build_store, read_models
+from adapters.bootstrap import build_store, read_models, view_storage_of
 from adapters.store.application import ConversationStore
 from adapters.store.crypto import ERASED
 from adapters.views.ports import AppendTarget, ViewRows, ViewStorage
@@ -59,7 +58,7 @@ class ViewPortContract:
     @pytest.fixture
     def storage(self) -> ViewStorage:
         """A store's view storage as its backend hands it out, its tables not made yet."""
-        return view_storage_for(self.open_store(views=False))
+        return view_storage_of(self.open_store(views=False))
 
     @contextmanager
     def rows(

@@ -34,6 +34,7 @@ from adapters.backends.sql.history_statements import TABLES as HISTORY_TABLES
 from adapters.backends.sql.history_statements import create_statements as history_statements
 from adapters.backends.sql.idempotency import TABLE, SQLIdempotencyKeys, create_statements
 from adapters.store.chain import CHAIN_TABLE
+from adapters.store.crypto import ViewTexts
 from adapters.store.keys import KEYS_TABLE, MASTER_TABLE, DataKeys
 
 R = TypeVar("R")
@@ -42,6 +43,9 @@ WRITE_LOCK_TIMEOUT = 10
 """Seconds a write waits for another process's write on the events table (`lock_timeout`)."""
 STATEMENT_TIMEOUT = 60
 """Seconds any one statement may run (`statement_timeout`), reads and writes alike."""
+CONNECTION_STATES = ("08", "57P01", "57P02", "57P03")
+"""SQLSTATEs (or classes) of a lost or refused connection: connection exceptions, and a server
+that is shutting down, crashed or starting (`PostgresFactory.connection_lost`)."""
 
 
 class RecentFirst(deque[Any]):
@@ -105,6 +109,22 @@ class PostgresFactory(StoreFactory, es_postgres.PostgresFactory):
         except psycopg.Error as error:
             return one_line(str(error)) or type(error).__name__
         return None
+
+    @classmethod
+    def connection_lost(cls, error: BaseException) -> bool:
+        """True where `error` or an error it was raised from is psycopg's OperationalError or
+        InterfaceError with no SQLSTATE or one of CONNECTION_STATES, or the pool's PoolTimeout
+        (a pool that found no server to connect to); a statement the server answered with an
+        error is not."""
+        seen: BaseException | None = error
+        while seen is not None:
+            if isinstance(seen, PoolTimeout):
+                return True
+            if isinstance(seen, (psycopg.OperationalError, psycopg.InterfaceError)):
+                state = getattr(seen, "sqlstate", None)
+                return state is None or state.startswith(CONNECTION_STATES)
+            seen = seen.__cause__
+        return False
 
     @classmethod
     def problem(cls, driver: BaseException, env: Mapping[str, str], text: str, backend: str) -> str | None:
@@ -236,11 +256,12 @@ class PostgresFactory(StoreFactory, es_postgres.PostgresFactory):
         return PostgresHistoryTables(recorder.datastore)
 
     @classmethod
-    def view_storage(cls, store: Any) -> PostgresViewStorage:
+    def view_storage(cls, recorder: Any, texts: ViewTexts | None) -> PostgresViewStorage:
         return PostgresViewStorage(
-            store.recorder.datastore,
-            store.recorder.events_table_name,
-            chained=getattr(store.recorder, "chain_table", None) is not None,
+            recorder.datastore,
+            recorder.events_table_name,
+            chained=getattr(recorder, "chain_table", None) is not None,
+            texts=texts,
         )
 
     @classmethod

@@ -29,6 +29,7 @@ from adapters.backends.postgres.schema import OLD_VIEWS_LOCK_ID, views_lock_id
 from adapters.backends.sql.views_storage import POINTER, SQLViewStorage
 from adapters.backends.sql.views_tables import aside_cid, table_names
 from adapters.store.chain import CHAIN_TABLE
+from adapters.store.crypto import ViewTexts
 from adapters.views.caches import TAIL_EVENTS, TAIL_ROWS, Placement
 from adapters.views.ports import NeedsSnapshot, ReadMoved, not_updated
 from adapters.views.storage_reads import Pointer, TurnInputRows, TurnRows
@@ -307,8 +308,10 @@ class PostgresViewStorage(SQLViewStorage):
             if retried is not True:
                 not_updated(error)
 
-    def __init__(self, datastore: PostgresDatastore, events_table: str, chained: bool = False) -> None:
-        super().__init__(datastore, events_table)
+    def __init__(
+        self, datastore: PostgresDatastore, events_table: str, chained: bool = False, *, texts: ViewTexts | None = None
+    ) -> None:
+        super().__init__(datastore, events_table, texts=texts)
         self.schema = datastore.schema
         self._views_lock = views_lock_id(self.schema)
         self.chained = chained

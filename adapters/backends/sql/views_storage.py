@@ -9,7 +9,8 @@ it was switched away from.
 
 `ViewStorage` is what the read models need of a database and `SQLViewStorage` its SQL part; each
 backend's module (`adapters.backends`) has its own (`SQLiteViewStorage`, `PostgresViewStorage`,
-`MemoryViewStorage`), which its store factory hands out (`adapters.backends.view_storage_for`).
+`MemoryViewStorage`), which its store factory hands out (`StoreFactory.view_storage`, with the texts' sealer) to
+the composition root (`adapters.bootstrap`).
 What it reads is in `adapters.views.storage_reads` (`Pointer`, `TurnRows`, `TurnInputRows`); the
 cursor a rebuild writes through on a thread of its own in `adapters.backends.postgres.queued_statements`.
 """
@@ -28,6 +29,7 @@ from adapters.backends.sql.views_overview import OverviewStatements, read_overvi
 from adapters.backends.sql.views_rows import SQLRows
 from adapters.backends.sql.views_statements import RowStatements
 from adapters.backends.sql.views_tables import activity_index, create_statements, overview_table_names, table_names
+from adapters.store.crypto import ViewTexts
 from adapters.views.ports import ViewStorage, not_updated
 from adapters.views.row_tables import OVERVIEW_TABLES
 from adapters.views.storage_reads import Pointer
@@ -52,8 +54,9 @@ class SQLViewStorage(ViewStorage):
     overview_tables = OVERVIEW_TABLES
     """The rows `rows(..., buffered=True)` returns (a backend may send their writes its own way)."""
 
-    def __init__(self, datastore: Any, events_table: str) -> None:
+    def __init__(self, datastore: Any, events_table: str, *, texts: ViewTexts | None = None) -> None:
         self.datastore, self.events_table = datastore, events_table
+        self.texts = texts
         self._has_pointer = False
         self._statements: dict[int, RowStatements] = {}
         self._overviews: dict[int, OverviewStatements] = {}

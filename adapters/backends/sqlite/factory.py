@@ -22,6 +22,7 @@ from adapters.backends.sqlite.store_file import read_only_uri, refuse_foreign
 from adapters.backends.sqlite.view_tables import SQLiteViewStorage
 from adapters.backends.sqlite.waiting_datastore import WaitingSQLiteDatastore
 from adapters.store.chain import CHAIN_TABLE
+from adapters.store.crypto import ViewTexts
 from adapters.store.keys import DataKeys
 
 # SQLite result codes (the primary code, the low byte) a setting or another process causes
@@ -111,8 +112,8 @@ class SQLiteFactory(StoreFactory, es_sqlite.SQLiteFactory):
         return SQLHistoryTables(recorder.datastore, SQLITE, chain=(CHAIN_TABLE, recorder._id) if chained else None)
 
     @classmethod
-    def view_storage(cls, store: Any) -> SQLiteViewStorage:
-        return SQLiteViewStorage(store.recorder.datastore, store.recorder.events_table_name)
+    def view_storage(cls, recorder: Any, texts: ViewTexts | None) -> SQLiteViewStorage:
+        return SQLiteViewStorage(recorder.datastore, recorder.events_table_name, texts=texts)
 
     @classmethod
     def idempotency_keys(cls, recorder: Any) -> SQLIdempotencyKeys:
