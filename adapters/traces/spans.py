@@ -62,6 +62,9 @@ from projections.steps import LastDecision, decision_after, decision_kind
 
 __all__ = ["DEFAULT_PROVIDER", "Span", "SpanEvent", "conversation_spans", "span_id_of", "trace_id_of"]
 
+OPENINFERENCE_KIND = "openinference.span.kind"
+"""Named on the spans the GenAI conventions have no operation for (turns, decisions) as CHAIN,
+so a receiver that reads OpenInference (Phoenix) does not guess them a model call."""
 DEFAULT_PROVIDER = "unknown"
 """`gen_ai.provider.name` where no provider is set (CHATRECORD_GENAI_PROVIDER, docs/traces.md)."""
 
@@ -216,7 +219,12 @@ def _decision(
             turn.ids.parent_id,
             min(asked_ns, at),
             at,
-            {GEN_AI_CONVERSATION_ID: turn.ids.conversation, "chatrecord.segment": event.segment, **attributes},
+            {
+                GEN_AI_CONVERSATION_ID: turn.ids.conversation,
+                OPENINFERENCE_KIND: "CHAIN",
+                "chatrecord.segment": event.segment,
+                **attributes,
+            },
         )
     )
 
@@ -230,6 +238,7 @@ def _root(turn: _Turn, with_texts: bool) -> Span:
     attributes: dict[str, AttributeValue] = {
         GEN_AI_CONVERSATION_ID: turn.ids.conversation,
         GEN_AI_PROVIDER_NAME: turn.ids.provider,
+        OPENINFERENCE_KIND: "CHAIN",
         "chatrecord.turn": turn.position,
         "chatrecord.outcome": outcome,
         "chatrecord.segments": turn.segments,
