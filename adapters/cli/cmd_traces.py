@@ -34,8 +34,9 @@ def show(
     rules: RulesOption = None,
     with_texts: WithTextsOption = False,
 ) -> None:
-    """Writes a conversation's trace as OTLP/JSON: one invoke_agent span per segment, an
-    execute_tool child per tool call, decisions, undecided cards and edits as span events.
+    """Writes a conversation's traces as OTLP/JSON, one trace per user turn: its root span,
+    an invoke_agent span per segment with a chat span per model round and an execute_tool span
+    per tool call, a span per card decision and answer. For archives: a receiver takes a push.
 
     Trace and span ids derive from the conversation and its events: the same every time.
     No tool arguments or results; message texts only with --with-texts.
@@ -72,13 +73,22 @@ def push(
         typer.Argument(metavar="[CONVERSATION]...", help="Conversation ids (default: every stored conversation)."),
     ] = None,
     endpoint: Annotated[
-        str, typer.Option("--endpoint", help="OTLP/HTTP base URL, e.g. http://127.0.0.1:6006 (…/v1/traces is added).")
-    ] = ...,  # type: ignore[assignment]  # typer's required option
+        str | None,
+        typer.Option(
+            "--endpoint",
+            help="OTLP/HTTP base URL, e.g. http://127.0.0.1:6006 (…/v1/traces is added); "
+            "default: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, else OTEL_EXPORTER_OTLP_ENDPOINT.",
+        ),
+    ] = None,
     rules: RulesOption = None,
     with_texts: WithTextsOption = False,
 ) -> None:
     """Sends conversations' traces over OTLP/HTTP (the official OpenTelemetry exporter) to
-    an OTLP endpoint such as Arize Phoenix or an OpenTelemetry Collector.
+    an OTLP endpoint such as Arize Phoenix, Langfuse or an OpenTelemetry Collector.
+
+    The SDK reads the OpenTelemetry environment: OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES
+    (openinference.project.name=… picks a Phoenix project), OTEL_EXPORTER_OTLP_HEADERS, and
+    the endpoint variables where no --endpoint is given. The spans keep the chat's own times.
 
     Pushing again sends the same trace and span ids, so a receiver that keys spans by id keeps
     one copy. No tool arguments or results; message texts only with --with-texts.
@@ -90,5 +100,5 @@ def push(
     require_store()
     with opened(reading=True) as chatrecord:
         sent = chatrecord.push_traces(conversations or [], endpoint, rules.value if rules else None, with_texts)
-    for name, count in sent:
-        say(f"{name}: {count} spans sent to {endpoint}")
+    for done in sent:
+        say(f"{done.conversation}: {done.spans} spans in {done.traces} traces sent to {endpoint or done.url}")

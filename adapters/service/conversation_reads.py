@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from adapters.backends.settings import StoreUnusable, describe_backend, store_errors
 from adapters.service.conversations import ConversationPage, list_conversations
@@ -34,6 +35,9 @@ from projections.page_line import PageCheck, every_page
 from projections.rules import resolve
 from projections.turn import TurnInput, replay_turns, turns_of
 from projections.turn_notes import TurnNotes
+
+if TYPE_CHECKING:
+    from adapters.service.trace_export import Sent
 
 
 class ConversationReads(UseCaseBase):
@@ -297,11 +301,12 @@ class ConversationReads(UseCaseBase):
         return trace_export.otlp_json(self, conversation, rules, with_texts)
 
     def push_traces(
-        self, conversations: Sequence[str], endpoint: str, rules: str | None = None, with_texts: bool = False
-    ) -> list[tuple[str, int]]:
+        self, conversations: Sequence[str], endpoint: str | None, rules: str | None = None, with_texts: bool = False
+    ) -> list[Sent]:
         """Sends the traces of `conversations` (every stored one if empty) over OTLP/HTTP to
-        `endpoint` and returns (conversation, spans sent) of each (`adapters.service.trace_export.push`).
-        Raises UnknownConversation before anything is sent, PushFailed when the endpoint refuses."""
+        `endpoint` (None: the OpenTelemetry environment's) and returns what was sent of each
+        (`adapters.service.trace_export.push`). Raises NoEndpoint or UnknownConversation before
+        anything is sent, PushFailed when the endpoint refuses."""
         from adapters.service import trace_export  # here: OpenTelemetry loads only for traces
 
         return trace_export.push(self, conversations, endpoint, rules, with_texts)

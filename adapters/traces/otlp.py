@@ -2,15 +2,23 @@
 `ReadableSpan`s with explicit span contexts (the deterministic ids) and times, written as
 OTLP/JSON through `opentelemetry-proto` (the exporter's own encoder) or sent over OTLP/HTTP by
 `OTLPSpanExporter`. No hand-written wire format.
+
+The OpenTelemetry environment is read by the SDK itself: `OTEL_SERVICE_NAME` and
+`OTEL_RESOURCE_ATTRIBUTES` (e.g. `openinference.project.name=…` for a Phoenix project) by its
+resource detector, over the default `service.name` chatrecord; the endpoint
+(`OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`, else `OTEL_EXPORTER_OTLP_ENDPOINT` plus /v1/traces), the
+headers (`OTEL_EXPORTER_OTLP_TRACES_HEADERS`/`OTEL_EXPORTER_OTLP_HEADERS`), the timeout and the
+compression by the exporter where no `--endpoint` is given.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 
 from google.protobuf.json_format import MessageToJson
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
-from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.resources import OTELResourceDetector, Resource
 from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
@@ -22,6 +30,9 @@ from domain.errors import ChatrecordError
 
 SERVICE_NAME = "chatrecord"
 TRACES_PATH = "/v1/traces"
+ENDPOINT_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
+"""Where the exporter finds its endpoint when no --endpoint is given, in this order."""
+KINDS = {"internal": SpanKind.INTERNAL, "client": SpanKind.CLIENT}
 
 
 class PushFailed(ChatrecordError):
@@ -29,9 +40,10 @@ class PushFailed(ChatrecordError):
 
 
 def readable_spans(spans: Sequence[Span]) -> list[ReadableSpan]:
-    """Returns `spans` as the SDK's ReadableSpans (sampled, kind INTERNAL, resource
-    `service.name` chatrecord, scope `chatrecord`)."""
-    resource = Resource({"service.name": SERVICE_NAME, "service.version": version()})  # no detectors: no random instance id
+    """Returns `spans` as the SDK's ReadableSpans (sampled, resource `service.name` chatrecord
+    or OTEL_SERVICE_NAME, with OTEL_RESOURCE_ATTRIBUTES, scope `chatrecord`)."""
+    # only the environment's detector: no random instance id, the same bytes every time
+    resource = Resource({"service.name": SERVICE_NAME, "service.version": version()}).merge(OTELResourceDetector().detect())
     scope = InstrumentationScope("chatrecord", version())
     out = []
     for span in spans:
@@ -49,7 +61,7 @@ def readable_spans(spans: Sequence[Span]) -> list[ReadableSpan]:
                 resource=resource,
                 attributes=dict(span.attributes),
                 events=[Event(e.name, dict(e.attributes), timestamp=e.time_ns) for e in span.events],
-                kind=SpanKind.INTERNAL,
+                kind=KINDS[span.kind],
                 instrumentation_scope=scope,
                 status=Status(StatusCode.ERROR) if span.error else Status(StatusCode.UNSET),
                 start_time=span.start_ns,
@@ -92,16 +104,29 @@ def export(spans: Sequence[Span], exporter: SpanExporter, where: str = "the expo
         raise PushFailed(f"{where} did not take the spans (the exporter's warnings above say why)")
 
 
-def push(spans: Sequence[Span], endpoint: str, timeout: float = 10.0) -> None:
-    """Sends `spans` over OTLP/HTTP (protobuf) to `endpoint` (a base URL such as
-    http://127.0.0.1:6006, or the full …/v1/traces URL). Raises PushFailed."""
+def endpoint_given(endpoint: str | None) -> bool:
+    """Returns whether `endpoint` or the environment names where to push."""
+    return bool(endpoint) or any(os.environ.get(name) for name in ENDPOINT_VARIABLES)
+
+
+def traces_url(endpoint: str | None) -> str | None:
+    """Returns the …/v1/traces URL of `endpoint` (a base URL such as http://127.0.0.1:6006, or
+    the full URL), None to leave it to the exporter's reading of the environment."""
+    if not endpoint:
+        return None
+    url = endpoint.rstrip("/")
+    return url if url.endswith(TRACES_PATH) else url + TRACES_PATH
+
+
+def push(spans: Sequence[Span], endpoint: str | None) -> str:
+    """Sends `spans` over OTLP/HTTP (protobuf) to `endpoint` (see `traces_url`; None: where the
+    environment says). Returns the URL sent to. Raises PushFailed."""
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-    url = endpoint.rstrip("/")
-    if not url.endswith(TRACES_PATH):
-        url += TRACES_PATH
-    exporter = OTLPSpanExporter(endpoint=url, timeout=timeout)
+    exporter = OTLPSpanExporter(endpoint=traces_url(endpoint))
+    url = str(exporter._endpoint)  # the SDK's own resolution of the environment
     try:
         export(spans, exporter, url)
     finally:
         exporter.shutdown()  # type: ignore[no-untyped-call]  # the SDK's shutdown is unannotated
+    return url

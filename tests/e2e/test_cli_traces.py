@@ -20,8 +20,9 @@ def test_traces_show_writes_the_demo_as_otlp_json(store_run: Run, tmp_path: Path
     assert written.stderr == f"{out}: trace of conv-demo-seo as OTLP/JSON, {out.stat().st_size:,} bytes\n"
     assert out.read_text(encoding="utf-8") == printed.stdout
     spans = json.loads(printed.stdout)["resourceSpans"][0]["scopeSpans"][0]["spans"]
-    assert [s["name"] for s in spans].count("invoke_agent nr-llm") == 8 and len(spans) == 24
-    assert {s["traceId"] for s in spans} == {"3b109ec500703410091136e410ae1580"}
+    assert [s["name"].startswith("invoke_agent nr-llm (") for s in spans].count(True) == 8 and len(spans) == 43
+    assert [s["name"] for s in spans if "parentSpanId" not in s] == ["turn 1 (completed)", "turn 3 (no_answer)"]
+    assert {s["traceId"] for s in spans} == {"ab017908985970fae12f269351fe58e5", "23e1ce8a780e54d4e773a37d8e59d636"}
 
 
 def test_export_format_otlp_writes_what_traces_show_writes(store_run: Run) -> None:
@@ -33,7 +34,7 @@ def test_export_format_otlp_writes_what_traces_show_writes(store_run: Run) -> No
 
     assert (exported.returncode, exported.stderr) == (0, "")
     assert exported.stdout == shown.stdout
-    assert len(json.loads(exported.stdout)["resourceSpans"][0]["scopeSpans"][0]["spans"]) == 24
+    assert len(json.loads(exported.stdout)["resourceSpans"][0]["scopeSpans"][0]["spans"]) == 43
     assert json.loads(lines.stdout.splitlines()[0])["type"] == "conversation_started"  # jsonl stays the default
 
 

@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 DEMO = Path(__file__).resolve().parents[1] / "data" / "demo_seo_tour.jsonl"
+BEHALTEN_TOUR = DEMO.parent / "behalten_tour.jsonl"
+BEHALTEN = "conv-behalten"
 PLANTED = "PLANTED-SECRET-7f3a"
 TEXT_MARK = "TEXT-MARK-42b1"
 PLANTED_CONVERSATION = "conv-planted"
@@ -16,6 +18,11 @@ PLANTED_CONVERSATION = "conv-planted"
 
 def demo_lines() -> list[str]:
     return DEMO.read_text(encoding="utf-8").splitlines()
+
+
+def behalten_lines() -> list[str]:
+    """Returns the Behalten tour: three cards declined with `Behalten`, their calls refused."""
+    return BEHALTEN_TOUR.read_text(encoding="utf-8").splitlines()
 
 
 def _plant(step: dict[str, Any]) -> dict[str, Any]:

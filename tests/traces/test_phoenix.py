@@ -1,13 +1,19 @@
-"""`chatrecord traces push` against a real OTLP receiver: Arize Phoenix, started on free
-loopback ports in a temp dir, read back through Phoenix's own client.
+"""`chatrecord traces push` against a real OTLP receiver: Arize Phoenix, read back through its
+own REST API (`/v1/projects/{project}/spans` and `/sessions`).
 
-By hand only (marker `phoenix`, deselected by default): Phoenix takes about 2.5 min to install
-and 40 s to start on the CI machine. Run it with
-    pip install -e '.[phoenix]' && python3 -m pytest tests/traces/test_phoenix.py -m phoenix -n 0
+In CI, `.ci/run` installs Phoenix in a virtual environment of its own, starts it on a loopback
+port and exports its address as CHATRECORD_PHOENIX_URL; elsewhere this module starts the
+`phoenix` found there (on PATH, or in ${TMPDIR:-/tmp}/chatrecord-phoenix-venv, which `.ci/run`
+makes) on free loopback ports. Marker `phoenix` (deselected by default, selected by `.ci/run`):
+    python3 -m pytest tests/traces/test_phoenix.py -m phoenix -n 0
+The spans go to the project `chatrecord-test` (OTEL_RESOURCE_ATTRIBUTES
+`openinference.project.name`). Phoenix keeps a span id once, in the project it first came to:
+a Phoenix given by CHATRECORD_PHOENIX_URL starts empty (as `.ci/run`'s does).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -17,13 +23,16 @@ import urllib.request
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.e2e.conftest import DEMO, runner
-from tests.traces.lines import PLANTED, PLANTED_CONVERSATION, planted_lines
+from tests.traces.lines import BEHALTEN, BEHALTEN_TOUR, PLANTED, PLANTED_CONVERSATION, planted_lines
 
 pytestmark = pytest.mark.phoenix
+
+VENV_PHOENIX = Path(os.environ.get("TMPDIR", "/tmp")) / "chatrecord-phoenix-venv" / "bin" / "phoenix"
 
 
 def free_port() -> int:
@@ -32,11 +41,25 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{url}/healthz", timeout=1) as response:
+            return bool(response.status == 200)
+    except OSError:
+        return False
+
+
 @pytest.fixture(scope="module")
 def phoenix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """Yields the base URL of a Phoenix server of this module's own; stops it afterwards."""
-    if shutil.which("phoenix") is None:
-        pytest.fail("Phoenix is not installed: pip install -e '.[phoenix]'", pytrace=False)
+    """Yields the base URL of a Phoenix: CHATRECORD_PHOENIX_URL's, else one of this module's own."""
+    given = os.environ.get("CHATRECORD_PHOENIX_URL")
+    if given:
+        assert answers(given), f"CHATRECORD_PHOENIX_URL={given} does not answer /healthz"
+        yield given.rstrip("/")
+        return
+    command = shutil.which("phoenix") or (str(VENV_PHOENIX) if VENV_PHOENIX.exists() else None)
+    if command is None:
+        pytest.fail(f"Phoenix is not installed: .ci/run installs it in {VENV_PHOENIX.parent.parent}", pytrace=False)
     work = tmp_path_factory.mktemp("phoenix")
     port = free_port()
     env = {
@@ -48,19 +71,16 @@ def phoenix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         "PHOENIX_TELEMETRY_ENABLED": "false",
     }
     log = (work / "phoenix.log").open("w")
-    server = subprocess.Popen(["phoenix", "serve"], env=env, stdout=log, stderr=subprocess.STDOUT)
+    server = subprocess.Popen([command, "serve"], env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
-        for _ in range(240):
-            try:
-                with urllib.request.urlopen(f"{url}/healthz", timeout=1) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                time.sleep(0.5)
+        for _ in range(360):
+            if answers(url):
+                break
             assert server.poll() is None, (work / "phoenix.log").read_text()
+            time.sleep(0.5)
         else:
-            pytest.fail("Phoenix did not answer within 120 s", pytrace=False)
+            pytest.fail("Phoenix did not answer within 180 s", pytrace=False)
         yield url
     finally:
         server.terminate()
@@ -68,52 +88,87 @@ def phoenix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         log.close()
 
 
-def spans_in(url: str, expected: int) -> list[dict]:
-    """Returns the spans Phoenix holds, once it holds `expected` (it ingests in the background)."""
-    from phoenix.client import Client
+def get(url: str) -> Any:
+    with urllib.request.urlopen(url, timeout=30) as response:
+        return json.loads(response.read())
 
-    client = Client(base_url=url)
-    spans: list = []
-    for _ in range(60):
-        spans = list(client.spans.get_spans(project_identifier="default", limit=1000))
+
+def spans_in(url: str, project: str, expected: int) -> list[dict[str, Any]]:
+    """Returns the spans of `project`, once it holds `expected` (Phoenix ingests in the background)."""
+    spans: list[dict[str, Any]] = []
+    for _ in range(120):
+        try:
+            spans = get(f"{url}/v1/projects/{project}/spans?limit=1000")["data"]
+        except OSError:
+            spans = []  # the project is made by the first span it receives
         if len(spans) >= expected:
             break
         time.sleep(0.5)
     return spans
 
 
-def test_phoenix_receives_the_demo_and_the_same_ids_after_a_second_push(phoenix: str, tmp_path: Path) -> None:
-    run = runner(tmp_path, CHATRECORD_DB=str(tmp_path / "store.sqlite"))
+def test_phoenix_shows_a_session_per_conversation_a_trace_per_turn_and_the_marks(phoenix: str, tmp_path: Path) -> None:
+    project = "chatrecord-test"
+    env = {"CHATRECORD_DB": str(tmp_path / "store.sqlite"), "OTEL_RESOURCE_ATTRIBUTES": f"openinference.project.name={project}"}
+    run = runner(tmp_path, **env)
     planted = tmp_path / "planted.jsonl"
     planted.write_text("\n".join(planted_lines()) + "\n", encoding="utf-8")
-    assert run("ingest", DEMO).returncode == 0 and run("ingest", planted).returncode == 0
+    assert all(run("ingest", path).returncode == 0 for path in (DEMO, planted, BEHALTEN_TOUR))
+    conversations = ["conv-demo-seo", PLANTED_CONVERSATION, BEHALTEN]
 
-    pushed = run("traces", "push", "conv-demo-seo", PLANTED_CONVERSATION, "--endpoint", phoenix)
+    pushed = run("traces", "push", *conversations, "--endpoint", phoenix, "--with-texts")
     assert pushed.returncode == 0, pushed.stderr
     assert pushed.stdout.splitlines() == [
-        f"conv-demo-seo: 24 spans sent to {phoenix}",
-        f"{PLANTED_CONVERSATION}: 25 spans sent to {phoenix}",
+        f"conv-demo-seo: 43 spans in 2 traces sent to {phoenix}",
+        f"{PLANTED_CONVERSATION}: 44 spans in 2 traces sent to {phoenix}",
+        f"{BEHALTEN}: 20 spans in 2 traces sent to {phoenix}",
     ]
-    first = spans_in(phoenix, 49)
-    again = run("traces", "push", "conv-demo-seo", PLANTED_CONVERSATION, "--endpoint", phoenix)
+    first = spans_in(phoenix, project, 107)
+    again = run("traces", "push", *conversations, "--endpoint", phoenix, "--with-texts")
     assert again.returncode == 0, again.stderr
     time.sleep(2)  # what a duplicate would need to land; the count below must not grow
-    second = spans_in(phoenix, 49)
+    spans = spans_in(phoenix, project, 107)
 
     ids = sorted((s["context"]["trace_id"], s["context"]["span_id"]) for s in first)
-    assert len(ids) == 49 and sorted((s["context"]["trace_id"], s["context"]["span_id"]) for s in second) == ids
-    demo = [s for s in second if s["attributes"]["gen_ai.conversation.id"] == "conv-demo-seo"]
-    agents = [s for s in demo if s["attributes"]["gen_ai.operation.name"] == "invoke_agent"]
-    assert len(agents) == 8 and {s["context"]["trace_id"] for s in demo} == {agents[0]["context"]["trace_id"]}
-    children = [s for s in demo if s["parent_id"] in {a["context"]["span_id"] for a in agents}]
-    assert Counter(s["attributes"]["gen_ai.tool.name"] for s in children) == Counter(
-        {"chat_set_progress": 8, "update_page_metadata": 5, "get_page": 1, "ask_choice": 1, "set_page_social_image": 1}
+    assert len(ids) == 107 and sorted((s["context"]["trace_id"], s["context"]["span_id"]) for s in spans) == ids
+
+    demo = [s for s in spans if s["attributes"]["gen_ai.conversation.id"] == "conv-demo-seo"]
+    assert {s["attributes"]["session.id"] for s in demo} == {"conv-demo-seo"}
+    roots = sorted((s for s in demo if s["parent_id"] is None), key=lambda s: s["start_time"])
+    assert [(r["name"], r["span_kind"]) for r in roots] == [("turn 1 (completed)", "CHAIN"), ("turn 3 (no_answer)", "CHAIN")]
+    assert roots[0]["attributes"]["input.value"] == "SEO optimieren"
+    assert roots[0]["attributes"]["output.value"] == "Fertig: alle sechs Punkte sind erledigt."
+    assert len({s["context"]["trace_id"] for s in demo}) == 2
+    kinds = Counter((s["span_kind"], s["name"].split(" (")[0]) for s in demo if s["parent_id"] is not None)
+    assert kinds == Counter(
+        {
+            ("AGENT", "invoke_agent nr-llm"): 8,
+            ("LLM", "chat unknown"): 10,
+            ("TOOL", "execute_tool chat_set_progress"): 8,
+            ("TOOL", "execute_tool update_page_metadata"): 5,
+            ("TOOL", "execute_tool get_page"): 1,
+            ("TOOL", "execute_tool ask_choice"): 1,
+            ("TOOL", "execute_tool set_page_social_image"): 1,
+            ("CHAIN", "card approved"): 6,
+            ("CHAIN", "question answered"): 1,
+        }
     )
+
     marked = sorted(
-        (s["attributes"]["gen_ai.tool.name"], s["attributes"]["chatrecord.tool.reading"], s["status_code"])
-        for s in second
-        if s["attributes"]["gen_ai.conversation.id"] == PLANTED_CONVERSATION
-        and s["attributes"].get("chatrecord.tool.reading") not in (None, "ran")
+        (s["name"], s["attributes"]["chatrecord.tool.refused"], s["attributes"].get("error.type"), s["status_code"])
+        for s in spans
+        if s["attributes"].get("chatrecord.tool.reading") not in (None, "ran")
     )
-    assert marked == [("get_page", "failed", "ERROR"), ("update_page_metadata", "held", "UNSET")]
-    assert PLANTED not in repr(second)
+    assert marked == [
+        ("execute_tool get_page (failed)", False, "tool_error", "ERROR"),
+        ("execute_tool update_page_metadata (declined)", True, None, "UNSET"),
+        ("execute_tool update_page_metadata (declined)", True, None, "UNSET"),
+        ("execute_tool update_page_metadata (declined)", True, None, "UNSET"),
+        ("execute_tool update_page_metadata (held)", True, None, "UNSET"),
+    ]
+    assert PLANTED not in repr(spans)
+
+    sessions = {s["session_id"]: s for s in get(f"{phoenix}/v1/projects/{project}/sessions")["data"]}
+    assert sorted(sessions) == sorted(conversations)
+    assert [t["trace_id"] for t in sessions["conv-demo-seo"]["traces"]] == [r["context"]["trace_id"] for r in roots]
+    assert {name: len(s["traces"]) for name, s in sessions.items()} == dict.fromkeys(conversations, 2)

@@ -1,5 +1,6 @@
 """Traces of stored conversations through the service layer, on SQLite and PostgreSQL: the
-spans the official SDK exporter receives (the SDK's in-memory exporter), the OTLP/JSON checked
+spans the official SDK exporter receives (the SDK's in-memory exporter): one trace per user
+turn of the demo and the Behalten tour, in the GenAI conventions' shape, the OTLP/JSON checked
 against opentelemetry-proto's schema, the same ids twice, and no planted secret in either."""
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from adapters.backends.settings import postgres_env, sqlite_env
 from adapters.bootstrap import build_store
 from adapters.service import trace_export as traces
 from adapters.traces import otlp
-from tests.traces.lines import PLANTED, PLANTED_CONVERSATION, TEXT_MARK, demo_lines, planted_lines
+from tests.traces.lines import BEHALTEN, PLANTED, PLANTED_CONVERSATION, TEXT_MARK, behalten_lines, demo_lines, planted_lines
 
 DEMO = "conv-demo-seo"
 
@@ -35,6 +36,7 @@ def chatrecord(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Chatr
     chatrecord = Chatrecord(build_store(env))
     chatrecord.ingest(demo_lines(), "demo")
     chatrecord.ingest(planted_lines(), "planted")
+    chatrecord.ingest(behalten_lines(), "behalten")
     try:
         yield chatrecord
     finally:
@@ -47,26 +49,53 @@ def exported(chatrecord: Chatrecord, conversation: str, with_texts: bool = False
     return exporter.get_finished_spans()
 
 
-def test_the_demo_exports_eight_invoke_agent_spans_with_their_execute_tool_children(chatrecord: Chatrecord) -> None:
+def test_the_demo_exports_one_trace_per_user_turn_in_the_genai_shape(chatrecord: Chatrecord) -> None:
     spans = exported(chatrecord, DEMO)
 
-    agents = [s for s in spans if s.attributes["gen_ai.operation.name"] == "invoke_agent"]
-    tools = [s for s in spans if s.attributes["gen_ai.operation.name"] == "execute_tool"]
-    assert len(agents) == 8 and len(spans) == 24
-    assert {s.context.trace_id for s in spans} == {agents[0].context.trace_id}
+    roots = [s for s in spans if s.parent is None]
+    assert [r.name for r in roots] == ["turn 1 (completed)", "turn 3 (no_answer)"]
+    assert len({s.context.trace_id for s in spans}) == 2 == len(roots) and len(spans) == 43
+    agents = [s for s in spans if s.attributes.get("gen_ai.operation.name") == "invoke_agent"]
+    tools = [s for s in spans if s.attributes.get("gen_ai.operation.name") == "execute_tool"]
+    chats = [s for s in spans if s.attributes.get("gen_ai.operation.name") == "chat"]
+    assert [a.name for a in agents] == [
+        "invoke_agent nr-llm (turn → awaiting_input)",
+        "invoke_agent nr-llm (answer → awaiting_approval)",
+        *["invoke_agent nr-llm (approval → awaiting_approval)"] * 5,
+        "invoke_agent nr-llm (approval → completed)",
+    ]
+    assert {a.parent.span_id for a in agents} == {roots[0].context.span_id}
+    assert {s.kind.name for s in agents + tools} == {"INTERNAL"} and {s.kind.name for s in chats} == {"CLIENT"}
+    assert len(chats) == 10 and {c.name for c in chats} == {"chat unknown"}
     assert {s.attributes["gen_ai.conversation.id"] for s in spans} == {DEMO}
+    assert {s.attributes["gen_ai.provider.name"] for s in agents + chats + roots} == {"unknown"}
     assert Counter(s.attributes["gen_ai.tool.name"] for s in tools) == Counter(
         {"chat_set_progress": 8, "update_page_metadata": 5, "get_page": 1, "ask_choice": 1, "set_page_social_image": 1}
     )
-    assert {s.parent.span_id for s in tools} == {a.context.span_id for a in agents}
-    assert [a.attributes["chatrecord.outcome"] for a in agents] == ["awaiting_input", *["awaiting_approval"] * 6, "completed"]
+    assert {s.attributes["gen_ai.tool.type"] for s in tools} == {"function"}
+    assert {s.parent.span_id for s in tools + chats} == {a.context.span_id for a in agents}
+    decisions = [s for s in spans if "chatrecord.decision" in s.attributes]
+    assert [d.name for d in decisions] == ["question answered", *["card approved (Übernehmen)"] * 6]
+    assert all(d.parent.span_id == roots[0].context.span_id and d.start_time < d.end_time for d in decisions)
     assert sum(len(a.attributes["chatrecord.records_written"]) for a in agents) == 6
-    assert [e.name for a in agents for e in a.events] == ["chatrecord.question_answered", *["chatrecord.card_decided"] * 6]
     assert all(s.start_time < s.end_time for s in agents)
+    assert all(not s.events for s in agents)
+
+
+def test_the_behalten_tour_marks_its_declined_calls_with_their_label(chatrecord: Chatrecord) -> None:
+    spans = exported(chatrecord, BEHALTEN)
+
+    roots = [s for s in spans if s.parent is None]
+    assert [r.name for r in roots] == ["turn 1 (completed)", "turn 5 (no_answer)"] and len(spans) == 20
+    declined = [s for s in spans if s.attributes.get("chatrecord.tool.reading") == "declined"]
+    assert [(s.name, s.attributes["chatrecord.tool.refused"], s.attributes["chatrecord.tool.label"]) for s in declined] == [
+        ("execute_tool update_page_metadata (declined)", True, "abgelehnt")
+    ] * 3
+    assert [s.name for s in spans if "chatrecord.decision" in s.attributes] == ["card declined (Behalten)"] * 3
 
 
 def test_failed_and_held_calls_are_marked(chatrecord: Chatrecord) -> None:
-    tools = [s for s in exported(chatrecord, PLANTED_CONVERSATION) if s.attributes["gen_ai.operation.name"] == "execute_tool"]
+    tools = [s for s in exported(chatrecord, PLANTED_CONVERSATION) if s.attributes.get("gen_ai.operation.name") == "execute_tool"]
 
     marked = [
         (
@@ -79,13 +108,17 @@ def test_failed_and_held_calls_are_marked(chatrecord: Chatrecord) -> None:
         if s.attributes["chatrecord.tool.reading"] != "ran"
     ]
     assert marked == [("get_page", "failed", "tool_error", "ERROR"), ("update_page_metadata", "held", None, "UNSET")]
+    assert [s.name for s in tools if s.attributes["chatrecord.tool.reading"] != "ran"] == [
+        "execute_tool get_page (failed)",
+        "execute_tool update_page_metadata (held)",
+    ]
 
 
 def test_the_same_ids_every_time(chatrecord: Chatrecord) -> None:
     first = [(s.context.trace_id, s.context.span_id) for s in exported(chatrecord, DEMO)]
     again = [(s.context.trace_id, s.context.span_id) for s in exported(chatrecord, DEMO)]
 
-    assert first == again and len(set(first)) == 24
+    assert first == again and len(set(first)) == 43
 
 
 def proto_of(text: str) -> ExportTraceServiceRequest:
@@ -106,9 +139,9 @@ def test_the_otlp_json_holds_to_the_opentelemetry_proto_schema(chatrecord: Chatr
 
     request = proto_of(text)
     spans = [s for r in request.resource_spans for sc in r.scope_spans for s in sc.spans]
-    assert len(spans) == 24
+    assert len(spans) == 43
     assert {len(s.trace_id) for s in spans} == {16} and {len(s.span_id) for s in spans} == {8}
-    assert sum(1 for s in spans if s.parent_span_id) == 16
+    assert sum(1 for s in spans if s.parent_span_id) == 41
     assert {a.key: a.value.string_value for a in request.resource_spans[0].resource.attributes}["service.name"] == "chatrecord"
     assert text == traces.otlp_json(chatrecord, DEMO)  # byte for byte the same: no random resource id
 
@@ -127,3 +160,4 @@ def test_no_planted_secret_in_the_pushed_or_written_spans_and_texts_only_with_wi
     assert TEXT_MARK not in without
     assert TEXT_MARK in with_texts and TEXT_MARK in pushed
     assert "gen_ai.input.messages" in with_texts and "gen_ai.output.messages" in with_texts
+    assert "finish_reason" in with_texts and "input.value" in with_texts and "output.value" in with_texts
