@@ -21,6 +21,7 @@ import orjson  # noqa: E402
 
 from adapters.api import Chatrecord  # noqa: E402
 from adapters.ingest import parse_line  # noqa: E402
+from adapters.service.line_commands import decide  # noqa: E402
 from adapters.store.application import ConversationStore  # noqa: E402
 from domain.conversation import MemoryHistory, project_conversation  # noqa: E402
 
@@ -162,7 +163,7 @@ def bulk_fill(store: ConversationStore, conv: str, segments: int, chunk: int = 1
     lines = [started(conv)] + [line for m in range(1, segments + 1) for line in segment_lines(conv, m)]
     for line in lines:
         n += 1
-        events = parse_line(orjson.dumps(line), n, "bulk").decide(state, history)
+        events = decide(parse_line(orjson.dumps(line), n, "bulk"), state, history)
         history.record(state, events)
         state = project_conversation(state, events)
         batch.extend(events)
