@@ -265,14 +265,6 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
             raise Problem(415, "unsupported-media-type", f"lines are JSON, which is UTF-8 (RFC 8259); not charset {charset}")
         text_of = raw.removeprefix(b"\xef\xbb\xbf")  # a BOM ignored (RFC 8259 8.1 allows it), as `chatrecord ingest` does
         lines = [text_of] if media not in NDJSON else text_of.splitlines()
-        for number, line in enumerate(lines, start=1):
-            if line.strip():
-                try:
-                    orjson.loads(line)
-                except orjson.JSONDecodeError as error:
-                    raise Problem(
-                        400, "unreadable-json", f"{SOURCE}: line {number}: {json_problem(line, error)}", line=number
-                    ) from None
         follows = if_match(if_match_header)
         digest = ""
         if idempotency_key is not None and idempotency_key.strip():  # an empty one is as none
@@ -286,6 +278,7 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
             digest = fingerprint(media, raw)
             legacy = body_hash(media.encode(), (if_match_header or "").encode(), raw)
             try:
+                # the key is checked before the body is read: a retry with another body is told so
                 outcome = chatrecord.run_once(idempotency_key, digest, lambda: answer(chatrecord, lines, follows), (legacy,))
             except KeyReused as error:
                 raise Problem(
@@ -304,8 +297,21 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
             done, text = answer(chatrecord, lines, follows)
         return Response(text, media_type=JSON, headers=etag(done.version) | read_after(done.read_after))
 
+    def readable(lines: list[bytes]) -> None:
+        """Raises the 400 `unreadable-json` Problem for the first line that is not JSON."""
+        for number, line in enumerate(lines, start=1):
+            if line.strip():
+                try:
+                    orjson.loads(line)
+                except orjson.JSONDecodeError as error:
+                    raise Problem(
+                        400, "unreadable-json", f"{SOURCE}: line {number}: {json_problem(line, error)}", line=number
+                    ) from None
+
     def answer(chatrecord: Chatrecord, lines: list[bytes], versions: list[int] | None) -> tuple[Any, str]:
-        """Records `lines` (`record`); returns the result and its JSON."""
+        """Records `lines` (`record`) once each reads as JSON (`readable`); returns the result
+        and its JSON."""
+        readable(lines)
         done = record(chatrecord, lines, versions)
         return done, orjson.dumps(done.to_json()).decode()
 

@@ -201,6 +201,25 @@ def test_an_idempotency_key_error_names_the_part_that_differs_and_if_match_is_no
     assert problem(other, 422, "idempotency-key-reused")["differs"] == "another body"
 
 
+def test_a_key_sent_again_as_one_json_line_for_a_batch_is_told_the_content_type_differs(server: Server) -> None:
+    """The key is checked before the body is read: a batch sent again under its key as
+    `application/json` (which no batch of two lines is) gets 422 naming the Content-Type, not a
+    400 for its second line, and stores nothing more."""
+    conversation = unique()
+    [started, message, *_] = demo_lines(conversation)
+    key = {"Idempotency-Key": unique("key")}
+    body = b"\n".join(json.dumps(line).encode() for line in (started, message))
+    first = server.client.post("/v1/lines", content=body, headers=key | {"Content-Type": "application/x-ndjson"})
+    stored = len(events_of(server, conversation))
+    as_json = server.client.post("/v1/lines", content=body, headers=key | {"Content-Type": "application/json"})
+    unkeyed = server.client.post("/v1/lines", content=body, headers={"Content-Type": "application/json"})
+
+    assert first.status_code == 200 and first.headers["etag"] == f'"{stored}"' and stored >= 2
+    assert problem(as_json, 422, "idempotency-key-reused")["differs"] == "another Content-Type"
+    assert problem(unkeyed, 400, "unreadable-json")["line"] == 1
+    assert len(events_of(server, conversation)) == stored
+
+
 def test_requests_racing_with_one_key_and_other_bodies_store_one_line(server: Server) -> None:
     """The key is reserved before anything is recorded: of eight requests sent at once with one
     key and eight bodies, one stores its message; the others are 422 (another body) and store
