@@ -131,11 +131,11 @@ class StoreFactory:
         return False
 
     @classmethod
+    @abstractmethod
     def view_storage(cls, recorder: Any, texts: ViewTexts | None) -> ViewStorage:
         """Returns where the read models live in the database of `recorder` (the store's
         application recorder; `adapters.backends.sql.views_storage`), sealing the transcript rows'
         texts with `texts` (None: kept plain). `adapters.bootstrap` hands it to the read models."""
-        raise NotImplementedError
 
     @classmethod
     @abstractmethod

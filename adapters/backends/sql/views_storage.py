@@ -17,6 +17,7 @@ cursor a rebuild writes through on a thread of its own in `adapters.backends.pos
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -235,8 +236,9 @@ class SQLViewStorage(ViewStorage):
     def _id(self, cid: UUID) -> Any:
         return str(cid)
 
+    @abstractmethod
     def _tables(self, curs: Any) -> list[str]:
-        raise NotImplementedError
+        """Returns the names of the store's tables in its database (each dialect's catalogue)."""
 
     def _exists(self, curs: Any, name: str) -> bool:
         return name in self._tables(curs)
