@@ -44,8 +44,6 @@ KNOWN_SINGLE_SUBCLASS: set[str] = {
     "adapters.store.store_queries.StoreQueries",
     "adapters.backends.sql.views_buffered.BufferedRows",
     "adapters.views.live_rows.LiveRows",
-    "domain.history_index.LayeredHistory",
-    "domain.segments.SegmentInfo",
 }
 """The bases with one subclass that issue 36 folds back (or splits by job). It only shrinks: a class
 on it that no longer offends (folded, renamed or moved) fails the test until it is taken off."""
