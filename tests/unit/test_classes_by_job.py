@@ -39,9 +39,7 @@ KNOWN_SINGLE_SUBCLASS: set[str] = {
     "adapters.service.conversation_reads.ConversationReads",
     "adapters.service.line_writes.LineWrites",
     "adapters.service.store_upkeep.StoreUpkeep",
-    "adapters.store.deciding.DecidingStore",
     "adapters.backends.sql.history.SQLHistoryTables",
-    "adapters.store.store_queries.StoreQueries",
     "adapters.backends.sql.views_buffered.BufferedRows",
     "adapters.views.live_rows.LiveRows",
 }
