@@ -43,7 +43,6 @@ KNOWN_SINGLE_SUBCLASS: set[str] = {
     "adapters.backends.sql.history.SQLHistoryTables",
     "adapters.store.store_queries.StoreQueries",
     "adapters.backends.sql.views_buffered.BufferedRows",
-    "adapters.views.live_rows.LiveRows",
     "domain.history_index.LayeredHistory",
     "domain.segments.SegmentInfo",
 }
