@@ -230,7 +230,8 @@ class SQLHistoryTables(HistoryIndex):
         self.sql = history_statements(dialect)
         self.schema = dialect.schema
 
-    def _chain_of(self, cid: UUID) -> tuple[str, Any] | None:
+    def chain_of(self, cid: UUID) -> tuple[str, Any] | None:
+        """Returns (the chain's table, the id it keys `cid` by), None where the store keeps no chain."""
         return None if self.chain is None else (self.chain[0], self.chain[1](cid))
 
     def create(self) -> None:
@@ -257,11 +258,11 @@ class SQLHistoryTables(HistoryIndex):
             yield MemoryHistory()
             return
         with self.datastore.transaction(commit=False) as curs:
-            yield SQLHistory(self._through(curs), cid, self.sql, memo=True, chain=self._chain_of(cid))
+            yield SQLHistory(self.through(curs), cid, self.sql, memo=True, chain=self.chain_of(cid))
 
     def writer(self, curs: Any, cid: UUID) -> SQLHistory:
         """Returns the index of `cid` written through `curs`, the append's cursor."""
-        return SQLHistory(self._through(curs), cid, self.sql)
+        return SQLHistory(self.through(curs), cid, self.sql)
 
     def write(
         self,
@@ -322,7 +323,9 @@ class SQLHistoryTables(HistoryIndex):
         return write_folded(self.writer(curs, cid), state, events, rebuild=rebuild, follows=follows, emptied=_emptied)
 
     @staticmethod
-    def _through(curs: Any) -> Execute:
+    def through(curs: Any) -> Execute:
+        """Returns what runs a statement through `curs` and answers with it."""
+
         def execute(sql: str, params: tuple[Any, ...]) -> Any:
             curs.execute(sql, params)
             return curs
