@@ -263,10 +263,12 @@ class _Stream:
         return self.seq
 
 
-def reproduction_rows(store: ConversationStore) -> ReproductionRows:
-    """Returns the store's reproduction streams, their table made where it is missing."""
+def reproduction_rows(store: ConversationStore, *, create: bool = True) -> ReproductionRows:
+    """Returns the store's reproduction streams, their table made where it is missing (not by a
+    caller that only reads, `create=False`: a store without the table holds no reproduction)."""
     rows = backend_of(store.factory).reproduction_rows(store.recorder)
-    rows.create()
+    if create:
+        rows.create()
     return rows
 
 
@@ -408,7 +410,7 @@ def reproductions(store: ConversationStore, conversation: str) -> list[Reproduct
     """Returns the kept reproductions of `conversation`, in the order they were started, their
     answers' texts opened with the conversation's data key (ERASED once it was erased)."""
     cid = conversation_uuid(conversation)
-    rows = reproduction_rows(store).of_conversation(str(cid))
+    rows = reproduction_rows(store, create=False).of_conversation(str(cid))
     if not rows and next(store.events.get(cid, desc=True, limit=1), None) is None:
         raise UnknownConversation(f"no conversation {shown_id(conversation, 'repr')} in the store; check the id")
     streams: dict[str, list[ReproductionRow]] = {}

@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from eventsourcing.persistence import OperationalError, ProgrammingError
+
 from adapters.backends.sql.dialect import Dialect
 from adapters.store.reproductions import ReproductionRow, ReproductionRows, StreamConflict
 
@@ -53,9 +55,14 @@ class SQLReproductionRows(ReproductionRows):
                 raise StreamConflict(f"reproduction {row.reproduction} already holds an event at {row.seq}")
 
     def of_conversation(self, conversation: str) -> list[ReproductionRow]:
-        with self.datastore.transaction(commit=False) as curs:
-            curs.execute(self.select, (conversation,))
-            rows = curs.fetchall()
+        try:
+            with self.datastore.transaction(commit=False) as curs:
+                curs.execute(self.select, (conversation,))
+                rows = curs.fetchall()
+        except (OperationalError, ProgrammingError) as error:  # no table yet: no reproduction was kept
+            if TABLE not in str(error):
+                raise
+            return []
         return [
             ReproductionRow(r["reproduction"], int(r["seq"]), r["conversation"], r["kind"], r["body"], r["hash"]) for r in rows
         ]
