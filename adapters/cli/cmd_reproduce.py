@@ -79,7 +79,7 @@ def reproduce(
 
     Example:
 
-        CHATRECORD_MODEL_URL=http://127.0.0.1:8000/v1 CHATRECORD_MODEL=Qwen/Qwen2.5-7B-Instruct chatrecord reproduce conv-demo-seo -n 5
+        chatrecord reproduce conv-demo-seo -n 5
     """
     require_store()
     with opened(reading=kept) as chatrecord:
