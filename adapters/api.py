@@ -61,6 +61,17 @@ from adapters.service.replay import (
     replay_file,
     replay_lines,
 )
+from adapters.service.reproduce import (
+    ConversationErased,
+    ModelNotSet,
+    ModelSettings,
+    ModelUnusable,
+    Report,
+    Reproduction,
+    default_rule_sets,
+    reproduce,
+    reproductions,
+)
 from adapters.service.store_upkeep import Progress, StoreUpkeep
 from adapters.service.timeline import (
     PAGE_TURNS,
@@ -103,6 +114,7 @@ __all__ += ["KeyState", "Replayed", "body_hash", "bounded_lines", "decode_cursor
 __all__ += ["newest_turns", "open_store", "parse_at", "store_errors", "turn_view"]
 __all__ += ["BadCursor", "BadSetting", "EmptyInput", "KeyInFlight", "KeyReused", "NoSuchMessage", "RebuildInterrupted"]
 __all__ += ["StoreUnusable", "TurnNotFound", "UnreadableFile"]  # errors, each a domain.errors.ChatrecordError
+__all__ += ["ConversationErased", "ModelNotSet", "ModelSettings", "ModelUnusable", "Report", "Reproduction"]  # issue 40
 
 
 class Chatrecord:
@@ -544,3 +556,28 @@ class Chatrecord:
     def unwrap_keys(self) -> KeyChange:
         """Removes the store's master key; see `StoreUpkeep.unwrap_keys`."""
         return self._upkeep.unwrap_keys()
+
+    @in_store_terms
+    def reproduce(
+        self,
+        conversation: str,
+        rules: list[str] | None = None,
+        turn: int | None = None,
+        n: int = 5,
+        model: ModelSettings | None = None,
+    ) -> Report:
+        """Sends the turn of user message `turn` (default: the latest) under each rule set of
+        `rules` (default: transcript-only and the live one) `n` times to the model `model`
+        (default: the environment's, `ModelSettings.from_env`) and keeps every complete answer in
+        a reproduction stream of its own (`adapters.service.reproduce`). Raises ModelNotSet,
+        ModelUnusable (the answers completed before it kept), UnknownConversation, TurnNotFound."""
+        name = conversation_argument("reproduce", conversation)
+        settings = model or ModelSettings.from_env()
+        chosen = rules or default_rule_sets(self.active_rules())
+        return reproduce(self.store, lambda rule_set, at: self.replay(name, rule_set, at), name, chosen, settings, turn=turn, n=n)
+
+    @in_store_terms
+    def reproductions(self, conversation: str) -> list[Reproduction]:
+        """Returns the kept reproductions of `conversation`, oldest first, their answers' texts
+        read with its data key (`[erased]` once it was erased). Raises UnknownConversation."""
+        return reproductions(self.store, self._stored_id(conversation_argument("reproductions", conversation)))
