@@ -161,7 +161,9 @@ def tree_cpu(pid: int) -> float:
 def start_server(settings: dict[str, str], extra: list[str], log: Path) -> tuple[subprocess.Popen[bytes], int]:
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("CHATRECORD_")}
-    env.update(settings, CHATRECORD_API_TOKEN=TOKEN, PYTHONPATH=str(ROOT))
+    env.update(
+        settings, CHATRECORD_API_TOKEN=TOKEN, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    )
     with log.open("wb") as out:
         process = subprocess.Popen(
             [sys.executable, "-m", "adapters.cli", "serve", "--host", "127.0.0.1", "--port", str(port), *extra],
