@@ -107,15 +107,12 @@ class Decider:
         lookups = command.lookups()
         while True:
             with self.history.reading(cid) as history:
-                prefetch = getattr(history, "prefetch", None)
-                if prefetch is not None:
-                    prefetch(lookups.digest, lookups.segment, lookups.run)
-                prefetch_many = getattr(history, "prefetch_many", None)
-                if prefetch_many is not None and lookups.many is not None:
-                    prefetch_many(*lookups.many)  # a command of many lines: their rows in a statement or two
+                history.prefetch(lookups.digest, lookups.segment, lookups.run)
+                if lookups.many is not None:
+                    history.prefetch_many(*lookups.many)  # a command of many lines: their rows in a statement or two
                 indexed = history.version
                 if not loaded:
-                    state, loaded = self._cached(cid, indexed, getattr(history, "tip", None)) if inline else (None, False)
+                    state, loaded = self._cached(cid, indexed, history.tip) if inline else (None, False)
                 ends = state.version if state is not None else 0
                 suspect = loaded and inline and indexed > ends  # the index saw a version the log lacks?
                 if loaded and not suspect and (state is None or indexed >= state.version):
