@@ -31,6 +31,7 @@ from pathlib import Path
 from threading import Lock
 from typing import TYPE_CHECKING, Any
 
+from adapters.backends import StoreFactory
 from adapters.backends.replicas import check_position, replayed, write_position
 from adapters.backends.settings import DEFAULT_DB, BadSetting, StoreUnusable, describe_backend, read_store_env, store_errors
 from adapters.bootstrap import build_store, open_store, read_models
@@ -265,7 +266,8 @@ class Chatrecord:
         PostgreSQL tables that were missing) and the store's description."""
         chatrecord = cls()
         try:
-            return bool(getattr(chatrecord.store.factory, "created", None)), describe_backend(chatrecord.store)
+            factory = chatrecord.store.factory
+            return isinstance(factory, StoreFactory) and bool(factory.created), describe_backend(chatrecord.store)
         finally:
             chatrecord.close()
 
