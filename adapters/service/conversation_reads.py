@@ -12,7 +12,6 @@ from adapters.backends.settings import StoreUnusable, describe_backend, store_er
 from adapters.service.conversations import ConversationPage, list_conversations
 from adapters.service.data_keys import key_kept
 from adapters.service.export import Export, export_lines
-from adapters.service.gc_pause import gc_paused
 from adapters.service.replay import (
     Audit,
     Replay,
@@ -22,6 +21,7 @@ from adapters.service.replay import (
 )
 from adapters.service.use_case_base import UseCaseBase, conversation_argument, in_store_terms, reads
 from adapters.store.verify import chain_verdict, chain_verdict_upto
+from adapters.views.gc_pause import gc_paused
 from adapters.views.readmodels import ReadModels
 from adapters.views.turn_starts import TurnStarts
 from domain.errors import UnknownConversation
