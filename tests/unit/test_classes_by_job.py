@@ -35,7 +35,6 @@ REVIEWED_LONGER: dict[str, str] = {}
 
 KNOWN_SINGLE_SUBCLASS: set[str] = {
     "adapters.backends.postgres.recorder.EventRecorder",
-    "adapters.backends.postgres.recorder_reads.RecorderReads",
     "adapters.service.conversation_reads.ConversationReads",
     "adapters.service.line_writes.LineWrites",
     "adapters.service.store_upkeep.StoreUpkeep",
