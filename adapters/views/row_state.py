@@ -34,9 +34,9 @@ def turn_rows_state(rows: Any, head: Head, kept: KeptMessages | None = None, ren
     `rendered` where given (`SQLRows.turn_rows`)."""
     mark = head.turn
     assert mark is not None and head.turn_intact
-    read = getattr(rows, "turn_rows", None)
+    read = rows.turn_rows(mark.length, mark.version, kept, rendered)
     if read is not None:  # one statement
-        messages, entries, outcomes = read(mark.length, mark.version, kept, rendered)
+        messages, entries, outcomes = read
     else:
         messages = rows.messages()[: mark.length]
         entries = (*rows.aside(), *(e for e in rows.entries() if e.seq <= mark.version))

@@ -32,7 +32,7 @@ from adapters.backends.sql.dialect import POSTGRES_PARAM, Dialect
 from adapters.backends.sql.history_statements import TABLES as HISTORY_TABLES
 from adapters.backends.sql.history_statements import create_statements as history_statements
 from adapters.backends.sql.idempotency import TABLE, SQLIdempotencyKeys, create_statements
-from adapters.store.chain import CHAIN_TABLE
+from adapters.store.chain import CHAIN_TABLE, ChainedRecorder
 from adapters.store.crypto import ViewTexts
 from adapters.store.keys import KEYS_TABLE, MASTER_TABLE, DataKeys
 
@@ -104,7 +104,7 @@ class PostgresFactory(StoreFactory, es_postgres.PostgresFactory):
             if isinstance(seen, PoolTimeout):
                 return True
             if isinstance(seen, (psycopg.OperationalError, psycopg.InterfaceError)):
-                state = getattr(seen, "sqlstate", None)
+                state = seen.sqlstate
                 return state is None or state.startswith(CONNECTION_STATES)
             seen = seen.__cause__
         return False
@@ -235,7 +235,7 @@ class PostgresFactory(StoreFactory, es_postgres.PostgresFactory):
         return PostgresViewStorage(
             recorder.datastore,
             recorder.events_table_name,
-            chained=getattr(recorder, "chain_table", None) is not None,
+            chained=isinstance(recorder, ChainedRecorder),
             texts=texts,
         )
 

@@ -9,6 +9,7 @@ larger one in one ordinary transaction; a large batch as one document per conver
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from enum import Enum
 from typing import Any, Final, Literal, TypeVar, cast
@@ -75,6 +76,17 @@ _MAX_NOTIFICATION_ID: Callable[..., int | None] = es_postgres.PostgresApplicatio
 """The library's reads without its `retry`, which tries ten times whatever the error."""
 
 
+class Sealing(threading.local):
+    """The chain heads of this thread's transaction, until it commits (a chained recorder's)."""
+
+    heads: dict[UUID, tuple[int, bytes]] | None = None
+
+
+def _sqlstate(error: BaseException | None) -> str | None:
+    """Returns the SQLSTATE of a psycopg error, None for another error or none."""
+    return error.sqlstate if isinstance(error, psycopg.Error) else None
+
+
 class _Again(Enum):
     AGAIN = "again"
 
@@ -90,6 +102,8 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self._sealing: Sealing | None = None
+        """The chain heads of each thread's transaction, where the recorder keeps a chain."""
         self._function: str | None = None
         """`APPEND_FUNCTION`'s qualified name once made, "" where it cannot be, None before."""
         self._generations_ready: set[int | None] = set()
@@ -177,7 +191,7 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder):
             return read(self, *args, **kwargs)
         except (InterfaceError, OperationalError) as error:
             cause = error.__cause__
-            if isinstance(cause, PoolTimeout) or getattr(cause, "sqlstate", None):
+            if isinstance(cause, PoolTimeout) or _sqlstate(cause):
                 raise _Answered(error) from error
             raise
 
@@ -203,7 +217,7 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder):
                 raise IntegrityError(f"the append deadlocked with another writer's: {answered.error}") from answered.error
             raise answered.error from answered.error.__cause__
         except PersistenceError as error:
-            if getattr(error.__cause__, "sqlstate", None) == ASSUMPTION_FAILED:  # the append's check
+            if _sqlstate(error.__cause__) == ASSUMPTION_FAILED:  # the append's check
                 raise AssumptionFailed("the conversation's index is not as the command assumed") from None
             if isinstance(error.__cause__, psycopg.errors.DeadlockDetected):
                 raise IntegrityError(f"the append deadlocked with another writer's: {error}") from error
@@ -218,7 +232,7 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder):
             return self._append(stored_events, **kwargs)
         except (InterfaceError, OperationalError) as error:
             cause = error.__cause__
-            if isinstance(cause, PoolTimeout) or getattr(cause, "sqlstate", None):
+            if isinstance(cause, PoolTimeout) or _sqlstate(cause):
                 raise _Answered(error) from error
             raise
 
@@ -320,13 +334,13 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder):
         if len({str(group[0].originator_id) for group in groups}) != len(groups):
             return _AGAIN  # a conversation's events apart: as statements
         with self.datastore.get_connection() as conn:
-            generation = None
+            tried: list[int | None] = []  # the views' generation of each document called
             try:
                 if len(groups) == 1:
-                    return self._call_document(conn, function, stored_events, None, **kwargs)
+                    return self._call_document(conn, function, stored_events, None, tried, **kwargs)
                 ids: list[int] = []
                 heads: dict[UUID, tuple[int, bytes]] = {}
-                sealing = getattr(self, "_sealing", None)  # a chained recorder's heads of each document
+                sealing = self._sealing  # a chained recorder's heads of each document
                 with conn.transaction():
                     # the index rows of every conversation first, in the order of their ids (as the
                     # groups are, `ConversationStore.handle_batch`), before the first document takes the
@@ -345,17 +359,17 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder):
                         # for a rebuild's switch (the lock held exclusively) that waited to drop them
                         curs.execute("SELECT pg_advisory_xact_lock_shared(%s)", (self._views_lock,))
                     for group in groups:
-                        ids.extend(self._call_document(conn, function, group, originator_uuid(group[0].originator_id), **kwargs))
-                        heads.update(getattr(sealing, "heads", None) or {})
+                        cid = originator_uuid(group[0].originator_id)
+                        ids.extend(self._call_document(conn, function, group, cid, tried, **kwargs))
+                        heads.update((sealing.heads if sealing is not None else None) or {})
                 if sealing is not None:
                     sealing.heads = heads
                 return ids
             except Unfit:
                 return _AGAIN
             except Exception as error:
-                generation = getattr(error, "generation", None)
-                if isinstance(error, psycopg.errors.UndefinedFunction):
-                    self._generations_ready.discard(generation)  # dropped meanwhile: made again next time
+                if isinstance(error, psycopg.errors.UndefinedFunction) and tried:
+                    self._generations_ready.discard(tried[-1])  # dropped meanwhile: made again next time
                 if self._events_own(error):
                     raise
                 return _AGAIN
@@ -366,30 +380,27 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder):
         function: str,
         stored_events: Sequence[StoredEvent],
         conversation: UUID | None,
+        tried: list[int | None],
         **kwargs: Any,
     ) -> list[int]:
         """Gathers one conversation's append into an `AppendDocument` and calls its function;
         returns the notification ids. `conversation`: the document's (a part of a batch), which
-        the writer's `inline(cursor)` writes alone. Raises Unfit, or the server's error with the
-        generation of its views (`generation`) set on it."""
-        generation = None
-        try:
-            document = AppendDocument(conn, str(stored_events[0].originator_id), self._views_lock)
-            document.conversation = conversation
-            # the document stands in for the transaction's cursor: it gathers the writes as data
-            self.write_first(document, stored_events, **kwargs)
-            self.write_events(document, stored_events, **kwargs)
-            views = document.doc.get("views")
-            generation = views["g"] if views is not None else None
-            if generation is not None:
-                named = self._generation_function(conn, generation)
-                if named is None:
-                    raise Unfit("no append function of the views' generation")
-                function = named
-            return document.call(function)
-        except Exception as error:
-            error.generation = generation  # type: ignore[attr-defined]  # told to the caller with the error
-            raise
+        the writer's `inline(cursor)` writes alone. Appends to `tried` the generation of the
+        document's views (None: none) before it is called. Raises Unfit, or the server's error."""
+        document = AppendDocument(conn, str(stored_events[0].originator_id), self._views_lock)
+        document.conversation = conversation
+        # the document stands in for the transaction's cursor: it gathers the writes as data
+        self.write_first(document, stored_events, **kwargs)
+        self.write_events(document, stored_events, **kwargs)
+        views = document.doc.get("views")
+        generation = views["g"] if views is not None else None
+        tried.append(generation)
+        if generation is not None:
+            named = self._generation_function(conn, generation)
+            if named is None:
+                raise Unfit("no append function of the views' generation")
+            function = named
+        return document.call(function)
 
     def _events_own(self, error: Exception) -> bool:
         """Says whether `error` of an append in one round trip is the events' own (then the
