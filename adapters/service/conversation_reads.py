@@ -13,7 +13,6 @@ from adapters.service.common import OpenedStore, conversation_argument, in_store
 from adapters.service.conversations import ConversationPage, list_conversations
 from adapters.service.data_keys import key_kept
 from adapters.service.export import Export, export_lines
-from adapters.service.gc_pause import gc_paused
 from adapters.service.replay import (
     Audit,
     Replay,
@@ -24,6 +23,7 @@ from adapters.service.replay import (
 from adapters.store.application import ConversationStore
 from adapters.store.chain import ChainedRecorder
 from adapters.store.verify import Verdict, chain_verdict, chain_verdict_upto
+from adapters.views.gc_pause import gc_paused
 from adapters.views.readmodels import ReadModels
 from adapters.views.turn_starts import TurnStarts
 from domain.errors import UnknownConversation

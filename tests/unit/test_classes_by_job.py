@@ -35,7 +35,6 @@ REVIEWED_LONGER: dict[str, str] = {}
 
 KNOWN_SINGLE_SUBCLASS: set[str] = {
     "adapters.backends.postgres.recorder.EventRecorder",
-    "adapters.backends.postgres.recorder_reads.RecorderReads",
     "adapters.backends.sql.views_buffered.BufferedRows",
 }
 """The bases with one subclass that issue 36 folds back (or splits by job). It only shrinks: a class
