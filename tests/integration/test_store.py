@@ -231,7 +231,7 @@ class StoreContract:
             seen.extend(events)
             return c.project_conversation(state, events)
 
-        monkeypatch.setattr("adapters.store.store_queries.project_conversation", counting)
+        monkeypatch.setattr("adapters.store.application.project_conversation", counting)
         reopened = self.second_store(store)
         if reopened is store:  # in memory: load it cold all the same, as a new process would
             store.repository.cache.get(cid, evict=True)
