@@ -369,14 +369,16 @@ class Chatrecord(LineWrites, ConversationReads, StoreUpkeep, UseCaseBase):
         turn: int | None = None,
         n: int = 5,
         model: ModelSettings | None = None,
+        *,
+        judge: str | None = None,
     ) -> Report:
         """Sends the turn of user message `turn` (default: the latest) under each rule set of
         `rules` (default: transcript-only and the live one) `n` times to the model `model`
-        (default: the environment's, `ModelSettings.from_env`) and keeps every complete answer in
-        a reproduction stream of its own (`adapters.service.reproduce`). Raises ModelNotSet,
+        (default: the environment's, `ModelSettings.from_env`, judged by the model `judge` where
+        given) and keeps every complete answer in a reproduction stream of its own (`adapters.service.reproduce`). Raises ModelNotSet,
         ModelUnusable (the answers completed before it kept), UnknownConversation, TurnNotFound."""
         name = conversation_argument("reproduce", conversation)
-        settings = model or ModelSettings.from_env()
+        settings = model or ModelSettings.from_env(judge=judge)
         chosen = rules or default_rule_sets(self.active_rules())
         return reproduce(self.store, lambda rule_set, at: self.replay(name, rule_set, at), name, chosen, settings, turn=turn, n=n)
 

@@ -25,7 +25,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -49,7 +49,7 @@ from adapters.store.reproductions import (
 )
 from domain.errors import ChatrecordError, UnknownConversation, shown_id
 from domain.events import conversation_uuid
-from projections.answer_judge import RUBRIC, Verdict, Writes, judge, writes_of
+from projections.answer_judge import RUBRIC, Verdict, Writes, judge, judge_messages, read_model_verdict, writes_of
 from projections.turn import iso
 
 MODEL_URL = "CHATRECORD_MODEL_URL"
@@ -94,6 +94,8 @@ class ModelSettings:
     concurrency: int = DEFAULT_CONCURRENCY
     temperature: float | None = None
     max_tokens: int | None = None
+    judge: str | None = None
+    """The model that judges each answer (MODEL_RUBRIC) on the same endpoint; None: the rule-based judge only."""
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> ModelSettings:
@@ -120,6 +122,7 @@ class ModelSettings:
             "timeout": self.timeout,
             "retries": self.retries,
             "concurrency": self.concurrency,
+            "judge": self.judge,
         }
 
 
@@ -135,6 +138,13 @@ class Answer:
     finish_reason: str | None
     verdict: Verdict
     at: str
+    judged: Verdict | None = None
+    """The judging model's verdict (MODEL_RUBRIC), where a judge model was asked; it is the one counted."""
+
+    @property
+    def counted(self) -> Verdict:
+        """The verdict the table counts: the judging model's where there is one, else the rules'."""
+        return self.judged or self.verdict
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -145,6 +155,7 @@ class Answer:
             "usage": self.usage,
             "finish_reason": self.finish_reason,
             "verdict": self.verdict.to_json(),
+            "judged": self.judged.to_json() if self.judged is not None else None,
         }
 
 
@@ -170,11 +181,11 @@ class Reproduction:
 
     @property
     def denials(self) -> int:
-        return sum(answer.verdict.denies for answer in self.answers)
+        return sum(answer.counted.denies for answer in self.answers)
 
     @property
     def naming(self) -> int:
-        return sum(answer.verdict.names_writes for answer in self.answers)
+        return sum(answer.counted.names_writes for answer in self.answers)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -228,7 +239,7 @@ class Report:
     def to_json(self) -> dict[str, Any]:
         return {
             "conversation": self.conversation,
-            "rubric": RUBRIC,
+            "rubric": next((a.counted.rubric for done in self.reproductions for a in done.answers), RUBRIC),
             "table": self.rows(),
             "summary": self.sentence(),
             "reproductions": [done.to_json() for done in self.reproductions],
@@ -285,7 +296,8 @@ def model_error(error: Exception, settings: ModelSettings) -> str:
     if isinstance(error, (openai.AuthenticationError, openai.PermissionDeniedError)):
         return f"{where} refused the key (HTTP {error.status_code}); set {MODEL_KEY} to a key it accepts"
     if isinstance(error, openai.NotFoundError):
-        return f"{where} does not know the model {settings.model!r} (HTTP 404); set {MODEL_NAME} to a model it serves"
+        judged = f" or the judge model {settings.judge!r}" if settings.judge else ""
+        return f"{where} does not know the model {settings.model!r}{judged} (HTTP 404); set {MODEL_NAME} to a model it serves"
     if isinstance(error, openai.RateLimitError):
         return f"{where} kept refusing for too many requests (HTTP 429, after {settings.retries} retries); lower --concurrency or wait"
     if isinstance(error, openai.APIStatusError):
@@ -375,8 +387,16 @@ def reproduce(
 
     def one(stream: _Stream, shown: dict[str, Any]) -> None:
         text, usage, finish, latency = ask(client, settings, shown["messages"])
-        verdict = judge(text, Writes(tuple(stream.started["writes"]["records"]), tuple(stream.started["writes"]["fields"])))
+        writes = Writes(tuple(stream.started["writes"]["records"]), tuple(stream.started["writes"]["fields"]))
+        verdict = judge(text, writes)
+        judged = None
+        if settings.judge is not None:
+            reply = ask(client, replace(settings, model=settings.judge, temperature=0.0), judge_messages(text, writes))[0]
+            judged = read_model_verdict(reply, settings.judge)
+            if judged is None:
+                raise ValueError(f"the judge model {settings.judge!r} answered no verdict in the rubric's JSON")
         fields = {
+            "judged": judged.to_json() if judged is not None else None,
             "usage": usage,
             "latency_ms": latency,
             "finish_reason": finish,
@@ -433,8 +453,9 @@ def reproductions(store: ConversationStore, conversation: str) -> list[Reproduct
                     fields["latency_ms"],
                     fields["usage"],
                     fields["finish_reason"],
-                    Verdict(verdict["denies"], verdict["names_writes"], verdict["rubric"], verdict["judge"], verdict["reason"]),
+                    verdict_of(verdict) or Verdict(False, False),
                     fields["at"],
+                    verdict_of(fields.get("judged")),
                 )
             )
         writes = Writes(tuple(first["writes"]["records"]), tuple(first["writes"]["fields"]))
@@ -458,6 +479,13 @@ def reproductions(store: ConversationStore, conversation: str) -> list[Reproduct
         )
     found.sort(key=lambda r: (r.started_at, r.place))
     return found
+
+
+def verdict_of(kept: dict[str, Any] | None) -> Verdict | None:
+    """Returns the verdict an answer's event keeps, None where it keeps none."""
+    if kept is None:
+        return None
+    return Verdict(kept["denies"], kept["names_writes"], kept["rubric"], kept["judge"], kept["reason"])
 
 
 def default_rule_sets(active: str) -> list[str]:

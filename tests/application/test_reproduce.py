@@ -197,3 +197,23 @@ def test_a_changed_answer_row_breaks_its_streams_chain_and_a_moved_text_does_not
         assert chat.reproductions(DEMO)[0].chain_broken_at == 2
     finally:
         chat.close()
+
+
+def test_a_judge_model_answers_under_its_rubric_and_its_verdicts_are_counted(
+    memory_chat: Chatrecord, server: ModelServer, model: ModelSettings
+) -> None:
+    model = ModelSettings(**{**model.__dict__, "concurrency": 1, "judge": ModelServer.JUDGE})
+    server.script = [Scripted(text="Es wurde nichts gespeichert.")]
+
+    report = memory_chat.reproduce(DEMO, rules=["transcript-only"], n=2, model=model)
+
+    assert report.sentence() == "1 of 2 answers deny the saves under transcript-only"
+    assert report.to_json()["rubric"] == "denial-model-2026-12-07"
+    answers = memory_chat.reproductions(DEMO)[0].answers
+    assert [(a.judged.judge, a.judged.names_writes) for a in answers if a.judged] == [("judge-model", True)] * 2
+    assert [a.verdict.rubric for a in answers] == ["denial-rules-2026-12-07"] * 2  # the rules' verdict is kept too
+
+    server.judge_replies = ["I think it denies."]
+    with pytest.raises(ModelUnusable, match="answered no verdict in the rubric's JSON"):
+        memory_chat.reproduce(DEMO, rules=["transcript-only"], n=1, model=model)
+    assert [len(r.answers) for r in memory_chat.reproductions(DEMO)] == [2]  # the answer whose verdict failed is not kept
