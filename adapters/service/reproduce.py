@@ -481,6 +481,39 @@ def reproductions(store: ConversationStore, conversation: str) -> list[Reproduct
     return found
 
 
+@dataclass(frozen=True)
+class StreamChains:
+    """The hash chains of one conversation's reproductions: how many streams, and the `seq` of
+    the first broken link of each that does not hold (by reproduction id)."""
+
+    conversation: str
+    streams: int
+    broken: dict[str, int]
+
+    @property
+    def ok(self) -> bool:
+        return not self.broken
+
+    def line(self) -> str:
+        """Returns the line `chatrecord verify` prints."""
+        counted = f"reproductions of {self.conversation}: {self.streams} stream{'' if self.streams == 1 else 's'}"
+        if self.ok:
+            return f"{counted}, ok"
+        return f"{counted}, broken: " + ", ".join(f"{rid} at {seq}" for rid, seq in self.broken.items())
+
+    def to_json(self) -> dict[str, Any]:
+        return {"reproductions_of": self.conversation, "streams": self.streams, "ok": self.ok, "broken": self.broken}
+
+
+def stream_chains(store: ConversationStore, conversation: str) -> StreamChains:
+    """Recomputes the hash chain of each reproduction of `conversation` (no text is opened)."""
+    streams: dict[str, list[ReproductionRow]] = {}
+    for row in reproduction_rows(store, create=False).of_conversation(str(conversation_uuid(conversation))):
+        streams.setdefault(row.reproduction, []).append(row)
+    broken = {rid: seq for rid, rows in streams.items() if (seq := verify_rows(rows)) is not None}
+    return StreamChains(conversation, len(streams), broken)
+
+
 def verdict_of(kept: dict[str, Any] | None) -> Verdict | None:
     """Returns the verdict an answer's event keeps, None where it keeps none."""
     if kept is None:
