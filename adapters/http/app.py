@@ -47,6 +47,7 @@ from adapters.http.headers import (
     if_match,
     read_after,
 )
+from adapters.http.offload import offload
 from adapters.http.problem_details import ProblemDetails
 from adapters.http.problems import PROBLEM, Problem, install, version_mismatch
 from adapters.http.reads import Service, add_reads, json_response
@@ -162,7 +163,7 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
     bearer = HTTPBearer(auto_error=False, description="CHATRECORD_API_TOKEN")
     throttle = Throttle(settings.wrong_token_wait)  # one for /v1, /ui and the sign-in form
 
-    def authorized(request: Request, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> None:
+    async def authorized(request: Request, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> None:
         if settings.token is None:
             return
         # `credentials` only names the scheme in the OpenAPI document; the check reads the header exactly
@@ -172,7 +173,7 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
 
     taken: dict[int, frozenset[str]] = {}
 
-    def known_query(request: Request) -> None:
+    async def known_query(request: Request) -> None:
         """Refuses (400) a query parameter the operation does not take: a misspelt one
         (`hidden_pages=13`) would otherwise be ignored, and what it meant to hide shown."""
         route = request.scope.get("route")
@@ -228,7 +229,7 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
             422: ERRORS[409] | {"description": "A bad line, or an Idempotency-Key reused with another body"},
         },
     )
-    def post_lines(
+    async def post_lines(
         request: Request,
         chatrecord: Service,
         raw: Annotated[bytes, Depends(body)],
@@ -268,35 +269,50 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
         text_of = raw.removeprefix(b"\xef\xbb\xbf")  # a BOM ignored (RFC 8259 8.1 allows it), as `chatrecord ingest` does
         lines = [text_of] if media not in NDJSON else text_of.splitlines()
         follows = if_match(if_match_header)
-        digest = ""
-        if idempotency_key is not None and idempotency_key.strip():  # an empty one is as none
-            if not (0 < len(idempotency_key) <= MAX_KEY and idempotency_key.isascii() and idempotency_key.isprintable()):
-                raise Problem(
-                    400,
-                    "bad-request",
-                    f"Idempotency-Key must be 1–{MAX_KEY} printable ASCII characters",
-                    where="header.Idempotency-Key",
-                )
-            digest = fingerprint(media, raw)
-            legacy = body_hash(media.encode(), (if_match_header or "").encode(), raw)
-            try:
-                # the key is checked before the body is read: a retry with another body is told so
-                outcome = chatrecord.run_once(idempotency_key, digest, lambda: answer(chatrecord, lines, follows), (legacy,))
-            except KeyReused as error:
-                raise Problem(
-                    422,
-                    "idempotency-key-reused",
-                    f"this Idempotency-Key was sent before with {differs(error.kept, digest)}; "
-                    "a retry sends the same Content-Type and body (If-Match may differ)",
-                    differs=differs(error.kept, digest),
-                ) from None
-            except KeyInFlight as error:
-                raise Problem(409, "request-in-progress", str(error), headers={"Retry-After": "1"}) from None
-            if isinstance(outcome, Replayed):
-                return replayed(chatrecord, outcome)
-            done, text = outcome.result, outcome.response
-        else:
-            done, text = answer(chatrecord, lines, follows)
+        key = idempotency_key if idempotency_key is not None and idempotency_key.strip() else ""  # an empty one is as none
+        if key and not (len(key) <= MAX_KEY and key.isascii() and key.isprintable()):
+            raise Problem(
+                400,
+                "bad-request",
+                f"Idempotency-Key must be 1–{MAX_KEY} printable ASCII characters",
+                where="header.Idempotency-Key",
+            )
+        if not key:
+            return await offload(lambda: recorded(*answer(chatrecord, lines, follows)))
+        return await offload(lambda: once(chatrecord, key, media, raw, if_match_header, lines, follows))
+
+    def once(
+        chatrecord: Chatrecord,
+        key: str,
+        media: str,
+        raw: bytes,
+        if_match_header: str | None,
+        lines: list[bytes],
+        follows: list[int] | None,
+    ) -> Response:
+        """Records `lines` once for the Idempotency-Key `key` (on a store thread): the first
+        response, or the one kept for the key."""
+        digest = fingerprint(media, raw)
+        legacy = body_hash(media.encode(), (if_match_header or "").encode(), raw)
+        try:
+            # the key is checked before the body is read: a retry with another body is told so
+            outcome = chatrecord.run_once(key, digest, lambda: answer(chatrecord, lines, follows), (legacy,))
+        except KeyReused as error:
+            raise Problem(
+                422,
+                "idempotency-key-reused",
+                f"this Idempotency-Key was sent before with {differs(error.kept, digest)}; "
+                "a retry sends the same Content-Type and body (If-Match may differ)",
+                differs=differs(error.kept, digest),
+            ) from None
+        except KeyInFlight as error:
+            raise Problem(409, "request-in-progress", str(error), headers={"Retry-After": "1"}) from None
+        if isinstance(outcome, Replayed):
+            return replayed(chatrecord, outcome)
+        return recorded(outcome.result, outcome.response)
+
+    def recorded(done: Any, text: str) -> Response:
+        """Returns the response of lines recorded: `text`, the ETag, Chatrecord-Read-After."""
         return Response(text, media_type=JSON, headers=etag(done.version) | read_after(done.read_after))
 
     def readable(lines: list[bytes]) -> None:

@@ -13,6 +13,7 @@ from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from adapters.api import AT_PATTERN, CURSOR_PATTERN, LIST_LIMIT_MAX, BadCursor, Chatrecord, parse_at
 from adapters.http import audit_schema, openapi, schemas
 from adapters.http.headers import JSON, NDJSON, ReadAfter, etag
+from adapters.http.offload import offload
 from adapters.http.problems import Problem
 from projections.page_line import PageFilter
 from projections.rules import Rules
@@ -23,7 +24,7 @@ VisiblePage = Annotated[list[int], Query(description="A page the user may see (r
 HiddenPage = Annotated[list[int], Query(description="A page the user may not see (repeatable).")]
 
 
-def service(request: Request) -> Chatrecord:
+async def service(request: Request) -> Chatrecord:
     """Returns the app's Chatrecord (the `Service` dependency of every handler)."""
     chatrecord: Chatrecord = request.app.state.chatrecord  # set by the app's lifespan
     return chatrecord
@@ -114,7 +115,7 @@ def add_reads(v1: APIRouter, of_a_conversation: dict[int | str, dict[str, Any]])
         return Response(body, media_type=NDJSON[0], headers=headers)
 
     @v1.get("/conversations/{conversation:path}/turn", response_model=schemas.TurnNotes, responses=of_a_conversation)
-    def turn(
+    async def turn(
         chatrecord: Service,
         conversation: Conversation,
         after: ReadAfter = None,
@@ -126,11 +127,15 @@ def add_reads(v1: APIRouter, of_a_conversation: dict[int | str, dict[str, Any]])
         """The chat's read of the next turn: the page line and each note with its place in the
         transcript the chat holds. A page the user may not see is never named."""
         can_see = PageFilter(frozenset(visible_page), frozenset(hidden_page))
-        notes = chatrecord.turn_notes(conversation, can_see, after=after)
-        payload = notes.to_json()
-        if messages is not None:
-            payload["messages"] = chatrecord.turn_input(conversation, can_see, after=after).model_messages()
-        return json_response(payload, etag(notes.version))
+
+        def read() -> Response:
+            notes = chatrecord.turn_notes(conversation, can_see, after=after)
+            payload = notes.to_json()
+            if messages is not None:
+                payload["messages"] = chatrecord.turn_input(conversation, can_see, after=after).model_messages()
+            return json_response(payload, etag(notes.version))
+
+        return await offload(read)
 
     @v1.get(
         "/conversations/{conversation:path}/audit",
