@@ -581,8 +581,9 @@ class Chatrecord:
         """Sends the turn of user message `turn` (default: the latest) under each rule set of
         `rules` (default: transcript-only and the live one) `n` times to the model `model`
         (default: the environment's, `ModelSettings.from_env`, judged by the model `judge` where
-        given) and keeps every complete answer in a reproduction stream of its own (`adapters.service.reproduce`). Raises ModelNotSet,
-        ModelUnusable (the answers completed before it kept), UnknownConversation, TurnNotFound."""
+        given) and keeps every complete answer in a reproduction stream of its own
+        (`adapters.service.reproduce`). Raises ModelNotSet, ModelUnusable (the answers completed
+        before it kept), ConversationErased, UnknownConversation, TurnNotFound."""
         name = conversation_argument("reproduce", conversation)
         settings = model or ModelSettings.from_env(judge=judge)
         chosen = rules or default_rule_sets(self.active_rules())
