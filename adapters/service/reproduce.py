@@ -261,17 +261,17 @@ class _Stream:
         self.seq = 0
 
     def record(self, fields: dict[str, Any], text: str) -> int:
-        """Appends one complete answer (and the stream's first event before its first)."""
-        if self.previous is None:
-            row = new_row(self.id, 0, self.cid, STARTED, self.started, GENESIS)
-            self.rows.append(row)
-            self.previous = row.hash
-        self.seq += 1
-        sealed = seal_answer(self.key, self.id, self.seq, text)
-        row = new_row(self.id, self.seq, self.cid, ANSWER, {**fields, "text": sealed}, self.previous)
-        self.rows.append(row)
-        self.previous = row.hash
-        return self.seq
+        """Appends one complete answer, with the stream's first event before its first (in one
+        transaction: a stream is never stored without an answer)."""
+        first = [new_row(self.id, 0, self.cid, STARTED, self.started, GENESIS)] if self.previous is None else []
+        previous = first[0].hash if first else self.previous
+        assert previous is not None
+        seq = self.seq + 1
+        sealed = seal_answer(self.key, self.id, seq, text)
+        row = new_row(self.id, seq, self.cid, ANSWER, {**fields, "text": sealed}, previous)
+        self.rows.append(*first, row)
+        self.seq, self.previous = seq, row.hash
+        return seq
 
 
 def reproduction_rows(store: ConversationStore, *, create: bool = True) -> ReproductionRows:

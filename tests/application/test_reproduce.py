@@ -18,7 +18,7 @@ from adapters.api import Chatrecord, ModelNotSet, ModelSettings, ModelUnusable, 
 from adapters.backends.settings import postgres_env, sqlite_env
 from adapters.bootstrap import build_store, open_store
 from adapters.service.reproduce import reproduction_rows
-from adapters.store.reproductions import verify_rows
+from adapters.store.reproductions import ANSWER, GENESIS, STARTED, StreamConflict, new_row, verify_rows
 from domain.events import conversation_uuid
 from tests.model_server import ModelServer, Scripted
 
@@ -217,3 +217,19 @@ def test_a_judge_model_answers_under_its_rubric_and_its_verdicts_are_counted(
     with pytest.raises(ModelUnusable, match="answered no verdict in the rubric's JSON"):
         memory_chat.reproduce(DEMO, rules=["transcript-only"], n=1, model=model)
     assert [len(r.answers) for r in memory_chat.reproductions(DEMO)] == [2]  # the answer whose verdict failed is not kept
+
+
+def test_a_streams_first_event_and_answer_are_stored_together_or_not_at_all(chat: Chatrecord) -> None:
+    rows = reproduction_rows(chat.store)
+    cid = str(conversation_uuid(DEMO))
+    stream = "00000000-0000-4000-8000-000000000001"
+    started = new_row(stream, 0, cid, STARTED, {"at": "2026-12-07T00:00:00Z"}, GENESIS)
+    answer = new_row(stream, 1, cid, ANSWER, {"text": "x"}, started.hash)
+    rows.append(started)
+
+    with pytest.raises(StreamConflict):
+        rows.append(answer, new_row(stream, 0, cid, STARTED, {"at": "again"}, GENESIS))
+
+    assert [(row.seq, row.body) for row in rows.of_conversation(cid)] == [(0, started.body)]  # the answer was rolled back
+    rows.append(answer)
+    assert verify_rows(rows.of_conversation(cid)) is None
