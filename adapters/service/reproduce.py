@@ -28,6 +28,7 @@ from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import openai
 import orjson
@@ -285,7 +286,7 @@ def reproduction_rows(store: ConversationStore, *, create: bool = True) -> Repro
 
 def model_error(error: Exception, settings: ModelSettings) -> str:
     """Returns the one line that says what went wrong with the endpoint."""
-    where = f"the model endpoint {settings.url}"
+    where = f"the model endpoint {shown_url(settings.url)}"
     if isinstance(error, openai.APITimeoutError):
         return f"{where} did not answer within {settings.timeout:g} s (after {settings.retries} retries); raise --timeout or check the server"
     if isinstance(error, openai.APIConnectionError):
@@ -303,6 +304,15 @@ def model_error(error: Exception, settings: ModelSettings) -> str:
     if isinstance(error, openai.APIStatusError):
         return f"{where} answered HTTP {error.status_code} (after {settings.retries} retries where that was worth it): {_short(error.message)}"
     return f"{where} answered with no chat completion ({_short(str(error)) or type(error).__name__})"
+
+
+def shown_url(url: str) -> str:
+    """Returns the endpoint's URL as a reproduction keeps it: without a user name or password."""
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    host = parts.hostname or ""
+    return urlunsplit(parts._replace(netloc=host + (f":{parts.port}" if parts.port else "")))
 
 
 def _short(text: str, most: int = 160) -> str:
@@ -344,7 +354,7 @@ def reproduce(
     """Sends the turn of user message `turn` (default: the latest) of `conversation` under each
     of `rule_sets` `n` times and records every complete answer. `replay(rule_set, at)` is the
     replay use case on the store. Raises UnknownConversation, TurnNotFound, UnknownRuleSet,
-    TextsErased for an erased conversation, ModelUnusable (after keeping the answers completed
+    ConversationErased for an erased conversation, ModelUnusable (after keeping the answers completed
     before it) for an endpoint that fails."""
     if not 1 <= n <= MOST_ANSWERS:
         raise ValueError(f"-n must be between 1 and {MOST_ANSWERS}")
@@ -372,7 +382,7 @@ def reproduce(
             "message": message,
             "log_version": log_version,
             "model": settings.model,
-            "url": settings.url,
+            "url": shown_url(settings.url),
             "parameters": settings.parameters(),
             "input_sha256": hashlib.sha256(input_bytes(shown)).hexdigest(),
             "writes": writes_of(shown["record"], shown["card_outcomes"]).to_json(),

@@ -17,7 +17,7 @@ import pytest
 from adapters.api import Chatrecord, ModelNotSet, ModelSettings, ModelUnusable, demo_lines
 from adapters.backends.settings import postgres_env, sqlite_env
 from adapters.bootstrap import build_store, open_store
-from adapters.service.reproduce import reproduction_rows
+from adapters.service.reproduce import reproduction_rows, shown_url
 from adapters.store.reproductions import ANSWER, GENESIS, STARTED, StreamConflict, new_row, verify_rows
 from domain.events import conversation_uuid
 from tests.model_server import ModelServer, Scripted
@@ -233,3 +233,14 @@ def test_a_streams_first_event_and_answer_are_stored_together_or_not_at_all(chat
     assert [(row.seq, row.body) for row in rows.of_conversation(cid)] == [(0, started.body)]  # the answer was rolled back
     rows.append(answer)
     assert verify_rows(rows.of_conversation(cid)) is None
+
+
+def test_a_password_in_the_endpoints_url_is_neither_kept_nor_said(
+    memory_chat: Chatrecord, server: ModelServer, model: ModelSettings
+) -> None:
+    assert shown_url("http://user:secret@10.0.0.5:8000/v1") == "http://10.0.0.5:8000/v1"  # what a reproduction keeps
+    assert shown_url(model.url) == model.url
+    down = ModelSettings(**{**model.__dict__, "url": "http://user:secret@127.0.0.1:9/v1", "retries": 0})
+    with pytest.raises(ModelUnusable) as raised:
+        memory_chat.reproduce(DEMO, n=1, model=down)
+    assert "secret" not in str(raised.value) and "http://127.0.0.1:9/v1" in str(raised.value)
