@@ -69,9 +69,11 @@ from adapters.service.reproduce import (
     ModelUnusable,
     Report,
     Reproduction,
+    StreamChains,
     default_rule_sets,
     reproduce,
     reproductions,
+    stream_chains,
 )
 from adapters.service.store_upkeep import Progress, StoreUpkeep
 from adapters.service.timeline import (
@@ -115,7 +117,15 @@ __all__ += ["KeyState", "Replayed", "body_hash", "bounded_lines", "decode_cursor
 __all__ += ["newest_turns", "open_store", "parse_at", "store_errors", "turn_view"]
 __all__ += ["BadCursor", "BadSetting", "EmptyInput", "KeyInFlight", "KeyReused", "NoSuchMessage", "RebuildInterrupted"]
 __all__ += ["StoreUnusable", "TurnNotFound", "UnreadableFile"]  # errors, each a domain.errors.ChatrecordError
-__all__ += ["ConversationErased", "ModelNotSet", "ModelSettings", "ModelUnusable", "Report", "Reproduction"]  # issue 40
+__all__ += [
+    "ConversationErased",
+    "ModelNotSet",
+    "ModelSettings",
+    "ModelUnusable",
+    "Report",
+    "Reproduction",
+    "StreamChains",
+]  # issue 40
 
 
 class Chatrecord:
@@ -567,16 +577,24 @@ class Chatrecord:
         turn: int | None = None,
         n: int = 5,
         model: ModelSettings | None = None,
+        *,
+        judge: str | None = None,
     ) -> Report:
         """Sends the turn of user message `turn` (default: the latest) under each rule set of
         `rules` (default: transcript-only and the live one) `n` times to the model `model`
-        (default: the environment's, `ModelSettings.from_env`) and keeps every complete answer in
-        a reproduction stream of its own (`adapters.service.reproduce`). Raises ModelNotSet,
-        ModelUnusable (the answers completed before it kept), UnknownConversation, TurnNotFound."""
+        (default: the environment's, `ModelSettings.from_env`, judged by the model `judge` where
+        given) and keeps every complete answer in a reproduction stream of its own
+        (`adapters.service.reproduce`). Raises ModelNotSet, ModelUnusable (the answers completed
+        before it kept), ConversationErased, UnknownConversation, TurnNotFound."""
         name = conversation_argument("reproduce", conversation)
-        settings = model or ModelSettings.from_env()
+        settings = model or ModelSettings.from_env(judge=judge)
         chosen = rules or default_rule_sets(self.active_rules())
         return reproduce(self.store, lambda rule_set, at: self.replay(name, rule_set, at), name, chosen, settings, turn=turn, n=n)
+
+    @in_store_terms
+    def reproduction_chains(self, conversation: str) -> StreamChains:
+        """Returns the verdict on the hash chains of `conversation`'s reproductions (`verify`)."""
+        return stream_chains(self.store, self._stored_id(conversation))
 
     @in_store_terms
     def reproductions(self, conversation: str) -> list[Reproduction]:

@@ -53,12 +53,16 @@ class ModelServer:
     """The scripted server, started on entering and stopped on leaving."""
 
     MODEL = "test-model"
+    JUDGE = "judge-model"
+    """A second model, the judge: it answers the rubric's JSON, `judge_replies` first (then a denial
+    where the judged answer says "nichts" or "nothing", else none), each naming the writes."""
     KEY = "test-key"
 
     def __init__(self) -> None:
         self.script: list[Scripted] = []
         self.default = Scripted()
         self.requests: list[dict[str, Any]] = []
+        self.judge_replies: list[str] = []
         self.lock = threading.Lock()
         self.app = self._app()
         with socket.socket() as probe:
@@ -80,6 +84,14 @@ class ModelServer:
             body = await request.json()
             if request.headers.get("authorization") != f"Bearer {self.KEY}":
                 return JSONResponse({"error": {"message": "Incorrect API key provided", "type": "invalid_request_error"}}, 401)
+            if body.get("model") == self.JUDGE:
+                with self.lock:
+                    reply_text = self.judge_replies.pop(0) if self.judge_replies else None
+                if reply_text is None:
+                    judged = body["messages"][-1]["content"].split("Answer:", 1)[-1].lower()
+                    denies = "nichts" in judged or "nothing" in judged
+                    reply_text = f'{{"denies": {str(denies).lower()}, "names_writes": true}}'
+                return JSONResponse(completion(reply_text, self.JUDGE))
             if body.get("model") != self.MODEL:
                 return JSONResponse({"error": {"message": f"The model `{body.get('model')}` does not exist"}}, 404)
             reply = self.next()

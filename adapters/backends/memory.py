@@ -342,11 +342,12 @@ class MemoryReproductionRows(ReproductionRows):
     def create(self) -> None:
         """Does nothing: the rows are a dict."""
 
-    def append(self, row: ReproductionRow) -> None:
+    def append(self, *rows: ReproductionRow) -> None:
         with self.lock:
-            if (row.reproduction, row.seq) in self.rows:
-                raise StreamConflict(f"reproduction {row.reproduction} already holds an event at {row.seq}")
-            self.rows[row.reproduction, row.seq] = row
+            for row in rows:
+                if (row.reproduction, row.seq) in self.rows:
+                    raise StreamConflict(f"reproduction {row.reproduction} already holds an event at {row.seq}")
+            self.rows.update(((row.reproduction, row.seq), row) for row in rows)
 
     def of_conversation(self, conversation: str) -> list[ReproductionRow]:
         with self.lock:

@@ -61,6 +61,12 @@ def reproduce(
     temperature: Annotated[
         float | None, typer.Option("--temperature", help="The sampling temperature (default: the server's).")
     ] = None,
+    judge_model: Annotated[
+        str | None,
+        typer.Option(
+            "--judge-model", help="A model on the same endpoint that judges each answer (default: the rule-based judge only)."
+        ),
+    ] = None,
     kept: Annotated[bool, typer.Option("--kept", help="Print the reproductions kept so far; ask the model nothing.")] = False,
     as_json: JsonOption = False,
 ) -> None:
@@ -72,7 +78,9 @@ def reproduce(
     CHATRECORD_MODEL, with the key CHATRECORD_MODEL_KEY (or OPENAI_API_KEY). Each complete answer
     is kept in a reproduction stream of its own, never in the conversation's log, its text sealed
     with the conversation's data key (erase makes it unreadable). A rule-based judge says whether
-    each answer denies the saves the run record shows and whether it names them. Prints the table
+    each answer denies the saves the run record shows and whether it names them; with
+    --judge-model a model answers the same two questions under a fixed rubric, and its verdicts
+    are counted (both are kept, with their rubric's version). Prints the table
     per rule set and the count in the spec's form; --json prints the report as one object. An
     endpoint that is down, refuses the key or does not know the model ends with one line and exit
     status 1; the answers completed before it are kept.
@@ -93,7 +101,13 @@ def reproduce(
                 say(f"no reproduction of {conversation} is kept")
             return
         settings = ModelSettings.from_env(
-            url=url, model=model, concurrency=concurrency, timeout=timeout, retries=retries, temperature=temperature
+            url=url,
+            model=model,
+            concurrency=concurrency,
+            timeout=timeout,
+            retries=retries,
+            temperature=temperature,
+            judge=judge_model,
         )
         rules = [r.value for r in rule_set] if rule_set else None
         report = chatrecord.reproduce(conversation, rules, turn, n, settings)  # ModelUnusable: one line, exit 1

@@ -130,13 +130,14 @@ PROBLEM_TYPES = {
     404: ["unknown-conversation", "no-such-turn", "not-found"],
     405: ["method-not-allowed"],
     408: ["body-timeout"],
-    409: ["refused-line", "no-turn", "chain-broken", "conflict", "request-in-progress"],
+    409: ["refused-line", "no-turn", "chain-broken", "conflict", "request-in-progress", "model-not-set"],
     412: ["version-mismatch"],
     413: ["body-too-large"],
     415: ["unsupported-media-type"],
     422: ["bad-line", "idempotency-key-reused"],
     429: ["too-many-wrong-tokens"],
     500: ["unreadable-event", "internal"],
+    502: ["model-unavailable"],
     503: ["write-conflict", "store-unavailable"],
 }
 """The problem `type`s (`urn:chatrecord:problem:<name>`, adapters.http.problems) each status carries."""

@@ -38,7 +38,9 @@ def add_reproductions(
         --json`. A model that is not configured is a 409 (model-not-set); an endpoint that does
         not answer, refuses the key, does not know the model or fails after its retries a 502
         (model-unavailable), the answers completed before it kept."""
-        report = chatrecord.reproduce(conversation, list(asked.rules) if asked.rules else None, asked.turn, asked.n)
+        report = chatrecord.reproduce(
+            conversation, list(asked.rules) if asked.rules else None, asked.turn, asked.n, judge=asked.judge_model
+        )
         return json_response(report.to_json(), status=201)
 
     @v1.get(

@@ -247,6 +247,12 @@ class ReproductionRequest(BaseModel):
         description="The rule sets the input is built under (default: transcript-only and the store's).",
     )
     n: int = Field(default=5, ge=1, le=100, description="Answers asked for under each rule set.")
+    judge_model: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=200,
+        description="A model on the same endpoint that judges each answer (default: the rules only).",
+    )
 
 
 class JudgeVerdict(Response):
@@ -264,7 +270,8 @@ class ReproducedAnswer(Response):
     latency_ms: int
     usage: dict[str, Any] = Field(description="The token counts the endpoint reported.")
     finish_reason: str | None
-    verdict: JudgeVerdict
+    verdict: JudgeVerdict = Field(description="The rule-based judge's verdict.")
+    judged: JudgeVerdict | None = Field(description="The judging model's verdict, where one was asked; it is the one counted.")
 
 
 class WrittenFacts(Response):

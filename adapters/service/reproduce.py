@@ -25,9 +25,10 @@ import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import openai
 import orjson
@@ -49,7 +50,7 @@ from adapters.store.reproductions import (
 )
 from domain.errors import ChatrecordError, UnknownConversation, shown_id
 from domain.events import conversation_uuid
-from projections.answer_judge import RUBRIC, Verdict, Writes, judge, writes_of
+from projections.answer_judge import RUBRIC, Verdict, Writes, judge, judge_messages, read_model_verdict, writes_of
 from projections.turn import iso
 
 MODEL_URL = "CHATRECORD_MODEL_URL"
@@ -94,6 +95,8 @@ class ModelSettings:
     concurrency: int = DEFAULT_CONCURRENCY
     temperature: float | None = None
     max_tokens: int | None = None
+    judge: str | None = None
+    """The model that judges each answer (MODEL_RUBRIC) on the same endpoint; None: the rule-based judge only."""
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> ModelSettings:
@@ -120,6 +123,7 @@ class ModelSettings:
             "timeout": self.timeout,
             "retries": self.retries,
             "concurrency": self.concurrency,
+            "judge": self.judge,
         }
 
 
@@ -135,6 +139,13 @@ class Answer:
     finish_reason: str | None
     verdict: Verdict
     at: str
+    judged: Verdict | None = None
+    """The judging model's verdict (MODEL_RUBRIC), where a judge model was asked; it is the one counted."""
+
+    @property
+    def counted(self) -> Verdict:
+        """The verdict the table counts: the judging model's where there is one, else the rules'."""
+        return self.judged or self.verdict
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -145,6 +156,7 @@ class Answer:
             "usage": self.usage,
             "finish_reason": self.finish_reason,
             "verdict": self.verdict.to_json(),
+            "judged": self.judged.to_json() if self.judged is not None else None,
         }
 
 
@@ -170,11 +182,11 @@ class Reproduction:
 
     @property
     def denials(self) -> int:
-        return sum(answer.verdict.denies for answer in self.answers)
+        return sum(answer.counted.denies for answer in self.answers)
 
     @property
     def naming(self) -> int:
-        return sum(answer.verdict.names_writes for answer in self.answers)
+        return sum(answer.counted.names_writes for answer in self.answers)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -228,7 +240,7 @@ class Report:
     def to_json(self) -> dict[str, Any]:
         return {
             "conversation": self.conversation,
-            "rubric": RUBRIC,
+            "rubric": next((a.counted.rubric for done in self.reproductions for a in done.answers), RUBRIC),
             "table": self.rows(),
             "summary": self.sentence(),
             "reproductions": [done.to_json() for done in self.reproductions],
@@ -250,17 +262,17 @@ class _Stream:
         self.seq = 0
 
     def record(self, fields: dict[str, Any], text: str) -> int:
-        """Appends one complete answer (and the stream's first event before its first)."""
-        if self.previous is None:
-            row = new_row(self.id, 0, self.cid, STARTED, self.started, GENESIS)
-            self.rows.append(row)
-            self.previous = row.hash
-        self.seq += 1
-        sealed = seal_answer(self.key, self.id, self.seq, text)
-        row = new_row(self.id, self.seq, self.cid, ANSWER, {**fields, "text": sealed}, self.previous)
-        self.rows.append(row)
-        self.previous = row.hash
-        return self.seq
+        """Appends one complete answer, with the stream's first event before its first (in one
+        transaction: a stream is never stored without an answer)."""
+        first = [new_row(self.id, 0, self.cid, STARTED, self.started, GENESIS)] if self.previous is None else []
+        previous = first[0].hash if first else self.previous
+        assert previous is not None
+        seq = self.seq + 1
+        sealed = seal_answer(self.key, self.id, seq, text)
+        row = new_row(self.id, seq, self.cid, ANSWER, {**fields, "text": sealed}, previous)
+        self.rows.append(*first, row)
+        self.seq, self.previous = seq, row.hash
+        return seq
 
 
 def reproduction_rows(store: ConversationStore, *, create: bool = True) -> ReproductionRows:
@@ -274,7 +286,7 @@ def reproduction_rows(store: ConversationStore, *, create: bool = True) -> Repro
 
 def model_error(error: Exception, settings: ModelSettings) -> str:
     """Returns the one line that says what went wrong with the endpoint."""
-    where = f"the model endpoint {settings.url}"
+    where = f"the model endpoint {shown_url(settings.url)}"
     if isinstance(error, openai.APITimeoutError):
         return f"{where} did not answer within {settings.timeout:g} s (after {settings.retries} retries); raise --timeout or check the server"
     if isinstance(error, openai.APIConnectionError):
@@ -285,12 +297,22 @@ def model_error(error: Exception, settings: ModelSettings) -> str:
     if isinstance(error, (openai.AuthenticationError, openai.PermissionDeniedError)):
         return f"{where} refused the key (HTTP {error.status_code}); set {MODEL_KEY} to a key it accepts"
     if isinstance(error, openai.NotFoundError):
-        return f"{where} does not know the model {settings.model!r} (HTTP 404); set {MODEL_NAME} to a model it serves"
+        judged = f" or the judge model {settings.judge!r}" if settings.judge else ""
+        return f"{where} does not know the model {settings.model!r}{judged} (HTTP 404); set {MODEL_NAME} to a model it serves"
     if isinstance(error, openai.RateLimitError):
         return f"{where} kept refusing for too many requests (HTTP 429, after {settings.retries} retries); lower --concurrency or wait"
     if isinstance(error, openai.APIStatusError):
         return f"{where} answered HTTP {error.status_code} (after {settings.retries} retries where that was worth it): {_short(error.message)}"
     return f"{where} answered with no chat completion ({_short(str(error)) or type(error).__name__})"
+
+
+def shown_url(url: str) -> str:
+    """Returns the endpoint's URL as a reproduction keeps it: without a user name or password."""
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    host = parts.hostname or ""
+    return urlunsplit(parts._replace(netloc=host + (f":{parts.port}" if parts.port else "")))
 
 
 def _short(text: str, most: int = 160) -> str:
@@ -332,7 +354,7 @@ def reproduce(
     """Sends the turn of user message `turn` (default: the latest) of `conversation` under each
     of `rule_sets` `n` times and records every complete answer. `replay(rule_set, at)` is the
     replay use case on the store. Raises UnknownConversation, TurnNotFound, UnknownRuleSet,
-    TextsErased for an erased conversation, ModelUnusable (after keeping the answers completed
+    ConversationErased for an erased conversation, ModelUnusable (after keeping the answers completed
     before it) for an endpoint that fails."""
     if not 1 <= n <= MOST_ANSWERS:
         raise ValueError(f"-n must be between 1 and {MOST_ANSWERS}")
@@ -360,7 +382,7 @@ def reproduce(
             "message": message,
             "log_version": log_version,
             "model": settings.model,
-            "url": settings.url,
+            "url": shown_url(settings.url),
             "parameters": settings.parameters(),
             "input_sha256": hashlib.sha256(input_bytes(shown)).hexdigest(),
             "writes": writes_of(shown["record"], shown["card_outcomes"]).to_json(),
@@ -375,8 +397,16 @@ def reproduce(
 
     def one(stream: _Stream, shown: dict[str, Any]) -> None:
         text, usage, finish, latency = ask(client, settings, shown["messages"])
-        verdict = judge(text, Writes(tuple(stream.started["writes"]["records"]), tuple(stream.started["writes"]["fields"])))
+        writes = Writes(tuple(stream.started["writes"]["records"]), tuple(stream.started["writes"]["fields"]))
+        verdict = judge(text, writes)
+        judged = None
+        if settings.judge is not None:
+            reply = ask(client, replace(settings, model=settings.judge, temperature=0.0), judge_messages(text, writes))[0]
+            judged = read_model_verdict(reply, settings.judge)
+            if judged is None:
+                raise ValueError(f"the judge model {settings.judge!r} answered no verdict in the rubric's JSON")
         fields = {
+            "judged": judged.to_json() if judged is not None else None,
             "usage": usage,
             "latency_ms": latency,
             "finish_reason": finish,
@@ -433,8 +463,9 @@ def reproductions(store: ConversationStore, conversation: str) -> list[Reproduct
                     fields["latency_ms"],
                     fields["usage"],
                     fields["finish_reason"],
-                    Verdict(verdict["denies"], verdict["names_writes"], verdict["rubric"], verdict["judge"], verdict["reason"]),
+                    verdict_of(verdict) or Verdict(False, False),
                     fields["at"],
+                    verdict_of(fields.get("judged")),
                 )
             )
         writes = Writes(tuple(first["writes"]["records"]), tuple(first["writes"]["fields"]))
@@ -458,6 +489,46 @@ def reproductions(store: ConversationStore, conversation: str) -> list[Reproduct
         )
     found.sort(key=lambda r: (r.started_at, r.place))
     return found
+
+
+@dataclass(frozen=True)
+class StreamChains:
+    """The hash chains of one conversation's reproductions: how many streams, and the `seq` of
+    the first broken link of each that does not hold (by reproduction id)."""
+
+    conversation: str
+    streams: int
+    broken: dict[str, int]
+
+    @property
+    def ok(self) -> bool:
+        return not self.broken
+
+    def line(self) -> str:
+        """Returns the line `chatrecord verify` prints."""
+        counted = f"reproductions of {self.conversation}: {self.streams} stream{'' if self.streams == 1 else 's'}"
+        if self.ok:
+            return f"{counted}, ok"
+        return f"{counted}, broken: " + ", ".join(f"{rid} at {seq}" for rid, seq in self.broken.items())
+
+    def to_json(self) -> dict[str, Any]:
+        return {"reproductions_of": self.conversation, "streams": self.streams, "ok": self.ok, "broken": self.broken}
+
+
+def stream_chains(store: ConversationStore, conversation: str) -> StreamChains:
+    """Recomputes the hash chain of each reproduction of `conversation` (no text is opened)."""
+    streams: dict[str, list[ReproductionRow]] = {}
+    for row in reproduction_rows(store, create=False).of_conversation(str(conversation_uuid(conversation))):
+        streams.setdefault(row.reproduction, []).append(row)
+    broken = {rid: seq for rid, rows in streams.items() if (seq := verify_rows(rows)) is not None}
+    return StreamChains(conversation, len(streams), broken)
+
+
+def verdict_of(kept: dict[str, Any] | None) -> Verdict | None:
+    """Returns the verdict an answer's event keeps, None where it keeps none."""
+    if kept is None:
+        return None
+    return Verdict(kept["denies"], kept["names_writes"], kept["rubric"], kept["judge"], kept["reason"])
 
 
 def default_rule_sets(active: str) -> list[str]:

@@ -112,8 +112,9 @@ class ReproductionRows(ABC):
         """Makes the table where it is missing."""
 
     @abstractmethod
-    def append(self, row: ReproductionRow) -> None:
-        """Stores `row`. Raises StreamConflict when its stream holds an event at its `seq`."""
+    def append(self, *rows: ReproductionRow) -> None:
+        """Stores `rows`, all or none (one transaction). Raises StreamConflict, storing none, when
+        a stream holds an event at the `seq` of one of them."""
 
     @abstractmethod
     def of_conversation(self, conversation: str) -> list[ReproductionRow]:

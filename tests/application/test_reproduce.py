@@ -17,8 +17,8 @@ import pytest
 from adapters.api import Chatrecord, ModelNotSet, ModelSettings, ModelUnusable, demo_lines
 from adapters.backends.settings import postgres_env, sqlite_env
 from adapters.bootstrap import build_store, open_store
-from adapters.service.reproduce import reproduction_rows
-from adapters.store.reproductions import verify_rows
+from adapters.service.reproduce import reproduction_rows, shown_url
+from adapters.store.reproductions import ANSWER, GENESIS, STARTED, StreamConflict, new_row, verify_rows
 from domain.events import conversation_uuid
 from tests.model_server import ModelServer, Scripted
 
@@ -197,3 +197,50 @@ def test_a_changed_answer_row_breaks_its_streams_chain_and_a_moved_text_does_not
         assert chat.reproductions(DEMO)[0].chain_broken_at == 2
     finally:
         chat.close()
+
+
+def test_a_judge_model_answers_under_its_rubric_and_its_verdicts_are_counted(
+    memory_chat: Chatrecord, server: ModelServer, model: ModelSettings
+) -> None:
+    model = ModelSettings(**{**model.__dict__, "concurrency": 1, "judge": ModelServer.JUDGE})
+    server.script = [Scripted(text="Es wurde nichts gespeichert.")]
+
+    report = memory_chat.reproduce(DEMO, rules=["transcript-only"], n=2, model=model)
+
+    assert report.sentence() == "1 of 2 answers deny the saves under transcript-only"
+    assert report.to_json()["rubric"] == "denial-model-2026-12-07"
+    answers = memory_chat.reproductions(DEMO)[0].answers
+    assert [(a.judged.judge, a.judged.names_writes) for a in answers if a.judged] == [("judge-model", True)] * 2
+    assert [a.verdict.rubric for a in answers] == ["denial-rules-2026-12-07"] * 2  # the rules' verdict is kept too
+
+    server.judge_replies = ["I think it denies."]
+    with pytest.raises(ModelUnusable, match="answered no verdict in the rubric's JSON"):
+        memory_chat.reproduce(DEMO, rules=["transcript-only"], n=1, model=model)
+    assert [len(r.answers) for r in memory_chat.reproductions(DEMO)] == [2]  # the answer whose verdict failed is not kept
+
+
+def test_a_streams_first_event_and_answer_are_stored_together_or_not_at_all(chat: Chatrecord) -> None:
+    rows = reproduction_rows(chat.store)
+    cid = str(conversation_uuid(DEMO))
+    stream = "00000000-0000-4000-8000-000000000001"
+    started = new_row(stream, 0, cid, STARTED, {"at": "2026-12-07T00:00:00Z"}, GENESIS)
+    answer = new_row(stream, 1, cid, ANSWER, {"text": "x"}, started.hash)
+    rows.append(started)
+
+    with pytest.raises(StreamConflict):
+        rows.append(answer, new_row(stream, 0, cid, STARTED, {"at": "again"}, GENESIS))
+
+    assert [(row.seq, row.body) for row in rows.of_conversation(cid)] == [(0, started.body)]  # the answer was rolled back
+    rows.append(answer)
+    assert verify_rows(rows.of_conversation(cid)) is None
+
+
+def test_a_password_in_the_endpoints_url_is_neither_kept_nor_said(
+    memory_chat: Chatrecord, server: ModelServer, model: ModelSettings
+) -> None:
+    assert shown_url("http://user:secret@10.0.0.5:8000/v1") == "http://10.0.0.5:8000/v1"  # what a reproduction keeps
+    assert shown_url(model.url) == model.url
+    down = ModelSettings(**{**model.__dict__, "url": "http://user:secret@127.0.0.1:9/v1", "retries": 0})
+    with pytest.raises(ModelUnusable) as raised:
+        memory_chat.reproduce(DEMO, n=1, model=down)
+    assert "secret" not in str(raised.value) and "http://127.0.0.1:9/v1" in str(raised.value)

@@ -6,6 +6,7 @@ line with exit status 1; after `erase`, no answer is readable and none can be ad
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -65,3 +66,28 @@ def test_reproduce_records_ten_answers_prints_the_table_and_erase_leaves_none_re
         "error: conversation 'conv-demo-seo' was erased: no answer to it can be kept\n",
     )
     assert len(server.requests) == 10
+
+
+def test_verify_holds_the_reproductions_chains_and_its_json_still_serves_as_heads(tmp_path: Path, server: ModelServer) -> None:
+    model = {"CHATRECORD_MODEL_URL": server.url, "CHATRECORD_MODEL": server.MODEL, "CHATRECORD_MODEL_KEY": server.KEY}
+    run = runner(tmp_path, **model)
+    assert run("demo").returncode == 0
+    assert run("reproduce", "conv-demo-seo", "-n", "2", "--rule-set", "2026-11-02").returncode == 0
+
+    verified = run("verify")
+    kept = run("verify", "--json")
+    (tmp_path / "heads.json").write_text(kept.stdout)
+    again = run("verify", "--against", "heads.json")
+
+    assert verified.returncode == 0 and "reproductions of conv-demo-seo: 1 stream, ok" in verified.stdout.splitlines()
+    assert {"reproductions_of": "conv-demo-seo", "streams": 1, "ok": True, "broken": {}} in [
+        json.loads(x) for x in kept.stdout.splitlines()
+    ]
+    assert again.returncode == 0, again.stderr
+    with sqlite3.connect(tmp_path / "chatrecord.sqlite") as conn:
+        conn.execute("DELETE FROM chatrecord_reproductions WHERE seq = 1")
+    broken = run("verify")
+    assert broken.returncode == 1
+    assert "reproductions of conv-demo-seo: 1 stream, broken: " in broken.stderr and broken.stderr.rstrip().endswith(
+        " at 2"
+    )  # the row after the gap

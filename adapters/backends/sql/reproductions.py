@@ -48,11 +48,12 @@ class SQLReproductionRows(ReproductionRows):
             for statement in self.create_statements:
                 curs.execute(statement)
 
-    def append(self, row: ReproductionRow) -> None:
-        with self.datastore.transaction(commit=True) as curs:
-            curs.execute(self.insert, (row.reproduction, row.seq, row.conversation, row.kind, row.body, row.hash))
-            if curs.fetchone() is None:
-                raise StreamConflict(f"reproduction {row.reproduction} already holds an event at {row.seq}")
+    def append(self, *rows: ReproductionRow) -> None:
+        with self.datastore.transaction(commit=True) as curs:  # an exception rolls every row back
+            for row in rows:
+                curs.execute(self.insert, (row.reproduction, row.seq, row.conversation, row.kind, row.body, row.hash))
+                if curs.fetchone() is None:
+                    raise StreamConflict(f"reproduction {row.reproduction} already holds an event at {row.seq}")
 
     def of_conversation(self, conversation: str) -> list[ReproductionRow]:
         try:
