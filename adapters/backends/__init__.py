@@ -33,6 +33,7 @@ from eventsourcing.utils import resolve_topic
 from adapters.store.crypto import MASTER_KEY_VARIABLE, master_key
 from adapters.store.keys import DataKeys
 from adapters.store.ports import HistoryIndex, IdempotencyKeys, StorePorts
+from adapters.store.reproductions import ReproductionRows
 from adapters.store.serialization import PydanticMapper
 
 if TYPE_CHECKING:
@@ -111,6 +112,12 @@ class StoreFactory:
     def idempotency_keys(cls, recorder: Any) -> IdempotencyKeys:
         """Returns the kept idempotency keys in the database of `recorder`, their table not yet
         created (`IdempotencyKeys.create`)."""
+
+    @classmethod
+    @abstractmethod
+    def reproduction_rows(cls, recorder: Any) -> ReproductionRows:
+        """Returns the reproductions' streams in the database of `recorder`, their table not yet
+        created (`ReproductionRows.create`; `adapters.store.reproductions`)."""
 
     @classmethod
     def ports(cls, recorder: Any) -> StorePorts:

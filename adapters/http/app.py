@@ -53,6 +53,7 @@ from adapters.http.offload import offload
 from adapters.http.problem_details import ProblemDetails
 from adapters.http.problems import PROBLEM, Problem, install, version_mismatch
 from adapters.http.reads import Service, add_reads, json_response, service
+from adapters.http.reproductions import add_reproductions
 from adapters.http.sessions import FIRST_WAIT, Throttle
 from adapters.http.slow_bodies import DEFAULT_BODY_TIMEOUT_SECONDS, install_body_deadline
 from adapters.http.ui import install_ui
@@ -133,6 +134,7 @@ ERRORS: dict[int | str, dict[str, Any]] = {
         404: "Unknown conversation or turn",
         409: "Refused",
         500: "A stored event cannot be read back, or a bug",
+        502: "The model endpoint does not answer, refuses the key, does not know the model or failed",
         503: "Write conflict or store down",
     }.items()
 }
@@ -370,6 +372,11 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
         return await post_lines(request, service(request), raw, headers.get("if-match"), headers.get("idempotency-key"))
 
     add_reads(v1, of_a_conversation)
+    model_errors: dict[int | str, dict[str, Any]] = {
+        409: ERRORS[409] | {"description": "Refused; a model that is not configured (model-not-set)"},
+        502: ERRORS[502],
+    }
+    add_reproductions(v1, of_a_conversation, model_errors)
     app.include_router(v1)
     app.router.routes.insert(0, Route("/v1/lines", post_lines_directly, methods=["POST"], include_in_schema=False))
     app.openapi = lambda: app.openapi_schema or openapi.document(app)  # type: ignore[method-assign]  # FastAPI's way to serve a document of one's own

@@ -232,3 +232,80 @@ class Replay(Response):
 class Health(BaseModel):
     status: Literal["ok"]
     position: int = Field(description="The position of the newest stored event.")
+
+
+class ReproductionRequest(BaseModel):
+    """What `POST /v1/conversations/{id}/reproductions` sends to the model (`chatrecord reproduce`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    turn: int | None = Field(default=None, ge=1, description="The turn of user message N (default: the latest).")
+    rules: list[RuleSetId] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=3,
+        description="The rule sets the input is built under (default: transcript-only and the store's).",
+    )
+    n: int = Field(default=5, ge=1, le=100, description="Answers asked for under each rule set.")
+
+
+class JudgeVerdict(Response):
+    denies: bool = Field(description="The answer denies a save the run record shows.")
+    names_writes: bool = Field(description="The answer names a written record or field.")
+    rubric: str = Field(description="The version of the rubric the verdict was read under.")
+    judge: str = Field(description='"rules", or the judging model.')
+    reason: str = Field(description="The rule that matched and the record or field named; never the answer's words.")
+
+
+class ReproducedAnswer(Response):
+    seq: int = Field(description="The answer's place in its reproduction's stream (from 1).")
+    at: str = Field(description="When it came back (ISO-8601, UTC).")
+    text: str = Field(description="The answer's text; [erased] once the conversation was erased.")
+    latency_ms: int
+    usage: dict[str, Any] = Field(description="The token counts the endpoint reported.")
+    finish_reason: str | None
+    verdict: JudgeVerdict
+
+
+class WrittenFacts(Response):
+    records: list[str] = Field(description="The records the run record shows written (table:uid).")
+    fields: list[str] = Field(description="The fields of the applied card outcomes.")
+
+
+class Reproduction(Response):
+    """One reproduction: a turn sent to a model again under one rule set, with its answers."""
+
+    id: str
+    conversation: str
+    rules: RuleSetId
+    message: int = Field(description="The user message whose turn was sent.")
+    log_version: int = Field(description="The conversation's version the input was built from.")
+    model: str
+    url: str = Field(description="The endpoint the answers came from.")
+    parameters: dict[str, Any]
+    input_sha256: str = Field(description="The sha256 of the messages sent, as replay's JSON writes them.")
+    started_at: str
+    writes: WrittenFacts
+    answers: list[ReproducedAnswer]
+    denials: int
+    naming_writes: int
+    chain_ok: bool = Field(description="Whether the reproduction's hash chain holds.")
+
+
+class ReproductionRow(Response):
+    rules: RuleSetId
+    message: int
+    answers: int
+    denials: int = Field(description="Answers that deny the saves.")
+    naming_writes: int = Field(description="Answers that name the writes.")
+
+
+class ReproductionReport(Response):
+    """What a run of `chatrecord reproduce --json` prints: the table per rule set, the count in
+    the spec's form, and the reproductions it recorded."""
+
+    conversation: str
+    rubric: str
+    table: list[ReproductionRow]
+    summary: str = Field(description='E.g. "2 of 5 answers deny the saves under transcript-only; 0 of 5 under 2026-11-02".')
+    reproductions: list[Reproduction]

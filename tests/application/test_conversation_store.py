@@ -111,7 +111,7 @@ def test_a_conversation_of_ten_thousand_segments_loads_from_its_last_snapshot(mo
         seen.extend(events)
         return c.project_conversation(state, events)
 
-    monkeypatch.setattr("adapters.store.store_queries.project_conversation", counting)
+    monkeypatch.setattr("adapters.store.application.project_conversation", counting)
     store.repository.cache.get(conversation_uuid("long"), evict=True)  # a cold load, as in a new process
     state = store.get("long")
 

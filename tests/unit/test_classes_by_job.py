@@ -36,16 +36,7 @@ REVIEWED_LONGER: dict[str, str] = {}
 KNOWN_SINGLE_SUBCLASS: set[str] = {
     "adapters.backends.postgres.recorder.EventRecorder",
     "adapters.backends.postgres.recorder_reads.RecorderReads",
-    "adapters.service.conversation_reads.ConversationReads",
-    "adapters.service.line_writes.LineWrites",
-    "adapters.service.store_upkeep.StoreUpkeep",
-    "adapters.store.deciding.DecidingStore",
-    "adapters.backends.sql.history.SQLHistoryTables",
-    "adapters.store.store_queries.StoreQueries",
     "adapters.backends.sql.views_buffered.BufferedRows",
-    "adapters.views.live_rows.LiveRows",
-    "domain.history_index.LayeredHistory",
-    "domain.segments.SegmentInfo",
 }
 """The bases with one subclass that issue 36 folds back (or splits by job). It only shrinks: a class
 on it that no longer offends (folded, renamed or moved) fails the test until it is taken off."""

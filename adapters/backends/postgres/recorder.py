@@ -80,7 +80,7 @@ class EventRecorder(RecorderReads):
         deadlocked with another writer's (the server chose it to roll back: written again, it
         goes through), OperationalError when the lock or the statement timed out,
         AssumptionFailed when the index is not as the writer assumed (the server raised
-        `ASSUMPTION_FAILED`: the append function's check, or `PostgresHistoryTables._checked_write`'s);
+        `ASSUMPTION_FAILED`: the append function's check, or `PostgresHistoryTables._append_write`'s);
         nothing is stored then.
         """
         try:
