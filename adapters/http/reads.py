@@ -24,13 +24,19 @@ VisiblePage = Annotated[list[int], Query(description="A page the user may see (r
 HiddenPage = Annotated[list[int], Query(description="A page the user may not see (repeatable).")]
 
 
-async def service(request: Request) -> Chatrecord:
-    """Returns the app's Chatrecord (the `Service` dependency of every handler)."""
+def service(request: Request) -> Chatrecord:
+    """Returns the app's Chatrecord (`Service`, the dependency of every handler, FastAPI calls on
+    the event loop: `current`)."""
     chatrecord: Chatrecord = request.app.state.chatrecord  # set by the app's lifespan
     return chatrecord
 
 
-Service = Annotated[Chatrecord, Depends(service)]
+async def current(request: Request) -> Chatrecord:
+    """Returns the app's Chatrecord (an async dependency: no hop to a thread)."""
+    return service(request)
+
+
+Service = Annotated[Chatrecord, Depends(current)]
 
 
 def json_response(value: Any, headers: dict[str, str] | None = None, status: int = 200) -> Response:
