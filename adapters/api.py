@@ -55,6 +55,19 @@ from adapters.service.replay import (
     replay_file,
     replay_lines,
 )
+from adapters.service.replay_stream import (
+    REPLAY_CURSOR_PATTERN,
+    REPLAY_LIMIT_MAX,
+    BadReplayCursor,
+    ReplayForm,
+    ReplayStream,
+    ReplayStreams,
+    TurnRange,
+    replay_cursor,
+    replay_start,
+    stream_file,
+    stream_lines,
+)
 from adapters.service.store_upkeep import StoreUpkeep
 from adapters.service.timeline import (
     PAGE_TURNS,
@@ -84,6 +97,8 @@ log = logging.getLogger("chatrecord")
 __all__ = ["DEMO_CONVERSATION", "DEMO_FILE", "Audit", "Chatrecord", "Demo", "IngestReport", "PlacedNote", "Recorded", "Replay"]
 __all__ += ["TurnNotes", "VersionMismatch", "apply_notes", "demo_lines", "replay_file", "replay_lines"]
 # what the entrypoints (cli/, http/, pages/) take from the layers below, which they do not import
+__all__ += ["REPLAY_CURSOR_PATTERN", "REPLAY_LIMIT_MAX", "BadReplayCursor", "ReplayStream", "TurnRange", "replay_cursor"]
+__all__ += ["ReplayForm", "replay_start", "stream_file", "stream_lines"]
 __all__ += ["AT_PATTERN", "BATCH_LINES", "CURSOR_PATTERN", "DEFAULT_DB", "LIST_LIMIT_MAX", "MAX_KEY", "MOST_WORKERS"]
 __all__ += ["NEW_MASTER_KEY_VARIABLE", "OverviewPoint", "ParsedLine", "TimelinePage", "TurnView", "Verdict", "KeyChange"]
 __all__ += ["KeyState", "Replayed", "body_hash", "bounded_lines", "decode_cursor", "head_line", "iso", "json_problem"]
@@ -92,7 +107,7 @@ __all__ += ["BadCursor", "BadSetting", "EmptyInput", "KeyInFlight", "KeyReused",
 __all__ += ["StoreUnusable", "TurnNotFound", "UnreadableFile"]  # errors, each a domain.errors.ChatrecordError
 
 
-class Chatrecord(LineWrites, ConversationReads, StoreUpkeep, UseCaseBase):
+class Chatrecord(LineWrites, ConversationReads, ReplayStreams, StoreUpkeep, UseCaseBase):
     """A conversation store with its read models: every use case the entrypoints call.
 
     `store` defaults to `adapters.bootstrap.open_store()` (SQLite `CHATRECORD_DB`, or PostgreSQL
