@@ -54,6 +54,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
+from starlette.routing import Match, Route
 
 from adapters.api import ModelNotSet, ModelUnusable, NoSuchMessage, TurnNotFound, VersionMismatch
 from domain.errors import ChatrecordError, InvalidInput, LineOutOfOrder, UnknownConversation, shown_id
@@ -261,7 +262,10 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, error: StarletteHTTPException) -> JSONResponse:
         name = {404: "not-found", 405: "method-not-allowed"}.get(error.status_code, "bad-request")
-        return Problem(error.status_code, name, str(error.detail), headers=dict(error.headers or {})).response()
+        headers = dict(error.headers or {})
+        if error.status_code == 405:  # Starlette names the first matching route's methods only
+            headers["Allow"] = ", ".join(allowed_methods(request))
+        return Problem(error.status_code, name, str(error.detail), headers=headers).response()
 
     @app.exception_handler(IntegrityError)
     async def conflict(request: Request, error: IntegrityError) -> JSONResponse:
@@ -286,3 +290,14 @@ def install(app: FastAPI) -> None:
     async def bug(request: Request, error: Exception) -> JSONResponse:
         log.exception("unexpected error on %s %s", request.method, request.url.path)
         return Problem(500, "internal", "an internal error; the server's log has the details").response()
+
+
+def allowed_methods(request: Request) -> list[str]:
+    """Returns the methods some route of the app takes on the request's path (each route of a
+    path with two methods matches it only partly), sorted."""
+    methods: set[str] = set()
+    for route in request.app.router.routes:
+        match, _ = route.matches({**request.scope, "method": "GET"})
+        if isinstance(route, Route) and match != Match.NONE:
+            methods |= route.methods or set()
+    return sorted(methods)
