@@ -40,7 +40,6 @@ KNOWN_SINGLE_SUBCLASS: set[str] = {
     "adapters.service.store_upkeep.StoreUpkeep",
     "adapters.store.deciding.DecidingStore",
     "adapters.store.store_queries.StoreQueries",
-    "adapters.backends.sql.views_buffered.BufferedRows",
     "domain.history_index.LayeredHistory",
     "domain.segments.SegmentInfo",
 }

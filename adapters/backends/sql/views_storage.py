@@ -25,7 +25,7 @@ from uuid import UUID
 
 import orjson
 
-from adapters.backends.sql.views_buffered import BufferedRows
+from adapters.backends.sql.views_buffered import BufferedRows, StatementRows
 from adapters.backends.sql.views_overview import OverviewStatements, read_overview
 from adapters.backends.sql.views_rows import SQLRows
 from adapters.backends.sql.views_statements import RowStatements
@@ -51,7 +51,7 @@ class SQLViewStorage(ViewStorage):
     activity = "json_extract(body, '$.last_at')"
     """The expression of a head row's last activity (its body's `last_at`), which the heads'
     index by activity is made on and `newest_heads` orders by (the same text, so the index is used)."""
-    buffered_rows: type[BufferedRows] = BufferedRows
+    buffered_rows: type[BufferedRows] = StatementRows
     overview_tables = OVERVIEW_TABLES
     """The rows `rows(..., buffered=True)` returns (a backend may send their writes its own way)."""
 
