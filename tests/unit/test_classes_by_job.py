@@ -34,7 +34,6 @@ REVIEWED_LONGER: dict[str, str] = {}
 """Modules over REVIEW_LINES that were reviewed and stay one module, each with the reason (none now)."""
 
 KNOWN_SINGLE_SUBCLASS: set[str] = {
-    "adapters.backends.postgres.recorder.EventRecorder",
     "adapters.service.conversation_reads.ConversationReads",
     "adapters.service.line_writes.LineWrites",
     "adapters.service.store_upkeep.StoreUpkeep",
