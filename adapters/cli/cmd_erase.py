@@ -75,4 +75,7 @@ def erase(
             "finished them: its data key is deleted and its read models are folded again"
         )
     else:
-        say(f"{done.conversation}: erased already at {when}; every step of it is done")
+        say(
+            f"{done.conversation}: erased already at {when}; this run did each later step again (its data key is "
+            "gone, its read models are folded again, the files scrubbed), so none keeps a text"
+        )

@@ -216,6 +216,7 @@ def row_facts(row: AuditRow) -> str:
             )
         if f["flagged"]:
             lines.append("answer flagged nothingSaved")
+        lines.append(usage_line(f["usage"]))
         return "\n".join(lines)
     if row.kind == "decision":
         return f"card of {short_id(f['segment'])} {'approved' if f['approved'] else 'declined'}: {f['answer']}"
@@ -244,6 +245,26 @@ def row_facts(row: AuditRow) -> str:
     if row.kind in ("transcript_replaced", "legacy_row"):
         return ", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in f.items())
     return json.dumps(f, ensure_ascii=False)
+
+
+def usage_line(usage: dict[str, Any]) -> str:
+    """Returns a segment's usage in one line: time, model calls with the model, tokens in and
+    out, estimated cost; what no step stated reads `unknown`."""
+    calls = _plural(usage["model_calls"], "model call")
+    if usage["model"]:
+        calls += f" ({usage['model']})"
+    tokens = (
+        "tokens unknown"
+        if usage["input_tokens"] is None and usage["output_tokens"] is None
+        else f"{_count(usage['input_tokens'])} in / {_count(usage['output_tokens'])} out tokens"
+    )
+    cost = "cost unknown" if usage["cost"] is None else f"cost {usage['cost']:.6g}"
+    unstated = f" ({usage['calls_without_usage']} without usage)" if usage["calls_without_usage"] and usage["model_calls"] else ""
+    return f"usage: {usage['duration_ms']:,.0f} ms, {calls}, {tokens}{unstated}, {cost}"
+
+
+def _count(value: int | None) -> str:
+    return "unknown" if value is None else f"{value:,}"
 
 
 ERASURE_UNFINISHED = (

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import socket
+from collections.abc import Mapping
 
 import uvicorn
 
@@ -73,7 +74,23 @@ def trusted(proxies: str | None) -> list[str]:
     return found
 
 
-def run(host: str, port: int, workers: int, access_log: bool = True, proxies: list[str] | None = None) -> None:
+MOST_WORKERS = 8
+"""`serve` on PostgreSQL runs at most this many processes by default (each holds its own pool)."""
+
+
+def default_workers(environ: Mapping[str, str] | None = None) -> int:
+    """Returns the processes `serve` runs without --workers: on PostgreSQL (CHATRECORD_DATABASE_URL
+    set, as the store picks it) one per CPU, up to MOST_WORKERS; on SQLite one. SQLite's file has one
+    writer at a time, so further processes would only wait on its lock (and busy-wait past it)
+    where one process's writers queue on its own per-conversation locks; its reads are not the
+    service's limit."""
+    environ = os.environ if environ is None else environ
+    if not environ.get("CHATRECORD_DATABASE_URL"):
+        return 1
+    return max(1, min(os.cpu_count() or 1, MOST_WORKERS))
+
+
+def run(host: str, port: int, workers: int, access_log: bool = False, proxies: list[str] | None = None) -> None:
     """Runs uvicorn with `workers` processes on the app `app_from_env` builds; with more than
     one, each worker ends when the server process does, even when it is killed (`end_with_parent`).
     X-Forwarded-For and X-Forwarded-Proto are read only from `proxies` (none: from no peer, so a

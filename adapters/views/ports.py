@@ -25,6 +25,7 @@ from uuid import UUID
 
 from adapters.store.crypto import ViewTexts
 from adapters.views.caches import KeptMessages, Placement
+from adapters.views.listing import Listed, ListQuery
 from adapters.views.recent_rows import RecentRows
 from adapters.views.storage_reads import Pointer, TurnInputRows, TurnRows
 from projections.card_outcomes import CardOutcome
@@ -291,6 +292,8 @@ class ViewStorage(ABC):
     """Whether a rebuild reads the log's next page on a thread of its own while it folds one."""
     folds_in_parts = False
     """Whether a rebuild may fold the log in worker processes, each its own conversations."""
+    listing_tables: tuple[str, ...] = ()
+    """The list's table a generation has besides `TABLES` (`listed`; none: the rows are listed from the heads)."""
     overview_tables: tuple[str, ...] = ()
     """The overview's tables a generation has besides `TABLES` (none: no overview rows)."""
     reads_turn_in_one = False
@@ -330,13 +333,10 @@ class ViewStorage(ABC):
         """Returns the version of the conversation's newest stored event, 0 if none."""
 
     @abstractmethod
-    def newest_heads(
-        self, curs: AppendTarget, generation: int, limit: int, before: tuple[int, str] | None = None, since: int | None = None
-    ) -> list[tuple[str, int, str, int | None]]:
-        """Returns at most `limit` heads of `generation` as `(cid, last_at, conversation,
-        users)`, newest `last_at` first, then by `cid` descending: only those before `before`
-        (a `(last_at, cid)`), and with `last_at` >= `since`, if given. A head without `last_at`
-        is not listed."""
+    def listed(self, curs: AppendTarget, generation: int, query: ListQuery) -> list[Listed]:
+        """Returns the list rows of `generation` that `query` admits (`ListQuery.admits`), at
+        most `query.limit`, newest activity first, then by `cid` descending. A row without
+        activity (`at`) is not listed."""
 
     def pointer_and_head(self, curs: AppendTarget, cid: UUID, generation: int) -> tuple[Pointer | None, str | None]:
         """Returns the live pointer and, where the backend reads both at once and `generation`
@@ -367,7 +367,7 @@ class ViewStorage(ABC):
         return None
 
     def has_activity(self, curs: AppendTarget, generation: int) -> bool:
-        """Returns whether `generation`'s heads can be listed by last activity (`newest_heads`)."""
+        """Returns whether `generation` has the list's rows (`listed`): an earlier version made none."""
         return True
 
     def old_tables(self, curs: AppendTarget) -> tuple[str | None, list[str]]:

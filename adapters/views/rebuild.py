@@ -200,14 +200,18 @@ class Rebuilds:
             dropped: list[str] = []
             for stale in sorted(self.storage.generations(curs) - {generation}):
                 self.storage.drop(curs, stale)
-                dropped.extend(f"views_g{stale}_{t}" for t in (*TABLES, *self.storage.overview_tables))
+                dropped.extend(
+                    f"views_g{stale}_{t}" for t in (*TABLES, *self.storage.listing_tables, *self.storage.overview_tables)
+                )
         self._set_live(Pointer(generation, target, now.next))
         return RebuildReport(
             rules=target,
             conversations=len(seen | also | unreadable),
             events=events + more,
             old_rules=old.rules,
-            tables=tuple(f"views_g{generation}_{t}" for t in (*TABLES, *self.storage.overview_tables)),
+            tables=tuple(
+                f"views_g{generation}_{t}" for t in (*TABLES, *self.storage.listing_tables, *self.storage.overview_tables)
+            ),
             generation=generation,
             dropped=tuple(dropped),
             unreadable=tuple(sorted(str(key) for key in unreadable)),

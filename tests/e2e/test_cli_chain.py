@@ -116,6 +116,10 @@ def test_erase_leaves_the_facts_and_no_text(store_run: Run) -> None:
     )
     again = store_run("erase", "conv-demo-seo", "-y")
     assert again.stdout.startswith("conv-demo-seo: erased already at ") and again.returncode == 0
+    assert again.stdout.endswith(
+        "; this run did each later step again (its data key is gone, its read models are folded again, the files "
+        "scrubbed), so none keeps a text\n"
+    )
     outputs = [
         store_run(*args)
         for args in (

@@ -13,8 +13,9 @@ import pytest
 from adapters.api import Chatrecord
 from adapters.backends.settings import BadSetting
 from adapters.bootstrap import open_store
+from adapters.http import server
 from adapters.http.app import DEFAULT_MAX_BODY_BYTES, HttpSettings, create_app
-from adapters.http.server import loopback
+from adapters.http.server import MOST_WORKERS, default_workers, loopback
 from tests.conftest import _in_ci
 from tests.e2e.conftest import runner
 
@@ -50,6 +51,28 @@ def test_loopback_hosts() -> None:
         False,
         False,
     ]
+
+
+def test_serve_runs_a_process_per_cpu_on_postgresql_and_one_on_sqlite(monkeypatch: pytest.MonkeyPatch) -> None:
+    url = {"CHATRECORD_DATABASE_URL": "postgresql://postgres@127.0.0.1:5432/test"}
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    two = (default_workers(url), default_workers({"CHATRECORD_DB": "a.sqlite"}), default_workers({}))
+    monkeypatch.setattr(os, "cpu_count", lambda: 64)
+    many = default_workers(url)
+    monkeypatch.setattr(os, "cpu_count", lambda: None)
+    unknown = default_workers(url)
+
+    assert (two, many, unknown) == ((2, 1, 1), MOST_WORKERS, 1)
+
+
+def test_serve_logs_no_request_unless_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    given: list[dict[str, object]] = []
+    monkeypatch.setattr(server.uvicorn, "run", lambda app, **options: given.append(options))
+
+    server.run("127.0.0.1", 8765, 1)
+    server.run("127.0.0.1", 8765, 1, access_log=True)
+
+    assert [(g["access_log"], g["workers"]) for g in given] == [(False, 1), (True, 1)]
 
 
 def test_settings_read_the_body_limit_and_ignore_the_token_without_auth() -> None:

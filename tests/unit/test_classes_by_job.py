@@ -33,15 +33,7 @@ REVIEW_LINES = 600
 REVIEWED_LONGER: dict[str, str] = {}
 """Modules over REVIEW_LINES that were reviewed and stay one module, each with the reason (none now)."""
 
-KNOWN_SINGLE_SUBCLASS: set[str] = {
-    "adapters.service.conversation_reads.ConversationReads",
-    "adapters.service.line_writes.LineWrites",
-    "adapters.service.store_upkeep.StoreUpkeep",
-    "adapters.store.deciding.DecidingStore",
-    "adapters.store.store_queries.StoreQueries",
-    "domain.history_index.LayeredHistory",
-    "domain.segments.SegmentInfo",
-}
+KNOWN_SINGLE_SUBCLASS: set[str] = set()
 """The bases with one subclass that issue 36 folds back (or splits by job). It only shrinks: a class
 on it that no longer offends (folded, renamed or moved) fails the test until it is taken off."""
 

@@ -36,7 +36,7 @@ class ChainedPostgresRecorder(ChainedRecorder, EventRecorder):
 
     def __init__(self, datastore: Any, **kwargs: Any) -> None:
         super().__init__(datastore, **kwargs)
-        self.chain_heads = ChainHeads()
+        self.chain_heads: ChainHeads = ChainHeads()
         self._sealing: Sealing = Sealing()  # the heads of this thread's transaction, until it commits
         self.chain_table = SQL("{}.{}").format(Identifier(self.datastore.schema), Identifier(CHAIN_TABLE))
         self.sql_create_statements.append(

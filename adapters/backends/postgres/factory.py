@@ -28,6 +28,7 @@ from adapters.backends.postgres.history_tables import PostgresHistoryTables
 from adapters.backends.postgres.pool_order import connect_with, hand_out_recent_first
 from adapters.backends.postgres.schema import ensure_schema
 from adapters.backends.postgres.view_tables import PostgresViewStorage
+from adapters.backends.sql import reproductions
 from adapters.backends.sql.dialect import POSTGRES_PARAM, Dialect
 from adapters.backends.sql.history_statements import TABLES as HISTORY_TABLES
 from adapters.backends.sql.history_statements import create_statements as history_statements
@@ -246,3 +247,10 @@ class PostgresFactory(StoreFactory, es_postgres.PostgresFactory):
         dialect = Dialect(POSTGRES_PARAM, recorder.datastore.schema)
         lock = f"SELECT pg_advisory_xact_lock(hashtext('{TABLE}'))"
         return SQLIdempotencyKeys(recorder.datastore, dialect, [lock, *create_statements(dialect)])
+
+    @classmethod
+    def reproduction_rows(cls, recorder: Any) -> reproductions.SQLReproductionRows:
+        """The reproductions' table in the store's schema, made under an advisory lock."""
+        dialect = Dialect(POSTGRES_PARAM, recorder.datastore.schema)
+        lock = f"SELECT pg_advisory_xact_lock(hashtext('{reproductions.TABLE}'))"
+        return reproductions.SQLReproductionRows(recorder.datastore, dialect, [lock, *reproductions.create_statements(dialect)])

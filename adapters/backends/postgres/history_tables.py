@@ -19,7 +19,7 @@ from adapters.backends.sql.dialect import POSTGRES_PARAM, Dialect
 from adapters.backends.sql.history import SQLHistory, SQLHistoryTables
 from adapters.backends.sql.history_statements import TABLES as HISTORY_TABLES
 from adapters.store.chain import CHAIN_TABLE
-from adapters.store.history_rows import AssumedBase, HeldIndex, index_events
+from adapters.store.history_rows import AssumedBase, held_index, index_events
 from adapters.store.known_records import IndexPuts
 from adapters.store.ports import HistoryIndex
 from domain.events import ConversationEvent
@@ -169,12 +169,12 @@ class PostgresHistoryTables(HistoryIndex):
         self, cid: UUID, state: Any, events: list[Any], curs: Any, assumed: AssumedHistory | None, puts: list[IndexPuts] | None
     ) -> int | None:
         """An append's index (`follows`, not a rebuild) in one statement: the events folded
-        into a `HeldIndex` (its reads go to the rows through `curs`), then the check of
+        into a `held_index` (its reads go to the rows through `curs`), then the check of
         `assumed` (if any) and every held row as data-modifying CTEs of one INSERT: no row is
         written twice, since the held index keeps one write per key, and all of them see the
         index as it stood before the statement, as the check needs."""
         base = self.tables.writer(curs, cid)  # the records `assumed` knows are not read again (checked with it)
-        held = HeldIndex(AssumedBase(base, assumed) if assumed is not None else base)
+        held = held_index(AssumedBase(base, assumed) if assumed is not None else base)
         index_events(held, state, events)
         if puts is not None:  # the rows written, which the writer's known records follow (`KnownRecords`)
             puts.append((held.top.records, held.top.messages))

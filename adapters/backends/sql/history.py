@@ -20,7 +20,7 @@ from uuid import UUID
 
 from adapters.backends.sql.dialect import SQLITE, Dialect
 from adapters.backends.sql.history_statements import HistoryStatements, create_statements, history_statements
-from adapters.store.history_rows import HeldIndex, index_events, write_folded
+from adapters.store.history_rows import held_index, index_events, write_folded
 from adapters.store.known_records import IndexPuts
 from adapters.store.ports import HistoryIndex
 from domain.events import ConversationEvent
@@ -294,14 +294,14 @@ class SQLHistoryTables(HistoryIndex):
         puts: list[IndexPuts] | None = None,
     ) -> int | None:
         """The write through `curs`. An append's index (`follows`, not a rebuild): the events
-        folded into a `HeldIndex` (its reads go to the rows through `curs`), then its held rows
+        folded into a `held_index` (its reads go to the rows through `curs`), then its held rows
         written a table at a time (`executemany`: one write per key however many events of the
         append touch it). Other writes event by event (`write_folded`)."""
         if assumed is not None:
             raise ValueError("this index cannot check an assumed history (checks_assumptions)")
         if rebuild or not follows or not events:
             return self._write(cid, state, events, curs, rebuild, follows)
-        held = HeldIndex(self.writer(curs, cid))
+        held = held_index(self.writer(curs, cid))
         index_events(held, state, events)
         sql, key = self.sql, str(cid)
         if held.top.sources:
