@@ -21,7 +21,7 @@ from psycopg import sql
 
 from adapters.backends import backend_of
 from adapters.backends.postgres import (
-    EventRecorder,
+    PlainEventRecorder,
     PostgresFactory,
     PostgresHistoryTables,
     PostgresViewStorage,
@@ -288,7 +288,7 @@ def _lost_connection() -> Exception:
 
 
 def test_an_append_whose_connection_failed_is_tried_again_by_the_librarys_retry() -> None:
-    recorder = EventRecorder.__new__(EventRecorder)
+    recorder = PlainEventRecorder.__new__(PlainEventRecorder)
     recorder._append = _Flaky(_lost_connection(), _lost_connection())  # type: ignore[method-assign]
 
     assert recorder.insert_events([]) == [7]
@@ -298,7 +298,7 @@ def test_an_append_whose_connection_failed_is_tried_again_by_the_librarys_retry(
 def test_an_append_the_server_answered_with_a_timeout_is_not_tried_again() -> None:
     timeout = es_persistence.OperationalError("canceling statement due to lock timeout")
     timeout.__cause__ = psycopg.errors.LockNotAvailable("canceling statement due to lock timeout")
-    recorder = EventRecorder.__new__(EventRecorder)
+    recorder = PlainEventRecorder.__new__(PlainEventRecorder)
     recorder._append = _Flaky(timeout)  # type: ignore[method-assign]
 
     with pytest.raises(es_persistence.OperationalError, match="lock timeout") as raised:

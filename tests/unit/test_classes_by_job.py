@@ -39,10 +39,7 @@ REVIEWED_LONGER: dict[str, str] = {
 }
 """Modules over REVIEW_LINES that were reviewed and stay one module, each with the reason."""
 
-KNOWN_SINGLE_SUBCLASS: set[str] = {
-    "adapters.backends.postgres.recorder.EventRecorder",
-    "adapters.backends.sql.views_buffered.BufferedRows",
-}
+KNOWN_SINGLE_SUBCLASS: set[str] = set()
 """The bases with one subclass that issue 36 folds back (or splits by job). It only shrinks: a class
 on it that no longer offends (folded, renamed or moved) fails the test until it is taken off."""
 

@@ -281,7 +281,7 @@ class ChainedPostgresRecorder(ChainedRecorder, EventRecorder):
             )
             self._sealing.heads = self._seal(curs, stored_events)
             return
-        super().write_events(curs, stored_events, **kwargs)
+        self.write_as_statements(curs, stored_events)
         # another cursor of the same transaction: the ids are read from `curs` afterwards
         with curs.connection.cursor() as own:
             self._sealing.heads = self._seal(own, stored_events)
@@ -293,7 +293,6 @@ class ChainedPostgresRecorder(ChainedRecorder, EventRecorder):
             self.chain_heads.remember(heads)
 
     def write_first(self, curs: Any, stored_events: Sequence[StoredEvent], **kwargs: Any) -> None:
-        super().write_first(curs, stored_events, **kwargs)
         run_inline(kwargs, curs)
 
     def _chain_start(self, cursor: Any, key: UUID, version: int) -> bytes:

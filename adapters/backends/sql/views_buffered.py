@@ -1,10 +1,12 @@
 """One conversation's rows with their writes held until a flush sends them, one bulk
-statement per table (`BufferedRows`: an append's and a rebuild's fold), keeping the newest rows
+statement per table (`BufferedRows`: an append's and a rebuild's fold; how they are sent is each backend's,
+`StatementRows` the statements both databases run), keeping the newest rows
 its writes left (`adapters.views.recent_rows.RecentRows`) for the next append's fold.
 """
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -21,7 +23,7 @@ from projections.run_record import Entry
 from projections.transcript import Message
 
 
-class BufferedRows(SQLRows):
+class BufferedRows(SQLRows, ABC):
     """`SQLRows` that holds its writes until `flush`, which sends them with one bulk statement
     per table (a rebuild folds a page of the log this way). Reads see the held writes first.
     A cut of the transcript (`cut_messages`: a replaced transcript, an edit) is held as the
@@ -196,13 +198,6 @@ class BufferedRows(SQLRows):
         self.flush()
         return super().aside()
 
-    def _set_aside_rows(self) -> None:
-        """Writes what `drop_aside` and `set_aside` hold (at the flush, before the entries)."""
-        if self._drop_aside:
-            SQLRows.drop_aside(self)
-        self._many(self.s.set_aside, [(self.aside_cid, self.cid, seq) for seq in self._moves])
-        self._many(self.s.insert("entries", upsert=False), [(self.aside_cid, *row) for row in self._aside])
-
     def put_outcomes(self, outcomes: Iterable[CardOutcome]) -> None:
         for o in outcomes:
             body = o.model_dump_json()
@@ -312,31 +307,33 @@ class BufferedRows(SQLRows):
         self._unknown()
         super().clear()
 
+    # ------------------------------------------------------------ how the held writes are sent
+
+    @abstractmethod
     def _write_head(self, head: Head) -> None:
         """Writes the held head (at the flush)."""
-        SQLRows.put_head(self, head)
 
-    def _many(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
-        if len(rows) == 1:  # psycopg's executemany syncs a pipeline (a round trip); one row need not
-            self.curs.execute(sql, rows[0])
-        elif rows:
-            self.curs.executemany(sql, rows)
-
+    @abstractmethod
     def _insert_many(self, table: str, columns: tuple[str, ...], rows: list[tuple[Any, ...]]) -> None:
         """Inserts `rows` (values of `columns` after `cid`) into row table `table`, with its ON
-        CONFLICT clause (`ROW_TABLES`): one `executemany` (SQLite runs it in C)."""
-        self._many(self.s.insert(table, columns), [(self.cid, *row) for row in rows])
+        CONFLICT clause (`ROW_TABLES`)."""
 
+    @abstractmethod
+    def _set_aside_rows(self) -> None:
+        """Writes what `drop_aside` and `set_aside` hold (at the flush, before the entries)."""
+
+    @abstractmethod
+    def _delete_entries(self, seqs: list[int]) -> None:
+        """Deletes the stored entries of `seqs`."""
+
+    @abstractmethod
     def _cut_stored_messages(self, keep: int) -> None:
         """Deletes the stored transcript messages from index `keep` on (at the flush, before the
         held messages are written)."""
-        SQLRows.cut_messages(self, keep)
 
-    def _delete_entries(self, seqs: list[int]) -> None:
-        self._many(self.s.delete_entry, [(self.cid, seq) for seq in seqs])
-
+    @abstractmethod
     def _end_blocks(self, ends: list[tuple[int, int | None]]) -> None:
-        self._many(self.s.end_block, [(end, self.cid, index) for index, end in ends])
+        """Sets the block end of each stored message of `ends` ((index, end))."""
 
     def flush(self) -> None:
         """Sends the held writes: per table one bulk statement (`_insert_many`); a held message
@@ -378,6 +375,44 @@ class BufferedRows(SQLRows):
 
 
 _ENTRY_JSON = Entry.__pydantic_serializer__
+
+
+class StatementRows(BufferedRows):
+    """`BufferedRows` whose held writes go as statements, one `executemany` per table (SQLite
+    runs it in C; PostgreSQL's send theirs as JSON, `PostgresBufferedRows`)."""
+
+    def _set_aside_rows(self) -> None:
+        """Writes what `drop_aside` and `set_aside` hold (at the flush, before the entries)."""
+        if self._drop_aside:
+            SQLRows.drop_aside(self)
+        self._many(self.s.set_aside, [(self.aside_cid, self.cid, seq) for seq in self._moves])
+        self._many(self.s.insert("entries", upsert=False), [(self.aside_cid, *row) for row in self._aside])
+
+    def _write_head(self, head: Head) -> None:
+        """Writes the held head (at the flush)."""
+        SQLRows.put_head(self, head)
+
+    def _many(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
+        if len(rows) == 1:  # psycopg's executemany syncs a pipeline (a round trip); one row need not
+            self.curs.execute(sql, rows[0])
+        elif rows:
+            self.curs.executemany(sql, rows)
+
+    def _insert_many(self, table: str, columns: tuple[str, ...], rows: list[tuple[Any, ...]]) -> None:
+        """Inserts `rows` (values of `columns` after `cid`) into row table `table`, with its ON
+        CONFLICT clause (`ROW_TABLES`): one `executemany` (SQLite runs it in C)."""
+        self._many(self.s.insert(table, columns), [(self.cid, *row) for row in rows])
+
+    def _cut_stored_messages(self, keep: int) -> None:
+        """Deletes the stored transcript messages from index `keep` on (at the flush, before the
+        held messages are written)."""
+        SQLRows.cut_messages(self, keep)
+
+    def _delete_entries(self, seqs: list[int]) -> None:
+        self._many(self.s.delete_entry, [(self.cid, seq) for seq in seqs])
+
+    def _end_blocks(self, ends: list[tuple[int, int | None]]) -> None:
+        self._many(self.s.end_block, [(end, self.cid, index) for index, end in ends])
 
 
 def _entry_json(entry: Entry) -> str:
