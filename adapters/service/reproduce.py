@@ -446,8 +446,7 @@ def reproductions(store: ConversationStore, conversation: str) -> list[Reproduct
     streams: dict[str, list[ReproductionRow]] = {}
     for row in rows:
         streams.setdefault(row.reproduction, []).append(row)
-    keys = getattr(store.mapper, "keys", None)
-    key = data_keys(store).key(cid, create=False) if keys is not None else None
+    key = store.data_keys.key(cid, create=False) if store.data_keys is not None else None
     found = []
     for rid, stream in streams.items():
         broken = verify_rows(stream)
