@@ -33,7 +33,7 @@ from projections.turn_notes import TurnNotes
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u00ad\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
 STATIC_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
 """The exported file's policy: inline CSS only, no script, no request of any kind."""
-INPUTS = 50
+INPUTS = 20
 """Turns whose model input the exported file holds, newest first (`timeline --inputs`)."""
 SERVER_CSP = (
     "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; frame-src 'self'; "
