@@ -29,6 +29,7 @@ from projections.notes import note_body, split_notes
 from projections.overview import Overview
 from projections.rules import RULE_SET_IDS
 from projections.turn_notes import TurnNotes
+from projections.usage import usage_line
 
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u00ad\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
 STATIC_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
@@ -164,7 +165,7 @@ def environment() -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(shown=shown, when=when, short_id=short_id, note_body=note_body)
+    env.filters.update(shown=shown, when=when, short_id=short_id, note_body=note_body, usage_line=usage_line)
     env.globals.update(RULE_SET_IDS=RULE_SET_IDS, model_input=model_input, input_parts=input_parts)
     return env
 
