@@ -204,7 +204,9 @@ def add_reads(v1: APIRouter, of_a_conversation: dict[int | str, dict[str, Any]])
         rules: RulesQuery = None,
         after: ReadAfter = None,
         *,
-        at: Annotated[int | None, Query(ge=1, description="Only the turn of user message N, whole (no paging).")] = None,
+        at: Annotated[
+            int | None, Query(ge=1, description="Only the turns of user message N, whole: no page, limit and cursor unread.")
+        ] = None,
         limit: ReplayLimit = REPLAY_PAGE,
         cursor: ReplayCursorQuery = None,
         visible_page: VisiblePage = [],  # noqa: B006 - FastAPI copies a Query default per request
@@ -212,13 +214,11 @@ def add_reads(v1: APIRouter, of_a_conversation: dict[int | str, dict[str, Any]])
     ) -> Response:
         """Every turn's model input as it was then, a page of `limit` turns at a time, oldest
         first: the object of `chatrecord replay --json` with `next_cursor`. With `at`, the turns
-        of that user message, whole, as `replay --at N` (`next_cursor` null)."""
+        of that user message, whole, as `replay --at N` (no page: no `next_cursor`)."""
         pages = PageFilter(frozenset(visible_page), frozenset(hidden_page))
-        if at is not None:
-            if cursor is not None:
-                raise Problem(400, "bad-request", "cursor: a page of turns is read without at=N", where="query.cursor")
+        if at is not None:  # one turn, whole, as before: no page, so limit and cursor are not read
             done = chatrecord.replay(conversation, rules.value if rules else None, at, pages, after=after)
-            return json_response({**done.to_json(), "next_cursor": None})
+            return json_response(done.to_json())
         return replay_page(chatrecord, conversation, rules, pages, after, "turns", limit, cursor)
 
     @v1.get(

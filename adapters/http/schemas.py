@@ -230,7 +230,11 @@ class Replay(Response):
     conversation: str
     rules: RuleSetId
     turns: list[ReplayTurn]
-    next_cursor: ReplayCursor = Field(description="Pass it as `cursor` for the next page; null after the last one.")
+    next_cursor: ReplayCursor = Field(
+        None,
+        description="Pass it as `cursor` for the next page; null after the last one. Absent with `at=N` (one turn, no page).",
+        json_schema_extra=_absent_unless_sent,
+    )
 
 
 NOTE_POSITION = "Its position among the turn's notes, in order of appearance (0-based)."

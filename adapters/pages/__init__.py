@@ -34,7 +34,7 @@ from projections.usage import usage_line
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u00ad\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
 STATIC_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
 """The exported file's policy: inline CSS only, no script, no request of any kind."""
-INPUTS = 50
+INPUTS = 20
 """Turns whose model input the exported file holds, newest first (`timeline --inputs`)."""
 SERVER_CSP = (
     "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; frame-src 'self'; "
@@ -69,10 +69,15 @@ def short_id(segment: str) -> str:
 def model_input(view: TurnView) -> list[dict[str, Any]]:
     """Returns the messages of a turn view for the template: role and pieces (text, or notes
     with whether each was added under this rule set)."""
-    messages, index = [], 0
-    for message in view.turn.model_messages():
+    return _pieces(view, view.turn.model_messages(), 0)
+
+
+def _pieces(view: TurnView, messages: Sequence[dict[str, str]], start: int) -> list[dict[str, Any]]:
+    """Returns `messages` (of `view`'s turn) cut into pieces, the notes found from `start` on."""
+    shown, index = [], start
+    for message in messages:
         parts, index = split_notes(message["content"], view.turn.notes, index)
-        messages.append(
+        shown.append(
             {
                 "role": message["role"],
                 "parts": [
@@ -80,7 +85,28 @@ def model_input(view: TurnView) -> list[dict[str, Any]]:
                 ],
             }
         )
-    return messages
+    return shown
+
+
+def input_parts(view: TurnView, whole: bool) -> dict[str, Any]:
+    """Returns a turn view's messages for its panel: `first` (the system message), `earlier`
+    (the messages between it and the last `LAST_MESSAGES`: their pieces where the panel holds
+    them, `whole`, else none) with their `count`, and `last`. Only the messages shown are cut
+    into pieces, so a panel without its earlier messages costs what it shows."""
+    messages = view.turn.model_messages()
+    cut = max(len(messages) - LAST_MESSAGES, 1)
+    if whole or cut == 1:
+        pieces = _pieces(view, messages, 0)
+        return {"first": pieces[0], "earlier": pieces[1:cut], "count": cut - 1, "last": pieces[cut:]}
+    notes, tail = view.turn.notes, messages[cut:]
+    joined = "\x00".join(m["content"] for m in tail)
+    start, end = len(notes), len(joined)
+    while start > 0:  # the notes the last messages hold: a suffix of the turn's, found backwards
+        found = joined.rfind(notes[start - 1], 0, end)
+        if found < 0:
+            break
+        start, end = start - 1, found
+    return {"first": _pieces(view, messages[:1], 0)[0], "earlier": [], "count": cut - 1, "last": _pieces(view, tail, start)}
 
 
 @dataclass(frozen=True)
@@ -140,7 +166,7 @@ def environment() -> Environment:
         lstrip_blocks=True,
     )
     env.filters.update(shown=shown, when=when, short_id=short_id, note_body=note_body, usage_line=usage_line)
-    env.globals.update(RULE_SET_IDS=RULE_SET_IDS, model_input=model_input, LAST_MESSAGES=LAST_MESSAGES)
+    env.globals.update(RULE_SET_IDS=RULE_SET_IDS, model_input=model_input, input_parts=input_parts)
     return env
 
 

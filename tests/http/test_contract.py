@@ -166,7 +166,8 @@ def test_the_stateful_phase_holds_every_check(contract: schemathesis.BaseSchema)
     # the links of a line's 200 were followed to each of the conversation's reads, which answered
     reads = {label for label, status in followed if status == 200}
     assert reads == {
-        f"GET /v1/conversations/{{conversation}}/{read}" for read in ("turn", "audit", "activity", "replay", "export")
+        f"GET /v1/conversations/{{conversation}}/{read}"
+        for read in ("turn", "audit", "activity", "replay", "replay/changes", "export")
     }, followed
 
 
