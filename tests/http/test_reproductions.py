@@ -96,3 +96,9 @@ def test_an_unknown_conversation_is_404_and_a_bad_count_400(client: TestClient) 
     assert client.get("/v1/conversations/nope/reproductions").status_code == 404
     assert client.post(PATH, json={"n": 0}).status_code == 400
     assert client.post(PATH, json={"rules": ["2099-01-01"]}).status_code == 400
+
+
+def test_a_method_the_path_does_not_take_names_both_of_its_methods(client: TestClient) -> None:
+    refused = client.request("OPTIONS", PATH)
+    assert (refused.status_code, refused.headers["allow"]) == (405, "GET, POST")
+    assert client.request("PUT", "/v1/lines").headers["allow"] == "POST"
