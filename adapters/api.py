@@ -31,6 +31,7 @@ from pathlib import Path
 from threading import Lock
 from typing import TYPE_CHECKING, Any
 
+from adapters.backends import StoreFactory
 from adapters.backends.replicas import check_position, replayed, write_position
 from adapters.backends.settings import DEFAULT_DB, BadSetting, StoreUnusable, describe_backend, read_store_env, store_errors
 from adapters.bootstrap import build_store, open_store, read_models
@@ -60,6 +61,19 @@ from adapters.service.replay import (
     demo_lines,
     replay_file,
     replay_lines,
+)
+from adapters.service.replay_stream import (
+    REPLAY_CURSOR_PATTERN,
+    REPLAY_LIMIT_MAX,
+    BadReplayCursor,
+    ReplayForm,
+    ReplayStream,
+    ReplayStreams,
+    TurnRange,
+    replay_cursor,
+    replay_start,
+    stream_file,
+    stream_lines,
 )
 from adapters.service.reproduce import (
     ConversationErased,
@@ -110,6 +124,8 @@ log = logging.getLogger("chatrecord")
 __all__ = ["DEMO_CONVERSATION", "DEMO_FILE", "Audit", "Chatrecord", "Demo", "IngestReport", "PlacedNote", "Recorded", "Replay"]
 __all__ += ["TurnNotes", "VersionMismatch", "apply_notes", "demo_lines", "replay_file", "replay_lines"]
 # what the entrypoints (cli/, http/, pages/) take from the layers below, which they do not import
+__all__ += ["REPLAY_CURSOR_PATTERN", "REPLAY_LIMIT_MAX", "BadReplayCursor", "ReplayStream", "TurnRange", "replay_cursor"]
+__all__ += ["ReplayForm", "replay_start", "stream_file", "stream_lines"]
 __all__ += ["AT_PATTERN", "BATCH_LINES", "CURSOR_PATTERN", "DEFAULT_DB", "LIST_LIMIT_MAX", "MAX_KEY", "MOST_WORKERS"]
 __all__ += ["NEW_MASTER_KEY_VARIABLE", "OverviewPoint", "ParsedLine", "TimelinePage", "TurnView", "Verdict", "KeyChange"]
 __all__ += ["KeyState", "Replayed", "body_hash", "bounded_lines", "decode_cursor", "head_line", "iso", "json_problem"]
@@ -184,6 +200,7 @@ class Chatrecord:
         self._writes = LineWrites(self._primary, source_name, self.position)
         self._reads = ConversationReads(self._primary, looks)
         self._upkeep = StoreUpkeep(self._primary, looks)
+        self._streams = ReplayStreams(self._reads, looks)
 
     @property
     def store(self) -> ConversationStore:
@@ -275,7 +292,8 @@ class Chatrecord:
         PostgreSQL tables that were missing) and the store's description."""
         chatrecord = cls()
         try:
-            return bool(getattr(chatrecord.store.factory, "created", None)), describe_backend(chatrecord.store)
+            factory = chatrecord.store.factory
+            return isinstance(factory, StoreFactory) and bool(factory.created), describe_backend(chatrecord.store)
         finally:
             chatrecord.close()
 
@@ -472,6 +490,21 @@ class Chatrecord:
         """Returns every turn of a stored conversation (only those of user message `at` if given),
         each as the model saw it then; see `ConversationReads.replay`."""
         return self._reads.replay(conversation, rules, at, can_see_page)
+
+    @reads
+    def replay_stream(
+        self,
+        conversation: str,
+        rules: str | None = None,
+        can_see_page: PageCheck = every_page,
+        *,
+        form: ReplayForm = "turns",
+        span: TurnRange | None = None,
+        after: str | None = None,
+    ) -> ReplayStream:
+        """Returns the turns of a stored conversation that `span` picks, streamed with flat
+        memory; see `ReplayStreams.replay_stream`."""
+        return self._streams.replay_stream(conversation, rules, can_see_page, form=form, span=span)
 
     @reads
     def chain(self, conversation: str, full: bool = False, *, after: str | None = None, by: str = "the server") -> Verdict | None:

@@ -201,7 +201,11 @@ def _truncate(index: Index, state: object, event: TurnsTruncated) -> None:
 
 
 class MemoryHistory:
-    """The index of one conversation on dicts (the in-memory store's, and the tests')."""
+    """The index of one conversation on dicts (the in-memory store's, and the tests'). Its
+    lookups are dict reads: nothing is read ahead (`prefetch`, `prefetch_many`) and no chain
+    `tip` is read with it."""
+
+    tip: bytes | None = None
 
     def __init__(self) -> None:
         self.records: dict[str, SegmentRecord] = {}
@@ -249,6 +253,12 @@ class MemoryHistory:
     def added(self) -> int | None:
         """The card outcomes the writes added: None, this index does not count them."""
         return None
+
+    def prefetch(self, digest: str | None, segment: str | None = None, run: str | None = None) -> None:
+        """Reads nothing ahead: every lookup is a dict read."""
+
+    def prefetch_many(self, digests: Iterable[str], segments: Iterable[str], runs: Iterable[str] = ()) -> None:
+        """Reads nothing ahead: every lookup is a dict read."""
 
     def set_version(self, version: int) -> None:
         self.version = version

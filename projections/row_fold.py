@@ -43,7 +43,7 @@ from projections import transcript as tr
 from projections.card_outcomes import Approval, CardOutcome, OpenCard
 from projections.row_head import Head, Rows, TurnMark, _changed, micros
 from projections.rules import RuleSet
-from projections.steps import decision_after
+from projections.steps import LastDecision, decision_after, decision_kind, read_segment
 from projections.transcript import Message
 from projections.turn import starts_turn
 from projections.view_context import last_page
@@ -63,6 +63,8 @@ def apply_to_rows(rows: Rows, head: Head, event: ConversationEvent, rules: RuleS
         # an erasure is stamped with the wall clock when it ran, not by the chat: not activity
         "last_at": head.last_at if isinstance(event, ConversationErased) else micros(event.timestamp),
     }
+    if type(event) is ConversationErased:
+        update["erased"] = True
     if number is not None:
         mark = trusted(
             TurnMark,
@@ -87,6 +89,19 @@ def apply_to_rows(rows: Rows, head: Head, event: ConversationEvent, rules: RuleS
     after.__dict__.update(update)
     after.__pydantic_fields_set__.update(update)
     return after
+
+
+def segment_failed(event: SegmentReturned, follow: LastDecision | None, rules: RuleSet) -> bool:
+    """Whether a segment counts as failed in the list's status (`Head.failed`): its outcome is
+    neither completed nor waiting for a card or a question, or a call of it is read as failed
+    (`projections.steps.read_segment`, read only where a step was in error), as the overview
+    paints a segment `bad`."""
+    if event.outcome not in ("completed", "awaiting_approval", "awaiting_input"):
+        return True
+    if not any(step.tool_is_error for step in event.steps):
+        return False
+    reading = read_segment(event.steps, event.trigger, decision_kind(event.trigger, follow), rules, outcome=event.outcome)
+    return any(call.reading == "failed" for call in reading.calls)
 
 
 # ---------------------------------------------------------------- run record
@@ -180,7 +195,10 @@ def _apply(event: ConversationEvent, head: Head, rows: Rows, rules: RuleSet) -> 
 
 @_apply.register
 def _(event: ConversationStarted, head: Head, rows: Rows, rules: RuleSet) -> Head:
-    return _changed(head, {"conversation": event.conversation, "kind": event.kind, "users": 0})
+    return _changed(
+        head,
+        {"conversation": event.conversation, "kind": event.kind, "users": 0, "owner": event.owner, "failed": 0, "undecided": 0},
+    )
 
 
 @_apply.register
@@ -239,6 +257,7 @@ def _(event: SegmentReturned, head: Head, rows: Rows, rules: RuleSet) -> Head:
     if event.outcome in ("awaiting_approval", "awaiting_input"):
         open_waits = {**open_waits, event.segment: rr.waits_on(event)}
     update: dict[str, object] = {
+        "failed": head.failed + 1 if head.failed is not None and segment_failed(event, head.follow, rules) else head.failed,
         "seqs": seqs[overflow:],
         "dropped": head.dropped + overflow,
         "follow": decision_after(head.follow, event),
@@ -292,7 +311,8 @@ def _(event: QuestionAnswered, head: Head, rows: Rows, rules: RuleSet) -> Head:
 @_apply.register
 def _(event: CardLeftUndecided, head: Head, rows: Rows, rules: RuleSet) -> Head:
     head = _update_entry(rows, head, event.segment, undecided=event.reason, decidable_elsewhere=event.decidable_elsewhere)
-    return _changed(head, _close(head, event.segment))
+    undecided = head.undecided + 1 if head.undecided is not None else None
+    return _changed(head, {**_close(head, event.segment), "undecided": undecided})
 
 
 @_apply.register

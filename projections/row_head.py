@@ -95,11 +95,26 @@ class Head(Immutable):
     whatever their numbers), as `chatrecord list` shows them: kept by the fold, so the list
     reads it with the head. None in a head an earlier version wrote (and while it folds on, until
     a replaced transcript or a rebuild counts them again)."""
+    owner: int | None = None
+    """The backend user id of the conversation's owner (None in a head an earlier version wrote)."""
+    failed: int | None = None
+    """How many segments were recorded failed (`projections.row_fold.segment_failed`: an
+    outcome that is neither completed nor waiting, or a call read as failed), an edit's cut ones
+    still counted; None in a head an earlier version wrote (until a rebuild counts them)."""
+    undecided: int | None = None
+    """How many cards or questions were left undecided; None in a head an earlier version wrote."""
+    erased: bool = False
+    """Whether the conversation's erasure was recorded."""
     refolds: int = 0
     """How many times these rows were folded again from the log in place, at a version an
     earlier fold had reached (`adapters.views.live_rows.LiveRows.erase`: the rows then hold the
     texts as erased); a process that kept what it read of the rows at this version reads them
     again. Not a fact of the log: a rebuild starts it at 0."""
+
+    @property
+    def waiting(self) -> int:
+        """How many cards or questions wait for the editor (`open_waits`)."""
+        return len(self.open_waits)
 
     @property
     def view(self) -> ViewContext:

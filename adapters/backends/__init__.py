@@ -24,7 +24,7 @@ store's settings ask the backend instead of switching on its type (`backend_name
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from eventsourcing.persistence import InfrastructureFactory, Mapper, Transcoder
@@ -76,6 +76,10 @@ class StoreFactory:
 
     env: Any
     _data_keys: DataKeys | None = None
+    read_only: bool = False
+    """Whether the database is opened read-only (a SQLite file a reading command cannot write)."""
+    created: Sequence[str] = ()
+    """What this factory created (a file, tables); empty when the store existed already."""
     driver_errors: ClassVar[tuple[type[BaseException], ...]] = ()
     """The database driver's errors, which `problem` words (`adapters.backends.settings.store_problem`)."""
 

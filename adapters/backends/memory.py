@@ -32,6 +32,7 @@ from adapters.store.keys import DataKeys
 from adapters.store.known_records import IndexPuts
 from adapters.store.ports import DataKeyStore, HistoryIndex, IdempotencyKeys, KeyRow
 from adapters.store.reproductions import ReproductionRow, ReproductionRows, StreamConflict
+from adapters.views.listing import Listed, ListQuery
 from adapters.views.memory_rows import MemoryConversation, MemoryRows
 from adapters.views.ports import ViewStorage
 from adapters.views.storage_reads import Pointer
@@ -276,21 +277,11 @@ class MemoryViewStorage(ViewStorage):
     def generations(self, curs: Any) -> set[int]:
         return set(self.tables)
 
-    def newest_heads(
-        self, curs: Any, generation: int, limit: int, before: tuple[int, str] | None = None, since: int | None = None
-    ) -> list[tuple[str, int, str, int | None]]:
-        with self.lock_:  # the in-memory store's heads, sorted here: it holds what a test or the demo wrote
-            found = sorted(
-                (
-                    (r.head.last_at, str(cid), r.head.conversation, r.head.users)
-                    for cid, r in self.tables.get(generation, {}).items()
-                    if r.head is not None and r.head.last_at is not None
-                ),
-                key=lambda f: f[:2],
-                reverse=True,
-            )
-        found = [f for f in found if (before is None or f[:2] < before) and (since is None or f[0] >= since)]
-        return [(cid, at, name, users) for at, cid, name, users in found[:limit]]
+    def listed(self, curs: Any, generation: int, query: ListQuery) -> list[Listed]:
+        with self.lock_:  # the in-memory store's list rows, made from its heads and sorted here
+            rows = [Listed.of(str(cid), r.head) for cid, r in self.tables.get(generation, {}).items() if r.head is not None]
+        found = sorted((r for r in rows if query.admits(r)), key=lambda r: (r.at, r.cid), reverse=True)
+        return found[: query.limit]
 
     def log_version(self, curs: Any, cid: UUID) -> int:
         found = self.recorder.select_events(cid, desc=True, limit=1)

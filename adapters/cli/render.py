@@ -26,6 +26,7 @@ from adapters.cli.stdio import FORMAT_CHARACTERS
 from projections.audit import AuditRow
 from projections.notes import LABEL, note_body, split_notes
 from projections.turn import TurnInput
+from projections.usage import usage_line
 
 ROLE_STYLE = {"system": "magenta", "user": "cyan", "assistant": "green"}
 READINGS = ("ran", "failed", "not_permitted", "held", "declined")
@@ -216,6 +217,7 @@ def row_facts(row: AuditRow) -> str:
             )
         if f["flagged"]:
             lines.append("answer flagged nothingSaved")
+        lines.append(usage_line(f["usage"]))
         return "\n".join(lines)
     if row.kind == "decision":
         return f"card of {short_id(f['segment'])} {'approved' if f['approved'] else 'declined'}: {f['answer']}"

@@ -1,4 +1,5 @@
-"""The HTTP service the chat calls (FastAPI, sync handlers: the store is synchronous).
+"""The HTTP service the chat calls (FastAPI; the store is synchronous: the chat's routes hand its
+work to a thread, `adapters.http.offload`, the other handlers are sync and FastAPI runs them on one).
 
 `create_app(chatrecord_factory, settings)` builds the app; the factory is called once per
 process at start-up and the store is closed at shut-down. Every endpoint calls one method of
@@ -20,6 +21,7 @@ from typing import Annotated, Any
 import orjson
 from fastapi import APIRouter, Depends, FastAPI, Header, Request, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from starlette.routing import Route
 
 from adapters.api import (
     MAX_KEY,
@@ -50,7 +52,7 @@ from adapters.http.headers import (
 from adapters.http.offload import offload
 from adapters.http.problem_details import ProblemDetails
 from adapters.http.problems import PROBLEM, Problem, install, version_mismatch
-from adapters.http.reads import Service, add_reads, json_response
+from adapters.http.reads import Service, add_reads, json_response, service
 from adapters.http.reproductions import add_reproductions
 from adapters.http.sessions import FIRST_WAIT, Throttle
 from adapters.http.slow_bodies import DEFAULT_BODY_TIMEOUT_SECONDS, install_body_deadline
@@ -183,6 +185,10 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
         names = taken.get(id(route))
         if names is None:
             names = taken[id(route)] = frozenset(query_names(dependant))
+        refuse_others(request, names)
+
+    def refuse_others(request: Request, names: frozenset[str]) -> None:
+        """Raises the 400 problem for the first query parameter of `request` not in `names`."""
         for name in request.query_params:
             if name not in names:
                 takes = f"it takes {', '.join(sorted(names))}" if names else "it takes none"
@@ -354,6 +360,17 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
         headers |= read_after(chatrecord.position())  # past the first write, whenever it was
         return Response(kept.response, status_code=kept.status, media_type=JSON, headers=headers)
 
+    async def post_lines_directly(request: Request) -> Response:
+        """`POST /v1/lines`, the chat's hottest route, without FastAPI's dependency solving (a
+        share of a line's CPU): the operation above, with its dependencies run in their order
+        (the token, the query, the body) and its headers read as FastAPI reads them. Its route
+        comes first; the operation stays in the OpenAPI document and behind it."""
+        await authorized(request, None)
+        refuse_others(request, frozenset())
+        raw = await body(request)
+        headers = request.headers
+        return await post_lines(request, service(request), raw, headers.get("if-match"), headers.get("idempotency-key"))
+
     add_reads(v1, of_a_conversation)
     model_errors: dict[int | str, dict[str, Any]] = {
         409: ERRORS[409] | {"description": "Refused; a model that is not configured (model-not-set)"},
@@ -361,6 +378,7 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
     }
     add_reproductions(v1, of_a_conversation, model_errors)
     app.include_router(v1)
+    app.router.routes.insert(0, Route("/v1/lines", post_lines_directly, methods=["POST"], include_in_schema=False))
     app.openapi = lambda: app.openapi_schema or openapi.document(app)  # type: ignore[method-assign]  # FastAPI's way to serve a document of one's own
     install_ui(app, settings.token, throttle)
 

@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from adapters.api import CURSOR_PATTERN
+from adapters.api import CURSOR_PATTERN, REPLAY_CURSOR_PATTERN
 from domain.events import Trigger, UndecidedReason
 from domain.values import CARD_ANSWERS, OUTCOMES, Completeness
 from projections.rules import RULE_SET_IDS
@@ -221,12 +221,94 @@ class ReplayTurn(Response):
     card_outcomes: list[CardOutcome]
 
 
+ReplayCursor = Annotated[str, Field(pattern=REPLAY_CURSOR_PATTERN)] | None
+
+
 class Replay(Response):
-    """Every turn of the conversation (`chatrecord replay --json`)."""
+    """A page of the conversation's turns, each whole (`chatrecord replay --json`)."""
 
     conversation: str
     rules: RuleSetId
     turns: list[ReplayTurn]
+    next_cursor: ReplayCursor = Field(description="Pass it as `cursor` for the next page; null after the last one.")
+
+
+NOTE_POSITION = "Its position among the turn's notes, in order of appearance (0-based)."
+
+
+class AddedNote(Response):
+    """A note the turn before did not send (its place as a `PlacedNote`'s)."""
+
+    text: str
+    index: int
+    into: Literal["assistant", "user", "new"]
+    at: int | None
+    at_byte: int | None
+    n: int = Field(description=NOTE_POSITION)
+
+
+class MovedNote(Response):
+    """A note the turn before sent at another place (its place now as a `PlacedNote`'s)."""
+
+    text: str
+    index: int
+    into: Literal["assistant", "user", "new"]
+    at: int | None
+    at_byte: int | None
+    n: int = Field(description=NOTE_POSITION)
+    was: int = Field(description="Its position among the turn before's notes (0-based).")
+
+
+class DroppedNote(Response):
+    """A note of the turn before that this turn does not send."""
+
+    n: int = Field(description="Its position among the turn before's notes (0-based).")
+    text: str
+
+
+class NotesChanges(Response):
+    """The notes that changed since the turn before; its other notes keep their order and fill
+    the positions left."""
+
+    added: list[AddedNote]
+    moved: list[MovedNote]
+    dropped: list[DroppedNote]
+
+
+class RecordChanges(Response):
+    """The run record's entries that changed since the turn before."""
+
+    dropped: list[str] = Field(description="The segments whose entries left the record.")
+    changed: list[RunRecordEntry] = Field(description="The entries new or different, each whole (a new one goes at the end).")
+
+
+class CardOutcomeChanges(Response):
+    kept: int = Field(description="The turn before's first `kept` card outcomes are this turn's first.")
+    appended: list[CardOutcome]
+
+
+class TurnChanges(Response):
+    """One turn as what changed since the turn before (`chatrecord replay --changes`); the
+    first turn's are counted from nothing."""
+
+    message: int = Field(description="The user message that started it.")
+    at: datetime
+    view_context: ViewContext
+    page_line: str | None = Field(description="The system message's text; null when it is the turn before's.")
+    kept: int = Field(description="The transcript (no system message, no notes) keeps the turn before's first `kept` messages.")
+    appended: list[ModelMessage] = Field(description="Then these messages follow.")
+    notes: NotesChanges
+    record: RecordChanges
+    card_outcomes: CardOutcomeChanges
+
+
+class ReplayChanges(Response):
+    """A page of the conversation's turns, each as what changed since the turn before."""
+
+    conversation: str
+    rules: RuleSetId
+    turns: list[TurnChanges]
+    next_cursor: ReplayCursor = Field(description="Pass it as `cursor` for the next page; null after the last one.")
 
 
 class Health(BaseModel):

@@ -11,6 +11,7 @@ import logging
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from adapters.backends import StoreFactory
 from adapters.backends.replicas import recovery_conflict, wrote_on_standby
 from adapters.backends.settings import read_wait, store_errors
 from adapters.ingest import ParsedLine
@@ -115,6 +116,13 @@ def reads(method: Method) -> Method:
         return method(self._on_primary, *args, **kwargs)
 
     return call  # type: ignore[return-value]
+
+
+def opened_read_only(store: ConversationStore) -> bool:
+    """Says whether `store`'s database was opened read-only (`StoreFactory.read_only`: a SQLite
+    file a reading command cannot write); False on the library's own factories."""
+    factory = store.factory
+    return isinstance(factory, StoreFactory) and factory.read_only
 
 
 def lines_argument(call: str, lines: object) -> None:

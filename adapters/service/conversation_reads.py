@@ -9,11 +9,10 @@ from datetime import datetime
 
 from adapters.backends.settings import StoreUnusable, describe_backend, store_errors
 from adapters.service.chain_looks import ChainLooks
-from adapters.service.common import OpenedStore, conversation_argument, in_store_terms
+from adapters.service.common import OpenedStore, conversation_argument, in_store_terms, opened_read_only
 from adapters.service.conversations import ConversationPage, list_conversations
 from adapters.service.data_keys import key_kept
 from adapters.service.export import Export, export_lines
-from adapters.service.gc_pause import gc_paused
 from adapters.service.replay import (
     Audit,
     Replay,
@@ -24,6 +23,7 @@ from adapters.service.replay import (
 from adapters.store.application import ConversationStore
 from adapters.store.chain import ChainedRecorder
 from adapters.store.verify import Verdict, chain_verdict, chain_verdict_upto
+from adapters.views.gc_pause import gc_paused
 from adapters.views.readmodels import ReadModels
 from adapters.views.turn_starts import TurnStarts
 from domain.errors import UnknownConversation
@@ -261,7 +261,7 @@ class ConversationReads:
         except UnknownConversation:
             raise unknown_conversation(self.store, name, describe_backend(self.store)) from None
         except StoreUnusable:
-            if not getattr(self.store.factory, "read_only", False):
+            if not opened_read_only(self.store):
                 raise
             return None
 
@@ -312,6 +312,6 @@ class ConversationReads:
         try:
             return self.turn_input(conversation, can_see_page)
         except StoreUnusable:
-            if not getattr(self.store.factory, "read_only", False):
+            if not opened_read_only(self.store):
                 raise
             return None

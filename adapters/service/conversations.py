@@ -21,6 +21,7 @@ from uuid import UUID
 from adapters.ingest.names import earlier_stored_id, lookup_id
 from adapters.service.data_keys import key_kept
 from adapters.store.application import ConversationStore
+from adapters.views.listing import ListQuery
 from adapters.views.readmodels import ReadModels
 from domain.errors import ChatrecordError
 from domain.events import (
@@ -180,7 +181,7 @@ def list_conversations(
     the first page), only those whose last event is at or after `since` (aware datetime) if given.
 
     Activity is the time (`at`) of a conversation's last event, as its read-model head keeps it
-    (`Head.last_at`, indexed: `ViewStorage.newest_heads`); ties go by the conversation's UUID. A page
+    (`Head.last_at`, in the list table, indexed: `ViewStorage.listed`); ties go by the conversation's UUID. A page
     is one index range read and a bounded read per conversation listed, whatever the store holds
     and however its storage order and times disagree; `since` bounds the same range. Memory
     stays flat: one page of summaries.
@@ -207,12 +208,13 @@ def list_conversations(
                 "the read models were made by an earlier version of chatrecord and keep no "
                 f"index of the conversations by last activity; run: chatrecord rebuild --rules {live.rules}"
             )
-        heads = storage.newest_heads(curs, live.generation, limit + 1, before, after)
+        heads = storage.listed(curs, live.generation, ListQuery(limit + 1, before, after))
     found: list[ConversationSummary] = []
     last: tuple[int, str] | None = None
-    for cid, at, name, users in heads[:limit]:
-        item = summary(store, name, users, at)
-        last = (at, cid)
+    for row in heads[:limit]:
+        assert row.at is not None  # a row without activity is not listed
+        item = summary(store, row.conversation, row.users, row.at)
+        last = (row.at, row.cid)
         if item is not None:
             found.append(item)
     more = len(heads) > limit and last is not None

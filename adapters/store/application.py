@@ -27,7 +27,6 @@ from adapters.store.commands import BatchConflict, BatchRefused, Command, Handle
 from adapters.store.conversation_log import ConversationLog
 from adapters.store.crypto import refuse_texts
 from adapters.store.deciding import Decider
-from adapters.store.keys import DataKeys
 from adapters.store.known_conversations import KnownConversations
 from adapters.store.known_records import IndexPuts
 from adapters.store.ports import AssumptionFailed, HistoryIndex, IdempotencyKeys, StorePorts
@@ -109,13 +108,15 @@ class ConversationStore(Application[UUID]):
         self.connection_lost = ports.connection_lost
         """Says whether an error is a lost connection, as the backend words its driver's (`reconnecting`)."""
         super().__init__(env)
-        keys = getattr(self.mapper, "keys", None)
+        self.data_keys = self.events.data_keys
+        """The data keys that seal the free texts, as the backend's factory gave them to the mapper;
+        None: a store that keeps none (on the library's own persistence module)."""
         unbound = self.env.get("MASTER_KEY_UNBOUND", "") == "allow"
         try:
-            if isinstance(keys, DataKeys):
-                keys.check_master(unbound=unbound)
+            if self.data_keys is not None:
+                self.data_keys.check_master(unbound=unbound)
             if isinstance(self.recorder, ChainedRecorder):  # keyed with the master key's chain key, or not
-                open_chain(self.recorder, keys.master if isinstance(keys, DataKeys) else None, unbound=unbound)
+                open_chain(self.recorder, self.data_keys.master if self.data_keys is not None else None, unbound=unbound)
         except BaseException:
             self.close()  # the refused store's connections
             raise
@@ -414,7 +415,7 @@ class ConversationStore(Application[UUID]):
     def _refuse_erased(self, state: Conversation | None, events: Sequence[ConversationEvent]) -> None:
         """Refuses the texts of `events` where the log says the conversation was erased, whatever
         key this process still keeps (`refuse_texts` raises)."""
-        if events and state is not None and state.erased and isinstance(getattr(self.mapper, "keys", None), DataKeys):
+        if events and state is not None and state.erased and self.data_keys is not None:
             refuse_texts(events)
 
     def _after_save(

@@ -83,7 +83,7 @@ class Decider:
         history = AssumedHistory(
             known[0],
             known[1],
-            getattr(command, "new_segments", ()),
+            command.lookups().new_segments,
             tip=tip[1],
             known=records,
             known_messages=messages,
@@ -104,17 +104,15 @@ class Decider:
         A history index behind the log (a store of the previous version) is indexed anew first."""
         state: Conversation | None = None
         loaded = False
+        lookups = command.lookups()
         while True:
             with self.history.reading(cid) as history:
-                prefetch = getattr(history, "prefetch", None)
-                if prefetch is not None:
-                    prefetch(*(_text(getattr(command, name, None)) for name in ("digest", "segment", "run")))
-                prefetch_many, lookups = getattr(history, "prefetch_many", None), getattr(command, "lookups", None)
-                if prefetch_many is not None and lookups is not None:
-                    prefetch_many(*lookups())  # a command of many lines: their rows in a statement or two
+                history.prefetch(lookups.digest, lookups.segment, lookups.run)
+                if lookups.many is not None:
+                    history.prefetch_many(*lookups.many)  # a command of many lines: their rows in a statement or two
                 indexed = history.version
                 if not loaded:
-                    state, loaded = self._cached(cid, indexed, getattr(history, "tip", None)) if inline else (None, False)
+                    state, loaded = self._cached(cid, indexed, history.tip) if inline else (None, False)
                 ends = state.version if state is not None else 0
                 suspect = loaded and inline and indexed > ends  # the index saw a version the log lacks?
                 if loaded and not suspect and (state is None or indexed >= state.version):
@@ -159,17 +157,11 @@ class Decider:
     def _first_result(self, command: Command, state: Conversation | None, history: History) -> tuple[ConversationEvent, ...]:
         if state is None:
             return ()
-        digest = getattr(command, "digest", None)
-        versions = history.source(digest) if digest else None
+        lookups = command.lookups()
+        versions = history.source(lookups.digest) if lookups.digest else None
         if versions is not None:
             return tuple(self.events.get(state.id, gt=versions[0] - 1, lte=versions[1]))
-        segment = getattr(command, "segment", None)
-        version = recorded_segment(history, segment) if isinstance(segment, str) else None
+        version = recorded_segment(history, lookups.segment) if lookups.segment is not None else None
         if version is None:
             return ()
         return tuple(self.events.get(state.id, gt=version - 1, lte=version))
-
-
-def _text(value: object) -> str | None:
-    """Returns `value` when it is a string (a command's digest, segment or run id), else None."""
-    return value if isinstance(value, str) else None

@@ -20,11 +20,12 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 from uuid import UUID
 
 from adapters.store.crypto import ViewTexts
 from adapters.views.caches import KeptMessages, Placement
+from adapters.views.listing import Listed, ListQuery
 from adapters.views.recent_rows import RecentRows
 from adapters.views.storage_reads import Pointer, TurnInputRows, TurnRows
 from projections.card_outcomes import CardOutcome
@@ -59,6 +60,23 @@ class QueuedTarget(AppendTarget, Protocol):
 
     def close(self) -> None:
         """Waits for every statement, and raises the first error."""
+
+
+@runtime_checkable
+class FoldsInParts(Protocol):
+    """A recorder that reads what a rebuild folds in parts chosen on the server (PostgreSQL's
+    `EventRecorder`); another is read with the library's `select_notifications`."""
+
+    def select_notifications_to_fold(
+        self, start: int, limit: int, stop: int | None, part: tuple[int, int] | None = None
+    ) -> Sequence[Any]:
+        """Returns the notifications after `start` up to `stop`, at most `limit`, of conversation
+        part `part` (part, parts; None: all), in order."""
+        ...
+
+    def count_notifications_by_part(self, stop: int, parts: int) -> list[int]:
+        """Returns how many of the notifications up to `stop` each of `parts` parts holds."""
+        ...
 
 
 class ReadMoved(Exception):  # a signal to the reader, never seen outside ReadModels
@@ -230,6 +248,15 @@ class ViewRows(ABC):
         and, when there are none, the user message numbers that started any turn, ascending
         (else empty)."""
 
+    def turn_rows(
+        self, length: int, version: int, kept: KeptMessages | None = None, rendered: Any = None
+    ) -> tuple[tuple[Message, ...], tuple[Entry, ...], tuple[CardOutcome, ...]] | None:
+        """Returns, in one statement, the first `length` transcript messages, the entries set
+        aside for the latest turn and those of versions up to `version`, and the card outcomes
+        recorded up to `version` (`adapters.views.row_state.turn_rows_state`), where the rows
+        read them so; None where they do not (the caller reads them one kind at a time)."""
+        return None
+
     # ---------------------------------------------------------------- an append's rows
 
     def prime(self, recent: RecentRows | None, head: Head | None) -> None:
@@ -265,6 +292,8 @@ class ViewStorage(ABC):
     """Whether a rebuild reads the log's next page on a thread of its own while it folds one."""
     folds_in_parts = False
     """Whether a rebuild may fold the log in worker processes, each its own conversations."""
+    listing_tables: tuple[str, ...] = ()
+    """The list's table a generation has besides `TABLES` (`listed`; none: the rows are listed from the heads)."""
     overview_tables: tuple[str, ...] = ()
     """The overview's tables a generation has besides `TABLES` (none: no overview rows)."""
     reads_turn_in_one = False
@@ -304,13 +333,10 @@ class ViewStorage(ABC):
         """Returns the version of the conversation's newest stored event, 0 if none."""
 
     @abstractmethod
-    def newest_heads(
-        self, curs: AppendTarget, generation: int, limit: int, before: tuple[int, str] | None = None, since: int | None = None
-    ) -> list[tuple[str, int, str, int | None]]:
-        """Returns at most `limit` heads of `generation` as `(cid, last_at, conversation,
-        users)`, newest `last_at` first, then by `cid` descending: only those before `before`
-        (a `(last_at, cid)`), and with `last_at` >= `since`, if given. A head without `last_at`
-        is not listed."""
+    def listed(self, curs: AppendTarget, generation: int, query: ListQuery) -> list[Listed]:
+        """Returns the list rows of `generation` that `query` admits (`ListQuery.admits`), at
+        most `query.limit`, newest activity first, then by `cid` descending. A row without
+        activity (`at`) is not listed."""
 
     def pointer_and_head(self, curs: AppendTarget, cid: UUID, generation: int) -> tuple[Pointer | None, str | None]:
         """Returns the live pointer and, where the backend reads both at once and `generation`
@@ -341,7 +367,7 @@ class ViewStorage(ABC):
         return None
 
     def has_activity(self, curs: AppendTarget, generation: int) -> bool:
-        """Returns whether `generation`'s heads can be listed by last activity (`newest_heads`)."""
+        """Returns whether `generation` has the list's rows (`listed`): an earlier version made none."""
         return True
 
     def old_tables(self, curs: AppendTarget) -> tuple[str | None, list[str]]:

@@ -34,6 +34,7 @@ from adapters.store.application import ConversationStore
 from adapters.store.store_views import ViewsWritten
 from adapters.views import rule_diff
 from adapters.views.caches import SEPARATOR, KnownBlocks
+from adapters.views.gc_pause import gc_paused
 from adapters.views.head_cache import _kept
 from adapters.views.held_rows import NEWEST_ENTRIES, NEWEST_OUTCOMES, HeldRows, seeded
 from adapters.views.live_rows import LiveRows
@@ -41,7 +42,7 @@ from adapters.views.log_fold import Progress, ViewOutOfStep
 from adapters.views.ports import NeedsSnapshot, ReadMoved, ViewStorage
 from adapters.views.rebuild import RebuildReport, Rebuilds
 from adapters.views.row_bodies import decode_turn_bodies
-from adapters.views.row_state import _state, collections_paused, turn_rows_state
+from adapters.views.row_state import _state, turn_rows_state
 from adapters.views.rule_diff import ConversationDiff
 from adapters.views.storage_reads import Pointer, TurnInputRows, TurnRows
 from adapters.views.turn_starts import TurnStarts, turn_starts
@@ -333,7 +334,7 @@ class ReadModels:
         or edit), as that turn saw it: from the rows when they still hold what that turn saw
         (`Head.turn_intact`, `turn_rows_state`: its cost is what the input holds; on PostgreSQL
         in one statement, `_turn_input_in_one`), else from its log up to the turn. The
-        collector's collections are paused while it is built from rows (`collections_paused`). Raises
+        collector's collections are paused while it is built from rows (`gc_paused`). Raises
         UnknownConversation for a conversation the store does not hold, NoTurnYet when no turn
         has started yet."""
 
@@ -342,10 +343,10 @@ class ReadModels:
                 raise NoTurnYet(f"conversation {shown_id(conversation)} has no user message or retry yet, so no turn to build")
             note = self._note_of(can_see_page)
             if head.turn.version == head.version:
-                with collections_paused():
+                with gc_paused():
                     return turn.turn_input(_state(rows, head), head.turn.message, head.turn.at, rules, can_see_page, note)
             if head.turn_intact:
-                with collections_paused():
+                with gc_paused():
                     state = turn_rows_state(rows, head, self.cache.messages, self.cache.rendered)
                     return turn.turn_input(state, head.turn.message, head.turn.at, rules, can_see_page, note)
             events = self.store.events(conversation, up_to_version=head.turn.version)
@@ -379,7 +380,7 @@ class ReadModels:
         if mark is None or not head.turn_intact or head.version < got.logged:
             return None
         self.cache.take_live(got.live)
-        with collections_paused():
+        with gc_paused():
             return self._turn_input_of(got, head, mark, str(key), can_see_page)
 
     def _turn_input_of(self, got: TurnInputRows, head: Head, mark: TurnMark, cid: str, can_see_page: PageCheck) -> TurnInput:

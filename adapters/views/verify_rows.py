@@ -83,13 +83,20 @@ def check_rows(models: ReadModels, conversation: str) -> RowsVerdict:
     if folded is None:
         return RowsVerdict(head.conversation or conversation, head.version, PARTS, rules=rules)
     fold = _state(fresh, folded)
-    # a head an earlier version wrote keeps no last_at (the list's index needs a rebuild) and
+    # a head an earlier version wrote keeps no last_at (the list's table needs a rebuild) and
     # no count of user messages: not a difference; nor the count of its folds in place (an erasure's)
     expected = folded.model_copy(
         update={
             "refolds": head.refolds,
             **({"last_at": None} if head.last_at is None else {}),
             **({"users": None} if head.users is None else {}),
+            # nor the list's status facts (owner, failed and undecided counts, erased), which
+            # an earlier version's head keeps none of (`failed` None) until a rebuild
+            **(
+                {"owner": head.owner, "failed": None, "undecided": head.undecided, "erased": head.erased}
+                if head.failed is None
+                else {}
+            ),
         }
     )
     differs = [

@@ -11,6 +11,7 @@ import pytest
 from adapters.bootstrap import build_store, open_store
 from adapters.ingest import read_file
 from adapters.service.record_lines import RecordLines
+from adapters.store.commands import Lookups
 from domain import conversation as c
 from domain.errors import NoCardWaiting
 from domain.events import CardDecided, ConversationEvent, conversation_uuid
@@ -25,6 +26,9 @@ class Decide:
     def __init__(self, conversation: str, decide) -> None:
         self.conversation = conversation
         self.decide = decide
+
+    def lookups(self) -> Lookups:
+        return Lookups()
 
 
 def test_the_demo_tour_is_stored_and_read_back() -> None:

@@ -22,6 +22,7 @@ from adapters.backends.settings import postgres_env, sqlite_env
 from adapters.bootstrap import build_store, open_store
 from adapters.service.conversations import CURSOR_PATTERN, BadCursor, ListNeedsRebuild
 from adapters.service.export import NoSuchMessage, export_lines
+from adapters.views.listing import ListQuery
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "unit"))
 from test_properties import EPISODES, tell
@@ -190,7 +191,7 @@ def test_read_models_of_an_earlier_version_are_upgraded_for_the_list_by_rebuild(
     postgres = backend.p == "%s"
     with backend.transaction(write=True) as curs:  # as an earlier version left them
         schema = f'"{backend.schema}".' if postgres else ""
-        curs.execute(f"DROP INDEX {schema}views_g{generation}_heads_activity")
+        curs.execute(f"DROP TABLE {schema}views_g{generation}_listing")
         curs.execute(
             f"UPDATE {schema}{heads} SET body = "
             + ("(body::jsonb - 'last_at')::text" if postgres else "json_remove(body, '$.last_at')")
@@ -203,6 +204,33 @@ def test_read_models_of_an_earlier_version_are_upgraded_for_the_list_by_rebuild(
 
     assert chat.read_models.live_pointer().generation == generation + 1
     assert [c.conversation for c in chat.conversations().conversations] == ["new", "old"]
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_a_process_of_this_version_appends_to_a_generation_without_the_list_table(
+    backend: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """A generation an earlier version made has no list table: a process that opens it writes
+    no list rows (its append function's list insert never runs), and its appends and reads work."""
+    if backend == "sqlite":
+        env = sqlite_env(tmp_path / "old.sqlite")
+    else:
+        url = request.getfixturevalue("postgres_url")
+        env = {**postgres_env(url), "POSTGRES_SCHEMA": request.getfixturevalue("postgres_schema")}
+    chat = Chatrecord(build_store(env))
+    started(chat, "old", "2026-10-28T09:00:00Z")
+    storage, generation = chat.read_models.storage, chat.read_models.live_pointer().generation
+    with storage.transaction(write=True) as curs:  # as an earlier version left it
+        schema = f'"{storage.schema}".' if backend == "postgres" else ""
+        curs.execute(f"DROP TABLE {schema}views_g{generation}_listing")
+    chat.close()
+
+    again = Chatrecord(build_store(env))
+    for n in (1, 2):
+        again.record(line("user_message", "old", f"2026-10-30T09:0{n}:00Z", message=n, text=f"m{n}", page=0))
+    assert again.read_models.head("old").version == 3
+    assert [v.differs for v in again.verify_rows("old")] == [()]
+    again.close()
 
 
 def _messages(chat: Chatrecord) -> dict[str, int]:
@@ -244,8 +272,9 @@ def test_a_head_an_earlier_version_wrote_without_the_count_lists_the_history_ind
             f"UPDATE {schema}views_g{generation}_heads SET body = "
             + ("(body::jsonb - 'users')::text" if postgres else "json_remove(body, '$.users')")
         )
+        curs.execute(f"UPDATE {schema}views_g{generation}_listing SET users = NULL")
     with backend.transaction(write=False) as curs:
-        assert [head[2:] for head in backend.newest_heads(curs, generation, 10)] == [("old", None)]
+        assert [(r.conversation, r.users) for r in backend.listed(curs, generation, ListQuery(10))] == [("old", None)]
 
     assert _messages(chat) == {"old": 2}  # messages 1 and 2: counted in the history index
     assert [(v.differs, v.problem) for v in chat.verify_rows("old")] == [((), None)]  # no count is no difference

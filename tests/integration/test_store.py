@@ -22,6 +22,7 @@ from psycopg import sql
 from adapters.backends.settings import memory_env
 from adapters.bootstrap import build_store
 from adapters.store.application import ConversationStore
+from adapters.store.commands import Lookups
 from adapters.store.write_retry import WriteConflict
 from domain import conversation as c
 from domain.events import (
@@ -60,6 +61,9 @@ class Command:
 
     def decide(self, state: c.Conversation | None, history: c.History) -> list[ConversationEvent]:
         return self.command(state, *self.args, history=history, **self.kwargs)
+
+    def lookups(self) -> Lookups:
+        return Lookups(segment=self.segment)
 
 
 def started(conv: str = "conv-1") -> Command:

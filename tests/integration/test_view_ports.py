@@ -19,6 +19,7 @@ from adapters.backends.settings import memory_env
 from adapters.bootstrap import build_store, read_models, view_storage_of
 from adapters.store.application import ConversationStore
 from adapters.store.crypto import ERASED
+from adapters.views.listing import ListQuery
 from adapters.views.ports import AppendTarget, ViewRows, ViewStorage
 from adapters.views.storage_reads import Pointer
 from domain.events import conversation_uuid
@@ -221,22 +222,52 @@ class ViewPortContract:
 
     # ------------------------------------------------------------ the list of heads
 
-    def test_the_newest_heads_come_by_last_activity_then_cid(self, storage: ViewStorage) -> None:
+    def test_the_list_rows_come_by_last_activity_then_cid(self, storage: ViewStorage) -> None:
         self.made(storage)
         cids = sorted(str(uuid.uuid4()) for _ in range(3))
         times = {cids[0]: 300, cids[1]: 100, cids[2]: 300}
         for cid, at in times.items():
             with self.rows(storage, uuid.UUID(cid), True) as rows:
-                rows.put_head(Head(conversation=f"c-{cid[:4]}", version=1, last_at=at, users=1))
+                rows.put_head(Head(conversation=f"c-{cid[:4]}", version=1, last_at=at, users=1, owner=7))
         with self.rows(storage, uuid.uuid4(), True) as rows:
             rows.put_head(Head(conversation="no-activity", version=1))
         with storage.transaction(write=False) as curs:
             assert storage.has_activity(curs, 1)
-            listed = storage.newest_heads(curs, 1, 10)
-            assert [(c, at) for c, at, _, _ in listed] == [(cids[2], 300), (cids[0], 300), (cids[1], 100)]
-            assert listed[0][2:] == (f"c-{cids[2][:4]}", 1)
-            assert [c for c, *_ in storage.newest_heads(curs, 1, 10, before=(300, cids[2]))] == [cids[0], cids[1]]
-            assert [c for c, *_ in storage.newest_heads(curs, 1, 1, since=200)] == [cids[2]]
+            listed = storage.listed(curs, 1, ListQuery(10))
+            assert [(r.cid, r.at) for r in listed] == [(cids[2], 300), (cids[0], 300), (cids[1], 100)]
+            assert (listed[0].conversation, listed[0].users, listed[0].owner) == (f"c-{cids[2][:4]}", 1, 7)
+            assert [r.cid for r in storage.listed(curs, 1, ListQuery(10, before=(300, cids[2])))] == [cids[0], cids[1]]
+            assert [r.cid for r in storage.listed(curs, 1, ListQuery(1, since=200))] == [cids[2]]
+            assert [r.cid for r in storage.listed(curs, 1, ListQuery(10, until=300))] == [cids[1]]
+
+    def test_the_list_rows_filter_by_owner_part_of_the_id_and_status(self, storage: ViewStorage) -> None:
+        self.made(storage)
+        heads = {
+            "chat_1%": Head(conversation="chat_1%", version=3, last_at=500, owner=1, failed=2, undecided=0),
+            "chatX1a": Head(conversation="chatX1a", version=3, last_at=400, owner=2, failed=0, undecided=1),
+            "Other": Head(conversation="Other", version=3, last_at=300, owner=1, failed=0, undecided=0, open_waits={"s1": None}),
+            "gone": Head(conversation="gone", version=4, last_at=200, owner=2, failed=0, undecided=0, erased=True),
+        }
+        for head in heads.values():
+            with self.rows(storage, uuid.uuid4(), True) as rows:
+                rows.put_head(head)
+
+        def names(**asked: object) -> list[str]:
+            with storage.transaction(write=False) as curs:
+                return [r.conversation for r in storage.listed(curs, 1, ListQuery(10, **asked))]  # type: ignore[arg-type]
+
+        assert names() == ["chat_1%", "chatX1a", "Other", "gone"]
+        assert names(owner=1) == ["chat_1%", "Other"]
+        assert names(search="_1%") == ["chat_1%"]  # the wildcards are the text's own, not LIKE's
+        assert names(search="CHAT") == ["chat_1%", "chatX1a"]  # letters in either case
+        assert names(search="1") == ["chat_1%", "chatX1a"]
+        assert names(statuses=frozenset({"failed"})) == ["chat_1%"]
+        assert names(statuses=frozenset({"waiting"})) == ["Other"]
+        assert names(statuses=frozenset({"undecided", "erased"})) == ["chatX1a", "gone"]
+        assert names(owner=2, statuses=frozenset({"erased"})) == ["gone"]
+        with storage.transaction(write=False) as curs:
+            listed = {r.conversation: r for r in storage.listed(curs, 1, ListQuery(10))}
+        assert [listed[n].statuses for n in heads] == [("failed",), ("undecided",), ("waiting",), ("erased",)]
 
     # ------------------------------------------------------------ the turn read, through the read models
 

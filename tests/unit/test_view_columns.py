@@ -12,7 +12,15 @@ import pytest
 from adapters.backends.postgres.append import generation_function_statement
 from adapters.backends.postgres.buffered_rows import _json_insert
 from adapters.backends.sql.views_statements import RowStatements
-from adapters.backends.sql.views_tables import MESSAGE_COLUMNS, ROW_TABLES, create_statements, table_names
+from adapters.backends.sql.views_tables import (
+    ALL_ROW_TABLES,
+    LISTING,
+    MESSAGE_COLUMNS,
+    ROW_TABLES,
+    create_statements,
+    listing_name,
+    table_names,
+)
 from adapters.views.row_tables import TABLES
 
 INSERT = re.compile(r"INSERT INTO (\S+) \(([^)]*)\)")
@@ -22,6 +30,7 @@ TABLE = re.compile(r"CREATE TABLE IF NOT EXISTS (\S+) \((.*)\)")
 def inserted(sql: str) -> dict[str, set[str]]:
     """Returns, per row table, the columns the inserts of `sql` write into it (every insert's)."""
     names = {name: table for table, name in table_names(3, "s").items()}
+    names[listing_name(3, "s")] = LISTING.name
     found: dict[str, set[str]] = {}
     for name, columns in INSERT.findall(sql):
         if name in names:
@@ -30,7 +39,8 @@ def inserted(sql: str) -> dict[str, set[str]]:
 
 
 def every_column() -> dict[str, set[str]]:
-    return {table: {"cid", *row.names} for table, row in ROW_TABLES.items()}
+    """Every column of every row table and of the list table (`LISTING`), by table."""
+    return {table: {"cid", *row.names} for table, row in ALL_ROW_TABLES.items()}
 
 
 def test_the_description_names_every_row_table() -> None:
@@ -39,6 +49,7 @@ def test_the_description_names_every_row_table() -> None:
 
 def test_the_create_statements_make_every_described_column() -> None:
     names = {name: table for table, name in table_names(3, "s").items()}
+    names[listing_name(3, "s")] = LISTING.name
     made = {}
     for statement in create_statements(3, "s"):
         match = TABLE.match(statement)
@@ -54,13 +65,13 @@ def test_the_append_function_writes_every_described_column() -> None:
 
 @pytest.mark.parametrize("p", ["?", "%s"])
 def test_the_python_writes_write_every_described_column(p: str) -> None:
-    statements = RowStatements(table_names(3, "s"), p)
-    sql = " ; ".join(statements.insert(table) for table in ROW_TABLES)
+    statements = RowStatements(table_names(3, "s"), p, listing_name(3, "s"))
+    sql = " ; ".join(statements.insert(table) for table in ALL_ROW_TABLES)
     assert inserted(sql) == every_column()
     assert "block_end" not in inserted(statements.insert("messages", MESSAGE_COLUMNS))["messages"]  # a new message's end: NULL
 
 
 def test_the_json_array_writes_write_every_described_column() -> None:
-    t = table_names(3, "s")
-    sql = " ; ".join(_json_insert(table, t[table], row.names) for table, row in ROW_TABLES.items())
+    t = {**table_names(3, "s"), LISTING.name: listing_name(3, "s")}
+    sql = " ; ".join(_json_insert(table, t[table], row.names) for table, row in ALL_ROW_TABLES.items())
     assert inserted(sql) == every_column()

@@ -62,3 +62,6 @@
   IF jsonb_typeof(v->'head') = 'array' THEN
     INSERT INTO {heads} (cid, version, body) VALUES (k, (v->'head'->>0)::bigint, v->'head'->>1) ON CONFLICT (cid) DO UPDATE SET version = excluded.version, body = excluded.body;
   END IF;
+  IF jsonb_typeof(v->'listing') = 'array' THEN  -- absent for a generation without the table: never planned then
+    {insert_listing};
+  END IF;

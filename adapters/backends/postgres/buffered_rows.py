@@ -14,6 +14,7 @@ from adapters.backends.postgres.append import AppendDocument, Unfit
 from adapters.backends.sql.views_buffered import BufferedRows
 from adapters.backends.sql.views_statements import json_insert
 from adapters.backends.sql.views_tables import ROW_TABLES
+from adapters.views.listing import listing_values
 from domain.events import MessageEdited, TurnsTruncated
 from projections.transcript import Message
 
@@ -232,6 +233,8 @@ class PostgresBufferedRows(BufferedRows):
         else:
             self.head_json = head.model_dump_json()  # a turn read of this head takes it as written (`HeadCache.written`)
             views["head"] = [head.version, self.head_json]
+            if self.s.listing is not None:  # the list's row, where the generation has the table
+                views["listing"] = [list(listing_values(head))]
 
     def _insert_many(self, table: str, columns: tuple[str, ...], rows: list[tuple[Any, ...]]) -> None:
         if not rows:

@@ -66,12 +66,10 @@ class PostgresViewStorage(SQLViewStorage):
     reads_ahead = True
     folds_in_parts = True
     reads_turn_in_one = True
-    activity = "((body::jsonb ->> 'last_at')::bigint)"
-    """A head body's last activity (`SQLViewStorage.activity`); its index makes a head's update
-    (every append) no longer a HOT one: the index entry moves with each new time."""
     lock_row = " FOR UPDATE"
     heads_storage = " WITH (fillfactor = 50)"
-    """A head row (about 1 KB) is rewritten by every append: with half of each page left free,
+    """A head row (about 1 KB) is rewritten by every append, and no index but its key's is on
+    the heads (the list's order is the list table's, `LISTING`): with half of each page left free,
     the update goes on the same page (a HOT update) and the server prunes the page's dead
     copies before it fills. With the default (100) the page fills first and each new copy goes
     to a new page: 2 KB of dead copies per segment that a plain VACUUM frees but never gives back

@@ -12,9 +12,10 @@ import orjson
 from pydantic import TypeAdapter
 
 from adapters.backends.sql.views_statements import RowStatements
-from adapters.backends.sql.views_tables import MESSAGE_COLUMNS, aside_cid
+from adapters.backends.sql.views_tables import LISTING, MESSAGE_COLUMNS, aside_cid
 from adapters.store.crypto import ERASED, ViewTexts
 from adapters.views.caches import MESSAGE_BODY, KeptMessages, Placement, RenderedNotes
+from adapters.views.listing import listing_values
 from adapters.views.ports import ReadMoved, ViewRows
 from adapters.views.row_bodies import LazyEntries, decode_kept_messages, decode_messages, decode_turn_bodies, only_erased
 from projections.card_outcomes import CardOutcome
@@ -113,6 +114,8 @@ class SQLRows(ViewRows):
             head.version,
             head.model_dump_json(),
         )
+        if self.s.listing is not None:  # the list's row, where the generation has the table
+            self._q(self.s.insert(LISTING.name), *listing_values(head))
 
     # ---------------------------------------------------------------- run record
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 
-from adapters.backends.sql.views_tables import ROW_TABLES, table_names
+from adapters.backends.sql.views_tables import ALL_ROW_TABLES, LISTING, listing_name, table_names
 
 PG_TYPES = {"BIGINT": "bigint", "TEXT": "text"}
 
@@ -19,7 +19,7 @@ def json_insert(table: str, name: str, columns: tuple[str, ...], cid: str, array
     the expression `cid`), cast to their types; with `upsert`, its table's ON CONFLICT clause.
     The Python writes (`PostgresBufferedRows`) and the append function (`append_views.sql`)
     both use it, so the two write the same columns."""
-    row = ROW_TABLES[table]
+    row = ALL_ROW_TABLES[table]
     types = {c.name: c.type for c in row.columns}
     values = ", ".join(f"(e->>{i})::{PG_TYPES[types[c]]}" for i, c in enumerate(columns))
     tail = f" {row.conflict(columns)}" if upsert and row.replaces is not None else ""
@@ -31,16 +31,20 @@ class RowStatements:
     `table_names`) with the driver's placeholder `p` (`?` or `%s`), each built at its first use
     and kept: an append makes rows for every line, and their statements are the same."""
 
-    def __init__(self, tables: dict[str, str], p: str) -> None:
+    def __init__(self, tables: dict[str, str], p: str, listing: str | None = None) -> None:
         self.t, self.p = tables, p
+        self.listing = listing
+        """The name of the generation's list table (`LISTING`), None where it has none (an earlier
+        version made it): a head's write then writes no list row."""
         self._in: dict[tuple[str, int], str] = {}
         self._inserts: dict[tuple[str, tuple[str, ...] | None, bool], str] = {}
         self._placements: dict[str, str] = {}
 
     @classmethod
-    def of(cls, generation: int, schema: str, p: str) -> RowStatements:
-        """The statements of `generation`'s tables in `schema` ("": none)."""
-        return cls(table_names(generation, schema), p)
+    def of(cls, generation: int, schema: str, p: str, listing: bool = True) -> RowStatements:
+        """The statements of `generation`'s tables in `schema` ("": none); `listing`: whether
+        it has a list table."""
+        return cls(table_names(generation, schema), p, listing_name(generation, schema) if listing else None)
 
     def _marks(self, count: int) -> str:
         return ", ".join([self.p] * count)
@@ -51,11 +55,12 @@ class RowStatements:
         key = (table, columns, upsert)
         found = self._inserts.get(key)
         if found is None:
-            row = ROW_TABLES[table]
+            row = ALL_ROW_TABLES[table]
             named = row.names if columns is None else columns
             tail = f" {row.conflict(named)}" if upsert and row.replaces is not None else ""
+            name = self.listing if table == LISTING.name else self.t[table]
             found = self._inserts[key] = (
-                f"INSERT INTO {self.t[table]} (cid, {', '.join(named)}) VALUES ({self._marks(len(named) + 1)}){tail}"
+                f"INSERT INTO {name} (cid, {', '.join(named)}) VALUES ({self._marks(len(named) + 1)}){tail}"
             )
         return found
 
@@ -64,7 +69,8 @@ class RowStatements:
 
     @functools.cached_property
     def clear(self) -> tuple[str, ...]:
-        return tuple(f"DELETE FROM {name} WHERE cid = {self.p}" for name in self.t.values())
+        names = (*self.t.values(), *([self.listing] if self.listing else []))
+        return tuple(f"DELETE FROM {name} WHERE cid = {self.p}" for name in names)
 
     @functools.cached_property
     def head(self) -> str:

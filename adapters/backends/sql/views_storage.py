@@ -23,20 +23,21 @@ from contextlib import contextmanager
 from typing import Any
 from uuid import UUID
 
-import orjson
-
 from adapters.backends.sql.views_buffered import BufferedRows
 from adapters.backends.sql.views_overview import OverviewStatements, read_overview
 from adapters.backends.sql.views_rows import SQLRows
 from adapters.backends.sql.views_statements import RowStatements
-from adapters.backends.sql.views_tables import activity_index, create_statements, overview_table_names, table_names
+from adapters.backends.sql.views_tables import LISTING, create_statements, listing_name, overview_table_names, table_names
 from adapters.store.crypto import ViewTexts
+from adapters.views.listing import OUTCOMES, Listed, ListQuery, like_pattern
 from adapters.views.ports import ViewStorage, not_updated
 from adapters.views.row_tables import OVERVIEW_TABLES
 from adapters.views.storage_reads import Pointer
 from projections.overview import Marks, Overview
 
 POINTER = "chatrecord_views"
+STATUS_SQL = {"failed": "failed > 0", "waiting": "waiting > 0", "undecided": "undecided > 0", "erased": "erased = 1"}
+"""The condition on a list row (`LISTING`) of each of `adapters.views.listing.OUTCOMES`."""
 OLD_POINTER = "chatrecord_projection"
 
 
@@ -48,11 +49,9 @@ class SQLViewStorage(ViewStorage):
     schema = ""
     heads_storage = ""
     """What follows the heads table's columns in its CREATE statement (`create_statements`)."""
-    activity = "json_extract(body, '$.last_at')"
-    """The expression of a head row's last activity (its body's `last_at`), which the heads'
-    index by activity is made on and `newest_heads` orders by (the same text, so the index is used)."""
     buffered_rows: type[BufferedRows] = BufferedRows
     overview_tables = OVERVIEW_TABLES
+    listing_tables = (LISTING.name,)
     """The rows `rows(..., buffered=True)` returns (a backend may send their writes its own way)."""
 
     def __init__(self, datastore: Any, events_table: str, *, texts: ViewTexts | None = None) -> None:
@@ -60,6 +59,8 @@ class SQLViewStorage(ViewStorage):
         self.texts = texts
         self._has_pointer = False
         self._statements: dict[int, RowStatements] = {}
+        self._listing: dict[int, bool] = {}
+        """Whether each generation has the list table, asked once (`rows`)."""
         self._overviews: dict[int, OverviewStatements] = {}
 
     @contextmanager
@@ -70,9 +71,18 @@ class SQLViewStorage(ViewStorage):
     def rows(self, curs: Any, generation: int, cid: UUID, buffered: bool = False) -> SQLRows:
         kind = self.buffered_rows if buffered else SQLRows
         statements = self._statements.get(generation)
-        if statements is None:  # made once per generation: an append makes rows for every line
-            statements = self._statements[generation] = RowStatements.of(generation, self.schema, self.p)
+        if statements is None or generation not in self._listing:  # once per generation: an append makes rows for every line
+            statements = self.statements(generation)
+            if generation not in self._listing:
+                self._listing[generation] = self._has_listing(curs, generation)
+            if not self._listing[generation]:
+                statements.listing = None  # a generation an earlier version made: no list rows to write
         return kind(curs, statements.t, str(cid), self.p, self.texts, statements)
+
+    def _has_listing(self, curs: Any, generation: int) -> bool:
+        """Whether `generation` has the list table (`LISTING`; an earlier version made none),
+        asked through `curs` (an append's cursor or document, which reads it before it writes)."""
+        return self._exists(curs, listing_name(generation))
 
     def statements(self, generation: int) -> RowStatements:
         """The row statements of `generation` (made once)."""
@@ -169,36 +179,56 @@ class SQLViewStorage(ViewStorage):
         )
 
     def create(self, curs: Any, generation: int) -> None:
-        for statement in create_statements(generation, self.schema, self.heads_storage, self.activity):
+        for statement in create_statements(generation, self.schema, self.heads_storage):
             self._x(curs, statement)
+        self._listing[generation] = True
 
     def has_activity(self, curs: Any, generation: int) -> bool:
-        return self._index_exists(curs, activity_index(generation))
+        return self._exists(curs, listing_name(generation))
 
-    def _index_exists(self, curs: Any, name: str) -> bool:
-        return self._exists(curs, name)
-
-    def newest_heads(
-        self, curs: Any, generation: int, limit: int, before: tuple[int, str] | None = None, since: int | None = None
-    ) -> list[tuple[str, int, str, int | None]]:
-        e, p, heads = self.activity, self.p, table_names(generation, self.schema)["heads"]
-        where, params = [f"{e} IS NOT NULL"], []
-        if before is not None:  # a range on the index's first column, then the cids of that time
-            where.append(f"{e} <= {p} AND ({e} < {p} OR cid < {p})")
-            params += [before[0], before[0], before[1]]
-        if since is not None:
-            where.append(f"{e} >= {p}")
-            params.append(since)
+    def listed(self, curs: Any, generation: int, query: ListQuery) -> list[Listed]:
+        p, where, params = self.p, ["at IS NOT NULL"], list[Any]()
+        if query.before is not None:  # a range on the index's first column, then the cids of that time
+            where.append(f"at <= {p} AND (at < {p} OR cid < {p})")
+            params += [query.before[0], query.before[0], query.before[1]]
+        if query.since is not None:
+            where.append(f"at >= {p}")
+            params.append(query.since)
+        if query.until is not None:
+            where.append(f"at < {p}")
+            params.append(query.until)
+        if query.owner is not None:
+            where.append(f"owner = {p}")
+            params.append(query.owner)
+        if query.search:
+            where.append(f"LOWER(conversation) LIKE {p} ESCAPE '!'")
+            params.append(like_pattern(query.search.lower()))
+        if query.statuses:
+            where.append("(" + " OR ".join(STATUS_SQL[s] for s in OUTCOMES if s in query.statuses) + ")")
         rows = self._x(
             curs,
-            f"SELECT cid, {e} AS at, body FROM {heads} WHERE {' AND '.join(where)} ORDER BY {e} DESC, cid DESC LIMIT {p}",
-            (*params, limit),
+            f"SELECT cid, at, conversation, owner, users, failed, waiting, undecided, erased "
+            f"FROM {listing_name(generation, self.schema)} WHERE {' AND '.join(where)} ORDER BY at DESC, cid DESC LIMIT {p}",
+            (*params, query.limit),
         ).fetchall()
-        bodies = [(r, orjson.loads(r["body"])) for r in rows]
-        return [(str(r["cid"]), int(r["at"]), body["conversation"], body.get("users")) for r, body in bodies]
+        return [
+            Listed(
+                str(r["cid"]),
+                int(r["at"]),
+                r["conversation"],
+                r["owner"],
+                r["users"],
+                r["failed"],
+                int(r["waiting"]),
+                r["undecided"],
+                bool(r["erased"]),
+            )
+            for r in rows
+        ]
 
     def drop(self, curs: Any, generation: int) -> None:
-        for table in (*table_names(generation, self.schema).values(), *overview_table_names(generation, self.schema).values()):
+        tables = table_names(generation, self.schema).values(), overview_table_names(generation, self.schema).values()
+        for table in (*tables[0], *tables[1], listing_name(generation, self.schema)):
             self._x(curs, f"DROP TABLE IF EXISTS {table}")
         self._dropped(curs, generation)
 

@@ -9,7 +9,8 @@ A generation `g` owns six tables named `views_g<g>_<table>`: `heads` (one row pe
 conversation: its `projections.row_head.Head` as JSON and its version), `entries` (run record
 entries kept, by version), `outcomes` (card outcomes, by the version and place of the event
 that recorded them), `messages` (the transcript, by index, with the user message number and
-where its block ends), `pages` (page changes) and `turns`; and the overview read model's two.
+where its block ends), `pages` (page changes) and `turns`; the list's table (`LISTING`); and
+the overview read model's two.
 Bodies are pydantic JSON; keys are plain columns with indexes, so every read the fold or a
 turn makes is an index lookup. A new column of a row is added here (and written by its fold).
 """
@@ -92,6 +93,35 @@ ROW_TABLES = {
 
 assert tuple(ROW_TABLES) == TABLES
 
+LISTING = RowTable(
+    "listing",
+    (
+        Column("at", BIG, True),
+        Column("conversation", TEXT),
+        Column("owner", BIG, True),
+        Column("users", BIG, True),
+        Column("failed", BIG, True),
+        Column("waiting", BIG),
+        Column("undecided", BIG, True),
+        Column("erased", BIG),
+    ),
+    (),
+    ("at", "conversation", "owner", "users", "failed", "waiting", "undecided", "erased"),
+)
+"""The list's table of a generation (`views_g<N>_listing`): one narrow row per conversation
+with what `chatrecord list` orders, filters and shows it by, written from its head whenever the
+head is (`adapters.views.listing.listing_values`): `at` the chat's time of its last activity
+(`Head.last_at`, microseconds), `conversation` its stored id, `owner`, `users` (live user
+messages), `failed` (segments recorded failed), `waiting` (cards and questions waiting),
+`undecided` (left undecided), `erased` (1 once its erasure was recorded). Indexed by
+`(at, cid)` and `(owner, at, cid)`. Kept apart from the heads so that a head's update (every
+append) changes no indexed column and stays a HOT update on PostgreSQL. Not in `ROW_TABLES`:
+a generation an earlier version made has none (`SQLViewStorage.has_activity`), and its rows
+are written only where the table exists."""
+
+ALL_ROW_TABLES = {**ROW_TABLES, LISTING.name: LISTING}
+"""`ROW_TABLES` and the list's table, by name."""
+
 MESSAGE_COLUMNS = ("idx", "role", "number", "body")
 """The columns a new transcript message is written with: its block end is set apart (`end_block`)."""
 
@@ -128,17 +158,26 @@ def overview_statements(generation: int, schema: str = "") -> list[str]:
     ]
 
 
+def listing_name(generation: int, schema: str = "") -> str:
+    """Returns the name of a generation's list table (`LISTING`), qualified with `schema` when given."""
+    prefix = f'"{schema}".' if schema else ""
+    return f"{prefix}views_g{generation}_listing"
+
+
 def activity_index(generation: int) -> str:
-    """Returns the name of the index of a generation's heads by last activity (unqualified)."""
-    return f"views_g{generation}_heads_activity"
+    """Returns the name of the index of a generation's list table by last activity (unqualified)."""
+    return f"views_g{generation}_listing_activity"
 
 
-def activity_statement(generation: int, schema: str, activity: str) -> str:
-    """Returns the CREATE INDEX statement of the heads by last activity: `activity`, the
-    backend's expression of a head body's `last_at` (`SQLViewStorage.activity`), then `cid`."""
-    return (
-        f"CREATE INDEX IF NOT EXISTS {activity_index(generation)} ON {table_names(generation, schema)['heads']} ({activity}, cid)"
-    )
+def listing_statements(generation: int, schema: str = "") -> list[str]:
+    """Returns the CREATE statements of a generation's list table (`LISTING`) and its indexes:
+    by last activity then `cid` (the list's order and cursor), and by owner, last activity, `cid`."""
+    name, bare = listing_name(generation, schema), listing_name(generation)
+    return [
+        create_table(LISTING, name),
+        f"CREATE INDEX IF NOT EXISTS {activity_index(generation)} ON {name} (at, cid)",
+        f"CREATE INDEX IF NOT EXISTS {bare}_owner ON {name} (owner, at, cid)",
+    ]
 
 
 def create_table(table: RowTable, name: str, storage: str = "") -> str:
@@ -149,15 +188,15 @@ def create_table(table: RowTable, name: str, storage: str = "") -> str:
     return f"CREATE TABLE IF NOT EXISTS {name} (cid TEXT PRIMARY KEY, {columns}){storage}"
 
 
-def create_statements(generation: int, schema: str = "", heads_storage: str = "", activity: str = "") -> list[str]:
-    """Returns the CREATE statements of a generation's tables (`ROW_TABLES`); `heads_storage`
-    follows the heads table's columns (PostgreSQL's `WITH (fillfactor = …)`,
-    `SQLViewStorage.heads_storage`); with `activity` (an expression of a head body's
-    `last_at`), the heads' index by it."""
+def create_statements(generation: int, schema: str = "", heads_storage: str = "") -> list[str]:
+    """Returns the CREATE statements of a generation's tables (`ROW_TABLES`, the list's
+    `LISTING` and the overview's); `heads_storage` follows the heads table's columns
+    (PostgreSQL's `WITH (fillfactor = …)`, `SQLViewStorage.heads_storage`). The heads have no
+    index but their key: a head's update changes no indexed column."""
     n, bare = table_names(generation, schema), table_names(generation)
     return [
         create_table(ROW_TABLES["heads"], n["heads"], heads_storage),
-        *([activity_statement(generation, schema, activity)] if activity else []),
+        *listing_statements(generation, schema),
         create_table(ROW_TABLES["entries"], n["entries"]),
         f"CREATE INDEX IF NOT EXISTS {bare['entries']}_segment ON {n['entries']} (cid, segment)",
         create_table(ROW_TABLES["outcomes"], n["outcomes"]),

@@ -16,6 +16,3 @@ class SQLiteViewStorage(SQLViewStorage):
 
     def _tables(self, curs: Any) -> list[str]:
         return [r["name"] for r in self._x(curs, "SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()]
-
-    def _index_exists(self, curs: Any, name: str) -> bool:
-        return self._x(curs, "SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?", (name,)).fetchone() is not None

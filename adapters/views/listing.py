@@ -1,0 +1,108 @@
+"""The list's row of a conversation and what a page of the list asks of it.
+
+Each conversation has one narrow row in its generation's list table (`views_g<N>_listing`,
+described in `adapters.backends.sql.views_tables.LISTING`; a dict of them in memory), written
+from its head whenever the head is (`listing_values`), so the list orders, filters and pages on
+it without reading a head's body. `ListQuery` is what one page asks (`ViewStorage.listed`),
+`Listed` one row it returns.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from projections.row_head import Head
+
+OUTCOMES = ("failed", "waiting", "undecided", "erased")
+"""The statuses a conversation's list row knows (`Listed.statuses`), in the order the list
+shows them: a segment recorded failed, a card or question waiting, one left undecided, its
+erasure recorded. The chain's state (`broken`, `verified`, `unchecked`) is the chain verdict
+tables', not the row's."""
+
+
+def listing_values(head: Head) -> tuple[int | None, str, int | None, int | None, int | None, int, int | None, int]:
+    """Returns the list row of a conversation with this head, as `LISTING`'s columns after
+    `cid`: last activity, conversation, owner, users, failed, waiting, undecided, erased (0/1)."""
+    return (
+        head.last_at,
+        head.conversation,
+        head.owner,
+        head.users,
+        head.failed,
+        len(head.open_waits),
+        head.undecided,
+        1 if head.erased else 0,
+    )
+
+
+def like_pattern(text: str) -> str:
+    """Returns a LIKE pattern that finds `text` anywhere in a column, its wildcards (`%`, `_`)
+    and the escape character (`!`) escaped with `!` (the statement says `ESCAPE '!'`)."""
+    escaped = text.replace("!", "!!").replace("%", "!%").replace("_", "!_")
+    return f"%{escaped}%"
+
+
+@dataclass(frozen=True)
+class ListQuery:
+    """What one page of the list asks: at most `limit` rows, newest activity first (then by
+    `cid` descending); only those after `before` (a page's last `(at, cid)`), with activity at
+    or after `since` and before `until` (microseconds), of `owner`, whose conversation id
+    contains `search` (a plain substring, ASCII letters in either case, no wildcards), and, when `statuses`
+    names any of `OUTCOMES`, having at least one of them."""
+
+    limit: int
+    before: tuple[int, str] | None = None
+    since: int | None = None
+    until: int | None = None
+    owner: int | None = None
+    search: str | None = None
+    statuses: frozenset[str] = frozenset()
+
+    def admits(self, row: Listed) -> bool:
+        """Whether `row` is one this query lists (apart from `limit`): the memory backend's
+        filter, and the definition the SQL backends' statements follow."""
+        if row.at is None:
+            return False
+        if self.before is not None and (row.at, row.cid) >= self.before:
+            return False
+        if self.since is not None and row.at < self.since:
+            return False
+        if self.until is not None and row.at >= self.until:
+            return False
+        if self.owner is not None and row.owner != self.owner:
+            return False
+        if self.search and self.search.lower() not in row.conversation.lower():
+            return False
+        return not self.statuses or bool(self.statuses & set(row.statuses))
+
+
+@dataclass(frozen=True)
+class Listed:
+    """One conversation's list row (`listing_values`) with its `cid` (the UUID's text)."""
+
+    cid: str
+    at: int | None
+    conversation: str
+    owner: int | None
+    users: int | None
+    failed: int | None
+    waiting: int
+    undecided: int | None
+    erased: bool
+
+    @classmethod
+    def of(cls, cid: str, head: Head) -> Listed:
+        """Returns the list row of conversation `cid` with `head`."""
+        at, conversation, owner, users, failed, waiting, undecided, erased = listing_values(head)
+        return cls(cid, at, conversation, owner, users, failed, waiting, undecided, bool(erased))
+
+    @property
+    def statuses(self) -> tuple[str, ...]:
+        """The `OUTCOMES` this conversation has, in their order."""
+        has = {
+            "failed": bool(self.failed),
+            "waiting": self.waiting > 0,
+            "undecided": bool(self.undecided),
+            "erased": self.erased,
+        }
+        return tuple(s for s in OUTCOMES if has[s])
