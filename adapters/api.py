@@ -602,25 +602,14 @@ class Chatrecord:
 
     @in_store_terms
     def reproduce(
-        self,
-        conversation: str,
-        rules: list[str] | None = None,
-        turn: int | None = None,
-        n: int = 5,
-        model: ModelSettings | None = None,
-        *,
-        judge: str | None = None,
+        self, conversation: str, rules: list[str] | None = None, turn: int | None = None, n: int = 5, **model: Any
     ) -> Report:
-        """Sends the turn of user message `turn` (default: the latest) under each rule set of
-        `rules` (default: transcript-only and the live one) `n` times to the model `model`
-        (default: the environment's, `ModelSettings.from_env`, judged by the model `judge` where
-        given) and keeps every complete answer in a reproduction stream of its own
-        (`adapters.service.reproduce`). Raises ModelNotSet, ModelUnusable (the answers completed
-        before it kept), ConversationErased, UnknownConversation, TurnNotFound."""
+        """Sends the turn of user message `turn` (default: the latest) `n` times under each rule set of `rules` (default:
+        transcript-only and the live one) to a model and keeps each complete answer: `adapters.service.reproduce.reproduce`
+        (`model=ModelSettings(…)`, default the environment's; `judge=` a judging model)."""
         name = conversation_argument("reproduce", conversation)
-        settings = model or ModelSettings.from_env(judge=judge)
         chosen = rules or default_rule_sets(self.active_rules())
-        return reproduce(self.store, lambda rule_set, at: self.replay(name, rule_set, at), name, chosen, settings, turn=turn, n=n)
+        return reproduce(self.store, lambda rule_set, at: self.replay(name, rule_set, at), name, chosen, turn=turn, n=n, **model)
 
     @in_store_terms
     def reproduction_chains(self, conversation: str) -> StreamChains:
@@ -629,6 +618,5 @@ class Chatrecord:
 
     @in_store_terms
     def reproductions(self, conversation: str) -> list[Reproduction]:
-        """Returns the kept reproductions of `conversation`, oldest first, their answers' texts
-        read with its data key (`[erased]` once it was erased). Raises UnknownConversation."""
+        """Returns the kept reproductions of `conversation`, oldest first (`[erased]` texts once it was erased)."""
         return reproductions(self.store, self._stored_id(conversation_argument("reproductions", conversation)))

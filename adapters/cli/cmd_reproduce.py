@@ -102,7 +102,7 @@ def reproduce(
             judge=judge_model,
         )
         rules = [r.value for r in rule_set] if rule_set else None
-        report = chatrecord.reproduce(conversation, rules, turn, n, settings)  # ModelUnusable: one line, exit 1
+        report = chatrecord.reproduce(conversation, rules, turn, n, model=settings)  # ModelUnusable: one line, exit 1
     if as_json:
         print_json(report.to_json())
         return

@@ -54,7 +54,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
-from starlette.routing import Match, Route
+from starlette.routing import Match
 
 from adapters.api import ModelNotSet, ModelUnusable, NoSuchMessage, TurnNotFound, VersionMismatch
 from domain.errors import ChatrecordError, InvalidInput, LineOutOfOrder, UnknownConversation, shown_id
@@ -242,6 +242,23 @@ def _where(error: ChatrecordError) -> str:
     return (where.group(1) if where else "request") + (f", {error.field}" if error.field else "")
 
 
+def allowed(request: Request) -> str:
+    """Returns the methods of every route of the app whose path `request`'s path is, as an
+    `Allow` header's value (Starlette's 405 names those of the first such route only)."""
+    methods: set[str] = set()
+    routes = list(request.app.router.routes)
+    while routes:
+        route = routes.pop()
+        included = getattr(route, "original_router", None)  # FastAPI's included router (its routes keep their prefix)
+        if included is not None:
+            routes.extend(included.routes)
+            continue
+        match, _ = route.matches(request.scope)
+        if match is not Match.NONE:
+            methods |= set(getattr(route, "methods", None) or ())
+    return ", ".join(sorted(methods))
+
+
 def install(app: FastAPI) -> None:
     """Makes every error of `app` a problem: its own, the service layer's, the framework's."""
 
@@ -263,8 +280,8 @@ def install(app: FastAPI) -> None:
     async def http_error(request: Request, error: StarletteHTTPException) -> JSONResponse:
         name = {404: "not-found", 405: "method-not-allowed"}.get(error.status_code, "bad-request")
         headers = dict(error.headers or {})
-        if error.status_code == 405:  # Starlette names the first matching route's methods only
-            headers["Allow"] = ", ".join(allowed_methods(request))
+        if error.status_code == 405:  # every route of the path, not only the first that matched it (POST and GET …/reproductions)
+            headers["Allow"] = allowed(request) or headers.get("Allow", "")
         return Problem(error.status_code, name, str(error.detail), headers=headers).response()
 
     @app.exception_handler(IntegrityError)
@@ -290,14 +307,3 @@ def install(app: FastAPI) -> None:
     async def bug(request: Request, error: Exception) -> JSONResponse:
         log.exception("unexpected error on %s %s", request.method, request.url.path)
         return Problem(500, "internal", "an internal error; the server's log has the details").response()
-
-
-def allowed_methods(request: Request) -> list[str]:
-    """Returns the methods some route of the app takes on the request's path (each route of a
-    path with two methods matches it only partly), sorted."""
-    methods: set[str] = set()
-    for route in request.app.router.routes:
-        match, _ = route.matches({**request.scope, "method": "GET"})
-        if isinstance(route, Route) and match != Match.NONE:
-            methods |= route.methods or set()
-    return sorted(methods)

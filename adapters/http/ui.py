@@ -24,7 +24,7 @@ from fastapi import APIRouter, Depends, FastAPI, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from adapters import pages
-from adapters.api import BadCursor, Chatrecord, TurnNotFound
+from adapters.api import BadCursor, Chatrecord, Report, Reproduction, TurnNotFound
 from adapters.http.bearer import bearer_of, check_bearer, client_of
 from adapters.http.problems import Problem
 from adapters.http.sessions import SESSION_SECONDS, Sessions, Throttle
@@ -190,13 +190,33 @@ def ui_router(token: str | None, throttle: Throttle) -> APIRouter:
         next_call = chatrecord.turn_notes(conversation) if turn is None and before is None else None
         latest = next((t.number for t in page.turns if t.kind != "start"), None) if before is None else None
         verdict = chatrecord.chain(conversation, full=full)  # shown whole in the page: what it checked, when, by what
+        runs = reproduction_runs(chatrecord.reproductions(conversation))  # chatrecord reproduce: a line per run
         text = pages.conversation_page(
-            page, static=False, chain=verdict, overview=None, selected=selected, next_call=next_call, latest_message=latest
+            page,
+            static=False,
+            chain=verdict,
+            overview=None,
+            selected=selected,
+            next_call=next_call,
+            latest_message=latest,
+            reproduced=runs,
         )
         return html(text)
 
     router.include_router(guarded)
     return router
+
+
+def reproduction_runs(kept: list[Reproduction]) -> list[str]:
+    """Returns a line per run of `chatrecord reproduce` (its streams started together): when,
+    the model, the turn and the count in the spec's form."""
+    runs: dict[str, list[Reproduction]] = {}
+    for done in kept:
+        runs.setdefault(done.started_at, []).append(done)
+    return [
+        f"{at} · {streams[0].model} · the turn of message {streams[0].message}: {Report(streams[0].conversation, tuple(streams)).sentence()}"
+        for at, streams in runs.items()
+    ]
 
 
 def _local(path: str) -> str:

@@ -332,6 +332,7 @@ def conversation_page(
     latest_message: int | None = None,
     generated: str | None = None,
     with_input: set[int] | None = None,
+    reproduced: Sequence[str] = (),
 ) -> str:
     """Returns the HTML of a conversation's timeline page.
 
@@ -342,7 +343,8 @@ def conversation_page(
     call, shown on open, with a link to the latest turn, user message `latest_message`). `chain`: the verdict, shown
     whole (what was checked, when, by what), None for a store without a chain. `overview`: inline SVG
     markup, or None to load it from the server. `with_input`: in a file, the user messages whose
-    turn input it holds (the others link to nothing)."""
+    turn input it holds (the others link to nothing). `reproduced`: a line per run of `chatrecord
+    reproduce` on it (its count in the spec's form), shown under the summary."""
     links = Links(page.conversation, static, page.rules)
     return (
         environment()
@@ -359,6 +361,7 @@ def conversation_page(
             latest_message=latest_message,
             links=links,
             with_input=with_input,
+            reproduced=reproduced,
             css=Markup(stylesheet()),
             csp=STATIC_CSP if static else None,
             generated=generated,
