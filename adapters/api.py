@@ -35,7 +35,7 @@ from adapters.ingest.names import AT_PATTERN, parse_at
 from adapters.service.batched_ingest import BATCH_LINES
 from adapters.service.chain_looks import ChainLooks
 from adapters.service.conversation_reads import ConversationReads
-from adapters.service.conversations import CURSOR_PATTERN, LIST_LIMIT_MAX, BadCursor, decode_cursor, iso
+from adapters.service.conversations import CURSOR_PATTERN, LIST_LIMIT_MAX, STATUSES, BadCursor, BadFilter, decode_cursor, iso
 from adapters.service.export import NoSuchMessage
 from adapters.service.idempotent import KeyInFlight, KeyReused, Replayed
 from adapters.service.line_writes import WRITER_LOCKS, LineWrites
@@ -89,7 +89,13 @@ __all__ += ["NEW_MASTER_KEY_VARIABLE", "OverviewPoint", "ParsedLine", "TimelineP
 __all__ += ["KeyState", "Replayed", "body_hash", "bounded_lines", "decode_cursor", "head_line", "iso", "json_problem"]
 __all__ += ["newest_turns", "open_store", "parse_at", "store_errors", "turn_view"]
 __all__ += ["BadCursor", "BadSetting", "EmptyInput", "KeyInFlight", "KeyReused", "NoSuchMessage", "RebuildInterrupted"]
-__all__ += ["StoreUnusable", "TurnNotFound", "UnreadableFile"]  # errors, each a domain.errors.ChatrecordError
+__all__ += [
+    "StoreUnusable",
+    "TurnNotFound",
+    "UnreadableFile",
+    "BadFilter",
+    "STATUSES",
+]  # errors, each a domain.errors.ChatrecordError
 
 
 class Chatrecord(LineWrites, ConversationReads, StoreUpkeep, UseCaseBase):
