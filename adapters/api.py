@@ -27,6 +27,7 @@ from collections.abc import Callable
 from functools import cached_property
 from threading import Lock
 
+from adapters.backends import StoreFactory
 from adapters.backends.replicas import check_position, replayed, write_position
 from adapters.backends.settings import DEFAULT_DB, BadSetting, StoreUnusable, describe_backend, read_store_env, store_errors
 from adapters.bootstrap import build_store, open_store, read_models
@@ -247,6 +248,18 @@ class Chatrecord(LineWrites, ConversationReads, StoreUpkeep, UseCaseBase):
             return bool(getattr(chatrecord.store.factory, "created", None)), describe_backend(chatrecord.store)
         finally:
             chatrecord.close()
+
+    @staticmethod
+    def upkeep_warning() -> str | None:
+        """Opens the configured store, returns what its database's settings warn of for its
+        upkeep (`StoreFactory.upkeep_warning`: PostgreSQL's autovacuum off), None when nothing,
+        and closes it again."""
+        store = open_store()
+        try:
+            factory = getattr(store, "factory", None)
+            return factory.upkeep_warning() if isinstance(factory, StoreFactory) else None
+        finally:
+            store.close()
 
     @staticmethod
     def prepare_service() -> str:
