@@ -21,11 +21,15 @@ the conversation's last event, so a turn never reads a record older than its own
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from datetime import datetime
 from functools import cached_property
+from pathlib import Path
 from threading import Lock
+from typing import TYPE_CHECKING, Any
 
 from adapters.backends import StoreFactory
 from adapters.backends.replicas import check_position, replayed, write_position
@@ -35,11 +39,22 @@ from adapters.ingest import ParsedLine, bounded_lines, json_problem
 from adapters.ingest.names import AT_PATTERN, parse_at
 from adapters.service.batched_ingest import BATCH_LINES
 from adapters.service.chain_looks import ChainLooks
+from adapters.service.common import OpenedStore, conversation_argument, in_store_terms, read_wait_setting, reads
 from adapters.service.conversation_reads import ConversationReads
-from adapters.service.conversations import CURSOR_PATTERN, LIST_LIMIT_MAX, STATUSES, BadCursor, BadFilter, decode_cursor, iso
-from adapters.service.export import NoSuchMessage
-from adapters.service.idempotent import KeyInFlight, KeyReused, Replayed
-from adapters.service.line_writes import WRITER_LOCKS, LineWrites
+from adapters.service.conversations import (
+    CURSOR_PATTERN,
+    LIST_LIMIT_MAX,
+    STATUSES,
+    BadCursor,
+    BadFilter,
+    ConversationPage,
+    decode_cursor,
+    iso,
+)
+from adapters.service.erase import Erasure
+from adapters.service.export import Export, NoSuchMessage
+from adapters.service.idempotent import FirstRun, KeyInFlight, KeyReused, Replayed, Result
+from adapters.service.line_writes import LineWrites
 from adapters.service.master_key import NEW_MASTER_KEY_VARIABLE, KeyChange
 from adapters.service.overviews import Overviews
 from adapters.service.record_lines import IngestReport, Recorded, VersionMismatch
@@ -56,7 +71,33 @@ from adapters.service.replay import (
     replay_file,
     replay_lines,
 )
-from adapters.service.store_upkeep import StoreUpkeep
+from adapters.service.replay_stream import (
+    REPLAY_CURSOR_PATTERN,
+    REPLAY_LIMIT_MAX,
+    BadReplayCursor,
+    ReplayForm,
+    ReplayStream,
+    ReplayStreams,
+    TurnRange,
+    replay_cursor,
+    replay_start,
+    stream_file,
+    stream_lines,
+)
+from adapters.service.reproduce import (
+    ConversationErased,
+    ModelNotSet,
+    ModelSettings,
+    ModelUnusable,
+    Report,
+    Reproduction,
+    StreamChains,
+    default_rule_sets,
+    reproduce,
+    reproductions,
+    stream_chains,
+)
+from adapters.service.store_upkeep import Progress, StoreUpkeep
 from adapters.service.timeline import (
     PAGE_TURNS,
     OverviewPoint,
@@ -67,40 +108,54 @@ from adapters.service.timeline import (
     turn_at,
     turn_view,
 )
-from adapters.service.use_case_base import UseCaseBase, conversation_argument, in_store_terms, read_wait_setting, reads
 from adapters.store.application import ConversationStore
+from adapters.store.commands import HandleResult
 from adapters.store.idempotency import MAX_KEY, body_hash
 from adapters.store.keys import KeyState
 from adapters.store.verify import Verdict, head_line
 from adapters.views.readmodels import ReadModels
-from adapters.views.rebuild import MOST_WORKERS, RebuildInterrupted
+from adapters.views.rebuild import MOST_WORKERS, RebuildInterrupted, RebuildReport
+from adapters.views.rule_diff import ConversationDiff
+from adapters.views.verify_rows import RowsVerdict
+from domain.events import ConversationEvent
+from projections.activity import SegmentActivity
 from projections.overview import Overview
 from projections.page_line import PageCheck, every_page
 from projections.rules import resolve
-from projections.turn import build_turn_input
+from projections.turn import TurnInput, build_turn_input
 from projections.turn_notes import PlacedNote, TurnNotes, apply_notes
+
+if TYPE_CHECKING:
+    from adapters.service.trace_export import Sent
 
 log = logging.getLogger("chatrecord")
 
 __all__ = ["DEMO_CONVERSATION", "DEMO_FILE", "Audit", "Chatrecord", "Demo", "IngestReport", "PlacedNote", "Recorded", "Replay"]
 __all__ += ["TurnNotes", "VersionMismatch", "apply_notes", "demo_lines", "replay_file", "replay_lines"]
 # what the entrypoints (cli/, http/, pages/) take from the layers below, which they do not import
+__all__ += ["REPLAY_CURSOR_PATTERN", "REPLAY_LIMIT_MAX", "BadReplayCursor", "ReplayStream", "TurnRange", "replay_cursor"]
+__all__ += ["ReplayForm", "replay_start", "stream_file", "stream_lines"]
 __all__ += ["AT_PATTERN", "BATCH_LINES", "CURSOR_PATTERN", "DEFAULT_DB", "LIST_LIMIT_MAX", "MAX_KEY", "MOST_WORKERS"]
 __all__ += ["NEW_MASTER_KEY_VARIABLE", "OverviewPoint", "ParsedLine", "TimelinePage", "TurnView", "Verdict", "KeyChange"]
 __all__ += ["KeyState", "Replayed", "body_hash", "bounded_lines", "decode_cursor", "head_line", "iso", "json_problem"]
 __all__ += ["newest_turns", "open_store", "parse_at", "store_errors", "turn_view"]
 __all__ += ["BadCursor", "BadSetting", "EmptyInput", "KeyInFlight", "KeyReused", "NoSuchMessage", "RebuildInterrupted"]
+__all__ += ["StoreUnusable", "TurnNotFound", "UnreadableFile", "BadFilter"]  # errors, each a domain.errors.ChatrecordError
+__all__ += ["STATUSES"]
 __all__ += [
-    "StoreUnusable",
-    "TurnNotFound",
-    "UnreadableFile",
-    "BadFilter",
-    "STATUSES",
-]  # errors, each a domain.errors.ChatrecordError
+    "ConversationErased",
+    "ModelNotSet",
+    "ModelSettings",
+    "ModelUnusable",
+    "Report",
+    "Reproduction",
+    "StreamChains",
+]  # issue 40
 
 
-class Chatrecord(LineWrites, ConversationReads, StoreUpkeep, UseCaseBase):
-    """A conversation store with its read models: every use case the entrypoints call.
+class Chatrecord:
+    """A conversation store with its read models: every use case the entrypoints call, each
+    asked of the use cases' object of its job (`LineWrites`, `ConversationReads`, `StoreUpkeep`).
 
     `store` defaults to `adapters.bootstrap.open_store()` (SQLite `CHATRECORD_DB`, or PostgreSQL
     when `CHATRECORD_DATABASE_URL` is set). `source_name` names `record`'s lines in errors.
@@ -144,30 +199,33 @@ class Chatrecord(LineWrites, ConversationReads, StoreUpkeep, UseCaseBase):
                 # a caller that only reads, with standbys: the primary is opened when first needed
                 elsewhere = read_store is not None or self._read_env is not None
                 store = None if reading and elsewhere else open_store(reading=reading)
-        self._store = store
-        self._reading = reading
+        self._primary = OpenedStore(store, lambda: open_store(reading=reading), read_models)
+        """The store written to, opened on first use where a caller that only reads has a reading store."""
         self._opened_standby: Chatrecord | None = Chatrecord(read_store, source_name) if read_store is not None else None
         """The same use cases on the reading store (it has none of its own), once opened (`_standby`)."""
         self._standby_lock = Lock()
         self.read_wait = read_wait if read_wait is not None else read_wait_setting()
-        self.source_name = source_name
-        self._lines = 0
-        self._writers = [Lock() for _ in range(WRITER_LOCKS)]
-        self._looks = ChainLooks(lambda: self.store)
+        looks = ChainLooks(lambda: self._primary.store)
         """The looks at the store's hash chains, with the verdicts this process keeps (`chain`)."""
+        self._writes = LineWrites(self._primary, source_name, self.position)
+        self._reads = ConversationReads(self._primary, looks)
+        self._upkeep = StoreUpkeep(self._primary, looks)
+        self._streams = ReplayStreams(self._reads, looks)
 
     @property
     def store(self) -> ConversationStore:
         """The store written to (the primary), opened on first use where a caller that only reads
         (`reading=True`) has a reading store: such a caller works while the primary is down."""
-        if self._store is None:
-            with store_errors():
-                self._store = open_store(reading=self._reading)
-        return self._store
+        return self._primary.store
 
     @property
-    def _chain_looks(self) -> ChainLooks:
-        return self._looks
+    def source_name(self) -> str:
+        """What names `record`'s lines in errors."""
+        return self._writes.source_name
+
+    def _stored_id(self, conversation: str) -> str:
+        """Returns the key `conversation` is stored under (`OpenedStore.stored_id`)."""
+        return self._primary.stored_id(conversation)
 
     @property
     def _reads_elsewhere(self) -> bool:
@@ -191,12 +249,11 @@ class Chatrecord(LineWrites, ConversationReads, StoreUpkeep, UseCaseBase):
     def read_models(self) -> ReadModels:
         """The store's read models, built with it by the composition root (`adapters.bootstrap`).
         Raises NoReadModels for a store built without them."""
-        return read_models(self.store)
+        return self._primary.read_models
 
     def close(self) -> None:
         """Closes the store's connections (and the reading store's)."""
-        if self._store is not None:
-            self._store.close()
+        self._primary.close()
         if self._opened_standby is not None:
             self._opened_standby.close()
 
@@ -245,7 +302,8 @@ class Chatrecord(LineWrites, ConversationReads, StoreUpkeep, UseCaseBase):
         PostgreSQL tables that were missing) and the store's description."""
         chatrecord = cls()
         try:
-            return bool(getattr(chatrecord.store.factory, "created", None)), describe_backend(chatrecord.store)
+            factory = chatrecord.store.factory
+            return isinstance(factory, StoreFactory) and bool(factory.created), describe_backend(chatrecord.store)
         finally:
             chatrecord.close()
 
@@ -367,3 +425,241 @@ class Chatrecord(LineWrites, ConversationReads, StoreUpkeep, UseCaseBase):
         """Returns the position of the newest stored event: the store answers. Raises
         StoreUnusable when it does not."""
         return self.store.max_notification_id()
+
+    # ------------------------------------------------------------ the writes (`LineWrites`)
+
+    def record(self, line: Mapping[str, Any] | str | bytes, follows: int | None = None) -> HandleResult:
+        """Stores one input line (a dict, or its JSON text); see `LineWrites.record`."""
+        return self._writes.record(line, follows)
+
+    def record_lines(self, lines: Iterable[str | bytes], source: str, follows: int | None = None) -> Recorded:
+        """Stores the lines of one conversation all or nothing; see `LineWrites.record_lines`."""
+        return self._writes.record_lines(lines, source, follows)
+
+    def run_once(
+        self, key: str, fingerprint: str, work: Callable[[], tuple[Result, str]], also: Collection[str] = ()
+    ) -> FirstRun[Result] | Replayed:
+        """Runs `work` once for the Idempotency-Key `key`; see `LineWrites.run_once`."""
+        return self._writes.run_once(key, fingerprint, work, also)
+
+    def ingest(
+        self,
+        lines: Iterable[str | bytes],
+        source: str,
+        skip_bad: bool = False,
+        batch_lines: int = BATCH_LINES,
+        progress: Callable[[IngestReport], object] | None = None,
+        guard: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext,
+    ) -> IngestReport:
+        """Stores every line of `lines` in batches and returns the report; see `LineWrites.ingest`."""
+        return self._writes.ingest(lines, source, skip_bad, batch_lines, progress, guard)
+
+    # ------------------------------------------------------------ the reads (`ConversationReads`)
+
+    @reads
+    def conversations(
+        self,
+        limit: int = 50,
+        cursor: str | None = None,
+        since: datetime | None = None,
+        *,
+        until: datetime | None = None,
+        owner: int | None = None,
+        search: str | None = None,
+        status: tuple[str, ...] = (),
+        after: str | None = None,
+    ) -> ConversationPage:
+        """Returns one page of the store's conversations, filtered; see `ConversationReads.conversations`."""
+        return self._reads.conversations(limit, cursor, since, until=until, owner=owner, search=search, status=status)
+
+    @reads
+    def export(self, conversation: str, upto: int | None = None, *, after: str | None = None) -> Export:
+        """Returns the conversation as the chat's JSON Lines objects; see `ConversationReads.export`."""
+        return self._reads.export(conversation, upto)
+
+    @reads
+    def active_rules(self, *, after: str | None = None) -> str:
+        """Returns the rule set of the live read models."""
+        return self._reads.active_rules()
+
+    @reads
+    def events(self, conversation: str, *, after: str | None = None) -> list[ConversationEvent]:
+        """Returns the conversation's log; see `ConversationReads.events`."""
+        return self._reads.events(conversation)
+
+    @reads
+    def turn_input(self, conversation: str, can_see_page: PageCheck = every_page, *, after: str | None = None) -> TurnInput:
+        """Returns the input of the conversation's latest turn; see `ConversationReads.turn_input`."""
+        return self._reads.turn_input(conversation, can_see_page)
+
+    @reads
+    def turn_notes(self, conversation: str, can_see_page: PageCheck = every_page, *, after: str | None = None) -> TurnNotes:
+        """Returns what the chat adds to its transcript for the next model call; see
+        `ConversationReads.turn_notes`."""
+        return self._reads.turn_notes(conversation, can_see_page)
+
+    @reads
+    def activity(self, conversation: str, rules: str | None = None, *, after: str | None = None) -> tuple[SegmentActivity, ...]:
+        """Returns the activity list the chat shows the editor; see `ConversationReads.activity`."""
+        return self._reads.activity(conversation, rules)
+
+    @reads
+    def audit(self, conversation: str, rules: str | None = None, chain: bool = False, *, after: str | None = None) -> Audit:
+        """Returns the conversation's audit; see `ConversationReads.audit`."""
+        return self._reads.audit(conversation, rules, chain)
+
+    @reads
+    def replay(
+        self,
+        conversation: str,
+        rules: str | None = None,
+        at: int | None = None,
+        can_see_page: PageCheck = every_page,
+        *,
+        after: str | None = None,
+    ) -> Replay:
+        """Returns every turn of a stored conversation (only those of user message `at` if given),
+        each as the model saw it then; see `ConversationReads.replay`."""
+        return self._reads.replay(conversation, rules, at, can_see_page)
+
+    @reads
+    def replay_stream(
+        self,
+        conversation: str,
+        rules: str | None = None,
+        can_see_page: PageCheck = every_page,
+        *,
+        form: ReplayForm = "turns",
+        span: TurnRange | None = None,
+        after: str | None = None,
+    ) -> ReplayStream:
+        """Returns the turns of a stored conversation that `span` picks, streamed with flat
+        memory; see `ReplayStreams.replay_stream`."""
+        return self._streams.replay_stream(conversation, rules, can_see_page, form=form, span=span)
+
+    @reads
+    def chain(self, conversation: str, full: bool = False, *, after: str | None = None, by: str = "the server") -> Verdict | None:
+        """Returns the verdict of the conversation's hash chain; see `ConversationReads.chain`."""
+        return self._reads.chain(conversation, full, by=by)
+
+    def trace_json(self, conversation: str, rules: str | None = None, with_texts: bool = False) -> str:
+        """Returns a stored conversation's trace as OTLP/JSON (`adapters.service.trace_export`;
+        OpenTelemetry is loaded on the first call). Raises UnknownConversation."""
+        from adapters.service import trace_export  # here: OpenTelemetry loads only for traces
+
+        return trace_export.otlp_json(self, conversation, rules, with_texts)
+
+    def push_traces(
+        self, conversations: Sequence[str], endpoint: str | None, rules: str | None = None, with_texts: bool = False
+    ) -> list[Sent]:
+        """Sends the traces of `conversations` (every stored one if empty) over OTLP/HTTP to
+        `endpoint` (None: the OpenTelemetry environment's) and returns what was sent of each
+        (`adapters.service.trace_export.push`). Raises NoEndpoint or UnknownConversation before
+        anything is sent, PushFailed when the endpoint refuses."""
+        from adapters.service import trace_export  # here: OpenTelemetry loads only for traces
+
+        return trace_export.push(self, conversations, endpoint, rules, with_texts)
+
+    # ------------------------------------------------------------ the upkeep (`StoreUpkeep`)
+
+    @reads
+    def verify(
+        self,
+        conversation: str | None = None,
+        against: Path | None = None,
+        record: str | None = None,
+        *,
+        after: str | None = None,
+    ) -> Iterator[Verdict]:
+        """Yields the verdict of each conversation's hash chain; see `StoreUpkeep.verify`."""
+        return self._upkeep.verify(conversation, against, record)
+
+    @reads
+    def verify_rows(self, conversation: str | None = None, *, after: str | None = None) -> Iterator[RowsVerdict]:
+        """Yields, per conversation, whether its read-model rows are the fold of its log; see
+        `StoreUpkeep.verify_rows`."""
+        return self._upkeep.verify_rows(conversation)
+
+    def upgrade_chains(self, conversation: str | None = None) -> list[Verdict]:
+        """Chains the conversations stored before the hash chain existed; see `StoreUpkeep.upgrade_chains`."""
+        return self._upkeep.upgrade_chains(conversation)
+
+    def erase(self, conversation: str) -> Erasure:
+        """Erases the conversation's free texts and scrubs its read models; see `StoreUpkeep.erase`."""
+        return self._upkeep.erase(conversation)
+
+    def rebuild(
+        self,
+        rules: str,
+        progress: Progress | None = None,
+        workers: int | None = None,
+        guard: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext,
+    ) -> RebuildReport:
+        """Rebuilds the read models under `rules`; see `StoreUpkeep.rebuild`."""
+        return self._upkeep.rebuild(rules, progress, workers, guard)
+
+    def conversation_id(self, originator_id: str) -> str:
+        """Returns the stored id of the conversation of UUID `originator_id`; see `StoreUpkeep.conversation_id`."""
+        return self._upkeep.conversation_id(originator_id)
+
+    def diff(self, rules: str) -> list[ConversationDiff]:
+        """Returns the conversations whose record or notes would change under `rules`; see `StoreUpkeep.diff`."""
+        return self._upkeep.diff(rules)
+
+    def description(self) -> str:
+        """Returns what the store is, as the commands name it: `SQLite file …`, `PostgreSQL …`."""
+        return self._upkeep.description()
+
+    def chain_kind(self) -> str | None:
+        """Returns what `verify` says of a keyed hash chain; see `StoreUpkeep.chain_kind`."""
+        return self._upkeep.chain_kind()
+
+    def key_state(self) -> KeyState:
+        """Returns whether a master key protects the store and how many data keys it keeps; see
+        `StoreUpkeep.key_state`."""
+        return self._upkeep.key_state()
+
+    def wrap_keys(self) -> KeyChange:
+        """Binds the store to CHATRECORD_MASTER_KEY; see `StoreUpkeep.wrap_keys`."""
+        return self._upkeep.wrap_keys()
+
+    def rotate_keys(self, new_master_key: str) -> KeyChange:
+        """Rewraps every data key with `new_master_key`; see `StoreUpkeep.rotate_keys`."""
+        return self._upkeep.rotate_keys(new_master_key)
+
+    def unwrap_keys(self) -> KeyChange:
+        """Removes the store's master key; see `StoreUpkeep.unwrap_keys`."""
+        return self._upkeep.unwrap_keys()
+
+    @in_store_terms
+    def reproduce(
+        self,
+        conversation: str,
+        rules: list[str] | None = None,
+        turn: int | None = None,
+        n: int = 5,
+        model: ModelSettings | None = None,
+        *,
+        judge: str | None = None,
+    ) -> Report:
+        """Sends the turn of user message `turn` (default: the latest) under each rule set of
+        `rules` (default: transcript-only and the live one) `n` times to the model `model`
+        (default: the environment's, `ModelSettings.from_env`, judged by the model `judge` where
+        given) and keeps every complete answer in a reproduction stream of its own
+        (`adapters.service.reproduce`). Raises ModelNotSet, ModelUnusable (the answers completed
+        before it kept), ConversationErased, UnknownConversation, TurnNotFound."""
+        name = conversation_argument("reproduce", conversation)
+        settings = model or ModelSettings.from_env(judge=judge)
+        chosen = rules or default_rule_sets(self.active_rules())
+        return reproduce(self.store, lambda rule_set, at: self.replay(name, rule_set, at), name, chosen, settings, turn=turn, n=n)
+
+    @in_store_terms
+    def reproduction_chains(self, conversation: str) -> StreamChains:
+        """Returns the verdict on the hash chains of `conversation`'s reproductions (`verify`)."""
+        return stream_chains(self.store, self._stored_id(conversation))
+
+    @in_store_terms
+    def reproductions(self, conversation: str) -> list[Reproduction]:
+        """Returns the kept reproductions of `conversation`, oldest first, their answers' texts
+        read with its data key (`[erased]` once it was erased). Raises UnknownConversation."""
+        return reproductions(self.store, self._stored_id(conversation_argument("reproductions", conversation)))

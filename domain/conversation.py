@@ -169,6 +169,8 @@ def return_segment(
     at: datetime,
     source: str | None = None,
     history: History | None = None,
+    model: str | None = None,
+    provider: str | None = None,
 ) -> list[ConversationEvent]:
     """Returns [SegmentReturned]; [] when `segment` was recorded already (the chat may deliver
     twice: the first result stands, see `recorded_segment`).
@@ -221,6 +223,8 @@ def return_segment(
         card_outcomes_before=past.outcomes() + _approved_outcomes(current, trigger, run),
         message=current.last_message,
         skill=current.skill,
+        model=model,
+        provider=provider,
     )
     return batch.events
 

@@ -88,8 +88,15 @@ class SegmentReturned(ConversationEvent):
     `unknown`; `answer` the assistant text or None; `nothing_saved` the ADR-017 flag;
     `steps` the filtered steps; `waiting` the calls left waiting; `card_outcomes_before` how many
     card decisions of a guided process existed before it; `message` the newest user message
-    before it; `skill` the skill in force when it returned (a card of a guided process needs one).
+    before it; `skill` the skill in force when it returned (a card of a guided process needs one);
+    `model` and `provider` the model and provider the segment ran with, None where the line
+    named none.
+
+    Version 2 added `model`, `provider` and the steps' `call` and `offered_tools`; a version 1
+    event stated none of them: they are upcast as unknown (None), never as zero.
     """
+
+    class_version: ClassVar[int] = 2
 
     segment: str
     run: str
@@ -102,6 +109,16 @@ class SegmentReturned(ConversationEvent):
     card_outcomes_before: int = Field(ge=0)
     message: int = Field(ge=0)
     skill: str | None = None
+    model: str | None = None
+    provider: str | None = None
+
+    @staticmethod
+    def upcast_v1_v2(state: dict[str, Any]) -> None:
+        state["model"] = None
+        state["provider"] = None
+        for step in state.get("steps") or ():
+            step["call"] = None
+            step["offered_tools"] = None
 
 
 class CardDecided(ConversationEvent):

@@ -29,16 +29,31 @@ from domain.events import (
     TurnsTruncated,
     UserMessagePosted,
 )
-from domain.segments import SegmentInfo, continues_approval, waits_for
+from domain.segments import WaitingKind, continues_approval, waits_for
+from domain.values import Immutable
 
 if TYPE_CHECKING:
     from domain.state import Conversation
 
 
-class SegmentRecord(SegmentInfo):
-    """What the index keeps of a recorded segment: its `SegmentInfo`, its id, then whether its
+class SegmentRecord(Immutable):
+    """What the index keeps of a recorded segment: what the invariants need of it (the fields of
+    `SegmentInfo`, the state's, in its order: a row's JSON is unchanged), its id, then whether its
     card or question was `settled` (decided, answered or left undecided, `undecided` giving the
     reason), how many card `outcomes` it added, and whether an edit `cut` it away."""
+
+    version: int
+    """The version of the event that recorded the segment."""
+    run: str
+    """The run the segment belongs to."""
+    message: int
+    """The user message number it answered."""
+    guided: bool
+    """Whether a skill was in force when it returned (a guided process)."""
+    waits: WaitingKind | None = None
+    """What it waits for: a `card` or a `question`; None when nothing waits."""
+    calls: int = 0
+    """How many calls its card or question names."""
 
     segment: str
     """The segment's id."""
@@ -186,7 +201,11 @@ def _truncate(index: Index, state: object, event: TurnsTruncated) -> None:
 
 
 class MemoryHistory:
-    """The index of one conversation on dicts (the in-memory store's, and the tests')."""
+    """The index of one conversation on dicts (the in-memory store's, and the tests'). Its
+    lookups are dict reads: nothing is read ahead (`prefetch`, `prefetch_many`) and no chain
+    `tip` is read with it."""
+
+    tip: bytes | None = None
 
     def __init__(self) -> None:
         self.records: dict[str, SegmentRecord] = {}
@@ -229,6 +248,20 @@ class MemoryHistory:
     def put_source(self, digest: str, version: int) -> None:
         first = self.sources.get(digest, (version, version))[0]
         self.sources[digest] = (first, version)
+
+    @property
+    def added(self) -> int | None:
+        """The card outcomes the writes added: None, this index does not count them."""
+        return None
+
+    def prefetch(self, digest: str | None, segment: str | None = None, run: str | None = None) -> None:
+        """Reads nothing ahead: every lookup is a dict read."""
+
+    def prefetch_many(self, digests: Iterable[str], segments: Iterable[str], runs: Iterable[str] = ()) -> None:
+        """Reads nothing ahead: every lookup is a dict read."""
+
+    def set_version(self, version: int) -> None:
+        self.version = version
 
     def record(self, state: Conversation | None, events: Iterable[ConversationEvent]) -> None:
         """Records `events` in order, `state` being the aggregate's state before the first."""
@@ -356,11 +389,18 @@ class AssumedHistory:
 
 
 class LayeredHistory:
-    """A history read through `base`, with the writes of a batch of lines held on top and
-    never stored: the lines of one batch see each other before the batch is saved."""
+    """A history read through `base`, with writes held on top (`top`: one per key, the last record
+    of a segment, the last state of a message, each line's first and last version; `delta`: the
+    card outcomes added; `version`: the version set last) and never stored by it: the lines of
+    one batch see each other before the batch is saved, and an append's index writes are held
+    until its backend sends them in one statement. `read_sources`: a line's first version is read
+    through `base` when it is put (a batch's lines); False: only what is held is read (an append,
+    whose backend writes a line's row as an upsert that keeps the first version stored)."""
 
-    def __init__(self, base: History) -> None:
+    def __init__(self, base: History, *, read_sources: bool = True) -> None:
         self.base, self.top, self.delta = base, MemoryHistory(), 0
+        self.version = 0
+        self.read_sources = read_sources
 
     def segment(self, segment: str) -> SegmentRecord | None:
         return self.top.records.get(segment) or self.base.segment(segment)
@@ -395,5 +435,8 @@ class LayeredHistory:
         self.delta += count
 
     def put_source(self, digest: str, version: int) -> None:
-        first = self.source(digest)
+        first = self.source(digest) if self.read_sources else self.top.sources.get(digest)
         self.top.sources[digest] = (first[0] if first else version, version)
+
+    def set_version(self, version: int) -> None:
+        self.version = version

@@ -19,6 +19,10 @@ DURATION_MS_MAX = 1e10
 """The longest step duration in milliseconds (about 115 days); a duration is a finite number
 from 0 to this."""
 
+COST_MAX = 1e9
+"""The largest estimated cost of one model call a line may carry, in nr-llm's currency unit; a
+cost is a finite number from 0 to this."""
+
 AT_MIN = datetime(2000, 1, 1, tzinfo=UTC)
 AT_MAX = datetime(9998, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)
 """The range of `at` after conversion to UTC: years 2000 to 9998, so no view's arithmetic on a

@@ -135,11 +135,41 @@ class RecordRef(Immutable):
         return f"{self.table}:{self.uid}"
 
 
+class RequestedCall(Immutable):
+    """A tool call a model step asked for (nr-llm `requestedToolCalls[]`), less its arguments:
+    `call_id` the digest of the chat's call id (`c` and 16 hex of its SHA-256, so the pairs of a
+    request and the tool step that ran it can be told apart without keeping what the chat
+    wrote in the id), `tool` the tool's name, None where the chat gave none."""
+
+    call_id: str
+    tool: str | None = None
+
+
+class ModelCall(Immutable):
+    """The usage facts of one `llm` step: counts, a cost and names, never a text.
+
+    Each is None where the line did not state it (and for every step stored before version 2
+    of `SegmentReturned`, whose steps have no `ModelCall` at all): unknown, never zero.
+    `estimated_cost` is nr-llm's estimate in its currency unit; `finish_reason` the provider's
+    reason reduced as a name (`stop`, `tool_calls`, `length`, ...).
+    """
+
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    total_tokens: int | None = None
+    estimated_cost: float | None = None
+    finish_reason: str | None = None
+    requested: tuple[RequestedCall, ...] = ()
+
+
 class StepFact(Immutable):
     """One nr-llm `RunStep`, less everything the privacy filter drops.
 
     `duration_ms` is in milliseconds, as nr-llm records it (refusals of a waiting turn's
     calls are exactly 0.0). `write_completeness` is `unconfirmed` where nr-llm stated none.
+    `call` holds an `llm` step's usage facts, `offered_tools` a `request` step's offered tool
+    names (`toolSpecs`); both None on other steps and on steps stored before they were kept.
+    No note reads them: they are for the usage audit and the traces.
     """
 
     kind: StepKind
@@ -151,6 +181,8 @@ class StepFact(Immutable):
     write_target: RecordRef | None = None
     write_completeness: Completeness | None = None
     hook_failed_after_write: bool = False
+    call: ModelCall | None = None
+    offered_tools: tuple[str, ...] | None = None
 
 
 class WaitingCall(Immutable):

@@ -4,7 +4,8 @@ Unlike the run record (the newest 200 entries), the audit folds the full event l
 segment with its trigger, outcome and tool calls as read (ran, failed, held, declined, not
 permitted), the records written with their completeness, the calls left waiting, every
 decision with its answer, the card outcomes read from them, every card or question left
-undecided, every edit and what it cut. Calls are read by `projections.steps.read_segment` and
+undecided, every edit and what it cut; each segment with its usage (time, model calls, tokens,
+cost: `projections.usage`). Calls are read by `projections.steps.read_segment` and
 card outcomes by `projections.card_outcomes`, under the rule set given, so audit, run record
 and activity list cannot disagree. Facts only: no tool arguments or results (the events have
 none), no model or user text.
@@ -44,6 +45,7 @@ from projections.card_outcomes import CardOutcome, CardOutcomes
 from projections.rules import RuleSet, resolve
 from projections.steps import LastDecision, decision_after, decision_kind, read_segment
 from projections.turn import iso
+from projections.usage import segment_usage
 
 
 @dataclass(frozen=True)
@@ -200,6 +202,7 @@ def _(event: SegmentReturned, acc: _Fold, rules: RuleSet) -> None:
             {"tool": w.tool_name, "record": str(w.target) if w.target else None, "fields": list(w.fields)} for w in event.waiting
         ],
         flagged=event.nothing_saved,
+        usage=segment_usage(event, reading).model_dump(),
     )
     acc.follow = decision_after(acc.follow, event)
 

@@ -158,7 +158,7 @@ def apply_notes(messages: Sequence[Message], notes: Sequence[PlacedNote]) -> tup
     return tuple(out)
 
 
-def _block_ends(messages: Sequence[Message], numbers: set[int]) -> dict[int, int | None]:
+def block_ends(messages: Sequence[Message], numbers: set[int]) -> dict[int, int | None]:
     """Returns, for each user message number, the index of the next user message (None when its
     block runs to the end); scans back from the end only as far as the oldest number asked."""
     if not numbers:
@@ -185,7 +185,7 @@ def place(messages: tuple[Message, ...], notes: Sequence[Note], older: bool) -> 
         older,
         len(messages),
         lambda wanted: {i: messages[i] for i in wanted},
-        lambda numbers: _block_ends(messages, numbers),
+        lambda numbers: block_ends(messages, numbers),
     )
     if not placed:
         return messages, ()

@@ -130,6 +130,13 @@ def _of(state: Transcript) -> tuple[list[Message], int, Message | None]:
     return held["_done"], held["_n"], held["_last"]
 
 
+def held_messages(state: Transcript) -> tuple[list[Message], int, Message | None]:
+    """Returns how `state` holds its messages without building their tuple: the list whose
+    first `n` are the messages before the last (a list the transcripts of one fold share; no
+    fold changes that prefix), `n`, and the last message (None when it is in the list)."""
+    return _of(state)
+
+
 def _append(state: Transcript, message: Message) -> Transcript:
     """Returns `state` with `message` appended: O(1) amortised (the list `state` reads is
     extended in place when `state` reads all of it, else its part copied once)."""

@@ -8,7 +8,7 @@ a fresh schema of CHATRECORD_TEST_DATABASE_URL, default postgresql://postgres@12
 dropped at the end) it ingests the file into a fresh store twice:
 
 - line by line: each line parsed and handed to the store on its own, one transaction per line
-  (`Chatrecord._handle(RecordLines([line]))`, the loop `Chatrecord.ingest` ran before batches);
+  (`LineWrites.handle(RecordLines([line]))`, the loop `Chatrecord.ingest` ran before batches);
 - batched: `Chatrecord.ingest` as `chatrecord ingest` runs it (batches of 500 lines, one
   transaction each);
 
@@ -121,7 +121,7 @@ def line_by_line(settings: dict[str, str], path: Path) -> tuple[float, int]:
             for line_no, raw in enumerate(stream, start=1):
                 line = parse(raw, line_no, path.name)
                 if line is not None:
-                    appended += len(chatrecord._handle(RecordLines([line])).appended)
+                    appended += len(chatrecord._writes.handle(RecordLines([line])).appended)
         return time.perf_counter() - started, appended
     finally:
         chatrecord.close()

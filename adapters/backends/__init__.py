@@ -24,7 +24,7 @@ store's settings ask the backend instead of switching on its type (`backend_name
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from eventsourcing.persistence import InfrastructureFactory, Mapper, Transcoder
@@ -33,6 +33,7 @@ from eventsourcing.utils import resolve_topic
 from adapters.store.crypto import MASTER_KEY_VARIABLE, master_key
 from adapters.store.keys import DataKeys
 from adapters.store.ports import HistoryIndex, IdempotencyKeys, StorePorts
+from adapters.store.reproductions import ReproductionRows
 from adapters.store.serialization import PydanticMapper
 
 if TYPE_CHECKING:
@@ -75,6 +76,10 @@ class StoreFactory:
 
     env: Any
     _data_keys: DataKeys | None = None
+    read_only: bool = False
+    """Whether the database is opened read-only (a SQLite file a reading command cannot write)."""
+    created: Sequence[str] = ()
+    """What this factory created (a file, tables); empty when the store existed already."""
     driver_errors: ClassVar[tuple[type[BaseException], ...]] = ()
     """The database driver's errors, which `problem` words (`adapters.backends.settings.store_problem`)."""
 
@@ -116,6 +121,12 @@ class StoreFactory:
     def idempotency_keys(cls, recorder: Any) -> IdempotencyKeys:
         """Returns the kept idempotency keys in the database of `recorder`, their table not yet
         created (`IdempotencyKeys.create`)."""
+
+    @classmethod
+    @abstractmethod
+    def reproduction_rows(cls, recorder: Any) -> ReproductionRows:
+        """Returns the reproductions' streams in the database of `recorder`, their table not yet
+        created (`ReproductionRows.create`; `adapters.store.reproductions`)."""
 
     @classmethod
     def ports(cls, recorder: Any) -> StorePorts:

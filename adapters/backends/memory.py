@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
@@ -30,6 +31,7 @@ from adapters.store.idempotency import Kept, reservation
 from adapters.store.keys import DataKeys
 from adapters.store.known_records import IndexPuts
 from adapters.store.ports import DataKeyStore, HistoryIndex, IdempotencyKeys, KeyRow
+from adapters.store.reproductions import ReproductionRow, ReproductionRows, StreamConflict
 from adapters.views.listing import Listed, ListQuery
 from adapters.views.memory_rows import MemoryConversation, MemoryRows
 from adapters.views.ports import ViewStorage
@@ -320,6 +322,34 @@ class MemoryIdempotencyKeys(IdempotencyKeys):
                 del self.kept[key]
 
 
+class MemoryReproductionRows(ReproductionRows):
+    """The reproductions' streams in a list, appended under a lock; one per recorder
+    (`MemoryFactory.reproduction_rows`), so they live as long as the store's events."""
+
+    def __init__(self) -> None:
+        self.rows: dict[tuple[str, int], ReproductionRow] = {}
+        self.lock = threading.Lock()
+
+    def create(self) -> None:
+        """Does nothing: the rows are a dict."""
+
+    def append(self, *rows: ReproductionRow) -> None:
+        with self.lock:
+            for row in rows:
+                if (row.reproduction, row.seq) in self.rows:
+                    raise StreamConflict(f"reproduction {row.reproduction} already holds an event at {row.seq}")
+            self.rows.update(((row.reproduction, row.seq), row) for row in rows)
+
+    def of_conversation(self, conversation: str) -> list[ReproductionRow]:
+        with self.lock:
+            return [row for key, row in sorted(self.rows.items()) if row.conversation == conversation]
+
+
+_REPRODUCTION_ROWS: weakref.WeakKeyDictionary[Any, MemoryReproductionRows] = weakref.WeakKeyDictionary()
+"""The reproductions' rows of each in-memory recorder."""
+_REPRODUCTION_LOCK = threading.Lock()
+
+
 class MemoryFactory(StoreFactory, LibraryPOPOFactory):
     """The library's in-memory persistence with the chain and the keys in memory; it hands out
     the store's history index, views and idempotency keys in memory."""
@@ -349,3 +379,12 @@ class MemoryFactory(StoreFactory, LibraryPOPOFactory):
     @classmethod
     def idempotency_keys(cls, recorder: Any) -> MemoryIdempotencyKeys:
         return MemoryIdempotencyKeys()
+
+    @classmethod
+    def reproduction_rows(cls, recorder: Any) -> MemoryReproductionRows:
+        """The rows `recorder` keeps: the same for every call on one recorder."""
+        with _REPRODUCTION_LOCK:
+            rows = _REPRODUCTION_ROWS.get(recorder)
+            if rows is None:
+                rows = _REPRODUCTION_ROWS[recorder] = MemoryReproductionRows()
+            return rows

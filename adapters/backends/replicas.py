@@ -86,13 +86,21 @@ def replayed(store: Any, position: str, wait: float) -> bool:
         return False
 
 
+def _sqlstate(error: BaseException) -> str | None:
+    """Returns the SQLSTATE of a psycopg error, None for another error (psycopg is imported
+    here, not with the module: a store on SQLite never loads it)."""
+    from psycopg import Error
+
+    return error.sqlstate if isinstance(error, Error) else None
+
+
 def wrote_on_standby(error: BaseException) -> bool:
     """Returns True when `error`, or an error it was raised from, is a write the standby refused
     (SQLSTATE 25006, a read-only transaction): a read that had to bring the read models up to
     date first, which only the primary can."""
     seen: BaseException | None = error
     while seen is not None:
-        if getattr(seen, "sqlstate", None) == "25006":
+        if _sqlstate(seen) == "25006":
             return True
         seen = seen.__cause__ or seen.__context__
     return False
@@ -103,7 +111,7 @@ def recovery_conflict(error: BaseException) -> bool:
     recovery cancelled (SQLSTATE 40001 with "conflict with recovery" in its message)."""
     seen: BaseException | None = error
     while seen is not None:
-        if getattr(seen, "sqlstate", None) == "40001" and "conflict with recovery" in str(seen):
+        if _sqlstate(seen) == "40001" and "conflict with recovery" in str(seen):
             return True
         seen = seen.__cause__ or seen.__context__
     return False

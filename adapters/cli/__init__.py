@@ -24,6 +24,7 @@ from adapters.cli import (  # noqa: F401 - registers (verify and erase below)
     cmd_list,
     cmd_rebuild,
     cmd_replay,
+    cmd_reproduce,
     cmd_serve,
     cmd_timeline,
     cmd_traces,

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from adapters.api import replay_file, replay_lines
+from adapters.api import ReplayForm, ReplayStream, TurnRange, Verdict, replay_file, replay_lines, stream_file, stream_lines
 from adapters.cli.app import (
     JsonOption,
     RulesOption,
@@ -22,10 +23,12 @@ from adapters.cli.render import turn_view
 from adapters.cli.stdio import (
     STDIN_NAME,
     is_stdin,
+    json_bytes,
     require_store,
     stdin_lines,
 )
-from projections.rules import DEFAULT_RULE_SET
+from projections.page_line import PageCheck
+from projections.rules import DEFAULT_RULE_SET, Rules
 
 
 @app.command()
@@ -40,6 +43,13 @@ def replay(
         list[int] | None, typer.Option("--deny-page", min=1, help="A page the user may not see (repeatable).")
     ] = None,
     as_json: JsonOption = False,
+    first: Annotated[
+        int | None, typer.Option("--from", min=1, help="Only the turns of user messages from N on (with --to: a range).")
+    ] = None,
+    last: Annotated[int | None, typer.Option("--to", min=1, help="Only the turns of user messages up to N.")] = None,
+    changes: Annotated[
+        bool, typer.Option("--changes", help="Each turn as what changed since the turn before, as JSON (see below).")
+    ] = False,
 ) -> None:
     """Prints every turn's model input, each exactly as the model saw it then.
 
@@ -48,7 +58,15 @@ def replay(
     N (from a store, only the log up to that turn is read); --deny-page hides a page from the
     user, so no prompt names it. --json prints one object per conversation, one per line:
     {"conversation", "rules", "turns"}, each turn {"message", "at", "view_context", "messages"
-    (exactly as sent), "notes", "record", "card_outcomes"} as that turn saw them.
+    (exactly as sent), "notes", "record", "card_outcomes"} as that turn saw them, written turn
+    by turn as the log is folded. --from N / --to M keep the turns of user messages N to M.
+
+    --changes prints the same object with each turn as what changed since the turn before, so a
+    whole history's output grows with its length, not its square: {"message", "at",
+    "view_context", "page_line" (null: unchanged), "kept" and "appended" (the transcript without
+    the notes: the turn before's first "kept" messages, then these), "notes" {"added", "moved",
+    "dropped"} (each note's place and "n", its position among the turn's notes), "record"
+    {"dropped", "changed"}, "card_outcomes" {"kept", "appended"}} (README: Replay).
 
     Example:
 
@@ -56,7 +74,18 @@ def replay(
     """
     if (file is None) == (conversation is None):
         raise typer.BadParameter("give a FILE or --conversation ID, not both or neither", param_hint="FILE")
+    if at is not None and (first is not None or last is not None or changes):
+        raise typer.BadParameter("--at N is one turn, whole: give it without --from, --to and --changes", param_hint="--at")
+    if first is not None and last is not None and first > last:
+        raise typer.BadParameter(
+            f"--from {first} is after --to {last}; give the first message, then the last", param_hint="--from"
+        )
     can_see = page_check(deny_page or ())
+    if at is None:
+        streamed(
+            file, conversation, rules, can_see, TurnRange(first, last), "changes" if changes else "turns" if as_json else "inputs"
+        )
+        return
     if file is not None:
         rule_set = rules.value if rules else DEFAULT_RULE_SET
         if is_stdin(file):
@@ -69,27 +98,70 @@ def replay(
         with opened(reading=True) as chatrecord:
             replays = [chatrecord.replay(conversation, rules.value if rules else None, at, can_see)]
             pinned = chatrecord.active_rules()  # the rule set a rebuild it advises keeps
-        if replays[0].broken:
-            verdict = replays[0].chain
-            assert verdict is not None  # a broken replay carries its chain's verdict
-            warn(
-                f"warning: the log's hash chain is broken at version {verdict.version} ({verdict.problem}), "
-                "so the read models differ from it; the log's turns are shown as they read now. "
-                "Run: chatrecord verify (do not rebuild: "
-                + (
-                    "the read models still remember the removed events)"
-                    if verdict.problem in ("cut_off", "deleted")
-                    else "it would fold the changed events in)"
-                )
-            )
-        elif replays[0].differs:
-            warn(
-                "warning: the read models differ from the log for the latest turn; the log's is shown. "
-                f"Run: chatrecord rebuild --rules {pinned}"
-            )
+        check_warning(replays[0].broken, replays[0].differs, replays[0].chain, pinned)
     for done in replays:
         if as_json:
             print_json(done.to_json())
             continue
         for turn in done.turns:
             emit(turn_view(done.conversation, turn, done.rules))
+
+
+def check_warning(broken: bool, differs: bool, verdict: Verdict | None, pinned: str) -> None:
+    """Warns (stderr) where the read models differ from the log for the latest turn."""
+    if broken:
+        assert verdict is not None  # a broken replay carries its chain's verdict
+        warn(
+            f"warning: the log's hash chain is broken at version {verdict.version} ({verdict.problem}), "
+            "so the read models differ from it; the log's turns are shown as they read now. "
+            "Run: chatrecord verify (do not rebuild: "
+            + (
+                "the read models still remember the removed events)"
+                if verdict.problem in ("cut_off", "deleted")
+                else "it would fold the changed events in)"
+            )
+        )
+    elif differs:
+        warn(
+            "warning: the read models differ from the log for the latest turn; the log's is shown. "
+            f"Run: chatrecord rebuild --rules {pinned}"
+        )
+
+
+def streamed(
+    file: Path | None, conversation: str | None, rules: Rules | None, can_see: PageCheck, span: TurnRange, form: ReplayForm
+) -> None:
+    """Writes the replay of every turn `span` picks turn by turn, as the log is folded: the
+    JSON object's head, then each turn, then its end (or each turn's text), so only one
+    turn is held at a time."""
+    if file is not None:
+        rule_set = rules.value if rules else DEFAULT_RULE_SET
+        if is_stdin(file):
+            streams = stream_lines(stdin_lines(), STDIN_NAME, rule_set, can_see, form, span)
+        else:
+            streams = stream_file(readable_file(file), rule_set, can_see, form, span)
+        for stream in streams:
+            written(stream)
+        return
+    require_store()
+    assert conversation is not None  # checked above: a FILE or a conversation
+    with opened(reading=True) as chatrecord:
+        stream = chatrecord.replay_stream(conversation, rules.value if rules else None, can_see, form=form, span=span)
+        written(stream)
+        pinned = chatrecord.active_rules()
+    check_warning(stream.broken, stream.differs, stream.chain, pinned)
+
+
+def written(stream: ReplayStream) -> None:
+    """Writes one conversation's streamed replay to stdout (see `streamed`)."""
+    if stream.form == "inputs":
+        for turn in stream.inputs():
+            emit(turn_view(stream.conversation, turn, stream.rules))
+        return
+    out = sys.stdout.buffer
+    sys.stdout.flush()
+    out.write(json_bytes(stream.head())[:-1] + b',"turns":[')
+    for index, turn in enumerate(stream.turns):
+        out.write((b"," if index else b"") + json_bytes(turn))
+    out.write(b"]}\n")
+    out.flush()

@@ -14,9 +14,19 @@ from adapters.cli.app import app, say, warn
 def serve(
     host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", min=1, max=65535, help="Port to listen on.")] = 8765,
-    workers: Annotated[int, typer.Option("--workers", min=1, help="Server processes.")] = 1,
+    workers: Annotated[
+        int,
+        typer.Option(
+            "--workers",
+            min=1,
+            max=64,
+            help="Server processes (more only on PostgreSQL; each keeps its own wrong-token waits and sign-outs).",
+        ),
+    ] = 1,
     no_auth: Annotated[bool, typer.Option("--no-auth", help="No bearer token (loopback hosts only).")] = False,
-    access_log: Annotated[bool, typer.Option("--access-log/--no-access-log", help="Log each request.")] = True,
+    access_log: Annotated[
+        bool, typer.Option("--access-log/--no-access-log", help="Log a line for each request (default: not).")
+    ] = False,
     trusted_proxies: Annotated[
         str | None,
         typer.Option(
@@ -36,11 +46,15 @@ def serve(
     further one (CHATRECORD_WRONG_TOKEN_WAIT_SECONDS sets the first wait; 0: none); the
     client is the connection's address, or the one a --trusted-proxies proxy forwards.
 
+    It runs one process; --workers N runs N on PostgreSQL, where each keeps its own wrong-token
+    waits and its own signed-out sessions (a SQLite file has one writer at a time: more processes
+    would wait on its lock). Requests are not logged unless --access-log is given.
+
     Example:
 
         chatrecord serve --port 8765
     """
-    from adapters.http.server import listenable, run, start, trusted
+    from adapters.http.server import listenable, run, start, trusted, workers_for
 
     proxies = trusted(trusted_proxies)
     backend = start(host, no_auth)
@@ -49,4 +63,4 @@ def serve(
     warning = Chatrecord.upkeep_warning()
     if warning is not None:  # once, before the workers start
         warn(f"warning: {warning}")
-    run(host, port, workers, access_log, proxies)
+    run(host, port, workers_for(workers), access_log, proxies)

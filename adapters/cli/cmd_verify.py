@@ -44,13 +44,16 @@ def verify(
     by a turn read; chatrecord rebuild writes the rows again. Exit status 1 when rows differ.
     A chain keyed with the master key's chain key (HMAC-SHA256) is said so after the count; with
     CHATRECORD_MASTER_KEY set, a chain of plain SHA-256 links does not verify (`unkeyed`).
+    A conversation with reproductions (chatrecord reproduce) gets a line for their streams' hash
+    chains (--json: an object {"reproductions_of", "streams", "ok", "broken"}); a broken one is
+    exit status 1 too.
 
     Example:
 
         chatrecord verify --heads > heads.txt && chatrecord verify --against heads.txt
     """
     require_store()
-    broken = total = 0
+    broken = total = streams_broken = 0
     kind = None
     with opened(reading=not upgrade) as chatrecord:
         kind = chatrecord.chain_kind()
@@ -65,6 +68,12 @@ def verify(
                 say(head_line(verdict)) if verdict.ok else warn(verdict.line())
             else:
                 say(verdict.line())
+            chains = chatrecord.reproduction_chains(verdict.conversation)  # the streams of `reproduce`, if any
+            streams_broken += not chains.ok
+            if chains.streams and as_json:
+                print_json(chains.to_json())
+            elif chains.streams and (not heads or not chains.ok):
+                (say if chains.ok else warn)(chains.line())
         differ = checked = 0
         if rows:
             for found in chatrecord.verify_rows(conversation):
@@ -86,5 +95,5 @@ def verify(
                 f"rows of {checked} conversation{'' if checked == 1 else 's'} held against "
                 f"{'its log' if checked == 1 else 'their logs'}: {checked - differ} ok, {differ} differ"
             )
-    if broken or differ:
+    if broken or differ or streams_broken:
         raise typer.Exit(1)

@@ -21,11 +21,12 @@ from rich.rule import Rule
 from rich.table import Table
 from rich.text import Text
 
-from adapters.api import Verdict
+from adapters.api import Reproduction, Verdict
 from adapters.cli.stdio import FORMAT_CHARACTERS
 from projections.audit import AuditRow
 from projections.notes import LABEL, note_body, split_notes
 from projections.turn import TurnInput
+from projections.usage import usage_line
 
 ROLE_STYLE = {"system": "magenta", "user": "cyan", "assistant": "green"}
 READINGS = ("ran", "failed", "not_permitted", "held", "declined")
@@ -216,6 +217,7 @@ def row_facts(row: AuditRow) -> str:
             )
         if f["flagged"]:
             lines.append("answer flagged nothingSaved")
+        lines.append(usage_line(f["usage"]))
         return "\n".join(lines)
     if row.kind == "decision":
         return f"card of {short_id(f['segment'])} {'approved' if f['approved'] else 'declined'}: {f['answer']}"
@@ -351,4 +353,13 @@ def broken_chain_warning(verdict: Verdict | None, shows: str) -> str | None:
     return (
         f"warning: the hash chain of conversation {verdict.conversation} does not verify, broken at version "
         f"{verdict.version} ({verdict.problem}){detail}; {shows} (chatrecord verify names the break)"
+    )
+
+
+def stream_line(done: Reproduction) -> str:
+    """Returns one line of facts about a kept reproduction (no answer text)."""
+    return (
+        f"{done.started_at}  {done.id}  message {done.message} at log version {done.log_version} under {done.rules}, "
+        f"model {done.model}: {len(done.answers)} answers, {done.denials} deny the saves, {done.naming} name the writes"
+        + ("" if done.chain_broken_at is None else f"; its chain is broken at {done.chain_broken_at}")
     )

@@ -1,4 +1,5 @@
-"""The HTTP service the chat calls (FastAPI, sync handlers: the store is synchronous).
+"""The HTTP service the chat calls (FastAPI; the store is synchronous: the chat's routes hand its
+work to a thread, `adapters.http.offload`, the other handlers are sync and FastAPI runs them on one).
 
 `create_app(chatrecord_factory, settings)` builds the app; the factory is called once per
 process at start-up and the store is closed at shut-down. Every endpoint calls one method of
@@ -20,6 +21,7 @@ from typing import Annotated, Any
 import orjson
 from fastapi import APIRouter, Depends, FastAPI, Header, Request, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from starlette.routing import Route
 
 from adapters.api import (
     MAX_KEY,
@@ -47,9 +49,11 @@ from adapters.http.headers import (
     if_match,
     read_after,
 )
+from adapters.http.offload import offload
 from adapters.http.problem_details import ProblemDetails
 from adapters.http.problems import PROBLEM, Problem, install, version_mismatch
-from adapters.http.reads import Service, add_reads, json_response
+from adapters.http.reads import Service, add_reads, json_response, service
+from adapters.http.reproductions import add_reproductions
 from adapters.http.sessions import FIRST_WAIT, Throttle
 from adapters.http.slow_bodies import DEFAULT_BODY_TIMEOUT_SECONDS, install_body_deadline
 from adapters.http.ui import install_ui
@@ -130,6 +134,7 @@ ERRORS: dict[int | str, dict[str, Any]] = {
         404: "Unknown conversation or turn",
         409: "Refused",
         500: "A stored event cannot be read back, or a bug",
+        502: "The model endpoint does not answer, refuses the key, does not know the model or failed",
         503: "Write conflict or store down",
     }.items()
 }
@@ -160,7 +165,7 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
     bearer = HTTPBearer(auto_error=False, description="CHATRECORD_API_TOKEN")
     throttle = Throttle(settings.wrong_token_wait)  # one for /v1, /ui and the sign-in form
 
-    def authorized(request: Request, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> None:
+    async def authorized(request: Request, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> None:
         if settings.token is None:
             return
         # `credentials` only names the scheme in the OpenAPI document; the check reads the header exactly
@@ -170,7 +175,7 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
 
     taken: dict[int, frozenset[str]] = {}
 
-    def known_query(request: Request) -> None:
+    async def known_query(request: Request) -> None:
         """Refuses (400) a query parameter the operation does not take: a misspelt one
         (`hidden_pages=13`) would otherwise be ignored, and what it meant to hide shown."""
         route = request.scope.get("route")
@@ -180,6 +185,10 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
         names = taken.get(id(route))
         if names is None:
             names = taken[id(route)] = frozenset(query_names(dependant))
+        refuse_others(request, names)
+
+    def refuse_others(request: Request, names: frozenset[str]) -> None:
+        """Raises the 400 problem for the first query parameter of `request` not in `names`."""
         for name in request.query_params:
             if name not in names:
                 takes = f"it takes {', '.join(sorted(names))}" if names else "it takes none"
@@ -226,7 +235,7 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
             422: ERRORS[409] | {"description": "A bad line, or an Idempotency-Key reused with another body"},
         },
     )
-    def post_lines(
+    async def post_lines(
         request: Request,
         chatrecord: Service,
         raw: Annotated[bytes, Depends(body)],
@@ -266,35 +275,50 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
         text_of = raw.removeprefix(b"\xef\xbb\xbf")  # a BOM ignored (RFC 8259 8.1 allows it), as `chatrecord ingest` does
         lines = [text_of] if media not in NDJSON else text_of.splitlines()
         follows = if_match(if_match_header)
-        digest = ""
-        if idempotency_key is not None and idempotency_key.strip():  # an empty one is as none
-            if not (0 < len(idempotency_key) <= MAX_KEY and idempotency_key.isascii() and idempotency_key.isprintable()):
-                raise Problem(
-                    400,
-                    "bad-request",
-                    f"Idempotency-Key must be 1–{MAX_KEY} printable ASCII characters",
-                    where="header.Idempotency-Key",
-                )
-            digest = fingerprint(media, raw)
-            legacy = body_hash(media.encode(), (if_match_header or "").encode(), raw)
-            try:
-                # the key is checked before the body is read: a retry with another body is told so
-                outcome = chatrecord.run_once(idempotency_key, digest, lambda: answer(chatrecord, lines, follows), (legacy,))
-            except KeyReused as error:
-                raise Problem(
-                    422,
-                    "idempotency-key-reused",
-                    f"this Idempotency-Key was sent before with {differs(error.kept, digest)}; "
-                    "a retry sends the same Content-Type and body (If-Match may differ)",
-                    differs=differs(error.kept, digest),
-                ) from None
-            except KeyInFlight as error:
-                raise Problem(409, "request-in-progress", str(error), headers={"Retry-After": "1"}) from None
-            if isinstance(outcome, Replayed):
-                return replayed(chatrecord, outcome)
-            done, text = outcome.result, outcome.response
-        else:
-            done, text = answer(chatrecord, lines, follows)
+        key = idempotency_key if idempotency_key is not None and idempotency_key.strip() else ""  # an empty one is as none
+        if key and not (len(key) <= MAX_KEY and key.isascii() and key.isprintable()):
+            raise Problem(
+                400,
+                "bad-request",
+                f"Idempotency-Key must be 1–{MAX_KEY} printable ASCII characters",
+                where="header.Idempotency-Key",
+            )
+        if not key:
+            return await offload(lambda: recorded(*answer(chatrecord, lines, follows)))
+        return await offload(lambda: once(chatrecord, key, media, raw, if_match_header, lines, follows))
+
+    def once(
+        chatrecord: Chatrecord,
+        key: str,
+        media: str,
+        raw: bytes,
+        if_match_header: str | None,
+        lines: list[bytes],
+        follows: list[int] | None,
+    ) -> Response:
+        """Records `lines` once for the Idempotency-Key `key` (on a store thread): the first
+        response, or the one kept for the key."""
+        digest = fingerprint(media, raw)
+        legacy = body_hash(media.encode(), (if_match_header or "").encode(), raw)
+        try:
+            # the key is checked before the body is read: a retry with another body is told so
+            outcome = chatrecord.run_once(key, digest, lambda: answer(chatrecord, lines, follows), (legacy,))
+        except KeyReused as error:
+            raise Problem(
+                422,
+                "idempotency-key-reused",
+                f"this Idempotency-Key was sent before with {differs(error.kept, digest)}; "
+                "a retry sends the same Content-Type and body (If-Match may differ)",
+                differs=differs(error.kept, digest),
+            ) from None
+        except KeyInFlight as error:
+            raise Problem(409, "request-in-progress", str(error), headers={"Retry-After": "1"}) from None
+        if isinstance(outcome, Replayed):
+            return replayed(chatrecord, outcome)
+        return recorded(outcome.result, outcome.response)
+
+    def recorded(done: Any, text: str) -> Response:
+        """Returns the response of lines recorded: `text`, the ETag, Chatrecord-Read-After."""
         return Response(text, media_type=JSON, headers=etag(done.version) | read_after(done.read_after))
 
     def readable(lines: list[bytes]) -> None:
@@ -336,8 +360,25 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
         headers |= read_after(chatrecord.position())  # past the first write, whenever it was
         return Response(kept.response, status_code=kept.status, media_type=JSON, headers=headers)
 
+    async def post_lines_directly(request: Request) -> Response:
+        """`POST /v1/lines`, the chat's hottest route, without FastAPI's dependency solving (a
+        share of a line's CPU): the operation above, with its dependencies run in their order
+        (the token, the query, the body) and its headers read as FastAPI reads them. Its route
+        comes first; the operation stays in the OpenAPI document and behind it."""
+        await authorized(request, None)
+        refuse_others(request, frozenset())
+        raw = await body(request)
+        headers = request.headers
+        return await post_lines(request, service(request), raw, headers.get("if-match"), headers.get("idempotency-key"))
+
     add_reads(v1, of_a_conversation)
+    model_errors: dict[int | str, dict[str, Any]] = {
+        409: ERRORS[409] | {"description": "Refused; a model that is not configured (model-not-set)"},
+        502: ERRORS[502],
+    }
+    add_reproductions(v1, of_a_conversation, model_errors)
     app.include_router(v1)
+    app.router.routes.insert(0, Route("/v1/lines", post_lines_directly, methods=["POST"], include_in_schema=False))
     app.openapi = lambda: app.openapi_schema or openapi.document(app)  # type: ignore[method-assign]  # FastAPI's way to serve a document of one's own
     install_ui(app, settings.token, throttle)
 

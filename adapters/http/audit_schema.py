@@ -32,6 +32,21 @@ class AuditWritten(Response):
     hook_failed: bool = Field(description="Whether a hook failed after the write.")
 
 
+class AuditUsage(Response):
+    duration_ms: float = Field(description="The sum of its steps' durations, in ms.")
+    model: str | None = Field(description="The model its line named; null: unknown.")
+    provider: str | None = Field(description="The provider its line named; null: unknown.")
+    model_calls: int = Field(description="Its llm steps.")
+    calls_without_usage: int = Field(description="Of its model calls, those that stated no token count.")
+    input_tokens: int | None = Field(description="Prompt tokens summed over the calls that stated them; null: none did.")
+    output_tokens: int | None = Field(description="Completion tokens summed over the calls that stated them; null: none did.")
+    total_tokens: int | None = Field(description="Total tokens summed over the calls that stated them; null: none did.")
+    cost: float | None = Field(description="nr-llm's estimated cost summed over the calls that stated it; null: none did.")
+    tool_calls: int = Field(description="Its tool calls.")
+    failed_calls: int = Field(description="Its tool calls read failed.")
+    refused_calls: int = Field(description="Its tool calls held, declined or no longer permitted.")
+
+
 class AuditRowBase(Response):
     version: int = Field(description="The version of the event the row comes from (1-based).")
     at: datetime = Field(description="The event's time (UTC).")
@@ -74,6 +89,7 @@ class SegmentRow(AuditRowBase):
     written: list[AuditWritten] = Field(description="The records it wrote.")
     waiting: list[WaitingCall] = Field(description="The calls its card or question named.")
     flagged: bool = Field(description="Whether its answer was flagged nothingSaved.")
+    usage: AuditUsage = Field(description="Its time, model calls, tokens and cost (docs/input-format.md, Steps).")
     cut: bool
     verified: Verified
 

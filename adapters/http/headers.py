@@ -108,7 +108,7 @@ def read_after(position: str | None) -> dict[str, str]:
     return {READ_AFTER: position} if position is not None else {}
 
 
-def read_after_header(
+async def read_after_header(
     value: Annotated[
         str | None,
         Header(

@@ -80,10 +80,26 @@ def _demo_reads() -> dict[str, dict[str, Any]]:
             read + "turn": {"summary": "the demo tour's next turn", "value": chatrecord.turn_notes(DEMO).to_json()},
             read + "audit": {"summary": f"the first {cut} of the demo tour's {len(rows)} rows", "value": rows[:cut]},
             read + "activity": {"summary": f"the first 2 of the demo tour's {len(segments)} segments", "value": segments[:2]},
-            read + "replay": {"summary": "the demo tour's latest turn (?at=3)", "value": chatrecord.replay(DEMO, at=3).to_json()},
+            read + "replay": {
+                "summary": "the demo tour's latest turn (?at=3)",
+                "value": {**chatrecord.replay(DEMO, at=3).to_json(), "next_cursor": None},
+            },
+            read + "replay/changes": {
+                "summary": "the demo tour's turns as what changed (?limit=1: its first page)",
+                "value": changes_page(chatrecord),
+            },
         }
     finally:
         chatrecord.close()
+
+
+def changes_page(chatrecord: Any) -> dict[str, Any]:
+    """Returns the first page of one turn of the demo tour's `GET …/replay/changes`."""
+    from adapters.api import TurnRange
+
+    stream = chatrecord.replay_stream(DEMO, form="changes", span=TurnRange(limit=1))
+    turns = list(stream.turns)
+    return {**stream.head(), "turns": turns, "next_cursor": stream.next_cursor}
 
 
 ETAG = {
@@ -130,13 +146,14 @@ PROBLEM_TYPES = {
     404: ["unknown-conversation", "no-such-turn", "not-found"],
     405: ["method-not-allowed"],
     408: ["body-timeout"],
-    409: ["refused-line", "no-turn", "chain-broken", "conflict", "request-in-progress"],
+    409: ["refused-line", "no-turn", "chain-broken", "conflict", "request-in-progress", "model-not-set"],
     412: ["version-mismatch"],
     413: ["body-too-large"],
     415: ["unsupported-media-type"],
     422: ["bad-line", "idempotency-key-reused"],
     429: ["too-many-wrong-tokens"],
     500: ["unreadable-event", "internal"],
+    502: ["model-unavailable"],
     503: ["write-conflict", "store-unavailable"],
 }
 """The problem `type`s (`urn:chatrecord:problem:<name>`, adapters.http.problems) each status carries."""

@@ -18,6 +18,8 @@ Every error class has a stable `type` URI, `urn:chatrecord:problem:<name>`:
 | 409    | no-turn                | a conversation with no user message yet has no turn to read   |
 | 409    | chain-broken           | an append to a conversation whose hash chain is broken        |
 |        |                        | (`version`, `problem` as `chatrecord verify` names them)      |
+| 409    | model-not-set          | a reproduction asked of a server whose model is not           |
+|        |                        | configured (CHATRECORD_MODEL_URL, CHATRECORD_MODEL)           |
 | 409    | conflict               | any other refusal of the store (its class in `rule`)          |
 | 409    | request-in-progress    | an `Idempotency-Key` whose first request is still in flight   |
 |        |                        | (`Retry-After: 1`; retried, it gets that request's response)  |
@@ -32,6 +34,9 @@ Every error class has a stable `type` URI, `urn:chatrecord:problem:<name>`:
 | 503    | write-conflict         | a write that kept conflicting with other writers; retry       |
 | 503    | store-unavailable      | the database does not answer or cannot be used                |
 | 500    | internal               | a bug; the server's log has the traceback                     |
+| 502    | model-unavailable      | the model endpoint of a reproduction does not answer, refuses |
+|        |                        | the key, does not know the model or fails after its retries   |
+|        |                        | (the answers completed before it are kept)                    |
 
 A problem never holds a traceback, and never a stored value: only what the request itself sent
 (a line's field path, a conversation id), rule names and numbers.
@@ -50,7 +55,7 @@ from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
-from adapters.api import NoSuchMessage, TurnNotFound, VersionMismatch
+from adapters.api import ModelNotSet, ModelUnusable, NoSuchMessage, TurnNotFound, VersionMismatch
 from domain.errors import ChatrecordError, InvalidInput, LineOutOfOrder, UnknownConversation, shown_id
 from projections.turn import NoTurnYet
 
@@ -80,6 +85,8 @@ TITLES = {
     "unreadable-event": "A stored event of the conversation cannot be read",
     "chain-broken": "The conversation's hash chain is broken; nothing was appended",
     "internal": "Internal error",
+    "model-not-set": "No model is configured for reproductions",
+    "model-unavailable": "The model endpoint cannot be used",
 }
 RETRY_LATER = {"Retry-After": "1"}
 """The header of a line that came too early: the chat sends it again (after the lines it waits for)."""
@@ -121,6 +128,16 @@ def from_error(error: ChatrecordError) -> Problem:
         return Problem(404, "no-such-turn", str(error).replace("--upto ", "upto="))
     if isinstance(error, NoTurnYet):
         return Problem(409, "no-turn", str(error))
+    if isinstance(error, ModelNotSet):
+        return Problem(
+            409,
+            "model-not-set",
+            "no model is configured for reproductions; the operator sets CHATRECORD_MODEL_URL and CHATRECORD_MODEL",
+        )
+    if isinstance(error, ModelUnusable):  # its message names the endpoint the server is configured with: for an operator
+        log.error("model error: %s", error)
+        kept = f"{error.recorded} complete answer(s) were kept" if error.recorded else "no answer was kept"
+        return Problem(502, "model-unavailable", f"the model endpoint cannot be used now (the server's log says why); {kept}")
     rule = type(error).__name__
     if rule == "UnreadableEvent":  # damaged or reordered data, or a newer version's: for an operator
         log.error("unreadable event: %s", error)

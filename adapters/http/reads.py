@@ -5,19 +5,38 @@ one call of the service layer (`adapters.api.Chatrecord`, the `Service` dependen
 No `from __future__ import annotations` here: FastAPI reads the handlers' annotations.
 """
 
+from collections.abc import Iterator
 from typing import Annotated, Any
 
 import orjson
 from fastapi import APIRouter, Depends, Path, Query, Request, Response
+from fastapi.responses import StreamingResponse
 
-from adapters.api import AT_PATTERN, CURSOR_PATTERN, LIST_LIMIT_MAX, BadCursor, BadFilter, Chatrecord, parse_at
+from adapters.api import (
+    AT_PATTERN,
+    CURSOR_PATTERN,
+    LIST_LIMIT_MAX,
+    REPLAY_CURSOR_PATTERN,
+    REPLAY_LIMIT_MAX,
+    BadCursor,
+    BadFilter,
+    BadReplayCursor,
+    Chatrecord,
+    ReplayForm,
+    TurnRange,
+    parse_at,
+    replay_start,
+)
 from adapters.http import audit_schema, openapi, schemas
 from adapters.http.headers import JSON, NDJSON, ReadAfter, etag
+from adapters.http.offload import offload
 from adapters.http.problems import Problem
 from domain.limits import INT_MAX
 from projections.page_line import PageFilter
 from projections.rules import Rules
 
+REPLAY_PAGE = 50
+"""Turns on a page of `GET …/replay` when no limit is given."""
 Conversation = Annotated[str, Path(description="The conversation id, as the chat names it.")]
 RulesQuery = Annotated[Rules | None, Query(description="Rule set (default: the store's live one).")]
 VisiblePage = Annotated[list[int], Query(description="A page the user may see (repeatable); when given, only these.")]
@@ -25,12 +44,18 @@ HiddenPage = Annotated[list[int], Query(description="A page the user may not see
 
 
 def service(request: Request) -> Chatrecord:
-    """Returns the app's Chatrecord (the `Service` dependency of every handler)."""
+    """Returns the app's Chatrecord (`Service`, the dependency of every handler, FastAPI calls on
+    the event loop: `current`)."""
     chatrecord: Chatrecord = request.app.state.chatrecord  # set by the app's lifespan
     return chatrecord
 
 
-Service = Annotated[Chatrecord, Depends(service)]
+async def current(request: Request) -> Chatrecord:
+    """Returns the app's Chatrecord (an async dependency: no hop to a thread)."""
+    return service(request)
+
+
+Service = Annotated[Chatrecord, Depends(current)]
 
 
 def json_response(value: Any, headers: dict[str, str] | None = None, status: int = 200) -> Response:
@@ -146,7 +171,7 @@ def add_reads(v1: APIRouter, of_a_conversation: dict[int | str, dict[str, Any]])
         return Response(body, media_type=NDJSON[0], headers=headers)
 
     @v1.get("/conversations/{conversation:path}/turn", response_model=schemas.TurnNotes, responses=of_a_conversation)
-    def turn(
+    async def turn(
         chatrecord: Service,
         conversation: Conversation,
         after: ReadAfter = None,
@@ -158,11 +183,15 @@ def add_reads(v1: APIRouter, of_a_conversation: dict[int | str, dict[str, Any]])
         """The chat's read of the next turn: the page line and each note with its place in the
         transcript the chat holds. A page the user may not see is never named."""
         can_see = PageFilter(frozenset(visible_page), frozenset(hidden_page))
-        notes = chatrecord.turn_notes(conversation, can_see, after=after)
-        payload = notes.to_json()
-        if messages is not None:
-            payload["messages"] = chatrecord.turn_input(conversation, can_see, after=after).model_messages()
-        return json_response(payload, etag(notes.version))
+
+        def read() -> Response:
+            notes = chatrecord.turn_notes(conversation, can_see, after=after)
+            payload = notes.to_json()
+            if messages is not None:
+                payload["messages"] = chatrecord.turn_input(conversation, can_see, after=after).model_messages()
+            return json_response(payload, etag(notes.version))
+
+        return await offload(read)
 
     @v1.get(
         "/conversations/{conversation:path}/audit",
@@ -190,10 +219,16 @@ def add_reads(v1: APIRouter, of_a_conversation: dict[int | str, dict[str, Any]])
         segments = chatrecord.activity(conversation, rules.value if rules else None, after=after)
         return json_response([s.model_dump(mode="json") for s in segments])
 
+    ReplayLimit = Annotated[int, Query(ge=1, le=REPLAY_LIMIT_MAX, description="At most this many turns a page.")]
+    ReplayCursorQuery = Annotated[
+        str | None,
+        Query(description="The next_cursor of the page before.", json_schema_extra={"pattern": REPLAY_CURSOR_PATTERN}),
+    ]
+
     @v1.get(
         "/conversations/{conversation:path}/replay",
         response_model=schemas.Replay,
-        response_description="Every turn's model input as it was then",
+        response_description="A page of turns, each turn's model input as it was then",
         responses=of_a_conversation,
     )
     def replay(
@@ -202,16 +237,69 @@ def add_reads(v1: APIRouter, of_a_conversation: dict[int | str, dict[str, Any]])
         rules: RulesQuery = None,
         after: ReadAfter = None,
         *,
-        at: Annotated[int | None, Query(ge=1, description="Only the turn of user message N.")] = None,
+        at: Annotated[int | None, Query(ge=1, description="Only the turn of user message N, whole (no paging).")] = None,
+        limit: ReplayLimit = REPLAY_PAGE,
+        cursor: ReplayCursorQuery = None,
         visible_page: VisiblePage = [],  # noqa: B006 - FastAPI copies a Query default per request
         hidden_page: HiddenPage = [],  # noqa: B006
     ) -> Response:
-        """Every turn's model input as it was then: the object of `chatrecord replay --json`."""
-        done = chatrecord.replay(
-            conversation,
-            rules.value if rules else None,
-            at,
-            PageFilter(frozenset(visible_page), frozenset(hidden_page)),
-            after=after,
-        )
-        return json_response(done.to_json())
+        """Every turn's model input as it was then, a page of `limit` turns at a time, oldest
+        first: the object of `chatrecord replay --json` with `next_cursor`. With `at`, the turns
+        of that user message, whole, as `replay --at N` (`next_cursor` null)."""
+        pages = PageFilter(frozenset(visible_page), frozenset(hidden_page))
+        if at is not None:
+            if cursor is not None:
+                raise Problem(400, "bad-request", "cursor: a page of turns is read without at=N", where="query.cursor")
+            done = chatrecord.replay(conversation, rules.value if rules else None, at, pages, after=after)
+            return json_response({**done.to_json(), "next_cursor": None})
+        return replay_page(chatrecord, conversation, rules, pages, after, "turns", limit, cursor)
+
+    @v1.get(
+        "/conversations/{conversation:path}/replay/changes",
+        response_model=schemas.ReplayChanges,
+        response_description="A page of turns, each as what changed since the turn before",
+        responses=of_a_conversation,
+    )
+    def replay_changes(
+        chatrecord: Service,
+        conversation: Conversation,
+        rules: RulesQuery = None,
+        after: ReadAfter = None,
+        *,
+        limit: ReplayLimit = REPLAY_PAGE,
+        cursor: ReplayCursorQuery = None,
+        visible_page: VisiblePage = [],  # noqa: B006 - FastAPI copies a Query default per request
+        hidden_page: HiddenPage = [],  # noqa: B006
+    ) -> Response:
+        """Every turn as what changed since the turn before, a page of `limit` turns at a time,
+        oldest first (`chatrecord replay --changes`; the first turn of a page counts from the
+        last of the page before): a whole history costs what its length holds."""
+        pages = PageFilter(frozenset(visible_page), frozenset(hidden_page))
+        return replay_page(chatrecord, conversation, rules, pages, after, "changes", limit, cursor)
+
+
+def replay_page(
+    chatrecord: Chatrecord,
+    conversation: str,
+    rules: Rules | None,
+    pages: PageFilter,
+    after: str | None,
+    form: ReplayForm,
+    limit: int,
+    cursor: str | None,
+) -> Response:
+    """Returns a page of the streamed replay, written turn by turn (`Chatrecord.replay_stream`):
+    `{"conversation", "rules", "turns": [...], "next_cursor"}`."""
+    try:
+        span = TurnRange(start=replay_start(cursor), limit=limit)
+    except BadReplayCursor as error:
+        raise Problem(400, "bad-request", str(error), where="query.cursor") from None
+    stream = chatrecord.replay_stream(conversation, rules.value if rules else None, pages, form=form, span=span, after=after)
+
+    def body() -> Iterator[bytes]:
+        yield orjson.dumps(stream.head())[:-1] + b',"turns":['
+        for index, turn in enumerate(stream.turns):
+            yield (b"," if index else b"") + orjson.dumps(turn)
+        yield b'],"next_cursor":' + orjson.dumps(stream.next_cursor) + b"}"
+
+    return StreamingResponse(body(), media_type=JSON)

@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from adapters.api import CURSOR_PATTERN, STATUSES
+from adapters.api import CURSOR_PATTERN, REPLAY_CURSOR_PATTERN, STATUSES
 from domain.events import Trigger, UndecidedReason
 from domain.values import CARD_ANSWERS, OUTCOMES, Completeness
 from projections.rules import RULE_SET_IDS
@@ -228,14 +228,180 @@ class ReplayTurn(Response):
     card_outcomes: list[CardOutcome]
 
 
+ReplayCursor = Annotated[str, Field(pattern=REPLAY_CURSOR_PATTERN)] | None
+
+
 class Replay(Response):
-    """Every turn of the conversation (`chatrecord replay --json`)."""
+    """A page of the conversation's turns, each whole (`chatrecord replay --json`)."""
 
     conversation: str
     rules: RuleSetId
     turns: list[ReplayTurn]
+    next_cursor: ReplayCursor = Field(description="Pass it as `cursor` for the next page; null after the last one.")
+
+
+NOTE_POSITION = "Its position among the turn's notes, in order of appearance (0-based)."
+
+
+class AddedNote(Response):
+    """A note the turn before did not send (its place as a `PlacedNote`'s)."""
+
+    text: str
+    index: int
+    into: Literal["assistant", "user", "new"]
+    at: int | None
+    at_byte: int | None
+    n: int = Field(description=NOTE_POSITION)
+
+
+class MovedNote(Response):
+    """A note the turn before sent at another place (its place now as a `PlacedNote`'s)."""
+
+    text: str
+    index: int
+    into: Literal["assistant", "user", "new"]
+    at: int | None
+    at_byte: int | None
+    n: int = Field(description=NOTE_POSITION)
+    was: int = Field(description="Its position among the turn before's notes (0-based).")
+
+
+class DroppedNote(Response):
+    """A note of the turn before that this turn does not send."""
+
+    n: int = Field(description="Its position among the turn before's notes (0-based).")
+    text: str
+
+
+class NotesChanges(Response):
+    """The notes that changed since the turn before; its other notes keep their order and fill
+    the positions left."""
+
+    added: list[AddedNote]
+    moved: list[MovedNote]
+    dropped: list[DroppedNote]
+
+
+class RecordChanges(Response):
+    """The run record's entries that changed since the turn before."""
+
+    dropped: list[str] = Field(description="The segments whose entries left the record.")
+    changed: list[RunRecordEntry] = Field(description="The entries new or different, each whole (a new one goes at the end).")
+
+
+class CardOutcomeChanges(Response):
+    kept: int = Field(description="The turn before's first `kept` card outcomes are this turn's first.")
+    appended: list[CardOutcome]
+
+
+class TurnChanges(Response):
+    """One turn as what changed since the turn before (`chatrecord replay --changes`); the
+    first turn's are counted from nothing."""
+
+    message: int = Field(description="The user message that started it.")
+    at: datetime
+    view_context: ViewContext
+    page_line: str | None = Field(description="The system message's text; null when it is the turn before's.")
+    kept: int = Field(description="The transcript (no system message, no notes) keeps the turn before's first `kept` messages.")
+    appended: list[ModelMessage] = Field(description="Then these messages follow.")
+    notes: NotesChanges
+    record: RecordChanges
+    card_outcomes: CardOutcomeChanges
+
+
+class ReplayChanges(Response):
+    """A page of the conversation's turns, each as what changed since the turn before."""
+
+    conversation: str
+    rules: RuleSetId
+    turns: list[TurnChanges]
+    next_cursor: ReplayCursor = Field(description="Pass it as `cursor` for the next page; null after the last one.")
 
 
 class Health(BaseModel):
     status: Literal["ok"]
     position: int = Field(description="The position of the newest stored event.")
+
+
+class ReproductionRequest(BaseModel):
+    """What `POST /v1/conversations/{id}/reproductions` sends to the model (`chatrecord reproduce`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    turn: int | None = Field(default=None, ge=1, description="The turn of user message N (default: the latest).")
+    rules: list[RuleSetId] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=3,
+        description="The rule sets the input is built under (default: transcript-only and the store's).",
+    )
+    n: int = Field(default=5, ge=1, le=100, description="Answers asked for under each rule set.")
+    judge_model: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=200,
+        description="A model on the same endpoint that judges each answer (default: the rules only).",
+    )
+
+
+class JudgeVerdict(Response):
+    denies: bool = Field(description="The answer denies a save the run record shows.")
+    names_writes: bool = Field(description="The answer names a written record or field.")
+    rubric: str = Field(description="The version of the rubric the verdict was read under.")
+    judge: str = Field(description='"rules", or the judging model.')
+    reason: str = Field(description="The rule that matched and the record or field named; never the answer's words.")
+
+
+class ReproducedAnswer(Response):
+    seq: int = Field(description="The answer's place in its reproduction's stream (from 1).")
+    at: str = Field(description="When it came back (ISO-8601, UTC).")
+    text: str = Field(description="The answer's text; [erased] once the conversation was erased.")
+    latency_ms: int
+    usage: dict[str, Any] = Field(description="The token counts the endpoint reported.")
+    finish_reason: str | None
+    verdict: JudgeVerdict = Field(description="The rule-based judge's verdict.")
+    judged: JudgeVerdict | None = Field(description="The judging model's verdict, where one was asked; it is the one counted.")
+
+
+class WrittenFacts(Response):
+    records: list[str] = Field(description="The records the run record shows written (table:uid).")
+    fields: list[str] = Field(description="The fields of the applied card outcomes.")
+
+
+class Reproduction(Response):
+    """One reproduction: a turn sent to a model again under one rule set, with its answers."""
+
+    id: str
+    conversation: str
+    rules: RuleSetId
+    message: int = Field(description="The user message whose turn was sent.")
+    log_version: int = Field(description="The conversation's version the input was built from.")
+    model: str
+    url: str = Field(description="The endpoint the answers came from.")
+    parameters: dict[str, Any]
+    input_sha256: str = Field(description="The sha256 of the messages sent, as replay's JSON writes them.")
+    started_at: str
+    writes: WrittenFacts
+    answers: list[ReproducedAnswer]
+    denials: int
+    naming_writes: int
+    chain_ok: bool = Field(description="Whether the reproduction's hash chain holds.")
+
+
+class ReproductionRow(Response):
+    rules: RuleSetId
+    message: int
+    answers: int
+    denials: int = Field(description="Answers that deny the saves.")
+    naming_writes: int = Field(description="Answers that name the writes.")
+
+
+class ReproductionReport(Response):
+    """What a run of `chatrecord reproduce --json` prints: the table per rule set, the count in
+    the spec's form, and the reproductions it recorded."""
+
+    conversation: str
+    rubric: str
+    table: list[ReproductionRow]
+    summary: str = Field(description='E.g. "2 of 5 answers deny the saves under transcript-only; 0 of 5 under 2026-11-02".')
+    reproductions: list[Reproduction]

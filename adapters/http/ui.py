@@ -73,7 +73,7 @@ def ui_router(token: str | None, throttle: Throttle) -> APIRouter:
     """Returns the `/ui` routes; `token`: the API's bearer token (None: open, loopback only)."""
     sessions = Sessions(token) if token is not None else None
 
-    def signed_in(request: Request) -> None:
+    async def signed_in(request: Request) -> None:
         if token is None:
             return
         if bearer_of(request) is not None and check_bearer(request, token, throttle):  # 429 while its client waits
@@ -129,7 +129,7 @@ def ui_router(token: str | None, throttle: Throttle) -> APIRouter:
         response.delete_cookie(COOKIE, path="/ui", httponly=True, samesite="strict", secure=request.url.scheme == "https")
         return response
 
-    def service(request: Request) -> Chatrecord:
+    async def service(request: Request) -> Chatrecord:
         chatrecord: Chatrecord = request.app.state.chatrecord  # set by the app's lifespan
         return chatrecord
 

@@ -54,10 +54,13 @@ _WHOLE_LINE = "(line)"
 def digest_of(line: Line) -> str:
     """Returns 32 hex of the sha256 of the line's stored facts (type, conversation, at and the
     command's arguments) as canonical JSON: the same line delivered twice has the same digest,
-    and nothing the privacy filter drops enters it."""
+    and nothing the privacy filter drops enters it, nor a segment's usage facts
+    (`Line.unhashed`)."""
     facts = {"type": line.type, "conversation": line.conversation, "at": line.at.isoformat()}
     facts.update(line.kept_facts())
-    canonical = orjson.dumps(to_jsonable_python(facts), option=orjson.OPT_SORT_KEYS)
+    jsonable = to_jsonable_python(facts)
+    line.unhashed(jsonable)
+    canonical = orjson.dumps(jsonable, option=orjson.OPT_SORT_KEYS)
     return sha256(canonical).hexdigest()[:32]
 
 

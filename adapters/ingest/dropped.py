@@ -30,14 +30,11 @@ NR_LLM_DROPPED = frozenset(
         "raw",
         "toolSpecs",
         "contextBudget",
-        "finishReason",
-        "promptTokens",
-        "completionTokens",
-        "totalTokens",
-        "estimatedCost",
     }
 )
-"""The keys nr-llm sends that the privacy filter drops, named in an error's path."""
+"""The keys nr-llm sends that the privacy filter drops, named in an error's path. Of
+requestedToolCalls and toolSpecs the ids and names are picked out after validation
+(`adapters.ingest.step_models`); for an error's path they are dropped keys all the same."""
 
 UNNAMED = "(a dropped key)"
 """What an error's path shows for a dropped key that is not one of NR_LLM_DROPPED."""

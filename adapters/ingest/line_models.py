@@ -17,6 +17,8 @@ from adapters.ingest.names import (
     At,
     InputModel,
     MessageNo,
+    ModelName,
+    Provider,
     ReducedId,
     Skill,
     Text,
@@ -62,6 +64,10 @@ class Line(InputModel):
         """Returns the arguments of the line's domain command, less `at` and `source`."""
         return {}
 
+    def unhashed(self, facts: dict[str, Any]) -> None:
+        """Removes from `facts` (the line's facts as JSON values) what its digest leaves out:
+        nothing, but for a segment's usage facts (`SegmentReturnedLine.unhashed`)."""
+
     def kept_facts(self) -> dict[str, Any]:
         """Returns `facts()`, made once per line (the digest and each decision take them; a
         segment's steps are checked into facts once): a new dict of the same immutable values."""
@@ -102,6 +108,24 @@ class SegmentReturnedLine(Line):
     flag: Literal["nothingSaved"] | None = None
     steps: Annotated[list[Step], Field(max_length=STEPS_MAX)] = []
     pending: Annotated[list[Pending], Field(max_length=LIST_MAX)] = []
+    model: ModelName | None = Field(
+        default=None, description="The model the segment ran with (e.g. gpt-4o-mini); absent: unknown."
+    )
+    provider: Provider | None = Field(
+        default=None,
+        description="The model's provider (e.g. openai, anthropic); absent: the store's CHATRECORD_GENAI_PROVIDER in traces, "
+        "unknown in the usage audit.",
+    )
+
+    def unhashed(self, facts: dict[str, Any]) -> None:
+        """Leaves the usage facts (model, provider, each step's `call` and `offered_tools`) out
+        of the digest: a line delivered before they were kept and again after has one digest,
+        so the store takes it as the same line."""
+        facts.pop("model", None)
+        facts.pop("provider", None)
+        for step in facts.get("steps", ()):
+            step.pop("call", None)
+            step.pop("offered_tools", None)
 
     def facts(self) -> dict[str, Any]:
         steps = tuple(step.fact() for step in self.steps if step.known)  # a step of an unknown kind is dropped
@@ -117,6 +141,8 @@ class SegmentReturnedLine(Line):
             "nothing_saved": self.flag == "nothingSaved",
             "steps": steps,
             "waiting": tuple(p.call() for p in self.pending),
+            "model": self.model,
+            "provider": self.provider,
         }
 
 

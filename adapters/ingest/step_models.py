@@ -6,16 +6,25 @@ hookFailedAfterWrite); a step of a kind outside `STEP_KINDS` is checked like any
 dropped whole (`Step.known`, docs/input-format.md, "Steps"): none of its fields is stored. toolArguments, toolResult, content, thinking, messagesSent,
 requestedToolCalls, raw and every unknown key are never declared, so pydantic drops them unread
 and they cannot reach an event, a digest or an error message.
+
+An `llm` step's usage facts (promptTokens, completionTokens, totalTokens, estimatedCost,
+finishReason) are declared and checked; of `requestedToolCalls` only each call's `id` (kept as
+its digest) and `name`, and of a `request` step's `toolSpecs` only the tool names, are picked
+out after validation (`_picked`), never failing a line: a value of another shape is left out,
+so no error ever quotes what those private fields hold.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+import re
+from hashlib import sha256
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
     ConfigDict,
     Field,
+    ModelWrapValidatorHandler,
     ValidationInfo,
     WithJsonSchema,
     field_validator,
@@ -36,43 +45,96 @@ from adapters.ingest.names import (
     check_uid,
     drop_null,
     pair,
+    reduce_name,
 )
-from domain.limits import INT_MAX, LIST_MAX
+from domain.limits import COST_MAX, INT_MAX, LIST_MAX
 from domain.values import (
     STEP_KINDS,
     TOOL_OUTCOMES,
     LegacyCardOutcome,
+    ModelCall,
     RecordRef,
+    RequestedCall,
     StepFact,
     TranscriptLine,
     WaitingCall,
     trusted,
 )
 
+Cost = Annotated[float, Field(ge=0.0, le=COST_MAX, allow_inf_nan=False)]
+"""An estimated cost: a finite number from 0 to COST_MAX, in nr-llm's currency unit."""
+
+PICKED_SCHEMA: dict[str, Any] = {
+    "requestedToolCalls": {
+        "type": "array",
+        "description": "The tool calls an llm step asked for. Only each call's id (kept as its digest) and name are "
+        "read; its arguments are dropped unread, and an entry of another shape is left out, never an error.",
+        "items": {"type": "object", "properties": {"id": {"type": "string"}, "name": {"type": "string"}}},
+    },
+    "toolSpecs": {
+        "type": "array",
+        "description": "The tools a request step offered the model: only their names are kept (a name, or an object's "
+        "name); anything else is left out, never an error.",
+        "items": {"anyOf": [{"type": "string"}, {"type": "object", "properties": {"name": {"type": "string"}}}]},
+    },
+}
+"""How the JSON Schema describes the two fields whose names only are picked out (`_picked`)."""
+
+
+_STORED_CALL_ID = re.compile(r"c[0-9a-f]{16}")
+
+
+def call_id_digest(call_id: str) -> str:
+    """Returns the stored form of a requested call's id: `c` and 16 hex of its SHA-256, so a
+    call id is told apart without keeping what the chat wrote in it. An id that is a stored
+    form already (as `export` writes it) is kept, so an exported conversation comes back with
+    the same ids."""
+    if _STORED_CALL_ID.fullmatch(call_id):
+        return call_id
+    return "c" + sha256(call_id.encode("utf-8")).hexdigest()[:16]
+
+
+def _name_or_none(value: Any) -> str | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        return reduce_name(value)
+    except ValueError:
+        return None
+
+
+def _step_schema(schema: dict[str, Any]) -> None:
+    drop_null(
+        "writeTargetTable",
+        "writeTargetUid",
+        schema={
+            "anyOf": [
+                {"required": ["writeTargetTable", "writeTargetUid"]},
+                {
+                    "properties": {
+                        "kind": {"not": {"const": "tool_write"}},
+                        "writeTargetTable": {"not": {}},
+                        "writeTargetUid": {"not": {}},
+                    }
+                },
+            ],
+            "description": "A step; writeTargetTable and writeTargetUid go together, and a tool_write step has them. "
+            "A step of a kind outside " + ", ".join(STEP_KINDS) + " is dropped. An llm step's usage (tokens, "
+            "estimatedCost, finishReason, requestedToolCalls) and a request step's toolSpecs are kept as counts and "
+            "names only.",
+        },
+    )(schema)
+    schema["properties"].update(PICKED_SCHEMA)
+
 
 class Step(InputModel):
-    """One nr-llm RunStep, of which only the privacy-kept facts are read."""
+    """One nr-llm RunStep, of which only the privacy-kept facts are read, with an `llm` step's
+    usage and a `request` step's offered tool names."""
 
-    model_config = ConfigDict(
-        json_schema_extra=drop_null(
-            "writeTargetTable",
-            "writeTargetUid",
-            schema={
-                "anyOf": [
-                    {"required": ["writeTargetTable", "writeTargetUid"]},
-                    {
-                        "properties": {
-                            "kind": {"not": {"const": "tool_write"}},
-                            "writeTargetTable": {"not": {}},
-                            "writeTargetUid": {"not": {}},
-                        }
-                    },
-                ],
-                "description": "A step; writeTargetTable and writeTargetUid go together, and a tool_write step has them. "
-                "A step of a kind outside " + ", ".join(STEP_KINDS) + " is dropped.",
-            },
-        )
-    )
+    __slots__ = ("_picked",)
+    # what `_pick` reads of requestedToolCalls and toolSpecs: a plain slot, as Line's
+
+    model_config = ConfigDict(json_schema_extra=_step_schema)
 
     kind: str
     round: Whole
@@ -84,6 +146,29 @@ class Step(InputModel):
     writeTargetUid: Uid | None = Field(default=None, validate_default=True)
     writeCompleteness: str | None = None
     hookFailedAfterWrite: bool | None = None
+    promptTokens: Whole | None = Field(default=None, description="An llm step's prompt (input) tokens; absent: unknown.")
+    completionTokens: Whole | None = Field(default=None, description="An llm step's completion (output) tokens; absent: unknown.")
+    totalTokens: Whole | None = Field(
+        default=None, description="An llm step's tokens in all, as nr-llm counts them; absent: unknown."
+    )
+    estimatedCost: Cost | None = Field(
+        default=None, description="nr-llm's estimate of an llm step's cost, in its currency unit; absent: unknown."
+    )
+    finishReason: Text | None = Field(
+        default=None,
+        description="Why the model stopped (stop, tool_calls, length, ...), kept as a name: characters outside "
+        "A-Za-z0-9_.:- are dropped.",
+    )
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _pick(cls, data: Any, handler: ModelWrapValidatorHandler[Step]) -> Step:
+        step = handler(data)
+        picked: tuple[tuple[RequestedCall, ...], tuple[str, ...] | None] = ((), None)
+        if isinstance(data, dict):
+            picked = (_requested(data.get("requestedToolCalls")), _offered(data.get("toolSpecs")))
+        object.__setattr__(step, "_picked", picked)  # its slot, past pydantic's __setattr__
+        return step
 
     @field_validator("writeTargetUid")
     @classmethod
@@ -133,7 +218,51 @@ class Step(InputModel):
             write_target=target,
             write_completeness=completeness,
             hook_failed_after_write=bool(self.hookFailedAfterWrite),
+            call=self._call() if kind == "llm" else None,
+            offered_tools=self._picked_facts()[1] if kind == "request" else None,
         )
+
+    def _picked_facts(self) -> tuple[tuple[RequestedCall, ...], tuple[str, ...] | None]:
+        picked: tuple[tuple[RequestedCall, ...], tuple[str, ...] | None] = getattr(self, "_picked", ((), None))
+        return picked
+
+    def _call(self) -> ModelCall | None:
+        """Returns the llm step's usage facts, None when it states none (unknown)."""
+        requested = self._picked_facts()[0]
+        finish = _name_or_none(self.finishReason) if self.finishReason is not None else None
+        usage = (self.promptTokens, self.completionTokens, self.totalTokens, self.estimatedCost, finish)
+        if not requested and all(value is None for value in usage):
+            return None
+        return trusted(
+            ModelCall,
+            prompt_tokens=self.promptTokens,
+            completion_tokens=self.completionTokens,
+            total_tokens=self.totalTokens,
+            estimated_cost=self.estimatedCost,
+            finish_reason=finish,
+            requested=requested,
+        )
+
+
+def _requested(value: Any) -> tuple[RequestedCall, ...]:
+    """Returns the requested calls' id digests and tool names; an entry without a string id is
+    left out, as is all of a value that is no list (never an error: the field is private)."""
+    if not isinstance(value, list):
+        return ()
+    calls = []
+    for entry in value[:LIST_MAX]:
+        if isinstance(entry, dict) and isinstance(entry.get("id"), str) and entry["id"]:
+            calls.append(RequestedCall(call_id=call_id_digest(entry["id"]), tool=_name_or_none(entry.get("name"))))
+    return tuple(calls)
+
+
+def _offered(value: Any) -> tuple[str, ...] | None:
+    """Returns the offered tools' names (a name, or an object's `name`), None when the step
+    states no list; an entry of another shape is left out."""
+    if not isinstance(value, list):
+        return None
+    names = (_name_or_none(entry.get("name") if isinstance(entry, dict) else entry) for entry in value[:LIST_MAX])
+    return tuple(name for name in names if name is not None)
 
 
 class Pending(InputModel):

@@ -13,7 +13,7 @@ holds a Content-Security-Policy that allows no request at all.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cache
@@ -29,6 +29,7 @@ from projections.notes import note_body, split_notes
 from projections.overview import Overview
 from projections.rules import RULE_SET_IDS
 from projections.turn_notes import TurnNotes
+from projections.usage import usage_line
 
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u00ad\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
 STATIC_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
@@ -112,6 +113,23 @@ class Links:
         return self.base() + "?full=1"
 
 
+LAST_MESSAGES = 8
+"""Messages of a model input shown open (the system message and the last ones); the earlier
+ones are behind a `<details>` (the latest turn's) or named, with the command that shows them."""
+
+
+@dataclass(frozen=True)
+class FilePages:
+    """Where a page of the timeline file links: `number` (1: the newest turns), the file of the
+    newer page and of the older one (relative names; None: none written), and `more`, the
+    command that writes older pages where this is the last one written and older turns exist."""
+
+    number: int = 1
+    newer: str | None = None
+    older: str | None = None
+    more: str | None = None
+
+
 @cache
 def environment() -> Environment:
     """Returns the Jinja2 environment of the templates (package data), autoescaping on."""
@@ -121,8 +139,8 @@ def environment() -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(shown=shown, when=when, short_id=short_id, note_body=note_body)
-    env.globals.update(RULE_SET_IDS=RULE_SET_IDS, model_input=model_input)
+    env.filters.update(shown=shown, when=when, short_id=short_id, note_body=note_body, usage_line=usage_line)
+    env.globals.update(RULE_SET_IDS=RULE_SET_IDS, model_input=model_input, LAST_MESSAGES=LAST_MESSAGES)
     return env
 
 
@@ -282,7 +300,7 @@ def conversation_page(
     chain: Verdict | None,
     overview: str | None,
     views: dict[tuple[int, str], TurnView] | None = None,
-    older: Sequence[TimelinePage] = (),
+    file_pages: FilePages | None = None,
     selected: TurnView | None = None,
     next_call: TurnNotes | None = None,
     latest_message: int | None = None,
@@ -292,7 +310,8 @@ def conversation_page(
     """Returns the HTML of a conversation's timeline page.
 
     `static`: one self-contained file (every turn view in `views`, keyed by (message, rule
-    set), shown when its fragment is targeted; older pages in `older`, folded); else the
+    set), shown when its fragment is targeted; `file_pages`: the links to the files of the
+    newer and older pages); else the
     server's page (`selected`: the turn view asked for; `next_call`: the notes of the next model
     call, shown on open, with a link to the latest turn, user message `latest_message`). `chain`: the verdict, shown
     whole (what was checked, when, by what), None for a store without a chain. `overview`: inline SVG
@@ -308,7 +327,7 @@ def conversation_page(
             chain=chain,
             overview=Markup(overview) if overview is not None else None,
             views=views or {},
-            older=older,
+            file_pages=file_pages or FilePages(),
             selected=selected,
             next_call=next_call,
             latest_message=latest_message,
@@ -358,42 +377,80 @@ def login_page(next_path: str, failed: bool = False, wait: int = 0, signed_out: 
     return environment().get_template("login.html").render(next_path=next_path, **said, css=Markup(stylesheet()))
 
 
-def export_page(chatrecord: Any, conversation: str, generated: str | None = None, inputs: int = INPUTS, chain: Any = None) -> str:
-    """Returns the conversation's timeline as one self-contained HTML file: every turn, newest
-    first (older pages folded), the overview, the chain's verdict, and what the model was sent
-    at the newest `inputs` turns under every rule set (each shown when its link is followed; no
-    script; each input holds the whole transcript of its time, so a file with every turn's
-    would grow with the square of the conversation). `chatrecord` is the service layer
-    (`adapters.api.Chatrecord`); `chain` its verdict of the conversation's chain where the caller
-    has it, one that recomputed every hash (`Chatrecord.chain(…, full=True)`, asked for here
-    when None: an auditor's copy is made once). Raises UnknownConversation."""
-    whole = chatrecord.timeline(conversation, turns=10**9)
-    pages = [whole.turns[i : i + PAGE_TURNS_SHOWN] for i in range(0, len(whole.turns), PAGE_TURNS_SHOWN)] or [()]
-    first = TimelinePage(whole.conversation, whole.rules, whole.version, tuple(pages[0]), None)
-    older = [TimelinePage(whole.conversation, whole.rules, whole.version, tuple(p), None) for p in pages[1:]]
-    active = whole.rules
-    events = chatrecord.events(conversation)
-    replays = {rules: newest_turns(events, rules, inputs) for rules in RULE_SET_IDS}
+def export_pages(
+    chatrecord: Any,
+    conversation: str,
+    names: Sequence[str],
+    generated: str | None = None,
+    inputs: int = INPUTS,
+    chain: Any = None,
+    more: str | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> list[str]:
+    """Returns the conversation's timeline as self-contained HTML files, one per page of
+    `PAGE_TURNS_SHOWN` turns, newest first: as many pages as `names` holds (the files' names,
+    newest first, each page linking to its neighbours by them; `more`: the command the last
+    page names when older turns exist). The first page also holds the overview, the chain's
+    verdict, and what the model was sent at the newest `inputs` turns under every rule set
+    (each shown when its link is followed; no script): the latest turn under the live rule set
+    whole (its earlier messages behind a `<details>`), the others' last messages only, so a file
+    costs what it shows, not the square of the conversation. `chatrecord` is the service layer
+    (`adapters.api.Chatrecord`); `chain` its verdict of the conversation's chain where the
+    caller has it, one that recomputed every hash (asked for here when None: an auditor's copy is
+    made once); `progress(what)` is told each step. Raises UnknownConversation."""
+    say = progress or (lambda what: None)
+    say("reading the turns")
+    wanted = len(names) * PAGE_TURNS_SHOWN
+    read = chatrecord.timeline(conversation, turns=wanted)
+    pages = [read.turns[i : i + PAGE_TURNS_SHOWN] for i in range(0, len(read.turns), PAGE_TURNS_SHOWN)] or [()]
+    active = read.rules
+    events = chatrecord.events(conversation) if inputs > 0 else []
+    replays: dict[str, list[Any]] = {}
+    for rules in RULE_SET_IDS:
+        say(f"what the model was sent under {rules}")
+        replays[rules] = newest_turns(events, rules, inputs) if inputs > 0 else []
     base = {t.message: t for t in replays[active]}
     views: dict[tuple[int, str], TurnView] = {}
     for rules, done in replays.items():
         for t in done:
             views[(t.message, rules)] = turn_view(t, rules, base[t.message], active)
+    say("the hash chain")
     chain = chain if chain is not None else chatrecord.chain(conversation, full=True, by="chatrecord timeline")
+    say("the overview")
     svg = overview_svg(chatrecord.overview(conversation))
     latest = replays[active][-1] if replays[active] else None
     if latest is not None:  # the latest turn under the live rules first: shown when no other is chosen
         views = {(latest.message, active): views.pop((latest.message, active)), **views}
-    return conversation_page(
-        first,
-        static=True,
-        chain=chain,
-        overview=svg,
-        views=views,
-        older=older,
-        generated=generated,
-        with_input={m for m, _ in views},
-    )
+    older_exists = read.before is not None
+    files = []
+    for index, turns in enumerate(pages):
+        say(f"writing page {index + 1} of {len(pages)}")
+        last = index == len(pages) - 1
+        links = FilePages(
+            index + 1,
+            names[index - 1] if index else None,
+            None if last else names[index + 1],
+            more if last and older_exists else None,
+        )
+        page = TimelinePage(read.conversation, read.rules, read.version, tuple(turns), None)
+        files.append(
+            conversation_page(
+                page,
+                static=True,
+                chain=chain,
+                overview=svg,
+                views=views if index == 0 else {},
+                file_pages=links,
+                generated=generated,
+                with_input={m for m, _ in views} if index == 0 else set(),
+            )
+        )
+    return files
+
+
+def export_page(chatrecord: Any, conversation: str, generated: str | None = None, inputs: int = INPUTS, chain: Any = None) -> str:
+    """Returns the first page of the conversation's timeline file (`export_pages`)."""
+    return export_pages(chatrecord, conversation, ["page.html"], generated, inputs, chain)[0]
 
 
 PAGE_TURNS_SHOWN = 20

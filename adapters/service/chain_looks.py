@@ -8,6 +8,7 @@ import logging
 from collections.abc import Callable, Iterable
 from threading import Lock
 
+from adapters.service.common import opened_read_only
 from adapters.store.application import ConversationStore
 from adapters.store.chain import ChainedRecorder
 from adapters.store.kept_verdicts import broken_of, from_broken, from_position, held, position_of
@@ -86,7 +87,7 @@ class ChainLooks:
         write (a standby; one line logged). Without `positions`, breaks only (a read that
         checks in passing: `audit`, `export`). Returns True when a verdict was stored."""
         recorder = self._recorder
-        if recorder is None or getattr(self.store.factory, "read_only", False):
+        if recorder is None or opened_read_only(self.store):
             return False
         verdicts = [v for v in found if v is not None]
         heads = [p for p in (position_of(v, by) for v in verdicts) if p is not None] if positions else []

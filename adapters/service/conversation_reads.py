@@ -1,18 +1,18 @@
-"""The use cases that read a conversation (`adapters.api.Chatrecord` has them from `ConversationReads`):
-the list, export, the log, the turn input and notes, the activity list, the audit and the replay."""
+"""The use cases that read a conversation (`ConversationReads`, which `adapters.api.Chatrecord`
+asks): the list, export, the log, the turn input and notes, the activity list, the audit, the
+replay and the look at its hash chain."""
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 from adapters.backends.settings import StoreUnusable, describe_backend, store_errors
+from adapters.service.chain_looks import ChainLooks
+from adapters.service.common import OpenedStore, conversation_argument, in_store_terms, opened_read_only
 from adapters.service.conversations import ConversationPage, ListFilter, list_conversations
 from adapters.service.data_keys import key_kept
 from adapters.service.export import Export, export_lines
-from adapters.service.gc_pause import gc_paused
 from adapters.service.replay import (
     Audit,
     Replay,
@@ -20,8 +20,10 @@ from adapters.service.replay import (
     stored_conversation,
     unknown_conversation,
 )
-from adapters.service.use_case_base import UseCaseBase, conversation_argument, in_store_terms, reads
-from adapters.store.verify import chain_verdict, chain_verdict_upto
+from adapters.store.application import ConversationStore
+from adapters.store.chain import ChainedRecorder
+from adapters.store.verify import Verdict, chain_verdict, chain_verdict_upto
+from adapters.views.gc_pause import gc_paused
 from adapters.views.readmodels import ReadModels
 from adapters.views.turn_starts import TurnStarts
 from domain.errors import UnknownConversation
@@ -36,14 +38,20 @@ from projections.rules import resolve
 from projections.turn import TurnInput, replay_turns, turns_of
 from projections.turn_notes import TurnNotes
 
-if TYPE_CHECKING:
-    from adapters.service.trace_export import Sent
 
+class ConversationReads:
+    """The reads of a store's conversations (`opened`), each a method of Chatrecord (see there for
+    the store and standbys), with the looks at its hash chains (`looks`)."""
 
-class ConversationReads(UseCaseBase):
-    """The reads of conversations, each a method of Chatrecord (see there for the store and standbys)."""
+    def __init__(self, opened: OpenedStore, looks: ChainLooks) -> None:
+        self.opened = opened
+        self.looks = looks
 
-    @reads
+    @property
+    def store(self) -> ConversationStore:
+        """The store read."""
+        return self.opened.store
+
     @in_store_terms
     def conversations(
         self,
@@ -55,7 +63,6 @@ class ConversationReads(UseCaseBase):
         owner: int | None = None,
         search: str | None = None,
         status: tuple[str, ...] = (),
-        after: str | None = None,
     ) -> ConversationPage:
         """Returns one page of the store's conversations, newest activity first: at most `limit`
         (1–1000) after `cursor` (the `cursor` of the page before; None: the first page), only
@@ -68,11 +75,10 @@ class ConversationReads(UseCaseBase):
         ValueError for a bad `limit`, BadCursor for a cursor no page returned, BadFilter for a
         status none of `STATUSES`."""
         filters = ListFilter(owner=owner, since=since, until=until, search=search, status=tuple(status))
-        return list_conversations(self.read_models, limit, cursor, since, filters)
+        return list_conversations(self.opened.read_models, limit, cursor, since, filters)
 
-    @reads
     @in_store_terms
-    def export(self, conversation: str, upto: int | None = None, *, after: str | None = None) -> Export:
+    def export(self, conversation: str, upto: int | None = None) -> Export:
         """Returns the conversation as the chat's JSON Lines objects (docs/input-format.md), made
         from its stored events in the store's order, up to user message `upto` and what belongs
         to it if given (`export_lines`). Ingested into an empty store they give the same turns,
@@ -83,40 +89,61 @@ class ConversationReads(UseCaseBase):
         id the store does not hold."""
         name = conversation_argument("export", conversation)
         done = export_lines(self.events(name), upto)
-        verdict = self._chain_looks.held(chain_verdict(self.store, self._stored_id(name)))
-        self._chain_looks.keep([verdict], "an export", positions=False)
+        verdict = self.looks.held(chain_verdict(self.store, self.opened.stored_id(name)))
+        self.looks.keep([verdict], "an export", positions=False)
         if verdict is None or verdict.ok:
             return done
         where = f"version {verdict.version} ({verdict.problem})" + (f": {verdict.detail}" if verdict.detail else "")
         return dataclasses.replace(done, broken=where)
 
-    @reads
     @in_store_terms
-    def active_rules(self, *, after: str | None = None) -> str:
+    def active_rules(self) -> str:
         """Returns the rule set of the live read models."""
-        return self.read_models.active_rules()
+        return self.opened.read_models.active_rules()
 
-    @reads
     @in_store_terms
-    def events(self, conversation: str, *, after: str | None = None) -> list[ConversationEvent]:
+    def chain(self, conversation: str, full: bool = False, *, by: str = "the server") -> Verdict | None:
+        """Returns the verdict of the conversation's hash chain, None on a store that keeps no
+        chain. A break a check stored (`chatrecord verify`, or any look: `BrokenChain`) is the
+        verdict, as it was found (`Verdict.found_at`, `found_by`), until a look that recomputes
+        every hash finds the chain ok again (one whose last look here found a break, which the
+        store could not keep, is recomputed in full). Else a look starts from the
+        conversation's verified position stored by the last look that recomputed every hash
+        (`chatrecord verify`, or this page: `VerifiedPosition`; trusted only while the store's
+        guard keeps it, which deletes it when an event or chain row is changed by hand), so also
+        the first look after a start: `adapters.store.verify.verify_after` finds that head's
+        event and hash unchanged and recomputes every hash after it, so it costs what was
+        appended since, and says so (`Verdict.kept`, `kept_at`, `kept_by`). Where the store
+        keeps no position (a read-only file, a standby), it starts from the head this process
+        verified. With `full`, and without either, it recomputes every hash. What it finds is
+        kept for every process (`ChainLooks.keep`, by `by`): the position it reached when it
+        recomputed every hash and found it ok, or the break. Raises UnknownConversation."""
+        name = conversation_argument("chain", conversation)
+        verdict = self.looks.look(self.opened.stored_id(name), name, full, by)
+        if verdict is None and isinstance(self.store.recorder, ChainedRecorder):
+            self.events(name)  # raises UnknownConversation
+        return verdict
+
+    @in_store_terms
+    def events(self, conversation: str) -> list[ConversationEvent]:
         """Returns the conversation's log. Raises UnknownConversation (naming the store and a few
         stored ids) for an id the store does not hold."""
         return stored_conversation(self.store, conversation_argument("events", conversation), describe_backend(self.store))
 
-    @reads
     @in_store_terms
-    def turn_input(self, conversation: str, can_see_page: PageCheck = every_page, *, after: str | None = None) -> TurnInput:
+    def turn_input(self, conversation: str, can_see_page: PageCheck = every_page) -> TurnInput:
         """Returns the input of the conversation's latest turn under the live rule set: the system
         message's page line, the transcript with the notes placed, the read models it saw.
 
         Raises UnknownConversation for an id the store does not hold, NoTurnYet when no
         user message has started a turn yet.
         """
-        return self.read_models.turn_input(self._stored_id(conversation_argument("turn_input", conversation)), can_see_page)
+        return self.opened.read_models.turn_input(
+            self.opened.stored_id(conversation_argument("turn_input", conversation)), can_see_page
+        )
 
-    @reads
     @in_store_terms
-    def turn_notes(self, conversation: str, can_see_page: PageCheck = every_page, *, after: str | None = None) -> TurnNotes:
+    def turn_notes(self, conversation: str, can_see_page: PageCheck = every_page) -> TurnNotes:
         """Returns what the chat adds to the transcript it holds for the next model call: the
         system message's page line and each note with its place (`TurnNotes.to_json()`:
         `{"conversation", "rules", "version", "page_line", "notes": [{"text", "index", "into",
@@ -126,11 +153,12 @@ class ConversationReads(UseCaseBase):
 
         Raises UnknownConversation for an id the store does not hold.
         """
-        return self.read_models.turn_notes(self._stored_id(conversation_argument("turn_notes", conversation)), can_see_page)
+        return self.opened.read_models.turn_notes(
+            self.opened.stored_id(conversation_argument("turn_notes", conversation)), can_see_page
+        )
 
-    @reads
     @in_store_terms
-    def activity(self, conversation: str, rules: str | None = None, *, after: str | None = None) -> tuple[SegmentActivity, ...]:
+    def activity(self, conversation: str, rules: str | None = None) -> tuple[SegmentActivity, ...]:
         """Returns the activity list the chat shows the editor, segment by segment (German labels
         of the amendment's table: "noch nicht ausgeführt", "nicht ausgeführt: nicht mehr
         freigegeben", "fehlgeschlagen", "Von dir abgelehnt: Behalten", …), read from the log under
@@ -145,9 +173,8 @@ class ConversationReads(UseCaseBase):
             state = activity.apply(state, event, rule_set)
         return state.segments
 
-    @reads
     @in_store_terms
-    def audit(self, conversation: str, rules: str | None = None, chain: bool = False, *, after: str | None = None) -> Audit:
+    def audit(self, conversation: str, rules: str | None = None, chain: bool = False) -> Audit:
         """Returns the conversation's audit: its rows in order under `rules` (default: the live
         rule set) and, with `chain`, the verdict of its hash chain (`Audit.chain`; None on a
         store that keeps no chain). Raises UnknownConversation for an id the store does not hold."""
@@ -155,13 +182,12 @@ class ConversationReads(UseCaseBase):
             events = self.events(conversation_argument("audit", conversation))
             rule_set = rules or self.active_rules()
             rows: list[AuditRow] = audit_rows(events, rule_set)
-        stored = self._stored_id(conversation)
-        verdict = self._chain_looks.held(chain_verdict(self.store, stored)) if chain else None
-        self._chain_looks.keep([verdict], "an audit", positions=False)
+        stored = self.opened.stored_id(conversation)
+        verdict = self.looks.held(chain_verdict(self.store, stored)) if chain else None
+        self.looks.keep([verdict], "an audit", positions=False)
         unfinished = any(row.kind == "erased" for row in rows) and key_kept(self.store, conversation_uuid(stored))
         return Audit(stored, rule_set, rows, verdict, unfinished)  # named as list prints it
 
-    @reads
     @in_store_terms
     def replay(
         self,
@@ -169,8 +195,6 @@ class ConversationReads(UseCaseBase):
         rules: str | None = None,
         at: int | None = None,
         can_see_page: PageCheck = every_page,
-        *,
-        after: str | None = None,
     ) -> Replay:
         """Returns every turn of a stored conversation (only those of user message `at` if
         given), each as the model saw it then, under `rules` (default: the live rule set).
@@ -202,7 +226,7 @@ class ConversationReads(UseCaseBase):
         with gc_paused():  # a fold of a log keeps what it makes alive: no collection pays for it
             name = conversation_argument("replay", conversation)
             done = self._replay(name, rules, at, can_see_page)
-        return dataclasses.replace(done, conversation=self._stored_id(name))  # as list prints it, whatever the caller typed
+        return dataclasses.replace(done, conversation=self.opened.stored_id(name))  # as list prints it, whatever the caller typed
 
     def _replay(self, name: str, rules: str | None, at: int | None, can_see_page: PageCheck) -> Replay:
         starts = self._turn_starts(name, at) if at is not None else None
@@ -234,7 +258,7 @@ class ConversationReads(UseCaseBase):
         if latest is not None:
             live = self._live_turn(name, can_see_page)
             differs = live is None or live.to_json() != latest.to_json()
-        chain = self._chain_looks.held(chain_verdict(self.store, self._stored_id(name))) if differs else None
+        chain = self.looks.held(chain_verdict(self.store, self.opened.stored_id(name))) if differs else None
         return Replay(name, rule_set, tuple(turns), differs, chain)
 
     def _turn_starts(self, name: str, at: int) -> TurnStarts | None:
@@ -247,11 +271,11 @@ class ConversationReads(UseCaseBase):
         asked = min(max(at, 0), INT_MAX + 1)  # no message number lies outside 1 to INT_MAX: a database integer
         try:
             with store_errors(self.store):
-                return models.turn_starts(self._stored_id(name), asked)
+                return models.turn_starts(self.opened.stored_id(name), asked)
         except UnknownConversation:
             raise unknown_conversation(self.store, name, describe_backend(self.store)) from None
         except StoreUnusable:
-            if not getattr(self.store.factory, "read_only", False):
+            if not opened_read_only(self.store):
                 raise
             return None
 
@@ -266,7 +290,7 @@ class ConversationReads(UseCaseBase):
             done = self._latest_from_rows(name, rule_set, can_see_page)
             if done is not None:
                 return done
-        stored = self._stored_id(name)
+        stored = self.opened.stored_id(name)
         key = conversation_uuid(stored)
         read = self.store.recorder.select_events(key, lte=upto)  # read once: mapped, and its chain checked
         events = self.store.events.mapped(key, read, upto)
@@ -302,24 +326,6 @@ class ConversationReads(UseCaseBase):
         try:
             return self.turn_input(conversation, can_see_page)
         except StoreUnusable:
-            if not getattr(self.store.factory, "read_only", False):
+            if not opened_read_only(self.store):
                 raise
             return None
-
-    def trace_json(self, conversation: str, rules: str | None = None, with_texts: bool = False) -> str:
-        """Returns a stored conversation's trace as OTLP/JSON (`adapters.service.trace_export`;
-        OpenTelemetry is loaded on the first call). Raises UnknownConversation."""
-        from adapters.service import trace_export  # here: OpenTelemetry loads only for traces
-
-        return trace_export.otlp_json(self, conversation, rules, with_texts)
-
-    def push_traces(
-        self, conversations: Sequence[str], endpoint: str | None, rules: str | None = None, with_texts: bool = False
-    ) -> list[Sent]:
-        """Sends the traces of `conversations` (every stored one if empty) over OTLP/HTTP to
-        `endpoint` (None: the OpenTelemetry environment's) and returns what was sent of each
-        (`adapters.service.trace_export.push`). Raises NoEndpoint or UnknownConversation before
-        anything is sent, PushFailed when the endpoint refuses."""
-        from adapters.service import trace_export  # here: OpenTelemetry loads only for traces
-
-        return trace_export.push(self, conversations, endpoint, rules, with_texts)

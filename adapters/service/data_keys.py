@@ -17,8 +17,8 @@ class NoDataKeys(ChatrecordError):
 
 def data_keys(store: ConversationStore) -> DataKeys:
     """Returns the store's data keys. Raises NoDataKeys for a store that keeps none."""
-    keys = getattr(store.mapper, "keys", None)
-    if not isinstance(keys, DataKeys):
+    keys = store.data_keys
+    if keys is None:
         raise NoDataKeys(
             "this store keeps no data keys (it was opened on the library's own persistence module); "
             "open it with adapters.bootstrap.open_store"
@@ -30,5 +30,5 @@ def key_kept(store: ConversationStore, cid: UUID) -> bool:
     """Says whether the store keeps data keys and conversation `cid`'s is not deleted (its texts
     still read): with an erasure recorded, that erasure has not finished (an `erase` killed after
     its event). False on a store that keeps no data keys."""
-    keys = getattr(store.mapper, "keys", None)
-    return isinstance(keys, DataKeys) and keys.erased_at(cid) is None
+    keys = store.data_keys
+    return keys is not None and keys.erased_at(cid) is None

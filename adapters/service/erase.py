@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 
 from adapters.service.data_keys import data_keys, key_kept
 from adapters.store.application import ConversationStore
+from adapters.store.commands import Lookups
 from adapters.store.keys import DataKeys
 from adapters.store.serialization import UnreadableEvent
 from adapters.views.readmodels import ReadModels
@@ -39,6 +40,10 @@ class EraseTexts:
     def decide(self, state: Conversation | None, history: History) -> list[ConversationEvent]:
         """Returns [ConversationErased], or [] when it was recorded before."""
         return erase_texts(state, self.at, history=history)
+
+    def lookups(self) -> Lookups:
+        """Returns what deciding the erasure looks up: its source, which finds a repeat."""
+        return Lookups(digest=self.digest)
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,8 @@ from domain.values import StepFact, WaitingCall
 
 
 def _step(step: StepFact) -> dict[str, Any]:
-    """Returns a stored step as nr-llm's RunStep, of the fields the privacy filter keeps."""
+    """Returns a stored step as nr-llm's RunStep, of the fields the privacy filter keeps, with
+    an llm step's usage and a request step's offered tool names where they were kept."""
     line: dict[str, Any] = {"kind": step.kind, "round": step.round, "durationMs": step.duration_ms}
     if step.tool_name is not None:
         line["toolName"] = step.tool_name
@@ -43,6 +44,22 @@ def _step(step: StepFact) -> dict[str, Any]:
         line["writeCompleteness"] = step.write_completeness
     if step.hook_failed_after_write:
         line["hookFailedAfterWrite"] = True
+    if step.offered_tools is not None:
+        line["toolSpecs"] = list(step.offered_tools)
+    call = step.call
+    if call is not None:
+        usage = {
+            "promptTokens": call.prompt_tokens,
+            "completionTokens": call.completion_tokens,
+            "totalTokens": call.total_tokens,
+            "estimatedCost": call.estimated_cost,
+            "finishReason": call.finish_reason,
+        }
+        line.update((key, value) for key, value in usage.items() if value is not None)
+        if call.requested:
+            line["requestedToolCalls"] = [
+                {"id": r.call_id} if r.tool is None else {"id": r.call_id, "name": r.tool} for r in call.requested
+            ]
     return line
 
 
@@ -84,6 +101,10 @@ def _line(conversation: str, group: Sequence[ConversationEvent]) -> dict[str, An
                 }
                 if event.nothing_saved:
                     line["flag"] = "nothingSaved"
+                if event.model is not None:
+                    line["model"] = event.model
+                if event.provider is not None:
+                    line["provider"] = event.provider
                 line["steps"] = [_step(s) for s in event.steps]
                 line["pending"] = [_pending(c) for c in event.waiting]
                 return line

@@ -1,4 +1,4 @@
-"""The use cases that write (`adapters.api.Chatrecord` has them from `LineWrites`): one line
+"""The use cases that write (`LineWrites`, which `adapters.api.Chatrecord` asks): one line
 (`record`), the lines of one conversation all or nothing (`record_lines`) and a source ingested in
 batches (`ingest`), each through the one path for lines (`adapters.service.record_lines`), one
 writer of a conversation at a time in this process."""
@@ -15,14 +15,10 @@ from typing import Any
 from adapters.backends.settings import store_errors
 from adapters.ingest import ParsedLine, bounded_lines, check_follows, line_text
 from adapters.service.batched_ingest import BATCH_LINES, Ingestion
+from adapters.service.common import OpenedStore, in_store_terms, lines_argument, required_line
 from adapters.service.idempotent import FirstRun, Replayed, Result, run_once
 from adapters.service.record_lines import IngestReport, Recorded, RecordLines, parse
-from adapters.service.use_case_base import (
-    UseCaseBase,
-    in_store_terms,
-    lines_argument,
-    required_line,
-)
+from adapters.store.application import ConversationStore
 from adapters.store.commands import HandleResult
 from adapters.store.crypto import TextsErased
 from domain.errors import InvalidInput
@@ -32,19 +28,23 @@ WRITER_LOCKS = 64
 id picks one by its hash), so concurrent requests on one conversation queue rather than conflict."""
 
 
-class LineWrites(UseCaseBase):
-    """The writes, each a method of Chatrecord (see there for the store and standbys).
-    `source_name` names `record`'s lines in errors; `_lines` counts them; `_writers` are the
-    WRITER_LOCKS locks; `_reads_elsewhere`: a reading store is set (a write answers with its position)."""
+class LineWrites:
+    """The writes of a store (`opened`), each a method of Chatrecord (see there for the store and
+    standbys). `source_name` names `record`'s lines in errors, numbered by the count of `record`
+    calls; `position()` is the read-after position of the writes (None without a reading store),
+    which a write answers with. Writes of one conversation queue on one of WRITER_LOCKS locks."""
 
-    source_name: str
-    _lines: int
-    _writers: list[Lock]
+    def __init__(self, opened: OpenedStore, source_name: str, position: Callable[[], str | None]) -> None:
+        self.opened = opened
+        self.source_name = source_name
+        self._position = position
+        self._lines = 0
+        self._writers = [Lock() for _ in range(WRITER_LOCKS)]
 
     @property
-    def _reads_elsewhere(self) -> bool:
-        """Whether a reading store is set, opened or not (Chatrecord says)."""
-        raise NotImplementedError
+    def store(self) -> ConversationStore:
+        """The store written to."""
+        return self.opened.store
 
     @in_store_terms
     def record(self, line: Mapping[str, Any] | str | bytes, follows: int | None = None) -> HandleResult:
@@ -63,8 +63,9 @@ class LineWrites(UseCaseBase):
         follows = check_follows(follows, self.source_name, self._lines)
         text = line_text(line, self._lines, self.source_name) if isinstance(line, Mapping) else line
         parsed = required_line(parse(text, self._lines, self.source_name), self.source_name, self._lines)
-        result = self._handle(RecordLines([parsed], follows))
-        return dataclasses.replace(result, read_after=self.position()) if self._reads_elsewhere else result
+        result = self.handle(RecordLines([parsed], follows))
+        read_after = self._position()
+        return dataclasses.replace(result, read_after=read_after) if read_after is not None else result
 
     @in_store_terms
     def record_lines(self, lines: Iterable[str | bytes], source: str, follows: int | None = None) -> Recorded:
@@ -95,8 +96,9 @@ class LineWrites(UseCaseBase):
         if not parsed:
             raise InvalidInput(source, 1, "(line)", "expected at least one line, got none")
         command = RecordLines(parsed, follows)
-        recorded = Recorded.of(self._handle(command), command)
-        return dataclasses.replace(recorded, read_after=self.position()) if self._reads_elsewhere else recorded
+        recorded = Recorded.of(self.handle(command), command)
+        read_after = self._position()
+        return dataclasses.replace(recorded, read_after=read_after) if read_after is not None else recorded
 
     def run_once(
         self, key: str, fingerprint: str, work: Callable[[], tuple[Result, str]], also: Collection[str] = ()
@@ -105,7 +107,7 @@ class LineWrites(UseCaseBase):
         (`adapters.service.idempotent.run_once`). Raises KeyReused, KeyInFlight, or what `work` raised."""
         return run_once(self.store.idempotency_keys, key, fingerprint, work, also)
 
-    def _handle(self, command: RecordLines) -> HandleResult:
+    def handle(self, command: RecordLines) -> HandleResult:
         """Hands `command` to the store, one writer of its conversation at a time in this
         process: threads queue instead of conflicting (other processes still conflict and
         retry, as the store's optimistic concurrency makes them)."""
@@ -148,7 +150,7 @@ class LineWrites(UseCaseBase):
 
     def _handle_in_store_terms(self, command: RecordLines) -> HandleResult:
         with store_errors(self.store):
-            return self._handle(command)
+            return self.handle(command)
 
     def _handle_batch(self, commands: Sequence[RecordLines]) -> list[HandleResult]:
         """Hands `commands` (each of another conversation) to the store as one batch

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from adapters.ingest import ParsedLine, at_line, parse_numbered
 from adapters.service.line_commands import decide
-from adapters.store.commands import HandleResult
+from adapters.store.commands import HandleResult, Lookups
 from adapters.store.crypto import TextsErased
 from domain.conversation import Conversation, History, project_conversation
 from domain.errors import ChatrecordError, InvalidInput, shown_id
@@ -61,21 +61,30 @@ class RecordLines:
         self.versions: list[tuple[int, int] | None] = []
         self.refused_at: ParsedLine | None = None
         """After `decide` raised: the line that was refused."""
-        if len(self.lines) == 1:  # a repeat of one line returns the first result (see handle)
-            self.digest = lines[0].digest
-            fields = vars(lines[0])  # a model's fields: no failed getattr through pydantic's __getattr__
-            self.segment = fields.get("segment")
-            self.run = fields.get("run")  # the store reads these rows with the index row
+        self._lookups = self._looked_up()
 
-    def lookups(self) -> tuple[list[str], list[str], list[str]]:
-        """Returns the index lookups deciding the lines asks for (the lines' digests, the segment
-        ids and run ids they name), which a store may read at once before `decide` (`SQLHistory.prefetch_many`);
-        none for one line, whose lookups the store reads with its index row (`SQLHistory.prefetch`)."""
+    def _looked_up(self) -> Lookups:
+        """What deciding the lines looks up: one line's digest, segment and run, read with its
+        index row (`SQLHistory.prefetch`; a repeat of one line returns the first result, see
+        `handle`); the digests, segment ids and run ids of many, which a store may read at once
+        before `decide` (`SQLHistory.prefetch_many`; empty for one line)."""
         if len(self.lines) == 1:
-            return [], [], []
+            fields = vars(self.lines[0])  # a model's fields: no failed getattr through pydantic's __getattr__
+            segment, run = fields.get("segment"), fields.get("run")
+            return Lookups(
+                self.lines[0].digest,
+                segment if isinstance(segment, str) else None,
+                run if isinstance(run, str) else None,
+                self.new_segments,
+                ([], [], []),
+            )
         segments = [segment for line in self.lines if isinstance(segment := vars(line).get("segment"), str)]
         runs = [run for line in self.lines if isinstance(run := vars(line).get("run"), str)]
-        return [line.digest for line in self.lines], segments, runs
+        return Lookups(new_segments=self.new_segments, many=([line.digest for line in self.lines], segments, runs))
+
+    def lookups(self) -> Lookups:
+        """Returns what deciding the lines looks up in the history index (`_looked_up`)."""
+        return self._lookups
 
     def decide(self, state: Conversation | None, history: History) -> list[ConversationEvent]:
         version = state.version if state is not None else 0

@@ -1,4 +1,4 @@
-"""The use cases that keep the store (`adapters.api.Chatrecord` has them from `StoreUpkeep`): verify
+"""The use cases that keep the store (`StoreUpkeep`, which `adapters.api.Chatrecord` asks): verify
 the hash chains and the read-model rows, upgrade chains, erase, rebuild and diff the read
 models, and the master key's changes."""
 
@@ -11,12 +11,14 @@ from typing import Any
 
 from adapters.backends.settings import describe_backend
 from adapters.service import master_key as master_keys
+from adapters.service.chain_looks import ChainLooks
+from adapters.service.common import OpenedStore, conversation_argument, in_store_terms
 from adapters.service.erase import Erasure, erase
 from adapters.service.master_key import KeyChange
 from adapters.service.replay import (
     unknown_conversation,
 )
-from adapters.service.use_case_base import UseCaseBase, conversation_argument, in_store_terms, reads
+from adapters.store.application import ConversationStore
 from adapters.store.chain import ChainedRecorder
 from adapters.store.chain_key import chain_kind
 from adapters.store.chain_upgrade import upgrade
@@ -31,41 +33,24 @@ Progress = Callable[[int, int], None]
 """A rebuild's progress: `progress(done, total)`, events folded of the log's."""
 
 
-class StoreUpkeep(UseCaseBase):
-    """The upkeep of the store, each a method of Chatrecord (see there for the store and standbys)."""
+class StoreUpkeep:
+    """The upkeep of a store (`opened`), each a method of Chatrecord (see there for the store and
+    standbys), with the looks at its hash chains (`looks`), which keep what a check found."""
 
-    @reads
-    @in_store_terms
-    def chain(self, conversation: str, full: bool = False, *, after: str | None = None, by: str = "the server") -> Verdict | None:
-        """Returns the verdict of the conversation's hash chain, None on a store that keeps no
-        chain. A break a check stored (`chatrecord verify`, or any look: `BrokenChain`) is the
-        verdict, as it was found (`Verdict.found_at`, `found_by`), until a look that recomputes
-        every hash finds the chain ok again (one whose last look here found a break, which the
-        store could not keep, is recomputed in full). Else a look starts from the
-        conversation's verified position stored by the last look that recomputed every hash
-        (`chatrecord verify`, or this page: `VerifiedPosition`; trusted only while the store's
-        guard keeps it, which deletes it when an event or chain row is changed by hand), so also
-        the first look after a start: `adapters.store.verify.verify_after` finds that head's
-        event and hash unchanged and recomputes every hash after it, so it costs what was
-        appended since, and says so (`Verdict.kept`, `kept_at`, `kept_by`). Where the store
-        keeps no position (a read-only file, a standby), it starts from the head this process
-        verified. With `full`, and without either, it recomputes every hash. What it finds is
-        kept for every process (`ChainLooks.keep`, by `by`): the position it reached when it
-        recomputed every hash and found it ok, or the break. Raises UnknownConversation."""
-        name = conversation_argument("chain", conversation)
-        verdict = self._chain_looks.look(self._stored_id(name), name, full, by)
-        if verdict is None and isinstance(self.store.recorder, ChainedRecorder):
-            self.events(name)  # raises UnknownConversation
-        return verdict
+    def __init__(self, opened: OpenedStore, looks: ChainLooks) -> None:
+        self.opened = opened
+        self.looks = looks
 
-    @reads
+    @property
+    def store(self) -> ConversationStore:
+        """The store kept."""
+        return self.opened.store
+
     def verify(
         self,
         conversation: str | None = None,
         against: Path | None = None,
         record: str | None = None,
-        *,
-        after: str | None = None,
     ) -> Iterator[Verdict]:
         """Yields the verdict of each conversation's hash chain (only `conversation`'s if
         given), in the order of their ids: ok with the head, or the first broken link; checked
@@ -80,7 +65,7 @@ class StoreUpkeep(UseCaseBase):
         by `record`) and each break as its stored break (`BrokenChain`), which every later look
         shows until a look that recomputes every hash finds the chain ok (`ChainLooks.keep`: a
         SQLite file opened read-only keeps none, nor does a store that refuses the write)."""
-        key = self._stored_id(conversation_argument("verify", conversation)) if conversation is not None else None
+        key = self.opened.stored_id(conversation_argument("verify", conversation)) if conversation is not None else None
         return self._verdicts(conversation, key, against, record)
 
     @in_store_terms
@@ -88,28 +73,27 @@ class StoreUpkeep(UseCaseBase):
         found: list[Verdict] = []
         try:
             for each in verdicts(self.store, key, against):
-                verdict = self._chain_looks.held(each)  # a cut below a version the store once held: no hash sees it
+                verdict = self.looks.held(each)  # a cut below a version the store once held: no hash sees it
                 assert verdict is not None
                 found.append(verdict)
                 yield verdict
         finally:  # also what a caller that stopped early was given
             if record is not None:
-                self._chain_looks.keep(found, record)
+                self.looks.keep(found, record)
         if conversation is not None and not found:
             raise UnknownConversation("no conversation " + shown_id(conversation, "'") + f" in {describe_backend(self.store)}")
 
-    @reads
     @in_store_terms
-    def verify_rows(self, conversation: str | None = None, *, after: str | None = None) -> Iterator[RowsVerdict]:
+    def verify_rows(self, conversation: str | None = None) -> Iterator[RowsVerdict]:
         """Yields, per conversation (only `conversation` if given; else every one, in the order
         of their ids, as `verify`), whether its read-model rows (head, transcript, run record entries, card
         outcomes) are the fold of its log (`adapters.views.verify_rows`): a row rewritten in the
         database is found here, not by a turn read. Reads each whole log. Raises
         UnknownConversation for an id the store does not hold."""
         if conversation is not None:
-            key = self._stored_id(conversation_argument("verify_rows", conversation))
-            return iter([check_rows(self.read_models, key)])
-        return rows_verdicts(self.read_models, sorted(self.store.conversation_ids()))  # as `verify` lists them
+            key = self.opened.stored_id(conversation_argument("verify_rows", conversation))
+            return iter([check_rows(self.opened.read_models, key)])
+        return rows_verdicts(self.opened.read_models, sorted(self.store.conversation_ids()))  # as `verify` lists them
 
     @in_store_terms
     def upgrade_chains(self, conversation: str | None = None) -> list[Verdict]:
@@ -118,7 +102,7 @@ class StoreUpkeep(UseCaseBase):
         given), logging each, and returns their verdicts after it (`adapters.store.chain_upgrade.upgrade`).
         An append to such a conversation is refused until then (`ChainBroken`). A conversation
         with any hash row is never touched. Raises NoChain for a store without a chain."""
-        key = self._stored_id(conversation_argument("upgrade_chains", conversation)) if conversation is not None else None
+        key = self.opened.stored_id(conversation_argument("upgrade_chains", conversation)) if conversation is not None else None
         return upgrade(self.store, key)
 
     @in_store_terms
@@ -127,7 +111,7 @@ class StoreUpkeep(UseCaseBase):
         models; idempotent. Raises UnknownConversation for an id the store does not hold (worded
         as `audit` and `replay` word it)."""
         try:
-            return erase(self.store, self._stored_id(conversation_argument("erase", conversation)), self.read_models)
+            return erase(self.store, self.opened.stored_id(conversation_argument("erase", conversation)), self.opened.read_models)
         except UnknownConversation:
             raise unknown_conversation(self.store, conversation, describe_backend(self.store)) from None
 
@@ -142,7 +126,7 @@ class StoreUpkeep(UseCaseBase):
         """Rebuilds the read models under `rules`, folding the log in `workers` processes
         (None: `ReadModels.rebuild_workers` chooses); see ReadModels.rebuild (an interrupt drops
         the half-built tables and raises RebuildInterrupted)."""
-        return self.read_models.rebuild(rules, progress, workers, guard)
+        return self.opened.read_models.rebuild(rules, progress, workers, guard)
 
     @in_store_terms
     def conversation_id(self, originator_id: str) -> str:
@@ -154,7 +138,7 @@ class StoreUpkeep(UseCaseBase):
     def diff(self, rules: str) -> list[ConversationDiff]:
         """Returns the conversations whose record or notes would change under `rules` (nothing
         is switched); see ReadModels.diff."""
-        return [d for d in self.read_models.diff(rules) if d.changed]
+        return [d for d in self.opened.read_models.diff(rules) if d.changed]
 
     def description(self) -> str:
         """Returns what the store is, as the commands name it: `SQLite file …`, `PostgreSQL …`."""

@@ -9,38 +9,43 @@ factory, the application recorder it made, and the backend's implementations of 
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import suppress
 from typing import Any, ClassVar
 from uuid import UUID
 
+from eventsourcing.application import AggregateNotFoundError, Application, ProcessingEvent
 from eventsourcing.persistence import ApplicationRecorder, InfrastructureFactory, IntegrityError, Recording
-from eventsourcing.utils import Environment
+from eventsourcing.utils import Environment, get_topic
 
 from adapters.store.chain import ChainBroken, ChainedRecorder
 from adapters.store.chain_key import open_chain
 from adapters.store.commands import BatchConflict, BatchRefused, Command, HandleResult
+from adapters.store.conversation_log import ConversationLog
 from adapters.store.crypto import refuse_texts
-from adapters.store.deciding import DecidingStore
-from adapters.store.keys import DataKeys
+from adapters.store.deciding import Decider
 from adapters.store.known_conversations import KnownConversations
 from adapters.store.known_records import IndexPuts
 from adapters.store.ports import AssumptionFailed, HistoryIndex, IdempotencyKeys, StorePorts
-from adapters.store.serialization import SERIALIZATION_ENV
+from adapters.store.serialization import SERIALIZATION_ENV, PydanticMapper, originator_uuid
 from adapters.store.store_views import StoreViews, ViewsWritten
 from adapters.store.write_retry import WriteConflict, backoff, reconnecting
 from domain.conversation import Conversation, ConversationSnapshot, project_conversation
 from domain.errors import ChatrecordError
-from domain.events import ConversationEvent, conversation_uuid
+from domain.events import ConversationEvent, ConversationStarted, conversation_uuid
 from domain.history_index import AssumedHistory
 
 DEFAULT_SNAPSHOT_INTERVAL = 100
 DEFAULT_MAX_ATTEMPTS = 20
 
 
-class ConversationStore(DecidingStore):
-    """Stores conversations as event logs; loads them through snapshots.
+class ConversationStore(Application[UUID]):
+    """Stores conversations as event logs; loads them through snapshots. Its commands are decided
+    by its `Decider` (`adapters.store.deciding`); it appends what they decide, keeps what follows
+    of each conversation (`known`) and answers the queries of its log.
 
     Env keys besides the library's: `SNAPSHOT_INTERVAL` (default 100 versions) and
     `HANDLE_MAX_ATTEMPTS` (default 20 tries of a command whose append conflicts, with a
@@ -61,6 +66,8 @@ class ConversationStore(DecidingStore):
     }
     is_snapshotting_enabled = True
     snapshot_class = ConversationSnapshot
+    events: ConversationLog
+    mapper: PydanticMapper  # SERIALIZATION_ENV's MAPPER_TOPIC
 
     @classmethod
     def environment(cls, env: Mapping[str, str] | None = None) -> Environment:
@@ -101,13 +108,15 @@ class ConversationStore(DecidingStore):
         self.connection_lost = ports.connection_lost
         """Says whether an error is a lost connection, as the backend words its driver's (`reconnecting`)."""
         super().__init__(env)
-        keys = getattr(self.mapper, "keys", None)
+        self.data_keys = self.events.data_keys
+        """The data keys that seal the free texts, as the backend's factory gave them to the mapper;
+        None: a store that keeps none (on the library's own persistence module)."""
         unbound = self.env.get("MASTER_KEY_UNBOUND", "") == "allow"
         try:
-            if isinstance(keys, DataKeys):
-                keys.check_master(unbound=unbound)
+            if self.data_keys is not None:
+                self.data_keys.check_master(unbound=unbound)
             if isinstance(self.recorder, ChainedRecorder):  # keyed with the master key's chain key, or not
-                open_chain(self.recorder, keys.master if isinstance(keys, DataKeys) else None, unbound=unbound)
+                open_chain(self.recorder, self.data_keys.master if self.data_keys is not None else None, unbound=unbound)
         except BaseException:
             self.close()  # the refused store's connections
             raise
@@ -128,14 +137,25 @@ class ConversationStore(DecidingStore):
             except BaseException:
                 self.close()  # the connections of a store whose views cannot be opened
                 raise
-        heads = getattr(self.recorder, "chain_heads", None)
-        forgets = [heads.forget] if heads is not None else []
+        self.chain_heads = self.recorder.chain_heads if isinstance(self.recorder, ChainedRecorder) else None
+        """The hashes the recorder keeps of each conversation's newest event, None where it keeps none."""
+        forgets: list[Callable[[UUID], None]] = [self.chain_heads.forget] if self.chain_heads is not None else []
         if self.views is not None:
             forgets.append(self.views.forget)
         self.known = KnownConversations([*forgets, self._uncache])
         """What this process keeps of each conversation between its commands, with one `forget`
-        for all of it: the index's counts and newest rows as its last append left them (`_assume`),
+        for all of it: the index's counts and newest rows as its last append left them (`assume`),
         the chain's last hash, the views' head and the cached state."""
+        self.decider = Decider(
+            repository=self.repository,
+            recorder=self.recorder,
+            chain_heads=self.chain_heads,
+            history=self.history,
+            events=self.events,
+            known=self.known,
+            load=self.get,
+        )
+        """Decides the commands `handle` and `handle_batch` append."""
 
     def reopened(self) -> ConversationStore:
         """Returns a new store on this one's settings, with connections of its own and no views
@@ -143,6 +163,65 @@ class ConversationStore(DecidingStore):
         if self._reopen is None:
             raise TypeError("this store cannot be reopened; build it with adapters.bootstrap")
         return self._reopen(self.env)
+
+    def construct_event_store(self) -> ConversationLog:
+        return ConversationLog(mapper=self.mapper, recorder=self.recorder)
+
+    def holds(self, conversation: UUID) -> bool:
+        """Returns True when this process holds the state of `conversation` (a UUID) in its
+        aggregate cache, which it does only after loading or appending to it: the store then
+        holds the conversation (its log is never shortened), and no read is needed to say so.
+        False says nothing (the caller reads the log)."""
+        cache = self.repository.cache
+        if cache is None:
+            return False
+        try:
+            return cache.get(conversation) is not None
+        except KeyError:
+            return False
+
+    def get(self, conversation: str, version: int | None = None) -> Conversation | None:
+        """Returns the conversation's state (at `version` if given), or None if it never started."""
+        try:
+            state = self.repository.get(conversation_uuid(conversation), version=version, projector_func=project_conversation)
+        except AggregateNotFoundError:
+            return None
+        if version is None:
+            self._cache(state)
+        return state
+
+    def _cache(self, state: Conversation | None) -> None:
+        """Keeps the cached state current: the library's fast-forward returns a new immutable
+        state but leaves the old one in its cache, which would be folded forward again."""
+        if self.repository.cache is not None and state is not None:
+            self.repository.cache.put(state.id, state)
+
+    def conversation_id(self, originator_id: UUID | str) -> str:
+        """Returns a conversation's id as its first event (`ConversationStarted`) stores it,
+        which `chatrecord verify` prints; its UUID (a string) when that event is missing or
+        cannot be read back (a damaged log)."""
+        key = originator_uuid(originator_id)
+        try:
+            first = next(iter(self.events.get(key, lte=1)), None)
+        except ChatrecordError:
+            return str(key)
+        return str(first.conversation) if isinstance(first, ConversationStarted) else str(key)
+
+    def conversation_ids(self) -> list[str]:
+        """Returns the id of every stored conversation, in the order they were started."""
+        topics: Sequence[str] = (get_topic(ConversationStarted),)
+        ids: list[str] = []
+        start: int | None = None
+        while True:
+            page = self.recorder.select_notifications(start, 500, topics=topics, inclusive_of_start=False)
+            ids.extend(self.mapper.to_domain_event(n).conversation for n in page)
+            if len(page) < 500:
+                return ids
+            start = page[-1].id
+
+    def max_notification_id(self) -> int:
+        """Returns the position of the newest stored event, 0 when the store is empty."""
+        return self.recorder.max_notification_id() or 0
 
     def construct_env(self, name: str, env: Mapping[str, str] | None = None) -> Environment:
         return env if isinstance(env, Environment) else self.environment(env)
@@ -163,6 +242,21 @@ class ConversationStore(DecidingStore):
 
     # ------------------------------------------------------------ commands
 
+    def save(self, *objs: Any, **kwargs: Any) -> list[Recording[UUID]]:
+        """The library's `save`; given conversation events only (what `handle` saves), it
+        collects them without the library's isinstance test against its runtime-checkable
+        `DomainEventProtocol` per event (typing walks the protocol's members on every test)."""
+        if not objs or not all(isinstance(obj, ConversationEvent) for obj in objs):
+            return super().save(*objs, **kwargs)
+        processing_event: ProcessingEvent[UUID] = ProcessingEvent()
+        processing_event.events.extend(objs)
+        processing_event.saved_kwargs.update(kwargs)
+        recordings = self._record(processing_event)
+        self._take_snapshots(processing_event)
+        self._notify(recordings)
+        self.notify(processing_event.events)  # the library's deprecated hook, as its save calls it
+        return recordings
+
     @reconnecting
     def handle(self, command: Command) -> HandleResult:
         """Applies `command` to its conversation and stores the events it decides.
@@ -170,7 +264,7 @@ class ConversationStore(DecidingStore):
         A conflicting append (another writer got there first) is retried by reloading and
         deciding again after a jittered, growing wait (`backoff`, which says why this loop is not
         the library's `retry`), up to `max_attempts` tries. A try decided on assumptions the append
-        found not to hold (`_assume`) is followed by one decided from the index at once, even where
+        found not to hold (`Decider.assume`) is followed by one decided from the index at once, even where
         it was the last.
         Raises the domain's ChatrecordError when the command breaks an invariant (nothing is
         stored), WriteConflict when every try conflicts (nothing is stored), ChainBroken at once
@@ -181,7 +275,7 @@ class ConversationStore(DecidingStore):
         tries, attempt = self.max_attempts, 0
         while attempt < tries:
             attempt += 1
-            assumed = self._assume(command, cid) if inline and self.history.checks_assumptions else None
+            assumed = self.decider.assume(command, cid) if inline and self.history.checks_assumptions else None
             state: Conversation | None
             events: tuple[ConversationEvent, ...]
             first: tuple[ConversationEvent, ...]
@@ -189,7 +283,7 @@ class ConversationStore(DecidingStore):
             if assumed is not None:  # decided without reading the index; the append checks it
                 state, events, first, outcomes = *assumed[:2], (), assumed[2].count
             else:
-                state, events, first, outcomes = self._decide(command, cid, inline)
+                state, events, first, outcomes = self.decider.decide(command, cid, inline)
             if not events:
                 return HandleResult(command.conversation, (), first, state, None, attempt)
             self._refuse_erased(state, events)
@@ -263,7 +357,7 @@ class ConversationStore(DecidingStore):
             raise ValueError("handle_batch takes one command per conversation")
         for number, (command, cid) in enumerate(zip(commands, keys, strict=True)):
             try:
-                state, events, first, outcomes = self._decide(command, cid, inline)
+                state, events, first, outcomes = self.decider.decide(command, cid, inline)
                 self._refuse_erased(state, events)
             except ChatrecordError as refusal:
                 refusals[number] = refusal
@@ -321,7 +415,7 @@ class ConversationStore(DecidingStore):
     def _refuse_erased(self, state: Conversation | None, events: Sequence[ConversationEvent]) -> None:
         """Refuses the texts of `events` where the log says the conversation was erased, whatever
         key this process still keeps (`refuse_texts` raises)."""
-        if events and state is not None and state.erased and isinstance(getattr(self.mapper, "keys", None), DataKeys):
+        if events and state is not None and state.erased and self.data_keys is not None:
             refuse_texts(events)
 
     def _after_save(
@@ -361,3 +455,34 @@ class ConversationStore(DecidingStore):
             self.known.appended(cid, state, events, counts, puts)
         self._snapshot_if_due(state, after)
         return after
+
+    def _uncache(self, cid: UUID) -> None:
+        """Drops the cached state of `cid` (`known.forget` calls it, with the other keepers'
+        drops: a conversation another writer moved, or one whose index was not as assumed; the
+        log may even hold another history of the same length, a database restored or failed
+        over under a running process, so nothing kept is trusted by its version alone)."""
+        if self.repository.cache is not None:
+            with suppress(KeyError):
+                self.repository.cache.get(cid, evict=True)
+
+    def _saved(self, events: Sequence[ConversationEvent]) -> None:
+        """Hands the saved events to the views (`StoreViews.apply`, right after). A
+        failure there is logged, not raised: the events are stored, and the next read of the
+        conversation applies them again from its log."""
+        if self.views is None:
+            return
+        try:
+            self.views.apply(events[0].originator_id, events)
+        except Exception as error:  # noqa: BLE001 - the write stands; reads catch up
+            logging.getLogger("chatrecord").warning(
+                "chatrecord: the read models of %s were not updated (%s); the next read catches up",
+                events[0].originator_id,
+                error,
+            )
+
+    def _snapshot_if_due(self, before: Conversation | None, after: Conversation | None) -> None:
+        old = before.version if before else 0
+        if after is not None and after.version // self.snapshot_interval > old // self.snapshot_interval:
+            assert self.snapshots is not None
+            with suppress(IntegrityError):  # a snapshot of this version exists already
+                self.snapshots.put([ConversationSnapshot.take(after)])

@@ -41,6 +41,7 @@ from adapters.store.chain_checks import BrokenChain, VerifiedPosition, chained_b
 from adapters.store.chain_errors import ChainBroken as ChainBroken
 from adapters.store.chain_errors import UpgradeRefused as UpgradeRefused
 from adapters.store.chain_errors import VersionRefused as VersionRefused
+from adapters.store.chain_heads import ChainHeads
 from adapters.store.serialization import originator_uuid
 
 GENESIS = bytes(32)
@@ -98,6 +99,9 @@ class ChainedRecorder(ABC):
     records with its links (then None)."""
 
     chain_key: bytes | None = None
+    chain_heads: ChainHeads | None = None
+    """Each conversation's newest committed (version, hash), where the recorder keeps them
+    (PostgreSQL's); None: every append reads the previous hash."""
     chain_pending: str | None = None
     keyed_expected = False
     """True where this process has a master key: an unkeyed chain does not verify (`UNKEYED`)."""
@@ -137,7 +141,7 @@ class ChainedRecorder(ABC):
         the transaction commits)."""
         heads: dict[UUID, tuple[int, bytes]] = {}
         rows: list[Link] = []
-        known = getattr(self, "chain_heads", None)
+        known = self.chain_heads
         chain_key = self.chain_key
         if self.chain_pending is not None:  # a fresh store's first links: the kind they are, with them
             self._chain_mark_put(cursor, self.chain_pending)
@@ -317,7 +321,7 @@ class ChainedRecorder(ABC):
         """Takes `new_key` as the chain key once a re-key (`rekey_chain`) committed."""
         self.chain_key, self.chain_pending, self.chain_mismatch = new_key, None, None
         self.keyed_expected = new_key is not None
-        heads = getattr(self, "chain_heads", None)
+        heads = self.chain_heads
         if heads is not None:
             heads.clear()
 

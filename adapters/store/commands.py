@@ -12,12 +12,26 @@ from domain.errors import ChatrecordError
 from domain.events import ConversationEvent
 
 
-class Command(Protocol):
-    """What `ConversationStore.handle` accepts: one input line, ready to decide.
+@dataclass(frozen=True)
+class Lookups:
+    """What deciding a command looks up in the history index, which a store may read before
+    `decide` and uses to find a repeat's first result: one line's `digest` (the `source` its
+    events carry), the `segment` id it records and the `run` it names, read with the index row;
+    `new_segments`, the segment ids it records (a store that decides without reading its index
+    assumes them unrecorded); `many`, a command of many lines' digests, segment ids and run ids,
+    read at once (None: a command that names none)."""
 
-    Optional attributes let a repeat return the first result: `digest`, the `source` its events
-    carry (the ingester's line digest), and `segment`, the segment id a segment line records.
-    """
+    digest: str | None = None
+    segment: str | None = None
+    run: str | None = None
+    new_segments: frozenset[str] = frozenset()
+    many: tuple[list[str], list[str], list[str]] | None = None
+
+
+class Command(Protocol):
+    """What `ConversationStore.handle` accepts: one input line (or a few of one conversation),
+    ready to decide, with what deciding it looks up (`lookups`), which lets a repeat return the
+    first result."""
 
     @property
     def conversation(self) -> str:
@@ -25,6 +39,10 @@ class Command(Protocol):
         ...
 
     def decide(self, state: Conversation | None, history: History) -> list[ConversationEvent]: ...
+
+    def lookups(self) -> Lookups:
+        """Returns what deciding the command looks up in the history index."""
+        ...
 
 
 @dataclass(frozen=True)

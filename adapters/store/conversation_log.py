@@ -6,9 +6,10 @@ from collections.abc import Iterator, Sequence
 from typing import cast
 from uuid import UUID
 
-from eventsourcing.persistence import EventStore, StoredEvent
+from eventsourcing.persistence import AggregateRecorder, EventStore, Mapper, StoredEvent
 
 from adapters.store.keys import DataKeys
+from adapters.store.serialization import PydanticMapper
 from domain.events import ConversationErased, ConversationEvent, conversation_uuid
 
 
@@ -17,7 +18,15 @@ class ConversationLog(EventStore[UUID]):
 
     `Application.events` is the event store attribute the library itself uses, so the
     store's `events(conversation)` query is this call rather than a method that would hide it.
+    `data_keys`: the keys that seal the free texts, as the backend's factory gave them to the
+    store's mapper (a `PydanticMapper`); None where it keeps none (the library's own mapper or
+    persistence module).
     """
+
+    def __init__(self, mapper: Mapper[UUID], recorder: AggregateRecorder) -> None:
+        super().__init__(mapper, recorder)
+        keys = mapper.keys if isinstance(mapper, PydanticMapper) else None
+        self.data_keys = keys if isinstance(keys, DataKeys) else None
 
     def get(
         self, originator_id: UUID, *, gt: int | None = None, lte: int | None = None, desc: bool = False, limit: int | None = None
@@ -46,8 +55,8 @@ class ConversationLog(EventStore[UUID]):
             return cast("list[ConversationEvent]", [self.mapper.to_domain_event(event) for event in stored])
 
         events = mapped_all()
-        keys = getattr(self.mapper, "keys", None)
-        if not isinstance(keys, DataKeys):
+        keys = self.data_keys
+        if keys is None:
             return events
         erased = any(isinstance(e, ConversationErased) for e in events) or (
             up_to_version is not None and keys.holds_key(uuid) and keys.erased_at(uuid) is not None

@@ -1,27 +1,23 @@
-"""How a ConversationStore decides a command (`DecidingStore`, which `ConversationStore`
-extends): on the state and the history index it keeps from its last append (`_assume`), or as
-read in one transaction (`_decide`, `_cached`), the first result of a repeat, and what it keeps
-of a conversation after a write (saved, handed to the views, a snapshot when due) or forgets
-(`KnownConversations.forget`)."""
+"""How a ConversationStore decides a command (`Decider`, which the store builds and asks): on
+the state and the history index it keeps from its last append (`assume`), or as read in one
+transaction (`decide`, `_cached`), and the first result of a repeat."""
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Sequence
-from contextlib import suppress
-from typing import Any, cast
+from collections.abc import Callable
+from typing import cast
 from uuid import UUID
 
-from eventsourcing.application import ProcessingEvent
-from eventsourcing.persistence import IntegrityError, Recording
+from eventsourcing.application import Repository
+from eventsourcing.persistence import ApplicationRecorder
 
 from adapters.store.chain import ChainBroken, ChainedRecorder
+from adapters.store.chain_heads import ChainHeads
 from adapters.store.commands import Command
+from adapters.store.conversation_log import ConversationLog
 from adapters.store.known_conversations import KnownConversations
 from adapters.store.ports import HistoryIndex
-from adapters.store.store_queries import StoreQueries
-from adapters.store.store_views import StoreViews
-from domain.conversation import Conversation, ConversationSnapshot, History, recorded_segment
+from domain.conversation import Conversation, History, recorded_segment
 from domain.errors import ChatrecordError
 from domain.events import ConversationEvent
 from domain.history_index import AssumedHistory, NotKnown
@@ -41,31 +37,29 @@ def _cut(conversation: str, cid: UUID, ends: int, indexed: int) -> ChainBroken:
     )
 
 
-class DecidingStore(StoreQueries):
-    """The deciding of a ConversationStore's commands and what it keeps of each conversation
-    between them; `ConversationStore` builds what is declared here and writes."""
+class Decider:
+    """Decides a store's commands: on the state and the history index the store keeps from its
+    last append (`assume`), or as read in one transaction (`decide`), with the first result of a
+    repeat. Built by `ConversationStore` with what it reads: the library's `repository` (its
+    aggregate cache), the `recorder` (`chain_heads`: the hashes it keeps, None where it keeps
+    none), the history index, the log (`events`), what the store keeps of each conversation
+    (`known`) and `load`, which loads a conversation's state."""
 
-    history: HistoryIndex
-    views: StoreViews | None
-    snapshot_interval: int
-    known: KnownConversations
+    def __init__(
+        self,
+        *,
+        repository: Repository[UUID],
+        recorder: ApplicationRecorder,
+        chain_heads: ChainHeads | None,
+        history: HistoryIndex,
+        events: ConversationLog,
+        known: KnownConversations,
+        load: Callable[[str], Conversation | None],
+    ) -> None:
+        self.repository, self.recorder, self.chain_heads = repository, recorder, chain_heads
+        self.history, self.events, self.known, self.load = history, events, known, load
 
-    def save(self, *objs: Any, **kwargs: Any) -> list[Recording[UUID]]:
-        """The library's `save`; given conversation events only (what `handle` saves), it
-        collects them without the library's isinstance test against its runtime-checkable
-        `DomainEventProtocol` per event (typing walks the protocol's members on every test)."""
-        if not objs or not all(isinstance(obj, ConversationEvent) for obj in objs):
-            return super().save(*objs, **kwargs)
-        processing_event: ProcessingEvent[UUID] = ProcessingEvent()
-        processing_event.events.extend(objs)
-        processing_event.saved_kwargs.update(kwargs)
-        recordings = self._record(processing_event)
-        self._take_snapshots(processing_event)
-        self._notify(recordings)
-        self.notify(processing_event.events)  # the library's deprecated hook, as its save calls it
-        return recordings
-
-    def _assume(self, command: Command, cid: UUID) -> tuple[Conversation, tuple[ConversationEvent, ...], AssumedHistory] | None:
+    def assume(self, command: Command, cid: UUID) -> tuple[Conversation, tuple[ConversationEvent, ...], AssumedHistory] | None:
         """Lets `command` decide on the cached state of `cid` and an `AssumedHistory` at its
         version, without reading the index: returns the state, the events and the history
         (whose assumptions the append checks), or None when the state or its card outcome
@@ -81,7 +75,7 @@ class DecidingStore(StoreQueries):
             return None
         if state is None or state.version != known[0]:
             return None
-        heads = getattr(self.recorder, "chain_heads", None)
+        heads = self.chain_heads
         tip = heads.get(cid) if heads is not None else None
         if tip is None or tip[0] != state.version:
             return None  # the hash of the last event names the history the writer means
@@ -89,7 +83,7 @@ class DecidingStore(StoreQueries):
         history = AssumedHistory(
             known[0],
             known[1],
-            getattr(command, "new_segments", ()),
+            command.lookups().new_segments,
             tip=tip[1],
             known=records,
             known_messages=messages,
@@ -101,7 +95,7 @@ class DecidingStore(StoreQueries):
             return None
         return (state, events, history) if events else None
 
-    def _decide(
+    def decide(
         self, command: Command, cid: UUID, inline: bool
     ) -> tuple[Conversation | None, tuple[ConversationEvent, ...], tuple[ConversationEvent, ...], int | None]:
         """Loads the conversation and lets `command` decide, its lookups in one read transaction;
@@ -110,17 +104,15 @@ class DecidingStore(StoreQueries):
         A history index behind the log (a store of the previous version) is indexed anew first."""
         state: Conversation | None = None
         loaded = False
+        lookups = command.lookups()
         while True:
             with self.history.reading(cid) as history:
-                prefetch = getattr(history, "prefetch", None)
-                if prefetch is not None:
-                    prefetch(*(_text(getattr(command, name, None)) for name in ("digest", "segment", "run")))
-                prefetch_many, lookups = getattr(history, "prefetch_many", None), getattr(command, "lookups", None)
-                if prefetch_many is not None and lookups is not None:
-                    prefetch_many(*lookups())  # a command of many lines: their rows in a statement or two
+                history.prefetch(lookups.digest, lookups.segment, lookups.run)
+                if lookups.many is not None:
+                    history.prefetch_many(*lookups.many)  # a command of many lines: their rows in a statement or two
                 indexed = history.version
                 if not loaded:
-                    state, loaded = self._cached(cid, indexed, getattr(history, "tip", None)) if inline else (None, False)
+                    state, loaded = self._cached(cid, indexed, history.tip) if inline else (None, False)
                 ends = state.version if state is not None else 0
                 suspect = loaded and inline and indexed > ends  # the index saw a version the log lacks?
                 if loaded and not suspect and (state is None or indexed >= state.version):
@@ -134,7 +126,7 @@ class DecidingStore(StoreQueries):
                     raise _cut(command.conversation, cid, ends, indexed) if gone is None else gone.named(command.conversation)
                 loaded = False  # another writer appended since the log was read: read it again
             if not loaded:  # outside the read transaction: loading takes a connection of its own
-                state, loaded = self.get(command.conversation), True
+                state, loaded = self.load(command.conversation), True
             elif state is not None:  # indexed < state.version
                 self.history.write(state.id, None, list(self.events.get(state.id, lte=state.version)), rebuild=True)
 
@@ -146,7 +138,7 @@ class DecidingStore(StoreQueries):
         same history, not just as long). Returns (None, False) otherwise, after dropping what
         this process keeps of `cid` when the hashes differ."""
         cache = self.repository.cache
-        heads = getattr(self.recorder, "chain_heads", None)
+        heads = self.chain_heads
         if heads is not None:
             kept = heads.get(cid)
             if kept is None or kept[0] != indexed or kept[1] != tip:
@@ -162,51 +154,14 @@ class DecidingStore(StoreQueries):
                 return cached, True
         return None, False
 
-    def _uncache(self, cid: UUID) -> None:
-        """Drops the cached state of `cid` (`known.forget` calls it, with the other keepers'
-        drops: a conversation another writer moved, or one whose index was not as assumed; the
-        log may even hold another history of the same length, a database restored or failed
-        over under a running process, so nothing kept is trusted by its version alone)."""
-        if self.repository.cache is not None:
-            with suppress(KeyError):
-                self.repository.cache.get(cid, evict=True)
-
-    def _saved(self, events: Sequence[ConversationEvent]) -> None:
-        """Hands the saved events to the views (`StoreViews.apply`, right after). A
-        failure there is logged, not raised: the events are stored, and the next read of the
-        conversation applies them again from its log."""
-        if self.views is None:
-            return
-        try:
-            self.views.apply(events[0].originator_id, events)
-        except Exception as error:  # noqa: BLE001 - the write stands; reads catch up
-            logging.getLogger("chatrecord").warning(
-                "chatrecord: the read models of %s were not updated (%s); the next read catches up",
-                events[0].originator_id,
-                error,
-            )
-
-    def _snapshot_if_due(self, before: Conversation | None, after: Conversation | None) -> None:
-        old = before.version if before else 0
-        if after is not None and after.version // self.snapshot_interval > old // self.snapshot_interval:
-            assert self.snapshots is not None
-            with suppress(IntegrityError):  # a snapshot of this version exists already
-                self.snapshots.put([ConversationSnapshot.take(after)])
-
     def _first_result(self, command: Command, state: Conversation | None, history: History) -> tuple[ConversationEvent, ...]:
         if state is None:
             return ()
-        digest = getattr(command, "digest", None)
-        versions = history.source(digest) if digest else None
+        lookups = command.lookups()
+        versions = history.source(lookups.digest) if lookups.digest else None
         if versions is not None:
             return tuple(self.events.get(state.id, gt=versions[0] - 1, lte=versions[1]))
-        segment = getattr(command, "segment", None)
-        version = recorded_segment(history, segment) if isinstance(segment, str) else None
+        version = recorded_segment(history, lookups.segment) if lookups.segment is not None else None
         if version is None:
             return ()
         return tuple(self.events.get(state.id, gt=version - 1, lte=version))
-
-
-def _text(value: object) -> str | None:
-    """Returns `value` when it is a string (a command's digest, segment or run id), else None."""
-    return value if isinstance(value, str) else None

@@ -48,6 +48,8 @@ def read_heads(path: Path) -> dict[UUID, KeptHead]:
         try:
             if line.lstrip().startswith("{"):
                 value = orjson.loads(line)
+                if isinstance(value, dict) and "reproductions_of" in value:  # verify --json's line on reproductions: no head
+                    continue
                 if value.get("hash") is None and value.get("problem"):  # a broken chain's verdict: no head to keep
                     broken += 1
                     continue

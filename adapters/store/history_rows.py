@@ -1,5 +1,5 @@
 """What the history index's backends share beyond SQL: the fold of events into an index
-(`index_events`, `write_folded`), an append's held writes (`HeldIndex`) and an index read through
+(`index_events`, `write_folded`), an append's held writes (`held_index`) and an index read through
 an assumed history (`AssumedBase`). The rows live in the store's database
 (`adapters.store.ports.HistoryIndex`, each backend's under `adapters.backends`): one row per
 conversation (the version indexed, the live card outcomes), a record per segment id, the user
@@ -10,14 +10,32 @@ index lookup; nothing of it lives in the aggregate or its snapshot.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 from domain.events import ConversationEvent
-from domain.history_index import AssumedHistory, LayeredHistory, NotKnown, SegmentRecord, index_event
+from domain.history_index import AssumedHistory, History, Index, LayeredHistory, NotKnown, SegmentRecord, index_event
 from domain.state import evolve
 
 
-def index_events(index: Any, state: Any, events: Iterable[ConversationEvent]) -> None:
+class VersionedIndex(Index, Protocol):
+    """An index the fold writes (`index_events`): it stands at a `version`, set after the events
+    it indexed."""
+
+    @property
+    def version(self) -> int: ...
+
+    def set_version(self, version: int) -> None: ...
+
+
+class FoldedIndex(VersionedIndex, Protocol):
+    """An index `write_folded` writes: also says how many card outcomes the writes `added`
+    (None: it does not count them)."""
+
+    @property
+    def added(self) -> int | None: ...
+
+
+def index_events(index: VersionedIndex, state: Any, events: Iterable[ConversationEvent]) -> None:
     """Records `events` in `index` in order (`state`: the aggregate's state before the first)
     and sets the index's version to the last one's."""
     last = None
@@ -26,34 +44,25 @@ def index_events(index: Any, state: Any, events: Iterable[ConversationEvent]) ->
         state = evolve(event, state)
         last = event.originator_version
     if last is not None:
-        if getattr(index, "set_version", None):
-            index.set_version(last)
-        else:
-            index.version = last
+        index.set_version(last)
 
 
-class HeldIndex(LayeredHistory):
-    """One conversation's index as an append writes it: a `LayeredHistory` over `base` (an
-    `SQLHistory` on the events' transaction) whose held writes (`top`: one per key, the last
-    record of a segment, the last state of a message, each line's first and last version;
-    `delta`: the outcomes added; `version`) a backend sends in one statement
-    (`PostgresHistoryTables`). A line's digest is never read to be written: its row is an
-    upsert that keeps the first version stored."""
-
-    def __init__(self, base: Any) -> None:
-        super().__init__(base)
-        self.version = 0
-
-    def put_source(self, digest: str, version: int) -> None:
-        first = self.top.sources.get(digest)
-        self.top.sources[digest] = (first[0] if first else version, version)
-
-    def set_version(self, version: int) -> None:
-        self.version = version
+def held_index(base: History) -> LayeredHistory:
+    """Returns one conversation's index as an append writes it: a `LayeredHistory` over `base`
+    (an `SQLHistory` on the events' transaction) whose held writes a backend sends in one
+    statement (`PostgresHistoryTables`). A line's digest is never read to be written: its row
+    is an upsert that keeps the first version stored."""
+    return LayeredHistory(base, read_sources=False)
 
 
 def write_folded(
-    index: Any, state: Any, events: list[Any], *, rebuild: bool, follows: bool, emptied: Callable[[Any], Any]
+    index: FoldedIndex,
+    state: Any,
+    events: list[Any],
+    *,
+    rebuild: bool,
+    follows: bool,
+    emptied: Callable[[Any], FoldedIndex],
 ) -> int | None:
     """Indexes `events` into `index` event by event (the base of `HistoryIndex.write`):
     nothing when the index is not at the version before the first event (indexed already by
@@ -68,7 +77,7 @@ def write_folded(
     if rebuild:
         index = emptied(index)
     index_events(index, state, events)
-    return getattr(index, "added", None)
+    return index.added
 
 
 class AssumedBase:

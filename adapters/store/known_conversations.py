@@ -62,7 +62,7 @@ class KnownConversations:
     def counted(self, cid: UUID, counts: tuple[int, int] | None) -> None:
         """Keeps `counts` for `cid` after an append whose rows are not followed (a batch): its
         records are dropped, so nothing is assumed of them. `counts` None: not known (counts
-        kept of an older version stay; `_assume` uses none but the current version's)."""
+        kept of an older version stay; `Decider.assume` uses none but the current version's)."""
         if counts is not None:
             self._counts.put(cid, counts)
         self.records.evict(cid)

@@ -7,6 +7,7 @@ rendered), so that bookkeeping was a visible share of a read's CPU time (issue 2
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Callable
 from threading import Lock
 from typing import Any, Generic, TypeVar
 
@@ -82,6 +83,15 @@ class Generations(Generic[K, V]):
         young[key] = value
         if len(young) >= self.half:
             self._old, self._young = young, {}
+
+    def drop_where(self, dropped: Callable[[K], bool]) -> None:
+        """Drops the items whose key is `dropped` (a scan of every key: for rare forgetting)."""
+        self._young = {k: v for k, v in self._young.items() if not dropped(k)}
+        self._old = {k: v for k, v in self._old.items() if not dropped(k)}
+
+    def any_where(self, found: Callable[[K], bool]) -> bool:
+        """Says whether an item's key is `found`."""
+        return any(found(k) for k in (*self._young, *self._old))
 
     def __len__(self) -> int:
         return len(self._young) + len(self._old)

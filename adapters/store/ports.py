@@ -14,17 +14,17 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 from uuid import UUID
 
 from adapters.store.idempotency import IN_FLIGHT_SECONDS, Kept
 from adapters.store.known_records import IndexPuts
 from domain.events import ConversationEvent
-from domain.history_index import AssumedHistory
+from domain.history_index import AssumedHistory, History
 
 KeyRow = tuple[bytes | None, Any]
 """A data key row: the wrapped key (None once erased) and when it was erased (None before; a
@@ -35,6 +35,24 @@ class AssumptionFailed(Exception):  # not an error of the caller's: the command 
     """Raised by the append when the index no longer stands as an `AssumedHistory` assumed
     (another writer appended, the line or segment was recorded before, the run was cut):
     nothing was stored, and the command is decided again from the index."""
+
+
+class IndexReading(History, Protocol):
+    """One conversation's index as a command reads it (what `HistoryIndex.reading` yields): its
+    `version` (0 before the first event), the hash chain's `tip` at that version where it was
+    read with the index row (else None), and the reads ahead of a command's lookups: `prefetch`
+    (one line's digest, segment and run, with the index row) and `prefetch_many` (many lines'),
+    each doing nothing where every lookup is cheap already."""
+
+    @property
+    def version(self) -> int: ...
+
+    @property
+    def tip(self) -> bytes | None: ...
+
+    def prefetch(self, digest: str | None, segment: str | None = None, run: str | None = None) -> None: ...
+
+    def prefetch_many(self, digests: Iterable[str], segments: Iterable[str], runs: Iterable[str] = ()) -> None: ...
 
 
 class HistoryIndex(ABC):
@@ -59,7 +77,7 @@ class HistoryIndex(ABC):
         """Returns the index of conversation `cid`; each lookup is a read of its own."""
 
     @abstractmethod
-    def reading(self, cid: UUID | None) -> AbstractContextManager[Any]:
+    def reading(self, cid: UUID | None) -> AbstractContextManager[IndexReading]:
         """Returns a context that yields the index of conversation `cid` for one command's
         lookups, each lookup asked once. `cid` None yields an empty index."""
 

@@ -50,11 +50,10 @@ class UnreadableEvent(ChatrecordError, MapperDeserialisationError):
 
 def unreadable(stored_event: StoredEvent | None, problem: str) -> UnreadableEvent:
     """Returns the UnreadableEvent of `stored_event` for `problem`."""
-    hint = "; run: chatrecord verify" if stored_event is not None else ""
+    if stored_event is None:
+        return UnreadableEvent(_describe(stored_event, problem))
     return UnreadableEvent(
-        _describe(stored_event, problem) + hint,
-        getattr(stored_event, "originator_id", None),
-        getattr(stored_event, "originator_version", None),
+        _describe(stored_event, problem) + "; run: chatrecord verify", stored_event.originator_id, stored_event.originator_version
     )
 
 

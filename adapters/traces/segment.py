@@ -21,13 +21,19 @@ from opentelemetry.semconv._incubating.attributes.gen_ai_attributes import (
     GEN_AI_OPERATION_NAME,
     GEN_AI_OUTPUT_MESSAGES,
     GEN_AI_PROVIDER_NAME,
+    GEN_AI_REQUEST_MODEL,
+    GEN_AI_RESPONSE_FINISH_REASONS,
+    GEN_AI_TOOL_CALL_ID,
     GEN_AI_TOOL_NAME,
     GEN_AI_TOOL_TYPE,
+    GEN_AI_USAGE_INPUT_TOKENS,
+    GEN_AI_USAGE_OUTPUT_TOKENS,
     GenAiOperationNameValues,
 )
 from opentelemetry.semconv.attributes.error_attributes import ERROR_TYPE
 
 from domain.events import SegmentReturned
+from domain.values import ModelCall
 from projections.rules import RuleSet
 from projections.steps import DecisionKind, read_segment
 
@@ -39,7 +45,11 @@ INVOKE_AGENT = GenAiOperationNameValues.INVOKE_AGENT.value
 EXECUTE_TOOL = GenAiOperationNameValues.EXECUTE_TOOL.value
 CHAT = GenAiOperationNameValues.CHAT.value
 UNKNOWN_MODEL = "unknown"
-"""The model name in a `chat` span's name while the store keeps none (docs/traces.md)."""
+"""The model name in a `chat` span's name where the segment's line named none (docs/traces.md)."""
+COST = "chatrecord.cost"
+"""A `chat` span's estimated cost (nr-llm's `estimatedCost`), also given as OpenInference's `llm.cost.total`."""
+Requested = dict[tuple[int, str], list[str]]
+"""The requested calls not yet paired with a tool step: (round, tool) -> their call ids, in order."""
 TOOL_TYPE = "function"
 """`gen_ai.tool.type` of nr-llm's tools: functions the model calls by name."""
 DECLINED_LABEL = "abgelehnt"
@@ -49,8 +59,8 @@ REFUSED = frozenset({"held", "declined", "not_permitted"})
 FAILED_OUTCOMES = frozenset({"failed", "error"})
 """Segment outcomes with status ERROR and `error.type` the outcome."""
 FINISH_REASONS = {"completed": "stop", "awaiting_approval": "tool_call", "awaiting_input": "tool_call", "failed": "error"}
-"""The output message's `finish_reason` of a segment, read from its outcome (the store keeps no
-model finish reason yet); any other outcome is given as it is."""
+"""The output message's `finish_reason` of a segment, read from its outcome in the conventions'
+values; any other outcome is given as it is (a `chat` span carries the provider's own reason)."""
 
 
 @dataclass(frozen=True)
@@ -120,6 +130,29 @@ def finish_reason(outcome: str) -> str:
     return FINISH_REASONS.get(outcome, outcome)
 
 
+def usage_attributes(call: ModelCall) -> dict[str, AttributeValue]:
+    """Returns a `chat` span's usage attributes of what the llm step stated (nothing for what
+    it did not: unknown is no zero): the GenAI conventions' tokens and finish reasons, and
+    OpenInference's `llm.token_count.*` and `llm.cost.total`, which Phoenix sums."""
+    attributes: dict[str, AttributeValue] = {}
+    if call.prompt_tokens is not None:
+        attributes[GEN_AI_USAGE_INPUT_TOKENS] = call.prompt_tokens
+        attributes["llm.token_count.prompt"] = call.prompt_tokens
+    if call.completion_tokens is not None:
+        attributes[GEN_AI_USAGE_OUTPUT_TOKENS] = call.completion_tokens
+        attributes["llm.token_count.completion"] = call.completion_tokens
+    if call.total_tokens is not None:
+        attributes["llm.token_count.total"] = call.total_tokens
+    if call.estimated_cost is not None:
+        attributes[COST] = call.estimated_cost
+        attributes["llm.cost.total"] = call.estimated_cost
+    if call.finish_reason is not None:
+        attributes[GEN_AI_RESPONSE_FINISH_REASONS] = (call.finish_reason,)
+    if call.requested:
+        attributes["chatrecord.requested_tools"] = tuple(r.tool or "" for r in call.requested)
+    return attributes
+
+
 def messages(role: str, text: str, finish: str | None = None) -> str:
     """Returns one GenAI message (`gen_ai.input.messages`/`output.messages` JSON)."""
     message: dict[str, object] = {"role": role, "parts": [{"type": "text", "content": text}]}
@@ -135,10 +168,15 @@ def segment_spans(
     rules: RuleSet,
     input_text: str | None,
     with_texts: bool,
+    requested: Requested | None = None,
 ) -> list[Span]:
     """Returns the segment's `invoke_agent` span, then its `chat` and `execute_tool` children
     in step order. `input_text` is the user message (or answer) the segment read, sent only
-    `with_texts`."""
+    `with_texts`. `requested` holds the calls the conversation's model steps asked for and no
+    tool step has run yet: a tool step takes the first of its round and tool as its
+    `gen_ai.tool.call.id` (a call asked for before a pause runs in the continuation)."""
+    requested = {} if requested is None else requested
+    provider = event.provider or ids.provider
     span_id = ids.span_id(event.segment)
     reading = read_segment(event.steps, event.trigger, follows, rules, outcome=event.outcome)
     end_ns = ns(event.timestamp)
@@ -154,12 +192,19 @@ def segment_spans(
             attributes = {
                 **base,
                 GEN_AI_OPERATION_NAME: CHAT,
-                GEN_AI_PROVIDER_NAME: ids.provider,
+                GEN_AI_PROVIDER_NAME: provider,
                 "chatrecord.round": step.round,
             }
+            if event.model is not None:
+                attributes[GEN_AI_REQUEST_MODEL] = event.model
+                attributes["llm.model_name"] = event.model
+            if step.call is not None:
+                attributes.update(usage_attributes(step.call))
+                for call_asked in step.call.requested:
+                    requested.setdefault((step.round, call_asked.tool or ""), []).append(call_asked.call_id)
             children.append(
                 Span(
-                    f"{CHAT} {UNKNOWN_MODEL}",
+                    f"{CHAT} {event.model or UNKNOWN_MODEL}",
                     ids.trace_id,
                     ids.span_id(event.segment, "llm", n),
                     span_id,
@@ -186,6 +231,9 @@ def segment_spans(
                 attributes["chatrecord.tool.label"] = label
             if call.hint is not None:
                 attributes["chatrecord.tool.hint"] = call.hint
+            waiting_ids = requested.get((call.round, call.tool))
+            if waiting_ids:
+                attributes[GEN_AI_TOOL_CALL_ID] = waiting_ids.pop(0)
             if call.reading == "failed":
                 attributes[ERROR_TYPE] = "tool_error"
             if call.write is not None:
@@ -211,7 +259,7 @@ def segment_spans(
         **base,
         GEN_AI_OPERATION_NAME: INVOKE_AGENT,
         GEN_AI_AGENT_NAME: AGENT_NAME,
-        GEN_AI_PROVIDER_NAME: ids.provider,
+        GEN_AI_PROVIDER_NAME: provider,
         "chatrecord.run": event.run,
         "chatrecord.trigger": event.trigger,
         "chatrecord.outcome": event.outcome,

@@ -38,6 +38,7 @@ from adapters.traces.segment import (
     FAILED_OUTCOMES,
     AttributeValue,
     Ids,
+    Requested,
     Span,
     SpanEvent,
     finish_reason,
@@ -101,6 +102,7 @@ def conversation_spans(
     turns: list[_Turn] = []
     turn_of: dict[str, _Turn] = {}
     agents: dict[str, int] = {}  # segment -> index of its invoke_agent span in its turn
+    requested: Requested = {}  # the calls asked for and not yet run, for gen_ai.tool.call.id
     ended: dict[str, int] = {}  # segment -> its end in ns
 
     def new_turn(message: int | None, start_ns: int) -> _Turn:
@@ -125,7 +127,7 @@ def conversation_spans(
                 new_turn(None, start)
             turn = turns[-1]
             input_text = turn.input_text if event.trigger in ("turn", "retry") else decided
-            spans = segment_spans(turn.ids, event, follows, rule_set, input_text, with_texts)
+            spans = segment_spans(turn.ids, event, follows, rule_set, input_text, with_texts, requested)
             agents[event.segment] = len(turn.spans)
             turn.spans.extend(spans)
             turn.last, turn.segments = event, turn.segments + 1

@@ -113,6 +113,14 @@ class KeptMessages:
         if len(body) <= MESSAGE_BODY:
             self._kept.put((conversation, body), message)
 
+    def holds(self, conversation: str) -> bool:
+        """Says whether a message of `conversation` is kept."""
+        return self._kept.any_where(lambda key: key[0] == conversation)
+
+    def forget(self, conversation: str) -> None:
+        """Forgets the kept messages of `conversation`."""
+        self._kept.drop_where(lambda key: key[0] == conversation)
+
     def clear(self) -> None:
         """Forgets every kept message (after an erasure in this process)."""
         self._kept = Generations(self.size)  # a fresh one: what the old one kept is dropped at once

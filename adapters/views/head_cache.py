@@ -1,17 +1,15 @@
-"""What a process keeps of the rows it wrote and the notes it read: the heads it wrote in the
-live generation (`HeadCache`), so that the next append to a conversation need not read its
-head, and the turn notes by head version (`notes_cache`)."""
+"""The heads a process wrote in the live generation (`HeadCache`), so that the next append to a
+conversation need not read its head (one of the caches of `adapters.views.views_cache.ViewsCache`)."""
 
 from __future__ import annotations
 
 import contextlib
-from typing import Any, TypeVar
+from typing import TypeVar
 from uuid import UUID
 
 from adapters.store.lru import LRU
 from adapters.views.recent_rows import RecentRows
 from projections.row_head import Head
-from projections.turn_notes import TurnNotes
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -58,22 +56,13 @@ class HeadCache:
         with contextlib.suppress(KeyError):
             self._kept.get(cid, evict=True)
 
+    def holds(self, cid: UUID) -> bool:
+        """Says whether a head of `cid` is kept."""
+        return _kept(self._kept, cid) is not None
+
     def clear(self) -> None:
         """Forgets every kept head (after a rebuild or an erasure in this process)."""
         self._kept = LRU(maxsize=self.size)  # a fresh one: what the old one kept is dropped at once
-
-
-def notes_cache(size: int = 1024) -> LRU[tuple[Any, ...], tuple[tuple[int, int], bytes | None, TurnNotes]]:
-    """Returns the cache of the turn notes this process read, keyed by (conversation,
-    generation, rule set, page check), each kept with the head version and its folds in place
-    (`Head.refolds`) and the chain hash it was read at, ((version, refolds), tip, notes): a
-    conversation's notes change only with its head's version or a fold of its rows in place
-    (an erasure's), so a kept answer stays true until its next event (or a rebuild, which
-    starts a new generation). One per key: the notes of a newer version replace the older, which no
-    read asks for again (a cache of every version kept hundreds of dead answers, tens of
-    thousands of objects the collector walked at each full collection). Notes hold labels,
-    never a text."""
-    return LRU(maxsize=size)
 
 
 def _kept(cache: LRU[K, V], key: K) -> V | None:

@@ -1,4 +1,4 @@
-"""The read models' rows kept current with the log (`LiveRows`, which `ReadModels` reads): the
+"""The read models' rows kept current with the log (`LiveRows`, which `ReadModels` holds): the
 pointer and the first generation made once, a conversation's events applied in their own
 transaction (`apply_inline`, under a savepoint) or from its log (`apply`), the heads this process
 wrote kept, every conversation caught up, a conversation's rows folded anew after its erasure."""
@@ -7,20 +7,19 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 from uuid import UUID
 
 from adapters.store.application import ConversationStore
-from adapters.store.lru import LRU
 from adapters.store.serialization import UnreadableEvent
 from adapters.store.store_views import ViewsWritten
-from adapters.views.caches import KeptMessages, KnownBlocks, RenderedNotes, known_conversations
-from adapters.views.head_cache import HeadCache, _kept, notes_cache
-from adapters.views.held_rows import NEWEST_ENTRIES, NEWEST_OUTCOMES, HeldRows, advanced
+from adapters.views.head_cache import _kept
+from adapters.views.held_rows import NEWEST_ENTRIES, NEWEST_OUTCOMES, advanced
 from adapters.views.log_fold import Progress, fold_into, fold_log
 from adapters.views.ports import ViewStorage
 from adapters.views.storage_reads import Pointer
+from adapters.views.views_cache import ViewsCache
 from domain.events import ConversationEvent, conversation_uuid
 from projections.row_head import Head
 from projections.rules import DEFAULT_RULE_SET, resolve
@@ -45,42 +44,14 @@ class Written(NamedTuple):
 
 class LiveRows:
     """The rows of a ConversationStore's read models, in the store's own database (`storage`,
-    which the composition root hands in), kept current with its log; `ReadModels` adds the
-    reads, the rebuild and the diff."""
+    which the composition root hands in), kept current with its log, with what this process
+    keeps of them (`cache`, shared with the reads of `ReadModels`, which holds this)."""
 
-    def __init__(
-        self, store: ConversationStore, storage: ViewStorage, reopen: Callable[[ConversationStore], ViewStorage] | None = None
-    ) -> None:
+    def __init__(self, store: ConversationStore, storage: ViewStorage, cache: ViewsCache) -> None:
         self.store = store
         self.storage = storage
-        self.reopen = reopen
-        """Hands out the view storage of a store opened anew (a rebuild's worker process opens
-        its own); None: a rebuild folds in this process only."""
-        self._live: Pointer | None = None
-        self.heads = HeadCache()
-        self.notes = notes_cache()
-        self.kept_at: LRU[tuple[UUID, Any], int] = LRU(maxsize=1024)
-        """The head version of each (conversation, page check) whose notes `notes` keeps, so a
-        turn read of an unchanged conversation reads only its head (`turn_rows`' `kept_at`)."""
-        self.known: LRU[UUID, KnownBlocks] = known_conversations()
-        """What each conversation's last turn read learned of its transcript rows (`KnownBlocks`)."""
-        self.held: LRU[UUID, HeldRows] = LRU(maxsize=1024)
-        """Each conversation's newest entries and card outcomes as this process last read or wrote
-        them (`HeldRows`): the turn read after its own append does not read them again."""
-        self.rendered = RenderedNotes()
-        self.messages = KeptMessages()
-        """The transcript messages turn reads decoded, by row body (dropped by `erase`)."""
+        self.cache = cache
         self._ensure()
-
-    def forget(self, cid: UUID) -> None:
-        """Forgets what this process kept of a conversation's rows (its head, what its last turn
-        read knew of its transcript): the store found its log not to be the one they were
-        kept of (a database restored or failed over to another history)."""
-        self.heads.forget(cid)
-        with contextlib.suppress(KeyError):
-            self.known.get(cid, evict=True)
-        with contextlib.suppress(KeyError):
-            self.held.get(cid, evict=True)
 
     # ------------------------------------------------------------ set-up
 
@@ -90,7 +61,7 @@ class LiveRows:
         with self.storage.transaction(write=False) as curs:
             live = self.storage.pointer(curs)
         if live is not None:
-            self._set_live(live)
+            self.cache.take_live(live)
             return
         with self.storage.transaction(write=True) as curs:
             self.storage.lock(curs, exclusive=True)
@@ -107,7 +78,7 @@ class LiveRows:
                         "chatrecord: the read models of the previous version were dropped; "
                         "they are rebuilt from the log as rows now"
                     )
-        self._set_live(live)
+        self.cache.take_live(live)
         if self.store.max_notification_id():
             fold_log(self.store, self.storage, live.generation, live.rules, 0, None)
 
@@ -123,7 +94,7 @@ class LiveRows:
         with self.storage.transaction(write=False) as curs:
             live = self.storage.pointer(curs)
         assert live is not None
-        self._set_live(live)
+        self.cache.take_live(live)
         return live
 
     # ------------------------------------------------------------ writing
@@ -180,15 +151,15 @@ class LiveRows:
 
         with self.storage.savepoint(curs, on_failure=on_failure) as point:
             self.storage.lock(point, exclusive=False)
-            live = None if fresh else self._live
-            head = self.heads.get(aggregate_id, events[0].originator_version - 1) if live is not None else None
+            live = None if fresh else self.cache.pointer
+            head = self.cache.heads.get(aggregate_id, events[0].originator_version - 1) if live is not None else None
             if live is None or head is None:
                 live, body = self.storage.pointer_and_head(point, aggregate_id, live.generation if live else 0)
                 assert live is not None
-                self._set_live(live)
+                self.cache.take_live(live)
                 head = None
             rows = self.storage.rows(point, live.generation, aggregate_id, buffered=True)
-            recent = self.heads.rows(aggregate_id, head) if head is not None else None
+            recent = self.cache.heads.rows(aggregate_id, head) if head is not None else None
             if head is None:
                 head = Head.model_validate_json(body) if body is not None else rows.head()
             rows.prime(recent, head)  # the rows the append that wrote the kept head left: not read again
@@ -201,29 +172,20 @@ class LiveRows:
             rows.flush()  # the writes go out together
             done = rows.appended()
             if done.bodies:  # the entries and card outcomes written: the turn read after need not decode them
-                self.rendered.written(done.bodies)
+                self.cache.rendered.written(done.bodies)
             for body, message in done.messages:  # nor the messages (nor open their texts)
-                self.messages.put(str(aggregate_id), body, message)
+                self.cache.messages.put(str(aggregate_id), body, message)
             written[aggregate_id] = Written(
                 live.generation, after, done.recent, done.head_json, head.version if head else 0, done.views
             )
         return not failed or fresh
-
-    def _set_live(self, live: Pointer) -> None:
-        """Takes `live` as the live pointer; the kept heads go when its generation is new."""
-        if self._live is None or self._live.generation != live.generation:
-            self.heads.clear()
-            self.held = LRU(maxsize=1024)
-        self._live = live
 
     def _inline_failed(self, error: Exception, written: ViewsWritten) -> None:
         """After a view statement failed (e.g. a rebuild elsewhere dropped the tables this
         process took as live): forget the pointer, the kept heads and what the transaction
         wrote (`written`); the next write reads them."""
         written.clear()
-        self._live = None
-        self.heads.clear()
-        self.held = LRU(maxsize=1024)
+        self.cache.lose_live()
 
     def inline_committed(self, written: ViewsWritten) -> None:
         """Called by the store once the transaction `apply_inline` wrote `written` in has
@@ -232,16 +194,17 @@ class LiveRows:
         and follows the newest entries and card outcomes a turn read kept (`HeldRows`) through
         the append's document, so the turn read after need not read them either."""
         for aggregate_id, w in written.items():
-            if w.head is not None and self._live is not None and w.generation == self._live.generation:
-                self.heads.put(aggregate_id, w.head, w.recent, w.head_json)
-            held = _kept(self.held, aggregate_id)
+            live = self.cache.pointer
+            if w.head is not None and live is not None and w.generation == live.generation:
+                self.cache.heads.put(aggregate_id, w.head, w.recent, w.head_json)
+            held = _kept(self.cache.held, aggregate_id)
             if held is not None:
                 after = advanced(held, w.generation, w.start, w.views, w.head, NEWEST_ENTRIES, NEWEST_OUTCOMES)
                 if after is None:
                     with contextlib.suppress(KeyError):  # gone meanwhile (another thread's read or append)
-                        self.held.get(aggregate_id, evict=True)
+                        self.cache.held.get(aggregate_id, evict=True)
                 else:
-                    self.held.put(aggregate_id, after)
+                    self.cache.held.put(aggregate_id, after)
 
     def catch_up(self, progress: Progress | None = None) -> int:
         """Brings every conversation's rows up to its log; returns how many conversations
@@ -276,11 +239,7 @@ class LiveRows:
             rows = self.storage.rows(curs, live.generation, key)
             before = rows.head()
             rows.clear()
-            self.heads.clear()
-            self.held = LRU(maxsize=1024)
-            self.notes = notes_cache()
-            self.messages.clear()
-            self.known = known_conversations()
+            self.cache.forget_all()
             try:
                 after = fold_into(rows, None, self.store.events.get(key), resolve(live.rules))
             except UnreadableEvent:

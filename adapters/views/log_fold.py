@@ -17,7 +17,7 @@ from adapters.store.application import ConversationStore
 from adapters.store.lru import LRU
 from adapters.store.serialization import originator_uuid
 from adapters.views.head_cache import _kept
-from adapters.views.ports import ViewStorage
+from adapters.views.ports import FoldsInParts, ViewStorage
 from domain.errors import ChatrecordError
 from domain.events import ConversationEvent
 from projections.row_fold import apply_to_rows
@@ -87,7 +87,8 @@ def fold_log(
     queued = storage.queued() if curs is None else None
     kept: LRU[UUID, Head | None] | None = LRU(maxsize=KEPT_HEADS) if queued is not None else None
 
-    to_fold = getattr(store.recorder, "select_notifications_to_fold", None)
+    recorder = store.recorder
+    to_fold = recorder.select_notifications_to_fold if isinstance(recorder, FoldsInParts) else None
 
     def read(after: int) -> Sequence[Any]:
         if to_fold is not None:

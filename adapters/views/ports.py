@@ -20,7 +20,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 from uuid import UUID
 
 from adapters.store.crypto import ViewTexts
@@ -60,6 +60,23 @@ class QueuedTarget(AppendTarget, Protocol):
 
     def close(self) -> None:
         """Waits for every statement, and raises the first error."""
+
+
+@runtime_checkable
+class FoldsInParts(Protocol):
+    """A recorder that reads what a rebuild folds in parts chosen on the server (PostgreSQL's
+    `EventRecorder`); another is read with the library's `select_notifications`."""
+
+    def select_notifications_to_fold(
+        self, start: int, limit: int, stop: int | None, part: tuple[int, int] | None = None
+    ) -> Sequence[Any]:
+        """Returns the notifications after `start` up to `stop`, at most `limit`, of conversation
+        part `part` (part, parts; None: all), in order."""
+        ...
+
+    def count_notifications_by_part(self, stop: int, parts: int) -> list[int]:
+        """Returns how many of the notifications up to `stop` each of `parts` parts holds."""
+        ...
 
 
 class ReadMoved(Exception):  # a signal to the reader, never seen outside ReadModels
@@ -230,6 +247,15 @@ class ViewRows(ABC):
         """Returns the versions that started a turn of user message `message`, oldest first,
         and, when there are none, the user message numbers that started any turn, ascending
         (else empty)."""
+
+    def turn_rows(
+        self, length: int, version: int, kept: KeptMessages | None = None, rendered: Any = None
+    ) -> tuple[tuple[Message, ...], tuple[Entry, ...], tuple[CardOutcome, ...]] | None:
+        """Returns, in one statement, the first `length` transcript messages, the entries set
+        aside for the latest turn and those of versions up to `version`, and the card outcomes
+        recorded up to `version` (`adapters.views.row_state.turn_rows_state`), where the rows
+        read them so; None where they do not (the caller reads them one kind at a time)."""
+        return None
 
     # ---------------------------------------------------------------- an append's rows
 

@@ -16,7 +16,8 @@ meanwhile and switches the pointer. `diff(rules)` compares the live rows with a 
 another rule set and writes nothing.
 
 This module holds the reads (`ReadModels`); the apply is in `adapters.views.live_rows`
-(`LiveRows`, which `ReadModels` extends), the fold of the log in `adapters.views.log_fold`, the
+(`LiveRows`, which `ReadModels` holds), what the process keeps of both in
+`adapters.views.views_cache` (`ViewsCache`, one `forget`), the fold of the log in `adapters.views.log_fold`, the
 rebuild with its worker processes in `adapters.views.rebuild`, the diff in
 `adapters.views.rule_diff`, the kept heads in `adapters.views.head_cache` and the state built
 from rows in `adapters.views.row_state`.
@@ -25,25 +26,29 @@ from rows in `adapters.views.row_state`.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 from uuid import UUID
 
+from adapters.store.application import ConversationStore
+from adapters.store.store_views import ViewsWritten
 from adapters.views import rule_diff
 from adapters.views.caches import SEPARATOR, KnownBlocks
+from adapters.views.gc_pause import gc_paused
 from adapters.views.head_cache import _kept
 from adapters.views.held_rows import NEWEST_ENTRIES, NEWEST_OUTCOMES, HeldRows, seeded
 from adapters.views.live_rows import LiveRows
 from adapters.views.log_fold import Progress, ViewOutOfStep
-from adapters.views.ports import NeedsSnapshot, ReadMoved
+from adapters.views.ports import NeedsSnapshot, ReadMoved, ViewStorage
 from adapters.views.rebuild import RebuildReport, Rebuilds
 from adapters.views.row_bodies import decode_turn_bodies
-from adapters.views.row_state import _state, collections_paused, turn_rows_state
+from adapters.views.row_state import _state, turn_rows_state
 from adapters.views.rule_diff import ConversationDiff
 from adapters.views.storage_reads import Pointer, TurnInputRows, TurnRows
 from adapters.views.turn_starts import TurnStarts, turn_starts
+from adapters.views.views_cache import ViewsCache
 from domain.errors import UnknownConversation, shown_id
-from domain.events import conversation_uuid
+from domain.events import ConversationEvent, conversation_uuid
 from projections import turn
 from projections.card_outcomes import held_outcomes
 from projections.notes import NoteOf, note_of
@@ -63,12 +68,64 @@ def _bodies(joined: str) -> list[str]:
     return joined.split(SEPARATOR) if joined else []
 
 
-class ReadModels(LiveRows):
+class ReadModels:
     """The row read models of a ConversationStore, in the store's own database. The store's
     own are the views it is built with (`ConversationStore(views=ReadModels)`, which the
     composition root `adapters.bootstrap` does once per store; `StoreViews` is what the store
     calls); another built on the same store reads and rebuilds, and its rows catch up from the
-    log at each read."""
+    log at each read. The rows are kept current by `rows` (`LiveRows`); what this process keeps
+    of them to skip reads is `cache` (`ViewsCache`), which both use."""
+
+    def __init__(
+        self, store: ConversationStore, storage: ViewStorage, reopen: Callable[[ConversationStore], ViewStorage] | None = None
+    ) -> None:
+        self.store = store
+        self.storage = storage
+        self.reopen = reopen
+        """Hands out the view storage of a store opened anew (a rebuild's worker process opens
+        its own); None: a rebuild folds in this process only."""
+        self.cache = ViewsCache()
+        self.rows = LiveRows(store, storage, self.cache)
+
+    # ------------------------------------------------------------ writing (`LiveRows`)
+
+    def apply(self, aggregate_id: UUID, events: Sequence[ConversationEvent] | None = None) -> Head | None:
+        """Brings one conversation's rows up to its log (`LiveRows.apply`); returns the head after it."""
+        return self.rows.apply(aggregate_id, events)
+
+    def apply_inline(self, curs: Any, aggregate_id: UUID, events: Sequence[ConversationEvent], written: ViewsWritten) -> None:
+        """Applies `events` in the transaction of `curs` that saves them (`LiveRows.apply_inline`)."""
+        self.rows.apply_inline(curs, aggregate_id, events, written)
+
+    def inline_committed(self, written: ViewsWritten) -> None:
+        """Keeps what `apply_inline` wrote once its transaction committed (`LiveRows.inline_committed`)."""
+        self.rows.inline_committed(written)
+
+    def catch_up(self, progress: Progress | None = None) -> int:
+        """Brings every conversation's rows up to its log; returns how many were behind."""
+        return self.rows.catch_up(progress)
+
+    def erase(self, conversation: str) -> bool:
+        """Folds the conversation's rows anew from its log once its key is gone, forgetting all
+        this process kept (`LiveRows.erase`). Returns False when the store does not hold it."""
+        return self.rows.erase(conversation)
+
+    def forget(self, cid: UUID) -> None:
+        """Forgets everything this process kept of a conversation's rows: the store found its
+        log not to be the one they were kept of (a database restored or failed over)."""
+        self.cache.forget(cid)
+
+    def forget_all(self) -> None:
+        """Forgets everything this process kept of every conversation's rows."""
+        self.cache.forget_all()
+
+    def active_rules(self) -> str:
+        """Returns the rule set of the live tables."""
+        return self.rows.live_pointer().rules
+
+    def live_pointer(self) -> Pointer:
+        """Returns the live generation's pointer, as it is now (one read)."""
+        return self.rows.live_pointer()
 
     # ------------------------------------------------------------ reads
 
@@ -95,8 +152,9 @@ class ReadModels(LiveRows):
         key = conversation_uuid(conversation)
         snapshot = newest is None  # a turn read tries one statement first, in no transaction
         for _ in range(4):
-            held = _kept(self.held, key) if newest == NEWEST_OUTCOMES and self._live is not None else None
-            if held is not None and self._live is not None and held.generation != self._live.generation:
+            kept_live = self.cache.pointer
+            held = _kept(self.cache.held, key) if newest == NEWEST_OUTCOMES and kept_live is not None else None
+            if held is not None and kept_live is not None and held.generation != kept_live.generation:
                 held = None
             try:
                 with self.storage.reading(snapshot) as curs:  # one snapshot: head, entries, outcomes, transcript
@@ -104,7 +162,7 @@ class ReadModels(LiveRows):
                         self.storage.turn_rows(
                             curs,
                             key,
-                            self._live.generation,
+                            kept_live.generation,
                             newest,
                             kept_at,
                             NEWEST_ENTRIES,
@@ -112,14 +170,14 @@ class ReadModels(LiveRows):
                             known.last_user if known is not None else 0,
                             held.version if held is not None else None,
                         )
-                        if newest is not None and self._live is not None
+                        if newest is not None and kept_live is not None
                         else None
                     )
                     live: Pointer | None
                     if fetched is not None and fetched.matches:  # one statement (PostgreSQL)
                         live, logged = fetched.live, fetched.logged
                         head = (
-                            (self.heads.written(key, fetched.head) or Head.model_validate_json(fetched.head))
+                            (self.cache.heads.written(key, fetched.head) or Head.model_validate_json(fetched.head))
                             if fetched.head is not None
                             else None
                         )
@@ -150,7 +208,7 @@ class ReadModels(LiveRows):
                         rows = self.storage.rows(curs, live.generation, key)
                         head = rows.head()
                         logged = self.storage.log_version(curs, key)
-                    self._set_live(live)
+                    self.cache.take_live(live)
                     if logged == 0:
                         raise UnknownConversation(
                             f"no conversation {shown_id(conversation)} in the store; check the id or ingest it first"
@@ -161,7 +219,7 @@ class ReadModels(LiveRows):
                 snapshot = True
                 continue
             except ReadMoved:
-                self._live = None  # a rebuild elsewhere, or an append meanwhile: read the live pointer next
+                self.cache.lose_live()  # a rebuild elsewhere, or an append meanwhile: read the live pointer next
                 continue
             self.apply(key)
         raise ViewOutOfStep(
@@ -181,10 +239,10 @@ class ReadModels(LiveRows):
         if head is not None and newest == NEWEST_OUTCOMES:
             fresh = seeded(fetched.live.generation, head, fetched.entries, fetched.outcomes, NEWEST_ENTRIES, newest)
             if fresh is not None:
-                self.held.put(key, fresh)
+                self.cache.held.put(key, fresh)
                 return fresh.entries, fresh.outcomes  # the string objects held: their hashes kept
             with contextlib.suppress(KeyError):
-                self.held.get(key, evict=True)
+                self.cache.held.get(key, evict=True)
         return fetched.entries, fetched.outcomes
 
     def head(self, conversation: str) -> Head:
@@ -200,24 +258,26 @@ class ReadModels(LiveRows):
         with the history. A read of a conversation
         that has not changed since this process last read it (same head version, rule set and
         page check, where the check is `every_page` or a `PageFilter`) is answered from
-        `notes_cache` after the one statement that finds the head's version.
+        `ViewsCache.notes` after the one statement that finds the head's version.
 
         Raises UnknownConversation for a conversation the store does not hold."""
 
         check = check_slot(can_see_page)
 
         def read(rows: Any, head: Head, rules: str) -> TurnNotes:
-            key = (conversation_uuid(conversation), self._live.generation if self._live else 0, rules, check)
-            kept = _kept(self.notes, key) if check is not None else None
+            live = self.cache.pointer
+            cid = conversation_uuid(conversation)
+            key = (live.generation if live else 0, rules, check)
+            kept = self.cache.notes(cid, key) if check is not None else None
             if kept is not None and kept[0] == (head.version, head.refolds) and kept[1] == rows.tip:
                 return kept[2]
             rule_set = resolve(rules)
             # the entries as read (validated where stored), decoded one by one as the notes ask;
             # a body decoded and rendered before is not again (`RenderedNotes`)
-            entries = rows.entries(self.rendered.entry, NEWEST_ENTRIES, len(head.seqs))
+            entries = rows.entries(self.cache.rendered.entry, NEWEST_ENTRIES, len(head.seqs))
             record = RunRecord.model_construct(entries=entries, dropped=head.dropped)
-            newest = rows.outcomes(newest=rule_set.max_notes + 1, decode=self.rendered.outcome)
-            messages_at, block_ends = rows.placement_reads(head.length, self.messages)
+            newest = rows.outcomes(newest=rule_set.max_notes + 1, decode=self.cache.rendered.outcome)
+            messages_at, block_ends = rows.placement_reads(head.length, self.cache.messages)
             note = self._note_of(can_see_page)
             notes = turn_notes(
                 head.conversation or conversation,
@@ -235,18 +295,17 @@ class ReadModels(LiveRows):
                 note,
             )
             if check is not None:  # in place of the notes of an earlier version: those are read no more
-                self.notes.put(key, ((head.version, head.refolds), rows.tip, notes))
-                self.kept_at.put((key[0], check), head.version)
-            if rows.placement is not None and self._live is not None:
-                self.known.put(
-                    key[0],
-                    KnownBlocks.of(rows.placement, self._live.generation, head.version, head.last_user, rows.tip, head.refolds),
+                self.cache.keep_notes(cid, key, ((head.version, head.refolds), rows.tip, notes))
+            if rows.placement is not None and live is not None:
+                self.cache.known.put(
+                    cid,
+                    KnownBlocks.of(rows.placement, live.generation, head.version, head.last_user, rows.tip, head.refolds),
                 )
             return notes
 
         cid = conversation_uuid(conversation)
-        kept_at = _kept(self.kept_at, (cid, check)) if check is not None else None
-        return self._read(conversation, read, newest=NEWEST_OUTCOMES, kept_at=kept_at, known=_kept(self.known, cid))
+        kept_at = self.cache.notes_at(cid, check) if check is not None else None
+        return self._read(conversation, read, newest=NEWEST_OUTCOMES, kept_at=kept_at, known=_kept(self.cache.known, cid))
 
     def turn_starts(self, conversation: str, message: int) -> TurnStarts:
         """Returns which events started the turns of user message `message` (`TurnStarts`:
@@ -275,7 +334,7 @@ class ReadModels(LiveRows):
         or edit), as that turn saw it: from the rows when they still hold what that turn saw
         (`Head.turn_intact`, `turn_rows_state`: its cost is what the input holds; on PostgreSQL
         in one statement, `_turn_input_in_one`), else from its log up to the turn. The
-        collector's collections are paused while it is built from rows (`collections_paused`). Raises
+        collector's collections are paused while it is built from rows (`gc_paused`). Raises
         UnknownConversation for a conversation the store does not hold, NoTurnYet when no turn
         has started yet."""
 
@@ -284,11 +343,11 @@ class ReadModels(LiveRows):
                 raise NoTurnYet(f"conversation {shown_id(conversation)} has no user message or retry yet, so no turn to build")
             note = self._note_of(can_see_page)
             if head.turn.version == head.version:
-                with collections_paused():
+                with gc_paused():
                     return turn.turn_input(_state(rows, head), head.turn.message, head.turn.at, rules, can_see_page, note)
             if head.turn_intact:
-                with collections_paused():
-                    state = turn_rows_state(rows, head, self.messages, self.rendered)
+                with gc_paused():
+                    state = turn_rows_state(rows, head, self.cache.messages, self.cache.rendered)
                     return turn.turn_input(state, head.turn.message, head.turn.at, rules, can_see_page, note)
             events = self.store.events(conversation, up_to_version=head.turn.version)
             return turn.build_turn_input(events, rules, can_see_page)
@@ -302,7 +361,7 @@ class ReadModels(LiveRows):
         rows, in autocommit), where the backend reads them so, the live generation is known,
         the head is up to date with the log and the turn is intact in the rows
         (`turn_rows_state` of the same rows); else None (the caller reads as before)."""
-        live = self._live
+        live = self.cache.pointer
         if live is None or not self.storage.reads_turn_in_one:
             return None
         key = conversation_uuid(conversation)
@@ -310,18 +369,18 @@ class ReadModels(LiveRows):
             with self.storage.reading(False) as curs:
                 got = self.storage.turn_input_rows(curs, key, live.generation)
         except ReadMoved:
-            self._live = None
+            self.cache.lose_live()
             return None
         if got is None or not got.matches or got.head is None or got.messages is None:
             if got is not None and not got.matches:
-                self._set_live(got.live)
+                self.cache.take_live(got.live)
             return None
-        head = self.heads.written(key, got.head) or Head.model_validate_json(got.head)  # not decoded again after its append
+        head = self.cache.heads.written(key, got.head) or Head.model_validate_json(got.head)  # not decoded again after its append
         mark = head.turn
         if mark is None or not head.turn_intact or head.version < got.logged:
             return None
-        self._set_live(got.live)
-        with collections_paused():
+        self.cache.take_live(got.live)
+        with gc_paused():
             return self._turn_input_of(got, head, mark, str(key), can_see_page)
 
     def _turn_input_of(self, got: TurnInputRows, head: Head, mark: TurnMark, cid: str, can_see_page: PageCheck) -> TurnInput:
@@ -333,8 +392,8 @@ class ReadModels(LiveRows):
             _bodies(got.outcomes),
             self.storage.texts,
             cid,
-            self.messages,
-            self.rendered,
+            self.cache.messages,
+            self.cache.rendered,
         )
         state = TurnState.model_construct(
             transcript=Transcript(kind=head.kind, messages=messages),
@@ -348,7 +407,7 @@ class ReadModels(LiveRows):
         """Returns what renders a note under `can_see_page`: one that keeps the notes it
         rendered (`RenderedNotes.note`) where the check has a slot (`check_slot`), else `note_of`."""
         check = check_slot(can_see_page)
-        return self.rendered.note(check) if check is not None else note_of
+        return self.cache.rendered.note(check) if check is not None else note_of
 
     # ------------------------------------------------------------ rule sets
 
@@ -356,7 +415,7 @@ class ReadModels(LiveRows):
         """Returns the processes a rebuild of the log up to notification `stop` folds it in
         (`adapters.views.rebuild.Rebuilds.rebuild_workers`). Raises ValueError for `workers`
         outside 1 to MOST_WORKERS."""
-        return Rebuilds(self.store, self.storage, self._set_live, self.reopen).rebuild_workers(stop, workers)
+        return Rebuilds(self.store, self.storage, self.cache.take_live, self.reopen).rebuild_workers(stop, workers)
 
     def rebuild(
         self,
@@ -368,7 +427,7 @@ class ReadModels(LiveRows):
         """Folds the whole event log under `rules` into a new generation's tables, then makes
         it live and drops the old ones; returns what it did (`adapters.views.rebuild.Rebuilds.rebuild`,
         which says what it raises)."""
-        return Rebuilds(self.store, self.storage, self._set_live, self.reopen).rebuild(rules, progress, workers, guard)
+        return Rebuilds(self.store, self.storage, self.cache.take_live, self.reopen).rebuild(rules, progress, workers, guard)
 
     def diff(self, rules: str) -> list[ConversationDiff]:
         """Returns, per conversation in the order they started, which run record entries and

@@ -20,7 +20,7 @@ from uuid import UUID
 from adapters.processes import end_with
 from adapters.store.application import ConversationStore
 from adapters.views.log_fold import Progress, fold_log
-from adapters.views.ports import ViewStorage
+from adapters.views.ports import FoldsInParts, ViewStorage
 from adapters.views.row_tables import TABLES
 from adapters.views.storage_reads import Pointer
 from domain.errors import ChatrecordError
@@ -119,8 +119,9 @@ class Rebuilds:
             return 1
         cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
         parts = max(1, min(cpus, MAX_WORKERS))
-        if parts > 1:
-            sizes = self.store.recorder.count_notifications_by_part(stop, parts)  # type: ignore[attr-defined]  # a recorder that folds in parts
+        recorder = self.store.recorder
+        if parts > 1 and isinstance(recorder, FoldsInParts):
+            sizes = recorder.count_notifications_by_part(stop, parts)
             if max(sizes) > MOST_OF_A_PART * sum(sizes):
                 return 1
         return parts

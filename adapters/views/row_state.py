@@ -1,12 +1,8 @@
 """A conversation's read models (`TurnState`) built from its rows: after its last event
-(`_state`), or as its latest turn saw them (`turn_rows_state`); and the collector paused while
-a read builds many objects at once (`collections_paused`)."""
+(`_state`), or as its latest turn saw them (`turn_rows_state`)."""
 
 from __future__ import annotations
 
-import contextlib
-import gc
-from collections.abc import Iterator
 from typing import Any
 
 from adapters.views.caches import KeptMessages, RenderedNotes
@@ -15,25 +11,6 @@ from projections.row_head import Head
 from projections.run_record import RunRecord
 from projections.transcript import Transcript
 from projections.turn import TurnState
-
-
-@contextlib.contextmanager
-def collections_paused() -> Iterator[None]:
-    """Pauses the cyclic garbage collector's automatic collections (`gc.disable`) while a read
-    builds many objects at once (a turn input of 20,000 messages makes about 60,000), where
-    it was enabled: each collection walks the young objects again and again as they grow
-    (measured: about a third of `turn_input`'s time at 10,000 segments, docs/benchmarks.md,
-    issue 25). Reference counting frees everything as before; the collector runs again from
-    the next allocation after. Where another thread paused it too, the first to end enables
-    it again (a collection then runs sooner, nothing is wrong)."""
-    paused = gc.isenabled()
-    if paused:
-        gc.disable()
-    try:
-        yield
-    finally:
-        if paused:
-            gc.enable()
 
 
 def _state(rows: Any, head: Head) -> TurnState:
@@ -57,9 +34,9 @@ def turn_rows_state(rows: Any, head: Head, kept: KeptMessages | None = None, ren
     `rendered` where given (`SQLRows.turn_rows`)."""
     mark = head.turn
     assert mark is not None and head.turn_intact
-    read = getattr(rows, "turn_rows", None)
+    read = rows.turn_rows(mark.length, mark.version, kept, rendered)
     if read is not None:  # one statement
-        messages, entries, outcomes = read(mark.length, mark.version, kept, rendered)
+        messages, entries, outcomes = read
     else:
         messages = rows.messages()[: mark.length]
         entries = (*rows.aside(), *(e for e in rows.entries() if e.seq <= mark.version))

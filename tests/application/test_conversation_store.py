@@ -11,6 +11,7 @@ import pytest
 from adapters.bootstrap import build_store, open_store
 from adapters.ingest import read_file
 from adapters.service.record_lines import RecordLines
+from adapters.store.commands import Lookups
 from domain import conversation as c
 from domain.errors import NoCardWaiting
 from domain.events import CardDecided, ConversationEvent, conversation_uuid
@@ -25,6 +26,9 @@ class Decide:
     def __init__(self, conversation: str, decide) -> None:
         self.conversation = conversation
         self.decide = decide
+
+    def lookups(self) -> Lookups:
+        return Lookups()
 
 
 def test_the_demo_tour_is_stored_and_read_back() -> None:
@@ -111,7 +115,7 @@ def test_a_conversation_of_ten_thousand_segments_loads_from_its_last_snapshot(mo
         seen.extend(events)
         return c.project_conversation(state, events)
 
-    monkeypatch.setattr("adapters.store.store_queries.project_conversation", counting)
+    monkeypatch.setattr("adapters.store.application.project_conversation", counting)
     store.repository.cache.get(conversation_uuid("long"), evict=True)  # a cold load, as in a new process
     state = store.get("long")
 

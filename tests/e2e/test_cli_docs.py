@@ -32,6 +32,7 @@ def test_every_command_has_help_ending_with_an_example_and_appears_in_the_readme
         "list",
         "rebuild",
         "replay",
+        "reproduce",
         "serve",
         "timeline",
         "traces",
@@ -86,7 +87,7 @@ def test_shell_completion_is_offered_and_completes_commands(tmp_path: Path) -> N
         text=True,
         timeout=120,
     )
-    assert (completed.returncode, completed.stdout.split()) == (0, ["rebuild", "replay"])
+    assert (completed.returncode, completed.stdout.split()) == (0, ["rebuild", "replay", "reproduce"])
 
 
 def test_the_quick_start_is_install_and_demo_then_the_test_command():

@@ -81,3 +81,30 @@ def test_timeline_shows_where_the_chain_breaks_and_marks_the_rows_from_there(tmp
         html.count("untrusted: the chain breaks at event 8") == sum(1 for r in rows if r["version"] >= 8) == 19
     )  # 18 rows, and the heading of user message 3
     assert re.search(r"\bverified\b", html) is None
+
+
+def test_timeline_writes_pages_of_twenty_turns_linked_and_the_latest_input_folded(store_run: Run, tmp_path: Path) -> None:
+    """Issue 39, item 2: the file costs what it shows. A conversation of 46 turns: --pages 2
+    writes the newest 20 turns and the 20 before them, each file linking to the other, the
+    last naming the command for more; the latest turn's input whole, its earlier messages
+    behind a <details>, every other input its last messages only."""
+    from tests.application.test_replay_at import EDITED, edited_and_retried
+
+    (tmp_path / "long.jsonl").write_text("\n".join(edited_and_retried(later=40)) + "\n", encoding="utf-8")
+    assert store_run("ingest", tmp_path / "long.jsonl").returncode == 0
+
+    done = store_run("timeline", EDITED, "-o", tmp_path / "page.html", "--pages", "2", "--inputs", "3")
+
+    first, second = ((tmp_path / name).read_text(encoding="utf-8") for name in ("page.html", "page-2.html"))
+    assert done.returncode == 0 and done.stdout == ""
+    assert done.stderr.splitlines() == [
+        f"{tmp_path / 'page.html'}: timeline of {EDITED}, {len(first.encode()):,} bytes",
+        f"{tmp_path / 'page-2.html'}: timeline of {EDITED}, page 2, {len(second.encode()):,} bytes",
+    ]  # no progress: standard error is not a terminal
+    assert first.count('<article class="turn"') == second.count('<article class="turn"') == 20
+    assert '<a class="more" href="page-2.html">Older turns →</a>' in first and "Newer turns" not in first
+    assert '<a href="page.html">← Newer turns</a>' in second
+    assert f"Older turns: <code>chatrecord timeline {EDITED} -o page.html --pages 3</code>" in second
+    assert first.count('<details class="earlier"><summary>') == 1  # the latest turn's, under the live rule set
+    assert first.count("earlier messages not in this file") == 8  # the 3 newest turns x 3 rule sets, but that one
+    assert 'class="input card' not in second

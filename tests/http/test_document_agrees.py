@@ -48,6 +48,11 @@ def test_an_empty_optional_header_is_one_not_sent(server: Server) -> None:
     assert (posted.status_code, posted.json()["appended"], "idempotent-replayed" in posted.headers) == (200, 1, False)
     again = server.client.post("/v1/lines", json=lines[2], headers={"If-Match": "", "Idempotency-Key": ""})
     assert (again.status_code, again.json()["repeated"], "idempotent-replayed" in again.headers) == (200, True, False)
+    # POST /v1/lines takes none (its route skips FastAPI's dependency solving, not the check): nothing stored
+    queried = server.client.post("/v1/lines", params={"follows": 3}, json=lines[3])
+    assert problem(queried, 400, "bad-request")["where"] == "query.follows"
+    assert queried.json()["detail"] == "follows is not a query parameter of this operation; it takes none"
+    assert server.client.post("/v1/lines", json=lines[3]).json()["repeated"] is False
     # a value that is not empty is still read
     bad = server.client.get(f"/v1/conversations/{conversation}/turn", headers={"Chatrecord-Read-After": "yesterday"})
     assert problem(bad, 400, "bad-request")["where"] == "header.Chatrecord-Read-After"

@@ -13,8 +13,9 @@ import pytest
 from adapters.api import Chatrecord
 from adapters.backends.settings import BadSetting
 from adapters.bootstrap import open_store
+from adapters.http import server
 from adapters.http.app import DEFAULT_MAX_BODY_BYTES, HttpSettings, create_app
-from adapters.http.server import loopback
+from adapters.http.server import loopback, workers_for
 from tests.conftest import _in_ci
 from tests.e2e.conftest import runner
 
@@ -50,6 +51,23 @@ def test_loopback_hosts() -> None:
         False,
         False,
     ]
+
+
+def test_serve_runs_the_processes_asked_on_postgresql_and_one_on_sqlite() -> None:
+    url = {"CHATRECORD_DATABASE_URL": "postgresql://postgres@127.0.0.1:5432/test"}
+    asked = (workers_for(1, url), workers_for(4, url), workers_for(4, {"CHATRECORD_DB": "a.sqlite"}), workers_for(3, {}))
+
+    assert asked == (1, 4, 1, 1)
+
+
+def test_serve_logs_no_request_unless_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    given: list[dict[str, object]] = []
+    monkeypatch.setattr(server.uvicorn, "run", lambda app, **options: given.append(options))
+
+    server.run("127.0.0.1", 8765, 1)
+    server.run("127.0.0.1", 8765, 1, access_log=True)
+
+    assert [(g["access_log"], g["workers"]) for g in given] == [(False, 1), (True, 1)]
 
 
 def test_settings_read_the_body_limit_and_ignore_the_token_without_auth() -> None:

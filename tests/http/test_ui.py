@@ -65,6 +65,14 @@ def test_the_apis_bearer_token_gets_the_page(client: TestClient) -> None:
     assert page.text.count('<li class="note') == 14
 
 
+def test_each_segment_shows_its_time_tokens_and_cost(client: TestClient) -> None:
+    page = client.get("/ui/conversations/conv-demo-seo", headers={"Authorization": f"Bearer {TOKEN}"})
+
+    assert page.text.count('<p class="usage">') == 8
+    assert '<p class="usage">usage: 4,345 ms, 2 model calls, 3,600 in / 240 out tokens, cost 0.0082</p>' in page.text
+    assert page.text.count("1,800 in / 120 out tokens, cost 0.0041</p>") == 6
+
+
 def test_the_sign_in_form_sets_an_httponly_samesite_cookie_that_is_not_the_token(client: TestClient) -> None:
     signed = client.post("/ui/login", data={"token": TOKEN, "next": "/ui/conversations/conv-demo-seo"})
     elsewhere = client.post("/ui/login", data={"token": TOKEN, "next": "https://evil.example/"})

@@ -1,5 +1,5 @@
 """A writer that knows a conversation's index decides without reading it, and the append checks
-what it assumed (`ConversationStore._assume`, `domain.history_index.AssumedHistory`,
+what it assumed (`Decider.assume`, `domain.history_index.AssumedHistory`,
 `PostgresHistoryTables.expect`).
 
 On PostgreSQL a command's lookups cost a round trip of their own before the append; a process
@@ -703,7 +703,7 @@ class TestPostgresAppendFunction(PostgresStores):
         for line in (start("c"), message("c", 1)):
             Chatrecord(one).record(line)
         one.known.forget(conversation_uuid("c"))  # decided from the index
-        decide = one._decide  # type: ignore[attr-defined]
+        decide = one.decider.decide
         tries = []
 
         def decided_then_overtaken(*args: Any) -> Any:
@@ -713,7 +713,7 @@ class TestPostgresAppendFunction(PostgresStores):
             tries.append(result[1][0].originator_version)
             return result
 
-        one._decide = decided_then_overtaken  # type: ignore[method-assign]
+        one.decider.decide = decided_then_overtaken  # type: ignore[method-assign]
         result = Chatrecord(one).record(message("c", 2))
         assert tries == [3, 4]  # the first try's version was taken: decided again on the new state
         assert [e.originator_version for e in result.appended] == [4]

@@ -142,6 +142,8 @@ def test_every_free_text_field_of_every_event_is_encrypted() -> None:
         "reason",
         "cut_segments",
         "cut_cards",
+        "model",  # names, as a skill is: the model and provider a segment ran with
+        "provider",
     }
     for cls in EVENT_TYPES:
         texts = {path.split(".")[0] for path in FREE_TEXT.get(cls, ())}
@@ -307,12 +309,12 @@ class AtRestContract(ErasureContract):
         with models.storage.transaction(write=False) as curs:
             rows = models.storage.rows(curs, models.storage.pointer(curs).generation, key)  # type: ignore[union-attr]
             bodies = [r["body"] for r in rows._q(rows.s.messages).fetchall()]
-            assert any(p in m.text for m in rows._decode_messages(bodies, models.messages) for p in PLANTS)
-            assert any(models.messages.get(str(key), body) is not None for body in bodies)
+            assert any(p in m.text for m in rows._decode_messages(bodies, models.cache.messages) for p in PLANTS)
+            assert any(models.cache.messages.get(str(key), body) is not None for body in bodies)
             erase(store, "conv-erase", read_models_for(store))  # through another ReadModels: this one's kept messages stay
-            assert [m.text for m in rows._decode_messages(bodies, models.messages)] == [ERASED] * len(bodies)
+            assert [m.text for m in rows._decode_messages(bodies, models.cache.messages)] == [ERASED] * len(bodies)
         erase(store, "conv-erase", models)  # in this process: they go
-        assert all(models.messages.get(str(key), body) is None for body in bodies)
+        assert all(models.cache.messages.get(str(key), body) is None for body in bodies)
 
     def test_a_turn_input_read_again_gives_no_text_after_an_erasure_elsewhere(self, store: ConversationStore) -> None:
         models = read_models(store)

@@ -24,12 +24,14 @@ from hypothesis import HealthCheck, given, settings
 
 from adapters.backends.postgres.prefetched_rows import PrefetchedRows
 from adapters.backends.settings import memory_env
-from adapters.bootstrap import build_store, read_models
+from adapters.bootstrap import build_store, read_models, read_models_for
 from adapters.ingest import read_file, read_lines
 from adapters.service.record_lines import RecordLines
 from adapters.store.application import ConversationStore
 from adapters.views import rebuild
-from adapters.views.head_cache import _kept, notes_cache
+from adapters.views.caches import KnownBlocks
+from adapters.views.head_cache import _kept
+from adapters.views.held_rows import HeldRows
 from adapters.views.readmodels import NEWEST_ENTRIES, ReadModels
 from adapters.views.rebuild import (
     MAX_WORKERS,
@@ -46,6 +48,7 @@ from domain.events import conversation_uuid
 from projections import turn as turns
 from projections.page_line import PageFilter, every_page
 from projections.rules import UnknownRuleSet
+from projections.transcript import Message
 from projections.turn import NoTurnYet, build_turn_input
 from projections.turn_notes import apply_notes
 from tests.integration.backends import PostgresStores, SQLiteStores
@@ -284,7 +287,7 @@ class ReadModelsContract:
             ingest(store, Lines("conv-demo-seo").add("user_message", message=number, text="Weiter", page=42).lines)
             models.turn_notes("conv-demo-seo")
         version = len(store.events("conv-demo-seo"))
-        kept = [value for _, value in models.notes._items.items()]
+        kept = models.cache.every_notes(conversation_uuid("conv-demo-seo"))
         assert [(v, len(notes.notes) > 0) for v, _, notes in kept] == [((version, 0), True)]  # (version, folds in place)
         assert models.turn_notes("conv-demo-seo") is kept[0][2]
 
@@ -292,7 +295,7 @@ class ReadModelsContract:
         models = read_models(store)
         ingest(store, DEMO)
         first = models.turn_notes("conv-demo-seo").to_json()
-        models.notes = notes_cache()  # the kept answer evicted; its head version is still remembered
+        models.cache.drop_notes()  # the kept answer evicted; its head version is still remembered
 
         again = models.turn_notes("conv-demo-seo").to_json()
 
@@ -545,6 +548,44 @@ class ReadModelsContract:
         assert diffs[0].notes_added and diffs[0].notes_removed
         assert models.diff("2026-11-02")[0].changed is False
 
+    def plant(self, models: ReadModels, conversation: str, message: int) -> uuid.UUID:
+        """Reads and writes through `models` so its caches keep what they keep of `conversation`,
+        and plants in each what a backend's reads leave out (some keep on PostgreSQL only)."""
+        cid = conversation_uuid(conversation)
+        ingest(models.store, Lines(conversation).add("user_message", message=message, text="Noch einmal", page=42).lines)
+        models.turn_notes(conversation)
+        models.turn_input(conversation)
+        cache, head = models.cache, models.head(conversation)
+        cache.heads.put(cid, head)
+        cache.held.put(cid, HeldRows(models.live_pointer().generation, head.version, (), (), (), 0))
+        cache.known.put(cid, KnownBlocks(models.live_pointer().generation, head.version, -1, {}, {}))
+        cache.messages.put(str(cid), "{}", Message(role="user", text="x"))
+        return cid
+
+    CACHES = ["heads", "held", "known", "messages", "notes", "notes_at"]
+
+    def test_nothing_cached_of_a_conversation_survives_its_forget_an_erasure_or_a_rebuild(self, store: ConversationStore) -> None:
+        """Whatever the process kept of a conversation is gone after the store forgets it (its
+        log another history: restored, failed over), after an erasure and after a rebuild; a
+        forget leaves the other conversations' kept things alone."""
+        models = read_models(store)
+        ingest(store, DEMO)
+        ingest(store, Lines("conv-other").add("conversation_started", kind="chat", owner=7).lines)
+        other = self.plant(models, "conv-other", 1)
+        cid = self.plant(models, "conv-demo-seo", 4)
+        assert models.cache.holds(cid) == self.CACHES
+        store.known.forget(cid)  # what the store does when it finds another history
+        assert (models.cache.holds(cid), models.cache.holds(other)) == ([], self.CACHES)
+
+        self.plant(models, "conv-demo-seo", 5)
+        assert models.erase("conv-demo-seo")
+        assert (models.cache.holds(cid), models.cache.holds(other)) == ([], [])
+
+        self.plant(models, "conv-demo-seo", 6)
+        models.rebuild("2026-11-02")
+        assert models.cache.holds(cid) == []
+        assert models.turn_notes("conv-demo-seo").to_json() == read_models_for(store).turn_notes("conv-demo-seo").to_json()
+
 
 class SharedDatabaseContract(ReadModelsContract):
     """What backends whose stores share a database with other processes must do besides."""
@@ -646,7 +687,7 @@ class SharedDatabaseContract(ReadModelsContract):
             assert kept.to_json() == fresh.to_json()
             reads += 1
         if reads and type(models.storage).__name__ == "PostgresViewStorage":  # the one whose turn read keeps them
-            assert _kept(models.known, conversation_uuid(conversation)) is not None
+            assert _kept(models.cache.known, conversation_uuid(conversation)) is not None
 
     def test_a_rebuild_in_another_process_is_followed_by_this_ones_next_appends(self, store: ConversationStore) -> None:
         models = read_models(store)

@@ -276,7 +276,7 @@ def test_a_caller_that_only_reads_works_on_the_standby_while_the_primary_is_down
     reader = Chatrecord(reading=True)  # the primary is opened when a call needs it
     try:
         assert reader.turn_notes(conversation).version == 2
-        assert reader._store is None  # never opened (a write would open it, and fail: StoreUnusable)
+        assert reader._primary.opened is None  # never opened (a write would open it, and fail: StoreUnusable)
     finally:
         reader.close()
 

@@ -22,6 +22,7 @@ from psycopg import sql
 from adapters.backends.settings import memory_env
 from adapters.bootstrap import build_store
 from adapters.store.application import ConversationStore
+from adapters.store.commands import Lookups
 from adapters.store.write_retry import WriteConflict
 from domain import conversation as c
 from domain.events import (
@@ -60,6 +61,9 @@ class Command:
 
     def decide(self, state: c.Conversation | None, history: c.History) -> list[ConversationEvent]:
         return self.command(state, *self.args, history=history, **self.kwargs)
+
+    def lookups(self) -> Lookups:
+        return Lookups(segment=self.segment)
 
 
 def started(conv: str = "conv-1") -> Command:
@@ -231,7 +235,7 @@ class StoreContract:
             seen.extend(events)
             return c.project_conversation(state, events)
 
-        monkeypatch.setattr("adapters.store.store_queries.project_conversation", counting)
+        monkeypatch.setattr("adapters.store.application.project_conversation", counting)
         reopened = self.second_store(store)
         if reopened is store:  # in memory: load it cold all the same, as a new process would
             store.repository.cache.get(cid, evict=True)
@@ -263,6 +267,37 @@ class StoreContract:
         assert store.events("old")[0].kind == "chat"
         assert store.get("old").kind == "chat"
         assert store.get("old").last_message == 1
+
+    def test_a_stored_v1_segment_returned_loads_with_its_usage_unknown(self, store: ConversationStore) -> None:
+        store.handle(started())
+        store.handle(message(1))
+        cid = conversation_uuid("conv-1")
+        version = len(store.events("conv-1")) + 1
+        v1_state = {
+            "timestamp": T0.isoformat(),
+            "source": None,
+            "segment": "r/1",
+            "run": "r",
+            "trigger": "turn",
+            "outcome": "completed",
+            "steps": [{"kind": "llm", "round": 1, "duration_ms": 5.0}, {"kind": "request", "round": 1, "duration_ms": 0.0}],
+            "card_outcomes_before": 0,
+            "message": 1,
+        }
+        store.recorder.insert_events([StoredEvent(cid, version, get_topic(SegmentReturned), orjson.dumps(v1_state))])
+
+        loaded = store.events("conv-1")[-1]
+        assert isinstance(loaded, SegmentReturned) and loaded.segment == "r/1"
+        assert loaded.model is None and loaded.provider is None
+        assert [(s.call, s.offered_tools) for s in loaded.steps] == [(None, None), (None, None)]
+
+    def test_a_new_segment_returned_stores_class_version_2_with_its_usage(self, store: ConversationStore) -> None:
+        ingest_demo(store)
+        stored = store.recorder.select_events(conversation_uuid("conv-demo-seo"))
+        state = orjson.loads(next(s.state for s in stored if s.topic == get_topic(SegmentReturned)))
+        assert state["class_version"] == 2
+        assert state["steps"][2]["call"]["prompt_tokens"] == 1800 and state["steps"][2]["call"]["estimated_cost"] == 0.0041
+        assert state["steps"][1]["offered_tools"][-1] == "get_page"
 
     def test_a_new_conversation_started_stores_its_class_version(self, store: ConversationStore) -> None:
         store.handle(started())

@@ -154,6 +154,14 @@ def test_phoenix_shows_a_session_per_conversation_a_trace_per_turn_and_the_marks
         }
     )
 
+    chats = [s for s in demo if s["span_kind"] == "LLM"]
+    assert sum(s["attributes"]["llm.token_count.prompt"] for s in chats) == 10 * 1800  # as the demo's lines say
+    assert sum(s["attributes"]["llm.token_count.completion"] for s in chats) == 10 * 120
+    assert sum(s["attributes"]["gen_ai.usage.input_tokens"] for s in chats) == 10 * 1800
+    assert round(sum(s["attributes"]["llm.cost.total"] for s in chats), 6) == 0.041
+    tool_ids = [s["attributes"].get("gen_ai.tool.call.id") for s in demo if s["span_kind"] == "TOOL"]
+    assert len(tool_ids) == 16 and len(set(tool_ids) - {None}) == 15
+
     marked = sorted(
         (s["name"], s["attributes"]["chatrecord.tool.refused"], s["attributes"].get("error.type"), s["status_code"])
         for s in spans

@@ -19,6 +19,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from adapters.api import Chatrecord
 from adapters.backends.settings import postgres_env, sqlite_env
 from adapters.bootstrap import build_store
+from adapters.ingest.step_models import call_id_digest
 from adapters.service import trace_export as traces
 from adapters.traces import otlp
 from tests.traces.lines import BEHALTEN, PLANTED, PLANTED_CONVERSATION, TEXT_MARK, behalten_lines, demo_lines, planted_lines
@@ -80,6 +81,27 @@ def test_the_demo_exports_one_trace_per_user_turn_in_the_genai_shape(chatrecord:
     assert sum(len(a.attributes["chatrecord.records_written"]) for a in agents) == 6
     assert all(s.start_time < s.end_time for s in agents)
     assert all(not s.events for s in agents)
+
+
+def test_the_demos_model_calls_carry_the_usage_its_lines_state_and_its_tools_their_call_ids(chatrecord: Chatrecord) -> None:
+    spans = exported(chatrecord, DEMO)
+    chats = [s for s in spans if s.attributes.get("gen_ai.operation.name") == "chat"]
+    tools = [s for s in spans if s.attributes.get("gen_ai.operation.name") == "execute_tool"]
+    lines = [json.loads(line) for line in demo_lines()]
+    llm = [step for line in lines if line["type"] == "segment_returned" for step in line["steps"] if step["kind"] == "llm"]
+
+    assert len(chats) == len(llm) == 10
+    assert [c.attributes["gen_ai.usage.input_tokens"] for c in chats] == [step["promptTokens"] for step in llm]
+    assert sum(c.attributes["gen_ai.usage.output_tokens"] for c in chats) == sum(step["completionTokens"] for step in llm) == 1200
+    assert sum(c.attributes["llm.token_count.prompt"] for c in chats) == 18000
+    assert sum(c.attributes["llm.token_count.total"] for c in chats) == sum(step["totalTokens"] for step in llm) == 19200
+    assert sum(c.attributes["llm.cost.total"] for c in chats) == pytest.approx(sum(step["estimatedCost"] for step in llm))
+    assert [c.attributes["chatrecord.cost"] for c in chats] == [0.0041] * 10
+    assert [c.attributes["gen_ai.response.finish_reasons"] for c in chats] == [("tool_calls",)] * 9 + [("stop",)]
+    asked = {call_id_digest(call["id"]) for step in llm for call in step["requestedToolCalls"]}
+    given = [s.attributes.get("gen_ai.tool.call.id") for s in tools]
+    assert len(asked) == 15 and set(given) - {None} == asked and len(given) == 16
+    assert [s.name for s in tools if "gen_ai.tool.call.id" not in s.attributes] == ["execute_tool chat_set_progress"]
 
 
 def test_the_behalten_tour_marks_its_declined_calls_with_their_label(chatrecord: Chatrecord) -> None:

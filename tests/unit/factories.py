@@ -143,10 +143,25 @@ class Chat:
         waiting: Sequence[WaitingCall] = (),
         nothing_saved: bool = False,
         run: str = "run",
+        model: str | None = None,
+        provider: str | None = None,
     ) -> str:
         self.segments += 1
         segment = f"{run}/{self.segments}"
-        self.run("segment", c.return_segment, segment, run, trigger, outcome, answer, nothing_saved, facts(steps), list(waiting))
+        self.run(
+            "segment",
+            c.return_segment,
+            segment,
+            run,
+            trigger,
+            outcome,
+            answer,
+            nothing_saved,
+            facts(steps),
+            list(waiting),
+            model=model,
+            provider=provider,
+        )
         return segment
 
     def decide(self, approved: bool = True, answer: str = "Übernehmen", append: bool = False) -> None:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
+from adapters.service.line_commands import read_events
 from domain.values import LegacyCardOutcome, RecordRef
 from projections import run_record
 from projections.audit import apply, audit, fold, initial
 from projections.turn import build_turn_input
-from tests.unit.factories import SKILL, Chat, call, model_round, seo_tour, tool
+from tests.unit.factories import SKILL, Chat, call, model_round, refusal, seo_tour, tool
 
 
 def kinds(rows, kind):
@@ -228,3 +230,40 @@ def test_a_fold_without_card_outcomes_has_every_other_row_cut_as_in_the_audit():
         light = fold(head, events[3:], "2026-11-02", outcomes=False)
         assert list(light.rows) == [r for r in whole if r.kind != "card_outcome"]
     assert sum(r.kind == "card_outcome" for events in _logs() for r in audit(events, "2026-11-02")) == 4
+
+
+# ---------------------------------------------------------------- usage
+
+
+def test_each_segment_row_shows_its_time_tokens_and_cost_as_the_demos_lines_say():
+    demo = Path(__file__).resolve().parents[1] / "data" / "demo_seo_tour.jsonl"
+    lines = [json.loads(line) for line in demo.read_text(encoding="utf-8").splitlines()]
+    segments = [line for line in lines if line["type"] == "segment_returned"]
+    usages = [r["usage"] for r in kinds(audit(read_events(demo), "2026-11-02"), "segment")]
+
+    assert len(usages) == len(segments) == 8
+    assert [u["duration_ms"] for u in usages] == [sum(step["durationMs"] for step in s["steps"]) for s in segments]
+    llm = [[step for step in s["steps"] if step["kind"] == "llm"] for s in segments]
+    assert [u["model_calls"] for u in usages] == [len(steps) for steps in llm] == [2, 1, 1, 1, 1, 1, 1, 2]
+    assert [u["input_tokens"] for u in usages] == [sum(step["promptTokens"] for step in steps) for steps in llm]
+    assert sum(u["output_tokens"] for u in usages) == 1200 and sum(u["total_tokens"] for u in usages) == 19200
+    assert [u["cost"] for u in usages] == [0.0082, *[0.0041] * 6, 0.0082]
+    assert {u["calls_without_usage"] for u in usages} == {0} and {u["model"] for u in usages} == {None}
+    assert sum(u["tool_calls"] for u in usages) == 16 and {u["failed_calls"] + u["refused_calls"] for u in usages} == {0}
+
+
+def test_usage_no_step_stated_is_unknown_and_failed_and_refused_calls_are_counted():
+    chat = Chat()
+    chat.user("hallo")
+    chat.segment("turn", "failed", None, [*model_round(1, ms=100.0), tool("get_page", 1, ms=5.0, error=True)])
+    chat.user("noch einmal")
+    chat.segment("turn", "awaiting_approval", "Vorschlag", [*model_round(1, ms=100.0)], [call()], model="m-1", provider="p")
+    chat.decide(False, "Behalten")
+    chat.segment("approval", "completed", "ok", [refusal("update_page_metadata", 1)])
+
+    first, second, third = [r["usage"] for r in kinds(audit(chat.events, "2026-11-02"), "segment")]
+    assert first["model_calls"] == 1 and first["calls_without_usage"] == 1
+    assert (first["input_tokens"], first["output_tokens"], first["total_tokens"], first["cost"]) == (None, None, None, None)
+    assert (first["tool_calls"], first["failed_calls"], first["refused_calls"], first["duration_ms"]) == (1, 1, 0, 105.0)
+    assert (second["model"], second["provider"], second["refused_calls"]) == ("m-1", "p", 0)
+    assert (third["model_calls"], third["tool_calls"], third["refused_calls"], third["failed_calls"]) == (0, 1, 1, 0)

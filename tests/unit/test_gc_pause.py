@@ -1,11 +1,11 @@
-"""`adapters.service.gc_pause`: the collector off while a log is folded, as it was after."""
+"""`adapters.views.gc_pause`: the collector off while a log is folded, as it was after."""
 
 from __future__ import annotations
 
 import gc
 import threading
 
-from adapters.service.gc_pause import gc_paused
+from adapters.views.gc_pause import gc_paused
 
 
 def test_the_collector_is_off_inside_and_on_again_after_nested_and_overlapping_blocks() -> None:

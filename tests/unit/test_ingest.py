@@ -14,7 +14,9 @@ from hypothesis import strategies as st
 
 from adapters.ingest import parse_line, read_file, read_lines
 from adapters.ingest.names import NAME_MAX, reduce_id
+from adapters.ingest.step_models import call_id_digest
 from adapters.service.line_commands import fold_events, read_events
+from domain.errors import InvalidInput
 from domain.events import (
     CardDecided,
     ConversationStarted,
@@ -28,7 +30,9 @@ from domain.events import (
 )
 from domain.values import (
     LegacyCardOutcome,
+    ModelCall,
     RecordRef,
+    RequestedCall,
     StepFact,
     TranscriptLine,
     WaitingCall,
@@ -37,6 +41,7 @@ from domain.values import (
 DEMO = Path(__file__).resolve().parents[1] / "data" / "demo_seo_tour.jsonl"
 RUN = "3f6c2a9e-5b1d-4c1e-9a51-0c7d2e4b8a10"
 AT = "2026-10-28T09:00:00Z"
+OFFERED = ("update_page_metadata", "set_page_social_image", "ask_choice", "chat_set_progress", "get_page")
 PRIVATE_STEP_KEYS = ("toolArguments", "toolResult", "content", "thinking", "messagesSent", "requestedToolCalls", "raw")
 
 
@@ -141,7 +146,23 @@ def test_a_tool_step_keeps_exactly_the_privacy_kept_facts() -> None:
         write_completeness="complete",
     )
     assert [s.kind for s in seg3.steps] == ["tool", "tool_write", "context", "request", "llm", "tool"]
-    assert seg3.steps[4] == StepFact(kind="llm", round=4, duration_ms=2248.0)
+    assert seg3.steps[3] == StepFact(kind="request", round=4, duration_ms=0.0, offered_tools=OFFERED)
+    assert seg3.steps[4] == StepFact(
+        kind="llm",
+        round=4,
+        duration_ms=2248.0,
+        call=ModelCall(
+            prompt_tokens=1800,
+            completion_tokens=120,
+            total_tokens=1920,
+            estimated_cost=0.0041,
+            finish_reason="tool_calls",
+            requested=(
+                RequestedCall(call_id=call_id_digest("call_4_0"), tool="chat_set_progress"),
+                RequestedCall(call_id=call_id_digest("call_4_1"), tool="set_page_social_image"),
+            ),
+        ),
+    )
     assert seg3.waiting == (
         WaitingCall(tool_name="set_page_social_image", target=RecordRef(table="pages", uid=42), fields=("og_image",)),
     )
@@ -276,6 +297,95 @@ def test_values_planted_in_private_or_unknown_keys_never_reach_the_events(secret
     assert "SECRET" not in dumped
     assert len(events[-1].steps) == 3
     assert parse_line(line, 1, "t").digest == parse_line(plain, 1, "t").digest
+
+
+# ---------------------------------------------------------------- the facts of the model calls
+
+
+def test_an_llm_step_keeps_its_usage_and_a_request_step_its_offered_tool_names() -> None:
+    llm = {
+        "kind": "llm",
+        "round": 1,
+        "durationMs": 812.5,
+        "promptTokens": 1000,
+        "completionTokens": 25,
+        "totalTokens": 1025,
+        "estimatedCost": 0.0125,
+        "finishReason": "stop",
+        "requestedToolCalls": [{"id": "call_9", "name": "get page", "arguments": {"pageUid": 1}}, {"name": "no_id"}, 7],
+    }
+    request = {"kind": "request", "round": 1, "durationMs": 0.0, "toolSpecs": ["get_page", {"name": "ask_choice"}, 3, {}]}
+    event = returned(segment(steps=[request, llm], model="gpt-4o-mini", provider="openai"))
+
+    assert event.model == "gpt-4o-mini" and event.provider == "openai"
+    assert event.steps[0].offered_tools == ("get_page", "ask_choice") and event.steps[0].call is None
+    assert event.steps[1].call == ModelCall(
+        prompt_tokens=1000,
+        completion_tokens=25,
+        total_tokens=1025,
+        estimated_cost=0.0125,
+        finish_reason="stop",
+        requested=(RequestedCall(call_id=call_id_digest("call_9"), tool="getpage"),),
+    )
+    assert event.steps[1].call.requested[0].call_id == "c" + sha256(b"call_9").hexdigest()[:16]
+    assert event.steps[1].offered_tools is None
+
+
+def test_usage_not_stated_is_unknown_not_zero() -> None:
+    event = returned(
+        segment(steps=[{"kind": "llm", "round": 1, "durationMs": 1.0}, {"kind": "request", "round": 1, "durationMs": 0.0}])
+    )
+
+    assert event.model is None and event.provider is None
+    assert event.steps[0].call is None and event.steps[1].offered_tools is None
+    partial = returned(segment(steps=[{"kind": "llm", "round": 1, "durationMs": 1.0, "promptTokens": 5}]))
+    assert partial.steps[0].call == ModelCall(prompt_tokens=5)
+    assert partial.steps[0].call.completion_tokens is None and partial.steps[0].call.estimated_cost is None
+
+
+def test_usage_of_the_wrong_type_is_refused_with_its_field_and_expectation() -> None:
+    bad = {"kind": "llm", "round": 1, "durationMs": 1.0, "promptTokens": "many"}
+    with pytest.raises(InvalidInput) as raised:
+        list(read_lines([segment(steps=[bad])], "t.jsonl"))
+    assert "steps[0].promptTokens" in str(raised.value)
+    with pytest.raises(InvalidInput) as raised:
+        list(read_lines([segment(steps=[{"kind": "llm", "round": 1, "durationMs": 1.0, "estimatedCost": -1}])], "t.jsonl"))
+    assert "steps[0].estimatedCost" in str(raised.value)
+
+
+def test_a_private_field_of_another_shape_is_left_out_not_refused() -> None:
+    steps = [
+        {"kind": "llm", "round": 1, "durationMs": 1.0, "requestedToolCalls": "call_1"},
+        {"kind": "request", "round": 1, "durationMs": 0.0, "toolSpecs": {"get_page": {}}},
+    ]
+    event = returned(segment(steps=steps))
+
+    assert event.steps[0].call is None and event.steps[1].offered_tools is None
+
+
+def test_the_usage_facts_leave_a_lines_digest_as_it_was() -> None:
+    """The demo's lines carry usage; their digests are those stored before it was kept, so a
+    file delivered again after the upgrade is taken as the same lines."""
+    lines = list(read_file(DEMO))
+
+    assert lines[2].digest == "a26d1a049e1018618dc7bd430b120093"
+    assert lines[-2].digest == "ad7538e4ed90e5e6f0724c69041ba607"
+    plain = segment(steps=[{"kind": "llm", "round": 1, "durationMs": 1.0}])
+    usage = segment(
+        steps=[{"kind": "llm", "round": 1, "durationMs": 1.0, "promptTokens": 3, "finishReason": "stop"}], model="m", provider="p"
+    )
+    assert parse_line(plain, 1, "t").digest == parse_line(usage, 1, "t").digest
+
+
+def test_a_segment_returned_of_class_version_1_upcasts_its_usage_as_unknown() -> None:
+    state: dict[str, Any] = {
+        "steps": [{"kind": "llm", "round": 1, "duration_ms": 3.0}, {"kind": "request", "round": 1, "duration_ms": 0.0}]
+    }
+    SegmentReturned.upcast_v1_v2(state)
+
+    assert state["model"] is None and state["provider"] is None
+    assert [(s["call"], s["offered_tools"]) for s in state["steps"]] == [(None, None), (None, None)]
+    assert SegmentReturned.class_version == 2
 
 
 # ---------------------------------------------------------------- tolerant readings

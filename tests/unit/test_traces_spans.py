@@ -3,7 +3,9 @@ turn, a pure function."""
 
 from __future__ import annotations
 
+from adapters.ingest.step_models import call_id_digest
 from adapters.traces.spans import conversation_spans, span_id_of, trace_id_of
+from domain.values import WaitingCall
 from tests.unit.factories import Chat, model_round, refusal, seo_tour, tool
 
 RULES = "2026-11-02"
@@ -67,6 +69,49 @@ def test_model_rounds_are_chat_spans_with_the_provider_and_no_invented_model():
     assert "gen_ai.request.model" not in chats[0].attributes
     assert {s.attributes["gen_ai.provider.name"] for s in [*chats, *by_op(spans, "invoke_agent"), *roots(spans)]} == {"openai"}
     assert conversation_spans("conv-test", chat.events, RULES)[0].attributes["gen_ai.provider.name"] == "unknown"
+
+
+def test_a_segments_model_and_provider_name_its_chat_spans_and_usage_is_set_only_where_stated():
+    chat = Chat()
+    chat.user("hallo")
+    stated = {"promptTokens": 90, "completionTokens": 10, "estimatedCost": 0.002, "finishReason": "stop"}
+    first, second = model_round(1, ms=10.0), model_round(2, ms=10.0)
+    first[-1] = {**first[-1], **stated, "requestedToolCalls": [{"id": "call_a", "name": "get_page", "arguments": {"x": 1}}]}
+    second[-1] = {"kind": "llm", "round": 2, "durationMs": 10.0}  # states nothing: unknown
+    chat.segment("turn", "completed", "ok", [*first, tool("get_page", 1), *second], model="gpt-4o-mini", provider="openai")
+
+    spans = conversation_spans("conv-test", chat.events, RULES, provider="anthropic")
+
+    chats = by_op(spans, "chat")
+    assert [c.name for c in chats] == ["chat gpt-4o-mini"] * 2
+    assert {c.attributes["gen_ai.request.model"] for c in chats} == {"gpt-4o-mini"}
+    assert {s.attributes["gen_ai.provider.name"] for s in [*chats, *by_op(spans, "invoke_agent")]} == {"openai"}
+    usage = {k: v for k, v in chats[0].attributes.items() if "token" in k or "cost" in k or "finish" in k}
+    assert usage == {
+        "gen_ai.usage.input_tokens": 90,
+        "gen_ai.usage.output_tokens": 10,
+        "llm.token_count.prompt": 90,
+        "llm.token_count.completion": 10,
+        "chatrecord.cost": 0.002,
+        "llm.cost.total": 0.002,
+        "gen_ai.response.finish_reasons": ("stop",),
+    }
+    assert not [k for k in chats[1].attributes if "token" in k or "cost" in k or "finish" in k]
+    (ran,) = by_op(spans, "execute_tool")
+    assert ran.attributes["gen_ai.tool.call.id"] == call_id_digest("call_a")
+
+
+def test_a_call_asked_for_before_a_pause_gets_its_id_in_the_continuation():
+    chat = Chat()
+    chat.user("hallo")
+    asked = model_round(1, ms=10.0)
+    asked[-1] = {**asked[-1], "requestedToolCalls": [{"id": "call_w", "name": "update_page_metadata"}]}
+    chat.segment("turn", "awaiting_approval", "Vorschlag", asked, [WaitingCall(tool_name="update_page_metadata")])
+    chat.decide()
+    chat.segment("approval", "completed", "ok", [tool("update_page_metadata", 1)])
+
+    (ran,) = by_op(conversation_spans("conv-test", chat.events, RULES), "execute_tool")
+    assert ran.attributes["gen_ai.tool.call.id"] == call_id_digest("call_w")
 
 
 def test_times_come_from_the_segment_event_and_the_steps_durations():

@@ -40,13 +40,14 @@ The package, one module per job (`PERSISTENCE_MODULE` names `adapters.backends.p
 - `schema`: the tables made once (`create_once`, `ensure_schema`), the advisory lock ids, `SchemaNotCreated`.
 - `append`: the append as one statement: `AppendDocument`, `Unfit` and the append functions, whose
   PL/pgSQL is in `append_function.sql`, `append_no_views.sql` and `append_views.sql`.
-- `recorder`: `EventRecorder`, the application recorder (how an append is sent); `recorder_reads`:
-  `RecorderReads`, its reads (tried again only when the connection failed).
+- `recorder`: `EventRecorder`, the application recorder (how an append is sent, and its reads,
+  tried again only when the connection failed).
 - `chained_recorder`: `ChainedPostgresRecorder`, the recorder with the hash chain.
 - `data_keys`: `PostgresDataKeys`.
 - `history_tables`: `PostgresHistoryTables`, the history index and the check of an assumed index.
 - `view_tables`: `PostgresViewStorage` (the views' tables), `OneStatement`; `buffered_rows`: `PostgresBufferedRows`.
-- `factory`: `PostgresFactory`, `RecentFirst`, the timeouts and the driver's problems in words.
+- `factory`: `PostgresFactory`, the timeouts and the driver's problems in words; `pool_order`:
+  what is set on the library's pool (`connect_with`, `hand_out_recent_first`: `RecentFirst`).
 """
 
 from adapters.backends.postgres.append import (
@@ -64,8 +65,9 @@ from adapters.backends.postgres.append import (
 from adapters.backends.postgres.buffered_rows import PostgresBufferedRows
 from adapters.backends.postgres.chained_recorder import ChainedPostgresRecorder
 from adapters.backends.postgres.data_keys import PostgresDataKeys, keys_statements
-from adapters.backends.postgres.factory import STATEMENT_TIMEOUT, WRITE_LOCK_TIMEOUT, PostgresFactory, RecentFirst
+from adapters.backends.postgres.factory import STATEMENT_TIMEOUT, WRITE_LOCK_TIMEOUT, PostgresFactory
 from adapters.backends.postgres.history_tables import PostgresHistoryTables
+from adapters.backends.postgres.pool_order import RecentFirst
 from adapters.backends.postgres.recorder import BATCH_DOCUMENT_BYTES, PIPELINE_BYTES, EventRecorder
 from adapters.backends.postgres.schema import (
     OLD_VIEWS_LOCK_ID,

@@ -56,7 +56,7 @@ ASSUMPTION_MESSAGE = "chatrecord: the index is not as the command assumed"
 """The MESSAGE raised with `ASSUMPTION_FAILED`."""
 ASSUMPTION_FUNCTION = "chatrecord_assumption_failed_v1"
 """The store's database function that raises `ASSUMPTION_FAILED` (`assumption_function_statement`),
-for the check of an assumed index sent as a statement (`PostgresHistoryTables._checked_write`):
+for the check of an assumed index sent as a statement (`PostgresHistoryTables._append_write`):
 plain SQL cannot raise an error of its own."""
 
 
@@ -158,7 +158,7 @@ def append_function_statement(schema: str, events_table: str) -> str:
     when the tables were small: every statement here finds its rows by a key, and a kept plan
     that scanned a table would cost more with every line), checks an assumed index in one
     statement (raising `ASSUMPTION_FAILED` with `ASSUMPTION_MESSAGE`, as the statements' check
-    does, `PostgresHistoryTables._checked_write`), writes the history index rows, takes the
+    does, `PostgresHistoryTables._append_write`), writes the history index rows, takes the
     events table's write lock, sends the library's NOTIFY (delivered at commit), inserts the
     events (returning their notification ids, in order) and their chain rows. A list the document leaves empty costs no statement.
     PL/pgSQL keeps the plans of its static statements per connection. A document with view

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import threading
 from collections.abc import Sequence
 from typing import Any
 from uuid import UUID
@@ -12,7 +11,7 @@ from eventsourcing.persistence import StoredEvent
 from psycopg.sql import SQL, Identifier, Literal
 
 from adapters.backends.postgres.append import AppendDocument
-from adapters.backends.postgres.recorder import EventRecorder
+from adapters.backends.postgres.recorder import EventRecorder, Sealing
 from adapters.backends.postgres.schema import schema_lock_name
 from adapters.store.chain import (
     CHAIN_KIND_TABLE,
@@ -37,8 +36,8 @@ class ChainedPostgresRecorder(ChainedRecorder, EventRecorder):
 
     def __init__(self, datastore: Any, **kwargs: Any) -> None:
         super().__init__(datastore, **kwargs)
-        self.chain_heads = ChainHeads()
-        self._sealing = threading.local()  # the heads of this thread's transaction, until it commits
+        self.chain_heads: ChainHeads = ChainHeads()
+        self._sealing: Sealing = Sealing()  # the heads of this thread's transaction, until it commits
         self.chain_table = SQL("{}.{}").format(Identifier(self.datastore.schema), Identifier(CHAIN_TABLE))
         self.sql_create_statements.append(
             SQL(
@@ -289,7 +288,7 @@ class ChainedPostgresRecorder(ChainedRecorder, EventRecorder):
 
     def _committed(self, stored_events: Sequence[StoredEvent]) -> None:
         """Keeps the hashes this thread's transaction just committed (`ChainHeads`)."""
-        heads, self._sealing.heads = getattr(self._sealing, "heads", None), None
+        heads, self._sealing.heads = self._sealing.heads, None
         if heads:
             self.chain_heads.remember(heads)
 

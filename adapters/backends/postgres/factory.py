@@ -1,11 +1,10 @@
 """The store's factory (`PostgresFactory`): the library's PostgreSQL persistence with chatrecord's recorder,
-schema made once, connection options and pool order (`RecentFirst`), and the texts that say what a
+schema made once, connection options and pool order (`adapters.backends.postgres.pool_order`), and the texts that say what a
 driver's error means.
 """
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Mapping
 from typing import Any, TypeVar, cast
 
@@ -18,7 +17,6 @@ from eventsourcing.persistence import (
     ProcessRecorder,
 )
 from eventsourcing.utils import strtobool
-from psycopg.conninfo import conninfo_to_dict
 from psycopg.sql import SQL
 from psycopg_pool import PoolTimeout
 
@@ -27,13 +25,15 @@ from adapters.backends.postgres.append import assumption_function_statement
 from adapters.backends.postgres.chained_recorder import ChainedPostgresRecorder
 from adapters.backends.postgres.data_keys import PostgresDataKeys, keys_statements
 from adapters.backends.postgres.history_tables import PostgresHistoryTables
+from adapters.backends.postgres.pool_order import connect_with, hand_out_recent_first
 from adapters.backends.postgres.schema import ensure_schema
 from adapters.backends.postgres.view_tables import PostgresViewStorage
+from adapters.backends.sql import reproductions
 from adapters.backends.sql.dialect import POSTGRES_PARAM, Dialect
 from adapters.backends.sql.history_statements import TABLES as HISTORY_TABLES
 from adapters.backends.sql.history_statements import create_statements as history_statements
 from adapters.backends.sql.idempotency import TABLE, SQLIdempotencyKeys, create_statements
-from adapters.store.chain import CHAIN_TABLE
+from adapters.store.chain import CHAIN_TABLE, ChainedRecorder
 from adapters.store.crypto import ViewTexts
 from adapters.store.keys import KEYS_TABLE, MASTER_TABLE, DataKeys
 
@@ -46,22 +46,6 @@ STATEMENT_TIMEOUT = 60
 CONNECTION_STATES = ("08", "57P01", "57P02", "57P03")
 """SQLSTATEs (or classes) of a lost or refused connection: connection exceptions, and a server
 that is shutting down, crashed or starting (`PostgresFactory.connection_lost`)."""
-
-
-class RecentFirst(deque[Any]):
-    """A connection pool's idle connections (psycopg_pool keeps them in a deque, `_pool`),
-    the one returned last handed out first. psycopg_pool hands out the one idle longest, so a
-    writer's appends go round all of the pool's connections, each served by a server process
-    whose caches (and PL/pgSQL plans) have gone cold by its turn; taking the last one keeps
-    one warm: about 0.2 ms less per append, measured alternating both ways in one process.
-    The pool takes from the deque only with `popleft` (also when it shrinks: it then closes
-    the connection used last, which costs at most a reconnect). The one library internal the
-    backend still sets (`PostgresFactory.__init__`, here only): psycopg_pool has no public way to
-    choose the order (its `configure`, `reset` and `check` callbacks act on one connection), and
-    where its deque is not a plain `deque` (another version) the pool keeps its own order."""
-
-    def popleft(self) -> Any:
-        return self.pop()
 
 
 class PostgresFactory(StoreFactory, es_postgres.PostgresFactory):
@@ -121,7 +105,7 @@ class PostgresFactory(StoreFactory, es_postgres.PostgresFactory):
             if isinstance(seen, PoolTimeout):
                 return True
             if isinstance(seen, (psycopg.OperationalError, psycopg.InterfaceError)):
-                state = getattr(seen, "sqlstate", None)
+                state = seen.sqlstate
                 return state is None or state.startswith(CONNECTION_STATES)
             seen = seen.__cause__
         return False
@@ -175,28 +159,20 @@ class PostgresFactory(StoreFactory, es_postgres.PostgresFactory):
         text = self.env.get(self.POSTGRES_STATEMENT_TIMEOUT) or str(STATEMENT_TIMEOUT)
         if not (text.isascii() and text.isdigit()):
             raise OSError(f"'{self.POSTGRES_STATEMENT_TIMEOUT}' must be whole seconds, not {text!r}")
-        kwargs = self.datastore.pool.kwargs
-        assert isinstance(kwargs, dict)
         lock = int(self.datastore.lock_timeout or 0)
-        options = f"-c statement_timeout={int(text) * 1000} -c lock_timeout={lock * 1000}"
-        conninfo = self.env.get(self.POSTGRES_CONNINFO)
-        if conninfo:  # the whole URL reaches libpq: TLS, several hosts, every parameter it knows
-            for key in ("dbname", "host", "port", "user", "password"):  # a keyword would win over it
-                kwargs.pop(key, None)
-            self.datastore.pool.conninfo = conninfo
-            given = conninfo_to_dict(conninfo).get("options")
-            options = f"{given} {options}" if given else options
-        kwargs["options"] = options
-        # No automatic server-side prepared statements: a pipelined append that fails part-way
-        # (a conflict, a view statement) can leave psycopg believing a statement was prepared
-        # whose Parse the server skipped ("prepared statement _pg3_9 does not exist" on the next
-        # use). With the threshold at None psycopg prepares nothing, not even a statement that
-        # asks for it; a turn read's statements are prepared by setting it for their own
-        # execution (`PostgresViewStorage.run`), outside pipeline mode.
-        kwargs["prepare_threshold"] = None
-        pool = self.datastore.pool  # not open yet: no connection is in its deque
-        if type(getattr(pool, "_pool", None)) is deque:
-            pool._pool = RecentFirst(pool._pool)
+        # No automatic server-side prepared statements (`prepare_threshold` None): a pipelined
+        # append that fails part-way (a conflict, a view statement) can leave psycopg believing a
+        # statement was prepared whose Parse the server skipped ("prepared statement _pg3_9 does
+        # not exist" on the next use). With the threshold at None psycopg prepares nothing, not
+        # even a statement that asks for it; a turn read's statements are prepared by setting it
+        # for their own execution (`PostgresViewStorage.run`), outside pipeline mode.
+        connect_with(
+            self.datastore.pool,  # not open yet
+            self.env.get(self.POSTGRES_CONNINFO) or None,
+            f"-c statement_timeout={int(text) * 1000} -c lock_timeout={lock * 1000}",
+            prepare_threshold=None,
+        )
+        hand_out_recent_first(self.datastore.pool)
         self.created: list[str] = []
         """The tables this factory created (empty when the store existed already)."""
 
@@ -276,7 +252,7 @@ class PostgresFactory(StoreFactory, es_postgres.PostgresFactory):
         return PostgresViewStorage(
             recorder.datastore,
             recorder.events_table_name,
-            chained=getattr(recorder, "chain_table", None) is not None,
+            chained=isinstance(recorder, ChainedRecorder),
             texts=texts,
         )
 
@@ -287,3 +263,10 @@ class PostgresFactory(StoreFactory, es_postgres.PostgresFactory):
         dialect = Dialect(POSTGRES_PARAM, recorder.datastore.schema)
         lock = f"SELECT pg_advisory_xact_lock(hashtext('{TABLE}'))"
         return SQLIdempotencyKeys(recorder.datastore, dialect, [lock, *create_statements(dialect)])
+
+    @classmethod
+    def reproduction_rows(cls, recorder: Any) -> reproductions.SQLReproductionRows:
+        """The reproductions' table in the store's schema, made under an advisory lock."""
+        dialect = Dialect(POSTGRES_PARAM, recorder.datastore.schema)
+        lock = f"SELECT pg_advisory_xact_lock(hashtext('{reproductions.TABLE}'))"
+        return reproductions.SQLReproductionRows(recorder.datastore, dialect, [lock, *reproductions.create_statements(dialect)])

@@ -19,8 +19,10 @@ from adapters.backends.sql.dialect import POSTGRES_PARAM, Dialect
 from adapters.backends.sql.history import SQLHistory, SQLHistoryTables
 from adapters.backends.sql.history_statements import TABLES as HISTORY_TABLES
 from adapters.store.chain import CHAIN_TABLE
-from adapters.store.history_rows import AssumedBase, HeldIndex, index_events
+from adapters.store.history_rows import AssumedBase, held_index, index_events
 from adapters.store.known_records import IndexPuts
+from adapters.store.ports import HistoryIndex
+from domain.events import ConversationEvent
 from domain.history_index import AssumedHistory, MemoryHistory
 
 
@@ -30,14 +32,16 @@ def _marks(rows: Sequence[tuple[Any, ...]]) -> str:
     return ", ".join([one] * len(rows))
 
 
-class PostgresHistoryTables(SQLHistoryTables):
+class PostgresHistoryTables(HistoryIndex):
     """The history index in the store's schema, created once with it (`PostgresFactory`).
     One command's lookups are autocommit reads, each its own statement: they need not agree
     with each other, because the command's events carry the next version after the index's,
-    and their insert fails (and the command is decided again) if another writer came between."""
+    and their insert fails (and the command is decided again) if another writer came between.
+    What both databases run the same (a reader, a rebuild's and a batch's writes) is `tables`'."""
 
     def __init__(self, datastore: PostgresDatastore) -> None:
-        super().__init__(
+        self.datastore = datastore
+        self.tables = SQLHistoryTables(
             datastore, Dialect(POSTGRES_PARAM, datastore.schema), (f'"{datastore.schema}".{CHAIN_TABLE}', lambda cid: cid)
         )
         self.t = {name: f'"{datastore.schema}".{name}' for name in HISTORY_TABLES}
@@ -68,6 +72,38 @@ class PostgresHistoryTables(SQLHistoryTables):
 
     def create(self) -> None:
         """Does nothing: the tables are made with the store's schema (`PostgresFactory`)."""
+
+    def reader(self, cid: UUID) -> SQLHistory:
+        return self.tables.reader(cid)
+
+    @contextmanager
+    def reading(self, cid: UUID | None) -> Iterator[Any]:
+        if cid is None:
+            yield MemoryHistory()
+            return
+        tables = self.tables
+        with self.datastore.cursor() as curs:  # autocommit reads, no transaction to end
+            yield SQLHistory(tables.through(curs), cid, tables.sql, memo=True, chain=tables.chain_of(cid))
+
+    def write(
+        self,
+        cid: UUID,
+        state: Any,
+        events: Sequence[ConversationEvent],
+        curs: Any = None,
+        *,
+        rebuild: bool = False,
+        follows: bool = False,
+        assumed: AssumedHistory | None = None,
+        puts: list[IndexPuts] | None = None,
+    ) -> int | None:
+        events = list(events)
+        if rebuild or not follows or not events:
+            return self.tables.write(cid, state, events, curs, rebuild=rebuild, follows=follows, assumed=assumed)
+        if curs is None:
+            with self.datastore.transaction(commit=True) as own:
+                return self._append_write(cid, state, events, own, assumed, puts)
+        return self._append_write(cid, state, events, curs, assumed, puts)
 
     def _holds_condition(self) -> str:
         t = self.t
@@ -129,26 +165,16 @@ class PostgresHistoryTables(SQLHistoryTables):
             ),
         )
 
-    def _checked_write(
-        self,
-        cid: UUID,
-        state: Any,
-        events: list[Any],
-        curs: Any,
-        rebuild: bool,
-        follows: bool,
-        assumed: AssumedHistory | None,
-        puts: list[IndexPuts] | None = None,
+    def _append_write(
+        self, cid: UUID, state: Any, events: list[Any], curs: Any, assumed: AssumedHistory | None, puts: list[IndexPuts] | None
     ) -> int | None:
         """An append's index (`follows`, not a rebuild) in one statement: the events folded
-        into a `HeldIndex` (its reads go to the rows through `curs`), then the check of
+        into a `held_index` (its reads go to the rows through `curs`), then the check of
         `assumed` (if any) and every held row as data-modifying CTEs of one INSERT: no row is
         written twice, since the held index keeps one write per key, and all of them see the
-        index as it stood before the statement, as the check needs. Other writes as the base."""
-        if rebuild or not follows or not events:
-            return super()._checked_write(cid, state, events, curs, rebuild, follows, assumed)
-        base = self.writer(curs, cid)  # the records `assumed` knows are not read again (checked with it)
-        held = HeldIndex(AssumedBase(base, assumed) if assumed is not None else base)
+        index as it stood before the statement, as the check needs."""
+        base = self.tables.writer(curs, cid)  # the records `assumed` knows are not read again (checked with it)
+        held = held_index(AssumedBase(base, assumed) if assumed is not None else base)
         index_events(held, state, events)
         if puts is not None:  # the rows written, which the writer's known records follow (`KnownRecords`)
             puts.append((held.top.records, held.top.messages))
@@ -225,11 +251,3 @@ class PostgresHistoryTables(SQLHistoryTables):
             (*params, key, held.version, held.delta),
         )
         return held.delta
-
-    @contextmanager
-    def _reading(self, cid: UUID | None) -> Iterator[Any]:
-        if cid is None:
-            yield MemoryHistory()
-            return
-        with self.datastore.cursor() as curs:  # autocommit reads, no transaction to end
-            yield SQLHistory(self._through(curs), cid, self.sql, memo=True, chain=self._chain_of(cid))

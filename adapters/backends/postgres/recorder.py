@@ -1,5 +1,6 @@
-"""The application recorder (`EventRecorder`): appends that end; its reads, tried again only when the
-connection failed, are `adapters.backends.postgres.recorder_reads.RecorderReads`'.
+"""The application recorder (`EventRecorder`): appends that end, and the library's reads of events
+and notifications and a rebuild's reads in parts, tried again only when the connection failed,
+not when the server answered or the pool waited.
 
 An append of at most `PIPELINE_BYTES` goes as one statement, a call of the append function
 (`adapters.backends.postgres.append`), or, when it cannot, as the library's pipelined statements; a
@@ -8,21 +9,25 @@ larger one in one ordinary transaction; a large batch as one document per conver
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from enum import Enum
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypeVar, cast
 from uuid import UUID
 
 import psycopg
 import psycopg.errors
+from eventsourcing import postgres as es_postgres
 from eventsourcing.persistence import (
     IntegrityError,
     InterfaceError,
+    Notification,
     OperationalError,
     PersistenceError,
     StoredEvent,
 )
 from eventsourcing.utils import retry
+from psycopg.rows import tuple_row
 from psycopg.sql import SQL, Identifier
 from psycopg_pool import PoolTimeout
 
@@ -35,11 +40,12 @@ from adapters.backends.postgres.append import (
     generation_function_name,
     generation_function_statement,
 )
-from adapters.backends.postgres.recorder_reads import CONNECTION_ATTEMPTS, RecorderReads, _Answered
 from adapters.backends.postgres.schema import create_once, schema_lock_name, views_lock_id
 from adapters.store.chain import ChainBroken
 from adapters.store.ports import AssumptionFailed
 from adapters.store.serialization import originator_uuid
+
+T = TypeVar("T")
 
 PIPELINE_BYTES = 256 * 1024
 """An append whose events' states hold at most this many bytes goes through psycopg's pipeline
@@ -50,6 +56,37 @@ states hold more than PIPELINE_BYTES, up to this many, still goes as append docu
 statement each (`_append_in_one_call` uses no pipeline mode); a larger one as `_append_plain`."""
 
 
+CONNECTION_ATTEMPTS = 5
+"""Tries of a write whose connection failed (not of one that timed out)."""
+
+
+class _Answered(Exception):  # a carrier, never seen outside EventRecorder
+    """Carries an append's error that is not to be tried again past the library's `retry`."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+_SELECT_EVENTS: Callable[..., Sequence[StoredEvent]] = es_postgres.PostgresAggregateRecorder.select_events.__wrapped__
+_SELECT_NOTIFICATIONS: Callable[..., Sequence[Notification]] = (
+    es_postgres.PostgresApplicationRecorder.select_notifications.__wrapped__
+)
+_MAX_NOTIFICATION_ID: Callable[..., int | None] = es_postgres.PostgresApplicationRecorder.max_notification_id.__wrapped__
+"""The library's reads without its `retry`, which tries ten times whatever the error."""
+
+
+class Sealing(threading.local):
+    """The chain heads of this thread's transaction, until it commits (a chained recorder's)."""
+
+    heads: dict[UUID, tuple[int, bytes]] | None = None
+
+
+def _sqlstate(error: BaseException | None) -> str | None:
+    """Returns the SQLSTATE of a psycopg error, None for another error or none."""
+    return error.sqlstate if isinstance(error, psycopg.Error) else None
+
+
 class _Again(Enum):
     AGAIN = "again"
 
@@ -58,18 +95,107 @@ _AGAIN: Final = _Again.AGAIN
 """What `EventRecorder._append_in_one_call` returns when the append is to be done synced."""
 
 
-class EventRecorder(RecorderReads):
+class EventRecorder(es_postgres.PostgresApplicationRecorder):
     """The library's application recorder, appending in one ordinary transaction instead of
-    psycopg's pipeline mode (see the package's docstring, `adapters.backends.postgres`)."""
+    psycopg's pipeline mode (see the package's docstring, `adapters.backends.postgres`), its
+    reads tried again only when the connection failed (`_read_retried`)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self._sealing: Sealing | None = None
+        """The chain heads of each thread's transaction, where the recorder keeps a chain."""
         self._function: str | None = None
         """`APPEND_FUNCTION`'s qualified name once made, "" where it cannot be, None before."""
         self._generations_ready: set[int | None] = set()
         """The generations whose append function (`generation_function_statement`) this
         process made or found."""
         self._views_lock = views_lock_id(self.datastore.schema)
+
+    def select_events(self, originator_id: Any, **kwargs: Any) -> Sequence[StoredEvent]:
+        """The library's read of a conversation's events, tried again only when the connection
+        failed (`_read_retried`): a lock or statement timeout the server answered (a table
+        locked by DDL, VACUUM FULL) is raised at once, not after ten waits."""
+        return self._read(_SELECT_EVENTS, originator_id, **kwargs)
+
+    def select_notifications(self, *args: Any, **kwargs: Any) -> Any:
+        """The library's read of the notification log, tried again as `select_events` is."""
+        return self._read(_SELECT_NOTIFICATIONS, *args, **kwargs)
+
+    def select_notifications_to_fold(
+        self, start: int, limit: int, stop: int | None, part: tuple[int, int] | None = None
+    ) -> Sequence[Notification]:
+        """Returns, as `select_notifications(start, limit, stop, inclusive_of_start=False)`
+        does, the notifications after `start` (up to `stop`), at most `limit`, in order: what a
+        rebuild folds. They come in PostgreSQL's binary format (a state's bytes as they are,
+        not as hex text to be decoded: the read costs half as much). With `part` (part, parts)
+        only the conversations of that part (`adapters.views.rebuild.part_of`: the last byte
+        of the conversation's UUID modulo `parts`), chosen by the server: a rebuild's worker
+        process reads its own conversations' events only. Raises ValueError unless
+        0 <= part < parts; tried again as `select_events` is."""
+        which, params = SQL(""), [start, stop if stop is not None else 2**63 - 1]
+        if part is not None:
+            if not 0 <= part[0] < part[1]:
+                raise ValueError(f"part {part[0]} of {part[1]}")
+            which = SQL(" AND get_byte(uuid_send(originator_id), 15) %% %s = %s")
+            params += [part[1], part[0]]
+        statement = SQL(
+            "SELECT notification_id, originator_id, originator_version, topic, state FROM {}.{} "
+            "WHERE notification_id > %s AND notification_id <= %s{} "
+            "ORDER BY notification_id LIMIT %s"
+        ).format(Identifier(self.datastore.schema), Identifier(self.events_table_name), which)
+        params.append(limit)
+
+        def read(recorder: EventRecorder) -> list[Notification]:
+            with recorder.datastore.get_connection() as conn, conn.cursor(binary=True, row_factory=tuple_row) as curs:
+                curs.execute(statement, params, prepare=True)
+                return [
+                    Notification(id=n, originator_id=cid, originator_version=version, topic=topic, state=state)
+                    for n, cid, version, topic, state in curs.fetchall()
+                ]
+
+        return self._read(read)
+
+    def count_notifications_by_part(self, stop: int, parts: int) -> list[int]:
+        """Returns how many of the notifications up to `stop` each of `parts` parts holds
+        (`select_notifications_to_fold`'s parts), in part order: one statement, a scan of the
+        events table, which a rebuild that would fold in parts asks first. Tried again as
+        `select_events` is."""
+        statement = SQL(
+            "SELECT get_byte(uuid_send(originator_id), 15) %% %s AS part, count(*) AS n FROM {}.{} "
+            "WHERE notification_id <= %s GROUP BY 1"
+        ).format(Identifier(self.datastore.schema), Identifier(self.events_table_name))
+
+        def read(recorder: EventRecorder) -> list[int]:
+            with recorder.datastore.get_connection() as conn, conn.cursor(row_factory=tuple_row) as curs:
+                counted: dict[int, int] = dict(curs.execute(statement, (parts, stop)).fetchall())
+            return [counted.get(part, 0) for part in range(parts)]
+
+        return self._read(read)
+
+    def max_notification_id(self) -> int | None:
+        """The library's read of the newest notification's id (what a health check asks), tried
+        again as `select_events` is: a pool that waited its timeout for a connection is not
+        waited for nine times more (the library's own tries made a health check of a server
+        that went away take 50 s)."""
+        return self._read(_MAX_NOTIFICATION_ID)
+
+    def _read(self, read: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        try:
+            return cast(T, self._read_retried(read, *args, **kwargs))  # read's answer (the library's retry is untyped)
+        except _Answered as answered:
+            raise answered.error from answered.error.__cause__
+
+    @retry((InterfaceError, OperationalError), max_attempts=CONNECTION_ATTEMPTS, wait=0.2)
+    def _read_retried(self, read: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        try:
+            return read(self, *args, **kwargs)
+        except (InterfaceError, OperationalError) as error:
+            cause = error.__cause__
+            if isinstance(cause, PoolTimeout) or _sqlstate(cause):
+                raise _Answered(error) from error
+            raise
+
+    # ------------------------------------------------------------ appends
 
     def insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
         """Appends `stored_events` under the events table's write lock and returns their
@@ -80,7 +206,7 @@ class EventRecorder(RecorderReads):
         deadlocked with another writer's (the server chose it to roll back: written again, it
         goes through), OperationalError when the lock or the statement timed out,
         AssumptionFailed when the index is not as the writer assumed (the server raised
-        `ASSUMPTION_FAILED`: the append function's check, or `PostgresHistoryTables._checked_write`'s);
+        `ASSUMPTION_FAILED`: the append function's check, or `PostgresHistoryTables._append_write`'s);
         nothing is stored then.
         """
         try:
@@ -91,7 +217,7 @@ class EventRecorder(RecorderReads):
                 raise IntegrityError(f"the append deadlocked with another writer's: {answered.error}") from answered.error
             raise answered.error from answered.error.__cause__
         except PersistenceError as error:
-            if getattr(error.__cause__, "sqlstate", None) == ASSUMPTION_FAILED:  # the append's check
+            if _sqlstate(error.__cause__) == ASSUMPTION_FAILED:  # the append's check
                 raise AssumptionFailed("the conversation's index is not as the command assumed") from None
             if isinstance(error.__cause__, psycopg.errors.DeadlockDetected):
                 raise IntegrityError(f"the append deadlocked with another writer's: {error}") from error
@@ -106,7 +232,7 @@ class EventRecorder(RecorderReads):
             return self._append(stored_events, **kwargs)
         except (InterfaceError, OperationalError) as error:
             cause = error.__cause__
-            if isinstance(cause, PoolTimeout) or getattr(cause, "sqlstate", None):
+            if isinstance(cause, PoolTimeout) or _sqlstate(cause):
                 raise _Answered(error) from error
             raise
 
@@ -208,13 +334,13 @@ class EventRecorder(RecorderReads):
         if len({str(group[0].originator_id) for group in groups}) != len(groups):
             return _AGAIN  # a conversation's events apart: as statements
         with self.datastore.get_connection() as conn:
-            generation = None
+            tried: list[int | None] = []  # the views' generation of each document called
             try:
                 if len(groups) == 1:
-                    return self._call_document(conn, function, stored_events, None, **kwargs)
+                    return self._call_document(conn, function, stored_events, None, tried, **kwargs)
                 ids: list[int] = []
                 heads: dict[UUID, tuple[int, bytes]] = {}
-                sealing = getattr(self, "_sealing", None)  # a chained recorder's heads of each document
+                sealing = self._sealing  # a chained recorder's heads of each document
                 with conn.transaction():
                     # the index rows of every conversation first, in the order of their ids (as the
                     # groups are, `ConversationStore.handle_batch`), before the first document takes the
@@ -233,17 +359,17 @@ class EventRecorder(RecorderReads):
                         # for a rebuild's switch (the lock held exclusively) that waited to drop them
                         curs.execute("SELECT pg_advisory_xact_lock_shared(%s)", (self._views_lock,))
                     for group in groups:
-                        ids.extend(self._call_document(conn, function, group, originator_uuid(group[0].originator_id), **kwargs))
-                        heads.update(getattr(sealing, "heads", None) or {})
+                        cid = originator_uuid(group[0].originator_id)
+                        ids.extend(self._call_document(conn, function, group, cid, tried, **kwargs))
+                        heads.update((sealing.heads if sealing is not None else None) or {})
                 if sealing is not None:
                     sealing.heads = heads
                 return ids
             except Unfit:
                 return _AGAIN
             except Exception as error:
-                generation = getattr(error, "generation", None)
-                if isinstance(error, psycopg.errors.UndefinedFunction):
-                    self._generations_ready.discard(generation)  # dropped meanwhile: made again next time
+                if isinstance(error, psycopg.errors.UndefinedFunction) and tried:
+                    self._generations_ready.discard(tried[-1])  # dropped meanwhile: made again next time
                 if self._events_own(error):
                     raise
                 return _AGAIN
@@ -254,30 +380,27 @@ class EventRecorder(RecorderReads):
         function: str,
         stored_events: Sequence[StoredEvent],
         conversation: UUID | None,
+        tried: list[int | None],
         **kwargs: Any,
     ) -> list[int]:
         """Gathers one conversation's append into an `AppendDocument` and calls its function;
         returns the notification ids. `conversation`: the document's (a part of a batch), which
-        the writer's `inline(cursor)` writes alone. Raises Unfit, or the server's error with the
-        generation of its views (`generation`) set on it."""
-        generation = None
-        try:
-            document = AppendDocument(conn, str(stored_events[0].originator_id), self._views_lock)
-            document.conversation = conversation
-            # the document stands in for the transaction's cursor: it gathers the writes as data
-            self.write_first(document, stored_events, **kwargs)
-            self.write_events(document, stored_events, **kwargs)
-            views = document.doc.get("views")
-            generation = views["g"] if views is not None else None
-            if generation is not None:
-                named = self._generation_function(conn, generation)
-                if named is None:
-                    raise Unfit("no append function of the views' generation")
-                function = named
-            return document.call(function)
-        except Exception as error:
-            error.generation = generation  # type: ignore[attr-defined]  # told to the caller with the error
-            raise
+        the writer's `inline(cursor)` writes alone. Appends to `tried` the generation of the
+        document's views (None: none) before it is called. Raises Unfit, or the server's error."""
+        document = AppendDocument(conn, str(stored_events[0].originator_id), self._views_lock)
+        document.conversation = conversation
+        # the document stands in for the transaction's cursor: it gathers the writes as data
+        self.write_first(document, stored_events, **kwargs)
+        self.write_events(document, stored_events, **kwargs)
+        views = document.doc.get("views")
+        generation = views["g"] if views is not None else None
+        tried.append(generation)
+        if generation is not None:
+            named = self._generation_function(conn, generation)
+            if named is None:
+                raise Unfit("no append function of the views' generation")
+            function = named
+        return document.call(function)
 
     def _events_own(self, error: Exception) -> bool:
         """Says whether `error` of an append in one round trip is the events' own (then the

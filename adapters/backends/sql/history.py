@@ -20,7 +20,7 @@ from uuid import UUID
 
 from adapters.backends.sql.dialect import SQLITE, Dialect
 from adapters.backends.sql.history_statements import HistoryStatements, create_statements, history_statements
-from adapters.store.history_rows import HeldIndex, index_events, write_folded
+from adapters.store.history_rows import held_index, index_events, write_folded
 from adapters.store.known_records import IndexPuts
 from adapters.store.ports import HistoryIndex
 from domain.events import ConversationEvent
@@ -230,7 +230,8 @@ class SQLHistoryTables(HistoryIndex):
         self.sql = history_statements(dialect)
         self.schema = dialect.schema
 
-    def _chain_of(self, cid: UUID) -> tuple[str, Any] | None:
+    def chain_of(self, cid: UUID) -> tuple[str, Any] | None:
+        """Returns (the chain's table, the id it keys `cid` by), None where the store keeps no chain."""
         return None if self.chain is None else (self.chain[0], self.chain[1](cid))
 
     def create(self) -> None:
@@ -257,11 +258,11 @@ class SQLHistoryTables(HistoryIndex):
             yield MemoryHistory()
             return
         with self.datastore.transaction(commit=False) as curs:
-            yield SQLHistory(self._through(curs), cid, self.sql, memo=True, chain=self._chain_of(cid))
+            yield SQLHistory(self.through(curs), cid, self.sql, memo=True, chain=self.chain_of(cid))
 
     def writer(self, curs: Any, cid: UUID) -> SQLHistory:
         """Returns the index of `cid` written through `curs`, the append's cursor."""
-        return SQLHistory(self._through(curs), cid, self.sql)
+        return SQLHistory(self.through(curs), cid, self.sql)
 
     def write(
         self,
@@ -293,14 +294,14 @@ class SQLHistoryTables(HistoryIndex):
         puts: list[IndexPuts] | None = None,
     ) -> int | None:
         """The write through `curs`. An append's index (`follows`, not a rebuild): the events
-        folded into a `HeldIndex` (its reads go to the rows through `curs`), then its held rows
+        folded into a `held_index` (its reads go to the rows through `curs`), then its held rows
         written a table at a time (`executemany`: one write per key however many events of the
         append touch it). Other writes event by event (`write_folded`)."""
         if assumed is not None:
             raise ValueError("this index cannot check an assumed history (checks_assumptions)")
         if rebuild or not follows or not events:
             return self._write(cid, state, events, curs, rebuild, follows)
-        held = HeldIndex(self.writer(curs, cid))
+        held = held_index(self.writer(curs, cid))
         index_events(held, state, events)
         sql, key = self.sql, str(cid)
         if held.top.sources:
@@ -322,7 +323,9 @@ class SQLHistoryTables(HistoryIndex):
         return write_folded(self.writer(curs, cid), state, events, rebuild=rebuild, follows=follows, emptied=_emptied)
 
     @staticmethod
-    def _through(curs: Any) -> Execute:
+    def through(curs: Any) -> Execute:
+        """Returns what runs a statement through `curs` and answers with it."""
+
         def execute(sql: str, params: tuple[Any, ...]) -> Any:
             curs.execute(sql, params)
             return curs

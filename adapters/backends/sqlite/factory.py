@@ -13,6 +13,7 @@ from eventsourcing import sqlite as es_sqlite
 from eventsourcing.utils import strtobool
 
 from adapters.backends import StoreFactory
+from adapters.backends.sql import reproductions
 from adapters.backends.sql.dialect import SQLITE
 from adapters.backends.sql.history import SQLHistoryTables
 from adapters.backends.sql.idempotency import SQLIdempotencyKeys, create_statements
@@ -118,3 +119,7 @@ class SQLiteFactory(StoreFactory, es_sqlite.SQLiteFactory):
     @classmethod
     def idempotency_keys(cls, recorder: Any) -> SQLIdempotencyKeys:
         return SQLIdempotencyKeys(recorder.datastore, SQLITE, create_statements(SQLITE))
+
+    @classmethod
+    def reproduction_rows(cls, recorder: Any) -> reproductions.SQLReproductionRows:
+        return reproductions.SQLReproductionRows(recorder.datastore, SQLITE, reproductions.create_statements(SQLITE))

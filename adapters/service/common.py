@@ -1,7 +1,7 @@
-"""What every use case of `adapters.api.Chatrecord` shares: `UseCaseBase` (the store, its read
-models, the id a conversation is stored under), the wrappers of its methods (`in_store_terms`:
-the store's errors as `store_errors` words them; `reads`: a read served by the standby where one
-is set) and the checks of their arguments."""
+"""What the use cases of `adapters.api.Chatrecord` share: the store they run on, opened on first
+use (`OpenedStore`), the wrappers of their methods (`in_store_terms`: the store's errors as
+`store_errors` words them; `reads`: a read served by the standby where one is set) and the
+checks of their arguments."""
 
 from __future__ import annotations
 
@@ -11,63 +11,64 @@ import logging
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from adapters.backends import StoreFactory
 from adapters.backends.replicas import recovery_conflict, wrote_on_standby
 from adapters.backends.settings import read_wait, store_errors
 from adapters.ingest import ParsedLine
-from adapters.service.chain_looks import ChainLooks
 from adapters.service.conversations import stored_id
 from adapters.store.application import ConversationStore
-from adapters.store.verify import Verdict
 from adapters.views.readmodels import ReadModels
 from domain.errors import ChatrecordError, InvalidInput
-from domain.events import ConversationEvent
 
 log = logging.getLogger("chatrecord")
 
 
-class UseCaseBase:
-    """The part of Chatrecord the use cases' classes (`ConversationReads`, `StoreUpkeep`) read:
-    `store` and `read_models`, which Chatrecord provides, and `_stored_id`."""
+class OpenedStore:
+    """The store the use cases run on (`store`), opened by `opener` on first use where none was
+    given (a caller that only reads, with a reading store, works while the primary is down), with
+    its read models (`read_models_of(store)`, raising NoReadModels for a store built without
+    them). `opened` is the store, None until it is opened."""
+
+    def __init__(
+        self,
+        store: ConversationStore | None,
+        opener: Callable[[], ConversationStore],
+        read_models_of: Callable[[ConversationStore], ReadModels],
+    ) -> None:
+        self.opened = store
+        self._opener = opener
+        self._read_models_of = read_models_of
 
     @property
     def store(self) -> ConversationStore:
-        """The store written to (Chatrecord opens it)."""
-        raise NotImplementedError
+        """The store, opened on first use. Raises StoreUnusable where it cannot be opened."""
+        if self.opened is None:
+            with store_errors():
+                self.opened = self._opener()
+        return self.opened
 
     @property
     def read_models(self) -> ReadModels:
-        """The store's read models (Chatrecord makes them)."""
-        raise NotImplementedError
+        """The store's read models, built with it by the composition root (`adapters.bootstrap`)."""
+        return self._read_models_of(self.store)
 
-    def position(self) -> str | None:
-        """The read-after position of this store's writes (Chatrecord reads it)."""
-        raise NotImplementedError
-
-    def events(self, conversation: str, *, after: str | None = None) -> list[ConversationEvent]:
-        """The conversation's events (`ConversationReads.events`). Raises UnknownConversation."""
-        raise NotImplementedError
-
-    def chain(self, conversation: str, full: bool = False, *, after: str | None = None, by: str = "the server") -> Verdict | None:
-        """The verdict of the conversation's hash chain from its verified position
-        (`StoreUpkeep.chain`). Raises UnknownConversation."""
-        raise NotImplementedError
-
-    @property
-    def _chain_looks(self) -> ChainLooks:
-        """The looks at the store's hash chains with what they keep (Chatrecord makes them)."""
-        raise NotImplementedError
-
-    def _stored_id(self, conversation: str) -> str:
+    def stored_id(self, conversation: str) -> str:
         """Returns the key `conversation` (the chat's id, or the stored form a command printed)
         is stored under (`adapters.service.conversations.stored_id`)."""
         return stored_id(self.store, conversation)
+
+    def close(self) -> None:
+        """Closes the store's connections, where it was opened."""
+        if self.opened is not None:
+            self.opened.close()
 
 
 Method = TypeVar("Method", bound=Callable[..., Any])
 
 
 def in_store_terms(method: Method) -> Method:
-    """Makes a Chatrecord method (or generator method) raise its store's errors as `store_errors` does."""
+    """Makes a method (or generator method) of an object with a `store` (Chatrecord, a use case's
+    class) raise its store's errors as `store_errors` does."""
     if inspect.isgeneratorfunction(method):
 
         @functools.wraps(method)
@@ -115,6 +116,13 @@ def reads(method: Method) -> Method:
         return method(self._on_primary, *args, **kwargs)
 
     return call  # type: ignore[return-value]
+
+
+def opened_read_only(store: ConversationStore) -> bool:
+    """Says whether `store`'s database was opened read-only (`StoreFactory.read_only`: a SQLite
+    file a reading command cannot write); False on the library's own factories."""
+    factory = store.factory
+    return isinstance(factory, StoreFactory) and factory.read_only
 
 
 def lines_argument(call: str, lines: object) -> None:

@@ -1,0 +1,101 @@
+"""What a segment used: its model calls' tokens and estimated cost, its tool calls as read
+(failed, refused), its time. Sums of the facts its steps stated: a count no step stated is
+unknown (None), never zero, and `calls_without_usage` says how many model calls stated none.
+
+Costs are summed in whole billionths of nr-llm's currency unit (`COST_UNIT`), so the sums of
+many segments are exact: the demo's ten calls of 0.0041 make 0.041, not 0.041000000000000005.
+
+Example:
+    usage = segment_usage(event, read_segment(event.steps, event.trigger, follows, rules, outcome=event.outcome))
+    usage.input_tokens, usage.cost
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from domain.events import SegmentReturned
+from domain.values import Immutable, ModelCall
+from projections.steps import SegmentReading
+
+COST_UNIT = 1_000_000_000
+"""Costs are summed as whole numbers of 1/COST_UNIT of nr-llm's currency unit."""
+REFUSED_READINGS = frozenset({"held", "declined", "not_permitted"})
+"""The readings of a call that did not run because it was refused or held back."""
+
+
+class SegmentUsage(Immutable):
+    """One segment's usage: `duration_ms` the sum of its steps' durations; `model` and
+    `provider` as its line named them (None: unknown); `model_calls` its `llm` steps, of which
+    `calls_without_usage` stated no token count; the tokens and `cost` summed over the calls
+    that stated them (None where none did); `tool_calls` its tool steps, `failed_calls` those
+    read failed, `refused_calls` those held, declined or no longer permitted."""
+
+    duration_ms: float = 0.0
+    model: str | None = None
+    provider: str | None = None
+    model_calls: int = 0
+    calls_without_usage: int = 0
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    total_tokens: int | None = None
+    cost: float | None = None
+    tool_calls: int = 0
+    failed_calls: int = 0
+    refused_calls: int = 0
+
+
+def cost_units(cost: float | None) -> int | None:
+    """Returns `cost` in whole 1/COST_UNIT (None stays None)."""
+    return None if cost is None else round(cost * COST_UNIT)
+
+
+def cost_of(units: int | None) -> float | None:
+    """Returns whole 1/COST_UNIT as a cost (None stays None)."""
+    return None if units is None else units / COST_UNIT
+
+
+def _sum(values: list[int | None]) -> int | None:
+    stated = [v for v in values if v is not None]
+    return sum(stated) if stated else None
+
+
+def segment_usage(event: SegmentReturned, reading: SegmentReading) -> SegmentUsage:
+    """Returns the usage of the segment `event`, its calls read as `reading` says."""
+    calls: list[ModelCall | None] = [step.call for step in event.steps if step.kind == "llm"]
+    stated = [c for c in calls if c is not None]
+    return SegmentUsage(
+        duration_ms=sum(step.duration_ms for step in event.steps),
+        model=event.model,
+        provider=event.provider,
+        model_calls=len(calls),
+        calls_without_usage=sum(1 for c in calls if c is None or (c.prompt_tokens is None and c.completion_tokens is None)),
+        input_tokens=_sum([c.prompt_tokens for c in stated]),
+        output_tokens=_sum([c.completion_tokens for c in stated]),
+        total_tokens=_sum([c.total_tokens for c in stated]),
+        cost=cost_of(_sum([cost_units(c.estimated_cost) for c in stated])),
+        tool_calls=len(reading.calls),
+        failed_calls=sum(1 for c in reading.calls if c.reading == "failed"),
+        refused_calls=sum(1 for c in reading.calls if c.reading in REFUSED_READINGS),
+    )
+
+
+def usage_line(usage: dict[str, Any]) -> str:
+    """Returns a segment's usage (`SegmentUsage.model_dump()`, as an audit row holds it) in one
+    line, as `audit` and the timeline page show it: time, model calls with the model, tokens in
+    and out, estimated cost; what no step stated reads `unknown`."""
+    calls = f"{usage['model_calls']} model call{'' if usage['model_calls'] == 1 else 's'}"
+    if usage["model"]:
+        calls += f" ({usage['model']})"
+    if usage["input_tokens"] is None and usage["output_tokens"] is None:
+        tokens = "tokens unknown"
+    else:
+        tokens = f"{_count(usage['input_tokens'])} in / {_count(usage['output_tokens'])} out tokens"
+    if usage["calls_without_usage"] and usage["model_calls"]:
+        tokens += f" ({usage['calls_without_usage']} without usage)"
+    cost = "cost unknown" if usage["cost"] is None else f"cost {usage['cost']:.6g}"
+    return f"usage: {usage['duration_ms']:,.0f} ms, {calls}, {tokens}, {cost}"
+
+
+def _count(value: int | None) -> str:
+    return "unknown" if value is None else f"{value:,}"

@@ -1,0 +1,246 @@
+"""`Chatrecord.reproduce` (issue 40) against the scripted OpenAI-compatible server of
+tests/model_server.py: the input sent is the replay's, byte for byte; each complete answer is
+kept in a reproduction stream of its own, sealed with the conversation's data key, on memory,
+SQLite and PostgreSQL; the server's faults end in one clear line with nothing half-stored; erase
+leaves no answer readable."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from adapters.api import Chatrecord, ModelNotSet, ModelSettings, ModelUnusable, demo_lines
+from adapters.backends.settings import postgres_env, sqlite_env
+from adapters.bootstrap import build_store, open_store
+from adapters.service.reproduce import reproduction_rows, shown_url
+from adapters.store.reproductions import ANSWER, GENESIS, STARTED, StreamConflict, new_row, verify_rows
+from domain.events import conversation_uuid
+from tests.model_server import ModelServer, Scripted
+
+DEMO = "conv-demo-seo"
+DENIAL = "Hier wurde nichts geprüft oder geändert, es wurde nichts gespeichert."
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[ModelServer]:
+    with ModelServer() as started:
+        yield started
+
+
+@pytest.fixture
+def model(server: ModelServer) -> ModelSettings:
+    server.script.clear()
+    server.requests.clear()
+    server.default = Scripted()
+    return ModelSettings(url=server.url, model=server.MODEL, key=server.KEY, retries=1, timeout=2.0, concurrency=3)
+
+
+def open_chat(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Chatrecord:
+    if backend == "memory":
+        store = open_store(memory=True)
+    elif backend == "sqlite":
+        store = build_store(sqlite_env(tmp_path / "store.sqlite"))
+    else:
+        url, schema = request.getfixturevalue("postgres_url"), request.getfixturevalue("postgres_schema")
+        store = build_store({**postgres_env(url), "POSTGRES_SCHEMA": schema, "POSTGRES_POOL_SIZE": "2"})
+    chat = Chatrecord(store)
+    chat.ingest(demo_lines(), "demo")
+    return chat
+
+
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
+def chat(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Chatrecord]:
+    chatrecord = open_chat(request.param, tmp_path, request)
+    yield chatrecord
+    chatrecord.close()
+
+
+@pytest.fixture
+def memory_chat(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Chatrecord]:
+    chatrecord = open_chat("memory", tmp_path, request)
+    yield chatrecord
+    chatrecord.close()
+
+
+def test_ten_answers_under_two_rule_sets_are_kept_apart_from_the_log_and_erase_leaves_none_readable(
+    chat: Chatrecord, server: ModelServer, model: ModelSettings
+) -> None:
+    log_before = len(chat.events(DEMO))
+    server.script = [Scripted(text=DENIAL), Scripted(text="Nothing was saved.")]
+
+    report = chat.reproduce(DEMO, n=5, model=model)
+
+    assert [(row["rules"], row["answers"]) for row in report.rows()] == [("transcript-only", 5), ("2026-11-02", 5)]
+    assert sum(row["denials"] for row in report.rows()) == 2
+    assert len(server.requests) == 10
+    kept = chat.reproductions(DEMO)
+    assert [(r.rules, r.message, len(r.answers)) for r in kept] == [("transcript-only", 3, 5), ("2026-11-02", 3, 5)]
+    for done in kept:  # what was sent is the replay's input, byte for byte, and its hash is kept
+        shown = chat.replay(DEMO, done.rules, at=3).to_json()["turns"][-1]["messages"]
+        assert shown in [request["messages"] for request in server.requests]
+        assert (
+            done.input_sha256 == hashlib.sha256(json.dumps(shown, ensure_ascii=False, separators=(",", ":")).encode()).hexdigest()
+        )
+        assert done.log_version == log_before
+        assert done.model == ModelServer.MODEL and done.chain_broken_at is None
+        assert all(a.usage["prompt_tokens"] == 120 and a.latency_ms >= 0 for a in done.answers)
+    texts = sorted(a.text for r in kept for a in r.answers)
+    assert DENIAL in texts and "Nothing was saved." in texts
+    assert len(chat.events(DEMO)) == log_before  # the chat's record is not written
+
+    chat.erase(DEMO)
+
+    assert {a.text for r in chat.reproductions(DEMO) for a in r.answers} == {"[erased]"}
+    assert len(chat.reproductions(DEMO)) == 2  # the facts stay: what was sent, when, the verdicts
+
+
+def test_the_denial_is_counted_under_transcript_only_in_the_specs_form(
+    memory_chat: Chatrecord, server: ModelServer, model: ModelSettings
+) -> None:
+    model = ModelSettings(**{**model.__dict__, "concurrency": 1})
+    server.script = [Scripted(text=DENIAL), Scripted(text=DENIAL)]
+
+    report = memory_chat.reproduce(DEMO, n=5, model=model)
+
+    assert report.sentence() == "2 of 5 answers deny the saves under transcript-only; 0 of 5 under 2026-11-02"
+    rows = report.rows()
+    assert rows[0]["naming_writes"] == 3 and rows[1]["naming_writes"] == 5  # the default names "Seite 42"
+    assert report.to_json()["rubric"] == "denial-rules-2026-12-07"
+
+
+@pytest.mark.parametrize(
+    ("fault", "said"),
+    [
+        (Scripted(malformed=True), "answered with no chat completion"),
+        (Scripted(drop=True), "broke the connection off before an answer was whole"),
+        (Scripted(status=500), "answered HTTP 500"),
+        (Scripted(status=429), "too many requests (HTTP 429"),
+        (Scripted(delay=5), "did not answer within 0.5 s"),
+    ],
+)
+def test_a_fault_of_the_server_is_one_line_and_stores_nothing_half(
+    memory_chat: Chatrecord, server: ModelServer, model: ModelSettings, fault: Scripted, said: str
+) -> None:
+    model = ModelSettings(**{**model.__dict__, "timeout": 0.5, "concurrency": 1})
+    server.default = fault
+
+    with pytest.raises(ModelUnusable) as raised:
+        memory_chat.reproduce(DEMO, n=2, model=model)
+
+    assert said in str(raised.value) and "\n" not in str(raised.value)
+    assert str(raised.value).endswith("no answer was kept")
+    assert memory_chat.reproductions(DEMO) == []
+
+
+def test_a_run_broken_off_keeps_the_answers_completed_before_it(
+    memory_chat: Chatrecord, server: ModelServer, model: ModelSettings
+) -> None:
+    model = ModelSettings(**{**model.__dict__, "concurrency": 1})
+    server.script = [Scripted(text=DENIAL), Scripted(text="Titel gespeichert.")]
+    server.default = Scripted(malformed=True)
+
+    with pytest.raises(ModelUnusable, match="2 complete answer"):
+        memory_chat.reproduce(DEMO, n=5, model=model)
+
+    kept = memory_chat.reproductions(DEMO)
+    assert [(r.rules, [a.text for a in r.answers]) for r in kept] == [("transcript-only", [DENIAL, "Titel gespeichert."])]
+
+
+def test_a_retried_429_is_not_a_fault(memory_chat: Chatrecord, server: ModelServer, model: ModelSettings) -> None:
+    server.script = [Scripted(status=429)]
+    report = memory_chat.reproduce(DEMO, rules=["2026-11-02"], n=1, model=ModelSettings(**{**model.__dict__, "concurrency": 1}))
+    assert [row["answers"] for row in report.rows()] == [1]
+    assert len(server.requests) == 2
+
+
+@pytest.mark.parametrize(
+    ("change", "said"),
+    [
+        ({"key": "wrong"}, "refused the key (HTTP 401); set CHATRECORD_MODEL_KEY"),
+        ({"model": "no-such-model"}, "does not know the model 'no-such-model' (HTTP 404)"),
+        ({"url": "http://127.0.0.1:9/v1"}, "does not answer (ConnectError); start the server or set CHATRECORD_MODEL_URL"),
+    ],
+)
+def test_a_refused_key_an_unknown_model_and_an_endpoint_that_is_down_are_said_in_one_line(
+    memory_chat: Chatrecord, model: ModelSettings, change: dict[str, str], said: str
+) -> None:
+    with pytest.raises(ModelUnusable, match="no answer was kept") as raised:
+        memory_chat.reproduce(DEMO, n=1, model=ModelSettings(**{**model.__dict__, **change}))
+    assert said in str(raised.value)
+    assert memory_chat.reproductions(DEMO) == []
+
+
+def test_no_model_configured_names_the_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CHATRECORD_MODEL_URL", raising=False)
+    monkeypatch.setenv("CHATRECORD_MODEL", "m")
+    with pytest.raises(ModelNotSet, match="^set CHATRECORD_MODEL_URL: the OpenAI-compatible endpoint"):
+        ModelSettings.from_env()
+
+
+def test_a_changed_answer_row_breaks_its_streams_chain_and_a_moved_text_does_not_open(
+    tmp_path: Path, request: pytest.FixtureRequest, server: ModelServer, model: ModelSettings
+) -> None:
+    chat = open_chat("sqlite", tmp_path, request)
+    try:
+        chat.reproduce(DEMO, rules=["transcript-only"], n=2, model=model)
+        rows = reproduction_rows(chat.store).of_conversation(str(conversation_uuid(DEMO)))
+        assert verify_rows(rows) is None
+        with sqlite3.connect(tmp_path / "store.sqlite") as conn:
+            conn.execute(
+                "UPDATE chatrecord_reproductions SET body = replace(body, '\"latency_ms\":', '\"latency_ms\":1') WHERE seq = 2"
+            )
+        assert chat.reproductions(DEMO)[0].chain_broken_at == 2
+    finally:
+        chat.close()
+
+
+def test_a_judge_model_answers_under_its_rubric_and_its_verdicts_are_counted(
+    memory_chat: Chatrecord, server: ModelServer, model: ModelSettings
+) -> None:
+    model = ModelSettings(**{**model.__dict__, "concurrency": 1, "judge": ModelServer.JUDGE})
+    server.script = [Scripted(text="Es wurde nichts gespeichert.")]
+
+    report = memory_chat.reproduce(DEMO, rules=["transcript-only"], n=2, model=model)
+
+    assert report.sentence() == "1 of 2 answers deny the saves under transcript-only"
+    assert report.to_json()["rubric"] == "denial-model-2026-12-07"
+    answers = memory_chat.reproductions(DEMO)[0].answers
+    assert [(a.judged.judge, a.judged.names_writes) for a in answers if a.judged] == [("judge-model", True)] * 2
+    assert [a.verdict.rubric for a in answers] == ["denial-rules-2026-12-07"] * 2  # the rules' verdict is kept too
+
+    server.judge_replies = ["I think it denies."]
+    with pytest.raises(ModelUnusable, match="answered no verdict in the rubric's JSON"):
+        memory_chat.reproduce(DEMO, rules=["transcript-only"], n=1, model=model)
+    assert [len(r.answers) for r in memory_chat.reproductions(DEMO)] == [2]  # the answer whose verdict failed is not kept
+
+
+def test_a_streams_first_event_and_answer_are_stored_together_or_not_at_all(chat: Chatrecord) -> None:
+    rows = reproduction_rows(chat.store)
+    cid = str(conversation_uuid(DEMO))
+    stream = "00000000-0000-4000-8000-000000000001"
+    started = new_row(stream, 0, cid, STARTED, {"at": "2026-12-07T00:00:00Z"}, GENESIS)
+    answer = new_row(stream, 1, cid, ANSWER, {"text": "x"}, started.hash)
+    rows.append(started)
+
+    with pytest.raises(StreamConflict):
+        rows.append(answer, new_row(stream, 0, cid, STARTED, {"at": "again"}, GENESIS))
+
+    assert [(row.seq, row.body) for row in rows.of_conversation(cid)] == [(0, started.body)]  # the answer was rolled back
+    rows.append(answer)
+    assert verify_rows(rows.of_conversation(cid)) is None
+
+
+def test_a_password_in_the_endpoints_url_is_neither_kept_nor_said(
+    memory_chat: Chatrecord, server: ModelServer, model: ModelSettings
+) -> None:
+    assert shown_url("http://user:secret@10.0.0.5:8000/v1") == "http://10.0.0.5:8000/v1"  # what a reproduction keeps
+    assert shown_url(model.url) == model.url
+    down = ModelSettings(**{**model.__dict__, "url": "http://user:secret@127.0.0.1:9/v1", "retries": 0})
+    with pytest.raises(ModelUnusable) as raised:
+        memory_chat.reproduce(DEMO, n=1, model=down)
+    assert "secret" not in str(raised.value) and "http://127.0.0.1:9/v1" in str(raised.value)
