@@ -114,7 +114,7 @@ def list_(
     if as_json:
         print_json(page.to_json())
         return
-    filtered = at is not None or before is not None or owner is not None or bool(search) or bool(statuses)
+    filtered = before is not None or owner is not None or bool(search) or bool(statuses)  # --since is said apart
     if not page.conversations:
         say(
             ("no conversations" + (" that match" if filtered else ""))
