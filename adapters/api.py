@@ -41,7 +41,16 @@ from adapters.service.batched_ingest import BATCH_LINES
 from adapters.service.chain_looks import ChainLooks
 from adapters.service.common import OpenedStore, conversation_argument, in_store_terms, read_wait_setting, reads
 from adapters.service.conversation_reads import ConversationReads
-from adapters.service.conversations import CURSOR_PATTERN, LIST_LIMIT_MAX, BadCursor, ConversationPage, decode_cursor, iso
+from adapters.service.conversations import (
+    CURSOR_PATTERN,
+    LIST_LIMIT_MAX,
+    STATUSES,
+    BadCursor,
+    BadFilter,
+    ConversationPage,
+    decode_cursor,
+    iso,
+)
 from adapters.service.erase import Erasure
 from adapters.service.export import Export, NoSuchMessage
 from adapters.service.idempotent import FirstRun, KeyInFlight, KeyReused, Replayed, Result
@@ -131,7 +140,8 @@ __all__ += ["NEW_MASTER_KEY_VARIABLE", "OverviewPoint", "ParsedLine", "TimelineP
 __all__ += ["KeyState", "Replayed", "body_hash", "bounded_lines", "decode_cursor", "head_line", "iso", "json_problem"]
 __all__ += ["newest_turns", "open_store", "parse_at", "store_errors", "turn_view"]
 __all__ += ["BadCursor", "BadSetting", "EmptyInput", "KeyInFlight", "KeyReused", "NoSuchMessage", "RebuildInterrupted"]
-__all__ += ["StoreUnusable", "TurnNotFound", "UnreadableFile"]  # errors, each a domain.errors.ChatrecordError
+__all__ += ["StoreUnusable", "TurnNotFound", "UnreadableFile", "BadFilter"]  # errors, each a domain.errors.ChatrecordError
+__all__ += ["STATUSES"]
 __all__ += [
     "ConversationErased",
     "ModelNotSet",
@@ -298,6 +308,18 @@ class Chatrecord:
             chatrecord.close()
 
     @staticmethod
+    def upkeep_warning() -> str | None:
+        """Opens the configured store, returns what its database's settings warn of for its
+        upkeep (`StoreFactory.upkeep_warning`: PostgreSQL's autovacuum off), None when nothing,
+        and closes it again."""
+        store = open_store()
+        try:
+            factory = getattr(store, "factory", None)
+            return factory.upkeep_warning() if isinstance(factory, StoreFactory) else None
+        finally:
+            store.close()
+
+    @staticmethod
     def prepare_service() -> str:
         """Opens the configured store once, making its tables (the read models' with the store, the
         idempotency keys' here: by one process, before the service's workers start), closes it
@@ -436,10 +458,19 @@ class Chatrecord:
 
     @reads
     def conversations(
-        self, limit: int = 50, cursor: str | None = None, since: datetime | None = None, *, after: str | None = None
+        self,
+        limit: int = 50,
+        cursor: str | None = None,
+        since: datetime | None = None,
+        *,
+        until: datetime | None = None,
+        owner: int | None = None,
+        search: str | None = None,
+        status: tuple[str, ...] = (),
+        after: str | None = None,
     ) -> ConversationPage:
-        """Returns one page of the store's conversations; see `ConversationReads.conversations`."""
-        return self._reads.conversations(limit, cursor, since)
+        """Returns one page of the store's conversations, filtered; see `ConversationReads.conversations`."""
+        return self._reads.conversations(limit, cursor, since, until=until, owner=owner, search=search, status=status)
 
     @reads
     def export(self, conversation: str, upto: int | None = None, *, after: str | None = None) -> Export:

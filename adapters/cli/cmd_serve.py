@@ -6,7 +6,8 @@ from typing import Annotated
 
 import typer
 
-from adapters.cli.app import app, say
+from adapters.api import Chatrecord
+from adapters.cli.app import app, say, warn
 
 
 @app.command()
@@ -59,4 +60,7 @@ def serve(
     backend = start(host, no_auth)
     listenable(host, port)
     say(f"chatrecord serve: {backend} on http://{host}:{port} ({'no authentication' if no_auth else 'bearer token required'})")
+    warning = Chatrecord.upkeep_warning()
+    if warning is not None:  # once, before the workers start
+        warn(f"warning: {warning}")
     run(host, port, workers_for(workers), access_log, proxies)

@@ -24,7 +24,7 @@ from urllib.parse import quote, urlencode
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup, escape
 
-from adapters.api import OverviewPoint, TimelinePage, TurnView, Verdict, newest_turns, turn_view
+from adapters.api import STATUSES, OverviewPoint, TimelinePage, TurnView, Verdict, newest_turns, turn_view
 from projections.notes import note_body, split_notes
 from projections.overview import Overview
 from projections.rules import RULE_SET_IDS
@@ -375,15 +375,23 @@ def chain_page(chain: Verdict | None) -> str:
     return environment().get_template("chain.html").render(chain=chain, css=Markup(stylesheet()))
 
 
-def list_page(rows: Sequence[dict[str, Any]], query: str, next_after: str | None, message: str | None = None) -> str:
-    """Returns the HTML of the conversation list: `rows` of {"conversation", …}, the search
-    `query`, the link to the next page (`next_after`), and a `message` (no match)."""
+LIST_STATUSES = STATUSES
+"""The statuses the list's form offers as checkboxes (`chatrecord list --status`)."""
+
+
+def list_page(rows: Sequence[dict[str, Any]], asked: dict[str, Any], next_after: str | None, message: str | None = None) -> str:
+    """Returns the HTML of the conversation list: `rows` of {"conversation", …}, the filters
+    `asked` ({"q", "owner", "since", "until", "status": [...]}, as the form sent them), the link
+    to the next page (`next_after`, with the same filters), and a `message` (no match)."""
+    kept = [(k, v) for k, v in asked.items() if k != "status" and v] + [("status", s) for s in asked.get("status", [])]
     return (
         environment()
         .get_template("list.html")
         .render(
             rows=rows,
-            query=query,
+            asked=asked,
+            statuses=LIST_STATUSES,
+            next_query=urlencode([*kept, ("after", next_after)]) if next_after else "",
             next_after=next_after,
             message=message,
             css=Markup(stylesheet()),

@@ -328,3 +328,19 @@ def test_an_append_in_one_call_runs_prepared_and_leaves_the_pool_preparing_nothi
         ).fetchall()
     assert len(calls) == 1, calls
     assert len(store.events(c)) == 4
+
+
+def test_the_upkeep_warning_says_whether_the_servers_autovacuum_is_off(postgres_url: str, postgres_schema: str) -> None:
+    store = open_store(pg_env(postgres_url, postgres_schema))
+    try:
+        warning = store.factory.upkeep_warning()
+    finally:
+        store.close()
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        setting = conn.execute("SHOW autovacuum").fetchone()
+    assert setting is not None
+    if setting[0] == "on":
+        assert warning is None
+    else:
+        assert warning is not None and warning.startswith("the PostgreSQL server's autovacuum is off")
+    assert open_store(memory=True).factory.upkeep_warning() is None  # no server: nothing to warn of
