@@ -20,8 +20,7 @@ def refused_for_state(case: schemathesis.Case, problem: dict[str, object]) -> bo
     """Whether `problem` is a refusal of a schema-valid request that the store's state explains,
     as the request itself shows: a 412 for an `If-Match` none of whose strong ETags is the
     conversation's version (`*`: the conversation does not exist; RFC 9110 13.1.1 compares
-    strongly, so a weak ETag never matches), a 400 for a replay's `cursor` beside `at` (which
-    reads one turn whole, no paging, as its description says), or a 422 for an `Idempotency-Key` that an earlier
+    strongly, so a weak ETag never matches), or a 422 for an `Idempotency-Key` that an earlier
     generated request sent with another body. The same answer to a request without that
     header, or a 412 naming a version the request listed, is a failure."""
     headers = {name.lower(): str(value) for name, value in (case.headers or {}).items()}
@@ -30,8 +29,6 @@ def refused_for_state(case: schemathesis.Case, problem: dict[str, object]) -> bo
             return problem.get("actual") == 0
         strong = {int(n) for weak, n in re.findall(r'(W/)?"([0-9]+)"', headers["if-match"]) if not weak}
         return problem.get("actual") not in strong
-    if problem.get("type") == f"{PROBLEM}bad-request" and problem.get("where") == "query.cursor":
-        return "at" in (case.query or {})  # `at` reads one turn whole ("no paging"): a cursor beside it is refused
     return problem.get("type") == f"{PROBLEM}idempotency-key-reused" and bool(headers.get("idempotency-key", "").strip())
 
 
