@@ -137,7 +137,7 @@ def test_a_sealed_message_body_is_the_models_json_with_its_text_sealed():
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(legacy=st.integers(0, 2), episodes=EPISODES)
 def test_an_event_of_tail_only_leaves_every_row_before_the_last_user_message_as_it_was(legacy, episodes):
-    # what a turn read keeps of the transcript rows (adapters.views.caches.KnownBlocks) relies on it
+    # what a turn read keeps of the transcript rows (adapters.views.caches.BlocksCache) relies on it
     from projections.row_fold import TAIL_ONLY
 
     rows = MemoryRows(MemoryConversation())

@@ -25,7 +25,7 @@ from adapters.store.chain import (
     state_bytes,
 )
 from adapters.store.chain_checks import BROKEN_TABLE, GUARD, GUARD_BY, GUARD_DETAIL, VERIFIED_TABLE, BrokenChain, VerifiedPosition
-from adapters.store.chain_heads import ChainHeads
+from adapters.store.chain_heads import ChainHeadCache
 
 
 class ChainedPostgresRecorder(ChainedRecorder, EventRecorder):
@@ -36,7 +36,7 @@ class ChainedPostgresRecorder(ChainedRecorder, EventRecorder):
 
     def __init__(self, datastore: Any, **kwargs: Any) -> None:
         super().__init__(datastore, **kwargs)
-        self.chain_heads: ChainHeads = ChainHeads()
+        self.chain_heads: ChainHeadCache = ChainHeadCache()
         self._sealing: Sealing = Sealing()  # the heads of this thread's transaction, until it commits
         self.chain_table = SQL("{}.{}").format(Identifier(self.datastore.schema), Identifier(CHAIN_TABLE))
         self.sql_create_statements.append(
@@ -287,7 +287,7 @@ class ChainedPostgresRecorder(ChainedRecorder, EventRecorder):
             self._sealing.heads = self._seal(own, stored_events)
 
     def _committed(self, stored_events: Sequence[StoredEvent]) -> None:
-        """Keeps the hashes this thread's transaction just committed (`ChainHeads`)."""
+        """Keeps the hashes this thread's transaction just committed (`ChainHeadCache`)."""
         heads, self._sealing.heads = self._sealing.heads, None
         if heads:
             self.chain_heads.remember(heads)

@@ -1,7 +1,7 @@
 """One conversation's rows with their writes held until a flush sends them, one bulk
 statement per table (`BufferedRows`: an append's and a rebuild's fold; how they are sent is each backend's,
 `StatementRows` the statements both databases run), keeping the newest rows
-its writes left (`adapters.views.recent_rows.RecentRows`) for the next append's fold.
+its writes left (`adapters.views.recent_rows.WrittenRowsCache`) for the next append's fold.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from adapters.backends.sql.views_tables import MESSAGE_COLUMNS, ROW_TABLES
 from adapters.store.crypto import ViewTexts
 from adapters.views.edit_window import EditWindow
 from adapters.views.ports import Appended
-from adapters.views.recent_rows import RecentRows
+from adapters.views.recent_rows import WrittenRowsCache
 from projections.card_outcomes import CardOutcome
 from projections.row_head import Head, TurnMark
 from projections.run_record import Entry
@@ -64,7 +64,7 @@ class BufferedRows(SQLRows, ABC):
         self._drop_aside = False  # the entries set aside before are deleted at the flush
         self._moves: list[int] = []  # stored entries to set aside at the flush
         self._aside: list[tuple[int, str, str]] = []  # held entries set aside: (seq, segment, body)
-        self._known: RecentRows | None = None  # the newest rows as the last append left them (`prime`)
+        self._known: WrittenRowsCache | None = None  # the newest rows as the last append left them (`prime`)
         self._window: EditWindow | None = None  # what an edit's fold reads, followed from `prime`
         self._start: Head | None = None  # the head the append's fold starts from (`prime`)
         self._length: int | None = None  # the transcript's length in the head the last flush wrote
@@ -74,29 +74,33 @@ class BufferedRows(SQLRows, ABC):
         self._seal: Callable[[str], str | None] | None = None
         self._views: dict[str, Any] | None = None  # the views section of an append's document the rows go into
 
-    def prime(self, recent: RecentRows | None, head: Head | None = None) -> None:
+    def prime(self, recent: WrittenRowsCache | None, head: Head | None = None) -> None:
         """Takes `recent` (None: nothing) as the newest rows stored, which the reads of the
         fold then find without asking the database, and keeps them up to date with what this
         buffer writes (`recent`); `head` is the head they stand at (the fold starts from it),
         from which an `EditWindow` starts where `recent` holds none. An append's rows; a
         rebuild's are never primed."""
-        self._known = RecentRows(dict(recent.entries), dict(recent.messages)) if recent is not None else RecentRows({}, {})
+        self._known = (
+            WrittenRowsCache(dict(recent.entries), dict(recent.messages)) if recent is not None else WrittenRowsCache({}, {})
+        )
         window = recent.edit if recent is not None else None
         self._window, self._start = window.copy() if window is not None else EditWindow.start(head), head
 
-    def recent(self) -> RecentRows | None:
+    def recent(self) -> WrittenRowsCache | None:
         """Returns the newest rows as this buffer's writes left them (after its flush), None
         when it was not primed or a cut or a clear made them unknown."""
         known = self._known
         if known is None:
             return None
-        newest = sorted(known.entries.values(), key=lambda e: e.seq)[-RecentRows.ENTRIES :]
+        newest = sorted(known.entries.values(), key=lambda e: e.seq)[-WrittenRowsCache.ENTRIES :]
         last = max(known.messages, default=None)
         if last is not None and (last != self._length - 1 if self._length is not None else self._cut_seen):
             last = None  # not the transcript's last message (a cut left an older one known): unknown
         if self._window is not None:
             self._window.trim()
-        return RecentRows({e.segment: e for e in newest}, {last: known.messages[last]} if last is not None else {}, self._window)
+        return WrittenRowsCache(
+            {e.segment: e for e in newest}, {last: known.messages[last]} if last is not None else {}, self._window
+        )
 
     def appended(self) -> Appended:
         """As `ViewRows.appended`, with the views section of the append's document (`_views`)."""
