@@ -2,9 +2,8 @@
 once per page check, kept per process.
 
 A turn read after an append reads the same kept entries and card outcomes as the read before
-it, plus the one or two the append wrote. Decoding each body (pydantic) and rendering each
-note made that read cost grow with the number of notes (10 at 10 segments, the budget's ~31
-at 10,000). `NotesCache` keeps the decoded item per body, so an unchanged body decodes to
+it, plus the one or two the append wrote; decoding each body (pydantic) and rendering each
+note again would make that read cost grow with the number of notes. `NotesCache` keeps the decoded item per body, so an unchanged body decodes to
 the very object decoded before, and keeps each item's note per page check
 (`projections.page_line.check_slot`), so only the new items are decoded and rendered. A note is
 a function of its item and the page check alone (`projections.notes.note_of`), so a kept note

@@ -34,8 +34,8 @@ def message_of_row(fields: dict[str, Any]) -> Message:
     """Returns the transcript message of a row body's fields (`SQLRows._message_body`, its text
     opened): the model pydantic's validation of the same JSON makes (its fields in order, the
     JSON arrays as tuples, the fields the body names as the fields set), without validating
-    again what the fold validated when it wrote the row; about a third of the cost of
-    validation (docs/benchmarks.md, issue 25). Raises KeyError for a body without `role` or
+    again what the fold validated when it wrote the row (docs/benchmarks.md, "Figures moved
+    from docstrings"). Raises KeyError for a body without `role` or
     `text`; a field the body lacks takes its default."""
     segments, ends = fields.get("segments", ()), fields.get("ends", ())
     return assembled(

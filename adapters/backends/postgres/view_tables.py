@@ -72,8 +72,8 @@ class PostgresViewStorage(SQLViewStorage):
     the heads (the list's order is the list table's, `LISTING`): with half of each page left free,
     the update goes on the same page (a HOT update) and the server prunes the page's dead
     copies before it fills. With the default (100) the page fills first and each new copy goes
-    to a new page: 2 KB of dead copies per segment that a plain VACUUM frees but never gives back
-    (measured: 8.3 KB per segment at 1,000 segments with a turn read after each, 6.4 with 50)."""
+    to a new page, dead copies that a plain VACUUM frees but never gives back (docs/benchmarks.md,
+    "Figures moved from docstrings")."""
 
     @contextmanager
     def reading(self, snapshot: bool = True) -> Iterator[Any]:

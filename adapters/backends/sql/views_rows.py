@@ -54,7 +54,7 @@ class SQLRows(ViewRows):
         (by `seal`, `texts.sealer(cid)`, when given: one key lookup for many rows)."""
         if self.texts is None:
             return message.model_dump_json()
-        body = dict(message.__dict__)  # model_dump(mode="json") of its str, int and tuple fields, 5x cheaper
+        body = dict(message.__dict__)  # model_dump(mode="json") of its str, int and tuple fields, cheaper (docs/benchmarks.md)
         text = body.pop("text")
         sealed = (seal or self.texts.sealer(self.cid))(text)
         if sealed is None:  # the key was erased: no text is kept, but the log's fold reads as kept
