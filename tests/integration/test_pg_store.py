@@ -344,3 +344,37 @@ def test_the_upkeep_warning_says_whether_the_servers_autovacuum_is_off(postgres_
     else:
         assert warning is not None and warning.startswith("the PostgreSQL server's autovacuum is off")
     assert open_store(memory=True).factory.upkeep_warning() is None  # no server: nothing to warn of
+
+
+def test_a_heads_update_is_a_hot_one_and_the_list_row_moves_with_each_line(postgres_url: str, postgres_schema: str) -> None:
+    """The heads have no index but their key (the list's time is in its own table), so the
+    append's rewrite of a head is a HOT update (issue 37 item 4); the list row follows each line."""
+    import time
+
+    from adapters.api import Chatrecord
+
+    chat = Chatrecord(open_store(pg_env(postgres_url, postgres_schema)))
+    at = "2026-10-28T09:{:02}:{:02}Z"
+    chat.record({"type": "conversation_started", "conversation": "hot", "at": at.format(0, 0), "kind": "chat", "owner": 3})
+    for n in range(1, 16):
+        user = {"type": "user_message", "conversation": "hot", "at": at.format(n, 0), "message": n, "text": "x", "page": 1}
+        chat.record(user)
+        segment = {"segment": f"r{n}/1", "run": f"r{n}", "trigger": "turn", "outcome": "completed", "answer": "ok"}
+        chat.record({"type": "segment_returned", "conversation": "hot", "at": at.format(n, 5), **segment})
+    listed = chat.conversations(owner=3).conversations
+    chat.close()  # its connections end, and the server counts their updates
+
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        found = None
+        for _ in range(50):  # a backend's counts reach the view when it exits, within a moment
+            found = conn.execute(
+                "SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables WHERE schemaname = %s AND relname = 'views_g1_heads'",
+                (postgres_schema,),
+            ).fetchone()
+            if found is not None and found[0] >= 30:
+                break
+            time.sleep(0.2)
+            conn.execute("SELECT pg_stat_clear_snapshot()")
+    assert found is not None and found[0] >= 30  # a head update per line after the first
+    assert found[1] >= 0.8 * found[0]  # HOT: with the index on the body's last_at, none was
+    assert [(c.conversation, c.last_at.isoformat(), c.segments) for c in listed] == [("hot", "2026-10-28T09:15:05+00:00", 15)]
