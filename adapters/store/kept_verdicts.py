@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from adapters.store.chain import CUTS
 from adapters.store.chain_checks import BrokenChain, VerifiedPosition
 from adapters.store.verify import Verdict
 
@@ -62,11 +63,6 @@ def broken_of(verdict: Verdict, by: str, at: datetime | None = None) -> BrokenCh
         return None
     assert verdict.problem is not None
     return BrokenChain(verdict.originator_id, verdict.version, verdict.problem, verdict.detail or "", at or datetime.now(UTC), by)
-
-
-CUTS = ("deleted", "cut_off")
-"""The problems of a stored break that name an event the chain once held (deleted by hand, or
-cut off): no recomputed hash can see such an event is gone once the chain ends before it."""
 
 
 def held(verdict: Verdict | None, position: VerifiedPosition | None, broken: BrokenChain | None) -> Verdict | None:
