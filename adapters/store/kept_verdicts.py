@@ -6,6 +6,7 @@ finds the chain ok again."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 
 from adapters.store.chain import CUTS
@@ -80,11 +81,24 @@ def held(verdict: Verdict | None, position: VerifiedPosition | None, broken: Bro
     if floor <= verdict.version:
         return verdict
     held_by = f"stored as verified by {position.by}" if position is not None and position.version == floor else "stored"
-    return Verdict(
-        verdict.conversation,
-        verdict.originator_id,
-        floor,
-        verdict.events,
-        problem="cut_off",
-        detail=f"version {floor} was {held_by}; the store ends at version {verdict.version}: the newest events were removed",
+    detail = f"version {floor} was {held_by}; the store ends at version {verdict.version}: the newest events were removed"
+    if held_by == "stored" and broken is not None and broken.problem == "cut_off":
+        # the stored cut as the look that found it said it (a heads file's claim), not stored again by this look
+        return replace(from_broken(broken, verdict.conversation), events=verdict.events)
+    return Verdict(verdict.conversation, verdict.originator_id, floor, verdict.events, problem="cut_off", detail=detail)
+
+
+def cleared_by_heads(verdict: Verdict, head_version: int | None, broken: BrokenChain | None, against: str) -> bool:
+    """Whether `verdict`, a look's own of a chain checked against a heads file whose line for its
+    conversation records `head_version` (None: no line), clears the stored `broken`: a `cut_off`
+    break stored by a look against a heads file (found by `against`), where this chain is ok,
+    reaches that line and matched its hash (`adapters.store.verify`). A cut a wrong heads file
+    claimed is cleared by a right one; a cut any other look stored is not."""
+    return (
+        verdict.ok
+        and head_version is not None
+        and head_version <= verdict.version
+        and broken is not None
+        and broken.problem == "cut_off"
+        and broken.by == against
     )

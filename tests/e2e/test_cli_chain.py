@@ -65,9 +65,11 @@ def test_kept_heads_find_the_newest_events_cut_off(tmp_path: Path) -> None:
         for table in ("stored_events", "chatrecord_chain"):
             conn.execute(f"DELETE FROM {table} WHERE originator_id = ? AND originator_version = 20", (DEMO_ID,))
     done = run("verify", "--against", "heads.txt")
+    head = (tmp_path / "heads.txt").read_text().split()[2]
     assert (done.returncode, done.stdout.splitlines()[0]) == (
         1,
-        "conv-demo-seo: broken at version 20 (cut_off): the heads file records version 20; the store ends at version 19",
+        f"conv-demo-seo: broken at version 20 (cut_off): the heads file records version 20 (hash {head}); the store ends "
+        "at version 19",
     )
 
 
