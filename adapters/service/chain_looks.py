@@ -41,6 +41,14 @@ class ChainLooks:
         recorder = self.store.recorder
         return recorder if isinstance(recorder, ChainedRecorder) else None
 
+    def stored(self, key: str, name: str) -> Verdict | None:
+        """Returns the break stored for the conversation stored under `key` (named `name`) as
+        it was found (`from_broken`), None where none is stored or the store keeps no chain: one
+        read of one row, no hash recomputed (a turn read's check)."""
+        recorder = self._recorder
+        stored = recorder.broken_chain(conversation_uuid(key)) if recorder is not None else None
+        return from_broken(stored, name) if stored is not None else None
+
     def look(self, key: str, name: str, full: bool, by: str) -> Verdict | None:
         """Returns the verdict of the chain of the conversation stored under `key` (named `name`),
         None on a store that keeps no chain or (with a chain) for a conversation it does not

@@ -160,6 +160,8 @@ class Demo:
     rules: str
     turn: TurnInput
     other: tuple[str, TurnInput] | None = None
+    broken: Verdict | None = None
+    """The break of the demo's hash chain the store keeps, None where none is."""
 
 
 def replay_file(

@@ -57,6 +57,29 @@ def test_verify_names_a_changed_event_and_exits_1(tmp_path: Path) -> None:
     assert [r["version"] for r in rows if r["verified"]] == [r["version"] for r in rows if r["version"] < 8]
 
 
+def test_demo_warns_of_a_break_the_store_keeps(tmp_path: Path) -> None:
+    """Found by a fresh user: on a store whose event 8 was changed by hand, `demo` printed the
+    turn from the read models with no warning and exit 0 (replay warned). It warns with the
+    stored verdict (the guard's) and exits 1, the turn still printed."""
+    run = runner(tmp_path, CHATRECORD_DB=str(tmp_path / "s.sqlite"))
+    assert run("demo").returncode == 0
+    with sqlite3.connect(tmp_path / "s.sqlite") as conn:
+        conn.execute(
+            "UPDATE stored_events SET state = replace(state, '\"uid\":42}', '\"uid\":7}') "
+            "WHERE originator_id = ? AND originator_version = 8",
+            (DEMO_ID,),
+        )
+    done = run("demo")
+    assert done.returncode == 1
+    assert "was ist hier passiert" in done.stdout
+    assert done.stderr.splitlines()[-1].startswith(
+        "warning: the hash chain of conversation conv-demo-seo does not verify, broken at version 8 (changed): "
+    )
+    assert done.stderr.splitlines()[-1].endswith(
+        "; the turn was read from the read models, which may not match its log (chatrecord verify names the break)"
+    )
+
+
 def test_kept_heads_find_the_newest_events_cut_off(tmp_path: Path) -> None:
     run = runner(tmp_path, CHATRECORD_DB=str(tmp_path / "s.sqlite"))
     run("ingest", DEMO)
