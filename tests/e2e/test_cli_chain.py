@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -251,6 +252,18 @@ def test_a_bad_master_key_is_one_line(tmp_path: Path) -> None:
     assert (done.returncode, done.stderr) == (
         1,
         "error: CHATRECORD_MASTER_KEY must be base64 of 32 bytes (openssl rand -base64 32), not a value of 9 characters\n",
+    )
+
+
+def test_a_master_key_of_31_bytes_says_how_many_bytes_it_decodes_to(tmp_path: Path) -> None:
+    """Found by a fresh user: base64 of 31 bytes is 44 characters, as a valid key is, so "not a
+    value of 44 characters" told them nothing."""
+    short = base64.b64encode(bytes(range(31))).decode()
+    assert len(short) == 44
+    done = runner(tmp_path, CHATRECORD_DB=str(tmp_path / "s.sqlite"), CHATRECORD_MASTER_KEY=short)("ingest", DEMO)
+    assert (done.returncode, done.stderr) == (
+        1,
+        "error: CHATRECORD_MASTER_KEY must be base64 of 32 bytes (openssl rand -base64 32), not base64 of 31 bytes\n",
     )
 
 
