@@ -75,7 +75,9 @@ def export(
     data = b"".join(json_bytes(line) + b"\n" for line in done.lines)
     write_output(data, output, f"{len(done.lines):,} lines of {done.conversation}")
     if done.erased:
-        warn(f"note: conversation {done.conversation} was erased; its texts are exported as [erased]")
+        warn(
+            f"note: conversation {done.conversation} was erased; its texts are exported as [erased]; the file carries no erasure: an ingest of it stores [erased] as the texts of a conversation not erased"
+        )
     if done.broken is not None:
         warn(
             f"warning: the hash chain of conversation {done.conversation} does not verify, broken at {done.broken}; "
