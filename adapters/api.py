@@ -41,7 +41,16 @@ from adapters.service.batched_ingest import BATCH_LINES
 from adapters.service.chain_looks import ChainLooks
 from adapters.service.common import OpenedStore, conversation_argument, in_store_terms, read_wait_setting, reads
 from adapters.service.conversation_reads import ConversationReads
-from adapters.service.conversations import CURSOR_PATTERN, LIST_LIMIT_MAX, BadCursor, ConversationPage, decode_cursor, iso
+from adapters.service.conversations import (
+    CURSOR_PATTERN,
+    LIST_LIMIT_MAX,
+    STATUSES,
+    BadCursor,
+    BadFilter,
+    ConversationPage,
+    decode_cursor,
+    iso,
+)
 from adapters.service.erase import Erasure
 from adapters.service.export import Export, NoSuchMessage
 from adapters.service.idempotent import FirstRun, KeyInFlight, KeyReused, Replayed, Result
@@ -131,7 +140,8 @@ __all__ += ["NEW_MASTER_KEY_VARIABLE", "OverviewPoint", "ParsedLine", "TimelineP
 __all__ += ["KeyState", "Replayed", "body_hash", "bounded_lines", "decode_cursor", "head_line", "iso", "json_problem"]
 __all__ += ["newest_turns", "open_store", "parse_at", "store_errors", "turn_view"]
 __all__ += ["BadCursor", "BadSetting", "EmptyInput", "KeyInFlight", "KeyReused", "NoSuchMessage", "RebuildInterrupted"]
-__all__ += ["StoreUnusable", "TurnNotFound", "UnreadableFile"]  # errors, each a domain.errors.ChatrecordError
+__all__ += ["StoreUnusable", "TurnNotFound", "UnreadableFile", "BadFilter"]  # errors, each a domain.errors.ChatrecordError
+__all__ += ["STATUSES"]
 __all__ += [
     "ConversationErased",
     "ModelNotSet",
@@ -298,6 +308,18 @@ class Chatrecord:
             chatrecord.close()
 
     @staticmethod
+    def upkeep_warning() -> str | None:
+        """Opens the configured store, returns what its database's settings warn of for its
+        upkeep (`StoreFactory.upkeep_warning`: PostgreSQL's autovacuum off), None when nothing,
+        and closes it again."""
+        store = open_store()
+        try:
+            factory = getattr(store, "factory", None)
+            return factory.upkeep_warning() if isinstance(factory, StoreFactory) else None
+        finally:
+            store.close()
+
+    @staticmethod
     def prepare_service() -> str:
         """Opens the configured store once, making its tables (the read models' with the store, the
         idempotency keys' here: by one process, before the service's workers start), closes it
@@ -437,10 +459,19 @@ class Chatrecord:
 
     @reads
     def conversations(
-        self, limit: int = 50, cursor: str | None = None, since: datetime | None = None, *, after: str | None = None
+        self,
+        limit: int = 50,
+        cursor: str | None = None,
+        since: datetime | None = None,
+        *,
+        until: datetime | None = None,
+        owner: int | None = None,
+        search: str | None = None,
+        status: tuple[str, ...] = (),
+        after: str | None = None,
     ) -> ConversationPage:
-        """Returns one page of the store's conversations; see `ConversationReads.conversations`."""
-        return self._reads.conversations(limit, cursor, since)
+        """Returns one page of the store's conversations, filtered; see `ConversationReads.conversations`."""
+        return self._reads.conversations(limit, cursor, since, until=until, owner=owner, search=search, status=status)
 
     @reads
     def export(self, conversation: str, upto: int | None = None, *, after: str | None = None) -> Export:
@@ -609,25 +640,14 @@ class Chatrecord:
 
     @in_store_terms
     def reproduce(
-        self,
-        conversation: str,
-        rules: list[str] | None = None,
-        turn: int | None = None,
-        n: int = 5,
-        model: ModelSettings | None = None,
-        *,
-        judge: str | None = None,
+        self, conversation: str, rules: list[str] | None = None, turn: int | None = None, n: int = 5, **model: Any
     ) -> Report:
-        """Sends the turn of user message `turn` (default: the latest) under each rule set of
-        `rules` (default: transcript-only and the live one) `n` times to the model `model`
-        (default: the environment's, `ModelSettings.from_env`, judged by the model `judge` where
-        given) and keeps every complete answer in a reproduction stream of its own
-        (`adapters.service.reproduce`). Raises ModelNotSet, ModelUnusable (the answers completed
-        before it kept), ConversationErased, UnknownConversation, TurnNotFound."""
+        """Sends the turn of user message `turn` (default: the latest) `n` times under each rule set of `rules` (default:
+        transcript-only and the live one) to a model and keeps each complete answer: `adapters.service.reproduce.reproduce`
+        (`model=ModelSettings(…)`, default the environment's; `judge=` a judging model)."""
         name = conversation_argument("reproduce", conversation)
-        settings = model or ModelSettings.from_env(judge=judge)
         chosen = rules or default_rule_sets(self.active_rules())
-        return reproduce(self.store, lambda rule_set, at: self.replay(name, rule_set, at), name, chosen, settings, turn=turn, n=n)
+        return reproduce(self.store, lambda rule_set, at: self.replay(name, rule_set, at), name, chosen, turn=turn, n=n, **model)
 
     @in_store_terms
     def reproduction_chains(self, conversation: str) -> StreamChains:
@@ -636,6 +656,5 @@ class Chatrecord:
 
     @in_store_terms
     def reproductions(self, conversation: str) -> list[Reproduction]:
-        """Returns the kept reproductions of `conversation`, oldest first, their answers' texts
-        read with its data key (`[erased]` once it was erased). Raises UnknownConversation."""
+        """Returns the kept reproductions of `conversation`, oldest first (`[erased]` texts once it was erased)."""
         return reproductions(self.store, self._stored_id(conversation_argument("reproductions", conversation)))

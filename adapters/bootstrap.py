@@ -44,7 +44,7 @@ def view_storage_of(store: ConversationStore) -> ViewStorage:
     """Returns where the read models of `store` live, as its backend hands it out
     (`StoreFactory.view_storage`), built with the sealer of the transcript rows' texts: the
     store's data keys (`ViewTexts`), or none where the store keeps none."""
-    keys = getattr(store.mapper, "keys", None)
+    keys = store.data_keys
     return backend_of(store.factory).view_storage(store.recorder, ViewTexts(keys) if keys is not None else None)
 
 

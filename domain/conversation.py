@@ -363,7 +363,7 @@ def retry_turn(
     if batch is None:
         return []
     require_posted(batch.state, message, "retry")
-    if not require_history(history).message_live(message):
+    if not require_history(history).message_uncut(message):
         raise UnknownMessage(f"retry names user message {message}, which the conversation does not have")
     batch.add(TurnRetried, message=message)
     return batch.events

@@ -80,7 +80,7 @@ class History(Protocol):
     def run_cut(self, run: str) -> bool:
         """Returns True when an edit cut a segment of `run`."""
 
-    def message_live(self, number: int) -> bool:
+    def message_uncut(self, number: int) -> bool:
         """Returns True when user message `number` exists and no edit cut it."""
 
     def messages_after(self, number: int) -> list[int]:
@@ -224,7 +224,7 @@ class MemoryHistory:
     def run_cut(self, run: str) -> bool:
         return any(r.cut and r.run == run for r in self.records.values())
 
-    def message_live(self, number: int) -> bool:
+    def message_uncut(self, number: int) -> bool:
         return self.messages.get(number, False)
 
     def messages_after(self, number: int) -> list[int]:
@@ -364,7 +364,7 @@ class AssumedHistory:
         self.runs.append(run)
         return False
 
-    def message_live(self, number: int) -> bool:
+    def message_uncut(self, number: int) -> bool:
         live = self.known_messages.get(number)
         if live is None:
             raise NotKnown(f"whether message {number} is uncut")
@@ -412,8 +412,8 @@ class LayeredHistory:
     def run_cut(self, run: str) -> bool:
         return self.top.run_cut(run) or self.base.run_cut(run)
 
-    def message_live(self, number: int) -> bool:
-        return self.top.messages[number] if number in self.top.messages else self.base.message_live(number)
+    def message_uncut(self, number: int) -> bool:
+        return self.top.messages[number] if number in self.top.messages else self.base.message_uncut(number)
 
     def messages_after(self, number: int) -> list[int]:
         below = [n for n in self.base.messages_after(number) if n not in self.top.messages]

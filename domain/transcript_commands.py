@@ -57,7 +57,7 @@ def edit_message(
         return []
     require_posted(batch.state, message, "edit")
     past = require_history(history)
-    if not past.message_live(message):
+    if not past.message_uncut(message):
         raise UnknownMessage(f"edit names user message {message}, which the conversation does not have")
     cut = past.segments_from(message)
     batch.add(MessageEdited, message=message, text=text)

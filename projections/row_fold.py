@@ -407,4 +407,4 @@ the end and ends the block of the last one, an answer joins the last assistant m
 follows it. The rest (an edit, a truncation, a replaced transcript, a legacy row, an erasure,
 and any event class added later) may rewrite or cut older rows. So a reader that kept rows
 before `last_user` at one version may use them at a later version when only these events
-came between (`adapters.views.caches.KnownBlocks`)."""
+came between (`adapters.views.caches.BlocksCache`)."""

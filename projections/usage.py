@@ -12,6 +12,8 @@ Example:
 
 from __future__ import annotations
 
+from typing import Any
+
 from domain.events import SegmentReturned
 from domain.values import Immutable, ModelCall
 from projections.steps import SegmentReading
@@ -76,3 +78,24 @@ def segment_usage(event: SegmentReturned, reading: SegmentReading) -> SegmentUsa
         failed_calls=sum(1 for c in reading.calls if c.reading == "failed"),
         refused_calls=sum(1 for c in reading.calls if c.reading in REFUSED_READINGS),
     )
+
+
+def usage_line(usage: dict[str, Any]) -> str:
+    """Returns a segment's usage (`SegmentUsage.model_dump()`, as an audit row holds it) in one
+    line, as `audit` and the timeline page show it: time, model calls with the model, tokens in
+    and out, estimated cost; what no step stated reads `unknown`."""
+    calls = f"{usage['model_calls']} model call{'' if usage['model_calls'] == 1 else 's'}"
+    if usage["model"]:
+        calls += f" ({usage['model']})"
+    if usage["input_tokens"] is None and usage["output_tokens"] is None:
+        tokens = "tokens unknown"
+    else:
+        tokens = f"{_count(usage['input_tokens'])} in / {_count(usage['output_tokens'])} out tokens"
+    if usage["calls_without_usage"] and usage["model_calls"]:
+        tokens += f" ({usage['calls_without_usage']} without usage)"
+    cost = "cost unknown" if usage["cost"] is None else f"cost {usage['cost']:.6g}"
+    return f"usage: {usage['duration_ms']:,.0f} ms, {calls}, {tokens}, {cost}"
+
+
+def _count(value: int | None) -> str:
+    return "unknown" if value is None else f"{value:,}"

@@ -101,6 +101,11 @@ class StoreFactory:
             self._data_keys = self.construct_data_keys(master_key(self.env.get(MASTER_KEY_VARIABLE)))
         return self._data_keys
 
+    def upkeep_warning(self) -> str | None:
+        """Returns what the database's settings warn of for the store's upkeep (PostgreSQL:
+        autovacuum off), None when nothing; `chatrecord init` and `serve` print it once."""
+        return None
+
     @abstractmethod
     def construct_data_keys(self, master: bytes | None) -> DataKeys:
         """Returns the data keys of this factory's database, wrapped by `master` where given."""

@@ -27,7 +27,7 @@ from adapters.store.chain import PAGE, ChainedRecorder, Link, Stored, run_inline
 from adapters.store.chain_checks import BrokenChain, VerifiedPosition
 from adapters.store.crypto import ViewTexts
 from adapters.store.history_rows import write_folded
-from adapters.store.idempotency import Kept, reservation
+from adapters.store.idempotency import StoredResponse, reservation
 from adapters.store.keys import DataKeys
 from adapters.store.known_records import IndexPuts
 from adapters.store.ports import DataKeyStore, HistoryIndex, IdempotencyKeys, KeyRow
@@ -292,16 +292,16 @@ class MemoryIdempotencyKeys(IdempotencyKeys):
     """The idempotency keys in a dict, reserved under a lock (`adapters.store.idempotency`)."""
 
     def __init__(self) -> None:
-        self.kept: dict[str, Kept] = {}
+        self.kept: dict[str, StoredResponse] = {}
         self.lock = threading.Lock()
 
     def create(self) -> None:
         """Does nothing: the keys are a dict."""
 
-    def get(self, key: str) -> Kept | None:
+    def get(self, key: str) -> StoredResponse | None:
         return self.kept.get(key)
 
-    def reserve(self, key: str, fingerprint: str) -> tuple[Kept, bool]:
+    def reserve(self, key: str, fingerprint: str) -> tuple[StoredResponse, bool]:
         with self.lock:
             now = self.clock()
             found = self.kept.get(key)
@@ -310,13 +310,13 @@ class MemoryIdempotencyKeys(IdempotencyKeys):
             mine = self.kept[key] = reservation(fingerprint, now, self.seconds)
             return mine, True
 
-    def finish(self, key: str, reserved: Kept, kept: Kept) -> Kept:
+    def finish(self, key: str, reserved: StoredResponse, kept: StoredResponse) -> StoredResponse:
         with self.lock:
             if self.kept.get(key) == reserved:
                 self.kept[key] = kept
             return self.kept.get(key) or kept
 
-    def release(self, key: str, reserved: Kept) -> None:
+    def release(self, key: str, reserved: StoredResponse) -> None:
         with self.lock:
             if self.kept.get(key) == reserved:
                 del self.kept[key]

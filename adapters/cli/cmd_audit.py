@@ -7,8 +7,7 @@ from typing import Annotated
 import typer
 
 from adapters.cli.app import JsonOption, app, emit, opened, print_json, rules_option, say
-from adapters.cli.cmd_reproduce import stream_line
-from adapters.cli.render import audit_table, chain_line
+from adapters.cli.render import audit_table, chain_line, stream_line
 from adapters.cli.stdio import require_store
 from projections.rules import Rules
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from adapters.api import Chatrecord
-from adapters.cli.app import app, say
+from adapters.cli.app import app, say, warn
 
 
 @app.command()
@@ -21,3 +21,6 @@ def init() -> None:
     """
     created, backend = Chatrecord.init_store()
     say(f"{'created the store' if created else 'the store exists already'}: {backend}")
+    warning = Chatrecord.upkeep_warning()
+    if warning is not None:
+        warn(f"warning: {warning}")

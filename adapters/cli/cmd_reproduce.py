@@ -9,8 +9,9 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from adapters.api import ModelSettings, Report, Reproduction
+from adapters.api import ModelSettings, Report
 from adapters.cli.app import JsonOption, app, emit, opened, print_json, rule_set_option, say
+from adapters.cli.render import stream_line
 from adapters.cli.stdio import require_store
 from projections.rules import RULE_SET_IDS, Rules
 
@@ -26,15 +27,6 @@ def report_table(report: Report) -> Table:
     for row in report.rows():
         table.add_row(row["rules"], str(row["answers"]), str(row["denials"]), str(row["naming_writes"]))
     return table
-
-
-def stream_line(done: Reproduction) -> str:
-    """Returns one line of facts about a kept reproduction (no answer text)."""
-    return (
-        f"{done.started_at}  {done.id}  message {done.message} at log version {done.log_version} under {done.rules}, "
-        f"model {done.model}: {len(done.answers)} answers, {done.denials} deny the saves, {done.naming} name the writes"
-        + ("" if done.chain_broken_at is None else f"; its chain is broken at {done.chain_broken_at}")
-    )
 
 
 @app.command()
@@ -110,7 +102,7 @@ def reproduce(
             judge=judge_model,
         )
         rules = [r.value for r in rule_set] if rule_set else None
-        report = chatrecord.reproduce(conversation, rules, turn, n, settings)  # ModelUnusable: one line, exit 1
+        report = chatrecord.reproduce(conversation, rules, turn, n, model=settings)  # ModelUnusable: one line, exit 1
     if as_json:
         print_json(report.to_json())
         return

@@ -6,7 +6,8 @@ from typing import Annotated
 
 import typer
 
-from adapters.cli.app import app, say
+from adapters.api import Chatrecord
+from adapters.cli.app import app, say, warn
 
 
 @app.command()
@@ -14,14 +15,14 @@ def serve(
     host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", min=1, max=65535, help="Port to listen on.")] = 8765,
     workers: Annotated[
-        int | None,
+        int,
         typer.Option(
             "--workers",
             min=1,
-            help="Server processes (default: one per CPU, up to 8, on PostgreSQL; one on SQLite).",
-            show_default=False,
+            max=64,
+            help="Server processes (more only on PostgreSQL; each keeps its own wrong-token waits and sign-outs).",
         ),
-    ] = None,
+    ] = 1,
     no_auth: Annotated[bool, typer.Option("--no-auth", help="No bearer token (loopback hosts only).")] = False,
     access_log: Annotated[
         bool, typer.Option("--access-log/--no-access-log", help="Log a line for each request (default: not).")
@@ -45,18 +46,21 @@ def serve(
     further one (CHATRECORD_WRONG_TOKEN_WAIT_SECONDS sets the first wait; 0: none); the
     client is the connection's address, or the one a --trusted-proxies proxy forwards.
 
-    On PostgreSQL it runs one process per CPU (up to 8), on SQLite one (a file has one
-    writer at a time: more processes would wait on its lock, not on each other's threads);
-    --workers N sets how many. Requests are not logged unless --access-log is given.
+    It runs one process; --workers N runs N on PostgreSQL, where each keeps its own wrong-token
+    waits and its own signed-out sessions (a SQLite file has one writer at a time: more processes
+    would wait on its lock). Requests are not logged unless --access-log is given.
 
     Example:
 
         chatrecord serve --port 8765
     """
-    from adapters.http.server import default_workers, listenable, run, start, trusted
+    from adapters.http.server import listenable, run, start, trusted, workers_for
 
     proxies = trusted(trusted_proxies)
     backend = start(host, no_auth)
     listenable(host, port)
     say(f"chatrecord serve: {backend} on http://{host}:{port} ({'no authentication' if no_auth else 'bearer token required'})")
-    run(host, port, workers or default_workers(), access_log, proxies)
+    warning = Chatrecord.upkeep_warning()
+    if warning is not None:  # once, before the workers start
+        warn(f"warning: {warning}")
+    run(host, port, workers_for(workers), access_log, proxies)

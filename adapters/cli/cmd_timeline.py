@@ -23,7 +23,7 @@ def timeline(
     ],
     inputs: Annotated[
         int, typer.Option("--inputs", min=0, max=100_000, help="Hold the model input of this many turns, the newest.")
-    ] = 50,
+    ] = 20,
     pages: Annotated[
         int,
         typer.Option(
@@ -36,7 +36,7 @@ def timeline(
     The page `chatrecord serve` shows at /ui/conversations/ID, in one file that makes no network
     request (open it offline, attach it to a ticket): the newest 20 turns with what ran, was
     written, decided, left undecided or cut; an overview picture; the hash chain's state; and
-    for the newest --inputs turns (default 50) what the model was sent, under each rule set,
+    for the newest --inputs turns (default 20, the first page's) what the model was sent, under each rule set,
     the differences marked (the latest turn's whole, its earlier messages folded; the others'
     last messages; an older turn's: replay --at N). --pages N writes the older turns too, 20 a
     page, each page a file of its own linked to its neighbours: FILE, then FILE-2.html, …

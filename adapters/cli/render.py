@@ -21,11 +21,12 @@ from rich.rule import Rule
 from rich.table import Table
 from rich.text import Text
 
-from adapters.api import Verdict
+from adapters.api import Reproduction, Verdict
 from adapters.cli.stdio import FORMAT_CHARACTERS
 from projections.audit import AuditRow
 from projections.notes import LABEL, note_body, split_notes
 from projections.turn import TurnInput
+from projections.usage import usage_line
 
 ROLE_STYLE = {"system": "magenta", "user": "cyan", "assistant": "green"}
 READINGS = ("ran", "failed", "not_permitted", "held", "declined")
@@ -247,26 +248,6 @@ def row_facts(row: AuditRow) -> str:
     return json.dumps(f, ensure_ascii=False)
 
 
-def usage_line(usage: dict[str, Any]) -> str:
-    """Returns a segment's usage in one line: time, model calls with the model, tokens in and
-    out, estimated cost; what no step stated reads `unknown`."""
-    calls = _plural(usage["model_calls"], "model call")
-    if usage["model"]:
-        calls += f" ({usage['model']})"
-    tokens = (
-        "tokens unknown"
-        if usage["input_tokens"] is None and usage["output_tokens"] is None
-        else f"{_count(usage['input_tokens'])} in / {_count(usage['output_tokens'])} out tokens"
-    )
-    cost = "cost unknown" if usage["cost"] is None else f"cost {usage['cost']:.6g}"
-    unstated = f" ({usage['calls_without_usage']} without usage)" if usage["calls_without_usage"] and usage["model_calls"] else ""
-    return f"usage: {usage['duration_ms']:,.0f} ms, {calls}, {tokens}{unstated}, {cost}"
-
-
-def _count(value: int | None) -> str:
-    return "unknown" if value is None else f"{value:,}"
-
-
 ERASURE_UNFINISHED = (
     "texts erased: recorded, but the data key is not deleted yet (the erase stopped early): run chatrecord erase again"
 )
@@ -372,4 +353,13 @@ def broken_chain_warning(verdict: Verdict | None, shows: str) -> str | None:
     return (
         f"warning: the hash chain of conversation {verdict.conversation} does not verify, broken at version "
         f"{verdict.version} ({verdict.problem}){detail}; {shows} (chatrecord verify names the break)"
+    )
+
+
+def stream_line(done: Reproduction) -> str:
+    """Returns one line of facts about a kept reproduction (no answer text)."""
+    return (
+        f"{done.started_at}  {done.id}  message {done.message} at log version {done.log_version} under {done.rules}, "
+        f"model {done.model}: {len(done.answers)} answers, {done.denials} deny the saves, {done.naming} name the writes"
+        + ("" if done.chain_broken_at is None else f"; its chain is broken at {done.chain_broken_at}")
     )

@@ -82,7 +82,7 @@ def _demo_reads() -> dict[str, dict[str, Any]]:
             read + "activity": {"summary": f"the first 2 of the demo tour's {len(segments)} segments", "value": segments[:2]},
             read + "replay": {
                 "summary": "the demo tour's latest turn (?at=3)",
-                "value": {**chatrecord.replay(DEMO, at=3).to_json(), "next_cursor": None},
+                "value": chatrecord.replay(DEMO, at=3).to_json(),
             },
             read + "replay/changes": {
                 "summary": "the demo tour's turns as what changed (?limit=1: its first page)",

@@ -54,6 +54,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
+from starlette.routing import Match
 
 from adapters.api import ModelNotSet, ModelUnusable, NoSuchMessage, TurnNotFound, VersionMismatch
 from domain.errors import ChatrecordError, InvalidInput, LineOutOfOrder, UnknownConversation, shown_id
@@ -241,6 +242,23 @@ def _where(error: ChatrecordError) -> str:
     return (where.group(1) if where else "request") + (f", {error.field}" if error.field else "")
 
 
+def allowed(request: Request) -> str:
+    """Returns the methods of every route of the app whose path `request`'s path is, as an
+    `Allow` header's value (Starlette's 405 names those of the first such route only)."""
+    methods: set[str] = set()
+    routes = list(request.app.router.routes)
+    while routes:
+        route = routes.pop()
+        included = getattr(route, "original_router", None)  # FastAPI's included router (its routes keep their prefix)
+        if included is not None:
+            routes.extend(included.routes)
+            continue
+        match, _ = route.matches(request.scope)
+        if match is not Match.NONE:
+            methods |= set(getattr(route, "methods", None) or ())
+    return ", ".join(sorted(methods))
+
+
 def install(app: FastAPI) -> None:
     """Makes every error of `app` a problem: its own, the service layer's, the framework's."""
 
@@ -261,7 +279,10 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, error: StarletteHTTPException) -> JSONResponse:
         name = {404: "not-found", 405: "method-not-allowed"}.get(error.status_code, "bad-request")
-        return Problem(error.status_code, name, str(error.detail), headers=dict(error.headers or {})).response()
+        headers = dict(error.headers or {})
+        if error.status_code == 405:  # every route of the path, not only the first that matched it (POST and GET …/reproductions)
+            headers["Allow"] = allowed(request) or headers.get("Allow", "")
+        return Problem(error.status_code, name, str(error.detail), headers=headers).response()
 
     @app.exception_handler(IntegrityError)
     async def conflict(request: Request, error: IntegrityError) -> JSONResponse:

@@ -19,6 +19,7 @@ from adapters.api import (
     REPLAY_CURSOR_PATTERN,
     REPLAY_LIMIT_MAX,
     BadCursor,
+    BadFilter,
     BadReplayCursor,
     Chatrecord,
     ReplayForm,
@@ -30,6 +31,7 @@ from adapters.http import audit_schema, openapi, schemas
 from adapters.http.headers import JSON, NDJSON, ReadAfter, etag
 from adapters.http.offload import offload
 from adapters.http.problems import Problem
+from domain.limits import INT_MAX
 from projections.page_line import PageFilter
 from projections.rules import Rules
 
@@ -81,23 +83,54 @@ def add_reads(v1: APIRouter, of_a_conversation: dict[int | str, dict[str, Any]])
         since: Annotated[
             str | None,
             Query(
-                description="Only those active at or after this ISO-8601 time.",
+                description="Only those active at or after this ISO-8601 time (the chat's time of their last activity).",
                 json_schema_extra={"format": "date-time", "pattern": AT_PATTERN},
             ),
         ] = None,
+        until: Annotated[
+            str | None,
+            Query(
+                description="Only those last active before this ISO-8601 time (at or before `since`: none).",
+                json_schema_extra={"format": "date-time", "pattern": AT_PATTERN},
+            ),
+        ] = None,
+        owner: Annotated[
+            int | None, Query(ge=0, le=INT_MAX, description="Only the conversations of this owner (user id).")
+        ] = None,
+        search: Annotated[
+            str | None,
+            Query(max_length=200, description="Only those whose id contains this text (letters in either case, no wildcards)."),
+        ] = None,
+        status: Annotated[
+            list[schemas.ListStatus] | None,
+            Query(description="Only those with this status (repeatable: any of those given)."),
+        ] = None,
     ) -> Response:
         """The store's conversations, newest activity first, a page at a time: the object of
-        `chatrecord list --json`, `{"conversations": [...], "next_cursor": ...}`."""
-        at = None
-        if since is not None:
-            try:
-                at = parse_at(since)
-            except ValueError as error:
-                raise Problem(400, "bad-request", f"since: {error}", where="query.since") from None
+        `chatrecord list --json`, `{"conversations": [...], "next_cursor": ...}`, filtered as
+        `chatrecord list --owner --since --until --search --status` filters it."""
+        times = {}
+        for name, value in (("since", since), ("until", until)):
+            if value is not None:
+                try:
+                    times[name] = parse_at(value)
+                except ValueError as error:
+                    raise Problem(400, "bad-request", f"{name}: {error}", where=f"query.{name}") from None
         try:
-            page = chatrecord.conversations(limit, cursor, at, after=after)
+            page = chatrecord.conversations(
+                limit,
+                cursor,
+                times.get("since"),
+                until=times.get("until"),
+                owner=owner,
+                search=search or None,
+                status=tuple(status or ()),
+                after=after,
+            )
         except BadCursor as error:
             raise Problem(400, "bad-request", str(error), where="query.cursor") from None
+        except BadFilter as error:
+            raise Problem(400, "bad-request", str(error), where=f"query.{error.field}") from None
         return json_response(page.to_json())
 
     @v1.get(
@@ -213,7 +246,9 @@ def add_reads(v1: APIRouter, of_a_conversation: dict[int | str, dict[str, Any]])
         rules: RulesQuery = None,
         after: ReadAfter = None,
         *,
-        at: Annotated[int | None, Query(ge=1, description="Only the turn of user message N, whole (no paging).")] = None,
+        at: Annotated[
+            int | None, Query(ge=1, description="Only the turns of user message N, whole: no page, limit and cursor unread.")
+        ] = None,
         limit: ReplayLimit = REPLAY_PAGE,
         cursor: ReplayCursorQuery = None,
         visible_page: VisiblePage = [],  # noqa: B006 - FastAPI copies a Query default per request
@@ -221,13 +256,11 @@ def add_reads(v1: APIRouter, of_a_conversation: dict[int | str, dict[str, Any]])
     ) -> Response:
         """Every turn's model input as it was then, a page of `limit` turns at a time, oldest
         first: the object of `chatrecord replay --json` with `next_cursor`. With `at`, the turns
-        of that user message, whole, as `replay --at N` (`next_cursor` null)."""
+        of that user message, whole, as `replay --at N` (no page: no `next_cursor`)."""
         pages = PageFilter(frozenset(visible_page), frozenset(hidden_page))
-        if at is not None:
-            if cursor is not None:
-                raise Problem(400, "bad-request", "cursor: a page of turns is read without at=N", where="query.cursor")
+        if at is not None:  # one turn, whole, as before: no page, so limit and cursor are not read
             done = chatrecord.replay(conversation, rules.value if rules else None, at, pages, after=after)
-            return json_response({**done.to_json(), "next_cursor": None})
+            return json_response(done.to_json())
         return replay_page(chatrecord, conversation, rules, pages, after, "turns", limit, cursor)
 
     @v1.get(

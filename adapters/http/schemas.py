@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from adapters.api import CURSOR_PATTERN, REPLAY_CURSOR_PATTERN
+from adapters.api import CURSOR_PATTERN, REPLAY_CURSOR_PATTERN, STATUSES
 from domain.events import Trigger, UndecidedReason
 from domain.values import CARD_ANSWERS, OUTCOMES, Completeness
 from projections.rules import RULE_SET_IDS
@@ -66,6 +66,8 @@ CardOutcomeName = Literal["applied", "check", "not_applied", "skipped", "variant
 """A card outcome: `applied`, `check`, `not_applied` (an approval's), `kept`, `skipped`,
 `variant` (a decline's), `declined` (a legacy row's)."""
 RuleSetId = Literal[RULE_SET_IDS]  # type: ignore[valid-type]
+ListStatus = Literal[STATUSES]  # type: ignore[valid-type]
+"""A status of the list (`list --status`): failed, waiting, undecided, erased, and the chain's broken, verified, unchecked."""
 
 
 class ModelMessage(Response):
@@ -125,6 +127,11 @@ class ConversationSummary(Response):
     first_at: datetime = Field(description="The time (UTC) of its first event.")
     last_at: datetime = Field(description="The time (UTC) of its last event.")
     erased: bool = Field(description="Whether its texts were erased.")
+    owner: int | None = Field(description="The user id of its owner; null where an earlier version's list row keeps none.")
+    status: list[ListStatus] = Field(
+        description="What it has: failed (a segment recorded failed), waiting (a card or question waits), undecided "
+        "(one was left undecided), erased (its erasure recorded), broken (a break of its chain is stored)."
+    )
 
 
 class ConversationList(Response):
@@ -230,7 +237,11 @@ class Replay(Response):
     conversation: str
     rules: RuleSetId
     turns: list[ReplayTurn]
-    next_cursor: ReplayCursor = Field(description="Pass it as `cursor` for the next page; null after the last one.")
+    next_cursor: ReplayCursor = Field(
+        None,
+        description="Pass it as `cursor` for the next page; null after the last one. Absent with `at=N` (one turn, no page).",
+        json_schema_extra=_absent_unless_sent,
+    )
 
 
 NOTE_POSITION = "Its position among the turn's notes, in order of appearance (0-based)."

@@ -74,20 +74,15 @@ def trusted(proxies: str | None) -> list[str]:
     return found
 
 
-MOST_WORKERS = 8
-"""`serve` on PostgreSQL runs at most this many processes by default (each holds its own pool)."""
-
-
-def default_workers(environ: Mapping[str, str] | None = None) -> int:
-    """Returns the processes `serve` runs without --workers: on PostgreSQL (CHATRECORD_DATABASE_URL
-    set, as the store picks it) one per CPU, up to MOST_WORKERS; on SQLite one. SQLite's file has one
-    writer at a time, so further processes would only wait on its lock (and busy-wait past it)
-    where one process's writers queue on its own per-conversation locks; its reads are not the
-    service's limit."""
+def workers_for(asked: int, environ: Mapping[str, str] | None = None) -> int:
+    """Returns the processes `serve` runs for `--workers asked`: `asked` on PostgreSQL
+    (CHATRECORD_DATABASE_URL set, as the store picks it), one on SQLite, whose file has one writer
+    at a time, so further processes would only wait on its lock where one process's writers queue
+    on its own per-conversation locks. One is the default: each process keeps its own waits after
+    wrong tokens and its own signed-out sessions, so with N a client gets N tries per wait and a
+    signed-out cookie is still taken by the other processes until it expires."""
     environ = os.environ if environ is None else environ
-    if not environ.get("CHATRECORD_DATABASE_URL"):
-        return 1
-    return max(1, min(os.cpu_count() or 1, MOST_WORKERS))
+    return asked if environ.get("CHATRECORD_DATABASE_URL") else 1
 
 
 def run(host: str, port: int, workers: int, access_log: bool = False, proxies: list[str] | None = None) -> None:

@@ -24,11 +24,12 @@ from fastapi import APIRouter, Depends, FastAPI, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from adapters import pages
-from adapters.api import BadCursor, Chatrecord, TurnNotFound
+from adapters.api import STATUSES, BadCursor, BadFilter, Chatrecord, Report, Reproduction, TurnNotFound, parse_at
 from adapters.http.bearer import bearer_of, check_bearer, client_of
 from adapters.http.problems import Problem
 from adapters.http.sessions import SESSION_SECONDS, Sessions, Throttle
 from domain.errors import UnknownConversation
+from domain.limits import INT_MAX
 from projections.rules import Rules
 
 
@@ -36,7 +37,7 @@ def unknown(conversation: str) -> str:
     """What a page says of an id the store does not hold: the id asked for, as the API's 404 says
     no more, never the store's file or the ids it holds (the CLI's message names both, for the
     operator at the terminal)."""
-    return f"no conversation {conversation[:200]!r} in the store; the search takes a whole id, as the list shows it"
+    return f"no conversation {conversation[:200]!r} in the store, nor one whose id contains it"
 
 
 COOKIE = "chatrecord_ui"
@@ -135,21 +136,40 @@ def ui_router(token: str | None, throttle: Throttle) -> APIRouter:
     Service = Annotated[Chatrecord, Depends(service)]
 
     @guarded.get("/")
-    def conversations(chatrecord: Service, q: str = "", after: str | None = None) -> Response:
-        """The stored conversations, a page at a time; `q` opens the conversation of that id."""
+    def conversations(
+        chatrecord: Service,
+        q: str = "",
+        after: str | None = None,
+        owner: str = "",
+        since: str = "",
+        until: str = "",
+        status: Annotated[list[str] | None, Query()] = None,
+    ) -> Response:
+        """The stored conversations, a page at a time, filtered as `chatrecord list` filters
+        them (`q`: a part of the id; `owner`, `since`, `until`, `status`); a `q` that is a whole
+        stored id opens that conversation."""
         query = q.strip()
-        if query:
+        asked = {"q": query, "owner": owner.strip(), "since": since.strip(), "until": until.strip(), "status": status or []}
+        try:
+            filters = _filters(asked)
+        except ValueError as error:
+            return html(pages.error_page("No such filter", str(error)), status=400)
+        if query and not after:
             try:
                 chatrecord.timeline(query, turns=1)
             except UnknownConversation:
-                rows, following = _listing(chatrecord, after)
-                return html(pages.list_page(rows, query, following, unknown(query)), status=404)
-            return RedirectResponse("/ui/conversations/" + quote(query, safe=""), status_code=303)
+                pass
+            else:
+                return RedirectResponse("/ui/conversations/" + quote(query, safe=""), status_code=303)
         try:
-            rows, following = _listing(chatrecord, after)
+            rows, following = _listing(chatrecord, after, filters)
         except BadCursor as error:
             return html(pages.error_page("No such page", str(error)), status=400)
-        return html(pages.list_page(rows, "", following))
+        except BadFilter as error:
+            return html(pages.error_page("No such filter", str(error)), status=400)
+        if query and not rows and not after:
+            return html(pages.list_page(rows, asked, following, unknown(query)), status=404)
+        return html(pages.list_page(rows, asked, following))
 
     @guarded.get("/conversations/{conversation:path}/overview.svg")
     def overview(chatrecord: Service, conversation: str) -> Response:
@@ -190,8 +210,16 @@ def ui_router(token: str | None, throttle: Throttle) -> APIRouter:
         next_call = chatrecord.turn_notes(conversation) if turn is None and before is None else None
         latest = next((t.number for t in page.turns if t.kind != "start"), None) if before is None else None
         verdict = chatrecord.chain(conversation, full=full)  # shown whole in the page: what it checked, when, by what
+        runs = reproduction_runs(chatrecord.reproductions(conversation))  # chatrecord reproduce: a line per run
         text = pages.conversation_page(
-            page, static=False, chain=verdict, overview=None, selected=selected, next_call=next_call, latest_message=latest
+            page,
+            static=False,
+            chain=verdict,
+            overview=None,
+            selected=selected,
+            next_call=next_call,
+            latest_message=latest,
+            reproduced=runs,
         )
         return html(text)
 
@@ -199,14 +227,50 @@ def ui_router(token: str | None, throttle: Throttle) -> APIRouter:
     return router
 
 
+def reproduction_runs(kept: list[Reproduction]) -> list[str]:
+    """Returns a line per run of `chatrecord reproduce` (its streams started together): when,
+    the model, the turn and the count in the spec's form."""
+    runs: dict[str, list[Reproduction]] = {}
+    for done in kept:
+        runs.setdefault(done.started_at, []).append(done)
+    return [
+        f"{at} · {streams[0].model} · the turn of message {streams[0].message}: {Report(streams[0].conversation, tuple(streams)).sentence()}"
+        for at, streams in runs.items()
+    ]
+
+
 def _local(path: str) -> str:
     """Returns `path` when it is a path of the UI, else `/ui/` (no open redirect)."""
     return path if path.startswith("/ui/") and not path.startswith("//") and "\\" not in path else "/ui/"
 
 
-def _listing(chatrecord: Chatrecord, after: str | None) -> tuple[list[dict[str, Any]], str | None]:
+def _filters(asked: dict[str, Any]) -> dict[str, Any]:
+    """Returns the keyword arguments of `Chatrecord.conversations` the list page's form asked
+    for (`q`, `owner`, `since`, `until`, `status`; an empty field asks nothing). Raises
+    ValueError naming the field that is not one."""
+    found: dict[str, Any] = {"search": asked["q"] or None, "status": tuple(asked["status"])}
+    if asked["owner"]:
+        if not asked["owner"].isdigit() or int(asked["owner"]) > INT_MAX:
+            raise ValueError(f"owner: {asked['owner'][:40]!r} is not a user id (a whole number, 0 to {INT_MAX})")
+        found["owner"] = int(asked["owner"])
+    for name in ("since", "until"):
+        if asked[name]:
+            try:
+                found[name] = parse_at(asked[name])
+            except ValueError as error:
+                raise ValueError(f"{name}: {error}") from None
+    wrong = [s for s in found["status"] if s not in STATUSES]
+    if wrong:
+        raise ValueError(f"status: {wrong[0][:40]!r} is none of {', '.join(STATUSES)}")
+    return found
+
+
+def _listing(chatrecord: Chatrecord, after: str | None, filters: dict[str, Any]) -> tuple[list[dict[str, Any]], str | None]:
     """Returns a page of stored conversations, newest activity first (the service layer's
-    paged list, `Chatrecord.conversations`), and the cursor of the next page (None: the last);
-    `after` is the cursor a page before returned. Raises BadCursor for one no page returned."""
-    found = chatrecord.conversations(limit=50, cursor=after)
+    paged list, `Chatrecord.conversations`, with `filters`, `_filters`), and the cursor of the
+    next page (None: the last); `after` is the cursor a page before returned. Raises BadCursor
+    for one no page returned, BadFilter for filters the list refuses."""
+    asked = dict(filters)
+    since = asked.pop("since", None)
+    found = chatrecord.conversations(50, after, since, **asked)
     return [summary.to_json() for summary in found.conversations], found.cursor

@@ -41,7 +41,7 @@ class Line(InputModel):
 
     __slots__ = ("_line", "_source_name", "_digest", "_facts")
     # What `parse_line` adds to a validated line: plain slots, unset until set, not pydantic's
-    # private attributes, which validation fills with their defaults for every line (9 µs).
+    # private attributes, which validation fills with their defaults for every line (docs/benchmarks.md).
 
     type: str  # each line type narrows it to its Literal name (the union's discriminator)
     conversation: ReducedId

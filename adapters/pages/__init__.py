@@ -24,16 +24,17 @@ from urllib.parse import quote, urlencode
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup, escape
 
-from adapters.api import OverviewPoint, TimelinePage, TurnView, Verdict, newest_turns, turn_view
+from adapters.api import STATUSES, OverviewPoint, TimelinePage, TurnView, Verdict, newest_turns, turn_view
 from projections.notes import note_body, split_notes
 from projections.overview import Overview
 from projections.rules import RULE_SET_IDS
 from projections.turn_notes import TurnNotes
+from projections.usage import usage_line
 
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u00ad\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
 STATIC_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
 """The exported file's policy: inline CSS only, no script, no request of any kind."""
-INPUTS = 50
+INPUTS = 20
 """Turns whose model input the exported file holds, newest first (`timeline --inputs`)."""
 SERVER_CSP = (
     "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; frame-src 'self'; "
@@ -68,10 +69,15 @@ def short_id(segment: str) -> str:
 def model_input(view: TurnView) -> list[dict[str, Any]]:
     """Returns the messages of a turn view for the template: role and pieces (text, or notes
     with whether each was added under this rule set)."""
-    messages, index = [], 0
-    for message in view.turn.model_messages():
+    return _pieces(view, view.turn.model_messages(), 0)
+
+
+def _pieces(view: TurnView, messages: Sequence[dict[str, str]], start: int) -> list[dict[str, Any]]:
+    """Returns `messages` (of `view`'s turn) cut into pieces, the notes found from `start` on."""
+    shown, index = [], start
+    for message in messages:
         parts, index = split_notes(message["content"], view.turn.notes, index)
-        messages.append(
+        shown.append(
             {
                 "role": message["role"],
                 "parts": [
@@ -79,7 +85,28 @@ def model_input(view: TurnView) -> list[dict[str, Any]]:
                 ],
             }
         )
-    return messages
+    return shown
+
+
+def input_parts(view: TurnView, whole: bool) -> dict[str, Any]:
+    """Returns a turn view's messages for its panel: `first` (the system message), `earlier`
+    (the messages between it and the last `LAST_MESSAGES`: their pieces where the panel holds
+    them, `whole`, else none) with their `count`, and `last`. Only the messages shown are cut
+    into pieces, so a panel without its earlier messages costs what it shows."""
+    messages = view.turn.model_messages()
+    cut = max(len(messages) - LAST_MESSAGES, 1)
+    if whole or cut == 1:
+        pieces = _pieces(view, messages, 0)
+        return {"first": pieces[0], "earlier": pieces[1:cut], "count": cut - 1, "last": pieces[cut:]}
+    notes, tail = view.turn.notes, messages[cut:]
+    joined = "\x00".join(m["content"] for m in tail)
+    start, end = len(notes), len(joined)
+    while start > 0:  # the notes the last messages hold: a suffix of the turn's, found backwards
+        found = joined.rfind(notes[start - 1], 0, end)
+        if found < 0:
+            break
+        start, end = start - 1, found
+    return {"first": _pieces(view, messages[:1], 0)[0], "earlier": [], "count": cut - 1, "last": _pieces(view, tail, start)}
 
 
 @dataclass(frozen=True)
@@ -138,8 +165,8 @@ def environment() -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(shown=shown, when=when, short_id=short_id, note_body=note_body)
-    env.globals.update(RULE_SET_IDS=RULE_SET_IDS, model_input=model_input, LAST_MESSAGES=LAST_MESSAGES)
+    env.filters.update(shown=shown, when=when, short_id=short_id, note_body=note_body, usage_line=usage_line)
+    env.globals.update(RULE_SET_IDS=RULE_SET_IDS, model_input=model_input, input_parts=input_parts)
     return env
 
 
@@ -305,6 +332,7 @@ def conversation_page(
     latest_message: int | None = None,
     generated: str | None = None,
     with_input: set[int] | None = None,
+    reproduced: Sequence[str] = (),
 ) -> str:
     """Returns the HTML of a conversation's timeline page.
 
@@ -315,7 +343,8 @@ def conversation_page(
     call, shown on open, with a link to the latest turn, user message `latest_message`). `chain`: the verdict, shown
     whole (what was checked, when, by what), None for a store without a chain. `overview`: inline SVG
     markup, or None to load it from the server. `with_input`: in a file, the user messages whose
-    turn input it holds (the others link to nothing)."""
+    turn input it holds (the others link to nothing). `reproduced`: a line per run of `chatrecord
+    reproduce` on it (its count in the spec's form), shown under the summary."""
     links = Links(page.conversation, static, page.rules)
     return (
         environment()
@@ -332,6 +361,7 @@ def conversation_page(
             latest_message=latest_message,
             links=links,
             with_input=with_input,
+            reproduced=reproduced,
             css=Markup(stylesheet()),
             csp=STATIC_CSP if static else None,
             generated=generated,
@@ -345,15 +375,23 @@ def chain_page(chain: Verdict | None) -> str:
     return environment().get_template("chain.html").render(chain=chain, css=Markup(stylesheet()))
 
 
-def list_page(rows: Sequence[dict[str, Any]], query: str, next_after: str | None, message: str | None = None) -> str:
-    """Returns the HTML of the conversation list: `rows` of {"conversation", …}, the search
-    `query`, the link to the next page (`next_after`), and a `message` (no match)."""
+LIST_STATUSES = STATUSES
+"""The statuses the list's form offers as checkboxes (`chatrecord list --status`)."""
+
+
+def list_page(rows: Sequence[dict[str, Any]], asked: dict[str, Any], next_after: str | None, message: str | None = None) -> str:
+    """Returns the HTML of the conversation list: `rows` of {"conversation", …}, the filters
+    `asked` ({"q", "owner", "since", "until", "status": [...]}, as the form sent them), the link
+    to the next page (`next_after`, with the same filters), and a `message` (no match)."""
+    kept = [(k, v) for k, v in asked.items() if k != "status" and v] + [("status", s) for s in asked.get("status", [])]
     return (
         environment()
         .get_template("list.html")
         .render(
             rows=rows,
-            query=query,
+            asked=asked,
+            statuses=LIST_STATUSES,
+            next_query=urlencode([*kept, ("after", next_after)]) if next_after else "",
             next_after=next_after,
             message=message,
             css=Markup(stylesheet()),

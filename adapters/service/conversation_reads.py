@@ -10,7 +10,7 @@ from datetime import datetime
 from adapters.backends.settings import StoreUnusable, describe_backend, store_errors
 from adapters.service.chain_looks import ChainLooks
 from adapters.service.common import OpenedStore, conversation_argument, in_store_terms, opened_read_only
-from adapters.service.conversations import ConversationPage, list_conversations
+from adapters.service.conversations import ConversationPage, ListFilter, list_conversations
 from adapters.service.data_keys import key_kept
 from adapters.service.export import Export, export_lines
 from adapters.service.replay import (
@@ -53,15 +53,29 @@ class ConversationReads:
         return self.opened.store
 
     @in_store_terms
-    def conversations(self, limit: int = 50, cursor: str | None = None, since: datetime | None = None) -> ConversationPage:
+    def conversations(
+        self,
+        limit: int = 50,
+        cursor: str | None = None,
+        since: datetime | None = None,
+        *,
+        until: datetime | None = None,
+        owner: int | None = None,
+        search: str | None = None,
+        status: tuple[str, ...] = (),
+    ) -> ConversationPage:
         """Returns one page of the store's conversations, newest activity first: at most `limit`
         (1–1000) after `cursor` (the `cursor` of the page before; None: the first page), only
-        those active at or after `since` (aware datetime) if given. Each with its stored id (as
-        every method accepts it), kind, messages, segments, events, first and last activity and
-        whether it was erased (`ConversationSummary`). Reads a page at a time; see
-        `adapters.service.conversations.list_conversations`. Raises ValueError for a bad
-        `limit`, BadCursor for a cursor no page returned."""
-        return list_conversations(self.opened.read_models, limit, cursor, since)
+        those active at or after `since` and before `until` (aware datetimes, the chat's time),
+        of `owner`, whose id contains `search`, with any of `status` (`STATUSES`: failed,
+        waiting, undecided, erased, broken, verified, unchecked), where given. Each with its
+        stored id (as every method accepts it), kind, owner, messages, segments, events, first
+        and last activity, whether it was erased and its status (`ConversationSummary`). Reads a
+        page at a time; see `adapters.service.conversations.list_conversations`. Raises
+        ValueError for a bad `limit`, BadCursor for a cursor no page returned, BadFilter for a
+        status none of `STATUSES`."""
+        filters = ListFilter(owner=owner, since=since, until=until, search=search, status=tuple(status))
+        return list_conversations(self.opened.read_models, limit, cursor, since, filters)
 
     @in_store_terms
     def export(self, conversation: str, upto: int | None = None) -> Export:

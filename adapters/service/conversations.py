@@ -13,7 +13,7 @@ may hold a conversation of a chat id that looked like one under that id reduced 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import UUID
@@ -21,7 +21,7 @@ from uuid import UUID
 from adapters.ingest.names import earlier_stored_id, lookup_id
 from adapters.service.data_keys import key_kept
 from adapters.store.application import ConversationStore
-from adapters.views.listing import ListQuery
+from adapters.views.listing import OUTCOMES, ListQuery
 from adapters.views.readmodels import ReadModels
 from domain.errors import ChatrecordError
 from domain.events import (
@@ -68,7 +68,10 @@ class ConversationSummary:
     it has (those no edit cut; 0 before the first), whatever their numbers; `segments`: segments recorded and not cut by an edit;
     `events`: the events of its log (its version); `first_at`/`last_at`: the times (UTC) of its
     first and last event; `erased`: whether its texts were erased (its data key deleted, not
-    only its erasure recorded)."""
+    only its erasure recorded); `owner`: the backend user id of its owner (None where its list
+    row, written by an earlier version, keeps none); `status`: what of `STATUSES` it has, in
+    their order (`failed`, `waiting`, `undecided`, `erased` from its list row, `broken` when a
+    break of its chain is stored)."""
 
     conversation: str
     kind: str
@@ -78,10 +81,12 @@ class ConversationSummary:
     first_at: datetime
     last_at: datetime
     erased: bool
+    owner: int | None = None
+    status: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         """Returns `{"conversation", "kind", "messages", "segments", "events", "first_at",
-        "last_at", "erased"}`, the times as ISO-8601 UTC (`2026-10-28T09:00:00Z`)."""
+        "last_at", "erased", "owner", "status"}`, the times as ISO-8601 UTC (`2026-10-28T09:00:00Z`)."""
         return {
             "conversation": self.conversation,
             "kind": self.kind,
@@ -91,6 +96,8 @@ class ConversationSummary:
             "first_at": iso(self.first_at),
             "last_at": iso(self.last_at),
             "erased": self.erased,
+            "owner": self.owner,
+            "status": list(self.status),
         }
 
 
@@ -173,49 +180,145 @@ def summary(
     )
 
 
+CHAIN_STATES = ("broken", "verified", "unchecked")
+"""The states of a conversation's hash chain the list filters by, as the chain verdict tables
+keep them (`adapters.store.chain_checks`): a break stored, a verified position stored, neither."""
+
+STATUSES = (*OUTCOMES, *CHAIN_STATES)
+"""Every status `list --status` takes: the list row's (`adapters.views.listing.OUTCOMES`) and
+the chain's (`CHAIN_STATES`)."""
+
+SCAN_MAX = 2000
+"""The most list rows one page looks at when it filters by the chain's state (a look-up per
+conversation, not an index): a page may then hold fewer than its limit, with a cursor on."""
+
+
+class BadFilter(ChatrecordError):
+    """Raised for a filter of the list that names no status, or a search text no id can hold;
+    `field` names the filter."""
+
+    def __init__(self, message: str, field: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+@dataclass(frozen=True)
+class ListFilter:
+    """What the list is filtered by (every one given must hold): `owner`, activity at or after
+    `since` and before `until` (aware datetimes, the chat's time of a conversation's last
+    activity), `search` (a part of its id, letters in either case, `%` and `_` as themselves),
+    and `status` (any of `STATUSES`: a conversation with at least one of them)."""
+
+    owner: int | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    search: str | None = None
+    status: tuple[str, ...] = ()
+
+    def checked(self) -> ListFilter:
+        """Returns this filter; raises BadFilter (its `field` the filter's name) for a status not
+        in `STATUSES` or a search text with a NUL character. An `until` not after `since` is a
+        range no conversation is in (an empty page), as every filter of a valid form is a query."""
+        wrong = [s for s in self.status if s not in STATUSES]
+        if wrong:
+            raise BadFilter(f"status {wrong[0]!r} is none of {', '.join(STATUSES)}", "status")
+        if self.search is not None and "\x00" in self.search:
+            raise BadFilter("search: a NUL character is in no conversation id", "search")
+        return self
+
+
+def chain_state(store: ConversationStore, key: str, full: bool) -> str | None:
+    """Returns `broken` when a break of conversation `key`'s chain is stored; with `full`,
+    else `verified` when a verified position is, else `unchecked`; without, None then."""
+    recorder, uuid = store.recorder, conversation_uuid(key)
+    broken = getattr(recorder, "broken_chain", None)
+    if broken is not None and broken(uuid) is not None:
+        return "broken"
+    if not full:
+        return None
+    verified = getattr(recorder, "verified_position", None)
+    return "verified" if verified is not None and verified(uuid) is not None else "unchecked"
+
+
 def list_conversations(
-    models: ReadModels, limit: int = 50, cursor: str | None = None, since: datetime | None = None
+    models: ReadModels,
+    limit: int = 50,
+    cursor: str | None = None,
+    since: datetime | None = None,
+    filters: ListFilter | None = None,
 ) -> ConversationPage:
     """Returns one page of the store's conversations (`models.store`), newest activity first: at
     most `limit` (1–LIST_LIMIT_MAX) of them, after `cursor` (a `ConversationPage.cursor`; None:
-    the first page), only those whose last event is at or after `since` (aware datetime) if given.
+    the first page), only those whose last activity is at or after `since` (aware datetime) if
+    given, and those `filters` admits (`ListFilter`; its `since` is taken where `since` is None).
 
-    Activity is the time (`at`) of a conversation's last event, as its read-model head keeps it
-    (`Head.last_at`, in the list table, indexed: `ViewStorage.listed`); ties go by the conversation's UUID. A page
-    is one index range read and a bounded read per conversation listed, whatever the store holds
-    and however its storage order and times disagree; `since` bounds the same range. Memory
-    stays flat: one page of summaries.
+    Activity is the chat's time (`at`) of a conversation's last event, as its list row keeps it
+    (`Head.last_at`, in the list table, indexed: `ViewStorage.listed`); ties go by the
+    conversation's UUID. A page is one index range read of the list table (its filters on the
+    same rows: owner by its index, a part of the id and the statuses by a scan of the range) and
+    a bounded read per conversation listed, whatever the store holds and however its storage
+    order and times disagree. Memory stays flat: one page of summaries. A filter by the chain's
+    state looks each conversation's verdict up: up to `SCAN_MAX` rows a page, so such a page may
+    hold fewer than `limit` with a cursor to go on.
 
     The cursor is the last conversation's `(last activity, UUID)`, so it stays valid while
     conversations grow: the next page lists the conversations after it in that order as they
     are then. A conversation that moves to the front meanwhile (a new event) is not on the later
     pages (it is on a fresh first page); one that was on an earlier page is never listed again
     on a later one, unless a line stamped earlier than its last one moved it back behind the
-    cursor. Erased conversations are listed (marked `erased`).
+    cursor. Erased conversations are listed (marked `erased`). The same cursor serves with the
+    same filters only.
 
     Raises ValueError for a `limit` outside 1–LIST_LIMIT_MAX, BadCursor for a cursor no page
-    returned, ListNeedsRebuild on read models an earlier version made.
+    returned, BadFilter for a filter `ListFilter.checked` refuses, ListNeedsRebuild on read
+    models an earlier version made.
     """
     if not 1 <= limit <= LIST_LIMIT_MAX:
         raise ValueError(f"limit must be 1 to {LIST_LIMIT_MAX}, not {limit}")
+    asked = (filters or ListFilter()).checked()
     before = decode_cursor(cursor) if cursor is not None else None
-    after = micros(since) if since is not None else None
+    start = since if since is not None else asked.since
+    chain = tuple(s for s in asked.status if s in CHAIN_STATES)
+    outcomes = frozenset(s for s in asked.status if s in OUTCOMES)
+    if chain and outcomes:  # either kind admits: the rows are read unfiltered and looked at here
+        outcomes = frozenset()
+    query = ListQuery(
+        limit + 1,
+        before,
+        micros(start) if start is not None else None,
+        micros(asked.until) if asked.until is not None else None,
+        asked.owner,
+        asked.search or None,
+        outcomes,
+    )
     store, storage = models.store, models.storage
     live = models.live_pointer()
-    with storage.transaction(write=False) as curs:
-        if not storage.has_activity(curs, live.generation):
-            raise ListNeedsRebuild(
-                "the read models were made by an earlier version of chatrecord and keep no "
-                f"index of the conversations by last activity; run: chatrecord rebuild --rules {live.rules}"
-            )
-        heads = storage.listed(curs, live.generation, ListQuery(limit + 1, before, after))
     found: list[ConversationSummary] = []
     last: tuple[int, str] | None = None
-    for row in heads[:limit]:
-        assert row.at is not None  # a row without activity is not listed
-        item = summary(store, row.conversation, row.users, row.at)
-        last = (row.at, row.cid)
-        if item is not None:
-            found.append(item)
-    more = len(heads) > limit and last is not None
+    scanned, more = 0, False
+    while True:
+        with storage.transaction(write=False) as curs:
+            if not storage.has_activity(curs, live.generation):
+                raise ListNeedsRebuild(
+                    "the read models were made by an earlier version of chatrecord and keep no "
+                    f"list of the conversations by last activity; run: chatrecord rebuild --rules {live.rules}"
+                )
+            rows = storage.listed(curs, live.generation, query)
+        for row in rows:
+            if len(found) == limit or (chain and scanned >= SCAN_MAX):
+                more = True
+                break
+            assert row.at is not None  # a row without activity is not listed
+            scanned += 1
+            last = (row.at, row.cid)
+            state = chain_state(store, row.conversation, full=bool(chain))
+            if chain and not (state in chain or set(row.statuses) & set(asked.status)):
+                continue
+            item = summary(store, row.conversation, row.users, row.at)
+            if item is not None:
+                status = (*row.statuses, *(["broken"] if state == "broken" else []))
+                found.append(replace(item, owner=row.owner, status=status))
+        if more or len(rows) < query.limit or last is None:
+            break
+        query = replace(query, before=last)
     return ConversationPage(tuple(found), encode_cursor(*last) if more and last is not None else None)

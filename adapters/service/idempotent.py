@@ -17,7 +17,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from adapters.store.idempotency import IN_FLIGHT_SECONDS, Kept
+from adapters.store.idempotency import IN_FLIGHT_SECONDS, StoredResponse
 from adapters.store.ports import IdempotencyKeys
 from domain.errors import ChatrecordError
 
@@ -80,11 +80,11 @@ def run_once(
         keys.release(key, reserved)  # only a response work returned is kept: a retry runs again
         raise
     # kept, unless the reservation expired and another request took the key over
-    keys.finish(key, reserved, Kept(fingerprint, 200, response))
+    keys.finish(key, reserved, StoredResponse(fingerprint, 200, response))
     return FirstRun(result, response)
 
 
-def _kept(kept: Kept, fingerprint: str, also: Collection[str]) -> Replayed:
+def _kept(kept: StoredResponse, fingerprint: str, also: Collection[str]) -> Replayed:
     if kept.body_hash != fingerprint and kept.body_hash not in also:
         raise KeyReused(kept.body_hash, fingerprint)
     if kept.in_flight:

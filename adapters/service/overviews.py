@@ -9,7 +9,7 @@ from threading import Lock
 from typing import Any
 
 from adapters.service.conversations import stored_id
-from adapters.service.timeline import KeptOverview, OverviewPoint
+from adapters.service.timeline import OverviewCache, OverviewPoint
 from adapters.store.application import ConversationStore
 from adapters.views.overview_rows import OverviewRows
 from adapters.views.readmodels import ReadModels
@@ -34,7 +34,7 @@ class Overviews:
         active_rules: Callable[[], str],
     ) -> None:
         self.store, self._read_models, self._events, self._active_rules = store, read_models, events, active_rules
-        self._kept: dict[tuple[str, str], KeptOverview] = {}
+        self._kept: dict[tuple[str, str], OverviewCache] = {}
         self._drawn: dict[tuple[str, int, int, Any], str] = {}
         """The overview read model's pictures drawn, by (conversation, generation, version, draw)."""
         self._lock = Lock()
@@ -80,14 +80,14 @@ class Overviews:
             self._rows = OverviewRows(models.storage, self.store)
         return self._rows
 
-    def _fold(self, name: str, rules: str | None) -> KeptOverview:
+    def _fold(self, name: str, rules: str | None) -> OverviewCache:
         rule_set = rules or self._active_rules()
         key = stored_id(self.store, name)
         uuid = conversation_uuid(key)
         head = next(iter(self.store.events.get(uuid, desc=True, limit=1)), None)
         if head is None:
             self._events(name)  # raises UnknownConversation
-            return KeptOverview(0, audit_initial(), [])
+            return OverviewCache(0, audit_initial(), [])
         kept = self._kept.get((key, rule_set))
         if kept is not None and kept.version == head.originator_version:
             return kept
@@ -97,7 +97,7 @@ class Overviews:
         else:
             fresh = None
         if fresh is None:  # the first request, or a log that is not the one kept: the whole log
-            fresh = KeptOverview.of(self._events(name), rule_set)
+            fresh = OverviewCache.of(self._events(name), rule_set)
         with self._lock:
             if len(self._kept) >= KEPT and (key, rule_set) not in self._kept:
                 self._kept.pop(next(iter(self._kept)))

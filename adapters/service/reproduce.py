@@ -50,7 +50,8 @@ from adapters.store.reproductions import (
 )
 from domain.errors import ChatrecordError, UnknownConversation, shown_id
 from domain.events import conversation_uuid
-from projections.answer_judge import RUBRIC, Verdict, Writes, judge, judge_messages, read_model_verdict, writes_of
+from projections.answer_judge import RUBRIC, Verdict, Writes, judge_messages, read_model_verdict, writes_of
+from projections.answer_judge import judge as rules_judge
 from projections.turn import iso
 
 MODEL_URL = "CHATRECORD_MODEL_URL"
@@ -345,19 +346,22 @@ def reproduce(
     replay: Callable[[str, int | None], Replay],
     conversation: str,
     rule_sets: Sequence[str],
-    settings: ModelSettings,
     *,
     turn: int | None = None,
     n: int = DEFAULT_ANSWERS,
+    model: ModelSettings | None = None,
+    judge: str | None = None,
     client: openai.OpenAI | None = None,
 ) -> Report:
     """Sends the turn of user message `turn` (default: the latest) of `conversation` under each
-    of `rule_sets` `n` times and records every complete answer. `replay(rule_set, at)` is the
-    replay use case on the store. Raises UnknownConversation, TurnNotFound, UnknownRuleSet,
+    of `rule_sets` `n` times to `model` (default: the environment's, `ModelSettings.from_env`,
+    with `judge` as its judging model) and records every complete answer. `replay(rule_set, at)`
+    is the replay use case on the store. Raises ModelNotSet, UnknownConversation, TurnNotFound, UnknownRuleSet,
     ConversationErased for an erased conversation, ModelUnusable (after keeping the answers completed
     before it) for an endpoint that fails."""
     if not 1 <= n <= MOST_ANSWERS:
         raise ValueError(f"-n must be between 1 and {MOST_ANSWERS}")
+    settings = model or ModelSettings.from_env(judge=judge)
     inputs: list[tuple[str, dict[str, Any], int, str]] = []
     for rules in dict.fromkeys(rule_sets):
         done = replay(rules, turn)
@@ -398,7 +402,7 @@ def reproduce(
     def one(stream: _Stream, shown: dict[str, Any]) -> None:
         text, usage, finish, latency = ask(client, settings, shown["messages"])
         writes = Writes(tuple(stream.started["writes"]["records"]), tuple(stream.started["writes"]["fields"]))
-        verdict = judge(text, writes)
+        verdict = rules_judge(text, writes)
         judged = None
         if settings.judge is not None:
             reply = ask(client, replace(settings, model=settings.judge, temperature=0.0), judge_messages(text, writes))[0]
@@ -446,8 +450,7 @@ def reproductions(store: ConversationStore, conversation: str) -> list[Reproduct
     streams: dict[str, list[ReproductionRow]] = {}
     for row in rows:
         streams.setdefault(row.reproduction, []).append(row)
-    keys = getattr(store.mapper, "keys", None)
-    key = data_keys(store).key(cid, create=False) if keys is not None else None
+    key = store.data_keys.key(cid, create=False) if store.data_keys is not None else None
     found = []
     for rid, stream in streams.items():
         broken = verify_rows(stream)

@@ -189,7 +189,7 @@ def overview(events: Sequence[ConversationEvent], rules: str) -> list[OverviewPo
 
 
 @dataclass
-class KeptOverview:
+class OverviewCache:
     """A conversation's overview as this process keeps it between requests: the audit fold at
     `version` (`state`, without the card outcomes, which the picture does not show), its
     points, and what was drawn of them (`drawn`, by renderer), so a request for an unchanged
@@ -201,16 +201,16 @@ class KeptOverview:
     drawn: dict[Any, str] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, events: Sequence[ConversationEvent], rules: str) -> KeptOverview:
+    def of(cls, events: Sequence[ConversationEvent], rules: str) -> OverviewCache:
         """Returns the overview of a conversation's whole log (one fold)."""
         return cls(0, audit.initial(), []).extend(events, rules)
 
-    def extend(self, events: Sequence[ConversationEvent], rules: str) -> KeptOverview:
+    def extend(self, events: Sequence[ConversationEvent], rules: str) -> OverviewCache:
         """Returns the overview after `events` (the ones after `version`, in order): folds only
         them; the points are read again from the fold's rows (an edit marks earlier rows cut)."""
         state = audit.fold(self.state, events, resolve(rules), outcomes=False)  # the picture shows none
         version = events[-1].originator_version if events else self.version
-        return KeptOverview(version, state, overview_points(state.rows))
+        return OverviewCache(version, state, overview_points(state.rows))
 
 
 def overview_points(rows: Sequence[audit.AuditRow]) -> list[OverviewPoint]:

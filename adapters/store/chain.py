@@ -41,7 +41,7 @@ from adapters.store.chain_checks import BrokenChain, VerifiedPosition, chained_b
 from adapters.store.chain_errors import ChainBroken as ChainBroken
 from adapters.store.chain_errors import UpgradeRefused as UpgradeRefused
 from adapters.store.chain_errors import VersionRefused as VersionRefused
-from adapters.store.chain_heads import ChainHeads
+from adapters.store.chain_heads import ChainHeadCache
 from adapters.store.serialization import originator_uuid
 
 GENESIS = bytes(32)
@@ -119,7 +119,7 @@ class ChainedRecorder(ABC):
     records with its links (then None)."""
 
     chain_key: bytes | None = None
-    chain_heads: ChainHeads | None = None
+    chain_heads: ChainHeadCache | None = None
     """Each conversation's newest committed (version, hash), where the recorder keeps them
     (PostgreSQL's); None: every append reads the previous hash."""
     chain_pending: str | None = None
@@ -157,7 +157,7 @@ class ChainedRecorder(ABC):
 
     def _seal(self, cursor: Any, stored_events: Sequence[StoredEvent]) -> dict[UUID, tuple[int, bytes]]:
         """Writes the chain rows of `stored_events` through `cursor`; returns each
-        conversation's newest (version, hash) among them (`ChainHeads.remember` keeps them once
+        conversation's newest (version, hash) among them (`ChainHeadCache.remember` keeps them once
         the transaction commits)."""
         heads: dict[UUID, tuple[int, bytes]] = {}
         rows: list[Link] = []

@@ -1,4 +1,4 @@
-"""The newest hash of each conversation a process wrote (`ChainHeads`), so that its next append
+"""The newest hash of each conversation a process wrote (`ChainHeadCache`), so that its next append
 to the hash chain (`adapters.store.chain`) need not read the previous hash."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from uuid import UUID
 from adapters.store.lru import LRU
 
 
-class ChainHeads:
+class ChainHeadCache:
     """Each conversation's newest committed (version, hash), kept by the process that wrote
     it, so the next append need not read the previous hash. A row of the chain never changes
     once committed, so a kept hash stays true; `adapters.store.lru.LRU` keeps at most `size`

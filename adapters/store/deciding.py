@@ -12,7 +12,7 @@ from eventsourcing.application import Repository
 from eventsourcing.persistence import ApplicationRecorder
 
 from adapters.store.chain import ChainBroken, ChainedRecorder
-from adapters.store.chain_heads import ChainHeads
+from adapters.store.chain_heads import ChainHeadCache
 from adapters.store.commands import Command
 from adapters.store.conversation_log import ConversationLog
 from adapters.store.known_conversations import KnownConversations
@@ -50,7 +50,7 @@ class Decider:
         *,
         repository: Repository[UUID],
         recorder: ApplicationRecorder,
-        chain_heads: ChainHeads | None,
+        chain_heads: ChainHeadCache | None,
         history: HistoryIndex,
         events: ConversationLog,
         known: KnownConversations,

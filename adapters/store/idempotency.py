@@ -15,7 +15,7 @@ reservation, so they never touch a row another request holds.
 A reservation that is neither finished nor released (its process was killed) expires after
 IN_FLIGHT_SECONDS: the next request with the key takes it over (a compare-and-set on the
 expired reservation, so only one does) and runs. The time is the servers' clock (`time.time()`); serve
-processes on one store should keep their clocks in step. Kept responses are not expired.
+processes on one store should keep their clocks in step. Stored responses are not expired.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ IN_FLIGHT_SECONDS = 60.0
 
 
 @dataclass(frozen=True)
-class Kept:
+class StoredResponse:
     """What is kept for a key: the request's fingerprint (`body_hash`), the status (IN_FLIGHT
     while reserved) and the response's JSON (the reservation while in flight)."""
 
@@ -64,7 +64,7 @@ def body_hash(*parts: bytes) -> str:
     return digest.hexdigest()
 
 
-def reservation(fingerprint: str, now: float, seconds: float = IN_FLIGHT_SECONDS) -> Kept:
+def reservation(fingerprint: str, now: float, seconds: float = IN_FLIGHT_SECONDS) -> StoredResponse:
     """Returns a new reservation of a key for a request with `fingerprint`, made at `now`."""
     until = round(now + seconds, 3)
-    return Kept(fingerprint, IN_FLIGHT, orjson.dumps({"in_flight_until": until, "by": secrets.token_hex(8)}).decode())
+    return StoredResponse(fingerprint, IN_FLIGHT, orjson.dumps({"in_flight_until": until, "by": secrets.token_hex(8)}).decode())

@@ -2,7 +2,7 @@
 one `forget`.
 
 Per conversation, as this process's own last append left it: the history index's version and
-card outcome count (`counts`) and its newest rows (`records`, `KnownRecords`), which let the
+card outcome count (`counts`) and its newest rows (`records`, `IndexRecordsCache`), which let the
 next command decide without reading the index (`domain.history_index.AssumedHistory`). The
 other things a process keeps of a conversation (the cached state, the chain's last hash, the
 views' head) belong to their own objects; `forget` drops them too, so a conversation that
@@ -16,7 +16,7 @@ from contextlib import suppress
 from typing import Any
 from uuid import UUID
 
-from adapters.store.known_records import IndexPuts, KnownRecords
+from adapters.store.known_records import IndexPuts, IndexRecordsCache
 from adapters.store.lru import LRU
 from domain.events import ConversationEvent
 
@@ -33,7 +33,7 @@ class KnownConversations:
 
     def __init__(self, forgets: Sequence[Callable[[UUID], None]] = (), size: int = SIZE) -> None:
         self._counts: LRU[UUID, tuple[int, int]] = LRU(maxsize=size)
-        self.records = KnownRecords(size)
+        self.records = IndexRecordsCache(size)
         """The newest segment records and user messages of each conversation's index."""
         self._forgets = tuple(forgets)
 
@@ -55,7 +55,7 @@ class KnownConversations:
     ) -> None:
         """Follows an append of `events` onto `state` (the aggregate's state before them) that
         left the index at `counts` (version, card outcome count); `puts`: the rows it wrote
-        (`KnownRecords.appended`)."""
+        (`IndexRecordsCache.appended`)."""
         self._counts.put(cid, counts)
         self.records.appended(cid, state, events, puts)
 

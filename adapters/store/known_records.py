@@ -1,5 +1,5 @@
 """What this process knows of a conversation's history index as its own appends left it
-(`KnownRecords`: the records of its newest segments, whether its newest user messages are
+(`IndexRecordsCache`: the records of its newest segments, whether its newest user messages are
 live, every row from a recent message on), which `domain.history_index.AssumedHistory`
 answers from so that a writer decides a command without reading the index.
 """
@@ -24,7 +24,7 @@ each user message is live by number (`HistoryIndex.write`'s `puts`)."""
 
 
 class _KnownIndex:
-    """The index as `KnownRecords` follows it: the known records, the rest unknown; from
+    """The index as `IndexRecordsCache` follows it: the known records, the rest unknown; from
     message number `floor` on (None: nowhere) every row is known."""
 
     def __init__(self, records: dict[str, SegmentRecord], messages: dict[int, bool], floor: int | None) -> None:
@@ -61,7 +61,7 @@ class _KnownIndex:
     def run_cut(self, run: str) -> bool:
         raise NotKnown(f"whether run {run} is cut")
 
-    def message_live(self, number: int) -> bool:
+    def message_uncut(self, number: int) -> bool:
         if number in self.messages:
             return self.messages[number]
         raise NotKnown(f"whether message {number} is live")
@@ -73,7 +73,7 @@ class _KnownIndex:
         raise NotKnown(f"the line {digest}")
 
 
-class KnownRecords:
+class IndexRecordsCache:
     """Per conversation, the records of its newest segments and whether each of its newest user
     messages is live (at most `KEPT` of each) as this process's appends left the history index,
     with the version they stand at: what `AssumedHistory.known`

@@ -1,8 +1,8 @@
 """`LRU`: the library's `eventsourcing.application.LRUCache` interface (`get` raising KeyError,
 `get(key, evict=True)`, `put` answering what it evicted) on an `OrderedDict`, whose reordering
-runs in C. The library's cache moves its links in Python on every hit; a turn read asks the
-process's caches about a hundred times (each entry and card outcome decoded, each note
-rendered), so that bookkeeping was a visible share of a read's CPU time (issue 25)."""
+runs in C. The library's cache moves its links in Python on every hit, and a turn read asks
+the process's caches once per entry, card outcome and note (docs/benchmarks.md, "Figures moved
+from docstrings")."""
 
 from __future__ import annotations
 

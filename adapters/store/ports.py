@@ -21,7 +21,7 @@ from datetime import datetime
 from typing import Any, Protocol
 from uuid import UUID
 
-from adapters.store.idempotency import IN_FLIGHT_SECONDS, Kept
+from adapters.store.idempotency import IN_FLIGHT_SECONDS, StoredResponse
 from adapters.store.known_records import IndexPuts
 from domain.events import ConversationEvent
 from domain.history_index import AssumedHistory, History
@@ -112,7 +112,7 @@ class HistoryIndex(ABC):
 
 
 class IdempotencyKeys(ABC):
-    """The kept `Idempotency-Key`s of one store: for each key, one `Kept` row.
+    """The kept `Idempotency-Key`s of one store: for each key, one `StoredResponse` row.
 
     Times are unix seconds of `clock`. A reservation (`adapters.store.idempotency.reservation`)
     expires `seconds` after it is made.
@@ -126,22 +126,22 @@ class IdempotencyKeys(ABC):
         """Creates the table where it does not exist. Safe to call from several processes."""
 
     @abstractmethod
-    def get(self, key: str) -> Kept | None:
+    def get(self, key: str) -> StoredResponse | None:
         """Returns what is kept for `key`, None when nothing is."""
 
     @abstractmethod
-    def reserve(self, key: str, fingerprint: str) -> tuple[Kept, bool]:
+    def reserve(self, key: str, fingerprint: str) -> tuple[StoredResponse, bool]:
         """Reserves `key` for a request with `fingerprint`, atomically. Returns (the new
         reservation, True) when this request has the key: none was kept, or the kept one was an
         expired reservation. Returns (what is kept, False) otherwise."""
 
     @abstractmethod
-    def finish(self, key: str, reserved: Kept, kept: Kept) -> Kept:
+    def finish(self, key: str, reserved: StoredResponse, kept: StoredResponse) -> StoredResponse:
         """Keeps `kept` in place of the reservation `reserved`. Returns what is kept for the key
         afterwards: `kept`, or another request's row where `reserved` was taken over."""
 
     @abstractmethod
-    def release(self, key: str, reserved: Kept) -> None:
+    def release(self, key: str, reserved: StoredResponse) -> None:
         """Deletes the reservation `reserved`, unless another request took it over."""
 
 

@@ -2,16 +2,15 @@
 once per page check, kept per process.
 
 A turn read after an append reads the same kept entries and card outcomes as the read before
-it, plus the one or two the append wrote. Decoding each body (pydantic) and rendering each
-note made that read cost grow with the number of notes (10 at 10 segments, the budget's ~31
-at 10,000). `RenderedNotes` keeps the decoded item per body, so an unchanged body decodes to
+it, plus the one or two the append wrote; decoding each body (pydantic) and rendering each
+note again would make that read cost grow with the number of notes. `NotesCache` keeps the decoded item per body, so an unchanged body decodes to
 the very object decoded before, and keeps each item's note per page check
 (`projections.page_line.check_slot`), so only the new items are decoded and rendered. A note is
 a function of its item and the page check alone (`projections.notes.note_of`), so a kept note
 is the one that would be rendered again. Bodies are the rows' own JSON; notes hold labels,
 never a text.
 
-`KeptMessages` does the same for the transcript messages a turn read places its notes beside
+`MessagesCache` does the same for the transcript messages a turn read places its notes beside
 (`ViewRows.placement_reads`): about two per note, of which an append changes
 one or two, so a read decodes (and opens, where texts are sealed) only those. A kept message
 holds its text: it is handed out only while the conversation's data key still opens its sealed
@@ -40,14 +39,14 @@ MESSAGES = 2048
 """Decoded transcript messages kept (a 40-note read places its notes beside about 60)."""
 KEPT_INPUT = 512
 """At most this many transcript messages (and card outcomes) of a turn input read from rows are
-decoded one by one through the process's caches (`KeptMessages`, `RenderedNotes`); a longer
+decoded one by one through the process's caches (`MessagesCache`, `NotesCache`); a longer
 input is decoded in one call, so it does not push out what the turn reads keep."""
 MESSAGE_BODY = 4096
 """Characters of the longest row body whose message is kept (a longer one is decoded each time),
 so the kept messages take at most about MESSAGES * 3 * MESSAGE_BODY bytes."""
 
 
-class RenderedNotes:
+class NotesCache:
     """Decoded entries and card outcomes by body, and their notes by (item, page check)."""
 
     def __init__(self, size: int = BODIES) -> None:
@@ -95,7 +94,7 @@ class RenderedNotes:
         return rendered
 
 
-class KeptMessages:
+class MessagesCache:
     """Transcript messages decoded from their row bodies, by (conversation, body): a sealed body
         holds a fresh nonce, so one body is one text. `adapters.store.lru.Generations` keeps at most
     `size` (a message is a function of its conversation and body)."""
@@ -133,18 +132,18 @@ FIELD = "\x1f"
 """Between the fields of one row in such a column (`TurnRows.tail`): JSON never holds it
 unescaped either."""
 TAIL_EVENTS = 32
-"""At most this many events after a kept `KnownBlocks` let a turn read use it (with the rows
+"""At most this many events after a kept `BlocksCache` let a turn read use it (with the rows
 from its `last_user` on, read afresh); after more, the read places its notes from the rows."""
 TAIL_ROWS = 16
 """At most this many transcript rows from a kept `last_user` on are read with a turn's head."""
 KNOWN_CONVERSATIONS = 256
-"""Conversations whose `KnownBlocks` a process keeps."""
+"""Conversations whose `BlocksCache` a process keeps."""
 TAIL_ONLY_TOPICS = frozenset(get_topic(cls) for cls in TAIL_ONLY)
 """The stored topics of the events of `projections.row_fold.TAIL_ONLY`."""
 
 
 @dataclass
-class Placement:
+class PlacementCache:
     """What a turn read knows of a conversation's transcript rows for placing notes: by user
     message number, the index of its newest message and where its block ends (None as the
     value: no message of the number), row bodies by index, and which numbers and indexes the
@@ -159,13 +158,13 @@ class Placement:
 
 
 @dataclass(frozen=True)
-class KnownBlocks:
+class BlocksCache:
     """What a turn read of one conversation learned of its transcript rows, kept for the next:
     at head `version` of generation `generation`, whose last user message was at index
     `last_user` (-1: none), the block ends of the user message numbers it asked for (the
     newest message's index and the block's end, None: the transcript's end) and the messages
     it asked for, decoded (each from a body of at most MESSAGE_BODY characters; like
-    `KeptMessages` they hold texts, and an erasure drops them). What lies before `last_user`
+    `MessagesCache` they hold texts, and an erasure drops them). What lies before `last_user`
     stays true while only events of `projections.row_fold.TAIL_ONLY` follow; the rows from
     `last_user` on change, and are read afresh (`placement`)."""
 
@@ -184,13 +183,13 @@ class KnownBlocks:
     @classmethod
     def of(
         cls,
-        placement: Placement,
+        placement: PlacementCache,
         generation: int,
         version: int,
         last_user: int | None,
         tip: bytes | None = None,
         refolds: int = 0,
-    ) -> KnownBlocks:
+    ) -> BlocksCache:
         """Returns what to keep of a read's `placement`, at head `version` of `generation`
         whose chain hash is `tip`, after the head's `refolds` folds in place."""
         ends = {n: end for n in placement.numbers if (end := placement.ends.get(n)) is not None}
@@ -205,7 +204,7 @@ class KnownBlocks:
         tail: str | None,
         since_tip: bytes | None = None,
         refolds: int = 0,
-    ) -> Placement | None:
+    ) -> PlacementCache | None:
         """Returns what a read at head `version` of `generation`, after the head's `refolds`
         folds in place, may take as known: the kept rows before `last_user`, and the rows from
         it on as `tail` holds them (read with the head: `TurnRows.tail`), when the chain's hash
@@ -229,10 +228,10 @@ class KnownBlocks:
             bodies[int(index)] = body
             if number:
                 ends[int(number)] = (int(index), int(end) if end else None)
-        return Placement(ends=ends, bodies=bodies, messages=messages)
+        return PlacementCache(ends=ends, bodies=bodies, messages=messages)
 
 
-def known_conversations() -> LRU[Any, KnownBlocks]:
-    """Returns an empty keep of `KnownBlocks` by conversation, at most KNOWN_CONVERSATIONS
+def known_conversations() -> LRU[Any, BlocksCache]:
+    """Returns an empty keep of `BlocksCache` by conversation, at most KNOWN_CONVERSATIONS
     (`adapters.store.lru.LRU`)."""
     return LRU(maxsize=KNOWN_CONVERSATIONS)

@@ -1,5 +1,5 @@
 """What an edit's fold asks of a conversation's stored rows, as this process's own appends left
-them (`EditWindow`): kept with the head those appends wrote (`RecentRows.edit`, in `HeadCache`),
+them (`EditWindow`): kept with the head those appends wrote (`WrittenRowsCache.edit`, in `HeadCache`),
 it lets an edit's append on PostgreSQL read nothing before its call
 (`ViewRows.prefetch`, where a backend reads them at once).
 """

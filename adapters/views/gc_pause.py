@@ -4,10 +4,9 @@ objects at once (the one pauser of the process: `gc_paused`).
 A fold of a conversation's log allocates some objects per event (the decoded events, the
 folds' states) and keeps many of them alive until it ends: each time the allocations pass
 the collector's threshold it traverses the young objects that survive, and every few times
-all of them, so a fold of 10,000 segments spent about 30 % of its time collecting
-(`scripts/bench_replay_at.py`, docs/benchmarks.md), while the objects it makes hold no
-reference cycles and are freed by their reference counts; a turn input of 20,000 messages
-built from rows makes about 60,000 (a third of `turn_input`'s time at 10,000 segments). `gc_paused` switches the collector
+all of them (a large share of a long fold's time: docs/benchmarks.md, "Figures moved from
+docstrings"), while the objects it makes hold no reference cycles and are freed by their
+reference counts. `gc_paused` switches the collector
 off for such a read and back on after it, as it was before the first of the reads that
 overlap (threads of one process share the collector).
 """

@@ -8,7 +8,7 @@ from typing import TypeVar
 from uuid import UUID
 
 from adapters.store.lru import LRU
-from adapters.views.recent_rows import RecentRows
+from adapters.views.recent_rows import WrittenRowsCache
 from projections.row_head import Head
 
 K = TypeVar("K")
@@ -26,15 +26,15 @@ class HeadCache:
 
     def __init__(self, size: int = 4096) -> None:
         self.size = size
-        self._kept: LRU[UUID, tuple[Head, RecentRows | None, str | None]] = LRU(maxsize=size)
+        self._kept: LRU[UUID, tuple[Head, WrittenRowsCache | None, str | None]] = LRU(maxsize=size)
 
     def get(self, cid: UUID, version: int) -> Head | None:
         """Returns the kept head of `cid` when it is at `version`, else None."""
         kept = _kept(self._kept, cid)
         return kept[0] if kept is not None and kept[0].version == version else None
 
-    def rows(self, cid: UUID, head: Head) -> RecentRows | None:
-        """Returns the rows kept with `head` (`RecentRows`, as the transaction that wrote that
+    def rows(self, cid: UUID, head: Head) -> WrittenRowsCache | None:
+        """Returns the rows kept with `head` (`WrittenRowsCache`, as the transaction that wrote that
         head left them), None when none are kept with it."""
         kept = _kept(self._kept, cid)
         return kept[1] if kept is not None and kept[0] is head else None
@@ -46,7 +46,7 @@ class HeadCache:
         kept = _kept(self._kept, cid)
         return kept[0] if kept is not None and kept[2] is not None and kept[2] == body else None
 
-    def put(self, cid: UUID, head: Head, rows: RecentRows | None = None, body: str | None = None) -> None:
+    def put(self, cid: UUID, head: Head, rows: WrittenRowsCache | None = None, body: str | None = None) -> None:
         """Keeps `head` (written by a committed transaction), with the newest rows it wrote and
         the JSON it was written as (`body`, where known)."""
         self._kept.put(cid, (head, rows, body))

@@ -1,5 +1,5 @@
 """The newest run record entries and card outcomes of a conversation as this process last read
-or wrote them (`HeldRows`), so the turn read after its own append need not read them again.
+or wrote them (`TurnRowsCache`), so the turn read after its own append need not read them again.
 
 A turn read on PostgreSQL reads, in one statement, the head, the newest entries and the newest
 card outcomes. Right after this process appended to the conversation, those rows are the ones
@@ -32,7 +32,7 @@ reaches older ones reads them in one more statement (`ViewRows.entries`)."""
 
 
 @dataclass(frozen=True)
-class HeldRows:
+class TurnRowsCache:
     """The newest entries and card outcomes of one conversation in generation `generation`, as
     they stand at head version `version`: `seqs` and `entries` the seqs and bodies of the
     newest entries (at most the turn read's `NEWEST_ENTRIES`), oldest first, the seqs the
@@ -50,27 +50,27 @@ class HeldRows:
 
 def seeded(
     generation: int, head: Head, entries: str, outcomes: str, newest_entries: int, newest_outcomes: int
-) -> HeldRows | None:
+) -> TurnRowsCache | None:
     """Returns the rows a turn read's one statement read (`entries` and `outcomes`: bodies joined
     by SEPARATOR, oldest first, the newest `newest_entries` and `newest_outcomes` with `head`)
-    as HeldRows, or None when they are not that many (the head says how many there are)."""
+    as TurnRowsCache, or None when they are not that many (the head says how many there are)."""
     bodies = entries.split(SEPARATOR) if entries else []
     kept = outcomes.split(SEPARATOR) if outcomes else []
     if len(bodies) != min(newest_entries, len(head.seqs)) or len(kept) != min(newest_outcomes, head.outcomes):
         return None
     seqs = head.seqs[len(head.seqs) - len(bodies) :]
-    return HeldRows(generation, head.version, tuple(seqs), tuple(bodies), tuple(kept), head.outcomes)
+    return TurnRowsCache(generation, head.version, tuple(seqs), tuple(bodies), tuple(kept), head.outcomes)
 
 
 def advanced(
-    held: HeldRows | None,
+    held: TurnRowsCache | None,
     generation: int,
     start: int,
     views: Mapping[str, Any] | None,
     after: Head | None,
     newest_entries: int,
     newest_outcomes: int,
-) -> HeldRows | None:
+) -> TurnRowsCache | None:
     """Returns `held` after an append that committed: its fold began at head version `start`,
     wrote the document section `views` (the append document of one call;
     None: the append was not sent as one document) and left head `after`. Returns None where
@@ -104,4 +104,4 @@ def advanced(
     if (new and int(new[0][0]) <= held.version) or held.total + len(new) != after.outcomes:
         return None
     outcomes = (*held.outcomes, *(row[4] for row in new))[-newest_outcomes:] if newest_outcomes else ()
-    return HeldRows(generation, after.version, tuple(seqs), tuple(bodies), tuple(outcomes), after.outcomes)
+    return TurnRowsCache(generation, after.version, tuple(seqs), tuple(bodies), tuple(outcomes), after.outcomes)

@@ -30,7 +30,7 @@ log = logging.getLogger("chatrecord")
 class Written(NamedTuple):
     """What `LiveRows.apply_inline` wrote of one conversation in a transaction (a `ViewsWritten`
     value), which `inline_committed` keeps once it committed: the generation written, the head
-    after and before (`start`: its version, 0 for none), the newest rows (`RecentRows`), the
+    after and before (`start`: its version, 0 for none), the newest rows (`WrittenRowsCache`), the
     head's JSON where the backend made it, and the append document's views section (None: the
     rows were not written into one)."""
 
@@ -191,7 +191,7 @@ class LiveRows:
         """Called by the store once the transaction `apply_inline` wrote `written` in has
         committed: keeps the heads it wrote (`HeadCache`, one per conversation of the
         transaction: (generation, head, newest rows)), so the next append need not read them,
-        and follows the newest entries and card outcomes a turn read kept (`HeldRows`) through
+        and follows the newest entries and card outcomes a turn read kept (`TurnRowsCache`) through
         the append's document, so the turn read after need not read them either."""
         for aggregate_id, w in written.items():
             live = self.cache.pointer

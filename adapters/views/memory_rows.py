@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from adapters.views.caches import KeptMessages, Placement
+from adapters.views.caches import MessagesCache, PlacementCache
 from adapters.views.ports import ViewRows
 from projections.card_outcomes import CardOutcome
 from projections.row_head import Head, TurnMark
@@ -106,14 +106,14 @@ class MemoryRows(ViewRows):
         index = self.user_index(number)
         return None if index is None else self.r.block_ends.get(index)
 
-    def messages_at(self, indexes: set[int], kept: KeptMessages | None = None) -> dict[int, Message]:
+    def messages_at(self, indexes: set[int], kept: MessagesCache | None = None) -> dict[int, Message]:
         return {i: self.r.messages[i] for i in indexes if i in self.r.messages}
 
     def block_ends(self, numbers: set[int]) -> dict[int, int | None]:
         return {n: self.block_end(n) for n in numbers if self.user_index(n) is not None}
 
     def placement_reads(
-        self, length: int, kept: KeptMessages | None = None, known: Placement | None = None
+        self, length: int, kept: MessagesCache | None = None, known: PlacementCache | None = None
     ) -> tuple[Callable[[set[int]], dict[int, Message]], Callable[[set[int]], dict[int, int | None]]]:
         """As `SQLRows.placement_reads`: here both read the dicts (decoded already: `kept` and
         `known` unused)."""

@@ -24,9 +24,9 @@ from typing import Any, Protocol, runtime_checkable
 from uuid import UUID
 
 from adapters.store.crypto import ViewTexts
-from adapters.views.caches import KeptMessages, Placement
+from adapters.views.caches import MessagesCache, PlacementCache
 from adapters.views.listing import Listed, ListQuery
-from adapters.views.recent_rows import RecentRows
+from adapters.views.recent_rows import WrittenRowsCache
 from adapters.views.storage_reads import Pointer, TurnInputRows, TurnRows
 from projections.card_outcomes import CardOutcome
 from projections.overview import Marks, Overview
@@ -107,7 +107,7 @@ class Appended:
 
     bodies: list[tuple[str, str, Entry | CardOutcome]] = field(default_factory=list)
     messages: list[tuple[str, Message]] = field(default_factory=list)
-    recent: RecentRows | None = None
+    recent: WrittenRowsCache | None = None
     head_json: str | None = None
     views: dict[str, Any] | None = None
 
@@ -121,7 +121,7 @@ class ViewRows(ABC):
     tip: bytes | None = None
     """The hash chain's hash at the head's version, where the read that made these rows took
     it (`TurnRows.tip`); None otherwise."""
-    placement: Placement | None = None
+    placement: PlacementCache | None = None
     """What a turn read of one statement knew and learned of the transcript rows for placing
     its notes (PostgreSQL's prefetched rows); None elsewhere."""
 
@@ -203,7 +203,7 @@ class ViewRows(ABC):
         """Returns the index of the user message after user message `number` (None: none)."""
 
     @abstractmethod
-    def messages_at(self, indexes: set[int], kept: KeptMessages | None = None) -> dict[int, Message]:
+    def messages_at(self, indexes: set[int], kept: MessagesCache | None = None) -> dict[int, Message]:
         """Returns the transcript messages at `indexes` there are."""
 
     @abstractmethod
@@ -212,7 +212,7 @@ class ViewRows(ABC):
 
     @abstractmethod
     def placement_reads(
-        self, length: int, kept: KeptMessages | None = None, known: Placement | None = None
+        self, length: int, kept: MessagesCache | None = None, known: PlacementCache | None = None
     ) -> tuple[Callable[[set[int]], dict[int, Message]], Callable[[set[int]], dict[int, int | None]]]:
         """Returns `(messages_at, block_ends)` for placing a turn's notes in a transcript of
         `length` messages; `kept` and `known` are caches they may read and fill."""
@@ -249,7 +249,7 @@ class ViewRows(ABC):
         (else empty)."""
 
     def turn_rows(
-        self, length: int, version: int, kept: KeptMessages | None = None, rendered: Any = None
+        self, length: int, version: int, kept: MessagesCache | None = None, rendered: Any = None
     ) -> tuple[tuple[Message, ...], tuple[Entry, ...], tuple[CardOutcome, ...]] | None:
         """Returns, in one statement, the first `length` transcript messages, the entries set
         aside for the latest turn and those of versions up to `version`, and the card outcomes
@@ -259,7 +259,7 @@ class ViewRows(ABC):
 
     # ---------------------------------------------------------------- an append's rows
 
-    def prime(self, recent: RecentRows | None, head: Head | None) -> None:
+    def prime(self, recent: WrittenRowsCache | None, head: Head | None) -> None:
         """Takes `recent` as the newest rows stored at `head` (what the last append left), so
         the fold's reads need not ask the database; nothing where the rows do not hold writes."""
         return None
@@ -403,7 +403,7 @@ class ViewStorage(ABC):
         outcomes: str | Sequence[str],
         newest: int,
         head: Head | None,
-        known: Placement | None,
+        known: PlacementCache | None,
     ) -> ViewRows:
         """Returns the rows of a turn read whose newest entries and outcomes `turn_rows` read
         (their bodies, oldest first). Only where `turn_rows` reads."""

@@ -33,10 +33,10 @@ from uuid import UUID
 from adapters.store.application import ConversationStore
 from adapters.store.store_views import ViewsWritten
 from adapters.views import rule_diff
-from adapters.views.caches import SEPARATOR, KnownBlocks
+from adapters.views.caches import SEPARATOR, BlocksCache
 from adapters.views.gc_pause import gc_paused
 from adapters.views.head_cache import _kept
-from adapters.views.held_rows import NEWEST_ENTRIES, NEWEST_OUTCOMES, HeldRows, seeded
+from adapters.views.held_rows import NEWEST_ENTRIES, NEWEST_OUTCOMES, TurnRowsCache, seeded
 from adapters.views.live_rows import LiveRows
 from adapters.views.log_fold import Progress, ViewOutOfStep
 from adapters.views.ports import NeedsSnapshot, ReadMoved, ViewStorage
@@ -135,7 +135,7 @@ class ReadModels:
         read: Callable[[Any, Head, str], T],
         newest: int | None = None,
         kept_at: int | None = None,
-        known: KnownBlocks | None = None,
+        known: BlocksCache | None = None,
     ) -> T:
         """Returns `read(rows, head, rules)` for a conversation, its rows caught up with its log
         first. With `newest` (a turn read: the card outcomes it needs), the backend may read the
@@ -146,7 +146,7 @@ class ReadModels:
         at version `kept_at` (`read` has that version's answer kept; the rows read them should
         it need them after all); with `known` (what an earlier turn read kept of the transcript
         rows), also the topics of the events since and the rows from its `last_user` on, so
-        placing the notes need not read the rows again (`KnownBlocks.placement`). A read whose
+        placing the notes need not read the rows again (`BlocksCache.placement`). A read whose
         tables a rebuild elsewhere dropped reads again. Raises UnknownConversation for a
         conversation the store does not hold."""
         key = conversation_uuid(conversation)
@@ -228,10 +228,10 @@ class ReadModels:
         )
 
     def _held_or_read(
-        self, key: UUID, fetched: TurnRows, held: HeldRows | None, head: Head | None, newest: int | None
+        self, key: UUID, fetched: TurnRows, held: TurnRowsCache | None, head: Head | None, newest: int | None
     ) -> tuple[str | tuple[str, ...], str | tuple[str, ...]]:
         """Returns the newest entries' and card outcomes' bodies of a turn read's one statement
-        (each kind oldest first, joined by SEPARATOR as read): those this process holds (`HeldRows`)
+        (each kind oldest first, joined by SEPARATOR as read): those this process holds (`TurnRowsCache`)
         where the statement left them unread (the head at the held version), else those it
         read, which the process then holds."""
         if fetched.held and held is not None:
@@ -254,7 +254,7 @@ class ReadModels:
         and each note with its place. Reads the head, the newest run record entries
         (NEWEST_ENTRIES; the older of the at most 200 kept only when the notes reach past them),
         the newest card outcomes (the notes' budget + 1) and the transcript messages the notes
-        stand beside (each decoded once per row body, `KeptMessages`): its cost does not grow
+        stand beside (each decoded once per row body, `MessagesCache`): its cost does not grow
         with the history. A read of a conversation
         that has not changed since this process last read it (same head version, rule set and
         page check, where the check is `every_page` or a `PageFilter`) is answered from
@@ -273,7 +273,7 @@ class ReadModels:
                 return kept[2]
             rule_set = resolve(rules)
             # the entries as read (validated where stored), decoded one by one as the notes ask;
-            # a body decoded and rendered before is not again (`RenderedNotes`)
+            # a body decoded and rendered before is not again (`NotesCache`)
             entries = rows.entries(self.cache.rendered.entry, NEWEST_ENTRIES, len(head.seqs))
             record = RunRecord.model_construct(entries=entries, dropped=head.dropped)
             newest = rows.outcomes(newest=rule_set.max_notes + 1, decode=self.cache.rendered.outcome)
@@ -299,7 +299,7 @@ class ReadModels:
             if rows.placement is not None and live is not None:
                 self.cache.known.put(
                     cid,
-                    KnownBlocks.of(rows.placement, live.generation, head.version, head.last_user, rows.tip, head.refolds),
+                    BlocksCache.of(rows.placement, live.generation, head.version, head.last_user, rows.tip, head.refolds),
                 )
             return notes
 
@@ -405,7 +405,7 @@ class ReadModels:
 
     def _note_of(self, can_see_page: PageCheck) -> NoteOf:
         """Returns what renders a note under `can_see_page`: one that keeps the notes it
-        rendered (`RenderedNotes.note`) where the check has a slot (`check_slot`), else `note_of`."""
+        rendered (`NotesCache.note`) where the check has a slot (`check_slot`), else `note_of`."""
         check = check_slot(can_see_page)
         return self.cache.rendered.note(check) if check is not None else note_of
 

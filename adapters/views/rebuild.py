@@ -40,8 +40,7 @@ server, and a log has at most 256 parts (the last byte of a conversation's UUID)
 MOST_OF_A_PART = 2 / 3
 """The largest share of a log's events one part may hold for a rebuild to fold it in parts by
 itself: beyond, the other processes have too little to fold to make up for the CPU they take
-from the one with the most (measured in docs/benchmarks.md: two processes on 2 CPUs fold 20
-even conversations 1.6x as fast as one, a 60/40 split no faster, one conversation slower)."""
+from the one with the most (docs/benchmarks.md, "Figures moved from docstrings")."""
 
 
 class RebuildWorkerFailed(ChatrecordError):

@@ -1,4 +1,4 @@
-"""The newest rows an append's writes left (`RecentRows`), which the next append's fold reads
+"""The newest rows an append's writes left (`WrittenRowsCache`), which the next append's fold reads
 instead of the tables (`adapters.views.ports.ViewRows.prime`)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from projections.transcript import Message
 
 
 @dataclass(frozen=True)
-class RecentRows:
+class WrittenRowsCache:
     """The newest rows of a conversation as the append that wrote them left them: its newest
     run record entries by segment (at most `ENTRIES`) and its newest transcript message by
     index, and what an edit's fold asks (`edit`, `EditWindow`; None: nothing). Kept with that

@@ -12,7 +12,7 @@ import orjson
 from pydantic import TypeAdapter
 
 from adapters.store.crypto import ERASED, ViewTexts
-from adapters.views.caches import KEPT_INPUT, KeptMessages, RenderedNotes
+from adapters.views.caches import KEPT_INPUT, MessagesCache, NotesCache
 from domain.values import assembled
 from projections.card_outcomes import CardOutcome
 from projections.run_record import Entry
@@ -34,8 +34,8 @@ def message_of_row(fields: dict[str, Any]) -> Message:
     """Returns the transcript message of a row body's fields (`SQLRows._message_body`, its text
     opened): the model pydantic's validation of the same JSON makes (its fields in order, the
     JSON arrays as tuples, the fields the body names as the fields set), without validating
-    again what the fold validated when it wrote the row; about a third of the cost of
-    validation (docs/benchmarks.md, issue 25). Raises KeyError for a body without `role` or
+    again what the fold validated when it wrote the row (docs/benchmarks.md, "Figures moved
+    from docstrings"). Raises KeyError for a body without `role` or
     `text`; a field the body lacks takes its default."""
     segments, ends = fields.get("segments", ()), fields.get("ends", ())
     return assembled(
@@ -74,7 +74,7 @@ def decode_messages(bodies: Sequence[str], texts: ViewTexts | None, cid: str) ->
     return tuple(decoded)
 
 
-def decode_kept_messages(bodies: Sequence[str], texts: ViewTexts | None, cid: str, kept: KeptMessages) -> tuple[Message, ...]:
+def decode_kept_messages(bodies: Sequence[str], texts: ViewTexts | None, cid: str, kept: MessagesCache) -> tuple[Message, ...]:
     """As `decode_messages`, but a body decoded before (kept in `kept` under `cid`) is not
     again, nor its text opened, while the conversation's texts are readable (once its key is
     erased every kept message of it is decoded afresh, so reads as erased); the bodies
@@ -100,8 +100,8 @@ def decode_turn_bodies(
     outcomes: Sequence[str],
     texts: ViewTexts | None,
     cid: str,
-    kept: KeptMessages | None = None,
-    rendered: RenderedNotes | None = None,
+    kept: MessagesCache | None = None,
+    rendered: NotesCache | None = None,
 ) -> tuple[tuple[Message, ...], tuple[Entry, ...], tuple[CardOutcome, ...]]:
     """Returns what a turn read's row bodies of conversation `cid` hold (each kind in order):
     its transcript messages, run record entries and card outcomes. With the process's caches

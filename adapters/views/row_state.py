@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from adapters.views.caches import KeptMessages, RenderedNotes
+from adapters.views.caches import MessagesCache, NotesCache
 from projections.card_outcomes import CardOutcomes, held_outcomes
 from projections.row_head import Head
 from projections.run_record import RunRecord
@@ -25,7 +25,7 @@ def _state(rows: Any, head: Head) -> TurnState:
     )
 
 
-def turn_rows_state(rows: Any, head: Head, kept: KeptMessages | None = None, rendered: RenderedNotes | None = None) -> TurnState:
+def turn_rows_state(rows: Any, head: Head, kept: MessagesCache | None = None, rendered: NotesCache | None = None) -> TurnState:
     """Returns the read models as the latest turn saw them, from rows that still hold them
     (`head.turn_intact`): the first `turn.length` transcript messages, the entries of versions
     up to `turn.version` after those set aside for it, the card outcomes recorded up to

@@ -34,7 +34,7 @@ class TurnRows:
     caller keeps notes of)."""
     held: bool = False
     """True when the entries and outcomes were left unread because the head was at the version
-    whose entries and outcomes the caller holds (`held_at`, `adapters.views.held_rows.HeldRows`)."""
+    whose entries and outcomes the caller holds (`held_at`, `adapters.views.held_rows.TurnRowsCache`)."""
     topics: str | None = None
     """The distinct topics of the conversation's events after the version `since` asked about,
     up to the head's, joined by U+001E; None when not asked, or after more than TAIL_EVENTS."""

@@ -2,11 +2,11 @@
 `forget` per conversation and one `forget_all`.
 
 Per conversation, each keyed by its UUID: the head this process wrote with its newest rows
-(`HeadCache`), the newest entries and card outcomes it last read or wrote (`HeldRows`), what its
-last turn read learned of the transcript rows (`KnownBlocks`), its turn notes and the head
-version they were read at, and the transcript messages decoded from its rows (`KeptMessages`).
+(`HeadCache`), the newest entries and card outcomes it last read or wrote (`TurnRowsCache`), what its
+last turn read learned of the transcript rows (`BlocksCache`), its turn notes and the head
+version they were read at, and the transcript messages decoded from its rows (`MessagesCache`).
 For the whole process: the live pointer as last read and the decoded entries and card outcomes
-with their notes (`RenderedNotes`, by body: labels, never a text).
+with their notes (`NotesCache`, by body: labels, never a text).
 
 A cache never decides a claim: every kept thing is checked against what a read or a write
 finds (a head's version, the chain's hash, the generation) before it is used, and anything
@@ -23,9 +23,9 @@ from typing import Any
 from uuid import UUID
 
 from adapters.store.lru import LRU
-from adapters.views.caches import KeptMessages, KnownBlocks, RenderedNotes, known_conversations
+from adapters.views.caches import BlocksCache, MessagesCache, NotesCache, known_conversations
 from adapters.views.head_cache import HeadCache, _kept
-from adapters.views.held_rows import HeldRows
+from adapters.views.held_rows import TurnRowsCache
 from adapters.views.storage_reads import Pointer
 from projections.turn_notes import TurnNotes
 
@@ -53,13 +53,13 @@ class ViewsCache:
         self.pointer: Pointer | None = None
         """The live pointer as this process last read it; None: read it next."""
         self.heads = HeadCache()
-        self.held: LRU[UUID, HeldRows] = LRU(maxsize=CONVERSATIONS)
-        self.known: LRU[UUID, KnownBlocks] = known_conversations()
+        self.held: LRU[UUID, TurnRowsCache] = LRU(maxsize=CONVERSATIONS)
+        self.known: LRU[UUID, BlocksCache] = known_conversations()
         self._notes: LRU[UUID, dict[NotesKey, KeptNotes]] = LRU(maxsize=CONVERSATIONS)
         self._notes_at: LRU[UUID, dict[Hashable, int]] = LRU(maxsize=CONVERSATIONS)
-        self.messages = KeptMessages()
+        self.messages = MessagesCache()
         """The transcript messages turn reads decoded, by conversation and row body."""
-        self.rendered = RenderedNotes()
+        self.rendered = NotesCache()
 
     # ------------------------------------------------------------ the turn notes
 
@@ -136,7 +136,7 @@ class ViewsCache:
         self._notes = LRU(maxsize=CONVERSATIONS)
         self._notes_at = LRU(maxsize=CONVERSATIONS)
         self.messages.clear()
-        self.rendered = RenderedNotes()
+        self.rendered = NotesCache()
 
     def holds(self, cid: UUID) -> list[str]:
         """Returns the names of the caches that keep something of `cid` (none after `forget`)."""

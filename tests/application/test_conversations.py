@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from adapters.api import Chatrecord
 from adapters.backends.settings import postgres_env, sqlite_env
 from adapters.bootstrap import build_store, open_store
-from adapters.service.conversations import CURSOR_PATTERN, BadCursor, ListNeedsRebuild
+from adapters.service.conversations import CURSOR_PATTERN, BadCursor, BadFilter, ListNeedsRebuild
 from adapters.service.export import NoSuchMessage, export_lines
 from adapters.views.listing import ListQuery
 
@@ -121,6 +121,8 @@ def test_list_pages_newest_activity_first_with_a_stable_cursor(stores: Opener) -
             "first_at": "2026-10-28T09:00:00Z",
             "last_at": "2026-10-29T10:00:05Z",
             "erased": False,
+            "owner": 7,
+            "status": [],
         },
         {
             "conversation": "c",
@@ -131,6 +133,8 @@ def test_list_pages_newest_activity_first_with_a_stable_cursor(stores: Opener) -
             "first_at": "2026-10-28T09:02:00Z",
             "last_at": "2026-10-28T09:02:00Z",
             "erased": False,
+            "owner": 7,
+            "status": [],
         },
     ]
     assert [c.conversation for c in second.conversations] == ["chat17:h9a90eaf363ff759f"]
@@ -231,6 +235,76 @@ def test_a_process_of_this_version_appends_to_a_generation_without_the_list_tabl
     assert again.read_models.head("old").version == 3
     assert [v.differs for v in again.verify_rows("old")] == [()]
     again.close()
+
+
+def _segment(chat: Chatrecord, conversation: str, at: str, outcome: str, **more: Any) -> None:
+    chat.record(line("user_message", conversation, at.replace(":05Z", ":00Z"), message=1, text="Hallo", page=0))
+    chat.record(
+        line("segment_returned", conversation, at, segment="r/1", run="r", trigger="turn", outcome=outcome, answer="Hi", **more)
+    )
+
+
+def _filtered_store(chat: Chatrecord) -> None:
+    """Five conversations: completed (owner 7), failed (owner 8), a question waiting, one left
+    undecided (the tour ended), and one erased; each a minute later than the one before."""
+    for n, (name, owner) in enumerate((("ok_1", 7), ("bad-1", 8), ("wait-1", 7), ("left-1", 8), ("gone-1", 7))):
+        chat.record(line("conversation_started", name, f"2026-10-28T09:0{n}:00Z", kind="chat", owner=owner))
+    _segment(chat, "ok_1", "2026-10-29T09:01:05Z", "completed")
+    _segment(chat, "bad-1", "2026-10-29T09:02:05Z", "failed")
+    question = {"pending": [{"toolName": "ask_choice"}]}
+    _segment(chat, "wait-1", "2026-10-29T09:03:05Z", "awaiting_input", **question)
+    _segment(chat, "left-1", "2026-10-29T09:04:05Z", "awaiting_input", **question)
+    chat.record(line("tour_ended", "left-1", "2026-10-29T09:04:30Z"))
+    _segment(chat, "gone-1", "2026-10-29T09:05:05Z", "completed")
+    chat.erase("gone-1")
+
+
+def test_list_filters_by_owner_time_part_of_the_id_and_status(stores: Opener) -> None:
+    chat = stores()
+    _filtered_store(chat)
+
+    def names(**asked: Any) -> list[str]:
+        return [c.conversation for c in chat.conversations(**asked).conversations]
+
+    listed = {c.conversation: c for c in chat.conversations().conversations}
+    assert list(listed) == ["gone-1", "left-1", "wait-1", "bad-1", "ok_1"]  # the chat's time of last activity
+    assert {n: (c.owner, c.status) for n, c in listed.items()} == {
+        "gone-1": (7, ("erased",)),
+        "left-1": (8, ("undecided",)),
+        "wait-1": (7, ("waiting",)),
+        "bad-1": (8, ("failed",)),
+        "ok_1": (7, ()),
+    }
+    assert listed["left-1"].to_json()["status"] == ["undecided"] and listed["ok_1"].to_json()["owner"] == 7
+    assert names(owner=8) == ["left-1", "bad-1"]
+    assert names(search="-1") == ["gone-1", "left-1", "wait-1", "bad-1"]
+    assert names(search="_") == ["ok_1"]  # `_` is the id's own character, not LIKE's
+    assert names(search="WAIT") == ["wait-1"]
+    assert names(status=("failed", "undecided")) == ["left-1", "bad-1"]
+    assert names(status=("waiting",), owner=8) == []
+    since, until = datetime(2026, 10, 29, 9, 2, 5, tzinfo=UTC), datetime(2026, 10, 29, 9, 4, 30, tzinfo=UTC)
+    assert names(since=since, until=until) == ["wait-1", "bad-1"]  # left-1's last line is at 09:04:30
+    assert names(status=("unchecked",)) == ["gone-1", "left-1", "wait-1", "bad-1", "ok_1"]
+    assert names(status=("verified", "broken")) == []
+    assert names(since=until, until=since) == [] and names(since=since, until=since) == []  # an empty range
+    with pytest.raises(BadFilter):
+        chat.conversations(status=("lost",))
+
+
+def test_a_filtered_list_pages_with_its_cursor(stores: Opener) -> None:
+    chat = stores()
+    _filtered_store(chat)
+
+    first = chat.conversations(limit=1, owner=7)
+    second = chat.conversations(limit=1, cursor=first.cursor, owner=7)
+    third = chat.conversations(limit=1, cursor=second.cursor, owner=7)
+    chained = chat.conversations(limit=2, status=("unchecked",), search="-")
+    after = chat.conversations(limit=2, cursor=chained.cursor, status=("unchecked",), search="-")
+
+    assert [[c.conversation for c in p.conversations] for p in (first, second, third)] == [["gone-1"], ["wait-1"], ["ok_1"]]
+    assert third.cursor is None
+    assert [c.conversation for c in chained.conversations] == ["gone-1", "left-1"]
+    assert ([c.conversation for c in after.conversations], after.cursor) == (["wait-1", "bad-1"], None)
 
 
 def _messages(chat: Chatrecord) -> dict[str, int]:

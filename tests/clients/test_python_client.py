@@ -189,3 +189,15 @@ def reads_typed(client: object, conversation: str, version: int) -> None:
         False,
     )
     assert (summary.first_at, summary.last_at) == (started.at, datetime(2026, 10, 31, 14, 5, tzinfo=UTC))
+    assert (summary.owner, summary.status) == (7, [])
+    status = models.ConversationsV1ConversationsGetStatusItem  # the document's enum of `status`
+    chained = [status("verified"), status("unchecked")]  # the audit read above may have verified the chain
+    found = listing.sync_detailed(client=client, owner=7, search="CLIENT", status=chained)
+    assert [c.conversation for c in found.parsed.conversations] == [conversation]
+    assert listing.sync_detailed(client=client, owner=8).parsed.conversations == []
+    failed = listing.sync_detailed(client=client, status=[status("failed"), status("waiting")])
+    assert (failed.status_code, failed.parsed.conversations) == (200, [])
+    early = listing.sync_detailed(
+        client=client, until=datetime(2026, 10, 31, 14, 5, tzinfo=UTC)
+    )  # last active at 14:05: not before it
+    assert early.parsed.conversations == []

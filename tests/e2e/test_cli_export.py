@@ -20,8 +20,8 @@ def test_an_export_ingested_on_another_machine_replays_the_same_turns(store_run:
     ingested = other("ingest", "bug.jsonl")
 
     assert listed.stdout == (
-        "conversation   kind  messages  segments  events  first activity        last activity         erased\n"
-        "conv-demo-seo  chat         3         8      20  2026-10-28T09:00:00Z  2026-10-31T14:05:00Z\n"
+        "conversation   kind  owner  messages  segments  events  first activity        last activity         erased  status\n"
+        "conv-demo-seo  chat      7         3         8      20  2026-10-28T09:00:00Z  2026-10-31T14:05:00Z\n"
     )
     size = (tmp_path / "bug.jsonl").stat().st_size
     assert (exported.returncode, exported.stdout) == (0, "")
@@ -49,7 +49,18 @@ def test_an_erased_conversation_exports_its_facts_and_says_so(sqlite_run: Run) -
     assert (lines[1]["text"], lines[2]["answer"]) == ("[erased]", "[erased]")
     assert [(c["conversation"], c["erased"], c["events"]) for c in listed[0]["conversations"]] == [("conv-demo-seo", True, 21)]
     # the last activity is the chat's last time, not the erasure's (it was the erasure's, now)
-    assert shown == ["conv-demo-seo", "chat", "3", "8", "21", "2026-10-28T09:00:00Z", "2026-10-31T14:05:00Z", "erased"]
+    assert shown == [
+        "conv-demo-seo",
+        "chat",
+        "7",
+        "3",
+        "8",
+        "21",
+        "2026-10-28T09:00:00Z",
+        "2026-10-31T14:05:00Z",
+        "erased",
+        "erased",
+    ]
     assert listed[0]["conversations"][0]["last_at"] == "2026-10-31T14:05:00Z"
 
 
@@ -61,9 +72,9 @@ def test_an_erasure_does_not_move_a_conversation_to_the_front_of_the_list(store_
     since = store_run("list", "--since", "2026-10-30T00:00:00Z")
 
     assert listed.stdout == (
-        "conversation   kind  messages  segments  events  first activity        last activity         erased\n"
-        "conv-demo-seo  chat         3         8      20  2026-10-28T09:00:00Z  2026-10-31T14:05:00Z\n"
-        "conv-behalten  chat         5         4      13  2026-10-28T09:00:00Z  2026-10-28T09:10:00Z  erased\n"
+        "conversation   kind  owner  messages  segments  events  first activity        last activity         erased  status\n"
+        "conv-demo-seo  chat      7         3         8      20  2026-10-28T09:00:00Z  2026-10-31T14:05:00Z\n"
+        "conv-behalten  chat      7         5         4      13  2026-10-28T09:00:00Z  2026-10-28T09:10:00Z  erased  erased\n"
     )
     assert [line.split()[0] for line in since.stdout.splitlines()] == ["conversation", "conv-demo-seo"]
 

@@ -155,7 +155,7 @@ def test_the_stateful_phase_holds_every_check(contract: schemathesis.BaseSchema)
 
     Checked.run(
         settings=settings(
-            max_examples=10,
+            max_examples=30,  # enough scenarios (derandomized) that each of the line's six reads is followed
             derandomize=True,
             deadline=None,
             database=None,
@@ -166,7 +166,8 @@ def test_the_stateful_phase_holds_every_check(contract: schemathesis.BaseSchema)
     # the links of a line's 200 were followed to each of the conversation's reads, which answered
     reads = {label for label, status in followed if status == 200}
     assert reads == {
-        f"GET /v1/conversations/{{conversation}}/{read}" for read in ("turn", "audit", "activity", "replay", "export")
+        f"GET /v1/conversations/{{conversation}}/{read}"
+        for read in ("turn", "audit", "activity", "replay", "replay/changes", "export")
     }, followed
 
 

@@ -96,3 +96,24 @@ def test_an_unknown_conversation_is_404_and_a_bad_count_400(client: TestClient) 
     assert client.get("/v1/conversations/nope/reproductions").status_code == 404
     assert client.post(PATH, json={"n": 0}).status_code == 400
     assert client.post(PATH, json={"rules": ["2099-01-01"]}).status_code == 400
+
+
+def test_a_method_the_path_does_not_take_names_both_of_its_methods(client: TestClient) -> None:
+    refused = client.request("OPTIONS", PATH)
+    assert (refused.status_code, refused.headers["allow"]) == (405, "GET, POST")
+    assert client.request("PUT", "/v1/lines").headers["allow"] == "POST"
+
+
+def test_the_conversations_page_has_a_line_per_run_in_the_specs_form(client: TestClient, model: ModelServer) -> None:
+    model.script = [Scripted(text="Nothing was saved."), Scripted(text="Nothing was saved.")]
+    assert client.post(PATH, json={"n": 3}).status_code == 201
+
+    page = client.get("/ui/conversations/conv-demo-seo")
+
+    assert page.status_code == 200, page.text[:300]
+    lines = [line for line in page.text.splitlines() if "reproduced" in line]
+    assert len(lines) == 1 and "Nothing was saved." not in page.text
+    assert (
+        "test-model · the turn of message 3: 2 of 3 answers deny the saves under transcript-only; 0 of 3 under 2026-11-02"
+        in lines[0]
+    )

@@ -15,7 +15,7 @@ from adapters.backends.settings import BadSetting
 from adapters.bootstrap import open_store
 from adapters.http import server
 from adapters.http.app import DEFAULT_MAX_BODY_BYTES, HttpSettings, create_app
-from adapters.http.server import MOST_WORKERS, default_workers, loopback
+from adapters.http.server import loopback, workers_for
 from tests.conftest import _in_ci
 from tests.e2e.conftest import runner
 
@@ -53,16 +53,11 @@ def test_loopback_hosts() -> None:
     ]
 
 
-def test_serve_runs_a_process_per_cpu_on_postgresql_and_one_on_sqlite(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_serve_runs_the_processes_asked_on_postgresql_and_one_on_sqlite() -> None:
     url = {"CHATRECORD_DATABASE_URL": "postgresql://postgres@127.0.0.1:5432/test"}
-    monkeypatch.setattr(os, "cpu_count", lambda: 2)
-    two = (default_workers(url), default_workers({"CHATRECORD_DB": "a.sqlite"}), default_workers({}))
-    monkeypatch.setattr(os, "cpu_count", lambda: 64)
-    many = default_workers(url)
-    monkeypatch.setattr(os, "cpu_count", lambda: None)
-    unknown = default_workers(url)
+    asked = (workers_for(1, url), workers_for(4, url), workers_for(4, {"CHATRECORD_DB": "a.sqlite"}), workers_for(3, {}))
 
-    assert (two, many, unknown) == ((2, 1, 1), MOST_WORKERS, 1)
+    assert asked == (1, 4, 1, 1)
 
 
 def test_serve_logs_no_request_unless_asked(monkeypatch: pytest.MonkeyPatch) -> None:

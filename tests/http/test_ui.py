@@ -65,6 +65,14 @@ def test_the_apis_bearer_token_gets_the_page(client: TestClient) -> None:
     assert page.text.count('<li class="note') == 14
 
 
+def test_each_segment_shows_its_time_tokens_and_cost(client: TestClient) -> None:
+    page = client.get("/ui/conversations/conv-demo-seo", headers={"Authorization": f"Bearer {TOKEN}"})
+
+    assert page.text.count('<p class="usage">') == 8
+    assert '<p class="usage">usage: 4,345 ms, 2 model calls, 3,600 in / 240 out tokens, cost 0.0082</p>' in page.text
+    assert page.text.count("1,800 in / 120 out tokens, cost 0.0041</p>") == 6
+
+
 def test_the_sign_in_form_sets_an_httponly_samesite_cookie_that_is_not_the_token(client: TestClient) -> None:
     signed = client.post("/ui/login", data={"token": TOKEN, "next": "/ui/conversations/conv-demo-seo"})
     elsewhere = client.post("/ui/login", data={"token": TOKEN, "next": "https://evil.example/"})
@@ -100,11 +108,54 @@ def test_the_list_finds_a_conversation_by_id(client: TestClient) -> None:
     assert listed.status_code == 200 and 'href="/ui/conversations/conv-demo-seo"' in listed.text
     assert 'href="/ui/conversations/conv-hostile"' in listed.text
     demo_row = listed.text.split('href="/ui/conversations/conv-demo-seo"', 1)[1].split("</tr>", 1)[0]
-    assert "<td>chat</td><td>3</td><td>8</td><td>20</td>" in demo_row  # kind, messages, segments, events
+    assert "<td>chat</td><td>7</td><td>3</td><td>8</td><td>20</td>" in demo_row  # kind, owner, messages, segments, events
     assert client.get("/ui/", params={"after": "not-a-cursor"}, headers=auth).status_code == 400
     assert (found.status_code, found.headers["location"]) == (303, "/ui/conversations/conv-demo-seo")
     assert missing.status_code == 404 and "no conversation &#39;conv-nope&#39;" in missing.text
     assert "stored:" not in missing.text and "sqlite" not in missing.text.lower()  # no file, no other ids (a fresh user)
+
+
+def test_the_lists_form_filters_by_part_of_the_id_owner_time_and_status(client: TestClient) -> None:
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+
+    def shown(params: dict[str, object]) -> tuple[int, list[str], str]:
+        page = client.get("/ui/", params=params, headers=auth)
+        return page.status_code, re.findall(r'href="/ui/conversations/([^"/?]+)"', page.text), page.text
+
+    part = shown({"q": "DEMO"})
+    owned = shown({"owner": "7", "since": "2026-10-01T00:00:00Z", "until": "2026-11-01T00:00:00Z"})
+    failed = shown({"status": ["failed", "waiting"]})
+    nobody = shown({"owner": "999"})
+    bad = shown({"owner": "seven"})
+    no_status = shown({"status": "lost"})
+
+    assert part[:2] == (200, ["conv-demo-seo"])
+    assert 'name="q" value="DEMO"' in part[2]  # the form keeps what was asked
+    assert "conv-demo-seo" in owned[1] and owned[0] == 200
+    assert failed[:2] == (200, []) and "No conversation matches." in failed[2]
+    assert 'value="failed" checked' in failed[2] and 'value="waiting" checked' in failed[2]
+    assert nobody[:2] == (200, [])
+    assert bad[0] == 400 and "owner: &#39;seven&#39; is not a user id" in bad[2]
+    assert no_status[0] == 400 and "status: &#39;lost&#39; is none of failed" in no_status[2]
+    assert "<script" not in part[2] and 'method="get"' in part[2]
+
+
+def test_the_lists_next_page_link_keeps_the_filters() -> None:
+    chatrecord = Chatrecord(open_store(memory=True))
+    for n in range(51):
+        line = {"type": "conversation_started", "conversation": f"c-{n:02}", "at": f"2026-10-28T09:{n:02}:00Z"}
+        chatrecord.ingest([json.dumps({**line, "kind": "chat", "owner": 5}).encode()], "many")
+    app = create_app(lambda: chatrecord, HttpSettings(token=TOKEN))
+    with TestClient(app, base_url="http://127.0.0.1", follow_redirects=False) as client:
+        auth = {"Authorization": f"Bearer {TOKEN}"}
+        first = client.get("/ui/", params={"q": "c-", "owner": "5"}, headers=auth)
+        more = re.search(r'<a class="more" href="([^"]+)"', first.text)
+        assert more is not None
+        link = more.group(1).replace("&amp;", "&")
+        assert link.startswith("/ui/?q=c-&owner=5&after=c")
+        second = client.get(link, headers=auth)
+    assert second.status_code == 200
+    assert re.findall(r'href="/ui/conversations/([^"/?]+)"', second.text) == ["c-00"]
 
 
 def test_turn_and_rules_show_that_turn_under_that_rule_set() -> None:

@@ -107,7 +107,7 @@ class TestAssumedHistory:
         for ask in (
             lambda: history.segment("r/0"),
             lambda: history.segments_from(1),
-            lambda: history.message_live(1),
+            lambda: history.message_uncut(1),
             lambda: history.messages_after(1),
         ):
             with pytest.raises(NotKnown):

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from adapters.bootstrap import open_store
-from adapters.store.idempotency import IN_FLIGHT, Kept
+from adapters.store.idempotency import IN_FLIGHT, StoredResponse
 from adapters.store.ports import IdempotencyKeys
 
 
@@ -39,9 +39,11 @@ def test_a_key_is_reserved_once_and_then_keeps_its_response(keys: Any) -> None:
 
     assert mine and not second and not third
     assert reserved.status == IN_FLIGHT and again == other == reserved and reserved.body_hash == "fp-1"
-    assert keys.finish("k", reserved, Kept("fp-1", 200, '{"version": 2}')) == Kept("fp-1", 200, '{"version": 2}')
-    assert keys.reserve("k", "fp-1") == (Kept("fp-1", 200, '{"version": 2}'), False)
-    assert keys.get("k") == Kept("fp-1", 200, '{"version": 2}')
+    assert keys.finish("k", reserved, StoredResponse("fp-1", 200, '{"version": 2}')) == StoredResponse(
+        "fp-1", 200, '{"version": 2}'
+    )
+    assert keys.reserve("k", "fp-1") == (StoredResponse("fp-1", 200, '{"version": 2}'), False)
+    assert keys.get("k") == StoredResponse("fp-1", 200, '{"version": 2}')
 
 
 def test_a_released_key_is_free_again(keys: Any) -> None:
@@ -59,12 +61,12 @@ def test_a_reservation_left_behind_expires_and_only_its_taker_finishes(keys: Any
 
     keys.now += 1  # its time is up: the process that made it is taken for gone
     taken, mine = keys.reserve("k", "fp-2")
-    kept_by_stale = keys.finish("k", stale, Kept("fp-1", 200, '{"version": 9}'))
+    kept_by_stale = keys.finish("k", stale, StoredResponse("fp-1", 200, '{"version": 9}'))
     keys.release("k", stale)
 
     assert mine and taken.body_hash == "fp-2" and taken != stale
     assert kept_by_stale == taken and keys.get("k") == taken  # the stale request changed nothing
-    assert keys.finish("k", taken, Kept("fp-2", 200, '{"version": 3}')) == Kept("fp-2", 200, '{"version": 3}')
+    assert keys.finish("k", taken, StoredResponse("fp-2", 200, '{"version": 3}')) == StoredResponse("fp-2", 200, '{"version": 3}')
 
 
 def test_threads_racing_for_a_key_reserve_it_once(keys: Any) -> None:

@@ -15,7 +15,7 @@ factory's. A
 factory case starts from the environment such a store reads (`store_environment`).
 
 - PostgreSQL chained: `ChainedPostgresRecorder`, what every store on PostgreSQL writes with.
-- PostgreSQL plain: `EventRecorder`, the chained recorder's base without the chain, which
+- PostgreSQL plain: `PlainEventRecorder`, `EventRecorder` without the chain, which
   sends every append its own ways (`write_first`, `write_events`, the append function) and
   reads through the library's reads' `__wrapped__`; the store's factory makes it when the
   library's APPLICATION_RECORDER_TOPIC names it.
@@ -67,7 +67,7 @@ from psycopg.sql import SQL, Identifier
 
 from adapters.api import Chatrecord, demo_lines
 from adapters.backends.memory import ChainedPOPORecorder, MemoryFactory
-from adapters.backends.postgres import ChainedPostgresRecorder, EventRecorder, PostgresFactory
+from adapters.backends.postgres import ChainedPostgresRecorder, PlainEventRecorder, PostgresFactory
 from adapters.backends.postgres import recorder as postgres_recorder
 from adapters.backends.settings import store_env
 from adapters.backends.sqlite import ChainedSQLiteRecorder, SQLiteFactory
@@ -368,12 +368,12 @@ class TestPostgresChainedApplicationRecorder(
 
 
 class TestPostgresPlainApplicationRecorder(Subscribed, PostgresStores, contract.ApplicationRecorderTestCase):
-    """`EventRecorder`, the PostgreSQL recorder without the chain, made by the store's factory
+    """`PlainEventRecorder`, the PostgreSQL recorder without the chain, made by the store's factory
     when the library's APPLICATION_RECORDER_TOPIC names it."""
 
     def create_recorder(self) -> ApplicationRecorder:
-        recorder = self.open(APPLICATION_RECORDER_TOPIC=get_topic(EventRecorder)).recorder
-        assert type(recorder) is EventRecorder
+        recorder = self.open(APPLICATION_RECORDER_TOPIC=get_topic(PlainEventRecorder)).recorder
+        assert type(recorder) is PlainEventRecorder
         return recorder
 
 
@@ -435,7 +435,7 @@ class TestPostgresChainedNonInterleaving(PostgresStores, contract.NonInterleavin
 
 class TestPostgresPlainNonInterleaving(PostgresStores, contract.NonInterleavingNotificationIDsBaseCase):
     def create_recorder(self) -> ApplicationRecorder:
-        return self.open(APPLICATION_RECORDER_TOPIC=get_topic(EventRecorder)).recorder
+        return self.open(APPLICATION_RECORDER_TOPIC=get_topic(PlainEventRecorder)).recorder
 
 
 class TestPostgresTrackingRecorder(PostgresStores, contract.TrackingRecorderTestCase):

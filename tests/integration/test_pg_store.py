@@ -21,7 +21,7 @@ from psycopg import sql
 
 from adapters.backends import backend_of
 from adapters.backends.postgres import (
-    EventRecorder,
+    PlainEventRecorder,
     PostgresFactory,
     PostgresHistoryTables,
     PostgresViewStorage,
@@ -288,7 +288,7 @@ def _lost_connection() -> Exception:
 
 
 def test_an_append_whose_connection_failed_is_tried_again_by_the_librarys_retry() -> None:
-    recorder = EventRecorder.__new__(EventRecorder)
+    recorder = PlainEventRecorder.__new__(PlainEventRecorder)
     recorder._append = _Flaky(_lost_connection(), _lost_connection())  # type: ignore[method-assign]
 
     assert recorder.insert_events([]) == [7]
@@ -298,7 +298,7 @@ def test_an_append_whose_connection_failed_is_tried_again_by_the_librarys_retry(
 def test_an_append_the_server_answered_with_a_timeout_is_not_tried_again() -> None:
     timeout = es_persistence.OperationalError("canceling statement due to lock timeout")
     timeout.__cause__ = psycopg.errors.LockNotAvailable("canceling statement due to lock timeout")
-    recorder = EventRecorder.__new__(EventRecorder)
+    recorder = PlainEventRecorder.__new__(PlainEventRecorder)
     recorder._append = _Flaky(timeout)  # type: ignore[method-assign]
 
     with pytest.raises(es_persistence.OperationalError, match="lock timeout") as raised:
@@ -328,3 +328,19 @@ def test_an_append_in_one_call_runs_prepared_and_leaves_the_pool_preparing_nothi
         ).fetchall()
     assert len(calls) == 1, calls
     assert len(store.events(c)) == 4
+
+
+def test_the_upkeep_warning_says_whether_the_servers_autovacuum_is_off(postgres_url: str, postgres_schema: str) -> None:
+    store = open_store(pg_env(postgres_url, postgres_schema))
+    try:
+        warning = store.factory.upkeep_warning()
+    finally:
+        store.close()
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        setting = conn.execute("SHOW autovacuum").fetchone()
+    assert setting is not None
+    if setting[0] == "on":
+        assert warning is None
+    else:
+        assert warning is not None and warning.startswith("the PostgreSQL server's autovacuum is off")
+    assert open_store(memory=True).factory.upkeep_warning() is None  # no server: nothing to warn of

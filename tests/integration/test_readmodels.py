@@ -29,9 +29,9 @@ from adapters.ingest import read_file, read_lines
 from adapters.service.record_lines import RecordLines
 from adapters.store.application import ConversationStore
 from adapters.views import rebuild
-from adapters.views.caches import KnownBlocks
+from adapters.views.caches import BlocksCache
 from adapters.views.head_cache import _kept
-from adapters.views.held_rows import HeldRows
+from adapters.views.held_rows import TurnRowsCache
 from adapters.views.readmodels import NEWEST_ENTRIES, ReadModels
 from adapters.views.rebuild import (
     MAX_WORKERS,
@@ -557,8 +557,8 @@ class ReadModelsContract:
         models.turn_input(conversation)
         cache, head = models.cache, models.head(conversation)
         cache.heads.put(cid, head)
-        cache.held.put(cid, HeldRows(models.live_pointer().generation, head.version, (), (), (), 0))
-        cache.known.put(cid, KnownBlocks(models.live_pointer().generation, head.version, -1, {}, {}))
+        cache.held.put(cid, TurnRowsCache(models.live_pointer().generation, head.version, (), (), (), 0))
+        cache.known.put(cid, BlocksCache(models.live_pointer().generation, head.version, -1, {}, {}))
         cache.messages.put(str(cid), "{}", Message(role="user", text="x"))
         return cid
 
@@ -672,7 +672,7 @@ class SharedDatabaseContract(ReadModelsContract):
     def test_a_turn_read_that_keeps_what_it_read_of_the_transcript_reads_as_a_fresh_one_after_every_event(
         self, store, legacy, episodes
     ) -> None:
-        # edits, truncations and legacy rows rewrite rows a kept read knew (`KnownBlocks`)
+        # edits, truncations and legacy rows rewrite rows a kept read knew (`BlocksCache`)
         conversation = f"conv-{uuid.uuid4().hex[:8]}"
         chat = tell(legacy, episodes, conversation)
         models, second = read_models(store), self.second_store(store)
@@ -841,7 +841,7 @@ class TestPostgresReadModels(PostgresStores, SharedDatabaseContract):
         self, store: ConversationStore
     ) -> None:
         """After its own append the writer's turn read leaves the newest entries and card
-        outcomes unread (it holds them, `HeldRows`, followed through the append's document), and
+        outcomes unread (it holds them, `TurnRowsCache`, followed through the append's document), and
         its notes are those a reader of the database alone gives, line after line: through
         declined cards (outcomes), an edit (its cut of card outcomes: read again) and a line
         another process appended (a version the writer did not follow: read again)."""

@@ -215,7 +215,7 @@ class StoreContract:
         assert [e.originator_version for e in store.events("conv-1")] == [1]  # the events went with it
         monkeypatch.undo()
         store.handle(message(1))
-        assert store.history.reader(conversation_uuid("conv-1")).message_live(1)
+        assert store.history.reader(conversation_uuid("conv-1")).message_uncut(1)
 
     # ------------------------------------------------------------------ snapshots
 

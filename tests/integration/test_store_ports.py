@@ -22,7 +22,7 @@ import pytest
 from adapters.backends.settings import memory_env
 from adapters.bootstrap import build_store
 from adapters.store.application import ConversationStore
-from adapters.store.idempotency import IN_FLIGHT, Kept
+from adapters.store.idempotency import IN_FLIGHT, StoredResponse
 from adapters.store.keys import DataKeys
 from adapters.store.ports import DataKeyStore, HistoryIndex, IdempotencyKeys
 from domain import conversation as c
@@ -85,7 +85,7 @@ def assert_indexes_alike(index: Any, reference: MemoryHistory, digests: tuple[st
     last = max(reference.messages, default=0) + 2
     for number in range(last):
         assert index.segments_from(number) == reference.segments_from(number)
-        assert index.message_live(number) is reference.message_live(number)
+        assert index.message_uncut(number) is reference.message_uncut(number)
         assert index.messages_after(number) == reference.messages_after(number)
     for run in {record.run for record in reference.records.values()} | {"no-such-run"}:
         assert index.run_cut(run) is reference.run_cut(run)
@@ -116,7 +116,7 @@ class HistoryIndexContract:
 
     def test_written_events_read_back_as_the_domain_indexes_them(self, index: HistoryIndex) -> None:
         chat, cid = story(), uuid4()
-        assert chat.history.outcomes() == 3 and chat.history.run_cut("first") and not chat.history.message_live(4)
+        assert chat.history.outcomes() == 3 and chat.history.run_cut("first") and not chat.history.message_uncut(4)
 
         added = index.write(cid, None, chat.events)
 
@@ -251,12 +251,12 @@ class IdempotencyKeysContract:
 
         reserved, mine = keys.reserve("k", "fp-1")
         again, second = keys.reserve("k", "fp-2")
-        kept = keys.finish("k", reserved, Kept("fp-1", 200, '{"version": 2}'))
+        kept = keys.finish("k", reserved, StoredResponse("fp-1", 200, '{"version": 2}'))
 
         assert mine is True and second is False and again == reserved
         assert reserved.status == IN_FLIGHT and reserved.body_hash == "fp-1"
         assert float(orjson.loads(reserved.response)["in_flight_until"]) == self.now + keys.seconds
-        assert kept == Kept("fp-1", 200, '{"version": 2}') == keys.get("k")
+        assert kept == StoredResponse("fp-1", 200, '{"version": 2}') == keys.get("k")
         assert keys.reserve("k", "fp-1") == (kept, False)
         assert keys.get("other") is None
 
@@ -276,22 +276,22 @@ class IdempotencyKeysContract:
 
         self.now += 1
         taken, mine = keys.reserve("k", "fp-2")
-        late = keys.finish("k", stale, Kept("fp-1", 200, "{}"))  # the first request came back after all
+        late = keys.finish("k", stale, StoredResponse("fp-1", 200, "{}"))  # the first request came back after all
         keys.release("k", stale)  # nor can it release the taker's reservation
 
         assert mine is True and taken != stale and taken.body_hash == "fp-2"
         assert late == taken == keys.get("k")
-        assert keys.finish("k", taken, Kept("fp-2", 200, '{"ok": true}')) == Kept("fp-2", 200, '{"ok": true}')
-        assert keys.get("k") == Kept("fp-2", 200, '{"ok": true}')
+        assert keys.finish("k", taken, StoredResponse("fp-2", 200, '{"ok": true}')) == StoredResponse("fp-2", 200, '{"ok": true}')
+        assert keys.get("k") == StoredResponse("fp-2", 200, '{"ok": true}')
 
     def test_a_kept_response_never_expires(self, keys: IdempotencyKeys) -> None:
         reserved, _ = keys.reserve("k", "fp-1")
-        keys.finish("k", reserved, Kept("fp-1", 200, "{}"))
+        keys.finish("k", reserved, StoredResponse("fp-1", 200, "{}"))
         self.now += 10 * keys.seconds
 
-        assert keys.reserve("k", "fp-2") == (Kept("fp-1", 200, "{}"), False)
+        assert keys.reserve("k", "fp-2") == (StoredResponse("fp-1", 200, "{}"), False)
         keys.release("k", reserved)
-        assert keys.get("k") == Kept("fp-1", 200, "{}")
+        assert keys.get("k") == StoredResponse("fp-1", 200, "{}")
 
 
 class TestMemoryIdempotencyKeys(MemoryStores, IdempotencyKeysContract):

@@ -1,12 +1,12 @@
 """Entries and card outcomes decoded once per body, notes rendered once per page check
-(`adapters.views.caches.RenderedNotes`): what a turn read keeps must be what it would
+(`adapters.views.caches.NotesCache`): what a turn read keeps must be what it would
 render again, and a note kept under one page check is never served under another."""
 
 from __future__ import annotations
 
 from factories import Chat, seo_tour
 
-from adapters.views.caches import MESSAGE_BODY, KeptMessages, RenderedNotes
+from adapters.views.caches import MESSAGE_BODY, MessagesCache, NotesCache
 from adapters.views.log_fold import fold_into
 from adapters.views.memory_rows import MemoryConversation, MemoryRows
 from projections.notes import note_of
@@ -25,7 +25,7 @@ def _tour_items():
 
 def test_a_body_decodes_once_to_the_same_entry_or_outcome():
     entries, outcomes = _tour_items()
-    rendered = RenderedNotes()
+    rendered = NotesCache()
     body = entries[-1].model_dump_json()
     first = rendered.entry(body)
     assert first == entries[-1]
@@ -37,7 +37,7 @@ def test_a_body_decodes_once_to_the_same_entry_or_outcome():
 
 def test_a_kept_note_is_the_note_rendered_again():
     entries, outcomes = _tour_items()
-    rendered = RenderedNotes()
+    rendered = NotesCache()
     note = rendered.note("every")
     for item in [*entries, *outcomes]:
         decoded = (rendered.entry if item in entries else rendered.outcome)(item.model_dump_json())
@@ -48,7 +48,7 @@ def test_a_kept_note_is_the_note_rendered_again():
 
 def test_a_note_kept_under_one_page_check_is_not_served_under_another():
     _, outcomes = _tour_items()
-    rendered = RenderedNotes()
+    rendered = NotesCache()
     outcome = rendered.outcome(outcomes[0].model_dump_json())  # the title card on pages:42
     hidden = PageFilter(hidden=frozenset({42}))
     shown = rendered.note("every")(outcome, every_page).body
@@ -60,7 +60,7 @@ def test_a_note_kept_under_one_page_check_is_not_served_under_another():
 
 
 def test_a_kept_message_is_the_one_decoded_from_its_body_and_a_long_body_is_not_kept():
-    kept = KeptMessages(size=2)
+    kept = MessagesCache(size=2)
     short, long = Message(role="user", text="kurz", number=1), Message(role="assistant", text="x" * MESSAGE_BODY)
     kept.put("c1", short.model_dump_json(), short)
     kept.put("c1", long.model_dump_json(), long)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from adapters.views.held_rows import HeldRows, advanced, seeded
+from adapters.views.held_rows import TurnRowsCache, advanced, seeded
 from projections.row_head import Head
 
 ENTRIES, OUTCOMES = 3, 2  # the newest entries and outcomes held (the turn read's NEWEST_ENTRIES, NEWEST_OUTCOMES)
@@ -17,8 +17,8 @@ def views(**rows: Any) -> dict[str, Any]:
     return {**base, **rows}
 
 
-def held() -> HeldRows:
-    return HeldRows(1, 10, (4, 6, 8), ("e4", "e6", "e8"), ("o1", "o2"), 5)
+def held() -> TurnRowsCache:
+    return TurnRowsCache(1, 10, (4, 6, 8), ("e4", "e6", "e8"), ("o1", "o2"), 5)
 
 
 def test_a_read_is_held_with_the_heads_newest_seqs_when_it_holds_as_many_as_asked() -> None:
@@ -27,7 +27,7 @@ def test_a_read_is_held_with_the_heads_newest_seqs_when_it_holds_as_many_as_aske
     assert seeded(1, head, "e4\x1ee6\x1ee8", "o1\x1eo2", ENTRIES, OUTCOMES) == held()
     assert seeded(1, head, "e6\x1ee8", "o1\x1eo2", ENTRIES, OUTCOMES) is None  # fewer entries than the head keeps
     assert seeded(1, head, "e4\x1ee6\x1ee8", "o2", ENTRIES, OUTCOMES) is None  # fewer outcomes than the head counts
-    assert seeded(1, Head(version=1), "", "", ENTRIES, OUTCOMES) == HeldRows(1, 1, (), (), (), 0)
+    assert seeded(1, Head(version=1), "", "", ENTRIES, OUTCOMES) == TurnRowsCache(1, 1, (), (), (), 0)
 
 
 def test_an_append_adds_its_entry_and_outcomes_and_the_oldest_fall_out() -> None:
@@ -36,7 +36,7 @@ def test_an_append_adds_its_entry_and_outcomes_and_the_oldest_fall_out() -> None
 
     moved = advanced(held(), 1, 10, section, after, ENTRIES, OUTCOMES)
 
-    assert moved == HeldRows(1, 12, (6, 8, 11), ("e6", "e8", "e11"), ("o2", "o3"), 6)
+    assert moved == TurnRowsCache(1, 12, (6, 8, 11), ("e6", "e8", "e11"), ("o2", "o3"), 6)
 
 
 def test_an_update_of_a_held_entry_replaces_its_body() -> None:
@@ -63,7 +63,7 @@ def test_what_cannot_be_followed_exactly_is_dropped() -> None:
     # the head counts outcomes the section did not write (written otherwise), or fewer
     assert advanced(held(), 1, 10, views(), Head(version=11, seqs=(2, 4, 6, 8), outcomes=7), ENTRIES, OUTCOMES) is None
     assert advanced(held(), 1, 10, views(outcomes=[[11, 0, None, 3, "o3"]]), same, ENTRIES, OUTCOMES) is None
-    assert advanced(held(), 1, 10, views(), same, ENTRIES, OUTCOMES) == HeldRows(
+    assert advanced(held(), 1, 10, views(), same, ENTRIES, OUTCOMES) == TurnRowsCache(
         1, 11, held().seqs, held().entries, held().outcomes, 5
     )
 
@@ -72,6 +72,6 @@ def test_a_delete_of_the_oldest_entry_outside_the_held_ones_keeps_them() -> None
     after = Head(version=12, seqs=(4, 6, 8, 11), outcomes=5)
     section = views(delete_entries=[2], entries=[[11, "run/5", "e11"]])
 
-    assert advanced(held(), 1, 10, section, after, ENTRIES, OUTCOMES) == HeldRows(
+    assert advanced(held(), 1, 10, section, after, ENTRIES, OUTCOMES) == TurnRowsCache(
         1, 12, (6, 8, 11), ("e6", "e8", "e11"), ("o1", "o2"), 5
     )

@@ -137,7 +137,7 @@ def test_a_sealed_message_body_is_the_models_json_with_its_text_sealed():
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(legacy=st.integers(0, 2), episodes=EPISODES)
 def test_an_event_of_tail_only_leaves_every_row_before_the_last_user_message_as_it_was(legacy, episodes):
-    # what a turn read keeps of the transcript rows (adapters.views.caches.KnownBlocks) relies on it
+    # what a turn read keeps of the transcript rows (adapters.views.caches.BlocksCache) relies on it
     from projections.row_fold import TAIL_ONLY
 
     rows = MemoryRows(MemoryConversation())
@@ -169,7 +169,7 @@ def test_buffered_rows_read_back_what_they_hold_and_send_it_at_the_flush():
 
     import orjson
 
-    from adapters.backends.sql.views_buffered import BufferedRows
+    from adapters.backends.sql.views_buffered import StatementRows
     from adapters.backends.sql.views_tables import table_names
     from adapters.store.crypto import ViewTexts
     from projections.run_record import Entry, ToolCount
@@ -196,7 +196,7 @@ def test_buffered_rows_read_back_what_they_hold_and_send_it_at_the_flush():
     cid = str(uuid.uuid4())
     texts = ViewTexts(Keys())
     curs = Cursor()
-    rows = BufferedRows(curs, table_names(1), cid, "?", texts)
+    rows = StatementRows(curs, table_names(1), cid, "?", texts)
     first = Entry(segment="s/1", trigger="turn", ending="completed", tools=(ToolCount(name="get_page", calls=2),), seq=2)
     second = Entry(segment="s/2", trigger="turn", ending="awaiting_approval", seq=4)
     rows.put_entry(first)

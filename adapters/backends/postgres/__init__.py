@@ -41,7 +41,7 @@ The package, one module per job (`PERSISTENCE_MODULE` names `adapters.backends.p
 - `append`: the append as one statement: `AppendDocument`, `Unfit` and the append functions, whose
   PL/pgSQL is in `append_function.sql`, `append_no_views.sql` and `append_views.sql`.
 - `recorder`: `EventRecorder`, the application recorder (how an append is sent, and its reads,
-  tried again only when the connection failed).
+  tried again only when the connection failed), and `PlainEventRecorder`, which writes no chain.
 - `chained_recorder`: `ChainedPostgresRecorder`, the recorder with the hash chain.
 - `data_keys`: `PostgresDataKeys`.
 - `history_tables`: `PostgresHistoryTables`, the history index and the check of an assumed index.
@@ -68,7 +68,7 @@ from adapters.backends.postgres.data_keys import PostgresDataKeys, keys_statemen
 from adapters.backends.postgres.factory import STATEMENT_TIMEOUT, WRITE_LOCK_TIMEOUT, PostgresFactory
 from adapters.backends.postgres.history_tables import PostgresHistoryTables
 from adapters.backends.postgres.pool_order import RecentFirst
-from adapters.backends.postgres.recorder import BATCH_DOCUMENT_BYTES, PIPELINE_BYTES, EventRecorder
+from adapters.backends.postgres.recorder import BATCH_DOCUMENT_BYTES, PIPELINE_BYTES, EventRecorder, PlainEventRecorder
 from adapters.backends.postgres.schema import (
     OLD_VIEWS_LOCK_ID,
     SchemaNotCreated,
@@ -94,6 +94,7 @@ __all__ = [
     "AppendDocument",
     "ChainedPostgresRecorder",
     "EventRecorder",
+    "PlainEventRecorder",
     "OneStatement",
     "PostgresViewStorage",
     "PostgresBufferedRows",

@@ -12,6 +12,7 @@ import orjson
 
 from adapters.backends.postgres.append import AppendDocument, Unfit
 from adapters.backends.sql.views_buffered import BufferedRows
+from adapters.backends.sql.views_rows import SQLRows
 from adapters.backends.sql.views_statements import json_insert
 from adapters.backends.sql.views_tables import ROW_TABLES
 from adapters.views.listing import listing_values
@@ -229,7 +230,7 @@ class PostgresBufferedRows(BufferedRows):
     def _write_head(self, head: Any) -> None:
         views = self._document()
         if views is None:
-            super()._write_head(head)
+            SQLRows.put_head(self, head)
         else:
             self.head_json = head.model_dump_json()  # a turn read of this head takes it as written (`HeadCache.written`)
             views["head"] = [head.version, self.head_json]
@@ -283,7 +284,7 @@ class PostgresBufferedRows(BufferedRows):
     def _cut_stored_messages(self, keep: int) -> None:
         views = self._document()
         if views is None:
-            super()._cut_stored_messages(keep)
+            SQLRows.cut_messages(self, keep)
             return
         # the function deletes before it writes the section's messages: what an earlier flush
         # into this document held from `keep` on is left out of it, as the cut would delete it

@@ -26,7 +26,7 @@ from adapters.store.chain import (
     state_bytes,
 )
 from adapters.store.chain_checks import BROKEN_TABLE, GUARD, GUARD_BY, GUARD_DETAIL, VERIFIED_TABLE, BrokenChain, VerifiedPosition
-from adapters.store.chain_heads import ChainHeads
+from adapters.store.chain_heads import ChainHeadCache
 
 
 class ChainedPostgresRecorder(ChainedRecorder, EventRecorder):
@@ -37,7 +37,7 @@ class ChainedPostgresRecorder(ChainedRecorder, EventRecorder):
 
     def __init__(self, datastore: Any, **kwargs: Any) -> None:
         super().__init__(datastore, **kwargs)
-        self.chain_heads: ChainHeads = ChainHeads()
+        self.chain_heads: ChainHeadCache = ChainHeadCache()
         self._broken_made = False  # whether the stored breaks' table was seen (`_chain_cut`)
         self._sealing: Sealing = Sealing()  # the heads of this thread's transaction, until it commits
         self.chain_table = SQL("{}.{}").format(Identifier(self.datastore.schema), Identifier(CHAIN_TABLE))
@@ -296,19 +296,18 @@ class ChainedPostgresRecorder(ChainedRecorder, EventRecorder):
             )
             self._sealing.heads = self._seal(curs, stored_events)
             return
-        super().write_events(curs, stored_events, **kwargs)
+        self.write_as_statements(curs, stored_events)
         # another cursor of the same transaction: the ids are read from `curs` afterwards
         with curs.connection.cursor() as own:
             self._sealing.heads = self._seal(own, stored_events)
 
     def _committed(self, stored_events: Sequence[StoredEvent]) -> None:
-        """Keeps the hashes this thread's transaction just committed (`ChainHeads`)."""
+        """Keeps the hashes this thread's transaction just committed (`ChainHeadCache`)."""
         heads, self._sealing.heads = self._sealing.heads, None
         if heads:
             self.chain_heads.remember(heads)
 
     def write_first(self, curs: Any, stored_events: Sequence[StoredEvent], **kwargs: Any) -> None:
-        super().write_first(curs, stored_events, **kwargs)
         run_inline(kwargs, curs)
 
     def _chain_start(self, cursor: Any, key: UUID, version: int) -> bytes:

@@ -179,6 +179,22 @@ class PostgresFactory(StoreFactory, es_postgres.PostgresFactory):
     def env_create_table(self) -> bool:
         return False  # the library's own CREATE runs on every open; `_ready` creates once
 
+    def upkeep_warning(self) -> str | None:
+        """Returns a warning when the server's autovacuum is off (`SHOW autovacuum`): nothing
+        then frees the dead copies of the rows appends update (the list table's rows, the
+        history index's), which a plain VACUUM gives back; None when it is on."""
+        with self.datastore.transaction(commit=False) as curs:
+            curs.execute("SHOW autovacuum")
+            row = curs.fetchone()
+        value = str(next(iter(row.values())) if isinstance(row, dict) else row[0]) if row else "on"
+        if value.lower() in ("on", "true", "yes", "1"):
+            return None
+        return (
+            "the PostgreSQL server's autovacuum is off: the dead copies of the rows each append updates "
+            "(a conversation's list row) pile up until a VACUUM of the store's tables; turn it on "
+            "(autovacuum = on) or run VACUUM from time to time"
+        )
+
     def _creates(self) -> bool:
         """Whether tables are to be made (the library's CREATE_TABLE, default yes)."""
         return strtobool(self.env.get(self.CREATE_TABLE) or "yes")

@@ -176,7 +176,7 @@ class PostgresHistoryTables(HistoryIndex):
         base = self.tables.writer(curs, cid)  # the records `assumed` knows are not read again (checked with it)
         held = held_index(AssumedBase(base, assumed) if assumed is not None else base)
         index_events(held, state, events)
-        if puts is not None:  # the rows written, which the writer's known records follow (`KnownRecords`)
+        if puts is not None:  # the rows written, which the writer's known records follow (`IndexRecordsCache`)
             puts.append((held.top.records, held.top.messages))
         t, key = self.t, str(cid)
         if isinstance(curs, AppendDocument):

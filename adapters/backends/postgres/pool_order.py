@@ -50,8 +50,8 @@ def hand_out_recent_first(pool: ConnectionPool[Any]) -> bool:
 
     Why: psycopg_pool hands out the connection idle longest, so a writer's appends go round all
     of the pool's connections, each served by a server process whose caches (and PL/pgSQL
-    plans) have gone cold by its turn; taking the last one keeps one warm, about 0.2 ms less per
-    append, measured alternating both ways in one process. psycopg_pool has no public way to
+    plans) have gone cold by its turn; taking the last one keeps one warm (docs/benchmarks.md,
+    "Figures moved from docstrings"). psycopg_pool has no public way to
     choose the order (its `configure`, `reset` and `check` callbacks act on one connection), so
     this replaces its private deque `_pool` (psycopg_pool 3.2 and 3.3), before the pool opens."""
     idle = getattr(pool, "_pool", None)

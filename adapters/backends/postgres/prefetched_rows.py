@@ -11,7 +11,7 @@ from typing import Any
 from adapters.backends.sql.views_rows import SQLRows
 from adapters.backends.sql.views_statements import RowStatements
 from adapters.store.crypto import ViewTexts
-from adapters.views.caches import SEPARATOR, KeptMessages, Placement
+from adapters.views.caches import SEPARATOR, MessagesCache, PlacementCache
 from adapters.views.ports import ReadMoved
 from adapters.views.row_bodies import LazyEntries
 from projections.card_outcomes import CardOutcome
@@ -39,18 +39,18 @@ class PrefetchedRows(SQLRows):
         texts: ViewTexts | None = None,
         run: Callable[[Any, str, Any], Any] | None = None,
         head: Head | None = None,
-        known: Placement | None = None,
+        known: PlacementCache | None = None,
         statements: RowStatements | None = None,
     ) -> None:
         super().__init__(curs, tables, cid, p, texts, statements)
         self._entries, self._outcomes, self._newest = entries, outcomes, newest
         self._run = run
         self._head = head
-        self.placement = known if known is not None else Placement()
+        self.placement = known if known is not None else PlacementCache()
         """What the read knew and learned of the rows for placing its notes (`placement_reads`)."""
 
     def placement_reads(
-        self, length: int, kept: KeptMessages | None = None, known: Placement | None = None
+        self, length: int, kept: MessagesCache | None = None, known: PlacementCache | None = None
     ) -> tuple[Callable[[set[int]], dict[int, Message]], Callable[[set[int]], dict[int, int | None]]]:
         """As `SQLRows.placement_reads`, knowing and learning in `self.placement`."""
         return super().placement_reads(length, kept, known if known is not None else self.placement)
@@ -120,7 +120,7 @@ def _older(heads: str, entries: str) -> str:
 
 def _split(bodies: str | Sequence[str]) -> list[str]:
     """Returns row bodies given joined by SEPARATOR (as a statement read them) or as a sequence
-    (as the process holds them, `HeldRows`: the same string objects each read, whose hashes
+    (as the process holds them, `TurnRowsCache`: the same string objects each read, whose hashes
     the caches' look-ups then need not compute again)."""
     if isinstance(bodies, str):
         return bodies.split(SEPARATOR) if bodies else []

@@ -10,6 +10,7 @@ larger one in one ordinary transaction; a large batch as one document per conver
 from __future__ import annotations
 
 import threading
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from enum import Enum
 from typing import Any, Final, Literal, TypeVar, cast
@@ -95,10 +96,12 @@ _AGAIN: Final = _Again.AGAIN
 """What `EventRecorder._append_in_one_call` returns when the append is to be done synced."""
 
 
-class EventRecorder(es_postgres.PostgresApplicationRecorder):
+class EventRecorder(es_postgres.PostgresApplicationRecorder, ABC):
     """The library's application recorder, appending in one ordinary transaction instead of
     psycopg's pipeline mode (see the package's docstring, `adapters.backends.postgres`), its
-    reads tried again only when the connection failed (`_read_retried`)."""
+    reads tried again only when the connection failed (`_read_retried`). What an append writes
+    is each recorder's (`write_first`, `write_events`, `_committed`): `PlainEventRecorder`'s
+    the events alone, `ChainedPostgresRecorder`'s with the hash chain."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -438,29 +441,52 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder):
                 raise failure
         return ids
 
+    @abstractmethod
     def write_first(self, curs: Any, stored_events: Sequence[StoredEvent], **kwargs: Any) -> None:
         """Writes, in the append's transaction (`curs`, or the `AppendDocument` that stands in
-        for it), what goes before `stored_events`: nothing here (`ChainedPostgresRecorder`: the
-        writer's rows). An error rolls the events back with it."""
+        for it), what goes before `stored_events` (a chained recorder's: the writer's rows). An
+        error rolls the events back with it."""
 
+    @abstractmethod
     def write_events(self, curs: Any, stored_events: Sequence[StoredEvent], **kwargs: Any) -> None:
-        """Takes the events table's write lock, sends the library's NOTIFY and inserts
-        `stored_events` (returning their notification ids, `inserted_ids`) on `curs`, as the
-        library's recorder does, with its statements (`lock_table_statements`, `channel_name`,
-        `insert_events_statement`). Raises Unfit for an `AppendDocument`: this recorder's events
-        go as statements."""
-        if isinstance(curs, AppendDocument):
-            raise Unfit("the plain recorder's events go as statements")
-        for statement in self.lock_table_statements:
-            curs.execute(statement)
-        curs.execute(SQL("NOTIFY {}").format(Identifier(self.channel_name)))
-        events = [self.construct_pg_stored_event(e.originator_id, e.originator_version, e.topic, e.state) for e in stored_events]
-        curs.execute(self.insert_events_statement, (events,))
+        """Writes `stored_events` in the append's transaction (`curs`, or the `AppendDocument`
+        that stands in for it), their notification ids then read by `inserted_ids`. Raises Unfit
+        where they cannot go into a document."""
 
     @staticmethod
     def inserted_ids(curs: Any) -> list[int]:
         """Returns the notification ids the insert of `write_events` returned on `curs`."""
         return [row["notification_id"] for row in curs.fetchall()]
 
+    @abstractmethod
     def _committed(self, stored_events: Sequence[StoredEvent]) -> None:
         """Called once the transaction that stored `stored_events` has committed."""
+
+    def write_as_statements(self, curs: Any, stored_events: Sequence[StoredEvent]) -> None:
+        """Takes the events table's write lock, sends the library's NOTIFY and inserts
+        `stored_events` (returning their notification ids, `inserted_ids`) on `curs`, as the
+        library's recorder does, with its statements (`lock_table_statements`, `channel_name`,
+        `insert_events_statement`)."""
+        for statement in self.lock_table_statements:
+            curs.execute(statement)
+        curs.execute(SQL("NOTIFY {}").format(Identifier(self.channel_name)))
+        events = [self.construct_pg_stored_event(e.originator_id, e.originator_version, e.topic, e.state) for e in stored_events]
+        curs.execute(self.insert_events_statement, (events,))
+
+
+class PlainEventRecorder(EventRecorder):
+    """`EventRecorder` without the hash chain: its events go as statements (the library's
+    APPLICATION_RECORDER_TOPIC may name it; every store on PostgreSQL writes with
+    `ChainedPostgresRecorder`)."""
+
+    def write_first(self, curs: Any, stored_events: Sequence[StoredEvent], **kwargs: Any) -> None:
+        """Nothing goes before the events."""
+
+    def write_events(self, curs: Any, stored_events: Sequence[StoredEvent], **kwargs: Any) -> None:
+        """The events as statements (`write_as_statements`). Raises Unfit for an `AppendDocument`."""
+        if isinstance(curs, AppendDocument):
+            raise Unfit("the plain recorder's events go as statements")
+        self.write_as_statements(curs, stored_events)
+
+    def _committed(self, stored_events: Sequence[StoredEvent]) -> None:
+        """Nothing is kept."""

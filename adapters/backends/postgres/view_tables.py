@@ -30,7 +30,7 @@ from adapters.backends.sql.views_storage import POINTER, SQLViewStorage
 from adapters.backends.sql.views_tables import aside_cid, table_names
 from adapters.store.chain import CHAIN_TABLE
 from adapters.store.crypto import ViewTexts
-from adapters.views.caches import TAIL_EVENTS, TAIL_ROWS, Placement
+from adapters.views.caches import TAIL_EVENTS, TAIL_ROWS, PlacementCache
 from adapters.views.ports import NeedsSnapshot, ReadMoved, not_updated
 from adapters.views.storage_reads import Pointer, TurnInputRows, TurnRows
 from projections.row_head import Head
@@ -72,8 +72,8 @@ class PostgresViewStorage(SQLViewStorage):
     the heads (the list's order is the list table's, `LISTING`): with half of each page left free,
     the update goes on the same page (a HOT update) and the server prunes the page's dead
     copies before it fills. With the default (100) the page fills first and each new copy goes
-    to a new page: 2 KB of dead copies per segment that a plain VACUUM frees but never gives back
-    (measured: 8.3 KB per segment at 1,000 segments with a turn read after each, 6.4 with 50)."""
+    to a new page, dead copies that a plain VACUUM frees but never gives back (docs/benchmarks.md,
+    "Figures moved from docstrings")."""
 
     @contextmanager
     def reading(self, snapshot: bool = True) -> Iterator[Any]:
@@ -125,13 +125,13 @@ class PostgresViewStorage(SQLViewStorage):
         the live pointer, the head row of `cid` in generation `generation` (the caller's
         guess), the log's version, the newest `entries` (default `newest`) kept run record
         entries, the `newest` card outcomes and, with `since` (the head version of the rows
-        the caller keeps, `KnownBlocks`), the topics of the events after it and the transcript
+        the caller keeps, `BlocksCache`), the topics of the events after it and the transcript
         rows from index `tail_from` on (`TurnRows.topics`, `TurnRows.tail`: each row found by
         its key, at most TAIL_ROWS + 1, after at most TAIL_EVENTS events). Entries, outcomes
         and rows are left unread (`TurnRows.skipped`) when the head is at version `kept_at`
         (the caller keeps that version's notes already); entries and outcomes alone
         (`TurnRows.held`) when it is at version `held_at` (the caller holds those rows of that
-        version, `adapters.views.held_rows.HeldRows`). Returns None when the pointer table
+        version, `adapters.views.held_rows.TurnRowsCache`). Returns None when the pointer table
         is not known yet or the guess was wrong (the caller reads row by row, and guesses the
         live generation next time)."""
         if not self._has_pointer:
@@ -180,7 +180,7 @@ class PostgresViewStorage(SQLViewStorage):
         outcomes: str | Sequence[str],
         newest: int,
         head: Head | None,
-        known: Placement | None,
+        known: PlacementCache | None,
     ) -> PrefetchedRows:
         """Returns the rows of a turn read whose newest entries and outcomes `turn_rows` read
         (`PrefetchedRows`), reading the rest prepared (`run`)."""

@@ -154,8 +154,8 @@ class SQLHistory:
     def run_cut(self, run: str) -> bool:
         return self._once(("run_cut", run), lambda: self._x(self.sql.run_cut, run).fetchone() is not None)
 
-    def message_live(self, number: int) -> bool:
-        row = self._x(self.sql.message_live, number).fetchone()
+    def message_uncut(self, number: int) -> bool:
+        row = self._x(self.sql.message_uncut, number).fetchone()
         return bool(row and row["live"])
 
     def messages_after(self, number: int) -> list[int]:

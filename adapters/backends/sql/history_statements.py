@@ -41,7 +41,7 @@ class HistoryStatements:
     segment: str
     segments_from: str
     run_cut: str
-    message_live: str
+    message_uncut: str
     messages_after: str
     source: str
     sources_in: str
@@ -111,7 +111,7 @@ def history_statements(dialect: Dialect) -> HistoryStatements:
         segment=f"SELECT body FROM {segments} WHERE cid = {p} AND segment = {p}",
         segments_from=f"SELECT body FROM {segments} WHERE cid = {p} AND message >= {p} AND cut = 0 ORDER BY version",
         run_cut=f"SELECT 1 AS found FROM {segments} WHERE cid = {p} AND run = {p} AND cut = 1 LIMIT 1",
-        message_live=f"SELECT live FROM {messages} WHERE cid = {p} AND number = {p}",
+        message_uncut=f"SELECT live FROM {messages} WHERE cid = {p} AND number = {p}",
         messages_after=f"SELECT number FROM {messages} WHERE cid = {p} AND number > {p} AND live = 1 ORDER BY number",
         source=f"SELECT first, last FROM {sources} WHERE cid = {p} AND digest = {p}",
         sources_in=f"SELECT digest, first, last FROM {sources} WHERE cid = {p} AND digest IN",

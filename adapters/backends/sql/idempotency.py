@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from adapters.backends.sql.dialect import Dialect
-from adapters.store.idempotency import IN_FLIGHT, Kept, reservation
+from adapters.store.idempotency import IN_FLIGHT, StoredResponse, reservation
 from adapters.store.ports import IdempotencyKeys
 
 TABLE = "chatrecord_idempotency"
@@ -45,13 +45,13 @@ class SQLIdempotencyKeys(IdempotencyKeys):
             for statement in self.create_statements:
                 curs.execute(statement)
 
-    def get(self, key: str) -> Kept | None:
+    def get(self, key: str) -> StoredResponse | None:
         with self.datastore.transaction(commit=False) as curs:
             curs.execute(self.select, (key,))
             row = curs.fetchone()
-        return Kept(row["body_hash"], int(row["status"]), row["response"]) if row else None
+        return StoredResponse(row["body_hash"], int(row["status"]), row["response"]) if row else None
 
-    def reserve(self, key: str, fingerprint: str) -> tuple[Kept, bool]:
+    def reserve(self, key: str, fingerprint: str) -> tuple[StoredResponse, bool]:
         for _ in range(3):  # a row deleted or taken over between the statements: look again
             now = self.clock()
             mine = reservation(fingerprint, now, self.seconds)
@@ -71,13 +71,13 @@ class SQLIdempotencyKeys(IdempotencyKeys):
         found = self.get(key)
         return (found, False) if found is not None else (reservation(fingerprint, self.clock(), 0.0), False)
 
-    def finish(self, key: str, reserved: Kept, kept: Kept) -> Kept:
+    def finish(self, key: str, reserved: StoredResponse, kept: StoredResponse) -> StoredResponse:
         with self.datastore.transaction(commit=True) as curs:
             curs.execute(self.keep, (kept.body_hash, kept.status, kept.response, key, IN_FLIGHT, reserved.response))
             if curs.fetchone() is not None:
                 return kept
         return self.get(key) or kept
 
-    def release(self, key: str, reserved: Kept) -> None:
+    def release(self, key: str, reserved: StoredResponse) -> None:
         with self.datastore.transaction(commit=True) as curs:
             curs.execute(self.delete, (key, IN_FLIGHT, reserved.response))

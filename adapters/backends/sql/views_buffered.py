@@ -1,10 +1,12 @@
 """One conversation's rows with their writes held until a flush sends them, one bulk
-statement per table (`BufferedRows`: an append's and a rebuild's fold), keeping the newest rows
-its writes left (`adapters.views.recent_rows.RecentRows`) for the next append's fold.
+statement per table (`BufferedRows`: an append's and a rebuild's fold; how they are sent is each backend's,
+`StatementRows` the statements both databases run), keeping the newest rows
+its writes left (`adapters.views.recent_rows.WrittenRowsCache`) for the next append's fold.
 """
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -14,14 +16,14 @@ from adapters.backends.sql.views_tables import MESSAGE_COLUMNS, ROW_TABLES
 from adapters.store.crypto import ViewTexts
 from adapters.views.edit_window import EditWindow
 from adapters.views.ports import Appended
-from adapters.views.recent_rows import RecentRows
+from adapters.views.recent_rows import WrittenRowsCache
 from projections.card_outcomes import CardOutcome
 from projections.row_head import Head, TurnMark
 from projections.run_record import Entry
 from projections.transcript import Message
 
 
-class BufferedRows(SQLRows):
+class BufferedRows(SQLRows, ABC):
     """`SQLRows` that holds its writes until `flush`, which sends them with one bulk statement
     per table (a rebuild folds a page of the log this way). Reads see the held writes first.
     A cut of the transcript (`cut_messages`: a replaced transcript, an edit) is held as the
@@ -62,7 +64,7 @@ class BufferedRows(SQLRows):
         self._drop_aside = False  # the entries set aside before are deleted at the flush
         self._moves: list[int] = []  # stored entries to set aside at the flush
         self._aside: list[tuple[int, str, str]] = []  # held entries set aside: (seq, segment, body)
-        self._known: RecentRows | None = None  # the newest rows as the last append left them (`prime`)
+        self._known: WrittenRowsCache | None = None  # the newest rows as the last append left them (`prime`)
         self._window: EditWindow | None = None  # what an edit's fold reads, followed from `prime`
         self._start: Head | None = None  # the head the append's fold starts from (`prime`)
         self._length: int | None = None  # the transcript's length in the head the last flush wrote
@@ -72,29 +74,33 @@ class BufferedRows(SQLRows):
         self._seal: Callable[[str], str | None] | None = None
         self._views: dict[str, Any] | None = None  # the views section of an append's document the rows go into
 
-    def prime(self, recent: RecentRows | None, head: Head | None = None) -> None:
+    def prime(self, recent: WrittenRowsCache | None, head: Head | None = None) -> None:
         """Takes `recent` (None: nothing) as the newest rows stored, which the reads of the
         fold then find without asking the database, and keeps them up to date with what this
         buffer writes (`recent`); `head` is the head they stand at (the fold starts from it),
         from which an `EditWindow` starts where `recent` holds none. An append's rows; a
         rebuild's are never primed."""
-        self._known = RecentRows(dict(recent.entries), dict(recent.messages)) if recent is not None else RecentRows({}, {})
+        self._known = (
+            WrittenRowsCache(dict(recent.entries), dict(recent.messages)) if recent is not None else WrittenRowsCache({}, {})
+        )
         window = recent.edit if recent is not None else None
         self._window, self._start = window.copy() if window is not None else EditWindow.start(head), head
 
-    def recent(self) -> RecentRows | None:
+    def recent(self) -> WrittenRowsCache | None:
         """Returns the newest rows as this buffer's writes left them (after its flush), None
         when it was not primed or a cut or a clear made them unknown."""
         known = self._known
         if known is None:
             return None
-        newest = sorted(known.entries.values(), key=lambda e: e.seq)[-RecentRows.ENTRIES :]
+        newest = sorted(known.entries.values(), key=lambda e: e.seq)[-WrittenRowsCache.ENTRIES :]
         last = max(known.messages, default=None)
         if last is not None and (last != self._length - 1 if self._length is not None else self._cut_seen):
             last = None  # not the transcript's last message (a cut left an older one known): unknown
         if self._window is not None:
             self._window.trim()
-        return RecentRows({e.segment: e for e in newest}, {last: known.messages[last]} if last is not None else {}, self._window)
+        return WrittenRowsCache(
+            {e.segment: e for e in newest}, {last: known.messages[last]} if last is not None else {}, self._window
+        )
 
     def appended(self) -> Appended:
         """As `ViewRows.appended`, with the views section of the append's document (`_views`)."""
@@ -195,13 +201,6 @@ class BufferedRows(SQLRows):
     def aside(self) -> tuple[Entry, ...]:
         self.flush()
         return super().aside()
-
-    def _set_aside_rows(self) -> None:
-        """Writes what `drop_aside` and `set_aside` hold (at the flush, before the entries)."""
-        if self._drop_aside:
-            SQLRows.drop_aside(self)
-        self._many(self.s.set_aside, [(self.aside_cid, self.cid, seq) for seq in self._moves])
-        self._many(self.s.insert("entries", upsert=False), [(self.aside_cid, *row) for row in self._aside])
 
     def put_outcomes(self, outcomes: Iterable[CardOutcome]) -> None:
         for o in outcomes:
@@ -312,31 +311,33 @@ class BufferedRows(SQLRows):
         self._unknown()
         super().clear()
 
+    # ------------------------------------------------------------ how the held writes are sent
+
+    @abstractmethod
     def _write_head(self, head: Head) -> None:
         """Writes the held head (at the flush)."""
-        SQLRows.put_head(self, head)
 
-    def _many(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
-        if len(rows) == 1:  # psycopg's executemany syncs a pipeline (a round trip); one row need not
-            self.curs.execute(sql, rows[0])
-        elif rows:
-            self.curs.executemany(sql, rows)
-
+    @abstractmethod
     def _insert_many(self, table: str, columns: tuple[str, ...], rows: list[tuple[Any, ...]]) -> None:
         """Inserts `rows` (values of `columns` after `cid`) into row table `table`, with its ON
-        CONFLICT clause (`ROW_TABLES`): one `executemany` (SQLite runs it in C)."""
-        self._many(self.s.insert(table, columns), [(self.cid, *row) for row in rows])
+        CONFLICT clause (`ROW_TABLES`)."""
 
+    @abstractmethod
+    def _set_aside_rows(self) -> None:
+        """Writes what `drop_aside` and `set_aside` hold (at the flush, before the entries)."""
+
+    @abstractmethod
+    def _delete_entries(self, seqs: list[int]) -> None:
+        """Deletes the stored entries of `seqs`."""
+
+    @abstractmethod
     def _cut_stored_messages(self, keep: int) -> None:
         """Deletes the stored transcript messages from index `keep` on (at the flush, before the
         held messages are written)."""
-        SQLRows.cut_messages(self, keep)
 
-    def _delete_entries(self, seqs: list[int]) -> None:
-        self._many(self.s.delete_entry, [(self.cid, seq) for seq in seqs])
-
+    @abstractmethod
     def _end_blocks(self, ends: list[tuple[int, int | None]]) -> None:
-        self._many(self.s.end_block, [(end, self.cid, index) for index, end in ends])
+        """Sets the block end of each stored message of `ends` ((index, end))."""
 
     def flush(self) -> None:
         """Sends the held writes: per table one bulk statement (`_insert_many`); a held message
@@ -378,6 +379,44 @@ class BufferedRows(SQLRows):
 
 
 _ENTRY_JSON = Entry.__pydantic_serializer__
+
+
+class StatementRows(BufferedRows):
+    """`BufferedRows` whose held writes go as statements, one `executemany` per table (SQLite
+    runs it in C; PostgreSQL's send theirs as JSON, `PostgresBufferedRows`)."""
+
+    def _set_aside_rows(self) -> None:
+        """Writes what `drop_aside` and `set_aside` hold (at the flush, before the entries)."""
+        if self._drop_aside:
+            SQLRows.drop_aside(self)
+        self._many(self.s.set_aside, [(self.aside_cid, self.cid, seq) for seq in self._moves])
+        self._many(self.s.insert("entries", upsert=False), [(self.aside_cid, *row) for row in self._aside])
+
+    def _write_head(self, head: Head) -> None:
+        """Writes the held head (at the flush)."""
+        SQLRows.put_head(self, head)
+
+    def _many(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
+        if len(rows) == 1:  # psycopg's executemany syncs a pipeline (a round trip); one row need not
+            self.curs.execute(sql, rows[0])
+        elif rows:
+            self.curs.executemany(sql, rows)
+
+    def _insert_many(self, table: str, columns: tuple[str, ...], rows: list[tuple[Any, ...]]) -> None:
+        """Inserts `rows` (values of `columns` after `cid`) into row table `table`, with its ON
+        CONFLICT clause (`ROW_TABLES`): one `executemany` (SQLite runs it in C)."""
+        self._many(self.s.insert(table, columns), [(self.cid, *row) for row in rows])
+
+    def _cut_stored_messages(self, keep: int) -> None:
+        """Deletes the stored transcript messages from index `keep` on (at the flush, before the
+        held messages are written)."""
+        SQLRows.cut_messages(self, keep)
+
+    def _delete_entries(self, seqs: list[int]) -> None:
+        self._many(self.s.delete_entry, [(self.cid, seq) for seq in seqs])
+
+    def _end_blocks(self, ends: list[tuple[int, int | None]]) -> None:
+        self._many(self.s.end_block, [(end, self.cid, index) for index, end in ends])
 
 
 def _entry_json(entry: Entry) -> str:

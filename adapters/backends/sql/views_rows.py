@@ -14,7 +14,7 @@ from pydantic import TypeAdapter
 from adapters.backends.sql.views_statements import RowStatements
 from adapters.backends.sql.views_tables import LISTING, MESSAGE_COLUMNS, aside_cid
 from adapters.store.crypto import ERASED, ViewTexts
-from adapters.views.caches import MESSAGE_BODY, KeptMessages, Placement, RenderedNotes
+from adapters.views.caches import MESSAGE_BODY, MessagesCache, NotesCache, PlacementCache
 from adapters.views.listing import listing_values
 from adapters.views.ports import ReadMoved, ViewRows
 from adapters.views.row_bodies import LazyEntries, decode_kept_messages, decode_messages, decode_turn_bodies, only_erased
@@ -54,7 +54,7 @@ class SQLRows(ViewRows):
         (by `seal`, `texts.sealer(cid)`, when given: one key lookup for many rows)."""
         if self.texts is None:
             return message.model_dump_json()
-        body = dict(message.__dict__)  # model_dump(mode="json") of its str, int and tuple fields, 5x cheaper
+        body = dict(message.__dict__)  # model_dump(mode="json") of its str, int and tuple fields, cheaper (docs/benchmarks.md)
         text = body.pop("text")
         sealed = (seal or self.texts.sealer(self.cid))(text)
         if sealed is None:  # the key was erased: no text is kept, but the log's fold reads as kept
@@ -63,7 +63,7 @@ class SQLRows(ViewRows):
             body["sealed"] = sealed
         return orjson.dumps(body).decode()
 
-    def _decode_messages(self, bodies: Sequence[str], kept: KeptMessages | None = None) -> tuple[Message, ...]:
+    def _decode_messages(self, bodies: Sequence[str], kept: MessagesCache | None = None) -> tuple[Message, ...]:
         """Returns the messages of row bodies, in order (plain bodies decoded in one call).
         With `kept`, a body decoded before is not again (nor its text opened), while the
         conversation's texts are readable; the others are kept there."""
@@ -147,7 +147,7 @@ class SQLRows(ViewRows):
         self._select(self.s.delete_entries, (self.aside_cid,))
 
     def turn_rows(
-        self, length: int, version: int, kept: KeptMessages | None = None, rendered: RenderedNotes | None = None
+        self, length: int, version: int, kept: MessagesCache | None = None, rendered: NotesCache | None = None
     ) -> tuple[tuple[Message, ...], tuple[Entry, ...], tuple[CardOutcome, ...]]:
         """Returns, in one statement, what the latest turn saw (`projections.row_head.Head.turn_intact`):
         the first `length` transcript messages, the entries set aside for it and those kept of
@@ -234,7 +234,7 @@ class SQLRows(ViewRows):
         row = self._q(self.s.user_index, number).fetchone()
         return int(row["idx"]) if row and row["idx"] is not None else None
 
-    def messages_at(self, indexes: set[int], kept: KeptMessages | None = None) -> dict[int, Message]:
+    def messages_at(self, indexes: set[int], kept: MessagesCache | None = None) -> dict[int, Message]:
         """Returns the transcript messages at `indexes` (one statement); `kept` as in
         `_decode_messages`."""
         bodies = self._bodies_at(indexes)
@@ -263,17 +263,17 @@ class SQLRows(ViewRows):
         return self.block_ends({number}).get(number)
 
     def placement_reads(
-        self, length: int, kept: KeptMessages | None = None, known: Placement | None = None
+        self, length: int, kept: MessagesCache | None = None, known: PlacementCache | None = None
     ) -> tuple[Callable[[set[int]], dict[int, Message]], Callable[[set[int]], dict[int, int | None]]]:
         """Returns `(messages_at, block_ends)` for placing a turn's notes in a transcript of
         `length` messages: `block_ends` reads, in the same statement, the messages on both
         sides of each block's end (where a note goes), so `messages_at` asks the database only
         for what that statement did not bring (a note placed by position). With `kept`, each
         message is decoded once per row body (`_decode_messages`). With `known` (what is known
-        of these rows already: `adapters.views.caches.KnownBlocks`), neither asks the
+        of these rows already: `adapters.views.caches.BlocksCache`), neither asks the
         database for what it holds, nor decodes a message it holds decoded; whatever they read
         is added to it."""
-        known = known if known is not None else Placement()
+        known = known if known is not None else PlacementCache()
         bodies, ends = known.bodies, known.ends
 
         def block_ends(numbers: set[int]) -> dict[int, int | None]:

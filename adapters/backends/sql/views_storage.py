@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from typing import Any
 from uuid import UUID
 
-from adapters.backends.sql.views_buffered import BufferedRows
+from adapters.backends.sql.views_buffered import BufferedRows, StatementRows
 from adapters.backends.sql.views_overview import OverviewStatements, read_overview
 from adapters.backends.sql.views_rows import SQLRows
 from adapters.backends.sql.views_statements import RowStatements
@@ -49,7 +49,7 @@ class SQLViewStorage(ViewStorage):
     schema = ""
     heads_storage = ""
     """What follows the heads table's columns in its CREATE statement (`create_statements`)."""
-    buffered_rows: type[BufferedRows] = BufferedRows
+    buffered_rows: type[BufferedRows] = StatementRows
     overview_tables = OVERVIEW_TABLES
     listing_tables = (LISTING.name,)
     """The rows `rows(..., buffered=True)` returns (a backend may send their writes its own way)."""
