@@ -343,7 +343,8 @@ class Chatrecord:
         other = None
         if rules is not None and rules != active:
             other = (rules, build_turn_input(self.store.events(DEMO_CONVERSATION), rules))
-        return Demo(report, describe_backend(self.store), active, now, other)
+        broken = self.stored_break(DEMO_CONVERSATION, after=self.position())
+        return Demo(report, describe_backend(self.store), active, now, other, broken)
 
     @reads
     @in_store_terms
@@ -536,6 +537,12 @@ class Chatrecord:
         """Returns the turns of a stored conversation that `span` picks, streamed with flat
         memory; see `ReplayStreams.replay_stream`."""
         return self._streams.replay_stream(conversation, rules, can_see_page, form=form, span=span)
+
+    @reads
+    def stored_break(self, conversation: str, *, after: str | None = None) -> Verdict | None:
+        """Returns the break of the conversation's hash chain the store keeps, None where none
+        is; see `ConversationReads.stored_break`."""
+        return self._reads.stored_break(conversation)
 
     @reads
     def chain(self, conversation: str, full: bool = False, *, after: str | None = None, by: str = "the server") -> Verdict | None:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated
 
+import typer
+
 from adapters.api import DEMO_CONVERSATION
-from adapters.cli.app import app, emit, opened, rules_option, say
-from adapters.cli.render import comparison, turn_view
+from adapters.cli.app import app, emit, opened, rules_option, say, warn
+from adapters.cli.render import broken_chain_warning, comparison, turn_view
 from projections.rules import Rules
 
 
@@ -36,3 +38,7 @@ def demo(
         emit("")
         emit(turn_view(DEMO_CONVERSATION, done.other[1], done.other[0]))
         emit(comparison([(done.rules, done.turn), done.other]))
+    broken = broken_chain_warning(done.broken, "the turn was read from the read models, which may not match its log")
+    if broken is not None:  # as timeline, export and audit: the turn printed, exit 1
+        warn(broken)
+        raise typer.Exit(1)

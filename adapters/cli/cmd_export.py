@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from adapters.cli.app import app, opened, warn
-from adapters.cli.output_file import check_output, write_output
+from adapters.cli.output_file import check_output, output_path, write_output
 from adapters.cli.stdio import json_bytes, require_store
 
 
@@ -27,7 +27,8 @@ def export(
     ],
     upto: Annotated[int | None, typer.Option("--upto", min=1, help="Stop after user message N and what belongs to it.")] = None,
     output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Write to this file (default, or -: standard output).")
+        Path | None,
+        typer.Option("--output", "-o", parser=output_path, help="Write to this file (default, or -: standard output)."),
     ] = None,
     export_format: Annotated[
         ExportFormat,
@@ -74,7 +75,9 @@ def export(
     data = b"".join(json_bytes(line) + b"\n" for line in done.lines)
     write_output(data, output, f"{len(done.lines):,} lines of {done.conversation}")
     if done.erased:
-        warn(f"note: conversation {done.conversation} was erased; its texts are exported as [erased]")
+        warn(
+            f"note: conversation {done.conversation} was erased; its texts are exported as [erased]; the file carries no erasure: an ingest of it stores [erased] as the texts of a conversation not erased"
+        )
     if done.broken is not None:
         warn(
             f"warning: the hash chain of conversation {done.conversation} does not verify, broken at {done.broken}; "

@@ -147,17 +147,22 @@ def streamed(
     assert conversation is not None  # checked above: a FILE or a conversation
     with opened(reading=True) as chatrecord:
         stream = chatrecord.replay_stream(conversation, rules.value if rules else None, can_see, form=form, span=span)
-        written(stream)
+        shown = written(stream)
         pinned = chatrecord.active_rules()
+    if shown == 0 and span == TurnRange():  # nothing printed: say why
+        warn(f"{conversation}: no turns to replay: the conversation has no user messages yet")
     check_warning(stream.broken, stream.differs, stream.chain, pinned)
 
 
-def written(stream: ReplayStream) -> None:
-    """Writes one conversation's streamed replay to stdout (see `streamed`)."""
+def written(stream: ReplayStream) -> int | None:
+    """Writes one conversation's streamed replay to stdout (see `streamed`); returns how many
+    turns it printed as text, None for JSON (written whatever it holds)."""
     if stream.form == "inputs":
+        count = 0
         for turn in stream.inputs():
             emit(turn_view(stream.conversation, turn, stream.rules))
-        return
+            count += 1
+        return count
     out = sys.stdout.buffer
     sys.stdout.flush()
     out.write(json_bytes(stream.head())[:-1] + b',"turns":[')
@@ -165,3 +170,4 @@ def written(stream: ReplayStream) -> None:
         out.write((b"," if index else b"") + json_bytes(turn))
     out.write(b"]}\n")
     out.flush()
+    return None

@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from adapters.cli.app import app, opened, warn
-from adapters.cli.output_file import check_output, is_stdout, write_output
+from adapters.cli.output_file import check_output, is_stdout, output_path, write_output
 from adapters.cli.render import broken_chain_warning
 from adapters.cli.stdio import require_store
 
@@ -18,7 +18,9 @@ from adapters.cli.stdio import require_store
 @app.command()
 def timeline(
     conversation: Annotated[str, typer.Argument(metavar="CONVERSATION", help="The conversation id, as the chat names it.")],
-    output: Annotated[Path, typer.Option("--output", "-o", help="The HTML file to write (-: standard output).")],
+    output: Annotated[
+        Path, typer.Option("--output", "-o", parser=output_path, help="The HTML file to write (-: standard output).")
+    ],
     inputs: Annotated[
         int, typer.Option("--inputs", min=0, max=100_000, help="Hold the model input of this many turns, the newest.")
     ] = 20,

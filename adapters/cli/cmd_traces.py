@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from adapters.cli.app import RulesOption, app, opened, say, warn
-from adapters.cli.output_file import check_output, write_output
+from adapters.cli.output_file import check_output, output_path, write_output
 from adapters.cli.render import broken_chain_warning
 from adapters.cli.stdio import require_store
 
@@ -30,7 +30,9 @@ WithTextsOption = Annotated[
 @traces.command()
 def show(
     conversation: Annotated[str, typer.Argument(metavar="CONVERSATION", help="The conversation id, as the chat names it.")],
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to FILE instead of stdout (-: stdout).")] = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", parser=output_path, help="Write to FILE instead of stdout (-: stdout).")
+    ] = None,
     rules: RulesOption = None,
     with_texts: WithTextsOption = False,
 ) -> None:

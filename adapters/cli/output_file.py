@@ -14,6 +14,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+import typer
+
 from adapters.api import DEFAULT_DB
 from adapters.cli.app import warn
 from domain.errors import ChatrecordError
@@ -51,6 +53,14 @@ def _same(output: Path, other: Path) -> bool:
         return os.path.samefile(output, other)  # a hard link, or another name of the same file
     except OSError:  # one of them does not exist
         return False
+
+
+def output_path(value: str) -> Path:
+    """Parses an -o value: refuses an empty name (which a path reads as `.`, the folder) as what
+    it is."""
+    if not value.strip():
+        raise typer.BadParameter("the name is empty; name a file (or -: standard output)")
+    return Path(value)
 
 
 def check_output(output: Path | None, environ: dict[str, str] | None = None) -> None:

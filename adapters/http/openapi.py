@@ -140,6 +140,10 @@ AUDIT_CHAIN_BROKEN = {
     "description": "broken when the conversation's hash chain does not verify: the rows after the break are not `verified` (`chatrecord verify` names the break).",
     "schema": {"type": "string", "enum": ["broken"]},
 }
+TURN_CHAIN_BROKEN = {
+    "description": "broken when the store keeps a break of the conversation's hash chain (found by `chatrecord verify`, any look, or the store's guard): the notes were read from the read models, which a changed or removed event may not match (`chatrecord verify` names the break). No hash is recomputed for this read.",
+    "schema": {"type": "string", "enum": ["broken"]},
+}
 PROBLEM_TYPES = {
     400: ["unreadable-json", "bad-request"],
     401: ["unauthorized"],

@@ -170,7 +170,11 @@ def add_reads(v1: APIRouter, of_a_conversation: dict[int | str, dict[str, Any]])
             headers["Chatrecord-Chain"] = "broken"
         return Response(body, media_type=NDJSON[0], headers=headers)
 
-    @v1.get("/conversations/{conversation:path}/turn", response_model=schemas.TurnNotes, responses=of_a_conversation)
+    @v1.get(
+        "/conversations/{conversation:path}/turn",
+        response_model=schemas.TurnNotes,
+        responses=of_a_conversation | {200: {"headers": {"Chatrecord-Chain": openapi.TURN_CHAIN_BROKEN}}},
+    )
     async def turn(
         chatrecord: Service,
         conversation: Conversation,
@@ -181,7 +185,9 @@ def add_reads(v1: APIRouter, of_a_conversation: dict[int | str, dict[str, Any]])
         messages: Annotated[schemas.Full | None, Query(description="`full` adds the whole model input.")] = None,
     ) -> Response:
         """The chat's read of the next turn: the page line and each note with its place in the
-        transcript the chat holds. A page the user may not see is never named."""
+        transcript the chat holds. A page the user may not see is never named. Where the store
+        keeps a break of the conversation's hash chain, header `Chatrecord-Chain: broken` (the
+        stored verdict, one row read: no hash is recomputed on this read)."""
         can_see = PageFilter(frozenset(visible_page), frozenset(hidden_page))
 
         def read() -> Response:
@@ -189,7 +195,10 @@ def add_reads(v1: APIRouter, of_a_conversation: dict[int | str, dict[str, Any]])
             payload = notes.to_json()
             if messages is not None:
                 payload["messages"] = chatrecord.turn_input(conversation, can_see, after=after).model_messages()
-            return json_response(payload, etag(notes.version))
+            headers = etag(notes.version)
+            if chatrecord.stored_break(conversation, after=after) is not None:
+                headers["Chatrecord-Chain"] = "broken"
+            return json_response(payload, headers)
 
         return await offload(read)
 

@@ -135,8 +135,12 @@ class Ingestion:
                     placed.append((at, error))
                 line, error = min(placed, key=lambda found: found[0].line)
                 before = [earlier for earlier in pending if earlier.line < line.line]
+                rejected = len(self.report.rejected)
                 if before and not self._store(before):
                     return False
+                if len(self.report.rejected) != rejected:  # it was decided on a line since rejected: again, without it
+                    pending = [later for later in pending if later.line >= line.line]
+                    continue
                 if not self._bad(error, line.line):
                     return False
                 pending = [later for later in pending if later.line > line.line]

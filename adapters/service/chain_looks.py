@@ -11,7 +11,7 @@ from threading import Lock
 from adapters.service.common import opened_read_only
 from adapters.store.application import ConversationStore
 from adapters.store.chain import ChainedRecorder
-from adapters.store.kept_verdicts import broken_of, from_broken, from_position, held, position_of
+from adapters.store.kept_verdicts import broken_of, cleared_by_heads, from_broken, from_position, held, position_of
 from adapters.store.verify import Verdict, chain_verdict, verify_after
 from domain.events import conversation_uuid
 
@@ -40,6 +40,14 @@ class ChainLooks:
     def _recorder(self) -> ChainedRecorder | None:
         recorder = self.store.recorder
         return recorder if isinstance(recorder, ChainedRecorder) else None
+
+    def stored(self, key: str, name: str) -> Verdict | None:
+        """Returns the break stored for the conversation stored under `key` (named `name`) as
+        it was found (`from_broken`), None where none is stored or the store keeps no chain: one
+        read of one row, no hash recomputed (a turn read's check)."""
+        recorder = self._recorder
+        stored = recorder.broken_chain(conversation_uuid(key)) if recorder is not None else None
+        return from_broken(stored, name) if stored is not None else None
 
     def look(self, key: str, name: str, full: bool, by: str) -> Verdict | None:
         """Returns the verdict of the chain of the conversation stored under `key` (named `name`),
@@ -101,12 +109,17 @@ class ChainLooks:
             return False
         return True
 
-    def held(self, verdict: Verdict | None) -> Verdict | None:
+    def held(self, verdict: Verdict | None, head_version: int | None = None, against: str | None = None) -> Verdict | None:
         """Returns `verdict` as `adapters.store.kept_verdicts.held` holds it to what the store
         keeps of its conversation (its verified position, its stored break): `cut_off` where an
-        ok chain ends below a version the store once held. Read before `keep` stores it."""
+        ok chain ends below a version the store once held. Read before `keep` stores it. A look
+        against a heads file (`against`: what it stores as, its line's `head_version`) that
+        matched the chain is not held to a cut such a look stored (`cleared_by_heads`)."""
         recorder = self._recorder
         if verdict is None or not verdict.ok or recorder is None:
             return verdict
         key = verdict.originator_id
-        return held(verdict, recorder.verified_position(key), recorder.broken_chain(key))
+        broken = recorder.broken_chain(key)
+        if against is not None and cleared_by_heads(verdict, head_version, broken, against):
+            broken = None
+        return held(verdict, recorder.verified_position(key), broken)

@@ -102,6 +102,14 @@ class ConversationReads:
         return self.opened.read_models.active_rules()
 
     @in_store_terms
+    def stored_break(self, conversation: str) -> Verdict | None:
+        """Returns the break of the conversation's hash chain the store keeps (`chatrecord
+        verify`, any look, or the store's guard stored it), as it was found; None where none is
+        kept. Reads one row and recomputes no hash, so a turn read can say the chain is broken
+        at the cost of a flat read (`chain` is the look that recomputes)."""
+        name = conversation_argument("stored_break", conversation)
+        return self.looks.stored(self.opened.stored_id(name), name)
+
     def chain(self, conversation: str, full: bool = False, *, by: str = "the server") -> Verdict | None:
         """Returns the verdict of the conversation's hash chain, None on a store that keeps no
         chain. A break a check stored (`chatrecord verify`, or any look: `BrokenChain`) is the

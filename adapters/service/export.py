@@ -231,7 +231,9 @@ def export_lines(events: Sequence[ConversationEvent], upto: int | None = None) -
         if not cut:
             lines.append(line)
     if upto is not None and upto not in numbers:
-        shown = ", ".join(map(str, sorted(numbers))) or "none"
+        if not numbers:
+            raise NoSuchMessage(f"--upto {upto}: no user message {upto}; the conversation has no user messages yet")
+        shown = ", ".join(map(str, sorted(numbers)))
         raise NoSuchMessage(f"--upto {upto}: no user message {upto}; the conversation's user messages are {shown}")
     erased = erased or any(line.get("text") == ERASED for line in lines)
     return Export(conversation, tuple(lines), erased)

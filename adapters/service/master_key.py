@@ -16,7 +16,7 @@ from adapters.service.data_keys import data_keys
 from adapters.store.application import ConversationStore
 from adapters.store.chain import ChainedRecorder
 from adapters.store.chain_key import Rekey
-from adapters.store.crypto import MASTER_KEY_VARIABLE, BadMasterKey, master_key
+from adapters.store.crypto import MASTER_KEY_VARIABLE, BadMasterKey, master_key, not_a_key
 from adapters.store.keys import DataKeys, KeyState
 from domain.errors import ChatrecordError
 
@@ -103,8 +103,7 @@ def rotate(store: ConversationStore, new_master_key: str) -> KeyChange:
         new = master_key(new_master_key)
     except BadMasterKey:
         raise BadMasterKey(
-            f"{NEW_MASTER_KEY_VARIABLE} must be base64 of 32 bytes (openssl rand -base64 32), not a "
-            f"value of {len(new_master_key.strip())} characters"
+            f"{NEW_MASTER_KEY_VARIABLE} must be base64 of 32 bytes (openssl rand -base64 32), {not_a_key(new_master_key.strip())}"
         ) from None
     if new is None:
         raise BadMasterKey(

@@ -100,7 +100,9 @@ def no_turn_among(message: int, started: Iterable[int]) -> TurnNotFound:
     """Returns the error for `--at message` when none of the turns, which user messages
     `started`, is of it."""
     numbers = sorted(set(started))
-    shown = ", ".join(map(str, numbers)) or "none"
+    if not numbers:
+        return TurnNotFound(f"--at {message}: no turn starts at user message {message}: there are no user messages yet")
+    shown = ", ".join(map(str, numbers))
     return TurnNotFound(f"--at {message}: no turn starts at user message {message}; turns start at messages {shown}")
 
 
@@ -160,6 +162,8 @@ class Demo:
     rules: str
     turn: TurnInput
     other: tuple[str, TurnInput] | None = None
+    broken: Verdict | None = None
+    """The break of the demo's hash chain the store keeps, None where none is."""
 
 
 def replay_file(

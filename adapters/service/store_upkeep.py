@@ -22,8 +22,9 @@ from adapters.store.application import ConversationStore
 from adapters.store.chain import ChainedRecorder
 from adapters.store.chain_key import chain_kind
 from adapters.store.chain_upgrade import upgrade
+from adapters.store.heads_file import read_heads
 from adapters.store.keys import KeyState
-from adapters.store.verify import Verdict, verdicts
+from adapters.store.verify import NOT_IN_STORE, Verdict, verdicts
 from adapters.views.rebuild import RebuildReport
 from adapters.views.rule_diff import ConversationDiff
 from adapters.views.verify_rows import RowsVerdict, check_rows, rows_verdicts
@@ -71,15 +72,20 @@ class StoreUpkeep:
     @in_store_terms
     def _verdicts(self, conversation: str | None, key: str | None, against: Path | None, record: str | None) -> Iterator[Verdict]:
         found: list[Verdict] = []
+        heads = read_heads(against) if against is not None else {}
+        by = f"{record} --against" if record is not None and against is not None else record
         try:
             for each in verdicts(self.store, key, against):
-                verdict = self.looks.held(each)  # a cut below a version the store once held: no hash sees it
+                head = heads.get(each.originator_id)
+                # a cut below a version the store once held: no hash sees it (unless a heads file's
+                # line that this chain matched clears a cut a heads file claimed)
+                verdict = self.looks.held(each, head.version if head is not None else None, by)
                 assert verdict is not None
                 found.append(verdict)
                 yield verdict
-        finally:  # also what a caller that stopped early was given
-            if record is not None:
-                self.looks.keep(found, record)
+        finally:  # also what a caller that stopped early was given; no break of a conversation the store lacks
+            if by is not None:
+                self.looks.keep([v for v in found if not (v.detail or "").startswith(NOT_IN_STORE)], by)
         if conversation is not None and not found:
             raise UnknownConversation("no conversation " + shown_id(conversation, "'") + f" in {describe_backend(self.store)}")
 

@@ -256,7 +256,9 @@ def turn_at(events: Sequence[ConversationEvent], at: int, rules: str, can_see_pa
             if number == at:
                 end = index
     if end is None:
-        shown = ", ".join(map(str, sorted(set(numbers)))) or "none"
+        if not numbers:
+            raise TurnNotFound(f"no turn starts at user message {at}; the conversation has no user messages yet")
+        shown = ", ".join(map(str, sorted(set(numbers))))
         raise TurnNotFound(f"no turn starts at user message {at}; turns start at messages {shown}")
     return build_turn_input(events[: end + 1], rules, can_see_page)
 

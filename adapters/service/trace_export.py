@@ -8,6 +8,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
+from urllib.parse import urlsplit
 
 from adapters.store.application import ConversationStore
 from adapters.traces import otlp
@@ -76,6 +77,12 @@ def push(
     before anything is sent, PushFailed when the endpoint refuses."""
     if not otlp.endpoint_given(endpoint):
         raise NoEndpoint(f"no endpoint: give --endpoint or set {' or '.join(otlp.ENDPOINT_VARIABLES)}")
+    if endpoint is not None:
+        parts = urlsplit(endpoint.strip())
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise NoEndpoint(
+                f"--endpoint {endpoint!r} is not an http(s) URL; give one such as http://127.0.0.1:6006 (nothing was sent)"
+            )
     names = list(conversations) or chatrecord.store.conversation_ids()
     batches = [(name, spans_of(chatrecord, name, rules, with_texts)) for name in names]
     sent = []

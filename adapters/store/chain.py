@@ -82,6 +82,26 @@ def state_bytes(value: Any) -> bytes:
     return value.encode() if isinstance(value, str) else bytes(value)
 
 
+CUTS = ("deleted", "cut_off")
+"""The problems of a stored break that name an event the chain once held (deleted by hand, or
+cut off): no recomputed hash can see such an event is gone once the chain ends before it, so an
+append to the conversation is refused while the break is stored (`cut_refusal`)."""
+
+
+def cut_refusal(key: UUID, version: int, problem: str) -> ChainBroken:
+    """The refusal of an append to conversation `key` whose stored break at `version` names an
+    event its chain once held (`CUTS`): appended, the new events would stand where the removed
+    ones stood and hide the cut from every later look."""
+    return ChainBroken(
+        f"conversation {key}: the store recorded a break of its chain at version {version} ({problem}): events it held "
+        "were removed; nothing was appended; run: chatrecord verify (it finds the chain ok again once the removed "
+        "events are restored)",
+        key,
+        version,
+        problem,
+    )
+
+
 def run_inline(kwargs: dict[str, Any], cursor: Any) -> None:
     """Runs the writer's `inline(cursor)` (passed to `Application.save`), if any, in the
     events' own transaction: the history index is written with the events or not at all."""
@@ -157,6 +177,9 @@ class ChainedRecorder(ABC):
                 found = self._chain_hash(cursor, key, version - 1)
                 if found is None:
                     raise self._refusal(cursor, key, version - 1)
+                cut = self._chain_cut(cursor, key)
+                if cut is not None:
+                    raise cut_refusal(key, *cut)
                 previous = found
             digest = link(previous, key, version, event.topic, event.state, chain_key)
             heads[key] = (version, digest)
@@ -164,6 +187,12 @@ class ChainedRecorder(ABC):
         if rows:
             self._chain_insert(cursor, rows)
         return heads
+
+    def _chain_cut(self, cursor: Any, key: UUID) -> tuple[int, str] | None:
+        """Returns the version and problem of the break stored for conversation `key` that names
+        an event its chain once held (`CUTS`: `cut_off`, `deleted`), None where none is stored."""
+        breaks, _ = self._chain_kept(cursor, key)
+        return next(((version, problem) for _, version, problem in breaks if problem in CUTS), None)
 
     def _chain_start(self, cursor: Any, key: UUID, version: int) -> bytes:
         """Returns what an event at `version` (0 or 1) links to: the hash at 0 for 1 where the chain

@@ -117,15 +117,27 @@ def master_key(value: str | None) -> bytes | None:
     if not value or not value.strip():
         return None
     text = value.strip()
-    try:
-        raw = base64.b64decode(text.replace("-", "+").replace("_", "/"), validate=True)
-    except (binascii.Error, ValueError):
-        raw = b""
-    if len(raw) != 32:
-        raise BadMasterKey(
-            f"{MASTER_KEY_VARIABLE} must be base64 of 32 bytes (openssl rand -base64 32), not a value of {len(text)} characters"
-        )
+    raw = _decoded(text)
+    if raw is None or len(raw) != 32:
+        raise BadMasterKey(f"{MASTER_KEY_VARIABLE} must be base64 of 32 bytes (openssl rand -base64 32), {not_a_key(text)}")
     return raw
+
+
+def _decoded(text: str) -> bytes | None:
+    """Returns the bytes of standard or URL-safe base64 `text`, None where it is not base64."""
+    try:
+        return base64.b64decode(text.replace("-", "+").replace("_", "/"), validate=True)
+    except (binascii.Error, ValueError):
+        return None
+
+
+def not_a_key(text: str) -> str:
+    """Says what a master key value `text` (stripped) that is no key is: base64 of how many
+    bytes (a valid key's length in characters tells nothing), or not base64 at all."""
+    raw = _decoded(text)
+    if raw is not None:
+        return f"not base64 of {len(raw)} byte{'' if len(raw) == 1 else 's'}"
+    return f"not a value of {len(text)} characters"
 
 
 def new_key() -> bytes:

@@ -6,8 +6,10 @@ finds the chain ok again."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 
+from adapters.store.chain import CUTS
 from adapters.store.chain_checks import BrokenChain, VerifiedPosition
 from adapters.store.verify import Verdict
 
@@ -64,11 +66,6 @@ def broken_of(verdict: Verdict, by: str, at: datetime | None = None) -> BrokenCh
     return BrokenChain(verdict.originator_id, verdict.version, verdict.problem, verdict.detail or "", at or datetime.now(UTC), by)
 
 
-CUTS = ("deleted", "cut_off")
-"""The problems of a stored break that name an event the chain once held (deleted by hand, or
-cut off): no recomputed hash can see such an event is gone once the chain ends before it."""
-
-
 def held(verdict: Verdict | None, position: VerifiedPosition | None, broken: BrokenChain | None) -> Verdict | None:
     """Returns `verdict` (a look's own), unless it is ok and its head lies below the version of
     the conversation's stored verified position, or of its stored break that names an event
@@ -84,11 +81,24 @@ def held(verdict: Verdict | None, position: VerifiedPosition | None, broken: Bro
     if floor <= verdict.version:
         return verdict
     held_by = f"stored as verified by {position.by}" if position is not None and position.version == floor else "stored"
-    return Verdict(
-        verdict.conversation,
-        verdict.originator_id,
-        floor,
-        verdict.events,
-        problem="cut_off",
-        detail=f"version {floor} was {held_by}; the store ends at version {verdict.version}: the newest events were removed",
+    detail = f"version {floor} was {held_by}; the store ends at version {verdict.version}: the newest events were removed"
+    if held_by == "stored" and broken is not None and broken.problem == "cut_off":
+        # the stored cut as the look that found it said it (a heads file's claim), not stored again by this look
+        return replace(from_broken(broken, verdict.conversation), events=verdict.events)
+    return Verdict(verdict.conversation, verdict.originator_id, floor, verdict.events, problem="cut_off", detail=detail)
+
+
+def cleared_by_heads(verdict: Verdict, head_version: int | None, broken: BrokenChain | None, against: str) -> bool:
+    """Whether `verdict`, a look's own of a chain checked against a heads file whose line for its
+    conversation records `head_version` (None: no line), clears the stored `broken`: a `cut_off`
+    break stored by a look against a heads file (found by `against`), where this chain is ok,
+    reaches that line and matched its hash (`adapters.store.verify`). A cut a wrong heads file
+    claimed is cleared by a right one; a cut any other look stored is not."""
+    return (
+        verdict.ok
+        and head_version is not None
+        and head_version <= verdict.version
+        and broken is not None
+        and broken.problem == "cut_off"
+        and broken.by == against
     )

@@ -132,6 +132,11 @@ def _merge(events: Iterator[Stored], links: Iterator[Link]) -> Iterator[Item]:
             event, chained = next(events, None), next(links, None)
 
 
+NOT_IN_STORE = "not in the store"
+"""How the detail of the verdict of a heads file's line for a conversation the store holds no
+event of starts: the file's claim, which no stored break keeps (no such conversation)."""
+
+
 def verify(
     recorder: ChainedRecorder, name_of: NameOf, only: UUID | None = None, heads: Mapping[UUID, KeptHead] | None = None
 ) -> Iterator[Verdict]:
@@ -150,7 +155,8 @@ def verify(
                 1,
                 0,
                 problem="cut_off",
-                detail=f"the heads file records version {head.version}; the store holds no event of it",
+                detail=f"{NOT_IN_STORE}: the heads file records version {head.version} (hash {head.hash.hex()}); the "
+                "store holds no event of it",
             )
 
 
@@ -270,7 +276,8 @@ def _check(
             expected,
             count,
             problem="cut_off",
-            detail=f"the heads file records version {head.version}; the store ends at version {expected - 1}",
+            detail=f"the heads file records version {head.version} (hash {head.hash.hex()}); the store ends at version "
+            f"{expected - 1}",
         )
     return Verdict(name, key, expected - 1, count, hash=running)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -57,6 +58,29 @@ def test_verify_names_a_changed_event_and_exits_1(tmp_path: Path) -> None:
     assert [r["version"] for r in rows if r["verified"]] == [r["version"] for r in rows if r["version"] < 8]
 
 
+def test_demo_warns_of_a_break_the_store_keeps(tmp_path: Path) -> None:
+    """Found by a fresh user: on a store whose event 8 was changed by hand, `demo` printed the
+    turn from the read models with no warning and exit 0 (replay warned). It warns with the
+    stored verdict (the guard's) and exits 1, the turn still printed."""
+    run = runner(tmp_path, CHATRECORD_DB=str(tmp_path / "s.sqlite"))
+    assert run("demo").returncode == 0
+    with sqlite3.connect(tmp_path / "s.sqlite") as conn:
+        conn.execute(
+            "UPDATE stored_events SET state = replace(state, '\"uid\":42}', '\"uid\":7}') "
+            "WHERE originator_id = ? AND originator_version = 8",
+            (DEMO_ID,),
+        )
+    done = run("demo")
+    assert done.returncode == 1
+    assert "was ist hier passiert" in done.stdout
+    assert done.stderr.splitlines()[-1].startswith(
+        "warning: the hash chain of conversation conv-demo-seo does not verify, broken at version 8 (changed): "
+    )
+    assert done.stderr.splitlines()[-1].endswith(
+        "; the turn was read from the read models, which may not match its log (chatrecord verify names the break)"
+    )
+
+
 def test_kept_heads_find_the_newest_events_cut_off(tmp_path: Path) -> None:
     run = runner(tmp_path, CHATRECORD_DB=str(tmp_path / "s.sqlite"))
     run("ingest", DEMO)
@@ -65,9 +89,11 @@ def test_kept_heads_find_the_newest_events_cut_off(tmp_path: Path) -> None:
         for table in ("stored_events", "chatrecord_chain"):
             conn.execute(f"DELETE FROM {table} WHERE originator_id = ? AND originator_version = 20", (DEMO_ID,))
     done = run("verify", "--against", "heads.txt")
+    head = (tmp_path / "heads.txt").read_text().split()[2]
     assert (done.returncode, done.stdout.splitlines()[0]) == (
         1,
-        "conv-demo-seo: broken at version 20 (cut_off): the heads file records version 20; the store ends at version 19",
+        f"conv-demo-seo: broken at version 20 (cut_off): the heads file records version 20 (hash {head}); the store ends "
+        "at version 19",
     )
 
 
@@ -226,6 +252,18 @@ def test_a_bad_master_key_is_one_line(tmp_path: Path) -> None:
     assert (done.returncode, done.stderr) == (
         1,
         "error: CHATRECORD_MASTER_KEY must be base64 of 32 bytes (openssl rand -base64 32), not a value of 9 characters\n",
+    )
+
+
+def test_a_master_key_of_31_bytes_says_how_many_bytes_it_decodes_to(tmp_path: Path) -> None:
+    """Found by a fresh user: base64 of 31 bytes is 44 characters, as a valid key is, so "not a
+    value of 44 characters" told them nothing."""
+    short = base64.b64encode(bytes(range(31))).decode()
+    assert len(short) == 44
+    done = runner(tmp_path, CHATRECORD_DB=str(tmp_path / "s.sqlite"), CHATRECORD_MASTER_KEY=short)("ingest", DEMO)
+    assert (done.returncode, done.stderr) == (
+        1,
+        "error: CHATRECORD_MASTER_KEY must be base64 of 32 bytes (openssl rand -base64 32), not base64 of 31 bytes\n",
     )
 
 

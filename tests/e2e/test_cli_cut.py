@@ -73,10 +73,11 @@ def test_a_found_cut_is_not_cleared_by_a_plain_audit(store: tuple[Run, Cut, Brok
     assert (against.returncode, against.stdout.splitlines()[1].startswith(CUT_LINE)) == (1, True)
     assert audit.returncode == 1 and audit.stdout.splitlines()[-1].startswith("chain: BROKEN at version 20 (cut_off)")
     assert again.returncode == 1 and again.stdout.splitlines()[-1].startswith("chain: BROKEN at version 20 (cut_off)")
-    assert (full.returncode, full.stdout.splitlines()[0]) == (
+    assert (full.returncode, full.stdout.splitlines()[0].startswith(CUT_LINE + "the heads file records version 20 (hash ")) == (
         1,
-        CUT_LINE + "version 20 was stored; the store ends at version 19: the newest events were removed",
-    )
+        True,
+    )  # the stored cut as the heads file's look found it
+    assert full.stdout.splitlines()[0].endswith("); the store ends at version 19")
     assert broken() == [(20, "cut_off")]
 
 
@@ -107,3 +108,34 @@ def test_replay_of_a_cut_store_advises_verify_not_rebuild(store: tuple[Run, Cut,
     done = run("replay", "--conversation", "conv-demo-seo")
     assert "broken at version 20 (cut_off)" in done.stderr
     assert "Run: chatrecord verify" in done.stderr and "chatrecord rebuild" not in done.stderr.replace("do not rebuild", "")
+
+
+def test_a_wrong_heads_file_says_what_it_claimed_and_a_right_one_clears_its_cut(
+    store: tuple[Run, Cut, Broken], tmp_path: Path
+) -> None:
+    """Found by a fresh user: a heads file claiming version 25 marked a healthy conversation
+    broken for good, "version 21 was stored", which nothing was, and a line for a conversation
+    the store does not hold stored a break for it. The cut is said as the file claimed it, a line
+    of a conversation the store lacks stores nothing, and a heads file that matches the chain
+    clears a cut a heads file claimed; a plain verify keeps it."""
+    run, _, broken = store
+    assert run("ingest", DEMO).returncode == 0
+    (tmp_path / "good.txt").write_text(run("verify", "--heads").stdout)
+    (tmp_path / "bad.txt").write_text(f"conv-demo-seo 25 {'0' * 64}\nconv-ghost 5 {'1' * 64}\n")
+    bad = run("verify", "--against", "bad.txt")
+    claim = f"the heads file records version 25 (hash {'0' * 64}); the store ends at version 20"
+    assert (bad.returncode, bad.stdout.splitlines()[:2]) == (
+        1,
+        [
+            f"conv-demo-seo: broken at version 21 (cut_off): {claim}",
+            f"conv-ghost: broken at version 1 (cut_off): not in the store: the heads file records version 5 (hash {'1' * 64}); "
+            "the store holds no event of it",
+        ],
+    )
+    plain = run("verify")
+    assert (plain.returncode, plain.stdout.splitlines()[0]) == (1, f"conv-demo-seo: broken at version 21 (cut_off): {claim}")
+    assert broken() == [(21, "cut_off")]
+    good = run("verify", "--against", "good.txt")
+    assert (good.returncode, good.stdout.splitlines()[0]) == (0, "conv-demo-seo: ok, 20 events")
+    assert broken() == []
+    assert run("verify").returncode == 0

@@ -40,7 +40,10 @@ def test_an_erased_conversation_exports_its_facts_and_says_so(sqlite_run: Run) -
     listed = json_lines(sqlite_run("list", "--json").stdout)
     shown = sqlite_run("list").stdout.splitlines()[1].split()
 
-    assert exported.stderr == "note: conversation conv-demo-seo was erased; its texts are exported as [erased]\n"
+    assert exported.stderr == (
+        "note: conversation conv-demo-seo was erased; its texts are exported as [erased]; the file carries no erasure: "
+        "an ingest of it stores [erased] as the texts of a conversation not erased\n"
+    )  # found by a fresh user: the copy is not marked erased
     lines = json_lines(exported.stdout)
     assert [line["type"] for line in lines] == ["conversation_started", "user_message", "segment_returned"]
     assert (lines[1]["text"], lines[2]["answer"]) == ("[erased]", "[erased]")

@@ -139,7 +139,7 @@ def test_keys_wrap_rotate_and_unwrap_say_what_they_did(store_settings: dict[str,
     bad = runner(tmp_path, **store_settings, CHATRECORD_MASTER_KEY=A, CHATRECORD_NEW_MASTER_KEY="kurz")("keys", "rotate")
     assert (bad.returncode, bad.stderr) == (
         1,
-        "error: CHATRECORD_NEW_MASTER_KEY must be base64 of 32 bytes (openssl rand -base64 32), not a value of 4 characters\n",
+        "error: CHATRECORD_NEW_MASTER_KEY must be base64 of 32 bytes (openssl rand -base64 32), not base64 of 3 bytes\n",
     )
     assert with_b("keys", "rotate").stderr == (
         "error: set CHATRECORD_NEW_MASTER_KEY to the new master key (base64 of 32 random bytes: openssl rand -base64 32)\n"

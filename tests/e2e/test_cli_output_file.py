@@ -105,3 +105,15 @@ def test_a_folder_as_the_output_file_is_one_line_error(tmp_path: Path) -> None:
     done = run("export", "conv-demo-seo", "-o", ".")
 
     assert (done.returncode, done.stdout, done.stderr) == (1, "", "error: -o .: is a folder; name a file in it\n")
+
+
+@pytest.mark.parametrize(
+    "command", [["export", "conv-demo-seo"], ["timeline", "conv-demo-seo"], ["traces", "show", "conv-demo-seo"]]
+)
+def test_an_empty_output_name_is_refused_as_empty_not_as_a_folder(tmp_path: Path, command: list[str]) -> None:
+    """Found by a fresh user: `export -o ''` said "-o .: is a folder"."""
+    run = runner(tmp_path, CHATRECORD_DB=str(tmp_path / "s.sqlite"))
+    assert run("ingest", DEMO).returncode == 0
+    done = run(*command, "-o", "")
+    assert done.returncode == 2
+    assert "the name is empty; name a file" in done.stderr and "is a folder" not in done.stderr

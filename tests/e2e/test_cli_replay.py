@@ -8,7 +8,7 @@ from pathlib import Path
 
 from adapters.service.line_commands import read_events
 from projections.turn import replay_json, replay_turns
-from tests.e2e.conftest import DATA, DEMO, Run, json_lines
+from tests.e2e.conftest import DATA, DEMO, Run, json_lines, runner
 
 EXPECTED = DATA / "expected_demo_replay.json"
 REGENERATE = "python -m adapters.cli replay tests/data/demo_seo_tour.jsonl --json > tests/data/expected_demo_replay.json"
@@ -109,3 +109,25 @@ def test_replay_json_keeps_control_characters_escaped_by_json(sqlite_run: Run, t
 
     assert "\x1b" not in sent.stdout and "\\u001b[2J" in sent.stdout
     assert json_lines(sent.stdout)[0]["turns"][0]["messages"][1] == {"role": "user", "content": ESCAPES}
+
+
+def test_a_conversation_with_no_user_messages_says_so_plainly(tmp_path: Path) -> None:
+    """Found by a fresh user: replay printed nothing, `--at 1` said "turns start at messages
+    none" and `export --upto 1` "the user messages are none"."""
+    run = runner(tmp_path, CHATRECORD_DB=str(tmp_path / "s.sqlite"))
+    started = '{"type":"conversation_started","conversation":"empty1","at":"2026-11-02T10:00:00Z","kind":"chat","owner":7}\n'
+    (tmp_path / "empty.jsonl").write_text(started)
+    assert run("ingest", "empty.jsonl").returncode == 0
+    whole = run("replay", "--conversation", "empty1")
+    at = run("replay", "--conversation", "empty1", "--at", "1")
+    upto = run("export", "empty1", "--upto", "1")
+    assert (whole.returncode, whole.stdout, whole.stderr) == (
+        0,
+        "",
+        "empty1: no turns to replay: the conversation has no user messages yet\n",
+    )
+    assert (at.returncode, at.stderr) == (1, "error: --at 1: no turn starts at user message 1: there are no user messages yet\n")
+    assert (upto.returncode, upto.stderr) == (
+        1,
+        "error: --upto 1: no user message 1; the conversation has no user messages yet\n",
+    )

@@ -45,3 +45,13 @@ def test_traces_of_an_unknown_conversation_is_one_line_error(store_run: Run) -> 
 
     assert done.returncode == 1 and done.stdout == ""
     assert done.stderr.startswith("error: no conversation 'conv-nope'") and len(done.stderr.splitlines()) == 1
+
+
+def test_an_endpoint_that_is_no_url_is_refused_up_front_in_one_line(store_run: Run) -> None:
+    """Found by a fresh user: `--endpoint 'not a url'` failed deep in the exporter."""
+    store_run("ingest", DEMO)
+    done = store_run("traces", "push", "conv-demo-seo", "--endpoint", "not a url")
+    assert (done.returncode, done.stderr) == (
+        1,
+        "error: --endpoint 'not a url' is not an http(s) URL; give one such as http://127.0.0.1:6006 (nothing was sent)\n",
+    )

@@ -58,3 +58,21 @@ def test_the_audit_rows_are_the_clis_and_a_broken_chain_is_flagged(server: Serve
     assert (broken.status_code, broken.headers.get("chatrecord-chain")) == (200, "broken")
     assert [(r["version"], r["verified"]) for r in broken.json()] == [(1, True), (2, False)]
     assert broken.json() == json.loads(cli_broken.stdout)
+
+
+def test_the_turn_read_says_a_break_the_store_keeps(server: Server) -> None:
+    """Found by a fresh user: GET .../turn on a store whose event was changed by hand carried no
+    `Chatrecord-Chain: broken` though .../audit did. The turn read gives the stored verdict (the
+    guard's, or a look's), reading it without recomputing a hash."""
+    conversation = unique()
+    for line in (
+        {"type": "conversation_started", "conversation": conversation, "at": AT, "kind": "chat", "owner": 7},
+        {"type": "user_message", "conversation": conversation, "at": AT, "message": 1, "text": "Hallo", "page": 42},
+    ):
+        assert server.client.post("/v1/lines", json=line).status_code == 200
+    intact = server.client.get(f"/v1/conversations/{conversation}/turn")
+    tamper(server, conversation)  # the store's guard keeps the break
+    broken = server.client.get(f"/v1/conversations/{conversation}/turn")
+    assert intact.status_code == 200 and "chatrecord-chain" not in intact.headers
+    assert (broken.status_code, broken.headers.get("chatrecord-chain")) == (200, "broken")
+    assert broken.json() == intact.json()

@@ -8,6 +8,7 @@ as line by line stores them."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -20,6 +21,7 @@ from adapters.store.commands import BatchConflict
 from tests.integration.backends import PostgresStores, SQLiteStores
 
 AT = "2026-10-28T09:00:00Z"
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def export(cycles: int, conversations: int = 3) -> list[bytes]:
@@ -172,6 +174,30 @@ class BatchedIngestContract:
         whole = Chatrecord(self.open_other())
         whole.ingest(lines, "export.jsonl", batch_lines=1)
         assert stored(chatrecord.store) == stored(whole.store)
+
+    def test_a_rejected_line_leaves_no_trace_in_the_verdicts_of_the_lines_after_it(self) -> None:
+        """Found by a fresh user: under skip_bad, a line refused only as the store writes (a text
+        for an erased conversation) was decided into the batch's state first, so a later line of
+        the batch was rejected for it ("user message 4 is not after message 4"), while one line
+        a batch gave the right reason. Each verdict is the one a batch of one line gives."""
+        demo = (ROOT / "tests/data/demo_seo_tour.jsonl").read_bytes().splitlines()
+        late = [
+            orjson.dumps(line)
+            for line in (
+                {"type": "user_message", "conversation": "conv-demo-seo", "at": AT, "message": 4, "text": "geheim", "page": 0},
+                {"type": "turn_retried", "conversation": "conv-demo-seo", "at": AT, "message": 4},
+                {"type": "user_message", "conversation": "conv-demo-seo", "at": AT, "message": 4, "text": "", "page": 0},
+            )
+        ]
+        verdicts = []
+        for chatrecord, size in ((self.fresh(), 500), (Chatrecord(self.open_other()), 1)):
+            chatrecord.ingest(demo, "demo.jsonl")
+            chatrecord.erase("conv-demo-seo")
+            report = chatrecord.ingest(late, "late.jsonl", skip_bad=True, batch_lines=size)
+            assert (report.appended, len(report.rejected)) == (0, 3)
+            verdicts.append(report.rejected)
+        assert verdicts[0] == verdicts[1]
+        assert verdicts[0][2] == "late.jsonl: line 3, text: conversation 'conv-demo-seo' was erased; no text can be stored for it"
 
     def test_a_line_that_does_not_parse_mid_batch_stops_there(self) -> None:
         lines = export(10)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from uuid import UUID
@@ -23,7 +24,7 @@ from adapters.bootstrap import build_store
 from adapters.http.app import HttpSettings, create_app
 from adapters.store.application import ConversationStore
 from adapters.store.chain import GENESIS, ChainBroken, VersionRefused, link
-from adapters.store.chain_checks import GUARD
+from adapters.store.chain_checks import GUARD, BrokenChain
 from adapters.store.heads_file import KeptHead
 from adapters.store.verify import Verdict, verdicts
 from domain.events import conversation_uuid
@@ -552,6 +553,26 @@ class ChainContract:
             "kept earlier"
         )
         assert sorted(self.events(store)) == list(range(1, 20))
+
+    def test_an_append_is_refused_while_a_stored_break_names_the_newest_events_cut_off(self, store: ConversationStore) -> None:
+        """Found by a fresh user: a break `verify --against` stored (the newest events cut off with
+        their hashes, and the history index with them, as a backup restored) was wiped by the next
+        append, whose new events stood where the removed ones stood. The append is refused while
+        the break is stored, nothing of it is stored, and every look still shows the break."""
+        cut = BrokenChain(DEMO, 21, "cut_off", "version 21 was kept in heads", datetime.now(UTC), "chatrecord verify --against")
+        store.recorder.keep_verdicts([], [cut])  # type: ignore[attr-defined]
+        writer = self.reopened(store)
+        with pytest.raises(ChainBroken) as refused:
+            Chatrecord(writer).record(LATER_LINE)
+        assert (refused.value.problem, refused.value.version) == ("cut_off", 21)
+        assert str(refused.value).startswith(
+            'conversation "conv-demo-seo": the store recorded a break of its chain at version 21 (cut_off): events it '
+            "held were removed; nothing was appended"
+        )
+        assert sorted(self.events(store)) == list(range(1, 21))
+        verdict = by_name(verdicts(store))["conv-demo-seo"]
+        assert verdict.ok  # the chain alone cannot see the cut; the stored break is what keeps it
+        assert store.recorder.broken_chain(DEMO) is not None  # type: ignore[attr-defined]
 
     def test_an_event_at_version_0_is_refused_as_what_it_is(self, store: ConversationStore) -> None:
         """An append of an event at version 0 (built by hand: no command decides one) is refused

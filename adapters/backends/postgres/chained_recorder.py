@@ -16,6 +16,7 @@ from adapters.backends.postgres.schema import schema_lock_name
 from adapters.store.chain import (
     CHAIN_KIND_TABLE,
     CHAIN_TABLE,
+    CUTS,
     GENESIS,
     PAGE,
     ChainedRecorder,
@@ -37,6 +38,7 @@ class ChainedPostgresRecorder(ChainedRecorder, EventRecorder):
     def __init__(self, datastore: Any, **kwargs: Any) -> None:
         super().__init__(datastore, **kwargs)
         self.chain_heads: ChainHeadCache = ChainHeadCache()
+        self._broken_made = False  # whether the stored breaks' table was seen (`_chain_cut`)
         self._sealing: Sealing = Sealing()  # the heads of this thread's transaction, until it commits
         self.chain_table = SQL("{}.{}").format(Identifier(self.datastore.schema), Identifier(CHAIN_TABLE))
         self.sql_create_statements.append(
@@ -221,6 +223,19 @@ class ChainedPostgresRecorder(ChainedRecorder, EventRecorder):
             )
             found.append([(r["originator_id"], int(r["version"]), r["c"]) for r in cursor.fetchall()])
         return found[0], [(k, v, state_bytes(h)) for k, v, h in found[1]]
+
+    def _chain_cut(self, cursor: Any, key: UUID) -> tuple[int, str] | None:
+        if not self._broken_made:  # a store an earlier version made may not have the table yet
+            cursor.execute("SELECT to_regclass(%s) AS t", (f'"{self.datastore.schema}".{BROKEN_TABLE}',))
+            if cursor.fetchone()["t"] is None:
+                return None
+            self._broken_made = True
+        cursor.execute(
+            SQL("SELECT version, problem FROM {} WHERE originator_id = %s AND problem = ANY(%s)").format(self.broken_table),
+            (key, list(CUTS)),
+        )
+        row = cursor.fetchone()
+        return None if row is None else (int(row["version"]), str(row["problem"]))
 
     def _chained_earlier(self, cursor: Any, key: UUID, upto: int = 2**62) -> bool:
         cursor.execute(

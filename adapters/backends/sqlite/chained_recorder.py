@@ -11,7 +11,7 @@ from uuid import UUID
 from eventsourcing.persistence import StoredEvent
 from eventsourcing.sqlite import SQLiteApplicationRecorder
 
-from adapters.store.chain import CHAIN_KIND_TABLE, CHAIN_TABLE, PAGE, ChainedRecorder, Link, Stored, run_inline, state_bytes
+from adapters.store.chain import CHAIN_KIND_TABLE, CHAIN_TABLE, CUTS, PAGE, ChainedRecorder, Link, Stored, run_inline, state_bytes
 from adapters.store.chain_checks import BROKEN_TABLE, GUARD, GUARD_BY, GUARD_DETAIL, VERIFIED_TABLE, BrokenChain, VerifiedPosition
 
 VERIFIED_STATEMENT = (
@@ -174,6 +174,17 @@ class ChainedSQLiteRecorder(ChainedRecorder, SQLiteApplicationRecorder):
             cursor.execute(f"SELECT originator_id, version, {column} FROM {table} {where}", params)
             found.append([(self._uuid(r[0]), int(r[1]), r[2]) for r in cursor.fetchall()])
         return found[0], [(k, v, state_bytes(h)) for k, v, h in found[1]]
+
+    def _chain_cut(self, cursor: Any, key: UUID) -> tuple[int, str] | None:
+        cursor.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (BROKEN_TABLE,))
+        if cursor.fetchone() is None:
+            return None
+        cursor.execute(
+            f"SELECT version, problem FROM {BROKEN_TABLE} WHERE originator_id = ? AND problem IN ({', '.join('?' * len(CUTS))})",
+            (self._id(key), *CUTS),
+        )
+        row = cursor.fetchone()
+        return None if row is None else (int(row[0]), str(row[1]))
 
     def _chained_earlier(self, cursor: Any, key: UUID, upto: int = 2**62) -> bool:
         cursor.execute(
