@@ -102,7 +102,7 @@ def list_(
 
     Example:
 
-        chatrecord list --limit 20 --since 2026-10-01T00:00:00Z --status failed --status waiting
+        chatrecord list --search demo --status failed
     """
     at, before = _since(since), _since(until)
     if at is not None and before is not None and before <= at:

@@ -20,7 +20,7 @@ def serve(
             "--workers",
             min=1,
             max=64,
-            help="Server processes (more only on PostgreSQL; each keeps its own wrong-token waits and sign-outs).",
+            help="Server processes (each keeps its own wrong-token waits and sign-outs; on SQLite they share one writer).",
         ),
     ] = 1,
     no_auth: Annotated[bool, typer.Option("--no-auth", help="No bearer token (loopback hosts only).")] = False,
@@ -46,15 +46,15 @@ def serve(
     further one (CHATRECORD_WRONG_TOKEN_WAIT_SECONDS sets the first wait; 0: none); the
     client is the connection's address, or the one a --trusted-proxies proxy forwards.
 
-    It runs one process; --workers N runs N on PostgreSQL, where each keeps its own wrong-token
-    waits and its own signed-out sessions (a SQLite file has one writer at a time: more processes
-    would wait on its lock). Requests are not logged unless --access-log is given.
+    It runs one process; --workers N runs N, each with its own wrong-token waits and its own
+    signed-out sessions (on SQLite they take turns at the file's one writer, so more help little).
+    Requests are not logged unless --access-log is given.
 
     Example:
 
         chatrecord serve --port 8765
     """
-    from adapters.http.server import listenable, run, start, trusted, workers_for
+    from adapters.http.server import listenable, run, start, trusted
 
     proxies = trusted(trusted_proxies)
     backend = start(host, no_auth)
@@ -63,4 +63,4 @@ def serve(
     warning = Chatrecord.upkeep_warning()
     if warning is not None:  # once, before the workers start
         warn(f"warning: {warning}")
-    run(host, port, workers_for(workers), access_log, proxies)
+    run(host, port, workers, access_log, proxies)

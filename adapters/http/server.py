@@ -10,7 +10,6 @@ from __future__ import annotations
 import ipaddress
 import os
 import socket
-from collections.abc import Mapping
 
 import uvicorn
 
@@ -72,17 +71,6 @@ def trusted(proxies: str | None) -> list[str]:
         except ValueError:
             raise BadSetting(f"--trusted-proxies: {proxy!r} is not an IP address or network (e.g. 10.0.0.0/8)") from None
     return found
-
-
-def workers_for(asked: int, environ: Mapping[str, str] | None = None) -> int:
-    """Returns the processes `serve` runs for `--workers asked`: `asked` on PostgreSQL
-    (CHATRECORD_DATABASE_URL set, as the store picks it), one on SQLite, whose file has one writer
-    at a time, so further processes would only wait on its lock where one process's writers queue
-    on its own per-conversation locks. One is the default: each process keeps its own waits after
-    wrong tokens and its own signed-out sessions, so with N a client gets N tries per wait and a
-    signed-out cookie is still taken by the other processes until it expires."""
-    environ = os.environ if environ is None else environ
-    return asked if environ.get("CHATRECORD_DATABASE_URL") else 1
 
 
 def run(host: str, port: int, workers: int, access_log: bool = False, proxies: list[str] | None = None) -> None:
