@@ -264,7 +264,7 @@ class ConversationReads:
         `latest` (the log's latest turn, under the live rule set) is given."""
         differs = False
         if latest is not None:
-            live = self._live_turn(name, can_see_page)
+            live = self.live_turn(name, can_see_page)
             differs = live is None or live.to_json() != latest.to_json()
         chain = self.looks.held(chain_verdict(self.store, self.opened.stored_id(name))) if differs else None
         return Replay(name, rule_set, tuple(turns), differs, chain)
@@ -321,14 +321,14 @@ class ConversationReads:
         stored yet); a broken link (not `unchained`) makes `differs` True with `chain` its
         verdict. None where the rows lag behind the log of a store opened read-only (the
         caller folds the log)."""
-        latest = self._live_turn(name, can_see_page)
+        latest = self.live_turn(name, can_see_page)
         if latest is None:
             return None
         verdict = self.chain(name)
         broken = verdict is not None and not verdict.ok and verdict.problem != "unchained"
         return Replay(name, rule_set, (latest,), broken, verdict if broken else None)
 
-    def _live_turn(self, conversation: str, can_see_page: PageCheck) -> TurnInput | None:
+    def live_turn(self, conversation: str, can_see_page: PageCheck) -> TurnInput | None:
         """Returns the read models' latest turn; None where they lag behind the log and cannot
         catch up because the store was opened read-only (a SQLite archive, `reading=True`)."""
         try:

@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from adapters.backends.settings import StoreUnusable, store_errors
+from adapters.backends.settings import store_errors
 from adapters.ingest import read_lines
 from adapters.service.chain_looks import ChainLooks
-from adapters.service.common import conversation_argument, in_store_terms, opened_read_only
+from adapters.service.common import conversation_argument, in_store_terms
 from adapters.service.conversation_reads import ConversationReads
 from adapters.service.line_commands import fold_events
 from adapters.service.replay import Conversations, EmptyInput, conversations_of, file_conversations
@@ -242,13 +242,7 @@ class ReplayStreams:
     def _check(self, stream: ReplayStream, stored: str, latest: Turn, can_see_page: PageCheck) -> None:
         """Sets `stream.differs` (and `chain`) where the read models' latest turn is not the
         log's `latest` (as `ConversationReads._checked`)."""
-        try:
-            with store_errors(self.store):  # a read-only store's error in the store's words, caught here
-                live = self.reads.opened.read_models.turn_input(stored, can_see_page)
-        except StoreUnusable:
-            if not opened_read_only(self.store):
-                raise
-            live = None
+        live = self.reads.live_turn(stored, can_see_page)
         mine = turn_input(latest.state, latest.message, latest.at, resolve(stream.rules), can_see_page)
         stream.differs = live is None or live.to_json() != mine.to_json()
         if stream.differs:

@@ -6,36 +6,18 @@ turns back; and the changes of a whole history grow with its length, not with it
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from adapters.api import BadReplayCursor, Chatrecord, TurnRange, replay_start
-from adapters.backends.settings import postgres_env, sqlite_env
-from adapters.bootstrap import build_store, open_store
 from domain.errors import UnknownConversation
 from projections.turn_changes import Rebuilt
+from tests.application import test_replay_at
 from tests.application.test_replay_at import DEMO, EDITED, edited_and_retried
 
-
-@pytest.fixture(params=["memory", "sqlite", "postgres"])
-def chat(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Chatrecord]:
-    """Yields a Chatrecord on a new, empty store of each backend."""
-    if request.param == "memory":
-        store = open_store(memory=True)
-    elif request.param == "sqlite":
-        store = build_store(sqlite_env(tmp_path / "store.sqlite"))
-    else:
-        url, schema = request.getfixturevalue("postgres_url"), request.getfixturevalue("postgres_schema")
-        store = build_store({**postgres_env(url), "POSTGRES_SCHEMA": schema, "POSTGRES_POOL_SIZE": "1"})
-    chatrecord = Chatrecord(store)
-    yield chatrecord
-    chatrecord.close()
-
-
 BEHALTEN = DEMO.parent / "behalten_tour.jsonl"
+chat = test_replay_at.chat  # the fixture: a Chatrecord on a new, empty store of each backend
 
 
 def streamed(chat: Chatrecord, conversation: str, rules: str | None = None, **kwargs: Any) -> tuple[list[dict[str, Any]], Any]:
