@@ -66,6 +66,7 @@ class LiveRows:
         with self.storage.transaction(write=True) as curs:
             self.storage.lock(curs, exclusive=True)
             live = self.storage.pointer(curs)
+            created = live is None  # only the process that made the tables folds the log into them
             if live is None:
                 old_rules, old_tables = self.storage.old_tables(curs)
                 live = Pointer(1, resolve(old_rules or DEFAULT_RULE_SET).id, 2)
@@ -79,7 +80,7 @@ class LiveRows:
                         "they are rebuilt from the log as rows now"
                     )
         self.cache.take_live(live)
-        if self.store.max_notification_id():
+        if created and self.store.max_notification_id():  # a store of the previous version
             fold_log(self.store, self.storage, live.generation, live.rules, 0, None)
 
     def active_rules(self) -> str:
