@@ -5,6 +5,7 @@ fails 502 model-unavailable with nothing half-stored."""
 
 from __future__ import annotations
 
+import re
 import warnings
 from collections.abc import Iterator
 from typing import Any
@@ -113,7 +114,10 @@ def test_the_conversations_page_has_a_line_per_run_in_the_specs_form(client: Tes
     assert page.status_code == 200, page.text[:300]
     lines = [line for line in page.text.splitlines() if "reproduced" in line]
     assert len(lines) == 1 and "Nothing was saved." not in page.text
-    assert (
-        "test-model · the turn of message 3: 2 of 3 answers deny the saves under transcript-only; 0 of 3 under 2026-11-02"
-        in lines[0]
+    # the two scripted denials go to whichever requests come first; the requests run at once
+    counted = re.search(
+        r"test-model · the turn of message 3: (\d) of 3 answers deny the saves under transcript-only; (\d) of 3 under 2026-11-02",
+        lines[0],
     )
+    assert counted is not None, lines[0]
+    assert int(counted[1]) + int(counted[2]) == 2
