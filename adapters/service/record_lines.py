@@ -61,6 +61,9 @@ class RecordLines:
         self.versions: list[tuple[int, int] | None] = []
         self.refused_at: ParsedLine | None = None
         """After `decide` raised: the line that was refused."""
+        self.folded: tuple[ConversationEvent, Conversation | None] | None = None
+        """After `decide` returned events: the last of them and the state after them, which it
+        folded deciding them (the store takes it instead of folding them again)."""
         self._lookups = self._looked_up()
 
     def _looked_up(self) -> Lookups:
@@ -96,6 +99,7 @@ class RecordLines:
             # lines recorded before are a repeat at any version, as a line's own `follows` is
             raise VersionMismatch(self.conversation, self.follows, version)
         decided: list[ConversationEvent] = []
+        self.folded = None
         self.counts = []
         self.versions = []
         seen = LayeredHistory(history)  # the batch's earlier lines, not stored yet
@@ -115,6 +119,7 @@ class RecordLines:
             decided.extend(events)
             self.counts.append(len(events))
             self.versions.append((events[0].originator_version, events[-1].originator_version) if events else None)
+        self.folded = (decided[-1], state) if decided else None
         return decided
 
     def erased(self, error: TextsErased) -> TextsErased:

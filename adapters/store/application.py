@@ -331,7 +331,15 @@ class ConversationStore(Application[UUID]):
                 time.sleep(backoff(attempt))
                 continue
             self._after_save(inline, [(cid, state, events)], written)
-            after = self._kept(cid, state, events, outcomes, added[-1] if added else None, puts[-1] if puts else None)
+            after = self._kept(
+                cid,
+                state,
+                events,
+                outcomes,
+                added[-1] if added else None,
+                puts[-1] if puts else None,
+                getattr(command, "folded", None),
+            )
             position = recordings[-1].notification.id if recordings else None
             return HandleResult(command.conversation, events, events, after, position, attempt)
         raise AssertionError("unreachable")
@@ -406,7 +414,9 @@ class ConversationStore(Application[UUID]):
             for _ in events:
                 recording = next(positions, None)
                 position = recording.notification.id if recording is not None else None
-            after = self._kept(cid, state, events, outcomes, added.get(cid), followed=False)
+            after = self._kept(
+                cid, state, events, outcomes, added.get(cid), None, getattr(command, "folded", None), followed=False
+            )
             results.append(HandleResult(command.conversation, events, events, after, position, 1))
         return results
 
@@ -439,14 +449,16 @@ class ConversationStore(Application[UUID]):
         outcomes: int | None,
         added: int | None,
         puts: IndexPuts | None = None,
+        folded: tuple[ConversationEvent, Conversation | None] | None = None,
         *,
         followed: bool = True,
     ) -> Conversation | None:
-        """Returns the state after `events`, stored onto `state`, and keeps what follows of them:
+        """Returns the state after `events`, stored onto `state` (`folded`: the command's own fold
+        of them, taken where its last event is theirs), and keeps what follows of them:
         the state in the cache, the index's counts (`outcomes` before, `added` by the append; not
         kept where either is None) and, where `followed`, its rows (`puts`: those the append
         wrote; a batch's are not followed, so they are dropped), a snapshot when one is due."""
-        after = project_conversation(state, events)
+        after = folded[1] if folded is not None and events and folded[0] is events[-1] else project_conversation(state, events)
         self._cache(after)
         counts = (after.version, outcomes + added) if after is not None and outcomes is not None and added is not None else None
         if not followed:

@@ -31,7 +31,8 @@ class Lookups:
 class Command(Protocol):
     """What `ConversationStore.handle` accepts: one input line (or a few of one conversation),
     ready to decide, with what deciding it looks up (`lookups`), which lets a repeat return the
-    first result."""
+    first result. A command may also keep, after `decide` returned events, `folded`: the last
+    of them and the state after them (the store then does not fold them again)."""
 
     @property
     def conversation(self) -> str:
