@@ -48,6 +48,18 @@ class PlacedNote:
         return {"text": self.text, "index": self.index, "into": self.into, "at": self.at, "at_byte": self.at_byte}
 
 
+_new = object.__new__
+
+
+def _placed(text: str, index: int, into: Into, at: int | None = None, at_byte: int | None = None) -> PlacedNote:
+    """Returns `PlacedNote(text, index, into, at, at_byte)`, its fields set at once (a frozen
+    dataclass's `__init__` sets them one by one through `object.__setattr__`): a turn read
+    places each of its notes."""
+    placed: PlacedNote = _new(PlacedNote)
+    placed.__dict__.update(text=text, index=index, into=into, at=at, at_byte=at_byte)
+    return placed
+
+
 def _target(length: int, p: int, role: Callable[[int], str | None]) -> tuple[int, int]:
     """Returns where a note at position `p` goes: (index, 1) into message `index`, or (index, 0)
     into an assistant message of its own inserted before message `index`; `role(i)` reads the
@@ -108,16 +120,17 @@ def place_notes(
         texts = [labelled(body) for body in bodies]
         index, into = key
         if into == 0:
-            placed.extend(PlacedNote(text, index, "new") for text in texts)
+            placed.extend(_placed(text, index, "new") for text in texts)
             continue
         target = read.get(index)
         assert target is not None
         if target.role == "user":
-            placed.extend(PlacedNote(text, index, "user") for text in texts)
+            placed.extend(_placed(text, index, "user") for text in texts)
             continue
         offsets = _offsets(target, [n.segment for n in ordered])
+        ascii_text = target.text.isascii()  # a code point is a byte: the offset is the byte offset
         placed.extend(
-            PlacedNote(text, index, "assistant", at, len(target.text[:at].encode("utf-8")))
+            _placed(text, index, "assistant", at, at if ascii_text else len(target.text[:at].encode("utf-8")))
             for text, at in zip(texts, offsets, strict=True)
         )
     return tuple(placed)
