@@ -38,13 +38,14 @@ class FoldedIndex(VersionedIndex, Protocol):
 def index_events(index: VersionedIndex, state: Any, events: Iterable[ConversationEvent]) -> None:
     """Records `events` in `index` in order (`state`: the aggregate's state before the first)
     and sets the index's version to the last one's."""
-    last = None
+    last: ConversationEvent | None = None
     for event in events:
+        if last is not None:  # the state before this event (none is folded after the last one: not asked)
+            state = evolve(last, state)
         index_event(index, state, event)
-        state = evolve(event, state)
-        last = event.originator_version
+        last = event
     if last is not None:
-        index.set_version(last)
+        index.set_version(last.originator_version)
 
 
 def held_index(base: History) -> LayeredHistory:
