@@ -17,6 +17,7 @@ turn makes is an index lookup. A new column of a row is added here (and written 
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from adapters.views.row_tables import OVERVIEW_TABLES, TABLES
@@ -42,9 +43,9 @@ class RowTable:
     key: tuple[str, ...]
     replaces: tuple[str, ...] | None
 
-    @property
+    @functools.cached_property
     def names(self) -> tuple[str, ...]:
-        """The column names after `cid`."""
+        """The column names after `cid` (made once: every append's flush asks for them)."""
         return tuple(c.name for c in self.columns)
 
     def conflict(self, columns: tuple[str, ...] | None = None) -> str:
