@@ -374,7 +374,7 @@ class Chatrecord:
         set): one point per message, segment, decision, card left undecided, edit, cut, erasure.
         The first request in this process folds the whole log; the fold is kept per
         (conversation, rule set), and a later request folds only the events appended since (one
-        read of the log's head when there are none). Raises UnknownConversation."""
+        read of the newest event when there are none). Raises UnknownConversation."""
         return self._overviews.points(conversation_argument("overview", conversation), rules)
 
     @reads

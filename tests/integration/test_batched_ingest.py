@@ -145,7 +145,7 @@ class BatchedIngestContract:
         for c in ("conv-0", "conv-1", "conv-2"):  # the read models, written in the batch's transaction
             assert batched.turn_notes(c).to_json() == by_line.turn_notes(c).to_json()
             assert batched.turn_input(c).to_json() == by_line.turn_input(c).to_json()
-            assert batched.read_models.head(c) == by_line.read_models.head(c)
+            assert batched.read_models.summary(c) == by_line.read_models.summary(c)
 
     def open_other(self) -> ConversationStore:
         """A store in a database of its own (beside `open_store`'s)."""
