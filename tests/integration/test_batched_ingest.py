@@ -17,6 +17,7 @@ import pytest
 from adapters.api import Chatrecord
 from adapters.bootstrap import build_store
 from adapters.store.application import ConversationStore
+from adapters.store.chain import InlineWrites
 from adapters.store.commands import BatchConflict
 from tests.integration.backends import PostgresStores, SQLiteStores
 
@@ -331,7 +332,10 @@ class TestPostgresBatchedIngest(PostgresStores, BatchedIngestContract):
         append, deadlocks = postgres.EventRecorder._append, []
 
         def deadlocked_once(recorder: Any, stored_events: Any, **kwargs: Any) -> Any:
-            if kwargs.get("batch") and not deadlocks:  # the first batch: as the server rolls back a deadlock's victim
+            inline = InlineWrites.given(kwargs)
+            if (
+                inline is not None and inline.batch and not deadlocks
+            ):  # the first batch: as the server rolls back a deadlock's victim
                 deadlocks.append(True)
                 try:
                     raise psycopg.errors.DeadlockDetected("deadlock detected")
