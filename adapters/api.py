@@ -314,8 +314,7 @@ class Chatrecord:
         and closes it again."""
         store = open_store()
         try:
-            factory = getattr(store, "factory", None)
-            return factory.upkeep_warning() if isinstance(factory, StoreFactory) else None
+            return store.factory.upkeep_warning() if isinstance(store.factory, StoreFactory) else None
         finally:
             store.close()
 

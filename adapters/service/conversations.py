@@ -21,6 +21,7 @@ from uuid import UUID
 from adapters.ingest.names import earlier_stored_id, lookup_id
 from adapters.service.data_keys import key_kept
 from adapters.store.application import ConversationStore
+from adapters.store.chain import ChainedRecorder
 from adapters.views.listing import OUTCOMES, ListQuery
 from adapters.views.readmodels import ReadModels
 from domain.errors import ChatrecordError
@@ -231,13 +232,13 @@ def chain_state(store: ConversationStore, key: str, full: bool) -> str | None:
     """Returns `broken` when a break of conversation `key`'s chain is stored; with `full`,
     else `verified` when a verified position is, else `unchecked`; without, None then."""
     recorder, uuid = store.recorder, conversation_uuid(key)
-    broken = getattr(recorder, "broken_chain", None)
-    if broken is not None and broken(uuid) is not None:
+    if not isinstance(recorder, ChainedRecorder):
+        return "unchecked" if full else None
+    if recorder.broken_chain(uuid) is not None:
         return "broken"
     if not full:
         return None
-    verified = getattr(recorder, "verified_position", None)
-    return "verified" if verified is not None and verified(uuid) is not None else "unchecked"
+    return "verified" if recorder.verified_position(uuid) is not None else "unchecked"
 
 
 def list_conversations(
