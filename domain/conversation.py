@@ -296,12 +296,10 @@ def decide_card(
     source: str | None = None,
     history: History | None = None,
 ) -> list[ConversationEvent]:
-    """Returns [CardDecided] for the card waiting on `segment`.
-
-    Raises NoCardWaiting when no card waits there; `waits_for` is set when the segment is unknown
-    yet. Raises CardAlreadyDecided when it was decided or left undecided before. Raises
-    TurnTruncated when an edit cut it away. Raises MessageOutOfOrder or MessageTooEarly for the
-    appended answer's message number."""
+    """Returns [CardDecided] for the card waiting on `segment`. Raises NoCardWaiting when no card waits
+    there; `waits_for` is set when the segment is unknown yet. Raises CardAlreadyDecided when it was
+    decided or left undecided before. Raises TurnTruncated when an edit cut it away. Raises
+    MessageOutOfOrder or MessageTooEarly for the appended answer's message number."""
     batch = begin(state, at, source, history, f"card of segment {segment}")
     if batch is None:
         return []

@@ -44,9 +44,8 @@ def shown_id(conversation: str, quote: str = '"') -> str:
 
 
 class ChatrecordError(Exception):
-    """Base of every error a user can cause; the CLI prints it as one line and exits with 1.
-
-    `field` names the input field at fault (`line 3, segment: …`), or None. `waits_for` names what a
+    """Base of every error a user can cause; the CLI prints it as one line and exits with 1. `field`
+    names the input field at fault (`line 3, segment: …`), or None. `waits_for` names what a
     too-early line waits for (`message 2`), or None. Delivered again after that, the line is stored;
     other refusals do not change on redelivery."""
 

@@ -1,8 +1,7 @@
-"""The limits every input line is held to (README, "Input limits").
-
-Numbers and times are bounded to what every backend stores (32-bit signed integers, datetimes up to
-year 9999). Sizes are bounded so the work per line stays linear. The ingester refuses a value
-outside them, with line and field, before storing anything."""
+"""The limits every input line is held to (README, "Input limits"). Numbers and times are bounded to
+what every backend stores (32-bit signed integers, datetimes up to year 9999). Sizes are bounded so
+the work per line stays linear. The ingester refuses a value outside them, with line and field,
+before storing anything."""
 
 from __future__ import annotations
 

@@ -43,11 +43,10 @@ def edit_message(
     source: str | None = None,
     history: History | None = None,
 ) -> list[ConversationEvent]:
-    """Returns [MessageEdited, TurnsTruncated]: the transcript is cut after `message`.
-
-    Later messages, segments at or after it and their card decisions go. A waiting card of a cut
-    turn records no undecided note. Raises MessageTooEarly when `message` is still to come. Raises
-    UnknownMessage when it is not an uncut user message."""
+    """Returns [MessageEdited, TurnsTruncated]: the transcript is cut after `message`. Later messages,
+    segments at or after it and their card decisions go. A waiting card of a cut turn records no
+    undecided note. Raises MessageTooEarly when `message` is still to come. Raises UnknownMessage
+    when it is not an uncut user message."""
     batch = begin(state, at, source, history, f"edit of message {message}")
     if batch is None:
         return []

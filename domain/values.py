@@ -143,12 +143,10 @@ class ModelCall(Immutable):
 
 
 class StepFact(Immutable):
-    """One nr-llm `RunStep`, less everything the privacy filter drops.
-
-    `duration_ms` is in milliseconds; refusals of waiting calls are exactly 0.0.
-    `write_completeness` is `unconfirmed` where nr-llm stated none. `call` (on `llm` steps) and
-    `offered_tools` (on `request` steps) are None elsewhere. They feed the usage audit and the
-    traces, not the notes."""
+    """One nr-llm `RunStep`, less everything the privacy filter drops. `duration_ms` is in
+    milliseconds; refusals of waiting calls are exactly 0.0. `write_completeness` is `unconfirmed`
+    where nr-llm stated none. `call` (on `llm` steps) and `offered_tools` (on `request` steps) are
+    None elsewhere. They feed the usage audit and the traces, not the notes."""
 
     kind: StepKind
     round: int
