@@ -1,7 +1,5 @@
-"""One conversation's rows in memory, for the in-memory store: `MemoryConversation` holds
-them in dicts, `MemoryRows` reads and writes them as the port says (`adapters.views.ports.ViewRows`), as a database does
-its tables.
-"""
+"""One conversation's rows in memory: `MemoryConversation` holds them in dicts; `MemoryRows` reads and
+writes them as the port says (`adapters.views.ports.ViewRows`)."""
 
 from __future__ import annotations
 
