@@ -1,20 +1,15 @@
-"""Reproduce (issue 40): send a recorded turn to a model again under one or more rule sets, keep
-what came back in streams of their own, and count what the answers say.
+"""Reproduce: send a recorded turn to a model again under rule sets, keep the answers, count what they say.
 
-The input of each rule set is the turn's model input byte for byte as `replay --at N --json`
-shows it (`Replay`, the replay use case's, handed in as `replay`): its `messages`. It is sent
-`n` times to an OpenAI-compatible chat-completions endpoint (`CHATRECORD_MODEL_URL`,
-`CHATRECORD_MODEL`, the key from `CHATRECORD_MODEL_KEY` or `OPENAI_API_KEY`) through the `openai`
-client, at most `concurrency` requests at once, each with a timeout; the client tries a request
-again with a growing wait on a 408, 409, 429, a 5xx or a broken connection (`max_retries`).
+Each rule set's input is the turn's `messages` byte for byte as `replay --at N --json` shows them. It is
+sent `n` times to an OpenAI-compatible chat-completions endpoint (`CHATRECORD_MODEL_URL`,
+`CHATRECORD_MODEL`, key from `CHATRECORD_MODEL_KEY` or `OPENAI_API_KEY`). At most `concurrency` requests
+run at once, each with a timeout. The client retries 408, 409, 429, 5xx and broken connections
+(`max_retries`).
 
-Each complete answer is appended to its rule set's reproduction stream
-(`adapters.store.reproductions`) as it comes back, its text sealed with the conversation's data
-key, with the rule-based judge's verdict (`projections.answer_judge`) and its rubric id. The
-stream's first event is appended with its first answer: a run the endpoint refuses from the
-start stores nothing, and a run it breaks off keeps the answers it completed and nothing of the
-others. The conversation's own log is never written.
-"""
+Each complete answer is appended to its rule set's reproduction stream, sealed with the data key, with
+the judge's verdict (`projections.answer_judge`) and rubric id. A stream starts with its first answer: a
+refused run stores nothing; a broken-off run keeps its complete answers. The conversation's own log is
+never written."""
 
 from __future__ import annotations
 
@@ -70,14 +65,12 @@ class ModelNotSet(ChatrecordError):
 
 
 class ConversationErased(ChatrecordError):
-    """Raised when a reproduction is asked of a conversation whose texts were erased: its
-    answers could not be sealed with its data key, which is deleted."""
+    """Raised when a reproduction is asked of an erased conversation; its data key is deleted."""
 
 
 class ModelUnusable(ChatrecordError):
-    """Raised, in one line, when the model endpoint does not answer, refuses the key, does not
-    know the model, or answers with something that is not a chat completion. The answers that
-    came back whole before it are kept (`recorded`)."""
+    """Raised, in one line, when the model endpoint does not answer, refuses the key, does not know the
+    model, or answers with no chat completion. Complete answers before it are kept (`recorded`)."""
 
     def __init__(self, message: str, recorded: int = 0) -> None:
         super().__init__(message)
@@ -211,8 +204,8 @@ class Reproduction:
 
 @dataclass(frozen=True)
 class Report:
-    """The table of a run (or of the kept reproductions): per rule set, answers, denials, and
-    answers that name the writes."""
+    """The table of a run or of the kept reproductions: per rule set, answers, denials, and answers naming
+    the writes."""
 
     conversation: str
     reproductions: tuple[Reproduction, ...]
@@ -230,8 +223,8 @@ class Report:
         return list(table.values())
 
     def sentence(self) -> str:
-        """Returns the count in the spec's form: "2 of 5 answers deny the saves under
-        transcript-only; 0 of 5 under 2026-11-02"."""
+        """Returns the count in the spec's form: "2 of 5 answers deny the saves under transcript-only; 0 of
+        5 under 2026-11-02"."""
         parts = [
             f"{r['denials']} of {r['answers']}" + (" answers deny the saves" if i == 0 else "") + f" under {r['rules']}"
             for i, r in enumerate(self.rows())
@@ -263,8 +256,7 @@ class _Stream:
         self.seq = 0
 
     def record(self, fields: dict[str, Any], text: str) -> int:
-        """Appends one complete answer, with the stream's first event before its first (in one
-        transaction: a stream is never stored without an answer)."""
+        """Appends one complete answer, with the stream's first event before its first, in one transaction."""
         first = [new_row(self.id, 0, self.cid, STARTED, self.started, GENESIS)] if self.previous is None else []
         previous = first[0].hash if first else self.previous
         assert previous is not None
@@ -277,8 +269,8 @@ class _Stream:
 
 
 def reproduction_rows(store: ConversationStore, *, create: bool = True) -> ReproductionRows:
-    """Returns the store's reproduction streams, their table made where it is missing (not by a
-    caller that only reads, `create=False`: a store without the table holds no reproduction)."""
+    """Returns the store's reproduction streams, making their table where missing. With `create=False`, a
+    store without the table holds none."""
     rows = backend_of(store.factory).reproduction_rows(store.recorder)
     if create:
         rows.create()
@@ -353,12 +345,13 @@ def reproduce(
     judge: str | None = None,
     client: openai.OpenAI | None = None,
 ) -> Report:
-    """Sends the turn of user message `turn` (default: the latest) of `conversation` under each
-    of `rule_sets` `n` times to `model` (default: the environment's, `ModelSettings.from_env`,
-    with `judge` as its judging model) and records every complete answer. `replay(rule_set, at)`
-    is the replay use case on the store. Raises ModelNotSet, UnknownConversation, TurnNotFound, UnknownRuleSet,
-    ConversationErased for an erased conversation, ModelUnusable (after keeping the answers completed
-    before it) for an endpoint that fails."""
+    """Sends the turn of user message `turn` (default: latest) under each of `rule_sets` `n` times to
+    `model`, and records every complete answer.
+
+    `model` defaults to `ModelSettings.from_env`, with `judge` as its judging model. `replay(rule_set,
+    at)` is the replay use case. Raises ModelNotSet, UnknownConversation, TurnNotFound, UnknownRuleSet,
+    ConversationErased for an erased conversation, and ModelUnusable for a failing endpoint, after
+    keeping the complete answers."""
     if not 1 <= n <= MOST_ANSWERS:
         raise ValueError(f"-n must be between 1 and {MOST_ANSWERS}")
     settings = model or ModelSettings.from_env(judge=judge)
@@ -441,8 +434,7 @@ def reproduce(
 
 
 def reproductions(store: ConversationStore, conversation: str) -> list[Reproduction]:
-    """Returns the kept reproductions of `conversation`, in the order they were started, their
-    answers' texts opened with the conversation's data key (ERASED once it was erased)."""
+    """Returns the kept reproductions of `conversation` in start order, texts opened (ERASED once erased)."""
     cid = conversation_uuid(conversation)
     rows = reproduction_rows(store, create=False).of_conversation(str(cid))
     if not rows and next(store.events.get(cid, desc=True, limit=1), None) is None:
@@ -496,8 +488,8 @@ def reproductions(store: ConversationStore, conversation: str) -> list[Reproduct
 
 @dataclass(frozen=True)
 class StreamChains:
-    """The hash chains of one conversation's reproductions: how many streams, and the `seq` of
-    the first broken link of each that does not hold (by reproduction id)."""
+    """The hash chains of one conversation's reproductions: the stream count and the `seq` of each broken
+    stream's first bad link, by reproduction id."""
 
     conversation: str
     streams: int
@@ -535,6 +527,6 @@ def verdict_of(kept: dict[str, Any] | None) -> Verdict | None:
 
 
 def default_rule_sets(active: str) -> list[str]:
-    """Returns the rule sets a reproduction runs under when none are given: `transcript-only`
-    (the reading before the spec) and the store's, in the order the spec counts them."""
+    """Returns the default rule sets of a reproduction: `transcript-only` and the store's, in the spec's
+    order."""
     return list(dict.fromkeys([TRANSCRIPT_ONLY, active]))
