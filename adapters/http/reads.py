@@ -1,9 +1,7 @@
-"""The HTTP service's reads of the store: the conversations list and, per conversation, its
-export, the next turn's notes, the audit, the activity list and the replay (`add_reads`), each
-one call of the service layer (`adapters.api.Chatrecord`, the `Service` dependency).
+"""The HTTP service's reads (`add_reads`): the list and, per conversation, export, turn notes, audit,
+activity list and replay. Each is one `Chatrecord` call (the `Service` dependency).
 
-No `from __future__ import annotations` here: FastAPI reads the handlers' annotations.
-"""
+No `from __future__ import annotations` here: FastAPI reads the handlers' annotations."""
 
 from collections.abc import Iterator
 from typing import Annotated, Any
@@ -64,8 +62,8 @@ def json_response(value: Any, headers: dict[str, str] | None = None, status: int
 
 
 def add_reads(v1: APIRouter, of_a_conversation: dict[int | str, dict[str, Any]]) -> None:
-    """Adds the reads to the `/v1` router; `of_a_conversation` are the problems a conversation's
-    own operations add to every operation's."""
+    """Adds the reads to the `/v1` router. `of_a_conversation`: the problems a conversation's operations
+    add."""
 
     @v1.get(
         "/conversations",

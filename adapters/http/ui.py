@@ -1,19 +1,13 @@
-"""The timeline page over HTTP: `/ui/` (the conversations, with search by id) and
-`/ui/conversations/{id}` (the timeline; `?turn=N&rules=R` shows what the model was sent at the
-turn of user message N under rule set R, `?before=V` the older turns, `?full=1` the chain's
-verdict recomputing every hash), with the overview picture (`…/overview.svg`) as a request of its
-own, so the page itself reads only the turns it shows and the chain's verdict, which it shows
-whole (one from a stored position costs the events appended since; `…/chain` gives the verdict
-alone).
+"""The timeline page over HTTP.
 
-The UI is behind the API's token: a request with `Authorization: Bearer <token>` gets the page;
-a browser signs in at `/ui/login` with the token and gets a session of its own, expiring after
-8 hours (`adapters.http.sessions`: a signed cookie, HttpOnly, SameSite=Strict, Path=/ui, Secure
-over HTTPS, never the token), and signs out at `POST /ui/logout` (the pages' "Sign out"). After
-a wrong token the client waits, longer after each (429 meanwhile, the token not compared).
-Without a token (`serve --no-auth`, loopback hosts only) the UI is open like the API. Every
-page is sent with a Content-Security-Policy that allows no script (`adapters.pages.SERVER_CSP`).
-"""
+`/ui/` lists conversations, with search by id. `/ui/conversations/{id}` shows the timeline:
+`?turn=N&rules=R` the model input at user message N under R, `?before=V` older turns, `?full=1` a full
+chain check. The picture (`…/overview.svg`) and the verdict alone (`…/chain`) are requests of their own.
+
+The UI needs the API's token: as a bearer header, or a session from `/ui/login` lasting 8 hours
+(`sessions`). `POST /ui/logout` signs out. After a wrong token the client waits (429 meanwhile). Without
+a token (`serve --no-auth`, loopback only) the UI is open. Every page has a Content-Security-Policy
+allowing no script (`adapters.pages.SERVER_CSP`)."""
 
 import hmac
 import math
@@ -34,9 +28,7 @@ from projections.rules import Rules
 
 
 def unknown(conversation: str) -> str:
-    """What a page says of an id the store does not hold: the id asked for, as the API's 404 says
-    no more, never the store's file or the ids it holds (the CLI's message names both, for the
-    operator at the terminal)."""
+    """What a page says of an id the store does not hold: the id asked for, never the store's file or ids."""
     return f"no conversation {conversation[:200]!r} in the store, nor one whose id contains it"
 
 
@@ -59,8 +51,8 @@ def html(text: str, status: int = 200, headers: dict[str, str] | None = None) ->
 
 
 def install_ui(app: FastAPI, token: str | None, throttle: Throttle) -> None:
-    """Adds the `/ui` routes to `app`, and the redirect to the sign-in form; `throttle` counts
-    the wrong tokens of the form and of bearer headers."""
+    """Adds the `/ui` routes and the redirect to the sign-in form to `app`. `throttle` counts the form's and
+    the bearer headers' wrong tokens."""
 
     @app.exception_handler(SignInRequired)
     async def sign_in(request: Request, error: SignInRequired) -> Response:
@@ -228,8 +220,8 @@ def ui_router(token: str | None, throttle: Throttle) -> APIRouter:
 
 
 def reproduction_runs(kept: list[Reproduction]) -> list[str]:
-    """Returns a line per run of `chatrecord reproduce` (its streams started together): when,
-    the model, the turn and the count in the spec's form."""
+    """Returns a line per run of `chatrecord reproduce`: when, the model, the turn and the count in the
+    spec's form."""
     runs: dict[str, list[Reproduction]] = {}
     for done in kept:
         runs.setdefault(done.started_at, []).append(done)
@@ -245,9 +237,8 @@ def _local(path: str) -> str:
 
 
 def _filters(asked: dict[str, Any]) -> dict[str, Any]:
-    """Returns the keyword arguments of `Chatrecord.conversations` the list page's form asked
-    for (`q`, `owner`, `since`, `until`, `status`; an empty field asks nothing). Raises
-    ValueError naming the field that is not one."""
+    """Returns the `Chatrecord.conversations` keyword arguments the list form asked for (`q`, `owner`,
+    `since`, `until`, `status`). An empty field asks nothing. Raises ValueError naming a bad field."""
     found: dict[str, Any] = {"search": asked["q"] or None, "status": tuple(asked["status"])}
     if asked["owner"]:
         if not asked["owner"].isdigit() or int(asked["owner"]) > INT_MAX:
@@ -266,10 +257,9 @@ def _filters(asked: dict[str, Any]) -> dict[str, Any]:
 
 
 def _listing(chatrecord: Chatrecord, after: str | None, filters: dict[str, Any]) -> tuple[list[dict[str, Any]], str | None]:
-    """Returns a page of stored conversations, newest activity first (the service layer's
-    paged list, `Chatrecord.conversations`, with `filters`, `_filters`), and the cursor of the
-    next page (None: the last); `after` is the cursor a page before returned. Raises BadCursor
-    for one no page returned, BadFilter for filters the list refuses."""
+    """Returns a page of conversations, newest activity first, with `filters`, and the next cursor (None:
+    the last). `after` is a previous page's cursor. Raises BadCursor for a cursor no page returned.
+    Raises BadFilter for refused filters."""
     asked = dict(filters)
     since = asked.pop("since", None)
     found = chatrecord.conversations(50, after, since, **asked)
