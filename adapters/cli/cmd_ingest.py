@@ -78,7 +78,6 @@ def ingest(
 
 
 def _size(descriptor: int) -> int | None:
-    """Returns the size in bytes of the regular file open as `descriptor`, None for a pipe or
-    another stream whose length is not known ahead."""
+    """Returns the size in bytes of the regular file open as `descriptor`; None for a pipe or stream."""
     found = os.fstat(descriptor)
     return found.st_size if stat.S_ISREG(found.st_mode) else None

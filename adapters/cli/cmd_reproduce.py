@@ -17,8 +17,7 @@ from projections.rules import RULE_SET_IDS, Rules
 
 
 def report_table(report: Report) -> Table:
-    """Returns the table of a run: per rule set the answers, the denials and the answers that
-    name the writes."""
+    """Returns the table of a run: per rule set, answers, denials, and answers naming the writes."""
     table = Table(
         title=Text(f"Answers to the turn of message {report.rows()[0]['message']} of {report.conversation}"), box=box.SIMPLE_HEAD
     )
