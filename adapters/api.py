@@ -251,12 +251,10 @@ class Chatrecord:
             return write_position(self.store)
 
     def _reader(self, after: str | None) -> Chatrecord:
-        """Returns the Chatrecord a read given `after` runs on.
-
-        This one without a reading store. Else the standby's, where `after` is None or replayed within
-        `read_wait` seconds. Else `_on_primary`, also where the standby cannot be opened. Raises
-        ValueError for an `after` no write returned. Raises StoreUnusable for an unopenable reading store
-        where `after` is None."""
+        """Returns the Chatrecord a read given `after` runs on. This one without a reading store. Else the
+        standby's, where `after` is None or replayed within `read_wait` seconds. Else `_on_primary`, also
+        where the standby cannot be opened. Raises ValueError for an `after` no write returned. Raises
+        StoreUnusable for an unopenable reading store where `after` is None."""
         if not self._reads_elsewhere:
             return self
         if after is None:
@@ -365,7 +363,6 @@ class Chatrecord:
         after: str | None = None,
     ) -> str:
         """Returns `draw(overview)` of the conversation's overview, kept per version; `draw` is the key.
-
         Under the live rule set it draws the overview read model (`views.overview_rows`). Under another
         rule set, or without overview tables, it draws the kept fold's points (`overview`)."""
         return self._overviews.drawn(conversation_argument("overview", conversation), draw, rules)

@@ -1,5 +1,4 @@
 """The in-memory backend: the library's POPO persistence, for tests; nothing outlives the process.
-
 `MemoryFactory` makes the chained recorder and the data keys. It hands out the history index, the views
 and the idempotency keys, each in dicts."""
 

@@ -1,9 +1,8 @@
 """Readable value types in `--help`: `INTEGER`, `TEXT`, `PATH`, none for a flag. Typer's own are `<int
-range>`, `<str>`, `<list[Path]>`, `<bool>`.
-
-The names differ between typer versions, and no public setting changes them. `install()` hooks the one
-place each version takes the name from: `display_type` from 0.28, the vendored click's
-`ParamType.get_metavar` before. Any other version is left as it is. An explicit `metavar` wins."""
+range>`, `<str>`, `<list[Path]>`, `<bool>`. The names differ between typer versions, and no public
+setting changes them. `install()` hooks the one place each version takes the name from: `display_type`
+from 0.28, the vendored click's `ParamType.get_metavar` before. Any other version is left as it is. An
+explicit `metavar` wins."""
 
 from __future__ import annotations
 

@@ -1,9 +1,8 @@
-"""Ctrl-C (SIGINT) and SIGTERM on the command line, and the progress of long work.
-
-`Interrupts` turns both signals into KeyboardInterrupt. Inside `held()` a signal waits until the block
-ends, so a write and its count are never cut in two. `IngestProgress` shows an ingest's progress: rich's
-bar on a terminal stderr, else a plain line every `PROGRESS_SECONDS` (e.g. `ingest: export.jsonl: 12,000
-of ~19,000 lines, 2,300 lines/s`)."""
+"""Ctrl-C (SIGINT) and SIGTERM on the command line, and the progress of long work. `Interrupts` turns both
+signals into KeyboardInterrupt. Inside `held()` a signal waits until the block ends, so a write and its
+count are never cut in two. `IngestProgress` shows an ingest's progress: rich's bar on a terminal stderr,
+else a plain line every `PROGRESS_SECONDS` (e.g. `ingest: export.jsonl: 12,000 of ~19,000 lines, 2,300
+lines/s`)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
-"""The file a command's `-o FILE` names: never the store, written whole or not at all.
-
-`check_output` refuses the configured SQLite store and its `-wal`, `-shm`, `-journal` files, by resolved
-path and by inode. `write_output` writes a temporary file in FILE's folder and renames it over FILE; a
-device or pipe is written directly. It says on stderr what it wrote. `-o -` or no -o is standard output."""
+"""The file a command's `-o FILE` names: never the store, written whole or not at all. `check_output`
+refuses the configured SQLite store and its `-wal`, `-shm`, `-journal` files, by resolved path and by
+inode. `write_output` writes a temporary file in FILE's folder and renames it over FILE; a device or pipe
+is written directly. It says on stderr what it wrote. `-o -` or no -o is standard output."""
 
 from __future__ import annotations
 
@@ -75,10 +74,9 @@ def check_output(output: Path | None, environ: dict[str, str] | None = None) -> 
 
 
 def write_output(data: bytes, output: Path | None, what: str) -> None:
-    """Writes `data` whole to standard output or the file `output`, through a renamed temporary file.
-
-    Keeps an existing file's permission bits. Says `FILE: WHAT, N bytes` on stderr. Raises as
-    `check_output`. Raises UnwritableFile when the file cannot be written, leaving it unchanged."""
+    """Writes `data` whole to standard output or the file `output`, through a renamed temporary file. Keeps
+    an existing file's permission bits. Says `FILE: WHAT, N bytes` on stderr. Raises as `check_output`.
+    Raises UnwritableFile when the file cannot be written, leaving it unchanged."""
     if output is None or is_stdout(output):
         sys.stdout.flush()
         sys.stdout.buffer.write(data)

@@ -42,11 +42,9 @@ def _escape(match: re.Match[str]) -> str:
 
 def visible(text: str) -> str:
     """Returns `text` with dangerous characters written as Python escapes (ESC as `\\x1b`, `\\u202e`,
-    `\\U000e0041`).
-
-    Escaped: DEL; every C0 and C1 control except newline and tab; U+2028 and U+2029; and every format
-    character (category Cf). Those include bidi controls, zero-width characters, the soft hyphen U+00AD
-    and the tag characters U+E0000–U+E007F."""
+    `\\U000e0041`). Escaped: DEL; every C0 and C1 control except newline and tab; U+2028 and U+2029; and
+    every format character (category Cf). Those include bidi controls, zero-width characters, the soft
+    hyphen U+00AD and the tag characters U+E0000–U+E007F."""
     return _CONTROL.sub(_escape, text)
 
 

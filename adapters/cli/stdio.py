@@ -69,10 +69,9 @@ def _json_escape(match: re.Match[str]) -> str:
 
 
 def json_bytes(value: Any) -> bytes:
-    """Returns `value` as one line of UTF-8 JSON that reads back as the same value.
-
-    DEL, C1 controls, U+2028/U+2029 and `FORMAT_CHARACTERS` are written as `\\uXXXX` (a surrogate pair
-    above U+FFFF). JSON itself escapes C0 controls."""
+    """Returns `value` as one line of UTF-8 JSON that reads back as the same value. DEL, C1 controls,
+    U+2028/U+2029 and `FORMAT_CHARACTERS` are written as `\\uXXXX` (a surrogate pair above U+FFFF). JSON
+    itself escapes C0 controls."""
     data = orjson.dumps(value)
     if data.isascii():
         return data

@@ -80,10 +80,9 @@ class HttpSettings:
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, *, no_auth: bool = False) -> "HttpSettings":
         """Reads CHATRECORD_API_TOKEN (ignored with `no_auth`), CHATRECORD_MAX_BODY_BYTES,
-        CHATRECORD_BODY_TIMEOUT_SECONDS and CHATRECORD_WRONG_TOKEN_WAIT_SECONDS.
-
-        Raises BadSetting for: a limit not a whole number >= 1; a timeout not a number > 0 (a wait: >=
-        0); a token shorter than TOKEN_MIN; a token with a space or a character outside printable ASCII."""
+        CHATRECORD_BODY_TIMEOUT_SECONDS and CHATRECORD_WRONG_TOKEN_WAIT_SECONDS. Raises BadSetting for: a
+        limit not a whole number >= 1; a timeout not a number > 0 (a wait: >= 0); a token shorter than
+        TOKEN_MIN; a token with a space or a character outside printable ASCII."""
         environ = os.environ if environ is None else environ
         text = (environ.get("CHATRECORD_MAX_BODY_BYTES") or "").strip()
         if text and not (text.isascii() and text.isdigit() and int(text) >= 1):

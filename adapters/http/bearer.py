@@ -1,8 +1,7 @@
-"""The bearer token of /v1 and /ui, and the wait after wrong ones (`sessions.Throttle`).
-
-`Authorization: Bearer <token>` is compared in constant time. A wrong token makes its client wait: the
-connection's address, or the one a trusted proxy forwards. Meanwhile its requests get 429 with
-Retry-After, the token not compared. A right token costs one look-up."""
+"""The bearer token of /v1 and /ui, and the wait after wrong ones (`sessions.Throttle`). `Authorization:
+Bearer <token>` is compared in constant time. A wrong token makes its client wait: the connection's
+address, or the one a trusted proxy forwards. Meanwhile its requests get 429 with Retry-After, the token
+not compared. A right token costs one look-up."""
 
 from __future__ import annotations
 

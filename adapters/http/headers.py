@@ -27,7 +27,6 @@ ANY = -1
 
 def if_match(value: str | None) -> list[int] | None:
     """Returns the versions (0 to INT_MAX) an `If-Match` names: one ETag `"N"` or a list (`"3", "4"`).
-
     Returns `[ANY]` for `*`. Returns None without the header or with an empty one. Raises a 412 problem
     when every ETag is weak (`W/"N"`; RFC 9110 13.1.1 compares strongly). Raises a 400 problem for
     anything else of another form."""

@@ -1,8 +1,7 @@
-"""The hot routes' one hop from the event loop to a thread that may wait on the store.
-
-The chat's routes (`POST /v1/lines`, `GET …/turn`) are `async def` with async dependencies. They hand the
-store's work to `offload`: one hop through a `ThreadPoolExecutor` and one `call_soon_threadsafe` back.
-The request's context variables go along, as anyio's hop carries them."""
+"""The hot routes' one hop from the event loop to a thread that may wait on the store. The chat's routes
+(`POST /v1/lines`, `GET …/turn`) are `async def` with async dependencies. They hand the store's work to
+`offload`: one hop through a `ThreadPoolExecutor` and one `call_soon_threadsafe` back. The request's
+context variables go along, as anyio's hop carries them."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
 """The OpenAPI document (`docs/openapi.json`, served at /openapi.json): FastAPI's, completed by `document`.
-
 It adds the line schemas of `POST /v1/lines`, each response's real headers and problem types, links from
 a line to its conversation's reads, and the demo tour's answers as examples. The bodies' shapes are in
 `adapters.http.schemas`."""
@@ -162,10 +161,9 @@ PROBLEM_TYPES = {
 
 
 def document(app: Any) -> dict[str, Any]:
-    """Returns the OpenAPI document of `app`, kept as `app.openapi_schema`.
-
-    FastAPI's, plus the line schemas, real headers and problem types, links and examples (see the
-    module). It drops the 422s that never occur; a bad parameter is a 400 problem."""
+    """Returns the OpenAPI document of `app`, kept as `app.openapi_schema`. FastAPI's, plus the line
+    schemas, real headers and problem types, links and examples (see the module). It drops the 422s that
+    never occur; a bad parameter is a 400 problem."""
     from fastapi.openapi.utils import get_openapi
 
     doc = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)

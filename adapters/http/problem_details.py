@@ -1,7 +1,6 @@
-"""The shape of the HTTP service's errors (`ProblemDetails`, RFC 9457) for the OpenAPI document.
-
-The four members every problem has, and each member a problem type adds (`problems` says which). A member
-a problem lacks is left out, never null; `field`, `version` and `problem` may be null."""
+"""The shape of the HTTP service's errors (`ProblemDetails`, RFC 9457) for the OpenAPI document. The four
+members every problem has, and each member a problem type adds (`problems` says which). A member a
+problem lacks is left out, never null; `field`, `version` and `problem` may be null."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""`chatrecord serve`: checks the settings and the store once, then runs uvicorn.
-
-It refuses to start without CHATRECORD_API_TOKEN unless `--no-auth` is given, and `--no-auth`
-only on a loopback host. The store's tables (and the idempotency table) are made here, by one
-process, before the workers start.
-"""
+"""`chatrecord serve`: checks the settings and the store once, then runs uvicorn. It refuses to start
+without CHATRECORD_API_TOKEN unless `--no-auth` is given, and `--no-auth` only on a loopback host. The
+store's tables (and the idempotency table) are made here, by one process, before the workers start."""
 
 from __future__ import annotations
 

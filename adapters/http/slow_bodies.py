@@ -1,8 +1,6 @@
-"""A request body that does not arrive in time is answered 408 and its connection closed.
-
-`BodyDeadline` gives each body CHATRECORD_BODY_TIMEOUT_SECONDS (default 30) from the headers' arrival. A
-read past that raises BodyTimeout, answered 408 with `Connection: close`. Once the body is whole, reads
-wait as before."""
+"""A request body that does not arrive in time is answered 408 and its connection closed. `BodyDeadline`
+gives each body CHATRECORD_BODY_TIMEOUT_SECONDS (default 30) from the headers' arrival. A read past that
+raises BodyTimeout, answered 408 with `Connection: close`. Once the body is whole, reads wait as before."""
 
 from __future__ import annotations
 

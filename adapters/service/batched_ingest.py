@@ -32,12 +32,10 @@ Progress = Callable[[IngestReport], object]
 
 
 class Ingestion:
-    """One ingest of a source (`run`).
-
-    `handle_one` stores one command (`ConversationStore.handle`); `handle_batch` stores several of
-    different conversations in one transaction. Both raise in the store's terms (`store_errors`).
-    `guard()` is entered around each write and its accounting, so the report matches what was stored.
-    `progress(report)` is called after each batch."""
+    """One ingest of a source (`run`). `handle_one` stores one command (`ConversationStore.handle`);
+    `handle_batch` stores several of different conversations in one transaction. Both raise in the
+    store's terms (`store_errors`). `guard()` is entered around each write and its accounting, so the
+    report matches what was stored. `progress(report)` is called after each batch."""
 
     def __init__(
         self,

@@ -109,7 +109,6 @@ class ChainLooks:
 
     def held(self, verdict: Verdict | None, head_version: int | None = None, against: str | None = None) -> Verdict | None:
         """Returns `verdict` held to what the store keeps of its conversation (`kept_verdicts.held`).
-
         `cut_off` where an ok chain ends below a version once held. Call before `keep`. A look against a
         heads file (`against`) that matched is not held to a cut such a look stored (`cleared_by_heads`)."""
         recorder = self._recorder

@@ -22,10 +22,9 @@ log = logging.getLogger("chatrecord")
 
 
 class OpenedStore:
-    """The store the use cases run on (`store`), opened by `opener` on first use if none was given.
-
-    `opened` is None until then. Its read models come from `read_models_of(store)`, which raises
-    NoReadModels for a store built without them."""
+    """The store the use cases run on (`store`), opened by `opener` on first use if none was given. `opened`
+    is None until then. Its read models come from `read_models_of(store)`, which raises NoReadModels for
+    a store built without them."""
 
     def __init__(
         self,
@@ -89,12 +88,11 @@ RECOVERY_CONFLICT_TRIES = 3
 
 
 def reads(method: Method) -> Method:
-    """Makes a read-only Chatrecord method run on the store `Chatrecord._reader(after)` picks.
-
-    The method takes keyword `after`, a write's `read_after` position or None. The standby answers unless
-    it has not replayed `after` in time. A try cancelled by recovery is repeated, up to
-    RECOVERY_CONFLICT_TRIES. The primary answers when the last try is cancelled, the standby's connection
-    fails or the read must write. The caller sees none of these."""
+    """Makes a read-only Chatrecord method run on the store `Chatrecord._reader(after)` picks. The method
+    takes keyword `after`, a write's `read_after` position or None. The standby answers unless it has not
+    replayed `after` in time. A try cancelled by recovery is repeated, up to RECOVERY_CONFLICT_TRIES. The
+    primary answers when the last try is cancelled, the standby's connection fails or the read must
+    write. The caller sees none of these."""
 
     @functools.wraps(method)
     def call(self: Any, *args: Any, after: str | None = None, **kwargs: Any) -> Any:

@@ -63,9 +63,8 @@ class ConversationReads:
         search: str | None = None,
         status: tuple[str, ...] = (),
     ) -> ConversationPage:
-        """Returns one page of the store's conversations, newest activity first (`list_conversations`).
-
-        At most `limit` (1–1000) after `cursor` (None: the first page). Filters: active in [`since`,
+        """Returns one page of the store's conversations, newest activity first (`list_conversations`). At
+        most `limit` (1–1000) after `cursor` (None: the first page). Filters: active in [`since`,
         `until`) (aware datetimes), `owner`, id containing `search`, any of `status` (`STATUSES`). Each
         is a `ConversationSummary`. Raises ValueError for a bad `limit`. Raises BadCursor for a cursor no
         page returned. Raises BadFilter for a status not in `STATUSES`."""
@@ -75,11 +74,10 @@ class ConversationReads:
     @in_store_terms
     def export(self, conversation: str, upto: int | None = None) -> Export:
         """Returns the conversation as the chat's JSON Lines objects (docs/input-format.md), up to user
-        message `upto` if given.
-
-        Ingested into an empty store they give the same turns, audit rows and notes. Erased texts read
-        `[erased]` (`Export.erased`). Where the store chains, the chain is recomputed; a break is named
-        in `Export.broken`. Raises UnknownConversation for an id the store does not hold."""
+        message `upto` if given. Ingested into an empty store they give the same turns, audit rows and
+        notes. Erased texts read `[erased]` (`Export.erased`). Where the store chains, the chain is
+        recomputed; a break is named in `Export.broken`. Raises UnknownConversation for an id the store
+        does not hold."""
         name = conversation_argument("export", conversation)
         done = export_lines(self.events(name), upto)
         verdict = self.looks.held(chain_verdict(self.store, self.opened.stored_id(name)))
@@ -275,11 +273,9 @@ class ConversationReads:
         return Replay(name, rule_set, tuple(turns), broken, verdict if broken else None)
 
     def _latest_from_rows(self, name: str, rule_set: str, can_see_page: PageCheck) -> Replay | None:
-        """Returns the replay of the latest turn, its message's only one, from the read models' rows.
-
-        The chain is checked from its verified position (every hash where none is stored). A broken link
-        (not `unchained`) sets `differs`, with `chain` its verdict. None where rows lag on a read-only
-        store."""
+        """Returns the replay of the latest turn, its message's only one, from the read models' rows. The
+        chain is checked from its verified position (every hash where none is stored). A broken link (not
+        `unchained`) sets `differs`, with `chain` its verdict. None where rows lag on a read-only store."""
         latest = self.live_turn(name, can_see_page)
         if latest is None:
             return None

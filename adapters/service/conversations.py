@@ -1,9 +1,8 @@
 """The store's conversations: finding a user's id (`stored_id`) and the list in pages
-(`list_conversations`). Export is `adapters.service.export`.
-
-A conversation is stored under the reduced form of the chat's id (`names.reduce_id`, e.g. `chat 17` →
-`chat17:h9a90eaf363ff759f`). That form is what commands and errors print. Reducing it gives it back, so
-`stored_id` accepts both. It also finds ids an older store reduced twice (`names.earlier_stored_id`)."""
+(`list_conversations`). Export is `adapters.service.export`. A conversation is stored under the reduced
+form of the chat's id (`names.reduce_id`, e.g. `chat 17` → `chat17:h9a90eaf363ff759f`). That form is what
+commands and errors print. Reducing it gives it back, so `stored_id` accepts both. It also finds ids an
+older store reduced twice (`names.earlier_stored_id`)."""
 
 from __future__ import annotations
 
@@ -41,10 +40,9 @@ def _started(store: ConversationStore, key: str) -> bool:
 
 
 def stored_id(store: ConversationStore, conversation: str) -> str:
-    """Returns the id `conversation` is stored under.
-
-    The reduced form of the chat's id (`lookup_id`) when the store holds it; else the older store's id
-    (`earlier_stored_id`) when held; else the reduced form, which then names no stored conversation."""
+    """Returns the id `conversation` is stored under. The reduced form of the chat's id (`lookup_id`) when
+    the store holds it; else the older store's id (`earlier_stored_id`) when held; else the reduced form,
+    which then names no stored conversation."""
     found = lookup_id(conversation)
     if not _started(store, found):
         earlier = earlier_stored_id(found)
@@ -148,11 +146,10 @@ class ListNeedsRebuild(ChatrecordError):
 def summary(
     store: ConversationStore, key: str, users: int | None = None, last_at: int | None = None
 ) -> ConversationSummary | None:
-    """Returns the summary of the conversation under `key`, None when there is none.
-
-    Reads its state and its index's uncut segments: bounded reads. `users`: its uncut user messages from
-    the summary row (`Summary.users`); None counts them in the history index. `last_at`: its last
-    activity in microseconds (`Summary.last_at`; the chat's time); None: its last event's time."""
+    """Returns the summary of the conversation under `key`, None when there is none. Reads its state and its
+    index's uncut segments: bounded reads. `users`: its uncut user messages from the summary row
+    (`Summary.users`); None counts them in the history index. `last_at`: its last activity in
+    microseconds (`Summary.last_at`; the chat's time); None: its last event's time."""
     state = store.get(key)
     if state is None:
         return None
@@ -196,10 +193,9 @@ class BadFilter(ChatrecordError):
 
 @dataclass(frozen=True)
 class ListFilter:
-    """What the list is filtered by; every filter given must hold.
-
-    `owner`; last activity in [`since`, `until`) (aware datetimes, the chat's time); `search`, a part of
-    the id, case-insensitive, `%` and `_` literal; `status`, at least one of `STATUSES`."""
+    """What the list is filtered by; every filter given must hold. `owner`; last activity in [`since`,
+    `until`) (aware datetimes, the chat's time); `search`, a part of the id, case-insensitive, `%` and
+    `_` literal; `status`, at least one of `STATUSES`."""
 
     owner: int | None = None
     since: datetime | None = None

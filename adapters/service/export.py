@@ -199,7 +199,6 @@ def _user_numbers(line: dict[str, Any]) -> Iterable[int]:
 
 def export_lines(events: Sequence[ConversationEvent], upto: int | None = None) -> Export:
     """Returns the input lines (docs/input-format.md) that store `events`, one conversation's log, again.
-
     Lines follow the store's order and hold only what the store keeps; erased texts read `[erased]`.
     Events no line makes (an erasure) give no line. `upto`: stop before the first line that adds a higher
     user message. Ingested into an empty store, the lines give the same turns, audit rows, notes and

@@ -65,10 +65,9 @@ def out_of_order(line: Line, version: int) -> LineOutOfOrder:
 
 
 def fold_events(lines: Iterable[ParsedLine]) -> Iterator[ConversationEvent]:
-    """Yields the events each line decides, folded in memory per conversation.
-
-    Raises InvalidInput at a bad line, or the domain's ChatrecordError prefixed with the line's file and
-    number. Earlier lines' events are yielded first."""
+    """Yields the events each line decides, folded in memory per conversation. Raises InvalidInput at a bad
+    line, or the domain's ChatrecordError prefixed with the line's file and number. Earlier lines' events
+    are yielded first."""
     states: dict[str, domain.Conversation | None] = {}
     histories: dict[str, domain.MemoryHistory] = {}
     for line in lines:
@@ -84,8 +83,6 @@ def fold_events(lines: Iterable[ParsedLine]) -> Iterator[ConversationEvent]:
 
 
 def read_events(path: str | Path) -> list[ConversationEvent]:
-    """Returns the events of every line of the file `path`, in order (see `fold_events`).
-
-    Raises InvalidInput or the domain's ChatrecordError at the first line that fails.
-    """
+    """Returns the events of every line of the file `path`, in order (see `fold_events`). Raises
+    InvalidInput or the domain's ChatrecordError at the first line that fails."""
     return list(fold_events(read_file(path)))

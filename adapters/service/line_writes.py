@@ -28,11 +28,9 @@ id picks one by its hash), so concurrent requests on one conversation queue rath
 
 
 class LineWrites:
-    """The writes of a store (`opened`), each a Chatrecord method.
-
-    `source_name` names `record`'s lines in errors, numbered by call. `position()` is the writes'
-    read-after position (None without a reading store). Writes of one conversation queue on one of
-    WRITER_LOCKS locks."""
+    """The writes of a store (`opened`), each a Chatrecord method. `source_name` names `record`'s lines in
+    errors, numbered by call. `position()` is the writes' read-after position (None without a reading
+    store). Writes of one conversation queue on one of WRITER_LOCKS locks."""
 
     def __init__(self, opened: OpenedStore, source_name: str, position: Callable[[], str | None]) -> None:
         self.opened = opened

@@ -1,9 +1,7 @@
 """The master key's explicit changes: bind (`wrap`), replace (`rotate`), remove (`unwrap`), and the key
-state (`state`).
-
-Each rewrites every data key and the check row in one transaction (`DataKeys.rewrap`). It recomputes
-every chain link under the new chain key (`chain_key.Rekey`; unkeyed after `unwrap`). Opening a store
-never changes its key state (README, "Master key")."""
+state (`state`). Each rewrites every data key and the check row in one transaction (`DataKeys.rewrap`).
+It recomputes every chain link under the new chain key (`chain_key.Rekey`; unkeyed after `unwrap`).
+Opening a store never changes its key state (README, "Master key")."""
 
 from __future__ import annotations
 

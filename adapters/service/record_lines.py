@@ -1,9 +1,7 @@
-"""Lines into the store, one path for every entrypoint (CLI, Python API, HTTP).
-
-`parse` reads a line (UTF-8, a BOM before line 1, blank is None). A `RecordLines` command carries one
-line, or one conversation's lines stored all or nothing. A refusal names source, line and field
-(`demo.jsonl: line 7, segment: …`). `follows` is checked on the state loaded in the store's retry loop,
-so check and append are atomic."""
+"""Lines into the store, one path for every entrypoint (CLI, Python API, HTTP). `parse` reads a line (UTF-8,
+a BOM before line 1, blank is None). A `RecordLines` command carries one line, or one conversation's
+lines stored all or nothing. A refusal names source, line and field (`demo.jsonl: line 7, segment: …`).
+`follows` is checked on the state loaded in the store's retry loop, so check and append are atomic."""
 
 from __future__ import annotations
 
@@ -30,19 +28,16 @@ class VersionMismatch(ChatrecordError):
 
 
 def parse(raw: str | bytes, line_no: int, source: str) -> ParsedLine | None:
-    """Returns line `line_no` (1-based) of `source` parsed, None for a blank line.
-
-    Raises InvalidInput naming source, line, field path and what was expected.
-    """
+    """Returns line `line_no` (1-based) of `source` parsed, None for a blank line. Raises InvalidInput
+    naming source, line, field path and what was expected."""
     return parse_numbered(raw, line_no, source)
 
 
 class RecordLines:
-    """The store command of one or more parsed lines of one conversation.
-
-    `follows`: the version the conversation must be at (0: not started), else VersionMismatch. After
-    `decide`, `counts[i]` is how many events line i decided (0: recorded before). `new_segments`: the
-    segment ids its `segment_returned` lines record."""
+    """The store command of one or more parsed lines of one conversation. `follows`: the version the
+    conversation must be at (0: not started), else VersionMismatch. After `decide`, `counts[i]` is how
+    many events line i decided (0: recorded before). `new_segments`: the segment ids its
+    `segment_returned` lines record."""
 
     def __init__(self, lines: Sequence[ParsedLine], follows: int | None = None) -> None:
         if not lines:

@@ -1,8 +1,6 @@
-"""Replay streamed turn by turn (`ReplayStreams.replay_stream`, `stream_file`).
-
-Each turn's JSON is written as the log is folded: whole, or as changes since the turn before
-(`--changes`). A range of user messages and a page of turns can be picked. Output and memory grow with
-the history, not its square."""
+"""Replay streamed turn by turn (`ReplayStreams.replay_stream`, `stream_file`). Each turn's JSON is written
+as the log is folded: whole, or as changes since the turn before (`--changes`). A range of user messages
+and a page of turns can be picked. Output and memory grow with the history, not its square."""
 
 from __future__ import annotations
 
@@ -58,11 +56,9 @@ def replay_start(cursor: str | None) -> int:
 
 @dataclass
 class ReplayStream:
-    """One conversation's turns as they are folded; iterate `turns` once.
-
-    Each turn is whole JSON (`turns`), its changes (`changes`) or its `TurnInput` (`inputs`). After the
-    last: `next_cursor` (None: no turn after), and `differs` and `chain` as `Replay`'s where the whole
-    log was read under the live rule set."""
+    """One conversation's turns as they are folded; iterate `turns` once. Each turn is whole JSON (`turns`),
+    its changes (`changes`) or its `TurnInput` (`inputs`). After the last: `next_cursor` (None: no turn
+    after), and `differs` and `chain` as `Replay`'s where the whole log was read under the live rule set."""
 
     conversation: str
     rules: str
@@ -211,7 +207,6 @@ class ReplayStreams:
         span: TurnRange | None = None,
     ) -> ReplayStream:
         """Returns the turns of a stored conversation that `span` picks, under `rules` (default: live).
-
         `form`: whole, changes since the turn before, or `TurnInput`s. Iterate `ReplayStream.turns` once;
         the log is read once and one turn's JSON is held at a time. A fold reaching the latest turn under
         the live rule set compares it as `replay` does (`differs`, `chain`). Raises UnknownConversation,

@@ -1,9 +1,8 @@
 """The timeline of one conversation (`adapters.pages`): its turns newest first, a page at a time; the whole
-conversation's overview; each turn's input under any rule set.
-
-A page reads only the log's tail: its turns, the turn before (the lead-in, not shown) and, for an older
-page, the events after it. The newest page costs what its turns hold. Rows are the audit's
-(`projections.audit`) with the activity list's calls, so the page, `audit` and the activity list agree."""
+conversation's overview; each turn's input under any rule set. A page reads only the log's tail: its
+turns, the turn before (the lead-in, not shown) and, for an older page, the events after it. The newest
+page costs what its turns hold. Rows are the audit's (`projections.audit`) with the activity list's
+calls, so the page, `audit` and the activity list agree."""
 
 from __future__ import annotations
 
@@ -48,11 +47,10 @@ class UserText:
 
 @dataclass(frozen=True)
 class TimelineTurn:
-    """One turn of the timeline.
-
-    `message`: the user message or retry that started it, with time, text and page. `page_before`: the
-    page before, None when unchanged. `rows`: the audit rows of its events, in order. `activity`: the
-    activity entries per segment id. Turn 0 holds the events before the first user message."""
+    """One turn of the timeline. `message`: the user message or retry that started it, with time, text and
+    page. `page_before`: the page before, None when unchanged. `rows`: the audit rows of its events, in
+    order. `activity`: the activity entries per segment id. Turn 0 holds the events before the first user
+    message."""
 
     number: int
     version: int

@@ -70,7 +70,6 @@ def push(
     with_texts: bool = False,
 ) -> list[Sent]:
     """Sends the spans of `conversations` (all if empty) over OTLP/HTTP, one batch per conversation.
-
     `endpoint` defaults to OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, else OTEL_EXPORTER_OTLP_ENDPOINT. Raises
     NoEndpoint or UnknownConversation before sending. Raises PushFailed when the endpoint refuses."""
     if not otlp.endpoint_given(endpoint):

@@ -85,10 +85,8 @@ class NotesCache:
 
 
 class MessagesCache:
-    """Transcript messages decoded from their row bodies, by (conversation, body).
-
-    A sealed body holds a fresh nonce, so one body is one text. Keeps at most `size`
-    (`adapters.store.lru.Generations`)."""
+    """Transcript messages decoded from their row bodies, by (conversation, body). A sealed body holds a
+    fresh nonce, so one body is one text. Keeps at most `size` (`adapters.store.lru.Generations`)."""
 
     def __init__(self, size: int = MESSAGES) -> None:
         self.size = size
@@ -135,11 +133,9 @@ TAIL_ONLY_TOPICS = frozenset(get_topic(cls) for cls in TAIL_ONLY)
 
 @dataclass
 class PlacementCache:
-    """What a turn read knows of a conversation's transcript rows for placing notes.
-
-    By user message number: the index of its newest message and its block's end (None: no such message).
-    Also row bodies by index, and the numbers and indexes the read asked for
-    (`ViewRows.placement_reads`)."""
+    """What a turn read knows of a conversation's transcript rows for placing notes. By user message number:
+    the index of its newest message and its block's end (None: no such message). Also row bodies by
+    index, and the numbers and indexes the read asked for (`ViewRows.placement_reads`)."""
 
     ends: dict[int, tuple[int, int | None] | None] = field(default_factory=dict)
     bodies: dict[int, str] = field(default_factory=dict)

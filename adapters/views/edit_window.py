@@ -45,7 +45,6 @@ class EditWindow:
     @classmethod
     def start(cls, summary: Summary | None) -> EditWindow:
         """Returns what is known of a conversation's rows whose summary is `summary` (None: no rows yet).
-
         Known: no numbered message from index `summary.length` on, no entry or outcome of a later
         version, and no outcome at all when `summary.outcomes` is 0. Page changes are unknown, except
         where the last event put no message."""

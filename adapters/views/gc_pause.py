@@ -1,5 +1,4 @@
 """Python's cyclic garbage collector paused while a read folds a whole log or builds many objects.
-
 `gc_paused` is the process's one pauser. A fold keeps many objects alive but makes no reference cycles,
 so reference counting frees them. Figures: docs/benchmarks.md, "Figures moved from docstrings". Threads
 share the collector, so it is restored after the last overlapping read."""

@@ -1,9 +1,8 @@
 """The newest run record entries and card outcomes of a conversation as this process last read or wrote them
-(`TurnRowsCache`). The turn read after its own append need not read them again.
-
-`seeded` takes them from a turn read; `advanced` follows an append's document (`views`). The turn read's
-statement skips them when the summary is at the held version (`turn_rows`' `held_at`). Anything not
-followed exactly drops them, and the next read reads them again."""
+(`TurnRowsCache`). The turn read after its own append need not read them again. `seeded` takes them from
+a turn read; `advanced` follows an append's document (`views`). The turn read's statement skips them when
+the summary is at the held version (`turn_rows`' `held_at`). Anything not followed exactly drops them,
+and the next read reads them again."""
 
 from __future__ import annotations
 
@@ -27,7 +26,6 @@ reaches older ones reads them in one more statement (`ViewRows.entries`)."""
 @dataclass(frozen=True)
 class TurnRowsCache:
     """The newest entries and card outcomes of one conversation in `generation`, at summary `version`.
-
     `seqs`, `entries`: the newest entries' seqs and bodies, at most `NEWEST_ENTRIES`, oldest first.
     `outcomes`: the newest card outcomes' bodies, at most `NEWEST_OUTCOMES`, oldest first, of `total`.
     Bodies are stored text, each the same string object while held."""
@@ -63,11 +61,10 @@ def advanced(
     newest_entries: int,
     newest_outcomes: int,
 ) -> TurnRowsCache | None:
-    """Returns `held` after a committed append, or None where it cannot be followed exactly.
-
-    The fold began at summary version `start`, wrote document section `views` (None: not one document)
-    and left summary `after`. None when: nothing is held at `start` in `generation`; an edit cut card
-    outcomes; new outcomes are not newer or not all counted; entries are not the summary's newest seqs."""
+    """Returns `held` after a committed append, or None where it cannot be followed exactly. The fold began
+    at summary version `start`, wrote document section `views` (None: not one document) and left summary
+    `after`. None when: nothing is held at `start` in `generation`; an edit cut card outcomes; new
+    outcomes are not newer or not all counted; entries are not the summary's newest seqs."""
     if held is None or views is None or after is None or held.generation != generation or held.version != start:
         return None
     if views.get("drop_outcomes") is not None:

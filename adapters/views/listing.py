@@ -1,8 +1,7 @@
-"""The list's row of a conversation and what a page of the list asks of it.
-
-Each conversation has one narrow row in its generation's list table (`views_g<N>_listing`; a dict in
-memory). It is written with its summary (`listing_values`). The list orders, filters and pages on it.
-`ListQuery` is one page's ask (`ViewStorage.listed`); `Listed` is one row it returns."""
+"""The list's row of a conversation and what a page of the list asks of it. Each conversation has one narrow
+row in its generation's list table (`views_g<N>_listing`; a dict in memory). It is written with its
+summary (`listing_values`). The list orders, filters and pages on it. `ListQuery` is one page's ask
+(`ViewStorage.listed`); `Listed` is one row it returns."""
 
 from __future__ import annotations
 
@@ -41,11 +40,10 @@ def like_pattern(text: str) -> str:
 
 @dataclass(frozen=True)
 class ListQuery:
-    """What one page of the list asks.
-
-    At most `limit` rows, newest activity first, then by `cid` descending. Filters: after `before` (a
-    page's last `(at, cid)`); activity in [`since`, `until`) in microseconds; `owner`; `search`, a plain
-    substring of the conversation id, ASCII case-insensitive; `statuses`, at least one of `OUTCOMES`."""
+    """What one page of the list asks. At most `limit` rows, newest activity first, then by `cid`
+    descending. Filters: after `before` (a page's last `(at, cid)`); activity in [`since`, `until`) in
+    microseconds; `owner`; `search`, a plain substring of the conversation id, ASCII case-insensitive;
+    `statuses`, at least one of `OUTCOMES`."""
 
     limit: int
     before: tuple[int, str] | None = None

@@ -1,7 +1,6 @@
-"""The read models' rows kept current with the log (`LiveRows`, held by `ReadModels`).
-
-It makes the pointer and first generation once, applies a conversation's events in their own transaction
-(`apply_inline`) or from its log (`apply`), and folds a conversation anew after its erasure."""
+"""The read models' rows kept current with the log (`LiveRows`, held by `ReadModels`). It makes the pointer
+and first generation once, applies a conversation's events in their own transaction (`apply_inline`) or
+from its log (`apply`), and folds a conversation anew after its erasure."""
 
 from __future__ import annotations
 
@@ -29,7 +28,6 @@ log = logging.getLogger("chatrecord")
 
 class Written(NamedTuple):
     """What `LiveRows.apply_inline` wrote of one conversation in a transaction; kept once it commits.
-
     Fields: the generation, the summary after and before (`start`: its version, 0 for none), the newest
     rows (`WrittenRowsCache`), the summary's JSON where the backend made it, and the append document's
     views section (None: not written into one)."""
@@ -122,7 +120,6 @@ class LiveRows:
 
     def apply_inline(self, curs: Any, aggregate_id: UUID, events: Sequence[ConversationEvent], written: ViewsWritten) -> None:
         """Applies `events` to their conversation's rows in the transaction of `curs`, under a savepoint.
-
         Notes the summary it wrote in `written`; `inline_committed` keeps it after the commit. A view
         that cannot apply them leaves its rows as they were; the events are still stored and the next
         read catches up. A failure with the kept pointer and summary is tried once more with both read
@@ -184,11 +181,10 @@ class LiveRows:
         self.cache.lose_live()
 
     def inline_committed(self, written: ViewsWritten) -> None:
-        """Called by the store once the transaction `written` belongs to has committed.
-
-        Keeps its summaries (`SummaryCache`: generation, summary, newest rows per conversation), so the
-        next append need not read them. Follows the held entries and card outcomes (`TurnRowsCache`)
-        through the append's document, so the next turn read need not read them either."""
+        """Called by the store once the transaction `written` belongs to has committed. Keeps its summaries
+        (`SummaryCache`: generation, summary, newest rows per conversation), so the next append need not
+        read them. Follows the held entries and card outcomes (`TurnRowsCache`) through the append's
+        document, so the next turn read need not read them either."""
         for aggregate_id, w in written.items():
             live = self.cache.pointer
             if w.summary is not None and live is not None and w.generation == live.generation:

@@ -23,7 +23,6 @@ class OverviewRows:
 
     def read(self, cid: UUID, generation: int, rules: str, logged: int) -> Overview | None:
         """Returns the overview of `cid` in `generation` under `rules`, folded to at least version `logged`.
-
         A kept one at `logged` is returned; else the events after it are folded and written back
         (`ViewStorage.overview`). A kept one past `logged` (a restored or failed-over database) is folded
         anew. Returns None where the generation or the backend keeps no overview tables."""

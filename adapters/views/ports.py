@@ -90,11 +90,10 @@ def not_updated(error: Exception) -> None:
 
 @dataclass
 class Appended:
-    """What an append's rows wrote, for the caches of the reads after it (`ViewRows.appended`).
-
-    Fields: the entries and card outcomes written as (kind, body, item); the transcript messages whose
-    body reads back as the message; the newest rows (None: unknown); the summary's JSON where the backend
-    made it; the append document's views section (None: not written into one)."""
+    """What an append's rows wrote, for the caches of the reads after it (`ViewRows.appended`). Fields: the
+    entries and card outcomes written as (kind, body, item); the transcript messages whose body reads
+    back as the message; the newest rows (None: unknown); the summary's JSON where the backend made it;
+    the append document's views section (None: not written into one)."""
 
     bodies: list[tuple[str, str, Entry | CardOutcome]] = field(default_factory=list)
     messages: list[tuple[str, Message]] = field(default_factory=list)
@@ -242,7 +241,6 @@ class ViewRows(ABC):
         self, length: int, version: int, kept: MessagesCache | None = None, rendered: Any = None
     ) -> tuple[tuple[Message, ...], tuple[Entry, ...], tuple[CardOutcome, ...]] | None:
         """Returns a turn's rows in one statement, or None where the rows cannot (read one kind at a time).
-
         They are: the first `length` transcript messages, the entries set aside for the latest turn and
         up to `version`, the card outcomes up to `version` (`row_state.turn_rows_state`)."""
         return None
@@ -404,9 +402,8 @@ class ViewStorage(ABC):
         return None
 
     def overview(self, cid: UUID, generation: int, logged: int, fold: Callable[[Overview, Marks], Overview]) -> Overview | None:
-        """Returns the overview of `cid` in `generation` at log version `logged`.
-
-        A kept one at `logged` is returned. Else `fold(kept, marks)` folds the events after it and is
-        written back under the views' shared lock; one past `logged` is replaced by `fold(Overview(),
-        marks)`. None where the generation or backend keeps no overview."""
+        """Returns the overview of `cid` in `generation` at log version `logged`. A kept one at `logged` is
+        returned. Else `fold(kept, marks)` folds the events after it and is written back under the views'
+        shared lock; one past `logged` is replaced by `fold(Overview(), marks)`. None where the
+        generation or backend keeps no overview."""
         return None

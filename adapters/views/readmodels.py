@@ -57,11 +57,10 @@ def _bodies(joined: str) -> list[str]:
 
 
 class ReadModels:
-    """The row read models of a ConversationStore, in the store's own database.
-
-    The store's own are the views it was built with (`StoreViews`). Another on the same store reads and
-    rebuilds; its rows catch up at each read. `rows` (`LiveRows`) keeps them current; `cache`
-    (`ViewsCache`) is what this process keeps to skip reads."""
+    """The row read models of a ConversationStore, in the store's own database. The store's own are the
+    views it was built with (`StoreViews`). Another on the same store reads and rebuilds; its rows catch
+    up at each read. `rows` (`LiveRows`) keeps them current; `cache` (`ViewsCache`) is what this process
+    keeps to skip reads."""
 
     def __init__(
         self, store: ConversationStore, storage: ViewStorage, reopen: Callable[[ConversationStore], ViewStorage] | None = None
@@ -309,12 +308,10 @@ class ReadModels:
         return self._read(conversation, lambda rows, summary, rules: (summary, rules, _state(rows, summary)))
 
     def turn_input(self, conversation: str, can_see_page: PageCheck = every_page) -> TurnInput:
-        """Returns the input of the conversation's latest turn, as that turn saw it.
-
-        From the rows when they still hold it (`Summary.turn_intact`; on PostgreSQL in one statement),
-        else from the log up to the turn. The garbage collector is paused meanwhile (`gc_paused`). Raises
-        UnknownConversation for a conversation the store does not hold. Raises NoTurnYet when no turn has
-        started."""
+        """Returns the input of the conversation's latest turn, as that turn saw it. From the rows when they
+        still hold it (`Summary.turn_intact`; on PostgreSQL in one statement), else from the log up to
+        the turn. The garbage collector is paused meanwhile (`gc_paused`). Raises UnknownConversation for
+        a conversation the store does not hold. Raises NoTurnYet when no turn has started."""
 
         def read(rows: Any, summary: Summary, rules: str) -> TurnInput:
             if summary.turn is None:

@@ -1,9 +1,7 @@
-"""The rebuild of the read models (`chatrecord rebuild`).
-
-`Rebuilds.rebuild(rules)` folds the whole log into a new generation (`log_fold.fold_log`). Where the log
-is long and the backend folds in parts, worker processes fold it (`Rebuilds.rebuild_workers`,
-`_fold_part`). Then, under the exclusive lock, it folds what came meanwhile and switches the pointer. It
-reports a `RebuildReport` and raises the errors below."""
+"""The rebuild of the read models (`chatrecord rebuild`). `Rebuilds.rebuild(rules)` folds the whole log into
+a new generation (`log_fold.fold_log`). Where the log is long and the backend folds in parts, worker
+processes fold it (`Rebuilds.rebuild_workers`, `_fold_part`). Then, under the exclusive lock, it folds
+what came meanwhile and switches the pointer. It reports a `RebuildReport` and raises the errors below."""
 
 from __future__ import annotations
 
@@ -82,10 +80,9 @@ class RebuildReport:
 
 
 class Rebuilds:
-    """The rebuilds of one store's read models (`ReadModels.rebuild`, `.rebuild_workers`).
-
-    `set_live` takes the new live pointer after a switch. `reopen` hands out the view storage of a store
-    a worker opens anew; None: fold in this process only."""
+    """The rebuilds of one store's read models (`ReadModels.rebuild`, `.rebuild_workers`). `set_live` takes
+    the new live pointer after a switch. `reopen` hands out the view storage of a store a worker opens
+    anew; None: fold in this process only."""
 
     def __init__(
         self,
@@ -100,12 +97,11 @@ class Rebuilds:
         self.reopen = reopen
 
     def rebuild_workers(self, stop: int, workers: int | None = None) -> int:
-        """Returns how many processes a rebuild of the log up to notification `stop` folds in.
-
-        `workers` where given. Else one per usable CPU, at most MAX_WORKERS, for a log of at least
-        PARTS_FROM events spread over the parts (no part over MOST_OF_A_PART). One where the backend
-        cannot fold in parts (`ViewStorage.folds_in_parts`) or the system cannot fork. Raises ValueError
-        for `workers` outside 1 to MOST_WORKERS."""
+        """Returns how many processes a rebuild of the log up to notification `stop` folds in. `workers`
+        where given. Else one per usable CPU, at most MAX_WORKERS, for a log of at least PARTS_FROM
+        events spread over the parts (no part over MOST_OF_A_PART). One where the backend cannot fold in
+        parts (`ViewStorage.folds_in_parts`) or the system cannot fork. Raises ValueError for `workers`
+        outside 1 to MOST_WORKERS."""
         _check_workers(workers)
         if not self.storage.folds_in_parts or self.reopen is None or not hasattr(os, "fork"):
             return 1
@@ -217,10 +213,9 @@ class Rebuilds:
     def _fold_in_parts(
         self, generation: int, rules: str, stop: int, parts: int, progress: Progress | None, unreadable: set[UUID]
     ) -> tuple[int, set[UUID]]:
-        """Folds the notifications up to `stop` into `generation` in `parts` processes.
-
-        This one folds part 0; `parts` - 1 forked workers (`_fold_part`) fold the others into the same
-        tables. A conversation's events are all in one part, in order. Returns the events folded and the
+        """Folds the notifications up to `stop` into `generation` in `parts` processes. This one folds part
+        0; `parts` - 1 forked workers (`_fold_part`) fold the others into the same tables. A
+        conversation's events are all in one part, in order. Returns the events folded and the
         conversations; adds the workers' unreadable ones to `unreadable`. Raises RebuildWorkerFailed when
         a worker failed or ended without an answer; the others are stopped (SIGTERM)."""
         context = multiprocessing.get_context("fork")
@@ -291,12 +286,10 @@ def _fold_part(
     answer: Any,
     parent: int,
 ) -> None:
-    """A forked worker of `Rebuilds._fold_in_parts`.
-
-    Opens the store anew, with its own pool and data keys. Folds its `part` of the log up to `stop` into
-    `generation`. Sends (events, conversations, unreadable) through `answer`, or one line naming its
-    error. Ends with its parent (`processes.end_with`). Ctrl-C does not reach it; SIGTERM ends it at once
-    and quietly."""
+    """A forked worker of `Rebuilds._fold_in_parts`. Opens the store anew, with its own pool and data keys.
+    Folds its `part` of the log up to `stop` into `generation`. Sends (events, conversations, unreadable)
+    through `answer`, or one line naming its error. Ends with its parent (`processes.end_with`). Ctrl-C
+    does not reach it; SIGTERM ends it at once and quietly."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     end_with(parent)

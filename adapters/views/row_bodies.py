@@ -27,10 +27,9 @@ def only_erased(text: str) -> bool:
 
 
 def message_of_row(fields: dict[str, Any]) -> Message:
-    """Returns the transcript message of a row body's fields, its text opened.
-
-    Equals what pydantic's validation of the same JSON makes, without validating again. Raises KeyError
-    for a body without `role` or `text`. A missing field takes its default."""
+    """Returns the transcript message of a row body's fields, its text opened. Equals what pydantic's
+    validation of the same JSON makes, without validating again. Raises KeyError for a body without
+    `role` or `text`. A missing field takes its default."""
     segments, ends = fields.get("segments", ()), fields.get("ends", ())
     return assembled(
         Message,
@@ -46,11 +45,10 @@ def message_of_row(fields: dict[str, Any]) -> Message:
 
 
 def decode_messages(bodies: Sequence[str], texts: ViewTexts | None, cid: str) -> tuple[Message, ...]:
-    """Returns the transcript messages of `cid`'s row bodies, in order, texts opened where sealed.
-
-    `texts` holds the conversation's key. Bodies are read back without validation (`message_of_row`).
-    Raises ValueError for a sealed body where `texts` is None. Raises InvalidTag for a sealed text the
-    key does not open."""
+    """Returns the transcript messages of `cid`'s row bodies, in order, texts opened where sealed. `texts`
+    holds the conversation's key. Bodies are read back without validation (`message_of_row`). Raises
+    ValueError for a sealed body where `texts` is None. Raises InvalidTag for a sealed text the key does
+    not open."""
     decoded = []
     open_text: Callable[[str], str] | None = None
     loads, made = orjson.loads, message_of_row
@@ -95,7 +93,6 @@ def decode_turn_bodies(
     rendered: NotesCache | None = None,
 ) -> tuple[tuple[Message, ...], tuple[Entry, ...], tuple[CardOutcome, ...]]:
     """Returns a turn read's transcript messages, run record entries and card outcomes of `cid`, in order.
-
     With the caches `kept` and `rendered`, each body is decoded once per process, up to KEPT_INPUT items;
     a longer list is decoded in one call. Raises as `decode_messages`."""
     if kept is not None and len(messages) <= KEPT_INPUT:
@@ -110,10 +107,9 @@ def decode_turn_bodies(
 
 
 class LazyEntries(Sequence[Entry]):
-    """Run record entries from their JSON bodies, each decoded by `decode` on first access.
-
-    With `total`, `bodies` are the newest of `total`. The first access to an older one asks `older()`
-    once for all the older bodies, oldest first."""
+    """Run record entries from their JSON bodies, each decoded by `decode` on first access. With `total`,
+    `bodies` are the newest of `total`. The first access to an older one asks `older()` once for all the
+    older bodies, oldest first."""
 
     def __init__(
         self,

@@ -32,11 +32,10 @@ def _state(rows: Any, summary: Summary) -> TurnState:
 def turn_rows_state(
     rows: Any, summary: Summary, kept: MessagesCache | None = None, rendered: NotesCache | None = None
 ) -> TurnState:
-    """Returns the read models as the latest turn saw them, from rows that still hold them.
-
-    It sets the first `turn.length` messages, the entries up to `turn.version` and those set aside for
-    it, the card outcomes up to `turn.version` and the view context. Only what `turn_input` reads is set.
-    `kept` and `rendered` are caches for decoding, where given."""
+    """Returns the read models as the latest turn saw them, from rows that still hold them. It sets the
+    first `turn.length` messages, the entries up to `turn.version` and those set aside for it, the card
+    outcomes up to `turn.version` and the view context. Only what `turn_input` reads is set. `kept` and
+    `rendered` are caches for decoding, where given."""
     mark = summary.turn
     assert mark is not None and summary.turn_intact
     read = rows.turn_rows(mark.length, mark.version, kept, rendered)

@@ -17,11 +17,9 @@ class Pointer:
 
 @dataclass(frozen=True)
 class TurnRows:
-    """What `PostgresViewStorage.turn_rows` read.
-
-    The live pointer, the summary's body (None before the first event), the log's version, and the newest
-    entries' and outcomes' bodies, oldest first, joined by U+001E. `matches` is False when the guessed
-    generation was not live; then only `live` is read."""
+    """What `PostgresViewStorage.turn_rows` read. The live pointer, the summary's body (None before the
+    first event), the log's version, and the newest entries' and outcomes' bodies, oldest first, joined
+    by U+001E. `matches` is False when the guessed generation was not live; then only `live` is read."""
 
     live: Pointer
     summary: str | None

@@ -16,11 +16,10 @@ V = TypeVar("V")
 
 
 class SummaryCache:
-    """The summaries this process wrote in the live generation, by conversation.
-
-    A kept summary is used only at the version just before the events applied; else it is read. An append
-    on a kept summary of a dropped generation fails its view statement and rolls back to the savepoint;
-    the next read catches up. Keeps at most `size` conversations (`lru.LRU`)."""
+    """The summaries this process wrote in the live generation, by conversation. A kept summary is used only
+    at the version just before the events applied; else it is read. An append on a kept summary of a
+    dropped generation fails its view statement and rolls back to the savepoint; the next read catches
+    up. Keeps at most `size` conversations (`lru.LRU`)."""
 
     def __init__(self, size: int = 4096) -> None:
         self.size = size

@@ -1,8 +1,7 @@
-"""Which events started the turns of one user message, from a generation's `turns` table.
-
-One row per model call a user message started, `(cid, version, message, at)`. The fold writes them
-(`Rows.put_turn`); an edit never cuts them. `replay --at N` reads them first. A turn's start does not
-depend on the rule set, so the live rows serve any rule set's replay."""
+"""Which events started the turns of one user message, from a generation's `turns` table. One row per model
+call a user message started, `(cid, version, message, at)`. The fold writes them (`Rows.put_turn`); an
+edit never cuts them. `replay --at N` reads them first. A turn's start does not depend on the rule set,
+so the live rows serve any rule set's replay."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
-"""Holding each conversation's read-model rows against a fold of its log (`verify --rows`).
-
-A turn read checks only the summary's version, the entry count and, with kept notes, the chain's hash. So
-a row rewritten in the database with its version unchanged is served. `check_rows` reads the rows in one
+"""Holding each conversation's read-model rows against a fold of its log (`verify --rows`). A turn read
+checks only the summary's version, the entry count and, with kept notes, the chain's hash. So a row
+rewritten in the database with its version unchanged is served. `check_rows` reads the rows in one
 snapshot (`ReadModels.snapshot`), folds the log up to the summary's version under the same rule set, and
 names the parts that differ. `chatrecord rebuild` writes the rows again."""
 
@@ -24,10 +23,9 @@ PARTS = ("head", "transcript", "run record", "card outcomes")
 
 @dataclass(frozen=True)
 class RowsVerdict:
-    """One conversation's rows against the fold of its log at `version`.
-
-    `differs` names the differing parts (of PARTS); empty when they match. `problem` is set instead when
-    the rows or log could not be read. `rules` is the rows' rule set, which the advised rebuild keeps."""
+    """One conversation's rows against the fold of its log at `version`. `differs` names the differing parts
+    (of PARTS); empty when they match. `problem` is set instead when the rows or log could not be read.
+    `rules` is the rows' rule set, which the advised rebuild keeps."""
 
     conversation: str
     version: int

@@ -1,9 +1,8 @@
-"""The append as one statement: the PL/pgSQL append functions and the document they take.
-
-`AppendDocument` stands in for the append's cursor and gathers its writes as data: the assumption check,
-the history index rows, the view rows, the events and their chain rows. They go as one JSON document to
-`APPEND_FUNCTION`, or a generation's own (`generation_function_name`). `Unfit` says a document cannot
-carry the append; it is then sent as statements."""
+"""The append as one statement: the PL/pgSQL append functions and the document they take. `AppendDocument`
+stands in for the append's cursor and gathers its writes as data: the assumption check, the history index
+rows, the view rows, the events and their chain rows. They go as one JSON document to `APPEND_FUNCTION`,
+or a generation's own (`generation_function_name`). `Unfit` says a document cannot carry the append; it
+is then sent as statements."""
 
 from __future__ import annotations
 
@@ -125,11 +124,10 @@ def view_inserts(t: dict[str, str]) -> dict[str, str]:
 
 
 def generation_function_statement(schema: str, events_table: str, generation: int) -> str:
-    """Returns the CREATE OR REPLACE FUNCTION statement of `generation`'s append function.
-
-    It is `APPEND_FUNCTION`'s body plus the views' shared lock and static writes of the `views` section,
-    which must name `generation`. Each updated or deleted row is found by its whole key, so a kept plan
-    never scans a transcript (figure: docs/benchmarks.md, "Figures moved from docstrings"). Made at the
+    """Returns the CREATE OR REPLACE FUNCTION statement of `generation`'s append function. It is
+    `APPEND_FUNCTION`'s body plus the views' shared lock and static writes of the `views` section, which
+    must name `generation`. Each updated or deleted row is found by its whole key, so a kept plan never
+    scans a transcript (figure: docs/benchmarks.md, "Figures moved from docstrings"). Made at the
     generation's first append; dropped with its tables."""
     t = {**table_names(generation, schema), LISTING.name: listing_name(generation, schema)}
     views = _VIEWS_SQL.format(generation=int(generation), **t, **view_inserts(t))
@@ -160,10 +158,9 @@ def append_function_statement(schema: str, events_table: str) -> str:
 
 
 def assumption_function_statement(schema: str) -> str:
-    """Returns the CREATE OR REPLACE FUNCTION statement of `ASSUMPTION_FUNCTION` in `schema`.
-
-    It takes no arguments, returns an integer and always raises `ASSUMPTION_FAILED` with
-    `ASSUMPTION_MESSAGE`. It is VOLATILE, so the planner never calls it ahead of its CASE branch."""
+    """Returns the CREATE OR REPLACE FUNCTION statement of `ASSUMPTION_FUNCTION` in `schema`. It takes no
+    arguments, returns an integer and always raises `ASSUMPTION_FAILED` with `ASSUMPTION_MESSAGE`. It is
+    VOLATILE, so the planner never calls it ahead of its CASE branch."""
     return _ASSUMPTION_SQL.format(schema=f'"{schema}"', name=ASSUMPTION_FUNCTION)
 
 

@@ -93,11 +93,10 @@ class PostgresBufferedRows(BufferedRows):
     _edit: EditRows | None = None
 
     def prefetch(self, events: Sequence[Any]) -> None:
-        """Reads in one statement what an edit's fold asks of the stored rows (`EditRows`).
-
-        Only in an `AppendDocument` whose events cut the transcript after an edit. The fold then asks the
-        database nothing; its cuts go into the document (`drop_outcomes`, `drop_pages`). An edit whose
-        rows the process knows (`EditWindow`) reads nothing. Anything else is read as the fold asks."""
+        """Reads in one statement what an edit's fold asks of the stored rows (`EditRows`). Only in an
+        `AppendDocument` whose events cut the transcript after an edit. The fold then asks the database
+        nothing; its cuts go into the document (`drop_outcomes`, `drop_pages`). An edit whose rows the
+        process knows (`EditWindow`) reads nothing. Anything else is read as the fold asks."""
         if not isinstance(self.curs, AppendDocument) or self._views is not None:
             return
         cuts = [e for e in events if isinstance(e, TurnsTruncated)]

@@ -47,12 +47,10 @@ that is shutting down, crashed or starting (`PostgresFactory.connection_lost`)."
 
 
 class PostgresFactory(StoreFactory, es_postgres.PostgresFactory):
-    """The library's PostgreSQL persistence with `ChainedPostgresRecorder`.
-
-    `ensure_schema` replaces the library's CREATE on every open; `CREATE_TABLE=n` skips it. Every
-    connection has a `statement_timeout` of `POSTGRES_STATEMENT_TIMEOUT` seconds. The chain, data keys
-    and history index live in the store's schema. It hands out the history index, views and idempotency
-    keys."""
+    """The library's PostgreSQL persistence with `ChainedPostgresRecorder`. `ensure_schema` replaces the
+    library's CREATE on every open; `CREATE_TABLE=n` skips it. Every connection has a `statement_timeout`
+    of `POSTGRES_STATEMENT_TIMEOUT` seconds. The chain, data keys and history index live in the store's
+    schema. It hands out the history index, views and idempotency keys."""
 
     application_recorder_class = ChainedPostgresRecorder
     POSTGRES_STATEMENT_TIMEOUT = "POSTGRES_STATEMENT_TIMEOUT"

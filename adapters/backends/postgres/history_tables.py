@@ -33,11 +33,9 @@ def _marks(rows: Sequence[tuple[Any, ...]]) -> str:
 
 
 class PostgresHistoryTables(HistoryIndex):
-    """The history index in the store's schema, created once with it.
-
-    One command's lookups are autocommit reads, each its own statement. They need not agree: the events
-    carry the next version, and their insert fails if another writer came between. What both databases
-    run is `tables`'."""
+    """The history index in the store's schema, created once with it. One command's lookups are autocommit
+    reads, each its own statement. They need not agree: the events carry the next version, and their
+    insert fails if another writer came between. What both databases run is `tables`'."""
 
     def __init__(self, datastore: PostgresDatastore) -> None:
         self.datastore = datastore

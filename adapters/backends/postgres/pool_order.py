@@ -20,10 +20,9 @@ class RecentFirst(deque[Any]):
 
 
 def connect_with(pool: ConnectionPool[Any], conninfo: str | None, options: str, **kwargs: Any) -> None:
-    """Opens the pool's connections with libpq's `conninfo`, the server `options` and `kwargs`.
-
-    `conninfo` is the whole URL; None: the library's host, port, user, password and database. The pool
-    reads `conninfo` and `kwargs` at each connect; set them before it opens."""
+    """Opens the pool's connections with libpq's `conninfo`, the server `options` and `kwargs`. `conninfo`
+    is the whole URL; None: the library's host, port, user, password and database. The pool reads
+    `conninfo` and `kwargs` at each connect; set them before it opens."""
     given = pool.kwargs
     assert isinstance(given, dict), "the library passes its connection keywords as a dict"
     if conninfo:
@@ -42,12 +41,10 @@ def _conninfo_options(conninfo: str) -> str | None:
 
 
 def hand_out_recent_first(pool: ConnectionPool[Any]) -> bool:
-    """Makes the pool hand out the idle connection returned last, not the one idle longest.
-
-    Returns False, leaving the pool's order, where psycopg_pool keeps them otherwise. A warm server
-    process serves the next append (figure: docs/benchmarks.md, "Figures moved from docstrings").
-    psycopg_pool has no public way to choose, so this replaces its private deque `_pool` (3.2, 3.3)
-    before the pool opens."""
+    """Makes the pool hand out the idle connection returned last, not the one idle longest. Returns False,
+    leaving the pool's order, where psycopg_pool keeps them otherwise. A warm server process serves the
+    next append (figure: docs/benchmarks.md, "Figures moved from docstrings"). psycopg_pool has no public
+    way to choose, so this replaces its private deque `_pool` (3.2, 3.3) before the pool opens."""
     idle = getattr(pool, "_pool", None)
     if type(idle) is not deque or idle:
         return False

@@ -21,7 +21,6 @@ from projections.transcript import Message
 
 class PrefetchedRows(SQLRows):
     """`SQLRows` whose newest entries and card outcomes were read already, with their summary.
-
     `PostgresViewStorage.turn_rows` read them, joined by SEPARATOR, oldest first. A turn read decodes
     each body on demand. It asks the database only for messages and, if needed, older entries. `run` runs
     its reads, maybe prepared."""
@@ -69,7 +68,6 @@ class PrefetchedRows(SQLRows):
         self, decode: Callable[[str], Entry] | None = None, newest: int | None = None, total: int | None = None
     ) -> LazyEntries:
         """Returns the kept entries, oldest first, each decoded (by `decode` if given) on first access.
-
         Older ones are read only when reached; then all are read. Raises ReadMoved if the summary moved
         from the read's version."""
         bodies = _split(self._entries)

@@ -12,10 +12,9 @@ PREPARE_THRESHOLD = 5
 
 
 def run_prepared(curs: Any, sql: str, params: Any) -> Any:
-    """Runs `sql` on `curs` prepared: the server plans it once per connection.
-
-    The connection's `prepare_threshold` is set only while it runs, outside pipeline mode, then restored.
-    In pipeline mode it runs unprepared. Returns `curs`; raises psycopg's errors."""
+    """Runs `sql` on `curs` prepared: the server plans it once per connection. The connection's
+    `prepare_threshold` is set only while it runs, outside pipeline mode, then restored. In pipeline mode
+    it runs unprepared. Returns `curs`; raises psycopg's errors."""
     conn = curs.connection
     if conn.pgconn.pipeline_status != pq.PipelineStatus.OFF:
         curs.execute(sql, params, prepare=False)

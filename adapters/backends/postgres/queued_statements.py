@@ -11,9 +11,8 @@ from typing import Any
 
 
 class QueuedStatements:
-    """A cursor whose statements run in order on a thread of their own, over one connection (`connect()`).
-
-    A write returns at once. A read (`fetchone`, `fetchall`) waits for its statement and all before.
+    """A cursor whose statements run in order on a thread of their own, over one connection (`connect()`). A
+    write returns at once. A read (`fetchone`, `fetchall`) waits for its statement and all before.
     `commit()` ends the current transaction. `close()` waits for all and raises the first error. After an
     error, queued statements are skipped and the next read raises it too. `begin`: the statements that
     begin a transaction."""

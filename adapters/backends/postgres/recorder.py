@@ -1,8 +1,6 @@
 """The application recorder (`EventRecorder`): appends that end, and reads retried only when the connection
-failed.
-
-An append of at most `PIPELINE_BYTES` is one call of the append function, or else the library's pipelined
-statements. A larger one goes in one ordinary transaction. A large batch sends one document per
+failed. An append of at most `PIPELINE_BYTES` is one call of the append function, or else the library's
+pipelined statements. A larger one goes in one ordinary transaction. A large batch sends one document per
 conversation."""
 
 from __future__ import annotations
@@ -123,9 +121,7 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder, ABC):
         self, start: int, limit: int, stop: int | None, part: tuple[int, int] | None = None
     ) -> Sequence[Notification]:
         """Returns the notifications after `start` (up to `stop`), at most `limit`, in order: what a rebuild
-        folds.
-
-        They come in PostgreSQL's binary format. With `part` (part, parts), only that part's
+        folds. They come in PostgreSQL's binary format. With `part` (part, parts), only that part's
         conversations (`rebuild.part_of`), chosen by the server. Raises ValueError unless 0 <= part <
         parts. Retried as `select_events`."""
         which, params = SQL(""), [start, stop if stop is not None else 2**63 - 1]
@@ -191,7 +187,6 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder, ABC):
 
     def insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
         """Appends `stored_events` under the events table's write lock; returns their notification ids.
-
         Retried (`_append_retried`) only when the connection fails. Raises the library's IntegrityError
         for a taken version or a deadlock. Raises OperationalError on a lock or statement timeout. Raises
         AssumptionFailed when the index is not as assumed (`ASSUMPTION_FAILED`). Nothing is stored then."""

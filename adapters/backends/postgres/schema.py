@@ -1,5 +1,4 @@
 """The store's tables, made once: the catalog check, the advisory lock ids, the schema's problems.
-
 `ensure_schema` makes the tables only when one is missing, in one transaction under the schema's advisory
 lock (`create_once`). A store whose tables exist is only read at open. `views_lock_id` is the views'
 generations' lock."""
@@ -41,11 +40,9 @@ def schema_lock_name(schema: str) -> str:
 
 def create_once(conn: psycopg.Connection[Any], lock_name: str, exists: Statement, statements: Iterable[Statement]) -> bool:
     """Runs `statements` on `conn` unless the catalog query `exists` says they ran; returns True when it ran
-    them.
-
-    One transaction takes the advisory lock `lock_name` and asks `exists` again, so one process creates
-    and others wait. A statement failing with DuplicateObject is skipped. `conn`'s transaction state is
-    kept. Raises psycopg's errors (e.g. ReadOnlySqlTransaction)."""
+    them. One transaction takes the advisory lock `lock_name` and asks `exists` again, so one process
+    creates and others wait. A statement failing with DuplicateObject is skipped. `conn`'s transaction
+    state is kept. Raises psycopg's errors (e.g. ReadOnlySqlTransaction)."""
     if _holds(conn, exists):
         return False
     with conn.transaction():

@@ -75,12 +75,10 @@ class PostgresViewStorage(SQLViewStorage):
 
     @contextmanager
     def reading(self, snapshot: bool = True) -> Iterator[Any]:
-        """Yields a pooled cursor for a read of the read models.
-
-        With `snapshot`: one REPEATABLE READ, READ ONLY transaction (`READ_SNAPSHOT`), ended by ROLLBACK.
-        Every statement sees one version of the conversation. Without: autocommit, one statement only
-        (`OneStatement`); a second raises NeedsSnapshot. Raises ReadMoved when a statement names a table
-        a rebuild dropped."""
+        """Yields a pooled cursor for a read of the read models. With `snapshot`: one REPEATABLE READ, READ
+        ONLY transaction (`READ_SNAPSHOT`), ended by ROLLBACK. Every statement sees one version of the
+        conversation. Without: autocommit, one statement only (`OneStatement`); a second raises
+        NeedsSnapshot. Raises ReadMoved when a statement names a table a rebuild dropped."""
         try:
             with self.datastore.get_connection() as conn:
                 if not snapshot:
@@ -241,11 +239,9 @@ class PostgresViewStorage(SQLViewStorage):
 
     def turn_input_rows(self, curs: Any, cid: UUID, generation: int) -> TurnInputRows | None:
         """Reads in one prepared statement what the latest turn of `cid` saw, in `generation`, the caller's
-        guess (`TurnInputRows`).
-
-        The live pointer, the summary and the log's version. Where `turn_intact` holds, the turn's
-        messages, entries and card outcomes, each kind joined by U+001E. Returns None when the pointer
-        table is unknown or the guess was wrong."""
+        guess (`TurnInputRows`). The live pointer, the summary and the log's version. Where `turn_intact`
+        holds, the turn's messages, entries and card outcomes, each kind joined by U+001E. Returns None
+        when the pointer table is unknown or the guess was wrong."""
         if not self._has_pointer:
             return None
         row = self.run(
@@ -262,11 +258,10 @@ class PostgresViewStorage(SQLViewStorage):
 
     @contextmanager
     def savepoint(self, curs: Any, on_failure: Callable[[Exception], object] | None = None) -> Iterator[Any]:
-        """As `ViewStorage.savepoint`, through psycopg's nested transaction.
-
-        In pipeline mode the savepoint is synced before release, so a failing view rolls back here. An
-        error raised while taking it belongs to earlier statements and is raised. In an `AppendDocument`
-        there is no savepoint and nothing is caught; the append then runs again synced."""
+        """As `ViewStorage.savepoint`, through psycopg's nested transaction. In pipeline mode the savepoint
+        is synced before release, so a failing view rolls back here. An error raised while taking it
+        belongs to earlier statements and is raised. In an `AppendDocument` there is no savepoint and
+        nothing is caught; the append then runs again synced."""
         if isinstance(curs, AppendDocument):
             yield curs  # no savepoint: a failure fails the append, which runs again synced
             return

@@ -214,11 +214,10 @@ class _Fetched:
 
 
 class SQLHistoryTables(HistoryIndex):
-    """The index tables in a SQL database (`datastore`, the library's) in `dialect`.
-
-    Readers use a read transaction per lookup; one command's lookups share one (`reading`). Writers use
-    the events' transaction's cursor. `chain`: the chain's table and a function from a conversation's
-    UUID to its key there; a command's lookups then read its last hash too."""
+    """The index tables in a SQL database (`datastore`, the library's) in `dialect`. Readers use a read
+    transaction per lookup; one command's lookups share one (`reading`). Writers use the events'
+    transaction's cursor. `chain`: the chain's table and a function from a conversation's UUID to its key
+    there; a command's lookups then read its last hash too."""
 
     def __init__(self, datastore: Any, dialect: Dialect = SQLITE, chain: tuple[str, Any] | None = None) -> None:
         self.datastore, self.dialect, self.chain = datastore, dialect, chain

@@ -31,11 +31,9 @@ def create_statements(dialect: Dialect = SQLITE) -> list[str]:
 
 @dataclass(frozen=True)
 class HistoryStatements:
-    """The statements of one conversation's index rows in one dialect.
-
-    Each takes the conversation's UUID text first. `*_in` end in `IN`; the caller adds the values.
-    `prefetch` and `prefetch_chained` read one command's rows at once; the chained one also the hash at
-    the index's version."""
+    """The statements of one conversation's index rows in one dialect. Each takes the conversation's UUID
+    text first. `*_in` end in `IN`; the caller adds the values. `prefetch` and `prefetch_chained` read
+    one command's rows at once; the chained one also the hash at the index's version."""
 
     dialect: Dialect
     index_row: str

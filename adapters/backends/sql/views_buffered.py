@@ -23,10 +23,8 @@ from projections.transcript import Message
 
 class BufferedRows(SQLRows, ABC):
     """`SQLRows` that holds its writes until `flush`, one bulk statement per table. Reads see held writes
-    first.
-
-    A transcript cut (`cut_messages`) is held as an index and written at the flush, before the held
-    messages. Other cuts flush first, then run at once. Held rows are kept as statement values, not
+    first. A transcript cut (`cut_messages`) is held as an index and written at the flush, before the
+    held messages. Other cuts flush first, then run at once. Held rows are kept as statement values, not
     models. Only the newest entry and message stay models until another is put."""
 
     def __init__(

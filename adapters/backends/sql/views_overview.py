@@ -1,8 +1,7 @@
-"""The overview read model's rows in SQL (`projections.overview`).
-
-`overview`: per conversation, its folded version and the overview as JSON. `overview_marks`: per segment
-and user message point, key, version, kind, tone; an edit's cut looks them up. Appends do not write them;
-a read folds the events since and writes back (`read_overview`)."""
+"""The overview read model's rows in SQL (`projections.overview`). `overview`: per conversation, its folded
+version and the overview as JSON. `overview_marks`: per segment and user message point, key, version,
+kind, tone; an edit's cut looks them up. Appends do not write them; a read folds the events since and
+writes back (`read_overview`)."""
 
 from __future__ import annotations
 
@@ -98,11 +97,9 @@ class SQLMarks:
 def read_overview(
     storage: Any, statements: OverviewStatements, key: str, logged: int, fold: Callable[[Overview, Marks], Overview]
 ) -> Overview:
-    """Returns the overview of `key` as `ViewStorage.overview` says, through `storage`.
-
-    At `logged`, one row read. Else one write transaction under the views' shared lock, the row locked
-    where possible: the row is made if missing, folded by `fold` (from empty when past `logged`) and
-    written back."""
+    """Returns the overview of `key` as `ViewStorage.overview` says, through `storage`. At `logged`, one row
+    read. Else one write transaction under the views' shared lock, the row locked where possible: the row
+    is made if missing, folded by `fold` (from empty when past `logged`) and written back."""
     s = statements
     with storage.transaction(write=False) as curs:
         curs.execute(s.select, (key,))

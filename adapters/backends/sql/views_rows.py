@@ -143,10 +143,9 @@ class SQLRows(ViewRows):
     def turn_rows(
         self, length: int, version: int, kept: MessagesCache | None = None, rendered: NotesCache | None = None
     ) -> tuple[tuple[Message, ...], tuple[Entry, ...], tuple[CardOutcome, ...]]:
-        """Returns in one statement what the latest turn saw (`Summary.turn_intact`).
-
-        The first `length` messages, the entries set aside and those up to `version` (oldest first), and
-        the card outcomes up to `version`. `kept` and `rendered` as `decode_turn_bodies` takes them."""
+        """Returns in one statement what the latest turn saw (`Summary.turn_intact`). The first `length`
+        messages, the entries set aside and those up to `version` (oldest first), and the card outcomes
+        up to `version`. `kept` and `rendered` as `decode_turn_bodies` takes them."""
         rows = self._select(
             self.s.turn_rows,
             (self.cid, length, self.cid, version, self.aside_cid, self.cid, version),
@@ -165,7 +164,6 @@ class SQLRows(ViewRows):
         self, decode: Callable[[str], Entry] | None = None, newest: int | None = None, total: int | None = None
     ) -> Sequence[Entry]:
         """Returns the kept entries, oldest first: decoded in one call, or on first access with `decode`.
-
         With `decode`, `newest` and `total`, only the newest are read first; older ones when reached.
         Raises ReadMoved when they are not `total` in all."""
         if decode is not None and newest is not None and total is not None and total > newest:
@@ -257,10 +255,8 @@ class SQLRows(ViewRows):
         self, length: int, kept: MessagesCache | None = None, known: PlacementCache | None = None
     ) -> tuple[Callable[[set[int]], dict[int, Message]], Callable[[set[int]], dict[int, int | None]]]:
         """Returns `(messages_at, block_ends)` for placing a turn's notes in a transcript of `length`
-        messages.
-
-        `block_ends` also reads the messages on both sides of each block's end. `messages_at` reads only
-        what that missed. With `kept`, each message is decoded once per body. With `known`
+        messages. `block_ends` also reads the messages on both sides of each block's end. `messages_at`
+        reads only what that missed. With `kept`, each message is decoded once per body. With `known`
         (`BlocksCache`), what it holds is not read again; what is read is added."""
         known = known if known is not None else PlacementCache()
         bodies, ends = known.bodies, known.ends

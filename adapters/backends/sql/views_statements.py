@@ -12,10 +12,9 @@ PG_TYPES = {"BIGINT": "bigint", "TEXT": "text"}
 
 
 def json_insert(table: str, name: str, columns: tuple[str, ...], cid: str, array: str, upsert: bool = True) -> str:
-    """Returns PostgreSQL's insert into `name` (row table `table`) of the JSON array `array`'s rows.
-
-    Each row is an array of `columns`' values after `cid`, cast to their types. With `upsert`, the
-    table's ON CONFLICT clause. `PostgresBufferedRows` and `append_views.sql` both use it."""
+    """Returns PostgreSQL's insert into `name` (row table `table`) of the JSON array `array`'s rows. Each
+    row is an array of `columns`' values after `cid`, cast to their types. With `upsert`, the table's ON
+    CONFLICT clause. `PostgresBufferedRows` and `append_views.sql` both use it."""
     row = ALL_ROW_TABLES[table]
     types = {c.name: c.type for c in row.columns}
     values = ", ".join(f"(e->>{i})::{PG_TYPES[types[c]]}" for i, c in enumerate(columns))
@@ -155,10 +154,9 @@ class RowStatements:
         return found
 
     def placement(self, blocks: str) -> str:
-        """The read of `blocks`' block ends and the message bodies on both sides of each.
-
-        Each position is its own primary-key lookup, a correlated subquery. A join on `idx IN (…)` let
-        the planner scan the whole transcript."""
+        """The read of `blocks`' block ends and the message bodies on both sides of each. Each position is
+        its own primary-key lookup, a correlated subquery. A join on `idx IN (…)` let the planner scan
+        the whole transcript."""
         found = self._placements.get(blocks)
         if found is None:
             p, m = self.p, self.t["messages"]

@@ -136,7 +136,6 @@ class SQLViewStorage(ViewStorage):
 
     def pointer_and_summary(self, curs: Any, cid: UUID, generation: int) -> tuple[Pointer | None, str | None]:
         """Returns the live pointer and, when it is `generation`, `cid`'s summary body, in one statement.
-
         The body is None when the guess was wrong or there is no summary yet. Generation 0 reads the
         pointer alone."""
         if not self._has_pointer or generation < 1:
