@@ -155,12 +155,9 @@ class PostgresFactory(StoreFactory, es_postgres.PostgresFactory):
         if not (text.isascii() and text.isdigit()):
             raise OSError(f"'{self.POSTGRES_STATEMENT_TIMEOUT}' must be whole seconds, not {text!r}")
         lock = int(self.datastore.lock_timeout or 0)
-        # No automatic server-side prepared statements (`prepare_threshold` None): a pipelined
-        # append that fails part-way (a conflict, a view statement) can leave psycopg believing a
-        # statement was prepared whose Parse the server skipped ("prepared statement _pg3_9 does
-        # not exist" on the next use). With the threshold at None psycopg prepares nothing, not
-        # even a statement that asks for it; a turn read's statements are prepared by setting it
-        # for their own execution (`PostgresViewStorage.run`), outside pipeline mode.
+        # No automatic prepared statements (`prepare_threshold` None): a pipelined append that fails
+        # part-way can leave psycopg taking a statement as prepared whose Parse the server skipped
+        # ("prepared statement _pg3_9 does not exist"). Turn reads prepare theirs (`PostgresViewStorage.run`).
         connect_with(
             self.datastore.pool,  # not open yet
             self.env.get(self.POSTGRES_CONNINFO) or None,

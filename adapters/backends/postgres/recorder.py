@@ -314,10 +314,8 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder, ABC):
                 heads: dict[UUID, tuple[int, bytes]] = {}
                 sealing = self._sealing  # a chained recorder's heads of each document
                 with conn.transaction():
-                    # the index rows of every conversation first, in the order of their ids (as the
-                    # groups are, `ConversationStore.handle_batch`), before the first document takes the
-                    # events table's lock: a writer of one of them (its index row, then that lock) is
-                    # waited for, never waited for while this holds the lock it waits for
+                    # every conversation's index row first, in id order, before a document takes the
+                    # events table's lock: a writer of one of them is waited for, never waits on this
                     with conn.cursor() as curs:
                         curs.execute(
                             SQL("SELECT cid FROM {}.chatrecord_index WHERE cid = ANY(%s) ORDER BY cid FOR UPDATE").format(
@@ -325,10 +323,8 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder, ABC):
                             ),
                             (sorted(str(group[0].originator_id) for group in groups),),
                         )
-                        # then the views' lock, shared, as each document's function takes it: before
-                        # a document's reads of the view tables (its head, its rows), which in this
-                        # transaction hold those tables to its end. Asked for after them, it waited
-                        # for a rebuild's switch (the lock held exclusively) that waited to drop them
+                        # then the views' lock, shared, before a document reads the view tables: taken
+                        # after those reads, it deadlocked with a rebuild's switch waiting to drop them
                         curs.execute("SELECT pg_advisory_xact_lock_shared(%s)", (self._views_lock,))
                     for group in groups:
                         cid = originator_uuid(group[0].originator_id)
