@@ -119,7 +119,7 @@ def test_the_denial_is_counted_under_transcript_only_in_the_specs_form(
 @pytest.mark.parametrize(
     ("fault", "said"),
     [
-        (Scripted(malformed=True), "answered with no chat completion"),
+        (Scripted(malformed=True), "answered a body that is not JSON"),
         (Scripted(drop=True), "broke the connection off before an answer was whole"),
         (Scripted(status=500), "answered HTTP 500"),
         (Scripted(status=429), "too many requests (HTTP 429"),
