@@ -6,7 +6,7 @@ shows it (`Replay`, the replay use case's, handed in as `replay`): its `messages
 `n` times to an OpenAI-compatible chat-completions endpoint (`CHATRECORD_MODEL_URL`,
 `CHATRECORD_MODEL`, the key from `CHATRECORD_MODEL_KEY` or `OPENAI_API_KEY`) through the `openai`
 client, at most `concurrency` requests at once, each with a timeout; the client tries a request
-again with a growing wait on a 408, 409, 429, a 5xx or a broken connection (`max_retries`).
+again with a growing wait on a 408, 409, 429, a 5xx, a timeout or a broken connection (`max_retries`).
 
 Each complete answer is appended to its rule set's reproduction stream
 (`adapters.store.reproductions`) as it comes back, its text sealed with the conversation's data
