@@ -28,6 +28,7 @@ from adapters.ingest.dropped import kept_path, quotable
 from adapters.ingest.error_messages import at_line, check_follows, expectation, input_path, kind_of
 from adapters.ingest.line_models import LINE_TYPES, Line, ParsedLine
 from adapters.ingest.names import show
+from adapters.ingest.reproduction_line import REPRODUCTION, is_reproduction
 from domain.errors import InvalidInput
 from domain.limits import DEPTH_MAX, LINE_BYTES_MAX
 
@@ -91,6 +92,11 @@ def parse_line(text: str | bytes, line_no: int, source_name: str) -> ParsedLine:
     kind = data.get("type")
     if kind is None:
         raise invalid("type", f"is missing; use one of {', '.join(LINE_TYPES)}")
+    if kind == REPRODUCTION:
+        raise invalid(
+            "type",
+            "a reproduction record is read by `chatrecord ingest` (export --with-reproductions writes it), not recorded as a chat's line",
+        )
     if kind not in LINE_TYPES:
         raise invalid("type", f"{show(kind)} is not a line type; use one of {', '.join(LINE_TYPES)}")
     try:
@@ -319,9 +325,12 @@ def bounded_lines(stream: BinaryIO) -> Iterator[bytes]:
 
 
 def read_lines(lines: Iterable[str | bytes], source_name: str) -> Iterator[ParsedLine]:
-    """Yields the parsed lines of `lines` in order, skipping blank ones; numbers are 1-based. Raises
+    """Yields the parsed lines of `lines` in order, skipping blank ones and reproduction records
+    (`export --with-reproductions`); numbers are 1-based and count every line. Raises
     InvalidInput at the first bad line, after yielding the lines before it."""
     for line_no, raw in enumerate(lines, start=1):
+        if is_reproduction(raw):
+            continue
         line = parse_numbered(raw, line_no, source_name)
         if line is not None:
             yield line

@@ -19,6 +19,7 @@ from adapters.service.replay import (
     stored_conversation,
     unknown_conversation,
 )
+from adapters.service.reproduction_records import records
 from adapters.store.application import ConversationStore
 from adapters.store.chain import ChainedRecorder
 from adapters.store.verify import Verdict, chain_verdict, chain_verdict_upto
@@ -72,18 +73,24 @@ class ConversationReads:
         return list_conversations(self.opened.read_models, limit, cursor, since, filters)
 
     @in_store_terms
-    def export(self, conversation: str, upto: int | None = None) -> Export:
+    def export(self, conversation: str, upto: int | None = None, with_reproductions: bool = False) -> Export:
         """Returns the conversation as the chat's JSON Lines objects (docs/input-format.md), up to user
         message `upto` if given. Ingested into an empty store they give the same turns, audit rows and
         notes. Erased texts read `[erased]` (`Export.erased`). Where the store chains, the chain is
-        recomputed; a break is named in `Export.broken`. Raises UnknownConversation for an id the store
+        recomputed; a break is named in `Export.broken`. `with_reproductions` adds the kept
+        reproductions of its turns up to `upto` as records (`Export.reproductions`); a stream whose
+        chain does not hold is named in `Export.broken`. Raises UnknownConversation for an id the store
         does not hold."""
         name = conversation_argument("export", conversation)
         done = export_lines(self.events(name), upto)
+        streams_broken = None
+        if with_reproductions:
+            kept, streams_broken = records(self.store, name, upto)
+            done = dataclasses.replace(done, reproductions=kept)
         verdict = self.looks.held(chain_verdict(self.store, self.opened.stored_id(name)))
         self.looks.keep([verdict], "an export", positions=False)
         if verdict is None or verdict.ok:
-            return done
+            return dataclasses.replace(done, broken=streams_broken) if streams_broken else done
         where = f"version {verdict.version} ({verdict.problem})" + (f": {verdict.detail}" if verdict.detail else "")
         return dataclasses.replace(done, broken=where)
 
