@@ -1,8 +1,7 @@
-"""A conversation's reproductions as records of the export (issue 40): `records` writes each kept
-reproduction stream as one reproduction record (`adapters.ingest.reproduction_line`), its answers'
-texts opened (`[erased]` once the conversation was erased); `store_record` keeps a record read
-back by `chatrecord ingest` as a stream of the store, under its own id, its texts sealed with the
-conversation's data key there and its hash chain made anew."""
+"""A conversation's reproductions as records of the export. `records` writes each kept stream as one
+reproduction record (`adapters.ingest.reproduction_line`), texts opened (`[erased]` once erased).
+`store_record` keeps a record `chatrecord ingest` read back as a stream under its own id, sealed with the
+data key there, its hash chain made anew."""
 
 from __future__ import annotations
 
@@ -22,8 +21,8 @@ class ReproductionTooEarly(ChatrecordError):
 
 
 def record_of(done: Reproduction) -> dict[str, Any]:
-    """Returns the reproduction record of a kept stream: its first event's facts, its id and its
-    answers, each with its text as `reproductions` opened it."""
+    """Returns the reproduction record of a kept stream: its first event's facts, its id and its answers
+    with their opened texts."""
     return {
         "type": REPRODUCTION,
         "conversation": done.conversation,
@@ -56,9 +55,8 @@ def record_of(done: Reproduction) -> dict[str, Any]:
 def records(
     store: ConversationStore, conversation: str, upto: int | None = None
 ) -> tuple[tuple[dict[str, Any], ...], str | None]:
-    """Returns the reproduction records of `conversation`'s kept streams in the order they were
-    started (only those of a turn up to user message `upto`, if given), and where the first
-    stream whose hash chain does not hold breaks ("reproduction ID at N"), else None."""
+    """Returns the records of `conversation`'s kept streams in start order, only turns up to user message
+    `upto` if given. Also where the first broken stream breaks ("reproduction ID at N"), else None."""
     kept = [done for done in reproductions(store, conversation) if upto is None or done.message <= upto]
     broken = next(
         (f"reproduction {done.id} at {done.chain_broken_at}" for done in kept if done.chain_broken_at is not None), None
@@ -67,10 +65,9 @@ def records(
 
 
 def store_record(store: ConversationStore, record: ReproductionLine) -> bool:
-    """Keeps `record` as a reproduction stream of the store, all its events in one transaction;
-    returns False, storing nothing, where the store holds a stream of its id already (an
-    ingest run again). Raises ReproductionTooEarly when the store does not hold its
-    conversation, ConversationErased when that conversation was erased."""
+    """Keeps `record` as a reproduction stream, all its events in one transaction. Returns False, storing
+    nothing, where a stream of its id is kept. Raises ReproductionTooEarly when the store does not hold
+    its conversation. Raises ConversationErased when that conversation was erased."""
     cid = conversation_uuid(record.conversation)
     if next(store.events.get(cid, desc=True, limit=1), None) is None:
         raise ReproductionTooEarly(
