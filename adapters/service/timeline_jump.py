@@ -1,0 +1,83 @@
+"""Where a turn, a segment or an event is on the timeline page: the page that shows it (the
+`before` of `adapters.service.timeline.timeline_page`) and its anchor there.
+
+`locate` reads the log forward in chunks of `CHUNK` events and stops at the first turn that
+starts after what it looks for; only a user message's number reads the log to its end (an edit
+may post the number again, and the last one is the one the page shows).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from adapters.store.application import ConversationStore
+from domain.errors import ChatrecordError
+from domain.events import ConversationEvent, SegmentReturned, TurnRetried, UserMessagePosted, conversation_uuid
+
+CHUNK = 256
+"""Events read per step."""
+_EVENT = re.compile(r"(?:e|event)\s*(\d+)", re.IGNORECASE)
+_MESSAGE = re.compile(r"(?:m|message|user message)?\s*#?\s*(\d+)", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Location:
+    """Where the jump goes: the page that ends before version `before` (None: the newest
+    page) and the `anchor` there (`message-N` for a user message, `e-V` for a row)."""
+
+    before: int | None
+    anchor: str
+    version: int
+
+
+class NotOnTimeline(ChatrecordError):
+    """Raised when no user message, segment or event answers what a jump asked for."""
+
+
+def _target(event: ConversationEvent, to: str) -> str | None:
+    """Returns the anchor of `event` when it is what `to` asks for, else None."""
+    version = event.originator_version
+    if (found := _EVENT.fullmatch(to)) is not None:
+        if int(found.group(1)) != version:
+            return None
+        return f"message-{event.message}" if isinstance(event, UserMessagePosted) else f"e-{version}"
+    if (found := _MESSAGE.fullmatch(to)) is not None:
+        return (
+            f"message-{event.message}" if isinstance(event, UserMessagePosted) and event.message == int(found.group(1)) else None
+        )
+    if isinstance(event, SegmentReturned) and event.segment == to:
+        return f"e-{version}"
+    return None
+
+
+def locate(store: ConversationStore, key: str, to: str) -> Location:
+    """Returns where `to` is on the timeline of conversation `key` (stored id): `to` is a
+    user message's number (`3`, `message 3`), an event's version (`e12`, `event 12`) or a
+    segment's id. Raises NotOnTimeline naming what was asked for."""
+    to = to.strip()
+    uuid = conversation_uuid(key)
+    whole = _EVENT.fullmatch(to) is None and _MESSAGE.fullmatch(to) is not None
+    found: Location | None = None
+    last = 0
+    while True:
+        chunk = list(store.events.get(uuid, gt=last, limit=CHUNK))
+        for event in chunk:
+            anchor = _target(event, to)
+            if anchor is not None:
+                found = Location(None, anchor, event.originator_version)
+            elif (
+                found is not None
+                and found.before is None
+                and isinstance(event, (UserMessagePosted, TurnRetried))
+                and event.originator_version > found.version
+            ):
+                found = Location(event.originator_version, found.anchor, found.version)
+                if not whole:
+                    return found
+        if len(chunk) < CHUNK:
+            break
+        last = chunk[-1].originator_version
+    if found is None:
+        raise NotOnTimeline(f"no user message, segment or event {to[:80]!r} in this conversation")
+    return found
