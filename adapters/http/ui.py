@@ -262,9 +262,10 @@ def ui_router(token: str | None, throttle: Throttle) -> APIRouter:
 
     @guarded.get("/conversations/{conversation:path}/export.jsonl")
     def export_file(chatrecord: Service, conversation: str) -> Response:
-        """The conversation as the chat's JSON Lines (as `GET /v1/…/export`), for a browser's session."""
+        """The conversation as the chat's JSON Lines (as `GET /v1/…/export`), for a browser's
+        session: sent as text, so that a browser shows it rather than saving it."""
         done = chatrecord.export(conversation)
-        return download(b"".join(orjson.dumps(line) + b"\n" for line in done.lines), "application/x-ndjson", "export.jsonl")
+        return download(b"".join(orjson.dumps(line) + b"\n" for line in done.lines), "text/plain; charset=utf-8", "export.jsonl")
 
     @guarded.get("/conversations/{conversation:path}/trace.json")
     def trace_file(chatrecord: Service, conversation: str) -> Response:

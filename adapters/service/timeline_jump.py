@@ -1,9 +1,10 @@
 """Where a turn, a segment or an event is on the timeline page: the page that shows it (the
-`before` of `adapters.service.timeline.timeline_page`) and its anchor there.
+`before` of `adapters.service.timeline.timeline_page`: the newest page when its turn is among
+the newest `PAGE_TURNS`, else the page whose newest turn it is) and its anchor there.
 
-`locate` reads the log forward in chunks of `CHUNK` events and stops at the first turn that
-starts after what it looks for; only a user message's number reads the log to its end (an edit
-may post the number again, and the last one is the one the page shows).
+`locate` reads the log forward in chunks of `CHUNK` events and stops once `PAGE_TURNS` turns
+started after what it looks for; only a user message's number reads the log to its end (an
+edit may post the number again, and the last one is the one the page shows).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from adapters.service.timeline import PAGE_TURNS
 from adapters.store.application import ConversationStore
 from domain.errors import ChatrecordError
 from domain.events import ConversationEvent, SegmentReturned, TurnRetried, UserMessagePosted, conversation_uuid
@@ -59,25 +61,21 @@ def locate(store: ConversationStore, key: str, to: str) -> Location:
     uuid = conversation_uuid(key)
     whole = _EVENT.fullmatch(to) is None and _MESSAGE.fullmatch(to) is not None
     found: Location | None = None
-    last = 0
+    next_start, later, last = None, 0, 0  # the first turn start after it, and how many started since
     while True:
         chunk = list(store.events.get(uuid, gt=last, limit=CHUNK))
         for event in chunk:
             anchor = _target(event, to)
             if anchor is not None:
-                found = Location(None, anchor, event.originator_version)
-            elif (
-                found is not None
-                and found.before is None
-                and isinstance(event, (UserMessagePosted, TurnRetried))
-                and event.originator_version > found.version
-            ):
-                found = Location(event.originator_version, found.anchor, found.version)
-                if not whole:
-                    return found
+                found, next_start, later = Location(None, anchor, event.originator_version), None, 0
+            elif found is not None and isinstance(event, (UserMessagePosted, TurnRetried)):
+                next_start = next_start or event.originator_version
+                later += 1
+                if later >= PAGE_TURNS and not whole:
+                    return Location(next_start, found.anchor, found.version)
         if len(chunk) < CHUNK:
             break
         last = chunk[-1].originator_version
     if found is None:
         raise NotOnTimeline(f"no user message, segment or event {to[:80]!r} in this conversation")
-    return found
+    return Location(next_start if later >= PAGE_TURNS else None, found.anchor, found.version)

@@ -159,7 +159,7 @@ def test_the_downloads_answer_a_browsers_session_as_the_cli_does(client: TestCli
     rows = audit.json()
     assert rows[0]["kind"] == "started" and sum(r["kind"] == "segment" for r in rows) == 8
     assert len(export.text.splitlines()) == len(DEMO.read_text(encoding="utf-8").splitlines())
-    assert export.headers["content-type"] == "application/x-ndjson"
+    assert export.headers["content-type"] == "text/plain; charset=utf-8"  # shown in the browser
     spans = [s for r in trace.json()["resourceSpans"] for sc in r["scopeSpans"] for s in sc["spans"]]
     assert sum(s["name"].startswith("invoke_agent") for s in spans) == 8
     assert "Womit sollen wir beginnen?" not in trace.text  # no texts in the trace
