@@ -319,8 +319,7 @@ class Chatrecord:
         and closes it again."""
         store = open_store()
         try:
-            factory = getattr(store, "factory", None)
-            return factory.upkeep_warning() if isinstance(factory, StoreFactory) else None
+            return store.factory.upkeep_warning() if isinstance(store.factory, StoreFactory) else None
         finally:
             store.close()
 
@@ -379,7 +378,7 @@ class Chatrecord:
         set): one point per message, segment, decision, card left undecided, edit, cut, erasure.
         The first request in this process folds the whole log; the fold is kept per
         (conversation, rule set), and a later request folds only the events appended since (one
-        read of the log's head when there are none). Raises UnknownConversation."""
+        read of the newest event when there are none). Raises UnknownConversation."""
         return self._overviews.points(conversation_argument("overview", conversation), rules)
 
     @reads

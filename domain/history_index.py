@@ -99,7 +99,7 @@ class Index(History, Protocol):
 
     def put_segment(self, record: SegmentRecord) -> None: ...
 
-    def put_message(self, number: int, live: bool) -> None: ...
+    def put_message(self, number: int, uncut: bool) -> None: ...
 
     def add_outcomes(self, count: int) -> None: ...
 
@@ -228,7 +228,7 @@ class MemoryHistory:
         return self.messages.get(number, False)
 
     def messages_after(self, number: int) -> list[int]:
-        return sorted(n for n, live in self.messages.items() if live and n > number)
+        return sorted(n for n, uncut in self.messages.items() if uncut and n > number)
 
     def outcomes(self) -> int:
         return self.count
@@ -239,8 +239,8 @@ class MemoryHistory:
     def put_segment(self, record: SegmentRecord) -> None:
         self.records[record.segment] = record
 
-    def put_message(self, number: int, live: bool) -> None:
-        self.messages[number] = live
+    def put_message(self, number: int, uncut: bool) -> None:
+        self.messages[number] = uncut
 
     def add_outcomes(self, count: int) -> None:
         self.count += count
@@ -365,11 +365,11 @@ class AssumedHistory:
         return False
 
     def message_uncut(self, number: int) -> bool:
-        live = self.known_messages.get(number)
-        if live is None:
+        uncut = self.known_messages.get(number)
+        if uncut is None:
             raise NotKnown(f"whether message {number} is uncut")
-        self.messages[number] = live
-        return live
+        self.messages[number] = uncut
+        return uncut
 
     def messages_after(self, number: int) -> list[int]:
         if self.known_from is None or number + 1 < self.known_from:
@@ -428,8 +428,8 @@ class LayeredHistory:
     def put_segment(self, record: SegmentRecord) -> None:
         self.top.put_segment(record)
 
-    def put_message(self, number: int, live: bool) -> None:
-        self.top.put_message(number, live)
+    def put_message(self, number: int, uncut: bool) -> None:
+        self.top.put_message(number, uncut)
 
     def add_outcomes(self, count: int) -> None:
         self.delta += count

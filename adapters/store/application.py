@@ -21,7 +21,7 @@ from eventsourcing.application import AggregateNotFoundError, Application, Proce
 from eventsourcing.persistence import ApplicationRecorder, InfrastructureFactory, IntegrityError, Recording
 from eventsourcing.utils import Environment, get_topic
 
-from adapters.store.chain import ChainBroken, ChainedRecorder
+from adapters.store.chain import ChainBroken, ChainedRecorder, InlineWrites
 from adapters.store.chain_key import open_chain
 from adapters.store.commands import BatchConflict, BatchRefused, Command, HandleResult
 from adapters.store.conversation_log import ConversationLog
@@ -307,7 +307,7 @@ class ConversationStore(Application[UUID]):
                     self.views.apply_inline(cursor, cid, events, written)
 
             try:  # the history index is written in the events' own transaction
-                recordings = self.save(*events, inline=index) if inline else self.save(*events)
+                recordings = self.save(*events, inline=InlineWrites(index)) if inline else self.save(*events)
             except ChainBroken as broken:  # the previous event has no hash: nothing of the line is stored
                 self.known.forget(cid)
                 raise broken.named(command.conversation) from None
@@ -388,7 +388,7 @@ class ConversationStore(Application[UUID]):
         if work:
             every = [event for _, _, events in work for event in events]
             try:
-                recordings = self.save(*every, inline=index, batch=True) if inline else self.save(*every)
+                recordings = self.save(*every, inline=InlineWrites(index, batch=True)) if inline else self.save(*every)
             except (AssumptionFailed, IntegrityError) as conflict:
                 for cid, _, _ in work:
                     self.known.forget(cid)  # another writer's events: load the logs again

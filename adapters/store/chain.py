@@ -31,7 +31,8 @@ from __future__ import annotations
 import hashlib
 import hmac
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
@@ -102,12 +103,34 @@ def cut_refusal(key: UUID, version: int, problem: str) -> ChainBroken:
     )
 
 
-def run_inline(kwargs: dict[str, Any], cursor: Any) -> None:
-    """Runs the writer's `inline(cursor)` (passed to `Application.save`), if any, in the
-    events' own transaction: the history index is written with the events or not at all."""
-    inline = kwargs.get("inline")
+@dataclass(frozen=True)
+class InlineWrites:
+    """What a writer writes in the events' own transaction, beside them: `write(cursor)` writes
+    the history index and the view rows; `batch` says the events are several conversations'
+    (`ConversationStore.handle_batch`). The writer passes it to `Application.save` as the
+    keyword `inline`, which the library hands on to the recorder's `insert_events` unchanged
+    (its `ProcessingEvent.saved_kwargs`, the library's way through for such data); `given`
+    takes it back out there."""
+
+    write: Callable[[Any], None]
+    batch: bool = False
+
+    @staticmethod
+    def given(kwargs: Mapping[str, Any]) -> InlineWrites | None:
+        """The `inline` keyword of an `insert_events` call; None when there is none. Raises
+        TypeError for a value of another type (a caller that bypassed `ConversationStore`)."""
+        inline = kwargs.get("inline")
+        if inline is None or isinstance(inline, InlineWrites):
+            return inline
+        raise TypeError(f"insert_events: `inline` must be an InlineWrites, not {type(inline).__name__}")
+
+
+def run_inline(kwargs: Mapping[str, Any], cursor: Any) -> None:
+    """Runs the writer's `InlineWrites.write(cursor)`, if `kwargs` carry one, in the events' own
+    transaction: the history index and the view rows are written with the events or not at all."""
+    inline = InlineWrites.given(kwargs)
     if inline is not None:
-        inline(cursor)
+        inline.write(cursor)
 
 
 class ChainedRecorder(ABC):

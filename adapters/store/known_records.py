@@ -20,7 +20,7 @@ _VERSION = attrgetter("version")
 
 IndexPuts = tuple[Mapping[str, SegmentRecord], Mapping[int, bool]]
 """The rows an append wrote to the history index: its segment records by segment, and whether
-each user message is live by number (`HistoryIndex.write`'s `puts`)."""
+each user message is uncut by number (`HistoryIndex.write`'s `puts`)."""
 
 
 class _KnownIndex:
@@ -45,10 +45,10 @@ class _KnownIndex:
     def messages_after(self, number: int) -> list[int]:
         if self.floor is None or number + 1 < self.floor:
             raise NotKnown(f"the messages after {number}")
-        return sorted(n for n, live in self.messages.items() if live and n > number)
+        return sorted(n for n, uncut in self.messages.items() if uncut and n > number)
 
-    def put_message(self, number: int, live: bool) -> None:
-        self.messages[number] = live
+    def put_message(self, number: int, uncut: bool) -> None:
+        self.messages[number] = uncut
 
     def put_source(self, digest: str, version: int) -> None:
         pass
@@ -64,7 +64,7 @@ class _KnownIndex:
     def message_uncut(self, number: int) -> bool:
         if number in self.messages:
             return self.messages[number]
-        raise NotKnown(f"whether message {number} is live")
+        raise NotKnown(f"whether message {number} is uncut")
 
     def outcomes(self) -> int:
         raise NotKnown("the card outcome count")
@@ -75,7 +75,7 @@ class _KnownIndex:
 
 class IndexRecordsCache:
     """Per conversation, the records of its newest segments and whether each of its newest user
-    messages is live (at most `KEPT` of each) as this process's appends left the history index,
+    messages is uncut (at most `KEPT` of each) as this process's appends left the history index,
     with the version they stand at: what `AssumedHistory.known`
     answers from, so that a card decision, an answer or a continuation, which look up an
     earlier segment's record, decide without reading the index (the append checks each record
@@ -94,7 +94,7 @@ class IndexRecordsCache:
 
     def at(self, cid: UUID, version: int) -> tuple[dict[str, SegmentRecord], dict[int, bool], int | None]:
         """Returns the kept records of `cid` at `version`, whether each of its newest user
-        messages is live (both empty when none are kept at that version) and the message number
+        messages is uncut (both empty when none are kept at that version) and the message number
         from which they hold every row of the index (None: nowhere; 0 at version 0, before the
         conversation's first event, when the index holds no row of it)."""
         if version == 0:
@@ -114,7 +114,7 @@ class IndexRecordsCache:
     ) -> None:
         """Follows `events`, just appended onto `state` (the aggregate's state before them):
         with `puts`, the rows their append wrote to the index (its segment records by segment,
-        whether each message is live by number: exactly what the index holds now, so taken as
+        whether each message is uncut by number: exactly what the index holds now, so taken as
         they are); else each event folded onto the known rows (`index_event`), which forgets
         the conversation where an event needs a row that is not known."""
         events = list(events)

@@ -22,7 +22,7 @@ from adapters.backends.sqlite.data_keys import SQLiteDataKeys
 from adapters.backends.sqlite.store_file import read_only_uri, refuse_foreign
 from adapters.backends.sqlite.view_tables import SQLiteViewStorage
 from adapters.backends.sqlite.waiting_datastore import WaitingSQLiteDatastore
-from adapters.store.chain import CHAIN_TABLE
+from adapters.store.chain import CHAIN_TABLE, ChainedRecorder
 from adapters.store.crypto import ViewTexts
 from adapters.store.keys import DataKeys
 
@@ -109,7 +109,9 @@ class SQLiteFactory(StoreFactory, es_sqlite.SQLiteFactory):
 
     @classmethod
     def history_index(cls, recorder: Any) -> SQLHistoryTables:
-        chained = getattr(recorder, "chain_heads", None) is not None
+        # the chain's hash is read with the index only where the recorder keeps each
+        # conversation's newest hash to compare it with (`ChainedRecorder.chain_heads`)
+        chained = isinstance(recorder, ChainedRecorder) and recorder.chain_heads is not None
         return SQLHistoryTables(recorder.datastore, SQLITE, chain=(CHAIN_TABLE, recorder._id) if chained else None)
 
     @classmethod
