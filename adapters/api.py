@@ -55,6 +55,7 @@ from adapters.service.erase import Erasure
 from adapters.service.export import Export, NoSuchMessage
 from adapters.service.idempotent import FirstRun, KeyInFlight, KeyReused, Replayed, Result
 from adapters.service.line_writes import LineWrites
+from adapters.service.log_forward import forward
 from adapters.service.master_key import NEW_MASTER_KEY_VARIABLE, KeyChange
 from adapters.service.overviews import Overviews
 from adapters.service.raw_events import RAW_PAGE, RawPage, page_start, raw_page
@@ -434,13 +435,18 @@ class Chatrecord:
         count: int = PAGE_TURNS,
         *,
         after: str | None = None,
-    ) -> tuple[list[TurnDiff], int]:
+    ) -> tuple[list[TurnDiff], bool]:
         """Returns the turns `start`…`start + count - 1` of the conversation read under rule set
         `other` beside `base` (default: the live rule set), each with the notes added and
-        dropped and the page line where it differs, and the count of its turns
-        (`projections.rules_diff`). Raises UnknownConversation."""
-        events = self.events(conversation_argument("rules_diff", conversation))
-        return rules_diff(events, resolve(base or self.active_rules()).id, resolve(other).id, start=start, limit=count)
+        dropped and the page line where it differs, and whether a later turn exists
+        (`projections.rules_diff`; the log read forward up to the turn after them). Raises
+        UnknownConversation."""
+        name = conversation_argument("rules_diff", conversation)
+        key = self._stored_id(name)
+        if not self.store.recorder.select_events(conversation_uuid(key), limit=1):
+            self.events(name)  # raises UnknownConversation, naming the store
+        rules = resolve(base or self.active_rules()).id, resolve(other).id
+        return rules_diff(forward(self.store, key), *rules, start=start, limit=count)
 
     @reads
     @in_store_terms

@@ -1,18 +1,20 @@
 """A whole conversation read under two rule sets, turn by turn: the notes one sends that the
 other does not, and the page line where it differs (the timeline page's rule-set diff). A page
-of turns at a time: the log is folded once under each rule set, and only the turns asked for
-are read for their notes (each costs the notes' budget, not the transcript).
+of turns at a time: the log is folded once under each rule set up to the turn after the page
+(no further), and only the turns asked for are read for their notes (each costs the notes'
+budget, not the transcript).
 
 Example:
-    turns, count = rules_diff(events, "2026-11-02", "transcript-only", start=0, limit=20)
+    turns, more = rules_diff(events, "2026-11-02", "transcript-only", start=0, limit=20)
     turns[0].dropped  # the notes 2026-11-02 sends at the first turn and transcript-only does not
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from itertools import tee
 
 from domain.events import ConversationEvent
 from projections.page_line import PageCheck, every_page, page_line
@@ -56,23 +58,24 @@ def _missing(notes: Sequence[str], other: Sequence[str]) -> tuple[str, ...]:
 
 
 def rules_diff(
-    events: Sequence[ConversationEvent],
+    events: Iterable[ConversationEvent],
     base: str,
     other: str,
     *,
     start: int = 0,
     limit: int = 20,
     can_see_page: PageCheck = every_page,
-) -> tuple[list[TurnDiff], int]:
+) -> tuple[list[TurnDiff], bool]:
     """Returns the differences of turns `start`…`start + limit - 1` (by their index among the
-    conversation's turns) between rule sets `base` and `other`, and how many turns the
-    conversation has."""
+    conversation's turns) between rule sets `base` and `other`, and whether a turn follows
+    them. `events` is iterated once (each event folded under both rule sets)."""
     one, two = resolve(base), resolve(other)
     found: list[TurnDiff] = []
-    count = 0
-    for first, second in zip(turn_states(events, one), turn_states(events, two), strict=True):
-        count += 1
-        if not start <= first.index < start + limit:
+    here, there = tee(events, 2)  # the two folds advance together: the buffer holds a turn's events at most
+    for first, second in zip(turn_states(here, one), turn_states(there, two), strict=True):
+        if first.index >= start + limit:
+            return found, True
+        if first.index < start:
             continue
         here = [n.text for n in placed_notes(first.state, one, can_see_page)]
         there = [n.text for n in placed_notes(second.state, two, can_see_page)]
@@ -87,4 +90,4 @@ def rules_diff(
                 lines if lines[0] != lines[1] else None,
             )
         )
-    return found, count
+    return found, False

@@ -220,10 +220,10 @@ def ui_router(token: str | None, throttle: Throttle) -> APIRouter:
         active = chatrecord.active_rules()
         chosen = other.value if other else next(r.value for r in Rules if r.value != active)
         try:
-            turns, count = chatrecord.rules_diff(conversation, chosen, start=start)
+            turns, more = chatrecord.rules_diff(conversation, chosen, start=start)
         except UnknownConversation:
             return html(pages.error_page("No such conversation", unknown(conversation)), status=404)
-        return html(pages.rules_diff_page(conversation, active, chosen, turns, count, start))
+        return html(pages.rules_diff_page(conversation, active, chosen, turns, more, start))
 
     @guarded.get("/conversations/{conversation:path}/compare")
     def compare(

@@ -556,10 +556,10 @@ def raw_page(conversation: str, page: RawPage) -> str:
     )
 
 
-def rules_diff_page(conversation: str, base: str, other: str, turns: Sequence[TurnDiff], count: int, start: int) -> str:
+def rules_diff_page(conversation: str, base: str, other: str, turns: Sequence[TurnDiff], more: bool, start: int) -> str:
     """Returns the rule-set diff of a conversation: `turns` (a page of `PAGE_TURNS_SHOWN` from
-    the `start`th of `count`) read under `other` beside `base`, each with the notes added and
-    dropped and the page line where it differs."""
+    the `start`th; `more`: later turns exist) read under `other` beside `base`, each with the
+    notes added and dropped and the page line where it differs."""
     links = Links(conversation, False, base)
     return (
         environment()
@@ -569,10 +569,9 @@ def rules_diff_page(conversation: str, base: str, other: str, turns: Sequence[Tu
             base=base,
             other=other,
             turns=turns,
-            count=count,
             start=start,
             links=links,
-            older=links.rules_diff(other, start + PAGE_TURNS_SHOWN) if start + PAGE_TURNS_SHOWN < count else None,
+            older=links.rules_diff(other, start + PAGE_TURNS_SHOWN) if more else None,
             newer=links.rules_diff(other, max(start - PAGE_TURNS_SHOWN, 0)) if start > 0 else None,
             css=Markup(stylesheet()),
         )

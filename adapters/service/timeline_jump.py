@@ -2,22 +2,30 @@
 `before` of `adapters.service.timeline.timeline_page`: the newest page when its turn is among
 the newest `PAGE_TURNS`, else the page whose newest turn it is) and its anchor there.
 
-`locate` reads the log forward in chunks of `CHUNK` events and stops once `PAGE_TURNS` turns
-started after what it looks for; only a user message's number reads the log to its end (an
-edit may post the number again, and the last one is the one the page shows).
+`locate` reads the stored events forward in chunks of `CHUNK`, each one's topic and its state's
+plain keys only (`PydanticMapper.stored_state`: no text is opened, no event validated), and stops
+once `PAGE_TURNS` turns started after what it looks for; only a user message's number reads the
+log to its end (an edit may post the number again, and the last one is the one the page shows).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+from eventsourcing.utils import get_topic
 
 from adapters.service.timeline import PAGE_TURNS
 from adapters.store.application import ConversationStore
 from domain.errors import ChatrecordError
-from domain.events import ConversationEvent, SegmentReturned, TurnRetried, UserMessagePosted, conversation_uuid
+from domain.events import SegmentReturned, TurnRetried, UserMessagePosted, conversation_uuid
 
-CHUNK = 256
+MESSAGE, RETRY, SEGMENT = get_topic(UserMessagePosted), get_topic(TurnRetried), get_topic(SegmentReturned)
+
+CHUNK = 1000
 """Events read per step."""
 _EVENT = re.compile(r"(?:e|event)\s*(\d+)", re.IGNORECASE)
 _MESSAGE = re.compile(r"(?:m|message|user message)?\s*#?\s*(\d+)", re.IGNORECASE)
@@ -37,18 +45,16 @@ class NotOnTimeline(ChatrecordError):
     """Raised when no user message, segment or event answers what a jump asked for."""
 
 
-def _target(event: ConversationEvent, to: str) -> str | None:
-    """Returns the anchor of `event` when it is what `to` asks for, else None."""
-    version = event.originator_version
+def _target(topic: str, version: int, state: Callable[[], dict[str, Any]], to: str) -> str | None:
+    """Returns the anchor of the event of `topic` at `version` when it is what `to` asks for,
+    else None; `state()` reads its stored state (only where its topic can answer)."""
     if (found := _EVENT.fullmatch(to)) is not None:
         if int(found.group(1)) != version:
             return None
-        return f"message-{event.message}" if isinstance(event, UserMessagePosted) else f"e-{version}"
+        return f"message-{state()['message']}" if topic == MESSAGE else f"e-{version}"
     if (found := _MESSAGE.fullmatch(to)) is not None:
-        return (
-            f"message-{event.message}" if isinstance(event, UserMessagePosted) and event.message == int(found.group(1)) else None
-        )
-    if isinstance(event, SegmentReturned) and event.segment == to:
+        return f"message-{found.group(1)}" if topic == MESSAGE and state()["message"] == int(found.group(1)) else None
+    if topic == SEGMENT and state()["segment"] == to:
         return f"e-{version}"
     return None
 
@@ -59,17 +65,19 @@ def locate(store: ConversationStore, key: str, to: str) -> Location:
     segment's id. Raises NotOnTimeline naming what was asked for."""
     to = to.strip()
     uuid = conversation_uuid(key)
+    mapper = store.mapper
     whole = _EVENT.fullmatch(to) is None and _MESSAGE.fullmatch(to) is not None
     found: Location | None = None
     next_start, later, last = None, 0, 0  # the first turn start after it, and how many started since
     while True:
-        chunk = list(store.events.get(uuid, gt=last, limit=CHUNK))
-        for event in chunk:
-            anchor = _target(event, to)
+        chunk = store.recorder.select_events(uuid, gt=last, limit=CHUNK)
+        for stored in chunk:
+            version = stored.originator_version
+            anchor = _target(stored.topic, version, partial(mapper.stored_state, stored), to)
             if anchor is not None:
-                found, next_start, later = Location(None, anchor, event.originator_version), None, 0
-            elif found is not None and isinstance(event, (UserMessagePosted, TurnRetried)):
-                next_start = next_start or event.originator_version
+                found, next_start, later = Location(None, anchor, version), None, 0
+            elif found is not None and stored.topic in (MESSAGE, RETRY):
+                next_start = next_start or version
                 later += 1
                 if later >= PAGE_TURNS and not whole:
                     return Location(next_start, found.anchor, found.version)

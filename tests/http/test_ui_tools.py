@@ -137,7 +137,7 @@ def test_the_rule_sets_compared_name_each_turns_dropped_notes_and_page_line(clie
     assert [(same, index) for same, index, _ in rows] == [(" same", "0"), ("", "1")]
     assert rows[1][2].count('<li class="note"><del>') == 14
     assert "<del>No page is selected now." in rows[1][2] and "<br>No page is selected.</td>" in rows[1][2]
-    assert "Turns 1–2 of 2" in page
+    assert "Turns 1–2, oldest first" in page
 
 
 def test_two_turns_compared_count_the_messages_appended_and_the_notes_added(client: TestClient) -> None:

@@ -22,9 +22,9 @@ def demo_events():
 
 
 def test_transcript_only_drops_every_note_the_live_rule_set_sends_and_its_page_line(demo_events):
-    turns, count = rules_diff(demo_events, "2026-11-02", "transcript-only")
+    turns, more = rules_diff(demo_events, "2026-11-02", "transcript-only")
 
-    assert count == 2 and [t.message for t in turns] == [1, 3]
+    assert not more and [t.message for t in turns] == [1, 3]
     latest = build_turn_input(demo_events, rules="2026-11-02")
     assert turns[1].dropped == latest.notes and len(turns[1].dropped) == 14
     assert turns[1].added == ()
@@ -33,9 +33,11 @@ def test_transcript_only_drops_every_note_the_live_rule_set_sends_and_its_page_l
 
 
 def test_the_diff_is_read_a_page_of_turns_at_a_time(demo_events):
-    turns, count = rules_diff(demo_events, "2026-11-02", "2026-11-01", start=1, limit=1)
+    first, more = rules_diff(demo_events, "2026-11-02", "2026-11-01", start=0, limit=1)
+    turns, after = rules_diff(demo_events, "2026-11-02", "2026-11-01", start=1, limit=1)
 
-    assert count == 2 and [t.index for t in turns] == [1]
+    assert [t.index for t in first] == [0] and more
+    assert [t.index for t in turns] == [1] and not after
 
 
 def test_before_the_amendment_the_behalten_tour_reads_other_notes_at_the_last_turn():
