@@ -71,8 +71,8 @@ def rules_diff(
     them. `events` is iterated once (each event folded under both rule sets)."""
     one, two = resolve(base), resolve(other)
     found: list[TurnDiff] = []
-    here, there = tee(events, 2)  # the two folds advance together: the buffer holds a turn's events at most
-    for first, second in zip(turn_states(here, one), turn_states(there, two), strict=True):
+    read_one, read_two = tee(events, 2)  # the two folds advance together: the buffer holds a turn's events at most
+    for first, second in zip(turn_states(read_one, one), turn_states(read_two, two), strict=True):
         if first.index >= start + limit:
             return found, True
         if first.index < start:
