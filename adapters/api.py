@@ -538,9 +538,12 @@ class Chatrecord:
         return self._reads.conversations(limit, cursor, since, until=until, owner=owner, search=search, status=status)
 
     @reads
-    def export(self, conversation: str, upto: int | None = None, *, after: str | None = None) -> Export:
-        """Returns the conversation as the chat's JSON Lines objects; see `ConversationReads.export`."""
-        return self._reads.export(conversation, upto)
+    def export(
+        self, conversation: str, upto: int | None = None, *, with_reproductions: bool = False, after: str | None = None
+    ) -> Export:
+        """Returns the conversation as the chat's JSON Lines objects (and its reproduction
+        records if asked); see `ConversationReads.export`."""
+        return self._reads.export(conversation, upto, with_reproductions)
 
     @reads
     def active_rules(self, *, after: str | None = None) -> str:

@@ -1,18 +1,11 @@
 """The read models as rows: one event changes a bounded number of rows.
 
-A conversation's `Summary` (`projections.row_head`) is its bounded bookkeeping; everything that
-grows with the history lives in rows behind the `Rows` view: run record entries (the newest
-`RuleSet.record_entries` kept; an older one is deleted when it falls out), card outcomes,
-transcript messages, page changes and turns. `apply_to_rows(rows, summary, event, rules)`
-applies one event through the view's small methods and returns the new summary; it reads rows
-only by key (a segment, a transcript index, a user message number), so its cost does not
-depend on the history.
-
-The rules themselves are the folded read models' own functions (`run_record.new_entry`,
-`run_record.decided`, `card_outcomes.approval_outcomes`, `transcript.answered`, …), so the rows
-and a fresh fold of the log (`projections.turn.apply`) cannot read an event differently; a
-property test holds them equal.
-"""
+A conversation's `Summary` (`projections.summary_rows`) is its bounded bookkeeping. What grows with
+the history lives in rows behind `Rows`: run record entries, card outcomes, transcript messages,
+page changes and turns. The run record keeps `RuleSet.record_entries`. `apply_to_rows(rows, summary,
+event, rules)` applies one event and returns the new summary. It reads rows only by key, so its cost
+does not depend on the history. Its rules are the folded read models' own functions; a property test
+holds the two equal."""
 
 from __future__ import annotations
 
@@ -92,10 +85,8 @@ def apply_to_rows(rows: Rows, summary: Summary, event: ConversationEvent, rules:
 
 
 def segment_failed(event: SegmentReturned, follow: LastDecision | None, rules: RuleSet) -> bool:
-    """Whether a segment counts as failed in the list's status (`Summary.failed`): its outcome is
-    neither completed nor waiting for a card or a question, or a call of it is read as failed
-    (`projections.steps.read_segment`, read only where a step was in error), as the overview
-    paints a segment `bad`."""
+    """Returns True when a segment counts as failed (`Summary.failed`), as the overview paints it
+    `bad`. That is: its outcome is neither completed nor waiting, or a call of it is read as failed."""
     if event.outcome not in ("completed", "awaiting_approval", "awaiting_input"):
         return True
     if not any(step.tool_is_error for step in event.steps):
@@ -108,8 +99,8 @@ def segment_failed(event: SegmentReturned, follow: LastDecision | None, rules: R
 
 
 def _update_entry(rows: Rows, summary: Summary, segment: str, **changes: object) -> Summary:
-    """Updates the kept entry of `segment`; returns the summary, no longer `turn_intact` where
-    the latest turn saw that entry."""
+    """Updates the kept entry of `segment`; returns the summary, no longer `turn_intact` if the latest
+    turn saw it."""
     entry = rows.entry(segment)
     if entry is None:
         return summary
@@ -190,8 +181,8 @@ def _replace_transcript(rows: Rows, summary: Summary, messages: tuple[Message, .
 
 @singledispatch
 def _apply(event: ConversationEvent, summary: Summary, rows: Rows, rules: RuleSet) -> Summary:
-    """Applies `event` to the rows; returns `summary` itself when the event leaves it as it is,
-    else a copy made by `_changed` for this event alone (`apply_to_rows` completes it in place)."""
+    """Applies `event` to the rows and returns the summary. It returns `summary` itself when unchanged,
+    else a copy for this event alone."""
     return summary
 
 

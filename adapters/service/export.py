@@ -183,6 +183,14 @@ class Export:
     """None; or, where the store keeps a hash chain that does not verify, where it breaks
     ("version N (changed): ..."): the lines hold the events as the store holds them now, a
     changed one among them, and a store they are ingested into chains them anew."""
+    reproductions: tuple[dict[str, Any], ...] = ()
+    """The reproduction records of its kept reproductions where asked for
+    (`adapters.ingest.reproduction_line`), written after its lines."""
+
+    def records(self) -> tuple[dict[str, Any], ...]:
+        """Returns what an export writes, one JSON object a line: the lines, then the
+        reproduction records."""
+        return self.lines + self.reproductions
 
 
 class NoSuchMessage(ChatrecordError):

@@ -1,6 +1,4 @@
-"""The store's factory (`SQLiteFactory`): the library's SQLite persistence with chatrecord's recorder,
-datastore and data keys, and the texts that say what a driver's error means.
-"""
+"""The store's factory (`SQLiteFactory`) and the texts that say what a driver's error means."""
 
 from __future__ import annotations
 
@@ -40,9 +38,8 @@ _SQLITE_CANNOT_USE = {
 
 
 class SQLiteFactory(StoreFactory, es_sqlite.SQLiteFactory):
-    """The library's SQLite persistence with a `WaitingSQLiteDatastore`, the hash chain and
-    the data keys in the same file; it hands out the file's history index, views and
-    idempotency keys."""
+    """The library's SQLite persistence with a `WaitingSQLiteDatastore`, the hash chain and the data
+    keys. It hands out the file's history index, views and idempotency keys."""
 
     application_recorder_class = ChainedSQLiteRecorder
     driver_errors = (sqlite3.Error,)
