@@ -50,8 +50,10 @@ from adapters.service.erase import Erasure
 from adapters.service.export import Export, NoSuchMessage
 from adapters.service.idempotent import FirstRun, KeyInFlight, KeyReused, Replayed, Result
 from adapters.service.line_writes import LineWrites
+from adapters.service.log_forward import forward
 from adapters.service.master_key import NEW_MASTER_KEY_VARIABLE, KeyChange
 from adapters.service.overviews import Overviews
+from adapters.service.raw_events import RAW_PAGE, RawPage, page_start, raw_page
 from adapters.service.record_lines import IngestReport, Recorded, VersionMismatch
 from adapters.service.replay import (
     DEMO_CONVERSATION,
@@ -103,6 +105,7 @@ from adapters.service.timeline import (
     turn_at,
     turn_view,
 )
+from adapters.service.timeline_jump import Location, NotOnTimeline, locate
 from adapters.store.application import ConversationStore
 from adapters.store.commands import HandleResult
 from adapters.store.idempotency import MAX_KEY, body_hash
@@ -112,12 +115,14 @@ from adapters.views.readmodels import ReadModels
 from adapters.views.rebuild import MOST_WORKERS, RebuildInterrupted, RebuildReport
 from adapters.views.rule_diff import ConversationDiff
 from adapters.views.verify_rows import RowsVerdict
-from domain.events import ConversationEvent
+from domain.events import ConversationEvent, conversation_uuid
 from projections.activity import SegmentActivity
 from projections.overview import Overview
 from projections.page_line import PageCheck, every_page
 from projections.rules import resolve
+from projections.rules_diff import TurnDiff, rules_diff
 from projections.turn import TurnInput, build_turn_input
+from projections.turn_compare import Compared, TurnMissing, compare_turns
 from projections.turn_notes import PlacedNote, TurnNotes, apply_notes
 
 if TYPE_CHECKING:
@@ -146,6 +151,7 @@ __all__ += [
     "Reproduction",
     "StreamChains",
 ]  # issue 40
+__all__ += ["RAW_PAGE", "Compared", "Location", "NotOnTimeline", "RawPage", "TurnDiff", "TurnMissing", "page_start"]
 
 
 class Chatrecord:
@@ -366,6 +372,65 @@ class Chatrecord:
         Under the live rule set it draws the overview read model (`views.overview_rows`). Under another
         rule set, or without overview tables, it draws the kept fold's points (`overview`)."""
         return self._overviews.drawn(conversation_argument("overview", conversation), draw, rules)
+
+    @reads
+    @in_store_terms
+    def locate(self, conversation: str, to: str, *, after: str | None = None) -> Location:
+        """Returns where `to` (a user message's number, `e12` for an event's version, or a
+        segment's id) is on the conversation's timeline: the page and the anchor there
+        (`adapters.service.timeline_jump`). Raises UnknownConversation, NotOnTimeline."""
+        name = conversation_argument("locate", conversation)
+        key = self._stored_id(name)
+        if not self.store.recorder.select_events(conversation_uuid(key), limit=1):
+            self.events(name)  # raises UnknownConversation, naming the store
+        return locate(self.store, key, to)
+
+    @reads
+    @in_store_terms
+    def raw_events(self, conversation: str, first: int = 1, *, after: str | None = None) -> RawPage:
+        """Returns the page of the conversation's events as stored, with their chain links,
+        that holds version `first` (`adapters.service.raw_events`; RAW_PAGE events a page).
+        Raises UnknownConversation."""
+        name = conversation_argument("raw_events", conversation)
+        page = raw_page(self.store, self._stored_id(name), page_start(first))
+        if page.last == 0:
+            self.events(name)  # raises UnknownConversation, naming the store
+        return page
+
+    @reads
+    @in_store_terms
+    def rules_diff(
+        self,
+        conversation: str,
+        other: str,
+        base: str | None = None,
+        start: int = 0,
+        count: int = PAGE_TURNS,
+        *,
+        after: str | None = None,
+    ) -> tuple[list[TurnDiff], bool]:
+        """Returns the turns `start`…`start + count - 1` of the conversation read under rule set
+        `other` beside `base` (default: the live rule set), each with the notes added and
+        dropped and the page line where it differs, and whether a later turn exists
+        (`projections.rules_diff`; the log read forward up to the turn after them). Raises
+        UnknownConversation."""
+        name = conversation_argument("rules_diff", conversation)
+        key = self._stored_id(name)
+        if not self.store.recorder.select_events(conversation_uuid(key), limit=1):
+            self.events(name)  # raises UnknownConversation, naming the store
+        rules = resolve(base or self.active_rules()).id, resolve(other).id
+        return rules_diff(forward(self.store, key), *rules, start=start, limit=count)
+
+    @reads
+    @in_store_terms
+    def compare_turns(
+        self, conversation: str, first: int, second: int, rules: str | None = None, *, after: str | None = None
+    ) -> Compared:
+        """Returns the turn of user message `second` as what changed since the turn of `first`,
+        under `rules` (default: the live rule set; `projections.turn_compare`). Raises
+        UnknownConversation, TurnMissing."""
+        events = self.events(conversation_argument("compare_turns", conversation))
+        return compare_turns(events, resolve(rules or self.active_rules()).id, first, second)
 
     @cached_property
     def _overviews(self) -> Overviews:

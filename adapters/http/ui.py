@@ -14,11 +14,23 @@ import math
 from typing import Annotated, Any
 from urllib.parse import parse_qs, quote, urlencode
 
+import orjson
 from fastapi import APIRouter, Depends, FastAPI, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from adapters import pages
-from adapters.api import STATUSES, BadCursor, BadFilter, Chatrecord, Report, Reproduction, TurnNotFound, parse_at
+from adapters.api import (
+    STATUSES,
+    BadCursor,
+    BadFilter,
+    Chatrecord,
+    NotOnTimeline,
+    Report,
+    Reproduction,
+    TurnMissing,
+    TurnNotFound,
+    parse_at,
+)
 from adapters.http.bearer import bearer_of, check_bearer, client_of
 from adapters.http.problems import Problem
 from adapters.http.sessions import SESSION_SECONDS, Sessions, Throttle
@@ -176,6 +188,82 @@ def ui_router(token: str | None, throttle: Throttle) -> APIRouter:
             },
         )
 
+    @guarded.get("/conversations/{conversation:path}/events")
+    def raw_events(
+        chatrecord: Service, conversation: str, first: Annotated[int, Query(alias="from", ge=1, le=2147483647)] = 1
+    ) -> Response:
+        """The conversation's events as stored (ciphertexts as sealed), each with its chain
+        link, a page of versions at a time (`adapters.service.raw_events`)."""
+        try:
+            page = chatrecord.raw_events(conversation, first)
+        except UnknownConversation:
+            return html(pages.error_page("No such conversation", unknown(conversation)), status=404)
+        return html(pages.raw_page(conversation, page))
+
+    @guarded.get("/conversations/{conversation:path}/rules")
+    def rules_diff(
+        chatrecord: Service,
+        conversation: str,
+        other: Annotated[Rules | None, Query()] = None,
+        start: Annotated[int, Query(ge=0, le=2147483647)] = 0,
+    ) -> Response:
+        """The conversation read under another rule set beside the live one, turn by turn:
+        notes added and dropped, the page line where it differs; a page of turns at a time."""
+        active = chatrecord.active_rules()
+        chosen = other.value if other else next(r.value for r in Rules if r.value != active)
+        try:
+            turns, more = chatrecord.rules_diff(conversation, chosen, start=start)
+        except UnknownConversation:
+            return html(pages.error_page("No such conversation", unknown(conversation)), status=404)
+        return html(pages.rules_diff_page(conversation, active, chosen, turns, more, start))
+
+    @guarded.get("/conversations/{conversation:path}/compare")
+    def compare(
+        chatrecord: Service,
+        conversation: str,
+        first: Annotated[int, Query(ge=1, le=2147483647)],
+        second: Annotated[int, Query(ge=1, le=2147483647)],
+        rules: Annotated[Rules | None, Query()] = None,
+    ) -> Response:
+        """The turn of user message `second` as what changed since the turn of `first`."""
+        try:
+            compared = chatrecord.compare_turns(conversation, first, second, rules.value if rules else None)
+        except UnknownConversation:
+            return html(pages.error_page("No such conversation", unknown(conversation)), status=404)
+        except TurnMissing as error:
+            return html(pages.error_page("No such turn", str(error)), status=404)
+        return html(pages.compare_page(conversation, rules.value if rules else chatrecord.active_rules(), compared))
+
+    def download(body: bytes, media_type: str, name: str) -> Response:
+        return Response(
+            body,
+            media_type=media_type,
+            headers={
+                "Content-Disposition": f'inline; filename="{name}"',
+                "X-Content-Type-Options": "nosniff",
+                "Cache-Control": "no-store",
+                "Content-Security-Policy": "default-src 'none'",
+            },
+        )
+
+    @guarded.get("/conversations/{conversation:path}/audit.json")
+    def audit_file(chatrecord: Service, conversation: str) -> Response:
+        """`chatrecord audit --json` of the conversation (as `GET /v1/…/audit`), for a browser's session."""
+        done = chatrecord.audit(conversation, chain=True)
+        return download(orjson.dumps(done.to_json()), "application/json", "audit.json")
+
+    @guarded.get("/conversations/{conversation:path}/export.jsonl")
+    def export_file(chatrecord: Service, conversation: str) -> Response:
+        """The conversation as the chat's JSON Lines (as `GET /v1/…/export`), for a browser's
+        session: sent as text, so that a browser shows it rather than saving it."""
+        done = chatrecord.export(conversation)
+        return download(b"".join(orjson.dumps(line) + b"\n" for line in done.lines), "text/plain; charset=utf-8", "export.jsonl")
+
+    @guarded.get("/conversations/{conversation:path}/trace.json")
+    def trace_file(chatrecord: Service, conversation: str) -> Response:
+        """The conversation's trace as OTLP/JSON (`chatrecord traces --json`), without texts."""
+        return download(chatrecord.trace_json(conversation).encode(), "application/json", "trace.json")
+
     @guarded.get("/conversations/{conversation:path}/chain")
     def chain(chatrecord: Service, conversation: str, full: Annotated[bool, Query()] = False) -> Response:
         verdict = chatrecord.chain(conversation, full=full)
@@ -189,7 +277,17 @@ def ui_router(token: str | None, throttle: Throttle) -> APIRouter:
         rules: Annotated[Rules | None, Query()] = None,
         before: Annotated[int | None, Query(ge=2, le=2147483647)] = None,
         full: Annotated[bool, Query()] = False,
+        jump: Annotated[str | None, Query(max_length=300)] = None,
     ) -> Response:
+        if jump is not None and jump.strip():  # the jump box: to the page that shows it, at its anchor
+            try:
+                found = chatrecord.locate(conversation, jump)
+            except UnknownConversation:
+                return html(pages.error_page("No such conversation", unknown(conversation)), status=404)
+            except NotOnTimeline as error:
+                return html(pages.error_page("Not in this conversation", str(error)), status=404)
+            older = "?" + urlencode({"before": found.before}) if found.before is not None else ""
+            return RedirectResponse(f"/ui/conversations/{quote(conversation, safe='')}{older}#{found.anchor}", status_code=303)
         try:
             page = chatrecord.timeline(conversation, before=before)
             selected = chatrecord.turn_view(conversation, turn, rules.value if rules else None) if turn is not None else None
@@ -203,11 +301,12 @@ def ui_router(token: str | None, throttle: Throttle) -> APIRouter:
         latest = next((t.number for t in page.turns if t.kind != "start"), None) if before is None else None
         verdict = chatrecord.chain(conversation, full=full)  # shown whole in the page: what it checked, when, by what
         runs = reproduction_runs(chatrecord.reproductions(conversation))  # chatrecord reproduce: a line per run
+        drawn = chatrecord.overview_drawn(conversation, pages.overview_linked)  # inline: its marks link, its titles show
         text = pages.conversation_page(
             page,
             static=False,
             chain=verdict,
-            overview=None,
+            overview=drawn,
             selected=selected,
             next_call=next_call,
             latest_message=latest,

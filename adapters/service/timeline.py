@@ -18,6 +18,7 @@ from domain.events import (
     ConversationEvent,
     ConversationStarted,
     MessageEdited,
+    SegmentReturned,
     TurnRetried,
     UserMessagePosted,
     conversation_uuid,
@@ -30,6 +31,7 @@ from projections.audit import AuditRow
 from projections.page_line import PageCheck, every_page
 from projections.rules import resolve
 from projections.turn import TurnInput, build_turn_input, starts_turn
+from projections.usage import tool_times
 
 PAGE_TURNS = 20
 """Turns on one page of the timeline."""
@@ -46,11 +48,27 @@ class UserText:
 
 
 @dataclass(frozen=True)
+class SegmentDetail:
+    """What the timeline shows of a segment beyond its audit row: the assistant's `answer` as
+    stored (None: it gave none; erased: the conversation's texts were erased) and its tool
+    calls in order, each as its tool and the duration its step stated in ms."""
+
+    answer: UserText | None
+    tools: tuple[tuple[str, float], ...]
+
+
+def segment_detail(event: SegmentReturned) -> SegmentDetail:
+    """Returns the timeline's detail of the segment `event` (`SegmentDetail`)."""
+    answer = None if event.answer is None else UserText(event.answer, event.answer == ERASED)
+    return SegmentDetail(answer, tool_times(event))
+
+
+@dataclass(frozen=True)
 class TimelineTurn:
     """One turn of the timeline. `message`: the user message or retry that started it, with time, text and
     page. `page_before`: the page before, None when unchanged. `rows`: the audit rows of its events, in
-    order. `activity`: the activity entries per segment id. Turn 0 holds the events before the first user
-    message."""
+    order. `activity`: the activity entries per segment id. `details`: each segment's answer and tool-call
+    durations, per segment id. Turn 0 holds the events before the first user message."""
 
     number: int
     version: int
@@ -61,6 +79,7 @@ class TimelineTurn:
     page_before: int | None = None
     rows: tuple[AuditRow, ...] = ()
     activity: dict[str, tuple[ActivityEntry, ...]] = field(default_factory=dict)
+    details: dict[str, SegmentDetail] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -125,8 +144,11 @@ def timeline_page(
     end = before if before is not None else last_version + 1
     state, acts = audit.fold(audit.initial(), events, rule_set), activity.initial()
     starts: list[tuple[int, ConversationEvent]] = []  # (version, event) of each turn start in the tail
+    details: dict[str, SegmentDetail] = {}
     for event in events:
         acts = activity.apply(acts, event, rule_set)
+        if isinstance(event, SegmentReturned) and event.originator_version < end:
+            details[event.segment] = segment_detail(event)
         if _turn_start(event) is not None or isinstance(event, ConversationStarted):
             starts.append((event.originator_version, event))
     segments = {s.segment: s.entries for s in acts.segments}
@@ -144,17 +166,24 @@ def timeline_page(
     for (version, event), upto in zip(page_starts, bounds[1:], strict=True):
         turn_rows = tuple(r for r in rows if version <= r.version < upto)
         acts_of = {r.facts["segment"]: segments.get(r.facts["segment"], ()) for r in turn_rows if r.kind == "segment"}
+        detail_of = {s: details[s] for s in acts_of if s in details}
         if isinstance(event, UserMessagePosted):
             text = UserText(event.text, event.text == ERASED)
             changed = previous_page if previous_page is not None and previous_page != event.page else None
             result.append(
-                TimelineTurn(event.message, version, event.timestamp, "message", text, event.page, changed, turn_rows, acts_of)
+                TimelineTurn(
+                    event.message, version, event.timestamp, "message", text, event.page, changed, turn_rows, acts_of, detail_of
+                )
             )
             previous_page = event.page
         elif isinstance(event, TurnRetried):
-            result.append(TimelineTurn(event.message, version, event.timestamp, "retry", rows=turn_rows, activity=acts_of))
+            result.append(
+                TimelineTurn(
+                    event.message, version, event.timestamp, "retry", rows=turn_rows, activity=acts_of, details=detail_of
+                )
+            )
         else:
-            result.append(TimelineTurn(0, version, event.timestamp, "start", rows=turn_rows, activity=acts_of))
+            result.append(TimelineTurn(0, version, event.timestamp, "start", rows=turn_rows, activity=acts_of, details=detail_of))
     return TimelinePage(
         name, rule_set.id, last_version, tuple(reversed(result)), first_shown if older and first_shown > 1 else None
     )

@@ -87,6 +87,21 @@ class PydanticMapper(Mapper[UUID]):
             state=stored_state,
         )
 
+    def stored_state(self, stored_event: StoredEvent) -> dict[str, Any]:
+        """Returns the state of `stored_event` as stored, decoded but neither opened (its free
+        texts stay sealed), upcast nor validated: for a scan that reads only a few plain keys.
+        Raises MapperDeserialisationError when the bytes cannot be decoded."""
+        stored_state = stored_event.state
+        try:
+            if self.cipher:
+                stored_state = self.cipher.decrypt(stored_state)
+            if self.compressor:
+                stored_state = self.compressor.decompress(stored_state)
+            state: dict[str, Any] = self.transcoder.decode(stored_state)
+        except Exception as e:
+            raise unreadable(stored_event, str(e)) from e
+        return state
+
     def to_domain_event(self, stored_event: StoredEvent) -> Any:
         """Returns the domain event of `stored_event`, upcast to its class's current version. Raises
         MapperDeserialisationError when the bytes cannot be decoded or the state is newer than this
