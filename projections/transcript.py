@@ -169,6 +169,12 @@ def apply(state: Transcript, event: ConversationEvent, rules: RuleSet | str) -> 
     return after
 
 
+def reading(rules: RuleSet) -> bool:
+    """Returns what of `rules` the transcript's fold reads (whether it disarms labels): rule
+    sets with the same reading fold the same transcript from the same one."""
+    return rules.notes
+
+
 def disarms(event: ConversationEvent, rules: RuleSet) -> bool:
     """Returns True when `event` brings a label's opening into the transcript under a rule set
     with notes: then the messages it adds or changes are disarmed."""
