@@ -27,10 +27,9 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
-import openai
 import orjson
 
 from adapters.backends import backend_of
@@ -53,6 +52,9 @@ from domain.events import conversation_uuid
 from projections.answer_judge import RUBRIC, Verdict, Writes, judge_messages, read_model_verdict, writes_of
 from projections.answer_judge import judge as rules_judge
 from projections.turn import iso
+
+if TYPE_CHECKING:  # openai is imported by the calls that use it: every command imports this module
+    import openai
 
 MODEL_URL = "CHATRECORD_MODEL_URL"
 MODEL_NAME = "CHATRECORD_MODEL"
@@ -287,6 +289,8 @@ def reproduction_rows(store: ConversationStore, *, create: bool = True) -> Repro
 
 def model_error(error: Exception, settings: ModelSettings) -> str:
     """Returns the one line that says what went wrong with the endpoint."""
+    import openai
+
     where = f"the model endpoint {shown_url(settings.url)}"
     if isinstance(error, openai.APITimeoutError):
         return f"{where} did not answer within {settings.timeout:g} s (after {settings.retries} retries); raise --timeout or check the server"
@@ -359,6 +363,8 @@ def reproduce(
     is the replay use case on the store. Raises ModelNotSet, UnknownConversation, TurnNotFound, UnknownRuleSet,
     ConversationErased for an erased conversation, ModelUnusable (after keeping the answers completed
     before it) for an endpoint that fails."""
+    import openai  # here: only reproduce loads it
+
     if not 1 <= n <= MOST_ANSWERS:
         raise ValueError(f"-n must be between 1 and {MOST_ANSWERS}")
     settings = model or ModelSettings.from_env(judge=judge)
