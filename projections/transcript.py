@@ -163,15 +163,22 @@ def apply(state: Transcript, event: ConversationEvent, rules: RuleSet | str) -> 
     """Returns the transcript after `event`. Under a rule set with notes, a label's opening
     that a user or an answer wrote, or one that reads as it, is disarmed (see
     `projections.label_guard`)."""
+    return applied(state, event, disarms(event, resolve(rules)))
+
+
+def applied(state: Transcript, event: ConversationEvent, disarmed: bool) -> Transcript:
+    """Returns the transcript after `event`, the messages it adds or changes disarmed when
+    `disarmed`: `apply` under a rule set for which `disarms(event, rules)` is `disarmed`, so
+    rule sets folded side by side share one transcript until an event is disarmed under one of
+    them only."""
     after = _APPLY(event, state)
-    if disarms(event, resolve(rules)):
+    if disarmed:
         return _replaced(after, tuple(m.model_copy(update={"text": disarm(m.text)}) for m in after.messages))
     return after
 
 
 def reading(rules: RuleSet) -> bool:
-    """Returns what of `rules` the transcript's fold reads (whether it disarms labels): rule
-    sets with the same reading fold the same transcript from the same one."""
+    """Returns what of `rules` `disarms` reads (whether the rule set has notes)."""
     return rules.notes
 
 

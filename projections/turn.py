@@ -78,30 +78,42 @@ def apply(state: TurnState, event: ConversationEvent, rules: RuleSet | str, skim
 def apply_each(
     states: Sequence[TurnState], event: ConversationEvent, rule_sets: Sequence[RuleSet], skims: Sequence[frozenset[str]]
 ) -> list[TurnState]:
-    """Returns `[apply(states[i], event, rule_sets[i], skims[i]) for each i]`, folding the
-    transcript and the view context once where several states hold the same one and their rule
-    sets read it alike (`transcript.reading`, `view_context.reading`): the same states, with
+    """Returns `[apply(states[i], event, rule_sets[i], skims[i]) for each i]`, folding once
+    where several states hold the same read model and `event` changes it alike under their rule
+    sets: the run record where they read `event` alike (`run_record.reading`: all but a returned
+    segment), the transcript where `event` is disarmed alike (`transcript.applied`), the card
+    outcomes where `event` does not read the rule set (`card_outcomes.reads_rules`), the view
+    context where the rule sets read it alike (`view_context.reading`). The same states, with
     less work for rule sets folded side by side."""
     transcripts: dict[tuple[bool, int], Transcript] = {}
     views: dict[tuple[bool, int], ViewContext] = {}
+    disarmed: dict[bool, bool] = {}  # by the part of a rule set `transcript.disarms` reads
+    outcomes: dict[tuple[str | None, int], CardOutcomes] = {}
     after = []
+    records: dict[tuple[tuple[str, int | str] | None, int], RunRecord] = {}
     for state, rules, skim in zip(states, rule_sets, skims, strict=True):
-        if skim and isinstance(event, SegmentReturned) and event.segment in skim:
-            record = run_record.returned(state.record, event, rules, skim=True)
-        else:
-            record = run_record.apply(state.record, event, rules)
-        key = (transcript.reading(rules), id(state.transcript))
+        skimmed = bool(skim) and isinstance(event, SegmentReturned) and event.segment in skim
+        made = (run_record.reading(event, rules, skimmed), id(state.record))
+        if made not in records:
+            if skimmed:
+                assert isinstance(event, SegmentReturned)
+                records[made] = run_record.returned(state.record, event, rules, skim=True)
+            else:
+                records[made] = run_record.apply(state.record, event, rules)
+        record = records[made]
+        reads = transcript.reading(rules)
+        if reads not in disarmed:
+            disarmed[reads] = transcript.disarms(event, rules)
+        key = (disarmed[reads], id(state.transcript))
         if key not in transcripts:
-            transcripts[key] = transcript.apply(state.transcript, event, rules)
+            transcripts[key] = transcript.applied(state.transcript, event, disarmed[reads])
         seen = (view_context.reading(rules), id(state.view))
         if seen not in views:
             views[seen] = view_context.apply(state.view, event, rules)
-        fields = {
-            "transcript": transcripts[key],
-            "record": record,
-            "outcomes": card_outcomes.apply(state.outcomes, event, rules),
-            "view": views[seen],
-        }
+        read = (rules.id if card_outcomes.reads_rules(state.outcomes, event) else None, id(state.outcomes))
+        if read not in outcomes:
+            outcomes[read] = card_outcomes.apply(state.outcomes, event, rules)
+        fields = {"transcript": transcripts[key], "record": record, "outcomes": outcomes[read], "view": views[seen]}
         after.append(assembled(TurnState, fields, set(fields)))
     return after
 

@@ -142,3 +142,15 @@ def test_the_newest_inputs_folded_side_by_side_are_those_each_rule_set_replays(l
     for rules in RULE_SET_IDS:
         alone = replay_turns(chat.events, rules)[-count:] if count else []
         assert [t.to_json() for t in side_by_side[rules]] == [t.to_json() for t in alone], rules
+
+
+def test_the_newest_inputs_are_those_replayed_where_older_entries_fall_out_of_the_record():
+    episodes = [("cards", True, [("Übernehmen", 1, True)]), ("question", False)] + [("plain", i % 3 == 0) for i in range(220)]
+    chat = tell(0, episodes)
+
+    side_by_side = newest_inputs(chat.events, RULE_SET_IDS, 3)
+
+    for rules in RULE_SET_IDS:
+        alone = replay_turns(chat.events, rules)[-3:]
+        assert [t.to_json() for t in side_by_side[rules]] == [t.to_json() for t in alone], rules
+        assert len(side_by_side[rules][-1].record) == 200  # the record is full: older entries fell out
