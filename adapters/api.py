@@ -315,8 +315,7 @@ class Chatrecord:
         and closes it again."""
         store = open_store()
         try:
-            factory = getattr(store, "factory", None)
-            return factory.upkeep_warning() if isinstance(factory, StoreFactory) else None
+            return store.factory.upkeep_warning() if isinstance(store.factory, StoreFactory) else None
         finally:
             store.close()
 
@@ -375,7 +374,7 @@ class Chatrecord:
         set): one point per message, segment, decision, card left undecided, edit, cut, erasure.
         The first request in this process folds the whole log; the fold is kept per
         (conversation, rule set), and a later request folds only the events appended since (one
-        read of the log's head when there are none). Raises UnknownConversation."""
+        read of the newest event when there are none). Raises UnknownConversation."""
         return self._overviews.points(conversation_argument("overview", conversation), rules)
 
     @reads
@@ -475,9 +474,12 @@ class Chatrecord:
         return self._reads.conversations(limit, cursor, since, until=until, owner=owner, search=search, status=status)
 
     @reads
-    def export(self, conversation: str, upto: int | None = None, *, after: str | None = None) -> Export:
-        """Returns the conversation as the chat's JSON Lines objects; see `ConversationReads.export`."""
-        return self._reads.export(conversation, upto)
+    def export(
+        self, conversation: str, upto: int | None = None, *, with_reproductions: bool = False, after: str | None = None
+    ) -> Export:
+        """Returns the conversation as the chat's JSON Lines objects (and its reproduction
+        records if asked); see `ConversationReads.export`."""
+        return self._reads.export(conversation, upto, with_reproductions)
 
     @reads
     def active_rules(self, *, after: str | None = None) -> str:

@@ -1,11 +1,7 @@
-"""The turn input: for a model call started by a user message, exactly the messages the model
-is sent (docs/spec-map.md, D15), and the read models as that turn saw them.
-
-`messages`: a system message holding the page line, then the transcript with the notes placed
-in it. An `alt_text` conversation and the `transcript-only` rule set get no notes. One pass over
-the events (`replay_turns`) folds every read model incrementally; building one turn's input
-from the folded state costs what the notes' budget allows, not what the history holds.
-"""
+"""The turn input: exactly the messages a model call is sent (spec D15), and the read models it saw.
+`messages`: a system message with the page line, then the transcript with the notes placed. An
+`alt_text` conversation and the `transcript-only` rule set get no notes. `replay_turns` folds every
+read model in one pass. One turn's input costs the notes' budget, not the history."""
 
 from __future__ import annotations
 
@@ -59,8 +55,8 @@ def initial() -> TurnState:
 
 
 def apply(state: TurnState, event: ConversationEvent, rules: RuleSet | str, skim: frozenset[str] = frozenset()) -> TurnState:
-    """Returns the state after `event`: every read model folded under `rules`; the run record
-    entry of a segment in `skim` made without reading its steps (`run_record.returned`)."""
+    """Returns the state after `event`, every read model folded under `rules`. Segments in `skim` get
+    entries made without reading their steps."""
     rules = resolve(rules)
     if skim and isinstance(event, SegmentReturned) and event.segment in skim:
         record = run_record.returned(state.record, event, rules, skim=True)
@@ -120,9 +116,9 @@ def apply_each(
 
 @dataclass(frozen=True)
 class TurnInput:
-    """What one model call is sent, and the read models as it saw them. `message` is the user
-    message number that started it; `at` its time (UTC); `system` the system message's text;
-    `messages` the transcript with the notes placed; `notes` the notes in order of appearance."""
+    """What one model call is sent, and the read models as it saw them. `message`: the user message
+    that started it. `at`: its time (UTC). `system`: the system text. `messages`: the transcript
+    with notes placed. `notes`: the notes in order of appearance."""
 
     message: int
     at: datetime
@@ -165,9 +161,8 @@ def turn_input(
     can_see_page: PageCheck = every_page,
     note: NoteOf = note_of,
 ) -> TurnInput:
-    """Returns the turn input of user message `message` at `at` from a folded `state`; `note`
-    renders each run record entry's and card outcome's note (`projections.notes.NoteOf`: a
-    caller may pass one that keeps the notes it rendered, as the turn read does)."""
+    """Returns the turn input of user message `message` at `at` from a folded `state`. `note` renders
+    each note (`projections.notes.NoteOf`); a caller may pass a caching one."""
     rules = resolve(rules)
     messages = state.transcript.messages
     notes: tuple[str, ...] = ()
@@ -187,8 +182,8 @@ def turn_input(
 
 
 def starts_turn(event: ConversationEvent, edited: int | None) -> int | None:
-    """Returns the user message number whose model call `event` starts, else None: a typed
-    message, a retry, or the cut after an edit (the edited message runs again)."""
+    """Returns the user message number whose model call `event` starts, else None. A typed message, a
+    retry or an edit's cut starts one."""
     if isinstance(event, (UserMessagePosted, TurnRetried)):
         return event.message
     if isinstance(event, TurnsTruncated) and edited == event.after_message:
@@ -199,9 +194,7 @@ def starts_turn(event: ConversationEvent, edited: int | None) -> int | None:
 def _turns(
     events: Iterable[ConversationEvent], rules: RuleSet, skim: frozenset[str] = frozenset()
 ) -> Iterator[tuple[TurnState, int, datetime]]:
-    """Yields (state, user message number, time) for each model call the events start, with the
-    read models as that call saw them: one pass over the events (the entries of `skim` made
-    without their reading: `apply`)."""
+    """Yields (state, user message number, time) for each model call the events start, in one pass."""
     state, edited = initial(), None
     for event in events:
         state = apply(state, event, rules, skim)
@@ -228,10 +221,9 @@ def turns_of(
     rules: RuleSet | str = DEFAULT_RULE_SET,
     can_see_page: PageCheck = every_page,
 ) -> tuple[list[TurnInput], TurnInput | None, list[int]]:
-    """Returns the inputs of the turns user message `message` started (its model call, and any
-    retry or edit of it, each as it saw it), the input of the latest turn (None when no event
-    starts one) and the user message number of every turn, in order: what `replay --at`
-    shows and checks. One pass over the events; only those turns' inputs are built."""
+    """Returns the inputs of the turns user message `message` started, the latest turn's input, and all
+    turn numbers. The latest is None when no event starts a turn. This is what `replay --at` shows.
+    One pass; only those turns' inputs are built."""
     rules = resolve(rules)
     events = events if isinstance(events, Sequence) else list(events)
     picked: list[TurnInput] = []
@@ -249,12 +241,9 @@ def turns_of(
 
 
 def falls_out_before(events: Sequence[ConversationEvent], message: int, rules: RuleSet) -> frozenset[str]:
-    """Returns the segments whose run record entries fall out of the record (it keeps the
-    newest `rules.record_entries`; an edit's cut takes entries out) before the first turn of
-    user message `message` starts: no state a turn of that message or a later one reads holds
-    them, since an entry that fell out never comes back. Empty when no turn of `message`
-    starts. One pass over the events, reading segment ids only (`turns_of` then builds those
-    entries without reading their steps)."""
+    """Returns the segments whose entries fall out of the run record before message `message`'s first
+    turn. No later turn reads them: a fallen-out entry never comes back. Empty when no turn of
+    `message` starts. One pass, reading segment ids only."""
     edited: int | None = None
     for index, event in enumerate(events):
         if starts_turn(event, edited) == message:
@@ -264,9 +253,8 @@ def falls_out_before(events: Sequence[ConversationEvent], message: int, rules: R
 
 
 def falls_out_until(events: Sequence[ConversationEvent], stop: int, rules: RuleSet) -> frozenset[str]:
-    """Returns the segments whose run record entries fall out of the record (see
-    `falls_out_before`) in `events[: stop + 1]`: no state folded at event `stop` or later holds
-    them. One pass over those events, reading segment ids only."""
+    """Returns the segments whose entries fall out of the run record in `events[: stop + 1]`
+    (`falls_out_before`). One pass, reading segment ids only."""
     present: deque[str] = deque()
     out: set[str] = set()
     for event in events[: stop + 1]:

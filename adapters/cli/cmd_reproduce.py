@@ -48,7 +48,8 @@ def reproduce(
     concurrency: Annotated[int, typer.Option("--concurrency", min=1, max=32, help="Requests at once.")] = 4,
     timeout: Annotated[float, typer.Option("--timeout", min=0.1, help="Seconds one request may take.")] = 120.0,
     retries: Annotated[
-        int, typer.Option("--retries", min=0, max=10, help="Tries again on a 429, a 5xx or a broken connection.")
+        int,
+        typer.Option("--retries", min=0, max=10, help="Tries again on a 408, 409, 429, a 5xx, a timeout or a broken connection."),
     ] = 3,
     temperature: Annotated[
         float | None, typer.Option("--temperature", help="The sampling temperature (default: the server's).")

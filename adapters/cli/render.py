@@ -360,6 +360,6 @@ def stream_line(done: Reproduction) -> str:
     """Returns one line of facts about a kept reproduction (no answer text)."""
     return (
         f"{done.started_at}  {done.id}  message {done.message} at log version {done.log_version} under {done.rules}, "
-        f"model {done.model}: {len(done.answers)} answers, {done.denials} deny the saves, {done.naming} name the writes"
+        f"model {done.model}: {len(done.answers)} answers, {done.denials} deny the saves, {done.naming_writes} name the writes"
         + ("" if done.chain_broken_at is None else f"; its chain is broken at {done.chain_broken_at}")
     )

@@ -92,6 +92,7 @@ def ingest_json(report: IngestReport) -> dict[str, Any]:
         "source": report.source,
         "appended": report.appended,
         "repeated": report.repeated,
+        "reproductions": report.reproductions,
         "rejected": list(report.rejected),
         "stopped_at": report.stopped_at or None,
         "error": str(report.stopped) if report.stopped is not None else None,

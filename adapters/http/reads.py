@@ -157,14 +157,21 @@ def add_reads(v1: APIRouter, of_a_conversation: dict[int | str, dict[str, Any]])
                 description="Stop after user message N (a 404 no-such-turn problem when the conversation has no user message N).",
             ),
         ] = None,
+        with_reproductions: Annotated[
+            bool,
+            Query(
+                description="Add the kept reproductions after the lines, one reproduction record a line "
+                "(`chatrecord export --with-reproductions`), which `chatrecord ingest` reads back."
+            ),
+        ] = False,
     ) -> Response:
         """The conversation as the chat's JSON Lines (`chatrecord export`), made from the store's
         events: ingested into an empty store, the same turns and audit. An erased conversation's
         texts read `[erased]` (header `Chatrecord-Erased: true`); a conversation whose hash chain
         does not verify is exported as the store holds it, with header `Chatrecord-Chain: broken`
         (`chatrecord verify` names the break)."""
-        done = chatrecord.export(conversation, upto, after=after)
-        body = b"".join(orjson.dumps(line) + b"\n" for line in done.lines)
+        done = chatrecord.export(conversation, upto, with_reproductions=with_reproductions, after=after)
+        body = b"".join(orjson.dumps(line) + b"\n" for line in done.records())
         headers = {"Chatrecord-Erased": "true"} if done.erased else {}
         if done.broken is not None:
             headers["Chatrecord-Chain"] = "broken"

@@ -13,6 +13,8 @@ ingest holds:
   `skip_bad` rejects it alone and goes on with the lines after it.
 - **A repeat is not stored twice**: within a batch (the command's layered history) and across
   batches and runs (the history index of line digests).
+- **A reproduction record** (`export --with-reproductions`) is kept as the reproduction stream it
+  writes, after the lines before it are stored; one kept before counts as a repeat.
 - **An interrupted ingest resumes**: a batch is stored whole or not at all, so running the same
   ingest again stores the rest and finds the lines stored before recorded.
 
@@ -31,9 +33,11 @@ from typing import Any
 
 from adapters.backends.settings import StoreUnusable
 from adapters.ingest import ParsedLine
+from adapters.ingest.error_messages import at_line
+from adapters.ingest.reproduction_line import ReproductionLine, is_reproduction, parse_reproduction
 from adapters.service.record_lines import IngestReport, RecordLines, parse
 from adapters.store.commands import BatchConflict, BatchRefused, HandleResult
-from domain.errors import ChatrecordError
+from domain.errors import ChatrecordError, InvalidInput
 
 BATCH_LINES = 500
 """The most lines one batch (one transaction) holds."""
@@ -60,12 +64,14 @@ class Ingestion:
         batch_lines: int = BATCH_LINES,
         progress: Progress | None = None,
         guard: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext,
+        keep_record: Callable[[ReproductionLine], bool] | None = None,
     ) -> None:
         if batch_lines < 1:
             raise ValueError(f"a batch holds at least one line, not {batch_lines}")
         self.handle_one, self.handle_batch = handle_one, handle_batch
         self.skip_bad, self.batch_lines = skip_bad, batch_lines
         self.progress, self.guard = progress, guard
+        self.keep_record = keep_record
         self.report = IngestReport(source)
 
     def run(self, lines: Iterable[str | bytes]) -> IngestReport:
@@ -77,6 +83,13 @@ class Ingestion:
         try:
             for line_no, raw in enumerate(lines, start=1):
                 report.read_lines, report.read_bytes = line_no, report.read_bytes + len(raw)
+                if self.keep_record is not None and is_reproduction(raw):
+                    if not self._store(pending):  # the conversation's lines before it first
+                        return report
+                    pending, size = [], 0
+                    if not self._record(raw, line_no, self.keep_record):
+                        return report
+                    continue
                 try:
                     line = parse(raw, line_no, report.source)
                 except ChatrecordError as error:
@@ -100,6 +113,24 @@ class Ingestion:
         except KeyboardInterrupt:
             report.interrupted = True
         return report
+
+    def _record(self, raw: str | bytes, line_no: int, keep: Callable[[ReproductionLine], bool]) -> bool:
+        """Keeps the reproduction record `raw` (`keep`: stored, or found kept before); a bad one
+        or one the store refuses is a bad line. Returns False when the ingest stops."""
+        try:
+            record = parse_reproduction(raw, line_no, self.report.source)
+            with self.guard():
+                stored = keep(record)
+                report = self.report
+                report.reproductions += stored
+                report.repeated += not stored
+                report.lines += 1
+                report.last_line = max(report.last_line, line_no)
+        except InvalidInput as error:
+            return self._bad(error, line_no)
+        except ChatrecordError as error:
+            return self._bad(at_line(error, self.report.source, line_no), line_no)
+        return True
 
     def _progress(self) -> None:
         if self.progress is not None:

@@ -20,6 +20,7 @@ from adapters.service.replay import (
     stored_conversation,
     unknown_conversation,
 )
+from adapters.service.reproduction_records import records
 from adapters.store.application import ConversationStore
 from adapters.store.chain import ChainedRecorder
 from adapters.store.verify import Verdict, chain_verdict, chain_verdict_upto
@@ -78,21 +79,28 @@ class ConversationReads:
         return list_conversations(self.opened.read_models, limit, cursor, since, filters)
 
     @in_store_terms
-    def export(self, conversation: str, upto: int | None = None) -> Export:
+    def export(self, conversation: str, upto: int | None = None, with_reproductions: bool = False) -> Export:
         """Returns the conversation as the chat's JSON Lines objects (docs/input-format.md), made
         from its stored events in the store's order, up to user message `upto` and what belongs
         to it if given (`export_lines`). Ingested into an empty store they give the same turns,
         audit rows and notes. An erased conversation's texts read `[erased]` (`Export.erased`).
         Where the store keeps a hash chain, the conversation's is recomputed too: a chain that
         does not verify is named in `Export.broken` (the export would otherwise carry a changed
-        event into a store that chains it anew, and verifies). Raises UnknownConversation for an
-        id the store does not hold."""
+        event into a store that chains it anew, and verifies). `with_reproductions`: the kept
+        reproductions of its turns up to `upto` too, as reproduction records
+        (`Export.reproductions`; a stream whose chain does not hold is named in `Export.broken`
+        where the conversation's holds). Raises UnknownConversation for an id the store does not
+        hold."""
         name = conversation_argument("export", conversation)
         done = export_lines(self.events(name), upto)
+        streams_broken = None
+        if with_reproductions:
+            kept, streams_broken = records(self.store, name, upto)
+            done = dataclasses.replace(done, reproductions=kept)
         verdict = self.looks.held(chain_verdict(self.store, self.opened.stored_id(name)))
         self.looks.keep([verdict], "an export", positions=False)
         if verdict is None or verdict.ok:
-            return done
+            return dataclasses.replace(done, broken=streams_broken) if streams_broken else done
         where = f"version {verdict.version} ({verdict.problem})" + (f": {verdict.detail}" if verdict.detail else "")
         return dataclasses.replace(done, broken=where)
 

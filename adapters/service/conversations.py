@@ -21,13 +21,14 @@ from uuid import UUID
 from adapters.ingest.names import earlier_stored_id, lookup_id
 from adapters.service.data_keys import key_kept
 from adapters.store.application import ConversationStore
+from adapters.store.chain import ChainedRecorder
 from adapters.views.listing import OUTCOMES, ListQuery
 from adapters.views.readmodels import ReadModels
 from domain.errors import ChatrecordError
 from domain.events import (
     conversation_uuid,
 )
-from projections.row_head import micros
+from projections.summary_rows import micros
 
 LIST_LIMIT_MAX = 1000
 """The most conversations one page of `list_conversations` holds."""
@@ -157,9 +158,9 @@ def summary(
 ) -> ConversationSummary | None:
     """Returns the summary of the conversation stored under `key`, None when there is none. Reads
     its state (snapshot and the events since) and its index's live segments: bounded reads.
-    `users`: its live user messages as its read-model head counts them (`Head.users`); None
+    `users`: its live user messages as its read-model head counts them (`Summary.users`); None
     (a head an earlier version wrote keeps no count) counts them in its history index instead.
-    `last_at`: its last activity as its head keeps it (`Head.last_at`, microseconds; the chat's
+    `last_at`: its last activity as its head keeps it (`Summary.last_at`, microseconds; the chat's
     time, not an erasure's); None: its last event's time."""
     state = store.get(key)
     if state is None:
@@ -231,13 +232,13 @@ def chain_state(store: ConversationStore, key: str, full: bool) -> str | None:
     """Returns `broken` when a break of conversation `key`'s chain is stored; with `full`,
     else `verified` when a verified position is, else `unchecked`; without, None then."""
     recorder, uuid = store.recorder, conversation_uuid(key)
-    broken = getattr(recorder, "broken_chain", None)
-    if broken is not None and broken(uuid) is not None:
+    if not isinstance(recorder, ChainedRecorder):
+        return "unchecked" if full else None
+    if recorder.broken_chain(uuid) is not None:
         return "broken"
     if not full:
         return None
-    verified = getattr(recorder, "verified_position", None)
-    return "verified" if verified is not None and verified(uuid) is not None else "unchecked"
+    return "verified" if recorder.verified_position(uuid) is not None else "unchecked"
 
 
 def list_conversations(
@@ -253,7 +254,7 @@ def list_conversations(
     given, and those `filters` admits (`ListFilter`; its `since` is taken where `since` is None).
 
     Activity is the chat's time (`at`) of a conversation's last event, as its list row keeps it
-    (`Head.last_at`, in the list table, indexed: `ViewStorage.listed`); ties go by the
+    (`Summary.last_at`, in the list table, indexed: `ViewStorage.listed`); ties go by the
     conversation's UUID. A page is one index range read of the list table (its filters on the
     same rows: owner by its index, a part of the id and the statuses by a scan of the range) and
     a bounded read per conversation listed, whatever the store holds and however its storage

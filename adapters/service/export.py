@@ -76,14 +76,14 @@ def _line(conversation: str, group: Sequence[ConversationEvent]) -> dict[str, An
     """Returns the input line that stored the events `group` (one line's events), None for
     events no line made (an erasure)."""
     for event in group:
-        head: dict[str, Any] = {"conversation": conversation, "at": iso(event.timestamp)}
+        common: dict[str, Any] = {"conversation": conversation, "at": iso(event.timestamp)}
         match event:
             case ConversationStarted():
-                return {"type": "conversation_started", **head, "kind": event.kind, "owner": event.owner}
+                return {"type": "conversation_started", **common, "kind": event.kind, "owner": event.owner}
             case UserMessagePosted():
                 return {
                     "type": "user_message",
-                    **head,
+                    **common,
                     "message": event.message,
                     "text": event.text,
                     "page": event.page,
@@ -92,7 +92,7 @@ def _line(conversation: str, group: Sequence[ConversationEvent]) -> dict[str, An
             case SegmentReturned():
                 line = {
                     "type": "segment_returned",
-                    **head,
+                    **common,
                     "segment": event.segment,
                     "run": event.run,
                     "trigger": event.trigger,
@@ -111,7 +111,7 @@ def _line(conversation: str, group: Sequence[ConversationEvent]) -> dict[str, An
             case CardDecided():
                 line = {
                     "type": "card_decided",
-                    **head,
+                    **common,
                     "segment": event.segment,
                     "approved": event.approved,
                     "answer": event.answer,
@@ -122,19 +122,19 @@ def _line(conversation: str, group: Sequence[ConversationEvent]) -> dict[str, An
             case QuestionAnswered():
                 return {
                     "type": "question_answered",
-                    **head,
+                    **common,
                     "segment": event.segment,
                     "message": event.message,
                     "text": event.text,
                 }
             case TurnRetried():
-                return {"type": "turn_retried", **head, "message": event.message}
+                return {"type": "turn_retried", **common, "message": event.message}
             case MessageEdited():
-                return {"type": "message_edited", **head, "message": event.message, "text": event.text}
+                return {"type": "message_edited", **common, "message": event.message, "text": event.text}
             case TranscriptReplaced():
                 return {
                     "type": "transcript_replaced",
-                    **head,
+                    **common,
                     "messages": [{"role": m.role, "text": m.text} for m in event.messages],
                 }
             case LegacyRowImported():
@@ -148,7 +148,7 @@ def _line(conversation: str, group: Sequence[ConversationEvent]) -> dict[str, An
                     outcomes.append(outcome)
                 return {
                     "type": "legacy_row",
-                    **head,
+                    **common,
                     "messages": [{"role": m.role, "text": m.text} for m in event.messages],
                     "card_outcomes": outcomes,
                 }
@@ -183,6 +183,14 @@ class Export:
     """None; or, where the store keeps a hash chain that does not verify, where it breaks
     ("version N (changed): ..."): the lines hold the events as the store holds them now, a
     changed one among them, and a store they are ingested into chains them anew."""
+    reproductions: tuple[dict[str, Any], ...] = ()
+    """The reproduction records of its kept reproductions where asked for
+    (`adapters.ingest.reproduction_line`), written after its lines."""
+
+    def records(self) -> tuple[dict[str, Any], ...]:
+        """Returns what an export writes, one JSON object a line: the lines, then the
+        reproduction records."""
+        return self.lines + self.reproductions
 
 
 class NoSuchMessage(ChatrecordError):

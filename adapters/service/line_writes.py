@@ -14,10 +14,12 @@ from typing import Any
 
 from adapters.backends.settings import store_errors
 from adapters.ingest import ParsedLine, bounded_lines, check_follows, line_text
+from adapters.ingest.reproduction_line import ReproductionLine
 from adapters.service.batched_ingest import BATCH_LINES, Ingestion
 from adapters.service.common import OpenedStore, in_store_terms, lines_argument, required_line
 from adapters.service.idempotent import FirstRun, Replayed, Result, run_once
 from adapters.service.record_lines import IngestReport, Recorded, RecordLines, parse
+from adapters.service.reproduction_records import store_record
 from adapters.store.application import ConversationStore
 from adapters.store.commands import HandleResult
 from adapters.store.crypto import TextsErased
@@ -144,9 +146,20 @@ class LineWrites:
         lines_argument("ingest", lines)
         if isinstance(lines, (io.BufferedIOBase, io.RawIOBase)):  # a file: each line read bounded
             lines = bounded_lines(lines)  # type: ignore[arg-type]  # io's binary streams are BinaryIO but for the name
-        return Ingestion(self._handle_in_store_terms, self._handle_batch, source, skip_bad, batch_lines, progress, guard).run(
-            lines
-        )
+        return Ingestion(
+            self._handle_in_store_terms,
+            self._handle_batch,
+            source,
+            skip_bad,
+            batch_lines,
+            progress,
+            guard,
+            keep_record=self._keep_record,
+        ).run(lines)
+
+    def _keep_record(self, record: ReproductionLine) -> bool:
+        with store_errors(self.store):
+            return store_record(self.store, record)
 
     def _handle_in_store_terms(self, command: RecordLines) -> HandleResult:
         with store_errors(self.store):

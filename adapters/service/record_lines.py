@@ -192,6 +192,8 @@ class IngestReport:
     """Lines read so far, blank and bad ones too."""
     read_bytes: int = 0
     """Bytes of the lines read so far."""
+    reproductions: int = 0
+    """Reproduction records (`export --with-reproductions`) kept as streams; one kept before is `repeated`."""
     interrupted: bool = False
     """Whether an interrupt (Ctrl-C, SIGTERM) ended the ingest; every line up to `last_line` is
     stored, and ingesting the source again stores the rest."""
@@ -199,6 +201,8 @@ class IngestReport:
     def summary(self) -> str:
         """Returns one line: `demo.jsonl: 24 events appended, 0 lines already recorded`."""
         text = f"{self.source}: {_count(self.appended, 'event')} appended, {_count(self.repeated, 'line')} already recorded"
+        if self.reproductions:
+            text += f", {_count(self.reproductions, 'reproduction')} kept"
         if self.rejected:
             text += f", {_count(len(self.rejected), 'line')} rejected"
         if self.stopped is not None:

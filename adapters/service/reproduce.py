@@ -6,19 +6,21 @@ shows it (`Replay`, the replay use case's, handed in as `replay`): its `messages
 `n` times to an OpenAI-compatible chat-completions endpoint (`CHATRECORD_MODEL_URL`,
 `CHATRECORD_MODEL`, the key from `CHATRECORD_MODEL_KEY` or `OPENAI_API_KEY`) through the `openai`
 client, at most `concurrency` requests at once, each with a timeout; the client tries a request
-again with a growing wait on a 408, 409, 429, a 5xx or a broken connection (`max_retries`).
+again with a growing wait on a 408, 409, 429, a 5xx, a timeout or a broken connection (`max_retries`).
 
 Each complete answer is appended to its rule set's reproduction stream
 (`adapters.store.reproductions`) as it comes back, its text sealed with the conversation's data
 key, with the rule-based judge's verdict (`projections.answer_judge`) and its rubric id. The
 stream's first event is appended with its first answer: a run the endpoint refuses from the
 start stores nothing, and a run it breaks off keeps the answers it completed and nothing of the
-others. The conversation's own log is never written.
+others. After the first fault no further request is sent (those under way end as they end; an
+answer that comes back whole is kept). The conversation's own log is never written.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import threading
 import time
@@ -110,11 +112,13 @@ class ModelSettings:
         url = given.pop("url", None) or env.get(MODEL_URL, "")
         model = given.pop("model", None) or env.get(MODEL_NAME, "")
         if not url or not model:
-            missing = " and ".join(name for name, value in ((MODEL_URL, url), (MODEL_NAME, model)) if not value)
-            raise ModelNotSet(
-                f"set {missing}: the OpenAI-compatible endpoint (e.g. http://127.0.0.1:8000/v1 for vLLM, "
-                "http://127.0.0.1:11434/v1 for Ollama) and the model it serves"
-            )
+            said = {
+                MODEL_URL: "the OpenAI-compatible endpoint (e.g. http://127.0.0.1:8000/v1 for vLLM, "
+                "http://127.0.0.1:8080/v1 for llama.cpp's server, http://127.0.0.1:11434/v1 for Ollama)",
+                MODEL_NAME: "the model it serves",
+            }
+            missing = [name for name, value in ((MODEL_URL, url), (MODEL_NAME, model)) if not value]
+            raise ModelNotSet(f"set {' and '.join(missing)}: " + " and ".join(said[name] for name in missing))
         key = given.pop("key", None) or env.get(MODEL_KEY) or env.get("OPENAI_API_KEY") or ""
         return cls(url=url, model=model, key=key, **given)
 
@@ -188,7 +192,7 @@ class Reproduction:
         return sum(answer.counted.denies for answer in self.answers)
 
     @property
-    def naming(self) -> int:
+    def naming_writes(self) -> int:
         return sum(answer.counted.names_writes for answer in self.answers)
 
     def to_json(self) -> dict[str, Any]:
@@ -206,7 +210,7 @@ class Reproduction:
             "writes": self.writes.to_json(),
             "answers": [answer.to_json() for answer in self.answers],
             "denials": self.denials,
-            "naming_writes": self.naming,
+            "naming_writes": self.naming_writes,
             "chain_ok": self.chain_broken_at is None,
         }
 
@@ -228,7 +232,7 @@ class Report:
             )
             row["answers"] += len(done.answers)
             row["denials"] += done.denials
-            row["naming_writes"] += done.naming
+            row["naming_writes"] += done.naming_writes
         return list(table.values())
 
     def sentence(self) -> str:
@@ -287,27 +291,43 @@ def reproduction_rows(store: ConversationStore, *, create: bool = True) -> Repro
     return rows
 
 
+RETRIED_STATUSES = frozenset({408, 409, 429})
+"""The statuses the openai client tries again (besides every 5xx, a timeout and a broken connection)."""
+
+
 def model_error(error: Exception, settings: ModelSettings) -> str:
-    """Returns the one line that says what went wrong with the endpoint."""
+    """Returns the one line that says what went wrong with the endpoint, and what to do."""
     import openai
 
     where = f"the model endpoint {shown_url(settings.url)}"
+    retried = f"retried up to {settings.retries} time{'' if settings.retries == 1 else 's'}"
     if isinstance(error, openai.APITimeoutError):
-        return f"{where} did not answer within {settings.timeout:g} s (after {settings.retries} retries); raise --timeout or check the server"
+        return f"{where} did not answer within {settings.timeout:g} s ({retried}); raise --timeout or check the server"
     if isinstance(error, openai.APIConnectionError):
         cause = type(error.__cause__ or error).__name__
         if "Connect" in cause:  # httpx's ConnectError, ConnectTimeout: nothing listens there
             return f"{where} does not answer ({cause}); start the server or set {MODEL_URL}"
-        return f"{where} broke the connection off before an answer was whole ({cause}, after {settings.retries} retries)"
+        return f"{where} broke the connection off before an answer was whole ({cause}, {retried})"
     if isinstance(error, (openai.AuthenticationError, openai.PermissionDeniedError)):
         return f"{where} refused the key (HTTP {error.status_code}); set {MODEL_KEY} to a key it accepts"
     if isinstance(error, openai.NotFoundError):
+        if "model" not in error.message.lower():  # a path the server does not serve, not a model it does not know
+            return (
+                f"{where} has no chat completions at {shown_url(settings.url).rstrip('/')}/chat/completions (HTTP 404); "
+                f"set {MODEL_URL} to the API's base, e.g. ending in /v1"
+            )
         judged = f" or the judge model {settings.judge!r}" if settings.judge else ""
         return f"{where} does not know the model {settings.model!r}{judged} (HTTP 404); set {MODEL_NAME} to a model it serves"
     if isinstance(error, openai.RateLimitError):
-        return f"{where} kept refusing for too many requests (HTTP 429, after {settings.retries} retries); lower --concurrency or wait"
+        return f"{where} kept refusing for too many requests (HTTP 429, {retried}); lower --concurrency or wait"
     if isinstance(error, openai.APIStatusError):
-        return f"{where} answered HTTP {error.status_code} (after {settings.retries} retries where that was worth it): {_short(error.message)}"
+        tried = retried if error.status_code >= 500 or error.status_code in RETRIED_STATUSES else "not retried"
+        return f"{where} answered HTTP {error.status_code} ({tried}): {_short(error.message)}"
+    if isinstance(error, json.JSONDecodeError):
+        return (
+            f"{where} answered a body that is not JSON ({error.msg} at character {error.pos + 1}); "
+            f"check that {MODEL_URL} is an OpenAI-compatible API's base"
+        )
     return f"{where} answered with no chat completion ({_short(str(error)) or type(error).__name__})"
 
 
@@ -404,8 +424,18 @@ def reproduce(
     )
     lock = threading.Lock()
     recorded = [0]
+    stopped = threading.Event()  # set by the first fault: a request not sent yet is not sent
 
     def one(stream: _Stream, shown: dict[str, Any]) -> None:
+        if stopped.is_set():
+            return
+        try:
+            answered(stream, shown)
+        except BaseException:
+            stopped.set()
+            raise
+
+    def answered(stream: _Stream, shown: dict[str, Any]) -> None:
         text, usage, finish, latency = ask(client, settings, shown["messages"])
         writes = Writes(tuple(stream.started["writes"]["records"]), tuple(stream.started["writes"]["fields"]))
         verdict = rules_judge(text, writes)
@@ -430,7 +460,7 @@ def reproduce(
     jobs = [(stream, shown) for stream, shown in streams for _ in range(n)]
     with ThreadPoolExecutor(max_workers=max(1, min(settings.concurrency, len(jobs))), thread_name_prefix="reproduce") as pool:
         futures: list[Future[None]] = [pool.submit(one, stream, shown) for stream, shown in jobs]
-        finished, _ = wait(futures, return_when=FIRST_EXCEPTION)
+        wait(futures, return_when=FIRST_EXCEPTION)
         failed = next((f.exception() for f in futures if f.done() and f.exception() is not None), None)
         if failed is not None:
             for future in futures:
@@ -440,7 +470,9 @@ def reproduce(
             raise failed
         if not isinstance(failed, (openai.OpenAIError, ValueError)):
             raise failed
-        kept = f"; {recorded[0]} complete answer(s) were kept" if recorded[0] else "; no answer was kept"
+        kept = {0: "; no answer was kept", 1: "; 1 complete answer was kept"}.get(
+            recorded[0], f"; {recorded[0]} complete answers were kept"
+        )
         raise ModelUnusable(model_error(failed, settings) + kept, recorded[0])
     ids = {stream.id for stream, _ in streams}
     return Report(name, tuple(r for r in reproductions(store, name) if r.id in ids))

@@ -42,7 +42,7 @@ from adapters.backends.postgres.append import (
     generation_function_statement,
 )
 from adapters.backends.postgres.schema import create_once, schema_lock_name, views_lock_id
-from adapters.store.chain import ChainBroken
+from adapters.store.chain import ChainBroken, InlineWrites
 from adapters.store.ports import AssumptionFailed
 from adapters.store.serialization import originator_uuid
 
@@ -52,7 +52,7 @@ PIPELINE_BYTES = 256 * 1024
 """An append whose events' states hold at most this many bytes goes through psycopg's pipeline
 mode (as the library's own recorder does); a larger one through an ordinary transaction."""
 BATCH_DOCUMENT_BYTES = 16 * 1024 * 1024
-"""A batch of lines (`ConversationStore.handle_batch`, which saves with `batch=True`) whose events'
+"""A batch of lines (`ConversationStore.handle_batch`, which saves with `InlineWrites(batch=True)`) whose events'
 states hold more than PIPELINE_BYTES, up to this many, still goes as append documents, one
 statement each (`_append_in_one_call` uses no pipeline mode); a larger one as `_append_plain`."""
 
@@ -243,7 +243,7 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder, ABC):
         if not stored_events:
             return None
         size = sum(len(e.state) for e in stored_events)
-        if kwargs.get("batch") and PIPELINE_BYTES < size <= BATCH_DOCUMENT_BYTES:
+        if (inline := InlineWrites.given(kwargs)) is not None and inline.batch and PIPELINE_BYTES < size <= BATCH_DOCUMENT_BYTES:
             ids = self._append_in_one_call(stored_events, **kwargs)  # not pipelined: one statement per document
             if ids is _AGAIN:
                 ids = self._append_plain(stored_events, **kwargs)

@@ -4,7 +4,7 @@
 Tables (rule-independent, so a rebuild leaves them alone):
 `chatrecord_index` (one row per conversation: the version indexed, the live card outcomes),
 `chatrecord_segments` (a record per segment id, with its run, message and whether cut),
-`chatrecord_messages` (user message numbers, live or cut) and `chatrecord_sources` (the input
+`chatrecord_messages` (user message numbers, uncut or cut: the column `live`) and `chatrecord_sources` (the input
 lines by digest, with the versions of the events they stored).
 
 `SQLHistory` reads (and, given the event transaction's cursor, writes) one conversation's rows.
@@ -184,8 +184,8 @@ class SQLHistory:
             record.model_dump_json(),
         )
 
-    def put_message(self, number: int, live: bool) -> None:
-        self._x(self.sql.put_message, number, int(live))
+    def put_message(self, number: int, uncut: bool) -> None:
+        self._x(self.sql.put_message, number, int(uncut))
 
     def add_outcomes(self, count: int) -> None:
         self.added += count
@@ -315,7 +315,7 @@ class SQLHistoryTables(HistoryIndex):
                 ],
             )
         if held.top.messages:
-            curs.executemany(sql.upsert_messages, [(key, number, int(live)) for number, live in held.top.messages.items()])
+            curs.executemany(sql.upsert_messages, [(key, number, int(uncut)) for number, uncut in held.top.messages.items()])
         curs.execute(sql.upsert_index, (key, held.version, held.delta))
         return held.delta
 

@@ -35,7 +35,7 @@ class RowStatements:
         self.t, self.p = tables, p
         self.listing = listing
         """The name of the generation's list table (`LISTING`), None where it has none (an earlier
-        version made it): a head's write then writes no list row."""
+        version made it): a summary's write then writes no list row."""
         self._in: dict[tuple[str, int], str] = {}
         self._inserts: dict[tuple[str, tuple[str, ...] | None, bool], str] = {}
         self._placements: dict[str, str] = {}
@@ -73,7 +73,7 @@ class RowStatements:
         return tuple(f"DELETE FROM {name} WHERE cid = {self.p}" for name in names)
 
     @functools.cached_property
-    def head(self) -> str:
+    def summary(self) -> str:
         return self._where("heads", "body")
 
     @functools.cached_property
