@@ -101,6 +101,7 @@ from adapters.service.timeline import (
     TimelinePage,
     TurnView,
     newest_turns,
+    newest_turns_under,
     timeline_page,
     turn_at,
     turn_view,
@@ -138,7 +139,7 @@ __all__ += ["ReplayForm", "replay_start", "stream_file", "stream_lines"]
 __all__ += ["AT_PATTERN", "BATCH_LINES", "CURSOR_PATTERN", "DEFAULT_DB", "LIST_LIMIT_MAX", "MAX_KEY", "MOST_WORKERS"]
 __all__ += ["NEW_MASTER_KEY_VARIABLE", "OverviewPoint", "ParsedLine", "TimelinePage", "TurnView", "Verdict", "KeyChange"]
 __all__ += ["KeyState", "Replayed", "body_hash", "bounded_lines", "decode_cursor", "head_line", "iso", "json_problem"]
-__all__ += ["newest_turns", "open_store", "parse_at", "store_errors", "turn_view"]
+__all__ += ["newest_turns", "newest_turns_under", "open_store", "parse_at", "store_errors", "turn_view"]
 __all__ += ["BadCursor", "BadSetting", "EmptyInput", "KeyInFlight", "KeyReused", "NoSuchMessage", "RebuildInterrupted"]
 __all__ += ["StoreUnusable", "TurnNotFound", "UnreadableFile", "BadFilter"]  # errors, each a domain.errors.ChatrecordError
 __all__ += ["STATUSES"]

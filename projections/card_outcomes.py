@@ -255,6 +255,13 @@ def continues(approval: Approval | None, event: SegmentReturned) -> bool:
     return continues_run(event.trigger, event.run, approval.run if approval is not None else None)
 
 
+def reads_rules(state: CardOutcomes, event: ConversationEvent) -> bool:
+    """Returns True when `apply(state, event, rules)` reads `rules`: `event` continues the
+    approved card `state` holds (its opening calls are read). Else the result is the same under
+    every rule set, so rule sets folded side by side may share it (`projections.turn.apply_each`)."""
+    return isinstance(event, SegmentReturned) and continues(state.approval, event)
+
+
 def declined_outcomes(calls: tuple[WaitingCall, ...], event: CardDecided, at: tuple[int, int]) -> tuple[CardOutcome, ...]:
     """Returns a declined guided card's outcomes, one per call; none for a plain denial. `at` is as for
     approval_outcomes."""

@@ -217,6 +217,16 @@ def _(event: SegmentReturned, state: RunRecord, rules: RuleSet) -> RunRecord:
     return returned(state, event, rules)
 
 
+def reading(event: ConversationEvent, rules: RuleSet, skim: bool = False) -> tuple[str, int | str] | None:
+    """Returns what of `rules` the record's fold of `event` reads (`apply`, or `returned` with
+    `skim`): nothing (None) but for a returned segment, the number of entries kept for a
+    skimmed one, else the rule set. Rule sets of one reading make the same record from the
+    same one (`projections.turn.apply_each`)."""
+    if not isinstance(event, SegmentReturned):
+        return None
+    return ("kept", rules.record_entries) if skim else ("rules", rules.id)
+
+
 def returned(state: RunRecord, event: SegmentReturned, rules: RuleSet, skim: bool = False) -> RunRecord:
     """Returns the run record after a returned segment. With `skim`, its entry is made without reading
     its steps (`skimmed_entry`)."""

@@ -148,10 +148,21 @@ def initial() -> Transcript:
 def apply(state: Transcript, event: ConversationEvent, rules: RuleSet | str) -> Transcript:
     """Returns the transcript after `event`. Under a rule set with notes, a forged label opening is
     disarmed (`projections.label_guard`)."""
+    return applied(state, event, disarms(event, resolve(rules)))
+
+
+def applied(state: Transcript, event: ConversationEvent, disarmed: bool) -> Transcript:
+    """Returns the transcript after `event`, what it adds or changes disarmed when `disarmed`
+    (`disarms`): rule sets folded side by side share one transcript until they disarm apart."""
     after = _APPLY(event, state)
-    if disarms(event, resolve(rules)):
+    if disarmed:
         return _replaced(after, tuple(m.model_copy(update={"text": disarm(m.text)}) for m in after.messages))
     return after
+
+
+def reading(rules: RuleSet) -> bool:
+    """Returns what of `rules` `disarms` reads (whether the rule set has notes)."""
+    return rules.notes
 
 
 def disarms(event: ConversationEvent, rules: RuleSet) -> bool:

@@ -71,6 +71,49 @@ def apply(state: TurnState, event: ConversationEvent, rules: RuleSet | str, skim
     return assembled(TurnState, fields, set(fields))  # each field given: pydantic's model_construct, at a third of its cost
 
 
+def apply_each(
+    states: Sequence[TurnState], event: ConversationEvent, rule_sets: Sequence[RuleSet], skims: Sequence[frozenset[str]]
+) -> list[TurnState]:
+    """Returns `[apply(states[i], event, rule_sets[i], skims[i]) for each i]`, folding once
+    where several states hold the same read model and `event` changes it alike under their rule
+    sets: the run record where they read `event` alike (`run_record.reading`: all but a returned
+    segment), the transcript where `event` is disarmed alike (`transcript.applied`), the card
+    outcomes where `event` does not read the rule set (`card_outcomes.reads_rules`), the view
+    context where the rule sets read it alike (`view_context.reading`). The same states, with
+    less work for rule sets folded side by side."""
+    transcripts: dict[tuple[bool, int], Transcript] = {}
+    views: dict[tuple[bool, int], ViewContext] = {}
+    disarmed: dict[bool, bool] = {}  # by the part of a rule set `transcript.disarms` reads
+    outcomes: dict[tuple[str | None, int], CardOutcomes] = {}
+    after = []
+    records: dict[tuple[tuple[str, int | str] | None, int], RunRecord] = {}
+    for state, rules, skim in zip(states, rule_sets, skims, strict=True):
+        skimmed = bool(skim) and isinstance(event, SegmentReturned) and event.segment in skim
+        made = (run_record.reading(event, rules, skimmed), id(state.record))
+        if made not in records:
+            if skimmed:
+                assert isinstance(event, SegmentReturned)
+                records[made] = run_record.returned(state.record, event, rules, skim=True)
+            else:
+                records[made] = run_record.apply(state.record, event, rules)
+        record = records[made]
+        reads = transcript.reading(rules)
+        if reads not in disarmed:
+            disarmed[reads] = transcript.disarms(event, rules)
+        key = (disarmed[reads], id(state.transcript))
+        if key not in transcripts:
+            transcripts[key] = transcript.applied(state.transcript, event, disarmed[reads])
+        seen = (view_context.reading(rules), id(state.view))
+        if seen not in views:
+            views[seen] = view_context.apply(state.view, event, rules)
+        read = (rules.id if card_outcomes.reads_rules(state.outcomes, event) else None, id(state.outcomes))
+        if read not in outcomes:
+            outcomes[read] = card_outcomes.apply(state.outcomes, event, rules)
+        fields = {"transcript": transcripts[key], "record": record, "outcomes": outcomes[read], "view": views[seen]}
+        after.append(assembled(TurnState, fields, set(fields)))
+    return after
+
+
 @dataclass(frozen=True)
 class TurnInput:
     """What one model call is sent, and the read models as it saw them. `message`: the user message
@@ -201,10 +244,20 @@ def falls_out_before(events: Sequence[ConversationEvent], message: int, rules: R
     """Returns the segments whose entries fall out of the run record before message `message`'s first
     turn. No later turn reads them: a fallen-out entry never comes back. Empty when no turn of
     `message` starts. One pass, reading segment ids only."""
+    edited: int | None = None
+    for index, event in enumerate(events):
+        if starts_turn(event, edited) == message:
+            return falls_out_until(events, index, rules)
+        edited = event.message if isinstance(event, MessageEdited) else None
+    return frozenset()
+
+
+def falls_out_until(events: Sequence[ConversationEvent], stop: int, rules: RuleSet) -> frozenset[str]:
+    """Returns the segments whose entries fall out of the run record in `events[: stop + 1]`
+    (`falls_out_before`). One pass, reading segment ids only."""
     present: deque[str] = deque()
     out: set[str] = set()
-    edited: int | None = None
-    for event in events:
+    for event in events[: stop + 1]:
         if isinstance(event, SegmentReturned):
             present.append(event.segment)
             if len(present) > rules.record_entries:
@@ -212,10 +265,39 @@ def falls_out_before(events: Sequence[ConversationEvent], message: int, rules: R
         elif isinstance(event, TurnsTruncated):
             cut = set(event.cut_segments)
             present = deque(s for s in present if s not in cut)
-        if starts_turn(event, edited) == message:
-            return frozenset(out)
+    return frozenset(out)
+
+
+def newest_inputs(
+    events: Sequence[ConversationEvent], rule_sets: Sequence[str], count: int, can_see_page: PageCheck = every_page
+) -> dict[str, list[TurnInput]]:
+    """Returns, per rule set of `rule_sets` (ids as given), the inputs of the newest `count`
+    turns, each as `replay_turns` gives it: one pass over the log folding every rule set's read
+    models side by side, the run record entries that fall out before the first of those turns
+    made without reading their steps (`projections.turn.falls_out_until`)."""
+    starts, edited = [], None
+    for index, event in enumerate(events):
+        if starts_turn(event, edited) is not None:
+            starts.append(index)
         edited = event.message if isinstance(event, MessageEdited) else None
-    return frozenset()
+    inputs: dict[str, list[TurnInput]] = {rules: [] for rules in rule_sets}
+    wanted = set(starts[-count:]) if count > 0 else set()
+    if not wanted:
+        return inputs
+    folds = [(rules, resolve(rules)) for rules in rule_sets]
+    resolved = [r for _, r in folds]
+    skims = [falls_out_until(events, min(wanted), r) for r in resolved]
+    first = initial()
+    states = [first for _ in folds]  # one start: the rule sets that read alike share their folds
+    edited = None
+    for index, event in enumerate(events[: max(wanted) + 1]):
+        states = apply_each(states, event, resolved, skims)
+        number = starts_turn(event, edited)
+        edited = event.message if isinstance(event, MessageEdited) else None
+        if index in wanted and number is not None:
+            for state, (rules, r) in zip(states, folds, strict=True):
+                inputs[rules].append(turn_input(state, number, event.timestamp, r, can_see_page))
+    return inputs
 
 
 def build_turn_input(

@@ -40,6 +40,12 @@ def apply(state: ViewContext, event: ConversationEvent, rules: RuleSet | str) ->
     return _APPLY(event, state, resolve(rules))
 
 
+def reading(rules: RuleSet) -> bool:
+    """Returns what of `rules` the view context's fold reads (whether it keeps the last page):
+    rule sets with the same reading fold the same view context from the same one."""
+    return rules.keeps_last_page
+
+
 def last_page(page_id: int, last_page_id: int, rules: RuleSet) -> int:
     """Returns lastPageId after a turn with `page_id`. Page 0 gives the page kept from before, when the
     rule set keeps it."""

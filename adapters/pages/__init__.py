@@ -34,7 +34,7 @@ from adapters.api import (
     TurnDiff,
     TurnView,
     Verdict,
-    newest_turns,
+    newest_turns_under,
     page_start,
     turn_view,
 )
@@ -106,12 +106,12 @@ def input_parts(view: TurnView, whole: bool) -> dict[str, Any]:
     (the messages between it and the last `LAST_MESSAGES`: their pieces where the panel holds
     them, `whole`, else none) with their `count`, and `last`. Only the messages shown are cut
     into pieces, so a panel without its earlier messages costs what it shows."""
-    messages = view.turn.model_messages()
-    cut = max(len(messages) - LAST_MESSAGES, 1)
+    turn = view.turn
+    cut = max(len(turn.messages) + 1 - LAST_MESSAGES, 1)  # the system message, then the transcript
     if whole or cut == 1:
-        pieces = _pieces(view, messages, 0)
+        pieces = _pieces(view, turn.model_messages(), 0)
         return {"first": pieces[0], "earlier": pieces[1:cut], "count": cut - 1, "last": pieces[cut:]}
-    notes, tail = view.turn.notes, messages[cut:]
+    notes, tail = turn.notes, [{"role": m.role, "content": m.text} for m in turn.messages[cut - 1 :]]
     joined = "\x00".join(m["content"] for m in tail)
     start, end = len(notes), len(joined)
     while start > 0:  # the notes the last messages hold: a suffix of the turn's, found backwards
@@ -119,7 +119,8 @@ def input_parts(view: TurnView, whole: bool) -> dict[str, Any]:
         if found < 0:
             break
         start, end = start - 1, found
-    return {"first": _pieces(view, messages[:1], 0)[0], "earlier": [], "count": cut - 1, "last": _pieces(view, tail, start)}
+    system = [{"role": "system", "content": turn.system}]
+    return {"first": _pieces(view, system, 0)[0], "earlier": [], "count": cut - 1, "last": _pieces(view, tail, start)}
 
 
 @dataclass(frozen=True)
@@ -451,6 +452,11 @@ def login_page(next_path: str, failed: bool = False, wait: int = 0, signed_out: 
     return environment().get_template("login.html").render(next_path=next_path, **said, css=Markup(stylesheet()))
 
 
+def file_overview_svg(points: Sequence[OverviewPoint] | Overview) -> str:
+    """`overview_svg` with each mark linked to its row on the file's page (`FILE_OVERVIEW_LINK`)."""
+    return overview_svg(points, link=FILE_OVERVIEW_LINK)
+
+
 def export_pages(
     chatrecord: Any,
     conversation: str,
@@ -478,11 +484,9 @@ def export_pages(
     read = chatrecord.timeline(conversation, turns=wanted)
     pages = [read.turns[i : i + PAGE_TURNS_SHOWN] for i in range(0, len(read.turns), PAGE_TURNS_SHOWN)] or [()]
     active = read.rules
+    say("what the model was sent")
     events = chatrecord.events(conversation) if inputs > 0 else []
-    replays: dict[str, list[Any]] = {}
-    for rules in RULE_SET_IDS:
-        say(f"what the model was sent under {rules}")
-        replays[rules] = newest_turns(events, rules, inputs) if inputs > 0 else []
+    replays = newest_turns_under(events, RULE_SET_IDS, inputs)
     base = {t.message: t for t in replays[active]}
     views: dict[tuple[int, str], TurnView] = {}
     for rules, done in replays.items():
@@ -491,7 +495,7 @@ def export_pages(
     say("the hash chain")
     chain = chain if chain is not None else chatrecord.chain(conversation, full=True, by="chatrecord timeline")
     say("the overview")
-    svg = overview_svg(chatrecord.overview(conversation), link=FILE_OVERVIEW_LINK)
+    svg = chatrecord.overview_drawn(conversation, file_overview_svg)
     latest = replays[active][-1] if replays[active] else None
     if latest is not None:  # the latest turn under the live rules first: shown when no other is chosen
         views = {(latest.message, active): views.pop((latest.message, active)), **views}

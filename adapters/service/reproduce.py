@@ -24,10 +24,9 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
-import openai
 import orjson
 
 from adapters.backends import backend_of
@@ -50,6 +49,9 @@ from domain.events import conversation_uuid
 from projections.answer_judge import RUBRIC, Verdict, Writes, judge_messages, read_model_verdict, writes_of
 from projections.answer_judge import judge as rules_judge
 from projections.turn import iso
+
+if TYPE_CHECKING:  # openai is imported by the calls that use it: every command imports this module
+    import openai
 
 MODEL_URL = "CHATRECORD_MODEL_URL"
 MODEL_NAME = "CHATRECORD_MODEL"
@@ -287,6 +289,8 @@ RETRIED_STATUSES = frozenset({408, 409, 429})
 
 def model_error(error: Exception, settings: ModelSettings) -> str:
     """Returns the one line that says what went wrong with the endpoint, and what to do."""
+    import openai
+
     where = f"the model endpoint {shown_url(settings.url)}"
     retried = f"retried up to {settings.retries} time{'' if settings.retries == 1 else 's'}"
     if isinstance(error, openai.APITimeoutError):
@@ -372,6 +376,8 @@ def reproduce(
     at)` is the replay use case. Raises ModelNotSet, UnknownConversation, TurnNotFound, UnknownRuleSet,
     ConversationErased for an erased conversation, and ModelUnusable for a failing endpoint, after
     keeping the complete answers."""
+    import openai  # here: only reproduce loads it
+
     if not 1 <= n <= MOST_ANSWERS:
         raise ValueError(f"-n must be between 1 and {MOST_ANSWERS}")
     settings = model or ModelSettings.from_env(judge=judge)

@@ -280,22 +280,17 @@ def turn_at(events: Sequence[ConversationEvent], at: int, rules: str, can_see_pa
 def newest_turns(
     events: Sequence[ConversationEvent], rules: str, count: int, can_see_page: PageCheck = every_page
 ) -> list[TurnInput]:
-    """Returns the inputs of the newest `count` turns, folding the log once."""
-    starts, edited = [], None
-    for index, event in enumerate(events):
-        if starts_turn(event, edited) is not None:
-            starts.append(index)
-        edited = event.message if isinstance(event, MessageEdited) else None
-    wanted = set(starts[-count:]) if count > 0 else set()
-    rule_set = resolve(rules)
-    state, edited, inputs = turns.initial(), None, []
-    for index, event in enumerate(events[: max(wanted) + 1] if wanted else ()):
-        state = turns.apply(state, event, rule_set)
-        number = starts_turn(event, edited)
-        edited = event.message if isinstance(event, MessageEdited) else None
-        if index in wanted and number is not None:
-            inputs.append(turns.turn_input(state, number, event.timestamp, rule_set, can_see_page))
-    return inputs
+    """Returns the inputs of the newest `count` turns (as `replay` gives each), folding the log
+    once and building only those turns' inputs (each costs what its transcript holds)."""
+    return newest_turns_under(events, (rules,), count, can_see_page)[rules]
+
+
+def newest_turns_under(
+    events: Sequence[ConversationEvent], rule_sets: Sequence[str], count: int, can_see_page: PageCheck = every_page
+) -> dict[str, list[TurnInput]]:
+    """Returns, per rule set of `rule_sets` (ids as given), the inputs of the newest `count`
+    turns, as `newest_turns` gives them, in one pass over the log (`projections.turn.newest_inputs`)."""
+    return turns.newest_inputs(events, rule_sets, count, can_see_page)
 
 
 def turn_view(turn: TurnInput, rules: str, base_turn: TurnInput, base: str) -> TurnView:
