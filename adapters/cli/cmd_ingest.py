@@ -48,6 +48,8 @@ def ingest(
 
         chatrecord ingest tests/data/demo_seo_tour.jsonl
     """
+    if sum(1 for path in files if is_stdin(path)) > 1:
+        raise typer.BadParameter("- (standard input) can be read once; give it once", param_hint="'FILE...'")
     for path in files:
         if not is_stdin(path):
             readable_file(path)

@@ -239,3 +239,13 @@ def test_a_file_named_by_a_descriptor_is_reported_by_its_path(tmp_path: Path) ->
             timeout=120,
         )
     assert done.stdout == f"/dev/fd/{descriptor}: 20 events appended, 0 lines already recorded\n", done.stderr
+
+
+def test_standard_input_named_twice_is_wrong_usage_and_stores_nothing(tmp_path: Path) -> None:
+    # `ingest - -` stored standard input, then failed on the second - as "stdin holds no line"
+    store = tmp_path / "store.sqlite"
+    done = run_with_stdin(tmp_path, DEMO.read_text(encoding="utf-8"), "ingest", "-", "-", CHATRECORD_DB=str(store))
+    assert (done.returncode, done.stdout) == (2, "")
+    said = " ".join(done.stderr.replace("│", " ").split())
+    assert "Invalid value for 'FILE...': - (standard input) can be read once; give it once" in said
+    assert not store.exists()
