@@ -42,7 +42,10 @@ def begin(
     `history` knows the line already: a redelivery stores nothing. Raises ConversationNotStarted
     when `state` is None; `what` names the command."""
     if state is None:
-        raise ConversationNotStarted(f"{what}: the conversation was never started")
+        raise ConversationNotStarted(
+            f"{what} waits for conversation_started: the conversation was never started (nothing of it was stored, "
+            "deliver it again after its conversation_started)"
+        )
     if source is not None and history is not None and history.source(source) is not None:
         return None  # the same line, delivered again
     return CommandBatch(state, at, source)

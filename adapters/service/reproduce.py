@@ -309,7 +309,10 @@ def model_error(error: Exception, settings: ModelSettings) -> str:
                 f"set {MODEL_URL} to the API's base, e.g. ending in /v1"
             )
         judged = f" or the judge model {settings.judge!r}" if settings.judge else ""
-        return f"{where} does not know the model {settings.model!r}{judged} (HTTP 404); set {MODEL_NAME} to a model it serves"
+        return (
+            f"{where} does not know the model {settings.model!r}{judged} or has no chat completions there (HTTP 404); "
+            f"set {MODEL_NAME} to a model it serves and {MODEL_URL} to the API's base URL (it ends in /v1)"
+        )
     if isinstance(error, openai.RateLimitError):
         return f"{where} kept refusing for too many requests (HTTP 429, {retried}); lower --concurrency or wait"
     if isinstance(error, openai.APIStatusError):
@@ -353,8 +356,32 @@ def ask(
     choices = getattr(completion, "choices", None)
     if not isinstance(choices, list) or not choices or getattr(choices[0].message, "content", None) is None:
         raise ValueError("the response holds no answer's text")
-    usage = completion.usage.model_dump(exclude_none=True) if completion.usage is not None else {}
-    return choices[0].message.content, usage, choices[0].finish_reason, latency
+    usage = completion.usage.model_dump(exclude_none=True, warnings=False) if completion.usage is not None else {}
+    return choices[0].message.content, usage_counts(usage), choices[0].finish_reason, latency
+
+
+MOST_COUNT = 2**53
+"""The largest token count kept: a count above it, like one below 0 or of another type, is no count."""
+
+
+def usage_counts(usage: Mapping[str, Any]) -> dict[str, Any]:
+    """Returns the counts of an endpoint's `usage` that are whole numbers from 0 to MOST_COUNT
+    (`prompt_tokens`, …), one level of nested counts (`completion_tokens_details`) included;
+    any other value is left out, unknown rather than wrong, so the endpoint cannot make the
+    kept answer unstorable."""
+    kept: dict[str, Any] = {}
+    for name, value in usage.items():
+        if isinstance(value, Mapping):
+            nested = {k: v for k, v in value.items() if _count(v)}
+            if nested:
+                kept[name] = nested
+        elif _count(value):
+            kept[name] = value
+    return kept
+
+
+def _count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MOST_COUNT
 
 
 def reproduce(
@@ -381,6 +408,12 @@ def reproduce(
     if not 1 <= n <= MOST_ANSWERS:
         raise ValueError(f"-n must be between 1 and {MOST_ANSWERS}")
     settings = model or ModelSettings.from_env(judge=judge)
+    parts = urlsplit(settings.url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ModelNotSet(
+            f"{MODEL_URL} {shown_url(settings.url)!r} is not an http:// or https:// URL; set it to the endpoint's "
+            "base URL, e.g. http://127.0.0.1:8000/v1"
+        )
     inputs: list[tuple[str, dict[str, Any], int, str]] = []
     for rules in dict.fromkeys(rule_sets):
         done = replay(rules, turn)

@@ -161,11 +161,32 @@ def test_a_retried_429_is_not_a_fault(memory_chat: Chatrecord, server: ModelServ
     assert len(server.requests) == 2
 
 
+def test_an_endpoints_usage_that_is_no_count_is_left_out_and_the_answer_kept(
+    chat: Chatrecord, server: ModelServer, model: ModelSettings
+) -> None:
+    usage = {
+        "prompt_tokens": -5,
+        "completion_tokens": 10**30,
+        "total_tokens": "a",
+        "cached": True,
+        "completion_tokens_details": {"reasoning_tokens": 7, "audio_tokens": 1.5},
+        "prompt_tokens_details": {"cached_tokens": -1},
+    }
+    server.script = [Scripted(text=DENIAL, usage=usage)]
+
+    report = chat.reproduce(DEMO, rules=["2026-11-02"], n=1, model=model)
+
+    assert [row["answers"] for row in report.rows()] == [1]
+    [kept] = chat.reproductions(DEMO)
+    assert [(a.text, a.usage) for a in kept.answers] == [(DENIAL, {"completion_tokens_details": {"reasoning_tokens": 7}})]
+
+
 @pytest.mark.parametrize(
     ("change", "said"),
     [
         ({"key": "wrong"}, "refused the key (HTTP 401); set CHATRECORD_MODEL_KEY"),
-        ({"model": "no-such-model"}, "does not know the model 'no-such-model' (HTTP 404)"),
+        ({"model": "no-such-model"}, "does not know the model 'no-such-model' or has no chat completions there (HTTP 404)"),
+        ({"url": "http://127.0.0.1:9/"}, "does not answer (ConnectError)"),
         ({"url": "http://127.0.0.1:9/v1"}, "does not answer (ConnectError); start the server or set CHATRECORD_MODEL_URL"),
     ],
 )
@@ -183,6 +204,20 @@ def test_no_model_configured_names_the_settings(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setenv("CHATRECORD_MODEL", "m")
     with pytest.raises(ModelNotSet, match="^set CHATRECORD_MODEL_URL: the OpenAI-compatible endpoint"):
         ModelSettings.from_env()
+
+
+@pytest.mark.parametrize("url", ["notaurl", "127.0.0.1:8000/v1", "ftp://127.0.0.1/v1", "http:///v1"])
+def test_an_endpoint_url_that_is_no_http_url_is_said_before_any_request(
+    memory_chat: Chatrecord, server: ModelServer, model: ModelSettings, url: str
+) -> None:
+    with pytest.raises(ModelNotSet) as raised:
+        memory_chat.reproduce(DEMO, n=1, model=ModelSettings(**{**model.__dict__, "url": url}))
+
+    assert str(raised.value) == (
+        f"CHATRECORD_MODEL_URL {url!r} is not an http:// or https:// URL; set it to the endpoint's base URL, "
+        "e.g. http://127.0.0.1:8000/v1"
+    )
+    assert server.requests == [] and memory_chat.reproductions(DEMO) == []
 
 
 def test_a_changed_answer_row_breaks_its_streams_chain_and_a_moved_text_does_not_open(
