@@ -62,6 +62,16 @@ DEFAULT_CONCURRENCY = 4
 DEFAULT_TIMEOUT = 120.0
 DEFAULT_RETRIES = 3
 MOST_ANSWERS = 100
+MOST_ANSWER_CHARS = 200_000
+"""The longest answer kept, in characters (a longer one ends the run, kept nowhere)."""
+
+
+class AnswerTooLong(ValueError):
+    """An answer longer than MOST_ANSWER_CHARS; its length in `chars`."""
+
+    def __init__(self, chars: int) -> None:
+        super().__init__(f"an answer of {chars:,} characters")
+        self.chars = chars
 
 
 class ModelNotSet(ChatrecordError):
@@ -318,6 +328,11 @@ def model_error(error: Exception, settings: ModelSettings) -> str:
     if isinstance(error, openai.APIStatusError):
         tried = retried if error.status_code >= 500 or error.status_code in RETRIED_STATUSES else "not retried"
         return f"{where} answered HTTP {error.status_code} ({tried}): {_short(error.message)}"
+    if isinstance(error, AnswerTooLong):
+        return (
+            f"{where} answered {error.chars:,} characters, more than the {MOST_ANSWER_CHARS:,} an answer may hold "
+            "(not kept); ask the model for shorter answers (its max_tokens)"
+        )
     if isinstance(error, json.JSONDecodeError):
         return (
             f"{where} answered a body that is not JSON ({error.msg} at character {error.pos + 1}); "
@@ -344,7 +359,8 @@ def ask(
     client: openai.OpenAI, settings: ModelSettings, messages: list[dict[str, str]]
 ) -> tuple[str, dict[str, Any], str | None, int]:
     """Sends `messages` once and returns the answer's text, usage, finish reason and latency
-    (ms). Raises openai's errors, or ValueError for a response without an answer's text."""
+    (ms). Raises openai's errors, ValueError for a response without an answer's text, AnswerTooLong for
+    one longer than MOST_ANSWER_CHARS."""
     extra: dict[str, Any] = {}
     if settings.temperature is not None:
         extra["temperature"] = settings.temperature
@@ -356,8 +372,11 @@ def ask(
     choices = getattr(completion, "choices", None)
     if not isinstance(choices, list) or not choices or getattr(choices[0].message, "content", None) is None:
         raise ValueError("the response holds no answer's text")
+    text = choices[0].message.content
+    if len(text) > MOST_ANSWER_CHARS:
+        raise AnswerTooLong(len(text))
     usage = completion.usage.model_dump(exclude_none=True, warnings=False) if completion.usage is not None else {}
-    return choices[0].message.content, usage_counts(usage), choices[0].finish_reason, latency
+    return text, usage_counts(usage), choices[0].finish_reason, latency
 
 
 MOST_COUNT = 2**53

@@ -124,6 +124,7 @@ def test_the_denial_is_counted_under_transcript_only_in_the_specs_form(
         (Scripted(status=500), "answered HTTP 500"),
         (Scripted(status=429), "too many requests (HTTP 429"),
         (Scripted(delay=5), "did not answer within 0.5 s"),
+        (Scripted(text="Titel " * 40_000), "answered 240,000 characters, more than the 200,000 an answer may hold (not kept)"),
     ],
 )
 def test_a_fault_of_the_server_is_one_line_and_stores_nothing_half(
