@@ -1,7 +1,6 @@
-"""The read models' rows kept current with the log (`LiveRows`, which `ReadModels` holds): the
-pointer and the first generation made once, a conversation's events applied in their own
-transaction (`apply_inline`, under a savepoint) or from its log (`apply`), the heads this process
-wrote kept, every conversation caught up, a conversation's rows folded anew after its erasure."""
+"""The read models' rows kept current with the log (`LiveRows`, held by `ReadModels`). It makes the pointer
+and first generation once, applies a conversation's events in their own transaction (`apply_inline`) or
+from its log (`apply`), and folds a conversation anew after its erasure."""
 
 from __future__ import annotations
 
@@ -14,38 +13,36 @@ from uuid import UUID
 from adapters.store.application import ConversationStore
 from adapters.store.serialization import UnreadableEvent
 from adapters.store.store_views import ViewsWritten
-from adapters.views.head_cache import _kept
 from adapters.views.held_rows import NEWEST_ENTRIES, NEWEST_OUTCOMES, advanced
 from adapters.views.log_fold import Progress, fold_into, fold_log
 from adapters.views.ports import ViewStorage
 from adapters.views.storage_reads import Pointer
+from adapters.views.summary_cache import _kept
 from adapters.views.views_cache import ViewsCache
 from domain.events import ConversationEvent, conversation_uuid
-from projections.row_head import Head
 from projections.rules import DEFAULT_RULE_SET, resolve
+from projections.summary_rows import Summary
 
 log = logging.getLogger("chatrecord")
 
 
 class Written(NamedTuple):
-    """What `LiveRows.apply_inline` wrote of one conversation in a transaction (a `ViewsWritten`
-    value), which `inline_committed` keeps once it committed: the generation written, the head
-    after and before (`start`: its version, 0 for none), the newest rows (`WrittenRowsCache`), the
-    head's JSON where the backend made it, and the append document's views section (None: the
-    rows were not written into one)."""
+    """What `LiveRows.apply_inline` wrote of one conversation in a transaction; kept once it commits.
+    Fields: the generation, the summary after and before (`start`: its version, 0 for none), the newest
+    rows (`WrittenRowsCache`), the summary's JSON where the backend made it, and the append document's
+    views section (None: not written into one)."""
 
     generation: int
-    head: Head | None
+    summary: Summary | None
     recent: Any
-    head_json: str | None
+    summary_json: str | None
     start: int
     views: dict[str, Any] | None
 
 
 class LiveRows:
-    """The rows of a ConversationStore's read models, in the store's own database (`storage`,
-    which the composition root hands in), kept current with its log, with what this process
-    keeps of them (`cache`, shared with the reads of `ReadModels`, which holds this)."""
+    """The rows of a ConversationStore's read models in the store's database (`storage`), kept current with
+    its log. `cache` is what this process keeps of them, shared with `ReadModels`' reads."""
 
     def __init__(self, store: ConversationStore, storage: ViewStorage, cache: ViewsCache) -> None:
         self.store = store
@@ -56,8 +53,8 @@ class LiveRows:
     # ------------------------------------------------------------ set-up
 
     def _ensure(self) -> None:
-        """Creates the pointer and the first generation once; a store of the previous version
-        (one JSON row per conversation) gets its views rebuilt from the log, with a notice."""
+        """Creates the pointer and the first generation once. A store of the previous layout gets its views
+        rebuilt from the log, with a notice."""
         with self.storage.transaction(write=False) as curs:
             live = self.storage.pointer(curs)
         if live is not None:
@@ -100,37 +97,33 @@ class LiveRows:
 
     # ------------------------------------------------------------ writing
 
-    def apply(self, aggregate_id: UUID, events: Sequence[ConversationEvent] | None = None) -> Head | None:
+    def apply(self, aggregate_id: UUID, events: Sequence[ConversationEvent] | None = None) -> Summary | None:
         """Brings one conversation's rows up to its log: `events` (just saved) where they follow
-        the head, else what the log holds after the head. Returns the head after it."""
+        the summary, else what the log holds after the summary. Returns the summary after it."""
         with self.storage.transaction(write=True) as curs:
             self.storage.lock(curs, exclusive=False)
             live = self.storage.pointer(curs)
             assert live is not None
             rows = self.storage.rows(curs, live.generation, aggregate_id)
-            head: Head | None = rows.head()
-            version = head.version if head else 0
+            summary: Summary | None = rows.summary()
+            version = summary.version if summary else 0
             if events and events[-1].originator_version <= version:
-                return head
+                return summary
             if not events or events[0].originator_version != version + 1:
                 todo: Iterable[ConversationEvent] = self.store.events.get(aggregate_id, gt=version or None)
             else:
                 todo = events
-            after = fold_into(rows, head, todo, resolve(live.rules))
-            if after is not None and after is not head:
-                rows.put_head(after)
+            after = fold_into(rows, summary, todo, resolve(live.rules))
+            if after is not None and after is not summary:
+                rows.put_summary(after)
             return after
 
     def apply_inline(self, curs: Any, aggregate_id: UUID, events: Sequence[ConversationEvent], written: ViewsWritten) -> None:
-        """Applies `events`, being saved in the transaction of `curs`, to their conversation's
-        rows in that same transaction, noting the head it wrote in `written` (the transaction's,
-        made by the store: `inline_committed` keeps its heads once it committed), under a savepoint: a view that cannot apply them (a bug,
-        or data an old version accepted) leaves its rows as they were and the events are still
-        stored; the next read of the conversation tries again from its log. When that fails
-        with the pointer and head this process kept (a rebuild elsewhere switched generations
-        and dropped the tables it took as live), it is tried once more, in a new savepoint, with
-        the live pointer and head read from the database. Events that do not follow the head (a
-        gap) are left to the next read too."""
+        """Applies `events` to their conversation's rows in the transaction of `curs`, under a savepoint.
+        Notes the summary it wrote in `written`; `inline_committed` keeps it after the commit. A view
+        that cannot apply them leaves its rows as they were; the events are still stored and the next
+        read catches up. A failure with the kept pointer and summary is tried once more with both read
+        from the database. Events that do not follow the summary (a gap) are left to the next read."""
         if not events:
             return
         for fresh in (False, True) if self.storage.shared else (False,):
@@ -140,7 +133,7 @@ class LiveRows:
     def _apply_inline(
         self, curs: Any, aggregate_id: UUID, events: Sequence[ConversationEvent], fresh: bool, written: ViewsWritten
     ) -> bool:
-        """One try of `apply_inline`; `fresh` reads the pointer and head instead of using the
+        """One try of `apply_inline`; `fresh` reads the pointer and summary instead of using the
         kept ones. Returns False when the views' savepoint failed and a fresh try is left."""
         written.pop(aggregate_id, None)
         failed: list[Exception] = []
@@ -153,23 +146,23 @@ class LiveRows:
         with self.storage.savepoint(curs, on_failure=on_failure) as point:
             self.storage.lock(point, exclusive=False)
             live = None if fresh else self.cache.pointer
-            head = self.cache.heads.get(aggregate_id, events[0].originator_version - 1) if live is not None else None
-            if live is None or head is None:
-                live, body = self.storage.pointer_and_head(point, aggregate_id, live.generation if live else 0)
+            summary = self.cache.summaries.get(aggregate_id, events[0].originator_version - 1) if live is not None else None
+            if live is None or summary is None:
+                live, body = self.storage.pointer_and_summary(point, aggregate_id, live.generation if live else 0)
                 assert live is not None
                 self.cache.take_live(live)
-                head = None
+                summary = None
             rows = self.storage.rows(point, live.generation, aggregate_id, buffered=True)
-            recent = self.cache.heads.rows(aggregate_id, head) if head is not None else None
-            if head is None:
-                head = Head.model_validate_json(body) if body is not None else rows.head()
-            rows.prime(recent, head)  # the rows the append that wrote the kept head left: not read again
+            recent = self.cache.summaries.rows(aggregate_id, summary) if summary is not None else None
+            if summary is None:
+                summary = Summary.model_validate_json(body) if body is not None else rows.summary()
+            rows.prime(recent, summary)  # the rows the append that wrote the kept summary left: not read again
             rows.prefetch(events)  # what the fold will read, at once where it can
-            if events[0].originator_version != (head.version if head else 0) + 1:
+            if events[0].originator_version != (summary.version if summary else 0) + 1:
                 return True
-            after = fold_into(rows, head, events, resolve(live.rules))
+            after = fold_into(rows, summary, events, resolve(live.rules))
             if after is not None:
-                rows.put_head(after)
+                rows.put_summary(after)
             rows.flush()  # the writes go out together
             done = rows.appended()
             if done.bodies:  # the entries and card outcomes written: the turn read after need not decode them
@@ -177,30 +170,28 @@ class LiveRows:
             for body, message in done.messages:  # nor the messages (nor open their texts)
                 self.cache.messages.put(str(aggregate_id), body, message)
             written[aggregate_id] = Written(
-                live.generation, after, done.recent, done.head_json, head.version if head else 0, done.views
+                live.generation, after, done.recent, done.summary_json, summary.version if summary else 0, done.views
             )
         return not failed or fresh
 
     def _inline_failed(self, error: Exception, written: ViewsWritten) -> None:
-        """After a view statement failed (e.g. a rebuild elsewhere dropped the tables this
-        process took as live): forget the pointer, the kept heads and what the transaction
-        wrote (`written`); the next write reads them."""
+        """After a view statement failed, forgets the pointer, the kept summaries and `written`. The next
+        write reads them."""
         written.clear()
         self.cache.lose_live()
 
     def inline_committed(self, written: ViewsWritten) -> None:
-        """Called by the store once the transaction `apply_inline` wrote `written` in has
-        committed: keeps the heads it wrote (`HeadCache`, one per conversation of the
-        transaction: (generation, head, newest rows)), so the next append need not read them,
-        and follows the newest entries and card outcomes a turn read kept (`TurnRowsCache`) through
-        the append's document, so the turn read after need not read them either."""
+        """Called by the store once the transaction `written` belongs to has committed. Keeps its summaries
+        (`SummaryCache`: generation, summary, newest rows per conversation), so the next append need not
+        read them. Follows the held entries and card outcomes (`TurnRowsCache`) through the append's
+        document, so the next turn read need not read them either."""
         for aggregate_id, w in written.items():
             live = self.cache.pointer
-            if w.head is not None and live is not None and w.generation == live.generation:
-                self.cache.heads.put(aggregate_id, w.head, w.recent, w.head_json)
+            if w.summary is not None and live is not None and w.generation == live.generation:
+                self.cache.summaries.put(aggregate_id, w.summary, w.recent, w.summary_json)
             held = _kept(self.cache.held, aggregate_id)
             if held is not None:
-                after = advanced(held, w.generation, w.start, w.views, w.head, NEWEST_ENTRIES, NEWEST_OUTCOMES)
+                after = advanced(held, w.generation, w.start, w.views, w.summary, NEWEST_ENTRIES, NEWEST_OUTCOMES)
                 if after is None:
                     with contextlib.suppress(KeyError):  # gone meanwhile (another thread's read or append)
                         self.cache.held.get(aggregate_id, evict=True)
@@ -216,9 +207,9 @@ class LiveRows:
             with self.storage.transaction(write=False) as curs:
                 live = self.storage.pointer(curs)
                 assert live is not None
-                head = self.storage.rows(curs, live.generation, key).head()
+                summary = self.storage.rows(curs, live.generation, key).summary()
                 logged = self.storage.log_version(curs, key)
-            if (head.version if head else 0) < logged:
+            if (summary.version if summary else 0) < logged:
                 self.apply(key)
                 behind += 1
         return behind
@@ -226,10 +217,9 @@ class LiveRows:
     # ------------------------------------------------------------ erasure
 
     def erase(self, conversation: str) -> bool:
-        """Deletes the conversation's rows in the live tables and folds them again from its log,
-        whose texts read as erased once its key is gone, so no view keeps a text of it (a log
-        that cannot be read back, `UnreadableEvent`, leaves them deleted). Returns False when
-        the store does not hold the conversation."""
+        """Deletes the conversation's live rows and folds them again from its log, whose texts now read as
+        erased. An unreadable log (`UnreadableEvent`) leaves them deleted. Returns False when the store
+        does not hold the conversation."""
         key = conversation_uuid(conversation)
         with self.storage.transaction(write=True) as curs:
             self.storage.lock(curs, exclusive=False)
@@ -238,7 +228,7 @@ class LiveRows:
             if not self.storage.log_version(curs, key):
                 return False
             rows = self.storage.rows(curs, live.generation, key)
-            before = rows.head()
+            before = rows.summary()
             rows.clear()
             self.cache.forget_all()
             try:
@@ -247,5 +237,5 @@ class LiveRows:
                 rows.clear()  # its rows stay dropped: a read says why its log cannot be read
                 return True
             if after is not None:  # counted, so other processes' kept reads of this version go
-                rows.put_head(after.model_copy(update={"refolds": (before.refolds if before else 0) + 1}))
+                rows.put_summary(after.model_copy(update={"refolds": (before.refolds if before else 0) + 1}))
         return True

@@ -1,7 +1,5 @@
-"""One conversation's rows in memory, for the in-memory store: `MemoryConversation` holds
-them in dicts, `MemoryRows` reads and writes them as the port says (`adapters.views.ports.ViewRows`), as a database does
-its tables.
-"""
+"""One conversation's rows in memory: `MemoryConversation` holds them in dicts; `MemoryRows` reads and
+writes them as the port says (`adapters.views.ports.ViewRows`)."""
 
 from __future__ import annotations
 
@@ -11,8 +9,8 @@ from dataclasses import dataclass, field
 from adapters.views.caches import MessagesCache, PlacementCache
 from adapters.views.ports import ViewRows
 from projections.card_outcomes import CardOutcome
-from projections.row_head import Head, TurnMark
 from projections.run_record import Entry
+from projections.summary_rows import Summary, TurnMark
 from projections.transcript import Message
 
 
@@ -20,7 +18,7 @@ from projections.transcript import Message
 class MemoryConversation:
     """One conversation's rows in memory."""
 
-    head: Head | None = None
+    summary: Summary | None = None
     entries: dict[int, Entry] = field(default_factory=dict)
     aside: dict[int, Entry] = field(default_factory=dict)
     outcomes: dict[tuple[int, int], CardOutcome] = field(default_factory=dict)
@@ -45,11 +43,11 @@ class MemoryRows(ViewRows):
         for name in fresh.__dataclass_fields__:
             setattr(self.r, name, getattr(fresh, name))
 
-    def head(self) -> Head | None:
-        return self.r.head
+    def summary(self) -> Summary | None:
+        return self.r.summary
 
-    def put_head(self, head: Head) -> None:
-        self.r.head = head
+    def put_summary(self, summary: Summary) -> None:
+        self.r.summary = summary
 
     def entry(self, segment: str) -> Entry | None:
         return next((e for e in reversed(self.r.entries.values()) if e.segment == segment), None)

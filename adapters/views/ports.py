@@ -1,17 +1,11 @@
-"""The views' port: what the read models need of a database (`ViewStorage`), one conversation's
-rows in one generation (`ViewRows`), and the target a transaction's statements go to
-(`AppendTarget`).
+"""The views' port: what the read models need of a database (`ViewStorage`), one conversation's rows in one
+generation (`ViewRows`), and where a transaction's statements go (`AppendTarget`).
 
-Each backend implements them (memory, SQLite, PostgreSQL), and the
-composition root (`adapters.bootstrap`) hands the store's storage to its read models; the views
-never look it up. `tests/integration/test_view_ports.py` is the contract every backend passes.
-
-The tables: a generation is a set of row tables (`adapters.views.row_tables.TABLES`); the
-pointer says which generation is live, its rule set and the next generation number. Writers
-take the views' lock shared; a rebuild's switch takes it exclusive. Times are microseconds
-since the epoch. Errors: `ReadMoved` (a read's tables or head moved: read again),
-`NeedsSnapshot` (a one-statement read needs a snapshot: read again with one).
-"""
+Each backend implements them; the composition root hands the storage in. The contract is
+`tests/integration/test_view_ports.py`. A generation is a set of row tables (`row_tables.TABLES`). The
+pointer names the live one, its rule set and the next number. Writers take the views' lock shared; a
+rebuild's switch takes it exclusive. Times are microseconds since the epoch. Errors: `ReadMoved` (read
+again) and `NeedsSnapshot` (read again with a snapshot)."""
 
 from __future__ import annotations
 
@@ -30,17 +24,16 @@ from adapters.views.recent_rows import WrittenRowsCache
 from adapters.views.storage_reads import Pointer, TurnInputRows, TurnRows
 from projections.card_outcomes import CardOutcome
 from projections.overview import Marks, Overview
-from projections.row_head import Head, TurnMark
 from projections.run_record import Entry
+from projections.summary_rows import Summary, TurnMark
 from projections.transcript import Message
 
 log = logging.getLogger("chatrecord")
 
 
 class AppendTarget(Protocol):
-    """Where one transaction's statements go: a driver's cursor, the statements queued for a
-    thread of their own, or the document an append sends in one call. The views never call it:
-    they hand it from the storage back to the storage."""
+    """Where one transaction's statements go: a cursor, a queue for a thread of its own, or an append
+    document. The views only hand it back to the storage."""
 
     def execute(self, query: Any, params: Any = ..., /) -> Any:
         """Runs (or holds) one statement."""
@@ -64,14 +57,14 @@ class QueuedTarget(AppendTarget, Protocol):
 
 @runtime_checkable
 class FoldsInParts(Protocol):
-    """A recorder that reads what a rebuild folds in parts chosen on the server (PostgreSQL's
-    `EventRecorder`); another is read with the library's `select_notifications`."""
+    """A recorder that reads a rebuild's parts chosen on the server (PostgreSQL's `EventRecorder`). Others
+    are read with the library's `select_notifications`."""
 
     def select_notifications_to_fold(
         self, start: int, limit: int, stop: int | None, part: tuple[int, int] | None = None
     ) -> Sequence[Any]:
-        """Returns the notifications after `start` up to `stop`, at most `limit`, of conversation
-        part `part` (part, parts; None: all), in order."""
+        """Returns the notifications after `start` up to `stop`, at most `limit`, in order. `part` is (part,
+        parts); None: all."""
         ...
 
     def count_notifications_by_part(self, stop: int, parts: int) -> list[int]:
@@ -80,9 +73,8 @@ class FoldsInParts(Protocol):
 
 
 class ReadMoved(Exception):  # a signal to the reader, never seen outside ReadModels
-    """Raised by a turn read whose rows moved under it: a rebuild in another process dropped
-    its generation's tables, or a later statement of the read found the head at another
-    version than its first one did. The reader takes the live pointer and reads again."""
+    """Raised by a turn read whose rows moved: another process's rebuild dropped its tables, or the
+    summary's version changed between statements. The reader takes the live pointer and reads again."""
 
 
 class NeedsSnapshot(Exception):  # a signal to the reader, never seen outside ReadModels
@@ -90,36 +82,34 @@ class NeedsSnapshot(Exception):  # a signal to the reader, never seen outside Re
 
 
 def not_updated(error: Exception) -> None:
-    """Logs, in one line, that a write's read models were not updated (the next read of the
-    conversation catches up from its log): the error's first line, without the statement a
-    driver may quote after it."""
+    """Logs in one line that a write's read models were not updated; the next read catches up. Logs the
+    error's first line, without the statement a driver may quote."""
     reason = next((line.strip() for line in str(error).splitlines() if line.strip()), type(error).__name__)
     log.warning("chatrecord: the read models were not updated with this write (%s); the next read catches up", reason)
 
 
 @dataclass
 class Appended:
-    """What an append's rows wrote, for the caches of the reads after it (`ViewRows.appended`):
-    the entries and card outcomes written, each with its body ("entry" or "outcome", body,
-    item); the transcript messages whose body reads back as the message, with it; the newest
-    rows as the writes left them (None: unknown); the head's JSON where the backend made it;
-    the views section of the append's document (None: not written into one)."""
+    """What an append's rows wrote, for the caches of the reads after it (`ViewRows.appended`). Fields: the
+    entries and card outcomes written as (kind, body, item); the transcript messages whose body reads
+    back as the message; the newest rows (None: unknown); the summary's JSON where the backend made it;
+    the append document's views section (None: not written into one)."""
 
     bodies: list[tuple[str, str, Entry | CardOutcome]] = field(default_factory=list)
     messages: list[tuple[str, Message]] = field(default_factory=list)
     recent: WrittenRowsCache | None = None
-    head_json: str | None = None
+    summary_json: str | None = None
     views: dict[str, Any] | None = None
 
 
 class ViewRows(ABC):
-    """One conversation's rows in one generation, read and written inside the transaction
-    they were made in (`ViewStorage.rows`). The fold (`projections.row_fold`) writes them; the
-    reads below answer from what the writes left. Indexes count transcript messages from 0;
-    `number` is a user message's number; `seq` a run record entry's version."""
+    """One conversation's rows in one generation, read and written in the transaction that made them
+    (`ViewStorage.rows`). The fold (`projections.row_fold`) writes them; the reads answer from what the
+    writes left. Indexes count transcript messages from 0. `number` is a user message's number; `seq` is
+    a run record entry's version."""
 
     tip: bytes | None = None
-    """The hash chain's hash at the head's version, where the read that made these rows took
+    """The hash chain's hash at the summary's version, where the read that made these rows took
     it (`TurnRows.tip`); None otherwise."""
     placement: PlacementCache | None = None
     """What a turn read of one statement knew and learned of the transcript rows for placing
@@ -130,12 +120,12 @@ class ViewRows(ABC):
         """Deletes every row of the conversation, the entries set aside too."""
 
     @abstractmethod
-    def head(self) -> Head | None:
-        """Returns the conversation's head, None before its first event."""
+    def summary(self) -> Summary | None:
+        """Returns the conversation's summary, None before its first event."""
 
     @abstractmethod
-    def put_head(self, head: Head) -> None:
-        """Inserts or replaces the head."""
+    def put_summary(self, summary: Summary) -> None:
+        """Inserts or replaces the summary."""
 
     @abstractmethod
     def entry(self, segment: str) -> Entry | None:
@@ -169,9 +159,9 @@ class ViewRows(ABC):
     def entries(
         self, decode: Callable[[str], Entry] | None = None, newest: int | None = None, total: int | None = None
     ) -> Sequence[Entry]:
-        """Returns the kept entries, oldest first. `decode` (a body's JSON to its entry) may
-        decode each when first asked for; with `newest` and `total`, the older ones may be read
-        when first asked for. Raises ReadMoved when they are not `total` in all."""
+        """Returns the kept entries, oldest first. `decode` may run on first access to each. With `newest`
+        and `total`, older ones may be read on first access. Raises ReadMoved when they are not `total`
+        in all."""
 
     @abstractmethod
     def put_outcomes(self, outcomes: Iterable[CardOutcome]) -> None:
@@ -179,8 +169,8 @@ class ViewRows(ABC):
 
     @abstractmethod
     def cut_outcomes(self, cards: set[str], length: int) -> int:
-        """Deletes the outcomes of `cards`, and those of no card at or after transcript index
-        `length`; returns how many went."""
+        """Deletes the outcomes of `cards` and those of no card at or after index `length`; returns how
+        many."""
 
     @abstractmethod
     def outcomes(self, newest: int | None = None, decode: Callable[[str], CardOutcome] | None = None) -> tuple[CardOutcome, ...]:
@@ -214,8 +204,8 @@ class ViewRows(ABC):
     def placement_reads(
         self, length: int, kept: MessagesCache | None = None, known: PlacementCache | None = None
     ) -> tuple[Callable[[set[int]], dict[int, Message]], Callable[[set[int]], dict[int, int | None]]]:
-        """Returns `(messages_at, block_ends)` for placing a turn's notes in a transcript of
-        `length` messages; `kept` and `known` are caches they may read and fill."""
+        """Returns `(messages_at, block_ends)` for placing a turn's notes in a transcript of `length`
+        messages. `kept` and `known` are caches it may read and fill."""
 
     @abstractmethod
     def put_message(self, index: int, message: Message) -> None:
@@ -235,8 +225,8 @@ class ViewRows(ABC):
 
     @abstractmethod
     def cut_pages(self, after: int) -> tuple[int | None, int]:
-        """Deletes the page changes after message `after`; returns the newest kept page (None:
-        none) and the newest kept page other than 0 (0: none)."""
+        """Deletes the page changes after message `after`. Returns the newest kept page (None: none) and the
+        newest kept non-zero page (0: none)."""
 
     @abstractmethod
     def put_turn(self, turn: TurnMark) -> None:
@@ -244,24 +234,22 @@ class ViewRows(ABC):
 
     @abstractmethod
     def turn_starts(self, message: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
-        """Returns the versions that started a turn of user message `message`, oldest first,
-        and, when there are none, the user message numbers that started any turn, ascending
-        (else empty)."""
+        """Returns the versions that started a turn of user message `message`, oldest first. When there are
+        none, also the numbers of user messages that started any turn, ascending; else empty."""
 
     def turn_rows(
         self, length: int, version: int, kept: MessagesCache | None = None, rendered: Any = None
     ) -> tuple[tuple[Message, ...], tuple[Entry, ...], tuple[CardOutcome, ...]] | None:
-        """Returns, in one statement, the first `length` transcript messages, the entries set
-        aside for the latest turn and those of versions up to `version`, and the card outcomes
-        recorded up to `version` (`adapters.views.row_state.turn_rows_state`), where the rows
-        read them so; None where they do not (the caller reads them one kind at a time)."""
+        """Returns a turn's rows in one statement, or None where the rows cannot (read one kind at a time).
+        They are: the first `length` transcript messages, the entries set aside for the latest turn and
+        up to `version`, the card outcomes up to `version` (`row_state.turn_rows_state`)."""
         return None
 
     # ---------------------------------------------------------------- an append's rows
 
-    def prime(self, recent: WrittenRowsCache | None, head: Head | None) -> None:
-        """Takes `recent` as the newest rows stored at `head` (what the last append left), so
-        the fold's reads need not ask the database; nothing where the rows do not hold writes."""
+    def prime(self, recent: WrittenRowsCache | None, summary: Summary | None) -> None:
+        """Takes `recent` as the newest rows at `summary`, so the fold's reads skip the database. Does
+        nothing where the rows do not hold writes."""
         return None
 
     def prefetch(self, events: Sequence[Any]) -> None:
@@ -274,15 +262,15 @@ class ViewRows(ABC):
         return None
 
     def appended(self) -> Appended:
-        """Returns what the writes so far wrote (`Appended`, after `flush`), and forgets the
-        bodies it hands out; nothing known where the rows do not hold writes."""
+        """Returns what the writes so far wrote (`Appended`, after `flush`) and forgets the bodies it hands
+        out. Knows nothing where the rows do not hold writes."""
         return Appended()
 
 
 class ViewStorage(ABC):
-    """What the read models need of a database: transactions, the generations' tables and
-    pointer, the views' lock, the log's version, the list of heads, and the reads of a turn.
-    A method taking `curs` runs inside the transaction of that target."""
+    """What the read models need of a database: transactions, the generations' tables and pointer, the
+    views' lock, the log's version, the list, and a turn's reads. A method taking `curs` runs in that
+    target's transaction."""
 
     texts: ViewTexts | None = None
     """Seals the transcript rows' texts with each conversation's data key (None: plain)."""
@@ -293,7 +281,7 @@ class ViewStorage(ABC):
     folds_in_parts = False
     """Whether a rebuild may fold the log in worker processes, each its own conversations."""
     listing_tables: tuple[str, ...] = ()
-    """The list's table a generation has besides `TABLES` (`listed`; none: the rows are listed from the heads)."""
+    """The list's table a generation has besides `TABLES` (`listed`; none: the rows are listed from the summaries)."""
     overview_tables: tuple[str, ...] = ()
     """The overview's tables a generation has besides `TABLES` (none: no overview rows)."""
     reads_turn_in_one = False
@@ -338,9 +326,9 @@ class ViewStorage(ABC):
         most `query.limit`, newest activity first, then by `cid` descending. A row without
         activity (`at`) is not listed."""
 
-    def pointer_and_head(self, curs: AppendTarget, cid: UUID, generation: int) -> tuple[Pointer | None, str | None]:
-        """Returns the live pointer and, where the backend reads both at once and `generation`
-        is the live one, the head row's body of `cid` in it (None: read the head through `rows`)."""
+    def pointer_and_summary(self, curs: AppendTarget, cid: UUID, generation: int) -> tuple[Pointer | None, str | None]:
+        """Returns the live pointer and, where the backend reads both at once and `generation` is live, the
+        summary body of `cid` (None: read it through `rows`)."""
         return self.pointer(curs), None
 
     def lock(self, curs: AppendTarget, exclusive: bool) -> None:
@@ -350,9 +338,9 @@ class ViewStorage(ABC):
     def savepoint(
         self, curs: AppendTarget, on_failure: Callable[[Exception], object] | None = None
     ) -> AbstractContextManager[AppendTarget]:
-        """Yields a target inside a savepoint of `curs`'s transaction: an error inside rolls
-        back to it, goes to `on_failure`, is logged (`not_updated`) unless `on_failure`
-        returned True, and does not end the transaction."""
+        """Yields a target inside a savepoint of `curs`'s transaction. An error inside rolls back to it and
+        goes to `on_failure`. It is logged (`not_updated`) unless `on_failure` returns True. The
+        transaction goes on."""
         raise NotImplementedError  # every backend has its own; not abstract: a read-only test double need not
 
     def reading(self, snapshot: bool = True) -> AbstractContextManager[AppendTarget]:
@@ -362,8 +350,7 @@ class ViewStorage(ABC):
         return self.transaction(write=False)
 
     def queued(self) -> QueuedTarget | None:
-        """Returns a target whose statements run on a thread of their own, where the backend
-        has one (a rebuild writes a page while it folds the next); None otherwise."""
+        """Returns a target whose statements run on a thread of their own; None where the backend has none."""
         return None
 
     def has_activity(self, curs: AppendTarget, generation: int) -> bool:
@@ -390,8 +377,8 @@ class ViewStorage(ABC):
         tail_from: int = 0,
         held_at: int | None = None,
     ) -> TurnRows | None:
-        """Reads a turn's head, log version, newest entries and outcomes in one statement
-        (`TurnRows`), where the backend can; None: read them through `rows`."""
+        """Reads a turn's summary, log version, newest entries and outcomes in one statement (`TurnRows`).
+        None where the backend cannot; read them through `rows`."""
         return None
 
     def prefetched_rows(
@@ -402,7 +389,7 @@ class ViewStorage(ABC):
         entries: str | Sequence[str],
         outcomes: str | Sequence[str],
         newest: int,
-        head: Head | None,
+        summary: Summary | None,
         known: PlacementCache | None,
     ) -> ViewRows:
         """Returns the rows of a turn read whose newest entries and outcomes `turn_rows` read
@@ -415,9 +402,8 @@ class ViewStorage(ABC):
         return None
 
     def overview(self, cid: UUID, generation: int, logged: int, fold: Callable[[Overview, Marks], Overview]) -> Overview | None:
-        """Returns the overview of `cid` in `generation` at the log's version `logged`: the
-        kept one when it is at `logged`; else `fold(kept, marks)` (the events after its
-        version folded), written back under the views' shared lock, a kept one past `logged`
-        replaced by `fold(Overview(), marks)`. None where the generation (or the backend)
-        keeps no overview."""
+        """Returns the overview of `cid` in `generation` at log version `logged`. A kept one at `logged` is
+        returned. Else `fold(kept, marks)` folds the events after it and is written back under the views'
+        shared lock; one past `logged` is replaced by `fold(Overview(), marks)`. None where the
+        generation or backend keeps no overview."""
         return None

@@ -1,5 +1,5 @@
-"""A conversation's read models (`TurnState`) built from its rows: after its last event
-(`_state`), or as its latest turn saw them (`turn_rows_state`)."""
+"""A conversation's read models (`TurnState`) built from its rows: after its last event (`_state`), or as
+its latest turn saw them (`turn_rows_state`)."""
 
 from __future__ import annotations
 
@@ -7,33 +7,37 @@ from typing import Any
 
 from adapters.views.caches import MessagesCache, NotesCache
 from projections.card_outcomes import CardOutcomes, held_outcomes
-from projections.row_head import Head
 from projections.run_record import RunRecord
+from projections.summary_rows import Summary
 from projections.transcript import Transcript
 from projections.turn import TurnState
 
 
-def _state(rows: Any, head: Head) -> TurnState:
+def _state(rows: Any, summary: Summary) -> TurnState:
     """Returns the folded read models of a conversation from its rows (whole transcript)."""
     return TurnState.model_construct(
-        transcript=Transcript(kind=head.kind, messages=rows.messages()),
+        transcript=Transcript(kind=summary.kind, messages=rows.messages()),
         record=RunRecord(
-            entries=rows.entries(), dropped=head.dropped, follow=head.follow, open_waits=head.open_waits, pending=head.pending
+            entries=rows.entries(),
+            dropped=summary.dropped,
+            follow=summary.follow,
+            open_waits=summary.open_waits,
+            pending=summary.pending,
         ),
-        outcomes=CardOutcomes(outcomes=rows.outcomes(), open_cards=head.open_cards, approval=head.approval),
-        view=head.view,
+        outcomes=CardOutcomes(outcomes=rows.outcomes(), open_cards=summary.open_cards, approval=summary.approval),
+        view=summary.view,
     )
 
 
-def turn_rows_state(rows: Any, head: Head, kept: MessagesCache | None = None, rendered: NotesCache | None = None) -> TurnState:
-    """Returns the read models as the latest turn saw them, from rows that still hold them
-    (`head.turn_intact`): the first `turn.length` transcript messages, the entries of versions
-    up to `turn.version` after those set aside for it, the card outcomes recorded up to
-    `turn.version`, the view context (only a turn changes it). Only what `turn_input` reads
-    is set (no continuation bookkeeping). Rows read in one statement decode through `kept` and
-    `rendered` where given (`SQLRows.turn_rows`)."""
-    mark = head.turn
-    assert mark is not None and head.turn_intact
+def turn_rows_state(
+    rows: Any, summary: Summary, kept: MessagesCache | None = None, rendered: NotesCache | None = None
+) -> TurnState:
+    """Returns the read models as the latest turn saw them, from rows that still hold them. It sets the
+    first `turn.length` messages, the entries up to `turn.version` and those set aside for it, the card
+    outcomes up to `turn.version` and the view context. Only what `turn_input` reads is set. `kept` and
+    `rendered` are caches for decoding, where given."""
+    mark = summary.turn
+    assert mark is not None and summary.turn_intact
     read = rows.turn_rows(mark.length, mark.version, kept, rendered)
     if read is not None:  # one statement
         messages, entries, outcomes = read
@@ -42,8 +46,8 @@ def turn_rows_state(rows: Any, head: Head, kept: MessagesCache | None = None, re
         entries = (*rows.aside(), *(e for e in rows.entries() if e.seq <= mark.version))
         outcomes = tuple(o for o in rows.outcomes() if o.seq[0] <= mark.version)
     return TurnState.model_construct(
-        transcript=Transcript(kind=head.kind, messages=messages),
+        transcript=Transcript(kind=summary.kind, messages=messages),
         record=RunRecord.model_construct(entries=entries, dropped=mark.dropped),
         outcomes=held_outcomes(outcomes),
-        view=head.view,
+        view=summary.view,
     )

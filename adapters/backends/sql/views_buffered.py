@@ -1,8 +1,6 @@
-"""One conversation's rows with their writes held until a flush sends them, one bulk
-statement per table (`BufferedRows`: an append's and a rebuild's fold; how they are sent is each backend's,
-`StatementRows` the statements both databases run), keeping the newest rows
-its writes left (`adapters.views.recent_rows.WrittenRowsCache`) for the next append's fold.
-"""
+"""One conversation's rows with their writes held until a flush sends one bulk statement per table
+(`BufferedRows`). `StatementRows` sends them as statements on both databases. The newest rows written are
+kept for the next append (`WrittenRowsCache`)."""
 
 from __future__ import annotations
 
@@ -18,24 +16,16 @@ from adapters.views.edit_window import EditWindow
 from adapters.views.ports import Appended
 from adapters.views.recent_rows import WrittenRowsCache
 from projections.card_outcomes import CardOutcome
-from projections.row_head import Head, TurnMark
 from projections.run_record import Entry
+from projections.summary_rows import Summary, TurnMark
 from projections.transcript import Message
 
 
 class BufferedRows(SQLRows, ABC):
-    """`SQLRows` that holds its writes until `flush`, which sends them with one bulk statement
-    per table (a rebuild folds a page of the log this way). Reads see the held writes first.
-    A cut of the transcript (`cut_messages`: a replaced transcript, an edit) is held as the
-    index its stored messages go from, written at the flush before the held messages; the
-    other cuts (an edit's card outcomes and view context) flush first and then run at once:
-    they are rare and range over rows, and the fold needs what they removed.
-
-    A held row is kept as the values its statement sends (its body serialised, a message's
-    text sealed), not as a model: a rebuild holds a page's rows, and plain strings cost the
-    garbage collector nothing. Only the newest entry and the newest message are kept as models
-    until another is put (a segment's answer joins the last message, a decision updates the
-    newest entry, each is put again); an older held one read back is decoded from its body."""
+    """`SQLRows` that holds its writes until `flush`, one bulk statement per table. Reads see held writes
+    first. A transcript cut (`cut_messages`) is held as an index and written at the flush, before the
+    held messages. Other cuts flush first, then run at once. Held rows are kept as statement values, not
+    models. Only the newest entry and message stay models until another is put."""
 
     def __init__(
         self,
@@ -55,8 +45,8 @@ class BufferedRows(SQLRows, ABC):
         self._cut: int | None = None  # the stored messages from this index on are deleted at the flush
         self._pages: dict[int, int] = {}
         self._turns: list[tuple[int, int, str]] = []
-        self._head: Head | None = None
-        self.head_json: str | None = None  # the JSON of the head the last flush wrote, where the backend made it here
+        self._summary: Summary | None = None
+        self.summary_json: str | None = None  # the JSON of the summary the last flush wrote, where the backend made it here
         self.bodies: list[tuple[str, str, Entry | CardOutcome]] = []
         """The entries and card outcomes written, each with its body: ("entry" or "outcome", body, item)."""
         self.message_bodies: list[tuple[str, Message]] = []
@@ -66,29 +56,27 @@ class BufferedRows(SQLRows, ABC):
         self._aside: list[tuple[int, str, str]] = []  # held entries set aside: (seq, segment, body)
         self._known: WrittenRowsCache | None = None  # the newest rows as the last append left them (`prime`)
         self._window: EditWindow | None = None  # what an edit's fold reads, followed from `prime`
-        self._start: Head | None = None  # the head the append's fold starts from (`prime`)
-        self._length: int | None = None  # the transcript's length in the head the last flush wrote
+        self._start: Summary | None = None  # the summary the append's fold starts from (`prime`)
+        self._length: int | None = None  # the transcript's length in the summary the last flush wrote
         self._cut_seen = False  # whether a cut of the transcript was held
         self._open_entry: int | None = None  # the seq of the entry held as a model
         self._open_message: int | None = None  # the index of the message held as a model
         self._seal: Callable[[str], str | None] | None = None
         self._views: dict[str, Any] | None = None  # the views section of an append's document the rows go into
 
-    def prime(self, recent: WrittenRowsCache | None, head: Head | None = None) -> None:
-        """Takes `recent` (None: nothing) as the newest rows stored, which the reads of the
-        fold then find without asking the database, and keeps them up to date with what this
-        buffer writes (`recent`); `head` is the head they stand at (the fold starts from it),
-        from which an `EditWindow` starts where `recent` holds none. An append's rows; a
-        rebuild's are never primed."""
+    def prime(self, recent: WrittenRowsCache | None, summary: Summary | None = None) -> None:
+        """Takes `recent` (None: nothing) as the newest stored rows, so the fold's reads skip the database,
+        and keeps them current. `summary` is where the fold starts; an `EditWindow` starts there where
+        `recent` holds none. Only appends are primed."""
         self._known = (
             WrittenRowsCache(dict(recent.entries), dict(recent.messages)) if recent is not None else WrittenRowsCache({}, {})
         )
         window = recent.edit if recent is not None else None
-        self._window, self._start = window.copy() if window is not None else EditWindow.start(head), head
+        self._window, self._start = window.copy() if window is not None else EditWindow.start(summary), summary
 
     def recent(self) -> WrittenRowsCache | None:
-        """Returns the newest rows as this buffer's writes left them (after its flush), None
-        when it was not primed or a cut or a clear made them unknown."""
+        """Returns the newest rows as this buffer's writes left them, after its flush. None when not primed,
+        or a cut or clear made them unknown."""
         known = self._known
         if known is None:
             return None
@@ -104,7 +92,7 @@ class BufferedRows(SQLRows, ABC):
 
     def appended(self) -> Appended:
         """As `ViewRows.appended`, with the views section of the append's document (`_views`)."""
-        done = Appended(self.bodies, self.message_bodies, self.recent(), self.head_json, self._views)
+        done = Appended(self.bodies, self.message_bodies, self.recent(), self.summary_json, self._views)
         self.bodies, self.message_bodies = [], []
         return done
 
@@ -132,11 +120,11 @@ class BufferedRows(SQLRows, ABC):
         self._known = self._window = None
 
     # reads: held writes first
-    def head(self) -> Head | None:
-        return self._head if self._head is not None else super().head()
+    def summary(self) -> Summary | None:
+        return self._summary if self._summary is not None else super().summary()
 
-    def put_head(self, head: Head) -> None:
-        self._head = head
+    def put_summary(self, summary: Summary) -> None:
+        self._summary = summary
 
     def _held_entry(self, seq: int) -> Entry | None:
         held = self._entries.get(seq)
@@ -283,9 +271,8 @@ class BufferedRows(SQLRows, ABC):
         return SQLRows.message(self, index)
 
     def cut_messages(self, keep: int) -> None:
-        """Holds the cut (the stored messages from `keep` on go at the flush, before the held
-        messages are written) and drops the held messages and block ends from `keep` on, and
-        the known ones (`recent` then knows the last message only where it is the head's)."""
+        """Holds the cut: stored messages from `keep` on go at the flush. Drops held messages and block ends
+        from `keep` on."""
         if self._known is not None:
             for index in [i for i in self._known.messages if i >= keep]:
                 del self._known.messages[index]
@@ -314,8 +301,8 @@ class BufferedRows(SQLRows, ABC):
     # ------------------------------------------------------------ how the held writes are sent
 
     @abstractmethod
-    def _write_head(self, head: Head) -> None:
-        """Writes the held head (at the flush)."""
+    def _write_summary(self, summary: Summary) -> None:
+        """Writes the held summary (at the flush)."""
 
     @abstractmethod
     def _insert_many(self, table: str, columns: tuple[str, ...], rows: list[tuple[Any, ...]]) -> None:
@@ -340,8 +327,8 @@ class BufferedRows(SQLRows, ABC):
         """Sets the block end of each stored message of `ends` ((index, end))."""
 
     def flush(self) -> None:
-        """Sends the held writes: per table one bulk statement (`_insert_many`); a held message
-        goes out with the block end held for it, so only a stored message's end is an UPDATE."""
+        """Sends the held writes, one bulk statement per table (`_insert_many`). A held message goes with
+        its block end; only a stored message's end is an UPDATE."""
         entries = []
         for seq, held in self._entries.items():
             if isinstance(held, Entry):
@@ -368,12 +355,12 @@ class BufferedRows(SQLRows, ABC):
         self._end_blocks([(i, end) for i, end in ends.items() if i not in self._messages])  # ends of stored messages
         self._insert_many("pages", ROW_TABLES["pages"].names, list(self._pages.items()))
         self._insert_many("turns", ROW_TABLES["turns"].names, self._turns)
-        if self._head is not None:
-            self._write_head(self._head)
-            self._length = self._head.length
+        if self._summary is not None:
+            self._write_summary(self._summary)
+            self._length = self._summary.length
         self._entries, self._segments, self._outcomes = {}, {}, []
         self._drop_aside, self._moves, self._aside = False, [], []
-        self._messages, self._ends, self._pages, self._turns, self._head = {}, {}, {}, [], None
+        self._messages, self._ends, self._pages, self._turns, self._summary = {}, {}, {}, [], None
         self._cut = None
         self._open_entry = self._open_message = None
 
@@ -382,8 +369,8 @@ _ENTRY_JSON = Entry.__pydantic_serializer__
 
 
 class StatementRows(BufferedRows):
-    """`BufferedRows` whose held writes go as statements, one `executemany` per table (SQLite
-    runs it in C; PostgreSQL's send theirs as JSON, `PostgresBufferedRows`)."""
+    """`BufferedRows` whose held writes go as one `executemany` per table. PostgreSQL sends JSON instead
+    (`PostgresBufferedRows`)."""
 
     def _set_aside_rows(self) -> None:
         """Writes what `drop_aside` and `set_aside` hold (at the flush, before the entries)."""
@@ -392,9 +379,9 @@ class StatementRows(BufferedRows):
         self._many(self.s.set_aside, [(self.aside_cid, self.cid, seq) for seq in self._moves])
         self._many(self.s.insert("entries", upsert=False), [(self.aside_cid, *row) for row in self._aside])
 
-    def _write_head(self, head: Head) -> None:
-        """Writes the held head (at the flush)."""
-        SQLRows.put_head(self, head)
+    def _write_summary(self, summary: Summary) -> None:
+        """Writes the held summary (at the flush)."""
+        SQLRows.put_summary(self, summary)
 
     def _many(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
         if len(rows) == 1:  # psycopg's executemany syncs a pipeline (a round trip); one row need not
@@ -403,8 +390,8 @@ class StatementRows(BufferedRows):
             self.curs.executemany(sql, rows)
 
     def _insert_many(self, table: str, columns: tuple[str, ...], rows: list[tuple[Any, ...]]) -> None:
-        """Inserts `rows` (values of `columns` after `cid`) into row table `table`, with its ON
-        CONFLICT clause (`ROW_TABLES`): one `executemany` (SQLite runs it in C)."""
+        """Inserts `rows` (values of `columns` after `cid`) into `table` with its ON CONFLICT clause, in one
+        `executemany`."""
         self._many(self.s.insert(table, columns), [(self.cid, *row) for row in rows])
 
     def _cut_stored_messages(self, keep: int) -> None:
