@@ -52,6 +52,7 @@ from adapters.service.idempotent import FirstRun, KeyInFlight, KeyReused, Replay
 from adapters.service.line_writes import LineWrites
 from adapters.service.log_forward import forward
 from adapters.service.master_key import NEW_MASTER_KEY_VARIABLE, KeyChange
+from adapters.service.model_endpoint import ModelNotSet, ModelSettings
 from adapters.service.overviews import Overviews
 from adapters.service.raw_events import RAW_PAGE, RawPage, page_start, raw_page
 from adapters.service.record_lines import IngestReport, Recorded, VersionMismatch
@@ -83,8 +84,6 @@ from adapters.service.replay_stream import (
 )
 from adapters.service.reproduce import (
     ConversationErased,
-    ModelNotSet,
-    ModelSettings,
     ModelUnusable,
     Report,
     Reproduction,

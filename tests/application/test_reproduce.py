@@ -19,7 +19,8 @@ import pytest
 from adapters.api import Chatrecord, ModelNotSet, ModelSettings, ModelUnusable, demo_lines
 from adapters.backends.settings import postgres_env, sqlite_env
 from adapters.bootstrap import build_store, open_store
-from adapters.service.reproduce import reproduction_rows, shown_url, stream_chains
+from adapters.service.model_endpoint import shown_url
+from adapters.service.reproduce import reproduction_rows, stream_chains
 from adapters.store.reproductions import ANSWER, GENESIS, STARTED, StreamConflict, new_row, verify_rows
 from domain.errors import InvalidInput
 from domain.events import conversation_uuid
@@ -186,7 +187,10 @@ def test_an_endpoints_usage_that_is_no_count_is_left_out_and_the_answer_kept(
     ("change", "said"),
     [
         ({"key": "wrong"}, "refused the key (HTTP 401); set CHATRECORD_MODEL_KEY"),
-        ({"model": "no-such-model"}, "does not know the model 'no-such-model' or has no chat completions there (HTTP 404)"),
+        (
+            {"model": "no-such-model"},
+            "does not know the model 'no-such-model' (HTTP 404); set CHATRECORD_MODEL to a model it serves",
+        ),
         ({"url": "http://127.0.0.1:9/"}, "does not answer (ConnectError)"),
         ({"url": "http://127.0.0.1:9/v1"}, "does not answer (ConnectError); start the server or set CHATRECORD_MODEL_URL"),
     ],

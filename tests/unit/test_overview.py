@@ -14,7 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_properties import EPISODES, tell
 
-from adapters.pages import overview_data, overview_svg
+from adapters.pages import overview_svg
+from adapters.pages.overview_layout import overview_data
 from adapters.service.timeline import overview as log_overview
 from domain.events import CardLeftUndecided, TurnsTruncated
 from projections import audit
