@@ -3,7 +3,8 @@
 A conversation's `Head` (`projections.row_head`) is its bounded bookkeeping; everything that
 grows with the history lives in rows behind the `Rows` view: run record entries (the newest
 `RuleSet.record_entries` kept; an older one is deleted when it falls out), card outcomes,
-transcript messages, page changes and turns. `apply_to_rows(rows, head, event, rules)`
+transcript messages, page changes, turns and each segment's usage row (what the usage audit sums,
+kept when an edit cuts the segment). `apply_to_rows(rows, head, event, rules)`
 applies one event through the view's small methods and returns the new head; it reads rows
 only by key (a segment, a transcript index, a user message number), so its cost does not
 depend on the history.
@@ -46,6 +47,7 @@ from projections.rules import RuleSet
 from projections.steps import LastDecision, decision_after, decision_kind, read_segment
 from projections.transcript import Message
 from projections.turn import starts_turn
+from projections.usage import usage_row
 from projections.view_context import last_page
 
 __all__ = ["KEEPS_TURN", "TAIL_ONLY", "apply_to_rows"]
@@ -241,8 +243,10 @@ def _(event: SegmentReturned, head: Head, rows: Rows, rules: RuleSet) -> Head:
     # run record
     if not continues_run(event.trigger, event.run, head.pending.run if head.pending else None):
         head = _give_up(rows, head)
-    entry = rr.new_entry(event, head.follow, rules)
+    entry, reading = rr.read_entry(event, head.follow, rules)
     rows.put_entry(entry)
+    # the usage audit's flat row: a fact of what ran, kept when an edit cuts the segment
+    rows.put_usage(usage_row(event, reading, micros(event.timestamp), head.conversation, head.owner))
     seqs = (*head.seqs, entry.seq)
     overflow = max(0, len(seqs) - rules.record_entries)
     kept = head.turn_kept

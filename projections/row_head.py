@@ -4,7 +4,8 @@
 continuation follows, which cards wait, the transcript's length, the view context, the latest
 turn, `TurnMark`), one row per conversation. Everything that grows with the history lives in
 rows behind the `Rows` view: run record entries, card outcomes, transcript messages, page
-changes and turns. `projections.row_fold.apply_to_rows` applies an event through them.
+changes, turns and each segment's usage (`projections.usage.UsageRow`).
+`projections.row_fold.apply_to_rows` applies an event through them.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from projections.card_outcomes import Approval, CardOutcome, OpenCard
 from projections.run_record import Entry, PendingApproval
 from projections.steps import LastDecision
 from projections.transcript import Message
+from projections.usage import UsageRow
 from projections.view_context import ViewContext
 
 
@@ -185,6 +187,9 @@ class Rows(Protocol):
 
     def put_turn(self, turn: TurnMark) -> None:
         """Records a model call a user message started."""
+
+    def put_usage(self, usage: UsageRow) -> None:
+        """Inserts or replaces the usage row of the segment of version `usage.seq`."""
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

@@ -14,6 +14,7 @@ from projections.card_outcomes import CardOutcome
 from projections.row_head import Head, TurnMark
 from projections.run_record import Entry
 from projections.transcript import Message
+from projections.usage import UsageRow
 
 
 @dataclass
@@ -29,6 +30,7 @@ class MemoryConversation:
     block_ends: dict[int, int | None] = field(default_factory=dict)
     pages: dict[int, int] = field(default_factory=dict)
     turns: dict[int, TurnMark] = field(default_factory=dict)
+    usage: dict[int, UsageRow] = field(default_factory=dict)
 
 
 class MemoryRows(ViewRows):
@@ -151,6 +153,9 @@ class MemoryRows(ViewRows):
 
     def put_turn(self, turn: TurnMark) -> None:
         self.r.turns.setdefault(turn.version, turn)
+
+    def put_usage(self, usage: UsageRow) -> None:
+        self.r.usage[usage.seq] = usage
 
     def turn_starts(self, message: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
         marks = sorted(self.r.turns.values(), key=lambda mark: mark.version)
