@@ -167,13 +167,15 @@ class UsageTotal(Response):
     last_at: datetime | None = Field(description="The chat's time (UTC) of the last segment summed; null for none.")
 
 
-class UsageGroup(UsageTotal):
-    """One group of the usage audit."""
-
+class _UsageKey(Response):
     key: str | int | None = Field(
         description="The group: the conversation's stored id (by conversation), the owner's user id or null for "
         "an unknown owner (by owner), the UTC day YYYY-MM-DD (by day)."
     )
+
+
+class UsageGroup(UsageTotal, _UsageKey):  # in this order: `key` is the first field, as the handler writes it
+    """One group of the usage audit: its `key`, then its sums."""
 
 
 class UsageReport(Response):
