@@ -3,23 +3,21 @@
 from __future__ import annotations
 
 from datetime import datetime
-from enum import StrEnum
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
-from adapters.api import USAGE_LIMIT_MAX, BadUsageCursor, Usage, decode_usage_cursor, iso, parse_at
+from adapters.api import BY, USAGE_LIMIT_MAX, BadUsageCursor, By, Usage, decode_usage_cursor, iso, parse_at
 from adapters.cli.app import JsonOption, app, opened, print_json, say
 from adapters.cli.render import visible
 from adapters.cli.stdio import require_store
 
 
-class Grouping(StrEnum):
-    """What `--by` groups the segments by."""
-
-    conversation = "conversation"
-    owner = "owner"
-    day = "day"
+def _grouping(value: Any) -> str:
+    """Returns the grouping `--by` names (`BY`); any other value is wrong usage (exit 2)."""
+    if value not in BY:
+        raise typer.BadParameter(f"{value!r} is not one of {', '.join(map(repr, BY))}.")
+    return str(value)
 
 
 COLUMNS = ("segments", "time", "model calls", "tokens in", "tokens out", "cost", "tool calls", "failed", "refused")
@@ -65,8 +63,11 @@ def _row(label: str, u: Usage) -> tuple[str, ...]:
 @app.command()
 def usage(
     by: Annotated[
-        Grouping, typer.Option("--by", help="Sum per conversation, per owner or per day (UTC).")
-    ] = Grouping.conversation,
+        str,
+        typer.Option(
+            "--by", help="Sum per conversation, per owner or per day (UTC).", parser=_grouping, metavar="[conversation|owner|day]"
+        ),
+    ] = "conversation",
     since: Annotated[
         str | None, typer.Option("--since", help="Only segments at or after this time (ISO-8601, the chat's time).")
     ] = None,
@@ -92,24 +93,25 @@ def usage(
 
         chatrecord usage --by day --since 2026-10-01T00:00:00Z
     """
+    grouping: By = by  # type: ignore[assignment]  # `_grouping` checked it
     at, before = _at(since), _at(until)
     if at is not None and before is not None and before <= at:
         raise typer.BadParameter(f"--until ({until}) must be after --since ({since})")
     if cursor is not None:
         try:
-            by = Grouping(decode_usage_cursor(cursor)[0])  # a cursor carries its grouping
+            grouping = decode_usage_cursor(cursor)[0]  # a cursor carries its grouping
         except BadUsageCursor as error:
             raise typer.BadParameter(str(error), param_hint="'--cursor'") from None
     require_store()
     with opened(reading=True) as chatrecord:
-        page = chatrecord.usage(by.value, at, before, limit, cursor)
+        page = chatrecord.usage(grouping, at, before, limit, cursor)
     if as_json:
         print_json(page.to_json())
         return
     if not page.total.segments:
         say("no segments" + (" since " + iso(at) if at else "") + (" before " + iso(before) if before else ""))
         return
-    rows = [(by.value, *COLUMNS), _row("total", page.total)]
+    rows = [(grouping, *COLUMNS), _row("total", page.total)]
     for group in page.groups:
         label = "unknown" if group.key is None else str(group.key)
         rows.append(_row(label, group))
@@ -119,7 +121,7 @@ def usage(
         say("  ".join(cells).rstrip())
     if page.cursor:
         again = [
-            *([f"--by {by.value}"] if by != Grouping.conversation else []),
+            *([f"--by {grouping}"] if grouping != "conversation" else []),
             *([f"--limit {limit}"] if limit != 50 else []),
             *([f"--since {since}"] if since else []),
             *([f"--until {until}"] if until else []),
