@@ -87,7 +87,7 @@ def usage(
     sum some calls did not state ends in +N? (N calls without it). Conversations are listed by
     id, owners by id (unknown first), days newest first. The last line gives the cursor of the
     next page (--cursor, which carries its --by, with the same --since and --until); --json prints one object
-    {"by", "since", "until", "total", "groups": [{"key", ...}], "next_cursor"}.
+    {"by", "since", "until", "total": {"key": null, ...}, "groups": [{"key", ...}], "next_cursor"}.
 
     Example:
 

@@ -146,11 +146,15 @@ class ConversationList(Response):
 # ---------------------------------------------------------------- GET /v1/usage
 
 
-class UsageTotal(Response):
-    """What some segments used (`chatrecord usage --json`'s `total`). A token or cost sum no model
-    call stated is null (unknown, never 0); `calls_without_usage` and `calls_without_cost` say how
-    many of the sum's model calls stated none."""
+class Usage(Response):
+    """What some segments used: a group of the usage audit, or the range's total (`key` null). A
+    token or cost sum no model call stated is null (unknown, never 0); `calls_without_usage` and
+    `calls_without_cost` say how many of the sum's model calls stated none."""
 
+    key: str | int | None = Field(
+        description="The group: the conversation's stored id (by conversation), the owner's user id or null for "
+        "an unknown owner (by owner), the UTC day YYYY-MM-DD (by day); null for the total."
+    )
     segments: int = Field(description="Segments summed (an edit's cut ones too: they ran).")
     duration_ms: float = Field(description="Their time: the sum of their steps' durations, in milliseconds.")
     model_calls: int = Field(description="Model calls (`llm` steps).")
@@ -167,17 +171,6 @@ class UsageTotal(Response):
     last_at: datetime | None = Field(description="The chat's time (UTC) of the last segment summed; null for none.")
 
 
-class _UsageKey(Response):
-    key: str | int | None = Field(
-        description="The group: the conversation's stored id (by conversation), the owner's user id or null for "
-        "an unknown owner (by owner), the UTC day YYYY-MM-DD (by day)."
-    )
-
-
-class UsageGroup(UsageTotal, _UsageKey):  # in this order: `key` is the first field, as the handler writes it
-    """One group of the usage audit: its `key`, then its sums."""
-
-
 class UsageReport(Response):
     """A page of the usage audit (`chatrecord usage --json`): the range's total and a page of its groups."""
 
@@ -186,8 +179,10 @@ class UsageReport(Response):
     )
     since: datetime | None = Field(description="Only segments at or after this time (the chat's); null: from the start.")
     until: datetime | None = Field(description="Only segments before this time; null: to the end.")
-    total: UsageTotal = Field(description="The sums over every segment of the range (every group, not only this page's).")
-    groups: list[UsageGroup]
+    total: Usage = Field(
+        description="The sums over every segment of the range (every group, not only this page's); its key is null."
+    )
+    groups: list[Usage]
     next_cursor: Annotated[str, Field(pattern=USAGE_CURSOR_PATTERN)] | None = Field(
         description="Pass it as `cursor` (with the same `since` and `until`; it carries `by`) for the next page; null after the last one."
     )

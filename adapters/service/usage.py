@@ -115,9 +115,10 @@ class Usage:
             last_at=_time(sums.last_at),
         )
 
-    def to_json(self, key: bool = True) -> dict[str, Any]:
-        """Returns the usage as JSON-ready data (times ISO-8601, UTC); without `key` (a total) no `key`."""
-        data = {
+    def to_json(self) -> dict[str, Any]:
+        """Returns the usage as JSON-ready data, `key` first (times ISO-8601, UTC)."""
+        return {
+            "key": self.key,
             "segments": self.segments,
             "duration_ms": self.duration_ms,
             "model_calls": self.model_calls,
@@ -133,7 +134,6 @@ class Usage:
             "first_at": _iso(self.first_at),
             "last_at": _iso(self.last_at),
         }
-        return {"key": self.key, **data} if key else data
 
 
 def _iso(at: datetime | None) -> str | None:
@@ -154,12 +154,12 @@ class UsagePage:
     cursor: str | None
 
     def to_json(self) -> dict[str, Any]:
-        """Returns `{"by", "since", "until", "total": {...}, "groups": [{"key", ...}], "next_cursor"}`."""
+        """Returns `{"by", "since", "until", "total": {"key": null, ...}, "groups": [{"key", ...}], "next_cursor"}`."""
         return {
             "by": self.by,
             "since": _iso(self.since),
             "until": _iso(self.until),
-            "total": self.total.to_json(key=False),
+            "total": self.total.to_json(),
             "groups": [g.to_json() for g in self.groups],
             "next_cursor": self.cursor,
         }

@@ -62,7 +62,7 @@ def test_the_demos_usage_totals_are_the_sums_of_its_lines(stores: Opener) -> Non
         0,
         0,
     )
-    assert [g.to_json() | {"key": g.key} for g in page.groups] == [{"key": "conv-demo-seo", **page.to_json()["total"]}]
+    assert [g.to_json() for g in page.groups] == [{**page.to_json()["total"], "key": "conv-demo-seo"}]
     assert [(g.key, g.segments) for g in chat.usage("owner").groups] == [(7, 8)]
     assert [(g.key, g.input_tokens) for g in chat.usage("day").groups] == [("2026-10-28", 18000)]
 
@@ -135,6 +135,7 @@ def test_usage_splits_by_day_owner_and_conversation_and_keeps_unknowns_unknown(s
     assert (owners[7].segments, owners[7].input_tokens, owners[8].cost, owners[9].input_tokens) == (2, 3000, None, None)
     assert [g.key for g in conversations.groups] == ["a", "b", "c"]
     assert conversations.to_json()["total"] | {"first_at": None, "last_at": None} == {
+        "key": None,
         "segments": 4,
         "duration_ms": 455.5,
         "model_calls": 5,
