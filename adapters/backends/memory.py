@@ -284,8 +284,8 @@ class MemoryViewStorage(ViewStorage):
         return sum_rows(rows, query)
 
     def listed(self, curs: Any, generation: int, query: ListQuery) -> list[Listed]:
-        with self.lock_:  # the in-memory store's list rows, made from its heads and sorted here
-            rows = [Listed.of(str(cid), r.head) for cid, r in self.tables.get(generation, {}).items() if r.head is not None]
+        with self.lock_:  # the in-memory store's list rows, made from its summaries and sorted here
+            rows = [Listed.of(str(cid), r.summary) for cid, r in self.tables.get(generation, {}).items() if r.summary is not None]
         found = sorted((r for r in rows if query.admits(r)), key=lambda r: (r.at, r.cid), reverse=True)
         return found[: query.limit]
 

@@ -27,7 +27,7 @@ from domain.errors import ChatrecordError
 from domain.events import (
     conversation_uuid,
 )
-from projections.row_head import micros
+from projections.summary_rows import micros
 
 LIST_LIMIT_MAX = 1000
 """The most conversations one page of `list_conversations` holds."""
@@ -157,9 +157,9 @@ def summary(
 ) -> ConversationSummary | None:
     """Returns the summary of the conversation stored under `key`, None when there is none. Reads
     its state (snapshot and the events since) and its index's live segments: bounded reads.
-    `users`: its live user messages as its read-model head counts them (`Head.users`); None
+    `users`: its live user messages as its read-model head counts them (`Summary.users`); None
     (a head an earlier version wrote keeps no count) counts them in its history index instead.
-    `last_at`: its last activity as its head keeps it (`Head.last_at`, microseconds; the chat's
+    `last_at`: its last activity as its head keeps it (`Summary.last_at`, microseconds; the chat's
     time, not an erasure's); None: its last event's time."""
     state = store.get(key)
     if state is None:
@@ -253,7 +253,7 @@ def list_conversations(
     given, and those `filters` admits (`ListFilter`; its `since` is taken where `since` is None).
 
     Activity is the chat's time (`at`) of a conversation's last event, as its list row keeps it
-    (`Head.last_at`, in the list table, indexed: `ViewStorage.listed`); ties go by the
+    (`Summary.last_at`, in the list table, indexed: `ViewStorage.listed`); ties go by the
     conversation's UUID. A page is one index range read of the list table (its filters on the
     same rows: owner by its index, a part of the id and the statuses by a scan of the range) and
     a bounded read per conversation listed, whatever the store holds and however its storage

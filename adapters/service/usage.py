@@ -18,7 +18,7 @@ from typing import Any
 from adapters.views.readmodels import ReadModels
 from adapters.views.usage_rows import BY, UNKNOWN_OWNER, By, UsageQuery, UsageSums
 from domain.errors import ChatrecordError
-from projections.row_head import micros
+from projections.summary_rows import micros
 from projections.usage import COST_UNIT
 
 USAGE_LIMIT_MAX = 1000

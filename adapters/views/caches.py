@@ -135,7 +135,7 @@ TAIL_EVENTS = 32
 """At most this many events after a kept `BlocksCache` let a turn read use it (with the rows
 from its `last_user` on, read afresh); after more, the read places its notes from the rows."""
 TAIL_ROWS = 16
-"""At most this many transcript rows from a kept `last_user` on are read with a turn's head."""
+"""At most this many transcript rows from a kept `last_user` on are read with a turn's summary."""
 KNOWN_CONVERSATIONS = 256
 """Conversations whose `BlocksCache` a process keeps."""
 TAIL_ONLY_TOPICS = frozenset(get_topic(cls) for cls in TAIL_ONLY)
@@ -160,7 +160,7 @@ class PlacementCache:
 @dataclass(frozen=True)
 class BlocksCache:
     """What a turn read of one conversation learned of its transcript rows, kept for the next:
-    at head `version` of generation `generation`, whose last user message was at index
+    at summary `version` of generation `generation`, whose last user message was at index
     `last_user` (-1: none), the block ends of the user message numbers it asked for (the
     newest message's index and the block's end, None: the transcript's end) and the messages
     it asked for, decoded (each from a body of at most MESSAGE_BODY characters; like
@@ -177,7 +177,7 @@ class BlocksCache:
     """The hash chain's hash at `version` (None: no chain), so a log restored to another
     history of that version is not taken for the one these rows were read from."""
     refolds: int = 0
-    """The head's folds in place when read (`Head.refolds`): after another, an erasure's, the
+    """The summary's folds in place when read (`Summary.refolds`): after another, an erasure's, the
     rows hold other texts and offsets, and nothing kept of them is known any more."""
 
     @classmethod
@@ -190,8 +190,8 @@ class BlocksCache:
         tip: bytes | None = None,
         refolds: int = 0,
     ) -> BlocksCache:
-        """Returns what to keep of a read's `placement`, at head `version` of `generation`
-        whose chain hash is `tip`, after the head's `refolds` folds in place."""
+        """Returns what to keep of a read's `placement`, at summary `version` of `generation`
+        whose chain hash is `tip`, after the summary's `refolds` folds in place."""
         ends = {n: end for n in placement.numbers if (end := placement.ends.get(n)) is not None}
         messages = {i: message for i in placement.asked if (message := placement.messages.get(i)) is not None}
         return cls(generation, version, -1 if last_user is None else last_user, ends, messages, tip, refolds)
@@ -205,9 +205,9 @@ class BlocksCache:
         since_tip: bytes | None = None,
         refolds: int = 0,
     ) -> PlacementCache | None:
-        """Returns what a read at head `version` of `generation`, after the head's `refolds`
+        """Returns what a read at summary `version` of `generation`, after the summary's `refolds`
         folds in place, may take as known: the kept rows before `last_user`, and the rows from
-        it on as `tail` holds them (read with the head: `TurnRows.tail`), when the chain's hash
+        it on as `tail` holds them (read with the summary: `TurnRows.tail`), when the chain's hash
         at `self.version` is still `self.tip` (`since_tip`), the rows were not folded in place
         since (`self.refolds`) and the events since have only `topics` (their stored topics
         joined by SEPARATOR) of TAIL_ONLY_TOPICS; else None (nothing is known)."""

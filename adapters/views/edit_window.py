@@ -1,5 +1,5 @@
 """What an edit's fold asks of a conversation's stored rows, as this process's own appends left
-them (`EditWindow`): kept with the head those appends wrote (`WrittenRowsCache.edit`, in `HeadCache`),
+them (`EditWindow`): kept with the summary those appends wrote (`WrittenRowsCache.edit`, in `SummaryCache`),
 it lets an edit's append on PostgreSQL read nothing before its call
 (`ViewRows.prefetch`, where a backend reads them at once).
 """
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from projections.row_head import Head
+from projections.summary_rows import Summary
 from projections.transcript import Message
 
 
@@ -36,8 +36,8 @@ class EditWindow:
 
     Bounded: each part keeps at most `LIMIT` rows (`trim`, at the end of each append, moves
     its start past the oldest), so a conversation's window holds at most 32 text-less
-    messages, 32 segments, 32 card outcomes' keys and 32 page changes; `HeadCache` keeps
-    4,096 conversations. Valid exactly as long as the head it was kept with (the version the
+    messages, 32 segments, 32 card outcomes' keys and 32 page changes; `SummaryCache` keeps
+    4,096 conversations. Valid exactly as long as the summary it was kept with (the version the
     next append checks)."""
 
     LIMIT = 32
@@ -55,16 +55,16 @@ class EditWindow:
         self.below: tuple[int | None, int] = (None, 0)
 
     @classmethod
-    def start(cls, head: Head | None) -> EditWindow:
-        """Returns what is known of the rows of a conversation whose head, read from its rows,
-        is `head` (None: no rows yet, everything known): no numbered message from index
-        `head.length` on, no entry or outcome of a later version, and no outcome at all when
-        `head.outcomes` is 0; its page changes are not known, but where its one event put no
+    def start(cls, summary: Summary | None) -> EditWindow:
+        """Returns what is known of the rows of a conversation whose summary, read from its rows,
+        is `summary` (None: no rows yet, everything known): no numbered message from index
+        `summary.length` on, no entry or outcome of a later version, and no outcome at all when
+        `summary.outcomes` is 0; its page changes are not known, but where its one event put no
         message (only a user message's event puts a page change, and a message with it)."""
-        if head is None:
+        if summary is None:
             return cls(0, 0, 0, 0)
-        pages = 0 if head.version <= 1 and head.length == 0 else None
-        return cls(head.length, head.version + 1, 0 if head.outcomes == 0 else None, pages)
+        pages = 0 if summary.version <= 1 and summary.length == 0 else None
+        return cls(summary.length, summary.version + 1, 0 if summary.outcomes == 0 else None, pages)
 
     def copy(self) -> EditWindow:
         """Returns a copy that follows its own writes (an append that fails leaves this one as it was)."""
@@ -172,7 +172,7 @@ class EditWindow:
 
     def entry_seq(self, segment: str, seqs: tuple[int, ...]) -> tuple[bool, int | None]:
         """Whether the window knows the kept entry of `segment` (`seqs`: the kept entries'
-        versions, the head's), and its version (None: none kept)."""
+        versions, the summary's), and its version (None: none kept)."""
         seq = self.born.get(segment)
         if seq is not None:
             return True, (seq if seq in self.live else None)

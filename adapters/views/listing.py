@@ -2,8 +2,8 @@
 
 Each conversation has one narrow row in its generation's list table (`views_g<N>_listing`,
 described in `adapters.backends.sql.views_tables.LISTING`; a dict of them in memory), written
-from its head whenever the head is (`listing_values`), so the list orders, filters and pages on
-it without reading a head's body. `ListQuery` is what one page asks (`ViewStorage.listed`),
+from its summary whenever the summary is (`listing_values`), so the list orders, filters and pages on
+it without reading a summary's body. `ListQuery` is what one page asks (`ViewStorage.listed`),
 `Listed` one row it returns.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from projections.row_head import Head
+from projections.summary_rows import Summary
 
 OUTCOMES = ("failed", "waiting", "undecided", "erased")
 """The statuses a conversation's list row knows (`Listed.statuses`), in the order the list
@@ -20,18 +20,18 @@ erasure recorded. The chain's state (`broken`, `verified`, `unchecked`) is the c
 tables', not the row's."""
 
 
-def listing_values(head: Head) -> tuple[int | None, str, int | None, int | None, int | None, int, int | None, int]:
-    """Returns the list row of a conversation with this head, as `LISTING`'s columns after
+def listing_values(summary: Summary) -> tuple[int | None, str, int | None, int | None, int | None, int, int | None, int]:
+    """Returns the list row of a conversation with this summary, as `LISTING`'s columns after
     `cid`: last activity, conversation, owner, users, failed, waiting, undecided, erased (0/1)."""
     return (
-        head.last_at,
-        head.conversation,
-        head.owner,
-        head.users,
-        head.failed,
-        len(head.open_waits),
-        head.undecided,
-        1 if head.erased else 0,
+        summary.last_at,
+        summary.conversation,
+        summary.owner,
+        summary.users,
+        summary.failed,
+        len(summary.open_waits),
+        summary.undecided,
+        1 if summary.erased else 0,
     )
 
 
@@ -91,9 +91,9 @@ class Listed:
     erased: bool
 
     @classmethod
-    def of(cls, cid: str, head: Head) -> Listed:
-        """Returns the list row of conversation `cid` with `head`."""
-        at, conversation, owner, users, failed, waiting, undecided, erased = listing_values(head)
+    def of(cls, cid: str, summary: Summary) -> Listed:
+        """Returns the list row of conversation `cid` with `summary`."""
+        at, conversation, owner, users, failed, waiting, undecided, erased = listing_values(summary)
         return cls(cid, at, conversation, owner, users, failed, waiting, undecided, bool(erased))
 
     @property

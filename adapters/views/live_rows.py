@@ -1,6 +1,6 @@
 """The read models' rows kept current with the log (`LiveRows`, which `ReadModels` holds): the
 pointer and the first generation made once, a conversation's events applied in their own
-transaction (`apply_inline`, under a savepoint) or from its log (`apply`), the heads this process
+transaction (`apply_inline`, under a savepoint) or from its log (`apply`), the summaries this process
 wrote kept, every conversation caught up, a conversation's rows folded anew after its erasure."""
 
 from __future__ import annotations
@@ -14,14 +14,14 @@ from uuid import UUID
 from adapters.store.application import ConversationStore
 from adapters.store.serialization import UnreadableEvent
 from adapters.store.store_views import ViewsWritten
-from adapters.views.head_cache import _kept
+from adapters.views.summary_cache import _kept
 from adapters.views.held_rows import NEWEST_ENTRIES, NEWEST_OUTCOMES, advanced
 from adapters.views.log_fold import Progress, fold_into, fold_log
 from adapters.views.ports import ViewStorage
 from adapters.views.storage_reads import Pointer
 from adapters.views.views_cache import ViewsCache
 from domain.events import ConversationEvent, conversation_uuid
-from projections.row_head import Head
+from projections.summary_rows import Summary
 from projections.rules import DEFAULT_RULE_SET, resolve
 
 log = logging.getLogger("chatrecord")
@@ -29,15 +29,15 @@ log = logging.getLogger("chatrecord")
 
 class Written(NamedTuple):
     """What `LiveRows.apply_inline` wrote of one conversation in a transaction (a `ViewsWritten`
-    value), which `inline_committed` keeps once it committed: the generation written, the head
+    value), which `inline_committed` keeps once it committed: the generation written, the summary
     after and before (`start`: its version, 0 for none), the newest rows (`WrittenRowsCache`), the
-    head's JSON where the backend made it, and the append document's views section (None: the
+    summary's JSON where the backend made it, and the append document's views section (None: the
     rows were not written into one)."""
 
     generation: int
-    head: Head | None
+    summary: Summary | None
     recent: Any
-    head_json: str | None
+    summary_json: str | None
     start: int
     views: dict[str, Any] | None
 
@@ -100,36 +100,36 @@ class LiveRows:
 
     # ------------------------------------------------------------ writing
 
-    def apply(self, aggregate_id: UUID, events: Sequence[ConversationEvent] | None = None) -> Head | None:
+    def apply(self, aggregate_id: UUID, events: Sequence[ConversationEvent] | None = None) -> Summary | None:
         """Brings one conversation's rows up to its log: `events` (just saved) where they follow
-        the head, else what the log holds after the head. Returns the head after it."""
+        the summary, else what the log holds after the summary. Returns the summary after it."""
         with self.storage.transaction(write=True) as curs:
             self.storage.lock(curs, exclusive=False)
             live = self.storage.pointer(curs)
             assert live is not None
             rows = self.storage.rows(curs, live.generation, aggregate_id)
-            head: Head | None = rows.head()
-            version = head.version if head else 0
+            summary: Summary | None = rows.summary()
+            version = summary.version if summary else 0
             if events and events[-1].originator_version <= version:
-                return head
+                return summary
             if not events or events[0].originator_version != version + 1:
                 todo: Iterable[ConversationEvent] = self.store.events.get(aggregate_id, gt=version or None)
             else:
                 todo = events
-            after = fold_into(rows, head, todo, resolve(live.rules))
-            if after is not None and after is not head:
-                rows.put_head(after)
+            after = fold_into(rows, summary, todo, resolve(live.rules))
+            if after is not None and after is not summary:
+                rows.put_summary(after)
             return after
 
     def apply_inline(self, curs: Any, aggregate_id: UUID, events: Sequence[ConversationEvent], written: ViewsWritten) -> None:
         """Applies `events`, being saved in the transaction of `curs`, to their conversation's
-        rows in that same transaction, noting the head it wrote in `written` (the transaction's,
-        made by the store: `inline_committed` keeps its heads once it committed), under a savepoint: a view that cannot apply them (a bug,
+        rows in that same transaction, noting the summary it wrote in `written` (the transaction's,
+        made by the store: `inline_committed` keeps its summaries once it committed), under a savepoint: a view that cannot apply them (a bug,
         or data an old version accepted) leaves its rows as they were and the events are still
         stored; the next read of the conversation tries again from its log. When that fails
-        with the pointer and head this process kept (a rebuild elsewhere switched generations
+        with the pointer and summary this process kept (a rebuild elsewhere switched generations
         and dropped the tables it took as live), it is tried once more, in a new savepoint, with
-        the live pointer and head read from the database. Events that do not follow the head (a
+        the live pointer and summary read from the database. Events that do not follow the summary (a
         gap) are left to the next read too."""
         if not events:
             return
@@ -140,7 +140,7 @@ class LiveRows:
     def _apply_inline(
         self, curs: Any, aggregate_id: UUID, events: Sequence[ConversationEvent], fresh: bool, written: ViewsWritten
     ) -> bool:
-        """One try of `apply_inline`; `fresh` reads the pointer and head instead of using the
+        """One try of `apply_inline`; `fresh` reads the pointer and summary instead of using the
         kept ones. Returns False when the views' savepoint failed and a fresh try is left."""
         written.pop(aggregate_id, None)
         failed: list[Exception] = []
@@ -153,23 +153,23 @@ class LiveRows:
         with self.storage.savepoint(curs, on_failure=on_failure) as point:
             self.storage.lock(point, exclusive=False)
             live = None if fresh else self.cache.pointer
-            head = self.cache.heads.get(aggregate_id, events[0].originator_version - 1) if live is not None else None
-            if live is None or head is None:
-                live, body = self.storage.pointer_and_head(point, aggregate_id, live.generation if live else 0)
+            summary = self.cache.summaries.get(aggregate_id, events[0].originator_version - 1) if live is not None else None
+            if live is None or summary is None:
+                live, body = self.storage.pointer_and_summary(point, aggregate_id, live.generation if live else 0)
                 assert live is not None
                 self.cache.take_live(live)
-                head = None
+                summary = None
             rows = self.storage.rows(point, live.generation, aggregate_id, buffered=True)
-            recent = self.cache.heads.rows(aggregate_id, head) if head is not None else None
-            if head is None:
-                head = Head.model_validate_json(body) if body is not None else rows.head()
-            rows.prime(recent, head)  # the rows the append that wrote the kept head left: not read again
+            recent = self.cache.summaries.rows(aggregate_id, summary) if summary is not None else None
+            if summary is None:
+                summary = Summary.model_validate_json(body) if body is not None else rows.summary()
+            rows.prime(recent, summary)  # the rows the append that wrote the kept summary left: not read again
             rows.prefetch(events)  # what the fold will read, at once where it can
-            if events[0].originator_version != (head.version if head else 0) + 1:
+            if events[0].originator_version != (summary.version if summary else 0) + 1:
                 return True
-            after = fold_into(rows, head, events, resolve(live.rules))
+            after = fold_into(rows, summary, events, resolve(live.rules))
             if after is not None:
-                rows.put_head(after)
+                rows.put_summary(after)
             rows.flush()  # the writes go out together
             done = rows.appended()
             if done.bodies:  # the entries and card outcomes written: the turn read after need not decode them
@@ -177,30 +177,30 @@ class LiveRows:
             for body, message in done.messages:  # nor the messages (nor open their texts)
                 self.cache.messages.put(str(aggregate_id), body, message)
             written[aggregate_id] = Written(
-                live.generation, after, done.recent, done.head_json, head.version if head else 0, done.views
+                live.generation, after, done.recent, done.summary_json, summary.version if summary else 0, done.views
             )
         return not failed or fresh
 
     def _inline_failed(self, error: Exception, written: ViewsWritten) -> None:
         """After a view statement failed (e.g. a rebuild elsewhere dropped the tables this
-        process took as live): forget the pointer, the kept heads and what the transaction
+        process took as live): forget the pointer, the kept summaries and what the transaction
         wrote (`written`); the next write reads them."""
         written.clear()
         self.cache.lose_live()
 
     def inline_committed(self, written: ViewsWritten) -> None:
         """Called by the store once the transaction `apply_inline` wrote `written` in has
-        committed: keeps the heads it wrote (`HeadCache`, one per conversation of the
-        transaction: (generation, head, newest rows)), so the next append need not read them,
+        committed: keeps the summaries it wrote (`SummaryCache`, one per conversation of the
+        transaction: (generation, summary, newest rows)), so the next append need not read them,
         and follows the newest entries and card outcomes a turn read kept (`TurnRowsCache`) through
         the append's document, so the turn read after need not read them either."""
         for aggregate_id, w in written.items():
             live = self.cache.pointer
-            if w.head is not None and live is not None and w.generation == live.generation:
-                self.cache.heads.put(aggregate_id, w.head, w.recent, w.head_json)
+            if w.summary is not None and live is not None and w.generation == live.generation:
+                self.cache.summaries.put(aggregate_id, w.summary, w.recent, w.summary_json)
             held = _kept(self.cache.held, aggregate_id)
             if held is not None:
-                after = advanced(held, w.generation, w.start, w.views, w.head, NEWEST_ENTRIES, NEWEST_OUTCOMES)
+                after = advanced(held, w.generation, w.start, w.views, w.summary, NEWEST_ENTRIES, NEWEST_OUTCOMES)
                 if after is None:
                     with contextlib.suppress(KeyError):  # gone meanwhile (another thread's read or append)
                         self.cache.held.get(aggregate_id, evict=True)
@@ -216,9 +216,9 @@ class LiveRows:
             with self.storage.transaction(write=False) as curs:
                 live = self.storage.pointer(curs)
                 assert live is not None
-                head = self.storage.rows(curs, live.generation, key).head()
+                summary = self.storage.rows(curs, live.generation, key).summary()
                 logged = self.storage.log_version(curs, key)
-            if (head.version if head else 0) < logged:
+            if (summary.version if summary else 0) < logged:
                 self.apply(key)
                 behind += 1
         return behind
@@ -238,7 +238,7 @@ class LiveRows:
             if not self.storage.log_version(curs, key):
                 return False
             rows = self.storage.rows(curs, live.generation, key)
-            before = rows.head()
+            before = rows.summary()
             rows.clear()
             self.cache.forget_all()
             try:
@@ -247,5 +247,5 @@ class LiveRows:
                 rows.clear()  # its rows stay dropped: a read says why its log cannot be read
                 return True
             if after is not None:  # counted, so other processes' kept reads of this version go
-                rows.put_head(after.model_copy(update={"refolds": (before.refolds if before else 0) + 1}))
+                rows.put_summary(after.model_copy(update={"refolds": (before.refolds if before else 0) + 1}))
         return True

@@ -16,12 +16,12 @@ from uuid import UUID
 from adapters.store.application import ConversationStore
 from adapters.store.lru import LRU
 from adapters.store.serialization import originator_uuid
-from adapters.views.head_cache import _kept
+from adapters.views.summary_cache import _kept
 from adapters.views.ports import FoldsInParts, ViewStorage
 from domain.errors import ChatrecordError
 from domain.events import ConversationEvent
 from projections.row_fold import apply_to_rows
-from projections.row_head import Head
+from projections.summary_rows import Summary
 from projections.rules import RuleSet, resolve
 
 log = logging.getLogger("chatrecord")
@@ -31,7 +31,7 @@ PAGE = 2000
 """Notifications a rebuild reads and writes per transaction."""
 
 KEPT_HEADS = 1024
-"""The heads a rebuild keeps between its pages (the conversations it wrote last)."""
+"""The summaries a rebuild keeps between its pages (the conversations it wrote last)."""
 
 
 class ViewOutOfStep(ChatrecordError):
@@ -39,11 +39,11 @@ class ViewOutOfStep(ChatrecordError):
     is missing from the log); `chatrecord rebuild` folds the rows anew."""
 
 
-def fold_into(rows: Any, head: Head | None, events: Iterable[ConversationEvent], rules: RuleSet) -> Head | None:
-    """Applies `events` (one conversation's, in order) to its rows and returns the head after
-    them; events at or below the head's version are skipped. Raises ViewOutOfStep on a gap."""
+def fold_into(rows: Any, summary: Summary | None, events: Iterable[ConversationEvent], rules: RuleSet) -> Summary | None:
+    """Applies `events` (one conversation's, in order) to its rows and returns the summary after
+    them; events at or below the summary's version are skipped. Raises ViewOutOfStep on a gap."""
     for event in events:
-        version = head.version if head else 0
+        version = summary.version if summary else 0
         if event.originator_version <= version:
             continue
         if event.originator_version != version + 1:
@@ -51,8 +51,8 @@ def fold_into(rows: Any, head: Head | None, events: Iterable[ConversationEvent],
                 f"event {event.originator_version} of conversation {event.originator_id} does not follow "
                 f"the read models' version {version}; run: chatrecord rebuild --rules {rules.id}"
             )
-        head = apply_to_rows(rows, head or Head(), event, rules)
-    return head
+        summary = apply_to_rows(rows, summary or Summary(), event, rules)
+    return summary
 
 
 def fold_log(
@@ -72,7 +72,7 @@ def fold_log(
     `generation` holds only what folds of the log from its start wrote into it (a new
     generation's tables are written by no other writer). Without `curs`, where the backend
     writes on a thread of its own (`ViewStorage.queued`), a page is written while the next is
-    folded, and the heads written are kept (`KEPT_HEADS`) so that the next page need not read them.
+    folded, and the summaries written are kept (`KEPT_HEADS`) so that the next page need not read them.
     Without `curs`, where the backend `reads_ahead`, the next page is read on a thread of its
     own while this one is folded (the wait for the server's answer overlaps the fold); and
     unless something else froze objects, what the process held before is frozen (`gc.freeze`)
@@ -85,7 +85,7 @@ def fold_log(
     unreadable = set() if unreadable is None else unreadable
     total = stop or store.max_notification_id()
     queued = storage.queued() if curs is None else None
-    kept: LRU[UUID, Head | None] | None = LRU(maxsize=KEPT_HEADS) if queued is not None else None
+    kept: LRU[UUID, Summary | None] | None = LRU(maxsize=KEPT_HEADS) if queued is not None else None
 
     recorder = store.recorder
     to_fold = recorder.select_notifications_to_fold if isinstance(recorder, FoldsInParts) else None
@@ -144,20 +144,20 @@ def fold_page(
     generation: int,
     rules: RuleSet,
     page: Sequence[Any],
-    kept: LRU[UUID, Head | None] | None = None,
+    kept: LRU[UUID, Summary | None] | None = None,
     unreadable: set[UUID] | None = None,
 ) -> set[UUID]:
     """Decodes the page's notifications in order and folds each event, once, into its
     conversation's rows, which hold their writes until the page is folded (`BufferedRows`):
-    an event is dropped as soon as it is applied. A conversation whose head is behind the
-    page's first event of it is filled from its own log first. With `kept` (the heads the
-    fold wrote, by conversation), a kept head is not read, nor the head of a conversation
-    whose first event here is its first (`fold_log`: none yet); the heads written are
+    an event is dropped as soon as it is applied. A conversation whose summary is behind the
+    page's first event of it is filled from its own log first. With `kept` (the summaries the
+    fold wrote, by conversation), a kept summary is not read, nor the summary of a conversation
+    whose first event here is its first (`fold_log`: none yet); the summaries written are
     kept. A conversation whose event here cannot be read back (UnreadableEvent) or folded
     (another ChatrecordError) gets none of this page's rows and no more of them at all: it is
     added to `unreadable` (with one line logged), whose conversations are passed over.
     Returns the conversations."""
-    folding: dict[UUID, list[Any]] = {}  # conversation: [rows, head read, head now]
+    folding: dict[UUID, list[Any]] = {}  # conversation: [rows, summary read, summary now]
     decode = store.mapper.to_domain_event
     unreadable = set() if unreadable is None else unreadable
     for notification in page:
@@ -169,17 +169,17 @@ def fold_page(
             held = folding.get(key)
             if held is None:
                 rows = storage.rows(curs, generation, key, buffered=True)
-                head = _kept(kept, key) if kept is not None else None
-                if head is None and not (kept is not None and event.originator_version == 1):
-                    head = rows.head()
-                held = folding[key] = [rows, head, head]
-            rows, _, head = held
-            version = head.version if head is not None else 0
+                summary = _kept(kept, key) if kept is not None else None
+                if summary is None and not (kept is not None and event.originator_version == 1):
+                    summary = rows.summary()
+                held = folding[key] = [rows, summary, summary]
+            rows, _, summary = held
+            version = summary.version if summary is not None else 0
             if event.originator_version == version + 1:  # `fold_into` of one event, without its loop
-                held[2] = apply_to_rows(rows, head or Head(), event, rules)
+                held[2] = apply_to_rows(rows, summary or Summary(), event, rules)
             elif event.originator_version > version:  # a gap: filled from the conversation's own log
                 missed = store.events.get(key, gt=version or None, lte=event.originator_version)
-                held[2] = fold_into(rows, head, missed, rules)
+                held[2] = fold_into(rows, summary, missed, rules)
         except ChatrecordError as error:
             key = originator_uuid(notification.originator_id)
             unreadable.add(key)
@@ -190,10 +190,10 @@ def fold_page(
                 notification.originator_version,
                 error,
             )
-    for key, (rows, read, head) in folding.items():
-        if head is not None and head is not read:
-            rows.put_head(head)
+    for key, (rows, read, summary) in folding.items():
+        if summary is not None and summary is not read:
+            rows.put_summary(summary)
         rows.flush()
-        if kept is not None and head is not None:
-            kept.put(key, head)
+        if kept is not None and summary is not None:
+            kept.put(key, summary)
     return set(folding)

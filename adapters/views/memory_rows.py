@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from adapters.views.caches import MessagesCache, PlacementCache
 from adapters.views.ports import ViewRows
 from projections.card_outcomes import CardOutcome
-from projections.row_head import Head, TurnMark
+from projections.summary_rows import Summary, TurnMark
 from projections.run_record import Entry
 from projections.transcript import Message
 from projections.usage import UsageRow
@@ -21,7 +21,7 @@ from projections.usage import UsageRow
 class MemoryConversation:
     """One conversation's rows in memory."""
 
-    head: Head | None = None
+    summary: Summary | None = None
     entries: dict[int, Entry] = field(default_factory=dict)
     aside: dict[int, Entry] = field(default_factory=dict)
     outcomes: dict[tuple[int, int], CardOutcome] = field(default_factory=dict)
@@ -47,11 +47,11 @@ class MemoryRows(ViewRows):
         for name in fresh.__dataclass_fields__:
             setattr(self.r, name, getattr(fresh, name))
 
-    def head(self) -> Head | None:
-        return self.r.head
+    def summary(self) -> Summary | None:
+        return self.r.summary
 
-    def put_head(self, head: Head) -> None:
-        self.r.head = head
+    def put_summary(self, summary: Summary) -> None:
+        self.r.summary = summary
 
     def entry(self, segment: str) -> Entry | None:
         return next((e for e in reversed(self.r.entries.values()) if e.segment == segment), None)

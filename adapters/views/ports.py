@@ -9,7 +9,7 @@ never look it up. `tests/integration/test_view_ports.py` is the contract every b
 The tables: a generation is a set of row tables (`adapters.views.row_tables.TABLES`); the
 pointer says which generation is live, its rule set and the next generation number. Writers
 take the views' lock shared; a rebuild's switch takes it exclusive. Times are microseconds
-since the epoch. Errors: `ReadMoved` (a read's tables or head moved: read again),
+since the epoch. Errors: `ReadMoved` (a read's tables or summary moved: read again),
 `NeedsSnapshot` (a one-statement read needs a snapshot: read again with one).
 """
 
@@ -31,7 +31,7 @@ from adapters.views.storage_reads import Pointer, TurnInputRows, TurnRows
 from adapters.views.usage_rows import UsageQuery, UsageSums
 from projections.card_outcomes import CardOutcome
 from projections.overview import Marks, Overview
-from projections.row_head import Head, TurnMark
+from projections.summary_rows import Summary, TurnMark
 from projections.run_record import Entry
 from projections.transcript import Message
 from projections.usage import UsageRow
@@ -83,7 +83,7 @@ class FoldsInParts(Protocol):
 
 class ReadMoved(Exception):  # a signal to the reader, never seen outside ReadModels
     """Raised by a turn read whose rows moved under it: a rebuild in another process dropped
-    its generation's tables, or a later statement of the read found the head at another
+    its generation's tables, or a later statement of the read found the summary at another
     version than its first one did. The reader takes the live pointer and reads again."""
 
 
@@ -104,13 +104,13 @@ class Appended:
     """What an append's rows wrote, for the caches of the reads after it (`ViewRows.appended`):
     the entries and card outcomes written, each with its body ("entry" or "outcome", body,
     item); the transcript messages whose body reads back as the message, with it; the newest
-    rows as the writes left them (None: unknown); the head's JSON where the backend made it;
+    rows as the writes left them (None: unknown); the summary's JSON where the backend made it;
     the views section of the append's document (None: not written into one)."""
 
     bodies: list[tuple[str, str, Entry | CardOutcome]] = field(default_factory=list)
     messages: list[tuple[str, Message]] = field(default_factory=list)
     recent: WrittenRowsCache | None = None
-    head_json: str | None = None
+    summary_json: str | None = None
     views: dict[str, Any] | None = None
 
 
@@ -121,7 +121,7 @@ class ViewRows(ABC):
     `number` is a user message's number; `seq` a run record entry's version."""
 
     tip: bytes | None = None
-    """The hash chain's hash at the head's version, where the read that made these rows took
+    """The hash chain's hash at the summary's version, where the read that made these rows took
     it (`TurnRows.tip`); None otherwise."""
     placement: PlacementCache | None = None
     """What a turn read of one statement knew and learned of the transcript rows for placing
@@ -132,12 +132,12 @@ class ViewRows(ABC):
         """Deletes every row of the conversation, the entries set aside too."""
 
     @abstractmethod
-    def head(self) -> Head | None:
-        """Returns the conversation's head, None before its first event."""
+    def summary(self) -> Summary | None:
+        """Returns the conversation's summary, None before its first event."""
 
     @abstractmethod
-    def put_head(self, head: Head) -> None:
-        """Inserts or replaces the head."""
+    def put_summary(self, summary: Summary) -> None:
+        """Inserts or replaces the summary."""
 
     @abstractmethod
     def entry(self, segment: str) -> Entry | None:
@@ -266,8 +266,8 @@ class ViewRows(ABC):
 
     # ---------------------------------------------------------------- an append's rows
 
-    def prime(self, recent: WrittenRowsCache | None, head: Head | None) -> None:
-        """Takes `recent` as the newest rows stored at `head` (what the last append left), so
+    def prime(self, recent: WrittenRowsCache | None, summary: Summary | None) -> None:
+        """Takes `recent` as the newest rows stored at `summary` (what the last append left), so
         the fold's reads need not ask the database; nothing where the rows do not hold writes."""
         return None
 
@@ -288,7 +288,7 @@ class ViewRows(ABC):
 
 class ViewStorage(ABC):
     """What the read models need of a database: transactions, the generations' tables and
-    pointer, the views' lock, the log's version, the list of heads, and the reads of a turn.
+    pointer, the views' lock, the log's version, the list of summaries, and the reads of a turn.
     A method taking `curs` runs inside the transaction of that target."""
 
     texts: ViewTexts | None = None
@@ -302,7 +302,7 @@ class ViewStorage(ABC):
     listing_tables: tuple[str, ...] = ()
     usage_tables: tuple[str, ...] = ()
     """The usage audit's table a generation has besides `TABLES` (`usage`; none: kept in memory)."""
-    """The list's table a generation has besides `TABLES` (`listed`; none: the rows are listed from the heads)."""
+    """The list's table a generation has besides `TABLES` (`listed`; none: the rows are listed from the summaries)."""
     overview_tables: tuple[str, ...] = ()
     """The overview's tables a generation has besides `TABLES` (none: no overview rows)."""
     reads_turn_in_one = False
@@ -357,9 +357,9 @@ class ViewStorage(ABC):
         """Returns whether `generation` has the usage rows (`usage`): an earlier version made none."""
         return True
 
-    def pointer_and_head(self, curs: AppendTarget, cid: UUID, generation: int) -> tuple[Pointer | None, str | None]:
+    def pointer_and_summary(self, curs: AppendTarget, cid: UUID, generation: int) -> tuple[Pointer | None, str | None]:
         """Returns the live pointer and, where the backend reads both at once and `generation`
-        is the live one, the head row's body of `cid` in it (None: read the head through `rows`)."""
+        is the live one, the summary row's body of `cid` in it (None: read the summary through `rows`)."""
         return self.pointer(curs), None
 
     def lock(self, curs: AppendTarget, exclusive: bool) -> None:
@@ -409,7 +409,7 @@ class ViewStorage(ABC):
         tail_from: int = 0,
         held_at: int | None = None,
     ) -> TurnRows | None:
-        """Reads a turn's head, log version, newest entries and outcomes in one statement
+        """Reads a turn's summary, log version, newest entries and outcomes in one statement
         (`TurnRows`), where the backend can; None: read them through `rows`."""
         return None
 
@@ -421,7 +421,7 @@ class ViewStorage(ABC):
         entries: str | Sequence[str],
         outcomes: str | Sequence[str],
         newest: int,
-        head: Head | None,
+        summary: Summary | None,
         known: PlacementCache | None,
     ) -> ViewRows:
         """Returns the rows of a turn read whose newest entries and outcomes `turn_rows` read

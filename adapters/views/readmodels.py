@@ -3,10 +3,10 @@
 Chosen design (in the events' own transaction, tracked by the conversation's version): the
 writer applies its events to its own conversation's rows in the transaction that stores them
 (`apply_inline`, run by the store's recorder before its insert takes the events table's lock),
-under a savepoint, so a view that cannot apply them never stops the write. Each head row
+under a savepoint, so a view that cannot apply them never stops the write. Each summary row
 carries the version of the last event applied; an event whose version is not the next one is
 never applied twice, and a gap (a store a plain library recorder wrote, or a view that failed)
-is filled from that conversation's own log (`apply`). Every read first compares the head's
+is filled from that conversation's own log (`apply`). Every read first compares the summary's
 version with the log's (one index lookup) and fills a gap the same way, so a turn never reads a
 record older than its log and never folds another conversation's events.
 
@@ -19,7 +19,7 @@ This module holds the reads (`ReadModels`); the apply is in `adapters.views.live
 (`LiveRows`, which `ReadModels` holds), what the process keeps of both in
 `adapters.views.views_cache` (`ViewsCache`, one `forget`), the fold of the log in `adapters.views.log_fold`, the
 rebuild with its worker processes in `adapters.views.rebuild`, the diff in
-`adapters.views.rule_diff`, the kept heads in `adapters.views.head_cache` and the state built
+`adapters.views.rule_diff`, the kept summaries in `adapters.views.head_cache` and the state built
 from rows in `adapters.views.row_state`.
 """
 
@@ -35,7 +35,7 @@ from adapters.store.store_views import ViewsWritten
 from adapters.views import rule_diff
 from adapters.views.caches import SEPARATOR, BlocksCache
 from adapters.views.gc_pause import gc_paused
-from adapters.views.head_cache import _kept
+from adapters.views.summary_cache import _kept
 from adapters.views.held_rows import NEWEST_ENTRIES, NEWEST_OUTCOMES, TurnRowsCache, seeded
 from adapters.views.live_rows import LiveRows
 from adapters.views.log_fold import Progress, ViewOutOfStep
@@ -53,7 +53,7 @@ from projections import turn
 from projections.card_outcomes import held_outcomes
 from projections.notes import NoteOf, note_of
 from projections.page_line import PageCheck, check_slot, every_page
-from projections.row_head import Head, TurnMark
+from projections.summary_rows import Summary, TurnMark
 from projections.rules import resolve
 from projections.run_record import RunRecord
 from projections.transcript import Transcript
@@ -89,8 +89,8 @@ class ReadModels:
 
     # ------------------------------------------------------------ writing (`LiveRows`)
 
-    def apply(self, aggregate_id: UUID, events: Sequence[ConversationEvent] | None = None) -> Head | None:
-        """Brings one conversation's rows up to its log (`LiveRows.apply`); returns the head after it."""
+    def apply(self, aggregate_id: UUID, events: Sequence[ConversationEvent] | None = None) -> Summary | None:
+        """Brings one conversation's rows up to its log (`LiveRows.apply`); returns the summary after it."""
         return self.rows.apply(aggregate_id, events)
 
     def apply_inline(self, curs: Any, aggregate_id: UUID, events: Sequence[ConversationEvent], written: ViewsWritten) -> None:
@@ -132,17 +132,17 @@ class ReadModels:
     def _read(
         self,
         conversation: str,
-        read: Callable[[Any, Head, str], T],
+        read: Callable[[Any, Summary, str], T],
         newest: int | None = None,
         kept_at: int | None = None,
         known: BlocksCache | None = None,
     ) -> T:
-        """Returns `read(rows, head, rules)` for a conversation, its rows caught up with its log
+        """Returns `read(rows, summary, rules)` for a conversation, its rows caught up with its log
         first. With `newest` (a turn read: the card outcomes it needs), the backend may read the
-        head, the log's version, the entries and those outcomes in one statement (on
+        summary, the log's version, the entries and those outcomes in one statement (on
         PostgreSQL prepared, in autocommit while that one statement answers the read; a read
         that needs another is read again in one REPEATABLE READ snapshot, `ViewStorage.reading`:
-        every read sees one version of the conversation); the entries and outcomes not, when the head is
+        every read sees one version of the conversation); the entries and outcomes not, when the summary is
         at version `kept_at` (`read` has that version's answer kept; the rows read them should
         it need them after all); with `known` (what an earlier turn read kept of the transcript
         rows), also the topics of the events since and the rows from its `last_user` on, so
@@ -157,7 +157,7 @@ class ReadModels:
             if held is not None and kept_live is not None and held.generation != kept_live.generation:
                 held = None
             try:
-                with self.storage.reading(snapshot) as curs:  # one snapshot: head, entries, outcomes, transcript
+                with self.storage.reading(snapshot) as curs:  # one snapshot: summary, entries, outcomes, transcript
                     fetched = (
                         self.storage.turn_rows(
                             curs,
@@ -176,16 +176,16 @@ class ReadModels:
                     live: Pointer | None
                     if fetched is not None and fetched.matches:  # one statement (PostgreSQL)
                         live, logged = fetched.live, fetched.logged
-                        head = (
-                            (self.cache.heads.written(key, fetched.head) or Head.model_validate_json(fetched.head))
-                            if fetched.head is not None
+                        summary = (
+                            (self.cache.summaries.written(key, fetched.summary) or Summary.model_validate_json(fetched.summary))
+                            if fetched.summary is not None
                             else None
                         )
                         placement = (
                             known.placement(
-                                live.generation, head.version, fetched.topics, fetched.tail, fetched.since_tip, head.refolds
+                                live.generation, summary.version, fetched.topics, fetched.tail, fetched.since_tip, summary.refolds
                             )
-                            if known is not None and head is not None
+                            if known is not None and summary is not None
                             else None
                         )
                         rows = (
@@ -195,9 +195,9 @@ class ReadModels:
                                 curs,
                                 live.generation,
                                 key,
-                                *self._held_or_read(key, fetched, held, head, newest),
+                                *self._held_or_read(key, fetched, held, summary, newest),
                                 newest or 0,
-                                head,
+                                summary,
                                 placement,
                             )
                         )
@@ -206,15 +206,15 @@ class ReadModels:
                         live = fetched.live if fetched is not None else self.storage.pointer(curs)
                         assert live is not None
                         rows = self.storage.rows(curs, live.generation, key)
-                        head = rows.head()
+                        summary = rows.summary()
                         logged = self.storage.log_version(curs, key)
                     self.cache.take_live(live)
                     if logged == 0:
                         raise UnknownConversation(
                             f"no conversation {shown_id(conversation)} in the store; check the id or ingest it first"
                         )
-                    if head is not None and head.version >= logged:
-                        return read(rows, head, live.rules)
+                    if summary is not None and summary.version >= logged:
+                        return read(rows, summary, live.rules)
             except NeedsSnapshot:  # the one statement did not answer it: read it all in one snapshot
                 snapshot = True
                 continue
@@ -228,16 +228,16 @@ class ReadModels:
         )
 
     def _held_or_read(
-        self, key: UUID, fetched: TurnRows, held: TurnRowsCache | None, head: Head | None, newest: int | None
+        self, key: UUID, fetched: TurnRows, held: TurnRowsCache | None, summary: Summary | None, newest: int | None
     ) -> tuple[str | tuple[str, ...], str | tuple[str, ...]]:
         """Returns the newest entries' and card outcomes' bodies of a turn read's one statement
         (each kind oldest first, joined by SEPARATOR as read): those this process holds (`TurnRowsCache`)
-        where the statement left them unread (the head at the held version), else those it
+        where the statement left them unread (the summary at the held version), else those it
         read, which the process then holds."""
         if fetched.held and held is not None:
             return held.entries, held.outcomes
-        if head is not None and newest == NEWEST_OUTCOMES:
-            fresh = seeded(fetched.live.generation, head, fetched.entries, fetched.outcomes, NEWEST_ENTRIES, newest)
+        if summary is not None and newest == NEWEST_OUTCOMES:
+            fresh = seeded(fetched.live.generation, summary, fetched.entries, fetched.outcomes, NEWEST_ENTRIES, newest)
             if fresh is not None:
                 self.cache.held.put(key, fresh)
                 return fresh.entries, fresh.outcomes  # the string objects held: their hashes kept
@@ -245,49 +245,49 @@ class ReadModels:
                 self.cache.held.get(key, evict=True)
         return fetched.entries, fetched.outcomes
 
-    def head(self, conversation: str) -> Head:
-        """Returns a conversation's head (bookkeeping, view context, latest turn)."""
-        return self._read(conversation, lambda rows, head, rules: head)
+    def summary(self, conversation: str) -> Summary:
+        """Returns a conversation's summary (bookkeeping, view context, latest turn)."""
+        return self._read(conversation, lambda rows, summary, rules: summary)
 
     def turn_notes(self, conversation: str, can_see_page: PageCheck = every_page) -> TurnNotes:
         """Returns what the chat adds to its transcript for the next model call: the page line
-        and each note with its place. Reads the head, the newest run record entries
+        and each note with its place. Reads the summary, the newest run record entries
         (NEWEST_ENTRIES; the older of the at most 200 kept only when the notes reach past them),
         the newest card outcomes (the notes' budget + 1) and the transcript messages the notes
         stand beside (each decoded once per row body, `MessagesCache`): its cost does not grow
         with the history. A read of a conversation
-        that has not changed since this process last read it (same head version, rule set and
+        that has not changed since this process last read it (same summary version, rule set and
         page check, where the check is `every_page` or a `PageFilter`) is answered from
-        `ViewsCache.notes` after the one statement that finds the head's version.
+        `ViewsCache.notes` after the one statement that finds the summary's version.
 
         Raises UnknownConversation for a conversation the store does not hold."""
 
         check = check_slot(can_see_page)
 
-        def read(rows: Any, head: Head, rules: str) -> TurnNotes:
+        def read(rows: Any, summary: Summary, rules: str) -> TurnNotes:
             live = self.cache.pointer
             cid = conversation_uuid(conversation)
             key = (live.generation if live else 0, rules, check)
             kept = self.cache.notes(cid, key) if check is not None else None
-            if kept is not None and kept[0] == (head.version, head.refolds) and kept[1] == rows.tip:
+            if kept is not None and kept[0] == (summary.version, summary.refolds) and kept[1] == rows.tip:
                 return kept[2]
             rule_set = resolve(rules)
             # the entries as read (validated where stored), decoded one by one as the notes ask;
             # a body decoded and rendered before is not again (`NotesCache`)
-            entries = rows.entries(self.cache.rendered.entry, NEWEST_ENTRIES, len(head.seqs))
-            record = RunRecord.model_construct(entries=entries, dropped=head.dropped)
+            entries = rows.entries(self.cache.rendered.entry, NEWEST_ENTRIES, len(summary.seqs))
+            record = RunRecord.model_construct(entries=entries, dropped=summary.dropped)
             newest = rows.outcomes(newest=rule_set.max_notes + 1, decode=self.cache.rendered.outcome)
-            messages_at, block_ends = rows.placement_reads(head.length, self.cache.messages)
+            messages_at, block_ends = rows.placement_reads(summary.length, self.cache.messages)
             note = self._note_of(can_see_page)
             notes = turn_notes(
-                head.conversation or conversation,
-                head.version,
-                head.kind,
-                head.view,
+                summary.conversation or conversation,
+                summary.version,
+                summary.kind,
+                summary.view,
                 record,
                 newest,
-                head.outcomes,
-                head.length,
+                summary.outcomes,
+                summary.length,
                 messages_at,
                 block_ends,
                 rule_set,
@@ -295,11 +295,13 @@ class ReadModels:
                 note,
             )
             if check is not None:  # in place of the notes of an earlier version: those are read no more
-                self.cache.keep_notes(cid, key, ((head.version, head.refolds), rows.tip, notes))
+                self.cache.keep_notes(cid, key, ((summary.version, summary.refolds), rows.tip, notes))
             if rows.placement is not None and live is not None:
                 self.cache.known.put(
                     cid,
-                    BlocksCache.of(rows.placement, live.generation, head.version, head.last_user, rows.tip, head.refolds),
+                    BlocksCache.of(
+                        rows.placement, live.generation, summary.version, summary.last_user, rows.tip, summary.refolds
+                    ),
                 )
             return notes
 
@@ -309,47 +311,49 @@ class ReadModels:
 
     def turn_starts(self, conversation: str, message: int) -> TurnStarts:
         """Returns which events started the turns of user message `message` (`TurnStarts`:
-        their versions, the latest turn's, the head's), read from the rows' `turns` table in one
+        their versions, the latest turn's, the summary's), read from the rows' `turns` table in one
         snapshot after the rows caught up with the log: it costs the conversation's turns, not
         its events. Raises UnknownConversation for a conversation the store does not hold."""
-        return self._read(conversation, lambda rows, head, rules: turn_starts(rows, head, rules, message))
+        return self._read(conversation, lambda rows, summary, rules: turn_starts(rows, summary, rules, message))
 
     def state(self, conversation: str) -> TurnState | None:
         """Returns the conversation's read models after its last event, None for a conversation
         the store does not hold. Reads its whole transcript and card outcomes."""
         try:
-            return self._read(conversation, lambda rows, head, rules: _state(rows, head))
+            return self._read(conversation, lambda rows, summary, rules: _state(rows, summary))
         except UnknownConversation:
             return None
 
-    def snapshot(self, conversation: str) -> tuple[Head, str, TurnState]:
-        """Returns the conversation's head row, the live rule set and its rows folded together
+    def snapshot(self, conversation: str) -> tuple[Summary, str, TurnState]:
+        """Returns the conversation's summary row, the live rule set and its rows folded together
         (whole transcript, entries and outcomes), all read in one snapshot after its rows caught
         up with its log: what `adapters.views.verify_rows` holds against a fold of the log.
         Raises UnknownConversation for a conversation the store does not hold."""
-        return self._read(conversation, lambda rows, head, rules: (head, rules, _state(rows, head)))
+        return self._read(conversation, lambda rows, summary, rules: (summary, rules, _state(rows, summary)))
 
     def turn_input(self, conversation: str, can_see_page: PageCheck = every_page) -> TurnInput:
         """Returns the input of the conversation's latest turn (its latest user message, retry
         or edit), as that turn saw it: from the rows when they still hold what that turn saw
-        (`Head.turn_intact`, `turn_rows_state`: its cost is what the input holds; on PostgreSQL
+        (`Summary.turn_intact`, `turn_rows_state`: its cost is what the input holds; on PostgreSQL
         in one statement, `_turn_input_in_one`), else from its log up to the turn. The
         collector's collections are paused while it is built from rows (`gc_paused`). Raises
         UnknownConversation for a conversation the store does not hold, NoTurnYet when no turn
         has started yet."""
 
-        def read(rows: Any, head: Head, rules: str) -> TurnInput:
-            if head.turn is None:
+        def read(rows: Any, summary: Summary, rules: str) -> TurnInput:
+            if summary.turn is None:
                 raise NoTurnYet(f"conversation {shown_id(conversation)} has no user message or retry yet, so no turn to build")
             note = self._note_of(can_see_page)
-            if head.turn.version == head.version:
+            if summary.turn.version == summary.version:
                 with gc_paused():
-                    return turn.turn_input(_state(rows, head), head.turn.message, head.turn.at, rules, can_see_page, note)
-            if head.turn_intact:
+                    return turn.turn_input(
+                        _state(rows, summary), summary.turn.message, summary.turn.at, rules, can_see_page, note
+                    )
+            if summary.turn_intact:
                 with gc_paused():
-                    state = turn_rows_state(rows, head, self.cache.messages, self.cache.rendered)
-                    return turn.turn_input(state, head.turn.message, head.turn.at, rules, can_see_page, note)
-            events = self.store.events(conversation, up_to_version=head.turn.version)
+                    state = turn_rows_state(rows, summary, self.cache.messages, self.cache.rendered)
+                    return turn.turn_input(state, summary.turn.message, summary.turn.at, rules, can_see_page, note)
+            events = self.store.events(conversation, up_to_version=summary.turn.version)
             return turn.build_turn_input(events, rules, can_see_page)
 
         built = self._turn_input_in_one(conversation, can_see_page)
@@ -357,9 +361,9 @@ class ReadModels:
 
     def _turn_input_in_one(self, conversation: str, can_see_page: PageCheck) -> TurnInput | None:
         """Returns the latest turn's input from the rows of one statement
-        (`ViewStorage.turn_input_rows`: the pointer, the head, the log's version and that turn's
+        (`ViewStorage.turn_input_rows`: the pointer, the summary, the log's version and that turn's
         rows, in autocommit), where the backend reads them so, the live generation is known,
-        the head is up to date with the log and the turn is intact in the rows
+        the summary is up to date with the log and the turn is intact in the rows
         (`turn_rows_state` of the same rows); else None (the caller reads as before)."""
         live = self.cache.pointer
         if live is None or not self.storage.reads_turn_in_one:
@@ -371,19 +375,23 @@ class ReadModels:
         except ReadMoved:
             self.cache.lose_live()
             return None
-        if got is None or not got.matches or got.head is None or got.messages is None:
+        if got is None or not got.matches or got.summary is None or got.messages is None:
             if got is not None and not got.matches:
                 self.cache.take_live(got.live)
             return None
-        head = self.cache.heads.written(key, got.head) or Head.model_validate_json(got.head)  # not decoded again after its append
-        mark = head.turn
-        if mark is None or not head.turn_intact or head.version < got.logged:
+        summary = self.cache.summaries.written(key, got.summary) or Summary.model_validate_json(
+            got.summary
+        )  # not decoded again after its append
+        mark = summary.turn
+        if mark is None or not summary.turn_intact or summary.version < got.logged:
             return None
         self.cache.take_live(got.live)
         with gc_paused():
-            return self._turn_input_of(got, head, mark, str(key), can_see_page)
+            return self._turn_input_of(got, summary, mark, str(key), can_see_page)
 
-    def _turn_input_of(self, got: TurnInputRows, head: Head, mark: TurnMark, cid: str, can_see_page: PageCheck) -> TurnInput:
+    def _turn_input_of(
+        self, got: TurnInputRows, summary: Summary, mark: TurnMark, cid: str, can_see_page: PageCheck
+    ) -> TurnInput:
         """Returns the input of the turn `mark` from the rows `got` read of it (`_turn_input_in_one`)."""
         assert got.messages is not None and got.entries is not None and got.outcomes is not None  # read together
         messages, entries, outcomes = decode_turn_bodies(  # each body once per process, as the turn read does
@@ -396,10 +404,10 @@ class ReadModels:
             self.cache.rendered,
         )
         state = TurnState.model_construct(
-            transcript=Transcript(kind=head.kind, messages=messages),
+            transcript=Transcript(kind=summary.kind, messages=messages),
             record=RunRecord.model_construct(entries=entries, dropped=mark.dropped),
             outcomes=held_outcomes(outcomes),
-            view=head.view,
+            view=summary.view,
         )
         return turn.turn_input(state, mark.message, mark.at, got.live.rules, can_see_page, self._note_of(can_see_page))
 

@@ -15,9 +15,9 @@ class WrittenRowsCache:
     """The newest rows of a conversation as the append that wrote them left them: its newest
     run record entries by segment (at most `ENTRIES`) and its newest transcript message by
     index, and what an edit's fold asks (`edit`, `EditWindow`; None: nothing). Kept with that
-    append's head (`HeadCache`), they answer the next append's lookups (a decision's entry,
+    append's summary (`SummaryCache`), they answer the next append's lookups (a decision's entry,
     the message an answer joins, an edit's rows) without a read: valid exactly as long as the
-    head they came with, which is used only at its own version."""
+    summary they came with, which is used only at its own version."""
 
     entries: dict[str, Entry]
     messages: dict[int, Message]

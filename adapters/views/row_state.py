@@ -7,33 +7,39 @@ from typing import Any
 
 from adapters.views.caches import MessagesCache, NotesCache
 from projections.card_outcomes import CardOutcomes, held_outcomes
-from projections.row_head import Head
+from projections.summary_rows import Summary
 from projections.run_record import RunRecord
 from projections.transcript import Transcript
 from projections.turn import TurnState
 
 
-def _state(rows: Any, head: Head) -> TurnState:
+def _state(rows: Any, summary: Summary) -> TurnState:
     """Returns the folded read models of a conversation from its rows (whole transcript)."""
     return TurnState.model_construct(
-        transcript=Transcript(kind=head.kind, messages=rows.messages()),
+        transcript=Transcript(kind=summary.kind, messages=rows.messages()),
         record=RunRecord(
-            entries=rows.entries(), dropped=head.dropped, follow=head.follow, open_waits=head.open_waits, pending=head.pending
+            entries=rows.entries(),
+            dropped=summary.dropped,
+            follow=summary.follow,
+            open_waits=summary.open_waits,
+            pending=summary.pending,
         ),
-        outcomes=CardOutcomes(outcomes=rows.outcomes(), open_cards=head.open_cards, approval=head.approval),
-        view=head.view,
+        outcomes=CardOutcomes(outcomes=rows.outcomes(), open_cards=summary.open_cards, approval=summary.approval),
+        view=summary.view,
     )
 
 
-def turn_rows_state(rows: Any, head: Head, kept: MessagesCache | None = None, rendered: NotesCache | None = None) -> TurnState:
+def turn_rows_state(
+    rows: Any, summary: Summary, kept: MessagesCache | None = None, rendered: NotesCache | None = None
+) -> TurnState:
     """Returns the read models as the latest turn saw them, from rows that still hold them
-    (`head.turn_intact`): the first `turn.length` transcript messages, the entries of versions
+    (`summary.turn_intact`): the first `turn.length` transcript messages, the entries of versions
     up to `turn.version` after those set aside for it, the card outcomes recorded up to
     `turn.version`, the view context (only a turn changes it). Only what `turn_input` reads
     is set (no continuation bookkeeping). Rows read in one statement decode through `kept` and
     `rendered` where given (`SQLRows.turn_rows`)."""
-    mark = head.turn
-    assert mark is not None and head.turn_intact
+    mark = summary.turn
+    assert mark is not None and summary.turn_intact
     read = rows.turn_rows(mark.length, mark.version, kept, rendered)
     if read is not None:  # one statement
         messages, entries, outcomes = read
@@ -42,8 +48,8 @@ def turn_rows_state(rows: Any, head: Head, kept: MessagesCache | None = None, re
         entries = (*rows.aside(), *(e for e in rows.entries() if e.seq <= mark.version))
         outcomes = tuple(o for o in rows.outcomes() if o.seq[0] <= mark.version)
     return TurnState.model_construct(
-        transcript=Transcript(kind=head.kind, messages=messages),
+        transcript=Transcript(kind=summary.kind, messages=messages),
         record=RunRecord.model_construct(entries=entries, dropped=mark.dropped),
         outcomes=held_outcomes(outcomes),
-        view=head.view,
+        view=summary.view,
     )

@@ -17,42 +17,42 @@ class Pointer:
 
 @dataclass(frozen=True)
 class TurnRows:
-    """What `PostgresViewStorage.turn_rows` read: the live pointer, the head row's body (None
+    """What `PostgresViewStorage.turn_rows` read: the live pointer, the summary row's body (None
     before the first event), the log's version, the newest entries' bodies joined by the record
     separator U+001E (which JSON never holds unescaped) and the newest outcomes' bodies joined
     by the same separator, oldest first; `matches` is False when the guessed generation was not the
     live one (then only `live` is read)."""
 
     live: Pointer
-    head: str | None
+    summary: str | None
     logged: int
     entries: str
     outcomes: str
     matches: bool = True
     skipped: bool = False
-    """True when the entries and outcomes were left unread (the head was at the version the
+    """True when the entries and outcomes were left unread (the summary was at the version the
     caller keeps notes of)."""
     held: bool = False
-    """True when the entries and outcomes were left unread because the head was at the version
+    """True when the entries and outcomes were left unread because the summary was at the version
     whose entries and outcomes the caller holds (`held_at`, `adapters.views.held_rows.TurnRowsCache`)."""
     topics: str | None = None
     """The distinct topics of the conversation's events after the version `since` asked about,
-    up to the head's, joined by U+001E; None when not asked, or after more than TAIL_EVENTS."""
+    up to the summary's, joined by U+001E; None when not asked, or after more than TAIL_EVENTS."""
     tail: str | None = None
     """The transcript rows from index `tail_from` on (at most TAIL_ROWS + 1), each as its
     index, role, number, block end and body joined by U+001F (a missing value empty), the
     rows joined by U+001E; None when `topics` is."""
     tip: bytes | None = None
-    """The hash chain's hash at the head's version (None: the store keeps no chain): what the
-    head's version stands for, so a read kept of that version is known to be of this log."""
+    """The hash chain's hash at the summary's version (None: the store keeps no chain): what the
+    summary's version stands for, so a read kept of that version is known to be of this log."""
     since_tip: bytes | None = None
     """The hash chain's hash at the version `since` asked about."""
 
 
 @dataclass(frozen=True)
 class TurnInputRows:
-    """What `PostgresViewStorage.turn_input_rows` read in one statement: the live pointer, the head
-    row's body (None before the first event), the log's version and, where the head says its
+    """What `PostgresViewStorage.turn_input_rows` read in one statement: the live pointer, the summary
+    row's body (None before the first event), the log's version and, where the summary says its
     latest turn is still intact in the rows (`projections.row_fold.Head.turn_intact`), what that
     turn saw (`adapters.views.row_state.turn_rows_state`), each kind's row bodies joined by
     the record separator U+001E, oldest first: the first `turn.length` transcript messages, the
@@ -62,7 +62,7 @@ class TurnInputRows:
     (then only `live` is read)."""
 
     live: Pointer
-    head: str | None
+    summary: str | None
     logged: int
     messages: str | None = None
     entries: str | None = None

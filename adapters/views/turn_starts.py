@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from adapters.views.ports import ViewRows
-from projections.row_head import Head
+from projections.summary_rows import Summary
 
 
 @dataclass(frozen=True)
@@ -25,7 +25,7 @@ class TurnStarts:
     message, each retry, each edit's cut that ran it again), oldest first; empty when it started
     none. `started`: then the user message numbers that started any turn, ascending (empty when
     `versions` is not, or when no turn started at all). `latest`: the version of the event that
-    started the conversation's latest turn (None: no turn yet). `version`: the head's version
+    started the conversation's latest turn (None: no turn yet). `version`: the summary's version
     (the log's, at the read). `rules`: the live rule set of the rows read."""
 
     message: int
@@ -36,10 +36,10 @@ class TurnStarts:
     rules: str
 
 
-def turn_starts(rows: ViewRows, head: Head, rules: str, message: int) -> TurnStarts:
+def turn_starts(rows: ViewRows, summary: Summary, rules: str, message: int) -> TurnStarts:
     """Returns the turn starts of user message `message` from one conversation's `rows`
-    and its `head`, the rows of rule set `rules` (`ViewRows.turn_starts`): it costs the
+    and its `summary`, the rows of rule set `rules` (`ViewRows.turn_starts`): it costs the
     conversation's turns, never its events."""
     versions, started = rows.turn_starts(message)
-    latest = head.turn.version if head.turn is not None else None
-    return TurnStarts(message, versions, started, latest, head.version, rules)
+    latest = summary.turn.version if summary.turn is not None else None
+    return TurnStarts(message, versions, started, latest, summary.version, rules)

@@ -1,13 +1,13 @@
 """Holding each conversation's read-model rows against a fold of its log (`verify --rows`).
 
 The rows are a cache of the log: a turn read serves them as they are. It checks only what
-costs nothing more than the read: the head row is at the log's newest version (else the rows
-catch up first), the kept entries are as many as the head names, and, where notes are kept
-from an earlier read, the chain's hash at the head's version. It does not decode and compare
+costs nothing more than the read: the summary row is at the log's newest version (else the rows
+catch up first), the kept entries are as many as the summary names, and, where notes are kept
+from an earlier read, the chain's hash at the summary's version. It does not decode and compare
 every row with the events (that is a fold of the whole log), so a row rewritten in the
 database, its version left as it was, is served. `check_rows` does that fold: it reads the
-head row, the transcript, the run record entries and the card outcomes in one snapshot
-(`ReadModels.snapshot`), folds the log up to the head's version into fresh rows in memory
+summary row, the transcript, the run record entries and the card outcomes in one snapshot
+(`ReadModels.snapshot`), folds the log up to the summary's version into fresh rows in memory
 under the same rule set, and names the parts that differ. `chatrecord rebuild` writes the
 rows again from the log.
 """
@@ -73,28 +73,28 @@ def check_rows(models: ReadModels, conversation: str) -> RowsVerdict:
     """Returns the verdict of one conversation's rows (see the module docstring). Reads its
     whole log: its cost grows with the history, as `verify`'s does. Raises UnknownConversation
     for a conversation the store does not hold."""
-    head, rules, stored = models.snapshot(conversation)
+    summary, rules, stored = models.snapshot(conversation)
     try:
-        events = models.store.events(conversation, up_to_version=head.version)
+        events = models.store.events(conversation, up_to_version=summary.version)
     except ChatrecordError as error:  # an unreadable event: the chain's verdict says more
-        return RowsVerdict(head.conversation or conversation, head.version, problem=str(error))
+        return RowsVerdict(summary.conversation or conversation, summary.version, problem=str(error))
     fresh = MemoryRows(MemoryConversation())
     folded = fold_into(fresh, None, events, resolve(rules))
     if folded is None:
-        return RowsVerdict(head.conversation or conversation, head.version, PARTS, rules=rules)
+        return RowsVerdict(summary.conversation or conversation, summary.version, PARTS, rules=rules)
     fold = _state(fresh, folded)
-    # a head an earlier version wrote keeps no last_at (the list's table needs a rebuild) and
+    # a summary an earlier version wrote keeps no last_at (the list's table needs a rebuild) and
     # no count of user messages: not a difference; nor the count of its folds in place (an erasure's)
     expected = folded.model_copy(
         update={
-            "refolds": head.refolds,
-            **({"last_at": None} if head.last_at is None else {}),
-            **({"users": None} if head.users is None else {}),
+            "refolds": summary.refolds,
+            **({"last_at": None} if summary.last_at is None else {}),
+            **({"users": None} if summary.users is None else {}),
             # nor the list's status facts (owner, failed and undecided counts, erased), which
-            # an earlier version's head keeps none of (`failed` None) until a rebuild
+            # an earlier version's summary keeps none of (`failed` None) until a rebuild
             **(
-                {"owner": head.owner, "failed": None, "undecided": head.undecided, "erased": head.erased}
-                if head.failed is None
+                {"owner": summary.owner, "failed": None, "undecided": summary.undecided, "erased": summary.erased}
+                if summary.failed is None
                 else {}
             ),
         }
@@ -102,14 +102,14 @@ def check_rows(models: ReadModels, conversation: str) -> RowsVerdict:
     differs = [
         part
         for part, same in (
-            ("head", head.model_dump() == expected.model_dump()),
+            ("head", summary.model_dump() == expected.model_dump()),
             ("transcript", stored.transcript == fold.transcript),
             ("run record", [e.to_json() for e in stored.record.entries] == [e.to_json() for e in fold.record.entries]),
             ("card outcomes", stored.outcomes.outcomes == fold.outcomes.outcomes),
         )
         if not same
     ]
-    return RowsVerdict(head.conversation or conversation, head.version, tuple(differs), rules=rules)
+    return RowsVerdict(summary.conversation or conversation, summary.version, tuple(differs), rules=rules)
 
 
 def rows_verdicts(models: ReadModels, conversations: Iterable[str]) -> Iterator[RowsVerdict]:

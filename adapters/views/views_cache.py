@@ -1,15 +1,15 @@
 """What one process remembers of the read models to skip reads (`ViewsCache`), behind one
 `forget` per conversation and one `forget_all`.
 
-Per conversation, each keyed by its UUID: the head this process wrote with its newest rows
-(`HeadCache`), the newest entries and card outcomes it last read or wrote (`TurnRowsCache`), what its
-last turn read learned of the transcript rows (`BlocksCache`), its turn notes and the head
+Per conversation, each keyed by its UUID: the summary this process wrote with its newest rows
+(`SummaryCache`), the newest entries and card outcomes it last read or wrote (`TurnRowsCache`), what its
+last turn read learned of the transcript rows (`BlocksCache`), its turn notes and the summary
 version they were read at, and the transcript messages decoded from its rows (`MessagesCache`).
 For the whole process: the live pointer as last read and the decoded entries and card outcomes
 with their notes (`NotesCache`, by body: labels, never a text).
 
 A cache never decides a claim: every kept thing is checked against what a read or a write
-finds (a head's version, the chain's hash, the generation) before it is used, and anything
+finds (a summary's version, the chain's hash, the generation) before it is used, and anything
 forgotten is read again. `forget(cid)` is called when the store no longer trusts what it kept
 of a conversation (another history of it: a database restored or failed over); `forget_all`
 after an erasure in this process and when a rebuild switched the live generation.
@@ -24,21 +24,21 @@ from uuid import UUID
 
 from adapters.store.lru import LRU
 from adapters.views.caches import BlocksCache, MessagesCache, NotesCache, known_conversations
-from adapters.views.head_cache import HeadCache, _kept
+from adapters.views.summary_cache import SummaryCache, _kept
 from adapters.views.held_rows import TurnRowsCache
 from adapters.views.storage_reads import Pointer
 from projections.turn_notes import TurnNotes
 
 CONVERSATIONS = 1024
-"""Conversations whose turn notes, their head versions and held rows a process keeps."""
+"""Conversations whose turn notes, their summary versions and held rows a process keeps."""
 NOTES_PER_CONVERSATION = 8
 """Turn notes kept per conversation (one per generation, rule set and page check read)."""
 
 NotesKey = tuple[int, str, Hashable]
 """(generation, rule set, page check slot) of a conversation's kept turn notes."""
 KeptNotes = tuple[tuple[int, int], bytes | None, TurnNotes]
-"""Turn notes with the head's (version, folds in place) and the chain's hash they were read at,
-((version, refolds), tip, notes): a conversation's notes change only with its head's version or
+"""Turn notes with the summary's (version, folds in place) and the chain's hash they were read at,
+((version, refolds), tip, notes): a conversation's notes change only with its summary's version or
 a fold of its rows in place (an erasure's), so a kept answer stays true until its next event
 (or a rebuild, which starts a new generation). One per key: the notes of a newer version
 replace the older, which no read asks for again (a cache of every version kept hundreds of dead
@@ -52,7 +52,7 @@ class ViewsCache:
     def __init__(self) -> None:
         self.pointer: Pointer | None = None
         """The live pointer as this process last read it; None: read it next."""
-        self.heads = HeadCache()
+        self.summaries = SummaryCache()
         self.held: LRU[UUID, TurnRowsCache] = LRU(maxsize=CONVERSATIONS)
         self.known: LRU[UUID, BlocksCache] = known_conversations()
         self._notes: LRU[UUID, dict[NotesKey, KeptNotes]] = LRU(maxsize=CONVERSATIONS)
@@ -74,7 +74,7 @@ class ViewsCache:
         return list(kept.values()) if kept is not None else []
 
     def notes_at(self, cid: UUID, check: Hashable) -> int | None:
-        """Returns the head version of the turn notes of `cid` last kept under page check `check`."""
+        """Returns the summary version of the turn notes of `cid` last kept under page check `check`."""
         kept = _kept(self._notes_at, cid)
         return kept.get(check) if kept is not None else None
 
@@ -99,7 +99,7 @@ class ViewsCache:
 
     def take_live(self, live: Pointer) -> None:
         """Takes `live` as the live pointer. A new generation (a rebuild switched) forgets all;
-        after the pointer was lost (`lose_live`) the heads and held rows written or read under
+        after the pointer was lost (`lose_live`) the summaries and held rows written or read under
         the one before go (a rebuild elsewhere may have dropped their tables)."""
         if self.pointer is not None and self.pointer.generation != live.generation:
             self.forget_all()
@@ -108,20 +108,20 @@ class ViewsCache:
         self.pointer = live
 
     def lose_live(self) -> None:
-        """Forgets the live pointer, the kept heads and held rows (a view statement failed, or a
+        """Forgets the live pointer, the kept summaries and held rows (a view statement failed, or a
         read found its tables moved): the next write and read read them."""
         self.pointer = None
         self._drop_written()
 
     def _drop_written(self) -> None:
-        self.heads.clear()
+        self.summaries.clear()
         self.held = LRU(maxsize=CONVERSATIONS)
 
     # ------------------------------------------------------------ forgetting
 
     def forget(self, cid: UUID) -> None:
         """Forgets everything kept of conversation `cid`."""
-        self.heads.forget(cid)
+        self.summaries.forget(cid)
         _evict(self.held, cid)
         _evict(self.known, cid)
         _evict(self._notes, cid)
@@ -141,7 +141,7 @@ class ViewsCache:
     def holds(self, cid: UUID) -> list[str]:
         """Returns the names of the caches that keep something of `cid` (none after `forget`)."""
         kept: dict[str, Any] = {
-            "heads": self.heads.holds(cid),
+            "heads": self.summaries.holds(cid),
             "held": _kept(self.held, cid),
             "known": _kept(self.known, cid),
             "notes": _kept(self._notes, cid),

@@ -30,7 +30,7 @@ from adapters.service.record_lines import RecordLines
 from adapters.store.application import ConversationStore
 from adapters.views import rebuild
 from adapters.views.caches import BlocksCache
-from adapters.views.head_cache import _kept
+from adapters.views.summary_cache import _kept
 from adapters.views.held_rows import TurnRowsCache
 from adapters.views.readmodels import NEWEST_ENTRIES, ReadModels
 from adapters.views.rebuild import (
@@ -205,7 +205,7 @@ class ReadModelsContract:
         assert [e.to_json() for e in rows.record.entries] == [e.to_json() for e in fold.record.entries]
         assert rows.record.entries == fold.record.entries
         assert rows.outcomes.outcomes == fold.outcomes.outcomes
-        assert models.head(conversation).outcomes == len(fold.outcomes.outcomes)  # what a turn read counts
+        assert models.summary(conversation).outcomes == len(fold.outcomes.outcomes)  # what a turn read counts
         assert rows.transcript == fold.transcript
         assert rows.view.to_json() == fold.view.to_json()
 
@@ -257,7 +257,7 @@ class ReadModelsContract:
         hidden = PageFilter(hidden=frozenset({42}))
         for line in lines:
             ingest(store, [line])
-            if store.get("conv-demo-seo") is None or models.head("conv-demo-seo").turn is None:
+            if store.get("conv-demo-seo") is None or models.summary("conv-demo-seo").turn is None:
                 continue
             fresh = read_models(self.second_store(store))  # nothing decoded or rendered yet
             for check in (every_page, hidden):
@@ -267,14 +267,14 @@ class ReadModelsContract:
         assert all("pages:42" not in n.text for n in kept.notes)
         assert any("pages:42" in n.text for n in models.turn_notes("conv-demo-seo").notes)
 
-    def test_an_edit_that_cuts_card_outcomes_counts_them_out_of_the_head(self, store: ConversationStore) -> None:
+    def test_an_edit_that_cuts_card_outcomes_counts_them_out_of_the_summary(self, store: ConversationStore) -> None:
         models = read_models(store)
         ingest(store, behalten_tour())  # three cards kept: three card outcomes
-        assert models.head("conv-behalten").outcomes == 3
+        assert models.summary("conv-behalten").outcomes == 3
 
         ingest(store, Lines("conv-behalten").add("message_edited", message=1, text="Nur den Titel").lines)
 
-        assert models.head("conv-behalten").outcomes == 0  # on PostgreSQL appended in one round trip
+        assert models.summary("conv-behalten").outcomes == 0  # on PostgreSQL appended in one round trip
         self.assert_rows_are_the_fold(models, store, "conv-behalten")
 
     def test_the_notes_kept_of_a_conversation_are_those_of_its_latest_read_version(self, store: ConversationStore) -> None:
@@ -295,7 +295,7 @@ class ReadModelsContract:
         models = read_models(store)
         ingest(store, DEMO)
         first = models.turn_notes("conv-demo-seo").to_json()
-        models.cache.drop_notes()  # the kept answer evicted; its head version is still remembered
+        models.cache.drop_notes()  # the kept answer evicted; its summary version is still remembered
 
         again = models.turn_notes("conv-demo-seo").to_json()
 
@@ -322,7 +322,7 @@ class ReadModelsContract:
 
         assert turn.message == 4
         assert turn.to_json() == build_turn_input(store.events("conv-demo-seo")).to_json()
-        assert models.head("conv-demo-seo").version == len(store.events("conv-demo-seo"))
+        assert models.summary("conv-demo-seo").version == len(store.events("conv-demo-seo"))
 
     def test_each_event_is_applied_once(self, store: ConversationStore) -> None:
         models = read_models(store)
@@ -336,7 +336,7 @@ class ReadModelsContract:
         models.apply(key)
 
         assert models.state("conv-behalten") == before
-        assert models.head("conv-behalten").version == len(events)
+        assert models.summary("conv-behalten").version == len(events)
 
     def test_the_run_record_keeps_its_newest_entries_and_says_older_ones_exist(self, store: ConversationStore) -> None:
         models = read_models(store)
@@ -399,8 +399,8 @@ class ReadModelsContract:
         store.save(*chat.events)
         models.apply(conversation_uuid(conversation), chat.events)
 
-        head = models.head(conversation)
-        assert head.turn_intact and head.turn.version < head.version and len(head.turn_kept) == 2
+        summary = models.summary(conversation)
+        assert summary.turn_intact and summary.turn.version < summary.version and len(summary.turn_kept) == 2
         expected = build_turn_input(chat.events).to_json()
         assert len(expected["record"]) == 200 and expected["record"][0]["segment"] == "r5/6"
         assert models.turn_input(conversation).to_json() == expected
@@ -463,11 +463,11 @@ class ReadModelsContract:
             self.assert_rows_are_the_fold(models, store, conversation)
             assert models.turn_input(conversation).to_json() == build_turn_input(store.events(conversation)).to_json()
 
-    def test_a_rebuild_of_interleaved_conversations_keeping_one_head_gives_the_fold_of_the_log(
+    def test_a_rebuild_of_interleaved_conversations_keeping_one_summary_gives_the_fold_of_the_log(
         self, store: ConversationStore, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        # pages of 5 events of two conversations at once, and only one head kept between pages:
-        # the other's head is read, after the pages before were written
+        # pages of 5 events of two conversations at once, and only one summary kept between pages:
+        # the other's summary is read, after the pages before were written
         models = read_models(store)
         chats = [Lines(f"conv-{name}").add("conversation_started", kind="chat", owner=7) for name in ("a", "b")]
         for n in range(1, 13):
@@ -528,8 +528,8 @@ class ReadModelsContract:
 
         assert len(store.events("conv-demo-seo")) == events + 1  # the line is stored
         assert "the read models were not updated" in caplog.text
-        assert models.turn_input("conv-demo-seo").message == 4  # the read folds what the head lacks
-        assert models.head("conv-demo-seo").version == events + 1
+        assert models.turn_input("conv-demo-seo").message == 4  # the read folds what the summary lacks
+        assert models.summary("conv-demo-seo").version == events + 1
         self.assert_rows_are_the_fold(models, store, "conv-demo-seo")
 
     def test_rebuild_refuses_an_unknown_rule_set(self, store: ConversationStore) -> None:
@@ -555,10 +555,10 @@ class ReadModelsContract:
         ingest(models.store, Lines(conversation).add("user_message", message=message, text="Noch einmal", page=42).lines)
         models.turn_notes(conversation)
         models.turn_input(conversation)
-        cache, head = models.cache, models.head(conversation)
-        cache.heads.put(cid, head)
-        cache.held.put(cid, TurnRowsCache(models.live_pointer().generation, head.version, (), (), (), 0))
-        cache.known.put(cid, BlocksCache(models.live_pointer().generation, head.version, -1, {}, {}))
+        cache, summary = models.cache, models.summary(conversation)
+        cache.summaries.put(cid, summary)
+        cache.held.put(cid, TurnRowsCache(models.live_pointer().generation, summary.version, (), (), (), 0))
+        cache.known.put(cid, BlocksCache(models.live_pointer().generation, summary.version, -1, {}, {}))
         cache.messages.put(str(cid), "{}", Message(role="user", text="x"))
         return cid
 
@@ -680,7 +680,7 @@ class SharedDatabaseContract(ReadModelsContract):
         for event in chat.events:
             store.save(event)
             models.apply(conversation_uuid(conversation), [event])
-            if models.head(conversation).turn is None:
+            if models.summary(conversation).turn is None:
                 continue
             kept = models.turn_notes(conversation)
             fresh = read_models(second).turn_notes(conversation)  # knows nothing of the rows yet
@@ -691,7 +691,7 @@ class SharedDatabaseContract(ReadModelsContract):
 
     def test_a_rebuild_in_another_process_is_followed_by_this_ones_next_appends(self, store: ConversationStore) -> None:
         models = read_models(store)
-        ingest(store, behalten_tour())  # this process keeps the heads and the pointer it wrote
+        ingest(store, behalten_tour())  # this process keeps the summaries and the pointer it wrote
         other = read_models(self.second_store(store))
 
         other.rebuild("2026-11-01")  # switches generations and drops the tables this process wrote
@@ -719,7 +719,7 @@ class SharedDatabaseContract(ReadModelsContract):
         self, store: ConversationStore, caplog: pytest.LogCaptureFixture
     ) -> None:
         models = read_models(store)
-        ingest(store, behalten_tour())  # this process keeps the heads and the pointer it wrote
+        ingest(store, behalten_tour())  # this process keeps the summaries and the pointer it wrote
         read_models(self.second_store(store)).rebuild("2026-11-01")  # drops the tables this process wrote
         caplog.clear()
 
@@ -730,8 +730,8 @@ class SharedDatabaseContract(ReadModelsContract):
         with models.storage.transaction(write=False) as curs:
             live = models.storage.pointer(curs)
             assert live is not None and live.rules == "2026-11-01"
-            head = models.storage.rows(curs, live.generation, key).head()
-        assert head is not None and head.version == len(store.events("conv-behalten"))  # no gap left to a read
+            summary = models.storage.rows(curs, live.generation, key).summary()
+        assert summary is not None and summary.version == len(store.events("conv-behalten"))  # no gap left to a read
 
     def test_a_view_update_that_fails_is_logged_in_one_line(self, caplog: pytest.LogCaptureFixture) -> None:
         from adapters.views.ports import not_updated
@@ -761,8 +761,8 @@ class SharedDatabaseContract(ReadModelsContract):
         with models.storage.transaction(write=False) as curs:
             live = models.storage.pointer(curs)
             assert live is not None
-            head = models.storage.rows(curs, live.generation, key).head()
-        assert head is not None and head.version == len(store.events("conv-behalten"))  # written inline, no read
+            summary = models.storage.rows(curs, live.generation, key).summary()
+        assert summary is not None and summary.version == len(store.events("conv-behalten"))  # written inline, no read
 
 
 class TestInMemoryReadModels(ReadModelsContract):
@@ -943,15 +943,15 @@ class TestPostgresReadModels(PostgresStores, SharedDatabaseContract):
         return built, len(sent), not fell_back
 
     def test_the_latest_turn_is_read_in_one_statement_as_the_fold_builds_it(self, store: ConversationStore) -> None:
-        """The turn at the head, an edit's turn, a turn before the head (its card, decision and
+        """The turn at the summary, an edit's turn, a turn before the summary (its card, decision and
         continuation after it) whose entries fell out of the record after it started (set
-        aside), a head behind its log (events saved without the read models) and a replaced
+        aside), a summary behind its log (events saved without the read models) and a replaced
         transcript after the turn (no longer intact): each read is the fold's, byte for byte;
         the intact ones in one statement, the others read as before."""
         from factories import Chat, call
 
         models = read_models(store)
-        ingest(store, DEMO)  # its last line is the question: the turn at the head
+        ingest(store, DEMO)  # its last line is the question: the turn at the summary
         ingest(store, edited_chat())
         capped = Chat(conversation="conv-capped")
         for n in range(205):
@@ -968,10 +968,10 @@ class TestPostgresReadModels(PostgresStores, SharedDatabaseContract):
         for chat in (capped, replaced):
             store.save(*chat.events)
             models.apply(conversation_uuid(chat.state.conversation), chat.events)
-        models.head("conv-demo-seo")  # the live generation known
-        head = models.head("conv-capped")
-        assert head.turn_intact and head.turn.version < head.version and head.turn_kept  # entries set aside
-        assert not models.head("conv-replaced").turn_intact
+        models.summary("conv-demo-seo")  # the live generation known
+        summary = models.summary("conv-capped")
+        assert summary.turn_intact and summary.turn.version < summary.version and summary.turn_kept  # entries set aside
+        assert not models.summary("conv-replaced").turn_intact
 
         for conversation, in_one in {
             "conv-demo-seo": True,
@@ -987,11 +987,11 @@ class TestPostgresReadModels(PostgresStores, SharedDatabaseContract):
         built, sent, one = self.counted_turn_input(models, "conv-demo-seo")
         assert (built, sent, one) == (build_turn_input(store.events("conv-demo-seo")).to_json(), 1, True)
 
-        behind = Chat(conversation="conv-behind")  # saved without the read models: the head lags
+        behind = Chat(conversation="conv-behind")  # saved without the read models: the summary lags
         behind.user("Hallo", page=42)
         behind.segment("turn", "completed", "Hi.", [*model_round(1)], run="h1")
         store.save(*behind.events)  # the store's save applies no read models
-        assert models.head("conv-behind").version == len(behind.events)  # caught up by the read
+        assert models.summary("conv-behind").version == len(behind.events)  # caught up by the read
         behind.user("Und?", page=42)
         store.save(*behind.events[3:])
         built, sent, one = self.counted_turn_input(models, "conv-behind")
@@ -1010,30 +1010,30 @@ class TestPostgresReadModels(PostgresStores, SharedDatabaseContract):
         models = read_models(store)
         store.save(*chat.events)
         models.apply(conversation_uuid(conversation), chat.events)
-        head = models.head(conversation)  # the live generation known, the rows caught up
-        if head.turn is None:
+        summary = models.summary(conversation)  # the live generation known, the rows caught up
+        if summary.turn is None:
             return
         built, sent, one = self.counted_turn_input(models, conversation)
         hypothesis.event(
-            f"turn {'at the head' if head.turn.version == head.version else 'before the head'}, intact: {head.turn_intact}"
+            f"turn {'at the head' if summary.turn.version == summary.version else 'before the head'}, intact: {summary.turn_intact}"
         )
         assert built == build_turn_input(chat.events).to_json()
-        assert one == head.turn_intact
+        assert one == summary.turn_intact
         if one:
             assert sent == 1
 
-    def test_a_turn_read_whose_head_moves_before_it_reads_older_entries_reads_again(
+    def test_a_turn_read_whose_summary_moves_before_it_reads_older_entries_reads_again(
         self, store: ConversationStore, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         models = read_models(store)
         ingest(store, long_chat())
-        models.head("conv-long")  # the live generation known: the turn read begins with one statement
+        models.summary("conv-long")  # the live generation known: the turn read begins with one statement
         older, moved, writer = PrefetchedRows._older_entries, [], self.second_store(store)
         assert read_models(writer) is not models  # its appends update the rows in their own transaction
 
         def append_first(rows: PrefetchedRows, seqs: list[int]) -> list[str]:
             if not moved:  # another writer appends between the read's statements
-                moved.append(rows._head.version if rows._head else 0)
+                moved.append(rows._summary.version if rows._summary else 0)
                 ingest(
                     writer,
                     Lines("conv-long")
@@ -1053,7 +1053,7 @@ class TestPostgresReadModels(PostgresStores, SharedDatabaseContract):
         monkeypatch.setattr(PrefetchedRows, "_older_entries", append_first)
         notes = models.turn_notes("conv-long")
 
-        assert notes.version == moved[0] + 1  # read again at the head after the append
+        assert notes.version == moved[0] + 1  # read again at the summary after the append
         monkeypatch.undo()
         assert notes == read_models(self.second_store(store)).turn_notes("conv-long")
 
@@ -1215,7 +1215,7 @@ class TestPostgresReadModels(PostgresStores, SharedDatabaseContract):
         report = models.rebuild("2026-11-02")
         assert report.workers == 2 and report.events == stop
 
-    def test_a_generations_heads_leave_half_of_each_page_free_for_their_updates(self, store: ConversationStore) -> None:
+    def test_a_generations_summaries_leave_half_of_each_page_free_for_their_updates(self, store: ConversationStore) -> None:
         models = read_models(store)
         ingest(store, DEMO)
         report = models.rebuild("2026-11-01")
@@ -1228,6 +1228,6 @@ class TestPostgresReadModels(PostgresStores, SharedDatabaseContract):
                     (self.schema,),
                 ).fetchall()
             }
-        heads = f"views_g{report.generation}_heads"
-        assert options[heads] == ["fillfactor=50"]  # a head is rewritten by every append: updated in place
+        summaries = f"views_g{report.generation}_heads"
+        assert options[summaries] == ["fillfactor=50"]  # a summary is rewritten by every append: updated in place
         assert options[f"views_g{report.generation}_messages"] is None

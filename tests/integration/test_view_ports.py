@@ -25,7 +25,7 @@ from adapters.views.storage_reads import Pointer
 from domain.events import conversation_uuid
 from projections.card_outcomes import CardOutcome
 from projections.overview import Marks, Overview
-from projections.row_head import Head, TurnMark
+from projections.summary_rows import Summary, TurnMark
 from projections.run_record import Entry
 from projections.transcript import Message
 from tests.integration.backends import PostgresStores, SQLiteStores
@@ -79,8 +79,8 @@ class ViewPortContract:
             storage.set_pointer(curs, Pointer(generation, RULES, generation + 1))
         return storage
 
-    def write_conversation(self, storage: ViewStorage, cid: uuid.UUID, buffered: bool, generation: int = 1) -> Head:
-        head = Head(conversation="conv-port", version=7, seqs=(3, 5), length=4, last_at=1_000_000, users=2)
+    def write_conversation(self, storage: ViewStorage, cid: uuid.UUID, buffered: bool, generation: int = 1) -> Summary:
+        summary = Summary(conversation="conv-port", version=7, seqs=(3, 5), length=4, last_at=1_000_000, users=2)
         if storage.texts is not None:  # its data key, which the conversation's first event makes
             storage.texts.keys.key(cid, create=True)
         with self.rows(storage, cid, True, generation, buffered) as rows:
@@ -96,8 +96,8 @@ class ViewPortContract:
             rows.put_turn(TurnMark(message=1, at=AT, version=2))
             rows.put_turn(TurnMark(message=2, at=AT, version=6))
             rows.put_turn(TurnMark(message=2, at=AT, version=7))
-            rows.put_head(head)
-        return head
+            rows.put_summary(summary)
+        return summary
 
     # ------------------------------------------------------------ the pointer and the generations
 
@@ -108,7 +108,7 @@ class ViewPortContract:
         with storage.transaction(write=False) as curs:
             assert storage.pointer(curs) == Pointer(1, RULES, 2)
             assert storage.generations(curs) == {1}
-            assert storage.pointer_and_head(curs, uuid.uuid4(), 1) == (Pointer(1, RULES, 2), None)
+            assert storage.pointer_and_summary(curs, uuid.uuid4(), 1) == (Pointer(1, RULES, 2), None)
 
     def test_a_rebuild_makes_a_generation_switches_to_it_and_drops_the_old(self, storage: ViewStorage) -> None:
         self.made(storage)
@@ -124,7 +124,7 @@ class ViewPortContract:
             assert storage.pointer(curs) == Pointer(2, "2026-11-01", 3)
             assert storage.generations(curs) == {2}
             fresh = storage.rows(curs, 2, cid)
-            assert fresh.head() is None and fresh.messages() == () and tuple(fresh.entries()) == ()
+            assert fresh.summary() is None and fresh.messages() == () and tuple(fresh.entries()) == ()
 
     # ------------------------------------------------------------ rows: writes, then reads
 
@@ -132,9 +132,9 @@ class ViewPortContract:
     def test_the_rows_read_back_what_was_written(self, storage: ViewStorage, buffered: bool) -> None:
         self.made(storage)
         cid = uuid.uuid4()
-        head = self.write_conversation(storage, cid, buffered)
+        summary = self.write_conversation(storage, cid, buffered)
         with self.rows(storage, cid, write=False) as rows:
-            assert rows.head() == head
+            assert rows.summary() == summary
             assert rows.messages() == tuple(MESSAGES)
             assert rows.message(2) == MESSAGES[2] and rows.message(4) is None
             assert rows.messages_at({1, 3, 9}) == {1: MESSAGES[1], 3: MESSAGES[3]}
@@ -162,14 +162,14 @@ class ViewPortContract:
             rows.put_entry(entry(5, "s/2").model_copy(update={"ending": "failed"}))
             rows.put_page(0, 43)
             rows.put_turn(TurnMark(message=9, at=AT, version=7))
-            rows.put_head(Head(conversation="conv-port", version=8, length=4))
+            rows.put_summary(Summary(conversation="conv-port", version=8, length=4))
         with self.rows(storage, cid, write=False) as rows:
             assert rows.message(3) == changed and rows.block_end(2) is None
             assert [(e.seq, e.ending) for e in rows.entries()] == [(3, "completed"), (5, "failed")]
             assert rows.entry("s/2") == entry(5, "s/2").model_copy(update={"ending": "failed"})
             assert rows.turn_starts(2) == ((6, 7), ())
-            head = rows.head()
-            assert head is not None and head.version == 8
+            summary = rows.summary()
+            assert summary is not None and summary.version == 8
         with self.rows(storage, cid, True) as rows:
             assert rows.cut_pages(0) == (43, 43)
 
@@ -215,12 +215,18 @@ class ViewPortContract:
             rows.set_aside([3])
             rows.clear()
         with self.rows(storage, cid, write=False) as rows:
-            assert (rows.head(), rows.messages(), tuple(rows.entries()), rows.aside(), rows.outcomes()) == (None, (), (), (), ())
+            assert (rows.summary(), rows.messages(), tuple(rows.entries()), rows.aside(), rows.outcomes()) == (
+                None,
+                (),
+                (),
+                (),
+                (),
+            )
             assert rows.turn_starts(1) == ((), ())
         with self.rows(storage, other, write=False) as rows:
             assert rows.messages() == tuple(MESSAGES)
 
-    # ------------------------------------------------------------ the list of heads
+    # ------------------------------------------------------------ the list of summaries
 
     def test_the_list_rows_come_by_last_activity_then_cid(self, storage: ViewStorage) -> None:
         self.made(storage)
@@ -228,9 +234,9 @@ class ViewPortContract:
         times = {cids[0]: 300, cids[1]: 100, cids[2]: 300}
         for cid, at in times.items():
             with self.rows(storage, uuid.UUID(cid), True) as rows:
-                rows.put_head(Head(conversation=f"c-{cid[:4]}", version=1, last_at=at, users=1, owner=7))
+                rows.put_summary(Summary(conversation=f"c-{cid[:4]}", version=1, last_at=at, users=1, owner=7))
         with self.rows(storage, uuid.uuid4(), True) as rows:
-            rows.put_head(Head(conversation="no-activity", version=1))
+            rows.put_summary(Summary(conversation="no-activity", version=1))
         with storage.transaction(write=False) as curs:
             assert storage.has_activity(curs, 1)
             listed = storage.listed(curs, 1, ListQuery(10))
@@ -242,15 +248,17 @@ class ViewPortContract:
 
     def test_the_list_rows_filter_by_owner_part_of_the_id_and_status(self, storage: ViewStorage) -> None:
         self.made(storage)
-        heads = {
-            "chat_1%": Head(conversation="chat_1%", version=3, last_at=500, owner=1, failed=2, undecided=0),
-            "chatX1a": Head(conversation="chatX1a", version=3, last_at=400, owner=2, failed=0, undecided=1),
-            "Other": Head(conversation="Other", version=3, last_at=300, owner=1, failed=0, undecided=0, open_waits={"s1": None}),
-            "gone": Head(conversation="gone", version=4, last_at=200, owner=2, failed=0, undecided=0, erased=True),
+        summaries = {
+            "chat_1%": Summary(conversation="chat_1%", version=3, last_at=500, owner=1, failed=2, undecided=0),
+            "chatX1a": Summary(conversation="chatX1a", version=3, last_at=400, owner=2, failed=0, undecided=1),
+            "Other": Summary(
+                conversation="Other", version=3, last_at=300, owner=1, failed=0, undecided=0, open_waits={"s1": None}
+            ),
+            "gone": Summary(conversation="gone", version=4, last_at=200, owner=2, failed=0, undecided=0, erased=True),
         }
-        for head in heads.values():
+        for summary in summaries.values():
             with self.rows(storage, uuid.uuid4(), True) as rows:
-                rows.put_head(head)
+                rows.put_summary(summary)
 
         def names(**asked: object) -> list[str]:
             with storage.transaction(write=False) as curs:
@@ -267,7 +275,7 @@ class ViewPortContract:
         assert names(owner=2, statuses=frozenset({"erased"})) == ["gone"]
         with storage.transaction(write=False) as curs:
             listed = {r.conversation: r for r in storage.listed(curs, 1, ListQuery(10))}
-        assert [listed[n].statuses for n in heads] == [("failed",), ("undecided",), ("waiting",), ("erased",)]
+        assert [listed[n].statuses for n in summaries] == [("failed",), ("undecided",), ("waiting",), ("erased",)]
 
     # ------------------------------------------------------------ the turn read, through the read models
 
@@ -277,13 +285,13 @@ class ViewPortContract:
         store = self.open_store()
         ingest(store, behalten_tour())
         models = read_models(store)
-        head = models.head("conv-behalten")
-        assert head.version == len(store.events("conv-behalten")) and head.turn is not None
+        summary = models.summary("conv-behalten")
+        assert summary.version == len(store.events("conv-behalten")) and summary.turn is not None
         notes = models.turn_notes("conv-behalten")
         assert notes.to_json() == models.turn_notes("conv-behalten").to_json()  # the second from what the first kept
-        assert models.turn_input("conv-behalten").message == head.turn.message
-        starts = models.turn_starts("conv-behalten", head.turn.message)
-        assert starts.latest == head.turn.version and head.turn.version in starts.versions
+        assert models.turn_input("conv-behalten").message == summary.turn.message
+        starts = models.turn_starts("conv-behalten", summary.turn.message)
+        assert starts.latest == summary.turn.version and summary.turn.version in starts.versions
 
     # ------------------------------------------------------------ the overview
 
@@ -330,9 +338,9 @@ class ViewPortContract:
         assert models.erase("conv-behalten")
         with self.rows(models.storage, cid, write=False, generation=models.live_pointer().generation) as rows:
             kept = [m.text for m in rows.messages()]
-            head = rows.head()
+            summary = rows.summary()
         assert len(kept) == len(texts) and "SEO optimieren" not in kept and ERASED in kept
-        assert head is not None and head.refolds == 1 and head.version == len(store.events("conv-behalten"))
+        assert summary is not None and summary.refolds == 1 and summary.version == len(store.events("conv-behalten"))
 
 
 def rows_target(storage: ViewStorage, rows: ViewRows) -> AppendTarget:

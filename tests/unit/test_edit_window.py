@@ -4,7 +4,7 @@ it holds whole, and bounded."""
 from __future__ import annotations
 
 from adapters.views.edit_window import EditWindow
-from projections.row_head import Head
+from projections.summary_rows import Summary
 from projections.transcript import Message
 
 
@@ -34,14 +34,14 @@ def test_from_a_conversations_start_it_answers_an_edits_rows() -> None:
     assert w.pages_at(1) == (42, 42) and w.pages_at(2) == (0, 42)
 
 
-def test_a_head_read_from_the_database_leaves_the_older_rows_unknown() -> None:
-    head = Head(version=10, length=5, seqs=(4, 8), outcomes=3)
-    w = EditWindow.start(head)
+def test_a_summary_read_from_the_database_leaves_the_older_rows_unknown() -> None:
+    summary = Summary(version=10, length=5, seqs=(4, 8), outcomes=3)
+    w = EditWindow.start(summary)
     w.put_message(5, user(7))
     w.put_entry(11, "s")
     assert w.user_index(7) == 5 and w.user_index(3) is None
-    assert w.entry_seq("s", head.seqs) == (True, 11)
-    assert w.entry_seq("older", head.seqs) == (False, None)  # kept entries 4 and 8: whose, not known
+    assert w.entry_seq("s", summary.seqs) == (True, 11)
+    assert w.entry_seq("older", summary.seqs) == (False, None)  # kept entries 4 and 8: whose, not known
     assert w.cut_count({"s"}, 6) is None  # the outcomes of no card before it: not known
     assert w.pages_at(7) is None
     w.cut_outcomes({"s"}, 6)  # after a cut the database answered, what it leaves is known
@@ -69,7 +69,7 @@ def test_each_part_keeps_at_most_its_limit_and_says_where_it_begins() -> None:
 
 
 def test_an_edits_message_put_before_its_cut_is_known_again_and_a_copy_follows_its_own_writes() -> None:
-    w = EditWindow.start(Head(version=3, length=4))
+    w = EditWindow.start(Summary(version=3, length=4))
     w.cut_messages(2)  # an edit of the message at 1, cut by the database's answer
     w.put_message(1, user(2, "neu"))
     assert w.users_from == 1 and w.user_index(2) == 1

@@ -21,8 +21,8 @@ from projections.turn_notes import apply_notes, turn_notes
 
 def rows_of(events, rules: str = "2026-11-02"):
     rows = MemoryRows(MemoryConversation())
-    head = fold_into(rows, None, events, resolve(rules))
-    return rows, head
+    summary = fold_into(rows, None, events, resolve(rules))
+    return rows, summary
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -33,16 +33,16 @@ def test_the_rows_are_the_fold_of_the_log(legacy, episodes, rules):
     for event in events:
         folded = turn.apply(folded, event, rules)
 
-    rows, head = rows_of(events, rules)
-    state = _state(rows, head)
+    rows, summary = rows_of(events, rules)
+    state = _state(rows, summary)
 
     assert state.record.entries == folded.record.entries
     assert state.record.dropped == folded.record.dropped
     assert state.outcomes.outcomes == folded.outcomes.outcomes
     assert state.transcript == folded.transcript
     assert state.view.to_json() == folded.view.to_json()
-    assert head.outcomes == len(folded.outcomes.outcomes)
-    assert head.length == len(folded.transcript.messages)
+    assert summary.outcomes == len(folded.outcomes.outcomes)
+    assert summary.length == len(folded.transcript.messages)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -51,18 +51,18 @@ def test_turn_notes_put_into_the_transcript_are_the_turns_messages(legacy, episo
     can_see = lambda page: page != hidden
     events = tell(legacy, episodes).events
     expected = turn.build_turn_input(events, "2026-11-02", can_see)
-    rows, head = rows_of(events)
+    rows, summary = rows_of(events)
     rules = resolve("2026-11-02")
 
     notes = turn_notes(
         "conv-test",
-        head.version,
-        head.kind,
-        head.view,
-        _state(rows, head).record,
+        summary.version,
+        summary.kind,
+        summary.view,
+        _state(rows, summary).record,
         rows.outcomes(newest=rules.max_notes + 1),
-        head.outcomes,
-        head.length,
+        summary.outcomes,
+        summary.length,
         rows.messages_at,
         rows.block_ends,
         rules,
@@ -76,19 +76,19 @@ def test_turn_notes_put_into_the_transcript_are_the_turns_messages(legacy, episo
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(legacy=st.integers(0, 2), episodes=EPISODES)
-def test_a_changed_head_is_the_heads_model_copy(legacy, episodes):
-    from projections.row_head import _changed
+def test_a_changed_summary_is_the_summaries_model_copy(legacy, episodes):
+    from projections.summary_rows import _changed
 
-    _, head = rows_of(tell(legacy, episodes).events)
-    update = {"version": head.version + 1, "edited": None, "length": head.length + 2, "last_role": "user"}
+    _, summary = rows_of(tell(legacy, episodes).events)
+    update = {"version": summary.version + 1, "edited": None, "length": summary.length + 2, "last_role": "user"}
 
-    changed, copied = _changed(head, update), head.model_copy(update=update)
+    changed, copied = _changed(summary, update), summary.model_copy(update=update)
 
-    assert changed == copied and changed is not head
+    assert changed == copied and changed is not summary
     assert changed.model_fields_set == copied.model_fields_set
     assert changed.model_dump_json() == copied.model_dump_json()
-    assert type(head).model_validate_json(changed.model_dump_json()) == copied
-    assert head.version == update["version"] - 1  # the head itself is unchanged
+    assert type(summary).model_validate_json(changed.model_dump_json()) == copied
+    assert summary.version == update["version"] - 1  # the summary itself is unchanged
 
 
 def test_the_texts_an_event_brings_are_searched_whatever_its_fields():
@@ -141,14 +141,14 @@ def test_an_event_of_tail_only_leaves_every_row_before_the_last_user_message_as_
     from projections.row_fold import TAIL_ONLY
 
     rows = MemoryRows(MemoryConversation())
-    head = None
+    summary = None
     for event in tell(legacy, episodes).events:
-        last_user = head.last_user if head is not None and head.last_user is not None else -1
+        last_user = summary.last_user if summary is not None and summary.last_user is not None else -1
         before = (
             {i: m for i, m in rows.r.messages.items() if i < last_user},
             {i: e for i, e in rows.r.block_ends.items() if i < last_user},
         )
-        head = fold_into(rows, head, [event], resolve("2026-11-02"))
+        summary = fold_into(rows, summary, [event], resolve("2026-11-02"))
         if isinstance(event, TAIL_ONLY):
             after = (
                 {i: m for i, m in rows.r.messages.items() if i < last_user},
@@ -269,7 +269,7 @@ def _more(chat, extra: list[str]) -> None:
     legacy=st.integers(0, 2), episodes=EPISODES, extra=EXTRA, cap=st.sampled_from([2, 3, 200]), hidden=st.sampled_from([None, 42])
 )
 def test_the_latest_turn_built_from_the_rows_is_the_turn_the_fold_builds(legacy, episodes, extra, cap, hidden):
-    """After every event: where the head says the rows still hold what the latest turn saw
+    """After every event: where the summary says the rows still hold what the latest turn saw
     (`turn_intact`), its input built from them is the one a fold of the log up to that turn
     builds, byte for byte; edits, cuts, replaced transcripts, legacy rows, retries, failed
     segments and the record's cap (small here, so entries fall out after the turn) come up."""
@@ -280,14 +280,14 @@ def test_the_latest_turn_built_from_the_rows_is_the_turn_the_fold_builds(legacy,
     events = chat.events
     rules = resolve("2026-11-02").model_copy(update={"record_entries": cap})
     can_see = lambda page: page != hidden
-    rows, head, built = MemoryRows(MemoryConversation()), None, 0
+    rows, summary, built = MemoryRows(MemoryConversation()), None, 0
     for k, event in enumerate(events):
-        head = fold_into(rows, head, [event], rules)
-        if head.turn is None or not head.turn_intact:
+        summary = fold_into(rows, summary, [event], rules)
+        if summary.turn is None or not summary.turn_intact:
             continue
         built += 1
         expected = turn.build_turn_input(events[: k + 1], rules, can_see)
-        got = turn.turn_input(turn_rows_state(rows, head), head.turn.message, head.turn.at, rules, can_see)
+        got = turn.turn_input(turn_rows_state(rows, summary), summary.turn.message, summary.turn.at, rules, can_see)
         assert got.to_json() == expected.to_json()  # the replay contract, byte for byte
         assert (got.messages, got.notes, got.system, got.record) == (
             expected.messages,
@@ -310,16 +310,16 @@ def test_the_latest_turn_is_built_from_the_rows_after_its_segments_and_cards_and
     chat.decide(True, "Übernehmen")
     rules = resolve("2026-11-02").model_copy(update={"record_entries": 2})
     rows = MemoryRows(MemoryConversation())
-    head = fold_into(rows, None, chat.events, rules)
+    summary = fold_into(rows, None, chat.events, rules)
 
-    assert head.turn_intact and head.turn.version < head.version
+    assert summary.turn_intact and summary.turn.version < summary.version
     assert [e.seq for e in rows.aside()] == [e.seq for e in turn.build_turn_input(chat.events, rules).record][:1]
-    got = turn.turn_input(turn_rows_state(rows, head), head.turn.message, head.turn.at, rules)
+    got = turn.turn_input(turn_rows_state(rows, summary), summary.turn.message, summary.turn.at, rules)
     assert got.to_json() == turn.build_turn_input(chat.events, rules).to_json()
     done = len(chat.events)
     chat.edit(1, "anders")  # its cut starts the next turn, and what was set aside goes
-    head = fold_into(rows, head, chat.events[done:], rules)
-    assert head.turn_intact and head.turn.message == 1 and rows.aside() == ()
+    summary = fold_into(rows, summary, chat.events[done:], rules)
+    assert summary.turn_intact and summary.turn.message == 1 and rows.aside() == ()
 
 
 MESSAGES = st.builds(

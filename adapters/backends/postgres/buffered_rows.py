@@ -135,15 +135,15 @@ class PostgresBufferedRows(BufferedRows):
 
     def _known_edit(self, number: int, segments: list[str], cards: set[str]) -> EditRows | None:
         """The `EditRows` of an edit of user message `number` cutting `segments` and `cards`,
-        answered by the process's `EditWindow` at the head the fold starts from, None when it
+        answered by the process's `EditWindow` at the summary the fold starts from, None when it
         does not hold all of them (they are read then)."""
-        window, head = self._window, self._start
-        index = window.user_index(number) if window is not None and head is not None else None
-        if window is None or head is None or index is None:
+        window, summary = self._window, self._start
+        index = window.user_index(number) if window is not None and summary is not None else None
+        if window is None or summary is None or index is None:
             return None
         entries: dict[str, int] = {}
         for segment in segments:
-            known, seq = window.entry_seq(segment, head.seqs)
+            known, seq = window.entry_seq(segment, summary.seqs)
             if not known:
                 return None
             if seq is not None:
@@ -227,15 +227,17 @@ class PostgresBufferedRows(BufferedRows):
         """The document's section of `table`'s rows of `columns` (a message with its block end: `ended`)."""
         return "ended" if table == "messages" and "block_end" in columns else table
 
-    def _write_head(self, head: Any) -> None:
+    def _write_summary(self, summary: Any) -> None:
         views = self._document()
         if views is None:
-            SQLRows.put_head(self, head)
+            SQLRows.put_summary(self, summary)
         else:
-            self.head_json = head.model_dump_json()  # a turn read of this head takes it as written (`HeadCache.written`)
-            views["head"] = [head.version, self.head_json]
+            self.summary_json = (
+                summary.model_dump_json()
+            )  # a turn read of this summary takes it as written (`SummaryCache.written`)
+            views["head"] = [summary.version, self.summary_json]
             if self.s.listing is not None:  # the list's row, where the generation has the table
-                views["listing"] = [list(listing_values(head))]
+                views["listing"] = [list(listing_values(summary))]
 
     def _insert_many(self, table: str, columns: tuple[str, ...], rows: list[tuple[Any, ...]]) -> None:
         if not rows:

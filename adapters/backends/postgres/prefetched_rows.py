@@ -1,5 +1,5 @@
 """One conversation's rows for a turn read on PostgreSQL, whose newest kept entries and card
-outcomes were read already with its head (`PrefetchedRows`).
+outcomes were read already with its summary (`PrefetchedRows`).
 """
 
 from __future__ import annotations
@@ -15,14 +15,14 @@ from adapters.views.caches import SEPARATOR, MessagesCache, PlacementCache
 from adapters.views.ports import ReadMoved
 from adapters.views.row_bodies import LazyEntries
 from projections.card_outcomes import CardOutcome
-from projections.row_head import Head
+from projections.summary_rows import Summary
 from projections.run_record import Entry
 from projections.transcript import Message
 
 
 class PrefetchedRows(SQLRows):
     """`SQLRows` whose newest kept entries and newest card outcomes were read already (by
-    `PostgresViewStorage.turn_rows`, as bodies joined by SEPARATOR, oldest first), with the head
+    `PostgresViewStorage.turn_rows`, as bodies joined by SEPARATOR, oldest first), with the summary
     they were read with: a turn read decodes each body as the notes ask for it and asks the
     database only for transcript messages, and for the older entries should the notes reach
     them (`entries`). `run` runs its reads (the backend's, which may keep them prepared)."""
@@ -38,14 +38,14 @@ class PrefetchedRows(SQLRows):
         newest: int,
         texts: ViewTexts | None = None,
         run: Callable[[Any, str, Any], Any] | None = None,
-        head: Head | None = None,
+        summary: Summary | None = None,
         known: PlacementCache | None = None,
         statements: RowStatements | None = None,
     ) -> None:
         super().__init__(curs, tables, cid, p, texts, statements)
         self._entries, self._outcomes, self._newest = entries, outcomes, newest
         self._run = run
-        self._head = head
+        self._summary = summary
         self.placement = known if known is not None else PlacementCache()
         """What the read knew and learned of the rows for placing its notes (`placement_reads`)."""
 
@@ -74,20 +74,20 @@ class PrefetchedRows(SQLRows):
     ) -> LazyEntries:
         """Returns the kept entries, oldest first, each decoded (by `decode` if given) when
         first asked for: the notes take the newest until their budget is full, so the older
-        ones are mostly never decoded, nor read (the head's `seqs` say how many there are;
+        ones are mostly never decoded, nor read (the summary's `seqs` say how many there are;
         `newest` and `total` are not needed). Reaching an older one reads them all, checking
-        that the head is still at the version the read began with; else raises ReadMoved."""
+        that the summary is still at the version the read began with; else raises ReadMoved."""
         bodies = _split(self._entries)
-        seqs = self._head.seqs if self._head is not None else ()
+        seqs = self._summary.seqs if self._summary is not None else ()
         if len(bodies) >= len(seqs):
             return LazyEntries(bodies, decode)
         return LazyEntries(bodies, decode, len(seqs), lambda: self._older_entries(list(seqs[: len(seqs) - len(bodies)])))
 
     def _older_entries(self, seqs: list[int]) -> list[str]:
-        assert self._head is not None
+        assert self._summary is not None
         rows = self._select(_older(self.t["heads"], self.t["entries"]), (seqs, self.cid)).fetchall()
         bodies = [r["body"] for r in rows if r["body"] is not None]
-        if not rows or int(rows[0]["version"]) != self._head.version or len(bodies) != len(seqs):
+        if not rows or int(rows[0]["version"]) != self._summary.version or len(bodies) != len(seqs):
             raise ReadMoved(f"the head of {self.cid} moved during a turn read")
         return bodies
 
@@ -110,10 +110,10 @@ def _blocks(messages: str) -> str:
 
 
 @functools.cache
-def _older(heads: str, entries: str) -> str:
-    """The head's version with the entries of an array of versions (once per generation)."""
+def _older(summaries: str, entries: str) -> str:
+    """The summary's version with the entries of an array of versions (once per generation)."""
     return (
-        f"SELECT h.version, e.body FROM {heads} h LEFT JOIN {entries} e "
+        f"SELECT h.version, e.body FROM {summaries} h LEFT JOIN {entries} e "
         "ON e.cid = h.cid AND e.seq = ANY(%s::bigint[]) WHERE h.cid = %s ORDER BY e.seq"
     )
 

@@ -33,7 +33,7 @@ from adapters.store.crypto import ViewTexts
 from adapters.views.caches import TAIL_EVENTS, TAIL_ROWS, PlacementCache
 from adapters.views.ports import NeedsSnapshot, ReadMoved, not_updated
 from adapters.views.storage_reads import Pointer, TurnInputRows, TurnRows
-from projections.row_head import Head
+from projections.summary_rows import Summary
 
 READ_SNAPSHOT = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
 """How a read of several statements begins (`PostgresViewStorage.reading`): all see one snapshot."""
@@ -67,9 +67,9 @@ class PostgresViewStorage(SQLViewStorage):
     folds_in_parts = True
     reads_turn_in_one = True
     lock_row = " FOR UPDATE"
-    heads_storage = " WITH (fillfactor = 50)"
-    """A head row (about 1 KB) is rewritten by every append, and no index but its key's is on
-    the heads (the list's order is the list table's, `LISTING`): with half of each page left free,
+    summaries_storage = " WITH (fillfactor = 50)"
+    """A summary row (about 1 KB) is rewritten by every append, and no index but its key's is on
+    the summaries (the list's order is the list table's, `LISTING`): with half of each page left free,
     the update goes on the same page (a HOT update) and the server prunes the page's dead
     copies before it fills. With the default (100) the page fills first and each new copy goes
     to a new page, dead copies that a plain VACUUM frees but never gives back (docs/benchmarks.md,
@@ -80,8 +80,8 @@ class PostgresViewStorage(SQLViewStorage):
         """Yields a cursor of a pooled connection for a read of the read models. With
         `snapshot`, inside one REPEATABLE READ, READ ONLY transaction (`READ_SNAPSHOT`; it ends
         with ROLLBACK, having written nothing), so every statement of the read (the one that
-        finds the head, entries and outcomes, then any transcript rows or older entries it reads
-        after) sees one version of the conversation, never the head of one append and the rows
+        finds the summary, entries and outcomes, then any transcript rows or older entries it reads
+        after) sees one version of the conversation, never the summary of one append and the rows
         of the next: each statement in autocommit, as of READ COMMITTED, is a snapshot of its own.
         Without, in autocommit and for one statement only (`OneStatement`): a turn read that
         one statement answers (kept notes, or notes placed from kept rows) pays no BEGIN and no
@@ -122,13 +122,13 @@ class PostgresViewStorage(SQLViewStorage):
         held_at: int | None = None,
     ) -> TurnRows | None:
         """Reads, in one statement, what a turn read needs besides older transcript messages:
-        the live pointer, the head row of `cid` in generation `generation` (the caller's
+        the live pointer, the summary row of `cid` in generation `generation` (the caller's
         guess), the log's version, the newest `entries` (default `newest`) kept run record
-        entries, the `newest` card outcomes and, with `since` (the head version of the rows
+        entries, the `newest` card outcomes and, with `since` (the summary version of the rows
         the caller keeps, `BlocksCache`), the topics of the events after it and the transcript
         rows from index `tail_from` on (`TurnRows.topics`, `TurnRows.tail`: each row found by
         its key, at most TAIL_ROWS + 1, after at most TAIL_EVENTS events). Entries, outcomes
-        and rows are left unread (`TurnRows.skipped`) when the head is at version `kept_at`
+        and rows are left unread (`TurnRows.skipped`) when the summary is at version `kept_at`
         (the caller keeps that version's notes already); entries and outcomes alone
         (`TurnRows.held`) when it is at version `held_at` (the caller holds those rows of that
         version, `adapters.views.held_rows.TurnRowsCache`). Returns None when the pointer table
@@ -179,13 +179,13 @@ class PostgresViewStorage(SQLViewStorage):
         entries: str | Sequence[str],
         outcomes: str | Sequence[str],
         newest: int,
-        head: Head | None,
+        summary: Summary | None,
         known: PlacementCache | None,
     ) -> PrefetchedRows:
         """Returns the rows of a turn read whose newest entries and outcomes `turn_rows` read
         (`PrefetchedRows`), reading the rest prepared (`run`)."""
         s = self.statements(generation)
-        return PrefetchedRows(curs, s.t, str(cid), self.p, entries, outcomes, newest, self.texts, self.run, head, known, s)
+        return PrefetchedRows(curs, s.t, str(cid), self.p, entries, outcomes, newest, self.texts, self.run, summary, known, s)
 
     def _turn_rows_sql(self, generation: int) -> str:
         """The statement of `turn_rows` on `generation`'s tables (built once per generation)."""
@@ -253,11 +253,11 @@ class PostgresViewStorage(SQLViewStorage):
 
     def turn_input_rows(self, curs: Any, cid: UUID, generation: int) -> TurnInputRows | None:
         """Reads, in one statement (prepared, `run`), what the latest turn of `cid` saw, from the
-        rows of generation `generation` (the caller's guess): the live pointer, the head row,
-        the log's version and, where the head's `turn_intact` holds, the turn's transcript
+        rows of generation `generation` (the caller's guess): the live pointer, the summary row,
+        the log's version and, where the summary's `turn_intact` holds, the turn's transcript
         messages, entries and card outcomes, each kind's bodies joined by U+001E in the server
         (`TurnInputRows`): one round trip, and three strings to split rather than a row object
-        per message. The head's `turn` (its `length` and `version`) is read from its body in the
+        per message. The summary's `turn` (its `length` and `version`) is read from its body in the
         statement. Returns None when the pointer table is not known yet or the guess was wrong
         (the caller reads as before, and guesses the live generation next time)."""
         if not self._has_pointer:
@@ -313,7 +313,7 @@ class PostgresViewStorage(SQLViewStorage):
         self.schema = datastore.schema
         self._views_lock = views_lock_id(self.schema)
         self.chained = chained
-        """Whether the store keeps a hash chain (`chatrecord_chain`), whose hash at the head's
+        """Whether the store keeps a hash chain (`chatrecord_chain`), whose hash at the summary's
         version a turn read takes (`TurnRows.tip`)."""
         self._turn_sql: dict[tuple[str, int], str] = {}  # a turn read's statements, per generation
 
@@ -333,7 +333,7 @@ class PostgresViewStorage(SQLViewStorage):
         commit does not wait for the server to flush its WAL (synchronous_commit off): the
         generation a rebuild writes is not live until its switch, whose commit does wait, and
         with it for everything the server logged before it; a page lost in a crash before that
-        (whole: its rows and heads commit together) is one more gap a read fills from the log."""
+        (whole: its rows and summaries commit together) is one more gap a read fills from the log."""
         return QueuedStatements(self.datastore.get_connection, begin=("BEGIN", "SET LOCAL synchronous_commit TO OFF"))
 
     def _dropped(self, curs: Any, generation: int) -> None:

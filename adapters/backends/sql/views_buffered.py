@@ -19,7 +19,7 @@ from adapters.views.ports import Appended
 from adapters.views.recent_rows import WrittenRowsCache
 from adapters.views.usage_rows import usage_values
 from projections.card_outcomes import CardOutcome
-from projections.row_head import Head, TurnMark
+from projections.summary_rows import Summary, TurnMark
 from projections.run_record import Entry
 from projections.transcript import Message
 from projections.usage import UsageRow
@@ -58,8 +58,8 @@ class BufferedRows(SQLRows, ABC):
         self._pages: dict[int, int] = {}
         self._turns: list[tuple[int, int, str]] = []
         self._usage: list[tuple[Any, ...]] = []
-        self._head: Head | None = None
-        self.head_json: str | None = None  # the JSON of the head the last flush wrote, where the backend made it here
+        self._summary: Summary | None = None
+        self.summary_json: str | None = None  # the JSON of the summary the last flush wrote, where the backend made it here
         self.bodies: list[tuple[str, str, Entry | CardOutcome]] = []
         """The entries and card outcomes written, each with its body: ("entry" or "outcome", body, item)."""
         self.message_bodies: list[tuple[str, Message]] = []
@@ -69,25 +69,25 @@ class BufferedRows(SQLRows, ABC):
         self._aside: list[tuple[int, str, str]] = []  # held entries set aside: (seq, segment, body)
         self._known: WrittenRowsCache | None = None  # the newest rows as the last append left them (`prime`)
         self._window: EditWindow | None = None  # what an edit's fold reads, followed from `prime`
-        self._start: Head | None = None  # the head the append's fold starts from (`prime`)
-        self._length: int | None = None  # the transcript's length in the head the last flush wrote
+        self._start: Summary | None = None  # the summary the append's fold starts from (`prime`)
+        self._length: int | None = None  # the transcript's length in the summary the last flush wrote
         self._cut_seen = False  # whether a cut of the transcript was held
         self._open_entry: int | None = None  # the seq of the entry held as a model
         self._open_message: int | None = None  # the index of the message held as a model
         self._seal: Callable[[str], str | None] | None = None
         self._views: dict[str, Any] | None = None  # the views section of an append's document the rows go into
 
-    def prime(self, recent: WrittenRowsCache | None, head: Head | None = None) -> None:
+    def prime(self, recent: WrittenRowsCache | None, summary: Summary | None = None) -> None:
         """Takes `recent` (None: nothing) as the newest rows stored, which the reads of the
         fold then find without asking the database, and keeps them up to date with what this
-        buffer writes (`recent`); `head` is the head they stand at (the fold starts from it),
+        buffer writes (`recent`); `summary` is the summary they stand at (the fold starts from it),
         from which an `EditWindow` starts where `recent` holds none. An append's rows; a
         rebuild's are never primed."""
         self._known = (
             WrittenRowsCache(dict(recent.entries), dict(recent.messages)) if recent is not None else WrittenRowsCache({}, {})
         )
         window = recent.edit if recent is not None else None
-        self._window, self._start = window.copy() if window is not None else EditWindow.start(head), head
+        self._window, self._start = window.copy() if window is not None else EditWindow.start(summary), summary
 
     def recent(self) -> WrittenRowsCache | None:
         """Returns the newest rows as this buffer's writes left them (after its flush), None
@@ -107,7 +107,7 @@ class BufferedRows(SQLRows, ABC):
 
     def appended(self) -> Appended:
         """As `ViewRows.appended`, with the views section of the append's document (`_views`)."""
-        done = Appended(self.bodies, self.message_bodies, self.recent(), self.head_json, self._views)
+        done = Appended(self.bodies, self.message_bodies, self.recent(), self.summary_json, self._views)
         self.bodies, self.message_bodies = [], []
         return done
 
@@ -135,11 +135,11 @@ class BufferedRows(SQLRows, ABC):
         self._known = self._window = None
 
     # reads: held writes first
-    def head(self) -> Head | None:
-        return self._head if self._head is not None else super().head()
+    def summary(self) -> Summary | None:
+        return self._summary if self._summary is not None else super().summary()
 
-    def put_head(self, head: Head) -> None:
-        self._head = head
+    def put_summary(self, summary: Summary) -> None:
+        self._summary = summary
 
     def _held_entry(self, seq: int) -> Entry | None:
         held = self._entries.get(seq)
@@ -292,7 +292,7 @@ class BufferedRows(SQLRows, ABC):
     def cut_messages(self, keep: int) -> None:
         """Holds the cut (the stored messages from `keep` on go at the flush, before the held
         messages are written) and drops the held messages and block ends from `keep` on, and
-        the known ones (`recent` then knows the last message only where it is the head's)."""
+        the known ones (`recent` then knows the last message only where it is the summary's)."""
         if self._known is not None:
             for index in [i for i in self._known.messages if i >= keep]:
                 del self._known.messages[index]
@@ -321,8 +321,8 @@ class BufferedRows(SQLRows, ABC):
     # ------------------------------------------------------------ how the held writes are sent
 
     @abstractmethod
-    def _write_head(self, head: Head) -> None:
-        """Writes the held head (at the flush)."""
+    def _write_summary(self, summary: Summary) -> None:
+        """Writes the held summary (at the flush)."""
 
     @abstractmethod
     def _insert_many(self, table: str, columns: tuple[str, ...], rows: list[tuple[Any, ...]]) -> None:
@@ -377,12 +377,12 @@ class BufferedRows(SQLRows, ABC):
         self._insert_many("turns", ROW_TABLES["turns"].names, self._turns)
         if self._usage:  # held only where the generation has the table
             self._insert_many(USAGE.name, USAGE.names, self._usage)
-        if self._head is not None:
-            self._write_head(self._head)
-            self._length = self._head.length
+        if self._summary is not None:
+            self._write_summary(self._summary)
+            self._length = self._summary.length
         self._entries, self._segments, self._outcomes = {}, {}, []
         self._drop_aside, self._moves, self._aside = False, [], []
-        self._messages, self._ends, self._pages, self._turns, self._head = {}, {}, {}, [], None
+        self._messages, self._ends, self._pages, self._turns, self._summary = {}, {}, {}, [], None
         self._usage = []
         self._cut = None
         self._open_entry = self._open_message = None
@@ -402,9 +402,9 @@ class StatementRows(BufferedRows):
         self._many(self.s.set_aside, [(self.aside_cid, self.cid, seq) for seq in self._moves])
         self._many(self.s.insert("entries", upsert=False), [(self.aside_cid, *row) for row in self._aside])
 
-    def _write_head(self, head: Head) -> None:
-        """Writes the held head (at the flush)."""
-        SQLRows.put_head(self, head)
+    def _write_summary(self, summary: Summary) -> None:
+        """Writes the held summary (at the flush)."""
+        SQLRows.put_summary(self, summary)
 
     def _many(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
         if len(rows) == 1:  # psycopg's executemany syncs a pipeline (a round trip); one row need not

@@ -20,7 +20,7 @@ from adapters.views.ports import ReadMoved, ViewRows
 from adapters.views.row_bodies import LazyEntries, decode_kept_messages, decode_messages, decode_turn_bodies, only_erased
 from adapters.views.usage_rows import usage_values
 from projections.card_outcomes import CardOutcome
-from projections.row_head import Head, TurnMark
+from projections.summary_rows import Summary, TurnMark
 from projections.run_record import Entry
 from projections.transcript import Message
 from projections.usage import UsageRow
@@ -35,7 +35,7 @@ class SQLRows(ViewRows):
     its body holds `sealed` instead of `text`."""
 
     tip: bytes | None = None
-    """The hash chain's hash at the head's version, when the read that made these rows took it
+    """The hash chain's hash at the summary's version, when the read that made these rows took it
     (`TurnRows.tip`): what a read kept of this version is kept under."""
 
     def __init__(
@@ -103,21 +103,21 @@ class SQLRows(ViewRows):
         table: no read of the conversation's rows (by its `cid`) finds them."""
         return aside_cid(self.cid)
 
-    # ---------------------------------------------------------------- head
+    # ---------------------------------------------------------------- summary
 
-    def head(self) -> Head | None:
-        """Returns the conversation's head, None before its first event."""
-        row = self._q(self.s.head).fetchone()
-        return Head.model_validate_json(row["body"]) if row else None
+    def summary(self) -> Summary | None:
+        """Returns the conversation's summary, None before its first event."""
+        row = self._q(self.s.summary).fetchone()
+        return Summary.model_validate_json(row["body"]) if row else None
 
-    def put_head(self, head: Head) -> None:
+    def put_summary(self, summary: Summary) -> None:
         self._q(
             self.s.insert("heads"),
-            head.version,
-            head.model_dump_json(),
+            summary.version,
+            summary.model_dump_json(),
         )
         if self.s.listing is not None:  # the list's row, where the generation has the table
-            self._q(self.s.insert(LISTING.name), *listing_values(head))
+            self._q(self.s.insert(LISTING.name), *listing_values(summary))
 
     # ---------------------------------------------------------------- run record
 
@@ -174,7 +174,7 @@ class SQLRows(ViewRows):
     ) -> Sequence[Entry]:
         """Returns the kept run record entries, oldest first: decoded in one call, or with
         `decode` (a body's JSON to its entry) each when first asked for (`LazyEntries`). With
-        `decode`, `newest` and `total` (how many are kept: the head's `seqs`), only the newest
+        `decode`, `newest` and `total` (how many are kept: the summary's `seqs`), only the newest
         `newest` are read at first, the older ones when one of them is first asked for (in the
         caller's transaction); should they not be `total` in all, raises ReadMoved."""
         if decode is not None and newest is not None and total is not None and total > newest:

@@ -35,7 +35,7 @@ class RowStatements:
         self.t, self.p = tables, p
         self.listing = listing
         """The name of the generation's list table (`LISTING`), None where it has none (an earlier
-        version made it): a head's write then writes no list row."""
+        version made it): a summary's write then writes no list row."""
         self.usage = usage
         """The name of the generation's usage table (`USAGE`), None where it has none (an earlier
         version made it): a segment then writes no usage row."""
@@ -90,7 +90,7 @@ class RowStatements:
         return tuple(f"DELETE FROM {name} WHERE cid = {self.p}" for name in names)
 
     @functools.cached_property
-    def head(self) -> str:
+    def summary(self) -> str:
         return self._where("heads", "body")
 
     @functools.cached_property

@@ -94,8 +94,8 @@ class SQLViewStorage(ViewStorage):
 
     p = "?"
     schema = ""
-    heads_storage = ""
-    """What follows the heads table's columns in its CREATE statement (`create_statements`)."""
+    summaries_storage = ""
+    """What follows the summaries table's columns in its CREATE statement (`create_statements`)."""
     buffered_rows: type[BufferedRows] = StatementRows
     overview_tables = OVERVIEW_TABLES
     listing_tables = (LISTING.name,)
@@ -199,18 +199,18 @@ class SQLViewStorage(ViewStorage):
         self._has_pointer = True  # the pointer table is never dropped: no need to ask again
         return Pointer(int(row["generation"]), row["rules"], int(row["next"]))
 
-    def pointer_and_head(self, curs: Any, cid: UUID, generation: int) -> tuple[Pointer | None, str | None]:
+    def pointer_and_summary(self, curs: Any, cid: UUID, generation: int) -> tuple[Pointer | None, str | None]:
         """Returns the live pointer and, when its generation is `generation` (the caller's
-        guess), the head row's body of conversation `cid` in it, in one statement; the body is
-        None when the guess was wrong (or the conversation has no head yet). Generation 0 (no
+        guess), the summary row's body of conversation `cid` in it, in one statement; the body is
+        None when the guess was wrong (or the conversation has no summary yet). Generation 0 (no
         guess: the pointer was forgotten after a failure) reads the pointer alone."""
         if not self._has_pointer or generation < 1:
             return self.pointer(curs), None
-        heads = table_names(generation, self.schema)["heads"]
+        summaries = table_names(generation, self.schema)["heads"]
         row = self._x(
             curs,
             f"SELECT p.generation, p.rules, p.next, h.body FROM {self._t(POINTER)} p "
-            f"LEFT JOIN {heads} h ON h.cid = {self.p} WHERE p.id = 1",
+            f"LEFT JOIN {summaries} h ON h.cid = {self.p} WHERE p.id = 1",
             (str(cid),),
         ).fetchone()
         if row is None:
@@ -234,7 +234,7 @@ class SQLViewStorage(ViewStorage):
         )
 
     def create(self, curs: Any, generation: int) -> None:
-        for statement in create_statements(generation, self.schema, self.heads_storage):
+        for statement in create_statements(generation, self.schema, self.summaries_storage):
             self._x(curs, statement)
         self._listing[generation] = self._usage[generation] = True
 

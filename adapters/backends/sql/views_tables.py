@@ -5,7 +5,7 @@ writes (`adapters.backends.postgres.buffered_rows`) are built, and against which
 append (`adapters.backends.postgres.append_views.sql`) is tested
 (`tests/unit/test_view_columns.py`).
 
-A generation `g` owns six tables named `views_g<g>_<table>`: `heads` (one row per
+A generation `g` owns six tables named `views_g<g>_<table>`: `summaries` (one row per
 conversation: its `projections.row_head.Head` as JSON and its version), `entries` (run record
 entries kept, by version), `outcomes` (card outcomes, by the version and place of the event
 that recorded them), `messages` (the transcript, by index, with the user message number and
@@ -109,12 +109,12 @@ LISTING = RowTable(
     ("at", "conversation", "owner", "users", "failed", "waiting", "undecided", "erased"),
 )
 """The list's table of a generation (`views_g<N>_listing`): one narrow row per conversation
-with what `chatrecord list` orders, filters and shows it by, written from its head whenever the
-head is (`adapters.views.listing.listing_values`): `at` the chat's time of its last activity
-(`Head.last_at`, microseconds), `conversation` its stored id, `owner`, `users` (live user
+with what `chatrecord list` orders, filters and shows it by, written from its summary whenever the
+summary is (`adapters.views.listing.listing_values`): `at` the chat's time of its last activity
+(`Summary.last_at`, microseconds), `conversation` its stored id, `owner`, `users` (live user
 messages), `failed` (segments recorded failed), `waiting` (cards and questions waiting),
 `undecided` (left undecided), `erased` (1 once its erasure was recorded). Indexed by
-`(at, cid)` and `(owner, at, cid)`. Kept apart from the heads so that a head's update (every
+`(at, cid)` and `(owner, at, cid)`. Kept apart from the summaries so that a summary's update (every
 append) changes no indexed column and stays a HOT update on PostgreSQL. Not in `ROW_TABLES`:
 a generation an earlier version made has none (`SQLViewStorage.has_activity`), and its rows
 are written only where the table exists."""
@@ -249,14 +249,14 @@ def create_table(table: RowTable, name: str, storage: str = "") -> str:
     return f"CREATE TABLE IF NOT EXISTS {name} (cid TEXT PRIMARY KEY, {columns}){storage}"
 
 
-def create_statements(generation: int, schema: str = "", heads_storage: str = "") -> list[str]:
+def create_statements(generation: int, schema: str = "", summaries_storage: str = "") -> list[str]:
     """Returns the CREATE statements of a generation's tables (`ROW_TABLES`, the list's
-    `LISTING`, the usage audit's `USAGE` and the overview's); `heads_storage` follows the heads table's columns
-    (PostgreSQL's `WITH (fillfactor = …)`, `SQLViewStorage.heads_storage`). The heads have no
-    index but their key: a head's update changes no indexed column."""
+    `LISTING`, the usage audit's `USAGE` and the overview's); `summaries_storage` follows the summaries table's columns
+    (PostgreSQL's `WITH (fillfactor = …)`, `SQLViewStorage.heads_storage`). The summaries have no
+    index but their key: a summary's update changes no indexed column."""
     n, bare = table_names(generation, schema), table_names(generation)
     return [
-        create_table(ROW_TABLES["heads"], n["heads"], heads_storage),
+        create_table(ROW_TABLES["heads"], n["heads"], summaries_storage),
         *listing_statements(generation, schema),
         create_table(ROW_TABLES["entries"], n["entries"]),
         f"CREATE INDEX IF NOT EXISTS {bare['entries']}_segment ON {n['entries']} (cid, segment)",

@@ -1,6 +1,6 @@
-"""A conversation's read models as rows, as the fold sees them: its head and the rows behind it.
+"""A conversation's read models as rows, as the fold sees them: its summary and the rows behind it.
 
-`Head` is a conversation's bounded bookkeeping (what the next event needs to know: what a
+`Summary` is a conversation's bounded bookkeeping (what the next event needs to know: what a
 continuation follows, which cards wait, the transcript's length, the view context, the latest
 turn, `TurnMark`), one row per conversation. Everything that grows with the history lives in
 rows behind the `Rows` view: run record entries, card outcomes, transcript messages, page
@@ -36,7 +36,7 @@ class TurnMark(Immutable):
     """How many entries had fallen out of the run record after that event."""
 
 
-class Head(Immutable):
+class Summary(Immutable):
     """A conversation's bounded state in the row read models (one row per conversation)."""
 
     conversation: str = ""
@@ -90,21 +90,21 @@ class Head(Immutable):
     last_at: int | None = None
     """The time of the last event the chat stamped (an erasure, stamped when it ran, is not
     activity), in microseconds since 1970-01-01 UTC: the
-    conversation's last activity, by which the heads are listed newest first (an index on it,
-    `adapters.backends.sql.views_tables.create_statements`). None in a head an earlier version wrote."""
+    conversation's last activity, by which the summaries are listed newest first (an index on it,
+    `adapters.backends.sql.views_tables.create_statements`). None in a summary an earlier version wrote."""
     users: int | None = None
     """How many user messages the transcript holds (those of the conversation no edit cut,
     whatever their numbers), as `chatrecord list` shows them: kept by the fold, so the list
-    reads it with the head. None in a head an earlier version wrote (and while it folds on, until
+    reads it with the summary. None in a summary an earlier version wrote (and while it folds on, until
     a replaced transcript or a rebuild counts them again)."""
     owner: int | None = None
-    """The backend user id of the conversation's owner (None in a head an earlier version wrote)."""
+    """The backend user id of the conversation's owner (None in a summary an earlier version wrote)."""
     failed: int | None = None
     """How many segments were recorded failed (`projections.row_fold.segment_failed`: an
     outcome that is neither completed nor waiting, or a call read as failed), an edit's cut ones
-    still counted; None in a head an earlier version wrote (until a rebuild counts them)."""
+    still counted; None in a summary an earlier version wrote (until a rebuild counts them)."""
     undecided: int | None = None
-    """How many cards or questions were left undecided; None in a head an earlier version wrote."""
+    """How many cards or questions were left undecided; None in a summary an earlier version wrote."""
     erased: bool = False
     """Whether the conversation's erasure was recorded."""
     refolds: int = 0
@@ -124,14 +124,14 @@ class Head(Immutable):
         return ViewContext(page_id=self.page_id, last_page_id=self.last_page_id)
 
 
-def _changed(head: Head, update: dict[str, object]) -> Head:
-    """Returns `head` with the fields in `update` changed: `head.model_copy(update=update)`
+def _changed(summary: Summary, update: dict[str, object]) -> Summary:
+    """Returns `summary` with the fields in `update` changed: `summary.model_copy(update=update)`
     (no validation, the same fields set), made as pydantic's own copy makes it, without its
-    `copy.copy` call per attribute. A head has no extra fields and
+    `copy.copy` call per attribute. A summary has no extra fields and
     no private attributes. The fold makes one or two per event."""
-    fields = head.__dict__.copy()
+    fields = summary.__dict__.copy()
     fields.update(update)
-    return assembled(Head, fields, head.__pydantic_fields_set__.union(update))
+    return assembled(Summary, fields, summary.__pydantic_fields_set__.union(update))
 
 
 class Rows(Protocol):
