@@ -9,15 +9,10 @@
     turn = record.turn_input("conv-demo-seo")      # or the whole model input
     turn.model_messages()                          # [{"role": "system", "content": ...}, ...]
 
-With CHATRECORD_READ_DATABASE_URL set, what only reads is served by the standbys, and a write's
-`read_after` handed back (`record.turn_notes(conv, after=result.read_after)`) keeps a read from
-going back in time (docs/scaling.md).
-
-Every line goes through one path (`adapters.service.record_lines`: `parse`, then the store command
-`RecordLines`), whichever entrypoint sent it, so a bad line and a refused line read the same
-everywhere. Reads of a turn come from the read models after they caught up with
-the conversation's last event, so a turn never reads a record older than its own log.
-"""
+With CHATRECORD_READ_DATABASE_URL set, reads are served by the standbys. Handing back a write's
+`read_after` (`record.turn_notes(conv, after=result.read_after)`) keeps a read from going back in time
+(docs/scaling.md). Every line goes through one path (`adapters.service.record_lines`), so a bad or
+refused line reads the same everywhere. A turn read never reads a record older than its log."""
 
 from __future__ import annotations
 
@@ -55,8 +50,10 @@ from adapters.service.erase import Erasure
 from adapters.service.export import Export, NoSuchMessage
 from adapters.service.idempotent import FirstRun, KeyInFlight, KeyReused, Replayed, Result
 from adapters.service.line_writes import LineWrites
+from adapters.service.log_forward import forward
 from adapters.service.master_key import NEW_MASTER_KEY_VARIABLE, KeyChange
 from adapters.service.overviews import Overviews
+from adapters.service.raw_events import RAW_PAGE, RawPage, page_start, raw_page
 from adapters.service.record_lines import IngestReport, Recorded, VersionMismatch
 from adapters.service.replay import (
     DEMO_CONVERSATION,
@@ -104,10 +101,12 @@ from adapters.service.timeline import (
     TimelinePage,
     TurnView,
     newest_turns,
+    newest_turns_under,
     timeline_page,
     turn_at,
     turn_view,
 )
+from adapters.service.timeline_jump import Location, NotOnTimeline, locate
 from adapters.service.usage import (
     USAGE_CURSOR_PATTERN,
     USAGE_LIMIT_MAX,
@@ -127,12 +126,14 @@ from adapters.views.rebuild import MOST_WORKERS, RebuildInterrupted, RebuildRepo
 from adapters.views.rule_diff import ConversationDiff
 from adapters.views.usage_rows import BY, By
 from adapters.views.verify_rows import RowsVerdict
-from domain.events import ConversationEvent
+from domain.events import ConversationEvent, conversation_uuid
 from projections.activity import SegmentActivity
 from projections.overview import Overview
 from projections.page_line import PageCheck, every_page
 from projections.rules import resolve
+from projections.rules_diff import TurnDiff, rules_diff
 from projections.turn import TurnInput, build_turn_input
+from projections.turn_compare import Compared, TurnMissing, compare_turns
 from projections.turn_notes import PlacedNote, TurnNotes, apply_notes
 
 if TYPE_CHECKING:
@@ -150,7 +151,7 @@ __all__ += ["NEW_MASTER_KEY_VARIABLE", "OverviewPoint", "ParsedLine", "TimelineP
 __all__ += ["BY", "USAGE_CURSOR_PATTERN", "USAGE_LIMIT_MAX", "BadUsageCursor", "By", "Usage", "UsageNeedsRebuild"]
 __all__ += ["UsagePage", "decode_usage_cursor"]
 __all__ += ["KeyState", "Replayed", "body_hash", "bounded_lines", "decode_cursor", "head_line", "iso", "json_problem"]
-__all__ += ["newest_turns", "open_store", "parse_at", "store_errors", "turn_view"]
+__all__ += ["newest_turns", "newest_turns_under", "open_store", "parse_at", "store_errors", "turn_view"]
 __all__ += ["BadCursor", "BadSetting", "EmptyInput", "KeyInFlight", "KeyReused", "NoSuchMessage", "RebuildInterrupted"]
 __all__ += ["StoreUnusable", "TurnNotFound", "UnreadableFile", "BadFilter"]  # errors, each a domain.errors.ChatrecordError
 __all__ += ["STATUSES"]
@@ -163,36 +164,28 @@ __all__ += [
     "Reproduction",
     "StreamChains",
 ]  # issue 40
+__all__ += ["RAW_PAGE", "Compared", "Location", "NotOnTimeline", "RawPage", "TurnDiff", "TurnMissing", "page_start"]
 
 
 class Chatrecord:
-    """A conversation store with its read models: every use case the entrypoints call, each
-    asked of the use cases' object of its job (`LineWrites`, `ConversationReads`, `StoreUpkeep`).
+    """A conversation store with its read models: every use case the entrypoints call.
 
-    `store` defaults to `adapters.bootstrap.open_store()` (SQLite `CHATRECORD_DB`, or PostgreSQL
-    when `CHATRECORD_DATABASE_URL` is set). `source_name` names `record`'s lines in errors.
-    Opening it raises BadSetting for a setting it cannot use and StoreUnusable, in the words the
-    command line prints, for a database that cannot be opened (a file on a read-only file
-    system, a server that does not answer). `reading=True` (a caller that only reads: audit,
-    verify, replay, activity) opens a SQLite file it cannot write read-only, so an archive on a
-    read-only file system can be inspected (`open_store(reading=True)`).
+    Each method is asked of its job's object (`LineWrites`, `ConversationReads`, `StoreUpkeep`). `store`
+    defaults to `open_store()`: SQLite `CHATRECORD_DB`, or PostgreSQL when `CHATRECORD_DATABASE_URL` is
+    set. `source_name` names `record`'s lines in errors. Opening raises BadSetting for an unusable
+    setting. Opening raises StoreUnusable, in the CLI's words, for a database that cannot be opened.
+    `reading=True` opens a SQLite file it cannot write read-only.
 
-    Every method raises StoreUnusable (a ChatrecordError, one line naming what to do) when the
-    database cannot be used: a server that stopped answering, a file another process kept
-    locked. Nothing of the call is stored then; the next call tries the database again.
+    Every method raises StoreUnusable (one line naming what to do) when the database cannot be used.
+    Nothing of the call is stored then; the next call tries again.
 
-    **Standbys.** `read_store` (default: the store on CHATRECORD_READ_DATABASE_URL where it is
-    set, `read_store_env`, opened by the first read that needs it) is where the methods that
-    only read are served: the turn read, replay, audit, activity, the list, export, verify, the
-    timeline. Writes, `init_store`, `rebuild`,
-    `diff`, `erase`, the key commands and `health` stay on `store`. With a reading store, a write
-    (`record`, `record_lines`) answers with `read_after`, its position (`position()`); each
-    reading method takes `after=` (keyword only): given a position, it is served by the standby
-    only once that has replayed it, waiting up to `read_wait` seconds (CHATRECORD_READ_WAIT_MS,
-    default 1000 ms), else by the primary, so a caller never reads older than its own write.
-    Without `after` a standby may answer from a little in the past (its replication lag).
-    Without a reading store, `read_after` is None and `after` changes nothing.
-    """
+    **Standbys.** `read_store` (default: on CHATRECORD_READ_DATABASE_URL, opened at the first read)
+    serves the read-only methods. Writes, `init_store`, `rebuild`, `diff`, `erase`, the key commands and
+    `health` stay on `store`. With a reading store, a write answers with `read_after` (`position()`).
+    Each read takes keyword `after=`. Given a position, the standby answers once it has replayed it,
+    within `read_wait` seconds (CHATRECORD_READ_WAIT_MS, default 1000 ms); else the primary answers.
+    Without `after`, a standby may lag. Without a reading store, `read_after` is None and `after` changes
+    nothing."""
 
     def __init__(
         self,
@@ -226,8 +219,8 @@ class Chatrecord:
 
     @property
     def store(self) -> ConversationStore:
-        """The store written to (the primary), opened on first use where a caller that only reads
-        (`reading=True`) has a reading store: such a caller works while the primary is down."""
+        """The store written to (the primary). Opened on first use where a read-only caller has a reading
+        store, so such a caller works while the primary is down."""
         return self._primary.store
 
     @property
@@ -246,10 +239,9 @@ class Chatrecord:
 
     @property
     def _standby(self) -> Chatrecord | None:
-        """The use cases on the reading store, None without one. The store is opened on the first
-        read that needs it, so a command that never reads there (`init`, a write) works on a
-        standby the store's tables have not reached yet; a read there says so in one line
-        (StoreUnusable, `store_problem`)."""
+        """The use cases on the reading store, None without one. Opened on the first read there, so `init`
+        and writes work before the standby has the tables. A read there then fails in one line
+        (StoreUnusable)."""
         if self._opened_standby is None and self._read_env is not None:
             with self._standby_lock:
                 if self._opened_standby is None:
@@ -270,20 +262,18 @@ class Chatrecord:
             self._opened_standby.close()
 
     def position(self) -> str | None:
-        """Returns the read-after position of every write this store committed so far (the
-        primary's WAL insert position, text such as '0/3016040', opaque to the caller; one
-        statement), None without a reading store (`adapters.backends.replicas.write_position`)."""
+        """Returns the read-after position of every write committed so far: the primary's WAL insert
+        position, opaque text such as '0/3016040'. None without a reading store."""
         if not self._reads_elsewhere:
             return None
         with store_errors(self.store):
             return write_position(self.store)
 
     def _reader(self, after: str | None) -> Chatrecord:
-        """Returns the Chatrecord a read given `after` runs on: this one without a reading store;
-        else the standby's, where `after` is None or the standby replays it within `read_wait`
-        seconds; else `_on_primary` (also where the standby cannot be opened: `after` is on the
-        primary). Raises ValueError for an `after` no write returned, StoreUnusable for a reading
-        store that cannot be opened where `after` is None (`_standby`)."""
+        """Returns the Chatrecord a read given `after` runs on. This one without a reading store. Else the
+        standby's, where `after` is None or replayed within `read_wait` seconds. Else `_on_primary`, also
+        where the standby cannot be opened. Raises ValueError for an `after` no write returned. Raises
+        StoreUnusable for an unopenable reading store where `after` is None."""
         if not self._reads_elsewhere:
             return self
         if after is None:
@@ -299,8 +289,8 @@ class Chatrecord:
 
     @cached_property
     def _on_primary(self) -> Chatrecord:
-        """This Chatrecord reading on the primary: a copy sharing its store (with its read models) and
-        locks, without the reading store (so what it calls reads there too)."""
+        """This Chatrecord reading on the primary: a copy sharing its store, read models and locks, without
+        the reading store."""
         pinned = copy.copy(self)
         pinned._opened_standby, pinned._read_env = None, None
         pinned.__dict__.pop("_overviews", None)  # its own, reading its events on the primary
@@ -308,10 +298,8 @@ class Chatrecord:
 
     @classmethod
     def init_store(cls) -> tuple[bool, str]:
-        """Opens the configured store, making its tables and its read models' where they are
-        missing (the read models are built with the store, `adapters.bootstrap`), closes it
-        again, and returns whether this created the store (a SQLite file that did not exist,
-        PostgreSQL tables that were missing) and the store's description."""
+        """Opens the configured store, making its and its read models' tables where missing, and closes it.
+        Returns whether this created the store, and its description."""
         chatrecord = cls()
         try:
             factory = chatrecord.store.factory
@@ -321,21 +309,18 @@ class Chatrecord:
 
     @staticmethod
     def upkeep_warning() -> str | None:
-        """Opens the configured store, returns what its database's settings warn of for its
-        upkeep (`StoreFactory.upkeep_warning`: PostgreSQL's autovacuum off), None when nothing,
-        and closes it again."""
+        """Opens the configured store and returns its database's upkeep warning
+        (`StoreFactory.upkeep_warning`), None when nothing; closes it again."""
         store = open_store()
         try:
-            factory = getattr(store, "factory", None)
-            return factory.upkeep_warning() if isinstance(factory, StoreFactory) else None
+            return store.factory.upkeep_warning() if isinstance(store.factory, StoreFactory) else None
         finally:
             store.close()
 
     @staticmethod
     def prepare_service() -> str:
-        """Opens the configured store once, making its tables (the read models' with the store, the
-        idempotency keys' here: by one process, before the service's workers start), closes it
-        again, and returns its description."""
+        """Opens the configured store once, making its tables and the idempotency keys' before the workers
+        start; closes it and returns its description."""
         store = open_store()
         try:
             store.idempotency_keys  # noqa: B018 - made here, on first use
@@ -369,9 +354,8 @@ class Chatrecord:
         *,
         after: str | None = None,
     ) -> TimelinePage:
-        """Returns one page of the conversation's timeline, newest turn first: the `turns` turns
-        that start before version `before` (None: the newest), under `rules` (default: the live
-        rule set). Reads the log's tail only (`adapters.service.timeline`). Raises
+        """Returns one page of the timeline, newest turn first: `turns` turns starting before version
+        `before` (None: newest), under `rules` (default: live). Reads the log's tail only. Raises
         UnknownConversation for an id the store does not hold."""
         name = conversation_argument("timeline", conversation)
         page = timeline_page(self.store, self._stored_id(name), name, rules or self.active_rules(), before, turns)
@@ -382,11 +366,9 @@ class Chatrecord:
     @reads
     @in_store_terms
     def overview(self, conversation: str, rules: str | None = None, *, after: str | None = None) -> list[OverviewPoint]:
-        """Returns the overview of the whole conversation under `rules` (default: the live rule
-        set): one point per message, segment, decision, card left undecided, edit, cut, erasure.
-        The first request in this process folds the whole log; the fold is kept per
-        (conversation, rule set), and a later request folds only the events appended since (one
-        read of the log's head when there are none). Raises UnknownConversation."""
+        """Returns the whole conversation's overview under `rules` (default: live): a point per message,
+        segment, decision, undecided card, edit, cut, erasure. The fold is kept per (conversation, rule
+        set); later requests fold only new events. Raises UnknownConversation."""
         return self._overviews.points(conversation_argument("overview", conversation), rules)
 
     @reads
@@ -399,13 +381,69 @@ class Chatrecord:
         *,
         after: str | None = None,
     ) -> str:
-        """Returns `draw(overview)` of the conversation's overview, kept per version: drawn
-        again only after new events (`draw` is the key: `adapters.pages.overview_svg`). Under
-        the live rule set it draws the overview read model (`projections.overview.Overview`,
-        `adapters.views.overview_rows`: one row read, and the events since its last fold
-        folded, also in the first request after a start); under another rule set, or where the
-        live generation has no overview tables, the points of the kept fold (`overview`)."""
+        """Returns `draw(overview)` of the conversation's overview, kept per version; `draw` is the key.
+        Under the live rule set it draws the overview read model (`views.overview_rows`). Under another
+        rule set, or without overview tables, it draws the kept fold's points (`overview`)."""
         return self._overviews.drawn(conversation_argument("overview", conversation), draw, rules)
+
+    @reads
+    @in_store_terms
+    def locate(self, conversation: str, to: str, *, after: str | None = None) -> Location:
+        """Returns where `to` (a user message's number, `e12` for an event's version, or a
+        segment's id) is on the conversation's timeline: the page and the anchor there
+        (`adapters.service.timeline_jump`). Raises UnknownConversation, NotOnTimeline."""
+        name = conversation_argument("locate", conversation)
+        key = self._stored_id(name)
+        if not self.store.recorder.select_events(conversation_uuid(key), limit=1):
+            self.events(name)  # raises UnknownConversation, naming the store
+        return locate(self.store, key, to)
+
+    @reads
+    @in_store_terms
+    def raw_events(self, conversation: str, first: int = 1, *, after: str | None = None) -> RawPage:
+        """Returns the page of the conversation's events as stored, with their chain links,
+        that holds version `first` (`adapters.service.raw_events`; RAW_PAGE events a page).
+        Raises UnknownConversation."""
+        name = conversation_argument("raw_events", conversation)
+        page = raw_page(self.store, self._stored_id(name), page_start(first))
+        if page.last == 0:
+            self.events(name)  # raises UnknownConversation, naming the store
+        return page
+
+    @reads
+    @in_store_terms
+    def rules_diff(
+        self,
+        conversation: str,
+        other: str,
+        base: str | None = None,
+        start: int = 0,
+        count: int = PAGE_TURNS,
+        *,
+        after: str | None = None,
+    ) -> tuple[list[TurnDiff], bool]:
+        """Returns the turns `start`…`start + count - 1` of the conversation read under rule set
+        `other` beside `base` (default: the live rule set), each with the notes added and
+        dropped and the page line where it differs, and whether a later turn exists
+        (`projections.rules_diff`; the log read forward up to the turn after them). Raises
+        UnknownConversation."""
+        name = conversation_argument("rules_diff", conversation)
+        key = self._stored_id(name)
+        if not self.store.recorder.select_events(conversation_uuid(key), limit=1):
+            self.events(name)  # raises UnknownConversation, naming the store
+        rules = resolve(base or self.active_rules()).id, resolve(other).id
+        return rules_diff(forward(self.store, key), *rules, start=start, limit=count)
+
+    @reads
+    @in_store_terms
+    def compare_turns(
+        self, conversation: str, first: int, second: int, rules: str | None = None, *, after: str | None = None
+    ) -> Compared:
+        """Returns the turn of user message `second` as what changed since the turn of `first`,
+        under `rules` (default: the live rule set; `projections.turn_compare`). Raises
+        UnknownConversation, TurnMissing."""
+        events = self.events(conversation_argument("compare_turns", conversation))
+        return compare_turns(events, resolve(rules or self.active_rules()).id, first, second)
 
     @cached_property
     def _overviews(self) -> Overviews:
@@ -423,9 +461,9 @@ class Chatrecord:
         *,
         after: str | None = None,
     ) -> TurnView:
-        """Returns what the model was sent at the turn of user message `at` (its latest turn
-        when retried), exactly as `replay --at` gives it, under `rules`, with the differences
-        from the same turn under the live rule set. Raises UnknownConversation, TurnNotFound."""
+        """Returns what the model was sent at the latest turn of user message `at`, as `replay --at` gives
+        it, under `rules`. Includes the differences from the live rule set. Raises UnknownConversation,
+        TurnNotFound."""
         events = self.events(conversation_argument("turn_view", conversation))
         active = self.active_rules()
         rule_set = resolve(rules or active).id
@@ -502,9 +540,12 @@ class Chatrecord:
         return self._reads.usage(by, since, until, limit, cursor)
 
     @reads
-    def export(self, conversation: str, upto: int | None = None, *, after: str | None = None) -> Export:
-        """Returns the conversation as the chat's JSON Lines objects; see `ConversationReads.export`."""
-        return self._reads.export(conversation, upto)
+    def export(
+        self, conversation: str, upto: int | None = None, *, with_reproductions: bool = False, after: str | None = None
+    ) -> Export:
+        """Returns the conversation as the chat's JSON Lines objects (and its reproduction
+        records if asked); see `ConversationReads.export`."""
+        return self._reads.export(conversation, upto, with_reproductions)
 
     @reads
     def active_rules(self, *, after: str | None = None) -> str:
@@ -547,8 +588,8 @@ class Chatrecord:
         *,
         after: str | None = None,
     ) -> Replay:
-        """Returns every turn of a stored conversation (only those of user message `at` if given),
-        each as the model saw it then; see `ConversationReads.replay`."""
+        """Returns every turn of a stored conversation (only user message `at`'s if given), as the model saw
+        it; see `ConversationReads.replay`."""
         return self._reads.replay(conversation, rules, at, can_see_page)
 
     @reads
@@ -587,10 +628,9 @@ class Chatrecord:
     def push_traces(
         self, conversations: Sequence[str], endpoint: str | None, rules: str | None = None, with_texts: bool = False
     ) -> list[Sent]:
-        """Sends the traces of `conversations` (every stored one if empty) over OTLP/HTTP to
-        `endpoint` (None: the OpenTelemetry environment's) and returns what was sent of each
-        (`adapters.service.trace_export.push`). Raises NoEndpoint or UnknownConversation before
-        anything is sent, PushFailed when the endpoint refuses."""
+        """Sends the traces of `conversations` (all if empty) over OTLP/HTTP to `endpoint` (None: the
+        OpenTelemetry environment's); returns what was sent of each. Raises NoEndpoint or
+        UnknownConversation before sending. Raises PushFailed when the endpoint refuses."""
         from adapters.service import trace_export  # here: OpenTelemetry loads only for traces
 
         return trace_export.push(self, conversations, endpoint, rules, with_texts)
@@ -670,9 +710,9 @@ class Chatrecord:
     def reproduce(
         self, conversation: str, rules: list[str] | None = None, turn: int | None = None, n: int = 5, **model: Any
     ) -> Report:
-        """Sends the turn of user message `turn` (default: the latest) `n` times under each rule set of `rules` (default:
-        transcript-only and the live one) to a model and keeps each complete answer: `adapters.service.reproduce.reproduce`
-        (`model=ModelSettings(…)`, default the environment's; `judge=` a judging model)."""
+        """Sends the turn of user message `turn` (default: latest) `n` times under each of `rules` to a
+        model; keeps each complete answer. `rules` default to transcript-only and the live one. See
+        `adapters.service.reproduce.reproduce` for `model=`, `judge=` and what it raises."""
         name = conversation_argument("reproduce", conversation)
         chosen = rules or default_rule_sets(self.active_rules())
         return reproduce(self.store, lambda rule_set, at: self.replay(name, rule_set, at), name, chosen, turn=turn, n=n, **model)

@@ -12,11 +12,9 @@ PR_SET_PDEATHSIG = 1
 
 
 def end_with(parent: int, sig: int = signal.SIGTERM) -> bool:
-    """Asks Linux to send this process `sig` when its parent ends (prctl PR_SET_PDEATHSIG), and
-    sends it at once when the parent, process id `parent`, ended already: a worker (an HTTP
-    server's, a rebuild's) then does not outlive a parent killed with SIGKILL. Returns True when
-    this process is tied to its parent; False where it cannot be (not Linux, prctl refused) or
-    `parent` is this process itself."""
+    """Asks Linux to send this process `sig` when its parent `parent` ends (prctl PR_SET_PDEATHSIG). Sends
+    it at once when the parent ended already. Returns True when tied to the parent. Returns False where
+    it cannot be (not Linux, prctl refused) or `parent` is this process."""
     if parent == os.getpid() or not sys.platform.startswith("linux"):
         return False
     libc = ctypes.CDLL(None, use_errno=True)
@@ -32,10 +30,8 @@ PARENT = "CHATRECORD_SERVE_PARENT"
 
 
 def end_with_parent(environ: dict[str, str] | None = None) -> bool:
-    """In a worker of `run` (PARENT names another process), asks Linux to send the worker
-    SIGTERM when the process that started it ends (prctl PR_SET_PDEATHSIG), and sends it at
-    once when that process ended already: uvicorn's workers otherwise outlive a server killed
-    with SIGKILL, still bound to its port. Returns True when the worker is tied to its parent;
+    """Ties a worker of `run` to its parent (PARENT): SIGTERM when the parent ends, at once if it has.
+    Uvicorn's workers otherwise outlive a server killed with SIGKILL. Returns True when tied. Returns
     False elsewhere (one process, or not Linux)."""
     parent = (os.environ if environ is None else environ).get(PARENT)
     if not parent:

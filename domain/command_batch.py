@@ -1,7 +1,6 @@
-"""One command's events in the making: `begin` checks the conversation started and the input
-line is new, then `CommandBatch` gives each event the next version, the line's time and source;
-`require_next` and `require_posted` refuse a line whose message number is still to come.
-Shared by the aggregate's commands (`domain.conversation`, `domain.transcript_commands`)."""
+"""One command's events in the making, shared by the aggregate's commands. `begin` checks the
+conversation started and the line is new. `CommandBatch` gives each event the next version, the
+line's time and source."""
 
 from __future__ import annotations
 
@@ -39,11 +38,14 @@ class CommandBatch:
 def begin(
     state: Conversation | None, at: datetime, source: str | None, history: History | None, what: str
 ) -> CommandBatch | None:
-    """Returns the batch of a command on `state` at `at` from input line `source`; None when
-    `history` knows the line already (a redelivery stores nothing). Raises ConversationNotStarted
-    when `state` is None (`what` names the command in the message)."""
+    """Returns the batch of a command on `state` at `at` from line `source`. Returns None when
+    `history` knows the line already: a redelivery stores nothing. Raises ConversationNotStarted
+    when `state` is None; `what` names the command."""
     if state is None:
-        raise ConversationNotStarted(f"{what}: the conversation was never started")
+        raise ConversationNotStarted(
+            f"{what} waits for conversation_started: the conversation was never started (nothing of it was stored, "
+            "deliver it again after its conversation_started)"
+        )
     if source is not None and history is not None and history.source(source) is not None:
         return None  # the same line, delivered again
     return CommandBatch(state, at, source)
@@ -57,9 +59,8 @@ def require_history(history: History | None) -> History:
 
 
 def require_next(state: Conversation, message: int, what: str) -> None:
-    """Raises MessageTooEarly when `message` is past the next number: the messages between are
-    still to come (a user message, or an answer joining the transcript, counts one up from the
-    highest number the conversation had, an edit's cut ones included)."""
+    """Raises MessageTooEarly when `message` is past the next number. The next number is one above the
+    highest the conversation had, cut ones included."""
     if state.numbered is not None and message > max(state.numbered, state.last_message) + 1:
         raise MessageTooEarly(
             f"{what} {message} waits for message {message - 1}: the conversation's last user message is "

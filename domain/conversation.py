@@ -1,12 +1,11 @@
-"""The Conversation aggregate's commands: plain functions from the current state (None before the
-conversation starts) to the events to append. A command raises a `ChatrecordError` and appends
+"""The Conversation aggregate's commands: functions from state to the events to append.
+
+The state is None before the conversation starts. A command raises a `ChatrecordError` and appends
 nothing when an invariant would break (docs/spec-map.md, D1–D6).
 
-Every command takes `at` (the input line's time, UTC) and `source` (digest of the input line,
-or None). A command whose `source` was seen before returns no events: delivering the same line
-twice changes nothing. The state and its mutator live in `domain.state`; they are re-exported
-here, so `domain.conversation` is the aggregate's one public face.
-"""
+Every command takes `at` (the line's time, UTC) and `source` (the line's digest, or None). A command
+whose `source` was seen before returns no events. This module re-exports `domain.state`: it is the
+aggregate's one public face."""
 
 from __future__ import annotations
 
@@ -134,12 +133,9 @@ def post_user_message(
     source: str | None = None,
     history: History | None = None,
 ) -> list[ConversationEvent]:
-    """Returns the events of a typed user message: CardLeftUndecided(new_message) first if a card
-    or question waits, SkillLoaded if the message brings a new skill, then UserMessagePosted.
-
-    Raises MessageOutOfOrder when `message` is not above every earlier message number,
-    MessageTooEarly when it skips one (it waits for the message before it).
-    """
+    """Returns the events of a typed user message. They are CardLeftUndecided first if a card or
+    question waits, SkillLoaded for a new skill, then UserMessagePosted. Raises MessageOutOfOrder
+    when `message` is not above every earlier number. Raises MessageTooEarly when it skips one."""
     batch = begin(state, at, source, history, f"user message {message}")
     if batch is None:
         return []
@@ -172,15 +168,12 @@ def return_segment(
     model: str | None = None,
     provider: str | None = None,
 ) -> list[ConversationEvent]:
-    """Returns [SegmentReturned]; [] when `segment` was recorded already (the chat may deliver
-    twice: the first result stands, see `recorded_segment`).
+    """Returns [SegmentReturned]; [] when `segment` was recorded already (the first result stands).
 
-    Raises SegmentBeforeMessage before any user message, TurnTruncated for a segment or run an edit cut away,
-    ContinuationBeforeDecision for a continuation (`approval`, `answer`) while a card or
-    question still waits for its decision, with no decision of its kind (a card decided for
-    `approval`, a question answered for `answer`) since the segment before it, or resuming
-    another run or round than the one that decision ended the pause of (`_require_resumed`).
-    """
+    Raises SegmentBeforeMessage before any user message. Raises TurnTruncated for a segment or run
+    an edit cut away. Raises ContinuationBeforeDecision for a continuation (`approval`, `answer`)
+    when: a card or question still waits; no decision of its kind came since the segment before; or
+    it resumes another run or round than the decision's (`_require_resumed`)."""
     batch = begin(state, at, source, history, f"segment {segment}")
     if batch is None:
         return []
@@ -234,11 +227,9 @@ _FOLLOWS = {"approval": ("card", "card decision", "card_decided"), "answer": ("q
 
 
 def _require_resumed(state: Conversation, segment: str, run: str, steps: Sequence[StepFact], decision: str) -> None:
-    """Raises ContinuationBeforeDecision when a continuation does not resume the pause its
-    decision ended: nr-llm resumes the paused run and executes or refuses the waiting calls
-    first, at the round the run paused in (`Conversation.resumes`), then model rounds from the
-    next; a continuation of another run, or opening at another round, continues a decision
-    still to come."""
+    """Raises ContinuationBeforeDecision when a continuation does not resume its decision's pause.
+    nr-llm resumes the paused run at the round it paused in, then runs model rounds from the next.
+    Another run or round continues a decision still to come."""
     if state.resumes is None:  # a state restored from an older snapshot: taken as before
         return
     paused_run, paused_round = state.resumes
@@ -256,8 +247,7 @@ def _require_resumed(state: Conversation, segment: str, run: str, steps: Sequenc
 
 
 def _approved_outcomes(state: Conversation, trigger: str, run: str) -> int:
-    """Returns the outcomes an approval continuation records of the card it follows: they
-    exist before its own entry (docs/spec-map.md, D14)."""
+    """Returns the outcomes an approval continuation records of its card (spec D14)."""
     return state.approval[1] if state.approval is not None and state.is_continuation(trigger, run) else 0
 
 
@@ -306,13 +296,10 @@ def decide_card(
     source: str | None = None,
     history: History | None = None,
 ) -> list[ConversationEvent]:
-    """Returns [CardDecided] for the card waiting on `segment`.
-
-    Raises NoCardWaiting when no card waits there (too early, with `waits_for`, when no segment
-    of that id was recorded yet), CardAlreadyDecided when it was decided (or left undecided) before,
-    TurnTruncated when an edit cut it away, MessageOutOfOrder when the appended answer's message
-    number is not above the last, MessageTooEarly when it skips one.
-    """
+    """Returns [CardDecided] for the card waiting on `segment`. Raises NoCardWaiting when no card waits
+    there; `waits_for` is set when the segment is unknown yet. Raises CardAlreadyDecided when it was
+    decided or left undecided before. Raises TurnTruncated when an edit cut it away. Raises
+    MessageOutOfOrder or MessageTooEarly for the appended answer's message number."""
     batch = begin(state, at, source, history, f"card of segment {segment}")
     if batch is None:
         return []
@@ -334,11 +321,8 @@ def answer_question(
     source: str | None = None,
     history: History | None = None,
 ) -> list[ConversationEvent]:
-    """Returns [QuestionAnswered] for the question waiting on `segment`.
-
-    Raises NoQuestionWaiting, CardAlreadyDecided, TurnTruncated or MessageOutOfOrder as
-    `decide_card` does.
-    """
+    """Returns [QuestionAnswered] for the question waiting on `segment`. Raises NoQuestionWaiting,
+    CardAlreadyDecided, TurnTruncated or MessageOutOfOrder, as `decide_card`."""
     batch = begin(state, at, source, history, f"question of segment {segment}")
     if batch is None:
         return []
@@ -357,7 +341,7 @@ def retry_turn(
     source: str | None = None,
     history: History | None = None,
 ) -> list[ConversationEvent]:
-    """Returns [TurnRetried]. Raises MessageTooEarly when `message` is still to come,
+    """Returns [TurnRetried]. Raises MessageTooEarly when `message` is still to come. Raises
     UnknownMessage when it is not an uncut user message."""
     batch = begin(state, at, source, history, f"retry of message {message}")
     if batch is None:
@@ -372,9 +356,9 @@ def retry_turn(
 def end_tour(
     state: Conversation | None, at: datetime, source: str | None = None, history: History | None = None
 ) -> list[ConversationEvent]:
-    """Returns CardLeftUndecided(tour_ended) if a card or question waits, then TourEnded; []
-    when no tour runs (no skill loaded, nothing waiting): a tour ended again, at another time,
-    stores nothing, as a repeat. Raises LineTooEarly before the tour's first segment returned."""
+    """Returns CardLeftUndecided(tour_ended) if a card or question waits, then TourEnded. Returns []
+    when no tour runs: a repeated end stores nothing. Raises LineTooEarly before the tour's first
+    segment returned."""
     batch = begin(state, at, source, history, "tour end")
     if batch is None or (batch.state.skill is None and batch.state.waiting is None):
         return []

@@ -1,37 +1,33 @@
-"""The chatrecord error family, drawn here in one place; each error lives beside the layer that
-raises it, and each message names what went wrong, where, and what to do.
+"""The chatrecord error family, drawn in one place.
+
+Each error lives beside the layer that raises it. Each message names what went wrong, where, and
+what to do.
 
     ChatrecordError                     every error a user can cause (CLI: `error: …`, exit 1)
-    ├── InvalidInput                    a line of the wrong shape: source, line, field, expected
+    ├── InvalidInput                    a line of the wrong shape
     ├── domain (this module): a conversation refuses a line
-    │   ├── LineTooEarly                a line before one it needs (`waits_for`; retryable):
-    │   │   ├── ConversationNotStarted  a line before its conversation_started
-    │   │   ├── MessageTooEarly         a user message past a gap, a retry or edit of one to come
+    │   ├── LineTooEarly                a line before one it needs (`waits_for`; retryable)
+    │   │   ├── ConversationNotStarted
+    │   │   ├── MessageTooEarly
     │   │   └── SegmentBeforeMessage, ContinuationBeforeDecision
-    │   ├── ConversationAlreadyStarted  started again with another kind or owner
-    │   ├── UnknownConversation         an id the store does not hold (lookups)
-    │   ├── NoCardWaiting, NoQuestionWaiting (too early, `waits_for`, on a segment still to come),
-    │   │   CardAlreadyDecided (CardLeftUndecidedBefore)
+    │   ├── ConversationAlreadyStarted
+    │   ├── UnknownConversation
+    │   ├── NoCardWaiting, NoQuestionWaiting, CardAlreadyDecided (CardLeftUndecidedBefore)
     │   ├── UnknownMessage, MessageOutOfOrder, LineOutOfOrder
-    │   ├── TurnTruncated               an edit cut the segment or run away
+    │   ├── TurnTruncated
     │   └── WrongConversationKind
-    ├── projections
-    │   ├── NoTurnYet                   no user message or retry has started a turn (turn.py)
-    │   └── UnknownRuleSet              (rules.py)
-    ├── adapters/service                VersionMismatch (If-Match), TurnNotFound (--at N),
-    │                                   EmptyInput (a file with no conversation), UnreadableFile,
-    │                                   NoDataKeys
-    ├── adapters/store                  WriteConflict (every retry conflicted), BadSetting >
-    │                                   BadDatabaseURL, StoreUnusable, BadMasterKey,
-    │                                   MissingDataKey, TextsErased, NoChain,
-    │                                   BadHeadsFile
-    ├── adapters/backends               SchemaNotCreated (PostgreSQL tables missing, not creatable)
+    ├── projections                     NoTurnYet, UnknownRuleSet
+    ├── adapters/service                VersionMismatch, TurnNotFound, EmptyInput,
+    │                                   UnreadableFile, NoDataKeys
+    ├── adapters/store                  WriteConflict, BadSetting > BadDatabaseURL,
+    │                                   StoreUnusable, BadMasterKey, MissingDataKey,
+    │                                   TextsErased, NoChain, BadHeadsFile
+    ├── adapters/backends               SchemaNotCreated
     ├── adapters/views                  ViewOutOfStep, RebuildSuperseded
-    └── adapters/cli                    NoStore (a reading command on a store that is not there)
+    └── adapters/cli                    NoStore
 
-Anything else that escapes is a bug and keeps its traceback; the HTTP service maps each class
-to a problem type (`adapters/http/problems.py`).
-"""
+Any other exception is a bug and keeps its traceback. The HTTP service maps each class to a problem
+type (`adapters/http/problems.py`)."""
 
 from __future__ import annotations
 
@@ -40,30 +36,26 @@ ID_SHOWN = 80
 
 
 def shown_id(conversation: str, quote: str = '"') -> str:
-    """Returns `conversation` quoted for an error message: in `quote` (`'"'`), or as Python's
-    repr (`quote="repr"`: single quotes, escapes); an id longer than ID_SHOWN characters is cut
-    there, with how long it is, so a message stays one short line."""
+    """Returns `conversation` quoted for an error message. `quote` is the quote character, or "repr"
+    for Python's repr. An id longer than ID_SHOWN characters is cut, with its length."""
     cut = conversation if len(conversation) <= ID_SHOWN else conversation[:ID_SHOWN] + "…"
     shown = repr(cut) if quote == "repr" else f"{quote}{cut}{quote}"
     return shown if cut is conversation else f"{shown} ({len(conversation):,} characters)"
 
 
 class ChatrecordError(Exception):
-    """Base of every error a user can cause; the CLI prints it as one line and exits with 1.
-
-    `field` names the input field (the chat's key) a conversation's refusal is about, so an
-    ingester can say `line 3, segment: …`; None where no one field is at fault. `waits_for`
-    names what a line that came too early waits for (`message 2`): delivered again after it,
-    the line is stored; None for every other refusal, which delivering again does not change.
-    """
+    """Base of every error a user can cause; the CLI prints it as one line and exits with 1. `field`
+    names the input field at fault (`line 3, segment: …`), or None. `waits_for` names what a
+    too-early line waits for (`message 2`), or None. Delivered again after that, the line is stored;
+    other refusals do not change on redelivery."""
 
     field: str | None = None
     waits_for: str | None = None
 
 
 class LineTooEarly(ChatrecordError):
-    """Raised when a line comes before a line it needs (the chat delivers at least once, in
-    any order): nothing of it is stored, and delivered again after what it waits for it is."""
+    """Raised when a line comes before a line it needs. Nothing of it is stored. Delivered again after
+    what it waits for, it is stored."""
 
     waits_for: str | None = "the lines before it"
 
@@ -109,8 +101,8 @@ class CardAlreadyDecided(ChatrecordError):
 
 
 class CardLeftUndecidedBefore(CardAlreadyDecided):
-    """Raised when a card or question that was left undecided (by a new user message or the end
-    of the tour) is decided or answered afterwards: the late decision is not recorded."""
+    """Raised when a card or question left undecided is decided or answered afterwards. The late
+    decision is not recorded."""
 
 
 class UnknownMessage(ChatrecordError):
@@ -126,8 +118,7 @@ class MessageOutOfOrder(ChatrecordError):
 
 
 class MessageTooEarly(LineTooEarly):
-    """Raised when a user message (or an answer joining the transcript) skips a number, or a
-    retry or an edit names a message still to come: it waits for the message before it."""
+    """Raised when a message skips a number, or a retry or edit names a message still to come."""
 
     field = "message"
 
@@ -152,17 +143,15 @@ class SegmentBeforeMessage(LineTooEarly):
 
 
 class ContinuationBeforeDecision(LineTooEarly):
-    """Raised when a continuation (trigger `approval` or `answer`) returns while a card or
-    question still waits, or with no decision since the segment before it: a continuation
-    follows its decision."""
+    """Raised when a continuation returns before its decision. That is: a card or question still waits,
+    or no decision came since the segment before."""
 
     field = "trigger"
 
 
 class LineOutOfOrder(ChatrecordError):
-    """Raised when a line names the conversation version it follows (`follows`) and the
-    conversation is at another version: it came too early (it waits for the lines before it)
-    or too late (it was written for an older state)."""
+    """Raised when a line's `follows` version is not the conversation's version. The line came too
+    early (it waits for lines before it) or too late (its state has passed)."""
 
     field = "follows"
 
@@ -177,17 +166,13 @@ class LineOutOfOrder(ChatrecordError):
 
     @property
     def early(self) -> bool | None:
-        """True: the line came before the lines it follows; False: after its state had passed;
-        None when the versions are not known."""
+        """True: the line came too early. False: too late. None: versions not known."""
         return None if self.follows is None or self.actual is None else self.actual < self.follows
 
 
 class InvalidInput(ChatrecordError):
-    """Raised when an input line does not have the shape the chat's format requires.
-
-    The message names the source, the line number, the field path and what was expected;
-    nothing of that line is stored.
-    """
+    """Raised when an input line does not have the shape the chat's format requires. The message names
+    the source, line number, field path and what was expected. Nothing of that line is stored."""
 
     def __init__(self, source: str, line: int, field: str, expected: str) -> None:
         self.source = source

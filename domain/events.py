@@ -1,15 +1,14 @@
 """Domain events of the Conversation aggregate (docs/spec-map.md, D10).
 
-Every event is a frozen pydantic model holding facts only: what the chat sent, less what the
-privacy filter drops. Readings (failed, held, declined, a note's text) live in `projections/`.
+Every event is a frozen pydantic model holding facts only. Readings live in `projections/`.
 
-Common fields: `originator_id` (UUID of the conversation, see `conversation_uuid`),
-`originator_version` (1-based position in the conversation's log), `timestamp` (the `at` of the
-input line, UTC) and `source` (digest of the input line that produced it, for idempotent
-ingestion; None for events not made from a line). `class_version` and `upcast_vN_vN+1` follow
-the eventsourcing library's upcasting convention: a stored state older than `class_version`
-is upcast step by step before it is turned into an event.
-"""
+Common fields:
+- `originator_id`: the conversation's UUID (`conversation_uuid`).
+- `originator_version`: the place in the conversation's log, from 1.
+- `timestamp`: the input line's `at`, UTC.
+- `source`: the input line's digest; None for events not made from a line.
+
+`class_version` and `upcast_vN_vN+1` follow the library's upcasting convention."""
 
 from __future__ import annotations
 
@@ -36,9 +35,8 @@ UndecidedReason = Literal["new_message", "tour_ended"]
 
 @lru_cache(maxsize=4096)
 def conversation_uuid(conversation: str) -> UUID:
-    """Returns the aggregate id of a conversation: a UUIDv5 of its chat-side id (a string).
-    The newest 4,096 are kept (a UUID is immutable): a writer asks for its conversation's on
-    every line."""
+    """Returns the conversation's aggregate id: a UUIDv5 of its chat-side id. The newest 4,096 are
+    cached."""
     return uuid5(CHATRECORD_NAMESPACE, conversation)
 
 
@@ -54,11 +52,8 @@ class ConversationEvent(Immutable):
 
 
 class ConversationStarted(ConversationEvent):
-    """A conversation began. `kind` is `chat`, or `alt_text` (ADR-026: replaces its transcript
-    and gets no notes). `owner` is the backend user id.
-
-    Version 2 added `kind`; version 1 events were all ordinary chats (see `upcast_v1_v2`).
-    """
+    """A conversation began. `kind` is `chat` or `alt_text` (ADR-026: replaces its transcript, gets no
+    notes). `owner` is the backend user id. Version 1 events are all chats (`upcast_v1_v2`)."""
 
     class_version: ClassVar[int] = 2
 
@@ -72,8 +67,8 @@ class ConversationStarted(ConversationEvent):
 
 
 class UserMessagePosted(ConversationEvent):
-    """The editor wrote message `message` (from 1). `page` is the page sent with it, 0 for none;
-    `skill` the skill the turn runs with, or None."""
+    """The editor wrote message `message` (from 1). `page` is the page sent with it, 0 for none.
+    `skill` is the turn's skill, or None."""
 
     message: int = Field(ge=1)
     text: str
@@ -84,17 +79,17 @@ class UserMessagePosted(ConversationEvent):
 class SegmentReturned(ConversationEvent):
     """A run segment returned (docs/spec-map.md, S2).
 
-    `segment` is the chat's idempotency key; `outcome` is nr-llm's `AgentRunOutcome` or
-    `unknown`; `answer` the assistant text or None; `nothing_saved` the ADR-017 flag;
-    `steps` the filtered steps; `waiting` the calls left waiting; `card_outcomes_before` how many
-    card decisions of a guided process existed before it; `message` the newest user message
-    before it; `skill` the skill in force when it returned (a card of a guided process needs one);
-    `model` and `provider` the model and provider the segment ran with, None where the line
-    named none.
+    - `segment`: the chat's idempotency key.
+    - `outcome`: nr-llm's `AgentRunOutcome`, or `unknown`.
+    - `answer`: the assistant text, or None.
+    - `nothing_saved`: the ADR-017 flag.
+    - `steps`: the filtered steps; `waiting`: the calls left waiting.
+    - `card_outcomes_before`: guided card decisions before it.
+    - `message`: the newest user message before it.
+    - `skill`: the skill in force, or None.
+    - `model`, `provider`: what it ran with, None where the line named none.
 
-    Version 2 added `model`, `provider` and the steps' `call` and `offered_tools`; a version 1
-    event stated none of them: they are upcast as unknown (None), never as zero.
-    """
+    Version 1 events upcast `model`, `provider`, `call` and `offered_tools` as None, never zero."""
 
     class_version: ClassVar[int] = 2
 
@@ -123,8 +118,8 @@ class SegmentReturned(ConversationEvent):
 
 class CardDecided(ConversationEvent):
     """The editor decided the card of waiting segment `segment`. `answer` is one of
-    `domain.values.CARD_ANSWERS`; `message`/`text` are set when the chat appends the answer's
-    label to the transcript as a user message."""
+    `domain.values.CARD_ANSWERS`. `message` and `text` are set when the answer's label joins the
+    transcript."""
 
     segment: str
     approved: bool
@@ -134,8 +129,8 @@ class CardDecided(ConversationEvent):
 
 
 class QuestionAnswered(ConversationEvent):
-    """The editor answered the question of waiting segment `segment` with option `text`,
-    which joins the transcript as user message `message`."""
+    """The editor answered the question of segment `segment` with option `text`. The text joins the
+    transcript as user message `message`."""
 
     segment: str
     message: int = Field(ge=1)
@@ -143,9 +138,8 @@ class QuestionAnswered(ConversationEvent):
 
 
 class CardLeftUndecided(ConversationEvent):
-    """A waiting card or question was left undecided by a new message or the end of the tour
-    (docs/spec-map.md, S11). `decidable_elsewhere` is True for
-    an ordinary chat, whose run may still be decided in AI Tasks."""
+    """A waiting card or question was left undecided by a new message or the tour's end. See
+    docs/spec-map.md, S11. `decidable_elsewhere` is True for an ordinary chat."""
 
     segment: str
     waiting_kind: Literal["card", "question"]
@@ -177,8 +171,8 @@ class MessageEdited(ConversationEvent):
 
 
 class TurnsTruncated(ConversationEvent):
-    """The transcript was cut after message `after_message`. The cut messages, segments and
-    card decisions (named by their card's segment) vanish from every projection."""
+    """The transcript was cut after message `after_message`. The cut messages, segments and their card
+    decisions vanish from every projection."""
 
     after_message: int = Field(ge=1)
     cut_messages: tuple[int, ...] = ()
@@ -200,8 +194,8 @@ class LegacyRowImported(ConversationEvent):
 
 
 class ConversationErased(ConversationEvent):
-    """The conversation's free texts were erased at `timestamp` (crypto-shredding: its data key
-    was deleted). The facts stay; every text of it reads as erased from then on."""
+    """The conversation's free texts were erased at `timestamp` (its data key was deleted). The facts
+    stay; every text reads as erased from then on."""
 
 
 EVENT_TYPES: tuple[type[ConversationEvent], ...] = (

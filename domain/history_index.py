@@ -1,16 +1,13 @@
-"""The conversation's history index: what the aggregate's invariants need to know about the
-past, kept out of the aggregate's state so the state (and its snapshot) stays small.
+"""The history index: what the invariants need of the past, kept out of the state.
 
-The store keeps the index in tables written in the same transaction as the events (see
-`adapters.store.history_rows`); `MemoryHistory` is the same on dicts. `index_event(index, state,
-event)` is the fold: it records one event, given the aggregate's state before it. The
-commands in `domain.conversation` read the index through the `History` protocol:
+The store keeps it in tables written with the events (`adapters.store.history_rows`).
+`MemoryHistory` keeps it in dicts. `index_event` is the fold of one event. The commands read it
+through the `History` protocol:
 
-- a segment id recorded before (a repeat returns the first result) or cut by an edit;
-- whether a run was cut; which user messages are uncut; which segments an edit cuts;
-- how many card outcomes exist (each entry notes how many came before it);
-- which input lines (by digest) were recorded, at which versions.
-"""
+- a segment recorded before, or cut by an edit;
+- whether a run was cut; which user messages are uncut;
+- how many card outcomes exist;
+- which input lines (by digest) were recorded, at which versions."""
 
 from __future__ import annotations
 
@@ -37,10 +34,9 @@ if TYPE_CHECKING:
 
 
 class SegmentRecord(Immutable):
-    """What the index keeps of a recorded segment: what the invariants need of it (the fields of
-    `SegmentInfo`, the state's, in its order: a row's JSON is unchanged), its id, then whether its
-    card or question was `settled` (decided, answered or left undecided, `undecided` giving the
-    reason), how many card `outcomes` it added, and whether an edit `cut` it away."""
+    """What the index keeps of a recorded segment. Its fields are `SegmentInfo`'s, in order, then its
+    id. `settled`: decided, answered or left undecided (`undecided` gives why). `outcomes`: card
+    outcomes it added. `cut`: an edit cut it away."""
 
     version: int
     """The version of the event that recorded the segment."""
@@ -74,8 +70,7 @@ class History(Protocol):
         """Returns the record of `segment` (also a cut one), None if it was never recorded."""
 
     def segments_from(self, message: int) -> list[SegmentRecord]:
-        """Returns the uncut segments that answered user message `message` or a later one, in
-        the order they were recorded."""
+        """Returns the uncut segments that answered message `message` or later, in recorded order."""
 
     def run_cut(self, run: str) -> bool:
         """Returns True when an edit cut a segment of `run`."""
@@ -90,8 +85,7 @@ class History(Protocol):
         """Returns how many card outcomes exist (a cut one no longer counts)."""
 
     def source(self, digest: str) -> tuple[int, int] | None:
-        """Returns the first and last version of the events an input line (by digest) stored,
-        None when it stored none."""
+        """Returns the first and last version an input line (by digest) stored; None if none."""
 
 
 class Index(History, Protocol):
@@ -99,7 +93,7 @@ class Index(History, Protocol):
 
     def put_segment(self, record: SegmentRecord) -> None: ...
 
-    def put_message(self, number: int, live: bool) -> None: ...
+    def put_message(self, number: int, uncut: bool) -> None: ...
 
     def add_outcomes(self, count: int) -> None: ...
 
@@ -108,17 +102,16 @@ class Index(History, Protocol):
 
 
 def outcomes_of_decision(record: SegmentRecord, event: CardDecided) -> int:
-    """Returns the card outcomes a decision records at once: one per call of a declined card of
-    a guided process, none for a plain denial (the run record carries it) and none for an
-    approval (its outcomes come with its own run's continuation)."""
+    """Returns the card outcomes a decision records at once. A declined guided card gives one per call.
+    A plain denial and an approval give none."""
     if event.approved or not records_outcome(record.guided, event.answer):
         return 0
     return record.calls
 
 
 def index_event(index: Index, state: object, event: ConversationEvent) -> None:
-    """Records `event` in the index; `state` is the aggregate's state before it (a
-    `domain.state.Conversation`, or None before the first event)."""
+    """Records `event` in the index. `state` is the aggregate's state before it, or None before the
+    first event."""
     if event.source:
         index.put_source(event.source, event.originator_version)
     if isinstance(event, UserMessagePosted):
@@ -201,9 +194,8 @@ def _truncate(index: Index, state: object, event: TurnsTruncated) -> None:
 
 
 class MemoryHistory:
-    """The index of one conversation on dicts (the in-memory store's, and the tests'). Its
-    lookups are dict reads: nothing is read ahead (`prefetch`, `prefetch_many`) and no chain
-    `tip` is read with it."""
+    """The index of one conversation on dicts (the in-memory store's and the tests'). It reads nothing
+    ahead and has no chain `tip`."""
 
     tip: bytes | None = None
 
@@ -228,7 +220,7 @@ class MemoryHistory:
         return self.messages.get(number, False)
 
     def messages_after(self, number: int) -> list[int]:
-        return sorted(n for n, live in self.messages.items() if live and n > number)
+        return sorted(n for n, uncut in self.messages.items() if uncut and n > number)
 
     def outcomes(self) -> int:
         return self.count
@@ -239,8 +231,8 @@ class MemoryHistory:
     def put_segment(self, record: SegmentRecord) -> None:
         self.records[record.segment] = record
 
-    def put_message(self, number: int, live: bool) -> None:
-        self.messages[number] = live
+    def put_message(self, number: int, uncut: bool) -> None:
+        self.messages[number] = uncut
 
     def add_outcomes(self, count: int) -> None:
         self.count += count
@@ -251,14 +243,14 @@ class MemoryHistory:
 
     @property
     def added(self) -> int | None:
-        """The card outcomes the writes added: None, this index does not count them."""
+        """Returns None: this index does not count added outcomes."""
         return None
 
     def prefetch(self, digest: str | None, segment: str | None = None, run: str | None = None) -> None:
-        """Reads nothing ahead: every lookup is a dict read."""
+        """Reads nothing."""
 
     def prefetch_many(self, digests: Iterable[str], segments: Iterable[str], runs: Iterable[str] = ()) -> None:
-        """Reads nothing ahead: every lookup is a dict read."""
+        """Reads nothing."""
 
     def set_version(self, version: int) -> None:
         self.version = version
@@ -280,27 +272,19 @@ class NotKnown(Exception):  # a question, not a failure: the caller reads the in
 
 
 class AssumedHistory:
-    """The index of one conversation as a writer that knows it assumes it, without reading it.
+    """The index of one conversation as a writer assumes it, without reading it.
 
-    It stands at `version`, with `outcomes` card outcomes (what the writer's own last append
-    left there), and it answers a lookup of an input line, of a segment the command records
-    (`new_segments`) and of whether a run was cut as a first delivery would find them: never
-    recorded, never cut. Each such answer is noted (`digests`, `segments`, `runs`) so the store
-    can check all of them, with the version and the count, in the transaction that appends the
-    command's events, and decide again from the index when one does not hold. Any other lookup
-    (an earlier segment's record, the uncut messages) raises NotKnown. `tip` (opaque bytes, the
-    store's hash of the event at `version`) names which history of that length the writer
-    means, so a log restored or failed over to another history of the same length is told
-    apart; None leaves it unchecked. `known`: the records of earlier segments as the writer's
-    own appends left them at `version`; a lookup of one of them is answered from it and noted
-    (`records`), and the append checks that each is in the index exactly so; `known_messages`
-    the same for whether a user message is uncut (`messages`). `known_from`: a message number
-    from which `known` and `known_messages` hold every row of the index (every segment that
-    answered that message or a later one, every user message of that number or above; None:
-    not known whole), so the segments an edit cuts (`segments_from`) and the uncut messages after
-    a number (`messages_after`) are answered from them too; each such answer is noted with how
-    many it found (`froms`, `afters`), and the append checks that the index holds exactly those.
-    """
+    It stands at `version` with `outcomes` card outcomes, as the writer's last append left it. It
+    answers as a first delivery would: a line or new segment was never recorded, a run never cut.
+    Each answer is noted (`digests`, `segments`, `runs`) for the append to check in its transaction.
+    When a check fails, the store decides again from the index. Any other lookup raises NotKnown.
+
+    - `tip`: the store's hash of the event at `version`, or None (unchecked). It tells apart another
+      history of the same length.
+    - `known`: earlier segments' records at `version`; answers are noted in `records`.
+    - `known_messages`: whether each user message is uncut; answers are noted in `messages`.
+    - `known_from`: the message number from which both hold every row, or None. From it,
+      `segments_from` and `messages_after` are answered and noted (`froms`, `afters`)."""
 
     def __init__(
         self,
@@ -344,8 +328,7 @@ class AssumedHistory:
         return record
 
     def known_segment(self, segment: str) -> SegmentRecord | None:
-        """Returns the record of `segment` as the writer knows it (noted in `records`, for the
-        append's check), None when it does not know it."""
+        """Returns the writer's record of `segment`, noted in `records`; None when it does not know it."""
         record = self.known.get(segment)
         if record is not None:
             self.records[segment] = record
@@ -365,11 +348,11 @@ class AssumedHistory:
         return False
 
     def message_uncut(self, number: int) -> bool:
-        live = self.known_messages.get(number)
-        if live is None:
+        uncut = self.known_messages.get(number)
+        if uncut is None:
             raise NotKnown(f"whether message {number} is uncut")
-        self.messages[number] = live
-        return live
+        self.messages[number] = uncut
+        return uncut
 
     def messages_after(self, number: int) -> list[int]:
         if self.known_from is None or number + 1 < self.known_from:
@@ -389,13 +372,14 @@ class AssumedHistory:
 
 
 class LayeredHistory:
-    """A history read through `base`, with writes held on top (`top`: one per key, the last record
-    of a segment, the last state of a message, each line's first and last version; `delta`: the
-    card outcomes added; `version`: the version set last) and never stored by it: the lines of
-    one batch see each other before the batch is saved, and an append's index writes are held
-    until its backend sends them in one statement. `read_sources`: a line's first version is read
-    through `base` when it is put (a batch's lines); False: only what is held is read (an append,
-    whose backend writes a line's row as an upsert that keeps the first version stored)."""
+    """A history read through `base`, with writes held on top and never stored by it.
+
+    - `top`: one per key: a segment's last record, a message's last state, a line's versions.
+    - `delta`: the card outcomes added. `version`: the version set last.
+    - `read_sources`: True reads a line's first version through `base` (a batch). False reads only
+      what is held (an append; its backend upserts the first version).
+
+    A batch's lines see each other before the batch is saved."""
 
     def __init__(self, base: History, *, read_sources: bool = True) -> None:
         self.base, self.top, self.delta = base, MemoryHistory(), 0
@@ -428,8 +412,8 @@ class LayeredHistory:
     def put_segment(self, record: SegmentRecord) -> None:
         self.top.put_segment(record)
 
-    def put_message(self, number: int, live: bool) -> None:
-        self.top.put_message(number, live)
+    def put_message(self, number: int, uncut: bool) -> None:
+        self.top.put_message(number, uncut)
 
     def add_outcomes(self, count: int) -> None:
         self.delta += count

@@ -1,11 +1,7 @@
-"""The limits every input line is held to, in one place (README, "Input limits").
-
-Every number and time a line carries is bounded here to what every backend and every view
-stores (PostgreSQL `integer` columns are 32-bit signed; Python's datetime ends in year 9999),
-and every size is bounded so the work on a line stays linear and its memory small. The
-ingester (`adapters.ingest*`) refuses a value outside them with the line and the field, before
-anything is stored.
-"""
+"""The limits every input line is held to (README, "Input limits"). Numbers and times are bounded to
+what every backend stores (32-bit signed integers, datetimes up to year 9999). Sizes are bounded so
+the work per line stays linear. The ingester refuses a value outside them, with line and field,
+before storing anything."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""A recorded segment as the aggregate's invariants see it, and what it waits for.
-
-Shared by the aggregate's state (`domain.state`) and its history index (`domain.history_index`),
-which imports the state's fold; kept apart so that neither imports the other in a circle.
-"""
+"""A recorded segment as the invariants see it, and what it waits for. Shared by `domain.state` and
+`domain.history_index`; apart to avoid an import circle."""
 
 from __future__ import annotations
 
@@ -22,8 +19,8 @@ def waits_for(outcome: str) -> WaitingKind | None:
 
 
 class SegmentInfo(Immutable):
-    """What the invariants need of a recorded segment: its `version`, `run`, the user `message` it
-    answered, whether a skill was in force (`guided`), what it `waits` for and how many `calls`."""
+    """What the invariants need of a recorded segment. Its `version`, `run`, the user `message` it
+    answered, whether it was `guided`, what it `waits` for and how many `calls`."""
 
     version: int
     """The version of the event that recorded the segment."""
@@ -40,16 +37,15 @@ class SegmentInfo(Immutable):
 
 
 def continues_approval(approval: tuple[str, int, str] | None, trigger: str, run: str) -> bool:
-    """Returns True when a segment of `trigger` and `run` is the continuation of the approved
-    card `approval` (card segment, calls, run): its outcomes come with it. Any other segment or
-    a new model call gives them up."""
+    """Returns True when a segment of `trigger` and `run` continues approved card `approval`. Its
+    outcomes come with it. Any other segment or a new model call gives them up."""
     return continues_run(trigger, run, approval[2] if approval is not None else None)
 
 
 def resumed_round(steps: Sequence[StepFact]) -> int | None:
-    """Returns the round the pause a continuation resumes was at, read from its first step: nr-llm
-    runs the waiting calls (`tool`, `tool_write`) at the round the run paused in, a model round
-    after them at the next one; None when the steps cannot tell (none, or an unknown kind)."""
+    """Returns the round of the pause a continuation resumes, from its first step. Waiting calls
+    (`tool`, `tool_write`) run at the paused round, a model round at the next. Returns None when the
+    steps cannot tell."""
     if not steps or steps[0].kind == "unknown":
         return None
     return steps[0].round if steps[0].kind in ("tool", "tool_write") else steps[0].round - 1

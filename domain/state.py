@@ -1,10 +1,6 @@
-"""The Conversation aggregate's state and its one mutator.
-
-`evolve` folds one event into a new immutable `Conversation`; `project_conversation` folds many
-and is the projector the repository uses (eventsourcing's functional style, as in its
-aggregate7 example). The commands that decide which events to append are in
-`domain.conversation`.
-"""
+"""The Conversation aggregate's state and its one mutator. `evolve` folds one event into a new
+immutable `Conversation`. `project_conversation` folds many; it is the repository's projector. The
+commands are in `domain.conversation`."""
 
 from __future__ import annotations
 
@@ -38,12 +34,8 @@ from domain.values import Immutable, assembled
 
 
 class Conversation(Immutable):
-    """State of one conversation, folded from its events; bounded, whatever the history.
-
-    What the invariants need of the past (segments recorded, cut or settled, uncut messages,
-    the number of card outcomes, lines seen) is in the history index (`domain.history_index`), not
-    here, so neither the state nor its snapshot grows with the conversation.
-    """
+    """State of one conversation, folded from its events; bounded, whatever the history. The past the
+    invariants need is in the history index (`domain.history_index`)."""
 
     class_version: ClassVar[int] = 7
 
@@ -107,12 +99,9 @@ class Conversation(Immutable):
 
 
 class ConversationSnapshot(ConversationEvent):
-    """A snapshot of a Conversation's state at `originator_version`.
-
-    Its `class_version` follows `Conversation.class_version`: when the state's fields change,
-    raise both and add `upcast_vN_vN+1(state)` here, rewriting `state["state"]`, so stored
-    snapshots still load (the mapper runs the upcasts, as for every event).
-    """
+    """A snapshot of a Conversation's state at `originator_version`. Its `class_version` follows
+    `Conversation.class_version`. When the state's fields change, raise both and add
+    `upcast_vN_vN+1(state)` here, so stored snapshots still load."""
 
     class_version: ClassVar[int] = Conversation.class_version
 
@@ -124,8 +113,7 @@ class ConversationSnapshot(ConversationEvent):
 
     @staticmethod
     def upcast_v2_v3(state: dict[str, Any]) -> None:
-        """Version 3 keeps the past in the history index: the sets and maps go, the waiting
-        segment's info and the approval's run stay."""
+        """Version 3 moves the past to the history index; the waiting segment and approved run stay."""
         old = state["state"]
         segments = old.pop("segments", {}) or {}
         messages = old.pop("messages", []) or []
@@ -140,28 +128,23 @@ class ConversationSnapshot(ConversationEvent):
 
     @staticmethod
     def upcast_v3_v4(state: dict[str, Any]) -> None:
-        """Version 4 knows whether the texts were erased. A snapshot taken before says not: the
-        deleted data key refuses a text all the same, once a writer's kept key has expired."""
+        """Version 4 adds whether the texts were erased; older snapshots say not."""
         state["state"]["erased"] = False
 
     @staticmethod
     def upcast_v4_v5(state: dict[str, Any]) -> None:
-        """Version 5 keeps what was decided since the last segment; a snapshot taken before did
-        not: `any`, so a continuation right after it is taken as before."""
+        """Version 5 adds what was decided since the last segment; older snapshots say `any`."""
         state["state"]["decided"] = "any"
 
     @staticmethod
     def upcast_v5_v6(state: dict[str, Any]) -> None:
-        """Version 6 keeps the highest message number and whether the tour returned a segment;
-        a snapshot taken before did not: None and True, so no message after it is refused as
-        skipping a number and no tour end as coming before the tour's first segment."""
+        """Version 6 adds the highest message number (None) and whether the tour returned (True)."""
         state["state"]["numbered"] = None
         state["state"]["tour_returned"] = True
 
     @staticmethod
     def upcast_v6_v7(state: dict[str, Any]) -> None:
-        """Version 7 keeps the run and last round of the last segment returned; a snapshot
-        taken before did not: None, so a continuation after a decision is taken as before."""
+        """Version 7 adds the last segment's run and round; older snapshots say None."""
         state["state"]["resumes"] = None
 
     @classmethod

@@ -1,7 +1,5 @@
-"""The Conversation aggregate's commands that rewrite its transcript: an erasure of its texts,
-an edit that cuts the turns after a message, an alt_text conversation's replaced transcript, and
-a legacy row imported before the first message. Re-exported by `domain.conversation`, the
-aggregate's one public face."""
+"""The commands that rewrite a transcript: erase, edit, replace, import a legacy row. Re-exported by
+`domain.conversation`."""
 
 from __future__ import annotations
 
@@ -45,13 +43,10 @@ def edit_message(
     source: str | None = None,
     history: History | None = None,
 ) -> list[ConversationEvent]:
-    """Returns [MessageEdited, TurnsTruncated]: the transcript is cut after `message`; every
-    later message, every segment at or after it and the decisions on those segments' cards go.
-    A waiting card of a cut turn records no undecided note: it is cut away with its turn.
-
-    Raises MessageTooEarly when `message` is still to come, UnknownMessage when it is not an
-    uncut user message.
-    """
+    """Returns [MessageEdited, TurnsTruncated]: the transcript is cut after `message`. Later messages,
+    segments at or after it and their card decisions go. A waiting card of a cut turn records no
+    undecided note. Raises MessageTooEarly when `message` is still to come. Raises UnknownMessage
+    when it is not an uncut user message."""
     batch = begin(state, at, source, history, f"edit of message {message}")
     if batch is None:
         return []

@@ -1,10 +1,6 @@
-"""Value objects: the filtered facts of a segment's steps, waiting calls, records.
-
-Each is an immutable pydantic model compared by value. They hold only what nr-llm's privacy
-filter keeps at every level (docs/spec-map.md, S20):
-kind, round, duration, tool name, error flag, outcome, write target, completeness and hook
-flag. Tool arguments, tool results and model text have no field here, so they cannot be stored.
-"""
+"""Value objects: the filtered facts of a segment's steps, waiting calls, records. Each is an immutable
+pydantic model compared by value (docs/spec-map.md, S20). They hold only what nr-llm's privacy
+filter keeps. Tool arguments, tool results and model text have no field, so they cannot be stored."""
 
 from __future__ import annotations
 
@@ -49,9 +45,8 @@ _NOT_IDENTIFIER = re.compile(r"[^A-Za-z0-9_.:-]")
 
 
 def reduce_identifier(value: str | None) -> str:
-    """Returns `value` reduced to the characters identifiers use, `[A-Za-z0-9_.:-]`, cut to
-    IDENTIFIER_MAX (docs/spec-map.md, S23);
-    '' when nothing is left. Brackets, spaces and newlines go, so a name cannot break a label."""
+    """Returns `value` reduced to `[A-Za-z0-9_.:-]` and cut to IDENTIFIER_MAX (spec S23). Returns ''
+    when nothing is left."""
     return _NOT_IDENTIFIER.sub("", value or "")[:IDENTIFIER_MAX]
 
 
@@ -61,16 +56,14 @@ ToolOutcome = Literal["ok", "failed", "cancelled", "unknown"]
 
 
 class Immutable(BaseModel):
-    """Base of every value object and event: frozen, no unknown fields; a docstring under a
-    field is its description (pydantic's `use_attribute_docstrings`)."""
+    """Base of every value object and event: frozen, no unknown fields. A docstring under a field is
+    its description."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
-        """Returns a copy with the fields in `update` changed, not validated, as
-        `BaseModel.model_copy` makes it (the same `__dict__`, fields set and private
-        attributes; `deep` copies as pydantic does), but shallow: the folds copy their states
-        once or more per event."""
+        """Returns a shallow copy with the fields in `update` changed, not validated. Otherwise as
+        `BaseModel.model_copy`; `deep` copies as pydantic does."""
         if deep:
             return super().model_copy(update=update, deep=True)
         fields = self.__dict__.copy()
@@ -91,13 +84,9 @@ _DEFAULTS: dict[type, dict[str, Any]] = {}
 
 
 def trusted(cls: type[M], **values: Any) -> M:
-    """Returns `cls(**values)` without validating `values`, for values taken from models that
-    were validated already (a stored event's fields) and so of the fields' types: made as
-    pydantic's `model_construct` makes it (the fields not given take their defaults, the given
-    ones are the fields set), with less work. Every required field must be given; the
-    fields with a default must have an immutable one (it is shared, not copied), as every
-    model the folds build this way has. A wrong value is not noticed; raises TypeError for a
-    class with a default_factory."""
+    """Returns `cls(**values)` without validating, as `model_construct` does. Use it only for values
+    from validated models. Every required field must be given. Defaults must be immutable: they are
+    shared. A wrong value is not noticed. Raises TypeError for a class with a default_factory."""
     defaults = _DEFAULTS.get(cls)
     if defaults is None:  # every field in order, so the model's __dict__ is as validation makes it
         if any(field.default_factory is not None for field in cls.model_fields.values()):
@@ -111,9 +100,8 @@ def trusted(cls: type[M], **values: Any) -> M:
 
 
 def assembled(cls: type[M], fields: dict[str, Any], fields_set: set[str]) -> M:
-    """Returns a `cls` whose `__dict__` is `fields` (every field, in order) and whose set
-    fields are `fields_set`, made as pydantic makes a model without validating (no extra
-    fields, no private attributes): what `trusted` and the row fold's head copies build."""
+    """Returns a `cls` whose `__dict__` is `fields` and whose set fields are `fields_set`. Nothing is
+    validated; no extra fields or private attributes."""
     new = cls.__new__(cls)
     _set(new, "__dict__", fields)
     _set(new, "__pydantic_fields_set__", fields_set)
@@ -123,10 +111,8 @@ def assembled(cls: type[M], fields: dict[str, Any], fields_set: set[str]) -> M:
 
 
 class RecordRef(Immutable):
-    """A TYPO3 record named by table and uid (nr-llm `RecordReference`).
-
-    `table` matches `[A-Za-z0-9_]{1,64}`; `uid` is >= 1. `str()` gives `table:uid`.
-    """
+    """A TYPO3 record named by table and uid (nr-llm `RecordReference`). `table` matches
+    `[A-Za-z0-9_]{1,64}`; `uid` is >= 1. `str()` gives `table:uid`."""
 
     table: str = Field(pattern=r"^[A-Za-z0-9_]{1,64}$")
     uid: int = Field(ge=1)
@@ -136,23 +122,17 @@ class RecordRef(Immutable):
 
 
 class RequestedCall(Immutable):
-    """A tool call a model step asked for (nr-llm `requestedToolCalls[]`), less its arguments:
-    `call_id` the digest of the chat's call id (`c` and 16 hex of its SHA-256, so the pairs of a
-    request and the tool step that ran it can be told apart without keeping what the chat
-    wrote in the id), `tool` the tool's name, None where the chat gave none."""
+    """A tool call a model step asked for, less its arguments. `call_id` is `c` and 16 hex of the
+    chat's call id's SHA-256. `tool` is the name, or None."""
 
     call_id: str
     tool: str | None = None
 
 
 class ModelCall(Immutable):
-    """The usage facts of one `llm` step: counts, a cost and names, never a text.
-
-    Each is None where the line did not state it (and for every step stored before version 2
-    of `SegmentReturned`, whose steps have no `ModelCall` at all): unknown, never zero.
-    `estimated_cost` is nr-llm's estimate in its currency unit; `finish_reason` the provider's
-    reason reduced as a name (`stop`, `tool_calls`, `length`, ...).
-    """
+    """The usage facts of one `llm` step: counts, a cost and names, never a text. Each is None where
+    the line did not state it: unknown, never zero. `estimated_cost` is nr-llm's estimate in its
+    currency unit. `finish_reason` is the provider's reason as a name (`stop`, `length`, ...)."""
 
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
@@ -163,14 +143,10 @@ class ModelCall(Immutable):
 
 
 class StepFact(Immutable):
-    """One nr-llm `RunStep`, less everything the privacy filter drops.
-
-    `duration_ms` is in milliseconds, as nr-llm records it (refusals of a waiting turn's
-    calls are exactly 0.0). `write_completeness` is `unconfirmed` where nr-llm stated none.
-    `call` holds an `llm` step's usage facts, `offered_tools` a `request` step's offered tool
-    names (`toolSpecs`); both None on other steps and on steps stored before they were kept.
-    No note reads them: they are for the usage audit and the traces.
-    """
+    """One nr-llm `RunStep`, less everything the privacy filter drops. `duration_ms` is in
+    milliseconds; refusals of waiting calls are exactly 0.0. `write_completeness` is `unconfirmed`
+    where nr-llm stated none. `call` (on `llm` steps) and `offered_tools` (on `request` steps) are
+    None elsewhere. They feed the usage audit and the traces, not the notes."""
 
     kind: StepKind
     round: int
@@ -201,10 +177,8 @@ class TranscriptLine(Immutable):
 
 
 class LegacyCardOutcome(Immutable):
-    """A card outcome as the chat stored it before the run record existed (nr-mcp-agent ADR-023).
-
-    `after` is the transcript length when it was recorded; a create has no target.
-    """
+    """A card outcome as the chat stored it before the run record (ADR-023). `after` is the transcript
+    length then; a create has no target."""
 
     outcome: Literal["applied", "check", "not_applied", "skipped", "variant", "kept", "declined"]
     after: int = Field(ge=0)

@@ -1,12 +1,9 @@
-"""The activity list read model: per segment, what the chat shows the editor, with the German
-labels of the amendment's table (docs/spec-map.md, S45–S51). Built from
-`projections.steps.read_segment`, the same reading as the run record, so the two cannot disagree.
+"""The activity list read model: per segment, what the chat shows the editor (spec S45–S51).
 
-Entries of a segment: first the decision it continues (`decision`: the editor's answer; a
-declined card's entry names the answer and its calls get no entry) or the answer it continues
-(`answer`), then one `tool` entry per call with its reading's label (and, for a call nr-llm no
-longer permits, the hint to ask an administrator).
-"""
+Labels are German, from the amendment's table. It reads steps by `projections.steps.read_segment`,
+as the run record does. A segment's entries: first the decision or answer it continues, then one
+`tool` entry per call. A declined card's calls get no entry. A call nr-llm no longer permits gets a
+hint to ask an administrator."""
 
 from __future__ import annotations
 
@@ -30,8 +27,8 @@ ANSWERED_LABEL = "Von dir beantwortet"
 
 
 class ActivityEntry(Immutable):
-    """One line shown to the editor: `kind`, the tool (for a call), its reading, the label and
-    an optional hint."""
+    """One line shown to the editor: `kind`, the tool (for a call), its reading, the label, an optional
+    hint."""
 
     kind: Literal["decision", "answer", "tool"]
     """`decision`, `answer` or `tool` (a call)."""
@@ -58,8 +55,7 @@ class SegmentActivity(Immutable):
 
 
 class Activity(Immutable):
-    """The activity list of one conversation, segment by segment; `follow` is what the next
-    continuation follows."""
+    """The activity list of one conversation, by segment. `follow` is what the next continuation follows."""
 
     segments: tuple[SegmentActivity, ...] = ()
     """The activity of each segment, in order."""
@@ -86,8 +82,7 @@ def decision_entry(follow: LastDecision) -> ActivityEntry:
 
 
 def _decided(state: Activity, event: ConversationEvent) -> Activity:
-    """Returns the state with the decision or answer entry on the card's or question's own
-    segment (so it shows also when no continuation follows, as the run record has it)."""
+    """Returns the state with the decision entry on the card's or question's own segment."""
     follow = decision_after(state.follow, event)
     assert follow is not None
     segments = tuple(

@@ -1,18 +1,13 @@
-"""The rule-based judge of a reproduced answer (issue 40): does the answer deny that something was
-done or saved that the run record shows written, and does it name what was written?
+"""The rule-based judge of a reproduced answer.
 
-The rubric is versioned (`RUBRIC`): each verdict keeps the id of the rubric it was read under, so
-a count made under one rubric is never mixed with one made under another. The rules read German
-and English, the languages of the chat.
+It asks: does the answer deny a write the run record shows, and does it name what was written? The
+rubric is versioned (`RUBRIC`); each verdict keeps its rubric's id, so counts never mix. The rules
+read German and English.
 
-- **denies**: the answer says that nothing was saved, changed, checked or done ("nichts
-  gespeichert", "keine Änderungen", "nothing was saved", "no changes were made", "I did not
-  change …"), while the run record shows at least one record written. Where the record shows
-  no write, no answer denies one (`Writes.none`).
-- **names the writes**: the answer names at least one written record or field, as the record
-  and the card outcomes show it: a record's uid (`pages:42` as "42"), or a field by its name or
-  the words the chat uses for it (`og_title`: "OpenGraph-Titel", "OpenGraph title").
-"""
+- **denies**: the answer says nothing was saved, changed or done ("nichts gespeichert", "nothing was
+  saved"), while the record shows a write. With no write (`Writes.none`), no answer denies.
+- **names the writes**: the answer names a written record's uid (`pages:42` as "42") or a field, by
+  name or by the chat's words for it (`og_title`: "OpenGraph-Titel")."""
 
 from __future__ import annotations
 
@@ -66,8 +61,7 @@ FIELD_WORDS: dict[str, tuple[str, ...]] = {
 
 @dataclass(frozen=True)
 class Writes:
-    """What the run record shows written: the records (`table:uid`) and the fields of the
-    applied card outcomes."""
+    """What the run record shows written: records (`table:uid`) and the applied card outcomes' fields."""
 
     records: tuple[str, ...] = ()
     fields: tuple[str, ...] = ()
@@ -82,8 +76,8 @@ class Writes:
 
 
 def writes_of(record: Iterable[dict[str, Any]], card_outcomes: Iterable[dict[str, Any]]) -> Writes:
-    """Returns what the run record shows written, from a turn's `record` and `card_outcomes` as
-    `replay --json` shapes them: every written record, and the fields of each applied outcome."""
+    """Returns what the run record shows written. `record` and `card_outcomes` are a turn's, shaped as
+    `replay --json` gives them."""
     records = {w["record"]: None for entry in record for w in entry.get("written", ())}
     fields: dict[str, None] = {}
     for outcome in card_outcomes:
@@ -96,10 +90,9 @@ def writes_of(record: Iterable[dict[str, Any]], card_outcomes: Iterable[dict[str
 
 @dataclass(frozen=True)
 class Verdict:
-    """What a judge found in one answer, and under which rubric (`rubric`) by which judge
-    (`judge`: "rules", or the judging model's name). `reason` names the rule that matched and
-    the written record or field the answer named, never the answer's own words: a verdict is
-    kept in plain beside the sealed answer."""
+    """What a judge found in one answer, under `rubric`, by `judge` ("rules" or a model's name).
+    `reason` names the matched rule and the named record or field, never the answer's words. A
+    verdict is kept in plain beside the sealed answer."""
 
     denies: bool
     names_writes: bool
@@ -118,8 +111,8 @@ class Verdict:
 
 
 def denial(answer: str) -> tuple[int, str] | None:
-    """Returns the number of the first rule of DENIALS that `answer` matches (1-based) and the
-    phrase it matched, where the answer says nothing was done or saved; else None."""
+    """Returns the 1-based number of the first DENIALS rule `answer` matches, and the phrase. Returns
+    None when the answer denies nothing."""
     for number, pattern in enumerate(DENIALS, 1):
         found = pattern.search(answer)
         if found is not None:
@@ -182,8 +175,8 @@ def judge_messages(answer: str, writes: Writes) -> list[dict[str, str]]:
 
 
 def read_model_verdict(text: str, model: str) -> Verdict | None:
-    """Returns the judging model's verdict from its reply `text` (the first JSON object in it
-    with two booleans `denies` and `names_writes`), None when the reply holds none."""
+    """Returns the judging model's verdict from its reply `text`, or None. The verdict is the first
+    JSON object with booleans `denies` and `names_writes`."""
     start, end = text.find("{"), text.rfind("}")
     if start < 0 or end <= start:
         return None

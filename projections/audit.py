@@ -1,19 +1,14 @@
 """The audit: a conversation's whole history as rows, in order, each with its time.
 
-Unlike the run record (the newest 200 entries), the audit folds the full event log: every
-segment with its trigger, outcome and tool calls as read (ran, failed, held, declined, not
-permitted), the records written with their completeness, the calls left waiting, every
-decision with its answer, the card outcomes read from them, every card or question left
-undecided, every edit and what it cut; each segment with its usage (time, model calls, tokens,
-cost: `projections.usage`). Calls are read by `projections.steps.read_segment` and
-card outcomes by `projections.card_outcomes`, under the rule set given, so audit, run record
-and activity list cannot disagree. Facts only: no tool arguments or results (the events have
-none), no model or user text.
+It folds the full log, unlike the run record's newest 200 entries. Rows cover segments with their
+calls as read, writes, waiting calls, decisions, card outcomes, undecided cards, edits and cuts.
+Each segment carries its usage (`projections.usage`). Calls and card outcomes are read as the run
+record reads them, under the given rule set. Facts only: no tool arguments or results, no model or
+user text.
 
 Example:
     rows = audit(store.events("conv-demo-seo"), "2026-11-02")
-    [row.to_json() for row in rows]
-"""
+    [row.to_json() for row in rows]"""
 
 from __future__ import annotations
 
@@ -50,11 +45,10 @@ from projections.usage import segment_usage
 
 @dataclass(frozen=True)
 class AuditRow:
-    """One fact of the history: the `version` and time `at` of the event it comes from, its
-    `kind` (`started`, `message`, `skill`, `segment`, `decision`, `card_outcome`, `answer`,
-    `undecided`, `retry`, `tour_ended`, `edit`, `cut`, `transcript_replaced`, `legacy_row`),
-    its `facts`, and `cut`: True once a later edit cut it away. `outcome` is the card
-    outcome a `card_outcome` row shows (its `seq`), so a cut is read from the card outcomes fold."""
+    """One fact of the history. `version` and `at` are its event's. `kind` is one of `started`,
+    `message`, `skill`, `segment`, `decision`, `card_outcome`, `answer`, `undecided`, `retry`,
+    `tour_ended`, `edit`, `cut`, `transcript_replaced`, `legacy_row`. `cut` is True once a later
+    edit cut it. `outcome` is a `card_outcome` row's card outcome (its `seq`)."""
 
     version: int
     at: datetime
@@ -79,8 +73,7 @@ class AuditState:
 
 @dataclass
 class _Fold:
-    """The audit while events are folded: the rows in a list that grows in place, so each event
-    costs its own rows, not the rows before it (an edit's cut still reads them all)."""
+    """The audit while events are folded; its rows list grows in place."""
 
     rows: list[AuditRow]
     follow: LastDecision | None
@@ -93,16 +86,15 @@ def initial() -> AuditState:
 
 
 def apply(state: AuditState, event: ConversationEvent, rules: RuleSet | str) -> AuditState:
-    """Returns the audit after `event`: its own rows, then the card outcomes it recorded.
-    Copies `state`'s rows once: to fold many events, use `fold` (one copy for them all)."""
+    """Returns the audit after `event`: its own rows, then the card outcomes it recorded. It copies
+    `state`'s rows once; use `fold` for many events."""
     return fold(state, (event,), rules)
 
 
 def fold(state: AuditState, events: Iterable[ConversationEvent], rules: RuleSet | str, *, outcomes: bool = True) -> AuditState:
-    """Returns the audit after `events` (in order), as `apply` one after the other would, in
-    time linear in the rows: `state` is not changed. `outcomes=False` leaves the card outcomes
-    out (no `card_outcome` rows, `state.outcomes` as given), for a reader that shows none (the
-    overview picture): every other row, and which of them are cut, is the same."""
+    """Returns the audit after `events`, as repeated `apply` would, in time linear in the rows. `state`
+    is not changed. `outcomes=False` leaves out the `card_outcome` rows; the rest, and which rows
+    are cut, is the same."""
     rules = resolve(rules)
     acc = _Fold(list(state.rows), state.follow, state.outcomes)
     for event in events:

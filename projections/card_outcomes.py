@@ -1,16 +1,15 @@
 """The card outcomes read model (docs/spec-map.md, D12–D14).
 
-As in the chat, card outcomes exist for the cards of a guided process (the waiting segment
-had a skill); an ordinary card's decision has none (the run record carries it). An approval's
-outcome is read from the continuation that follows it, as the chat reads an approved call:
-tool step in error -> `not_applied`; no write step -> `check` if the run was cancelled, lost
-its lease or failed, else `not_applied`; write with a hook failure -> `check`; completeness
-`complete` -> `applied`, `partial` -> `not_applied`, unstated -> `check`. A decline records
-its answer at once: `skipped` (Überspringen), `variant` (Andere Variante), `kept` (Behalten).
-A plain denial (`abgelehnt`) records none: the spec wins over the design's `declined` here
-(docs/spec-map.md, S10, D12), and the run record carries the decision. `declined` stays
-a value legacy rows may hold. `after` is the transcript length when the outcome was recorded.
-"""
+Only a guided card's decision has card outcomes; the run record carries an ordinary card's. An
+approval's outcome is read from its continuation:
+- tool step in error: `not_applied`;
+- no write step: `check` if the run was cancelled, lost its lease or failed, else `not_applied`;
+- a write with a hook failure: `check`;
+- completeness `complete`: `applied`; `partial`: `not_applied`; unstated: `check`.
+
+A decline records at once: `skipped` (Überspringen), `variant` (Andere Variante), `kept` (Behalten).
+A plain denial (`abgelehnt`) records none (spec S10, D12). Legacy rows may hold `declined`. `after`
+is the transcript length when the outcome was recorded."""
 
 from __future__ import annotations
 
@@ -43,10 +42,10 @@ ENDED_UNCLEAR = frozenset({"cancelled", "lease_lost", "failed"})
 
 
 class CardOutcome(Immutable):
-    """One card outcome: `outcome`, the card's `tool`, `record` (`table:uid` or None for a
-    create), `fields`, transcript position `after`. `card` is the decided card's segment (None
-    for a legacy row's outcome), `answer` the editor's answer, `index` the number of card
-    outcomes before it, `seq` the version of the event that recorded it."""
+    """One card outcome. `outcome`; the card's `tool`; `record` (`table:uid`, None for a create);
+    `fields`; transcript position `after`; `card`, the decided card's segment (None for a legacy
+    row); `answer`, the editor's; `index`, how many outcomes came before; `seq`, the recording
+    event's version."""
 
     outcome: str
     """`applied`, `check`, `not_applied` (an approval's), `kept`, `skipped`, `variant` (a
@@ -89,10 +88,8 @@ class OpenCard(Immutable):
 
 
 class Approval(Immutable):
-    """An approved card of a guided process whose continuation has not returned yet. Its
-    outcomes come with the next segment of its `run` that continues after the approval; any
-    other segment, or a new model call, gives up on them (no outcome: the run record then
-    carries the decision)."""
+    """An approved guided card whose continuation has not returned yet. Its outcomes come with the next
+    segment of its `run` that continues it. Any other segment, or a new model call, gives them up."""
 
     card: str
     """The approved card's segment."""
@@ -105,15 +102,10 @@ class Approval(Immutable):
 
 
 class CardOutcomes(Immutable):
-    """Card outcomes of one conversation, in order; `open_cards` the guided cards waiting,
-    `approval` the approved card awaiting its continuation, `positions` the transcript's.
-    Validated and dumped (`model_dump`) with `outcomes` beside those fields.
-
-    The outcomes are held as the fold appends them, so that one appended costs O(1) amortised,
-    not a copy of those before it (a conversation of 10,000 segments holds thousands): a list
-    the states of one fold share, each reading only its own prefix (`_n` outcomes), which no
-    fold changes. `outcomes` builds the tuple at its first read and keeps it; `count` and
-    `since` read the list without building it."""
+    """Card outcomes of one conversation, in order. `open_cards`: the guided cards waiting. `approval`:
+    the card awaiting its continuation. `positions`: the transcript's. `model_dump` includes
+    `outcomes`. Appending one outcome costs O(1) amortised: the fold's states share one list, each
+    reading its prefix. `outcomes` builds its tuple once; `count` and `since` do not build it."""
 
     open_cards: dict[str, OpenCard] = {}
     """The guided cards waiting, by segment."""
@@ -149,12 +141,11 @@ class CardOutcomes(Immutable):
 
     @property
     def count(self) -> int:
-        """How many card outcomes there are (`len(outcomes)`, without building the tuple)."""
+        """How many card outcomes there are, without building the tuple."""
         return int(_held(self)["_n"])
 
     def since(self, before: int) -> tuple[CardOutcome, ...]:
-        """Returns the card outcomes after the first `before` (`outcomes[before:]`): what a
-        fold appended since it held `before`."""
+        """Returns `outcomes[before:]`: what a fold appended since it held `before`."""
         held = _held(self)
         return tuple(held["_list"][before : held["_n"]])
 
@@ -182,8 +173,7 @@ def _held(state: CardOutcomes) -> dict[str, Any]:
 
 
 def with_outcomes(state: CardOutcomes, update: dict[str, Any], added: tuple[CardOutcome, ...] = ()) -> CardOutcomes:
-    """Returns `state` with the fields in `update` changed and the card outcomes `added`
-    appended: O(len(added)) amortised (`projections.prefix_list.extended`)."""
+    """Returns `state` with `update` applied and `added` appended, in O(len(added)) amortised."""
     made = state.model_copy(update=update)  # shares `state`'s list and its count
     if not added:
         return made
@@ -194,8 +184,7 @@ def with_outcomes(state: CardOutcomes, update: dict[str, Any], added: tuple[Card
 
 
 def held_outcomes(outcomes: tuple[CardOutcome, ...]) -> CardOutcomes:
-    """Returns card outcomes holding `outcomes` (validated where they were read) and no open
-    card, approval or positions: the state a turn read builds from rows."""
+    """Returns card outcomes holding `outcomes` and nothing else: the state a turn read builds from rows."""
     return _holding(CardOutcomes(), outcomes)
 
 
@@ -247,9 +236,8 @@ def _outcome(call: WaitingCall, outcome: str, card: str, answer: str, at: tuple[
 
 
 def approval_outcomes(approval: Approval, event: SegmentReturned, rules: RuleSet, at: tuple[int, int]) -> tuple[CardOutcome, ...]:
-    """Returns the card outcomes an approved card's continuation `event` brings, one per
-    waiting call, read from the continuation's opening calls. `at` is (transcript position,
-    card outcomes before them)."""
+    """Returns the card outcomes an approved card's continuation `event` brings, one per waiting call.
+    `at` is (transcript position, card outcomes before them)."""
     reading = read_segment(event.steps, event.trigger, "approved", rules, outcome=event.outcome)
     seen: dict[str, int] = {}
     new = []
@@ -267,9 +255,16 @@ def continues(approval: Approval | None, event: SegmentReturned) -> bool:
     return continues_run(event.trigger, event.run, approval.run if approval is not None else None)
 
 
+def reads_rules(state: CardOutcomes, event: ConversationEvent) -> bool:
+    """Returns True when `apply(state, event, rules)` reads `rules`: `event` continues the
+    approved card `state` holds (its opening calls are read). Else the result is the same under
+    every rule set, so rule sets folded side by side may share it (`projections.turn.apply_each`)."""
+    return isinstance(event, SegmentReturned) and continues(state.approval, event)
+
+
 def declined_outcomes(calls: tuple[WaitingCall, ...], event: CardDecided, at: tuple[int, int]) -> tuple[CardOutcome, ...]:
-    """Returns the card outcomes a declined guided card records at its decision, one per call
-    (none for a plain denial: the run record carries it). `at` as for approval_outcomes."""
+    """Returns a declined guided card's outcomes, one per call; none for a plain denial. `at` is as for
+    approval_outcomes."""
     if not records_outcome(True, event.answer):
         return ()
     outcome = declined_outcome(event.answer)
@@ -354,8 +349,8 @@ def _(event: CardLeftUndecided, state: CardOutcomes, rules: RuleSet) -> CardOutc
 
 
 def is_cut(outcome: CardOutcome, cut: set[str], length: int) -> bool:
-    """Returns True when a truncation takes `outcome` away: its card was cut, or, for a legacy
-    row's outcome (no card), its position lies beyond the `length` the transcript keeps."""
+    """Returns True when a truncation takes `outcome` away. Its card was cut, or, for a legacy row's
+    outcome, its position lies beyond `length`."""
     return outcome.card in cut if outcome.card is not None else outcome.after >= length
 
 

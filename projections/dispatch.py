@@ -1,5 +1,4 @@
-"""The folds' dispatch on an event's class: `functools.singledispatch`'s choice, kept in a
-plain dict, found once per class (the folds dispatch five times per event)."""
+"""The folds' dispatch on an event's class, kept in a plain dict and found once per class."""
 
 from __future__ import annotations
 
@@ -10,9 +9,8 @@ R = TypeVar("R")
 
 
 def by_class(generic: Callable[..., R]) -> Callable[..., R]:
-    """Returns a function that calls what the singledispatch function `generic` registered for
-    the class of its first argument, found once per class (`generic.dispatch`). Every branch
-    must be registered before the first call, as the folds register theirs at import."""
+    """Returns a function calling what `generic` registered for its first argument's class. The choice
+    is found once per class. Register every branch before the first call."""
     chosen: dict[type, Callable[..., R]] = {}
     dispatch: Callable[[type], Callable[..., R]] = generic.dispatch  # type: ignore[attr-defined]  # a singledispatch function's
 

@@ -1,16 +1,11 @@
-"""A turn's notes: the chat's own words about what ran, built from the run record and the card
-outcomes (docs/spec-map.md, S24–S30).
+"""A turn's notes: the chat's own words about what ran (spec S24–S30).
 
 Every note is labelled `[Chat record — written by the chat from the run, not by the assistant: …]`.
-It never holds tool arguments, results or model text (the read models have none); every
-identifier in it is reduced by `projections.identifiers.clean`, and a page the user may not
-see is never named. One note per run record entry, one per card outcome.
-
-Budget (`RuleSet.max_notes`, `RuleSet.max_note_chars`, characters of the labelled notes): over
-it, notes of steps in which nothing ran, was written or was decided go first, then the oldest;
-the first note then says that older notes exist and cannot be read in this turn. Only the
-newest notes are rendered, so the cost is bounded by the budget, not by the history.
-"""
+It never holds tool arguments, results or model text. Identifiers are reduced by
+`projections.identifiers.clean`; a page the user may not see is never named. One note per run record
+entry, one per card outcome. The budget is `RuleSet.max_notes` and `RuleSet.max_note_chars`
+(labelled characters). Over it, notes where nothing ran, was written or decided go first, then the
+oldest. The first note then says older notes exist. Only the newest notes are rendered."""
 
 from __future__ import annotations
 
@@ -37,10 +32,9 @@ def note_body(note: str) -> str:
 
 
 def split_notes(content: str, notes: Sequence[str], start: int) -> tuple[list[tuple[str, Any]], int]:
-    """Returns a message's `content` cut into ("text", str) and ("notes", [note, …]) pieces,
-    finding `notes[start:]` in it in order (the notes placed in it), and the index of the first
-    note not found in it. Blank text between two notes joins them into one piece; blank text
-    pieces are left out. For the entrypoints that show a turn (terminal boxes, pages)."""
+    """Returns a message's `content` cut into ("text", str) and ("notes", [note, …]) pieces. It finds
+    `notes[start:]` in order and also returns the index of the first not found. Blank text between
+    two notes joins them; blank text pieces are left out."""
     pieces: list[tuple[str, Any]] = []
     pos, index = 0, start
     while index < len(notes):
@@ -108,9 +102,8 @@ FLAGGED = (
 
 @dataclass(frozen=True, slots=True)
 class Note:
-    """A rendered note. `body` without the label; `anchor` `message` (user message number the
-    step belongs to) or `position` (transcript position `at`); `order` sorts notes at one place
-    by the card outcomes before them; `seq` is its place in time."""
+    """A rendered note. `body` is without the label. `anchor` is `message` (a user message number) or
+    `position` (`at`). `order` sorts notes at one place. `seq` is its place in time."""
 
     body: str
     empty: bool
@@ -137,8 +130,7 @@ LABEL_CHARS = len(OPEN) + len(CLOSE)
 
 
 def record_name(record: str | None, can_see_page: PageCheck) -> str:
-    """Returns `table:uid` reduced to identifier characters; a page the user may not see is
-    not named."""
+    """Returns `table:uid` reduced to identifier characters; a page the user may not see is not named."""
     if record is None:
         return "a new record"
     table, _, uid = record.rpartition(":")
@@ -158,8 +150,7 @@ def bounded(body: str) -> str:
 
 
 def listed(items: list[str], separator: str = ", ") -> str:
-    """Returns the first `items` joined (at most LISTED, within about LISTED_CHARS), and how
-    many more there are."""
+    """Returns the first `items` joined (at most LISTED, about LISTED_CHARS) and how many more there are."""
     shown = items[:1]
     for item in items[1:LISTED]:
         if sum(map(len, shown)) + len(item) > LISTED_CHARS:
@@ -185,8 +176,8 @@ def _waiting(calls: tuple[Waiting, ...], can_see_page: PageCheck) -> str:
 
 
 def _writes(entry: Entry, can_see_page: PageCheck) -> list[str]:
-    """Returns `record (completeness)` per record written, a record written several times with
-    the same completeness once, with its count: `pages:42 (complete, 3 writes)`."""
+    """Returns `record (completeness)` per record written, repeats counted: `pages:42 (complete, 3
+    writes)`."""
     counts: dict[str, dict[str, int]] = {}
     for w in entry.written:
         how = counts.setdefault(record_name(w.record, can_see_page), {})
@@ -299,8 +290,8 @@ def _newest_first(record: RunRecord, outcomes: Sequence[CardOutcome]) -> Iterato
 
 
 def note_of(item: Entry | CardOutcome, can_see_page: PageCheck) -> Note:
-    """Returns the note of one run record entry or card outcome: a function of the two
-    arguments alone, so a caller may keep a note for an unchanged item (`NoteOf`)."""
+    """Returns the note of one run record entry or card outcome. It depends on its arguments only, so a
+    caller may cache it (`NoteOf`)."""
     return _entry_note(item, can_see_page) if isinstance(item, Entry) else _outcome_note(item, can_see_page)
 
 
@@ -316,12 +307,10 @@ def select_notes(
     outcome_count: int | None = None,
     note: NoteOf = note_of,
 ) -> tuple[list[Note], bool]:
-    """Returns the notes within the budget, oldest first, and whether older notes were left out
-    (then the first note must say so; its sentence is counted in the budget).
-
-    `outcomes` may be only the newest card outcomes, at least `rules.max_notes + 1` of them,
-    when `outcome_count` says how many exist: no older one can be selected. `note` renders
-    each item (default `note_of`)."""
+    """Returns the notes within the budget, oldest first, and whether older ones were left out. If so,
+    the first note says it; its sentence counts in the budget. `outcomes` may be only the newest, at
+    least `rules.max_notes + 1`, with `outcome_count` the total. `note` renders each item (default
+    `note_of`)."""
     total = len(record.entries) + (len(outcomes) if outcome_count is None else outcome_count)
     if record.dropped == 0 and total <= rules.max_notes:
         every = [note(item, can_see_page) for item in _newest_first(record, outcomes)]

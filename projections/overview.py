@@ -1,32 +1,14 @@
-"""The overview read model: a conversation's overview picture as a bounded number of buckets.
+"""The overview read model: a conversation's overview picture in at most `BUCKETS` buckets.
 
-The overview picture (`adapters.pages.overview_svg`) shows one point per message or retry,
-segment, decision, card or question left undecided, edit, cut and erasure (`point`, read from
-the audit's rows, `projections.audit`), in lanes, coloured by a tone (`ok`, `wait`, `bad`,
-`cut`, `info`). This read model keeps, per conversation, at most `BUCKETS` buckets of those
-points by event version: bucket `i` holds the points of versions `i * width + 1` to
-`(i + 1) * width`, where `width` is the smallest power of two that fits the log's versions in
-`BUCKETS` buckets (`width_for`); when the log outgrows them the width doubles and each two
-neighbours merge. Each bucket keeps its count of points per kind and tone (`"segment:ok": 3`),
-its first point (version, time, kind, tone, label) and the time of its last. So a reader of
-the picture reads O(`BUCKETS`) values, never the log.
-
-Up to `BUCKETS` events (width 1) a bucket holds at most one point (an event gives at most
-one), and `Overview.points()` gives back exactly the points the audit's fold gives: the picture
-drawn from them is the picture drawn from the log. Wider, the picture is coarser: one column
-per bucket at most, its tone the highest of the bucket's lane, its title the counts.
-
-An edit's cut (`TurnsTruncated`) turns the points of the segments and user messages it cuts to
-the tone `cut`, wherever they are in the history: the fold finds them through `Marks`, an
-index of each segment's and user message's point (its version, kind and tone) by key, which
-the caller keeps (`MemoryMarks`, or rows in the store's tables). Apart from that lookup the
-fold reads nothing; `fold` equals `of_events` (the buckets computed from the whole event list
-at once) at every prefix of a log (a property test holds them equal).
+The picture has one point per message, retry, segment, decision, undecided card, edit, cut and
+erasure, with a tone (`ok`, `wait`, `bad`, `cut`, `info`). Bucket `i` holds versions `i * width + 1`
+to `(i + 1) * width`; `width` is the smallest power of two that fits (`width_for`). A bucket keeps
+counts per kind and tone, its first point and its last time. At width 1, `Overview.points()` equals
+the audit's points. An edit's cut turns its points to `cut`, found through the caller's `Marks`.
+`fold` equals `of_events` at every prefix of a log.
 
 Example:
-    state = fold(Overview(), events, "2026-11-02", MemoryMarks())
-    [b.counts for b in state.buckets.values()]
-"""
+    state = fold(Overview(), events, "2026-11-02", MemoryMarks())"""
 
 from __future__ import annotations
 
@@ -51,10 +33,9 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 @dataclass(frozen=True)
 class Point:
-    """One fact of the overview picture: its event `version`, time, `kind` (`message`,
-    `retry`, `segment`, `decision`, `undecided`, `edit`, `cut`, `erased`), a `tone` (`ok`,
-    `wait`, `bad`, `cut`, `info`) and a short `label` (ids, an outcome, a card's answer: no
-    tool argument or result, no model or user text)."""
+    """One fact of the overview picture. Its event `version`, time, `kind` (`message`, `retry`,
+    `segment`, `decision`, `undecided`, `edit`, `cut`, `erased`), `tone` (`ok`, `wait`, `bad`,
+    `cut`, `info`) and a short `label`. The label holds ids, outcomes or answers, never a text."""
 
     version: int
     at: datetime
@@ -64,10 +45,9 @@ class Point:
 
 
 def point(row: AuditRow) -> Point | None:
-    """Returns the overview point of an audit row, None for a row the picture does not show
-    (a start, a skill, an answer, a card outcome, a tour's end, a replaced transcript, a
-    legacy row). A segment is `bad` when a call of it is read as failed or its outcome is not
-    completed or waiting; a cut message or segment is `cut`."""
+    """Returns the overview point of an audit row, or None for a row the picture does not show. A
+    segment is `bad` when a call failed or its outcome is neither completed nor waiting. A cut
+    message or segment is `cut`."""
     f = row.facts
     if row.kind == "segment":
         failed = any(c["reading"] == "failed" for c in f["calls"])
@@ -91,8 +71,7 @@ def points(rows: Iterable[AuditRow]) -> list[Point]:
 
 @dataclass(frozen=True)
 class Bucket:
-    """The points of one bucket: `counts` per `"kind:tone"` (no zero counts), the `first`
-    point (the one of the lowest version) and the time of the last (`last_at`)."""
+    """One bucket's points: `counts` per `"kind:tone"` (no zeros), the `first` point, `last_at`."""
 
     counts: dict[str, int]
     first: Point
@@ -106,8 +85,7 @@ class Bucket:
 
 @dataclass(frozen=True)
 class Mark:
-    """Where a segment's or user message's point is: `key` (`s:<segment>` or `m:<number>`),
-    the `version` of its event, its `kind` and its `tone` now."""
+    """Where a point is: `key` (`s:<segment>` or `m:<number>`), event `version`, `kind`, current `tone`."""
 
     key: str
     version: int
@@ -142,9 +120,8 @@ class MemoryMarks:
 
 @dataclass(frozen=True)
 class Overview:
-    """A conversation's overview at event `version`: its buckets by index (`width` versions
-    each) and what the next continuation follows (`follow`, as the audit folds it: a segment's
-    calls are read by it)."""
+    """A conversation's overview at event `version`: buckets by index, `width` versions each. `follow`
+    is what the next continuation follows, as the audit folds it."""
 
     version: int = 0
     width: int = 1
@@ -152,8 +129,7 @@ class Overview:
     buckets: dict[int, Bucket] = field(default_factory=dict)
 
     def points(self) -> list[Point] | None:
-        """Returns the points, in order, where every bucket holds one (width 1: exactly the
-        audit's points); None where a bucket holds more (the picture is drawn from buckets)."""
+        """Returns the points in order when every bucket holds at most one; None otherwise."""
         ordered = [self.buckets[i] for i in sorted(self.buckets)]
         if any(b.total != 1 for b in ordered):
             return None
@@ -204,8 +180,7 @@ def _time(micros: int) -> datetime:
 
 
 def width_for(version: int) -> int:
-    """Returns the width (versions per bucket, a power of two) of a log of `version` events:
-    the smallest that keeps every version in `BUCKETS` buckets."""
+    """Returns the smallest power of two that keeps `version` versions in `BUCKETS` buckets."""
     width = 1
     while (version - 1) // width >= BUCKETS:
         width *= 2
@@ -242,11 +217,9 @@ def _add(buckets: dict[int, Bucket], index: int, p: Point) -> None:
 
 
 def fold(state: Overview, events: Iterable[ConversationEvent], rules: RuleSet | str, marks: Marks) -> Overview:
-    """Returns the overview after `events` (one conversation's, in order, each following
-    `state.version`): their points added to their buckets (the width doubled first where a
-    version needs it), an edit's cut turning the points it cuts (found in `marks`) to `cut`.
-    Writes the marks of new segment and message points, and of cut ones, to `marks`. `state`
-    is not changed. Raises ValueError for an event that does not follow the version before."""
+    """Returns the overview after `events` (one conversation's, in order after `state.version`). Cut
+    points are found in and written to `marks`, as are new segment and message points. `state` is
+    not changed. Raises ValueError for an event that does not follow the version before."""
     rules = resolve(rules)
     version, width, follow, buckets = state.version, state.width, state.follow, dict(state.buckets)
     for event in events:
@@ -302,8 +275,7 @@ def _cut(buckets: dict[int, Bucket], width: int, event: TurnsTruncated, marks: M
 
 
 def of_events(events: Sequence[ConversationEvent], rules: RuleSet | str) -> Overview:
-    """Returns the overview of a whole event list at once, from the audit of it (the reference
-    `fold` is held to): its points bucketed at the width of its last version."""
+    """Returns the overview of a whole event list at once, from its audit: `fold`'s reference."""
     state = audit.fold(audit.initial(), events, rules, outcomes=False)
     version = events[-1].originator_version if events else 0
     width = width_for(version)

@@ -1,11 +1,9 @@
 """The page line of a turn's system message (docs/spec-map.md, S36, S37).
 
-With a selected page the user may see: that page. Without one (page 0), under a rule set that
-keeps the last page: that no page is selected now, which page was last selected in the
-conversation, that the transcript and the chat records say which pages earlier steps worked
-on, and to ask before new work on a page the user does not refer to. A page is named only
-where `can_see_page(page_id)` allows it: a selected page the user may not see is said to be
-selected, not named. Under `transcript-only`: "No page is selected."
+With a selected page the user may see: that page. Without one (page 0), under a rule set that keeps
+the last page, it says: no page is selected; which page was last; that earlier steps' pages are in
+the records; and to ask before new work on another page. A page is named only where
+`can_see_page(page_id)` allows it. Under `transcript-only`: "No page is selected."
 """
 
 from __future__ import annotations
@@ -27,8 +25,8 @@ def every_page(page_id: int) -> bool:
 
 @dataclass(frozen=True)
 class PageFilter:
-    """The page check of a user who may see the `visible` pages only (every page when empty)
-    and never a `hidden` one; equal filters compare equal, so a read can be cached per filter."""
+    """The page check of a user who sees the `visible` pages only (all when empty), never a `hidden`
+    one. Equal filters compare equal, so a read can be cached per filter."""
 
     visible: frozenset[int] = frozenset()
     hidden: frozenset[int] = frozenset()
@@ -38,8 +36,8 @@ class PageFilter:
 
 
 def check_slot(can_see_page: PageCheck) -> Hashable | None:
-    """Returns the cache slot of `can_see_page`, what identifies it in a cache: the filter itself, "every" for
-    `every_page`, None for any other callable (whose answers cannot be known in advance)."""
+    """Returns the cache slot of `can_see_page`. The filter itself; "every" for `every_page`; None for
+    any other callable."""
     if isinstance(can_see_page, PageFilter):
         return can_see_page
     return "every" if can_see_page is every_page else None

@@ -1,16 +1,13 @@
 """Where a turn's notes go in the transcript (docs/spec-map.md, S25–S27).
 
-A note's place is a transcript position p (the number of messages before it): a run record
-entry's is the end of the block of its user message (where the segment's answer joined), a
-card outcome's is its `after`. At p a note goes into the assistant message before p, else into
-the assistant message at p, else into an assistant message of its own between the user
-messages at p-1 and p; at the transcript's end or start it goes into that user message.
-Notes follow an assistant's text and precede a user's text. The transcript is not changed.
+A note's place is a transcript position p, the number of messages before it. An entry's p is the end
+of its user message's block; a card outcome's is its `after`. At p a note goes into the assistant
+message before p, else the one at p. Otherwise it gets its own assistant message between the user
+messages at p-1 and p. At the transcript's end or start it goes into that user message. Notes follow
+an assistant's text and precede a user's text. The transcript is not changed.
 
-One rule serves both reads: `place_notes` gives each note its place, reading only the
-messages it needs (the chat's `turn_notes` reads them from rows), and `apply_notes` puts
-placed notes into a transcript (what the chat does; `place` is the two over a whole one).
-"""
+`place_notes` places notes, reading only the messages it needs. `apply_notes` puts placed notes into
+a transcript; `place` does both."""
 
 from __future__ import annotations
 
@@ -29,13 +26,10 @@ Into = Literal["assistant", "user", "new"]
 
 @dataclass(frozen=True)
 class PlacedNote:
-    """One note and its place. `index` is a 0-based index into the transcript the chat holds
-    (user and assistant messages; no system message). `into`: the note joins the assistant
-    message at `index` (inserted at offset `at` of its text, after the answer that ends there),
-    joins the user message at `index` (before its text), or is `new`: part of an assistant
-    message of its own inserted before the message at `index` (at the end when `index` is the
-    transcript's length). `at` counts Unicode code points (a Python str index; PHP's
-    `mb_substr`); `at_byte` is the same place in the text's UTF-8 bytes (PHP's `substr`)."""
+    """One note and its place. `index` is a 0-based index into the chat's transcript (no system
+    message). `into`: the note joins the assistant message at `index` at offset `at`, or the user
+    message at `index` before its text, or is `new`: its own assistant message before `index`. `at`
+    counts code points (PHP's `mb_substr`); `at_byte` counts UTF-8 bytes (PHP's `substr`)."""
 
     text: str
     index: int
@@ -48,10 +42,21 @@ class PlacedNote:
         return {"text": self.text, "index": self.index, "into": self.into, "at": self.at, "at_byte": self.at_byte}
 
 
+_new = object.__new__
+
+
+def _placed(text: str, index: int, into: Into, at: int | None = None, at_byte: int | None = None) -> PlacedNote:
+    """Returns `PlacedNote(text, index, into, at, at_byte)`, its fields set at once (a frozen
+    dataclass's `__init__` sets them one by one through `object.__setattr__`): a turn read
+    places each of its notes."""
+    placed: PlacedNote = _new(PlacedNote)
+    placed.__dict__.update(text=text, index=index, into=into, at=at, at_byte=at_byte)
+    return placed
+
+
 def _target(length: int, p: int, role: Callable[[int], str | None]) -> tuple[int, int]:
-    """Returns where a note at position `p` goes: (index, 1) into message `index`, or (index, 0)
-    into an assistant message of its own inserted before message `index`; `role(i)` reads the
-    role of message i."""
+    """Returns where a note at position `p` goes. (index, 1) is into message `index`; (index, 0) is a
+    new assistant message before it."""
     p = max(0, min(p, length))
     if p > 0 and role(p - 1) == "assistant":
         return (p - 1, 1)
@@ -63,8 +68,8 @@ def _target(length: int, p: int, role: Callable[[int], str | None]) -> tuple[int
 
 
 def _offsets(message: Message, segments: Sequence[str | None]) -> list[int]:
-    """Returns where each note goes in an assistant message : after
-    its own segment's answer, else where it falls in time; as character offsets."""
+    """Returns each note's character offset in an assistant message: after its segment's answer, else
+    by time."""
     split = bool(message.ends) and message.ends[-1] == len(message.text)
     where = {segment: i for i, segment in enumerate(message.segments)} if split else {}
     done, out = 1, []
@@ -83,10 +88,9 @@ def place_notes(
     messages: Callable[[set[int]], dict[int, Message]],
     block_ends: Callable[[set[int]], dict[int, int | None]],
 ) -> tuple[PlacedNote, ...]:
-    """Returns the notes with their places, in order of appearance.
-    `messages(indexes)` reads those transcript messages (one read); `block_ends(numbers)` the
-    index of the user message after each user message `n` (absent or None: the block runs to
-    the end, or there is no such message)."""
+    """Returns the notes with their places, in order of appearance. `messages(indexes)` reads those
+    transcript messages in one read. `block_ends(numbers)` gives the index of the user message after
+    each `n`; None runs to the end."""
     ends = block_ends({n.at for n in notes if n.anchor != "position"})
     found = [n.at if n.anchor == "position" else ends.get(n.at) for n in notes]
     positions = [max(0, min(length if p is None else p, length)) for p in found]
@@ -108,26 +112,26 @@ def place_notes(
         texts = [labelled(body) for body in bodies]
         index, into = key
         if into == 0:
-            placed.extend(PlacedNote(text, index, "new") for text in texts)
+            placed.extend(_placed(text, index, "new") for text in texts)
             continue
         target = read.get(index)
         assert target is not None
         if target.role == "user":
-            placed.extend(PlacedNote(text, index, "user") for text in texts)
+            placed.extend(_placed(text, index, "user") for text in texts)
             continue
         offsets = _offsets(target, [n.segment for n in ordered])
+        ascii_text = target.text.isascii()  # a code point is a byte: the offset is the byte offset
         placed.extend(
-            PlacedNote(text, index, "assistant", at, len(target.text[:at].encode("utf-8")))
+            _placed(text, index, "assistant", at, at if ascii_text else len(target.text[:at].encode("utf-8")))
             for text, at in zip(texts, offsets, strict=True)
         )
     return tuple(placed)
 
 
 def apply_notes(messages: Sequence[Message], notes: Sequence[PlacedNote]) -> tuple[Message, ...]:
-    """Returns the transcript with the notes put in: notes in one place are joined by a line
-    break; a new assistant message holds only its notes; a user message gets its notes, a blank
-    line, then its text; an assistant message gets a blank line and its notes at offset `at`.
-    This is what the chat does with `turn_notes`; it gives `turn_input(...).messages`."""
+    """Returns the transcript with the notes put in, as the chat does with `turn_notes`. Notes at one
+    place are joined by a line break. A new assistant message holds only notes. A user message gets
+    notes, a blank line, its text. An assistant message gets a blank line and notes at `at`."""
     new: dict[int, list[str]] = {}
     into_user: dict[int, list[str]] = {}
     into_assistant: dict[int, dict[int, list[str]]] = {}
@@ -159,8 +163,7 @@ def apply_notes(messages: Sequence[Message], notes: Sequence[PlacedNote]) -> tup
 
 
 def block_ends(messages: Sequence[Message], numbers: set[int]) -> dict[int, int | None]:
-    """Returns, for each user message number, the index of the next user message (None when its
-    block runs to the end); scans back from the end only as far as the oldest number asked."""
+    """Returns, per user message number, the index of the next user message; None when none follows."""
     if not numbers:
         return {}
     lowest, next_user = min(numbers), None
@@ -178,8 +181,8 @@ def block_ends(messages: Sequence[Message], numbers: set[int]) -> dict[int, int 
 
 
 def place(messages: tuple[Message, ...], notes: Sequence[Note], older: bool) -> tuple[tuple[Message, ...], tuple[str, ...]]:
-    """Returns the transcript with `notes` placed in it, and the notes' texts in the order they
-    appear. With `older`, the first note appearing says that older notes exist."""
+    """Returns the transcript with `notes` placed and their texts in order of appearance. With `older`,
+    the first note says older notes exist."""
     placed = place_notes(
         notes,
         older,

@@ -1,10 +1,7 @@
-"""Transcript positions without the texts: how long the transcript is, the role of its last
-message, and where each user message stands. Card outcomes use it for their `after`.
-
-A position is the transcript's length (number of messages) at a moment. User messages are
-typed messages, answers to questions and appended card answers; a segment's answer adds an
-assistant message unless the last message is an assistant's, which it then joins.
-"""
+"""Transcript positions without the texts: the length, the last role, each user message's index. A
+position is the transcript's length at a moment. User messages are typed messages, answers to
+questions and appended card answers. A segment's answer adds an assistant message, or joins the last
+one if it is an assistant's."""
 
 from __future__ import annotations
 
@@ -29,12 +26,8 @@ from projections.prefix_list import extended, taken
 
 
 class Positions(Immutable):
-    """`length` of the transcript, role of its last message, and where each user message
-    stands (`index_of`, `users`).
-
-    The user messages are held as the fold appends them, so that one appended costs O(1)
-    amortised, not a copy of those before it: (number, index) pairs in a list the positions of
-    one fold share, each reading only its own prefix (`_k` pairs), which no fold changes."""
+    """The transcript's `length`, its last message's role, and each user message's index. Appending one
+    costs O(1) amortised: a fold's positions share one list, each reading its prefix."""
 
     length: int = 0
     """How many messages the transcript holds."""
@@ -56,14 +49,12 @@ class Positions(Immutable):
     @computed_field  # type: ignore[prop-decorator]  # pydantic's documented way: a property under it
     @property
     def users(self) -> dict[int, int]:
-        """Each user message number and its index in the transcript (a number given twice,
-        after an edit's cut, maps to its newest index)."""
+        """Each user message number and its index; a number given twice maps to its newest index."""
         pairs, k = _held(self)
         return dict(pairs[:k])
 
     def index_of(self, number: int) -> int | None:
-        """Returns the index of user message `number` in the transcript (its newest, where
-        the number was given twice), None when it holds none: O(messages after it)."""
+        """Returns user message `number`'s newest index, or None: O(messages after it)."""
         pairs, k = _held(self)
         for i in range(k - 1, -1, -1):
             if pairs[i][0] == number:
@@ -83,8 +74,7 @@ _USERS = TypeAdapter(dict[int, int])
 
 
 def _held(positions: Positions) -> tuple[list[tuple[int, int]], int]:
-    """Returns the list of (number, index) pairs `positions` shares and how many it reads (read
-    from the private attributes' dict: pydantic's `__getattr__` costs more than the append)."""
+    """Returns the shared list of (number, index) pairs and how many `positions` reads."""
     held = positions.__pydantic_private__
     assert held is not None
     return held["_pairs"], held["_k"]

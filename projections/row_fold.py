@@ -1,19 +1,12 @@
 """The read models as rows: one event changes a bounded number of rows.
 
-A conversation's `Summary` (`projections.row_head`) is its bounded bookkeeping; everything that
-grows with the history lives in rows behind the `Rows` view: run record entries (the newest
-`RuleSet.record_entries` kept; an older one is deleted when it falls out), card outcomes,
-transcript messages, page changes, turns and each segment's usage row (what the usage audit sums,
-kept when an edit cuts the segment). `apply_to_rows(rows, summary, event, rules)`
-applies one event through the view's small methods and returns the new summary; it reads rows
-only by key (a segment, a transcript index, a user message number), so its cost does not
-depend on the history.
-
-The rules themselves are the folded read models' own functions (`run_record.new_entry`,
-`run_record.decided`, `card_outcomes.approval_outcomes`, `transcript.answered`, …), so the rows
-and a fresh fold of the log (`projections.turn.apply`) cannot read an event differently; a
-property test holds them equal.
-"""
+A conversation's `Summary` (`projections.summary_rows`) is its bounded bookkeeping. What grows with
+the history lives in rows behind `Rows`: run record entries, card outcomes, transcript messages,
+page changes, turns and each segment's usage row (what the usage audit sums, kept when an edit cuts
+the segment). The run record keeps `RuleSet.record_entries`. `apply_to_rows(rows, summary,
+event, rules)` applies one event and returns the new summary. It reads rows only by key, so its cost
+does not depend on the history. Its rules are the folded read models' own functions; a property test
+holds the two equal."""
 
 from __future__ import annotations
 
@@ -42,9 +35,9 @@ from projections import card_outcomes as co
 from projections import run_record as rr
 from projections import transcript as tr
 from projections.card_outcomes import Approval, CardOutcome, OpenCard
-from projections.summary_rows import Summary, Rows, TurnMark, _changed, micros
 from projections.rules import RuleSet
 from projections.steps import LastDecision, decision_after, decision_kind, read_segment
+from projections.summary_rows import Rows, Summary, TurnMark, _changed, micros
 from projections.transcript import Message
 from projections.turn import starts_turn
 from projections.usage import usage_row
@@ -94,10 +87,8 @@ def apply_to_rows(rows: Rows, summary: Summary, event: ConversationEvent, rules:
 
 
 def segment_failed(event: SegmentReturned, follow: LastDecision | None, rules: RuleSet) -> bool:
-    """Whether a segment counts as failed in the list's status (`Summary.failed`): its outcome is
-    neither completed nor waiting for a card or a question, or a call of it is read as failed
-    (`projections.steps.read_segment`, read only where a step was in error), as the overview
-    paints a segment `bad`."""
+    """Returns True when a segment counts as failed (`Summary.failed`), as the overview paints it
+    `bad`. That is: its outcome is neither completed nor waiting, or a call of it is read as failed."""
     if event.outcome not in ("completed", "awaiting_approval", "awaiting_input"):
         return True
     if not any(step.tool_is_error for step in event.steps):
@@ -110,8 +101,8 @@ def segment_failed(event: SegmentReturned, follow: LastDecision | None, rules: R
 
 
 def _update_entry(rows: Rows, summary: Summary, segment: str, **changes: object) -> Summary:
-    """Updates the kept entry of `segment`; returns the summary, no longer `turn_intact` where
-    the latest turn saw that entry."""
+    """Updates the kept entry of `segment`; returns the summary, no longer `turn_intact` if the latest
+    turn saw it."""
     entry = rows.entry(segment)
     if entry is None:
         return summary
@@ -192,8 +183,8 @@ def _replace_transcript(rows: Rows, summary: Summary, messages: tuple[Message, .
 
 @singledispatch
 def _apply(event: ConversationEvent, summary: Summary, rows: Rows, rules: RuleSet) -> Summary:
-    """Applies `event` to the rows; returns `summary` itself when the event leaves it as it is,
-    else a copy made by `_changed` for this event alone (`apply_to_rows` completes it in place)."""
+    """Applies `event` to the rows and returns the summary. It returns `summary` itself when unchanged,
+    else a copy for this event alone."""
     return summary
 
 

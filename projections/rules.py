@@ -32,14 +32,14 @@ class UnknownRuleSet(ChatrecordError):
 class RuleSet(BaseModel):
     """One version of the reading. Frozen; the tool sets are configurable.
 
-    `notes`: whether a turn gets chat-record notes. `refused_calls`: whether the step reading
-    applies the amendment's table (else every tool step in error is a failed call).
-    `keeps_last_page`: whether view_context keeps lastPageId for a turn sent with page 0.
-    `question_tools`: tools that ask the editor (nr-llm: only `ask_choice`).
-    `display_tools`: tools that only drive the chat's display. Both sets are left out of the
-    run record. `max_notes`/`max_note_chars`: the notes' budget per turn (characters of the
-    notes' text, labels included). `record_entries`: entries the run record keeps.
-    """
+    - `notes`: whether a turn gets notes.
+    - `refused_calls`: whether the step reading applies the amendment's table. Without it every tool
+      step in error is a failed call.
+    - `keeps_last_page`: whether lastPageId is kept for a turn sent with page 0.
+    - `question_tools`: tools that ask the editor (nr-llm: `ask_choice`).
+    - `display_tools`: tools that only drive the display. Both sets stay out of the run record.
+    - `max_notes`, `max_note_chars`: the notes' budget per turn, in notes and labelled characters.
+    - `record_entries`: entries the run record keeps."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 

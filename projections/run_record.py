@@ -1,13 +1,11 @@
-"""The run record read model: one entry per run segment, the newest `RuleSet.record_entries`
-(200) kept (docs/spec-map.md, S2–S16).
+"""The run record read model: one entry per run segment, the newest 200 kept (spec S2–S16).
 
-Entry: how the segment ended; the tools that ran with calls and failed calls (without
-display-only tools, question tools, a declined card's calls and held calls); the records
-written (`table:uid`, complete / partial / unconfirmed); the calls still waiting; the decision
-where no card outcome says it (a card outside a guided process, and a plain denial, which
-records no card outcome), on the entry of the segment whose card it decides; the undecided
-reason; the number of card outcomes before it. Built from `projections.steps.read_segment` only.
-"""
+An entry holds how the segment ended and the tools that ran, with calls and failed calls.
+Display-only and question tools, a declined card's calls and held calls are left out. It holds the
+records written (`table:uid`, complete, partial or unconfirmed) and the calls waiting. It holds the
+decision where no card outcome says it, on the decided card's segment's entry. It holds the
+undecided reason and the number of card outcomes before it. Built from
+`projections.steps.read_segment` only."""
 
 from __future__ import annotations
 
@@ -123,8 +121,8 @@ class Entry(Immutable):
 
     @property
     def empty(self) -> bool:
-        """Returns True when nothing ran, nothing was written, nothing was decided and nothing
-        waits or was left undecided in this step (its note is evicted first)."""
+        """Returns True when nothing ran, was written, decided, waits or was left undecided. Its note
+        is evicted first."""
         return not (self.tools or self.written or self.waiting or self.decision or self.undecided)
 
 
@@ -167,8 +165,8 @@ def apply(state: RunRecord, event: ConversationEvent, rules: RuleSet | str) -> R
 
 
 def record_tools(reading: SegmentReading, rules: RuleSet) -> tuple[ToolCount, ...]:
-    """Returns the tools that ran with calls and failed calls, in order of first call, leaving
-    out display-only and question tools, a declined card's calls and held calls."""
+    """Returns the tools that ran with calls and failed calls, in order of first call. Display-only and
+    question tools, a declined card's calls and held calls are left out."""
     counts: dict[str, list[int]] = {}
     question, display = rules.question_tools, rules.display_tools
     for call in reading.calls:
@@ -219,10 +217,19 @@ def _(event: SegmentReturned, state: RunRecord, rules: RuleSet) -> RunRecord:
     return returned(state, event, rules)
 
 
+def reading(event: ConversationEvent, rules: RuleSet, skim: bool = False) -> tuple[str, int | str] | None:
+    """Returns what of `rules` the record's fold of `event` reads (`apply`, or `returned` with
+    `skim`): nothing (None) but for a returned segment, the number of entries kept for a
+    skimmed one, else the rule set. Rule sets of one reading make the same record from the
+    same one (`projections.turn.apply_each`)."""
+    if not isinstance(event, SegmentReturned):
+        return None
+    return ("kept", rules.record_entries) if skim else ("rules", rules.id)
+
+
 def returned(state: RunRecord, event: SegmentReturned, rules: RuleSet, skim: bool = False) -> RunRecord:
-    """Returns the run record after a returned segment. With `skim`, its entry is made without
-    reading its steps (`skimmed_entry`): for a segment whose entry falls out of the record
-    before any state of it is read (`projections.turn.turns_of`); all else is as without."""
+    """Returns the run record after a returned segment. With `skim`, its entry is made without reading
+    its steps (`skimmed_entry`)."""
     if not continues_run(event.trigger, event.run, state.pending.run if state.pending else None):
         state = _give_up(state)
     entry = skimmed_entry(event) if skim else new_entry(event, state.follow, rules)
@@ -243,15 +250,13 @@ def returned(state: RunRecord, event: SegmentReturned, rules: RuleSet, skim: boo
 
 
 def waits_on(event: SegmentReturned) -> str | None:
-    """Returns what a waiting segment's card waits on: its run in a guided process (a skill is
-    in force), None for an ordinary card."""
+    """Returns a waiting guided card's run, or None for an ordinary card."""
     return event.run if is_guided(event) else None
 
 
 def skimmed_entry(event: SegmentReturned) -> Entry:
-    """Returns a returned segment's entry without its reading (no tools, writes or waiting
-    calls): what stands in the record for an entry no one will read, so that the record counts,
-    orders and drops its entries as with the entry `new_entry` makes."""
+    """Returns a segment's entry without tools, writes or waiting calls. It stands for an entry no one
+    reads; the record counts, orders and drops it as a full one."""
     return trusted(
         Entry,
         segment=event.segment,
@@ -308,9 +313,8 @@ def _(event: CardDecided, state: RunRecord, rules: RuleSet) -> RunRecord:
 
 
 def decided(event: CardDecided, run: str | None) -> tuple[str | None, PendingApproval | None]:
-    """Returns the decision a card's entry records and the approval whose outcome is still to
-    come: a guided card (`run` set) records its decision as a card outcome, except a plain
-    denial; so its entry names the decision only where no outcome will say it."""
+    """Returns the decision a card's entry records and the approval whose outcome is to come. The entry
+    names the decision only where no card outcome will say it."""
     said_by_outcome = records_outcome(run is not None, event.answer)
     decision = None if said_by_outcome else event.answer
     # said_by_outcome holds only for a guided card, whose run is set.

@@ -1,21 +1,15 @@
-"""The step reading (RefusedCalls, docs/spec-map.md, S52–S60): one function reads one segment's steps for both
-the activity list and the run record, so the two cannot disagree.
+"""The step reading (RefusedCalls, spec S52–S60), shared by the activity list and the run record.
 
-It reads structure only, never a result text (the events have none):
-  * position: a continuation (trigger `approval` or `answer`) opens with the waiting turn's
-    calls, executed or refused, before its first model round (`context`/`request`/`llm`/…);
-  * duration: nr-llm records the refusal of a waiting turn's call with exactly 0.0 ms, and a
-    call that ran (or a refusal inside a round, beside a proposal) otherwise;
-  * whether the tool asks the editor (`RuleSet.question_tools`, default `ask_choice`).
+It reads structure only, never a result text: * position: a continuation opens with the waiting
+turn's calls, before its first model round; * duration: nr-llm records a waiting call's refusal with
+exactly 0.0 ms; * whether the tool asks the editor (`RuleSet.question_tools`).
 
-Readings of a tool step (the amendment's table, docs/spec-map.md, S45–S51):
-  `declined`      row 1: a declined card's calls (and a load_skill of that turn): no entry
-  `not_permitted` row 2: an approved call no longer offered; row 4: the answered question's tool
-  `held`          rows 3, 5, 6: not run, "noch nicht ausgeführt"
-  `failed`        row 7: a refusal timed like a call that ran, and every call that ran in error
-  `ran`           a call without error
-Under a rule set without the amendment (`refused_calls` False) every error is `failed`.
-"""
+Readings of a tool step (the amendment's table, spec S45–S51): `declined`      row 1: a declined
+card's calls (and that turn's load_skill): no entry `not_permitted` row 2: an approved call no
+longer offered; row 4: the answered question's tool `held`          rows 3, 5, 6: not run, "noch
+nicht ausgeführt" `failed`        row 7: a refusal timed like a call that ran, and every call that
+ran in error `ran`           a call without error Without the amendment (`refused_calls` False)
+every error is `failed`."""
 
 from __future__ import annotations
 
@@ -55,8 +49,8 @@ NOT_PERMITTED_HINT = "Bitte eine Administratorin oder einen Administrator, das W
 
 
 class LastDecision(Immutable):
-    """What a continuation follows: the decision on card `segment` (`approved`/`declined`,
-    with the editor's `answer`) or the answer to its question (`answered`)."""
+    """What a continuation follows: a decision on card `segment` (with `answer`) or an answer to its
+    question."""
 
     kind: DecisionKind
     """`approved`, `declined` or `answered`."""
@@ -67,9 +61,9 @@ class LastDecision(Immutable):
 
 
 def decision_after(follow: LastDecision | None, event: ConversationEvent) -> LastDecision | None:
-    """Returns what the next continuation follows once `event` happened: a decision or an
-    answer sets it, a segment uses it up, a cut of its segment drops it; other events keep it.
-    The one fold of it that the run record, the activity list and the audit share."""
+    """Returns what the next continuation follows once `event` happened. A decision or answer sets it;
+    a segment uses it up; a cut of its segment drops it. The run record, activity list and audit
+    share this fold."""
     if isinstance(event, CardDecided):
         return LastDecision(kind="approved" if event.approved else "declined", segment=event.segment, answer=event.answer)
     if isinstance(event, QuestionAnswered):
@@ -94,8 +88,8 @@ class WriteReading:
 
 @dataclass(frozen=True, slots=True)
 class CallReading:
-    """A tool step as read: `opening` tells a waiting turn's call at a continuation's start;
-    `write` is the write step that followed it, if any."""
+    """A tool step as read. `opening`: a waiting call at a continuation's start. `write`: the write
+    step after it."""
 
     tool: str
     round: int
@@ -123,8 +117,8 @@ class SegmentReading:
 
 
 def decision_kind(trigger: str, follow: LastDecision | None) -> DecisionKind | None:
-    """Returns what a segment of `trigger` follows: the decision for `approval`, the answer for
-    `answer`, None for a turn or a retry or when `follow` does not fit the trigger."""
+    """Returns what a segment of `trigger` follows: the decision, the answer, or None. None for a turn,
+    a retry, or when `follow` does not fit the trigger."""
     if follow is None:
         return None
     if trigger == "approval" and follow.kind in ("approved", "declined"):
@@ -137,13 +131,10 @@ def decision_kind(trigger: str, follow: LastDecision | None) -> DecisionKind | N
 def read_segment(
     steps: Sequence[StepFact], trigger: str, follows: DecisionKind | None, rules: RuleSet, *, outcome: str
 ) -> SegmentReading:
-    """Returns the reading of one segment's `steps` (see the module docstring).
-
-    `trigger` is the segment's trigger; `follows` what its continuation follows (None for a
-    turn or a retry); `outcome` how it ended (nr-llm's AgentRunOutcome): a call is held back
-    only beside a proposal or a question, so only in a segment that paused for one. Reads kind,
-    position, duration, tool name and error flag only.
-    """
+    """Returns the reading of one segment's `steps` (see the module docstring). `trigger` is the
+    segment's trigger; `follows` what it continues (None for a turn or retry). `outcome` is nr-llm's
+    AgentRunOutcome; only a paused segment holds calls back. Reads kind, position, duration, tool
+    name and error flag only."""
     paused = outcome in PAUSED
     opening = trigger in ("approval", "answer")
     calls: list[CallReading] = []
@@ -176,8 +167,7 @@ def read_segment(
 
 
 def read_call(step: StepFact, opening: bool, follows: DecisionKind | None, rules: RuleSet, paused: bool) -> Reading:
-    """Returns the reading of one tool step (the amendment's table, one row per branch);
-    `paused` tells a segment that ended waiting for a card or a question."""
+    """Returns the reading of one tool step; `paused` tells a segment that ended waiting."""
     if not step.tool_is_error:
         return "ran"
     if not rules.refused_calls or step.duration_ms != 0.0:

@@ -1,12 +1,6 @@
-"""A conversation's read models as rows, as the fold sees them: its summary and the rows behind it.
-
-`Summary` is a conversation's bounded bookkeeping (what the next event needs to know: what a
-continuation follows, which cards wait, the transcript's length, the view context, the latest
-turn, `TurnMark`), one row per conversation. Everything that grows with the history lives in
-rows behind the `Rows` view: run record entries, card outcomes, transcript messages, page
-changes, turns and each segment's usage (`projections.usage.UsageRow`).
-`projections.row_fold.apply_to_rows` applies an event through them.
-"""
+"""A conversation's read models as rows, as the fold sees them: its summary and its rows. `Summary` is
+the bounded bookkeeping, one row per conversation. What grows with the history lives in rows behind
+`Rows`. `projections.row_fold.apply_to_rows` applies an event through them."""
 
 from __future__ import annotations
 
@@ -19,13 +13,11 @@ from projections.card_outcomes import Approval, CardOutcome, OpenCard
 from projections.run_record import Entry, PendingApproval
 from projections.steps import LastDecision
 from projections.transcript import Message
-from projections.usage import UsageRow
 from projections.view_context import ViewContext
 
 
 class TurnMark(Immutable):
-    """The latest model call a user message started: its `message` number, time, and the
-    version of the event that started it."""
+    """The latest model call a user message started: `message`, its time, its event's version."""
 
     message: int
     at: datetime
@@ -125,10 +117,8 @@ class Summary(Immutable):
 
 
 def _changed(summary: Summary, update: dict[str, object]) -> Summary:
-    """Returns `summary` with the fields in `update` changed: `summary.model_copy(update=update)`
-    (no validation, the same fields set), made as pydantic's own copy makes it, without its
-    `copy.copy` call per attribute. A summary has no extra fields and
-    no private attributes. The fold makes one or two per event."""
+    """Returns `summary.model_copy(update=update)`, not validated, without pydantic's per-attribute
+    copy. A summary has no extra fields and no private attributes."""
     fields = summary.__dict__.copy()
     fields.update(update)
     return assembled(Summary, fields, summary.__pydantic_fields_set__.union(update))
@@ -150,8 +140,8 @@ class Rows(Protocol):
         """Deletes the entries of these versions."""
 
     def set_aside(self, seqs: Iterable[int]) -> None:
-        """Takes the entries of these versions out of the run record, keeping them aside for
-        the latest turn's input (`aside`) until `drop_aside`."""
+        """Takes these versions' entries out of the run record, kept aside for the latest turn until
+        `drop_aside`."""
 
     def drop_aside(self) -> None:
         """Deletes the entries set aside."""
@@ -172,8 +162,7 @@ class Rows(Protocol):
         """Inserts or replaces transcript message `index` (its block end unset)."""
 
     def end_block(self, index: int, end: int | None) -> None:
-        """Records where the block of the user message at `index` ends (the next user
-        message's index), or None when it runs to the transcript's end."""
+        """Records the next user message's index after the one at `index`; None runs to the end."""
 
     def cut_messages(self, keep: int) -> None:
         """Deletes the transcript messages from index `keep` on."""
@@ -182,14 +171,11 @@ class Rows(Protocol):
         """Records that typed message `message` changed the page to `page`."""
 
     def cut_pages(self, after: int) -> tuple[int | None, int]:
-        """Deletes the page changes of messages after `after`; returns the newest kept page
-        (None when none is kept) and the newest non-zero kept page (0 when none)."""
+        """Deletes page changes after message `after`. Returns the newest kept page (None when none)
+        and the newest non-zero one (0 when none)."""
 
     def put_turn(self, turn: TurnMark) -> None:
         """Records a model call a user message started."""
-
-    def put_usage(self, usage: UsageRow) -> None:
-        """Inserts or replaces the usage row of the segment of version `usage.seq`."""
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

@@ -1,12 +1,9 @@
 """The transcript read model: the messages the model is sent, without notes.
 
-State: `kind` of the conversation (`chat` / `alt_text`) and `messages`, each with its role,
-text and, for a user message, its number. User messages: typed (`UserMessagePosted`), answers
-to questions (`QuestionAnswered`) and appended card answers (`CardDecided.message/text`).
-Assistant messages: segment answers; answers with no user message between them join into one
-message (joined with a blank line), as the chat joins a tour's text. An edit replaces the text
-and cuts the transcript after the edited message. Notes are never stored here.
-"""
+State: the conversation's `kind` (`chat`, `alt_text`) and `messages` with role, text and number.
+User messages: typed ones, answers to questions and appended card answers. Assistant messages:
+segment answers; consecutive answers join with a blank line. An edit replaces the text and cuts the
+transcript after it. Notes are never stored here."""
 
 from __future__ import annotations
 
@@ -40,12 +37,8 @@ JOIN = "\n\n"
 
 
 class Message(Immutable):
-    """One transcript message; `number` is the user message number (None for the assistant).
-
-    An assistant message joined from segment answers names them in `segments`, with `ends`
-    the character offset in `text` where each one's answer ends (so a note can stand beside
-    its own segment's answer).
-    """
+    """One transcript message; `number` is the user message number (None for the assistant). A joined
+    assistant message names its `segments`, with `ends` each answer's end offset in `text`."""
 
     role: Literal["user", "assistant"]
     """`user` or `assistant`."""
@@ -60,15 +53,10 @@ class Message(Immutable):
 
 
 class Transcript(Immutable):
-    """The transcript of one conversation: `Transcript(kind=…, messages=…)`, validated and
-    dumped (`model_dump`: `{"kind", "messages"}`) as a model of those two fields, equal to
-    another of the same kind and messages.
-
-    Held as the fold appends to it, so that a message appended costs O(1) amortised, not a copy
-    of the messages before it: the messages before the last (`_done[:_n]`, a list the
-    transcripts of one fold share, each reading only its own prefix, which no fold changes),
-    and the last apart (`_last`, so an answer joined to it replaces it without a copy).
-    `messages` builds the tuple at its first read and keeps it."""
+    """The transcript of one conversation: `Transcript(kind=…, messages=…)`. It validates, dumps
+    (`{"kind", "messages"}`) and compares as those two fields. Appending costs O(1) amortised: the
+    fold's transcripts share one list (`_done[:_n]`). The last message is apart (`_last`), so a
+    joined answer replaces it without a copy. `messages` builds its tuple once."""
 
     kind: Literal["chat", "alt_text"] = "chat"
     """The conversation's kind: `chat`, or `alt_text` (no notes)."""
@@ -131,15 +119,13 @@ def _of(state: Transcript) -> tuple[list[Message], int, Message | None]:
 
 
 def held_messages(state: Transcript) -> tuple[list[Message], int, Message | None]:
-    """Returns how `state` holds its messages without building their tuple: the list whose
-    first `n` are the messages before the last (a list the transcripts of one fold share; no
-    fold changes that prefix), `n`, and the last message (None when it is in the list)."""
+    """Returns the shared list, `n` (its first `n` precede the last message) and the last message. The
+    last is None when it is in the list."""
     return _of(state)
 
 
 def _append(state: Transcript, message: Message) -> Transcript:
-    """Returns `state` with `message` appended: O(1) amortised (the list `state` reads is
-    extended in place when `state` reads all of it, else its part copied once)."""
+    """Returns `state` with `message` appended, in O(1) amortised."""
     done, n, last = _of(state)
     if last is not None:
         done, n = extended(done, n, (last,)), n + 1
@@ -160,24 +146,32 @@ def initial() -> Transcript:
 
 
 def apply(state: Transcript, event: ConversationEvent, rules: RuleSet | str) -> Transcript:
-    """Returns the transcript after `event`. Under a rule set with notes, a label's opening
-    that a user or an answer wrote, or one that reads as it, is disarmed (see
-    `projections.label_guard`)."""
+    """Returns the transcript after `event`. Under a rule set with notes, a forged label opening is
+    disarmed (`projections.label_guard`)."""
+    return applied(state, event, disarms(event, resolve(rules)))
+
+
+def applied(state: Transcript, event: ConversationEvent, disarmed: bool) -> Transcript:
+    """Returns the transcript after `event`, what it adds or changes disarmed when `disarmed`
+    (`disarms`): rule sets folded side by side share one transcript until they disarm apart."""
     after = _APPLY(event, state)
-    if disarms(event, resolve(rules)):
+    if disarmed:
         return _replaced(after, tuple(m.model_copy(update={"text": disarm(m.text)}) for m in after.messages))
     return after
 
 
+def reading(rules: RuleSet) -> bool:
+    """Returns what of `rules` `disarms` reads (whether the rule set has notes)."""
+    return rules.notes
+
+
 def disarms(event: ConversationEvent, rules: RuleSet) -> bool:
-    """Returns True when `event` brings a label's opening into the transcript under a rule set
-    with notes: then the messages it adds or changes are disarmed."""
+    """Returns True when `event` brings a label opening in under a rule set with notes."""
     return rules.notes and any(has_forged_label(text) for text in _texts(event))
 
 
 def _texts(event: ConversationEvent) -> Iterator[str]:
-    """Yields the texts an event brings into the transcript (only those are searched), one by
-    one: the fold asks of every event, and most have none."""
+    """Yields the texts an event brings into the transcript; most events have none."""
     text, answer, messages = _text_fields(type(event))
     for name in (text, answer):
         value = getattr(event, name) if name else None
@@ -189,8 +183,7 @@ def _texts(event: ConversationEvent) -> Iterator[str]:
 
 @cache
 def _text_fields(cls: type) -> tuple[str | None, str | None, str | None]:
-    """Returns which of `text`, `answer` and `messages` an event class has (None: not a field):
-    asking an event for a field it lacks costs pydantic an AttributeError, once per event."""
+    """Returns which of `text`, `answer` and `messages` an event class has; None for none."""
     fields = getattr(cls, "model_fields", {})
     text, answer, messages = (name if name in fields else None for name in ("text", "answer", "messages"))
     return text, answer, messages
@@ -261,8 +254,8 @@ def _(event: SegmentReturned, state: Transcript) -> Transcript:
 
 
 def answered(last: Message | None, segment: str, answer: str) -> Message:
-    """Returns the assistant message a segment's `answer` makes: joined to `last`, the
-    transcript's last message when it is an assistant's, else a message of its own."""
+    """Returns the assistant message a segment's `answer` makes. It joins `last` when that is an
+    assistant's message, else it is a message of its own."""
     if last is None:  # from a validated event's fields: not validated again (`domain.values.trusted`)
         return trusted(Message, role="assistant", text=answer, segments=(segment,), ends=(len(answer),))
     text = last.text + JOIN + answer

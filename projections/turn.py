@@ -1,11 +1,7 @@
-"""The turn input: for a model call started by a user message, exactly the messages the model
-is sent (docs/spec-map.md, D15), and the read models as that turn saw them.
-
-`messages`: a system message holding the page line, then the transcript with the notes placed
-in it. An `alt_text` conversation and the `transcript-only` rule set get no notes. One pass over
-the events (`replay_turns`) folds every read model incrementally; building one turn's input
-from the folded state costs what the notes' budget allows, not what the history holds.
-"""
+"""The turn input: exactly the messages a model call is sent (spec D15), and the read models it saw.
+`messages`: a system message with the page line, then the transcript with the notes placed. An
+`alt_text` conversation and the `transcript-only` rule set get no notes. `replay_turns` folds every
+read model in one pass. One turn's input costs the notes' budget, not the history."""
 
 from __future__ import annotations
 
@@ -59,8 +55,8 @@ def initial() -> TurnState:
 
 
 def apply(state: TurnState, event: ConversationEvent, rules: RuleSet | str, skim: frozenset[str] = frozenset()) -> TurnState:
-    """Returns the state after `event`: every read model folded under `rules`; the run record
-    entry of a segment in `skim` made without reading its steps (`run_record.returned`)."""
+    """Returns the state after `event`, every read model folded under `rules`. Segments in `skim` get
+    entries made without reading their steps."""
     rules = resolve(rules)
     if skim and isinstance(event, SegmentReturned) and event.segment in skim:
         record = run_record.returned(state.record, event, rules, skim=True)
@@ -75,11 +71,54 @@ def apply(state: TurnState, event: ConversationEvent, rules: RuleSet | str, skim
     return assembled(TurnState, fields, set(fields))  # each field given: pydantic's model_construct, at a third of its cost
 
 
+def apply_each(
+    states: Sequence[TurnState], event: ConversationEvent, rule_sets: Sequence[RuleSet], skims: Sequence[frozenset[str]]
+) -> list[TurnState]:
+    """Returns `[apply(states[i], event, rule_sets[i], skims[i]) for each i]`, folding once
+    where several states hold the same read model and `event` changes it alike under their rule
+    sets: the run record where they read `event` alike (`run_record.reading`: all but a returned
+    segment), the transcript where `event` is disarmed alike (`transcript.applied`), the card
+    outcomes where `event` does not read the rule set (`card_outcomes.reads_rules`), the view
+    context where the rule sets read it alike (`view_context.reading`). The same states, with
+    less work for rule sets folded side by side."""
+    transcripts: dict[tuple[bool, int], Transcript] = {}
+    views: dict[tuple[bool, int], ViewContext] = {}
+    disarmed: dict[bool, bool] = {}  # by the part of a rule set `transcript.disarms` reads
+    outcomes: dict[tuple[str | None, int], CardOutcomes] = {}
+    after = []
+    records: dict[tuple[tuple[str, int | str] | None, int], RunRecord] = {}
+    for state, rules, skim in zip(states, rule_sets, skims, strict=True):
+        skimmed = bool(skim) and isinstance(event, SegmentReturned) and event.segment in skim
+        made = (run_record.reading(event, rules, skimmed), id(state.record))
+        if made not in records:
+            if skimmed:
+                assert isinstance(event, SegmentReturned)
+                records[made] = run_record.returned(state.record, event, rules, skim=True)
+            else:
+                records[made] = run_record.apply(state.record, event, rules)
+        record = records[made]
+        reads = transcript.reading(rules)
+        if reads not in disarmed:
+            disarmed[reads] = transcript.disarms(event, rules)
+        key = (disarmed[reads], id(state.transcript))
+        if key not in transcripts:
+            transcripts[key] = transcript.applied(state.transcript, event, disarmed[reads])
+        seen = (view_context.reading(rules), id(state.view))
+        if seen not in views:
+            views[seen] = view_context.apply(state.view, event, rules)
+        read = (rules.id if card_outcomes.reads_rules(state.outcomes, event) else None, id(state.outcomes))
+        if read not in outcomes:
+            outcomes[read] = card_outcomes.apply(state.outcomes, event, rules)
+        fields = {"transcript": transcripts[key], "record": record, "outcomes": outcomes[read], "view": views[seen]}
+        after.append(assembled(TurnState, fields, set(fields)))
+    return after
+
+
 @dataclass(frozen=True)
 class TurnInput:
-    """What one model call is sent, and the read models as it saw them. `message` is the user
-    message number that started it; `at` its time (UTC); `system` the system message's text;
-    `messages` the transcript with the notes placed; `notes` the notes in order of appearance."""
+    """What one model call is sent, and the read models as it saw them. `message`: the user message
+    that started it. `at`: its time (UTC). `system`: the system text. `messages`: the transcript
+    with notes placed. `notes`: the notes in order of appearance."""
 
     message: int
     at: datetime
@@ -122,9 +161,8 @@ def turn_input(
     can_see_page: PageCheck = every_page,
     note: NoteOf = note_of,
 ) -> TurnInput:
-    """Returns the turn input of user message `message` at `at` from a folded `state`; `note`
-    renders each run record entry's and card outcome's note (`projections.notes.NoteOf`: a
-    caller may pass one that keeps the notes it rendered, as the turn read does)."""
+    """Returns the turn input of user message `message` at `at` from a folded `state`. `note` renders
+    each note (`projections.notes.NoteOf`); a caller may pass a caching one."""
     rules = resolve(rules)
     messages = state.transcript.messages
     notes: tuple[str, ...] = ()
@@ -144,8 +182,8 @@ def turn_input(
 
 
 def starts_turn(event: ConversationEvent, edited: int | None) -> int | None:
-    """Returns the user message number whose model call `event` starts, else None: a typed
-    message, a retry, or the cut after an edit (the edited message runs again)."""
+    """Returns the user message number whose model call `event` starts, else None. A typed message, a
+    retry or an edit's cut starts one."""
     if isinstance(event, (UserMessagePosted, TurnRetried)):
         return event.message
     if isinstance(event, TurnsTruncated) and edited == event.after_message:
@@ -156,9 +194,7 @@ def starts_turn(event: ConversationEvent, edited: int | None) -> int | None:
 def _turns(
     events: Iterable[ConversationEvent], rules: RuleSet, skim: frozenset[str] = frozenset()
 ) -> Iterator[tuple[TurnState, int, datetime]]:
-    """Yields (state, user message number, time) for each model call the events start, with the
-    read models as that call saw them: one pass over the events (the entries of `skim` made
-    without their reading: `apply`)."""
+    """Yields (state, user message number, time) for each model call the events start, in one pass."""
     state, edited = initial(), None
     for event in events:
         state = apply(state, event, rules, skim)
@@ -185,10 +221,9 @@ def turns_of(
     rules: RuleSet | str = DEFAULT_RULE_SET,
     can_see_page: PageCheck = every_page,
 ) -> tuple[list[TurnInput], TurnInput | None, list[int]]:
-    """Returns the inputs of the turns user message `message` started (its model call, and any
-    retry or edit of it, each as it saw it), the input of the latest turn (None when no event
-    starts one) and the user message number of every turn, in order: what `replay --at`
-    shows and checks. One pass over the events; only those turns' inputs are built."""
+    """Returns the inputs of the turns user message `message` started, the latest turn's input, and all
+    turn numbers. The latest is None when no event starts a turn. This is what `replay --at` shows.
+    One pass; only those turns' inputs are built."""
     rules = resolve(rules)
     events = events if isinstance(events, Sequence) else list(events)
     picked: list[TurnInput] = []
@@ -206,16 +241,23 @@ def turns_of(
 
 
 def falls_out_before(events: Sequence[ConversationEvent], message: int, rules: RuleSet) -> frozenset[str]:
-    """Returns the segments whose run record entries fall out of the record (it keeps the
-    newest `rules.record_entries`; an edit's cut takes entries out) before the first turn of
-    user message `message` starts: no state a turn of that message or a later one reads holds
-    them, since an entry that fell out never comes back. Empty when no turn of `message`
-    starts. One pass over the events, reading segment ids only (`turns_of` then builds those
-    entries without reading their steps)."""
+    """Returns the segments whose entries fall out of the run record before message `message`'s first
+    turn. No later turn reads them: a fallen-out entry never comes back. Empty when no turn of
+    `message` starts. One pass, reading segment ids only."""
+    edited: int | None = None
+    for index, event in enumerate(events):
+        if starts_turn(event, edited) == message:
+            return falls_out_until(events, index, rules)
+        edited = event.message if isinstance(event, MessageEdited) else None
+    return frozenset()
+
+
+def falls_out_until(events: Sequence[ConversationEvent], stop: int, rules: RuleSet) -> frozenset[str]:
+    """Returns the segments whose entries fall out of the run record in `events[: stop + 1]`
+    (`falls_out_before`). One pass, reading segment ids only."""
     present: deque[str] = deque()
     out: set[str] = set()
-    edited: int | None = None
-    for event in events:
+    for event in events[: stop + 1]:
         if isinstance(event, SegmentReturned):
             present.append(event.segment)
             if len(present) > rules.record_entries:
@@ -223,10 +265,39 @@ def falls_out_before(events: Sequence[ConversationEvent], message: int, rules: R
         elif isinstance(event, TurnsTruncated):
             cut = set(event.cut_segments)
             present = deque(s for s in present if s not in cut)
-        if starts_turn(event, edited) == message:
-            return frozenset(out)
+    return frozenset(out)
+
+
+def newest_inputs(
+    events: Sequence[ConversationEvent], rule_sets: Sequence[str], count: int, can_see_page: PageCheck = every_page
+) -> dict[str, list[TurnInput]]:
+    """Returns, per rule set of `rule_sets` (ids as given), the inputs of the newest `count`
+    turns, each as `replay_turns` gives it: one pass over the log folding every rule set's read
+    models side by side, the run record entries that fall out before the first of those turns
+    made without reading their steps (`projections.turn.falls_out_until`)."""
+    starts, edited = [], None
+    for index, event in enumerate(events):
+        if starts_turn(event, edited) is not None:
+            starts.append(index)
         edited = event.message if isinstance(event, MessageEdited) else None
-    return frozenset()
+    inputs: dict[str, list[TurnInput]] = {rules: [] for rules in rule_sets}
+    wanted = set(starts[-count:]) if count > 0 else set()
+    if not wanted:
+        return inputs
+    folds = [(rules, resolve(rules)) for rules in rule_sets]
+    resolved = [r for _, r in folds]
+    skims = [falls_out_until(events, min(wanted), r) for r in resolved]
+    first = initial()
+    states = [first for _ in folds]  # one start: the rule sets that read alike share their folds
+    edited = None
+    for index, event in enumerate(events[: max(wanted) + 1]):
+        states = apply_each(states, event, resolved, skims)
+        number = starts_turn(event, edited)
+        edited = event.message if isinstance(event, MessageEdited) else None
+        if index in wanted and number is not None:
+            for state, (rules, r) in zip(states, folds, strict=True):
+                inputs[rules].append(turn_input(state, number, event.timestamp, r, can_see_page))
+    return inputs
 
 
 def build_turn_input(

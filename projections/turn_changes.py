@@ -1,25 +1,16 @@
-"""Replay turn by turn: every turn's model input streamed as the log is folded (`turn_stream`),
-whole (`TurnInput.to_json`, the `replay --json` contract) or as what changed since the turn
-before (`TurnChanges`, the `--changes` form), so a whole history costs output linear in its
-length, not in its square.
+"""Replay turn by turn: each turn's model input streamed as the log is folded (`turn_stream`).
 
-A turn's changes, beside its `message`, `at` and `view_context`:
+A turn is given whole (`TurnInput.to_json`, `replay --json`) or as its changes (`--changes`). A
+turn's changes, beside `message`, `at` and `view_context`:
 
-- `page_line`: the system message's text where it differs from the turn before's (null: the same);
-- `kept`, `appended`: the transcript the chat holds (user and assistant messages, the notes not
-  in them) is the turn before's first `kept` messages, then `appended`;
-- `notes`: `dropped` the turn before's notes no longer sent (`n`: the position among its notes,
-  `text`), `moved` (the same text at another place; `was`: its position in the turn before) and
-  `added` the notes sent at another place or not sent before, each a `PlacedNote` with `n`, its
-  position among the turn's notes in order of appearance; the turn before's other notes keep
-  their order and fill the positions left. `apply_notes(transcript, notes)` gives the messages;
-- `record`: the run record's entries `dropped` (by segment) and `changed` (new or different,
-  each whole; a new one goes at the end);
+- `page_line`: the system text where it differs from the turn before's; null when the same.
+- `kept`, `appended`: the transcript is the turn before's first `kept` messages, then `appended`.
+- `notes`: `dropped` (`n`, `text`), `moved` (`was`) and `added` (`PlacedNote` with `n`). Other notes
+  keep their order and fill the positions left.
+- `record`: entries `dropped` (by segment) and `changed` (whole; a new one goes at the end).
 - `card_outcomes`: the turn before's first `kept`, then `appended`.
 
-`Rebuilt` is the reference reader: fed the changes turn by turn, it gives each whole turn,
-exactly as `replay --json` prints it.
-"""
+`Rebuilt`, the reference reader, gives each whole turn as `replay --json` prints it."""
 
 from __future__ import annotations
 
@@ -66,8 +57,7 @@ class HeldMessages(Sequence[Message]):
 
 @dataclass(frozen=True)
 class Turn:
-    """One turn as the fold met it: its position among the conversation's turns (`index`, from
-    0), the user message that started it, its time and the read models as it saw them."""
+    """One turn as the fold met it: `index` (from 0), its user message, its time and the read models."""
 
     index: int
     message: int
@@ -76,8 +66,7 @@ class Turn:
 
 
 def turn_states(events: Iterable[ConversationEvent], rules: RuleSet) -> Iterator[Turn]:
-    """Yields each turn the events start, with the read models as it saw them: one pass, each
-    event folded once, nothing of an earlier turn kept."""
+    """Yields each turn the events start, with its read models; one pass, nothing of an earlier turn kept."""
     state, edited, index = turns.initial(), None, 0
     for event in events:
         state = turns.apply(state, event, rules)
@@ -89,8 +78,7 @@ def turn_states(events: Iterable[ConversationEvent], rules: RuleSet) -> Iterator
 
 
 def placed_notes(state: TurnState, rules: RuleSet, can_see_page: PageCheck = every_page) -> tuple[PlacedNote, ...]:
-    """Returns the notes of the turn input of `state`, each with its place in the transcript
-    (as `projections.turn.turn_input` places them; its cost is the notes' budget's)."""
+    """Returns the notes of `state`'s turn input with their places, as `turn_input` places them."""
     if not rules.notes or state.transcript.kind != "chat":
         return ()
     held = HeldMessages(state)
@@ -100,8 +88,8 @@ def placed_notes(state: TurnState, rules: RuleSet, can_see_page: PageCheck = eve
 
 @dataclass(frozen=True)
 class Seen:
-    """What a turn's changes are counted from: the turn before's transcript, notes, page line,
-    run record and card outcomes."""
+    """What a turn's changes are counted from: the turn before's transcript, notes, page line, record,
+    outcomes."""
 
     messages: HeldMessages
     notes: tuple[PlacedNote, ...]
@@ -126,8 +114,7 @@ NOTHING = Seen(HeldMessages(turns.initial()), (), "", (), ())
 
 
 def _kept_messages(before: HeldMessages, now: HeldMessages) -> int:
-    """Returns how many first messages `now` shares with `before`: the fold's shared list
-    answers for its common prefix at once; the rest is compared message by message."""
+    """Returns how many first messages `now` shares with `before`."""
     start = min(before.n, now.n) if before.done is now.done else 0
     limit = min(len(before), len(now))
     kept = start
@@ -146,10 +133,9 @@ def _kept_prefix(before: tuple[Any, ...], now: tuple[Any, ...]) -> int:
 
 
 def _notes_changes(before: Sequence[PlacedNote], now: Sequence[PlacedNote]) -> dict[str, Any]:
-    """Returns the notes `added` and `moved` (each with `n`, its position in `now`; a moved one
-    with `was`, its position in `before`: the same text at another place) and `dropped` (each
-    with `n`, its position in `before`, and its text). The other notes of `before`, at the same
-    place and in the same order, are not named: they fill the positions left, in their order."""
+    """Returns the notes `added`, `moved` and `dropped` between `before` and `now`. Added and moved
+    carry `n`, the position in `now`; moved also `was`, the position in `before`. Dropped carry `n`
+    in `before` and the text. Unchanged notes are not named."""
     places: dict[tuple[str, int, str, int | None], list[int]] = {}
     for i, n in enumerate(before):
         places.setdefault((n.text, n.index, n.into, n.at), []).append(i)
@@ -186,8 +172,8 @@ def _record_changes(before: tuple[Entry, ...], now: tuple[Entry, ...]) -> dict[s
 
 
 def changes_json(turn: Turn, before: Seen, now: Seen) -> dict[str, Any]:
-    """Returns the `--changes` object of `turn` (see the module), `now` what it shows and
-    `before` what the turn before showed (`NOTHING` for the first turn)."""
+    """Returns the `--changes` object of `turn`, from what it shows (`now`) and what the turn before
+    showed. `before` is `NOTHING` for the first turn."""
     kept = _kept_messages(before.messages, now.messages)
     kept_outcomes = _kept_prefix(before.outcomes, now.outcomes)
     return {
@@ -209,9 +195,8 @@ def in_range(message: int, first: int | None, last: int | None) -> bool:
 
 
 class TurnWriter:
-    """Writes each turn's JSON under one rule set: whole, or its changes since the turn before
-    (`passed` is told every turn, in order, so the changes of one after a turn not written are
-    counted from it)."""
+    """Writes each turn's JSON under one rule set, whole or as its changes. `passed` is told every turn
+    in order, so changes count from a turn not written too."""
 
     def __init__(self, rules: RuleSet, can_see_page: PageCheck, changes: bool) -> None:
         self.rules, self.can_see_page, self.changes = rules, can_see_page, changes
@@ -247,10 +232,9 @@ def turn_stream(
     start: int = 0,
     limit: int | None = None,
 ) -> Iterator[tuple[Turn, dict[str, Any]]]:
-    """Yields each turn of user messages `first`…`last` (both inclusive, either open), from the
-    `start`th turn (0: the first) and at most `limit` of them, with its JSON: whole, or its
-    changes since the turn before (whether or not that one is yielded). One pass over the
-    events; a turn not yielded costs its fold only (and, before one that is, its notes)."""
+    """Yields each turn of messages `first`…`last` (inclusive, either open) with its JSON. It starts at
+    the `start`th turn and yields at most `limit`. Changes count from the turn before, yielded or
+    not. One pass; a turn not yielded costs its fold only."""
     writer = TurnWriter(resolve(rules), can_see_page, changes)
     given = 0
     for turn in turn_states(events, writer.rules):
@@ -263,9 +247,8 @@ def turn_stream(
 
 
 class Rebuilt:
-    """The reference reader of the `--changes` form: fed each turn's changes in order (from the
-    first turn, or from the turn after one it was `started` at), it returns each whole turn,
-    exactly as `replay --json` prints it."""
+    """The reference reader of the `--changes` form. Fed each turn's changes in order, from the first
+    or after the one it `started` at, it returns each whole turn as `replay --json` prints it."""
 
     def __init__(self) -> None:
         self.transcript: list[dict[str, str]] = []

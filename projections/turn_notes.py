@@ -1,13 +1,7 @@
-"""The chat's read of a turn: the page line and each note with its place, without the
-transcript (which the chat holds already).
-
-`turn_notes` selects the notes as `projections.turn.turn_input` does and places them by the
-same rule (`projections.placement.place_notes`), asking only for the transcript messages it
-needs: the message on each side of a note's position, and where a user message's block ends.
-So its cost is bounded by the notes' budget, not by the history. `apply_notes` is the
-reference for the chat: it puts the notes into the transcript, giving exactly
-`turn_input(...).messages`.
-"""
+"""The chat's read of a turn: the page line and each note with its place, without the transcript.
+`turn_notes` selects notes as `turn_input` does and places them by the same rule. It asks only for
+the messages beside each note and for block ends; its cost is the budget's. `apply_notes` puts the
+notes in and gives exactly `turn_input(...).messages`."""
 
 from __future__ import annotations
 
@@ -29,9 +23,8 @@ Into = Literal["assistant", "user", "new"]
 
 @dataclass(frozen=True)
 class TurnNotes:
-    """What the chat adds to its transcript for the next model call: the system message's
-    `page_line` and the `notes` in the order they appear, under rule set `rules`, read at
-    conversation `version`."""
+    """What the chat adds for the next model call: `page_line` and `notes` in order of appearance. They
+    are read under rule set `rules` at conversation `version`."""
 
     conversation: str
     rules: str
@@ -65,10 +58,9 @@ def turn_notes(
     can_see_page: PageCheck = every_page,
     note: NoteOf = note_of,
 ) -> TurnNotes:
-    """Returns the turn's notes with their places. `record` holds the kept run record entries;
-    `newest_outcomes` the newest card outcomes (at least `rules.max_notes + 1` of them, or all),
-    oldest first; `outcome_count` how many exist; `note` renders an item's note (`note_of`, or
-    one that keeps the notes it rendered before)."""
+    """Returns the turn's notes with their places. `record`: the kept run record entries.
+    `newest_outcomes`: at least `rules.max_notes + 1` newest card outcomes, or all, oldest first.
+    `outcome_count`: how many exist. `note` renders an item's note (`note_of`, or a caching one)."""
     rules = resolve(rules)
     placed: tuple[PlacedNote, ...] = ()
     if rules.notes and kind == "chat":

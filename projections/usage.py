@@ -131,6 +131,12 @@ def usage_row(event: SegmentReturned, reading: SegmentReading, at: int, conversa
     )
 
 
+def tool_times(event: SegmentReturned) -> tuple[tuple[str, float], ...]:
+    """Returns each tool call of the segment `event` in order, as its tool's name and the
+    duration its step stated in ms (a refused call of a waiting turn states 0.0)."""
+    return tuple((step.tool_name or "", step.duration_ms) for step in event.steps if step.kind == "tool")
+
+
 def usage_line(usage: dict[str, Any]) -> str:
     """Returns a segment's usage (`SegmentUsage.model_dump()`, as an audit row holds it) in one
     line, as `audit` and the timeline page show it: time, model calls with the model, tokens in

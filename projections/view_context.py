@@ -1,11 +1,7 @@
-"""The view context read model: `pageId` of the latest turn and `lastPageId`, the page last
-selected in the conversation, kept when a turn comes with page 0 (docs/spec-map.md, S34).
-
-`lastPageId` is no selected page: everything that acts on the selected page reads `pageId`;
-only the prompt's page line uses `lastPageId`. Under a rule set that does not keep it
-(`transcript-only`), `lastPageId` equals `pageId`. An edit goes back to the pages of the
-messages it keeps.
-"""
+"""The view context read model: `pageId` of the latest turn and `lastPageId` (spec S34). `lastPageId`
+is the page last selected, kept when a turn comes with page 0. It is no selected page: only the
+prompt's page line reads it. Under `transcript-only`, `lastPageId` equals `pageId`. An edit goes
+back to the kept messages' pages."""
 
 from __future__ import annotations
 
@@ -19,8 +15,8 @@ from projections.rules import RuleSet, resolve
 
 
 class ViewContext(Immutable):
-    """`page_id` of the latest turn (0 = none), `last_page_id` (0 = none yet), and `changes`:
-    (message, page) for each typed message whose page differs from the one before it."""
+    """`page_id` of the latest turn and `last_page_id`, 0 meaning none. `changes` holds (message, page)
+    for each typed message whose page differs from the one before."""
 
     page_id: int = 0
     """The page of the latest turn; 0 when none is selected."""
@@ -44,9 +40,15 @@ def apply(state: ViewContext, event: ConversationEvent, rules: RuleSet | str) ->
     return _APPLY(event, state, resolve(rules))
 
 
+def reading(rules: RuleSet) -> bool:
+    """Returns what of `rules` the view context's fold reads (whether it keeps the last page):
+    rule sets with the same reading fold the same view context from the same one."""
+    return rules.keeps_last_page
+
+
 def last_page(page_id: int, last_page_id: int, rules: RuleSet) -> int:
-    """Returns lastPageId after a turn with `page_id`: the page itself, or for page 0 the page
-    kept from before (when the rule set keeps it)."""
+    """Returns lastPageId after a turn with `page_id`. Page 0 gives the page kept from before, when the
+    rule set keeps it."""
     if page_id or not rules.keeps_last_page:
         return page_id
     return last_page_id

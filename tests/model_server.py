@@ -36,16 +36,20 @@ class Scripted:
     status: int = 200
     malformed: bool = False
     drop: bool = False
+    usage: dict[str, Any] | None = None
+    """The reply's `usage` as sent, in place of the counts of `text`."""
 
 
-def completion(text: str, model: str) -> dict[str, Any]:
+def completion(text: str, model: str, usage: dict[str, Any] | None = None) -> dict[str, Any]:
     return {
         "id": "chatcmpl-test",
         "object": "chat.completion",
         "created": int(time.time()),
         "model": model,
         "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": 120, "completion_tokens": len(text.split()), "total_tokens": 120 + len(text.split())},
+        "usage": usage
+        if usage is not None
+        else {"prompt_tokens": 120, "completion_tokens": len(text.split()), "total_tokens": 120 + len(text.split())},
     }
 
 
@@ -110,7 +114,7 @@ class ModelServer:
                     raise ConnectionResetError("scripted drop")
 
                 return StreamingResponse(broken(), media_type="application/json", headers={"content-length": "4096"})
-            return JSONResponse(completion(reply.text, self.MODEL))
+            return JSONResponse(completion(reply.text, self.MODEL, reply.usage))
 
         return app
 

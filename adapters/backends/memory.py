@@ -1,11 +1,6 @@
-"""The in-memory backend: the library's POPO persistence, for tests (nothing is kept after
-the process ends).
-
-`MemoryFactory` makes the chained application recorder (`ChainedPOPORecorder`) and the data
-keys (`MemoryDataKeys`), and hands out the store's pieces in dicts: the history index
-(`MemoryHistoryTables`), the views (`MemoryViewStorage`) and the kept idempotency keys
-(`MemoryIdempotencyKeys`).
-"""
+"""The in-memory backend: the library's POPO persistence, for tests; nothing outlives the process.
+`MemoryFactory` makes the chained recorder and the data keys. It hands out the history index, the views
+and the idempotency keys, each in dicts."""
 
 from __future__ import annotations
 
@@ -224,8 +219,7 @@ class MemoryHistoryTables(HistoryIndex):
 
 
 class MemoryViewTables:
-    """The views' rows of an in-memory store, as its database keeps them (the SQL backends'
-    views' tables): dicts per generation and the live pointer, under one lock."""
+    """The views' rows of an in-memory store: dicts per generation and the live pointer, under one lock."""
 
     def __init__(self) -> None:
         self.lock = threading.RLock()
@@ -234,8 +228,8 @@ class MemoryViewTables:
 
 
 class MemoryViewStorage(ViewStorage):
-    """The in-memory store's views on `tables` (its recorder's, `ChainedPOPORecorder.view_tables`:
-    every storage of one store sees the same rows); `texts` is kept, the rows stay plain."""
+    """The in-memory store's views on `tables`, its recorder's; every storage of one store sees the same
+    rows. `texts` is kept; the rows stay plain."""
 
     def __init__(self, recorder: Any, tables: MemoryViewTables, texts: ViewTexts | None = None) -> None:
         self.recorder, self.texts = recorder, texts
@@ -329,8 +323,7 @@ class MemoryIdempotencyKeys(IdempotencyKeys):
 
 
 class MemoryReproductionRows(ReproductionRows):
-    """The reproductions' streams in a list, appended under a lock; one per recorder
-    (`MemoryFactory.reproduction_rows`), so they live as long as the store's events."""
+    """The reproductions' streams in a list, appended under a lock; one per recorder."""
 
     def __init__(self) -> None:
         self.rows: dict[tuple[str, int], ReproductionRow] = {}
@@ -357,8 +350,7 @@ _REPRODUCTION_LOCK = threading.Lock()
 
 
 class MemoryFactory(StoreFactory, LibraryPOPOFactory):
-    """The library's in-memory persistence with the chain and the keys in memory; it hands out
-    the store's history index, views and idempotency keys in memory."""
+    """The library's in-memory persistence with the chain and keys; hands out the store's ports in memory."""
 
     def application_recorder(self) -> ChainedPOPORecorder:
         return ChainedPOPORecorder()
@@ -376,9 +368,8 @@ class MemoryFactory(StoreFactory, LibraryPOPOFactory):
 
     @classmethod
     def view_storage(cls, recorder: Any, texts: ViewTexts | None) -> MemoryViewStorage:
-        """Returns the views on the rows `recorder` keeps (they live as long as it does); on the
-        library's own recorder (PERSISTENCE_MODULE `eventsourcing.popo`), which keeps none, on
-        rows of their own."""
+        """Returns the views on the rows `recorder` keeps. On the library's own recorder, which keeps none,
+        returns views on rows of their own."""
         tables = recorder.view_tables if isinstance(recorder, ChainedPOPORecorder) else MemoryViewTables()
         return MemoryViewStorage(recorder, tables, texts)
 

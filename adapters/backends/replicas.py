@@ -1,19 +1,10 @@
 """Reads from PostgreSQL standbys that never go back in time for their caller.
 
-A write answers with its *read-after position* (`write_position`): the primary's WAL insert
-position (`pg_current_wal_insert_lsn()`) read right after the write committed, so it lies at or
-past the end of the write's commit record. A caller hands it back with a read; the read is
-served by the standby only once the standby has replayed up to it (`replayed`:
-`pg_last_wal_replay_lsn()`, asked again until it has or the wait, CHATRECORD_READ_WAIT_MS, is
-over), and by the primary otherwise. The position is an opaque token to the caller (its text is
-PostgreSQL's `pg_lsn`, e.g. `0/3016040`, which `POSITION` checks).
-
-A standby's statement that recovery cancels (a row it read was vacuumed away on the primary and
-the standby's `max_standby_streaming_delay` ran out: SQLSTATE 40001, "canceling statement due
-to conflict with recovery") is read again (`recovery_conflict` finds it), not shown.
-
-Only PostgreSQL has standbys; on any other backend `write_position` returns None.
-"""
+A write answers with its read-after position (`write_position`): `pg_current_wal_insert_lsn()` after
+commit. A read given it is served by a standby once it has replayed that far (`replayed`). It waits
+up to CHATRECORD_READ_WAIT_MS, else the primary serves it. The position is an opaque `pg_lsn` token
+(`0/3016040`), checked by `POSITION`. A standby statement cancelled by recovery (SQLSTATE 40001) is
+read again. On other backends `write_position` returns None."""
 
 from __future__ import annotations
 
@@ -60,9 +51,9 @@ def write_position(store: Any) -> str | None:
 
 
 def replayed(store: Any, position: str, wait: float) -> bool:
-    """Returns True once the server of `store` (a standby) has replayed up to `position`, asking
-    again (waits of FIRST_PAUSE up to LAST_PAUSE s) for at most `wait` seconds; False when it has
-    not by then, or when the standby cannot be asked (the primary serves the read then)."""
+    """Returns True once the standby has replayed up to `position`, asking for at most `wait` seconds.
+    Pauses grow from FIRST_PAUSE to LAST_PAUSE s. Returns False when not by then, or when it cannot
+    ask."""
     from eventsourcing.persistence import PersistenceError
     from psycopg import Error
     from psycopg.rows import tuple_row
@@ -87,17 +78,14 @@ def replayed(store: Any, position: str, wait: float) -> bool:
 
 
 def _sqlstate(error: BaseException) -> str | None:
-    """Returns the SQLSTATE of a psycopg error, None for another error (psycopg is imported
-    here, not with the module: a store on SQLite never loads it)."""
+    """Returns a psycopg error's SQLSTATE, None for another error."""
     from psycopg import Error
 
     return error.sqlstate if isinstance(error, Error) else None
 
 
 def wrote_on_standby(error: BaseException) -> bool:
-    """Returns True when `error`, or an error it was raised from, is a write the standby refused
-    (SQLSTATE 25006, a read-only transaction): a read that had to bring the read models up to
-    date first, which only the primary can."""
+    """Returns True when `error` or its cause is a write the standby refused (SQLSTATE 25006)."""
     seen: BaseException | None = error
     while seen is not None:
         if _sqlstate(seen) == "25006":
@@ -107,8 +95,7 @@ def wrote_on_standby(error: BaseException) -> bool:
 
 
 def recovery_conflict(error: BaseException) -> bool:
-    """Returns True when `error`, or an error it was raised from, is a standby's statement that
-    recovery cancelled (SQLSTATE 40001 with "conflict with recovery" in its message)."""
+    """Returns True when `error` or its cause is a statement recovery cancelled (SQLSTATE 40001)."""
     seen: BaseException | None = error
     while seen is not None:
         if _sqlstate(seen) == "40001" and "conflict with recovery" in str(seen):

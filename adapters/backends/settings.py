@@ -1,30 +1,18 @@
 """Which database the store uses, read from the environment.
 
 - `CHATRECORD_DATABASE_URL=postgresql://user[:password]@host[:port]/dbname[?schema=S&...]` selects
-  PostgreSQL (psycopg 3); an empty or missing password is allowed (trust auth). Every parameter
-  but `schema` goes to libpq as it is (`postgres_env`).
-  A server that does not answer fails after 5 s (`POSTGRES_CONNECT_TIMEOUT`).
-  The schema must exist already; its name is one SQL identifier (`SCHEMA_NAME`).
-- Otherwise the embedded default: a SQLite file, `CHATRECORD_DB` (default `./chatrecord.sqlite`).
-  Its store tables keep the library's names (`stored_events`, `stored_snapshots`); the
-  read models live in the same file under their own table names. A writer waits
-  up to `SQLITE_LOCK_TIMEOUT` seconds for another process's write to end (see
-  `adapters.backends.sqlite.SQLiteFactory`).
-- `store_env(memory=True)`: the library's in-memory store (`eventsourcing.popo`), for tests.
-- `CHATRECORD_READ_DATABASE_URL` (optional, with CHATRECORD_DATABASE_URL): the hot standbys where
-  what only reads is served (`read_store_env`, read-only: no table is created);
-  `CHATRECORD_READ_WAIT_MS` (default 1000) how long a read given a write's position waits for them
-  (`read_wait`, `adapters.backends.replicas`). `CHATRECORD_WRITE_RETRY_SECONDS` (default 30 where
-  CHATRECORD_DATABASE_URL names several hosts, else 0) how long a write whose connection was lost
-  tries again (`adapters.store.write_retry.reconnecting`). See docs/scaling.md.
+  PostgreSQL; the password may be empty. Every parameter but `schema` goes to libpq
+  (`postgres_env`). A silent server fails after 5 s. The schema must exist (`SCHEMA_NAME`).
+- Otherwise a SQLite file, `CHATRECORD_DB` (default `./chatrecord.sqlite`). A writer waits up to
+  `SQLITE_LOCK_TIMEOUT` seconds for another process's write.
+- `store_env(memory=True)`: the library's in-memory store, for tests.
+- `CHATRECORD_READ_DATABASE_URL`: hot standbys for reads (`read_store_env`).
+- `CHATRECORD_READ_WAIT_MS` (default 1000): how long a read waits for a standby.
+- `CHATRECORD_WRITE_RETRY_SECONDS`: how long a write with a lost connection retries. Default 30 with
+  several hosts, else 0. See docs/scaling.md.
+- `CHATRECORD_SNAPSHOT_INTERVAL` (default 100): versions between snapshots.
 
-Each names its backend's store factory (`adapters.backends`) in the library's PERSISTENCE_MODULE.
-
-`CHATRECORD_SNAPSHOT_INTERVAL` (default 100) sets how many versions lie between snapshots.
-`store_problem` turns the database errors a setting or another process causes into one line;
-the backend whose driver raised it words it (`StoreFactory.problem`), as its factory also
-describes the store (`describe_backend`).
-"""
+`store_problem` words the errors a setting or another process causes, through the backend."""
 
 from __future__ import annotations
 
@@ -64,23 +52,17 @@ class BadDatabaseURL(BadSetting):
 
 
 class StoreUnusable(ChatrecordError):
-    """Raised when the configured database cannot be opened or used: not a SQLite file, a
-    schema that does not exist, a server that does not answer, a file locked too long."""
+    """Raised when the configured database cannot be opened or used. For example: not a SQLite file, a
+    missing schema, a silent server, a file locked too long."""
 
 
 def postgres_env(url: str, variable: str = "CHATRECORD_DATABASE_URL") -> dict[str, str]:
-    """Returns the library's POSTGRES_* keys for a `postgresql://` URL, with the whole URL but its
-    `schema` as libpq's conninfo in `POSTGRES_CONNINFO`, which every connection of the store is
-    made with (`PostgresFactory`): TLS (`sslmode`, `sslrootcert`, …), several hosts
-    (`postgresql://u@h1:5432,h2:5433/db?target_session_attrs=read-write`) and any other
-    parameter libpq knows reach libpq as the URL gives them.
+    """Returns the library's POSTGRES_* keys for a `postgresql://` URL.
 
-    Raises BadDatabaseURL when the scheme, user, host or database name is missing, a port is not
-    a number from 1 to 65535, a query parameter is given twice (`?schema=a&schema=b`), a
-    parameter is neither libpq's nor `schema` (naming it, and the known one it is likely a typo
-    of), or `?schema=` is not a SCHEMA_NAME. `variable` is the setting the messages name
-    (CHATRECORD_READ_DATABASE_URL for the standbys' URL, `read_store_env`).
-    """
+    `POSTGRES_CONNINFO` is the whole URL but `schema`; every connection uses it. Raises
+    BadDatabaseURL when the scheme, user, host or database is missing, a port is not 1–65535, a
+    parameter is given twice, a parameter is unknown (naming a likely typo), or `?schema=` is not a
+    SCHEMA_NAME. `variable` is the setting the messages name."""
     from psycopg import ProgrammingError
     from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
@@ -137,8 +119,7 @@ def postgres_env(url: str, variable: str = "CHATRECORD_DATABASE_URL") -> dict[st
 
 
 def _libpq_refusal(reason: str, variable: str = "CHATRECORD_DATABASE_URL") -> str:
-    """Returns the one line for a URL libpq refuses to parse (`reason`, its words): an unknown
-    parameter is named, with the known one it is likely a typo of."""
+    """Returns the one line for a URL libpq refuses, naming an unknown parameter and its likely typo."""
     import difflib
 
     from psycopg import pq
@@ -157,8 +138,8 @@ def _libpq_refusal(reason: str, variable: str = "CHATRECORD_DATABASE_URL") -> st
 
 
 def sqlite_env(path: str | os.PathLike[str]) -> dict[str, str]:
-    """Returns the library's keys for a SQLite file at `path`, whose writers wait up to
-    SQLITE_LOCK_TIMEOUT seconds for another process's write."""
+    """Returns the library's keys for a SQLite file at `path`; writers wait up to SQLITE_LOCK_TIMEOUT
+    seconds."""
     return {
         "PERSISTENCE_MODULE": SQLITE_MODULE,
         "SQLITE_DBNAME": os.fspath(path),
@@ -172,12 +153,10 @@ def memory_env() -> dict[str, str]:
 
 
 def store_env(environ: Mapping[str, str] | None = None, *, memory: bool = False) -> dict[str, str]:
-    """Returns the store's env for `environ` (default: os.environ): PostgreSQL when
-    CHATRECORD_DATABASE_URL is set, else the SQLite file CHATRECORD_DB; in memory if `memory`.
-
-    Raises BadDatabaseURL for a URL it cannot use, BadSetting for a snapshot interval that is
-    not a whole number >= 1.
-    """
+    """Returns the store's env for `environ` (default: os.environ). PostgreSQL when
+    CHATRECORD_DATABASE_URL is set, else the SQLite file CHATRECORD_DB; memory if `memory`. Raises
+    BadDatabaseURL for a URL it cannot use. Raises BadSetting for a snapshot interval that is not a
+    whole number >= 1."""
     environ = os.environ if environ is None else environ
     if memory:
         env = memory_env()
@@ -208,17 +187,10 @@ can move the primary); 0 (no retry past the library's own few) for one host."""
 
 
 def read_store_env(environ: Mapping[str, str] | None = None) -> dict[str, str] | None:
-    """Returns the env of the reading store, on CHATRECORD_READ_DATABASE_URL (a libpq URL, several
-    hosts allowed, read as `postgres_env` reads CHATRECORD_DATABASE_URL), or None when it is unset
-    or blank: then everything reads where it writes. The reading store never creates a table
-    (`CREATE_TABLE=n`: a standby is read-only); its schema is CHATRECORD_DATABASE_URL's unless it
-    names the same one.
-
-    Raises BadSetting when CHATRECORD_DATABASE_URL is not set too (standbys follow a PostgreSQL
-    primary), BadDatabaseURL for a URL it cannot use, one that names another schema than the
-    primary's, or one with `load_balance_hosts` other than `disable` (every connection of the pool
-    must reach the same standby, so the position checked is the one read).
-    """
+    """Returns the reading store's env on CHATRECORD_READ_DATABASE_URL; None when unset or blank. It
+    never creates a table. Its schema is CHATRECORD_DATABASE_URL's. Raises BadSetting when
+    CHATRECORD_DATABASE_URL is not set too. Raises BadDatabaseURL for a bad URL, another schema, or
+    `load_balance_hosts` other than `disable`."""
     environ = os.environ if environ is None else environ
     url = environ.get(READ_URL) or ""
     if not url.strip():
@@ -255,9 +227,8 @@ def read_store_env(environ: Mapping[str, str] | None = None) -> dict[str, str] |
 
 
 def read_wait(environ: Mapping[str, str] | None = None) -> float:
-    """Returns CHATRECORD_READ_WAIT_MS (default 1000) in seconds: how long a read given a write's
-    position waits for the standby to replay it before the primary answers it instead. Raises
-    BadSetting unless it is a whole number >= 0."""
+    """Returns CHATRECORD_READ_WAIT_MS (default 1000) in seconds. A read waits that long for a standby
+    before the primary answers. Raises BadSetting unless it is a whole number >= 0."""
     environ = os.environ if environ is None else environ
     given = environ.get(READ_WAIT)
     return int(whole_number(READ_WAIT, given, 0)) / 1000 if given else DEFAULT_READ_WAIT_MS / 1000
@@ -284,8 +255,8 @@ def snapshot_interval(value: str) -> str:
 
 
 def describe_backend(env: Mapping[str, str] | ConversationStore | None = None) -> str:
-    """Returns one line naming the backend of a store or env (default: what os.environ picks),
-    never the password; the backend its PERSISTENCE_MODULE names says it (`StoreFactory.describe`)."""
+    """Returns one line naming the backend of a store or env, never the password. The default env is
+    what os.environ picks."""
     if env is None:
         env = store_env()
     if isinstance(env, ConversationStore):
@@ -314,17 +285,14 @@ def _driver_error(error: BaseException) -> BaseException | None:
 
 
 def server_reason(env: Mapping[str, str]) -> str | None:
-    """Returns, in one line, why the database server of `env` refuses a connection (a missing
-    database or role, a wrong password), found by one direct connection attempt; None when it
-    connects or `env` names no server (`StoreFactory.server_reason`)."""
+    """Returns why the server of `env` refuses a connection, in one line; None when it connects or
+    there is no server."""
     return backend_named(env.get("PERSISTENCE_MODULE")).server_reason(env)
 
 
 def store_problem(error: BaseException, env: Mapping[str, str] | ConversationStore | None = None) -> StoreUnusable | None:
-    """Returns the one-line StoreUnusable for a database error that a setting or another
-    process caused (its message names the setting and what to do), or None for any other
-    error, which is a bug. `env` is the store's or its env (default: what os.environ picks).
-    """
+    """Returns the one-line StoreUnusable for a database error a setting or another process caused.
+    Returns None for any other error, which is a bug. `env` defaults to what os.environ picks."""
     if isinstance(env, ConversationStore):
         env = env.env
     if env is None:
@@ -346,10 +314,8 @@ def store_problem(error: BaseException, env: Mapping[str, str] | ConversationSto
 
 @contextmanager
 def store_errors(env: Mapping[str, str] | ConversationStore | None = None) -> Iterator[None]:
-    """Raises StoreUnusable (`store_problem`'s one line: what failed and what to do) for a
-    database error, the library's or a driver's, that a setting or another process caused: a
-    server that went away, a file locked too long. Any other database error is a bug and goes
-    through as it is. `env` as for `store_problem`."""
+    """Raises StoreUnusable for a database error a setting or another process caused. Any other
+    database error is a bug and goes through. `env` as for `store_problem`."""
     try:
         yield
     except Exception as error:  # not the SystemExit every command ends with: naming the drivers' errors imports them

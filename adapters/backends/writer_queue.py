@@ -1,13 +1,7 @@
-"""The queue of one process's writers to one SQLite file: first come, first served.
-
-The library's connection pool serialises its writers with a lock taken inside the pool's
-"fairness" semaphore, both waited for at most the pool's timeout (5 s): under load a writer
-could lose the race for the lock to newer arrivals again and again and fail with "Timed out
-waiting for return of writer", and every reader queued behind the writer holding the semaphore.
-`WriterQueue` replaces that: a writer takes a ticket and waits, outside the pool, until its
-number is served; it gives up only when the queue has not moved for `patience` seconds (the
-file's lock timeout), that is when the writer being served holds its turn that long.
-"""
+"""The queue of one process's writers to one SQLite file: first come, first served. It replaces the
+pool's writer lock, where a writer could lose the race again and again. A writer waits for its
+ticket outside the pool. It gives up only when the queue has not moved for `patience` seconds (the
+file's lock timeout)."""
 
 from __future__ import annotations
 
@@ -18,12 +12,9 @@ from eventsourcing.persistence import ConnectionUnavailableError
 
 
 class WriterQueue:
-    """A fair (FIFO) turn for writers, each waiting while the queue keeps moving.
-
-    `acquire()` blocks until every writer that came before has released its turn, or raises
-    `ConnectionUnavailableError` when no turn was released for `patience` seconds; `release()`
-    ends the turn. Not reentrant: a thread that holds a turn must not ask for another.
-    """
+    """A fair (FIFO) turn for writers, each waiting while the queue keeps moving. `acquire()` blocks
+    until every earlier writer released its turn. It raises `ConnectionUnavailableError` when no
+    turn was released for `patience` seconds. `release()` ends the turn. Not reentrant."""
 
     def __init__(self, patience: float) -> None:
         self.patience = patience

@@ -1,12 +1,10 @@
-"""`chatrecord`: the three jobs of the store on the command line (typer, rich).
+"""`chatrecord`: the store on the command line (typer, rich).
 
-Each command (a module `cmd_NAME.py` of its own) parses its arguments, opens the service layer
-(`adapters.api.Chatrecord`) on the store `adapters.backends.settings` configures, calls one of its
-methods and prints text or `--json` (text without control characters from the data and
-without spaces at the ends of lines). Exit status: 0 success; 1 bad input, a missing file, an
-unknown conversation or a setting the store cannot use (one line `error: …` on stderr, no
-traceback); 2 wrong usage. Any other exception is a bug and keeps its traceback.
-"""
+Each command (a module `cmd_NAME.py`) parses its arguments, opens `adapters.api.Chatrecord`, calls one
+method and prints text or `--json`. Output holds no control characters from the data and no trailing
+spaces. Exit status: 0 success; 1 bad input, a missing file, an unknown conversation or an unusable
+setting (one line `error: …` on stderr); 2 wrong usage. Any other exception is a bug and keeps its
+traceback."""
 
 from __future__ import annotations
 
@@ -44,11 +42,9 @@ __all__ = ["app", "main"]
 
 
 def main() -> None:
-    """Runs the command line; a user's mistake ends as one line `error: …` and exit status 1.
-
-    So does a database error that a setting or another process caused (`store_problem`); any
-    other database error is a bug and keeps its traceback.
-    """
+    """Runs the command line; a user's mistake ends as one line `error: …` and exit status 1. So does a
+    database error a setting or another process caused (`store_problem`). Any other database error keeps
+    its traceback."""
     try:
         with store_errors():  # the library's, or a backend's driver's
             app()

@@ -1,9 +1,5 @@
-"""The command line's shared parts: the typer app, output helpers, options, the store opener.
-
-Each command is a module of its own in this package (`cmd_demo`, `cmd_ingest`, `cmd_replay`,
-`cmd_audit`, `cmd_rebuild`, `cmd_verify`, `cmd_erase`, `cmd_init`, `cmd_serve`), registered by
-`adapters.cli`.
-"""
+"""The command line's shared parts: the typer app, output helpers, options, the store opener. Each command
+is a module of this package, registered by `adapters.cli`."""
 
 from __future__ import annotations
 
@@ -57,9 +53,8 @@ RULES_METAVAR = "[" + "|".join(RULE_SET_IDS) + "]"
 
 
 def rule_set_option(value: Any) -> Any:
-    """Returns the rule set an option names as a `Rules`. Raises typer.BadParameter (exit status
-    2) for any other value, in click's words for a choice (typer's own check words it as pydantic
-    does, "Value error, …")."""
+    """Returns the rule set an option names as a `Rules`. Raises typer.BadParameter (exit status 2) for any
+    other value, in click's words."""
     if isinstance(value, Rules):
         return value
     try:
@@ -79,8 +74,8 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of 
 
 @contextmanager
 def opened(reading: bool = False) -> Iterator[Chatrecord]:
-    """Yields the service layer on the configured store and closes the store afterwards;
-    `reading`: the command only reads (a SQLite file it cannot write is opened read-only)."""
+    """Yields the service layer on the configured store and closes the store after. `reading`: a SQLite file
+    it cannot write is opened read-only."""
     chatrecord = Chatrecord(reading=reading)
     try:
         yield chatrecord

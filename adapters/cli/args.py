@@ -13,10 +13,9 @@ __all__ = ["UnreadableFile", "page_check", "readable_file"]
 
 
 def readable_file(path: Path) -> Path:
-    """Returns `path` when it names a file that can be read. Raises UnreadableFile, naming the
-    path as given and why (`nofile.jsonl: no such file`), when it does not. A pipe (a FIFO,
-    `<(zcat export.gz)`) is not opened here: opening and closing it would lose what its writer
-    sent meanwhile, so only its permission is checked."""
+    """Returns `path` when it names a readable file. Raises UnreadableFile naming the path and why
+    (`nofile.jsonl: no such file`). A pipe is not opened here, only its permission checked; opening it
+    would lose data."""
     try:
         if path.is_fifo():
             if not os.access(path, os.R_OK):

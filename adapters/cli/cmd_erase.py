@@ -24,9 +24,9 @@ class ConfirmationNeeded(typer.BadParameter):
 
 
 def confirmed(conversation: str, yes: bool) -> None:
-    """Returns when the erasure of `conversation` may go ahead: --yes was given, or the user
-    confirmed on the terminal. Raises ConfirmationNeeded without --yes when standard input is
-    not a terminal, NotConfirmed when the user answers no."""
+    """Returns when the erasure may go ahead: --yes was given, or the user confirmed. Raises
+    ConfirmationNeeded without --yes when standard input is no terminal. Raises NotConfirmed when the
+    user answers no."""
     if yes:
         return
     if not sys.stdin.isatty():

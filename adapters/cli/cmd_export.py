@@ -38,6 +38,10 @@ def export(
             help="jsonl: the chat's lines; otlp: the trace as OTLP/JSON, as `traces show` writes it.",
         ),
     ] = ExportFormat.jsonl,
+    with_reproductions: Annotated[
+        bool,
+        typer.Option("--with-reproductions", help="Write the kept reproductions after the lines, as records ingest reads back."),
+    ] = False,
 ) -> None:
     """Writes a stored conversation as the chat's JSON Lines, the lines ingest reads.
 
@@ -53,11 +57,18 @@ def export(
     warning naming the break on stderr and exit status 1.
     --format otlp writes the conversation's GenAI trace as OTLP/JSON instead (see `traces show`;
     --upto does not apply to it).
+    --with-reproductions writes, after the lines (which stay as they are without it), one
+    reproduction record a line per kept reproduction of the conversation (`chatrecord
+    reproduce`; with --upto, those of its turns up to message N): what was sent, to which model,
+    the answers with their texts and verdicts. `chatrecord ingest` of the file keeps them as
+    reproductions of the store it reads into; an erased conversation's answers read [erased].
 
     Example:
 
         chatrecord export conv-demo-seo --upto 2 -o bug.jsonl
     """
+    if with_reproductions and export_format is not ExportFormat.jsonl:
+        raise typer.BadParameter("writes JSON Lines; leave out --format otlp", param_hint="--with-reproductions")
     require_store()
     check_output(output)
     with opened(reading=True) as chatrecord:
@@ -71,9 +82,10 @@ def export(
                 warn(broken)
                 raise typer.Exit(1)
             return
-        done = chatrecord.export(conversation, upto)
-    data = b"".join(json_bytes(line) + b"\n" for line in done.lines)
-    write_output(data, output, f"{len(done.lines):,} lines of {done.conversation}")
+        done = chatrecord.export(conversation, upto, with_reproductions=with_reproductions)
+    data = b"".join(json_bytes(line) + b"\n" for line in done.records())
+    written = f"{len(done.lines):,} lines" + (f" and {len(done.reproductions):,} reproductions" if with_reproductions else "")
+    write_output(data, output, f"{written} of {done.conversation}")
     if done.erased:
         warn(
             f"note: conversation {done.conversation} was erased; its texts are exported as [erased]; the file carries no erasure: an ingest of it stores [erased] as the texts of a conversation not erased"

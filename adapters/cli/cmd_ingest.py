@@ -48,18 +48,21 @@ def ingest(
 
         chatrecord ingest tests/data/demo_seo_tour.jsonl
     """
+    if sum(1 for path in files if is_stdin(path)) > 1:
+        raise typer.BadParameter("- (standard input) can be read once; give it once", param_hint="'FILE...'")
     for path in files:
         if not is_stdin(path):
             readable_file(path)
+    names = source_names(files)
     with opened() as chatrecord, Interrupts() as interrupts:
-        for path in files:
+        for path, name in zip(files, names, strict=True):
             try:
                 if is_stdin(path):
                     with IngestProgress(err, STDIN_NAME, None) as progress:
                         report = chatrecord.ingest(stdin_lines(), STDIN_NAME, skip_bad, batch_lines, progress, interrupts.held)
                 else:
-                    with path.open("rb") as stream, IngestProgress(err, path.name, _size(stream.fileno())) as progress:
-                        report = chatrecord.ingest(stream, path.name, skip_bad, batch_lines, progress, interrupts.held)
+                    with path.open("rb") as stream, IngestProgress(err, name, _size(stream.fileno())) as progress:
+                        report = chatrecord.ingest(stream, name, skip_bad, batch_lines, progress, interrupts.held)
             except OSError as error:
                 raise UnreadableFile(f"{path}: cannot be read ({error.strerror or error})") from None
             if as_json:
@@ -77,8 +80,24 @@ def ingest(
                 raise EmptyInput(f"{report.source} holds no line; ingest a JSON Lines file the chat wrote")
 
 
+def source_names(files: list[Path]) -> list[str]:
+    """Returns the name each file is reported by: its file name, or the path as given where the
+    file name alone would not tell it apart (two files of one name in other folders) or says
+    nothing (`<(zcat …)`, a descriptor such as /dev/fd/63)."""
+    counts: dict[str, int] = {}
+    for path in files:
+        counts[path.name] = counts.get(path.name, 0) + (0 if is_stdin(path) else 1)
+    return [
+        STDIN_NAME
+        if is_stdin(path)
+        else str(path)
+        if counts[path.name] > 1 or (path.name.isdigit() and str(path.parent) in ("/dev/fd", "/proc/self/fd"))
+        else path.name
+        for path in files
+    ]
+
+
 def _size(descriptor: int) -> int | None:
-    """Returns the size in bytes of the regular file open as `descriptor`, None for a pipe or
-    another stream whose length is not known ahead."""
+    """Returns the size in bytes of the regular file open as `descriptor`; None for a pipe or stream."""
     found = os.fstat(descriptor)
     return found.st_size if stat.S_ISREG(found.st_mode) else None

@@ -1,5 +1,5 @@
-"""`chatrecord keys status|wrap|rotate|unwrap`: the master key's state and its explicit changes
-(`adapters.service.master_key`), registered by `adapters.cli` after the other commands."""
+"""`chatrecord keys status|wrap|rotate|unwrap`: the master key's state and its explicit changes, registered
+after the other commands."""
 
 from __future__ import annotations
 
@@ -27,9 +27,9 @@ keys_app = typer.Typer(
 
 @contextmanager
 def opened(reading: bool = False) -> Iterator[Chatrecord]:
-    """Yields the service layer on the configured store, opened even where CHATRECORD_MASTER_KEY
-    is set and the store keeps data keys unwrapped (which every other command refuses), and
-    closes it afterwards; `reading`: as `adapters.cli.app.opened`'s."""
+    """Yields the service layer on the configured store and closes it after. It opens even where
+    CHATRECORD_MASTER_KEY is set and data keys are unwrapped, which other commands refuse. `reading`: as
+    `app.opened`'s."""
     chatrecord = Chatrecord(open_store(reading=reading, MASTER_KEY_UNBOUND="allow"))
     try:
         yield chatrecord

@@ -131,9 +131,8 @@ def check_warning(broken: bool, differs: bool, verdict: Verdict | None, pinned: 
 def streamed(
     file: Path | None, conversation: str | None, rules: Rules | None, can_see: PageCheck, span: TurnRange, form: ReplayForm
 ) -> None:
-    """Writes the replay of every turn `span` picks turn by turn, as the log is folded: the
-    JSON object's head, then each turn, then its end (or each turn's text), so only one
-    turn is held at a time."""
+    """Writes the replay of every turn `span` picks as the log is folded: the JSON head, each turn, the end,
+    or each turn's text. One turn is held at a time."""
     if file is not None:
         rule_set = rules.value if rules else DEFAULT_RULE_SET
         if is_stdin(file):
@@ -155,8 +154,8 @@ def streamed(
 
 
 def written(stream: ReplayStream) -> int | None:
-    """Writes one conversation's streamed replay to stdout (see `streamed`); returns how many
-    turns it printed as text, None for JSON (written whatever it holds)."""
+    """Writes one conversation's streamed replay to stdout; returns the turns printed as text, None for
+    JSON."""
     if stream.form == "inputs":
         count = 0
         for turn in stream.inputs():

@@ -17,8 +17,7 @@ from projections.rules import RULE_SET_IDS, Rules
 
 
 def report_table(report: Report) -> Table:
-    """Returns the table of a run: per rule set the answers, the denials and the answers that
-    name the writes."""
+    """Returns the table of a run: per rule set, answers, denials, and answers naming the writes."""
     table = Table(
         title=Text(f"Answers to the turn of message {report.rows()[0]['message']} of {report.conversation}"), box=box.SIMPLE_HEAD
     )
@@ -48,7 +47,8 @@ def reproduce(
     concurrency: Annotated[int, typer.Option("--concurrency", min=1, max=32, help="Requests at once.")] = 4,
     timeout: Annotated[float, typer.Option("--timeout", min=0.1, help="Seconds one request may take.")] = 120.0,
     retries: Annotated[
-        int, typer.Option("--retries", min=0, max=10, help="Tries again on a 429, a 5xx or a broken connection.")
+        int,
+        typer.Option("--retries", min=0, max=10, help="Tries again on a 408, 409, 429, a 5xx, a timeout or a broken connection."),
     ] = 3,
     temperature: Annotated[
         float | None, typer.Option("--temperature", help="The sampling temperature (default: the server's).")

@@ -61,9 +61,8 @@ def show(
 
 
 def chain_warning(chatrecord: Chatrecord, conversation: str) -> str | None:
-    """Returns the warning that a trace of `conversation` was made from a log whose hash chain
-    does not verify (every hash recomputed, the break stored, as `export` does), None when it
-    verifies or the store keeps no chain."""
+    """Returns the warning that a trace of `conversation` came from a log whose chain does not verify. None
+    when it verifies or there is no chain."""
     verdict = chatrecord.chain(conversation, full=True, by="chatrecord traces")
     return broken_chain_warning(verdict, "the trace holds the events as the store holds them now")
 

@@ -1,13 +1,8 @@
-"""Readable value types in `--help`: `INTEGER`, `TEXT`, `PATH`, a flag without any, instead of
-typer's `<int range>`, `<str>`, `<list[Path]>`, `<bool>`.
-
-Recent typer versions print a parameter's type in angle brackets, named after the Python
-annotation or click's type name; the names differ between versions, and no public setting
-changes them. `install()` hooks the one place each version takes the name from, where it has
-it (typer's own `display_type` from 0.28 on, the vendored click's `ParamType.get_metavar`
-before, reached through a public attribute), and leaves any other version as it is. An explicit
-`metavar` still wins.
-"""
+"""Readable value types in `--help`: `INTEGER`, `TEXT`, `PATH`, none for a flag. Typer's own are `<int
+range>`, `<str>`, `<list[Path]>`, `<bool>`. The names differ between typer versions, and no public
+setting changes them. `install()` hooks the one place each version takes the name from: `display_type`
+from 0.28, the vendored click's `ParamType.get_metavar` before. Any other version is left as it is. An
+explicit `metavar` wins."""
 
 from __future__ import annotations
 
@@ -95,9 +90,8 @@ def install() -> None:
 
 
 def _vendored_param_type() -> Any:
-    """typer < 0.28: the base of the parameter types of the click typer vendors, found through the
-    public `type` of an option typer makes, not by importing the vendored module (private, and
-    without `types` from 0.29 on); None where typer runs on click itself."""
+    """typer < 0.28: the base of the vendored click's parameter types, found through an option's public
+    `type`. None where typer runs on click itself."""
     make_option: Any = typer.core.TyperOption  # its arguments differ between versions (0.28 adds type_descriptor)
     param_type = type(make_option(param_decls=["--probe"]).type)
     if not param_type.__module__.startswith("typer."):
@@ -118,9 +112,8 @@ def _split_example(doc: str) -> tuple[str, str] | None:
 
 
 def examples_last(app: typer.Typer) -> None:
-    """Moves the example part of each command's help (a last part `Example:` or `Example (…):`)
-    into the command's epilog, which help prints after the options, so every help ends with its
-    example; nested groups and their commands too. A command whose epilog is set is left."""
+    """Moves each command's last `Example:` or `Example (…):` part into its epilog, so help ends with the
+    example. Nested groups too. A command with an epilog is left."""
     for info in app.registered_commands:
         doc = info.help if isinstance(info.help, str) else (inspect.getdoc(info.callback) if info.callback is not None else None)
         split = _split_example(doc) if doc and info.epilog is None else None

@@ -1,11 +1,8 @@
-"""Ctrl-C (SIGINT) and SIGTERM on the command line, and the progress of long work.
-
-`Interrupts` turns both signals into KeyboardInterrupt, except inside `held()`, where a
-signal waits until the block has ended: a write and the count of what it stored are never
-cut in two, so what a command says it kept is what it kept. `IngestProgress` shows how far an
-ingest is: rich's progress bar on stderr when stderr is a terminal, else one plain line every
-`PROGRESS_SECONDS` (e.g. `ingest: export.jsonl: 12,000 of ~19,000 lines, 2,300 lines/s`).
-"""
+"""Ctrl-C (SIGINT) and SIGTERM on the command line, and the progress of long work. `Interrupts` turns both
+signals into KeyboardInterrupt. Inside `held()` a signal waits until the block ends, so a write and its
+count are never cut in two. `IngestProgress` shows an ingest's progress: rich's bar on a terminal stderr,
+else a plain line every `PROGRESS_SECONDS` (e.g. `ingest: export.jsonl: 12,000 of ~19,000 lines, 2,300
+lines/s`)."""
 
 from __future__ import annotations
 
@@ -32,9 +29,9 @@ CHATRECORD_PROGRESS_SECONDS sets another (0: a line after each batch)."""
 
 
 class Interrupts:
-    """While entered (in the main thread), SIGINT and SIGTERM raise KeyboardInterrupt at once,
-    or, inside `held()`, as the outermost held block ends. `received` is the last signal's
-    number, None before one. The handlers before are put back on exit."""
+    """While entered (main thread), SIGINT and SIGTERM raise KeyboardInterrupt at once. Inside `held()`,
+    they raise when the outermost held block ends. `received`: the last signal's number, None before one.
+    The handlers before are restored on exit."""
 
     def __init__(self) -> None:
         self.received: int | None = None
@@ -74,8 +71,8 @@ class Interrupts:
 
 
 def progress_seconds() -> float:
-    """Returns the seconds between plain progress lines (CHATRECORD_PROGRESS_SECONDS, else
-    PROGRESS_SECONDS; a value that is not a number >= 0 counts as not set)."""
+    """Returns the seconds between plain progress lines: CHATRECORD_PROGRESS_SECONDS, else PROGRESS_SECONDS.
+    A value that is not a number >= 0 counts as unset."""
     try:
         seconds = float(os.environ.get("CHATRECORD_PROGRESS_SECONDS", ""))
     except ValueError:
@@ -84,9 +81,8 @@ def progress_seconds() -> float:
 
 
 class IngestProgress:
-    """Called with the ingest's report after each stored batch (`Chatrecord.ingest`'s
-    `progress`); entered around the ingest of one source of `size` bytes (None: unknown, as
-    standard input)."""
+    """Called with the ingest's report after each stored batch. Entered around the ingest of one source of
+    `size` bytes (None: unknown)."""
 
     def __init__(self, console: Console, source: str, size: int | None) -> None:
         self.console, self.source, self.size = console, source, size
@@ -127,8 +123,8 @@ class IngestProgress:
         warn(self.line(report, rate))
 
     def line(self, report: IngestReport, rate: float) -> str:
-        """Returns the plain progress line: `ingest: NAME: 12,000 of ~19,000 lines, 2,300 lines/s`
-        (`of ~N` estimated from the bytes read, where the source's size is known)."""
+        """Returns the plain progress line: `ingest: NAME: 12,000 of ~19,000 lines, 2,300 lines/s`. `of ~N`
+        is estimated from the bytes read, where the size is known."""
         of = ""
         if self.size and report.read_bytes:
             of = f" of ~{max(report.read_lines, round(report.read_lines * self.size / report.read_bytes)):,}"
@@ -136,8 +132,8 @@ class IngestProgress:
 
 
 class RebuildLines:
-    """Called with a rebuild's progress (events folded, events to fold) where stderr is no
-    terminal: prints `rebuild: 12,000 of 40,000 events, 5,000 events/s` every PROGRESS_SECONDS."""
+    """Called with a rebuild's progress where stderr is no terminal. Prints `rebuild: 12,000 of 40,000
+    events, 5,000 events/s` every PROGRESS_SECONDS."""
 
     def __init__(self) -> None:
         self.every = progress_seconds()

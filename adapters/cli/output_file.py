@@ -1,11 +1,7 @@
-"""The file a command's `-o FILE` names: never the store, written whole or not at all.
-
-`check_output` refuses a FILE that is the configured SQLite store or one of its companion files
-(`-wal`, `-shm`, `-journal`), by resolved path (through symlinks) and by inode (a hard link).
-`write_output` writes through a temporary file in FILE's folder and renames it over FILE, so a
-failed write leaves FILE as it was (a device or a pipe, such as /dev/null, is written to
-directly), and says on stderr what it wrote. `-o -` (or no -o) is standard output.
-"""
+"""The file a command's `-o FILE` names: never the store, written whole or not at all. `check_output`
+refuses the configured SQLite store and its `-wal`, `-shm`, `-journal` files, by resolved path and by
+inode. `write_output` writes a temporary file in FILE's folder and renames it over FILE; a device or pipe
+is written directly. It says on stderr what it wrote. `-o -` or no -o is standard output."""
 
 from __future__ import annotations
 
@@ -56,16 +52,15 @@ def _same(output: Path, other: Path) -> bool:
 
 
 def output_path(value: str) -> Path:
-    """Parses an -o value: refuses an empty name (which a path reads as `.`, the folder) as what
-    it is."""
+    """Parses an -o value; refuses an empty name, which a path would read as `.`."""
     if not value.strip():
         raise typer.BadParameter("the name is empty; name a file (or -: standard output)")
     return Path(value)
 
 
 def check_output(output: Path | None, environ: dict[str, str] | None = None) -> None:
-    """Raises OutputIsTheStore when `output` is the configured store or a companion file of it,
-    and UnwritableFile when it is a folder; standard output (None, `-`) passes."""
+    """Raises OutputIsTheStore when `output` is the configured store or a companion file. Raises
+    UnwritableFile when it is a folder. Standard output (None, `-`) passes."""
     if output is None or is_stdout(output):
         return
     for store in store_files(environ):
@@ -79,10 +74,9 @@ def check_output(output: Path | None, environ: dict[str, str] | None = None) -> 
 
 
 def write_output(data: bytes, output: Path | None, what: str) -> None:
-    """Writes `data` to standard output, or to the file `output` names, whole: through a
-    temporary file in its folder renamed over it (keeping an existing file's permission bits),
-    then says on stderr `FILE: WHAT, N bytes`. Raises as `check_output`, and UnwritableFile when
-    the file cannot be written, leaving an existing one unchanged."""
+    """Writes `data` whole to standard output or the file `output`, through a renamed temporary file. Keeps
+    an existing file's permission bits. Says `FILE: WHAT, N bytes` on stderr. Raises as `check_output`.
+    Raises UnwritableFile when the file cannot be written, leaving it unchanged."""
     if output is None or is_stdout(output):
         sys.stdout.flush()
         sys.stdout.buffer.write(data)

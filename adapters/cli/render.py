@@ -1,10 +1,6 @@
-"""How the command line shows things, with rich: a turn's model input (the chat record's
-notes boxed apart from the transcript), the audit table, rebuild reports and diffs.
-
-Every text from the data goes in as `rich.text.Text`, never as markup, so a bracket in a
-message or a note is printed as it is; and through `visible`, so a control character in it
-(an escape sequence in a user's message) is shown, never sent to the terminal.
-"""
+"""How the command line shows things with rich: a turn's model input (notes boxed apart), the audit table,
+rebuild reports and diffs. Data texts go in as `rich.text.Text`, never markup, and through `visible`, so
+no control character reaches the terminal."""
 
 from __future__ import annotations
 
@@ -45,20 +41,15 @@ def _escape(match: re.Match[str]) -> str:
 
 
 def visible(text: str) -> str:
-    """Returns `text` with DEL and every C0 and C1 control character except newline and tab
-    written as a Python escape (ESC as `\\x1b`), so it can neither move the cursor, clear the
-    screen nor retitle the terminal; and with the characters that hide or reorder text written
-    the same way (`\\u202e`, `\\U000e0041` above U+FFFF): the line and paragraph separators
-    U+2028/U+2029 and every format character (Unicode category Cf): bidi controls (U+061C,
-    U+200E/F, U+202A–U+202E, U+2066–U+2069), zero-width characters (U+200B–U+200D,
-    U+2060–U+2064, U+FEFF), the soft hyphen U+00AD, the tag characters U+E0000–U+E007F and the
-    rest (Arabic number signs, interlinear annotation, shorthand and musical format controls)."""
+    """Returns `text` with dangerous characters written as Python escapes (ESC as `\\x1b`, `\\u202e`,
+    `\\U000e0041`). Escaped: DEL; every C0 and C1 control except newline and tab; U+2028 and U+2029; and
+    every format character (category Cf). Those include bidi controls, zero-width characters, the soft
+    hyphen U+00AD and the tag characters U+E0000–U+E007F."""
     return _CONTROL.sub(_escape, text)
 
 
 def visible_line(text: str) -> str:
-    """Returns `visible(text)` on one line: a newline or a tab written as `\\n`, `\\t` too
-    (a conversation id in a heading or a title, which the user typed)."""
+    """Returns `visible(text)` on one line: newline and tab also written as `\\n`, `\\t`."""
     return visible(text).replace("\n", "\\n").replace("\t", "\\t")
 
 
@@ -158,8 +149,8 @@ def turn_view(conversation: str, turn: TurnInput, rules: str) -> Group:
 
 
 def comparison(turns: Iterable[tuple[str, TurnInput]]) -> Table:
-    """Returns a table comparing one turn under several rule sets: messages and notes sent,
-    the records the notes name, the pages the view context holds."""
+    """Returns a table comparing one turn under several rule sets: messages and notes sent, the records the
+    notes name, the view context's pages."""
     table = Table(title=Text("The same turn under each rule set"), box=box.SIMPLE_HEAD)
     for column in ("rule set", "messages", "notes", "records named", "page now/last"):
         table.add_column(column, no_wrap=True)
@@ -255,9 +246,8 @@ ERASURE_UNFINISHED = (
 
 
 def audit_table(conversation: str, rows: Sequence[AuditRow], rules: str, erasure_unfinished: bool = False) -> Table:
-    """Returns the audit as a table: the event's version (`v`; a card outcome shares its
-    decision's), time, kind, facts; rows an edit cut are dimmed. With `erasure_unfinished`, an
-    erasure row says that its data key is not deleted yet (ERASURE_UNFINISHED)."""
+    """Returns the audit as a table: version (`v`; a card outcome shares its decision's), time, kind, facts.
+    Cut rows are dimmed. With `erasure_unfinished`, an erasure row says its data key is not deleted yet."""
     segments = sum(r.kind == "segment" for r in rows)
     table = Table(
         title=Text(
@@ -343,10 +333,8 @@ def diff_view(diff: Any) -> Group:
 
 
 def broken_chain_warning(verdict: Verdict | None, shows: str) -> str | None:
-    """Returns the warning that an output (`shows`: what it holds, e.g. "the page shows the
-    events as the store holds them now") was made from a log whose hash chain does not verify,
-    None where it verifies, the store keeps no chain, or the conversation was stored before the
-    chain (`unchained`: `verify --upgrade`'s to mend, no break)."""
+    """Returns the warning that an output (`shows`: what it holds) came from a log whose chain does not
+    verify. None where it verifies, there is no chain, or the conversation is `unchained`."""
     if verdict is None or verdict.ok or verdict.problem == "unchained":
         return None
     detail = f": {verdict.detail}" if verdict.detail else ""
@@ -360,6 +348,6 @@ def stream_line(done: Reproduction) -> str:
     """Returns one line of facts about a kept reproduction (no answer text)."""
     return (
         f"{done.started_at}  {done.id}  message {done.message} at log version {done.log_version} under {done.rules}, "
-        f"model {done.model}: {len(done.answers)} answers, {done.denials} deny the saves, {done.naming} name the writes"
+        f"model {done.model}: {len(done.answers)} answers, {done.denials} deny the saves, {done.naming_writes} name the writes"
         + ("" if done.chain_broken_at is None else f"; its chain is broken at {done.chain_broken_at}")
     )

@@ -1,8 +1,5 @@
-"""The commands' standard input and output: `-` for standard input, JSON for tools with every
-invisible character escaped; and no store made by a command that only reads.
-
-Kept apart from `adapters.cli`, which wires these into its commands.
-"""
+"""The commands' standard input and output: `-` for standard input, JSON with invisible characters escaped,
+and no store made by a read-only command."""
 
 from __future__ import annotations
 
@@ -40,9 +37,8 @@ def stdin_lines() -> Iterator[bytes]:
 
 
 def require_store(environ: dict[str, str] | None = None) -> None:
-    """Raises NoStore when the configured store is a SQLite file that does not exist, so a
-    command that only reads says so instead of making an empty store (a mistyped
-    CHATRECORD_DB). A PostgreSQL store is not checked here."""
+    """Raises NoStore when the configured store is a SQLite file that does not exist, so a read-only command
+    makes no empty store. PostgreSQL is not checked here."""
     environ = dict(os.environ) if environ is None else environ
     if environ.get("CHATRECORD_DATABASE_URL"):
         return
@@ -73,10 +69,9 @@ def _json_escape(match: re.Match[str]) -> str:
 
 
 def json_bytes(value: Any) -> bytes:
-    """Returns `value` as one line of JSON (UTF-8) with DEL, C1 controls, U+2028/U+2029 and the
-    format characters (`FORMAT_CHARACTERS`: bidi controls, zero-width characters, the soft
-    hyphen) written as `\\uXXXX` (a surrogate pair above U+FFFF; C0 controls are escaped by JSON
-    itself); the JSON reads back as the same value."""
+    """Returns `value` as one line of UTF-8 JSON that reads back as the same value. DEL, C1 controls,
+    U+2028/U+2029 and `FORMAT_CHARACTERS` are written as `\\uXXXX` (a surrogate pair above U+FFFF). JSON
+    itself escapes C0 controls."""
     data = orjson.dumps(value)
     if data.isascii():
         return data
@@ -92,6 +87,7 @@ def ingest_json(report: IngestReport) -> dict[str, Any]:
         "source": report.source,
         "appended": report.appended,
         "repeated": report.repeated,
+        "reproductions": report.reproductions,
         "rejected": list(report.rejected),
         "stopped_at": report.stopped_at or None,
         "error": str(report.stopped) if report.stopped is not None else None,
@@ -101,8 +97,8 @@ def ingest_json(report: IngestReport) -> dict[str, Any]:
 
 
 def diff_json(old_rules: str, rules: str, diffs: list[Any]) -> dict[str, Any]:
-    """Returns the object `rebuild --diff --json` prints: the rule sets and, per conversation
-    that would change, the record entries before and after and the notes removed and added."""
+    """Returns the object `rebuild --diff --json` prints: the rule sets and, per changing conversation, the
+    entries before and after and the notes removed and added."""
     return {
         "from": old_rules,
         "to": rules,

@@ -1,3 +1,2 @@
-"""The HTTP service (`chatrecord serve`): `create_app(chatrecord_factory, settings)` in
-`adapters.http.app`, problems in `adapters.http.problems`, kept idempotency keys in
-`adapters.store.idempotency`, the server's start in `adapters.http.server`."""
+"""The HTTP service (`chatrecord serve`): the app (`app.create_app`), problems (`problems`), the server's
+start (`server`). Idempotency keys are `adapters.store.idempotency`'s."""

@@ -1,16 +1,13 @@
-"""The HTTP service the chat calls (FastAPI; the store is synchronous: the chat's routes hand its
-work to a thread, `adapters.http.offload`, the other handlers are sync and FastAPI runs them on one).
+"""The HTTP service the chat calls (FastAPI).
 
-`create_app(chatrecord_factory, settings)` builds the app; the factory is called once per
-process at start-up and the store is closed at shut-down. Every endpoint calls one method of
-the service layer (`adapters.api.Chatrecord`) and translates; errors are problems
-(`adapters.http.problems`). `/v1/healthz` and `/openapi.json` need no token, everything else
-`Authorization: Bearer <CHATRECORD_API_TOKEN>` (compared in constant time; after a wrong one its
-client waits, `adapters.http.bearer`).
+The store is synchronous. The chat's routes hand work to a thread (`offload`); other handlers are sync
+and run on FastAPI's threads. `create_app(chatrecord_factory, settings)` builds the app. The factory is
+called once per process at start-up; the store is closed at shut-down. Each endpoint calls one
+`Chatrecord` method and translates; errors are problems (`problems`). `/v1/healthz` and `/openapi.json`
+need no token. All else needs `Authorization: Bearer <CHATRECORD_API_TOKEN>`, compared in constant time
+(`bearer`).
 
-No `from __future__ import annotations` here: FastAPI reads the handlers' annotations, some of
-which name types local to `create_app`.
-"""
+No `from __future__ import annotations` here: FastAPI reads the handlers' annotations."""
 
 import os
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -71,9 +68,9 @@ TOKEN_MIN = 16
 
 @dataclass(frozen=True)
 class HttpSettings:
-    """`token`: the bearer token (None: no authentication); `max_body_bytes`: the body limit;
-    `body_timeout`: the seconds a request's body has to arrive (`adapters.http.slow_bodies`);
-    `wrong_token_wait`: a client's wait after its first wrong token (0: none; `sessions.Throttle`)."""
+    """`token`: the bearer token (None: no authentication). `max_body_bytes`: the body limit.
+    `body_timeout`: seconds for a body to arrive. `wrong_token_wait`: seconds after the first wrong token
+    (0: none)."""
 
     token: str | None
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
@@ -83,10 +80,9 @@ class HttpSettings:
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, *, no_auth: bool = False) -> "HttpSettings":
         """Reads CHATRECORD_API_TOKEN (ignored with `no_auth`), CHATRECORD_MAX_BODY_BYTES,
-        CHATRECORD_BODY_TIMEOUT_SECONDS and CHATRECORD_WRONG_TOKEN_WAIT_SECONDS. Raises BadSetting
-        for a limit that is not a whole number >= 1, a timeout that is not a number > 0 (a wait: >= 0), a token shorter than TOKEN_MIN, and a token
-        that no client could send: one with a space or another character outside printable
-        ASCII (a header's value is trimmed, and the check compares the token exactly)."""
+        CHATRECORD_BODY_TIMEOUT_SECONDS and CHATRECORD_WRONG_TOKEN_WAIT_SECONDS. Raises BadSetting for: a
+        limit not a whole number >= 1; a timeout not a number > 0 (a wait: >= 0); a token shorter than
+        TOKEN_MIN; a token with a space or a character outside printable ASCII."""
         environ = os.environ if environ is None else environ
         text = (environ.get("CHATRECORD_MAX_BODY_BYTES") or "").strip()
         if text and not (text.isascii() and text.isdigit() and int(text) >= 1):
@@ -112,8 +108,8 @@ def body_timeout(environ: Mapping[str, str]) -> float:
 
 
 def seconds(environ: Mapping[str, str], name: str, default: float, least: float | None = None) -> float:
-    """Returns the seconds `name` sets (`default` when unset); raises BadSetting unless a finite
-    number > 0 (>= `least` when given)."""
+    """Returns the seconds `name` sets (`default` when unset). Raises BadSetting unless a finite number > 0
+    (>= `least` when given)."""
     text = (environ.get(name) or "").strip()
     try:
         value = float(text) if text else default
@@ -176,8 +172,7 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
     taken: dict[int, frozenset[str]] = {}
 
     async def known_query(request: Request) -> None:
-        """Refuses (400) a query parameter the operation does not take: a misspelt one
-        (`hidden_pages=13`) would otherwise be ignored, and what it meant to hide shown."""
+        """Refuses (400) a query parameter the operation does not take, so a misspelt one is not ignored."""
         route = request.scope.get("route")
         dependant = getattr(route, "dependant", None)
         if dependant is None:
@@ -296,8 +291,8 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
         lines: list[bytes],
         follows: list[int] | None,
     ) -> Response:
-        """Records `lines` once for the Idempotency-Key `key` (on a store thread): the first
-        response, or the one kept for the key."""
+        """Records `lines` once for Idempotency-Key `key`, on a store thread. Returns the first response, or
+        the one kept for the key."""
         digest = fingerprint(media, raw)
         legacy = body_hash(media.encode(), (if_match_header or "").encode(), raw)
         try:
@@ -340,9 +335,8 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
         return done, orjson.dumps(done.to_json()).decode()
 
     def record(chatrecord: Chatrecord, lines: list[bytes], versions: list[int] | None) -> Any:
-        """Records `lines` following one of `versions` (any existing one for ANY): the first is
-        tried, and on a mismatch the conversation's actual version if it is one asked for (the
-        store checks it again as it appends, so a concurrent writer still gets a 412)."""
+        """Records `lines` following one of `versions` (any for ANY). The first is tried; on a mismatch, the
+        actual version if asked for. The store checks again, so a concurrent writer still gets a 412."""
         if not versions:
             return chatrecord.record_lines(lines, SOURCE, None)
         follows = 1 if versions == [ANY] else versions[0]
@@ -361,10 +355,9 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
         return Response(kept.response, status_code=kept.status, media_type=JSON, headers=headers)
 
     async def post_lines_directly(request: Request) -> Response:
-        """`POST /v1/lines`, the chat's hottest route, without FastAPI's dependency solving (a
-        share of a line's CPU): the operation above, with its dependencies run in their order
-        (the token, the query, the body) and its headers read as FastAPI reads them. Its route
-        comes first; the operation stays in the OpenAPI document and behind it."""
+        """`POST /v1/lines` without FastAPI's dependency solving. It runs the operation's dependencies in
+        order (token, query, body) and reads headers as FastAPI does. Its route comes first; the
+        operation stays in the OpenAPI document."""
         await authorized(request, None)
         refuse_others(request, frozenset())
         raw = await body(request)
@@ -400,9 +393,8 @@ def query_names(dependant: Any) -> set[str]:
 
 
 def app_from_env() -> FastAPI:
-    """Returns the app on the store and settings the environment configures (for uvicorn's
-    `--factory`; `chatrecord serve` sets CHATRECORD_API_NO_AUTH=1 after checking --no-auth).
-    A worker of `chatrecord serve --workers N` ends with the server process (`end_with_parent`)."""
+    """Returns the app on the environment's store and settings, for uvicorn's `--factory`. A worker of
+    `serve --workers N` ends with the server process (`end_with_parent`)."""
     end_with_parent()
     no_auth = os.environ.get("CHATRECORD_API_NO_AUTH") == "1"
     return create_app(Chatrecord, HttpSettings.from_env(no_auth=no_auth))

@@ -1,10 +1,7 @@
-"""The bearer token of /v1 and /ui, and the wait after wrong ones (`adapters.http.sessions.Throttle`).
-
-`Authorization: Bearer <token>` is compared in constant time. A wrong token makes its client
-(the address the connection comes from, or the one a proxy `serve --trusted-proxies` names
-forwards) wait, as the sign-in form's do; while it waits, a request of it is answered 429 with
-Retry-After, its token not compared. A request with the right token costs one look-up.
-"""
+"""The bearer token of /v1 and /ui, and the wait after wrong ones (`sessions.Throttle`). `Authorization:
+Bearer <token>` is compared in constant time. A wrong token makes its client wait: the connection's
+address, or the one a trusted proxy forwards. Meanwhile its requests get 429 with Retry-After, the token
+not compared. A right token costs one look-up."""
 
 from __future__ import annotations
 
@@ -39,8 +36,7 @@ def waiting(throttle: Throttle, client: str) -> Problem | None:
 
 
 def bearer_of(request: Request) -> bytes | None:
-    """Returns the token of the request's `Authorization: Bearer <token>`, exactly as sent
-    ("Bearer", one space, the token), or None when it has none."""
+    """Returns the token of `Authorization: Bearer <token>` exactly as sent, or None when there is none."""
     scheme, space, token = (request.headers.get("authorization") or "").partition(" ")
     return token.encode() if scheme.lower() == "bearer" and space else None
 

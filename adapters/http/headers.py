@@ -1,10 +1,7 @@
-"""The HTTP service's headers and media types: the ETag of a conversation's version and the
-versions an `If-Match` names, what an `Idempotency-Key` is kept with (`fingerprint`) and which
-part of a retry differs, a Content-Type's charset, and the `Chatrecord-Read-After` position of a
-write that a later GET hands back.
+"""The HTTP service's headers and media types: ETags and `If-Match`, the Idempotency-Key `fingerprint`, a
+Content-Type's charset, and the `Chatrecord-Read-After` position.
 
-No `from __future__ import annotations` here: FastAPI reads `read_after_header`'s annotations.
-"""
+No `from __future__ import annotations` here: FastAPI reads `read_after_header`'s annotations."""
 
 import re
 from typing import Annotated
@@ -29,11 +26,10 @@ ANY = -1
 
 
 def if_match(value: str | None) -> list[int] | None:
-    """Returns the versions (0 to INT_MAX) an `If-Match` names: one ETag `"N"` or a list of them
-    (`"3", "4"`), `[ANY]` for `*`, None without the header or with an empty one (an empty
-    optional header is one not sent, as Schemathesis and most clients read it). Raises a 412 problem when every ETag
-    is weak (`W/"N"`: If-Match compares strongly, RFC 9110 13.1.1, so a weak one never matches),
-    a 400 problem for anything else that is not of this form."""
+    """Returns the versions (0 to INT_MAX) an `If-Match` names: one ETag `"N"` or a list (`"3", "4"`).
+    Returns `[ANY]` for `*`. Returns None without the header or with an empty one. Raises a 412 problem
+    when every ETag is weak (`W/"N"`; RFC 9110 13.1.1 compares strongly). Raises a 400 problem for
+    anything else of another form."""
     text = (value or "").strip()
     if not text:
         return None
@@ -71,9 +67,8 @@ IDEMPOTENCY_KEY_PATTERN = r"^([!-~]([ -~]*[!-~])?)?$"
 
 
 def fingerprint(media: str, raw: bytes) -> str:
-    """Returns what an Idempotency-Key is kept with: the sha256 of the media type and of the
-    body, `<64 hex>:<64 hex>`. If-Match is not part of it (a precondition, not what is asked:
-    a retry without it gets the first response)."""
+    """Returns what an Idempotency-Key is kept with: `<64 hex>:<64 hex>`, the sha256 of media type and of
+    body. If-Match is not part of it."""
     return f"{body_hash(media.encode())}:{body_hash(raw)}"
 
 
@@ -120,8 +115,8 @@ async def read_after_header(
         ),
     ] = None,
 ) -> str | None:
-    """Returns the request's Chatrecord-Read-After (None without one, or an empty one: an empty
-    optional header is one not sent); a 400 problem for one no write returned."""
+    """Returns the request's Chatrecord-Read-After; None without one or with an empty one. Raises a 400
+    problem for one no write returned."""
     if value is None or not value.strip():
         return None
     if not re.fullmatch(READ_AFTER_PATTERN, value):

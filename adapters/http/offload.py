@@ -1,12 +1,7 @@
-"""The hot routes' one hop from the event loop to a thread that may wait on the store.
-
-The store is synchronous. FastAPI runs a sync route, and each sync dependency, on anyio's
-worker threads, a hop there and back per call through a `queue.Queue` (a Python lock and
-condition each way). The chat's routes (`POST /v1/lines`, `GET …/turn`) are `async def` with
-async dependencies instead, and hand the store's work to `offload`: one hop through a
-`ThreadPoolExecutor` (its queue is the C `SimpleQueue`) and one `call_soon_threadsafe` back, with
-the request's context variables (a trace's span) as anyio's hop carries them.
-"""
+"""The hot routes' one hop from the event loop to a thread that may wait on the store. The chat's routes
+(`POST /v1/lines`, `GET …/turn`) are `async def` with async dependencies. They hand the store's work to
+`offload`: one hop through a `ThreadPoolExecutor` and one `call_soon_threadsafe` back. The request's
+context variables go along, as anyio's hop carries them."""
 
 from __future__ import annotations
 
@@ -25,7 +20,7 @@ T = TypeVar("T")
 
 
 async def offload(work: Callable[[], T]) -> T:
-    """Runs `work` on one of the process's store threads and returns what it returns (or raises
-    what it raised), the event loop serving other requests meanwhile."""
+    """Runs `work` on a store thread and returns or raises what it does; the event loop serves others
+    meanwhile."""
     context = contextvars.copy_context()
     return await asyncio.get_running_loop().run_in_executor(_pool, context.run, work)

@@ -1,8 +1,7 @@
-"""The HTTP service's OpenAPI document (`docs/openapi.json`, served at /openapi.json): FastAPI's,
-completed by `document` with the line schemas of `POST /v1/lines` (from the parser's own models),
-the headers and problem types each response really has (ETAG, REPLAYED, READ_AFTER_HEADER, RETRY_AFTER,
-ERASED, PROBLEM_TYPES), links from a recorded line to its conversation's reads and the demo
-tour's answers as the reads' examples. The bodies' shapes are in `adapters.http.schemas`."""
+"""The OpenAPI document (`docs/openapi.json`, served at /openapi.json): FastAPI's, completed by `document`.
+It adds the line schemas of `POST /v1/lines`, each response's real headers and problem types, links from
+a line to its conversation's reads, and the demo tour's answers as examples. The bodies' shapes are in
+`adapters.http.schemas`."""
 
 from __future__ import annotations
 
@@ -33,9 +32,8 @@ LINES_BODY: dict[str, Any] = {
 
 
 def _line_schemas() -> tuple[dict[str, Any], dict[str, Any]]:
-    """Returns the schema of one input line (a union discriminated on `type`) and its
-    components, made from the parser's own models (`adapters.ingest.line_models`): the bounds are
-    those the ingester enforces (`domain.limits`)."""
+    """Returns the schema of one input line (a union on `type`) and its components, from the parser's
+    models. The bounds are those the ingester enforces (`domain.limits`)."""
     from pydantic import TypeAdapter
 
     from adapters.api import ParsedLine
@@ -63,9 +61,8 @@ DEMO = "conv-demo-seo"
 
 
 def _demo_reads() -> dict[str, dict[str, Any]]:
-    """Returns, by path, the example of each conversation read's 200: the demo tour's real
-    answer, from the demo stored in memory (`Chatrecord.demo`; the audit and the activity list
-    cut to their first rows and segments, the replay to its latest turn)."""
+    """Returns, by path, the example 200 of each read: the demo tour's real answer, cut to first rows and
+    the latest turn."""
     from adapters.api import Chatrecord, open_store
 
     chatrecord = Chatrecord(open_store(memory=True))
@@ -164,11 +161,9 @@ PROBLEM_TYPES = {
 
 
 def document(app: Any) -> dict[str, Any]:
-    """Returns the OpenAPI document of `app` (kept as `app.openapi_schema`): FastAPI's, with the
-    line schemas of `POST /v1/lines`, the headers and problem types each response really has,
-    links from a recorded line to its conversation's reads, the demo tour's answers as the
-    reads' examples, and no 422 that never occurs (a bad
-    parameter is a 400 problem)."""
+    """Returns the OpenAPI document of `app`, kept as `app.openapi_schema`. FastAPI's, plus the line
+    schemas, real headers and problem types, links and examples (see the module). It drops the 422s that
+    never occur; a bad parameter is a 400 problem."""
     from fastapi.openapi.utils import get_openapi
 
     doc = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)

@@ -1,8 +1,6 @@
-"""The shape of the HTTP service's errors (`ProblemDetails`, RFC 9457 problem details) for the
-OpenAPI document: the four members every problem has and, typed, each member a problem type adds
-(`adapters.http.problems` says which type adds which), so a client generated from the document
-reads `expected`, `actual`, `rule`, `field`, `where` … as fields of its own. A member a problem
-does not have is left out, never null (but `field`, `version` and `problem`, which may be)."""
+"""The shape of the HTTP service's errors (`ProblemDetails`, RFC 9457) for the OpenAPI document. The four
+members every problem has, and each member a problem type adds (`problems` says which). A member a
+problem lacks is left out, never null; `field`, `version` and `problem` may be null."""
 
 from __future__ import annotations
 

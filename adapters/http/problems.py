@@ -203,9 +203,8 @@ def from_error(error: ChatrecordError) -> Problem:
 
 
 def version_mismatch(error: VersionMismatch, expected: str | list[int]) -> Problem:
-    """Returns the 412 of an If-Match that matched no version of the conversation: `expected` is
-    "*" for `If-Match: *` (which matches any version from 1, so a conversation not started fails
-    it) or the versions it named (`expected` is then that one, or the list of several)."""
+    """Returns the 412 of an If-Match that matched no version. `expected` is "*" for `If-Match: *` (any
+    version from 1), or the version or list of versions named."""
     if isinstance(expected, str):  # "*"
         return Problem(
             412,
@@ -228,9 +227,8 @@ def version_mismatch(error: VersionMismatch, expected: str | list[int]) -> Probl
 
 
 def refusal(error: ChatrecordError) -> str:
-    """Returns where the refused line is (`request: line 2, segment`) and the rule's own words
-    (its class's docstring): the error's message may quote what the store holds (an owner, the
-    last message number), which a problem does not show."""
+    """Returns where the refused line is (`request: line 2, segment`) and the rule's own words (its class's
+    docstring). The error's message may quote stored values, which a problem never shows."""
     doc = " ".join((type(error).__doc__ or "").split("\n\n")[0].split())
     reason = doc.removeprefix("Raised when ").rstrip(".") or "the store refuses it"
     return f"{_where(error)}: refused: {reason}"
@@ -243,8 +241,7 @@ def _where(error: ChatrecordError) -> str:
 
 
 def allowed(request: Request) -> str:
-    """Returns the methods of every route of the app whose path `request`'s path is, as an
-    `Allow` header's value (Starlette's 405 names those of the first such route only)."""
+    """Returns the methods of every route with `request`'s path, as an `Allow` header value."""
     methods: set[str] = set()
     routes = list(request.app.router.routes)
     while routes:

@@ -1,9 +1,7 @@
-"""The HTTP service's reads of the store: the conversations list, the usage audit and, per conversation, its
-export, the next turn's notes, the audit, the activity list and the replay (`add_reads`), each
-one call of the service layer (`adapters.api.Chatrecord`, the `Service` dependency).
+"""The HTTP service's reads (`add_reads`): the list, the usage audit and, per conversation, export, turn notes, audit,
+activity list and replay. Each is one `Chatrecord` call (the `Service` dependency).
 
-No `from __future__ import annotations` here: FastAPI reads the handlers' annotations.
-"""
+No `from __future__ import annotations` here: FastAPI reads the handlers' annotations."""
 
 from collections.abc import Iterator
 from typing import Annotated, Any, Literal
@@ -67,8 +65,8 @@ def json_response(value: Any, headers: dict[str, str] | None = None, status: int
 
 
 def add_reads(v1: APIRouter, of_a_conversation: dict[int | str, dict[str, Any]]) -> None:
-    """Adds the reads to the `/v1` router; `of_a_conversation` are the problems a conversation's
-    own operations add to every operation's."""
+    """Adds the reads to the `/v1` router. `of_a_conversation`: the problems a conversation's operations
+    add."""
 
     @v1.get(
         "/conversations",
@@ -212,14 +210,21 @@ def add_reads(v1: APIRouter, of_a_conversation: dict[int | str, dict[str, Any]])
                 description="Stop after user message N (a 404 no-such-turn problem when the conversation has no user message N).",
             ),
         ] = None,
+        with_reproductions: Annotated[
+            bool,
+            Query(
+                description="Add the kept reproductions after the lines, one reproduction record a line "
+                "(`chatrecord export --with-reproductions`), which `chatrecord ingest` reads back."
+            ),
+        ] = False,
     ) -> Response:
         """The conversation as the chat's JSON Lines (`chatrecord export`), made from the store's
         events: ingested into an empty store, the same turns and audit. An erased conversation's
         texts read `[erased]` (header `Chatrecord-Erased: true`); a conversation whose hash chain
         does not verify is exported as the store holds it, with header `Chatrecord-Chain: broken`
         (`chatrecord verify` names the break)."""
-        done = chatrecord.export(conversation, upto, after=after)
-        body = b"".join(orjson.dumps(line) + b"\n" for line in done.lines)
+        done = chatrecord.export(conversation, upto, with_reproductions=with_reproductions, after=after)
+        body = b"".join(orjson.dumps(line) + b"\n" for line in done.records())
         headers = {"Chatrecord-Erased": "true"} if done.erased else {}
         if done.broken is not None:
             headers["Chatrecord-Chain"] = "broken"

@@ -1,9 +1,7 @@
-"""The HTTP service's reproductions (issue 40): `POST /v1/conversations/{id}/reproductions` sends
-a recorded turn to the configured model again (`Chatrecord.reproduce`, as `chatrecord reproduce`
-does) and `GET` lists the kept ones (`Chatrecord.reproductions`).
+"""The HTTP service's reproductions. `POST /v1/conversations/{id}/reproductions` sends a recorded turn to
+the configured model again (`Chatrecord.reproduce`); `GET` lists the kept ones.
 
-No `from __future__ import annotations` here: FastAPI reads the handlers' annotations.
-"""
+No `from __future__ import annotations` here: FastAPI reads the handlers' annotations."""
 
 from typing import Annotated, Any
 
@@ -16,8 +14,8 @@ from adapters.http.reads import Conversation, Service, json_response
 def add_reproductions(
     v1: APIRouter, of_a_conversation: dict[int | str, dict[str, Any]], model_errors: dict[int | str, dict[str, Any]]
 ) -> None:
-    """Adds the reproductions to the `/v1` router; `model_errors`: the problems of a model that is
-    not configured or cannot be used."""
+    """Adds the reproductions to the `/v1` router. `model_errors`: the problems of an unset or unusable
+    model."""
 
     @v1.post(
         "/conversations/{conversation:path}/reproductions",

@@ -1,9 +1,6 @@
-"""`chatrecord serve`: checks the settings and the store once, then runs uvicorn.
-
-It refuses to start without CHATRECORD_API_TOKEN unless `--no-auth` is given, and `--no-auth`
-only on a loopback host. The store's tables (and the idempotency table) are made here, by one
-process, before the workers start.
-"""
+"""`chatrecord serve`: checks the settings and the store once, then runs uvicorn. It refuses to start
+without CHATRECORD_API_TOKEN unless `--no-auth` is given, and `--no-auth` only on a loopback host. The
+store's tables (and the idempotency table) are made here, by one process, before the workers start."""
 
 from __future__ import annotations
 
@@ -44,8 +41,8 @@ def check(host: str, no_auth: bool) -> HttpSettings:
 
 
 def prepare() -> str:
-    """Opens the configured store once, making its tables (the read models' with the store, the
-    idempotency keys' here), and returns its description."""
+    """Opens the configured store once, making its and the idempotency keys' tables; returns its
+    description."""
     return Chatrecord.prepare_service()
 
 
@@ -74,10 +71,9 @@ def trusted(proxies: str | None) -> list[str]:
 
 
 def run(host: str, port: int, workers: int, access_log: bool = False, proxies: list[str] | None = None) -> None:
-    """Runs uvicorn with `workers` processes on the app `app_from_env` builds; with more than
-    one, each worker ends when the server process does, even when it is killed (`end_with_parent`).
-    X-Forwarded-For and X-Forwarded-Proto are read only from `proxies` (none: from no peer, so a
-    client is the address its connection comes from, whatever it claims)."""
+    """Runs uvicorn with `workers` processes on `app_from_env`'s app. With several, each ends with the
+    server process (`end_with_parent`). X-Forwarded-For and -Proto are read only from `proxies` (none:
+    from no peer)."""
     if workers > 1:
         os.environ[PARENT] = str(os.getpid())
     uvicorn.run(
@@ -94,9 +90,8 @@ def run(host: str, port: int, workers: int, access_log: bool = False, proxies: l
 
 
 def listenable(host: str, port: int) -> None:
-    """Raises BadSetting (one line) when nothing can listen on `host`:`port`: a host that
-    does not resolve, a port another process holds, a port below 1024 without the right to it.
-    uvicorn would log its own error and exit with status 3."""
+    """Raises BadSetting (one line) when nothing can listen on `host`:`port`: an unresolvable host, a taken
+    port, or a port below 1024 without the right."""
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     except (socket.gaierror, UnicodeError) as error:

@@ -1,17 +1,14 @@
 """The page's sign-in sessions and the wait after wrong tokens.
 
-Each sign-in gets a session of its own: its cookie holds when it was issued (Unix seconds), 16
-random bytes (hex) and an HMAC-SHA256 of both under a key derived from the API token, so every
-worker of `serve --workers N` accepts it, a changed token ends every session, and the cookie
-never holds the token. A session is good for SESSION_SECONDS (8 hours) from its sign-in; a
-sign-out deletes the cookie and revokes the session in the server process that answered it.
+A session's cookie holds its issue time (Unix seconds), 16 random bytes (hex) and their HMAC-SHA256 under
+a key derived from the API token. So every worker accepts it, a changed token ends all sessions, and the
+cookie never holds the token. A session lasts SESSION_SECONDS (8 hours). A sign-out deletes the cookie
+and revokes the session in that server process.
 
-After a wrong token the client (its address) waits: FIRST_WAIT seconds after the first (or the
-wait `serve` is configured with), twice as long after each further one, at most LONGEST_WAIT;
-an attempt while it waits is answered 429 without the token being compared. One throttle counts
-the sign-in form's tokens and the bearer tokens of /v1 and /ui alike. A right token clears the count; a client quiet for
-FORGET_SECONDS past its wait starts again from the first. At most CLIENTS clients are counted.
-"""
+After a wrong token the client (its address) waits FIRST_WAIT seconds, or `serve`'s setting. Each further
+one doubles the wait, up to LONGEST_WAIT. An attempt while waiting gets 429, the token not compared. One
+throttle counts the form's and the bearer tokens. A right token clears the count; a client quiet for
+FORGET_SECONDS past its wait starts afresh. At most CLIENTS clients are counted."""
 
 from __future__ import annotations
 
@@ -56,8 +53,7 @@ def session_id(cookie: str) -> str:
 
 
 class Sessions:
-    """The sessions of one server process under `token`: which cookie is a live session, and
-    which were signed out here."""
+    """The sessions of one server process under `token`: which cookies are live, which were signed out here."""
 
     def __init__(self, token: str) -> None:
         self.token = token
@@ -88,8 +84,8 @@ class Sessions:
 
 
 class Throttle:
-    """Wrong tokens per client, and how long each must wait before its next attempt; `first`:
-    the wait after the first wrong token (0: no wait ever)."""
+    """Wrong tokens per client and each one's wait. `first`: the wait after the first wrong token (0: never
+    wait)."""
 
     def __init__(self, first: float = FIRST_WAIT) -> None:
         self.first = first

@@ -1,11 +1,6 @@
-"""A request body that does not arrive in time is answered 408 and its connection closed.
-
-uvicorn's keep-alive timeout covers the wait between requests, not a body sent slowly or never
-finished, which held its connection open for ever. `BodyDeadline` gives each request's body
-CHATRECORD_BODY_TIMEOUT_SECONDS (default 30) from when the request's headers arrived: a read
-of the body past that raises BodyTimeout, answered 408 with `Connection: close`, on which
-uvicorn closes the connection. Once the body is whole, reads wait as they did.
-"""
+"""A request body that does not arrive in time is answered 408 and its connection closed. `BodyDeadline`
+gives each body CHATRECORD_BODY_TIMEOUT_SECONDS (default 30) from the headers' arrival. A read past that
+raises BodyTimeout, answered 408 with `Connection: close`. Once the body is whole, reads wait as before."""
 
 from __future__ import annotations
 

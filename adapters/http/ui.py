@@ -1,30 +1,36 @@
-"""The timeline page over HTTP: `/ui/` (the conversations, with search by id) and
-`/ui/conversations/{id}` (the timeline; `?turn=N&rules=R` shows what the model was sent at the
-turn of user message N under rule set R, `?before=V` the older turns, `?full=1` the chain's
-verdict recomputing every hash), with the overview picture (`…/overview.svg`) as a request of its
-own, so the page itself reads only the turns it shows and the chain's verdict, which it shows
-whole (one from a stored position costs the events appended since; `…/chain` gives the verdict
-alone).
+"""The timeline page over HTTP.
 
-The UI is behind the API's token: a request with `Authorization: Bearer <token>` gets the page;
-a browser signs in at `/ui/login` with the token and gets a session of its own, expiring after
-8 hours (`adapters.http.sessions`: a signed cookie, HttpOnly, SameSite=Strict, Path=/ui, Secure
-over HTTPS, never the token), and signs out at `POST /ui/logout` (the pages' "Sign out"). After
-a wrong token the client waits, longer after each (429 meanwhile, the token not compared).
-Without a token (`serve --no-auth`, loopback hosts only) the UI is open like the API. Every
-page is sent with a Content-Security-Policy that allows no script (`adapters.pages.SERVER_CSP`).
-"""
+`/ui/` lists conversations, with search by id. `/ui/conversations/{id}` shows the timeline:
+`?turn=N&rules=R` the model input at user message N under R, `?before=V` older turns, `?full=1` a full
+chain check. The picture (`…/overview.svg`) and the verdict alone (`…/chain`) are requests of their own.
+
+The UI needs the API's token: as a bearer header, or a session from `/ui/login` lasting 8 hours
+(`sessions`). `POST /ui/logout` signs out. After a wrong token the client waits (429 meanwhile). Without
+a token (`serve --no-auth`, loopback only) the UI is open. Every page has a Content-Security-Policy
+allowing no script (`adapters.pages.SERVER_CSP`)."""
 
 import hmac
 import math
 from typing import Annotated, Any
 from urllib.parse import parse_qs, quote, urlencode
 
+import orjson
 from fastapi import APIRouter, Depends, FastAPI, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from adapters import pages
-from adapters.api import STATUSES, BadCursor, BadFilter, Chatrecord, Report, Reproduction, TurnNotFound, parse_at
+from adapters.api import (
+    STATUSES,
+    BadCursor,
+    BadFilter,
+    Chatrecord,
+    NotOnTimeline,
+    Report,
+    Reproduction,
+    TurnMissing,
+    TurnNotFound,
+    parse_at,
+)
 from adapters.http.bearer import bearer_of, check_bearer, client_of
 from adapters.http.problems import Problem
 from adapters.http.sessions import SESSION_SECONDS, Sessions, Throttle
@@ -34,9 +40,7 @@ from projections.rules import Rules
 
 
 def unknown(conversation: str) -> str:
-    """What a page says of an id the store does not hold: the id asked for, as the API's 404 says
-    no more, never the store's file or the ids it holds (the CLI's message names both, for the
-    operator at the terminal)."""
+    """What a page says of an id the store does not hold: the id asked for, never the store's file or ids."""
     return f"no conversation {conversation[:200]!r} in the store, nor one whose id contains it"
 
 
@@ -59,8 +63,8 @@ def html(text: str, status: int = 200, headers: dict[str, str] | None = None) ->
 
 
 def install_ui(app: FastAPI, token: str | None, throttle: Throttle) -> None:
-    """Adds the `/ui` routes to `app`, and the redirect to the sign-in form; `throttle` counts
-    the wrong tokens of the form and of bearer headers."""
+    """Adds the `/ui` routes and the redirect to the sign-in form to `app`. `throttle` counts the form's and
+    the bearer headers' wrong tokens."""
 
     @app.exception_handler(SignInRequired)
     async def sign_in(request: Request, error: SignInRequired) -> Response:
@@ -184,6 +188,82 @@ def ui_router(token: str | None, throttle: Throttle) -> APIRouter:
             },
         )
 
+    @guarded.get("/conversations/{conversation:path}/events")
+    def raw_events(
+        chatrecord: Service, conversation: str, first: Annotated[int, Query(alias="from", ge=1, le=2147483647)] = 1
+    ) -> Response:
+        """The conversation's events as stored (ciphertexts as sealed), each with its chain
+        link, a page of versions at a time (`adapters.service.raw_events`)."""
+        try:
+            page = chatrecord.raw_events(conversation, first)
+        except UnknownConversation:
+            return html(pages.error_page("No such conversation", unknown(conversation)), status=404)
+        return html(pages.raw_page(conversation, page))
+
+    @guarded.get("/conversations/{conversation:path}/rules")
+    def rules_diff(
+        chatrecord: Service,
+        conversation: str,
+        other: Annotated[Rules | None, Query()] = None,
+        start: Annotated[int, Query(ge=0, le=2147483647)] = 0,
+    ) -> Response:
+        """The conversation read under another rule set beside the live one, turn by turn:
+        notes added and dropped, the page line where it differs; a page of turns at a time."""
+        active = chatrecord.active_rules()
+        chosen = other.value if other else next(r.value for r in Rules if r.value != active)
+        try:
+            turns, more = chatrecord.rules_diff(conversation, chosen, start=start)
+        except UnknownConversation:
+            return html(pages.error_page("No such conversation", unknown(conversation)), status=404)
+        return html(pages.rules_diff_page(conversation, active, chosen, turns, more, start))
+
+    @guarded.get("/conversations/{conversation:path}/compare")
+    def compare(
+        chatrecord: Service,
+        conversation: str,
+        first: Annotated[int, Query(ge=1, le=2147483647)],
+        second: Annotated[int, Query(ge=1, le=2147483647)],
+        rules: Annotated[Rules | None, Query()] = None,
+    ) -> Response:
+        """The turn of user message `second` as what changed since the turn of `first`."""
+        try:
+            compared = chatrecord.compare_turns(conversation, first, second, rules.value if rules else None)
+        except UnknownConversation:
+            return html(pages.error_page("No such conversation", unknown(conversation)), status=404)
+        except TurnMissing as error:
+            return html(pages.error_page("No such turn", str(error)), status=404)
+        return html(pages.compare_page(conversation, rules.value if rules else chatrecord.active_rules(), compared))
+
+    def download(body: bytes, media_type: str, name: str) -> Response:
+        return Response(
+            body,
+            media_type=media_type,
+            headers={
+                "Content-Disposition": f'inline; filename="{name}"',
+                "X-Content-Type-Options": "nosniff",
+                "Cache-Control": "no-store",
+                "Content-Security-Policy": "default-src 'none'",
+            },
+        )
+
+    @guarded.get("/conversations/{conversation:path}/audit.json")
+    def audit_file(chatrecord: Service, conversation: str) -> Response:
+        """`chatrecord audit --json` of the conversation (as `GET /v1/…/audit`), for a browser's session."""
+        done = chatrecord.audit(conversation, chain=True)
+        return download(orjson.dumps(done.to_json()), "application/json", "audit.json")
+
+    @guarded.get("/conversations/{conversation:path}/export.jsonl")
+    def export_file(chatrecord: Service, conversation: str) -> Response:
+        """The conversation as the chat's JSON Lines (as `GET /v1/…/export`), for a browser's
+        session: sent as text, so that a browser shows it rather than saving it."""
+        done = chatrecord.export(conversation)
+        return download(b"".join(orjson.dumps(line) + b"\n" for line in done.lines), "text/plain; charset=utf-8", "export.jsonl")
+
+    @guarded.get("/conversations/{conversation:path}/trace.json")
+    def trace_file(chatrecord: Service, conversation: str) -> Response:
+        """The conversation's trace as OTLP/JSON (`chatrecord traces --json`), without texts."""
+        return download(chatrecord.trace_json(conversation).encode(), "application/json", "trace.json")
+
     @guarded.get("/conversations/{conversation:path}/chain")
     def chain(chatrecord: Service, conversation: str, full: Annotated[bool, Query()] = False) -> Response:
         verdict = chatrecord.chain(conversation, full=full)
@@ -197,7 +277,17 @@ def ui_router(token: str | None, throttle: Throttle) -> APIRouter:
         rules: Annotated[Rules | None, Query()] = None,
         before: Annotated[int | None, Query(ge=2, le=2147483647)] = None,
         full: Annotated[bool, Query()] = False,
+        jump: Annotated[str | None, Query(max_length=300)] = None,
     ) -> Response:
+        if jump is not None and jump.strip():  # the jump box: to the page that shows it, at its anchor
+            try:
+                found = chatrecord.locate(conversation, jump)
+            except UnknownConversation:
+                return html(pages.error_page("No such conversation", unknown(conversation)), status=404)
+            except NotOnTimeline as error:
+                return html(pages.error_page("Not in this conversation", str(error)), status=404)
+            older = "?" + urlencode({"before": found.before}) if found.before is not None else ""
+            return RedirectResponse(f"/ui/conversations/{quote(conversation, safe='')}{older}#{found.anchor}", status_code=303)
         try:
             page = chatrecord.timeline(conversation, before=before)
             selected = chatrecord.turn_view(conversation, turn, rules.value if rules else None) if turn is not None else None
@@ -211,11 +301,12 @@ def ui_router(token: str | None, throttle: Throttle) -> APIRouter:
         latest = next((t.number for t in page.turns if t.kind != "start"), None) if before is None else None
         verdict = chatrecord.chain(conversation, full=full)  # shown whole in the page: what it checked, when, by what
         runs = reproduction_runs(chatrecord.reproductions(conversation))  # chatrecord reproduce: a line per run
+        drawn = chatrecord.overview_drawn(conversation, pages.overview_linked)  # inline: its marks link, its titles show
         text = pages.conversation_page(
             page,
             static=False,
             chain=verdict,
-            overview=None,
+            overview=drawn,
             selected=selected,
             next_call=next_call,
             latest_message=latest,
@@ -228,8 +319,8 @@ def ui_router(token: str | None, throttle: Throttle) -> APIRouter:
 
 
 def reproduction_runs(kept: list[Reproduction]) -> list[str]:
-    """Returns a line per run of `chatrecord reproduce` (its streams started together): when,
-    the model, the turn and the count in the spec's form."""
+    """Returns a line per run of `chatrecord reproduce`: when, the model, the turn and the count in the
+    spec's form."""
     runs: dict[str, list[Reproduction]] = {}
     for done in kept:
         runs.setdefault(done.started_at, []).append(done)
@@ -245,9 +336,8 @@ def _local(path: str) -> str:
 
 
 def _filters(asked: dict[str, Any]) -> dict[str, Any]:
-    """Returns the keyword arguments of `Chatrecord.conversations` the list page's form asked
-    for (`q`, `owner`, `since`, `until`, `status`; an empty field asks nothing). Raises
-    ValueError naming the field that is not one."""
+    """Returns the `Chatrecord.conversations` keyword arguments the list form asked for (`q`, `owner`,
+    `since`, `until`, `status`). An empty field asks nothing. Raises ValueError naming a bad field."""
     found: dict[str, Any] = {"search": asked["q"] or None, "status": tuple(asked["status"])}
     if asked["owner"]:
         if not asked["owner"].isdigit() or int(asked["owner"]) > INT_MAX:
@@ -266,10 +356,9 @@ def _filters(asked: dict[str, Any]) -> dict[str, Any]:
 
 
 def _listing(chatrecord: Chatrecord, after: str | None, filters: dict[str, Any]) -> tuple[list[dict[str, Any]], str | None]:
-    """Returns a page of stored conversations, newest activity first (the service layer's
-    paged list, `Chatrecord.conversations`, with `filters`, `_filters`), and the cursor of the
-    next page (None: the last); `after` is the cursor a page before returned. Raises BadCursor
-    for one no page returned, BadFilter for filters the list refuses."""
+    """Returns a page of conversations, newest activity first, with `filters`, and the next cursor (None:
+    the last). `after` is a previous page's cursor. Raises BadCursor for a cursor no page returned.
+    Raises BadFilter for refused filters."""
     asked = dict(filters)
     since = asked.pop("since", None)
     found = chatrecord.conversations(50, after, since, **asked)

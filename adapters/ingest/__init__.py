@@ -1,17 +1,14 @@
-"""nr-llm ingestion: the chat's JSON Lines read and validated, one model per line (the domain
-command each decides: `adapters.service.line_commands`).
+"""nr-llm ingestion: the chat's JSON Lines read and validated, one model per line.
 
-Input format: docs/spec-map.md, D7; one model per line type
-and the privacy filter live in `adapters.ingest.line_models`. A bad line raises
-`domain.errors.InvalidInput`, whose one-line message names the file, the 1-based line, the
-field path in the input's own key names and what was expected, e.g.
-`demo.jsonl: line 12, steps[3].writeTargetTable: "tt content" is not a table name; use 1–64 of A-Za-z0-9_`.
-Nothing of a bad line is stored; lines are read lazily, so the lines before it are yielded first.
+The input format is docs/spec-map.md, D7; the models and the privacy filter are in `line_models`. A
+bad line raises `domain.errors.InvalidInput`. Its one-line message names the file, the 1-based line,
+the field path and what was expected, e.g. `demo.jsonl: line 12, steps[3].writeTargetTable: "tt
+content" is not a table name; use 1–64 of A-Za-z0-9_`. Nothing of a bad line is stored. Lines are
+read lazily; the lines before it are yielded first.
 
 Example:
     for line in read_file("tests/data/demo_seo_tour.jsonl"):
-        line.type, line.conversation, line.kept_facts()   # decided by adapters.service.line_commands
-"""
+        line.type, line.conversation, line.kept_facts()   # decided by adapters.service.line_commands"""
 
 from __future__ import annotations
 
@@ -31,6 +28,7 @@ from adapters.ingest.dropped import kept_path, quotable
 from adapters.ingest.error_messages import at_line, check_follows, expectation, input_path, kind_of
 from adapters.ingest.line_models import LINE_TYPES, Line, ParsedLine
 from adapters.ingest.names import show
+from adapters.ingest.reproduction_line import REPRODUCTION, is_reproduction
 from domain.errors import InvalidInput
 from domain.limits import DEPTH_MAX, LINE_BYTES_MAX
 
@@ -52,10 +50,8 @@ _WHOLE_LINE = "(line)"
 
 
 def digest_of(line: Line) -> str:
-    """Returns 32 hex of the sha256 of the line's stored facts (type, conversation, at and the
-    command's arguments) as canonical JSON: the same line delivered twice has the same digest,
-    and nothing the privacy filter drops enters it, nor a segment's usage facts
-    (`Line.unhashed`)."""
+    """Returns 32 hex of the sha256 of the line's stored facts as canonical JSON. The same line twice
+    has the same digest. Dropped fields and usage facts (`Line.unhashed`) stay out."""
     facts = {"type": line.type, "conversation": line.conversation, "at": line.at.isoformat()}
     facts.update(line.kept_facts())
     jsonable = to_jsonable_python(facts)
@@ -65,11 +61,9 @@ def digest_of(line: Line) -> str:
 
 
 def parse_line(text: str | bytes, line_no: int, source_name: str) -> ParsedLine:
-    """Returns the parsed line `text` (line `line_no` of `source_name`), with its digest.
-
-    Raises InvalidInput for invalid JSON, a line that is not an object, a missing or unknown
-    `type`, a missing field or a field of the wrong type or value.
-    """
+    """Returns the parsed line `text` (line `line_no` of `source_name`), with its digest. Raises
+    InvalidInput for invalid JSON, a non-object, a missing or unknown `type`, or a missing or wrong
+    field."""
 
     def invalid(field: str, expected: str) -> InvalidInput:
         return InvalidInput(source_name, line_no, field, expected)
@@ -98,6 +92,11 @@ def parse_line(text: str | bytes, line_no: int, source_name: str) -> ParsedLine:
     kind = data.get("type")
     if kind is None:
         raise invalid("type", f"is missing; use one of {', '.join(LINE_TYPES)}")
+    if kind == REPRODUCTION:
+        raise invalid(
+            "type",
+            "a reproduction record is read by `chatrecord ingest` (export --with-reproductions writes it), not recorded as a chat's line",
+        )
     if kind not in LINE_TYPES:
         raise invalid("type", f"{show(kind)} is not a line type; use one of {', '.join(LINE_TYPES)}")
     try:
@@ -116,9 +115,8 @@ def parse_line(text: str | bytes, line_no: int, source_name: str) -> ParsedLine:
 
 
 def _integral(data: Any, error: ValidationError) -> Any:
-    """Returns `data` with each integral float where a whole number was expected (`1.0`, as
-    PHP's json_encode writes a float with JSON_PRESERVE_ZERO_FRACTION, and as JSON Schema counts
-    an integer) made an int; `1.5` stays, and fails as it did. The same object when none is."""
+    """Returns `data` with integral floats (`1.0`) made ints where a whole number was expected. `1.5`
+    stays and fails. Returns the same object when there is none."""
     places = [
         problem["loc"]
         for problem in error.errors(include_url=False)
@@ -139,10 +137,8 @@ def _integral(data: Any, error: ValidationError) -> Any:
 
 
 def _too_deep(text: str | bytes, data: dict[str, Any]) -> tuple[Any, ...] | None:
-    """Returns the path of the first object or list of `data` (what orjson read of the JSON text
-    `text`) nested more than DEPTH_MAX levels deep (the line's object is level 1), cut after its
-    first 3 keys or indexes; None when none is. A text with fewer than DEPTH_MAX opening brackets
-    cannot be that deep and is not walked; else the walk is iterative and linear in the containers."""
+    """Returns the path of the first container nested deeper than DEPTH_MAX, cut after 3 keys; else
+    None. The line's object is level 1. The walk is iterative and linear."""
     opening = (text.count(b"{") + text.count(b"[")) if isinstance(text, bytes) else (text.count("{") + text.count("["))
     if opening <= DEPTH_MAX:
         return None
@@ -162,16 +158,10 @@ _COLON_ESCAPE_BYTES = re.compile(rb"\\u003[aA]")
 
 
 def _key_twice(text: str | bytes, data: dict[str, Any]) -> tuple[Any, ...] | None:
-    r"""Returns the path of the first key that appears twice in one object of the JSON text
-    `text` (`data` is what orjson read of it, the last value of such a key kept), None when every
-    key appears once.
-
-    orjson does not tell duplicates apart, so a count decides first: every key of the text is
-    followed by one `:` outside a string, and `orjson.dumps(data)` writes one `:` per key it kept
-    plus the colons of its strings unescaped. The text's colons plus its `\u003a` escapes (the
-    one escape that writes a colon) equal the dumped text's colons exactly when no key was
-    dropped; only when they differ is the text read again, with the pairs of each object kept,
-    to find the key (a `\\u003a`, an escaped backslash before `u003a`, costs that read too)."""
+    """Returns the path of the first key that appears twice in one object of `text`; None when none
+    does. `data` is what orjson read, which keeps the last value. Colons are counted first: the
+    text's colons plus its escaped colons (`u003a`) equal the dumped text's colons exactly when no
+    key was dropped. Only when they differ is the text read again with every pair kept."""
     dumped = orjson.dumps(data).count(b":")
     if isinstance(text, str):
         colons = text.count(":") + (len(_COLON_ESCAPE.findall(text)) if "\\u003" in text else 0)
@@ -214,11 +204,8 @@ class _Pairs(dict[str, Any]):
 
 
 def line_text(data: Mapping[str, Any], line_no: int, source_name: str) -> bytes:
-    """Returns the JSON text of a line given as a dict (`adapters.api`).
-
-    Raises InvalidInput naming the first field JSON cannot hold (a whole number beyond 64 bits,
-    a value that is not JSON), so such a value is refused like any other bad value.
-    """
+    """Returns the JSON text of a line given as a dict (`adapters.api`). Raises InvalidInput naming the
+    first field JSON cannot hold."""
     try:
         text = orjson.dumps(data)
     except (TypeError, orjson.JSONEncodeError):
@@ -242,8 +229,7 @@ _NOT_FINITE = "expected a finite number"
 
 
 def _field_problem(data: Mapping[str, Any], at: tuple[Any, ...]) -> str | None:
-    """Returns what the line's model says of the value at path `at` of a line given as a dict
-    (`expected a whole number, got the number NaN`), None when it says nothing of it there."""
+    """Returns what the line's model says of the value at path `at`, or None."""
     kind = data.get("type")
     if kind not in LINE_TYPES:
         return None
@@ -257,8 +243,8 @@ def _field_problem(data: Mapping[str, Any], at: tuple[Any, ...]) -> str | None:
 
 
 def _unencodable(value: Any, at: tuple[Any, ...], big: bool = True) -> tuple[tuple[Any, ...], str]:
-    """Returns the path of the first part of `value` orjson cannot write, and what is wrong
-    (a whole number of more than 64 bits only if `big`)."""
+    """Returns the path of the first part of `value` orjson cannot write, and what is wrong. A whole
+    number above 64 bits counts only if `big`."""
     if isinstance(value, Mapping):
         for key, item in value.items():
             if not isinstance(key, str):
@@ -293,9 +279,8 @@ def _unencodable(value: Any, at: tuple[Any, ...], big: bool = True) -> tuple[tup
 
 
 def json_problem(text: str | bytes, error: orjson.JSONDecodeError) -> str:
-    """Says why `text` did not parse as JSON (`error`, orjson's), for an error message: bytes
-    that are not UTF-8 (with the byte), a lone surrogate in a string (with the character), else
-    orjson's reason with the line (when not the first) and the column."""
+    """Returns why `text` did not parse as JSON, for an error message. Bytes not UTF-8 (with the byte),
+    a lone surrogate (with the character), else orjson's reason with position."""
     if isinstance(text, bytes):
         try:
             text.decode("utf-8")
@@ -311,11 +296,8 @@ def json_problem(text: str | bytes, error: orjson.JSONDecodeError) -> str:
 
 
 def parse_numbered(raw: str | bytes, line_no: int, source_name: str) -> ParsedLine | None:
-    """Returns line `line_no` (1-based) of `source_name` parsed; None for a blank line. A BOM
-    before the first line is ignored.
-
-    Raises InvalidInput for a line that is not UTF-8 text or does not parse.
-    """
+    """Returns line `line_no` (1-based) of `source_name` parsed; None for a blank line. A BOM before
+    the first line is ignored. Raises InvalidInput for a line that is not UTF-8 or does not parse."""
     if isinstance(raw, bytes):
         try:
             raw = raw.decode("utf-8")
@@ -330,9 +312,8 @@ def parse_numbered(raw: str | bytes, line_no: int, source_name: str) -> ParsedLi
 
 
 def bounded_lines(stream: BinaryIO) -> Iterator[bytes]:
-    """Yields the lines of a binary stream, each cut after LINE_BYTES_MAX + 1 bytes (the rest
-    of a longer line is read and dropped), so a line of any length costs at most that much
-    memory and is refused by `parse_line` as too long."""
+    """Yields the lines of a binary stream, each cut after LINE_BYTES_MAX + 1 bytes. A longer line
+    costs at most that memory; `parse_line` refuses it."""
     while True:
         line = stream.readline(LINE_BYTES_MAX + 1)
         if not line:
@@ -344,20 +325,20 @@ def bounded_lines(stream: BinaryIO) -> Iterator[bytes]:
 
 
 def read_lines(lines: Iterable[str | bytes], source_name: str) -> Iterator[ParsedLine]:
-    """Yields the parsed lines of `lines` in order; blank lines are skipped, line numbers are
-    1-based and count every line. Raises InvalidInput at the first bad line, after yielding
-    the lines before it."""
+    """Yields the parsed lines of `lines` in order, skipping blank ones and reproduction records
+    (`export --with-reproductions`); numbers are 1-based and count every line. Raises
+    InvalidInput at the first bad line, after yielding the lines before it."""
     for line_no, raw in enumerate(lines, start=1):
+        if is_reproduction(raw):
+            continue
         line = parse_numbered(raw, line_no, source_name)
         if line is not None:
             yield line
 
 
 def read_file(path: str | Path) -> Iterator[ParsedLine]:
-    """Yields the parsed lines of the JSON Lines file `path`, named by its file name in errors.
-
-    Raises InvalidInput as `read_lines` does, OSError when the file cannot be read.
-    """
+    """Yields the parsed lines of the JSON Lines file `path`, named by its file name in errors. Raises
+    InvalidInput as `read_lines` does, OSError when the file cannot be read."""
     path = Path(path)
     with path.open("rb") as stream:
         yield from read_lines(bounded_lines(stream), path.name)

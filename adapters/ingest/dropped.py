@@ -1,13 +1,9 @@
-"""Where the privacy filter drops: an error's path into a line cut where it enters a field the
-filter drops (tool arguments and results, the text of model steps, every key no model declares,
-a step of an unknown kind), so an error never quotes a dropped value or key, since errors reach
-logs (README, "Privacy").
+"""Where the privacy filter drops: an error's path is cut where it enters a dropped field.
 
-A path is a pydantic location without the union's tag (`("steps", 3, "toolArguments", "k")`).
-A dropped key nr-llm is known to send, or one another line type declares, is named
-(`steps[3].toolArguments`); any other dropped key is not, as its name may be private too
-(`steps[3].(a dropped key)`).
-"""
+Dropped are tool arguments and results, model step texts, undeclared keys and unknown step kinds. So
+an error, which reaches logs, never quotes a dropped value or key (README, "Privacy"). A path is a
+pydantic location without the union's tag (`("steps", 3, "toolArguments", "k")`). A known dropped
+key is named (`steps[3].toolArguments`); any other is not (`steps[3].(a dropped key)`)."""
 
 from __future__ import annotations
 
@@ -53,8 +49,7 @@ _LINES = _line_models()
 
 
 def _inner(annotation: Any) -> Any:
-    """Returns what a field's annotation holds: the model of `list[Step]`, `Step | None`, ...;
-    None for a plain value."""
+    """Returns the model a field's annotation holds (`list[Step]`, `Step | None`); None for a plain value."""
     origin = get_origin(annotation)
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return annotation
@@ -69,8 +64,8 @@ def _inner(annotation: Any) -> Any:
 
 
 def _declared(kind: Any) -> dict[str, Any]:
-    """Returns the fields a line of type `kind` declares (of every line type, for one that is no
-    line type), each with what it holds."""
+    """Returns the fields line type `kind` declares, each with what it holds (every type's for an
+    unknown kind)."""
     models = [_LINES[kind]] if isinstance(kind, str) and kind in _LINES else list(_LINES.values())
     fields: dict[str, Any] = {}
     for model in models:
@@ -84,9 +79,8 @@ _ANY_LINE = frozenset(_declared(None))
 
 
 def kept_path(data: Any, loc: tuple[Any, ...]) -> tuple[tuple[Any, ...], bool]:
-    """Returns the path `loc` into the line `data` (what was read of it) cut at the first key
-    the privacy filter drops, and whether it was cut. A cut path ends with the dropped key's
-    name when nr-llm is known to send it or a line type declares it, else with UNNAMED."""
+    """Returns path `loc` into line `data` cut at the first dropped key, and whether it was cut. A cut
+    path ends with the key's name when it is known, else with UNNAMED."""
     holds: Any = _declared(data.get("type") if isinstance(data, dict) else None)
     out: list[Any] = []
     for part in loc:
@@ -107,8 +101,7 @@ def kept_path(data: Any, loc: tuple[Any, ...]) -> tuple[tuple[Any, ...], bool]:
 
 
 def quotable(data: Any, loc: tuple[Any, ...]) -> bool:
-    """Whether an error at `loc` of the line `data` may quote the refused value: not inside a
-    step of an unknown kind, which is checked and then dropped whole (`Step.known`)."""
+    """Returns True when an error at `loc` may quote the refused value: not inside an unknown step kind."""
     if len(loc) < 2 or loc[0] != "steps" or not isinstance(data, dict):
         return True
     steps = data.get("steps")

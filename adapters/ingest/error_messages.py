@@ -1,7 +1,4 @@
-"""The ingester's error messages: a pydantic location as the input's path
-(`steps[3].writeTargetTable`), a pydantic error as one line of what was expected (never a
-pydantic dump, no text repeated), an expected version (`follows`) checked as a line's field, and
-a domain error placed at its source line (`at_line`)."""
+"""The ingester's error messages: input paths, one-line expectations, `follows` checks, `at_line`."""
 
 from __future__ import annotations
 
@@ -19,8 +16,8 @@ _NAME = re.compile(r"[A-Za-z0-9_]{1,64}")
 
 
 def input_path(loc: tuple[Any, ...]) -> str:
-    """Returns a pydantic location as the input's path: `steps[3].writeTargetTable`; a key that
-    is not a plain name is quoted as a short escaped excerpt (`"a key"`)."""
+    """Returns a pydantic location as the input's path: `steps[3].writeTargetTable`. A key that is not
+    a plain name is quoted as a short escaped excerpt."""
     out = ""
     for part in loc:
         if isinstance(part, int):
@@ -56,9 +53,8 @@ _TYPES = {
 
 
 def expectation(error: Any, kind: str, quote: bool = True) -> str:
-    """Returns the one-line expectation for a pydantic error, never a pydantic dump; text
-    values are not repeated (they may be private), only names and numbers; with `quote` false
-    (a value the privacy filter drops, `adapters.ingest.dropped`) not even a refused name."""
+    """Returns the one-line expectation for a pydantic error, never a pydantic dump. Text values are
+    not repeated, only names and numbers. With `quote` false, not even a name."""
     said = _expectation(error, kind, quote)
     value = error.get("input")
     if not quote and isinstance(value, str) and len(value[:16]) >= 3 and value[:16] in said:  # an excerpt of it, too
@@ -107,9 +103,8 @@ _FOLLOWS = TypeAdapter(Whole, config={"strict": True})
 
 
 def check_follows(follows: Any, source_name: str, line_no: int) -> int | None:
-    """Returns `follows` (the version a write expects its conversation at) if it is None or a
-    whole number from 0 to INT_MAX; raises InvalidInput naming `follows`, worded as for the
-    key `follows` of a line, if not (a negative version is bad input, not another version)."""
+    """Returns `follows` if it is None or a whole number from 0 to INT_MAX. Raises InvalidInput naming
+    `follows` otherwise."""
     if follows is None:
         return None
     try:
@@ -119,8 +114,7 @@ def check_follows(follows: Any, source_name: str, line_no: int) -> int | None:
 
 
 def at_line(error: ChatrecordError, source_name: str, line_no: int) -> ChatrecordError:
-    """Returns a domain error again, same type, with `source: line N, field:` in front of its
-    message (`field` as the error names it, see ChatrecordError.field)."""
+    """Returns a domain error of the same type with `source: line N, field:` in front of its message."""
     where = f"{source_name}: line {line_no}" + (f", {error.field}" if error.field else "")
     try:
         placed = type(error)(f"{where}: {error}")

@@ -1,11 +1,9 @@
 """The chat's JSON Lines, one pydantic model per line type (docs/spec-map.md, D7).
 
-Every line has `type`, `conversation` (an id) and `at` (ISO-8601, made aware UTC). Unknown keys
-of a line are ignored (nr-llm and the chat may add fields); a known key of the wrong type fails
-(strict mode: no "42" for 42, no 1 for true). Each model's `facts()` are the arguments of its
-domain command, and nothing else of the line is stored or hashed. Steps and waiting calls are
-filtered in `adapters.ingest.step_models`; identifiers are reduced in `adapters.ingest.names`.
-"""
+Every line has `type`, `conversation` (an id) and `at` (ISO-8601, made aware UTC). Unknown keys are
+ignored. A known key of the wrong type fails (strict: no "42" for 42). Each model's `facts()` are
+its command's arguments; nothing else is stored or hashed. Steps are filtered in `step_models`;
+identifiers are reduced in `names`."""
 
 from __future__ import annotations
 
@@ -33,11 +31,8 @@ from domain.values import CARD_ANSWERS, OUTCOMES
 
 
 class Line(InputModel):
-    """Base of every line: `type`, `conversation` (an id) and `at` (aware, UTC).
-
-    After parsing, `.line` is its 1-based line number, `.source_name` the file it came from and
-    `.digest` 32 hex of the sha256 of its stored facts in canonical JSON.
-    """
+    """Base of every line: `type`, `conversation` (an id) and `at` (aware, UTC). After parsing: `.line`
+    (1-based), `.source_name` and `.digest` (32 hex of its facts' sha256)."""
 
     __slots__ = ("_line", "_source_name", "_digest", "_facts")
     # What `parse_line` adds to a validated line: plain slots, unset until set, not pydantic's
@@ -65,12 +60,10 @@ class Line(InputModel):
         return {}
 
     def unhashed(self, facts: dict[str, Any]) -> None:
-        """Removes from `facts` (the line's facts as JSON values) what its digest leaves out:
-        nothing, but for a segment's usage facts (`SegmentReturnedLine.unhashed`)."""
+        """Removes from `facts` what the digest leaves out: nothing, except a segment's usage facts."""
 
     def kept_facts(self) -> dict[str, Any]:
-        """Returns `facts()`, made once per line (the digest and each decision take them; a
-        segment's steps are checked into facts once): a new dict of the same immutable values."""
+        """Returns `facts()`, made once per line, as a new dict of the same immutable values."""
         kept: dict[str, Any] | None = getattr(self, "_facts", None)
         if kept is None:
             kept = self.facts()
@@ -118,9 +111,8 @@ class SegmentReturnedLine(Line):
     )
 
     def unhashed(self, facts: dict[str, Any]) -> None:
-        """Leaves the usage facts (model, provider, each step's `call` and `offered_tools`) out
-        of the digest: a line delivered before they were kept and again after has one digest,
-        so the store takes it as the same line."""
+        """Leaves the usage facts out of the digest, so a line sent before and after they were kept is
+        one line."""
         facts.pop("model", None)
         facts.pop("provider", None)
         for step in facts.get("steps", ()):

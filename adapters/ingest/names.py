@@ -1,25 +1,14 @@
 """Identifier rules and field types of the chat's JSON Lines (docs/spec-map.md, D7).
 
-Identifiers are reduced to the characters identifiers use:
-- names (tool, field, skill): `[A-Za-z0-9_.:-]`, other characters dropped, at most 128 (a
-  longer one is cut and gets the hash of the original appended, as an id does);
-- ids (conversation, segment, run ids): also `/`, because nr-llm segment ids are
-  `<run uuid>/<n>` and `/` keeps them readable and unique. An id that had to be changed
-  (characters dropped or cut at 128) gets `:h` and 16 hex of the sha256 of the original
-  appended, so two different ids never collide silently, and the same id maps to the same stored id
-  everywhere (a `card_decided` finds its segment). An id that is already a stored form
-  (`chat17:h9a90eaf363ff759f`, the reduced form of `chat 17`, as `export` writes it) is kept
-  as it is, so reducing is idempotent and an exported conversation comes back under its own
-  stored id; it then names the conversation of the id it is the stored form of (as every command
-  already reads it). Two distinct ids share a stored id only when one is the stored form of the
-  other (or on a collision of the 64-bit hash): a kept id has no character outside the id
-  characters, a reduced one always ends in the marker and its hex is the hash of an id that had
-  one (or was longer than 128), so a made-up `x:h<16 hex>` that is the hash of no such id
-  names a conversation of its own.
-A table must match `[A-Za-z0-9_]{1,64}` and a uid be an integer >= 1, else the line fails.
-Each check raises ValueError with the message's expectation part; pydantic turns it into an
-error at the field, and `adapters.ingest` into `InvalidInput`.
-"""
+- Names (tool, field, skill): `[A-Za-z0-9_.:-]`, others dropped, at most 128. A longer one is cut
+  and gets the original's hash, as an id does.
+- Ids (conversation, segment, run): also `/`, as in nr-llm's `<run uuid>/<n>`. A changed id gets
+  `:h` and 16 hex of the original's sha256, so ids never collide silently. A stored form
+  (`chat17:h9a90eaf363ff759f`) is kept as it is: reducing is idempotent. Two ids share a stored id
+  only when one is the other's stored form, or on a hash collision.
+
+A table must match `[A-Za-z0-9_]{1,64}` and a uid be an integer >= 1. Each check raises ValueError
+with the expectation; `adapters.ingest` makes it `InvalidInput`."""
 
 from __future__ import annotations
 
@@ -64,8 +53,7 @@ def _escaped(char: str) -> str:
 
 
 def escape_invisible(text: str) -> str:
-    """Returns `text` with every control, format, line or paragraph separator and private or
-    unassigned character (categories Cc, Cf, Zl, Zp, Co, Cn, Cs) written as a Python escape."""
+    """Returns `text` with characters of categories Cc, Cf, Zl, Zp, Co, Cn, Cs written as Python escapes."""
     if text.isprintable():
         return text
     return "".join(_escaped(c) if unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp", "Co", "Cn", "Cs") else c for c in text)
@@ -75,9 +63,8 @@ _JSON_ESCAPES = str.maketrans({"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r
 
 
 def show(value: Any, limit: int = SHOWN_MAX) -> str:
-    """Returns a short excerpt of a rejected `value` for an error message: JSON for a string
-    (control and invisible characters escaped), cut to about `limit` characters; a number or
-    another value as it is, cut the same way. A long value is never echoed whole."""
+    """Returns a short excerpt of a rejected `value`, cut to about `limit` characters. A string is
+    shown as JSON with invisible characters escaped. A long value is never echoed whole."""
     if isinstance(value, str):
         head = value[: limit + 1]
         text = '"' + escape_invisible(head.translate(_JSON_ESCAPES)) + '"'
@@ -91,11 +78,9 @@ def show(value: Any, limit: int = SHOWN_MAX) -> str:
 
 
 def reduce_name(value: str, what: str = "name") -> str:
-    """Returns the stored form of a name (tool, field, skill): `value` with every character
-    outside `[A-Za-z0-9_.:-]` dropped; a name still longer than 128 is cut and gets `:h` and 16
-    hex of the sha256 of `value`, as an id does, so two long names that share their first 128
-    characters never read as one. Raises ValueError when no character is kept.
-    """
+    """Returns the stored form of a name: characters outside `[A-Za-z0-9_.:-]` dropped. A name longer
+    than 128 is cut and gets `:h` and 16 hex of the sha256 of `value`. Raises ValueError when no
+    character is kept."""
     kept = _NOT_NAME.sub("", value)
     if not kept:
         raise ValueError(
@@ -109,14 +94,9 @@ def reduce_name(value: str, what: str = "name") -> str:
 
 
 def reduce_id(value: str, what: str = "id") -> str:
-    """Returns the stored form of a conversation, segment or run id: unchanged when it is 1–128
-    of `[A-Za-z0-9_.:/-]` (a stored form `chat17:h9a90eaf363ff759f` included: reducing twice
-    gives what reducing once gave), else the kept characters (cut to 110) plus `:h` and 16 hex
-    of the sha256 of `value`. A reduced id always ends in that marker, with the hash of an id
-    that is not kept as it is; so an id kept as it is equals the reduced form of another only
-    when it is that id's stored form (or on a collision of the hash), and two ids neither of
-    which is a stored form stay distinct. Raises ValueError when no character is kept.
-    """
+    """Returns the stored form of an id. Unchanged when it is 1–128 of `[A-Za-z0-9_.:/-]`, a stored
+    form included. Else the kept characters, cut to 110, plus `:h` and 16 hex of the sha256 of
+    `value`. Raises ValueError when no character is kept."""
     kept = _NOT_ID.sub("", value)
     if kept == value and 0 < len(value) <= NAME_MAX:
         return value
@@ -130,19 +110,16 @@ def reduce_id(value: str, what: str = "id") -> str:
 
 
 def earlier_stored_id(value: str) -> str | None:
-    """Returns the id a store gave `value` before stored forms were kept as they are, when that
-    differs: for an id that ends in the hash marker (`chat17:h9a90eaf363ff759f`), the id reduced
-    once more (`chat17:h9a90eaf363ff759f:hcc09425c04d37e82`); None for any other id. A lookup
-    tries it after the id itself, so a conversation stored under it then is found by its id."""
+    """Returns the id an earlier store gave `value`, when that differs; else None. For an id ending in
+    the hash marker it is the id reduced once more. Lookups try it second."""
     if not _HASH_MARKER.search(value) or _NOT_ID.search(value) or len(value) > NAME_MAX:
         return None
     return f"{value[: NAME_MAX - 18]}:h{sha256(value.encode('utf-8')).hexdigest()[:16]}"
 
 
 def lookup_id(value: str) -> str:
-    """Returns the stored form of a conversation id a user or the chat looks up, reduced as
-    `reduce_id` reduces it at ingest (`chat 17` is found as it was stored); the id itself when
-    no character is kept (it names no stored conversation then)."""
+    """Returns the stored form of a conversation id to look up, as `reduce_id` gives it. Returns the id
+    itself when no character is kept."""
     try:
         return reduce_id(value)
     except ValueError:
@@ -166,11 +143,9 @@ def check_uid(value: int) -> int:
 
 
 def parse_at(value: Any) -> datetime:
-    """Returns the ISO-8601 time `value` (a date and a time of day, `T` or a space between
-    them) as an aware UTC datetime (a time without offset is taken as UTC). Raises ValueError
-    for anything else: a date alone (`2026-11-02`, which Python reads as midnight), a date with
-    only an offset (`2026-11-02+01:00`, which Python reads as 01:00), and a time outside years
-    2000–9998 after conversion to UTC (`domain.limits.AT_MIN`/`AT_MAX`)."""
+    """Returns the ISO-8601 date and time `value` as an aware UTC datetime; no offset means UTC. Raises
+    ValueError for a date alone, a date with only an offset, and a time outside years 2000–9998 in
+    UTC (`domain.limits.AT_MIN`, `AT_MAX`)."""
     example = "use ISO-8601 UTC like 2026-10-28T09:00:00Z"
     if not isinstance(value, str):
         raise ValueError(f"expected a time as a string; {example}")
@@ -299,8 +274,7 @@ def pair(uid: int | None, info: ValidationInfo, table_field: str, uid_field: str
 
 
 def drop_null(*fields: str, schema: dict[str, Any] | None = None) -> Any:
-    """Returns a `json_schema_extra` that lists `fields` without their `null` branch (a pair of
-    fields that go together is described as both present or both absent) and adds `schema`'s
+    """Returns a `json_schema_extra` listing `fields` without their `null` branch, plus `schema`'s
     keys. It shapes the JSON Schema only; validation is unchanged."""
 
     def extra(target: dict[str, Any]) -> None:

@@ -1,18 +1,14 @@
 """The privacy filter: a step, a waiting call and the transcript parts of a line.
 
-A step keeps only what nr-llm's privacy filter keeps at every level (kind, round, durationMs,
-toolName, toolIsError, toolOutcome, writeTargetTable/Uid, writeCompleteness,
-hookFailedAfterWrite); a step of a kind outside `STEP_KINDS` is checked like any other and then
-dropped whole (`Step.known`, docs/input-format.md, "Steps"): none of its fields is stored. toolArguments, toolResult, content, thinking, messagesSent,
-requestedToolCalls, raw and every unknown key are never declared, so pydantic drops them unread
-and they cannot reach an event, a digest or an error message.
+A step keeps only what nr-llm's privacy filter keeps: kind, round, durationMs, toolName,
+toolIsError, toolOutcome, writeTargetTable/Uid, writeCompleteness, hookFailedAfterWrite. A step of a
+kind outside `STEP_KINDS` is checked, then dropped whole (`Step.known`). toolArguments, toolResult,
+content, thinking, messagesSent, raw and unknown keys are never declared. Pydantic drops them
+unread, so they reach no event, digest or error.
 
-An `llm` step's usage facts (promptTokens, completionTokens, totalTokens, estimatedCost,
-finishReason) are declared and checked; of `requestedToolCalls` only each call's `id` (kept as
-its digest) and `name`, and of a `request` step's `toolSpecs` only the tool names, are picked
-out after validation (`_picked`), never failing a line: a value of another shape is left out,
-so no error ever quotes what those private fields hold.
-"""
+An `llm` step's usage facts are declared and checked. Call ids and names of `requestedToolCalls` and
+tool names of `toolSpecs` are picked after validation. Picking never fails a line: a value of
+another shape is left out."""
 
 from __future__ import annotations
 
@@ -85,10 +81,8 @@ _STORED_CALL_ID = re.compile(r"c[0-9a-f]{16}")
 
 
 def call_id_digest(call_id: str) -> str:
-    """Returns the stored form of a requested call's id: `c` and 16 hex of its SHA-256, so a
-    call id is told apart without keeping what the chat wrote in it. An id that is a stored
-    form already (as `export` writes it) is kept, so an exported conversation comes back with
-    the same ids."""
+    """Returns the stored form of a requested call's id: `c` and 16 hex of its SHA-256. An id that is a
+    stored form already is kept, so exports round-trip."""
     if _STORED_CALL_ID.fullmatch(call_id):
         return call_id
     return "c" + sha256(call_id.encode("utf-8")).hexdigest()[:16]
@@ -128,8 +122,7 @@ def _step_schema(schema: dict[str, Any]) -> None:
 
 
 class Step(InputModel):
-    """One nr-llm RunStep, of which only the privacy-kept facts are read, with an `llm` step's
-    usage and a `request` step's offered tool names."""
+    """One nr-llm RunStep, of which only the privacy-kept facts are read, plus usage and offered tools."""
 
     __slots__ = ("_picked",)
     # what `_pick` reads of requestedToolCalls and toolSpecs: a plain slot, as Line's
@@ -190,9 +183,9 @@ class Step(InputModel):
         return self.kind in STEP_KINDS
 
     def fact(self) -> StepFact:
-        """Returns the step (of a known kind) as a StepFact: an unknown toolOutcome ->
-        `unknown`; a write step's absent or unknown completeness -> `unconfirmed`. Raises
-        ValueError for a step of an unknown kind, which is dropped, never stored."""
+        """Returns the step as a StepFact. An unknown toolOutcome becomes `unknown`; a write's missing
+        completeness `unconfirmed`. Raises ValueError for a step of an unknown kind, which is never
+        stored."""
         if not self.known:
             raise ValueError(f"a step of kind {self.kind!r} is dropped, not stored")
         kind = self.kind
@@ -245,8 +238,7 @@ class Step(InputModel):
 
 
 def _requested(value: Any) -> tuple[RequestedCall, ...]:
-    """Returns the requested calls' id digests and tool names; an entry without a string id is
-    left out, as is all of a value that is no list (never an error: the field is private)."""
+    """Returns the requested calls' id digests and tool names; malformed entries are left out."""
     if not isinstance(value, list):
         return ()
     calls = []
@@ -257,8 +249,7 @@ def _requested(value: Any) -> tuple[RequestedCall, ...]:
 
 
 def _offered(value: Any) -> tuple[str, ...] | None:
-    """Returns the offered tools' names (a name, or an object's `name`), None when the step
-    states no list; an entry of another shape is left out."""
+    """Returns the offered tools' names, None when the step states no list; malformed entries are left out."""
     if not isinstance(value, list):
         return None
     names = (_name_or_none(entry.get("name") if isinstance(entry, dict) else entry) for entry in value[:LIST_MAX])

@@ -24,7 +24,20 @@ from urllib.parse import quote, urlencode
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup, escape
 
-from adapters.api import STATUSES, OverviewPoint, TimelinePage, TurnView, Verdict, newest_turns, turn_view
+from adapters.api import (
+    RAW_PAGE,
+    STATUSES,
+    Compared,
+    OverviewPoint,
+    RawPage,
+    TimelinePage,
+    TurnDiff,
+    TurnView,
+    Verdict,
+    newest_turns_under,
+    page_start,
+    turn_view,
+)
 from projections.notes import note_body, split_notes
 from projections.overview import Overview
 from projections.rules import RULE_SET_IDS
@@ -93,12 +106,12 @@ def input_parts(view: TurnView, whole: bool) -> dict[str, Any]:
     (the messages between it and the last `LAST_MESSAGES`: their pieces where the panel holds
     them, `whole`, else none) with their `count`, and `last`. Only the messages shown are cut
     into pieces, so a panel without its earlier messages costs what it shows."""
-    messages = view.turn.model_messages()
-    cut = max(len(messages) - LAST_MESSAGES, 1)
+    turn = view.turn
+    cut = max(len(turn.messages) + 1 - LAST_MESSAGES, 1)  # the system message, then the transcript
     if whole or cut == 1:
-        pieces = _pieces(view, messages, 0)
+        pieces = _pieces(view, turn.model_messages(), 0)
         return {"first": pieces[0], "earlier": pieces[1:cut], "count": cut - 1, "last": pieces[cut:]}
-    notes, tail = view.turn.notes, messages[cut:]
+    notes, tail = turn.notes, [{"role": m.role, "content": m.text} for m in turn.messages[cut - 1 :]]
     joined = "\x00".join(m["content"] for m in tail)
     start, end = len(notes), len(joined)
     while start > 0:  # the notes the last messages hold: a suffix of the turn's, found backwards
@@ -106,7 +119,8 @@ def input_parts(view: TurnView, whole: bool) -> dict[str, Any]:
         if found < 0:
             break
         start, end = start - 1, found
-    return {"first": _pieces(view, messages[:1], 0)[0], "earlier": [], "count": cut - 1, "last": _pieces(view, tail, start)}
+    system = [{"role": "system", "content": turn.system}]
+    return {"first": _pieces(view, system, 0)[0], "earlier": [], "count": cut - 1, "last": _pieces(view, tail, start)}
 
 
 @dataclass(frozen=True)
@@ -137,6 +151,25 @@ class Links:
 
     def full(self) -> str:  # the page, its chain's verdict recomputing every hash
         return self.base() + "?full=1"
+
+    def raw(self, version: int) -> str:  # the raw event view's page that holds `version`, at it
+        return f"{self.base()}/events?{urlencode({'from': page_start(version)})}#raw-{version}"
+
+    def row(self, version: int) -> str:  # a row of the timeline: its page, at it (the jump)
+        return f"#e-{version}" if self.static else f"{self.base()}?{urlencode({'jump': f'e{version}'})}"
+
+    def file(self, name: str) -> str:  # a download: audit.json, export.jsonl, trace.json
+        return f"{self.base()}/{name}"
+
+    def verify(self) -> str:  # the chain's verdict alone, every hash recomputed
+        return self.base() + "/chain?full=1"
+
+    def rules_diff(self, other: str | None = None, start: int = 0) -> str:
+        asked = {"other": other} if other else {}
+        return f"{self.base()}/rules?{urlencode({**asked, 'start': start})}"
+
+    def compare(self) -> str:
+        return self.base() + "/compare"
 
 
 LAST_MESSAGES = 8
@@ -176,12 +209,23 @@ def stylesheet() -> str:
     return resources.files("adapters.pages").joinpath("templates", "page.css").read_text(encoding="utf-8")
 
 
-def overview_svg(points: Sequence[OverviewPoint] | Overview, width: int = 960) -> str:
+def overview_svg(points: Sequence[OverviewPoint] | Overview, width: int = 960, link: str | None = None) -> str:
     """Returns the SVG picture of a conversation: one column per slice of its events (x: the
     order of events, dated where the day changes), lanes for messages, segments (by outcome),
     decisions and trouble (cards left undecided, edits, cuts). `points` are the overview's
-    points, or its read model (`projections.overview.Overview`, see `overview_data`)."""
-    return environment().get_template("overview.svg").render(**overview_data(points, width))
+    points, or its read model (`projections.overview.Overview`, see `overview_data`). With
+    `link`, each mark links to `link` followed by its event's version (the first of its column)."""
+    return environment().get_template("overview.svg").render(**overview_data(points, width), link=link)
+
+
+def overview_linked(points: Sequence[OverviewPoint] | Overview) -> str:
+    """Returns the overview picture for the served page, inline: each mark links to the
+    timeline's page that shows its event, at it (`?jump=eV`), and its title shows on hover."""
+    return overview_svg(points, link="?jump=e")
+
+
+FILE_OVERVIEW_LINK = "#e-"
+"""Where the file's overview marks link: the row of their event (on the file's first page)."""
 
 
 LANES = {"message": 0, "retry": 0, "segment": 1, "decision": 2, "undecided": 3, "edit": 3, "cut": 3, "erased": 3}
@@ -250,6 +294,7 @@ def overview_data(points: Sequence[OverviewPoint] | Overview, width: int) -> dic
                 "lane": lane,
                 "tone": p.tone,
                 "title": p.label + (f" (+{counts[(col, lane)] - 1} more)" if counts[(col, lane)] > 1 else ""),
+                "version": p.version,
             }
             for (col, lane), p in sorted(cells.items())
         ],
@@ -313,6 +358,7 @@ def bucket_data(overview: Overview, width: int) -> dict[str, Any]:
                 "lane": lane,
                 "tone": max((k.split(":")[1] for k in counts), key=TONE_RANK.__getitem__),
                 "title": title(col, counts),
+                "version": ranges[col][0] * w + 1,
             }
             for (col, lane), counts in sorted(cells.items())
         ],
@@ -406,6 +452,11 @@ def login_page(next_path: str, failed: bool = False, wait: int = 0, signed_out: 
     return environment().get_template("login.html").render(next_path=next_path, **said, css=Markup(stylesheet()))
 
 
+def file_overview_svg(points: Sequence[OverviewPoint] | Overview) -> str:
+    """`overview_svg` with each mark linked to its row on the file's page (`FILE_OVERVIEW_LINK`)."""
+    return overview_svg(points, link=FILE_OVERVIEW_LINK)
+
+
 def export_pages(
     chatrecord: Any,
     conversation: str,
@@ -433,11 +484,9 @@ def export_pages(
     read = chatrecord.timeline(conversation, turns=wanted)
     pages = [read.turns[i : i + PAGE_TURNS_SHOWN] for i in range(0, len(read.turns), PAGE_TURNS_SHOWN)] or [()]
     active = read.rules
+    say("what the model was sent")
     events = chatrecord.events(conversation) if inputs > 0 else []
-    replays: dict[str, list[Any]] = {}
-    for rules in RULE_SET_IDS:
-        say(f"what the model was sent under {rules}")
-        replays[rules] = newest_turns(events, rules, inputs) if inputs > 0 else []
+    replays = newest_turns_under(events, RULE_SET_IDS, inputs)
     base = {t.message: t for t in replays[active]}
     views: dict[tuple[int, str], TurnView] = {}
     for rules, done in replays.items():
@@ -446,7 +495,7 @@ def export_pages(
     say("the hash chain")
     chain = chain if chain is not None else chatrecord.chain(conversation, full=True, by="chatrecord timeline")
     say("the overview")
-    svg = overview_svg(chatrecord.overview(conversation))
+    svg = chatrecord.overview_drawn(conversation, file_overview_svg)
     latest = replays[active][-1] if replays[active] else None
     if latest is not None:  # the latest turn under the live rules first: shown when no other is chosen
         views = {(latest.message, active): views.pop((latest.message, active)), **views}
@@ -489,3 +538,69 @@ PAGE_TURNS_SHOWN = 20
 def error_page(title: str, detail: str) -> str:
     """Returns a page saying what went wrong (an unknown conversation, a turn that does not exist)."""
     return environment().get_template("error.html").render(title=title, detail=detail, css=Markup(stylesheet()))
+
+
+def raw_page(conversation: str, page: RawPage) -> str:
+    """Returns the raw event view of a page of a conversation's events (`RawPage`): each event
+    as stored, its topic, its hash and the hash before it, with links to the pages around it."""
+    links = Links(conversation, False, "")
+    last = page.events[-1].version if page.events else page.first
+    return (
+        environment()
+        .get_template("raw.html")
+        .render(
+            conversation=conversation,
+            page=page,
+            links=links,
+            older=page.first - RAW_PAGE if page.first > 1 else None,
+            newer=page.first + RAW_PAGE if last < page.last else None,
+            newest=page_start(page.last),
+            css=Markup(stylesheet()),
+        )
+    )
+
+
+def rules_diff_page(conversation: str, base: str, other: str, turns: Sequence[TurnDiff], more: bool, start: int) -> str:
+    """Returns the rule-set diff of a conversation: `turns` (a page of `PAGE_TURNS_SHOWN` from
+    the `start`th; `more`: later turns exist) read under `other` beside `base`, each with the
+    notes added and dropped and the page line where it differs."""
+    links = Links(conversation, False, base)
+    return (
+        environment()
+        .get_template("rules_diff.html")
+        .render(
+            conversation=conversation,
+            base=base,
+            other=other,
+            turns=turns,
+            start=start,
+            links=links,
+            older=links.rules_diff(other, start + PAGE_TURNS_SHOWN) if more else None,
+            newer=links.rules_diff(other, max(start - PAGE_TURNS_SHOWN, 0)) if start > 0 else None,
+            css=Markup(stylesheet()),
+        )
+    )
+
+
+COMPARED_MESSAGES = LAST_MESSAGES
+"""Appended messages a compare shows whole (the last ones); the others are counted."""
+
+
+def compare_page(conversation: str, rules: str, compared: Compared) -> str:
+    """Returns the compare of two turns: what changed from the first to the second."""
+    changes = compared.changes
+    appended = changes["appended"]
+    return (
+        environment()
+        .get_template("compare.html")
+        .render(
+            conversation=conversation,
+            rules=rules,
+            c=compared,
+            changes=changes,
+            shown_messages=appended[-COMPARED_MESSAGES:],
+            hidden_messages=max(len(appended) - COMPARED_MESSAGES, 0),
+            links=Links(conversation, False, rules),
+            css=Markup(stylesheet()),
+        )
+    )

@@ -1,2 +1,2 @@
-"""The service layer's helpers: one path for lines into the store (`record_lines`), batched ingest,
-replay, the conversations list and export, the timeline, the master key and the traces."""
+"""The service layer: the use cases behind `adapters.api.Chatrecord`. Lines into the store (`record_lines`),
+batched ingest, replay, the list, export, the timeline, the master key, traces."""

@@ -1,27 +1,17 @@
 """Ingesting a source of JSON Lines in batches: lines decided one by one, stored together.
 
-A batch holds at most `BATCH_LINES` lines (or `BATCH_BYTES` bytes of them, whichever comes
-first) in the file's order. Its lines are parsed, grouped by conversation (one `RecordLines` command
-per conversation, its lines in order) and handed to the store's `handle_batch`, which decides
-every line on its conversation's state (the batch's earlier lines seen, `LayeredHistory`) and
-stores all of their events in one transaction, or nothing. Every promise of the line-by-line
-ingest holds:
+A batch holds at most `BATCH_LINES` lines or `BATCH_BYTES` bytes, in file order. Its lines become one
+`RecordLines` command per conversation, handed to `handle_batch`: one transaction, all or nothing. The
+line-by-line ingest's promises hold:
+- **The first bad line stops there.** The batch is stored up to the line before it. Then the ingest
+  stops, or under `skip_bad` rejects that line alone and goes on.
+- **A repeat is not stored twice**, within a batch or across batches and runs.
+- **A reproduction record** (`export --with-reproductions`) is kept as its reproduction stream, after
+  the lines before it are stored; one kept before counts as a repeat.
+- **An interrupted ingest resumes**: a batch is stored whole or not at all.
 
-- **The first bad line stops there.** A line that does not parse ends the batch before it; a
-  line its conversation refuses (found before anything of the batch is written) makes the
-  batch be stored up to the line before it. Then the ingest stops at that line, or under
-  `skip_bad` rejects it alone and goes on with the lines after it.
-- **A repeat is not stored twice**: within a batch (the command's layered history) and across
-  batches and runs (the history index of line digests).
-- **An interrupted ingest resumes**: a batch is stored whole or not at all, so running the same
-  ingest again stores the rest and finds the lines stored before recorded.
-
-Where a batch cannot be stored as one (another writer appended to one of its conversations
-meanwhile, a refusal the store raises only as it writes, e.g. a text for an erased
-conversation, or a store that cannot be used), its lines are stored one by one as before
-(`handle_one`), which retries and names the line exactly (a store that cannot be used stops
-the ingest at the first line it could not store).
-"""
+A batch that cannot be stored as one is stored line by line (`handle_one`), which retries and names the
+failing line. A store that cannot be used stops the ingest at its first unstored line."""
 
 from __future__ import annotations
 
@@ -31,9 +21,11 @@ from typing import Any
 
 from adapters.backends.settings import StoreUnusable
 from adapters.ingest import ParsedLine
+from adapters.ingest.error_messages import at_line
+from adapters.ingest.reproduction_line import ReproductionLine, is_reproduction, parse_reproduction
 from adapters.service.record_lines import IngestReport, RecordLines, parse
 from adapters.store.commands import BatchConflict, BatchRefused, HandleResult
-from domain.errors import ChatrecordError
+from domain.errors import ChatrecordError, InvalidInput
 
 BATCH_LINES = 500
 """The most lines one batch (one transaction) holds."""
@@ -44,12 +36,10 @@ Progress = Callable[[IngestReport], object]
 
 
 class Ingestion:
-    """One ingest of a source (`run`). `handle_one` stores one command as `ConversationStore.handle`
-    does, `handle_batch` several of different conversations in one transaction
-    (`ConversationStore.handle_batch`), each in the store's terms (`store_errors`). `guard()`
-    is entered around each write and its accounting (the CLI defers an interrupt there, so
-    that what the report says was stored is what was stored); `progress(report)` is called
-    after each batch is stored."""
+    """One ingest of a source (`run`). `handle_one` stores one command (`ConversationStore.handle`);
+    `handle_batch` stores several of different conversations in one transaction. Both raise in the
+    store's terms (`store_errors`). `guard()` is entered around each write and its accounting, so the
+    report matches what was stored. `progress(report)` is called after each batch."""
 
     def __init__(
         self,
@@ -60,23 +50,32 @@ class Ingestion:
         batch_lines: int = BATCH_LINES,
         progress: Progress | None = None,
         guard: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext,
+        keep_record: Callable[[ReproductionLine], bool] | None = None,
     ) -> None:
         if batch_lines < 1:
             raise ValueError(f"a batch holds at least one line, not {batch_lines}")
         self.handle_one, self.handle_batch = handle_one, handle_batch
         self.skip_bad, self.batch_lines = skip_bad, batch_lines
         self.progress, self.guard = progress, guard
+        self.keep_record = keep_record
         self.report = IngestReport(source)
 
     def run(self, lines: Iterable[str | bytes]) -> IngestReport:
-        """Stores every line of `lines` and returns the report; an interrupt (KeyboardInterrupt)
-        ends it with `report.interrupted` set and every batch before it stored."""
+        """Stores every line of `lines` and returns the report. A KeyboardInterrupt sets
+        `report.interrupted`; every batch before it is stored."""
         report = self.report
         pending: list[ParsedLine] = []
         size = 0
         try:
             for line_no, raw in enumerate(lines, start=1):
                 report.read_lines, report.read_bytes = line_no, report.read_bytes + len(raw)
+                if self.keep_record is not None and is_reproduction(raw):
+                    if not self._store(pending):  # the conversation's lines before it first
+                        return report
+                    pending, size = [], 0
+                    if not self._record(raw, line_no, self.keep_record):
+                        return report
+                    continue
                 try:
                     line = parse(raw, line_no, report.source)
                 except ChatrecordError as error:
@@ -101,6 +100,24 @@ class Ingestion:
             report.interrupted = True
         return report
 
+    def _record(self, raw: str | bytes, line_no: int, keep: Callable[[ReproductionLine], bool]) -> bool:
+        """Keeps the reproduction record `raw` (`keep`: stored, or found kept before); a bad one
+        or one the store refuses is a bad line. Returns False when the ingest stops."""
+        try:
+            record = parse_reproduction(raw, line_no, self.report.source)
+            with self.guard():
+                stored = keep(record)
+                report = self.report
+                report.reproductions += stored
+                report.repeated += not stored
+                report.lines += 1
+                report.last_line = max(report.last_line, line_no)
+        except InvalidInput as error:
+            return self._bad(error, line_no)
+        except ChatrecordError as error:
+            return self._bad(at_line(error, self.report.source, line_no), line_no)
+        return True
+
     def _progress(self) -> None:
         if self.progress is not None:
             self.progress(self.report)
@@ -114,8 +131,8 @@ class Ingestion:
         return True
 
     def _store(self, pending: list[ParsedLine]) -> bool:
-        """Stores `pending` (lines in the file's order) in one transaction where it can; returns
-        False when the ingest stops (a bad line without `skip_bad`, a store that cannot be used)."""
+        """Stores `pending` (lines in file order) in one transaction where it can. Returns False when the
+        ingest stops: a bad line without `skip_bad`, or an unusable store."""
         while pending:
             groups: dict[str, list[ParsedLine]] = {}
             for line in pending:

@@ -1,6 +1,6 @@
-"""A look at conversations' hash chains from the use cases, and what it keeps: `ChainLooks`, handed
-the store (`store()` returns it, opened on first use), holds the verdicts this process made where the store keeps no position (a read-only
-file, a standby) and stores what each look found for every process (`adapters.store.kept_verdicts`)."""
+"""Looks at conversations' hash chains from the use cases (`ChainLooks`). It holds this process's verdicts
+where the store keeps no position (a read-only file, a standby). It stores each look's findings for every
+process (`kept_verdicts`)."""
 
 from __future__ import annotations
 
@@ -42,17 +42,15 @@ class ChainLooks:
         return recorder if isinstance(recorder, ChainedRecorder) else None
 
     def stored(self, key: str, name: str) -> Verdict | None:
-        """Returns the break stored for the conversation stored under `key` (named `name`) as
-        it was found (`from_broken`), None where none is stored or the store keeps no chain: one
-        read of one row, no hash recomputed (a turn read's check)."""
+        """Returns the break stored for the conversation under `key` (named `name`) as found. None where
+        none is stored or the store keeps no chain. One row read, no hash recomputed."""
         recorder = self._recorder
         stored = recorder.broken_chain(conversation_uuid(key)) if recorder is not None else None
         return from_broken(stored, name) if stored is not None else None
 
     def look(self, key: str, name: str, full: bool, by: str) -> Verdict | None:
-        """Returns the verdict of the chain of the conversation stored under `key` (named `name`),
-        None on a store that keeps no chain or (with a chain) for a conversation it does not
-        hold; see `Chatrecord.chain`."""
+        """Returns the verdict of the chain of the conversation under `key` (named `name`); see
+        `Chatrecord.chain`. None on a store without a chain, or for a conversation it does not hold."""
         recorder = self._recorder
         stored = recorder.broken_chain(conversation_uuid(key)) if recorder is not None else None
         verdict: Verdict | None
@@ -87,13 +85,13 @@ class ChainLooks:
         return verdict
 
     def keep(self, found: Iterable[Verdict | None], by: str, positions: bool = True) -> bool:
-        """Stores what these verdicts found for the next look of any process
-        (`adapters.store.kept_verdicts`): the head of each ok one that recomputed every hash as
-        its conversation's verified position (deleting a stored break), and each break a look
-        found as its conversation's stored break (deleting its position), all by `by`, in one
-        transaction. A SQLite file opened read-only keeps none, nor does a store that refuses the
-        write (a standby; one line logged). Without `positions`, breaks only (a read that
-        checks in passing: `audit`, `export`). Returns True when a verdict was stored."""
+        """Stores these verdicts for the next look of any process (`kept_verdicts`), by `by`, in one
+        transaction.
+
+        An ok verdict that recomputed every hash stores its head as the verified position and deletes the
+        break. A break is stored and deletes the position. Without `positions`, breaks only. A read-only
+        SQLite file or a refusing store (a standby; one line logged) keeps none. Returns True when a
+        verdict was stored."""
         recorder = self._recorder
         if recorder is None or opened_read_only(self.store):
             return False
@@ -110,11 +108,9 @@ class ChainLooks:
         return True
 
     def held(self, verdict: Verdict | None, head_version: int | None = None, against: str | None = None) -> Verdict | None:
-        """Returns `verdict` as `adapters.store.kept_verdicts.held` holds it to what the store
-        keeps of its conversation (its verified position, its stored break): `cut_off` where an
-        ok chain ends below a version the store once held. Read before `keep` stores it. A look
-        against a heads file (`against`: what it stores as, its line's `head_version`) that
-        matched the chain is not held to a cut such a look stored (`cleared_by_heads`)."""
+        """Returns `verdict` held to what the store keeps of its conversation (`kept_verdicts.held`).
+        `cut_off` where an ok chain ends below a version once held. Call before `keep`. A look against a
+        heads file (`against`) that matched is not held to a cut such a look stored (`cleared_by_heads`)."""
         recorder = self._recorder
         if verdict is None or not verdict.ok or recorder is None:
             return verdict

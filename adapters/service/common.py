@@ -1,7 +1,5 @@
-"""What the use cases of `adapters.api.Chatrecord` share: the store they run on, opened on first
-use (`OpenedStore`), the wrappers of their methods (`in_store_terms`: the store's errors as
-`store_errors` words them; `reads`: a read served by the standby where one is set) and the
-checks of their arguments."""
+"""What the use cases of `adapters.api.Chatrecord` share: the store, opened on first use (`OpenedStore`),
+method wrappers (`in_store_terms`, `reads`) and argument checks."""
 
 from __future__ import annotations
 
@@ -24,10 +22,9 @@ log = logging.getLogger("chatrecord")
 
 
 class OpenedStore:
-    """The store the use cases run on (`store`), opened by `opener` on first use where none was
-    given (a caller that only reads, with a reading store, works while the primary is down), with
-    its read models (`read_models_of(store)`, raising NoReadModels for a store built without
-    them). `opened` is the store, None until it is opened."""
+    """The store the use cases run on (`store`), opened by `opener` on first use if none was given. `opened`
+    is None until then. Its read models come from `read_models_of(store)`, which raises NoReadModels for
+    a store built without them."""
 
     def __init__(
         self,
@@ -67,8 +64,8 @@ Method = TypeVar("Method", bound=Callable[..., Any])
 
 
 def in_store_terms(method: Method) -> Method:
-    """Makes a method (or generator method) of an object with a `store` (Chatrecord, a use case's
-    class) raise its store's errors as `store_errors` does."""
+    """Makes a method or generator method of an object with a `store` raise its store's errors as
+    `store_errors` does."""
     if inspect.isgeneratorfunction(method):
 
         @functools.wraps(method)
@@ -91,13 +88,11 @@ RECOVERY_CONFLICT_TRIES = 3
 
 
 def reads(method: Method) -> Method:
-    """Makes a Chatrecord method that only reads, which declares `after` (keyword only: a write's
-    `read_after` position, or None) and run on the store `Chatrecord._reader(after)` picks: the
-    standby, or the primary where the standby has not replayed `after` in time. A try on the
-    standby that recovery cancelled is made again (RECOVERY_CONFLICT_TRIES tries in all); when the
-    last is cancelled too, the standby's connection failed, or the read had to write (read models
-    to bring up to date, which a standby refuses), the primary answers: none is shown to the
-    caller."""
+    """Makes a read-only Chatrecord method run on the store `Chatrecord._reader(after)` picks. The method
+    takes keyword `after`, a write's `read_after` position or None. The standby answers unless it has not
+    replayed `after` in time. A try cancelled by recovery is repeated, up to RECOVERY_CONFLICT_TRIES. The
+    primary answers when the last try is cancelled, the standby's connection fails or the read must
+    write. The caller sees none of these."""
 
     @functools.wraps(method)
     def call(self: Any, *args: Any, after: str | None = None, **kwargs: Any) -> Any:
@@ -119,8 +114,8 @@ def reads(method: Method) -> Method:
 
 
 def opened_read_only(store: ConversationStore) -> bool:
-    """Says whether `store`'s database was opened read-only (`StoreFactory.read_only`: a SQLite
-    file a reading command cannot write); False on the library's own factories."""
+    """Says whether `store`'s database was opened read-only (`StoreFactory.read_only`). False on the
+    library's own factories."""
     factory = store.factory
     return isinstance(factory, StoreFactory) and factory.read_only
 

@@ -1,6 +1,5 @@
-"""The use cases that read a conversation (`ConversationReads`, which `adapters.api.Chatrecord`
-asks): the list, export, the log, the turn input and notes, the activity list, the audit, the
-replay and the look at its hash chain."""
+"""The use cases that read a conversation (`ConversationReads`): the list, export, the log, the turn input
+and notes, the activity list, the audit, the replay and the chain look."""
 
 from __future__ import annotations
 
@@ -20,6 +19,7 @@ from adapters.service.replay import (
     stored_conversation,
     unknown_conversation,
 )
+from adapters.service.reproduction_records import records
 from adapters.service.usage import UsagePage, usage_page
 from adapters.store.application import ConversationStore
 from adapters.store.chain import ChainedRecorder
@@ -42,8 +42,8 @@ from projections.turn_notes import TurnNotes
 
 
 class ConversationReads:
-    """The reads of a store's conversations (`opened`), each a method of Chatrecord (see there for
-    the store and standbys), with the looks at its hash chains (`looks`)."""
+    """The reads of a store's conversations (`opened`), each a Chatrecord method, with the chain looks
+    (`looks`)."""
 
     def __init__(self, opened: OpenedStore, looks: ChainLooks) -> None:
         self.opened = opened
@@ -66,16 +66,11 @@ class ConversationReads:
         search: str | None = None,
         status: tuple[str, ...] = (),
     ) -> ConversationPage:
-        """Returns one page of the store's conversations, newest activity first: at most `limit`
-        (1–1000) after `cursor` (the `cursor` of the page before; None: the first page), only
-        those active at or after `since` and before `until` (aware datetimes, the chat's time),
-        of `owner`, whose id contains `search`, with any of `status` (`STATUSES`: failed,
-        waiting, undecided, erased, broken, verified, unchecked), where given. Each with its
-        stored id (as every method accepts it), kind, owner, messages, segments, events, first
-        and last activity, whether it was erased and its status (`ConversationSummary`). Reads a
-        page at a time; see `adapters.service.conversations.list_conversations`. Raises
-        ValueError for a bad `limit`, BadCursor for a cursor no page returned, BadFilter for a
-        status none of `STATUSES`."""
+        """Returns one page of the store's conversations, newest activity first (`list_conversations`). At
+        most `limit` (1–1000) after `cursor` (None: the first page). Filters: active in [`since`,
+        `until`) (aware datetimes), `owner`, id containing `search`, any of `status` (`STATUSES`). Each
+        is a `ConversationSummary`. Raises ValueError for a bad `limit`. Raises BadCursor for a cursor no
+        page returned. Raises BadFilter for a status not in `STATUSES`."""
         filters = ListFilter(owner=owner, since=since, until=until, search=search, status=tuple(status))
         return list_conversations(self.opened.read_models, limit, cursor, since, filters)
 
@@ -94,21 +89,24 @@ class ConversationReads:
         return usage_page(self.opened.read_models, by, since, until, limit, cursor)
 
     @in_store_terms
-    def export(self, conversation: str, upto: int | None = None) -> Export:
-        """Returns the conversation as the chat's JSON Lines objects (docs/input-format.md), made
-        from its stored events in the store's order, up to user message `upto` and what belongs
-        to it if given (`export_lines`). Ingested into an empty store they give the same turns,
-        audit rows and notes. An erased conversation's texts read `[erased]` (`Export.erased`).
-        Where the store keeps a hash chain, the conversation's is recomputed too: a chain that
-        does not verify is named in `Export.broken` (the export would otherwise carry a changed
-        event into a store that chains it anew, and verifies). Raises UnknownConversation for an
-        id the store does not hold."""
+    def export(self, conversation: str, upto: int | None = None, with_reproductions: bool = False) -> Export:
+        """Returns the conversation as the chat's JSON Lines objects (docs/input-format.md), up to user
+        message `upto` if given. Ingested into an empty store they give the same turns, audit rows and
+        notes. Erased texts read `[erased]` (`Export.erased`). Where the store chains, the chain is
+        recomputed; a break is named in `Export.broken`. `with_reproductions` adds the kept
+        reproductions of its turns up to `upto` as records (`Export.reproductions`); a stream whose
+        chain does not hold is named in `Export.broken`. Raises UnknownConversation for an id the store
+        does not hold."""
         name = conversation_argument("export", conversation)
         done = export_lines(self.events(name), upto)
+        streams_broken = None
+        if with_reproductions:
+            kept, streams_broken = records(self.store, name, upto)
+            done = dataclasses.replace(done, reproductions=kept)
         verdict = self.looks.held(chain_verdict(self.store, self.opened.stored_id(name)))
         self.looks.keep([verdict], "an export", positions=False)
         if verdict is None or verdict.ok:
-            return done
+            return dataclasses.replace(done, broken=streams_broken) if streams_broken else done
         where = f"version {verdict.version} ({verdict.problem})" + (f": {verdict.detail}" if verdict.detail else "")
         return dataclasses.replace(done, broken=where)
 
@@ -119,29 +117,20 @@ class ConversationReads:
 
     @in_store_terms
     def stored_break(self, conversation: str) -> Verdict | None:
-        """Returns the break of the conversation's hash chain the store keeps (`chatrecord
-        verify`, any look, or the store's guard stored it), as it was found; None where none is
-        kept. Reads one row and recomputes no hash, so a turn read can say the chain is broken
-        at the cost of a flat read (`chain` is the look that recomputes)."""
+        """Returns the stored break of the conversation's hash chain as found; None where none is kept.
+        Reads one row, recomputes no hash (`chain` recomputes)."""
         name = conversation_argument("stored_break", conversation)
         return self.looks.stored(self.opened.stored_id(name), name)
 
     def chain(self, conversation: str, full: bool = False, *, by: str = "the server") -> Verdict | None:
-        """Returns the verdict of the conversation's hash chain, None on a store that keeps no
-        chain. A break a check stored (`chatrecord verify`, or any look: `BrokenChain`) is the
-        verdict, as it was found (`Verdict.found_at`, `found_by`), until a look that recomputes
-        every hash finds the chain ok again (one whose last look here found a break, which the
-        store could not keep, is recomputed in full). Else a look starts from the
-        conversation's verified position stored by the last look that recomputed every hash
-        (`chatrecord verify`, or this page: `VerifiedPosition`; trusted only while the store's
-        guard keeps it, which deletes it when an event or chain row is changed by hand), so also
-        the first look after a start: `adapters.store.verify.verify_after` finds that head's
-        event and hash unchanged and recomputes every hash after it, so it costs what was
-        appended since, and says so (`Verdict.kept`, `kept_at`, `kept_by`). Where the store
-        keeps no position (a read-only file, a standby), it starts from the head this process
-        verified. With `full`, and without either, it recomputes every hash. What it finds is
-        kept for every process (`ChainLooks.keep`, by `by`): the position it reached when it
-        recomputed every hash and found it ok, or the break. Raises UnknownConversation."""
+        """Returns the verdict of the conversation's hash chain; None on a store that keeps no chain.
+
+        A stored break (`BrokenChain`) is the verdict, as found (`found_at`, `found_by`), until a full
+        look finds the chain ok. Else a look starts from the stored verified position
+        (`VerifiedPosition`, trusted while the store's guard keeps it) and recomputes only what came
+        since (`Verdict.kept`, `kept_at`, `kept_by`). Where the store keeps no position, it starts from
+        this process's head. `full`, or no start, recomputes every hash. The finding is kept for every
+        process (`ChainLooks.keep`, by `by`). Raises UnknownConversation."""
         name = conversation_argument("chain", conversation)
         verdict = self.looks.look(self.opened.stored_id(name), name, full, by)
         if verdict is None and isinstance(self.store.recorder, ChainedRecorder):
@@ -156,40 +145,31 @@ class ConversationReads:
 
     @in_store_terms
     def turn_input(self, conversation: str, can_see_page: PageCheck = every_page) -> TurnInput:
-        """Returns the input of the conversation's latest turn under the live rule set: the system
-        message's page line, the transcript with the notes placed, the read models it saw.
-
-        Raises UnknownConversation for an id the store does not hold, NoTurnYet when no
-        user message has started a turn yet.
-        """
+        """Returns the input of the latest turn under the live rule set: the page line, the transcript with
+        notes placed, and the read models it saw. Raises UnknownConversation for an id the store does not
+        hold. Raises NoTurnYet when no turn has started."""
         return self.opened.read_models.turn_input(
             self.opened.stored_id(conversation_argument("turn_input", conversation)), can_see_page
         )
 
     @in_store_terms
     def turn_notes(self, conversation: str, can_see_page: PageCheck = every_page) -> TurnNotes:
-        """Returns what the chat adds to the transcript it holds for the next model call: the
-        system message's page line and each note with its place (`TurnNotes.to_json()`:
-        `{"conversation", "rules", "version", "page_line", "notes": [{"text", "index", "into",
-        "at"}]}`; `apply_notes` shows how they go in and gives `turn_input(...).messages`). A page
-        `can_see_page` refuses is never named. Reads a bounded few rows: its cost does not grow
-        with the conversation's history.
+        """Returns what the chat adds to its transcript for the next model call: the page line and each note
+        with its place.
 
-        Raises UnknownConversation for an id the store does not hold.
-        """
+        `TurnNotes.to_json()` is `{"conversation", "rules", "version", "page_line", "notes": [{"text",
+        "index", "into", "at"}]}`; `apply_notes` places them. A page `can_see_page` refuses is never
+        named. Its cost does not grow with the history. Raises UnknownConversation for an id the store
+        does not hold."""
         return self.opened.read_models.turn_notes(
             self.opened.stored_id(conversation_argument("turn_notes", conversation)), can_see_page
         )
 
     @in_store_terms
     def activity(self, conversation: str, rules: str | None = None) -> tuple[SegmentActivity, ...]:
-        """Returns the activity list the chat shows the editor, segment by segment (German labels
-        of the amendment's table: "noch nicht ausgeführt", "nicht ausgeführt: nicht mehr
-        freigegeben", "fehlgeschlagen", "Von dir abgelehnt: Behalten", …), read from the log under
-        `rules` (default: the live rule set) with the same step reading as the run record.
-
-        Raises UnknownConversation for an id the store does not hold.
-        """
+        """Returns the activity list the chat shows the editor, segment by segment, under `rules` (default:
+        live). Labels are German, e.g. "noch nicht ausgeführt", "fehlgeschlagen". Raises
+        UnknownConversation for an id the store does not hold."""
         events = self.events(conversation_argument("activity", conversation))
         rule_set = rules or self.active_rules()
         state = activity.initial()
@@ -199,9 +179,9 @@ class ConversationReads:
 
     @in_store_terms
     def audit(self, conversation: str, rules: str | None = None, chain: bool = False) -> Audit:
-        """Returns the conversation's audit: its rows in order under `rules` (default: the live
-        rule set) and, with `chain`, the verdict of its hash chain (`Audit.chain`; None on a
-        store that keeps no chain). Raises UnknownConversation for an id the store does not hold."""
+        """Returns the conversation's audit rows in order under `rules` (default: live). With `chain`, also
+        the chain's verdict (`Audit.chain`; None without a chain). Raises UnknownConversation for an id
+        the store does not hold."""
         with gc_paused():
             events = self.events(conversation_argument("audit", conversation))
             rule_set = rules or self.active_rules()
@@ -220,33 +200,21 @@ class ConversationReads:
         at: int | None = None,
         can_see_page: PageCheck = every_page,
     ) -> Replay:
-        """Returns every turn of a stored conversation (only those of user message `at` if
-        given), each as the model saw it then, under `rules` (default: the live rule set).
+        """Returns every turn of a stored conversation as the model saw it, under `rules` (default: live).
 
-        Without `at` the whole log is folded once. With `at`, the read models' `turns` table
-        names the versions of the events that started the turns of message `at` (its typed
-        message, retries, edits running it again; `ReadModels.turn_starts`, after the rows caught
-        up with the log), and only the log up to the newest of them is read and folded, once:
-        the cost is that turn's, not the conversation's. Where the rows cannot answer (a store
-        without read models, a read-only file whose rows lag) or the events read do not start
-        the turns the rows name, the whole log is folded as without the table.
+        With `at`, only the turns of user message `at`. The `turns` table names their starts
+        (`ReadModels.turn_starts`); only the log up to the newest is folded, so the cost is that turn's.
+        Where the rows cannot answer, or disagree with the events, the whole log is folded.
 
-        Where message `at` started one turn only and it is the latest, under the live rule set,
-        that turn is the read models' (`ReadModels.turn_input`, as the chat's turn read builds
-        it: it costs what the input holds) and the log is not read; the hash chain is then
-        checked from its verified position (`chain`), a broken link (not `unchained`) making
-        `differs` True with `chain` its verdict.
-
-        The check, under the live rule set only: where the turns shown include the latest turn,
-        it is compared with the read models' (`Replay.differs`; also True where they lag and a
-        read-only store keeps them from catching up), and where they differ `Replay.chain` is
-        the verdict of the whole hash chain. Where `at`'s turns end before the latest turn, the
-        read models (which hold the latest turn only) are not compared and the rest of the log is
-        not read: instead the hash chain of the events read is recomputed
-        (`chain_verdict_upto` of the events read once: mapped and checked), and a broken link there (not `unchained`) makes `differs` True
-        with `chain` its verdict, since the read models folded the events as they were
-        appended. Raises UnknownConversation, TurnNotFound for an `at` that started no turn
-        (naming the messages that did), UnknownRuleSet."""
+        Under the live rule set only:
+        - `at`'s one turn that is the latest comes from the read models (`ReadModels.turn_input`); the
+          log is not read, and the chain is checked from its verified position.
+        - Turns that include the latest are compared with the read models (`Replay.differs`; also True
+          where they lag on a read-only store); on a difference `Replay.chain` is the whole chain's
+          verdict.
+        - Turns that end before the latest recompute the chain of the events read (`chain_verdict_upto`).
+          A broken link (not `unchained`) sets `differs` and `chain`. Raises UnknownConversation,
+          UnknownRuleSet, and TurnNotFound for an `at` that started no turn (naming those that did)."""
         with gc_paused():  # a fold of a log keeps what it makes alive: no collection pays for it
             name = conversation_argument("replay", conversation)
             done = self._replay(name, rules, at, can_see_page)
@@ -276,8 +244,8 @@ class ConversationReads:
     def _checked(
         self, name: str, rule_set: str, turns: list[TurnInput], latest: TurnInput | None, can_see_page: PageCheck
     ) -> Replay:
-        """Returns the replay of `turns`, checked against the read models' latest turn where
-        `latest` (the log's latest turn, under the live rule set) is given."""
+        """Returns the replay of `turns`, checked against the read models' latest turn where `latest` is
+        given."""
         differs = False
         if latest is not None:
             live = self.live_turn(name, can_see_page)
@@ -286,9 +254,8 @@ class ConversationReads:
         return Replay(name, rule_set, tuple(turns), differs, chain)
 
     def _turn_starts(self, name: str, at: int) -> TurnStarts | None:
-        """Returns the turn starts of user message `at` from the read models (`replay --at`);
-        None where they cannot answer: a store without read models, or rows that lag behind
-        the log of a store opened read-only. Raises UnknownConversation as `events` words it."""
+        """Returns the turn starts of user message `at` from the read models. None without read models, or
+        where rows lag on a read-only store. Raises UnknownConversation."""
         models = self.store.views
         if not isinstance(models, ReadModels):
             return None
@@ -304,9 +271,8 @@ class ConversationReads:
             return None
 
     def _replay_at(self, name: str, rule_set: str, starts: TurnStarts, can_see_page: PageCheck) -> Replay | None:
-        """Returns the replay of the turns `starts` names, folded from the log up to the newest
-        of them (see `replay`); None when the events read do not start those turns (the caller
-        folds the whole log). Raises TurnNotFound when the message started no turn."""
+        """Returns the replay of the turns `starts` names, folded from the log up to the newest. None when
+        the events read do not start those turns. Raises TurnNotFound when the message started no turn."""
         if not starts.versions:
             raise no_turn_among(starts.message, starts.started)
         upto = starts.versions[-1]
@@ -330,13 +296,9 @@ class ConversationReads:
         return Replay(name, rule_set, tuple(turns), broken, verdict if broken else None)
 
     def _latest_from_rows(self, name: str, rule_set: str, can_see_page: PageCheck) -> Replay | None:
-        """Returns the replay of the latest turn, the only one of its message, from the read
-        models' rows as the chat's turn read builds it (`ReadModels.turn_input`: it costs what
-        the turn's input holds, not the log), checked by the hash chain from its verified
-        position (`chain`: it costs what was appended since; every hash where no position is
-        stored yet); a broken link (not `unchained`) makes `differs` True with `chain` its
-        verdict. None where the rows lag behind the log of a store opened read-only (the
-        caller folds the log)."""
+        """Returns the replay of the latest turn, its message's only one, from the read models' rows. The
+        chain is checked from its verified position (every hash where none is stored). A broken link (not
+        `unchained`) sets `differs`, with `chain` its verdict. None where rows lag on a read-only store."""
         latest = self.live_turn(name, can_see_page)
         if latest is None:
             return None
@@ -345,8 +307,7 @@ class ConversationReads:
         return Replay(name, rule_set, (latest,), broken, verdict if broken else None)
 
     def live_turn(self, conversation: str, can_see_page: PageCheck) -> TurnInput | None:
-        """Returns the read models' latest turn; None where they lag behind the log and cannot
-        catch up because the store was opened read-only (a SQLite archive, `reading=True`)."""
+        """Returns the read models' latest turn. None where they lag and the store is read-only."""
         try:
             return self.turn_input(conversation, can_see_page)
         except StoreUnusable:

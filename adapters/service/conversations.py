@@ -1,14 +1,8 @@
-"""The store's conversations: how a conversation id a user gives is found (`stored_id`), the
-list of conversations, newest activity first, in pages (`list_conversations`); a conversation
-written back as the chat's JSON Lines is `adapters.service.export`.
-
-Ids. A conversation is stored under the reduced form of the chat's id
-(`adapters.ingest.names.reduce_id`: `chat 17` is kept as `chat17:h9a90eaf363ff759f`), and that
-stored form is what `list`, `verify` and the error messages print; reducing a stored form gives
-it back, so `stored_id` accepts both. A store written before stored forms were kept as they are
-may hold a conversation of a chat id that looked like one under that id reduced once more
-(`names.earlier_stored_id`); `stored_id` finds it by the chat's id too.
-"""
+"""The store's conversations: finding a user's id (`stored_id`) and the list in pages
+(`list_conversations`). Export is `adapters.service.export`. A conversation is stored under the reduced
+form of the chat's id (`names.reduce_id`, e.g. `chat 17` → `chat17:h9a90eaf363ff759f`). That form is what
+commands and errors print. Reducing it gives it back, so `stored_id` accepts both. It also finds ids an
+older store reduced twice (`names.earlier_stored_id`)."""
 
 from __future__ import annotations
 
@@ -21,6 +15,7 @@ from uuid import UUID
 from adapters.ingest.names import earlier_stored_id, lookup_id
 from adapters.service.data_keys import key_kept
 from adapters.store.application import ConversationStore
+from adapters.store.chain import ChainedRecorder
 from adapters.views.listing import OUTCOMES, ListQuery
 from adapters.views.readmodels import ReadModels
 from domain.errors import ChatrecordError
@@ -38,18 +33,16 @@ class BadCursor(ChatrecordError):
 
 
 def _started(store: ConversationStore, key: str) -> bool:
-    """Whether the store holds a conversation stored under `key`: known without a read where
-    this process holds its state (`ConversationStore.holds`), else one index lookup."""
+    """Whether the store holds a conversation under `key`. No read where this process holds its state; else
+    one index lookup."""
     uuid = conversation_uuid(key)
     return store.holds(uuid) or bool(store.recorder.select_events(uuid, limit=1))
 
 
 def stored_id(store: ConversationStore, conversation: str) -> str:
-    """Returns the id `conversation` is stored under: the reduced form of the chat's id
-    (`lookup_id`; a stored form as a command printed it is its own reduced form) when the store
-    holds that conversation; else the id an earlier store gave an id of that look
-    (`earlier_stored_id`) when the store holds that one; else the reduced form (which then names no
-    stored conversation: the caller says so)."""
+    """Returns the id `conversation` is stored under. The reduced form of the chat's id (`lookup_id`) when
+    the store holds it; else the older store's id (`earlier_stored_id`) when held; else the reduced form,
+    which then names no stored conversation."""
     found = lookup_id(conversation)
     if not _started(store, found):
         earlier = earlier_stored_id(found)
@@ -63,15 +56,14 @@ def stored_id(store: ConversationStore, conversation: str) -> str:
 
 @dataclass(frozen=True)
 class ConversationSummary:
-    """One conversation as `list` shows it. `conversation`: its id as the store keeps it and
-    every command accepts it; `kind`: `chat` or `alt_text`; `messages`: how many user messages
-    it has (those no edit cut; 0 before the first), whatever their numbers; `segments`: segments recorded and not cut by an edit;
-    `events`: the events of its log (its version); `first_at`/`last_at`: the times (UTC) of its
-    first and last event; `erased`: whether its texts were erased (its data key deleted, not
-    only its erasure recorded); `owner`: the backend user id of its owner (None where its list
-    row, written by an earlier version, keeps none); `status`: what of `STATUSES` it has, in
-    their order (`failed`, `waiting`, `undecided`, `erased` from its list row, `broken` when a
-    break of its chain is stored)."""
+    """One conversation as `list` shows it.
+
+    - `conversation`: its stored id, which every command accepts; `kind`: `chat` or `alt_text`.
+    - `messages`: uncut user messages (0 before the first); `segments`: uncut segments.
+    - `events`: its log's version; `first_at`, `last_at`: its first and last event times (UTC).
+    - `erased`: whether its data key was deleted; `owner`: its owner's backend user id (None where an
+      older list row keeps none).
+    - `status`: those of `STATUSES` it has, in order; `broken` when a chain break is stored."""
 
     conversation: str
     kind: str
@@ -103,8 +95,7 @@ class ConversationSummary:
 
 @dataclass(frozen=True)
 class ConversationPage:
-    """One page of the list: `conversations` newest activity first; `cursor`: pass it to get
-    the next page, None after the last one."""
+    """One page of the list, newest activity first. `cursor` gets the next page; None after the last."""
 
     conversations: tuple[ConversationSummary, ...]
     cursor: str | None
@@ -130,8 +121,8 @@ only `encode_cursor` makes them."""
 
 
 def encode_cursor(at: int, cid: str) -> str:
-    """Returns the cursor of a page whose last conversation is `cid` (a UUID's text) with last
-    activity `at` (microseconds since the epoch)."""
+    """Returns the cursor of a page ending at `cid` (a UUID's text) with last activity `at` (microseconds
+    since the epoch)."""
     return f"c{at}.{UUID(cid).hex}"
 
 
@@ -148,19 +139,17 @@ def decode_cursor(cursor: str) -> tuple[int, str]:
 
 
 class ListNeedsRebuild(ChatrecordError):
-    """Raised by `list_conversations` on read models an earlier version made, which keep no
-    index of the conversations by last activity: `chatrecord rebuild` makes ones that do."""
+    """Raised by `list_conversations` on read models an older version made, without the activity index.
+    `chatrecord rebuild` makes them anew."""
 
 
 def summary(
     store: ConversationStore, key: str, users: int | None = None, last_at: int | None = None
 ) -> ConversationSummary | None:
-    """Returns the summary of the conversation stored under `key`, None when there is none. Reads
-    its state (snapshot and the events since) and its index's live segments: bounded reads.
-    `users`: its live user messages as its read-model head counts them (`Summary.users`); None
-    (a head an earlier version wrote keeps no count) counts them in its history index instead.
-    `last_at`: its last activity as its head keeps it (`Summary.last_at`, microseconds; the chat's
-    time, not an erasure's); None: its last event's time."""
+    """Returns the summary of the conversation under `key`, None when there is none. Reads its state and its
+    index's uncut segments: bounded reads. `users`: its uncut user messages from the summary row
+    (`Summary.users`); None counts them in the history index. `last_at`: its last activity in
+    microseconds (`Summary.last_at`; the chat's time); None: its last event's time."""
     state = store.get(key)
     if state is None:
         return None
@@ -194,8 +183,8 @@ conversation, not an index): a page may then hold fewer than its limit, with a c
 
 
 class BadFilter(ChatrecordError):
-    """Raised for a filter of the list that names no status, or a search text no id can hold;
-    `field` names the filter."""
+    """Raised for a list filter that names no status, or a search text no id can hold. `field` names the
+    filter."""
 
     def __init__(self, message: str, field: str) -> None:
         super().__init__(message)
@@ -204,10 +193,9 @@ class BadFilter(ChatrecordError):
 
 @dataclass(frozen=True)
 class ListFilter:
-    """What the list is filtered by (every one given must hold): `owner`, activity at or after
-    `since` and before `until` (aware datetimes, the chat's time of a conversation's last
-    activity), `search` (a part of its id, letters in either case, `%` and `_` as themselves),
-    and `status` (any of `STATUSES`: a conversation with at least one of them)."""
+    """What the list is filtered by; every filter given must hold. `owner`; last activity in [`since`,
+    `until`) (aware datetimes, the chat's time); `search`, a part of the id, case-insensitive, `%` and
+    `_` literal; `status`, at least one of `STATUSES`."""
 
     owner: int | None = None
     since: datetime | None = None
@@ -216,9 +204,8 @@ class ListFilter:
     status: tuple[str, ...] = ()
 
     def checked(self) -> ListFilter:
-        """Returns this filter; raises BadFilter (its `field` the filter's name) for a status not
-        in `STATUSES` or a search text with a NUL character. An `until` not after `since` is a
-        range no conversation is in (an empty page), as every filter of a valid form is a query."""
+        """Returns this filter. Raises BadFilter (`field`: the filter) for a status not in `STATUSES` or a
+        search text with NUL. An `until` not after `since` gives an empty page."""
         wrong = [s for s in self.status if s not in STATUSES]
         if wrong:
             raise BadFilter(f"status {wrong[0]!r} is none of {', '.join(STATUSES)}", "status")
@@ -228,16 +215,16 @@ class ListFilter:
 
 
 def chain_state(store: ConversationStore, key: str, full: bool) -> str | None:
-    """Returns `broken` when a break of conversation `key`'s chain is stored; with `full`,
-    else `verified` when a verified position is, else `unchecked`; without, None then."""
+    """Returns `broken` when a break of `key`'s chain is stored. Otherwise, with `full`: `verified` when a
+    verified position is stored, else `unchecked`; without `full`: None."""
     recorder, uuid = store.recorder, conversation_uuid(key)
-    broken = getattr(recorder, "broken_chain", None)
-    if broken is not None and broken(uuid) is not None:
+    if not isinstance(recorder, ChainedRecorder):
+        return "unchecked" if full else None
+    if recorder.broken_chain(uuid) is not None:
         return "broken"
     if not full:
         return None
-    verified = getattr(recorder, "verified_position", None)
-    return "verified" if verified is not None and verified(uuid) is not None else "unchecked"
+    return "verified" if recorder.verified_position(uuid) is not None else "unchecked"
 
 
 def list_conversations(
@@ -247,32 +234,20 @@ def list_conversations(
     since: datetime | None = None,
     filters: ListFilter | None = None,
 ) -> ConversationPage:
-    """Returns one page of the store's conversations (`models.store`), newest activity first: at
-    most `limit` (1–LIST_LIMIT_MAX) of them, after `cursor` (a `ConversationPage.cursor`; None:
-    the first page), only those whose last activity is at or after `since` (aware datetime) if
-    given, and those `filters` admits (`ListFilter`; its `since` is taken where `since` is None).
+    """Returns one page of the store's conversations (`models.store`), newest activity first.
 
-    Activity is the chat's time (`at`) of a conversation's last event, as its list row keeps it
-    (`Summary.last_at`, in the list table, indexed: `ViewStorage.listed`); ties go by the
-    conversation's UUID. A page is one index range read of the list table (its filters on the
-    same rows: owner by its index, a part of the id and the statuses by a scan of the range) and
-    a bounded read per conversation listed, whatever the store holds and however its storage
-    order and times disagree. Memory stays flat: one page of summaries. A filter by the chain's
-    state looks each conversation's verdict up: up to `SCAN_MAX` rows a page, so such a page may
-    hold fewer than `limit` with a cursor to go on.
+    At most `limit` (1–LIST_LIMIT_MAX) after `cursor` (None: the first page). Only those active at or
+    after `since` (aware datetime), and those `filters` admits (its `since` where `since` is None).
+    Activity is the chat's time of the last event (`Summary.last_at`); ties go by UUID. A page is one
+    index range read plus a bounded read per conversation; memory stays flat. A chain-state filter reads
+    up to `SCAN_MAX` rows a page, so a page may hold fewer than `limit`, with a cursor.
 
-    The cursor is the last conversation's `(last activity, UUID)`, so it stays valid while
-    conversations grow: the next page lists the conversations after it in that order as they
-    are then. A conversation that moves to the front meanwhile (a new event) is not on the later
-    pages (it is on a fresh first page); one that was on an earlier page is never listed again
-    on a later one, unless a line stamped earlier than its last one moved it back behind the
-    cursor. Erased conversations are listed (marked `erased`). The same cursor serves with the
-    same filters only.
-
-    Raises ValueError for a `limit` outside 1–LIST_LIMIT_MAX, BadCursor for a cursor no page
-    returned, BadFilter for a filter `ListFilter.checked` refuses, ListNeedsRebuild on read
-    models an earlier version made.
-    """
+    The cursor is the last `(last activity, UUID)`; it stays valid as conversations grow. A conversation
+    that moves to the front is on a fresh first page, not a later one. One listed earlier is not listed
+    again, unless an earlier-stamped line moved it back. Erased conversations are listed (`erased`). A
+    cursor serves with the same filters only. Raises ValueError for a `limit` out of range. Raises
+    BadCursor for a cursor no page returned. Raises BadFilter for a filter `ListFilter.checked` refuses.
+    Raises ListNeedsRebuild on read models an older version made."""
     if not 1 <= limit <= LIST_LIMIT_MAX:
         raise ValueError(f"limit must be 1 to {LIST_LIMIT_MAX}, not {limit}")
     asked = (filters or ListFilter()).checked()

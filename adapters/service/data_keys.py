@@ -1,5 +1,5 @@
-"""The store's data keys as the use cases find them: `data_keys` (raises NoDataKeys on a store
-without them) and `key_kept` (whether a conversation's key is not deleted yet)."""
+"""The store's data keys for the use cases: `data_keys` (raises NoDataKeys without them) and `key_kept` (a
+conversation's key is not deleted yet)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from domain.errors import ChatrecordError
 
 
 class NoDataKeys(ChatrecordError):
-    """Raised when erasing or changing keys on a store that keeps no data keys (one opened on
-    the library's own persistence module, not by `adapters.bootstrap.open_store`)."""
+    """Raised when erasing or changing keys on a store without data keys (opened on the library's own
+    persistence module)."""
 
 
 def data_keys(store: ConversationStore) -> DataKeys:
@@ -27,8 +27,7 @@ def data_keys(store: ConversationStore) -> DataKeys:
 
 
 def key_kept(store: ConversationStore, cid: UUID) -> bool:
-    """Says whether the store keeps data keys and conversation `cid`'s is not deleted (its texts
-    still read): with an erasure recorded, that erasure has not finished (an `erase` killed after
-    its event). False on a store that keeps no data keys."""
+    """Says whether conversation `cid`'s data key is kept, so its texts still read. With an erasure
+    recorded, that erasure has not finished. False on a store without data keys."""
     keys = store.data_keys
     return keys is not None and keys.erased_at(cid) is None

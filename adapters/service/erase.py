@@ -1,17 +1,14 @@
 """Erasing a conversation: its texts become unreadable everywhere, its facts stay.
 
-`erase(store, conversation, models)` takes four steps, each idempotent, in an order where a rerun after
-a kill -9 at any point finishes the job:
+`erase(store, conversation, models)` takes four idempotent steps; a rerun after a kill -9 at any point
+finishes the job:
+1. record `ConversationErased` once (its `source` marks it);
+2. delete its data key (`wrapped_key` NULL, `erased_at` set); its texts read `[erased]`;
+3. rewrite its read-model rows from the log (`ReadModels.erase`);
+4. scrub the database files (`DataKeys.scrub`: SQLite VACUUM and WAL truncation, PostgreSQL `VACUUM FULL`
+  of the key table).
 
-1. record `ConversationErased` (once: its `source` marks it, so a rerun appends nothing);
-2. delete the conversation's data key (`chatrecord_keys`: `wrapped_key` NULL, `erased_at` set);
-   from here every text of it reads as `[erased]` (`adapters.store.crypto`);
-3. rewrite its read-model rows from the log (`ReadModels.erase`), so no view keeps a text;
-4. scrub the database files (`DataKeys.scrub`: SQLite VACUUM and WAL truncation; PostgreSQL
-   `VACUUM FULL` of the key table).
-
-The events and their hash chain are not touched, so `verify` still passes.
-"""
+Events and their hash chain are untouched, so `verify` still passes."""
 
 from __future__ import annotations
 
@@ -48,8 +45,8 @@ class EraseTexts:
 
 @dataclass(frozen=True)
 class Erasure:
-    """What `erase` did: when the conversation was erased (its first erasure), whether this call
-    recorded it (False for a repeat), its version, and whether a read-model row was rewritten."""
+    """What `erase` did: when the conversation was first erased, whether this call recorded it (False for a
+    repeat), its version, and whether a read-model row was rewritten."""
 
     conversation: str
     at: datetime
@@ -66,11 +63,9 @@ class Erasure:
 
 
 def erase(store: ConversationStore, conversation: str, models: ReadModels) -> Erasure:
-    """Erases the free texts of `conversation` (the module's four steps) and returns what it did;
-    `models` are the store's read models (`adapters.bootstrap.read_models`).
-
-    Raises UnknownConversation for a conversation the store does not hold, NoDataKeys for a
-    store without data keys."""
+    """Erases the texts of `conversation` (the module's four steps) and returns what it did. `models` are
+    the store's read models. Raises UnknownConversation for a conversation the store does not hold.
+    Raises NoDataKeys for a store without data keys."""
     keys = data_keys(store)
     try:
         if store.get(conversation) is None:
@@ -98,11 +93,8 @@ def erase(store: ConversationStore, conversation: str, models: ReadModels) -> Er
 def _erase_unreadable(
     store: ConversationStore, conversation: str, models: ReadModels, keys: DataKeys, unreadable: UnreadableEvent
 ) -> Erasure:
-    """Erases a conversation whose log cannot be read back (changed or swapped stored events):
-    no `ConversationErased` can be decided on a state that cannot be loaded, but its texts are
-    still made unreadable everywhere: the data key is deleted (steps 2 and 4) and its read-model
-    rows are dropped (`ReadModels.erase` folds no further than the log reads). Its key was
-    deleted already (`erase`)."""
+    """Erases a conversation whose log cannot be read back. No `ConversationErased` can be decided, but the
+    data key is deleted (steps 2 and 4) and its read-model rows dropped."""
     cid = conversation_uuid(conversation)
     at = keys.erased_at(cid) or datetime.now(UTC)
     rewrote = models.erase(conversation)

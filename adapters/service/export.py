@@ -1,5 +1,5 @@
-"""A conversation written back as the chat's JSON Lines (`export_lines`): ingested into an empty
-store, the same turns, audit rows and notes; up to a user message if asked."""
+"""A conversation written back as the chat's JSON Lines (`export_lines`), optionally up to a user message.
+Ingested into an empty store, they give the same turns, audit rows and notes."""
 
 from __future__ import annotations
 
@@ -28,8 +28,8 @@ from domain.values import StepFact, WaitingCall
 
 
 def _step(step: StepFact) -> dict[str, Any]:
-    """Returns a stored step as nr-llm's RunStep, of the fields the privacy filter keeps, with
-    an llm step's usage and a request step's offered tool names where they were kept."""
+    """Returns a stored step as nr-llm's RunStep with the fields the privacy filter keeps, plus kept usage
+    and offered tool names."""
     line: dict[str, Any] = {"kind": step.kind, "round": step.round, "durationMs": step.duration_ms}
     if step.tool_name is not None:
         line["toolName"] = step.tool_name
@@ -73,17 +73,16 @@ def _pending(call: WaitingCall) -> dict[str, Any]:
 
 
 def _line(conversation: str, group: Sequence[ConversationEvent]) -> dict[str, Any] | None:
-    """Returns the input line that stored the events `group` (one line's events), None for
-    events no line made (an erasure)."""
+    """Returns the input line that stored the events `group`; None for events no line made (an erasure)."""
     for event in group:
-        head: dict[str, Any] = {"conversation": conversation, "at": iso(event.timestamp)}
+        common: dict[str, Any] = {"conversation": conversation, "at": iso(event.timestamp)}
         match event:
             case ConversationStarted():
-                return {"type": "conversation_started", **head, "kind": event.kind, "owner": event.owner}
+                return {"type": "conversation_started", **common, "kind": event.kind, "owner": event.owner}
             case UserMessagePosted():
                 return {
                     "type": "user_message",
-                    **head,
+                    **common,
                     "message": event.message,
                     "text": event.text,
                     "page": event.page,
@@ -92,7 +91,7 @@ def _line(conversation: str, group: Sequence[ConversationEvent]) -> dict[str, An
             case SegmentReturned():
                 line = {
                     "type": "segment_returned",
-                    **head,
+                    **common,
                     "segment": event.segment,
                     "run": event.run,
                     "trigger": event.trigger,
@@ -111,7 +110,7 @@ def _line(conversation: str, group: Sequence[ConversationEvent]) -> dict[str, An
             case CardDecided():
                 line = {
                     "type": "card_decided",
-                    **head,
+                    **common,
                     "segment": event.segment,
                     "approved": event.approved,
                     "answer": event.answer,
@@ -122,19 +121,19 @@ def _line(conversation: str, group: Sequence[ConversationEvent]) -> dict[str, An
             case QuestionAnswered():
                 return {
                     "type": "question_answered",
-                    **head,
+                    **common,
                     "segment": event.segment,
                     "message": event.message,
                     "text": event.text,
                 }
             case TurnRetried():
-                return {"type": "turn_retried", **head, "message": event.message}
+                return {"type": "turn_retried", **common, "message": event.message}
             case MessageEdited():
-                return {"type": "message_edited", **head, "message": event.message, "text": event.text}
+                return {"type": "message_edited", **common, "message": event.message, "text": event.text}
             case TranscriptReplaced():
                 return {
                     "type": "transcript_replaced",
-                    **head,
+                    **common,
                     "messages": [{"role": m.role, "text": m.text} for m in event.messages],
                 }
             case LegacyRowImported():
@@ -148,7 +147,7 @@ def _line(conversation: str, group: Sequence[ConversationEvent]) -> dict[str, An
                     outcomes.append(outcome)
                 return {
                     "type": "legacy_row",
-                    **head,
+                    **common,
                     "messages": [{"role": m.role, "text": m.text} for m in event.messages],
                     "card_outcomes": outcomes,
                 }
@@ -172,9 +171,8 @@ def _groups(events: Iterable[ConversationEvent]) -> Iterator[list[ConversationEv
 
 @dataclass(frozen=True)
 class Export:
-    """A conversation as the chat's lines. `lines`: the JSON objects, in the store's order;
-    `erased`: its texts were erased (they read `[erased]` in the lines); `broken`: its hash
-    chain does not verify (see below)."""
+    """A conversation as the chat's lines. `lines`: JSON objects in store order. `erased`: its texts read
+    `[erased]`. `broken`: its hash chain does not verify."""
 
     conversation: str
     lines: tuple[dict[str, Any], ...]
@@ -183,6 +181,14 @@ class Export:
     """None; or, where the store keeps a hash chain that does not verify, where it breaks
     ("version N (changed): ..."): the lines hold the events as the store holds them now, a
     changed one among them, and a store they are ingested into chains them anew."""
+    reproductions: tuple[dict[str, Any], ...] = ()
+    """The reproduction records of its kept reproductions where asked for
+    (`adapters.ingest.reproduction_line`), written after its lines."""
+
+    def records(self) -> tuple[dict[str, Any], ...]:
+        """Returns what an export writes, one JSON object a line: the lines, then the
+        reproduction records."""
+        return self.lines + self.reproductions
 
 
 class NoSuchMessage(ChatrecordError):
@@ -190,8 +196,8 @@ class NoSuchMessage(ChatrecordError):
 
 
 def _user_numbers(line: dict[str, Any]) -> Iterable[int]:
-    """Returns the user message numbers a line adds or answers: its `message`, or for a line
-    holding a whole transcript (`transcript_replaced`, `legacy_row`) 1 to its user messages."""
+    """Returns the user message numbers a line adds or answers: its `message`, or 1 to its count for a
+    whole-transcript line."""
     if "message" in line and line["message"] is not None:
         return (line["message"],)
     if line["type"] in ("transcript_replaced", "legacy_row"):
@@ -200,18 +206,11 @@ def _user_numbers(line: dict[str, Any]) -> Iterable[int]:
 
 
 def export_lines(events: Sequence[ConversationEvent], upto: int | None = None) -> Export:
-    """Returns the input lines (docs/input-format.md) that store `events` (one conversation's
-    log, as the store reads it) again: each line of the store's order, made from the events it
-    stored, with only what the store keeps (steps as the privacy filter left them; texts of an
-    erased conversation read `[erased]`). Events no line makes (an erasure) give no line.
-
-    `upto`: stop after user message `upto` and what belongs to it: before the first line
-    that adds a message of a higher number (a `user_message`, `question_answered`, `card_decided`). Ingested into an empty store, the lines give the
-    same turns, audit rows and notes (the facts are the same; each line's digest too).
-
-    Raises NoSuchMessage when `upto` is not the number of a user message of the lines (past
-    the last one, or one no line holds), naming those that are.
-    """
+    """Returns the input lines (docs/input-format.md) that store `events`, one conversation's log, again.
+    Lines follow the store's order and hold only what the store keeps; erased texts read `[erased]`.
+    Events no line makes (an erasure) give no line. `upto`: stop before the first line that adds a higher
+    user message. Ingested into an empty store, the lines give the same turns, audit rows, notes and
+    digests. Raises NoSuchMessage when `upto` is no user message of the lines, naming those that are."""
     if not events or not isinstance(events[0], ConversationStarted):
         raise ValueError("export_lines needs a conversation's log from its first event")
     conversation = events[0].conversation

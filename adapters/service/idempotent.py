@@ -1,15 +1,10 @@
-"""The Idempotency-Key flow (draft-ietf-httpapi-idempotency-key-header): a request sent with a
-key runs once, and a retry with the key gets the first response.
+"""The Idempotency-Key flow (draft-ietf-httpapi-idempotency-key-header): a keyed request runs once; a retry
+gets the first response.
 
-`run_once(keys, key, fingerprint, work)` reserves the key before anything runs
-(`IdempotencyKeys.reserve`), runs `work`, then keeps its response in place of the reservation
-(`finish`), or, where `work` raised, deletes the reservation (`release`), so a retry runs again:
-only a response `work` returns is kept. A request that finds the key taken gets what is kept:
-KeyReused where its fingerprint differs, KeyInFlight while the first is running, the kept
-response (`Replayed`) once it is done. The storage of the keys is the store's
-(`adapters.store.idempotency`); the entrypoint says what a fingerprint is and how each outcome is
-answered (HTTP: `adapters.http.app`).
-"""
+`run_once` reserves the key (`IdempotencyKeys.reserve`), runs `work`, then keeps its response (`finish`).
+Where `work` raised, it releases the key (`release`), so a retry runs again. A request finding the key
+taken gets KeyReused (other fingerprint), KeyInFlight (still running) or the kept response (`Replayed`).
+The store keeps the keys; the entrypoint defines fingerprints and answers."""
 
 from __future__ import annotations
 
@@ -67,10 +62,9 @@ def run_once(
     work: Callable[[], tuple[Result, str]],
     also: Collection[str] = (),
 ) -> FirstRun[Result] | Replayed:
-    """Runs `work` (which returns its result and the response to keep, 200) once for `key`: see
-    the module. `fingerprint` is what the request is kept with; a kept one in `also` is taken as
-    the same request too (one kept by an earlier way of fingerprinting). Raises KeyReused,
-    KeyInFlight, or what `work` raised (the key released)."""
+    """Runs `work` once for `key` and keeps its response; see the module. `fingerprint` identifies the
+    request; one kept in `also` counts as the same. Raises KeyReused, KeyInFlight, or what `work` raised,
+    the key released."""
     reserved, mine = keys.reserve(key, fingerprint)  # before anything runs
     if not mine:
         return _kept(reserved, fingerprint, also)

@@ -1,10 +1,6 @@
-"""Each input line to the domain command of its type (`COMMANDS`), with the check of the version a
-line says it `follows`: `decide` is what every write decides a line with (`RecordLines`), and
-`fold_events` / `read_events` decide lines in memory (replay of a file, the tests).
-
-The lines are read and validated by `adapters.ingest`; what a line means to the conversation is
-decided here.
-"""
+"""Each input line to its domain command (`COMMANDS`), with the check of the version a line `follows`.
+`decide` decides a line for every write. `fold_events` and `read_events` decide lines in memory.
+`adapters.ingest` reads and validates the lines."""
 
 from __future__ import annotations
 
@@ -38,10 +34,9 @@ a repeat there (it may end a tour by then); it waits like any other line."""
 
 
 def decide(line: Line, state: domain.Conversation | None, history: domain.History) -> list[ConversationEvent]:
-    """Returns the events the line's domain command decides on `state`; raises its
-    ChatrecordError when an invariant would break, LineOutOfOrder when the line names the
-    version it `follows` and the conversation is at another one (a repeat of a line recorded
-    before is no error: it decides nothing)."""
+    """Returns the events the line's command decides on `state`. A repeat decides nothing. Raises its
+    ChatrecordError when an invariant would break. Raises LineOutOfOrder when the conversation is not at
+    the version the line `follows`."""
     command = COMMANDS[line.type]
     facts = line.kept_facts
     if line.follows is not None:
@@ -70,12 +65,9 @@ def out_of_order(line: Line, version: int) -> LineOutOfOrder:
 
 
 def fold_events(lines: Iterable[ParsedLine]) -> Iterator[ConversationEvent]:
-    """Yields the events each line decides, folding them in memory per conversation id, so a
-    line sees the state its conversation's earlier lines made.
-
-    Raises InvalidInput at a bad line, or the domain's ChatrecordError with the line's file and
-    number put in front of its message; the events of the lines before it are yielded first.
-    """
+    """Yields the events each line decides, folded in memory per conversation. Raises InvalidInput at a bad
+    line, or the domain's ChatrecordError prefixed with the line's file and number. Earlier lines' events
+    are yielded first."""
     states: dict[str, domain.Conversation | None] = {}
     histories: dict[str, domain.MemoryHistory] = {}
     for line in lines:
@@ -91,8 +83,6 @@ def fold_events(lines: Iterable[ParsedLine]) -> Iterator[ConversationEvent]:
 
 
 def read_events(path: str | Path) -> list[ConversationEvent]:
-    """Returns the events of every line of the file `path`, in order (see `fold_events`).
-
-    Raises InvalidInput or the domain's ChatrecordError at the first line that fails.
-    """
+    """Returns the events of every line of the file `path`, in order (see `fold_events`). Raises
+    InvalidInput or the domain's ChatrecordError at the first line that fails."""
     return list(fold_events(read_file(path)))

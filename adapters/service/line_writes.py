@@ -1,7 +1,6 @@
-"""The use cases that write (`LineWrites`, which `adapters.api.Chatrecord` asks): one line
-(`record`), the lines of one conversation all or nothing (`record_lines`) and a source ingested in
-batches (`ingest`), each through the one path for lines (`adapters.service.record_lines`), one
-writer of a conversation at a time in this process."""
+"""The use cases that write (`LineWrites`): one line (`record`), one conversation's lines all or nothing
+(`record_lines`), and a source in batches (`ingest`). One writer per conversation at a time in this
+process."""
 
 from __future__ import annotations
 
@@ -14,10 +13,12 @@ from typing import Any
 
 from adapters.backends.settings import store_errors
 from adapters.ingest import ParsedLine, bounded_lines, check_follows, line_text
+from adapters.ingest.reproduction_line import ReproductionLine
 from adapters.service.batched_ingest import BATCH_LINES, Ingestion
 from adapters.service.common import OpenedStore, in_store_terms, lines_argument, required_line
 from adapters.service.idempotent import FirstRun, Replayed, Result, run_once
 from adapters.service.record_lines import IngestReport, Recorded, RecordLines, parse
+from adapters.service.reproduction_records import store_record
 from adapters.store.application import ConversationStore
 from adapters.store.commands import HandleResult
 from adapters.store.crypto import TextsErased
@@ -29,10 +30,9 @@ id picks one by its hash), so concurrent requests on one conversation queue rath
 
 
 class LineWrites:
-    """The writes of a store (`opened`), each a method of Chatrecord (see there for the store and
-    standbys). `source_name` names `record`'s lines in errors, numbered by the count of `record`
-    calls; `position()` is the read-after position of the writes (None without a reading store),
-    which a write answers with. Writes of one conversation queue on one of WRITER_LOCKS locks."""
+    """The writes of a store (`opened`), each a Chatrecord method. `source_name` names `record`'s lines in
+    errors, numbered by call. `position()` is the writes' read-after position (None without a reading
+    store). Writes of one conversation queue on one of WRITER_LOCKS locks."""
 
     def __init__(self, opened: OpenedStore, source_name: str, position: Callable[[], str | None]) -> None:
         self.opened = opened
@@ -48,15 +48,13 @@ class LineWrites:
 
     @in_store_terms
     def record(self, line: Mapping[str, Any] | str | bytes, follows: int | None = None) -> HandleResult:
-        """Stores one input line (a dict, or its JSON text) and returns what was appended; a line
-        recorded before appends nothing and returns the first result (`HandleResult.repeated`).
+        """Stores one input line (a dict or its JSON text) and returns what was appended. A repeat appends
+        nothing and returns the first result (`HandleResult.repeated`).
 
-        `follows`: the version the conversation must be at (0: not started yet), checked
-        atomically with the append. Raises InvalidInput (naming `source_name`, the call's number
-        and the field) for a line of the wrong shape, VersionMismatch, or the domain's
-        ChatrecordError (with `source_name: line N, field:` in front) when the conversation
-        refuses it; nothing of a refused line is stored.
-        """
+        `follows`: the version the conversation must be at (0: not started), checked atomically. Raises
+        InvalidInput (source, call number, field) for a bad shape. Raises VersionMismatch. Raises the
+        domain's ChatrecordError, prefixed `source_name: line N, field:`, on a refusal. A refused line
+        stores nothing."""
         if not isinstance(line, (Mapping, str, bytes)):
             raise TypeError(f"record takes one line as a dict or its JSON text, not {type(line).__name__}")
         self._lines += 1
@@ -69,15 +67,13 @@ class LineWrites:
 
     @in_store_terms
     def record_lines(self, lines: Iterable[str | bytes], source: str, follows: int | None = None) -> Recorded:
-        """Stores the lines (JSON Lines text, blank lines skipped, numbered from 1 in errors) of
-        one conversation all or nothing, and returns what was stored.
+        """Stores one conversation's lines (JSON Lines text, blank lines skipped, numbered from 1) all or
+        nothing; returns what was stored.
 
-        Raises InvalidInput for a line of the wrong shape, for no line at all or for lines of
-        more than one conversation; VersionMismatch when `follows` is not the conversation's
-        version; the domain's ChatrecordError, naming the line, when the conversation refuses
-        one. Nothing is stored then. Raises TypeError when `lines` is one str or bytes (a text is
-        not a list of lines: split it first, e.g. `text.splitlines()`).
-        """
+        Raises InvalidInput for a bad shape, no line, or several conversations. Raises VersionMismatch
+        when `follows` is not the version. Raises the domain's ChatrecordError, naming the line, on a
+        refusal. Nothing is stored then. Raises TypeError when `lines` is one str or bytes; split it
+        first."""
         lines_argument("record_lines", lines)
         follows = check_follows(follows, source, 1)
         parsed: list[ParsedLine] = []
@@ -108,9 +104,8 @@ class LineWrites:
         return run_once(self.store.idempotency_keys, key, fingerprint, work, also)
 
     def handle(self, command: RecordLines) -> HandleResult:
-        """Hands `command` to the store, one writer of its conversation at a time in this
-        process: threads queue instead of conflicting (other processes still conflict and
-        retry, as the store's optimistic concurrency makes them)."""
+        """Hands `command` to the store, one writer per conversation in this process. Threads queue; other
+        processes conflict and retry."""
         with self._writers[hash(command.conversation) % WRITER_LOCKS]:
             try:
                 return self.store.handle(command)
@@ -126,36 +121,39 @@ class LineWrites:
         progress: Callable[[IngestReport], object] | None = None,
         guard: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext,
     ) -> IngestReport:
-        """Stores every line of `lines` (named `source`) and returns the report. A binary file
-        or stream is read a line at a time, each cut after LINE_BYTES_MAX + 1 bytes
-        (`adapters.ingest.bounded_lines`): a line of any length costs at most that much.
+        """Stores every line of `lines` (named `source`) and returns the report.
 
-        Lines are decided one by one and stored in batches of at most `batch_lines` lines, each
-        batch in one transaction (`adapters.service.batched_ingest`); `progress(report)` is called after
-        each batch, and `guard()` is entered around each write (see `Ingestion`).
-
-        A bad line (InvalidInput, or a refusal named with source and line) ends the ingestion
-        (`report.stopped`; the lines before it stay stored) unless `skip_bad`, which rejects it
-        and goes on (`report.rejected`, one message per line). A store that cannot be used
-        ends it too, `skip_bad` or not (`report.stopped` is the StoreUnusable). An interrupt
-        (KeyboardInterrupt) ends it with `report.interrupted`, every batch before it stored.
-        Raises TypeError when `lines` is one str or bytes, ValueError for `batch_lines` < 1.
-        """
+        A binary source is read a line at a time, each cut after LINE_BYTES_MAX + 1 bytes. Lines are
+        stored in batches of at most `batch_lines`, one transaction each. `progress(report)` runs after
+        each batch; `guard()` wraps each write. A bad line ends the ingest (`report.stopped`), unless
+        `skip_bad` rejects it and goes on (`report.rejected`). An unusable store always ends it
+        (`report.stopped` is the StoreUnusable). A KeyboardInterrupt sets `report.interrupted`. Raises
+        TypeError when `lines` is one str or bytes. Raises ValueError for `batch_lines` < 1."""
         lines_argument("ingest", lines)
         if isinstance(lines, (io.BufferedIOBase, io.RawIOBase)):  # a file: each line read bounded
             lines = bounded_lines(lines)  # type: ignore[arg-type]  # io's binary streams are BinaryIO but for the name
-        return Ingestion(self._handle_in_store_terms, self._handle_batch, source, skip_bad, batch_lines, progress, guard).run(
-            lines
-        )
+        return Ingestion(
+            self._handle_in_store_terms,
+            self._handle_batch,
+            source,
+            skip_bad,
+            batch_lines,
+            progress,
+            guard,
+            keep_record=self._keep_record,
+        ).run(lines)
+
+    def _keep_record(self, record: ReproductionLine) -> bool:
+        with store_errors(self.store):
+            return store_record(self.store, record)
 
     def _handle_in_store_terms(self, command: RecordLines) -> HandleResult:
         with store_errors(self.store):
             return self.handle(command)
 
     def _handle_batch(self, commands: Sequence[RecordLines]) -> list[HandleResult]:
-        """Hands `commands` (each of another conversation) to the store as one batch
-        (`ConversationStore.handle_batch`), holding the writer locks of all their conversations
-        (taken in one order, so two batches never wait for each other)."""
+        """Hands `commands`, each of another conversation, to the store as one batch. Holds all their writer
+        locks, taken in one order so two batches never deadlock."""
         locks = sorted({hash(command.conversation) % WRITER_LOCKS for command in commands})
         with contextlib.ExitStack() as held, store_errors(self.store):
             for number in locks:

@@ -1,11 +1,7 @@
-"""The master key's explicit changes: bind a store to one (`wrap`), replace it (`rotate`) and
-remove it (`unwrap`), each rewriting every data key and the store's check row in one
-transaction (`adapters.store.keys.DataKeys.rewrap`), with every link of the hash chain
-recomputed under the new master key's chain key (`adapters.store.chain_key.Rekey`; unkeyed
-after `unwrap`), and the key state (`state`). Opening a
-store never changes its key state; these are the only ways besides the first data key a fresh
-store gets (README, "Master key").
-"""
+"""The master key's explicit changes: bind (`wrap`), replace (`rotate`), remove (`unwrap`), and the key
+state (`state`). Each rewrites every data key and the check row in one transaction (`DataKeys.rewrap`).
+It recomputes every chain link under the new chain key (`chain_key.Rekey`; unkeyed after `unwrap`).
+Opening a store never changes its key state (README, "Master key")."""
 
 from __future__ import annotations
 
@@ -31,8 +27,8 @@ class NothingToRotate(ChatrecordError):
 
 @dataclass(frozen=True)
 class KeyChange:
-    """What a key command did: `action` (wrap, rotate, unwrap), whether it changed the store
-    (`changed`), how many data keys it rewrote (`rewrapped`) and the key state afterwards."""
+    """What a key command did: `action` (wrap, rotate, unwrap), `changed`, how many data keys it rewrote
+    (`rewrapped`) and the key state after."""
 
     action: str
     changed: bool
@@ -53,9 +49,9 @@ class KeyChange:
 
 
 def _rekey(store: ConversationStore, master: bytes | None) -> Rekey | None:
-    """The re-key of the store's hash chain to `master`'s chain key (None: unkeyed), written
-    in the data keys' rewrap transaction (both change, or neither); None for a store without a
-    chain. Raises ChainBroken, changing nothing, where a link does not verify under the present key."""
+    """The re-key of the hash chain to `master`'s chain key (None: unkeyed), in the rewrap transaction. None
+    for a store without a chain. Raises ChainBroken, changing nothing, where a link does not verify under
+    the present key."""
     return Rekey(store.recorder, master) if isinstance(store.recorder, ChainedRecorder) else None
 
 
@@ -73,11 +69,9 @@ def state(store: ConversationStore) -> KeyState:
 
 
 def wrap(store: ConversationStore) -> KeyChange:
-    """Wraps every data key the store keeps unwrapped with this process's master key
-    (CHATRECORD_MASTER_KEY) and writes its check row, in one transaction: from then on every
-    command on the store needs that key. Changes nothing when every key is wrapped by it
-    already. Raises BadMasterKey when CHATRECORD_MASTER_KEY is unset (the store was opened
-    with it, so it is the store's key if the store has one)."""
+    """Wraps every unwrapped data key with CHATRECORD_MASTER_KEY and writes the check row, in one
+    transaction. From then on every command needs that key. Changes nothing when all are wrapped by it.
+    Raises BadMasterKey when CHATRECORD_MASTER_KEY is unset."""
     keys = data_keys(store)
     if keys.master is None:
         raise BadMasterKey(
@@ -94,10 +88,9 @@ def wrap(store: ConversationStore) -> KeyChange:
 
 
 def rotate(store: ConversationStore, new_master_key: str) -> KeyChange:
-    """Rewraps every data key of a store a master key protects with `new_master_key` (base64 of
-    32 bytes) and replaces the check row, in one transaction: from then on the store needs the
-    new key, and the old one opens nothing. Raises BadMasterKey for a value that is no master
-    key, NothingToRotate for a store without a master key or a new key that is the old one."""
+    """Rewraps every data key with `new_master_key` (base64 of 32 bytes) and replaces the check row, in one
+    transaction. The old key then opens nothing. Raises BadMasterKey for a value that is no master key.
+    Raises NothingToRotate for a store without a master key, or the same key."""
     keys = data_keys(store)
     try:
         new = master_key(new_master_key)
@@ -121,9 +114,8 @@ def rotate(store: ConversationStore, new_master_key: str) -> KeyChange:
 
 
 def unwrap(store: ConversationStore) -> KeyChange:
-    """Stores every data key unwrapped and removes the check row, in one transaction: from
-    then on the store needs no master key, and its texts are protected only by erasing.
-    Changes nothing on a store without a master key and without wrapped keys."""
+    """Stores every data key unwrapped and removes the check row, in one transaction. The store then needs
+    no master key; only erasing protects its texts. Changes nothing on a store without a master key."""
     keys = data_keys(store)
     before = keys.state()
     rekey = _rekey(store, None)

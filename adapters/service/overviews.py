@@ -1,6 +1,5 @@
-"""A conversation's overview (one point per message, segment, decision, card left undecided, edit,
-cut, erasure) and its pictures, kept per conversation in this process: `Overviews`, handed the
-store, its read models and the reader of a conversation's events."""
+"""A conversation's overview (a point per message, segment, decision, undecided card, edit, cut, erasure)
+and its pictures, kept per conversation in this process (`Overviews`)."""
 
 from __future__ import annotations
 
@@ -22,9 +21,8 @@ KEPT = 64
 
 
 class Overviews:
-    """The overviews of one store's conversations. `events(name)` returns a conversation's
-    events (raises UnknownConversation); `active_rules()` the live rule set. Thread-safe: the
-    HTTP service's handlers run on several threads."""
+    """The overviews of one store's conversations. `events(name)` returns a conversation's events and raises
+    UnknownConversation. `active_rules()` returns the live rule set. Thread-safe."""
 
     def __init__(
         self,

@@ -1,13 +1,7 @@
-"""Lines into the store, one path for every entrypoint (the CLI, the Python API, HTTP).
-
-A line is parsed by `parse` (the ingester's `parse_numbered`: UTF-8, a BOM before line 1, a
-blank line is None) and handed to the store as a `RecordLines` command: one line, or a batch of lines
-of one conversation that is stored all or nothing. `RecordLines.decide` folds the lines over the
-conversation's state, so a refusal (a domain error) names its source, line and field exactly as
-the CLI always did (`demo.jsonl: line 7, segment: …`), and an expected version (`follows`) is
-checked on the state the store loaded inside its retry loop, so the check and the append are
-atomic with respect to every other writer.
-"""
+"""Lines into the store, one path for every entrypoint (CLI, Python API, HTTP). `parse` reads a line (UTF-8,
+a BOM before line 1, blank is None). A `RecordLines` command carries one line, or one conversation's
+lines stored all or nothing. A refusal names source, line and field (`demo.jsonl: line 7, segment: …`).
+`follows` is checked on the state loaded in the store's retry loop, so check and append are atomic."""
 
 from __future__ import annotations
 
@@ -34,21 +28,16 @@ class VersionMismatch(ChatrecordError):
 
 
 def parse(raw: str | bytes, line_no: int, source: str) -> ParsedLine | None:
-    """Returns line `line_no` (1-based) of `source` parsed, None for a blank line.
-
-    Raises InvalidInput naming source, line, field path and what was expected.
-    """
+    """Returns line `line_no` (1-based) of `source` parsed, None for a blank line. Raises InvalidInput
+    naming source, line, field path and what was expected."""
     return parse_numbered(raw, line_no, source)
 
 
 class RecordLines:
-    """The store command of one or more parsed lines of one conversation.
-
-    `follows`: the version the conversation must be at (0: not started), else VersionMismatch.
-    After `decide`, `counts[i]` is how many events line i decided (0: recorded before).
-    `new_segments`: the segment ids its `segment_returned` lines record (a store that decides
-    without reading its index assumes them unrecorded, `domain.history_index.AssumedHistory`).
-    """
+    """The store command of one or more parsed lines of one conversation. `follows`: the version the
+    conversation must be at (0: not started), else VersionMismatch. After `decide`, `counts[i]` is how
+    many events line i decided (0: recorded before). `new_segments`: the segment ids its
+    `segment_returned` lines record."""
 
     def __init__(self, lines: Sequence[ParsedLine], follows: int | None = None) -> None:
         if not lines:
@@ -61,13 +50,15 @@ class RecordLines:
         self.versions: list[tuple[int, int] | None] = []
         self.refused_at: ParsedLine | None = None
         """After `decide` raised: the line that was refused."""
+        self.folded: tuple[ConversationEvent, Conversation | None] | None = None
+        """After `decide` returned events: the last of them and the state after them, which it
+        folded deciding them (the store takes it instead of folding them again)."""
         self._lookups = self._looked_up()
 
     def _looked_up(self) -> Lookups:
-        """What deciding the lines looks up: one line's digest, segment and run, read with its
-        index row (`SQLHistory.prefetch`; a repeat of one line returns the first result, see
-        `handle`); the digests, segment ids and run ids of many, which a store may read at once
-        before `decide` (`SQLHistory.prefetch_many`; empty for one line)."""
+        """What deciding the lines looks up. One line: its digest, segment and run, read with its index row
+        (`SQLHistory.prefetch`). Many: their digests, segment ids and run ids, read at once
+        (`prefetch_many`); empty for one line."""
         if len(self.lines) == 1:
             fields = vars(self.lines[0])  # a model's fields: no failed getattr through pydantic's __getattr__
             segment, run = fields.get("segment"), fields.get("run")
@@ -96,6 +87,7 @@ class RecordLines:
             # lines recorded before are a repeat at any version, as a line's own `follows` is
             raise VersionMismatch(self.conversation, self.follows, version)
         decided: list[ConversationEvent] = []
+        self.folded = None
         self.counts = []
         self.versions = []
         seen = LayeredHistory(history)  # the batch's earlier lines, not stored yet
@@ -115,12 +107,12 @@ class RecordLines:
             decided.extend(events)
             self.counts.append(len(events))
             self.versions.append((events[0].originator_version, events[-1].originator_version) if events else None)
+        self.folded = (decided[-1], state) if decided else None
         return decided
 
     def erased(self, error: TextsErased) -> TextsErased:
-        """Returns the refusal of a text for an erased conversation (raised as the store wrote the
-        events `decide` returned) as the other refusals read: `source: line N, field:` and the
-        conversation's id, not its UUID."""
+        """Returns the refusal of a text for an erased conversation as the other refusals read: `source:
+        line N, field:` and the conversation's id."""
         line = next(
             (
                 line
@@ -140,10 +132,9 @@ class RecordLines:
 
 @dataclass(frozen=True)
 class Recorded:
-    """What one write stored. `version` is the conversation's version afterwards; `events`
-    the events appended, or for a repeat of one line the events that recorded it first;
-    `lines` how many events each line appended (0: recorded before); `repeated` whether
-    nothing was appended because every line was recorded before."""
+    """What one write stored. `version`: the conversation's version after. `events`: those appended, or for
+    a one-line repeat those first recorded. `lines`: events per line (0: recorded before). `repeated`:
+    nothing was appended."""
 
     conversation: str
     version: int
@@ -192,6 +183,8 @@ class IngestReport:
     """Lines read so far, blank and bad ones too."""
     read_bytes: int = 0
     """Bytes of the lines read so far."""
+    reproductions: int = 0
+    """Reproduction records (`export --with-reproductions`) kept as streams; one kept before is `repeated`."""
     interrupted: bool = False
     """Whether an interrupt (Ctrl-C, SIGTERM) ended the ingest; every line up to `last_line` is
     stored, and ingesting the source again stores the rest."""
@@ -199,6 +192,8 @@ class IngestReport:
     def summary(self) -> str:
         """Returns one line: `demo.jsonl: 24 events appended, 0 lines already recorded`."""
         text = f"{self.source}: {_count(self.appended, 'event')} appended, {_count(self.repeated, 'line')} already recorded"
+        if self.reproductions:
+            text += f", {_count(self.reproductions, 'reproduction')} kept"
         if self.rejected:
             text += f", {_count(len(self.rejected), 'line')} rejected"
         if self.stopped is not None:

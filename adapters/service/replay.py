@@ -1,8 +1,6 @@
-"""Replay: `Replay` (the turns of one conversation, each as it saw them), read from the store or,
-with nothing stored, from a JSON Lines file (`replay_file`) or standard input (`replay_lines`);
-time travel picks the turns of one user message (`turns_at`). Beside it the other results of
-the service layer's reads, `Audit` and `Demo`, and the demo tour's lines (`demo_lines`).
-"""
+"""Replay (`Replay`): one conversation's turns, each as it saw them. Read from the store, a JSON Lines file
+(`replay_file`) or standard input (`replay_lines`). `turns_at` picks one user message's turns. Also
+`Audit`, `Demo` and the demo tour's lines (`demo_lines`)."""
 
 from __future__ import annotations
 
@@ -44,8 +42,7 @@ class UnreadableFile(ChatrecordError):
 
 
 def conversations_of(events: Iterable[ConversationEvent]) -> Conversations:
-    """Returns each conversation of `events` (folded in memory, as `fold_events` yields them)
-    with its events, in the order the conversations start."""
+    """Returns each conversation of `events` with its events, in start order."""
     names: dict[UUID, str] = {}
     logs: dict[UUID, list[ConversationEvent]] = {}
     for event in events:
@@ -56,12 +53,9 @@ def conversations_of(events: Iterable[ConversationEvent]) -> Conversations:
 
 
 def file_conversations(path: Path) -> Conversations:
-    """Returns each conversation of the JSON Lines file `path` with its events, folded in
-    memory (nothing is stored), in the order the conversations start.
-
-    Raises InvalidInput or the domain's ChatrecordError at the first bad line, UnreadableFile
-    when the file cannot be read.
-    """
+    """Returns each conversation of the JSON Lines file `path` with its events, folded in memory and in
+    start order; nothing is stored. Raises InvalidInput or the domain's ChatrecordError at the first bad
+    line. Raises UnreadableFile when the file cannot be read."""
     try:
         return conversations_of(read_events(path))
     except OSError as error:
@@ -78,16 +72,16 @@ def stored_conversation(store: ConversationStore, conversation: str, backend: st
 
 
 def unknown_conversation(store: ConversationStore, conversation: str, backend: str) -> UnknownConversation:
-    """Returns the error for `conversation`, which the store (described by `backend`) does not
-    hold: it names the store and a few stored ids, as every command words it."""
+    """Returns the error for `conversation`, which the store (`backend`) does not hold. It names the store
+    and a few stored ids."""
     known = store.conversation_ids()
     hint = f"stored: {', '.join(known[:5])}{', …' if len(known) > 5 else ''}" if known else "the store is empty"
     return UnknownConversation(f"no conversation {shown_id(conversation, 'repr')} in {backend} ({hint})")
 
 
 def turns_at(turns: Sequence[TurnInput], message: int | None) -> list[TurnInput]:
-    """Returns the turns of user message `message` (every turn when None): the model call it
-    started, and any retry or edit of it, each as it was then."""
+    """Returns the turns of user message `message` (every turn when None): its model call, and any retry or
+    edit of it, each as it was then."""
     return list(turns) if message is None else [t for t in turns if t.message == message]
 
 
@@ -108,10 +102,8 @@ def no_turn_among(message: int, started: Iterable[int]) -> TurnNotFound:
 
 @dataclass(frozen=True)
 class Replay:
-    """Every turn of one conversation, each as it saw it, under `rules`. `differs`: the
-    read models' latest turn is not the log's (the log's is in `turns`); `chain`: then the
-    verdict of the conversation's hash chain (None when they agree or the store keeps no chain),
-    since a log changed after it was appended differs from the read models too."""
+    """Every turn of one conversation, each as it saw it, under `rules`. `differs`: the read models' latest
+    turn is not the log's. `chain`: then the chain's verdict (None when they agree or without a chain)."""
 
     conversation: str
     rules: str
@@ -121,8 +113,8 @@ class Replay:
 
     @property
     def broken(self) -> bool:
-        """True when the read models differ because the log's hash chain does not verify: a
-        rebuild would fold the changed events into them, so `verify` is the next step, not it."""
+        """True when the read models differ because the chain does not verify. Then `verify` is the next
+        step, not a rebuild."""
         return self.differs and self.chain is not None and not self.chain.ok
 
     def to_json(self) -> dict[str, Any]:
@@ -132,9 +124,8 @@ class Replay:
 
 @dataclass(frozen=True)
 class Audit:
-    """One conversation's audit: the rule set it was read under, its rows in order and, when it
-    was asked for, the verdict of its hash chain (`chain`: None when not asked for or when the
-    store keeps no chain)."""
+    """One conversation's audit: the rule set, its rows in order, and the chain's verdict if asked (`chain`;
+    None when not asked or without a chain)."""
 
     conversation: str
     rules: str
@@ -145,8 +136,8 @@ class Audit:
     (an `erase` killed after its event: its texts still read until `erase` runs again)."""
 
     def to_json(self) -> list[dict[str, Any]]:
-        """Returns the rows of `audit --json`: each row's JSON with `verified`, True when its
-        event lies before any broken link of the chain (False throughout without a verdict)."""
+        """Returns the rows of `audit --json`, each with `verified`: True when its event precedes any broken
+        link (False throughout without a verdict)."""
         verdict = self.chain
         intact = None if verdict is None else (verdict.version + 1 if verdict.ok else verdict.version)
         return [{**row.to_json(), "verified": intact is not None and row.version < intact} for row in self.rows]
@@ -154,8 +145,8 @@ class Audit:
 
 @dataclass(frozen=True)
 class Demo:
-    """What `demo` did: the ingestion report, the store, the live rule set and its turn, and
-    the same turn under another rule set when one was asked for."""
+    """What `demo` did: the ingest report, the store, the live rule set and its turn, and the same turn
+    under another rule set if asked."""
 
     report: IngestReport
     backend: str
@@ -169,9 +160,9 @@ class Demo:
 def replay_file(
     path: Path, rules: str = DEFAULT_RULE_SET, at: int | None = None, can_see_page: PageCheck = every_page
 ) -> list[Replay]:
-    """Returns the replay of each conversation of the JSON Lines file `path`, read in memory
-    (nothing is stored); with `at`, only conversations with a turn of user message `at`.
-    Raises EmptyInput for a file without lines, TurnNotFound, InvalidInput or a refusal."""
+    """Returns the replay of each conversation of the JSON Lines file `path`, in memory; nothing is stored.
+    With `at`, only conversations with a turn of user message `at`. Raises EmptyInput for a file without
+    lines, TurnNotFound, InvalidInput or a refusal."""
     return replay_conversations(file_conversations(path), str(path), rules, at, can_see_page)
 
 
@@ -182,8 +173,8 @@ def replay_lines(
     at: int | None = None,
     can_see_page: PageCheck = every_page,
 ) -> list[Replay]:
-    """Returns the replay of each conversation of JSON Lines `lines` (standard input, named
-    `source` in errors), read in memory as `replay_file` reads a file."""
+    """Returns the replay of each conversation of JSON Lines `lines` (named `source` in errors), as
+    `replay_file` does."""
     return replay_conversations(conversations_of(fold_events(read_lines(lines, source))), source, rules, at, can_see_page)
 
 

@@ -1,8 +1,6 @@
-"""Replay streamed turn by turn (`ReplayStreams.replay_stream`, `stream_file`): each turn's JSON
-written out as the log is folded, whole (`replay --json`'s) or as its changes since the turn
-before (`--changes`, `projections.turn_changes`), for a range of user messages and a page of
-turns, so output and memory grow with the history, not with its square. The whole-input form of
-one turn (`replay --at N`) is `Chatrecord.replay`'s."""
+"""Replay streamed turn by turn (`ReplayStreams.replay_stream`, `stream_file`). Each turn's JSON is written
+as the log is folded: whole, or as changes since the turn before (`--changes`). A range of user messages
+and a page of turns can be picked. Output and memory grow with the history, not its square."""
 
 from __future__ import annotations
 
@@ -58,11 +56,9 @@ def replay_start(cursor: str | None) -> int:
 
 @dataclass
 class ReplayStream:
-    """One conversation's turns as they are folded: iterate `turns` once, each turn's JSON whole
-    (form `turns`), its changes since the turn before (`changes`) or its `TurnInput` (`inputs`).
-    After the last: `next_cursor` the cursor of the next page (None: no turn after these),
-    `differs` and `chain` as `Replay`'s (checked where the stream read the whole log under the
-    live rule set and ended with its latest turn)."""
+    """One conversation's turns as they are folded; iterate `turns` once. Each turn is whole JSON (`turns`),
+    its changes (`changes`) or its `TurnInput` (`inputs`). After the last: `next_cursor` (None: no turn
+    after), and `differs` and `chain` as `Replay`'s where the whole log was read under the live rule set."""
 
     conversation: str
     rules: str
@@ -90,8 +86,8 @@ class ReplayStream:
 
 @dataclass(frozen=True)
 class TurnRange:
-    """Which turns a replay shows: of user messages `first`…`last` (both inclusive, either
-    open), from the `start`th turn (from 0), at most `limit` of them (None: all)."""
+    """Which turns a replay shows: of user messages `first`…`last` (inclusive, either open), from the
+    `start`th turn (from 0), at most `limit` (None: all)."""
 
     first: int | None = None
     last: int | None = None
@@ -111,9 +107,8 @@ def _turns(
     span: TurnRange,
     latest: list[Turn],
 ) -> Iterator[Any]:
-    """Yields the JSON (or input) of each turn `span` picks, folding `events` once; `latest` receives the
-    log's last turn when the fold reached the log's end (a page that ends earlier stops there,
-    with `stream.next_cursor` set)."""
+    """Yields the JSON or input of each turn `span` picks, folding `events` once. `latest` receives the
+    log's last turn when the fold reached the end. Else it sets `stream.next_cursor`."""
     rules = resolve(stream.rules)
     writer = TurnWriter(rules, can_see_page, stream.form == "changes")
     last: Turn | None = None
@@ -141,8 +136,8 @@ def stream_file(
     form: ReplayForm = "turns",
     span: TurnRange | None = None,
 ) -> Iterator[ReplayStream]:
-    """Yields the streamed replay of each conversation of the JSON Lines file `path`, read in
-    memory (nothing stored; see `stream_conversations`)."""
+    """Yields the streamed replay of each conversation of the JSON Lines file `path`, in memory; nothing is
+    stored."""
     return stream_conversations(file_conversations(path), str(path), rules, can_see_page, form, span)
 
 
@@ -154,8 +149,8 @@ def stream_lines(
     form: ReplayForm = "turns",
     span: TurnRange | None = None,
 ) -> Iterator[ReplayStream]:
-    """Yields the streamed replay of each conversation of JSON Lines `lines` (standard input,
-    named `source` in errors), read in memory as `stream_file` reads a file."""
+    """Yields the streamed replay of each conversation of JSON Lines `lines` (named `source` in errors), as
+    `stream_file` does."""
     conversations = conversations_of(fold_events(read_lines(lines, source)))
     return stream_conversations(conversations, source, rules, can_see_page, form, span)
 
@@ -168,10 +163,9 @@ def stream_conversations(
     form: ReplayForm = "turns",
     span: TurnRange | None = None,
 ) -> Iterator[ReplayStream]:
-    """Yields the replay of each conversation read in memory from `source` (a file, or standard
-    input), streamed as `ReplayStreams.replay_stream` streams a stored one (nothing is checked:
-    no read models hold a file's). Raises EmptyInput for a source without conversations, ValueError
-    for a range no turn can be in (both before anything is yielded)."""
+    """Yields the streamed replay of each conversation of `source` (a file or standard input), in memory;
+    nothing is checked. Raises EmptyInput for a source without conversations. Raises ValueError for a
+    range no turn can be in. Both raise before anything is yielded."""
     span = span or TurnRange()
     span.check()
     if not conversations:
@@ -190,8 +184,8 @@ def _streams(
 
 
 class ReplayStreams:
-    """The streamed replay of a stored conversation, a method of Chatrecord, read through the
-    store's conversation reads (`reads`) with the looks at its hash chains (`looks`)."""
+    """The streamed replay of a stored conversation, a Chatrecord method, through `reads` and the chain
+    looks (`looks`)."""
 
     def __init__(self, reads: ConversationReads, looks: ChainLooks) -> None:
         self.reads = reads
@@ -212,13 +206,11 @@ class ReplayStreams:
         form: ReplayForm = "turns",
         span: TurnRange | None = None,
     ) -> ReplayStream:
-        """Returns the turns of a stored conversation that `span` picks, each as the model saw
-        it then (`form`: whole, what changed since the turn before, or `TurnInput`s), under `rules`
-        (default: the live rule set), to be iterated once (`ReplayStream.turns`): the log is
-        read once and folded as the turns are written, so only one turn's JSON is held at a
-        time. Where the fold reached the log's latest turn under the live rule set, that turn
-        is compared with the read models' as `replay` does (`ReplayStream.differs`, `chain`).
-        Raises UnknownConversation, UnknownRuleSet, ValueError for a range no turn can be in."""
+        """Returns the turns of a stored conversation that `span` picks, under `rules` (default: live).
+        `form`: whole, changes since the turn before, or `TurnInput`s. Iterate `ReplayStream.turns` once;
+        the log is read once and one turn's JSON is held at a time. A fold reaching the latest turn under
+        the live rule set compares it as `replay` does (`differs`, `chain`). Raises UnknownConversation,
+        UnknownRuleSet, and ValueError for a range no turn can be in."""
         span = span or TurnRange()
         span.check()
         name = conversation_argument("replay", conversation)

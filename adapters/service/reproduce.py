@@ -1,24 +1,21 @@
-"""Reproduce (issue 40): send a recorded turn to a model again under one or more rule sets, keep
-what came back in streams of their own, and count what the answers say.
+"""Reproduce: send a recorded turn to a model again under rule sets, keep the answers, count what they say.
 
-The input of each rule set is the turn's model input byte for byte as `replay --at N --json`
-shows it (`Replay`, the replay use case's, handed in as `replay`): its `messages`. It is sent
-`n` times to an OpenAI-compatible chat-completions endpoint (`CHATRECORD_MODEL_URL`,
-`CHATRECORD_MODEL`, the key from `CHATRECORD_MODEL_KEY` or `OPENAI_API_KEY`) through the `openai`
-client, at most `concurrency` requests at once, each with a timeout; the client tries a request
-again with a growing wait on a 408, 409, 429, a 5xx or a broken connection (`max_retries`).
+Each rule set's input is the turn's `messages` byte for byte as `replay --at N --json` shows them. It is
+sent `n` times to an OpenAI-compatible chat-completions endpoint (`CHATRECORD_MODEL_URL`,
+`CHATRECORD_MODEL`, key from `CHATRECORD_MODEL_KEY` or `OPENAI_API_KEY`). At most `concurrency` requests
+run at once, each with a timeout. The client retries 408, 409, 429, 5xx, timeouts and broken connections
+(`max_retries`).
 
-Each complete answer is appended to its rule set's reproduction stream
-(`adapters.store.reproductions`) as it comes back, its text sealed with the conversation's data
-key, with the rule-based judge's verdict (`projections.answer_judge`) and its rubric id. The
-stream's first event is appended with its first answer: a run the endpoint refuses from the
-start stores nothing, and a run it breaks off keeps the answers it completed and nothing of the
-others. The conversation's own log is never written.
-"""
+Each complete answer is appended to its rule set's reproduction stream, sealed with the data key, with
+the judge's verdict (`projections.answer_judge`) and rubric id. A stream starts with its first answer: a
+refused run stores nothing; a broken-off run keeps its complete answers. After the first fault no
+further request is sent; an answer under way that comes back whole is kept. The conversation's own log
+is never written."""
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import threading
 import time
@@ -27,10 +24,9 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
-import openai
 import orjson
 
 from adapters.backends import backend_of
@@ -54,6 +50,9 @@ from projections.answer_judge import RUBRIC, Verdict, Writes, judge_messages, re
 from projections.answer_judge import judge as rules_judge
 from projections.turn import iso
 
+if TYPE_CHECKING:  # openai is imported by the calls that use it: every command imports this module
+    import openai
+
 MODEL_URL = "CHATRECORD_MODEL_URL"
 MODEL_NAME = "CHATRECORD_MODEL"
 MODEL_KEY = "CHATRECORD_MODEL_KEY"
@@ -63,6 +62,16 @@ DEFAULT_CONCURRENCY = 4
 DEFAULT_TIMEOUT = 120.0
 DEFAULT_RETRIES = 3
 MOST_ANSWERS = 100
+MOST_ANSWER_CHARS = 200_000
+"""The longest answer kept, in characters (a longer one ends the run, kept nowhere)."""
+
+
+class AnswerTooLong(ValueError):
+    """An answer longer than MOST_ANSWER_CHARS; its length in `chars`."""
+
+    def __init__(self, chars: int) -> None:
+        super().__init__(f"an answer of {chars:,} characters")
+        self.chars = chars
 
 
 class ModelNotSet(ChatrecordError):
@@ -70,14 +79,12 @@ class ModelNotSet(ChatrecordError):
 
 
 class ConversationErased(ChatrecordError):
-    """Raised when a reproduction is asked of a conversation whose texts were erased: its
-    answers could not be sealed with its data key, which is deleted."""
+    """Raised when a reproduction is asked of an erased conversation; its data key is deleted."""
 
 
 class ModelUnusable(ChatrecordError):
-    """Raised, in one line, when the model endpoint does not answer, refuses the key, does not
-    know the model, or answers with something that is not a chat completion. The answers that
-    came back whole before it are kept (`recorded`)."""
+    """Raised, in one line, when the model endpoint does not answer, refuses the key, does not know the
+    model, or answers with no chat completion. Complete answers before it are kept (`recorded`)."""
 
     def __init__(self, message: str, recorded: int = 0) -> None:
         super().__init__(message)
@@ -108,11 +115,13 @@ class ModelSettings:
         url = given.pop("url", None) or env.get(MODEL_URL, "")
         model = given.pop("model", None) or env.get(MODEL_NAME, "")
         if not url or not model:
-            missing = " and ".join(name for name, value in ((MODEL_URL, url), (MODEL_NAME, model)) if not value)
-            raise ModelNotSet(
-                f"set {missing}: the OpenAI-compatible endpoint (e.g. http://127.0.0.1:8000/v1 for vLLM, "
-                "http://127.0.0.1:11434/v1 for Ollama) and the model it serves"
-            )
+            said = {
+                MODEL_URL: "the OpenAI-compatible endpoint (e.g. http://127.0.0.1:8000/v1 for vLLM, "
+                "http://127.0.0.1:8080/v1 for llama.cpp's server, http://127.0.0.1:11434/v1 for Ollama)",
+                MODEL_NAME: "the model it serves",
+            }
+            missing = [name for name, value in ((MODEL_URL, url), (MODEL_NAME, model)) if not value]
+            raise ModelNotSet(f"set {' and '.join(missing)}: " + " and ".join(said[name] for name in missing))
         key = given.pop("key", None) or env.get(MODEL_KEY) or env.get("OPENAI_API_KEY") or ""
         return cls(url=url, model=model, key=key, **given)
 
@@ -186,7 +195,7 @@ class Reproduction:
         return sum(answer.counted.denies for answer in self.answers)
 
     @property
-    def naming(self) -> int:
+    def naming_writes(self) -> int:
         return sum(answer.counted.names_writes for answer in self.answers)
 
     def to_json(self) -> dict[str, Any]:
@@ -204,15 +213,15 @@ class Reproduction:
             "writes": self.writes.to_json(),
             "answers": [answer.to_json() for answer in self.answers],
             "denials": self.denials,
-            "naming_writes": self.naming,
+            "naming_writes": self.naming_writes,
             "chain_ok": self.chain_broken_at is None,
         }
 
 
 @dataclass(frozen=True)
 class Report:
-    """The table of a run (or of the kept reproductions): per rule set, answers, denials, and
-    answers that name the writes."""
+    """The table of a run or of the kept reproductions: per rule set, answers, denials, and answers naming
+    the writes."""
 
     conversation: str
     reproductions: tuple[Reproduction, ...]
@@ -226,12 +235,12 @@ class Report:
             )
             row["answers"] += len(done.answers)
             row["denials"] += done.denials
-            row["naming_writes"] += done.naming
+            row["naming_writes"] += done.naming_writes
         return list(table.values())
 
     def sentence(self) -> str:
-        """Returns the count in the spec's form: "2 of 5 answers deny the saves under
-        transcript-only; 0 of 5 under 2026-11-02"."""
+        """Returns the count in the spec's form: "2 of 5 answers deny the saves under transcript-only; 0 of
+        5 under 2026-11-02"."""
         parts = [
             f"{r['denials']} of {r['answers']}" + (" answers deny the saves" if i == 0 else "") + f" under {r['rules']}"
             for i, r in enumerate(self.rows())
@@ -263,8 +272,7 @@ class _Stream:
         self.seq = 0
 
     def record(self, fields: dict[str, Any], text: str) -> int:
-        """Appends one complete answer, with the stream's first event before its first (in one
-        transaction: a stream is never stored without an answer)."""
+        """Appends one complete answer, with the stream's first event before its first, in one transaction."""
         first = [new_row(self.id, 0, self.cid, STARTED, self.started, GENESIS)] if self.previous is None else []
         previous = first[0].hash if first else self.previous
         assert previous is not None
@@ -277,33 +285,59 @@ class _Stream:
 
 
 def reproduction_rows(store: ConversationStore, *, create: bool = True) -> ReproductionRows:
-    """Returns the store's reproduction streams, their table made where it is missing (not by a
-    caller that only reads, `create=False`: a store without the table holds no reproduction)."""
+    """Returns the store's reproduction streams, making their table where missing. With `create=False`, a
+    store without the table holds none."""
     rows = backend_of(store.factory).reproduction_rows(store.recorder)
     if create:
         rows.create()
     return rows
 
 
+RETRIED_STATUSES = frozenset({408, 409, 429})
+"""The statuses the openai client tries again (besides every 5xx, a timeout and a broken connection)."""
+
+
 def model_error(error: Exception, settings: ModelSettings) -> str:
-    """Returns the one line that says what went wrong with the endpoint."""
+    """Returns the one line that says what went wrong with the endpoint, and what to do."""
+    import openai
+
     where = f"the model endpoint {shown_url(settings.url)}"
+    retried = f"retried up to {settings.retries} time{'' if settings.retries == 1 else 's'}"
     if isinstance(error, openai.APITimeoutError):
-        return f"{where} did not answer within {settings.timeout:g} s (after {settings.retries} retries); raise --timeout or check the server"
+        return f"{where} did not answer within {settings.timeout:g} s ({retried}); raise --timeout or check the server"
     if isinstance(error, openai.APIConnectionError):
         cause = type(error.__cause__ or error).__name__
         if "Connect" in cause:  # httpx's ConnectError, ConnectTimeout: nothing listens there
             return f"{where} does not answer ({cause}); start the server or set {MODEL_URL}"
-        return f"{where} broke the connection off before an answer was whole ({cause}, after {settings.retries} retries)"
+        return f"{where} broke the connection off before an answer was whole ({cause}, {retried})"
     if isinstance(error, (openai.AuthenticationError, openai.PermissionDeniedError)):
         return f"{where} refused the key (HTTP {error.status_code}); set {MODEL_KEY} to a key it accepts"
     if isinstance(error, openai.NotFoundError):
+        if "model" not in error.message.lower():  # a path the server does not serve, not a model it does not know
+            return (
+                f"{where} has no chat completions at {shown_url(settings.url).rstrip('/')}/chat/completions (HTTP 404); "
+                f"set {MODEL_URL} to the API's base, e.g. ending in /v1"
+            )
         judged = f" or the judge model {settings.judge!r}" if settings.judge else ""
-        return f"{where} does not know the model {settings.model!r}{judged} (HTTP 404); set {MODEL_NAME} to a model it serves"
+        return (
+            f"{where} does not know the model {settings.model!r}{judged} or has no chat completions there (HTTP 404); "
+            f"set {MODEL_NAME} to a model it serves and {MODEL_URL} to the API's base URL (it ends in /v1)"
+        )
     if isinstance(error, openai.RateLimitError):
-        return f"{where} kept refusing for too many requests (HTTP 429, after {settings.retries} retries); lower --concurrency or wait"
+        return f"{where} kept refusing for too many requests (HTTP 429, {retried}); lower --concurrency or wait"
     if isinstance(error, openai.APIStatusError):
-        return f"{where} answered HTTP {error.status_code} (after {settings.retries} retries where that was worth it): {_short(error.message)}"
+        tried = retried if error.status_code >= 500 or error.status_code in RETRIED_STATUSES else "not retried"
+        return f"{where} answered HTTP {error.status_code} ({tried}): {_short(error.message)}"
+    if isinstance(error, AnswerTooLong):
+        return (
+            f"{where} answered {error.chars:,} characters, more than the {MOST_ANSWER_CHARS:,} an answer may hold "
+            "(not kept); ask the model for shorter answers (its max_tokens)"
+        )
+    if isinstance(error, json.JSONDecodeError):
+        return (
+            f"{where} answered a body that is not JSON ({error.msg} at character {error.pos + 1}); "
+            f"check that {MODEL_URL} is an OpenAI-compatible API's base"
+        )
     return f"{where} answered with no chat completion ({_short(str(error)) or type(error).__name__})"
 
 
@@ -325,7 +359,8 @@ def ask(
     client: openai.OpenAI, settings: ModelSettings, messages: list[dict[str, str]]
 ) -> tuple[str, dict[str, Any], str | None, int]:
     """Sends `messages` once and returns the answer's text, usage, finish reason and latency
-    (ms). Raises openai's errors, or ValueError for a response without an answer's text."""
+    (ms). Raises openai's errors, ValueError for a response without an answer's text, AnswerTooLong for
+    one longer than MOST_ANSWER_CHARS."""
     extra: dict[str, Any] = {}
     if settings.temperature is not None:
         extra["temperature"] = settings.temperature
@@ -337,8 +372,35 @@ def ask(
     choices = getattr(completion, "choices", None)
     if not isinstance(choices, list) or not choices or getattr(choices[0].message, "content", None) is None:
         raise ValueError("the response holds no answer's text")
-    usage = completion.usage.model_dump(exclude_none=True) if completion.usage is not None else {}
-    return choices[0].message.content, usage, choices[0].finish_reason, latency
+    text = choices[0].message.content
+    if len(text) > MOST_ANSWER_CHARS:
+        raise AnswerTooLong(len(text))
+    usage = completion.usage.model_dump(exclude_none=True, warnings=False) if completion.usage is not None else {}
+    return text, usage_counts(usage), choices[0].finish_reason, latency
+
+
+MOST_COUNT = 2**53
+"""The largest token count kept: a count above it, like one below 0 or of another type, is no count."""
+
+
+def usage_counts(usage: Mapping[str, Any]) -> dict[str, Any]:
+    """Returns the counts of an endpoint's `usage` that are whole numbers from 0 to MOST_COUNT
+    (`prompt_tokens`, …), one level of nested counts (`completion_tokens_details`) included;
+    any other value is left out, unknown rather than wrong, so the endpoint cannot make the
+    kept answer unstorable."""
+    kept: dict[str, Any] = {}
+    for name, value in usage.items():
+        if isinstance(value, Mapping):
+            nested = {k: v for k, v in value.items() if _count(v)}
+            if nested:
+                kept[name] = nested
+        elif _count(value):
+            kept[name] = value
+    return kept
+
+
+def _count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MOST_COUNT
 
 
 def reproduce(
@@ -353,15 +415,24 @@ def reproduce(
     judge: str | None = None,
     client: openai.OpenAI | None = None,
 ) -> Report:
-    """Sends the turn of user message `turn` (default: the latest) of `conversation` under each
-    of `rule_sets` `n` times to `model` (default: the environment's, `ModelSettings.from_env`,
-    with `judge` as its judging model) and records every complete answer. `replay(rule_set, at)`
-    is the replay use case on the store. Raises ModelNotSet, UnknownConversation, TurnNotFound, UnknownRuleSet,
-    ConversationErased for an erased conversation, ModelUnusable (after keeping the answers completed
-    before it) for an endpoint that fails."""
+    """Sends the turn of user message `turn` (default: latest) under each of `rule_sets` `n` times to
+    `model`, and records every complete answer.
+
+    `model` defaults to `ModelSettings.from_env`, with `judge` as its judging model. `replay(rule_set,
+    at)` is the replay use case. Raises ModelNotSet, UnknownConversation, TurnNotFound, UnknownRuleSet,
+    ConversationErased for an erased conversation, and ModelUnusable for a failing endpoint, after
+    keeping the complete answers."""
+    import openai  # here: only reproduce loads it
+
     if not 1 <= n <= MOST_ANSWERS:
         raise ValueError(f"-n must be between 1 and {MOST_ANSWERS}")
     settings = model or ModelSettings.from_env(judge=judge)
+    parts = urlsplit(settings.url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ModelNotSet(
+            f"{MODEL_URL} {shown_url(settings.url)!r} is not an http:// or https:// URL; set it to the endpoint's "
+            "base URL, e.g. http://127.0.0.1:8000/v1"
+        )
     inputs: list[tuple[str, dict[str, Any], int, str]] = []
     for rules in dict.fromkeys(rule_sets):
         done = replay(rules, turn)
@@ -398,8 +469,18 @@ def reproduce(
     )
     lock = threading.Lock()
     recorded = [0]
+    stopped = threading.Event()  # set by the first fault: a request not sent yet is not sent
 
     def one(stream: _Stream, shown: dict[str, Any]) -> None:
+        if stopped.is_set():
+            return
+        try:
+            answered(stream, shown)
+        except BaseException:
+            stopped.set()
+            raise
+
+    def answered(stream: _Stream, shown: dict[str, Any]) -> None:
         text, usage, finish, latency = ask(client, settings, shown["messages"])
         writes = Writes(tuple(stream.started["writes"]["records"]), tuple(stream.started["writes"]["fields"]))
         verdict = rules_judge(text, writes)
@@ -424,7 +505,7 @@ def reproduce(
     jobs = [(stream, shown) for stream, shown in streams for _ in range(n)]
     with ThreadPoolExecutor(max_workers=max(1, min(settings.concurrency, len(jobs))), thread_name_prefix="reproduce") as pool:
         futures: list[Future[None]] = [pool.submit(one, stream, shown) for stream, shown in jobs]
-        finished, _ = wait(futures, return_when=FIRST_EXCEPTION)
+        wait(futures, return_when=FIRST_EXCEPTION)
         failed = next((f.exception() for f in futures if f.done() and f.exception() is not None), None)
         if failed is not None:
             for future in futures:
@@ -434,15 +515,16 @@ def reproduce(
             raise failed
         if not isinstance(failed, (openai.OpenAIError, ValueError)):
             raise failed
-        kept = f"; {recorded[0]} complete answer(s) were kept" if recorded[0] else "; no answer was kept"
+        kept = {0: "; no answer was kept", 1: "; 1 complete answer was kept"}.get(
+            recorded[0], f"; {recorded[0]} complete answers were kept"
+        )
         raise ModelUnusable(model_error(failed, settings) + kept, recorded[0])
     ids = {stream.id for stream, _ in streams}
     return Report(name, tuple(r for r in reproductions(store, name) if r.id in ids))
 
 
 def reproductions(store: ConversationStore, conversation: str) -> list[Reproduction]:
-    """Returns the kept reproductions of `conversation`, in the order they were started, their
-    answers' texts opened with the conversation's data key (ERASED once it was erased)."""
+    """Returns the kept reproductions of `conversation` in start order, texts opened (ERASED once erased)."""
     cid = conversation_uuid(conversation)
     rows = reproduction_rows(store, create=False).of_conversation(str(cid))
     if not rows and next(store.events.get(cid, desc=True, limit=1), None) is None:
@@ -496,8 +578,8 @@ def reproductions(store: ConversationStore, conversation: str) -> list[Reproduct
 
 @dataclass(frozen=True)
 class StreamChains:
-    """The hash chains of one conversation's reproductions: how many streams, and the `seq` of
-    the first broken link of each that does not hold (by reproduction id)."""
+    """The hash chains of one conversation's reproductions: the stream count and the `seq` of each broken
+    stream's first bad link, by reproduction id."""
 
     conversation: str
     streams: int
@@ -535,6 +617,6 @@ def verdict_of(kept: dict[str, Any] | None) -> Verdict | None:
 
 
 def default_rule_sets(active: str) -> list[str]:
-    """Returns the rule sets a reproduction runs under when none are given: `transcript-only`
-    (the reading before the spec) and the store's, in the order the spec counts them."""
+    """Returns the default rule sets of a reproduction: `transcript-only` and the store's, in the spec's
+    order."""
     return list(dict.fromkeys([TRANSCRIPT_ONLY, active]))

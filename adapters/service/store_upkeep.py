@@ -1,6 +1,5 @@
-"""The use cases that keep the store (`StoreUpkeep`, which `adapters.api.Chatrecord` asks): verify
-the hash chains and the read-model rows, upgrade chains, erase, rebuild and diff the read
-models, and the master key's changes."""
+"""The use cases that keep the store (`StoreUpkeep`): verify chains and rows, upgrade chains, erase, rebuild
+and diff the read models, and change the master key."""
 
 from __future__ import annotations
 
@@ -35,8 +34,7 @@ Progress = Callable[[int, int], None]
 
 
 class StoreUpkeep:
-    """The upkeep of a store (`opened`), each a method of Chatrecord (see there for the store and
-    standbys), with the looks at its hash chains (`looks`), which keep what a check found."""
+    """The upkeep of a store (`opened`), each a Chatrecord method, with the chain looks (`looks`)."""
 
     def __init__(self, opened: OpenedStore, looks: ChainLooks) -> None:
         self.opened = opened
@@ -53,19 +51,15 @@ class StoreUpkeep:
         against: Path | None = None,
         record: str | None = None,
     ) -> Iterator[Verdict]:
-        """Yields the verdict of each conversation's hash chain (only `conversation`'s if
-        given), in the order of their ids: ok with the head, or the first broken link; checked
-        against the heads kept in the file `against` too, if given. Reads in pages: memory
-        stays flat.
+        """Yields the verdict of each conversation's hash chain in id order (only `conversation`'s if
+        given).
 
-        Raises NoChain for a store that keeps no chain, BadHeadsFile for a heads file it cannot
-        read, UnknownConversation (after the last verdict) when `conversation` has none. With
-        `record` (what verifies: `chatrecord verify`), once every verdict was yielded (or the
-        caller stopped), each ok
-        verdict's head is stored as its conversation's verified position (`VerifiedPosition`,
-        by `record`) and each break as its stored break (`BrokenChain`), which every later look
-        shows until a look that recomputes every hash finds the chain ok (`ChainLooks.keep`: a
-        SQLite file opened read-only keeps none, nor does a store that refuses the write)."""
+        A verdict is ok with the head, or the first broken link; also checked against the heads file
+        `against` if given. Reads in pages; memory stays flat. Raises NoChain for a store without a
+        chain. Raises BadHeadsFile for an unreadable heads file. Raises UnknownConversation, after the
+        last verdict, when `conversation` has none. With `record`, once all are yielded or the caller
+        stopped, verdicts are stored by `record` (`ChainLooks.keep`): ok heads as verified positions,
+        breaks as stored breaks."""
         key = self.opened.stored_id(conversation_argument("verify", conversation)) if conversation is not None else None
         return self._verdicts(conversation, key, against, record)
 
@@ -91,11 +85,9 @@ class StoreUpkeep:
 
     @in_store_terms
     def verify_rows(self, conversation: str | None = None) -> Iterator[RowsVerdict]:
-        """Yields, per conversation (only `conversation` if given; else every one, in the order
-        of their ids, as `verify`), whether its read-model rows (head, transcript, run record entries, card
-        outcomes) are the fold of its log (`adapters.views.verify_rows`): a row rewritten in the
-        database is found here, not by a turn read. Reads each whole log. Raises
-        UnknownConversation for an id the store does not hold."""
+        """Yields, per conversation in id order (or only `conversation`), whether its read-model rows are
+        the fold of its log (`views.verify_rows`). Reads each whole log. Raises UnknownConversation for
+        an id the store does not hold."""
         if conversation is not None:
             key = self.opened.stored_id(conversation_argument("verify_rows", conversation))
             return iter([check_rows(self.opened.read_models, key)])
@@ -103,19 +95,17 @@ class StoreUpkeep:
 
     @in_store_terms
     def upgrade_chains(self, conversation: str | None = None) -> list[Verdict]:
-        """The explicit upgrade of a store an earlier version wrote: chains each conversation
-        stored before the hash chain existed (verdict `unchained`; only `conversation`'s if
-        given), logging each, and returns their verdicts after it (`adapters.store.chain_upgrade.upgrade`).
-        An append to such a conversation is refused until then (`ChainBroken`). A conversation
-        with any hash row is never touched. Raises NoChain for a store without a chain."""
+        """Chains each conversation stored before the hash chain existed (verdict `unchained`; only
+        `conversation`'s if given). Logs each; returns their verdicts after (`chain_upgrade.upgrade`).
+        Appends to such a conversation are refused until then (`ChainBroken`). A conversation with any
+        hash row is untouched. Raises NoChain for a store without a chain."""
         key = self.opened.stored_id(conversation_argument("upgrade_chains", conversation)) if conversation is not None else None
         return upgrade(self.store, key)
 
     @in_store_terms
     def erase(self, conversation: str) -> Erasure:
-        """Erases the conversation's free texts (deletes its data key) and scrubs its read
-        models; idempotent. Raises UnknownConversation for an id the store does not hold (worded
-        as `audit` and `replay` word it)."""
+        """Erases the conversation's texts (deletes its data key) and scrubs its read models; idempotent.
+        Raises UnknownConversation for an id the store does not hold."""
         try:
             return erase(self.store, self.opened.stored_id(conversation_argument("erase", conversation)), self.opened.read_models)
         except UnknownConversation:
@@ -129,15 +119,13 @@ class StoreUpkeep:
         workers: int | None = None,
         guard: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext,
     ) -> RebuildReport:
-        """Rebuilds the read models under `rules`, folding the log in `workers` processes
-        (None: `ReadModels.rebuild_workers` chooses); see ReadModels.rebuild (an interrupt drops
-        the half-built tables and raises RebuildInterrupted)."""
+        """Rebuilds the read models under `rules` in `workers` processes (None: `rebuild_workers` chooses).
+        Raises as `ReadModels.rebuild`; an interrupt raises RebuildInterrupted."""
         return self.opened.read_models.rebuild(rules, progress, workers, guard)
 
     @in_store_terms
     def conversation_id(self, originator_id: str) -> str:
-        """Returns the stored id of the conversation of UUID `originator_id` (as a rebuild's
-        `unreadable` names it), as `verify` prints it; see ConversationStore.conversation_id."""
+        """Returns the stored id of the conversation of UUID `originator_id`, as `verify` prints it."""
         return self.store.conversation_id(originator_id)
 
     @in_store_terms
@@ -151,8 +139,8 @@ class StoreUpkeep:
         return describe_backend(self.store)
 
     def chain_kind(self) -> str | None:
-        """Returns what `verify` says of a keyed hash chain (keyed, with its key's mark), None
-        for an unkeyed chain or a store without one."""
+        """Returns what `verify` says of a keyed chain (keyed, with its key's mark). None for an unkeyed
+        chain or none."""
         recorder = self.store.recorder
         if isinstance(recorder, ChainedRecorder) and recorder.chain_key is not None:
             return chain_kind(recorder)
@@ -160,24 +148,22 @@ class StoreUpkeep:
 
     @in_store_terms
     def key_state(self) -> KeyState:
-        """Returns whether a master key protects the store and how many data keys it keeps
-        wrapped, unwrapped and erased."""
+        """Returns whether a master key protects the store, and its data keys' counts: wrapped, unwrapped,
+        erased."""
         return master_keys.state(self.store)
 
     @in_store_terms
     def wrap_keys(self) -> KeyChange:
-        """Binds the store to CHATRECORD_MASTER_KEY: wraps every unwrapped data key with it and
-        writes its check row, in one transaction (see `adapters.service.master_key.wrap`)."""
+        """Binds the store to CHATRECORD_MASTER_KEY in one transaction (`master_key.wrap`)."""
         return master_keys.wrap(self.store)
 
     @in_store_terms
     def rotate_keys(self, new_master_key: str) -> KeyChange:
-        """Rewraps every data key with `new_master_key` (base64 of 32 bytes) in one transaction;
-        the store then needs the new key (see `adapters.service.master_key.rotate`)."""
+        """Rewraps every data key with `new_master_key` (base64 of 32 bytes) in one transaction
+        (`master_key.rotate`)."""
         return master_keys.rotate(self.store, new_master_key)
 
     @in_store_terms
     def unwrap_keys(self) -> KeyChange:
-        """Removes the store's master key: every data key stored unwrapped, the check row
-        deleted, in one transaction (see `adapters.service.master_key.unwrap`)."""
+        """Removes the store's master key in one transaction (`master_key.unwrap`)."""
         return master_keys.unwrap(self.store)

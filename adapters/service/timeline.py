@@ -1,15 +1,8 @@
-"""The timeline of one conversation, for the timeline page (`adapters.pages`): its turns with
-what happened in each, newest first and a page at a time; the overview of the whole
-conversation; each turn's model input under any rule set.
-
-A page reads only the tail of the log it shows (`timeline_page`): the events of its turns and
-of the turn before them (the lead-in, whose rows are not shown: the folds need the decision a
-continuation follows and the cards still waiting), and for an older page the events after it
-(an edit later on cuts rows of it). So the newest page costs what its turns hold, not what the
-conversation's history holds. The rows are the audit's (`projections.audit`), each segment with
-its calls as the activity list reads them (`projections.activity`), so the page, `audit` and
-the chat's activity list cannot disagree.
-"""
+"""The timeline of one conversation (`adapters.pages`): its turns newest first, a page at a time; the whole
+conversation's overview; each turn's input under any rule set. A page reads only the log's tail: its
+turns, the turn before (the lead-in, not shown) and, for an older page, the events after it. The newest
+page costs what its turns hold. Rows are the audit's (`projections.audit`) with the activity list's
+calls, so the page, `audit` and the activity list agree."""
 
 from __future__ import annotations
 
@@ -25,6 +18,7 @@ from domain.events import (
     ConversationEvent,
     ConversationStarted,
     MessageEdited,
+    SegmentReturned,
     TurnRetried,
     UserMessagePosted,
     conversation_uuid,
@@ -37,6 +31,7 @@ from projections.audit import AuditRow
 from projections.page_line import PageCheck, every_page
 from projections.rules import resolve
 from projections.turn import TurnInput, build_turn_input, starts_turn
+from projections.usage import tool_times
 
 PAGE_TURNS = 20
 """Turns on one page of the timeline."""
@@ -53,12 +48,27 @@ class UserText:
 
 
 @dataclass(frozen=True)
+class SegmentDetail:
+    """What the timeline shows of a segment beyond its audit row: the assistant's `answer` as
+    stored (None: it gave none; erased: the conversation's texts were erased) and its tool
+    calls in order, each as its tool and the duration its step stated in ms."""
+
+    answer: UserText | None
+    tools: tuple[tuple[str, float], ...]
+
+
+def segment_detail(event: SegmentReturned) -> SegmentDetail:
+    """Returns the timeline's detail of the segment `event` (`SegmentDetail`)."""
+    answer = None if event.answer is None else UserText(event.answer, event.answer == ERASED)
+    return SegmentDetail(answer, tool_times(event))
+
+
+@dataclass(frozen=True)
 class TimelineTurn:
-    """One turn of the timeline: the user `message` (or retry) that started it, with its time,
-    text, page and whether the page changed from the turn before (`page_before`: the page then,
-    None when it did not change); `rows` the audit rows of the turn's events, in order;
-    `activity` the activity list's entries of each segment (by segment id). A turn of number 0
-    holds the events before the first user message (the start)."""
+    """One turn of the timeline. `message`: the user message or retry that started it, with time, text and
+    page. `page_before`: the page before, None when unchanged. `rows`: the audit rows of its events, in
+    order. `activity`: the activity entries per segment id. `details`: each segment's answer and tool-call
+    durations, per segment id. Turn 0 holds the events before the first user message."""
 
     number: int
     version: int
@@ -69,6 +79,7 @@ class TimelineTurn:
     page_before: int | None = None
     rows: tuple[AuditRow, ...] = ()
     activity: dict[str, tuple[ActivityEntry, ...]] = field(default_factory=dict)
+    details: dict[str, SegmentDetail] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -94,8 +105,8 @@ def _turn_start(event: ConversationEvent) -> int | None:
 
 
 def _tail(store: ConversationStore, key: str, before: int | None, turns: int) -> list[ConversationEvent]:
-    """Returns the events from the start of the turn before the page's oldest (the lead-in)
-    to the end of the log, reading backwards from `before` until `turns` + 1 turns started."""
+    """Returns the events from the lead-in turn's start to the log's end. Reads backwards from `before`
+    until `turns` + 1 turns started."""
     uuid = conversation_uuid(key)
     upper = None if before is None else before - 1
     found, earliest = 0, None
@@ -123,10 +134,8 @@ def _tail(store: ConversationStore, key: str, before: int | None, turns: int) ->
 def timeline_page(
     store: ConversationStore, key: str, name: str, rules: str, before: int | None = None, turns: int = PAGE_TURNS
 ) -> TimelinePage:
-    """Returns the page of the timeline of conversation `key` (stored id) that ends before
-    version `before` (None: the newest page), `turns` turns, read under `rules`. `name` is the
-    id shown. Reads the log's tail only (see the module). Returns a page without turns for a
-    conversation with no events."""
+    """Returns the timeline page of `key` (stored id) ending before version `before` (None: newest), of
+    `turns` turns under `rules`. `name` is the id shown. A conversation without events gives no turns."""
     rule_set = resolve(rules)
     events = _tail(store, key, before, turns)
     if not events:
@@ -135,8 +144,11 @@ def timeline_page(
     end = before if before is not None else last_version + 1
     state, acts = audit.fold(audit.initial(), events, rule_set), activity.initial()
     starts: list[tuple[int, ConversationEvent]] = []  # (version, event) of each turn start in the tail
+    details: dict[str, SegmentDetail] = {}
     for event in events:
         acts = activity.apply(acts, event, rule_set)
+        if isinstance(event, SegmentReturned) and event.originator_version < end:
+            details[event.segment] = segment_detail(event)
         if _turn_start(event) is not None or isinstance(event, ConversationStarted):
             starts.append((event.originator_version, event))
     segments = {s.segment: s.entries for s in acts.segments}
@@ -154,17 +166,24 @@ def timeline_page(
     for (version, event), upto in zip(page_starts, bounds[1:], strict=True):
         turn_rows = tuple(r for r in rows if version <= r.version < upto)
         acts_of = {r.facts["segment"]: segments.get(r.facts["segment"], ()) for r in turn_rows if r.kind == "segment"}
+        detail_of = {s: details[s] for s in acts_of if s in details}
         if isinstance(event, UserMessagePosted):
             text = UserText(event.text, event.text == ERASED)
             changed = previous_page if previous_page is not None and previous_page != event.page else None
             result.append(
-                TimelineTurn(event.message, version, event.timestamp, "message", text, event.page, changed, turn_rows, acts_of)
+                TimelineTurn(
+                    event.message, version, event.timestamp, "message", text, event.page, changed, turn_rows, acts_of, detail_of
+                )
             )
             previous_page = event.page
         elif isinstance(event, TurnRetried):
-            result.append(TimelineTurn(event.message, version, event.timestamp, "retry", rows=turn_rows, activity=acts_of))
+            result.append(
+                TimelineTurn(
+                    event.message, version, event.timestamp, "retry", rows=turn_rows, activity=acts_of, details=detail_of
+                )
+            )
         else:
-            result.append(TimelineTurn(0, version, event.timestamp, "start", rows=turn_rows, activity=acts_of))
+            result.append(TimelineTurn(0, version, event.timestamp, "start", rows=turn_rows, activity=acts_of, details=detail_of))
     return TimelinePage(
         name, rule_set.id, last_version, tuple(reversed(result)), first_shown if older and first_shown > 1 else None
     )
@@ -182,18 +201,16 @@ def _page_before(starts: Sequence[tuple[int, ConversationEvent]], first: int) ->
 
 
 def overview(events: Sequence[ConversationEvent], rules: str) -> list[OverviewPoint]:
-    """Returns the overview points of a conversation's whole log under `rules`: one per audit
-    row that a person looks for on a picture (messages, segments, decisions, cards left
-    undecided, edits, cuts, erasure)."""
+    """Returns the overview points of a conversation's whole log under `rules`: messages, segments,
+    decisions, undecided cards, edits, cuts, erasure."""
     return overview_points(audit.audit(events, rules))
 
 
 @dataclass
 class OverviewCache:
-    """A conversation's overview as this process keeps it between requests: the audit fold at
-    `version` (`state`, without the card outcomes, which the picture does not show), its
-    points, and what was drawn of them (`drawn`, by renderer), so a request for an unchanged
-    conversation draws nothing and one after new events folds those events only (`extend`)."""
+    """A conversation's overview kept between requests: the audit fold at `version` (`state`), its points,
+    and what was drawn (`drawn`, by renderer). An unchanged conversation draws nothing; new events are
+    folded alone (`extend`)."""
 
     version: int
     state: audit.AuditState
@@ -206,8 +223,7 @@ class OverviewCache:
         return cls(0, audit.initial(), []).extend(events, rules)
 
     def extend(self, events: Sequence[ConversationEvent], rules: str) -> OverviewCache:
-        """Returns the overview after `events` (the ones after `version`, in order): folds only
-        them; the points are read again from the fold's rows (an edit marks earlier rows cut)."""
+        """Returns the overview after `events` (those after `version`, in order), folding only them."""
         state = audit.fold(self.state, events, resolve(rules), outcomes=False)  # the picture shows none
         version = events[-1].originator_version if events else self.version
         return OverviewCache(version, state, overview_points(state.rows))
@@ -220,9 +236,8 @@ def overview_points(rows: Sequence[audit.AuditRow]) -> list[OverviewPoint]:
 
 @dataclass(frozen=True)
 class TurnView:
-    """One turn's model input under `rules`, and what differs from the same turn under `base`
-    (the live rule set): `added` the notes sent here but not there, `removed` those sent there
-    but not here, `system_differs` whether the page line differs."""
+    """One turn's model input under `rules`, against `base` (the live rule set). `added`, `removed`: notes
+    sent only here, only there. `system_differs`: the page line differs."""
 
     rules: str
     base: str
@@ -244,9 +259,8 @@ class TurnView:
 
 
 def turn_at(events: Sequence[ConversationEvent], at: int, rules: str, can_see_page: PageCheck = every_page) -> TurnInput:
-    """Returns the input of the (latest) turn of user message `at`, as `replay --at` gives it,
-    folding the log once up to that turn (replay builds every turn's input). Raises
-    TurnNotFound naming the messages that start turns."""
+    """Returns the input of the latest turn of user message `at`, as `replay --at` gives it. Folds the log
+    once. Raises TurnNotFound naming the messages that start turns."""
     end, edited, numbers = None, None, []
     for index, event in enumerate(events):
         number = starts_turn(event, edited)
@@ -268,21 +282,15 @@ def newest_turns(
 ) -> list[TurnInput]:
     """Returns the inputs of the newest `count` turns (as `replay` gives each), folding the log
     once and building only those turns' inputs (each costs what its transcript holds)."""
-    starts, edited = [], None
-    for index, event in enumerate(events):
-        if starts_turn(event, edited) is not None:
-            starts.append(index)
-        edited = event.message if isinstance(event, MessageEdited) else None
-    wanted = set(starts[-count:]) if count > 0 else set()
-    rule_set = resolve(rules)
-    state, edited, inputs = turns.initial(), None, []
-    for index, event in enumerate(events[: max(wanted) + 1] if wanted else ()):
-        state = turns.apply(state, event, rule_set)
-        number = starts_turn(event, edited)
-        edited = event.message if isinstance(event, MessageEdited) else None
-        if index in wanted and number is not None:
-            inputs.append(turns.turn_input(state, number, event.timestamp, rule_set, can_see_page))
-    return inputs
+    return newest_turns_under(events, (rules,), count, can_see_page)[rules]
+
+
+def newest_turns_under(
+    events: Sequence[ConversationEvent], rule_sets: Sequence[str], count: int, can_see_page: PageCheck = every_page
+) -> dict[str, list[TurnInput]]:
+    """Returns, per rule set of `rule_sets` (ids as given), the inputs of the newest `count`
+    turns, as `newest_turns` gives them, in one pass over the log (`projections.turn.newest_inputs`)."""
+    return turns.newest_inputs(events, rule_sets, count, can_see_page)
 
 
 def turn_view(turn: TurnInput, rules: str, base_turn: TurnInput, base: str) -> TurnView:

@@ -1,6 +1,5 @@
-"""Traces of stored conversations: their facts read from the store through the service layer,
-mapped by `adapters.traces.spans`, written as OTLP/JSON or sent over OTLP/HTTP
-(`adapters.traces.otlp`)."""
+"""Traces of stored conversations: facts read through the service layer, mapped by `adapters.traces.spans`,
+written as OTLP/JSON or sent over OTLP/HTTP."""
 
 from __future__ import annotations
 
@@ -17,8 +16,7 @@ from domain.events import ConversationEvent
 
 
 class Chatrecord(Protocol):
-    """What the traces read of a store with its read models (`adapters.api.Chatrecord`, which
-    calls the service layer, not the other way round)."""
+    """What the traces read of a store with its read models (`adapters.api.Chatrecord`)."""
 
     @property
     def store(self) -> ConversationStore: ...
@@ -71,10 +69,9 @@ def push(
     rules: str | None = None,
     with_texts: bool = False,
 ) -> list[Sent]:
-    """Sends the spans of `conversations` (every stored one if empty) over OTLP/HTTP to
-    `endpoint` (None: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, else OTEL_EXPORTER_OTLP_ENDPOINT, as
-    the SDK reads them), one batch per conversation. Raises NoEndpoint or UnknownConversation
-    before anything is sent, PushFailed when the endpoint refuses."""
+    """Sends the spans of `conversations` (all if empty) over OTLP/HTTP, one batch per conversation.
+    `endpoint` defaults to OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, else OTEL_EXPORTER_OTLP_ENDPOINT. Raises
+    NoEndpoint or UnknownConversation before sending. Raises PushFailed when the endpoint refuses."""
     if not otlp.endpoint_given(endpoint):
         raise NoEndpoint(f"no endpoint: give --endpoint or set {' or '.join(otlp.ENDPOINT_VARIABLES)}")
     if endpoint is not None:

@@ -1,2 +1,2 @@
-"""The store: the eventsourcing application, serialisation, settings (which backend), the
-history index, the hash chain and the data keys; each backend's own part is in `adapters.backends`."""
+"""The store: the application, serialisation, settings, the history index, the hash chain and the data
+keys. Each backend's own part is in `adapters.backends`."""

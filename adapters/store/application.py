@@ -1,10 +1,7 @@
-"""The conversation store: an eventsourcing Application over the Conversation aggregate.
-
-Thin: `handle` loads a conversation, lets the command decide, saves the events. The backend is
-handed in, made by the composition root (`adapters.bootstrap`): the library's infrastructure
-factory, the application recorder it made, and the backend's implementations of the store's ports
-(`adapters.store.ports.StorePorts`).
-"""
+"""The conversation store: an eventsourcing Application over the Conversation aggregate. `handle` loads
+a conversation, lets the command decide and saves the events. The composition root
+(`adapters.bootstrap`) hands in the backend: the library's factory, its application recorder and the
+store's ports (`adapters.store.ports.StorePorts`)."""
 
 from __future__ import annotations
 
@@ -21,7 +18,7 @@ from eventsourcing.application import AggregateNotFoundError, Application, Proce
 from eventsourcing.persistence import ApplicationRecorder, InfrastructureFactory, IntegrityError, Recording
 from eventsourcing.utils import Environment, get_topic
 
-from adapters.store.chain import ChainBroken, ChainedRecorder
+from adapters.store.chain import ChainBroken, ChainedRecorder, InlineWrites
 from adapters.store.chain_key import open_chain
 from adapters.store.commands import BatchConflict, BatchRefused, Command, HandleResult
 from adapters.store.conversation_log import ConversationLog
@@ -43,17 +40,15 @@ DEFAULT_MAX_ATTEMPTS = 20
 
 
 class ConversationStore(Application[UUID]):
-    """Stores conversations as event logs; loads them through snapshots. Its commands are decided
-    by its `Decider` (`adapters.store.deciding`); it appends what they decide, keeps what follows
-    of each conversation (`known`) and answers the queries of its log.
+    """Stores conversations as event logs and loads them through snapshots.
 
-    Env keys besides the library's: `SNAPSHOT_INTERVAL` (default 100 versions) and
-    `HANDLE_MAX_ATTEMPTS` (default 20 tries of a command whose append conflicts, with a
-    jittered exponential wait between them, `backoff`) and `WRITE_RETRY_SECONDS` (default 0:
-    how long a write whose connection was lost tries again, `reconnecting`). The library's
-    `AGGREGATE_CACHE_MAXSIZE` (default 256 conversations; "" turns the cache off) keeps loaded
-    conversations between commands (see docs/benchmarks.md, "Ingesting line by line").
-    """
+    Its `Decider` decides commands; it appends the events and keeps what follows (`known`). Env keys
+    besides the library's:
+    - `SNAPSHOT_INTERVAL`: versions between snapshots, default 100.
+    - `HANDLE_MAX_ATTEMPTS`: tries of a conflicting command, default 20 (`backoff`).
+    - `WRITE_RETRY_SECONDS`: how long a write with a lost connection tries again, default 0
+      (`reconnecting`).
+    - The library's `AGGREGATE_CACHE_MAXSIZE`: conversations cached, default 256; "" turns it off."""
 
     env: ClassVar[dict[str, str]] = {
         **SERIALIZATION_ENV,
@@ -71,8 +66,8 @@ class ConversationStore(Application[UUID]):
 
     @classmethod
     def environment(cls, env: Mapping[str, str] | None = None) -> Environment:
-        """Returns the store's settings as the library reads them: the class's `env`, then
-        os.environ, then `env`, each winning over the one before."""
+        """Returns the store's settings: the class's `env`, then os.environ, then `env`, each winning
+        over the one before."""
         settings = dict(cls.env)
         if cls.is_snapshotting_enabled:
             settings["IS_SNAPSHOTTING_ENABLED"] = "y"
@@ -90,17 +85,15 @@ class ConversationStore(Application[UUID]):
         views: Callable[[ConversationStore], StoreViews] | None = None,
         reopen: Callable[[Mapping[str, str]], ConversationStore] | None = None,
     ) -> None:
-        """Opens the store on `factory` (made from `env`, `environment`'s) and its application
-        recorder `recorder`, with `ports`, the same backend's history index and idempotency keys.
-        `views` builds, once the store is open, the views it keeps current as it saves
-        (`StoreViews`; the composition root, `adapters.bootstrap`, passes the read models); None:
-        a store that keeps no views (a read catches its views up from the log). `reopen` builds
-        another store on the same settings (`reopened`). Raises BadMasterKey,
-        before anything is stored, when the store is protected by a master key that
-        CHATRECORD_MASTER_KEY does not hold, or CHATRECORD_MASTER_KEY is set for a store that
-        keeps data keys unwrapped (`DataKeys.check_master`), or when its hash chain is keyed with
-        another key or none (`adapters.store.chain_key.open_chain`; `MASTER_KEY_UNBOUND=allow` lets the
-        key commands, `adapters.service.master_key`, open such a store to bind it)."""
+        """Opens the store on `factory`, its application recorder `recorder` and the backend's `ports`.
+
+        `views` builds the views the store keeps current as it saves; None keeps none. `reopen`
+        builds another store on the same settings (`reopened`). Raises BadMasterKey, before anything
+        is stored, when:
+        - CHATRECORD_MASTER_KEY does not hold the store's master key;
+        - it is set for a store that keeps data keys unwrapped (`DataKeys.check_master`);
+        - the hash chain is keyed with another key or none (`chain_key.open_chain`).
+          `MASTER_KEY_UNBOUND=allow` lets the key commands open such a store to bind it."""
         self._made = (factory, recorder)
         self._reopen = reopen
         self.history: HistoryIndex = ports.history
@@ -168,10 +161,8 @@ class ConversationStore(Application[UUID]):
         return ConversationLog(mapper=self.mapper, recorder=self.recorder)
 
     def holds(self, conversation: UUID) -> bool:
-        """Returns True when this process holds the state of `conversation` (a UUID) in its
-        aggregate cache, which it does only after loading or appending to it: the store then
-        holds the conversation (its log is never shortened), and no read is needed to say so.
-        False says nothing (the caller reads the log)."""
+        """Returns True when this process's aggregate cache holds `conversation` (a UUID). Then the
+        store holds it too, with no read. False says nothing; the caller reads the log."""
         cache = self.repository.cache
         if cache is None:
             return False
@@ -191,15 +182,13 @@ class ConversationStore(Application[UUID]):
         return state
 
     def _cache(self, state: Conversation | None) -> None:
-        """Keeps the cached state current: the library's fast-forward returns a new immutable
-        state but leaves the old one in its cache, which would be folded forward again."""
+        """Keeps the cached state current; the library's fast-forward would leave the old one cached."""
         if self.repository.cache is not None and state is not None:
             self.repository.cache.put(state.id, state)
 
     def conversation_id(self, originator_id: UUID | str) -> str:
-        """Returns a conversation's id as its first event (`ConversationStarted`) stores it,
-        which `chatrecord verify` prints; its UUID (a string) when that event is missing or
-        cannot be read back (a damaged log)."""
+        """Returns a conversation's id as its `ConversationStarted` stores it. Returns its UUID as a
+        string when that event is missing or unreadable."""
         key = originator_uuid(originator_id)
         try:
             first = next(iter(self.events.get(key, lte=1)), None)
@@ -234,18 +223,14 @@ class ConversationStore(Application[UUID]):
 
     @functools.cached_property
     def idempotency_keys(self) -> IdempotencyKeys:
-        """The kept idempotency keys in this store's own database (`adapters.store.idempotency`),
-        as the store was built with them; their table is made on first use, where it is missing
-        (a store that only reads never makes it)."""
+        """The kept idempotency keys in this store's database; their table is made on first use."""
         self._idempotency_keys.create()
         return self._idempotency_keys
 
     # ------------------------------------------------------------ commands
 
     def save(self, *objs: Any, **kwargs: Any) -> list[Recording[UUID]]:
-        """The library's `save`; given conversation events only (what `handle` saves), it
-        collects them without the library's isinstance test against its runtime-checkable
-        `DomainEventProtocol` per event (typing walks the protocol's members on every test)."""
+        """The library's `save`, without its per-event protocol isinstance check."""
         if not objs or not all(isinstance(obj, ConversationEvent) for obj in objs):
             return super().save(*objs, **kwargs)
         processing_event: ProcessingEvent[UUID] = ProcessingEvent()
@@ -261,15 +246,12 @@ class ConversationStore(Application[UUID]):
     def handle(self, command: Command) -> HandleResult:
         """Applies `command` to its conversation and stores the events it decides.
 
-        A conflicting append (another writer got there first) is retried by reloading and
-        deciding again after a jittered, growing wait (`backoff`, which says why this loop is not
-        the library's `retry`), up to `max_attempts` tries. A try decided on assumptions the append
-        found not to hold (`Decider.assume`) is followed by one decided from the index at once, even where
-        it was the last.
-        Raises the domain's ChatrecordError when the command breaks an invariant (nothing is
-        stored), WriteConflict when every try conflicts (nothing is stored), ChainBroken at once
-        where the chain is broken where the append would continue it (`ChainedRecorder.dangling`).
-        """
+        A conflicting append is retried after a jittered, growing wait (`backoff`), up to
+        `max_attempts` tries. A try whose assumptions failed (`Decider.assume`) is followed at once
+        by one decided from the index. Raises the domain's ChatrecordError when the command breaks
+        an invariant; nothing is stored. Raises WriteConflict when every try conflicts; nothing is
+        stored. Raises ChainBroken at once where the chain is broken at the append
+        (`ChainedRecorder.dangling`)."""
         inline = isinstance(self.recorder, ChainedRecorder)
         cid = conversation_uuid(command.conversation)
         tries, attempt = self.max_attempts, 0
@@ -307,7 +289,7 @@ class ConversationStore(Application[UUID]):
                     self.views.apply_inline(cursor, cid, events, written)
 
             try:  # the history index is written in the events' own transaction
-                recordings = self.save(*events, inline=index) if inline else self.save(*events)
+                recordings = self.save(*events, inline=InlineWrites(index)) if inline else self.save(*events)
             except ChainBroken as broken:  # the previous event has no hash: nothing of the line is stored
                 self.known.forget(cid)
                 raise broken.named(command.conversation) from None
@@ -331,24 +313,29 @@ class ConversationStore(Application[UUID]):
                 time.sleep(backoff(attempt))
                 continue
             self._after_save(inline, [(cid, state, events)], written)
-            after = self._kept(cid, state, events, outcomes, added[-1] if added else None, puts[-1] if puts else None)
+            after = self._kept(
+                cid,
+                state,
+                events,
+                outcomes,
+                added[-1] if added else None,
+                puts[-1] if puts else None,
+                getattr(command, "folded", None),
+            )
             position = recordings[-1].notification.id if recordings else None
             return HandleResult(command.conversation, events, events, after, position, attempt)
         raise AssertionError("unreachable")
 
     @reconnecting
     def handle_batch(self, commands: Sequence[Command]) -> list[HandleResult]:
-        """Decides every command of `commands` (each of another conversation) on its
-        conversation's state and stores the events of all of them in one transaction, with
-        their history index rows, chain rows and view rows: all of them or none. Returns one
-        result per command, in order (`HandleResult.repeated` where a command decided nothing).
+        """Decides each command (each of another conversation) and stores all their events in one
+        transaction.
 
-        Nothing is written before every command has decided: raises BatchRefused (nothing
-        stored) with the refusal of each command that refused, BatchConflict (nothing stored)
-        when the append conflicted with another writer's or found the index moved (the caller
-        stores the commands one by one through `handle` then, which retries). Raises ValueError
-        for two commands of one conversation.
-        """
+        Index, chain and view rows go with them: all or none. Returns one result per command, in
+        order; `HandleResult.repeated` where one decided nothing. Nothing is written before every
+        command has decided. Raises BatchRefused, storing nothing, with each refusing command's
+        error. Raises BatchConflict, storing nothing, on a conflict or a moved index; the caller
+        then uses `handle`. Raises ValueError for two commands of one conversation."""
         inline = isinstance(self.recorder, ChainedRecorder)
         decided: list[tuple[Conversation | None, tuple[ConversationEvent, ...], tuple[ConversationEvent, ...], int | None]] = []
         refusals: dict[int, ChatrecordError] = {}
@@ -388,7 +375,7 @@ class ConversationStore(Application[UUID]):
         if work:
             every = [event for _, _, events in work for event in events]
             try:
-                recordings = self.save(*every, inline=index, batch=True) if inline else self.save(*every)
+                recordings = self.save(*every, inline=InlineWrites(index, batch=True)) if inline else self.save(*every)
             except (AssumptionFailed, IntegrityError) as conflict:
                 for cid, _, _ in work:
                     self.known.forget(cid)  # another writer's events: load the logs again
@@ -406,24 +393,25 @@ class ConversationStore(Application[UUID]):
             for _ in events:
                 recording = next(positions, None)
                 position = recording.notification.id if recording is not None else None
-            after = self._kept(cid, state, events, outcomes, added.get(cid), followed=False)
+            after = self._kept(
+                cid, state, events, outcomes, added.get(cid), None, getattr(command, "folded", None), followed=False
+            )
             results.append(HandleResult(command.conversation, events, events, after, position, 1))
         return results
 
     # ------------------------------------------------------------ what `handle` and `handle_batch` share
 
     def _refuse_erased(self, state: Conversation | None, events: Sequence[ConversationEvent]) -> None:
-        """Refuses the texts of `events` where the log says the conversation was erased, whatever
-        key this process still keeps (`refuse_texts` raises)."""
+        """Raises TextsErased for texts of `events` when the log says the conversation was erased."""
         if events and state is not None and state.erased and self.data_keys is not None:
             refuse_texts(events)
 
     def _after_save(
         self, inline: bool, work: Sequence[tuple[UUID, Conversation | None, Sequence[ConversationEvent]]], written: ViewsWritten
     ) -> None:
-        """Ends a save of the events of `work` (conversation, state before, events): on a plain
-        library recorder (`inline` False: tests) their index and views are written now, each in a
-        transaction of its own; else the views take what the save's transaction wrote (`written`)."""
+        """Ends a save of `work` (conversation, state before, events). On a plain library recorder
+        (`inline` False: tests) index and views are written now, each alone. Else the views take
+        what the save's transaction wrote (`written`)."""
         if not inline:
             for cid, state, events in work:
                 self.history.write(cid, state, list(events))
@@ -439,14 +427,15 @@ class ConversationStore(Application[UUID]):
         outcomes: int | None,
         added: int | None,
         puts: IndexPuts | None = None,
+        folded: tuple[ConversationEvent, Conversation | None] | None = None,
         *,
         followed: bool = True,
     ) -> Conversation | None:
-        """Returns the state after `events`, stored onto `state`, and keeps what follows of them:
-        the state in the cache, the index's counts (`outcomes` before, `added` by the append; not
-        kept where either is None) and, where `followed`, its rows (`puts`: those the append
-        wrote; a batch's are not followed, so they are dropped), a snapshot when one is due."""
-        after = project_conversation(state, events)
+        """Returns the state after `events` and keeps what follows of them. `folded`: the command's own
+        fold of them, taken where its last event is theirs. It caches the state and the index's counts
+        (not where `outcomes` or `added` is None). Where `followed`, it keeps the rows `puts` (a
+        batch's are dropped). It snapshots when due."""
+        after = folded[1] if folded is not None and events and folded[0] is events[-1] else project_conversation(state, events)
         self._cache(after)
         counts = (after.version, outcomes + added) if after is not None and outcomes is not None and added is not None else None
         if not followed:
@@ -457,18 +446,14 @@ class ConversationStore(Application[UUID]):
         return after
 
     def _uncache(self, cid: UUID) -> None:
-        """Drops the cached state of `cid` (`known.forget` calls it, with the other keepers'
-        drops: a conversation another writer moved, or one whose index was not as assumed; the
-        log may even hold another history of the same length, a database restored or failed
-        over under a running process, so nothing kept is trusted by its version alone)."""
+        """Drops the cached state of `cid`; `known.forget` calls it."""
         if self.repository.cache is not None:
             with suppress(KeyError):
                 self.repository.cache.get(cid, evict=True)
 
     def _saved(self, events: Sequence[ConversationEvent]) -> None:
-        """Hands the saved events to the views (`StoreViews.apply`, right after). A
-        failure there is logged, not raised: the events are stored, and the next read of the
-        conversation applies them again from its log."""
+        """Hands the saved events to the views (`StoreViews.apply`). A failure is logged, not raised:
+        the next read applies them again from the log."""
         if self.views is None:
             return
         try:

@@ -1,37 +1,24 @@
 """A hash chain per conversation, written in the same transaction as its events.
 
-Table `chatrecord_chain(originator_id, originator_version, hash)`, keyed by the pair, holds for
-every stored event
+Table `chatrecord_chain(originator_id, originator_version, hash)` holds for every stored event
 
     hash(v) = SHA-256(hash(v-1) || canonical(originator_id, v, topic, state))
 
-with the hash before the first event (version 1, or 0 where a library's sequence starts there) GENESIS, 32 zero bytes. A
-keyed chain uses HMAC-SHA256 under the chain key (`adapters.store.chain_key`: derived from the master key, kept outside the
-database, so a writer of the database without it cannot recompute a link). `canonical` is the originator id's 16 UUID bytes,
-the version as 8 bytes big-endian, the topic's UTF-8 bytes and the state bytes, each of the last two after its length (4 and
-8 bytes big-endian). The state is hashed as stored: a free text is ciphertext there (`adapters.store.crypto`), which erasing
-a conversation leaves as it is, so an erased conversation still verifies. Snapshots are not chained (they are a cache of the
-events).
-
-`ChainedRecorder` is a cooperative mixin: each backend's recorder (`ChainedSQLiteRecorder`,
-`ChainedPostgresRecorder`, `ChainedPOPORecorder` in `adapters.backends`) lets the library insert
-the events first (`super()`), then writes the chain rows with the same cursor or transaction,
-so another mixin that writes in the same transaction composes with it the same way. The
-previous hash is read inside that transaction. An append never hashes an event it has not
-hashed before: when the previous event has no hash row (an event written beside the store),
-the append is refused (`ChainBroken`) with the verdict `verify` gives. A conversation stored
-before the chain existed is chained only by the explicit, logged upgrade
-(`ChainedRecorder.upgrade_chain`, `chatrecord verify --upgrade`: "trust on first use").
-
-`adapters.store.verify` recomputes the chains.
-"""
+The hash before the first event (version 1, or 0) is GENESIS, 32 zero bytes. A keyed chain uses
+HMAC-SHA256 under the chain key (`adapters.store.chain_key`). `canonical`: the id's 16 UUID bytes,
+the version as 8 bytes big-endian, then the topic's UTF-8 and the state bytes, each after its length
+(4 and 8 bytes big-endian). The state is hashed as stored, ciphertext included, so an erased
+conversation still verifies. `ChainedRecorder`, a mixin of each backend's recorder, writes the rows
+after the library's insert. An append to an event without a hash row is refused (`ChainBroken`).
+Only `chatrecord verify --upgrade` chains a conversation stored before the chain."""
 
 from __future__ import annotations
 
 import hashlib
 import hmac
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
@@ -60,8 +47,7 @@ Stored = tuple[UUID, int, str, bytes]
 
 
 def link(previous: bytes, originator_id: UUID | str, version: int, topic: str, state: bytes, key: bytes | None = None) -> bytes:
-    """Returns the 32-byte hash of an event after `previous` (see the module docstring): SHA-256,
-    or HMAC-SHA256 under the chain key `key` (a keyed chain)."""
+    """Returns the 32-byte hash of an event after `previous`: SHA-256, or HMAC-SHA256 under `key`."""
     encoded = topic.encode()
     uid = (originator_id if isinstance(originator_id, UUID) else UUID(str(originator_id))).bytes
     if key is not None:  # one call of OpenSSL's HMAC over the joined bytes: a Python HMAC object costs more
@@ -89,9 +75,8 @@ append to the conversation is refused while the break is stored (`cut_refusal`).
 
 
 def cut_refusal(key: UUID, version: int, problem: str) -> ChainBroken:
-    """The refusal of an append to conversation `key` whose stored break at `version` names an
-    event its chain once held (`CUTS`): appended, the new events would stand where the removed
-    ones stood and hide the cut from every later look."""
+    """Returns the refusal of an append to `key` whose stored break at `version` is a cut (`CUTS`).
+    Appended, new events would hide the cut."""
     return ChainBroken(
         f"conversation {key}: the store recorded a break of its chain at version {version} ({problem}): events it held "
         "were removed; nothing was appended; run: chatrecord verify (it finds the chain ok again once the removed "
@@ -102,21 +87,38 @@ def cut_refusal(key: UUID, version: int, problem: str) -> ChainBroken:
     )
 
 
-def run_inline(kwargs: dict[str, Any], cursor: Any) -> None:
-    """Runs the writer's `inline(cursor)` (passed to `Application.save`), if any, in the
-    events' own transaction: the history index is written with the events or not at all."""
-    inline = kwargs.get("inline")
+@dataclass(frozen=True)
+class InlineWrites:
+    """What a writer writes in the events' own transaction: the history index and the view rows.
+    `write(cursor)` writes them. `batch` says the events are several conversations'. It travels as
+    `save`'s keyword `inline`, which the library hands to `insert_events`. `given` takes it back out
+    there."""
+
+    write: Callable[[Any], None]
+    batch: bool = False
+
+    @staticmethod
+    def given(kwargs: Mapping[str, Any]) -> InlineWrites | None:
+        """The `inline` keyword of an `insert_events` call; None when there is none. Raises
+        TypeError for a value of another type (a caller that bypassed `ConversationStore`)."""
+        inline = kwargs.get("inline")
+        if inline is None or isinstance(inline, InlineWrites):
+            return inline
+        raise TypeError(f"insert_events: `inline` must be an InlineWrites, not {type(inline).__name__}")
+
+
+def run_inline(kwargs: Mapping[str, Any], cursor: Any) -> None:
+    """Runs `InlineWrites.write(cursor)`, if `kwargs` carry one, in the events' own transaction."""
+    inline = InlineWrites.given(kwargs)
     if inline is not None:
-        inline(cursor)
+        inline.write(cursor)
 
 
 class ChainedRecorder(ABC):
-    """Mixin for an application recorder: `_seal(cursor, stored_events)` writes the chain rows
-    of events just inserted in the cursor's transaction. Backends give the abstract
-    primitives; `chain_events` and `chain_links` read pages for `adapters.store.verify`.
-    `chain_key` is the key of a keyed chain (`adapters.store.chain_key.open_chain` sets it at
-    open), None for an unkeyed one; `chain_pending` the mark a fresh store's first append
-    records with its links (then None)."""
+    """Mixin for an application recorder; `_seal` writes the chain rows of events just inserted.
+    Backends give the abstract primitives. `chain_events` and `chain_links` read pages for `verify`.
+    `chain_key` is a keyed chain's key, None for unkeyed; `open_chain` sets it. `chain_pending` is
+    the mark a fresh store's first append records, then None."""
 
     chain_key: bytes | None = None
     chain_heads: ChainHeadCache | None = None
@@ -134,31 +136,26 @@ class ChainedRecorder(ABC):
         return found
 
     def verified_position(self, key: UUID) -> VerifiedPosition | None:
-        """Returns the verified position stored for conversation `key` (`VERIFIED_TABLE`), None
-        when none is (or the store has no such table yet: an earlier version made it)."""
+        """Returns conversation `key`'s stored verified position; None when none is, or no table exists."""
         return None
 
     def put_verified_positions(self, positions: Sequence[VerifiedPosition]) -> None:
-        """Stores these positions (each replaces its conversation's and deletes its stored
-        break), in one transaction; the tables are made first where they are missing."""
+        """Stores these positions in one transaction, each deleting its conversation's break. Missing
+        tables are made first."""
         self.keep_verdicts(positions, ())
 
     def broken_chain(self, key: UUID) -> BrokenChain | None:
-        """Returns the break stored for conversation `key` (`BROKEN_TABLE`), None when none is
-        (or the store has no such table yet)."""
+        """Returns conversation `key`'s stored break; None when none is, or no table exists."""
         return None
 
     @abstractmethod
     def keep_verdicts(self, positions: Sequence[VerifiedPosition], broken: Sequence[BrokenChain]) -> None:
-        """Stores, in one transaction, each of `positions` (replacing its conversation's
-        position, deleting its stored break) and each of `broken` (replacing its
-        conversation's break, deleting its position: a position is never trusted after a
-        break); the tables are made first where they are missing."""
+        """Stores `positions` and `broken` in one transaction. A position deletes its conversation's
+        break; a break deletes its position. Missing tables are made first."""
 
     def _seal(self, cursor: Any, stored_events: Sequence[StoredEvent]) -> dict[UUID, tuple[int, bytes]]:
-        """Writes the chain rows of `stored_events` through `cursor`; returns each
-        conversation's newest (version, hash) among them (`ChainHeadCache.remember` keeps them once
-        the transaction commits)."""
+        """Writes the chain rows of `stored_events` through `cursor`. Returns each conversation's
+        newest (version, hash) among them, cached once the transaction commits."""
         heads: dict[UUID, tuple[int, bytes]] = {}
         rows: list[Link] = []
         known = self.chain_heads
@@ -189,14 +186,13 @@ class ChainedRecorder(ABC):
         return heads
 
     def _chain_cut(self, cursor: Any, key: UUID) -> tuple[int, str] | None:
-        """Returns the version and problem of the break stored for conversation `key` that names
-        an event its chain once held (`CUTS`: `cut_off`, `deleted`), None where none is stored."""
+        """Returns the version and problem of conversation `key`'s stored cut (`CUTS`), or None."""
         breaks, _ = self._chain_kept(cursor, key)
         return next(((version, problem) for _, version, problem in breaks if problem in CUTS), None)
 
     def _chain_start(self, cursor: Any, key: UUID, version: int) -> bytes:
-        """Returns what an event at `version` (0 or 1) links to: the hash at 0 for 1 where the chain
-        starts at 0, else GENESIS. Raises VersionRefused below 0, and for 0 where the chain starts at 1."""
+        """Returns what an event at `version` (0 or 1) links to: the hash at 0, else GENESIS. Raises
+        VersionRefused below 0, and for 0 where the chain starts at 1."""
         other = self._chain_hash(cursor, key, 1 - version) if version >= 0 else None
         if version >= 0 and (other is None or version == 1):
             return other or GENESIS
@@ -209,10 +205,9 @@ class ChainedRecorder(ABC):
         )
 
     def _refusal(self, cursor: Any, key: UUID, version: int) -> ChainBroken:
-        """Returns the error refusing an append after version `version`, which has no hash
-        row: the conversation was stored before the chain (no hash at version 1 either, and
-        nothing shows it was chained: `chained_before`, else its rows were `deleted`), or an
-        event was written beside the store (`verify`'s `inserted`)."""
+        """Returns the error refusing an append after `version`, which has no hash row. The
+        conversation predates the chain (`unchained`), its rows were `deleted`, or an event was
+        written beside the store (`inserted`)."""
         if version > 1 and self._chain_hash(cursor, key, 1) is None:
             reason = chained_before(
                 "keyed" if self.chain_key else None, *self._chain_kept(cursor, key), self._chained_earlier(cursor, key, version)
@@ -241,11 +236,9 @@ class ChainedRecorder(ABC):
         )
 
     def dangling(self, key: UUID, version: int) -> ChainBroken | None:
-        """After an append of conversation `key` from `version` on conflicted: the error naming
-        the broken chain when a hash is recorded at `version` while its event is gone (deleted
-        by hand: `verify`'s `deleted`), which no retry of the append can get past; None for a
-        conflict with another writer. The chain row is read before the event: a writer commits
-        both at once, so a row found with its event missing after it was not a writer's."""
+        """Returns the broken-chain error after a conflicting append of `key` from `version`, or None.
+        The error is returned when a hash is recorded at `version` while its event is gone
+        (`deleted`). No retry gets past that. None means a conflict with another writer."""
         chained = self.chain_links((key, version - 1), only=key, limit=1)
         if not chained or chained[0][1] != version:
             return None
@@ -261,13 +254,9 @@ class ChainedRecorder(ABC):
         )
 
     def upgrade_chain(self, key: UUID) -> int:
-        """Chains the events of conversation `key` stored before the chain existed (a store of
-        an earlier version): computes and stores their hashes from GENESIS, in one transaction,
-        and returns how many; 0 (nothing written) when the conversation has any chain row, whose
-        missing hashes are a broken chain and never filled in. The explicit upgrade step
-        (`adapters.store.chain_upgrade.upgrade`, `chatrecord verify --upgrade`): an append never
-        hashes an event it has not hashed before. Raises UpgradeRefused, changing nothing, where
-        the store shows the conversation was chained before (`upgrade_refusal`)."""
+        """Chains conversation `key`'s events stored before the chain existed, in one transaction.
+        Returns how many hashes it stored. Returns 0, writing nothing, when any chain row exists.
+        Raises UpgradeRefused, changing nothing, where the store shows it was chained before."""
         if self.chain_links(None, only=key):
             return 0
         mark = self.chain_mark()
@@ -280,20 +269,20 @@ class ChainedRecorder(ABC):
             return len(rows)
 
     def upgrade_refusal(self, key: UUID) -> str | None:
-        """Returns why the upgrade refuses conversation `key`, which has no chain row
-        (`chained_before`), None where it would chain it."""
+        """Returns why the upgrade refuses conversation `key` (`chained_before`), None where it would
+        chain it."""
         mark = self.chain_mark()
         with self._chain_reading() as cursor:
             return chained_before(mark, *self._chain_kept(cursor, key), self._chained_earlier(cursor, key))
 
     def rekey_chain(self, new_key: bytes | None, mark: str | None, cursor: Any = None) -> int:
-        """Recomputes every link under `new_key` (None: unkeyed) and records `mark` as the
-        chain's kind, in one transaction that holds appends off (`cursor`'s, else one of its
-        own), and returns how many links it wrote. Every link is first recomputed under the
-        present key (`chain_key`) and must be the one stored, no break may be stored and every
-        verified position's hash must be the link at its version: raises ChainBroken, changing
-        nothing, naming the first that is not (a re-key never blesses a tampered log). The
-        caller sets `chain_key` once the transaction committed."""
+        """Recomputes every link under `new_key` (None: unkeyed) and records `mark`, in one
+        transaction.
+
+        The transaction holds appends off; it is `cursor`'s, else its own. Returns how many links it
+        wrote. First every link, stored break and verified position is checked under the present
+        key. Raises ChainBroken, changing nothing, naming the first that fails. The caller sets
+        `chain_key` once the transaction committed."""
         if cursor is None:
             with self._chain_writing() as own:
                 return self.rekey_chain(new_key, mark, own)
@@ -363,9 +352,8 @@ class ChainedRecorder(ABC):
         return self.datastore.transaction(commit=False)  # type: ignore[attr-defined]  # as `_chain_writing`
 
     def _backfill(self, cursor: Any, key: UUID, upto: int) -> bytes:
-        """Returns the hash of version `upto`, computing and storing the missing hashes of the
-        conversation's events up to it (events stored before the chain existed); only the
-        explicit upgrade (`upgrade_chain`) calls it."""
+        """Returns the hash of version `upto`, storing the missing hashes up to it; only
+        `upgrade_chain` calls it."""
         digest, rows = GENESIS, []
         for _, version, topic, state in self._chain_stored(cursor, key, upto):
             digest = link(digest, key, version, topic, state, self.chain_key)
@@ -378,8 +366,8 @@ class ChainedRecorder(ABC):
 
     @abstractmethod
     def chain_mark(self) -> str | None:
-        """Returns the mark of the key the store's chain is keyed with (`CHAIN_KIND_TABLE`),
-        None for an unkeyed chain (or a store without the table: an earlier version made it)."""
+        """Returns the mark of the store's chain key; None for an unkeyed chain or a store without the
+        table."""
 
     @abstractmethod
     def _chain_mark_put(self, cursor: Any, mark: str | None) -> None:
@@ -387,25 +375,22 @@ class ChainedRecorder(ABC):
 
     @abstractmethod
     def _chain_everything(self, cursor: Any) -> tuple[list[Stored], list[Link]]:
-        """Returns every stored event and every chain row, in key order (`rekey_chain`), with
-        the store's appends held off until the transaction ends."""
+        """Returns every stored event and chain row in key order, holding appends off until the
+        transaction ends."""
 
     @abstractmethod
     def _chain_kept(self, cursor: Any, only: UUID | None) -> tuple[list[tuple[UUID, int, str]], list[Link]]:
-        """Returns the stored breaks (id, version, problem) and the verified positions (id,
-        version, hash) of every conversation (of `only` if given), whether or not the guard is
-        there; none where a table is missing."""
+        """Returns the stored breaks (id, version, problem) and verified positions (id, version, hash).
+        Of `only` if given; none where a table is missing."""
 
     def _chained_earlier(self, cursor: Any, key: UUID, upto: int = 2**62) -> bool:
-        """Says whether an event of another conversation that has a chain row was stored before
-        the last event up to version `upto` of conversation `key` (in the order the store gave
-        them): then a chaining version stored it. False where no such order is kept (memory)."""
+        """Returns True when another conversation's chained event was stored before `key`'s event at
+        `upto`. False where no store order is kept (memory)."""
         return False
 
     @abstractmethod
     def _chain_replace(self, cursor: Any, rows: list[Link]) -> None:
-        """Replaces every chain row by `rows` and forgets every verified position (its hash was
-        one of the replaced links: the next look recomputes every hash)."""
+        """Replaces every chain row by `rows` and forgets every verified position."""
 
     @abstractmethod
     def _chain_hash(self, cursor: Any, key: UUID, version: int) -> bytes | None:
@@ -421,11 +406,10 @@ class ChainedRecorder(ABC):
 
     @abstractmethod
     def chain_events(self, after: tuple[UUID, int] | None, only: UUID | None = None) -> list[Stored]:
-        """Returns the next page of stored events after `after` (originator id, version), in
-        the order of the chain table's key; of conversation `only` if given."""
+        """Returns the next page of stored events after `after` (id, version), in key order; of `only`
+        if given."""
 
     @abstractmethod
     def chain_links(self, after: tuple[UUID, int] | None, only: UUID | None = None, limit: int = PAGE) -> list[Link]:
-        """Returns the next page of chain rows after `after`, in key order, at most `limit`
-        (PAGE; the hashes of one conversation up to version n are among its first n + 1 rows); of
-        `only` if given."""
+        """Returns the next page of at most `limit` chain rows after `after`, in key order; of `only`
+        if given."""

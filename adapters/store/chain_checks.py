@@ -1,6 +1,5 @@
-"""What the store keeps of the checks of its hash chains (`adapters.store.chain`): each
-conversation's verified position or its stored break, one or the other, and the guard that
-stores a break when a row is changed by hand. `adapters.store.kept_verdicts` turns them into
+"""What the store keeps of its chain checks: per conversation, a verified position or a break. The
+guard stores a break when a row is changed by hand. `adapters.store.kept_verdicts` turns them into
 verdicts and back."""
 
 from __future__ import annotations
@@ -17,9 +16,8 @@ VERIFIED_TABLE = "chatrecord_chain_verified"
 
 @dataclass(frozen=True)
 class VerifiedPosition:
-    """The last position of a conversation's chain whose every hash, from GENESIS, was
-    recomputed and found ok: event `version`, its `hash` then, when (`at`, UTC) and by what
-    (`by`: `chatrecord verify`, or the server's page of the chain)."""
+    """The last chain position whose every hash was recomputed from GENESIS and found ok. `version`,
+    its `hash`, when (`at`, UTC) and by what (`by`)."""
 
     originator_id: UUID
     version: int
@@ -47,10 +45,9 @@ BROKEN_TABLE = "chatrecord_chain_broken"
 
 @dataclass(frozen=True)
 class BrokenChain:
-    """The break a check found in a conversation's chain: at event `version`, its `problem` and
-    `detail` as the verdict named them, when (`at`, UTC) and by what (`by`). Stored in place of
-    the conversation's verified position (which it deletes), and shown by every look until a
-    look that recomputes every hash finds the chain ok again (which deletes it)."""
+    """The break a check found: at `version`, its `problem` and `detail`, when (`at`, UTC), by what
+    (`by`). It replaces the verified position and stays until a full recomputation finds the chain
+    ok."""
 
     originator_id: UUID
     version: int
@@ -66,10 +63,8 @@ def chained_before(
     positions: Sequence[tuple[UUID, int, bytes]],
     later: bool = False,
 ) -> str | None:
-    """Returns why a conversation without chain rows was chained before, from the store's chain
-    mark `mark`, the conversation's stored `breaks` and verified `positions`, and whether its
-    events were stored after a chained event of another conversation (`later`); None when
-    nothing shows it (a conversation stored before the chain existed)."""
+    """Returns why a conversation without chain rows was chained before, or None. It reads the chain
+    `mark`, stored `breaks`, verified `positions`, and `later`: stored after a chained event."""
     if breaks:
         return f"the store recorded a break of its chain at version {breaks[0][1]} ({breaks[0][2]})"
     if positions:

@@ -1,5 +1,4 @@
-"""The newest hash of each conversation a process wrote (`ChainHeadCache`), so that its next append
-to the hash chain (`adapters.store.chain`) need not read the previous hash."""
+"""The newest hash of each conversation a process wrote, so its next append need not read it."""
 
 from __future__ import annotations
 
@@ -10,10 +9,8 @@ from adapters.store.lru import LRU
 
 
 class ChainHeadCache:
-    """Each conversation's newest committed (version, hash), kept by the process that wrote
-    it, so the next append need not read the previous hash. A row of the chain never changes
-    once committed, so a kept hash stays true; `adapters.store.lru.LRU` keeps at most `size`
-    conversations. Only hashes of committed transactions are put here."""
+    """Each conversation's newest committed (version, hash), kept by the process that wrote it.
+    Committed chain rows never change, so a kept hash stays true. At most `size` conversations."""
 
     def __init__(self, size: int = 4096) -> None:
         self.size = size

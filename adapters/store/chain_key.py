@@ -1,21 +1,11 @@
-"""The chain key: a keyed hash chain (`adapters.store.chain`) under a key kept outside the database.
+"""The chain key: the hash chain keyed by a key kept outside the database.
 
-Where a master key is set (CHATRECORD_MASTER_KEY, `adapters.store.crypto`), the chain's links
-are HMAC-SHA256 under the chain key, derived from the master key with HKDF-SHA256
-(`derive_chain_key`): a writer of the database without the master key can change an event but
-cannot recompute its link and the later ones, so `verify` names it. Without a master key the
-links are plain SHA-256, as before: anyone who can write the database can recompute them.
-
-The store records which kind its chain is: table `chatrecord_chain_kind`, one row holding the
-key's mark (`key_mark`: an HMAC of a fixed label under the key, which does not give the key),
-or none for an unkeyed chain. `open_chain` runs when a store opens: a keyed chain opened with
-another master key, or none, is refused before anything is stored (BadMasterKey); a fresh
-store opened with a master key keys its chain from its first append. A chain recorded as
-unkeyed while a master key is set (a store an earlier version wrote, or a keyed chain a forger
-rewrote as plain SHA-256 and whose row he deleted) does not verify (`UNKEYED`) until
-`chatrecord keys wrap` keys it. `rekey` (the key commands: wrap, rotate, unwrap) recomputes
-every link under the new key in one transaction, after checking every link under the old one.
-"""
+With a master key, links are HMAC-SHA256 under a key derived by HKDF-SHA256 (`derive_chain_key`).
+Without one, links are plain SHA-256. Table `chatrecord_chain_kind` holds the key's mark
+(`key_mark`), or no row when unkeyed. `open_chain` refuses a keyed chain without its master key
+(BadMasterKey). An unkeyed chain with a master key set does not verify (`UNKEYED`) until `chatrecord
+keys wrap`. `rekey` checks every link under the old key, then recomputes all under the new, in one
+transaction."""
 
 from __future__ import annotations
 
@@ -55,12 +45,10 @@ def key_mark(key: bytes) -> str:
 
 
 def open_chain(recorder: ChainedRecorder, master: bytes | None, *, unbound: bool = False) -> None:
-    """Sets the recorder's chain key from the store's recorded kind (`chain_mark`) and this
-    process's master key: keyed with the key the master key gives, or unkeyed. A store whose
-    chain holds no link yet, opened with a master key, is keyed from its first append. Raises
-    BadMasterKey for a keyed chain opened without its master key or with another one, unless
-    `unbound` (the key commands, which re-key it: the chain is then left unkeyed in this
-    process, `chain_mismatch` says so)."""
+    """Sets the recorder's chain key from the store's `chain_mark` and this process's master key. A
+    chain with no link yet, opened with a master key, is keyed from its first append. Raises
+    BadMasterKey for a keyed chain opened without its master key or with another. With `unbound`
+    (the key commands) it is left unkeyed instead; `chain_mismatch` says so."""
     mark = recorder.chain_mark()
     recorder.chain_key, recorder.chain_pending = None, None
     recorder.keyed_expected = master is not None
@@ -88,8 +76,7 @@ def open_chain(recorder: ChainedRecorder, master: bytes | None, *, unbound: bool
 
 
 def _empty(recorder: ChainedRecorder) -> bool:
-    """Says whether the store's chain holds no link yet (False where it cannot be read: a
-    standby whose tables are not there yet keys nothing)."""
+    """Returns True when the chain holds no link yet; False where it cannot be read."""
     try:
         return not recorder.chain_links(None, limit=1)
     except Exception:  # noqa: BLE001 - a store it cannot read now: taken as one with links
@@ -97,12 +84,10 @@ def _empty(recorder: ChainedRecorder) -> bool:
 
 
 class Rekey:
-    """Keys the chain with the key master key `master` gives (None: unkeyed): every link
-    recomputed after each was checked under the present key (`ChainedRecorder.rekey_chain`),
-    in the transaction of the cursor it is called with (the data keys' rewrap: both change or
-    neither), or in one of its own (`alone`). `links`: how many it wrote, 0 when the chain is
-    of that kind already. Raises ChainBroken, changing nothing, where a link does not verify;
-    BadMasterKey where the chain is keyed with a key this process does not hold."""
+    """Keys the chain with `master`'s key (None: unkeyed), checking every link first. It runs in the
+    cursor's transaction (with the data keys' rewrap), or its own (`alone`). `links`: how many it
+    wrote, 0 when the chain is of that kind already. Raises ChainBroken, changing nothing, where a
+    link does not verify. Raises BadMasterKey where this process does not hold the chain's key."""
 
     def __init__(self, recorder: ChainedRecorder, master: bytes | None) -> None:
         self.recorder = recorder
@@ -136,8 +121,8 @@ Found = TypeVar("Found")
 
 
 def unkeyed(recorder: ChainedRecorder, verdict: Found) -> Found:
-    """Returns an ok verdict (`adapters.store.verify.Verdict`) of a chain of plain SHA-256
-    links read by a process with a master key as not ok (`unkeyed`, UNKEYED); else `verdict`."""
+    """Returns `verdict`, or not ok (`UNKEYED`) when it is an ok plain SHA-256 chain and a master key
+    is set."""
     if recorder.keyed_expected and recorder.chain_key is None and getattr(verdict, "ok", False):
         return replace(verdict, problem="unkeyed", detail=UNKEYED)  # type: ignore[type-var]  # a Verdict dataclass
     return verdict

@@ -1,5 +1,4 @@
-"""The explicit upgrade of conversations stored before the hash chain existed
-(`chatrecord verify --upgrade`): each chained in one transaction, then verified."""
+"""The explicit upgrade of conversations stored before the chain (`chatrecord verify --upgrade`)."""
 
 from __future__ import annotations
 
@@ -14,13 +13,10 @@ log = logging.getLogger("chatrecord")
 
 
 def upgrade(store: ConversationStore, conversation: str | None = None) -> list[Verdict]:
-    """The explicit upgrade of conversations stored before the chain existed: chains every
-    conversation whose verdict is `unchained` (only `conversation`'s if given), each in one
-    transaction (`ChainedRecorder.upgrade_chain`), logs one line per conversation chained, and
-    returns their verdicts after it. A conversation with any hash row is never touched: its
-    missing hashes are a broken chain. Raises UpgradeRefused, changing nothing, where the store
-    shows one of them was chained before (`ChainedRecorder.upgrade_refusal`: its rows were
-    deleted), NoChain for a store without a chain."""
+    """Chains every `unchained` conversation (only `conversation` if given), each in one transaction.
+    Logs one line per conversation chained and returns their verdicts after it. A conversation with
+    any hash row is never touched. Raises UpgradeRefused, changing nothing, where one was chained
+    before. Raises NoChain for a store without a chain."""
     recorder = store.recorder
     if not isinstance(recorder, ChainedRecorder):
         raise NoChain("this store keeps no hash chain; open it with adapters.backends.settings")

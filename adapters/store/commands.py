@@ -1,6 +1,4 @@
-"""What the store's writes take and give back: a command (`Command`, one input line ready to
-decide), what `ConversationStore.handle` did with it (`HandleResult`), and how a batch of them
-is refused or conflicts (`BatchRefused`, `BatchConflict`)."""
+"""What the store's writes take and give: `Command`, `HandleResult`, `BatchRefused`, `BatchConflict`."""
 
 from __future__ import annotations
 
@@ -14,12 +12,10 @@ from domain.events import ConversationEvent
 
 @dataclass(frozen=True)
 class Lookups:
-    """What deciding a command looks up in the history index, which a store may read before
-    `decide` and uses to find a repeat's first result: one line's `digest` (the `source` its
-    events carry), the `segment` id it records and the `run` it names, read with the index row;
-    `new_segments`, the segment ids it records (a store that decides without reading its index
-    assumes them unrecorded); `many`, a command of many lines' digests, segment ids and run ids,
-    read at once (None: a command that names none)."""
+    """What deciding a command looks up in the history index, read before `decide`. `digest`: one
+    line's source. `segment`, `run`: the ids it names, read with the index row. `new_segments`: the
+    segments it records, assumed unrecorded without a read. `many`: many lines' digests, segments
+    and runs, read at once; None when it names none."""
 
     digest: str | None = None
     segment: str | None = None
@@ -29,9 +25,9 @@ class Lookups:
 
 
 class Command(Protocol):
-    """What `ConversationStore.handle` accepts: one input line (or a few of one conversation),
-    ready to decide, with what deciding it looks up (`lookups`), which lets a repeat return the
-    first result."""
+    """What `ConversationStore.handle` accepts: one line, or a few of one conversation, ready to
+    decide. `lookups` lets a repeat return the first result. A command may keep `folded` after
+    `decide` returned events: the last of them and the state after them, not folded again."""
 
     @property
     def conversation(self) -> str:
@@ -47,10 +43,10 @@ class Command(Protocol):
 
 @dataclass(frozen=True)
 class HandleResult:
-    """What `handle` did. `appended` holds the events this call stored (empty for a repeat);
-    `events` is `appended`, or for a repeat the events that recorded it first (the events of
-    the same line digest, else the SegmentReturned of the same segment id); `state` is the conversation afterwards (None if it never started); `position` the
-    notification id of the last appended event; `attempts` how many tries it took."""
+    """What `handle` did. `appended`: the events this call stored, empty for a repeat. `events`:
+    `appended`, or for a repeat the events that recorded it first. `state`: the conversation
+    afterwards, None if it never started. `position`: the last appended event's notification id.
+    `attempts`: tries taken."""
 
     conversation: str
     appended: tuple[ConversationEvent, ...]
@@ -69,8 +65,8 @@ class HandleResult:
 
 
 class BatchRefused(ChatrecordError):
-    """Raised by `ConversationStore.handle_batch` when commands of the batch refused (nothing
-    was stored): `refusals` holds each refusing command's error by its place in the batch."""
+    """Raised by `handle_batch` when commands refused; nothing was stored. `refusals` holds each
+    refusing command's error by its place in the batch."""
 
     def __init__(self, refusals: dict[int, ChatrecordError]) -> None:
         self.refusals = refusals
@@ -78,5 +74,4 @@ class BatchRefused(ChatrecordError):
 
 
 class BatchConflict(ChatrecordError):
-    """Raised by `ConversationStore.handle_batch` when its append conflicted with another
-    writer's (or found the history index other than it read it): nothing was stored."""
+    """Raised by `handle_batch` when its append conflicted or found the index moved; nothing was stored."""

@@ -14,14 +14,8 @@ from domain.events import ConversationErased, ConversationEvent, conversation_uu
 
 
 class ConversationLog(EventStore[UUID]):
-    """The library's event store, callable for one conversation's full log.
-
-    `Application.events` is the event store attribute the library itself uses, so the
-    store's `events(conversation)` query is this call rather than a method that would hide it.
-    `data_keys`: the keys that seal the free texts, as the backend's factory gave them to the
-    store's mapper (a `PydanticMapper`); None where it keeps none (the library's own mapper or
-    persistence module).
-    """
+    """The library's event store, callable for one conversation's full log. `data_keys`: the keys
+    sealing the free texts, as the mapper has them; None where none are kept."""
 
     def __init__(self, mapper: Mapper[UUID], recorder: AggregateRecorder) -> None:
         super().__init__(mapper, recorder)
@@ -35,21 +29,17 @@ class ConversationLog(EventStore[UUID]):
         return cast("Iterator[ConversationEvent]", super().get(originator_id, gt=gt, lte=lte, desc=desc, limit=limit))
 
     def __call__(self, conversation: str, up_to_version: int | None = None) -> list[ConversationEvent]:
-        """Returns the events of `conversation` in order, up to `up_to_version` if given;
-        [] for a conversation that was never started. A log that holds the conversation's erasure
-        is never read with a data key this process kept from before it (`DataKeys.forget_erased`):
-        its texts read `[erased]` at once, whichever process erased them. So is a part of the log
-        read `up_to_version`, which may end before the erasure: where this process keeps a key
-        that opens the texts, the key's row says whether it was erased (one lookup)."""
+        """Returns the events of `conversation` in order, up to `up_to_version` if given. Returns []
+        for a conversation never started. A log holding its erasure reads its texts as `[erased]`,
+        whatever key this process kept. A part of the log read `up_to_version` checks the key's row
+        instead (one lookup)."""
         uuid = conversation_uuid(conversation)
         return self.mapped(uuid, self.recorder.select_events(uuid, lte=up_to_version), up_to_version)
 
     def mapped(self, uuid: UUID, stored: Sequence[StoredEvent], up_to_version: int | None = None) -> list[ConversationEvent]:
-        """Returns the domain events of `stored`, the stored events of conversation `uuid` in
-        order (all, or those up to `up_to_version`, as `select_events` read them), as `__call__`
-        returns them: a log that holds the conversation's erasure, or whose key's row says it
-        was erased, is mapped again without the key this process kept (its texts `[erased]`).
-        For a caller that needs the stored events as well (`replay --at` checks their chain)."""
+        """Returns the domain events of `stored`, conversation `uuid`'s stored events, as `__call__`
+        returns them. For a caller that needs the stored events too (`replay --at` checks their
+        chain)."""
 
         def mapped_all() -> list[ConversationEvent]:
             return cast("list[ConversationEvent]", [self.mapper.to_domain_event(event) for event in stored])

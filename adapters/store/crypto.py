@@ -1,27 +1,13 @@
 """Crypto-shredding: a conversation's free texts are stored encrypted with its own data key.
 
-Every free-text field of an event (`FREE_TEXT`: user messages, edits, question answers, the
-appended answer labels of card decisions, assistant answers, the texts of a replaced
-transcript and of a legacy row) is stored as `{"aesgcm": BASE64(nonce || ciphertext+tag)}`:
-AES-256-GCM under the conversation's 32-byte data key, a fresh 12-byte nonce per field, and as
-associated data the conversation's UUID bytes, the event's version (8 bytes big-endian) and
-the field's path, so a ciphertext cannot be moved to another event or field. The other fields
-(the facts: what ran, what was written, decisions) stay plain. The state bytes, ciphertext
-included, are what the hash chain (`adapters.store.chain`) covers.
-
-Data keys live in the table `chatrecord_keys` (`adapters.store.keys`), wrapped by the master key
-`CHATRECORD_MASTER_KEY` (base64 of 32 random bytes, e.g. `openssl rand -base64 32`) where it is
-set: `0x01 || nonce || AES-GCM(master, key)`. Without it a key is stored unwrapped (`0x00 ||
-key`): the texts are then protected only by deleting the key, and anyone who reads the
-database can read them until then. Erasing a conversation deletes its key: its texts then read
-as ERASED everywhere, and no new text can be stored for it.
-
-A store remembers its master key: a check value (`seal_check`) in table `chatrecord_master`,
-written with a fresh store's first data key or by `chatrecord keys wrap`; from then on a process
-without that key is refused at open (`adapters.store.keys.DataKeys.check_master`), so no data key
-of the store is ever wrapped by another master key or stored unwrapped. Opening never changes
-the key state; `adapters.service.master_key` binds, rotates and removes the master key.
-"""
+A free-text field (`FREE_TEXT`) is stored as `{"aesgcm": BASE64(nonce || ciphertext+tag)}`.
+AES-256-GCM, 32-byte data key, fresh 12-byte nonce per field. The associated data is the UUID bytes,
+the version (8 bytes big-endian) and the field's path, so a ciphertext cannot move. The facts stay
+plain. The hash chain covers the ciphertext. Data keys (`adapters.store.keys`) are wrapped by
+`CHATRECORD_MASTER_KEY` (base64 of 32 bytes) as `0x01 || nonce || AES-GCM(master, key)`, or stored
+as `0x00 || key` without it. Erasing deletes the key: the texts read ERASED and no new text is
+stored. The store's check value (`seal_check`) makes a process without its master key be refused at
+open."""
 
 from __future__ import annotations
 
@@ -72,17 +58,13 @@ FREE_TEXT: dict[type, tuple[str, ...]] = {
 
 
 class BadMasterKey(ChatrecordError):
-    """Raised when CHATRECORD_MASTER_KEY is not base64 of 32 bytes, or is not the master key of
-    the store (it does not open the store's check value or unwrap its data keys), or is missing
-    for a store protected by a master key. Raised at the store's open, before anything is stored."""
+    """Raised at open, before anything is stored, when CHATRECORD_MASTER_KEY is wrong. It is not base64
+    of 32 bytes, not the store's master key, or missing for a protected store."""
 
 
 class TextsErased(ChatrecordError):
-    """Raised when a free text is to be stored for a conversation that was erased.
-
-    `version` is the version of the event that carries the text and `path` the text's field as
-    the input names it (`text`, `answer`, `messages[0].text`), where known, so the service layer
-    can name the line and the field (`adapters.service.record_lines.RecordLines.erased`)."""
+    """Raised when a free text is to be stored for an erased conversation. `version` is the carrying
+    event's version and `path` the input's field (`messages[0].text`), where known."""
 
     def __init__(self, message: str, version: int | None = None, path: str | None = None) -> None:
         super().__init__(message)
@@ -101,8 +83,7 @@ def _input_path(label: str) -> str:
 
 
 class MissingDataKey(ChatrecordError):
-    """Raised when an encrypted text's conversation has no data key and was not erased (the
-    key table was changed beside the store)."""
+    """Raised when an encrypted text's conversation has no data key and was not erased."""
 
 
 class KeySource(Protocol):
@@ -132,8 +113,7 @@ def _decoded(text: str) -> bytes | None:
 
 
 def not_a_key(text: str) -> str:
-    """Says what a master key value `text` (stripped) that is no key is: base64 of how many
-    bytes (a valid key's length in characters tells nothing), or not base64 at all."""
+    """Returns what a master key value `text` that is no key is: base64 of how many bytes, or not base64."""
     raw = _decoded(text)
     if raw is not None:
         return f"not base64 of {len(raw)} byte{'' if len(raw) == 1 else 's'}"
@@ -146,8 +126,7 @@ def new_key() -> bytes:
 
 
 def wrap(key: bytes, master: bytes | None, originator_id: UUID) -> bytes:
-    """Returns `key` as stored: wrapped by `master` (0x01 || nonce || ciphertext), or plain
-    (0x00 || key) without a master key."""
+    """Returns `key` as stored: wrapped by `master` (0x01 || nonce || ciphertext), or plain (0x00 || key)."""
     if master is None:
         return b"\x00" + key
     nonce = os.urandom(12)
@@ -168,8 +147,8 @@ def unwrap(stored: bytes, master: bytes | None, originator_id: UUID) -> bytes:
 
 
 def seal_check(master: bytes) -> bytes:
-    """Returns the check value that marks a store as protected by `master` (60 bytes):
-    0x01 || 12-byte nonce || AES-GCM(master, CHECK_LABEL, associated data CHECK_LABEL)."""
+    """Returns the 60-byte check value of `master`: 0x01 || 12-byte nonce || AES-GCM(master,
+    CHECK_LABEL). CHECK_LABEL is also the associated data."""
     nonce = os.urandom(12)
     return b"\x01" + nonce + AESGCM(master).encrypt(nonce, CHECK_LABEL, CHECK_LABEL)
 
@@ -240,19 +219,17 @@ class _Erased:
 
 
 def refuse_texts(events: Iterable[Any]) -> None:
-    """Raises TextsErased, naming the version and the field, for the first free text among
-    `events` (domain events of a conversation whose texts were erased); does nothing when they
-    carry none. The same refusal `seal_texts` gives once the data key is deleted, given as soon
-    as the log records the erasure, whatever key a writer still keeps."""
+    """Raises TextsErased, naming version and field, for the first free text among `events`. The events
+    are an erased conversation's. Does nothing when they carry none."""
     for event in events:
         state = event.model_dump(mode="json")
         seal_texts(type(event), state, event.originator_id, event.originator_version, _Erased())
 
 
 def open_texts(cls: type, state: dict[str, Any], originator_id: UUID, version: int, keys: KeySource | None) -> None:
-    """Decrypts the free texts of a stored `state` in place; ERASED where the key was erased.
-    A plain text (stored before encryption existed) stays as it is. Raises MissingDataKey when
-    an encrypted text has no key, InvalidTag when a ciphertext was changed."""
+    """Decrypts the free texts of a stored `state` in place; ERASED where the key was erased. A plain
+    text stays as it is. Raises MissingDataKey when an encrypted text has no key. Raises InvalidTag
+    when a ciphertext was changed."""
     key: bytes | None = None
     looked = False
     for path in FREE_TEXT.get(cls, ()):
@@ -277,7 +254,7 @@ VIEW_TEXT_AAD = b"chatrecord view text "
 
 
 def seal_view_text(key: bytes, originator_id: UUID, text: str) -> str:
-    """Returns `text` sealed for a read model row: base64 of nonce || AES-256-GCM(key, text),
+    """Returns `text` sealed for a read model row: base64 of nonce || AES-256-GCM(key, text). It is
     bound to the conversation (`VIEW_TEXT_AAD` + its UUID bytes)."""
     return view_sealer(key, originator_id)(text)
 
@@ -294,11 +271,9 @@ os.register_at_fork(after_in_child=lambda: _FORKS.__setitem__(0, _FORKS[0] + 1))
 
 
 def view_sealer(key: bytes, originator_id: UUID) -> Callable[[str], str]:
-    """Returns `seal_view_text` for one key and conversation: each call seals one text, with a
-    fresh random nonce, as `seal_view_text(key, originator_id, text)` does (one cipher for many
-    rows; the nonces drawn from os.urandom NONCES_AT_ONCE at a time, each used once). In a
-    process forked after it drew nonces (a rebuild's worker, a server's) the nonces drawn
-    before are dropped, never used: the parent holds the same ones (`_FORKS`)."""
+    """Returns `seal_view_text` for one key and conversation, with one cipher for many texts. Nonces
+    come from os.urandom, NONCES_AT_ONCE at a time, each used once. A forked process drops the
+    nonces drawn before the fork (`_FORKS`)."""
     aead, aad = AESGCM(key), VIEW_TEXT_AAD + originator_id.bytes
     nonces: list[bytes] = []
     drawn_in = [_FORKS[0]]
@@ -329,11 +304,9 @@ def open_view_text(key: bytes | None, originator_id: UUID, sealed: str) -> str:
 
 
 class ViewTexts:
-    """The free texts of the read models (the transcript messages' rows), sealed with their
-    conversation's data key as the events' are, so the views keep no readable copy of a text
-    that the log keeps encrypted: the master key protects both, and an erasure (deleting the
-    key) makes both unreadable. `keys` is the store's `KeySource`; conversations are named by
-    their UUID's string, as the rows name them."""
+    """The read models' free texts, sealed with their conversation's data key as the events' are.
+    Erasing the key makes both unreadable. `keys` is the store's `KeySource`. Conversations are
+    named by their UUID's string."""
 
     SEALERS_KEPT = 1024
     """The most conversations whose sealer (`sealer`) is kept; when full, all are forgotten."""
@@ -343,18 +316,14 @@ class ViewTexts:
         self._sealers: dict[str, tuple[UUID, bytes, Callable[[str], str]]] = {}
 
     def seal(self, conversation: str, text: str) -> str | None:
-        """Returns `text` sealed, None when the conversation's key was erased (the row then
-        keeps ERASED, the text the log reads as)."""
+        """Returns `text` sealed, None when the key was erased (the row keeps ERASED)."""
         cid = UUID(conversation)
         key = self.keys.key(cid, create=False)
         return None if key is None else seal_view_text(key, cid, text)
 
     def sealer(self, conversation: str) -> Callable[[str], str | None]:
-        """Returns `seal` for one conversation, its key looked up once (the rows a flush writes
-        together): each call seals one text, None when the key was erased. The key is looked
-        up on every call; the cipher made for it (`view_sealer`) is kept per conversation while
-        the key stays the same (an append seals one or two texts: no cipher and no 64 nonces
-        drawn for each)."""
+        """Returns `seal` for one conversation; each call seals one text, None when the key was erased.
+        The key is looked up on every call; the cipher is kept while the key stays the same."""
         kept = self._sealers.get(conversation)
         cid = kept[0] if kept is not None else UUID(conversation)
         key = self.keys.key(cid, create=False)
@@ -368,14 +337,12 @@ class ViewTexts:
         return kept[2]
 
     def readable(self, conversation: str) -> bool:
-        """Says whether the conversation's sealed row texts open (its key was not erased), as
-        `open` would find it now: False once the key was erased."""
+        """Returns True while the conversation's key is not erased."""
         return self.keys.key(UUID(conversation), create=False) is not None
 
     def opener(self, conversation: str) -> Callable[[str], str]:
-        """Returns `open` for one conversation, its key looked up and its cipher made once (the
-        rows a read decodes together): each call returns one sealed row text's text, ERASED
-        when the key was erased. Raises InvalidTag as `open_view_text`."""
+        """Returns `open` for one conversation, key and cipher looked up once. Each call returns one
+        row text, ERASED when the key was erased. Raises InvalidTag as `open_view_text`."""
         cid = UUID(conversation)
         key = self.keys.key(cid, create=False)
         if key is None:

@@ -1,6 +1,5 @@
-"""How a ConversationStore decides a command (`Decider`, which the store builds and asks): on
-the state and the history index it keeps from its last append (`assume`), or as read in one
-transaction (`decide`, `_cached`), and the first result of a repeat."""
+"""How a ConversationStore decides a command (`Decider`). On the state and index kept from its last
+append (`assume`), or as read in one transaction (`decide`)."""
 
 from __future__ import annotations
 
@@ -24,9 +23,8 @@ from domain.history_index import AssumedHistory, NotKnown
 
 
 def _cut(conversation: str, cid: UUID, ends: int, indexed: int) -> ChainBroken:
-    """The refusal of an append to a conversation whose newest events were removed from the log
-    by hand with their links (with a link left: `ChainedRecorder.dangling`): its history index, written in the events' own transactions,
-    was at version `indexed` when the log read after it ended at `ends`."""
+    """Returns the refusal of an append whose newest events were removed by hand with their links. Its
+    history index was at version `indexed`; the log ended at `ends`."""
     return ChainBroken(
         f'conversation "{conversation}": the log ends at version {ends}, but its history index was written at version '
         f"{indexed}: the newest events were removed from the log; nothing was appended; run: chatrecord verify "
@@ -38,12 +36,10 @@ def _cut(conversation: str, cid: UUID, ends: int, indexed: int) -> ChainBroken:
 
 
 class Decider:
-    """Decides a store's commands: on the state and the history index the store keeps from its
-    last append (`assume`), or as read in one transaction (`decide`), with the first result of a
-    repeat. Built by `ConversationStore` with what it reads: the library's `repository` (its
-    aggregate cache), the `recorder` (`chain_heads`: the hashes it keeps, None where it keeps
-    none), the history index, the log (`events`), what the store keeps of each conversation
-    (`known`) and `load`, which loads a conversation's state."""
+    """Decides a store's commands, with the first result of a repeat. It decides on the state and index
+    kept from the last append (`assume`), or as read (`decide`). It is built from the library's
+    `repository`, the `recorder`, the history index, the log (`events`), what the store keeps
+    (`known`) and `load`."""
 
     def __init__(
         self,
@@ -60,11 +56,10 @@ class Decider:
         self.history, self.events, self.known, self.load = history, events, known, load
 
     def assume(self, command: Command, cid: UUID) -> tuple[Conversation, tuple[ConversationEvent, ...], AssumedHistory] | None:
-        """Lets `command` decide on the cached state of `cid` and an `AssumedHistory` at its
-        version, without reading the index: returns the state, the events and the history
-        (whose assumptions the append checks), or None when the state or its card outcome
-        count is not known here, or the command asks what the assumptions cannot answer,
-        refuses, or decides nothing (then the index is read and the command decides again)."""
+        """Lets `command` decide on the cached state of `cid` and an `AssumedHistory`, without reading.
+        Returns the state, the events and the history, whose assumptions the append checks. Returns
+        None when the state or outcome count is unknown, or the command asks more, refuses or
+        decides nothing. Then the index is read and the command decides again."""
         cache = self.repository.cache
         known = self.known.counts(cid)
         if cache is None or known is None:
@@ -98,10 +93,9 @@ class Decider:
     def decide(
         self, command: Command, cid: UUID, inline: bool
     ) -> tuple[Conversation | None, tuple[ConversationEvent, ...], tuple[ConversationEvent, ...], int | None]:
-        """Loads the conversation and lets `command` decide, its lookups in one read transaction;
-        returns the state, the events decided, (when none) the events of a first result and
-        the index's card outcome count where an append can check an assumed index (else None).
-        A history index behind the log (a store of the previous version) is indexed anew first."""
+        """Loads the conversation and lets `command` decide, its lookups in one read transaction.
+        Returns the state, the events, a first result's events (when none) and the index's outcome
+        count (or None). An index behind the log is indexed anew first."""
         state: Conversation | None = None
         loaded = False
         lookups = command.lookups()
@@ -131,12 +125,9 @@ class Decider:
                 self.history.write(state.id, None, list(self.events.get(state.id, lte=state.version)), rebuild=True)
 
     def _cached(self, cid: UUID, indexed: int, tip: bytes | None = None) -> tuple[Conversation | None, bool]:
-        """Returns the cached state of conversation `cid` and True when it is current: its
-        version is `indexed`, the history index's version, which the events' own transaction
-        writes (so no read of the log is needed), and, where the store keeps a hash chain, the
-        hash this process keeps of its last event is `tip`, the chain's at that version (the
-        same history, not just as long). Returns (None, False) otherwise, after dropping what
-        this process keeps of `cid` when the hashes differ."""
+        """Returns the cached state of `cid` and True when it is current; else (None, False). Current:
+        its version is `indexed` and, with a chain, its last hash is `tip`. When the hashes differ,
+        what this process keeps of `cid` is dropped."""
         cache = self.repository.cache
         heads = self.chain_heads
         if heads is not None:

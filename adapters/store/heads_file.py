@@ -1,6 +1,4 @@
-"""A file of kept heads (`verify --heads` or `verify --json` written earlier): each conversation's
-last version and that version's hash, which `verify --against FILE` checks the chains against
-(`read_heads`)."""
+"""A file of kept chain heads, which `verify --against FILE` checks the chains against."""
 
 from __future__ import annotations
 
@@ -30,12 +28,10 @@ class KeptHead:
 
 
 def read_heads(path: Path) -> dict[UUID, KeptHead]:
-    """Returns the heads a file holds: lines `NAME VERSION HASH` (`verify --heads`) or JSON
-    objects with `conversation`, `version` and `hash` (`verify --json`); blank lines are skipped.
-
-    Raises BadHeadsFile naming the line when a line is neither (a JSON object without a hash
-    is one only as the verdict of a broken chain, with its `problem`), when the file holds no
-    line at all, or when it cannot be read."""
+    """Returns the heads a file holds. Lines are `NAME VERSION HASH` (`verify --heads`) or JSON objects
+    with `conversation`, `version` and `hash` (`verify --json`). Blank lines are skipped. A JSON
+    object without a hash needs a `problem`. Raises BadHeadsFile naming the line when a line is
+    neither. Raises it too when the file holds no line or cannot be read."""
     heads: dict[UUID, KeptHead] = {}
     broken = 0
     try:

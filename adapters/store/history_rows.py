@@ -1,11 +1,6 @@
-"""What the history index's backends share beyond SQL: the fold of events into an index
-(`index_events`, `write_folded`), an append's held writes (`held_index`) and an index read through
-an assumed history (`AssumedBase`). The rows live in the store's database
-(`adapters.store.ports.HistoryIndex`, each backend's under `adapters.backends`): one row per
-conversation (the version indexed, the live card outcomes), a record per segment id, the user
-message numbers live or cut, and the input lines by digest. A redelivered line or segment is an
-index lookup; nothing of it lives in the aggregate or its snapshot.
-"""
+"""What the history index's backends share beyond SQL. The fold into an index (`index_events`,
+`write_folded`), an append's held writes (`held_index`) and an index read through an assumed history
+(`AssumedBase`). The rows live in the store's database (`adapters.store.ports.HistoryIndex`)."""
 
 from __future__ import annotations
 
@@ -28,30 +23,29 @@ class VersionedIndex(Index, Protocol):
 
 
 class FoldedIndex(VersionedIndex, Protocol):
-    """An index `write_folded` writes: also says how many card outcomes the writes `added`
-    (None: it does not count them)."""
+    """An index `write_folded` writes; `added` is the card outcomes its writes added, None if not counted."""
 
     @property
     def added(self) -> int | None: ...
 
 
 def index_events(index: VersionedIndex, state: Any, events: Iterable[ConversationEvent]) -> None:
-    """Records `events` in `index` in order (`state`: the aggregate's state before the first)
-    and sets the index's version to the last one's."""
-    last = None
+    """Records `events` in `index` in order and sets its version to the last one's. `state` is the
+    aggregate's state before the first."""
+    last: ConversationEvent | None = None
     for event in events:
+        if last is not None:  # the state before this event (none is folded after the last one: not asked)
+            state = evolve(last, state)
         index_event(index, state, event)
-        state = evolve(event, state)
-        last = event.originator_version
+        last = event
     if last is not None:
-        index.set_version(last)
+        index.set_version(last.originator_version)
 
 
 def held_index(base: History) -> LayeredHistory:
-    """Returns one conversation's index as an append writes it: a `LayeredHistory` over `base`
-    (an `SQLHistory` on the events' transaction) whose held writes a backend sends in one
-    statement (`PostgresHistoryTables`). A line's digest is never read to be written: its row
-    is an upsert that keeps the first version stored."""
+    """Returns one conversation's index as an append writes it: a `LayeredHistory` over `base`. A
+    backend sends its held writes in one statement. A line's row is an upsert keeping the first
+    version."""
     return LayeredHistory(base, read_sources=False)
 
 
@@ -64,11 +58,10 @@ def write_folded(
     follows: bool,
     emptied: Callable[[Any], FoldedIndex],
 ) -> int | None:
-    """Indexes `events` into `index` event by event (the base of `HistoryIndex.write`):
-    nothing when the index is not at the version before the first event (indexed already by
-    another writer, or a gap its next reader fills) unless `follows`; with `rebuild`, nothing
-    when the index has the last event already, else `emptied(index)` first. Returns the card
-    outcomes added (`index.added`), None where nothing was indexed or the index does not count."""
+    """Indexes `events` into `index` event by event; the base of `HistoryIndex.write`. It writes
+    nothing unless the index is at the version before the first event, or `follows`. With `rebuild`,
+    it writes nothing when the index has the last event, else empties it first. Returns the card
+    outcomes added; None where nothing was indexed or the index does not count."""
     first = events[0].originator_version if events else 1
     if not rebuild and not follows and index.version != first - 1:
         return None
@@ -81,11 +74,8 @@ def write_folded(
 
 
 class AssumedBase:
-    """An index read through `base` whose lookups of the segments `assumed` knows
-    (`AssumedHistory.known_segment`), and of the live segments and messages from a number on
-    where it knows them whole (`AssumedHistory.known_from`), are answered from it, noted for
-    the append's check: an append decided on assumptions writes its index without reading
-    those rows again."""
+    """An index read through `base` that answers from `assumed` where it knows the rows. Such answers
+    are noted for the append's check, so the append does not read those rows again."""
 
     def __init__(self, base: Any, assumed: AssumedHistory) -> None:
         self.base, self.assumed = base, assumed

@@ -1,22 +1,10 @@
-"""`Idempotency-Key`: a key reserved before its request runs, then its first response, kept in
-the store's own database (draft-ietf-httpapi-idempotency-key-header).
+"""`Idempotency-Key`: a key reserved before its request runs, then its first response.
 
-The keys are kept by the store's `IdempotencyKeys` port (`adapters.store.ports`; each backend's
-table or dict under `adapters.backends`). A request with a key first reserves it (`reserve`): one
-atomic insert, unless the key is kept already, of the key with its request's fingerprint
-(`body_hash`), status 0 and, as `response`, the reservation (`{"in_flight_until": <unix seconds>,
-"by": <random hex>}`). Only the request whose insert took the key runs; every other one gets the row back: a 422 when its fingerprint differs, a 409
-(request in progress) while the first is in flight, the kept response once it is done. The
-first then keeps its response in the row (`finish`), or, where it failed, deletes the
-reservation (`release`), so a retry runs again: only a successful response (200) is kept, a
-refused request (4xx, 5xx) runs again when it is retried. Both are compare-and-set on the
-reservation, so they never touch a row another request holds.
-
-A reservation that is neither finished nor released (its process was killed) expires after
-IN_FLIGHT_SECONDS: the next request with the key takes it over (a compare-and-set on the
-expired reservation, so only one does) and runs. The time is the servers' clock (`time.time()`); serve
-processes on one store should keep their clocks in step. Stored responses are not expired.
-"""
+`reserve` is one atomic insert of the key, `body_hash`, status 0 and the reservation
+`{"in_flight_until": <unix seconds>, "by": <random hex>}`. Only the request that took the key runs.
+Others get 422 when the fingerprint differs, 409 while in flight, else the kept response. `finish`
+keeps a 200 response; `release` deletes a failed one's reservation (compare-and-set). An abandoned
+reservation expires after IN_FLIGHT_SECONDS (`time.time()`); stored responses do not."""
 
 from __future__ import annotations
 
@@ -35,8 +23,7 @@ IN_FLIGHT_SECONDS = 60.0
 
 @dataclass(frozen=True)
 class StoredResponse:
-    """What is kept for a key: the request's fingerprint (`body_hash`), the status (IN_FLIGHT
-    while reserved) and the response's JSON (the reservation while in flight)."""
+    """What is kept for a key: `body_hash`, the status (IN_FLIGHT while reserved) and the response's JSON."""
 
     body_hash: str
     status: int

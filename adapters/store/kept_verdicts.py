@@ -1,8 +1,5 @@
-"""The verdicts of the hash chains a store keeps between processes: each conversation's verified
-position (`VerifiedPosition`: the last version whose every hash was recomputed and found ok) or
-the break a check found (`BrokenChain`), never both. A look starts from a position; a stored
-break is shown as it is, and the position is not trusted, until a look that recomputes every hash
-finds the chain ok again."""
+"""The chain verdicts a store keeps between processes: a verified position or a break, never both. A
+look starts from a position. A stored break is shown until a full recomputation finds the chain ok."""
 
 from __future__ import annotations
 
@@ -15,9 +12,7 @@ from adapters.store.verify import Verdict
 
 
 def from_position(position: VerifiedPosition, conversation: str) -> Verdict:
-    """Returns the verdict a stored verified position stands for (`verify_after` starts from
-    it): ok up to its version, with its hash, every hash up to there recomputed at its time by
-    what it names."""
+    """Returns the ok verdict a stored verified position stands for, with its version and hash."""
     return Verdict(
         conversation,
         position.originator_id,
@@ -31,16 +26,15 @@ def from_position(position: VerifiedPosition, conversation: str) -> Verdict:
 
 
 def position_of(verdict: Verdict, by: str, at: datetime | None = None) -> VerifiedPosition | None:
-    """Returns the verified position an ok verdict that recomputed every hash (`kept` None)
-    gives: its head, at `at` (default now, UTC), by `by`; None for any other verdict."""
+    """Returns the verified position of an ok verdict that recomputed every hash, or None. It is at
+    `at` (default now, UTC), by `by`."""
     if not verdict.ok or verdict.kept is not None or verdict.hash is None:
         return None
     return VerifiedPosition(verdict.originator_id, verdict.version, verdict.hash, at or datetime.now(UTC), by)
 
 
 def from_broken(broken: BrokenChain, conversation: str) -> Verdict:
-    """Returns the verdict a stored break stands for: broken at its version, as it was found,
-    when and by what (`Verdict.found_at`, `found_by`)."""
+    """Returns the verdict a stored break stands for, with when and by what it was found."""
     return Verdict(
         conversation,
         broken.originator_id,
@@ -54,12 +48,8 @@ def from_broken(broken: BrokenChain, conversation: str) -> Verdict:
 
 
 def broken_of(verdict: Verdict, by: str, at: datetime | None = None) -> BrokenChain | None:
-    """Returns the break to store for a broken verdict this look found (not one read back as
-    stored), at `at` (default now, UTC), by `by`; None for an ok verdict, for `unchained` (a
-    conversation stored before the chain existed: `verify --upgrade`'s to mend, no break) and
-    for `unkeyed` (a chain of a store written before chains were keyed: `keys wrap`'s to mend,
-    no break; its verified position is kept, which a re-key checks, so that a chain replaced
-    by hand is not keyed: `ChainedRecorder.rekey_chain`)."""
+    """Returns the break to store for a broken verdict this look found, at `at` (default now, UTC), by
+    `by`. Returns None for an ok verdict, for `unchained` and for `unkeyed`."""
     if verdict.ok or verdict.found_at is not None or verdict.problem in (None, "unchained", "unkeyed"):
         return None
     assert verdict.problem is not None
@@ -67,11 +57,8 @@ def broken_of(verdict: Verdict, by: str, at: datetime | None = None) -> BrokenCh
 
 
 def held(verdict: Verdict | None, position: VerifiedPosition | None, broken: BrokenChain | None) -> Verdict | None:
-    """Returns `verdict` (a look's own), unless it is ok and its head lies below the version of
-    the conversation's stored verified position, or of its stored break that names an event
-    the chain once held (`CUTS`): then the chain was cut there, which no recomputed hash can
-    see, and the verdict is `cut_off` at that version (stored as a break like any other, so the
-    cut is never cleared, nor the position lowered)."""
+    """Returns `verdict`, or `cut_off` when an ok head lies below a stored position or cut. A cut is
+    stored as a break and never cleared."""
     if verdict is None or not verdict.ok:
         return verdict
     floor = max(
@@ -89,11 +76,9 @@ def held(verdict: Verdict | None, position: VerifiedPosition | None, broken: Bro
 
 
 def cleared_by_heads(verdict: Verdict, head_version: int | None, broken: BrokenChain | None, against: str) -> bool:
-    """Whether `verdict`, a look's own of a chain checked against a heads file whose line for its
-    conversation records `head_version` (None: no line), clears the stored `broken`: a `cut_off`
-    break stored by a look against a heads file (found by `against`), where this chain is ok,
-    reaches that line and matched its hash (`adapters.store.verify`). A cut a wrong heads file
-    claimed is cleared by a right one; a cut any other look stored is not."""
+    """Returns True when `verdict` clears the stored `broken`, a `cut_off` a heads file look stored.
+    The chain must be ok and reach `head_version`, matching its hash. A cut any other look stored is
+    not cleared."""
     return (
         verdict.ok
         and head_version is not None

@@ -1,27 +1,11 @@
-"""The data keys of the conversations: table `chatrecord_keys(conversation, wrapped_key, erased_at)`;
-and the store's master key check: table `chatrecord_master(id, sealed)`, one row or none.
+"""The data keys and the master key check.
 
-`DataKeys` holds what is common; it reads and writes the rows through a `DataKeyStore`
-(`adapters.store.ports`) that each backend implements (`adapters.backends`).
-
-`key(id, create=...)` returns a conversation's data key (made on its first text), None once
-it was erased; `erase(id)` deletes the key and records when (the row stays, `wrapped_key`
-NULL); `scrub()` removes what deleted rows leave in the database files: on SQLite a VACUUM
-and a WAL checkpoint that truncates the log, on PostgreSQL a `VACUUM FULL` of the key table
-(the server's own WAL files and backups are outside the store's reach; see README, "Erasing a
-conversation"). Keys read are kept in memory for at most KEY_CACHE_SECONDS, so a process that
-read a key before another process erased it stops reading the texts soon after.
-
-`check_master()` runs when a store opens (`ConversationStore`): a store that a master key
-protects refuses a process without that key or with another one. Opening writes nothing, so a
-command that only reads never changes the key state. The check row is written by the first
-data key a process with a master key stores where no data key is stored unwrapped (a fresh
-store, or one an earlier version protected), in `key`; and by `rewrap`, the explicit binding,
-rotation and removal of the master key (`chatrecord keys wrap|rotate|unwrap`), which rewrites
-every data key and the check row in one transaction. A new data key is inserted only while the
-check row is the one this process verified (or, without a master key, while there is none), so
-a process that opened before the key state changed cannot add a key either.
-"""
+Tables: `chatrecord_keys(conversation, wrapped_key, erased_at)`; `chatrecord_master(id, sealed)`,
+one row or none. `key(id, create=...)` returns a data key, made on the first text; None once erased.
+`erase(id)` deletes the key and records when. `scrub()` removes deleted rows' bytes (README,
+"Erasing a conversation"). Keys read are cached for at most KEY_CACHE_SECONDS. `check_master()` runs
+at open and writes nothing. `rewrap` rewrites all keys and the check row in one transaction. A new
+key is inserted only while the check row is the one this process verified."""
 
 from __future__ import annotations
 
@@ -63,8 +47,8 @@ ones: the key would be wrapped while the store stays readable without the master
 
 @dataclass(frozen=True)
 class KeyState:
-    """A store's key state: whether a master key protects it (its check row), and how many data
-    keys are stored wrapped by a master key, unwrapped, and erased."""
+    """A store's key state: whether a master key protects it, and how many keys are wrapped, unwrapped,
+    erased."""
 
     protected: bool
     wrapped: int
@@ -77,8 +61,7 @@ class KeyState:
 
 
 class DataKeys:
-    """The conversations' data keys, read from and written to `rows`, the key rows of one
-    backend (`adapters.store.ports.DataKeyStore`); `master` wraps them where it is set."""
+    """The conversations' data keys in `rows`, a backend's `DataKeyStore`; `master` wraps them where set."""
 
     def __init__(self, master: bytes | None, rows: DataKeyStore) -> None:
         self.master, self.rows = master, rows
@@ -88,19 +71,14 @@ class DataKeys:
         self._cache: dict[UUID, tuple[float, bytes | None]] = {}
 
     def check_master(self, *, unbound: bool = False) -> None:
-        """Checks that this process may use the store's data keys; writes nothing:
+        """Checks that this process may use the store's data keys; writes nothing.
 
-        - the store has a check row: the process needs the master key that opens it;
-        - no check row, but data keys wrapped by a master key (a store an earlier version
-          protected, or one whose check row was removed beside the store): the process needs a
-          master key that unwraps one of them;
-        - no check row and data keys stored unwrapped: a process with a master key is refused
-          (MASTER_UNBOUND: binding the store is `chatrecord keys wrap`'s) unless `unbound`
-          (the key commands themselves);
-        - else any process goes on (the store has no master key yet).
+        - A check row: the process needs the master key that opens it.
+        - No check row, keys wrapped: it needs a master key that unwraps one.
+        - No check row, keys unwrapped: a process with a master key is refused, unless `unbound`.
+        - Else any process goes on.
 
-        One query when the row exists. Raises BadMasterKey (MASTER_MISSING, MASTER_WRONG,
-        MASTER_UNBOUND)."""
+        Raises BadMasterKey (MASTER_MISSING, MASTER_WRONG, MASTER_UNBOUND)."""
         stored = self.rows.select_check()
         if stored is None:
             sample = self.rows.wrapped_sample()
@@ -117,10 +95,8 @@ class DataKeys:
         self.check = stored
 
     def _bind(self) -> None:
-        """Before this process's first new data key: writes the check row of its master key
-        where the store has none and keeps no data key unwrapped (one statement), then checks
-        the store's row as `check_master` does. Raises BadMasterKey (MASTER_UNBOUND) when the
-        store keeps unwrapped data keys: binding it is `rewrap`'s (`chatrecord keys wrap`)."""
+        """Writes this master key's check row before the first new data key, then checks it. Raises
+        BadMasterKey (MASTER_UNBOUND) when the store keeps unwrapped data keys."""
         assert self.master is not None
         if not self.rows.insert_check(seal_check(self.master)):
             return  # a read-only database: the key's own insert fails with the server's words
@@ -129,11 +105,10 @@ class DataKeys:
             raise BadMasterKey(MASTER_UNBOUND)
 
     def key(self, originator_id: UUID, *, create: bool) -> bytes | None:
-        """Returns the conversation's data key (32 bytes), None when it was erased. Without a
-        key, makes one if `create`, else raises MissingDataKey. Raises BadMasterKey when the
-        key is wrapped by another master key, or a new one cannot be stored because the store
-        is protected by a master key this process does not hold (`check_master`), or because
-        this process has a master key and the store keeps unwrapped keys (MASTER_UNBOUND)."""
+        """Returns the conversation's 32-byte data key, None when it was erased. Without a key it makes
+        one if `create`, else raises MissingDataKey. Raises BadMasterKey when the key is wrapped by
+        another master key. Raises it too when a new key cannot be stored under this process's
+        master key state."""
         cached = self._cache.get(originator_id)
         if cached is not None and time.monotonic() - cached[0] < KEY_CACHE_SECONDS:
             return cached[1]
@@ -158,9 +133,8 @@ class DataKeys:
         return key
 
     def forget_erased(self, originator_id: UUID) -> bool:
-        """Drops the key this process keeps of a conversation whose erasure it has just read in
-        the log (another process erased it less than KEY_CACHE_SECONDS ago). Returns True when
-        the kept key could still open its texts, so what was read with it must be read again."""
+        """Drops this process's cached key of a conversation whose erasure it just read. Returns True
+        when that key could still open its texts: read them again."""
         held = self.holds_key(originator_id)
         self._cache.pop(originator_id, None)
         return held
@@ -179,8 +153,7 @@ class DataKeys:
         return at if isinstance(at, datetime) else datetime.fromisoformat(at)
 
     def erase(self, originator_id: UUID, at: datetime | None = None) -> None:
-        """Deletes the conversation's key and records `at` (default now) as its erasure time;
-        an erased key stays erased at its first time (idempotent)."""
+        """Deletes the conversation's key and records `at` (default now); idempotent."""
         self.rows.erase(originator_id, at or datetime.now(UTC))
         self._cache.pop(originator_id, None)
 
@@ -194,18 +167,13 @@ class DataKeys:
         return KeyState(self.rows.select_check() is not None, wrapped, unwrapped, erased)
 
     def rewrap(self, new_master: bytes | None, also: Callable[[Any], None] | None = None) -> int:
-        """Rewrites every data key wrapped by `new_master` (None: stored unwrapped) and the check
-        row to `new_master`'s (None: no row), all in one transaction, and returns how many data
-        keys it rewrote (erased ones have none). The keys are read with this process's master
-        key (`check_master` verified it at open). Raises BadMasterKey, changing nothing, when a
-        key does not unwrap with it (a store whose keys were wrapped by two master keys).
+        """Rewraps every data key and the check row to `new_master` (None: unwrapped, no row), in one
+        transaction.
 
-        The data keys themselves stay the same, so every text and read model row opens as
-        before. A crash at any point leaves the store as before or as after, every key readable
-        with the master key of that state. `also(cursor)`, where given, writes in the same
-        transaction before it commits (the hash chain re-keyed). Other processes' new keys wait for the transaction
-        and then see the new check row, which they did not verify: they refuse to add a key
-        (`key`) until reopened with the new master key."""
+        Returns how many keys it rewrote. The data keys stay the same, so every text still opens. A
+        crash leaves the store as before or as after. `also(cursor)` writes in the same transaction.
+        Raises BadMasterKey, changing nothing, when a key does not unwrap with this process's key.
+        Processes opened before refuse to add a key until reopened."""
 
         def change(originator_id: UUID, stored: bytes) -> bytes:
             return wrap(unwrap(stored, self.master, originator_id), new_master, originator_id)

@@ -1,8 +1,4 @@
-"""What this process knows of a conversation's history index as its own appends left it
-(`IndexRecordsCache`: the records of its newest segments, whether its newest user messages are
-live, every row from a recent message on), which `domain.history_index.AssumedHistory`
-answers from so that a writer decides a command without reading the index.
-"""
+"""What this process knows of a conversation's history index from its own appends (`IndexRecordsCache`)."""
 
 from __future__ import annotations
 
@@ -20,12 +16,12 @@ _VERSION = attrgetter("version")
 
 IndexPuts = tuple[Mapping[str, SegmentRecord], Mapping[int, bool]]
 """The rows an append wrote to the history index: its segment records by segment, and whether
-each user message is live by number (`HistoryIndex.write`'s `puts`)."""
+each user message is uncut by number (`HistoryIndex.write`'s `puts`)."""
 
 
 class _KnownIndex:
-    """The index as `IndexRecordsCache` follows it: the known records, the rest unknown; from
-    message number `floor` on (None: nowhere) every row is known."""
+    """The index as `IndexRecordsCache` follows it; from message `floor` on (None: nowhere) every row
+    is known."""
 
     def __init__(self, records: dict[str, SegmentRecord], messages: dict[int, bool], floor: int | None) -> None:
         self.records, self.messages, self.floor = records, messages, floor
@@ -45,10 +41,10 @@ class _KnownIndex:
     def messages_after(self, number: int) -> list[int]:
         if self.floor is None or number + 1 < self.floor:
             raise NotKnown(f"the messages after {number}")
-        return sorted(n for n, live in self.messages.items() if live and n > number)
+        return sorted(n for n, uncut in self.messages.items() if uncut and n > number)
 
-    def put_message(self, number: int, live: bool) -> None:
-        self.messages[number] = live
+    def put_message(self, number: int, uncut: bool) -> None:
+        self.messages[number] = uncut
 
     def put_source(self, digest: str, version: int) -> None:
         pass
@@ -64,7 +60,7 @@ class _KnownIndex:
     def message_uncut(self, number: int) -> bool:
         if number in self.messages:
             return self.messages[number]
-        raise NotKnown(f"whether message {number} is live")
+        raise NotKnown(f"whether message {number} is uncut")
 
     def outcomes(self) -> int:
         raise NotKnown("the card outcome count")
@@ -74,17 +70,13 @@ class _KnownIndex:
 
 
 class IndexRecordsCache:
-    """Per conversation, the records of its newest segments and whether each of its newest user
-    messages is live (at most `KEPT` of each) as this process's appends left the history index,
-    with the version they stand at: what `AssumedHistory.known`
-    answers from, so that a card decision, an answer or a continuation, which look up an
-    earlier segment's record, decide without reading the index (the append checks each record
-    it took). A record is kept only as the process computed it from the events it appended
-    onto a known one (`index_event` on the known records): exactly the index's row, or not at
-    all. Where the process followed the conversation from its start, it also keeps every row
-    from a message number on (`AssumedHistory.known_from`: at most `WINDOW` segments and as many
-    messages), so an edit of a recent message and a replaced transcript decide without reading
-    the index too; an event that needs more of the index than is kept forgets the conversation."""
+    """Per conversation, the newest segments' records and whether the newest messages are uncut.
+
+    At most `KEPT` of each, at the version this process's appends left. `AssumedHistory.known`
+    answers from them; the append checks each record taken. A record is kept only as computed from
+    the process's own appends onto known rows. Followed from its start, every row from a message
+    number on is kept too (at most `WINDOW`). An event needing more than is kept forgets the
+    conversation."""
 
     KEPT = 16
     WINDOW = 32
@@ -93,10 +85,8 @@ class IndexRecordsCache:
         self._kept: LRU[UUID, tuple[int, dict[str, SegmentRecord], dict[int, bool], int | None]] = LRU(maxsize=size)
 
     def at(self, cid: UUID, version: int) -> tuple[dict[str, SegmentRecord], dict[int, bool], int | None]:
-        """Returns the kept records of `cid` at `version`, whether each of its newest user
-        messages is live (both empty when none are kept at that version) and the message number
-        from which they hold every row of the index (None: nowhere; 0 at version 0, before the
-        conversation's first event, when the index holds no row of it)."""
+        """Returns the kept records of `cid` at `version`, the uncut flags and the floor. Both are
+        empty when none are kept. The floor is None for nowhere, 0 at version 0."""
         if version == 0:
             return {}, {}, 0
         try:
@@ -112,11 +102,9 @@ class IndexRecordsCache:
         events: Iterable[ConversationEvent],
         puts: IndexPuts | None = None,
     ) -> None:
-        """Follows `events`, just appended onto `state` (the aggregate's state before them):
-        with `puts`, the rows their append wrote to the index (its segment records by segment,
-        whether each message is live by number: exactly what the index holds now, so taken as
-        they are); else each event folded onto the known rows (`index_event`), which forgets
-        the conversation where an event needs a row that is not known."""
+        """Follows `events` appended onto `state`. With `puts`, the written rows are taken as they are.
+        Else each event is folded onto the known rows. A fold that needs an unknown row forgets the
+        conversation."""
         events = list(events)
         if not events:
             return
@@ -144,9 +132,8 @@ class IndexRecordsCache:
         self._kept.put(cid, (events[-1].originator_version, kept, {n: index.messages[n] for n in sorted(numbers)}, floor))
 
     def _floor(self, index: _KnownIndex) -> int | None:
-        """Returns the lowest message number at or above `index.floor` from which `index` holds
-        at most `WINDOW` segment records and `WINDOW` messages (all of the index's rows from
-        there on, as `index.floor` says of its own); None where `index.floor` is."""
+        """Returns the lowest message number from `index.floor` with at most `WINDOW` records and
+        messages. None where `index.floor` is None."""
         floor = index.floor
         if floor is None:
             return None

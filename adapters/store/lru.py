@@ -1,8 +1,5 @@
-"""`LRU`: the library's `eventsourcing.application.LRUCache` interface (`get` raising KeyError,
-`get(key, evict=True)`, `put` answering what it evicted) on an `OrderedDict`, whose reordering
-runs in C. The library's cache moves its links in Python on every hit, and a turn read asks
-the process's caches once per entry, card outcome and note (docs/benchmarks.md, "Figures moved
-from docstrings")."""
+"""`LRU`: the library's `LRUCache` interface on an `OrderedDict`, whose reordering runs in C. Why: see
+docs/benchmarks.md, "Figures moved from docstrings"."""
 
 from __future__ import annotations
 
@@ -27,8 +24,8 @@ class LRU(Generic[K, V]):
         self._lock = Lock()
 
     def get(self, key: K, *, evict: bool = False) -> V:
-        """Returns the item kept under `key` (now the most recent), or with `evict` removes it;
-        raises KeyError when none is kept."""
+        """Returns the item under `key`, now the most recent; with `evict` removes it. Raises KeyError
+        when none is kept."""
         with self._lock:
             if evict:
                 return self._items.pop(key)
@@ -37,8 +34,7 @@ class LRU(Generic[K, V]):
             return value
 
     def put(self, key: K, value: V) -> tuple[Any, Any]:
-        """Keeps `value` under `key` (the most recent); returns the key and value it evicted to
-        make room, (None, None) if none."""
+        """Keeps `value` under `key`; returns the key and value evicted, (None, None) if none."""
         with self._lock:
             items = self._items
             items[key] = value
@@ -52,13 +48,10 @@ class LRU(Generic[K, V]):
 
 
 class Generations(Generic[K, V]):
-    """At most about `maxsize` items in two generations of plain dicts: an item is kept in the
-    young one; when that holds `maxsize // 2` items it becomes the old one (the old one before it
-    is dropped); an item found in the old one moves to the young one. What is asked for often
-    stays, as in an LRU, and a hit costs one dict look-up: no lock and no reordering, for the
-    caches a turn read asks about a hundred times (its decoded bodies and rendered notes).
-    Between threads the worst a race does is drop an item (it is made again): every item kept
-    here is a pure function of its key."""
+    """At most about `maxsize` items in two generations of dicts, without locks. An item goes into the
+    young one. At `maxsize // 2` items it becomes old; the old one is dropped. A hit in the old one
+    moves the item to the young one. A race can drop an item, so every item must be a pure function
+    of its key."""
 
     __slots__ = ("half", "_young", "_old")
 

@@ -1,14 +1,11 @@
 """What the store needs of a database, as abstract classes each backend implements.
 
-- `HistoryIndex`: one conversation's history index rows (`domain.history_index`), read before a
-  command decides and written in the transaction that stores its events.
-- `IdempotencyKeys`: the kept `Idempotency-Key`s (`adapters.store.idempotency`).
-- `DataKeyStore`: the rows of the data keys and of the master key's check (`adapters.store.keys`).
+- `HistoryIndex`: one conversation's index rows, read before deciding, written with the events.
+- `IdempotencyKeys`: the kept `Idempotency-Key`s.
+- `DataKeyStore`: the data key rows and the master key's check row.
 
-The store only calls these methods; `adapters.bootstrap` asks the chosen backend
-(`adapters.backends`) for its implementations and hands them to the store. Each port has one
-contract suite every backend passes (`tests/integration/test_store_ports.py`).
-"""
+`adapters.bootstrap` hands the chosen backend's implementations to the store. Every backend passes
+each port's contract suite (`tests/integration/test_store_ports.py`)."""
 
 from __future__ import annotations
 
@@ -32,17 +29,14 @@ datetime or its ISO text)."""
 
 
 class AssumptionFailed(Exception):  # not an error of the caller's: the command is decided again
-    """Raised by the append when the index no longer stands as an `AssumedHistory` assumed
-    (another writer appended, the line or segment was recorded before, the run was cut):
-    nothing was stored, and the command is decided again from the index."""
+    """Raised by the append when the index no longer stands as an `AssumedHistory` assumed. Nothing was
+    stored; the command is decided again from the index."""
 
 
 class IndexReading(History, Protocol):
-    """One conversation's index as a command reads it (what `HistoryIndex.reading` yields): its
-    `version` (0 before the first event), the hash chain's `tip` at that version where it was
-    read with the index row (else None), and the reads ahead of a command's lookups: `prefetch`
-    (one line's digest, segment and run, with the index row) and `prefetch_many` (many lines'),
-    each doing nothing where every lookup is cheap already."""
+    """One conversation's index as a command reads it. `version` is 0 before the first event. `tip` is
+    the chain's hash there, or None. `prefetch` and `prefetch_many` read a command's lookups ahead,
+    or do nothing."""
 
     @property
     def version(self) -> int: ...
@@ -56,12 +50,8 @@ class IndexReading(History, Protocol):
 
 
 class HistoryIndex(ABC):
-    """The history index tables of one database.
-
-    An index (what `reader`, `reading` give) answers `domain.history_index.History`'s lookups
-    for one conversation and has `version`: the version of the last event indexed, 0 before the
-    first.
-    """
+    """The history index tables of one database. An index answers `History`'s lookups for one
+    conversation. Its `version` is the last indexed event's, 0 before the first."""
 
     checks_assumptions: bool = False
     """True where `write` checks an `AssumedHistory` in the events' transaction, so a command
@@ -96,27 +86,17 @@ class HistoryIndex(ABC):
     ) -> int | None:
         """Indexes `events` of conversation `cid`; `state` is the aggregate's state before them.
 
-        `curs` is the cursor of the transaction that stores the events (the append's); None
-        writes in a transaction of its own. `rebuild` deletes the conversation's rows first.
-        `follows` says the caller saw the index at the version before the first event, so it is
-        not read again. `assumed` is the history the events were decided on; it is checked with
-        them where `checks_assumptions`. `puts`, where given, gets the rows the write puts (one
-        `IndexPuts`) where the backend gathers them.
-
-        Returns how many card outcomes the events added (negative when an edit cut some); None
-        when nothing was indexed or the backend does not count them. Where `assumed` does not
-        hold, the append fails and stores nothing: the recorder raises AssumptionFailed (on
-        PostgreSQL the check fails the append's statement with chatrecord's own SQLSTATE, which
-        the recorder translates). Raises ValueError for `assumed` where not `checks_assumptions`.
-        """
+        `curs` is the append's transaction; None writes in one of its own. `rebuild` deletes the
+        conversation's rows first. `follows`: the index is at the version before. `assumed` is
+        checked with the events where `checks_assumptions`. `puts` gets the rows written. Returns
+        the card outcomes added (negative after a cut); None when nothing was indexed or not
+        counted. Where `assumed` does not hold the append stores nothing and raises
+        AssumptionFailed. Raises ValueError for `assumed` where not `checks_assumptions`."""
 
 
 class IdempotencyKeys(ABC):
-    """The kept `Idempotency-Key`s of one store: for each key, one `StoredResponse` row.
-
-    Times are unix seconds of `clock`. A reservation (`adapters.store.idempotency.reservation`)
-    expires `seconds` after it is made.
-    """
+    """The kept `Idempotency-Key`s of one store, one `StoredResponse` row per key. Times are unix
+    seconds of `clock`. A reservation expires `seconds` after it is made."""
 
     clock: Callable[[], float] = staticmethod(time.time)
     seconds: float = IN_FLIGHT_SECONDS
@@ -131,9 +111,8 @@ class IdempotencyKeys(ABC):
 
     @abstractmethod
     def reserve(self, key: str, fingerprint: str) -> tuple[StoredResponse, bool]:
-        """Reserves `key` for a request with `fingerprint`, atomically. Returns (the new
-        reservation, True) when this request has the key: none was kept, or the kept one was an
-        expired reservation. Returns (what is kept, False) otherwise."""
+        """Reserves `key` for `fingerprint` atomically. Returns (the new reservation, True) when none
+        was kept or the kept one had expired. Returns (what is kept, False) otherwise."""
 
     @abstractmethod
     def finish(self, key: str, reserved: StoredResponse, kept: StoredResponse) -> StoredResponse:
@@ -164,14 +143,12 @@ class DataKeyStore(ABC):
 
     @abstractmethod
     def insert_check(self, sealed: bytes) -> bool:
-        """Inserts the check row `sealed` unless there is one or a key is stored unwrapped (a
-        first byte 0), in one statement. Returns False where the database is read-only, else
-        True."""
+        """Inserts check row `sealed` unless there is one or an unwrapped key, in one statement.
+        Returns False where the database is read-only, else True."""
 
     @abstractmethod
     def wrapped_sample(self) -> tuple[UUID, bytes] | None:
-        """Returns one key wrapped by a master key (first byte not 0) as (conversation, stored
-        bytes), None when there is none."""
+        """Returns one wrapped key as (conversation, stored bytes), None when there is none."""
 
     @abstractmethod
     def erase(self, originator_id: UUID, at: datetime) -> None:
@@ -184,15 +161,14 @@ class DataKeyStore(ABC):
 
     @abstractmethod
     def rewrap(self, change: Callable[[UUID, bytes], bytes], sealed: bytes | None, also: Callable[[Any], None]) -> int:
-        """In one transaction that holds off other writers of the key rows: replaces each stored
-        key `k` of conversation `c` by `change(c, k)`, and the check row by `sealed` (deleting it
-        for None), then calls `also(cursor)`. Returns how many keys it replaced. An error raised
-        by `change` or `also` rolls everything back and goes through."""
+        """Replaces each key `k` of conversation `c` by `change(c, k)` and the check row by `sealed`.
+        One transaction holds off other writers; `sealed` None deletes the row. Then `also(cursor)`
+        runs. Returns how many keys it replaced. An error from `change` or `also` rolls back and
+        propagates."""
 
     @abstractmethod
     def scrub(self) -> None:
-        """Removes the bytes of deleted rows from the database files where the backend can;
-        does nothing where it cannot."""
+        """Removes deleted rows' bytes from the database files where the backend can."""
 
 
 def never_lost(error: BaseException) -> bool:

@@ -1,21 +1,12 @@
-"""The reproductions' streams (issue 40): what a model answered when a recorded turn was sent to
-it again, kept apart from the conversation's log (the chat's record).
+"""The reproductions' streams: what a model answered when a recorded turn was sent again.
 
-A reproduction is a stream of its own, named by a UUID: its first event (`seq` 0,
-`reproduction_started`) says what was sent (the conversation, the log version and the rule set the
-input was built from, the turn's user message, the model, the parameters, the input's sha256);
-each later event (`answer_recorded`) is one complete answer (its text sealed, the usage, the
-latency, the judge's verdict and rubric). An answer is appended only once it came back whole, so a
-run the server broke off keeps the answers it completed and nothing of the others.
+They are kept apart from the conversation's log. Each stream is named by a UUID. Its first event
+(`seq` 0, `reproduction_started`) says what was sent: conversation, log version, rule set, user
+message, model, parameters, the input's sha256. Each `answer_recorded` is one complete answer:
+sealed text, usage, latency, verdict and rubric. An answer is appended only once whole.
 
-Each row's `hash` is the sha256 of the previous row's hash and the row's own body (the first
-row's previous hash is 64 zeros), so a row changed, moved or deleted after it was appended breaks
-its stream's chain (`verify_rows`).
-
-The answer texts are sealed with the conversation's data key (AES-256-GCM, bound to the
-reproduction and the event's place: `seal_answer`), so erasing the conversation (deleting its key)
-leaves them unreadable with its own texts.
-"""
+Each row's `hash` is sha256 of the previous hash and its body; the first's previous is 64 zeros.
+Answer texts are sealed with the conversation's data key (`seal_answer`); erasure covers them."""
 
 from __future__ import annotations
 
@@ -73,8 +64,8 @@ def new_row(reproduction: str, seq: int, conversation: str, kind: str, fields: d
 
 
 def verify_rows(rows: list[ReproductionRow]) -> int | None:
-    """Returns the `seq` of the first row of one stream (ordered by `seq`) whose hash does not
-    follow from its predecessor's, or that is not in its place; None when the chain holds."""
+    """Returns the `seq` of the first row out of chain or out of place; None when the chain holds. Rows
+    are one stream's, ordered by `seq`."""
     previous = GENESIS
     for place, row in enumerate(rows):
         if row.seq != place or row.hash != chain_hash(previous, row.kind, row.body):
@@ -88,8 +79,8 @@ def _aad(reproduction: str, seq: int) -> bytes:
 
 
 def seal_answer(key: bytes, reproduction: str, seq: int, text: str) -> str:
-    """Returns `text` sealed with the conversation's data key `key`, bound to its place (the
-    reproduction and the event's `seq`): base64 of nonce || AES-256-GCM ciphertext."""
+    """Returns `text` sealed with data key `key`: base64 of nonce || AES-256-GCM ciphertext. It is
+    bound to the reproduction and the event's `seq`."""
     nonce = os.urandom(12)
     return base64.b64encode(nonce + AESGCM(key).encrypt(nonce, text.encode(), _aad(reproduction, seq))).decode()
 

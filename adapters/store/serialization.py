@@ -1,18 +1,10 @@
 """How events are turned into stored bytes and back: pydantic models as orjson.
 
-Modelled on eventsourcing's `examples/aggregate7/orjsonpydantic.py` (9.5 era), plus what that
-example lacks: upcasting. An event class with `class_version > 1` stores its version in the
-state; on load, a state without `class_version` is version 1 and is upcast with the class's
-`upcast_vN_vN+1` static methods, one step at a time, before the model is validated.
-
-As the library's own `Mapper` does, `originator_id` and `originator_version` are kept in their
-columns, not repeated in the state, and the state bytes pass through the optional compressor
-and then the optional cipher (`COMPRESSOR_TOPIC`, `CIPHER_TOPIC` / `CIPHER_KEY`).
-
-Where the store's factory gave the mapper data keys (`keys`, see `adapters.backends`), the free
-texts of an event are encrypted with its conversation's key before transcoding, and decrypted
-(or read as erased) after decoding: `adapters.store.crypto`.
-"""
+Modelled on eventsourcing's `examples/aggregate7/orjsonpydantic.py`, plus upcasting. A state stores
+`class_version` when above 1; on load it is upcast step by step, then validated. `originator_id` and
+`originator_version` stay in their columns. The state bytes pass the optional compressor and cipher
+(`COMPRESSOR_TOPIC`, `CIPHER_TOPIC`, `CIPHER_KEY`). With data keys (`keys`), free texts are
+encrypted per conversation (`adapters.store.crypto`)."""
 
 from __future__ import annotations
 
@@ -37,10 +29,9 @@ from domain.errors import ChatrecordError
 
 
 class UnreadableEvent(ChatrecordError, MapperDeserialisationError):
-    """Raised when a stored event cannot be read back: its bytes or an encrypted text were
-    changed, events were swapped, or a newer version of chatrecord wrote it. One conversation's
-    log is unreadable from that event on; `chatrecord verify` says where its chain breaks.
-    The message names the event (topic, conversation UUID, version) and never a stored value."""
+    """Raised when a stored event cannot be read back. Its bytes or a text were changed, events were
+    swapped, or a newer chatrecord wrote it. The message names the topic, conversation UUID and
+    version, never a stored value."""
 
     def __init__(self, message: str, originator_id: Any = None, version: int | None = None) -> None:
         super().__init__(message)
@@ -58,8 +49,8 @@ def unreadable(stored_event: StoredEvent | None, problem: str) -> UnreadableEven
 
 
 class PydanticMapper(Mapper[UUID]):
-    """Maps pydantic domain events to stored events and back, upcasting old states; with
-    `keys`, free texts are stored encrypted (`adapters.store.crypto`)."""
+    """Maps pydantic domain events to stored events and back, upcasting old states. With `keys`, free
+    texts are stored encrypted."""
 
     def __init__(
         self,
@@ -96,12 +87,25 @@ class PydanticMapper(Mapper[UUID]):
             state=stored_state,
         )
 
-    def to_domain_event(self, stored_event: StoredEvent) -> Any:
-        """Returns the domain event of `stored_event`, upcast to its class's current version.
+    def stored_state(self, stored_event: StoredEvent) -> dict[str, Any]:
+        """Returns the state of `stored_event` as stored, decoded but neither opened (its free
+        texts stay sealed), upcast nor validated: for a scan that reads only a few plain keys.
+        Raises MapperDeserialisationError when the bytes cannot be decoded."""
+        stored_state = stored_event.state
+        try:
+            if self.cipher:
+                stored_state = self.cipher.decrypt(stored_state)
+            if self.compressor:
+                stored_state = self.compressor.decompress(stored_state)
+            state: dict[str, Any] = self.transcoder.decode(stored_state)
+        except Exception as e:
+            raise unreadable(stored_event, str(e)) from e
+        return state
 
-        Raises MapperDeserialisationError when the bytes cannot be decoded or the state was
-        written by a newer class version than this code knows.
-        """
+    def to_domain_event(self, stored_event: StoredEvent) -> Any:
+        """Returns the domain event of `stored_event`, upcast to its class's current version. Raises
+        MapperDeserialisationError when the bytes cannot be decoded or the state is newer than this
+        code."""
         try:
             cls = resolve_topic(stored_event.topic)
         except Exception as e:  # the library's TopicError, or an import's
@@ -133,11 +137,9 @@ class PydanticMapper(Mapper[UUID]):
 
 
 def upcast(cls: type, state: dict[str, Any], stored_event: StoredEvent | None = None) -> None:
-    """Upcasts `state` in place from its stored `class_version` (1 when absent) to that of
-    `cls`, calling `cls.upcast_vN_vN+1(state)` for each step, and removes `class_version`.
-
-    Raises MapperDeserialisationError when the state is newer than `cls` or a step is missing.
-    """
+    """Upcasts `state` in place from its `class_version` (1 when absent) to `cls`'s, and removes
+    `class_version`. Raises MapperDeserialisationError when the state is newer than `cls` or a step
+    is missing."""
     current = getattr(cls, "class_version", 1)
     version = state.pop("class_version", 1)
     if version > current:

@@ -1,5 +1,4 @@
-"""The views a ConversationStore keeps current as it saves (`StoreViews`, given to it at
-construction), and what they wrote in one of its transactions (`ViewsWritten`)."""
+"""The views a ConversationStore keeps current as it saves, and what they wrote (`ViewsWritten`)."""
 
 from __future__ import annotations
 
@@ -15,17 +14,14 @@ fills it): the store makes one per transaction and hands it back once that has c
 
 
 class StoreViews(Protocol):
-    """The views a ConversationStore keeps current as it saves, given to it at construction
-    (`ConversationStore(views=...)`; `adapters.views.readmodels.ReadModels` is the store's)."""
+    """The views a ConversationStore keeps current as it saves, given at construction."""
 
     def apply(self, aggregate_id: UUID, events: Sequence[ConversationEvent]) -> object:
-        """Applies `events`, just saved by a recorder that cannot write in their transaction,
-        in a transaction of their own."""
+        """Applies `events` just saved, in a transaction of their own."""
         ...
 
     def apply_inline(self, curs: Any, aggregate_id: UUID, events: Sequence[ConversationEvent], written: ViewsWritten) -> None:
-        """Applies `events`, being saved in the transaction of `curs`, in that transaction; notes
-        what it wrote in `written`, the transaction's."""
+        """Applies `events` in the transaction of `curs`; notes what it wrote in `written`."""
         ...
 
     def inline_committed(self, written: ViewsWritten) -> None:

@@ -1,23 +1,16 @@
-"""Recomputing the hash chains (`adapters.store.chain`): ok, or the first broken link.
+"""Recomputing the hash chains: ok, or the first broken link.
 
-`verify` streams the stored events and the chain rows in pages (`chatrecord_chain` and the
-events table, both in the order of their key), merges them and recomputes each conversation's
-chain from GENESIS; memory stays flat in the size of the log. Per conversation it yields one
-`Verdict`: ok with the head (last version and its hash), or the first broken link, named by
-version and kind:
+`verify` streams events and chain rows in pages, in key order, and recomputes from GENESIS. Memory
+stays flat. Per conversation it yields one `Verdict`: ok with the head, or the first break:
 
-- `deleted`: an event is gone (its hash is recorded), or a version is missing altogether;
-- `inserted`: an event has no recorded hash (written beside the store);
-- `reordered`: the event stored at the next version belongs at this one;
-- `hash_changed`: the recorded hash was changed, the event matches the links around it;
-- `changed`: the event's stored bytes were changed (`changed` too when the newest event or its
-  hash was changed, which no following link can tell apart);
-- `unchained`: no event of the conversation has a recorded hash: it was stored before the chain
-  existed (`upgrade` chains it; an append to it is refused until then);
-- `unkeyed`: the chain verifies as plain SHA-256 while a master key is set (`chain_key.UNKEYED`);
-- with heads kept elsewhere (`read_heads`): `rewritten` (the hash at a kept head differs: the
-  log was rewritten and its chain recomputed) and `cut_off` (the newest events were removed).
-"""
+- `deleted`: an event is gone (its hash is recorded), or a version is missing;
+- `inserted`: an event has no recorded hash;
+- `reordered`: the event at the next version belongs at this one;
+- `hash_changed`: the recorded hash was changed;
+- `changed`: the event's bytes were changed (also the newest event or its hash);
+- `unchained`: no event has a hash: it predates the chain (`upgrade` chains it);
+- `unkeyed`: plain SHA-256 links while a master key is set;
+- against kept heads (`read_heads`): `rewritten` (a head's hash differs) and `cut_off`."""
 
 from __future__ import annotations
 
@@ -41,8 +34,8 @@ from domain.events import ConversationStarted, conversation_uuid
 
 @dataclass(frozen=True)
 class Verdict:
-    """One conversation's chain: `problem` None and the head (`version`, `hash`) when it
-    verified; else the kind of the first broken link, its `version` and a sentence."""
+    """One conversation's chain: `problem` None with the head (`version`, `hash`) when ok. Else the
+    first break's kind, its `version` and a sentence."""
 
     conversation: str
     originator_id: UUID
@@ -140,8 +133,8 @@ event of starts: the file's claim, which no stored break keeps (no such conversa
 def verify(
     recorder: ChainedRecorder, name_of: NameOf, only: UUID | None = None, heads: Mapping[UUID, KeptHead] | None = None
 ) -> Iterator[Verdict]:
-    """Yields a Verdict per conversation in the store (only `only` if given), in key order,
-    then one per conversation of `heads` of which the store holds nothing."""
+    """Yields a Verdict per conversation (only `only` if given) in key order. Then one per conversation
+    of `heads` the store does not hold."""
     heads = heads or {}
     seen: set[UUID] = set()
     for key, items in groupby(merged(recorder, only), key=lambda item: item[0]):
@@ -161,13 +154,10 @@ def verify(
 
 
 def verify_after(recorder: ChainedRecorder, kept: Verdict, now: datetime | None = None, by: str = "this server") -> Verdict:
-    """Returns the verdict of `kept`'s conversation from an earlier verdict `kept` that
-    recomputed every hash (ok, with its head): that the event and recorded hash at `kept.version`
-    are still there and the hash is the one verified (else `rewritten`, `deleted` or `cut_off`),
-    and every link after it recomputed (`_check`). Reads the events after the kept head only, so
-    it costs what was appended since, not the conversation's length; the verdict says what it
-    did not recompute (`Verdict.kept`, `kept_at`, `kept_by`: `kept`'s own, or `now` and `by`
-    when `kept` recomputed all)."""
+    """Returns the verdict of `kept`'s conversation, from an earlier ok verdict that recomputed every
+    hash. It checks the kept head is still there (else `rewritten`, `deleted` or `cut_off`). It
+    recomputes only the links after it, so it costs what was appended since. `Verdict.kept`,
+    `kept_at` and `kept_by` say what it did not recompute."""
     assert kept.ok and kept.hash is not None
     since = kept.kept if kept.kept is not None else kept.version
     at = kept.kept_at if kept.kept is not None else (now or datetime.now(UTC))
@@ -219,10 +209,8 @@ def _check(
     start: tuple[str, bytes, int, int] | None = None,
     mac: bytes | None = None,
 ) -> Verdict:
-    """Returns the verdict of one conversation's items, from GENESIS at version 1 (or 0:
-    `_first_version`), or from
-    `start` (its name, the hash at the version before `expected`, `expected`, and the events
-    counted up to there); `mac`: the chain key of a keyed chain."""
+    """Returns the verdict of one conversation's items, from GENESIS or from `start`; `mac` is the
+    chain key."""
     stream = iter(items)
     current: Item | None = next(stream, None)
     if start is not None:
@@ -283,9 +271,7 @@ def _check(
 
 
 def _first_version(item: Item) -> int:
-    """Returns the version a conversation's chain starts at, from its first item: 0 where that
-    is a link at version 0 (a sequence of the library's that starts there), else 1 (an event at
-    version 0 without a link is one written beside the store, before the first)."""
+    """Returns the version a chain starts at: 0 when its first item is a link at 0, else 1."""
     return 0 if item[1] == 0 and item[3] is not None else 1
 
 
@@ -337,11 +323,9 @@ class NoChain(ChatrecordError):
 
 
 def verdicts(store: ConversationStore, conversation: str | None = None, against: Path | None = None) -> Iterator[Verdict]:
-    """Yields the verdict of every conversation's chain (only `conversation`'s if given), in the
-    order of their ids, checked against the heads in `against` if given. The log is read in
-    pages (`verify`, in the order of the conversations' UUIDs); the verdicts, one small object
-    per conversation, are kept and sorted before the first is yielded. Raises NoChain for a
-    store without a chain, BadHeadsFile for a heads file it cannot read."""
+    """Yields every conversation's verdict (only `conversation` if given), in id order. Checked against
+    the heads in `against` if given. Raises NoChain for a store without a chain. Raises BadHeadsFile
+    for a heads file it cannot read."""
     recorder = store.recorder
     if not isinstance(recorder, ChainedRecorder):
         raise NoChain("this store keeps no hash chain; open it with adapters.backends.settings")
@@ -359,8 +343,8 @@ def verdicts(store: ConversationStore, conversation: str | None = None, against:
 
 
 def advised(recorder: ChainedRecorder, verdict: Verdict) -> Verdict:
-    """Returns `verdict`, an `unchained` one advising `verify --upgrade` only where the upgrade
-    would chain it (`ChainedRecorder.upgrade_refusal`), else naming its chain rows' deletion."""
+    """Returns `verdict`; an `unchained` one advises `verify --upgrade` only where the upgrade would
+    chain it."""
     reason = recorder.upgrade_refusal(verdict.originator_id) if verdict.problem == "unchained" else None
     if reason is None:
         return verdict
@@ -379,13 +363,9 @@ def chain_verdict(store: ConversationStore, conversation: str) -> Verdict | None
 def chain_verdict_upto(
     store: ConversationStore, conversation: str, version: int, stored: Sequence[StoredEvent] | None = None
 ) -> Verdict | None:
-    """Returns the verdict of the chain of one conversation (stored id `conversation`, which
-    the store holds) up to `version` only: its events and hashes up to there recomputed from
-    GENESIS, none after it read, so it costs that part of the log. `stored`: those events as the
-    caller read them from the log (`select_events` up to `version`, mapped by it too:
-    `ConversationLog.mapped`, as `replay --at` does), so that only the chain rows are read again.
-    None when the store keeps no chain. A break after `version` is not seen; one at or before
-    it is named as `verdicts` names it."""
+    """Returns the chain verdict of stored id `conversation` up to `version` only. `stored` are those
+    events as the caller read them, so only chain rows are read again. Returns None when the store
+    keeps no chain. A break after `version` is not seen."""
     if not isinstance(store.recorder, ChainedRecorder):
         return None
     key = conversation_uuid(conversation)

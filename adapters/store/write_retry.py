@@ -1,8 +1,7 @@
-"""How the store's writes try again: a conflicting append after a jittered, growing wait
-(`backoff`; `WriteConflict` when every try conflicted), a write whose connection was lost
-until a server accepts it (`reconnecting`; `PrimaryGone` past the time). Which of its driver's
-errors is a lost connection the backend says (`StorePorts.connection_lost`): the store knows no
-driver."""
+"""How the store's writes try again. A conflicting append waits a jittered, growing time (`backoff`);
+`WriteConflict` when all conflict. A write with a lost connection retries until a server accepts it
+(`reconnecting`); `PrimaryGone` past the time. The backend says which driver error is a lost
+connection (`StorePorts.connection_lost`)."""
 
 from __future__ import annotations
 
@@ -18,10 +17,8 @@ from domain.errors import ChatrecordError
 
 
 class WriteConflict(ChatrecordError):
-    """Raised by `ConversationStore.handle` when every try to append a command's events
-    conflicted with another writer's append to the same conversation. Nothing of the command
-    was stored; sending it again is safe (a repeat returns the first result). The HTTP
-    service answers it with 503 `write-conflict` (`adapters.http.problems`)."""
+    """Raised by `handle` when every try conflicted with another writer's append. Nothing was stored;
+    sending it again is safe. HTTP answers 503 `write-conflict`."""
 
 
 BACKOFF_BASE = 0.01
@@ -30,29 +27,18 @@ BACKOFF_CAP = 0.5
 """Seconds: no wait between tries is longer."""
 
 
+# Not the library's `retry`: it sleeps one fixed wait (±5 %), so writers that conflicted once
+# would try again in step and conflict again.
 def backoff(attempt: int) -> float:
-    """Returns the seconds to wait after try `attempt` (1, 2, …) conflicted: a random time up
-    to BACKOFF_BASE·2^(attempt-1), at most BACKOFF_CAP ("full jitter", so writers that
-    collided once do not collide again in step).
-
-    Why `handle` does not use the library's `eventsourcing.utils.retry` here (the PostgreSQL
-    append does, for a lost connection, where a fixed wait is right): `retry` sleeps
-    `wait · (1 ± 5 %)` after every failed try, one wait fixed when the function is decorated.
-    That cannot give this growing, fully random wait, which the README documents ("up to
-    10 ms, 20 ms, 40 ms, … at most 0.5 s"); with a near-constant wait, writers that conflicted
-    once try again in step and conflict again. The rest would fit (re-raising after the last
-    try, dropping the cached state before raising), but not the wait.
-    """
+    """Returns the seconds to wait after try `attempt` (1, 2, …) conflicted. A random time up to
+    BACKOFF_BASE·2^(attempt-1), at most BACKOFF_CAP ("full jitter")."""
     return random.uniform(0, min(BACKOFF_CAP, BACKOFF_BASE * 2 ** (attempt - 1)))
 
 
 class PrimaryGone(ChatrecordError):
-    """Raised by `ConversationStore.handle` and `handle_batch` when the connection to the
-    database was lost and no server accepted the write again within the store's
-    `WRITE_RETRY_SECONDS` (CHATRECORD_WRITE_RETRY_SECONDS): the primary died and no standby was
-    promoted in time, or every host of CHATRECORD_DATABASE_URL is down. The write may or may not
-    be stored (a commit whose answer was lost); sending it again is safe, as a line recorded before
-    is a repeat. The HTTP service answers it with 503 `store-unavailable`."""
+    """Raised by `handle` and `handle_batch` when the connection was lost past `WRITE_RETRY_SECONDS`.
+    The write may or may not be stored; sending it again is safe. HTTP answers 503
+    `store-unavailable`."""
 
 
 RECONNECT_WAIT = 0.25
@@ -73,20 +59,12 @@ class Reconnects(Protocol):
         ...
 
 
+# A loop of its own: the PostgreSQL recorder's `retry` (tries 0.2 s apart) covers a blip, and the
+# pool reconnects in the background while a caller gets PoolTimeout; a promotion takes seconds.
 def reconnecting(method: Write) -> Write:
-    """Makes a write of the store (`handle`, `handle_batch`) try again, every RECONNECT_WAIT s,
-    while its connection is lost (the store's `connection_lost`), for up to the store's `retry_seconds`:
-    through a multi-host CHATRECORD_DATABASE_URL (`target_session_attrs=read-write`), libpq
-    connects to whichever host is the primary once a standby was promoted. Each try decides
-    anew from the database, so a commit whose answer was lost comes back as a repeat (the
-    line's idempotency), never as a second copy. Raises PrimaryGone past the time.
-
-    Why a loop of its own: on a dead server the library's PostgresDatastore raises its
-    OperationalError (the driver's error as its cause) and psycopg_pool drops the broken
-    connection and connects again in the background, waiting 1 s, 2 s, 4 s, … between tries; a
-    caller meanwhile waits up to the pool's timeout (POSTGRES_CONNECT_TIMEOUT, 5 s) and gets
-    PoolTimeout. The PostgreSQL recorder's own `retry` (CONNECTION_ATTEMPTS tries 0.2 s apart)
-    covers a blip, not a promotion that takes seconds."""
+    """Retries a write every RECONNECT_WAIT s while its connection is lost, up to `retry_seconds`. A
+    multi-host CHATRECORD_DATABASE_URL reaches a promoted standby. Each try decides anew, so a
+    commit whose answer was lost comes back as a repeat. Raises PrimaryGone past the time."""
 
     @functools.wraps(method)
     def call(self: Reconnects, *args: Any, **kwargs: Any) -> Any:

@@ -1,2 +1,1 @@
-"""OpenTelemetry GenAI traces of what ran: the mapping from stored facts (`spans`, pure) and
-its hand-over to the official SDK and exporters (`otlp`)."""
+"""OpenTelemetry GenAI traces: the mapping from stored facts (`spans`, pure) and the export (`otlp`)."""

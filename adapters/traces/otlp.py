@@ -1,15 +1,9 @@
-"""The spans of `adapters.traces.spans` handed to the official OpenTelemetry SDK: as SDK
-`ReadableSpan`s with explicit span contexts (the deterministic ids) and times, written as
-OTLP/JSON through `opentelemetry-proto` (the exporter's own encoder) or sent over OTLP/HTTP by
-`OTLPSpanExporter`. No hand-written wire format.
+"""The spans handed to the official OpenTelemetry SDK, with their deterministic ids and times.
 
-The OpenTelemetry environment is read by the SDK itself: `OTEL_SERVICE_NAME` and
-`OTEL_RESOURCE_ATTRIBUTES` (e.g. `openinference.project.name=…` for a Phoenix project) by its
-resource detector, over the default `service.name` chatrecord; the endpoint
-(`OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`, else `OTEL_EXPORTER_OTLP_ENDPOINT` plus /v1/traces), the
-headers (`OTEL_EXPORTER_OTLP_TRACES_HEADERS`/`OTEL_EXPORTER_OTLP_HEADERS`), the timeout and the
-compression by the exporter where no `--endpoint` is given.
-"""
+They are written as OTLP/JSON through `opentelemetry-proto` or sent by `OTLPSpanExporter`. The SDK
+reads the OpenTelemetry environment: `OTEL_SERVICE_NAME`, `OTEL_RESOURCE_ATTRIBUTES`, and, without
+`--endpoint`, the exporter's endpoint, headers, timeout and compression. The default `service.name`
+is chatrecord."""
 
 from __future__ import annotations
 
@@ -110,8 +104,8 @@ def endpoint_given(endpoint: str | None) -> bool:
 
 
 def traces_url(endpoint: str | None) -> str | None:
-    """Returns the …/v1/traces URL of `endpoint` (a base URL such as http://127.0.0.1:6006, or
-    the full URL), None to leave it to the exporter's reading of the environment."""
+    """Returns the …/v1/traces URL of `endpoint`, a base or full URL. Returns None to leave it to the
+    exporter's environment."""
     if not endpoint:
         return None
     url = endpoint.rstrip("/")

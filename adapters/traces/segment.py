@@ -1,11 +1,7 @@
-"""One segment's spans: its `invoke_agent` span with a `chat` child per model round and an
-`execute_tool` child per tool call, as plain values (no SDK, no I/O).
-
-Times: the segment's span ends at its event's time and starts the sum of its steps' durations
-earlier; each step's span starts where the step lies among the segment's steps and lasts its
-`duration_ms`. Attributes are counts, names and readings of stored facts, never a tool argument
-or result (the events hold none).
-"""
+"""One segment's spans as plain values: `invoke_agent`, with `chat` and `execute_tool` children. The
+segment's span ends at its event's time and lasts the sum of its steps' durations. Each step's span
+starts at its place among the steps and lasts its `duration_ms`. Attributes are counts, names and
+readings; never a tool argument or result."""
 
 from __future__ import annotations
 
@@ -74,9 +70,9 @@ class SpanEvent:
 
 @dataclass(frozen=True)
 class Span:
-    """One span as plain values: `trace_id` (128 bit), `span_id` and `parent_id` (64 bit, None
-    for a root), times in ns since the epoch, `error` True for status ERROR, `kind` the span
-    kind (`internal`, or `client` for a model call)."""
+    """One span as plain values. `trace_id` is 128 bit; `span_id` and `parent_id` 64 bit (None for a
+    root). Times are ns since the epoch. `error` True is status ERROR. `kind` is `internal` or
+    `client`."""
 
     name: str
     trace_id: int
@@ -91,8 +87,7 @@ class Span:
 
 
 def trace_id_of(conversation: str, turn: int) -> int:
-    """Returns the 128-bit trace id of turn `turn` (its position among the conversation's turns,
-    from 1) of `conversation` (its stored id): SHA-256, first 16 bytes."""
+    """Returns the 128-bit trace id of turn `turn` (from 1) of `conversation`: SHA-256, first 16 bytes."""
     return _hash(16, "chatrecord-trace", conversation, turn)
 
 
@@ -109,8 +104,7 @@ def _hash(size: int, *parts: str | int) -> int:
 
 @dataclass(frozen=True)
 class Ids:
-    """What a segment's spans take from their turn: the conversation, the turn's trace and root
-    span, the provider (`gen_ai.provider.name`)."""
+    """What a segment's spans take from their turn: conversation, trace, root span and provider."""
 
     conversation: str
     trace_id: int
@@ -131,9 +125,8 @@ def finish_reason(outcome: str) -> str:
 
 
 def usage_attributes(call: ModelCall) -> dict[str, AttributeValue]:
-    """Returns a `chat` span's usage attributes of what the llm step stated (nothing for what
-    it did not: unknown is no zero): the GenAI conventions' tokens and finish reasons, and
-    OpenInference's `llm.token_count.*` and `llm.cost.total`, which Phoenix sums."""
+    """Returns a `chat` span's usage attributes, only of what the llm step stated. They are the GenAI
+    tokens and finish reasons, and OpenInference's `llm.token_count.*` and `llm.cost.total`."""
     attributes: dict[str, AttributeValue] = {}
     if call.prompt_tokens is not None:
         attributes[GEN_AI_USAGE_INPUT_TOKENS] = call.prompt_tokens
@@ -170,11 +163,9 @@ def segment_spans(
     with_texts: bool,
     requested: Requested | None = None,
 ) -> list[Span]:
-    """Returns the segment's `invoke_agent` span, then its `chat` and `execute_tool` children
-    in step order. `input_text` is the user message (or answer) the segment read, sent only
-    `with_texts`. `requested` holds the calls the conversation's model steps asked for and no
-    tool step has run yet: a tool step takes the first of its round and tool as its
-    `gen_ai.tool.call.id` (a call asked for before a pause runs in the continuation)."""
+    """Returns the segment's `invoke_agent` span, then its children in step order. `input_text` is the
+    message the segment read, sent only `with_texts`. `requested` holds calls asked for and not run
+    yet. A tool step takes the first of its round and tool as its `gen_ai.tool.call.id`."""
     requested = {} if requested is None else requested
     provider = event.provider or ids.provider
     span_id = ids.span_id(event.segment)

@@ -1,25 +1,14 @@
-"""The spans of a conversation: its stored facts mapped to OpenTelemetry GenAI spans, one trace
-per user turn, as plain values (no SDK, no I/O), so the mapping is unit-tested on its own.
+"""The spans of a conversation: its stored facts as OpenTelemetry GenAI spans, as plain values.
 
-Shape (the GenAI semantic conventions as `opentelemetry-semantic-conventions` 0.66b2 names them;
-docs/traces.md shows it):
-  * a trace per user turn: its root span `turn {message}` runs from the user's message (or its
-    edit) to the end of the last span it caused, the continuations after its cards and
-    questions included; with `with_texts` it carries `input.value`/`output.value` and the
-    GenAI input and output messages (the output with its `finish_reason`);
-  * under it an `invoke_agent` span per segment (`adapters.traces.segment`), named with its
-    trigger and outcome, with a `chat unknown` span per model round and an `execute_tool` span
-    per tool call;
-  * a span per card decision, answered question and card left undecided, from the end of the
-    segment that asked to the time of the decision;
-  * edits and truncations as span events of the turn's root; a segment an edit cut away keeps
-    its span with `chatrecord.cut` True.
+Names follow `opentelemetry-semantic-conventions` 0.66b2; docs/traces.md shows the shape. * One
+trace per user turn. Its root `turn {message}` runs to the end of the last span it caused.
+    With `with_texts` it carries the input and output texts.
+* Under it, an `invoke_agent` span per segment, with `chat unknown` and `execute_tool` children. * A
+span per card decision, answer and undecided card, from the asking segment's end. * Edits and cuts
+are span events of the root; a cut segment has `chatrecord.cut` True.
 
-Ids: the trace id hashes the conversation's stored id and the turn's position, a span id the
-conversation and the segment (and the step's position), so the same facts give the same ids
-every time. Only stored facts go out: no tool argument or result (the events hold none);
-message texts only with `with_texts`.
-"""
+Ids are hashes of stored ids and positions, so the same facts give the same ids. No tool argument or
+result goes out; message texts only `with_texts`."""
 
 from __future__ import annotations
 
@@ -90,11 +79,10 @@ def conversation_spans(
     with_texts: bool = False,
     provider: str = DEFAULT_PROVIDER,
 ) -> list[Span]:
-    """Returns the spans of `conversation` (its stored id) from its full event log `events`,
-    read under `rules`: per turn its root, then its segments' spans (each `invoke_agent` span
-    before its children) and its decisions' spans, in the order of the log. `provider` is
-    every model span's `gen_ai.provider.name`. With `with_texts` the turns and segments carry
-    the user's messages and the assistant's answers; never a tool argument or result."""
+    """Returns the spans of `conversation` from its full log `events`, read under `rules`, in log
+    order. Per turn: its root, its segments' spans (parents first), its decisions' spans. `provider`
+    is every model span's `gen_ai.provider.name`. With `with_texts` they carry the messages and
+    answers; never a tool argument or result."""
     rule_set = resolve(rules)
     follow: LastDecision | None = None
     texts: dict[int, str] = {}
@@ -209,8 +197,7 @@ def _decision(
     asked_ns: int,
     attributes: dict[str, AttributeValue],
 ) -> None:
-    """Adds the span of a decision on `event.segment`'s card or question: from `asked_ns` (the
-    end of the segment that asked) to the decision's time."""
+    """Adds the span of a decision on `event.segment`, from `asked_ns` to the decision's time."""
     at = ns(event.timestamp)
     kind = str(attributes["chatrecord.decision"])
     turn.spans.append(

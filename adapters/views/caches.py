@@ -1,21 +1,13 @@
-"""Run record entries and card outcomes decoded once per stored body, and their notes rendered
-once per page check, kept per process.
+"""Run record entries, card outcomes and transcript messages decoded once per stored body, per process.
 
-A turn read after an append reads the same kept entries and card outcomes as the read before
-it, plus the one or two the append wrote; decoding each body (pydantic) and rendering each
-note again would make that read cost grow with the number of notes. `NotesCache` keeps the decoded item per body, so an unchanged body decodes to
-the very object decoded before, and keeps each item's note per page check
-(`projections.page_line.check_slot`), so only the new items are decoded and rendered. A note is
-a function of its item and the page check alone (`projections.notes.note_of`), so a kept note
-is the one that would be rendered again. Bodies are the rows' own JSON; notes hold labels,
-never a text.
+`NotesCache` keeps the decoded item per body and its note per page check
+(`projections.page_line.check_slot`). A turn read then decodes and renders only the new items. A note
+depends on its item and the page check alone (`projections.notes.note_of`). Bodies are the rows' JSON;
+notes hold labels, never a text.
 
-`MessagesCache` does the same for the transcript messages a turn read places its notes beside
-(`ViewRows.placement_reads`): about two per note, of which an append changes
-one or two, so a read decodes (and opens, where texts are sealed) only those. A kept message
-holds its text: it is handed out only while the conversation's data key still opens its sealed
-body (`adapters.store.crypto.ViewTexts.readable`), and an erasure in this process drops them all.
-"""
+`MessagesCache` does the same for the transcript messages beside the notes (`ViewRows.placement_reads`).
+A kept message holds its text. It is handed out only while the data key opens its sealed body
+(`ViewTexts.readable`); an erasure in this process drops them all."""
 
 from __future__ import annotations
 
@@ -64,10 +56,9 @@ class NotesCache:
         return outcome
 
     def written(self, bodies: Iterable[tuple[str, str, Entry | CardOutcome]]) -> None:
-        """Keeps each entry or card outcome an append wrote as decoded from its body (`kind`,
-        body, item): the turn read after the append reads those bodies back and need not
-        decode them. A body is a function of its item, so this holds whether or not the
-        append commits."""
+        """Keeps each entry or card outcome an append wrote, as (`kind`, body, item). The next turn read
+        need not decode those bodies. Holds whether or not the append commits: a body depends on its item
+        only."""
         for kind, body, item in bodies:
             self._decoded.put((kind, body), item)
 
@@ -79,8 +70,7 @@ class NotesCache:
         return item
 
     def note(self, check: Hashable) -> NoteOf:
-        """Returns a `NoteOf` for page check slot `check` that renders each item once: an item
-        decoded here gets the note rendered for it before under the same check."""
+        """Returns a `NoteOf` for page check slot `check` that renders each item once per check."""
 
         def rendered(item: Entry | CardOutcome, can_see_page: PageCheck) -> Note:
             key = (id(item), check)
@@ -95,9 +85,8 @@ class NotesCache:
 
 
 class MessagesCache:
-    """Transcript messages decoded from their row bodies, by (conversation, body): a sealed body
-        holds a fresh nonce, so one body is one text. `adapters.store.lru.Generations` keeps at most
-    `size` (a message is a function of its conversation and body)."""
+    """Transcript messages decoded from their row bodies, by (conversation, body). A sealed body holds a
+    fresh nonce, so one body is one text. Keeps at most `size` (`adapters.store.lru.Generations`)."""
 
     def __init__(self, size: int = MESSAGES) -> None:
         self.size = size
@@ -144,10 +133,9 @@ TAIL_ONLY_TOPICS = frozenset(get_topic(cls) for cls in TAIL_ONLY)
 
 @dataclass
 class PlacementCache:
-    """What a turn read knows of a conversation's transcript rows for placing notes: by user
-    message number, the index of its newest message and where its block ends (None as the
-    value: no message of the number), row bodies by index, and which numbers and indexes the
-    read asked for (`ViewRows.placement_reads`)."""
+    """What a turn read knows of a conversation's transcript rows for placing notes. By user message number:
+    the index of its newest message and its block's end (None: no such message). Also row bodies by
+    index, and the numbers and indexes the read asked for (`ViewRows.placement_reads`)."""
 
     ends: dict[int, tuple[int, int | None] | None] = field(default_factory=dict)
     bodies: dict[int, str] = field(default_factory=dict)
@@ -159,14 +147,13 @@ class PlacementCache:
 
 @dataclass(frozen=True)
 class BlocksCache:
-    """What a turn read of one conversation learned of its transcript rows, kept for the next:
-    at summary `version` of generation `generation`, whose last user message was at index
-    `last_user` (-1: none), the block ends of the user message numbers it asked for (the
-    newest message's index and the block's end, None: the transcript's end) and the messages
-    it asked for, decoded (each from a body of at most MESSAGE_BODY characters; like
-    `MessagesCache` they hold texts, and an erasure drops them). What lies before `last_user`
-    stays true while only events of `projections.row_fold.TAIL_ONLY` follow; the rows from
-    `last_user` on change, and are read afresh (`placement`)."""
+    """What a turn read of one conversation learned of its transcript rows, kept for the next.
+
+    Fields: summary `version`, `generation`, `last_user` (index of the last user message, -1: none). Also
+    the block ends asked for (newest message's index, block end; None: the transcript's end) and the
+    decoded messages asked for. Messages hold texts, each body at most MESSAGE_BODY characters; an
+    erasure drops them. Rows before `last_user` stay true while only TAIL_ONLY events follow. Rows from
+    `last_user` on are read afresh (`placement`)."""
 
     generation: int
     version: int
@@ -190,8 +177,8 @@ class BlocksCache:
         tip: bytes | None = None,
         refolds: int = 0,
     ) -> BlocksCache:
-        """Returns what to keep of a read's `placement`, at summary `version` of `generation`
-        whose chain hash is `tip`, after the summary's `refolds` folds in place."""
+        """Returns what to keep of a read's `placement`, at summary `version` of `generation`. `tip` is the
+        chain hash there; `refolds` counts the summary's folds in place."""
         ends = {n: end for n in placement.numbers if (end := placement.ends.get(n)) is not None}
         messages = {i: message for i in placement.asked if (message := placement.messages.get(i)) is not None}
         return cls(generation, version, -1 if last_user is None else last_user, ends, messages, tip, refolds)
@@ -205,12 +192,13 @@ class BlocksCache:
         since_tip: bytes | None = None,
         refolds: int = 0,
     ) -> PlacementCache | None:
-        """Returns what a read at summary `version` of `generation`, after the summary's `refolds`
-        folds in place, may take as known: the kept rows before `last_user`, and the rows from
-        it on as `tail` holds them (read with the summary: `TurnRows.tail`), when the chain's hash
-        at `self.version` is still `self.tip` (`since_tip`), the rows were not folded in place
-        since (`self.refolds`) and the events since have only `topics` (their stored topics
-        joined by SEPARATOR) of TAIL_ONLY_TOPICS; else None (nothing is known)."""
+        """Returns what a read at summary `version` of `generation` may take as known, else None.
+
+        Known: the kept rows before `last_user`, and from it on the rows `tail` holds (`TurnRows.tail`).
+        Valid only when:
+        - the chain's hash at `self.version` is still `self.tip` (`since_tip`);
+        - no fold in place happened since (`self.refolds`);
+        - the events since have only TAIL_ONLY_TOPICS (`topics`: stored topics joined by SEPARATOR)."""
         if topics is None or tail is None or generation != self.generation or version < self.version or since_tip != self.tip:
             return None
         if refolds != self.refolds:
@@ -232,6 +220,5 @@ class BlocksCache:
 
 
 def known_conversations() -> LRU[Any, BlocksCache]:
-    """Returns an empty keep of `BlocksCache` by conversation, at most KNOWN_CONVERSATIONS
-    (`adapters.store.lru.LRU`)."""
+    """Returns an empty LRU of `BlocksCache` by conversation, at most KNOWN_CONVERSATIONS."""
     return LRU(maxsize=KNOWN_CONVERSATIONS)

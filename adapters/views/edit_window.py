@@ -1,8 +1,6 @@
-"""What an edit's fold asks of a conversation's stored rows, as this process's own appends left
-them (`EditWindow`): kept with the summary those appends wrote (`WrittenRowsCache.edit`, in `SummaryCache`),
-it lets an edit's append on PostgreSQL read nothing before its call
-(`ViewRows.prefetch`, where a backend reads them at once).
-"""
+"""What an edit's fold asks of a conversation's stored rows, as this process's appends left them
+(`EditWindow`). Kept with the summary (`WrittenRowsCache.edit`), it lets an edit's append on PostgreSQL
+read nothing before its call (`ViewRows.prefetch`)."""
 
 from __future__ import annotations
 
@@ -13,32 +11,22 @@ from projections.transcript import Message
 
 
 class EditWindow:
-    """Per conversation, what the fold of an edit (`MessageEdited` and its `TurnsTruncated`)
-    reads of the stored rows, followed write by write (`BufferedRows` calls the `put_*`,
-    `drop_*` and `cut_*` methods as the fold makes them) from a state known exactly
-    (`start`). Each part holds a window of the newest rows and says where it begins; a
-    question it cannot answer from its window answers None (then the rows are read):
+    """Per conversation, what the fold of an edit reads of the stored rows, followed write by write.
 
-    - `users`: every transcript message with a number at an index from `users_from` on (None:
-      no index known), its text left out (an edit replaces it): the index of user message n
-      (the greatest with that number) and its message;
-    - `born`, `live`: the segments returned at a version from `since` on, with the version of
-      their run record entry (its `seq`), and which of those entries are kept: the entry an
-      edit's cut deletes;
-    - `outcomes`: every card outcome recorded at a version from `since` on, as (card, after)
-      by (version, place); the outcomes of a card all come after its segment returned (the
-      fold records them at its decision or its continuation), so those of a card in `born`
-      are all here; `loose_below`: every outcome of no card recorded before `since` lies
-      before this transcript position (None: not known): how many outcomes a cut deletes;
-    - `pages`: every page change of a message from `pages_from` on (None: not known), and
-      `below` the newest page and newest non-zero page of those before it: the page an
-      edit's cut leaves.
+    `BufferedRows` calls the `put_*`, `drop_*` and `cut_*` methods; `start` gives an exact state. Each
+    part holds a window of the newest rows and says where it begins. A question beyond the window answers
+    None; then the rows are read.
+    - `users`: numbered transcript messages from index `users_from` on (None: unknown), without text.
+    - `born`, `live`: segments returned from version `since` on, with their entry's `seq`, and which
+      entries are kept.
+    - `outcomes`: card outcomes from version `since` on, as (card, after) by (version, place). A card's
+      outcomes all follow its segment, so those of a card in `born` are all here. `loose_below`: outcomes
+      of no card before `since` lie before this position (None: unknown).
+    - `pages`: page changes from message `pages_from` on (None: unknown); `below`: the newest page and
+      newest non-zero page before it.
 
-    Bounded: each part keeps at most `LIMIT` rows (`trim`, at the end of each append, moves
-    its start past the oldest), so a conversation's window holds at most 32 text-less
-    messages, 32 segments, 32 card outcomes' keys and 32 page changes; `SummaryCache` keeps
-    4,096 conversations. Valid exactly as long as the summary it was kept with (the version the
-    next append checks)."""
+    Bounded: each part keeps at most `LIMIT` (32) rows (`trim`). Valid as long as the summary it was kept
+    with."""
 
     LIMIT = 32
 
@@ -56,11 +44,10 @@ class EditWindow:
 
     @classmethod
     def start(cls, summary: Summary | None) -> EditWindow:
-        """Returns what is known of the rows of a conversation whose summary, read from its rows,
-        is `summary` (None: no rows yet, everything known): no numbered message from index
-        `summary.length` on, no entry or outcome of a later version, and no outcome at all when
-        `summary.outcomes` is 0; its page changes are not known, but where its one event put no
-        message (only a user message's event puts a page change, and a message with it)."""
+        """Returns what is known of a conversation's rows whose summary is `summary` (None: no rows yet).
+        Known: no numbered message from index `summary.length` on, no entry or outcome of a later
+        version, and no outcome at all when `summary.outcomes` is 0. Page changes are unknown, except
+        where the last event put no message."""
         if summary is None:
             return cls(0, 0, 0, 0)
         pages = 0 if summary.version <= 1 and summary.length == 0 else None
@@ -119,16 +106,15 @@ class EditWindow:
             self.pages_from = None  # a change among those `below` sums up
 
     def cut_pages(self, after: int, newest: int | None, shown: int) -> None:
-        """The page changes after message `after` were deleted; `newest`, `shown` are the
-        newest page and newest non-zero page of those kept (`Rows.cut_pages`)."""
+        """The page changes after message `after` were deleted. `newest`, `shown`: the newest page and
+        newest non-zero page kept (`Rows.cut_pages`)."""
         if self.pages_from is not None and after + 1 >= self.pages_from:
             self.pages = {m: p for m, p in self.pages.items() if m <= after}
         else:
             self.pages_from, self.pages, self.below = after + 1, {}, (newest, shown)
 
     def trim(self) -> None:
-        """Keeps at most `LIMIT` rows of each part (at the end of an append), the kept
-        messages without their text."""
+        """Keeps at most `LIMIT` rows of each part, messages without text; called at the end of an append."""
         if len(self.users) > self.LIMIT:  # sorted only when over: an append adds one or two
             users = sorted(self.users)[-self.LIMIT :]
             self.users_from = users[0]
@@ -171,23 +157,23 @@ class EditWindow:
         return max(found) if found else None
 
     def entry_seq(self, segment: str, seqs: tuple[int, ...]) -> tuple[bool, int | None]:
-        """Whether the window knows the kept entry of `segment` (`seqs`: the kept entries'
-        versions, the summary's), and its version (None: none kept)."""
+        """Whether the window knows the kept entry of `segment`, and its version (None: none kept). `seqs`:
+        the kept entries' versions."""
         seq = self.born.get(segment)
         if seq is not None:
             return True, (seq if seq in self.live else None)
         return all(s >= self.since for s in seqs), None  # none older is kept: it has none
 
     def cut_count(self, cards: set[str], length: int) -> int | None:
-        """How many outcomes a cut of `cards` at transcript length `length` deletes (as
-        `card_outcomes.is_cut` says), None when not every one is in the window."""
+        """How many outcomes a cut of `cards` at transcript length `length` deletes
+        (`card_outcomes.is_cut`). None when not all are in the window."""
         if self.loose_below is None or length < self.loose_below or any(c not in self.born for c in cards):
             return None
         return sum(1 for card, after in self.outcomes.values() if (card in cards if card is not None else after >= length))
 
     def pages_at(self, number: int) -> tuple[int | None, int] | None:
-        """The newest page and newest non-zero page (0: none) of the changes at or before
-        message `number`, None when the window does not reach back far enough."""
+        """The newest page and newest non-zero page (0: none) at or before message `number`. None when the
+        window does not reach back far enough."""
         if self.pages_from is None or number + 1 < self.pages_from:
             return None
         newest, shown = self.below

@@ -1,16 +1,8 @@
-"""The newest run record entries and card outcomes of a conversation as this process last read
-or wrote them (`TurnRowsCache`), so the turn read after its own append need not read them again.
-
-A turn read on PostgreSQL reads, in one statement, the summary, the newest entries and the newest
-card outcomes. Right after this process appended to the conversation, those rows are the ones
-its last turn read saw with the append's writes applied: the append's document (`views`: the
-entries upserted, deleted and set aside, the outcomes inserted) says exactly what changed, in
-the transaction that committed. `seeded` takes them from a turn read, `advanced` follows an
-append; the turn read's statement then leaves them unread when the summary is at the held version
-(`PostgresViewStorage.turn_rows`' `held_at`). Anything this cannot follow exactly (an edit's
-cut of card outcomes, an append not sent as one document, a version it did not see) drops
-them, and the next read reads them again.
-"""
+"""The newest run record entries and card outcomes of a conversation as this process last read or wrote them
+(`TurnRowsCache`). The turn read after its own append need not read them again. `seeded` takes them from
+a turn read; `advanced` follows an append's document (`views`). The turn read's statement skips them when
+the summary is at the held version (`turn_rows`' `held_at`). Anything not followed exactly drops them,
+and the next read reads them again."""
 
 from __future__ import annotations
 
@@ -20,8 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from adapters.views.caches import SEPARATOR
-from projections.summary_rows import Summary
 from projections.rules import RULE_SET_IDS, resolve
+from projections.summary_rows import Summary
 
 NEWEST_OUTCOMES = max(resolve(rules).max_notes for rules in RULE_SET_IDS) + 1
 """The card outcomes a turn read fetches with its summary: enough for any rule set's notes."""
@@ -33,12 +25,10 @@ reaches older ones reads them in one more statement (`ViewRows.entries`)."""
 
 @dataclass(frozen=True)
 class TurnRowsCache:
-    """The newest entries and card outcomes of one conversation in generation `generation`, as
-    they stand at summary version `version`: `seqs` and `entries` the seqs and bodies of the
-    newest entries (at most the turn read's `NEWEST_ENTRIES`), oldest first, the seqs the
-    summary's newest; `outcomes` the bodies of the newest card outcomes (at most
-    `NEWEST_OUTCOMES`), oldest first, of `total` (the summary's count). Bodies are the rows' text
-    as stored, each the same string object for as long as it is held."""
+    """The newest entries and card outcomes of one conversation in `generation`, at summary `version`.
+    `seqs`, `entries`: the newest entries' seqs and bodies, at most `NEWEST_ENTRIES`, oldest first.
+    `outcomes`: the newest card outcomes' bodies, at most `NEWEST_OUTCOMES`, oldest first, of `total`.
+    Bodies are stored text, each the same string object while held."""
 
     generation: int
     version: int
@@ -51,9 +41,9 @@ class TurnRowsCache:
 def seeded(
     generation: int, summary: Summary, entries: str, outcomes: str, newest_entries: int, newest_outcomes: int
 ) -> TurnRowsCache | None:
-    """Returns the rows a turn read's one statement read (`entries` and `outcomes`: bodies joined
-    by SEPARATOR, oldest first, the newest `newest_entries` and `newest_outcomes` with `summary`)
-    as TurnRowsCache, or None when they are not that many (the summary says how many there are)."""
+    """Returns the rows a turn read's statement read, as TurnRowsCache. None when they are fewer than
+    `newest_entries` and `newest_outcomes`. `entries`, `outcomes`: bodies joined by SEPARATOR, oldest
+    first."""
     bodies = entries.split(SEPARATOR) if entries else []
     kept = outcomes.split(SEPARATOR) if outcomes else []
     if len(bodies) != min(newest_entries, len(summary.seqs)) or len(kept) != min(newest_outcomes, summary.outcomes):
@@ -71,13 +61,10 @@ def advanced(
     newest_entries: int,
     newest_outcomes: int,
 ) -> TurnRowsCache | None:
-    """Returns `held` after an append that committed: its fold began at summary version `start`,
-    wrote the document section `views` (the append document of one call;
-    None: the append was not sent as one document) and left summary `after`. Returns None where
-    that cannot be followed exactly: nothing held of `start` in `generation`, an edit's cut of
-    card outcomes, new outcomes not newer than the held version or not all the summary counts,
-    or entries that are not the summary's newest seqs (a delete inside the held ones leaves one
-    older unknown)."""
+    """Returns `held` after a committed append, or None where it cannot be followed exactly. The fold began
+    at summary version `start`, wrote document section `views` (None: not one document) and left summary
+    `after`. None when: nothing is held at `start` in `generation`; an edit cut card outcomes; new
+    outcomes are not newer or not all counted; entries are not the summary's newest seqs."""
     if held is None or views is None or after is None or held.generation != generation or held.version != start:
         return None
     if views.get("drop_outcomes") is not None:

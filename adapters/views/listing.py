@@ -1,11 +1,7 @@
-"""The list's row of a conversation and what a page of the list asks of it.
-
-Each conversation has one narrow row in its generation's list table (`views_g<N>_listing`,
-described in `adapters.backends.sql.views_tables.LISTING`; a dict of them in memory), written
-from its summary whenever the summary is (`listing_values`), so the list orders, filters and pages on
-it without reading a summary's body. `ListQuery` is what one page asks (`ViewStorage.listed`),
-`Listed` one row it returns.
-"""
+"""The list's row of a conversation and what a page of the list asks of it. Each conversation has one narrow
+row in its generation's list table (`views_g<N>_listing`; a dict in memory). It is written with its
+summary (`listing_values`). The list orders, filters and pages on it. `ListQuery` is one page's ask
+(`ViewStorage.listed`); `Listed` is one row it returns."""
 
 from __future__ import annotations
 
@@ -21,8 +17,8 @@ tables', not the row's."""
 
 
 def listing_values(summary: Summary) -> tuple[int | None, str, int | None, int | None, int | None, int, int | None, int]:
-    """Returns the list row of a conversation with this summary, as `LISTING`'s columns after
-    `cid`: last activity, conversation, owner, users, failed, waiting, undecided, erased (0/1)."""
+    """Returns the list row of a summary as `LISTING`'s columns after `cid`: last activity, conversation,
+    owner, users, failed, waiting, undecided, erased (0/1)."""
     return (
         summary.last_at,
         summary.conversation,
@@ -36,19 +32,18 @@ def listing_values(summary: Summary) -> tuple[int | None, str, int | None, int |
 
 
 def like_pattern(text: str) -> str:
-    """Returns a LIKE pattern that finds `text` anywhere in a column, its wildcards (`%`, `_`)
-    and the escape character (`!`) escaped with `!` (the statement says `ESCAPE '!'`)."""
+    """Returns a LIKE pattern that finds `text` anywhere. `%`, `_` and `!` are escaped with `!` (`ESCAPE
+    '!'`)."""
     escaped = text.replace("!", "!!").replace("%", "!%").replace("_", "!_")
     return f"%{escaped}%"
 
 
 @dataclass(frozen=True)
 class ListQuery:
-    """What one page of the list asks: at most `limit` rows, newest activity first (then by
-    `cid` descending); only those after `before` (a page's last `(at, cid)`), with activity at
-    or after `since` and before `until` (microseconds), of `owner`, whose conversation id
-    contains `search` (a plain substring, ASCII letters in either case, no wildcards), and, when `statuses`
-    names any of `OUTCOMES`, having at least one of them."""
+    """What one page of the list asks. At most `limit` rows, newest activity first, then by `cid`
+    descending. Filters: after `before` (a page's last `(at, cid)`); activity in [`since`, `until`) in
+    microseconds; `owner`; `search`, a plain substring of the conversation id, ASCII case-insensitive;
+    `statuses`, at least one of `OUTCOMES`."""
 
     limit: int
     before: tuple[int, str] | None = None
@@ -59,8 +54,8 @@ class ListQuery:
     statuses: frozenset[str] = frozenset()
 
     def admits(self, row: Listed) -> bool:
-        """Whether `row` is one this query lists (apart from `limit`): the memory backend's
-        filter, and the definition the SQL backends' statements follow."""
+        """Whether this query lists `row`, `limit` aside. The memory backend filters with it; the SQL
+        statements follow it."""
         if row.at is None:
             return False
         if self.before is not None and (row.at, row.cid) >= self.before:

@@ -1,7 +1,6 @@
-"""The read models' rows kept current with the log (`LiveRows`, which `ReadModels` holds): the
-pointer and the first generation made once, a conversation's events applied in their own
-transaction (`apply_inline`, under a savepoint) or from its log (`apply`), the summaries this process
-wrote kept, every conversation caught up, a conversation's rows folded anew after its erasure."""
+"""The read models' rows kept current with the log (`LiveRows`, held by `ReadModels`). It makes the pointer
+and first generation once, applies a conversation's events in their own transaction (`apply_inline`) or
+from its log (`apply`), and folds a conversation anew after its erasure."""
 
 from __future__ import annotations
 
@@ -14,25 +13,24 @@ from uuid import UUID
 from adapters.store.application import ConversationStore
 from adapters.store.serialization import UnreadableEvent
 from adapters.store.store_views import ViewsWritten
-from adapters.views.summary_cache import _kept
 from adapters.views.held_rows import NEWEST_ENTRIES, NEWEST_OUTCOMES, advanced
 from adapters.views.log_fold import Progress, fold_into, fold_log
 from adapters.views.ports import ViewStorage
 from adapters.views.storage_reads import Pointer
+from adapters.views.summary_cache import _kept
 from adapters.views.views_cache import ViewsCache
 from domain.events import ConversationEvent, conversation_uuid
-from projections.summary_rows import Summary
 from projections.rules import DEFAULT_RULE_SET, resolve
+from projections.summary_rows import Summary
 
 log = logging.getLogger("chatrecord")
 
 
 class Written(NamedTuple):
-    """What `LiveRows.apply_inline` wrote of one conversation in a transaction (a `ViewsWritten`
-    value), which `inline_committed` keeps once it committed: the generation written, the summary
-    after and before (`start`: its version, 0 for none), the newest rows (`WrittenRowsCache`), the
-    summary's JSON where the backend made it, and the append document's views section (None: the
-    rows were not written into one)."""
+    """What `LiveRows.apply_inline` wrote of one conversation in a transaction; kept once it commits.
+    Fields: the generation, the summary after and before (`start`: its version, 0 for none), the newest
+    rows (`WrittenRowsCache`), the summary's JSON where the backend made it, and the append document's
+    views section (None: not written into one)."""
 
     generation: int
     summary: Summary | None
@@ -43,9 +41,8 @@ class Written(NamedTuple):
 
 
 class LiveRows:
-    """The rows of a ConversationStore's read models, in the store's own database (`storage`,
-    which the composition root hands in), kept current with its log, with what this process
-    keeps of them (`cache`, shared with the reads of `ReadModels`, which holds this)."""
+    """The rows of a ConversationStore's read models in the store's database (`storage`), kept current with
+    its log. `cache` is what this process keeps of them, shared with `ReadModels`' reads."""
 
     def __init__(self, store: ConversationStore, storage: ViewStorage, cache: ViewsCache) -> None:
         self.store = store
@@ -56,8 +53,8 @@ class LiveRows:
     # ------------------------------------------------------------ set-up
 
     def _ensure(self) -> None:
-        """Creates the pointer and the first generation once; a store of the previous version
-        (one JSON row per conversation) gets its views rebuilt from the log, with a notice."""
+        """Creates the pointer and the first generation once. A store of the previous layout gets its views
+        rebuilt from the log, with a notice."""
         with self.storage.transaction(write=False) as curs:
             live = self.storage.pointer(curs)
         if live is not None:
@@ -122,15 +119,11 @@ class LiveRows:
             return after
 
     def apply_inline(self, curs: Any, aggregate_id: UUID, events: Sequence[ConversationEvent], written: ViewsWritten) -> None:
-        """Applies `events`, being saved in the transaction of `curs`, to their conversation's
-        rows in that same transaction, noting the summary it wrote in `written` (the transaction's,
-        made by the store: `inline_committed` keeps its summaries once it committed), under a savepoint: a view that cannot apply them (a bug,
-        or data an old version accepted) leaves its rows as they were and the events are still
-        stored; the next read of the conversation tries again from its log. When that fails
-        with the pointer and summary this process kept (a rebuild elsewhere switched generations
-        and dropped the tables it took as live), it is tried once more, in a new savepoint, with
-        the live pointer and summary read from the database. Events that do not follow the summary (a
-        gap) are left to the next read too."""
+        """Applies `events` to their conversation's rows in the transaction of `curs`, under a savepoint.
+        Notes the summary it wrote in `written`; `inline_committed` keeps it after the commit. A view
+        that cannot apply them leaves its rows as they were; the events are still stored and the next
+        read catches up. A failure with the kept pointer and summary is tried once more with both read
+        from the database. Events that do not follow the summary (a gap) are left to the next read."""
         if not events:
             return
         for fresh in (False, True) if self.storage.shared else (False,):
@@ -182,18 +175,16 @@ class LiveRows:
         return not failed or fresh
 
     def _inline_failed(self, error: Exception, written: ViewsWritten) -> None:
-        """After a view statement failed (e.g. a rebuild elsewhere dropped the tables this
-        process took as live): forget the pointer, the kept summaries and what the transaction
-        wrote (`written`); the next write reads them."""
+        """After a view statement failed, forgets the pointer, the kept summaries and `written`. The next
+        write reads them."""
         written.clear()
         self.cache.lose_live()
 
     def inline_committed(self, written: ViewsWritten) -> None:
-        """Called by the store once the transaction `apply_inline` wrote `written` in has
-        committed: keeps the summaries it wrote (`SummaryCache`, one per conversation of the
-        transaction: (generation, summary, newest rows)), so the next append need not read them,
-        and follows the newest entries and card outcomes a turn read kept (`TurnRowsCache`) through
-        the append's document, so the turn read after need not read them either."""
+        """Called by the store once the transaction `written` belongs to has committed. Keeps its summaries
+        (`SummaryCache`: generation, summary, newest rows per conversation), so the next append need not
+        read them. Follows the held entries and card outcomes (`TurnRowsCache`) through the append's
+        document, so the next turn read need not read them either."""
         for aggregate_id, w in written.items():
             live = self.cache.pointer
             if w.summary is not None and live is not None and w.generation == live.generation:
@@ -226,10 +217,9 @@ class LiveRows:
     # ------------------------------------------------------------ erasure
 
     def erase(self, conversation: str) -> bool:
-        """Deletes the conversation's rows in the live tables and folds them again from its log,
-        whose texts read as erased once its key is gone, so no view keeps a text of it (a log
-        that cannot be read back, `UnreadableEvent`, leaves them deleted). Returns False when
-        the store does not hold the conversation."""
+        """Deletes the conversation's live rows and folds them again from its log, whose texts now read as
+        erased. An unreadable log (`UnreadableEvent`) leaves them deleted. Returns False when the store
+        does not hold the conversation."""
         key = conversation_uuid(conversation)
         with self.storage.transaction(write=True) as curs:
             self.storage.lock(curs, exclusive=False)

@@ -1,7 +1,5 @@
-"""The fold of the event log into a generation's rows: one conversation's events in order
-(`fold_into`), and the whole log (or one worker's part of it), page by page (`fold_log`,
-`fold_page`), which a new store's first generation and a rebuild (`adapters.views.rebuild`)
-are made with."""
+"""The fold of the event log into a generation's rows: one conversation's events (`fold_into`), or the whole
+log or a worker's part of it, page by page (`fold_log`, `fold_page`)."""
 
 from __future__ import annotations
 
@@ -16,13 +14,13 @@ from uuid import UUID
 from adapters.store.application import ConversationStore
 from adapters.store.lru import LRU
 from adapters.store.serialization import originator_uuid
-from adapters.views.summary_cache import _kept
 from adapters.views.ports import FoldsInParts, ViewStorage
+from adapters.views.summary_cache import _kept
 from domain.errors import ChatrecordError
 from domain.events import ConversationEvent
 from projections.row_fold import apply_to_rows
-from projections.summary_rows import Summary
 from projections.rules import RuleSet, resolve
+from projections.summary_rows import Summary
 
 log = logging.getLogger("chatrecord")
 Progress = Callable[[int, int], None]
@@ -35,8 +33,8 @@ KEPT_HEADS = 1024
 
 
 class ViewOutOfStep(ChatrecordError):
-    """Raised when a conversation's events cannot be applied to its rows in order (an event
-    is missing from the log); `chatrecord rebuild` folds the rows anew."""
+    """Raised when a conversation's events cannot be applied to its rows in order (an event is missing).
+    `chatrecord rebuild` folds the rows anew."""
 
 
 def fold_into(rows: Any, summary: Summary | None, events: Iterable[ConversationEvent], rules: RuleSet) -> Summary | None:
@@ -67,20 +65,19 @@ def fold_log(
     unreadable: set[UUID] | None = None,
     part: tuple[int, int] | None = None,
 ) -> tuple[int, set[UUID]]:
-    """Folds the notifications after `start` (up to `stop`) into `generation`, a page of
-    PAGE per transaction (or all in `curs`); returns how many events and which conversations.
-    `generation` holds only what folds of the log from its start wrote into it (a new
-    generation's tables are written by no other writer). Without `curs`, where the backend
-    writes on a thread of its own (`ViewStorage.queued`), a page is written while the next is
-    folded, and the summaries written are kept (`KEPT_HEADS`) so that the next page need not read them.
-    Without `curs`, where the backend `reads_ahead`, the next page is read on a thread of its
-    own while this one is folded (the wait for the server's answer overlaps the fold); and
-    unless something else froze objects, what the process held before is frozen (`gc.freeze`)
-    until the fold ends, so that the collections of the fold's garbage do not scan it.
-    A conversation whose event cannot be read or folded (`fold_page`) is left where it
-    stopped, and added to `unreadable`: one conversation's damaged log stops no other's.
-    With `part` (part, parts), only the conversations of that part (`adapters.views.rebuild.part_of`) are read
-    and folded (`select_notifications_to_fold`): a worker of `adapters.views.rebuild.Rebuilds._fold_in_parts`."""
+    """Folds the notifications after `start` (up to `stop`) into `generation`; returns the event count and
+    the conversations.
+
+    Only folds of the log write `generation`. A page of PAGE events is one transaction, or all go in
+    `curs`. Without `curs`:
+    - where the backend writes on its own thread (`ViewStorage.queued`), a page is written while the next
+      is folded; the written summaries are kept (`KEPT_HEADS`);
+    - where the backend `reads_ahead`, the next page is read while this one is folded;
+    - what the process held before is frozen (`gc.freeze`) until the fold ends, unless already frozen.
+
+    A conversation whose event cannot be read or folded stops there and joins `unreadable`; others go on.
+    With `part` (part, parts), only that part's conversations are folded (`rebuild.part_of`,
+    `select_notifications_to_fold`)."""
     rule_set, folded, seen = resolve(rules), 0, set()
     unreadable = set() if unreadable is None else unreadable
     total = stop or store.max_notification_id()
@@ -147,16 +144,14 @@ def fold_page(
     kept: LRU[UUID, Summary | None] | None = None,
     unreadable: set[UUID] | None = None,
 ) -> set[UUID]:
-    """Decodes the page's notifications in order and folds each event, once, into its
-    conversation's rows, which hold their writes until the page is folded (`BufferedRows`):
-    an event is dropped as soon as it is applied. A conversation whose summary is behind the
-    page's first event of it is filled from its own log first. With `kept` (the summaries the
-    fold wrote, by conversation), a kept summary is not read, nor the summary of a conversation
-    whose first event here is its first (`fold_log`: none yet); the summaries written are
-    kept. A conversation whose event here cannot be read back (UnreadableEvent) or folded
-    (another ChatrecordError) gets none of this page's rows and no more of them at all: it is
-    added to `unreadable` (with one line logged), whose conversations are passed over.
-    Returns the conversations."""
+    """Folds each notification of the page, once and in order, into its conversation's rows; returns the
+    conversations.
+
+    Rows hold their writes until the page is folded (`BufferedRows`). A conversation whose summary is
+    behind is filled from its own log first. `kept` (summaries by conversation) saves reading them; it is
+    updated. A conversation whose event cannot be read back (UnreadableEvent) or folded (another
+    ChatrecordError) gets none of this page's rows. It joins `unreadable`, with one line logged, and is
+    passed over from then on."""
     folding: dict[UUID, list[Any]] = {}  # conversation: [rows, summary read, summary now]
     decode = store.mapper.to_domain_event
     unreadable = set() if unreadable is None else unreadable

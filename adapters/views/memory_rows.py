@@ -1,7 +1,5 @@
-"""One conversation's rows in memory, for the in-memory store: `MemoryConversation` holds
-them in dicts, `MemoryRows` reads and writes them as the port says (`adapters.views.ports.ViewRows`), as a database does
-its tables.
-"""
+"""One conversation's rows in memory: `MemoryConversation` holds them in dicts; `MemoryRows` reads and
+writes them as the port says (`adapters.views.ports.ViewRows`)."""
 
 from __future__ import annotations
 
@@ -11,8 +9,8 @@ from dataclasses import dataclass, field
 from adapters.views.caches import MessagesCache, PlacementCache
 from adapters.views.ports import ViewRows
 from projections.card_outcomes import CardOutcome
-from projections.summary_rows import Summary, TurnMark
 from projections.run_record import Entry
+from projections.summary_rows import Summary, TurnMark
 from projections.transcript import Message
 from projections.usage import UsageRow
 

@@ -1,17 +1,11 @@
-"""The views' port: what the read models need of a database (`ViewStorage`), one conversation's
-rows in one generation (`ViewRows`), and the target a transaction's statements go to
-(`AppendTarget`).
+"""The views' port: what the read models need of a database (`ViewStorage`), one conversation's rows in one
+generation (`ViewRows`), and where a transaction's statements go (`AppendTarget`).
 
-Each backend implements them (memory, SQLite, PostgreSQL), and the
-composition root (`adapters.bootstrap`) hands the store's storage to its read models; the views
-never look it up. `tests/integration/test_view_ports.py` is the contract every backend passes.
-
-The tables: a generation is a set of row tables (`adapters.views.row_tables.TABLES`); the
-pointer says which generation is live, its rule set and the next generation number. Writers
-take the views' lock shared; a rebuild's switch takes it exclusive. Times are microseconds
-since the epoch. Errors: `ReadMoved` (a read's tables or summary moved: read again),
-`NeedsSnapshot` (a one-statement read needs a snapshot: read again with one).
-"""
+Each backend implements them; the composition root hands the storage in. The contract is
+`tests/integration/test_view_ports.py`. A generation is a set of row tables (`row_tables.TABLES`). The
+pointer names the live one, its rule set and the next number. Writers take the views' lock shared; a
+rebuild's switch takes it exclusive. Times are microseconds since the epoch. Errors: `ReadMoved` (read
+again) and `NeedsSnapshot` (read again with a snapshot)."""
 
 from __future__ import annotations
 
@@ -31,8 +25,8 @@ from adapters.views.storage_reads import Pointer, TurnInputRows, TurnRows
 from adapters.views.usage_rows import UsageQuery, UsageSums
 from projections.card_outcomes import CardOutcome
 from projections.overview import Marks, Overview
-from projections.summary_rows import Summary, TurnMark
 from projections.run_record import Entry
+from projections.summary_rows import Summary, TurnMark
 from projections.transcript import Message
 from projections.usage import UsageRow
 
@@ -40,9 +34,8 @@ log = logging.getLogger("chatrecord")
 
 
 class AppendTarget(Protocol):
-    """Where one transaction's statements go: a driver's cursor, the statements queued for a
-    thread of their own, or the document an append sends in one call. The views never call it:
-    they hand it from the storage back to the storage."""
+    """Where one transaction's statements go: a cursor, a queue for a thread of its own, or an append
+    document. The views only hand it back to the storage."""
 
     def execute(self, query: Any, params: Any = ..., /) -> Any:
         """Runs (or holds) one statement."""
@@ -66,14 +59,14 @@ class QueuedTarget(AppendTarget, Protocol):
 
 @runtime_checkable
 class FoldsInParts(Protocol):
-    """A recorder that reads what a rebuild folds in parts chosen on the server (PostgreSQL's
-    `EventRecorder`); another is read with the library's `select_notifications`."""
+    """A recorder that reads a rebuild's parts chosen on the server (PostgreSQL's `EventRecorder`). Others
+    are read with the library's `select_notifications`."""
 
     def select_notifications_to_fold(
         self, start: int, limit: int, stop: int | None, part: tuple[int, int] | None = None
     ) -> Sequence[Any]:
-        """Returns the notifications after `start` up to `stop`, at most `limit`, of conversation
-        part `part` (part, parts; None: all), in order."""
+        """Returns the notifications after `start` up to `stop`, at most `limit`, in order. `part` is (part,
+        parts); None: all."""
         ...
 
     def count_notifications_by_part(self, stop: int, parts: int) -> list[int]:
@@ -82,9 +75,8 @@ class FoldsInParts(Protocol):
 
 
 class ReadMoved(Exception):  # a signal to the reader, never seen outside ReadModels
-    """Raised by a turn read whose rows moved under it: a rebuild in another process dropped
-    its generation's tables, or a later statement of the read found the summary at another
-    version than its first one did. The reader takes the live pointer and reads again."""
+    """Raised by a turn read whose rows moved: another process's rebuild dropped its tables, or the
+    summary's version changed between statements. The reader takes the live pointer and reads again."""
 
 
 class NeedsSnapshot(Exception):  # a signal to the reader, never seen outside ReadModels
@@ -92,20 +84,18 @@ class NeedsSnapshot(Exception):  # a signal to the reader, never seen outside Re
 
 
 def not_updated(error: Exception) -> None:
-    """Logs, in one line, that a write's read models were not updated (the next read of the
-    conversation catches up from its log): the error's first line, without the statement a
-    driver may quote after it."""
+    """Logs in one line that a write's read models were not updated; the next read catches up. Logs the
+    error's first line, without the statement a driver may quote."""
     reason = next((line.strip() for line in str(error).splitlines() if line.strip()), type(error).__name__)
     log.warning("chatrecord: the read models were not updated with this write (%s); the next read catches up", reason)
 
 
 @dataclass
 class Appended:
-    """What an append's rows wrote, for the caches of the reads after it (`ViewRows.appended`):
-    the entries and card outcomes written, each with its body ("entry" or "outcome", body,
-    item); the transcript messages whose body reads back as the message, with it; the newest
-    rows as the writes left them (None: unknown); the summary's JSON where the backend made it;
-    the views section of the append's document (None: not written into one)."""
+    """What an append's rows wrote, for the caches of the reads after it (`ViewRows.appended`). Fields: the
+    entries and card outcomes written as (kind, body, item); the transcript messages whose body reads
+    back as the message; the newest rows (None: unknown); the summary's JSON where the backend made it;
+    the append document's views section (None: not written into one)."""
 
     bodies: list[tuple[str, str, Entry | CardOutcome]] = field(default_factory=list)
     messages: list[tuple[str, Message]] = field(default_factory=list)
@@ -115,10 +105,10 @@ class Appended:
 
 
 class ViewRows(ABC):
-    """One conversation's rows in one generation, read and written inside the transaction
-    they were made in (`ViewStorage.rows`). The fold (`projections.row_fold`) writes them; the
-    reads below answer from what the writes left. Indexes count transcript messages from 0;
-    `number` is a user message's number; `seq` a run record entry's version."""
+    """One conversation's rows in one generation, read and written in the transaction that made them
+    (`ViewStorage.rows`). The fold (`projections.row_fold`) writes them; the reads answer from what the
+    writes left. Indexes count transcript messages from 0. `number` is a user message's number; `seq` is
+    a run record entry's version."""
 
     tip: bytes | None = None
     """The hash chain's hash at the summary's version, where the read that made these rows took
@@ -171,9 +161,9 @@ class ViewRows(ABC):
     def entries(
         self, decode: Callable[[str], Entry] | None = None, newest: int | None = None, total: int | None = None
     ) -> Sequence[Entry]:
-        """Returns the kept entries, oldest first. `decode` (a body's JSON to its entry) may
-        decode each when first asked for; with `newest` and `total`, the older ones may be read
-        when first asked for. Raises ReadMoved when they are not `total` in all."""
+        """Returns the kept entries, oldest first. `decode` may run on first access to each. With `newest`
+        and `total`, older ones may be read on first access. Raises ReadMoved when they are not `total`
+        in all."""
 
     @abstractmethod
     def put_outcomes(self, outcomes: Iterable[CardOutcome]) -> None:
@@ -181,8 +171,8 @@ class ViewRows(ABC):
 
     @abstractmethod
     def cut_outcomes(self, cards: set[str], length: int) -> int:
-        """Deletes the outcomes of `cards`, and those of no card at or after transcript index
-        `length`; returns how many went."""
+        """Deletes the outcomes of `cards` and those of no card at or after index `length`; returns how
+        many."""
 
     @abstractmethod
     def outcomes(self, newest: int | None = None, decode: Callable[[str], CardOutcome] | None = None) -> tuple[CardOutcome, ...]:
@@ -216,8 +206,8 @@ class ViewRows(ABC):
     def placement_reads(
         self, length: int, kept: MessagesCache | None = None, known: PlacementCache | None = None
     ) -> tuple[Callable[[set[int]], dict[int, Message]], Callable[[set[int]], dict[int, int | None]]]:
-        """Returns `(messages_at, block_ends)` for placing a turn's notes in a transcript of
-        `length` messages; `kept` and `known` are caches they may read and fill."""
+        """Returns `(messages_at, block_ends)` for placing a turn's notes in a transcript of `length`
+        messages. `kept` and `known` are caches it may read and fill."""
 
     @abstractmethod
     def put_message(self, index: int, message: Message) -> None:
@@ -237,8 +227,8 @@ class ViewRows(ABC):
 
     @abstractmethod
     def cut_pages(self, after: int) -> tuple[int | None, int]:
-        """Deletes the page changes after message `after`; returns the newest kept page (None:
-        none) and the newest kept page other than 0 (0: none)."""
+        """Deletes the page changes after message `after`. Returns the newest kept page (None: none) and the
+        newest kept non-zero page (0: none)."""
 
     @abstractmethod
     def put_turn(self, turn: TurnMark) -> None:
@@ -251,24 +241,22 @@ class ViewRows(ABC):
 
     @abstractmethod
     def turn_starts(self, message: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
-        """Returns the versions that started a turn of user message `message`, oldest first,
-        and, when there are none, the user message numbers that started any turn, ascending
-        (else empty)."""
+        """Returns the versions that started a turn of user message `message`, oldest first. When there are
+        none, also the numbers of user messages that started any turn, ascending; else empty."""
 
     def turn_rows(
         self, length: int, version: int, kept: MessagesCache | None = None, rendered: Any = None
     ) -> tuple[tuple[Message, ...], tuple[Entry, ...], tuple[CardOutcome, ...]] | None:
-        """Returns, in one statement, the first `length` transcript messages, the entries set
-        aside for the latest turn and those of versions up to `version`, and the card outcomes
-        recorded up to `version` (`adapters.views.row_state.turn_rows_state`), where the rows
-        read them so; None where they do not (the caller reads them one kind at a time)."""
+        """Returns a turn's rows in one statement, or None where the rows cannot (read one kind at a time).
+        They are: the first `length` transcript messages, the entries set aside for the latest turn and
+        up to `version`, the card outcomes up to `version` (`row_state.turn_rows_state`)."""
         return None
 
     # ---------------------------------------------------------------- an append's rows
 
     def prime(self, recent: WrittenRowsCache | None, summary: Summary | None) -> None:
-        """Takes `recent` as the newest rows stored at `summary` (what the last append left), so
-        the fold's reads need not ask the database; nothing where the rows do not hold writes."""
+        """Takes `recent` as the newest rows at `summary`, so the fold's reads skip the database. Does
+        nothing where the rows do not hold writes."""
         return None
 
     def prefetch(self, events: Sequence[Any]) -> None:
@@ -281,15 +269,15 @@ class ViewRows(ABC):
         return None
 
     def appended(self) -> Appended:
-        """Returns what the writes so far wrote (`Appended`, after `flush`), and forgets the
-        bodies it hands out; nothing known where the rows do not hold writes."""
+        """Returns what the writes so far wrote (`Appended`, after `flush`) and forgets the bodies it hands
+        out. Knows nothing where the rows do not hold writes."""
         return Appended()
 
 
 class ViewStorage(ABC):
-    """What the read models need of a database: transactions, the generations' tables and
-    pointer, the views' lock, the log's version, the list of summaries, and the reads of a turn.
-    A method taking `curs` runs inside the transaction of that target."""
+    """What the read models need of a database: transactions, the generations' tables and pointer, the
+    views' lock, the log's version, the list, and a turn's reads. A method taking `curs` runs in that
+    target's transaction."""
 
     texts: ViewTexts | None = None
     """Seals the transcript rows' texts with each conversation's data key (None: plain)."""
@@ -358,8 +346,8 @@ class ViewStorage(ABC):
         return True
 
     def pointer_and_summary(self, curs: AppendTarget, cid: UUID, generation: int) -> tuple[Pointer | None, str | None]:
-        """Returns the live pointer and, where the backend reads both at once and `generation`
-        is the live one, the summary row's body of `cid` in it (None: read the summary through `rows`)."""
+        """Returns the live pointer and, where the backend reads both at once and `generation` is live, the
+        summary body of `cid` (None: read it through `rows`)."""
         return self.pointer(curs), None
 
     def lock(self, curs: AppendTarget, exclusive: bool) -> None:
@@ -369,9 +357,9 @@ class ViewStorage(ABC):
     def savepoint(
         self, curs: AppendTarget, on_failure: Callable[[Exception], object] | None = None
     ) -> AbstractContextManager[AppendTarget]:
-        """Yields a target inside a savepoint of `curs`'s transaction: an error inside rolls
-        back to it, goes to `on_failure`, is logged (`not_updated`) unless `on_failure`
-        returned True, and does not end the transaction."""
+        """Yields a target inside a savepoint of `curs`'s transaction. An error inside rolls back to it and
+        goes to `on_failure`. It is logged (`not_updated`) unless `on_failure` returns True. The
+        transaction goes on."""
         raise NotImplementedError  # every backend has its own; not abstract: a read-only test double need not
 
     def reading(self, snapshot: bool = True) -> AbstractContextManager[AppendTarget]:
@@ -381,8 +369,7 @@ class ViewStorage(ABC):
         return self.transaction(write=False)
 
     def queued(self) -> QueuedTarget | None:
-        """Returns a target whose statements run on a thread of their own, where the backend
-        has one (a rebuild writes a page while it folds the next); None otherwise."""
+        """Returns a target whose statements run on a thread of their own; None where the backend has none."""
         return None
 
     def has_activity(self, curs: AppendTarget, generation: int) -> bool:
@@ -409,8 +396,8 @@ class ViewStorage(ABC):
         tail_from: int = 0,
         held_at: int | None = None,
     ) -> TurnRows | None:
-        """Reads a turn's summary, log version, newest entries and outcomes in one statement
-        (`TurnRows`), where the backend can; None: read them through `rows`."""
+        """Reads a turn's summary, log version, newest entries and outcomes in one statement (`TurnRows`).
+        None where the backend cannot; read them through `rows`."""
         return None
 
     def prefetched_rows(
@@ -434,9 +421,8 @@ class ViewStorage(ABC):
         return None
 
     def overview(self, cid: UUID, generation: int, logged: int, fold: Callable[[Overview, Marks], Overview]) -> Overview | None:
-        """Returns the overview of `cid` in `generation` at the log's version `logged`: the
-        kept one when it is at `logged`; else `fold(kept, marks)` (the events after its
-        version folded), written back under the views' shared lock, a kept one past `logged`
-        replaced by `fold(Overview(), marks)`. None where the generation (or the backend)
-        keeps no overview."""
+        """Returns the overview of `cid` in `generation` at log version `logged`. A kept one at `logged` is
+        returned. Else `fold(kept, marks)` folds the events after it and is written back under the views'
+        shared lock; one past `logged` is replaced by `fold(Overview(), marks)`. None where the
+        generation or backend keeps no overview."""
         return None

@@ -1,27 +1,15 @@
 """The read models as rows in the store's own database, current per conversation.
 
-Chosen design (in the events' own transaction, tracked by the conversation's version): the
-writer applies its events to its own conversation's rows in the transaction that stores them
-(`apply_inline`, run by the store's recorder before its insert takes the events table's lock),
-under a savepoint, so a view that cannot apply them never stops the write. Each summary row
-carries the version of the last event applied; an event whose version is not the next one is
-never applied twice, and a gap (a store a plain library recorder wrote, or a view that failed)
-is filled from that conversation's own log (`apply`). Every read first compares the summary's
-version with the log's (one index lookup) and fills a gap the same way, so a turn never reads a
-record older than its log and never folds another conversation's events.
+The writer applies its events to its conversation's rows in the transaction that stores them
+(`apply_inline`), under a savepoint; a failing view never stops the write. Each summary row holds the
+version of the last event applied. An event is never applied twice. A gap is filled from the
+conversation's own log (`apply`). Every read compares the summary's version with the log's first and
+fills a gap, so a turn never reads rows older than its log.
 
-`rebuild(rules)` folds the whole log, page by page, into a new generation's tables with the
-same fold (`projections.row_fold.apply_to_rows`), then, under the exclusive lock, folds what was stored
-meanwhile and switches the pointer. `diff(rules)` compares the live rows with a fold under
-another rule set and writes nothing.
-
-This module holds the reads (`ReadModels`); the apply is in `adapters.views.live_rows`
-(`LiveRows`, which `ReadModels` holds), what the process keeps of both in
-`adapters.views.views_cache` (`ViewsCache`, one `forget`), the fold of the log in `adapters.views.log_fold`, the
-rebuild with its worker processes in `adapters.views.rebuild`, the diff in
-`adapters.views.rule_diff`, the kept summaries in `adapters.views.head_cache` and the state built
-from rows in `adapters.views.row_state`.
-"""
+`rebuild(rules)` folds the whole log into a new generation, then folds what came meanwhile and switches
+the pointer under the exclusive lock. `diff(rules)` compares with another rule set and writes nothing.
+This module holds the reads (`ReadModels`). The rest: `live_rows` (apply), `views_cache` (caches),
+`log_fold`, `rebuild`, `rule_diff`, `summary_cache`, `row_state`."""
 
 from __future__ import annotations
 
@@ -35,7 +23,6 @@ from adapters.store.store_views import ViewsWritten
 from adapters.views import rule_diff
 from adapters.views.caches import SEPARATOR, BlocksCache
 from adapters.views.gc_pause import gc_paused
-from adapters.views.summary_cache import _kept
 from adapters.views.held_rows import NEWEST_ENTRIES, NEWEST_OUTCOMES, TurnRowsCache, seeded
 from adapters.views.live_rows import LiveRows
 from adapters.views.log_fold import Progress, ViewOutOfStep
@@ -45,6 +32,7 @@ from adapters.views.row_bodies import decode_turn_bodies
 from adapters.views.row_state import _state, turn_rows_state
 from adapters.views.rule_diff import ConversationDiff
 from adapters.views.storage_reads import Pointer, TurnInputRows, TurnRows
+from adapters.views.summary_cache import _kept
 from adapters.views.turn_starts import TurnStarts, turn_starts
 from adapters.views.views_cache import ViewsCache
 from domain.errors import UnknownConversation, shown_id
@@ -53,9 +41,9 @@ from projections import turn
 from projections.card_outcomes import held_outcomes
 from projections.notes import NoteOf, note_of
 from projections.page_line import PageCheck, check_slot, every_page
-from projections.summary_rows import Summary, TurnMark
 from projections.rules import resolve
 from projections.run_record import RunRecord
+from projections.summary_rows import Summary, TurnMark
 from projections.transcript import Transcript
 from projections.turn import NoTurnYet, TurnInput, TurnState
 from projections.turn_notes import TurnNotes, turn_notes
@@ -69,12 +57,10 @@ def _bodies(joined: str) -> list[str]:
 
 
 class ReadModels:
-    """The row read models of a ConversationStore, in the store's own database. The store's
-    own are the views it is built with (`ConversationStore(views=ReadModels)`, which the
-    composition root `adapters.bootstrap` does once per store; `StoreViews` is what the store
-    calls); another built on the same store reads and rebuilds, and its rows catch up from the
-    log at each read. The rows are kept current by `rows` (`LiveRows`); what this process keeps
-    of them to skip reads is `cache` (`ViewsCache`), which both use."""
+    """The row read models of a ConversationStore, in the store's own database. The store's own are the
+    views it was built with (`StoreViews`). Another on the same store reads and rebuilds; its rows catch
+    up at each read. `rows` (`LiveRows`) keeps them current; `cache` (`ViewsCache`) is what this process
+    keeps to skip reads."""
 
     def __init__(
         self, store: ConversationStore, storage: ViewStorage, reopen: Callable[[ConversationStore], ViewStorage] | None = None
@@ -111,8 +97,8 @@ class ReadModels:
         return self.rows.erase(conversation)
 
     def forget(self, cid: UUID) -> None:
-        """Forgets everything this process kept of a conversation's rows: the store found its
-        log not to be the one they were kept of (a database restored or failed over)."""
+        """Forgets everything this process kept of a conversation's rows. Called when its log is not the one
+        they were kept of (a restored or failed-over database)."""
         self.cache.forget(cid)
 
     def forget_all(self) -> None:
@@ -137,18 +123,14 @@ class ReadModels:
         kept_at: int | None = None,
         known: BlocksCache | None = None,
     ) -> T:
-        """Returns `read(rows, summary, rules)` for a conversation, its rows caught up with its log
-        first. With `newest` (a turn read: the card outcomes it needs), the backend may read the
-        summary, the log's version, the entries and those outcomes in one statement (on
-        PostgreSQL prepared, in autocommit while that one statement answers the read; a read
-        that needs another is read again in one REPEATABLE READ snapshot, `ViewStorage.reading`:
-        every read sees one version of the conversation); the entries and outcomes not, when the summary is
-        at version `kept_at` (`read` has that version's answer kept; the rows read them should
-        it need them after all); with `known` (what an earlier turn read kept of the transcript
-        rows), also the topics of the events since and the rows from its `last_user` on, so
-        placing the notes need not read the rows again (`BlocksCache.placement`). A read whose
-        tables a rebuild elsewhere dropped reads again. Raises UnknownConversation for a
-        conversation the store does not hold."""
+        """Returns `read(rows, summary, rules)` for a conversation whose rows first catch up with its log.
+
+        With `newest` (a turn read), the backend may read the summary, the log's version, the entries and
+        outcomes in one statement. A read needing a second statement is repeated in one REPEATABLE READ
+        snapshot (`ViewStorage.reading`). Entries and outcomes are not read when the summary is at
+        `kept_at`. With `known`, the events' topics since and the rows from `last_user` on are read too
+        (`BlocksCache.placement`). A read whose tables a rebuild dropped reads again. Raises
+        UnknownConversation for a conversation the store does not hold."""
         key = conversation_uuid(conversation)
         snapshot = newest is None  # a turn read tries one statement first, in no transaction
         for _ in range(4):
@@ -230,10 +212,9 @@ class ReadModels:
     def _held_or_read(
         self, key: UUID, fetched: TurnRows, held: TurnRowsCache | None, summary: Summary | None, newest: int | None
     ) -> tuple[str | tuple[str, ...], str | tuple[str, ...]]:
-        """Returns the newest entries' and card outcomes' bodies of a turn read's one statement
-        (each kind oldest first, joined by SEPARATOR as read): those this process holds (`TurnRowsCache`)
-        where the statement left them unread (the summary at the held version), else those it
-        read, which the process then holds."""
+        """Returns the newest entries' and card outcomes' bodies of a turn read's statement, each oldest
+        first and joined by SEPARATOR. Takes the held ones (`TurnRowsCache`) where the statement left
+        them unread; else holds those it read."""
         if fetched.held and held is not None:
             return held.entries, held.outcomes
         if summary is not None and newest == NEWEST_OUTCOMES:
@@ -250,17 +231,14 @@ class ReadModels:
         return self._read(conversation, lambda rows, summary, rules: summary)
 
     def turn_notes(self, conversation: str, can_see_page: PageCheck = every_page) -> TurnNotes:
-        """Returns what the chat adds to its transcript for the next model call: the page line
-        and each note with its place. Reads the summary, the newest run record entries
-        (NEWEST_ENTRIES; the older of the at most 200 kept only when the notes reach past them),
-        the newest card outcomes (the notes' budget + 1) and the transcript messages the notes
-        stand beside (each decoded once per row body, `MessagesCache`): its cost does not grow
-        with the history. A read of a conversation
-        that has not changed since this process last read it (same summary version, rule set and
-        page check, where the check is `every_page` or a `PageFilter`) is answered from
-        `ViewsCache.notes` after the one statement that finds the summary's version.
+        """Returns what the chat adds to its transcript for the next model call: the page line and each note
+        with its place.
 
-        Raises UnknownConversation for a conversation the store does not hold."""
+        Reads the summary, the newest entries (NEWEST_ENTRIES; older ones only when the notes reach
+        them), the newest card outcomes (the notes' budget + 1) and the messages beside the notes. Its
+        cost does not grow with the history. An unchanged conversation (same summary version, rule set
+        and page check) is answered from `ViewsCache.notes` after one statement. Raises
+        UnknownConversation for a conversation the store does not hold."""
 
         check = check_slot(can_see_page)
 
@@ -310,10 +288,9 @@ class ReadModels:
         return self._read(conversation, read, newest=NEWEST_OUTCOMES, kept_at=kept_at, known=_kept(self.cache.known, cid))
 
     def turn_starts(self, conversation: str, message: int) -> TurnStarts:
-        """Returns which events started the turns of user message `message` (`TurnStarts`:
-        their versions, the latest turn's, the summary's), read from the rows' `turns` table in one
-        snapshot after the rows caught up with the log: it costs the conversation's turns, not
-        its events. Raises UnknownConversation for a conversation the store does not hold."""
+        """Returns which events started the turns of user message `message` (`TurnStarts`). Read from the
+        `turns` table in one snapshot; costs the conversation's turns, not its events. Raises
+        UnknownConversation for a conversation the store does not hold."""
         return self._read(conversation, lambda rows, summary, rules: turn_starts(rows, summary, rules, message))
 
     def state(self, conversation: str) -> TurnState | None:
@@ -325,20 +302,16 @@ class ReadModels:
             return None
 
     def snapshot(self, conversation: str) -> tuple[Summary, str, TurnState]:
-        """Returns the conversation's summary row, the live rule set and its rows folded together
-        (whole transcript, entries and outcomes), all read in one snapshot after its rows caught
-        up with its log: what `adapters.views.verify_rows` holds against a fold of the log.
-        Raises UnknownConversation for a conversation the store does not hold."""
+        """Returns the summary row, the live rule set and the folded rows, read in one snapshot after the
+        rows caught up (`verify_rows`' input). Raises UnknownConversation for a conversation the store
+        does not hold."""
         return self._read(conversation, lambda rows, summary, rules: (summary, rules, _state(rows, summary)))
 
     def turn_input(self, conversation: str, can_see_page: PageCheck = every_page) -> TurnInput:
-        """Returns the input of the conversation's latest turn (its latest user message, retry
-        or edit), as that turn saw it: from the rows when they still hold what that turn saw
-        (`Summary.turn_intact`, `turn_rows_state`: its cost is what the input holds; on PostgreSQL
-        in one statement, `_turn_input_in_one`), else from its log up to the turn. The
-        collector's collections are paused while it is built from rows (`gc_paused`). Raises
-        UnknownConversation for a conversation the store does not hold, NoTurnYet when no turn
-        has started yet."""
+        """Returns the input of the conversation's latest turn, as that turn saw it. From the rows when they
+        still hold it (`Summary.turn_intact`; on PostgreSQL in one statement), else from the log up to
+        the turn. The garbage collector is paused meanwhile (`gc_paused`). Raises UnknownConversation for
+        a conversation the store does not hold. Raises NoTurnYet when no turn has started."""
 
         def read(rows: Any, summary: Summary, rules: str) -> TurnInput:
             if summary.turn is None:
@@ -360,11 +333,9 @@ class ReadModels:
         return built if built is not None else self._read(conversation, read)
 
     def _turn_input_in_one(self, conversation: str, can_see_page: PageCheck) -> TurnInput | None:
-        """Returns the latest turn's input from the rows of one statement
-        (`ViewStorage.turn_input_rows`: the pointer, the summary, the log's version and that turn's
-        rows, in autocommit), where the backend reads them so, the live generation is known,
-        the summary is up to date with the log and the turn is intact in the rows
-        (`turn_rows_state` of the same rows); else None (the caller reads as before)."""
+        """Returns the latest turn's input from one statement (`ViewStorage.turn_input_rows`, autocommit).
+        None unless the backend reads so, the live generation is known, the summary is current and the
+        turn is intact in the rows."""
         live = self.cache.pointer
         if live is None or not self.storage.reads_turn_in_one:
             return None
@@ -412,17 +383,16 @@ class ReadModels:
         return turn.turn_input(state, mark.message, mark.at, got.live.rules, can_see_page, self._note_of(can_see_page))
 
     def _note_of(self, can_see_page: PageCheck) -> NoteOf:
-        """Returns what renders a note under `can_see_page`: one that keeps the notes it
-        rendered (`NotesCache.note`) where the check has a slot (`check_slot`), else `note_of`."""
+        """Returns what renders a note under `can_see_page`: a caching one (`NotesCache.note`) where the
+        check has a slot, else `note_of`."""
         check = check_slot(can_see_page)
         return self.cache.rendered.note(check) if check is not None else note_of
 
     # ------------------------------------------------------------ rule sets
 
     def rebuild_workers(self, stop: int, workers: int | None = None) -> int:
-        """Returns the processes a rebuild of the log up to notification `stop` folds it in
-        (`adapters.views.rebuild.Rebuilds.rebuild_workers`). Raises ValueError for `workers`
-        outside 1 to MOST_WORKERS."""
+        """Returns how many processes a rebuild up to notification `stop` uses (`Rebuilds.rebuild_workers`).
+        Raises ValueError for `workers` outside 1 to MOST_WORKERS."""
         return Rebuilds(self.store, self.storage, self.cache.take_live, self.reopen).rebuild_workers(stop, workers)
 
     def rebuild(
@@ -432,13 +402,11 @@ class ReadModels:
         workers: int | None = None,
         guard: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext,
     ) -> RebuildReport:
-        """Folds the whole event log under `rules` into a new generation's tables, then makes
-        it live and drops the old ones; returns what it did (`adapters.views.rebuild.Rebuilds.rebuild`,
-        which says what it raises)."""
+        """Folds the whole log under `rules` into a new generation, makes it live and drops the old one.
+        Returns what it did; raises as `Rebuilds.rebuild`."""
         return Rebuilds(self.store, self.storage, self.cache.take_live, self.reopen).rebuild(rules, progress, workers, guard)
 
     def diff(self, rules: str) -> list[ConversationDiff]:
-        """Returns, per conversation in the order they started, which run record entries and
-        which notes of its latest turn differ between the live rule set and `rules`
-        (`adapters.views.rule_diff.diff`). Writes nothing. Raises UnknownRuleSet for an unknown id."""
+        """Returns, per conversation in start order, the entries and latest-turn notes that differ between
+        the live rule set and `rules`. Writes nothing. Raises UnknownRuleSet for an unknown id."""
         return rule_diff.diff(self, rules)

@@ -1,9 +1,7 @@
-"""The rebuild of the read models (`chatrecord rebuild`): `Rebuilds.rebuild(rules)` folds the
-whole log, page by page, into a new generation's tables with the same fold
-(`adapters.views.log_fold.fold_log`, `projections.row_fold.apply_to_rows`), in worker processes
-of its own where the log is long and the backend folds in parts (`Rebuilds.rebuild_workers`,
-`_fold_part`), then, under the exclusive lock, folds what was stored meanwhile and switches the
-pointer; what it did (`RebuildReport`) and how it fails (the errors below)."""
+"""The rebuild of the read models (`chatrecord rebuild`). `Rebuilds.rebuild(rules)` folds the whole log into
+a new generation (`log_fold.fold_log`). Where the log is long and the backend folds in parts, worker
+processes fold it (`Rebuilds.rebuild_workers`, `_fold_part`). Then, under the exclusive lock, it folds
+what came meanwhile and switches the pointer. It reports a `RebuildReport` and raises the errors below."""
 
 from __future__ import annotations
 
@@ -44,9 +42,8 @@ from the one with the most (docs/benchmarks.md, "Figures moved from docstrings")
 
 
 class RebuildWorkerFailed(ChatrecordError):
-    """Raised when a worker process of a rebuild (`ReadModels.rebuild`'s `workers`) failed or
-    ended before it folded its part; the message names its error. The live tables stay as
-    they were; the next rebuild drops the half-written generation."""
+    """Raised when a rebuild's worker process failed or ended before folding its part; the message names its
+    error. The live tables stay; the next rebuild drops the half-written generation."""
 
 
 UNSWITCHED = "nothing was switched: the live read models are as they were"
@@ -54,20 +51,19 @@ UNSWITCHED = "nothing was switched: the live read models are as they were"
 
 
 class RebuildInterrupted(ChatrecordError):
-    """Raised when an interrupt (Ctrl-C, SIGTERM) stopped a rebuild before it switched: its
-    half-built tables were dropped and the live read models are as they were."""
+    """Raised when an interrupt (Ctrl-C, SIGTERM) stopped a rebuild before it switched. Its half-built
+    tables were dropped; the live read models are unchanged."""
 
 
 class RebuildSuperseded(ChatrecordError):
-    """Raised when a rebuild finishes after a later rebuild has already switched over; the
-    later one stays live and the superseded generation is dropped."""
+    """Raised when a rebuild finishes after a later one switched. The later one stays live; this generation
+    is dropped."""
 
 
 @dataclass(frozen=True)
 class RebuildReport:
-    """What a rebuild did: the rule set now live and the one it replaced, how many
-    conversations (the unreadable ones included) and events it folded, the tables of the new
-    generation and those dropped."""
+    """What a rebuild did: the rule set now live and the one replaced, the conversations (unreadable ones
+    included) and events folded, the new tables and those dropped."""
 
     rules: str
     conversations: int
@@ -84,10 +80,9 @@ class RebuildReport:
 
 
 class Rebuilds:
-    """The rebuilds of one store's read models (`ReadModels.rebuild`, `.rebuild_workers`): with
-    the store, the views' storage, and what takes a new live pointer (`set_live`, the read
-    models' own, called once a rebuild switched); `reopen` hands out the view storage of the
-    store a worker process opens anew (None: the rebuild folds in this process only)."""
+    """The rebuilds of one store's read models (`ReadModels.rebuild`, `.rebuild_workers`). `set_live` takes
+    the new live pointer after a switch. `reopen` hands out the view storage of a store a worker opens
+    anew; None: fold in this process only."""
 
     def __init__(
         self,
@@ -102,13 +97,11 @@ class Rebuilds:
         self.reopen = reopen
 
     def rebuild_workers(self, stop: int, workers: int | None = None) -> int:
-        """Returns the processes a rebuild of the log up to notification `stop` (its events)
-        folds it in: `workers` where given; else one per CPU this process may use, at most
-        MAX_WORKERS, for a log of at least PARTS_FROM events whose conversations spread over the
-        parts (no part holds more than MOST_OF_A_PART of the events, counted by the server,
-        `count_notifications_by_part`; a log of one long conversation is folded by one process).
-        1 where the backend cannot fold in parts (`ViewStorage.folds_in_parts`: SQLite, memory) or
-        the system cannot fork. Raises ValueError for `workers` outside 1 to MOST_WORKERS."""
+        """Returns how many processes a rebuild of the log up to notification `stop` folds in. `workers`
+        where given. Else one per usable CPU, at most MAX_WORKERS, for a log of at least PARTS_FROM
+        events spread over the parts (no part over MOST_OF_A_PART). One where the backend cannot fold in
+        parts (`ViewStorage.folds_in_parts`) or the system cannot fork. Raises ValueError for `workers`
+        outside 1 to MOST_WORKERS."""
         _check_workers(workers)
         if not self.storage.folds_in_parts or self.reopen is None or not hasattr(os, "fork"):
             return 1
@@ -132,16 +125,17 @@ class Rebuilds:
         workers: int | None = None,
         guard: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext,
     ) -> RebuildReport:
-        """Folds the whole event log under `rules` into a new generation's tables, then makes
-        it live and drops the old ones; returns what it did. The log up to the rebuild's start
-        is folded in `rebuild_workers(stop, workers)` processes, each its own conversations
-        (`_fold_in_parts`; `progress` follows this process's part); what was stored meanwhile,
-        by this process under the exclusive lock. Raises UnknownRuleSet for an unknown id,
-        RebuildSuperseded when a later rebuild switched first, RebuildWorkerFailed when a
-        worker process failed, ValueError for `workers` outside 1 to MOST_WORKERS.
-        An interrupt (KeyboardInterrupt) before the switch drops the new generation's tables
-        (its workers stopped first; `guard()` is entered around the drop, so that a second
-        interrupt does not cut it) and raises RebuildInterrupted, which names them."""
+        """Folds the whole log under `rules` into a new generation, makes it live and drops the old one.
+
+        Returns what it did. The log up to the start is folded in `rebuild_workers(stop, workers)`
+        processes; `progress` follows this one's part. What came meanwhile is folded here under the
+        exclusive lock. Raises:
+        - UnknownRuleSet for an unknown id;
+        - RebuildSuperseded when a later rebuild switched first;
+        - RebuildWorkerFailed when a worker failed;
+        - ValueError for `workers` outside 1 to MOST_WORKERS;
+        - RebuildInterrupted on KeyboardInterrupt before the switch, after dropping the new tables (under
+          `guard()`, so a second interrupt does not cut the drop)."""
         target = resolve(rules).id
         _check_workers(workers)  # before a generation is made
         with self.storage.transaction(write=True) as curs:
@@ -163,8 +157,7 @@ class Rebuilds:
             ) from None
 
     def _drop_unswitched(self, generation: int) -> bool:
-        """Drops `generation`'s tables unless it went live (an interrupt after the switch
-        committed); returns True when it dropped them."""
+        """Drops `generation`'s tables unless it went live; returns True when it dropped them."""
         with self.storage.transaction(write=True) as curs:
             self.storage.lock(curs, exclusive=True)
             now = self.storage.pointer(curs)
@@ -222,14 +215,11 @@ class Rebuilds:
     def _fold_in_parts(
         self, generation: int, rules: str, stop: int, parts: int, progress: Progress | None, unreadable: set[UUID]
     ) -> tuple[int, set[UUID]]:
-        """Folds the notifications up to `stop` into `generation` in `parts` processes: this
-        one folds part 0 (`fold_log` with `part`, calling `progress`), `parts` - 1 forked
-        workers (`_fold_part`) the others, each with its own store and connections, into the
-        same new tables (no two write a conversation's rows). A conversation's events are all
-        in its part, in their order, so each is folded as one process would fold it. Returns
-        the events folded and the conversations, and adds the workers' unreadable ones to
-        `unreadable`. Raises RebuildWorkerFailed when a worker failed or ended without an
-        answer; the workers still running are then stopped (SIGTERM), as when this one fails."""
+        """Folds the notifications up to `stop` into `generation` in `parts` processes. This one folds part
+        0; `parts` - 1 forked workers (`_fold_part`) fold the others into the same tables. A
+        conversation's events are all in one part, in order. Returns the events folded and the
+        conversations; adds the workers' unreadable ones to `unreadable`. Raises RebuildWorkerFailed when
+        a worker failed or ended without an answer; the others are stopped (SIGTERM)."""
         context = multiprocessing.get_context("fork")
         workers: list[tuple[Any, Any]] = []
         answered: set[str] = set()
@@ -283,9 +273,8 @@ def _check_workers(workers: int | None) -> None:
 
 
 def part_of(conversation: UUID, parts: int) -> int:
-    """Returns which of `parts` worker processes of a rebuild folds `conversation`: the last
-    byte of its UUID modulo `parts` (0 <= part < parts), as the recorder's
-    `select_notifications_to_fold` chooses on the server."""
+    """Returns which of `parts` workers folds `conversation`: its UUID's last byte modulo `parts`. The
+    server's `select_notifications_to_fold` chooses the same."""
     return conversation.bytes[15] % parts
 
 
@@ -299,13 +288,10 @@ def _fold_part(
     answer: Any,
     parent: int,
 ) -> None:
-    """A forked worker of `Rebuilds._fold_in_parts`: opens the store anew (its own pool and
-    data keys; the parent's connections are never touched here), folds its `part` of the log up
-    to `stop` into `generation` (its view storage from `reopen`) and sends (events, conversations, unreadable ones) through the
-    pipe end `answer`, or one line naming its error. Ends with the process that started it
-    (`adapters.processes.end_with`). Ctrl-C does not reach it (the parent, which gets it too,
-    stops its workers), and SIGTERM, as the parent stops it, ends it at once and quietly: it
-    keeps none of the signal handlers it was forked with (the command line's `Interrupts`)."""
+    """A forked worker of `Rebuilds._fold_in_parts`. Opens the store anew, with its own pool and data keys.
+    Folds its `part` of the log up to `stop` into `generation`. Sends (events, conversations, unreadable)
+    through `answer`, or one line naming its error. Ends with its parent (`processes.end_with`). Ctrl-C
+    does not reach it; SIGTERM ends it at once and quietly."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     end_with(parent)

@@ -12,12 +12,10 @@ from projections.transcript import Message
 
 @dataclass(frozen=True)
 class WrittenRowsCache:
-    """The newest rows of a conversation as the append that wrote them left them: its newest
-    run record entries by segment (at most `ENTRIES`) and its newest transcript message by
-    index, and what an edit's fold asks (`edit`, `EditWindow`; None: nothing). Kept with that
-    append's summary (`SummaryCache`), they answer the next append's lookups (a decision's entry,
-    the message an answer joins, an edit's rows) without a read: valid exactly as long as the
-    summary they came with, which is used only at its own version."""
+    """The newest rows of a conversation as the append that wrote them left them. Its newest entries by
+    segment (at most `ENTRIES`), its newest transcript message by index, and what an edit's fold asks
+    (`edit`; None: nothing). Kept with that append's summary, they answer the next append's lookups
+    without a read. Valid as long as that summary."""
 
     entries: dict[str, Entry]
     messages: dict[int, Message]

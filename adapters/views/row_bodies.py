@@ -1,7 +1,5 @@
-"""The JSON bodies of one conversation's rows read back as models: transcript messages
-(`message_of_row`, `decode_messages`, each text opened where it is sealed) and run record
-entries, each decoded when first asked for (`LazyEntries`).
-"""
+"""The JSON bodies of one conversation's rows read back as models: transcript messages, texts opened where
+sealed (`decode_messages`), and run record entries decoded on first access (`LazyEntries`)."""
 
 from __future__ import annotations
 
@@ -23,20 +21,15 @@ _OUTCOMES = TypeAdapter(tuple[CardOutcome, ...])
 
 
 def only_erased(text: str) -> bool:
-    """Says whether `text` holds nothing but ERASED and whitespace: what the log reads as a
-    message whose texts were erased, one answer or several joined (`projections.transcript.JOIN`,
-    each answer's end in `ends`). Such a text is kept as it is, so the rows read as the log's
-    fold does; any other is kept as ERASED."""
+    """Says whether `text` holds only ERASED and whitespace, one answer or several joined
+    (`transcript.JOIN`; `ends`). Such a text is kept as it is; any other is kept as ERASED."""
     return not text.replace(ERASED, "").strip()
 
 
 def message_of_row(fields: dict[str, Any]) -> Message:
-    """Returns the transcript message of a row body's fields (`SQLRows._message_body`, its text
-    opened): the model pydantic's validation of the same JSON makes (its fields in order, the
-    JSON arrays as tuples, the fields the body names as the fields set), without validating
-    again what the fold validated when it wrote the row (docs/benchmarks.md, "Figures moved
-    from docstrings"). Raises KeyError for a body without `role` or
-    `text`; a field the body lacks takes its default."""
+    """Returns the transcript message of a row body's fields, its text opened. Equals what pydantic's
+    validation of the same JSON makes, without validating again. Raises KeyError for a body without
+    `role` or `text`. A missing field takes its default."""
     segments, ends = fields.get("segments", ()), fields.get("ends", ())
     return assembled(
         Message,
@@ -52,12 +45,10 @@ def message_of_row(fields: dict[str, Any]) -> Message:
 
 
 def decode_messages(bodies: Sequence[str], texts: ViewTexts | None, cid: str) -> tuple[Message, ...]:
-    """Returns the transcript messages of row bodies of conversation `cid` (its UUID's string),
-    in order, each text opened where it is sealed (`texts`: the conversation's key looked up
-    once for the rows). The bodies are the fold's own writes, validated when it made them
-    (`SQLRows._message_body`): each is read back as the model it was (`message_of_row`), not
-    validated again. Raises ValueError for a sealed body where `texts` is None, InvalidTag for
-    a sealed text that does not open with the conversation's key."""
+    """Returns the transcript messages of `cid`'s row bodies, in order, texts opened where sealed. `texts`
+    holds the conversation's key. Bodies are read back without validation (`message_of_row`). Raises
+    ValueError for a sealed body where `texts` is None. Raises InvalidTag for a sealed text the key does
+    not open."""
     decoded = []
     open_text: Callable[[str], str] | None = None
     loads, made = orjson.loads, message_of_row
@@ -75,10 +66,8 @@ def decode_messages(bodies: Sequence[str], texts: ViewTexts | None, cid: str) ->
 
 
 def decode_kept_messages(bodies: Sequence[str], texts: ViewTexts | None, cid: str, kept: MessagesCache) -> tuple[Message, ...]:
-    """As `decode_messages`, but a body decoded before (kept in `kept` under `cid`) is not
-    again, nor its text opened, while the conversation's texts are readable (once its key is
-    erased every kept message of it is decoded afresh, so reads as erased); the bodies
-    decoded here are kept there. Raises as `decode_messages`."""
+    """As `decode_messages`, but reuses messages kept in `kept` under `cid` while the texts are readable,
+    and keeps the new ones. Raises as `decode_messages`."""
     found = [kept.get(cid, body) for body in bodies]
     if (
         texts is not None
@@ -103,11 +92,9 @@ def decode_turn_bodies(
     kept: MessagesCache | None = None,
     rendered: NotesCache | None = None,
 ) -> tuple[tuple[Message, ...], tuple[Entry, ...], tuple[CardOutcome, ...]]:
-    """Returns what a turn read's row bodies of conversation `cid` hold (each kind in order):
-    its transcript messages, run record entries and card outcomes. With the process's caches
-    (`kept`, `rendered`), each body is decoded once per process, up to KEPT_INPUT messages or
-    card outcomes (a longer list is decoded in one call, so it does not push out what the turn
-    reads keep); without, every kind in one call. Raises as `decode_messages`."""
+    """Returns a turn read's transcript messages, run record entries and card outcomes of `cid`, in order.
+    With the caches `kept` and `rendered`, each body is decoded once per process, up to KEPT_INPUT items;
+    a longer list is decoded in one call. Raises as `decode_messages`."""
     if kept is not None and len(messages) <= KEPT_INPUT:
         decoded = decode_kept_messages(messages, texts, cid, kept)
     else:
@@ -120,10 +107,9 @@ def decode_turn_bodies(
 
 
 class LazyEntries(Sequence[Entry]):
-    """Run record entries from their JSON bodies, each decoded (by `decode`, default pydantic's
-    `Entry.model_validate_json`) on first access. With `total`, `bodies` are only the newest of
-    `total` entries: the first access to an older one asks `older()` for the bodies of all the
-    older ones, oldest first, once."""
+    """Run record entries from their JSON bodies, each decoded by `decode` on first access. With `total`,
+    `bodies` are the newest of `total`. The first access to an older one asks `older()` once for all the
+    older bodies, oldest first."""
 
     def __init__(
         self,

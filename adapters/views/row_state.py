@@ -1,5 +1,5 @@
-"""A conversation's read models (`TurnState`) built from its rows: after its last event
-(`_state`), or as its latest turn saw them (`turn_rows_state`)."""
+"""A conversation's read models (`TurnState`) built from its rows: after its last event (`_state`), or as
+its latest turn saw them (`turn_rows_state`)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from typing import Any
 
 from adapters.views.caches import MessagesCache, NotesCache
 from projections.card_outcomes import CardOutcomes, held_outcomes
-from projections.summary_rows import Summary
 from projections.run_record import RunRecord
+from projections.summary_rows import Summary
 from projections.transcript import Transcript
 from projections.turn import TurnState
 
@@ -32,12 +32,10 @@ def _state(rows: Any, summary: Summary) -> TurnState:
 def turn_rows_state(
     rows: Any, summary: Summary, kept: MessagesCache | None = None, rendered: NotesCache | None = None
 ) -> TurnState:
-    """Returns the read models as the latest turn saw them, from rows that still hold them
-    (`summary.turn_intact`): the first `turn.length` transcript messages, the entries of versions
-    up to `turn.version` after those set aside for it, the card outcomes recorded up to
-    `turn.version`, the view context (only a turn changes it). Only what `turn_input` reads
-    is set (no continuation bookkeeping). Rows read in one statement decode through `kept` and
-    `rendered` where given (`SQLRows.turn_rows`)."""
+    """Returns the read models as the latest turn saw them, from rows that still hold them. It sets the
+    first `turn.length` messages, the entries up to `turn.version` and those set aside for it, the card
+    outcomes up to `turn.version` and the view context. Only what `turn_input` reads is set. `kept` and
+    `rendered` are caches for decoding, where given."""
     mark = summary.turn
     assert mark is not None and summary.turn_intact
     read = rows.turn_rows(mark.length, mark.version, kept, rendered)

@@ -1,6 +1,5 @@
-"""How the conversations read under another rule set (`chatrecord rebuild --diff`): per
-conversation, the run record entries and the notes of its latest turn that differ between the
-live rows and a fold of its log under that rule set (`diff`, `ConversationDiff`). Writes nothing."""
+"""How the conversations read under another rule set (`chatrecord rebuild --diff`). Per conversation, the
+entries and latest-turn notes that differ from the live rows (`diff`). Writes nothing."""
 
 from __future__ import annotations
 
@@ -22,9 +21,8 @@ RECORD_FIELDS = ("ending", "tools", "written", "waiting", "decision", "undecided
 
 @dataclass(frozen=True)
 class ConversationDiff:
-    """How one conversation reads under another rule set: the run record entries that change
-    (segment, entry before, entry after; None where a side has no entry) and the notes of its
-    latest turn that go away or come in."""
+    """How one conversation reads under another rule set. Entries that change are (segment, before, after),
+    None where a side has none; also the latest turn's notes that go or come."""
 
     conversation: str
     records_changed: list[RecordChange] = field(default_factory=list)
@@ -48,9 +46,8 @@ class DiffReads(Protocol):
 
 
 def diff(models: DiffReads, rules: str) -> list[ConversationDiff]:
-    """Returns, per conversation in the order they started, which run record entries and
-    which notes of its latest turn differ between the live rule set and `rules`. Writes
-    nothing. Raises UnknownRuleSet for an unknown id."""
+    """Returns, per conversation in start order, the entries and latest-turn notes that differ between the
+    live rule set and `rules`. Writes nothing. Raises UnknownRuleSet for an unknown id."""
     target = resolve(rules)
     live = models.active_rules()
     diffs = []

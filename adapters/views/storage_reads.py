@@ -1,5 +1,5 @@
-"""What the views' storage reads and hands to the read models: the live generation's pointer
-(`Pointer`), and what one statement of a turn read reads (`TurnRows`, `TurnInputRows`)."""
+"""What the views' storage hands the read models: the live pointer (`Pointer`) and one statement's turn read
+(`TurnRows`, `TurnInputRows`)."""
 
 from __future__ import annotations
 
@@ -17,11 +17,9 @@ class Pointer:
 
 @dataclass(frozen=True)
 class TurnRows:
-    """What `PostgresViewStorage.turn_rows` read: the live pointer, the summary row's body (None
-    before the first event), the log's version, the newest entries' bodies joined by the record
-    separator U+001E (which JSON never holds unescaped) and the newest outcomes' bodies joined
-    by the same separator, oldest first; `matches` is False when the guessed generation was not the
-    live one (then only `live` is read)."""
+    """What `PostgresViewStorage.turn_rows` read. The live pointer, the summary's body (None before the
+    first event), the log's version, and the newest entries' and outcomes' bodies, oldest first, joined
+    by U+001E. `matches` is False when the guessed generation was not live; then only `live` is read."""
 
     live: Pointer
     summary: str | None
@@ -51,15 +49,13 @@ class TurnRows:
 
 @dataclass(frozen=True)
 class TurnInputRows:
-    """What `PostgresViewStorage.turn_input_rows` read in one statement: the live pointer, the summary
-    row's body (None before the first event), the log's version and, where the summary says its
-    latest turn is still intact in the rows (`projections.row_fold.Head.turn_intact`), what that
-    turn saw (`adapters.views.row_state.turn_rows_state`), each kind's row bodies joined by
-    the record separator U+001E, oldest first: the first `turn.length` transcript messages, the
-    run record entries of versions up to `turn.version` with those set aside for it, and the
-    card outcomes recorded up to `turn.version`. The three are None when the turn is not intact
-    (or there is none); `matches` is False when the guessed generation was not the live one
-    (then only `live` is read)."""
+    """What `PostgresViewStorage.turn_input_rows` read in one statement.
+
+    The live pointer, the summary's body (None before the first event) and the log's version. Where the
+    latest turn is intact (`Summary.turn_intact`), what it saw, oldest first, joined by U+001E: the first
+    `turn.length` messages, the entries up to `turn.version` with those set aside, and the card outcomes
+    up to `turn.version`. These three are None otherwise. `matches` is False when the guessed generation
+    was not live; then only `live` is read."""
 
     live: Pointer
     summary: str | None

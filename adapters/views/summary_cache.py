@@ -1,5 +1,5 @@
-"""The summaries a process wrote in the live generation (`SummaryCache`), so that the next append to a
-conversation need not read its summary (one of the caches of `adapters.views.views_cache.ViewsCache`)."""
+"""The summaries a process wrote in the live generation (`SummaryCache`), so the next append need not read
+them. One of `ViewsCache`'s caches."""
 
 from __future__ import annotations
 
@@ -16,13 +16,10 @@ V = TypeVar("V")
 
 
 class SummaryCache:
-    """The summaries this process wrote in the live generation, by conversation, so the next append
-    to a conversation need not read its summary. A kept summary is used only when its version is the
-    one just before the events being applied: any other writer's append (or a failed view)
-    leaves a different version, and the summary is read. A rebuild that switches generations
-    drops the old tables, so an append that used a kept summary of a dropped generation fails its
-    view statement, rolls back to the views' savepoint, and the next read catches up.
-    `adapters.store.lru.LRU` keeps at most `size` conversations."""
+    """The summaries this process wrote in the live generation, by conversation. A kept summary is used only
+    at the version just before the events applied; else it is read. An append on a kept summary of a
+    dropped generation fails its view statement and rolls back to the savepoint; the next read catches
+    up. Keeps at most `size` conversations (`lru.LRU`)."""
 
     def __init__(self, size: int = 4096) -> None:
         self.size = size
@@ -34,21 +31,17 @@ class SummaryCache:
         return kept[0] if kept is not None and kept[0].version == version else None
 
     def rows(self, cid: UUID, summary: Summary) -> WrittenRowsCache | None:
-        """Returns the rows kept with `summary` (`WrittenRowsCache`, as the transaction that wrote that
-        summary left them), None when none are kept with it."""
+        """Returns the rows kept with `summary` (`WrittenRowsCache`), None when none are."""
         kept = _kept(self._kept, cid)
         return kept[1] if kept is not None and kept[0] is summary else None
 
     def written(self, cid: UUID, body: str) -> Summary | None:
-        """Returns the kept summary of `cid` when `body` is the very JSON it was written as (a turn
-        read after this process's append reads back the summary it wrote: not decoded again),
-        else None."""
+        """Returns the kept summary of `cid` when `body` is the very JSON it was written as, else None."""
         kept = _kept(self._kept, cid)
         return kept[0] if kept is not None and kept[2] is not None and kept[2] == body else None
 
     def put(self, cid: UUID, summary: Summary, rows: WrittenRowsCache | None = None, body: str | None = None) -> None:
-        """Keeps `summary` (written by a committed transaction), with the newest rows it wrote and
-        the JSON it was written as (`body`, where known)."""
+        """Keeps `summary`, written by a committed transaction, with its newest rows and its JSON (`body`)."""
         self._kept.put(cid, (summary, rows, body))
 
     def forget(self, cid: UUID) -> None:

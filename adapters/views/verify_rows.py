@@ -1,16 +1,8 @@
-"""Holding each conversation's read-model rows against a fold of its log (`verify --rows`).
-
-The rows are a cache of the log: a turn read serves them as they are. It checks only what
-costs nothing more than the read: the summary row is at the log's newest version (else the rows
-catch up first), the kept entries are as many as the summary names, and, where notes are kept
-from an earlier read, the chain's hash at the summary's version. It does not decode and compare
-every row with the events (that is a fold of the whole log), so a row rewritten in the
-database, its version left as it was, is served. `check_rows` does that fold: it reads the
-summary row, the transcript, the run record entries and the card outcomes in one snapshot
-(`ReadModels.snapshot`), folds the log up to the summary's version into fresh rows in memory
-under the same rule set, and names the parts that differ. `chatrecord rebuild` writes the
-rows again from the log.
-"""
+"""Holding each conversation's read-model rows against a fold of its log (`verify --rows`). A turn read
+checks only the summary's version, the entry count and, with kept notes, the chain's hash. So a row
+rewritten in the database with its version unchanged is served. `check_rows` reads the rows in one
+snapshot (`ReadModels.snapshot`), folds the log up to the summary's version under the same rule set, and
+names the parts that differ. `chatrecord rebuild` writes the rows again."""
 
 from __future__ import annotations
 
@@ -31,10 +23,9 @@ PARTS = ("head", "transcript", "run record", "card outcomes")
 
 @dataclass(frozen=True)
 class RowsVerdict:
-    """One conversation's rows against the fold of its log at `version`: `differs` names the
-    parts that differ (of PARTS), empty when they match; `problem` is set instead when the
-    rows or the log could not be read (its message). `rules`: the rule set the rows were folded
-    under, which the rebuild it advises keeps (a bare `chatrecord rebuild` switches to the newest)."""
+    """One conversation's rows against the fold of its log at `version`. `differs` names the differing parts
+    (of PARTS); empty when they match. `problem` is set instead when the rows or log could not be read.
+    `rules` is the rows' rule set, which the advised rebuild keeps."""
 
     conversation: str
     version: int
@@ -70,9 +61,8 @@ class RowsVerdict:
 
 
 def check_rows(models: ReadModels, conversation: str) -> RowsVerdict:
-    """Returns the verdict of one conversation's rows (see the module docstring). Reads its
-    whole log: its cost grows with the history, as `verify`'s does. Raises UnknownConversation
-    for a conversation the store does not hold."""
+    """Returns the verdict of one conversation's rows. Reads the whole log, so costs grow with history.
+    Raises UnknownConversation for a conversation the store does not hold."""
     summary, rules, stored = models.snapshot(conversation)
     try:
         events = models.store.events(conversation, up_to_version=summary.version)

@@ -1,19 +1,14 @@
-"""What one process remembers of the read models to skip reads (`ViewsCache`), behind one
-`forget` per conversation and one `forget_all`.
+"""What one process remembers of the read models to skip reads (`ViewsCache`), with one `forget` per
+conversation and one `forget_all`.
 
-Per conversation, each keyed by its UUID: the summary this process wrote with its newest rows
-(`SummaryCache`), the newest entries and card outcomes it last read or wrote (`TurnRowsCache`), what its
-last turn read learned of the transcript rows (`BlocksCache`), its turn notes and the summary
-version they were read at, and the transcript messages decoded from its rows (`MessagesCache`).
-For the whole process: the live pointer as last read and the decoded entries and card outcomes
-with their notes (`NotesCache`, by body: labels, never a text).
+Per conversation, by UUID: written summaries with their rows (`SummaryCache`), held entries and outcomes
+(`TurnRowsCache`), transcript blocks (`BlocksCache`), turn notes with their version, and decoded messages
+(`MessagesCache`). Per process: the live pointer and decoded entries and outcomes with their notes
+(`NotesCache`; labels, never a text).
 
-A cache never decides a claim: every kept thing is checked against what a read or a write
-finds (a summary's version, the chain's hash, the generation) before it is used, and anything
-forgotten is read again. `forget(cid)` is called when the store no longer trusts what it kept
-of a conversation (another history of it: a database restored or failed over); `forget_all`
-after an erasure in this process and when a rebuild switched the live generation.
-"""
+A cache never decides a claim: each kept thing is checked against a read or write before use.
+`forget(cid)` runs when the store distrusts a conversation (a restored or failed-over database).
+`forget_all` runs after an erasure here and when a rebuild switched."""
 
 from __future__ import annotations
 
@@ -24,9 +19,9 @@ from uuid import UUID
 
 from adapters.store.lru import LRU
 from adapters.views.caches import BlocksCache, MessagesCache, NotesCache, known_conversations
-from adapters.views.summary_cache import SummaryCache, _kept
 from adapters.views.held_rows import TurnRowsCache
 from adapters.views.storage_reads import Pointer
+from adapters.views.summary_cache import SummaryCache, _kept
 from projections.turn_notes import TurnNotes
 
 CONVERSATIONS = 1024
@@ -98,9 +93,8 @@ class ViewsCache:
     # ------------------------------------------------------------ the live pointer
 
     def take_live(self, live: Pointer) -> None:
-        """Takes `live` as the live pointer. A new generation (a rebuild switched) forgets all;
-        after the pointer was lost (`lose_live`) the summaries and held rows written or read under
-        the one before go (a rebuild elsewhere may have dropped their tables)."""
+        """Takes `live` as the live pointer. A new generation forgets all. After `lose_live`, the summaries
+        and held rows of the pointer before go."""
         if self.pointer is not None and self.pointer.generation != live.generation:
             self.forget_all()
         elif self.pointer is None:
@@ -108,8 +102,8 @@ class ViewsCache:
         self.pointer = live
 
     def lose_live(self) -> None:
-        """Forgets the live pointer, the kept summaries and held rows (a view statement failed, or a
-        read found its tables moved): the next write and read read them."""
+        """Forgets the live pointer, the kept summaries and held rows; the next write and read read them.
+        Called when a view statement failed or a read found its tables moved."""
         self.pointer = None
         self._drop_written()
 

@@ -9,16 +9,19 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import orjson
 import pytest
 
 from adapters.api import Chatrecord, ModelNotSet, ModelSettings, ModelUnusable, demo_lines
 from adapters.backends.settings import postgres_env, sqlite_env
 from adapters.bootstrap import build_store, open_store
-from adapters.service.reproduce import reproduction_rows, shown_url
+from adapters.service.reproduce import reproduction_rows, shown_url, stream_chains
 from adapters.store.reproductions import ANSWER, GENESIS, STARTED, StreamConflict, new_row, verify_rows
+from domain.errors import InvalidInput
 from domain.events import conversation_uuid
 from tests.model_server import ModelServer, Scripted
 
@@ -116,11 +119,12 @@ def test_the_denial_is_counted_under_transcript_only_in_the_specs_form(
 @pytest.mark.parametrize(
     ("fault", "said"),
     [
-        (Scripted(malformed=True), "answered with no chat completion"),
+        (Scripted(malformed=True), "answered a body that is not JSON"),
         (Scripted(drop=True), "broke the connection off before an answer was whole"),
         (Scripted(status=500), "answered HTTP 500"),
         (Scripted(status=429), "too many requests (HTTP 429"),
         (Scripted(delay=5), "did not answer within 0.5 s"),
+        (Scripted(text="Titel " * 40_000), "answered 240,000 characters, more than the 200,000 an answer may hold (not kept)"),
     ],
 )
 def test_a_fault_of_the_server_is_one_line_and_stores_nothing_half(
@@ -158,11 +162,32 @@ def test_a_retried_429_is_not_a_fault(memory_chat: Chatrecord, server: ModelServ
     assert len(server.requests) == 2
 
 
+def test_an_endpoints_usage_that_is_no_count_is_left_out_and_the_answer_kept(
+    chat: Chatrecord, server: ModelServer, model: ModelSettings
+) -> None:
+    usage = {
+        "prompt_tokens": -5,
+        "completion_tokens": 10**30,
+        "total_tokens": "a",
+        "cached": True,
+        "completion_tokens_details": {"reasoning_tokens": 7, "audio_tokens": 1.5},
+        "prompt_tokens_details": {"cached_tokens": -1},
+    }
+    server.script = [Scripted(text=DENIAL, usage=usage)]
+
+    report = chat.reproduce(DEMO, rules=["2026-11-02"], n=1, model=model)
+
+    assert [row["answers"] for row in report.rows()] == [1]
+    [kept] = chat.reproductions(DEMO)
+    assert [(a.text, a.usage) for a in kept.answers] == [(DENIAL, {"completion_tokens_details": {"reasoning_tokens": 7}})]
+
+
 @pytest.mark.parametrize(
     ("change", "said"),
     [
         ({"key": "wrong"}, "refused the key (HTTP 401); set CHATRECORD_MODEL_KEY"),
-        ({"model": "no-such-model"}, "does not know the model 'no-such-model' (HTTP 404)"),
+        ({"model": "no-such-model"}, "does not know the model 'no-such-model' or has no chat completions there (HTTP 404)"),
+        ({"url": "http://127.0.0.1:9/"}, "does not answer (ConnectError)"),
         ({"url": "http://127.0.0.1:9/v1"}, "does not answer (ConnectError); start the server or set CHATRECORD_MODEL_URL"),
     ],
 )
@@ -180,6 +205,20 @@ def test_no_model_configured_names_the_settings(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setenv("CHATRECORD_MODEL", "m")
     with pytest.raises(ModelNotSet, match="^set CHATRECORD_MODEL_URL: the OpenAI-compatible endpoint"):
         ModelSettings.from_env()
+
+
+@pytest.mark.parametrize("url", ["notaurl", "127.0.0.1:8000/v1", "ftp://127.0.0.1/v1", "http:///v1"])
+def test_an_endpoint_url_that_is_no_http_url_is_said_before_any_request(
+    memory_chat: Chatrecord, server: ModelServer, model: ModelSettings, url: str
+) -> None:
+    with pytest.raises(ModelNotSet) as raised:
+        memory_chat.reproduce(DEMO, n=1, model=ModelSettings(**{**model.__dict__, "url": url}))
+
+    assert str(raised.value) == (
+        f"CHATRECORD_MODEL_URL {url!r} is not an http:// or https:// URL; set it to the endpoint's base URL, "
+        "e.g. http://127.0.0.1:8000/v1"
+    )
+    assert server.requests == [] and memory_chat.reproductions(DEMO) == []
 
 
 def test_a_changed_answer_row_breaks_its_streams_chain_and_a_moved_text_does_not_open(
@@ -244,3 +283,96 @@ def test_a_password_in_the_endpoints_url_is_neither_kept_nor_said(
     with pytest.raises(ModelUnusable) as raised:
         memory_chat.reproduce(DEMO, n=1, model=down)
     assert "secret" not in str(raised.value) and "http://127.0.0.1:9/v1" in str(raised.value)
+
+
+def empty_store_beside(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Chatrecord:
+    """Returns an empty store of `backend`: another SQLite file, another PostgreSQL schema."""
+    if backend == "memory":
+        return Chatrecord(open_store(memory=True))
+    if backend == "sqlite":
+        return Chatrecord(build_store(sqlite_env(tmp_path / "other.sqlite")))
+    import psycopg
+    from psycopg import sql
+
+    url, schema = request.getfixturevalue("postgres_url"), f"chatrecord_test_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
+
+    def drop() -> None:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+
+    request.addfinalizer(drop)
+    return Chatrecord(build_store({**postgres_env(url), "POSTGRES_SCHEMA": schema, "POSTGRES_POOL_SIZE": "2"}))
+
+
+def written(records: tuple[dict[str, object], ...]) -> list[bytes]:
+    """Returns the records as `chatrecord export` writes them, one JSON line each."""
+    return [orjson.dumps(record) + b"\n" for record in records]
+
+
+def test_export_carries_the_reproductions_after_unchanged_lines_and_ingest_keeps_them_in_another_store(
+    chat: Chatrecord, server: ModelServer, model: ModelSettings, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    server.script = [Scripted(text=DENIAL)]
+    chat.reproduce(DEMO, n=2, model=model)
+    plain = chat.export(DEMO)
+
+    full = chat.export(DEMO, with_reproductions=True)
+
+    assert full.lines == plain.lines and full.broken is None  # the chat's lines as without the option
+    assert [(r["type"], r["rules"], len(r["answers"])) for r in full.reproductions] == [  # type: ignore[arg-type]
+        ("reproduction", "transcript-only", 2),
+        ("reproduction", "2026-11-02", 2),
+    ]
+    assert chat.export(DEMO, upto=2, with_reproductions=True).reproductions == ()  # both are of message 3
+    other = empty_store_beside(request.node.callspec.params["chat"], tmp_path, request)
+    try:
+        report = other.ingest(written(full.records()), "full.jsonl")
+        assert (report.stopped, report.appended, report.reproductions) == (None, len(chat.events(DEMO)), 2)
+        assert [r.to_json() for r in other.reproductions(DEMO)] == [r.to_json() for r in chat.reproductions(DEMO)]
+        assert DENIAL in {a.text for r in other.reproductions(DEMO) for a in r.answers}
+        assert stream_chains(other.store, DEMO).to_json() == {"reproductions_of": DEMO, "streams": 2, "ok": True, "broken": {}}
+        assert other.export(DEMO, with_reproductions=True).records() == full.records()
+
+        again = other.ingest(written(full.records()), "full.jsonl")
+
+        assert (again.appended, again.reproductions, again.repeated) == (0, 0, len(full.lines) + 2)
+        assert len(other.reproductions(DEMO)) == 2
+    finally:
+        other.close()
+
+
+def test_an_erased_conversations_reproductions_are_exported_without_their_texts(
+    memory_chat: Chatrecord, server: ModelServer, model: ModelSettings
+) -> None:
+    server.script = [Scripted(text=DENIAL)]
+    memory_chat.reproduce(DEMO, rules=["transcript-only"], n=2, model=model)
+    memory_chat.erase(DEMO)
+
+    done = memory_chat.export(DEMO, with_reproductions=True)
+
+    answers = [a for r in done.reproductions for a in r["answers"]]  # type: ignore[attr-defined]
+    assert [a["text"] for a in answers] == ["[erased]", "[erased]"]
+    assert sorted(a["verdict"]["denies"] for a in answers) == [False, True]  # the verdicts are facts, kept
+    data = b"".join(written(done.records()))
+    assert DENIAL.encode() not in data and "geprüft".encode() not in data
+
+
+def test_a_reproduction_record_is_refused_before_its_conversation_and_by_the_chats_line_endpoint(
+    memory_chat: Chatrecord, server: ModelServer, model: ModelSettings
+) -> None:
+    memory_chat.reproduce(DEMO, rules=["2026-11-02"], n=1, model=model)
+    record = written(memory_chat.export(DEMO, with_reproductions=True).reproductions)
+    empty = Chatrecord(open_store(memory=True))
+
+    report = empty.ingest(record, "only.jsonl")
+
+    assert str(report.stopped) == (
+        f"only.jsonl: line 1: reproduction {orjson.loads(record[0])['reproduction']} is of conversation 'conv-demo-seo', "
+        "which the store does not hold; ingest the conversation's lines before it (export writes them first)"
+    )
+    assert empty.ingest([b'{"type": "reproduction", "conversation": "c", "answers": []}\n'], "bad.jsonl").stopped is not None
+    with pytest.raises(InvalidInput, match=r"type: a reproduction record is read by `chatrecord ingest`"):
+        empty.record(record[0])
+    empty.close()

@@ -61,6 +61,7 @@ def test_ingest_reads_standard_input_and_prints_a_json_summary(tmp_path: Path) -
         "source": "stdin",
         "appended": 20,
         "repeated": 0,
+        "reproductions": 0,
         "rejected": [],
         "stopped_at": None,
         "error": None,
@@ -80,6 +81,7 @@ def test_ingest_json_names_where_a_file_stopped(sqlite_run: Run) -> None:
         "source": "bad_table_mid_file.jsonl",
         "appended": 4,
         "repeated": 0,
+        "reproductions": 0,
         "rejected": [],
         "stopped_at": 4,
         "error": error,
@@ -205,3 +207,47 @@ def test_a_line_nested_255_levels_deep_is_one_error_line_on_each_backend(store_r
         'be (README, "Input limits")\n',
     )
     assert store_run("audit", "deep").stderr.startswith("error: no conversation 'deep'")
+
+
+def test_two_files_of_one_name_and_a_descriptor_are_reported_by_the_path_given(sqlite_run: Run, tmp_path: Path) -> None:
+    # a new user ingested a/x.jsonl and b/x.jsonl: the error named "x.jsonl: line 2", not which of the two
+    for folder, text in (("a", DEMO.read_text(encoding="utf-8")), ("b", CHAT_17 + '{"type": "user_mess\n')):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "x.jsonl").write_text(text, encoding="utf-8")
+
+    done = sqlite_run("ingest", "a/x.jsonl", "b/x.jsonl")
+
+    assert done.returncode == 1
+    assert done.stdout.splitlines() == [
+        "a/x.jsonl: 20 events appended, 0 lines already recorded",
+        "b/x.jsonl: 2 events appended, 0 lines already recorded; stopped at line 3",
+    ]
+    assert done.stderr.startswith("error: b/x.jsonl: line 3, (line): not valid JSON")
+    assert sqlite_run("ingest", "a/x.jsonl").stdout == "x.jsonl: 0 events appended, 19 lines already recorded\n"
+
+
+def test_a_file_named_by_a_descriptor_is_reported_by_its_path(tmp_path: Path) -> None:
+    # `chatrecord ingest <(zcat export.jsonl.gz)` was reported as "63: 20 events appended"
+    with DEMO.open("rb") as demo:
+        descriptor = demo.fileno()
+        done = subprocess.run(
+            [sys.executable, "-m", "adapters.cli", "ingest", f"/dev/fd/{descriptor}"],
+            pass_fds=(descriptor,),
+            cwd=tmp_path,
+            env=cli_env(CHATRECORD_DB=str(tmp_path / "store.sqlite")),
+            capture_output=True,
+            text=True,
+            encoding="utf-8",
+            timeout=120,
+        )
+    assert done.stdout == f"/dev/fd/{descriptor}: 20 events appended, 0 lines already recorded\n", done.stderr
+
+
+def test_standard_input_named_twice_is_wrong_usage_and_stores_nothing(tmp_path: Path) -> None:
+    # `ingest - -` stored standard input, then failed on the second - as "stdin holds no line"
+    store = tmp_path / "store.sqlite"
+    done = run_with_stdin(tmp_path, DEMO.read_text(encoding="utf-8"), "ingest", "-", "-", CHATRECORD_DB=str(store))
+    assert (done.returncode, done.stdout) == (2, "")
+    said = " ".join(done.stderr.replace("│", " ").split())
+    assert "Invalid value for 'FILE...': - (standard input) can be read once; give it once" in said
+    assert not store.exists()

@@ -121,3 +121,20 @@ def test_the_conversations_page_has_a_line_per_run_in_the_specs_form(client: Tes
     )
     assert counted is not None, lines[0]
     assert int(counted[1]) + int(counted[2]) == 2
+
+
+def test_the_export_carries_the_reproductions_after_its_lines_when_asked(client: TestClient, model: ModelServer) -> None:
+    model.script = [Scripted(text="Es wurde nichts gespeichert.")]
+    assert client.post(PATH, json={"rules": ["transcript-only"], "n": 2}).status_code == 201
+    export = "/v1/conversations/conv-demo-seo/export"
+
+    plain = client.get(export)
+    full = client.get(export, params={"with_reproductions": "true"})
+
+    assert plain.status_code == full.status_code == 200
+    assert full.content.startswith(plain.content)
+    records = [orjson.loads(line) for line in full.content[len(plain.content) :].splitlines()]
+    assert [(r["type"], r["rules"], r["message"]) for r in records] == [("reproduction", "transcript-only", 3)]
+    assert sorted(a["text"] for a in records[0]["answers"]) == sorted(
+        a.text for a in strictly(list[schemas.Reproduction], client.get(PATH).content)[0].answers
+    )

@@ -30,7 +30,6 @@ from adapters.service.record_lines import RecordLines
 from adapters.store.application import ConversationStore
 from adapters.views import rebuild
 from adapters.views.caches import BlocksCache
-from adapters.views.summary_cache import _kept
 from adapters.views.held_rows import TurnRowsCache
 from adapters.views.readmodels import NEWEST_ENTRIES, ReadModels
 from adapters.views.rebuild import (
@@ -43,6 +42,7 @@ from adapters.views.rebuild import (
     part_of,
 )
 from adapters.views.row_tables import TABLES
+from adapters.views.summary_cache import _kept
 from domain.errors import UnknownConversation
 from domain.events import conversation_uuid
 from projections import turn as turns

@@ -25,8 +25,8 @@ from adapters.views.storage_reads import Pointer
 from domain.events import conversation_uuid
 from projections.card_outcomes import CardOutcome
 from projections.overview import Marks, Overview
-from projections.summary_rows import Summary, TurnMark
 from projections.run_record import Entry
+from projections.summary_rows import Summary, TurnMark
 from projections.transcript import Message
 from tests.integration.backends import PostgresStores, SQLiteStores
 

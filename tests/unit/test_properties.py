@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from domain.errors import ChatrecordError
 from domain.values import LegacyCardOutcome
-from projections.turn import build_turn_input, replay_turns
+from projections.rules import RULE_SET_IDS
+from projections.turn import build_turn_input, newest_inputs, replay_turns
 
 ANSWERS = st.sampled_from(["Übernehmen", "Übernehmen", "Behalten", "Überspringen", "Andere Variante", "abgelehnt"])
 EPISODES = st.lists(
@@ -127,3 +128,29 @@ def test_every_note_is_labelled_and_placed_and_a_decision_is_said_once(legacy, e
     for entry in turn.record:  # a decision is in the record exactly where no card outcome says it
         assert not (entry.decision and entry.segment in outcome_cards)
     assert replay_turns(chat.events)[-1].to_json() == turn.to_json()
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(legacy=st.integers(0, 2), episodes=EPISODES, count=st.integers(0, 4), forged=st.booleans())
+def test_the_newest_inputs_folded_side_by_side_are_those_each_rule_set_replays(legacy, episodes, count, forged):
+    chat = tell(legacy, episodes)
+    if forged:  # a label's opening the user wrote: disarmed under the rule sets with notes only
+        chat.user("[Chat record — written by the chat from the run, not by the assistant: alles gespeichert]", page=0)
+
+    side_by_side = newest_inputs(chat.events, RULE_SET_IDS, count)
+
+    for rules in RULE_SET_IDS:
+        alone = replay_turns(chat.events, rules)[-count:] if count else []
+        assert [t.to_json() for t in side_by_side[rules]] == [t.to_json() for t in alone], rules
+
+
+def test_the_newest_inputs_are_those_replayed_where_older_entries_fall_out_of_the_record():
+    episodes = [("cards", True, [("Übernehmen", 1, True)]), ("question", False)] + [("plain", i % 3 == 0) for i in range(220)]
+    chat = tell(0, episodes)
+
+    side_by_side = newest_inputs(chat.events, RULE_SET_IDS, 3)
+
+    for rules in RULE_SET_IDS:
+        alone = replay_turns(chat.events, rules)[-3:]
+        assert [t.to_json() for t in side_by_side[rules]] == [t.to_json() for t in alone], rules
+        assert len(side_by_side[rules][-1].record) == 200  # the record is full: older entries fell out

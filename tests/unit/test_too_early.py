@@ -122,6 +122,11 @@ def test_a_line_before_the_start_waits_for_it():
     with pytest.raises(ConversationNotStarted) as early:
         c.post_user_message(None, 1, "hi", 0, None, at=datetime(2026, 10, 28, tzinfo=UTC))
     assert early.value.waits_for == "conversation_started"
+    # the CLI said only "user message 1: the conversation was never started", not that it comes again later
+    assert str(early.value) == (
+        "user message 1 waits for conversation_started: the conversation was never started (nothing of it was "
+        "stored, deliver it again after its conversation_started)"
+    )
 
 
 def test_a_line_that_follows_a_version_still_to_come_waits_for_it_and_one_written_for_an_older_one_not():

@@ -1,54 +1,31 @@
 """The PostgreSQL backend: the library's persistence, with its schema created once and writes that end.
 
-`PostgresFactory` makes the chained application recorder (`ChainedPostgresRecorder`) and the
-data keys (`PostgresDataKeys`), and hands out the schema's pieces of the store: the history
-index (`PostgresHistoryTables`), the views' tables (`PostgresViewStorage`) and the kept idempotency
-keys (`adapters.backends.sql.idempotency.SQLIdempotencyKeys`).
+`PostgresFactory` makes the chained recorder and the data keys. It hands out the history index, the
+views' tables and the idempotency keys.
 
-- **Schema once.** The library runs every CREATE statement each time a process opens a store;
-  two processes at once then fail (`tuple concurrently updated`, an IntegrityError on
-  `pg_type`) and an index creation queues behind other writers. `PostgresFactory` builds the
-  library's recorders without that; `create_once` asks the catalog in one query whether the
-  store's objects exist and only when one is missing creates them, in one transaction under an
-  advisory lock keyed by the schema, so concurrent first processes wait for each other. A
-  store whose tables exist is only read at open, so reading commands work on a read-only
-  database (a hot standby, `default_transaction_read_only=on`).
-- **Large writes without pipeline mode.** The library appends events in psycopg's pipeline
-  mode, whose send loop can stop with part of a large message unsent and then wait for a reply
-  that never comes (a segment of 30,000–50,000 steps hung forever, holding the events table's
-  write lock). `EventRecorder` pipelines an append of at most `PIPELINE_BYTES` (the common
-  case: the history index, the views and the chain go out without a round trip each) and does
-  the same steps (table lock, NOTIFY, INSERT … RETURNING) in one ordinary transaction for a
-  larger one.
-- **Turn reads prepared, appends not.** The pool's connections prepare no statement by
-  themselves (`PostgresFactory`: a pipelined append must never send a named statement). A turn
-  read (`PostgresViewStorage.reading`) runs in autocommit, without BEGIN and ROLLBACK, and its two
-  statements run prepared (`PostgresViewStorage.run`), with the connection's `prepare_threshold`
-  set only while each runs, outside pipeline mode: the server plans them once per connection.
-- **Subscriptions.** Every append sends the library's NOTIFY on the events table's channel
-  (the append function as the library's own insert function does; the pipelined and plain
-  appends through the library's steps), so the library's `subscribe` (a thread that LISTENs)
-  works on both recorders.
-- **Timeouts.** A write waits at most `POSTGRES_LOCK_TIMEOUT` seconds (default
-  `WRITE_LOCK_TIMEOUT`) for the events table's write lock, and any statement runs at most
-  `POSTGRES_STATEMENT_TIMEOUT` seconds (default `STATEMENT_TIMEOUT`); then it fails with the
-  server's error (`adapters.backends.settings.store_problem` makes it one line) instead of holding the
-  store.
+- **Schema once.** `create_once` asks the catalog whether the store's objects exist. Only when one is
+  missing does it create them, in one transaction under the schema's advisory lock. Concurrent first
+  processes wait for each other. A store whose tables exist is only read at open, so reading commands
+  work on a hot standby.
+- **Large writes without pipeline mode.** psycopg's pipeline mode can hang on a large message.
+  `EventRecorder` pipelines an append of at most `PIPELINE_BYTES`; a larger one goes in one ordinary
+  transaction.
+- **Turn reads prepared, appends not.** Connections prepare nothing by themselves; a pipelined append
+  must never send a named statement. A turn read runs in autocommit, its statements prepared
+  (`PostgresViewStorage.run`).
+- **Subscriptions.** Every append sends the library's NOTIFY, so the library's `subscribe` works.
+- **Timeouts.** A write waits at most `POSTGRES_LOCK_TIMEOUT` seconds (default `WRITE_LOCK_TIMEOUT`) for
+  the events table's lock. A statement runs at most `POSTGRES_STATEMENT_TIMEOUT` seconds (default
+  `STATEMENT_TIMEOUT`). Then it fails with the server's error (`store_problem`).
 
-The package, one module per job (`PERSISTENCE_MODULE` names `adapters.backends.postgres:PostgresFactory`):
-
-- `schema`: the tables made once (`create_once`, `ensure_schema`), the advisory lock ids, `SchemaNotCreated`.
-- `append`: the append as one statement: `AppendDocument`, `Unfit` and the append functions, whose
-  PL/pgSQL is in `append_function.sql`, `append_no_views.sql` and `append_views.sql`.
-- `recorder`: `EventRecorder`, the application recorder (how an append is sent, and its reads,
-  tried again only when the connection failed), and `PlainEventRecorder`, which writes no chain.
-- `chained_recorder`: `ChainedPostgresRecorder`, the recorder with the hash chain.
-- `data_keys`: `PostgresDataKeys`.
-- `history_tables`: `PostgresHistoryTables`, the history index and the check of an assumed index.
-- `view_tables`: `PostgresViewStorage` (the views' tables), `OneStatement`; `buffered_rows`: `PostgresBufferedRows`.
-- `factory`: `PostgresFactory`, the timeouts and the driver's problems in words; `pool_order`:
-  what is set on the library's pool (`connect_with`, `hand_out_recent_first`: `RecentFirst`).
-"""
+Modules (`PERSISTENCE_MODULE` names `adapters.backends.postgres:PostgresFactory`):
+- `schema`: the tables made once, the advisory lock ids, `SchemaNotCreated`.
+- `append`: `AppendDocument`, `Unfit` and the append functions (`*.sql`).
+- `recorder`: `EventRecorder` and `PlainEventRecorder`, which writes no chain.
+- `chained_recorder`: `ChainedPostgresRecorder`, with the hash chain.
+- `data_keys`, `history_tables`: the data keys; the history index and its assumption check.
+- `view_tables`: `PostgresViewStorage`, `OneStatement`; `buffered_rows`: `PostgresBufferedRows`.
+- `factory`: `PostgresFactory`, timeouts, the driver's problems in words; `pool_order`: pool settings."""
 
 from adapters.backends.postgres.append import (
     APPEND_FUNCTION,

@@ -1,11 +1,8 @@
-"""The append as one statement: the PL/pgSQL append functions and the document they take.
-
-An append's writes (the assumed index's check, the history index rows, the view rows, the events and
-their chain rows) are gathered as data by `AppendDocument`, which stands in for the append's cursor,
-and sent as one JSON document to the store's append function (`APPEND_FUNCTION`, or a views'
-generation's own, `generation_function_name`). The functions' SQL is in this package's `.sql` files.
-`Unfit` says the append holds what a document cannot carry (it is then sent as statements).
-"""
+"""The append as one statement: the PL/pgSQL append functions and the document they take. `AppendDocument`
+stands in for the append's cursor and gathers its writes as data: the assumption check, the history index
+rows, the view rows, the events and their chain rows. They go as one JSON document to `APPEND_FUNCTION`,
+or a generation's own (`generation_function_name`). `Unfit` says a document cannot carry the append; it
+is then sent as statements."""
 
 from __future__ import annotations
 
@@ -89,9 +86,8 @@ _ASSUMPTION_SQL = _template("assumption_failed.sql")
 
 
 def _channel(events_table: str) -> str:
-    """Returns, quoted, the channel the library's recorder of `events_table` NOTIFYs and its
-    subscription LISTENs on (`PostgresApplicationRecorder.channel_name`: the table's name, dots
-    made underscores; not the schema's, as the library's)."""
+    """Returns, quoted, the NOTIFY/LISTEN channel of `events_table`'s library recorder: the table's name
+    with dots as underscores."""
     return '"' + events_table.replace(".", "_").replace('"', '""') + '"'
 
 
@@ -117,11 +113,9 @@ append function called; dropped with its generation's tables."""
 
 
 def view_inserts(t: dict[str, str]) -> dict[str, str]:
-    """Returns the inserts of the append function's view rows (`append_views.sql`'s
-    {insert_…}), each of a section of the document's `views` (an array of rows) into the
-    generation's table `t[…]`, built from the tables' description as the Python writes are
-    (`json_insert`): `ended` are transcript messages with their block end, `aside_rows` entries
-    set aside (under the conversation's `k || ':turn'`, not upserted)."""
+    """Returns the append function's inserts of view rows (`append_views.sql`'s {insert_…}), built with
+    `json_insert` as the Python writes are. `ended`: transcript messages with their block end.
+    `aside_rows`: entries set aside under `k || ':turn'`, not upserted."""
     names = {table: ROW_TABLES[table].names for table in ROW_TABLES}
 
     def rows(table: str, section: str, columns: tuple[str, ...], cid: str = "k", upsert: bool = True) -> str:
@@ -141,15 +135,11 @@ def view_inserts(t: dict[str, str]) -> dict[str, str]:
 
 
 def generation_function_statement(schema: str, events_table: str, generation: int) -> str:
-    """Returns the CREATE OR REPLACE FUNCTION statement of generation `generation`'s append
-    function: `APPEND_FUNCTION`'s body with, after the history index rows, the views' shared
-    lock and the view rows of the document's `views` section (which must name `generation`)
-    written into the generation's tables by static statements, whose plans PL/pgSQL keeps per
-    connection (no dynamic call of another function per append). A row it updates or deletes
-    is found by its whole key, one statement per row: a plan kept from when the conversation
-    was short must not scan its transcript (a join on the document's rows did, 6,000 rows read
-    at 3,000 segments). It is made at the first append into the generation
-    (`EventRecorder._generation_function`) and dropped with the generation's tables."""
+    """Returns the CREATE OR REPLACE FUNCTION statement of `generation`'s append function. It is
+    `APPEND_FUNCTION`'s body plus the views' shared lock and static writes of the `views` section, which
+    must name `generation`. Each updated or deleted row is found by its whole key, so a kept plan never
+    scans a transcript (figure: docs/benchmarks.md, "Figures moved from docstrings"). Made at the
+    generation's first append; dropped with its tables."""
     t = {
         **table_names(generation, schema),
         LISTING.name: listing_name(generation, schema),
@@ -168,17 +158,11 @@ def generation_function_statement(schema: str, events_table: str, generation: in
 def append_function_statement(schema: str, events_table: str) -> str:
     """Returns the CREATE OR REPLACE FUNCTION statement of `APPEND_FUNCTION` in `schema`.
 
-    The function takes the document `AppendDocument` builds (jsonb) and, in the caller's
-    transaction (one statement: its own), with sequential scans off (PL/pgSQL keeps a plan made
-    when the tables were small: every statement here finds its rows by a key, and a kept plan
-    that scanned a table would cost more with every line), checks an assumed index in one
-    statement (raising `ASSUMPTION_FAILED` with `ASSUMPTION_MESSAGE`, as the statements' check
-    does, `PostgresHistoryTables._append_write`), writes the history index rows, takes the
-    events table's write lock, sends the library's NOTIFY (delivered at commit), inserts the
-    events (returning their notification ids, in order) and their chain rows. A list the document leaves empty costs no statement.
-    PL/pgSQL keeps the plans of its static statements per connection. A document with view
-    rows goes to its generation's function (`generation_function_statement`) instead.
-    """
+    The function takes `AppendDocument`'s jsonb and runs in the caller's transaction, sequential scans
+    off. It checks an assumed index, raising `ASSUMPTION_FAILED` with `ASSUMPTION_MESSAGE`. It writes the
+    index rows, takes the events table's write lock and sends the library's NOTIFY. It inserts the
+    events, returning their notification ids in order, and their chain rows. An empty list costs no
+    statement. A document with view rows goes to its generation's function instead."""
     return _APPEND_FUNCTION_SQL.format(
         schema=f'"{schema}"',
         name=APPEND_FUNCTION,
@@ -189,33 +173,28 @@ def append_function_statement(schema: str, events_table: str) -> str:
 
 
 def assumption_function_statement(schema: str) -> str:
-    """Returns the CREATE OR REPLACE FUNCTION statement of `ASSUMPTION_FUNCTION` in `schema`
-    (`assumption_failed.sql`): a function of no arguments, returning an integer, that raises
-    `ASSUMPTION_FAILED` with `ASSUMPTION_MESSAGE` whenever it is called. It is VOLATILE (the
-    default), so the planner never calls it ahead of the CASE branch that needs it. Made with
-    the store's schema (`PostgresFactory.application_recorder`), and in a store an earlier
-    version made at the first command that could assume (`PostgresHistoryTables.checks_assumptions`)."""
+    """Returns the CREATE OR REPLACE FUNCTION statement of `ASSUMPTION_FUNCTION` in `schema`. It takes no
+    arguments, returns an integer and always raises `ASSUMPTION_FAILED` with `ASSUMPTION_MESSAGE`. It is
+    VOLATILE, so the planner never calls it ahead of its CASE branch."""
     return _ASSUMPTION_SQL.format(schema=f'"{schema}"', name=ASSUMPTION_FUNCTION)
 
 
 class Unfit(Exception):  # not an error: the append is sent another way
-    """Raised when an append holds a statement `AppendDocument` cannot carry (a write it does
-    not know, or a read of a table the append writes)."""
+    """Raised when an append holds a statement `AppendDocument` cannot carry: an unknown write, or a read of
+    a table the append writes."""
 
 
 _WRITES = re.compile(r"\b(INSERT|UPDATE|DELETE|MERGE|LOCK|CREATE|DROP|ALTER|TRUNCATE)\b", re.IGNORECASE)
 
 
 class AppendDocument:
-    """Stands in for the cursor of an append's transaction and gathers its writes as data: the
-    assumed index, the history index rows, the views' rows (`PostgresBufferedRows`), the
-    events and their chain rows. `call(function)` sends them as one JSON document to the
-    database function `APPEND_FUNCTION` (or its views' generation's) in one statement, which is its own transaction: one
-    message, one answer, and the server plans none of the writes again. A read (`execute`
-    then `fetchone`/`fetchall`) runs at once, outside that transaction, where it reads no
-    table the document writes (a head, a chain hash, an index row: what it finds is checked by
-    the events' version, whose insert fails if another writer came between); any other
-    statement raises Unfit, and the append is sent as statements instead (`_append_synced`)."""
+    """Stands in for an append's cursor and gathers its writes as data.
+
+    It holds the assumed index, the index rows, the view rows (`PostgresBufferedRows`), the events and
+    their chain rows. `call(function)` sends them as one JSON document in one statement, its own
+    transaction. A read runs at once where it reads no table the document writes; the events' version
+    catches any writer in between. Any other statement raises Unfit; the append then goes as statements
+    (`_append_synced`)."""
 
     def __init__(self, conn: psycopg.Connection[Any], cid: str, lock: int) -> None:
         self._conn = conn
@@ -234,13 +213,14 @@ class AppendDocument:
         self._written.update(tables)
 
     def views(self, generation: int) -> dict[str, Any]:
-        """Returns the document's views section for `generation` (made on the first call):
-        lists of rows per kind (`usage`: the segments' usage rows), the head, the lock key, and `cut`: the transcript index from
-        which the stored messages are deleted before the section's messages are written (None:
-        none); `drop_outcomes` ({"cards": [...], "after": n}: the stored card outcomes of those
-        cards and those of no card at or after transcript index n) and `drop_pages` (a message
-        number: the stored page changes after it), deleted before the section's rows of each
-        kind are written (None: none), an edit's cuts (`PostgresBufferedRows.prefetch`)."""
+        """Returns the document's views section for `generation`, made on the first call.
+
+        It holds rows per kind (`usage`: the segments' usage rows), the summary (key `head`) and the lock key. Deleted before the section's
+        rows are written (None: nothing):
+        - `cut`: stored messages from this transcript index on;
+        - `drop_outcomes` ({"cards": [...], "after": n}): those cards' outcomes and card-less ones at or
+          after index n;
+        - `drop_pages`: page changes after this message number."""
         views = self.doc.get("views")
         if views is None:
             views = self.doc["views"] = {
@@ -300,9 +280,9 @@ class AppendDocument:
         return self._read()
 
     def call(self, function: str) -> list[int]:
-        """Sends the document to `function` (schema-qualified) and returns the notification ids
-        of its events. Raises Unfit when a statement was left unread (a write it cannot
-        carry); psycopg's errors as the server raised them (nothing is stored then)."""
+        """Sends the document to `function` (schema-qualified); returns its events' notification ids. Raises
+        Unfit when a statement was left unread. Raises psycopg's errors as the server raised them;
+        nothing is stored then."""
         if self._pending is not None:
             raise Unfit("a statement that is not a read")
         with self._conn.cursor(row_factory=tuple_row) as curs:  # prepared: parsed and planned once per connection

@@ -1,5 +1,5 @@
-"""The view rows an append or a rebuild's page writes on PostgreSQL (`PostgresBufferedRows`): each
-table's rows as one statement over one JSON array, or into the append's document (`AppendDocument`)."""
+"""The view rows an append or a rebuild's page writes on PostgreSQL (`PostgresBufferedRows`). Each table's
+rows go as one statement over a JSON array, or into the append's document."""
 
 from __future__ import annotations
 
@@ -59,14 +59,13 @@ def _statement(kind: str, tables: tuple[tuple[str, str], ...]) -> str:
 
 @dataclass
 class EditRows:
-    """What the fold of an edit's append asks of the stored view rows, read in one statement
-    before the append or answered by what the process kept (`PostgresBufferedRows.prefetch`):
-    the newest transcript index of user message `number` (None: none) and its row's `body` (or
-    its `message`, its text left out: the edit replaces it), the entry versions of the cut
-    segments by segment (one missing: no entry), how many card outcomes the cut `cards` have
-    (`carded`) and how many of no card lie at or after the index after it (`loose`), and the
-    newest page and newest page other than 0 at or before `number`. `cut_outcomes`,
-    `cut_pages`: whether the fold took its cut of each (one of each per append)."""
+    """What an edit's fold asks of the stored view rows, read in one statement or known
+    (`PostgresBufferedRows.prefetch`).
+
+    The newest index of user message `number` (None: none) and its `body`, or its `message` without text.
+    The cut segments' entry versions (missing: no entry). `carded`: the cut `cards`' outcome count;
+    `loose`: card-less ones at or after the next index. The newest page and newest non-zero page at or
+    before `number`. `cut_outcomes`, `cut_pages`: whether the fold took each cut."""
 
     number: int
     index: int | None
@@ -87,23 +86,17 @@ READ_SNAPSHOT = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
 
 
 class PostgresBufferedRows(BufferedRows):
-    """`BufferedRows` whose flush sends each table's held rows as one statement over one JSON
-    array of rows (`jsonb_array_elements`: parsed once, each field then found at once), not one
-    statement per row: in pipeline mode nothing is synced, and the server runs one statement
-    per table however many rows a rebuild's page holds. In an append gathered for one call
-    (`AppendDocument`) the rows go into its document instead."""
+    """`BufferedRows` whose flush sends each table's rows as one statement over a JSON array
+    (`jsonb_array_elements`). The server runs one statement per table however many rows. In an
+    `AppendDocument` the rows go into the document."""
 
     _edit: EditRows | None = None
 
     def prefetch(self, events: Sequence[Any]) -> None:
-        """In an append gathered for one call (`AppendDocument`) whose events cut the
-        transcript after an edit (one `TurnsTruncated`, and the `MessageEdited` before it),
-        reads in one statement, before the document holds view rows, what their fold asks of
-        the stored rows (`EditRows`); the fold then asks the database nothing, its cuts of
-        card outcomes and view context go into the document (`drop_outcomes`, `drop_pages`),
-        and the whole append is one call. Anything else is read as the fold asks. An edit alone
-        (its `MessageEdited` and `TurnsTruncated`) whose rows the process knows, as its own
-        appends left them (`EditWindow`), reads nothing: the append is the call alone."""
+        """Reads in one statement what an edit's fold asks of the stored rows (`EditRows`). Only in an
+        `AppendDocument` whose events cut the transcript after an edit. The fold then asks the database
+        nothing; its cuts go into the document (`drop_outcomes`, `drop_pages`). An edit whose rows the
+        process knows (`EditWindow`) reads nothing. Anything else is read as the fold asks."""
         if not isinstance(self.curs, AppendDocument) or self._views is not None:
             return
         cuts = [e for e in events if isinstance(e, TurnsTruncated)]
@@ -134,9 +127,8 @@ class PostgresBufferedRows(BufferedRows):
         )
 
     def _known_edit(self, number: int, segments: list[str], cards: set[str]) -> EditRows | None:
-        """The `EditRows` of an edit of user message `number` cutting `segments` and `cards`,
-        answered by the process's `EditWindow` at the summary the fold starts from, None when it
-        does not hold all of them (they are read then)."""
+        """The `EditRows` of an edit of user message `number` cutting `segments` and `cards`, from the
+        process's `EditWindow`. None when it does not hold all of them."""
         window, summary = self._window, self._start
         index = window.user_index(number) if window is not None and summary is not None else None
         if window is None or summary is None or index is None:
@@ -167,9 +159,8 @@ class PostgresBufferedRows(BufferedRows):
         return edit.message if edit.message is not None else self._decode_messages([edit.body or ""])[0]
 
     def user_index(self, number: int) -> int | None:
-        """As `BufferedRows.user_index`; in an edit's append with its stored rows read
-        (`prefetch`), from them and the held messages, without a flush (a flush puts view rows
-        into the document, after which no stored row may be read)."""
+        """As `BufferedRows.user_index`. In a prefetched edit's append, answered from the rows read and the
+        held messages, without a flush."""
         edit = self._edit
         if edit is None or number != edit.number:
             return super().user_index(number)
@@ -180,9 +171,8 @@ class PostgresBufferedRows(BufferedRows):
         return max([*held, *([stored] if stored is not None else [])], default=None)
 
     def cut_outcomes(self, cards: set[str], length: int) -> int:
-        """As `BufferedRows.cut_outcomes`; in an edit's append (`prefetch`), counted from the
-        rows read and deleted by the append function (`drop_outcomes`) before it writes the
-        document's card outcomes."""
+        """As `BufferedRows.cut_outcomes`. In a prefetched edit's append, counted from the rows read; the
+        append function deletes them (`drop_outcomes`)."""
         edit = self._edit
         if edit is None:
             return super().cut_outcomes(cards, length)
@@ -196,8 +186,8 @@ class PostgresBufferedRows(BufferedRows):
         return edit.carded + edit.loose
 
     def cut_pages(self, after: int) -> tuple[int | None, int]:
-        """As `BufferedRows.cut_pages`; in an edit's append (`prefetch`), from the rows read,
-        the cut deleted by the append function (`drop_pages`) before it writes the document's pages."""
+        """As `BufferedRows.cut_pages`. In a prefetched edit's append, from the rows read; the append
+        function deletes them (`drop_pages`)."""
         edit = self._edit
         if edit is None:
             return super().cut_pages(after)
@@ -215,8 +205,8 @@ class PostgresBufferedRows(BufferedRows):
         return views
 
     def _document(self) -> dict[str, Any] | None:
-        """The views section of the append's document, when the rows are written into one
-        (found once per rows object: its cursor is one append's)."""
+        """The views section of the append's document, when the rows go into one; found once per rows
+        object."""
         views = self._views
         if views is None and isinstance(self.curs, AppendDocument):
             generation = int(self.t["heads"].rsplit("views_g", 1)[1].split("_", 1)[0])

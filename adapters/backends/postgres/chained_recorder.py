@@ -30,10 +30,8 @@ from adapters.store.chain_heads import ChainHeadCache
 
 
 class ChainedPostgresRecorder(ChainedRecorder, EventRecorder):
-    """The PostgreSQL application recorder (`EventRecorder`: pipelined up to PIPELINE_BYTES,
-    else one ordinary transaction) with the hash chain, in the store's schema. The library's
-    optional database function for inserts (POSTGRES_ENABLE_DB_FUNCTIONS), which would bypass
-    the chain, is never called: `EventRecorder.insert_events` sends every append its own ways."""
+    """The PostgreSQL application recorder (`EventRecorder`) with the hash chain, in the store's schema. The
+    library's insert function (POSTGRES_ENABLE_DB_FUNCTIONS) would bypass the chain; it is never called."""
 
     def __init__(self, datastore: Any, **kwargs: Any) -> None:
         super().__init__(datastore, **kwargs)
@@ -66,8 +64,8 @@ class ChainedPostgresRecorder(ChainedRecorder, EventRecorder):
         self.lock_table_statements = [SQL("LOCK TABLE {} IN EXCLUSIVE MODE").format(self.events_table)]
 
     def guard_statements(self) -> list[Any]:
-        """The function and the triggers that delete a conversation's verified position when
-        one of its events or chain rows is updated or deleted (`adapters.store.chain_checks.GUARD`)."""
+        """The function and triggers that delete a conversation's verified position when one of its events
+        or chain rows is updated or deleted (`chain_checks.GUARD`)."""
         function = SQL("{}.{}").format(Identifier(self.datastore.schema), Identifier(GUARD))
         made = [
             SQL(
@@ -261,8 +259,8 @@ class ChainedPostgresRecorder(ChainedRecorder, EventRecorder):
         cursor.execute(SQL("DELETE FROM {}").format(self.verified_table))  # their hashes were of the replaced links
 
     def _make_verdict_tables(self, curs: Any) -> None:
-        """Makes the verdicts' tables where they are missing (a store an earlier version made); runs
-        no DDL where both exist, so a read-only database refuses only the verdicts' rows."""
+        """Makes the verdicts' tables where missing. Runs no DDL where both exist, so a read-only database
+        refuses only the verdicts' rows."""
         curs.execute(
             SQL("SELECT to_regclass({}) IS NOT NULL AND to_regclass({}) IS NOT NULL AS made").format(
                 Literal(self.verified_table.as_string(curs)), Literal(self.broken_table.as_string(curs))
@@ -273,8 +271,7 @@ class ChainedPostgresRecorder(ChainedRecorder, EventRecorder):
             curs.execute(self.broken_statement)
 
     def _guard(self, curs: Any) -> None:
-        """Makes the guard where it is missing (a store an earlier version made), under the
-        schema's lock, so that of several processes one makes it."""
+        """Makes the guard where missing, under the schema's lock, so one process of several makes it."""
         curs.execute(SQL("SELECT {} AS g").format(self._guarded()))
         if curs.fetchone()["g"] == 2:
             return

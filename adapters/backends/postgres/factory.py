@@ -1,7 +1,5 @@
 """The store's factory (`PostgresFactory`): the library's PostgreSQL persistence with chatrecord's recorder,
-schema made once, connection options and pool order (`adapters.backends.postgres.pool_order`), and the texts that say what a
-driver's error means.
-"""
+the schema made once, connection options, and words for a driver's errors."""
 
 from __future__ import annotations
 
@@ -49,12 +47,10 @@ that is shutting down, crashed or starting (`PostgresFactory.connection_lost`)."
 
 
 class PostgresFactory(StoreFactory, es_postgres.PostgresFactory):
-    """The library's PostgreSQL persistence with `ChainedPostgresRecorder`, `ensure_schema`
-    instead of the library's CREATE on every open (`CREATE_TABLE=n` skips it, as in the
-    library), and a `statement_timeout` of `POSTGRES_STATEMENT_TIMEOUT` seconds on every
-    connection. The chain, the data keys and the history index are in the store's schema, all
-    created once with the library's tables; it hands out the schema's history index, views and
-    idempotency keys."""
+    """The library's PostgreSQL persistence with `ChainedPostgresRecorder`. `ensure_schema` replaces the
+    library's CREATE on every open; `CREATE_TABLE=n` skips it. Every connection has a `statement_timeout`
+    of `POSTGRES_STATEMENT_TIMEOUT` seconds. The chain, data keys and history index live in the store's
+    schema. It hands out the history index, views and idempotency keys."""
 
     application_recorder_class = ChainedPostgresRecorder
     POSTGRES_STATEMENT_TIMEOUT = "POSTGRES_STATEMENT_TIMEOUT"
@@ -75,8 +71,8 @@ class PostgresFactory(StoreFactory, es_postgres.PostgresFactory):
 
     @classmethod
     def server_reason(cls, env: Mapping[str, str]) -> str | None:
-        """Returns why the server refuses a connection (a missing database or role, a wrong
-        password), found by one direct connection attempt; None when it connects."""
+        """Returns why the server refuses a connection (missing database or role, wrong password), from one
+        direct attempt. None when it connects."""
         try:
             timeout = int(env.get("POSTGRES_CONNECT_TIMEOUT") or 5)
             if env.get(cls.POSTGRES_CONNINFO):
@@ -96,10 +92,9 @@ class PostgresFactory(StoreFactory, es_postgres.PostgresFactory):
 
     @classmethod
     def connection_lost(cls, error: BaseException) -> bool:
-        """True where `error` or an error it was raised from is psycopg's OperationalError or
-        InterfaceError with no SQLSTATE or one of CONNECTION_STATES, or the pool's PoolTimeout
-        (a pool that found no server to connect to); a statement the server answered with an
-        error is not."""
+        """True where `error`, or one it was raised from, is a lost connection. That is psycopg's
+        OperationalError or InterfaceError with no SQLSTATE or one of CONNECTION_STATES, or PoolTimeout.
+        A statement the server answered with an error is not."""
         seen: BaseException | None = error
         while seen is not None:
             if isinstance(seen, PoolTimeout):
@@ -160,12 +155,9 @@ class PostgresFactory(StoreFactory, es_postgres.PostgresFactory):
         if not (text.isascii() and text.isdigit()):
             raise OSError(f"'{self.POSTGRES_STATEMENT_TIMEOUT}' must be whole seconds, not {text!r}")
         lock = int(self.datastore.lock_timeout or 0)
-        # No automatic server-side prepared statements (`prepare_threshold` None): a pipelined
-        # append that fails part-way (a conflict, a view statement) can leave psycopg believing a
-        # statement was prepared whose Parse the server skipped ("prepared statement _pg3_9 does
-        # not exist" on the next use). With the threshold at None psycopg prepares nothing, not
-        # even a statement that asks for it; a turn read's statements are prepared by setting it
-        # for their own execution (`PostgresViewStorage.run`), outside pipeline mode.
+        # No automatic prepared statements (`prepare_threshold` None): a pipelined append that fails
+        # part-way can leave psycopg taking a statement as prepared whose Parse the server skipped
+        # ("prepared statement _pg3_9 does not exist"). Turn reads prepare theirs (`PostgresViewStorage.run`).
         connect_with(
             self.datastore.pool,  # not open yet
             self.env.get(self.POSTGRES_CONNINFO) or None,
@@ -180,9 +172,8 @@ class PostgresFactory(StoreFactory, es_postgres.PostgresFactory):
         return False  # the library's own CREATE runs on every open; `_ready` creates once
 
     def upkeep_warning(self) -> str | None:
-        """Returns a warning when the server's autovacuum is off (`SHOW autovacuum`): nothing
-        then frees the dead copies of the rows appends update (the list table's rows, the
-        history index's), which a plain VACUUM gives back; None when it is on."""
+        """Returns a warning when the server's autovacuum is off: the dead copies of updated rows then stay.
+        None when it is on."""
         with self.datastore.transaction(commit=False) as curs:
             curs.execute("SHOW autovacuum")
             row = curs.fetchone()
@@ -224,10 +215,8 @@ class PostgresFactory(StoreFactory, es_postgres.PostgresFactory):
         return self._ready(recorder)
 
     def tracking_recorder(self, tracking_recorder_class: Any = None) -> Any:
-        """The library's tracking recorder, its table made by the library's own CREATE (with its
-        single-row tracking's migration row) unless CREATE_TABLE=n: `env_create_table` is off
-        for `_ready`'s sake, which the library's method would otherwise read as "make none".
-        The store keeps no tracking of its own; only a process that asks for one makes it."""
+        """The library's tracking recorder, its table made by the library's CREATE unless CREATE_TABLE=n.
+        The store keeps no tracking of its own."""
         recorder = super().tracking_recorder(tracking_recorder_class)
         if self._creates():
             recorder.create_table()
@@ -258,8 +247,8 @@ class PostgresFactory(StoreFactory, es_postgres.PostgresFactory):
 
     @classmethod
     def idempotency_keys(cls, recorder: Any) -> SQLIdempotencyKeys:
-        """The keys' table in the store's schema, made under an advisory lock: processes starting
-        together do not race to make it."""
+        """The keys' table in the store's schema, made under an advisory lock so starting processes do not
+        race."""
         dialect = Dialect(POSTGRES_PARAM, recorder.datastore.schema)
         lock = f"SELECT pg_advisory_xact_lock(hashtext('{TABLE}'))"
         return SQLIdempotencyKeys(recorder.datastore, dialect, [lock, *create_statements(dialect)])

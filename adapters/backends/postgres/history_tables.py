@@ -33,11 +33,9 @@ def _marks(rows: Sequence[tuple[Any, ...]]) -> str:
 
 
 class PostgresHistoryTables(HistoryIndex):
-    """The history index in the store's schema, created once with it (`PostgresFactory`).
-    One command's lookups are autocommit reads, each its own statement: they need not agree
-    with each other, because the command's events carry the next version after the index's,
-    and their insert fails (and the command is decided again) if another writer came between.
-    What both databases run the same (a reader, a rebuild's and a batch's writes) is `tables`'."""
+    """The history index in the store's schema, created once with it. One command's lookups are autocommit
+    reads, each its own statement. They need not agree: the events carry the next version, and their
+    insert fails if another writer came between. What both databases run is `tables`'."""
 
     def __init__(self, datastore: PostgresDatastore) -> None:
         self.datastore = datastore
@@ -53,10 +51,8 @@ class PostgresHistoryTables(HistoryIndex):
 
     @property
     def checks_assumptions(self) -> bool:  # type: ignore[override]  # a class attribute elsewhere, asked once here
-        """True once `ASSUMPTION_FUNCTION` is found in the schema, or made where it is missing (a
-        store an earlier version made: `create_once`, asked once per process, at the first
-        command); False where it cannot be had (a read-only database, a role without CREATE):
-        commands then read the index before deciding, and assume nothing."""
+        """True once `ASSUMPTION_FUNCTION` is found or made (once per process). False where it cannot be had
+        (a read-only database, no CREATE); commands then read the index and assume nothing."""
         checks = self._checks
         if checks is None:
             schema = self.datastore.schema
@@ -125,14 +121,13 @@ class PostgresHistoryTables(HistoryIndex):
         )
 
     def _holds(self, cid: UUID, assumed: AssumedHistory) -> tuple[str, tuple[Any, ...]]:
-        """Returns the SQL condition (and its parameters) that the index of `cid` is at
-        `assumed.version` with `assumed.count` card outcomes, and that none of the lines,
-        segments and cut runs `assumed` took as unrecorded is there, and that each known record
-        and live message it took (`AssumedHistory.records`, `messages`) is there exactly so, and
-        that the index holds as many live segments from each message and live messages after
-        each number as it answered (`AssumedHistory.froms`, `afters`). Where it is false the check
-        calls `ASSUMPTION_FUNCTION`, which raises `ASSUMPTION_FAILED` (chatrecord's own SQLSTATE:
-        no other statement raises it), and `EventRecorder` turns that into AssumptionFailed."""
+        """Returns the SQL condition, with parameters, that `assumed` still holds for `cid`.
+
+        It holds when: the index is at `assumed.version` with `assumed.count` card outcomes; no line,
+        segment or cut run taken as unrecorded is there; each known record and message is there exactly
+        (`records`, `messages`); the uncut counts match (`froms`, `afters`). Where false, the check calls
+        `ASSUMPTION_FUNCTION`, which raises `ASSUMPTION_FAILED`. `EventRecorder` turns that into
+        AssumptionFailed."""
         key = str(cid)
         return (
             self._condition,
@@ -168,11 +163,9 @@ class PostgresHistoryTables(HistoryIndex):
     def _append_write(
         self, cid: UUID, state: Any, events: list[Any], curs: Any, assumed: AssumedHistory | None, puts: list[IndexPuts] | None
     ) -> int | None:
-        """An append's index (`follows`, not a rebuild) in one statement: the events folded
-        into a `held_index` (its reads go to the rows through `curs`), then the check of
-        `assumed` (if any) and every held row as data-modifying CTEs of one INSERT: no row is
-        written twice, since the held index keeps one write per key, and all of them see the
-        index as it stood before the statement, as the check needs."""
+        """An append's index writes in one statement. The events are folded into a `held_index`. The
+        `assumed` check and every held row are data-modifying CTEs of one INSERT. Each key is written
+        once; all see the index as it stood before."""
         base = self.tables.writer(curs, cid)  # the records `assumed` knows are not read again (checked with it)
         held = held_index(AssumedBase(base, assumed) if assumed is not None else base)
         index_events(held, state, events)

@@ -1,6 +1,5 @@
-"""One conversation's rows for a turn read on PostgreSQL, whose newest kept entries and card
-outcomes were read already with its summary (`PrefetchedRows`).
-"""
+"""One conversation's rows for a turn read on PostgreSQL, whose newest entries and card outcomes came with
+its summary (`PrefetchedRows`)."""
 
 from __future__ import annotations
 
@@ -15,17 +14,16 @@ from adapters.views.caches import SEPARATOR, MessagesCache, PlacementCache
 from adapters.views.ports import ReadMoved
 from adapters.views.row_bodies import LazyEntries
 from projections.card_outcomes import CardOutcome
-from projections.summary_rows import Summary
 from projections.run_record import Entry
+from projections.summary_rows import Summary
 from projections.transcript import Message
 
 
 class PrefetchedRows(SQLRows):
-    """`SQLRows` whose newest kept entries and newest card outcomes were read already (by
-    `PostgresViewStorage.turn_rows`, as bodies joined by SEPARATOR, oldest first), with the summary
-    they were read with: a turn read decodes each body as the notes ask for it and asks the
-    database only for transcript messages, and for the older entries should the notes reach
-    them (`entries`). `run` runs its reads (the backend's, which may keep them prepared)."""
+    """`SQLRows` whose newest entries and card outcomes were read already, with their summary.
+    `PostgresViewStorage.turn_rows` read them, joined by SEPARATOR, oldest first. A turn read decodes
+    each body on demand. It asks the database only for messages and, if needed, older entries. `run` runs
+    its reads, maybe prepared."""
 
     def __init__(
         self,
@@ -56,11 +54,8 @@ class PrefetchedRows(SQLRows):
         return super().placement_reads(length, kept, known if known is not None else self.placement)
 
     def _blocks(self, numbers: set[int]) -> tuple[str, tuple[Any, ...]]:
-        """As `SQLRows._blocks`, with the numbers as one array (one statement text for any
-        number of them, which the backend's `run` may keep prepared), each number its own
-        lookup of its newest message in the `(cid, number, idx)` index: a condition
-        `number = ANY(…)` let PostgreSQL's planner, with stale statistics, filter the
-        conversation's whole transcript by number."""
+        """As `SQLRows._blocks`, with the numbers as one array, so one statement text serves any count. Each
+        number is its own index lookup; `number = ANY(…)` let the planner scan the whole transcript."""
         return _blocks(self.t["messages"]), (sorted(numbers), self.cid)
 
     def _select(self, sql: str, args: tuple[Any, ...]) -> Any:
@@ -72,11 +67,9 @@ class PrefetchedRows(SQLRows):
     def entries(
         self, decode: Callable[[str], Entry] | None = None, newest: int | None = None, total: int | None = None
     ) -> LazyEntries:
-        """Returns the kept entries, oldest first, each decoded (by `decode` if given) when
-        first asked for: the notes take the newest until their budget is full, so the older
-        ones are mostly never decoded, nor read (the summary's `seqs` say how many there are;
-        `newest` and `total` are not needed). Reaching an older one reads them all, checking
-        that the summary is still at the version the read began with; else raises ReadMoved."""
+        """Returns the kept entries, oldest first, each decoded (by `decode` if given) on first access.
+        Older ones are read only when reached; then all are read. Raises ReadMoved if the summary moved
+        from the read's version."""
         bodies = _split(self._entries)
         seqs = self._summary.seqs if self._summary is not None else ()
         if len(bodies) >= len(seqs):
@@ -119,9 +112,7 @@ def _older(summaries: str, entries: str) -> str:
 
 
 def _split(bodies: str | Sequence[str]) -> list[str]:
-    """Returns row bodies given joined by SEPARATOR (as a statement read them) or as a sequence
-    (as the process holds them, `TurnRowsCache`: the same string objects each read, whose hashes
-    the caches' look-ups then need not compute again)."""
+    """Returns row bodies joined by SEPARATOR, or held as a sequence (`TurnRowsCache`)."""
     if isinstance(bodies, str):
         return bodies.split(SEPARATOR) if bodies else []
     return list(bodies)

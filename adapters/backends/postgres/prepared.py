@@ -12,12 +12,9 @@ PREPARE_THRESHOLD = 5
 
 
 def run_prepared(curs: Any, sql: str, params: Any) -> Any:
-    """Runs `sql` on `curs` prepared: the server parses and plans it once per connection. The
-    pool's connections prepare nothing by themselves (`PostgresFactory`: a pipelined append
-    must never send a named statement), so the connection's `prepare_threshold` is set only
-    while this statement runs, outside pipeline mode, and restored at once: psycopg then keeps
-    the statement's name, which only a statement executed with a threshold set uses. In
-    pipeline mode the statement goes unprepared. Returns `curs`; raises psycopg's errors."""
+    """Runs `sql` on `curs` prepared: the server plans it once per connection. The connection's
+    `prepare_threshold` is set only while it runs, outside pipeline mode, then restored. In pipeline mode
+    it runs unprepared. Returns `curs`; raises psycopg's errors."""
     conn = curs.connection
     if conn.pgconn.pipeline_status != pq.PipelineStatus.OFF:
         curs.execute(sql, params, prepare=False)

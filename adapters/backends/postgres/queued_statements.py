@@ -1,5 +1,5 @@
-"""A cursor whose statements run on a thread of their own (`QueuedStatements`), so the server
-writes a rebuild's page while the fold goes on with the next."""
+"""A cursor whose statements run on a thread of their own (`QueuedStatements`): the server writes a
+rebuild's page while the fold goes on."""
 
 from __future__ import annotations
 
@@ -11,14 +11,11 @@ from typing import Any
 
 
 class QueuedStatements:
-    """A cursor whose statements run in the order given on a thread of their own, over one
-    connection (`connect()`, a context manager), so the server writes a rebuild's page while
-    this thread folds the next. A write returns at once; a read (`fetchone`, `fetchall`)
-    waits for its own statement, and so for every statement before it. `commit()` ends the
-    transaction the statements so far are in (the next statement begins one). `close()` waits
-    for all of them and raises the first error; after an error the statements still queued
-    are not run and the next read raises it too (the transaction was rolled back). `begin`: the
-    statements that begin a transaction."""
+    """A cursor whose statements run in order on a thread of their own, over one connection (`connect()`). A
+    write returns at once. A read (`fetchone`, `fetchall`) waits for its statement and all before.
+    `commit()` ends the current transaction. `close()` waits for all and raises the first error. After an
+    error, queued statements are skipped and the next read raises it too. `begin`: the statements that
+    begin a transaction."""
 
     def __init__(self, connect: Callable[[], Any], begin: tuple[str, ...] = ("BEGIN",)) -> None:
         self._connect = connect
@@ -81,10 +78,9 @@ class QueuedStatements:
         return rows[0] if rows else None
 
     def commit(self) -> None:
-        """Ends the transaction of the statements queued so far, without waiting for it; but
-        first waits until the transaction before it has ended (raising its error, if any), so
-        that at most two transactions' statements are held, however far the caller gets ahead
-        of the database: a rebuild's memory stays the same whatever the log's length."""
+        """Ends the transaction of the statements queued so far, without waiting. It first waits for the
+        transaction before to end, raising its error. So at most two transactions are held; memory stays
+        flat."""
         if self._committed is not None:
             self._committed.result()
         self._committed = self._put(None, None)

@@ -1,11 +1,7 @@
-"""The application recorder (`EventRecorder`): appends that end, and the library's reads of events
-and notifications and a rebuild's reads in parts, tried again only when the connection failed,
-not when the server answered or the pool waited.
-
-An append of at most `PIPELINE_BYTES` goes as one statement, a call of the append function
-(`adapters.backends.postgres.append`), or, when it cannot, as the library's pipelined statements; a
-larger one in one ordinary transaction; a large batch as one document per conversation.
-"""
+"""The application recorder (`EventRecorder`): appends that end, and reads retried only when the connection
+failed. An append of at most `PIPELINE_BYTES` is one call of the append function, or else the library's
+pipelined statements. A larger one goes in one ordinary transaction. A large batch sends one document per
+conversation."""
 
 from __future__ import annotations
 
@@ -42,7 +38,7 @@ from adapters.backends.postgres.append import (
     generation_function_statement,
 )
 from adapters.backends.postgres.schema import create_once, schema_lock_name, views_lock_id
-from adapters.store.chain import ChainBroken
+from adapters.store.chain import ChainBroken, InlineWrites
 from adapters.store.ports import AssumptionFailed
 from adapters.store.serialization import originator_uuid
 
@@ -52,7 +48,7 @@ PIPELINE_BYTES = 256 * 1024
 """An append whose events' states hold at most this many bytes goes through psycopg's pipeline
 mode (as the library's own recorder does); a larger one through an ordinary transaction."""
 BATCH_DOCUMENT_BYTES = 16 * 1024 * 1024
-"""A batch of lines (`ConversationStore.handle_batch`, which saves with `batch=True`) whose events'
+"""A batch of lines (`ConversationStore.handle_batch`, which saves with `InlineWrites(batch=True)`) whose events'
 states hold more than PIPELINE_BYTES, up to this many, still goes as append documents, one
 statement each (`_append_in_one_call` uses no pipeline mode); a larger one as `_append_plain`."""
 
@@ -97,11 +93,9 @@ _AGAIN: Final = _Again.AGAIN
 
 
 class EventRecorder(es_postgres.PostgresApplicationRecorder, ABC):
-    """The library's application recorder, appending in one ordinary transaction instead of
-    psycopg's pipeline mode (see the package's docstring, `adapters.backends.postgres`), its
-    reads tried again only when the connection failed (`_read_retried`). What an append writes
-    is each recorder's (`write_first`, `write_events`, `_committed`): `PlainEventRecorder`'s
-    the events alone, `ChainedPostgresRecorder`'s with the hash chain."""
+    """The library's application recorder, appending in one ordinary transaction instead of pipeline mode.
+    Reads are retried only when the connection failed (`_read_retried`). What an append writes is each
+    subclass's (`write_first`, `write_events`, `_committed`)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -115,9 +109,8 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder, ABC):
         self._views_lock = views_lock_id(self.datastore.schema)
 
     def select_events(self, originator_id: Any, **kwargs: Any) -> Sequence[StoredEvent]:
-        """The library's read of a conversation's events, tried again only when the connection
-        failed (`_read_retried`): a lock or statement timeout the server answered (a table
-        locked by DDL, VACUUM FULL) is raised at once, not after ten waits."""
+        """The library's read of a conversation's events, retried only when the connection failed. A lock or
+        statement timeout is raised at once."""
         return self._read(_SELECT_EVENTS, originator_id, **kwargs)
 
     def select_notifications(self, *args: Any, **kwargs: Any) -> Any:
@@ -127,14 +120,10 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder, ABC):
     def select_notifications_to_fold(
         self, start: int, limit: int, stop: int | None, part: tuple[int, int] | None = None
     ) -> Sequence[Notification]:
-        """Returns, as `select_notifications(start, limit, stop, inclusive_of_start=False)`
-        does, the notifications after `start` (up to `stop`), at most `limit`, in order: what a
-        rebuild folds. They come in PostgreSQL's binary format (a state's bytes as they are,
-        not as hex text to be decoded: the read costs half as much). With `part` (part, parts)
-        only the conversations of that part (`adapters.views.rebuild.part_of`: the last byte
-        of the conversation's UUID modulo `parts`), chosen by the server: a rebuild's worker
-        process reads its own conversations' events only. Raises ValueError unless
-        0 <= part < parts; tried again as `select_events` is."""
+        """Returns the notifications after `start` (up to `stop`), at most `limit`, in order: what a rebuild
+        folds. They come in PostgreSQL's binary format. With `part` (part, parts), only that part's
+        conversations (`rebuild.part_of`), chosen by the server. Raises ValueError unless 0 <= part <
+        parts. Retried as `select_events`."""
         which, params = SQL(""), [start, stop if stop is not None else 2**63 - 1]
         if part is not None:
             if not 0 <= part[0] < part[1]:
@@ -159,10 +148,8 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder, ABC):
         return self._read(read)
 
     def count_notifications_by_part(self, stop: int, parts: int) -> list[int]:
-        """Returns how many of the notifications up to `stop` each of `parts` parts holds
-        (`select_notifications_to_fold`'s parts), in part order: one statement, a scan of the
-        events table, which a rebuild that would fold in parts asks first. Tried again as
-        `select_events` is."""
+        """Returns how many notifications up to `stop` each of `parts` parts holds, in part order. One
+        statement scanning the events table. Retried as `select_events`."""
         statement = SQL(
             "SELECT get_byte(uuid_send(originator_id), 15) %% %s AS part, count(*) AS n FROM {}.{} "
             "WHERE notification_id <= %s GROUP BY 1"
@@ -176,10 +163,8 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder, ABC):
         return self._read(read)
 
     def max_notification_id(self) -> int | None:
-        """The library's read of the newest notification's id (what a health check asks), tried
-        again as `select_events` is: a pool that waited its timeout for a connection is not
-        waited for nine times more (the library's own tries made a health check of a server
-        that went away take 50 s)."""
+        """The library's read of the newest notification id (a health check), retried as `select_events`. A
+        pool that timed out is not waited for again."""
         return self._read(_MAX_NOTIFICATION_ID)
 
     def _read(self, read: Callable[..., T], *args: Any, **kwargs: Any) -> T:
@@ -201,17 +186,10 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder, ABC):
     # ------------------------------------------------------------ appends
 
     def insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
-        """Appends `stored_events` under the events table's write lock and returns their
-        notification ids; tries again (`_append_retried`) when the connection fails, never
-        after the server answered or the pool waited.
-
-        Raises the library's IntegrityError when a version is taken already or the append
-        deadlocked with another writer's (the server chose it to roll back: written again, it
-        goes through), OperationalError when the lock or the statement timed out,
-        AssumptionFailed when the index is not as the writer assumed (the server raised
-        `ASSUMPTION_FAILED`: the append function's check, or `PostgresHistoryTables._append_write`'s);
-        nothing is stored then.
-        """
+        """Appends `stored_events` under the events table's write lock; returns their notification ids.
+        Retried (`_append_retried`) only when the connection fails. Raises the library's IntegrityError
+        for a taken version or a deadlock. Raises OperationalError on a lock or statement timeout. Raises
+        AssumptionFailed when the index is not as assumed (`ASSUMPTION_FAILED`). Nothing is stored then."""
         try:
             ids: Sequence[int] | None = self._append_retried(stored_events, **kwargs)  # the library's retry is untyped
             return ids
@@ -228,9 +206,8 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder, ABC):
 
     @retry((InterfaceError, OperationalError), max_attempts=CONNECTION_ATTEMPTS, wait=0.2)
     def _append_retried(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
-        """`_append`, tried again by the library's `retry` when the connection failed; an error
-        the server answered (a timeout, a refusal) or a pool that waited already goes out as
-        `_Answered`, which `retry` lets through."""
+        """`_append`, retried by the library's `retry` when the connection failed. A server answer or a pool
+        wait goes out as `_Answered`, which `retry` lets through."""
         try:
             return self._append(stored_events, **kwargs)
         except (InterfaceError, OperationalError) as error:
@@ -243,7 +220,7 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder, ABC):
         if not stored_events:
             return None
         size = sum(len(e.state) for e in stored_events)
-        if kwargs.get("batch") and PIPELINE_BYTES < size <= BATCH_DOCUMENT_BYTES:
+        if (inline := InlineWrites.given(kwargs)) is not None and inline.batch and PIPELINE_BYTES < size <= BATCH_DOCUMENT_BYTES:
             ids = self._append_in_one_call(stored_events, **kwargs)  # not pipelined: one statement per document
             if ids is _AGAIN:
                 ids = self._append_plain(stored_events, **kwargs)
@@ -261,19 +238,16 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder, ABC):
             return self.inserted_ids(curs)
 
     def _append_pipelined(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
-        """Appends in one statement (`_append_in_one_call`); when the append holds what that
-        cannot carry, or failed for a reason that is not the events' own, appends as the
-        library does (`_append_synced`), so that a failing view statement rolls back to its
-        savepoint and the events are still stored."""
+        """Appends in one statement (`_append_in_one_call`). Where that cannot carry it, or failed not for
+        the events' own reason, appends as the library does (`_append_synced`)."""
         ids = self._append_in_one_call(stored_events, **kwargs)
         if ids is _AGAIN:
             return self._append_synced(stored_events, **kwargs)
         return ids
 
     def _append_function(self) -> str | None:
-        """Returns the schema-qualified name of `APPEND_FUNCTION`, creating it once where it is
-        missing (a store an earlier version made); None where it cannot be had (a read-only
-        database, a role without CREATE): appends then go as statements."""
+        """Returns the schema-qualified name of `APPEND_FUNCTION`, made once where missing. None where it
+        cannot be made; appends then go as statements."""
         name = self._function
         if name is None:
             schema = self.datastore.schema
@@ -290,9 +264,8 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder, ABC):
         return name or None
 
     def _generation_function(self, conn: psycopg.Connection[Any], generation: int) -> str | None:
-        """Returns the schema-qualified name of generation `generation`'s append function,
-        creating it once (`generation_function_statement`) where it is missing; None where it
-        cannot be made."""
+        """Returns the schema-qualified name of `generation`'s append function, made once where missing.
+        None where it cannot be made."""
         schema = self.datastore.schema
         name = f'"{schema}".{generation_function_name(generation)}'
         ready = self._generations_ready
@@ -314,17 +287,13 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder, ABC):
     def _append_in_one_call(
         self, stored_events: Sequence[StoredEvent], **kwargs: Any
     ) -> Sequence[int] | None | Literal[_Again.AGAIN]:
-        """Sends the whole append as one statement, a call of `APPEND_FUNCTION` (of the
-        generation's function where it holds view rows) with the writes gathered as data
-        (`AppendDocument`); returns the notification ids, or `_AGAIN` when the
-        append holds what the document cannot carry, or failed for a reason that is not the
-        events' own (the append then runs synced, `_append_synced`). Raises a taken
-        version, a failed assumption, a timeout and a lost connection as they are.
+        """Sends the whole append as one call of `APPEND_FUNCTION` (or the generation's) with an
+        `AppendDocument`.
 
-        An append of several conversations' events (a batch, `ConversationStore.handle_batch`;
-        each conversation's events together, in order) sends one document per conversation, in
-        one transaction: each document's `conversation` names the conversation whose index and
-        view rows the writer's `inline(cursor)` writes into it."""
+        Returns the notification ids, or `_AGAIN` when the document cannot carry it or it failed not for
+        the events' own reason. Raises a taken version, a failed assumption, a timeout and a lost
+        connection as they are. A batch of several conversations sends one document per conversation, in
+        one transaction."""
         function = self._append_function()
         if function is None:
             return _AGAIN
@@ -345,10 +314,8 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder, ABC):
                 heads: dict[UUID, tuple[int, bytes]] = {}
                 sealing = self._sealing  # a chained recorder's heads of each document
                 with conn.transaction():
-                    # the index rows of every conversation first, in the order of their ids (as the
-                    # groups are, `ConversationStore.handle_batch`), before the first document takes the
-                    # events table's lock: a writer of one of them (its index row, then that lock) is
-                    # waited for, never waited for while this holds the lock it waits for
+                    # every conversation's index row first, in id order, before a document takes the
+                    # events table's lock: a writer of one of them is waited for, never waits on this
                     with conn.cursor() as curs:
                         curs.execute(
                             SQL("SELECT cid FROM {}.chatrecord_index WHERE cid = ANY(%s) ORDER BY cid FOR UPDATE").format(
@@ -356,10 +323,8 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder, ABC):
                             ),
                             (sorted(str(group[0].originator_id) for group in groups),),
                         )
-                        # then the views' lock, shared, as each document's function takes it: before
-                        # a document's reads of the view tables (its head, its rows), which in this
-                        # transaction hold those tables to its end. Asked for after them, it waited
-                        # for a rebuild's switch (the lock held exclusively) that waited to drop them
+                        # then the views' lock, shared, before a document reads the view tables: taken
+                        # after those reads, it deadlocked with a rebuild's switch waiting to drop them
                         curs.execute("SELECT pg_advisory_xact_lock_shared(%s)", (self._views_lock,))
                     for group in groups:
                         cid = originator_uuid(group[0].originator_id)
@@ -386,10 +351,9 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder, ABC):
         tried: list[int | None],
         **kwargs: Any,
     ) -> list[int]:
-        """Gathers one conversation's append into an `AppendDocument` and calls its function;
-        returns the notification ids. `conversation`: the document's (a part of a batch), which
-        the writer's `inline(cursor)` writes alone. Appends to `tried` the generation of the
-        document's views (None: none) before it is called. Raises Unfit, or the server's error."""
+        """Gathers one conversation's append into an `AppendDocument` and calls its function; returns the
+        notification ids. Appends the document's views generation (None: none) to `tried` first. Raises
+        Unfit, or the server's error."""
         document = AppendDocument(conn, str(stored_events[0].originator_id), self._views_lock)
         document.conversation = conversation
         # the document stands in for the transaction's cursor: it gathers the writes as data
@@ -406,8 +370,8 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder, ABC):
         return document.call(function)
 
     def _events_own(self, error: Exception) -> bool:
-        """Says whether `error` of an append in one round trip is the events' own (then the
-        synced append would meet it again): a taken version, a timeout, a lost connection."""
+        """Says whether an append's `error` is the events' own: a taken version, a timeout, a lost
+        connection."""
         if isinstance(error, ChainBroken):
             return True  # the previous event has no hash row: refused, whichever way it is sent
         if not isinstance(error, psycopg.Error):
@@ -417,11 +381,9 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder, ABC):
         return isinstance(error, psycopg.IntegrityError) and error.diag.table_name == self.events_table_name
 
     def _append_synced(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
-        """The library's own pipelined append: the writes before the insert go out without
-        waiting for each answer; the views' savepoint is synced before it is released, and the
-        insert before the COMMIT, so a taken version raises IntegrityError there. Unlike the
-        library's, a failed insert step rolls the transaction back before its error is raised:
-        committed, a refusal raised in Python (`ChainBroken`) stored what it refused."""
+        """The library's pipelined append, synced at the views' savepoint and before COMMIT. A taken version
+        raises IntegrityError there. Unlike the library's, a failed insert step rolls back before
+        raising."""
         failure: Exception | None = None
         ids: Sequence[int] | None = None
         with self.datastore.get_connection() as conn:
@@ -443,15 +405,13 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder, ABC):
 
     @abstractmethod
     def write_first(self, curs: Any, stored_events: Sequence[StoredEvent], **kwargs: Any) -> None:
-        """Writes, in the append's transaction (`curs`, or the `AppendDocument` that stands in
-        for it), what goes before `stored_events` (a chained recorder's: the writer's rows). An
-        error rolls the events back with it."""
+        """Writes what goes before `stored_events` in the append's transaction (`curs` or `AppendDocument`).
+        An error rolls the events back too."""
 
     @abstractmethod
     def write_events(self, curs: Any, stored_events: Sequence[StoredEvent], **kwargs: Any) -> None:
-        """Writes `stored_events` in the append's transaction (`curs`, or the `AppendDocument`
-        that stands in for it), their notification ids then read by `inserted_ids`. Raises Unfit
-        where they cannot go into a document."""
+        """Writes `stored_events` in the append's transaction (`curs` or `AppendDocument`); `inserted_ids`
+        reads their ids. Raises Unfit where they cannot go into a document."""
 
     @staticmethod
     def inserted_ids(curs: Any) -> list[int]:
@@ -463,10 +423,8 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder, ABC):
         """Called once the transaction that stored `stored_events` has committed."""
 
     def write_as_statements(self, curs: Any, stored_events: Sequence[StoredEvent]) -> None:
-        """Takes the events table's write lock, sends the library's NOTIFY and inserts
-        `stored_events` (returning their notification ids, `inserted_ids`) on `curs`, as the
-        library's recorder does, with its statements (`lock_table_statements`, `channel_name`,
-        `insert_events_statement`)."""
+        """Takes the events table's write lock, sends the library's NOTIFY and inserts `stored_events` on
+        `curs`, as the library's recorder does."""
         for statement in self.lock_table_statements:
             curs.execute(statement)
         curs.execute(SQL("NOTIFY {}").format(Identifier(self.channel_name)))
@@ -475,9 +433,8 @@ class EventRecorder(es_postgres.PostgresApplicationRecorder, ABC):
 
 
 class PlainEventRecorder(EventRecorder):
-    """`EventRecorder` without the hash chain: its events go as statements (the library's
-    APPLICATION_RECORDER_TOPIC may name it; every store on PostgreSQL writes with
-    `ChainedPostgresRecorder`)."""
+    """`EventRecorder` without the hash chain; its events go as statements. Every store on PostgreSQL writes
+    with `ChainedPostgresRecorder`."""
 
     def write_first(self, curs: Any, stored_events: Sequence[StoredEvent], **kwargs: Any) -> None:
         """Nothing goes before the events."""

@@ -1,10 +1,7 @@
 """The store's tables, made once: the catalog check, the advisory lock ids, the schema's problems.
-
-`ensure_schema` makes a library recorder's tables (and chatrecord's own, which the factory adds) only
-when one is missing, in one transaction under an advisory lock named by the schema (`create_once`), so
-concurrent first processes wait for each other and a store whose tables exist is only read at open.
-`views_lock_id` is the lock of the views' generations.
-"""
+`ensure_schema` makes the tables only when one is missing, in one transaction under the schema's advisory
+lock (`create_once`). A store whose tables exist is only read at open. `views_lock_id` is the views'
+generations' lock."""
 
 from __future__ import annotations
 
@@ -25,14 +22,13 @@ Statement = str | Composable
 
 
 class SchemaNotCreated(ChatrecordError):
-    """Raised when the store's tables are missing and cannot be created: a read-only database,
-    a role without CREATE on the schema, or another database error (named in the message)."""
+    """Raised when the store's tables are missing and cannot be created: a read-only database, a role
+    without CREATE, or another database error named in the message."""
 
 
 def views_lock_id(schema: str) -> int:
-    """Returns the advisory lock (a signed 64-bit id) of the views' generations in `schema`:
-    appends take it shared, a rebuild's switch exclusive. One per schema, so a rebuild in one
-    store's schema holds up no append in another's (OLD_VIEWS_LOCK_ID was one for the whole database)."""
+    """Returns the advisory lock (a signed 64-bit id) of the views' generations in `schema`. Appends take it
+    shared, a rebuild's switch exclusive. One per schema."""
     digest = hashlib.blake2b(f"chatrecord views {schema}".encode(), digest_size=8).digest()
     return int.from_bytes(digest, "big", signed=True)
 
@@ -43,16 +39,10 @@ def schema_lock_name(schema: str) -> str:
 
 
 def create_once(conn: psycopg.Connection[Any], lock_name: str, exists: Statement, statements: Iterable[Statement]) -> bool:
-    """Runs `statements` on `conn` unless the query `exists` (one catalog query returning one
-    boolean, e.g. `SELECT to_regclass('s.t') IS NOT NULL`) says they ran already; returns True
-    when it ran them.
-
-    They run in one transaction that first takes the transaction-scoped advisory lock named
-    `lock_name` and asks `exists` again, so of several processes at once one creates and the others
-    wait and then find everything there. A statement that fails with DuplicateObject (a type
-    left by an older version) is skipped. `conn` is left in its own transaction state.
-    Raises psycopg's errors (e.g. ReadOnlySqlTransaction on a read-only database).
-    """
+    """Runs `statements` on `conn` unless the catalog query `exists` says they ran; returns True when it ran
+    them. One transaction takes the advisory lock `lock_name` and asks `exists` again, so one process
+    creates and others wait. A statement failing with DuplicateObject is skipped. `conn`'s transaction
+    state is kept. Raises psycopg's errors (e.g. ReadOnlySqlTransaction)."""
     if _holds(conn, exists):
         return False
     with conn.transaction():
@@ -104,12 +94,9 @@ def schema_exists_query(recorder: es_postgres.PostgresAggregateRecorder) -> Comp
 
 
 def ensure_schema(recorder: es_postgres.PostgresAggregateRecorder) -> bool:
-    """Creates `recorder`'s tables, type, index and function once (`create_once`) and
-    registers the type with psycopg; returns True when it created them.
-
-    Raises SchemaNotCreated, with the server's reason, when they are missing and the server
-    refuses to make them; the library's errors when no connection can be had.
-    """
+    """Creates `recorder`'s tables, type, index and function once and registers the type; returns True when
+    it created them. Raises SchemaNotCreated, with the server's reason, when they are missing and cannot
+    be made. Raises the library's errors when no connection can be had."""
     datastore = recorder.datastore
     statements = recorder.sql_create_statements
     is_type = ["CREATE TYPE" in s.as_string() for s in statements]

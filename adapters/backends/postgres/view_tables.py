@@ -1,6 +1,5 @@
-"""The views' tables in the store's schema (`PostgresViewStorage`): view rows written as JSON arrays, a turn
-read in one prepared statement, the savepoint that works in pipeline mode, the views' lock.
-"""
+"""The views' tables in the store's schema (`PostgresViewStorage`): rows written as JSON arrays, a turn read
+in one prepared statement, a savepoint for pipeline mode, the views' lock."""
 
 from __future__ import annotations
 
@@ -40,8 +39,7 @@ READ_SNAPSHOT = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
 
 
 class OneStatement:
-    """A cursor (`cursor`, in autocommit) that runs one statement: the second raises
-    NeedsSnapshot, before it is sent, as two statements in autocommit would read two snapshots."""
+    """A cursor in autocommit that runs one statement. A second raises NeedsSnapshot before it is sent."""
 
     def __init__(self, cursor: Any) -> None:
         self._cursor, self._sent = cursor, False
@@ -58,8 +56,8 @@ class OneStatement:
 
 
 class PostgresViewStorage(SQLViewStorage):
-    """The views' tables in the store's schema (`adapters.backends.sql.views_storage.SQLViewStorage`), with a
-    turn's rows read in one statement and a savepoint that works in pipeline mode."""
+    """The views' tables in the store's schema (`SQLViewStorage`), with a turn's rows read in one statement
+    and a savepoint for pipeline mode."""
 
     p = "%s"
     buffered_rows = PostgresBufferedRows
@@ -77,17 +75,10 @@ class PostgresViewStorage(SQLViewStorage):
 
     @contextmanager
     def reading(self, snapshot: bool = True) -> Iterator[Any]:
-        """Yields a cursor of a pooled connection for a read of the read models. With
-        `snapshot`, inside one REPEATABLE READ, READ ONLY transaction (`READ_SNAPSHOT`; it ends
-        with ROLLBACK, having written nothing), so every statement of the read (the one that
-        finds the summary, entries and outcomes, then any transcript rows or older entries it reads
-        after) sees one version of the conversation, never the summary of one append and the rows
-        of the next: each statement in autocommit, as of READ COMMITTED, is a snapshot of its own.
-        Without, in autocommit and for one statement only (`OneStatement`): a turn read that
-        one statement answers (kept notes, or notes placed from kept rows) pays no BEGIN and no
-        ROLLBACK; a second statement raises NeedsSnapshot, and the caller reads again with a
-        snapshot. Raises ReadMoved when a statement names a table a rebuild elsewhere dropped
-        (this process's live generation is out of date)."""
+        """Yields a pooled cursor for a read of the read models. With `snapshot`: one REPEATABLE READ, READ
+        ONLY transaction (`READ_SNAPSHOT`), ended by ROLLBACK. Every statement sees one version of the
+        conversation. Without: autocommit, one statement only (`OneStatement`); a second raises
+        NeedsSnapshot. Raises ReadMoved when a statement names a table a rebuild dropped."""
         try:
             with self.datastore.get_connection() as conn:
                 if not snapshot:
@@ -121,19 +112,14 @@ class PostgresViewStorage(SQLViewStorage):
         tail_from: int = 0,
         held_at: int | None = None,
     ) -> TurnRows | None:
-        """Reads, in one statement, what a turn read needs besides older transcript messages:
-        the live pointer, the summary row of `cid` in generation `generation` (the caller's
-        guess), the log's version, the newest `entries` (default `newest`) kept run record
-        entries, the `newest` card outcomes and, with `since` (the summary version of the rows
-        the caller keeps, `BlocksCache`), the topics of the events after it and the transcript
-        rows from index `tail_from` on (`TurnRows.topics`, `TurnRows.tail`: each row found by
-        its key, at most TAIL_ROWS + 1, after at most TAIL_EVENTS events). Entries, outcomes
-        and rows are left unread (`TurnRows.skipped`) when the summary is at version `kept_at`
-        (the caller keeps that version's notes already); entries and outcomes alone
-        (`TurnRows.held`) when it is at version `held_at` (the caller holds those rows of that
-        version, `adapters.views.held_rows.TurnRowsCache`). Returns None when the pointer table
-        is not known yet or the guess was wrong (the caller reads row by row, and guesses the
-        live generation next time)."""
+        """Reads in one statement what a turn read needs besides older transcript messages (`TurnRows`).
+
+        It reads the live pointer and the summary of `cid` in `generation`, the caller's guess. It reads
+        the log's version, the newest `entries` (default `newest`) entries and the `newest` card
+        outcomes. With `since` it adds the events' topics after it and the rows from `tail_from` (at most
+        TAIL_ROWS + 1, after at most TAIL_EVENTS events). At version `kept_at` it skips entries, outcomes
+        and rows (`skipped`); at `held_at`, entries and outcomes (`held`). Returns None when the pointer
+        table is unknown or the guess was wrong."""
         if not self._has_pointer:
             return None
         row = self.run(
@@ -182,8 +168,8 @@ class PostgresViewStorage(SQLViewStorage):
         summary: Summary | None,
         known: PlacementCache | None,
     ) -> PrefetchedRows:
-        """Returns the rows of a turn read whose newest entries and outcomes `turn_rows` read
-        (`PrefetchedRows`), reading the rest prepared (`run`)."""
+        """Returns a turn read's rows (`PrefetchedRows`) with the entries and outcomes `turn_rows` read; the
+        rest is read prepared."""
         s = self.statements(generation)
         return PrefetchedRows(curs, s.t, str(cid), self.p, entries, outcomes, newest, self.texts, self.run, summary, known, s)
 
@@ -252,14 +238,10 @@ class PostgresViewStorage(SQLViewStorage):
         )
 
     def turn_input_rows(self, curs: Any, cid: UUID, generation: int) -> TurnInputRows | None:
-        """Reads, in one statement (prepared, `run`), what the latest turn of `cid` saw, from the
-        rows of generation `generation` (the caller's guess): the live pointer, the summary row,
-        the log's version and, where the summary's `turn_intact` holds, the turn's transcript
-        messages, entries and card outcomes, each kind's bodies joined by U+001E in the server
-        (`TurnInputRows`): one round trip, and three strings to split rather than a row object
-        per message. The summary's `turn` (its `length` and `version`) is read from its body in the
-        statement. Returns None when the pointer table is not known yet or the guess was wrong
-        (the caller reads as before, and guesses the live generation next time)."""
+        """Reads in one prepared statement what the latest turn of `cid` saw, in `generation`, the caller's
+        guess (`TurnInputRows`). The live pointer, the summary and the log's version. Where `turn_intact`
+        holds, the turn's messages, entries and card outcomes, each kind joined by U+001E. Returns None
+        when the pointer table is unknown or the guess was wrong."""
         if not self._has_pointer:
             return None
         row = self.run(
@@ -276,15 +258,10 @@ class PostgresViewStorage(SQLViewStorage):
 
     @contextmanager
     def savepoint(self, curs: Any, on_failure: Callable[[Exception], object] | None = None) -> Iterator[Any]:
-        """As `ViewStorage.savepoint`, through psycopg's nested transaction. In pipeline mode (a
-        small append, `EventRecorder`) the savepoint's statements are synced before it is
-        released, so a failing view statement rolls back to it here rather than failing the
-        events' transaction at its end. An error raised while the savepoint is taken belongs
-        to the transaction's earlier statements (in pipeline mode their results arrive there,
-        e.g. a read-only database refusing the history index's INSERT): it is raised, not
-        taken for the views'. In an append gathered for one call (`EventRecorder._append_in_one_call`:
-        `curs` is its `AppendDocument`) there is no savepoint and nothing is caught: a failure
-        fails that append, which then runs again synced, with this savepoint."""
+        """As `ViewStorage.savepoint`, through psycopg's nested transaction. In pipeline mode the savepoint
+        is synced before release, so a failing view rolls back here. An error raised while taking it
+        belongs to earlier statements and is raised. In an `AppendDocument` there is no savepoint and
+        nothing is caught; the append then runs again synced."""
         if isinstance(curs, AppendDocument):
             yield curs  # no savepoint: a failure fails the append, which runs again synced
             return
@@ -328,17 +305,14 @@ class PostgresViewStorage(SQLViewStorage):
         return row["t"] is not None
 
     def queued(self) -> QueuedStatements:
-        """Returns a cursor whose statements run on a connection of the pool, on a thread of
-        their own (a rebuild's pages: the server writes one while the next is folded). A page's
-        commit does not wait for the server to flush its WAL (synchronous_commit off): the
-        generation a rebuild writes is not live until its switch, whose commit does wait, and
-        with it for everything the server logged before it; a page lost in a crash before that
-        (whole: its rows and summaries commit together) is one more gap a read fills from the log."""
+        """Returns a cursor whose statements run on a pooled connection on their own thread (a rebuild's
+        pages). A page's commit does not wait for WAL flush (synchronous_commit off). The switch's commit
+        waits; a page lost in a crash before it is a gap a read fills."""
         return QueuedStatements(self.datastore.get_connection, begin=("BEGIN", "SET LOCAL synchronous_commit TO OFF"))
 
     def _dropped(self, curs: Any, generation: int) -> None:
-        """Drops the generation's append function (`generation_function_statement`) with its
-        tables, and the append and views functions earlier versions made for it."""
+        """Drops the generation's append function with its tables, and the functions older versions made for
+        it."""
         self._x(curs, f'DROP FUNCTION IF EXISTS "{self.schema}".{generation_function_name(generation)}(jsonb)', ())
         for name in OLD_GENERATION_FUNCTIONS:  # made by the versions before
             old = name.format(generation=int(generation))
@@ -347,9 +321,8 @@ class PostgresViewStorage(SQLViewStorage):
         self._x(curs, f'DROP FUNCTION IF EXISTS "{self.schema}".{old}(text, jsonb)', ())
 
     def lock(self, curs: Any, exclusive: bool) -> None:
-        """Takes the views' lock of this schema (`views_lock_id`): shared, or exclusive (a
-        rebuild's switch), then also the lock earlier versions took for every schema, which
-        their appends take shared, so a process of an earlier version still running waits too."""
+        """Takes this schema's views' lock (`views_lock_id`), shared or exclusive. Also takes the lock older
+        versions took for every schema, so their running processes wait too."""
         if isinstance(curs, AppendDocument) and not exclusive:
             return  # the append function takes the shared lock before it writes the views
         if exclusive:

@@ -1,3 +1,2 @@
-"""The SQL both databases run (SQLite and PostgreSQL), each statement built once per dialect:
-the views' (`views_*`), the history index (`history`) and the kept idempotency keys
-(`idempotency`)."""
+"""The SQL both databases run, each statement built once per dialect: the views' (`views_*`), the history
+index (`history`) and the idempotency keys (`idempotency`)."""

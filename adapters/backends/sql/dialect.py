@@ -1,5 +1,4 @@
-"""How the two SQL backends differ in the statements they share: the driver's placeholder and
-the schema the tables live in."""
+"""How the two SQL backends differ in shared statements: the driver's placeholder and the schema."""
 
 from __future__ import annotations
 

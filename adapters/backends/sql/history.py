@@ -1,15 +1,14 @@
-"""The history index in a SQL database (`SQLHistoryTables`): the store's port
-`adapters.store.ports.HistoryIndex` on the SQLite file or a PostgreSQL schema.
+"""The history index in a SQL database (`SQLHistoryTables`), the port `HistoryIndex` on SQLite or a
+PostgreSQL schema.
 
-Tables (rule-independent, so a rebuild leaves them alone):
-`chatrecord_index` (one row per conversation: the version indexed, the live card outcomes),
-`chatrecord_segments` (a record per segment id, with its run, message and whether cut),
-`chatrecord_messages` (user message numbers, live or cut) and `chatrecord_sources` (the input
-lines by digest, with the versions of the events they stored).
+Tables, rule-independent, so a rebuild leaves them alone:
+- `chatrecord_index`: per conversation, the version indexed and the uncut card outcomes;
+- `chatrecord_segments`: per segment id, its run, message and whether cut;
+- `chatrecord_messages`: user message numbers, uncut or cut (column `live`);
+- `chatrecord_sources`: input lines by digest, with the versions they stored.
 
-`SQLHistory` reads (and, given the event transaction's cursor, writes) one conversation's rows.
-Every statement is built once per dialect (`adapters.backends.sql.history_statements`).
-"""
+`SQLHistory` reads one conversation's rows, and writes them given the events' cursor. Statements are
+built once per dialect (`history_statements`)."""
 
 from __future__ import annotations
 
@@ -77,9 +76,8 @@ class SQLHistory:
         return self._once(("index",), read)
 
     def prefetch(self, digest: str | None, segment: str | None = None, run: str | None = None) -> None:
-        """Reads, in one statement, the index row, the input line `digest`'s row, segment
-        `segment`'s row and whether an edit cut run `run` (each if given), for the lookups of
-        one command (`memo`); does nothing when this index also writes."""
+        """Reads in one statement the index row and, if given, line `digest`'s, segment `segment`'s and run
+        `run`'s cut rows, for one command (`memo`). Does nothing when this index also writes."""
         if self._memo is None:
             return
         chain = self._chain
@@ -97,10 +95,9 @@ class SQLHistory:
             self._memo[("run_cut", run)] = row["run_cut"] is not None
 
     def prefetch_many(self, digests: Iterable[str], segments: Iterable[str], runs: Iterable[str] = ()) -> None:
-        """Reads the rows of many input lines (`digests`), segments and runs (whether an edit cut
-        them) at once, a statement per LOOKUPS_AT_ONCE lookups, for the lookups of a command of
-        many lines (`memo`); does nothing when this index also writes. Each lookup found or not
-        is then answered without a read."""
+        """Reads many lines' (`digests`), segments' and runs' rows at once, a statement per LOOKUPS_AT_ONCE,
+        for one command (`memo`). Does nothing when this index also writes. Each lookup is then answered
+        without a read."""
         if self._memo is None:
             return
         sql = self.sql
@@ -119,9 +116,8 @@ class SQLHistory:
     def _prefetch(
         self, kind: str, wanted: Iterable[str], absent: object, select: str, found: Callable[[Any], tuple[str, object]]
     ) -> None:
-        """Memoizes (`kind`, value) for each of `wanted` not memoized yet: `absent`, unless a
-        row of `select` (one of `HistoryStatements.*_in`) answers it as `found(row)` gives,
-        LOOKUPS_AT_ONCE values a statement."""
+        """Memoizes (`kind`, value) for each unmemoized value of `wanted`: `absent`, or `found(row)` for a
+        row of `select`. LOOKUPS_AT_ONCE values a statement."""
         memo = self._memo
         assert memo is not None
         todo = [v for v in dict.fromkeys(wanted) if (kind, v) not in memo]
@@ -184,8 +180,8 @@ class SQLHistory:
             record.model_dump_json(),
         )
 
-    def put_message(self, number: int, live: bool) -> None:
-        self._x(self.sql.put_message, number, int(live))
+    def put_message(self, number: int, uncut: bool) -> None:
+        self._x(self.sql.put_message, number, int(uncut))
 
     def add_outcomes(self, count: int) -> None:
         self.added += count
@@ -218,12 +214,10 @@ class _Fetched:
 
 
 class SQLHistoryTables(HistoryIndex):
-    """The index tables in a SQL database (`datastore`: the library's SQLite or PostgreSQL
-    datastore) in `dialect`. Readers use a read transaction per lookup; writers the cursor of
-    the transaction that stores the events; one command's lookups share one read transaction
-    (`reading`). `chain`: (the hash chain's table, a function of a conversation's UUID giving
-    the id that table keys it by), where the store keeps a chain: a command's lookups read its
-    last hash too."""
+    """The index tables in a SQL database (`datastore`, the library's) in `dialect`. Readers use a read
+    transaction per lookup; one command's lookups share one (`reading`). Writers use the events'
+    transaction's cursor. `chain`: the chain's table and a function from a conversation's UUID to its key
+    there; a command's lookups then read its last hash too."""
 
     def __init__(self, datastore: Any, dialect: Dialect = SQLITE, chain: tuple[str, Any] | None = None) -> None:
         self.datastore, self.dialect, self.chain = datastore, dialect, chain
@@ -293,10 +287,9 @@ class SQLHistoryTables(HistoryIndex):
         assumed: AssumedHistory | None,
         puts: list[IndexPuts] | None = None,
     ) -> int | None:
-        """The write through `curs`. An append's index (`follows`, not a rebuild): the events
-        folded into a `held_index` (its reads go to the rows through `curs`), then its held rows
-        written a table at a time (`executemany`: one write per key however many events of the
-        append touch it). Other writes event by event (`write_folded`)."""
+        """The write through `curs`. An append's index folds the events into a `held_index`, then writes its
+        rows a table at a time (`executemany`, one write per key). Other writes go event by event
+        (`write_folded`)."""
         if assumed is not None:
             raise ValueError("this index cannot check an assumed history (checks_assumptions)")
         if rebuild or not follows or not events:
@@ -315,7 +308,7 @@ class SQLHistoryTables(HistoryIndex):
                 ],
             )
         if held.top.messages:
-            curs.executemany(sql.upsert_messages, [(key, number, int(live)) for number, live in held.top.messages.items()])
+            curs.executemany(sql.upsert_messages, [(key, number, int(uncut)) for number, uncut in held.top.messages.items()])
         curs.execute(sql.upsert_index, (key, held.version, held.delta))
         return held.delta
 

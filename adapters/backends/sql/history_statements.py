@@ -1,5 +1,5 @@
-"""The statements of the history index in both SQL dialects (`HistoryStatements`), each built once
-per dialect (`history_statements`), and the tables' CREATE statements (`create_statements`)."""
+"""The history index's statements in both dialects (`HistoryStatements`), built once per dialect, and the
+tables' CREATE statements (`create_statements`)."""
 
 from __future__ import annotations
 
@@ -31,10 +31,9 @@ def create_statements(dialect: Dialect = SQLITE) -> list[str]:
 
 @dataclass(frozen=True)
 class HistoryStatements:
-    """The statements of one conversation's index rows in one dialect. The first parameter of
-    each is the conversation's id (its UUID's text). `*_in` end in `IN`: the caller adds the
-    list of values. `prefetch` and `prefetch_chained` read the rows of one command at once
-    (`SQLHistory.prefetch`); the chained one also the hash of the event at the index's version."""
+    """The statements of one conversation's index rows in one dialect. Each takes the conversation's UUID
+    text first. `*_in` end in `IN`; the caller adds the values. `prefetch` and `prefetch_chained` read
+    one command's rows at once; the chained one also the hash at the index's version."""
 
     dialect: Dialect
     index_row: str
@@ -59,8 +58,8 @@ class HistoryStatements:
     upsert_index: str
 
     def prefetch(self, chain_table: str | None) -> str:
-        """Returns the one-statement read of `SQLHistory.prefetch`: parameters cid, digest,
-        segment, run (texts, "" for none), then the chain's id where `chain_table` is given."""
+        """Returns `SQLHistory.prefetch`'s statement. Parameters: cid, digest, segment, run (texts, "" for
+        none), then the chain's id where `chain_table` is given."""
         return _prefetch(self.dialect, chain_table)
 
     def within(self, select: str, count: int) -> str:

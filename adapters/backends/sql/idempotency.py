@@ -1,6 +1,5 @@
-"""The kept idempotency keys in a SQL table (`SQLIdempotencyKeys`): table `chatrecord_idempotency(key,
-body_hash, status, response)` in the store's SQLite file or PostgreSQL schema. The protocol
-(reserve, then finish or release) is `adapters.store.idempotency`'s."""
+"""The kept idempotency keys in a SQL table (`SQLIdempotencyKeys`): `chatrecord_idempotency(key, body_hash,
+status, response)`. The protocol is `adapters.store.idempotency`'s."""
 
 from __future__ import annotations
 
@@ -21,9 +20,8 @@ def create_statements(dialect: Dialect) -> list[str]:
 
 
 class SQLIdempotencyKeys(IdempotencyKeys):
-    """The table in the store's database (`datastore`: the library's SQLite or PostgreSQL
-    datastore). `create`: the statements that make it (`create_statements`, which a backend may
-    wrap in a lock). Every statement is built once, here."""
+    """The table in the store's database (`datastore`, the library's). `create`: the statements that make
+    it, which a backend may wrap in a lock. Every statement is built once, here."""
 
     def __init__(self, datastore: Any, dialect: Dialect, create: Sequence[str]) -> None:
         self.datastore, self.create_statements = datastore, list(create)

@@ -1,6 +1,6 @@
-"""The reproductions' streams in a SQL table (`SQLReproductionRows`): table
-`chatrecord_reproductions(reproduction, seq, conversation, kind, body, hash)` in the store's
-SQLite file or PostgreSQL schema (`adapters.store.reproductions`)."""
+"""The reproductions' streams in a SQL table (`SQLReproductionRows`):
+`chatrecord_reproductions(reproduction, seq, conversation, kind, body, hash)`
+(`adapters.store.reproductions`)."""
 
 from __future__ import annotations
 
@@ -28,8 +28,8 @@ def create_statements(dialect: Dialect) -> list[str]:
 
 
 class SQLReproductionRows(ReproductionRows):
-    """The table in the store's database (`datastore`: the library's SQLite or PostgreSQL
-    datastore); `create`: the statements that make it (which a backend may wrap in a lock)."""
+    """The table in the store's database (`datastore`, the library's). `create`: the statements that make
+    it, which a backend may wrap in a lock."""
 
     def __init__(self, datastore: Any, dialect: Dialect, create: Sequence[str]) -> None:
         self.datastore, self.create_statements = datastore, list(create)

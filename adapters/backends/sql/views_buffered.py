@@ -1,8 +1,6 @@
-"""One conversation's rows with their writes held until a flush sends them, one bulk
-statement per table (`BufferedRows`: an append's and a rebuild's fold; how they are sent is each backend's,
-`StatementRows` the statements both databases run), keeping the newest rows
-its writes left (`adapters.views.recent_rows.WrittenRowsCache`) for the next append's fold.
-"""
+"""One conversation's rows with their writes held until a flush sends one bulk statement per table
+(`BufferedRows`). `StatementRows` sends them as statements on both databases. The newest rows written are
+kept for the next append (`WrittenRowsCache`)."""
 
 from __future__ import annotations
 
@@ -19,25 +17,17 @@ from adapters.views.ports import Appended
 from adapters.views.recent_rows import WrittenRowsCache
 from adapters.views.usage_rows import usage_values
 from projections.card_outcomes import CardOutcome
-from projections.summary_rows import Summary, TurnMark
 from projections.run_record import Entry
+from projections.summary_rows import Summary, TurnMark
 from projections.transcript import Message
 from projections.usage import UsageRow
 
 
 class BufferedRows(SQLRows, ABC):
-    """`SQLRows` that holds its writes until `flush`, which sends them with one bulk statement
-    per table (a rebuild folds a page of the log this way). Reads see the held writes first.
-    A cut of the transcript (`cut_messages`: a replaced transcript, an edit) is held as the
-    index its stored messages go from, written at the flush before the held messages; the
-    other cuts (an edit's card outcomes and view context) flush first and then run at once:
-    they are rare and range over rows, and the fold needs what they removed.
-
-    A held row is kept as the values its statement sends (its body serialised, a message's
-    text sealed), not as a model: a rebuild holds a page's rows, and plain strings cost the
-    garbage collector nothing. Only the newest entry and the newest message are kept as models
-    until another is put (a segment's answer joins the last message, a decision updates the
-    newest entry, each is put again); an older held one read back is decoded from its body."""
+    """`SQLRows` that holds its writes until `flush`, one bulk statement per table. Reads see held writes
+    first. A transcript cut (`cut_messages`) is held as an index and written at the flush, before the
+    held messages. Other cuts flush first, then run at once. Held rows are kept as statement values, not
+    models. Only the newest entry and message stay models until another is put."""
 
     def __init__(
         self,
@@ -78,11 +68,9 @@ class BufferedRows(SQLRows, ABC):
         self._views: dict[str, Any] | None = None  # the views section of an append's document the rows go into
 
     def prime(self, recent: WrittenRowsCache | None, summary: Summary | None = None) -> None:
-        """Takes `recent` (None: nothing) as the newest rows stored, which the reads of the
-        fold then find without asking the database, and keeps them up to date with what this
-        buffer writes (`recent`); `summary` is the summary they stand at (the fold starts from it),
-        from which an `EditWindow` starts where `recent` holds none. An append's rows; a
-        rebuild's are never primed."""
+        """Takes `recent` (None: nothing) as the newest stored rows, so the fold's reads skip the database,
+        and keeps them current. `summary` is where the fold starts; an `EditWindow` starts there where
+        `recent` holds none. Only appends are primed."""
         self._known = (
             WrittenRowsCache(dict(recent.entries), dict(recent.messages)) if recent is not None else WrittenRowsCache({}, {})
         )
@@ -90,8 +78,8 @@ class BufferedRows(SQLRows, ABC):
         self._window, self._start = window.copy() if window is not None else EditWindow.start(summary), summary
 
     def recent(self) -> WrittenRowsCache | None:
-        """Returns the newest rows as this buffer's writes left them (after its flush), None
-        when it was not primed or a cut or a clear made them unknown."""
+        """Returns the newest rows as this buffer's writes left them, after its flush. None when not primed,
+        or a cut or clear made them unknown."""
         known = self._known
         if known is None:
             return None
@@ -290,9 +278,8 @@ class BufferedRows(SQLRows, ABC):
         return SQLRows.message(self, index)
 
     def cut_messages(self, keep: int) -> None:
-        """Holds the cut (the stored messages from `keep` on go at the flush, before the held
-        messages are written) and drops the held messages and block ends from `keep` on, and
-        the known ones (`recent` then knows the last message only where it is the summary's)."""
+        """Holds the cut: stored messages from `keep` on go at the flush. Drops held messages and block ends
+        from `keep` on."""
         if self._known is not None:
             for index in [i for i in self._known.messages if i >= keep]:
                 del self._known.messages[index]
@@ -347,8 +334,8 @@ class BufferedRows(SQLRows, ABC):
         """Sets the block end of each stored message of `ends` ((index, end))."""
 
     def flush(self) -> None:
-        """Sends the held writes: per table one bulk statement (`_insert_many`); a held message
-        goes out with the block end held for it, so only a stored message's end is an UPDATE."""
+        """Sends the held writes, one bulk statement per table (`_insert_many`). A held message goes with
+        its block end; only a stored message's end is an UPDATE."""
         entries = []
         for seq, held in self._entries.items():
             if isinstance(held, Entry):
@@ -392,8 +379,8 @@ _ENTRY_JSON = Entry.__pydantic_serializer__
 
 
 class StatementRows(BufferedRows):
-    """`BufferedRows` whose held writes go as statements, one `executemany` per table (SQLite
-    runs it in C; PostgreSQL's send theirs as JSON, `PostgresBufferedRows`)."""
+    """`BufferedRows` whose held writes go as one `executemany` per table. PostgreSQL sends JSON instead
+    (`PostgresBufferedRows`)."""
 
     def _set_aside_rows(self) -> None:
         """Writes what `drop_aside` and `set_aside` hold (at the flush, before the entries)."""
@@ -413,8 +400,8 @@ class StatementRows(BufferedRows):
             self.curs.executemany(sql, rows)
 
     def _insert_many(self, table: str, columns: tuple[str, ...], rows: list[tuple[Any, ...]]) -> None:
-        """Inserts `rows` (values of `columns` after `cid`) into row table `table`, with its ON
-        CONFLICT clause (`ROW_TABLES`): one `executemany` (SQLite runs it in C)."""
+        """Inserts `rows` (values of `columns` after `cid`) into `table` with its ON CONFLICT clause, in one
+        `executemany`."""
         self._many(self.s.insert(table, columns), [(self.cid, *row) for row in rows])
 
     def _cut_stored_messages(self, keep: int) -> None:

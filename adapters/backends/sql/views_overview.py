@@ -1,9 +1,7 @@
-"""The overview read model's rows in SQL (`projections.overview`): a generation's `overview`
-table (one row per conversation: the version its overview is folded to, and the overview as
-JSON) and `overview_marks` (one row per segment and user message point: key, version, kind,
-tone, which an edit's cut looks up). Appends do not write them: a read folds the events since
-the kept version and writes the row back (`read_overview`).
-"""
+"""The overview read model's rows in SQL (`projections.overview`). `overview`: per conversation, its folded
+version and the overview as JSON. `overview_marks`: per segment and user message point, key, version,
+kind, tone; an edit's cut looks them up. Appends do not write them; a read folds the events since and
+writes back (`read_overview`)."""
 
 from __future__ import annotations
 
@@ -22,8 +20,8 @@ CHUNK = 500
 
 @dataclass(frozen=True)
 class OverviewStatements:
-    """The overview's statements of one generation in one dialect (`p`: its placeholder;
-    `lock_row`: what makes the SELECT lock the row, PostgreSQL's FOR UPDATE)."""
+    """The overview's statements of one generation in one dialect. `p`: its placeholder. `lock_row`: the row
+    lock of the SELECT, PostgreSQL's FOR UPDATE."""
 
     overview: str
     marks: str
@@ -66,8 +64,8 @@ class OverviewStatements:
 
 
 class SQLMarks:
-    """`projections.overview.Marks` in a generation's `overview_marks` table, read through
-    `curs` (a write transaction's cursor); the marks put are held (and found) until `flush`."""
+    """`projections.overview.Marks` in a generation's `overview_marks`, read through `curs`. Marks put are
+    held until `flush`."""
 
     def __init__(self, curs: Any, statements: OverviewStatements, cid: str) -> None:
         self.curs, self.s, self.cid = curs, statements, cid
@@ -99,10 +97,9 @@ class SQLMarks:
 def read_overview(
     storage: Any, statements: OverviewStatements, key: str, logged: int, fold: Callable[[Overview, Marks], Overview]
 ) -> Overview:
-    """Returns the overview of conversation `key` as `ViewStorage.overview` says, through
-    `storage` (its `transaction` and `lock`): one row read when it is at `logged`; else, in one
-    write transaction under the views' shared lock (the row locked where the dialect can), the
-    row made if missing, `fold` of it (of an empty one when it is past `logged`) written back."""
+    """Returns the overview of `key` as `ViewStorage.overview` says, through `storage`. At `logged`, one row
+    read. Else one write transaction under the views' shared lock, the row locked where possible: the row
+    is made if missing, folded by `fold` (from empty when past `logged`) and written back."""
     s = statements
     with storage.transaction(write=False) as curs:
         curs.execute(s.select, (key,))

@@ -1,7 +1,5 @@
-"""One conversation's rows in a generation's tables (`adapters.backends.sql.views_tables`), read and
-written in SQL inside a transaction the caller holds (`SQLRows`), and the signal of a read
-whose rows moved under it (`ReadMoved`).
-"""
+"""One conversation's rows in a generation's tables, read and written in SQL in the caller's transaction
+(`SQLRows`)."""
 
 from __future__ import annotations
 
@@ -20,8 +18,8 @@ from adapters.views.ports import ReadMoved, ViewRows
 from adapters.views.row_bodies import LazyEntries, decode_kept_messages, decode_messages, decode_turn_bodies, only_erased
 from adapters.views.usage_rows import usage_values
 from projections.card_outcomes import CardOutcome
-from projections.summary_rows import Summary, TurnMark
 from projections.run_record import Entry
+from projections.summary_rows import Summary, TurnMark
 from projections.transcript import Message
 from projections.usage import UsageRow
 
@@ -29,10 +27,9 @@ _ENTRIES = TypeAdapter(tuple[Entry, ...])
 
 
 class SQLRows(ViewRows):
-    """One conversation's rows in a generation, read and written through `curs` (a cursor of
-    an open transaction). `p` is the driver's placeholder (`?` or `%s`). With `texts`, a
-    transcript message's text is kept sealed with the conversation's data key (`ViewTexts`):
-    its body holds `sealed` instead of `text`."""
+    """One conversation's rows in a generation, through `curs` in an open transaction. `p` is the
+    placeholder (`?` or `%s`). With `texts`, message texts are sealed with the data key; the body holds
+    `sealed` instead of `text`."""
 
     tip: bytes | None = None
     """The hash chain's hash at the summary's version, when the read that made these rows took it
@@ -52,8 +49,7 @@ class SQLRows(ViewRows):
         """The statements, built once per generation by the storage (`SQLViewStorage.rows`)."""
 
     def _message_body(self, message: Message, seal: Callable[[str], str | None] | None = None) -> str:
-        """Returns the JSON body a message's row keeps: its text sealed where `texts` is set
-        (by `seal`, `texts.sealer(cid)`, when given: one key lookup for many rows)."""
+        """Returns a message row's JSON body, its text sealed where `texts` is set (by `seal` when given)."""
         if self.texts is None:
             return message.model_dump_json()
         body = dict(message.__dict__)  # model_dump(mode="json") of its str, int and tuple fields, cheaper (docs/benchmarks.md)
@@ -66,9 +62,8 @@ class SQLRows(ViewRows):
         return orjson.dumps(body).decode()
 
     def _decode_messages(self, bodies: Sequence[str], kept: MessagesCache | None = None) -> tuple[Message, ...]:
-        """Returns the messages of row bodies, in order (plain bodies decoded in one call).
-        With `kept`, a body decoded before is not again (nor its text opened), while the
-        conversation's texts are readable; the others are kept there."""
+        """Returns the messages of row bodies, in order. With `kept`, a body decoded before is reused while
+        texts are readable; new ones are kept."""
         if kept is None:
             return self._decode(bodies)
         return decode_kept_messages(bodies, self.texts, self.cid, kept)
@@ -77,8 +72,8 @@ class SQLRows(ViewRows):
         return decode_messages(bodies, self.texts, self.cid)
 
     def _blocks(self, numbers: set[int]) -> tuple[str, tuple[Any, ...]]:
-        """Returns a query of `(idx, number, block_end)` of the user messages `numbers` and its
-        arguments (an `IN` list, which SQLite looks up in the `(cid, number, idx)` index)."""
+        """Returns a query of `(idx, number, block_end)` for user messages `numbers`, with its arguments (an
+        `IN` list)."""
         return self.s.blocks(len(numbers)), (self.cid, *sorted(numbers))
 
     def _select(self, sql: str, args: tuple[Any, ...]) -> Any:
@@ -99,8 +94,7 @@ class SQLRows(ViewRows):
 
     @property
     def aside_cid(self) -> str:
-        """The key under which the entries set aside (`set_aside`) are kept in the entries
-        table: no read of the conversation's rows (by its `cid`) finds them."""
+        """The key of the entries set aside (`set_aside`); no read by the conversation's `cid` finds them."""
         return aside_cid(self.cid)
 
     # ---------------------------------------------------------------- summary
@@ -151,10 +145,9 @@ class SQLRows(ViewRows):
     def turn_rows(
         self, length: int, version: int, kept: MessagesCache | None = None, rendered: NotesCache | None = None
     ) -> tuple[tuple[Message, ...], tuple[Entry, ...], tuple[CardOutcome, ...]]:
-        """Returns, in one statement, what the latest turn saw (`projections.row_head.Head.turn_intact`):
-        the first `length` transcript messages, the entries set aside for it and those kept of
-        versions up to `version` (oldest first), and the card outcomes recorded up to `version`.
-        With `kept` and `rendered` (the process's caches) as `decode_turn_bodies` takes them."""
+        """Returns in one statement what the latest turn saw (`Summary.turn_intact`). The first `length`
+        messages, the entries set aside and those up to `version` (oldest first), and the card outcomes
+        up to `version`. `kept` and `rendered` as `decode_turn_bodies` takes them."""
         rows = self._select(
             self.s.turn_rows,
             (self.cid, length, self.cid, version, self.aside_cid, self.cid, version),
@@ -172,11 +165,9 @@ class SQLRows(ViewRows):
     def entries(
         self, decode: Callable[[str], Entry] | None = None, newest: int | None = None, total: int | None = None
     ) -> Sequence[Entry]:
-        """Returns the kept run record entries, oldest first: decoded in one call, or with
-        `decode` (a body's JSON to its entry) each when first asked for (`LazyEntries`). With
-        `decode`, `newest` and `total` (how many are kept: the summary's `seqs`), only the newest
-        `newest` are read at first, the older ones when one of them is first asked for (in the
-        caller's transaction); should they not be `total` in all, raises ReadMoved."""
+        """Returns the kept entries, oldest first: decoded in one call, or on first access with `decode`.
+        With `decode`, `newest` and `total`, only the newest are read first; older ones when reached.
+        Raises ReadMoved when they are not `total` in all."""
         if decode is not None and newest is not None and total is not None and total > newest:
             rows = self._q(self.s.newest_entries, newest).fetchall()[::-1]
             if not rows:
@@ -208,18 +199,16 @@ class SQLRows(ViewRows):
             )
 
     def cut_outcomes(self, cards: set[str], length: int) -> int:
-        """Deletes the card outcomes of `cards` and those of no card at or after transcript
-        position `length`; returns how many went. Counted from the rows each DELETE returns,
-        not the cursor's rowcount, which psycopg's pipeline mode (an append in one round trip)
-        does not know yet."""
+        """Deletes the outcomes of `cards` and card-less ones at or after position `length`; returns how
+        many. Counted from the DELETEs' returned rows; pipeline mode knows no rowcount yet."""
         removed = 0
         for card in sorted(cards):
             removed += len(self._q(self.s.cut_card, card).fetchall())
         return removed + len(self._q(self.s.cut_loose, length).fetchall())
 
     def outcomes(self, newest: int | None = None, decode: Callable[[str], CardOutcome] | None = None) -> tuple[CardOutcome, ...]:
-        """Returns the card outcomes, oldest first; only the `newest` ones if given; each body
-        decoded by `decode` if given."""
+        """Returns the card outcomes, oldest first; only the `newest` if given; decoded by `decode` if
+        given."""
         if newest is None:
             rows = self._q(self.s.outcomes).fetchall()
         else:
@@ -250,8 +239,8 @@ class SQLRows(ViewRows):
         return {int(r["idx"]): r["body"] for r in rows}
 
     def block_ends(self, numbers: set[int]) -> dict[int, int | None]:
-        """Returns, for each user message number, the index of the user message after it (None
-        when its block runs to the end); a number with no message is left out (one statement)."""
+        """Returns per user message number the index of the next user message (None: to the end). A number
+        without a message is left out. One statement."""
         if not numbers:
             return {}
         rows = self._q(self.s.blocks(len(numbers)), *sorted(numbers)).fetchall()
@@ -267,14 +256,10 @@ class SQLRows(ViewRows):
     def placement_reads(
         self, length: int, kept: MessagesCache | None = None, known: PlacementCache | None = None
     ) -> tuple[Callable[[set[int]], dict[int, Message]], Callable[[set[int]], dict[int, int | None]]]:
-        """Returns `(messages_at, block_ends)` for placing a turn's notes in a transcript of
-        `length` messages: `block_ends` reads, in the same statement, the messages on both
-        sides of each block's end (where a note goes), so `messages_at` asks the database only
-        for what that statement did not bring (a note placed by position). With `kept`, each
-        message is decoded once per row body (`_decode_messages`). With `known` (what is known
-        of these rows already: `adapters.views.caches.BlocksCache`), neither asks the
-        database for what it holds, nor decodes a message it holds decoded; whatever they read
-        is added to it."""
+        """Returns `(messages_at, block_ends)` for placing a turn's notes in a transcript of `length`
+        messages. `block_ends` also reads the messages on both sides of each block's end. `messages_at`
+        reads only what that missed. With `kept`, each message is decoded once per body. With `known`
+        (`BlocksCache`), what it holds is not read again; what is read is added."""
         known = known if known is not None else PlacementCache()
         bodies, ends = known.bodies, known.ends
 
@@ -351,8 +336,7 @@ class SQLRows(ViewRows):
         )
 
     def turn_starts(self, message: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
-        """As `ViewRows.turn_starts`: one statement, a second only when `message` started no
-        turn; each a range of the `turns` table's primary key."""
+        """As `ViewRows.turn_starts`: one statement, a second only when `message` started no turn."""
         versions = tuple(int(row["version"]) for row in self._q(self.s.turn_versions, message).fetchall())
         if versions:
             return versions, ()

@@ -1,8 +1,6 @@
-"""The statements of one generation's row tables in one dialect (`RowStatements`), each built
-once (per generation and placeholder) from the tables' description
-(`adapters.backends.sql.views_tables.ROW_TABLES`), and PostgreSQL's insert of a JSON array of
-rows (`json_insert`), which both the Python writes and the PL/pgSQL append are built from.
-"""
+"""The statements of one generation's row tables in one dialect (`RowStatements`), built once from
+`ROW_TABLES`. Also PostgreSQL's insert of a JSON array of rows (`json_insert`), shared by the Python
+writes and the PL/pgSQL append."""
 
 from __future__ import annotations
 
@@ -14,11 +12,9 @@ PG_TYPES = {"BIGINT": "bigint", "TEXT": "text"}
 
 
 def json_insert(table: str, name: str, columns: tuple[str, ...], cid: str, array: str, upsert: bool = True) -> str:
-    """Returns the PostgreSQL insert into `name` (row table `table`) of the rows of the JSON
-    array `array` (an expression), each an array of the values of `columns` (after `cid`,
-    the expression `cid`), cast to their types; with `upsert`, its table's ON CONFLICT clause.
-    The Python writes (`PostgresBufferedRows`) and the append function (`append_views.sql`)
-    both use it, so the two write the same columns."""
+    """Returns PostgreSQL's insert into `name` (row table `table`) of the JSON array `array`'s rows. Each
+    row is an array of `columns`' values after `cid`, cast to their types. With `upsert`, the table's ON
+    CONFLICT clause. `PostgresBufferedRows` and `append_views.sql` both use it."""
     row = ALL_ROW_TABLES[table]
     types = {c.name: c.type for c in row.columns}
     values = ", ".join(f"(e->>{i})::{PG_TYPES[types[c]]}" for i, c in enumerate(columns))
@@ -27,9 +23,8 @@ def json_insert(table: str, name: str, columns: tuple[str, ...], cid: str, array
 
 
 class RowStatements:
-    """The statements of `SQLRows` and `BufferedRows` on one generation's tables (`tables`,
-    `table_names`) with the driver's placeholder `p` (`?` or `%s`), each built at its first use
-    and kept: an append makes rows for every line, and their statements are the same."""
+    """The statements of `SQLRows` and `BufferedRows` on one generation's tables, with placeholder `p` (`?`
+    or `%s`). Each is built at first use and kept."""
 
     def __init__(self, tables: dict[str, str], p: str, listing: str | None = None, usage: str | None = None) -> None:
         self.t, self.p = tables, p
@@ -68,8 +63,8 @@ class RowStatements:
         return ", ".join([self.p] * count)
 
     def insert(self, table: str, columns: tuple[str, ...] | None = None, upsert: bool = True) -> str:
-        """The insert of one row of `columns` (default: all) into `table`, with its ON CONFLICT
-        clause (`RowTable.conflict`) unless not `upsert`."""
+        """The insert of one row of `columns` (default: all) into `table`, with its ON CONFLICT clause
+        unless not `upsert`."""
         key = (table, columns, upsert)
         found = self._inserts.get(key)
         if found is None:
@@ -166,8 +161,7 @@ class RowStatements:
         return self._listed("bodies", count, "idx, body", "idx")
 
     def blocks(self, count: int) -> str:
-        """`(idx, number, block_end)` of the messages of `count` user message numbers (an `IN`
-        list, which SQLite looks up in the `(cid, number, idx)` index)."""
+        """`(idx, number, block_end)` of the messages of `count` user message numbers (an `IN` list)."""
         return self._listed("blocks", count, "idx, number, block_end", "number")
 
     def _listed(self, kind: str, count: int, columns: str, column: str) -> str:
@@ -177,11 +171,9 @@ class RowStatements:
         return found
 
     def placement(self, blocks: str) -> str:
-        """The read of the block ends of `blocks` (a statement of `(idx, number, block_end)`)
-        and of the message bodies on both sides of each: each position its own primary-key
-        lookup (a correlated subquery, run once per position: a condition on it would run it
-        again); a join on `idx IN (…)` let PostgreSQL's planner, with stale statistics, scan the
-        conversation's whole transcript."""
+        """The read of `blocks`' block ends and the message bodies on both sides of each. Each position is
+        its own primary-key lookup, a correlated subquery. A join on `idx IN (…)` let the planner scan
+        the whole transcript."""
         found = self._placements.get(blocks)
         if found is None:
             p, m = self.p, self.t["messages"]

@@ -1,19 +1,10 @@
-"""Where the row read models live, per backend: transactions, the generation pointer, locks,
-and the log's version of a conversation.
+"""Where the row read models live, per backend: transactions, the generation pointer, locks, and a
+conversation's log version.
 
-The pointer table `chatrecord_views` (one row: the live generation, its rule set, the next
-generation number) says which generation's tables are live. Writers apply their events under a
-shared lock and a rebuild switches generations under the exclusive one (PostgreSQL advisory
-locks; SQLite's writer lock; a thread lock in memory), so no write lands in a generation after
-it was switched away from.
-
-`ViewStorage` is what the read models need of a database and `SQLViewStorage` its SQL part; each
-backend's module (`adapters.backends`) has its own (`SQLiteViewStorage`, `PostgresViewStorage`,
-`MemoryViewStorage`), which its store factory hands out (`StoreFactory.view_storage`, with the texts' sealer) to
-the composition root (`adapters.bootstrap`).
-What it reads is in `adapters.views.storage_reads` (`Pointer`, `TurnRows`, `TurnInputRows`); the
-cursor a rebuild writes through on a thread of its own in `adapters.backends.postgres.queued_statements`.
-"""
+The pointer table `chatrecord_views` (one row: live generation, rule set, next number) names the live
+tables. Writers apply under a shared lock; a rebuild switches under the exclusive one. So no write lands
+in a generation after its switch. `SQLViewStorage` is `ViewStorage`'s SQL part; each backend has its own,
+which its factory hands out (`StoreFactory.view_storage`)."""
 
 from __future__ import annotations
 
@@ -89,8 +80,8 @@ def _sums(row: Any, key: Any) -> UsageSums:
 
 
 class SQLViewStorage(ViewStorage):
-    """The views in a SQL database (`datastore`: the library's; `events_table` its events
-    table's name); `p` is the driver's placeholder, `schema` the tables' schema ("": none)."""
+    """The views in a SQL database (`datastore`, the library's; `events_table`, its events table). `p`: the
+    placeholder; `schema`: the tables' schema ("": none)."""
 
     p = "?"
     schema = ""
@@ -135,8 +126,7 @@ class SQLViewStorage(ViewStorage):
         return kind(curs, statements.t, str(cid), self.p, self.texts, statements)
 
     def _has_listing(self, curs: Any, generation: int) -> bool:
-        """Whether `generation` has the list table (`LISTING`; an earlier version made none),
-        asked through `curs` (an append's cursor or document, which reads it before it writes)."""
+        """Whether `generation` has the list table (`LISTING`), asked through `curs`."""
         return self._exists(curs, listing_name(generation))
 
     def statements(self, generation: int) -> RowStatements:
@@ -147,8 +137,8 @@ class SQLViewStorage(ViewStorage):
         return found
 
     def run(self, curs: Any, sql: str, params: Any) -> Any:
-        """Runs one read statement of a turn read (`sql` with the driver's placeholders) on
-        `curs` and returns the cursor; a backend may keep it prepared."""
+        """Runs one read statement of a turn read on `curs` and returns the cursor; a backend may prepare
+        it."""
         curs.execute(sql, params)
         return curs
 
@@ -200,10 +190,9 @@ class SQLViewStorage(ViewStorage):
         return Pointer(int(row["generation"]), row["rules"], int(row["next"]))
 
     def pointer_and_summary(self, curs: Any, cid: UUID, generation: int) -> tuple[Pointer | None, str | None]:
-        """Returns the live pointer and, when its generation is `generation` (the caller's
-        guess), the summary row's body of conversation `cid` in it, in one statement; the body is
-        None when the guess was wrong (or the conversation has no summary yet). Generation 0 (no
-        guess: the pointer was forgotten after a failure) reads the pointer alone."""
+        """Returns the live pointer and, when it is `generation`, `cid`'s summary body, in one statement.
+        The body is None when the guess was wrong or there is no summary yet. Generation 0 reads the
+        pointer alone."""
         if not self._has_pointer or generation < 1:
             return self.pointer(curs), None
         summaries = table_names(generation, self.schema)["heads"]

@@ -1,22 +1,14 @@
-"""The row tables of one generation of the read models, described once (`ROW_TABLES`): their
-names, columns, keys and what an upsert replaces, from which the CREATE statements, the Python
-writes (`adapters.backends.sql.views_rows`, `views_buffered`) and PostgreSQL's JSON-array
-writes (`adapters.backends.postgres.buffered_rows`) are built, and against which the PL/pgSQL
-append (`adapters.backends.postgres.append_views.sql`) is tested
-(`tests/unit/test_view_columns.py`).
+"""The row tables of one generation, described once (`ROW_TABLES`): names, columns, keys and upsert columns.
 
-A generation `g` owns six tables named `views_g<g>_<table>`: `summaries` (one row per
-conversation: its `projections.row_head.Head` as JSON and its version), `entries` (run record
-entries kept, by version), `outcomes` (card outcomes, by the version and place of the event
-that recorded them), `messages` (the transcript, by index, with the user message number and
-where its block ends), `pages` (page changes) and `turns`; the list's table (`LISTING`); the
-usage audit's (`USAGE`); and the overview read model's two.
-Bodies are pydantic JSON; keys are plain columns with indexes, so every read the fold or a
-turn makes is an index lookup. A new column of a row is added here (and written by its fold).
-"""
+The CREATE statements and the Python and JSON-array writes are built from it. The PL/pgSQL append is
+tested against it (`tests/unit/test_view_columns.py`). A generation `g` owns `views_g<g>_*`: `heads`
+(summaries as JSON with their version; the stored name), `entries`, `outcomes`, `messages` (by index,
+with number and block end), `pages`, `turns`, the list (`LISTING`), the usage audit's (`USAGE`) and the overview's two. Bodies are
+pydantic JSON; keys are indexed columns. A new row column is added here and in its fold."""
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from adapters.views.row_tables import OVERVIEW_TABLES, TABLES
@@ -33,23 +25,22 @@ class Column:
 
 @dataclass(frozen=True)
 class RowTable:
-    """One row table of a generation: its columns after `cid` (every table's first), its key
-    after `cid`, and the columns an upsert replaces (`()`: a second row of a key is ignored;
-    None: rows are only inserted, never upserted)."""
+    """One row table: its columns and key after `cid`, and the columns an upsert replaces. `()`: a second
+    row of a key is ignored; None: insert only."""
 
     name: str
     columns: tuple[Column, ...]
     key: tuple[str, ...]
     replaces: tuple[str, ...] | None
 
-    @property
+    @functools.cached_property
     def names(self) -> tuple[str, ...]:
-        """The column names after `cid`."""
+        """The column names after `cid` (made once: every append's flush asks for them)."""
         return tuple(c.name for c in self.columns)
 
     def conflict(self, columns: tuple[str, ...] | None = None) -> str:
-        """The ON CONFLICT clause of an insert of `columns` (default: all): what it replaces
-        of `replaces` that the insert names."""
+        """The ON CONFLICT clause of an insert of `columns` (default: all), replacing those of `replaces` it
+        names."""
         if self.replaces is None:
             return ""
         keys = ", ".join(("cid", *self.key))
@@ -196,9 +187,7 @@ def overview_table_names(generation: int, schema: str = "") -> dict[str, str]:
 
 
 def overview_statements(generation: int, schema: str = "") -> list[str]:
-    """Returns the CREATE statements of a generation's overview tables: `overview` (one row
-    per conversation: its version and the overview as JSON) and `overview_marks` (a row per
-    segment's and user message's point: key, version, kind, tone)."""
+    """Returns the CREATE statements of a generation's `overview` and `overview_marks` tables."""
     n = overview_table_names(generation, schema)
     return [
         f"CREATE TABLE IF NOT EXISTS {n['overview']} (cid TEXT PRIMARY KEY, version BIGINT NOT NULL, body TEXT NOT NULL)",
@@ -219,8 +208,8 @@ def activity_index(generation: int) -> str:
 
 
 def listing_statements(generation: int, schema: str = "") -> list[str]:
-    """Returns the CREATE statements of a generation's list table (`LISTING`) and its indexes:
-    by last activity then `cid` (the list's order and cursor), and by owner, last activity, `cid`."""
+    """Returns the CREATE statements of the list table (`LISTING`) and its indexes: (last activity, `cid`)
+    and (owner, last activity, `cid`)."""
     name, bare = listing_name(generation, schema), listing_name(generation)
     return [
         create_table(LISTING, name),
@@ -250,10 +239,8 @@ def create_table(table: RowTable, name: str, storage: str = "") -> str:
 
 
 def create_statements(generation: int, schema: str = "", summaries_storage: str = "") -> list[str]:
-    """Returns the CREATE statements of a generation's tables (`ROW_TABLES`, the list's
-    `LISTING`, the usage audit's `USAGE` and the overview's); `summaries_storage` follows the summaries table's columns
-    (PostgreSQL's `WITH (fillfactor = …)`, `SQLViewStorage.heads_storage`). The summaries have no
-    index but their key: a summary's update changes no indexed column."""
+    """Returns the CREATE statements of a generation's tables (`ROW_TABLES`, `LISTING`, `USAGE`, the overview's). `summaries_storage` follows the summaries
+    table's columns (PostgreSQL's `WITH (fillfactor = …)`). Summaries are indexed by key only."""
     n, bare = table_names(generation, schema), table_names(generation)
     return [
         create_table(ROW_TABLES["heads"], n["heads"], summaries_storage),

@@ -1,15 +1,11 @@
 """The SQLite backend: the store in one file (the embedded default).
 
-- `SQLiteFactory`, the library's SQLite persistence with a `WaitingSQLiteDatastore` (a writing
-  transaction takes the file's write lock when it begins), the hash chain
-  (`ChainedSQLiteRecorder`) and the data keys in the same file (`SQLiteDataKeys`);
-- its pieces of the store: the history index (`adapters.backends.sql.history.SQLHistoryTables`), the
-  views' tables (`SQLiteViewStorage`) and the kept idempotency keys (`adapters.backends.sql.idempotency.SQLIdempotencyKeys`).
+- `SQLiteFactory`: the library's SQLite persistence with a `WaitingSQLiteDatastore`, the hash chain
+  (`ChainedSQLiteRecorder`) and the data keys (`SQLiteDataKeys`), in one file;
+- its pieces of the store: the history index (`SQLHistoryTables`), the views' tables
+  (`SQLiteViewStorage`) and the idempotency keys (`SQLIdempotencyKeys`).
 
-The package, one module per job (`PERSISTENCE_MODULE` names `adapters.backends.sqlite:SQLiteFactory`):
-`chained_recorder`, `data_keys`, `waiting_datastore` (writers in turn, transactions IMMEDIATE),
-`view_tables`, `store_file` (a foreign file refused, a read-only file opened read-only) and `factory`.
-"""
+One module per job; `PERSISTENCE_MODULE` names `adapters.backends.sqlite:SQLiteFactory`."""
 
 from adapters.backends.sqlite.chained_recorder import ChainedSQLiteRecorder
 from adapters.backends.sqlite.data_keys import SQLiteDataKeys

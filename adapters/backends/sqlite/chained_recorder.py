@@ -47,8 +47,8 @@ class ChainedSQLiteRecorder(ChainedRecorder, SQLiteApplicationRecorder):
         ]
 
     def _guards(self) -> list[tuple[str, str, str]]:
-        """The triggers (name, table, verb) that delete a conversation's verified position when
-        one of its events or chain rows is updated or deleted (`adapters.store.chain_checks.GUARD`)."""
+        """The triggers (name, table, verb) that delete a verified position when its events or chain
+        rows change."""
         return [
             (f"{GUARD}_{table}_{verb.lower()}", table, verb)
             for table in (self.events_table_name, CHAIN_TABLE)

@@ -1,6 +1,4 @@
-"""The store's factory (`SQLiteFactory`): the library's SQLite persistence with chatrecord's recorder,
-datastore and data keys, and the texts that say what a driver's error means.
-"""
+"""The store's factory (`SQLiteFactory`) and the texts that say what a driver's error means."""
 
 from __future__ import annotations
 
@@ -22,7 +20,7 @@ from adapters.backends.sqlite.data_keys import SQLiteDataKeys
 from adapters.backends.sqlite.store_file import read_only_uri, refuse_foreign
 from adapters.backends.sqlite.view_tables import SQLiteViewStorage
 from adapters.backends.sqlite.waiting_datastore import WaitingSQLiteDatastore
-from adapters.store.chain import CHAIN_TABLE
+from adapters.store.chain import CHAIN_TABLE, ChainedRecorder
 from adapters.store.crypto import ViewTexts
 from adapters.store.keys import DataKeys
 
@@ -40,9 +38,8 @@ _SQLITE_CANNOT_USE = {
 
 
 class SQLiteFactory(StoreFactory, es_sqlite.SQLiteFactory):
-    """The library's SQLite persistence with a `WaitingSQLiteDatastore`, the hash chain and
-    the data keys in the same file; it hands out the file's history index, views and
-    idempotency keys."""
+    """The library's SQLite persistence with a `WaitingSQLiteDatastore`, the hash chain and the data
+    keys. It hands out the file's history index, views and idempotency keys."""
 
     application_recorder_class = ChainedSQLiteRecorder
     driver_errors = (sqlite3.Error,)
@@ -109,7 +106,9 @@ class SQLiteFactory(StoreFactory, es_sqlite.SQLiteFactory):
 
     @classmethod
     def history_index(cls, recorder: Any) -> SQLHistoryTables:
-        chained = getattr(recorder, "chain_heads", None) is not None
+        # the chain's hash is read with the index only where the recorder keeps each
+        # conversation's newest hash to compare it with (`ChainedRecorder.chain_heads`)
+        chained = isinstance(recorder, ChainedRecorder) and recorder.chain_heads is not None
         return SQLHistoryTables(recorder.datastore, SQLITE, chain=(CHAIN_TABLE, recorder._id) if chained else None)
 
     @classmethod

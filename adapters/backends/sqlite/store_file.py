@@ -24,10 +24,9 @@ OWN_PREFIXES = ("chatrecord_", "views_")
 
 
 def refuse_foreign(path: str) -> None:
-    """Raises ForeignDatabase when the SQLite file at `path` holds tables, none of them a
-    chatrecord store's (`OWN_TABLES`, `OWN_PREFIXES`). An empty file, a store another process
-    is creating right now (some of its tables made), a file that is not a database (the
-    driver says so at open) and a chatrecord store pass."""
+    """Raises ForeignDatabase when the SQLite file at `path` holds tables, none of them a chatrecord
+    store's. An empty file, a store being created, a file that is no database and a chatrecord store
+    pass."""
     try:
         with closing(sqlite3.connect(Path(path).resolve().as_uri() + "?mode=ro", uri=True)) as conn:
             tables = [
@@ -47,14 +46,10 @@ def refuse_foreign(path: str) -> None:
 
 
 def read_only_uri(path: str) -> str | None:
-    """Returns the URI that opens the SQLite file at `path` read-only when this process cannot
-    write it (the file or its folder lacks write permission, or the file system is read-only);
-    None when it can. Without a way to make the WAL's shared-memory file (`-shm`) and with no
-    WAL file left, the file is opened `immutable` (SQLite then takes no lock, which is safe
-    as no process can write it here either); with a WAL file that holds writes (an archive
-    copied with its `-wal` but not its `-shm`), which `immutable` would not see and `mode=ro`
-    cannot open without a `-shm`, the file and its WAL are copied to a private temporary
-    folder, removed when the process ends, and the copy is read; else `mode=ro`."""
+    """Returns a read-only URI for the SQLite file at `path` when this process cannot write it; else
+    None. Without a WAL file it opens `immutable`. With a WAL file that holds writes, the file and
+    WAL are copied to a private temporary folder, removed at exit, and the copy is read. Else
+    `mode=ro`."""
     file = Path(path).resolve()
     folder = file.parent
     if os.access(file, os.W_OK) and os.access(folder, os.W_OK):
@@ -69,8 +64,7 @@ def read_only_uri(path: str) -> str | None:
 
 
 def _private_copy(file: Path, wal: Path) -> Path:
-    """Returns a copy of `file` and its WAL `wal` in a temporary folder only this user can
-    read, removed when the process ends."""
+    """Returns a copy of `file` and its WAL `wal` in a private temporary folder, removed at exit."""
     folder = tempfile.mkdtemp(prefix="chatrecord-read-")
     atexit.register(shutil.rmtree, folder, ignore_errors=True)
     copy = Path(folder) / file.name

@@ -27,12 +27,9 @@ class _ImmediateTransaction(es_sqlite.SQLiteTransaction):
 
 
 class WaitingConnectionPool(es_sqlite.SQLiteConnectionPool):
-    """The library's SQLite connection pool whose new connection is tried again while the file
-    is locked: a new connection switches a fresh file to WAL (the library's `PRAGMA
-    journal_mode=WAL`), which SQLite refuses at once with "database is locked", whatever the
-    busy timeout, while another process opening the same file holds it. Tries until the lock
-    timeout has passed. `_create_connection` is the library's hook for a pool's connections
-    (abstract in `eventsourcing.persistence.ConnectionPool`: "subclasses should implement")."""
+    """The library's SQLite connection pool, retrying a new connection while the file is locked.
+    Switching a fresh file to WAL fails at once with "database is locked" while another process
+    opens it. It tries until the lock timeout has passed."""
 
     def _create_connection(self) -> es_sqlite.SQLiteConnection:
         limit = float(self.lock_timeout or 5)
@@ -48,16 +45,10 @@ class WaitingConnectionPool(es_sqlite.SQLiteConnectionPool):
 
 
 class WaitingSQLiteDatastore(es_sqlite.SQLiteDatastore):
-    """The library's SQLite datastore, except that a writing transaction begins IMMEDIATE and
-    the process's writers queue first come, first served (`WriterQueue`), each for as long as
-    the queue moves, instead of racing for the pool's writer lock for at most 5 s; the pool
-    waits up to the lock timeout (not 5 s) for a free connection.
-
-    Under the library's plain BEGIN, a transaction that reads before it writes (as the
-    read models' catch-up does) cannot wait for another process's write: SQLite
-    refuses to upgrade its read at once with "database is locked", whatever the lock timeout.
-    Taking the write lock first makes every writer wait up to the lock timeout instead.
-    """
+    """The library's SQLite datastore, with writing transactions that begin IMMEDIATE. The process's
+    writers queue first come, first served (`WriterQueue`) while the queue moves. The pool waits up
+    to the lock timeout for a free connection. Taking the write lock first lets a read-then-write
+    transaction wait instead of failing."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         wait = float(kwargs.get("lock_timeout") or es_sqlite.SQLITE3_DEFAULT_LOCK_TIMEOUT)
