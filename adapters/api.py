@@ -106,6 +106,15 @@ from adapters.service.timeline import (
     turn_view,
 )
 from adapters.service.timeline_jump import Location, NotOnTimeline, locate
+from adapters.service.usage import (
+    USAGE_CURSOR_PATTERN,
+    USAGE_LIMIT_MAX,
+    BadUsageCursor,
+    Usage,
+    UsageNeedsRebuild,
+    UsagePage,
+    decode_usage_cursor,
+)
 from adapters.store.application import ConversationStore
 from adapters.store.commands import HandleResult
 from adapters.store.idempotency import MAX_KEY, body_hash
@@ -114,6 +123,7 @@ from adapters.store.verify import Verdict, head_line
 from adapters.views.readmodels import ReadModels
 from adapters.views.rebuild import MOST_WORKERS, RebuildInterrupted, RebuildReport
 from adapters.views.rule_diff import ConversationDiff
+from adapters.views.usage_rows import BY, By
 from adapters.views.verify_rows import RowsVerdict
 from domain.events import ConversationEvent, conversation_uuid
 from projections.activity import SegmentActivity
@@ -137,6 +147,8 @@ __all__ += ["REPLAY_CURSOR_PATTERN", "REPLAY_LIMIT_MAX", "BadReplayCursor", "Rep
 __all__ += ["ReplayForm", "replay_start", "stream_file", "stream_lines"]
 __all__ += ["AT_PATTERN", "BATCH_LINES", "CURSOR_PATTERN", "DEFAULT_DB", "LIST_LIMIT_MAX", "MAX_KEY", "MOST_WORKERS"]
 __all__ += ["NEW_MASTER_KEY_VARIABLE", "OverviewPoint", "ParsedLine", "TimelinePage", "TurnView", "Verdict", "KeyChange"]
+__all__ += ["BY", "USAGE_CURSOR_PATTERN", "USAGE_LIMIT_MAX", "BadUsageCursor", "By", "Usage", "UsageNeedsRebuild"]
+__all__ += ["UsagePage", "decode_usage_cursor"]
 __all__ += ["KeyState", "Replayed", "body_hash", "bounded_lines", "decode_cursor", "head_line", "iso", "json_problem"]
 __all__ += ["newest_turns", "newest_turns_under", "open_store", "parse_at", "store_errors", "turn_view"]
 __all__ += ["BadCursor", "BadSetting", "EmptyInput", "KeyInFlight", "KeyReused", "NoSuchMessage", "RebuildInterrupted"]
@@ -509,6 +521,22 @@ class Chatrecord:
     ) -> ConversationPage:
         """Returns one page of the store's conversations, filtered; see `ConversationReads.conversations`."""
         return self._reads.conversations(limit, cursor, since, until=until, owner=owner, search=search, status=status)
+
+    @reads
+    def usage(
+        self,
+        by: By = "conversation",
+        since: datetime | None = None,
+        until: datetime | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+        *,
+        after: str | None = None,
+    ) -> UsagePage:
+        """Returns one page of the usage audit (tokens, cost, model and tool calls, failed and
+        refused calls, time) summed `by` conversation, owner or day over `since`–`until` (the
+        chat's time), and the range's total; see `ConversationReads.usage`."""
+        return self._reads.usage(by, since, until, limit, cursor)
 
     @reads
     def export(

@@ -2,7 +2,8 @@
 
 A conversation's `Summary` (`projections.summary_rows`) is its bounded bookkeeping. What grows with
 the history lives in rows behind `Rows`: run record entries, card outcomes, transcript messages,
-page changes and turns. The run record keeps `RuleSet.record_entries`. `apply_to_rows(rows, summary,
+page changes, turns and each segment's usage row (what the usage audit sums, kept when an edit cuts
+the segment). The run record keeps `RuleSet.record_entries`. `apply_to_rows(rows, summary,
 event, rules)` applies one event and returns the new summary. It reads rows only by key, so its cost
 does not depend on the history. Its rules are the folded read models' own functions; a property test
 holds the two equal."""
@@ -39,6 +40,7 @@ from projections.steps import LastDecision, decision_after, decision_kind, read_
 from projections.summary_rows import Rows, Summary, TurnMark, _changed, micros
 from projections.transcript import Message
 from projections.turn import starts_turn
+from projections.usage import usage_row
 from projections.view_context import last_page
 
 __all__ = ["KEEPS_TURN", "TAIL_ONLY", "apply_to_rows"]
@@ -234,8 +236,10 @@ def _(event: SegmentReturned, summary: Summary, rows: Rows, rules: RuleSet) -> S
     # run record
     if not continues_run(event.trigger, event.run, summary.pending.run if summary.pending else None):
         summary = _give_up(rows, summary)
-    entry = rr.new_entry(event, summary.follow, rules)
+    entry, reading = rr.read_entry(event, summary.follow, rules)
     rows.put_entry(entry)
+    # the usage audit's flat row: a fact of what ran, kept when an edit cuts the segment
+    rows.put_usage(usage_row(event, reading, micros(event.timestamp), summary.conversation, summary.owner))
     seqs = (*summary.seqs, entry.seq)
     overflow = max(0, len(seqs) - rules.record_entries)
     kept = summary.turn_kept

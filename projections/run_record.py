@@ -275,10 +275,16 @@ def skimmed_entry(event: SegmentReturned) -> Entry:
 def new_entry(event: SegmentReturned, follow: LastDecision | None, rules: RuleSet) -> Entry:
     """Returns the run record entry of a returned segment, read under `rules` after `follow`
     (what its continuation follows). The one reading both the folded and the row read models use."""
+    return read_entry(event, follow, rules)[0]
+
+
+def read_entry(event: SegmentReturned, follow: LastDecision | None, rules: RuleSet) -> tuple[Entry, SegmentReading]:
+    """Returns `new_entry` of the segment and the reading it was built from (which the row
+    fold's usage row reads too, `projections.usage.usage_row`: the segment is read once)."""
     follows = decision_kind(event.trigger, follow)
     reading = read_segment(event.steps, event.trigger, follows, rules, outcome=event.outcome)
     # built from the event's validated fields, so not validated again (`domain.values.trusted`)
-    return trusted(
+    entry = trusted(
         Entry,
         segment=event.segment,
         trigger=event.trigger,
@@ -293,6 +299,7 @@ def new_entry(event: SegmentReturned, follow: LastDecision | None, rules: RuleSe
         flagged=event.nothing_saved,
         seq=event.originator_version,
     )
+    return entry, reading
 
 
 @_apply.register

@@ -12,6 +12,7 @@ Example:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from domain.events import SegmentReturned
@@ -77,6 +78,56 @@ def segment_usage(event: SegmentReturned, reading: SegmentReading) -> SegmentUsa
         tool_calls=len(reading.calls),
         failed_calls=sum(1 for c in reading.calls if c.reading == "failed"),
         refused_calls=sum(1 for c in reading.calls if c.reading in REFUSED_READINGS),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class UsageRow:
+    """One segment's usage as the usage audit keeps it, flat (a row of the read models, written
+    by the row fold with the segment's entry): its version `seq`, the chat's time `at`
+    (microseconds since 1970, UTC), the conversation's stored id and `owner` (None: unknown),
+    the time in whole microseconds (`duration_us`), the cost in whole 1/COST_UNIT (`cost`),
+    `calls_without_cost` the model calls that stated no cost, the rest as `SegmentUsage`."""
+
+    seq: int
+    at: int
+    conversation: str
+    owner: int | None
+    duration_us: int
+    model_calls: int
+    calls_without_usage: int
+    calls_without_cost: int
+    input_tokens: int | None
+    output_tokens: int | None
+    total_tokens: int | None
+    cost: int | None
+    tool_calls: int
+    failed_calls: int
+    refused_calls: int
+
+
+def usage_row(event: SegmentReturned, reading: SegmentReading, at: int, conversation: str, owner: int | None) -> UsageRow:
+    """Returns the flat usage row of the segment `event`, its calls read as `reading` says, at
+    `at` (the event's time in microseconds) in conversation `conversation` of `owner`."""
+    usage = segment_usage(event, reading)
+    calls = [step.call for step in event.steps if step.kind == "llm"]
+    stated = [c for c in calls if c is not None]
+    return UsageRow(
+        seq=event.originator_version,
+        at=at,
+        conversation=conversation,
+        owner=owner,
+        duration_us=round(sum(step.duration_ms for step in event.steps) * 1000),
+        model_calls=usage.model_calls,
+        calls_without_usage=usage.calls_without_usage,
+        calls_without_cost=sum(1 for c in calls if c is None or c.estimated_cost is None),
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+        total_tokens=usage.total_tokens,
+        cost=_sum([cost_units(c.estimated_cost) for c in stated]),
+        tool_calls=usage.tool_calls,
+        failed_calls=usage.failed_calls,
+        refused_calls=usage.refused_calls,
     )
 
 

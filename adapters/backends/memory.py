@@ -31,6 +31,7 @@ from adapters.views.listing import Listed, ListQuery
 from adapters.views.memory_rows import MemoryConversation, MemoryRows
 from adapters.views.ports import ViewStorage
 from adapters.views.storage_reads import Pointer
+from adapters.views.usage_rows import UsageQuery, UsageSums, sum_rows
 from domain.events import ConversationEvent
 from domain.history_index import AssumedHistory, MemoryHistory
 
@@ -270,6 +271,11 @@ class MemoryViewStorage(ViewStorage):
 
     def generations(self, curs: Any) -> set[int]:
         return set(self.tables)
+
+    def usage(self, curs: Any, generation: int, query: UsageQuery) -> tuple[list[UsageSums], UsageSums]:
+        with self.lock_:  # the in-memory store's usage rows, summed here
+            rows = [u for r in self.tables.get(generation, {}).values() for u in r.usage.values()]
+        return sum_rows(rows, query)
 
     def listed(self, curs: Any, generation: int, query: ListQuery) -> list[Listed]:
         with self.lock_:  # the in-memory store's list rows, made from its summaries and sorted here

@@ -26,6 +26,7 @@ from adapters.cli import (  # noqa: F401 - registers (verify and erase below)
     cmd_serve,
     cmd_timeline,
     cmd_traces,
+    cmd_usage,
     cmd_verify,
     helptypes,
 )

@@ -1,10 +1,10 @@
-"""The HTTP service's reads (`add_reads`): the list and, per conversation, export, turn notes, audit,
+"""The HTTP service's reads (`add_reads`): the list, the usage audit and, per conversation, export, turn notes, audit,
 activity list and replay. Each is one `Chatrecord` call (the `Service` dependency).
 
 No `from __future__ import annotations` here: FastAPI reads the handlers' annotations."""
 
 from collections.abc import Iterator
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import orjson
 from fastapi import APIRouter, Depends, Path, Query, Request, Response
@@ -16,9 +16,12 @@ from adapters.api import (
     LIST_LIMIT_MAX,
     REPLAY_CURSOR_PATTERN,
     REPLAY_LIMIT_MAX,
+    USAGE_CURSOR_PATTERN,
+    USAGE_LIMIT_MAX,
     BadCursor,
     BadFilter,
     BadReplayCursor,
+    BadUsageCursor,
     Chatrecord,
     ReplayForm,
     TurnRange,
@@ -129,6 +132,58 @@ def add_reads(v1: APIRouter, of_a_conversation: dict[int | str, dict[str, Any]])
             raise Problem(400, "bad-request", str(error), where="query.cursor") from None
         except BadFilter as error:
             raise Problem(400, "bad-request", str(error), where=f"query.{error.field}") from None
+        return json_response(page.to_json())
+
+    @v1.get(
+        "/usage",
+        response_model=schemas.UsageReport,
+        response_description="The usage of the range's segments: the total and a page of groups",
+    )
+    def usage(
+        chatrecord: Service,
+        after: ReadAfter = None,
+        *,
+        by: Annotated[
+            Literal["conversation", "owner", "day"], Query(description="Sum per conversation, per owner or per day (UTC).")
+        ] = "conversation",
+        since: Annotated[
+            str | None,
+            Query(
+                description="Only segments at or after this ISO-8601 time (the chat's time).",
+                json_schema_extra={"format": "date-time", "pattern": AT_PATTERN},
+            ),
+        ] = None,
+        until: Annotated[
+            str | None,
+            Query(
+                description="Only segments before this ISO-8601 time (at or before `since`: none).",
+                json_schema_extra={"format": "date-time", "pattern": AT_PATTERN},
+            ),
+        ] = None,
+        limit: Annotated[int, Query(ge=1, le=USAGE_LIMIT_MAX, description="At most this many groups a page.")] = 50,
+        cursor: Annotated[
+            str | None,
+            Query(
+                description="The next_cursor of the page before; it carries its grouping, which it takes over `by`.",
+                json_schema_extra={"pattern": USAGE_CURSOR_PATTERN},
+            ),
+        ] = None,
+    ) -> Response:
+        """The usage audit: tokens, estimated cost, model calls, tool calls, failed and refused calls
+        and time of the segments in a range of the chat's time, summed per conversation, owner or
+        day, a page of groups at a time, with the range's total: the object of
+        `chatrecord usage --json`. Read from the flat usage rows kept with each segment."""
+        times = {}
+        for name, value in (("since", since), ("until", until)):
+            if value is not None:
+                try:
+                    times[name] = parse_at(value)
+                except ValueError as error:
+                    raise Problem(400, "bad-request", f"{name}: {error}", where=f"query.{name}") from None
+        try:
+            page = chatrecord.usage(by, times.get("since"), times.get("until"), limit, cursor, after=after)
+        except BadUsageCursor as error:
+            raise Problem(400, "bad-request", str(error), where="query.cursor") from None
         return json_response(page.to_json())
 
     @v1.get(

@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from adapters.api import CURSOR_PATTERN, REPLAY_CURSOR_PATTERN, STATUSES
+from adapters.api import CURSOR_PATTERN, REPLAY_CURSOR_PATTERN, STATUSES, USAGE_CURSOR_PATTERN
 from domain.events import Trigger, UndecidedReason
 from domain.values import CARD_ANSWERS, OUTCOMES, Completeness
 from projections.rules import RULE_SET_IDS
@@ -140,6 +140,51 @@ class ConversationList(Response):
     conversations: list[ConversationSummary]
     next_cursor: Annotated[str, Field(pattern=CURSOR_PATTERN)] | None = Field(
         description="Pass it as `cursor` for the next page; null after the last one."
+    )
+
+
+# ---------------------------------------------------------------- GET /v1/usage
+
+
+class Usage(Response):
+    """What some segments used: a group of the usage audit, or the range's total (`key` null). A
+    token or cost sum no model call stated is null (unknown, never 0); `calls_without_usage` and
+    `calls_without_cost` say how many of the sum's model calls stated none."""
+
+    key: str | int | None = Field(
+        description="The group: the conversation's stored id (by conversation), the owner's user id or null for "
+        "an unknown owner (by owner), the UTC day YYYY-MM-DD (by day); null for the total."
+    )
+    segments: int = Field(description="Segments summed (an edit's cut ones too: they ran).")
+    duration_ms: float = Field(description="Their time: the sum of their steps' durations, in milliseconds.")
+    model_calls: int = Field(description="Model calls (`llm` steps).")
+    calls_without_usage: int = Field(description="Model calls that stated no token count.")
+    calls_without_cost: int = Field(description="Model calls that stated no estimated cost.")
+    input_tokens: int | None = Field(description="Prompt tokens; null where no call stated any.")
+    output_tokens: int | None = Field(description="Completion tokens; null where no call stated any.")
+    total_tokens: int | None = Field(description="Total tokens as the calls stated them; null where none did.")
+    cost: float | None = Field(description="Estimated cost in nr-llm's currency unit; null where no call stated any.")
+    tool_calls: int = Field(description="Tool calls, as read under the live rule set.")
+    failed_calls: int = Field(description="Tool calls read as failed.")
+    refused_calls: int = Field(description="Tool calls held, declined or no longer permitted.")
+    first_at: datetime | None = Field(description="The chat's time (UTC) of the first segment summed; null for none.")
+    last_at: datetime | None = Field(description="The chat's time (UTC) of the last segment summed; null for none.")
+
+
+class UsageReport(Response):
+    """A page of the usage audit (`chatrecord usage --json`): the range's total and a page of its groups."""
+
+    by: Literal["conversation", "owner", "day"] = Field(
+        description="The grouping: conversations ascending by id, owners ascending (unknown first), days newest first."
+    )
+    since: datetime | None = Field(description="Only segments at or after this time (the chat's); null: from the start.")
+    until: datetime | None = Field(description="Only segments before this time; null: to the end.")
+    total: Usage = Field(
+        description="The sums over every segment of the range (every group, not only this page's); its key is null."
+    )
+    groups: list[Usage]
+    next_cursor: Annotated[str, Field(pattern=USAGE_CURSOR_PATTERN)] | None = Field(
+        description="Pass it as `cursor` (with the same `since` and `until`; it carries `by`) for the next page; null after the last one."
     )
 
 

@@ -20,12 +20,14 @@ from adapters.service.replay import (
     unknown_conversation,
 )
 from adapters.service.reproduction_records import records
+from adapters.service.usage import UsagePage, usage_page
 from adapters.store.application import ConversationStore
 from adapters.store.chain import ChainedRecorder
 from adapters.store.verify import Verdict, chain_verdict, chain_verdict_upto
 from adapters.views.gc_pause import gc_paused
 from adapters.views.readmodels import ReadModels
 from adapters.views.turn_starts import TurnStarts
+from adapters.views.usage_rows import By
 from domain.errors import UnknownConversation
 from domain.events import ConversationEvent, conversation_uuid
 from domain.limits import INT_MAX
@@ -71,6 +73,20 @@ class ConversationReads:
         page returned. Raises BadFilter for a status not in `STATUSES`."""
         filters = ListFilter(owner=owner, since=since, until=until, search=search, status=tuple(status))
         return list_conversations(self.opened.read_models, limit, cursor, since, filters)
+
+    @in_store_terms
+    def usage(
+        self,
+        by: By = "conversation",
+        since: datetime | None = None,
+        until: datetime | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> UsagePage:
+        """Returns one page of the usage audit: the segments' usage at or after `since` and before
+        `until` (the chat's time), summed `by` conversation, owner or day, at most `limit` (1–1000)
+        groups after `cursor`, and the range's total; see `adapters.service.usage.usage_page`."""
+        return usage_page(self.opened.read_models, by, since, until, limit, cursor)
 
     @in_store_terms
     def export(self, conversation: str, upto: int | None = None, with_reproductions: bool = False) -> Export:

@@ -12,6 +12,7 @@ from projections.card_outcomes import CardOutcome
 from projections.run_record import Entry
 from projections.summary_rows import Summary, TurnMark
 from projections.transcript import Message
+from projections.usage import UsageRow
 
 
 @dataclass
@@ -27,6 +28,7 @@ class MemoryConversation:
     block_ends: dict[int, int | None] = field(default_factory=dict)
     pages: dict[int, int] = field(default_factory=dict)
     turns: dict[int, TurnMark] = field(default_factory=dict)
+    usage: dict[int, UsageRow] = field(default_factory=dict)
 
 
 class MemoryRows(ViewRows):
@@ -149,6 +151,9 @@ class MemoryRows(ViewRows):
 
     def put_turn(self, turn: TurnMark) -> None:
         self.r.turns.setdefault(turn.version, turn)
+
+    def put_usage(self, usage: UsageRow) -> None:
+        self.r.usage[usage.seq] = usage
 
     def turn_starts(self, message: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
         marks = sorted(self.r.turns.values(), key=lambda mark: mark.version)

@@ -22,11 +22,13 @@ from adapters.views.caches import MessagesCache, PlacementCache
 from adapters.views.listing import Listed, ListQuery
 from adapters.views.recent_rows import WrittenRowsCache
 from adapters.views.storage_reads import Pointer, TurnInputRows, TurnRows
+from adapters.views.usage_rows import UsageQuery, UsageSums
 from projections.card_outcomes import CardOutcome
 from projections.overview import Marks, Overview
 from projections.run_record import Entry
 from projections.summary_rows import Summary, TurnMark
 from projections.transcript import Message
+from projections.usage import UsageRow
 
 log = logging.getLogger("chatrecord")
 
@@ -233,6 +235,11 @@ class ViewRows(ABC):
         """Records a model call a user message started; a second of one version is ignored."""
 
     @abstractmethod
+    def put_usage(self, usage: UsageRow) -> None:
+        """Inserts or replaces the usage row of the segment of version `usage.seq` (nothing where
+        the generation has no usage table: an earlier version made it)."""
+
+    @abstractmethod
     def turn_starts(self, message: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
         """Returns the versions that started a turn of user message `message`, oldest first. When there are
         none, also the numbers of user messages that started any turn, ascending; else empty."""
@@ -281,6 +288,8 @@ class ViewStorage(ABC):
     folds_in_parts = False
     """Whether a rebuild may fold the log in worker processes, each its own conversations."""
     listing_tables: tuple[str, ...] = ()
+    usage_tables: tuple[str, ...] = ()
+    """The usage audit's table a generation has besides `TABLES` (`usage`; none: kept in memory)."""
     """The list's table a generation has besides `TABLES` (`listed`; none: the rows are listed from the summaries)."""
     overview_tables: tuple[str, ...] = ()
     """The overview's tables a generation has besides `TABLES` (none: no overview rows)."""
@@ -325,6 +334,16 @@ class ViewStorage(ABC):
         """Returns the list rows of `generation` that `query` admits (`ListQuery.admits`), at
         most `query.limit`, newest activity first, then by `cid` descending. A row without
         activity (`at`) is not listed."""
+
+    @abstractmethod
+    def usage(self, curs: AppendTarget, generation: int, query: UsageQuery) -> tuple[list[UsageSums], UsageSums]:
+        """Returns the usage rows of `generation` that `query` admits, summed by its groups (at
+        most `query.limit` after `query.after`, in its order: `adapters.views.usage_rows.sum_rows`
+        defines them), and their sums over every group (`key` None)."""
+
+    def has_usage(self, curs: AppendTarget, generation: int) -> bool:
+        """Returns whether `generation` has the usage rows (`usage`): an earlier version made none."""
+        return True
 
     def pointer_and_summary(self, curs: AppendTarget, cid: UUID, generation: int) -> tuple[Pointer | None, str | None]:
         """Returns the live pointer and, where the backend reads both at once and `generation` is live, the

@@ -193,7 +193,8 @@ class Rebuilds:
             for stale in sorted(self.storage.generations(curs) - {generation}):
                 self.storage.drop(curs, stale)
                 dropped.extend(
-                    f"views_g{stale}_{t}" for t in (*TABLES, *self.storage.listing_tables, *self.storage.overview_tables)
+                    f"views_g{stale}_{t}"
+                    for t in (*TABLES, *self.storage.listing_tables, *self.storage.usage_tables, *self.storage.overview_tables)
                 )
         self._set_live(Pointer(generation, target, now.next))
         return RebuildReport(
@@ -202,7 +203,8 @@ class Rebuilds:
             events=events + more,
             old_rules=old.rules,
             tables=tuple(
-                f"views_g{generation}_{t}" for t in (*TABLES, *self.storage.listing_tables, *self.storage.overview_tables)
+                f"views_g{generation}_{t}"
+                for t in (*TABLES, *self.storage.listing_tables, *self.storage.usage_tables, *self.storage.overview_tables)
             ),
             generation=generation,
             dropped=tuple(dropped),

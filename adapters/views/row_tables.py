@@ -10,3 +10,7 @@ OVERVIEW_TABLES = ("overview", "overview_marks")
 """The overview read model's tables of a generation (`adapters.views.overview_rows`): not rows
 the view fold writes, nor cleared with them; made with a generation's tables since the
 overview read model came (an earlier generation has none)."""
+
+USAGE_TABLES = ("usage",)
+"""The usage audit's table of a generation (`adapters.views.usage_rows`): one flat row per
+segment, written by the view fold, made with a generation's tables since the usage audit came."""

@@ -36,6 +36,7 @@ def test_every_command_has_help_ending_with_an_example_and_appears_in_the_readme
         "serve",
         "timeline",
         "traces",
+        "usage",
         "verify",
     ]
     keys = commands["keys"]

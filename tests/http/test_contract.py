@@ -164,8 +164,9 @@ def test_the_stateful_phase_holds_every_check(contract: schemathesis.BaseSchema)
         )
     )
     # the links of a line's 200 were followed to each of the conversation's reads, which answered
+    # (at least these six: which others a derandomized run reaches changes with the document)
     reads = {label for label, status in followed if status == 200}
-    assert reads == {
+    assert reads >= {
         f"GET /v1/conversations/{{conversation}}/{read}"
         for read in ("turn", "audit", "activity", "replay", "replay/changes", "export")
     }, followed

@@ -242,3 +242,26 @@ def test_the_turn_with_its_messages_and_the_list_pages_are_their_models(server: 
     assert sorted(listed) == sorted(stored)
     assert (listed[demo].kind, listed[demo].messages, listed[demo].segments, listed[demo].events) == ("chat", 3, 8, 20)
     assert (listed[stored[3]].kind, listed[stored[-1]].erased, listed[demo].erased) == ("alt_text", True, False)
+
+
+def test_the_usage_pages_are_their_model_and_the_demos_group_sums_its_lines(server: Server, stored: list[str]) -> None:
+    from tests.application.test_usage import demo_sums
+
+    pages, cursor = [], None
+    while True:
+        response = server.client.get("/v1/usage", params={"limit": 4} | ({"cursor": cursor} if cursor else {}))
+        assert response.status_code == 200, response.text
+        page = checked(TypeAdapter(schemas.UsageReport), response.content)
+        pages.append(page)
+        if page.next_cursor is None:
+            break
+        cursor = page.next_cursor
+    groups = {g.key: g for page in pages for g in page.groups}
+    expected = demo_sums()
+    demo = groups[stored[0]].model_dump(mode="json")
+
+    assert {k: demo[k] for k in expected} == expected | {"first_at": "2026-10-28T09:00:25Z", "last_at": "2026-10-28T09:06:55Z"}
+    assert set(stored[:3]) <= set(groups)  # the demo, Behalten and varied tours; the others hold no segment
+    assert pages[0].total.segments == sum(g.segments for g in groups.values())
+    bad = server.client.get("/v1/usage", params={"cursor": "x"})
+    assert (bad.status_code, bad.json()["where"]) == (400, "query.cursor")

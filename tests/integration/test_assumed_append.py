@@ -346,7 +346,7 @@ class TestPostgresAssumedAppend(PostgresStores):
         finally:
             psycopg.Cursor.execute = execute  # type: ignore[method-assign]
         writes = [q for q in sent if not q.lstrip().upper().startswith("SELECT") or "chatrecord_append_" in q]
-        assert len(writes) == 1 and "chatrecord_append_g1_v11(" in writes[0]  # the views' generation's function
+        assert len(writes) == 1 and "chatrecord_append_g1_v12(" in writes[0]  # the views' generation's function
         memory = build_store(memory_env())
         for line in replaced:
             Chatrecord(memory).record(line)
@@ -547,10 +547,10 @@ class TestPostgresAppendFunction(PostgresStores):
                 )
                 return {row[0] for row in rows}
 
-        assert functions() == {"chatrecord_append_v10", "chatrecord_append_g1_v11"}
+        assert functions() == {"chatrecord_append_v10", "chatrecord_append_g1_v12"}
         chat.rebuild("2026-11-02")
         chat.record(message("c", 2))
-        assert functions() == {"chatrecord_append_v10", "chatrecord_append_g2_v11"}
+        assert functions() == {"chatrecord_append_v10", "chatrecord_append_g2_v12"}
         memory = Chatrecord(build_store(memory_env()))
         for line in (start("c"), message("c", 1), segment("c", "r1/1", "r1"), message("c", 2)):
             memory.record(line)
@@ -621,7 +621,7 @@ class TestPostgresAppendFunction(PostgresStores):
         assert calls[0] == 0
         assert len(cut.cut_segments) == 8 and cut.cut_messages == (4,)  # type: ignore[attr-defined]
         assert per_line == [1, 1, 1], edited
-        assert "chatrecord_append_g1_v11(" in edited[0]
+        assert "chatrecord_append_g1_v12(" in edited[0]
         memory = build_store(memory_env())
         for line in [*lines, edit, *after]:
             Chatrecord(memory).record(line)
@@ -657,7 +657,7 @@ class TestPostgresAppendFunction(PostgresStores):
         assert [len(s) for s in sent[1:3]] == [1, 1], sent
         # the second edit's view rows are the ones this process wrote (no read of them); the
         # writer decides it from the index, which it did not follow from its start
-        assert not any(q.lstrip().startswith("SELECT u.idx") for q in sent[3]) and "_g1_v11(" in sent[3][-1], sent[3]
+        assert not any(q.lstrip().startswith("SELECT u.idx") for q in sent[3]) and "_g1_v12(" in sent[3][-1], sent[3]
         memory = build_store(memory_env())
         for line in [*lines, *others, *edits]:
             Chatrecord(memory).record(line)
@@ -690,7 +690,7 @@ class TestPostgresAppendFunction(PostgresStores):
         assert [len(s) for s in sent[1:3]] == [1, 1], sent
         # the second edit's view rows are the ones this process wrote (no read of them); the
         # writer decides it from the index, which it did not follow from its start
-        assert not any(q.lstrip().startswith("SELECT u.idx") for q in sent[3]) and "_g1_v11(" in sent[3][-1], sent[3]
+        assert not any(q.lstrip().startswith("SELECT u.idx") for q in sent[3]) and "_g1_v12(" in sent[3][-1], sent[3]
         memory = build_store(memory_env())
         for line in [*lines, *edits]:
             Chatrecord(memory).record(line)

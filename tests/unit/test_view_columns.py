@@ -17,9 +17,11 @@ from adapters.backends.sql.views_tables import (
     LISTING,
     MESSAGE_COLUMNS,
     ROW_TABLES,
+    USAGE,
     create_statements,
     listing_name,
     table_names,
+    usage_name,
 )
 from adapters.views.row_tables import TABLES
 
@@ -31,6 +33,7 @@ def inserted(sql: str) -> dict[str, set[str]]:
     """Returns, per row table, the columns the inserts of `sql` write into it (every insert's)."""
     names = {name: table for table, name in table_names(3, "s").items()}
     names[listing_name(3, "s")] = LISTING.name
+    names[usage_name(3, "s")] = USAGE.name
     found: dict[str, set[str]] = {}
     for name, columns in INSERT.findall(sql):
         if name in names:
@@ -39,7 +42,7 @@ def inserted(sql: str) -> dict[str, set[str]]:
 
 
 def every_column() -> dict[str, set[str]]:
-    """Every column of every row table and of the list table (`LISTING`), by table."""
+    """Every column of every row table, of the list table (`LISTING`) and of the usage table (`USAGE`), by table."""
     return {table: {"cid", *row.names} for table, row in ALL_ROW_TABLES.items()}
 
 
@@ -50,6 +53,7 @@ def test_the_description_names_every_row_table() -> None:
 def test_the_create_statements_make_every_described_column() -> None:
     names = {name: table for table, name in table_names(3, "s").items()}
     names[listing_name(3, "s")] = LISTING.name
+    names[usage_name(3, "s")] = USAGE.name
     made = {}
     for statement in create_statements(3, "s"):
         match = TABLE.match(statement)
@@ -65,13 +69,13 @@ def test_the_append_function_writes_every_described_column() -> None:
 
 @pytest.mark.parametrize("p", ["?", "%s"])
 def test_the_python_writes_write_every_described_column(p: str) -> None:
-    statements = RowStatements(table_names(3, "s"), p, listing_name(3, "s"))
+    statements = RowStatements(table_names(3, "s"), p, listing_name(3, "s"), usage_name(3, "s"))
     sql = " ; ".join(statements.insert(table) for table in ALL_ROW_TABLES)
     assert inserted(sql) == every_column()
     assert "block_end" not in inserted(statements.insert("messages", MESSAGE_COLUMNS))["messages"]  # a new message's end: NULL
 
 
 def test_the_json_array_writes_write_every_described_column() -> None:
-    t = {**table_names(3, "s"), LISTING.name: listing_name(3, "s")}
+    t = {**table_names(3, "s"), LISTING.name: listing_name(3, "s"), USAGE.name: usage_name(3, "s")}
     sql = " ; ".join(_json_insert(table, t[table], row.names) for table, row in ALL_ROW_TABLES.items())
     assert inserted(sql) == every_column()

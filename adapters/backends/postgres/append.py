@@ -20,15 +20,24 @@ from psycopg.sql import Composable
 
 from adapters.backends.postgres.prepared import run_prepared
 from adapters.backends.sql.views_statements import json_insert
-from adapters.backends.sql.views_tables import LISTING, MESSAGE_COLUMNS, ROW_TABLES, listing_name, table_names
+from adapters.backends.sql.views_tables import (
+    LISTING,
+    MESSAGE_COLUMNS,
+    ROW_TABLES,
+    USAGE,
+    listing_name,
+    table_names,
+    usage_name,
+)
 
 APPEND_FUNCTION = "chatrecord_append_v10"
 """The store's own database function that writes a whole append from one JSON document
 (`AppendDocument`) that holds no view rows: versioned by name, so a later layout gets a
 function of its own. An append with view rows goes to its generation's function
 (`generation_function_name`), the same body with the view rows written into that
-generation's tables. (A generation's function is v11: it also writes the document's `listing`
-row into the generation's list table, `views_g<N>_listing`; the store's own stays v10. v10: the function sends the library's NOTIFY on the events table's
+generation's tables. (A generation's function is v12: it also writes the document's `usage`
+rows, one per segment, into the generation's usage table, `views_g<N>_usage`; v11 wrote the
+document's `listing` row into the generation's list table, `views_g<N>_listing`; the store's own stays v10. v10: the function sends the library's NOTIFY on the events table's
 channel, on which the library's `subscribe` waits, and checks that each first link of the
 document (`starts`: a conversation's event at version 0 or 1 linked to GENESIS) starts the
 chain, raising `CHAIN_START` where it does not; v9: an assumed index's check also counts the
@@ -84,10 +93,11 @@ def _channel(events_table: str) -> str:
 
 def generation_function_name(generation: int) -> str:
     """Returns the name of generation `generation`'s append function (`generation_function_statement`)."""
-    return f"chatrecord_append_g{generation}_v11"
+    return f"chatrecord_append_g{generation}_v12"
 
 
 OLD_GENERATION_FUNCTIONS = (
+    "chatrecord_append_g{generation}_v11",
     "chatrecord_append_g{generation}_v10",
     "chatrecord_append_g{generation}_v9",
     "chatrecord_append_g{generation}_v8",
@@ -120,6 +130,7 @@ def view_inserts(t: dict[str, str]) -> dict[str, str]:
         "insert_pages": rows("pages", "pages", names["pages"]),
         "insert_turns": rows("turns", "turns", names["turns"]),
         "insert_listing": json_insert(LISTING.name, t[LISTING.name], LISTING.names, "k", "v->'listing'"),
+        "insert_usage": json_insert(USAGE.name, t[USAGE.name], USAGE.names, "k", "v->'usage'"),
     }
 
 
@@ -129,7 +140,11 @@ def generation_function_statement(schema: str, events_table: str, generation: in
     must name `generation`. Each updated or deleted row is found by its whole key, so a kept plan never
     scans a transcript (figure: docs/benchmarks.md, "Figures moved from docstrings"). Made at the
     generation's first append; dropped with its tables."""
-    t = {**table_names(generation, schema), LISTING.name: listing_name(generation, schema)}
+    t = {
+        **table_names(generation, schema),
+        LISTING.name: listing_name(generation, schema),
+        USAGE.name: usage_name(generation, schema),
+    }
     views = _VIEWS_SQL.format(generation=int(generation), **t, **view_inserts(t))
     return _APPEND_FUNCTION_SQL.format(
         schema=f'"{schema}"',
@@ -200,7 +215,7 @@ class AppendDocument:
     def views(self, generation: int) -> dict[str, Any]:
         """Returns the document's views section for `generation`, made on the first call.
 
-        It holds rows per kind, the summary (key `head`) and the lock key. Deleted before the section's
+        It holds rows per kind (`usage`: the segments' usage rows), the summary (key `head`) and the lock key. Deleted before the section's
         rows are written (None: nothing):
         - `cut`: stored messages from this transcript index on;
         - `drop_outcomes` ({"cards": [...], "after": n}): those cards' outcomes and card-less ones at or
@@ -225,6 +240,7 @@ class AppendDocument:
                 "ends": [],
                 "pages": [],
                 "turns": [],
+                "usage": [],
                 "head": None,
             }
             self._written.add(f"views_g{generation}_")

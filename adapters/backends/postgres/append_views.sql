@@ -59,6 +59,9 @@
   IF jsonb_array_length(v->'turns') > 0 THEN
     {insert_turns};
   END IF;
+  IF jsonb_array_length(v->'usage') > 0 THEN  -- empty for a generation without the table: never planned then
+    {insert_usage};
+  END IF;
   IF jsonb_typeof(v->'head') = 'array' THEN
     INSERT INTO {heads} (cid, version, body) VALUES (k, (v->'head'->>0)::bigint, v->'head'->>1) ON CONFLICT (cid) DO UPDATE SET version = excluded.version, body = excluded.body;
   END IF;

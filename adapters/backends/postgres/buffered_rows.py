@@ -238,7 +238,7 @@ class PostgresBufferedRows(BufferedRows):
             return
         # the rows as one JSON array of arrays (orjson, in C): psycopg's array dumpers work per
         # element in Python, holding the GIL a rebuild's fold needs; the server takes them apart
-        self.curs.execute(_json_insert(table, self.t[table], columns), (self.cid, orjson.dumps(rows).decode()))
+        self.curs.execute(_json_insert(table, self.s.name(table), columns), (self.cid, orjson.dumps(rows).decode()))
 
     def _set_aside_rows(self) -> None:
         views = self._document()

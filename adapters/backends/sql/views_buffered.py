@@ -10,15 +10,17 @@ from typing import Any
 
 from adapters.backends.sql.views_rows import SQLRows
 from adapters.backends.sql.views_statements import RowStatements
-from adapters.backends.sql.views_tables import MESSAGE_COLUMNS, ROW_TABLES
+from adapters.backends.sql.views_tables import MESSAGE_COLUMNS, ROW_TABLES, USAGE
 from adapters.store.crypto import ViewTexts
 from adapters.views.edit_window import EditWindow
 from adapters.views.ports import Appended
 from adapters.views.recent_rows import WrittenRowsCache
+from adapters.views.usage_rows import usage_values
 from projections.card_outcomes import CardOutcome
 from projections.run_record import Entry
 from projections.summary_rows import Summary, TurnMark
 from projections.transcript import Message
+from projections.usage import UsageRow
 
 
 class BufferedRows(SQLRows, ABC):
@@ -45,6 +47,7 @@ class BufferedRows(SQLRows, ABC):
         self._cut: int | None = None  # the stored messages from this index on are deleted at the flush
         self._pages: dict[int, int] = {}
         self._turns: list[tuple[int, int, str]] = []
+        self._usage: list[tuple[Any, ...]] = []
         self._summary: Summary | None = None
         self.summary_json: str | None = None  # the JSON of the summary the last flush wrote, where the backend made it here
         self.bodies: list[tuple[str, str, Entry | CardOutcome]] = []
@@ -244,6 +247,10 @@ class BufferedRows(SQLRows, ABC):
     def put_turn(self, turn: TurnMark) -> None:
         self._turns.append((turn.version, turn.message, turn.at.isoformat()))
 
+    def put_usage(self, usage: UsageRow) -> None:
+        if self.s.usage is not None:  # where the generation has the table
+            self._usage.append(usage_values(usage))
+
     def user_index(self, number: int) -> int | None:
         self.flush()
         return super().user_index(number)
@@ -355,12 +362,15 @@ class BufferedRows(SQLRows, ABC):
         self._end_blocks([(i, end) for i, end in ends.items() if i not in self._messages])  # ends of stored messages
         self._insert_many("pages", ROW_TABLES["pages"].names, list(self._pages.items()))
         self._insert_many("turns", ROW_TABLES["turns"].names, self._turns)
+        if self._usage:  # held only where the generation has the table
+            self._insert_many(USAGE.name, USAGE.names, self._usage)
         if self._summary is not None:
             self._write_summary(self._summary)
             self._length = self._summary.length
         self._entries, self._segments, self._outcomes = {}, {}, []
         self._drop_aside, self._moves, self._aside = False, [], []
         self._messages, self._ends, self._pages, self._turns, self._summary = {}, {}, {}, [], None
+        self._usage = []
         self._cut = None
         self._open_entry = self._open_message = None
 

@@ -10,16 +10,18 @@ import orjson
 from pydantic import TypeAdapter
 
 from adapters.backends.sql.views_statements import RowStatements
-from adapters.backends.sql.views_tables import LISTING, MESSAGE_COLUMNS, aside_cid
+from adapters.backends.sql.views_tables import LISTING, MESSAGE_COLUMNS, USAGE, aside_cid
 from adapters.store.crypto import ERASED, ViewTexts
 from adapters.views.caches import MESSAGE_BODY, MessagesCache, NotesCache, PlacementCache
 from adapters.views.listing import listing_values
 from adapters.views.ports import ReadMoved, ViewRows
 from adapters.views.row_bodies import LazyEntries, decode_kept_messages, decode_messages, decode_turn_bodies, only_erased
+from adapters.views.usage_rows import usage_values
 from projections.card_outcomes import CardOutcome
 from projections.run_record import Entry
 from projections.summary_rows import Summary, TurnMark
 from projections.transcript import Message
+from projections.usage import UsageRow
 
 _ENTRIES = TypeAdapter(tuple[Entry, ...])
 
@@ -320,6 +322,10 @@ class SQLRows(ViewRows):
         newest = self._q(self.s.newest_page).fetchone()
         shown = self._q(self.s.shown_page).fetchone()
         return (int(newest["page"]) if newest else None), (int(shown["page"]) if shown else 0)
+
+    def put_usage(self, usage: UsageRow) -> None:
+        if self.s.usage is not None:  # where the generation has the table
+            self._q(self.s.insert(USAGE.name), *usage_values(usage))
 
     def put_turn(self, turn: TurnMark) -> None:
         self._q(

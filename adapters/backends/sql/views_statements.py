@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import functools
 
-from adapters.backends.sql.views_tables import ALL_ROW_TABLES, LISTING, listing_name, table_names
+from adapters.backends.sql.views_tables import ALL_ROW_TABLES, LISTING, USAGE, listing_name, table_names, usage_name
 
 PG_TYPES = {"BIGINT": "bigint", "TEXT": "text"}
 
@@ -26,20 +26,38 @@ class RowStatements:
     """The statements of `SQLRows` and `BufferedRows` on one generation's tables, with placeholder `p` (`?`
     or `%s`). Each is built at first use and kept."""
 
-    def __init__(self, tables: dict[str, str], p: str, listing: str | None = None) -> None:
+    def __init__(self, tables: dict[str, str], p: str, listing: str | None = None, usage: str | None = None) -> None:
         self.t, self.p = tables, p
         self.listing = listing
         """The name of the generation's list table (`LISTING`), None where it has none (an earlier
         version made it): a summary's write then writes no list row."""
+        self.usage = usage
+        """The name of the generation's usage table (`USAGE`), None where it has none (an earlier
+        version made it): a segment then writes no usage row."""
         self._in: dict[tuple[str, int], str] = {}
         self._inserts: dict[tuple[str, tuple[str, ...] | None, bool], str] = {}
         self._placements: dict[str, str] = {}
 
     @classmethod
-    def of(cls, generation: int, schema: str, p: str, listing: bool = True) -> RowStatements:
-        """The statements of `generation`'s tables in `schema` ("": none); `listing`: whether
-        it has a list table."""
-        return cls(table_names(generation, schema), p, listing_name(generation, schema) if listing else None)
+    def of(cls, generation: int, schema: str, p: str, listing: bool = True, usage: bool = True) -> RowStatements:
+        """The statements of `generation`'s tables in `schema` ("": none); `listing`, `usage`:
+        whether it has a list table, a usage table."""
+        return cls(
+            table_names(generation, schema),
+            p,
+            listing_name(generation, schema) if listing else None,
+            usage_name(generation, schema) if usage else None,
+        )
+
+    def name(self, table: str) -> str:
+        """The name of row table `table` (of `ALL_ROW_TABLES`) in this generation."""
+        if table == LISTING.name:
+            assert self.listing is not None
+            return self.listing
+        if table == USAGE.name:
+            assert self.usage is not None
+            return self.usage
+        return self.t[table]
 
     def _marks(self, count: int) -> str:
         return ", ".join([self.p] * count)
@@ -53,9 +71,8 @@ class RowStatements:
             row = ALL_ROW_TABLES[table]
             named = row.names if columns is None else columns
             tail = f" {row.conflict(named)}" if upsert and row.replaces is not None else ""
-            name = self.listing if table == LISTING.name else self.t[table]
             found = self._inserts[key] = (
-                f"INSERT INTO {name} (cid, {', '.join(named)}) VALUES ({self._marks(len(named) + 1)}){tail}"
+                f"INSERT INTO {self.name(table)} (cid, {', '.join(named)}) VALUES ({self._marks(len(named) + 1)}){tail}"
             )
         return found
 
@@ -64,7 +81,7 @@ class RowStatements:
 
     @functools.cached_property
     def clear(self) -> tuple[str, ...]:
-        names = (*self.t.values(), *([self.listing] if self.listing else []))
+        names = (*self.t.values(), *(name for name in (self.listing, self.usage) if name))
         return tuple(f"DELETE FROM {name} WHERE cid = {self.p}" for name in names)
 
     @functools.cached_property

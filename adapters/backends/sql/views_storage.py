@@ -18,18 +18,65 @@ from adapters.backends.sql.views_buffered import BufferedRows, StatementRows
 from adapters.backends.sql.views_overview import OverviewStatements, read_overview
 from adapters.backends.sql.views_rows import SQLRows
 from adapters.backends.sql.views_statements import RowStatements
-from adapters.backends.sql.views_tables import LISTING, create_statements, listing_name, overview_table_names, table_names
+from adapters.backends.sql.views_tables import (
+    LISTING,
+    USAGE,
+    create_statements,
+    listing_name,
+    overview_table_names,
+    table_names,
+    usage_name,
+)
 from adapters.store.crypto import ViewTexts
 from adapters.views.listing import OUTCOMES, Listed, ListQuery, like_pattern
 from adapters.views.ports import ViewStorage, not_updated
 from adapters.views.row_tables import OVERVIEW_TABLES
 from adapters.views.storage_reads import Pointer
+from adapters.views.usage_rows import UNKNOWN_OWNER, UsageQuery, UsageSums
 from projections.overview import Marks, Overview
 
 POINTER = "chatrecord_views"
 STATUS_SQL = {"failed": "failed > 0", "waiting": "waiting > 0", "undecided": "undecided > 0", "erased": "erased = 1"}
 """The condition on a list row (`LISTING`) of each of `adapters.views.listing.OUTCOMES`."""
 OLD_POINTER = "chatrecord_projection"
+USAGE_KEYS = {"conversation": "conversation", "owner": f"COALESCE(owner, {UNKNOWN_OWNER})", "day": "day"}
+"""The key of each grouping of the usage rows (`adapters.views.usage_rows.BY`)."""
+USAGE_SUMS = ", ".join(
+    [
+        "COUNT(*) AS segments",
+        *(
+            f"CAST(SUM({c}) AS BIGINT) AS {c}"
+            for c in (
+                "duration_us",
+                "model_calls",
+                "calls_without_usage",
+                "calls_without_cost",
+                "input_tokens",
+                "output_tokens",
+                "total_tokens",
+                "cost",
+                "tool_calls",
+                "failed_calls",
+                "refused_calls",
+            )
+        ),
+        "MIN(at) AS first_at",
+        "MAX(at) AS last_at",
+    ]
+)
+"""The sums of usage rows (`UsageSums`); SUM skips NULLs, and is NULL where every value is."""
+
+
+def _sums(row: Any, key: Any) -> UsageSums:
+    """Returns the `UsageSums` of a row of `USAGE_SUMS` (a count summed over no row: 0)."""
+    found = UsageSums(None if key is None else key if isinstance(key, str) else int(key))
+    found.segments = int(row["segments"])
+    for name in ("duration_us", "model_calls", "calls_without_usage", "calls_without_cost", "tool_calls", "failed_calls"):
+        setattr(found, name, int(row[name] or 0))
+    found.refused_calls = int(row["refused_calls"] or 0)
+    for name in ("input_tokens", "output_tokens", "total_tokens", "cost", "first_at", "last_at"):
+        setattr(found, name, None if row[name] is None else int(row[name]))
+    return found
 
 
 class SQLViewStorage(ViewStorage):
@@ -43,6 +90,7 @@ class SQLViewStorage(ViewStorage):
     buffered_rows: type[BufferedRows] = StatementRows
     overview_tables = OVERVIEW_TABLES
     listing_tables = (LISTING.name,)
+    usage_tables = (USAGE.name,)
     """The rows `rows(..., buffered=True)` returns (a backend may send their writes its own way)."""
 
     def __init__(self, datastore: Any, events_table: str, *, texts: ViewTexts | None = None) -> None:
@@ -52,6 +100,8 @@ class SQLViewStorage(ViewStorage):
         self._statements: dict[int, RowStatements] = {}
         self._listing: dict[int, bool] = {}
         """Whether each generation has the list table, asked once (`rows`)."""
+        self._usage: dict[int, bool] = {}
+        """Whether each generation has the usage table, asked once (`rows`)."""
         self._overviews: dict[int, OverviewStatements] = {}
 
     @contextmanager
@@ -62,12 +112,17 @@ class SQLViewStorage(ViewStorage):
     def rows(self, curs: Any, generation: int, cid: UUID, buffered: bool = False) -> SQLRows:
         kind = self.buffered_rows if buffered else SQLRows
         statements = self._statements.get(generation)
-        if statements is None or generation not in self._listing:  # once per generation: an append makes rows for every line
+        if statements is None or generation not in self._listing or generation not in self._usage:
+            # once per generation: an append makes rows for every line
             statements = self.statements(generation)
             if generation not in self._listing:
                 self._listing[generation] = self._has_listing(curs, generation)
             if not self._listing[generation]:
                 statements.listing = None  # a generation an earlier version made: no list rows to write
+            if generation not in self._usage:
+                self._usage[generation] = self._exists(curs, usage_name(generation))
+            if not self._usage[generation]:
+                statements.usage = None  # a generation an earlier version made: no usage rows to write
         return kind(curs, statements.t, str(cid), self.p, self.texts, statements)
 
     def _has_listing(self, curs: Any, generation: int) -> bool:
@@ -170,10 +225,39 @@ class SQLViewStorage(ViewStorage):
     def create(self, curs: Any, generation: int) -> None:
         for statement in create_statements(generation, self.schema, self.summaries_storage):
             self._x(curs, statement)
-        self._listing[generation] = True
+        self._listing[generation] = self._usage[generation] = True
 
     def has_activity(self, curs: Any, generation: int) -> bool:
         return self._exists(curs, listing_name(generation))
+
+    def has_usage(self, curs: Any, generation: int) -> bool:
+        return self._exists(curs, usage_name(generation))
+
+    def usage(self, curs: Any, generation: int, query: UsageQuery) -> tuple[list[UsageSums], UsageSums]:
+        p, where, params = self.p, list[str](), list[Any]()
+        if query.since is not None:
+            where.append(f"at >= {p}")
+            params.append(query.since)
+        if query.until is not None:
+            where.append(f"at < {p}")
+            params.append(query.until)
+        key = USAGE_KEYS[query.by]
+        table = usage_name(generation, self.schema)
+        total = self._x(
+            curs, f"SELECT {USAGE_SUMS} FROM {table}" + (f" WHERE {' AND '.join(where)}" if where else ""), tuple(params)
+        ).fetchone()
+        if query.after is not None:
+            where.append(f"{key} {'<' if query.by == 'day' else '>'} {p}")
+            params.append(query.after)
+        order = "DESC" if query.by == "day" else "ASC"
+        groups = self._x(
+            curs,
+            f"SELECT {key} AS k, {USAGE_SUMS} FROM {table}"
+            + (f" WHERE {' AND '.join(where)}" if where else "")
+            + f" GROUP BY {key} ORDER BY {key} {order} LIMIT {p}",
+            (*params, query.limit),
+        ).fetchall()
+        return [_sums(row, row["k"]) for row in groups], _sums(total, None)
 
     def listed(self, curs: Any, generation: int, query: ListQuery) -> list[Listed]:
         p, where, params = self.p, ["at IS NOT NULL"], list[Any]()
@@ -217,7 +301,7 @@ class SQLViewStorage(ViewStorage):
 
     def drop(self, curs: Any, generation: int) -> None:
         tables = table_names(generation, self.schema).values(), overview_table_names(generation, self.schema).values()
-        for table in (*tables[0], *tables[1], listing_name(generation, self.schema)):
+        for table in (*tables[0], *tables[1], listing_name(generation, self.schema), usage_name(generation, self.schema)):
             self._x(curs, f"DROP TABLE IF EXISTS {table}")
         self._dropped(curs, generation)
 

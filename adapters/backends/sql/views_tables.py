@@ -3,7 +3,7 @@
 The CREATE statements and the Python and JSON-array writes are built from it. The PL/pgSQL append is
 tested against it (`tests/unit/test_view_columns.py`). A generation `g` owns `views_g<g>_*`: `heads`
 (summaries as JSON with their version; the stored name), `entries`, `outcomes`, `messages` (by index,
-with number and block end), `pages`, `turns`, the list (`LISTING`) and the overview's two. Bodies are
+with number and block end), `pages`, `turns`, the list (`LISTING`), the usage audit's (`USAGE`) and the overview's two. Bodies are
 pydantic JSON; keys are indexed columns. A new row column is added here and in its fold."""
 
 from __future__ import annotations
@@ -110,8 +110,57 @@ append) changes no indexed column and stays a HOT update on PostgreSQL. Not in `
 a generation an earlier version made has none (`SQLViewStorage.has_activity`), and its rows
 are written only where the table exists."""
 
-ALL_ROW_TABLES = {**ROW_TABLES, LISTING.name: LISTING}
-"""`ROW_TABLES` and the list's table, by name."""
+USAGE = RowTable(
+    "usage",
+    (
+        Column("seq", BIG),
+        Column("at", BIG),
+        Column("day", TEXT),
+        Column("conversation", TEXT),
+        Column("owner", BIG, True),
+        Column("duration_us", BIG),
+        Column("model_calls", BIG),
+        Column("calls_without_usage", BIG),
+        Column("calls_without_cost", BIG),
+        Column("input_tokens", BIG, True),
+        Column("output_tokens", BIG, True),
+        Column("total_tokens", BIG, True),
+        Column("cost", BIG, True),
+        Column("tool_calls", BIG),
+        Column("failed_calls", BIG),
+        Column("refused_calls", BIG),
+    ),
+    ("seq",),
+    (
+        "at",
+        "day",
+        "conversation",
+        "owner",
+        "duration_us",
+        "model_calls",
+        "calls_without_usage",
+        "calls_without_cost",
+        "input_tokens",
+        "output_tokens",
+        "total_tokens",
+        "cost",
+        "tool_calls",
+        "failed_calls",
+        "refused_calls",
+    ),
+)
+"""The usage audit's table of a generation (`views_g<N>_usage`): one flat row per segment,
+written by the row fold with the segment's entry (`projections.usage.UsageRow`,
+`adapters.views.usage_rows.usage_values`): its version `seq`, the chat's time `at`
+(microseconds) and its UTC `day` (`YYYY-MM-DD`), the conversation's stored id and owner, the
+time in microseconds, the model calls (those that stated no token count, no cost), the tokens
+and cost (1/`projections.usage.COST_UNIT`; NULL: no call stated any), the tool calls, failed and
+refused. Indexed by `(at)`. Kept when an edit cuts the segment. Not in `ROW_TABLES`: a
+generation an earlier version made has none (`SQLViewStorage.has_usage`), and its rows are
+written only where the table exists."""
+
+ALL_ROW_TABLES = {**ROW_TABLES, LISTING.name: LISTING, USAGE.name: USAGE}
+"""`ROW_TABLES`, the list's table and the usage table, by name."""
 
 MESSAGE_COLUMNS = ("idx", "role", "number", "body")
 """The columns a new transcript message is written with: its block end is set apart (`end_block`)."""
@@ -169,6 +218,18 @@ def listing_statements(generation: int, schema: str = "") -> list[str]:
     ]
 
 
+def usage_name(generation: int, schema: str = "") -> str:
+    """Returns the name of a generation's usage table (`USAGE`), qualified with `schema` when given."""
+    prefix = f'"{schema}".' if schema else ""
+    return f"{prefix}views_g{generation}_usage"
+
+
+def usage_statements(generation: int, schema: str = "") -> list[str]:
+    """Returns the CREATE statements of a generation's usage table (`USAGE`) and its index by time."""
+    name, bare = usage_name(generation, schema), usage_name(generation)
+    return [create_table(USAGE, name), f"CREATE INDEX IF NOT EXISTS {bare}_at ON {name} (at)"]
+
+
 def create_table(table: RowTable, name: str, storage: str = "") -> str:
     """Returns the CREATE statement of `table` named `name`; `storage` follows its columns."""
     columns = ", ".join(f"{c.name} {c.type}{'' if c.null else ' NOT NULL'}" for c in table.columns)
@@ -178,7 +239,7 @@ def create_table(table: RowTable, name: str, storage: str = "") -> str:
 
 
 def create_statements(generation: int, schema: str = "", summaries_storage: str = "") -> list[str]:
-    """Returns the CREATE statements of a generation's tables. `summaries_storage` follows the summaries
+    """Returns the CREATE statements of a generation's tables (`ROW_TABLES`, `LISTING`, `USAGE`, the overview's). `summaries_storage` follows the summaries
     table's columns (PostgreSQL's `WITH (fillfactor = …)`). Summaries are indexed by key only."""
     n, bare = table_names(generation, schema), table_names(generation)
     return [
@@ -191,5 +252,6 @@ def create_statements(generation: int, schema: str = "", summaries_storage: str 
         f"CREATE INDEX IF NOT EXISTS {bare['messages']}_number_idx ON {n['messages']} (cid, number, idx)",
         create_table(ROW_TABLES["pages"], n["pages"]),
         create_table(ROW_TABLES["turns"], n["turns"]),
+        *usage_statements(generation, schema),
         *overview_statements(generation, schema),
     ]
