@@ -13,6 +13,7 @@ from projections.card_outcomes import Approval, CardOutcome, OpenCard
 from projections.run_record import Entry, PendingApproval
 from projections.steps import LastDecision
 from projections.transcript import Message
+from projections.usage import UsageRow
 from projections.view_context import ViewContext
 
 
@@ -176,6 +177,9 @@ class Rows(Protocol):
 
     def put_turn(self, turn: TurnMark) -> None:
         """Records a model call a user message started."""
+
+    def put_usage(self, usage: UsageRow) -> None:
+        """Inserts or replaces the usage row of the segment of version `usage.seq`."""
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
