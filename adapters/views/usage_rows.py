@@ -36,25 +36,10 @@ def day_of(at: int) -> str:
 
 
 def usage_values(row: UsageRow) -> tuple[int | str | None, ...]:
-    """Returns a segment's usage row as `USAGE`'s columns after `cid`."""
-    return (
-        row.seq,
-        row.at,
-        day_of(row.at),
-        row.conversation,
-        row.owner,
-        row.duration_us,
-        row.model_calls,
-        row.calls_without_usage,
-        row.calls_without_cost,
-        row.input_tokens,
-        row.output_tokens,
-        row.total_tokens,
-        row.cost,
-        row.tool_calls,
-        row.failed_calls,
-        row.refused_calls,
-    )
+    """Returns a segment's usage row as `USAGE`'s columns after `cid`: `seq`, `at`, its `day`, then
+    `UsageRow`'s other fields in their order."""
+    rest = tuple(getattr(row, f.name) for f in fields(row) if f.name not in ("seq", "at"))
+    return (row.seq, row.at, day_of(row.at), *rest)
 
 
 def group_key(row: UsageRow, by: By) -> str | int:

@@ -21,6 +21,7 @@ from adapters.backends.sql.views_statements import RowStatements
 from adapters.backends.sql.views_tables import (
     LISTING,
     USAGE,
+    USAGE_SUMMED,
     create_statements,
     listing_name,
     overview_table_names,
@@ -44,22 +45,7 @@ USAGE_KEYS = {"conversation": "conversation", "owner": f"COALESCE(owner, {UNKNOW
 USAGE_SUMS = ", ".join(
     [
         "COUNT(*) AS segments",
-        *(
-            f"CAST(SUM({c}) AS BIGINT) AS {c}"
-            for c in (
-                "duration_us",
-                "model_calls",
-                "calls_without_usage",
-                "calls_without_cost",
-                "input_tokens",
-                "output_tokens",
-                "total_tokens",
-                "cost",
-                "tool_calls",
-                "failed_calls",
-                "refused_calls",
-            )
-        ),
+        *(f"CAST(SUM({c}) AS BIGINT) AS {c}" for c in USAGE_SUMMED),
         "MIN(at) AS first_at",
         "MAX(at) AS last_at",
     ]
@@ -71,10 +57,11 @@ def _sums(row: Any, key: Any) -> UsageSums:
     """Returns the `UsageSums` of a row of `USAGE_SUMS` (a count summed over no row: 0)."""
     found = UsageSums(None if key is None else key if isinstance(key, str) else int(key))
     found.segments = int(row["segments"])
-    for name in ("duration_us", "model_calls", "calls_without_usage", "calls_without_cost", "tool_calls", "failed_calls"):
-        setattr(found, name, int(row[name] or 0))
-    found.refused_calls = int(row["refused_calls"] or 0)
-    for name in ("input_tokens", "output_tokens", "total_tokens", "cost", "first_at", "last_at"):
+    for column in USAGE.columns:
+        if column.name in USAGE_SUMMED:  # a nullable count summed over unknowns only is unknown, else 0
+            value = row[column.name]
+            setattr(found, column.name, (None if column.null else 0) if value is None else int(value))
+    for name in ("first_at", "last_at"):
         setattr(found, name, None if row[name] is None else int(row[name]))
     return found
 

@@ -110,45 +110,27 @@ append) changes no indexed column and stays a HOT update on PostgreSQL. Not in `
 a generation an earlier version made has none (`SQLViewStorage.has_activity`), and its rows
 are written only where the table exists."""
 
-USAGE = RowTable(
-    "usage",
-    (
-        Column("seq", BIG),
-        Column("at", BIG),
-        Column("day", TEXT),
-        Column("conversation", TEXT),
-        Column("owner", BIG, True),
-        Column("duration_us", BIG),
-        Column("model_calls", BIG),
-        Column("calls_without_usage", BIG),
-        Column("calls_without_cost", BIG),
-        Column("input_tokens", BIG, True),
-        Column("output_tokens", BIG, True),
-        Column("total_tokens", BIG, True),
-        Column("cost", BIG, True),
-        Column("tool_calls", BIG),
-        Column("failed_calls", BIG),
-        Column("refused_calls", BIG),
-    ),
-    ("seq",),
-    (
-        "at",
-        "day",
-        "conversation",
-        "owner",
-        "duration_us",
-        "model_calls",
-        "calls_without_usage",
-        "calls_without_cost",
-        "input_tokens",
-        "output_tokens",
-        "total_tokens",
-        "cost",
-        "tool_calls",
-        "failed_calls",
-        "refused_calls",
-    ),
+USAGE_IDENTITY = ("seq", "at", "day", "conversation", "owner")
+"""The usage table's columns that say which segment a row is; every other column is a count summed."""
+_USAGE_COLUMNS = (
+    Column("seq", BIG),
+    Column("at", BIG),
+    Column("day", TEXT),
+    Column("conversation", TEXT),
+    Column("owner", BIG, True),
+    Column("duration_us", BIG),
+    Column("model_calls", BIG),
+    Column("calls_without_usage", BIG),
+    Column("calls_without_cost", BIG),
+    Column("input_tokens", BIG, True),
+    Column("output_tokens", BIG, True),
+    Column("total_tokens", BIG, True),
+    Column("cost", BIG, True),
+    Column("tool_calls", BIG),
+    Column("failed_calls", BIG),
+    Column("refused_calls", BIG),
 )
+USAGE = RowTable("usage", _USAGE_COLUMNS, ("seq",), tuple(c.name for c in _USAGE_COLUMNS if c.name != "seq"))
 """The usage audit's table of a generation (`views_g<N>_usage`): one flat row per segment,
 written by the row fold with the segment's entry (`projections.usage.UsageRow`,
 `adapters.views.usage_rows.usage_values`): its version `seq`, the chat's time `at`
@@ -159,6 +141,8 @@ refused. Indexed by `(at)`. Kept when an edit cuts the segment. Not in `ROW_TABL
 generation an earlier version made has none (`SQLViewStorage.has_usage`), and its rows are
 written only where the table exists."""
 
+USAGE_SUMMED = tuple(c.name for c in USAGE.columns if c.name not in USAGE_IDENTITY)
+"""The usage table's counts, which the usage audit sums (NULL where no row stated one, for the nullable)."""
 ALL_ROW_TABLES = {**ROW_TABLES, LISTING.name: LISTING, USAGE.name: USAGE}
 """`ROW_TABLES`, the list's table and the usage table, by name."""
 
