@@ -11,6 +11,7 @@ Answer texts are sealed with the conversation's data key (`seal_answer`); erasur
 from __future__ import annotations
 
 import base64
+import binascii
 import hashlib
 import os
 from abc import ABC, abstractmethod
@@ -19,6 +20,7 @@ from typing import Any
 from uuid import UUID
 
 import orjson
+from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from adapters.store.crypto import ERASED
@@ -85,13 +87,20 @@ def seal_answer(key: bytes, reproduction: str, seq: int, text: str) -> str:
     return base64.b64encode(nonce + AESGCM(key).encrypt(nonce, text.encode(), _aad(reproduction, seq))).decode()
 
 
+UNREADABLE = "[unreadable: the sealed text does not open with the conversation's key]"
+"""What an answer reads whose sealed text was changed or moved (its stream's chain says where)."""
+
+
 def open_answer(key: bytes | None, reproduction: str, seq: int, sealed: str) -> str:
-    """Returns the text `seal_answer` sealed; ERASED when the key was erased (None). Raises
-    cryptography's InvalidTag for a sealed text changed or moved."""
+    """Returns the text `seal_answer` sealed; ERASED when the key was erased (None); UNREADABLE for a
+    sealed text changed or moved (it does not open)."""
     if key is None:
         return ERASED
-    raw = base64.b64decode(sealed)
-    return AESGCM(key).decrypt(raw[:12], raw[12:], _aad(reproduction, seq)).decode()
+    try:
+        raw = base64.b64decode(sealed, validate=True)
+        return AESGCM(key).decrypt(raw[:12], raw[12:], _aad(reproduction, seq)).decode()
+    except (InvalidTag, binascii.Error, UnicodeDecodeError, ValueError):
+        return UNREADABLE
 
 
 class ReproductionRows(ABC):
