@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -16,45 +15,10 @@ from tests.browser.conftest import screenshot
 from tests.browser.test_timeline_page import sign_in
 from tests.e2e.conftest import runner
 from tests.http.conftest import start, stop
+from tests.http.test_ui_tools import long_lines
 
 LONG = "conv-10k"
 SEGMENTS = 10_000
-
-
-def long_chat(conversation: str, messages: int) -> list[dict[str, Any]]:
-    """Returns a chat of `messages` user messages a minute apart, each answered by one completed
-    segment (`{conversation}-run-N/1`) that ran `get_page`."""
-    began = datetime(2026, 11, 1, 8, 0, tzinfo=UTC)
-
-    def at(moment: datetime) -> str:
-        return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-    lines: list[dict[str, Any]] = [
-        {"type": "conversation_started", "at": at(began), "kind": "chat", "owner": 9, "conversation": conversation}
-    ]
-    for n in range(1, messages + 1):
-        asked = began + timedelta(minutes=n)
-        lines.append(
-            {"type": "user_message", "at": at(asked), "message": n, "text": f"Frage {n}", "page": 7, "skill": None}
-            | {"conversation": conversation}
-        )
-        lines.append(
-            {
-                "type": "segment_returned",
-                "at": at(asked + timedelta(seconds=30)),
-                "segment": f"{conversation}-run-{n}/1",
-                "run": f"{conversation}-run-{n}",
-                "trigger": "turn",
-                "outcome": "completed",
-                "answer": f"Antwort {n}",
-                "steps": [
-                    {"kind": "llm", "round": 1, "durationMs": 900.0, "content": "", "promptTokens": 100, "completionTokens": 10},
-                    {"kind": "tool", "round": 1, "durationMs": 12.5, "toolName": "get_page", "toolIsError": False},
-                ],
-                "conversation": conversation,
-            }
-        )
-    return lines
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +27,7 @@ def long_served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     folder: Path = tmp_path_factory.mktemp("long-store")
     settings = {"CHATRECORD_DB": str(folder / "store.sqlite")}
     file = folder / "long.jsonl"
-    file.write_text("".join(json.dumps(line) + "\n" for line in long_chat(LONG, SEGMENTS)), encoding="utf-8")
+    file.write_text("".join(json.dumps(line) + "\n" for line in long_lines(LONG, SEGMENTS)), encoding="utf-8")
     done = runner(folder, **settings)("ingest", file)
     assert done.returncode == 0, done.stderr
     assert "20001 events appended" in done.stdout

@@ -8,6 +8,7 @@ import json
 import re
 import warnings
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -24,13 +25,14 @@ BEHALTEN = DEMO.parent / "behalten_tour.jsonl"
 
 
 def long_lines(conversation: str, messages: int) -> list[dict[str, object]]:
-    """Returns a chat of `messages` user messages, each answered by one completed segment
-    (`{conversation}-run-N/1`) that ran `get_page` for 12.5 ms."""
+    """Returns a chat of `messages` user messages a minute apart from 08:00, each answered by one
+    completed segment (`{conversation}-run-N/1`) 30 s later that ran `get_page` for 12.5 ms."""
+    began = datetime(2026, 11, 1, 8, 0, tzinfo=UTC)
     lines: list[dict[str, object]] = [
         {"type": "conversation_started", "at": "2026-11-01T08:00:00Z", "kind": "chat", "owner": 9, "conversation": conversation}
     ]
     for n in range(1, messages + 1):
-        at = f"2026-11-01T{8 + n // 60:02d}:{n % 60:02d}"
+        at = (began + timedelta(minutes=n)).strftime("%Y-%m-%dT%H:%M")
         lines.append(
             {"type": "user_message", "at": f"{at}:00Z", "message": n, "text": f"Frage {n}", "page": 7, "skill": None}
             | {"conversation": conversation}
