@@ -110,15 +110,7 @@ class PydanticMapper(Mapper[UUID]):
             cls = resolve_topic(stored_event.topic)
         except Exception as e:  # the library's TopicError, or an import's
             raise unreadable(stored_event, "no event class of this name") from e
-        stored_state = stored_event.state
-        try:
-            if self.cipher:
-                stored_state = self.cipher.decrypt(stored_state)
-            if self.compressor:
-                stored_state = self.compressor.decompress(stored_state)
-            state: dict[str, Any] = self.transcoder.decode(stored_state)
-        except Exception as e:
-            raise unreadable(stored_event, str(e)) from e
+        state = self.stored_state(stored_event)
         try:
             open_texts(cls, state, originator_uuid(stored_event.originator_id), stored_event.originator_version, self.keys)
         except (InvalidTag, ValueError) as e:
