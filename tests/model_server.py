@@ -38,15 +38,17 @@ class Scripted:
     drop: bool = False
     usage: dict[str, Any] | None = None
     """The reply's `usage` as sent, in place of the counts of `text`."""
+    finish_reason: str = "stop"
+    """The choice's `finish_reason`: "length" is an answer the endpoint cut at its token limit."""
 
 
-def completion(text: str, model: str, usage: dict[str, Any] | None = None) -> dict[str, Any]:
+def completion(text: str, model: str, usage: dict[str, Any] | None = None, finish_reason: str = "stop") -> dict[str, Any]:
     return {
         "id": "chatcmpl-test",
         "object": "chat.completion",
         "created": int(time.time()),
         "model": model,
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish_reason}],
         "usage": usage
         if usage is not None
         else {"prompt_tokens": 120, "completion_tokens": len(text.split()), "total_tokens": 120 + len(text.split())},
@@ -114,7 +116,7 @@ class ModelServer:
                     raise ConnectionResetError("scripted drop")
 
                 return StreamingResponse(broken(), media_type="application/json", headers={"content-length": "4096"})
-            return JSONResponse(completion(reply.text, self.MODEL, reply.usage))
+            return JSONResponse(completion(reply.text, self.MODEL, reply.usage, reply.finish_reason))
 
         return app
 

@@ -21,10 +21,10 @@ def report_table(report: Report) -> Table:
     table = Table(
         title=Text(f"Answers to the turn of message {report.rows()[0]['message']} of {report.conversation}"), box=box.SIMPLE_HEAD
     )
-    for column in ("rule set", "answers", "deny the saves", "name the writes"):
+    for column in ("rule set", "answers", "deny the saves", "name the writes", "cut off"):
         table.add_column(column, justify="left" if column == "rule set" else "right")
     for row in report.rows():
-        table.add_row(row["rules"], str(row["answers"]), str(row["denials"]), str(row["naming_writes"]))
+        table.add_row(row["rules"], str(row["answers"]), str(row["denials"]), str(row["naming_writes"]), str(row["cut_off"]))
     return table
 
 

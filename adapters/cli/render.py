@@ -349,5 +349,6 @@ def stream_line(done: Reproduction) -> str:
     return (
         f"{done.started_at}  {done.id}  message {done.message} at log version {done.log_version} under {done.rules}, "
         f"model {done.model}: {len(done.answers)} answers, {done.denials} deny the saves, {done.naming_writes} name the writes"
+        + (f", {done.cut_off} cut off at the token limit" if done.cut_off else "")
         + ("" if done.chain_broken_at is None else f"; its chain is broken at {done.chain_broken_at}")
     )

@@ -92,6 +92,12 @@ class Answer:
     """The judging model's verdict (MODEL_RUBRIC), where a judge model was asked; it is the one counted."""
 
     @property
+    def cut_off(self) -> bool:
+        """Whether the endpoint stopped the answer at its token limit (`finish_reason` "length"): the
+        answer is kept and judged as it came, and the table counts it apart."""
+        return self.finish_reason == "length"
+
+    @property
     def counted(self) -> Verdict:
         """The verdict the table counts: the judging model's where there is one, else the rules'."""
         return self.judged or self.verdict
@@ -137,6 +143,10 @@ class Reproduction:
     def naming_writes(self) -> int:
         return sum(answer.counted.names_writes for answer in self.answers)
 
+    @property
+    def cut_off(self) -> int:
+        return sum(answer.cut_off for answer in self.answers)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "id": self.id,
@@ -153,6 +163,7 @@ class Reproduction:
             "answers": [answer.to_json() for answer in self.answers],
             "denials": self.denials,
             "naming_writes": self.naming_writes,
+            "cut_off": self.cut_off,
             "chain_ok": self.chain_broken_at is None,
         }
 
@@ -170,18 +181,22 @@ class Report:
         table: dict[str, dict[str, Any]] = {}
         for done in self.reproductions:
             row = table.setdefault(
-                done.rules, {"rules": done.rules, "message": done.message, "answers": 0, "denials": 0, "naming_writes": 0}
+                done.rules, {"rules": done.rules, "message": done.message, "answers": 0, "denials": 0, "naming_writes": 0, "cut_off": 0}
             )
             row["answers"] += len(done.answers)
             row["denials"] += done.denials
             row["naming_writes"] += done.naming_writes
+            row["cut_off"] += done.cut_off
         return list(table.values())
 
     def sentence(self) -> str:
         """Returns the count in the spec's form: "2 of 5 answers deny the saves under transcript-only; 0 of
-        5 under 2026-11-02"."""
+        5 under 2026-11-02", each rule set's answers cut off at the token limit named after it."""
         parts = [
-            f"{r['denials']} of {r['answers']}" + (" answers deny the saves" if i == 0 else "") + f" under {r['rules']}"
+            f"{r['denials']} of {r['answers']}"
+            + (" answers deny the saves" if i == 0 else "")
+            + f" under {r['rules']}"
+            + (f" ({r['cut_off']} cut off at the token limit)" if r["cut_off"] else "")
             for i, r in enumerate(self.rows())
         ]
         return "; ".join(parts) if parts else "no answers"

@@ -20,7 +20,7 @@ from adapters.api import Chatrecord, ModelNotSet, ModelSettings, ModelUnusable, 
 from adapters.backends.settings import postgres_env, sqlite_env
 from adapters.bootstrap import build_store, open_store
 from adapters.service.model_endpoint import shown_url
-from adapters.service.reproduce import reproduction_rows, stream_chains
+from adapters.service.reproduce import Report, reproduction_rows, stream_chains
 from adapters.store.reproductions import ANSWER, GENESIS, STARTED, StreamConflict, new_row, verify_rows
 from domain.errors import InvalidInput
 from domain.events import conversation_uuid
@@ -115,6 +115,24 @@ def test_the_denial_is_counted_under_transcript_only_in_the_specs_form(
     rows = report.rows()
     assert rows[0]["naming_writes"] == 3 and rows[1]["naming_writes"] == 5  # the default names "Seite 42"
     assert report.to_json()["rubric"] == "denial-rules-2026-12-07"
+
+
+def test_an_answer_cut_off_at_the_token_limit_is_kept_and_counted_apart(
+    chat: Chatrecord, server: ModelServer, model: ModelSettings
+) -> None:
+    model = ModelSettings(**{**model.__dict__, "concurrency": 1})
+    server.script = [Scripted(text=DENIAL + " Weil", finish_reason="length"), Scripted(text=DENIAL)]
+
+    report = chat.reproduce(DEMO, n=3, model=model)
+
+    assert report.sentence() == (
+        "2 of 3 answers deny the saves under transcript-only (1 cut off at the token limit); 0 of 3 under 2026-11-02"
+    )
+    assert [(row["rules"], row["cut_off"]) for row in report.rows()] == [("transcript-only", 1), ("2026-11-02", 0)]
+    kept = chat.reproductions(DEMO)  # read back from the store, not the run's own objects
+    assert [[a.finish_reason for a in r.answers] for r in kept] == [["length", "stop", "stop"], ["stop"] * 3]
+    assert [r.to_json()["cut_off"] for r in kept] == [1, 0]
+    assert Report(DEMO, tuple(kept)).sentence() == report.sentence()
 
 
 @pytest.mark.parametrize(

@@ -38,8 +38,8 @@ def test_reproduce_records_ten_answers_prints_the_table_and_erase_leaves_none_re
     lines = done.stdout.splitlines()
     assert lines[-1] == "2 of 5 answers deny the saves under transcript-only; 0 of 5 under 2026-11-02"
     assert [line.split() for line in lines if line.startswith("  transcript-only") or line.startswith("  2026-11-02")] == [
-        ["transcript-only", "5", "2", "3"],
-        ["2026-11-02", "5", "0", "5"],
+        ["transcript-only", "5", "2", "3", "0"],
+        ["2026-11-02", "5", "0", "5", "0"],
     ]
     kept = json.loads(run("reproduce", "conv-demo-seo", "--kept", "--json").stdout)
     assert sorted(len(r["answers"]) for r in kept) == [5, 5]
