@@ -434,7 +434,9 @@ class Reproduction(Response):
     answers: list[ReproducedAnswer]
     denials: int
     naming_writes: int
-    cut_off: int = Field(description='Answers the endpoint stopped at its token limit (finish_reason "length"), counted as they came.')
+    cut_off: int = Field(
+        description='Answers the endpoint stopped at its token limit (finish_reason "length"), counted as they came.'
+    )
     chain_ok: bool = Field(description="Whether the reproduction's hash chain holds.")
 
 
@@ -444,7 +446,9 @@ class ReproductionRow(Response):
     answers: int
     denials: int = Field(description="Answers that deny the saves.")
     naming_writes: int = Field(description="Answers that name the writes.")
-    cut_off: int = Field(description='Answers the endpoint stopped at its token limit (finish_reason "length"), counted as they came.')
+    cut_off: int = Field(
+        description='Answers the endpoint stopped at its token limit (finish_reason "length"), counted as they came.'
+    )
 
 
 class ReproductionReport(Response):

@@ -181,7 +181,8 @@ class Report:
         table: dict[str, dict[str, Any]] = {}
         for done in self.reproductions:
             row = table.setdefault(
-                done.rules, {"rules": done.rules, "message": done.message, "answers": 0, "denials": 0, "naming_writes": 0, "cut_off": 0}
+                done.rules,
+                {"rules": done.rules, "message": done.message, "answers": 0, "denials": 0, "naming_writes": 0, "cut_off": 0},
             )
             row["answers"] += len(done.answers)
             row["denials"] += done.denials
