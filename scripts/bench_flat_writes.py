@@ -39,11 +39,7 @@ def section_append(b: Backend, args: argparse.Namespace) -> None:
     for _ in range(200):  # the state row holds 200 entries: start ours from a steady state too
         ours.append()
     bare = bare_saver(b.env("bare"))
-    numbers = iter(range(10**9))
-    row_append = lambda i: (
-        A.append_segment(conn, "flat-row-1", C.segment(next(numbers), "flat-row-1")[0]),
-        A.read_turn(conn, "flat-row-1"),
-    )
+    row_append = state_row_segment(conn, "flat-row-1")
     fig, s = Figures(), args.seconds
     for r in range(args.rounds):
         pairs = [
@@ -72,7 +68,22 @@ def section_append(b: Backend, args: argparse.Namespace) -> None:
     target(b.name, "per line / library bare save", ratio, "<= 1.5x", ratio <= 1.5)
 
 
-def _langgraph(conn_string: str) -> tuple[Callable[[int], object], Callable[[], None]] | None:
+def state_row_segment(conn: object, cid: str) -> Callable[[int], object]:
+    """Returns one segment of the state row (`../shared/anchors/bench_state_row.py`) on row `cid`
+    through `conn` (the row already reset): the append of the demo tour's next segment entry
+    (`common.segment`), then the turn read. The unit the real mix's segment and its
+    `turn_notes` are measured against (here and in `scripts/bench_http.py`)."""
+    import bench_state_row as A
+    import common as C
+
+    numbers = iter(range(10**9))
+    return lambda i: (
+        A.append_segment(conn, cid, C.segment(next(numbers), cid)[0]),
+        A.read_turn(conn, cid),
+    )
+
+
+def langgraph_segment(conn_string: str) -> tuple[Callable[[int], object], Callable[[], None]] | None:
     """Returns (one segment: LangGraph's invoke of `bench_langgraph.py` then its get_state, the
     next turn's read; close), on a thread filled with 200 segments first; None where
     LangGraph is not installed (`pip install -e '.[bench]'`)."""
@@ -118,12 +129,8 @@ def section_mix(b: Backend, args: argparse.Namespace) -> None:
     for _ in range(200):  # steady state: the record holds 200 entries, as the state row's
         mix.append_and_read()
         two.append()
-    numbers = iter(range(10**9))
-    row = lambda i: (
-        A.append_segment(conn, "flat-mix-row", C.segment(next(numbers), "flat-mix-row")[0]),
-        A.read_turn(conn, "flat-mix-row"),
-    )
-    lg = _langgraph(C.DSN)
+    row = state_row_segment(conn, "flat-mix-row")
+    lg = langgraph_segment(C.DSN)
     if lg is None:
         say("  LangGraph is not installed (pip install -e '.[bench]'): its figures are left out")
     fig, s = Figures(), args.seconds

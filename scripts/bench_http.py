@@ -17,11 +17,37 @@ name are taken inside each round (HTTP lines/s over the API's, the server's CPU 
 the API's, p99 over p50) and their medians printed. Afterwards the events stored are counted
 against those the responses said they appended: 0 lost, 0 doubled.
 
+The anchors (issue 37, item 3; on PostgreSQL by default, `--anchors both` on SQLite as well,
+`--anchors off` for none): in the same rounds, after the two phases above, four more phases with
+the same number of client threads, each counting **segments of the real mix with their turn
+read**, the unit of `scripts/bench_flat.py --sections mix` (`MixWriter.append_and_read`): a
+segment is one group of `tour_segments` (its lines up to its `segment_returned`, the last also the
+tour's end: 17 lines in 8 segments, 2.125 lines a segment) and one turn read after it;
+
+- http: the segment's lines one request each (`POST /v1/lines`), then `GET …/turn`;
+- api: the same calls in-process, `Chatrecord.record_lines` per line, then `turn_notes`;
+- row: the state row, `../shared/anchors/bench_state_row.py`'s append of the tour's next segment entry,
+  then its turn read (`bench_flat_writes.state_row_segment`, as bench_flat's mix drives it), one
+  connection and one row a client, on PostgreSQL (database `anchors`, ANCHORS_DSN) whatever the
+  backend measured;
+- langgraph: LangGraph's `PostgresSaver`, an invoke of `bench_langgraph.py`'s graph with the
+  segment's entry and answer, then `get_state` (`bench_flat_writes.langgraph_segment`), one saver
+  (connection) and one thread a client; left out where LangGraph is not installed
+  (`pip install -e '.[bench]'`).
+
+As in bench_flat's mix, every record starts at steady state: the state row holds 200 entries,
+each LangGraph thread 200 segments, and ours (a conversation a client and way, kept across the
+rounds) 200 segments of the tour recorded in-process before the clock runs (`--anchor-fill`).
+These phases alternate their order per round; the ratios the issue names are taken inside each
+round and their medians printed (HTTP segments/s over the state row's and over LangGraph's, the
+API's over the state row's).
+
 Loopback only; bounded by --seconds per phase. Not a test: timings vary by machine and load.
 
 Example:
     python3 scripts/bench_http.py --clients 1,8,32 --rounds 3 --seconds 5 --backend both
     python3 scripts/bench_http.py --serve-arg=--workers=1     # serve with one process
+    python3 scripts/bench_http.py --rounds 1 --seconds 2 --clients 8 --backend postgres  # a short check
 """
 
 from __future__ import annotations
@@ -49,7 +75,9 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 import orjson  # noqa: E402
 import psycopg  # noqa: E402
-from bench_flat_lines import started, tour_segments  # noqa: E402
+from bench_flat_lines import ANCHORS, started, tour_segments  # noqa: E402
+from bench_flat_support import ensure_anchors_database  # noqa: E402
+from bench_http_anchors import ANCHOR_TARGETS, SEGMENT_WAYS, Anchors, Client, Read, Segment, Send  # noqa: E402
 from psycopg import sql  # noqa: E402
 
 from adapters.api import Chatrecord  # noqa: E402
@@ -73,48 +101,79 @@ def tour_lines(conversation: str) -> Any:
 
 @dataclass
 class Phase:
-    lines: int = 0
+    done: int = 0
+    """Lines (or, in the anchors' phases, segments with their turn read) done."""
     appended: int = 0
     errors: int = 0
     latencies: list[float] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
-Send = Callable[[bytes], int]
-"""Records one line, returns the events it appended (raises on an error)."""
-Read = Callable[[], object]
+Loop = Callable[[threading.Event], Phase]
+"""A client's work until the event is set; returns what it did."""
 
 
-def drive(clients: list[tuple[Send, Read, str]], seconds: float) -> tuple[Phase, float]:
-    """Runs one thread per client for `seconds`; returns what they did and the wall time."""
-    phase, barrier, stop = Phase(), threading.Barrier(len(clients) + 1), threading.Event()
+def line_loop(send: Send, read: Read, conversation: str) -> Loop:
+    """The demo tour's lines, one at a time, the turn read after every user message."""
+    source = tour_lines(conversation)
 
-    def client(send: Send, read: Read, conversation: str) -> None:
-        latencies, lines, appended, errors = [], 0, 0, 0
-        source = tour_lines(conversation)
-        barrier.wait()
+    def loop(stop: threading.Event) -> Phase:
+        part = Phase()
         while not stop.is_set():
             raw, user = next(source)
             t0 = time.perf_counter()
             try:
-                appended += send(raw)
-                lines += 1
+                part.appended += send(raw)
+                part.done += 1
             except Exception as error:  # noqa: BLE001 - counted and shown once
-                errors += 1
-                if errors == 1:
+                part.errors += 1
+                if part.errors == 1:
                     print(f"    error: {error}", flush=True)
             t1 = time.perf_counter()
-            latencies.append(t1 - t0)
+            part.latencies.append(t1 - t0)
             if user:
                 read()
-                latencies.append(time.perf_counter() - t1)
-        with phase.lock:
-            phase.lines += lines
-            phase.appended += appended
-            phase.errors += errors
-            phase.latencies.extend(latencies)
+                part.latencies.append(time.perf_counter() - t1)
+        return part
 
-    threads = [threading.Thread(target=client, args=c) for c in clients]
+    return loop
+
+
+def segment_loop(segment: Segment) -> Loop:
+    """Segments, one after the other, each timed whole (its lines and its turn read)."""
+
+    def loop(stop: threading.Event) -> Phase:
+        part = Phase()
+        while not stop.is_set():
+            t0 = time.perf_counter()
+            try:
+                part.appended += segment()
+                part.done += 1
+            except Exception as error:  # noqa: BLE001 - counted and shown once
+                part.errors += 1
+                if part.errors == 1:
+                    print(f"    error: {error}", flush=True)
+            part.latencies.append(time.perf_counter() - t0)
+        return part
+
+    return loop
+
+
+def run_threads(loops: list[Loop], seconds: float) -> tuple[Phase, float]:
+    """Runs one thread per loop for `seconds`, all starting at once; returns what they did
+    together and the wall time."""
+    phase, barrier, stop = Phase(), threading.Barrier(len(loops) + 1), threading.Event()
+
+    def client(loop: Loop) -> None:
+        barrier.wait()
+        part = loop(stop)
+        with phase.lock:
+            phase.done += part.done
+            phase.appended += part.appended
+            phase.errors += part.errors
+            phase.latencies.extend(part.latencies)
+
+    threads = [threading.Thread(target=client, args=(loop,)) for loop in loops]
     for thread in threads:
         thread.start()
     barrier.wait()
@@ -219,6 +278,8 @@ def api_client(chatrecord: Chatrecord, conversation: str) -> tuple[Send, Read, s
 
 @dataclass
 class Figures:
+    """A phase's figures, per line (or per segment in the anchors' phases)."""
+
     lines_per_s: float
     server_ms: float
     client_ms: float
@@ -228,32 +289,46 @@ class Figures:
     errors: int
 
 
+def measure(loops: list[Loop], server: int, seconds: float) -> tuple[Figures, int]:
+    """Runs `loops` for `seconds`, with the CPU of the server's processes and of this one;
+    returns the figures and the events the responses said they appended."""
+    server0, client0 = tree_cpu(server), time.process_time()
+    phase, wall = run_threads(loops, seconds)
+    server_cpu, client_cpu = tree_cpu(server) - server0, time.process_time() - client0
+    done = max(phase.done, 1)
+    figures = Figures(
+        phase.done / wall,
+        1000 * server_cpu / done,
+        1000 * client_cpu / done,
+        1000 * percentile(phase.latencies, 0.5),
+        1000 * percentile(phase.latencies, 0.99),
+        phase.done,
+        phase.errors,
+    )
+    return figures, phase.appended
+
+
 def run_phase(way: str, n: int, chatrecord: Chatrecord, port: int, server: int, seconds: float) -> tuple[Figures, list[str], int]:
     tag = uuid.uuid4().hex[:8]
     conversations = [f"bench-{way}-{tag}-{c}" for c in range(n)]
     for conversation in conversations:
         chatrecord.record(started(conversation))
     clients = [http_client(port, c) if way == "http" else api_client(chatrecord, c) for c in conversations]
-    server0, client0 = tree_cpu(server), time.process_time()
-    phase, wall = drive(clients, seconds)
-    server_cpu, client_cpu = tree_cpu(server) - server0, time.process_time() - client0
-    lines = max(phase.lines, 1)
-    figures = Figures(
-        phase.lines / wall,
-        1000 * server_cpu / lines,
-        1000 * client_cpu / lines,
-        1000 * percentile(phase.latencies, 0.5),
-        1000 * percentile(phase.latencies, 0.99),
-        phase.lines,
-        phase.errors,
-    )
-    return figures, conversations, phase.appended
+    figures, appended = measure([line_loop(*c) for c in clients], server, seconds)
+    return figures, conversations, appended
 
 
-def run_backend(backend: str, settings: dict[str, str], args: argparse.Namespace, folder: Path) -> dict[str, list[float]]:
+def run_backend(
+    backend: str, settings: dict[str, str], args: argparse.Namespace, folder: Path, with_anchors: bool = False
+) -> dict[str, list[float]]:
     process, port = start_server(settings, args.serve_arg, folder / f"serve-{backend}.log")
     chatrecord = Chatrecord(open_store(settings))
     ratios: dict[str, list[float]] = {}
+    anchor_ratios: dict[str, list[float]] = {}
+    anchors = None
+    if with_anchors:
+        ensure_anchors_database()
+        anchors = Anchors(chatrecord, args.anchor_fill)
     acked = stored = 0
     written: list[str] = []
     print(f"\n{backend}: serve {' '.join(args.serve_arg) or '(defaults)'}, {args.seconds:g} s a phase", flush=True)
@@ -262,6 +337,12 @@ def run_backend(backend: str, settings: dict[str, str], args: argparse.Namespace
         f"{'p50 ms':>7} {'p99 ms':>7} {'lines':>6} {'errors':>6}  load",
         flush=True,
     )
+    if anchors is not None:
+        print(
+            "  (ways 'seg …': segments of the real mix with their turn read, 2.125 lines and one turn read a segment; "
+            "the state row and LangGraph on PostgreSQL)",
+            flush=True,
+        )
     try:
         for round_ in range(1, args.rounds + 1):
             for n in args.clients:
@@ -284,8 +365,19 @@ def run_backend(backend: str, settings: dict[str, str], args: argparse.Namespace
                     (f"{n} clients: HTTP p99 / p50", http_.p99 / max(http_.p50, 1e-9)),
                 ):
                     ratios.setdefault(name, []).append(value)
+                if anchors is not None:
+                    segments = run_anchors(anchors, round_, n, port, process.pid, args.seconds)
+                    for name, top, bottom, _ in ANCHOR_TARGETS:
+                        if top in segments and bottom in segments:
+                            value = segments[top].lines_per_s / max(segments[bottom].lines_per_s, 1e-9)
+                            anchor_ratios.setdefault(f"{n} clients: {name}", []).append(value)
+        if anchors is not None:
+            acked += anchors.acked
+            written += anchors.written
         stored = sum(len(chatrecord.store.events(c)) for c in written)
     finally:
+        if anchors is not None:
+            anchors.close()
         chatrecord.close()
         process.terminate()
         process.wait(timeout=30)
@@ -293,7 +385,45 @@ def run_backend(backend: str, settings: dict[str, str], args: argparse.Namespace
     print(f"  medians of the ratios taken inside the {args.rounds} rounds ({backend}):")
     for name, values in ratios.items():
         print(f"    {name:48} {statistics.median(values):5.2f}  ({', '.join(f'{v:.2f}' for v in values)})")
+    if anchor_ratios:
+        print(
+            f"  medians of the ratios against the anchors, segments of the real mix with their turn read, "
+            f"taken inside the {args.rounds} rounds ({backend}; the anchors on PostgreSQL; targets on PostgreSQL):"
+        )
+        for name, values in anchor_ratios.items():
+            median, target = statistics.median(values), next(t for label, _, _, t in ANCHOR_TARGETS if name.endswith(label))
+            print(
+                f"    {name:48} {median:5.2f}  ({', '.join(f'{v:.2f}' for v in values)})  "
+                f"target >= {target:.1f}x: {'met' if median >= target else 'not met'}"
+            )
     return ratios
+
+
+def our_client(way: str, port: int, chatrecord: Chatrecord) -> Client:
+    """The calls of one client of ours, over HTTP or in-process, as the lines' phases make them."""
+    if way == "http":
+        return lambda conversation: http_client(port, conversation)[:2]
+    return lambda conversation: api_client(chatrecord, conversation)[:2]
+
+
+def run_anchors(anchors: Anchors, round_: int, n: int, port: int, server: int, seconds: float) -> dict[str, Figures]:
+    """One round's anchors' phases with `n` clients (their order alternating per round); prints
+    each, returns their figures by way."""
+    seen: dict[str, Figures] = {}
+    for way in SEGMENT_WAYS if round_ % 2 else SEGMENT_WAYS[::-1]:
+        segments = anchors.segments(way, n, our_client(way, port, anchors.chatrecord))
+        if segments is None:
+            continue
+        figures, appended = measure([segment_loop(segment) for segment in segments], server, seconds)
+        anchors.acked += appended
+        seen[way] = figures
+        print(
+            f"  {round_:>5} {n:>7} seg {way:9} {figures.lines_per_s:8.1f} segments/s, CPU ms a segment: "
+            f"server {figures.server_ms:.2f}, this process {figures.client_ms:.2f}; p50 {figures.p50:.1f} ms, "
+            f"p99 {figures.p99:.1f} ms; {figures.lines} segments, {figures.errors} errors  {load()}",
+            flush=True,
+        )
+    return seen
 
 
 def main() -> None:
@@ -303,21 +433,35 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=5.0, help="Each phase's length.")
     parser.add_argument("--backend", choices=("sqlite", "postgres", "both"), default="both")
     parser.add_argument("--serve-arg", action="append", default=[], help="An argument for `chatrecord serve` (repeatable).")
+    parser.add_argument(
+        "--anchors",
+        choices=("postgres", "both", "off"),
+        default="postgres",
+        help="Where the state row and LangGraph run beside ours, segments with their turn read (default: on PostgreSQL).",
+    )
+    parser.add_argument(
+        "--anchor-fill", type=int, default=200, help="Segments our conversations of the anchors' phases hold first (default 200)."
+    )
     args = parser.parse_args()
     args.clients = [int(c) for c in args.clients.split(",")]
     if not (all(1 <= c <= 64 for c in args.clients) and 1 <= args.rounds <= 20 and 0.5 <= args.seconds <= 120):
         raise SystemExit("--clients 1..64, --rounds 1..20 and --seconds 0.5..120 keep the run bounded")
+    if args.anchors != "off" and ANCHORS is None:
+        print("the anchors (../shared/anchors) are not here: their phases are left out", flush=True)
+        args.anchors = "off"
     print(f"machine: {os.cpu_count()} CPUs, {cpu_model()}; load average before: {load()}", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         if args.backend in ("sqlite", "both"):
-            run_backend("sqlite", {"CHATRECORD_DB": str(folder / "bench.sqlite")}, args, folder)
+            run_backend("sqlite", {"CHATRECORD_DB": str(folder / "bench.sqlite")}, args, folder, args.anchors == "both")
         if args.backend in ("postgres", "both"):
             schema = f"chatrecord_bench_{uuid.uuid4().hex[:10]}"
             with psycopg.connect(PG_URL, autocommit=True) as conn:
                 conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
             try:
-                run_backend("postgres", {"CHATRECORD_DATABASE_URL": f"{PG_URL}?schema={schema}"}, args, folder)
+                run_backend(
+                    "postgres", {"CHATRECORD_DATABASE_URL": f"{PG_URL}?schema={schema}"}, args, folder, args.anchors != "off"
+                )
             finally:
                 with psycopg.connect(PG_URL, autocommit=True) as conn:
                     conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
