@@ -439,9 +439,10 @@ class Chatrecord:
         self, conversation: str, first: int, second: int, rules: str | None = None, *, after: str | None = None
     ) -> Compared:
         """Returns the turn of user message `second` as what changed since the turn of `first`,
-        under `rules` (default: the live rule set; `projections.turn_compare`). Raises
-        UnknownConversation, TurnMissing."""
-        events = self.events(conversation_argument("compare_turns", conversation))
+        under `rules` (default: the live rule set; `projections.turn_compare`), from the log up to
+        the later of the two (`ConversationReads.events_to_turns`). Raises UnknownConversation,
+        TurnMissing."""
+        events = self._reads.events_to_turns(conversation_argument("compare_turns", conversation), (first, second))
         return compare_turns(events, resolve(rules or self.active_rules()).id, first, second)
 
     @cached_property
@@ -461,9 +462,9 @@ class Chatrecord:
         after: str | None = None,
     ) -> TurnView:
         """Returns what the model was sent at the latest turn of user message `at`, as `replay --at` gives
-        it, under `rules`. Includes the differences from the live rule set. Raises UnknownConversation,
-        TurnNotFound."""
-        events = self.events(conversation_argument("turn_view", conversation))
+        it, under `rules`, from the log up to that turn (`ConversationReads.events_to_turns`). Includes
+        the differences from the live rule set. Raises UnknownConversation, TurnNotFound."""
+        events = self._reads.events_to_turns(conversation_argument("turn_view", conversation), (at,))
         active = self.active_rules()
         rule_set = resolve(rules or active).id
         chosen = turn_at(events, at, rule_set, can_see_page)

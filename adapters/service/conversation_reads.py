@@ -4,6 +4,7 @@ and notes, the activity list, the audit, the replay and the chain look."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from datetime import datetime
 
 from adapters.backends.settings import StoreUnusable, describe_backend, store_errors
@@ -29,7 +30,7 @@ from adapters.views.readmodels import ReadModels
 from adapters.views.turn_starts import TurnStarts
 from adapters.views.usage_rows import By
 from domain.errors import UnknownConversation
-from domain.events import ConversationEvent, conversation_uuid
+from domain.events import ConversationEvent, MessageEdited, conversation_uuid
 from domain.limits import INT_MAX
 from projections import activity
 from projections.activity import SegmentActivity
@@ -37,7 +38,7 @@ from projections.audit import AuditRow
 from projections.audit import audit as audit_rows
 from projections.page_line import PageCheck, every_page
 from projections.rules import resolve
-from projections.turn import TurnInput, replay_turns, turns_of
+from projections.turn import TurnInput, replay_turns, starts_turn, turns_of
 from projections.turn_notes import TurnNotes
 
 
@@ -142,6 +143,26 @@ class ConversationReads:
         """Returns the conversation's log. Raises UnknownConversation (naming the store and a few
         stored ids) for an id the store does not hold."""
         return stored_conversation(self.store, conversation_argument("events", conversation), describe_backend(self.store))
+
+    def events_to_turns(self, conversation: str, messages: Sequence[int]) -> list[ConversationEvent]:
+        """Returns the conversation's log up to the start of the latest turn of each of `messages`, the
+        newest of those starts (`ReadModels.turn_starts`): a turn's input, and the compare of two, needs
+        no later event, so an old turn costs what came before it, not the history. The whole log where
+        the rows cannot answer (no read models, rows lagging on a read-only store), a message started no
+        turn (its error then names those that did), or the event read there starts no turn of one of
+        them. Raises UnknownConversation for an id the store does not hold."""
+        name = conversation_argument("events", conversation)
+        upto = 0
+        for message in messages:
+            starts = self._turn_starts(name, message)
+            if starts is None or not starts.versions:
+                return self.events(name)
+            upto = max(upto, starts.versions[-1])
+        events = self.store.events(self.opened.stored_id(name), upto)
+        edited = events[-2].message if len(events) > 1 and isinstance(events[-2], MessageEdited) else None
+        if not events or events[-1].originator_version != upto or starts_turn(events[-1], edited) not in messages:
+            return self.events(name)
+        return events
 
     @in_store_terms
     def turn_input(self, conversation: str, can_see_page: PageCheck = every_page) -> TurnInput:

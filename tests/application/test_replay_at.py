@@ -20,10 +20,13 @@ from adapters.backends.settings import postgres_env, sqlite_env
 from adapters.bootstrap import build_store, open_store
 from adapters.service.export import export_lines
 from adapters.service.replay import Replay, TurnNotFound, no_turn_among
+from adapters.service.timeline import turn_at, turn_view
 from adapters.store.chain import CHAIN_TABLE
+from adapters.store.crypto import ERASED
 from adapters.store.verify import chain_verdict_upto
 from domain.events import conversation_uuid
 from projections.turn import turns_of
+from projections.turn_compare import TurnMissing, compare_turns
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "unit"))
 from factories import SKILL, Chat, model_round
@@ -244,3 +247,95 @@ def test_an_n_beyond_every_message_number_is_no_turn_on_every_backend(chat: Chat
         chat.replay("conv-demo-seo", at=at)
 
     assert str(missing.value) == f"--at {at}: no turn starts at user message {at}; turns start at messages 1, 3"
+
+
+def viewed(chat: Chatrecord, conversation: str, at: int, rules: str) -> dict[str, Any] | str:
+    """The page's `?turn=N` (`Chatrecord.turn_view`): its turn and differences, or the error."""
+    try:
+        view = chat.turn_view(conversation, at, rules)
+    except TurnNotFound as error:
+        return str(error)
+    return {"turn": view.turn.to_json(), "added": sorted(view.added), "removed": view.removed, "line": view.system_differs}
+
+
+def viewed_from_the_whole_log(chat: Chatrecord, conversation: str, at: int, rules: str) -> dict[str, Any] | str:
+    """`turn_view` as it was before the turns table was read: `turn_at` over the whole log."""
+    events, live = chat.events(conversation), chat.active_rules()
+    try:
+        chosen = turn_at(events, at, rules)
+    except TurnNotFound as error:
+        return str(error)
+    view = turn_view(chosen, rules, chosen if rules == live else turn_at(events, at, live), live)
+    return {"turn": view.turn.to_json(), "added": sorted(view.added), "removed": view.removed, "line": view.system_differs}
+
+
+def compared(chat: Chatrecord, conversation: str, first: int, second: int, events: list[Any] | None = None) -> Any:
+    """Two turns compared (`Chatrecord.compare_turns`, or the fold of `events`), or the error."""
+    try:
+        if events is None:
+            return chat.compare_turns(conversation, first, second)
+        return compare_turns(events, chat.active_rules(), first, second)
+    except TurnMissing as error:
+        return str(error)
+
+
+@pytest.mark.parametrize("rules", ["2026-11-02", "transcript-only"])
+def test_a_turns_view_and_two_turns_compared_are_what_the_whole_log_gives(chat: Chatrecord, rules: str) -> None:
+    """The page's `?turn=N` and its compare read the log up to the turns they show (issue 39):
+    every N of the demo and of a conversation with retries and edits, each pair compared, and
+    the messages that started no turn, as the fold of the whole log gives them."""
+    chat.ingest(DEMO.read_bytes().splitlines(), DEMO.name)
+    chat.ingest(edited_and_retried(later=3), "edited.jsonl")
+    for conversation, messages in (("conv-demo-seo", 4), (EDITED, 6)):
+        whole = chat.events(conversation)
+        for at in range(1, messages + 1):
+            assert viewed(chat, conversation, at, rules) == viewed_from_the_whole_log(chat, conversation, at, rules), (
+                conversation,
+                at,
+            )
+            for other in range(1, messages + 1):
+                assert compared(chat, conversation, at, other) == compared(chat, conversation, at, other, whole), (at, other)
+    assert isinstance(viewed(chat, EDITED, 2, rules), dict) and isinstance(viewed(chat, "conv-demo-seo", 2, rules), str)
+
+
+def test_an_erased_conversations_old_turn_reads_erased_as_its_whole_log_does(chat: Chatrecord) -> None:
+    chat.ingest(edited_and_retried(later=2), "edited.jsonl")
+    chat.erase(EDITED)
+
+    got = viewed(chat, EDITED, 1, "2026-11-02")
+
+    assert got == viewed_from_the_whole_log(chat, EDITED, 1, "2026-11-02")
+    assert isinstance(got, dict) and got["turn"]["messages"][-1]["content"].endswith(ERASED)
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_an_old_turns_view_and_compare_read_only_the_events_up_to_those_turns(
+    backend: str, request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if backend == "sqlite":
+        store = build_store(sqlite_env(tmp_path / "store.sqlite"))
+    else:
+        url, schema = request.getfixturevalue("postgres_url"), request.getfixturevalue("postgres_schema")
+        store = build_store({**postgres_env(url), "POSTGRES_SCHEMA": schema, "POSTGRES_POOL_SIZE": "1"})
+    chat = Chatrecord(store)
+    try:
+        chat.ingest(edited_and_retried(later=200), "edited.jsonl")
+        expected = viewed_from_the_whole_log(chat, EDITED, 1, "transcript-only")
+        expected_compare = compared(chat, EDITED, 1, 3, chat.events(EDITED))
+        reads: list[int | None] = []
+        select = store.recorder.select_events
+
+        def counted(originator_id: Any, **kwargs: Any) -> list[Any]:
+            got = select(originator_id, **kwargs)
+            reads.append(kwargs.get("lte"))
+            return got
+
+        monkeypatch.setattr(store.recorder, "select_events", counted)
+        first = viewed(chat, EDITED, 1, "transcript-only")
+        both = compared(chat, EDITED, 1, 3)
+    finally:
+        chat.close()
+
+    # message 1's latest turn (the edit's cut) starts at event 10, message 3's at event 16
+    assert reads == [10, 16]
+    assert first == expected and both == expected_compare

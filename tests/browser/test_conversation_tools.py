@@ -196,3 +196,76 @@ def test_the_files_turn_links_and_overview_marks_jump_within_it(browser: Any, ba
     assert at_turn == "message-1" and at_mark == "e-4"
     assert browser.find_elements(By.CSS_SELECTOR, "form.jump") == []  # no server: no form
     assert "chatrecord verify conv-demo-seo" in browser.find_element(By.ID, "tools").text
+
+
+def test_each_segment_shows_its_duration_call_times_tokens_and_cost(browser: Any, server: str) -> None:
+    sign_in(browser, server, "/ui/conversations/conv-demo-seo")
+    segments = browser.find_elements(By.CSS_SELECTOR, "li.row.segment")
+    usage = [s.find_element(By.CSS_SELECTOR, "p.usage").text for s in segments]
+    times = [s.find_element(By.CSS_SELECTOR, "p.times").text for s in segments]
+    calls = [s.find_element(By.CSS_SELECTOR, "p.calls").text for s in segments]
+
+    one = "1 model call, 1,800 in / 120 out tokens, cost 0.0041"
+    assert usage == [
+        "usage: 4,345 ms, 2 model calls, 3,600 in / 240 out tokens, cost 0.0082",
+        f"usage: 2,213 ms, {one}",
+        f"usage: 2,288 ms, {one}",
+        f"usage: 2,328 ms, {one}",
+        f"usage: 2,368 ms, {one}",
+        f"usage: 2,408 ms, {one}",
+        f"usage: 2,448 ms, {one}",
+        "usage: 4,958 ms, 2 model calls, 3,600 in / 240 out tokens, cost 0.0082",
+    ]
+    assert times[0] == "call times: get_page 32 ms · chat_set_progress 2 ms"
+    assert times[2] == "call times: update_page_metadata 38 ms · chat_set_progress 2 ms"
+    assert all(c.startswith("tool calls: ") for c in calls) and len(calls) == 8
+
+
+def test_the_chain_verdict_is_whole_in_the_page_and_an_old_turns_input_opens(browser: Any, server: str) -> None:
+    sign_in(browser, server, "/ui/conversations/conv-demo-seo")
+    chain = browser.find_element(By.ID, "chain-state")
+    height, whole = browser.execute_script(
+        "const r = arguments[0].getBoundingClientRect(); return [r.height, arguments[0].scrollHeight];", chain
+    )
+    frames = browser.find_elements(By.TAG_NAME, "iframe")
+    verdict, shown = chain.text, chain.is_displayed()
+    click(browser, "#t-3 a.see")  # the first turn's model input (`?turn=1`), read up to that turn
+    panels = [p for p in browser.find_elements(By.CSS_SELECTOR, "section.input") if p.is_displayed()]
+    texts = [p.get_attribute("textContent") for p in panels[0].find_elements(By.CSS_SELECTOR, ".msg .text:not(.was)")]
+
+    assert shown and frames == []
+    # recomputed now, or from the position another test's `timeline -o` stored: every event either way
+    assert verdict.startswith("✔ Chain verified") and "20 events, head " in verdict and "✘" not in verdict
+    assert height >= whole - 1 > 0  # the whole verdict is laid out, none cut off (scrollHeight rounds up)
+    assert "turn=1" in browser.current_url and len(panels) == 1
+    assert texts == ["The selected page is page 42.", "SEO optimieren"]
+
+
+def test_the_chats_labels_are_quoted_and_each_decline_sits_on_the_segment_of_its_card(browser: Any, server: str) -> None:
+    sign_in(browser, server, "/ui/conversations/conv-behalten")
+    quoted = browser.find_elements(By.CSS_SELECTOR, "main q")
+    waiting = {v: browser.find_element(By.CSS_SELECTOR, f"#e-{v} p.waiting").text for v in (4, 6, 8)}
+    segments = {v: browser.find_element(By.CSS_SELECTOR, f"#e-{v} p.head code").get_attribute("title") for v in (4, 6, 8)}
+    decided = {v: browser.find_element(By.CSS_SELECTOR, f"#e-{v} p.head code").text for v in (5, 7, 9)}
+    places = [p.text for p in browser.find_elements(By.CSS_SELECTOR, "#next-call li.note .place")]
+    headings = [h.text for h in browser.find_elements(By.CSS_SELECTOR, ".turn h3")]
+    body = body_text(browser)
+    screenshot(browser, f"behalten-{server.rsplit(':', 1)[1]}")
+
+    run = "7c1d0b5e-2f4a-4b8e-9c3d-5a6b7c8d9e01"
+    assert browser.execute_script("return document.documentElement.lang") == "en"
+    assert quoted and {q.get_attribute("lang") for q in quoted} == {"de"}  # the chat's own words, quoted as German
+    assert {q.text for q in quoted if "act" in (q.get_attribute("class") or "")} == {
+        "chat_set_progress ausgeführt",
+        "Von dir abgelehnt: Behalten",
+    }
+    assert waiting == {
+        4: "waiting: update_page_metadata on pages:42 (title) → the chat shows Von dir abgelehnt: Behalten",
+        6: "waiting: update_page_metadata on pages:42 (og_title) → the chat shows Von dir abgelehnt: Behalten",
+        8: "waiting: update_page_metadata on pages:42 (og_description) → the chat shows Von dir abgelehnt: Behalten",
+    }
+    assert segments == {4: f"{run}/1", 6: f"{run}/2", 8: f"{run}/3"}
+    assert decided == {5: "7c1d0b5e…/1", 7: "7c1d0b5e…/2", 9: "7c1d0b5e…/3"}  # each decision on its own card
+    assert places == ["into message 2 (assistant)"] + [f"into message {n} (assistant)" for n in (4, 4, 6, 6, 8, 8)]
+    assert headings == ["User message 5", "User message 1", "Start"] and "message #" not in body and "message 0" not in body
+    assert "awaiting approval" in body and "approval after the card declined" in body and "ausgeführt" in body
