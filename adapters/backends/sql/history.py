@@ -5,7 +5,7 @@ Tables, rule-independent, so a rebuild leaves them alone:
 - `chatrecord_index`: per conversation, the version indexed and the uncut card outcomes;
 - `chatrecord_segments`: per segment id, its run, message and whether cut;
 - `chatrecord_messages`: user message numbers, uncut or cut (column `live`);
-- `chatrecord_sources`: input lines by digest, with the versions they stored.
+- `chatrecord_sources`: input lines by digest (keyed, `adapters.store.line_digests`), with the versions they stored.
 
 `SQLHistory` reads one conversation's rows, and writes them given the events' cursor. Statements are
 built once per dialect (`history_statements`)."""
