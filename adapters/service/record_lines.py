@@ -47,6 +47,7 @@ class RecordLines:
         self.follows = follows
         self.counts: list[int] = []
         self.new_segments = frozenset(line.segment for line in self.lines if line.type == "segment_returned")
+        self.starts = self.lines[0].type == "conversation_started"
         self.versions: list[tuple[int, int] | None] = []
         self.sources: tuple[str, ...] = tuple(line.digest for line in self.lines)
         """Each line's digest as its events' `source`: plain until the store keys it (`key_digests`)."""

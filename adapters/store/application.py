@@ -22,7 +22,7 @@ from adapters.store.chain import ChainBroken, ChainedRecorder, InlineWrites
 from adapters.store.chain_key import open_chain
 from adapters.store.commands import BatchConflict, BatchRefused, Command, HandleResult, KeyedLines
 from adapters.store.conversation_log import ConversationLog
-from adapters.store.crypto import refuse_texts
+from adapters.store.crypto import MissingDataKey, refuse_texts
 from adapters.store.deciding import Decider
 from adapters.store.known_conversations import KnownConversations
 from adapters.store.known_records import IndexPuts
@@ -409,8 +409,21 @@ class ConversationStore(Application[UUID]):
         made here on its first line (`adapters.store.line_digests`). Plain where the store keeps no data
         keys or the key was erased."""
         if isinstance(command, KeyedLines):
-            keys = self.data_keys
-            command.key_digests(digest_keyer(keys.key(cid, create=True) if keys is not None else None))
+            command.key_digests(digest_keyer(self._digest_data_key(command, cid)))
+
+    def _digest_data_key(self, command: KeyedLines, cid: UUID) -> bytes | None:
+        """Returns the data key that keys the command's digests, made here for a conversation that
+        starts with the command or has stored events. A line for a conversation that neither has
+        (the domain refuses it) makes no key: nothing is stored from a refused line."""
+        keys = self.data_keys
+        if keys is None:
+            return None
+        try:
+            return keys.key(cid, create=False)
+        except MissingDataKey:
+            if command.starts or next(iter(self.events.get(cid, desc=True, limit=1)), None) is not None:
+                return keys.key(cid, create=True)
+            return None
 
     def _refuse_erased(self, state: Conversation | None, events: Sequence[ConversationEvent]) -> None:
         """Raises TextsErased for texts of `events` when the log says the conversation was erased."""

@@ -49,6 +49,9 @@ class Command(Protocol):
 class KeyedLines(Protocol):
     """A command of input lines (`RecordLines`): the store keys their digests before it decides."""
 
+    starts: bool
+    """Whether its first line starts the conversation (`conversation_started`)."""
+
     def key_digests(self, keyed: Callable[[str], str] | None) -> None:
         """Takes each line's digest as `keyed` gives it (None: the plain digest), in its events' `source`
         and its lookups."""

@@ -18,12 +18,13 @@ from adapters.bootstrap import build_store, read_models, read_models_for
 from adapters.ingest import parse_line
 from adapters.service.erase import EraseTexts, erase
 from adapters.store.application import ConversationStore
-from adapters.store.crypto import ERASED, FREE_TEXT, TextsErased
+from adapters.store.crypto import ERASED, FREE_TEXT, MissingDataKey, TextsErased
 from adapters.store.keys import DataKeys
 from adapters.store.line_digests import digest_keyer
 from adapters.store.verify import verdicts
 from adapters.views.readmodels import ReadModels
 from adapters.views.verify_rows import check_rows
+from domain.errors import ChatrecordError
 from domain.events import EVENT_TYPES, conversation_uuid
 from domain.events import ConversationErased as Erased
 from projections.audit import audit
@@ -314,6 +315,16 @@ class ErasureContract:
         after = store.events("conv-old")
         assert len(after) == 5 and after[-1].source not in plain and after[-1].source is not None
         assert all(v.ok for v in verdicts(store))
+
+    def test_a_refused_line_of_no_conversation_makes_no_data_key(self, store: ConversationStore) -> None:
+        keys = store.data_keys
+        assert keys is not None
+        line = {"type": "user_message", "conversation": "conv-none", "at": AT, "message": 1, "text": "x", "page": 0}
+        with pytest.raises(ChatrecordError, match="user message 1 waits for conversation_started"):
+            Chatrecord(store).record(json.dumps(line))
+        with pytest.raises(MissingDataKey):  # nothing is stored from a refused line, not even a key
+            keys.key(conversation_uuid("conv-none"), create=False)
+        assert store.events("conv-none") == []
 
     def test_other_conversations_keep_their_texts(self, store: ConversationStore) -> None:
         erase(store, "conv-erase", read_models(store))
