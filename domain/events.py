@@ -6,7 +6,8 @@ Common fields:
 - `originator_id`: the conversation's UUID (`conversation_uuid`).
 - `originator_version`: the place in the conversation's log, from 1.
 - `timestamp`: the input line's `at`, UTC.
-- `source`: the input line's digest; None for events not made from a line.
+- `source`: the input line's digest, as the store keeps it (keyed with the conversation's data key;
+  plain in events stored before); None for events not made from a line.
 
 `class_version` and `upcast_vN_vN+1` follow the library's upcasting convention."""
 

@@ -246,7 +246,7 @@ class MemoryHistory:
         """Returns None: this index does not count added outcomes."""
         return None
 
-    def prefetch(self, digest: str | None, segment: str | None = None, run: str | None = None) -> None:
+    def prefetch(self, digest: str | None, segment: str | None = None, run: str | None = None, legacy: str | None = None) -> None:
         """Reads nothing."""
 
     def prefetch_many(self, digests: Iterable[str], segments: Iterable[str], runs: Iterable[str] = ()) -> None:

@@ -33,24 +33,37 @@ no tour running stores nothing. One that comes before the version it `follows` i
 a repeat there (it may end a tour by then); it waits like any other line."""
 
 
-def decide(line: Line, state: domain.Conversation | None, history: domain.History) -> list[ConversationEvent]:
-    """Returns the events the line's command decides on `state`. A repeat decides nothing. Raises its
-    ChatrecordError when an invariant would break. Raises LineOutOfOrder when the conversation is not at
-    the version the line `follows`."""
+def decide(
+    line: Line, state: domain.Conversation | None, history: domain.History, source: str | None = None
+) -> list[ConversationEvent]:
+    """Returns the events the line's command decides on `state`, each with `source`: the line's digest
+    as the store keys it (`adapters.store.line_digests`), its plain digest when None. A repeat decides
+    nothing, also one stored under the plain digest before. Raises its ChatrecordError when an
+    invariant would break. Raises LineOutOfOrder when the conversation is not at the version the line
+    `follows`."""
     command = COMMANDS[line.type]
     facts = line.kept_facts
+    source = source or line.digest
+    if source != line.digest and history.source(line.digest) is not None:
+        return []  # stored before digests were keyed: the same line again
     if line.follows is not None:
         version = state.version if state is not None else 0
-        if version != line.follows and history.source(line.digest) is None:
+        if version != line.follows and history.source(source) is None:
             try:
-                repeat = command(state, **facts(), at=line.at, source=line.digest, history=history) == []
+                repeat = command(state, **facts(), at=line.at, source=source, history=history) == []
             except ChatrecordError:
                 repeat = False
             if repeat and version < line.follows and line.type in DECIDED_BY_STATE:
                 repeat = False  # what it decides is decided at the version it follows, which is still to come
             if not repeat:
                 raise out_of_order(line, version)
-    return command(state, **facts(), at=line.at, source=line.digest, history=history)
+    return command(state, **facts(), at=line.at, source=source, history=history)
+
+
+def recorded(line: Line, source: str, history: domain.History) -> bool:
+    """Says whether `history` holds the line, by `source` (its digest as the store keys it) or by its
+    plain digest (stored before digests were keyed)."""
+    return history.source(source) is not None or (source != line.digest and history.source(line.digest) is not None)
 
 
 def out_of_order(line: Line, version: int) -> LineOutOfOrder:

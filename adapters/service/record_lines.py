@@ -5,11 +5,11 @@ lines stored all or nothing. A refusal names source, line and field (`demo.jsonl
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from adapters.ingest import ParsedLine, at_line, parse_numbered
-from adapters.service.line_commands import decide
+from adapters.service.line_commands import decide, recorded
 from adapters.store.commands import HandleResult, Lookups
 from adapters.store.crypto import TextsErased
 from domain.conversation import Conversation, History, project_conversation
@@ -47,7 +47,10 @@ class RecordLines:
         self.follows = follows
         self.counts: list[int] = []
         self.new_segments = frozenset(line.segment for line in self.lines if line.type == "segment_returned")
+        self.starts = self.lines[0].type == "conversation_started"
         self.versions: list[tuple[int, int] | None] = []
+        self.sources: tuple[str, ...] = tuple(line.digest for line in self.lines)
+        """Each line's digest as its events' `source`: plain until the store keys it (`key_digests`)."""
         self.refused_at: ParsedLine | None = None
         """After `decide` raised: the line that was refused."""
         self.folded: tuple[ConversationEvent, Conversation | None] | None = None
@@ -58,20 +61,30 @@ class RecordLines:
     def _looked_up(self) -> Lookups:
         """What deciding the lines looks up. One line: its digest, segment and run, read with its index row
         (`SQLHistory.prefetch`). Many: their digests, segment ids and run ids, read at once
-        (`prefetch_many`); empty for one line."""
+        (`prefetch_many`); empty for one line. A keyed digest is looked up in both forms, the plain one
+        as `legacy` for one line (`key_digests`)."""
+        plain = [line.digest for line, source in zip(self.lines, self.sources, strict=True) if source != line.digest]
         if len(self.lines) == 1:
             fields = vars(self.lines[0])  # a model's fields: no failed getattr through pydantic's __getattr__
             segment, run = fields.get("segment"), fields.get("run")
             return Lookups(
-                self.lines[0].digest,
+                self.sources[0],
                 segment if isinstance(segment, str) else None,
                 run if isinstance(run, str) else None,
                 self.new_segments,
                 ([], [], []),
+                plain[0] if plain else None,
             )
         segments = [segment for line in self.lines if isinstance(segment := vars(line).get("segment"), str)]
         runs = [run for line in self.lines if isinstance(run := vars(line).get("run"), str)]
-        return Lookups(new_segments=self.new_segments, many=([line.digest for line in self.lines], segments, runs))
+        return Lookups(new_segments=self.new_segments, many=([*self.sources, *plain], segments, runs))
+
+    def key_digests(self, keyed: Callable[[str], str] | None) -> None:
+        """Takes each line's digest keyed by `keyed` (`adapters.store.line_digests`), the plain digest
+        when None, as its events' `source`; the store calls it before deciding (`KeyedLines`)."""
+        plain = tuple(line.digest for line in self.lines)
+        self.sources = plain if keyed is None else tuple(keyed(digest) for digest in plain)
+        self._lookups = self._looked_up()
 
     def lookups(self) -> Lookups:
         """Returns what deciding the lines looks up in the history index (`_looked_up`)."""
@@ -82,7 +95,7 @@ class RecordLines:
         if (
             self.follows is not None
             and self.follows != version
-            and not all(history.source(line.digest) is not None for line in self.lines)
+            and not all(recorded(line, source, history) for line, source in zip(self.lines, self.sources, strict=True))
         ):
             # lines recorded before are a repeat at any version, as a line's own `follows` is
             raise VersionMismatch(self.conversation, self.follows, version)
@@ -92,9 +105,9 @@ class RecordLines:
         self.versions = []
         seen = LayeredHistory(history)  # the batch's earlier lines, not stored yet
         self.refused_at = None
-        for line in self.lines:
+        for line, source in zip(self.lines, self.sources, strict=True):
             try:
-                events = decide(line, state, seen)
+                events = decide(line, state, seen, source)
             except InvalidInput:
                 self.refused_at = line
                 raise

@@ -20,12 +20,13 @@ from eventsourcing.utils import Environment, get_topic
 
 from adapters.store.chain import ChainBroken, ChainedRecorder, InlineWrites
 from adapters.store.chain_key import open_chain
-from adapters.store.commands import BatchConflict, BatchRefused, Command, HandleResult
+from adapters.store.commands import BatchConflict, BatchRefused, Command, HandleResult, KeyedLines
 from adapters.store.conversation_log import ConversationLog
-from adapters.store.crypto import refuse_texts
+from adapters.store.crypto import MissingDataKey, refuse_texts
 from adapters.store.deciding import Decider
 from adapters.store.known_conversations import KnownConversations
 from adapters.store.known_records import IndexPuts
+from adapters.store.line_digests import digest_keyer
 from adapters.store.ports import AssumptionFailed, HistoryIndex, IdempotencyKeys, StorePorts
 from adapters.store.serialization import SERIALIZATION_ENV, PydanticMapper, originator_uuid
 from adapters.store.store_views import StoreViews, ViewsWritten
@@ -254,6 +255,7 @@ class ConversationStore(Application[UUID]):
         (`ChainedRecorder.dangling`)."""
         inline = isinstance(self.recorder, ChainedRecorder)
         cid = conversation_uuid(command.conversation)
+        self._key_digests(command, cid)
         tries, attempt = self.max_attempts, 0
         while attempt < tries:
             attempt += 1
@@ -344,6 +346,7 @@ class ConversationStore(Application[UUID]):
             raise ValueError("handle_batch takes one command per conversation")
         for number, (command, cid) in enumerate(zip(commands, keys, strict=True)):
             try:
+                self._key_digests(command, cid)
                 state, events, first, outcomes = self.decider.decide(command, cid, inline)
                 self._refuse_erased(state, events)
             except ChatrecordError as refusal:
@@ -400,6 +403,27 @@ class ConversationStore(Application[UUID]):
         return results
 
     # ------------------------------------------------------------ what `handle` and `handle_batch` share
+
+    def _key_digests(self, command: Command, cid: UUID) -> None:
+        """Keys the line digests of a command of lines (`KeyedLines`) with the conversation's data key,
+        made here on its first line (`adapters.store.line_digests`). Plain where the store keeps no data
+        keys or the key was erased."""
+        if isinstance(command, KeyedLines):
+            command.key_digests(digest_keyer(self._digest_data_key(command, cid)))
+
+    def _digest_data_key(self, command: KeyedLines, cid: UUID) -> bytes | None:
+        """Returns the data key that keys the command's digests, made here for a conversation that
+        starts with the command or has stored events. A line for a conversation that neither has
+        (the domain refuses it) makes no key: nothing is stored from a refused line."""
+        keys = self.data_keys
+        if keys is None:
+            return None
+        try:
+            return keys.key(cid, create=False)
+        except MissingDataKey:
+            if command.starts or next(iter(self.events.get(cid, desc=True, limit=1)), None) is not None:
+                return keys.key(cid, create=True)
+            return None
 
     def _refuse_erased(self, state: Conversation | None, events: Sequence[ConversationEvent]) -> None:
         """Raises TextsErased for texts of `events` when the log says the conversation was erased."""

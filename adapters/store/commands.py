@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from domain.conversation import Conversation, History
 from domain.errors import ChatrecordError
@@ -15,13 +16,16 @@ class Lookups:
     """What deciding a command looks up in the history index, read before `decide`. `digest`: one
     line's source. `segment`, `run`: the ids it names, read with the index row. `new_segments`: the
     segments it records, assumed unrecorded without a read. `many`: many lines' digests, segments
-    and runs, read at once; None when it names none."""
+    and runs, read at once; None when it names none. `legacy`: one line's plain digest, which an
+    event stored before digests were keyed carries (`adapters.store.line_digests`); None when
+    `digest` is plain."""
 
     digest: str | None = None
     segment: str | None = None
     run: str | None = None
     new_segments: frozenset[str] = frozenset()
     many: tuple[list[str], list[str], list[str]] | None = None
+    legacy: str | None = None
 
 
 class Command(Protocol):
@@ -38,6 +42,19 @@ class Command(Protocol):
 
     def lookups(self) -> Lookups:
         """Returns what deciding the command looks up in the history index."""
+        ...
+
+
+@runtime_checkable
+class KeyedLines(Protocol):
+    """A command of input lines (`RecordLines`): the store keys their digests before it decides."""
+
+    starts: bool
+    """Whether its first line starts the conversation (`conversation_started`)."""
+
+    def key_digests(self, keyed: Callable[[str], str] | None) -> None:
+        """Takes each line's digest as `keyed` gives it (None: the plain digest), in its events' `source`
+        and its lookups."""
         ...
 
 

@@ -193,7 +193,7 @@ def _aad(originator_id: UUID, version: int, label: str) -> bytes:
 
 def seal_texts(cls: type, state: dict[str, Any], originator_id: UUID, version: int, keys: KeySource) -> None:
     """Encrypts the free texts of an event's `state` in place (creating the conversation's
-    data key on its first text). Raises TextsErased when its key was erased."""
+    data key where it has none yet). Raises TextsErased when its key was erased."""
     key: bytes | None = None
     for path in FREE_TEXT.get(cls, ()):
         for container, index, label in _slots(state, path):

@@ -101,7 +101,7 @@ class Decider:
         lookups = command.lookups()
         while True:
             with self.history.reading(cid) as history:
-                history.prefetch(lookups.digest, lookups.segment, lookups.run)
+                history.prefetch(lookups.digest, lookups.segment, lookups.run, lookups.legacy)
                 if lookups.many is not None:
                     history.prefetch_many(*lookups.many)  # a command of many lines: their rows in a statement or two
                 indexed = history.version
@@ -150,6 +150,8 @@ class Decider:
             return ()
         lookups = command.lookups()
         versions = history.source(lookups.digest) if lookups.digest else None
+        if versions is None and lookups.legacy:  # a line stored before digests were keyed
+            versions = history.source(lookups.legacy)
         if versions is not None:
             return tuple(self.events.get(state.id, gt=versions[0] - 1, lte=versions[1]))
         version = recorded_segment(history, lookups.segment) if lookups.segment is not None else None

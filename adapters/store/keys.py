@@ -1,7 +1,8 @@
 """The data keys and the master key check.
 
 Tables: `chatrecord_keys(conversation, wrapped_key, erased_at)`; `chatrecord_master(id, sealed)`,
-one row or none. `key(id, create=...)` returns a data key, made on the first text; None once erased.
+one row or none. `key(id, create=...)` returns a data key, made on the first line (it keys the line
+digests, `adapters.store.line_digests`); None once erased.
 `erase(id)` deletes the key and records when. `scrub()` removes deleted rows' bytes (README,
 "Erasing a conversation"). Keys read are cached for at most KEY_CACHE_SECONDS. `check_master()` runs
 at open and writes nothing. `rewrap` rewrites all keys and the check row in one transaction. A new

@@ -20,6 +20,7 @@ from adapters.backends.settings import postgres_env, sqlite_env
 from adapters.bootstrap import build_store, open_store
 from adapters.service.export import export_lines
 from domain.errors import ChatrecordError
+from tests.line_sources import versions_by_line
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "unit"))
 from test_properties import EPISODES, tell
@@ -51,7 +52,7 @@ def delivered(chat: Chatrecord, lines: list[bytes]) -> tuple[int, list[str]]:
 
 
 def stored(chat: Chatrecord, conversation: str) -> list[tuple[int, str, str | None]]:
-    return [(e.originator_version, type(e).__name__, e.source) for e in chat.store.events(conversation)]
+    return versions_by_line(chat.store.events(conversation))
 
 
 def same_conversation(chat: Chatrecord, in_order: Chatrecord, conversation: str) -> None:

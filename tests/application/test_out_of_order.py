@@ -14,6 +14,7 @@ import pytest
 from adapters.api import Chatrecord
 from adapters.bootstrap import open_store
 from domain.errors import LineOutOfOrder
+from tests.line_sources import versions_by_line
 
 DEMO = Path(__file__).parents[1] / "data" / "demo_seo_tour.jsonl"
 
@@ -31,7 +32,7 @@ def demo_with_follows() -> list[dict[str, Any]]:
 
 
 def stored(chat: Chatrecord) -> list[tuple[int, str, Any]]:
-    return [(e.originator_version, type(e).__name__, e.source) for e in chat.store.events("conv-demo-seo")]
+    return versions_by_line(chat.store.events("conv-demo-seo"))
 
 
 def test_a_line_that_comes_too_early_is_refused_with_what_it_waits_for_and_stores_nothing() -> None:

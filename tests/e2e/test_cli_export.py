@@ -31,6 +31,9 @@ def test_an_export_ingested_on_another_machine_replays_the_same_turns(store_run:
         assert other(*args).stdout == store_run(*args).stdout, args
     assert other("replay", "bug.jsonl", "--json").stdout == store_run("replay", "-c", "conv-demo-seo", "--json").stdout
     assert other("verify").returncode == 0
+    # the other store keys the lines' digests with its own data key, and finds them again
+    assert other("ingest", "bug.jsonl").stdout == "bug.jsonl: 0 events appended, 19 lines already recorded\n"
+    assert other("ingest", DEMO).stdout.endswith(": 0 events appended, 19 lines already recorded\n")
 
 
 def test_an_erased_conversation_exports_its_facts_and_says_so(sqlite_run: Run) -> None:

@@ -26,6 +26,7 @@ from domain.errors import TurnTruncated
 from domain.events import conversation_uuid
 from domain.history_index import AssumedHistory, NotKnown
 from tests.integration.backends import PostgresStores
+from tests.line_sources import by_line
 
 ROOT = Path(__file__).resolve().parents[2]
 AT = "2026-10-28T09:00:00Z"
@@ -263,7 +264,7 @@ class TestPostgresAssumedAppend(PostgresStores):
             Chatrecord(store).record(line)
             Chatrecord(memory).record(line)
         conv = lines[0]["conversation"]
-        assert [e.model_dump() for e in store.events(conv)] == [e.model_dump() for e in memory.events(conv)]
+        assert by_line(store.events(conv)) == by_line(memory.events(conv))
         assert calls[0] < len(lines)  # some lines took the assumed path
         index = store.history.reader(conversation_uuid(conv))
         assert store.known.counts(conversation_uuid(conv)) == (index.version, index.outcomes())
@@ -350,7 +351,7 @@ class TestPostgresAssumedAppend(PostgresStores):
         memory = build_store(memory_env())
         for line in replaced:
             Chatrecord(memory).record(line)
-        assert [e.model_dump() for e in store.events(conv)] == [e.model_dump() for e in memory.events(conv)]
+        assert by_line(store.events(conv)) == by_line(memory.events(conv))
         assert chat.read_models.state(conv) == Chatrecord(memory).read_models.state(conv)
         state = chat.read_models.state(conv)
         assert state is not None and [m.text for m in state.transcript.messages] == ["kurz"]
@@ -376,7 +377,7 @@ class TestPostgresAssumedAppend(PostgresStores):
         memory = build_store(memory_env())
         for line in [*lines, edit]:
             Chatrecord(memory).record(line)
-        assert [e.model_dump() for e in store.events("c")] == [e.model_dump() for e in memory.events("c")]
+        assert by_line(store.events("c")) == by_line(memory.events("c"))
         assert chat.read_models.state("c") == Chatrecord(memory).read_models.state("c")
         chat.record(message("c", 4))  # the index the edit wrote is the one the next line assumes
         assert calls[0] == 0
@@ -576,7 +577,7 @@ class TestPostgresAppendFunction(PostgresStores):
         memory = build_store(memory_env())
         for line in [*lines, *edits]:
             Chatrecord(memory).record(line)
-        assert [e.model_dump() for e in store.events("c")] == [e.model_dump() for e in memory.events("c")]
+        assert by_line(store.events("c")) == by_line(memory.events("c"))
         assert chat.read_models.state("c") == Chatrecord(memory).read_models.state("c")
 
     def test_an_edit_is_one_call_and_its_rows_equal_a_fold_of_the_log(self) -> None:
@@ -625,7 +626,7 @@ class TestPostgresAppendFunction(PostgresStores):
         memory = build_store(memory_env())
         for line in [*lines, edit, *after]:
             Chatrecord(memory).record(line)
-        assert [e.model_dump() for e in store.events("c")] == [e.model_dump() for e in memory.events("c")]
+        assert by_line(store.events("c")) == by_line(memory.events("c"))
         assert chat.read_models.state("c") == Chatrecord(memory).read_models.state("c")
         assert chat.read_models.turn_input("c").to_json() == build_turn_input(store.events("c")).to_json()
         assert [v.ok for v in chat.verify_rows("c")] == [True]
@@ -661,7 +662,7 @@ class TestPostgresAppendFunction(PostgresStores):
         memory = build_store(memory_env())
         for line in [*lines, *others, *edits]:
             Chatrecord(memory).record(line)
-        assert [e.model_dump() for e in one.events("c")] == [e.model_dump() for e in memory.events("c")]
+        assert by_line(one.events("c")) == by_line(memory.events("c"))
         assert first.read_models.state("c") == Chatrecord(memory).read_models.state("c")
         assert [v.ok for v in first.verify_rows("c")] == [True]
         state = first.read_models.state("c")
@@ -694,7 +695,7 @@ class TestPostgresAppendFunction(PostgresStores):
         memory = build_store(memory_env())
         for line in [*lines, *edits]:
             Chatrecord(memory).record(line)
-        assert [e.model_dump() for e in store.events("c")] == [e.model_dump() for e in memory.events("c")]
+        assert by_line(store.events("c")) == by_line(memory.events("c"))
         assert chat.read_models.state("c") == Chatrecord(memory).read_models.state("c")
         assert [v.ok for v in chat.verify_rows("c")] == [True]
 

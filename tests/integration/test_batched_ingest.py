@@ -20,6 +20,7 @@ from adapters.store.application import ConversationStore
 from adapters.store.chain import InlineWrites
 from adapters.store.commands import BatchConflict
 from tests.integration.backends import PostgresStores, SQLiteStores
+from tests.line_sources import by_line
 
 AT = "2026-10-28T09:00:00Z"
 ROOT = Path(__file__).resolve().parents[2]
@@ -109,8 +110,8 @@ BAD_CARD = (
 
 
 def stored(store: ConversationStore) -> dict[str, list[dict[str, Any]]]:
-    """Returns every conversation's events as dicts, by conversation id."""
-    return {c: [e.model_dump() for e in store.events(c)] for c in store.conversation_ids()}
+    """Returns every conversation's events as dicts, by conversation id, each source as its line (`by_line`)."""
+    return {c: by_line(store.events(c)) for c in store.conversation_ids()}
 
 
 class BatchedIngestContract:

@@ -15,13 +15,16 @@ from psycopg import sql
 from adapters.api import Chatrecord
 from adapters.backends.settings import memory_env
 from adapters.bootstrap import build_store, read_models, read_models_for
+from adapters.ingest import parse_line
 from adapters.service.erase import EraseTexts, erase
 from adapters.store.application import ConversationStore
-from adapters.store.crypto import ERASED, FREE_TEXT, TextsErased
+from adapters.store.crypto import ERASED, FREE_TEXT, MissingDataKey, TextsErased
 from adapters.store.keys import DataKeys
+from adapters.store.line_digests import digest_keyer
 from adapters.store.verify import verdicts
 from adapters.views.readmodels import ReadModels
 from adapters.views.verify_rows import check_rows
+from domain.errors import ChatrecordError
 from domain.events import EVENT_TYPES, conversation_uuid
 from domain.events import ConversationErased as Erased
 from projections.audit import audit
@@ -261,6 +264,68 @@ class ErasureContract:
         assert report.stopped.field == "text"
         assert not any(getattr(e, "text", None) == "neu" for e in store.events("conv-erase"))
 
+    def test_no_line_digest_confirms_a_planted_text_before_or_after_erasing(self, store: ConversationStore) -> None:
+        lines = [json.dumps(line) for line in planted_lines()]
+        plain = [parse_line(text, n, "planted").digest for n, text in enumerate(lines, 1)]
+        message = lines[1]  # the user message whose text is plant("user-message")
+        assert plant("user-message") in message and len(set(plain)) == len(plain) == 13
+        sources = {e.source for conversation in CONVERSATIONS for e in store.events(conversation)}
+        assert len(sources) == 13 and all(len(s) == 32 for s in sources if s)
+        assert sources.isdisjoint(plain)  # stored keyed: the plain digest of no line
+        keys = store.data_keys
+        assert keys is not None
+        cid = conversation_uuid("conv-erase")
+        keyed = digest_keyer(keys.key(cid, create=False))
+        assert keyed is not None and keyed(plain[1]) in sources
+        assert [d for d in plain if d.encode() in self.database_bytes(store)] == []
+        assert Chatrecord(store).record(message).repeated  # the keyed digest still finds the line
+        for conversation in CONVERSATIONS:
+            erase(store, conversation, read_models(store))
+        assert keys.key(cid, create=False) is None  # the key that keyed the digests is gone
+        assert [d for d in plain if d.encode() in self.database_bytes(store)] == []
+        assert all(v.ok for v in verdicts(store))
+
+    def test_a_line_stored_with_its_plain_digest_before_is_still_recognised(
+        self, store: ConversationStore, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        def line(number: int, **fields: Any) -> str:
+            return json.dumps({"conversation": "conv-old", "at": AT, **fields} | ({"message": number} if number else {}))
+
+        old = [
+            line(0, type="conversation_started", kind="chat", owner=7),
+            line(1, type="user_message", text="alt", page=0),
+            line(0, type="segment_returned", segment="s1", run="r1", trigger="turn", outcome="completed", answer="ok"),
+            line(2, type="user_message", text="auch alt", page=0),
+        ]
+        chat = Chatrecord(store)
+        with monkeypatch.context() as patch:  # as a version before keyed digests stored them
+            patch.setattr(ConversationStore, "_key_digests", lambda self, command, cid: None)
+            assert chat.ingest(old, "old").appended == 4
+        plain = [parse_line(text, n, "old").digest for n, text in enumerate(old, 1)]
+        before = store.events("conv-old")
+        assert [e.source for e in before] == plain
+        assert plain[1].encode() in self.database_bytes(store)  # the legacy digest, kept where it was
+        first = chat.record(old[1])  # decided on the writer's state and an assumed index, then read
+        assert first.repeated and [e.originator_version for e in first.events] == [2]
+        report = chat.ingest(old, "again")
+        assert (report.appended, report.repeated) == (0, 4)
+        assert chat.record_lines(old[2:], "again").repeated
+        new = line(3, type="user_message", text="neu", page=0)
+        assert chat.record(new).appended and chat.record(new).repeated
+        after = store.events("conv-old")
+        assert len(after) == 5 and after[-1].source not in plain and after[-1].source is not None
+        assert all(v.ok for v in verdicts(store))
+
+    def test_a_refused_line_of_no_conversation_makes_no_data_key(self, store: ConversationStore) -> None:
+        keys = store.data_keys
+        assert keys is not None
+        line = {"type": "user_message", "conversation": "conv-none", "at": AT, "message": 1, "text": "x", "page": 0}
+        with pytest.raises(ChatrecordError, match="user message 1 waits for conversation_started"):
+            Chatrecord(store).record(json.dumps(line))
+        with pytest.raises(MissingDataKey):  # nothing is stored from a refused line, not even a key
+            keys.key(conversation_uuid("conv-none"), create=False)
+        assert store.events("conv-none") == []
+
     def test_other_conversations_keep_their_texts(self, store: ConversationStore) -> None:
         erase(store, "conv-erase", read_models(store))
         texts = [line.text for line in store.events("conv-erase-alt")[1].messages]  # type: ignore[attr-defined]
@@ -277,7 +342,8 @@ class TestInMemoryErasure(ErasureContract):
         rows = [repr(r).encode() for r in keys.rows.kept.values()]
         models = read_models(store)
         states = [models.state(c) for c in CONVERSATIONS]
-        return b"\n".join([self.event_bytes(store), *rows, *(s.model_dump_json().encode() for s in states if s)])
+        index = [repr(h.sources).encode() for h in store.history.memory.values()]  # type: ignore[attr-defined]
+        return b"\n".join([self.event_bytes(store), *rows, *index, *(s.model_dump_json().encode() for s in states if s)])
 
 
 class AtRestContract(ErasureContract):

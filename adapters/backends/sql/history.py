@@ -5,7 +5,7 @@ Tables, rule-independent, so a rebuild leaves them alone:
 - `chatrecord_index`: per conversation, the version indexed and the uncut card outcomes;
 - `chatrecord_segments`: per segment id, its run, message and whether cut;
 - `chatrecord_messages`: user message numbers, uncut or cut (column `live`);
-- `chatrecord_sources`: input lines by digest, with the versions they stored.
+- `chatrecord_sources`: input lines by digest (keyed, `adapters.store.line_digests`), with the versions they stored.
 
 `SQLHistory` reads one conversation's rows, and writes them given the events' cursor. Statements are
 built once per dialect (`history_statements`)."""
@@ -75,19 +75,23 @@ class SQLHistory:
 
         return self._once(("index",), read)
 
-    def prefetch(self, digest: str | None, segment: str | None = None, run: str | None = None) -> None:
+    def prefetch(self, digest: str | None, segment: str | None = None, run: str | None = None, legacy: str | None = None) -> None:
         """Reads in one statement the index row and, if given, line `digest`'s, segment `segment`'s and run
-        `run`'s cut rows, for one command (`memo`). Does nothing when this index also writes."""
+        `run`'s cut rows, and the line's row by its plain digest `legacy`, for one command (`memo`). Does
+        nothing when this index also writes."""
         if self._memo is None:
             return
         chain = self._chain
         statement = self.sql.prefetch(chain[0] if chain is not None else None)
         tip_args = () if chain is None else (chain[1],)
-        row = self._x(statement, digest or "", segment or "", run or "", *tip_args).fetchone()
+        row = self._x(statement, digest or "", segment or "", run or "", legacy or "", *tip_args).fetchone()
         self.tip = bytes(row["tip"]) if row["tip"] is not None else None
         self._memo[("index",)] = (int(row["version"] or 0), int(row["outcomes"] or 0))
         if digest:
             self._memo[("source", digest)] = (int(row["first"]), int(row["last"])) if row["first"] is not None else None
+        if legacy:
+            found = row["legacy_first"] is not None
+            self._memo[("source", legacy)] = (int(row["legacy_first"]), int(row["legacy_last"])) if found else None
         if segment:
             body = row["segment"]
             self._memo[("segment", segment)] = SegmentRecord.model_validate_json(body) if body is not None else None

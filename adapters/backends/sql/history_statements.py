@@ -58,8 +58,8 @@ class HistoryStatements:
     upsert_index: str
 
     def prefetch(self, chain_table: str | None) -> str:
-        """Returns `SQLHistory.prefetch`'s statement. Parameters: cid, digest, segment, run (texts, "" for
-        none), then the chain's id where `chain_table` is given."""
+        """Returns `SQLHistory.prefetch`'s statement. Parameters: cid, digest, segment, run, legacy (a
+        line's plain digest; texts, "" for none), then the chain's id where `chain_table` is given."""
         return _prefetch(self.dialect, chain_table)
 
     def within(self, select: str, count: int) -> str:
@@ -76,13 +76,14 @@ def _prefetch(dialect: Dialect, chain_table: str | None) -> str:
         tip = f"(SELECT c.hash FROM {chain_table} c WHERE c.originator_id = k.chain_id AND c.originator_version = i.version)"
         chain_id = f", {p} AS chain_id"
     return (
-        f"SELECT i.version, i.outcomes, s.first, s.last, {tip} AS tip, "
+        f"SELECT i.version, i.outcomes, s.first, s.last, l.first AS legacy_first, l.last AS legacy_last, {tip} AS tip, "
         f"(SELECT g.body FROM {t('chatrecord_segments')} g WHERE g.cid = k.cid AND g.segment = k.segment) "
         f"AS segment, (SELECT 1 FROM {t('chatrecord_segments')} r WHERE r.cid = k.cid AND r.run = k.run "
         f"AND r.cut = 1 LIMIT 1) AS run_cut FROM (SELECT CAST({p} AS TEXT) AS cid, CAST({p} AS TEXT) AS digest, "
-        f"CAST({p} AS TEXT) AS segment, CAST({p} AS TEXT) AS run{chain_id}) k "
+        f"CAST({p} AS TEXT) AS segment, CAST({p} AS TEXT) AS run, CAST({p} AS TEXT) AS legacy{chain_id}) k "
         f"LEFT JOIN {t('chatrecord_index')} i ON i.cid = k.cid "
-        f"LEFT JOIN {t('chatrecord_sources')} s ON s.cid = k.cid AND s.digest = k.digest"
+        f"LEFT JOIN {t('chatrecord_sources')} s ON s.cid = k.cid AND s.digest = k.digest "
+        f"LEFT JOIN {t('chatrecord_sources')} l ON l.cid = k.cid AND l.digest = k.legacy"
     )
 
 
