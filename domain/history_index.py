@@ -317,6 +317,10 @@ class AssumedHistory:
         self.afters: dict[int, int] = {}
         """Per number asked of `messages_after`, how many uncut messages the answer held (the
         append checks that the index holds that many above it, each noted in `messages`)."""
+        self.decided: LayeredHistory | None = None
+        """The index writes the decision made on this history: its events folded over it, in order
+        (`RecordLines.decide`), or None. The append sends these instead of folding the events again;
+        its check of the answers noted above is the same either way."""
 
     def segment(self, segment: str) -> SegmentRecord | None:
         if segment in self.new_segments:

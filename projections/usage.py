@@ -61,16 +61,32 @@ def _sum(values: list[int | None]) -> int | None:
     return sum(stated) if stated else None
 
 
+def _counted(event: SegmentReturned) -> tuple[list[ModelCall | None], list[ModelCall], float]:
+    """Returns the model calls of `event`'s `llm` steps (None: a step that stated none), those that
+    stated one, and the sum of its steps' durations (ms): what both `segment_usage` and `usage_row`
+    count, taken in one pass over the steps."""
+    calls: list[ModelCall | None] = []
+    duration: float = 0  # as `sum` starts
+    for step in event.steps:
+        duration += step.duration_ms
+        if step.kind == "llm":
+            calls.append(step.call)
+    return calls, [c for c in calls if c is not None], duration
+
+
+def _without_usage(calls: list[ModelCall | None]) -> int:
+    return sum(1 for c in calls if c is None or (c.prompt_tokens is None and c.completion_tokens is None))
+
+
 def segment_usage(event: SegmentReturned, reading: SegmentReading) -> SegmentUsage:
     """Returns the usage of the segment `event`, its calls read as `reading` says."""
-    calls: list[ModelCall | None] = [step.call for step in event.steps if step.kind == "llm"]
-    stated = [c for c in calls if c is not None]
+    calls, stated, duration = _counted(event)
     return SegmentUsage(
-        duration_ms=sum(step.duration_ms for step in event.steps),
+        duration_ms=duration,
         model=event.model,
         provider=event.provider,
         model_calls=len(calls),
-        calls_without_usage=sum(1 for c in calls if c is None or (c.prompt_tokens is None and c.completion_tokens is None)),
+        calls_without_usage=_without_usage(calls),
         input_tokens=_sum([c.prompt_tokens for c in stated]),
         output_tokens=_sum([c.completion_tokens for c in stated]),
         total_tokens=_sum([c.total_tokens for c in stated]),
@@ -109,25 +125,23 @@ class UsageRow:
 def usage_row(event: SegmentReturned, reading: SegmentReading, at: int, conversation: str, owner: int | None) -> UsageRow:
     """Returns the flat usage row of the segment `event`, its calls read as `reading` says, at
     `at` (the event's time in microseconds) in conversation `conversation` of `owner`."""
-    usage = segment_usage(event, reading)
-    calls = [step.call for step in event.steps if step.kind == "llm"]
-    stated = [c for c in calls if c is not None]
+    calls, stated, duration = _counted(event)  # one pass, no `SegmentUsage` made and dropped
     return UsageRow(
         seq=event.originator_version,
         at=at,
         conversation=conversation,
         owner=owner,
-        duration_us=round(sum(step.duration_ms for step in event.steps) * 1000),
-        model_calls=usage.model_calls,
-        calls_without_usage=usage.calls_without_usage,
+        duration_us=round(duration * 1000),
+        model_calls=len(calls),
+        calls_without_usage=_without_usage(calls),
         calls_without_cost=sum(1 for c in calls if c is None or c.estimated_cost is None),
-        input_tokens=usage.input_tokens,
-        output_tokens=usage.output_tokens,
-        total_tokens=usage.total_tokens,
+        input_tokens=_sum([c.prompt_tokens for c in stated]),
+        output_tokens=_sum([c.completion_tokens for c in stated]),
+        total_tokens=_sum([c.total_tokens for c in stated]),
         cost=_sum([cost_units(c.estimated_cost) for c in stated]),
-        tool_calls=usage.tool_calls,
-        failed_calls=usage.failed_calls,
-        refused_calls=usage.refused_calls,
+        tool_calls=len(reading.calls),
+        failed_calls=sum(1 for c in reading.calls if c.reading == "failed"),
+        refused_calls=sum(1 for c in reading.calls if c.reading in REFUSED_READINGS),
     )
 
 

@@ -56,6 +56,9 @@ class RecordLines:
         self.folded: tuple[ConversationEvent, Conversation | None] | None = None
         """After `decide` returned events: the last of them and the state after them, which it
         folded deciding them (the store takes it instead of folding them again)."""
+        self.indexed: LayeredHistory | None = None
+        """After `decide` returned events: the history it decided on with the index writes of
+        those events held on top (`LayeredHistory.top`, `delta`), folded as it decided them."""
         self._lookups = self._looked_up()
 
     def _looked_up(self) -> Lookups:
@@ -100,7 +103,7 @@ class RecordLines:
             # lines recorded before are a repeat at any version, as a line's own `follows` is
             raise VersionMismatch(self.conversation, self.follows, version)
         decided: list[ConversationEvent] = []
-        self.folded = None
+        self.folded = self.indexed = None
         self.counts = []
         self.versions = []
         seen = LayeredHistory(history)  # the batch's earlier lines, not stored yet
@@ -121,6 +124,7 @@ class RecordLines:
             self.counts.append(len(events))
             self.versions.append((events[0].originator_version, events[-1].originator_version) if events else None)
         self.folded = (decided[-1], state) if decided else None
+        self.indexed = seen if decided else None
         return decided
 
     def erased(self, error: TextsErased) -> TextsErased:

@@ -19,7 +19,7 @@ from adapters.store.ports import HistoryIndex
 from domain.conversation import Conversation, History, recorded_segment
 from domain.errors import ChatrecordError
 from domain.events import ConversationEvent
-from domain.history_index import AssumedHistory, NotKnown
+from domain.history_index import AssumedHistory, LayeredHistory, NotKnown
 
 
 def _cut(conversation: str, cid: UUID, ends: int, indexed: int) -> ChainBroken:
@@ -88,6 +88,8 @@ class Decider:
             events = tuple(command.decide(state, history))
         except (NotKnown, ChatrecordError):
             return None
+        indexed = getattr(command, "indexed", None)  # the decision's own index writes, folded over `history`
+        history.decided = indexed if isinstance(indexed, LayeredHistory) and indexed.base is history else None
         return (state, events, history) if events else None
 
     def decide(

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime, timedelta
+from operator import attrgetter
 from typing import Literal
 
 from projections.usage import UsageRow
@@ -35,11 +36,14 @@ def day_of(at: int) -> str:
     return (_EPOCH + timedelta(microseconds=at)).strftime("%Y-%m-%d")
 
 
+_REST = attrgetter(*(f.name for f in fields(UsageRow) if f.name not in ("seq", "at")))
+"""`UsageRow`'s fields after `seq` and `at`, in their order, read at once."""
+
+
 def usage_values(row: UsageRow) -> tuple[int | str | None, ...]:
     """Returns a segment's usage row as `USAGE`'s columns after `cid`: `seq`, `at`, its `day`, then
     `UsageRow`'s other fields in their order."""
-    rest = tuple(getattr(row, f.name) for f in fields(row) if f.name not in ("seq", "at"))
-    return (row.seq, row.at, day_of(row.at), *rest)
+    return (row.seq, row.at, day_of(row.at), *_REST(row))
 
 
 def group_key(row: UsageRow, by: By) -> str | int:

@@ -269,6 +269,39 @@ class TestPostgresAssumedAppend(PostgresStores):
         index = store.history.reader(conversation_uuid(conv))
         assert store.known.counts(conversation_uuid(conv)) == (index.version, index.outcomes())
 
+    @pytest.mark.parametrize("tour", TOURS, ids=lambda p: p.stem)
+    def test_an_assumed_append_writes_the_index_rows_its_decision_folded_and_they_equal_a_fold(
+        self, tour: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """An assumed append sends the index writes its decision folded (`AssumedHistory.decided`),
+        not a second fold of its events; the rows are those the in-memory store's fold of the same
+        lines holds, record by record, message by message, line by line."""
+        import adapters.backends.postgres.history_tables as tables
+
+        folds = [0]
+        index_events = tables.index_events
+
+        def counted(*args: Any) -> None:
+            folds[0] += 1
+            index_events(*args)
+
+        monkeypatch.setattr(tables, "index_events", counted)
+        lines = [json.loads(raw) for raw in tour.read_text(encoding="utf-8").splitlines() if raw.strip()]
+        store, memory = self.open_store(), build_store(memory_env())
+        calls = lookups(store)
+        for line in lines:
+            Chatrecord(store).record(line)
+            Chatrecord(memory).record(line)
+        assert folds[0] == calls[0] - 1  # only the appends decided from the index fold again (not the start)
+        assert calls[0] < len(lines) - 5
+        cid = conversation_uuid(lines[0]["conversation"])
+        index, folded = store.history.reader(cid), memory.history.reader(cid)
+        assert folded.records and folded.sources
+        assert {s: index.segment(s) for s in folded.records} == folded.records
+        assert {d: index.source(d) for d in folded.sources} == folded.sources
+        assert index.messages_after(0) == folded.messages_after(0)
+        assert (index.version, index.outcomes()) == (folded.version, folded.outcomes())
+
     def test_every_line_of_a_tour_after_the_first_is_decided_and_sent_in_one_statement(self, mode: str) -> None:
         """The writer that appended a card or a question knows its segment's record and the
         rows it wrote (the entry, the answer the next continuation joins), so a decision, an

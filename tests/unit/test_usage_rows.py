@@ -38,3 +38,49 @@ def test_days_go_newest_first_and_a_page_starts_after_its_cursor_within_its_rang
         ("1970-01-01", 1, 0, 0),
     ]
     assert ([g.key for g in after], total.segments) == (["1970-01-01"], 3)
+
+
+def test_a_segments_row_holds_its_usage_and_its_values_follow_the_tables_columns() -> None:
+    """`usage_row` counts a segment's steps in one pass of its own (no `SegmentUsage` made): for
+    every segment of the demo tours its fields are those `segment_usage` gives, and `usage_values`
+    lists them in `USAGE`'s order."""
+    from pathlib import Path
+
+    from adapters.api import Chatrecord
+    from adapters.backends.settings import memory_env
+    from adapters.backends.sql.views_tables import USAGE
+    from adapters.bootstrap import build_store
+    from adapters.views.usage_rows import usage_values
+    from domain.events import SegmentReturned
+    from projections.rules import DEFAULT_RULE_SET, resolve
+    from projections.steps import read_segment
+    from projections.usage import COST_UNIT, segment_usage, usage_row
+
+    root = Path(__file__).resolve().parents[2]
+    rules, seen = resolve(DEFAULT_RULE_SET), 0
+    for tour in ("demo_seo_tour.jsonl", "behalten_tour.jsonl"):
+        store = build_store(memory_env())
+        chat = Chatrecord(store)
+        lines = [raw for raw in (root / "tests/data" / tour).read_text(encoding="utf-8").splitlines() if raw.strip()]
+        for raw in lines:
+            chat.record(raw)
+        for event in store.events(store.conversation_ids()[0]):
+            if not isinstance(event, SegmentReturned):
+                continue
+            reading = read_segment(event.steps, event.trigger, None, rules, outcome=event.outcome)
+            usage, row = segment_usage(event, reading), usage_row(event, reading, 5, "c", 7)
+            assert (row.seq, row.at, row.conversation, row.owner) == (event.originator_version, 5, "c", 7)
+            assert row.duration_us == round(usage.duration_ms * 1000)
+            assert row.cost == (None if usage.cost is None else round(usage.cost * COST_UNIT))
+            shared = ("model_calls", "calls_without_usage", "input_tokens", "output_tokens", "total_tokens")
+            assert {k: getattr(row, k) for k in shared} == {k: getattr(usage, k) for k in shared}
+            assert (row.tool_calls, row.failed_calls, row.refused_calls) == (
+                usage.tool_calls,
+                usage.failed_calls,
+                usage.refused_calls,
+            )
+            values = dict(zip(USAGE.names, usage_values(row), strict=True))
+            assert values["seq"] == row.seq and values["day"] == day_of(5) and values["cost"] == row.cost
+            assert values["calls_without_cost"] == row.calls_without_cost
+            seen += usage.model_calls
+    assert seen > 3

@@ -17,6 +17,7 @@ import psycopg
 import psycopg.errors
 from psycopg.rows import tuple_row
 from psycopg.sql import Composable
+from psycopg.types.json import Jsonb
 
 from adapters.backends.postgres.prepared import run_prepared
 from adapters.backends.sql.views_statements import json_insert
@@ -286,5 +287,7 @@ class AppendDocument:
         if self._pending is not None:
             raise Unfit("a statement that is not a read")
         with self._conn.cursor(row_factory=tuple_row) as curs:  # prepared: parsed and planned once per connection
-            run_prepared(curs, f"SELECT n FROM {function}(%s::jsonb) AS n", (orjson.dumps(self.doc).decode(),))
+            # sent as orjson's UTF-8 bytes (psycopg's Jsonb takes them as they are): not decoded into
+            # a str here for psycopg to encode back
+            run_prepared(curs, f"SELECT n FROM {function}(%s::jsonb) AS n", (Jsonb(self.doc, orjson.dumps),))
             return [row[0] for row in curs.fetchall()]

@@ -163,12 +163,18 @@ class PostgresHistoryTables(HistoryIndex):
     def _append_write(
         self, cid: UUID, state: Any, events: list[Any], curs: Any, assumed: AssumedHistory | None, puts: list[IndexPuts] | None
     ) -> int | None:
-        """An append's index writes in one statement. The events are folded into a `held_index`. The
-        `assumed` check and every held row are data-modifying CTEs of one INSERT. Each key is written
-        once; all see the index as it stood before."""
-        base = self.tables.writer(curs, cid)  # the records `assumed` knows are not read again (checked with it)
-        held = held_index(AssumedBase(base, assumed) if assumed is not None else base)
-        index_events(held, state, events)
+        """An append's index writes in one statement. An assumed append sends the writes its decision
+        folded (`AssumedHistory.decided`: the same events over the same answers, which the `assumed`
+        check covers); otherwise the events are folded into a `held_index`. The `assumed` check and
+        every held row are data-modifying CTEs of one INSERT. Each key is written once; all see the
+        index as it stood before."""
+        held = assumed.decided if assumed is not None else None
+        if held is None:
+            base = self.tables.writer(curs, cid)  # the records `assumed` knows are not read again (checked with it)
+            held = held_index(AssumedBase(base, assumed) if assumed is not None else base)
+            index_events(held, state, events)
+        else:
+            held.set_version(events[-1].originator_version)
         if puts is not None:  # the rows written, which the writer's known records follow (`IndexRecordsCache`)
             puts.append((held.top.records, held.top.messages))
         t, key = self.t, str(cid)
