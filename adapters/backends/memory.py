@@ -169,6 +169,9 @@ class MemoryDataKeys(DataKeyStore):
     def wrapped_sample(self) -> tuple[UUID, bytes] | None:
         return next(((k, w) for k, (w, _) in self.kept.items() if w is not None and w[:1] == b"\x01"), None)
 
+    def erased(self) -> set[UUID]:
+        return {k for k, (w, _) in self.kept.items() if w is None}
+
     def erase(self, originator_id: UUID, at: datetime) -> None:
         erased = self.kept.get(originator_id, (None, None))[1]
         self.kept[originator_id] = (None, erased or at)

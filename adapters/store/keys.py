@@ -153,6 +153,15 @@ class DataKeys:
         at = row[1]
         return at if isinstance(at, datetime) else datetime.fromisoformat(at)
 
+    def erased(self) -> set[UUID]:
+        """Returns the conversations whose key is erased, as the database holds them now, and
+        forgets any key of them this process kept (`KEY_CACHE_SECONDS`): from this call on, their
+        texts read as erased here too. A rebuild reads them at its start and at its switch."""
+        erased = self.rows.erased()
+        for originator_id in erased:
+            self._cache.pop(originator_id, None)
+        return erased
+
     def erase(self, originator_id: UUID, at: datetime | None = None) -> None:
         """Deletes the conversation's key and records `at` (default now); idempotent."""
         self.rows.erase(originator_id, at or datetime.now(UTC))

@@ -158,6 +158,11 @@ class DataKeyStore(ABC):
         key keeps its first time; a conversation with no row gets an erased one."""
 
     @abstractmethod
+    def erased(self) -> set[UUID]:
+        """Returns the conversations whose key is erased (`wrapped_key` NULL), as the database holds
+        them now."""
+
+    @abstractmethod
     def counts(self) -> tuple[int, int, int]:
         """Returns how many keys are stored wrapped, unwrapped and erased."""
 

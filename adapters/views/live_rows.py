@@ -11,10 +11,9 @@ from typing import Any, NamedTuple
 from uuid import UUID
 
 from adapters.store.application import ConversationStore
-from adapters.store.serialization import UnreadableEvent
 from adapters.store.store_views import ViewsWritten
 from adapters.views.held_rows import NEWEST_ENTRIES, NEWEST_OUTCOMES, advanced
-from adapters.views.log_fold import Progress, fold_into, fold_log
+from adapters.views.log_fold import Progress, fold_into, fold_log, refold
 from adapters.views.ports import ViewStorage
 from adapters.views.storage_reads import Pointer
 from adapters.views.summary_cache import _kept
@@ -217,9 +216,11 @@ class LiveRows:
     # ------------------------------------------------------------ erasure
 
     def erase(self, conversation: str) -> bool:
-        """Deletes the conversation's live rows and folds them again from its log, whose texts now read as
-        erased. An unreadable log (`UnreadableEvent`) leaves them deleted. Returns False when the store
-        does not hold the conversation."""
+        """Deletes the conversation's live rows and folds them again from its log (`log_fold.refold`), whose
+        texts now read as erased. An unreadable log (`UnreadableEvent`) leaves them deleted. Returns False
+        when the store does not hold the conversation. A generation a rebuild is building is not live:
+        the rebuild folds the conversation again at its switch (`Rebuilds.rebuild`), and once it has
+        switched, this call's shared lock waits for it and folds the new generation's rows."""
         key = conversation_uuid(conversation)
         with self.storage.transaction(write=True) as curs:
             self.storage.lock(curs, exclusive=False)
@@ -227,15 +228,6 @@ class LiveRows:
             assert live is not None
             if not self.storage.log_version(curs, key):
                 return False
-            rows = self.storage.rows(curs, live.generation, key)
-            before = rows.summary()
-            rows.clear()
             self.cache.forget_all()
-            try:
-                after = fold_into(rows, None, self.store.events.get(key), resolve(live.rules))
-            except UnreadableEvent:
-                rows.clear()  # its rows stay dropped: a read says why its log cannot be read
-                return True
-            if after is not None:  # counted, so other processes' kept reads of this version go
-                rows.put_summary(after.model_copy(update={"refolds": (before.refolds if before else 0) + 1}))
+            refold(self.store, self.storage, curs, live.generation, live.rules, key)  # unreadable: rows stay dropped
         return True

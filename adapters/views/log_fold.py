@@ -1,5 +1,6 @@
-"""The fold of the event log into a generation's rows: one conversation's events (`fold_into`), or the whole
-log or a worker's part of it, page by page (`fold_log`, `fold_page`)."""
+"""The fold of the event log into a generation's rows: one conversation's events (`fold_into`), one
+conversation's whole log again in place (`refold`, after its erasure), or the whole log or a worker's part
+of it, page by page (`fold_log`, `fold_page`)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from uuid import UUID
 
 from adapters.store.application import ConversationStore
 from adapters.store.lru import LRU
-from adapters.store.serialization import originator_uuid
+from adapters.store.serialization import UnreadableEvent, originator_uuid
 from adapters.views.ports import FoldsInParts, ViewStorage
 from adapters.views.summary_cache import _kept
 from domain.errors import ChatrecordError
@@ -51,6 +52,24 @@ def fold_into(rows: Any, summary: Summary | None, events: Iterable[ConversationE
             )
         summary = apply_to_rows(rows, summary or Summary(), event, rules)
     return summary
+
+
+def refold(store: ConversationStore, storage: ViewStorage, curs: Any, generation: int, rules: str, key: UUID) -> bool:
+    """Deletes conversation `key`'s rows in `generation` and folds its whole log into them again, in the
+    transaction of `curs`: after its erasure, its texts now read as erased. The new summary counts
+    the fold (`Summary.refolds`), so other processes' kept reads of its version go. Returns False
+    when its log cannot be read back (UnreadableEvent): its rows stay deleted, and a read says why."""
+    rows = storage.rows(curs, generation, key)
+    before = rows.summary()
+    rows.clear()
+    try:
+        after = fold_into(rows, None, store.events.get(key), resolve(rules))
+    except UnreadableEvent:
+        rows.clear()
+        return False
+    if after is not None:
+        rows.put_summary(after.model_copy(update={"refolds": (before.refolds if before else 0) + 1}))
+    return True
 
 
 def fold_log(

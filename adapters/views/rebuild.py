@@ -1,7 +1,9 @@
 """The rebuild of the read models (`chatrecord rebuild`). `Rebuilds.rebuild(rules)` folds the whole log into
 a new generation (`log_fold.fold_log`). Where the log is long and the backend folds in parts, worker
 processes fold it (`Rebuilds.rebuild_workers`, `_fold_part`). Then, under the exclusive lock, it folds
-what came meanwhile and switches the pointer. It reports a `RebuildReport` and raises the errors below."""
+what came meanwhile, folds again each conversation whose data key was erased meanwhile (its rows were
+folded from texts read before), and switches the pointer. It reports a `RebuildReport` and raises the
+errors below."""
 
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from uuid import UUID
 
 from adapters.processes import end_with
 from adapters.store.application import ConversationStore
-from adapters.views.log_fold import Progress, fold_log
+from adapters.views.log_fold import Progress, fold_log, refold
 from adapters.views.ports import FoldsInParts, ViewStorage
 from adapters.views.row_tables import TABLES
 from adapters.views.storage_reads import Pointer
@@ -77,6 +79,9 @@ class RebuildReport:
     rows stop before the event that failed, and reading them says why (one line each was logged)."""
     workers: int = 1
     """The processes that folded the log up to the rebuild's start (this one included)."""
+    refolded: tuple[str, ...] = ()
+    """The conversations (their UUIDs) whose data key was erased while the rebuild ran: their rows
+    were folded again from their logs before the switch, so their texts read as erased."""
 
 
 class Rebuilds:
@@ -129,7 +134,11 @@ class Rebuilds:
 
         Returns what it did. The log up to the start is folded in `rebuild_workers(stop, workers)`
         processes; `progress` follows this one's part. What came meanwhile is folded here under the
-        exclusive lock. Raises:
+        exclusive lock. So is each conversation whose data key was erased since the start (the erased
+        keys read at the start and again under the lock): its rows are folded anew from its log, so
+        the switch never makes live the texts of a key deleted meanwhile. An erasure whose key goes
+        after that read refolds the new generation itself: its shared lock waits for the switch.
+        Raises:
         - UnknownRuleSet for an unknown id;
         - RebuildSuperseded when a later rebuild switched first;
         - RebuildWorkerFailed when a worker failed;
@@ -170,6 +179,7 @@ class Rebuilds:
         self, generation: int, old: Pointer, target: str, progress: Progress | None, workers: int | None
     ) -> RebuildReport:
         """`rebuild`'s fold into the new `generation` (made already) and its switch."""
+        erased = self._erased()  # before any fold reads a text: a key deleted after this is refolded
         stop = self.store.max_notification_id()
         unreadable: set[UUID] = set()
         parts = self.rebuild_workers(stop or 0, workers)
@@ -188,6 +198,12 @@ class Rebuilds:
                 self.storage.drop(curs, generation)
                 raise RebuildSuperseded(f"a later rebuild switched to generation {now.generation} first")
             more, also = fold_log(self.store, self.storage, generation, target, stop, None, curs=curs, unreadable=unreadable)
+            refolded = sorted(self._erased() - erased)  # erased meanwhile: folded from texts read before
+            for key in refolded:
+                if refold(self.store, self.storage, curs, generation, target, key):
+                    unreadable.discard(key)  # read to the end now its key is gone
+                else:
+                    unreadable.add(key)  # its rows stay dropped, as an erasure leaves them
             self.storage.set_pointer(curs, Pointer(generation, target, now.next))
             dropped: list[str] = []
             for stale in sorted(self.storage.generations(curs) - {generation}):
@@ -210,7 +226,14 @@ class Rebuilds:
             dropped=tuple(dropped),
             unreadable=tuple(sorted(str(key) for key in unreadable)),
             workers=parts,
+            refolded=tuple(str(key) for key in refolded),
         )
+
+    def _erased(self) -> set[UUID]:
+        """Returns the conversations whose data key is erased now (none for a store without data
+        keys); this process forgets any key of them it kept (`DataKeys.erased`)."""
+        keys = self.store.data_keys
+        return keys.erased() if keys is not None else set()
 
     def _fold_in_parts(
         self, generation: int, rules: str, stop: int, parts: int, progress: Progress | None, unreadable: set[UUID]

@@ -393,6 +393,18 @@ class DataKeyStoreContract:
         rows.insert(kept, WRAPPED, None)  # an erased key is never made again
         assert rows.select(kept) is not None and rows.select(kept)[0] is None  # type: ignore[index]
 
+    def test_erased_names_the_conversations_whose_key_is_erased(self, rows: DataKeyStore) -> None:
+        kept, gone, never = uuid4(), uuid4(), uuid4()
+        assert rows.erased() == set()
+        rows.insert(kept, WRAPPED, None)
+        rows.insert(gone, PLAIN, None)
+
+        rows.erase(gone, AT)
+        rows.erase(never, AT)  # no key yet: an erased row
+
+        assert rows.erased() == {gone, never}
+        assert all(isinstance(conversation, UUID) for conversation in rows.erased())
+
     def test_rewrap_changes_every_key_and_the_check_row_in_one_go(self, rows: DataKeyStore) -> None:
         one, two, gone = uuid4(), uuid4(), uuid4()
         rows.insert(one, PLAIN, None)

@@ -97,6 +97,12 @@ class PostgresDataKeys(DataKeyStore):
             row = curs.fetchone()
         return (row["conversation"], bytes(row["wrapped_key"])) if row else None
 
+    def erased(self) -> set[UUID]:
+        with self.datastore.transaction(commit=False) as curs:
+            curs.execute(SQL("SELECT conversation FROM {} WHERE wrapped_key IS NULL").format(self.table))
+            rows = curs.fetchall()
+        return {r["conversation"] for r in rows}
+
     def erase(self, originator_id: UUID, at: datetime) -> None:
         with self.datastore.transaction(commit=True) as curs:
             curs.execute(

@@ -95,6 +95,12 @@ class SQLiteDataKeys(DataKeyStore):
             row = c.fetchone()
         return (UUID(row["conversation"]), bytes(row["wrapped_key"])) if row else None
 
+    def erased(self) -> set[UUID]:
+        with self.datastore.transaction(commit=False) as c:
+            c.execute(f"SELECT conversation FROM {KEYS_TABLE} WHERE wrapped_key IS NULL")
+            rows = c.fetchall()
+        return {UUID(r["conversation"]) for r in rows}
+
     def erase(self, originator_id: UUID, at: datetime) -> None:
         with self.datastore.transaction(commit=True) as c:
             c.execute("PRAGMA secure_delete = ON")
