@@ -283,3 +283,45 @@ def test_the_hot_path_reads_only_plain_page_numbers_and_messages_full() -> None:
     assert pages_of(b"visible%5Fpage=3") == (PageFilter(frozenset({3}), frozenset()), False)
     for other in (b"page=1", b"visible_page=", b"visible_page=-1", b"visible_page=01", b"messages=", b"visible_page=%EF%BC%91"):
         assert pages_of(other) is None, other
+
+
+def test_offload_returns_raises_carries_the_context_and_runs_calls_at_once() -> None:
+    import contextvars
+    import threading
+
+    from adapters.http.offload import offload
+
+    name: contextvars.ContextVar[str] = contextvars.ContextVar("name", default="none")
+    barrier = threading.Barrier(5, timeout=10)
+
+    def meet() -> str:
+        barrier.wait()  # five calls on five threads at once, or a BrokenBarrierError
+        return threading.current_thread().name
+
+    def fail() -> None:
+        raise KeyError("k")
+
+    async def main() -> None:
+        name.set("request-1")
+        assert await offload(lambda: (name.get(), threading.current_thread() is threading.main_thread())) == ("request-1", False)
+        with pytest.raises(KeyError, match="k"):
+            await offload(fail)
+        assert len(set(await asyncio.gather(*(offload(meet) for _ in range(5))))) == 5
+        # a request cancelled while its call runs: the call ends, its outcome is dropped
+        started = threading.Event()
+        release = threading.Event()
+
+        def slow() -> int:
+            started.set()
+            release.wait(10)
+            return 1
+
+        task = asyncio.ensure_future(offload(slow))
+        await asyncio.get_running_loop().run_in_executor(None, started.wait, 10)
+        task.cancel()
+        release.set()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert await offload(lambda: 2) == 2
+
+    asyncio.run(main())
