@@ -64,7 +64,7 @@ class ChatrecordApp(FastAPI):
         hot = self.hot
         if hot is not None and scope["type"] == "http" and not scope.get("root_path") and not self.root_path:
             endpoint = self.hot_endpoint(hot, scope)
-            if endpoint is not None and self.max_body_size is None and not self._native_telemetry.enabled():
+            if endpoint is not None and getattr(self, "max_body_size", None) is None and not self.instrumented():
                 if hot.stack is None:
                     hot.stack = self.stack_around(dispatch)
                 scope["app"] = self
@@ -72,6 +72,11 @@ class ChatrecordApp(FastAPI):
                 await hot.stack(scope, receive, send)
                 return
         await super().__call__(scope, receive, send)
+
+    def instrumented(self) -> bool:
+        """Whether FastAPI's own OpenTelemetry instrumentation is on (FastAPI 0.16x; none before)."""
+        telemetry = getattr(self, "_native_telemetry", None)
+        return telemetry is not None and bool(telemetry.enabled())
 
     def hot_endpoint(self, hot: HotRoutes, scope: Scope) -> Lines | None:
         """Returns what answers `scope` on the hot path, or None for FastAPI to answer it."""

@@ -325,3 +325,26 @@ def test_offload_returns_raises_carries_the_context_and_runs_calls_at_once() -> 
         assert await offload(lambda: 2) == 2
 
     asyncio.run(main())
+
+
+def test_with_fastapis_own_tracing_on_fastapi_answers_and_traces_the_hot_requests(chatrecord: Chatrecord) -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    apps = Apps(chatrecord)
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    for app in (apps.hot, apps.plain):
+        telemetry = getattr(app, "_native_telemetry", None)
+        if telemetry is None:
+            pytest.skip("this FastAPI has no tracing of its own")
+        telemetry.config["tracer_provider"] = provider  # this app's own, not the process's global provider
+
+    json = AUTH | {"Content-Type": "application/json"}
+    assert apps.same("POST", "/v1/lines", hot=False, content=STARTED, headers=json)[0] == 200
+    assert apps.same("GET", TURN, hot=False, headers=AUTH)[0] == 200
+    spans = exporter.get_finished_spans()
+    routes = sorted(str((span.attributes or {}).get("http.route")) for span in spans if span.kind.name == "SERVER")
+    assert routes == sorted(["/v1/lines"] * 2 + ["/v1/conversations/{conversation}/turn"] * 2), routes
