@@ -39,22 +39,26 @@ from adapters.http.headers import (
     IF_MATCH_PATTERN,
     JSON,
     NDJSON,
+    READ_AFTER,
     charset_of,
     differs,
     etag,
     fingerprint,
     if_match,
     read_after,
+    read_after_header,
 )
+from adapters.http.hot_routes import ChatrecordApp, HotRoutes
 from adapters.http.offload import offload
 from adapters.http.problem_details import ProblemDetails
 from adapters.http.problems import PROBLEM, Problem, install, version_mismatch
-from adapters.http.reads import Service, add_reads, json_response, service
+from adapters.http.reads import Service, add_reads, json_response, service, turn_read
 from adapters.http.reproductions import add_reproductions
 from adapters.http.sessions import FIRST_WAIT, Throttle
 from adapters.http.slow_bodies import DEFAULT_BODY_TIMEOUT_SECONDS, install_body_deadline
 from adapters.http.ui import install_ui
 from adapters.processes import end_with_parent
+from projections.page_line import PageFilter
 
 DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
 """A request body may hold this many bytes (8 MiB) unless CHATRECORD_MAX_BODY_BYTES says otherwise."""
@@ -136,8 +140,10 @@ ERRORS: dict[int | str, dict[str, Any]] = {
 }
 
 
-def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSettings) -> FastAPI:
-    """Returns the app: `/v1` endpoints over the Chatrecord the factory returns."""
+def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSettings, *, hot: bool = True) -> FastAPI:
+    """Returns the app: `/v1` endpoints over the Chatrecord the factory returns. `hot`: the chat's two
+    hot requests are answered before FastAPI's routing and middleware (`hot_routes`); without it, by
+    FastAPI's routes alone (the same responses, which the tests compare)."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -148,7 +154,7 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
         finally:
             chatrecord.close()
 
-    app = FastAPI(
+    app = ChatrecordApp(
         title="chatrecord",
         version="1",
         lifespan=lifespan,
@@ -364,6 +370,15 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
         headers = request.headers
         return await post_lines(request, service(request), raw, headers.get("if-match"), headers.get("idempotency-key"))
 
+    async def turn_directly(request: Request, conversation: str, pages: PageFilter, full: bool) -> Response:
+        """`GET …/turn` for the hot path: the operation's dependencies in FastAPI's order (token,
+        Chatrecord-Read-After; its query is read by `hot_routes.pages_of`), then the route's read."""
+        await authorized(request, None)
+        after = await read_after_header(request.headers.get(READ_AFTER))
+        return await turn_read(service(request), conversation, pages, after, full)
+
+    if hot:
+        app.hot = HotRoutes(post_lines_directly, turn_directly)
     add_reads(v1, of_a_conversation)
     model_errors: dict[int | str, dict[str, Any]] = {
         409: ERRORS[409] | {"description": "Refused; a model that is not configured (model-not-set)"},

@@ -249,18 +249,7 @@ def add_reads(v1: APIRouter, of_a_conversation: dict[int | str, dict[str, Any]])
         keeps a break of the conversation's hash chain, header `Chatrecord-Chain: broken` (the
         stored verdict, one row read: no hash is recomputed on this read)."""
         can_see = PageFilter(frozenset(visible_page), frozenset(hidden_page))
-
-        def read() -> Response:
-            notes = chatrecord.turn_notes(conversation, can_see, after=after)
-            payload = notes.to_json()
-            if messages is not None:
-                payload["messages"] = chatrecord.turn_input(conversation, can_see, after=after).model_messages()
-            headers = etag(notes.version)
-            if chatrecord.stored_break(conversation, after=after) is not None:
-                headers["Chatrecord-Chain"] = "broken"
-            return json_response(payload, headers)
-
-        return await offload(read)
+        return await turn_read(chatrecord, conversation, can_see, after, messages is not None)
 
     @v1.get(
         "/conversations/{conversation:path}/audit",
@@ -345,6 +334,24 @@ def add_reads(v1: APIRouter, of_a_conversation: dict[int | str, dict[str, Any]])
         last of the page before): a whole history costs what its length holds."""
         pages = PageFilter(frozenset(visible_page), frozenset(hidden_page))
         return replay_page(chatrecord, conversation, rules, pages, after, "changes", limit, cursor)
+
+
+async def turn_read(chatrecord: Chatrecord, conversation: str, can_see: PageFilter, after: str | None, full: bool) -> Response:
+    """Returns `GET …/turn`'s response, read on a store thread (`offload`): the turn's notes, the whole
+    model input with `full`, the ETag, and `Chatrecord-Chain: broken` where the store keeps a break.
+    The route and the hot path (`hot_routes`) both answer with it."""
+
+    def read() -> Response:
+        notes = chatrecord.turn_notes(conversation, can_see, after=after)
+        payload = notes.to_json()
+        if full:
+            payload["messages"] = chatrecord.turn_input(conversation, can_see, after=after).model_messages()
+        headers = etag(notes.version)
+        if chatrecord.stored_break(conversation, after=after) is not None:
+            headers["Chatrecord-Chain"] = "broken"
+        return json_response(payload, headers)
+
+    return await offload(read)
 
 
 def replay_page(
