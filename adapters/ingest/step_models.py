@@ -12,6 +12,7 @@ another shape is left out."""
 
 from __future__ import annotations
 
+import math
 import re
 from hashlib import sha256
 from typing import Annotated, Any, Literal
@@ -43,7 +44,14 @@ from adapters.ingest.names import (
     pair,
     reduce_name,
 )
-from domain.limits import COST_MAX, INT_MAX, LIST_MAX
+from domain.limits import (
+    COST_MAX,
+    INT_MAX,
+    LIST_MAX,
+    SEGMENT_COST_MAX,
+    SEGMENT_DURATION_MS_MAX,
+    SEGMENT_TOKENS_MAX,
+)
 from domain.values import (
     STEP_KINDS,
     TOOL_OUTCOMES,
@@ -235,6 +243,40 @@ class Step(InputModel):
             finish_reason=finish,
             requested=requested,
         )
+
+
+def _amount(value: float) -> str:
+    """Returns a sum for an error message: 12,000,000 or 2,000,000.5 (1e+22 beyond 1e21)."""
+    shown = f"{value:,}"
+    return shown[:-2] if shown.endswith(".0") else shown
+
+
+def check_segment_sums(steps: list[Step]) -> list[Step]:
+    """Returns `steps` if what a segment's usage row sums of them fits the store (README, "Input
+    limits"): the kept steps' durations, and each of the model calls' token counts and estimated
+    costs. Raises ValueError naming the sum, its field and the most a segment may state."""
+    kept = [step for step in steps if step.known]
+    calls = [step for step in kept if step.kind == "llm"]
+    duration = math.fsum(step.durationMs for step in kept)
+    if duration > SEGMENT_DURATION_MS_MAX:
+        raise ValueError(
+            f"the steps' durationMs sum to {_amount(duration)}; the most a segment may state is "
+            f'{_amount(SEGMENT_DURATION_MS_MAX)} (README, "Input limits")'
+        )
+    for name in ("promptTokens", "completionTokens", "totalTokens"):
+        tokens = sum(getattr(step, name) or 0 for step in calls)
+        if tokens > SEGMENT_TOKENS_MAX:
+            raise ValueError(
+                f"the llm steps' {name} sum to {tokens:,}; the most a segment may state is "
+                f'{SEGMENT_TOKENS_MAX:,} (README, "Input limits")'
+            )
+    cost = math.fsum(step.estimatedCost or 0.0 for step in calls)
+    if cost > SEGMENT_COST_MAX:
+        raise ValueError(
+            f"the llm steps' estimatedCost sum to {_amount(cost)}; the most a segment may state is "
+            f'{_amount(SEGMENT_COST_MAX)} (README, "Input limits")'
+        )
+    return steps
 
 
 def _requested(value: Any) -> tuple[RequestedCall, ...]:
