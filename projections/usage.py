@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from domain.events import SegmentReturned
+from domain.limits import STORED_INT_MAX
 from domain.values import Immutable, ModelCall
 from projections.steps import SegmentReading
 
@@ -57,20 +58,32 @@ def cost_of(units: int | None) -> float | None:
 
 
 def _sum(values: list[int | None]) -> int | None:
+    """Returns the sum of the stated values (None where none is), None too where it is more than a
+    read model's column keeps (`STORED_INT_MAX`): a line stored before the segment limits (README,
+    "Input limits") reads as unknown rather than failing every write and read of its rows."""
     stated = [v for v in values if v is not None]
-    return sum(stated) if stated else None
+    total = sum(stated) if stated else None
+    return None if total is None or total > STORED_INT_MAX else total
+
+
+def _dropped(values: list[int | None]) -> bool:
+    """Whether some of `values` are stated but their sum is not kept (`_sum`)."""
+    return any(v is not None for v in values) and _sum(values) is None
 
 
 def segment_usage(event: SegmentReturned, reading: SegmentReading) -> SegmentUsage:
     """Returns the usage of the segment `event`, its calls read as `reading` says."""
     calls: list[ModelCall | None] = [step.call for step in event.steps if step.kind == "llm"]
     stated = [c for c in calls if c is not None]
+    without = sum(1 for c in calls if c is None or (c.prompt_tokens is None and c.completion_tokens is None))
+    if any(_dropped([getattr(c, n) for c in stated]) for n in ("prompt_tokens", "completion_tokens")):
+        without = len(calls)  # a sum not kept (`_sum`): every call is one without it, unknown, never a part
     return SegmentUsage(
         duration_ms=sum(step.duration_ms for step in event.steps),
         model=event.model,
         provider=event.provider,
         model_calls=len(calls),
-        calls_without_usage=sum(1 for c in calls if c is None or (c.prompt_tokens is None and c.completion_tokens is None)),
+        calls_without_usage=without,
         input_tokens=_sum([c.prompt_tokens for c in stated]),
         output_tokens=_sum([c.completion_tokens for c in stated]),
         total_tokens=_sum([c.total_tokens for c in stated]),
@@ -112,6 +125,7 @@ def usage_row(event: SegmentReturned, reading: SegmentReading, at: int, conversa
     usage = segment_usage(event, reading)
     calls = [step.call for step in event.steps if step.kind == "llm"]
     stated = [c for c in calls if c is not None]
+    costs = [cost_units(c.estimated_cost) for c in stated]
     return UsageRow(
         seq=event.originator_version,
         at=at,
@@ -120,11 +134,11 @@ def usage_row(event: SegmentReturned, reading: SegmentReading, at: int, conversa
         duration_us=round(sum(step.duration_ms for step in event.steps) * 1000),
         model_calls=usage.model_calls,
         calls_without_usage=usage.calls_without_usage,
-        calls_without_cost=sum(1 for c in calls if c is None or c.estimated_cost is None),
+        calls_without_cost=len(calls) if _dropped(costs) else sum(1 for c in calls if c is None or c.estimated_cost is None),
         input_tokens=usage.input_tokens,
         output_tokens=usage.output_tokens,
         total_tokens=usage.total_tokens,
-        cost=_sum([cost_units(c.estimated_cost) for c in stated]),
+        cost=_sum(costs),
         tool_calls=usage.tool_calls,
         failed_calls=usage.failed_calls,
         refused_calls=usage.refused_calls,
