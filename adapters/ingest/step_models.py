@@ -255,22 +255,32 @@ def check_segment_sums(steps: list[Step]) -> list[Step]:
     """Returns `steps` if what a segment's usage row sums of them fits the store (README, "Input
     limits"): the kept steps' durations, and each of the model calls' token counts and estimated
     costs. Raises ValueError naming the sum, its field and the most a segment may state."""
-    kept = [step for step in steps if step.known]
-    calls = [step for step in kept if step.kind == "llm"]
-    duration = math.fsum(step.durationMs for step in kept)
+    durations: list[float] = []
+    costs: list[float] = []
+    prompt = completion = total = 0
+    for step in steps:  # one pass: a segment has up to 50,000 steps
+        if step.kind not in STEP_KINDS:
+            continue  # dropped, not stored
+        durations.append(step.durationMs)
+        if step.kind == "llm":
+            prompt += step.promptTokens or 0
+            completion += step.completionTokens or 0
+            total += step.totalTokens or 0
+            if step.estimatedCost:
+                costs.append(step.estimatedCost)
+    duration = math.fsum(durations)
     if duration > SEGMENT_DURATION_MS_MAX:
         raise ValueError(
             f"the steps' durationMs sum to {_amount(duration)}; the most a segment may state is "
             f'{_amount(SEGMENT_DURATION_MS_MAX)} (README, "Input limits")'
         )
-    for name in ("promptTokens", "completionTokens", "totalTokens"):
-        tokens = sum(getattr(step, name) or 0 for step in calls)
+    for name, tokens in (("promptTokens", prompt), ("completionTokens", completion), ("totalTokens", total)):
         if tokens > SEGMENT_TOKENS_MAX:
             raise ValueError(
                 f"the llm steps' {name} sum to {tokens:,}; the most a segment may state is "
                 f'{SEGMENT_TOKENS_MAX:,} (README, "Input limits")'
             )
-    cost = math.fsum(step.estimatedCost or 0.0 for step in calls)
+    cost = math.fsum(costs)
     if cost > SEGMENT_COST_MAX:
         raise ValueError(
             f"the llm steps' estimatedCost sum to {_amount(cost)}; the most a segment may state is "
