@@ -15,9 +15,27 @@ DURATION_MS_MAX = 1e10
 """The longest step duration in milliseconds (about 115 days); a duration is a finite number
 from 0 to this."""
 
-COST_MAX = 1e9
+COST_MAX = 1e6
 """The largest estimated cost of one model call a line may carry, in nr-llm's currency unit; a
-cost is a finite number from 0 to this."""
+cost is a finite number from 0 to this (before 2026-12: 1e9, which ten calls of a segment summed
+past what a usage row keeps)."""
+
+SEGMENT_COST_MAX = 1e6
+"""The largest sum of one segment's model calls' estimated costs: 1e15 billionths of the unit in a
+usage row, so the usage audit's sums over 9,000 such segments still fit a 64-bit integer."""
+
+SEGMENT_TOKENS_MAX = 10**12
+"""The largest sum of one segment's model calls' `promptTokens`, `completionTokens` or
+`totalTokens` (each summed alone): the usage audit's sums over 9 million such segments fit a 64-bit
+integer."""
+
+SEGMENT_DURATION_MS_MAX = 1e10
+"""The longest sum of one segment's steps' durations in ms (about 115 days, a step's own limit):
+1e13 microseconds in a usage row."""
+
+STORED_INT_MAX = 2**63 - 1
+"""The largest whole number a read model's BIGINT column keeps (SQLite's INTEGER, PostgreSQL's
+bigint); a usage row's sum beyond it is written as unknown (`projections.usage.usage_row`)."""
 
 AT_MIN = datetime(2000, 1, 1, tzinfo=UTC)
 AT_MAX = datetime(9998, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)

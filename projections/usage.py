@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from domain.events import SegmentReturned
+from domain.limits import STORED_INT_MAX
 from domain.values import Immutable, ModelCall
 from projections.steps import SegmentReading
 
@@ -57,8 +58,17 @@ def cost_of(units: int | None) -> float | None:
 
 
 def _sum(values: list[int | None]) -> int | None:
+    """Returns the sum of the stated values (None where none is), None too where it is more than a
+    read model's column keeps (`STORED_INT_MAX`): a line stored before the segment limits (README,
+    "Input limits") reads as unknown rather than failing every write and read of its rows."""
     stated = [v for v in values if v is not None]
-    return sum(stated) if stated else None
+    total = sum(stated) if stated else None
+    return None if total is None or total > STORED_INT_MAX else total
+
+
+def _dropped(values: list[int | None]) -> bool:
+    """Whether some of `values` are stated but their sum is not kept (`_sum`)."""
+    return any(v is not None for v in values) and _sum(values) is None
 
 
 def _counted(event: SegmentReturned) -> tuple[list[ModelCall | None], list[ModelCall], float]:
@@ -74,7 +84,11 @@ def _counted(event: SegmentReturned) -> tuple[list[ModelCall | None], list[Model
     return calls, [c for c in calls if c is not None], duration
 
 
-def _without_usage(calls: list[ModelCall | None]) -> int:
+def _without_usage(calls: list[ModelCall | None], stated: list[ModelCall]) -> int:
+    """Returns how many of `calls` count as stating no usage: every call where a token sum of them is
+    not kept (`_sum`: unknown, never a part), else those that stated no token count."""
+    if any(_dropped([getattr(c, n) for c in stated]) for n in ("prompt_tokens", "completion_tokens")):
+        return len(calls)
     return sum(1 for c in calls if c is None or (c.prompt_tokens is None and c.completion_tokens is None))
 
 
@@ -86,7 +100,7 @@ def segment_usage(event: SegmentReturned, reading: SegmentReading) -> SegmentUsa
         model=event.model,
         provider=event.provider,
         model_calls=len(calls),
-        calls_without_usage=_without_usage(calls),
+        calls_without_usage=_without_usage(calls, stated),
         input_tokens=_sum([c.prompt_tokens for c in stated]),
         output_tokens=_sum([c.completion_tokens for c in stated]),
         total_tokens=_sum([c.total_tokens for c in stated]),
@@ -126,6 +140,7 @@ def usage_row(event: SegmentReturned, reading: SegmentReading, at: int, conversa
     """Returns the flat usage row of the segment `event`, its calls read as `reading` says, at
     `at` (the event's time in microseconds) in conversation `conversation` of `owner`."""
     calls, stated, duration = _counted(event)  # one pass, no `SegmentUsage` made and dropped
+    costs = [cost_units(c.estimated_cost) for c in stated]
     return UsageRow(
         seq=event.originator_version,
         at=at,
@@ -133,12 +148,12 @@ def usage_row(event: SegmentReturned, reading: SegmentReading, at: int, conversa
         owner=owner,
         duration_us=round(duration * 1000),
         model_calls=len(calls),
-        calls_without_usage=_without_usage(calls),
-        calls_without_cost=sum(1 for c in calls if c is None or c.estimated_cost is None),
+        calls_without_usage=_without_usage(calls, stated),
+        calls_without_cost=len(calls) if _dropped(costs) else sum(1 for c in calls if c is None or c.estimated_cost is None),
         input_tokens=_sum([c.prompt_tokens for c in stated]),
         output_tokens=_sum([c.completion_tokens for c in stated]),
         total_tokens=_sum([c.total_tokens for c in stated]),
-        cost=_sum([cost_units(c.estimated_cost) for c in stated]),
+        cost=_sum(costs),
         tool_calls=len(reading.calls),
         failed_calls=sum(1 for c in reading.calls if c.reading == "failed"),
         refused_calls=sum(1 for c in reading.calls if c.reading in REFUSED_READINGS),

@@ -47,6 +47,8 @@ def rebuild(
     replace the old ones. --diff prints, per conversation, which run record entries and notes
     would change, without switching. --json prints the report or the diff as one JSON object.
     On PostgreSQL a long log is folded in one process per CPU (--workers sets how many).
+    A conversation whose log cannot be read or folded to the end is named with its error, the
+    others are rebuilt, and the exit status is 1.
     Progress goes to stderr (a bar on a terminal, else a line every 5 seconds); Ctrl-C (or
     SIGTERM) drops the half-built tables, says so and exits with 130, the live read models
     as they were.
@@ -99,7 +101,9 @@ def rebuild(
                 raise typer.Exit(INTERRUPTED) from None
         unreadable = [chatrecord.conversation_id(key) for key in report.unreadable]  # as verify names them
     if as_json:
-        print_json(rebuild_json(report))
+        print_json(rebuild_json(report, unreadable))
+        if report.unreadable:
+            raise typer.Exit(1)
         return
     say(
         f"rebuilt under {report.rules} (was {report.old_rules}): {report.conversations} "
@@ -110,6 +114,9 @@ def rebuild(
         n = len(report.unreadable)
         warn(
             f"{n} conversation{'' if n == 1 else 's'} could not be read to the end, and {'its' if n == 1 else 'their'} "
-            f"read models stop before the event that failed: "
+            f"read models stop before the event that failed (every other conversation was rebuilt): "
             f"{', '.join(unreadable)}; run: chatrecord verify"
         )
+        for name, reason in zip(unreadable, report.reasons or ("",) * n, strict=True):
+            warn(f"{name}: {reason}" if reason else name)
+        raise typer.Exit(1)

@@ -115,8 +115,11 @@ def diff_json(old_rules: str, rules: str, diffs: list[Any]) -> dict[str, Any]:
     }
 
 
-def rebuild_json(report: Any) -> dict[str, Any]:
-    """Returns the object `rebuild --json` prints for a rebuild that switched."""
+def rebuild_json(report: Any, names: list[str] | None = None) -> dict[str, Any]:
+    """Returns the object `rebuild --json` prints for a rebuild that switched; `errors` names each
+    unreadable conversation (`names`, as verify does, else its key) with why it stopped."""
+    names = list(report.unreadable) if names is None else names
+    reasons = report.reasons or ("",) * len(names)
     return {
         "from": report.old_rules,
         "to": report.rules,
@@ -124,5 +127,6 @@ def rebuild_json(report: Any) -> dict[str, Any]:
         "conversations": report.conversations,
         "events": report.events,
         "unreadable": list(report.unreadable),
+        "errors": [{"conversation": name, "error": reason} for name, reason in zip(names, reasons, strict=True)],
         "workers": report.workers,
     }

@@ -25,7 +25,7 @@ from adapters.ingest.names import (
     drop_null,
     show,
 )
-from adapters.ingest.step_models import InputMessage, LegacyOutcome, Pending, Step
+from adapters.ingest.step_models import InputMessage, LegacyOutcome, Pending, Step, check_segment_sums
 from domain.limits import LIST_MAX, STEPS_MAX
 from domain.values import CARD_ANSWERS, OUTCOMES
 
@@ -99,7 +99,7 @@ class SegmentReturnedLine(Line):
     outcome: str
     answer: Text | None = None
     flag: Literal["nothingSaved"] | None = None
-    steps: Annotated[list[Step], Field(max_length=STEPS_MAX)] = []
+    steps: Annotated[list[Step], Field(max_length=STEPS_MAX), AfterValidator(check_segment_sums)] = []
     pending: Annotated[list[Pending], Field(max_length=LIST_MAX)] = []
     model: ModelName | None = Field(
         default=None, description="The model the segment ran with (e.g. gpt-4o-mini); absent: unknown."

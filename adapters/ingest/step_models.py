@@ -12,6 +12,7 @@ another shape is left out."""
 
 from __future__ import annotations
 
+import math
 import re
 from hashlib import sha256
 from typing import Annotated, Any, Literal
@@ -43,7 +44,14 @@ from adapters.ingest.names import (
     pair,
     reduce_name,
 )
-from domain.limits import COST_MAX, INT_MAX, LIST_MAX
+from domain.limits import (
+    COST_MAX,
+    INT_MAX,
+    LIST_MAX,
+    SEGMENT_COST_MAX,
+    SEGMENT_DURATION_MS_MAX,
+    SEGMENT_TOKENS_MAX,
+)
 from domain.values import (
     STEP_KINDS,
     TOOL_OUTCOMES,
@@ -235,6 +243,50 @@ class Step(InputModel):
             finish_reason=finish,
             requested=requested,
         )
+
+
+def _amount(value: float) -> str:
+    """Returns a sum for an error message: 12,000,000 or 2,000,000.5 (1e+22 beyond 1e21)."""
+    shown = f"{value:,}"
+    return shown[:-2] if shown.endswith(".0") else shown
+
+
+def check_segment_sums(steps: list[Step]) -> list[Step]:
+    """Returns `steps` if what a segment's usage row sums of them fits the store (README, "Input
+    limits"): the kept steps' durations, and each of the model calls' token counts and estimated
+    costs. Raises ValueError naming the sum, its field and the most a segment may state."""
+    durations: list[float] = []
+    costs: list[float] = []
+    prompt = completion = total = 0
+    for step in steps:  # one pass: a segment has up to 50,000 steps
+        if step.kind not in STEP_KINDS:
+            continue  # dropped, not stored
+        durations.append(step.durationMs)
+        if step.kind == "llm":
+            prompt += step.promptTokens or 0
+            completion += step.completionTokens or 0
+            total += step.totalTokens or 0
+            if step.estimatedCost:
+                costs.append(step.estimatedCost)
+    duration = math.fsum(durations)
+    if duration > SEGMENT_DURATION_MS_MAX:
+        raise ValueError(
+            f"the steps' durationMs sum to {_amount(duration)}; the most a segment may state is "
+            f'{_amount(SEGMENT_DURATION_MS_MAX)} (README, "Input limits")'
+        )
+    for name, tokens in (("promptTokens", prompt), ("completionTokens", completion), ("totalTokens", total)):
+        if tokens > SEGMENT_TOKENS_MAX:
+            raise ValueError(
+                f"the llm steps' {name} sum to {tokens:,}; the most a segment may state is "
+                f'{SEGMENT_TOKENS_MAX:,} (README, "Input limits")'
+            )
+    cost = math.fsum(costs)
+    if cost > SEGMENT_COST_MAX:
+        raise ValueError(
+            f"the llm steps' estimatedCost sum to {_amount(cost)}; the most a segment may state is "
+            f'{_amount(SEGMENT_COST_MAX)} (README, "Input limits")'
+        )
+    return steps
 
 
 def _requested(value: Any) -> tuple[RequestedCall, ...]:

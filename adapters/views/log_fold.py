@@ -29,6 +29,20 @@ Progress = Callable[[int, int], None]
 PAGE = 2000
 """Notifications a rebuild reads and writes per transaction."""
 
+FOLD_ERRORS = (
+    ChatrecordError,
+    ArithmeticError,
+    LookupError,
+    TypeError,
+    ValueError,
+    AttributeError,
+    AssertionError,
+    RecursionError,
+)
+"""What one conversation's fold may raise of its own data (a stored value the fold cannot take, a
+bug met only by that data): the conversation stops there, the others go on. The store's own errors
+(a lost connection, a full disk) are not among them: they stop the fold."""
+
 KEPT_HEADS = 1024
 """The summaries a rebuild keeps between its pages (the conversations it wrote last)."""
 
@@ -81,7 +95,7 @@ def fold_log(
     stop: int | None,
     progress: Progress | None = None,
     curs: Any = None,
-    unreadable: set[UUID] | None = None,
+    unreadable: dict[UUID, str] | None = None,
     part: tuple[int, int] | None = None,
 ) -> tuple[int, set[UUID]]:
     """Folds the notifications after `start` (up to `stop`) into `generation`; returns the event count and
@@ -94,11 +108,12 @@ def fold_log(
     - where the backend `reads_ahead`, the next page is read while this one is folded;
     - what the process held before is frozen (`gc.freeze`) until the fold ends, unless already frozen.
 
-    A conversation whose event cannot be read or folded stops there and joins `unreadable`; others go on.
+    A conversation whose event cannot be read or folded stops there and joins `unreadable` (with why);
+    others go on.
     With `part` (part, parts), only that part's conversations are folded (`rebuild.part_of`,
     `select_notifications_to_fold`)."""
     rule_set, folded, seen = resolve(rules), 0, set()
-    unreadable = set() if unreadable is None else unreadable
+    unreadable = {} if unreadable is None else unreadable
     total = stop or store.max_notification_id()
     queued = storage.queued() if curs is None else None
     kept: LRU[UUID, Summary | None] | None = LRU(maxsize=KEPT_HEADS) if queued is not None else None
@@ -161,7 +176,7 @@ def fold_page(
     rules: RuleSet,
     page: Sequence[Any],
     kept: LRU[UUID, Summary | None] | None = None,
-    unreadable: set[UUID] | None = None,
+    unreadable: dict[UUID, str] | None = None,
 ) -> set[UUID]:
     """Folds each notification of the page, once and in order, into its conversation's rows; returns the
     conversations.
@@ -169,11 +184,12 @@ def fold_page(
     Rows hold their writes until the page is folded (`BufferedRows`). A conversation whose summary is
     behind is filled from its own log first. `kept` (summaries by conversation) saves reading them; it is
     updated. A conversation whose event cannot be read back (UnreadableEvent) or folded (another
-    ChatrecordError) gets none of this page's rows. It joins `unreadable`, with one line logged, and is
+    ChatrecordError, or any other error of its fold: one conversation's data never stops another's)
+    gets none of this page's rows. It joins `unreadable` with the error, one line logged, and is
     passed over from then on."""
     folding: dict[UUID, list[Any]] = {}  # conversation: [rows, summary read, summary now]
     decode = store.mapper.to_domain_event
-    unreadable = set() if unreadable is None else unreadable
+    unreadable = {} if unreadable is None else unreadable
     for notification in page:
         if unreadable and originator_uuid(notification.originator_id) in unreadable:
             continue
@@ -194,15 +210,16 @@ def fold_page(
             elif event.originator_version > version:  # a gap: filled from the conversation's own log
                 missed = store.events.get(key, gt=version or None, lte=event.originator_version)
                 held[2] = fold_into(rows, summary, missed, rules)
-        except ChatrecordError as error:
+        except FOLD_ERRORS as error:  # this conversation's rows stop here; the others go on
             key = originator_uuid(notification.originator_id)
-            unreadable.add(key)
+            said = str(error) if isinstance(error, ChatrecordError) else f"{type(error).__name__}: {error}"
+            unreadable[key] = said
             folding.pop(key, None)  # none of this page's rows: they stop where an earlier page left them
             log.warning(
                 "chatrecord: the read models of conversation %s stop before version %s: %s",
                 key,
                 notification.originator_version,
-                error,
+                said,
             )
     for key, (rows, read, summary) in folding.items():
         if summary is not None and summary is not read:

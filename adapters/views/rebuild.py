@@ -77,6 +77,8 @@ class RebuildReport:
     unreadable: tuple[str, ...] = ()
     """The conversations (their UUIDs) whose logs could not be read or folded to the end: their
     rows stop before the event that failed, and reading them says why (one line each was logged)."""
+    reasons: tuple[str, ...] = ()
+    """Why each of `unreadable` stopped (the error its read or fold raised), in the same order."""
     workers: int = 1
     """The processes that folded the log up to the rebuild's start (this one included)."""
     refolded: tuple[str, ...] = ()
@@ -181,7 +183,7 @@ class Rebuilds:
         """`rebuild`'s fold into the new `generation` (made already) and its switch."""
         erased = self._erased()  # before any fold reads a text: a key deleted after this is refolded
         stop = self.store.max_notification_id()
-        unreadable: set[UUID] = set()
+        unreadable: dict[UUID, str] = {}
         parts = self.rebuild_workers(stop or 0, workers)
         seen: set[UUID]
         if not stop:
@@ -201,9 +203,9 @@ class Rebuilds:
             refolded = sorted(self._erased() - erased)  # erased meanwhile: folded from texts read before
             for key in refolded:
                 if refold(self.store, self.storage, curs, generation, target, key):
-                    unreadable.discard(key)  # read to the end now its key is gone
-                else:
-                    unreadable.add(key)  # its rows stay dropped, as an erasure leaves them
+                    unreadable.pop(key, None)  # read to the end now its key is gone
+                else:  # its rows stay dropped, as an erasure leaves them
+                    unreadable[key] = "erased while the rebuild ran, and its log cannot be read back"
             self.storage.set_pointer(curs, Pointer(generation, target, now.next))
             dropped: list[str] = []
             for stale in sorted(self.storage.generations(curs) - {generation}):
@@ -215,7 +217,7 @@ class Rebuilds:
         self._set_live(Pointer(generation, target, now.next))
         return RebuildReport(
             rules=target,
-            conversations=len(seen | also | unreadable),
+            conversations=len(seen | also | set(unreadable)),
             events=events + more,
             old_rules=old.rules,
             tables=tuple(
@@ -225,6 +227,7 @@ class Rebuilds:
             generation=generation,
             dropped=tuple(dropped),
             unreadable=tuple(sorted(str(key) for key in unreadable)),
+            reasons=tuple(unreadable[key] for key in sorted(unreadable, key=str)),
             workers=parts,
             refolded=tuple(str(key) for key in refolded),
         )
@@ -236,7 +239,7 @@ class Rebuilds:
         return keys.erased() if keys is not None else set()
 
     def _fold_in_parts(
-        self, generation: int, rules: str, stop: int, parts: int, progress: Progress | None, unreadable: set[UUID]
+        self, generation: int, rules: str, stop: int, parts: int, progress: Progress | None, unreadable: dict[UUID, str]
     ) -> tuple[int, set[UUID]]:
         """Folds the notifications up to `stop` into `generation` in `parts` processes. This one folds part
         0; `parts` - 1 forked workers (`_fold_part`) fold the others into the same tables. A
@@ -321,7 +324,7 @@ def _fold_part(
     own: ConversationStore | None = None
     try:
         own = store.reopened()
-        unreadable: set[UUID] = set()
+        unreadable: dict[UUID, str] = {}
         folded, seen = fold_log(own, reopen(own), generation, rules, 0, stop, unreadable=unreadable, part=part)
         answer.send((folded, seen, unreadable))
     except BaseException as error:  # noqa: BLE001 - told to the parent, which raises it

@@ -126,6 +126,7 @@ def test_rebuild_diff_json_lists_what_would_change(sqlite_run: Run) -> None:
         "conversations": 1,
         "events": 20,
         "unreadable": [],
+        "errors": [],
         "workers": 1,
     }
 

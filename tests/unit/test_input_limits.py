@@ -15,7 +15,17 @@ from rich.text import Text
 from adapters.cli.render import CHUNK, text_block
 from adapters.ingest import bounded_lines, read_lines
 from domain.errors import InvalidInput
-from domain.limits import LINE_BYTES_MAX, LIST_MAX, STEPS_MAX, TEXT_MAX
+from domain.limits import (
+    COST_MAX,
+    LINE_BYTES_MAX,
+    LIST_MAX,
+    SEGMENT_COST_MAX,
+    SEGMENT_DURATION_MS_MAX,
+    SEGMENT_TOKENS_MAX,
+    STEPS_MAX,
+    STORED_INT_MAX,
+    TEXT_MAX,
+)
 
 AT = "2026-10-28T09:00:00Z"
 STEP = {"kind": "llm", "round": 1, "durationMs": 1.0}
@@ -33,6 +43,15 @@ def refusal(raw: bytes) -> str:
 
 def test_the_limits_are_the_documented_ones() -> None:
     assert (LINE_BYTES_MAX, STEPS_MAX, TEXT_MAX, LIST_MAX) == (8 * 1024 * 1024, 50_000, 1_000_000, 20_000)
+    assert (COST_MAX, SEGMENT_COST_MAX, SEGMENT_TOKENS_MAX, SEGMENT_DURATION_MS_MAX) == (1e6, 1e6, 10**12, 1e10)
+
+
+def test_a_usage_row_at_the_segment_limits_leaves_room_for_the_audits_sums() -> None:
+    """At each bound a usage row's count (cost in billionths, time in microseconds) fits 64 bits
+    9,000 times over or more: the audit sums that many segments at the bound in one BIGINT."""
+    assert STORED_INT_MAX // round(SEGMENT_COST_MAX * 10**9) == 9_223
+    assert STORED_INT_MAX // SEGMENT_TOKENS_MAX == 9_223_372
+    assert STORED_INT_MAX // round(SEGMENT_DURATION_MS_MAX * 1000) == 922_337
 
 
 def test_a_line_longer_than_8_mib_is_refused_before_it_is_parsed() -> None:

@@ -42,15 +42,24 @@ STATUS_SQL = {"failed": "failed > 0", "waiting": "waiting > 0", "undecided": "un
 OLD_POINTER = "chatrecord_projection"
 USAGE_KEYS = {"conversation": "conversation", "owner": f"COALESCE(owner, {UNKNOWN_OWNER})", "day": "day"}
 """The key of each grouping of the usage rows (`adapters.views.usage_rows.BY`)."""
+SPLIT = 2**32
+"""Each count is summed in two parts, `c / SPLIT` and the rest (a count is never negative; no `%`, which
+psycopg reads as a placeholder), so no
+sum of fewer than 2**31 rows passes 64 bits: SQLite's SUM raises "integer overflow" there, and
+PostgreSQL's cast of its numeric sum to bigint "out of range". `_sums` adds them back exactly."""
 USAGE_SUMS = ", ".join(
     [
         "COUNT(*) AS segments",
-        *(f"CAST(SUM({c}) AS BIGINT) AS {c}" for c in USAGE_SUMMED),
+        *(
+            f"CAST(SUM({c} / {SPLIT}) AS BIGINT) AS {c}_hi, CAST(SUM({c} - {c} / {SPLIT} * {SPLIT}) AS BIGINT) AS {c}_lo"
+            for c in USAGE_SUMMED
+        ),
         "MIN(at) AS first_at",
         "MAX(at) AS last_at",
     ]
 )
-"""The sums of usage rows (`UsageSums`); SUM skips NULLs, and is NULL where every value is."""
+"""The sums of usage rows (`UsageSums`), each in two parts (`SPLIT`); SUM skips NULLs, and is NULL
+where every value is."""
 
 
 def _sums(row: Any, key: Any) -> UsageSums:
@@ -59,8 +68,9 @@ def _sums(row: Any, key: Any) -> UsageSums:
     found.segments = int(row["segments"])
     for column in USAGE.columns:
         if column.name in USAGE_SUMMED:  # a nullable count summed over unknowns only is unknown, else 0
-            value = row[column.name]
-            setattr(found, column.name, (None if column.null else 0) if value is None else int(value))
+            high, low = row[f"{column.name}_hi"], row[f"{column.name}_lo"]
+            value = None if high is None else int(high) * SPLIT + int(low)
+            setattr(found, column.name, (None if column.null else 0) if value is None else value)
     for name in ("first_at", "last_at"):
         setattr(found, name, None if row[name] is None else int(row[name]))
     return found
