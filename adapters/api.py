@@ -31,6 +31,7 @@ from adapters.backends.replicas import check_position, replayed, write_position
 from adapters.backends.settings import DEFAULT_DB, BadSetting, StoreUnusable, describe_backend, read_store_env, store_errors
 from adapters.bootstrap import build_store, open_store, read_models
 from adapters.ingest import ParsedLine, bounded_lines, json_problem
+from adapters.ingest.depth import beyond_the_reader
 from adapters.ingest.names import AT_PATTERN, parse_at
 from adapters.service.batched_ingest import BATCH_LINES
 from adapters.service.chain_looks import ChainLooks
@@ -149,7 +150,17 @@ __all__ += ["AT_PATTERN", "BATCH_LINES", "CURSOR_PATTERN", "DEFAULT_DB", "LIST_L
 __all__ += ["NEW_MASTER_KEY_VARIABLE", "OverviewPoint", "ParsedLine", "TimelinePage", "TurnView", "Verdict", "KeyChange"]
 __all__ += ["BY", "USAGE_CURSOR_PATTERN", "USAGE_LIMIT_MAX", "BadUsageCursor", "By", "Usage", "UsageNeedsRebuild"]
 __all__ += ["UsagePage", "decode_usage_cursor"]
-__all__ += ["KeyState", "Replayed", "body_hash", "bounded_lines", "decode_cursor", "head_line", "iso", "json_problem"]
+__all__ += [
+    "KeyState",
+    "Replayed",
+    "beyond_the_reader",
+    "body_hash",
+    "bounded_lines",
+    "decode_cursor",
+    "head_line",
+    "iso",
+    "json_problem",
+]
 __all__ += ["newest_turns", "newest_turns_under", "open_store", "parse_at", "store_errors", "turn_view"]
 __all__ += ["BadCursor", "BadSetting", "EmptyInput", "KeyInFlight", "KeyReused", "NoSuchMessage", "RebuildInterrupted"]
 __all__ += ["StoreUnusable", "TurnNotFound", "UnreadableFile", "BadFilter"]  # errors, each a domain.errors.ChatrecordError

@@ -83,7 +83,7 @@ def ingest(
 def source_names(files: list[Path]) -> list[str]:
     """Returns the name each file is reported by: its file name, or the path as given where the
     file name alone would not tell it apart (two files of one name in other folders) or says
-    nothing (`<(zcat …)`, a descriptor such as /dev/fd/63)."""
+    nothing (`<(zcat …)`, a descriptor such as /dev/fd/63; a device or a pipe such as /dev/null)."""
     counts: dict[str, int] = {}
     for path in files:
         counts[path.name] = counts.get(path.name, 0) + (0 if is_stdin(path) else 1)
@@ -91,10 +91,21 @@ def source_names(files: list[Path]) -> list[str]:
         STDIN_NAME
         if is_stdin(path)
         else str(path)
-        if counts[path.name] > 1 or (path.name.isdigit() and str(path.parent) in ("/dev/fd", "/proc/self/fd"))
+        if counts[path.name] > 1
+        or (path.name.isdigit() and str(path.parent) in ("/dev/fd", "/proc/self/fd"))
+        or not _regular(path)
         else path.name
         for path in files
     ]
+
+
+def _regular(path: Path) -> bool:
+    """Says whether `path` (its links followed) is a regular file; True where it cannot be looked at (the
+    open names the error)."""
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return True
 
 
 def _size(descriptor: int) -> int | None:

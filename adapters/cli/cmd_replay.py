@@ -27,6 +27,7 @@ from adapters.cli.stdio import (
     require_store,
     stdin_lines,
 )
+from domain.limits import INT_MAX
 from projections.page_line import PageCheck
 from projections.rules import DEFAULT_RULE_SET, Rules
 
@@ -40,7 +41,7 @@ def replay(
     rules: RulesOption = None,
     at: Annotated[int | None, typer.Option("--at", min=1, help="Only the turn of user message N, as it was then.")] = None,
     deny_page: Annotated[
-        list[int] | None, typer.Option("--deny-page", min=1, help="A page the user may not see (repeatable).")
+        list[int] | None, typer.Option("--deny-page", min=1, max=INT_MAX, help="A page the user may not see (repeatable).")
     ] = None,
     as_json: JsonOption = False,
     first: Annotated[

@@ -6,6 +6,7 @@ is written directly. It says on stderr what it wrote. `-o -` or no -o is standar
 from __future__ import annotations
 
 import os
+import stat
 import sys
 import tempfile
 from pathlib import Path
@@ -83,16 +84,23 @@ def write_output(data: bytes, output: Path | None, what: str) -> None:
         sys.stdout.buffer.flush()
         return
     check_output(output)
-    target = Path(os.path.realpath(output))  # a symlink's target is written, the link kept
     try:
-        if target.exists() and not target.is_file():  # a device or a pipe: nothing to replace
-            with target.open("wb") as stream:
+        if _exists_but_not_a_file(output):  # a device or a pipe (/dev/stdout, a FIFO): nothing to replace
+            with output.open("wb") as stream:  # by the name given: /dev/stdout's link resolves to no path
                 stream.write(data)
         else:
-            _replace(target, data)
+            _replace(Path(os.path.realpath(output)), data)  # a symlink's target is written, the link kept
     except OSError as error:
         raise UnwritableFile(f"{output}: cannot be written ({error.strerror or error})") from None
     warn(f"{output}: {what}, {len(data):,} bytes")
+
+
+def _exists_but_not_a_file(output: Path) -> bool:
+    """Says whether `output` (its links followed, as opening it does) exists and is not a regular file."""
+    try:
+        return not stat.S_ISREG(os.stat(output).st_mode)
+    except OSError:  # missing, or a link to nothing
+        return False
 
 
 def _replace(target: Path, data: bytes) -> None:

@@ -28,6 +28,7 @@ from adapters.api import (
     KeyReused,
     Replayed,
     VersionMismatch,
+    beyond_the_reader,
     body_hash,
     json_problem,
 )
@@ -329,6 +330,8 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
                 try:
                     orjson.loads(line)
                 except orjson.JSONDecodeError as error:
+                    if beyond_the_reader(line, error.msg):
+                        continue  # a line nested too deep is a bad line (422), as one nested 65 levels is
                     raise Problem(
                         400, "unreadable-json", f"{SOURCE}: line {number}: {json_problem(line, error)}", line=number
                     ) from None

@@ -24,6 +24,7 @@ import orjson
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import to_jsonable_python
 
+from adapters.ingest.depth import DEPTH_LIMIT_EXCEEDED, too_deep_in_text
 from adapters.ingest.dropped import kept_path, quotable
 from adapters.ingest.error_messages import at_line, check_follows, expectation, input_path, kind_of
 from adapters.ingest.line_models import LINE_TYPES, Line, ParsedLine
@@ -60,6 +61,9 @@ def digest_of(line: Line) -> str:
     return sha256(canonical).hexdigest()[:32]
 
 
+_TOO_DEEP = f'is nested more than {DEPTH_MAX} levels deep, the most a line may be (README, "Input limits")'
+
+
 def parse_line(text: str | bytes, line_no: int, source_name: str) -> ParsedLine:
     """Returns the parsed line `text` (line `line_no` of `source_name`), with its digest. Raises
     InvalidInput for invalid JSON, a non-object, a missing or unknown `type`, or a missing or wrong
@@ -74,15 +78,16 @@ def parse_line(text: str | bytes, line_no: int, source_name: str) -> ParsedLine:
     try:
         data = orjson.loads(text)
     except orjson.JSONDecodeError as error:
+        deeper = too_deep_in_text(text) if DEPTH_LIMIT_EXCEEDED in error.msg else None
+        if deeper is not None:  # deeper than the reader reads: said as a line nested past DEPTH_MAX is
+            path, kind = deeper
+            raise invalid(input_path(kept_path({"type": kind}, path)[0]) or _WHOLE_LINE, _TOO_DEEP) from None
         raise invalid(_WHOLE_LINE, f"{json_problem(text, error)}; each line is one JSON object") from None
     if not isinstance(data, dict):
         raise invalid(_WHOLE_LINE, f"expected a JSON object, got {kind_of(data)}")
     deep = _too_deep(text, data)
     if deep is not None:
-        raise invalid(
-            input_path(kept_path(data, deep)[0]) or _WHOLE_LINE,
-            f'is nested more than {DEPTH_MAX} levels deep, the most a line may be (README, "Input limits")',
-        )
+        raise invalid(input_path(kept_path(data, deep)[0]) or _WHOLE_LINE, _TOO_DEEP)
     twice = _key_twice(text, data)
     if twice is not None:
         at, cut = kept_path(data, twice)

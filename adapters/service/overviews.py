@@ -7,6 +7,7 @@ from collections.abc import Callable
 from threading import Lock
 from typing import Any
 
+from adapters.service.common import opened_read_only
 from adapters.service.conversations import stored_id
 from adapters.service.timeline import OverviewCache, OverviewPoint
 from adapters.store.application import ConversationStore
@@ -53,7 +54,9 @@ class Overviews:
         live = models.live_pointer()
         rule_set = rules or live.rules
         model = (
-            self._overview_rows(models).read(uuid, live.generation, live.rules, newest.originator_version)
+            self._overview_rows(models).read(
+                uuid, live.generation, live.rules, newest.originator_version, keep=not opened_read_only(self.store)
+            )
             if newest is not None and rule_set == live.rules
             else None
         )

@@ -27,7 +27,7 @@ from adapters.store.verify import NOT_IN_STORE, Verdict, verdicts
 from adapters.views.rebuild import RebuildReport
 from adapters.views.rule_diff import ConversationDiff
 from adapters.views.verify_rows import RowsVerdict, check_rows, rows_verdicts
-from domain.errors import UnknownConversation, shown_id
+from domain.errors import UnknownConversation
 
 Progress = Callable[[int, int], None]
 """A rebuild's progress: `progress(done, total)`, events folded of the log's."""
@@ -81,7 +81,7 @@ class StoreUpkeep:
             if by is not None:
                 self.looks.keep([v for v in found if not (v.detail or "").startswith(NOT_IN_STORE)], by)
         if conversation is not None and not found:
-            raise UnknownConversation("no conversation " + shown_id(conversation, "'") + f" in {describe_backend(self.store)}")
+            raise unknown_conversation(self.store, conversation, describe_backend(self.store))  # as audit says it
 
     @in_store_terms
     def verify_rows(self, conversation: str | None = None) -> Iterator[RowsVerdict]:

@@ -21,14 +21,15 @@ class OverviewRows:
     def __init__(self, storage: ViewStorage, store: ConversationStore) -> None:
         self.storage, self.store = storage, store
 
-    def read(self, cid: UUID, generation: int, rules: str, logged: int) -> Overview | None:
+    def read(self, cid: UUID, generation: int, rules: str, logged: int, keep: bool = True) -> Overview | None:
         """Returns the overview of `cid` in `generation` under `rules`, folded to at least version `logged`.
         A kept one at `logged` is returned; else the events after it are folded and written back
         (`ViewStorage.overview`). A kept one past `logged` (a restored or failed-over database) is folded
-        anew. Returns None where the generation or the backend keeps no overview tables."""
+        anew. Returns None where the generation or the backend keeps no overview tables, and, without `keep`
+        (a store opened read-only), where none is kept at `logged`."""
 
         def catch_up(state: Overview, marks: Marks) -> Overview:
             events = list(self.store.events.get(cid, gt=state.version or None))
             return fold(state, events, rules, marks) if events else state
 
-        return self.storage.overview(cid, generation, logged, catch_up)
+        return self.storage.overview(cid, generation, logged, catch_up, keep)

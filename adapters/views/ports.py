@@ -420,9 +420,12 @@ class ViewStorage(ABC):
         backend can; None: read them through `rows`."""
         return None
 
-    def overview(self, cid: UUID, generation: int, logged: int, fold: Callable[[Overview, Marks], Overview]) -> Overview | None:
+    def overview(
+        self, cid: UUID, generation: int, logged: int, fold: Callable[[Overview, Marks], Overview], keep: bool = True
+    ) -> Overview | None:
         """Returns the overview of `cid` in `generation` at log version `logged`. A kept one at `logged` is
         returned. Else `fold(kept, marks)` folds the events after it and is written back under the views'
         shared lock; one past `logged` is replaced by `fold(Overview(), marks)`. None where the
-        generation or backend keeps no overview."""
+        generation or backend keeps no overview, and, with `keep` False (a store opened read-only), where
+        no kept one is at `logged`: nothing is written."""
         return None

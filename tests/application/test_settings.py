@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+from pathlib import Path
 
 import psycopg.errors
 import pytest
@@ -168,6 +169,25 @@ def test_a_file_that_is_not_sqlite_is_named_with_the_setting_to_change() -> None
         "CHATRECORD_DB: notes.txt is not a SQLite database (file is not a database); point CHATRECORD_DB "
         "at a chatrecord store, or at a file that does not exist yet to start a new one"
     )
+
+
+def test_a_damaged_store_file_is_said_damaged_with_a_backup_to_restore_not_a_new_store(tmp_path: Path) -> None:
+    cut = tmp_path / "cut.sqlite"
+    cut.write_bytes(b"SQLite format 3\x00" + bytes(40))  # a store's first bytes, the rest cut off
+    expected = (
+        "CHATRECORD_DB: the store file {} is damaged ({}); restore it from a backup "
+        "(chatrecord does not repair a damaged store file)"
+    )
+
+    corrupt = store_problem(
+        _sqlite_error(11, "SQLITE_CORRUPT", "database disk image is malformed"), store_env({"CHATRECORD_DB": "c.sqlite"})
+    )
+    not_a_database = store_problem(
+        _sqlite_error(26, "SQLITE_NOTADB", "file is not a database"), store_env({"CHATRECORD_DB": str(cut)})
+    )
+
+    assert str(corrupt) == expected.format("c.sqlite", "database disk image is malformed")
+    assert str(not_a_database) == expected.format(cut, "file is not a database")
 
 
 def test_a_file_locked_longer_than_the_timeout_says_how_long_it_waited() -> None:

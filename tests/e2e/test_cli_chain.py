@@ -131,6 +131,22 @@ def test_verify_of_an_unknown_conversation_is_an_error(sqlite_run: Run) -> None:
     assert done.returncode == 1 and done.stderr.startswith("error: no conversation 'conv-nope' in SQLite file")
 
 
+def test_verify_of_an_unknown_conversation_lists_the_stored_ids_as_audit_does(store_run: Run, tmp_path: Path) -> None:
+    # a fresh user: `verify nope` said "no conversation 'nope' in SQLite file …", audit added "(stored: …)"
+    store_run("ingest", DEMO)
+    audit = store_run("audit", "nope")
+
+    assert audit.returncode == 1 and audit.stderr.startswith("error: no conversation 'nope' in ")
+    assert audit.stderr.endswith(" (stored: conv-demo-seo)\n")
+    if "SQLite" in audit.stderr:
+        assert (
+            audit.stderr == f"error: no conversation 'nope' in SQLite file {tmp_path / 'store.sqlite'} (stored: conv-demo-seo)\n"
+        )
+    for args in (["nope"], ["nope", "--rows"], ["nope", "--heads"], ["nope", "--json"]):
+        done = store_run("verify", *args)
+        assert (done.returncode, done.stdout, done.stderr) == (1, "", audit.stderr), args
+
+
 def test_erase_leaves_the_facts_and_no_text(store_run: Run) -> None:
     store_run("ingest", DEMO)
     first = store_run("erase", "conv-demo-seo", "--yes")

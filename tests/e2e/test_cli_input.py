@@ -244,6 +244,17 @@ def test_a_file_named_by_a_descriptor_is_reported_by_its_path(tmp_path: Path) ->
     assert done.stdout == f"/dev/fd/{descriptor}: 20 events appended, 0 lines already recorded\n", done.stderr
 
 
+def test_a_device_is_reported_by_the_path_given_not_its_stem(sqlite_run: Run) -> None:
+    # `ingest /dev/null` said "null: 0 events appended" and "error: null holds no line"
+    done = sqlite_run("ingest", "/dev/null")
+
+    assert (done.returncode, done.stdout, done.stderr) == (
+        1,
+        "/dev/null: 0 events appended, 0 lines already recorded\n",
+        "error: /dev/null holds no line; ingest a JSON Lines file the chat wrote\n",
+    )
+
+
 def test_standard_input_named_twice_is_wrong_usage_and_stores_nothing(tmp_path: Path) -> None:
     # `ingest - -` stored standard input, then failed on the second - as "stdin holds no line"
     store = tmp_path / "store.sqlite"

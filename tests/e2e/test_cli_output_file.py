@@ -117,3 +117,65 @@ def test_an_empty_output_name_is_refused_as_empty_not_as_a_folder(tmp_path: Path
     done = run(*command, "-o", "")
     assert done.returncode == 2
     assert "the name is empty; name a file" in done.stderr and "is a folder" not in done.stderr
+
+
+WHAT = {
+    WRITERS[0]: "19 lines of conv-demo-seo",
+    WRITERS[1]: "trace of conv-demo-seo as OTLP/JSON",
+    WRITERS[2]: "timeline of conv-demo-seo",
+    WRITERS[3]: "trace of conv-demo-seo as OTLP/JSON",
+}
+
+
+@pytest.mark.parametrize("command", WRITERS, ids=[" ".join(c) for c in WRITERS])
+def test_dev_stdout_and_a_fifo_are_written_directly(tmp_path: Path, command: tuple[str, ...]) -> None:
+    """Found by a fresh user: `export -o /dev/stdout` said "cannot be written (No such file or directory)"
+    (a temporary file beside the pipe /dev/stdout leads to)."""
+    import re
+    import threading
+
+    run = runner(tmp_path, CHATRECORD_DB="store.sqlite")
+    assert run("ingest", DEMO).returncode == 0
+    timeless = lambda text: re.sub(r"\d{4}-\d\d-\d\d \d\d:\d\d(:\d\d)? UTC", "(time)", text)
+    expected = timeless(run(*command, "-o", "-").stdout)
+
+    done = run(*command, "-o", "/dev/stdout")  # stdout is a pipe here
+
+    assert (done.returncode, timeless(done.stdout)) == (0, expected)
+    assert done.stderr == f"/dev/stdout: {WHAT[command]}, {len(done.stdout.encode()):,} bytes\n"
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    read: list[bytes] = []
+    reader = threading.Thread(target=lambda: read.append(fifo.read_bytes()))
+    reader.start()
+    done = run(*command, "-o", "fifo")
+    reader.join(timeout=60)
+    assert (done.returncode, done.stdout) == (0, "")
+    assert done.stderr == f"fifo: {WHAT[command]}, {len(read[0]):,} bytes\n"
+    assert timeless(read[0].decode()) == expected
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fifo", "store.sqlite"]
+
+
+def test_dev_stdout_that_leads_to_the_store_is_refused(tmp_path: Path) -> None:
+    run = runner(tmp_path, CHATRECORD_DB="store.sqlite")
+    assert run("ingest", DEMO).returncode == 0
+    before = digest(tmp_path / "store.sqlite")
+
+    with (tmp_path / "store.sqlite").open("ab") as store:
+        done = subprocess.run(
+            [sys.executable, "-m", "adapters.cli", "export", "conv-demo-seo", "-o", "/dev/stdout"],
+            cwd=tmp_path,
+            env=cli_env(CHATRECORD_DB="store.sqlite"),
+            stdout=store,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+        )
+
+    assert (done.returncode, done.stderr) == (
+        1,
+        "error: -o /dev/stdout: that is the store's file store.sqlite (CHATRECORD_DB); "
+        "writing there would destroy the store; name another file\n",
+    )
+    assert digest(tmp_path / "store.sqlite") == before

@@ -197,3 +197,32 @@ def test_reading_commands_read_an_archive_copied_with_its_wal_but_not_its_shm(tm
         assert answer.stdout == expected[command], command
     assert "conv-behalten" in done["list",].stdout
     assert after == before and left == ["store.sqlite", "store.sqlite-wal"]
+
+
+def test_timeline_of_a_read_only_store_never_shown_before_writes_the_page_and_stores_nothing(tmp_path: Path) -> None:
+    """No overview row and no verified position were kept while the file was writable: the page's overview
+    is folded from the log in memory and its chain verdict recomputed, nothing stored (it failed: "attempt
+    to write a readonly database")."""
+    folder = tmp_path / "archive"
+    folder.mkdir()
+    store = folder / "store.sqlite"
+    run = runner(tmp_path, CHATRECORD_DB=str(store))
+    assert run("ingest", DEMO).returncode == 0
+    shutil.copyfile(store, tmp_path / "writable.sqlite")
+    written = runner(tmp_path, CHATRECORD_DB=str(tmp_path / "writable.sqlite"))("timeline", "conv-demo-seo", "-o", "-")
+    assert written.returncode == 0
+    before = digest(store)
+    store.chmod(0o444)
+    folder.chmod(0o555)
+    try:
+        page = tmp_path / "page.html"
+        done = cli(without_root_powers(), store, "timeline", "conv-demo-seo", "-o", str(page))
+        left = sorted(p.name for p in folder.iterdir())
+    finally:
+        folder.chmod(0o755)
+        store.chmod(0o644)
+    html = page.read_text(encoding="utf-8")
+    assert (done.returncode, done.stderr) == (0, f"{page}: timeline of conv-demo-seo, {len(html.encode()):,} bytes\n")
+    assert timeless(html) == timeless(written.stdout)
+    assert "✔ Chain verified: 20 events, head " in html and "every hash, from the first event to event 20, was recomputed" in html
+    assert digest(store) == before and left == ["store.sqlite"]

@@ -52,6 +52,31 @@ def test_a_page_the_user_may_not_see_is_never_named(sqlite_run: Run):
     assert "42" not in json.dumps(prompts)
 
 
+def usage_error(stderr: str) -> str:
+    """Returns the words of the boxed error a usage error prints, its lines joined."""
+    inside = [line.strip("│ ") for line in stderr.splitlines() if line.startswith("│")]
+    return " ".join(inside)
+
+
+def test_a_denied_page_beyond_a_page_id_is_a_usage_error_as_list_owner_is(sqlite_run: Run):
+    """Found by a fresh user: `--deny-page 99999999999999999999` exited 0, the page id no page can have."""
+    assert sqlite_run("ingest", DEMO).returncode == 0
+
+    denied = sqlite_run("replay", DEMO, "--deny-page", "99999999999999999999")
+    owner = sqlite_run("list", "--owner", "99999999999999999999")
+    largest = sqlite_run("replay", DEMO, "--deny-page", "2147483647", "--json")
+
+    assert (denied.returncode, denied.stdout) == (2, "")
+    assert usage_error(denied.stderr) == (
+        "Invalid value for '--deny-page': 99999999999999999999 is not in the range 1<=x<=2147483647."
+    )
+    assert (owner.returncode, usage_error(owner.stderr)) == (
+        2,
+        "Invalid value for '--owner': 99999999999999999999 is not in the range 0<=x<=2147483647.",
+    )
+    assert (largest.returncode, largest.stdout) == (0, sqlite_run("replay", DEMO, "--json").stdout)
+
+
 def test_replay_text_shows_each_turn_with_its_notes_boxed(sqlite_run: Run):
     shown = sqlite_run("replay", DEMO, "--at", "3")
 

@@ -51,6 +51,23 @@ def test_a_file_that_is_not_sqlite_names_chatrecord_db(tmp_path: Path):
         ), args
 
 
+def test_a_store_file_cut_to_half_is_said_damaged_not_a_file_to_start_over_in(tmp_path: Path):
+    run = runner(tmp_path, CHATRECORD_DB="store.sqlite")
+    assert run("ingest", DEMO).returncode == 0
+    whole = (tmp_path / "store.sqlite").read_bytes()
+    (tmp_path / "t.sqlite").write_bytes(whole[: len(whole) // 2])  # head -c $((size/2)) store > t.sqlite
+    cut = runner(tmp_path, CHATRECORD_DB="t.sqlite")
+
+    for args in (["verify"], ["audit", "conv-demo-seo"], ["list"]):
+        failed = cut(*args)
+        assert (failed.returncode, failed.stdout, failed.stderr) == (
+            1,
+            "",
+            "error: CHATRECORD_DB: the store file t.sqlite is damaged (database disk image is malformed); "
+            "restore it from a backup (chatrecord does not repair a damaged store file)\n",
+        ), args
+
+
 def test_a_sqlite_file_in_a_folder_that_does_not_exist_names_chatrecord_db(tmp_path: Path):
     failed = runner(tmp_path, CHATRECORD_DB="no/such/folder/c.sqlite")("demo")
 

@@ -300,6 +300,22 @@ def test_if_match_takes_a_list_of_etags_and_a_star(server: Server) -> None:
     problem(stale, 412, "version-mismatch")
 
 
+def test_a_line_nested_past_the_json_reader_s_depth_is_a_bad_line_as_one_65_levels_deep(server: Server) -> None:
+    """Found by a fresh user: 600 levels were "nested more than 64 levels", 100,000 "not valid JSON (depth limit
+    exceeded …)" (orjson reads no more than 1,024 levels)."""
+    [started, *_] = demo_lines(unique())
+    answers = []
+    for levels in (600, 20_000):  # past 1,024: orjson refuses it; 40 kB, within the test server's body limit
+        deep = (b"[" * levels + b"]" * levels).join(orjson.dumps({**started, "zz": "@"}).split(b'"@"'))
+        answers.append(
+            problem(server.client.post("/v1/lines", content=deep, headers={"content-type": "application/json"}), 422, "bad-line")
+        )
+    for answer in answers:
+        assert answer["detail"] == (
+            'request: line 1, (a dropped key): is nested more than 64 levels deep, the most a line may be (README, "Input limits")'
+        )
+
+
 def test_every_error_is_a_problem_and_stores_nothing(server: Server) -> None:
     conversation = unique()
     [started, _, _, _, _, decided, *_] = demo_lines(conversation)

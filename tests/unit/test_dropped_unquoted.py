@@ -62,6 +62,14 @@ def planted() -> dict[str, str]:
         twice = json.dumps(segment(step(**{field: {"k": 1}}))).replace('{"k": 1}', f'{{"{SECRET}": 1, "{SECRET}": 2}}')
         texts[f"{field} holding a key twice"] = twice
     texts["an unknown key named by the secret, nested too deep"] = json.dumps(segment(**{SECRET: nested(DEPTH_MAX + 2)}))
+    beyond = f'{{"{SECRET}": ' * 2000 + '"x"' + "}" * 2000  # deeper than orjson reads (1,024 levels)
+    texts["an unknown key named by the secret, nested past the JSON reader's depth"] = json.dumps(
+        segment(**{SECRET: "@"})
+    ).replace('"@"', beyond)
+    for field in DROPPED:
+        texts[f"{field} nested past the JSON reader's depth in a step"] = json.dumps(segment(step(**{field: "@"}))).replace(
+            '"@"', beyond
+        )
     texts["a step of an unknown kind with the secret as its table"] = json.dumps(
         segment(step(kind="secret_step", writeTargetTable=f"{SECRET} x", writeTargetUid=1))
     )

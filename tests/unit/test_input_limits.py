@@ -128,6 +128,28 @@ def test_a_line_nested_deeper_than_64_levels_is_refused_at_its_field() -> None:
     )
 
 
+@pytest.mark.parametrize("levels", [600, 100_000])
+def test_a_line_too_deep_for_the_json_reader_is_refused_as_one_nested_past_64_levels(levels: int) -> None:
+    """Found by a fresh user: 600 levels said "nested more than 64 levels", 100,000 said "not valid JSON (depth
+    limit exceeded at column 1134)" (orjson reads no more than 1,024 levels)."""
+    nested = b"[" * levels + b"]" * levels
+    unknown = jl(type="user_message", message=1, text="x", page=0, zz="@").replace(b'"@"', nested)
+    steps = b'{"steps": ' + nested + b', "type": "segment_returned", "conversation": "c"}'  # its type after
+    arguments = (
+        b'{"type": "segment_returned", "steps": [{"kind": "tool_call", "toolArguments": {"a\\"b": '
+        + b'{"k": ' * levels
+        + b"1"
+        + b"}" * levels
+        + b"}}]}"
+    )
+    said = 'is nested more than 64 levels deep, the most a line may be (README, "Input limits")'
+
+    assert refusal(unknown) == f"big.jsonl: line 1, (a dropped key): {said}"
+    assert refusal(unknown.decode()) == f"big.jsonl: line 1, (a dropped key): {said}"  # type: ignore[arg-type]
+    assert refusal(steps) == f"big.jsonl: line 1, steps[0].(a dropped key): {said}"
+    assert refusal(arguments) == f"big.jsonl: line 1, steps[0].toolArguments: {said}"
+
+
 def test_a_line_64_levels_deep_is_read() -> None:
     nested: Any = 1
     for _ in range(63):  # the line's object is level 1, the innermost dict level 64

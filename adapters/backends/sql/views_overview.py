@@ -95,17 +95,25 @@ class SQLMarks:
 
 
 def read_overview(
-    storage: Any, statements: OverviewStatements, key: str, logged: int, fold: Callable[[Overview, Marks], Overview]
-) -> Overview:
+    storage: Any,
+    statements: OverviewStatements,
+    key: str,
+    logged: int,
+    fold: Callable[[Overview, Marks], Overview],
+    keep: bool = True,
+) -> Overview | None:
     """Returns the overview of `key` as `ViewStorage.overview` says, through `storage`. At `logged`, one row
-    read. Else one write transaction under the views' shared lock, the row locked where possible: the row
-    is made if missing, folded by `fold` (from empty when past `logged`) and written back."""
+    read. Else, without `keep`, None (nothing written); with it, one write transaction under the views'
+    shared lock, the row locked where possible: the row is made if missing, folded by `fold` (from empty
+    when past `logged`) and written back."""
     s = statements
     with storage.transaction(write=False) as curs:
         curs.execute(s.select, (key,))
         row = curs.fetchone()
     if row is not None and row["body"] and int(row["version"]) == logged:
         return Overview.from_json(orjson.loads(row["body"]))
+    if not keep:  # a store opened read-only: the caller folds the log in memory
+        return None
     with storage.transaction(write=True) as curs:
         storage.lock(curs, exclusive=False)
         curs.execute(s.insert_empty, (key,))

@@ -157,7 +157,9 @@ class SQLViewStorage(ViewStorage):
     """What makes the overview's SELECT lock its row (PostgreSQL: FOR UPDATE; SQLite's write
     transaction holds the file)."""
 
-    def overview(self, cid: UUID, generation: int, logged: int, fold: Callable[[Overview, Marks], Overview]) -> Overview | None:
+    def overview(
+        self, cid: UUID, generation: int, logged: int, fold: Callable[[Overview, Marks], Overview], keep: bool = True
+    ) -> Overview | None:
         statements = self._overviews.get(generation)
         if statements is None:
             with self.transaction(write=False) as curs:
@@ -167,7 +169,7 @@ class SQLViewStorage(ViewStorage):
             statements = self._overviews[generation] = OverviewStatements(
                 names["overview"], names["overview_marks"], self.p, self.lock_row
             )
-        return read_overview(self, statements, str(cid), logged, fold)
+        return read_overview(self, statements, str(cid), logged, fold, keep)
 
     def _t(self, name: str) -> str:
         return f'"{self.schema}".{name}' if self.schema else name

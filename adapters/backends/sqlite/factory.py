@@ -27,6 +27,8 @@ from adapters.store.keys import DataKeys
 # SQLite result codes (the primary code, the low byte) a setting or another process causes
 _SQLITE_LOCKED = {5: "SQLITE_BUSY", 6: "SQLITE_LOCKED"}
 _SQLITE_NOT_A_DATABASE = {11: "SQLITE_CORRUPT", 26: "SQLITE_NOTADB"}
+_SQLITE_HEADER = b"SQLite format 3\x00"
+"""The first bytes of every SQLite database file: a file that starts with them and cannot be read is damaged."""
 _SQLITE_CANNOT_USE = {
     3: "SQLITE_PERM",
     8: "SQLITE_READONLY",
@@ -84,6 +86,11 @@ class SQLiteFactory(StoreFactory, es_sqlite.SQLiteFactory):
     def problem(cls, driver: BaseException, env: Mapping[str, str], text: str, backend: str) -> str | None:
         path = env.get("SQLITE_DBNAME", "")
         code = (getattr(driver, "sqlite_errorcode", 0) or 0) & 0xFF
+        if code in _SQLITE_NOT_A_DATABASE and (code == 11 or _sqlite_header(path)):
+            return (
+                f"CHATRECORD_DB: the store file {path} is damaged ({text}); restore it from a backup "
+                "(chatrecord does not repair a damaged store file)"
+            )
         if code in _SQLITE_NOT_A_DATABASE:
             return (
                 f"CHATRECORD_DB: {path} is not a SQLite database ({text}); point CHATRECORD_DB at a "
@@ -122,3 +129,12 @@ class SQLiteFactory(StoreFactory, es_sqlite.SQLiteFactory):
     @classmethod
     def reproduction_rows(cls, recorder: Any) -> reproductions.SQLReproductionRows:
         return reproductions.SQLReproductionRows(recorder.datastore, SQLITE, reproductions.create_statements(SQLITE))
+
+
+def _sqlite_header(path: str) -> bool:
+    """Says whether the file at `path` starts as a SQLite database does (False when it cannot be read)."""
+    try:
+        with open(path, "rb") as file:
+            return file.read(len(_SQLITE_HEADER)) == _SQLITE_HEADER
+    except OSError:
+        return False
