@@ -28,6 +28,8 @@ SUB_PATHS: dict[str, frozenset[str]] = {
 }
 """Per path prefix, the sub-paths of a conversation ("" is its own page, not listed). Each route with
 `{conversation:path}` under a prefix ends in one of these (a test checks it)."""
+KEPT = "chatrecord.conversation_path"
+"""The scope's key of what `named` found: the raw path, the path and the result."""
 STAND_IN = "-"
 """The id put in the path the route's own pattern is matched against once the raw path has named the id."""
 
@@ -58,7 +60,17 @@ def split(raw_rest: str, subs: frozenset[str]) -> tuple[str, str] | None:
 def named(scope: Scope) -> tuple[str, str, str] | None:
     """Returns the prefix, the id and the sub-path that the request's raw path names (`split`). None
     when the path is under no prefix of SUB_PATHS, has no raw form, or the raw form does not start with
-    the prefix as such (after the app's root path)."""
+    the prefix as such (after the app's root path). Found once a request: kept in its scope under KEPT
+    for the other routes it is matched against."""
+    kept = scope.get(KEPT)
+    if kept is not None and kept[0] is scope.get("raw_path") and kept[1] == scope["path"]:
+        return kept[2]  # type: ignore[no-any-return]
+    found = _named(scope)
+    scope[KEPT] = (scope.get("raw_path"), scope["path"], found)
+    return found
+
+
+def _named(scope: Scope) -> tuple[str, str, str] | None:
     if scope["type"] != "http":
         return None
     inner = route_path(scope)
