@@ -4,7 +4,7 @@ against routing it on the decoded path, as before, in one run.
 Each request is a `GET` through the FastAPI app in process, on a memory store holding one short
 conversation, to cheap operations, so that routing is a large part of it: `GET /v1/conversations/
 ID/reproductions` (an empty list), `…/activity`, and the UI's `…/chain`. The two ways alternate in
-rounds (the raw path's `ConversationRoute.matches`, then APIRoute's own); the script prints the
+rounds (the raw path's `ConversationRoute.matches` and APIRoute's own, each first in every other round); the script prints the
 median of each in microseconds and their ratio, for the whole request and for the time spent in the
 routes' `matches` alone (summed over the routes a request is matched against). Example:
 
@@ -68,8 +68,9 @@ def main() -> None:
     count = args.requests * len(paths)
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     with TestClient(app, base_url="http://127.0.0.1") as client:
-        for _ in range(args.rounds):
-            for way, matches in ways.items():
+        for round_ in range(args.rounds):
+            order = list(ways.items()) if round_ % 2 == 0 else list(reversed(ways.items()))  # neither always first
+            for way, matches in order:
                 ConversationRoute.matches = matches  # type: ignore[method-assign]
                 spent[0] = 0.0
                 t0 = time.perf_counter()
