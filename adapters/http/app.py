@@ -34,6 +34,7 @@ from adapters.api import (
 )
 from adapters.http import openapi, schemas
 from adapters.http.bearer import CHALLENGE, check_bearer
+from adapters.http.conversation_paths import ConversationRoute
 from adapters.http.headers import (
     ANY,
     IDEMPOTENCY_KEY_PATTERN,
@@ -216,7 +217,12 @@ def create_app(chatrecord_factory: Callable[[], Chatrecord], settings: HttpSetti
     # every /v1 operation can answer these; a conversation's own operations add 404 and 409
     common: dict[int | str, dict[str, Any]] = {status: ERRORS[status] for status in (400, 401, 429, 500, 503)}
     of_a_conversation: dict[int | str, dict[str, Any]] = {status: ERRORS[status] for status in (404, 409)}
-    v1 = APIRouter(prefix="/v1", dependencies=[Depends(authorized), Depends(known_query)], responses=common)
+    v1 = APIRouter(
+        prefix="/v1",
+        dependencies=[Depends(authorized), Depends(known_query)],
+        responses=common,
+        route_class=ConversationRoute,
+    )
 
     @v1.post(
         "/lines",

@@ -256,6 +256,13 @@ def allowed(request: Request) -> str:
     return ", ".join(sorted(methods))
 
 
+def invalid_request(error: RequestValidationError) -> Problem:
+    """Returns the 400 problem of a parameter of the wrong form: where it is (`query.before`) and what is wrong."""
+    first = error.errors()[0] if error.errors() else {}
+    where = ".".join(str(part) for part in first.get("loc", ()))
+    return Problem(400, "bad-request", f"{where}: {first.get('msg', 'invalid')}", where=where)
+
+
 def install(app: FastAPI) -> None:
     """Makes every error of `app` a problem: its own, the service layer's, the framework's."""
 
@@ -269,9 +276,7 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, error: RequestValidationError) -> JSONResponse:
-        first = error.errors()[0] if error.errors() else {}
-        where = ".".join(str(part) for part in first.get("loc", ()))
-        return Problem(400, "bad-request", f"{where}: {first.get('msg', 'invalid')}", where=where).response()
+        return invalid_request(error).response()
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, error: StarletteHTTPException) -> JSONResponse:

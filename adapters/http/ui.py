@@ -16,6 +16,7 @@ from urllib.parse import parse_qs, quote, urlencode
 
 import orjson
 from fastapi import APIRouter, Depends, FastAPI, Query, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from adapters import pages
@@ -32,7 +33,8 @@ from adapters.api import (
     parse_at,
 )
 from adapters.http.bearer import bearer_of, check_bearer, client_of
-from adapters.http.problems import Problem
+from adapters.http.conversation_paths import ConversationRoute
+from adapters.http.problems import Problem, invalid_request
 from adapters.http.sessions import SESSION_SECONDS, Sessions, Throttle
 from domain.errors import UnknownConversation
 from domain.limits import INT_MAX
@@ -70,6 +72,14 @@ def install_ui(app: FastAPI, token: str | None, throttle: Throttle) -> None:
     async def sign_in(request: Request, error: SignInRequired) -> Response:
         return RedirectResponse("/ui/login?" + urlencode({"next": str(error)}), status_code=303)
 
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, error: RequestValidationError) -> Response:
+        """A page's parameter of the wrong form (`?before=abc`): an error page, with the API's status and words."""
+        problem = invalid_request(error)
+        if not request.url.path.startswith("/ui/"):  # the API's: a problem (`problems.install`)
+            return problem.response()
+        return html(pages.error_page("A parameter has the wrong form", problem.detail), status=problem.status)
+
     app.include_router(ui_router(token, throttle))
 
 
@@ -85,10 +95,10 @@ def ui_router(token: str | None, throttle: Throttle) -> APIRouter:
         cookie = request.cookies.get(COOKIE, "")
         if cookie and sessions is not None and sessions.valid(cookie):
             return
-        raise SignInRequired(request.url.path + (f"?{request.url.query}" if request.url.query else ""))
+        raise SignInRequired(_sent_path(request) + (f"?{request.url.query}" if request.url.query else ""))
 
     router = APIRouter(prefix="/ui", include_in_schema=False)
-    guarded = APIRouter(dependencies=[Depends(signed_in)])
+    guarded = APIRouter(dependencies=[Depends(signed_in)], route_class=ConversationRoute)
 
     @router.get("/login")
     def login_form(next: str = "/ui/") -> Response:
@@ -164,7 +174,7 @@ def ui_router(token: str | None, throttle: Throttle) -> APIRouter:
             except UnknownConversation:
                 pass
             else:
-                return RedirectResponse("/ui/conversations/" + quote(query, safe=""), status_code=303)
+                return RedirectResponse(pages.conversation_path(query), status_code=303)
         try:
             rows, following = _listing(chatrecord, after, filters)
         except BadCursor as error:
@@ -287,7 +297,7 @@ def ui_router(token: str | None, throttle: Throttle) -> APIRouter:
             except NotOnTimeline as error:
                 return html(pages.error_page("Not in this conversation", str(error)), status=404)
             older = "?" + urlencode({"before": found.before}) if found.before is not None else ""
-            return RedirectResponse(f"/ui/conversations/{quote(conversation, safe='')}{older}#{found.anchor}", status_code=303)
+            return RedirectResponse(f"{pages.conversation_path(conversation)}{older}#{found.anchor}", status_code=303)
         try:
             page = chatrecord.timeline(conversation, before=before)
             selected = chatrecord.turn_view(conversation, turn, rules.value if rules else None) if turn is not None else None
@@ -328,6 +338,16 @@ def reproduction_runs(kept: list[Reproduction]) -> list[str]:
         f"{at} · {streams[0].model} · the turn of message {streams[0].message}: {Report(streams[0].conversation, tuple(streams)).sentence()}"
         for at, streams in runs.items()
     ]
+
+
+def _sent_path(request: Request) -> str:
+    """Returns the request's path as sent, where an id's `%2F` stays encoded (the decoded path would name
+    another page: `conversation_paths`)."""
+    raw = request.scope.get("raw_path")
+    try:
+        return raw.decode("ascii").partition("?")[0] if raw else quote(request.url.path)
+    except UnicodeDecodeError:
+        return quote(request.url.path)
 
 
 def _local(path: str) -> str:

@@ -115,6 +115,19 @@ def input_parts(view: TurnView, whole: bool) -> dict[str, Any]:
     return {"first": _pieces(view, system, 0)[0], "earlier": [], "count": cut - 1, "last": _pieces(view, tail, start)}
 
 
+def id_segment(conversation: str) -> str:
+    """Returns a conversation id as one path segment: each character but `A-Za-z0-9_.~-` percent-encoded,
+    `/` too (the server tells the id from its sub-pages by it: `adapters.http.conversation_paths`), and an
+    id of only dots (`.`, `..`) with its dots encoded, which a client would otherwise resolve away."""
+    segment = quote(conversation, safe="")
+    return segment.replace(".", "%2E") if segment in (".", "..") else segment
+
+
+def conversation_path(conversation: str) -> str:
+    """Returns the path of a conversation's page."""
+    return "/ui/conversations/" + id_segment(conversation)
+
+
 @dataclass(frozen=True)
 class Links:
     """How the page links: to the server's routes (`static` False) or to fragments of one file."""
@@ -124,7 +137,7 @@ class Links:
     rules: str
 
     def base(self) -> str:
-        return "/ui/conversations/" + quote(self.conversation, safe="")
+        return conversation_path(self.conversation)
 
     def turn(self, message: int, rules: str | None = None) -> str:
         rules = rules or self.rules
@@ -296,7 +309,7 @@ def list_page(rows: Sequence[dict[str, Any]], asked: dict[str, Any], next_after:
             next_after=next_after,
             message=message,
             css=Markup(stylesheet()),
-            quote=lambda s: quote(s, safe=""),
+            quote=id_segment,
         )
     )
 
