@@ -31,6 +31,7 @@ from starlette.responses import Response
 from starlette.routing import compile_path
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from adapters.http.conversation_paths import named
 from projections.page_line import PageFilter
 
 LINES = "/v1/lines"
@@ -86,10 +87,16 @@ class ChatrecordApp(FastAPI):
             return hot.lines if path == LINES else None
         if method != "GET" or not path.endswith("/turn"):
             return None
-        match = TURN_PATH.match(path)
-        if match is None:
-            return None
-        conversation = TURN_CONVERTORS["conversation"].convert(match["conversation"])
+        found = named(scope)  # the id as the routes find it: in the raw path, its %2F its own
+        if found is not None:
+            if found[2] != "turn":
+                return None
+            conversation = found[1]
+        else:
+            match = TURN_PATH.match(path)
+            if match is None:
+                return None
+            conversation = TURN_CONVERTORS["conversation"].convert(match["conversation"])
         query = pages_of(scope["query_string"])
         if not conversation or query is None:
             return None
