@@ -77,7 +77,7 @@ import orjson  # noqa: E402
 import psycopg  # noqa: E402
 from bench_flat_lines import ANCHORS, started, tour_segments  # noqa: E402
 from bench_flat_support import ensure_anchors_database  # noqa: E402
-from bench_http_anchors import ANCHOR_TARGETS, SEGMENT_WAYS, Anchors, Client, Read, Segment, Send  # noqa: E402
+from bench_http_anchors import ANCHOR_TARGETS, SEGMENT_WAYS, Anchors, Client, Read, Segment, SegmentCut, Send  # noqa: E402
 from psycopg import sql  # noqa: E402
 
 from adapters.api import Chatrecord  # noqa: E402
@@ -150,6 +150,7 @@ def segment_loop(segment: Segment) -> Loop:
                 part.appended += segment()
                 part.done += 1
             except Exception as error:  # noqa: BLE001 - counted and shown once
+                part.appended += error.appended if isinstance(error, SegmentCut) else 0  # its lines stored before
                 part.errors += 1
                 if part.errors == 1:
                     print(f"    error: {error}", flush=True)

@@ -40,14 +40,26 @@ def tour_groups(conversation: str) -> Iterator[list[bytes]]:
         cycle += 1
 
 
+class SegmentCut(Exception):
+    """A segment that failed after some of its lines were stored: `appended`, their events, count
+    as acknowledged (each line's response said so), so the count of the events stored holds."""
+
+    def __init__(self, appended: int, error: Exception) -> None:
+        super().__init__(str(error))
+        self.appended = appended
+
+
 def our_segment(send: Send, read: Read, groups: Iterator[list[bytes]]) -> Segment:
     """A segment's lines, one `send` each, then the turn read."""
 
     def segment() -> int:
         appended = 0
-        for raw in next(groups):
-            appended += send(raw)
-        read()
+        try:
+            for raw in next(groups):
+                appended += send(raw)
+            read()
+        except Exception as error:
+            raise SegmentCut(appended, error) from error
         return appended
 
     return segment
