@@ -9,6 +9,7 @@ from typing import Protocol, runtime_checkable
 from domain.conversation import Conversation, History
 from domain.errors import ChatrecordError
 from domain.events import ConversationEvent
+from domain.history_index import LayeredHistory
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,9 @@ class KeyedLines(Protocol):
 
     starts: bool
     """Whether its first line starts the conversation (`conversation_started`)."""
+    indexed: LayeredHistory | None
+    """After `decide` returned events: the history it decided on with their index writes on top, which
+    an assumed append sends instead of folding the events again (`AssumedHistory.decided`)."""
 
     def key_digests(self, keyed: Callable[[str], str] | None) -> None:
         """Takes each line's digest as `keyed` gives it (None: the plain digest), in its events' `source`

@@ -12,14 +12,14 @@ from eventsourcing.persistence import ApplicationRecorder
 
 from adapters.store.chain import ChainBroken, ChainedRecorder
 from adapters.store.chain_heads import ChainHeadCache
-from adapters.store.commands import Command
+from adapters.store.commands import Command, KeyedLines
 from adapters.store.conversation_log import ConversationLog
 from adapters.store.known_conversations import KnownConversations
 from adapters.store.ports import HistoryIndex
 from domain.conversation import Conversation, History, recorded_segment
 from domain.errors import ChatrecordError
 from domain.events import ConversationEvent
-from domain.history_index import AssumedHistory, LayeredHistory, NotKnown
+from domain.history_index import AssumedHistory, NotKnown
 
 
 def _cut(conversation: str, cid: UUID, ends: int, indexed: int) -> ChainBroken:
@@ -88,8 +88,8 @@ class Decider:
             events = tuple(command.decide(state, history))
         except (NotKnown, ChatrecordError):
             return None
-        indexed = getattr(command, "indexed", None)  # the decision's own index writes, folded over `history`
-        history.decided = indexed if isinstance(indexed, LayeredHistory) and indexed.base is history else None
+        indexed = command.indexed if isinstance(command, KeyedLines) else None  # its own index writes
+        history.decided = indexed if indexed is not None and indexed.base is history else None
         return (state, events, history) if events else None
 
     def decide(

@@ -9,7 +9,6 @@ must have answered the hot requests itself. On the in-memory store, SQLite and P
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ from adapters.bootstrap import open_store
 from adapters.http.app import HttpSettings, create_app
 from adapters.http.hot_routes import pages_of
 from projections.page_line import PageFilter
+from tests.conftest import _in_ci
 
 TOKEN = "hot-token-0123456789"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -340,7 +340,7 @@ def test_with_fastapis_own_tracing_on_fastapi_answers_and_traces_the_hot_request
     for app in (apps.hot, apps.plain):
         telemetry = getattr(app, "_native_telemetry", None)
         if telemetry is None:  # FastAPI before its own tracing (0.16x); CI installs one with it
-            if os.environ.get("CI"):
+            if _in_ci():
                 pytest.fail("this FastAPI has no tracing of its own; CI installs one that has", pytrace=False)
             pytest.skip("this FastAPI has no tracing of its own")
         telemetry.config["tracer_provider"] = provider  # this app's own, not the process's global provider
